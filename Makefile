@@ -1,0 +1,47 @@
+# make run: a local cluster with honcho. make test: the whole test suite.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test unit integration lint gen check-gen bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	mkdir -p .kemu
+	$(BIN)/honcho start
+
+test: $(STAMP) check-gen lint
+	$(BIN)/python -m pytest -q tests
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest -q tests/unit
+
+integration: $(STAMP)
+	$(BIN)/python -m pytest -q tests/integration
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+gen: $(STAMP)
+	hack/gen-proto.sh
+
+check-gen: $(STAMP)
+	rm -rf $(VENV)/gen && mkdir -p $(VENV)/gen
+	hack/gen-proto.sh $(VENV)/gen
+	diff -r -x __pycache__ -x __init__.py -x py.typed $(VENV)/gen/kemu/api/v1 kemu/api/v1 \
+	  || { echo "kemu/api/v1 is stale: run 'make gen' and commit the result" >&2; exit 1; }
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) .kemu .pytest_cache .mypy_cache .ruff_cache

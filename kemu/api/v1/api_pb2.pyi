@@ -1,0 +1,202 @@
+from kemu.api.v1 import types_pb2 as _types_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Object(_message.Message):
+    __slots__ = ("pod", "node", "priority_class", "pod_disruption_budget", "lease", "event")
+    POD_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_CLASS_FIELD_NUMBER: _ClassVar[int]
+    POD_DISRUPTION_BUDGET_FIELD_NUMBER: _ClassVar[int]
+    LEASE_FIELD_NUMBER: _ClassVar[int]
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    pod: _types_pb2.Pod
+    node: _types_pb2.Node
+    priority_class: _types_pb2.PriorityClass
+    pod_disruption_budget: _types_pb2.PodDisruptionBudget
+    lease: _types_pb2.Lease
+    event: _types_pb2.Event
+    def __init__(self, pod: _Optional[_Union[_types_pb2.Pod, _Mapping]] = ..., node: _Optional[_Union[_types_pb2.Node, _Mapping]] = ..., priority_class: _Optional[_Union[_types_pb2.PriorityClass, _Mapping]] = ..., pod_disruption_budget: _Optional[_Union[_types_pb2.PodDisruptionBudget, _Mapping]] = ..., lease: _Optional[_Union[_types_pb2.Lease, _Mapping]] = ..., event: _Optional[_Union[_types_pb2.Event, _Mapping]] = ...) -> None: ...
+
+class CreateRequest(_message.Message):
+    __slots__ = ("object",)
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
+    object: Object
+    def __init__(self, object: _Optional[_Union[Object, _Mapping]] = ...) -> None: ...
+
+class GetRequest(_message.Message):
+    __slots__ = ("resource", "namespace", "name")
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    resource: str
+    namespace: str
+    name: str
+    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class ListRequest(_message.Message):
+    __slots__ = ("resource", "namespace", "label_selector", "field_selector", "resource_version", "resource_version_match", "limit")
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    LABEL_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    FIELD_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_VERSION_MATCH_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    CONTINUE_FIELD_NUMBER: _ClassVar[int]
+    resource: str
+    namespace: str
+    label_selector: str
+    field_selector: str
+    resource_version: str
+    resource_version_match: str
+    limit: int
+    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ..., resource_version: _Optional[str] = ..., resource_version_match: _Optional[str] = ..., limit: _Optional[int] = ..., **kwargs) -> None: ...
+
+class ListResponse(_message.Message):
+    __slots__ = ("items", "resource_version")
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    CONTINUE_FIELD_NUMBER: _ClassVar[int]
+    items: _containers.RepeatedCompositeFieldContainer[Object]
+    resource_version: str
+    def __init__(self, items: _Optional[_Iterable[_Union[Object, _Mapping]]] = ..., resource_version: _Optional[str] = ..., **kwargs) -> None: ...
+
+class WatchRequest(_message.Message):
+    __slots__ = ("resource", "namespace", "label_selector", "field_selector", "resource_version", "allow_watch_bookmarks")
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    LABEL_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    FIELD_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_WATCH_BOOKMARKS_FIELD_NUMBER: _ClassVar[int]
+    resource: str
+    namespace: str
+    label_selector: str
+    field_selector: str
+    resource_version: str
+    allow_watch_bookmarks: bool
+    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ..., resource_version: _Optional[str] = ..., allow_watch_bookmarks: _Optional[bool] = ...) -> None: ...
+
+class WatchEvent(_message.Message):
+    __slots__ = ("type", "object")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    object: Object
+    def __init__(self, type: _Optional[str] = ..., object: _Optional[_Union[Object, _Mapping]] = ...) -> None: ...
+
+class UpdateRequest(_message.Message):
+    __slots__ = ("object",)
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
+    object: Object
+    def __init__(self, object: _Optional[_Union[Object, _Mapping]] = ...) -> None: ...
+
+class PatchRequest(_message.Message):
+    __slots__ = ("resource", "namespace", "name", "patch", "subresource")
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PATCH_FIELD_NUMBER: _ClassVar[int]
+    SUBRESOURCE_FIELD_NUMBER: _ClassVar[int]
+    resource: str
+    namespace: str
+    name: str
+    patch: str
+    subresource: str
+    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., patch: _Optional[str] = ..., subresource: _Optional[str] = ...) -> None: ...
+
+class Preconditions(_message.Message):
+    __slots__ = ("uid", "resource_version")
+    UID_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    uid: str
+    resource_version: str
+    def __init__(self, uid: _Optional[str] = ..., resource_version: _Optional[str] = ...) -> None: ...
+
+class DeleteRequest(_message.Message):
+    __slots__ = ("resource", "namespace", "name", "grace_period_seconds", "preconditions")
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    GRACE_PERIOD_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    PRECONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    resource: str
+    namespace: str
+    name: str
+    grace_period_seconds: int
+    preconditions: Preconditions
+    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., grace_period_seconds: _Optional[int] = ..., preconditions: _Optional[_Union[Preconditions, _Mapping]] = ...) -> None: ...
+
+class Binding(_message.Message):
+    __slots__ = ("metadata", "target")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    metadata: _types_pb2.ObjectMeta
+    target: _types_pb2.ObjectReference
+    def __init__(self, metadata: _Optional[_Union[_types_pb2.ObjectMeta, _Mapping]] = ..., target: _Optional[_Union[_types_pb2.ObjectReference, _Mapping]] = ...) -> None: ...
+
+class Eviction(_message.Message):
+    __slots__ = ("metadata", "grace_period_seconds", "preconditions")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    GRACE_PERIOD_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    PRECONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    metadata: _types_pb2.ObjectMeta
+    grace_period_seconds: int
+    preconditions: Preconditions
+    def __init__(self, metadata: _Optional[_Union[_types_pb2.ObjectMeta, _Mapping]] = ..., grace_period_seconds: _Optional[int] = ..., preconditions: _Optional[_Union[Preconditions, _Mapping]] = ...) -> None: ...
+
+class Status(_message.Message):
+    __slots__ = ("status", "message", "reason", "code")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    status: str
+    message: str
+    reason: str
+    code: int
+    def __init__(self, status: _Optional[str] = ..., message: _Optional[str] = ..., reason: _Optional[str] = ..., code: _Optional[int] = ...) -> None: ...
+
+class VersionRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class FeatureGateState(_message.Message):
+    __slots__ = ("name", "enabled", "stage", "locked")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ENABLED_FIELD_NUMBER: _ClassVar[int]
+    STAGE_FIELD_NUMBER: _ClassVar[int]
+    LOCKED_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    enabled: bool
+    stage: str
+    locked: bool
+    def __init__(self, name: _Optional[str] = ..., enabled: _Optional[bool] = ..., stage: _Optional[str] = ..., locked: _Optional[bool] = ...) -> None: ...
+
+class ComponentVersion(_message.Message):
+    __slots__ = ("component", "identity", "emulated_version", "binary_version", "feature_gates")
+    COMPONENT_FIELD_NUMBER: _ClassVar[int]
+    IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    EMULATED_VERSION_FIELD_NUMBER: _ClassVar[int]
+    BINARY_VERSION_FIELD_NUMBER: _ClassVar[int]
+    FEATURE_GATES_FIELD_NUMBER: _ClassVar[int]
+    component: str
+    identity: str
+    emulated_version: str
+    binary_version: str
+    feature_gates: _containers.RepeatedCompositeFieldContainer[FeatureGateState]
+    def __init__(self, component: _Optional[str] = ..., identity: _Optional[str] = ..., emulated_version: _Optional[str] = ..., binary_version: _Optional[str] = ..., feature_gates: _Optional[_Iterable[_Union[FeatureGateState, _Mapping]]] = ...) -> None: ...
+
+class VersionInfo(_message.Message):
+    __slots__ = ("server", "components")
+    SERVER_FIELD_NUMBER: _ClassVar[int]
+    COMPONENTS_FIELD_NUMBER: _ClassVar[int]
+    server: ComponentVersion
+    components: _containers.RepeatedCompositeFieldContainer[ComponentVersion]
+    def __init__(self, server: _Optional[_Union[ComponentVersion, _Mapping]] = ..., components: _Optional[_Iterable[_Union[ComponentVersion, _Mapping]]] = ...) -> None: ...

@@ -1,0 +1,344 @@
+"""Kubernetes-shaped JSON for kemu's protobuf objects, both ways.
+
+`to_dict` prints an object as kubectl would (camelCase names, empty fields omitted, int64 as
+numbers, times as RFC 3339, IntOrString as a bare number or string). `from_dict` reads a
+manifest strictly: an unknown field or a value of the wrong type is an Invalid error that names
+the field path (spec.containers[0].resources.requests.cpu). Numbers are accepted where a map
+holds quantity strings (`cpu: 2` in YAML), as Kubernetes' Quantity does.
+
+This is not a hot path: the scheduler and kubelets work on messages; the apiserver converts only
+to apply a merge patch.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Final
+
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from kemu.machinery.errors import Cause, Invalid
+from kemu.machinery.kinds import Kind, kind_of
+
+_TIMESTAMP: Final = "google.protobuf.Timestamp"
+_INT_OR_STRING: Final = "kemu.api.v1.IntOrString"
+
+_INT_TYPES: Final = frozenset(
+    {
+        FieldDescriptor.TYPE_INT32,
+        FieldDescriptor.TYPE_INT64,
+        FieldDescriptor.TYPE_UINT32,
+        FieldDescriptor.TYPE_UINT64,
+        FieldDescriptor.TYPE_SINT32,
+        FieldDescriptor.TYPE_SINT64,
+    }
+)
+_INT32_LIMIT: Final = 2**31
+_INT64_LIMIT: Final = 2**63
+
+
+@dataclass(frozen=True)
+class _Field:
+    fd: FieldDescriptor
+    json_name: str
+    repeated: bool
+    is_map: bool
+    message: Descriptor | None  # for message fields (and the value of a map)
+    map_value: FieldDescriptor | None
+    presence: bool
+
+
+@cache
+def _fields(desc: Descriptor) -> tuple[_Field, ...]:
+    out = []
+    for fd in desc.fields:
+        is_map = bool(
+            fd.message_type is not None
+            and fd.message_type.GetOptions().map_entry
+            and fd.is_repeated
+        )
+        map_value = fd.message_type.fields_by_name["value"] if is_map else None
+        message = (
+            (map_value.message_type if map_value is not None else None)
+            if is_map
+            else fd.message_type
+        )
+        out.append(
+            _Field(
+                fd=fd,
+                json_name=fd.json_name,
+                repeated=fd.is_repeated and not is_map,
+                is_map=is_map,
+                message=message,
+                map_value=map_value,
+                presence=fd.has_presence,
+            )
+        )
+    return tuple(out)
+
+
+@cache
+def _by_json_name(desc: Descriptor) -> dict[str, _Field]:
+    return {f.json_name: f for f in _fields(desc)}
+
+
+# ---------------------------------------------------------------- times
+
+
+def format_time(ts: Timestamp) -> str:
+    """RFC 3339 in UTC; microseconds only when present (metav1.Time vs MicroTime)."""
+    when = dt.datetime.fromtimestamp(ts.seconds, tz=dt.UTC)
+    text = when.strftime("%Y-%m-%dT%H:%M:%S")
+    if ts.nanos:
+        text += f".{ts.nanos // 1000:06d}"
+    return text + "Z"
+
+
+_RFC3339: Final = re.compile(
+    r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"
+)
+
+
+def parse_time(text: str, path: str) -> Timestamp:
+    m = _RFC3339.match(text)
+    if m is None:
+        raise Invalid.field(path, f'"{text}" is not an RFC 3339 time')
+    try:
+        when = dt.datetime.fromisoformat(text.replace("z", "Z").replace("Z", "+00:00"))
+    except ValueError as e:
+        raise Invalid.field(path, f'"{text}" is not an RFC 3339 time') from e
+    ts = Timestamp()
+    ts.FromDatetime(when.astimezone(dt.UTC).replace(tzinfo=None))
+    return ts
+
+
+# ---------------------------------------------------------------- to JSON
+
+
+def _scalar_out(fd: FieldDescriptor, value: Any) -> Any:
+    return value  # ints (int64 included) stay numbers, as in Kubernetes JSON
+
+
+def _message_out(msg: Message) -> Any:
+    full = msg.DESCRIPTOR.full_name
+    if full == _TIMESTAMP:
+        assert isinstance(msg, Timestamp)
+        return format_time(msg)
+    if full == _INT_OR_STRING:
+        which = msg.WhichOneof("value")
+        if which is None:
+            return None
+        return getattr(msg, which)
+    return message_to_dict(msg)
+
+
+def message_to_dict(msg: Message) -> dict[str, Any]:
+    """A message as a JSON-ready dict with Kubernetes field names, empty fields omitted."""
+    out: dict[str, Any] = {}
+    for f in _fields(msg.DESCRIPTOR):
+        fd = f.fd
+        value = getattr(msg, fd.name)
+        if f.is_map:
+            if not value:
+                continue
+            if f.message is not None:
+                out[f.json_name] = {k: _message_out(v) for k, v in sorted(value.items())}
+            else:
+                out[f.json_name] = dict(sorted(value.items()))
+        elif f.repeated:
+            if not value:
+                continue
+            if f.message is not None:
+                out[f.json_name] = [_message_out(v) for v in value]
+            else:
+                out[f.json_name] = list(value)
+        elif f.message is not None:
+            if not msg.HasField(fd.name):
+                continue
+            rendered = _message_out(value)
+            if rendered is not None:
+                out[f.json_name] = rendered
+        elif f.presence:
+            if msg.HasField(fd.name):
+                out[f.json_name] = _scalar_out(fd, value)
+        elif value:
+            out[f.json_name] = _scalar_out(fd, value)
+    return out
+
+
+def to_dict(obj: Message) -> dict[str, Any]:
+    """An API object as Kubernetes prints it: apiVersion and kind first."""
+    k = kind_of(obj)
+    return {"apiVersion": k.api_version, "kind": k.kind, **message_to_dict(obj)}
+
+
+# ---------------------------------------------------------------- from JSON
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _number_as_string(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    return None
+
+
+def _scalar_in(fd: FieldDescriptor, value: Any, path: str, lenient_str: bool = False) -> Any:
+    t = fd.type
+    if t == FieldDescriptor.TYPE_STRING:
+        if isinstance(value, str):
+            return value
+        if lenient_str:
+            as_str = _number_as_string(value)
+            if as_str is not None:
+                return as_str
+        raise Invalid.field(path, f"expected a string, got {_type_name(value)}")
+    if t == FieldDescriptor.TYPE_BOOL:
+        if isinstance(value, bool):
+            return value
+        raise Invalid.field(path, f"expected a boolean, got {_type_name(value)}")
+    if t in _INT_TYPES:
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise Invalid.field(path, f"expected an integer, got {_type_name(value)}")
+        limit = (
+            _INT32_LIMIT
+            if t
+            in (FieldDescriptor.TYPE_INT32, FieldDescriptor.TYPE_SINT32, FieldDescriptor.TYPE_UINT32)
+            else _INT64_LIMIT
+        )
+        if not -limit <= value < limit:
+            raise Invalid.field(path, f"{value} is out of range")
+        return value
+    if t in (FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise Invalid.field(path, f"expected a number, got {_type_name(value)}")
+        return float(value)
+    raise Invalid.field(path, "unsupported field type")
+
+
+def _fill_special(msg: Message, value: Any, path: str) -> bool:
+    full = msg.DESCRIPTOR.full_name
+    if full == _TIMESTAMP:
+        if not isinstance(value, str):
+            raise Invalid.field(path, f"expected an RFC 3339 time string, got {_type_name(value)}")
+        msg.CopyFrom(parse_time(value, path))
+        return True
+    if full == _INT_OR_STRING:
+        if isinstance(value, bool):
+            raise Invalid.field(path, "expected an integer or a string, got boolean")
+        if isinstance(value, int):
+            if not -_INT32_LIMIT <= value < _INT32_LIMIT:
+                raise Invalid.field(path, f"{value} is out of range")
+            msg.int_val = value  # type: ignore[attr-defined]
+        elif isinstance(value, str):
+            msg.str_val = value  # type: ignore[attr-defined]
+        else:
+            raise Invalid.field(path, f"expected an integer or a string, got {_type_name(value)}")
+        return True
+    return False
+
+
+def fill_message(msg: Message, data: Any, path: str = "") -> None:
+    """Fills `msg` from a JSON-like value; Invalid names the first bad field."""
+    if _fill_special(msg, data, path or "<root>"):
+        return
+    if not isinstance(data, dict):
+        raise Invalid.field(path or "<root>", f"expected an object, got {_type_name(data)}")
+    fields = _by_json_name(msg.DESCRIPTOR)
+    for key, value in data.items():
+        sub = f"{path}.{key}" if path else str(key)
+        f = fields.get(key) if isinstance(key, str) else None
+        if f is None:
+            raise Invalid.field(sub, f'unknown field "{key}"')
+        if value is None:
+            continue  # JSON null: leave the field unset, as Kubernetes does
+        fd = f.fd
+        target = getattr(msg, fd.name)
+        if f.is_map:
+            if not isinstance(value, dict):
+                raise Invalid.field(sub, f"expected an object, got {_type_name(value)}")
+            for mk, mv in value.items():
+                mpath = f"{sub}.{mk}" if isinstance(mk, str) else f"{sub}[{mk!r}]"
+                if not isinstance(mk, str):
+                    raise Invalid.field(mpath, "map keys must be strings")
+                if f.message is not None:
+                    fill_message(target[mk], mv, mpath)
+                else:
+                    assert f.map_value is not None
+                    target[mk] = _scalar_in(f.map_value, mv, mpath, lenient_str=True)
+        elif f.repeated:
+            if not isinstance(value, list):
+                raise Invalid.field(sub, f"expected an array, got {_type_name(value)}")
+            for i, item in enumerate(value):
+                ipath = f"{sub}[{i}]"
+                if f.message is not None:
+                    fill_message(target.add(), item, ipath)
+                else:
+                    target.append(_scalar_in(fd, item, ipath))
+        elif f.message is not None:
+            child = getattr(msg, fd.name)
+            fill_message(child, value, sub)
+            child.SetInParent()
+        else:
+            setattr(msg, fd.name, _scalar_in(fd, value, sub))
+
+
+def from_dict(kind: Kind, data: Any) -> Message:
+    """Reads one object of `kind` from its Kubernetes JSON (apiVersion/kind are checked)."""
+    if not isinstance(data, dict):
+        raise Invalid.field("<root>", f"expected an object, got {_type_name(data)}")
+    body = dict(data)
+    given_kind = body.pop("kind", kind.kind)
+    api_version = body.pop("apiVersion", kind.api_version)
+    if given_kind != kind.kind:
+        raise Invalid.field("kind", f'expected "{kind.kind}", got "{given_kind}"')
+    if api_version != kind.api_version:
+        raise Invalid(
+            f'apiVersion: "{api_version}" does not serve kind {kind.kind} '
+            f'(expected "{kind.api_version}")',
+            [Cause("apiVersion", f"expected {kind.api_version}")],
+        )
+    msg = kind.new()
+    fill_message(msg, body)
+    return msg
+
+
+# ---------------------------------------------------------------- merge patch
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch: objects merge, null deletes, anything else replaces."""
+    if not isinstance(patch, dict):
+        return patch
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result

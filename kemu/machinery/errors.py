@@ -1,0 +1,130 @@
+"""The one error hierarchy of kemu.
+
+Servers raise these; the apiserver's gRPC edge turns them into a status code plus the typed
+reason in trailing metadata, and kemu.client turns that back into the same class. Nothing else
+in kemu deals in gRPC status codes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar, Final
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One invalid field: `field` is a Kubernetes field path such as spec.containers[0].name."""
+
+    field: str
+    message: str
+
+
+@dataclass
+class ApiError(Exception):
+    """Base of every error that crosses the API. `reason` names the Kubernetes StatusReason."""
+
+    message: str
+    causes: list[Cause] = field(default_factory=list)
+
+    reason: ClassVar[str] = "InternalError"
+    code: ClassVar[int] = 500
+
+    def __post_init__(self) -> None:
+        super().__init__(self.message)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class NotFound(ApiError):
+    reason = "NotFound"
+    code = 404
+
+
+class AlreadyExists(ApiError):
+    reason = "AlreadyExists"
+    code = 409
+
+
+class Conflict(ApiError):
+    reason = "Conflict"
+    code = 409
+
+
+class Invalid(ApiError):
+    """The object or request is malformed; `causes` name the offending fields."""
+
+    reason = "Invalid"
+    code = 422
+
+    @classmethod
+    def field(cls, path: str, message: str) -> Invalid:
+        return cls(f"{path}: {message}", [Cause(path, message)])
+
+    @classmethod
+    def from_causes(cls, what: str, causes: list[Cause]) -> Invalid:
+        detail = "; ".join(f"{c.field}: {c.message}" for c in causes)
+        return cls(f"{what} is invalid: {detail}", list(causes))
+
+
+class BadRequest(ApiError):
+    reason = "BadRequest"
+    code = 400
+
+
+class Forbidden(ApiError):
+    reason = "Forbidden"
+    code = 403
+
+
+class Gone(ApiError):
+    """The requested resourceVersion is older than what storage still has (compacted)."""
+
+    reason = "Gone"
+    code = 410
+
+
+class TooManyRequests(ApiError):
+    reason = "TooManyRequests"
+    code = 429
+
+
+class Unavailable(ApiError):
+    """The server or its storage cannot be reached; callers may retry."""
+
+    reason = "ServiceUnavailable"
+    code = 503
+
+
+class InternalError(ApiError):
+    reason = "InternalError"
+    code = 500
+
+
+class Timeout(ApiError):
+    reason = "Timeout"
+    code = 504
+
+
+ERROR_CLASSES: Final[dict[str, type[ApiError]]] = {
+    cls.reason: cls
+    for cls in (
+        NotFound,
+        AlreadyExists,
+        Conflict,
+        Invalid,
+        BadRequest,
+        Forbidden,
+        Gone,
+        TooManyRequests,
+        Unavailable,
+        InternalError,
+        Timeout,
+    )
+}
+
+
+def error_for_reason(reason: str, message: str, causes: list[Cause] | None = None) -> ApiError:
+    """Rebuilds the error a server raised from its reason (used by the client)."""
+    cls = ERROR_CLASSES.get(reason, InternalError)
+    return cls(message, list(causes or []))
