@@ -1,0 +1,336 @@
+"""Versioned feature gates, resolved once per process and passed down explicitly.
+
+Contract (after upstream k8s.io/component-base/featuregate VersionedSpecs):
+- `GATES` is the table: per gate, the (first version, stage, default, locked) specs in version
+  order, and optionally the version the gate was removed in and the behaviour from then on.
+- At an emulated version a gate's spec is the last one whose version is <= it. Before its first
+  spec the gate does not exist: `enabled()` is False and setting it is an error. From
+  `removed_in` on it does not exist either, but `enabled()` returns the behaviour the removal
+  made unconditional (for PreferNominatedNode: True).
+- A locked gate may be set to its locked value, never to the other one.
+- `FeatureGates.for_version(version, overrides)` checks everything at once and raises one
+  `FeatureGateError` listing every problem, each naming the gate and the version. The result is
+  immutable; there is no global gate state to patch.
+- `SchedulerPreemptionForPodResize` (the KEP-5836 text) is an alias of the shipped name
+  `InPlacePodVerticalScalingSchedulerPreemption`: setting or querying either means the same gate.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Final, NamedTuple
+
+from kemu.component.version import DEFAULT_VERSION, Version
+
+PREFER_NOMINATED_NODE: Final = "PreferNominatedNode"
+NOMINATED_NODE_NAME_FOR_EXPECTATION: Final = "NominatedNodeNameForExpectation"
+CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING: Final = "ClearingNominatedNodeNameAfterBinding"
+IN_PLACE_POD_VERTICAL_SCALING: Final = "InPlacePodVerticalScaling"
+IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION: Final = (
+    "InPlacePodVerticalScalingSchedulerPreemption"
+)
+SCHEDULER_PREEMPTION_FOR_POD_RESIZE: Final = "SchedulerPreemptionForPodResize"
+"""Alias of IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION (the name in the KEP-5836 text)."""
+SCHEDULER_ASYNC_PREEMPTION: Final = "SchedulerAsyncPreemption"
+
+
+class Stage(enum.StrEnum):
+    ALPHA = "ALPHA"
+    BETA = "BETA"
+    GA = "GA"
+    DEPRECATED = "DEPRECATED"
+
+
+@dataclass(frozen=True)
+class FeatureSpec:
+    """The state of a gate from `version` on, until the next spec of the same gate."""
+
+    version: Version
+    stage: Stage
+    default: bool
+    locked: bool = False
+
+
+@dataclass(frozen=True)
+class GateDefinition:
+    """One row of the table: `specs` ascend by version; `removed_in` ends the gate's life."""
+
+    name: str
+    specs: tuple[FeatureSpec, ...]
+    removed_in: Version | None = None
+    enabled_after_removal: bool = True
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def introduced_in(self) -> Version:
+        return self.specs[0].version
+
+    def spec_at(self, version: Version) -> FeatureSpec | None:
+        """The spec in force at `version`, or None when the gate does not exist there."""
+        if self.removed_in is not None and version >= self.removed_in:
+            return None
+        current: FeatureSpec | None = None
+        for spec in self.specs:
+            if spec.version <= version:
+                current = spec
+        return current
+
+
+def _v(minor: int) -> Version:
+    return Version(1, minor)
+
+
+GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
+    {
+        gate.name: gate
+        for gate in (
+            GateDefinition(
+                PREFER_NOMINATED_NODE,
+                (
+                    FeatureSpec(_v(21), Stage.ALPHA, False),
+                    FeatureSpec(_v(22), Stage.BETA, True),
+                    FeatureSpec(_v(24), Stage.GA, True, locked=True),
+                ),
+                removed_in=_v(26),
+                enabled_after_removal=True,
+            ),
+            GateDefinition(
+                NOMINATED_NODE_NAME_FOR_EXPECTATION,
+                (
+                    FeatureSpec(_v(34), Stage.ALPHA, False),
+                    FeatureSpec(_v(35), Stage.BETA, True),
+                ),
+            ),
+            GateDefinition(
+                CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING,
+                (
+                    FeatureSpec(_v(34), Stage.ALPHA, False),
+                    FeatureSpec(_v(35), Stage.BETA, True),
+                ),
+            ),
+            GateDefinition(
+                IN_PLACE_POD_VERTICAL_SCALING,
+                (
+                    FeatureSpec(_v(27), Stage.ALPHA, False),
+                    FeatureSpec(_v(33), Stage.BETA, True),
+                    FeatureSpec(_v(35), Stage.GA, True, locked=True),
+                ),
+            ),
+            GateDefinition(
+                IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
+                (FeatureSpec(_v(37), Stage.ALPHA, False),),
+                aliases=(SCHEDULER_PREEMPTION_FOR_POD_RESIZE,),
+            ),
+            GateDefinition(
+                SCHEDULER_ASYNC_PREEMPTION,
+                (
+                    FeatureSpec(_v(32), Stage.ALPHA, False),
+                    FeatureSpec(_v(33), Stage.BETA, True),
+                ),
+            ),
+        )
+    }
+)
+
+ALIASES: Final[Mapping[str, str]] = MappingProxyType(
+    {alias: gate.name for gate in GATES.values() for alias in gate.aliases}
+)
+
+
+class FeatureGateError(ValueError):
+    """Invalid gate text or settings; `errors` holds each problem as one sentence."""
+
+    def __init__(self, errors: list[str] | str) -> None:
+        self.errors: tuple[str, ...] = (errors,) if isinstance(errors, str) else tuple(errors)
+        super().__init__("; ".join(self.errors))
+
+
+class GateState(NamedTuple):
+    name: str
+    enabled: bool
+    stage: Stage
+    locked: bool
+
+
+def canonical_name(name: str) -> str:
+    """The table name for `name` or its alias; unknown names are returned unchanged."""
+    return ALIASES.get(name, name)
+
+
+_TRUE: Final = frozenset({"1", "t", "T", "true", "TRUE", "True"})
+_FALSE: Final = frozenset({"0", "f", "F", "false", "FALSE", "False"})
+
+
+def parse_feature_gates(text: str) -> dict[str, bool]:
+    """Parse `--feature-gates` text "A=true,B=false" (whitespace and empty entries ignored).
+
+    Values are Go's strconv.ParseBool spellings, as upstream. The same name given twice with
+    different values is an error rather than last-wins, since it is always a mistake.
+    Names are not checked against the table here; `FeatureGates.for_version` does that.
+    """
+    result: dict[str, bool] = {}
+    errors: list[str] = []
+    for raw in text.split(","):
+        entry = raw.strip()
+        if not entry:
+            continue
+        name, sep, value_text = entry.partition("=")
+        name, value_text = name.strip(), value_text.strip()
+        if not sep:
+            errors.append(f'missing "=" in feature gate entry "{entry}" (expected Name=true|false)')
+            continue
+        if not name:
+            errors.append(f'missing feature gate name in entry "{entry}"')
+            continue
+        if value_text in _TRUE:
+            value = True
+        elif value_text in _FALSE:
+            value = False
+        else:
+            errors.append(
+                f'invalid value "{value_text}" for feature gate "{name}" (expected true or false)'
+            )
+            continue
+        if name in result and result[name] != value:
+            errors.append(f'feature gate "{name}" is given twice with different values')
+            continue
+        result[name] = value
+    if errors:
+        raise FeatureGateError(errors)
+    return result
+
+
+@dataclass(frozen=True)
+class FeatureGates:
+    """The gates of one process at one emulated version; build with `for_version`."""
+
+    version: Version
+    overrides: Mapping[str, bool]
+    """Explicitly set gates, by canonical name; read-only."""
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+    """Accepted but noteworthy settings (a GA or deprecated gate set, an alias used)."""
+    _enabled: Mapping[str, bool] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        enabled: dict[str, bool] = {}
+        for gate in GATES.values():
+            spec = gate.spec_at(self.version)
+            if spec is None:
+                removed = gate.removed_in is not None and self.version >= gate.removed_in
+                enabled[gate.name] = gate.enabled_after_removal if removed else False
+            else:
+                enabled[gate.name] = self.overrides.get(gate.name, spec.default)
+        object.__setattr__(self, "_enabled", MappingProxyType(enabled))
+
+    @classmethod
+    def for_version(
+        cls, version: Version, overrides: Mapping[str, bool] | None = None
+    ) -> FeatureGates:
+        """Validate `overrides` (names or aliases) at `version`; FeatureGateError lists all."""
+        errors: list[str] = []
+        warnings: list[str] = []
+        resolved: dict[str, bool] = {}
+        via: dict[str, str] = {}
+        for given, value in (overrides or {}).items():
+            name = canonical_name(given)
+            gate = GATES.get(name)
+            if gate is None:
+                errors.append(
+                    f'unrecognized feature gate "{given}" at emulated version {version} '
+                    f"(known gates: {', '.join(sorted(GATES))})"
+                )
+                continue
+            if name in resolved and resolved[name] != value:
+                errors.append(
+                    f'feature gate "{name}" is set to both true and false '
+                    f'(as "{via[name]}" and "{given}")'
+                )
+                continue
+            error = _check_setting(gate, given, value, version)
+            if error is not None:
+                errors.append(error)
+                continue
+            spec = gate.spec_at(version)
+            assert spec is not None  # _check_setting rejected every other case
+            if given != name:
+                warnings.append(f'feature gate "{given}" is an alias of "{name}"')
+            if spec.stage in (Stage.GA, Stage.DEPRECATED) and name not in resolved:
+                warnings.append(
+                    f"Setting {spec.stage} feature gate {name}={str(value).lower()}. "
+                    "It will be removed in a future release."
+                )
+            resolved[name] = value
+            via[name] = given
+        if errors:
+            raise FeatureGateError(errors)
+        return cls(version, MappingProxyType(resolved), tuple(warnings))
+
+    @classmethod
+    def default(cls) -> FeatureGates:
+        """The defaults at DEFAULT_VERSION: a convenience for tests and tools."""
+        return cls.for_version(DEFAULT_VERSION)
+
+    def enabled(self, name: str) -> bool:
+        """Whether the behaviour behind gate `name` (or an alias) is on at this version.
+
+        An unknown name is a programming error and raises FeatureGateError.
+        """
+        try:
+            return self._enabled[canonical_name(name)]
+        except KeyError:
+            raise FeatureGateError(f'unknown feature gate "{name}"') from None
+
+    def states(self) -> list[GateState]:
+        """(name, enabled, stage, locked) of every gate that exists at this version, by name."""
+        states: list[GateState] = []
+        for name in sorted(GATES):
+            spec = GATES[name].spec_at(self.version)
+            if spec is not None:
+                states.append(GateState(name, self._enabled[name], spec.stage, spec.locked))
+        return states
+
+    def __hash__(self) -> int:
+        return hash((self.version, tuple(sorted(self.overrides.items()))))
+
+    def to_flag(self) -> str:
+        """The explicit overrides as `--feature-gates` text, sorted by name ("" if none)."""
+        return ",".join(
+            f"{name}={str(value).lower()}" for name, value in sorted(self.overrides.items())
+        )
+
+
+def _check_setting(gate: GateDefinition, given: str, value: bool, version: Version) -> str | None:
+    spec = gate.spec_at(version)
+    if spec is not None:
+        if spec.locked and value != spec.default:
+            return (
+                f'feature gate "{given}" is locked to {str(spec.default).lower()} ({spec.stage}) '
+                f"at emulated version {version} and cannot be set to {str(value).lower()}"
+            )
+        return None
+    if version < gate.introduced_in:
+        return (
+            f'feature gate "{given}" does not exist at emulated version {version} '
+            f"(introduced in {gate.introduced_in})"
+        )
+    after = "always enabled" if gate.enabled_after_removal else "always disabled"
+    return (
+        f'feature gate "{given}" does not exist at emulated version {version} '
+        f"(removed in {gate.removed_in}; its behaviour is {after})"
+    )
+
+
+def feature_gates_help(version: Version) -> str:
+    """One line per gate that exists at `version`, like upstream's --feature-gates help."""
+    lines: list[str] = []
+    for name in sorted(GATES):
+        spec = GATES[name].spec_at(version)
+        if spec is not None:
+            lock = ", locked" if spec.locked else ""
+            lines.append(
+                f"{name}=true|false ({spec.stage} - default={str(spec.default).lower()}{lock})"
+            )
+    return "\n".join(lines)

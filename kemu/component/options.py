@@ -1,0 +1,184 @@
+"""The flags every component shares, with upstream's names, and their validation.
+
+Contract:
+- `add_component_flags(parser, default_metrics_port=N)` adds --emulated-version,
+  --feature-gates (repeatable; entries merge), --metrics-port (0 disables the endpoint),
+  --metrics-bind-address, -v/--v and --shutdown-grace-period.
+- `ComponentOptions.from_args(args, component)` turns them into one immutable value with the
+  resolved `FeatureGates`, raising `OptionsError` (a ValueError) with a one-line message.
+- Exit codes: a command line error is one line "<prog>: error: <message>" on stderr and exit
+  code 1 (not argparse's 2, and without the usage text) when the parser is a
+  `ComponentArgumentParser` (see `new_parser`); `parse_component_args` reports validation
+  errors the same way. `--help` still exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final, NoReturn
+
+from kemu.component.featuregate import FeatureGates, parse_feature_gates
+from kemu.component.logs import MAX_VERBOSITY
+from kemu.component.version import (
+    DEFAULT_VERSION,
+    MAX_VERSION,
+    MIN_VERSION,
+    Version,
+    parse_emulated_version,
+)
+
+DEFAULT_METRICS_BIND_ADDRESS: Final = "127.0.0.1"
+DEFAULT_SHUTDOWN_GRACE_PERIOD: Final = 10.0
+
+
+class OptionsError(ValueError):
+    """An invalid flag value; the message is one line that names the flag."""
+
+
+class ComponentArgumentParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line on stderr and exit code 1."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(1, f"{self.prog}: error: {message}\n")
+
+
+def new_parser(
+    prog: str, description: str, *, default_metrics_port: int
+) -> ComponentArgumentParser:
+    """A parser for component `prog` with the common flags already added."""
+    parser = ComponentArgumentParser(prog=prog, description=description)
+    add_component_flags(parser, default_metrics_port=default_metrics_port)
+    return parser
+
+
+def add_component_flags(parser: argparse.ArgumentParser, *, default_metrics_port: int) -> None:
+    group = parser.add_argument_group("component flags")
+    group.add_argument(
+        "--emulated-version",
+        default=str(DEFAULT_VERSION),
+        metavar="1.NN",
+        help=f"the Kubernetes version to emulate, {MIN_VERSION} to {MAX_VERSION} "
+        f"(default {DEFAULT_VERSION})",
+    )
+    group.add_argument(
+        "--feature-gates",
+        action="append",
+        default=[],
+        metavar="NAME=BOOL[,...]",
+        help="feature gates to set, e.g. InPlacePodVerticalScalingSchedulerPreemption=true; "
+        "the gates that exist depend on --emulated-version",
+    )
+    group.add_argument(
+        "--metrics-port",
+        type=int,
+        default=default_metrics_port,
+        metavar="PORT",
+        help=f"port of /metrics, /healthz, /livez, /readyz and /version; 0 disables "
+        f"(default {default_metrics_port})",
+    )
+    group.add_argument(
+        "--metrics-bind-address",
+        default=DEFAULT_METRICS_BIND_ADDRESS,
+        metavar="ADDRESS",
+        help=f"address the metrics port listens on (default {DEFAULT_METRICS_BIND_ADDRESS})",
+    )
+    group.add_argument(
+        "-v",
+        "--v",
+        dest="v",
+        type=int,
+        default=0,
+        metavar="LEVEL",
+        help=f"log verbosity 0..{MAX_VERBOSITY}, as klog's -v (default 0)",
+    )
+    group.add_argument(
+        "--shutdown-grace-period",
+        type=float,
+        default=DEFAULT_SHUTDOWN_GRACE_PERIOD,
+        metavar="SECONDS",
+        help="after SIGTERM, how long the component may drain before it is cancelled "
+        f"(default {DEFAULT_SHUTDOWN_GRACE_PERIOD:g})",
+    )
+
+
+@dataclass(frozen=True)
+class ComponentOptions:
+    component: str
+    version: Version
+    gates: FeatureGates
+    verbosity: int = 0
+    metrics_bind_address: str = DEFAULT_METRICS_BIND_ADDRESS
+    metrics_port: int | None = None
+    """None: no health/metrics endpoint (the flag's 0); 0 here means any free port (tests)."""
+    shutdown_grace_period: float = DEFAULT_SHUTDOWN_GRACE_PERIOD
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, component: str) -> ComponentOptions:
+        """Validate the common flags of `args`; OptionsError names the bad flag."""
+        try:
+            version = parse_emulated_version(args.emulated_version)
+        except ValueError as exc:
+            raise OptionsError(f"--emulated-version: {exc}") from None
+        try:
+            overrides: dict[str, bool] = {}
+            for text in args.feature_gates:
+                overrides.update(parse_feature_gates(text))
+            gates = FeatureGates.for_version(version, overrides)
+        except ValueError as exc:
+            raise OptionsError(f"--feature-gates: {exc}") from None
+        if not 0 <= args.metrics_port <= 65535:
+            raise OptionsError(f"--metrics-port: {args.metrics_port} is not a port (0 to 65535)")
+        if not args.metrics_bind_address.strip():
+            raise OptionsError("--metrics-bind-address: must not be empty")
+        if args.v < 0:
+            raise OptionsError(f"--v: verbosity {args.v} must not be negative")
+        grace = args.shutdown_grace_period
+        if not grace >= 0:  # also rejects NaN
+            raise OptionsError(f"--shutdown-grace-period: {grace:g} must be >= 0")
+        return cls(
+            component=component,
+            version=version,
+            gates=gates,
+            verbosity=args.v,
+            metrics_bind_address=args.metrics_bind_address.strip(),
+            metrics_port=args.metrics_port or None,
+            shutdown_grace_period=grace,
+        )
+
+    @classmethod
+    def for_tests(
+        cls,
+        component: str = "test",
+        *,
+        gates: FeatureGates | None = None,
+        metrics_port: int | None = None,
+        shutdown_grace_period: float = DEFAULT_SHUTDOWN_GRACE_PERIOD,
+    ) -> ComponentOptions:
+        """Options for in-process tests: default gates unless given, no endpoint unless a port."""
+        gates = gates or FeatureGates.default()
+        return cls(
+            component,
+            gates.version,
+            gates,
+            metrics_port=metrics_port,
+            shutdown_grace_period=shutdown_grace_period,
+        )
+
+
+def parse_component_args(
+    parser: argparse.ArgumentParser, argv: Sequence[str] | None, component: str
+) -> tuple[argparse.Namespace, ComponentOptions]:
+    """Parse `argv` and validate the common flags; on error, report and exit with code 1.
+
+    Errors argparse itself detects (unknown flag, non-integer port) exit 1 only when `parser`
+    is a ComponentArgumentParser; validation errors always exit 1.
+    """
+    args = parser.parse_args(argv)
+    try:
+        return args, ComponentOptions.from_args(args, component)
+    except OptionsError as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None

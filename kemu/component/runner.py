@@ -1,0 +1,285 @@
+"""The lifecycle of a component process: startup, drain on SIGTERM, bounded shutdown.
+
+A component's entry point reads:
+
+    def main(argv: Sequence[str] | None = None) -> int:
+        parser = new_parser("scheduler", "kemu kube-scheduler", default_metrics_port=10259)
+        parser.add_argument("--server", default="127.0.0.1:6443")
+        args, options = parse_component_args(parser, argv, "scheduler")
+        return run_component("scheduler", options, functools.partial(run, args))
+
+    async def run(args: argparse.Namespace, ctx: ComponentContext) -> None: ...
+
+Contract of `run_component` / `run_component_async`:
+- The body runs in a task group next to the health server (unless the metrics port is None)
+  and a signal watcher. It receives a `ComponentContext`: options, gates, clock, its own
+  Prometheus registry, health check registration and the `stopping` event.
+- The first SIGTERM or SIGINT (or `ctx.request_stop()`) sets `ctx.stopping` and makes /readyz
+  fail ("shutdown"); the body should then drain and return. It has
+  `options.shutdown_grace_period` seconds (on `ctx.clock`) to do so; when they run out, or on
+  another signal, everything is cancelled.
+- Exit code: 0 when the body returned by itself (drained, or simply finished); 1 when the body
+  raised (the traceback is logged here, once), when the grace period ran out or a second signal
+  forced the stop (as upstream's second-signal exit), or when the metrics port cannot be bound.
+- Cancellation is never swallowed; cleanup that must run while cancelled belongs under
+  `cleanup_scope()` (shielded, with a deadline).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import random
+import signal
+from collections.abc import Awaitable, Callable
+from typing import Final, TypeVar
+
+import anyio
+from anyio.abc import TaskStatus
+from prometheus_client import CollectorRegistry
+
+from kemu.component.clock import Clock, RealClock
+from kemu.component.featuregate import FeatureGates
+from kemu.component.health import Check, HealthChecks, HealthServer
+from kemu.component.logs import setup_logging
+from kemu.component.metrics import new_registry
+from kemu.component.options import ComponentOptions
+from kemu.component.version import BINARY_VERSION
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+DEFAULT_CLEANUP_TIMEOUT: Final = 5.0
+
+
+class ComponentContext:
+    """What a component body gets from the runner; see the module docstring."""
+
+    def __init__(
+        self,
+        name: str,
+        options: ComponentOptions,
+        *,
+        clock: Clock,
+        registry: CollectorRegistry,
+        checks: HealthChecks,
+    ) -> None:
+        self.name = name
+        self.options = options
+        self.clock = clock
+        self.registry = registry
+        self.checks = checks
+        self.stopping = anyio.Event()
+        """Set once the component must drain: a signal or request_stop()."""
+        self.metrics_port: int | None = None
+        """The bound port of the health server once it listens; None when disabled."""
+
+    @property
+    def gates(self) -> FeatureGates:
+        return self.options.gates
+
+    def add_readiness_check(self, name: str, check: Check) -> None:
+        self.checks.add_readiness_check(name, check)
+
+    def add_liveness_check(self, name: str, check: Check) -> None:
+        self.checks.add_liveness_check(name, check)
+
+    def request_stop(self) -> None:
+        """Start draining as if SIGTERM had arrived (the grace period starts now)."""
+        self.stopping.set()
+
+
+def cleanup_scope(timeout: float = DEFAULT_CLEANUP_TIMEOUT) -> anyio.CancelScope:
+    """A shielded scope with a deadline, for cleanup that must run while being cancelled."""
+    return anyio.move_on_after(timeout, shield=True)
+
+
+class _Outcome:
+    def __init__(self) -> None:
+        self.code = 0
+
+
+def run_component(
+    name: str,
+    options: ComponentOptions,
+    body: Callable[[ComponentContext], Awaitable[None]],
+    *,
+    clock: Clock | None = None,
+) -> int:
+    """The process entry: set up logging, run the component on asyncio, return the exit code."""
+    setup_logging(options.verbosity, name)
+    return anyio.run(
+        functools.partial(run_component_async, name, options, body, clock=clock),
+        backend="asyncio",
+    )
+
+
+async def run_component_async(
+    name: str,
+    options: ComponentOptions,
+    body: Callable[[ComponentContext], Awaitable[None]],
+    *,
+    clock: Clock | None = None,
+    registry: CollectorRegistry | None = None,
+    handle_signals: bool = True,
+    task_status: TaskStatus[ComponentContext] = anyio.TASK_STATUS_IGNORED,
+) -> int:
+    """Run `body` under the lifecycle above and return the exit code.
+
+    `handle_signals=False` lets tests run components in-process (signals need the main
+    thread) and stop them with `ctx.request_stop()`. `task_status` reports the context once
+    the health server listens, just before the body starts.
+    """
+    ctx = ComponentContext(
+        name,
+        options,
+        clock=clock or RealClock(),
+        registry=registry or new_registry(name, options.gates),
+        checks=HealthChecks(),
+    )
+    ctx.add_readiness_check("shutdown", functools.partial(_not_stopping, ctx))
+    gates = options.gates
+    logger.info(
+        "starting %s %s (emulated version %s, feature gates: %s)",
+        name,
+        BINARY_VERSION,
+        gates.version,
+        ",".join(f"{s.name}={str(s.enabled).lower()}" for s in gates.states()) or "none",
+    )
+    for warning in gates.warnings:
+        logger.warning("%s", warning)
+
+    outcome = _Outcome()
+    async with anyio.create_task_group() as tg:
+        if handle_signals:
+            await tg.start(_watch_signals, ctx, outcome, tg.cancel_scope)
+        tg.start_soon(_enforce_grace_period, ctx, outcome, tg.cancel_scope)
+        if options.metrics_port is not None:
+            server = HealthServer(
+                component=name,
+                gates=gates,
+                registry=ctx.registry,
+                checks=ctx.checks,
+                host=options.metrics_bind_address,
+                port=options.metrics_port,
+            )
+            try:
+                ctx.metrics_port = await tg.start(server.serve)
+            except OSError as exc:
+                logger.error(
+                    "cannot serve metrics on %s:%d: %s",
+                    options.metrics_bind_address,
+                    options.metrics_port,
+                    exc,
+                )
+                outcome.code = 1
+                tg.cancel_scope.cancel()
+        if outcome.code == 0:
+            tg.start_soon(_run_body, name, body, ctx, outcome, tg.cancel_scope)
+            task_status.started(ctx)
+    if outcome.code == 0:
+        logger.info("%s stopped", name)
+    return outcome.code
+
+
+def _not_stopping(ctx: ComponentContext) -> bool:
+    if ctx.stopping.is_set():
+        raise RuntimeError("the component is shutting down")
+    return True
+
+
+async def _run_body(
+    name: str,
+    body: Callable[[ComponentContext], Awaitable[None]],
+    ctx: ComponentContext,
+    outcome: _Outcome,
+    scope: anyio.CancelScope,
+) -> None:
+    try:
+        await body(ctx)
+    except Exception:
+        logger.exception("%s failed", name)
+        outcome.code = 1
+    finally:
+        # The body is done (or cancelled): stop the server, the signal watcher and the timer.
+        scope.cancel()
+
+
+async def _watch_signals(
+    ctx: ComponentContext,
+    outcome: _Outcome,
+    scope: anyio.CancelScope,
+    *,
+    task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        task_status.started()
+        async for signum in signals:
+            signame = signal.Signals(signum).name
+            if not ctx.stopping.is_set():
+                logger.info(
+                    "received %s, draining (grace period %gs)",
+                    signame,
+                    ctx.options.shutdown_grace_period,
+                )
+                ctx.stopping.set()
+            else:
+                logger.warning("received %s while draining, stopping now", signame)
+                outcome.code = 1
+                scope.cancel()
+                return
+
+
+async def _enforce_grace_period(
+    ctx: ComponentContext, outcome: _Outcome, scope: anyio.CancelScope
+) -> None:
+    await ctx.stopping.wait()
+    await ctx.clock.sleep(ctx.options.shutdown_grace_period)
+    logger.error(
+        "%s did not stop within its %gs grace period, cancelling it",
+        ctx.name,
+        ctx.options.shutdown_grace_period,
+    )
+    outcome.code = 1
+    scope.cancel()
+
+
+async def retry_until_ready(
+    what: str,
+    fn: Callable[[], Awaitable[T]],
+    *,
+    clock: Clock,
+    initial: float = 0.2,
+    max_delay: float = 5.0,
+    jitter: float = 0.2,
+    log_every: float = 5.0,
+    retry_on: tuple[type[Exception], ...] = (Exception,),
+    rng: random.Random | None = None,
+) -> T:
+    """Call `fn` until it returns, sleeping with exponential backoff and jitter in between.
+
+    For a dependency that is not up yet: it is waited for, never a crash. An exception in
+    `retry_on` is logged as "waiting for <what>: <error>" at most every `log_every` seconds;
+    any other exception propagates. Each sleep is min(max_delay, d * (1 + jitter * U[0,1)))
+    where d doubles from `initial`. Cancel the caller to give up.
+    """
+    rng = rng or random.Random()
+    delay = initial
+    attempt = 0
+    last_logged: float | None = None
+    while True:
+        attempt += 1
+        try:
+            result = await fn()
+        except retry_on as exc:
+            now = clock.monotonic()
+            if last_logged is None or now - last_logged >= log_every:
+                logger.info("waiting for %s: %s", what, str(exc) or type(exc).__name__)
+                last_logged = now
+            await clock.sleep(min(max_delay, delay * (1 + jitter * rng.random())))
+            delay = min(max_delay, delay * 2)
+            continue
+        if attempt > 1:
+            logger.info("%s is ready after %d attempts", what, attempt)
+        return result

@@ -1,0 +1,318 @@
+from __future__ import annotations
+
+import pytest
+
+from kemu.component import featuregate as fg
+from kemu.component.featuregate import (
+    FeatureGateError,
+    FeatureGates,
+    GateState,
+    Stage,
+    parse_feature_gates,
+)
+from kemu.component.version import Version
+
+
+def gates_at(minor: int, **overrides: bool) -> FeatureGates:
+    return FeatureGates.for_version(Version(1, minor), overrides)
+
+
+def defaults_at(minor: int) -> dict[str, bool]:
+    gates = gates_at(minor)
+    return {name: gates.enabled(name) for name in fg.GATES}
+
+
+PNN = fg.PREFER_NOMINATED_NODE
+NNNE = fg.NOMINATED_NODE_NAME_FOR_EXPECTATION
+CLEAR = fg.CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING
+IPPVS = fg.IN_PLACE_POD_VERTICAL_SCALING
+PREEMPT_RESIZE = fg.IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION
+ASYNC = fg.SCHEDULER_ASYNC_PREEMPTION
+
+
+@pytest.mark.parametrize(
+    ("minor", "expected"),
+    [
+        (
+            21,
+            {
+                PNN: False,
+                NNNE: False,
+                CLEAR: False,
+                IPPVS: False,
+                PREEMPT_RESIZE: False,
+                ASYNC: False,
+            },
+        ),
+        (
+            22,
+            {
+                PNN: True,
+                NNNE: False,
+                CLEAR: False,
+                IPPVS: False,
+                PREEMPT_RESIZE: False,
+                ASYNC: False,
+            },
+        ),
+        (
+            24,
+            {
+                PNN: True,
+                NNNE: False,
+                CLEAR: False,
+                IPPVS: False,
+                PREEMPT_RESIZE: False,
+                ASYNC: False,
+            },
+        ),
+        (
+            25,
+            {
+                PNN: True,
+                NNNE: False,
+                CLEAR: False,
+                IPPVS: False,
+                PREEMPT_RESIZE: False,
+                ASYNC: False,
+            },
+        ),
+        (
+            26,
+            {
+                PNN: True,
+                NNNE: False,
+                CLEAR: False,
+                IPPVS: False,
+                PREEMPT_RESIZE: False,
+                ASYNC: False,
+            },
+        ),
+        (
+            27,
+            {
+                PNN: True,
+                NNNE: False,
+                CLEAR: False,
+                IPPVS: False,
+                PREEMPT_RESIZE: False,
+                ASYNC: False,
+            },
+        ),
+        (
+            32,
+            {
+                PNN: True,
+                NNNE: False,
+                CLEAR: False,
+                IPPVS: False,
+                PREEMPT_RESIZE: False,
+                ASYNC: False,
+            },
+        ),
+        (
+            33,
+            {PNN: True, NNNE: False, CLEAR: False, IPPVS: True, PREEMPT_RESIZE: False, ASYNC: True},
+        ),
+        (
+            34,
+            {PNN: True, NNNE: False, CLEAR: False, IPPVS: True, PREEMPT_RESIZE: False, ASYNC: True},
+        ),
+        (35, {PNN: True, NNNE: True, CLEAR: True, IPPVS: True, PREEMPT_RESIZE: False, ASYNC: True}),
+        (37, {PNN: True, NNNE: True, CLEAR: True, IPPVS: True, PREEMPT_RESIZE: False, ASYNC: True}),
+    ],
+)
+def test_defaults_per_emulated_version(minor: int, expected: dict[str, bool]) -> None:
+    assert defaults_at(minor) == expected
+
+
+@pytest.mark.parametrize(
+    ("minor", "states"),
+    [
+        (21, [GateState(PNN, False, Stage.ALPHA, False)]),
+        (22, [GateState(PNN, True, Stage.BETA, False)]),
+        (24, [GateState(PNN, True, Stage.GA, True)]),
+        (25, [GateState(PNN, True, Stage.GA, True)]),
+        (26, []),
+        (
+            33,
+            [
+                GateState(IPPVS, True, Stage.BETA, False),
+                GateState(ASYNC, True, Stage.BETA, False),
+            ],
+        ),
+        (
+            34,
+            [
+                GateState(CLEAR, False, Stage.ALPHA, False),
+                GateState(IPPVS, True, Stage.BETA, False),
+                GateState(NNNE, False, Stage.ALPHA, False),
+                GateState(ASYNC, True, Stage.BETA, False),
+            ],
+        ),
+        (
+            35,
+            [
+                GateState(CLEAR, True, Stage.BETA, False),
+                GateState(IPPVS, True, Stage.GA, True),
+                GateState(NNNE, True, Stage.BETA, False),
+                GateState(ASYNC, True, Stage.BETA, False),
+            ],
+        ),
+        (
+            37,
+            [
+                GateState(CLEAR, True, Stage.BETA, False),
+                GateState(IPPVS, True, Stage.GA, True),
+                GateState(PREEMPT_RESIZE, False, Stage.ALPHA, False),
+                GateState(NNNE, True, Stage.BETA, False),
+                GateState(ASYNC, True, Stage.BETA, False),
+            ],
+        ),
+    ],
+)
+def test_states_list_only_gates_that_exist_at_the_version(
+    minor: int, states: list[GateState]
+) -> None:
+    assert gates_at(minor).states() == states
+
+
+def test_alpha_and_beta_gates_can_be_set_either_way() -> None:
+    assert gates_at(21, PreferNominatedNode=True).enabled(PNN)
+    assert not gates_at(22, PreferNominatedNode=False).enabled(PNN)
+    gates = gates_at(
+        34, NominatedNodeNameForExpectation=True, ClearingNominatedNodeNameAfterBinding=True
+    )
+    assert gates.enabled(NNNE) and gates.enabled(CLEAR)
+    gates = gates_at(35, NominatedNodeNameForExpectation=False, SchedulerAsyncPreemption=False)
+    assert not gates.enabled(NNNE) and not gates.enabled(ASYNC)
+    assert gates.warnings == ()
+
+
+def test_gate_before_its_first_version_does_not_exist() -> None:
+    with pytest.raises(FeatureGateError) as info:
+        gates_at(33, NominatedNodeNameForExpectation=True)
+    assert str(info.value) == (
+        'feature gate "NominatedNodeNameForExpectation" does not exist at emulated version 1.33 '
+        "(introduced in 1.34)"
+    )
+    with pytest.raises(
+        FeatureGateError, match=r"does not exist at emulated version 1.36 \(introduced in 1.37\)"
+    ):
+        gates_at(36, InPlacePodVerticalScalingSchedulerPreemption=False)
+
+
+def test_removed_gate_cannot_be_set_but_its_behaviour_is_on() -> None:
+    for value in (True, False):
+        with pytest.raises(FeatureGateError) as info:
+            gates_at(26, PreferNominatedNode=value)
+        assert str(info.value) == (
+            'feature gate "PreferNominatedNode" does not exist at emulated version 1.26 '
+            "(removed in 1.26; its behaviour is always enabled)"
+        )
+    assert gates_at(37).enabled(PNN)
+
+
+def test_locked_gate_accepts_its_locked_value_only() -> None:
+    with pytest.raises(FeatureGateError) as info:
+        gates_at(35, InPlacePodVerticalScaling=False)
+    assert str(info.value) == (
+        'feature gate "InPlacePodVerticalScaling" is locked to true (GA) at emulated version 1.35 '
+        "and cannot be set to false"
+    )
+    with pytest.raises(FeatureGateError, match="PreferNominatedNode.*locked to true.*1.24"):
+        gates_at(24, PreferNominatedNode=False)
+    gates = gates_at(35, InPlacePodVerticalScaling=True)
+    assert gates.enabled(IPPVS)
+    assert gates.warnings == (
+        "Setting GA feature gate InPlacePodVerticalScaling=true. "
+        "It will be removed in a future release.",
+    )
+    # Before GA the same gate is freely settable.
+    assert not gates_at(34, InPlacePodVerticalScaling=False).enabled(IPPVS)
+
+
+def test_unknown_gate_is_an_error_naming_gate_and_version() -> None:
+    with pytest.raises(
+        FeatureGateError, match=r'unrecognized feature gate "NoSuchGate" at emulated version 1.37'
+    ):
+        gates_at(37, NoSuchGate=True)
+    with pytest.raises(FeatureGateError, match='unknown feature gate "NoSuchGate"'):
+        gates_at(37).enabled("NoSuchGate")
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    with pytest.raises(FeatureGateError) as info:
+        gates_at(33, NominatedNodeNameForExpectation=True, Bogus=False, PreferNominatedNode=True)
+    assert len(info.value.errors) == 3
+    assert all("1.33" in error for error in info.value.errors)
+
+
+def test_kep_name_is_an_alias_of_the_shipped_gate() -> None:
+    gates = gates_at(37, SchedulerPreemptionForPodResize=True)
+    assert gates.enabled(PREEMPT_RESIZE)
+    assert gates.enabled(fg.SCHEDULER_PREEMPTION_FOR_POD_RESIZE)
+    assert gates.overrides == {PREEMPT_RESIZE: True}
+    assert gates.to_flag() == "InPlacePodVerticalScalingSchedulerPreemption=true"
+    assert any("alias" in warning for warning in gates.warnings)
+    assert gates == gates_at(37, InPlacePodVerticalScalingSchedulerPreemption=True)
+    assert not gates_at(37).enabled(fg.SCHEDULER_PREEMPTION_FOR_POD_RESIZE)
+    with pytest.raises(
+        FeatureGateError,
+        match='"SchedulerPreemptionForPodResize" does not exist at emulated version 1.36',
+    ):
+        gates_at(36, SchedulerPreemptionForPodResize=True)
+    # Both names with the same value is fine; with different values it is an error.
+    both = {PREEMPT_RESIZE: True, fg.SCHEDULER_PREEMPTION_FOR_POD_RESIZE: True}
+    assert FeatureGates.for_version(Version(1, 37), both).enabled(PREEMPT_RESIZE)
+    both[fg.SCHEDULER_PREEMPTION_FOR_POD_RESIZE] = False
+    with pytest.raises(FeatureGateError, match="set to both true and false"):
+        FeatureGates.for_version(Version(1, 37), both)
+
+
+def test_gates_are_immutable_values() -> None:
+    gates = gates_at(37, SchedulerAsyncPreemption=False)
+    with pytest.raises(TypeError):
+        gates.overrides[ASYNC] = True  # type: ignore[index]
+    assert hash(gates) == hash(gates_at(37, SchedulerAsyncPreemption=False))
+    assert gates != gates_at(37)
+    assert FeatureGates.default() == gates_at(37)
+
+
+def test_to_flag_round_trips_through_the_parser() -> None:
+    gates = gates_at(35, SchedulerAsyncPreemption=False, NominatedNodeNameForExpectation=True)
+    assert gates.to_flag() == "NominatedNodeNameForExpectation=true,SchedulerAsyncPreemption=false"
+    assert FeatureGates.for_version(Version(1, 35), parse_feature_gates(gates.to_flag())) == gates
+    assert gates_at(35).to_flag() == ""
+
+
+def test_parse_feature_gates_accepts_upstream_spellings() -> None:
+    assert parse_feature_gates("") == {}
+    assert parse_feature_gates(" A=true, B=False ,C=1,D=f,") == {
+        "A": True,
+        "B": False,
+        "C": True,
+        "D": False,
+    }
+    assert parse_feature_gates("A=true,A=true") == {"A": True}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("A", 'missing "=" in feature gate entry "A"'),
+        ("A=yes", 'invalid value "yes" for feature gate "A"'),
+        ("A=", 'invalid value "" for feature gate "A"'),
+        ("=true", "missing feature gate name"),
+        ("A=true,A=false", 'feature gate "A" is given twice with different values'),
+    ],
+)
+def test_parse_feature_gates_rejects_malformed_text(text: str, message: str) -> None:
+    with pytest.raises(FeatureGateError, match=message):
+        parse_feature_gates(text)
+
+
+def test_help_lists_gates_of_the_version() -> None:
+    text = fg.feature_gates_help(Version(1, 35))
+    assert "InPlacePodVerticalScaling=true|false (GA - default=true, locked)" in text
+    assert "PreferNominatedNode" not in text

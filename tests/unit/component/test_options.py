@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from kemu.component import featuregate as fg
+from kemu.component.options import (
+    ComponentOptions,
+    OptionsError,
+    add_component_flags,
+    new_parser,
+    parse_component_args,
+)
+from kemu.component.version import Version
+
+
+def parse(argv: list[str]) -> ComponentOptions:
+    parser = new_parser("scheduler", "test", default_metrics_port=10259)
+    return parse_component_args(parser, argv, "scheduler")[1]
+
+
+def test_defaults() -> None:
+    options = parse([])
+    assert options.component == "scheduler"
+    assert options.version == Version(1, 37)
+    assert options.gates == fg.FeatureGates.default()
+    assert options.metrics_port == 10259
+    assert options.metrics_bind_address == "127.0.0.1"
+    assert options.verbosity == 0
+    assert options.shutdown_grace_period == 10.0
+
+
+def test_every_flag_is_read() -> None:
+    options = parse(
+        [
+            "--emulated-version=1.34",
+            "--feature-gates",
+            "NominatedNodeNameForExpectation=true",
+            "--feature-gates=SchedulerAsyncPreemption=false",
+            "--metrics-port=0",
+            "--metrics-bind-address",
+            "0.0.0.0",
+            "-v",
+            "4",
+            "--shutdown-grace-period=2.5",
+        ]
+    )
+    assert options.version == Version(1, 34)
+    assert options.gates.enabled(fg.NOMINATED_NODE_NAME_FOR_EXPECTATION)
+    assert not options.gates.enabled(fg.SCHEDULER_ASYNC_PREEMPTION)
+    assert options.metrics_port is None  # 0 disables the endpoint
+    assert options.metrics_bind_address == "0.0.0.0"
+    assert options.verbosity == 4
+    assert options.shutdown_grace_period == 2.5
+    assert parse(["--v=2"]).verbosity == 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--emulated-version=1.20"], "--emulated-version: emulated version 1.20 is not supported"),
+        (["--emulated-version=latest"], '--emulated-version: invalid version "latest"'),
+        (
+            ["--emulated-version=1.33", "--feature-gates=NominatedNodeNameForExpectation=true"],
+            '--feature-gates: feature gate "NominatedNodeNameForExpectation" does not exist at '
+            "emulated version 1.33 (introduced in 1.34)",
+        ),
+        (
+            ["--feature-gates=InPlacePodVerticalScaling=false"],
+            "locked to true (GA) at emulated version 1.37",
+        ),
+        (["--feature-gates=Foo"], 'missing "=" in feature gate entry "Foo"'),
+        (["--metrics-port=70000"], "--metrics-port: 70000 is not a port"),
+        (["--metrics-port=http"], "argument --metrics-port: invalid int value: 'http'"),
+        (["--v=-1"], "--v: verbosity -1 must not be negative"),
+        (["--shutdown-grace-period=-1"], "--shutdown-grace-period: -1 must be >= 0"),
+        (["--no-such-flag"], "unrecognized arguments: --no-such-flag"),
+    ],
+)
+def test_errors_are_one_line_and_exit_code_1(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        parse(argv)
+    assert info.value.code == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert err.startswith("scheduler: error: ")
+    assert message in err
+
+
+def test_from_args_raises_options_error_for_a_plain_parser() -> None:
+    parser = argparse.ArgumentParser()
+    add_component_flags(parser, default_metrics_port=0)
+    args = parser.parse_args(["--emulated-version=1.99"])
+    with pytest.raises(OptionsError, match="1.99 is not supported"):
+        ComponentOptions.from_args(args, "kubelet")
+
+
+def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        parse(["--help"])
+    assert info.value.code == 0
+    assert "--emulated-version" in capsys.readouterr().out
+
+
+def test_for_tests_takes_the_version_from_the_gates() -> None:
+    gates = fg.FeatureGates.for_version(Version(1, 30))
+    options = ComponentOptions.for_tests("kubelet", gates=gates, metrics_port=0)
+    assert options.version == Version(1, 30)
+    assert options.metrics_port == 0
