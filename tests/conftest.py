@@ -1,8 +1,10 @@
-"""Suite-wide pytest configuration: anyio on asyncio for every async test."""
+"""Suite-wide pytest configuration: anyio on asyncio, and the multi-process harness plugin."""
 
 from __future__ import annotations
 
 import pytest
+
+pytest_plugins = ["kemu.testing.pytest_plugin"]
 
 
 @pytest.fixture

@@ -1,0 +1,32 @@
+"""Test support: object builders, eventually(), seeded randomness and the process harness.
+
+The pytest fixtures live in kemu.testing.pytest_plugin (it imports pytest, so it is not
+imported here).
+"""
+
+from kemu.testing.builders import make_node, make_pdb, make_pod, make_priority_class
+from kemu.testing.cluster import Cluster, Component
+from kemu.testing.etcd import Etcd
+from kemu.testing.eventually import eventually, eventually_sync
+from kemu.testing.names import unique_name
+from kemu.testing.ports import free_port, free_ports
+from kemu.testing.processes import ManagedProcess, ProcessStartError
+from kemu.testing.rand import SeededRandom
+
+__all__ = [
+    "Cluster",
+    "Component",
+    "Etcd",
+    "ManagedProcess",
+    "ProcessStartError",
+    "SeededRandom",
+    "eventually",
+    "eventually_sync",
+    "free_port",
+    "free_ports",
+    "make_node",
+    "make_pdb",
+    "make_pod",
+    "make_priority_class",
+    "unique_name",
+]

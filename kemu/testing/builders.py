@@ -1,0 +1,377 @@
+"""Fluent builders for API objects in tests.
+
+    pod = make_pod("p").namespace("ns").req(cpu="500m", memory="1Gi").priority(10).obj()
+    node = make_node("n1").capacity(cpu="4", memory="8Gi", pods="110").taint("k", "v").obj()
+
+Each setter returns the builder; `obj()` returns a fresh message every call, so one builder can
+stamp out several objects. Resource and label keyword arguments cover plain names; keys such as
+`nvidia.com/gpu` or `app.kubernetes.io/name` go in the positional mapping
+(`.req({"nvidia.com/gpu": "1"}, cpu="1")`, `.labels({"app.kubernetes.io/name": "x"})`).
+A resource keyword with an underscore means a hyphen (`ephemeral_storage=`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final, Self
+
+from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
+
+from kemu.api.v1 import types_pb2
+
+DEFAULT_NAMESPACE: Final = "default"
+DEFAULT_IMAGE: Final = "registry.k8s.io/pause:3.10"
+
+
+def _resources(
+    mapping: Mapping[str, str] | None, kwargs: Mapping[str, str | int]
+) -> dict[str, str]:
+    out = dict(mapping or {})
+    out.update({k.replace("_", "-"): str(v) for k, v in kwargs.items()})
+    return out
+
+
+def _labels(mapping: Mapping[str, str] | None, kwargs: Mapping[str, str]) -> dict[str, str]:
+    out = dict(mapping or {})
+    out.update(kwargs)
+    return out
+
+
+def _int_or_string(value: int | str) -> types_pb2.IntOrString:
+    if isinstance(value, int):
+        return types_pb2.IntOrString(int_val=value)
+    return types_pb2.IntOrString(str_val=value)
+
+
+# ---------------------------------------------------------------------- pods
+
+
+class PodBuilder:
+    """A Pod in namespace "default" with one container "c"; resource setters apply to the
+    current container, which `container(name)` selects (adding it if missing)."""
+
+    def __init__(self, name: str) -> None:
+        self._pod = types_pb2.Pod()
+        self._pod.metadata.name = name
+        self._pod.metadata.namespace = DEFAULT_NAMESPACE
+        self._current = self._pod.spec.containers.add(name="c", image=DEFAULT_IMAGE)
+
+    def obj(self) -> types_pb2.Pod:
+        pod = types_pb2.Pod()
+        pod.CopyFrom(self._pod)
+        return pod
+
+    # metadata
+    def namespace(self, namespace: str) -> Self:
+        self._pod.metadata.namespace = namespace
+        return self
+
+    def uid(self, uid: str) -> Self:
+        self._pod.metadata.uid = uid
+        return self
+
+    def labels(self, labels: Mapping[str, str] | None = None, /, **kwargs: str) -> Self:
+        self._pod.metadata.labels.update(_labels(labels, kwargs))
+        return self
+
+    def label(self, key: str, value: str) -> Self:
+        self._pod.metadata.labels[key] = value
+        return self
+
+    def annotation(self, key: str, value: str) -> Self:
+        self._pod.metadata.annotations[key] = value
+        return self
+
+    def owner(self, kind: str, name: str, uid: str = "", *, controller: bool = True) -> Self:
+        api_version = "apps/v1" if kind in ("ReplicaSet", "StatefulSet", "DaemonSet") else "v1"
+        self._pod.metadata.owner_references.add(
+            api_version=api_version, kind=kind, name=name, uid=uid, controller=controller
+        )
+        return self
+
+    # containers and resources
+    def container(self, name: str, image: str = DEFAULT_IMAGE) -> Self:
+        """Select container `name` for the following resource setters, adding it if missing."""
+        return self._select(self._pod.spec.containers, name, image)
+
+    def init_container(
+        self, name: str, image: str = DEFAULT_IMAGE, *, restart_policy: str | None = None
+    ) -> Self:
+        """Select init container `name`; restart_policy="Always" makes it a sidecar."""
+        self._select(self._pod.spec.init_containers, name, image)
+        if restart_policy is not None:
+            self._current.restart_policy = restart_policy
+        return self
+
+    def req(self, resources: Mapping[str, str] | None = None, /, **kwargs: str | int) -> Self:
+        """Requests of the current container."""
+        self._current.resources.requests.update(_resources(resources, kwargs))
+        return self
+
+    def lim(self, resources: Mapping[str, str] | None = None, /, **kwargs: str | int) -> Self:
+        """Limits of the current container."""
+        self._current.resources.limits.update(_resources(resources, kwargs))
+        return self
+
+    def resize_policy(self, resource: str, restart_policy: str = "NotRequired") -> Self:
+        self._current.resize_policy.add(resource_name=resource, restart_policy=restart_policy)
+        return self
+
+    def overhead(self, resources: Mapping[str, str] | None = None, /, **kwargs: str | int) -> Self:
+        self._pod.spec.overhead.update(_resources(resources, kwargs))
+        return self
+
+    # scheduling
+    def priority(self, value: int) -> Self:
+        self._pod.spec.priority = value
+        return self
+
+    def priority_class(self, name: str) -> Self:
+        self._pod.spec.priority_class_name = name
+        return self
+
+    def preemption_policy(self, policy: str) -> Self:
+        """PreemptLowerPriority or Never."""
+        self._pod.spec.preemption_policy = policy
+        return self
+
+    def scheduler_name(self, name: str) -> Self:
+        self._pod.spec.scheduler_name = name
+        return self
+
+    def node(self, node_name: str) -> Self:
+        """spec.nodeName: the pod is bound."""
+        self._pod.spec.node_name = node_name
+        return self
+
+    def nominated(self, node_name: str) -> Self:
+        """status.nominatedNodeName."""
+        self._pod.status.nominated_node_name = node_name
+        return self
+
+    def node_selector(self, labels: Mapping[str, str] | None = None, /, **kwargs: str) -> Self:
+        self._pod.spec.node_selector.update(_labels(labels, kwargs))
+        return self
+
+    def node_affinity_in(self, key: str, values: list[str]) -> Self:
+        """A required node affinity term `key In values` (terms are ORed, as upstream)."""
+        required = self._pod.spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution
+        term = required.node_selector_terms.add()
+        term.match_expressions.add(key=key, operator="In", values=values)
+        return self
+
+    def toleration(
+        self,
+        key: str = "",
+        value: str = "",
+        effect: str = "",
+        operator: str = "Equal",
+        *,
+        seconds: int | None = None,
+    ) -> Self:
+        t = self._pod.spec.tolerations.add(key=key, operator=operator, value=value, effect=effect)
+        if seconds is not None:
+            t.toleration_seconds = seconds
+        return self
+
+    def affinity(
+        self, label_selector: Mapping[str, str], topology_key: str, *, weight: int | None = None
+    ) -> Self:
+        """An inter-pod affinity term; required unless a `weight` makes it preferred."""
+        aff = self._pod.spec.affinity.pod_affinity
+        self._pod_term(aff, label_selector, topology_key, weight)
+        return self
+
+    def anti_affinity(
+        self, label_selector: Mapping[str, str], topology_key: str, *, weight: int | None = None
+    ) -> Self:
+        """An inter-pod anti-affinity term; required unless a `weight` makes it preferred."""
+        aff = self._pod.spec.affinity.pod_anti_affinity
+        self._pod_term(aff, label_selector, topology_key, weight)
+        return self
+
+    def gate(self, name: str) -> Self:
+        """A scheduling gate."""
+        self._pod.spec.scheduling_gates.add(name=name)
+        return self
+
+    def grace(self, seconds: int) -> Self:
+        """spec.terminationGracePeriodSeconds."""
+        self._pod.spec.termination_grace_period_seconds = seconds
+        return self
+
+    # status
+    def phase(self, phase: str) -> Self:
+        self._pod.status.phase = phase
+        return self
+
+    def condition(self, type_: str, status: str = "True", reason: str = "") -> Self:
+        self._pod.status.conditions.add(type=type_, status=status, reason=reason)
+        return self
+
+    # internals
+    def _select(
+        self, repeated: RepeatedCompositeFieldContainer[types_pb2.Container], name: str, image: str
+    ) -> Self:
+        for c in repeated:
+            if c.name == name:
+                self._current = c
+                return self
+        self._current = repeated.add(name=name, image=image)
+        return self
+
+    @staticmethod
+    def _pod_term(
+        aff: types_pb2.PodAffinity | types_pb2.PodAntiAffinity,
+        label_selector: Mapping[str, str],
+        topology_key: str,
+        weight: int | None,
+    ) -> None:
+        if weight is None:
+            term = aff.required_during_scheduling_ignored_during_execution.add()
+        else:
+            weighted = aff.preferred_during_scheduling_ignored_during_execution.add(weight=weight)
+            term = weighted.pod_affinity_term
+        term.label_selector.match_labels.update(label_selector)
+        term.topology_key = topology_key
+
+
+def make_pod(name: str) -> PodBuilder:
+    return PodBuilder(name)
+
+
+# ---------------------------------------------------------------------- nodes
+
+
+class NodeBuilder:
+    """A Node; `obj()` sets status.allocatable to the capacity unless `allocatable` was set."""
+
+    def __init__(self, name: str) -> None:
+        self._node = types_pb2.Node()
+        self._node.metadata.name = name
+        self._allocatable_set = False
+
+    def obj(self) -> types_pb2.Node:
+        node = types_pb2.Node()
+        node.CopyFrom(self._node)
+        if not self._allocatable_set:
+            node.status.allocatable.clear()
+            node.status.allocatable.update(node.status.capacity)
+        return node
+
+    def capacity(self, resources: Mapping[str, str] | None = None, /, **kwargs: str | int) -> Self:
+        self._node.status.capacity.update(_resources(resources, kwargs))
+        return self
+
+    def allocatable(
+        self, resources: Mapping[str, str] | None = None, /, **kwargs: str | int
+    ) -> Self:
+        self._node.status.allocatable.update(_resources(resources, kwargs))
+        self._allocatable_set = True
+        return self
+
+    def labels(self, labels: Mapping[str, str] | None = None, /, **kwargs: str) -> Self:
+        self._node.metadata.labels.update(_labels(labels, kwargs))
+        return self
+
+    def label(self, key: str, value: str) -> Self:
+        self._node.metadata.labels[key] = value
+        return self
+
+    def annotation(self, key: str, value: str) -> Self:
+        self._node.metadata.annotations[key] = value
+        return self
+
+    def taint(self, key: str, value: str = "", effect: str = "NoSchedule") -> Self:
+        self._node.spec.taints.add(key=key, value=value, effect=effect)
+        return self
+
+    def unschedulable(self, value: bool = True) -> Self:
+        self._node.spec.unschedulable = value
+        return self
+
+    def condition(self, type_: str, status: str = "True", reason: str = "") -> Self:
+        self._node.status.conditions.add(type=type_, status=status, reason=reason)
+        return self
+
+    def ready(self, value: bool = True) -> Self:
+        """The Ready condition."""
+        return self.condition("Ready", "True" if value else "False")
+
+    def disable_resize_preemption(self, *owners: str) -> Self:
+        """spec.podPreemptionPolicy.disableResizePreemption (KEP-5836)."""
+        self._node.spec.pod_preemption_policy.disable_resize_preemption.extend(owners)
+        return self
+
+
+def make_node(name: str) -> NodeBuilder:
+    return NodeBuilder(name)
+
+
+# ---------------------------------------------------------------------- scheduling, policy
+
+
+class PriorityClassBuilder:
+    def __init__(self, name: str, value: int) -> None:
+        self._pc = types_pb2.PriorityClass(value=value)
+        self._pc.metadata.name = name
+
+    def obj(self) -> types_pb2.PriorityClass:
+        pc = types_pb2.PriorityClass()
+        pc.CopyFrom(self._pc)
+        return pc
+
+    def global_default(self, value: bool = True) -> Self:
+        self._pc.global_default = value
+        return self
+
+    def preemption_policy(self, policy: str) -> Self:
+        self._pc.preemption_policy = policy
+        return self
+
+    def description(self, text: str) -> Self:
+        self._pc.description = text
+        return self
+
+
+def make_priority_class(name: str, value: int) -> PriorityClassBuilder:
+    return PriorityClassBuilder(name, value)
+
+
+class PdbBuilder:
+    """A PodDisruptionBudget in namespace "default"."""
+
+    def __init__(self, name: str) -> None:
+        self._pdb = types_pb2.PodDisruptionBudget()
+        self._pdb.metadata.name = name
+        self._pdb.metadata.namespace = DEFAULT_NAMESPACE
+
+    def obj(self) -> types_pb2.PodDisruptionBudget:
+        pdb = types_pb2.PodDisruptionBudget()
+        pdb.CopyFrom(self._pdb)
+        return pdb
+
+    def namespace(self, namespace: str) -> Self:
+        self._pdb.metadata.namespace = namespace
+        return self
+
+    def selector(self, labels: Mapping[str, str] | None = None, /, **kwargs: str) -> Self:
+        """spec.selector.matchLabels (an empty selector selects every pod of the namespace)."""
+        self._pdb.spec.selector.match_labels.update(_labels(labels, kwargs))
+        return self
+
+    def min_available(self, value: int | str) -> Self:
+        self._pdb.spec.min_available.CopyFrom(_int_or_string(value))
+        return self
+
+    def max_unavailable(self, value: int | str) -> Self:
+        self._pdb.spec.max_unavailable.CopyFrom(_int_or_string(value))
+        return self
+
+    def unhealthy_pod_eviction_policy(self, policy: str) -> Self:
+        self._pdb.spec.unhealthy_pod_eviction_policy = policy
+        return self
+
+
+def make_pdb(name: str) -> PdbBuilder:
+    return PdbBuilder(name)

@@ -1,0 +1,424 @@
+"""A kemu cluster made of real processes: etcd, an apiserver and any components.
+
+The API is synchronous so that one cluster can live in a module- or session-scoped pytest
+fixture without event-loop scope issues; async tests talk to it over the network like any
+client. Every component is started as `python -m <module> ... --metrics-port M` with a free
+port M, and is ready when `GET http://127.0.0.1:M/readyz` answers 200.
+
+    with Cluster(tmp_path) as cluster:
+        cluster.start_etcd()
+        cluster.start_apiserver(feature_gates={"SchedulerAsyncPreemption": True})
+        cluster.start_scheduler()
+        cluster.start_kubelet("n1", capacity={"cpu": "4", "memory": "8Gi", "pods": "110"})
+        ...  # talk to cluster.server
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Final
+
+from kemu.testing.etcd import DEFAULT_QUOTA_BACKEND_BYTES, Etcd
+from kemu.testing.ports import LOOPBACK, free_port
+from kemu.testing.processes import (
+    DEFAULT_STARTUP_TIMEOUT,
+    DEFAULT_STOP_TIMEOUT,
+    ManagedProcess,
+    ProcessStartError,
+    http_get,
+    python_env,
+    python_module_argv,
+)
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CAPACITY: Final = {"cpu": "4", "memory": "8Gi", "pods": "110"}
+
+
+def format_feature_gates(gates: Mapping[str, bool]) -> str:
+    """{"A": True, "B": False} -> "A=true,B=false" (the --feature-gates syntax)."""
+    return ",".join(f"{name}={'true' if on else 'false'}" for name, on in gates.items())
+
+
+def format_resources(resources: Mapping[str, str] | str) -> str:
+    """{"cpu": "4", "memory": "8Gi"} -> "cpu=4,memory=8Gi"; a string is passed through."""
+    if isinstance(resources, str):
+        return resources
+    return ",".join(f"{name}={value}" for name, value in resources.items())
+
+
+class Component(ManagedProcess):
+    """A kemu process started as `python -m module`, with its metrics/health endpoint."""
+
+    def __init__(
+        self,
+        name: str,
+        module: str,
+        argv: Sequence[str],
+        *,
+        metrics_port: int,
+        log_path: Path,
+        env: Mapping[str, str],
+        port: int | None = None,
+    ) -> None:
+        self.module = module
+        self.metrics_port = metrics_port
+        self.port = port  # the serving port, for the apiserver
+        super().__init__(name, argv, log_path=log_path, env=env, ready=self.readyz_url)
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.metrics_port}/metrics"
+
+    @property
+    def readyz_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.metrics_port}/readyz"
+
+    @property
+    def healthz_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.metrics_port}/healthz"
+
+    def scrape(self) -> str:
+        """The Prometheus text from /metrics; RuntimeError unless it answers 200."""
+        status, body = http_get(self.metrics_url)
+        if status != 200:
+            raise RuntimeError(f"{self.name}: GET {self.metrics_url} answered {status}")
+        return body.decode()
+
+
+class Cluster:
+    """Processes of one test cluster under `root` (logs in root/logs, etcd data in root/etcd).
+
+    Processes are kept by name in start order. `stop()` terminates them newest first and etcd
+    last; it is also called on leaving a `with` block.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        stop_timeout: float = DEFAULT_STOP_TIMEOUT,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.root = Path(root)
+        self.startup_timeout = startup_timeout
+        self.stop_timeout = stop_timeout
+        self.env = python_env(env)
+        self.processes: dict[str, ManagedProcess] = {}
+        self._etcd: Etcd | None = None
+        self._apiserver: Component | None = None
+
+    def __enter__(self) -> Cluster:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"<Cluster {self.root} {list(self.processes)}>"
+
+    # ------------------------------------------------------------------ etcd and apiserver
+
+    @property
+    def etcd(self) -> Etcd:
+        if self._etcd is None:
+            raise RuntimeError("etcd was not started: call start_etcd() first")
+        return self._etcd
+
+    @property
+    def server(self) -> str:
+        """host:port of the apiserver, for --server and clients."""
+        if self._apiserver is None or self._apiserver.port is None:
+            raise RuntimeError("no apiserver was started: call start_apiserver() first")
+        return f"{LOOPBACK}:{self._apiserver.port}"
+
+    def start_etcd(
+        self,
+        *,
+        name: str = "etcd",
+        quota_backend_bytes: int = DEFAULT_QUOTA_BACKEND_BYTES,
+        unsafe_no_fsync: bool = False,
+        extra_args: Sequence[str] = (),
+        wait: bool = True,
+    ) -> Etcd:
+        """Start etcd with its data in root/<name>; it is what `start_apiserver` uses."""
+        self._check_new_name(name)
+        etcd = Etcd(
+            self.root / name,
+            log_path=self._log_path(name),
+            name=name,
+            quota_backend_bytes=quota_backend_bytes,
+            unsafe_no_fsync=unsafe_no_fsync,
+            extra_args=list(extra_args),
+        )
+        self._etcd = etcd
+        self._launch(etcd, wait)
+        return etcd
+
+    def start_apiserver(
+        self,
+        *,
+        name: str = "apiserver",
+        emulated_version: str | None = None,
+        feature_gates: Mapping[str, bool] | None = None,
+        extra_args: Sequence[str] = (),
+        wait: bool = True,
+    ) -> Component:
+        """Start `python -m apiserver` on etcd; the first one started is `self.server`."""
+        port = free_port()
+        args = [
+            "--etcd-servers", self.etcd.url,
+            "--bind-address", LOOPBACK,
+            "--port", str(port),
+            *extra_args,
+        ]  # fmt: skip
+        proc = self.start_component(
+            "apiserver",
+            name,
+            args,
+            emulated_version=emulated_version,
+            feature_gates=feature_gates,
+            wait=wait,
+            port=port,
+        )
+        if self._apiserver is None:
+            self._apiserver = proc
+        return proc
+
+    # ------------------------------------------------------------------ components
+
+    def start_component(
+        self,
+        module: str,
+        name: str,
+        args: Sequence[str],
+        *,
+        emulated_version: str | None = None,
+        feature_gates: Mapping[str, bool] | None = None,
+        env: Mapping[str, str] | None = None,
+        wait: bool = True,
+        port: int | None = None,
+    ) -> Component:
+        """Start `python -m module args... [--emulated-version V] [--feature-gates G]
+        --metrics-port M` and, if `wait`, wait for its /readyz.
+
+        `emulated_version` None leaves the component's default. `port` is recorded as the
+        component's serving port (it is not added to the arguments).
+        """
+        self._check_new_name(name)
+        metrics_port = free_port()
+        argv = list(args)
+        if emulated_version is not None:
+            argv += ["--emulated-version", emulated_version]
+        if feature_gates:
+            argv += ["--feature-gates", format_feature_gates(feature_gates)]
+        argv += ["--metrics-port", str(metrics_port)]
+        proc = Component(
+            name,
+            module,
+            python_module_argv(module, argv),
+            metrics_port=metrics_port,
+            log_path=self._log_path(name),
+            env={**self.env, **(env or {})},
+            port=port,
+        )
+        self._launch(proc, wait)
+        return proc
+
+    def start_scheduler(
+        self,
+        *,
+        name: str = "scheduler",
+        config: str | Path | None = None,
+        leader_elect: bool = False,
+        emulated_version: str | None = None,
+        feature_gates: Mapping[str, bool] | None = None,
+        extra_args: Sequence[str] = (),
+        wait: bool = True,
+    ) -> Component:
+        args = ["--server", self.server]
+        if config is not None:
+            args += ["--config", str(config)]
+        if leader_elect:
+            args.append("--leader-elect")
+        return self.start_component(
+            "scheduler",
+            name,
+            [*args, *extra_args],
+            emulated_version=emulated_version,
+            feature_gates=feature_gates,
+            wait=wait,
+        )
+
+    def start_kubelet(
+        self,
+        node_name: str,
+        *,
+        capacity: Mapping[str, str] | str = DEFAULT_CAPACITY,
+        name: str | None = None,
+        emulated_version: str | None = None,
+        feature_gates: Mapping[str, bool] | None = None,
+        extra_args: Sequence[str] = (),
+        wait: bool = True,
+    ) -> Component:
+        """Start a kubelet for `node_name`; its process name defaults to kubelet-<node_name>."""
+        args = [
+            "--server", self.server,
+            "--node-name", node_name,
+            "--capacity", format_resources(capacity),
+        ]  # fmt: skip
+        return self.start_component(
+            "kubelet",
+            name if name is not None else f"kubelet-{node_name}",
+            [*args, *extra_args],
+            emulated_version=emulated_version,
+            feature_gates=feature_gates,
+            wait=wait,
+        )
+
+    def start_controllermanager(
+        self,
+        *,
+        name: str = "controllermanager",
+        leader_elect: bool = False,
+        emulated_version: str | None = None,
+        feature_gates: Mapping[str, bool] | None = None,
+        extra_args: Sequence[str] = (),
+        wait: bool = True,
+    ) -> Component:
+        args = ["--server", self.server]
+        if leader_elect:
+            args.append("--leader-elect")
+        return self.start_component(
+            "controllermanager",
+            name,
+            [*args, *extra_args],
+            emulated_version=emulated_version,
+            feature_gates=feature_gates,
+            wait=wait,
+        )
+
+    def start_autoscaler(
+        self,
+        *,
+        nodes: str,
+        node_template: Mapping[str, str] | str = DEFAULT_CAPACITY,
+        name: str = "autoscaler",
+        emulated_version: str | None = None,
+        feature_gates: Mapping[str, bool] | None = None,
+        extra_args: Sequence[str] = (),
+        wait: bool = True,
+    ) -> Component:
+        """Start the autoscaler; `nodes` is MIN:MAX:GROUP."""
+        args = [
+            "--server", self.server,
+            "--nodes", nodes,
+            "--node-template", format_resources(node_template),
+        ]  # fmt: skip
+        return self.start_component(
+            "autoscaler",
+            name,
+            [*args, *extra_args],
+            emulated_version=emulated_version,
+            feature_gates=feature_gates,
+            wait=wait,
+        )
+
+    # ------------------------------------------------------------------ control
+
+    def component(self, name: str) -> Component:
+        """The component called `name` (KeyError if unknown, TypeError for etcd)."""
+        proc = self.processes[name]
+        if not isinstance(proc, Component):
+            raise TypeError(f"{name} is not a kemu component")
+        return proc
+
+    def wait_ready(self, name: str, timeout: float | None = None) -> None:
+        self.processes[name].wait_ready(
+            timeout=timeout if timeout is not None else self.startup_timeout
+        )
+
+    def kill(self, name: str) -> int | None:
+        """SIGKILL `name` (a crash); its exit code."""
+        return self.processes[name].kill()
+
+    def terminate(self, name: str, timeout: float | None = None) -> int | None:
+        """SIGTERM `name`, SIGKILL after the stop timeout; its exit code."""
+        return self.processes[name].terminate(timeout if timeout is not None else self.stop_timeout)
+
+    def restart(self, name: str, *, wait: bool = True) -> ManagedProcess:
+        """Start `name` again with the same argv and ports (terminating it first if running)."""
+        proc = self.processes[name]
+        if proc.running:
+            proc.terminate(self.stop_timeout)
+        self._launch(proc, wait)
+        return proc
+
+    def stop(self) -> dict[str, int]:
+        """Terminate every process, newest first and etcd last.
+
+        Returns the exit codes that were not clean: a process that did not exit cleanly on
+        SIGTERM, or one that had died without the test killing it. Each is also logged.
+        """
+        unclean: dict[str, int] = {}
+        order = [p for p in reversed(self.processes.values()) if p is not self._etcd]
+        if self._etcd is not None:
+            order.append(self._etcd)
+        try:
+            for proc in order:
+                was_running = proc.running
+                if not was_running and (proc.stopped_deliberately or proc.pid is None):
+                    continue
+                code = proc.terminate(self.stop_timeout)
+                if code is not None and code not in proc.clean_exit_codes:
+                    unclean[proc.name] = code
+                    how = "on SIGTERM" if was_running else "before the cluster was stopped"
+                    log.warning("%s exited with code %d %s", proc.name, code, how)
+        finally:
+            for proc in order:
+                if proc.running:
+                    proc.kill()
+        return unclean
+
+    # ------------------------------------------------------------------ logs
+
+    def logs(self) -> dict[str, str]:
+        """Every process's whole log, by name."""
+        return {name: proc.logs() for name, proc in self.processes.items()}
+
+    def dump_logs(self, tail: int | None = None) -> str:
+        """Every process's log (or its last `tail` lines) under a header naming it."""
+        parts = []
+        for name, proc in self.processes.items():
+            text = proc.logs() if tail is None else proc.log_tail(tail)
+            state = "running" if proc.running else f"exited {proc.returncode}"
+            parts.append(f"===== {name} (pid {proc.pid}, {state}) {proc.log_path}\n{text}")
+        return "\n".join(parts)
+
+    # ------------------------------------------------------------------ internals
+
+    def _log_path(self, name: str) -> Path:
+        return self.root / "logs" / f"{name}.log"
+
+    def _check_new_name(self, name: str) -> None:
+        if name in self.processes:
+            raise ValueError(f"a process named {name!r} was already started in this cluster")
+
+    def _launch(self, proc: ManagedProcess, wait: bool) -> None:
+        self.processes[proc.name] = proc
+        proc.start()
+        if wait:
+            try:
+                proc.wait_ready(timeout=self.startup_timeout)
+            except ProcessStartError:
+                proc.kill()  # the error already tells; stop() need not report it again
+                raise

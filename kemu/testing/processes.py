@@ -1,0 +1,304 @@
+"""Child processes of a test: started, watched for readiness, killed, restarted, and never leaked.
+
+Every child runs in its own session (so its process group can be signalled as a whole, and a
+Ctrl-C in the terminal reaches only pytest), writes stdout and stderr to one log file, and is
+registered for cleanup: an atexit handler SIGKILLs the group of every child still running, and
+on Linux a child started from the main thread also gets PR_SET_PDEATHSIG=SIGKILL, so that it
+dies with the test session even when that session is killed without running atexit handlers.
+(PDEATHSIG fires when the *thread* that forked exits, so it is not set from other threads.)
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Collection, Mapping, Sequence
+from pathlib import Path
+from typing import Final
+
+import kemu
+
+log = logging.getLogger(__name__)
+
+# The directory holding the kemu package and the process packages (apiserver, scheduler, ...).
+REPO_ROOT: Final = Path(kemu.__file__).resolve().parent.parent
+
+DEFAULT_STARTUP_TIMEOUT: Final = 30.0
+DEFAULT_STOP_TIMEOUT: Final = 10.0
+LOG_TAIL_LINES: Final = 40
+
+# A readiness check: a URL that must answer GET with 200, or a callable that returns a truthy
+# value when ready (an exception from it counts as "not ready yet").
+ReadyCheck = str | Callable[[], object]
+
+# Proxies from the environment must not intercept loopback health checks.
+_opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+class ProcessStartError(RuntimeError):
+    """A child died or never became ready; the message carries the tail of its log."""
+
+    def __init__(self, name: str, reason: str, log_path: Path, log_tail: str) -> None:
+        self.name = name
+        self.reason = reason
+        self.log_path = log_path
+        self.log_tail = log_tail
+        super().__init__(
+            f"{name}: {reason}\n--- last {LOG_TAIL_LINES} lines of {log_path} ---\n{log_tail}"
+        )
+
+
+def http_get(url: str, timeout: float = 2.0) -> tuple[int, bytes]:
+    """GET `url` without proxies: (status, body). HTTP error statuses are returned, not raised."""
+    try:
+        with _opener.open(url, timeout=timeout) as resp:
+            return int(resp.status), resp.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def url_ok(url: str) -> bool:
+    """True when GET `url` answers 200."""
+    status, _ = http_get(url)
+    return status == 200
+
+
+def python_module_argv(module: str, args: Sequence[str] = ()) -> list[str]:
+    """The argv that runs `python -m module args...` with this interpreter."""
+    return [sys.executable, "-m", module, *args]
+
+
+def python_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """os.environ with the repo root first on PYTHONPATH and unbuffered output, plus `extra`."""
+    env = dict(os.environ)
+    path = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = str(REPO_ROOT) + (os.pathsep + path if path else "")
+    env["PYTHONUNBUFFERED"] = "1"  # so that a log tail shows what happened just before a crash
+    env["PYTHONFAULTHANDLER"] = "1"
+    if extra:
+        env.update(extra)
+    return env
+
+
+class ManagedProcess:
+    """One child process with its log file.
+
+    `start()` launches `argv`; `restart()` launches the same argv again, appending to the same
+    log. `ready` is the default check for `wait_ready()`. `clean_exit_codes` are the exit codes
+    after SIGTERM that count as a clean shutdown (`stop_was_clean`).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        *,
+        log_path: Path,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        ready: ReadyCheck | None = None,
+        clean_exit_codes: Collection[int] = (0,),
+    ) -> None:
+        self.name = name
+        self.argv = list(argv)
+        self.log_path = log_path
+        self.env = dict(env) if env is not None else None
+        self.cwd = cwd
+        self.ready = ready
+        self.clean_exit_codes = frozenset(clean_exit_codes)
+        self.starts = 0
+        # True once the test asked this process to exit (kill/terminate), until the next start.
+        self.stopped_deliberately = False
+        self._popen: subprocess.Popen[bytes] | None = None
+
+    def __repr__(self) -> str:
+        return f"<ManagedProcess {self.name} pid={self.pid} returncode={self.returncode}>"
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def pid(self) -> int | None:
+        return self._popen.pid if self._popen is not None else None
+
+    @property
+    def returncode(self) -> int | None:
+        """None while running (or never started); the exit code, negative for a signal."""
+        return self._popen.poll() if self._popen is not None else None
+
+    @property
+    def running(self) -> bool:
+        return self._popen is not None and self._popen.poll() is None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        if self.running:
+            raise RuntimeError(f"{self.name} is already running (pid {self.pid})")
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.starts += 1
+        self.stopped_deliberately = False
+        with open(self.log_path, "ab") as out:
+            header = (
+                f"===== kemu harness: start #{self.starts} of {self.name}: {' '.join(self.argv)}\n"
+            )
+            out.write(header.encode())
+            out.flush()
+            self._popen = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+                cwd=self.cwd,
+                start_new_session=True,
+                preexec_fn=_die_with_parent_fn(),
+            )
+        _live.add(self)
+        log.info("started %s (pid %d)", self.name, self._popen.pid)
+
+    def wait_ready(
+        self, check: ReadyCheck | None = None, timeout: float = DEFAULT_STARTUP_TIMEOUT
+    ) -> None:
+        """Poll `check` (default: `self.ready`) until it passes.
+
+        Raises ProcessStartError, with the log tail, if the process exits first or the check
+        does not pass within `timeout` seconds.
+        """
+        check = check if check is not None else self.ready
+        if check is None:
+            raise ValueError(f"{self.name} has no readiness check")
+        probe: Callable[[], object] = (lambda: url_ok(check)) if isinstance(check, str) else check
+        deadline = time.monotonic() + timeout
+        last_error = "the check never passed"
+        while True:
+            if self._popen is None:
+                raise RuntimeError(f"{self.name} was never started")
+            code = self._popen.poll()
+            if code is not None:
+                raise self._start_error(f"exited with code {code} before becoming ready")
+            try:
+                if probe():
+                    return
+                last_error = "the check returned a false value"
+            except Exception as e:  # an unreachable endpoint is the normal "not yet"
+                last_error = f"{type(e).__name__}: {e}"
+            if time.monotonic() >= deadline:
+                raise self._start_error(f"not ready within {timeout:g}s (last check: {last_error})")
+            time.sleep(0.05)
+
+    def kill(self) -> int | None:
+        """SIGKILL the process group and reap it; the exit code (None if never started)."""
+        if self._popen is None:
+            return None
+        self.stopped_deliberately = True
+        _signal_group(self._popen.pid, signal.SIGKILL)
+        code = self._popen.wait()
+        _live.discard(self)
+        return code
+
+    def terminate(self, timeout: float = DEFAULT_STOP_TIMEOUT) -> int | None:
+        """SIGTERM the process group, SIGKILL it after `timeout` seconds; the exit code."""
+        if self._popen is None:
+            return None
+        self.stopped_deliberately = True
+        if self._popen.poll() is None:
+            _signal_group(self._popen.pid, signal.SIGTERM)
+            try:
+                self._popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                log.warning("%s did not exit %gs after SIGTERM: killing it", self.name, timeout)
+        # Also reaps stragglers the process left in its group.
+        _signal_group(self._popen.pid, signal.SIGKILL)
+        code = self._popen.wait()
+        _live.discard(self)
+        return code
+
+    def restart(self, timeout: float = DEFAULT_STOP_TIMEOUT) -> None:
+        """Terminate the process if it still runs, then start the same argv again."""
+        if self.running:
+            self.terminate(timeout)
+        self.start()
+
+    def stop_was_clean(self) -> bool:
+        code = self.returncode
+        return code is None or code in self.clean_exit_codes
+
+    # ------------------------------------------------------------------ logs
+
+    def logs(self) -> str:
+        """The whole log file (every start of this process)."""
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        return "\n".join(self.logs().splitlines()[-lines:])
+
+    def _start_error(self, reason: str) -> ProcessStartError:
+        return ProcessStartError(
+            self.name, f"{reason}; argv: {' '.join(self.argv)}", self.log_path, self.log_tail()
+        )
+
+
+# ---------------------------------------------------------------------- leak protection
+
+_live: set[ManagedProcess] = set()
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass  # the group is already gone
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    for proc in list(_live):
+        if proc.running:
+            log.warning("killing leftover child %s (pid %s) at exit", proc.name, proc.pid)
+            proc.kill()
+
+
+_PR_SET_PDEATHSIG: Final = 1
+
+
+def _die_with_parent_fn() -> Callable[[], None] | None:
+    """A preexec_fn that makes the child receive SIGKILL when this thread's process dies."""
+    if not sys.platform.startswith("linux"):
+        return None
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    prctl = _prctl()
+    if prctl is None:
+        return None
+    parent = os.getpid()
+
+    def die_with_parent() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(1)
+
+    return die_with_parent
+
+
+_prctl_cache: list[Callable[..., int] | None] = []
+
+
+def _prctl() -> Callable[..., int] | None:
+    if not _prctl_cache:
+        try:
+            _prctl_cache.append(ctypes.CDLL(None, use_errno=True).prctl)
+        except (OSError, AttributeError):
+            _prctl_cache.append(None)
+    return _prctl_cache[0]

@@ -1,0 +1,43 @@
+"""Fixtures for integration tests: real etcd, apiserver and components.
+
+`cluster_factory` (function scope) builds clusters under the test's tmp_path and always stops
+them; the log of every process of a failed test is added to its report (see
+kemu.testing.pytest_plugin, which also provides `rng`). Mark the tests
+`@pytest.mark.integration`.
+
+    @pytest.mark.integration
+    def test_preemption_nominates_the_node(cluster_factory):
+        cluster = cluster_factory()
+        cluster.start_etcd()
+        cluster.start_apiserver(feature_gates={"SchedulerAsyncPreemption": True})
+        cluster.start_scheduler()
+        cluster.start_kubelet("n1")
+        ...
+
+Sharing one cluster across a module's tests saves the start-up per test. Use a module-scoped
+sync fixture (sync, so that there is no event-loop scope to match with the tests; async tests
+reach the cluster over the network through `cluster.server`), and keep the tests independent
+by giving each its own objects: a namespace or names from `unique_name(prefix)`. The failure
+hook finds the shared `Cluster` among the test's fixture values and prints its logs too.
+
+    @pytest.fixture(scope="module")
+    def cluster(tmp_path_factory):
+        with Cluster(tmp_path_factory.mktemp("cluster")) as c:
+            c.start_etcd()
+            c.start_apiserver()
+            c.start_scheduler()
+            c.start_kubelet("n1")
+            yield c
+
+    @pytest.mark.integration
+    @pytest.mark.anyio
+    async def test_pod_is_bound(cluster):
+        ns = unique_name("ns")
+        ...  # create make_pod("p").namespace(ns).obj() through a client on cluster.server
+        await eventually(bound, timeout=10)
+"""
+
+from __future__ import annotations
+
+# The fixtures (cluster_factory, rng) and the log-printing hook come from
+# kemu.testing.pytest_plugin, registered for the whole suite in tests/conftest.py.

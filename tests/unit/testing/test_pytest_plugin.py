@@ -1,0 +1,62 @@
+"""The pytest glue, exercised by running pytest on a small failing suite in a subprocess."""
+
+import subprocess
+import sys
+import textwrap
+
+from kemu.testing.processes import python_env
+
+SUITE = textwrap.dedent(
+    """
+    import pytest
+
+    from kemu.testing.cluster import Cluster
+
+    STANDIN = "tests.unit.testing.standin_component"
+
+
+    @pytest.fixture(scope="module")
+    def shared(tmp_path_factory):
+        with Cluster(tmp_path_factory.mktemp("shared")) as c:
+            c.start_component(STANDIN, "shared-standin", [])
+            yield c
+
+
+    def test_factory_cluster_fails(cluster_factory, rng):
+        cluster = cluster_factory()
+        cluster.start_component(STANDIN, "standin", ["--marker-one"])
+        assert rng.random() < 0
+
+
+    def test_shared_cluster_fails(shared):
+        assert not shared.processes
+
+
+    def test_unclean_exit_fails_the_teardown(cluster_factory):
+        cluster_factory().start_component(STANDIN, "unclean", ["--exit-code-on-term", "4"])
+    """
+)
+
+
+def test_failed_tests_report_process_logs_seed_and_unclean_exits(tmp_path):
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["kemu.testing.pytest_plugin"]\n')
+    (tmp_path / "test_suite.py").write_text(SUITE)
+    env = python_env({"KEMU_TEST_SEED": "77"})
+    env.pop("PYTEST_ADDOPTS", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_suite.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    out = done.stdout
+    assert done.returncode == 1, out + done.stderr
+    assert "2 failed, 1 passed, 1 error" in out, out
+    assert "kemu log of standin (pid" in out
+    assert "--marker-one" in out  # the process's own log lines
+    assert "replay with KEMU_TEST_SEED=77" in out
+    assert "kemu log of shared-standin" in out
+    assert "unclean exits {'unclean': 4}" in out
