@@ -57,12 +57,9 @@ class _Field:
 def _fields(desc: Descriptor) -> tuple[_Field, ...]:
     out = []
     for fd in desc.fields:
-        is_map = bool(
-            fd.message_type is not None
-            and fd.message_type.GetOptions().map_entry
-            and fd.is_repeated
-        )
-        map_value = fd.message_type.fields_by_name["value"] if is_map else None
+        entry = fd.message_type
+        is_map = bool(entry is not None and entry.GetOptions().map_entry and fd.is_repeated)
+        map_value = entry.fields_by_name["value"] if is_map and entry is not None else None
         message = (
             (map_value.message_type if map_value is not None else None)
             if is_map

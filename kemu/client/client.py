@@ -1,0 +1,485 @@
+"""The typed async gRPC client of the kemu Api service: the only client-side gRPC user.
+
+Every call waits for the channel to be ready (`wait_for_ready`), so a component started
+before the apiserver, or talking to one that restarts, waits up to `timeout` instead of
+failing. Reads (get, list, version) are also retried with backoff while the server answers
+Unavailable. Every failure is raised as a kemu.machinery.errors.ApiError, never a grpc error.
+
+Cancellation: an anyio cancel scope cannot interrupt an awaited grpc.aio unary call by itself
+(grpc raises a fresh CancelledError that the scope does not recognise); `_call` re-enters the
+scope through a checkpoint before re-raising, so `move_on_after` around client calls works.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from types import TracebackType
+from typing import Any, Final, TypeVar, cast
+
+import anyio
+import anyio.lowlevel
+import grpc
+import grpc.aio
+from google.protobuf.message import Message
+
+from kemu import wire
+from kemu.api.v1 import api_pb2, types_pb2
+from kemu.client.interface import (
+    DEFAULT_NAMESPACE,
+    LIST_PAGE_SIZE,
+    ApiClient,
+)
+from kemu.client.interface import (
+    ListResult as ListResult,
+)
+from kemu.client.interface import (
+    M as M,
+)
+from kemu.client.interface import (
+    WatchEvent as WatchEvent,
+)
+from kemu.machinery import kinds
+from kemu.machinery.errors import ApiError, Gone, Timeout, Unavailable
+
+__all__ = ["Client", "ListResult", "M", "WatchEvent"]
+
+logger = logging.getLogger(__name__)
+
+_MiB: Final = 1024 * 1024
+_SERVICE: Final = "/kemu.api.v1.Api/"
+
+# The server's default ping policy (grpc core: 5 minutes between pings when it sends no data,
+# then GOAWAY after a few strikes) would tear down a quiet watch if we pinged more often.
+_CHANNEL_OPTIONS: Final[list[tuple[str, Any]]] = [
+    ("grpc.max_receive_message_length", 16 * _MiB),
+    ("grpc.max_send_message_length", 16 * _MiB),
+    ("grpc.keepalive_time_ms", 300_000),
+    ("grpc.keepalive_timeout_ms", 20_000),
+    ("grpc.keepalive_permit_without_calls", 0),
+    ("grpc.http2.max_pings_without_data", 0),
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 2_000),
+]
+
+_EOF: Final[object] = grpc.aio.EOF  # type: ignore[attr-defined]
+_RETRY_INITIAL: Final = 0.05
+_RETRY_MAX: Final = 2.0
+
+Req = TypeVar("Req", bound=Message)
+Resp = TypeVar("Resp", bound=Message)
+
+
+def _kind_of(cls: type[Message]) -> kinds.Kind:
+    return kinds.kind_of(cls())
+
+
+def _namespace(kind: kinds.Kind, namespace: str) -> str:
+    if not kind.namespaced:
+        return ""
+    return namespace or DEFAULT_NAMESPACE
+
+
+def _unwrap(envelope: api_pb2.Object, cls: type[M]) -> M:
+    if envelope.WhichOneof("kind") is None:
+        return cls()
+    obj = kinds.unwrap(envelope)
+    if not isinstance(obj, cls):
+        raise ApiError(
+            f"the server returned a {obj.DESCRIPTOR.name}, expected a {cls.DESCRIPTOR.name}"
+        )
+    return obj
+
+
+def _wrap(obj: Message) -> api_pb2.Object:
+    """The envelope of `obj` (a copy), with the default namespace filled in."""
+    envelope = kinds.wrap(obj)
+    kind = kinds.kind_of(obj)
+    inner = kinds.unwrap(envelope)
+    meta: types_pb2.ObjectMeta = inner.metadata  # type: ignore[attr-defined]
+    if kind.namespaced and not meta.namespace:
+        meta.namespace = DEFAULT_NAMESPACE
+    return envelope
+
+
+def _error(e: grpc.aio.AioRpcError) -> ApiError:
+    metadata = cast(list[tuple[str, str | bytes]], list(e.trailing_metadata() or ()))
+    return wire.error_from_status(e.code(), e.details(), metadata)
+
+
+class _Backoff:
+    def __init__(self) -> None:
+        self._next = _RETRY_INITIAL
+
+    def next(self) -> float:
+        delay = self._next
+        self._next = min(self._next * 2, _RETRY_MAX)
+        return delay * (0.5 + random.random())
+
+
+class _WatchStream(AsyncIterator[WatchEvent[M]]):
+    """The events of one Watch call, decoded; ends when the server closes the stream."""
+
+    def __init__(self, call: grpc.aio.UnaryStreamCall[Any, Any], kind: type[M]) -> None:
+        self._call = call
+        self._kind = kind
+        self._closed = False
+
+    def __aiter__(self) -> _WatchStream[M]:
+        return self
+
+    async def __anext__(self) -> WatchEvent[M]:
+        if self._closed:
+            raise StopAsyncIteration
+        try:
+            msg = await self._call.read()
+        except grpc.aio.AioRpcError as e:
+            if self._closed or (e.code() == grpc.StatusCode.CANCELLED and self._call.cancelled()):
+                raise StopAsyncIteration from None
+            raise _error(e) from None
+        except asyncio.CancelledError:
+            await anyio.lowlevel.checkpoint()
+            raise
+        if msg is _EOF:
+            self._closed = True
+            raise StopAsyncIteration
+        event = cast(api_pb2.WatchEvent, msg)
+        return WatchEvent(event.type, _unwrap(event.object, self._kind))
+
+    def close(self) -> None:
+        self._closed = True
+        self._call.cancel()
+
+
+class Client:
+    """An ApiClient over one gRPC channel; create it inside the event loop that uses it."""
+
+    def __init__(
+        self, server: str = "127.0.0.1:6443", *, timeout: float = 30.0, user_agent: str = "kemu"
+    ) -> None:
+        self.server = server
+        self.timeout = timeout
+        self._user_agent = user_agent
+        self._channel: grpc.aio.Channel | None = None
+        self._methods: dict[str, Any] = {}
+
+    # ------------------------------------------------------------ channel
+
+    def _ensure_channel(self) -> grpc.aio.Channel:
+        # Created lazily: a grpc.aio channel belongs to the running event loop.
+        if self._channel is None:
+            options = [*_CHANNEL_OPTIONS, ("grpc.primary_user_agent", self._user_agent)]
+            self._channel = grpc.aio.insecure_channel(self.server, options=options)
+        return self._channel
+
+    def _unary(
+        self, name: str, response: type[Resp]
+    ) -> grpc.aio.UnaryUnaryMultiCallable[Any, Resp]:
+        method = self._methods.get(name)
+        if method is None:
+            method = self._ensure_channel().unary_unary(
+                _SERVICE + name,
+                request_serializer=lambda m: m.SerializeToString(),
+                response_deserializer=response.FromString,
+            )
+            self._methods[name] = method
+        return cast(grpc.aio.UnaryUnaryMultiCallable[Any, Resp], method)
+
+    async def close(self) -> None:
+        if self._channel is not None:
+            channel, self._channel = self._channel, None
+            self._methods.clear()
+            await channel.close(None)
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        with anyio.CancelScope(shield=True):
+            await self.close()
+
+    # ------------------------------------------------------------ calls
+
+    async def _call(self, name: str, request: Message, response: type[Resp]) -> Resp:
+        """One attempt, bounded by `timeout`, waiting for the server to be reachable."""
+        call = self._unary(name, response)(request, timeout=self.timeout, wait_for_ready=True)
+        try:
+            return await call
+        except grpc.aio.AioRpcError as e:
+            raise _error(e) from None
+        except asyncio.CancelledError:
+            call.cancel()
+            await anyio.lowlevel.checkpoint()
+            raise
+
+    async def _read(self, name: str, request: Message, response: type[Resp]) -> Resp:
+        """A call that is safe to repeat: retried while the server is Unavailable."""
+        deadline = anyio.current_time() + self.timeout
+        backoff = _Backoff()
+        while True:
+            try:
+                return await self._call(name, request, response)
+            except Unavailable as e:
+                delay = backoff.next()
+                if anyio.current_time() + delay >= deadline:
+                    raise
+                logger.debug("%s: server unavailable (%s), retrying in %.2fs", name, e, delay)
+                await anyio.sleep(delay)
+
+    async def wait_ready(self, timeout: float | None = None) -> api_pb2.VersionInfo:  # noqa: ASYNC109
+        deadline = None if timeout is None else anyio.current_time() + timeout
+        backoff = _Backoff()
+        while True:
+            try:
+                return await self._call("Version", api_pb2.VersionRequest(), api_pb2.VersionInfo)
+            except (Unavailable, Timeout) as e:
+                delay = backoff.next()
+                if deadline is not None and anyio.current_time() + delay >= deadline:
+                    raise Timeout(f"the server at {self.server} is not ready: {e}") from None
+                logger.info("waiting for the server at %s: %s", self.server, e)
+                await anyio.sleep(delay)
+
+    async def version(self) -> api_pb2.VersionInfo:
+        return await self._read("Version", api_pb2.VersionRequest(), api_pb2.VersionInfo)
+
+    async def create(self, obj: M) -> M:
+        req = api_pb2.CreateRequest(object=_wrap(obj))
+        out = await self._call("Create", req, api_pb2.Object)
+        return _unwrap(out, type(obj))
+
+    async def get(self, kind: type[M], name: str, namespace: str = "") -> M:
+        k = _kind_of(kind)
+        req = api_pb2.GetRequest(resource=k.resource, namespace=_namespace(k, namespace), name=name)
+        out = await self._read("Get", req, api_pb2.Object)
+        return _unwrap(out, kind)
+
+    async def list(
+        self,
+        kind: type[M],
+        namespace: str = "",
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        resource_version: str = "",
+        resource_version_match: str = "",
+        limit: int = 0,
+        continue_: str = "",
+    ) -> ListResult[M]:
+        k = _kind_of(kind)
+        req = api_pb2.ListRequest(
+            resource=k.resource,
+            namespace=namespace if k.namespaced else "",
+            label_selector=label_selector,
+            field_selector=field_selector,
+            resource_version=resource_version,
+            resource_version_match=resource_version_match,
+            limit=limit,
+            **{"continue": continue_},
+        )
+        out = await self._read("List", req, api_pb2.ListResponse)
+        return ListResult(
+            [_unwrap(item, kind) for item in out.items],
+            out.resource_version,
+            getattr(out, "continue"),
+        )
+
+    async def list_all(
+        self,
+        kind: type[M],
+        namespace: str = "",
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        resource_version: str = "",
+        resource_version_match: str = "",
+    ) -> ListResult[M]:
+        return await list_pages(
+            self,
+            kind,
+            namespace,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            resource_version=resource_version,
+            resource_version_match=resource_version_match,
+        )
+
+    def watch(
+        self,
+        kind: type[M],
+        namespace: str = "",
+        *,
+        resource_version: str = "",
+        label_selector: str = "",
+        field_selector: str = "",
+        allow_watch_bookmarks: bool = False,
+    ) -> AbstractAsyncContextManager[AsyncIterator[WatchEvent[M]]]:
+        k = _kind_of(kind)
+        req = api_pb2.WatchRequest(
+            resource=k.resource,
+            namespace=namespace if k.namespaced else "",
+            label_selector=label_selector,
+            field_selector=field_selector,
+            resource_version=resource_version,
+            allow_watch_bookmarks=allow_watch_bookmarks,
+        )
+        return self._watch(req, kind)
+
+    @asynccontextmanager
+    async def _watch(
+        self, req: api_pb2.WatchRequest, kind: type[M]
+    ) -> AsyncIterator[AsyncIterator[WatchEvent[M]]]:
+        method = self._methods.get("Watch")
+        if method is None:
+            method = self._ensure_channel().unary_stream(
+                _SERVICE + "Watch",
+                request_serializer=lambda m: m.SerializeToString(),
+                response_deserializer=api_pb2.WatchEvent.FromString,
+            )
+            self._methods["Watch"] = method
+        # No deadline: a watch lives as long as its reader wants it.
+        call = cast(grpc.aio.UnaryStreamCall[Any, Any], method(req, wait_for_ready=True))
+        stream = _WatchStream(call, kind)
+        try:
+            yield stream
+        finally:
+            stream.close()
+
+    async def update(self, obj: M) -> M:
+        out = await self._call("Update", api_pb2.UpdateRequest(object=_wrap(obj)), api_pb2.Object)
+        return _unwrap(out, type(obj))
+
+    async def update_status(self, obj: M) -> M:
+        req = api_pb2.UpdateRequest(object=_wrap(obj))
+        out = await self._call("UpdateStatus", req, api_pb2.Object)
+        return _unwrap(out, type(obj))
+
+    async def patch(
+        self,
+        kind: type[M],
+        name: str,
+        patch: Mapping[str, Any] | str,
+        namespace: str = "",
+        *,
+        subresource: str = "",
+    ) -> M:
+        k = _kind_of(kind)
+        body = patch if isinstance(patch, str) else json.dumps(dict(patch))
+        req = api_pb2.PatchRequest(
+            resource=k.resource,
+            namespace=_namespace(k, namespace),
+            name=name,
+            patch=body,
+            subresource=subresource,
+        )
+        out = await self._call("Patch", req, api_pb2.Object)
+        return _unwrap(out, kind)
+
+    async def delete(
+        self,
+        kind: type[M],
+        name: str,
+        namespace: str = "",
+        *,
+        grace_period_seconds: int | None = None,
+        uid: str | None = None,
+        resource_version: str | None = None,
+    ) -> M:
+        k = _kind_of(kind)
+        req = api_pb2.DeleteRequest(
+            resource=k.resource, namespace=_namespace(k, namespace), name=name
+        )
+        if grace_period_seconds is not None:
+            req.grace_period_seconds = grace_period_seconds
+        if uid is not None:
+            req.preconditions.uid = uid
+        if resource_version is not None:
+            req.preconditions.resource_version = resource_version
+        out = await self._call("Delete", req, api_pb2.Object)
+        return _unwrap(out, kind)
+
+    async def bind(
+        self,
+        namespace: str,
+        name: str,
+        node_name: str,
+        *,
+        annotations: Mapping[str, str] | None = None,
+    ) -> None:
+        req = api_pb2.Binding(
+            metadata=types_pb2.ObjectMeta(
+                namespace=namespace or DEFAULT_NAMESPACE,
+                name=name,
+                annotations=dict(annotations or {}),
+            ),
+            target=types_pb2.ObjectReference(kind="Node", name=node_name),
+        )
+        await self._call("Bind", req, api_pb2.Status)
+
+    async def resize(self, pod: types_pb2.Pod) -> types_pb2.Pod:
+        out = await self._call("Resize", api_pb2.UpdateRequest(object=_wrap(pod)), api_pb2.Object)
+        return _unwrap(out, types_pb2.Pod)
+
+    async def evict(
+        self, namespace: str, name: str, *, grace_period_seconds: int | None = None
+    ) -> None:
+        req = api_pb2.Eviction(
+            metadata=types_pb2.ObjectMeta(namespace=namespace or DEFAULT_NAMESPACE, name=name)
+        )
+        if grace_period_seconds is not None:
+            req.grace_period_seconds = grace_period_seconds
+        await self._call("Evict", req, api_pb2.Status)
+
+
+async def list_pages(
+    client: ApiClient,
+    kind: type[M],
+    namespace: str = "",
+    *,
+    label_selector: str = "",
+    field_selector: str = "",
+    resource_version: str = "",
+    resource_version_match: str = "",
+    page_size: int = LIST_PAGE_SIZE,
+) -> ListResult[M]:
+    """Reads every page of a list; if a continue token expires (Gone), reads it all at once,
+    as client-go's pager does."""
+    items: list[M] = []
+    token = ""
+    while True:
+        try:
+            page: ListResult[M] = await client.list(
+                kind,
+                namespace,
+                label_selector=label_selector,
+                field_selector=field_selector,
+                resource_version="" if token else resource_version,
+                resource_version_match="" if token else resource_version_match,
+                limit=page_size,
+                continue_=token,
+            )
+        except Gone:
+            if not token:
+                raise
+            logger.info("list of %s: continue token expired, listing without paging", kind)
+            full: ListResult[M] = await client.list(
+                kind,
+                namespace,
+                label_selector=label_selector,
+                field_selector=field_selector,
+                resource_version=resource_version,
+                resource_version_match=resource_version_match,
+            )
+            return full
+        items.extend(page.items)
+        if not page.continue_:
+            return ListResult(items, page.resource_version, "")
+        token = page.continue_

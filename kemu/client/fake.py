@@ -1,0 +1,757 @@
+"""An in-memory ApiClient for unit tests of controllers, the scheduler and kubelets.
+
+Faithful where callers depend on it, simple elsewhere: resourceVersions increase across all
+kinds (one counter, like etcd's revision); create sets uid, creationTimestamp, generation 1;
+update and update_status check a non-empty resourceVersion (Conflict) and keep the other half
+of the object (status, resp. everything but status); patch is a JSON merge patch through
+kemu.machinery.convert; delete is immediate (no graceful deletion, no finalizers); bind sets
+spec.nodeName and PodScheduled=True; evict deletes the pod (no PodDisruptionBudget check).
+
+List and watch filter by namespace, label selector and field selector; a watch from a
+resourceVersion replays the buffered history after it. For failure tests:
+`compact()` makes older resourceVersions Gone, `drop_watches()` ends (or fails) every open
+watch as a server restart would, `fail(verb, error)` makes calls raise. `actions` records
+every call.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import re
+import string
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, cast
+
+import anyio
+import anyio.lowlevel
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from google.protobuf.message import Message
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from kemu.api.v1 import api_pb2, types_pb2
+from kemu.client.clock import Clock, SystemClock
+from kemu.client.interface import (
+    ADDED,
+    DEFAULT_NAMESPACE,
+    DELETED,
+    MODIFIED,
+    ListResult,
+    M,
+    WatchEvent,
+)
+from kemu.machinery import convert, kinds
+from kemu.machinery.errors import (
+    AlreadyExists,
+    ApiError,
+    BadRequest,
+    Conflict,
+    Gone,
+    Invalid,
+    NotFound,
+)
+
+_Key = tuple[str, str, str]  # resource, namespace, name
+
+
+@dataclass(frozen=True)
+class Action:
+    """One call made to the fake. `object` is a copy of the object sent (create, update, ...)."""
+
+    verb: str  # create get list watch update update_status patch delete bind resize evict version
+    resource: str
+    namespace: str = ""
+    name: str = ""
+    subresource: str = ""
+    object: Message | None = None
+    patch: str = ""
+    node_name: str = ""  # bind
+    resource_version: str = ""  # list, watch
+    label_selector: str = ""  # list, watch
+
+
+@dataclass
+class _Failure:
+    verb: str
+    error: ApiError
+    resource: str | None
+    times: int | None
+
+
+@dataclass(frozen=True)
+class _Change:
+    rv: int
+    type: str
+    resource: str
+    obj: Message
+    old: Message | None
+
+
+# ---------------------------------------------------------------- selectors
+
+_SET_TERM = re.compile(r"^\s*([^\s!=,()]+)\s+(in|notin)\s+\(([^)]*)\)\s*$")
+
+
+def _split_terms(text: str) -> list[str]:
+    terms, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            terms.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    terms.append(cur)
+    return [t.strip() for t in terms if t.strip()]
+
+
+@dataclass(frozen=True)
+class _Requirement:
+    key: str  # a label key, or a field path for field selectors
+    op: str  # =, !=, in, notin, exists, !exists
+    values: frozenset[str] = frozenset()
+
+    def matches(self, value: str | None) -> bool:
+        if self.op == "exists":
+            return value is not None
+        if self.op == "!exists":
+            return value is None
+        if self.op in ("=", "in"):
+            return value in self.values
+        return value not in self.values  # != and notin
+
+
+def _parse(selector: str, *, fields: bool) -> list[_Requirement]:
+    out = []
+    for term in _split_terms(selector):
+        m = _SET_TERM.match(term)
+        if m and not fields:
+            values = frozenset(v.strip() for v in m.group(3).split(",") if v.strip())
+            out.append(_Requirement(m.group(1), m.group(2), values))
+        elif "!=" in term:
+            key, value = (p.strip() for p in term.split("!=", 1))
+            out.append(_Requirement(key, "!=", frozenset({value})))
+        elif "=" in term:
+            key, value = (p.strip() for p in term.replace("==", "=", 1).split("=", 1))
+            out.append(_Requirement(key, "=", frozenset({value})))
+        elif not fields and re.fullmatch(r"!?[A-Za-z0-9./_-]+", term):
+            negated = term.startswith("!")
+            out.append(_Requirement(term.lstrip("!"), "!exists" if negated else "exists"))
+        else:
+            what = "field selector" if fields else "label selector"
+            raise BadRequest(f"unable to parse {what} requirement: {term!r}")
+    return out
+
+
+class LabelMatcher:
+    """A minimal label selector: k=v, k==v, k!=v, k in (a,b), k notin (a,b), k, !k.
+
+    Stands in until kemu.machinery.labels exists; BadRequest on anything else.
+    """
+
+    def __init__(self, selector: str) -> None:
+        self._requirements = _parse(selector, fields=False)
+
+    def __call__(self, labels: Mapping[str, str]) -> bool:
+        return all(r.matches(labels.get(r.key)) for r in self._requirements)
+
+
+class FieldMatcher:
+    """Field selectors over any field path: metadata.name=x, spec.nodeName!=, status.phase=Running."""
+
+    def __init__(self, selector: str) -> None:
+        self._requirements = _parse(selector, fields=True)
+
+    def __call__(self, obj: Message) -> bool:
+        return all(r.matches(_field_value(obj, r.key)) for r in self._requirements)
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), name)
+
+
+def _field_value(obj: Message, path: str) -> str:
+    value: Any = obj
+    for part in path.split("."):
+        try:
+            value = getattr(value, _snake(part))
+        except AttributeError:
+            raise BadRequest(f'field label not supported: "{path}"') from None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _meta(obj: Message) -> types_pb2.ObjectMeta:
+    meta: types_pb2.ObjectMeta = obj.metadata  # type: ignore[attr-defined]
+    return meta
+
+
+def _copy(obj: M) -> M:
+    out = type(obj)()
+    out.CopyFrom(obj)
+    return out
+
+
+def _kind(cls: type[Message]) -> kinds.Kind:
+    return kinds.kind_of(cls())
+
+
+def _ns(kind: kinds.Kind, namespace: str) -> str:
+    return (namespace or DEFAULT_NAMESPACE) if kind.namespaced else ""
+
+
+def _not_found(kind: kinds.Kind, name: str) -> NotFound:
+    return NotFound(f'{kind.resource} "{name}" not found')
+
+
+class _Watch:
+    def __init__(
+        self,
+        resource: str,
+        namespace: str,
+        labels: LabelMatcher,
+        fields: FieldMatcher,
+    ) -> None:
+        self.resource = resource
+        self.namespace = namespace
+        self.labels = labels
+        self.fields = fields
+        self.send: MemoryObjectSendStream[WatchEvent[Any] | ApiError]
+        self.receive: MemoryObjectReceiveStream[WatchEvent[Any] | ApiError]
+        self.send, self.receive = anyio.create_memory_object_stream[WatchEvent[Any] | ApiError](
+            math.inf
+        )
+
+    def matches(self, obj: Message) -> bool:
+        meta = _meta(obj)
+        if self.namespace and meta.namespace != self.namespace:
+            return False
+        return self.labels(meta.labels) and self.fields(obj)
+
+    def event_for(self, change: _Change) -> WatchEvent[Any] | None:
+        """The event this watcher sees: an object entering or leaving its selection is
+        ADDED or DELETED, as the apiserver's watch cache does."""
+        if change.resource != self.resource:
+            return None
+        now = self.matches(change.obj)
+        before = change.old is not None and self.matches(change.old)
+        typ = change.type
+        if typ == MODIFIED:
+            if now and not before:
+                typ = ADDED
+            elif before and not now:
+                typ = DELETED
+                now = True
+        if not now:
+            return None
+        return WatchEvent(typ, _copy(change.obj))
+
+
+class _WatchIterator(AsyncIterator[WatchEvent[M]]):
+    def __init__(self, watch: _Watch, error: ApiError | None) -> None:
+        self._watch = watch
+        self._error = error
+
+    async def __anext__(self) -> WatchEvent[M]:
+        if self._error is not None:
+            err, self._error = self._error, None
+            raise err
+        try:
+            item = await self._watch.receive.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+        if isinstance(item, ApiError):
+            raise item
+        return cast(WatchEvent[M], item)
+
+
+class FakeClient:
+    """An in-memory ApiClient. Objects handed in and out are copies."""
+
+    def __init__(
+        self, *objects: Message, clock: Clock | None = None, history_limit: int = 10_000
+    ) -> None:
+        self.clock: Clock = clock or SystemClock()
+        self.history_limit = history_limit
+        self.actions: list[Action] = []
+        self.version_info = api_pb2.VersionInfo(
+            server=api_pb2.ComponentVersion(
+                component="kube-apiserver",
+                identity="fake",
+                emulated_version="1.37",
+                binary_version="1.37",
+            )
+        )
+        self._rv = 0
+        self._objects: dict[_Key, Message] = {}
+        self._history: list[_Change] = []
+        self._compacted = 0
+        self._watches: list[_Watch] = []
+        self._failures: list[_Failure] = []
+        for obj in objects:
+            self.add(obj)
+
+    # ------------------------------------------------------------ test controls
+
+    @property
+    def resource_version(self) -> str:
+        """The current revision (of the last change to any object)."""
+        return str(self._rv)
+
+    def add(self, obj: Message) -> Message:
+        """Stores an object as create would, without recording an action; returns the copy."""
+        return self._create(obj)
+
+    def compact(self, resource_version: str | None = None) -> None:
+        """Forgets the history up to `resource_version` (default: now): watches from an older
+        one get Gone."""
+        rv = self._rv if resource_version is None else int(resource_version)
+        self._compacted = max(self._compacted, rv)
+        self._history = [c for c in self._history if c.rv > self._compacted]
+
+    def drop_watches(self, error: ApiError | None = None) -> int:
+        """Ends every open watch: cleanly, or by raising `error` from its iteration (e.g.
+        Unavailable for a server that went away). Returns how many were dropped."""
+        dropped = self._watches
+        self._watches = []
+        for w in dropped:
+            if error is not None:
+                w.send.send_nowait(error)
+            w.send.close()
+        return len(dropped)
+
+    @property
+    def open_watches(self) -> int:
+        return len(self._watches)
+
+    def fail(
+        self,
+        verb: str,
+        error: ApiError,
+        *,
+        resource: str | None = None,
+        times: int | None = None,
+    ) -> None:
+        """Makes calls of `verb` (optionally only on `resource`) raise `error`, `times` times
+        or until `heal()`."""
+        self._failures.append(_Failure(verb, error, resource, times))
+
+    def heal(self) -> None:
+        self._failures.clear()
+
+    def clear_actions(self) -> None:
+        self.actions.clear()
+
+    def verbs(self, resource: str | None = None) -> list[str]:
+        """The verbs called so far, in order (optionally on one resource)."""
+        return [a.verb for a in self.actions if resource is None or a.resource == resource]
+
+    # ------------------------------------------------------------ internals
+
+    async def _enter(self, action: Action) -> None:
+        await anyio.lowlevel.checkpoint()
+        self.actions.append(action)
+        for f in self._failures:
+            if f.verb == action.verb and (f.resource is None or f.resource == action.resource):
+                if f.times is not None:
+                    f.times -= 1
+                    if f.times <= 0:
+                        self._failures.remove(f)
+                raise type(f.error)(f.error.message, list(f.error.causes))
+
+    def _timestamp(self) -> Timestamp:
+        ts = Timestamp()
+        ts.FromMicroseconds(int(self.clock.now() * 1_000_000))
+        return ts
+
+    def _record(self, typ: str, resource: str, obj: Message, old: Message | None) -> None:
+        change = _Change(self._rv, typ, resource, _copy(obj), old)
+        self._history.append(change)
+        if len(self._history) > self.history_limit:  # as etcd compaction: older RVs are Gone
+            dropped = self._history.pop(0)
+            self._compacted = max(self._compacted, dropped.rv)
+        for w in self._watches:
+            event = w.event_for(change)
+            if event is not None:
+                w.send.send_nowait(event)
+
+    def _stored(self, kind: kinds.Kind, namespace: str, name: str) -> Message:
+        obj = self._objects.get((kind.resource, namespace, name))
+        if obj is None:
+            raise _not_found(kind, name)
+        return obj
+
+    def _create(self, obj: Message) -> Message:
+        kind = kinds.kind_of(obj)
+        new = _copy(obj)
+        meta = _meta(new)
+        meta.namespace = _ns(kind, meta.namespace)
+        if not meta.name:
+            if not meta.generate_name:
+                raise Invalid.field("metadata.name", "name or generateName is required")
+            suffix = "".join(random.choices(string.ascii_lowercase + string.digits, k=5))
+            meta.name = meta.generate_name + suffix
+        key = (kind.resource, meta.namespace, meta.name)
+        if key in self._objects:
+            raise AlreadyExists(f'{kind.resource} "{meta.name}" already exists')
+        self._rv += 1
+        meta.uid = str(uuid.uuid4())
+        meta.resource_version = str(self._rv)
+        meta.generation = 1
+        meta.creation_timestamp.CopyFrom(self._timestamp())
+        meta.ClearField("deletion_timestamp")
+        self._objects[key] = new
+        self._record(ADDED, kind.resource, new, None)
+        return _copy(new)
+
+    def _check_rv(self, kind: kinds.Kind, stored: Message, wanted: str) -> None:
+        if wanted and wanted != _meta(stored).resource_version:
+            raise Conflict(
+                f'Operation cannot be fulfilled on {kind.resource} "{_meta(stored).name}": '
+                "the object has been modified; please apply your changes to the latest "
+                "version and try again"
+            )
+
+    def _store(self, kind: kinds.Kind, old: Message, new: Message) -> Message:
+        """Writes `new` over `old` (same key): keeps identity fields, bumps the revision."""
+        meta, old_meta = _meta(new), _meta(old)
+        meta.name, meta.namespace = old_meta.name, old_meta.namespace
+        meta.uid = old_meta.uid
+        meta.creation_timestamp.CopyFrom(old_meta.creation_timestamp)
+        meta.generation = old_meta.generation
+        if kind.has_status and new.spec != old.spec:  # type: ignore[attr-defined]
+            meta.generation += 1
+        self._rv += 1
+        meta.resource_version = str(self._rv)
+        self._objects[(kind.resource, meta.namespace, meta.name)] = new
+        self._record(MODIFIED, kind.resource, new, old)
+        return _copy(new)
+
+    def _update(self, obj: Message, *, status: bool) -> Message:
+        kind = kinds.kind_of(obj)
+        meta = _meta(obj)
+        old = self._stored(kind, _ns(kind, meta.namespace), meta.name)
+        self._check_rv(kind, old, meta.resource_version)
+        if status:
+            if not kind.has_status:
+                raise NotFound(f"{kind.resource} has no status subresource")
+            new = _copy(old)
+            new.status.CopyFrom(obj.status)  # type: ignore[attr-defined]
+        else:
+            new = _copy(obj)
+            if kind.has_status:
+                new.status.CopyFrom(old.status)  # type: ignore[attr-defined]
+        return self._store(kind, old, new)
+
+    def _resize(self, pod: types_pb2.Pod) -> types_pb2.Pod:
+        kind = kinds.kind_of(pod)
+        old = cast(
+            types_pb2.Pod, self._stored(kind, _ns(kind, pod.metadata.namespace), pod.metadata.name)
+        )
+        self._check_rv(kind, old, pod.metadata.resource_version)
+        new = _copy(old)
+        wanted = {c.name: c for c in pod.spec.containers}
+        for c in new.spec.containers:
+            if c.name in wanted:
+                c.resources.CopyFrom(wanted[c.name].resources)
+                del c.resize_policy[:]
+                c.resize_policy.extend(wanted[c.name].resize_policy)
+        return cast(types_pb2.Pod, self._store(kind, old, new))
+
+    def _delete(self, kind: kinds.Kind, namespace: str, name: str) -> Message:
+        old = self._stored(kind, namespace, name)
+        del self._objects[(kind.resource, namespace, name)]
+        self._rv += 1
+        gone = _copy(old)
+        _meta(gone).resource_version = str(self._rv)
+        self._record(DELETED, kind.resource, gone, old)
+        return _copy(gone)
+
+    # ------------------------------------------------------------ ApiClient
+
+    async def close(self) -> None:
+        self.drop_watches()
+
+    async def __aenter__(self) -> FakeClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def wait_ready(self, timeout: float | None = None) -> api_pb2.VersionInfo:  # noqa: ASYNC109
+        return await self.version()
+
+    async def version(self) -> api_pb2.VersionInfo:
+        await self._enter(Action("version", ""))
+        out = api_pb2.VersionInfo()
+        out.CopyFrom(self.version_info)
+        return out
+
+    async def create(self, obj: M) -> M:
+        kind = kinds.kind_of(obj)
+        meta = _meta(obj)
+        await self._enter(
+            Action("create", kind.resource, _ns(kind, meta.namespace), meta.name, object=_copy(obj))
+        )
+        return cast(M, self._create(obj))
+
+    async def get(self, kind: type[M], name: str, namespace: str = "") -> M:
+        k = _kind(kind)
+        ns = _ns(k, namespace)
+        await self._enter(Action("get", k.resource, ns, name))
+        return cast(M, _copy(self._stored(k, ns, name)))
+
+    async def list(
+        self,
+        kind: type[M],
+        namespace: str = "",
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        resource_version: str = "",
+        resource_version_match: str = "",
+        limit: int = 0,
+        continue_: str = "",
+    ) -> ListResult[M]:
+        k = _kind(kind)
+        ns = namespace if k.namespaced else ""
+        await self._enter(
+            Action(
+                "list",
+                k.resource,
+                ns,
+                resource_version=resource_version,
+                label_selector=label_selector,
+            )
+        )
+        labels = LabelMatcher(label_selector)
+        fields = FieldMatcher(field_selector)
+        keys = sorted(
+            key
+            for key, obj in self._objects.items()
+            if key[0] == k.resource
+            and (not ns or key[1] == ns)
+            and labels(_meta(obj).labels)
+            and fields(obj)
+        )
+        if continue_:
+            after = tuple(json.loads(continue_))
+            keys = [key for key in keys if key > after]
+        token = ""
+        if limit and len(keys) > limit:
+            keys = keys[:limit]
+            token = json.dumps(list(keys[-1]))
+        items = [cast(M, _copy(self._objects[key])) for key in keys]
+        return ListResult(items, str(self._rv), token)
+
+    async def list_all(
+        self,
+        kind: type[M],
+        namespace: str = "",
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        resource_version: str = "",
+        resource_version_match: str = "",
+    ) -> ListResult[M]:
+        from kemu.client.client import list_pages
+
+        return await list_pages(
+            self,
+            kind,
+            namespace,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            resource_version=resource_version,
+            resource_version_match=resource_version_match,
+        )
+
+    def watch(
+        self,
+        kind: type[M],
+        namespace: str = "",
+        *,
+        resource_version: str = "",
+        label_selector: str = "",
+        field_selector: str = "",
+        allow_watch_bookmarks: bool = False,
+    ) -> AbstractAsyncContextManager[AsyncIterator[WatchEvent[M]]]:
+        return self._watch(kind, namespace, resource_version, label_selector, field_selector)
+
+    @asynccontextmanager
+    async def _watch(
+        self,
+        kind: type[M],
+        namespace: str,
+        resource_version: str,
+        label_selector: str,
+        field_selector: str,
+    ) -> AsyncIterator[AsyncIterator[WatchEvent[M]]]:
+        k = _kind(kind)
+        ns = namespace if k.namespaced else ""
+        await self._enter(
+            Action(
+                "watch",
+                k.resource,
+                ns,
+                resource_version=resource_version,
+                label_selector=label_selector,
+            )
+        )
+        w = _Watch(k.resource, ns, LabelMatcher(label_selector), FieldMatcher(field_selector))
+        error: ApiError | None = None
+        # Registration and replay happen without a checkpoint in between: nothing is missed.
+        if resource_version in ("", "0"):
+            for key in sorted(self._objects):
+                obj = self._objects[key]
+                if key[0] == k.resource and w.matches(obj):
+                    w.send.send_nowait(WatchEvent(ADDED, _copy(obj)))
+        else:
+            since = int(resource_version)
+            if since < self._compacted:
+                error = Gone(f"too old resource version: {since} ({self._compacted})")
+            else:
+                for change in self._history:
+                    if change.rv > since:
+                        event = w.event_for(change)
+                        if event is not None:
+                            w.send.send_nowait(event)
+        if error is None:
+            self._watches.append(w)
+        else:
+            w.send.close()
+        try:
+            yield _WatchIterator(w, error)
+        finally:
+            if w in self._watches:
+                self._watches.remove(w)
+            w.send.close()
+            w.receive.close()
+
+    async def update(self, obj: M) -> M:
+        kind = kinds.kind_of(obj)
+        meta = _meta(obj)
+        ns = _ns(kind, meta.namespace)
+        await self._enter(Action("update", kind.resource, ns, meta.name, object=_copy(obj)))
+        return cast(M, self._update(obj, status=False))
+
+    async def update_status(self, obj: M) -> M:
+        kind = kinds.kind_of(obj)
+        meta = _meta(obj)
+        ns = _ns(kind, meta.namespace)
+        await self._enter(
+            Action("update_status", kind.resource, ns, meta.name, "status", object=_copy(obj))
+        )
+        return cast(M, self._update(obj, status=True))
+
+    async def patch(
+        self,
+        kind: type[M],
+        name: str,
+        patch: Mapping[str, Any] | str,
+        namespace: str = "",
+        *,
+        subresource: str = "",
+    ) -> M:
+        k = _kind(kind)
+        ns = _ns(k, namespace)
+        body = patch if isinstance(patch, str) else json.dumps(dict(patch))
+        await self._enter(Action("patch", k.resource, ns, name, subresource, patch=body))
+        try:
+            data = json.loads(body)
+        except ValueError as e:
+            raise BadRequest(f"invalid JSON merge patch: {e}") from None
+        if not isinstance(data, dict):
+            raise BadRequest("a JSON merge patch must be an object")
+        stored = self._stored(k, ns, name)
+        patch_meta = data.get("metadata")
+        if isinstance(patch_meta, dict) and patch_meta.get("resourceVersion"):
+            self._check_rv(k, stored, str(patch_meta["resourceVersion"]))
+        merged = convert.merge_patch(convert.to_dict(stored), data)
+        obj = convert.from_dict(k, merged)
+        _meta(obj).resource_version = _meta(stored).resource_version
+        if subresource == "":
+            return cast(M, self._update(obj, status=False))
+        if subresource == "status":
+            return cast(M, self._update(obj, status=True))
+        if subresource == "resize" and isinstance(obj, types_pb2.Pod):
+            return cast(M, self._resize(obj))
+        raise NotFound(f'{k.resource} has no subresource "{subresource}"')
+
+    async def delete(
+        self,
+        kind: type[M],
+        name: str,
+        namespace: str = "",
+        *,
+        grace_period_seconds: int | None = None,
+        uid: str | None = None,
+        resource_version: str | None = None,
+    ) -> M:
+        k = _kind(kind)
+        ns = _ns(k, namespace)
+        await self._enter(Action("delete", k.resource, ns, name))
+        stored = self._stored(k, ns, name)
+        if uid is not None and uid != _meta(stored).uid:
+            raise Conflict(
+                f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
+                f"{_meta(stored).uid}"
+            )
+        if resource_version is not None:
+            self._check_rv(k, stored, resource_version)
+        return cast(M, self._delete(k, ns, name))
+
+    async def bind(
+        self,
+        namespace: str,
+        name: str,
+        node_name: str,
+        *,
+        annotations: Mapping[str, str] | None = None,
+    ) -> None:
+        ns = namespace or DEFAULT_NAMESPACE
+        await self._enter(Action("bind", "pods", ns, name, "binding", node_name=node_name))
+        k = kinds.kind_of(types_pb2.Pod())
+        old = cast(types_pb2.Pod, self._stored(k, ns, name))
+        if old.spec.node_name:
+            raise Conflict(f'pod {name} is already assigned to node "{old.spec.node_name}"')
+        new = _copy(old)
+        new.spec.node_name = node_name
+        new.metadata.annotations.update(annotations or {})
+        conditions = [c for c in new.status.conditions if c.type != "PodScheduled"]
+        scheduled = types_pb2.PodCondition(type="PodScheduled", status="True")
+        scheduled.last_transition_time.CopyFrom(self._timestamp())
+        del new.status.conditions[:]
+        new.status.conditions.extend([*conditions, scheduled])
+        self._store(k, old, new)
+
+    async def resize(self, pod: types_pb2.Pod) -> types_pb2.Pod:
+        ns = pod.metadata.namespace or DEFAULT_NAMESPACE
+        await self._enter(
+            Action("resize", "pods", ns, pod.metadata.name, "resize", object=_copy(pod))
+        )
+        return self._resize(pod)
+
+    async def evict(
+        self, namespace: str, name: str, *, grace_period_seconds: int | None = None
+    ) -> None:
+        ns = namespace or DEFAULT_NAMESPACE
+        await self._enter(Action("evict", "pods", ns, name, "eviction"))
+        self._delete(kinds.kind_of(types_pb2.Pod()), ns, name)

@@ -1,0 +1,149 @@
+"""Component identity leases: how a component tells the apiserver (and so `kemuctl version`)
+which emulated version, binary version and feature gates it runs with.
+
+Like upstream's apiserver identity leases (kube-system/apiserver-<id>, renewed every 10s,
+expired after an hour of silence), but for every component: the Version RPC reports the
+leases whose renewTime + leaseDurationSeconds has not passed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Final
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from kemu.api.v1 import types_pb2
+from kemu.client.clock import Clock, SystemClock
+from kemu.client.interface import ApiClient
+from kemu.machinery.errors import AlreadyExists, ApiError, Conflict, NotFound
+
+logger = logging.getLogger(__name__)
+
+IDENTITY_NAMESPACE: Final = "kube-system"
+COMPONENT_LABEL: Final = "kemu.io/component"
+EMULATED_VERSION_ANNOTATION: Final = "kemu.io/emulated-version"
+BINARY_VERSION_ANNOTATION: Final = "kemu.io/binary-version"
+FEATURE_GATES_ANNOTATION: Final = "kemu.io/feature-gates"
+
+_RETRY_MIN: Final = 0.5
+
+
+def identity_lease_name(component: str, identity: str) -> str:
+    """`<component>-<identity>`, lowercased (object names are DNS subdomains)."""
+    return f"{component}-{identity}".lower()
+
+
+def gates_annotation(gates: Sequence[tuple[str, bool, str, bool]]) -> str:
+    """(name, enabled, stage, locked) tuples as the JSON the annotation carries."""
+    return json.dumps(
+        [
+            {"name": name, "enabled": enabled, "stage": stage, "locked": locked}
+            for name, enabled, stage, locked in gates
+        ],
+        separators=(",", ":"),
+    )
+
+
+def _timestamp(seconds: float) -> Timestamp:
+    ts = Timestamp()
+    ts.FromMicroseconds(int(seconds * 1_000_000))
+    return ts
+
+
+def _desired(
+    lease: types_pb2.Lease,
+    component: str,
+    identity: str,
+    annotations: dict[str, str],
+    duration: int,
+    now: float,
+) -> None:
+    lease.metadata.labels[COMPONENT_LABEL] = component
+    lease.metadata.annotations.update(annotations)
+    lease.spec.holder_identity = identity
+    lease.spec.lease_duration_seconds = duration
+    lease.spec.renew_time.CopyFrom(_timestamp(now))
+    if not lease.spec.HasField("acquire_time"):
+        lease.spec.acquire_time.CopyFrom(_timestamp(now))
+
+
+async def heartbeat_once(
+    client: ApiClient,
+    component: str,
+    identity: str,
+    annotations: dict[str, str],
+    duration: int,
+    clock: Clock,
+    namespace: str = IDENTITY_NAMESPACE,
+) -> types_pb2.Lease:
+    """Creates or renews the identity lease once; ApiError on failure."""
+    name = identity_lease_name(component, identity)
+    try:
+        lease = await client.get(types_pb2.Lease, name, namespace)
+    except NotFound:
+        lease = types_pb2.Lease(metadata=types_pb2.ObjectMeta(name=name, namespace=namespace))
+        _desired(lease, component, identity, annotations, duration, clock.now())
+        return await client.create(lease)
+    _desired(lease, component, identity, annotations, duration, clock.now())
+    return await client.update(lease)
+
+
+async def run_identity_heartbeat(
+    client: ApiClient,
+    component: str,
+    identity: str,
+    emulated_version: str,
+    binary_version: str,
+    gates: list[tuple[str, bool, str, bool]],
+    *,
+    interval: float = 10.0,
+    duration: int = 30,
+    clock: Clock | None = None,
+    namespace: str = IDENTITY_NAMESPACE,
+) -> None:
+    """Keeps kube-system/<component>-<identity> renewed every `interval` until cancelled.
+
+    Never raises an ApiError: while the server is down it retries (sooner than `interval`,
+    with backoff up to it) and logs.
+    """
+    clock = clock or SystemClock()
+    annotations = {
+        EMULATED_VERSION_ANNOTATION: emulated_version,
+        BINARY_VERSION_ANNOTATION: binary_version,
+        FEATURE_GATES_ANNOTATION: gates_annotation(gates),
+    }
+    name = identity_lease_name(component, identity)
+    retry = _RETRY_MIN
+    failing = False
+    races = 0
+    while True:
+        error: ApiError | None = None
+        try:
+            await heartbeat_once(
+                client, component, identity, annotations, duration, clock, namespace
+            )
+        except (Conflict, AlreadyExists) as e:
+            # A race with a previous incarnation of this component: retry at once, a few times.
+            races += 1
+            if races <= 3:
+                await clock.sleep(0)
+                continue
+            error = e
+        except ApiError as e:
+            error = e
+        races = 0
+        if error is not None:
+            if not failing:
+                logger.warning("identity lease %s/%s not renewed: %s", namespace, name, error)
+            failing = True
+            await clock.sleep(min(retry, interval))
+            retry = min(retry * 2, interval)
+            continue
+        if failing:
+            logger.info("identity lease %s/%s renewed again", namespace, name)
+        failing = False
+        retry = _RETRY_MIN
+        await clock.sleep(interval)

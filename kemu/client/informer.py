@@ -1,0 +1,488 @@
+"""Reflector, informer and lister, as client-go's tools/cache: a local, indexed copy of one
+kind kept current by list + watch, with event handlers.
+
+The reflector lists (in pages) and watches from the list's resourceVersion. A watch that ends
+or loses its connection is resumed from the last resourceVersion seen (bookmarks included),
+after a backoff if it delivered nothing; a Gone (the resourceVersion was compacted) or any
+other error relists, and the relist is delivered as the differences against the cache:
+on_add for new objects, on_update for changed ones (a different resourceVersion), on_delete
+for vanished ones.
+
+Objects handed to handlers and returned by the lister are the informer's own copies, shared
+by every reader: never mutate them; copy first (`m = type(obj)(); m.CopyFrom(obj)`).
+Handlers run synchronously in the informer's task, in event order; an exception in one is
+logged and does not stop the others or the informer.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import random
+from collections.abc import Callable, Iterable
+from typing import Any, Final, Generic, Protocol, TypeVar, cast
+
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
+from google.protobuf.message import Message
+
+from kemu.client.clock import Clock, SystemClock
+from kemu.client.interface import (
+    ADDED,
+    BOOKMARK,
+    DEFAULT_NAMESPACE,
+    DELETED,
+    MODIFIED,
+    ApiClient,
+    M,
+)
+from kemu.machinery import kinds
+from kemu.machinery.errors import ApiError, Gone, Timeout, TooManyRequests, Unavailable
+
+logger = logging.getLogger(__name__)
+
+M_contra = TypeVar("M_contra", bound=Message, contravariant=True)
+
+_BACKOFF_INITIAL: Final = 0.2
+_BACKOFF_MAX: Final = 10.0
+
+# Errors after which the watch is resumed from the last resourceVersion rather than relisted.
+_RESUMABLE: Final = (Unavailable, Timeout, TooManyRequests)
+
+
+class ResourceEventHandler(Protocol[M_contra]):
+    """Receives the informer's changes. Must not block and must not mutate its arguments."""
+
+    def on_add(self, obj: M_contra) -> None: ...
+
+    def on_update(self, old: M_contra, new: M_contra) -> None: ...
+
+    def on_delete(self, obj: M_contra) -> None: ...
+
+
+class FuncHandler(Generic[M]):
+    """A ResourceEventHandler from functions; a missing one ignores its events."""
+
+    def __init__(
+        self,
+        on_add: Callable[[M], None] | None = None,
+        on_update: Callable[[M, M], None] | None = None,
+        on_delete: Callable[[M], None] | None = None,
+    ) -> None:
+        self._add = on_add
+        self._update = on_update
+        self._delete = on_delete
+
+    def on_add(self, obj: M) -> None:
+        if self._add is not None:
+            self._add(obj)
+
+    def on_update(self, old: M, new: M) -> None:
+        if self._update is not None:
+            self._update(old, new)
+
+    def on_delete(self, obj: M) -> None:
+        if self._delete is not None:
+            self._delete(obj)
+
+
+def _meta(obj: Message) -> Any:
+    return obj.metadata  # type: ignore[attr-defined]
+
+
+def object_key(obj: Message) -> str:
+    """ "namespace/name", or "name" for a cluster-scoped object (client-go's MetaNamespaceKey)."""
+    meta = _meta(obj)
+    return f"{meta.namespace}/{meta.name}" if meta.namespace else str(meta.name)
+
+
+class _Backoff:
+    def __init__(self) -> None:
+        self._next = _BACKOFF_INITIAL
+
+    def next(self) -> float:
+        delay = self._next
+        self._next = min(self._next * 2, _BACKOFF_MAX)
+        return delay * (0.8 + 0.4 * random.random())
+
+    def reset(self) -> None:
+        self._next = _BACKOFF_INITIAL
+
+
+class Lister(Generic[M]):
+    """Read access to an informer's cache. Returned objects are shared: do not mutate them."""
+
+    def __init__(self, informer: Informer[M]) -> None:
+        self._informer = informer
+
+    def get(self, name: str, namespace: str = "") -> M | None:
+        """The object, or None. For a namespaced kind the namespace defaults to "default"."""
+        inf = self._informer
+        if inf.namespaced:
+            namespace = namespace or DEFAULT_NAMESPACE
+            return inf._items.get(f"{namespace}/{name}")
+        return inf._items.get(name)
+
+    def list(self, namespace: str | None = None) -> list[M]:
+        """Every object (namespace None), or those of one namespace."""
+        inf = self._informer
+        if namespace is None:
+            return list(inf._items.values())
+        keys = inf._by_namespace.get(namespace, {})
+        return [inf._items[k] for k in keys]
+
+    def by_index(self, index_name: str, value: str) -> builtins.list[M]:
+        inf = self._informer
+        if index_name not in inf._indexers:
+            raise KeyError(f"no index named {index_name!r}")
+        keys = inf._indices[index_name].get(value, {})
+        return [inf._items[k] for k in keys]
+
+    def keys(self) -> builtins.list[str]:
+        return list(self._informer._items)
+
+    def __len__(self) -> int:
+        return len(self._informer._items)
+
+
+class Informer(Generic[M]):
+    """A cache of one kind (optionally one namespace and selectors) with event handlers."""
+
+    def __init__(
+        self,
+        client: ApiClient,
+        kind: type[M],
+        *,
+        namespace: str = "",
+        label_selector: str = "",
+        field_selector: str = "",
+        clock: Clock | None = None,
+    ) -> None:
+        self._client = client
+        self._kind = kind
+        k = kinds.kind_of(kind())
+        self.namespaced = k.namespaced
+        self.resource = k.resource
+        self._namespace = namespace if k.namespaced else ""
+        self._label_selector = label_selector
+        self._field_selector = field_selector
+        self._clock: Clock = clock or SystemClock()
+        self._items: dict[str, M] = {}
+        self._by_namespace: dict[str, dict[str, None]] = {}
+        self._indexers: dict[str, Callable[[M], list[str]]] = {}
+        self._indices: dict[str, dict[str, dict[str, None]]] = {}
+        self._handlers: list[ResourceEventHandler[M]] = []
+        self._synced = False
+        self._synced_event: anyio.Event | None = None
+        self._running = False
+        self._lister = Lister(self)
+        self.last_resource_version = ""
+
+    def __repr__(self) -> str:
+        return f"Informer({self.resource}, namespace={self._namespace!r})"
+
+    @property
+    def lister(self) -> Lister[M]:
+        return self._lister
+
+    @property
+    def kind(self) -> type[M]:
+        return self._kind
+
+    def has_synced(self) -> bool:
+        return self._synced
+
+    async def wait_for_sync(self) -> None:
+        if self._synced:
+            return
+        if self._synced_event is None:
+            self._synced_event = anyio.Event()
+        await self._synced_event.wait()
+
+    def add_event_handler(self, handler: ResourceEventHandler[M]) -> None:
+        """Adds a handler; one added after the first sync first gets on_add for every cached
+        object (in the caller's task), then the live events."""
+        self._handlers.append(handler)
+        if self._synced:
+            for obj in list(self._items.values()):
+                self._call(handler.on_add, obj)
+
+    def add_indexer(self, name: str, fn: Callable[[M], list[str]]) -> None:
+        """Indexes the cache by the values `fn` returns for each object (see Lister.by_index)."""
+        if name in self._indexers:
+            raise ValueError(f"indexer {name!r} already exists")
+        self._indexers[name] = fn
+        self._indices[name] = {}
+        for key, obj in self._items.items():
+            self._index_add(name, key, obj)
+
+    # ------------------------------------------------------------ the cache
+
+    def _index_add(self, name: str, key: str, obj: M) -> None:
+        index = self._indices[name]
+        for value in self._indexers[name](obj):
+            index.setdefault(value, {})[key] = None
+
+    def _index_remove(self, name: str, key: str, obj: M) -> None:
+        index = self._indices[name]
+        for value in self._indexers[name](obj):
+            keys = index.get(value)
+            if keys is not None:
+                keys.pop(key, None)
+                if not keys:
+                    del index[value]
+
+    def _store(self, key: str, obj: M) -> M | None:
+        old = self._items.get(key)
+        if old is not None:
+            for name in self._indexers:
+                self._index_remove(name, key, old)
+        self._items[key] = obj
+        self._by_namespace.setdefault(_meta(obj).namespace, {})[key] = None
+        for name in self._indexers:
+            self._index_add(name, key, obj)
+        return old
+
+    def _remove(self, key: str) -> M | None:
+        old = self._items.pop(key, None)
+        if old is not None:
+            ns = _meta(old).namespace
+            keys = self._by_namespace.get(ns)
+            if keys is not None:
+                keys.pop(key, None)
+                if not keys:
+                    del self._by_namespace[ns]
+            for name in self._indexers:
+                self._index_remove(name, key, old)
+        return old
+
+    def _call(self, fn: Callable[..., None], *args: M) -> None:
+        try:
+            fn(*args)
+        except Exception:
+            logger.exception("%s: event handler %r failed", self.resource, fn)
+
+    def _notify_add(self, obj: M) -> None:
+        for h in list(self._handlers):
+            self._call(h.on_add, obj)
+
+    def _notify_update(self, old: M, new: M) -> None:
+        for h in list(self._handlers):
+            self._call(h.on_update, old, new)
+
+    def _notify_delete(self, obj: M) -> None:
+        for h in list(self._handlers):
+            self._call(h.on_delete, obj)
+
+    def _replace(self, items: Iterable[M], resource_version: str) -> None:
+        """Makes the cache equal to a fresh list, delivering the differences."""
+        seen: set[str] = set()
+        for obj in items:
+            key = object_key(obj)
+            seen.add(key)
+            old = self._store(key, obj)
+            if old is None:
+                self._notify_add(obj)
+            elif _meta(old).resource_version != _meta(obj).resource_version:
+                self._notify_update(old, obj)
+        for key in [k for k in self._items if k not in seen]:
+            old = self._remove(key)
+            if old is not None:
+                self._notify_delete(old)
+        self.last_resource_version = resource_version
+
+    def _apply(self, event_type: str, obj: M) -> None:
+        rv = _meta(obj).resource_version
+        if event_type == BOOKMARK:
+            if rv:
+                self.last_resource_version = rv
+            return
+        key = object_key(obj)
+        if event_type in (ADDED, MODIFIED):
+            old = self._store(key, obj)
+            if old is None:
+                self._notify_add(obj)
+            else:
+                self._notify_update(old, obj)
+        elif event_type == DELETED:
+            self._remove(key)
+            self._notify_delete(obj)
+        else:
+            logger.warning("%s: ignoring a watch event of type %r", self.resource, event_type)
+            return
+        if rv:
+            self.last_resource_version = rv
+
+    def _mark_synced(self) -> None:
+        if not self._synced:
+            self._synced = True
+            if self._synced_event is not None:
+                self._synced_event.set()
+
+    # ------------------------------------------------------------ the reflector
+
+    async def _list(self) -> None:
+        result = await self._client.list_all(
+            self._kind,
+            self._namespace,
+            label_selector=self._label_selector,
+            field_selector=self._field_selector,
+        )
+        self._replace(result.items, result.resource_version)
+        logger.debug(
+            "%s: listed %d objects at resourceVersion %s",
+            self.resource,
+            len(result.items),
+            result.resource_version,
+        )
+
+    async def _watch(self) -> int:
+        """Watches from the last resourceVersion until the stream ends; returns the number of
+        events received."""
+        count = 0
+        async with self._client.watch(
+            self._kind,
+            self._namespace,
+            resource_version=self.last_resource_version,
+            label_selector=self._label_selector,
+            field_selector=self._field_selector,
+            allow_watch_bookmarks=True,
+        ) as events:
+            async for event in events:
+                count += 1
+                if not isinstance(event.object, self._kind):
+                    logger.warning(
+                        "%s: ignoring a watch event carrying a %s",
+                        self.resource,
+                        event.object.DESCRIPTOR.name,
+                    )
+                    continue
+                self._apply(event.type, event.object)
+        return count
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Keeps the cache current until cancelled; `task_status.started()` after the first
+        complete list."""
+        if self._running:
+            raise RuntimeError(f"{self!r} is already running")
+        self._running = True
+        try:
+            await self._run(task_status)
+        finally:
+            self._running = False
+
+    async def _run(self, task_status: TaskStatus[None]) -> None:
+        backoff = _Backoff()
+        need_list = True
+        started = False
+        while True:
+            if need_list:
+                try:
+                    await self._list()
+                except ApiError as e:
+                    delay = backoff.next()
+                    logger.warning(
+                        "%s: list failed (%s: %s), retrying in %.1fs",
+                        self.resource,
+                        e.reason,
+                        e,
+                        delay,
+                    )
+                    await self._clock.sleep(delay)
+                    continue
+                need_list = False
+                backoff.reset()
+                self._mark_synced()
+                if not started:
+                    started = True
+                    task_status.started()
+            try:
+                received = await self._watch()
+            except Gone as e:
+                logger.info(
+                    "%s: watch from resourceVersion %s is gone (%s), relisting",
+                    self.resource,
+                    self.last_resource_version,
+                    e,
+                )
+                need_list = True
+                continue
+            except _RESUMABLE as e:
+                delay = backoff.next()
+                logger.info(
+                    "%s: watch failed (%s: %s), resuming from %s in %.1fs",
+                    self.resource,
+                    e.reason,
+                    e,
+                    self.last_resource_version,
+                    delay,
+                )
+                await self._clock.sleep(delay)
+                continue
+            except ApiError as e:
+                delay = backoff.next()
+                logger.warning(
+                    "%s: watch failed (%s: %s), relisting in %.1fs",
+                    self.resource,
+                    e.reason,
+                    e,
+                    delay,
+                )
+                need_list = True
+                await self._clock.sleep(delay)
+                continue
+            if received:
+                backoff.reset()
+            else:
+                # A server that closes watches at once must not be hammered.
+                await self._clock.sleep(backoff.next())
+            logger.debug(
+                "%s: watch ended, resuming from %s", self.resource, self.last_resource_version
+            )
+
+
+class InformerFactory:
+    """One shared informer per (kind, namespace, selectors), as client-go's
+    SharedInformerFactory. Ask for informers, then `await start(tg)`, then use the listers."""
+
+    def __init__(self, client: ApiClient, *, clock: Clock | None = None) -> None:
+        self._client = client
+        self._clock = clock
+        self._informers: dict[tuple[str, str, str, str], Informer[Any]] = {}
+        self._started: set[tuple[str, str, str, str]] = set()
+
+    def informer(
+        self,
+        kind: type[M],
+        *,
+        namespace: str = "",
+        label_selector: str = "",
+        field_selector: str = "",
+    ) -> Informer[M]:
+        key = (kind.DESCRIPTOR.full_name, namespace, label_selector, field_selector)
+        inf = self._informers.get(key)
+        if inf is None:
+            inf = Informer(
+                self._client,
+                kind,
+                namespace=namespace,
+                label_selector=label_selector,
+                field_selector=field_selector,
+                clock=self._clock,
+            )
+            self._informers[key] = inf
+        return cast(Informer[M], inf)
+
+    def start(self, tg: TaskGroup) -> None:
+        """Starts, in `tg`, every informer not started yet."""
+        for key, inf in self._informers.items():
+            if key not in self._started:
+                self._started.add(key)
+                tg.start_soon(inf.run, name=f"informer {inf.resource}")
+
+    async def wait_for_cache_sync(self) -> None:
+        for inf in list(self._informers.values()):
+            await inf.wait_for_sync()
+
+    def has_synced(self) -> bool:
+        return all(inf.has_synced() for inf in self._informers.values())

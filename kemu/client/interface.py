@@ -1,0 +1,148 @@
+"""What code that talks to the apiserver depends on: the real `Client` or the `FakeClient`.
+
+Kinds are named by their message class (types_pb2.Pod, Node, ...). For namespaced kinds the
+single-object verbs default the namespace to "default", as kubectl does; list and watch with
+namespace "" cover every namespace. Every failure is a kemu.machinery.errors.ApiError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Any, Final, Generic, Protocol, TypeVar
+
+from google.protobuf.message import Message
+
+from kemu.api.v1 import api_pb2, types_pb2
+
+M = TypeVar("M", bound=Message)
+
+ADDED: Final = "ADDED"
+MODIFIED: Final = "MODIFIED"
+DELETED: Final = "DELETED"
+BOOKMARK: Final = "BOOKMARK"
+
+DEFAULT_NAMESPACE: Final = "default"
+LIST_PAGE_SIZE: Final = 500
+
+
+@dataclass(frozen=True)
+class ListResult(Generic[M]):
+    items: list[M]
+    resource_version: str
+    continue_: str
+
+
+@dataclass(frozen=True)
+class WatchEvent(Generic[M]):
+    """One change: `type` is ADDED, MODIFIED, DELETED or BOOKMARK.
+
+    A BOOKMARK's object carries only metadata.resourceVersion (progress, no change).
+    A DELETED object is the last state, with the resourceVersion of the deletion.
+    """
+
+    type: str
+    object: M
+
+
+class ApiClient(Protocol):
+    async def close(self) -> None: ...
+
+    async def wait_ready(self, timeout: float | None = None) -> api_pb2.VersionInfo:  # noqa: ASYNC109
+        """Waits until the server answers Version (None: forever); Timeout error otherwise."""
+        ...
+
+    async def create(self, obj: M) -> M: ...
+
+    async def get(self, kind: type[M], name: str, namespace: str = "") -> M: ...
+
+    async def list(
+        self,
+        kind: type[M],
+        namespace: str = "",
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        resource_version: str = "",
+        resource_version_match: str = "",
+        limit: int = 0,
+        continue_: str = "",
+    ) -> ListResult[M]: ...
+
+    async def list_all(
+        self,
+        kind: type[M],
+        namespace: str = "",
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        resource_version: str = "",
+        resource_version_match: str = "",
+    ) -> ListResult[M]:
+        """Every matching object, read in pages of LIST_PAGE_SIZE."""
+        ...
+
+    def watch(
+        self,
+        kind: type[M],
+        namespace: str = "",
+        *,
+        resource_version: str = "",
+        label_selector: str = "",
+        field_selector: str = "",
+        allow_watch_bookmarks: bool = False,
+    ) -> AbstractAsyncContextManager[AsyncIterator[WatchEvent[M]]]:
+        """A stream of changes; leaving the context ends the stream on the server too.
+
+        resource_version "" or "0": ADDED events for the current state first, then changes;
+        "N": every change after N. A too old N raises Gone from the iteration. The iteration
+        ends normally when the server closes the stream; a lost connection raises Unavailable.
+        """
+        ...
+
+    async def update(self, obj: M) -> M:
+        """Replaces the object (not its status); a stale metadata.resourceVersion is a Conflict."""
+        ...
+
+    async def update_status(self, obj: M) -> M: ...
+
+    async def patch(
+        self,
+        kind: type[M],
+        name: str,
+        patch: Mapping[str, Any] | str,
+        namespace: str = "",
+        *,
+        subresource: str = "",
+    ) -> M:
+        """A JSON merge patch; a metadata.resourceVersion in it is a precondition."""
+        ...
+
+    async def delete(
+        self,
+        kind: type[M],
+        name: str,
+        namespace: str = "",
+        *,
+        grace_period_seconds: int | None = None,
+        uid: str | None = None,
+        resource_version: str | None = None,
+    ) -> M: ...
+
+    async def bind(
+        self,
+        namespace: str,
+        name: str,
+        node_name: str,
+        *,
+        annotations: Mapping[str, str] | None = None,
+    ) -> None: ...
+
+    async def resize(self, pod: types_pb2.Pod) -> types_pb2.Pod: ...
+
+    async def evict(
+        self, namespace: str, name: str, *, grace_period_seconds: int | None = None
+    ) -> None: ...
+
+    async def version(self) -> api_pb2.VersionInfo: ...

@@ -1,0 +1,241 @@
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from kemu.api.v1 import types_pb2
+from kemu.client.client import Client
+from kemu.client.fake import FakeClient
+from kemu.client.interface import ApiClient, ListResult, WatchEvent
+from kemu.machinery.errors import AlreadyExists, BadRequest, Conflict, Gone, NotFound, Unavailable
+
+from .helpers import node, pod
+
+Pod = types_pb2.Pod
+
+
+def _both_are_api_clients(c: Client, f: FakeClient) -> list[ApiClient]:
+    return [c, f]  # checked by mypy: both satisfy the protocol
+
+
+@pytest.mark.anyio
+async def test_create_sets_identity_and_increasing_resource_versions() -> None:
+    fake = FakeClient()
+    a = await fake.create(pod("a"))
+    b = await fake.create(pod("b"))
+    assert a.metadata.uid and a.metadata.generation == 1
+    assert a.metadata.HasField("creation_timestamp")
+    assert int(b.metadata.resource_version) > int(a.metadata.resource_version)
+    n = await fake.create(node("n1"))
+    assert n.metadata.namespace == ""
+    with pytest.raises(AlreadyExists):
+        await fake.create(pod("a"))
+    with pytest.raises(NotFound):
+        await fake.get(Pod, "missing")
+
+
+@pytest.mark.anyio
+async def test_namespace_defaults_to_default_for_single_object_verbs() -> None:
+    fake = FakeClient()
+    await fake.create(pod("a", namespace=""))
+    got = await fake.get(Pod, "a")
+    assert got.metadata.namespace == "default"
+
+
+@pytest.mark.anyio
+async def test_update_with_stale_resource_version_conflicts() -> None:
+    fake = FakeClient()
+    created = await fake.create(pod("a"))
+    first = Pod()
+    first.CopyFrom(created)
+    first.metadata.labels["x"] = "1"
+    updated = await fake.update(first)
+    assert updated.metadata.labels["x"] == "1"
+    stale = Pod()
+    stale.CopyFrom(created)
+    stale.metadata.labels["x"] = "2"
+    with pytest.raises(Conflict):
+        await fake.update(stale)
+
+
+@pytest.mark.anyio
+async def test_update_keeps_status_and_update_status_keeps_the_rest() -> None:
+    fake = FakeClient()
+    created = await fake.create(pod("a"))
+    p = Pod()
+    p.CopyFrom(created)
+    p.status.phase = "Running"
+    p.metadata.labels["ignored"] = "yes"
+    after = await fake.update_status(p)
+    assert after.status.phase == "Running"
+    assert "ignored" not in after.metadata.labels
+    p2 = Pod()
+    p2.CopyFrom(after)
+    p2.status.phase = "Failed"
+    p2.spec.node_name = "n1"
+    after2 = await fake.update(p2)
+    assert after2.status.phase == "Running"
+    assert after2.spec.node_name == "n1"
+    assert after2.metadata.generation == 2
+
+
+@pytest.mark.anyio
+async def test_list_filters_by_namespace_labels_and_fields_and_pages() -> None:
+    fake = FakeClient()
+    await fake.create(pod("a", "ns1", labels={"app": "web"}, node="n1"))
+    await fake.create(pod("b", "ns1", labels={"app": "db"}))
+    await fake.create(pod("c", "ns2", labels={"app": "web"}))
+
+    def names(result: ListResult[Pod]) -> list[str]:
+        return [p.metadata.name for p in result.items]
+
+    assert names(await fake.list(Pod)) == ["a", "b", "c"]
+    assert names(await fake.list(Pod, "ns1")) == ["a", "b"]
+    assert names(await fake.list(Pod, label_selector="app=web")) == ["a", "c"]
+    assert names(await fake.list(Pod, label_selector="app in (db, x)")) == ["b"]
+    assert names(await fake.list(Pod, label_selector="app,app!=web")) == ["b"]
+    assert names(await fake.list(Pod, field_selector="spec.nodeName=n1")) == ["a"]
+    assert names(await fake.list(Pod, field_selector="spec.nodeName!=")) == ["a"]
+    page = await fake.list(Pod, limit=2)
+    assert names(page) == ["a", "b"] and page.continue_
+    rest = await fake.list(Pod, limit=2, continue_=page.continue_)
+    assert names(rest) == ["c"] and not rest.continue_
+    everything = await fake.list_all(Pod)
+    assert names(everything) == ["a", "b", "c"]
+    assert everything.resource_version == fake.resource_version
+    with pytest.raises(BadRequest):
+        await fake.list(Pod, label_selector="a b")
+
+
+@pytest.mark.anyio
+async def test_watch_from_a_resource_version_replays_history() -> None:
+    fake = FakeClient()
+    a = await fake.create(pod("a"))
+    await fake.patch(Pod, "a", {"metadata": {"labels": {"x": "1"}}})
+    await fake.delete(Pod, "a")
+    events: list[WatchEvent[Pod]] = []
+    async with fake.watch(Pod, resource_version=a.metadata.resource_version) as stream:
+        await fake.create(pod("b"))
+        async for ev in stream:
+            events.append(ev)
+            if len(events) == 3:
+                break
+    assert [(e.type, e.object.metadata.name) for e in events] == [
+        ("MODIFIED", "a"),
+        ("DELETED", "a"),
+        ("ADDED", "b"),
+    ]
+    assert events[0].object.metadata.labels["x"] == "1"
+    assert fake.open_watches == 0
+
+
+@pytest.mark.anyio
+async def test_watch_without_resource_version_starts_with_the_current_state() -> None:
+    fake = FakeClient(pod("a"), pod("b", "other"))
+    async with fake.watch(Pod, "default") as stream:
+        ev = await stream.__anext__()
+    assert (ev.type, ev.object.metadata.name) == ("ADDED", "a")
+
+
+@pytest.mark.anyio
+async def test_watch_with_a_label_selector_sees_objects_enter_and_leave() -> None:
+    fake = FakeClient()
+    await fake.create(pod("a"))
+    seen: list[str] = []
+    async with fake.watch(Pod, label_selector="app=web", resource_version="1") as stream:
+        await fake.patch(Pod, "a", {"metadata": {"labels": {"app": "web"}}})
+        await fake.patch(Pod, "a", {"metadata": {"labels": {"tier": "x"}}})
+        await fake.patch(Pod, "a", {"metadata": {"labels": {"app": None}}})
+        async for ev in stream:
+            seen.append(ev.type)
+            if len(seen) == 3:
+                break
+    assert seen == ["ADDED", "MODIFIED", "DELETED"]
+
+
+@pytest.mark.anyio
+async def test_compacted_history_is_gone_and_dropped_watches_end() -> None:
+    fake = FakeClient()
+    a = await fake.create(pod("a"))
+    await fake.create(pod("b"))
+    fake.compact()
+    with pytest.raises(Gone):
+        async with fake.watch(Pod, resource_version=a.metadata.resource_version) as stream:
+            await stream.__anext__()
+    async with fake.watch(Pod, resource_version=fake.resource_version) as stream:
+        assert fake.drop_watches() == 1
+        with pytest.raises(StopAsyncIteration):
+            await stream.__anext__()
+    async with fake.watch(Pod, resource_version=fake.resource_version) as stream:
+        fake.drop_watches(Unavailable("connection lost"))
+        with pytest.raises(Unavailable):
+            await stream.__anext__()
+
+
+@pytest.mark.anyio
+async def test_patch_is_a_merge_patch_with_a_resource_version_precondition() -> None:
+    fake = FakeClient(pod("a", labels={"keep": "1", "drop": "1"}))
+    out = await fake.patch(Pod, "a", {"metadata": {"labels": {"drop": None, "new": "2"}}})
+    assert dict(out.metadata.labels) == {"keep": "1", "new": "2"}
+    out = await fake.patch(Pod, "a", '{"status": {"phase": "Running"}}', subresource="status")
+    assert out.status.phase == "Running"
+    with pytest.raises(Conflict):
+        await fake.patch(Pod, "a", {"metadata": {"resourceVersion": "1", "labels": {"z": "1"}}})
+    out = await fake.patch(
+        Pod,
+        "a",
+        {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]}},
+        subresource="resize",
+    )
+    assert out.spec.containers[0].resources.requests["cpu"] == "2"
+
+
+@pytest.mark.anyio
+async def test_bind_sets_node_and_pod_scheduled_and_refuses_a_bound_pod() -> None:
+    fake = FakeClient(pod("a"))
+    await fake.bind("default", "a", "n1", annotations={"k": "v"})
+    got = await fake.get(Pod, "a")
+    assert got.spec.node_name == "n1"
+    assert [(c.type, c.status) for c in got.status.conditions] == [("PodScheduled", "True")]
+    assert got.metadata.annotations["k"] == "v"
+    with pytest.raises(Conflict):
+        await fake.bind("default", "a", "n2")
+    assert fake.actions[-1].verb == "bind" and fake.actions[-1].node_name == "n2"
+
+
+@pytest.mark.anyio
+async def test_delete_preconditions_evict_and_injected_failures() -> None:
+    fake = FakeClient(pod("a"), pod("b"))
+    with pytest.raises(Conflict):
+        await fake.delete(Pod, "a", uid="other")
+    gone = await fake.delete(Pod, "a")
+    assert int(gone.metadata.resource_version) == int(fake.resource_version)
+    await fake.evict("default", "b")
+    assert (await fake.list(Pod)).items == []
+    fake.fail("get", Unavailable("down"), times=1)
+    fake.add(pod("c"))
+    with pytest.raises(Unavailable):
+        await fake.get(Pod, "c")
+    assert (await fake.get(Pod, "c")).metadata.name == "c"
+    assert fake.verbs("pods") == ["delete", "delete", "evict", "list", "get", "get"]
+
+
+@pytest.mark.anyio
+async def test_resize_changes_only_container_resources() -> None:
+    fake = FakeClient(pod("a"))
+    p = await fake.get(Pod, "a")
+    p.spec.containers[0].resources.requests["cpu"] = "500m"
+    p.spec.node_name = "ignored"
+    out = await fake.resize(p)
+    assert out.spec.containers[0].resources.requests["cpu"] == "500m"
+    assert out.spec.node_name == ""
+
+
+@pytest.mark.anyio
+async def test_watch_exit_unregisters_even_when_cancelled() -> None:
+    fake = FakeClient()
+    with anyio.move_on_after(0.01):
+        async with fake.watch(Pod) as stream:
+            async for _ in stream:
+                pass
+    assert fake.open_watches == 0

@@ -1,0 +1,201 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import anyio
+import pytest
+from anyio.abc import TaskGroup
+
+from kemu.api.v1 import types_pb2
+from kemu.client.clock import FakeClock
+from kemu.client.fake import FakeClient
+from kemu.client.informer import FuncHandler, Informer, InformerFactory
+from kemu.machinery.errors import Unavailable
+
+from .helpers import advance, pod, settle, wait_until
+
+Pod = types_pb2.Pod
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+        self.updates: list[tuple[str, str]] = []  # old rv, new rv
+
+    def on_add(self, obj: Pod) -> None:
+        self.events.append(("add", obj.metadata.name))
+
+    def on_update(self, old: Pod, new: Pod) -> None:
+        self.events.append(("update", new.metadata.name))
+        self.updates.append((old.metadata.resource_version, new.metadata.resource_version))
+
+    def on_delete(self, obj: Pod) -> None:
+        self.events.append(("delete", obj.metadata.name))
+
+
+@pytest.fixture
+async def tg() -> AsyncIterator[TaskGroup]:
+    async with anyio.create_task_group() as group:
+        yield group
+        group.cancel_scope.cancel()
+
+
+@pytest.mark.anyio
+async def test_list_then_watch_delivers_events_in_order(tg: TaskGroup) -> None:
+    fake = FakeClient(pod("a"), pod("b", "other"))
+    inf = Informer(fake, Pod, clock=FakeClock())
+    rec = Recorder()
+    inf.add_event_handler(rec)
+    await tg.start(inf.run)
+    assert inf.has_synced()
+    assert sorted(rec.events) == [("add", "a"), ("add", "b")]
+    assert inf.last_resource_version == fake.resource_version
+
+    await fake.create(pod("c"))
+    await fake.patch(Pod, "a", {"metadata": {"labels": {"x": "1"}}})
+    await fake.delete(Pod, "b", "other")
+    await wait_until(lambda: len(rec.events) == 5)
+    assert rec.events[2:] == [("add", "c"), ("update", "a"), ("delete", "b")]
+    a = inf.lister.get("a")
+    assert a is not None and a.metadata.labels["x"] == "1"
+    assert inf.lister.get("b", "other") is None
+    assert sorted(p.metadata.name for p in inf.lister.list("default")) == ["a", "c"]
+    assert inf.lister.list("other") == []
+    assert len(inf.lister) == 2
+    assert fake.verbs().count("list") == 1
+    assert fake.verbs().count("watch") == 1
+
+
+@pytest.mark.anyio
+async def test_a_dropped_watch_is_resumed_from_the_last_resource_version(tg: TaskGroup) -> None:
+    clock = FakeClock()
+    fake = FakeClient(pod("a"))
+    inf = Informer(fake, Pod, clock=clock)
+    rec = Recorder()
+    inf.add_event_handler(rec)
+    await tg.start(inf.run)
+    await fake.create(pod("b"))
+    await wait_until(lambda: len(rec.events) == 2)
+    seen_rv = inf.last_resource_version
+
+    fake.drop_watches(Unavailable("apiserver restarting"))
+    await fake.create(pod("c"))  # made while no watch is open
+    await advance(clock, 15)  # past the backoff
+    await wait_until(lambda: ("add", "c") in rec.events)
+    watches = [a for a in fake.actions if a.verb == "watch"]
+    assert [a.resource_version for a in watches] == ["1", seen_rv]
+    assert fake.verbs().count("list") == 1  # resumed, not relisted
+    assert rec.events == [("add", "a"), ("add", "b"), ("add", "c")]
+
+    fake.drop_watches()  # a clean end of the stream: resumed at once
+    await fake.delete(Pod, "a")
+    await wait_until(lambda: ("delete", "a") in rec.events)
+    assert fake.verbs().count("list") == 1
+
+
+@pytest.mark.anyio
+async def test_gone_relists_and_delivers_only_the_differences(tg: TaskGroup) -> None:
+    clock = FakeClock()
+    fake = FakeClient(pod("same"), pod("changed"), pod("removed"))
+    inf = Informer(fake, Pod, clock=clock)
+    rec = Recorder()
+    inf.add_event_handler(rec)
+    await tg.start(inf.run)
+    assert len(rec.events) == 3
+    old_rv = inf.lister.get("changed").metadata.resource_version  # type: ignore[union-attr]
+    await wait_until(lambda: fake.open_watches == 1)
+
+    fake.drop_watches(Unavailable("connection reset"))
+    await fake.patch(Pod, "changed", {"metadata": {"labels": {"v": "2"}}})
+    await fake.delete(Pod, "removed")
+    await fake.create(pod("new"))
+    fake.compact()  # the informer's resourceVersion is no longer in the history
+    await advance(clock, 15)
+    await wait_until(lambda: len(rec.events) == 6)
+    assert sorted(rec.events[3:]) == [("add", "new"), ("delete", "removed"), ("update", "changed")]
+    assert rec.updates == [(old_rv, inf.lister.get("changed").metadata.resource_version)]  # type: ignore[union-attr]
+    assert fake.verbs().count("list") == 2
+    assert sorted(inf.lister.keys()) == ["default/changed", "default/new", "default/same"]
+    # The watch after the relist starts from the relist's resourceVersion.
+    await wait_until(lambda: fake.open_watches == 1)
+    assert fake.actions[-1].verb == "watch"
+    assert fake.actions[-1].resource_version == fake.resource_version
+
+
+@pytest.mark.anyio
+async def test_indexers_and_late_handlers(tg: TaskGroup) -> None:
+    fake = FakeClient(pod("a", node="n1"), pod("b", node="n1"), pod("c"))
+    inf = Informer(fake, Pod, clock=FakeClock())
+    inf.add_indexer("node", lambda p: [p.spec.node_name] if p.spec.node_name else [])
+    await tg.start(inf.run)
+
+    def names(pods: list[Pod]) -> list[str]:
+        return sorted(p.metadata.name for p in pods)
+
+    assert names(inf.lister.by_index("node", "n1")) == ["a", "b"]
+
+    late = Recorder()
+    inf.add_event_handler(late)
+    assert sorted(late.events) == [("add", "a"), ("add", "b"), ("add", "c")]
+    inf.add_indexer("label", lambda p: list(p.metadata.labels.values()))
+
+    await fake.bind("default", "c", "n1")
+    await fake.delete(Pod, "a")
+    await fake.patch(Pod, "b", {"metadata": {"labels": {"app": "web"}}})
+    await wait_until(lambda: len(late.events) == 6)
+    assert names(inf.lister.by_index("node", "n1")) == ["b", "c"]
+    assert names(inf.lister.by_index("label", "web")) == ["b"]
+    assert inf.lister.by_index("node", "n2") == []
+    with pytest.raises(KeyError):
+        inf.lister.by_index("nope", "x")
+
+
+@pytest.mark.anyio
+async def test_selectors_and_a_failing_handler(tg: TaskGroup) -> None:
+    fake = FakeClient(pod("a", labels={"app": "web"}), pod("b"))
+    inf = Informer(fake, Pod, label_selector="app=web", clock=FakeClock())
+
+    def boom(obj: Pod) -> None:
+        raise RuntimeError("handler bug")
+
+    inf.add_event_handler(FuncHandler(on_add=boom))
+    rec = Recorder()
+    inf.add_event_handler(rec)
+    await tg.start(inf.run)
+    assert rec.events == [("add", "a")]
+    await fake.patch(Pod, "b", {"metadata": {"labels": {"app": "web"}}})
+    await fake.patch(Pod, "a", {"metadata": {"labels": {"app": "db"}}})
+    await wait_until(lambda: len(rec.events) == 3)
+    assert rec.events[1:] == [("add", "b"), ("delete", "a")]
+    assert [p.metadata.name for p in inf.lister.list()] == ["b"]
+
+
+@pytest.mark.anyio
+async def test_list_failures_are_retried_before_the_first_sync(tg: TaskGroup) -> None:
+    clock = FakeClock()
+    fake = FakeClient(pod("a"))
+    fake.fail("list", Unavailable("etcd down"), times=2)
+    inf = Informer(fake, Pod, clock=clock)
+    tg.start_soon(inf.run)
+    await settle()
+    assert not inf.has_synced()
+    await advance(clock, 5)
+    with anyio.fail_after(2):
+        await inf.wait_for_sync()
+    assert fake.verbs().count("list") == 3
+
+
+@pytest.mark.anyio
+async def test_the_factory_shares_informers(tg: TaskGroup) -> None:
+    fake = FakeClient(pod("a"), types_pb2.Node(metadata=types_pb2.ObjectMeta(name="n1")))
+    factory = InformerFactory(fake, clock=FakeClock())
+    pods = factory.informer(Pod)
+    assert factory.informer(Pod) is pods
+    assert factory.informer(Pod, namespace="x") is not pods
+    nodes = factory.informer(types_pb2.Node)
+    factory.start(tg)
+    with anyio.fail_after(2):
+        await factory.wait_for_cache_sync()
+    assert factory.has_synced()
+    assert nodes.lister.get("n1") is not None
+    assert pods.lister.get("a") is not None

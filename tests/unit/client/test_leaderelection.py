@@ -1,0 +1,210 @@
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from kemu.api.v1 import types_pb2
+from kemu.client.clock import FakeClock
+from kemu.client.fake import FakeClient
+from kemu.client.leaderelection import (
+    LeaderElectionConfig,
+    LeaderElector,
+    LeadershipLost,
+)
+from kemu.machinery.errors import Unavailable
+
+from .helpers import advance, settle, wait_until
+
+Lease = types_pb2.Lease
+
+
+def config(identity: str) -> LeaderElectionConfig:
+    return LeaderElectionConfig("kube-system", "kube-scheduler", identity)
+
+
+async def lease(fake: FakeClient) -> Lease:
+    return await fake.get(Lease, "kube-scheduler", "kube-system")
+
+
+class Leading:
+    def __init__(self) -> None:
+        self.started = anyio.Event()
+        self.cancelled = False
+
+    async def __call__(self) -> None:
+        self.started.set()
+        try:
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            self.cancelled = True
+            raise
+
+
+def test_config_is_validated() -> None:
+    with pytest.raises(ValueError):
+        LeaderElectionConfig("kube-system", "x", "me", lease_duration=5, renew_deadline=10)
+    with pytest.raises(ValueError):
+        LeaderElectionConfig("kube-system", "x", "")
+    assert LeaderElectionConfig(lock_name="x", identity="me").lock_namespace == "kube-system"
+
+
+@pytest.mark.anyio
+async def test_acquires_a_missing_lease_renews_it_and_releases_on_cancel() -> None:
+    clock = FakeClock()
+    fake = FakeClient(clock=clock)
+    statuses: list[bool] = []
+    elector = LeaderElector(fake, config("a"), clock, on_leader_status=statuses.append)
+    leading = Leading()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(elector.run, leading)
+        with anyio.fail_after(2):
+            await leading.started.wait()
+        assert elector.is_leader()
+        first = await lease(fake)
+        assert first.spec.holder_identity == "a"
+        assert first.spec.lease_duration_seconds == 15
+        assert first.spec.lease_transitions == 0
+        assert first.spec.acquire_time == first.spec.renew_time
+
+        await advance(clock, 2.5)
+        renewed = await lease(fake)
+        assert renewed.spec.renew_time.seconds > first.spec.renew_time.seconds
+        assert renewed.spec.acquire_time == first.spec.acquire_time
+        assert renewed.spec.lease_transitions == 0
+        tg.cancel_scope.cancel()
+    assert leading.cancelled
+    assert not elector.is_leader()
+    assert statuses == [True, False]
+    released = await lease(fake)
+    assert released.spec.holder_identity == ""
+    assert released.spec.lease_duration_seconds == 1
+
+    # A released lease is taken at once, as a new transition.
+    other = LeaderElector(fake, config("b"), clock)
+    assert await other.try_acquire_or_renew()
+    taken = await lease(fake)
+    assert (taken.spec.holder_identity, taken.spec.lease_transitions) == ("b", 1)
+
+
+@pytest.mark.anyio
+async def test_takes_over_only_after_the_lease_has_expired() -> None:
+    clock = FakeClock()
+    fake = FakeClient(clock=clock)
+    holder = LeaderElector(fake, config("old"), clock)
+    assert await holder.try_acquire_or_renew()  # then "old" dies without releasing
+    new_leaders: list[str] = []
+    elector = LeaderElector(fake, config("new"), clock, on_new_leader=new_leaders.append)
+    leading = Leading()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(elector.run, leading)
+        await advance(clock, 14)
+        assert not leading.started.is_set()
+        assert new_leaders == ["old"]
+        await advance(clock, 6)  # 15 s since the candidate first saw the record, plus a retry
+        with anyio.fail_after(2):
+            await leading.started.wait()
+        taken = await lease(fake)
+        assert taken.spec.holder_identity == "new"
+        assert taken.spec.lease_transitions == 1
+        assert taken.spec.acquire_time.seconds >= int(clock.now()) - 5
+        assert new_leaders == ["old", "new"]
+        tg.cancel_scope.cancel()
+
+
+@pytest.mark.anyio
+async def test_a_renewing_holder_keeps_the_lease() -> None:
+    clock = FakeClock()
+    fake = FakeClient(clock=clock)
+    leader = LeaderElector(fake, config("a"), clock)
+    candidate = LeaderElector(fake, config("b"), clock)
+    leading_a, leading_b = Leading(), Leading()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(leader.run, leading_a)
+        with anyio.fail_after(2):
+            await leading_a.started.wait()
+        tg.start_soon(candidate.run, leading_b)
+        await advance(clock, 60)
+        assert not leading_b.started.is_set()
+        assert leader.is_leader() and not candidate.is_leader()
+        assert (await lease(fake)).spec.holder_identity == "a"
+        tg.cancel_scope.cancel()
+
+
+@pytest.mark.anyio
+async def test_failing_to_renew_cancels_leading_and_raises_leadership_lost() -> None:
+    clock = FakeClock()
+    fake = FakeClient(clock=clock)
+    elector = LeaderElector(fake, config("a"), clock)
+    leading = Leading()
+    outcome: list[BaseException] = []
+
+    async def run() -> None:
+        try:
+            await elector.run(leading)
+        except LeadershipLost as e:
+            outcome.append(e)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        with anyio.fail_after(2):
+            await leading.started.wait()
+        fake.fail("update", Unavailable("apiserver down"), resource="leases")
+        await advance(clock, 2 + 9)
+        assert not outcome  # still inside renew_deadline
+        await advance(clock, 3)
+        await wait_until(lambda: bool(outcome))
+    assert leading.cancelled
+    assert not elector.is_leader()
+    assert isinstance(outcome[0], LeadershipLost)
+    # The lease was not released (it could not be): it still names "a" until it expires.
+    fake.heal()
+    assert (await lease(fake)).spec.holder_identity == "a"
+
+
+@pytest.mark.anyio
+async def test_leading_returning_ends_run_and_releases() -> None:
+    clock = FakeClock()
+    fake = FakeClient(clock=clock)
+    elector = LeaderElector(fake, config("a"), clock)
+    done: list[bool] = []
+
+    async def leading() -> None:
+        await settle()
+        done.append(True)
+
+    with anyio.fail_after(2):
+        await elector.run(leading)
+    assert done == [True]
+    assert (await lease(fake)).spec.holder_identity == ""
+
+
+@pytest.mark.anyio
+async def test_an_exception_in_leading_propagates_unwrapped() -> None:
+    clock = FakeClock()
+    fake = FakeClient(clock=clock)
+    elector = LeaderElector(fake, config("a"), clock)
+
+    async def leading() -> None:
+        raise RuntimeError("controller crashed")
+
+    with pytest.raises(RuntimeError, match="controller crashed"):
+        await elector.run(leading)
+
+
+@pytest.mark.anyio
+async def test_two_candidates_racing_for_a_missing_lease_elect_one() -> None:
+    clock = FakeClock()
+    fake = FakeClient(clock=clock)
+    a = LeaderElector(fake, config("a"), clock)
+    b = LeaderElector(fake, config("b"), clock)
+    results: dict[str, bool] = {}
+
+    async def attempt(name: str, e: LeaderElector) -> None:
+        results[name] = await e.try_acquire_or_renew()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(attempt, "a", a)
+        tg.start_soon(attempt, "b", b)
+    assert sorted(results.values()) == [False, True]
+    winner = "a" if results["a"] else "b"
+    assert (await lease(fake)).spec.holder_identity == winner
