@@ -38,6 +38,11 @@ _INT_TYPES: Final = frozenset(
         FieldDescriptor.TYPE_SINT64,
     }
 )
+# Maps of quantities accept YAML numbers (`cpu: 2`) as Kubernetes' Quantity does; other maps
+# of strings (labels, annotations, nodeSelector) do not.
+_QUANTITY_MAPS: Final = frozenset(
+    {"requests", "limits", "capacity", "allocatable", "overhead", "allocated_resources"}
+)
 _INT32_LIMIT: Final = 2**31
 _INT64_LIMIT: Final = 2**63
 
@@ -225,7 +230,11 @@ def _scalar_in(fd: FieldDescriptor, value: Any, path: str, lenient_str: bool = F
         limit = (
             _INT32_LIMIT
             if t
-            in (FieldDescriptor.TYPE_INT32, FieldDescriptor.TYPE_SINT32, FieldDescriptor.TYPE_UINT32)
+            in (
+                FieldDescriptor.TYPE_INT32,
+                FieldDescriptor.TYPE_SINT32,
+                FieldDescriptor.TYPE_UINT32,
+            )
             else _INT64_LIMIT
         )
         if not -limit <= value < limit:
@@ -287,7 +296,9 @@ def fill_message(msg: Message, data: Any, path: str = "") -> None:
                     fill_message(target[mk], mv, mpath)
                 else:
                     assert f.map_value is not None
-                    target[mk] = _scalar_in(f.map_value, mv, mpath, lenient_str=True)
+                    target[mk] = _scalar_in(
+                        f.map_value, mv, mpath, lenient_str=fd.name in _QUANTITY_MAPS
+                    )
         elif f.repeated:
             if not isinstance(value, list):
                 raise Invalid.field(sub, f"expected an array, got {_type_name(value)}")
