@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 
 run: $(STAMP)
 	mkdir -p .kemu
-	$(BIN)/honcho start
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho start
 
 test: $(STAMP) check-gen lint
 	$(BIN)/python -m pytest -q tests

@@ -1,0 +1,5 @@
+import sys
+
+from apiserver.app import main
+
+sys.exit(main())

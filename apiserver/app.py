@@ -1,0 +1,174 @@
+"""kube-apiserver: the Api service over gRPC, stored in etcd.
+
+Start-up waits for etcd (it may start after us), fills one watch cache per resource, creates
+the system priority classes, then listens. /readyz turns green once etcd answers and every
+cache is filled. SIGTERM stops accepting calls and gives running ones the grace period.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import logging
+from collections.abc import Sequence
+from typing import Final
+
+import anyio
+import grpc
+
+from apiserver.server.admission import system_priority_classes
+from apiserver.server.registry import Registry
+from apiserver.server.servicer import ApiService, Metrics
+from apiserver.storage.etcd import EtcdStore
+from apiserver.storage.watch_cache import WatchCache
+from kemu.api.v1 import api_pb2
+from kemu.component.options import new_parser, parse_component_args
+from kemu.component.runner import ComponentContext, cleanup_scope, retry_until_ready, run_component
+from kemu.component.version import BINARY_VERSION
+from kemu.machinery.errors import AlreadyExists, Unavailable
+from kemu.machinery.kinds import KINDS
+
+log = logging.getLogger(__name__)
+
+COMPONENT: Final = "kube-apiserver"
+_MAX_MESSAGE: Final = 16 * 1024 * 1024
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = new_parser("apiserver", "kemu kube-apiserver", default_metrics_port=6444)
+    parser.add_argument(
+        "--etcd-servers",
+        default="http://127.0.0.1:2379",
+        help="comma-separated etcd client URLs (default http://127.0.0.1:2379)",
+    )
+    parser.add_argument("--bind-address", default="127.0.0.1", help="address to serve gRPC on")
+    parser.add_argument("--port", type=int, default=6443, help="gRPC port (default 6443)")
+    parser.add_argument(
+        "--etcd-compaction-interval",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="compact etcd history older than this every interval; 0 disables (default 300)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args, options = parse_component_args(parser, argv, COMPONENT)
+    if not 0 < args.port < 65536:
+        parser.error(f"--port: {args.port} is not a port (1 to 65535)")
+    servers = [s.strip() for s in args.etcd_servers.split(",") if s.strip()]
+    if not servers:
+        parser.error("--etcd-servers: at least one URL is required")
+    return run_component(COMPONENT, options, functools.partial(run, args, servers))
+
+
+async def run(args: argparse.Namespace, servers: list[str], ctx: ComponentContext) -> None:
+    store = EtcdStore(servers)
+    try:
+        await _serve(args, store, ctx)
+    finally:
+        with cleanup_scope():
+            await store.close()
+
+
+async def _serve(args: argparse.Namespace, store: EtcdStore, ctx: ComponentContext) -> None:
+    etcd_ok = True
+
+    async def check_etcd() -> None:
+        await store.status()
+
+    await retry_until_ready(f"etcd at {args.etcd_servers}", check_etcd, clock=ctx.clock)
+    metrics = Metrics(ctx.registry)
+    caches = {
+        k.resource: WatchCache(store, k, on_watchers_changed=metrics.watchers_changed)
+        for k in KINDS
+    }
+    ctx.add_readiness_check("etcd", lambda: etcd_ok)
+    ctx.add_readiness_check("watch-cache", lambda: all(c.ready for c in caches.values()))
+    registry = Registry(store, caches, ctx.gates, now=ctx.clock.now)
+
+    def version() -> api_pb2.ComponentVersion:
+        cv = api_pb2.ComponentVersion(
+            component=COMPONENT,
+            identity=f"{args.bind_address}:{args.port}",
+            emulated_version=str(ctx.options.version),
+            binary_version=BINARY_VERSION,
+        )
+        for g in ctx.gates.states():
+            cv.feature_gates.add(
+                name=g.name, enabled=g.enabled, stage=str(g.stage), locked=g.locked
+            )
+        return cv
+
+    service = ApiService(registry, store, caches, ctx.gates, metrics, version, now=ctx.clock.now)
+    server = grpc.aio.server(
+        options=[
+            ("grpc.max_receive_message_length", _MAX_MESSAGE),
+            ("grpc.max_send_message_length", _MAX_MESSAGE),
+            ("grpc.so_reuseport", 0),
+        ]
+    )
+    server.add_generic_rpc_handlers((service.handler(),))
+    address = f"{args.bind_address}:{args.port}"
+    try:
+        server.add_insecure_port(address)
+    except RuntimeError as e:
+        raise SystemExit(f"cannot listen on {address}: {e}") from None
+
+    async with anyio.create_task_group() as tg:
+        for cache in caches.values():
+            await tg.start(cache.run)
+        await _bootstrap(registry, ctx)
+        await server.start()
+        log.info("serving the kemu API on %s (emulated version %s)", address, ctx.options.version)
+        if args.etcd_compaction_interval > 0:
+            tg.start_soon(_compactor, store, args.etcd_compaction_interval, ctx)
+
+        async def health() -> None:
+            nonlocal etcd_ok
+            while True:
+                try:
+                    await store.status()
+                    etcd_ok = True
+                except Unavailable:
+                    etcd_ok = False
+                await ctx.clock.sleep(2.0)
+
+        tg.start_soon(health)
+        await ctx.stopping.wait()
+        log.info("draining: no new calls, %gs for running ones", ctx.options.shutdown_grace_period)
+        with cleanup_scope(ctx.options.shutdown_grace_period + 1):
+            await server.stop(ctx.options.shutdown_grace_period)
+        tg.cancel_scope.cancel()
+
+
+async def _bootstrap(registry: Registry, ctx: ComponentContext) -> None:
+    """Creates the system priority classes, as upstream's bootstrap controller does."""
+    for pc in system_priority_classes():
+
+        async def create(pc: object = pc) -> None:
+            try:
+                await registry.create(pc)  # type: ignore[arg-type]
+            except AlreadyExists:
+                pass
+
+        await retry_until_ready(
+            f"priority class {pc.metadata.name}", create, clock=ctx.clock, retry_on=(Unavailable,)
+        )
+
+
+async def _compactor(store: EtcdStore, interval: float, ctx: ComponentContext) -> None:
+    """Compacts etcd to the revision seen one interval ago (upstream's compactor)."""
+    previous = 0
+    while True:
+        await ctx.clock.sleep(interval)
+        try:
+            current = await store.current_revision()
+            if previous:
+                await store.compact(previous)
+                log.info("compacted etcd to revision %d", previous)
+            previous = current
+        except Exception as e:  # compaction is best effort: log and try next time
+            log.warning("etcd compaction failed: %s", e)

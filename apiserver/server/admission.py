@@ -1,0 +1,199 @@
+"""Pod defaulting, the Priority admission plugin, and the pod update and resize rules.
+
+Upstream sources: pkg/apis/core/v1/defaults.go (SetDefaults_Pod), plugin/pkg/admission/priority,
+pkg/apis/core/validation (ValidatePodUpdate, ValidatePodResize), pkg/registry/core/pod.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Final
+
+from kemu.api.v1 import types_pb2
+from kemu.machinery.errors import BadRequest, Cause, Invalid
+from kemu.machinery.qos import compute_qos_class
+
+DEFAULT_SCHEDULER: Final = "default-scheduler"
+DEFAULT_GRACE_SECONDS: Final = 30
+PREEMPT_LOWER_PRIORITY: Final = "PreemptLowerPriority"
+
+# Created by the apiserver at start-up, as upstream's scheduling bootstrap does.
+SYSTEM_NODE_CRITICAL: Final = ("system-node-critical", 2000001000)
+SYSTEM_CLUSTER_CRITICAL: Final = ("system-cluster-critical", 2000000000)
+SYSTEM_PRIORITY_CLASSES: Final = (SYSTEM_NODE_CRITICAL, SYSTEM_CLUSTER_CRITICAL)
+
+_RESIZABLE: Final = ("cpu", "memory")
+
+
+def system_priority_classes() -> list[types_pb2.PriorityClass]:
+    out = []
+    for name, value in SYSTEM_PRIORITY_CLASSES:
+        pc = types_pb2.PriorityClass(value=value, preemption_policy=PREEMPT_LOWER_PRIORITY)
+        pc.metadata.name = name
+        pc.description = (
+            "Used for system critical pods that must not be moved from their current node."
+        )
+        out.append(pc)
+    return out
+
+
+def default_pod(pod: types_pb2.Pod) -> None:
+    """SetDefaults_Pod for the fields kemu models."""
+    spec = pod.spec
+    if not spec.scheduler_name:
+        spec.scheduler_name = DEFAULT_SCHEDULER
+    if not spec.HasField("termination_grace_period_seconds"):
+        spec.termination_grace_period_seconds = DEFAULT_GRACE_SECONDS
+    if not spec.restart_policy:
+        spec.restart_policy = "Always"
+    for c in [*spec.init_containers, *spec.containers]:
+        # A limit without a request defaults the request to the limit.
+        for name, value in c.resources.limits.items():
+            if name not in c.resources.requests:
+                c.resources.requests[name] = value
+
+
+def admit_priority(pod: types_pb2.Pod, classes: Sequence[types_pb2.PriorityClass]) -> None:
+    """Resolves spec.priorityClassName to spec.priority and spec.preemptionPolicy."""
+    spec = pod.spec
+    by_name = {pc.metadata.name: pc for pc in classes}
+    if spec.priority_class_name:
+        pc = by_name.get(spec.priority_class_name)
+        if pc is None:
+            raise Invalid.field(
+                "spec.priorityClassName",
+                f"no PriorityClass with name {spec.priority_class_name} was found",
+            )
+        value, policy = pc.value, pc.preemption_policy if pc.HasField("preemption_policy") else ""
+    else:
+        defaults = sorted((pc for pc in classes if pc.global_default), key=lambda pc: pc.value)
+        if defaults:
+            pc = defaults[0]
+            spec.priority_class_name = pc.metadata.name
+            value = pc.value
+            policy = pc.preemption_policy if pc.HasField("preemption_policy") else ""
+        else:
+            value, policy = 0, ""
+    if spec.HasField("priority") and spec.priority != value:
+        raise Invalid.field(
+            "spec.priority",
+            f"the integer value of priority ({spec.priority}) must not be provided in pod spec; "
+            f"priority admission controller computed {value} from the given PriorityClass name",
+        )
+    spec.priority = value
+    policy = policy or PREEMPT_LOWER_PRIORITY
+    if spec.HasField("preemption_policy") and spec.preemption_policy != policy:
+        raise Invalid.field(
+            "spec.preemptionPolicy",
+            f"the string value of PreemptionPolicy ({spec.preemption_policy}) must not be "
+            f"provided in pod spec; priority admission controller computed {policy} from the "
+            "given PriorityClass name",
+        )
+    spec.preemption_policy = policy
+
+
+def resize_pod(current: types_pb2.Pod, desired: types_pb2.Pod) -> types_pb2.Pod:
+    """The pod after a pods/resize request (ValidatePodResize and the resize strategy).
+
+    As upstream's dropNonResizeUpdates, changes to anything but container resources and
+    resize policies are dropped, not refused.
+    """
+    if desired.metadata.name and desired.metadata.name != current.metadata.name:
+        raise Invalid.field("metadata.name", "may not be changed in a resize")
+    if current.status.phase in ("Succeeded", "Failed"):
+        raise Invalid.field("spec", "Forbidden: pod resize is not allowed for terminated pods")
+    _check_running_containers_report_resources(current)
+    if len(desired.spec.containers) != len(current.spec.containers):
+        raise Invalid.field("spec.containers", "Forbidden: containers may not be added or removed")
+    result = types_pb2.Pod()
+    result.CopyFrom(current)
+    causes: list[Cause] = []
+    for i, (old_c, new_c) in enumerate(
+        zip(current.spec.containers, desired.spec.containers, strict=True)
+    ):
+        path = f"spec.containers[{i}]"
+        if old_c.name != new_c.name:
+            causes.append(Cause(f"{path}.name", "Forbidden: may not be changed in a resize"))
+            continue
+        for section in ("requests", "limits"):
+            old_r = dict(getattr(old_c.resources, section))
+            new_r = dict(getattr(new_c.resources, section))
+            for res in set(old_r) | set(new_r):
+                if res in _RESIZABLE:
+                    if res in old_r and res not in new_r:
+                        causes.append(
+                            Cause(
+                                f"{path}.resources.{section}[{res}]",
+                                "Forbidden: resource may not be removed",
+                            )
+                        )
+                elif old_r.get(res) != new_r.get(res):
+                    causes.append(
+                        Cause(
+                            f"{path}.resources.{section}[{res}]",
+                            "Forbidden: only cpu and memory resources are mutable",
+                        )
+                    )
+        rc = result.spec.containers[i]
+        rc.resources.CopyFrom(new_c.resources)
+        del rc.resize_policy[:]
+        rc.resize_policy.extend(new_c.resize_policy)
+    # Sidecars (restartable init containers) may be resized too; others may not change.
+    if len(desired.spec.init_containers) == len(current.spec.init_containers):
+        for i, (old_c, new_c) in enumerate(
+            zip(current.spec.init_containers, desired.spec.init_containers, strict=True)
+        ):
+            if old_c.resources == new_c.resources and list(old_c.resize_policy) == list(
+                new_c.resize_policy
+            ):
+                continue
+            if old_c.restart_policy != "Always":
+                causes.append(
+                    Cause(
+                        f"spec.initContainers[{i}].resources",
+                        "Forbidden: resources for non-sidecar init containers are immutable",
+                    )
+                )
+                continue
+            ic = result.spec.init_containers[i]
+            ic.resources.CopyFrom(new_c.resources)
+            del ic.resize_policy[:]
+            ic.resize_policy.extend(new_c.resize_policy)
+    if causes:
+        raise Invalid.from_causes(f'Pod "{current.metadata.name}"', causes)
+    if result.spec != current.spec:
+        result.metadata.generation = current.metadata.generation + 1
+    return result
+
+
+def check_resize_qos(current: types_pb2.Pod, resized: types_pb2.Pod) -> None:
+    """Call once the resized pod's quantities are known to be valid."""
+    if compute_qos_class(resized) != compute_qos_class(current):
+        raise Invalid.field(
+            "spec", "Forbidden: Pod QOS Class may not change as a result of resizing"
+        )
+
+
+def _check_running_containers_report_resources(pod: types_pb2.Pod) -> None:
+    """KEP-1287 skew rule: a kubelet that does not report container resources cannot resize,
+    so a running pod whose running containers lack status resources is refused."""
+    if not pod.spec.node_name:
+        return
+    for cs in pod.status.container_statuses:
+        if cs.state.HasField("running") and not cs.HasField("resources"):
+            raise Invalid.field(
+                "spec",
+                "Forbidden: the kubelet running this pod does not support in-place resize "
+                f"(container {cs.name} reports no status resources)",
+            )
+
+
+def parse_patch(text: str) -> dict[str, Any]:
+    try:
+        patch = json.loads(text)
+    except ValueError as e:
+        raise BadRequest(f"the patch is not valid JSON: {e}") from None
+    if not isinstance(patch, dict):
+        raise BadRequest("a merge patch must be a JSON object")
+    return patch

@@ -1,0 +1,586 @@
+"""The REST semantics of every resource: what create, update, patch, delete and the pod
+subresources (binding, resize, eviction) do to stored objects.
+
+Mirrors upstream's generic registry plus the per-kind strategies of pkg/registry: defaulting and
+admission on create, status and spec kept apart between update and updateStatus, graceful
+deletion of pods, and GuaranteedUpdate-style read-modify-CAS loops that retry on Conflict when
+the caller did not pin a resourceVersion.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import string
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+
+from google.protobuf.message import Message
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from apiserver.server import admission
+from apiserver.storage import encoding
+from apiserver.storage.etcd import EtcdStore, KeyValue
+from apiserver.storage.watch_cache import WatchCache
+from kemu.api.v1 import api_pb2, types_pb2
+from kemu.component.featuregate import FeatureGates
+from kemu.machinery import convert
+from kemu.machinery.errors import (
+    AlreadyExists,
+    BadRequest,
+    Cause,
+    Conflict,
+    Invalid,
+    NotFound,
+    TooManyRequests,
+)
+from kemu.machinery.kinds import BY_KIND, Kind, kind_for_resource, kind_of
+from kemu.machinery.labels import selector_from_label_selector
+from kemu.machinery.qos import compute_qos_class
+from kemu.machinery.validation import validate_object, validate_object_size
+
+log = logging.getLogger(__name__)
+
+M = TypeVar("M", bound=Message)
+
+CLEARING_NNN_GATE: Final = "ClearingNominatedNodeNameAfterBinding"
+IN_PLACE_RESIZE_GATE: Final = "InPlacePodVerticalScaling"
+RESIZE_PREEMPTION_GATE: Final = "InPlacePodVerticalScalingSchedulerPreemption"
+_CAS_RETRIES: Final = 16
+_TERMINAL: Final = ("Succeeded", "Failed")
+_POD: Final = BY_KIND["Pod"]
+
+
+def object_key(kind: Kind, namespace: str, name: str) -> str:
+    if kind.namespaced:
+        return f"/registry/{kind.resource}/{namespace}/{name}"
+    return f"/registry/{kind.resource}/{name}"
+
+
+def _meta(obj: Message) -> types_pb2.ObjectMeta:
+    meta: types_pb2.ObjectMeta = obj.metadata  # type: ignore[attr-defined]
+    return meta
+
+
+def _copy(obj: M) -> M:
+    out = obj.__class__()
+    out.CopyFrom(obj)
+    return out
+
+
+def _timestamp(seconds: float) -> Timestamp:
+    ts = Timestamp()
+    ts.FromNanoseconds(int(seconds * 1e9))
+    return ts
+
+
+@dataclass(frozen=True)
+class Stored:
+    """An object read from etcd with its mod revision."""
+
+    obj: Message
+    revision: int
+
+
+class Registry:
+    def __init__(
+        self,
+        store: EtcdStore,
+        caches: dict[str, WatchCache],
+        gates: FeatureGates,
+        *,
+        now: Callable[[], float] = time.time,
+    ) -> None:
+        self._store = store
+        self._caches = caches
+        self._gates = gates
+        self._now = now
+
+    # ------------------------------------------------------------ storage helpers
+
+    def _decode(self, kind: Kind, kv: KeyValue) -> Message:
+        return kind.message.FromString(encoding.with_resource_version(kv.value, kv.mod_revision))
+
+    @staticmethod
+    def _encode(obj: Message) -> bytes:
+        """Stored bytes: the object without its resourceVersion (the mod revision is)."""
+        meta = _meta(obj)
+        rv = meta.resource_version
+        meta.resource_version = ""
+        try:
+            return obj.SerializeToString()
+        finally:
+            meta.resource_version = rv
+
+    async def read(self, kind: Kind, namespace: str, name: str) -> Stored:
+        key = object_key(kind, namespace, name)
+        kv = await self._store.get(key)
+        if kv is None:
+            raise NotFound(_not_found(kind, name))
+        return Stored(self._decode(kind, kv), kv.mod_revision)
+
+    async def get_bytes(self, kind: Kind, namespace: str, name: str) -> bytes:
+        """The Object envelope of one object, straight from etcd without decoding it."""
+        kv = await self._store.get(object_key(kind, namespace, name))
+        if kv is None:
+            raise NotFound(_not_found(kind, name))
+        field = api_pb2.Object.DESCRIPTOR.fields_by_name[kind.field].number
+        return encoding.envelope(field, encoding.with_resource_version(kv.value, kv.mod_revision))
+
+    async def _write(self, kind: Kind, obj: Message, expected: int) -> Message:
+        meta = _meta(obj)
+        data = self._encode(obj)
+        self._check_size(kind, obj, len(data))
+        key = object_key(kind, meta.namespace, meta.name)
+        try:
+            rev = await self._store.update(key, data, expected)
+        except NotFound:
+            raise NotFound(_not_found(kind, meta.name)) from None
+        except Conflict:
+            raise Conflict(_conflict(kind, meta.name)) from None
+        meta.resource_version = str(rev)
+        return obj
+
+    @staticmethod
+    def _check_size(kind: Kind, obj: Message, size: int) -> None:
+        causes = validate_object_size(size)
+        if causes:
+            raise Invalid.from_causes(f'{kind.kind} "{_meta(obj).name}"', causes)
+
+    async def guaranteed_update(
+        self,
+        kind: Kind,
+        namespace: str,
+        name: str,
+        mutate: Callable[[Message], Awaitable[Message] | Message],
+        *,
+        precondition_rv: str = "",
+    ) -> Message:
+        """Read, mutate a copy, compare-and-swap; retried on Conflict unless the caller pinned
+        a resourceVersion (then the Conflict is theirs)."""
+        for _ in range(_CAS_RETRIES):
+            current = await self.read(kind, namespace, name)
+            if precondition_rv and precondition_rv != str(current.revision):
+                raise Conflict(_conflict(kind, name))
+            result = mutate(_copy(current.obj))
+            updated = await result if isinstance(result, Awaitable) else result
+            if updated.SerializeToString(deterministic=True) == current.obj.SerializeToString(
+                deterministic=True
+            ):
+                return current.obj  # no-op writes do not bump the resourceVersion, as upstream
+            try:
+                return await self._write(kind, updated, current.revision)
+            except Conflict:
+                if precondition_rv:
+                    raise
+                continue
+        raise Conflict(_conflict(kind, name) + ": too many concurrent writers")
+
+    # ------------------------------------------------------------ create
+
+    async def create(self, obj: Message) -> Message:
+        kind = kind_of(obj)
+        obj = _copy(obj)
+        meta = _meta(obj)
+        if meta.resource_version:
+            raise Invalid.field(
+                "metadata.resourceVersion",
+                "resourceVersion should not be set on objects to be created",
+            )
+        if kind.namespaced:
+            meta.namespace = meta.namespace or "default"
+        else:
+            meta.namespace = ""
+        if not meta.name and meta.generate_name:
+            suffix = "".join(
+                secrets.choice(string.ascii_lowercase + string.digits) for _ in range(5)
+            )
+            meta.name = meta.generate_name + suffix
+        meta.uid = str(uuid.uuid4())
+        meta.creation_timestamp.CopyFrom(_timestamp(self._now()))
+        meta.ClearField("deletion_timestamp")
+        meta.ClearField("deletion_grace_period_seconds")
+        meta.generation = 1
+        self._prepare_for_create(kind, obj)
+        if kind.kind == "Pod":
+            assert isinstance(obj, types_pb2.Pod)
+            self._admit_pod(obj)
+        causes = validate_object(obj)
+        if causes:
+            raise Invalid.from_causes(f'{kind.kind} "{meta.name}"', causes)
+        if isinstance(obj, types_pb2.Pod):
+            obj.status.qos_class = compute_qos_class(obj)  # quantities are valid by now
+        data = self._encode(obj)
+        self._check_size(kind, obj, len(data))
+        try:
+            rev = await self._store.create(object_key(kind, meta.namespace, meta.name), data)
+        except Conflict:
+            raise AlreadyExists(f'{kind.resource} "{meta.name}" already exists') from None
+        meta.resource_version = str(rev)
+        return obj
+
+    def _prepare_for_create(self, kind: Kind, obj: Message) -> None:
+        if isinstance(obj, types_pb2.Pod):
+            admission.default_pod(obj)
+            # Upstream resets a new pod's status: only the kubelet and scheduler write it.
+            obj.ClearField("status")
+            obj.status.phase = "Pending"
+        elif isinstance(obj, types_pb2.PodDisruptionBudget):
+            obj.ClearField("status")
+        elif isinstance(obj, types_pb2.Node):
+            if not self._gates.enabled(RESIZE_PREEMPTION_GATE):
+                obj.spec.ClearField("pod_preemption_policy")  # a disabled field is dropped
+
+    def _admit_pod(self, pod: types_pb2.Pod) -> None:
+        classes = [co.obj for co in self._caches["priorityclasses"].objects()]
+        admission.admit_priority(pod, classes)  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------ update
+
+    async def update(self, obj: Message, *, status: bool = False) -> Message:
+        kind = kind_of(obj)
+        meta = _meta(obj)
+        namespace = (meta.namespace or "default") if kind.namespaced else ""
+        if status and not kind.has_status:
+            raise NotFound(
+                f"the server could not find the requested resource ({kind.resource}/status)"
+            )
+
+        def mutate(current: Message) -> Message:
+            return self._merge_update(kind, current, obj, status=status)
+
+        return await self.guaranteed_update(
+            kind, namespace, meta.name, mutate, precondition_rv=meta.resource_version
+        )
+
+    def _merge_update(self, kind: Kind, current: Message, new: Message, *, status: bool) -> Message:
+        """The object that an update of `current` to `new` stores (spec/status split)."""
+        result = _copy(new)
+        old_meta = _meta(current)
+        meta = _meta(result)
+        # Identity and server-managed metadata cannot be changed by an update.
+        for f in ("name", "namespace", "uid", "generation"):
+            setattr(meta, f, getattr(old_meta, f))
+        meta.creation_timestamp.CopyFrom(old_meta.creation_timestamp)
+        if old_meta.HasField("deletion_timestamp"):
+            meta.deletion_timestamp.CopyFrom(old_meta.deletion_timestamp)
+            meta.deletion_grace_period_seconds = old_meta.deletion_grace_period_seconds
+        else:
+            meta.ClearField("deletion_timestamp")
+            meta.ClearField("deletion_grace_period_seconds")
+        meta.resource_version = old_meta.resource_version
+        if status:
+            # updateStatus changes status only (labels and annotations too, as upstream allows
+            # for nodes; we keep metadata from the old object for every kind).
+            keep_status = _copy(result.status)  # type: ignore[attr-defined]
+            result.CopyFrom(current)
+            result.status.CopyFrom(keep_status)  # type: ignore[attr-defined]
+        else:
+            if kind.has_status:
+                result.status.CopyFrom(current.status)  # type: ignore[attr-defined]
+            self._validate_spec_update(kind, current, result)
+            if (
+                kind.kind != "Lease"
+                and kind.kind != "Event"
+                and _spec_bytes(current) != _spec_bytes(result)
+            ):
+                meta.generation = old_meta.generation + 1
+        causes = validate_object(result, old=current)
+        if causes:
+            raise Invalid.from_causes(f'{kind.kind} "{meta.name}"', causes)
+        return result
+
+    def _validate_spec_update(self, kind: Kind, old: Message, new: Message) -> None:
+        if isinstance(old, types_pb2.Node) and isinstance(new, types_pb2.Node):
+            if not self._gates.enabled(RESIZE_PREEMPTION_GATE) and not old.spec.HasField(
+                "pod_preemption_policy"
+            ):
+                new.spec.ClearField("pod_preemption_policy")
+
+    # ------------------------------------------------------------ patch
+
+    async def patch(
+        self, resource: str, namespace: str, name: str, patch_text: str, subresource: str
+    ) -> Message:
+        kind = kind_for_resource(resource)
+        namespace = (namespace or "default") if kind.namespaced else ""
+        patch = admission.parse_patch(patch_text)
+        if subresource not in ("", "status", "resize"):
+            raise BadRequest(f'unknown subresource "{subresource}"')
+        if subresource == "status" and not kind.has_status:
+            raise NotFound(f"the server could not find the requested resource ({resource}/status)")
+        if subresource == "resize" and kind.kind != "Pod":
+            raise NotFound(f"the server could not find the requested resource ({resource}/resize)")
+        pinned = ""
+        meta_patch = patch.get("metadata")
+        if isinstance(meta_patch, dict) and meta_patch.get("resourceVersion") is not None:
+            pinned = str(meta_patch["resourceVersion"])
+
+        def mutate(current: Message) -> Message:
+            patched_dict = convert.merge_patch(convert.to_dict(current), patch)
+            try:
+                patched = convert.from_dict(kind, patched_dict)
+            except Invalid as e:
+                raise Invalid(f"the patch is invalid: {e.message}", e.causes) from None
+            _meta(patched).resource_version = _meta(current).resource_version
+            if subresource == "resize":
+                assert isinstance(current, types_pb2.Pod) and isinstance(patched, types_pb2.Pod)
+                return self._apply_resize(current, patched)
+            return self._merge_update(kind, current, patched, status=subresource == "status")
+
+        return await self.guaranteed_update(kind, namespace, name, mutate, precondition_rv=pinned)
+
+    # ------------------------------------------------------------ delete
+
+    async def delete(
+        self,
+        resource: str,
+        namespace: str,
+        name: str,
+        *,
+        grace_period: int | None,
+        uid: str | None,
+        resource_version: str | None,
+    ) -> Message:
+        kind = kind_for_resource(resource)
+        namespace = (namespace or "default") if kind.namespaced else ""
+        if grace_period is not None and grace_period < 0:
+            raise Invalid.field("gracePeriodSeconds", "must be greater than or equal to 0")
+        for _ in range(_CAS_RETRIES):
+            current = await self.read(kind, namespace, name)
+            meta = _meta(current.obj)
+            if uid is not None and uid != meta.uid:
+                raise Conflict(
+                    f"Precondition failed: UID in precondition: {uid}, UID in object meta: {meta.uid}"
+                )
+            if resource_version is not None and resource_version != meta.resource_version:
+                raise Conflict(
+                    f"Precondition failed: ResourceVersion in precondition: {resource_version}, "
+                    f"ResourceVersion in object meta: {meta.resource_version}"
+                )
+            obj = current.obj
+            grace = self._graceful_period(obj, grace_period)
+            try:
+                if grace is None:
+                    rev = await self._store.delete(
+                        object_key(kind, namespace, name), current.revision
+                    )
+                    meta.resource_version = str(rev)
+                    return obj
+                updated = _copy(obj)
+                umeta = _meta(updated)
+                deadline = self._now() + grace
+                if umeta.HasField(
+                    "deletion_timestamp"
+                ) and umeta.deletion_timestamp.ToNanoseconds() <= int(deadline * 1e9):
+                    return obj  # a shorter deadline stands; a longer one never replaces it
+                umeta.deletion_timestamp.CopyFrom(_timestamp(deadline))
+                umeta.deletion_grace_period_seconds = grace
+                return await self._write(kind, updated, current.revision)
+            except Conflict:
+                if resource_version is not None:
+                    raise
+                continue
+            except NotFound:
+                raise NotFound(_not_found(kind, name)) from None
+        raise Conflict(_conflict(kind, name))
+
+    def _graceful_period(self, obj: Message, requested: int | None) -> int | None:
+        """Seconds of graceful termination, or None to delete from storage now.
+
+        Only pods terminate gracefully, and only when a kubelet will finish them: a pod that
+        is not bound to a node, or has already ended, goes at once (as upstream's
+        pod strategy CheckGracefulDelete).
+        """
+        if not isinstance(obj, types_pb2.Pod):
+            return None
+        if not obj.spec.node_name or obj.status.phase in _TERMINAL:
+            return None
+        grace = requested
+        if grace is None:
+            grace = (
+                obj.spec.termination_grace_period_seconds
+                if obj.spec.HasField("termination_grace_period_seconds")
+                else 30
+            )
+        if grace == 0:
+            return None
+        return grace
+
+    # ------------------------------------------------------------ pods/binding
+
+    async def bind(self, binding: api_pb2.Binding) -> None:
+        namespace = binding.metadata.namespace or "default"
+        name = binding.metadata.name
+        node = binding.target.name
+        if not name:
+            raise Invalid.field("metadata.name", "Required value")
+        if not node:
+            raise Invalid.field("target.name", "Required value")
+        if binding.target.kind not in ("", "Node"):
+            raise Invalid.field("target.kind", f'must be "Node", not "{binding.target.kind}"')
+        clear_nnn = self._gates.enabled(CLEARING_NNN_GATE)
+
+        def mutate(obj: Message) -> Message:
+            assert isinstance(obj, types_pb2.Pod)
+            if binding.metadata.uid and binding.metadata.uid != obj.metadata.uid:
+                raise Conflict(
+                    f"Precondition failed: UID in precondition: {binding.metadata.uid}, "
+                    f"UID in object meta: {obj.metadata.uid}"
+                )
+            if obj.metadata.HasField("deletion_timestamp"):
+                raise Conflict(f"pod {name} is being deleted, cannot be assigned to a host")
+            if obj.spec.node_name:
+                raise Conflict(f'pod {name} is already assigned to node "{obj.spec.node_name}"')
+            if obj.spec.scheduling_gates:
+                raise Conflict(f"pod {name} has non-empty .spec.schedulingGates")
+            obj.spec.node_name = node
+            for k, v in binding.metadata.annotations.items():
+                obj.metadata.annotations[k] = v
+            if clear_nnn:
+                obj.status.nominated_node_name = ""
+            set_pod_condition(obj, "PodScheduled", "True", now=self._now())
+            return obj
+
+        await self.guaranteed_update(_POD, namespace, name, mutate)
+
+    # ------------------------------------------------------------ pods/resize
+
+    async def resize(self, pod: types_pb2.Pod) -> types_pb2.Pod:
+        namespace = pod.metadata.namespace or "default"
+
+        def mutate(current: Message) -> Message:
+            assert isinstance(current, types_pb2.Pod)
+            return self._apply_resize(current, pod)
+
+        result = await self.guaranteed_update(
+            _POD,
+            namespace,
+            pod.metadata.name,
+            mutate,
+            precondition_rv=pod.metadata.resource_version,
+        )
+        assert isinstance(result, types_pb2.Pod)
+        return result
+
+    def _apply_resize(self, current: types_pb2.Pod, desired: types_pb2.Pod) -> types_pb2.Pod:
+        if not self._gates.enabled(IN_PLACE_RESIZE_GATE):
+            raise NotFound(
+                "the server could not find the requested resource (pods/resize): "
+                "feature gate InPlacePodVerticalScaling is disabled"
+            )
+        result = admission.resize_pod(current, desired)
+        # Not validated as an update: resize changes what updates may not.
+        causes = validate_object(result)
+        if causes:
+            raise Invalid.from_causes(f'Pod "{current.metadata.name}"', causes)
+        admission.check_resize_qos(current, result)
+        return result
+
+    # ------------------------------------------------------------ pods/eviction
+
+    async def evict(self, eviction: api_pb2.Eviction) -> None:
+        namespace = eviction.metadata.namespace or "default"
+        name = eviction.metadata.name
+        if not name:
+            raise Invalid.field("metadata.name", "Required value")
+        current = await self.read(_POD, namespace, name)
+        pod = current.obj
+        assert isinstance(pod, types_pb2.Pod)
+        grace = eviction.grace_period_seconds if eviction.HasField("grace_period_seconds") else None
+        uid = eviction.preconditions.uid if eviction.preconditions.HasField("uid") else None
+        if not _can_ignore_pdb(pod):
+            await self._take_disruption(pod)
+        await self.delete(
+            "pods",
+            namespace,
+            name,
+            grace_period=grace,
+            uid=uid or pod.metadata.uid,
+            resource_version=None,
+        )
+
+    async def _take_disruption(self, pod: types_pb2.Pod) -> None:
+        pdbs = [
+            co.obj
+            for co in self._caches["poddisruptionbudgets"].objects()
+            if isinstance(co.obj, types_pb2.PodDisruptionBudget)
+            and co.obj.metadata.namespace == pod.metadata.namespace
+            and selector_from_label_selector(co.obj.spec.selector).matches(pod.metadata.labels)
+        ]
+        if not pdbs:
+            return
+        if len(pdbs) > 1:
+            raise Invalid(
+                "This pod has more than one PodDisruptionBudget, which the eviction subresource "
+                "does not support.",
+                [Cause("metadata.name", "more than one PodDisruptionBudget")],
+            )
+        pdb_name = pdbs[0].metadata.name
+
+        def mutate(obj: Message) -> Message:
+            assert isinstance(obj, types_pb2.PodDisruptionBudget)
+            if obj.status.observed_generation < obj.metadata.generation:
+                raise TooManyRequests(
+                    f"Cannot evict pod as it would violate the pod's disruption budget: the "
+                    f"disruption budget {pdb_name} is still being processed by the server."
+                )
+            if obj.status.disruptions_allowed <= 0:
+                raise TooManyRequests(
+                    "Cannot evict pod as it would violate the pod's disruption budget. "
+                    f"The disruption budget {pdb_name} needs {obj.status.desired_healthy} "
+                    f"healthy pods and has {obj.status.current_healthy} currently"
+                )
+            obj.status.disruptions_allowed -= 1
+            obj.status.disrupted_pods[pod.metadata.name].CopyFrom(_timestamp(self._now()))
+            return obj
+
+        await self.guaranteed_update(
+            BY_KIND["PodDisruptionBudget"], pod.metadata.namespace, pdb_name, mutate
+        )
+
+
+def _can_ignore_pdb(pod: types_pb2.Pod) -> bool:
+    """Evicting a pod that is not running disrupts nothing (upstream canIgnorePDB)."""
+    return pod.status.phase in ("Succeeded", "Failed", "Pending") or pod.metadata.HasField(
+        "deletion_timestamp"
+    )
+
+
+def set_pod_condition(
+    pod: types_pb2.Pod, ctype: str, status: str, *, now: float, reason: str = "", message: str = ""
+) -> None:
+    """Sets a condition; lastTransitionTime changes only when the status does."""
+    for c in pod.status.conditions:
+        if c.type == ctype:
+            if c.status != status:
+                c.last_transition_time.CopyFrom(_timestamp(now))
+            c.status, c.reason, c.message = status, reason, message
+            return
+    c = pod.status.conditions.add(type=ctype, status=status, reason=reason, message=message)
+    c.last_transition_time.CopyFrom(_timestamp(now))
+
+
+def _spec_bytes(obj: Message) -> bytes:
+    spec: Any = getattr(obj, "spec", None)
+    if spec is None:
+        # PriorityClass keeps its "spec" at the top level.
+        probe = _copy(obj)
+        probe.ClearField("metadata")
+        return probe.SerializeToString(deterministic=True)
+    data: bytes = spec.SerializeToString(deterministic=True)
+    return data
+
+
+def _not_found(kind: Kind, name: str) -> str:
+    return f'{kind.resource} "{name}" not found'
+
+
+def _conflict(kind: Kind, name: str) -> str:
+    return (
+        f'Operation cannot be fulfilled on {kind.resource} "{name}": the object has been '
+        "modified; please apply your changes to the latest version and try again"
+    )

@@ -1,0 +1,468 @@
+"""The gRPC edge of the apiserver: the Api service, error translation and request metrics.
+
+Handlers are registered by hand rather than through the generated servicer base so that List
+and Watch can answer with bytes built by the watch cache (serialized once, shared by every
+watcher) instead of re-encoding messages per client.
+"""
+
+from __future__ import annotations
+
+import base64
+import builtins
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Final, TypeVar
+
+import grpc
+from google.protobuf.message import Message
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from apiserver.server.registry import Registry
+from apiserver.storage import encoding
+from apiserver.storage.etcd import EtcdStore
+from apiserver.storage.watch_cache import WatchCache
+from kemu import wire
+from kemu.api.v1 import api_pb2, types_pb2
+from kemu.component.featuregate import FeatureGates
+from kemu.machinery.errors import ApiError, BadRequest, InternalError
+from kemu.machinery.fields import parse_field_selector
+from kemu.machinery.kinds import Kind, kind_for_resource, kind_of, unwrap
+from kemu.machinery.labels import parse_selector
+
+log = logging.getLogger(__name__)
+
+SERVICE: Final = "kemu.api.v1.Api"
+COMPONENT_LABEL: Final = "kemu.io/component"
+_R = TypeVar("_R")
+
+
+class _Filter:
+    """Label and field selectors of one list or watch request."""
+
+    def __init__(self, resource: str, label_selector: str, field_selector: str) -> None:
+        self._labels = parse_selector(label_selector) if label_selector else None
+        self._fields = parse_field_selector(resource, field_selector) if field_selector else None
+
+    @property
+    def empty(self) -> bool:
+        return self._labels is None and self._fields is None
+
+    def matches(self, obj: Message) -> bool:
+        if self._labels is not None and not self._labels.matches(obj.metadata.labels):  # type: ignore[attr-defined]
+            return False
+        return self._fields is None or self._fields.matches(obj)
+
+
+class Metrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.requests = Counter(
+            "apiserver_request_total",
+            "Counter of apiserver requests broken out by verb, resource and gRPC code.",
+            ["verb", "resource", "code"],
+            registry=registry,
+        )
+        self.duration = Histogram(
+            "apiserver_request_duration_seconds",
+            "Response latency distribution in seconds for each verb and resource.",
+            ["verb", "resource"],
+            buckets=(
+                0.0005,
+                0.001,
+                0.0025,
+                0.005,
+                0.01,
+                0.025,
+                0.05,
+                0.1,
+                0.25,
+                0.5,
+                1,
+                2.5,
+                5,
+                10,
+                30,
+                60,
+            ),
+            registry=registry,
+        )
+        self.watchers = Gauge(
+            "apiserver_registered_watchers",
+            "Number of currently registered watchers for a given resource.",
+            ["resource"],
+            registry=registry,
+        )
+        self.watch_events = Counter(
+            "apiserver_watch_events_total",
+            "Number of events sent in watch clients.",
+            ["resource"],
+            registry=registry,
+        )
+
+    def watchers_changed(self, resource: str, count: int) -> None:
+        self.watchers.labels(resource).set(count)
+
+
+class ApiService:
+    def __init__(
+        self,
+        registry: Registry,
+        store: EtcdStore,
+        caches: dict[str, WatchCache],
+        gates: FeatureGates,
+        metrics: Metrics,
+        version: Callable[[], api_pb2.ComponentVersion],
+        *,
+        now: Callable[[], float] = time.time,
+    ) -> None:
+        self._registry = registry
+        self._store = store
+        self._caches = caches
+        self._gates = gates
+        self._metrics = metrics
+        self._version = version
+        self._now = now
+
+    # ------------------------------------------------------------ plumbing
+
+    async def _serve(
+        self,
+        verb: str,
+        resource: str,
+        context: grpc.aio.ServicerContext[Any, Any],
+        call: Callable[[], Awaitable[_R]],
+    ) -> _R:
+        start = time.perf_counter()
+        code = grpc.StatusCode.OK
+        try:
+            return await call()
+        except ApiError as e:
+            code, details, md = wire.status_of(e)
+            context.set_trailing_metadata(md)
+            await context.abort(code, details)
+            raise  # unreachable: abort raises
+        except grpc.aio.AbortError:
+            raise
+        except Exception as e:
+            log.exception("%s %s failed", verb, resource)
+            code, details, md = wire.status_of(InternalError(f"internal error: {e}"))
+            context.set_trailing_metadata(md)
+            await context.abort(code, details)
+            raise
+        finally:
+            self._metrics.requests.labels(verb, resource or "", code.name).inc()
+            self._metrics.duration.labels(verb, resource or "").observe(time.perf_counter() - start)
+
+    @staticmethod
+    def _resource_of(envelope: api_pb2.Object) -> str:
+        which = envelope.WhichOneof("kind")
+        return kind_of(getattr(envelope, which)).resource if which else ""
+
+    def _wrap(self, obj: Message) -> api_pb2.Object:
+        out = api_pb2.Object()
+        getattr(out, kind_of(obj).field).CopyFrom(obj)
+        return out
+
+    # ------------------------------------------------------------ verbs
+
+    async def create(self, req: api_pb2.CreateRequest, context: Any) -> api_pb2.Object:
+        async def call() -> api_pb2.Object:
+            return self._wrap(await self._registry.create(unwrap(req.object)))
+
+        return await self._serve("create", self._resource_of(req.object), context, call)
+
+    async def get(self, req: api_pb2.GetRequest, context: Any) -> bytes:
+        async def call() -> bytes:
+            kind = kind_for_resource(req.resource)
+            if not req.name:
+                raise BadRequest("name is required")
+            namespace = (req.namespace or "default") if kind.namespaced else ""
+            return await self._registry.get_bytes(kind, namespace, req.name)
+
+        return await self._serve("get", req.resource, context, call)
+
+    async def list(self, req: api_pb2.ListRequest, context: Any) -> bytes:
+        async def call() -> bytes:
+            return await self._list(req)
+
+        return await self._serve("list", req.resource, context, call)
+
+    async def update(self, req: api_pb2.UpdateRequest, context: Any) -> api_pb2.Object:
+        async def call() -> api_pb2.Object:
+            return self._wrap(await self._registry.update(unwrap(req.object)))
+
+        return await self._serve("update", self._resource_of(req.object), context, call)
+
+    async def update_status(self, req: api_pb2.UpdateRequest, context: Any) -> api_pb2.Object:
+        async def call() -> api_pb2.Object:
+            return self._wrap(await self._registry.update(unwrap(req.object), status=True))
+
+        return await self._serve("update_status", self._resource_of(req.object), context, call)
+
+    async def patch(self, req: api_pb2.PatchRequest, context: Any) -> api_pb2.Object:
+        async def call() -> api_pb2.Object:
+            obj = await self._registry.patch(
+                req.resource, req.namespace, req.name, req.patch, req.subresource
+            )
+            return self._wrap(obj)
+
+        return await self._serve("patch", req.resource, context, call)
+
+    async def delete(self, req: api_pb2.DeleteRequest, context: Any) -> api_pb2.Object:
+        async def call() -> api_pb2.Object:
+            obj = await self._registry.delete(
+                req.resource,
+                req.namespace,
+                req.name,
+                grace_period=req.grace_period_seconds
+                if req.HasField("grace_period_seconds")
+                else None,
+                uid=req.preconditions.uid if req.preconditions.HasField("uid") else None,
+                resource_version=(
+                    req.preconditions.resource_version
+                    if req.preconditions.HasField("resource_version")
+                    else None
+                ),
+            )
+            return self._wrap(obj)
+
+        return await self._serve("delete", req.resource, context, call)
+
+    async def bind(self, req: api_pb2.Binding, context: Any) -> api_pb2.Status:
+        async def call() -> api_pb2.Status:
+            await self._registry.bind(req)
+            return api_pb2.Status(status="Success", code=201)
+
+        return await self._serve("create", "pods/binding", context, call)
+
+    async def resize(self, req: api_pb2.UpdateRequest, context: Any) -> api_pb2.Object:
+        async def call() -> api_pb2.Object:
+            pod = unwrap(req.object)
+            if not isinstance(pod, types_pb2.Pod):
+                raise BadRequest("pods/resize takes a Pod")
+            return self._wrap(await self._registry.resize(pod))
+
+        return await self._serve("update", "pods/resize", context, call)
+
+    async def evict(self, req: api_pb2.Eviction, context: Any) -> api_pb2.Status:
+        async def call() -> api_pb2.Status:
+            await self._registry.evict(req)
+            return api_pb2.Status(status="Success", code=201)
+
+        return await self._serve("create", "pods/eviction", context, call)
+
+    async def version(self, req: api_pb2.VersionRequest, context: Any) -> api_pb2.VersionInfo:
+        async def call() -> api_pb2.VersionInfo:
+            info = api_pb2.VersionInfo(server=self._version())
+            info.components.extend(self._components())
+            return info
+
+        return await self._serve("get", "version", context, call)
+
+    def _components(self) -> builtins.list[api_pb2.ComponentVersion]:
+        """Components that hold a live identity lease (see kemu.client.identity)."""
+        out = []
+        now = self._now()
+        for co in self._caches["leases"].objects():
+            lease = co.obj
+            assert isinstance(lease, types_pb2.Lease)
+            component = lease.metadata.labels.get(COMPONENT_LABEL)
+            if not component:
+                continue
+            duration = lease.spec.lease_duration_seconds or 0
+            if lease.spec.renew_time.ToNanoseconds() / 1e9 + duration < now:
+                continue
+            ann = lease.metadata.annotations
+            cv = api_pb2.ComponentVersion(
+                component=component,
+                identity=lease.spec.holder_identity,
+                emulated_version=ann.get("kemu.io/emulated-version", ""),
+                binary_version=ann.get("kemu.io/binary-version", ""),
+            )
+            try:
+                for g in json.loads(ann.get("kemu.io/feature-gates", "[]")):
+                    cv.feature_gates.add(
+                        name=str(g["name"]),
+                        enabled=bool(g["enabled"]),
+                        stage=str(g.get("stage", "")),
+                        locked=bool(g.get("locked", False)),
+                    )
+            except (ValueError, KeyError, TypeError):
+                log.warning("identity lease %s has malformed feature gates", lease.metadata.name)
+            out.append(cv)
+        out.sort(key=lambda c: (c.component, c.identity))
+        return out
+
+    # ------------------------------------------------------------ list
+
+    async def _list(self, req: api_pb2.ListRequest) -> bytes:
+        kind = kind_for_resource(req.resource)
+        flt = _Filter(req.resource, req.label_selector, req.field_selector)
+        namespace = req.namespace if kind.namespaced else ""
+        cache = self._caches[kind.resource]
+        rv = req.resource_version
+        if req.limit < 0:
+            raise BadRequest("limit must be greater than or equal to 0")
+        if req.resource_version_match not in ("", "NotOlderThan", "Exact"):
+            raise BadRequest(f'unknown resourceVersionMatch "{req.resource_version_match}"')
+        if getattr(req, "continue"):
+            return await self._list_etcd(kind, namespace, flt, req, 0)
+        if rv:
+            revision = _parse_rv(rv)
+            if req.resource_version_match == "Exact":
+                return await self._list_etcd(kind, namespace, flt, req, revision)
+            if cache.ready and (revision == 0 or cache.revision >= revision):
+                return self._list_cache(cache, namespace, flt)
+        elif req.resource_version_match:
+            raise BadRequest("resourceVersionMatch is forbidden unless resourceVersion is provided")
+        return await self._list_etcd(kind, namespace, flt, req, 0)
+
+    @staticmethod
+    def _list_cache(cache: WatchCache, namespace: str, flt: _Filter) -> bytes:
+        prefix = f"{cache.prefix}{namespace}/" if namespace else cache.prefix
+        items = sorted(
+            (
+                co
+                for co in cache.objects()
+                if co.key.startswith(prefix) and (flt.empty or flt.matches(co.obj))
+            ),
+            key=lambda co: co.key,
+        )
+        return encoding.list_response([co.envelope for co in items], cache.revision)
+
+    async def _list_etcd(
+        self, kind: Kind, namespace: str, flt: _Filter, req: api_pb2.ListRequest, revision: int
+    ) -> bytes:
+        prefix = f"/registry/{kind.resource}/" + (f"{namespace}/" if namespace else "")
+        token = getattr(req, "continue")
+        start_after = ""
+        if token:
+            revision, start_after = _decode_continue(token, prefix)
+        field = api_pb2.Object.DESCRIPTOR.fields_by_name[kind.field].number
+        limit = int(req.limit)
+        out: builtins.list[bytes] = []
+        read_at = revision
+        while True:
+            chunk = max(limit - len(out), 0) if limit else 1000
+            page = await self._store.range(
+                prefix,
+                revision=read_at,
+                limit=max(chunk, 1) if limit else 1000,
+                start_after=start_after,
+            )
+            read_at = page.revision if read_at == 0 else read_at
+            for kv in page.kvs:
+                data = encoding.with_resource_version(kv.value, kv.mod_revision)
+                if not flt.empty and not flt.matches(kind.message.FromString(data)):
+                    continue
+                out.append(encoding.envelope(field, data))
+            if page.kvs:
+                start_after = page.kvs[-1].key
+            if not page.more:
+                return encoding.list_response(out, read_at)
+            if limit and len(out) >= limit:
+                return encoding.list_response(out, read_at, _encode_continue(read_at, start_after))
+
+    # ------------------------------------------------------------ watch
+
+    async def watch(self, req: api_pb2.WatchRequest, context: Any) -> AsyncIterator[bytes]:
+        try:
+            kind = kind_for_resource(req.resource)
+            flt = _Filter(req.resource, req.label_selector, req.field_selector)
+            cache = self._caches[kind.resource]
+            rv = req.resource_version
+            revision = None if rv in ("", "0") else _parse_rv(rv)
+            initial, receive, watcher = cache.watch(
+                namespace=req.namespace if kind.namespaced else "",
+                filter=None if flt.empty else flt,
+                resource_version=revision,
+            )
+        except ApiError as e:
+            self._metrics.requests.labels(
+                "watch",
+                req.resource,
+                wire.STATUS_CODES.get(e.reason, grpc.StatusCode.INTERNAL).name,
+            ).inc()
+            code, details, md = wire.status_of(e)
+            context.set_trailing_metadata(md)
+            await context.abort(code, details)
+            return
+        self._metrics.requests.labels("watch", req.resource, "OK").inc()
+        sent = self._metrics.watch_events.labels(req.resource)
+        try:
+            for data in initial:
+                yield data
+            sent.inc(len(initial))
+            async with receive:
+                async for data in receive:
+                    yield data
+                    sent.inc()
+        finally:
+            cache.stop(watcher)
+
+    # ------------------------------------------------------------ registration
+
+    def handler(self) -> grpc.GenericRpcHandler[Any, Any]:
+        def unary(
+            fn: Any, req_cls: type[Message], resp_ser: Callable[[Any], bytes]
+        ) -> grpc.RpcMethodHandler[Any, Any]:
+            return grpc.unary_unary_rpc_method_handler(
+                fn, request_deserializer=req_cls.FromString, response_serializer=resp_ser
+            )
+
+        ser = _serialize
+        raw = _identity
+        handlers = {
+            "Create": unary(self.create, api_pb2.CreateRequest, ser),
+            "Get": unary(self.get, api_pb2.GetRequest, raw),
+            "List": unary(self.list, api_pb2.ListRequest, raw),
+            "Watch": grpc.unary_stream_rpc_method_handler(
+                self.watch,
+                request_deserializer=api_pb2.WatchRequest.FromString,
+                response_serializer=raw,
+            ),
+            "Update": unary(self.update, api_pb2.UpdateRequest, ser),
+            "UpdateStatus": unary(self.update_status, api_pb2.UpdateRequest, ser),
+            "Patch": unary(self.patch, api_pb2.PatchRequest, ser),
+            "Delete": unary(self.delete, api_pb2.DeleteRequest, ser),
+            "Bind": unary(self.bind, api_pb2.Binding, ser),
+            "Resize": unary(self.resize, api_pb2.UpdateRequest, ser),
+            "Evict": unary(self.evict, api_pb2.Eviction, ser),
+            "Version": unary(self.version, api_pb2.VersionRequest, ser),
+        }
+        return grpc.method_handlers_generic_handler(SERVICE, handlers)
+
+
+def _serialize(msg: Message) -> bytes:
+    return msg.SerializeToString()
+
+
+def _identity(data: bytes) -> bytes:
+    return data
+
+
+def _parse_rv(rv: str) -> int:
+    try:
+        value = int(rv)
+    except ValueError:
+        raise BadRequest(f'invalid resourceVersion "{rv}": must be an integer') from None
+    if value < 0:
+        raise BadRequest(f'invalid resourceVersion "{rv}": must not be negative')
+    return value
+
+
+def _encode_continue(revision: int, key: str) -> str:
+    raw = json.dumps({"rv": revision, "start": key}).encode()
+    return base64.urlsafe_b64encode(raw).decode()
+
+
+def _decode_continue(token: str, prefix: str) -> tuple[int, str]:
+    try:
+        data = json.loads(base64.urlsafe_b64decode(token.encode()))
+        revision, key = int(data["rv"]), str(data["start"])
+    except (ValueError, KeyError, TypeError):
+        raise BadRequest("continue key is not valid") from None
+    if not key.startswith(prefix):
+        raise BadRequest("continue key is not valid for this request")
+    return revision, key

@@ -1,0 +1,271 @@
+"""etcd3 storage: the only code in kemu that speaks to etcd.
+
+Keys are `/registry/<resource>/<namespace>/<name>` (cluster-scoped: `/registry/<resource>/<name>`)
+and values are serialized protobuf objects. An object's resourceVersion is its etcd mod revision:
+every write is a transaction that compares it, so a stale resourceVersion is a Conflict.
+
+We call etcd's gRPC API through the stubs aetcd ships rather than aetcd's client, because we
+need the response header revision of every transaction and a watch we can resume and cancel
+under our own task group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import anyio
+import grpc
+from aetcd import rpc
+
+from kemu.machinery.errors import Conflict, Gone, InternalError, NotFound, Unavailable
+
+log = logging.getLogger(__name__)
+
+_EQUAL: Final = 0
+_TARGET_CREATE: Final = 1
+_TARGET_MOD: Final = 2
+_EVENT_PUT: Final = 0
+_MAX_MESSAGE: Final = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class KeyValue:
+    key: str
+    value: bytes
+    mod_revision: int
+    create_revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class StorageEvent:
+    """One change of one key. `prev` is the value before (None for a create)."""
+
+    type: str  # PUT or DELETE
+    key: str
+    value: bytes | None  # None for DELETE
+    prev: bytes | None
+    revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class RangeResult:
+    kvs: list[KeyValue]
+    revision: int  # the store revision the range was read at
+    more: bool
+
+
+def prefix_end(prefix: bytes) -> bytes:
+    """The range end that covers every key starting with `prefix`."""
+    end = bytearray(prefix)
+    for i in range(len(end) - 1, -1, -1):
+        if end[i] < 0xFF:
+            end[i] += 1
+            return bytes(end[: i + 1])
+    return b"\x00"
+
+
+def _translate(err: grpc.aio.AioRpcError, what: str) -> Exception:
+    details = err.details() or ""
+    code = err.code()
+    if "compacted" in details:
+        return Gone(f"too old resource version: {what}: {details}")
+    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+        return Unavailable(f"etcd is unavailable: {details}")
+    if "future revision" in details:
+        return Unavailable(f"etcd has not reached the requested revision yet: {details}")
+    return InternalError(f"etcd {what} failed: {code.name}: {details}")
+
+
+class EtcdStore:
+    """Key-value operations with compare-and-swap on mod revisions."""
+
+    def __init__(self, endpoints: Sequence[str], *, timeout: float = 10.0) -> None:
+        if not endpoints:
+            raise ValueError("at least one etcd endpoint is required")
+        self._endpoints = [e.removeprefix("http://").removeprefix("https://") for e in endpoints]
+        self._timeout = timeout
+        options = [
+            ("grpc.max_receive_message_length", _MAX_MESSAGE),
+            ("grpc.max_send_message_length", _MAX_MESSAGE),
+            ("grpc.keepalive_time_ms", 10_000),
+            ("grpc.keepalive_timeout_ms", 5_000),
+        ]
+        # gRPC balances over the endpoints with round_robin on an ipv4 target list.
+        target = (
+            self._endpoints[0] if len(self._endpoints) == 1 else "ipv4:" + ",".join(self._endpoints)
+        )
+        self._channel = grpc.aio.insecure_channel(
+            target, options=[*options, ("grpc.lb_policy_name", "round_robin")]
+        )
+        self._kv: Any = rpc.KVStub(self._channel)
+        self._watch: Any = rpc.WatchStub(self._channel)
+        self._maintenance: Any = rpc.MaintenanceStub(self._channel)
+
+    async def close(self) -> None:
+        await self._channel.close(None)
+
+    async def _call(self, what: str, method: Any, request: Any) -> Any:
+        try:
+            return await method(request, timeout=self._timeout, wait_for_ready=True)
+        except grpc.aio.AioRpcError as e:
+            raise _translate(e, what) from None
+        except asyncio.CancelledError:
+            # grpc.aio raises a bare CancelledError that escapes anyio scopes; let anyio see
+            # its own cancellation first (stack-notes).
+            await anyio.lowlevel.checkpoint()
+            raise
+
+    # ------------------------------------------------------------ reads
+
+    async def current_revision(self) -> int:
+        resp = await self._call(
+            "range", self._kv.Range, rpc.RangeRequest(key=b"\x00", limit=1, count_only=True)
+        )
+        return int(resp.header.revision)
+
+    async def status(self) -> None:
+        """Raises Unavailable unless etcd answers (readiness)."""
+        await self._call("status", self._maintenance.Status, rpc.StatusRequest())
+
+    async def get(self, key: str, *, revision: int = 0) -> KeyValue | None:
+        resp = await self._call(
+            "get", self._kv.Range, rpc.RangeRequest(key=key.encode(), revision=revision)
+        )
+        if not resp.kvs:
+            return None
+        kv = resp.kvs[0]
+        return KeyValue(key, kv.value, int(kv.mod_revision), int(kv.create_revision))
+
+    async def range(
+        self, prefix: str, *, revision: int = 0, limit: int = 0, start_after: str = ""
+    ) -> RangeResult:
+        """Keys under `prefix` in key order, read at `revision` (0 = now)."""
+        pfx = prefix.encode()
+        start = (start_after.encode() + b"\x00") if start_after else pfx
+        req = rpc.RangeRequest(key=start, range_end=prefix_end(pfx), revision=revision, limit=limit)
+        resp = await self._call("range", self._kv.Range, req)
+        kvs = [
+            KeyValue(kv.key.decode(), kv.value, int(kv.mod_revision), int(kv.create_revision))
+            for kv in resp.kvs
+        ]
+        return RangeResult(kvs, int(resp.header.revision), bool(resp.more))
+
+    # ------------------------------------------------------------ writes
+
+    async def create(self, key: str, value: bytes) -> int:
+        """Puts `value` if `key` does not exist; returns the new revision. Conflict otherwise."""
+        k = key.encode()
+        req = rpc.TxnRequest(
+            compare=[rpc.Compare(result=_EQUAL, target=_TARGET_CREATE, key=k, create_revision=0)],
+            success=[rpc.RequestOp(request_put=rpc.PutRequest(key=k, value=value))],
+        )
+        resp = await self._call("create", self._kv.Txn, req)
+        if not resp.succeeded:
+            raise Conflict(f"key {key} already exists")
+        return int(resp.header.revision)
+
+    async def update(self, key: str, value: bytes, expected_revision: int) -> int:
+        """Compare-and-swap on the mod revision; returns the new revision.
+
+        Raises NotFound when the key is gone and Conflict when it changed since
+        `expected_revision`.
+        """
+        k = key.encode()
+        req = rpc.TxnRequest(
+            compare=[
+                rpc.Compare(
+                    result=_EQUAL, target=_TARGET_MOD, key=k, mod_revision=expected_revision
+                )
+            ],
+            success=[rpc.RequestOp(request_put=rpc.PutRequest(key=k, value=value))],
+            failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=k, keys_only=True))],
+        )
+        resp = await self._call("update", self._kv.Txn, req)
+        if not resp.succeeded:
+            if not resp.responses[0].response_range.kvs:
+                raise NotFound(f"key {key} not found")
+            raise Conflict(f"key {key} was modified")
+        return int(resp.header.revision)
+
+    async def delete(self, key: str, expected_revision: int) -> int:
+        """Deletes `key` if it is still at `expected_revision`; returns the new revision."""
+        k = key.encode()
+        req = rpc.TxnRequest(
+            compare=[
+                rpc.Compare(
+                    result=_EQUAL, target=_TARGET_MOD, key=k, mod_revision=expected_revision
+                )
+            ],
+            success=[rpc.RequestOp(request_delete_range=rpc.DeleteRangeRequest(key=k))],
+            failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=k, keys_only=True))],
+        )
+        resp = await self._call("delete", self._kv.Txn, req)
+        if not resp.succeeded:
+            if not resp.responses[0].response_range.kvs:
+                raise NotFound(f"key {key} not found")
+            raise Conflict(f"key {key} was modified")
+        return int(resp.header.revision)
+
+    async def compact(self, revision: int) -> None:
+        await self._call(
+            "compact", self._kv.Compact, rpc.CompactionRequest(revision=revision, physical=True)
+        )
+
+    # ------------------------------------------------------------ watch
+
+    async def watch(self, prefix: str, start_revision: int) -> AsyncIterator[list[StorageEvent]]:
+        """Batches of changes under `prefix` from `start_revision` (inclusive), in order.
+
+        Raises Gone when `start_revision` was compacted and Unavailable when the stream breaks;
+        the caller resumes from the revision after the last one it saw.
+        """
+        pfx = prefix.encode()
+        create = rpc.WatchRequest(
+            create_request=rpc.WatchCreateRequest(
+                key=pfx,
+                range_end=prefix_end(pfx),
+                start_revision=start_revision,
+                prev_kv=True,
+                progress_notify=True,
+            )
+        )
+
+        async def requests() -> AsyncIterator[Any]:
+            yield create
+            # Keep the request side open: closing it ends the watch on the server.
+            await asyncio.Event().wait()
+
+        call = self._watch.Watch(requests(), wait_for_ready=True)
+        try:
+            async for resp in call:
+                if resp.canceled:
+                    if resp.compact_revision:
+                        raise Gone(
+                            f"watch from revision {start_revision} is too old: compacted at "
+                            f"{resp.compact_revision}"
+                        )
+                    raise Unavailable(f"etcd cancelled the watch: {resp.cancel_reason}")
+                if not resp.events:
+                    continue
+                batch = []
+                for ev in resp.events:
+                    put = ev.type == _EVENT_PUT
+                    batch.append(
+                        StorageEvent(
+                            type="PUT" if put else "DELETE",
+                            key=ev.kv.key.decode(),
+                            value=ev.kv.value if put else None,
+                            prev=ev.prev_kv.value if ev.HasField("prev_kv") else None,
+                            revision=int(ev.kv.mod_revision),
+                        )
+                    )
+                yield batch
+        except grpc.aio.AioRpcError as e:
+            raise _translate(e, "watch") from None
+        finally:
+            call.cancel()
+        raise Unavailable("etcd watch stream ended")

@@ -1,0 +1,335 @@
+"""The watch cache: one etcd watch per resource serving every gRPC watcher (upstream's cacher).
+
+The cache holds the current objects of one resource and a bounded history of changes, fed by a
+single etcd watch. Every change is decoded once and, per event type, serialized once; the same
+bytes go to every watcher whose filter matches. Each watcher has a bounded buffer: a watcher too
+slow to drain it is closed (its client resumes from the last resourceVersion it saw, or
+relists), so a slow client never blocks the cache or other watchers.
+
+Filtering follows the upstream cacher: an object that starts matching a watcher's selectors is
+sent as ADDED, one that stops matching as DELETED, otherwise MODIFIED.
+
+At start-up the cache reads the resource at an older revision (when etcd still has it) and
+replays the changes since, so that clients of an apiserver that was restarted resume their
+watches from the resourceVersion they last saw instead of relisting.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Final, Protocol
+
+import anyio
+from anyio.abc import TaskStatus
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from google.protobuf.message import Message
+
+from apiserver.storage import encoding
+from apiserver.storage.etcd import EtcdStore, StorageEvent
+from kemu.api.v1 import api_pb2
+from kemu.machinery.errors import Gone, Unavailable
+from kemu.machinery.kinds import Kind
+
+log = logging.getLogger(__name__)
+
+DEFAULT_HISTORY: Final = 20_000  # events kept for watchers that resume
+DEFAULT_WATCHER_BUFFER: Final = 10_000  # events buffered per watcher before it is closed
+REPLAY_REVISIONS: Final = 20_000  # how far back a restarted cache replays
+
+
+class ObjectFilter(Protocol):
+    def matches(self, obj: Message) -> bool: ...
+
+
+@dataclass(slots=True)
+class CachedObject:
+    """One object as served: decoded (resourceVersion set) and its Object envelope bytes."""
+
+    key: str
+    obj: Message
+    revision: int
+    envelope: bytes
+
+
+@dataclass(slots=True)
+class CacheEvent:
+    type: str  # ADDED, MODIFIED, DELETED (storage view, before per-watcher filtering)
+    key: str
+    cur: CachedObject  # the object after the change (its last state for DELETED)
+    prev: CachedObject | None
+    revision: int
+    _frames: dict[str, bytes] = field(default_factory=dict)
+
+    def frame(self, event_type: str) -> bytes:
+        """The WatchEvent bytes for `event_type`, serialized at most once per type."""
+        data = self._frames.get(event_type)
+        if data is None:
+            data = encoding.watch_event(event_type, self.cur.envelope)
+            self._frames[event_type] = data
+        return data
+
+
+@dataclass(eq=False)
+class Watcher:
+    namespace: str
+    filter: ObjectFilter | None
+    after: int  # deliver only events with a higher revision
+    send: MemoryObjectSendStream[bytes]
+    closed: bool = False
+
+    def _matches(self, co: CachedObject | None) -> bool:
+        if co is None:
+            return False
+        if self.namespace and co.key.split("/")[3:4] != [self.namespace]:
+            return False
+        return self.filter is None or self.filter.matches(co.obj)
+
+    def event_type(self, ev: CacheEvent) -> str | None:
+        """What this watcher sees of `ev`, or None."""
+        if ev.type == "DELETED":
+            return "DELETED" if self._matches(ev.cur) else None
+        cur = self._matches(ev.cur)
+        prev = self._matches(ev.prev)
+        if cur and prev:
+            return "MODIFIED"
+        if cur:
+            return "ADDED"
+        if prev:
+            return "DELETED"
+        return None
+
+    def initial(self, co: CachedObject) -> bytes | None:
+        return encoding.watch_event("ADDED", co.envelope) if self._matches(co) else None
+
+
+class WatchCache:
+    def __init__(
+        self,
+        store: EtcdStore,
+        kind: Kind,
+        *,
+        history: int = DEFAULT_HISTORY,
+        watcher_buffer: int = DEFAULT_WATCHER_BUFFER,
+        on_watchers_changed: Callable[[str, int], None] | None = None,
+    ) -> None:
+        self._store = store
+        self.kind = kind
+        self.prefix = f"/registry/{kind.resource}/"
+        self._field = api_pb2.Object.DESCRIPTOR.fields_by_name[kind.field].number
+        self._history_size = history
+        self._watcher_buffer = watcher_buffer
+        self._on_watchers_changed = on_watchers_changed
+        self._objects: dict[str, CachedObject] = {}
+        self._history: deque[CacheEvent] = deque()
+        # A watcher may resume from any revision >= _history_start.
+        self._history_start = 0
+        self.revision = 0
+        self._watchers: set[Watcher] = set()
+        self._ready = anyio.Event()
+
+    # ------------------------------------------------------------ state
+
+    @property
+    def ready(self) -> bool:
+        return self._ready.is_set()
+
+    async def wait_ready(self) -> None:
+        await self._ready.wait()
+
+    def _decode(self, key: str, value: bytes, revision: int) -> CachedObject:
+        data = encoding.with_resource_version(value, revision)
+        obj = self.kind.message.FromString(data)
+        return CachedObject(key, obj, revision, encoding.envelope(self._field, data))
+
+    def objects(self) -> Iterable[CachedObject]:
+        return self._objects.values()
+
+    def get(self, key: str) -> CachedObject | None:
+        return self._objects.get(key)
+
+    # ------------------------------------------------------------ feeding
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Keeps the cache in step with etcd until cancelled."""
+        started = False
+        delay = 0.1
+        while True:
+            try:
+                if not started or self.revision == 0:
+                    await self._initialize()
+                if not started:
+                    started = True
+                    task_status.started()
+                async for batch in self._store.watch(self.prefix, self.revision + 1):
+                    self._apply(batch)
+                    delay = 0.1
+            except Gone as e:
+                log.warning(
+                    "watch cache for %s fell behind compaction, relisting: %s",
+                    self.kind.resource,
+                    e,
+                )
+                self._reset()
+            except Unavailable as e:
+                log.warning(
+                    "watch cache for %s lost etcd (%s); retrying in %.1fs",
+                    self.kind.resource,
+                    e,
+                    delay,
+                )
+                await anyio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    async def _initialize(self) -> None:
+        current = await self._store.current_revision()
+        start = max(1, current - REPLAY_REVISIONS)
+        try:
+            objects = await self._read_all(start)
+        except Gone:
+            start = current
+            objects = await self._read_all(start)
+        self._objects = objects
+        self._history.clear()
+        self._history_start = start
+        self.revision = start
+        self._ready.set()
+        log.info(
+            "watch cache for %s holds %d objects at revision %d (etcd at %d)",
+            self.kind.resource,
+            len(objects),
+            start,
+            current,
+        )
+
+    async def _read_all(self, revision: int) -> dict[str, CachedObject]:
+        objects: dict[str, CachedObject] = {}
+        after = ""
+        while True:
+            page = await self._store.range(
+                self.prefix, revision=revision, limit=1000, start_after=after
+            )
+            for kv in page.kvs:
+                objects[kv.key] = self._decode(kv.key, kv.value, kv.mod_revision)
+            if not page.more or not page.kvs:
+                return objects
+            after = page.kvs[-1].key
+
+    def _reset(self) -> None:
+        """Forgets everything; watchers are closed and relist."""
+        for w in list(self._watchers):
+            self._close(w)
+        self._objects = {}
+        self._history.clear()
+        self.revision = 0
+
+    def _apply(self, batch: list[StorageEvent]) -> None:
+        for sev in batch:
+            if sev.revision <= self.revision:
+                continue
+            prev = self._objects.get(sev.key)
+            if sev.type == "PUT":
+                assert sev.value is not None
+                cur = self._decode(sev.key, sev.value, sev.revision)
+                self._objects[sev.key] = cur
+                ev = CacheEvent("MODIFIED" if prev else "ADDED", sev.key, cur, prev, sev.revision)
+            else:
+                if prev is None:
+                    if sev.prev is None:
+                        continue
+                    prev = self._decode(sev.key, sev.prev, sev.revision)
+                del self._objects[sev.key]
+                # A DELETED event carries the last state at the deletion's revision.
+                last = self._restamp(prev, sev.revision)
+                ev = CacheEvent("DELETED", sev.key, last, prev, sev.revision)
+            self.revision = sev.revision
+            self._history.append(ev)
+            if len(self._history) > self._history_size:
+                dropped = self._history.popleft()
+                self._history_start = dropped.revision
+            self._dispatch(ev)
+
+    def _restamp(self, co: CachedObject, revision: int) -> CachedObject:
+        obj = co.obj.__class__()
+        obj.CopyFrom(co.obj)
+        obj.metadata.resource_version = str(revision)  # type: ignore[attr-defined]
+        return CachedObject(
+            co.key, obj, revision, encoding.envelope(self._field, obj.SerializeToString())
+        )
+
+    def _dispatch(self, ev: CacheEvent) -> None:
+        for w in list(self._watchers):
+            if ev.revision <= w.after:
+                continue
+            t = w.event_type(ev)
+            if t is None:
+                continue
+            try:
+                w.send.send_nowait(ev.frame(t))
+            except anyio.WouldBlock:
+                log.warning(
+                    "closing a watch of %s that fell %d events behind",
+                    self.kind.resource,
+                    self._watcher_buffer,
+                )
+                self._close(w)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                self._close(w)
+
+    # ------------------------------------------------------------ watchers
+
+    def watch(
+        self, *, namespace: str, filter: ObjectFilter | None, resource_version: int | None
+    ) -> tuple[list[bytes], MemoryObjectReceiveStream[bytes], Watcher]:
+        """Registers a watcher. Returns the events it must be sent first, then its stream.
+
+        `resource_version` None means "the current state as ADDED events, then changes".
+        Raises Gone when the requested revision is older than the retained history.
+        """
+        if not self.ready:
+            raise Unavailable(f"the watch cache for {self.kind.resource} is not ready yet")
+        if resource_version is not None and resource_version < self._history_start:
+            raise Gone(
+                f"too old resource version: {resource_version} (oldest retained "
+                f"{self._history_start})"
+            )
+        send, receive = anyio.create_memory_object_stream[bytes](self._watcher_buffer)
+        initial: list[bytes] = []
+        if resource_version is None:
+            w = Watcher(namespace, filter, self.revision, send)
+            for co in self._objects.values():
+                data = w.initial(co)
+                if data is not None:
+                    initial.append(data)
+        else:
+            w = Watcher(namespace, filter, resource_version, send)
+            for ev in self._history:
+                if ev.revision > resource_version:
+                    t = w.event_type(ev)
+                    if t is not None:
+                        initial.append(ev.frame(t))
+            w.after = max(resource_version, self.revision)
+        self._watchers.add(w)
+        self._notify()
+        return initial, receive, w
+
+    def stop(self, w: Watcher) -> None:
+        self._close(w)
+
+    def _close(self, w: Watcher) -> None:
+        if w in self._watchers:
+            self._watchers.discard(w)
+            self._notify()
+        if not w.closed:
+            w.closed = True
+            w.send.close()
+
+    def _notify(self) -> None:
+        if self._on_watchers_changed is not None:
+            self._on_watchers_changed(self.kind.resource, len(self._watchers))
+
+    @property
+    def watcher_count(self) -> int:
+        return len(self._watchers)
