@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 
 import anyio
+import grpc
 import pytest
 
-from kemu.api.v1 import types_pb2
+from kemu.api.v1 import api_pb2, api_pb2_grpc, types_pb2
 from kemu.client.client import Client
+from kemu.machinery import convert, kinds
 from kemu.machinery.errors import (
     AlreadyExists,
     BadRequest,
@@ -23,7 +24,7 @@ from kemu.machinery.errors import (
     NotFound,
     TooManyRequests,
 )
-from kemu.testing import Cluster, eventually, make_node, make_pdb, make_pod, make_priority_class
+from kemu.testing import Cluster, make_node, make_pdb, make_pod, make_priority_class
 from kemu.testing.names import unique_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
@@ -122,12 +123,12 @@ async def test_watch_resumes_from_last_resource_version_exactly_once_in_order(cl
 async def test_watch_with_selectors_turns_leaving_objects_into_deleted(cluster):
     ns = unique_name("sel")
     async with _client(cluster) as c:
-        pod = await c.create(make_pod("p").namespace(ns).labels(app="web").obj())
+        await c.create(make_pod("p").namespace(ns).labels(app="web").obj())
         async with c.watch(types_pb2.Pod, ns, label_selector="app=web") as events:
             with anyio.fail_after(5):
                 ev = await anext(events)
             assert (ev.type, ev.object.metadata.name) == ("ADDED", "p")
-            pod = await c.patch(types_pb2.Pod, "p", {"metadata": {"labels": {"app": "db"}}}, ns)
+            await c.patch(types_pb2.Pod, "p", {"metadata": {"labels": {"app": "db"}}}, ns)
             with anyio.fail_after(5):
                 ev = await anext(events)
             assert ev.type == "DELETED"
@@ -391,8 +392,6 @@ async def test_resize_changes_only_container_resources_and_bumps_generation(clus
 async def test_invalid_objects_are_refused_naming_the_field_and_nothing_is_written(
     cluster, manifest, field
 ):
-    from kemu.machinery import convert, kinds
-
     ns = unique_name("bad")
     manifest = json.loads(json.dumps(manifest))
     manifest["metadata"]["namespace"] = ns
@@ -441,21 +440,12 @@ async def test_negative_grace_period_and_unknown_kind_are_refused(cluster):
         with pytest.raises(Invalid, match="gracePeriodSeconds"):
             await c.delete(types_pb2.Pod, "p", ns, grace_period_seconds=-1)
         assert await c.get(types_pb2.Pod, "p", ns)
-    from kemu.api.v1 import api_pb2
-    import grpc
-
     async with grpc.aio.insecure_channel(cluster.server) as ch:
-        stub = api_pb2_grpc_stub(ch)
+        stub = api_pb2_grpc.ApiStub(ch)
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await stub.Get(api_pb2.GetRequest(resource="widgets", name="x"), timeout=5)
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert "widgets" in (err.value.details() or "")
-
-
-def api_pb2_grpc_stub(channel):
-    from kemu.api.v1 import api_pb2_grpc
-
-    return api_pb2_grpc.ApiStub(channel)
 
 
 # ---------------------------------------------------------------- version
@@ -497,7 +487,3 @@ async def test_version_reports_the_gates_of_the_emulated_version(
     if version == "1.33":
         assert "NominatedNodeNameForExpectation" not in gates
         assert "ClearingNominatedNodeNameAfterBinding" not in gates
-
-
-def _unused(_: Path) -> None:  # pragma: no cover - keeps Path imported for type hints
-    return None
