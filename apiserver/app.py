@@ -124,7 +124,7 @@ async def _serve(args: argparse.Namespace, store: EtcdStore, ctx: ComponentConte
         await server.start()
         log.info("serving the kemu API on %s (emulated version %s)", address, ctx.options.version)
         if args.etcd_compaction_interval > 0:
-            tg.start_soon(_compactor, store, args.etcd_compaction_interval, ctx)
+            tg.start_soon(_compactor, store, caches, args.etcd_compaction_interval, ctx)
 
         async def health() -> None:
             nonlocal etcd_ok
@@ -159,7 +159,9 @@ async def _bootstrap(registry: Registry, ctx: ComponentContext) -> None:
         )
 
 
-async def _compactor(store: EtcdStore, interval: float, ctx: ComponentContext) -> None:
+async def _compactor(
+    store: EtcdStore, caches: dict[str, WatchCache], interval: float, ctx: ComponentContext
+) -> None:
     """Compacts etcd to the revision seen one interval ago (upstream's compactor)."""
     previous = 0
     while True:
@@ -168,6 +170,8 @@ async def _compactor(store: EtcdStore, interval: float, ctx: ComponentContext) -
             current = await store.current_revision()
             if previous:
                 await store.compact(previous)
+                for cache in caches.values():
+                    cache.compacted(previous)
                 log.info("compacted etcd to revision %d", previous)
             previous = current
         except Exception as e:  # compaction is best effort: log and try next time

@@ -217,6 +217,13 @@ class WatchCache:
                 return objects
             after = page.kvs[-1].key
 
+    def compacted(self, revision: int) -> None:
+        """etcd history up to `revision` is gone: watchers can no longer resume from before it
+        (they get Gone and relist, as upstream's cache window)."""
+        while self._history and self._history[0].revision <= revision:
+            self._history.popleft()
+        self._history_start = max(self._history_start, revision)
+
     def _reset(self) -> None:
         """Forgets everything; watchers are closed and relist."""
         for w in list(self._watchers):

@@ -177,6 +177,8 @@ class Informer(Generic[M]):
         self._running = False
         self._lister = Lister(self)
         self.last_resource_version = ""
+        self.lists = 0
+        """How many complete lists the informer made (1 + relists); resumed watches add none."""
 
     def __repr__(self) -> str:
         return f"Informer({self.resource}, namespace={self._namespace!r})"
@@ -329,6 +331,7 @@ class Informer(Generic[M]):
             field_selector=self._field_selector,
         )
         self._replace(result.items, result.resource_version)
+        self.lists += 1
         logger.debug(
             "%s: listed %d objects at resourceVersion %s",
             self.resource,
