@@ -121,5 +121,6 @@ async def test_watch_from_a_compacted_revision_is_gone_and_informers_relist(clus
         await eventually(_converged(informer, client), timeout=20)
         assert informer.lists == 2  # the resume was Gone, so it relisted once
         assert informer.lister.get("gone1", NS) is None
-        assert informer.lister.get("gone0", NS).metadata.labels["changed"] == "yes"
+        changed = informer.lister.get("gone0", NS)
+        assert changed is not None and changed.metadata.labels["changed"] == "yes"
         tg.cancel_scope.cancel()

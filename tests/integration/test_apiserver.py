@@ -106,7 +106,7 @@ async def test_watch_resumes_from_last_resource_version_exactly_once_in_order(cl
         expected.append(("MODIFIED", "p3", p3.metadata.resource_version))
         deleted = await c.delete(types_pb2.Pod, "p4", ns)
         expected.append(("DELETED", "p4", deleted.metadata.resource_version))
-        got = []
+        got: list[tuple[str, str, str]] = []
         async with c.watch(types_pb2.Pod, ns, resource_version=last_rv) as events:
             with anyio.fail_after(5):
                 while len(got) < len(expected):
@@ -441,7 +441,7 @@ async def test_negative_grace_period_and_unknown_kind_are_refused(cluster):
             await c.delete(types_pb2.Pod, "p", ns, grace_period_seconds=-1)
         assert await c.get(types_pb2.Pod, "p", ns)
     async with grpc.aio.insecure_channel(cluster.server) as ch:
-        stub = api_pb2_grpc.ApiStub(ch)
+        stub = api_pb2_grpc.ApiStub(ch)  # type: ignore[no-untyped-call]
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await stub.Get(api_pb2.GetRequest(resource="widgets", name="x"), timeout=5)
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT

@@ -163,6 +163,7 @@ def test_random_pods_are_created_or_refused_never_crash(cluster, portal, client,
     manifest.setdefault("metadata", {})["namespace"] = NS
     try:
         pod = convert.from_dict(kinds.BY_KIND["Pod"], manifest)
+        assert isinstance(pod, types_pb2.Pod)
     except ApiError:
         return  # refused client-side already: nothing reaches the server
     outcome = _outcome(portal, client.create, pod)
