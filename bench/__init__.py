@@ -1,0 +1,1 @@
+"""kemu's benchmarks (the scheduler-perf analogue): `python -m bench` lists them."""

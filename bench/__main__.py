@@ -1,0 +1,44 @@
+"""`python -m bench` lists the benchmarks; `python -m bench NAME [args]` runs one."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+from typing import Final
+
+# name -> (module with main(argv) -> int, one-line description)
+BENCHMARKS: Final[dict[str, tuple[str, str]]] = {
+    "apiserver": (
+        "bench.apiserver",
+        "create/get/update throughput and p50/p99 through the apiserver vs raw etcd, "
+        "watch delivery latency",
+    ),
+}
+
+
+def usage() -> str:
+    width = max(len(name) for name in BENCHMARKS)
+    lines = ["usage: python -m bench NAME [args]   (python -m bench NAME --help)", ""]
+    lines.append("benchmarks:")
+    for name, (_, description) in BENCHMARKS.items():
+        lines.append(f"  {name.ljust(width)}  {description}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help", "list"):
+        print(usage())
+        return 0
+    name, rest = args[0], args[1:]
+    if name not in BENCHMARKS:
+        print(f"unknown benchmark {name!r}\n\n{usage()}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(BENCHMARKS[name][0])
+    run: Callable[[Sequence[str]], int] = module.main
+    return run(rest)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

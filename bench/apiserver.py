@@ -1,0 +1,620 @@
+"""Throughput and latency of the apiserver, side by side with raw etcd in the same run.
+
+    python -m bench apiserver [--quick] [--json FILE] [-n N] [--client-per-worker]
+
+Starts etcd and `python -m apiserver` with the test harness in a temporary directory, then:
+
+1. for 1, 16 and 64 concurrent clients: N creates of a small Pod through kemu's Client, N gets,
+   N updates (a label change, carrying the resourceVersion the create returned); then the same
+   through aetcd straight to the same etcd: N puts of a value the size of the stored pod under
+   /bench/..., N gets, N compare-and-swap txns on the mod revision.
+2. watch delivery: 10 watchers in a separate process (bench.watchers), a writer creating pods
+   at a paced rate; each pod carries its send time, each watcher its receive time.
+3. RSS of etcd, the apiserver and this process at the end; CPU (cores) of each per phase.
+
+The cluster is always stopped at the end, also on Ctrl-C. See bench/README.md for the columns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+import aetcd
+import anyio
+from anyio.abc import Process
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from bench import watchers as watchers_mod
+from bench.common import (
+    CpuMeter,
+    LatencyStats,
+    RunResult,
+    fmt,
+    format_table,
+    jsonable,
+    pace,
+    rate,
+    ratio,
+    rss_kib,
+    run_concurrent,
+    summarize,
+)
+from kemu.api.v1 import types_pb2
+from kemu.client.client import Client
+from kemu.testing.builders import make_pod
+from kemu.testing.cluster import Cluster
+from kemu.testing.processes import REPO_ROOT, ProcessStartError, python_env
+
+log = logging.getLogger(__name__)
+
+CONCURRENCY: Final = (1, 16, 64)
+DEFAULT_N: Final = 2000
+QUICK_N: Final = 200
+WATCHERS: Final = 10
+WATCH_RATE: Final = 1000.0
+WATCH_SECONDS: Final = 5.0
+QUICK_WATCH_SECONDS: Final = 2.0
+WATCH_MAX_IN_FLIGHT: Final = 256
+WARMUP: Final = 100
+LABEL: Final = "bench"
+SYSTEMS: Final = ("apiserver", "etcd")
+OPS: Final = ("create", "get", "update")
+
+
+@dataclass
+class Row:
+    """One (system, op, clients) cell. For etcd, create is a put and update a CAS txn."""
+
+    system: str
+    op: str
+    clients: int
+    n: int
+    errors: int
+    ops_per_s: float
+    latency: LatencyStats
+    cpu_cores: dict[str, float]
+    vs_etcd: float = math.nan  # apiserver ops/s over etcd ops/s for the same op and clients
+    first_error: str = ""
+
+
+@dataclass
+class WatchReport:
+    watchers: int
+    target_rate: float
+    writes: int
+    write_errors: int
+    achieved_rate: float
+    max_lateness_s: float
+    delivered: int
+    missing: int
+    duplicates: int
+    unexpected: int
+    exactly_once: bool
+    watcher_errors: list[str]
+    latency: LatencyStats  # delivery: receipt by a watcher - the send time in the pod
+    create_latency: LatencyStats  # of the writer's creates: queueing when the rate is too high
+    cpu_cores: dict[str, float]
+    first_error: str = ""
+
+
+@dataclass
+class Report:
+    quick: bool
+    n: int
+    client_mode: str
+    value_bytes: int = 0
+    host: dict[str, Any] = field(default_factory=dict)
+    rows: list[Row] = field(default_factory=list)
+    watch: WatchReport | None = None
+    rss_kib: dict[str, int | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Options:
+    quick: bool
+    n: int
+    watch_seconds: float
+    watch_rate: float
+    client_per_worker: bool
+    json_path: str | None
+
+
+# ---------------------------------------------------------------------- apiserver and etcd cells
+
+
+def bench_pod(name: str, namespace: str) -> types_pb2.Pod:
+    return (
+        make_pod(name).namespace(namespace).label(LABEL, "v0").req(cpu="100m", memory="64Mi").obj()
+    )
+
+
+class Cells:
+    """Runs the create/get/update cells of one system at one concurrency."""
+
+    def __init__(self, report: Report, meter: CpuMeter) -> None:
+        self.report = report
+        self.meter = meter
+
+    async def cell(
+        self, system: str, op: str, clients: int, n: int, fn: Callable[[int], Awaitable[object]]
+    ) -> RunResult:
+        self.meter.start()
+        result = await run_concurrent(n, clients, fn)
+        cpu = self.meter.stop()
+        row = Row(
+            system=system,
+            op=op,
+            clients=clients,
+            n=n,
+            errors=result.errors,
+            ops_per_s=result.ops_per_second,
+            latency=summarize(result.latencies),
+            cpu_cores=cpu,
+            first_error=result.first_error,
+        )
+        self.report.rows.append(row)
+        log.info(
+            "%s %s x%d: %.0f ops/s, p50 %.2f ms, p99 %.2f ms, %d errors",
+            system,
+            op,
+            clients,
+            row.ops_per_s,
+            row.latency.p50 * 1000,
+            row.latency.p99 * 1000,
+            row.errors,
+        )
+        return result
+
+
+async def apiserver_cells(
+    cells: Cells, clients: Sequence[Client], concurrency: int, n: int
+) -> bytes:
+    """The apiserver's three cells; returns the serialized size-defining pod for etcd."""
+    ns = f"bench-c{concurrency}"
+    pods = [bench_pod(f"p{i}", ns) for i in range(n)]
+    created: list[types_pb2.Pod | None] = [None] * n
+
+    def client(i: int) -> Client:
+        return clients[i % len(clients)]
+
+    async def create(i: int) -> None:
+        created[i] = await client(i).create(pods[i])
+
+    async def get(i: int) -> None:
+        await client(i).get(types_pb2.Pod, f"p{i}", ns)
+
+    await cells.cell("apiserver", "create", concurrency, n, create)
+    await cells.cell("apiserver", "get", concurrency, n, get)
+
+    updates: list[types_pb2.Pod | None] = []
+    for pod in created:
+        if pod is None:
+            updates.append(None)
+            continue
+        changed = types_pb2.Pod()
+        changed.CopyFrom(pod)
+        changed.metadata.labels[LABEL] = "v1"
+        updates.append(changed)
+
+    async def update(i: int) -> None:
+        pod = updates[i]
+        if pod is None:
+            raise RuntimeError(f"p{i} was not created")
+        await client(i).update(pod)
+
+    await cells.cell("apiserver", "update", concurrency, n, update)
+    sample = next((p for p in created if p is not None), pods[0])
+    return sample.SerializeToString()
+
+
+async def etcd_cells(
+    cells: Cells, etcd: aetcd.Client, concurrency: int, n: int, value: bytes
+) -> None:
+    keys = [f"/bench/c{concurrency}/p{i}".encode() for i in range(n)]
+    # The updated value differs from the first but has the same size.
+    value2 = bytes(reversed(value))
+    revisions = [0] * n
+    tx = etcd.transactions
+
+    async def put(i: int) -> None:
+        revisions[i] = (await etcd.put(keys[i], value)).header.revision
+
+    async def get(i: int) -> None:
+        if await etcd.get(keys[i]) is None:
+            raise RuntimeError(f"{keys[i]!r} not found")
+
+    async def cas(i: int) -> None:
+        ok, _ = await etcd.transaction(
+            compare=[tx.mod(keys[i]) == revisions[i]],
+            success=[tx.put(keys[i], value2)],
+            failure=[],
+        )
+        if not ok:
+            raise RuntimeError(f"{keys[i]!r}: mod revision is not {revisions[i]}")
+
+    await cells.cell("etcd", "create", concurrency, n, put)
+    await cells.cell("etcd", "get", concurrency, n, get)
+    await cells.cell("etcd", "update", concurrency, n, cas)
+
+
+async def warm_up(clients: Sequence[Client], etcd: aetcd.Client, n: int) -> None:
+    """Open every channel and warm both servers' code paths (not measured)."""
+    ns = "bench-warmup"
+
+    async def op(i: int) -> None:
+        c = clients[i % len(clients)]
+        pod = await c.create(bench_pod(f"p{i}", ns))
+        await c.get(types_pb2.Pod, f"p{i}", ns)
+        pod.metadata.labels[LABEL] = "v1"
+        await c.update(pod)
+        key = f"/bench/warmup/p{i}".encode()
+        await etcd.put(key, b"x" * 1000)
+        await etcd.get(key)
+
+    result = await run_concurrent(max(n, len(clients)), min(16, len(clients) * 4), op)
+    if result.errors:
+        raise RuntimeError(f"the warm-up failed: {result.first_error}")
+
+
+# ---------------------------------------------------------------------- watch delivery
+
+
+async def _read_line(stream: BufferedByteReceiveStream) -> str:
+    return (await stream.receive_until(b"\n", 65536)).decode().strip()
+
+
+async def watch_delivery(
+    client: Client, server: str, pids: dict[str, int | None], opts: Options, tmp: Path
+) -> WatchReport:
+    ns = "bench-watch"
+    n = max(1, int(opts.watch_rate * opts.watch_seconds))
+    out = tmp / "watchers.json"
+    argv = [
+        sys.executable, "-m", "bench.watchers",
+        "--server", server,
+        "--namespace", ns,
+        "--watchers", str(WATCHERS),
+        "--timeout", str(opts.watch_seconds + 60),
+        "--out", str(out),
+    ]  # fmt: skip
+    pods = [bench_pod(watchers_mod.write_name(i), ns) for i in range(n)]
+    proc: Process = await anyio.open_process(
+        argv, stdout=subprocess.PIPE, stderr=None, env=python_env(), cwd=REPO_ROOT
+    )
+    try:
+        assert proc.stdout is not None
+        lines = BufferedByteReceiveStream(proc.stdout)
+        with anyio.fail_after(30):
+            line = await _read_line(lines)
+        if line != "watching":
+            raise RuntimeError(f"bench.watchers said {line!r}, expected 'watching'")
+        # A watch may not be established when the first marker is written: write markers
+        # until every watcher has seen one.
+        ready = False
+        for k in range(1, 31):
+            await client.create(bench_pod(f"{watchers_mod.START_MARKER}-{k}", ns))
+            with anyio.move_on_after(1.0):
+                line = await _read_line(lines)
+                if line != "ready":
+                    raise RuntimeError(f"bench.watchers said {line!r}, expected 'ready'")
+                ready = True
+            if ready:
+                break
+        if not ready:
+            raise RuntimeError("the watchers did not see a start marker within 30 s")
+
+        meter = CpuMeter(pids)
+        write_errors = 0
+        first_error = ""
+        max_lateness = 0.0
+        in_flight = anyio.Semaphore(WATCH_MAX_IN_FLIGHT)
+        ok: set[int] = set()
+        first_send = math.nan
+        last_done = math.nan
+        create_latencies: list[float] = []
+
+        async def write(i: int) -> None:
+            nonlocal write_errors, first_error, last_done
+            try:
+                pod = pods[i]
+                sent = time.time()
+                pod.metadata.annotations[watchers_mod.SEND_TIME] = repr(sent)
+                await client.create(pod)
+                create_latencies.append(time.time() - sent)
+                ok.add(i)
+            except Exception as e:
+                write_errors += 1
+                first_error = first_error or f"{type(e).__name__}: {e}"
+            finally:
+                last_done = time.monotonic()
+                in_flight.release()
+
+        meter.start()
+        async with anyio.create_task_group() as tg:
+            async for i, lateness in pace(n, opts.watch_rate):
+                if i == 0:
+                    first_send = time.monotonic()
+                max_lateness = max(max_lateness, lateness)
+                await in_flight.acquire()
+                tg.start_soon(write, i)
+        await client.create(bench_pod(watchers_mod.STOP_MARKER, ns))
+        with anyio.fail_after(opts.watch_seconds + 90):
+            await proc.wait()
+        cpu = meter.stop()
+        if proc.returncode != 0:
+            raise RuntimeError(f"bench.watchers exited with code {proc.returncode}")
+    finally:
+        with anyio.CancelScope(shield=True):
+            if proc.returncode is None:
+                proc.terminate()
+                with anyio.move_on_after(5):
+                    await proc.wait()
+                if proc.returncode is None:
+                    proc.kill()
+            await proc.aclose()
+
+    data = json.loads(out.read_text())
+    # The watcher process has exited by now: it measured its own CPU from "ready" to the end.
+    cpu["watchers"] = ratio(data["cpu_seconds"], data["wall_seconds"])
+    latencies: list[float] = []
+    missing = duplicates = unexpected = 0
+    errors: list[str] = []
+    for w in data["watchers"]:
+        counts = Counter(w["indices"])
+        latencies.extend(w["latencies"])
+        missing += sum(1 for i in ok if counts[i] == 0)
+        duplicates += sum(c - 1 for i, c in counts.items() if c > 1)
+        unexpected += w["other_events"] + sum(c for i, c in counts.items() if i not in ok)
+        if w["error"]:
+            errors.append(w["error"])
+        elif not w["saw_stop"]:
+            errors.append("did not see the stop marker")
+    return WatchReport(
+        watchers=WATCHERS,
+        target_rate=opts.watch_rate,
+        writes=n,
+        write_errors=write_errors,
+        achieved_rate=rate(len(ok), last_done - first_send),
+        max_lateness_s=max_lateness,
+        delivered=len(latencies),
+        missing=missing,
+        duplicates=duplicates,
+        unexpected=unexpected,
+        exactly_once=missing == 0 and duplicates == 0 and unexpected == 0 and not errors,
+        watcher_errors=errors,
+        latency=summarize(latencies),
+        create_latency=summarize(create_latencies),
+        cpu_cores=cpu,
+        first_error=first_error,
+    )
+
+
+# ---------------------------------------------------------------------- the run
+
+
+async def run(cluster: Cluster, opts: Options, tmp: Path) -> Report:
+    report = Report(
+        quick=opts.quick,
+        n=opts.n,
+        client_mode="per-worker" if opts.client_per_worker else "shared",
+        host={"cpus": os.cpu_count(), "loadavg_start": list(os.getloadavg())},
+    )
+    pids: dict[str, int | None] = {
+        "apiserver": cluster.processes["apiserver"].pid,
+        "etcd": cluster.processes["etcd"].pid,
+        "bench": os.getpid(),
+    }
+    meter = CpuMeter(pids)
+    cells = Cells(report, meter)
+    etcd_addr = urlsplit(cluster.etcd.url)
+    etcd = aetcd.Client(host=etcd_addr.hostname or "127.0.0.1", port=etcd_addr.port or 2379)
+    pool: dict[int, list[Client]] = {}
+    shared = Client(cluster.server, user_agent="bench")
+    try:
+        await etcd.connect()
+        await shared.wait_ready(timeout=30)
+        for c in CONCURRENCY:
+            if opts.client_per_worker:
+                # Distinct user agents make distinct channel arguments, so each Client gets
+                # its own HTTP/2 connection instead of sharing gRPC's global subchannel.
+                pool[c] = [Client(cluster.server, user_agent=f"bench-{c}-{k}") for k in range(c)]
+            else:
+                pool[c] = [shared]
+        await warm_up(pool[max(CONCURRENCY)], etcd, min(WARMUP, opts.n))
+        for c in CONCURRENCY:
+            log.info("concurrency %d", c)
+            value = await apiserver_cells(cells, pool[c], c, opts.n)
+            report.value_bytes = len(value)
+            await etcd_cells(cells, etcd, c, opts.n, value)
+        log.info("watch delivery")
+        report.watch = await watch_delivery(shared, cluster.server, pids, opts, tmp)
+        report.rss_kib = {name: rss_kib(pid) for name, pid in pids.items() if pid is not None}
+        report.host["loadavg_end"] = list(os.getloadavg())
+    finally:
+        with anyio.CancelScope(shield=True):
+            for clients in pool.values():
+                for cl in clients:
+                    if cl is not shared:
+                        await cl.close()
+            await shared.close()
+            await etcd.close()
+    add_ratios(report.rows)
+    return report
+
+
+def add_ratios(rows: list[Row]) -> None:
+    etcd = {(r.op, r.clients): r.ops_per_s for r in rows if r.system == "etcd"}
+    for r in rows:
+        if r.system == "apiserver":
+            r.vs_etcd = ratio(r.ops_per_s, etcd.get((r.op, r.clients), math.nan))
+
+
+# ---------------------------------------------------------------------- output
+
+HEADERS: Final = (
+    "system", "op", "clients", "n", "ops/s", "p50 ms", "p99 ms", "max ms", "vs etcd",
+    "cpu api", "cpu etcd", "cpu bench", "errors",
+)  # fmt: skip
+
+
+def render(report: Report) -> str:
+    ordered = sorted(
+        report.rows,
+        key=lambda r: (OPS.index(r.op), r.clients, SYSTEMS.index(r.system)),
+    )
+    rows = [
+        [
+            r.system,
+            r.op,
+            str(r.clients),
+            str(r.n),
+            fmt(r.ops_per_s, 0),
+            fmt(r.latency.p50 * 1000, 2),
+            fmt(r.latency.p99 * 1000, 2),
+            fmt(r.latency.max * 1000, 2),
+            fmt(r.vs_etcd, 2),
+            fmt(r.cpu_cores.get("apiserver"), 2),
+            fmt(r.cpu_cores.get("etcd"), 2),
+            fmt(r.cpu_cores.get("bench"), 2),
+            str(r.errors),
+        ]
+        for r in ordered
+    ]
+    w = report.watch
+    if w is not None:
+        rows.append(
+            [
+                "apiserver",
+                f"watch x{w.watchers}",
+                str(w.watchers),
+                str(w.delivered),
+                fmt(w.achieved_rate, 0),
+                fmt(w.latency.p50 * 1000, 2),
+                fmt(w.latency.p99 * 1000, 2),
+                fmt(w.latency.max * 1000, 2),
+                "-",
+                fmt(w.cpu_cores.get("apiserver"), 2),
+                fmt(w.cpu_cores.get("etcd"), 2),
+                fmt(w.cpu_cores.get("bench"), 2),
+                str(w.write_errors + w.missing + w.duplicates + w.unexpected),
+            ]
+        )
+    lines = [
+        f"apiserver benchmark: n={report.n} per cell, clients {report.client_mode}, "
+        f"value {report.value_bytes} bytes, {report.host.get('cpus')} cpus, "
+        f"load average at start {_load(report.host.get('loadavg_start'))}",
+        "",
+        format_table(HEADERS, rows),
+        "",
+    ]
+    if w is not None:
+        lines.append(
+            f"watch: {w.watchers} watchers (separate process, "
+            f"{fmt(w.cpu_cores.get('watchers'), 2)} cores), {w.writes} writes at "
+            f"{fmt(w.achieved_rate, 0)}/s (target {w.target_rate:g}/s, max lateness "
+            f"{fmt(w.max_lateness_s * 1000, 1)} ms, create p50 "
+            f"{fmt(w.create_latency.p50 * 1000, 2)} ms p99 {fmt(w.create_latency.p99 * 1000, 2)} "
+            f"ms); every watcher got every event exactly once: "
+            f"{'yes' if w.exactly_once else 'NO'} (missing {w.missing}, duplicates "
+            f"{w.duplicates}, unexpected {w.unexpected}, write errors {w.write_errors})"
+        )
+        for err in w.watcher_errors[:3]:
+            lines.append(f"  watcher error: {err}")
+        if w.first_error:
+            lines.append(f"  first write error: {w.first_error}")
+    if report.rss_kib:
+        rss = ", ".join(
+            f"{name} {fmt(kib / 1024 if kib is not None else None, 1)} MiB"
+            for name, kib in report.rss_kib.items()
+        )
+        lines.append(f"rss at the end: {rss}")
+    for r in report.rows:
+        if r.first_error:
+            lines.append(f"first error of {r.system} {r.op} x{r.clients}: {r.first_error}")
+    return "\n".join(lines)
+
+
+def _load(value: object) -> str:
+    if isinstance(value, list):
+        return " ".join(f"{v:.2f}" for v in value)
+    return "-"
+
+
+# ---------------------------------------------------------------------- main
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench apiserver",
+        description="apiserver create/get/update throughput and latency vs raw etcd, "
+        "and watch delivery latency",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help=f"n={QUICK_N} and a shorter watch phase"
+    )
+    parser.add_argument("-n", type=int, default=None, help=f"ops per cell (default {DEFAULT_N})")
+    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    parser.add_argument(
+        "--client-per-worker",
+        action="store_true",
+        help="one Client (own connection) per concurrent worker instead of one shared Client",
+    )
+    parser.add_argument("--watch-rate", type=float, default=WATCH_RATE, help="writes/s")
+    parser.add_argument("--watch-seconds", type=float, default=None, help="watch phase length")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    n = args.n if args.n is not None else (QUICK_N if args.quick else DEFAULT_N)
+    if n < 1:
+        print("-n must be at least 1", file=sys.stderr)
+        return 2
+    watch_seconds = args.watch_seconds
+    if watch_seconds is None:
+        watch_seconds = QUICK_WATCH_SECONDS if args.quick else WATCH_SECONDS
+    opts = Options(
+        quick=args.quick,
+        n=n,
+        watch_seconds=watch_seconds,
+        watch_rate=args.watch_rate,
+        client_per_worker=args.client_per_worker,
+        json_path=args.json,
+    )
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        with (
+            tempfile.TemporaryDirectory(prefix="kemu-bench-") as tmp,
+            Cluster(Path(tmp)) as cluster,
+        ):
+            cluster.start_etcd()
+            cluster.start_apiserver()
+            report = anyio.run(run, cluster, opts, Path(tmp))
+    except ProcessStartError as e:
+        print(f"bench apiserver: the cluster did not start: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("bench apiserver: interrupted; the cluster was stopped", file=sys.stderr)
+        return 130
+    print(render(report))
+    if opts.json_path:
+        Path(opts.json_path).write_text(json.dumps(jsonable(report), indent=2) + "\n")
+    return 0

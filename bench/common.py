@@ -1,0 +1,288 @@
+"""Helpers shared by the benchmarks: latency statistics, concurrent and paced load, an aligned
+text table, and per-process CPU and memory from /proc.
+
+Latencies are in seconds everywhere inside; only the printed table shows milliseconds.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Final
+
+import anyio
+
+Clock = Callable[[], float]
+Sleep = Callable[[float], Awaitable[None]]
+
+_CLK_TCK: Final = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+# ---------------------------------------------------------------------- statistics
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """The nearest-rank q-th percentile (0 < q <= 100) of already sorted values.
+
+    Nearest rank: the smallest value such that at least q% of the values are <= it, so the
+    result is always an observed value (p100 is the max). NaN for no values.
+    """
+    if not 0 < q <= 100:
+        raise ValueError(f"percentile {q} is not in (0, 100]")
+    if not sorted_values:
+        return math.nan
+    rank = math.ceil(q / 100 * len(sorted_values))
+    return sorted_values[max(rank, 1) - 1]
+
+
+@dataclass(frozen=True)
+class LatencyStats:
+    """Summary of a set of latencies, in seconds (NaN when count is 0)."""
+
+    count: int
+    p50: float
+    p99: float
+    max: float
+    mean: float
+
+    def as_ms(self) -> dict[str, float | int]:
+        out: dict[str, float | int] = {"count": self.count}
+        for key in ("p50", "p99", "max", "mean"):
+            value = getattr(self, key)
+            out[key + "_ms"] = round(value * 1000, 3) if not math.isnan(value) else math.nan
+        return out
+
+
+def summarize(latencies: Sequence[float]) -> LatencyStats:
+    values = sorted(latencies)
+    if not values:
+        return LatencyStats(0, math.nan, math.nan, math.nan, math.nan)
+    return LatencyStats(
+        count=len(values),
+        p50=percentile(values, 50),
+        p99=percentile(values, 99),
+        max=values[-1],
+        mean=math.fsum(values) / len(values),
+    )
+
+
+def rate(count: int, elapsed: float) -> float:
+    """Operations per second; NaN when no time elapsed."""
+    return count / elapsed if elapsed > 0 else math.nan
+
+
+def ratio(a: float, b: float) -> float:
+    """a / b, NaN when either is missing or b is 0."""
+    if math.isnan(a) or math.isnan(b) or b == 0:
+        return math.nan
+    return a / b
+
+
+# ---------------------------------------------------------------------- load generation
+
+
+@dataclass
+class RunResult:
+    """Latencies (seconds, in completion order), errors, and the wall time of one run."""
+
+    latencies: list[float]
+    errors: int
+    elapsed: float
+    first_error: str = ""
+
+    @property
+    def ops_per_second(self) -> float:
+        return rate(len(self.latencies), self.elapsed)
+
+
+async def run_concurrent(
+    count: int,
+    concurrency: int,
+    op: Callable[[int], Awaitable[object]],
+    *,
+    clock: Clock = time.perf_counter,
+) -> RunResult:
+    """Call `op(0) ... op(count - 1)` with at most `concurrency` calls in flight.
+
+    `concurrency` workers each take the next index as soon as their previous call returns (a
+    closed loop, like N clients). An exception from `op` counts as an error, with no latency.
+    """
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    latencies: list[float] = []
+    errors = 0
+    first_error = ""
+    next_index = 0
+
+    async def worker() -> None:
+        nonlocal next_index, errors, first_error
+        while next_index < count:
+            i = next_index
+            next_index += 1
+            started = clock()
+            try:
+                await op(i)
+            except Exception as e:
+                errors += 1
+                first_error = first_error or f"{type(e).__name__}: {e}"
+            else:
+                latencies.append(clock() - started)
+
+    started = clock()
+    async with anyio.create_task_group() as tg:
+        for _ in range(min(concurrency, max(count, 1))):
+            tg.start_soon(worker)
+    return RunResult(latencies, errors, clock() - started, first_error)
+
+
+def schedule(start: float, per_second: float, count: int) -> list[float]:
+    """The absolute deadlines of `count` events paced at `per_second` from `start`.
+
+    Deadline i is start + i / per_second, computed from the start rather than by adding
+    intervals, so that a late event does not push back the ones after it.
+    """
+    if per_second <= 0:
+        raise ValueError("the rate must be positive")
+    return [start + i / per_second for i in range(count)]
+
+
+async def pace(
+    count: int,
+    per_second: float,
+    *,
+    clock: Clock = time.monotonic,
+    sleep: Sleep = anyio.sleep,
+) -> AsyncIterator[tuple[int, float]]:
+    """Yield (i, lateness) for i in range(count), each at its deadline on an absolute schedule.
+
+    lateness is how far behind its deadline event i was released (>= 0). When the consumer
+    falls behind, the following events are released at once until it catches up, so the
+    achieved rate stays as close as possible to `per_second`.
+    """
+    deadlines = schedule(clock(), per_second, count)
+    for i, deadline in enumerate(deadlines):
+        now = clock()
+        if now < deadline:
+            await sleep(deadline - now)
+            now = clock()
+        yield i, max(0.0, now - deadline)
+
+
+# ---------------------------------------------------------------------- processes
+
+
+def parse_vmrss_kib(status_text: str) -> int:
+    """VmRSS in KiB from the text of /proc/<pid>/status."""
+    for line in status_text.splitlines():
+        if line.startswith("VmRSS:"):
+            fields = line.split()
+            if len(fields) >= 2:
+                return int(fields[1])
+    raise ValueError("no VmRSS line")
+
+
+def parse_stat_cpu_ticks(stat_text: str) -> int:
+    """utime + stime, in clock ticks, from the text of /proc/<pid>/stat.
+
+    The command name (field 2) is in parentheses and may itself contain spaces and ')', so
+    fields are counted after the last ')': utime and stime are fields 14 and 15 overall.
+    """
+    rest = stat_text[stat_text.rindex(")") + 2 :].split()
+    # rest[0] is field 3 (state); field n is rest[n - 3].
+    return int(rest[14 - 3]) + int(rest[15 - 3])
+
+
+def rss_kib(pid: int) -> int | None:
+    """The resident set size of `pid` in KiB; None if it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return parse_vmrss_kib(f.read())
+    except (OSError, ValueError):
+        return None
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds used by `pid` so far; None if it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return parse_stat_cpu_ticks(f.read()) / _CLK_TCK
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class CpuMeter:
+    """CPU used by named processes between `start()` and `stop()`, as cores (cpu s / wall s)."""
+
+    def __init__(self, pids: dict[str, int | None], *, clock: Clock = time.monotonic) -> None:
+        self.pids = pids
+        self._clock = clock
+        self._start: dict[str, float | None] = {}
+        self._t0 = 0.0
+
+    def start(self) -> None:
+        self._t0 = self._clock()
+        self._start = {name: _cpu(pid) for name, pid in self.pids.items()}
+
+    def stop(self) -> dict[str, float]:
+        wall = self._clock() - self._t0
+        out: dict[str, float] = {}
+        for name, pid in self.pids.items():
+            before, after = self._start.get(name), _cpu(pid)
+            if before is None or after is None or wall <= 0:
+                out[name] = math.nan
+            else:
+                out[name] = (after - before) / wall
+        return out
+
+
+def _cpu(pid: int | None) -> float | None:
+    return cpu_seconds(pid) if pid is not None else None
+
+
+# ---------------------------------------------------------------------- output
+
+
+def fmt(value: object, digits: int = 1) -> str:
+    """A table cell: floats with `digits` decimals, NaN and None as '-'."""
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "-"
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A plain-text table: the first column left-aligned, the others right-aligned."""
+    widths = [len(h) for h in headers]
+    for row in rows:
+        if len(row) != len(headers):
+            raise ValueError(f"row {list(row)} has {len(row)} cells, expected {len(headers)}")
+        widths = [max(w, len(cell)) for w, cell in zip(widths, row, strict=True)]
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [
+            cell.ljust(w) if i == 0 else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(cells, widths, strict=True))
+        ]
+        return "  ".join(parts).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line(headers), rule, *(line(r) for r in rows)])
+
+
+def jsonable(value: Any) -> Any:
+    """`value` with dataclasses turned into dicts and NaN into None (JSON has no NaN)."""
+    if hasattr(value, "__dataclass_fields__") and not isinstance(value, type):
+        return jsonable(asdict(value))
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
