@@ -16,6 +16,7 @@ convert between those integers and quantity strings.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -267,8 +268,13 @@ def _interpret(suffix: str) -> tuple[int, int, Format] | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)
 def _parse(text: str) -> Quantity | str:
-    """The quantity `text` denotes, or the upstream error detail saying why it is none."""
+    """The quantity `text` denotes, or the upstream error detail saying why it is none.
+
+    Cached: the same few quantity strings are parsed on every pod create, validation and QoS
+    computation, and exact Fraction arithmetic is slow. Quantity is immutable, so sharing is safe.
+    """
     if not text:
         return ERR_FORMAT
     scanned = _scan(text)
