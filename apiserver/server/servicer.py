@@ -15,6 +15,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Final, TypeVar
 
+import anyio
 import grpc
 from google.protobuf.message import Message
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -34,6 +35,7 @@ from kemu.machinery.labels import parse_selector
 log = logging.getLogger(__name__)
 
 SERVICE: Final = "kemu.api.v1.Api"
+_WATCH_BATCH: Final = 500  # events per WatchResponse at most
 COMPONENT_LABEL: Final = "kemu.io/component"
 _R = TypeVar("_R")
 
@@ -391,13 +393,21 @@ class ApiService:
         self._metrics.requests.labels("watch", req.resource, "OK").inc()
         sent = self._metrics.watch_events.labels(req.resource)
         try:
-            for data in initial:
-                yield data
-            sent.inc(len(initial))
+            for i in range(0, len(initial), _WATCH_BATCH):
+                chunk = initial[i : i + _WATCH_BATCH]
+                yield b"".join(chunk)
+                sent.inc(len(chunk))
             async with receive:
-                async for data in receive:
-                    yield data
-                    sent.inc()
+                async for frame in receive:
+                    # Send whatever else is ready in the same message.
+                    batch = [frame]
+                    while len(batch) < _WATCH_BATCH:
+                        try:
+                            batch.append(receive.receive_nowait())
+                        except (anyio.WouldBlock, anyio.EndOfStream):
+                            break
+                    yield b"".join(batch)
+                    sent.inc(len(batch))
         finally:
             cache.stop(watcher)
 

@@ -47,11 +47,15 @@ def envelope(kind_field_number: int, obj: bytes) -> bytes:
     return field_bytes(kind_field_number, obj)
 
 
-# WatchEvent: type = 1, object = 2. ListResponse: items = 1, resource_version = 2, continue = 3.
+# WatchEvent: type = 1, object = 2. WatchResponse: events = 1.
+# ListResponse: items = 1, resource_version = 2, continue = 3.
 
 
-def watch_event(event_type: str, envelope_bytes: bytes) -> bytes:
-    return field_bytes(1, event_type.encode()) + field_bytes(2, envelope_bytes)
+def watch_frame(event_type: str, envelope_bytes: bytes) -> bytes:
+    """One WatchEvent framed as an element of WatchResponse.events: a WatchResponse is the
+    concatenation of the frames it carries."""
+    event = field_bytes(1, event_type.encode()) + field_bytes(2, envelope_bytes)
+    return field_bytes(1, event)
 
 
 def list_response(envelopes: list[bytes], resource_version: int, continue_: str = "") -> bytes:

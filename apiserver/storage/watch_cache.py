@@ -64,10 +64,10 @@ class CacheEvent:
     _frames: dict[str, bytes] = field(default_factory=dict)
 
     def frame(self, event_type: str) -> bytes:
-        """The WatchEvent bytes for `event_type`, serialized at most once per type."""
+        """The framed WatchEvent for `event_type`, serialized at most once per type."""
         data = self._frames.get(event_type)
         if data is None:
-            data = encoding.watch_event(event_type, self.cur.envelope)
+            data = encoding.watch_frame(event_type, self.cur.envelope)
             self._frames[event_type] = data
         return data
 
@@ -102,7 +102,7 @@ class Watcher:
         return None
 
     def initial(self, co: CachedObject) -> bytes | None:
-        return encoding.watch_event("ADDED", co.envelope) if self._matches(co) else None
+        return encoding.watch_frame("ADDED", co.envelope) if self._matches(co) else None
 
 
 class WatchCache:

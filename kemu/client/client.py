@@ -13,6 +13,7 @@ scope through a checkpoint before re-raising, so `move_on_after` around client c
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import logging
 import random
@@ -128,11 +129,18 @@ class _WatchStream(AsyncIterator[WatchEvent[M]]):
         self._call = call
         self._kind = kind
         self._closed = False
+        self._pending: collections.deque[api_pb2.WatchEvent] = collections.deque()
 
     def __aiter__(self) -> _WatchStream[M]:
         return self
 
     async def __anext__(self) -> WatchEvent[M]:
+        while not self._pending:
+            await self._read_batch()
+        event = self._pending.popleft()
+        return WatchEvent(event.type, _unwrap(event.object, self._kind))
+
+    async def _read_batch(self) -> None:
         if self._closed:
             raise StopAsyncIteration
         try:
@@ -147,8 +155,7 @@ class _WatchStream(AsyncIterator[WatchEvent[M]]):
         if msg is _EOF:
             self._closed = True
             raise StopAsyncIteration
-        event = cast(api_pb2.WatchEvent, msg)
-        return WatchEvent(event.type, _unwrap(event.object, self._kind))
+        self._pending.extend(cast(api_pb2.WatchResponse, msg).events)
 
     def close(self) -> None:
         self._closed = True
@@ -342,7 +349,7 @@ class Client:
             method = self._ensure_channel().unary_stream(
                 _SERVICE + "Watch",
                 request_serializer=lambda m: m.SerializeToString(),
-                response_deserializer=api_pb2.WatchEvent.FromString,
+                response_deserializer=api_pb2.WatchResponse.FromString,
             )
             self._methods["Watch"] = method
         # No deadline: a watch lives as long as its reader wants it.

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from kemu.api.v1 import types_pb2 as kemu_dot_api_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15kemu/api/v1/api.proto\x12\x0bkemu.api.v1\x1a\x17kemu/api/v1/types.proto\"\x97\x02\n\x06Object\x12\x1f\n\x03pod\x18\x01 \x01(\x0b\x32\x10.kemu.api.v1.PodH\x00\x12!\n\x04node\x18\x02 \x01(\x0b\x32\x11.kemu.api.v1.NodeH\x00\x12\x34\n\x0epriority_class\x18\x03 \x01(\x0b\x32\x1a.kemu.api.v1.PriorityClassH\x00\x12\x41\n\x15pod_disruption_budget\x18\x04 \x01(\x0b\x32 .kemu.api.v1.PodDisruptionBudgetH\x00\x12#\n\x05lease\x18\x05 \x01(\x0b\x32\x12.kemu.api.v1.LeaseH\x00\x12#\n\x05\x65vent\x18\x06 \x01(\x0b\x32\x12.kemu.api.v1.EventH\x00\x42\x06\n\x04kind\"4\n\rCreateRequest\x12#\n\x06object\x18\x01 \x01(\x0b\x32\x13.kemu.api.v1.Object\"?\n\nGetRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\"\xbd\x01\n\x0bListRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x16\n\x0elabel_selector\x18\x03 \x01(\t\x12\x16\n\x0e\x66ield_selector\x18\x04 \x01(\t\x12\x18\n\x10resource_version\x18\x05 \x01(\t\x12\x1e\n\x16resource_version_match\x18\x06 \x01(\t\x12\r\n\x05limit\x18\x07 \x01(\x03\x12\x10\n\x08\x63ontinue\x18\x08 \x01(\t\"^\n\x0cListResponse\x12\"\n\x05items\x18\x01 \x03(\x0b\x32\x13.kemu.api.v1.Object\x12\x18\n\x10resource_version\x18\x02 \x01(\t\x12\x10\n\x08\x63ontinue\x18\x03 \x01(\t\"\x9c\x01\n\x0cWatchRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x16\n\x0elabel_selector\x18\x03 \x01(\t\x12\x16\n\x0e\x66ield_selector\x18\x04 \x01(\t\x12\x18\n\x10resource_version\x18\x05 \x01(\t\x12\x1d\n\x15\x61llow_watch_bookmarks\x18\x06 \x01(\x08\"?\n\nWatchEvent\x12\x0c\n\x04type\x18\x01 \x01(\t\x12#\n\x06object\x18\x02 \x01(\x0b\x32\x13.kemu.api.v1.Object\"4\n\rUpdateRequest\x12#\n\x06object\x18\x01 \x01(\x0b\x32\x13.kemu.api.v1.Object\"e\n\x0cPatchRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\r\n\x05patch\x18\x04 \x01(\t\x12\x13\n\x0bsubresource\x18\x05 \x01(\t\"]\n\rPreconditions\x12\x10\n\x03uid\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x1d\n\x10resource_version\x18\x02 \x01(\tH\x01\x88\x01\x01\x42\x06\n\x04_uidB\x13\n\x11_resource_version\"\xb1\x01\n\rDeleteRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12!\n\x14grace_period_seconds\x18\x04 \x01(\x03H\x00\x88\x01\x01\x12\x31\n\rpreconditions\x18\x05 \x01(\x0b\x32\x1a.kemu.api.v1.PreconditionsB\x17\n\x15_grace_period_seconds\"b\n\x07\x42inding\x12)\n\x08metadata\x18\x01 \x01(\x0b\x32\x17.kemu.api.v1.ObjectMeta\x12,\n\x06target\x18\x02 \x01(\x0b\x32\x1c.kemu.api.v1.ObjectReference\"\xa4\x01\n\x08\x45viction\x12)\n\x08metadata\x18\x01 \x01(\x0b\x32\x17.kemu.api.v1.ObjectMeta\x12!\n\x14grace_period_seconds\x18\x02 \x01(\x03H\x00\x88\x01\x01\x12\x31\n\rpreconditions\x18\x03 \x01(\x0b\x32\x1a.kemu.api.v1.PreconditionsB\x17\n\x15_grace_period_seconds\"G\n\x06Status\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0c\n\x04\x63ode\x18\x04 \x01(\x05\"\x10\n\x0eVersionRequest\"P\n\x10\x46\x65\x61tureGateState\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x65nabled\x18\x02 \x01(\x08\x12\r\n\x05stage\x18\x03 \x01(\t\x12\x0e\n\x06locked\x18\x04 \x01(\x08\"\x9f\x01\n\x10\x43omponentVersion\x12\x11\n\tcomponent\x18\x01 \x01(\t\x12\x10\n\x08identity\x18\x02 \x01(\t\x12\x18\n\x10\x65mulated_version\x18\x03 \x01(\t\x12\x16\n\x0e\x62inary_version\x18\x04 \x01(\t\x12\x34\n\rfeature_gates\x18\x05 \x03(\x0b\x32\x1d.kemu.api.v1.FeatureGateState\"o\n\x0bVersionInfo\x12-\n\x06server\x18\x01 \x01(\x0b\x32\x1d.kemu.api.v1.ComponentVersion\x12\x31\n\ncomponents\x18\x02 \x03(\x0b\x32\x1d.kemu.api.v1.ComponentVersion2\xc6\x05\n\x03\x41pi\x12\x39\n\x06\x43reate\x12\x1a.kemu.api.v1.CreateRequest\x1a\x13.kemu.api.v1.Object\x12\x33\n\x03Get\x12\x17.kemu.api.v1.GetRequest\x1a\x13.kemu.api.v1.Object\x12;\n\x04List\x12\x18.kemu.api.v1.ListRequest\x1a\x19.kemu.api.v1.ListResponse\x12=\n\x05Watch\x12\x19.kemu.api.v1.WatchRequest\x1a\x17.kemu.api.v1.WatchEvent0\x01\x12\x39\n\x06Update\x12\x1a.kemu.api.v1.UpdateRequest\x1a\x13.kemu.api.v1.Object\x12?\n\x0cUpdateStatus\x12\x1a.kemu.api.v1.UpdateRequest\x1a\x13.kemu.api.v1.Object\x12\x37\n\x05Patch\x12\x19.kemu.api.v1.PatchRequest\x1a\x13.kemu.api.v1.Object\x12\x39\n\x06\x44\x65lete\x12\x1a.kemu.api.v1.DeleteRequest\x1a\x13.kemu.api.v1.Object\x12\x31\n\x04\x42ind\x12\x14.kemu.api.v1.Binding\x1a\x13.kemu.api.v1.Status\x12\x39\n\x06Resize\x12\x1a.kemu.api.v1.UpdateRequest\x1a\x13.kemu.api.v1.Object\x12\x33\n\x05\x45vict\x12\x15.kemu.api.v1.Eviction\x1a\x13.kemu.api.v1.Status\x12@\n\x07Version\x12\x1b.kemu.api.v1.VersionRequest\x1a\x18.kemu.api.v1.VersionInfob\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15kemu/api/v1/api.proto\x12\x0bkemu.api.v1\x1a\x17kemu/api/v1/types.proto\"\x97\x02\n\x06Object\x12\x1f\n\x03pod\x18\x01 \x01(\x0b\x32\x10.kemu.api.v1.PodH\x00\x12!\n\x04node\x18\x02 \x01(\x0b\x32\x11.kemu.api.v1.NodeH\x00\x12\x34\n\x0epriority_class\x18\x03 \x01(\x0b\x32\x1a.kemu.api.v1.PriorityClassH\x00\x12\x41\n\x15pod_disruption_budget\x18\x04 \x01(\x0b\x32 .kemu.api.v1.PodDisruptionBudgetH\x00\x12#\n\x05lease\x18\x05 \x01(\x0b\x32\x12.kemu.api.v1.LeaseH\x00\x12#\n\x05\x65vent\x18\x06 \x01(\x0b\x32\x12.kemu.api.v1.EventH\x00\x42\x06\n\x04kind\"4\n\rCreateRequest\x12#\n\x06object\x18\x01 \x01(\x0b\x32\x13.kemu.api.v1.Object\"?\n\nGetRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\"\xbd\x01\n\x0bListRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x16\n\x0elabel_selector\x18\x03 \x01(\t\x12\x16\n\x0e\x66ield_selector\x18\x04 \x01(\t\x12\x18\n\x10resource_version\x18\x05 \x01(\t\x12\x1e\n\x16resource_version_match\x18\x06 \x01(\t\x12\r\n\x05limit\x18\x07 \x01(\x03\x12\x10\n\x08\x63ontinue\x18\x08 \x01(\t\"^\n\x0cListResponse\x12\"\n\x05items\x18\x01 \x03(\x0b\x32\x13.kemu.api.v1.Object\x12\x18\n\x10resource_version\x18\x02 \x01(\t\x12\x10\n\x08\x63ontinue\x18\x03 \x01(\t\"\x9c\x01\n\x0cWatchRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x16\n\x0elabel_selector\x18\x03 \x01(\t\x12\x16\n\x0e\x66ield_selector\x18\x04 \x01(\t\x12\x18\n\x10resource_version\x18\x05 \x01(\t\x12\x1d\n\x15\x61llow_watch_bookmarks\x18\x06 \x01(\x08\"?\n\nWatchEvent\x12\x0c\n\x04type\x18\x01 \x01(\t\x12#\n\x06object\x18\x02 \x01(\x0b\x32\x13.kemu.api.v1.Object\"8\n\rWatchResponse\x12\'\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x17.kemu.api.v1.WatchEvent\"4\n\rUpdateRequest\x12#\n\x06object\x18\x01 \x01(\x0b\x32\x13.kemu.api.v1.Object\"e\n\x0cPatchRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\r\n\x05patch\x18\x04 \x01(\t\x12\x13\n\x0bsubresource\x18\x05 \x01(\t\"]\n\rPreconditions\x12\x10\n\x03uid\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x1d\n\x10resource_version\x18\x02 \x01(\tH\x01\x88\x01\x01\x42\x06\n\x04_uidB\x13\n\x11_resource_version\"\xb1\x01\n\rDeleteRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12!\n\x14grace_period_seconds\x18\x04 \x01(\x03H\x00\x88\x01\x01\x12\x31\n\rpreconditions\x18\x05 \x01(\x0b\x32\x1a.kemu.api.v1.PreconditionsB\x17\n\x15_grace_period_seconds\"b\n\x07\x42inding\x12)\n\x08metadata\x18\x01 \x01(\x0b\x32\x17.kemu.api.v1.ObjectMeta\x12,\n\x06target\x18\x02 \x01(\x0b\x32\x1c.kemu.api.v1.ObjectReference\"\xa4\x01\n\x08\x45viction\x12)\n\x08metadata\x18\x01 \x01(\x0b\x32\x17.kemu.api.v1.ObjectMeta\x12!\n\x14grace_period_seconds\x18\x02 \x01(\x03H\x00\x88\x01\x01\x12\x31\n\rpreconditions\x18\x03 \x01(\x0b\x32\x1a.kemu.api.v1.PreconditionsB\x17\n\x15_grace_period_seconds\"G\n\x06Status\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0c\n\x04\x63ode\x18\x04 \x01(\x05\"\x10\n\x0eVersionRequest\"P\n\x10\x46\x65\x61tureGateState\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x65nabled\x18\x02 \x01(\x08\x12\r\n\x05stage\x18\x03 \x01(\t\x12\x0e\n\x06locked\x18\x04 \x01(\x08\"\x9f\x01\n\x10\x43omponentVersion\x12\x11\n\tcomponent\x18\x01 \x01(\t\x12\x10\n\x08identity\x18\x02 \x01(\t\x12\x18\n\x10\x65mulated_version\x18\x03 \x01(\t\x12\x16\n\x0e\x62inary_version\x18\x04 \x01(\t\x12\x34\n\rfeature_gates\x18\x05 \x03(\x0b\x32\x1d.kemu.api.v1.FeatureGateState\"o\n\x0bVersionInfo\x12-\n\x06server\x18\x01 \x01(\x0b\x32\x1d.kemu.api.v1.ComponentVersion\x12\x31\n\ncomponents\x18\x02 \x03(\x0b\x32\x1d.kemu.api.v1.ComponentVersion2\xc9\x05\n\x03\x41pi\x12\x39\n\x06\x43reate\x12\x1a.kemu.api.v1.CreateRequest\x1a\x13.kemu.api.v1.Object\x12\x33\n\x03Get\x12\x17.kemu.api.v1.GetRequest\x1a\x13.kemu.api.v1.Object\x12;\n\x04List\x12\x18.kemu.api.v1.ListRequest\x1a\x19.kemu.api.v1.ListResponse\x12@\n\x05Watch\x12\x19.kemu.api.v1.WatchRequest\x1a\x1a.kemu.api.v1.WatchResponse0\x01\x12\x39\n\x06Update\x12\x1a.kemu.api.v1.UpdateRequest\x1a\x13.kemu.api.v1.Object\x12?\n\x0cUpdateStatus\x12\x1a.kemu.api.v1.UpdateRequest\x1a\x13.kemu.api.v1.Object\x12\x37\n\x05Patch\x12\x19.kemu.api.v1.PatchRequest\x1a\x13.kemu.api.v1.Object\x12\x39\n\x06\x44\x65lete\x12\x1a.kemu.api.v1.DeleteRequest\x1a\x13.kemu.api.v1.Object\x12\x31\n\x04\x42ind\x12\x14.kemu.api.v1.Binding\x1a\x13.kemu.api.v1.Status\x12\x39\n\x06Resize\x12\x1a.kemu.api.v1.UpdateRequest\x1a\x13.kemu.api.v1.Object\x12\x33\n\x05\x45vict\x12\x15.kemu.api.v1.Eviction\x1a\x13.kemu.api.v1.Status\x12@\n\x07Version\x12\x1b.kemu.api.v1.VersionRequest\x1a\x18.kemu.api.v1.VersionInfob\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -46,28 +46,30 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_WATCHREQUEST']._serialized_end=909
   _globals['_WATCHEVENT']._serialized_start=911
   _globals['_WATCHEVENT']._serialized_end=974
-  _globals['_UPDATEREQUEST']._serialized_start=976
-  _globals['_UPDATEREQUEST']._serialized_end=1028
-  _globals['_PATCHREQUEST']._serialized_start=1030
-  _globals['_PATCHREQUEST']._serialized_end=1131
-  _globals['_PRECONDITIONS']._serialized_start=1133
-  _globals['_PRECONDITIONS']._serialized_end=1226
-  _globals['_DELETEREQUEST']._serialized_start=1229
-  _globals['_DELETEREQUEST']._serialized_end=1406
-  _globals['_BINDING']._serialized_start=1408
-  _globals['_BINDING']._serialized_end=1506
-  _globals['_EVICTION']._serialized_start=1509
-  _globals['_EVICTION']._serialized_end=1673
-  _globals['_STATUS']._serialized_start=1675
-  _globals['_STATUS']._serialized_end=1746
-  _globals['_VERSIONREQUEST']._serialized_start=1748
-  _globals['_VERSIONREQUEST']._serialized_end=1764
-  _globals['_FEATUREGATESTATE']._serialized_start=1766
-  _globals['_FEATUREGATESTATE']._serialized_end=1846
-  _globals['_COMPONENTVERSION']._serialized_start=1849
-  _globals['_COMPONENTVERSION']._serialized_end=2008
-  _globals['_VERSIONINFO']._serialized_start=2010
-  _globals['_VERSIONINFO']._serialized_end=2121
-  _globals['_API']._serialized_start=2124
-  _globals['_API']._serialized_end=2834
+  _globals['_WATCHRESPONSE']._serialized_start=976
+  _globals['_WATCHRESPONSE']._serialized_end=1032
+  _globals['_UPDATEREQUEST']._serialized_start=1034
+  _globals['_UPDATEREQUEST']._serialized_end=1086
+  _globals['_PATCHREQUEST']._serialized_start=1088
+  _globals['_PATCHREQUEST']._serialized_end=1189
+  _globals['_PRECONDITIONS']._serialized_start=1191
+  _globals['_PRECONDITIONS']._serialized_end=1284
+  _globals['_DELETEREQUEST']._serialized_start=1287
+  _globals['_DELETEREQUEST']._serialized_end=1464
+  _globals['_BINDING']._serialized_start=1466
+  _globals['_BINDING']._serialized_end=1564
+  _globals['_EVICTION']._serialized_start=1567
+  _globals['_EVICTION']._serialized_end=1731
+  _globals['_STATUS']._serialized_start=1733
+  _globals['_STATUS']._serialized_end=1804
+  _globals['_VERSIONREQUEST']._serialized_start=1806
+  _globals['_VERSIONREQUEST']._serialized_end=1822
+  _globals['_FEATUREGATESTATE']._serialized_start=1824
+  _globals['_FEATUREGATESTATE']._serialized_end=1904
+  _globals['_COMPONENTVERSION']._serialized_start=1907
+  _globals['_COMPONENTVERSION']._serialized_end=2066
+  _globals['_VERSIONINFO']._serialized_start=2068
+  _globals['_VERSIONINFO']._serialized_end=2179
+  _globals['_API']._serialized_start=2182
+  _globals['_API']._serialized_end=2895
 # @@protoc_insertion_point(module_scope)

@@ -91,6 +91,12 @@ class WatchEvent(_message.Message):
     object: Object
     def __init__(self, type: _Optional[str] = ..., object: _Optional[_Union[Object, _Mapping]] = ...) -> None: ...
 
+class WatchResponse(_message.Message):
+    __slots__ = ("events",)
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[WatchEvent]
+    def __init__(self, events: _Optional[_Iterable[_Union[WatchEvent, _Mapping]]] = ...) -> None: ...
+
 class UpdateRequest(_message.Message):
     __slots__ = ("object",)
     OBJECT_FIELD_NUMBER: _ClassVar[int]

@@ -52,7 +52,7 @@ class ApiStub:
         self.Watch = channel.unary_stream(
                 '/kemu.api.v1.Api/Watch',
                 request_serializer=kemu_dot_api_dot_v1_dot_api__pb2.WatchRequest.SerializeToString,
-                response_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.WatchEvent.FromString,
+                response_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.WatchResponse.FromString,
                 _registered_method=True)
         self.Update = channel.unary_unary(
                 '/kemu.api.v1.Api/Update',
@@ -195,7 +195,7 @@ def add_ApiServicer_to_server(servicer, server):
             'Watch': grpc.unary_stream_rpc_method_handler(
                     servicer.Watch,
                     request_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.WatchRequest.FromString,
-                    response_serializer=kemu_dot_api_dot_v1_dot_api__pb2.WatchEvent.SerializeToString,
+                    response_serializer=kemu_dot_api_dot_v1_dot_api__pb2.WatchResponse.SerializeToString,
             ),
             'Update': grpc.unary_unary_rpc_method_handler(
                     servicer.Update,
@@ -345,7 +345,7 @@ class Api:
             target,
             '/kemu.api.v1.Api/Watch',
             kemu_dot_api_dot_v1_dot_api__pb2.WatchRequest.SerializeToString,
-            kemu_dot_api_dot_v1_dot_api__pb2.WatchEvent.FromString,
+            kemu_dot_api_dot_v1_dot_api__pb2.WatchResponse.FromString,
             options,
             channel_credentials,
             insecure,

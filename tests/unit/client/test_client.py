@@ -72,10 +72,12 @@ class _Servicer(api_pb2_grpc.ApiServicer):
 
     async def Watch(
         self, request: api_pb2.WatchRequest, context: Any
-    ) -> AsyncIterator[api_pb2.WatchEvent]:
+    ) -> AsyncIterator[api_pb2.WatchResponse]:
         self.watch_open += 1
         try:
-            yield api_pb2.WatchEvent(type="ADDED", object=kinds.wrap(pod("w")))
+            yield api_pb2.WatchResponse(
+                events=[api_pb2.WatchEvent(type="ADDED", object=kinds.wrap(pod("w")))]
+            )
             await anyio.sleep(30)
         finally:
             self.watch_open -= 1
