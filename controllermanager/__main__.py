@@ -1,0 +1,5 @@
+import sys
+
+from controllermanager.app import main
+
+sys.exit(main())
