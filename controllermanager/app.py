@@ -27,6 +27,7 @@ from typing import Final
 
 import anyio
 from anyio.abc import TaskStatus
+from prometheus_client import Gauge
 
 from controllermanager import disruption
 from controllermanager.controller import ControllerContext, ControllerInit
@@ -187,11 +188,6 @@ def new_identity() -> str:
     return f"{socket.gethostname()}_{uuid.uuid4()}"
 
 
-def _identity_lease_id(identity: str) -> str:
-    # The identity lease's name must be a DNS subdomain: no underscores.
-    return re.sub(r"[^a-z0-9.-]", "-", identity.lower())
-
-
 class ControllerManager:
     """The controllers of one process, started together; readiness for /readyz."""
 
@@ -245,7 +241,19 @@ class ControllerManager:
         if election is None:
             await self.run_controllers()
             return
-        self.elector = LeaderElector(self.client, election, self.component.clock)
+        status = Gauge(
+            "leader_election_master_status",
+            "1 while this instance holds the lease, else 0.",
+            ["name"],
+            registry=self.component.registry,
+        ).labels(election.lock_name)
+        status.set(0)
+        self.elector = LeaderElector(
+            self.client,
+            election,
+            self.component.clock,
+            on_leader_status=lambda leading: status.set(1 if leading else 0),
+        )
         await self.elector.run(self.run_controllers)
 
 
@@ -295,7 +303,7 @@ async def run_with_client(
                     run_identity_heartbeat,
                     client,
                     COMPONENT,
-                    _identity_lease_id(identity),
+                    identity,
                     str(ctx.options.version),
                     BINARY_VERSION,
                     [(g.name, g.enabled, str(g.stage), g.locked) for g in ctx.gates.states()],

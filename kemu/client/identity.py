@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Sequence
 from typing import Final
 
@@ -32,8 +33,9 @@ _RETRY_MIN: Final = 0.5
 
 
 def identity_lease_name(component: str, identity: str) -> str:
-    """`<component>-<identity>`, lowercased (object names are DNS subdomains)."""
-    return f"{component}-{identity}".lower()
+    """`<component>-<identity>` made a DNS subdomain (lowercase; `_` and the like become `-`).
+    The lease's holderIdentity keeps the identity as it is."""
+    return re.sub(r"[^a-z0-9.-]", "-", f"{component}-{identity}".lower())
 
 
 def gates_annotation(gates: Sequence[tuple[str, bool, str, bool]]) -> str:
