@@ -1,0 +1,178 @@
+"""`apply -f`, `create -f` and `delete`: the commands that create and remove objects."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from google.protobuf.message import Message
+
+from kemu.ctl import manifests
+from kemu.ctl.common import (
+    Context,
+    CtlError,
+    format_api_error,
+    meta,
+    namespace_for,
+    qualified,
+    ref,
+    split_targets,
+)
+from kemu.ctl.manifests import Manifest
+from kemu.machinery import convert, kinds
+from kemu.machinery.errors import ApiError, NotFound
+
+
+def _placed(ctx: Context, m: Manifest) -> tuple[Message, str]:
+    """The manifest's object with its namespace resolved (copy), and that namespace."""
+    obj = type(m.obj)()
+    obj.CopyFrom(m.obj)
+    if not m.kind.namespaced:
+        meta(obj).namespace = ""
+        return obj, ""
+    given = meta(obj).namespace
+    if given and ctx.namespace_explicit and given != ctx.namespace:
+        raise CtlError(
+            f'the namespace from the provided object "{given}" does not match the namespace '
+            f"\"{ctx.namespace}\". You must pass '--namespace={given}' to perform this operation."
+        )
+    ns = given or ctx.namespace
+    meta(obj).namespace = ns
+    return obj, ns
+
+
+def _read(ctx: Context, args: argparse.Namespace) -> list[tuple[Manifest, Message, str]]:
+    """Every object of the files, placed, before anything is sent."""
+    return [(m, *_placed(ctx, m)) for m in manifests.read(args.filename, ctx.stdin)]
+
+
+def apply_patch(obj: Message) -> dict[str, Any]:
+    """What apply merges over the live object: the manifest's fields, without status."""
+    data = convert.to_dict(obj)
+    for key in ("apiVersion", "kind", "status"):
+        data.pop(key, None)
+    return data
+
+
+async def apply_one(ctx: Context, kind: kinds.Kind, obj: Message, ns: str) -> str:
+    """Creates the object or merges it over the live one; returns what happened."""
+    name = meta(obj).name
+    try:
+        live = await ctx.client.get(kind.message, name, ns)
+    except NotFound:
+        await ctx.client.create(obj)
+        return "created"
+    patch = apply_patch(obj)
+    current = convert.to_dict(live)
+    if convert.merge_patch(current, patch) == current:
+        return "unchanged"
+    await ctx.client.patch(kind.message, name, patch, ns)
+    return "configured"
+
+
+async def cmd_apply(ctx: Context, args: argparse.Namespace) -> int:
+    placed = _read(ctx, args)
+    for m, _, _ in placed:
+        if not m.name:
+            raise CtlError(
+                f"{manifests.where(m.source, m.index)} ({m.kind.kind}): "
+                "cannot use generate name with apply"
+            )
+    failed = False
+    for m, obj, ns in placed:
+        try:
+            outcome = await apply_one(ctx, m.kind, obj, ns)
+        except ApiError as e:
+            failed = True
+            ctx.warn(f'error: error when applying "{m.source}": {format_api_error(e)}')
+            continue
+        ctx.print(f"{ref(m.kind, m.name)} {outcome}")
+    return 1 if failed else 0
+
+
+async def cmd_create(ctx: Context, args: argparse.Namespace) -> int:
+    placed = _read(ctx, args)
+    failed = False
+    for m, obj, _ in placed:
+        try:
+            created = await ctx.client.create(obj)
+        except ApiError as e:
+            failed = True
+            ctx.warn(f'error: error when creating "{m.source}": {format_api_error(e)}')
+            continue
+        ctx.print(f"{ref(m.kind, meta(created).name)} created")
+    return 1 if failed else 0
+
+
+def grace_period(args: argparse.Namespace) -> int | None:
+    """kubectl's rules: --now is 1 second; 0 needs --force (else it becomes 1); --force alone
+    is 0; -1 (the default) leaves it to the server."""
+    grace: int = args.grace_period
+    if args.now:
+        if grace >= 0:
+            raise CtlError("--now and --grace-period cannot be specified together")
+        grace = 1
+    if args.force and grace < 0:
+        grace = 0
+    if grace == 0 and not args.force:
+        grace = 1
+    return None if grace < 0 else grace
+
+
+async def cmd_delete(ctx: Context, args: argparse.Namespace) -> int:
+    grace = grace_period(args)
+    todo: list[tuple[kinds.Kind, str, str]] = []
+    if args.filename:
+        if args.targets:
+            raise CtlError("when -f is given, no resource type or name may be given")
+        for m, _, ns in _read(ctx, args):
+            todo.append((m.kind, m.name, ns))
+    else:
+        targets = split_targets(args.targets, require_name=False)
+        for kind, name in targets:
+            if name is not None:
+                if args.all or args.selector:
+                    raise CtlError("names cannot be provided when a selector or --all is given")
+                todo.append((kind, name, namespace_for(ctx, kind)))
+                continue
+            if not (args.all or args.selector):
+                raise CtlError(
+                    "resource(s) were provided, but no name was specified; "
+                    "use --all to delete every object of the type"
+                )
+            ns = "" if args.all_namespaces else namespace_for(ctx, kind)
+            found = await ctx.client.list_all(kind.message, ns, label_selector=args.selector or "")
+            todo.extend((kind, meta(o).name, meta(o).namespace) for o in found.items)
+            if not found.items:
+                ctx.warn("No resources found")
+    if args.force:
+        ctx.warn(
+            "Warning: Immediate deletion does not wait for confirmation that the running "
+            "resource has been terminated. The resource may continue to run on the cluster "
+            "indefinitely."
+        )
+    failed = False
+    deleted: list[tuple[kinds.Kind, str, str]] = []
+    for kind, name, ns in todo:
+        try:
+            await ctx.client.delete(kind.message, name, ns, grace_period_seconds=grace)
+        except NotFound as e:
+            if not args.ignore_not_found:
+                failed = True
+                ctx.warn(f"error: {format_api_error(e)}")
+            continue
+        except ApiError as e:
+            failed = True
+            ctx.warn(f"error: {format_api_error(e)}")
+            continue
+        word = "force deleted" if args.force and grace == 0 else "deleted"
+        ctx.print(f'{qualified(kind)} "{name}" {word}')
+        deleted.append((kind, name, ns))
+    if args.wait and deleted:
+        from kemu.ctl.wait import wait_deleted
+
+        for kind, name, ns in deleted:
+            if not await wait_deleted(ctx, kind, name, ns, args.timeout):
+                ctx.warn(f"error: timed out waiting for the deletion of {kind.resource}/{name}")
+                failed = True
+    return 1 if failed else 0

@@ -1,0 +1,606 @@
+"""`kemuctl describe KIND [NAME...]`: kubectl-like descriptions, aligned as kubectl aligns them.
+
+Pods and nodes have their own describers (with what kemu is about: priority, the nominated
+node, conditions such as DisruptionTarget and PodResizePending, allocated and actual
+resources, the pods bound to and nominated for a node); every other kind gets a generic one.
+Every description ends with the events about the object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from google.protobuf.message import Message
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from kemu.api.v1 import types_pb2
+from kemu.ctl import printers
+from kemu.ctl.common import (
+    Context,
+    format_api_error,
+    meta,
+    namespace_for,
+    plain,
+    split_targets,
+)
+from kemu.ctl.tabwriter import align
+from kemu.machinery import convert, kinds
+from kemu.machinery.errors import ApiError, BadRequest, Invalid
+from kemu.machinery.quantity import format_resource, to_int
+
+NONE = "<none>"
+_INDENT = "  "
+
+
+class Writer:
+    """Lines of tab-separated cells at an indentation level, aligned at the end (tabwriter
+    with kubectl describe's settings: no minimum width, two spaces of padding)."""
+
+    def __init__(self) -> None:
+        self.lines: list[list[str]] = []
+
+    def line(self, level: int, *cells: str) -> None:
+        cells_ = list(cells) or [""]
+        cells_[0] = _INDENT * level + cells_[0]
+        self.lines.append(cells_)
+
+    def multiline(self, level: int, title: str, values: list[str]) -> None:
+        """`Title:  first` then the other values under the first (labels, taints, ...)."""
+        if not values:
+            self.line(level, f"{title}:", NONE)
+            return
+        self.line(level, f"{title}:", values[0])
+        for v in values[1:]:
+            self.line(level, "", v)
+
+    def render(self) -> str:
+        return "\n".join(align(self.lines, minwidth=0, padding=2))
+
+
+def rfc1123(ts: Timestamp) -> str:
+    return time.strftime("%a, %d %b %Y %H:%M:%S +0000", time.gmtime(ts.seconds))
+
+
+def _when(ts: Timestamp, present: bool = True) -> str:
+    return rfc1123(ts) if present and (ts.seconds or ts.nanos) else NONE
+
+
+def _pairs(mapping: Mapping[str, str]) -> list[str]:
+    return [f"{k}={v}" for k, v in sorted(mapping.items())]
+
+
+def _resource_block(w: Writer, level: int, title: str, resources: Mapping[str, str]) -> None:
+    if not resources:
+        return
+    w.line(level, f"{title}:")
+    for name, value in sorted(resources.items()):
+        w.line(level + 1, f"{name}:", value)
+
+
+# ---------------------------------------------------------------- events
+
+
+def _events_for(events: Iterable[types_pb2.Event], obj: Message) -> list[types_pb2.Event]:
+    kind = kinds.kind_of(obj)
+    m = meta(obj)
+    out = []
+    for e in events:
+        io = e.involved_object
+        if io.kind != kind.kind or io.name != m.name:
+            continue
+        if kind.namespaced and io.namespace and io.namespace != m.namespace:
+            continue
+        if io.uid and m.uid and io.uid != m.uid:
+            continue
+        out.append(e)
+    return sorted(out, key=lambda e: printers.seconds_of(printers.event_last_seen(e)))
+
+
+def describe_events(w: Writer, events: list[types_pb2.Event], now: float) -> None:
+    if not events:
+        w.line(0, "Events:", NONE)
+        return
+    w.line(0, "Events:")
+    w.line(1, "Type", "Reason", "Age", "From", "Message")
+    w.line(1, "----", "------", "----", "----", "-------")
+    for e in events:
+        last = printers.age(printers.event_last_seen(e), now)
+        if e.count > 1:
+            first = e.first_timestamp if e.first_timestamp.seconds else e.last_timestamp
+            last = f"{last} (x{e.count} over {printers.age(first, now)})"
+        w.line(
+            1,
+            e.type,
+            e.reason,
+            last,
+            printers.event_source(e),
+            " ".join(e.message.split()),
+        )
+
+
+# ---------------------------------------------------------------- pods
+
+
+def _container_state(w: Writer, level: int, title: str, state: types_pb2.ContainerState) -> None:
+    if state.HasField("running"):
+        w.line(level, f"{title}:", "Running")
+        w.line(level + 1, "Started:", _when(state.running.started_at))
+    elif state.HasField("waiting"):
+        w.line(level, f"{title}:", "Waiting")
+        if state.waiting.reason:
+            w.line(level + 1, "Reason:", state.waiting.reason)
+    elif state.HasField("terminated"):
+        t = state.terminated
+        w.line(level, f"{title}:", "Terminated")
+        if t.reason:
+            w.line(level + 1, "Reason:", t.reason)
+        if t.message:
+            w.line(level + 1, "Message:", t.message)
+        w.line(level + 1, "Exit Code:", str(t.exit_code))
+        w.line(level + 1, "Started:", _when(t.started_at))
+        w.line(level + 1, "Finished:", _when(t.finished_at))
+    else:
+        w.line(level, f"{title}:", "Waiting")
+
+
+def _describe_containers(
+    w: Writer,
+    title: str,
+    containers: Iterable[types_pb2.Container],
+    statuses: Iterable[types_pb2.ContainerStatus],
+) -> None:
+    containers = list(containers)
+    if not containers:
+        return
+    by_name = {s.name: s for s in statuses}
+    w.line(0, f"{title}:")
+    for c in containers:
+        w.line(1, f"{c.name}:")
+        w.line(2, "Image:", c.image or NONE)
+        if c.HasField("restart_policy"):
+            w.line(2, "Restart Policy:", c.restart_policy)
+        st = by_name.get(c.name)
+        if st is not None:
+            _container_state(w, 2, "State", st.state)
+            w.line(2, "Ready:", "True" if st.ready else "False")
+            w.line(2, "Restart Count:", str(st.restart_count))
+        _resource_block(w, 2, "Limits", c.resources.limits)
+        _resource_block(w, 2, "Requests", c.resources.requests)
+        if st is not None:
+            _resource_block(w, 2, "Allocated Resources", st.allocated_resources)
+            if st.HasField("resources"):
+                _resource_block(w, 2, "Actual Limits", st.resources.limits)
+                _resource_block(w, 2, "Actual Requests", st.resources.requests)
+        if c.resize_policy:
+            w.line(
+                2,
+                "Resize Policy:",
+                ", ".join(f"{p.resource_name}={p.restart_policy}" for p in c.resize_policy),
+            )
+
+
+def _describe_conditions(w: Writer, conditions: list[Any]) -> None:
+    """Conditions as a table; Reason and Message columns when any condition has one."""
+    if not conditions:
+        return
+    w.line(0, "Conditions:")
+    detailed = any(c.reason or c.message for c in conditions)
+    if detailed:
+        w.line(1, "Type", "Status", "Reason", "Message")
+        w.line(1, "----", "------", "------", "-------")
+        for c in conditions:
+            w.line(1, c.type, c.status, c.reason or "", " ".join(c.message.split()))
+    else:
+        w.line(1, "Type", "Status")
+        w.line(1, "----", "------")
+        for c in conditions:
+            w.line(1, c.type, c.status)
+
+
+def toleration_text(t: types_pb2.Toleration) -> str:
+    """As kubectl prints a toleration: key=value:effect op=Exists for 300s."""
+    text = t.key
+    if t.value:
+        text += f"={t.value}"
+    if t.effect:
+        text += f":{t.effect}"
+    if t.operator == "Exists" and not t.value:
+        text += " op=Exists" if (t.key or t.effect) else "op=Exists"
+    if t.HasField("toleration_seconds"):
+        text += f" for {t.toleration_seconds}s"
+    return text
+
+
+def describe_pod(pod: types_pb2.Pod, events: list[types_pb2.Event], now: float) -> str:
+    w = Writer()
+    m = pod.metadata
+    w.line(0, "Name:", m.name)
+    w.line(0, "Namespace:", m.namespace)
+    w.line(0, "Priority:", str(pod.spec.priority) if pod.spec.HasField("priority") else NONE)
+    w.line(0, "Priority Class Name:", pod.spec.priority_class_name or NONE)
+    if pod.spec.HasField("preemption_policy"):
+        w.line(0, "Preemption Policy:", pod.spec.preemption_policy)
+    if pod.spec.scheduler_name:
+        w.line(0, "Scheduler:", pod.spec.scheduler_name)
+    node = pod.spec.node_name
+    if node and pod.status.host_ip:
+        node = f"{node}/{pod.status.host_ip}"
+    w.line(0, "Node:", node or NONE)
+    if pod.status.HasField("start_time"):
+        w.line(0, "Start Time:", rfc1123(pod.status.start_time))
+    w.multiline(0, "Labels", _pairs(m.labels))
+    w.multiline(0, "Annotations", _pairs(m.annotations))
+    if m.HasField("deletion_timestamp"):
+        grace = m.deletion_grace_period_seconds
+        lasts = printers.human_duration(printers.seconds_of(m.deletion_timestamp) - now)
+        w.line(0, "Status:", f"Terminating (lasts {lasts})")
+        w.line(0, "Termination Grace Period:", f"{grace}s")
+    else:
+        w.line(0, "Status:", pod.status.phase or "Pending")
+    if pod.status.reason:
+        w.line(0, "Reason:", pod.status.reason)
+    if pod.status.message:
+        w.line(0, "Message:", " ".join(pod.status.message.split()))
+    w.line(0, "IP:", pod.status.pod_ip or NONE)
+    w.line(0, "Nominated Node Name:", pod.status.nominated_node_name or NONE)
+    if pod.status.resize:
+        w.line(0, "Resize:", pod.status.resize)
+    if pod.metadata.owner_references:
+        owner = pod.metadata.owner_references[0]
+        w.line(0, "Controlled By:", f"{owner.kind}/{owner.name}")
+    _describe_containers(
+        w, "Init Containers", pod.spec.init_containers, pod.status.init_container_statuses
+    )
+    _describe_containers(w, "Containers", pod.spec.containers, pod.status.container_statuses)
+    _describe_conditions(w, list(pod.status.conditions))
+    if pod.spec.HasField("resources"):
+        _resource_block(w, 0, "Pod Limits", pod.spec.resources.limits)
+        _resource_block(w, 0, "Pod Requests", pod.spec.resources.requests)
+    if pod.spec.overhead:
+        w.line(0, "Overhead:", ", ".join(_pairs(pod.spec.overhead)))
+    w.line(0, "QoS Class:", pod.status.qos_class or NONE)
+    w.multiline(0, "Node-Selectors", _pairs(pod.spec.node_selector))
+    w.multiline(0, "Tolerations", [toleration_text(t) for t in pod.spec.tolerations])
+    if pod.spec.scheduling_gates:
+        w.multiline(0, "Scheduling Gates", [g.name for g in pod.spec.scheduling_gates])
+    describe_events(w, events, now)
+    return w.render()
+
+
+# ---------------------------------------------------------------- resources of pods
+
+
+def _ints(mapping: Mapping[str, str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for name, text in mapping.items():
+        try:
+            out[name] = to_int(name, text)
+        except Invalid:
+            continue  # the apiserver validates; an odd value does not stop a description
+    return out
+
+
+def _max_into(target: dict[str, int], other: Mapping[str, int]) -> None:
+    for name, value in other.items():
+        target[name] = max(target.get(name, 0), value)
+
+
+def _add_into(target: dict[str, int], other: Mapping[str, int]) -> None:
+    for name, value in other.items():
+        target[name] = target.get(name, 0) + value
+
+
+def pod_requests_and_limits(pod: types_pb2.Pod) -> tuple[dict[str, int], dict[str, int]]:
+    """What a pod holds on its node, as upstream's resource helper computes it with in-place
+    resize: per container the largest of the spec, the actual and the allocated requests;
+    app containers and sidecars add up, a plain init container counts alone (with the
+    sidecars started before it); then the pod overhead."""
+    statuses = {s.name: s for s in pod.status.container_statuses}
+    statuses.update({s.name: s for s in pod.status.init_container_statuses})
+
+    def container(c: types_pb2.Container) -> tuple[dict[str, int], dict[str, int]]:
+        req = _ints(c.resources.requests)
+        lim = _ints(c.resources.limits)
+        st = statuses.get(c.name)
+        if st is not None:
+            _max_into(req, _ints(st.allocated_resources))
+            if st.HasField("resources"):
+                _max_into(req, _ints(st.resources.requests))
+                _max_into(lim, _ints(st.resources.limits))
+        return req, lim
+
+    req: dict[str, int] = {}
+    lim: dict[str, int] = {}
+    for c in pod.spec.containers:
+        r, li = container(c)
+        _add_into(req, r)
+        _add_into(lim, li)
+    init_req: dict[str, int] = {}
+    init_lim: dict[str, int] = {}
+    sidecar_req: dict[str, int] = {}
+    sidecar_lim: dict[str, int] = {}
+    for c in pod.spec.init_containers:
+        r, li = container(c)
+        if c.HasField("restart_policy") and c.restart_policy == "Always":
+            _add_into(sidecar_req, r)
+            _add_into(sidecar_lim, li)
+            _add_into(req, r)
+            _add_into(lim, li)
+            _max_into(init_req, sidecar_req)
+            _max_into(init_lim, sidecar_lim)
+        else:
+            with_sidecars_r = dict(sidecar_req)
+            _add_into(with_sidecars_r, r)
+            with_sidecars_l = dict(sidecar_lim)
+            _add_into(with_sidecars_l, li)
+            _max_into(init_req, with_sidecars_r)
+            _max_into(init_lim, with_sidecars_l)
+    _max_into(req, init_req)
+    _max_into(lim, init_lim)
+    overhead = _ints(pod.spec.overhead)
+    _add_into(req, overhead)
+    for name, value in overhead.items():
+        if name in lim:
+            lim[name] += value
+    return req, lim
+
+
+def _fraction(name: str, value: int, allocatable: Mapping[str, int]) -> str:
+    total = allocatable.get(name, 0)
+    percent = int(value * 100 / total) if total else 0
+    return f"{format_resource(name, value)} ({percent}%)"
+
+
+# ---------------------------------------------------------------- nodes
+
+
+def _taint_text(t: types_pb2.Taint) -> str:
+    text = t.key + (f"={t.value}" if t.value else "")
+    return f"{text}:{t.effect}" if t.effect else text
+
+
+def describe_node(
+    node: types_pb2.Node,
+    pods: list[types_pb2.Pod],
+    nominated: list[types_pb2.Pod],
+    events: list[types_pb2.Event],
+    now: float,
+) -> str:
+    w = Writer()
+    m = node.metadata
+    w.line(0, "Name:", m.name)
+    w.line(0, "Roles:", printers.node_roles(node))
+    w.multiline(0, "Labels", _pairs(m.labels))
+    w.multiline(0, "Annotations", _pairs(m.annotations))
+    w.line(0, "CreationTimestamp:", _when(m.creation_timestamp, m.HasField("creation_timestamp")))
+    w.multiline(0, "Taints", [_taint_text(t) for t in node.spec.taints])
+    w.line(0, "Unschedulable:", "true" if node.spec.unschedulable else "false")
+    policy = node.spec.pod_preemption_policy.disable_resize_preemption
+    if policy:
+        w.line(0, "Resize Preemption Disabled For:", ", ".join(policy))
+    conditions = list(node.status.conditions)
+    if conditions:
+        w.line(0, "Conditions:")
+        w.line(1, "Type", "Status", "LastHeartbeatTime", "LastTransitionTime", "Reason", "Message")
+        w.line(1, "----", "------", "-----------------", "------------------", "------", "-------")
+        for c in conditions:
+            w.line(
+                1,
+                c.type,
+                c.status,
+                _when(c.last_heartbeat_time),
+                _when(c.last_transition_time),
+                c.reason,
+                " ".join(c.message.split()),
+            )
+    else:
+        w.line(0, "Conditions:", NONE)
+    _resource_block(w, 0, "Capacity", node.status.capacity)
+    _resource_block(w, 0, "Allocatable", node.status.allocatable)
+    info = node.status.node_info
+    if info.kubelet_version or info.operating_system or info.architecture:
+        w.line(0, "System Info:")
+        if info.kubelet_version:
+            w.line(1, "Kubelet Version:", info.kubelet_version)
+        if info.operating_system:
+            w.line(1, "Operating System:", info.operating_system)
+        if info.architecture:
+            w.line(1, "Architecture:", info.architecture)
+    if node.spec.pod_cidr:
+        w.line(0, "PodCIDR:", node.spec.pod_cidr)
+    if node.spec.provider_id:
+        w.line(0, "ProviderID:", node.spec.provider_id)
+
+    allocatable = _ints(node.status.allocatable or node.status.capacity)
+    w.line(0, "Non-terminated Pods:", f"({len(pods)} in total)")
+    totals_req: dict[str, int] = {}
+    totals_lim: dict[str, int] = {}
+    if pods:
+        w.line(
+            1,
+            "Namespace",
+            "Name",
+            "CPU Requests",
+            "CPU Limits",
+            "Memory Requests",
+            "Memory Limits",
+            "Age",
+        )
+        w.line(
+            1,
+            "---------",
+            "----",
+            "------------",
+            "----------",
+            "---------------",
+            "-------------",
+            "---",
+        )
+    for p in pods:
+        req, lim = pod_requests_and_limits(p)
+        _add_into(totals_req, req)
+        _add_into(totals_lim, lim)
+        created = p.metadata.creation_timestamp
+        w.line(
+            1,
+            p.metadata.namespace,
+            p.metadata.name,
+            _fraction("cpu", req.get("cpu", 0), allocatable),
+            _fraction("cpu", lim.get("cpu", 0), allocatable),
+            _fraction("memory", req.get("memory", 0), allocatable),
+            _fraction("memory", lim.get("memory", 0), allocatable),
+            printers.age(created, now, present=p.metadata.HasField("creation_timestamp")),
+        )
+    w.line(0, "Allocated resources:")
+    w.line(1, "(Total limits may be over 100 percent, i.e., overcommitted.)")
+    w.line(1, "Resource", "Requests", "Limits")
+    w.line(1, "--------", "--------", "------")
+    names = ["cpu", "memory"]
+    names += sorted((set(allocatable) | set(totals_req)) - {"cpu", "memory", "pods"})
+    for name in names:
+        w.line(
+            1,
+            name,
+            _fraction(name, totals_req.get(name, 0), allocatable),
+            _fraction(name, totals_lim.get(name, 0), allocatable),
+        )
+    if nominated:
+        w.line(0, "Nominated Pods:", f"({len(nominated)} in total)")
+        w.line(1, "Namespace", "Name", "Priority", "CPU Requests", "Memory Requests")
+        w.line(1, "---------", "----", "--------", "------------", "---------------")
+        for p in nominated:
+            req, _ = pod_requests_and_limits(p)
+            w.line(
+                1,
+                p.metadata.namespace,
+                p.metadata.name,
+                str(p.spec.priority) if p.spec.HasField("priority") else NONE,
+                _fraction("cpu", req.get("cpu", 0), allocatable),
+                _fraction("memory", req.get("memory", 0), allocatable),
+            )
+    describe_events(w, events, now)
+    return w.render()
+
+
+# ---------------------------------------------------------------- every other kind
+
+
+def _title(key: str) -> str:
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", key)
+    return words[:1].upper() + words[1:]
+
+
+def _generic(w: Writer, level: int, data: Mapping[str, Any]) -> None:
+    for key, value in data.items():
+        title = f"{_title(key)}:"
+        if isinstance(value, dict):
+            if value and all(not isinstance(v, dict | list) for v in value.values()):
+                if key in ("labels", "annotations", "matchLabels"):
+                    w.multiline(level, _title(key), [f"{k}={v}" for k, v in value.items()])
+                    continue
+            w.line(level, title)
+            _generic(w, level + 1, value)
+        elif isinstance(value, list):
+            if all(not isinstance(v, dict | list) for v in value):
+                w.line(level, title, ", ".join(plain(v) for v in value))
+                continue
+            w.line(level, title)
+            for item in value:
+                if isinstance(item, dict):
+                    _generic(w, level + 1, item)
+                    w.line(level + 1, "")
+                else:
+                    w.line(level + 1, plain(item))
+        else:
+            w.line(level, title, plain(value))
+
+
+def describe_generic(obj: Message, events: list[types_pb2.Event], now: float) -> str:
+    kind = kinds.kind_of(obj)
+    data = convert.to_dict(obj)
+    m = meta(obj)
+    w = Writer()
+    w.line(0, "Name:", m.name)
+    if kind.namespaced:
+        w.line(0, "Namespace:", m.namespace)
+    w.multiline(0, "Labels", _pairs(m.labels))
+    w.multiline(0, "Annotations", _pairs(m.annotations))
+    w.line(0, "API Version:", kind.api_version)
+    w.line(0, "Kind:", kind.kind)
+    w.line(0, "Creation Timestamp:", _when(m.creation_timestamp, m.HasField("creation_timestamp")))
+    rest = {k: v for k, v in data.items() if k not in ("apiVersion", "kind", "metadata")}
+    _generic(w, 0, rest)
+    if kind.kind != "Event":
+        describe_events(w, events, now)
+    return w.render()
+
+
+# ---------------------------------------------------------------- the command
+
+
+async def _list_pods(ctx: Context, field: str, value: str) -> list[types_pb2.Pod]:
+    """Pods whose `field` is `value`: by field selector, or filtered here when the server
+    does not support that selector."""
+    try:
+        listed = await ctx.client.list_all(types_pb2.Pod, "", field_selector=f"{field}={value}")
+        return list(listed.items)
+    except BadRequest:
+        listed = await ctx.client.list_all(types_pb2.Pod, "")
+        if field == "spec.nodeName":
+            return [p for p in listed.items if p.spec.node_name == value]
+        return [p for p in listed.items if p.status.nominated_node_name == value]
+
+
+async def describe_object(ctx: Context, obj: Message) -> str:
+    kind = kinds.kind_of(obj)
+    now = ctx.clock.now()
+    events: list[types_pb2.Event] = []
+    if kind.kind != "Event":
+        listed = await ctx.client.list_all(types_pb2.Event, meta(obj).namespace)
+        events = _events_for(listed.items, obj)
+    if isinstance(obj, types_pb2.Pod):
+        return describe_pod(obj, events, now)
+    if isinstance(obj, types_pb2.Node):
+        name = obj.metadata.name
+        bound = [
+            p
+            for p in await _list_pods(ctx, "spec.nodeName", name)
+            if p.status.phase not in ("Succeeded", "Failed")
+        ]
+        nominated = [
+            p
+            for p in await _list_pods(ctx, "status.nominatedNodeName", name)
+            if p.spec.node_name != name
+        ]
+        return describe_node(obj, bound, nominated, events, now)
+    return describe_generic(obj, events, now)
+
+
+async def cmd_describe(ctx: Context, args: argparse.Namespace) -> int:
+    targets = split_targets(args.targets, require_name=False)
+    objs: list[Message] = []
+    errors: list[str] = []
+    for kind, name in targets:
+        if name is None:
+            ns = "" if args.all_namespaces else namespace_for(ctx, kind)
+            listed = await ctx.client.list_all(kind.message, ns, label_selector=args.selector or "")
+            if not listed.items:
+                ctx.warn(f"No resources found in {ns} namespace." if ns else "No resources found")
+            objs.extend(listed.items)
+            continue
+        try:
+            objs.append(await ctx.client.get(kind.message, name, namespace_for(ctx, kind)))
+        except ApiError as e:
+            errors.append(format_api_error(e))
+    for i, obj in enumerate(objs):
+        if i:
+            ctx.print()
+            ctx.print()
+        ctx.print(await describe_object(ctx, obj))
+    for message in errors:
+        ctx.warn(f"error: {message}")
+    return 1 if errors else 0

@@ -1,0 +1,267 @@
+"""kemuctl: the user's command line for a kemu cluster, with kubectl's conventions.
+
+`main(argv)` parses the arguments, connects a kemu.client.Client and runs one command; `run`
+is the same with the client and the streams injectable (tests pass a FakeClient). Every user
+error, local or from the server, is one `error: ...` line on stderr and exit code 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Final, NoReturn, TextIO
+
+import anyio
+
+from kemu.client.clock import Clock, SystemClock
+from kemu.client.interface import DEFAULT_NAMESPACE, ApiClient
+from kemu.ctl import apply, describe, edit, get, version, wait
+from kemu.ctl.common import Context, CtlError, format_api_error
+from kemu.ctl.connect import DEFAULT_SERVER, SERVER_ENV, ProbedClient, server_address
+from kemu.machinery.errors import ApiError, Timeout, Unavailable
+
+DEFAULT_REQUEST_TIMEOUT: Final = "10s"
+_NO_TIMEOUT: Final = 24 * 3600.0
+
+Command = Callable[[Context, argparse.Namespace], Awaitable[int]]
+
+COMMANDS: Final[dict[str, Command]] = {
+    "apply": apply.cmd_apply,
+    "create": apply.cmd_create,
+    "get": get.cmd_get,
+    "describe": describe.cmd_describe,
+    "delete": apply.cmd_delete,
+    "patch": edit.cmd_patch,
+    "resize": edit.cmd_resize,
+    "wait": wait.cmd_wait,
+    "version": version.cmd_version,
+}
+
+
+class UsageError(Exception):
+    """A command line argparse cannot read."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def _bool(text: str) -> bool:
+    lowered = text.lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"invalid boolean {text!r}: expected true or false")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    # Global flags may come before or after the command, as with kubectl: they are declared on
+    # the top parser and on every subparser, with SUPPRESS so a later parser does not reset them.
+    common = _Parser(add_help=False)
+    common.add_argument(
+        "--server",
+        "-s",
+        default=argparse.SUPPRESS,
+        help=f"the apiserver, HOST:PORT (default: ${SERVER_ENV} or {DEFAULT_SERVER})",
+    )
+    common.add_argument(
+        "-n", "--namespace", default=argparse.SUPPRESS, help='the namespace (default "default")'
+    )
+    common.add_argument(
+        "--request-timeout",
+        default=argparse.SUPPRESS,
+        help=f"how long to wait for one answer of the server, e.g. 10s; 0: no limit "
+        f"(default {DEFAULT_REQUEST_TIMEOUT})",
+    )
+
+    parser = _Parser(
+        prog="kemuctl",
+        description="Control a kemu cluster (a subset of kubectl).",
+        parents=[common],
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    def command(name: str, help_: str) -> argparse.ArgumentParser:
+        p: argparse.ArgumentParser = sub.add_parser(name, help=help_, parents=[common])
+        return p
+
+    def filename(p: argparse.ArgumentParser, *, required: bool) -> None:
+        p.add_argument(
+            "-f",
+            "--filename",
+            action="append",
+            required=required,
+            default=[],
+            help="a manifest file (YAML or JSON), a directory, or - for stdin; repeatable",
+        )
+
+    def selectors(p: argparse.ArgumentParser) -> None:
+        p.add_argument("-l", "--selector", help="label selector, e.g. app=web,tier!=db")
+        p.add_argument("-A", "--all-namespaces", action="store_true", help="across every namespace")
+
+    p = command("apply", "create or update objects from manifests")
+    filename(p, required=True)
+
+    p = command("create", "create objects from manifests")
+    filename(p, required=True)
+
+    p = command("get", "list objects or show some")
+    p.add_argument("targets", nargs="*", metavar="KIND [NAME...] | KIND/NAME...")
+    p.add_argument("-o", "--output", help="json, yaml, wide, name or jsonpath={.path}")
+    p.add_argument("-w", "--watch", action="store_true", help="then print every change")
+    p.add_argument("--field-selector", help="e.g. spec.nodeName=n1")
+    selectors(p)
+
+    p = command("describe", "show objects in detail, with their events")
+    p.add_argument("targets", nargs="*", metavar="KIND [NAME...] | KIND/NAME...")
+    selectors(p)
+
+    p = command("delete", "delete objects")
+    p.add_argument("targets", nargs="*", metavar="KIND [NAME...] | KIND/NAME...")
+    filename(p, required=False)
+    p.add_argument(
+        "--grace-period",
+        type=int,
+        default=-1,
+        help="seconds to let a pod terminate (-1: its own; 0 needs --force)",
+    )
+    p.add_argument("--now", action="store_true", help="a grace period of 1 second")
+    p.add_argument("--force", action="store_true", help="with --grace-period 0: immediately")
+    p.add_argument("--ignore-not-found", action="store_true")
+    p.add_argument("--all", action="store_true", help="every object of the kind")
+    p.add_argument(
+        "--wait",
+        type=_bool,
+        nargs="?",
+        const=True,
+        default=False,
+        help="wait until the objects are gone (default false)",
+    )
+    p.add_argument("--timeout", default="60s", help="how long --wait waits")
+    selectors(p)
+
+    p = command("patch", "apply a JSON merge patch to an object")
+    p.add_argument("targets", nargs="*", metavar="KIND NAME | KIND/NAME")
+    p.add_argument("-p", "--patch", help="the patch, JSON (or YAML)")
+    p.add_argument("--patch-file", help="a file holding the patch")
+    p.add_argument("--type", default="merge", help="merge (the only type kemu supports)")
+    p.add_argument("--subresource", default="", help="status or resize")
+
+    p = command("resize", "change a pod's container resources in place (pods/resize)")
+    p.add_argument("targets", nargs="*", metavar="pod NAME | pod/NAME")
+    p.add_argument("--requests", help="e.g. cpu=2,memory=1Gi")
+    p.add_argument("--limits", help="e.g. cpu=2,memory=1Gi")
+    p.add_argument("-c", "--container", help="the container (default: the first)")
+
+    p = command("wait", "wait for a condition on objects")
+    p.add_argument("targets", nargs="*", metavar="KIND/NAME... | KIND NAME...")
+    p.add_argument(
+        "--for",
+        dest="for_",
+        metavar="CONDITION",
+        help="delete, create, condition=NAME[=VALUE] or jsonpath={.path}[=VALUE]",
+    )
+    p.add_argument("--timeout", default="30s", help="e.g. 30s, 2m (default 30s)")
+    p.add_argument("--all", action="store_true", help="every object of the kind")
+    selectors(p)
+
+    p = command("version", "print the client, server and component versions")
+    p.add_argument("--client", action="store_true", help="only the client's version")
+    p.add_argument("-o", "--output", help="json or yaml")
+    return parser
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    return build_parser().parse_args(list(argv))
+
+
+def request_timeout(args: argparse.Namespace) -> float:
+    seconds = wait.parse_duration(getattr(args, "request_timeout", DEFAULT_REQUEST_TIMEOUT))
+    return seconds if seconds > 0 else _NO_TIMEOUT
+
+
+def _api_error_line(e: ApiError, server: str, timeout: float) -> str:
+    if isinstance(e, Unavailable):
+        return f"cannot reach the kemu apiserver at {server}: {format_api_error(e)}"
+    if isinstance(e, Timeout) and e.message == "Deadline Exceeded":
+        return f"the kemu apiserver at {server} did not answer within {timeout:g}s"
+    return format_api_error(e)
+
+
+async def run(
+    argv: Sequence[str],
+    *,
+    client: ApiClient | None = None,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+    stdin: TextIO | None = None,
+    clock: Clock | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> int:
+    """One kemuctl invocation; with `client` given no connection is made."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    env = os.environ if environ is None else environ
+    try:
+        args = parse_args(argv)
+    except UsageError as e:
+        err.write(f"error: {e}\n")
+        return 1
+    if args.command is None:
+        build_parser().print_help(out)
+        return 0
+    server = server_address(getattr(args, "server", None), env)
+    own_client = client is None
+    try:
+        timeout = request_timeout(args)
+        if client is None:
+            from kemu.client.client import Client
+
+            real = Client(server, timeout=timeout, user_agent="kemuctl")
+            client = ProbedClient(real, server, min(timeout, 10.0))
+        explicit = getattr(args, "namespace", None)
+        ctx = Context(
+            client=client,
+            out=out,
+            err=err,
+            stdin=stdin or sys.stdin,
+            clock=clock or SystemClock(),
+            namespace=explicit or DEFAULT_NAMESPACE,
+            namespace_explicit=explicit is not None,
+        )
+        try:
+            return await COMMANDS[args.command](ctx, args)
+        finally:
+            if own_client:
+                with anyio.CancelScope(shield=True):
+                    await client.close()
+    except CtlError as e:
+        err.write(f"error: {e}\n")
+        return 1
+    except ApiError as e:
+        err.write(f"error: {_api_error_line(e, server, request_timeout(args))}\n")
+        return 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    watching = False
+    try:
+        parsed: Any = parse_args(arguments)
+        watching = bool(getattr(parsed, "watch", False))
+    except UsageError:
+        pass  # run() reports it
+    try:
+        return anyio.run(run, arguments)
+    except KeyboardInterrupt:
+        # Ctrl-C ends a watch (the normal way out); anything else was interrupted.
+        return 0 if watching else 130
+    except BrokenPipeError:
+        # The reader went away (| head): no traceback, and none at interpreter exit either.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0

@@ -1,0 +1,370 @@
+"""kubectl-like output: the tables of `get` per kind, ages, and json/yaml/name output."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from google.protobuf.message import Message
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from kemu.api.v1 import types_pb2
+from kemu.ctl.common import meta, ref
+from kemu.machinery import convert, kinds
+
+NONE = "<none>"
+
+# ---------------------------------------------------------------- times
+
+
+def human_duration(seconds: float) -> str:
+    """An age as kubectl prints it (apimachinery's duration.HumanDuration)."""
+    s = int(seconds)
+    if s < -1:
+        return "<invalid>"
+    if s < 0:
+        return "0s"
+    if s < 120:
+        return f"{s}s"
+    minutes = s // 60
+    if minutes < 10:
+        rest = s % 60
+        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = s // 3600
+    if hours < 8:
+        rest = minutes % 60
+        return f"{hours}h{rest}m" if rest else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        rest = hours % 24
+        return f"{hours // 24}d{rest}h" if rest else f"{hours // 24}d"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        rest = (hours // 24) % 365
+        years = hours // 24 // 365
+        return f"{years}y{rest}d" if rest else f"{years}y"
+    return f"{hours // 24 // 365}y"
+
+
+def seconds_of(ts: Timestamp) -> float:
+    return ts.seconds + ts.nanos / 1e9
+
+
+def age(ts: Timestamp, now: float, *, present: bool = True) -> str:
+    """The time since `ts`, or <unknown> for an unset time."""
+    if not present or (ts.seconds == 0 and ts.nanos == 0):
+        return "<unknown>"
+    return human_duration(now - seconds_of(ts))
+
+
+def _created(obj: Message, now: float) -> str:
+    m = meta(obj)
+    return age(m.creation_timestamp, now, present=m.HasField("creation_timestamp"))
+
+
+# ---------------------------------------------------------------- pods
+
+
+def _is_sidecar(c: types_pb2.Container) -> bool:
+    return c.HasField("restart_policy") and c.restart_policy == "Always"
+
+
+def _exit_reason(prefix: str, t: types_pb2.ContainerStateTerminated) -> str:
+    if t.reason:
+        return prefix + t.reason
+    return f"{prefix}ExitCode:{t.exit_code}"
+
+
+def pod_status(pod: types_pb2.Pod) -> str:
+    """The STATUS column of `get pods` (kubectl's printPod, for the states kemu models)."""
+    reason = pod.status.reason or pod.status.phase or "Pending"
+    for cond in pod.status.conditions:
+        if cond.type == "PodScheduled" and cond.reason == "SchedulingGated":
+            reason = "SchedulingGated"
+    initializing = False
+    init_statuses = {s.name: s for s in pod.status.init_container_statuses}
+    regular_inits = [c for c in pod.spec.init_containers if not _is_sidecar(c)]
+    for i, c in enumerate(pod.spec.init_containers):
+        st = init_statuses.get(c.name)
+        if st is None or _is_sidecar(c):
+            continue
+        state = st.state
+        if state.HasField("terminated") and state.terminated.exit_code == 0:
+            continue
+        if state.HasField("terminated"):
+            reason = _exit_reason("Init:", state.terminated)
+        elif state.HasField("waiting") and state.waiting.reason not in ("", "PodInitializing"):
+            reason = "Init:" + state.waiting.reason
+        else:
+            reason = f"Init:{i}/{len(regular_inits)}"
+        initializing = True
+        break
+    if not initializing:
+        has_running = False
+        for st in reversed(pod.status.container_statuses):
+            state = st.state
+            if state.HasField("waiting") and state.waiting.reason:
+                reason = state.waiting.reason
+            elif state.HasField("terminated"):
+                reason = _exit_reason("", state.terminated)
+            elif state.HasField("running") and st.ready:
+                has_running = True
+        if reason == "Completed" and has_running:
+            reason = "Running"
+    if meta(pod).HasField("deletion_timestamp"):
+        reason = "Unknown" if pod.status.reason == "NodeLost" else "Terminating"
+    return reason
+
+
+def pod_ready(pod: types_pb2.Pod) -> str:
+    sidecars = {c.name for c in pod.spec.init_containers if _is_sidecar(c)}
+    total = len(pod.spec.containers) + len(sidecars)
+    ready = sum(1 for s in pod.status.container_statuses if s.ready)
+    ready += sum(1 for s in pod.status.init_container_statuses if s.name in sidecars and s.ready)
+    return f"{ready}/{total}"
+
+
+def pod_restarts(pod: types_pb2.Pod) -> str:
+    statuses = [*pod.status.container_statuses, *pod.status.init_container_statuses]
+    return str(sum(s.restart_count for s in statuses))
+
+
+def _pod_row(pod: types_pb2.Pod, now: float, wide: bool) -> list[str]:
+    row = [meta(pod).name, pod_ready(pod), pod_status(pod), pod_restarts(pod), _created(pod, now)]
+    if wide:
+        row += [
+            pod.status.pod_ip or NONE,
+            pod.spec.node_name or NONE,
+            pod.status.nominated_node_name or NONE,
+        ]
+    return row
+
+
+# ---------------------------------------------------------------- nodes
+
+
+def node_status(node: types_pb2.Node) -> str:
+    ready = next((c for c in node.status.conditions if c.type == "Ready"), None)
+    if ready is None:
+        parts = ["Unknown"]
+    elif ready.status == "True":
+        parts = ["Ready"]
+    elif ready.status == "False":
+        parts = ["NotReady"]
+    else:
+        parts = ["Unknown"]
+    if node.spec.unschedulable:
+        parts.append("SchedulingDisabled")
+    return ",".join(parts)
+
+
+def node_roles(node: types_pb2.Node) -> str:
+    roles = set()
+    for key, value in meta(node).labels.items():
+        if key.startswith("node-role.kubernetes.io/"):
+            role = key.removeprefix("node-role.kubernetes.io/")
+            if role:
+                roles.add(role)
+        elif key == "kubernetes.io/role" and value:
+            roles.add(value)
+    return ",".join(sorted(roles)) or NONE
+
+
+def _node_row(node: types_pb2.Node, now: float, wide: bool) -> list[str]:
+    row = [
+        meta(node).name,
+        node_status(node),
+        node_roles(node),
+        _created(node, now),
+        node.status.node_info.kubelet_version,
+    ]
+    if wide:
+        alloc = node.status.allocatable
+        row += [alloc.get("cpu", NONE), alloc.get("memory", NONE), alloc.get("pods", NONE)]
+    return row
+
+
+# ---------------------------------------------------------------- the others
+
+
+def _int_or_string(value: types_pb2.IntOrString, present: bool) -> str:
+    if not present:
+        return "N/A"
+    which = value.WhichOneof("value")
+    if which == "int_val":
+        return str(value.int_val)
+    if which == "str_val":
+        return value.str_val
+    return "N/A"
+
+
+def _priority_class_row(pc: types_pb2.PriorityClass, now: float, wide: bool) -> list[str]:
+    return [
+        meta(pc).name,
+        str(pc.value),
+        "true" if pc.global_default else "false",
+        _created(pc, now),
+        pc.preemption_policy if pc.HasField("preemption_policy") else NONE,
+    ]
+
+
+def _pdb_row(pdb: types_pb2.PodDisruptionBudget, now: float, wide: bool) -> list[str]:
+    return [
+        meta(pdb).name,
+        _int_or_string(pdb.spec.min_available, pdb.spec.HasField("min_available")),
+        _int_or_string(pdb.spec.max_unavailable, pdb.spec.HasField("max_unavailable")),
+        str(pdb.status.disruptions_allowed),
+        _created(pdb, now),
+    ]
+
+
+def _lease_row(lease: types_pb2.Lease, now: float, wide: bool) -> list[str]:
+    return [meta(lease).name, lease.spec.holder_identity or NONE, _created(lease, now)]
+
+
+def event_last_seen(event: types_pb2.Event) -> Timestamp:
+    for ts in (event.last_timestamp, event.first_timestamp, meta(event).creation_timestamp):
+        if ts.seconds or ts.nanos:
+            return ts
+    return event.last_timestamp
+
+
+def event_object(event: types_pb2.Event) -> str:
+    io = event.involved_object
+    return f"{io.kind.lower()}/{io.name}"
+
+
+def event_source(event: types_pb2.Event) -> str:
+    component = event.source.component or event.reporting_component
+    host = event.source.host or event.reporting_instance
+    if component and host and host != component:
+        return f"{component}, {host}"
+    return component or host
+
+
+def _event_row(event: types_pb2.Event, now: float, wide: bool) -> list[str]:
+    last = event_last_seen(event)
+    row = [
+        age(last, now),
+        event.type,
+        event.reason,
+        event_object(event),
+    ]
+    if wide:
+        first = event.first_timestamp
+        row += [event_source(event), event.message.strip(), age(first, now), str(event.count)]
+        row.append(meta(event).name)
+        return row
+    row.append(event.message.strip())
+    return row
+
+
+# ---------------------------------------------------------------- tables
+
+
+Row = Callable[[Any, float, bool], list[str]]
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    headers: tuple[str, ...]
+    wide_headers: tuple[str, ...]
+    row: Row
+
+
+TABLES: dict[str, TableSpec] = {
+    "Pod": TableSpec(
+        ("NAME", "READY", "STATUS", "RESTARTS", "AGE"),
+        ("IP", "NODE", "NOMINATED NODE"),
+        _pod_row,
+    ),
+    "Node": TableSpec(
+        ("NAME", "STATUS", "ROLES", "AGE", "VERSION"),
+        ("ALLOCATABLE CPU", "ALLOCATABLE MEMORY", "ALLOCATABLE PODS"),
+        _node_row,
+    ),
+    "PriorityClass": TableSpec(
+        ("NAME", "VALUE", "GLOBAL-DEFAULT", "AGE", "PREEMPTIONPOLICY"), (), _priority_class_row
+    ),
+    "PodDisruptionBudget": TableSpec(
+        ("NAME", "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "AGE"), (), _pdb_row
+    ),
+    "Lease": TableSpec(("NAME", "HOLDER", "AGE"), (), _lease_row),
+    "Event": TableSpec(("LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"), (), _event_row),
+}
+# `get events -o wide` reorders the tail, as kubectl does.
+_EVENT_WIDE_HEADERS = ("LAST SEEN", "TYPE", "REASON", "OBJECT", "SOURCE", "MESSAGE")
+_EVENT_WIDE_EXTRA = ("FIRST SEEN", "COUNT", "NAME")
+
+
+def headers(kind: kinds.Kind, *, wide: bool, with_namespace: bool) -> list[str]:
+    spec = TABLES[kind.kind]
+    if kind.kind == "Event" and wide:
+        cols = [*_EVENT_WIDE_HEADERS, *_EVENT_WIDE_EXTRA]
+    else:
+        cols = [*spec.headers, *(spec.wide_headers if wide else ())]
+    return (["NAMESPACE"] if with_namespace else []) + cols
+
+
+def row(
+    kind: kinds.Kind, obj: Message, now: float, *, wide: bool, with_namespace: bool
+) -> list[str]:
+    cells = TABLES[kind.kind].row(obj, now, wide)
+    return ([meta(obj).namespace] if with_namespace else []) + cells
+
+
+# ---------------------------------------------------------------- object output
+
+
+def as_list(objs: Sequence[Message]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "List", "items": [convert.to_dict(o) for o in objs]}
+
+
+def dump_json(data: Any) -> str:
+    return json.dumps(data, indent=4, ensure_ascii=False)
+
+
+def dump_yaml(data: Any) -> str:
+    text: str = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    return text.rstrip("\n")
+
+
+def name_of(obj: Message) -> str:
+    return ref(kinds.kind_of(obj), meta(obj).name)
+
+
+class Table:
+    """A `get` table printed in pieces (a watch adds rows): columns never shrink.
+
+    Widths follow kubectl's tabwriter settings: a cell plus 3 spaces, at least 6; the last
+    column is not padded.
+    """
+
+    MIN_WIDTH = 6
+    PADDING = 3
+
+    def __init__(self) -> None:
+        self._widths: list[int] = []
+
+    def render(self, rows: Sequence[Sequence[str]]) -> list[str]:
+        for cells in rows:
+            for j, cell in enumerate(cells[:-1]):
+                width = max(self.MIN_WIDTH, len(cell) + self.PADDING)
+                if j < len(self._widths):
+                    self._widths[j] = max(self._widths[j], width)
+                else:
+                    self._widths.append(width)
+        return [
+            "".join(
+                cell.ljust(self._widths[j]) if j < len(cells) - 1 else cell
+                for j, cell in enumerate(cells)
+            )
+            for cells in rows
+        ]

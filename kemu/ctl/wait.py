@@ -1,0 +1,191 @@
+"""`kemuctl wait KIND/NAME --for=condition=X[=V] | --for=jsonpath={...}[=V] | --for=delete
+| --for=create --timeout 30s`: an initial get, then a watch until the object satisfies it."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from dataclasses import dataclass
+from typing import Any, Final
+
+import anyio
+from google.protobuf.message import Message
+
+from kemu.client.interface import BOOKMARK, DELETED
+from kemu.ctl import jsonpath
+from kemu.ctl.common import Context, CtlError, meta, namespace_for, plain, ref, split_targets
+from kemu.machinery import convert, kinds
+from kemu.machinery.errors import Gone, NotFound
+
+_DURATION_PART: Final = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_UNITS: Final = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str) -> float:
+    """A Go duration (30s, 1m30s, 500ms) or a bare number of seconds; negative: a week."""
+    t = text.strip()
+    sign = -1.0 if t.startswith("-") else 1.0
+    t = t.lstrip("+-")
+    try:
+        seconds = float(t)
+    except ValueError:
+        pos, seconds = 0, 0.0
+        for m in _DURATION_PART.finditer(t):
+            if m.start() != pos:
+                break
+            seconds += float(m.group(1)) * _UNITS[m.group(2)]
+            pos = m.end()
+        if pos != len(t) or not t:
+            raise CtlError(f'invalid duration "{text}": expected e.g. 30s, 1m30s, 500ms') from None
+    return 7 * 24 * 3600.0 if sign < 0 else seconds
+
+
+@dataclass(frozen=True)
+class Condition:
+    mode: str  # delete, create, condition, jsonpath
+    name: str = ""  # the condition type
+    value: str | None = None
+    path: jsonpath.JsonPath | None = None
+
+    def met(self, obj: Message) -> bool:
+        if self.mode == "create":
+            return True
+        if self.mode == "delete":
+            return False
+        data = convert.to_dict(obj)
+        if self.mode == "condition":
+            status = data.get("status")
+            conditions: Any = status.get("conditions", []) if isinstance(status, dict) else []
+            wanted = (self.value or "True").lower()
+            return any(
+                isinstance(c, dict)
+                and str(c.get("type", "")).lower() == self.name.lower()
+                and str(c.get("status", "")).lower() == wanted
+                for c in conditions
+            )
+        assert self.path is not None
+        found = self.path.find(data)
+        if found is jsonpath.MISSING or found is None:
+            return False
+        if self.value is None:
+            return True
+        return plain(found) == self.value
+
+
+def parse_for(text: str) -> Condition:
+    if text == "delete":
+        return Condition("delete")
+    if text == "create":
+        return Condition("create")
+    if text.startswith("condition="):
+        rest = text.removeprefix("condition=")
+        name, sep, value = rest.partition("=")
+        if not name:
+            raise CtlError("--for=condition=NAME needs a condition name")
+        return Condition("condition", name=name, value=value if sep else None)
+    if text.startswith("jsonpath="):
+        try:
+            expr, wanted = jsonpath.split_condition(text.removeprefix("jsonpath="))
+            path = jsonpath.parse(expr)
+        except jsonpath.JsonPathError as e:
+            raise CtlError(f"unrecognized --for jsonpath: {e}") from None
+        return Condition("jsonpath", value=wanted, path=path)
+    raise CtlError(
+        f'unrecognized condition: "{text}" (expected delete, create, condition=NAME[=VALUE] '
+        "or jsonpath={.path}[=VALUE])"
+    )
+
+
+async def _current(
+    ctx: Context, kind: kinds.Kind, name: str, ns: str
+) -> tuple[Message | None, str]:
+    """The object (None if absent) and a resourceVersion to watch from."""
+    try:
+        obj = await ctx.client.get(kind.message, name, ns)
+        return obj, meta(obj).resource_version
+    except NotFound:
+        listed = await ctx.client.list(kind.message, ns, limit=1)
+        return None, listed.resource_version
+
+
+async def _relist(ctx: Context, kind: kinds.Kind, name: str, ns: str) -> tuple[Message | None, str]:
+    """As _current, with a fresh resourceVersion (the object's own one was compacted)."""
+    listed = await ctx.client.list_all(kind.message, ns)
+    obj = next((o for o in listed.items if meta(o).name == name), None)
+    return obj, listed.resource_version
+
+
+async def wait_for(
+    ctx: Context,
+    kind: kinds.Kind,
+    name: str,
+    ns: str,
+    cond: Condition,
+    timeout: float,  # noqa: ASYNC109
+) -> bool:
+    """True once `cond` holds for the object, False at the timeout. An object that does not
+    exist (or is deleted while waiting) is NotFound, unless waiting for create or delete."""
+    with anyio.move_on_after(timeout):
+        obj, rv = await _current(ctx, kind, name, ns)
+        while True:
+            if obj is None:
+                if cond.mode == "delete":
+                    return True
+                if cond.mode != "create":
+                    raise NotFound(f'{kind.resource} "{name}" not found')
+            elif cond.met(obj):
+                return True
+            try:
+                async with ctx.client.watch(kind.message, ns, resource_version=rv) as events:
+                    async for event in events:
+                        rv = meta(event.object).resource_version or rv
+                        if event.type == BOOKMARK or meta(event.object).name != name:
+                            continue
+                        if event.type == DELETED:
+                            if cond.mode == "delete":
+                                return True
+                            if cond.mode != "create":
+                                raise CtlError(f"{kind.resource}/{name} was deleted while waiting")
+                            continue
+                        if cond.met(event.object):
+                            return True
+                # The server ended the stream: look again and resume.
+                obj, rv = await _current(ctx, kind, name, ns)
+            except Gone:
+                obj, rv = await _relist(ctx, kind, name, ns)
+    return False
+
+
+async def wait_deleted(
+    ctx: Context,
+    kind: kinds.Kind,
+    name: str,
+    ns: str,
+    timeout: float,  # noqa: ASYNC109
+) -> bool:
+    return await wait_for(ctx, kind, name, ns, Condition("delete"), timeout)
+
+
+async def cmd_wait(ctx: Context, args: argparse.Namespace) -> int:
+    if not args.for_:
+        raise CtlError("--for must be given: delete, create, condition=NAME or jsonpath=...")
+    cond = parse_for(args.for_)
+    timeout = parse_duration(args.timeout)
+    targets = split_targets(args.targets, require_name=False)
+    todo: list[tuple[kinds.Kind, str, str]] = []
+    for kind, name in targets:
+        if name is not None:
+            todo.append((kind, name, namespace_for(ctx, kind)))
+            continue
+        if not (args.all or args.selector):
+            raise CtlError("resource name may not be empty: give NAME, --all or -l SELECTOR")
+        ns = "" if args.all_namespaces else namespace_for(ctx, kind)
+        listed = await ctx.client.list_all(kind.message, ns, label_selector=args.selector or "")
+        todo.extend((kind, meta(o).name, meta(o).namespace) for o in listed.items)
+    if not todo:
+        raise CtlError("no matching resources found")
+    for kind, name, ns in todo:
+        if not await wait_for(ctx, kind, name, ns, cond, timeout):
+            raise CtlError(f"timed out waiting for the condition on {kind.resource}/{name}")
+        ctx.print(f"{ref(kind, name)} condition met")
+    return 0

@@ -1,0 +1,165 @@
+"""describe: pods (NNN, conditions, resources, events) and nodes (pods, allocation)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kemu.api.v1 import types_pb2
+from kemu.testing.builders import make_node, make_pod, make_priority_class
+
+from .helpers import NOW, ctl, fake
+
+
+def _event(
+    name: str, kind: str, obj: str, reason: str, message: str, *, count: int = 1
+) -> types_pb2.Event:
+    e = types_pb2.Event(
+        metadata=types_pb2.ObjectMeta(name=name, namespace="default"),
+        involved_object=types_pb2.ObjectReference(kind=kind, name=obj, namespace="default"),
+        reason=reason,
+        message=message,
+        type="Warning" if reason == "FailedScheduling" else "Normal",
+        count=count,
+        source=types_pb2.EventSource(component="default-scheduler"),
+    )
+    e.first_timestamp.seconds = int(NOW) - 600
+    e.last_timestamp.seconds = int(NOW) - 60
+    return e
+
+
+def _resizing_pod() -> types_pb2.Pod:
+    pod = (
+        make_pod("web")
+        .req(cpu="1", memory="1Gi")
+        .lim(cpu="2")
+        .priority(100)
+        .priority_class("high")
+        .nominated("n2")
+        .toleration("dedicated", "batch", effect="NoSchedule")
+        .phase("Running")
+        .obj()
+    )
+    pod.spec.node_name = "n1"
+    pod.status.conditions.add(
+        type="PodResizePending",
+        status="True",
+        reason="Infeasible",
+        message="Node didn't have enough capacity: cpu",
+    )
+    pod.status.conditions.add(
+        type="DisruptionTarget",
+        status="True",
+        reason="PreemptionByScheduler",
+        message="default-scheduler: preempting to accommodate a higher priority pod",
+    )
+    st = pod.status.container_statuses.add(name="c", ready=True)
+    st.state.running.started_at.seconds = int(NOW)
+    st.allocated_resources.update({"cpu": "500m", "memory": "1Gi"})
+    st.resources.requests.update({"cpu": "500m", "memory": "1Gi"})
+    return pod
+
+
+@pytest.mark.anyio
+async def test_describe_pod_shows_priority_nnn_conditions_resources_and_its_events() -> None:
+    client = fake(
+        _resizing_pod(),
+        _event("e1", "Pod", "web", "FailedScheduling", "0/2 nodes are available", count=3),
+        _event("e2", "Pod", "other", "Scheduled", "not about web"),
+        _event("e3", "Node", "web", "Odd", "a node named web: not about the pod"),
+    )
+    result = await ctl(client, "describe", "pod", "web")
+    assert result.rc == 0, result.err
+    text = result.out
+    lines = text.splitlines()
+    assert lines[0].split() == ["Name:", "web"]
+    assert "Priority:             100" in lines
+    assert "Priority Class Name:  high" in lines
+    assert "Node:                 n1" in lines
+    assert "Nominated Node Name:  n2" in lines
+    assert "Status:               Running" in lines
+    # Conditions with reason and message.
+    pending = next(li for li in lines if li.strip().startswith("PodResizePending"))
+    assert pending.split(None, 3) == [
+        "PodResizePending",
+        "True",
+        "Infeasible",
+        "Node didn't have enough capacity: cpu",
+    ]
+    assert any(
+        li.split()[:3] == ["DisruptionTarget", "True", "PreemptionByScheduler"] for li in lines
+    )
+    # Requests, limits, allocated and actual resources of the container.
+    start = lines.index("Containers:")
+    block = "\n".join(lines[start : start + 25])
+    assert "    Requests:\n      cpu:     1\n      memory:  1Gi" in block
+    assert "    Limits:\n      cpu:  2" in block
+    assert "    Allocated Resources:\n      cpu:     500m\n      memory:  1Gi" in block
+    assert "    Actual Requests:\n      cpu:     500m" in block
+    assert any(li.split() == ["Tolerations:", "dedicated=batch:NoSchedule"] for li in lines)
+    # Only the pod's own events.
+    events = lines[lines.index("Events:") :]
+    assert events[1].split() == ["Type", "Reason", "Age", "From", "Message"]
+    assert [c.strip() for c in events[3].split("  ") if c.strip()] == [
+        "Warning",
+        "FailedScheduling",
+        "60s (x3 over 10m)",
+        "default-scheduler",
+        "0/2 nodes are available",
+    ]
+    assert len(events) == 4
+    assert "not about" not in text
+
+
+@pytest.mark.anyio
+async def test_describe_pod_without_events_or_nomination() -> None:
+    client = fake(make_pod("p").obj())
+    result = await ctl(client, "describe", "pods/p")
+    lines = result.out.splitlines()
+    assert "Nominated Node Name:  <none>" in lines
+    assert lines[-1].split() == ["Events:", "<none>"]
+
+
+@pytest.mark.anyio
+async def test_describe_node_lists_its_pods_the_allocated_sum_and_nominated_pods() -> None:
+    node = make_node("n1").capacity(cpu="4", memory="8Gi", pods="110").ready().taint("k", "v").obj()
+    client = fake(
+        node,
+        make_pod("a").req(cpu="1", memory="2Gi").node("n1").phase("Running").obj(),
+        make_pod("b").req(cpu="500m").lim(cpu="1").node("n1").phase("Running").obj(),
+        make_pod("done").req(cpu="3").node("n1").phase("Succeeded").obj(),
+        make_pod("elsewhere").req(cpu="3").node("n2").obj(),
+        make_pod("waiting").req(cpu="2").priority(10).nominated("n1").obj(),
+        _event("e1", "Node", "n1", "NodeReady", "Node n1 status is now: NodeReady"),
+    )
+    result = await ctl(client, "describe", "node", "n1")
+    assert result.rc == 0, result.err
+    lines = result.out.splitlines()
+    assert any(li.split() == ["Taints:", "k=v:NoSchedule"] for li in lines)
+    assert any(
+        li.split()[:2] == ["Non-terminated", "Pods:"] and "(2 in total)" in li for li in lines
+    )
+    rows = {li.split()[1]: li.split()[2:] for li in lines if li.startswith("  default ")}
+    assert rows["a"][:6] == ["1", "(25%)", "0", "(0%)", "2Gi", "(25%)"]
+    assert rows["b"][:4] == ["500m", "(12%)", "1", "(25%)"]
+    assert "done" not in rows and "elsewhere" not in rows
+    alloc = lines[lines.index("Allocated resources:") :]
+    assert any(li.split() == ["cpu", "1500m", "(37%)", "1", "(25%)"] for li in alloc)
+    assert any(li.split() == ["memory", "2Gi", "(25%)", "0", "(0%)"] for li in alloc)
+    nominated = lines[next(i for i, li in enumerate(lines) if li.startswith("Nominated Pods:")) :]
+    assert nominated[0].split()[-3:] == ["(1", "in", "total)"]
+    assert nominated[3].split() == ["default", "waiting", "10", "2", "(50%)", "0", "(0%)"]
+    assert "NodeReady" in lines[-1]
+
+
+@pytest.mark.anyio
+async def test_describe_other_kinds_generically_and_errors() -> None:
+    client = fake(
+        make_priority_class("high", 1000).preemption_policy("Never").description("for web").obj()
+    )
+    result = await ctl(client, "describe", "priorityclass", "high")
+    lines = result.out.splitlines()
+    assert lines[0].split() == ["Name:", "high"]
+    assert any(li.split() == ["Value:", "1000"] for li in lines)
+    assert any(li.split() == ["Preemption", "Policy:", "Never"] for li in lines)
+    missing = await ctl(client, "describe", "pod", "nope")
+    assert (missing.rc, missing.err) == (1, 'error: pods "nope" not found\n')

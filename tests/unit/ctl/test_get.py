@@ -1,0 +1,179 @@
+"""get: tables per kind, outputs, errors and watch."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import anyio
+import pytest
+import yaml
+
+from kemu.api.v1 import types_pb2
+from kemu.ctl.main import run
+from kemu.testing.builders import make_node, make_pdb, make_pod, make_priority_class
+from kemu.testing.eventually import eventually
+
+from .helpers import NOW, ctl, fake
+
+
+def _event(name: str, obj: str, reason: str, message: str, at: float) -> types_pb2.Event:
+    e = types_pb2.Event(
+        metadata=types_pb2.ObjectMeta(name=name, namespace="default"),
+        involved_object=types_pb2.ObjectReference(kind="Pod", name=obj, namespace="default"),
+        reason=reason,
+        message=message,
+        type="Normal",
+        count=1,
+    )
+    e.last_timestamp.seconds = int(at)
+    return e
+
+
+@pytest.mark.anyio
+async def test_get_pods_prints_kubectls_table_and_wide_adds_the_nominated_node() -> None:
+    client = fake(
+        make_pod("bound").node("n1").phase("Running").obj(),
+        make_pod("waiting").nominated("n2").phase("Pending").obj(),
+    )
+    result = await ctl(client, "get", "pods")
+    assert result.rc == 0
+    assert result.out.splitlines() == [
+        "NAME      READY   STATUS    RESTARTS   AGE",
+        "bound     0/1     Running   0          0s",
+        "waiting   0/1     Pending   0          0s",
+    ]
+    wide = await ctl(client, "get", "po", "-o", "wide")
+    assert wide.out.splitlines() == [
+        "NAME      READY   STATUS    RESTARTS   AGE   IP       NODE     NOMINATED NODE",
+        "bound     0/1     Running   0          0s    <none>   n1       <none>",
+        "waiting   0/1     Pending   0          0s    <none>   <none>   n2",
+    ]
+
+
+@pytest.mark.anyio
+async def test_ages_follow_the_clock_and_all_namespaces_adds_a_column() -> None:
+    client = fake(make_pod("a").namespace("x").obj(), make_pod("b").obj())
+    client.clock.advance(3 * 3600 + 120)  # type: ignore[attr-defined]
+    result = await ctl(client, "get", "pods", "-A")
+    assert result.out.splitlines() == [
+        "NAMESPACE   NAME   READY   STATUS    RESTARTS   AGE",
+        "default     b      0/1     Pending   0          3h2m",
+        "x           a      0/1     Pending   0          3h2m",
+    ]
+
+
+@pytest.mark.anyio
+async def test_tables_of_the_other_kinds() -> None:
+    node = make_node("n1").capacity(cpu="4", memory="8Gi", pods="110").ready().obj()
+    node.status.node_info.kubelet_version = "v1.37.0-kemu"
+    lease = types_pb2.Lease(
+        metadata=types_pb2.ObjectMeta(name="kube-scheduler", namespace="default")
+    )
+    lease.spec.holder_identity = "sched-1"
+    client = fake(
+        node,
+        make_priority_class("high", 1000).preemption_policy("Never").global_default().obj(),
+        make_pdb("budget").min_available(2).selector(app="web").obj(),
+        lease,
+        _event("e1", "web", "Scheduled", "assigned default/web to n1", NOW),
+    )
+    nodes = await ctl(client, "get", "nodes", "-o", "wide")
+    assert nodes.out.splitlines() == [
+        "NAME   STATUS   ROLES    AGE   VERSION        ALLOCATABLE CPU   ALLOCATABLE MEMORY   ALLOCATABLE PODS",
+        "n1     Ready    <none>   0s    v1.37.0-kemu   4                 8Gi                  110",
+    ]
+    pcs = await ctl(client, "get", "pc")
+    assert pcs.out.splitlines() == [
+        "NAME   VALUE   GLOBAL-DEFAULT   AGE   PREEMPTIONPOLICY",
+        "high   1000    true             0s    Never",
+    ]
+    pdbs = await ctl(client, "get", "pdb")
+    assert pdbs.out.splitlines() == [
+        "NAME     MIN AVAILABLE   MAX UNAVAILABLE   ALLOWED DISRUPTIONS   AGE",
+        "budget   2               N/A               0                     0s",
+    ]
+    leases = await ctl(client, "get", "lease")
+    assert leases.out.splitlines() == [
+        "NAME             HOLDER    AGE",
+        "kube-scheduler   sched-1   0s",
+    ]
+    events = await ctl(client, "get", "events")
+    assert events.out.splitlines() == [
+        "LAST SEEN   TYPE     REASON      OBJECT    MESSAGE",
+        "0s          Normal   Scheduled   pod/web   assigned default/web to n1",
+    ]
+
+
+@pytest.mark.anyio
+async def test_json_of_one_named_object_is_the_object_and_of_several_a_list() -> None:
+    client = fake(make_pod("a").obj(), make_pod("b").obj())
+    one = json.loads((await ctl(client, "get", "pod", "a", "-o", "json")).out)
+    assert one["kind"] == "Pod" and one["metadata"]["name"] == "a"
+    several = json.loads((await ctl(client, "get", "pod", "a", "b", "-o", "json")).out)
+    assert several["apiVersion"] == "v1" and several["kind"] == "List"
+    assert [i["metadata"]["name"] for i in several["items"]] == ["a", "b"]
+    listed = yaml.safe_load((await ctl(client, "get", "pods", "-o", "yaml")).out)
+    assert [i["kind"] for i in listed["items"]] == ["Pod", "Pod"]
+    names = await ctl(client, "get", "pods", "-o", "name")
+    assert names.out.splitlines() == ["pod/a", "pod/b"]
+    path = await ctl(client, "get", "pod/a", "-o", "jsonpath={.metadata.namespace}")
+    assert path.out == "default\n"
+
+
+@pytest.mark.anyio
+async def test_selectors_are_passed_to_the_list() -> None:
+    client = fake(make_pod("a").label("app", "x").obj(), make_pod("b").node("n1").obj())
+    labelled = await ctl(client, "get", "pods", "-l", "app=x", "-o", "name")
+    assert labelled.out == "pod/a\n"
+    fields = await ctl(client, "get", "pods", "--field-selector", "spec.nodeName=n1", "-o", "name")
+    assert fields.out == "pod/b\n"
+
+
+@pytest.mark.anyio
+async def test_missing_objects_and_unknown_kinds_are_errors() -> None:
+    client = fake(make_pod("a").obj())
+    result = await ctl(client, "get", "pod", "a", "nope")
+    assert result.rc == 1
+    assert result.out.splitlines()[1].startswith("a ")
+    assert result.err == 'error: pods "nope" not found\n'
+    unknown = await ctl(client, "get", "deployments")
+    assert (unknown.rc, unknown.err) == (
+        1,
+        'error: the server doesn\'t have a resource type "deployments"\n',
+    )
+    empty = await ctl(client, "get", "pods", "-n", "other")
+    assert (empty.rc, empty.out, empty.err) == (0, "", "No resources found in other namespace.\n")
+    bad_output = await ctl(client, "get", "pods", "-o", "xml")
+    assert bad_output.rc == 1 and "output format" in bad_output.err
+
+
+@pytest.mark.anyio
+async def test_watch_prints_the_table_then_a_row_per_change() -> None:
+    client = fake(make_pod("a").obj())
+    out, err = io.StringIO(), io.StringIO()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(
+            lambda: run(["get", "pods", "-w"], client=client, out=out, err=err, environ={})
+        )
+
+        async def lines(n: int) -> list[str]:
+            got = out.getvalue().splitlines()
+            assert len(got) >= n, got
+            return got
+
+        await eventually(lambda: lines(2), timeout=5)
+        assert client.verbs("pods") == ["list", "watch"]
+        # The watch starts from the list's resourceVersion: nothing is missed or repeated.
+        assert client.actions[-1].resource_version == client.resource_version == "1"
+        await client.create(make_pod("b").obj())
+        await client.patch(
+            types_pb2.Pod, "a", {"spec": {"nodeName": "n1"}, "status": {"phase": "Running"}}
+        )
+        got = await eventually(lambda: lines(4), timeout=5)
+        tg.cancel_scope.cancel()
+    assert got[0].split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    assert got[1].split()[0] == "a"
+    assert got[2].split()[0] == "b"
+    assert got[3].split()[:3] == ["a", "0/1", "Pending"]  # spec patch: status is not patched
+    assert err.getvalue() == ""

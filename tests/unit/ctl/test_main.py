@@ -1,0 +1,134 @@
+"""The command line itself: server address, connection errors, usage errors, version."""
+
+from __future__ import annotations
+
+import io
+import json
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from kemu.api.v1 import api_pb2
+from kemu.component.version import BINARY_VERSION
+from kemu.ctl.connect import server_address
+from kemu.ctl.main import run
+
+from .helpers import ctl, fake
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port
+
+
+def test_server_comes_from_the_flag_then_the_environment_then_the_default() -> None:
+    env = {"KEMU_SERVER": "10.0.0.1:7000"}
+    assert server_address("h:1", env) == "h:1"
+    assert server_address(None, env) == "10.0.0.1:7000"
+    assert server_address(None, {}) == "127.0.0.1:6443"
+    assert server_address("http://h:2/", {}) == "h:2"
+
+
+async def _run_real(argv: list[str], environ: dict[str, str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    rc = await run(argv, out=out, err=err, environ=environ)
+    return rc, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.anyio
+async def test_an_unreachable_server_is_one_line_naming_it() -> None:
+    port = _closed_port()
+    rc, out, err = await _run_real(["get", "pods", "--server", f"127.0.0.1:{port}"], {})
+    assert (rc, out) == (1, "")
+    assert (
+        err == f"error: cannot reach the kemu apiserver at 127.0.0.1:{port}: connection refused\n"
+    )
+
+
+@pytest.mark.anyio
+async def test_kemu_server_from_the_environment_is_used() -> None:
+    port = _closed_port()
+    rc, _, err = await _run_real(["-n", "x", "get", "pods"], {"KEMU_SERVER": f"127.0.0.1:{port}"})
+    assert rc == 1
+    assert f"at 127.0.0.1:{port}:" in err
+
+
+@pytest.mark.anyio
+async def test_local_errors_come_before_any_connection() -> None:
+    port = _closed_port()
+    rc, _, err = await _run_real(["get", "--server", f"127.0.0.1:{port}"], {})
+    assert (rc, err) == (1, "error: you must specify the type of resource\n")
+    rc, _, err = await _run_real(["version", "--client", "--server", f"127.0.0.1:{port}"], {})
+    assert rc == 0
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["get", "pods", "--bogus"],
+        ["frobnicate"],
+        ["delete", "pod", "x", "--grace-period", "soon"],
+        ["get", "pods", "--request-timeout", "x"],
+    ],
+)
+async def test_usage_errors_are_one_line(argv: list[str]) -> None:
+    result = await ctl(fake(), *argv)
+    assert result.rc == 1
+    assert result.err.startswith("error: ") and result.err.count("\n") == 1
+
+
+@pytest.mark.anyio
+async def test_version_prints_client_server_components_and_gates() -> None:
+    client = fake()
+    client.version_info.server.binary_version = BINARY_VERSION
+    client.version_info.server.feature_gates.add(
+        name="PreferNominatedNode", enabled=True, stage="BETA"
+    )
+    client.version_info.components.add(
+        component="kube-scheduler",
+        identity="sched-1",
+        emulated_version="1.34",
+        binary_version=BINARY_VERSION,
+        feature_gates=[
+            api_pb2.FeatureGateState(name="SchedulerAsyncPreemption", enabled=False),
+            api_pb2.FeatureGateState(name="NominatedNodeNameForExpectation", enabled=True),
+        ],
+    )
+    result = await ctl(client, "version")
+    assert result.out.splitlines() == [
+        "Client Version: v1.37.0-kemu",
+        "Server Version: v1.37.0-kemu (emulated version 1.37)",
+        "  Feature Gates: PreferNominatedNode=true",
+        "Components:",
+        "  kube-scheduler (sched-1): v1.37.0-kemu (emulated version 1.34)",
+        "    Feature Gates: NominatedNodeNameForExpectation=true, SchedulerAsyncPreemption=false",
+    ]
+    data = json.loads((await ctl(client, "version", "-o", "json")).out)
+    assert data["clientVersion"] == {"gitVersion": BINARY_VERSION}
+    assert data["serverVersion"]["emulatedVersion"] == "1.37"
+    assert data["components"][0]["featureGates"][0] == {
+        "name": "SchedulerAsyncPreemption",
+        "enabled": False,
+        "stage": "",
+        "locked": False,
+    }
+
+
+def test_python_m_kemu_ctl_runs() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "kemu.ctl", "version", "--client"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        0,
+        f"Client Version: {BINARY_VERSION}\n",
+        "",
+    )
