@@ -1,0 +1,173 @@
+"""kemuctl against a real cluster, as a user runs it: a separate process per command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kemu.testing import Cluster
+from kemu.testing.eventually import eventually_sync
+from kemu.testing.names import unique_name
+from kemu.testing.processes import REPO_ROOT, python_env
+
+pytestmark = pytest.mark.integration
+
+EXAMPLES = Path(REPO_ROOT) / "examples"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with Cluster(tmp_path_factory.mktemp("kemuctl")) as c:
+        c.start_etcd()
+        c.start_apiserver()
+        c.start_controllermanager()
+        yield c
+
+
+def kemuctl(
+    cluster: Cluster, *args: str, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = python_env({"KEMU_SERVER": cluster.server})
+    return subprocess.run(
+        [sys.executable, "-m", "kemu.ctl", *args],
+        cwd=REPO_ROOT,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_manifest_round_trip_through_apply_and_get(cluster):
+    ns = unique_name("ctl")
+    done = kemuctl(cluster, "apply", "-f", str(EXAMPLES / "priorityclasses.yaml"))
+    assert done.returncode == 0, done.stderr
+    manifest = yaml.safe_load((EXAMPLES / "pod.yaml").read_text())
+    done = kemuctl(cluster, "apply", "-n", ns, "-f", str(EXAMPLES / "pod.yaml"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "pod/web created"
+    again = kemuctl(cluster, "apply", "-n", ns, "-f", str(EXAMPLES / "pod.yaml"))
+    assert again.stdout.strip() == "pod/web unchanged"
+
+    got = json.loads(kemuctl(cluster, "get", "pod", "web", "-n", ns, "-o", "json").stdout)
+    assert got["apiVersion"] == "v1" and got["kind"] == "Pod"
+    assert got["metadata"]["labels"] == manifest["metadata"]["labels"]
+    assert (
+        got["spec"]["containers"][0]["resources"] == manifest["spec"]["containers"][0]["resources"]
+    )
+    assert got["spec"]["priority"] == 1000 and got["spec"]["priorityClassName"] == "high"
+    assert got["status"]["phase"] == "Pending"
+    assert got["metadata"]["resourceVersion"].isdigit() and got["metadata"]["uid"]
+    # The YAML printed by get applies unchanged (server fields included).
+    as_yaml = kemuctl(cluster, "get", "pod", "web", "-n", ns, "-o", "yaml").stdout
+    assert kemuctl(cluster, "apply", "-f", "-", stdin=as_yaml).returncode == 0
+
+    table = kemuctl(cluster, "get", "pods", "-n", ns, "-o", "wide").stdout.splitlines()
+    assert table[0].split()[:3] == ["NAME", "READY", "STATUS"] and "NOMINATED" in table[0]
+    assert table[1].split()[0] == "web"
+
+
+def test_nominated_node_shows_in_get_wide_and_describe(cluster):
+    ns = unique_name("ctl")
+    assert kemuctl(cluster, "apply", "-f", str(EXAMPLES / "priorityclasses.yaml")).returncode == 0
+    assert kemuctl(cluster, "apply", "-n", ns, "-f", str(EXAMPLES / "pod.yaml")).returncode == 0
+    patched = kemuctl(
+        cluster,
+        "patch",
+        "pod",
+        "web",
+        "-n",
+        ns,
+        "--subresource",
+        "status",
+        "-p",
+        '{"status":{"nominatedNodeName":"node-a"}}',
+    )
+    assert patched.returncode == 0, patched.stderr
+    described = kemuctl(cluster, "describe", "pod", "web", "-n", ns).stdout
+    assert "Nominated Node Name:" in described and "node-a" in described
+    waited = kemuctl(
+        cluster,
+        "wait",
+        "pod/web",
+        "-n",
+        ns,
+        "--for=jsonpath={.status.nominatedNodeName}=node-a",
+        "--timeout",
+        "10s",
+    )
+    assert waited.returncode == 0, waited.stderr
+
+
+def test_resize_from_the_command_line(cluster):
+    ns = unique_name("ctl")
+    assert kemuctl(cluster, "apply", "-f", str(EXAMPLES / "priorityclasses.yaml")).returncode == 0
+    assert kemuctl(cluster, "apply", "-n", ns, "-f", str(EXAMPLES / "pod.yaml")).returncode == 0
+    done = kemuctl(cluster, "resize", "pod", "web", "-n", ns, "--requests", "cpu=1")
+    assert done.returncode == 0, done.stderr
+    got = json.loads(kemuctl(cluster, "get", "pod", "web", "-n", ns, "-o", "json").stdout)
+    assert got["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "1"
+    bad = kemuctl(cluster, "resize", "pod", "web", "-n", ns, "--requests", "cpu=lots")
+    assert bad.returncode == 1 and len(bad.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        (
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: c, bogus: 1}]}\n",
+            "bogus",
+        ),
+        ("apiVersion: v1\nkind: Widget\nmetadata: {name: x}\n", "Widget"),
+        ("kind: Pod\nmetadata: {name: x\n", "yaml"),
+        (
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: Bad_Name}\nspec: {containers: [{name: c}]}\n",
+            "metadata.name",
+        ),
+    ],
+)
+def test_a_bad_manifest_gives_one_line_and_exit_code_1(cluster, tmp_path, text, needle):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    done = kemuctl(cluster, "apply", "-f", str(path))
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("error:")
+    assert needle.lower() in lines[0].lower()
+
+
+def test_version_lists_server_and_components(cluster):
+    def listed() -> str:
+        done = kemuctl(cluster, "version", "-o", "json")
+        assert done.returncode == 0, done.stderr
+        text = json.dumps(json.loads(done.stdout))
+        assert "kube-controller-manager" in text
+        return text
+
+    text = eventually_sync(listed, timeout=15)
+    assert "1.37" in text and "kube-apiserver" in text
+    assert "ClearingNominatedNodeNameAfterBinding" in text
+    plain = kemuctl(cluster, "version").stdout
+    assert "Client Version" in plain and "Server Version" in plain
+
+
+def test_unreachable_server_is_one_line(cluster):
+    env_server = "127.0.0.1:1"
+    done = subprocess.run(
+        [sys.executable, "-m", "kemu.ctl", "--server", env_server, "get", "nodes"],
+        cwd=REPO_ROOT,
+        env=python_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert len(done.stderr.strip().splitlines()) == 1 and "cannot reach" in done.stderr
