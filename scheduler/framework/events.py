@@ -1,0 +1,104 @@
+"""Cluster events and queueing hints (upstream framework/types.go ClusterEvent, QueueingHint).
+
+A plugin that can reject pods says which cluster events might make a rejected pod schedulable
+(EnqueueExtensions.events_to_register) and, per event, a hint function that looks at the pod
+and the changed object and answers Queue or Skip. The queue moves a pod out of the
+unschedulable pool only for events its rejecting plugins registered and whose hint says Queue.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from kemu.api.v1 import types_pb2
+
+
+class ActionType(enum.IntFlag):
+    ADD = 1
+    DELETE = 2
+    UPDATE_NODE_ALLOCATABLE = 4
+    UPDATE_NODE_LABEL = 8
+    UPDATE_NODE_TAINT = 16
+    UPDATE_NODE_CONDITION = 32
+    UPDATE_NODE_ANNOTATION = 64
+    UPDATE_POD_LABEL = 128
+    UPDATE_POD_SCALE_DOWN = 256
+    UPDATE_POD_TOLERATION = 512
+    UPDATE_POD_SCHEDULING_GATES_ELIMINATED = 1024
+    UPDATE_POD_OTHER = 2048  # any other pod update (e.g. its nominated node)
+    UPDATE_NODE_OTHER = 4096
+
+    UPDATE = (
+        UPDATE_NODE_ALLOCATABLE
+        | UPDATE_NODE_LABEL
+        | UPDATE_NODE_TAINT
+        | UPDATE_NODE_CONDITION
+        | UPDATE_NODE_ANNOTATION
+        | UPDATE_POD_LABEL
+        | UPDATE_POD_SCALE_DOWN
+        | UPDATE_POD_TOLERATION
+        | UPDATE_POD_SCHEDULING_GATES_ELIMINATED
+        | UPDATE_POD_OTHER
+        | UPDATE_NODE_OTHER
+    )
+    ALL = ADD | DELETE | UPDATE
+
+
+class EventResource(enum.StrEnum):
+    POD = "Pod"  # any pod (assigned or not); used for the pod being scheduled itself
+    ASSIGNED_POD = "AssignedPod"
+    UNSCHEDULED_POD = "UnschedulablePod"
+    NODE = "Node"
+    PDB = "PodDisruptionBudget"
+    WILDCARD = "*"
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEvent:
+    resource: EventResource
+    action: ActionType
+    label: str = ""
+
+    def covers(self, other: ClusterEvent) -> bool:
+        """Whether a plugin registered for `self` cares about `other`."""
+        resource_ok = self.resource in (EventResource.WILDCARD, other.resource) or (
+            self.resource == EventResource.POD
+            and other.resource in (EventResource.ASSIGNED_POD, EventResource.UNSCHEDULED_POD)
+        )
+        return resource_ok and bool(self.action & other.action)
+
+    def __str__(self) -> str:
+        return self.label or f"{self.resource}{self.action.name or int(self.action)}"
+
+
+class QueueingHint(enum.IntEnum):
+    SKIP = 0
+    QUEUE = 1
+
+
+# hint(pod being requeued, old object or None, new object or None) -> Queue or Skip
+QueueingHintFn = Callable[[types_pb2.Pod, Any, Any], QueueingHint]
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEventWithHint:
+    event: ClusterEvent
+    hint: QueueingHintFn | None = None  # None: always Queue
+
+
+def queue_always(pod: types_pb2.Pod, old: Any, new: Any) -> QueueingHint:
+    return QueueingHint.QUEUE
+
+
+# Events with special meaning to the queue.
+NODE_ADD: Final = ClusterEvent(EventResource.NODE, ActionType.ADD, "NodeAdd")
+ASSIGNED_POD_DELETE: Final = ClusterEvent(
+    EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"
+)
+UNSCHEDULABLE_TIMEOUT: Final = ClusterEvent(
+    EventResource.WILDCARD, ActionType.ALL, "UnschedulableTimeout"
+)
+FORCE_ACTIVATE: Final = ClusterEvent(EventResource.WILDCARD, ActionType.ALL, "ForceActivate")

@@ -1,0 +1,440 @@
+"""The scheduler's view of pods and nodes (upstream framework/types.go).
+
+`PodInfo` wraps a pod with what every cycle needs precomputed: its resource requests (with the
+in-place resize rules of component-helpers/resource) and its parsed affinity terms. `NodeInfo`
+aggregates a node's pods: requested resources, pod count, pods with (anti-)affinity. Protobuf
+objects inside are never mutated: they are the informer's.
+
+Resources are exact integers: milli-CPU, bytes, counts.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from kemu.api.v1 import types_pb2
+from kemu.machinery.labels import NOTHING, Selector, selector_from_label_selector
+from kemu.machinery.quantity import to_int
+
+CPU: Final = "cpu"
+MEMORY: Final = "memory"
+EPHEMERAL_STORAGE: Final = "ephemeral-storage"
+PODS: Final = "pods"
+
+# Used for scoring pods that request nothing (upstream DefaultMilliCPURequest/MemoryRequest).
+DEFAULT_MILLI_CPU_REQUEST: Final = 100
+DEFAULT_MEMORY_REQUEST: Final = 200 * 1024 * 1024
+
+_generation = itertools.count(1)
+
+
+def next_generation() -> int:
+    """A process-wide increasing number; a NodeInfo gets a new one on every change."""
+    return next(_generation)
+
+
+@dataclass(slots=True)
+class Resource:
+    """An amount of every resource (upstream framework.Resource)."""
+
+    milli_cpu: int = 0
+    memory: int = 0
+    ephemeral_storage: int = 0
+    allowed_pod_number: int = 0
+    scalar: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_list(cls, resources: Mapping[str, str]) -> Resource:
+        """From a Kubernetes ResourceList (quantity strings; assumed valid, as admitted)."""
+        r = cls()
+        for name, text in resources.items():
+            r.set(name, to_int(name, text))
+        return r
+
+    def get(self, name: str) -> int:
+        if name == CPU:
+            return self.milli_cpu
+        if name == MEMORY:
+            return self.memory
+        if name == EPHEMERAL_STORAGE:
+            return self.ephemeral_storage
+        if name == PODS:
+            return self.allowed_pod_number
+        return self.scalar.get(name, 0)
+
+    def set(self, name: str, value: int) -> None:
+        if name == CPU:
+            self.milli_cpu = value
+        elif name == MEMORY:
+            self.memory = value
+        elif name == EPHEMERAL_STORAGE:
+            self.ephemeral_storage = value
+        elif name == PODS:
+            self.allowed_pod_number = value
+        else:
+            self.scalar[name] = value
+
+    def add(self, other: Resource) -> None:
+        self.milli_cpu += other.milli_cpu
+        self.memory += other.memory
+        self.ephemeral_storage += other.ephemeral_storage
+        self.allowed_pod_number += other.allowed_pod_number
+        for k, v in other.scalar.items():
+            self.scalar[k] = self.scalar.get(k, 0) + v
+
+    def sub(self, other: Resource) -> None:
+        self.milli_cpu -= other.milli_cpu
+        self.memory -= other.memory
+        self.ephemeral_storage -= other.ephemeral_storage
+        self.allowed_pod_number -= other.allowed_pod_number
+        for k, v in other.scalar.items():
+            self.scalar[k] = self.scalar.get(k, 0) - v
+
+    def set_max(self, other: Resource) -> None:
+        self.milli_cpu = max(self.milli_cpu, other.milli_cpu)
+        self.memory = max(self.memory, other.memory)
+        self.ephemeral_storage = max(self.ephemeral_storage, other.ephemeral_storage)
+        self.allowed_pod_number = max(self.allowed_pod_number, other.allowed_pod_number)
+        for k, v in other.scalar.items():
+            self.scalar[k] = max(self.scalar.get(k, 0), v)
+
+    def clone(self) -> Resource:
+        return Resource(
+            self.milli_cpu,
+            self.memory,
+            self.ephemeral_storage,
+            self.allowed_pod_number,
+            dict(self.scalar),
+        )
+
+    def names(self) -> Iterable[str]:
+        """Resource names with a non-zero amount."""
+        if self.milli_cpu:
+            yield CPU
+        if self.memory:
+            yield MEMORY
+        if self.ephemeral_storage:
+            yield EPHEMERAL_STORAGE
+        yield from (k for k, v in self.scalar.items() if v)
+
+
+# ---------------------------------------------------------------- pod requests
+
+
+def _has_infeasible_resize(pod: types_pb2.Pod) -> bool:
+    return any(
+        c.type == "PodResizePending" and c.reason == "Infeasible" for c in pod.status.conditions
+    )
+
+
+def _container_requests(
+    container: types_pb2.Container,
+    status: types_pb2.ContainerStatus | None,
+    infeasible: bool,
+) -> Resource:
+    """One container's requests (component-helpers determineContainerReqs).
+
+    With in-place resize, a running container counts at max(desired, actual, allocated): a
+    pending resize is reserved at its desired size. An Infeasible resize never happens, so its
+    desired size is ignored.
+    """
+    desired = Resource.from_list(container.resources.requests)
+    if status is None or not status.HasField("resources"):
+        return desired
+    actual = Resource.from_list(status.resources.requests)
+    allocated = Resource.from_list(status.allocated_resources)
+    if infeasible:
+        actual.set_max(allocated)
+        return actual
+    desired.set_max(actual)
+    desired.set_max(allocated)
+    return desired
+
+
+def _non_zero(r: Resource) -> Resource:
+    out = r.clone()
+    if not out.milli_cpu:
+        out.milli_cpu = DEFAULT_MILLI_CPU_REQUEST
+    if not out.memory:
+        out.memory = DEFAULT_MEMORY_REQUEST
+    return out
+
+
+def pod_requests(pod: types_pb2.Pod, *, in_place_resize: bool = True) -> tuple[Resource, Resource]:
+    """(requests, non-zero requests) of a pod, as the scheduler counts it.
+
+    App containers are summed; restartable init containers (sidecars) run alongside them and
+    are added too; the pod needs the larger of that and the peak of its init sequence; overhead
+    is added on top. Non-zero requests give every container at least 100m CPU and 200Mi memory
+    (for scoring only).
+    """
+    statuses: dict[str, types_pb2.ContainerStatus] = {}
+    if in_place_resize:
+        statuses = {cs.name: cs for cs in pod.status.container_statuses}
+        statuses.update({cs.name: cs for cs in pod.status.init_container_statuses})
+    infeasible = in_place_resize and _has_infeasible_resize(pod)
+    reqs, non_zero = Resource(), Resource()
+    for c in pod.spec.containers:
+        r = _container_requests(c, statuses.get(c.name), infeasible)
+        reqs.add(r)
+        non_zero.add(_non_zero(r))
+    init_peak, init_peak_nz = Resource(), Resource()
+    sidecars, sidecars_nz = Resource(), Resource()
+    for ic in pod.spec.init_containers:
+        r = _container_requests(ic, statuses.get(ic.name), infeasible)
+        nz = _non_zero(r)
+        if ic.HasField("restart_policy") and ic.restart_policy == "Always":
+            reqs.add(r)
+            non_zero.add(nz)
+            sidecars.add(r)
+            sidecars_nz.add(nz)
+            step, step_nz = sidecars.clone(), sidecars_nz.clone()
+        else:
+            step, step_nz = r.clone(), nz.clone()
+            step.add(sidecars)
+            step_nz.add(sidecars_nz)
+        init_peak.set_max(step)
+        init_peak_nz.set_max(step_nz)
+    reqs.set_max(init_peak)
+    non_zero.set_max(init_peak_nz)
+    if pod.spec.overhead:
+        overhead = Resource.from_list(pod.spec.overhead)
+        reqs.add(overhead)
+        non_zero.add(overhead)
+    return reqs, non_zero
+
+
+# ---------------------------------------------------------------- affinity terms
+
+
+@dataclass(frozen=True, slots=True)
+class AffinityTerm:
+    """A parsed PodAffinityTerm.
+
+    kemu has no Namespace objects: an empty namespaceSelector means every namespace, a non-empty
+    one matches none (no namespace has labels).
+    """
+
+    selector: Selector
+    namespaces: frozenset[str]
+    topology_key: str
+    all_namespaces: bool = False
+
+    def matches(self, pod: types_pb2.Pod) -> bool:
+        if not (self.all_namespaces or pod.metadata.namespace in self.namespaces):
+            return False
+        return self.selector.matches(pod.metadata.labels)
+
+
+@dataclass(frozen=True, slots=True)
+class WeightedAffinityTerm:
+    term: AffinityTerm
+    weight: int
+
+
+def _affinity_term(owner: types_pb2.Pod, t: types_pb2.PodAffinityTerm) -> AffinityTerm:
+    namespaces = frozenset(t.namespaces)
+    all_namespaces = False
+    if t.HasField("namespace_selector"):
+        ns_sel = t.namespace_selector
+        all_namespaces = not ns_sel.match_labels and not ns_sel.match_expressions
+    if not namespaces and not t.HasField("namespace_selector"):
+        namespaces = frozenset({owner.metadata.namespace})
+    selector = (
+        selector_from_label_selector(t.label_selector) if t.HasField("label_selector") else NOTHING
+    )
+    return AffinityTerm(selector, namespaces, t.topology_key, all_namespaces)
+
+
+class PodInfo:
+    """A pod with what scheduling needs precomputed. Never mutate `pod`."""
+
+    __slots__ = (
+        "non_zero_requests",
+        "pod",
+        "preferred_affinity_terms",
+        "preferred_anti_affinity_terms",
+        "requests",
+        "required_affinity_terms",
+        "required_anti_affinity_terms",
+    )
+
+    def __init__(self, pod: types_pb2.Pod, *, in_place_resize: bool = True) -> None:
+        self.pod = pod
+        self.requests, self.non_zero_requests = pod_requests(pod, in_place_resize=in_place_resize)
+        aff = pod.spec.affinity
+        pa, paa = aff.pod_affinity, aff.pod_anti_affinity
+        self.required_affinity_terms = [
+            _affinity_term(pod, t) for t in pa.required_during_scheduling_ignored_during_execution
+        ]
+        self.required_anti_affinity_terms = [
+            _affinity_term(pod, t) for t in paa.required_during_scheduling_ignored_during_execution
+        ]
+        self.preferred_affinity_terms = [
+            WeightedAffinityTerm(_affinity_term(pod, w.pod_affinity_term), w.weight)
+            for w in pa.preferred_during_scheduling_ignored_during_execution
+        ]
+        self.preferred_anti_affinity_terms = [
+            WeightedAffinityTerm(_affinity_term(pod, w.pod_affinity_term), w.weight)
+            for w in paa.preferred_during_scheduling_ignored_during_execution
+        ]
+
+    @property
+    def key(self) -> str:
+        return pod_key(self.pod)
+
+    @property
+    def uid(self) -> str:
+        return self.pod.metadata.uid
+
+    @property
+    def priority(self) -> int:
+        return pod_priority(self.pod)
+
+    def has_affinity(self) -> bool:
+        return bool(
+            self.required_affinity_terms
+            or self.required_anti_affinity_terms
+            or self.preferred_affinity_terms
+            or self.preferred_anti_affinity_terms
+        )
+
+    def __repr__(self) -> str:
+        return f"PodInfo({self.key})"
+
+
+def pod_key(pod: types_pb2.Pod) -> str:
+    return f"{pod.metadata.namespace}/{pod.metadata.name}"
+
+
+def pod_priority(pod: types_pb2.Pod) -> int:
+    """spec.priority, or 0 when unset (component-helpers PodPriority)."""
+    return pod.spec.priority if pod.spec.HasField("priority") else 0
+
+
+# ---------------------------------------------------------------- nodes
+
+
+class NodeInfo:
+    """A node and the pods on it (assigned or assumed). `clone()` for what-if simulations."""
+
+    __slots__ = (
+        "allocatable",
+        "generation",
+        "node",
+        "non_zero_requested",
+        "pods",
+        "pods_with_affinity",
+        "pods_with_required_anti_affinity",
+        "requested",
+    )
+
+    def __init__(self, node: types_pb2.Node | None = None) -> None:
+        self.node: types_pb2.Node | None = None
+        self.pods: list[PodInfo] = []
+        self.pods_with_affinity: list[PodInfo] = []
+        self.pods_with_required_anti_affinity: list[PodInfo] = []
+        self.requested = Resource()
+        self.non_zero_requested = Resource()
+        self.allocatable = Resource()
+        self.generation = next_generation()
+        if node is not None:
+            self.set_node(node)
+
+    @property
+    def name(self) -> str:
+        return self.node.metadata.name if self.node is not None else ""
+
+    def set_node(self, node: types_pb2.Node) -> None:
+        self.node = node
+        self.allocatable = Resource.from_list(node.status.allocatable)
+        self.generation = next_generation()
+
+    def remove_node(self) -> None:
+        self.node = None
+        self.generation = next_generation()
+
+    def add_pod_info(self, pi: PodInfo) -> None:
+        self.pods.append(pi)
+        if pi.has_affinity():
+            self.pods_with_affinity.append(pi)
+        if pi.required_anti_affinity_terms:
+            self.pods_with_required_anti_affinity.append(pi)
+        self.requested.add(pi.requests)
+        self.non_zero_requested.add(pi.non_zero_requests)
+        self.generation = next_generation()
+
+    def add_pod(self, pod: types_pb2.Pod) -> None:
+        self.add_pod_info(PodInfo(pod))
+
+    def remove_pod(self, pod: types_pb2.Pod) -> bool:
+        """Removes the pod with `pod`'s uid; False when it is not here."""
+        uid = pod.metadata.uid
+        for i, pi in enumerate(self.pods):
+            if pi.uid == uid:
+                del self.pods[i]
+                self.pods_with_affinity = [p for p in self.pods_with_affinity if p.uid != uid]
+                self.pods_with_required_anti_affinity = [
+                    p for p in self.pods_with_required_anti_affinity if p.uid != uid
+                ]
+                self.requested.sub(pi.requests)
+                self.non_zero_requested.sub(pi.non_zero_requests)
+                self.generation = next_generation()
+                return True
+        return False
+
+    def clone(self) -> NodeInfo:
+        c = NodeInfo.__new__(NodeInfo)
+        c.node = self.node
+        c.pods = list(self.pods)
+        c.pods_with_affinity = list(self.pods_with_affinity)
+        c.pods_with_required_anti_affinity = list(self.pods_with_required_anti_affinity)
+        c.requested = self.requested.clone()
+        c.non_zero_requested = self.non_zero_requested.clone()
+        c.allocatable = self.allocatable.clone()
+        c.generation = self.generation
+        return c
+
+    def __repr__(self) -> str:
+        return f"NodeInfo({self.name}, pods={len(self.pods)})"
+
+
+# ---------------------------------------------------------------- results
+
+
+@dataclass(frozen=True, slots=True)
+class NodeScore:
+    name: str
+    score: int
+
+
+@dataclass(frozen=True, slots=True)
+class PreFilterResult:
+    """The nodes a PreFilter plugin allows (None in `node_names` means all)."""
+
+    node_names: frozenset[str] | None = None
+
+    def all_nodes(self) -> bool:
+        return self.node_names is None
+
+    def merge(self, other: PreFilterResult | None) -> PreFilterResult:
+        if other is None or other.node_names is None:
+            return self
+        if self.node_names is None:
+            return other
+        return PreFilterResult(self.node_names & other.node_names)
+
+
+@dataclass(frozen=True, slots=True)
+class PostFilterResult:
+    """What PostFilter decided: the node the pod is nominated to ("" clears it), or None for
+    'leave the nomination alone' (upstream NominatingInfo with ModeOverride vs ModeNoop)."""
+
+    nominated_node_name: str | None = None
+
+
+MAX_NODE_SCORE: Final = 100
+MIN_NODE_SCORE: Final = 0
