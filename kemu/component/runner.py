@@ -28,8 +28,8 @@ Contract of `run_component` / `run_component_async`:
 from __future__ import annotations
 
 import functools
-import os
 import logging
+import os
 import random
 import signal
 from collections.abc import Awaitable, Callable

@@ -3,7 +3,7 @@ resume (or relist when their resourceVersion was compacted away)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import anyio
 import pytest
@@ -24,7 +24,7 @@ async def _names(client: Client) -> set[str]:
     return {p.metadata.name for p in (await client.list_all(types_pb2.Pod, NS)).items}
 
 
-def _converged(informer: Informer[types_pb2.Pod], client: Client) -> Callable[[], object]:
+def _converged(informer: Informer[types_pb2.Pod], client: Client) -> Callable[[], Awaitable[bool]]:
     async def check() -> bool:
         stored = {
             p.metadata.name: p.metadata.resource_version

@@ -28,7 +28,12 @@ def _start(module: str, *args: str) -> subprocess.CompletedProcess[str]:
     ("args", "message"),
     [
         (
-            ["--emulated-version", "1.33", "--feature-gates", "NominatedNodeNameForExpectation=true"],
+            [
+                "--emulated-version",
+                "1.33",
+                "--feature-gates",
+                "NominatedNodeNameForExpectation=true",
+            ],
             'feature gate "NominatedNodeNameForExpectation" does not exist at emulated version 1.33',
         ),
         (

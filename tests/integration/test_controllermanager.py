@@ -3,7 +3,7 @@ eviction honours it, and leader election hands the work over when the leader die
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
 
@@ -40,7 +40,7 @@ async def _running_ready_pod(c: Client, ns: str, name: str, labels: dict[str, st
 
 def _status_is(
     c: Client, ns: str, *, healthy: int, desired: int, expected: int, allowed: int
-) -> object:
+) -> Callable[[], Awaitable[bool]]:
     async def check() -> bool:
         pdb = await c.get(types_pb2.PodDisruptionBudget, "pdb", ns)
         st = pdb.status
