@@ -107,6 +107,10 @@ class WatchReport:
     watcher_errors: list[str]
     latency: LatencyStats  # delivery: receipt by a watcher - the send time in the pod
     create_latency: LatencyStats  # of the writer's creates: queueing when the rate is too high
+    # receipt by a watcher - the moment the writer had the create's response (the write was
+    # committed): delivery alone, without the create's own queueing; negative when the event
+    # overtook the response.
+    ack_latency: LatencyStats
     cpu_cores: dict[str, float]
     first_error: str = ""
 
@@ -326,6 +330,8 @@ async def watch_delivery(
         first_send = math.nan
         last_done = math.nan
         create_latencies: list[float] = []
+        sent_at: dict[int, float] = {}
+        acked_at: dict[int, float] = {}
 
         async def write(i: int) -> None:
             nonlocal write_errors, first_error, last_done
@@ -333,8 +339,10 @@ async def watch_delivery(
                 pod = pods[i]
                 sent = time.time()
                 pod.metadata.annotations[watchers_mod.SEND_TIME] = repr(sent)
+                sent_at[i] = sent
                 await client.create(pod)
-                create_latencies.append(time.time() - sent)
+                acked_at[i] = time.time()
+                create_latencies.append(acked_at[i] - sent)
                 ok.add(i)
             except Exception as e:
                 write_errors += 1
@@ -371,11 +379,17 @@ async def watch_delivery(
     # The watcher process has exited by now: it measured its own CPU from "ready" to the end.
     cpu["watchers"] = ratio(data["cpu_seconds"], data["wall_seconds"])
     latencies: list[float] = []
+    after_ack: list[float] = []
     missing = duplicates = unexpected = 0
     errors: list[str] = []
     for w in data["watchers"]:
         counts = Counter(w["indices"])
         latencies.extend(w["latencies"])
+        after_ack.extend(
+            sent_at[i] + lat - acked_at[i]
+            for i, lat in zip(w["indices"], w["latencies"], strict=True)
+            if i in acked_at
+        )
         missing += sum(1 for i in ok if counts[i] == 0)
         duplicates += sum(c - 1 for i, c in counts.items() if c > 1)
         unexpected += w["other_events"] + sum(c for i, c in counts.items() if i not in ok)
@@ -398,6 +412,7 @@ async def watch_delivery(
         watcher_errors=errors,
         latency=summarize(latencies),
         create_latency=summarize(create_latencies),
+        ack_latency=summarize(after_ack),
         cpu_cores=cpu,
         first_error=first_error,
     )
@@ -531,6 +546,11 @@ def render(report: Report) -> str:
             f"ms); every watcher got every event exactly once: "
             f"{'yes' if w.exactly_once else 'NO'} (missing {w.missing}, duplicates "
             f"{w.duplicates}, unexpected {w.unexpected}, write errors {w.write_errors})"
+        )
+        lines.append(
+            f"watch delivery after the write was acknowledged: p50 "
+            f"{fmt(w.ack_latency.p50 * 1000, 2)} ms, p99 {fmt(w.ack_latency.p99 * 1000, 2)} ms, "
+            f"max {fmt(w.ack_latency.max * 1000, 2)} ms"
         )
         for err in w.watcher_errors[:3]:
             lines.append(f"  watcher error: {err}")

@@ -182,8 +182,12 @@ class Registry:
     # ------------------------------------------------------------ create
 
     async def create(self, obj: Message) -> Message:
+        return (await self.create_owned(_copy(obj)))[0]
+
+    async def create_owned(self, obj: Message) -> tuple[Message, bytes]:
+        """Creates `obj`, which the caller hands over (it is mutated). Returns the stored object
+        and its Object envelope bytes as served, so the gRPC edge need not re-encode it."""
         kind = kind_of(obj)
-        obj = _copy(obj)
         meta = _meta(obj)
         if meta.resource_version:
             raise Invalid.field(
@@ -220,7 +224,8 @@ class Registry:
         except Conflict:
             raise AlreadyExists(f'{kind.resource} "{meta.name}" already exists') from None
         meta.resource_version = str(rev)
-        return obj
+        field = api_pb2.Object.DESCRIPTOR.fields_by_name[kind.field].number
+        return obj, encoding.envelope(field, encoding.with_resource_version(data, rev))
 
     def _prepare_for_create(self, kind: Kind, obj: Message) -> None:
         if isinstance(obj, types_pb2.Pod):

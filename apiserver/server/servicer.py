@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 
 SERVICE: Final = "kemu.api.v1.Api"
 _WATCH_BATCH: Final = 500  # events per WatchResponse at most
+_WATCH_BUSY: Final = 0.02  # a watch that sent less than this ago is busy...
+_WATCH_LINGER: Final = 0.005  # ...and waits this long to batch events
 COMPONENT_LABEL: Final = "kemu.io/component"
 _R = TypeVar("_R")
 
@@ -168,9 +170,10 @@ class ApiService:
 
     # ------------------------------------------------------------ verbs
 
-    async def create(self, req: api_pb2.CreateRequest, context: Any) -> api_pb2.Object:
-        async def call() -> api_pb2.Object:
-            return self._wrap(await self._registry.create(unwrap(req.object)))
+    async def create(self, req: api_pb2.CreateRequest, context: Any) -> bytes:
+        async def call() -> bytes:
+            # The request was decoded for this call alone: the registry may take it over.
+            return (await self._registry.create_owned(unwrap(req.object)))[1]
 
         return await self._serve("create", self._resource_of(req.object), context, call)
 
@@ -397,9 +400,13 @@ class ApiService:
                 chunk = initial[i : i + _WATCH_BATCH]
                 yield b"".join(chunk)
                 sent.inc(len(chunk))
+            last_send = 0.0
             async with receive:
                 async for frame in receive:
-                    # Send whatever else is ready in the same message.
+                    # A busy stream lingers a moment so that one message carries several
+                    # events: per-message cost, not per-event cost, bounds fan-out.
+                    if time.monotonic() - last_send < _WATCH_BUSY:
+                        await anyio.sleep(_WATCH_LINGER)
                     batch = [frame]
                     while len(batch) < _WATCH_BATCH:
                         try:
@@ -407,6 +414,7 @@ class ApiService:
                         except (anyio.WouldBlock, anyio.EndOfStream):
                             break
                     yield b"".join(batch)
+                    last_send = time.monotonic()
                     sent.inc(len(batch))
         finally:
             cache.stop(watcher)
@@ -424,7 +432,7 @@ class ApiService:
         ser = _serialize
         raw = _identity
         handlers = {
-            "Create": unary(self.create, api_pb2.CreateRequest, ser),
+            "Create": unary(self.create, api_pb2.CreateRequest, raw),
             "Get": unary(self.get, api_pb2.GetRequest, raw),
             "List": unary(self.list, api_pb2.ListRequest, raw),
             "Watch": grpc.unary_stream_rpc_method_handler(

@@ -8,11 +8,9 @@ replays the case.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Iterator
 
 import pytest
-from anyio.from_thread import BlockingPortal, start_blocking_portal
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -23,7 +21,7 @@ from kemu.machinery.errors import ApiError, InternalError
 from kemu.testing import Cluster, make_pod
 from kemu.testing.processes import url_ok
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.anyio]
 
 NS = "fuzz"
 
@@ -133,22 +131,15 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 
 @pytest.fixture(scope="module")
-def portal() -> Iterator[BlockingPortal]:
-    with start_blocking_portal(backend="asyncio") as p:
-        yield p
+async def client(cluster: Cluster) -> AsyncIterator[Client]:
+    async with Client(cluster.server, timeout=10.0) as c:
+        await c.create(make_pod("target").namespace(NS).obj())
+        yield c
 
 
-@pytest.fixture(scope="module")
-def client(cluster: Cluster, portal: BlockingPortal) -> Iterator[Client]:
-    c = Client(cluster.server, timeout=10.0)
-    portal.call(c.create, make_pod("target").namespace(NS).obj())
-    yield c
-    portal.call(c.close)
-
-
-def _outcome(portal: BlockingPortal, fn: Any, *args: Any, **kwargs: Any) -> str:
+async def _outcome(call: Awaitable[object]) -> str:
     try:
-        portal.call(lambda: fn(*args, **kwargs))
+        await call
     except InternalError as e:
         raise AssertionError(f"the server failed internally: {e}") from e
     except ApiError as e:
@@ -158,7 +149,7 @@ def _outcome(portal: BlockingPortal, fn: Any, *args: Any, **kwargs: Any) -> str:
 
 @settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
 @given(manifest=pods)
-def test_random_pods_are_created_or_refused_never_crash(cluster, portal, client, manifest):
+async def test_random_pods_are_created_or_refused_never_crash(cluster, client, manifest):
     manifest = json.loads(json.dumps(manifest))
     manifest.setdefault("metadata", {})["namespace"] = NS
     try:
@@ -166,25 +157,23 @@ def test_random_pods_are_created_or_refused_never_crash(cluster, portal, client,
         assert isinstance(pod, types_pb2.Pod)
     except ApiError:
         return  # refused client-side already: nothing reaches the server
-    outcome = _outcome(portal, client.create, pod)
+    outcome = await _outcome(client.create(pod))
     assert outcome in {"ok", "Invalid", "AlreadyExists", "BadRequest"}
     if outcome == "ok":
-        _outcome(portal, client.delete, types_pb2.Pod, pod.metadata.name, NS)
+        await _outcome(client.delete(types_pb2.Pod, pod.metadata.name, NS))
     assert url_ok(cluster.component("apiserver").healthz_url)
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
 @given(patch=patches, subresource=st.sampled_from(["", "status", "resize"]))
-def test_random_merge_patches_are_applied_or_refused_never_crash(
-    cluster, portal, client, patch, subresource
-):
-    before = portal.call(client.get, types_pb2.Pod, "target", NS)
+async def test_random_merge_patches_are_applied_or_refused_never_crash(client, patch, subresource):
+    before = await client.get(types_pb2.Pod, "target", NS)
     text = json.dumps(patch)
-    outcome = _outcome(
-        portal, client.patch, types_pb2.Pod, "target", text, NS, subresource=subresource
+    outcome = await _outcome(
+        client.patch(types_pb2.Pod, "target", text, NS, subresource=subresource)
     )
     assert outcome in {"ok", "Invalid", "BadRequest", "Conflict"}
-    after = portal.call(client.get, types_pb2.Pod, "target", NS)
+    after = await client.get(types_pb2.Pod, "target", NS)
     if outcome != "ok":
         assert after.metadata.resource_version == before.metadata.resource_version
     assert after.metadata.uid == before.metadata.uid

@@ -208,6 +208,7 @@ def test_report_pairs_each_apiserver_cell_with_etcd() -> None:
         watcher_errors=[],
         latency=summarize([0.002, 0.004]),
         create_latency=summarize([0.001]),
+        ack_latency=summarize([0.001]),
         cpu_cores={"watchers": 0.8},
     )
     text = render(Report(quick=True, n=100, client_mode="shared", rows=rows, watch=watch))
