@@ -12,14 +12,13 @@ from controllermanager import app
 from controllermanager.app import (
     CONTROLLERS,
     LEASE_NAME,
-    LEASE_NAMESPACE,
-    parse_duration,
     run_with_client,
     select_controllers,
 )
 from controllermanager.controller import Controller, ControllerContext, ControllerInit
 from kemu.api.v1 import types_pb2
 from kemu.client.clock import FakeClock
+from kemu.client.controlplane import LEASE_NAMESPACE, parse_duration
 from kemu.client.fake import FakeClient
 from kemu.client.leaderelection import LeaderElectionConfig
 from kemu.component.health import CheckResult

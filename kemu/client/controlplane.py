@@ -1,0 +1,205 @@
+"""What every control-plane client component (controller-manager, scheduler, autoscaler) does
+around its own work: leader-election flags, waiting for the apiserver, the identity lease that
+the Version RPC reports, and running the work only while holding the lease.
+
+    parser = new_parser(...)
+    add_leader_election_flags(parser, lease_name="kube-scheduler")
+    ...
+    election = leader_election_config(args, lease_name="kube-scheduler")   # None without --leader-elect
+    await run_elected(client, ctx, component="kube-scheduler", election=election, work=work)
+
+A leader that cannot renew exits with LeadershipLost (the runner makes that exit code 1, as
+upstream: another instance may already be leading); on SIGTERM the work is cancelled and the
+lease released.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import logging
+import re
+import socket
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Final
+
+import anyio
+from prometheus_client import Gauge
+
+from kemu.client.identity import run_identity_heartbeat
+from kemu.client.interface import ApiClient
+from kemu.client.leaderelection import LeaderElectionConfig, LeaderElector, LeadershipLost
+from kemu.component.runner import ComponentContext, retry_until_ready
+from kemu.component.version import BINARY_VERSION
+from kemu.machinery.errors import Timeout, Unavailable
+
+logger = logging.getLogger(__name__)
+
+LEASE_NAMESPACE: Final = "kube-system"
+
+_DURATION_PART: Final = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(h|ms|us|µs|ns|m|s)")
+_UNITS: Final = {
+    "h": 3600.0,
+    "m": 60.0,
+    "s": 1.0,
+    "ms": 1e-3,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "ns": 1e-9,
+}
+
+
+class DurationError(argparse.ArgumentTypeError, ValueError):
+    """A malformed duration flag (argparse prints its message)."""
+
+
+def parse_duration(text: str) -> float:
+    """A Go duration ("15s", "1m30s", "500ms") or a bare number of seconds, in seconds."""
+    text = text.strip()
+    if re.fullmatch(r"\d+(\.\d*)?", text):
+        return float(text)
+    if not text:
+        raise DurationError("invalid duration ''")
+    pos, total = 0, 0.0
+    while pos < len(text):
+        match = _DURATION_PART.match(text, pos)
+        if match is None:
+            raise DurationError(f"invalid duration {text!r} (e.g. 15s, 1m30s)")
+        total += float(match.group(1)) * _UNITS[match.group(2)]
+        pos = match.end()
+    return total
+
+
+def new_identity() -> str:
+    """hostname_uuid, as upstream's leader election identity."""
+    return f"{socket.gethostname()}_{uuid.uuid4()}"
+
+
+def add_leader_election_flags(parser: argparse.ArgumentParser, *, lease_name: str) -> None:
+    group = parser.add_argument_group("leader election")
+    group.add_argument(
+        "--leader-elect",
+        action="store_true",
+        help=f"do the work only while holding the lease {LEASE_NAMESPACE}/{lease_name}",
+    )
+    group.add_argument(
+        "--leader-elect-lease-duration",
+        type=parse_duration,
+        default=15.0,
+        metavar="DURATION",
+        help="how long a standby waits after the last renewal before taking the lease (15s)",
+    )
+    group.add_argument(
+        "--leader-elect-renew-deadline",
+        type=parse_duration,
+        default=10.0,
+        metavar="DURATION",
+        help="how long the leader retries renewing before it gives up (10s)",
+    )
+    group.add_argument(
+        "--leader-elect-retry-period",
+        type=parse_duration,
+        default=2.0,
+        metavar="DURATION",
+        help="how long to wait between attempts to acquire or renew the lease (2s)",
+    )
+
+
+def leader_election_config(
+    args: argparse.Namespace, *, lease_name: str
+) -> LeaderElectionConfig | None:
+    """The election of the flags above, or None without --leader-elect. ValueError when the
+    durations are inconsistent (renew deadline >= lease duration, ...)."""
+    if not args.leader_elect:
+        return None
+    return LeaderElectionConfig(
+        lock_namespace=LEASE_NAMESPACE,
+        lock_name=lease_name,
+        identity=new_identity(),
+        lease_duration=args.leader_elect_lease_duration,
+        renew_deadline=args.leader_elect_renew_deadline,
+        retry_period=args.leader_elect_retry_period,
+    )
+
+
+class Elected:
+    """The leader election of one process; `is_standby()` for readiness checks."""
+
+    def __init__(self) -> None:
+        self.elector: LeaderElector | None = None
+
+    def is_standby(self) -> bool:
+        return self.elector is not None and not self.elector.is_leader()
+
+
+async def run_elected(
+    client: ApiClient,
+    ctx: ComponentContext,
+    *,
+    component: str,
+    election: LeaderElectionConfig | None,
+    work: Callable[[], Awaitable[None]],
+    identity: str | None = None,
+    elected: Elected | None = None,
+) -> None:
+    """Waits for the apiserver, keeps the identity lease, and runs `work` (only while leading
+    when `election` is given) until SIGTERM; raises LeadershipLost when the lease is lost."""
+    identity = identity or (election.identity if election is not None else new_identity())
+    lost: LeadershipLost | None = None
+    async with anyio.create_task_group() as tg:
+
+        async def stop_when_asked() -> None:
+            await ctx.stopping.wait()
+            logger.info("stopping %s", component)
+            tg.cancel_scope.cancel()
+
+        async def lead() -> None:
+            nonlocal lost
+            # Client.wait_ready already waits; the retry makes any ApiClient wait the same way.
+            await retry_until_ready(
+                "the apiserver", client.wait_ready, clock=ctx.clock, retry_on=(Unavailable, Timeout)
+            )
+            logger.info("the apiserver is ready")
+            tg.start_soon(
+                functools.partial(
+                    run_identity_heartbeat,
+                    client,
+                    component,
+                    identity,
+                    str(ctx.options.version),
+                    BINARY_VERSION,
+                    [(g.name, g.enabled, str(g.stage), g.locked) for g in ctx.gates.states()],
+                    clock=ctx.clock,
+                ),
+                name="identity heartbeat",
+            )
+            try:
+                if election is None:
+                    await work()
+                else:
+                    status = Gauge(
+                        "leader_election_master_status",
+                        "1 while this instance holds the lease, else 0.",
+                        ["name"],
+                        registry=ctx.registry,
+                    ).labels(election.lock_name)
+                    status.set(0)
+                    elector = LeaderElector(
+                        client,
+                        election,
+                        ctx.clock,
+                        on_leader_status=lambda leading: status.set(1 if leading else 0),
+                    )
+                    if elected is not None:
+                        elected.elector = elector
+                    await elector.run(work)
+            except LeadershipLost as e:
+                logger.error("leader election lost: %s", e)
+                lost = e
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(stop_when_asked, name="stop on signal")
+        tg.start_soon(lead, name=component)
+    if lost is not None:
+        raise lost
