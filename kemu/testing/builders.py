@@ -244,11 +244,16 @@ def make_pod(name: str) -> PodBuilder:
 
 
 class NodeBuilder:
-    """A Node; `obj()` sets status.allocatable to the capacity unless `allocatable` was set."""
+    """A Node; `obj()` sets status.allocatable to the capacity unless `allocatable` was set.
+
+    Like a node a kubelet registers, it carries the label kubernetes.io/hostname=<name>
+    (topology key of per-node (anti-)affinity).
+    """
 
     def __init__(self, name: str) -> None:
         self._node = types_pb2.Node()
         self._node.metadata.name = name
+        self._node.metadata.labels["kubernetes.io/hostname"] = name
         self._allocatable_set = False
 
     def obj(self) -> types_pb2.Node:
@@ -258,6 +263,11 @@ class NodeBuilder:
             node.status.allocatable.clear()
             node.status.allocatable.update(node.status.capacity)
         return node
+
+    def unlabel(self, key: str) -> Self:
+        """Drops a label (e.g. kubernetes.io/hostname, which nodes carry by default)."""
+        self._node.metadata.labels.pop(key, None)
+        return self
 
     def capacity(self, resources: Mapping[str, str] | None = None, /, **kwargs: str | int) -> Self:
         self._node.status.capacity.update(_resources(resources, kwargs))

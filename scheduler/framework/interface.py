@@ -61,12 +61,14 @@ class StateData(Protocol):
 class CycleState:
     """Per-cycle plugin state. `clone()` for preemption's what-if runs."""
 
-    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins")
+    __slots__ = ("_data", "skip_filter_plugins", "skip_pre_bind_plugins", "skip_score_plugins")
 
     def __init__(self) -> None:
         self._data: dict[str, StateData] = {}
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
+        # PreBind plugins whose PreBindPreFlight returned Skip: RunPreBindPlugins skips them.
+        self.skip_pre_bind_plugins: set[str] = set()
 
     def read(self, key: str) -> StateData | None:
         return self._data.get(key)
@@ -82,6 +84,7 @@ class CycleState:
         c._data = {k: v.clone() for k, v in self._data.items()}
         c.skip_filter_plugins = set(self.skip_filter_plugins)
         c.skip_score_plugins = set(self.skip_score_plugins)
+        c.skip_pre_bind_plugins = set(self.skip_pre_bind_plugins)
         return c
 
 
@@ -114,6 +117,8 @@ class NodeToStatus:
 
         self._map: dict[str, Status] = {}
         self.absent = absent or Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+        # True when PreFilter rejected the pod: `absent` then holds that status for every node.
+        self.pre_filter_rejected = False
 
     def set(self, node: str, status: Status) -> None:
         self._map[node] = status
@@ -289,6 +294,10 @@ class Handle(Protocol):
     def snapshot_shared_lister(self) -> SharedLister: ...
 
     def nominator(self) -> PodNominator | None: ...
+
+    def informer_factory(self) -> Any | None:
+        """The scheduler's informers, for plugins that watch objects (None in simulations)."""
+        ...
 
     def run_pre_filter_extension_add_pod(
         self, state: CycleState, pod: types_pb2.Pod, pod_to_add: PodInfo, node: NodeInfo

@@ -1,0 +1,22 @@
+"""The scheduling queue: activeQ, backoffQ, the unschedulable pool, queueing hints, nominator."""
+
+from scheduler.queue.hints import (
+    QueueingHintFunction,
+    QueueingHintMap,
+    QueueingHintMapPerProfile,
+    build_queueing_hint_map,
+)
+from scheduler.queue.metrics import QueueMetrics
+from scheduler.queue.nominator import Nominator
+from scheduler.queue.scheduling_queue import PriorityQueue, priority_sort_less
+
+__all__ = [
+    "Nominator",
+    "PriorityQueue",
+    "QueueMetrics",
+    "QueueingHintFunction",
+    "QueueingHintMap",
+    "QueueingHintMapPerProfile",
+    "build_queueing_hint_map",
+    "priority_sort_less",
+]

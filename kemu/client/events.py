@@ -1,0 +1,158 @@
+"""Kubernetes Events from components (client-go's record.EventRecorder, simplified).
+
+`event()` never blocks and never fails: it queues the event, and `run()` writes the queue to
+the apiserver. Repeats of the same event (same object, type, reason and message) update the
+existing Event's count and lastTimestamp instead of creating another, as upstream's
+correlator does. A full queue drops events (logged): events are best effort upstream too.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Final
+
+import anyio
+from anyio.abc import TaskStatus
+from google.protobuf.message import Message
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from kemu.api.v1 import types_pb2
+from kemu.client.clock import Clock, SystemClock
+from kemu.client.interface import ApiClient
+from kemu.machinery.convert import format_time
+from kemu.machinery.errors import ApiError, NotFound
+from kemu.machinery.kinds import kind_of
+
+logger = logging.getLogger(__name__)
+
+NORMAL: Final = "Normal"
+WARNING: Final = "Warning"
+_CACHE_SIZE: Final = 4096
+
+
+@dataclass(frozen=True)
+class _Pending:
+    involved: types_pb2.ObjectReference
+    event_type: str
+    reason: str
+    action: str
+    message: str
+    when: float
+
+
+def _timestamp(seconds: float) -> Timestamp:
+    ts = Timestamp()
+    ts.FromNanoseconds(int(seconds * 1e9))
+    return ts
+
+
+def object_reference(obj: Message) -> types_pb2.ObjectReference:
+    k = kind_of(obj)
+    meta: types_pb2.ObjectMeta = obj.metadata  # type: ignore[attr-defined]
+    return types_pb2.ObjectReference(
+        kind=k.kind,
+        namespace=meta.namespace,
+        name=meta.name,
+        uid=meta.uid,
+        api_version=k.api_version,
+        resource_version=meta.resource_version,
+    )
+
+
+class EventRecorder:
+    def __init__(
+        self,
+        client: ApiClient,
+        component: str,
+        *,
+        host: str = "",
+        instance: str = "",
+        clock: Clock | None = None,
+        buffer: int = 1000,
+    ) -> None:
+        self._client = client
+        self._component = component
+        self._host = host
+        self._instance = instance
+        self._clock = clock or SystemClock()
+        self._send, self._receive = anyio.create_memory_object_stream[_Pending](buffer)
+        # (uid, type, reason, message) -> (namespace, event name, count)
+        self._seen: OrderedDict[tuple[str, str, str, str], tuple[str, str, int]] = OrderedDict()
+        self.dropped = 0
+
+    def event(self, obj: Message, event_type: str, reason: str, action: str, message: str) -> None:
+        pending = _Pending(
+            object_reference(obj), event_type, reason, action, message, self._clock.now()
+        )
+        try:
+            self._send.send_nowait(pending)
+        except anyio.WouldBlock:
+            self.dropped += 1
+            logger.warning(
+                "dropping event %s for %s/%s: the queue is full",
+                reason,
+                pending.involved.namespace,
+                pending.involved.name,
+            )
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        async for pending in self._receive:
+            try:
+                await self._write(pending)
+            except ApiError as e:
+                logger.warning(
+                    "could not write event %s for %s/%s: %s",
+                    pending.reason,
+                    pending.involved.namespace,
+                    pending.involved.name,
+                    e,
+                )
+
+    async def _write(self, p: _Pending) -> None:
+        key = (p.involved.uid, p.event_type, p.reason, p.message)
+        known = self._seen.get(key)
+        if known is not None:
+            namespace, name, count = known
+            try:
+                await self._client.patch(
+                    types_pb2.Event,
+                    name,
+                    {
+                        "count": count + 1,
+                        "lastTimestamp": _iso(p.when),
+                    },
+                    namespace,
+                )
+                self._seen[key] = (namespace, name, count + 1)
+                self._seen.move_to_end(key)
+                return
+            except NotFound:
+                del self._seen[key]
+        namespace = p.involved.namespace or "default"
+        ev = types_pb2.Event(
+            involved_object=p.involved,
+            reason=p.reason,
+            message=p.message,
+            type=p.event_type,
+            count=1,
+            action=p.action,
+            reporting_component=self._component,
+            reporting_instance=self._instance,
+        )
+        ev.metadata.namespace = namespace
+        ev.metadata.name = f"{p.involved.name}.{int(p.when * 1e9):x}"
+        ev.source.component = self._component
+        ev.source.host = self._host
+        ev.first_timestamp.CopyFrom(_timestamp(p.when))
+        ev.last_timestamp.CopyFrom(_timestamp(p.when))
+        created = await self._client.create(ev)
+        self._seen[key] = (namespace, created.metadata.name, 1)
+        if len(self._seen) > _CACHE_SIZE:
+            self._seen.popitem(last=False)
+
+
+def _iso(seconds: float) -> str:
+    return format_time(_timestamp(seconds))

@@ -1,0 +1,5 @@
+import sys
+
+from scheduler.app import main
+
+sys.exit(main())

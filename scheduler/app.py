@@ -1,0 +1,203 @@
+"""kube-scheduler: `python -m scheduler --server HOST:PORT [--config FILE] [--leader-elect]`.
+
+Informers for pods (not yet finished) and nodes feed the cache and the queue from start-up, so a
+standby replica has warm caches; only the holder of the Lease kube-system/kube-scheduler runs
+scheduling cycles. /readyz is green once the informers have synced (a standby is ready too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import logging
+import random
+import socket
+from collections.abc import Sequence
+from typing import Final
+
+import anyio
+
+from kemu.api.v1 import types_pb2
+from kemu.client.client import Client
+from kemu.client.controlplane import (
+    Elected,
+    add_leader_election_flags,
+    leader_election_config,
+    run_elected,
+)
+from kemu.client.events import EventRecorder
+from kemu.client.informer import FuncHandler, InformerFactory
+from kemu.client.interface import ApiClient
+from kemu.client.leaderelection import LeaderElectionConfig
+from kemu.component.featuregate import IN_PLACE_POD_VERTICAL_SCALING
+from kemu.component.options import new_parser, parse_component_args
+from kemu.component.runner import ComponentContext, cleanup_scope, run_component
+from scheduler.cache.cache import Cache
+from scheduler.cache.snapshot import Snapshot
+from scheduler.config import KubeSchedulerConfiguration, default_config, load_config
+from scheduler.event_handlers import EventHandlers
+from scheduler.framework.plugins.registry import in_tree_registry
+from scheduler.framework.runtime import Framework, observer_from_histogram
+from scheduler.framework.waiting_pods import WaitingPodsMap
+from scheduler.metrics import SchedulerMetrics
+from scheduler.queue.hints import build_queueing_hint_map
+from scheduler.queue.scheduling_queue import PriorityQueue
+from scheduler.schedule_one import Scheduler
+
+log = logging.getLogger(__name__)
+
+COMPONENT: Final = "kube-scheduler"
+DEFAULT_METRICS_PORT: Final = 10259
+LEASE_NAME: Final = "kube-scheduler"
+# Pods that ended are not the scheduler's business (upstream's informer field selector).
+POD_FIELD_SELECTOR: Final = "status.phase!=Succeeded,status.phase!=Failed"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = new_parser(
+        "scheduler", "kemu kube-scheduler", default_metrics_port=DEFAULT_METRICS_PORT
+    )
+    parser.add_argument("--server", default="127.0.0.1:6443", help="the apiserver, HOST:PORT")
+    parser.add_argument(
+        "--config", metavar="FILE", help="a KubeSchedulerConfiguration YAML (profiles, plugins)"
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed of the random tie-break between equally scored nodes (tests)",
+    )
+    add_leader_election_flags(parser, lease_name=LEASE_NAME)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args, options = parse_component_args(parser, argv, COMPONENT)
+    try:
+        config = load_config(args.config) if args.config else default_config()
+    except (OSError, ValueError) as e:
+        parser.error(f"--config: {e}")
+    try:
+        election = leader_election_config(args, lease_name=LEASE_NAME)
+    except ValueError as e:
+        parser.error(str(e))
+    return run_component(COMPONENT, options, functools.partial(run, args, config, election))
+
+
+async def run(
+    args: argparse.Namespace,
+    config: KubeSchedulerConfiguration,
+    election: LeaderElectionConfig | None,
+    ctx: ComponentContext,
+) -> None:
+    client = Client(args.server, user_agent=COMPONENT)
+    try:
+        await serve(client, config, election, ctx, seed=args.seed)
+    finally:
+        with cleanup_scope():
+            await client.close()
+
+
+async def serve(
+    client: ApiClient,
+    config: KubeSchedulerConfiguration,
+    election: LeaderElectionConfig | None,
+    ctx: ComponentContext,
+    *,
+    seed: int | None = None,
+) -> None:
+    metrics = SchedulerMetrics(ctx.registry)
+    informers = InformerFactory(client, clock=ctx.clock)
+    pods = informers.informer(types_pb2.Pod, field_selector=POD_FIELD_SELECTOR)
+    nodes = informers.informer(types_pb2.Node)
+    recorder = EventRecorder(
+        client, "default-scheduler", host=socket.gethostname(), clock=ctx.clock
+    )
+    cache = Cache(clock=ctx.clock, in_place_resize=ctx.gates.enabled(IN_PLACE_POD_VERTICAL_SCALING))
+    snapshot = Snapshot()
+    registry = in_tree_registry()
+    waiting_pods = WaitingPodsMap()
+    frameworks = {
+        profile.scheduler_name: Framework(
+            profile,
+            registry,
+            client=client,
+            clock=ctx.clock,
+            gates=ctx.gates,
+            event_recorder=recorder,
+            informer_factory=informers,
+            waiting_pods=waiting_pods,
+            observe=observer_from_histogram(metrics.framework_extension_point_duration),
+        )
+        for profile in config.profiles
+    }
+    first = next(iter(frameworks.values()))
+    queue = PriorityQueue(
+        clock=ctx.clock,
+        less=first.queue_sort_func(),
+        pre_enqueue={name: f.run_pre_enqueue_plugins for name, f in frameworks.items()},
+        queueing_hint_map={
+            name: build_queueing_hint_map(f.enqueue_extensions()) for name, f in frameworks.items()
+        },
+        pod_initial_backoff=config.pod_initial_backoff_seconds,
+        pod_max_backoff=config.pod_max_backoff_seconds,
+        metrics=metrics,
+        pod_lister=pods.lister,
+    )
+    for fwk in frameworks.values():
+        fwk.set_nominator(queue.nominator)
+    handlers = EventHandlers(
+        cache=cache, queue=queue, scheduler_names=frameworks, frameworks=frameworks.values()
+    )
+    pods.add_event_handler(
+        FuncHandler(
+            on_add=handlers.on_pod_add,
+            on_update=handlers.on_pod_update,
+            on_delete=handlers.on_pod_delete,
+        )
+    )
+    nodes.add_event_handler(
+        FuncHandler(
+            on_add=handlers.on_node_add,
+            on_update=handlers.on_node_update,
+            on_delete=handlers.on_node_delete,
+        )
+    )
+    scheduler = Scheduler(
+        client=client,
+        cache=cache,
+        queue=queue,
+        profiles=dict(frameworks),
+        snapshot=snapshot,
+        clock=ctx.clock,
+        gates=ctx.gates,
+        metrics=metrics,
+        recorder=recorder,
+        pod_lister=pods.lister,
+        rng=random.Random(seed),
+    )
+    elected = Elected()
+
+    def ready() -> bool:
+        if not informers.has_synced():
+            raise RuntimeError("the informers have not synced yet")
+        return True
+
+    ctx.add_readiness_check("informers", ready)
+
+    async def schedule() -> None:
+        await informers.wait_for_cache_sync()
+        log.info("caches synced, scheduling (profiles: %s)", ", ".join(frameworks))
+        async with anyio.create_task_group() as tg:
+            await tg.start(queue.run)
+            await tg.start(cache.run)
+            await scheduler.run()
+
+    async with anyio.create_task_group() as tg:
+        await tg.start(recorder.run)
+        informers.start(tg)
+        await run_elected(
+            client, ctx, component=COMPONENT, election=election, work=schedule, elected=elected
+        )
+        tg.cancel_scope.cancel()

@@ -1,0 +1,157 @@
+"""Informer events → the scheduler's cache and queue (upstream eventhandlers.go).
+
+Unassigned pods of one of our profiles go to the queue; assigned pods go to the cache and,
+as cluster events, may move unschedulable pods back to the active queue. A pod that gets a
+node leaves the queue and enters the cache. Nodes go to the cache, and their changes become
+cluster events with the action types upstream computes (allocatable, labels, taints, ...).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from kemu.api.v1 import types_pb2
+from scheduler.cache.cache import CacheError
+from scheduler.framework.events import (
+    ASSIGNED_POD_DELETE,
+    NODE_ADD,
+    ActionType,
+    ClusterEvent,
+    EventResource,
+)
+from scheduler.framework.types import pod_key, pod_priority, pod_requests
+from scheduler.queue.pod_events import has_nominated_node_name_changed, le_priority_pre_check
+
+log = logging.getLogger(__name__)
+
+
+def node_update_action(old: types_pb2.Node, new: types_pb2.Node) -> ActionType:
+    """What changed on a node that scheduling cares about (upstream nodeSchedulingPropertiesChange)."""
+    action = ActionType(0)
+    if dict(old.status.allocatable) != dict(new.status.allocatable):
+        action |= ActionType.UPDATE_NODE_ALLOCATABLE
+    if dict(old.metadata.labels) != dict(new.metadata.labels):
+        action |= ActionType.UPDATE_NODE_LABEL
+    if list(old.spec.taints) != list(new.spec.taints) or (
+        old.spec.unschedulable != new.spec.unschedulable
+    ):
+        action |= ActionType.UPDATE_NODE_TAINT
+    if _conditions(old) != _conditions(new):
+        action |= ActionType.UPDATE_NODE_CONDITION
+    if dict(old.metadata.annotations) != dict(new.metadata.annotations):
+        action |= ActionType.UPDATE_NODE_ANNOTATION
+    if old.spec.pod_preemption_policy != new.spec.pod_preemption_policy:
+        action |= ActionType.UPDATE_NODE_OTHER
+    return action
+
+
+def _conditions(node: types_pb2.Node) -> dict[str, str]:
+    return {c.type: c.status for c in node.status.conditions}
+
+
+def pod_update_action(old: types_pb2.Pod, new: types_pb2.Pod) -> ActionType:
+    """What changed on an assigned pod (upstream podSchedulingPropertiesChange)."""
+    action = ActionType(0)
+    if dict(old.metadata.labels) != dict(new.metadata.labels):
+        action |= ActionType.UPDATE_POD_LABEL
+    if _requests_went_down(old, new):
+        action |= ActionType.UPDATE_POD_SCALE_DOWN
+    if list(old.spec.tolerations) != list(new.spec.tolerations):
+        action |= ActionType.UPDATE_POD_TOLERATION
+    if old.spec.scheduling_gates and not new.spec.scheduling_gates:
+        action |= ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED
+    return action or ActionType.UPDATE_POD_OTHER
+
+
+def _requests_went_down(old: types_pb2.Pod, new: types_pb2.Pod) -> bool:
+    before, _ = pod_requests(old)
+    after, _ = pod_requests(new)
+    return (
+        after.milli_cpu < before.milli_cpu
+        or after.memory < before.memory
+        or after.ephemeral_storage < before.ephemeral_storage
+        or any(after.scalar.get(k, 0) < v for k, v in before.scalar.items())
+    )
+
+
+def _cache_call(what: str, fn: Any, *args: Any) -> None:
+    """A cache inconsistency is logged, as upstream, and does not stop the handler."""
+    try:
+        fn(*args)
+    except CacheError as e:
+        log.error("scheduler cache %s failed: %s", what, e)
+
+
+class EventHandlers:
+    """The handlers the scheduler's pod and node informers call."""
+
+    def __init__(
+        self, *, cache: Any, queue: Any, scheduler_names: Iterable[str], frameworks: Iterable[Any]
+    ) -> None:
+        self.cache = cache
+        self.queue = queue
+        self.scheduler_names = frozenset(scheduler_names)
+        self.frameworks = list(frameworks)
+
+    def _responsible(self, pod: types_pb2.Pod) -> bool:
+        return pod.spec.scheduler_name in self.scheduler_names
+
+    # ------------------------------------------------------------ pods
+
+    def on_pod_add(self, pod: types_pb2.Pod) -> None:
+        if pod.spec.node_name:
+            _cache_call("AddPod", self.cache.add_pod, pod)
+            self.queue.assigned_pod_added(pod)
+        elif self._responsible(pod):
+            self.queue.add(pod)
+
+    def on_pod_update(self, old: types_pb2.Pod, new: types_pb2.Pod) -> None:
+        if new.spec.node_name:
+            if old.spec.node_name:
+                _cache_call("UpdatePod", self.cache.update_pod, old, new)
+                self.queue.assigned_pod_updated(old, new, pod_update_action(old, new))
+            else:
+                # Bound: it leaves the queue (and the nominator) and enters the cache.
+                if self._responsible(old):
+                    self.queue.delete(old)
+                _cache_call("AddPod", self.cache.add_pod, new)
+                self.queue.assigned_pod_added(new)
+        elif self._responsible(new):
+            self.queue.update(old, new)
+            if has_nominated_node_name_changed(old, new):
+                # A withdrawn or moved nomination frees room for pods of lower or equal priority.
+                self.queue.move_all_to_active_or_backoff_queue(
+                    ASSIGNED_POD_DELETE, old, None, le_priority_pre_check(pod_priority(old))
+                )
+
+    def on_pod_delete(self, pod: types_pb2.Pod) -> None:
+        for fwk in self.frameworks:
+            if fwk.reject_waiting_pod(pod.metadata.uid):
+                log.info("rejected waiting pod %s: it was deleted", pod_key(pod))
+        if pod.spec.node_name:
+            _cache_call("RemovePod", self.cache.remove_pod, pod)
+            self.queue.move_all_to_active_or_backoff_queue(ASSIGNED_POD_DELETE, pod, None)
+        elif self._responsible(pod):
+            self.queue.delete(pod)
+            if pod.status.nominated_node_name:
+                self.queue.move_all_to_active_or_backoff_queue(
+                    ASSIGNED_POD_DELETE, pod, None, le_priority_pre_check(pod_priority(pod))
+                )
+
+    # ------------------------------------------------------------ nodes
+
+    def on_node_add(self, node: types_pb2.Node) -> None:
+        _cache_call("AddNode", self.cache.add_node, node)
+        self.queue.move_all_to_active_or_backoff_queue(NODE_ADD, None, node)
+
+    def on_node_update(self, old: types_pb2.Node, new: types_pb2.Node) -> None:
+        _cache_call("UpdateNode", self.cache.update_node, old, new)
+        action = node_update_action(old, new)
+        if action:
+            event = ClusterEvent(EventResource.NODE, action, "NodeUpdate")
+            self.queue.move_all_to_active_or_backoff_queue(event, old, new)
+
+    def on_node_delete(self, node: types_pb2.Node) -> None:
+        _cache_call("RemoveNode", self.cache.remove_node, node)

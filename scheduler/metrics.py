@@ -1,0 +1,97 @@
+"""The scheduler's Prometheus metrics, with upstream's names (pkg/scheduler/metrics, reference
+§11.1). One instance per process, on the component's own registry."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+_SUBSYSTEM: Final = "scheduler_"
+
+
+def _exponential(start: float, factor: float, count: int) -> list[float]:
+    return [start * factor**i for i in range(count)]
+
+
+class SchedulerMetrics:
+    def __init__(self, registry: CollectorRegistry | None) -> None:
+        r = registry
+        self.schedule_attempts = Counter(
+            _SUBSYSTEM + "schedule_attempts_total",
+            "Number of attempts to schedule pods, by the result.",
+            ["result", "profile"],
+            registry=r,
+        )
+        self.scheduling_attempt_duration = Histogram(
+            _SUBSYSTEM + "scheduling_attempt_duration_seconds",
+            "Scheduling attempt latency in seconds (scheduling algorithm + binding).",
+            ["result", "profile"],
+            buckets=_exponential(0.001, 2, 15),
+            registry=r,
+        )
+        self.scheduling_algorithm_duration = Histogram(
+            _SUBSYSTEM + "scheduling_algorithm_duration_seconds",
+            "Scheduling algorithm latency in seconds.",
+            buckets=_exponential(0.001, 2, 15),
+            registry=r,
+        )
+        self.pod_scheduling_sli_duration = Histogram(
+            _SUBSYSTEM + "pod_scheduling_sli_duration_seconds",
+            "E2e latency for a pod being scheduled, from the time the pod enters the queue.",
+            ["attempts"],
+            buckets=_exponential(0.01, 2, 20),
+            registry=r,
+        )
+        self.pod_scheduling_attempts = Histogram(
+            _SUBSYSTEM + "pod_scheduling_attempts",
+            "Number of attempts to successfully schedule a pod.",
+            buckets=_exponential(1, 2, 5),
+            registry=r,
+        )
+        self.framework_extension_point_duration = Histogram(
+            _SUBSYSTEM + "framework_extension_point_duration_seconds",
+            "Latency for running all plugins of a specific extension point.",
+            ["extension_point", "status", "profile"],
+            buckets=_exponential(0.0001, 2, 12),
+            registry=r,
+        )
+        self.pending_pods = Gauge(
+            _SUBSYSTEM + "pending_pods",
+            "Number of pending pods, by the queue type.",
+            ["queue"],
+            registry=r,
+        )
+        self.queue_incoming_pods = Counter(
+            _SUBSYSTEM + "queue_incoming_pods_total",
+            "Number of pods added to scheduling queues by event and queue type.",
+            ["queue", "event"],
+            registry=r,
+        )
+        self.unschedulable_pods = Gauge(
+            _SUBSYSTEM + "unschedulable_pods",
+            "The number of unschedulable pods broken down by plugin name.",
+            ["plugin", "profile"],
+            registry=r,
+        )
+        self.preemption_attempts = Counter(
+            _SUBSYSTEM + "preemption_attempts_total",
+            "Total preemption attempts in the cluster till now.",
+            registry=r,
+        )
+        self.preemption_victims = Histogram(
+            _SUBSYSTEM + "preemption_victims",
+            "Number of selected preemption victims.",
+            buckets=_exponential(1, 2, 7),
+            registry=r,
+        )
+        self.filter_evaluations = Counter(
+            _SUBSYSTEM + "kemu_filter_evaluations_total",
+            "kemu: Filter plugin evaluations (node x plugin), for the KEP-1923 A/B benchmark.",
+            ["profile"],
+            registry=r,
+        )
+
+    @staticmethod
+    def attempts_label(attempts: int) -> str:
+        return str(attempts) if attempts < 15 else "15+"

@@ -1,0 +1,45 @@
+"""The scheduling queue's metrics (upstream pkg/scheduler/metrics, reference §11.1).
+
+The queue takes any object with two prometheus metrics (the scheduler's SchedulerMetrics has
+them; `QueueMetrics` makes them on its own for a queue used alone):
+- `pending_pods`: Gauge `scheduler_pending_pods{queue=active|backoff|unschedulable|gated}`;
+  the queue binds each child to a function, so it is read when scraped, at no cost per move;
+- `queue_incoming_pods`: Counter `scheduler_queue_incoming_pods_total{queue, event}`, every
+  move into a queue with the event that caused it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+
+class QueueMetricsSink(Protocol):
+    @property
+    def pending_pods(self) -> Any: ...
+
+    @property
+    def queue_incoming_pods(self) -> Any: ...
+
+
+class QueueMetrics:
+    """The queue's two metrics on `registry` (None: unregistered, for tests)."""
+
+    def __init__(self, registry: CollectorRegistry | None) -> None:
+        self.pending_pods = Gauge(
+            "scheduler_pending_pods",
+            "Number of pending pods, by the queue type. 'active' means number of pods in "
+            "activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means number "
+            "of pods in unschedulablePods that the scheduler attempted to schedule and failed; "
+            "'gated' is the number of unschedulable pods that the scheduler never attempted to "
+            "schedule because they are gated.",
+            ["queue"],
+            registry=registry,
+        )
+        self.queue_incoming_pods = Counter(
+            "scheduler_queue_incoming_pods_total",
+            "Number of pods added to scheduling queues by event and queue type.",
+            ["queue", "event"],
+            registry=registry,
+        )

@@ -1,0 +1,103 @@
+"""Cluster events about pods, as the scheduling queue sees them (upstream framework/events.go).
+
+`pod_scheduling_properties_change` turns a pod update into the specific events plugins register
+for (label change, scale down, toleration added, scheduling gates removed), so that a pod's own
+update and assigned-pod updates go through the same queueing-hint machinery as node events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Final
+
+from kemu.api.v1 import types_pb2
+from scheduler.framework.events import ActionType, ClusterEvent, EventResource
+from scheduler.framework.types import pod_priority, pod_requests
+
+# Labels of queue moves that are not cluster events (for queue_incoming_pods_total{event}).
+SCHEDULE_ATTEMPT_FAILURE: Final = "ScheduleAttemptFailure"
+BACKOFF_COMPLETE: Final = "BackoffComplete"
+POP_FROM_BACKOFF_Q: Final = "PopFromBackoffQ"
+
+ASSIGNED_POD_ADD: Final = ClusterEvent(EventResource.ASSIGNED_POD, ActionType.ADD, "AssignedPodAdd")
+ASSIGNED_POD_UPDATE: Final = ClusterEvent(
+    EventResource.ASSIGNED_POD, ActionType.UPDATE, "AssignedPodUpdate"
+)
+UNSCHEDULED_POD_ADD: Final = ClusterEvent(
+    EventResource.UNSCHEDULED_POD, ActionType.ADD, "UnschedulablePodAdd"
+)
+UNSCHEDULED_POD_UPDATE: Final = ClusterEvent(
+    EventResource.UNSCHEDULED_POD, ActionType.UPDATE, "UnschedulablePodUpdate"
+)
+UNSCHEDULED_POD_DELETE: Final = ClusterEvent(
+    EventResource.UNSCHEDULED_POD, ActionType.DELETE, "UnschedulablePodDelete"
+)
+
+_ACTION_LABELS: Final = {
+    ActionType.UPDATE_POD_LABEL: "UpdatePodLabel",
+    ActionType.UPDATE_POD_SCALE_DOWN: "UpdatePodScaleDown",
+    ActionType.UPDATE_POD_TOLERATION: "UpdatePodToleration",
+    ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED: "UpdatePodSchedulingGatesEliminated",
+    ActionType.UPDATE_POD_OTHER: "Update",
+}
+
+# A pre-check: a cheap filter over the unschedulable pool before hints run (upstream
+# PreEnqueueCheck). It must not depend on plugin logic.
+PreEnqueueCheck = Callable[[types_pb2.Pod], bool]
+
+
+def pod_event(resource: EventResource, action: ActionType) -> ClusterEvent:
+    """A pod update event with upstream's label, e.g. "AssignedPodUpdatePodScaleDown"; a
+    combination of actions is labelled "<resource>Update"."""
+    return ClusterEvent(resource, action, f"{resource}{_ACTION_LABELS.get(action, 'Update')}")
+
+
+def _is_scaled_down(new: types_pb2.Pod, old: types_pb2.Pod, in_place_resize: bool) -> bool:
+    new_req, _ = pod_requests(new, in_place_resize=in_place_resize)
+    old_req, _ = pod_requests(old, in_place_resize=in_place_resize)
+    return any(new_req.get(name) < old_req.get(name) for name in old_req.names())
+
+
+def pod_scheduling_properties_change(
+    new: types_pb2.Pod, old: types_pb2.Pod, *, in_place_resize: bool = True
+) -> list[ClusterEvent]:
+    """The events a pod update stands for (upstream PodSchedulingPropertiesChange).
+
+    The resource is AssignedPod when the new pod is bound, else UnschedulablePod. When no
+    specific change is found the update is UPDATE_POD_OTHER (kemu's name for upstream's generic
+    Pod/Update action), which only plugins registering generic pod updates see.
+    """
+    resource = EventResource.ASSIGNED_POD if new.spec.node_name else EventResource.UNSCHEDULED_POD
+    actions: list[ActionType] = []
+    if dict(new.metadata.labels) != dict(old.metadata.labels):
+        actions.append(ActionType.UPDATE_POD_LABEL)
+    if _is_scaled_down(new, old, in_place_resize):
+        actions.append(ActionType.UPDATE_POD_SCALE_DOWN)
+    if not new.spec.scheduling_gates and old.spec.scheduling_gates:
+        actions.append(ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
+    # Validation lets tolerations only be added, so a length change is every change.
+    if len(new.spec.tolerations) != len(old.spec.tolerations):
+        actions.append(ActionType.UPDATE_POD_TOLERATION)
+    if not actions:
+        actions.append(ActionType.UPDATE_POD_OTHER)
+    return [pod_event(resource, a) for a in actions]
+
+
+def has_nominated_node_name_changed(old: types_pb2.Pod, new: types_pb2.Pod) -> bool:
+    """A nomination existed and was removed or moved (upstream hasNominatedNodeNameChanged).
+
+    The event handler then moves lower-or-equal priority pods as if the nominated pod had been
+    deleted from its old node: `move_all_to_active_or_backoff_queue(ASSIGNED_POD_DELETE, old,
+    None, le_priority_pre_check(pod_priority(old)))`.
+    """
+    old_nnn = old.status.nominated_node_name
+    return bool(old_nnn) and old_nnn != new.status.nominated_node_name
+
+
+def le_priority_pre_check(priority: int) -> PreEnqueueCheck:
+    """Selects pods whose priority is lower than or equal to `priority`."""
+
+    def check(pod: types_pb2.Pod) -> bool:
+        return pod_priority(pod) <= priority
+
+    return check

@@ -1,0 +1,649 @@
+"""The scheduling queue (upstream backend/queue/scheduling_queue.go, PriorityQueue).
+
+Pods waiting to be scheduled live in one of three places:
+- activeQ: a heap ordered by the profile's QueueSort `less`; `pop()` takes its head.
+- backoffQ: pods that failed and are waiting out their backoff (1 s doubling to 10 s by
+  attempts); a periodic flush moves the expired ones to activeQ. With `pop_from_backoff_q`
+  (upstream SchedulerPopFromBackoffQ, on by default since 1.33) `pop()` takes the backoffQ head
+  when activeQ is empty.
+- the unschedulable pool: pods rejected by some plugins, waiting for a cluster event that one
+  of those plugins registered and whose queueing hint says Queue; and gated pods (a PreEnqueue
+  plugin said no), flagged `gated`. Pods left there for 5 minutes are flushed back.
+
+Every `pop()` is paired with `done(uid)`; between them the pod is in flight and the cluster
+events the queue sees are recorded, so that `add_unschedulable_if_not_present` can replay the
+hints over them when the pod comes back rejected.
+
+Times (`QueuedPodInfo.timestamp`, `initial_attempt_timestamp`) are the injected clock's
+`monotonic()` seconds: measure durations against `clock.monotonic()`.
+
+The queue is used from one event loop and never blocks except in `pop()`; it needs no locks.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final
+
+import anyio
+import anyio.abc
+
+from kemu.api.v1 import types_pb2
+from kemu.component.clock import Clock
+from scheduler.framework.events import (
+    FORCE_ACTIVATE,
+    UNSCHEDULABLE_TIMEOUT,
+    ActionType,
+    ClusterEvent,
+    EventResource,
+    QueueingHint,
+)
+from scheduler.framework.interface import QueuedPodInfo
+from scheduler.framework.status import SUCCESS, Status
+from scheduler.framework.types import PodInfo, pod_key
+from scheduler.queue.active_queue import InFlightTracker
+from scheduler.queue.backoff_queue import BackoffQueue
+from scheduler.queue.heap import KeyedHeap
+from scheduler.queue.hints import QueueingHintMapPerProfile, plugin_events
+from scheduler.queue.metrics import QueueMetricsSink
+from scheduler.queue.nominator import Nominator, PodLister
+from scheduler.queue.pod_events import (
+    ASSIGNED_POD_ADD,
+    BACKOFF_COMPLETE,
+    POP_FROM_BACKOFF_Q,
+    SCHEDULE_ATTEMPT_FAILURE,
+    UNSCHEDULED_POD_ADD,
+    UNSCHEDULED_POD_UPDATE,
+    PreEnqueueCheck,
+    pod_event,
+    pod_scheduling_properties_change,
+)
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_POD_INITIAL_BACKOFF: Final = 1.0
+DEFAULT_POD_MAX_BACKOFF: Final = 10.0
+DEFAULT_POD_MAX_IN_UNSCHEDULABLE_PODS_DURATION: Final = 300.0
+BACKOFF_FLUSH_INTERVAL: Final = 1.0
+UNSCHEDULABLE_FLUSH_INTERVAL: Final = 30.0
+
+# The plugin whose rejections assigned-pod events retry without an affinity match (upstream
+# getUnschedulablePodsWithCrossTopologyTerm); kemu has no such plugin yet.
+POD_TOPOLOGY_SPREAD: Final = "PodTopologySpread"
+
+ACTIVE_Q: Final = "active"
+BACKOFF_Q: Final = "backoff"
+UNSCHEDULABLE_Q: Final = "unschedulable"
+GATED: Final = "gated"
+
+LessFn = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
+# The framework's RunPreEnqueuePlugins for the pod's profile: SUCCESS, or the first rejection
+# with `plugin` set to the plugin that gated the pod.
+PreEnqueueFn = Callable[[types_pb2.Pod], Status]
+
+
+def priority_sort_less(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+    """PrioritySort: higher priority first, then the earlier queue timestamp."""
+    pa, pb = a.pod_info.priority, b.pod_info.priority
+    return pa > pb or (pa == pb and a.timestamp < b.timestamp)
+
+
+def _always_enqueue(pod: types_pb2.Pod) -> Status:
+    return SUCCESS
+
+
+class _Strategy(enum.IntEnum):
+    """How a pod leaves the unschedulable pool (upstream queueingStrategy)."""
+
+    SKIP = 0  # stays in the pool
+    AFTER_BACKOFF = 1  # backoffQ if still backing off, else activeQ
+    IMMEDIATELY = 2  # activeQ (a Pending plugin said Queue)
+
+
+def _is_wildcard(event: ClusterEvent) -> bool:
+    return event.resource == EventResource.WILDCARD and event.action == ActionType.ALL
+
+
+def _key(qpi: QueuedPodInfo) -> str:
+    return qpi.pod_info.key
+
+
+class PriorityQueue:
+    """The scheduler's queue of pending pods. Implements framework PodNominator."""
+
+    def __init__(
+        self,
+        *,
+        clock: Clock,
+        less: LessFn = priority_sort_less,
+        pre_enqueue: PreEnqueueFn | Mapping[str, PreEnqueueFn] = _always_enqueue,
+        queueing_hint_map: QueueingHintMapPerProfile | None = None,
+        pod_initial_backoff: float = DEFAULT_POD_INITIAL_BACKOFF,
+        pod_max_backoff: float = DEFAULT_POD_MAX_BACKOFF,
+        pod_max_in_unschedulable_pods_duration: float = (
+            DEFAULT_POD_MAX_IN_UNSCHEDULABLE_PODS_DURATION
+        ),
+        pop_from_backoff_q: bool = True,
+        pod_lister: PodLister | None = None,
+        pod_info_factory: Callable[[types_pb2.Pod], PodInfo] = PodInfo,
+        metrics: QueueMetricsSink | None = None,
+        max_in_flight_events: int = 10_000,
+    ) -> None:
+        self._clock = clock
+        self._less = less
+        # One function, or one per profile (a pod of an unknown profile is never gated).
+        self._pre_enqueue = pre_enqueue
+        self._hint_map: QueueingHintMapPerProfile = queueing_hint_map or {}
+        self._plugin_events = plugin_events(self._hint_map)
+        self._max_in_unschedulable = pod_max_in_unschedulable_pods_duration
+        self._pop_from_backoff_q = pop_from_backoff_q
+        self._pod_info_factory = pod_info_factory
+        self._metrics = metrics
+
+        self._active: KeyedHeap[QueuedPodInfo] = KeyedHeap(_key, less)
+        self._backoff = BackoffQueue(clock, pod_initial_backoff, pod_max_backoff, less)
+        self._unschedulable: dict[str, QueuedPodInfo] = {}
+        self._in_flight = InFlightTracker(max_in_flight_events)
+        self.nominator = Nominator(pod_lister)
+
+        self._scheduling_cycle = 0
+        self._closed = False
+        self._wakeup: anyio.Event | None = None
+        self._run_scope: anyio.CancelScope | None = None
+        if metrics is not None:
+            gauge = metrics.pending_pods
+            gauge.labels(ACTIVE_Q).set_function(self.len_active)
+            gauge.labels(BACKOFF_Q).set_function(self.len_backoff)
+            gauge.labels(UNSCHEDULABLE_Q).set_function(self.len_unschedulable)
+            gauge.labels(GATED).set_function(self.len_gated)
+
+    # ------------------------------------------------------------ informer events
+
+    def add(self, pod: types_pb2.Pod) -> None:
+        """A new unscheduled pod: PreEnqueue, then activeQ (or the pool, gated)."""
+        qpi = self._new_queued_pod_info(pod)
+        # Nominated from the API even when gated (reference §3.3).
+        self.nominator.add_nominated_pod(qpi.pod_info, None)
+        self._move_to_active_q(qpi, str(UNSCHEDULED_POD_ADD))
+
+    def update(self, old: types_pb2.Pod, new: types_pb2.Pod) -> None:
+        """An unscheduled pod changed. In activeQ/backoffQ it is updated in place; in the pool,
+        its own update is an event for the hints of the plugins that rejected it; in flight,
+        the update is recorded for when it comes back; elsewhere it is added to activeQ."""
+        events = pod_scheduling_properties_change(new, old)
+        if self._in_flight.add_pod_events(old, new, events):
+            self._in_flight.set_latest(new)
+            logger.debug("Pod %s is in flight; its update is recorded", pod_key(new))
+            return
+        key = pod_key(new)
+        for heap_get in (self._active.get, self._backoff.get):
+            qpi = heap_get(key)
+            if qpi is not None:
+                qpi.pod_info = self._pod_info_factory(new)
+                if key in self._active:
+                    self._active.add_or_update(qpi)
+                self.nominator.update_nominated_pod(old, qpi.pod_info)
+                return
+        qpi = self._unschedulable.get(key)
+        if qpi is not None:
+            qpi.pod_info = self._pod_info_factory(new)
+            self.nominator.update_nominated_pod(old, qpi.pod_info)
+            for event in events:
+                strategy = self._is_pod_worth_requeuing(qpi, event, old, new)
+                if strategy == _Strategy.SKIP:
+                    continue
+                if self._requeue(qpi, strategy, str(event)) != UNSCHEDULABLE_Q:
+                    logger.debug("Pod %s moved by its own update %s", key, event)
+                    break
+            return
+        self._move_to_active_q(self._new_queued_pod_info(new), str(UNSCHEDULED_POD_UPDATE))
+
+    def delete(self, pod: types_pb2.Pod) -> None:
+        """The pod was deleted (or bound by someone else): forget it everywhere."""
+        self.nominator.delete_nominated_pod_if_exists(pod)
+        key = pod_key(pod)
+        if self._active.delete(key) is not None or self._backoff.delete(key) is not None:
+            return
+        if self._unschedulable.pop(key, None) is not None:
+            return
+        # A pod deleted while in flight must not be put back when its cycle fails.
+        self._in_flight.mark_deleted(pod.metadata.uid)
+
+    def activate(self, pods: Iterable[types_pb2.Pod]) -> None:
+        """Moves the pods from the pool or backoffQ to activeQ (upstream Activate). A pod in
+        flight gets a ForceActivate event so that it is retried when it comes back."""
+        for pod in pods:
+            key = pod_key(pod)
+            from_backoff = False
+            qpi = self._unschedulable.get(key)
+            if qpi is None:
+                qpi = self._backoff.delete(key)
+                from_backoff = qpi is not None
+            if qpi is None:
+                self._in_flight.add_pod_events(None, pod, [FORCE_ACTIVATE])
+                continue
+            self._move_to_active_q(qpi, str(FORCE_ACTIVATE), from_backoff=from_backoff)
+
+    def assigned_pod_added(self, pod: types_pb2.Pod) -> None:
+        """A bound pod appeared: it may satisfy the pod affinity of pending pods."""
+        pods = self._pods_with_cross_topology_term(pod)
+        self._move_pods_to_active_or_backoff_queue(pods, ASSIGNED_POD_ADD, None, pod)
+
+    def assigned_pod_updated(
+        self, old: types_pb2.Pod, new: types_pb2.Pod, event: ClusterEvent | ActionType
+    ) -> None:
+        """A bound pod changed; `event` is one of pod_scheduling_properties_change(new, old)
+        (or its action, made an AssignedPod event). A scale-down may help any pod
+        (resources); other changes only pods whose affinity the pod matches."""
+        if isinstance(event, ActionType):
+            event = pod_event(EventResource.ASSIGNED_POD, event)
+        scale_down = ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_SCALE_DOWN)
+        if scale_down.covers(event):
+            self.move_all_to_active_or_backoff_queue(event, old, new)
+        else:
+            pods = self._pods_with_cross_topology_term(new)
+            self._move_pods_to_active_or_backoff_queue(pods, event, old, new)
+
+    def move_all_to_active_or_backoff_queue(
+        self,
+        event: ClusterEvent,
+        old_obj: Any = None,
+        new_obj: Any = None,
+        pre_check: PreEnqueueCheck | None = None,
+    ) -> None:
+        """Retries the pods of the pool that `event` may help, per their plugins' hints.
+
+        Wildcard events (UnschedulableTimeout, ForceActivate) move every pod without hints; a
+        ForceActivate whose `new_obj` is a pod moves only that pod."""
+        if not self._is_event_of_interest(event):
+            return
+        pods = [
+            qpi for qpi in self._unschedulable.values() if pre_check is None or pre_check(qpi.pod)
+        ]
+        self._move_pods_to_active_or_backoff_queue(pods, event, old_obj, new_obj)
+
+    # ------------------------------------------------------------ the scheduling loop
+
+    async def pop(self) -> QueuedPodInfo | None:
+        """Waits for a pod and returns it in flight; None once the queue is closed.
+
+        Increments the pod's attempts and the scheduling cycle, and clears the pod's rejecting
+        plugins (the failed cycle sets them again)."""
+        while True:
+            while not self._closed and not self._has_poppable():
+                if self._wakeup is None:
+                    self._wakeup = anyio.Event()
+                await self._wakeup.wait()
+            if self._closed:
+                return None
+            if len(self._active):
+                qpi = self._active.pop()
+            else:
+                qpi = self._backoff.pop()
+                self._incoming(ACTIVE_Q, POP_FROM_BACKOFF_Q)
+            if self._in_flight.add_pod(qpi.pod):
+                break
+            logger.error("Pod %s is tracked twice by the queue; discarding it", _key(qpi))
+        qpi.attempts += 1
+        self._scheduling_cycle += 1
+        if qpi.initial_attempt_timestamp is None:
+            qpi.initial_attempt_timestamp = self._clock.monotonic()
+        qpi.unschedulable_plugins.clear()
+        qpi.pending_plugins.clear()
+        return qpi
+
+    def done(self, uid: str) -> None:
+        """Ends the flight of a popped pod (after its binding cycle or its failure); idempotent."""
+        self._in_flight.done(uid)
+
+    def scheduling_cycle(self) -> int:
+        """The number of pops so far."""
+        return self._scheduling_cycle
+
+    def add_unschedulable_if_not_present(
+        self, qpi: QueuedPodInfo, pod_scheduling_cycle: int
+    ) -> None:
+        """Takes back a popped pod whose cycle failed, and calls `done` for it.
+
+        `qpi.unschedulable_plugins`/`pending_plugins` say who rejected it; with none it failed
+        with an error and goes to backoffQ. Otherwise, if an event received since its pop may
+        help it (its plugins' hints say Queue), it goes to backoffQ/activeQ at once, else to
+        the unschedulable pool. `pod_scheduling_cycle` is kept for upstream's signature (the
+        hints make it unnecessary)."""
+        uid = qpi.pod.metadata.uid
+        try:
+            key = _key(qpi)
+            if key in self._unschedulable or key in self._active or key in self._backoff:
+                logger.warning("Pod %s is already in the scheduling queue", key)
+                return
+            if self._in_flight.is_deleted(uid):
+                logger.debug("Pod %s was deleted while in flight; not requeued", key)
+                return
+            latest = self._in_flight.latest(uid)
+            if latest is not None and latest is not qpi.pod:
+                qpi.pod_info = self._pod_info_factory(latest)
+            qpi.timestamp = self._clock.monotonic()
+            strategy = self._hint_for_in_flight_pod(qpi)
+            queue = self._requeue(qpi, strategy, SCHEDULE_ATTEMPT_FAILURE)
+            logger.debug(
+                "Pod %s moved to %s after a failed attempt (rejected by %s)",
+                key,
+                queue,
+                sorted(qpi.unschedulable_plugins | qpi.pending_plugins),
+            )
+        finally:
+            self.done(uid)
+
+    def close(self) -> None:
+        """Wakes `pop()` with None and stops `run()`."""
+        self._closed = True
+        for pod in self._in_flight.pods():
+            self._in_flight.done(pod.metadata.uid)
+        self._broadcast()
+        if self._run_scope is not None:
+            self._run_scope.cancel()
+
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """The periodic flushes: expired backoff every second, the pool's leftovers every 30 s.
+        Returns when the queue is closed."""
+        with anyio.CancelScope() as scope:
+            self._run_scope = scope
+            if self._closed:
+                scope.cancel()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._every, BACKOFF_FLUSH_INTERVAL, self.flush_backoff_q_completed)
+                tg.start_soon(
+                    self._every,
+                    UNSCHEDULABLE_FLUSH_INTERVAL,
+                    self.flush_unschedulable_pods_leftover,
+                )
+                task_status.started()
+
+    async def _every(self, interval: float, fn: Callable[[], None]) -> None:
+        while True:
+            await self._clock.sleep(interval)
+            fn()
+
+    def flush_backoff_q_completed(self) -> None:
+        """Moves the pods whose backoff has ended to activeQ."""
+        for qpi in self._backoff.pop_all_completed():
+            self._move_to_active_q(qpi, BACKOFF_COMPLETE, from_backoff=True)
+
+    def flush_unschedulable_pods_leftover(self) -> None:
+        """Moves pods that have been in the pool longer than the maximum to backoffQ/activeQ."""
+        now = self._clock.monotonic()
+        leftover = [
+            qpi
+            for qpi in self._unschedulable.values()
+            if now - qpi.timestamp > self._max_in_unschedulable
+        ]
+        if leftover:
+            self._move_pods_to_active_or_backoff_queue(leftover, UNSCHEDULABLE_TIMEOUT, None, None)
+
+    # ------------------------------------------------------------ nominator (PodNominator)
+
+    def add_nominated_pod(self, pod_info: PodInfo, nominated_node_name: str | None) -> None:
+        self.nominator.add_nominated_pod(pod_info, nominated_node_name)
+
+    def delete_nominated_pod_if_exists(self, pod: types_pb2.Pod) -> None:
+        self.nominator.delete_nominated_pod_if_exists(pod)
+
+    def update_nominated_pod(self, old_pod: types_pb2.Pod, new_pod_info: PodInfo) -> None:
+        self.nominator.update_nominated_pod(old_pod, new_pod_info)
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
+        return self.nominator.nominated_pods_for_node(node_name)
+
+    # ------------------------------------------------------------ inspection
+
+    def __len__(self) -> int:
+        """Pods waiting in any queue (not the ones in flight)."""
+        return len(self._active) + len(self._backoff) + len(self._unschedulable)
+
+    def len_active(self) -> int:
+        return len(self._active)
+
+    def len_backoff(self) -> int:
+        return len(self._backoff)
+
+    def len_unschedulable(self) -> int:
+        """Pods in the pool that are not gated."""
+        return sum(1 for qpi in self._unschedulable.values() if not qpi.gated)
+
+    def len_gated(self) -> int:
+        return sum(1 for qpi in self._unschedulable.values() if qpi.gated)
+
+    def len_in_flight(self) -> int:
+        return len(self._in_flight)
+
+    def pods_in_active_q(self) -> list[types_pb2.Pod]:
+        return [qpi.pod for qpi in self._active.list()]
+
+    def pods_in_backoff_q(self) -> list[types_pb2.Pod]:
+        return [qpi.pod for qpi in self._backoff.list()]
+
+    def unschedulable_pods(self) -> list[types_pb2.Pod]:
+        """Every pod in the pool, gated ones included."""
+        return [qpi.pod for qpi in self._unschedulable.values()]
+
+    def in_flight_pods(self) -> list[types_pb2.Pod]:
+        return self._in_flight.pods()
+
+    def get_pod(self, namespace: str, name: str) -> QueuedPodInfo | None:
+        key = f"{namespace}/{name}"
+        return self._active.get(key) or self._backoff.get(key) or self._unschedulable.get(key)
+
+    def pending_pods(self) -> tuple[list[types_pb2.Pod], str]:
+        """Every waiting pod, and a summary line of the queue sizes (for debugging)."""
+        active, backoff = self.pods_in_active_q(), self.pods_in_backoff_q()
+        pool = self.unschedulable_pods()
+        summary = f"activeQ:{len(active)}; backoffQ:{len(backoff)}; unschedulablePods:{len(pool)}"
+        return active + backoff + pool, summary
+
+    def backoff_duration(self, qpi: QueuedPodInfo) -> float:
+        return self._backoff.duration(qpi)
+
+    def is_backing_off(self, qpi: QueuedPodInfo) -> bool:
+        return self._backoff.is_backing_off(qpi)
+
+    # ------------------------------------------------------------ internals
+
+    def _new_queued_pod_info(self, pod: types_pb2.Pod) -> QueuedPodInfo:
+        return QueuedPodInfo(self._pod_info_factory(pod), self._clock.monotonic())
+
+    def _has_poppable(self) -> bool:
+        return bool(len(self._active)) or (self._pop_from_backoff_q and bool(len(self._backoff)))
+
+    def _broadcast(self) -> None:
+        if self._wakeup is not None:
+            self._wakeup.set()
+            self._wakeup = None
+
+    def _incoming(self, queue: str, event: str) -> None:
+        if self._metrics is not None:
+            self._metrics.queue_incoming_pods.labels(queue, event).inc()
+
+    def _run_pre_enqueue(self, qpi: QueuedPodInfo) -> None:
+        pre_enqueue = self._pre_enqueue
+        if isinstance(pre_enqueue, Mapping):
+            pre_enqueue = pre_enqueue.get(qpi.pod.spec.scheduler_name, _always_enqueue)
+        status = pre_enqueue(qpi.pod)
+        if status.is_success():
+            qpi.gated = False
+            qpi.gating_plugin = ""
+            return
+        plugin = status.plugin or "PreEnqueue"
+        qpi.unschedulable_plugins.add(plugin)
+        qpi.gated = True
+        qpi.gating_plugin = plugin
+        if status.is_error():
+            logger.error("PreEnqueue of pod %s failed: %s", _key(qpi), status)
+        else:
+            logger.debug("Pod %s is gated: %s", _key(qpi), status)
+
+    def _add_to_unschedulable(self, qpi: QueuedPodInfo, event: str) -> None:
+        self._unschedulable[_key(qpi)] = qpi
+        self._incoming(UNSCHEDULABLE_Q, event)
+
+    def _move_to_active_q(
+        self, qpi: QueuedPodInfo, event: str, *, from_backoff: bool = False
+    ) -> bool:
+        """activeQ if PreEnqueue lets it (skipped for a pod leaving backoffQ when PreEnqueue ran
+        on its way in), else the pool, gated. True when it went to activeQ."""
+        if not (self._pop_from_backoff_q and from_backoff):
+            self._run_pre_enqueue(qpi)
+        key = _key(qpi)
+        if qpi.gated:
+            if key not in self._active and key not in self._backoff:
+                if key not in self._unschedulable:
+                    self._add_to_unschedulable(qpi, event)
+            return False
+        if qpi.initial_attempt_timestamp is None:
+            # Upstream starts the SLI clock when the pod first becomes schedulable.
+            qpi.initial_attempt_timestamp = self._clock.monotonic()
+        self._unschedulable.pop(key, None)
+        self._backoff.delete(key)
+        self._active.add_or_update(qpi)
+        self._incoming(ACTIVE_Q, event)
+        if event == str(UNSCHEDULED_POD_UPDATE):
+            self.nominator.add_nominated_pod(qpi.pod_info, None)
+        self._broadcast()
+        return True
+
+    def _move_to_backoff_q(self, qpi: QueuedPodInfo, event: str) -> bool:
+        """backoffQ (with PopFromBackoffQ, PreEnqueue runs here and may gate it instead)."""
+        key = _key(qpi)
+        if self._pop_from_backoff_q:
+            self._run_pre_enqueue(qpi)
+            if qpi.gated:
+                if key not in self._unschedulable:
+                    self._add_to_unschedulable(qpi, event)
+                return False
+        self._unschedulable.pop(key, None)
+        self._backoff.add(qpi)
+        self._incoming(BACKOFF_Q, event)
+        if self._pop_from_backoff_q:
+            self._broadcast()
+        return True
+
+    def _requeue(self, qpi: QueuedPodInfo, strategy: _Strategy, event: str) -> str:
+        """Puts the pod where `strategy` says; returns the queue it went to."""
+        if strategy == _Strategy.SKIP:
+            self._add_to_unschedulable(qpi, event)
+            return UNSCHEDULABLE_Q
+        if strategy == _Strategy.AFTER_BACKOFF and self._backoff.is_backing_off(qpi):
+            return BACKOFF_Q if self._move_to_backoff_q(qpi, event) else UNSCHEDULABLE_Q
+        return ACTIVE_Q if self._move_to_active_q(qpi, event) else UNSCHEDULABLE_Q
+
+    def _is_event_of_interest(self, event: ClusterEvent) -> bool:
+        if _is_wildcard(event):
+            return True
+        return any(
+            registered.covers(event)
+            for hint_map in self._hint_map.values()
+            for registered in hint_map
+        )
+
+    def _is_pod_worth_requeuing(
+        self, qpi: QueuedPodInfo, event: ClusterEvent, old_obj: Any, new_obj: Any
+    ) -> _Strategy:
+        """Runs the hints of the plugins that rejected the pod for `event` (upstream
+        isPodWorthRequeuing). A Queue from a Pending plugin means activeQ at once; from an
+        Unschedulable plugin, after backoff. A hint that raises counts as Queue."""
+        rejectors = qpi.unschedulable_plugins | qpi.pending_plugins
+        if not rejectors:
+            return _Strategy.AFTER_BACKOFF
+        if _is_wildcard(event):
+            if isinstance(new_obj, types_pb2.Pod) and new_obj.metadata.uid != qpi.pod.metadata.uid:
+                return _Strategy.SKIP  # a ForceActivate for another pod
+            return _Strategy.AFTER_BACKOFF
+        hint_map = self._hint_map.get(qpi.pod.spec.scheduler_name)
+        if hint_map is None:
+            logger.error("No queueing hints for profile %r", qpi.pod.spec.scheduler_name)
+            return _Strategy.AFTER_BACKOFF
+        strategy = _Strategy.SKIP
+        for registered, fns in hint_map.items():
+            if not registered.covers(event):
+                continue
+            for fn in fns:
+                if fn.plugin_name not in rejectors:
+                    continue
+                try:
+                    hint = fn.hint_fn(qpi.pod, old_obj, new_obj)
+                except Exception:
+                    logger.exception(
+                        "Queueing hint of %s for %s on pod %s failed; queueing the pod",
+                        fn.plugin_name,
+                        event,
+                        _key(qpi),
+                    )
+                    hint = QueueingHint.QUEUE
+                if hint == QueueingHint.SKIP:
+                    continue
+                if fn.plugin_name in qpi.pending_plugins:
+                    return _Strategy.IMMEDIATELY
+                if not qpi.pending_plugins:
+                    return _Strategy.AFTER_BACKOFF
+                strategy = _Strategy.AFTER_BACKOFF
+        return strategy
+
+    def _gating_plugin_interested(self, qpi: QueuedPodInfo, event: ClusterEvent) -> bool:
+        if _is_wildcard(event):
+            return True
+        return any(e.covers(event) for e in self._plugin_events.get(qpi.gating_plugin, ()))
+
+    def _move_pods_to_active_or_backoff_queue(
+        self,
+        pods: list[QueuedPodInfo],
+        event: ClusterEvent,
+        old_obj: Any,
+        new_obj: Any,
+    ) -> None:
+        if not self._is_event_of_interest(event):
+            return
+        label = str(event)
+        for qpi in pods:
+            if qpi.gated and not self._gating_plugin_interested(qpi, event):
+                continue
+            strategy = self._is_pod_worth_requeuing(qpi, event, old_obj, new_obj)
+            if strategy == _Strategy.SKIP:
+                continue
+            self._unschedulable.pop(_key(qpi), None)
+            self._requeue(qpi, strategy, label)
+        # A pod in flight may come back rejected; it must see this event then.
+        self._in_flight.add_event(event, old_obj, new_obj)
+
+    def _hint_for_in_flight_pod(self, qpi: QueuedPodInfo) -> _Strategy:
+        """Replays the hints over the events received while the pod was in flight."""
+        if not (qpi.unschedulable_plugins or qpi.pending_plugins):
+            return _Strategy.AFTER_BACKOFF  # an error, not a rejection: retry
+        events = self._in_flight.events_for(qpi.pod.metadata.uid)
+        if events is None:
+            logger.warning("Events of in-flight pod %s are unknown; retrying it", _key(qpi))
+            return _Strategy.AFTER_BACKOFF
+        strategy = _Strategy.SKIP
+        for e in events:
+            s = self._is_pod_worth_requeuing(qpi, e.event, e.old_obj, e.new_obj)
+            if s == _Strategy.IMMEDIATELY:
+                return s
+            if s == _Strategy.AFTER_BACKOFF:
+                strategy = s
+                if not qpi.pending_plugins:
+                    return s
+        return strategy
+
+    def _pods_with_cross_topology_term(self, pod: types_pb2.Pod) -> list[QueuedPodInfo]:
+        """Pool pods whose required pod affinity `pod` matches, or that PodTopologySpread
+        rejected in its namespace (upstream getUnschedulablePodsWithCrossTopologyTerm)."""
+        out: list[QueuedPodInfo] = []
+        for qpi in self._unschedulable.values():
+            if (
+                POD_TOPOLOGY_SPREAD in qpi.unschedulable_plugins
+                and qpi.pod.metadata.namespace == pod.metadata.namespace
+            ) or any(t.matches(pod) for t in qpi.pod_info.required_affinity_terms):
+                out.append(qpi)
+        return out

@@ -1,0 +1,689 @@
+"""One pod at a time: the scheduling cycle (serial) and the binding cycle (concurrent).
+
+Upstream pkg/scheduler/schedule_one.go. `Scheduler.run` pops pods from the queue; each pod
+goes through a scheduling cycle against the cycle's snapshot (PreFilter, Filter with nominated
+pods, PostFilter on failure, Score, host selection, assume, Reserve, Permit), then a binding
+cycle in its own task (the KEP-5278 expected-placement NNN, WaitOnPermit, PreBind, Bind,
+PostBind), so that slow binding never holds up the next pod. Every Pop is paired with Done.
+
+NNN writes follow reference §3.4: the nominating info of a failed cycle says whether the
+pod's status.nominatedNodeName is set, cleared, or left alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+import anyio
+from anyio.abc import TaskGroup
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from kemu.api.v1 import types_pb2
+from kemu.client.events import NORMAL, WARNING
+from kemu.client.interface import ApiClient
+from kemu.component.clock import Clock
+from kemu.component.featuregate import (
+    NOMINATED_NODE_NAME_FOR_EXPECTATION,
+    PREFER_NOMINATED_NODE,
+    FeatureGates,
+)
+from kemu.component.version import Version
+from kemu.machinery.convert import format_time, message_to_dict
+from kemu.machinery.errors import ApiError, Conflict, NotFound
+from scheduler.framework.events import ASSIGNED_POD_DELETE
+from scheduler.framework.interface import CycleState, EventRecorder, NodeToStatus, QueuedPodInfo
+from scheduler.framework.status import Code, Status, as_error, unresolvable
+from scheduler.framework.types import NodeInfo, PostFilterResult, pod_key
+from scheduler.metrics import SchedulerMetrics
+
+log = logging.getLogger(__name__)
+
+MIN_FEASIBLE_NODES_TO_FIND: Final = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: Final = 5
+BASE_PERCENTAGE_OF_NODES_TO_SCORE: Final = 50
+NO_NODES_AVAILABLE: Final = "no nodes available to schedule pods"
+
+
+def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
+    """How many feasible nodes to look for before scoring (upstream numFeasibleNodesToFind)."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    adaptive = percentage
+    if adaptive <= 0:
+        adaptive = BASE_PERCENTAGE_OF_NODES_TO_SCORE - num_all_nodes // 125
+        if adaptive < MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND:
+            adaptive = MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND
+    num = num_all_nodes * adaptive // 100
+    return max(num, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+class FitError(Exception):
+    """No node fits (upstream framework.FitError); its text is the FailedScheduling message."""
+
+    def __init__(
+        self,
+        pod: types_pb2.Pod,
+        num_all_nodes: int,
+        statuses: NodeToStatus,
+        *,
+        pre_filter_msg: str = "",
+        unschedulable_plugins: set[str] | None = None,
+    ) -> None:
+        super().__init__()
+        self.pod = pod
+        self.num_all_nodes = num_all_nodes
+        self.statuses = statuses
+        self.pre_filter_msg = pre_filter_msg
+        self.post_filter_msg = ""
+        self.unschedulable_plugins = set(unschedulable_plugins or ())
+
+    def __str__(self) -> str:
+        msg = f"0/{self.num_all_nodes} nodes are available:"
+        if self.pre_filter_msg:
+            msg += f" {self.pre_filter_msg}."
+        else:
+            histogram: Counter[str] = Counter()
+            for _, status in self.statuses.items():
+                for reason in status.reasons:
+                    histogram[reason] += 1
+            reasons = sorted(f"{count} {reason}" for reason, count in histogram.items())
+            msg += " " + ", ".join(reasons) + "."
+        if self.post_filter_msg:
+            msg += " " + self.post_filter_msg
+        return msg
+
+
+class SchedulingError(Exception):
+    """A cycle that failed for another reason than 'no node fits'."""
+
+    def __init__(self, status: Status) -> None:
+        super().__init__(status.message() or str(status))
+        self.status = status
+
+
+# ---------------------------------------------------------------- what the scheduler drives
+
+
+class FrameworkLike(Protocol):
+    """The subset of scheduler.framework.runtime.Framework the cycles use."""
+
+    def profile_name(self) -> str: ...
+
+    def percentage_of_nodes_to_score(self) -> int: ...
+
+    def set_snapshot(self, snapshot: Any) -> None: ...
+
+    def has_filter_plugins(self) -> bool: ...
+
+    def has_post_filter_plugins(self) -> bool: ...
+
+    def has_score_plugins(self) -> bool: ...
+
+    def run_pre_filter_plugins(
+        self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
+    ) -> Any: ...
+
+    def run_filter_plugins_with_nominated_pods(
+        self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo
+    ) -> Status: ...
+
+    async def run_post_filter_plugins(
+        self, state: CycleState, pod: types_pb2.Pod, statuses: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status]: ...
+
+    def run_pre_score_plugins(
+        self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
+    ) -> Status: ...
+
+    def run_score_plugins(
+        self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
+    ) -> Any: ...
+
+    def run_reserve_plugins_reserve(
+        self, state: CycleState, pod: types_pb2.Pod, node: str
+    ) -> Status: ...
+
+    def run_reserve_plugins_unreserve(
+        self, state: CycleState, pod: types_pb2.Pod, node: str
+    ) -> None: ...
+
+    def run_permit_plugins(self, state: CycleState, pod: types_pb2.Pod, node: str) -> Status: ...
+
+    def will_wait_on_permit(self, pod: types_pb2.Pod) -> bool: ...
+
+    async def wait_on_permit(self, pod: types_pb2.Pod) -> Status: ...
+
+    def run_pre_bind_pre_flights(
+        self, state: CycleState, pod: types_pb2.Pod, node: str
+    ) -> Status: ...
+
+    async def run_pre_bind_plugins(
+        self, state: CycleState, pod: types_pb2.Pod, node: str
+    ) -> Status: ...
+
+    async def run_bind_plugins(
+        self, state: CycleState, pod: types_pb2.Pod, node: str
+    ) -> Status: ...
+
+    def run_post_bind_plugins(self, state: CycleState, pod: types_pb2.Pod, node: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class ScheduleResult:
+    suggested_host: str
+    evaluated_nodes: int
+    feasible_nodes: int
+
+
+# ---------------------------------------------------------------- the scheduler
+
+
+class Scheduler:
+    def __init__(
+        self,
+        *,
+        client: ApiClient,
+        cache: Any,
+        queue: Any,
+        profiles: dict[str, FrameworkLike],
+        snapshot: Any,
+        clock: Clock,
+        gates: FeatureGates,
+        metrics: SchedulerMetrics,
+        recorder: EventRecorder,
+        pod_lister: Any,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.client = client
+        self.cache = cache
+        self.queue = queue
+        self.profiles = profiles
+        self.snapshot = snapshot
+        self.clock = clock
+        self.gates = gates
+        self.metrics = metrics
+        self.recorder = recorder
+        self.pod_lister = pod_lister  # the informer's lister of pods (latest API copies)
+        self.rng = rng or random.Random()
+        self.next_start_node_index = 0
+        self._binding_tasks: TaskGroup | None = None
+        self.cycles = 0
+
+    # ------------------------------------------------------------ loop
+
+    async def run(self) -> None:
+        """Schedules pods until cancelled; binding cycles run as sibling tasks."""
+        async with anyio.create_task_group() as tg:
+            self._binding_tasks = tg
+            while True:
+                qpi = await self.queue.pop()
+                if qpi is None:
+                    return
+                await self.schedule_one(qpi)
+
+    async def schedule_one(self, qpi: QueuedPodInfo) -> None:
+        pod = qpi.pod
+        fwk = self.profiles.get(pod.spec.scheduler_name)
+        if fwk is None:
+            log.error(
+                "no profile for scheduler name %r of pod %s", pod.spec.scheduler_name, pod_key(pod)
+            )
+            self.queue.done(pod.metadata.uid)
+            return
+        if self._skip_pod_schedule(pod):
+            self.queue.done(pod.metadata.uid)
+            return
+        self.cycles += 1
+        start = self.clock.monotonic()
+        state = CycleState()
+        outcome = await self._scheduling_cycle(fwk, state, qpi, start)
+        if outcome is None:
+            self.queue.done(pod.metadata.uid)
+            return
+        assumed, node = outcome
+        assert self._binding_tasks is not None
+        self._binding_tasks.start_soon(
+            self._binding_cycle, fwk, state, qpi, assumed, node, start, name=f"bind {pod_key(pod)}"
+        )
+
+    def _skip_pod_schedule(self, pod: types_pb2.Pod) -> bool:
+        if pod.metadata.HasField("deletion_timestamp"):
+            log.debug("skipping %s: it is being deleted", pod_key(pod))
+            return True
+        if self.cache.is_assumed_pod(pod):
+            log.debug("skipping %s: it is assumed", pod_key(pod))
+            return True
+        return False
+
+    # ------------------------------------------------------------ scheduling cycle
+
+    async def _scheduling_cycle(
+        self, fwk: FrameworkLike, state: CycleState, qpi: QueuedPodInfo, start: float
+    ) -> tuple[types_pb2.Pod, str] | None:
+        pod = qpi.pod
+        algorithm_start = self.clock.monotonic()
+        try:
+            result = self.schedule_pod(fwk, state, pod)
+        except FitError as fit:
+            self.metrics.scheduling_algorithm_duration.observe(
+                self.clock.monotonic() - algorithm_start
+            )
+            nominating: PostFilterResult | None = PostFilterResult("")
+            if fwk.has_post_filter_plugins():
+                post_result, post_status = await fwk.run_post_filter_plugins(
+                    state, pod, fit.statuses
+                )
+                msg = post_status.message()
+                fit.post_filter_msg = msg
+                if post_status.code == Code.ERROR:
+                    log.error("PostFilter for %s failed: %s", pod_key(pod), post_status)
+                nominating = post_result
+            status = Status(Code.UNSCHEDULABLE, (str(fit),))
+            await self._handle_failure(
+                fwk, qpi, status, nominating, start, fit.unschedulable_plugins or _plugins_of(fit)
+            )
+            return None
+        except SchedulingError as e:
+            self.metrics.scheduling_algorithm_duration.observe(
+                self.clock.monotonic() - algorithm_start
+            )
+            await self._handle_failure(fwk, qpi, e.status, PostFilterResult(""), start, set())
+            return None
+        self.metrics.scheduling_algorithm_duration.observe(self.clock.monotonic() - algorithm_start)
+
+        # Assume: the cache counts the pod on the node before it is bound.
+        assumed = types_pb2.Pod()
+        assumed.CopyFrom(pod)
+        assumed.spec.node_name = result.suggested_host
+        self.cache.assume_pod(assumed)
+        # An assumed pod no longer reserves a node through its nomination (reference §3.3).
+        self.queue.delete_nominated_pod_if_exists(pod)
+        node = result.suggested_host
+        status = fwk.run_reserve_plugins_reserve(state, assumed, node)
+        if not status.is_success():
+            fwk.run_reserve_plugins_unreserve(state, assumed, node)
+            self.cache.forget_pod(assumed)
+            await self._handle_failure(
+                fwk,
+                qpi,
+                status,
+                PostFilterResult(""),
+                start,
+                {status.plugin} if status.is_rejected() else set(),
+            )
+            return None
+        status = fwk.run_permit_plugins(state, assumed, node)
+        if not status.is_success() and not status.is_wait():
+            fwk.run_reserve_plugins_unreserve(state, assumed, node)
+            self.cache.forget_pod(assumed)
+            await self._handle_failure(
+                fwk,
+                qpi,
+                status,
+                PostFilterResult(""),
+                start,
+                {status.plugin} if status.is_rejected() else set(),
+            )
+            return None
+        return assumed, node
+
+    def schedule_pod(
+        self, fwk: FrameworkLike, state: CycleState, pod: types_pb2.Pod
+    ) -> ScheduleResult:
+        """upstream schedulePod: the node for `pod`, or FitError / SchedulingError."""
+        self.cache.update_snapshot(self.snapshot)
+        fwk.set_snapshot(self.snapshot)
+        if self.snapshot.num_nodes() == 0:
+            raise SchedulingError(Status(Code.ERROR, (NO_NODES_AVAILABLE,)))
+        feasible, statuses, unschedulable_plugins = self.find_nodes_that_fit_pod(fwk, state, pod)
+        if not feasible:
+            raise FitError(
+                pod,
+                self.snapshot.num_nodes(),
+                statuses,
+                pre_filter_msg=statuses.absent.message() if statuses.pre_filter_rejected else "",
+                unschedulable_plugins=unschedulable_plugins,
+            )
+        if len(feasible) == 1:
+            return ScheduleResult(feasible[0].name, 1 + len(statuses), 1)
+        status = fwk.run_pre_score_plugins(state, pod, feasible)
+        if not status.is_success():
+            raise SchedulingError(status)
+        scores = self._prioritize(fwk, state, pod, feasible)
+        host = self.select_host(scores)
+        return ScheduleResult(host, len(feasible) + len(statuses), len(feasible))
+
+    def find_nodes_that_fit_pod(
+        self, fwk: FrameworkLike, state: CycleState, pod: types_pb2.Pod
+    ) -> tuple[list[NodeInfo], NodeToStatus, set[str]]:
+        all_nodes: list[NodeInfo] = self.snapshot.node_infos().list()
+        statuses = NodeToStatus()
+        pre_result, status, unschedulable_plugins = fwk.run_pre_filter_plugins(
+            state, pod, all_nodes
+        )
+        if not status.is_success():
+            if not status.is_rejected():
+                raise SchedulingError(status)
+            # Every node gets the PreFilter's rejection, so preemption sees one status.
+            statuses.absent = status
+            statuses.pre_filter_rejected = True
+            return [], statuses, unschedulable_plugins
+
+        nnn = pod.status.nominated_node_name
+        if nnn and self.gates.enabled(PREFER_NOMINATED_NODE):
+            node = self.snapshot.node_infos().get(nnn)
+            if node is not None and node.node is not None:
+                feasible = self._find_nodes_that_pass_filters(
+                    fwk, state, pod, NodeToStatus(), [node], rotate=False
+                )
+                if feasible:
+                    return feasible, statuses, unschedulable_plugins
+                log.debug("nominated node %s of %s did not pass the filters", nnn, pod_key(pod))
+
+        nodes = all_nodes
+        if pre_result is not None and not pre_result.all_nodes():
+            allowed = pre_result.node_names
+            nodes = [n for n in all_nodes if n.name in allowed]
+            excluded = unresolvable(
+                f"node(s) didn't satisfy plugin(s) [{', '.join(sorted(unschedulable_plugins))}]"
+                if unschedulable_plugins
+                else "node(s) didn't satisfy plugin(s)"
+            )
+            for n in all_nodes:
+                if n.name not in allowed:
+                    statuses.set(n.name, excluded)
+        feasible = self._find_nodes_that_pass_filters(fwk, state, pod, statuses, nodes)
+        for _, st in statuses.items():
+            if st.plugin:
+                unschedulable_plugins.add(st.plugin)
+        return feasible, statuses, unschedulable_plugins
+
+    def _find_nodes_that_pass_filters(
+        self,
+        fwk: FrameworkLike,
+        state: CycleState,
+        pod: types_pb2.Pod,
+        statuses: NodeToStatus,
+        nodes: list[NodeInfo],
+        *,
+        rotate: bool = True,
+    ) -> list[NodeInfo]:
+        n = len(nodes)
+        if n == 0:
+            return []
+        to_find = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score(), n)
+        start = self.next_start_node_index % n if rotate else 0
+        feasible: list[NodeInfo] = []
+        if not fwk.has_filter_plugins():
+            feasible = [nodes[(start + i) % n] for i in range(min(to_find, n))]
+            if rotate:
+                self.next_start_node_index = (start + len(feasible)) % n
+            return feasible
+        checked = 0
+        for i in range(n):
+            node = nodes[(start + i) % n]
+            checked += 1
+            status = fwk.run_filter_plugins_with_nominated_pods(state, pod, node)
+            if status.is_success():
+                feasible.append(node)
+                if len(feasible) >= to_find:
+                    break
+            elif status.is_rejected():
+                statuses.set(node.name, status)
+            else:
+                raise SchedulingError(status)
+        self.metrics.filter_evaluations.labels(fwk.profile_name()).inc(checked)
+        if rotate:
+            self.next_start_node_index = (start + checked) % n
+        return feasible
+
+    def _prioritize(
+        self, fwk: FrameworkLike, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
+    ) -> list[tuple[str, int]]:
+        if not fwk.has_score_plugins():
+            return [(node.name, 1) for node in nodes]
+        result = fwk.run_score_plugins(state, pod, nodes)
+        scores, status = (
+            result
+            if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], Status)
+            else (result, None)
+        )
+        if status is not None and not status.is_success():
+            raise SchedulingError(status)
+        return [(s[0], s[1]) if isinstance(s, tuple) else (s.name, s.total_score) for s in scores]
+
+    def select_host(self, scores: list[tuple[str, int]]) -> str:
+        """The highest score; ties broken uniformly at random (reservoir sampling, as upstream)."""
+        best, best_score, ties = "", -1, 0
+        for name, score in scores:
+            if score > best_score:
+                best, best_score, ties = name, score, 1
+            elif score == best_score:
+                ties += 1
+                if self.rng.randrange(ties) == 0:
+                    best = name
+        return best
+
+    # ------------------------------------------------------------ binding cycle
+
+    async def _binding_cycle(
+        self,
+        fwk: FrameworkLike,
+        state: CycleState,
+        qpi: QueuedPodInfo,
+        assumed: types_pb2.Pod,
+        node: str,
+        start: float,
+    ) -> None:
+        try:
+            status = await self._bind(fwk, state, assumed, node)
+            if status.is_success():
+                self._scheduled(fwk, qpi, assumed, node, start)
+                return
+            fwk.run_reserve_plugins_unreserve(state, assumed, node)
+            self.cache.forget_pod(assumed)
+            # Resources held by the assumed pod are free again: pods waiting for them may fit.
+            self.queue.move_all_to_active_or_backoff_queue(ASSIGNED_POD_DELETE, assumed, None)
+            await self._handle_failure(
+                fwk,
+                qpi,
+                status,
+                PostFilterResult(""),
+                start,
+                {status.plugin} if status.is_rejected() and status.plugin else set(),
+            )
+        finally:
+            self.queue.done(assumed.metadata.uid)
+
+    async def _bind(
+        self, fwk: FrameworkLike, state: CycleState, assumed: types_pb2.Pod, node: str
+    ) -> Status:
+        if self.gates.enabled(NOMINATED_NODE_NAME_FOR_EXPECTATION):
+            preflight = fwk.run_pre_bind_pre_flights(state, assumed, node)
+            if not preflight.is_success() and not preflight.is_skip():
+                return preflight
+            if preflight.is_success() or fwk.will_wait_on_permit(assumed):
+                # KEP-5278: the expected placement is visible while PreBind works or Permit waits.
+                await self._patch_nominated_node(assumed, node)
+        status = await fwk.wait_on_permit(assumed)
+        if not status.is_success():
+            return status
+        status = await fwk.run_pre_bind_plugins(state, assumed, node)
+        if not status.is_success():
+            return status
+        status = await fwk.run_bind_plugins(state, assumed, node)
+        if status.is_skip():
+            return as_error("all bind plugins skipped")
+        if not status.is_success():
+            return status
+        self.cache.finish_binding(assumed)
+        fwk.run_post_bind_plugins(state, assumed, node)
+        return status
+
+    def _scheduled(
+        self,
+        fwk: FrameworkLike,
+        qpi: QueuedPodInfo,
+        assumed: types_pb2.Pod,
+        node: str,
+        start: float,
+    ) -> None:
+        profile = fwk.profile_name()
+        now = self.clock.monotonic()
+        self.metrics.schedule_attempts.labels("scheduled", profile).inc()
+        self.metrics.scheduling_attempt_duration.labels("scheduled", profile).observe(now - start)
+        if qpi.initial_attempt_timestamp is not None:
+            self.metrics.pod_scheduling_sli_duration.labels(
+                SchedulerMetrics.attempts_label(qpi.attempts)
+            ).observe(now - qpi.initial_attempt_timestamp)
+        self.metrics.pod_scheduling_attempts.observe(qpi.attempts)
+        self.recorder.event(
+            assumed,
+            NORMAL,
+            "Scheduled",
+            "Binding",
+            f"Successfully assigned {pod_key(assumed)} to {node}",
+        )
+        log.info("bound %s to %s", pod_key(assumed), node)
+
+    # ------------------------------------------------------------ failures
+
+    def _clears_nnn_on_failure(self) -> bool:
+        """1.34 alpha of KEP-5278 kept NNN after failures when its gate was on (reference §3.4);
+        1.35 went back to clearing it."""
+        return not (
+            self.gates.version == Version(1, 34)
+            and self.gates.enabled(NOMINATED_NODE_NAME_FOR_EXPECTATION)
+        )
+
+    async def _handle_failure(
+        self,
+        fwk: FrameworkLike,
+        qpi: QueuedPodInfo,
+        status: Status,
+        nominating: PostFilterResult | None,
+        start: float,
+        unschedulable_plugins: set[str],
+    ) -> None:
+        pod = qpi.pod
+        profile = fwk.profile_name()
+        rejected = status.is_rejected()
+        result = "unschedulable" if rejected else "error"
+        self.metrics.schedule_attempts.labels(result, profile).inc()
+        self.metrics.scheduling_attempt_duration.labels(result, profile).observe(
+            self.clock.monotonic() - start
+        )
+        reason = "Unschedulable" if rejected else "SchedulerError"
+        message = status.message() or str(status)
+        if rejected:
+            log.info("unable to schedule %s: %s", pod_key(pod), message)
+        else:
+            log.warning("error scheduling %s: %s", pod_key(pod), message)
+
+        current = self.pod_lister.get(pod.metadata.name, pod.metadata.namespace)
+        if current is None:
+            log.debug("%s is gone, not requeued", pod_key(pod))
+            return
+        if current.spec.node_name:
+            log.debug(
+                "%s is already bound to %s, not requeued", pod_key(pod), current.spec.node_name
+            )
+            return
+        qpi.unschedulable_plugins = set(unschedulable_plugins) if rejected else set()
+        self.queue.add_unschedulable_if_not_present(qpi, self.cycles)
+
+        nominated: str | None = None
+        if nominating is not None and nominating.nominated_node_name is not None:
+            nominated = nominating.nominated_node_name
+            if nominated == "" and not self._clears_nnn_on_failure():
+                nominated = None
+        self.recorder.event(pod, WARNING, "FailedScheduling", "Scheduling", message)
+        await self.update_pod_status(current, reason, message, nominated)
+
+    async def update_pod_status(
+        self, pod: types_pb2.Pod, reason: str, message: str, nominated: str | None
+    ) -> None:
+        """PodScheduled=False (reason, message) and, when `nominated` is not None, NNN = it.
+        Skipped when nothing would change; errors are logged (the next cycle retries)."""
+        current = next((c for c in pod.status.conditions if c.type == "PodScheduled"), None)
+        condition_same = (
+            current is not None
+            and current.status == "False"
+            and current.reason == reason
+            and current.message == message
+        )
+        nnn_same = nominated is None or pod.status.nominated_node_name == nominated
+        if condition_same and nnn_same:
+            return
+        conditions = []
+        now = format_time(_timestamp(self.clock.now()))
+        for c in pod.status.conditions:
+            if c.type != "PodScheduled":
+                conditions.append(_condition_dict(c))
+        transition = (
+            format_time(current.last_transition_time)
+            if current is not None
+            and current.status == "False"
+            and current.HasField("last_transition_time")
+            else now
+        )
+        conditions.append(
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": reason,
+                "message": message,
+                "lastTransitionTime": transition,
+            }
+        )
+        patch: dict[str, Any] = {"status": {"conditions": conditions}}
+        if nominated is not None:
+            patch["status"]["nominatedNodeName"] = nominated or None
+        try:
+            await self.client.patch(
+                types_pb2.Pod,
+                pod.metadata.name,
+                patch,
+                pod.metadata.namespace,
+                subresource="status",
+            )
+        except (NotFound, Conflict) as e:
+            log.debug("could not update the status of %s: %s", pod_key(pod), e)
+        except ApiError as e:
+            log.warning("could not update the status of %s: %s", pod_key(pod), e)
+
+    async def _patch_nominated_node(self, pod: types_pb2.Pod, node: str) -> None:
+        current = self.pod_lister.get(pod.metadata.name, pod.metadata.namespace) or pod
+        if current.status.nominated_node_name == node:
+            return
+        try:
+            await self.client.patch(
+                types_pb2.Pod,
+                pod.metadata.name,
+                {"status": {"nominatedNodeName": node}},
+                pod.metadata.namespace,
+                subresource="status",
+            )
+        except ApiError as e:
+            log.warning("could not set the nominated node of %s to %s: %s", pod_key(pod), node, e)
+
+
+def _timestamp(seconds: float) -> Timestamp:
+    ts = Timestamp()
+    ts.FromNanoseconds(int(seconds * 1e9))
+    return ts
+
+
+def _condition_dict(c: types_pb2.PodCondition) -> dict[str, Any]:
+    return message_to_dict(c)
+
+
+def _plugins_of(fit: FitError) -> set[str]:
+    plugins = {st.plugin for _, st in fit.statuses.items() if st.plugin}
+    if fit.statuses.absent.plugin:
+        plugins.add(fit.statuses.absent.plugin)
+    return plugins

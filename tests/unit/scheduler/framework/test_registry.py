@@ -1,0 +1,77 @@
+"""The plugin registry: in-tree plugins, and which extension points a factory's class has."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler.config import default_config
+from scheduler.framework.interface import FilterPlugin, Handle, PluginArgs, ScorePlugin
+from scheduler.framework.plugins.registry import (
+    extension_points,
+    in_tree_registry,
+    plugin_class,
+)
+from scheduler.framework.runtime import Framework
+from tests.unit.scheduler.framework.fakes import FakeFilterScore, FakePreBind
+
+IN_TREE = {
+    "PrioritySort",
+    "SchedulingGates",
+    "NodeUnschedulable",
+    "NodeName",
+    "TaintToleration",
+    "NodeAffinity",
+    "NodeResourcesFit",
+    "NodeResourcesBalancedAllocation",
+    "InterPodAffinity",
+    "DefaultBinder",
+    "SlowPreBind",
+    "WaitingPermit",
+}
+
+
+def annotated_factory(args: PluginArgs, handle: Handle) -> FakePreBind:
+    return FakePreBind(args, handle)
+
+
+def unannotated_factory(args, handle):
+    return FakePreBind(args, handle)
+
+
+def test_the_class_comes_from_the_factory_or_its_return_annotation() -> None:
+    assert plugin_class(FakeFilterScore) is FakeFilterScore
+    assert plugin_class(annotated_factory) is FakePreBind
+    with pytest.raises(ValueError, match="annotate its return type"):
+        plugin_class(unannotated_factory)
+
+
+def test_extension_points_are_the_methods_the_class_has() -> None:
+    assert extension_points(annotated_factory) == {"preBind"}
+    assert extension_points(FakeFilterScore) == {"preFilter", "filter", "preScore", "score"}
+
+
+def test_protocol_classes_alone_do_not_count_as_plugins_of_other_points() -> None:
+    class OnlyFilter(FilterPlugin):
+        NAME = "OnlyFilter"
+
+    class FilterAndScore(FilterPlugin, ScorePlugin):
+        NAME = "FilterAndScore"
+
+    assert extension_points(OnlyFilter) == {"filter"}  # type: ignore[arg-type]
+    assert extension_points(FilterAndScore) == {"filter", "score"}  # type: ignore[arg-type]
+
+
+def test_in_tree_registry_and_default_framework() -> None:
+    try:
+        registry = in_tree_registry()
+    except ModuleNotFoundError as err:  # plugins land in parallel with the runtime
+        pytest.skip(f"plugin module missing: {err.name}")
+    assert IN_TREE <= set(registry)
+    assert set(registry) - IN_TREE <= {"DefaultPreemption"}
+    config = default_config(registry)
+    fwk = Framework(config.profiles[0], registry)
+    plugins = fwk.list_plugins()
+    assert plugins["queueSort"] == ("PrioritySort",)
+    assert plugins["bind"] == ("DefaultBinder",)
+    assert "NodeResourcesFit" in plugins["filter"]
+    assert ("DefaultPreemption" in registry) == ("DefaultPreemption" in plugins["postFilter"])

@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from scheduler.queue.heap import KeyedHeap
+
+
+def _heap() -> KeyedHeap[tuple[str, int]]:
+    return KeyedHeap(lambda item: item[0], lambda a, b: a[1] < b[1])
+
+
+def test_pops_in_order_after_random_adds_updates_and_deletes() -> None:
+    seed = random.randrange(1 << 30)
+    rng = random.Random(seed)
+    heap = _heap()
+    reference: dict[str, int] = {}
+    for _ in range(500):
+        key = f"k{rng.randrange(40)}"
+        op = rng.random()
+        if op < 0.6:
+            value = rng.randrange(1000)
+            heap.add_or_update((key, value))
+            reference[key] = value
+        elif op < 0.8:
+            assert heap.delete(key) == ((key, reference.pop(key)) if key in reference else None)
+        elif reference:
+            head = heap.pop()
+            assert head[1] == min(reference.values()), f"seed {seed}"
+            del reference[head[0]]
+        assert len(heap) == len(reference), f"seed {seed}"
+    drained = [heap.pop()[1] for _ in range(len(heap))]
+    assert drained == sorted(reference.values()), f"seed {seed}"
+
+
+def test_get_peek_and_contains() -> None:
+    heap = _heap()
+    assert heap.peek() is None
+    heap.add_or_update(("a", 5))
+    heap.add_or_update(("b", 3))
+    assert heap.peek() == ("b", 3)
+    assert "a" in heap and "c" not in heap
+    assert heap.get("a") == ("a", 5)
+    heap.add_or_update(("a", 1))
+    assert heap.peek() == ("a", 1)
+    with pytest.raises(IndexError):
+        _heap().pop()

@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+from kemu.api.v1 import types_pb2
+from kemu.testing.builders import make_pod
+from scheduler.framework.events import NODE_ADD
+from scheduler.queue.active_queue import InFlightTracker
+
+
+def _pod(name: str) -> types_pb2.Pod:
+    return make_pod(name).uid(name).obj()
+
+
+def test_events_are_seen_only_by_pods_popped_before_them_and_pruned_after_done() -> None:
+    t = InFlightTracker()
+    assert not t.add_event(NODE_ADD, None, "n0")  # nobody in flight: not kept
+    t.add_pod(_pod("a"))
+    t.add_event(NODE_ADD, None, "n1")
+    t.add_pod(_pod("b"))
+    t.add_event(NODE_ADD, None, "n2")
+    assert [e.new_obj for e in t.events_for("a") or []] == ["n1", "n2"]
+    assert [e.new_obj for e in t.events_for("b") or []] == ["n2"]
+    t.done("a")
+    assert [e.new_obj for e in t.events()] == ["n2"]
+    t.done("b")
+    t.done("b")  # idempotent
+    assert t.events() == [] and len(t) == 0
+    assert t.events_for("a") is None
+
+
+def test_a_pod_that_missed_dropped_events_is_told_so() -> None:
+    t = InFlightTracker(max_events=2)
+    t.add_pod(_pod("a"))
+    for i in range(3):
+        t.add_event(NODE_ADD, None, f"n{i}")
+    t.add_pod(_pod("b"))
+    t.add_event(NODE_ADD, None, "late")
+    assert t.events_for("a") is None
+    assert [e.new_obj for e in t.events_for("b") or []] == ["late"]
+
+
+def test_a_pod_cannot_be_in_flight_twice() -> None:
+    t = InFlightTracker()
+    assert t.add_pod(_pod("a"))
+    assert not t.add_pod(_pod("a"))
