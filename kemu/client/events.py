@@ -8,6 +8,7 @@ correlator does. A full queue drops events (logged): events are best effort upst
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -81,6 +82,7 @@ class EventRecorder:
         # (uid, type, reason, message) -> (namespace, event name, count)
         self._seen: OrderedDict[tuple[str, str, str, str], tuple[str, str, int]] = OrderedDict()
         self.dropped = 0
+        self._seq = itertools.count()
 
     def event(self, obj: Message, event_type: str, reason: str, action: str, message: str) -> None:
         pending = _Pending(
@@ -143,7 +145,8 @@ class EventRecorder:
             reporting_instance=self._instance,
         )
         ev.metadata.namespace = namespace
-        ev.metadata.name = f"{p.involved.name}.{int(p.when * 1e9):x}"
+        # <object>.<hex nanoseconds> as upstream, made unique within this recorder.
+        ev.metadata.name = f"{p.involved.name}.{int(p.when * 1e9) + next(self._seq):x}"
         ev.source.component = self._component
         ev.source.host = self._host
         ev.first_timestamp.CopyFrom(_timestamp(p.when))

@@ -267,3 +267,34 @@ async def test_two_replicas_with_leader_election_survive_the_leader_dying(
         scheduled = Counter(e.involved_object.name for e in events if e.reason == "Scheduled")
         assert all(n <= 1 for n in scheduled.values()), scheduled
         cl.restart(leader)
+
+
+async def test_metrics_carry_upstream_names(cluster):
+    ns = unique_name("metrics")
+    group = unique_name("g")
+    async with Client(cluster.server, timeout=10.0) as c:
+        for node in _nodes(group, 1):
+            await c.create(node)
+        await c.create(make_pod("p").namespace(ns).node_selector({"group": group}).obj())
+        await eventually(functools.partial(_bound_to, c, ns, "p"), timeout=20)
+
+    def scraped() -> str:
+        text = cluster.component("scheduler").scrape()
+        assert (
+            'scheduler_schedule_attempts_total{profile="default-scheduler",result="scheduled"}'
+            in text
+        )
+        return text
+
+    text = await eventually(scraped, timeout=10)
+    for name in (
+        "scheduler_scheduling_attempt_duration_seconds_bucket",
+        "scheduler_scheduling_algorithm_duration_seconds_count",
+        "scheduler_pod_scheduling_sli_duration_seconds_bucket",
+        'scheduler_pending_pods{queue="active"}',
+        'scheduler_pending_pods{queue="unschedulable"}',
+        "scheduler_framework_extension_point_duration_seconds_bucket",
+        'extension_point="PreFilter"',
+        'extension_point="Bind"',
+    ):
+        assert name in text, name

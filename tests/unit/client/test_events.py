@@ -1,0 +1,48 @@
+"""EventRecorder: events are queued without blocking and written once; repeats bump count."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from kemu.api.v1 import types_pb2
+from kemu.client.clock import FakeClock
+from kemu.client.events import NORMAL, WARNING, EventRecorder
+from kemu.client.fake import FakeClient
+from kemu.testing import eventually, make_pod
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_events_are_written_and_repeats_are_counted() -> None:
+    client = FakeClient()
+    pod = await client.create(make_pod("p").namespace("ns").obj())
+    recorder = EventRecorder(client, "default-scheduler", clock=FakeClock())
+    async with anyio.create_task_group() as tg:
+        await tg.start(recorder.run)
+        recorder.event(pod, WARNING, "FailedScheduling", "Scheduling", "0/1 nodes are available")
+        recorder.event(pod, WARNING, "FailedScheduling", "Scheduling", "0/1 nodes are available")
+        recorder.event(pod, NORMAL, "Scheduled", "Binding", "Successfully assigned ns/p to n1")
+
+        async def written() -> list[types_pb2.Event]:
+            events = (await client.list(types_pb2.Event, "ns")).items
+            assert sorted((e.reason, e.count) for e in events) == [
+                ("FailedScheduling", 2),
+                ("Scheduled", 1),
+            ]
+            return events
+
+        events = await eventually(written, timeout=5)
+        tg.cancel_scope.cancel()
+    failed = next(e for e in events if e.reason == "FailedScheduling")
+    assert failed.involved_object.name == "p" and failed.involved_object.kind == "Pod"
+    assert failed.involved_object.uid == pod.metadata.uid
+    assert failed.type == WARNING and failed.source.component == "default-scheduler"
+
+
+async def test_a_full_queue_drops_events_instead_of_blocking() -> None:
+    recorder = EventRecorder(FakeClient(), "x", buffer=2)
+    pod = make_pod("p").obj()
+    for _ in range(5):
+        recorder.event(pod, NORMAL, "R", "A", "m")
+    assert recorder.dropped == 3
