@@ -446,25 +446,21 @@ class Scheduler:
     ) -> list[tuple[str, int]]:
         if not fwk.has_score_plugins():
             return [(node.name, 1) for node in nodes]
-        result = fwk.run_score_plugins(state, pod, nodes)
-        scores, status = (
-            result
-            if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], Status)
-            else (result, None)
-        )
-        if status is not None and not status.is_success():
+        scores, status = fwk.run_score_plugins(state, pod, nodes)
+        if not status.is_success():
             raise SchedulingError(status)
-        return [(s[0], s[1]) if isinstance(s, tuple) else (s.name, s.total_score) for s in scores]
+        return [(s.name, s.total_score) for s in scores]
 
     def select_host(self, scores: list[tuple[str, int]]) -> str:
         """The highest score; ties broken uniformly at random (reservoir sampling, as upstream)."""
         best, best_score, ties = "", -1, 0
+        rand = self.rng.random
         for name, score in scores:
             if score > best_score:
                 best, best_score, ties = name, score, 1
             elif score == best_score:
                 ties += 1
-                if self.rng.randrange(ties) == 0:
+                if rand() * ties < 1.0:
                     best = name
         return best
 

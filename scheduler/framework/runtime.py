@@ -118,12 +118,24 @@ def _error(what: str, plugin: str, detail: Status | BaseException) -> Status:
 class NodePluginScores:
     """Scores of one node: the weighted score of each plugin and their total."""
 
-    __slots__ = ("name", "scores", "total_score")
+    __slots__ = ("_index", "_per_plugin", "name", "total_score")
 
-    def __init__(self, name: str, scores: dict[str, int], total_score: int) -> None:
+    def __init__(
+        self,
+        name: str,
+        total_score: int,
+        index: int = 0,
+        per_plugin: tuple[tuple[str, list[int]], ...] = (),
+    ) -> None:
         self.name = name
-        self.scores = scores
         self.total_score = total_score
+        self._index = index
+        self._per_plugin = per_plugin
+
+    @property
+    def scores(self) -> dict[str, int]:
+        """Each plugin's weighted score (built on demand: only logs and tests read it)."""
+        return {name: weighted[self._index] for name, weighted in self._per_plugin}
 
     def __repr__(self) -> str:
         return f"NodePluginScores({self.name}, total={self.total_score}, {self.scores})"
@@ -615,10 +627,16 @@ class Framework:
                         )
                         return [], status
                 per_plugin.append((name, [v * weight for v in raw]))
-            out: list[NodePluginScores] = []
-            for i, node in enumerate(nodes):
-                scores = {name: weighted[i] for name, weighted in per_plugin}
-                out.append(NodePluginScores(node.name, scores, sum(scores.values())))
+            shared = tuple(per_plugin)
+            totals = (
+                [sum(t) for t in zip(*(w for _, w in shared), strict=True)]
+                if shared
+                else [0] * len(nodes)
+            )
+            out = [
+                NodePluginScores(node.name, total, i, shared)
+                for i, (node, total) in enumerate(zip(nodes, totals, strict=True))
+            ]
             return out, status
         finally:
             self._observed(SCORE, status, start)

@@ -324,16 +324,26 @@ class NodeInfo:
     __slots__ = (
         "allocatable",
         "generation",
+        "labels",
+        "name",
         "node",
         "non_zero_requested",
         "pods",
         "pods_with_affinity",
         "pods_with_required_anti_affinity",
         "requested",
+        "taints",
+        "unschedulable",
     )
 
     def __init__(self, node: types_pb2.Node | None = None) -> None:
         self.node: types_pb2.Node | None = None
+        # Copied out of the Node once: per-node plugin code reads these thousands of times per
+        # cycle, and reading protobuf fields costs far more than reading attributes.
+        self.name = ""
+        self.labels: dict[str, str] = {}
+        self.taints: tuple[types_pb2.Taint, ...] = ()
+        self.unschedulable = False
         self.pods: list[PodInfo] = []
         self.pods_with_affinity: list[PodInfo] = []
         self.pods_with_required_anti_affinity: list[PodInfo] = []
@@ -344,12 +354,12 @@ class NodeInfo:
         if node is not None:
             self.set_node(node)
 
-    @property
-    def name(self) -> str:
-        return self.node.metadata.name if self.node is not None else ""
-
     def set_node(self, node: types_pb2.Node) -> None:
         self.node = node
+        self.name = node.metadata.name
+        self.labels = dict(node.metadata.labels)
+        self.taints = tuple(node.spec.taints)
+        self.unschedulable = node.spec.unschedulable
         self.allocatable = Resource.from_list(node.status.allocatable)
         self.generation = next_generation()
 
@@ -389,6 +399,10 @@ class NodeInfo:
     def clone(self) -> NodeInfo:
         c = NodeInfo.__new__(NodeInfo)
         c.node = self.node
+        c.name = self.name
+        c.labels = self.labels
+        c.taints = self.taints
+        c.unschedulable = self.unschedulable
         c.pods = list(self.pods)
         c.pods_with_affinity = list(self.pods_with_affinity)
         c.pods_with_required_anti_affinity = list(self.pods_with_required_anti_affinity)

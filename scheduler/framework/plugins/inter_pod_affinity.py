@@ -256,7 +256,7 @@ class PreFilterState:
     def update_with_pod(self, pi: PodInfo, node: NodeInfo, multiplier: int) -> None:
         if node.node is None:
             return
-        labels = node.node.metadata.labels
+        labels = node.labels
         self.add_existing_pod(pi, labels, multiplier)
         self.add_incoming_matches(pi, labels, multiplier)
 
@@ -309,7 +309,7 @@ class InterPodAffinity(
         for ni in lister.have_pods_with_required_anti_affinity_list():
             if ni.node is None:
                 continue
-            labels = ni.node.metadata.labels
+            labels = ni.labels
             for existing in ni.pods_with_required_anti_affinity:
                 s.add_existing_pod(existing, labels, 1)
         pi = s.pod_info
@@ -321,7 +321,7 @@ class InterPodAffinity(
             for ni in nodes:
                 if ni.node is None or not ni.pods:
                     continue
-                labels = ni.node.metadata.labels
+                labels = ni.labels
                 for existing in ni.pods:
                     meta = existing.pod.metadata
                     ns, pod_labels = meta.namespace, meta.labels
@@ -365,7 +365,7 @@ class InterPodAffinity(
             return st.as_error(f"reading {PRE_FILTER_STATE_KEY!r} from cycleState: not found")
         if node.node is None:
             return st.as_error("node not found")
-        labels = node.node.metadata.labels
+        labels = node.labels
         pi = s.pod_info
 
         terms = pi.required_affinity_terms
@@ -413,7 +413,7 @@ class InterPodAffinity(
         for ni in all_nodes:
             if ni.node is None:
                 continue
-            labels = ni.node.metadata.labels
+            labels = ni.labels
             if not labels:
                 continue
             for existing in ni.pods if has_constraints else ni.pods_with_affinity:
@@ -429,7 +429,7 @@ class InterPodAffinity(
             return 0, st.as_error(f"reading {PRE_SCORE_STATE_KEY!r} from cycleState: not found")
         if node.node is None:
             return 0, st.as_error("node not found")
-        labels = node.node.metadata.labels
+        labels = node.labels
         total = 0
         for key, values in s.topology_score.items():
             value = labels.get(key)

@@ -49,7 +49,7 @@ class NodeUnschedulable(FilterPlugin, EnqueueExtensions):
     def filter(self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo) -> Status:
         if node.node is None:
             return unresolvable(ERR_REASON_UNKNOWN_CONDITION)
-        if not node.node.spec.unschedulable or _tolerates_unschedulable(pod):
+        if not node.unschedulable or _tolerates_unschedulable(pod):
             return SUCCESS
         return unresolvable(ERR_REASON_UNSCHEDULABLE)
 

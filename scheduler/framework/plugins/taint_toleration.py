@@ -81,7 +81,7 @@ class TaintToleration(
     def filter(self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo) -> Status:
         if node.node is None:
             return as_error("node not found")
-        if not node.node.spec.taints:
+        if not node.taints:
             return SUCCESS
         taint = _untolerated(node.node, pod)
         if taint is None:
@@ -111,7 +111,7 @@ class TaintToleration(
         if node.node is None:
             return 0, as_error("node not found")
         count = 0
-        for taint in node.node.spec.taints:
+        for taint in node.taints:
             if taint.effect != TAINT_PREFER_NO_SCHEDULE:
                 continue
             if not tolerations_tolerate_taint(s.tolerations_prefer_no_schedule, taint):
