@@ -14,6 +14,11 @@ BENCHMARKS: Final[dict[str, tuple[str, str]]] = {
         "create/get/update throughput and p50/p99 through the apiserver vs raw etcd, "
         "watch delivery latency",
     ),
+    "scheduler_perf": (
+        "bench.scheduler_perf",
+        "scheduler_perf-style scheduling throughput (SchedulingBasic on 500/5000 bare nodes), "
+        "scheduling_algorithm_duration, CPU and RSS of each process",
+    ),
 }
 
 

@@ -1,0 +1,1088 @@
+"""Scheduling throughput of kemu's kube-scheduler, in the manner of upstream's scheduler_perf.
+
+    python -m bench scheduler_perf [--workload NAME ...] [--quick] [--json FILE]
+
+Each workload of bench/workloads/performance-config.yaml runs on a fresh cluster (etcd, the
+apiserver and `python -m scheduler`, started with the test harness in a temporary directory).
+Its ops run in order: `createNodes` creates bare Node objects (no kubelet), `createPods`
+creates pods as fast as the apiserver takes them (several creates in flight) and, unless told
+otherwise, waits until all of them are bound; `barrier` waits until every pod is bound.
+
+One watch of all pods, opened before the first op, records when each pod is first seen with
+spec.nodeName set. For the op marked `collectMetrics`, the measured phase runs from its first
+create to the binding of its last pod; it yields:
+
+- SchedulingThroughput as scheduler_perf reports it: pods bound per one-second window of the
+  phase (average, p50, p90, p99 of those samples);
+- created-to-bound throughput: measured pods / the phase's length;
+- the average scheduling_algorithm_duration (delta of the histogram's _sum over delta of its
+  _count between scrapes of the scheduler's /metrics at both ends of the phase) and the
+  schedule attempts by result over the phase;
+- CPU (cores) of the scheduler, apiserver, etcd and this process over the phase, and their RSS
+  at the end of the workload.
+
+The cluster is always stopped at the end, also on Ctrl-C. See bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+import anyio.abc
+import yaml
+from google.protobuf.message import Message
+from prometheus_client.parser import text_string_to_metric_families
+
+from bench.common import (
+    Clock,
+    CpuMeter,
+    fmt,
+    format_table,
+    jsonable,
+    percentile,
+    rate,
+    ratio,
+    rss_kib,
+    run_concurrent,
+)
+from kemu.api.v1 import types_pb2
+from kemu.client.client import Client
+from kemu.machinery import convert, kinds
+from kemu.machinery.errors import ApiError, Gone, Invalid
+from kemu.testing.cluster import Cluster
+from kemu.testing.processes import ProcessStartError
+
+log = logging.getLogger(__name__)
+
+WORKLOADS_FILE: Final = Path(__file__).parent / "workloads" / "performance-config.yaml"
+DEFAULT_LABEL: Final = "performance"
+QUICK_LABEL: Final = "quick"
+CREATORS: Final = 16  # creates in flight
+SAMPLE_INTERVAL: Final = 1.0  # seconds per throughput sample, as scheduler_perf
+WAIT_TIMEOUT: Final = 600.0  # for the pods of one op to be bound
+ALGORITHM_DURATION: Final = "scheduler_scheduling_algorithm_duration_seconds"
+ATTEMPT_DURATION: Final = "scheduler_scheduling_attempt_duration_seconds"
+SCHEDULE_ATTEMPTS: Final = "scheduler_schedule_attempts_total"
+PENDING_PODS: Final = "scheduler_pending_pods"
+PY_SPY_SECONDS: Final = 20
+
+# Upstream's config/templates/node-default.yaml (the node scheduler_perf creates by default).
+DEFAULT_NODE_TEMPLATE: Final[Mapping[str, Any]] = {
+    "metadata": {"generateName": "scheduler-perf-"},
+    "status": {
+        "capacity": {"pods": "110", "cpu": "4", "memory": "32Gi"},
+        "conditions": [{"type": "Ready", "status": "True"}],
+    },
+}
+# Upstream's config/templates/pod-default.yaml (without the container port, which kemu's Pod
+# does not model and no default plugin looks at).
+DEFAULT_POD_TEMPLATE: Final[Mapping[str, Any]] = {
+    "metadata": {"generateName": "pod-"},
+    "spec": {
+        "containers": [
+            {
+                "name": "pause",
+                "image": "registry.k8s.io/pause:3.10",
+                "resources": {
+                    "limits": {"cpu": "100m", "memory": "500Mi"},
+                    "requests": {"cpu": "100m", "memory": "500Mi"},
+                },
+            }
+        ]
+    },
+}
+
+
+# ---------------------------------------------------------------------- workloads
+
+
+class WorkloadError(ValueError):
+    """A workload file that cannot be used; the message names the offending field."""
+
+
+@dataclass(frozen=True)
+class CreateNodes:
+    count: int
+    template: types_pb2.Node
+
+
+@dataclass(frozen=True)
+class CreatePods:
+    count: int
+    template: types_pb2.Pod
+    namespace: str
+    collect_metrics: bool = False
+    skip_wait: bool = False
+
+
+@dataclass(frozen=True)
+class Barrier:
+    namespaces: tuple[str, ...] = ()  # empty: every namespace
+
+
+Op = CreateNodes | CreatePods | Barrier
+
+
+@dataclass(frozen=True)
+class Workload:
+    test_case: str
+    name: str
+    labels: tuple[str, ...]
+    params: Mapping[str, int]
+    ops: tuple[Op, ...]
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.test_case}/{self.name}"
+
+    @property
+    def measured(self) -> CreatePods | None:
+        return next(
+            (op for op in self.ops if isinstance(op, CreatePods) and op.collect_metrics), None
+        )
+
+    def count(
+        self, kind: type[CreateNodes] | type[CreatePods], *, measured: bool | None = None
+    ) -> int:
+        """Objects created by ops of `kind`; for pods, `measured` selects the measured op or the others."""
+        total = 0
+        for op in self.ops:
+            if not isinstance(op, kind):
+                continue
+            if (
+                measured is not None
+                and isinstance(op, CreatePods)
+                and op.collect_metrics != measured
+            ):
+                continue
+            total += op.count
+        return total
+
+
+_OP_FIELDS: Final[dict[str, frozenset[str]]] = {
+    "createNodes": frozenset({"opcode", "count", "countParam", "nodeTemplate", "nodeTemplatePath"}),
+    "createPods": frozenset(
+        {
+            "opcode",
+            "count",
+            "countParam",
+            "podTemplate",
+            "podTemplatePath",
+            "namespace",
+            "collectMetrics",
+            "skipWaitToCompletion",
+        }
+    ),  # fmt: skip
+    "barrier": frozenset({"opcode", "namespaces"}),
+}
+_TEST_CASE_FIELDS: Final = frozenset(
+    {"name", "labels", "defaultPodTemplatePath", "workloadTemplate", "workloads"}
+)
+_WORKLOAD_FIELDS: Final = frozenset({"name", "labels", "params"})
+
+
+def load_workloads(path: Path) -> list[Workload]:
+    """Every workload of a performance-config YAML file (template paths are relative to it)."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise WorkloadError(f"{path}: {e}") from e
+    try:
+        return parse_workloads(data, base_dir=path.parent)
+    except WorkloadError as e:
+        raise WorkloadError(f"{path}: {e}") from e
+
+
+def parse_workloads(data: Any, *, base_dir: Path | None = None) -> list[Workload]:
+    """The workloads of the parsed YAML `data`: a list of test cases, each with a
+    `workloadTemplate` (ops) and `workloads` (name, labels, params), as upstream's
+    performance-config.yaml. `$name` in `countParam` is replaced by the workload's param."""
+    if not isinstance(data, list):
+        raise WorkloadError(f"<root>: expected a list of test cases, got {_type_name(data)}")
+    out: list[Workload] = []
+    seen: set[str] = set()
+    for i, case in enumerate(data):
+        where = f"[{i}]"
+        case_map = _mapping(case, where, _TEST_CASE_FIELDS)
+        name = _string(case_map, "name", where)
+        where = f"[{i}] {name}"
+        case_labels = _labels(case_map, where)
+        default_pod = _load_template_path(case_map, "defaultPodTemplatePath", where, base_dir)
+        template = case_map.get("workloadTemplate")
+        if not isinstance(template, list) or not template:
+            raise WorkloadError(f"{where}.workloadTemplate: expected a non-empty list of ops")
+        workloads = case_map.get("workloads")
+        if not isinstance(workloads, list) or not workloads:
+            raise WorkloadError(f"{where}.workloads: expected a non-empty list of workloads")
+        for j, w in enumerate(workloads):
+            w_where = f"{where}.workloads[{j}]"
+            w_map = _mapping(w, w_where, _WORKLOAD_FIELDS)
+            w_name = _string(w_map, "name", w_where)
+            params = _params(w_map.get("params", {}), f"{w_where}.params")
+            ops = tuple(
+                _parse_op(
+                    op, f"{where}.workloadTemplate[{k}]", k, params, w_name, default_pod, base_dir
+                )
+                for k, op in enumerate(template)
+            )
+            measured = [
+                k for k, op in enumerate(ops) if isinstance(op, CreatePods) and op.collect_metrics
+            ]
+            if len(measured) > 1:
+                raise WorkloadError(
+                    f"{where}.workloadTemplate[{measured[1]}].collectMetrics: only one op per "
+                    "workload can collect metrics"
+                )
+            workload = Workload(
+                test_case=name,
+                name=w_name,
+                labels=tuple(dict.fromkeys([*case_labels, *_labels(w_map, w_where)])),
+                params=params,
+                ops=ops,
+            )
+            if workload.full_name in seen:
+                raise WorkloadError(f"{w_where}.name: duplicate workload {workload.full_name}")
+            seen.add(workload.full_name)
+            out.append(workload)
+    return out
+
+
+def select_workloads(
+    workloads: Sequence[Workload], names: Sequence[str], label: str
+) -> list[Workload]:
+    """The workloads named (`TestCase/Workload`, or `TestCase` for all of its workloads, or
+    `all`), or when no name is given those carrying `label`. KeyError names an unknown one."""
+    if not names:
+        return [w for w in workloads if label in w.labels]
+    chosen: list[Workload] = []
+    for name in names:
+        matched = [
+            w for w in workloads if name in ("all", w.full_name, w.test_case) and w not in chosen
+        ]
+        if not matched and not any(name in (w.full_name, w.test_case) for w in workloads):
+            known = ", ".join(w.full_name for w in workloads)
+            raise KeyError(f"no workload {name!r} (known: {known})")
+        chosen.extend(matched)
+    return chosen
+
+
+def _parse_op(
+    raw: Any,
+    where: str,
+    index: int,
+    params: Mapping[str, int],
+    workload: str,
+    default_pod: Mapping[str, Any] | None,
+    base_dir: Path | None,
+) -> Op:
+    if not isinstance(raw, dict):
+        raise WorkloadError(f"{where}: expected a mapping, got {_type_name(raw)}")
+    opcode = raw.get("opcode")
+    if opcode not in _OP_FIELDS:
+        raise WorkloadError(
+            f"{where}.opcode: expected one of {', '.join(sorted(_OP_FIELDS))}, got {opcode!r}"
+        )
+    _mapping(raw, where, _OP_FIELDS[opcode])
+    if opcode == "barrier":
+        namespaces = raw.get("namespaces", [])
+        if not isinstance(namespaces, list) or not all(isinstance(n, str) for n in namespaces):
+            raise WorkloadError(f"{where}.namespaces: expected a list of strings")
+        return Barrier(tuple(namespaces))
+    count = _count(raw, where, params, workload)
+    if opcode == "createNodes":
+        data = _template(raw, "nodeTemplate", where, base_dir) or DEFAULT_NODE_TEMPLATE
+        node = _message(kinds.BY_KIND["Node"], data, f"{where}.nodeTemplate")
+        assert isinstance(node, types_pb2.Node)
+        return CreateNodes(count, node)
+    data = _template(raw, "podTemplate", where, base_dir) or default_pod or DEFAULT_POD_TEMPLATE
+    pod = _message(kinds.BY_KIND["Pod"], data, f"{where}.podTemplate")
+    assert isinstance(pod, types_pb2.Pod)
+    namespace = raw.get("namespace", pod.metadata.namespace or f"namespace-{index}")
+    if not isinstance(namespace, str) or not namespace:
+        raise WorkloadError(f"{where}.namespace: expected a non-empty string")
+    collect = _bool(raw, "collectMetrics", where)
+    skip = _bool(raw, "skipWaitToCompletion", where)
+    if collect and skip:
+        raise WorkloadError(
+            f"{where}.skipWaitToCompletion: the op that collects metrics waits for its pods"
+        )
+    return CreatePods(count, pod, namespace, collect_metrics=collect, skip_wait=skip)
+
+
+def _count(raw: Mapping[str, Any], where: str, params: Mapping[str, int], workload: str) -> int:
+    if "count" in raw and "countParam" in raw:
+        raise WorkloadError(f"{where}.countParam: give count or countParam, not both")
+    if "countParam" in raw:
+        ref = raw["countParam"]
+        if not isinstance(ref, str) or not ref.startswith("$") or len(ref) < 2:
+            raise WorkloadError(f"{where}.countParam: expected $name, got {ref!r}")
+        if ref[1:] not in params:
+            raise WorkloadError(f"{where}.countParam: workload {workload} has no param {ref[1:]!r}")
+        return params[ref[1:]]
+    if "count" not in raw:
+        raise WorkloadError(f"{where}.count: required (or countParam)")
+    value = raw["count"]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise WorkloadError(f"{where}.count: expected a non-negative integer, got {value!r}")
+    return value
+
+
+def _params(raw: Any, where: str) -> dict[str, int]:
+    if not isinstance(raw, dict):
+        raise WorkloadError(f"{where}: expected a mapping, got {_type_name(raw)}")
+    out: dict[str, int] = {}
+    for key, value in raw.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise WorkloadError(f"{where}.{key}: expected a non-negative integer, got {value!r}")
+        out[str(key)] = value
+    return out
+
+
+def _template(
+    raw: Mapping[str, Any], key: str, where: str, base_dir: Path | None
+) -> Mapping[str, Any] | None:
+    if key in raw and key + "Path" in raw:
+        raise WorkloadError(f"{where}.{key}Path: give {key} or {key}Path, not both")
+    if key in raw:
+        value = raw[key]
+        if not isinstance(value, dict):
+            raise WorkloadError(f"{where}.{key}: expected a mapping, got {_type_name(value)}")
+        return value
+    return _load_template_path(raw, key + "Path", where, base_dir)
+
+
+def _load_template_path(
+    raw: Mapping[str, Any], key: str, where: str, base_dir: Path | None
+) -> Mapping[str, Any] | None:
+    if key not in raw:
+        return None
+    value = raw[key]
+    if not isinstance(value, str):
+        raise WorkloadError(f"{where}.{key}: expected a path, got {_type_name(value)}")
+    path = Path(value) if base_dir is None else base_dir / value
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise WorkloadError(f"{where}.{key}: {e}") from e
+    if not isinstance(data, dict):
+        raise WorkloadError(f"{where}.{key}: {path} does not hold a mapping")
+    return data
+
+
+def _message(kind: kinds.Kind, data: Mapping[str, Any], where: str) -> Message:
+    try:
+        return convert.from_dict(kind, dict(data))
+    except Invalid as e:
+        raise WorkloadError(f"{where}: {e}") from e
+
+
+def _mapping(raw: Any, where: str, allowed: frozenset[str]) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise WorkloadError(f"{where}: expected a mapping, got {_type_name(raw)}")
+    unknown = sorted(str(k) for k in raw if k not in allowed)
+    if unknown:
+        raise WorkloadError(f"{where}.{unknown[0]}: unknown field")
+    return raw
+
+
+def _string(raw: Mapping[str, Any], key: str, where: str) -> str:
+    value = raw.get(key)
+    if not isinstance(value, str) or not value:
+        raise WorkloadError(f"{where}.{key}: expected a non-empty string")
+    return value
+
+
+def _bool(raw: Mapping[str, Any], key: str, where: str) -> bool:
+    value = raw.get(key, False)
+    if not isinstance(value, bool):
+        raise WorkloadError(f"{where}.{key}: expected true or false, got {value!r}")
+    return value
+
+
+def _labels(raw: Mapping[str, Any], where: str) -> tuple[str, ...]:
+    value = raw.get("labels", [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise WorkloadError(f"{where}.labels: expected a list of strings")
+    return tuple(value)
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def node_objects(op: CreateNodes, op_index: int) -> list[types_pb2.Node]:
+    """The nodes of a createNodes op: named <generateName><op>-<i>, labelled
+    kubernetes.io/hostname as a kubelet would, allocatable = capacity unless the template
+    gives it."""
+    prefix = op.template.metadata.generate_name or op.template.metadata.name or "node-"
+    out = []
+    for i in range(op.count):
+        node = types_pb2.Node()
+        node.CopyFrom(op.template)
+        node.metadata.generate_name = ""
+        node.metadata.name = f"{prefix}{op_index}-{i}"
+        node.metadata.labels["kubernetes.io/hostname"] = node.metadata.name
+        if not node.status.allocatable:
+            node.status.allocatable.update(node.status.capacity)
+        out.append(node)
+    return out
+
+
+def pod_objects(op: CreatePods, op_index: int) -> list[types_pb2.Pod]:
+    """The pods of a createPods op: named <generateName><op>-<i> in the op's namespace."""
+    prefix = op.template.metadata.generate_name or op.template.metadata.name or "pod-"
+    out = []
+    for i in range(op.count):
+        pod = types_pb2.Pod()
+        pod.CopyFrom(op.template)
+        pod.metadata.generate_name = ""
+        pod.metadata.name = f"{prefix}{op_index}-{i}"
+        pod.metadata.namespace = op.namespace
+        out.append(pod)
+    return out
+
+
+# ---------------------------------------------------------------------- measurement (pure)
+
+
+def throughput_samples(
+    bound_times: Iterable[float], start: float, end: float, interval: float = SAMPLE_INTERVAL
+) -> list[float]:
+    """Pods bound per second in consecutive windows of `interval` seconds from `start` to `end`.
+
+    Window k is [start + k*interval, start + (k+1)*interval); a time at `end` belongs to the
+    last window. When the phase does not end on a window boundary, the last, partial window is
+    divided by its own length; if it is shorter than half an interval it is merged into the
+    window before it instead, so that a few pods bound just after a boundary do not make an
+    outlier sample. Times outside [start, end] are ignored. No samples when end <= start.
+    """
+    if interval <= 0:
+        raise ValueError("the interval must be positive")
+    length = end - start
+    if length <= 0:
+        return []
+    full = int(length // interval)
+    tail = length - full * interval
+    if tail < 1e-9 * interval:
+        windows = [interval] * full
+    elif full == 0 or tail >= interval / 2:
+        windows = [interval] * full + [tail]
+    else:
+        windows = [interval] * (full - 1) + [interval + tail]
+    counts = [0] * len(windows)
+    for t in bound_times:
+        if t < start or t > end:
+            continue
+        k = min(int((t - start) // interval), len(windows) - 1)
+        counts[k] += 1
+    return [c / w for c, w in zip(counts, windows, strict=True)]
+
+
+@dataclass(frozen=True)
+class ThroughputStats:
+    """scheduler_perf's SchedulingThroughput: statistics of the per-second samples (pods/s)."""
+
+    average: float
+    p50: float
+    p90: float
+    p99: float
+    samples: int
+
+
+def throughput_stats(samples: Sequence[float]) -> ThroughputStats:
+    values = sorted(samples)
+    if not values:
+        return ThroughputStats(math.nan, math.nan, math.nan, math.nan, 0)
+    return ThroughputStats(
+        average=math.fsum(values) / len(values),
+        p50=percentile(values, 50),
+        p90=percentile(values, 90),
+        p99=percentile(values, 99),
+        samples=len(values),
+    )
+
+
+LabelSet = tuple[tuple[str, str], ...]
+Samples = dict[str, dict[LabelSet, float]]
+
+
+def parse_metrics(text: str) -> Samples:
+    """Prometheus text -> {sample name: {sorted (label, value) pairs: value}}.
+
+    Sample names are as exposed (`x_total`, `h_sum`, `h_count`, `h_bucket`), not family names.
+    """
+    out: Samples = defaultdict(dict)
+    try:
+        for family in text_string_to_metric_families(text):
+            for s in family.samples:
+                out[s.name][tuple(sorted(s.labels.items()))] = float(s.value)
+    except ValueError as e:
+        raise ValueError(f"unreadable metrics text: {e}") from e
+    return dict(out)
+
+
+def metric_sum(samples: Samples, name: str, **match: str) -> float:
+    """The sum of the `name` samples whose labels include `match` (0 when none)."""
+    total = 0.0
+    for labels, value in samples.get(name, {}).items():
+        d = dict(labels)
+        if all(d.get(k) == v for k, v in match.items()):
+            total += value
+    return total
+
+
+def metric_delta(before: Samples, after: Samples, name: str, **match: str) -> float:
+    return metric_sum(after, name, **match) - metric_sum(before, name, **match)
+
+
+def histogram_mean_delta(before: Samples, after: Samples, histogram: str, **match: str) -> float:
+    """The mean of the observations made between two scrapes: delta _sum / delta _count
+    (NaN when nothing was observed)."""
+    count = metric_delta(before, after, histogram + "_count", **match)
+    if count <= 0:
+        return math.nan
+    return metric_delta(before, after, histogram + "_sum", **match) / count
+
+
+def delta_by_label(before: Samples, after: Samples, name: str, label: str) -> dict[str, float]:
+    """The increase of `name` between two scrapes, summed per value of `label` (zero
+    increases left out)."""
+    out: dict[str, float] = {}
+    values = {dict(ls).get(label, "") for ls in after.get(name, {})}
+    for v in sorted(values):
+        d = metric_delta(before, after, name, **{label: v})
+        if d:
+            out[v] = d
+    return out
+
+
+def by_label(samples: Samples, name: str, label: str) -> dict[str, float]:
+    """The current value of `name`, summed per value of `label`."""
+    out: dict[str, float] = defaultdict(float)
+    for labels, value in samples.get(name, {}).items():
+        out[dict(labels).get(label, "")] += value
+    return dict(out)
+
+
+_FRAME_LINE: Final = re.compile(r":\d+\)$")
+
+
+def summarize_stacks(
+    raw: str, top: int = 15, *, spine: float = 0.95
+) -> tuple[int, list[tuple[str, int]], list[tuple[str, int]]]:
+    """py-spy's raw (collapsed) output -> (total samples, top self frames, top inclusive frames).
+
+    Each line is `frame;frame;...;leaf count`, a frame being `function (file:line)`. Frames are
+    grouped per function (the line number is dropped); a function counts once per stack for
+    the inclusive figure, however often it recurses. Frames found in at least `spine` of the
+    samples (the event loop, the process's main) are left out of the inclusive list: they say
+    nothing about where the time goes.
+    """
+    total = 0
+    own: Counter[str] = Counter()
+    inclusive: Counter[str] = Counter()
+    for line in raw.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        stack, _, count_text = line.rpartition(" ")
+        try:
+            count = int(count_text)
+        except ValueError:
+            continue
+        frames = [_FRAME_LINE.sub(")", f) for f in stack.split(";") if f]
+        if not frames:
+            continue
+        total += count
+        own[frames[-1]] += count
+        for f in dict.fromkeys(frames):  # once per stack, in a stable order
+            inclusive[f] += count
+    informative = [(f, c) for f, c in inclusive.most_common() if c < spine * total]
+    return total, own.most_common(top), informative[:top]
+
+
+# ---------------------------------------------------------------------- binding tracker
+
+
+class BindTracker:
+    """Fed with every pod the watch delivers; remembers when each expected pod was first seen
+    bound (spec.nodeName set), per op, and wakes whoever waits for an op or a namespace."""
+
+    def __init__(self, clock: Clock = time.monotonic) -> None:
+        self._clock = clock
+        self._owner: dict[str, int] = {}  # namespace/name -> op index
+        self._expected: Counter[int] = Counter()
+        self._namespace_of: dict[int, str] = {}
+        self._bound: set[str] = set()
+        self.bound_at: dict[int, list[float]] = defaultdict(list)
+        self.bound_in: Counter[str] = Counter()  # per namespace
+        self.created_in: Counter[str] = Counter()
+        self._changed = anyio.Event()
+        self.events = 0
+
+    def expect(self, op_index: int, pods: Sequence[types_pb2.Pod]) -> None:
+        """Registers the pods an op is about to create (before creating them)."""
+        for pod in pods:
+            key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+            self._owner[key] = op_index
+            self.created_in[pod.metadata.namespace] += 1
+            self._namespace_of[op_index] = pod.metadata.namespace
+        self._expected[op_index] += len(pods)
+
+    def observe(self, pod: types_pb2.Pod) -> None:
+        self.events += 1
+        if not pod.spec.node_name:
+            return
+        key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+        if key in self._bound:
+            return
+        self._bound.add(key)
+        op = self._owner.get(key)
+        if op is None:
+            return
+        self.bound_at[op].append(self._clock())
+        self.bound_in[pod.metadata.namespace] += 1
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    def op_done(self, op_index: int) -> bool:
+        return len(self.bound_at[op_index]) >= self._expected[op_index]
+
+    def namespaces_done(self, namespaces: Sequence[str]) -> bool:
+        names = namespaces or list(self.created_in)
+        return all(self.bound_in[n] >= self.created_in[n] for n in names)
+
+    def pending(self) -> int:
+        return sum(self.created_in.values()) - sum(self.bound_in.values())
+
+    async def wait_op(self, op_index: int, within: float) -> None:
+        await self._wait(lambda: self.op_done(op_index), within, f"op {op_index}")
+
+    async def wait_namespaces(self, namespaces: Sequence[str], within: float) -> None:
+        what = ", ".join(namespaces) if namespaces else "every namespace"
+        await self._wait(lambda: self.namespaces_done(namespaces), within, what)
+
+    async def _wait(self, done: Callable[[], bool], within: float, what: str) -> None:
+        with anyio.move_on_after(within) as scope:
+            while not done():
+                await self._changed.wait()
+        if scope.cancelled_caught:
+            raise TimeoutError(
+                f"the pods of {what} were not all bound within {within:g} s "
+                f"({self.pending()} pods not bound)"
+            )
+
+    async def run(
+        self, client: Client, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Lists pods for a resourceVersion, then watches from it until cancelled; a watch
+        that ends or fails is resumed from the last resourceVersion seen."""
+        rv = (await client.list(types_pb2.Pod, limit=1)).resource_version
+        task_status.started()
+        while True:
+            try:
+                async with client.watch(types_pb2.Pod, resource_version=rv) as events:
+                    async for event in events:
+                        rv = event.object.metadata.resource_version or rv
+                        if event.type != "BOOKMARK":
+                            self.observe(event.object)
+            except Gone:
+                raise
+            except ApiError as e:
+                log.warning("the pod watch failed (%s); resuming from %s", e, rv)
+                await anyio.sleep(0.1)
+
+
+# ---------------------------------------------------------------------- a run
+
+
+@dataclass
+class Result:
+    workload: str
+    nodes: int = 0
+    init_pods: int = 0
+    measured_pods: int = 0
+    node_create_rate: float = math.nan
+    pod_create_rate: float = math.nan  # of the measured op
+    phase_seconds: float = math.nan  # first measured create -> last measured pod bound
+    created_to_bound: float = math.nan  # measured pods / phase_seconds
+    throughput: ThroughputStats = field(
+        default_factory=lambda: ThroughputStats(math.nan, math.nan, math.nan, math.nan, 0)
+    )
+    samples: list[float] = field(default_factory=list)
+    algorithm_ms: float = math.nan  # mean scheduling_algorithm_duration over the phase
+    attempt_ms: float = math.nan  # mean scheduling_attempt_duration over the phase
+    attempts: dict[str, float] = field(default_factory=dict)
+    pending_end: dict[str, float] = field(default_factory=dict)
+    cpu_cores: dict[str, float] = field(default_factory=dict)
+    rss_kib: dict[str, int | None] = field(default_factory=dict)
+    watch_events: int = 0
+    load_avg_start: list[float] = field(default_factory=list)
+    profile: dict[str, Any] = field(default_factory=dict)
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class Options:
+    workloads: tuple[Workload, ...]
+    json_path: str | None
+    scheduler_config: str | None
+    creators: int
+    timeout: float
+    py_spy: str | None  # output file of a py-spy profile of the measured phase
+    py_spy_bin: str
+    py_spy_seconds: int
+
+
+class Runner:
+    def __init__(self, cluster: Cluster, workload: Workload, opts: Options) -> None:
+        self.cluster = cluster
+        self.workload = workload
+        self.opts = opts
+        self.result = Result(
+            workload.full_name,
+            nodes=workload.count(CreateNodes),
+            init_pods=workload.count(CreatePods, measured=False),
+            measured_pods=workload.count(CreatePods, measured=True),
+            load_avg_start=list(os.getloadavg()),
+        )
+        self.pids: dict[str, int | None] = {
+            "scheduler": cluster.processes["scheduler"].pid,
+            "apiserver": cluster.processes["apiserver"].pid,
+            "etcd": cluster.processes["etcd"].pid,
+            "bench": os.getpid(),
+        }
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._profiled: anyio.Event | None = None  # while a py-spy profile runs
+
+    async def run(self) -> Result:
+        async with Client(self.cluster.server, user_agent="bench-scheduler-perf") as client:
+            await client.wait_ready(timeout=30)
+            tracker = BindTracker()
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                await tg.start(tracker.run, client)
+                for index, op in enumerate(self.workload.ops):
+                    await self.run_op(client, tracker, index, op)
+                if self._profiled is not None:
+                    await self._profiled.wait()
+                tg.cancel_scope.cancel()
+            self.result.watch_events = tracker.events
+        self.result.rss_kib = {n: rss_kib(p) for n, p in self.pids.items() if p is not None}
+        return self.result
+
+    async def run_op(self, client: Client, tracker: BindTracker, index: int, op: Op) -> None:
+        opts = self.opts
+        if isinstance(op, Barrier):
+            log.info("op %d: barrier", index)
+            await tracker.wait_namespaces(op.namespaces, opts.timeout)
+            return
+        if isinstance(op, CreateNodes):
+            log.info("op %d: creating %d nodes", index, op.count)
+            nodes = node_objects(op, index)
+            res = await run_concurrent(len(nodes), opts.creators, lambda i: client.create(nodes[i]))
+            _raise_errors(res.errors, res.first_error, "node")
+            self.result.node_create_rate = res.ops_per_second
+            log.info("op %d: %d nodes at %.0f/s", index, op.count, res.ops_per_second)
+            return
+        pods = pod_objects(op, index)
+        tracker.expect(index, pods)
+        if op.collect_metrics:
+            await self.measure(client, tracker, index, pods)
+            return
+        log.info("op %d: creating %d pods in %s", index, op.count, op.namespace)
+        res = await run_concurrent(len(pods), opts.creators, lambda i: client.create(pods[i]))
+        _raise_errors(res.errors, res.first_error, "pod")
+        if not op.skip_wait:
+            await tracker.wait_op(index, opts.timeout)
+            log.info("op %d: all %d pods bound", index, op.count)
+
+    async def measure(
+        self, client: Client, tracker: BindTracker, index: int, pods: Sequence[types_pb2.Pod]
+    ) -> None:
+        r = self.result
+        scheduler = self.cluster.component("scheduler")
+        before = parse_metrics(await anyio.to_thread.run_sync(scheduler.scrape))
+        meter = CpuMeter(self.pids)
+        log.info(
+            "op %d: creating %d measured pods in %s",
+            index,
+            len(pods),
+            pods[0].metadata.namespace if pods else "-",
+        )
+        if self.opts.py_spy:
+            # In the run's task group: it may outlast the phase, and its output is read after.
+            self._profiled = anyio.Event()
+            assert self._tg is not None
+            self._tg.start_soon(self.profile, self.pids["scheduler"])
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.progress, tracker, index, len(pods))
+            meter.start()
+            start = time.monotonic()
+            res = await run_concurrent(
+                len(pods), self.opts.creators, lambda i: client.create(pods[i])
+            )
+            _raise_errors(res.errors, res.first_error, "pod")
+            r.pod_create_rate = res.ops_per_second
+            await tracker.wait_op(index, self.opts.timeout)
+            r.cpu_cores = meter.stop()
+            tg.cancel_scope.cancel()
+        times = tracker.bound_at[index]
+        end = max(times, default=start)
+        r.phase_seconds = end - start
+        r.created_to_bound = rate(len(times), r.phase_seconds)
+        r.samples = throughput_samples(times, start, end)
+        r.throughput = throughput_stats(r.samples)
+        # The attempt counter is incremented after the binding the watch has seen: scrape until
+        # it has caught up (briefly).
+        after = before
+        with anyio.move_on_after(3):
+            while True:
+                after = parse_metrics(await anyio.to_thread.run_sync(scheduler.scrape))
+                if metric_delta(before, after, SCHEDULE_ATTEMPTS, result="scheduled") >= len(pods):
+                    break
+                await anyio.sleep(0.05)
+        r.algorithm_ms = histogram_mean_delta(before, after, ALGORITHM_DURATION) * 1000
+        r.attempt_ms = histogram_mean_delta(before, after, ATTEMPT_DURATION) * 1000
+        r.attempts = delta_by_label(before, after, SCHEDULE_ATTEMPTS, "result")
+        r.pending_end = by_label(after, PENDING_PODS, "queue")
+
+    async def progress(self, tracker: BindTracker, index: int, total: int) -> None:
+        last = 0
+        while True:
+            await anyio.sleep(SAMPLE_INTERVAL)
+            bound = len(tracker.bound_at[index])
+            log.info("  %d/%d bound (+%d)", bound, total, bound - last)
+            last = bound
+            if bound >= total:
+                return
+
+    async def profile(self, pid: int | None) -> None:
+        """py-spy on the scheduler from the start of the measured phase (raw, GIL-holding
+        samples); the summary goes into the result."""
+        assert self.opts.py_spy is not None and pid is not None
+        out = Path(self.opts.py_spy)
+        argv = [
+            self.opts.py_spy_bin, "record", "-p", str(pid), "-d", str(self.opts.py_spy_seconds),
+            "-f", "raw", "-o", str(out), "--gil",
+        ]  # fmt: skip
+        try:
+            proc = await anyio.open_process(argv, stdout=subprocess.DEVNULL, stderr=None)
+        except OSError as e:
+            self.result.profile = {"error": f"cannot run {argv[0]}: {e}"}
+            assert self._profiled is not None
+            self._profiled.set()
+            return
+        try:
+            with anyio.fail_after(self.opts.py_spy_seconds + 60):
+                await proc.wait()
+            if proc.returncode != 0:
+                self.result.profile = {"error": f"py-spy exited with code {proc.returncode}"}
+                return
+            total, own, inclusive = summarize_stacks(await anyio.Path(out).read_text(), top=25)
+            self.result.profile = {
+                "file": str(out), "samples": total, "self": own, "inclusive": inclusive,
+            }  # fmt: skip
+        finally:
+            assert self._profiled is not None
+            self._profiled.set()
+            with anyio.CancelScope(shield=True):
+                if proc.returncode is None:
+                    proc.kill()
+                    await proc.wait()
+                await proc.aclose()
+
+
+def _raise_errors(errors: int, first_error: str, what: str) -> None:
+    if errors:
+        raise RuntimeError(f"{errors} {what} creates failed; the first: {first_error}")
+
+
+def run_workload(workload: Workload, opts: Options) -> Result:
+    """One workload on a fresh cluster; the cluster is stopped on return, error or Ctrl-C."""
+    with (
+        tempfile.TemporaryDirectory(prefix="kemu-bench-sched-") as tmp,
+        Cluster(Path(tmp)) as cluster,
+    ):
+        cluster.start_etcd()
+        cluster.start_apiserver()
+        cluster.start_scheduler(config=opts.scheduler_config)
+        return anyio.run(Runner(cluster, workload, opts).run)
+
+
+# ---------------------------------------------------------------------- output
+
+
+def _mib(kib: int | None) -> str:
+    return fmt(kib / 1024 if kib is not None else None, 0)
+
+
+def render(results: Sequence[Result]) -> str:
+    """One table: a row per figure, a column per workload."""
+    rows: list[list[str]] = []
+
+    def row(label: str, values: Iterable[str]) -> None:
+        rows.append([label, *values])
+
+    rs = list(results)
+    row("nodes", (str(r.nodes) for r in rs))
+    row("init pods / measured pods", (f"{r.init_pods} / {r.measured_pods}" for r in rs))
+    row("node creates/s", (fmt(r.node_create_rate, 0) for r in rs))
+    row("measured pod creates/s", (fmt(r.pod_create_rate, 0) for r in rs))
+    row("measured phase s", (fmt(r.phase_seconds, 1) for r in rs))
+    row("created-to-bound pods/s", (fmt(r.created_to_bound, 1) for r in rs))
+    row("throughput avg pods/s", (fmt(r.throughput.average, 1) for r in rs))
+    row("throughput p50 / p90 / p99", (
+        f"{fmt(r.throughput.p50, 0)} / {fmt(r.throughput.p90, 0)} / {fmt(r.throughput.p99, 0)}"
+        for r in rs
+    ))  # fmt: skip
+    row("throughput samples", (str(r.throughput.samples) for r in rs))
+    row("scheduling_algorithm avg ms", (fmt(r.algorithm_ms, 2) for r in rs))
+    row("scheduling_attempt avg ms", (fmt(r.attempt_ms, 2) for r in rs))
+    row("attempts", (
+        " ".join(f"{k}={v:.0f}" for k, v in sorted(r.attempts.items())) or "-" for r in rs
+    ))  # fmt: skip
+    for name in ("scheduler", "apiserver", "etcd", "bench"):
+        row(f"cpu {name} cores", (fmt(r.cpu_cores.get(name), 2) for r in rs))
+    for name in ("scheduler", "apiserver", "etcd"):
+        row(f"rss {name} MiB", (_mib(r.rss_kib.get(name)) for r in rs))
+    row(
+        "load average at start",
+        (f"{r.load_avg_start[0]:.2f}" if r.load_avg_start else "-" for r in rs),
+    )
+    lines = [
+        f"scheduler_perf: {len(rs)} workload(s), {os.cpu_count()} cpus; throughput samples are "
+        f"pods bound per {SAMPLE_INTERVAL:g} s window of the measured phase",
+        "",
+        format_table(["", *(r.workload for r in rs)], rows),
+    ]
+    for r in rs:
+        if r.error:
+            lines.append(f"{r.workload}: FAILED: {r.error}")
+        p = r.profile
+        if p.get("error"):
+            lines.append(f"{r.workload}: py-spy: {p['error']}")
+        elif p:
+            lines.append("")
+            lines.append(
+                f"{r.workload}: py-spy of the scheduler ({p['samples']} GIL samples, {p['file']})"
+            )
+            for title, key in (("self", "self"), ("inclusive", "inclusive")):
+                lines.append(f"  top {title}:")
+                for frame, count in p[key]:
+                    lines.append(f"    {100 * ratio(count, p['samples']):5.1f}%  {frame}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------- main
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench scheduler_perf",
+        description="scheduling throughput of kube-scheduler on bare nodes (scheduler_perf)",
+    )
+    parser.add_argument(
+        "--workload",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="TestCase/Workload, a TestCase, or 'all' (repeatable; default: the workloads "
+        f"labelled {DEFAULT_LABEL!r})",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help=f"the workloads labelled {QUICK_LABEL!r} (tiny)"
+    )
+    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    parser.add_argument(
+        "--config", metavar="FILE", default=str(WORKLOADS_FILE), help="the workloads YAML"
+    )
+    parser.add_argument("--scheduler-config", metavar="FILE", help="the scheduler's --config")
+    parser.add_argument("--creators", type=int, default=CREATORS, help="creates in flight")
+    parser.add_argument(
+        "--timeout", type=float, default=WAIT_TIMEOUT, help="seconds for one op's pods to bind"
+    )
+    parser.add_argument(
+        "--py-spy",
+        metavar="FILE",
+        help="profile the scheduler with py-spy (raw, --gil) from the start of the measured "
+        "phase into FILE, and print its top frames",
+    )
+    parser.add_argument("--py-spy-bin", default=shutil.which("py-spy") or "py-spy")
+    parser.add_argument("--py-spy-seconds", type=int, default=PY_SPY_SECONDS)
+    parser.add_argument("--list", action="store_true", help="list the workloads and exit")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        workloads = load_workloads(Path(args.config))
+        chosen = select_workloads(
+            workloads, args.workload, QUICK_LABEL if args.quick else DEFAULT_LABEL
+        )
+    except (WorkloadError, KeyError) as e:
+        print(
+            f"bench scheduler_perf: {e.args[0] if isinstance(e, KeyError) else e}", file=sys.stderr
+        )
+        return 2
+    if args.list:
+        for w in workloads:
+            params = ", ".join(f"{k}={v}" for k, v in w.params.items())
+            print(f"{w.full_name}  [{', '.join(w.labels)}]  {params}")
+        return 0
+    if not chosen:
+        print("bench scheduler_perf: no workload selected", file=sys.stderr)
+        return 2
+    if args.creators < 1:
+        print("bench scheduler_perf: --creators must be at least 1", file=sys.stderr)
+        return 2
+    opts = Options(
+        workloads=tuple(chosen),
+        json_path=args.json,
+        scheduler_config=args.scheduler_config,
+        creators=args.creators,
+        timeout=args.timeout,
+        py_spy=args.py_spy,
+        py_spy_bin=args.py_spy_bin,
+        py_spy_seconds=args.py_spy_seconds,
+    )
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    results: list[Result] = []
+    status = 0
+    try:
+        for w in chosen:
+            log.info("workload %s", w.full_name)
+            try:
+                results.append(run_workload(w, opts))
+            except (ProcessStartError, RuntimeError, TimeoutError, ApiError) as e:
+                results.append(Result(w.full_name, error=f"{type(e).__name__}: {e}"))
+                status = 1
+    except KeyboardInterrupt:
+        print("bench scheduler_perf: interrupted; the cluster was stopped", file=sys.stderr)
+        return 130
+    print(render(results))
+    if opts.json_path:
+        data = {"host": {"cpus": os.cpu_count()}, "results": jsonable(results)}
+        Path(opts.json_path).write_text(json.dumps(data, indent=2) + "\n")
+    return status
