@@ -25,7 +25,7 @@ from typing import Final
 import anyio
 from anyio.abc import TaskStatus
 
-from controllermanager import disruption
+from controllermanager import disruption, node_lifecycle, podgc
 from controllermanager.controller import ControllerContext, ControllerInit
 from kemu.client.client import Client
 from kemu.client.controlplane import (
@@ -52,6 +52,8 @@ LEASE_NAME: Final = "kube-controller-manager"
 
 CONTROLLERS: Final[dict[str, ControllerInit]] = {
     disruption.NAME: disruption.new_controller,
+    node_lifecycle.NAME: node_lifecycle.new_controller,
+    podgc.NAME: podgc.new_controller,
 }
 """Every controller by name, as upstream's NewControllerDescriptors: add new ones here."""
 
@@ -76,6 +78,25 @@ def select_controllers(spec: str, known: Mapping[str, ControllerInit]) -> dict[s
     }
 
 
+def configure_controllers(
+    controllers: Mapping[str, ControllerInit], args: argparse.Namespace
+) -> dict[str, ControllerInit]:
+    """Binds the options of the controllers' own flags to their init functions.
+
+    ValueError for an invalid flag value.
+    """
+    configured = dict(controllers)
+    if node_lifecycle.NAME in configured:
+        configured[node_lifecycle.NAME] = functools.partial(
+            node_lifecycle.new_controller, options=node_lifecycle.options_from_args(args)
+        )
+    if podgc.NAME in configured:
+        configured[podgc.NAME] = functools.partial(
+            podgc.new_controller, options=podgc.options_from_args(args)
+        )
+    return configured
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = new_parser(
         "controllermanager",
@@ -95,6 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
         f"(known: {', '.join(sorted(CONTROLLERS))}; default '*')",
     )
     add_leader_election_flags(parser, lease_name=LEASE_NAME)
+    node_lifecycle.add_flags(parser)
+    podgc.add_flags(parser)
     return parser
 
 
@@ -105,6 +128,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         controllers = select_controllers(args.controllers, CONTROLLERS)
     except ValueError as e:
         parser.error(f"--controllers: {e}")
+    try:
+        controllers = configure_controllers(controllers, args)
+    except ValueError as e:
+        parser.error(str(e))
     try:
         election = leader_election_config(args, lease_name=LEASE_NAME)
     except ValueError as e:

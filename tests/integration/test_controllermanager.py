@@ -21,8 +21,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with Cluster(tmp_path_factory.mktemp("kcm")) as c:
         c.start_etcd()
         c.start_apiserver()
-        c.start_controllermanager(name="kcm-a", leader_elect=True)
-        c.start_controllermanager(name="kcm-b", leader_elect=True)
+        # Pods here are bound to node names that do not exist; pod GC would remove them.
+        c.start_controllermanager(
+            name="kcm-a", leader_elect=True, extra_args=["--controllers", "*,-podgc"]
+        )
+        c.start_controllermanager(
+            name="kcm-b", leader_elect=True, extra_args=["--controllers", "*,-podgc"]
+        )
         yield c
 
 

@@ -1,0 +1,280 @@
+"""The pod garbage collector (upstream pkg/controller/podgc, gcOrphaned): deletes the pods
+bound to a node that no longer exists, since no kubelet will ever finish them.
+
+A node name counts as missing from the moment the controller sees a pod bound to it while the
+node informer has no such node (on a pod event, when the node is deleted, or on the periodic
+check every GC_CHECK_PERIOD). Once it has been missing for the quarantine (upstream's
+quarantineTime, 40 s; --pod-gc-quarantine here so that tests can shorten it), and a GET of the
+node answers NotFound (the informer may lag behind a node that was just created), every pod
+bound to it is deleted with grace period 0 and a uid precondition, terminating pods included.
+A node that reappears ends the quarantine. The quarantine is per node name, as upstream's: a
+pod bound to a node that has already been missing for a while goes with the others.
+
+Before deleting a pod that has not ended, the controller writes what upstream's
+markFailedAndDeletePodWithCondition writes (PodDisruptionConditions, emulated 1.26 and later):
+phase Failed and the condition DisruptionTarget=True, reason DeletionByPodGC, message
+"PodGC: node no longer exists". Each deletion is logged and recorded as a Warning Event on the
+pod (upstream only logs).
+
+Not modelled: gcTerminated (--terminated-pod-gc-threshold), gcTerminating (pods on nodes
+tainted out-of-service), gcUnscheduledTerminating (kemu's apiserver deletes unbound pods at
+once anyway).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import socket
+from dataclasses import dataclass
+from typing import Final
+
+import anyio
+
+from controllermanager.controller import ControllerContext
+from controllermanager.workqueue import WorkQueue
+from kemu.api.v1 import types_pb2
+from kemu.client.clock import Clock
+from kemu.client.controlplane import parse_duration
+from kemu.client.events import WARNING, EventRecorder
+from kemu.client.informer import FuncHandler, Informer, InformerFactory
+from kemu.client.interface import ApiClient
+from kemu.component.version import Version
+from kemu.machinery.errors import ApiError, Conflict, Invalid, NotFound
+
+logger = logging.getLogger(__name__)
+
+NAME: Final = "podgc"
+EVENT_SOURCE: Final = "pod-garbage-collector"
+
+DEFAULT_QUARANTINE: Final = 40.0
+GC_CHECK_PERIOD: Final = 20.0
+"""How often every pod is checked for a missing node (upstream gcCheckPeriod)."""
+
+NODE_NAME_INDEX: Final = "nodeName"
+DISRUPTION_TARGET: Final = "DisruptionTarget"
+DELETION_BY_POD_GC: Final = "DeletionByPodGC"
+NODE_GONE_MESSAGE: Final = "PodGC: node no longer exists"
+POD_DISRUPTION_CONDITIONS_SINCE: Final = Version(1, 26)
+_TERMINAL: Final = ("Succeeded", "Failed")
+
+
+@dataclass(frozen=True)
+class PodGCOptions:
+    quarantine: float = DEFAULT_QUARANTINE
+    gc_check_period: float = GC_CHECK_PERIOD
+
+    def __post_init__(self) -> None:
+        if self.quarantine < 0:
+            raise ValueError("--pod-gc-quarantine must not be negative")
+        if self.gc_check_period <= 0:
+            raise ValueError("the pod GC check period must be greater than 0")
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("pod garbage collector")
+    group.add_argument(
+        "--pod-gc-quarantine",
+        type=parse_duration,
+        default=DEFAULT_QUARANTINE,
+        metavar="DURATION",
+        help="how long a node must have been missing before the pods bound to it are deleted "
+        "(40s; upstream's fixed quarantineTime)",
+    )
+
+
+def options_from_args(args: argparse.Namespace) -> PodGCOptions:
+    """ValueError for an invalid value."""
+    return PodGCOptions(quarantine=args.pod_gc_quarantine)
+
+
+def _node_name_index(pod: types_pb2.Pod) -> list[str]:
+    return [pod.spec.node_name] if pod.spec.node_name else []
+
+
+def failed_by_pod_gc(pod: types_pb2.Pod, now: float) -> types_pb2.Pod:
+    """A copy of `pod` with phase Failed and DisruptionTarget=True/DeletionByPodGC."""
+    new = types_pb2.Pod()
+    new.CopyFrom(pod)
+    new.status.phase = "Failed"
+    cond = next((c for c in new.status.conditions if c.type == DISRUPTION_TARGET), None)
+    if cond is None:
+        cond = new.status.conditions.add(type=DISRUPTION_TARGET)
+    if cond.status != "True" or not cond.HasField("last_transition_time"):
+        cond.last_transition_time.FromNanoseconds(int(now * 1e9))
+    cond.status = "True"
+    cond.reason = DELETION_BY_POD_GC
+    cond.message = NODE_GONE_MESSAGE
+    return new
+
+
+class PodGCController:
+    """Deletes pods bound to nodes that do not exist; see the module docstring."""
+
+    def __init__(
+        self,
+        client: ApiClient,
+        informers: InformerFactory,
+        clock: Clock,
+        *,
+        options: PodGCOptions | None = None,
+        emulated_version: Version | None = None,
+        recorder: EventRecorder | None = None,
+    ) -> None:
+        self._client = client
+        self._clock = clock
+        self.options = options or PodGCOptions()
+        self._disruption_condition = (
+            emulated_version is None or emulated_version >= POD_DISRUPTION_CONDITIONS_SINCE
+        )
+        self._recorder = recorder or EventRecorder(
+            client, EVENT_SOURCE, host=socket.gethostname(), clock=clock
+        )
+        self.queue = WorkQueue(clock, name=NAME)
+        self._pods: Informer[types_pb2.Pod] = informers.informer(types_pb2.Pod)
+        self._nodes: Informer[types_pb2.Node] = informers.informer(types_pb2.Node)
+        self._pods.add_indexer(NODE_NAME_INDEX, _node_name_index)
+        self._missing_since: dict[str, float] = {}
+        """Node name -> when (monotonic) the controller first saw pods bound to it missing."""
+        self.deleted: list[str] = []
+        """namespace/name of every pod deleted (for tests and logs)."""
+        self._pods.add_event_handler(FuncHandler(self._on_pod, lambda _old, new: self._on_pod(new)))
+        self._nodes.add_event_handler(FuncHandler(self._on_node_add, None, self._on_node_delete))
+
+    @property
+    def name(self) -> str:
+        return NAME
+
+    # ------------------------------------------------------------ event handlers
+
+    def _note_missing(self, node_name: str) -> None:
+        """Starts the quarantine of a missing node name (once)."""
+        if node_name in self._missing_since:
+            return
+        self._missing_since[node_name] = self._clock.monotonic()
+        logger.debug("node %s: has pods but does not exist, quarantined", node_name)
+        self.queue.add_after(node_name, self.options.quarantine)
+
+    def _on_pod(self, pod: types_pb2.Pod) -> None:
+        node_name = pod.spec.node_name
+        if node_name and self._nodes.lister.get(node_name) is None:
+            self._note_missing(node_name)
+
+    def _on_node_add(self, node: types_pb2.Node) -> None:
+        self._missing_since.pop(node.metadata.name, None)
+
+    def _on_node_delete(self, node: types_pb2.Node) -> None:
+        name = node.metadata.name
+        if self._pods.lister.by_index(NODE_NAME_INDEX, name):
+            self._note_missing(name)
+
+    def check_all(self) -> None:
+        """Quarantines every node name pods are bound to that does not exist (gcOrphaned's
+        scan; events normally got there first)."""
+        for pod in self._pods.lister.list():
+            self._on_pod(pod)
+
+    # ------------------------------------------------------------ sync
+
+    async def sync(self, node_name: str) -> None:
+        """Deletes the pods of `node_name` if it has been missing for the quarantine; raises an
+        ApiError to be retried later."""
+        if self._nodes.lister.get(node_name) is not None:
+            self._missing_since.pop(node_name, None)
+            return
+        pods = self._pods.lister.by_index(NODE_NAME_INDEX, node_name)
+        if not pods:
+            self._missing_since.pop(node_name, None)
+            return
+        now = self._clock.monotonic()
+        since = self._missing_since.setdefault(node_name, now)
+        remaining = since + self.options.quarantine - now
+        if remaining > 0:
+            self.queue.add_after(node_name, remaining)
+            return
+        try:
+            await self._client.get(types_pb2.Node, node_name)
+        except NotFound:
+            pass
+        else:
+            logger.debug("node %s: exists although not in the informer yet", node_name)
+            self._missing_since.pop(node_name, None)
+            return
+        for pod in pods:
+            await self._delete_orphan(pod, node_name)
+        self._missing_since.pop(node_name, None)
+
+    async def _delete_orphan(self, pod: types_pb2.Pod, node_name: str) -> None:
+        meta = pod.metadata
+        logger.info(
+            "found orphaned pod %s/%s assigned to node %s, deleting",
+            meta.namespace,
+            meta.name,
+            node_name,
+        )
+        try:
+            if self._disruption_condition and pod.status.phase not in _TERMINAL:
+                try:
+                    await self._client.update_status(failed_by_pod_gc(pod, self._clock.now()))
+                except Invalid as e:  # the deletion matters, the condition is a courtesy
+                    logger.warning(
+                        "pod %s/%s: could not mark it Failed: %s", meta.namespace, meta.name, e
+                    )
+            await self._client.delete(
+                types_pb2.Pod, meta.name, meta.namespace, grace_period_seconds=0, uid=meta.uid
+            )
+        except NotFound:
+            return  # gone already
+        except Conflict:
+            if self._pods.lister.get(meta.name, meta.namespace) is None:
+                return
+            raise  # a changed pod (status) or another pod of that name: retried later
+        self.deleted.append(f"{meta.namespace}/{meta.name}")
+        self._recorder.event(
+            pod,
+            WARNING,
+            DELETION_BY_POD_GC,
+            "Delete",
+            f"{NODE_GONE_MESSAGE}: deleted the pod bound to node {node_name}",
+        )
+
+    # ------------------------------------------------------------ workers
+
+    async def _worker(self) -> None:
+        while (key := await self.queue.get()) is not None:
+            try:
+                await self.sync(key)
+            except ApiError as e:
+                logger.warning("error collecting the pods of node %s, requeuing: %s", key, e)
+                self.queue.add_rate_limited(key)
+            else:
+                self.queue.forget(key)
+            finally:
+                self.queue.done(key)
+
+    async def _periodic(self) -> None:
+        while True:
+            await self._clock.sleep(self.options.gc_check_period)
+            self.check_all()
+
+    async def run(self) -> None:
+        """Collects orphaned pods until cancelled; the informers must be running."""
+        logger.info("starting the pod garbage collector (quarantine %gs)", self.options.quarantine)
+        await self._pods.wait_for_sync()
+        await self._nodes.wait_for_sync()
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self.queue.run, name="podgc queue timer")
+                tg.start_soon(self._recorder.run, name="podgc events")
+                tg.start_soon(self._periodic, name="podgc periodic check")
+                await self._worker()
+        finally:
+            self.queue.shut_down()
+            logger.info("the pod garbage collector stopped")
+
+
+def new_controller(ctx: ControllerContext, options: PodGCOptions | None = None) -> PodGCController:
+    """The init function registered as "podgc" (app.py binds the flags' options)."""
+    return PodGCController(
+        ctx.client, ctx.informers, ctx.clock, options=options, emulated_version=ctx.gates.version
+    )

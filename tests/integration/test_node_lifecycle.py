@@ -1,0 +1,200 @@
+"""The node lifecycle controller and the pod garbage collector on real processes (etcd,
+apiserver, controller-manager with short periods). No kubelet runs: the test plays one, writing
+a Node with a Ready condition and heartbeat and renewing its Lease in kube-node-lease."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import anyio
+import pytest
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from kemu.api.v1 import types_pb2
+from kemu.client.client import Client
+from kemu.machinery.errors import NotFound
+from kemu.testing import Cluster, eventually, make_node, make_pod
+from kemu.testing.names import unique_name
+
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+
+PERIOD = 0.5
+GRACE = 4.0
+QUARANTINE = 2.0
+SLACK = 10.0
+RENEW_INTERVAL = 0.5
+NODE_LEASE_NAMESPACE = "kube-node-lease"
+UNREACHABLE = {
+    ("node.kubernetes.io/unreachable", "NoSchedule"),
+    ("node.kubernetes.io/unreachable", "NoExecute"),
+}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with Cluster(tmp_path_factory.mktemp("nodelifecycle")) as c:
+        c.start_etcd()
+        c.start_apiserver()
+        c.start_controllermanager(
+            extra_args=[
+                "--node-monitor-period", f"{PERIOD}s",
+                "--node-monitor-grace-period", f"{GRACE}s",
+                "--pod-gc-quarantine", f"{QUARANTINE}s",
+            ]
+        )  # fmt: skip
+        yield c
+
+
+def _stamp(ts: Timestamp) -> None:
+    ts.FromNanoseconds(time.time_ns())
+
+
+class FakeKubelet:
+    """Writes what a kubelet writes for its node: the Node (Ready, heartbeat) and its Lease."""
+
+    def __init__(self, client: Client, name: str) -> None:
+        self.client = client
+        self.name = name
+
+    async def register(self) -> None:
+        node = make_node(self.name).capacity(cpu="4", memory="8Gi", pods="110").obj()
+        ready = node.status.conditions.add(type="Ready", status="True", reason="KubeletReady")
+        _stamp(ready.last_heartbeat_time)
+        _stamp(ready.last_transition_time)
+        await self.client.create(node)
+        lease = types_pb2.Lease()
+        lease.metadata.name = self.name
+        lease.metadata.namespace = NODE_LEASE_NAMESPACE
+        lease.spec.holder_identity = self.name
+        lease.spec.lease_duration_seconds = 40
+        _stamp(lease.spec.renew_time)
+        await self.client.create(lease)
+
+    async def renew(self) -> None:
+        lease = await self.client.get(types_pb2.Lease, self.name, NODE_LEASE_NAMESPACE)
+        _stamp(lease.spec.renew_time)
+        await self.client.update(lease)
+
+    async def renew_for(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            await self.renew()
+            await anyio.sleep(RENEW_INTERVAL)
+
+    async def post_ready(self) -> None:
+        node = await self.client.get(types_pb2.Node, self.name)
+        for cond in node.status.conditions:
+            if cond.type == "Ready":
+                if cond.status != "True":
+                    _stamp(cond.last_transition_time)
+                cond.status, cond.reason, cond.message = "True", "KubeletReady", ""
+                _stamp(cond.last_heartbeat_time)
+        await self.client.update_status(node)
+
+
+async def _node(c: Client, name: str) -> tuple[str, set[tuple[str, str]]]:
+    node = await c.get(types_pb2.Node, name)
+    ready = next(cond.status for cond in node.status.conditions if cond.type == "Ready")
+    taints = {
+        (t.key, t.effect) for t in node.spec.taints if t.key.startswith("node.kubernetes.io/")
+    }
+    return ready, taints
+
+
+async def test_a_silent_node_goes_unknown_and_tainted_and_recovers(cluster: Cluster) -> None:
+    name = unique_name("node")
+    async with Client(cluster.server, timeout=10.0) as c:
+        kubelet = FakeKubelet(c, name)
+        await kubelet.register()
+
+        # Renewing for longer than the grace period keeps it Ready and untainted.
+        await kubelet.renew_for(GRACE + 2 * PERIOD)
+        assert await _node(c, name) == ("True", set())
+
+        # Silent: Unknown with both unreachable taints within grace + period + slack.
+        silent_at = time.monotonic()
+
+        async def unknown_and_tainted() -> bool:
+            assert await _node(c, name) == ("Unknown", UNREACHABLE)
+            return True
+
+        await eventually(unknown_and_tainted, timeout=GRACE + PERIOD + SLACK, interval=0.1)
+        assert time.monotonic() - silent_at >= GRACE - RENEW_INTERVAL, "not before the grace"
+        node = await c.get(types_pb2.Node, name)
+        ready = next(cond for cond in node.status.conditions if cond.type == "Ready")
+        assert (ready.reason, ready.message) == (
+            "NodeStatusUnknown",
+            "Kubelet stopped posting node status.",
+        )
+        no_execute = next(t for t in node.spec.taints if t.effect == "NoExecute")
+        assert no_execute.HasField("time_added")
+
+        # Back: the lease is renewed and Ready=True posted; both taints go.
+        await kubelet.renew()
+        await kubelet.post_ready()
+
+        async def recovered() -> bool:
+            assert await _node(c, name) == ("True", set())
+            return True
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(kubelet.renew_for, GRACE + SLACK)
+            await eventually(recovered, timeout=SLACK, interval=0.1)
+            # and it stays so while the kubelet renews
+            await anyio.sleep(GRACE + 2 * PERIOD)
+            assert await _node(c, name) == ("True", set())
+            tg.cancel_scope.cancel()
+
+        events = await c.list(types_pb2.Event, "default")
+        assert any(
+            e.reason == "NodeNotReady" and e.involved_object.name == name for e in events.items
+        )
+
+
+async def test_a_bare_node_without_a_kubelet_is_left_alone(cluster: Cluster) -> None:
+    name = unique_name("bare")
+    async with Client(cluster.server, timeout=10.0) as c:
+        await c.create(make_node(name).capacity(cpu="4").ready().obj())
+        created = await c.get(types_pb2.Node, name)
+        # A period-based wait is the point here: nothing may happen over several grace periods.
+        await anyio.sleep(GRACE + 4 * PERIOD)
+        node = await c.get(types_pb2.Node, name)
+        assert node.metadata.resource_version == created.metadata.resource_version
+
+
+async def test_pods_bound_to_missing_nodes_are_deleted_after_the_quarantine(
+    cluster: Cluster,
+) -> None:
+    ns = unique_name("podgc")
+    ghost = unique_name("ghost")
+    real = unique_name("real")
+    async with Client(cluster.server, timeout=10.0) as c:
+        kubelet = FakeKubelet(c, real)
+        await kubelet.register()
+        for pod_name, node_name in (("orphan", ghost), ("kept", real), ("doomed", real)):
+            await c.create(make_pod(pod_name).namespace(ns).obj())
+            await c.bind(ns, pod_name, node_name)
+        bound_at = time.monotonic()
+
+        async def gone(pod_name: str) -> bool:
+            try:
+                await c.get(types_pb2.Pod, pod_name, ns)
+            except NotFound:
+                return True
+            return False
+
+        await eventually(lambda: gone("orphan"), timeout=QUARANTINE + SLACK, interval=0.1)
+        assert time.monotonic() - bound_at >= QUARANTINE, "not before the quarantine"
+        assert not await gone("kept"), "a pod on an existing node stays"
+
+        # The node of the others is deleted: its pods go after the quarantine too, and a
+        # terminating one among them with them.
+        await c.delete(types_pb2.Pod, "doomed", ns, grace_period_seconds=600)
+        doomed = await c.get(types_pb2.Pod, "doomed", ns)
+        assert doomed.metadata.HasField("deletion_timestamp")
+        await c.delete(types_pb2.Node, real)
+        deleted_at = time.monotonic()
+        await eventually(lambda: gone("kept"), timeout=QUARANTINE + SLACK, interval=0.1)
+        await eventually(lambda: gone("doomed"), timeout=SLACK, interval=0.1)
+        assert time.monotonic() - deleted_at >= QUARANTINE
