@@ -270,15 +270,18 @@ class Cluster:
         extra_args: Sequence[str] = (),
         wait: bool = True,
     ) -> Component:
-        """Start a kubelet for `node_name`; its process name defaults to kubelet-<node_name>."""
+        """Start a kubelet for `node_name`; its process name defaults to kubelet-<node_name>.
+        Its checkpoints live under the cluster's directory (kept across restart())."""
+        process = name if name is not None else f"kubelet-{node_name}"
         args = [
             "--server", self.server,
             "--node-name", node_name,
             "--capacity", format_resources(capacity),
+            "--root-dir", str(self.root / process),
         ]  # fmt: skip
         return self.start_component(
             "kubelet",
-            name if name is not None else f"kubelet-{node_name}",
+            process,
             [*args, *extra_args],
             emulated_version=emulated_version,
             feature_gates=feature_gates,

@@ -284,7 +284,7 @@ async def test_metrics_carry_upstream_names(cluster):
             'scheduler_schedule_attempts_total{profile="default-scheduler",result="scheduled"}'
             in text
         )
-        return text
+        return str(text)
 
     text = await eventually(scraped, timeout=10)
     for name in (

@@ -1,0 +1,5 @@
+import sys
+
+from kubelet.app import main
+
+sys.exit(main())

@@ -1,0 +1,341 @@
+"""kubelet: `python -m kubelet --server HOST:PORT --node-name N --capacity cpu=4,memory=8Gi,pods=110`.
+
+One process runs one node, or K hollow nodes (`--nodes K --node-name-prefix P`: P-0 .. P-(K-1)),
+each with its own Node, Lease, pods and checkpoint, sharing one client, one pod informer and
+one node informer (a single watch each, filtered in memory by node name), one work queue and
+one set of pod workers. /readyz is green once every node is registered and the pod informer
+has synced.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import logging
+import socket
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import anyio
+
+from kemu.api.v1 import types_pb2
+from kemu.client.client import Client
+from kemu.client.controlplane import parse_duration, run_elected
+from kemu.client.events import EventRecorder
+from kemu.client.informer import InformerFactory
+from kemu.client.interface import ApiClient
+from kemu.component.options import new_parser, parse_component_args
+from kemu.component.runner import ComponentContext, cleanup_scope, run_component
+from kemu.machinery.quantity import parse_capacity_flag
+from kubelet.checkpoint import Checkpoint
+from kubelet.node_status import (
+    DEFAULT_LEASE_DURATION_SECONDS,
+    DEFAULT_LEASE_RENEW_INTERVAL,
+    DEFAULT_MAX_PODS,
+    DEFAULT_STATUS_REPORT_FREQUENCY,
+    DEFAULT_STATUS_UPDATE_FREQUENCY,
+    NodeAgent,
+    NodeConfig,
+    NodeTiming,
+    allocatable_of,
+    parse_labels,
+    parse_taints,
+)
+from kubelet.pod_workers import DEFAULT_WORKERS, NodePods, PodWorkerOptions, PodWorkers
+
+log = logging.getLogger(__name__)
+
+COMPONENT: Final = "kubelet"
+# Upstream's kubelet serves 10250 (and the read-only 10255); kemu's endpoint is /metrics and
+# /healthz only, so it takes the read-only port.
+DEFAULT_METRICS_PORT: Final = 10255
+DEFAULT_CAPACITY: Final = "cpu=4,memory=8Gi,pods=110"
+DEFAULT_ROOT_DIR: Final = str(Path(tempfile.gettempdir()) / "kemu-kubelet")
+REGISTRATION_CONCURRENCY: Final = 16
+
+
+@dataclass(frozen=True)
+class KubeletSettings:
+    server: str
+    nodes: tuple[NodeConfig, ...]
+    timing: NodeTiming
+    pods: PodWorkerOptions
+    root_dir: Path | None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = new_parser("kubelet", "kemu kubelet", default_metrics_port=DEFAULT_METRICS_PORT)
+    parser.add_argument("--server", default="127.0.0.1:6443", help="the apiserver, HOST:PORT")
+    nodes = parser.add_argument_group("nodes")
+    nodes.add_argument(
+        "--node-name", help="the node's name (default: the host name); not with --nodes"
+    )
+    nodes.add_argument(
+        "--nodes",
+        type=int,
+        metavar="K",
+        help="hollow mode: run K nodes named <prefix>-0 .. <prefix>-(K-1) in this process",
+    )
+    nodes.add_argument(
+        "--node-name-prefix",
+        default="hollow-node",
+        metavar="P",
+        help="the name prefix of hollow nodes (default hollow-node)",
+    )
+    nodes.add_argument(
+        "--capacity",
+        default=DEFAULT_CAPACITY,
+        metavar="NAME=QUANTITY[,...]",
+        help=f"the node's capacity (default {DEFAULT_CAPACITY}; pods defaults to 110)",
+    )
+    nodes.add_argument(
+        "--system-reserved",
+        default="",
+        metavar="NAME=QUANTITY[,...]",
+        help="resources reserved for the system: allocatable = capacity - system-reserved",
+    )
+    nodes.add_argument("--node-labels", default="", metavar="K=V[,...]", help="extra node labels")
+    nodes.add_argument(
+        "--register-with-taints",
+        default="",
+        metavar="K[=V]:EFFECT[,...]",
+        help="taints the node registers with",
+    )
+    timing = parser.add_argument_group("timing")
+    timing.add_argument(
+        "--node-lease-renew-interval",
+        type=parse_duration,
+        default=DEFAULT_LEASE_RENEW_INTERVAL,
+        metavar="DURATION",
+        help="how often the node Lease is renewed (default 10s)",
+    )
+    timing.add_argument(
+        "--node-lease-duration-seconds",
+        type=int,
+        default=DEFAULT_LEASE_DURATION_SECONDS,
+        metavar="SECONDS",
+        help="the Lease's leaseDurationSeconds (default 40)",
+    )
+    timing.add_argument(
+        "--node-status-update-frequency",
+        type=parse_duration,
+        default=DEFAULT_STATUS_UPDATE_FREQUENCY,
+        metavar="DURATION",
+        help="how often the node status is checked and written if it changed (default 10s)",
+    )
+    timing.add_argument(
+        "--node-status-report-frequency",
+        type=parse_duration,
+        default=DEFAULT_STATUS_REPORT_FREQUENCY,
+        metavar="DURATION",
+        help="how often the node status is written even if unchanged (default 5m)",
+    )
+    pods = parser.add_argument_group("pods")
+    pods.add_argument(
+        "--pod-startup-delay",
+        type=parse_duration,
+        default=0.5,
+        metavar="DURATION",
+        help="simulated time from admission to running containers (default 0.5s; "
+        "annotation kubelet.kemu.io/startup-delay overrides it per pod)",
+    )
+    pods.add_argument(
+        "--pod-shutdown-duration",
+        type=parse_duration,
+        default=None,
+        metavar="DURATION",
+        help="simulated time a container takes to exit on SIGTERM (default: it does not, and "
+        "is killed at the end of the grace period; annotation "
+        "kubelet.kemu.io/shutdown-duration overrides it per pod)",
+    )
+    pods.add_argument(
+        "--pod-workers",
+        type=int,
+        default=DEFAULT_WORKERS,
+        metavar="N",
+        help=f"concurrent pod syncs (default {DEFAULT_WORKERS})",
+    )
+    pods.add_argument(
+        "--root-dir",
+        default=DEFAULT_ROOT_DIR,
+        metavar="DIR",
+        help=f"where the pod and allocation checkpoints live (default {DEFAULT_ROOT_DIR}); "
+        "empty: no checkpoint",
+    )
+    return parser
+
+
+def settings_from_args(args: argparse.Namespace, kubelet_version: str) -> KubeletSettings:
+    """The validated settings; ValueError naming the flag otherwise."""
+    if args.nodes is not None:
+        if args.node_name:
+            raise ValueError("--node-name and --nodes are mutually exclusive")
+        if args.nodes < 1:
+            raise ValueError(f"--nodes: {args.nodes} must be at least 1")
+        if not args.node_name_prefix:
+            raise ValueError("--node-name-prefix: must not be empty")
+        names = [f"{args.node_name_prefix}-{i}" for i in range(args.nodes)]
+    else:
+        names = [args.node_name or socket.gethostname().lower()]
+    try:
+        capacity = parse_capacity_flag(args.capacity)
+    except ValueError as e:
+        raise ValueError(f"--capacity: {e}") from None
+    capacity.setdefault("pods", DEFAULT_MAX_PODS)
+    try:
+        reserved = parse_capacity_flag(args.system_reserved)
+    except ValueError as e:
+        raise ValueError(f"--system-reserved: {e}") from None
+    try:
+        labels = parse_labels(args.node_labels)
+    except ValueError as e:
+        raise ValueError(f"--node-labels: {e}") from None
+    try:
+        taints = parse_taints(args.register_with_taints)
+    except ValueError as e:
+        raise ValueError(f"--register-with-taints: {e}") from None
+    for flag, value in (
+        ("--node-lease-renew-interval", args.node_lease_renew_interval),
+        ("--node-status-update-frequency", args.node_status_update_frequency),
+        ("--node-status-report-frequency", args.node_status_report_frequency),
+    ):
+        if not value > 0:
+            raise ValueError(f"{flag}: must be positive")
+    if args.node_lease_duration_seconds < 1:
+        raise ValueError("--node-lease-duration-seconds: must be at least 1")
+    if args.pod_workers < 1:
+        raise ValueError("--pod-workers: must be at least 1")
+    allocatable = allocatable_of(capacity, reserved)
+    nodes = tuple(
+        NodeConfig(
+            name=name,
+            capacity=capacity,
+            allocatable=allocatable,
+            kubelet_version=kubelet_version,
+            labels=labels,
+            taints=tuple(taints),
+        )
+        for name in names
+    )
+    return KubeletSettings(
+        server=args.server,
+        nodes=nodes,
+        timing=NodeTiming(
+            lease_renew_interval=args.node_lease_renew_interval,
+            lease_duration_seconds=args.node_lease_duration_seconds,
+            status_update_frequency=args.node_status_update_frequency,
+            status_report_frequency=args.node_status_report_frequency,
+        ),
+        pods=PodWorkerOptions(
+            startup_delay=args.pod_startup_delay,
+            shutdown_duration=args.pod_shutdown_duration,
+            workers=args.pod_workers,
+        ),
+        root_dir=Path(args.root_dir) if args.root_dir else None,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args, options = parse_component_args(parser, argv, COMPONENT)
+    try:
+        settings = settings_from_args(args, f"v{options.version}.0")
+    except ValueError as e:
+        parser.error(str(e))
+    return run_component(COMPONENT, options, functools.partial(run, settings))
+
+
+async def run(settings: KubeletSettings, ctx: ComponentContext) -> None:
+    client = Client(settings.server, user_agent=COMPONENT)
+    try:
+        await serve(client, settings, ctx)
+    finally:
+        with cleanup_scope():
+            await client.close()
+
+
+class Kubelet:
+    """The parts of one kubelet process, wired; `run()` does the work."""
+
+    def __init__(self, client: ApiClient, settings: KubeletSettings, ctx: ComponentContext) -> None:
+        self.settings = settings
+        self._ctx = ctx
+        single = len(settings.nodes) == 1
+        host = settings.nodes[0].name if single else ""
+        self.recorder = EventRecorder(client, COMPONENT, host=host, clock=ctx.clock)
+        self.informers = InformerFactory(client, clock=ctx.clock)
+        # One watch per kind: a node's own pods by field selector, or every bound pod (and
+        # every node) for hollow nodes, dispatched in memory.
+        self.pod_informer = self.informers.informer(
+            types_pb2.Pod,
+            field_selector=f"spec.nodeName={host}" if single else "spec.nodeName!=",
+        )
+        self.node_informer = self.informers.informer(
+            types_pb2.Node, field_selector=f"metadata.name={host}" if single else ""
+        )
+        self.agents = [
+            NodeAgent(
+                client,
+                config,
+                clock=ctx.clock,
+                timing=settings.timing,
+                lister=self.node_informer.lister,
+            )
+            for config in settings.nodes
+        ]
+        self.pod_workers = PodWorkers(
+            client,
+            [
+                NodePods(
+                    config.name,
+                    config.allocatable_ints(),
+                    Checkpoint(settings.root_dir, config.name),
+                )
+                for config in settings.nodes
+            ],
+            clock=ctx.clock,
+            options=settings.pods,
+            recorder=self.recorder,
+        )
+        self.pod_workers.restore()
+        self.pod_informer.add_event_handler(self.pod_workers.handler())
+        self._synced = False
+
+    def ready(self) -> bool:
+        if not all(a.ready.is_set() for a in self.agents):
+            raise RuntimeError("not every node is registered with its Lease yet")
+        if not self._synced:
+            raise RuntimeError("the pod informer has not synced yet")
+        return True
+
+    async def run(self) -> None:
+        interval = self.settings.timing.lease_renew_interval
+        count = len(self.agents)
+        limiter = anyio.CapacityLimiter(REGISTRATION_CONCURRENCY)
+        async with anyio.create_task_group() as tg:
+            await tg.start(self.recorder.run)
+            for i, agent in enumerate(self.agents):
+                tg.start_soon(
+                    functools.partial(agent.run, offset=interval * i / count, limiter=limiter),
+                    name=f"node {agent.name}",
+                )
+            self.informers.start(tg)
+            await self.informers.wait_for_cache_sync()
+            await tg.start(self.pod_workers.run)
+            self._synced = True
+            log.info(
+                "kubelet running %d node(s): %s",
+                count,
+                self.agents[0].name
+                if count == 1
+                else f"{self.agents[0].name} .. {self.agents[-1].name}",
+            )
+
+
+async def serve(client: ApiClient, settings: KubeletSettings, ctx: ComponentContext) -> None:
+    kubelet = Kubelet(client, settings, ctx)
+    ctx.add_readiness_check("kubelet", kubelet.ready)
+    await run_elected(client, ctx, component=COMPONENT, election=None, work=kubelet.run)

@@ -1,0 +1,437 @@
+"""The node's side of the API: registration, node status and the node Lease.
+
+Upstream: pkg/kubelet/kubelet_node_status.go (registerWithAPIServer, tryUpdateNodeStatus) and
+pkg/kubelet/nodelease (the lease controller).
+
+- Registration creates the Node with its capacity, allocatable (capacity minus
+  --system-reserved), labels (kubernetes.io/hostname, kubernetes.io/os, kubernetes.io/arch and
+  --node-labels), --register-with-taints and a Ready status. If the Node exists (a restarted
+  kubelet), its labels are reconciled and its status rewritten; its spec (taints the node
+  lifecycle controller may have added) is left alone, as upstream.
+- Node status: every --node-status-update-frequency (10s) the kubelet compares the status it
+  would report with the Node it sees (its node informer) and writes it only when they differ or
+  --node-status-report-frequency (5m) has passed since the last write, as upstream does since
+  node leases exist: the Lease is the heartbeat, the status write is not.
+- The Lease kube-node-lease/<node> (holderIdentity = node name, leaseDurationSeconds 40, owned by
+  the Node) is renewed every --node-lease-renew-interval on absolute deadlines
+  (first + n * interval), so renewals do not drift; a renewal that fails is retried with
+  backoff and the next one keeps to the grid. In a hollow kubelet each node's grid starts at its
+  own offset in the interval, so renewals are spread evenly.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+import anyio
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from kemu.api.v1 import types_pb2
+from kemu.client.informer import Lister
+from kemu.client.interface import ApiClient
+from kemu.component.clock import Clock
+from kemu.machinery.errors import AlreadyExists, ApiError, Conflict, NotFound
+from kemu.machinery.quantity import format_resource, to_int
+
+logger = logging.getLogger(__name__)
+
+NODE_LEASE_NAMESPACE: Final = "kube-node-lease"
+DEFAULT_LEASE_DURATION_SECONDS: Final = 40
+DEFAULT_LEASE_RENEW_INTERVAL: Final = 10.0
+DEFAULT_STATUS_UPDATE_FREQUENCY: Final = 10.0
+DEFAULT_STATUS_REPORT_FREQUENCY: Final = 300.0
+DEFAULT_MAX_PODS: Final = "110"
+
+HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
+OS_LABEL: Final = "kubernetes.io/os"
+ARCH_LABEL: Final = "kubernetes.io/arch"
+OS: Final = "linux"
+ARCH: Final = "amd64"
+
+_RETRY_INITIAL: Final = 0.2
+_RETRY_MAX: Final = 7.0
+_WRITE_ATTEMPTS: Final = 5
+
+# (type, status, reason, message) of the conditions the kubelet reports on a healthy node.
+NODE_CONDITIONS: Final = (
+    (
+        "MemoryPressure",
+        "False",
+        "KubeletHasSufficientMemory",
+        "kubelet has sufficient memory available",
+    ),
+    ("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+    ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+    ("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+)
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """What one (real or hollow) node registers with."""
+
+    name: str
+    capacity: Mapping[str, str]
+    allocatable: Mapping[str, str]
+    kubelet_version: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: Sequence[types_pb2.Taint] = ()
+
+    def allocatable_ints(self) -> dict[str, int]:
+        return {name: to_int(name, text) for name, text in self.allocatable.items()}
+
+
+def default_labels(node_name: str) -> dict[str, str]:
+    return {HOSTNAME_LABEL: node_name, OS_LABEL: OS, ARCH_LABEL: ARCH}
+
+
+def allocatable_of(capacity: Mapping[str, str], reserved: Mapping[str, str]) -> dict[str, str]:
+    """Capacity minus the reserved amounts, never below zero (upstream's node allocatable)."""
+    out = {}
+    for name, text in capacity.items():
+        if name in reserved:
+            value = max(0, to_int(name, text) - to_int(name, reserved[name]))
+            out[name] = format_resource(name, value)
+        else:
+            out[name] = text
+    return out
+
+
+def parse_taints(text: str) -> list[types_pb2.Taint]:
+    """--register-with-taints: "key=value:Effect,key:Effect"; ValueError when malformed."""
+    taints: list[types_pb2.Taint] = []
+    for raw in text.split(","):
+        item = raw.strip()
+        if not item:
+            continue
+        spec, sep, effect = item.rpartition(":")
+        if not sep or not spec:
+            raise ValueError(f"invalid taint {item!r}: expected KEY[=VALUE]:EFFECT")
+        if effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
+            raise ValueError(
+                f"invalid taint effect {effect!r} in {item!r}: "
+                "expected NoSchedule, PreferNoSchedule or NoExecute"
+            )
+        key, _, value = spec.partition("=")
+        if not key:
+            raise ValueError(f"invalid taint {item!r}: the key is empty")
+        taints.append(types_pb2.Taint(key=key, value=value, effect=effect))
+    return taints
+
+
+def parse_labels(text: str) -> dict[str, str]:
+    """--node-labels: "k=v,k2=v2"; ValueError when malformed."""
+    labels: dict[str, str] = {}
+    for raw in text.split(","):
+        item = raw.strip()
+        if not item:
+            continue
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"invalid label {item!r}: expected KEY=VALUE")
+        labels[key.strip()] = value.strip()
+    return labels
+
+
+def _ts(seconds: float) -> Timestamp:
+    ts = Timestamp()
+    ts.FromMicroseconds(round(seconds * 1_000_000))
+    return ts
+
+
+def build_node(config: NodeConfig, now: float) -> types_pb2.Node:
+    node = types_pb2.Node()
+    node.metadata.name = config.name
+    node.metadata.labels.update({**default_labels(config.name), **config.labels})
+    node.spec.taints.extend(config.taints)
+    set_status(node.status, config, now)
+    return node
+
+
+def set_status(status: types_pb2.NodeStatus, config: NodeConfig, now: float) -> None:
+    """Makes `status` what the kubelet reports now (heartbeats set to now; transition times
+    kept while a condition's status does not change)."""
+    status.capacity.clear()
+    status.capacity.update(config.capacity)
+    status.allocatable.clear()
+    status.allocatable.update(config.allocatable)
+    status.node_info.kubelet_version = config.kubelet_version
+    status.node_info.operating_system = OS
+    status.node_info.architecture = ARCH
+    by_type = {c.type: c for c in status.conditions}
+    for type_, value, reason, message in NODE_CONDITIONS:
+        c = by_type.get(type_)
+        if c is None:
+            c = status.conditions.add(type=type_)
+        if c.status != value or not c.HasField("last_transition_time"):
+            c.last_transition_time.CopyFrom(_ts(now))
+        c.status, c.reason, c.message = value, reason, message
+        c.last_heartbeat_time.CopyFrom(_ts(now))
+
+
+def status_differs(node: types_pb2.Node, config: NodeConfig) -> bool:
+    """Whether the node's status differs from what the kubelet reports (heartbeats aside)."""
+    status = node.status
+    if dict(status.capacity) != dict(config.capacity):
+        return True
+    if dict(status.allocatable) != dict(config.allocatable):
+        return True
+    info = status.node_info
+    if (info.kubelet_version, info.operating_system, info.architecture) != (
+        config.kubelet_version,
+        OS,
+        ARCH,
+    ):
+        return True
+    by_type = {c.type: c for c in status.conditions}
+    for type_, value, reason, message in NODE_CONDITIONS:
+        c = by_type.get(type_)
+        if c is None or (c.status, c.reason, c.message) != (value, reason, message):
+            return True
+    return False
+
+
+async def sleep_until(clock: Clock, deadline: float) -> None:
+    await clock.sleep(deadline - clock.monotonic())
+
+
+def next_on_grid(deadline: float, interval: float, now: float) -> float:
+    """The first deadline + n * interval (n >= 1) after `now`: missed slots are skipped."""
+    deadline += interval
+    if deadline <= now:
+        deadline += ((now - deadline) // interval + 1) * interval
+    return deadline
+
+
+@dataclass(frozen=True)
+class NodeTiming:
+    lease_renew_interval: float = DEFAULT_LEASE_RENEW_INTERVAL
+    lease_duration_seconds: int = DEFAULT_LEASE_DURATION_SECONDS
+    status_update_frequency: float = DEFAULT_STATUS_UPDATE_FREQUENCY
+    status_report_frequency: float = DEFAULT_STATUS_REPORT_FREQUENCY
+
+
+class NodeAgent:
+    """Registers one node and keeps its status and Lease current."""
+
+    def __init__(
+        self,
+        client: ApiClient,
+        config: NodeConfig,
+        *,
+        clock: Clock,
+        timing: NodeTiming | None = None,
+        lister: Lister[types_pb2.Node] | None = None,
+    ) -> None:
+        self._client = client
+        self.config = config
+        self._clock = clock
+        self.timing = timing or NodeTiming()
+        self._lister = lister
+        self._node: types_pb2.Node | None = None
+        self._lease: types_pb2.Lease | None = None
+        self._last_report: float | None = None
+        self.registered = anyio.Event()
+        self.ready = anyio.Event()
+        """Set once the node is registered and its Lease exists."""
+        self.lease_renewals = 0
+        self.status_writes = 0
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    async def run(
+        self, *, offset: float = 0.0, limiter: anyio.CapacityLimiter | None = None
+    ) -> None:
+        """Registers and creates the Lease (retrying until both succeed), then keeps the Lease
+        and status current. `offset` (0 <= offset < interval) places this node's renewals in
+        the interval."""
+        start = self._clock.monotonic()
+        if limiter is None:
+            await self._start()
+        else:
+            async with limiter:
+                await self._start()
+        lease_interval = self.timing.lease_renew_interval
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(
+                self._lease_loop, start + offset + lease_interval, name=f"lease {self.name}"
+            )
+            tg.start_soon(
+                self._status_loop,
+                start + offset + self.timing.status_update_frequency,
+                name=f"node status {self.name}",
+            )
+
+    async def _start(self) -> None:
+        await self.register_until_done()
+        await self._renew_until_done()
+        self.ready.set()
+
+    # ------------------------------------------------------------ registration
+
+    async def register_until_done(self) -> None:
+        delay = _RETRY_INITIAL
+        while True:
+            try:
+                await self.register()
+                return
+            except ApiError as e:
+                logger.warning(
+                    "node %s: registration failed (%s: %s), retrying in %.1fs",
+                    self.name,
+                    e.reason,
+                    e,
+                    delay,
+                )
+                await self._clock.sleep(delay)
+                delay = min(_RETRY_MAX, delay * 2)
+
+    async def register(self) -> None:
+        node = build_node(self.config, self._clock.now())
+        try:
+            self._node = await self._client.create(node)
+            self._last_report = self._clock.monotonic()
+            self.status_writes += 1
+            logger.info("node %s: registered", self.name)
+        except AlreadyExists:
+            await self._reconcile_existing()
+            logger.info("node %s: already registered, status updated", self.name)
+        self.registered.set()
+
+    async def _reconcile_existing(self) -> None:
+        wanted = {**default_labels(self.name), **self.config.labels}
+        for _ in range(_WRITE_ATTEMPTS):
+            existing = await self._client.get(types_pb2.Node, self.name)
+            if all(existing.metadata.labels.get(k) == v for k, v in wanted.items()):
+                self._node = existing
+                break
+            updated = types_pb2.Node()
+            updated.CopyFrom(existing)
+            updated.metadata.labels.update(wanted)
+            try:
+                self._node = await self._client.update(updated)
+                break
+            except Conflict:
+                continue
+        await self.update_status()
+
+    # ------------------------------------------------------------ node status
+
+    def _current(self) -> types_pb2.Node | None:
+        seen = self._lister.get(self.name) if self._lister is not None else None
+        mine = self._node
+        if seen is None:
+            return mine
+        if mine is None or int(seen.metadata.resource_version or 0) >= int(
+            mine.metadata.resource_version or 0
+        ):
+            return seen
+        return mine
+
+    async def update_status(self) -> None:
+        """Writes the node's status (read afresh on Conflict)."""
+        node = self._current()
+        for _ in range(_WRITE_ATTEMPTS):
+            if node is None:
+                node = await self._client.get(types_pb2.Node, self.name)
+            new = types_pb2.Node()
+            new.CopyFrom(node)
+            set_status(new.status, self.config, self._clock.now())
+            try:
+                self._node = await self._client.update_status(new)
+            except Conflict:
+                node = None
+                continue
+            self._last_report = self._clock.monotonic()
+            self.status_writes += 1
+            return
+        raise Conflict(f"node {self.name}: status kept changing under {_WRITE_ATTEMPTS} writes")
+
+    async def sync_status(self) -> bool:
+        """One tick of the status loop: writes when needed; True if it wrote."""
+        node = self._current()
+        due = (
+            self._last_report is None
+            or self._clock.monotonic() - self._last_report >= self.timing.status_report_frequency
+        )
+        if node is not None and not due and not status_differs(node, self.config):
+            return False
+        await self.update_status()
+        return True
+
+    async def _status_loop(self, first: float) -> None:
+        interval = self.timing.status_update_frequency
+        deadline = first
+        while True:
+            await sleep_until(self._clock, deadline)
+            try:
+                await self.sync_status()
+            except NotFound:
+                logger.warning("node %s: the Node was deleted; not re-registering", self.name)
+            except ApiError as e:
+                logger.warning("node %s: status update failed (%s: %s)", self.name, e.reason, e)
+            deadline = next_on_grid(deadline, interval, self._clock.monotonic())
+
+    # ------------------------------------------------------------ lease
+
+    def _desired_lease(self, base: types_pb2.Lease | None) -> types_pb2.Lease:
+        lease = types_pb2.Lease()
+        if base is not None:
+            lease.CopyFrom(base)
+        lease.metadata.name = self.name
+        lease.metadata.namespace = NODE_LEASE_NAMESPACE
+        lease.spec.holder_identity = self.name
+        lease.spec.lease_duration_seconds = self.timing.lease_duration_seconds
+        lease.spec.renew_time.CopyFrom(_ts(self._clock.now()))
+        node = self._node
+        if node is not None and node.metadata.uid and not lease.metadata.owner_references:
+            lease.metadata.owner_references.add(
+                api_version="v1", kind="Node", name=self.name, uid=node.metadata.uid
+            )
+        return lease
+
+    async def renew_lease(self) -> None:
+        lease = self._lease
+        if lease is None:
+            try:
+                lease = await self._client.get(types_pb2.Lease, self.name, NODE_LEASE_NAMESPACE)
+            except NotFound:
+                self._lease = await self._client.create(self._desired_lease(None))
+                self.lease_renewals += 1
+                return
+        try:
+            self._lease = await self._client.update(self._desired_lease(lease))
+        except (Conflict, NotFound):
+            self._lease = None  # read it again on the retry
+            raise
+        self.lease_renewals += 1
+
+    async def _renew_until_done(self) -> None:
+        delay = _RETRY_INITIAL
+        while True:
+            try:
+                await self.renew_lease()
+                return
+            except ApiError as e:
+                logger.warning(
+                    "node %s: lease renewal failed (%s: %s), retrying in %.1fs",
+                    self.name,
+                    e.reason,
+                    e,
+                    delay,
+                )
+                await self._clock.sleep(delay)
+                delay = min(_RETRY_MAX, delay * 2)
+
+    async def _lease_loop(self, first: float) -> None:
+        interval = self.timing.lease_renew_interval
+        deadline = first
+        while True:
+            await sleep_until(self._clock, deadline)
+            await self._renew_until_done()
+            deadline = next_on_grid(deadline, interval, self._clock.monotonic())

@@ -1,0 +1,174 @@
+"""The simulated container runtime: what happens to a pod's containers, and when.
+
+No process runs. A pod admitted at time A starts its containers at A + start-up delay; it may
+end by itself after a run duration (annotation `kubelet.kemu.io/run-duration`), exiting 0. When
+the pod is deleted, its containers get SIGTERM: each exits 0 after the simulated shutdown
+duration (annotation `kubelet.kemu.io/shutdown-duration`, default: the whole grace period,
+i.e. a process that ignores SIGTERM), or is killed with 137 at the end of the grace period,
+whichever comes first.
+
+All instants are wall-clock seconds (clock.now()), so that the checkpoint survives a restart of
+the kubelet and is read back against the same clock.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from kemu.api.v1 import types_pb2
+from kemu.client.controlplane import DurationError, parse_duration
+from kubelet.admission import ContainerAllocation, PodAllocation
+
+logger = logging.getLogger(__name__)
+
+STARTUP_DELAY_ANNOTATION: Final = "kubelet.kemu.io/startup-delay"
+RUN_DURATION_ANNOTATION: Final = "kubelet.kemu.io/run-duration"
+SHUTDOWN_DURATION_ANNOTATION: Final = "kubelet.kemu.io/shutdown-duration"
+
+EXIT_OK: Final = 0
+EXIT_KILLED: Final = 137  # 128 + SIGKILL
+
+
+class PodState(enum.StrEnum):
+    STARTING = "Starting"
+    """Admitted; containers are being created until start_at."""
+    RUNNING = "Running"
+    TERMINATING = "Terminating"
+    """Deleted; containers got SIGTERM and stop at min(shutdown_at, kill_at)."""
+    TERMINATED = "Terminated"
+    """Deleted and every container stopped: the pod is removed from the API next."""
+    SUCCEEDED = "Succeeded"
+    """Ran its run duration and exited 0; stays in the API until someone deletes it."""
+    REJECTED = "Rejected"
+    """Failed admission; never ran."""
+
+
+ACTIVE_STATES: Final = frozenset({PodState.STARTING, PodState.RUNNING, PodState.TERMINATING})
+"""States whose pods hold resources on the node (upstream's active pods)."""
+
+
+def annotation_seconds(pod: types_pb2.Pod, key: str) -> float | None:
+    """A duration annotation in seconds; None when absent or malformed (logged)."""
+    text = pod.metadata.annotations.get(key)
+    if text is None:
+        return None
+    try:
+        return parse_duration(text)
+    except DurationError:
+        logger.warning(
+            "pod %s/%s: ignoring annotation %s=%r: not a duration",
+            pod.metadata.namespace,
+            pod.metadata.name,
+            key,
+            text,
+        )
+        return None
+
+
+@dataclass
+class PodRuntime:
+    """What the kubelet knows about one admitted (or rejected) pod; checkpointed."""
+
+    uid: str
+    namespace: str
+    name: str
+    state: PodState
+    allocation: PodAllocation = field(default_factory=dict)
+    requests: dict[str, int] = field(default_factory=dict)
+    """The pod's effective requests at its allocation (what admission counts)."""
+    admitted_at: float = 0.0
+    """status.startTime."""
+    start_at: float = 0.0
+    started_at: float | None = None
+    run_until: float | None = None
+    finished_at: float | None = None
+    exit_code: int | None = None
+    shutdown_at: float | None = None
+    kill_at: float | None = None
+    reason: str = ""
+    message: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def active(self) -> bool:
+        return self.state in ACTIVE_STATES
+
+    def next_deadline(self) -> float | None:
+        """The next instant at which this pod changes by itself, if any."""
+        if self.state == PodState.STARTING:
+            return self.start_at
+        if self.state == PodState.RUNNING:
+            return self.run_until
+        if self.state == PodState.TERMINATING:
+            return self.stop_at()
+        return None
+
+    def stop_at(self) -> float:
+        """When a terminating pod's containers are all stopped."""
+        return min(
+            self.shutdown_at if self.shutdown_at is not None else math.inf,
+            self.kill_at if self.kill_at is not None else math.inf,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "uid": self.uid,
+            "namespace": self.namespace,
+            "name": self.name,
+            "state": str(self.state),
+            "allocation": {name: a.to_json() for name, a in self.allocation.items()},
+            "requests": dict(self.requests),
+            "admittedAt": self.admitted_at,
+            "startAt": self.start_at,
+        }
+        for key, value in (
+            ("startedAt", self.started_at),
+            ("runUntil", self.run_until),
+            ("finishedAt", self.finished_at),
+            ("exitCode", self.exit_code),
+            ("shutdownAt", self.shutdown_at),
+            ("killAt", self.kill_at),
+        ):
+            if value is not None:
+                data[key] = value
+        if self.reason:
+            data["reason"] = self.reason
+            data["message"] = self.message
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PodRuntime:
+        def opt_float(key: str) -> float | None:
+            value = data.get(key)
+            return None if value is None else float(value)
+
+        exit_code = data.get("exitCode")
+        return cls(
+            uid=str(data["uid"]),
+            namespace=str(data["namespace"]),
+            name=str(data["name"]),
+            state=PodState(data["state"]),
+            allocation={
+                name: ContainerAllocation.from_json(a)
+                for name, a in dict(data.get("allocation", {})).items()
+            },
+            requests={k: int(v) for k, v in dict(data.get("requests", {})).items()},
+            admitted_at=float(data.get("admittedAt", 0.0)),
+            start_at=float(data.get("startAt", 0.0)),
+            started_at=opt_float("startedAt"),
+            run_until=opt_float("runUntil"),
+            finished_at=opt_float("finishedAt"),
+            exit_code=None if exit_code is None else int(exit_code),
+            shutdown_at=opt_float("shutdownAt"),
+            kill_at=opt_float("killAt"),
+            reason=str(data.get("reason", "")),
+            message=str(data.get("message", "")),
+        )

@@ -1,0 +1,222 @@
+"""The kubelet on real processes: etcd, apiserver, scheduler and kubelets."""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from kemu.api.v1 import types_pb2
+from kemu.client.client import Client
+from kemu.machinery.errors import NotFound
+from kemu.testing import Cluster, eventually, make_pod
+from kemu.testing.names import unique_name
+
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+
+SHUTDOWN = "kubelet.kemu.io/shutdown-duration"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    root = tmp_path_factory.mktemp("kubelet")
+    with Cluster(root) as c:
+        c.start_etcd()
+        c.start_apiserver()
+        c.start_scheduler()
+        c.start_kubelet(
+            "n1",
+            capacity={"cpu": "4", "memory": "8Gi", "pods": "110"},
+            extra_args=[
+                "--root-dir", str(root / "kubelet-n1"),
+                "--node-labels", "kemu.io/test=kubelet",
+                "--system-reserved", "cpu=100m",
+                "--pod-startup-delay", "200ms",
+            ],
+        )  # fmt: skip
+        yield c
+
+
+async def _pod(c: Client, ns: str, name: str) -> types_pb2.Pod | None:
+    try:
+        return await c.get(types_pb2.Pod, name, ns)
+    except NotFound:
+        return None
+
+
+async def _running(c: Client, ns: str, name: str) -> types_pb2.Pod:
+    pod = await _pod(c, ns, name)
+    assert pod is not None and pod.status.phase == "Running", pod and pod.status
+    return pod
+
+
+async def _gone_after(c: Client, ns: str, name: str, within: float) -> float:
+    start = time.monotonic()
+
+    async def gone() -> bool:
+        return await _pod(c, ns, name) is None
+
+    await eventually(gone, timeout=within, interval=0.05)
+    return time.monotonic() - start
+
+
+async def test_the_kubelet_registers_a_ready_node_and_renews_its_lease(cluster):
+    async with Client(cluster.server, timeout=10.0) as c:
+        node = await c.get(types_pb2.Node, "n1")
+        assert node.metadata.labels["kubernetes.io/hostname"] == "n1"
+        assert node.metadata.labels["kemu.io/test"] == "kubelet"
+        assert dict(node.status.allocatable)["cpu"] == "3900m"
+        assert node.status.node_info.kubelet_version == "v1.37.0"
+        ready = next(cond for cond in node.status.conditions if cond.type == "Ready")
+        assert (ready.status, ready.reason) == ("True", "KubeletReady")
+        lease = await c.get(types_pb2.Lease, "n1", "kube-node-lease")
+        assert lease.spec.holder_identity == "n1"
+        assert lease.spec.lease_duration_seconds == 40
+
+
+async def test_a_scheduled_pod_becomes_running(cluster):
+    ns = unique_name("run")
+    async with Client(cluster.server, timeout=10.0) as c:
+        await c.create(
+            make_pod("web").namespace(ns).req(cpu="500m", memory="256Mi")
+            .node_selector({"kemu.io/test": "kubelet"}).obj()
+        )  # fmt: skip
+        pod = await eventually(lambda: _running(c, ns, "web"), timeout=20)
+        assert pod.spec.node_name == "n1"
+        assert pod.status.HasField("start_time")
+        (cs,) = pod.status.container_statuses
+        assert cs.ready and cs.state.HasField("running")
+        assert dict(cs.allocated_resources) == {"cpu": "500m", "memory": "256Mi"}
+        types = {cond.type: cond.status for cond in pod.status.conditions}
+        assert types["Ready"] == types["PodScheduled"] == "True"
+
+
+async def test_a_pod_that_does_not_fit_fails_with_out_of_cpu(cluster):
+    ns = unique_name("big")
+    async with Client(cluster.server, timeout=10.0) as c:
+        await c.create(make_pod("big").namespace(ns).req(cpu="64").node("n1").obj())
+
+        async def rejected() -> types_pb2.Pod:
+            pod = await c.get(types_pb2.Pod, "big", ns)
+            assert pod.status.phase == "Failed", pod.status
+            return pod
+
+        pod = await eventually(rejected, timeout=10)
+        assert pod.status.reason == "OutOfcpu"
+        assert pod.status.message.startswith(
+            "Pod was rejected: Node didn't have enough resource: cpu, requested: 64000, used: "
+        )
+        assert pod.status.message.endswith(", capacity: 3900")
+
+
+async def test_graceful_termination_follows_shutdown_and_grace_periods(cluster):
+    ns = unique_name("term")
+    async with Client(cluster.server, timeout=10.0) as c:
+        await c.create(
+            make_pod("quick").namespace(ns).node("n1").grace(20).annotation(SHUTDOWN, "2s").obj()
+        )
+        await c.create(
+            make_pod("stubborn").namespace(ns).node("n1").grace(3).annotation(SHUTDOWN, "30s").obj()
+        )
+        await c.create(make_pod("forced").namespace(ns).node("n1").grace(30).obj())
+        for name in ("quick", "stubborn", "forced"):
+            await eventually(functools.partial(_running, c, ns, name), timeout=10)
+
+        await c.delete(types_pb2.Pod, "quick", ns)
+        took = await _gone_after(c, ns, "quick", within=10)
+        assert 1.5 <= took <= 5, f"quick went after {took:.2f}s"
+
+        await c.delete(types_pb2.Pod, "stubborn", ns)
+        took = await _gone_after(c, ns, "stubborn", within=10)
+        assert 2.5 <= took <= 6, f"stubborn went after {took:.2f}s"
+
+        await c.delete(types_pb2.Pod, "forced", ns)
+        pod = await c.get(types_pb2.Pod, "forced", ns)
+        assert pod.metadata.HasField("deletion_timestamp")
+        await c.delete(types_pb2.Pod, "forced", ns, grace_period_seconds=0)
+        took = await _gone_after(c, ns, "forced", within=5)
+        assert took <= 1
+
+
+async def test_a_restarted_kubelet_keeps_running_pods_and_finishes_a_terminating_one(
+    cluster, tmp_path
+):
+    node = unique_name("restart")
+    cluster.start_kubelet(
+        node,
+        capacity={"cpu": "2", "memory": "4Gi"},
+        extra_args=["--root-dir", str(tmp_path), "--pod-startup-delay", "100ms"],
+    )
+    ns = unique_name("restart")
+    async with Client(cluster.server, timeout=10.0) as c:
+        await c.create(make_pod("keeps").namespace(ns).node(node).req(cpu="1").obj())
+        await c.create(
+            make_pod("ends").namespace(ns).node(node).req(cpu="1").grace(30)
+            .annotation(SHUTDOWN, "4s").obj()
+        )  # fmt: skip
+        before = await eventually(lambda: _running(c, ns, "keeps"), timeout=10)
+        await eventually(lambda: _running(c, ns, "ends"), timeout=10)
+        await c.delete(types_pb2.Pod, "ends", ns)
+        deleted_at = time.monotonic()
+
+        cluster.kill(f"kubelet-{node}")
+        cluster.restart(f"kubelet-{node}")
+
+        await _gone_after(c, ns, "ends", within=15)
+        took = time.monotonic() - deleted_at
+        assert 3.5 <= took <= 10, f"the terminating pod went after {took:.2f}s"
+        after = await _running(c, ns, "keeps")
+        assert after.status.start_time == before.status.start_time
+        assert after.status.container_statuses == before.status.container_statuses
+        # Its room is still taken: a pod that needs it is rejected, as before the restart.
+        await c.create(make_pod("late").namespace(ns).node(node).req(cpu="1500m").obj())
+
+        async def rejected() -> bool:
+            pod = await c.get(types_pb2.Pod, "late", ns)
+            assert pod.status.reason == "OutOfcpu", pod.status
+            return True
+
+        await eventually(rejected, timeout=10)
+        assert (await _running(c, ns, "keeps")).metadata.uid == before.metadata.uid
+
+
+async def test_a_hollow_kubelet_runs_several_nodes(cluster):
+    prefix = unique_name("hollow")
+    cluster.start_component(
+        "kubelet",
+        f"kubelet-{prefix}",
+        [
+            "--server", cluster.server,
+            "--nodes", "5",
+            "--node-name-prefix", prefix,
+            "--capacity", "cpu=1,memory=1Gi,pods=10",
+            "--root-dir", "",
+            "--node-lease-renew-interval", "2s",
+        ],
+    )  # fmt: skip
+    ns = unique_name("hollow")
+    async with Client(cluster.server, timeout=10.0) as c:
+        names = [f"{prefix}-{i}" for i in range(5)]
+        for name in names:
+            node = await c.get(types_pb2.Node, name)
+            assert any(x.type == "Ready" and x.status == "True" for x in node.status.conditions)
+        for i, name in enumerate(names):
+            await c.create(make_pod(f"p{i}").namespace(ns).node(name).req(cpu="1").obj())
+        for i in range(5):
+            await eventually(functools.partial(_running, c, ns, f"p{i}"), timeout=10)
+        first = {
+            name: (
+                await c.get(types_pb2.Lease, name, "kube-node-lease")
+            ).spec.renew_time.ToMicroseconds()
+            for name in names
+        }
+
+        async def all_renewed() -> bool:
+            for name in names:
+                lease = await c.get(types_pb2.Lease, name, "kube-node-lease")
+                assert lease.spec.renew_time.ToMicroseconds() > first[name], name
+            return True
+
+        await eventually(all_renewed, timeout=5)

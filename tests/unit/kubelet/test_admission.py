@@ -1,0 +1,57 @@
+"""Pod requests at their allocation and the admission fit, with upstream's messages."""
+
+from __future__ import annotations
+
+from kemu.testing.builders import make_pod
+from kubelet.admission import (
+    ContainerAllocation,
+    allocation_from_spec,
+    fits,
+    pod_requests,
+)
+
+GI = 1024**3
+NODE = {"cpu": 4000, "memory": 4 * GI, "pods": 110}
+
+
+def test_requests_add_app_containers_and_sidecars_and_take_the_init_peak():
+    pod = (
+        make_pod("p")
+        .req(cpu="1", memory="1Gi")
+        .container("d").req(cpu="500m")
+        .init_container("sidecar", restart_policy="Always").req(cpu="250m")
+        .init_container("setup").req(cpu="3", memory="512Mi")
+        .overhead(cpu="100m")
+        .obj()
+    )  # fmt: skip
+    # app + sidecar = 1750m; init peak = 3000m + 250m sidecar; overhead on top.
+    assert pod_requests(pod) == {"cpu": 3350, "memory": GI}
+
+
+def test_requests_count_each_container_at_its_allocation():
+    pod = make_pod("p").req(cpu="2", memory="1Gi").obj()
+    allocation = {"c": ContainerAllocation({"cpu": "1", "memory": "1Gi"}, {})}
+    assert pod_requests(pod, allocation) == {"cpu": 1000, "memory": GI}
+    assert allocation_from_spec(pod)["c"].requests == {"cpu": "2", "memory": "1Gi"}
+
+
+def test_fit_checks_pods_first_then_cpu_then_memory():
+    assert fits({"cpu": 1000}, {"cpu": 3000}, 3, NODE).admit
+    out = fits({"cpu": 2000, "memory": 8 * GI}, {"cpu": 3000}, 110, NODE)
+    assert (out.reason, out.message) == (
+        "OutOfpods",
+        "Node didn't have enough resource: pods, requested: 1, used: 110, capacity: 110",
+    )
+    out = fits({"cpu": 2000, "memory": 8 * GI}, {"cpu": 3000}, 3, NODE)
+    assert (out.reason, out.message) == (
+        "OutOfcpu",
+        "Node didn't have enough resource: cpu, requested: 2000, used: 3000, capacity: 4000",
+    )
+    out = fits({"memory": 1}, {"memory": 4 * GI}, 3, NODE)
+    assert out.reason == "OutOfmemory"
+
+
+def test_unknown_extended_resources_are_ignored_known_ones_checked():
+    assert fits({"example.com/gpu": 1}, {}, 0, NODE).admit
+    out = fits({"example.com/gpu": 2}, {"example.com/gpu": 1}, 0, {**NODE, "example.com/gpu": 2})
+    assert out.reason == "OutOfexample.com/gpu"

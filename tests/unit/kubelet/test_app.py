@@ -1,0 +1,118 @@
+"""The kubelet's flags and the process wiring (on the fake client)."""
+
+from __future__ import annotations
+
+import functools
+
+import anyio
+import pytest
+
+from kemu.api.v1 import types_pb2
+from kemu.client.clock import FakeClock
+from kemu.client.fake import FakeClient
+from kemu.component.options import ComponentOptions
+from kemu.component.runner import ComponentContext, run_component_async
+from kemu.testing.builders import make_pod
+from kubelet import app
+
+from .helpers import advance, wait_until
+
+pytestmark = pytest.mark.anyio
+
+
+def settings(*argv: str) -> app.KubeletSettings:
+    args = app.build_parser().parse_args(list(argv))
+    return app.settings_from_args(args, "v1.37.0")
+
+
+def test_single_node_flags():
+    s = settings(
+        "--node-name", "n1",
+        "--capacity", "cpu=4,memory=8Gi",
+        "--system-reserved", "cpu=500m",
+        "--node-labels", "zone=a,disk=ssd",
+        "--register-with-taints", "dedicated=batch:NoSchedule",
+        "--node-lease-renew-interval", "2s",
+        "--pod-startup-delay", "100ms",
+        "--root-dir", "",
+    )  # fmt: skip
+    (node,) = s.nodes
+    assert node.name == "n1"
+    assert dict(node.capacity) == {"cpu": "4", "memory": "8Gi", "pods": "110"}
+    assert dict(node.allocatable) == {"cpu": "3500m", "memory": "8Gi", "pods": "110"}
+    assert dict(node.labels) == {"zone": "a", "disk": "ssd"}
+    assert node.kubelet_version == "v1.37.0"
+    assert s.timing.lease_renew_interval == 2.0
+    assert s.pods.startup_delay == pytest.approx(0.1)
+    assert s.root_dir is None
+
+
+def test_hollow_flags_name_the_nodes():
+    s = settings("--nodes", "3", "--node-name-prefix", "hollow")
+    assert [n.name for n in s.nodes] == ["hollow-0", "hollow-1", "hollow-2"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--nodes", "2", "--node-name", "x"], "mutually exclusive"),
+        (["--nodes", "0"], "--nodes: 0 must be at least 1"),
+        (["--capacity", "cpu=lots"], "--capacity: invalid quantity 'lots' for cpu"),
+        (["--register-with-taints", "a=b"], "--register-with-taints: invalid taint"),
+        (["--node-lease-renew-interval", "0s"], "--node-lease-renew-interval: must be positive"),
+    ],
+)
+def test_bad_flags_exit_1_with_one_line(argv, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        app.main(argv)
+    assert exc.value.code == 1
+    assert message in capsys.readouterr().err
+
+
+def test_parser_defaults():
+    args = app.build_parser().parse_args([])
+    assert args.metrics_port == 10255
+    assert args.node_lease_renew_interval == 10.0
+    assert args.node_status_update_frequency == 10.0
+
+
+async def test_a_hollow_kubelet_registers_its_nodes_and_runs_their_pods(tmp_path):
+    clock = FakeClock()
+    fake = FakeClient(clock=clock)
+    s = settings("--nodes", "3", "--node-name-prefix", "h", "--root-dir", str(tmp_path))
+    options = ComponentOptions.for_tests("kubelet", shutdown_grace_period=5)
+    ctx_box: list[ComponentContext] = []
+
+    async with anyio.create_task_group() as tg:
+
+        async def body(ctx: ComponentContext) -> None:
+            ctx_box.append(ctx)
+            await app.serve(fake, s, ctx)
+
+        tg.start_soon(
+            functools.partial(
+                run_component_async, "kubelet", options, body, clock=clock, handle_signals=False
+            )
+        )
+        await wait_until(lambda: ctx_box)
+        ctx = ctx_box[0]
+
+        async def nodes() -> int:
+            return len((await fake.list(types_pb2.Node)).items)
+
+        assert not ctx.checks.is_ready()
+        for _ in range(200):
+            if await nodes() == 3:
+                break
+            await advance(clock, 0.01, step=0.01)
+        assert await nodes() == 3
+        await wait_until(ctx.checks.is_ready)
+        await fake.create(make_pod("p").req(cpu="1").node("h-1").obj())
+        await advance(clock, 1)
+        pod = await fake.get(types_pb2.Pod, "p")
+        assert pod.status.phase == "Running"
+        await advance(clock, 10)
+        leases = (await fake.list(types_pb2.Lease, "kube-node-lease")).items
+        assert sorted(lease.metadata.name for lease in leases) == ["h-0", "h-1", "h-2"]
+        ctx.request_stop()
+    assert (tmp_path / "checkpoints" / "h-1.json").exists()
