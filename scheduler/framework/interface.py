@@ -213,6 +213,10 @@ class ScoreExtensions(Protocol):
 
 
 class ScorePlugin(Plugin, Protocol):
+    """A plugin may also define `score_nodes(state, pod, nodes) -> (list[int], Status)`, the
+    scores of all `nodes` in order, which the runtime then calls once per cycle instead of
+    `score` per node (a kemu extension: same results, less per-node call overhead)."""
+
     def score(
         self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo
     ) -> tuple[int, Status]: ...

@@ -119,6 +119,19 @@ class BalancedAllocation(PreScorePlugin, ScorePlugin):
                 return 0, st.SUCCESS
         return self.scorer.score(node, reqs), st.SUCCESS
 
+    def score_nodes(
+        self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
+    ) -> tuple[list[int], Status]:
+        s = state.read(PRE_SCORE_STATE_KEY)
+        if isinstance(s, PreScoreState):
+            reqs = s.pod_requests
+        else:
+            reqs = self.scorer.pod_requests(*pod_requests(pod))
+            if not any(reqs):
+                return [0] * len(nodes), st.SUCCESS
+        score = self.scorer.score
+        return [score(node, reqs) for node in nodes], st.SUCCESS
+
     def score_extensions(self) -> ScoreExtensions | None:
         return None
 

@@ -118,6 +118,24 @@ class TaintToleration(
                 count += 1
         return count, SUCCESS
 
+    def score_nodes(
+        self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
+    ) -> tuple[list[int], Status]:
+        s = state.read(PRE_SCORE_STATE_KEY)
+        if not isinstance(s, _PreScoreState):
+            return [], as_error(f'reading "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
+        tolerations = s.tolerations_prefer_no_schedule
+        out: list[int] = []
+        for node in nodes:
+            count = 0
+            for taint in node.taints:  # most nodes have none
+                if taint.effect == TAINT_PREFER_NO_SCHEDULE and not tolerations_tolerate_taint(
+                    tolerations, taint
+                ):
+                    count += 1
+            out.append(count)
+        return out, SUCCESS
+
     def score_extensions(self) -> ScoreExtensions | None:
         return self
 

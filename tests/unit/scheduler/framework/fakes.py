@@ -142,6 +142,18 @@ class FakeScore(Fake, PreScorePlugin, ScorePlugin, ScoreExtensions):
         return cast(tuple[list[NodeScore], Status], self._do("normalize", scores))
 
 
+class FakeBatchScore(FakeScore):
+    """Scores all nodes in one score_nodes call (args "score_nodes": nodes -> list or status)."""
+
+    def score_nodes(
+        self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
+    ) -> tuple[list[int], Status]:
+        value = self._do("score_nodes", nodes)
+        if isinstance(value, Status):
+            return [], value
+        return list(value), SUCCESS
+
+
 class FakeFilterScore(FakePreFilter, PreScorePlugin, ScorePlugin):
     """PreFilter, Filter, PreScore and Score (like NodeResourcesFit)."""
 

@@ -32,6 +32,7 @@ from scheduler.framework.types import (
 )
 from scheduler.framework.waiting_pods import WaitingPodsMap
 from tests.unit.scheduler.framework.fakes import (
+    FakeBatchScore,
     FakeFilter,
     FakeNominator,
     FakePermit,
@@ -483,6 +484,31 @@ def test_scores_are_normalized_then_weighted_and_summed() -> None:
     assert s.is_success()
     assert [(x.name, x.total_score) for x in scores] == [("n1", 100), ("n2", 40), ("n3", 30)]
     assert scores[2].scores == {"A": 0, "B": 30}
+
+
+def test_a_plugin_with_score_nodes_is_called_once_for_all_nodes() -> None:
+    calls: list[int] = []
+
+    def batch(nodes: list[NodeInfo]) -> list[int]:
+        calls.append(len(nodes))
+        return [10 * (i + 1) for i in range(len(nodes))]
+
+    fwk = framework(
+        registry(A=FakeBatchScore),
+        [("A", 1)],
+        args={"A": {"score": boom, "score_nodes": batch}},
+    )
+    nodes = [node("n1"), node("n2"), node("n3")]
+    scores, s = fwk.run_score_plugins(CycleState(), POD, nodes)
+    assert s.is_success() and calls == [3]
+    assert [x.total_score for x in scores] == [10, 20, 30]
+    failing = framework(
+        registry(A=FakeBatchScore),
+        [("A", 1)],
+        args={"A": {"score_nodes": lambda nodes: Status(Code.ERROR, ("nope",))}},
+    )
+    _, s = failing.run_score_plugins(CycleState(), POD, nodes)
+    assert s.is_error() and "nope" in s.message()
 
 
 @pytest.mark.parametrize(
