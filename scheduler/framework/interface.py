@@ -61,11 +61,19 @@ class StateData(Protocol):
 class CycleState:
     """Per-cycle plugin state. `clone()` for preemption's what-if runs."""
 
-    __slots__ = ("_data", "skip_filter_plugins", "skip_pre_bind_plugins", "skip_score_plugins")
+    __slots__ = (
+        "_data",
+        "filter_plan",
+        "skip_filter_plugins",
+        "skip_pre_bind_plugins",
+        "skip_score_plugins",
+    )
 
     def __init__(self) -> None:
         self._data: dict[str, StateData] = {}
         self.skip_filter_plugins: set[str] = set()
+        # The runtime's Filter plugins not skipped at PreFilter, computed once per cycle.
+        self.filter_plan: list[Any] | None = None
         self.skip_score_plugins: set[str] = set()
         # PreBind plugins whose PreBindPreFlight returned Skip: RunPreBindPlugins skips them.
         self.skip_pre_bind_plugins: set[str] = set()
@@ -83,6 +91,7 @@ class CycleState:
         c = CycleState()
         c._data = {k: v.clone() for k, v in self._data.items()}
         c.skip_filter_plugins = set(self.skip_filter_plugins)
+        c.filter_plan = self.filter_plan
         c.skip_score_plugins = set(self.skip_score_plugins)
         c.skip_pre_bind_plugins = set(self.skip_pre_bind_plugins)
         return c

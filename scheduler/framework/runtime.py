@@ -426,6 +426,7 @@ class Framework:
             return result, status, with_nodes | rejectors
         finally:
             state.skip_filter_plugins = skip
+            state.filter_plan = None
             self._observed(PRE_FILTER, status, start)
 
     def run_pre_filter_extension_add_pod(
@@ -465,10 +466,11 @@ class Framework:
     def run_filter_plugins(self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo) -> Status:
         """Success if every Filter plugin (not skipped at PreFilter) accepts the node; else the
         first rejection, naming its plugin; any other code becomes an Error."""
-        skip = state.skip_filter_plugins
-        for name, fn in self._filter:
-            if skip and name in skip:
-                continue
+        plan = state.filter_plan
+        if plan is None:
+            skip = state.skip_filter_plugins
+            plan = state.filter_plan = [(n, fn) for n, fn in self._filter if n not in skip]
+        for name, fn in plan:
             try:
                 s: Status = fn(state, pod, node)
             except Exception as err:
