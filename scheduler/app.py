@@ -111,6 +111,10 @@ async def serve(
     informers = InformerFactory(client, clock=ctx.clock)
     pods = informers.informer(types_pb2.Pod, field_selector=POD_FIELD_SELECTOR)
     nodes = informers.informer(types_pb2.Node)
+    # Preemption (DefaultPreemption) reads PDBs and PriorityClasses through the handle's
+    # informer factory; they are started and synced with the others.
+    informers.informer(types_pb2.PodDisruptionBudget)
+    informers.informer(types_pb2.PriorityClass)
     recorder = EventRecorder(
         client, "default-scheduler", host=socket.gethostname(), clock=ctx.clock
     )
