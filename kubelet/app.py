@@ -10,6 +10,7 @@ has synced.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import logging
 import socket
@@ -25,11 +26,16 @@ from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.client.controlplane import parse_duration, run_elected
 from kemu.client.events import EventRecorder
-from kemu.client.informer import InformerFactory
+from kemu.client.informer import FuncHandler, InformerFactory
 from kemu.client.interface import ApiClient
+from kemu.component.featuregate import (
+    IN_PLACE_POD_VERTICAL_SCALING,
+    IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
+)
 from kemu.component.options import new_parser, parse_component_args
 from kemu.component.runner import ComponentContext, cleanup_scope, run_component
 from kemu.machinery.quantity import parse_capacity_flag
+from kubelet.allocation import DEFAULT_ACTUATION_DELAY, DEFAULT_RETRY_PERIOD
 from kubelet.checkpoint import Checkpoint
 from kubelet.node_status import (
     DEFAULT_LEASE_DURATION_SECONDS,
@@ -159,6 +165,22 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"concurrent pod syncs (default {DEFAULT_WORKERS})",
     )
     pods.add_argument(
+        "--resize-actuation-delay",
+        type=parse_duration,
+        default=DEFAULT_ACTUATION_DELAY,
+        metavar="DURATION",
+        help="simulated time from accepting an in-place resize to the containers running at "
+        f"the new size (default {DEFAULT_ACTUATION_DELAY:g}s)",
+    )
+    pods.add_argument(
+        "--resize-retry-period",
+        type=parse_duration,
+        default=DEFAULT_RETRY_PERIOD,
+        metavar="DURATION",
+        help="how often Deferred resizes are retried besides the events that retry them "
+        "(default 3m)",
+    )
+    pods.add_argument(
         "--root-dir",
         default=DEFAULT_ROOT_DIR,
         metavar="DIR",
@@ -208,6 +230,10 @@ def settings_from_args(args: argparse.Namespace, kubelet_version: str) -> Kubele
         raise ValueError("--node-lease-duration-seconds: must be at least 1")
     if args.pod_workers < 1:
         raise ValueError("--pod-workers: must be at least 1")
+    if args.resize_actuation_delay < 0:
+        raise ValueError("--resize-actuation-delay: must not be negative")
+    if not args.resize_retry_period > 0:
+        raise ValueError("--resize-retry-period: must be positive")
     allocatable = allocatable_of(capacity, reserved)
     nodes = tuple(
         NodeConfig(
@@ -233,6 +259,8 @@ def settings_from_args(args: argparse.Namespace, kubelet_version: str) -> Kubele
             startup_delay=args.pod_startup_delay,
             shutdown_duration=args.pod_shutdown_duration,
             workers=args.pod_workers,
+            resize_actuation_delay=args.resize_actuation_delay,
+            resize_retry_period=args.resize_retry_period,
         ),
         root_dir=Path(args.root_dir) if args.root_dir else None,
     )
@@ -297,12 +325,30 @@ class Kubelet:
                 for config in settings.nodes
             ],
             clock=ctx.clock,
-            options=settings.pods,
+            options=dataclasses.replace(
+                settings.pods,
+                in_place_resize=ctx.gates.enabled(IN_PLACE_POD_VERTICAL_SCALING),
+                resize_preemption_policy=ctx.gates.enabled(
+                    IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION
+                ),
+            ),
             recorder=self.recorder,
+            registry=ctx.registry,
         )
         self.pod_workers.restore()
         self.pod_informer.add_event_handler(self.pod_workers.handler())
+        self.node_informer.add_event_handler(
+            FuncHandler(
+                on_add=self._on_node,
+                on_update=lambda _old, new: self._on_node(new),
+            )
+        )
         self._synced = False
+
+    def _on_node(self, node: types_pb2.Node) -> None:
+        self.pod_workers.set_resize_preemption_disabled(
+            node.metadata.name, bool(node.spec.pod_preemption_policy.disable_resize_preemption)
+        )
 
     def ready(self) -> bool:
         if not all(a.ready.is_set() for a in self.agents):

@@ -10,15 +10,22 @@ hollow kubelet with thousands of pods runs no task per pod.
 Admission happens in the informer handler, synchronously, so that two pods arriving together
 are decided one after the other against the same allocation (upstream's HandlePodAdditions).
 
+In-place resize (kubelet.allocation): a running pod whose spec asks for other resources than
+its allocation is decided in its sync (accepted, Deferred or Infeasible); Deferred pods are
+retried, in the retry list's order, when a pod is removed or terminates, a resize is actuated,
+a pod is updated, and every `resize_retry_period`.
+
 Status writes: the kubelet owns the phase, startTime, container statuses and the conditions
 Initialized, Ready, ContainersReady and PodReadyToStartContainers; every other condition
-(PodScheduled, DisruptionTarget, ...) is kept as the API has it. Each write is an update_status
-of the whole status with the pod's resourceVersion; on Conflict the pod is read again and the
-status rebuilt on it.
+(PodScheduled, DisruptionTarget, ...) is kept as the API has it, except the resize conditions
+PodResizePending, PodResizeInProgress and (with its gate on) PodResizePreemptionDisabled, which
+the kubelet owns too. Each write is an update_status of the whole status with the pod's
+resourceVersion; on Conflict the pod is read again and the status rebuilt on it.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from collections.abc import Iterable, Mapping
@@ -28,9 +35,10 @@ from typing import Final
 import anyio
 from anyio.abc import TaskStatus
 from google.protobuf.timestamp_pb2 import Timestamp
+from prometheus_client import CollectorRegistry
 
 from kemu.api.v1 import types_pb2
-from kemu.client.events import WARNING, EventRecorder
+from kemu.client.events import NORMAL, WARNING, EventRecorder
 from kemu.client.informer import FuncHandler
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
@@ -42,6 +50,28 @@ from kubelet.admission import (
     fits,
     pod_requests,
     used_by,
+)
+from kubelet.allocation import (
+    DEFAULT_ACTUATION_DELAY,
+    DEFAULT_RETRY_PERIOD,
+    EVENT_RESIZE_DEFERRED,
+    EVENT_RESIZE_INFEASIBLE,
+    EVENT_RESIZE_STARTED,
+    POD_RESIZE_IN_PROGRESS,
+    POD_RESIZE_PENDING,
+    POD_RESIZE_PREEMPTION_DISABLED,
+    REASON_PREEMPTION_DISABLED_BY_NODE_POLICY,
+    TRIGGER_PERIODIC,
+    TRIGGER_POD_RESIZED,
+    TRIGGER_POD_TERMINATED,
+    TRIGGER_POD_UPDATED,
+    TRIGGER_PODS_REMOVED,
+    Pending,
+    ResizeMetrics,
+    counted,
+    decide,
+    desired_allocation,
+    retry_key,
 )
 from kubelet.checkpoint import Checkpoint
 from kubelet.runtime import (
@@ -80,6 +110,16 @@ class PodWorkerOptions:
     """Seconds a container takes to exit on SIGTERM; None: it ignores SIGTERM (killed at the
     end of the grace period). The pod's annotation overrides it."""
     workers: int = DEFAULT_WORKERS
+    in_place_resize: bool = True
+    """Gate InPlacePodVerticalScaling: resize running pods when their spec changes."""
+    resize_actuation_delay: float = DEFAULT_ACTUATION_DELAY
+    """Seconds from accepting a resize to the containers running at the new size."""
+    resize_retry_period: float = DEFAULT_RETRY_PERIOD
+    """How often Deferred resizes are retried besides the event triggers."""
+    resize_preemption_policy: bool = False
+    """Gate InPlacePodVerticalScalingSchedulerPreemption: Deferred pods on a node whose
+    spec.podPreemptionPolicy.disableResizePreemption is non-empty get the condition
+    PodResizePreemptionDisabled (KEP-5836)."""
 
 
 def _ts(seconds: float) -> Timestamp:
@@ -106,11 +146,17 @@ class NodePods:
         self.checkpoint = checkpoint or Checkpoint(None, name)
         self.api_pods: dict[str, types_pb2.Pod] = {}
         self.runtimes: dict[str, PodRuntime] = {}
+        self.deferred: set[str] = set()
+        """Pods whose resize is Deferred: the retry list (kubelet.allocation)."""
+        self.resize_preemption_disabled = False
+        """The Node's spec.podPreemptionPolicy.disableResizePreemption is non-empty."""
 
     def restore(self) -> list[PodRuntime]:
         restored = self.checkpoint.load()
         for rt in restored:
             self.runtimes[rt.uid] = rt
+            if rt.pending_reason == Pending.DEFERRED:
+                self.deferred.add(rt.uid)
         if restored:
             logger.info(
                 "node %s: restored %d pods from %s", self.name, len(restored), self.checkpoint.path
@@ -122,6 +168,14 @@ class NodePods:
 
     def active(self) -> list[PodRuntime]:
         return [rt for rt in self.runtimes.values() if rt.active]
+
+    def held_by_others(self, uid: str) -> list[dict[str, int]]:
+        """The requests every other active pod holds: allocated, or actual if larger."""
+        return [
+            counted(rt.requests, rt.actual_requests)
+            for rt in self.runtimes.values()
+            if rt.active and rt.uid != uid
+        ]
 
     def remember(self, pod: types_pb2.Pod) -> None:
         """Keeps `pod` as the latest API state unless a newer one is known, or it was deleted."""
@@ -148,6 +202,64 @@ def _set_condition(
     status.conditions.add(type=type_, status=value, reason=reason).last_transition_time.CopyFrom(
         _ts(now)
     )
+
+
+def _set_resize_condition(
+    status: types_pb2.PodStatus,
+    type_: str,
+    reason: str,
+    message: str,
+    generation: int,
+    since: float,
+) -> None:
+    for c in status.conditions:
+        if c.type == type_:
+            break
+    else:
+        c = status.conditions.add(type=type_)
+        c.last_transition_time.CopyFrom(_ts(since))
+    if c.status != "True":
+        c.status = "True"
+        c.last_transition_time.CopyFrom(_ts(since))
+    c.reason = reason
+    c.message = message
+    c.observed_generation = generation
+
+
+def _resize_conditions(
+    status: types_pb2.PodStatus, rt: PodRuntime, now: float, preemption_disabled_on: str | None
+) -> None:
+    """PodResizePending and PodResizeInProgress as rt says; PodResizePreemptionDisabled too
+    unless `preemption_disabled_on` is None (the gate is off: left alone)."""
+    if rt.pending_reason:
+        _set_resize_condition(
+            status,
+            POD_RESIZE_PENDING,
+            rt.pending_reason,
+            rt.pending_message,
+            rt.pending_generation,
+            rt.pending_since if rt.pending_since is not None else now,
+        )
+    else:
+        _drop_conditions(status, (POD_RESIZE_PENDING,))
+    if rt.actual is not None:
+        _set_resize_condition(status, POD_RESIZE_IN_PROGRESS, "", "", rt.resize_generation, now)
+    else:
+        _drop_conditions(status, (POD_RESIZE_IN_PROGRESS,))
+    if preemption_disabled_on is None:
+        return
+    if preemption_disabled_on and rt.pending_reason == Pending.DEFERRED:
+        _set_resize_condition(
+            status,
+            POD_RESIZE_PREEMPTION_DISABLED,
+            REASON_PREEMPTION_DISABLED_BY_NODE_POLICY,
+            f"Preemption for in-place pod resize is disabled on node "
+            f"'{preemption_disabled_on}' by preemption policy.",
+            rt.pending_generation,
+            now,
+        )
+    else:
+        _drop_conditions(status, (POD_RESIZE_PREEMPTION_DISABLED,))
 
 
 def _drop_conditions(status: types_pb2.PodStatus, types: Iterable[str]) -> None:
@@ -186,14 +298,37 @@ def _container_status(
     cs.allocated_resources.update(alloc.requests)
     # Actual resources: always reported for a container that ran (the apiserver refuses a
     # resize of a running pod whose kubelet does not report them).
+    actual = alloc if rt.actual is None else rt.actual.get(c.name, alloc)
     cs.resources.SetInParent()
-    cs.resources.requests.update(alloc.requests)
-    cs.resources.limits.update(alloc.limits)
+    cs.resources.requests.update(actual.requests)
+    cs.resources.limits.update(actual.limits)
     return cs
 
 
-def build_status(pod: types_pb2.Pod, rt: PodRuntime, now: float) -> types_pb2.PodStatus:
-    """The status the pod should have in state `rt.state`, built on its current status."""
+def _resize_started_message(
+    pod: types_pb2.Pod, allocation: Mapping[str, ContainerAllocation], generation: int
+) -> str:
+    """Upstream's ResizeStarted message: the new resources of each container, as JSON."""
+    containers = []
+    for c in (*pod.spec.init_containers, *pod.spec.containers):
+        a = allocation.get(c.name)
+        if a is None:
+            continue
+        resources: dict[str, dict[str, str]] = {}
+        if a.limits:
+            resources["limits"] = dict(sorted(a.limits.items()))
+        if a.requests:
+            resources["requests"] = dict(sorted(a.requests.items()))
+        containers.append({"name": c.name, "resources": resources})
+    body = json.dumps({"containers": containers, "generation": generation}, separators=(",", ":"))
+    return f"Pod resize started: {body}"
+
+
+def build_status(
+    pod: types_pb2.Pod, rt: PodRuntime, now: float, *, preemption_disabled_on: str | None = None
+) -> types_pb2.PodStatus:
+    """The status the pod should have in state `rt.state`, built on its current status.
+    `preemption_disabled_on`: see _resize_conditions."""
     status = types_pb2.PodStatus()
     status.CopyFrom(pod.status)
     if not status.qos_class:
@@ -219,6 +354,7 @@ def build_status(pod: types_pb2.Pod, rt: PodRuntime, now: float) -> types_pb2.Po
     _set_condition(status, "Initialized", "True", reason, now)
     _set_condition(status, "Ready", ready, reason, now)
     _set_condition(status, "ContainersReady", ready, reason, now)
+    _resize_conditions(status, rt, now, preemption_disabled_on)
     del status.container_statuses[:]
     for c in pod.spec.containers:
         status.container_statuses.append(
@@ -255,6 +391,7 @@ class PodWorkers:
         clock: Clock,
         options: PodWorkerOptions | None = None,
         recorder: EventRecorder | None = None,
+        registry: CollectorRegistry | None = None,
     ) -> None:
         self._client = client
         self._clock = clock
@@ -266,6 +403,16 @@ class PodWorkers:
         self._failures: dict[str, int] = {}
         self._started = False
         self.syncs = 0
+        self.deferred_resizes_accepted: dict[str, int] = {}
+        """Deferred resizes a retry accepted, by retry trigger (upstream's
+        kubelet_pod_deferred_resize_accepted_total)."""
+        self._metrics = (
+            None
+            if registry is None
+            else ResizeMetrics(
+                registry, pending=self._count_pending, in_progress=self._count_in_progress
+            )
+        )
 
     def handler(self) -> FuncHandler[types_pb2.Pod]:
         return FuncHandler(
@@ -279,6 +426,25 @@ class PodWorkers:
         for node in self.nodes.values():
             for rt in node.restore():
                 self._node_of[rt.uid] = node
+
+    def _count_pending(self, reason: str) -> int:
+        return sum(
+            rt.pending_reason == reason for n in self.nodes.values() for rt in n.runtimes.values()
+        )
+
+    def _count_in_progress(self) -> int:
+        return sum(rt.actual is not None for n in self.nodes.values() for rt in n.runtimes.values())
+
+    def set_resize_preemption_disabled(self, node_name: str, disabled: bool) -> None:
+        """The node's spec.podPreemptionPolicy.disableResizePreemption is (or is no longer)
+        non-empty: feed it from a node informer."""
+        node = self.nodes.get(node_name)
+        if node is None or node.resize_preemption_disabled == disabled:
+            return
+        node.resize_preemption_disabled = disabled
+        if self._started and self.options.resize_preemption_policy:
+            for uid in node.deferred:
+                self.queue.add(uid)
 
     def runtime(self, uid: str) -> PodRuntime | None:
         node = self._node_of.get(uid)
@@ -300,6 +466,8 @@ class PodWorkers:
             return  # admitted once the informer has synced: see run()
         if uid not in node.runtimes:
             self._admit(node, pod)
+        elif known is not None:
+            self._retry_resizes(node, TRIGGER_POD_UPDATED)
         self.queue.add(uid)
 
     def on_pod_delete(self, pod: types_pb2.Pod) -> None:
@@ -325,7 +493,9 @@ class PodWorkers:
             node.runtimes[rt.uid] = rt
             return
         requests = pod_requests(pod)
-        used, count = used_by(r.requests for r in node.active())
+        # Resized pods count at their new allocation (or their actual size, if larger): a pod
+        # bound into room a resize took is rejected (KEP-1287's kubelet-side race).
+        used, count = used_by(node.held_by_others(meta.uid))
         result = fits(requests, used, count, node.allocatable)
         if not result.admit:
             rt.state = PodState.REJECTED
@@ -371,6 +541,8 @@ class PodWorkers:
             self.queue.add(uid)
         async with anyio.create_task_group() as tg:
             await tg.start(self.queue.run_timers)
+            if self.options.in_place_resize:
+                tg.start_soon(self._periodic_resize_retry, name="resize retry")
             for i in range(self.options.workers):
                 tg.start_soon(self._worker, name=f"pod worker {i}")
             task_status.started()
@@ -410,15 +582,27 @@ class PodWorkers:
             self._node_of.pop(uid, None)
             if rt is not None:
                 del node.runtimes[uid]
+                node.deferred.discard(uid)
                 if rt.state != PodState.REJECTED:
                     node.save()
                 logger.info("node %s: pod %s is gone (was %s)", node.name, rt.key, rt.state)
+                if rt.active:
+                    self._retry_resizes(node, TRIGGER_PODS_REMOVED)
             return
         if rt is None:
             return
         now = self._clock.now()
-        if self._advance(pod, rt, now):
+        was_active = rt.active
+        changed = self._advance(pod, rt, now)
+        actuated = self._actuate(rt, now)
+        if self.options.in_place_resize and self._resize(node, pod, rt, now):
+            changed = True
+        if changed or actuated:
             node.save()
+        if was_active and not rt.active:
+            self._retry_resizes(node, TRIGGER_POD_TERMINATED)
+        elif actuated:
+            self._retry_resizes(node, TRIGGER_POD_RESIZED)
         if self._reports_status(rt):
             written = await self._write_status(node, pod, rt)
             if written is None:
@@ -493,6 +677,141 @@ class PodWorkers:
             changed = True
         return changed
 
+    # ------------------------------------------------------------ in-place resize
+
+    @staticmethod
+    def _actuate(rt: PodRuntime, now: float) -> bool:
+        """Finishes a resize whose actuation delay is over (or whose pod stopped running)."""
+        if rt.actual is None:
+            return False
+        if rt.state == PodState.RUNNING and (
+            rt.actuate_at is not None and now + _EPSILON < rt.actuate_at
+        ):
+            return False
+        rt.actual = None
+        rt.actual_requests = None
+        rt.actuate_at = None
+        logger.info("pod %s: resized to its allocation", rt.key)
+        return True
+
+    def _resize(
+        self, node: NodePods, pod: types_pb2.Pod, rt: PodRuntime, now: float, trigger: str = ""
+    ) -> bool:
+        """Decides the resize the pod's spec asks for, if any (KEP-1287's
+        handlePodResourcesResize); True if rt changed."""
+        if rt.state != PodState.RUNNING or pod.metadata.HasField("deletion_timestamp"):
+            return self._clear_pending(node, rt)
+        desired = desired_allocation(pod)
+        if desired == rt.allocation:
+            return self._clear_pending(node, rt)
+        generation = pod.metadata.generation
+        wanted = pod_requests(pod)
+        own_actual = rt.actual_requests if rt.actual_requests is not None else rt.requests
+        decision = decide(wanted, own_actual, node.held_by_others(rt.uid), node.allocatable)
+        if decision.pending is None:
+            was_deferred = rt.pending_reason == Pending.DEFERRED
+            self._clear_pending(node, rt)
+            if rt.actual is None:
+                rt.actual, rt.actual_requests = rt.allocation, rt.requests
+            if self._metrics is not None:
+                self._metrics.resize_accepted(rt.allocation, desired)
+            rt.allocation, rt.requests = desired, wanted
+            rt.resize_generation = generation
+            if rt.actual == rt.allocation:  # resized back before it was actuated
+                rt.actual = rt.actual_requests = rt.actuate_at = None
+            else:
+                rt.actuate_at = now + self.options.resize_actuation_delay
+            if was_deferred and trigger:
+                self.deferred_resizes_accepted[trigger] = (
+                    self.deferred_resizes_accepted.get(trigger, 0) + 1
+                )
+                if self._metrics is not None:
+                    self._metrics.deferred_accepted.labels(trigger).inc()
+            logger.info(
+                "node %s: pod %s: resize accepted%s",
+                node.name,
+                rt.key,
+                f" on retry ({trigger})" if trigger else "",
+            )
+            if self._recorder is not None:
+                self._recorder.event(
+                    pod,
+                    NORMAL,
+                    EVENT_RESIZE_STARTED,
+                    "",
+                    _resize_started_message(pod, desired, generation),
+                )
+            return True
+        reason, message = str(decision.pending), decision.message
+        if (rt.pending_reason, rt.pending_message, rt.pending_generation) == (
+            reason,
+            message,
+            generation,
+        ):
+            return False
+        if (rt.pending_reason, rt.pending_message) != (reason, message):
+            logger.info("node %s: pod %s: resize %s: %s", node.name, rt.key, reason, message)
+            if self._recorder is not None:
+                event = (
+                    EVENT_RESIZE_DEFERRED
+                    if decision.pending == Pending.DEFERRED
+                    else EVENT_RESIZE_INFEASIBLE
+                )
+                self._recorder.event(pod, WARNING, event, "", message)
+        if not rt.pending_reason:
+            rt.pending_since = now
+        if (
+            self._metrics is not None
+            and decision.pending == Pending.INFEASIBLE
+            and rt.pending_reason != Pending.INFEASIBLE
+        ):
+            self._metrics.infeasible.labels("insufficient_node_allocatable").inc()
+        rt.pending_reason, rt.pending_message, rt.pending_generation = reason, message, generation
+        if decision.pending == Pending.DEFERRED:
+            node.deferred.add(rt.uid)
+        else:
+            node.deferred.discard(rt.uid)
+        return True
+
+    @staticmethod
+    def _clear_pending(node: NodePods, rt: PodRuntime) -> bool:
+        node.deferred.discard(rt.uid)
+        if not rt.pending_reason:
+            return False
+        rt.pending_reason = rt.pending_message = ""
+        rt.pending_since = None
+        rt.pending_generation = 0
+        return True
+
+    def _retry_resizes(self, node: NodePods, trigger: str) -> None:
+        """Walks the whole retry list in its order, each pod decided against the allocations
+        the ones before it got; queues a status write for every pod that changed."""
+        if not self.options.in_place_resize or not node.deferred:
+            return
+        candidates: list[tuple[tuple[bool, int, bool, float], str]] = []
+        for uid in list(node.deferred):
+            pod, rt = node.api_pods.get(uid), node.runtimes.get(uid)
+            if pod is None or rt is None:
+                node.deferred.discard(uid)
+                continue
+            candidates.append((retry_key(pod, rt.requests, rt.pending_since), uid))
+        candidates.sort()
+        now = self._clock.now()
+        changed = False
+        for _key, uid in candidates:
+            pod, rt = node.api_pods[uid], node.runtimes[uid]
+            if self._resize(node, pod, rt, now, trigger):
+                changed = True
+                self.queue.add(uid)
+        if changed:
+            node.save()
+
+    async def _periodic_resize_retry(self) -> None:
+        while True:
+            await self._clock.sleep(self.options.resize_retry_period)
+            for node in self.nodes.values():
+                self._retry_resizes(node, TRIGGER_PERIODIC)
+
     @staticmethod
     def _reports_status(rt: PodRuntime) -> bool:
         if rt.state in (PodState.RUNNING, PodState.SUCCEEDED, PodState.REJECTED):
@@ -504,8 +823,11 @@ class PodWorkers:
         self, node: NodePods, pod: types_pb2.Pod, rt: PodRuntime
     ) -> types_pb2.Pod | None:
         """Makes the API's status match rt; the pod as written, or None if it is gone."""
+        disabled_on: str | None = None
+        if self.options.resize_preemption_policy:
+            disabled_on = node.name if node.resize_preemption_disabled else ""
         for _ in range(_WRITE_ATTEMPTS):
-            status = build_status(pod, rt, self._clock.now())
+            status = build_status(pod, rt, self._clock.now(), preemption_disabled_on=disabled_on)
             if status == pod.status:
                 return pod
             new = types_pb2.Pod()

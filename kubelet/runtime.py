@@ -92,6 +92,22 @@ class PodRuntime:
     kill_at: float | None = None
     reason: str = ""
     message: str = ""
+    # In-place resize (kubelet.allocation).
+    actual: PodAllocation | None = None
+    """What the containers run with while it differs from `allocation` (a resize is being
+    actuated); None: the allocation."""
+    actual_requests: dict[str, int] | None = None
+    """The pod's effective requests at `actual`; None: `requests`."""
+    actuate_at: float | None = None
+    """When the containers are resized to the allocation."""
+    resize_generation: int = 0
+    """The pod generation of the last accepted resize (PodResizeInProgress's
+    observedGeneration)."""
+    pending_reason: str = ""
+    """PodResizePending's reason (Deferred or Infeasible); empty: no resize pending."""
+    pending_message: str = ""
+    pending_since: float | None = None
+    pending_generation: int = 0
 
     @property
     def key(self) -> str:
@@ -106,7 +122,8 @@ class PodRuntime:
         if self.state == PodState.STARTING:
             return self.start_at
         if self.state == PodState.RUNNING:
-            return self.run_until
+            deadlines = [t for t in (self.run_until, self.actuate_at) if t is not None]
+            return min(deadlines) if deadlines else None
         if self.state == PodState.TERMINATING:
             return self.stop_at()
         return None
@@ -142,6 +159,20 @@ class PodRuntime:
         if self.reason:
             data["reason"] = self.reason
             data["message"] = self.message
+        if self.actual is not None:
+            data["actual"] = {name: a.to_json() for name, a in self.actual.items()}
+            data["actualRequests"] = dict(self.actual_requests or {})
+        if self.actuate_at is not None:
+            data["actuateAt"] = self.actuate_at
+        if self.resize_generation:
+            data["resizeGeneration"] = self.resize_generation
+        if self.pending_reason:
+            data["pending"] = {
+                "reason": self.pending_reason,
+                "message": self.pending_message,
+                "since": self.pending_since,
+                "generation": self.pending_generation,
+            }
         return data
 
     @classmethod
@@ -151,6 +182,9 @@ class PodRuntime:
             return None if value is None else float(value)
 
         exit_code = data.get("exitCode")
+        actual = data.get("actual")
+        pending = dict(data.get("pending", {}))
+        since = pending.get("since")
         return cls(
             uid=str(data["uid"]),
             namespace=str(data["namespace"]),
@@ -171,4 +205,16 @@ class PodRuntime:
             kill_at=opt_float("killAt"),
             reason=str(data.get("reason", "")),
             message=str(data.get("message", "")),
+            actual=None
+            if actual is None
+            else {name: ContainerAllocation.from_json(a) for name, a in dict(actual).items()},
+            actual_requests=None
+            if actual is None
+            else {k: int(v) for k, v in dict(data.get("actualRequests", {})).items()},
+            actuate_at=opt_float("actuateAt"),
+            resize_generation=int(data.get("resizeGeneration", 0)),
+            pending_reason=str(pending.get("reason", "")),
+            pending_message=str(pending.get("message", "")),
+            pending_since=None if since is None else float(since),
+            pending_generation=int(pending.get("generation", 0)),
         )

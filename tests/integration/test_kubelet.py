@@ -220,3 +220,205 @@ async def test_a_hollow_kubelet_runs_several_nodes(cluster):
             return True
 
         await eventually(all_renewed, timeout=5)
+
+
+def _resize_conditions(pod: types_pb2.Pod) -> dict[str, types_pb2.PodCondition]:
+    return {
+        cond.type: cond
+        for cond in pod.status.conditions
+        if cond.type in ("PodResizePending", "PodResizeInProgress")
+    }
+
+
+async def _resize(c: Client, ns: str, name: str, cpu: str) -> types_pb2.Pod:
+    pod = await c.get(types_pb2.Pod, name, ns)
+    pod.spec.containers[0].resources.requests["cpu"] = cpu
+    return await c.resize(pod)
+
+
+async def test_in_place_resize_is_allocated_then_actuated_or_deferred_until_room_appears(
+    cluster, tmp_path
+):
+    node = unique_name("resize")
+    cluster.start_kubelet(
+        node,
+        capacity={"cpu": "2", "memory": "4Gi"},
+        extra_args=[
+            "--root-dir", str(tmp_path),
+            "--pod-startup-delay", "100ms",
+            "--resize-actuation-delay", "1s",
+        ],
+    )  # fmt: skip
+    ns = unique_name("resize")
+    async with Client(cluster.server, timeout=10.0) as c:
+        for name in ("a", "b"):
+            await c.create(make_pod(name).namespace(ns).node(node).req(cpu="500m").obj())
+        for name in ("a", "b"):
+            await eventually(functools.partial(_running, c, ns, name), timeout=10)
+
+        # A resize that fits: allocated at once, in progress, then actuated.
+        resized = await _resize(c, ns, "a", "1")
+
+        async def in_progress() -> types_pb2.Pod:
+            pod = await c.get(types_pb2.Pod, "a", ns)
+            (cs,) = pod.status.container_statuses
+            assert cs.allocated_resources["cpu"] == "1", cs
+            assert cs.resources.requests["cpu"] == "500m", cs
+            conds = _resize_conditions(pod)
+            assert set(conds) == {"PodResizeInProgress"}, conds
+            assert conds["PodResizeInProgress"].observed_generation == resized.metadata.generation
+            return pod
+
+        await eventually(in_progress, timeout=5, interval=0.05)
+
+        async def actuated() -> types_pb2.Pod:
+            pod = await c.get(types_pb2.Pod, "a", ns)
+            (cs,) = pod.status.container_statuses
+            assert cs.resources.requests["cpu"] == cs.allocated_resources["cpu"] == "1", cs
+            assert _resize_conditions(pod) == {}
+            return pod
+
+        await eventually(actuated, timeout=5, interval=0.05)
+
+        # b wants 1500m next to a's 1 cpu on a 2-cpu node: Deferred.
+        await _resize(c, ns, "b", "1500m")
+
+        async def deferred() -> types_pb2.Pod:
+            pod = await c.get(types_pb2.Pod, "b", ns)
+            cond = _resize_conditions(pod).get("PodResizePending")
+            assert cond is not None and cond.reason == "Deferred", pod.status.conditions
+            assert cond.message == (
+                "Node didn't have enough resource: cpu, requested: 1500, used: 1000, capacity: 2000"
+            )
+            assert pod.status.container_statuses[0].allocated_resources["cpu"] == "500m"
+            return pod
+
+        await eventually(deferred, timeout=5, interval=0.05)
+
+        # A new pod may not take the room a's resize got (1 + 500m + 1 > 2).
+        await c.create(make_pod("late").namespace(ns).node(node).req(cpu="1").obj())
+
+        async def rejected() -> bool:
+            pod = await c.get(types_pb2.Pod, "late", ns)
+            assert pod.status.reason == "OutOfcpu", pod.status
+            return True
+
+        await eventually(rejected, timeout=10)
+
+        # Deleting a makes room: b's resize is accepted without waiting for a periodic retry.
+        await c.delete(types_pb2.Pod, "a", ns, grace_period_seconds=0)
+
+        async def b_resized() -> bool:
+            pod = await c.get(types_pb2.Pod, "b", ns)
+            (cs,) = pod.status.container_statuses
+            assert cs.allocated_resources["cpu"] == cs.resources.requests["cpu"] == "1500m", cs
+            assert _resize_conditions(pod) == {}
+            return True
+
+        await eventually(b_resized, timeout=5, interval=0.05)
+
+
+async def test_resize_preemption_disabled_condition_follows_the_node_policy(tmp_path):
+    """KEP-5836 (gate InPlacePodVerticalScalingSchedulerPreemption, alpha in 1.37): a Deferred
+    pod on a node whose policy disables resize preemption gets PodResizePreemptionDisabled;
+    never on a kubelet that emulates 1.36."""
+    gate = {"InPlacePodVerticalScalingSchedulerPreemption": True}
+    policy = {"spec": {"podPreemptionPolicy": {"disableResizePreemption": ["example.com/vpa"]}}}
+    with Cluster(tmp_path) as cl:
+        cl.start_etcd()
+        cl.start_apiserver(feature_gates=gate)
+        for node, kw in (("on", {"feature_gates": gate}), ("old", {"emulated_version": "1.36"})):
+            cl.start_kubelet(
+                node,
+                capacity={"cpu": "2", "memory": "4Gi"},
+                extra_args=["--pod-startup-delay", "100ms"],
+                **kw,
+            )
+        async with Client(cl.server, timeout=10.0) as c:
+            for node in ("on", "old"):
+                await c.patch(types_pb2.Node, node, policy)
+                for name in ("a", "b"):
+                    await c.create(
+                        make_pod(f"{node}-{name}").node(node).req(cpu="1", memory="1Gi").obj()
+                    )
+            for name in ("on-a", "on-b", "old-a", "old-b"):
+                await eventually(functools.partial(_running, c, "default", name), timeout=10)
+            for node in ("on", "old"):
+                await _resize(c, "default", f"{node}-a", "1500m")
+
+            def disabled(pod: types_pb2.Pod) -> types_pb2.PodCondition | None:
+                return next(
+                    (x for x in pod.status.conditions if x.type == "PodResizePreemptionDisabled"),
+                    None,
+                )
+
+            async def condition_is(name: str, present: bool) -> bool:
+                pod = await c.get(types_pb2.Pod, name, "default")
+                pending = _resize_conditions(pod).get("PodResizePending")
+                assert pending is not None and pending.reason == "Deferred", pod.status
+                cond = disabled(pod)
+                assert (cond is not None) == present, pod.status.conditions
+                if cond is not None:
+                    assert cond.reason == "PreemptionDisabledByNodePolicy"
+                    assert cond.message == (
+                        "Preemption for in-place pod resize is disabled on node 'on' by "
+                        "preemption policy."
+                    )
+                return True
+
+            await eventually(lambda: condition_is("on-a", True), timeout=10, interval=0.05)
+            await eventually(lambda: condition_is("old-a", False), timeout=10, interval=0.05)
+            # The list empties: the condition goes, the resize stays Deferred.
+            await c.patch(
+                types_pb2.Node,
+                "on",
+                {"spec": {"podPreemptionPolicy": {"disableResizePreemption": []}}},
+            )
+            await eventually(lambda: condition_is("on-a", False), timeout=10, interval=0.05)
+
+
+async def test_a_resize_in_progress_survives_a_kubelet_kill(cluster, tmp_path):
+    node = unique_name("resize-kill")
+    cluster.start_kubelet(
+        node,
+        capacity={"cpu": "2", "memory": "4Gi"},
+        extra_args=[
+            "--root-dir", str(tmp_path),
+            "--pod-startup-delay", "100ms",
+            "--resize-actuation-delay", "3s",
+        ],
+    )  # fmt: skip
+    ns = unique_name("resize-kill")
+    async with Client(cluster.server, timeout=10.0) as c:
+        await c.create(make_pod("a").namespace(ns).node(node).req(cpu="500m").obj())
+        before = await eventually(lambda: _running(c, ns, "a"), timeout=10)
+        await _resize(c, ns, "a", "1500m")
+
+        async def allocated() -> bool:
+            pod = await c.get(types_pb2.Pod, "a", ns)
+            assert pod.status.container_statuses[0].allocated_resources["cpu"] == "1500m"
+            assert "PodResizeInProgress" in _resize_conditions(pod)
+            return True
+
+        await eventually(allocated, timeout=5, interval=0.05)
+        cluster.kill(f"kubelet-{node}")
+        cluster.restart(f"kubelet-{node}")
+
+        async def actuated() -> types_pb2.Pod:
+            pod = await c.get(types_pb2.Pod, "a", ns)
+            (cs,) = pod.status.container_statuses
+            assert cs.allocated_resources["cpu"] == cs.resources.requests["cpu"] == "1500m", cs
+            assert _resize_conditions(pod) == {}
+            return pod
+
+        after = await eventually(actuated, timeout=10, interval=0.05)
+        assert after.status.start_time == before.status.start_time
+        # The room the resize took is still taken after the restart.
+        await c.create(make_pod("late").namespace(ns).node(node).req(cpu="1").obj())
+
+        async def rejected() -> bool:
+            pod = await c.get(types_pb2.Pod, "late", ns)
+            assert pod.status.reason == "OutOfcpu", pod.status
+            return True
+
+        await eventually(rejected, timeout=10)

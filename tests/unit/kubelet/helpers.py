@@ -10,9 +10,11 @@ from pathlib import Path
 
 import anyio
 import anyio.lowlevel
+from prometheus_client import CollectorRegistry
 
 from kemu.api.v1 import types_pb2
 from kemu.client.clock import FakeClock
+from kemu.client.events import EventRecorder
 from kemu.client.fake import FakeClient
 from kemu.client.informer import Informer
 from kemu.machinery.errors import NotFound
@@ -102,6 +104,8 @@ async def running_workers(
     clock: FakeClock | None = None,
     root_dir: Path | None = None,
     options: PodWorkerOptions | None = None,
+    recorder: EventRecorder | None = None,
+    registry: CollectorRegistry | None = None,
 ) -> AsyncIterator[Env]:
     clock = clock or FakeClock()
     fake = fake or FakeClient(clock=clock)
@@ -111,6 +115,8 @@ async def running_workers(
         [NodePods(name, alloc, Checkpoint(root_dir, name)) for name, alloc in nodes.items()],
         clock=clock,
         options=options or PodWorkerOptions(startup_delay=0.5, workers=4),
+        recorder=recorder,
+        registry=registry,
     )
     workers.restore()
     informer = Informer(fake, types_pb2.Pod, field_selector="spec.nodeName!=", clock=clock)
