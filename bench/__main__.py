@@ -19,6 +19,11 @@ BENCHMARKS: Final[dict[str, tuple[str, str]]] = {
         "scheduler_perf-style scheduling throughput (SchedulingBasic on 500/5000 bare nodes), "
         "scheduling_algorithm_duration, CPU and RSS of each process",
     ),
+    "kubelet": (
+        "bench.kubelet",
+        "one hollow kubelet with 1000 nodes: registration time, RSS, Lease renewal cadence, "
+        "pod created-to-Running p50/p99 at 100 pods/s",
+    ),
 }
 
 
