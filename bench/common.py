@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final
@@ -286,3 +288,43 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, float) and math.isnan(value):
         return None
     return value
+
+
+# ---------------------------------------------------------------------- profiles
+
+
+_FRAME_LINE: Final = re.compile(r":\d+\)$")
+
+
+def summarize_stacks(
+    raw: str, top: int = 15, *, spine: float = 0.95
+) -> tuple[int, list[tuple[str, int]], list[tuple[str, int]]]:
+    """py-spy's raw (collapsed) output -> (total samples, top self frames, top inclusive frames).
+
+    Each line is `frame;frame;...;leaf count`, a frame being `function (file:line)`. Frames are
+    grouped per function (the line number is dropped); a function counts once per stack for
+    the inclusive figure, however often it recurses. Frames found in at least `spine` of the
+    samples (the event loop, the process's main) are left out of the inclusive list: they say
+    nothing about where the time goes.
+    """
+    total = 0
+    own: Counter[str] = Counter()
+    inclusive: Counter[str] = Counter()
+    for line in raw.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        stack, _, count_text = line.rpartition(" ")
+        try:
+            count = int(count_text)
+        except ValueError:
+            continue
+        frames = [_FRAME_LINE.sub(")", f) for f in stack.split(";") if f]
+        if not frames:
+            continue
+        total += count
+        own[frames[-1]] += count
+        for f in dict.fromkeys(frames):  # once per stack, in a stable order
+            inclusive[f] += count
+    informative = [(f, c) for f, c in inclusive.most_common() if c < spine * total]
+    return total, own.most_common(top), informative[:top]

@@ -57,8 +57,8 @@ from bench.common import (
     rate,
     ratio,
     rss_kib,
+    summarize_stacks,
 )
-from bench.scheduler_perf import summarize_stacks
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.machinery.errors import ApiError

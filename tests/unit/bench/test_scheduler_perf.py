@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from bench.common import summarize_stacks
 from bench.scheduler_perf import (
     WORKLOADS_FILE,
     Barrier,
@@ -30,7 +31,6 @@ from bench.scheduler_perf import (
     pod_objects,
     render,
     select_workloads,
-    summarize_stacks,
     throughput_samples,
     throughput_stats,
 )
