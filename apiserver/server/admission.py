@@ -136,7 +136,7 @@ def resize_pod(current: types_pb2.Pod, desired: types_pb2.Pod) -> types_pb2.Pod:
                         )
                     )
         rc = result.spec.containers[i]
-        rc.resources.CopyFrom(new_c.resources)
+        _set_resources(rc, new_c)
         del rc.resize_policy[:]
         rc.resize_policy.extend(new_c.resize_policy)
     # Sidecars (restartable init containers) may be resized too; others may not change.
@@ -157,7 +157,7 @@ def resize_pod(current: types_pb2.Pod, desired: types_pb2.Pod) -> types_pb2.Pod:
                 )
                 continue
             ic = result.spec.init_containers[i]
-            ic.resources.CopyFrom(new_c.resources)
+            _set_resources(ic, new_c)
             del ic.resize_policy[:]
             ic.resize_policy.extend(new_c.resize_policy)
     if causes:
@@ -165,6 +165,19 @@ def resize_pod(current: types_pb2.Pod, desired: types_pb2.Pod) -> types_pb2.Pod:
     if result.spec != current.spec:
         result.metadata.generation = current.metadata.generation + 1
     return result
+
+
+def _set_resources(target: types_pb2.Container, desired: types_pb2.Container) -> None:
+    """Takes desired's resources; an empty set stays absent, so a resize that changes nothing
+    leaves the spec (and the generation) as it was."""
+    if desired.resources.requests or desired.resources.limits:
+        target.resources.CopyFrom(desired.resources)
+    elif target.HasField("resources") and not (
+        target.resources.requests or target.resources.limits
+    ):
+        return
+    else:
+        target.ClearField("resources")
 
 
 def check_resize_qos(current: types_pb2.Pod, resized: types_pb2.Pod) -> None:
