@@ -104,6 +104,24 @@ class Metrics:
             registry=registry,
         )
 
+        # labels() takes a lock and builds a key on every call: keep the children.
+        self._request_children: dict[tuple[str, str, str], Any] = {}
+        self._duration_children: dict[tuple[str, str], Any] = {}
+
+    def observe(self, verb: str, resource: str, code: str, seconds: float) -> None:
+        counter = self._request_children.get((verb, resource, code))
+        if counter is None:
+            counter = self._request_children[(verb, resource, code)] = self.requests.labels(
+                verb, resource, code
+            )
+        counter.inc()
+        histogram = self._duration_children.get((verb, resource))
+        if histogram is None:
+            histogram = self._duration_children[(verb, resource)] = self.duration.labels(
+                verb, resource
+            )
+        histogram.observe(seconds)
+
     def watchers_changed(self, resource: str, count: int) -> None:
         self.watchers.labels(resource).set(count)
 
@@ -155,8 +173,7 @@ class ApiService:
             await context.abort(code, details)
             raise
         finally:
-            self._metrics.requests.labels(verb, resource or "", code.name).inc()
-            self._metrics.duration.labels(verb, resource or "").observe(time.perf_counter() - start)
+            self._metrics.observe(verb, resource or "", code.name, time.perf_counter() - start)
 
     @staticmethod
     def _resource_of(envelope: api_pb2.Object) -> str:

@@ -19,6 +19,7 @@ apiserver generates the name.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -769,13 +770,20 @@ def validate_pod_spec(spec: types_pb2.PodSpec, path: str = "spec") -> list[Cause
 
 def validate_pod(pod: types_pb2.Pod) -> list[Cause]:
     causes = validate_object_meta(pod.metadata, namespaced=True)
-    causes.extend(validate_pod_spec(pod.spec))
+    causes.extend(_validate_pod_spec_cached(pod.spec.SerializeToString(deterministic=True)))
     if pod.status.nominated_node_name:
         causes.extend(
             invalid("status.nominatedNodeName", pod.status.nominated_node_name, m)
             for m in name_is_dns_subdomain(pod.status.nominated_node_name)
         )
     return causes
+
+
+@functools.lru_cache(maxsize=1024)
+def _validate_pod_spec_cached(spec: bytes) -> tuple[Cause, ...]:
+    """validate_pod_spec depends on the spec alone: pods of one workload share a spec, so the
+    apiserver validates each distinct spec once (Causes are immutable)."""
+    return tuple(validate_pod_spec(types_pb2.PodSpec.FromString(spec)))
 
 
 _POD_UPDATE_FORBIDDEN: Final = (
