@@ -433,34 +433,34 @@ class Framework:
         self, state: CycleState, pod: types_pb2.Pod, pod_to_add: PodInfo, node: NodeInfo
     ) -> Status:
         """Tells every PreFilter plugin (not skipped) that `pod_to_add` is now on `node`."""
-        skip = state.skip_filter_plugins
-        for name, ext in self._pre_filter_extensions:
-            if name in skip:
-                continue
-            try:
-                s = ext.add_pod(state, pod, pod_to_add, node)
-            except Exception as err:
-                logger.exception("AddPod of PreFilter plugin %s failed", name)
-                return _error(f'running AddPod on PreFilter plugin "{name}"', name, err)
-            if s.code is not Code.SUCCESS:
-                return _error(f'running AddPod on PreFilter plugin "{name}"', name, s)
-        return SUCCESS
+        return self._run_pre_filter_extension("AddPod", state, pod, pod_to_add, node)
 
     def run_pre_filter_extension_remove_pod(
         self, state: CycleState, pod: types_pb2.Pod, pod_to_remove: PodInfo, node: NodeInfo
     ) -> Status:
         """Tells every PreFilter plugin (not skipped) that `pod_to_remove` left `node`."""
+        return self._run_pre_filter_extension("RemovePod", state, pod, pod_to_remove, node)
+
+    def _run_pre_filter_extension(
+        self,
+        which: str,
+        state: CycleState,
+        pod: types_pb2.Pod,
+        other: PodInfo,
+        node: NodeInfo,
+    ) -> Status:
         skip = state.skip_filter_plugins
         for name, ext in self._pre_filter_extensions:
             if name in skip:
                 continue
+            call = ext.add_pod if which == "AddPod" else ext.remove_pod
             try:
-                s = ext.remove_pod(state, pod, pod_to_remove, node)
+                s = call(state, pod, other, node)
             except Exception as err:
-                logger.exception("RemovePod of PreFilter plugin %s failed", name)
-                return _error(f'running RemovePod on PreFilter plugin "{name}"', name, err)
+                logger.exception("%s of PreFilter plugin %s failed", which, name)
+                return _error(f'running {which} on PreFilter plugin "{name}"', name, err)
             if s.code is not Code.SUCCESS:
-                return _error(f'running RemovePod on PreFilter plugin "{name}"', name, s)
+                return _error(f'running {which} on PreFilter plugin "{name}"', name, s)
         return SUCCESS
 
     def run_filter_plugins(self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo) -> Status:
