@@ -166,10 +166,19 @@ class Client:
     """An ApiClient over one gRPC channel; create it inside the event loop that uses it."""
 
     def __init__(
-        self, server: str = "127.0.0.1:6443", *, timeout: float = 30.0, user_agent: str = "kemu"
+        self,
+        server: str = "127.0.0.1:6443",
+        *,
+        timeout: float = 30.0,
+        user_agent: str = "kemu",
+        wait_for_server: bool = True,
     ) -> None:
+        """`wait_for_server=False` makes calls fail at once with Unavailable when nothing
+        answers at `server` (for a user at a terminal) instead of waiting and retrying (for
+        components, whose dependencies may start after them)."""
         self.server = server
         self.timeout = timeout
+        self.wait_for_server = wait_for_server
         self._user_agent = user_agent
         self._channel: grpc.aio.Channel | None = None
         self._methods: dict[str, Any] = {}
@@ -218,7 +227,9 @@ class Client:
 
     async def _call(self, name: str, request: Message, response: type[Resp]) -> Resp:
         """One attempt, bounded by `timeout`, waiting for the server to be reachable."""
-        call = self._unary(name, response)(request, timeout=self.timeout, wait_for_ready=True)
+        call = self._unary(name, response)(
+            request, timeout=self.timeout, wait_for_ready=self.wait_for_server
+        )
         try:
             return await call
         except grpc.aio.AioRpcError as e:
@@ -237,7 +248,7 @@ class Client:
                 return await self._call(name, request, response)
             except Unavailable as e:
                 delay = backoff.next()
-                if anyio.current_time() + delay >= deadline:
+                if not self.wait_for_server or anyio.current_time() + delay >= deadline:
                     raise
                 logger.debug("%s: server unavailable (%s), retrying in %.2fs", name, e, delay)
                 await anyio.sleep(delay)
@@ -353,7 +364,9 @@ class Client:
             )
             self._methods["Watch"] = method
         # No deadline: a watch lives as long as its reader wants it.
-        call = cast(grpc.aio.UnaryStreamCall[Any, Any], method(req, wait_for_ready=True))
+        call = cast(
+            grpc.aio.UnaryStreamCall[Any, Any], method(req, wait_for_ready=self.wait_for_server)
+        )
         stream = _WatchStream(call, kind)
         try:
             yield stream

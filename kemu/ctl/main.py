@@ -19,7 +19,7 @@ from kemu.client.clock import Clock, SystemClock
 from kemu.client.interface import DEFAULT_NAMESPACE, ApiClient
 from kemu.ctl import apply, describe, edit, get, version, wait
 from kemu.ctl.common import Context, CtlError, format_api_error
-from kemu.ctl.connect import DEFAULT_SERVER, SERVER_ENV, ProbedClient, server_address
+from kemu.ctl.connect import DEFAULT_SERVER, SERVER_ENV, server_address
 from kemu.machinery.errors import ApiError, Timeout, Unavailable
 
 DEFAULT_REQUEST_TIMEOUT: Final = "10s"
@@ -186,9 +186,18 @@ def request_timeout(args: argparse.Namespace) -> float:
 
 def _api_error_line(e: ApiError, server: str, timeout: float) -> str:
     if isinstance(e, Unavailable):
-        return f"cannot reach the kemu apiserver at {server}: {format_api_error(e)}"
+        return f"cannot reach the kemu apiserver at {server}: {_unreachable_reason(e)}"
     if isinstance(e, Timeout) and e.message == "Deadline Exceeded":
         return f"the kemu apiserver at {server} did not answer within {timeout:g}s"
+    return format_api_error(e)
+
+
+def _unreachable_reason(e: Unavailable) -> str:
+    """The short cause inside gRPC's connection failure text."""
+    text = e.message
+    for known in ("Connection refused", "No route to host", "Name or service not known"):
+        if known in text:
+            return known.lower()
     return format_api_error(e)
 
 
@@ -221,8 +230,7 @@ async def run(
         if client is None:
             from kemu.client.client import Client
 
-            real = Client(server, timeout=timeout, user_agent="kemuctl")
-            client = ProbedClient(real, server, min(timeout, 10.0))
+            client = Client(server, timeout=timeout, user_agent="kemuctl", wait_for_server=False)
         explicit = getattr(args, "namespace", None)
         ctx = Context(
             client=client,
