@@ -53,6 +53,7 @@ IN_TREE_MODULES: Final = (
     "default_binder",  # DefaultBinder
     "slow_pre_bind",  # SlowPreBind (emulation, KEP-5278 scenarios)
     "waiting_permit",  # WaitingPermit (emulation)
+    "token_filter",  # TokenFilter (emulation)
 )
 # Registered only when present (it arrives with preemption).
 OPTIONAL_MODULES: Final = ("default_preemption",)

@@ -27,6 +27,7 @@ IN_TREE = {
     "DefaultBinder",
     "SlowPreBind",
     "WaitingPermit",
+    "TokenFilter",
 }
 
 
@@ -75,3 +76,6 @@ def test_in_tree_registry_and_default_framework() -> None:
     assert plugins["bind"] == ("DefaultBinder",)
     assert "NodeResourcesFit" in plugins["filter"]
     assert ("DefaultPreemption" in registry) == ("DefaultPreemption" in plugins["postFilter"])
+    # The emulation plugins are registered but only run when a profile enables them.
+    for emulation in ("SlowPreBind", "WaitingPermit", "TokenFilter"):
+        assert all(emulation not in names for names in plugins.values())
