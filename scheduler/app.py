@@ -36,6 +36,7 @@ from scheduler.cache.cache import Cache
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config import KubeSchedulerConfiguration, default_config, load_config
 from scheduler.event_handlers import EventHandlers
+from scheduler.framework.interface import SCHEDULER_POD_FIELD_SELECTOR
 from scheduler.framework.plugins.registry import in_tree_registry
 from scheduler.framework.runtime import Framework, observer_from_histogram
 from scheduler.framework.waiting_pods import WaitingPodsMap
@@ -50,7 +51,7 @@ COMPONENT: Final = "kube-scheduler"
 DEFAULT_METRICS_PORT: Final = 10259
 LEASE_NAME: Final = "kube-scheduler"
 # Pods that ended are not the scheduler's business (upstream's informer field selector).
-POD_FIELD_SELECTOR: Final = "status.phase!=Succeeded,status.phase!=Failed"
+POD_FIELD_SELECTOR: Final = SCHEDULER_POD_FIELD_SELECTOR
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -122,6 +123,7 @@ async def serve(
     snapshot = Snapshot()
     registry = in_tree_registry()
     waiting_pods = WaitingPodsMap()
+    rng = random.Random(seed)
     frameworks = {
         profile.scheduler_name: Framework(
             profile,
@@ -133,6 +135,8 @@ async def serve(
             informer_factory=informers,
             waiting_pods=waiting_pods,
             observe=observer_from_histogram(metrics.framework_extension_point_duration),
+            metrics=metrics,
+            rng=rng,
         )
         for profile in config.profiles
     }
@@ -151,6 +155,7 @@ async def serve(
     )
     for fwk in frameworks.values():
         fwk.set_nominator(queue.nominator)
+        fwk.set_pod_activator(queue.activate)
     handlers = EventHandlers(
         cache=cache, queue=queue, scheduler_names=frameworks, frameworks=frameworks.values()
     )
@@ -179,7 +184,7 @@ async def serve(
         metrics=metrics,
         recorder=recorder,
         pod_lister=pods.lister,
-        rng=random.Random(seed),
+        rng=rng,
     )
     elected = Elected()
 

@@ -85,6 +85,19 @@ class SchedulerMetrics:
             buckets=_exponential(1, 2, 7),
             registry=r,
         )
+        self.preemption_goroutines_duration = Histogram(
+            _SUBSYSTEM + "preemption_goroutines_duration_seconds",
+            "Duration in seconds for running goroutines for the preemption.",
+            ["result"],
+            buckets=_exponential(0.01, 2, 20),
+            registry=r,
+        )
+        self.preemption_goroutines_execution = Counter(
+            _SUBSYSTEM + "preemption_goroutines_execution_total",
+            "Number of preemption goroutines executed, by the result.",
+            ["result"],
+            registry=r,
+        )
         self.filter_evaluations = Counter(
             _SUBSYSTEM + "kemu_filter_evaluations_total",
             "kemu: Filter plugin evaluations (node x plugin), for the KEP-1923 A/B benchmark.",

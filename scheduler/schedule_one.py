@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import random
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
@@ -35,12 +34,26 @@ from kemu.component.version import Version
 from kemu.machinery.convert import format_time, message_to_dict
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from scheduler.framework.events import ASSIGNED_POD_DELETE
-from scheduler.framework.interface import CycleState, EventRecorder, NodeToStatus, QueuedPodInfo
+from scheduler.framework.interface import (
+    CycleState,
+    EventRecorder,
+    FitError,
+    NodeToStatus,
+    QueuedPodInfo,
+)
 from scheduler.framework.status import Code, Status, as_error, unresolvable
 from scheduler.framework.types import NodeInfo, PostFilterResult, pod_key
 from scheduler.metrics import SchedulerMetrics
 
 log = logging.getLogger(__name__)
+
+__all__ = [
+    "FitError",
+    "ScheduleResult",
+    "Scheduler",
+    "SchedulingError",
+    "num_feasible_nodes_to_find",
+]
 
 MIN_FEASIBLE_NODES_TO_FIND: Final = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: Final = 5
@@ -59,42 +72,6 @@ def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
             adaptive = MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND
     num = num_all_nodes * adaptive // 100
     return max(num, MIN_FEASIBLE_NODES_TO_FIND)
-
-
-class FitError(Exception):
-    """No node fits (upstream framework.FitError); its text is the FailedScheduling message."""
-
-    def __init__(
-        self,
-        pod: types_pb2.Pod,
-        num_all_nodes: int,
-        statuses: NodeToStatus,
-        *,
-        pre_filter_msg: str = "",
-        unschedulable_plugins: set[str] | None = None,
-    ) -> None:
-        super().__init__()
-        self.pod = pod
-        self.num_all_nodes = num_all_nodes
-        self.statuses = statuses
-        self.pre_filter_msg = pre_filter_msg
-        self.post_filter_msg = ""
-        self.unschedulable_plugins = set(unschedulable_plugins or ())
-
-    def __str__(self) -> str:
-        msg = f"0/{self.num_all_nodes} nodes are available:"
-        if self.pre_filter_msg:
-            msg += f" {self.pre_filter_msg}."
-        else:
-            histogram: Counter[str] = Counter()
-            for _, status in self.statuses.items():
-                for reason in status.reasons:
-                    histogram[reason] += 1
-            reasons = sorted(f"{count} {reason}" for reason, count in histogram.items())
-            msg += " " + ", ".join(reasons) + "."
-        if self.post_filter_msg:
-            msg += " " + self.post_filter_msg
-        return msg
 
 
 class SchedulingError(Exception):
@@ -116,6 +93,8 @@ class FrameworkLike(Protocol):
     def percentage_of_nodes_to_score(self) -> int: ...
 
     def set_snapshot(self, snapshot: Any) -> None: ...
+
+    def set_background(self, tg: TaskGroup | None) -> None: ...
 
     def has_filter_plugins(self) -> bool: ...
 
@@ -219,11 +198,18 @@ class Scheduler:
         """Schedules pods until cancelled; binding cycles run as sibling tasks."""
         async with anyio.create_task_group() as tg:
             self._binding_tasks = tg
-            while True:
-                qpi = await self.queue.pop()
-                if qpi is None:
-                    return
-                await self.schedule_one(qpi)
+            # Plugins' background work (asynchronous preemption) lives as long as the loop.
+            for fwk in self.profiles.values():
+                fwk.set_background(tg)
+            try:
+                while True:
+                    qpi = await self.queue.pop()
+                    if qpi is None:
+                        return
+                    await self.schedule_one(qpi)
+            finally:
+                for fwk in self.profiles.values():
+                    fwk.set_background(None)
 
     async def schedule_one(self, qpi: QueuedPodInfo) -> None:
         pod = qpi.pod
@@ -597,6 +583,9 @@ class Scheduler:
             nominated = nominating.nominated_node_name
             if nominated == "" and not self._clears_nnn_on_failure():
                 nominated = None
+        # The nominator learns the outcome before the PATCH is sent, so that the next cycles
+        # already count (or no longer count) the reservation (reference §3.3).
+        self.queue.add_nominated_pod(qpi.pod_info, nominated)
         self.recorder.event(pod, WARNING, "FailedScheduling", "Scheduling", message)
         await self.update_pod_status(current, reason, message, nominated)
 

@@ -28,13 +28,15 @@ Semantics, as upstream:
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Iterator, Mapping
+import random
+from collections import Counter
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from kemu.api.v1 import types_pb2
 from scheduler.framework.events import ClusterEventWithHint
-from scheduler.framework.status import Status
+from scheduler.framework.status import Code, Status
 from scheduler.framework.types import (
     NodeInfo,
     NodeScore,
@@ -122,8 +124,6 @@ class NodeToStatus:
     """Why each node was rejected; nodes not listed have `absent` (upstream NodeToStatus)."""
 
     def __init__(self, absent: Status | None = None) -> None:
-        from scheduler.framework.status import Code
-
         self._map: dict[str, Status] = {}
         self.absent = absent or Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
         # True when PreFilter rejected the pod: `absent` then holds that status for every node.
@@ -140,6 +140,64 @@ class NodeToStatus:
 
     def __len__(self) -> int:
         return len(self._map)
+
+    def nodes_for_status_code(self, lister: NodeInfoLister, code: Code) -> list[NodeInfo]:
+        """The nodes whose status has `code` (absent nodes have `absent`'s), in the order they
+        were rejected, then the snapshot's order for absent ones (upstream
+        NodesForStatusCode). Nodes no longer in the snapshot are left out."""
+        if self.absent.code == code:
+            return [n for n in lister.list() if self.get(n.name).code == code]
+        out: list[NodeInfo] = []
+        for name, status in self._map.items():
+            if status.code == code:
+                node = lister.get(name)
+                if node is not None:
+                    out.append(node)
+        return out
+
+
+class FitError(Exception):
+    """No node fits (upstream framework.FitError); its text is the FailedScheduling message:
+    `0/N nodes are available: <sorted histogram of reasons>.` with the PostFilter message
+    appended as ` <message>.` Nodes without a status of their own count with `absent`'s
+    reasons."""
+
+    def __init__(
+        self,
+        pod: types_pb2.Pod,
+        num_all_nodes: int,
+        statuses: NodeToStatus,
+        *,
+        pre_filter_msg: str = "",
+        unschedulable_plugins: set[str] | None = None,
+    ) -> None:
+        super().__init__()
+        self.pod = pod
+        self.num_all_nodes = num_all_nodes
+        self.statuses = statuses
+        self.pre_filter_msg = pre_filter_msg
+        self.post_filter_msg = ""
+        self.unschedulable_plugins = set(unschedulable_plugins or ())
+
+    def __str__(self) -> str:
+        msg = f"0/{self.num_all_nodes} nodes are available:"
+        if self.pre_filter_msg:
+            msg += f" {self.pre_filter_msg}."
+        else:
+            histogram: Counter[str] = Counter()
+            for _, status in self.statuses.items():
+                for reason in status.reasons:
+                    histogram[reason] += 1
+            absent = self.num_all_nodes - len(self.statuses)
+            if absent > 0:
+                for reason in self.statuses.absent.reasons:
+                    histogram[reason] += absent
+            reasons = sorted(f"{count} {reason}" for reason, count in histogram.items())
+            if reasons:
+                msg += " " + ", ".join(reasons) + "."
+        if self.post_filter_msg:
+            msg += f" {self.post_filter_msg}."
+        return msg
 
 
 # ---------------------------------------------------------------- listers
@@ -334,6 +392,30 @@ class Handle(Protocol):
 
     def reject_waiting_pod(self, uid: str) -> bool: ...
 
+    def activate(self, pods: Iterable[types_pb2.Pod]) -> None:
+        """Moves the pods from the unschedulable pool or backoffQ to activeQ (upstream
+        Handle.Activate); a no-op without a queue (simulations)."""
+        ...
+
+    def spawn(self, fn: Callable[[], Coroutine[Any, Any, None]], name: str) -> None:
+        """Runs `fn` in the scheduler's background task group, outliving the cycle that
+        started it (upstream's goroutines, e.g. asynchronous preemption)."""
+        ...
+
+    @property
+    def metrics(self) -> Any | None:
+        """The scheduler's metrics (scheduler.metrics.SchedulerMetrics), None in simulations."""
+        ...
+
+    @property
+    def rng(self) -> random.Random:
+        """The scheduler's random source (seeded by --seed), for plugins' random choices."""
+        ...
+
+
+# The scheduler's pod informer watches the pods that have not finished (upstream's field
+# selector); plugins that need the pod lister ask the informer factory for this informer.
+SCHEDULER_POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 
 # A plugin factory: args from the profile's pluginConfig, and the framework handle.
 PluginArgs = Mapping[str, Any]

@@ -21,9 +21,12 @@ Contracts, as upstream:
 from __future__ import annotations
 
 import logging
+import random
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, Final
+
+from anyio.abc import TaskGroup
 
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import Clock, RealClock
@@ -165,6 +168,8 @@ class Framework:
         snapshot: SharedLister | None = None,
         waiting_pods: WaitingPodsMap | None = None,
         observe: ExtensionPointObserver | None = None,
+        metrics: Any | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         self._profile_name = profile.scheduler_name
         self._percentage = profile.percentage_of_nodes_to_score
@@ -177,6 +182,11 @@ class Framework:
         self._snapshot = snapshot
         self._waiting_pods = waiting_pods if waiting_pods is not None else WaitingPodsMap()
         self._observe = observe
+        self._metrics = metrics
+        self._rng = rng or random.Random()
+        # Set by the scheduler: its queue's Activate, and the task group of background work.
+        self._pod_activator: Callable[[Iterable[types_pb2.Pod]], None] | None = None
+        self._background: TaskGroup | None = None
 
         # One instance per plugin, whatever the number of points it serves.
         self._plugins: dict[str, Plugin] = {}
@@ -288,6 +298,30 @@ class Framework:
             return False
         wp.reject("", "removed")
         return True
+
+    def activate(self, pods: Iterable[types_pb2.Pod]) -> None:
+        if self._pod_activator is not None:
+            self._pod_activator(pods)
+
+    def set_pod_activator(self, activator: Callable[[Iterable[types_pb2.Pod]], None]) -> None:
+        self._pod_activator = activator
+
+    def spawn(self, fn: Callable[[], Coroutine[Any, Any, None]], name: str) -> None:
+        if self._background is None:
+            raise RuntimeError(f"framework {self._profile_name!r} has no background task group")
+        self._background.start_soon(fn, name=name)
+
+    def set_background(self, tg: TaskGroup | None) -> None:
+        """The task group `spawn` starts tasks in (the scheduler's, while it runs)."""
+        self._background = tg
+
+    @property
+    def metrics(self) -> Any | None:
+        return self._metrics
+
+    @property
+    def rng(self) -> random.Random:
+        return self._rng
 
     # ------------------------------------------------------------ about the profile
 

@@ -3,8 +3,7 @@ plugins/registry.go).
 
 Each in-tree plugin module has `NAME` and a factory `new(args, handle)`. `in_tree_registry()`
 imports them when called, not when this module is imported, so the registry (and the profile
-configuration that uses it) can be loaded with test registries before every plugin exists.
-DefaultPreemption is registered only when its module exists.
+configuration that uses it) can be loaded with test registries.
 
 `extension_points(factory)` says which extension points a plugin implements, from its class:
 the class is the factory itself, or the factory's return annotation (the convention
@@ -50,14 +49,12 @@ IN_TREE_MODULES: Final = (
     "node_resources_fit",  # NodeResourcesFit
     "balanced_allocation",  # NodeResourcesBalancedAllocation
     "inter_pod_affinity",  # InterPodAffinity
+    "default_preemption",  # DefaultPreemption
     "default_binder",  # DefaultBinder
     "slow_pre_bind",  # SlowPreBind (emulation, KEP-5278 scenarios)
     "waiting_permit",  # WaitingPermit (emulation)
     "token_filter",  # TokenFilter (emulation)
 )
-# Registered only when present (it arrives with preemption).
-OPTIONAL_MODULES: Final = ("default_preemption",)
-
 _PACKAGE: Final = "scheduler.framework.plugins"
 
 
@@ -77,13 +74,6 @@ def in_tree_registry() -> Registry:
     registry: Registry = {}
     for module_name in IN_TREE_MODULES:
         _register(registry, module_name)
-    for module_name in OPTIONAL_MODULES:
-        try:
-            _register(registry, module_name)
-        except ModuleNotFoundError as err:
-            # Only "the module is not there yet"; a broken import inside it is a bug to show.
-            if err.name != f"{_PACKAGE}.{module_name}":
-                raise
     return registry
 
 

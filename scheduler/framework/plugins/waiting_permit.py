@@ -33,6 +33,7 @@ from scheduler.framework.events import (
     QueueingHint,
 )
 from scheduler.framework.interface import (
+    SCHEDULER_POD_FIELD_SELECTOR,
     CycleState,
     EnqueueExtensions,
     Handle,
@@ -59,9 +60,9 @@ REJECT_MESSAGE: Final = "rejected by annotation"
 
 DEFAULT_TIMEOUT: Final = 600.0
 
-# The scheduler's pod informer (scheduler.app.POD_FIELD_SELECTOR): asking the factory for the
-# same key shares its watch instead of opening a second one over every pod.
-POD_INFORMER_FIELD_SELECTOR: Final = "status.phase!=Succeeded,status.phase!=Failed"
+# The scheduler's pod informer: asking the factory for the same key shares its watch instead of
+# opening a second one over every pod.
+POD_INFORMER_FIELD_SELECTOR: Final = SCHEDULER_POD_FIELD_SELECTOR
 
 
 class _PodInformer(Protocol):

@@ -50,9 +50,23 @@ def test_fit_error_message_is_upstreams_sorted_histogram() -> None:
         "0/3 nodes are available: 1 Insufficient memory, 1 node(s) didn't match Pod's node "
         "affinity/selector, 2 Insufficient cpu."
     )
-    err.post_filter_msg = "preemption: 0/3 nodes are available: 3 No preemption victims found."
+    # PostFilter's message gets its own " %s." as upstream, hence the double period that real
+    # FailedScheduling events show.
+    err.post_filter_msg = (
+        "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
+    )
     assert str(err).endswith(
-        ". preemption: 0/3 nodes are available: 3 No preemption victims found."
+        ". preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.."
+    )
+
+
+def test_fit_error_counts_nodes_without_a_status_with_the_absent_status() -> None:
+    statuses = NodeToStatus(unresolvable("Preemption is not helpful for scheduling"))
+    statuses.set("a", unresolvable("No preemption victims found for incoming pod"))
+    err = FitError(make_pod("p").obj(), 3, statuses)
+    assert str(err) == (
+        "0/3 nodes are available: 1 No preemption victims found for incoming pod, "
+        "2 Preemption is not helpful for scheduling."
     )
 
 

@@ -24,6 +24,7 @@ IN_TREE = {
     "NodeResourcesFit",
     "NodeResourcesBalancedAllocation",
     "InterPodAffinity",
+    "DefaultPreemption",
     "DefaultBinder",
     "SlowPreBind",
     "WaitingPermit",
@@ -63,19 +64,16 @@ def test_protocol_classes_alone_do_not_count_as_plugins_of_other_points() -> Non
 
 
 def test_in_tree_registry_and_default_framework() -> None:
-    try:
-        registry = in_tree_registry()
-    except ModuleNotFoundError as err:  # plugins land in parallel with the runtime
-        pytest.skip(f"plugin module missing: {err.name}")
-    assert IN_TREE <= set(registry)
-    assert set(registry) - IN_TREE <= {"DefaultPreemption"}
+    registry = in_tree_registry()
+    assert set(registry) == IN_TREE
     config = default_config(registry)
     fwk = Framework(config.profiles[0], registry)
     plugins = fwk.list_plugins()
     assert plugins["queueSort"] == ("PrioritySort",)
     assert plugins["bind"] == ("DefaultBinder",)
     assert "NodeResourcesFit" in plugins["filter"]
-    assert ("DefaultPreemption" in registry) == ("DefaultPreemption" in plugins["postFilter"])
+    assert plugins["postFilter"] == ("DefaultPreemption",)
+    assert plugins["preEnqueue"] == ("SchedulingGates", "DefaultPreemption")
     # The emulation plugins are registered but only run when a profile enables them.
     for emulation in ("SlowPreBind", "WaitingPermit", "TokenFilter"):
         assert all(emulation not in names for names in plugins.values())

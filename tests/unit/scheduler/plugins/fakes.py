@@ -5,7 +5,8 @@ hand. Independent of the framework runtime."""
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable
+import random
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,6 +135,9 @@ class FakeHandle:
         self.shared_lister = _SharedLister(nodes)
         self.informers = informers
         self.waiting_pods: dict[str, FakeWaitingPod] = {}
+        self.activated: list[types_pb2.Pod] = []
+        self.spawned: list[tuple[str, Callable[[], Coroutine[Any, Any, None]]]] = []
+        self.fake_rng = random.Random(0)
 
     @property
     def client(self) -> FakeClient:
@@ -190,6 +194,20 @@ class FakeHandle:
             return False
         wp.reject("", "rejected")
         return True
+
+    def activate(self, pods: Iterable[types_pb2.Pod]) -> None:
+        self.activated.extend(pods)
+
+    def spawn(self, fn: Callable[[], Coroutine[Any, Any, None]], name: str) -> None:
+        self.spawned.append((name, fn))
+
+    @property
+    def metrics(self) -> Any | None:
+        return None
+
+    @property
+    def rng(self) -> random.Random:
+        return self.fake_rng
 
     def hold(self, pod: types_pb2.Pod, *plugins: str) -> FakeWaitingPod:
         """Puts `pod` in the waiting map, as the runtime does when Permit says Wait."""

@@ -4,7 +4,8 @@ list of NodeInfos and a Handle that exposes only it."""
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Sequence
+import random
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kemu.api.v1 import types_pb2
@@ -121,3 +122,17 @@ class FakeHandle:
 
     def reject_waiting_pod(self, uid: str) -> bool:
         return False
+
+    def activate(self, pods: Iterable[types_pb2.Pod]) -> None:
+        raise NotImplementedError
+
+    def spawn(self, fn: Callable[[], Coroutine[Any, Any, None]], name: str) -> None:
+        raise NotImplementedError
+
+    @property
+    def metrics(self) -> Any | None:
+        return None
+
+    @property
+    def rng(self) -> random.Random:
+        raise NotImplementedError

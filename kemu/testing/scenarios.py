@@ -1,0 +1,250 @@
+"""Helpers for the scheduling scenario tests (reference §4-§6) on real processes.
+
+A scenario runs in its own namespace on its own nodes, so that scenarios can share one
+cluster: `Scenario.nodes()` starts one kubelet per node (a real one: graceful termination, the
+pod lifecycle) with the label `scenario=<ns>`, and `Scenario.pod()` builds pods that select that
+label and run with a short simulated shutdown, so that a preempted victim really terminates
+(DisruptionTarget, deletionTimestamp, then gone) within a test's time.
+
+    async with Scenario.open(cluster, "s-pre-1") as s:
+        await s.nodes("node1", cpu="500m", memory="500", pods="32")
+        await s.run(s.pod("victim", priority=100, cpu="400m", memory="200"))
+        await s.create(s.pod("preemptor", priority=300, cpu="300m", memory="200"))
+        assert await s.wait_bound("preemptor") == s.node_name("node1")
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from typing import Any, Final, TypeVar
+
+from kemu.api.v1 import types_pb2
+from kemu.client.client import Client
+from kemu.machinery.errors import AlreadyExists
+from kemu.testing.builders import PodBuilder, PriorityClassBuilder, make_node, make_pod
+from kemu.testing.cluster import Cluster
+from kemu.testing.eventually import eventually
+from kemu.testing.names import unique_name
+
+SCENARIO_LABEL: Final = "scenario"
+SHUTDOWN_ANNOTATION: Final = "kubelet.kemu.io/shutdown-duration"
+DEFAULT_SHUTDOWN: Final = "200ms"
+DEFAULT_TIMEOUT: Final = 30.0
+PRIORITY_CLASS_PREFIX: Final = "kemu-prio-"
+NEVER_SUFFIX: Final = "-never"
+
+T = TypeVar("T")
+
+
+class Scenario:
+    def __init__(self, cluster: Cluster, client: Client, namespace: str) -> None:
+        self.cluster = cluster
+        self.client = client
+        self.ns = namespace
+        self.kubelets: list[str] = []
+
+    @classmethod
+    @asynccontextmanager
+    async def open(cls, cluster: Cluster, prefix: str) -> AsyncIterator[Scenario]:
+        """A scenario in a fresh namespace; its kubelets are stopped at the end."""
+        ns = unique_name(prefix)
+        async with Client(cluster.server, timeout=10.0) as client:
+            s = cls(cluster, client, ns)
+            try:
+                yield s
+            finally:
+                for name in s.kubelets:
+                    cluster.terminate(name)
+
+    # ------------------------------------------------------------ nodes
+
+    def node_name(self, name: str) -> str:
+        """The cluster-wide name of the scenario's node `name`."""
+        return f"{self.ns}-{name}"
+
+    async def nodes(
+        self,
+        *names: str,
+        labels: Mapping[str, str] | None = None,
+        taints: str = "",
+        **capacity: str,
+    ) -> list[str]:
+        """Starts a kubelet for each node (capacity as kubelet --capacity) and waits until the
+        scheduler can see them Ready. Returns the cluster-wide node names."""
+        out = []
+        node_labels = {SCENARIO_LABEL: self.ns, **(labels or {})}
+        extra = ["--node-labels", ",".join(f"{k}={v}" for k, v in node_labels.items())]
+        if taints:
+            extra += ["--register-with-taints", taints]
+        for name in names:
+            full = self.node_name(name)
+            proc = self.cluster.start_kubelet(full, capacity=capacity, extra_args=extra)
+            self.kubelets.append(proc.name)
+            out.append(full)
+        for full in out:
+
+            async def ready(full: str = full) -> bool:
+                node = await self.client.get(types_pb2.Node, full)
+                return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)
+
+            await eventually(ready, timeout=DEFAULT_TIMEOUT)
+        return out
+
+    async def bare_node(self, name: str, **capacity: str) -> str:
+        """A Node object without a kubelet (pods bound there never run or terminate)."""
+        full = self.node_name(name)
+        await self.client.create(
+            make_node(full).capacity(**capacity).labels({SCENARIO_LABEL: self.ns}).obj()
+        )
+        return full
+
+    # ------------------------------------------------------------ pods
+
+    def pod(
+        self,
+        name: str,
+        *,
+        priority: int | None = None,
+        never: bool = False,
+        cpu: str = "",
+        memory: str = "",
+        shutdown: str = DEFAULT_SHUTDOWN,
+    ) -> PodBuilder:
+        """A pod of this scenario: in its namespace, selecting its nodes, with requests and a
+        short simulated shutdown. `priority` goes through a PriorityClass (created on demand,
+        as Priority admission wants), `never` makes its preemptionPolicy Never."""
+        b = make_pod(name).namespace(self.ns).node_selector({SCENARIO_LABEL: self.ns})
+        req = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v}
+        if req:
+            b.req(req)
+        if priority is not None or never:
+            b.priority_class(priority_class_name(priority or 0, never=never))
+        if shutdown:
+            b.annotation(SHUTDOWN_ANNOTATION, shutdown)
+        return b
+
+    async def create(self, pod: PodBuilder | types_pb2.Pod) -> types_pb2.Pod:
+        obj = pod.obj() if isinstance(pod, PodBuilder) else pod
+        await self._ensure_priority_class(obj.spec.priority_class_name)
+        return await self.client.create(obj)
+
+    async def _ensure_priority_class(self, name: str) -> None:
+        parsed = parse_priority_class_name(name)
+        if parsed is None:
+            return
+        value, never = parsed
+        pc = PriorityClassBuilder(name, value)
+        if never:
+            pc.preemption_policy("Never")
+        try:
+            await self.client.create(pc.obj())
+        except AlreadyExists:
+            pass
+
+    async def get(self, name: str) -> types_pb2.Pod:
+        return await self.client.get(types_pb2.Pod, name, self.ns)
+
+    async def run(self, pod: PodBuilder | types_pb2.Pod, *, node: str = "") -> types_pb2.Pod:
+        """Creates the pod (bound to the scenario node `node` if given, else scheduled) and
+        waits until it is Running."""
+        obj = pod.obj() if isinstance(pod, PodBuilder) else pod
+        if node:
+            obj.spec.node_name = self.node_name(node)
+        created = await self.create(obj)
+        name = created.metadata.name
+
+        async def running() -> types_pb2.Pod:
+            p = await self.get(name)
+            assert p.status.phase == "Running", f"{name}: {p.status.phase}"
+            return p
+
+        return await eventually(running, timeout=DEFAULT_TIMEOUT)
+
+    async def wait_bound(self, name: str, timeout: float = DEFAULT_TIMEOUT) -> str:  # noqa: ASYNC109
+        async def bound() -> str:
+            p = await self.get(name)
+            assert p.spec.node_name, f"{name} is not bound"
+            return p.spec.node_name
+
+        return await eventually(bound, timeout=timeout)
+
+    async def wait_nominated(
+        self,
+        name: str,
+        node: str | None,
+        timeout: float = DEFAULT_TIMEOUT,  # noqa: ASYNC109
+    ) -> types_pb2.Pod:
+        """Until the pod's NNN is the scenario node `node` ("" or None: empty)."""
+        want = self.node_name(node) if node else ""
+
+        async def nominated() -> types_pb2.Pod:
+            p = await self.get(name)
+            assert p.status.nominated_node_name == want, (
+                f"{name}: nominatedNodeName {p.status.nominated_node_name!r}, want {want!r}"
+            )
+            return p
+
+        return await eventually(nominated, timeout=timeout)
+
+    async def wait_gone(self, name: str, timeout: float = DEFAULT_TIMEOUT) -> None:  # noqa: ASYNC109
+        async def gone() -> bool:
+            items = (await self.client.list(types_pb2.Pod, self.ns)).items
+            assert name not in {p.metadata.name for p in items}, f"{name} still exists"
+            return True
+
+        await eventually(gone, timeout=timeout)
+
+    async def wait_unschedulable(
+        self,
+        name: str,
+        timeout: float = DEFAULT_TIMEOUT,  # noqa: ASYNC109
+    ) -> types_pb2.PodCondition:
+        async def unschedulable() -> types_pb2.PodCondition:
+            p = await self.get(name)
+            cond = [c for c in p.status.conditions if c.type == "PodScheduled"]
+            assert cond and cond[0].status == "False", f"{name}: {p.status.conditions}"
+            return cond[0]
+
+        return await eventually(unschedulable, timeout=timeout)
+
+    async def events(self, reason: str = "", name: str = "") -> list[types_pb2.Event]:
+        items = (await self.client.list(types_pb2.Event, self.ns)).items
+        return [
+            e
+            for e in items
+            if (not reason or e.reason == reason) and (not name or e.involved_object.name == name)
+        ]
+
+    async def pods(self) -> dict[str, types_pb2.Pod]:
+        return {p.metadata.name: p for p in (await self.client.list(types_pb2.Pod, self.ns)).items}
+
+    async def eventually(
+        self,
+        check: Callable[[], Any],
+        timeout: float = DEFAULT_TIMEOUT,  # noqa: ASYNC109
+    ) -> Any:
+        return await eventually(check, timeout=timeout)
+
+
+def priority_class_name(value: int, *, never: bool = False) -> str:
+    """The scenario PriorityClass of `value` ("kemu-prio-100", "kemu-prio-m5" for -5)."""
+    text = str(value) if value >= 0 else f"m{-value}"
+    return f"{PRIORITY_CLASS_PREFIX}{text}{NEVER_SUFFIX if never else ''}"
+
+
+def parse_priority_class_name(name: str) -> tuple[int, bool] | None:
+    if not name.startswith(PRIORITY_CLASS_PREFIX):
+        return None
+    text = name.removeprefix(PRIORITY_CLASS_PREFIX)
+    never = text.endswith(NEVER_SUFFIX)
+    text = text.removesuffix(NEVER_SUFFIX)
+    value = -int(text[1:]) if text.startswith("m") else int(text)
+    return value, never
+
+
+def disruption_target(pod: types_pb2.Pod) -> types_pb2.PodCondition | None:
+    for c in pod.status.conditions:
+        if c.type == "DisruptionTarget":
+            return c
+    return None
