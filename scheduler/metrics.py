@@ -98,6 +98,22 @@ class SchedulerMetrics:
             ["result"],
             registry=r,
         )
+        self.nominated_pod_filter_evaluations = Histogram(
+            _SUBSYSTEM + "kemu_nominated_pod_filter_evaluations",
+            "kemu: nodes run through Filter in the successful cycle of a pod that had a "
+            "nominated node (KEP-1923 A/B benchmark).",
+            ["profile"],
+            buckets=[1, 2, 5, 10, 50, 100, 250, 500, 1000, 2500, 5000],
+            registry=r,
+        )
+        self.nominated_pod_algorithm_duration = Histogram(
+            _SUBSYSTEM + "kemu_nominated_pod_scheduling_algorithm_duration_seconds",
+            "kemu: scheduling algorithm latency of the successful cycle of a pod that had a "
+            "nominated node (KEP-1923 A/B benchmark).",
+            ["profile"],
+            buckets=_exponential(0.0001, 2, 16),
+            registry=r,
+        )
         self.filter_evaluations = Counter(
             _SUBSYSTEM + "kemu_filter_evaluations_total",
             "kemu: Filter plugin evaluations (node x plugin), for the KEP-1923 A/B benchmark.",
