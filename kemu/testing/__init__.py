@@ -1,4 +1,5 @@
-"""Test support: object builders, eventually(), seeded randomness and the process harness.
+"""Test support: object builders, eventually(), seeded randomness, the process harness, and
+the §11b invariant checks (record_pods, assert_invariants).
 
 The pytest fixtures live in kemu.testing.pytest_plugin (it imports pytest, so it is not
 imported here).
@@ -8,6 +9,7 @@ from kemu.testing.builders import make_node, make_pdb, make_pod, make_priority_c
 from kemu.testing.cluster import Cluster, Component
 from kemu.testing.etcd import Etcd
 from kemu.testing.eventually import eventually, eventually_sync
+from kemu.testing.invariants import PodHistory, assert_invariants, check_invariants, record_pods
 from kemu.testing.names import unique_name
 from kemu.testing.ports import free_port, free_ports
 from kemu.testing.processes import ManagedProcess, ProcessStartError
@@ -18,8 +20,11 @@ __all__ = [
     "Component",
     "Etcd",
     "ManagedProcess",
+    "PodHistory",
     "ProcessStartError",
     "SeededRandom",
+    "assert_invariants",
+    "check_invariants",
     "eventually",
     "eventually_sync",
     "free_port",
@@ -28,5 +33,6 @@ __all__ = [
     "make_pdb",
     "make_pod",
     "make_priority_class",
+    "record_pods",
     "unique_name",
 ]

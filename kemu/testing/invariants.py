@@ -1,0 +1,533 @@
+"""The observable invariants of preemption and nominated node names (reference §11b), checked
+from outside the cluster, through the API, after a scenario.
+
+    async with record_pods(client, ns) as history:
+        ...  # the scenario
+        await assert_invariants(client, history, ns)
+
+`record_pods` lists the namespace's pods, then watches them from the list's resourceVersion:
+every version of every pod from then on is recorded, in order (one watch stream is in
+resourceVersion order). `assert_invariants` lists the namespace's Events, waits until the
+history has caught up with a list of pods made after that, and runs `check_invariants`, which
+is pure and returns the violations as sentences.
+
+What is checked (numbers of §11b). A `Preempted` event names its victim (involvedObject, with
+the resourceVersion of the victim as the scheduler saw it when it chose it: the "decision
+version") and, in its message "Preempted by pod <uid> on node <node>", the preemptor and node.
+
+(2) A victim that was bound and not terminating in its decision version carries
+    DisruptionTarget=True, reason PreemptionByScheduler, in the first recorded version that
+    has a deletionTimestamp (or in its DELETED object when the deletion was immediate).
+    Victims that were unbound in the decision version (held at Permit, or still being bound)
+    are exempt: they are rejected rather than deleted, or may be.
+(3) The victim's priority is strictly lower than the preemptor's (when the preemptor is in the
+    history), and a victim bound in its decision version is bound to the event's node.
+(4) A pod with preemptionPolicy Never is never the preemptor of a Preempted event.
+(5) A preemptor never deletes pods on its nominated node N while N holds a lower-priority pod
+    X that the scheduler preempted and that is still terminating. Checked per Preempted event,
+    with resourceVersions, so that the scheduler's cache lag and the parallel deletion of one
+    preemption's victims cause no false alarm: the scheduler's snapshot contained the victim's
+    decision version (resourceVersion r) and not the victim's next version (w), and informers
+    apply events in resourceVersion order, so the snapshot was taken at a revision in [r, w).
+    A violation needs X to be terminating with DisruptionTarget/PreemptionByScheduler, bound to
+    N, not Succeeded or Failed (the scheduler's informer drops those) and of lower priority
+    than the preemptor throughout [r, w), and the preemptor to be
+    nominated to N from r until the victim's deletion completed (or, if it has not, to the end
+    of the history, which assert_invariants syncs past the event). Then the scheduler saw X
+    and the preemptor was not eligible to preempt (§3.5, PodEligibleToPreemptOthers); had N
+    been UnschedulableAndUnresolvable for it, N would not have been a candidate at all.
+    Bound preemptors (KEP-5836 resizes, whose double preemptions are a known limitation) are
+    not checked. The price of soundness is coverage: r only bounds the snapshot from below, so a victim
+    that has not changed since before X began terminating proves nothing. Caught: a new
+    deletion of a pod created, bound or updated after X began terminating (the usual "fill
+    the node again while the victims terminate" scenario). Not caught: a second preemption
+    that picks a pod left untouched since before the first one.
+(7) A pod first seen unbound gets spec.nodeName in a write that also sets PodScheduled=True
+    and, when `clearing_gate_on` (ClearingNominatedNodeNameAfterBinding), empties
+    status.nominatedNodeName. Pods first seen bound (created bound) are not checked.
+
+Left out, because a black-box check would flag correct upstream behaviour or cannot be made:
+(1) who changed a nominatedNodeName is not visible (external writers are legal, nominations to
+missing nodes too); (4)'s "never gets an NNN from preemption" (the binding-cycle NNN of
+KEP-5278 and external writers set it too); (2)'s "terminating victims are not deleted again"
+(a repeated DELETE changes nothing visible); (6) is internal accounting; (8) and (9) concern
+the kubelet and KEP-5836, not this helper.
+
+Assumptions: events, pods and preemptors of interest are in the recorded namespace (what lies
+elsewhere is not checked); the scheduler records Preempted on the victim object it decided on
+(as upstream and kemu do), so the event's involvedObject.resourceVersion is the decision
+version (an event whose version is not in the history is checked for (3)'s priorities and (4)
+only); resourceVersions are integers (etcd revisions); and nothing but the scheduler deletes a
+pod while it is being preempted. A test that deletes pods itself in the middle of preemptions
+names them in `externally_deleted`, which exempts them from (2).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import re
+from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Final, NamedTuple
+
+import anyio
+
+from kemu.api.v1 import types_pb2
+from kemu.client.interface import ADDED, BOOKMARK, DELETED, ApiClient, WatchEvent
+from kemu.machinery.errors import ApiError, Timeout, TooManyRequests, Unavailable
+from kemu.testing.eventually import eventually
+
+logger = logging.getLogger(__name__)
+
+PREEMPTED: Final = "Preempted"
+DISRUPTION_TARGET: Final = "DisruptionTarget"
+PREEMPTION_BY_SCHEDULER: Final = "PreemptionByScheduler"
+POD_SCHEDULED: Final = "PodScheduled"
+PREEMPTION_POLICY_NEVER: Final = "Never"
+
+# Pods in these phases are not in the scheduler's informer (its field selector), so not in
+# its snapshot either.
+_TERMINAL_PHASES: Final = ("Succeeded", "Failed")
+_PREEMPTED_MESSAGE: Final = re.compile(r"Preempted by pod (\S+) on node (\S+)")
+# Watch errors after which the watch is resumed from the last resourceVersion (no gap).
+_RESUMABLE: Final = (Unavailable, Timeout, TooManyRequests)
+_BACKOFF_INITIAL: Final = 0.05
+_BACKOFF_MAX: Final = 2.0
+
+
+class PodVersion(NamedTuple):
+    """One recorded version: `seq` counts every recorded event of the history, `type` is
+    ADDED (the initial list and creations), MODIFIED or DELETED (the last state)."""
+
+    seq: int
+    type: str
+    pod: types_pb2.Pod
+
+    @property
+    def resource_version(self) -> int | None:
+        """metadata.resourceVersion as an integer; None if it is not one."""
+        try:
+            return int(self.pod.metadata.resource_version)
+        except ValueError:
+            return None
+
+
+class PodHistory:
+    """Every version of every pod recorded, by uid, each list in the order received."""
+
+    def __init__(self, namespace: str = "") -> None:
+        self.namespace = namespace
+        self.versions: dict[str, list[PodVersion]] = {}
+        # Why recording stopped before it was asked to (the history may have a gap).
+        self.error: ApiError | None = None
+        self.recording = False
+        self.resource_version = ""  # the last one received: where a resumed watch starts
+        self._seq = itertools.count()
+
+    def record(self, event_type: str, pod: types_pb2.Pod) -> PodVersion:
+        """Appends a copy of `pod` to its uid's versions."""
+        copy = types_pb2.Pod()
+        copy.CopyFrom(pod)
+        version = PodVersion(next(self._seq), event_type, copy)
+        self.versions.setdefault(pod.metadata.uid, []).append(version)
+        return version
+
+    def latest(self, uid: str) -> PodVersion | None:
+        versions = self.versions.get(uid)
+        return versions[-1] if versions else None
+
+    def uids_of(self, name: str, namespace: str = "") -> list[str]:
+        """The uids of the pods called `name` (several if it was recreated), oldest first."""
+        found = [
+            (versions[0].seq, uid)
+            for uid, versions in self.versions.items()
+            if versions[0].pod.metadata.name == name
+            and (not namespace or versions[0].pod.metadata.namespace == namespace)
+        ]
+        return [uid for _, uid in sorted(found)]
+
+    def lag(self, pods: Iterable[types_pb2.Pod]) -> str:
+        """ "" if the latest recorded state is `pods` (a list of the namespace), else what
+        differs. Once it is "", every change up to that list has been recorded."""
+        listed = {p.metadata.uid: p for p in pods}
+        for uid, pod in listed.items():
+            last = self.latest(uid)
+            if last is None:
+                return f"{_key(pod)} not recorded yet"
+            if last.type == DELETED:
+                return f"{_key(pod)} recorded as deleted but listed"
+            if last.pod.metadata.resource_version != pod.metadata.resource_version:
+                return (
+                    f"{_key(pod)} recorded at resourceVersion "
+                    f"{last.pod.metadata.resource_version}, listed at "
+                    f"{pod.metadata.resource_version}"
+                )
+        for uid, versions in self.versions.items():
+            if versions[-1].type != DELETED and uid not in listed:
+                return f"{_key(versions[-1].pod)} deleted but its deletion not recorded yet"
+        return ""
+
+    async def sync(self, client: ApiClient, *, timeout: float = 10.0) -> None:  # noqa: ASYNC109
+        """Waits until every change up to now (a fresh list) has been recorded. Raises
+        AssertionError if the recorder stopped with an error or does not catch up."""
+        listed = await client.list_all(types_pb2.Pod, self.namespace)
+
+        def caught_up() -> bool:
+            if self.error is not None or not self.recording:
+                return True  # nothing more will come; reported below
+            lag = self.lag(listed.items)
+            assert not lag, lag
+            return True
+
+        await eventually(
+            caught_up, timeout=timeout, interval=0.01, message="the pod history catching up"
+        )
+        if self.error is not None:
+            raise AssertionError(f"the pod history is incomplete: its watch failed: {self.error}")
+        if not self.recording:
+            raise AssertionError("the pod history is no longer recording")
+
+    # ------------------------------------------------------------ recording
+
+    def _apply(self, event: WatchEvent[types_pb2.Pod]) -> None:
+        if event.object.metadata.resource_version:
+            self.resource_version = event.object.metadata.resource_version
+        if event.type != BOOKMARK:
+            self.record(event.type, event.object)
+
+    async def _follow(self, client: ApiClient) -> None:
+        """Watches from the last resourceVersion, resuming after the stream ends or the
+        connection is lost; stops (setting `error`) when that is impossible without a gap."""
+        backoff = _BACKOFF_INITIAL
+        try:
+            while True:
+                received = 0
+                try:
+                    async with client.watch(
+                        types_pb2.Pod,
+                        self.namespace,
+                        resource_version=self.resource_version,
+                        allow_watch_bookmarks=True,
+                    ) as events:
+                        async for event in events:
+                            received += 1
+                            self._apply(event)
+                except _RESUMABLE as e:
+                    logger.info("pod history of %r: watch interrupted: %s", self.namespace, e)
+                except ApiError as e:
+                    logger.warning("pod history of %r: watch failed: %s", self.namespace, e)
+                    self.error = e
+                    return
+                if received:
+                    backoff = _BACKOFF_INITIAL
+                else:
+                    await anyio.sleep(backoff)
+                    backoff = min(backoff * 2, _BACKOFF_MAX)
+        finally:
+            self.recording = False
+
+
+@asynccontextmanager
+async def record_pods(client: ApiClient, namespace: str) -> AsyncIterator[PodHistory]:
+    """Records every version of the pods of `namespace` ("" for all) while the block runs.
+    The initial list is recorded before the block starts: nothing after it is missed."""
+    history = PodHistory(namespace)
+    listed = await client.list_all(types_pb2.Pod, namespace)
+    for pod in listed.items:
+        history.record(ADDED, pod)
+    history.resource_version = listed.resource_version
+    history.recording = True
+    failure: BaseException | None = None
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(history._follow, client)
+        try:
+            yield history
+        except BaseException as e:
+            # Re-raised below as it is, not wrapped in the task group's ExceptionGroup.
+            failure = e
+        finally:
+            tg.cancel_scope.cancel()
+    history.recording = False
+    if failure is not None:
+        raise failure
+
+
+async def assert_invariants(
+    client: ApiClient,
+    history: PodHistory,
+    namespace: str,
+    *,
+    clearing_gate_on: bool = True,
+    externally_deleted: Collection[str] = (),
+    sync_timeout: float = 10.0,
+) -> None:
+    """Checks the invariants on `history` and the Events of `namespace`; raises AssertionError
+    listing every violation. Call it inside `record_pods`' block, once the scenario is done:
+    the Events are listed first, then the history is synced past them."""
+    if history.error is not None:
+        raise AssertionError(f"the pod history is incomplete: its watch failed: {history.error}")
+    if not history.recording:
+        raise RuntimeError("assert_invariants runs inside the record_pods block")
+    events = await client.list_all(types_pb2.Event, namespace)
+    await history.sync(client, timeout=sync_timeout)
+    violations = check_invariants(
+        history.versions,
+        events.items,
+        clearing_gate_on=clearing_gate_on,
+        externally_deleted=externally_deleted,
+    )
+    if violations:
+        lines = "\n".join(f"- {v}" for v in violations)
+        raise AssertionError(f"{len(violations)} invariant violation(s):\n{lines}")
+
+
+# ---------------------------------------------------------------- the checks
+
+
+class _Preemption(NamedTuple):
+    event: types_pb2.Event
+    victim_uid: str
+    preemptor_uid: str
+    node: str
+
+
+def check_invariants(
+    versions_by_uid: Mapping[str, Sequence[PodVersion]],
+    events: Iterable[types_pb2.Event],
+    *,
+    clearing_gate_on: bool,
+    externally_deleted: Collection[str] = (),
+) -> list[str]:
+    """The violations of the invariants described in the module docstring; [] if none.
+    `externally_deleted` names pods (by name, or namespace/name) that something other than
+    the scheduler deleted: they are exempt from (2)."""
+    violations: list[str] = []
+    preemptions: list[_Preemption] = []
+    for ev in events:
+        if ev.reason != PREEMPTED or ev.involved_object.kind not in ("", "Pod"):
+            continue
+        m = _PREEMPTED_MESSAGE.fullmatch(ev.message)
+        if m is None:
+            violations.append(
+                f"Preempted event {ev.metadata.name} on {_ref_key(ev)} has the message "
+                f"{ev.message!r}, not 'Preempted by pod <uid> on node <node>'"
+            )
+            continue
+        preemptions.append(_Preemption(ev, ev.involved_object.uid, m.group(1), m.group(2)))
+
+    for p in preemptions:
+        violations.extend(_check_preemption(versions_by_uid, p, externally_deleted))
+    violations.extend(_check_no_deletions_while_terminating(versions_by_uid, preemptions))
+    for versions in versions_by_uid.values():
+        violations.extend(_check_binding(versions, clearing_gate_on))
+    return violations
+
+
+def _check_preemption(
+    versions_by_uid: Mapping[str, Sequence[PodVersion]],
+    p: _Preemption,
+    externally_deleted: Collection[str],
+) -> list[str]:
+    """(2), (3) and (4) for one Preempted event."""
+    out: list[str] = []
+    victim_versions = versions_by_uid.get(p.victim_uid, ())
+    preemptor_versions = versions_by_uid.get(p.preemptor_uid, ())
+    victim = victim_versions[-1].pod if victim_versions else None
+    preemptor = preemptor_versions[-1].pod if preemptor_versions else None
+    what = f"preemption of {_ref_key(p.event)} by {_pod_or_uid(preemptor, p.preemptor_uid)}"
+
+    # (4) Priority, preemption policy and node of a pod do not change: any version will do.
+    if preemptor is not None and preemptor.spec.preemption_policy == PREEMPTION_POLICY_NEVER:
+        out.append(f"{what} on {p.node}: the preemptor has preemptionPolicy Never")
+    # (3)
+    if victim is not None and preemptor is not None:
+        if _priority(victim) >= _priority(preemptor):
+            out.append(
+                f"{what} on {p.node}: the victim's priority {_priority(victim)} is not lower "
+                f"than the preemptor's {_priority(preemptor)}"
+            )
+
+    decision = _decision_version(victim_versions, p.event)
+    if victim is None or decision is None or not decision.pod.spec.node_name:
+        return out  # not known, or not bound when chosen: rejected at Permit or being bound
+    if decision.pod.spec.node_name != p.node:
+        out.append(
+            f"{what} on {p.node}: the victim is bound to {decision.pod.spec.node_name}, "
+            "not to the event's node"
+        )
+    # (2)
+    if decision.type == DELETED or decision.pod.metadata.HasField("deletion_timestamp"):
+        return out  # already terminating when chosen: the scheduler does not delete it
+    if (
+        victim.metadata.name in externally_deleted
+        or _key(victim) in externally_deleted
+        or victim.metadata.uid in externally_deleted
+    ):
+        return out
+    deletion = next(
+        (
+            v
+            for v in victim_versions
+            if v.seq > decision.seq
+            and (v.type == DELETED or v.pod.metadata.HasField("deletion_timestamp"))
+        ),
+        None,
+    )
+    if deletion is not None and not _preempted_by_scheduler(deletion.pod):
+        state = "deleted" if deletion.type == DELETED else "terminating"
+        out.append(
+            f"{what} on {p.node}: the victim was {state} (resourceVersion "
+            f"{deletion.pod.metadata.resource_version}) without the condition "
+            f"{DISRUPTION_TARGET}=True reason {PREEMPTION_BY_SCHEDULER}"
+        )
+    return out
+
+
+def _check_no_deletions_while_terminating(
+    versions_by_uid: Mapping[str, Sequence[PodVersion]], preemptions: Sequence[_Preemption]
+) -> list[str]:
+    """(5); see the module docstring for why this has no false alarms."""
+    out: list[str] = []
+    timelines: dict[str, _Timeline] = {}
+    for uid, versions in versions_by_uid.items():
+        timeline = _timeline(versions)
+        if timeline is not None:
+            timelines[uid] = timeline
+    history_end = 1 + max((t[-1][0] for t in timelines.values() if t), default=0)
+    for p in preemptions:
+        victim = timelines.get(p.victim_uid)
+        preemptor = timelines.get(p.preemptor_uid)
+        if victim is None or preemptor is None:
+            continue
+        decision = _decision_version(versions_by_uid[p.victim_uid], p.event)
+        if (
+            decision is None
+            or decision.type == DELETED
+            or decision.pod.spec.node_name != p.node
+            or decision.pod.metadata.HasField("deletion_timestamp")
+        ):
+            continue
+        r = int(decision.pod.metadata.resource_version)
+        later = [(rv, v) for rv, v in victim if rv > r]
+        if not later:
+            continue  # the preemption's writes are not recorded: the snapshot is unbounded
+        w = later[0][0]
+        gone = next((rv for rv, v in later if v.type == DELETED), None)
+        # The scheduler read the preemptor's nomination after r and before it deleted the
+        # victim: before the victim's DELETED, or (not deleted yet) the end of the history.
+        end = gone if gone is not None else history_end
+        at_r = _state_at(preemptor, r)
+        if at_r is None or at_r.type == DELETED or at_r.pod.spec.node_name:
+            continue  # unknown, or a bound pod preempting for a resize (KEP-5836: not covered)
+        window = [at_r, *(v for rv, v in preemptor if r < rv < end)]
+        if any(v.type == DELETED or v.pod.status.nominated_node_name != p.node for v in window):
+            continue
+        preemptor_priority = _priority(at_r.pod)
+        for uid, timeline in timelines.items():
+            if uid in (p.victim_uid, p.preemptor_uid):
+                continue
+            x_at_r = _state_at(timeline, r)
+            if x_at_r is None:
+                continue
+            x_window = [x_at_r, *(v for rv, v in timeline if r < rv < w)]
+            if all(
+                v.type != DELETED
+                and v.pod.spec.node_name == p.node
+                and _priority(v.pod) < preemptor_priority
+                and v.pod.status.phase not in _TERMINAL_PHASES
+                and v.pod.metadata.HasField("deletion_timestamp")
+                and _preempted_by_scheduler(v.pod)
+                for v in x_window
+            ):
+                out.append(
+                    f"preemption of {_ref_key(p.event)} by {_key(at_r.pod)} on {p.node}: "
+                    f"the preemptor was nominated to {p.node}, which still held "
+                    f"{_key(x_at_r.pod)} (priority {_priority(x_at_r.pod)}), terminating "
+                    "after a preemption by the scheduler"
+                )
+                break
+    return out
+
+
+def _check_binding(versions: Sequence[PodVersion], clearing_gate_on: bool) -> list[str]:
+    """(7) for one pod."""
+    if not versions or versions[0].pod.spec.node_name:
+        return []
+    bound = next((v for v in versions if v.pod.spec.node_name), None)
+    if bound is None:
+        return []
+    pod = bound.pod
+    out: list[str] = []
+    if not any(c.type == POD_SCHEDULED and c.status == "True" for c in pod.status.conditions):
+        out.append(
+            f"{_key(pod)} was bound to {pod.spec.node_name} (resourceVersion "
+            f"{pod.metadata.resource_version}) without PodScheduled=True in the same write"
+        )
+    if clearing_gate_on and pod.status.nominated_node_name:
+        out.append(
+            f"{_key(pod)} was bound to {pod.spec.node_name} (resourceVersion "
+            f"{pod.metadata.resource_version}) keeping nominatedNodeName "
+            f"{pod.status.nominated_node_name!r} (ClearingNominatedNodeNameAfterBinding is on)"
+        )
+    return out
+
+
+# ---------------------------------------------------------------- helpers
+
+_Timeline = list[tuple[int, PodVersion]]
+
+
+def _timeline(versions: Sequence[PodVersion]) -> _Timeline | None:
+    """(resourceVersion, version) pairs in order; None if a resourceVersion is not an integer
+    (then nothing is inferred about this pod)."""
+    out: _Timeline = []
+    for v in versions:
+        rv = v.resource_version
+        if rv is None:
+            return None
+        out.append((rv, v))
+    return out
+
+
+def _state_at(timeline: _Timeline, rv: int) -> PodVersion | None:
+    """The version current at `rv`: the last with a resourceVersion <= rv; None when the pod
+    was first recorded later (its state at `rv` is unknown) or did not exist yet."""
+    current = None
+    for version_rv, v in timeline:
+        if version_rv > rv:
+            break
+        current = v
+    return current
+
+
+def _decision_version(versions: Sequence[PodVersion], event: types_pb2.Event) -> PodVersion | None:
+    """The victim's version named by the event (the one the scheduler decided on)."""
+    rv = event.involved_object.resource_version
+    if not rv:
+        return None
+    return next((v for v in versions if v.pod.metadata.resource_version == rv), None)
+
+
+def _preempted_by_scheduler(pod: types_pb2.Pod) -> bool:
+    return any(
+        c.type == DISRUPTION_TARGET and c.status == "True" and c.reason == PREEMPTION_BY_SCHEDULER
+        for c in pod.status.conditions
+    )
+
+
+def _priority(pod: types_pb2.Pod) -> int:
+    return pod.spec.priority if pod.spec.HasField("priority") else 0
+
+
+def _key(pod: types_pb2.Pod) -> str:
+    return f"{pod.metadata.namespace}/{pod.metadata.name}"
+
+
+def _ref_key(event: types_pb2.Event) -> str:
+    ref = event.involved_object
+    return f"{ref.namespace}/{ref.name}"
+
+
+def _pod_or_uid(pod: types_pb2.Pod | None, uid: str) -> str:
+    return _key(pod) if pod is not None else f"pod uid {uid}"
