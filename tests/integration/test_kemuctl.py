@@ -173,61 +173,56 @@ def test_unreachable_server_is_one_line(cluster):
     assert len(done.stderr.strip().splitlines()) == 1 and "cannot reach" in done.stderr
 
 
-PREEMPTION_PODS = """\
-apiVersion: v1
-kind: Pod
-metadata:
-  name: {name}
-  annotations: {{kubelet.kemu.io/shutdown-duration: 4s}}
-spec:
-  priorityClassName: {priority}
-  containers:
-  - name: c
-    image: registry.k8s.io/pause:3.10
-    resources: {{requests: {{cpu: {cpu}}}}}
-"""
-
-
-def test_describe_tells_the_preemption_story(cluster_factory):
-    """kemuctl describe: the preemptor's nominated node and its FailedScheduling then Scheduled
-    events; the victim's DisruptionTarget condition, Terminating status and Preempted event."""
+def test_describe_tells_the_preemption_story_of_the_readme_example(cluster_factory):
+    """The README's preemption example with kemuctl: the preemptor's nominated node and its
+    FailedScheduling then Scheduled events; the victim's DisruptionTarget condition,
+    Terminating status and Preempted event."""
     c: Cluster = cluster_factory()
     c.start_etcd()
     c.start_apiserver()
     c.start_scheduler()
-    c.start_kubelet("story-node", capacity="cpu=1,memory=4Gi,pods=10")
+    # node-c of the Procfile: cpu 2, labelled disk=ssd.
+    c.start_kubelet(
+        "node-c", capacity="cpu=2,memory=4Gi,pods=20", extra_args=["--node-labels", "disk=ssd"]
+    )
     ns = unique_name("story")
     assert kemuctl(c, "apply", "-f", str(EXAMPLES / "priorityclasses.yaml")).returncode == 0
-    victim = PREEMPTION_PODS.format(name="victim", priority="low", cpu="800m")
-    assert kemuctl(c, "apply", "-n", ns, "-f", "-", stdin=victim).returncode == 0
-    running = kemuctl(
-        c, "wait", "pod/victim", "-n", ns, "--for=jsonpath={.status.phase}=Running",
-        "--timeout", "30s",
-    )  # fmt: skip
-    assert running.returncode == 0, running.stderr
-    preemptor = PREEMPTION_PODS.format(name="preemptor", priority="high", cpu="500m")
-    assert kemuctl(c, "apply", "-n", ns, "-f", "-", stdin=preemptor).returncode == 0
+    done = kemuctl(c, "apply", "-n", ns, "-f", str(EXAMPLES / "preemption.yaml"))
+    assert done.returncode == 0, done.stderr
+    for name in ("batch-1", "batch-2"):
+        running = kemuctl(
+            c, "wait", f"pod/{name}", "-n", ns, "--for=jsonpath={.status.phase}=Running",
+            "--timeout", "30s",
+        )  # fmt: skip
+        assert running.returncode == 0, running.stderr
+    done = kemuctl(c, "apply", "-n", ns, "-f", str(EXAMPLES / "preemptor.yaml"))
+    assert done.returncode == 0, done.stderr
 
     def victim_story() -> str:
-        text = kemuctl(c, "describe", "pod", "victim", "-n", ns).stdout
-        assert "Terminating" in text, text
-        assert "DisruptionTarget" in text and "PreemptionByScheduler" in text, text
-        assert "Preempted" in text and "Preempted by pod" in text and "story-node" in text, text
-        return text
+        for name in ("batch-1", "batch-2"):
+            text = kemuctl(c, "describe", "pod", name, "-n", ns).stdout
+            if "Terminating" in text:
+                assert "DisruptionTarget" in text and "PreemptionByScheduler" in text, text
+                assert "Preempted by pod" in text and "on node node-c" in text, text
+                return text
+        raise AssertionError("no batch pod is terminating")
 
     eventually_sync(victim_story, timeout=30)
 
     def nominated() -> str:
         text = kemuctl(c, "describe", "pod", "preemptor", "-n", ns).stdout
-        assert "Nominated Node Name:" in text and "story-node" in text, text
         assert "FailedScheduling" in text and "Insufficient cpu" in text, text
+        if "Successfully assigned" not in text:
+            assert "Nominated Node Name:" in text and "node-c" in text, text
         return text
 
     eventually_sync(nominated, timeout=30)
 
     def scheduled() -> str:
         text = kemuctl(c, "describe", "pod", "preemptor", "-n", ns).stdout
-        assert "Scheduled" in text and f"Successfully assigned {ns}/preemptor to story-node" in text
+        assert f"Successfully assigned {ns}/preemptor to node-c" in text, text
         return text
 
     eventually_sync(scheduled, timeout=30)
+    table = kemuctl(c, "get", "pods", "-n", ns, "-o", "wide").stdout
+    assert len([line for line in table.splitlines() if line.startswith("batch-")]) == 1, table
