@@ -16,8 +16,9 @@ BENCHMARKS: Final[dict[str, tuple[str, str]]] = {
     ),
     "scheduler_perf": (
         "bench.scheduler_perf",
-        "scheduler_perf-style scheduling throughput (SchedulingBasic on 500/5000 bare nodes), "
-        "scheduling_algorithm_duration, CPU and RSS of each process",
+        "scheduler_perf-style scheduling throughput (SchedulingBasic on 500/5000 bare nodes, "
+        "PreemptionBasic, PreferNominatedNode and NominatedNodeNameForExpectation A/B), "
+        "scheduling_algorithm_duration, victims, API calls, CPU and RSS of each process",
     ),
     "kubelet": (
         "bench.kubelet",

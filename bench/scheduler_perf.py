@@ -19,7 +19,15 @@ create to the binding of its last pod; it yields:
   _count between scrapes of the scheduler's /metrics at both ends of the phase) and the
   schedule attempts by result over the phase;
 - CPU (cores) of the scheduler, apiserver, etcd and this process over the phase, and their RSS
-  at the end of the workload.
+  at the end of the workload;
+- preemption (attempts, victims by the metric and by the pods the watch saw deleted, against
+  the minimum the workload's sizes allow), the successful cycles of nominated pods (kemu's
+  KEP-1923 histograms: nodes through Filter, algorithm time), and the apiserver's pod calls per
+  verb (apiserver_request_total scraped at both ends).
+
+A test case or workload may set the control plane's emulated version, feature gates and
+scheduler configuration, and name a gate to compare: the workload then runs twice (gate on,
+then off, a fresh cluster and the same scheduler seed each) and the two runs are compared.
 
 The cluster is always stopped at the end, also on Ctrl-C. See bench/README.md.
 """
@@ -27,6 +35,7 @@ The cluster is always stopped at the end, also on Ctrl-C. See bench/README.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import math
@@ -63,10 +72,13 @@ from bench.common import (
 )
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
-from kemu.machinery import convert, kinds
+from kemu.component.featuregate import FeatureGateError, FeatureGates
+from kemu.component.version import DEFAULT_VERSION, Version, parse_emulated_version
+from kemu.machinery import convert, kinds, quantity
 from kemu.machinery.errors import ApiError, Gone, Invalid
 from kemu.testing.cluster import Cluster
 from kemu.testing.processes import ProcessStartError
+from scheduler.config import config_from_dict
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +92,16 @@ ALGORITHM_DURATION: Final = "scheduler_scheduling_algorithm_duration_seconds"
 ATTEMPT_DURATION: Final = "scheduler_scheduling_attempt_duration_seconds"
 SCHEDULE_ATTEMPTS: Final = "scheduler_schedule_attempts_total"
 PENDING_PODS: Final = "scheduler_pending_pods"
+PREEMPTION_ATTEMPTS: Final = "scheduler_preemption_attempts_total"
+PREEMPTION_VICTIMS: Final = "scheduler_preemption_victims"
+NOMINATED_FILTER_EVALUATIONS: Final = "scheduler_kemu_nominated_pod_filter_evaluations"
+NOMINATED_ALGORITHM_DURATION: Final = (
+    "scheduler_kemu_nominated_pod_scheduling_algorithm_duration_seconds"
+)
+FILTER_EVALUATIONS: Final = "scheduler_kemu_filter_evaluations_total"
+API_REQUESTS: Final = "apiserver_request_total"
+POD_RESOURCES: Final = ("pods", "pods/binding")
+SEED: Final = 1  # the scheduler's --seed, the same for both runs of an A/B comparison
 PY_SPY_SECONDS: Final = 20
 
 # Upstream's config/templates/node-default.yaml (the node scheduler_perf creates by default).
@@ -129,6 +151,9 @@ class CreatePods:
     namespace: str
     collect_metrics: bool = False
     skip_wait: bool = False
+    # The pods' priority, through the PriorityClass priority_class_name(priority) that the
+    # run creates (the Priority admission plugin rejects a bare spec.priority).
+    priority: int | None = None
 
 
 @dataclass(frozen=True)
@@ -140,16 +165,50 @@ Op = CreateNodes | CreatePods | Barrier
 
 
 @dataclass(frozen=True)
+class Variant:
+    """One run of a workload: the feature gates of its control plane. `name` is empty for a
+    workload that is not an A/B comparison, else `Gate=true` / `Gate=false`."""
+
+    name: str
+    feature_gates: Mapping[str, bool]
+
+
+@dataclass(frozen=True)
 class Workload:
     test_case: str
     name: str
     labels: tuple[str, ...]
     params: Mapping[str, int]
     ops: tuple[Op, ...]
+    # The control plane (apiserver and scheduler) of every run of the workload.
+    emulated_version: str | None = None  # None: the components' default
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    scheduler_config: Mapping[str, Any] | None = None  # a KubeSchedulerConfiguration
+    # A/B: the workload runs twice, this gate on then off, each on a fresh cluster.
+    compare_gate: str | None = None
 
     @property
     def full_name(self) -> str:
         return f"{self.test_case}/{self.name}"
+
+    def variants(self) -> list[Variant]:
+        gate = self.compare_gate
+        if gate is None:
+            return [Variant("", dict(self.feature_gates))]
+        return [
+            Variant(f"{gate}={str(on).lower()}", {**self.feature_gates, gate: on})
+            for on in (True, False)
+        ]
+
+    def priorities(self) -> list[int]:
+        """The pod priorities the run needs a PriorityClass for, ascending."""
+        return sorted(
+            {
+                op.priority
+                for op in self.ops
+                if isinstance(op, CreatePods) and op.priority is not None
+            }
+        )
 
     @property
     def measured(self) -> CreatePods | None:
@@ -187,14 +246,30 @@ _OP_FIELDS: Final[dict[str, frozenset[str]]] = {
             "namespace",
             "collectMetrics",
             "skipWaitToCompletion",
+            "priority",
         }
     ),  # fmt: skip
     "barrier": frozenset({"opcode", "namespaces"}),
 }
-_TEST_CASE_FIELDS: Final = frozenset(
-    {"name", "labels", "defaultPodTemplatePath", "workloadTemplate", "workloads"}
+# Fields that set up the control plane, given by a test case and/or a workload (the
+# workload's win; featureGates are merged).
+_CLUSTER_FIELDS: Final = frozenset(
+    {
+        "emulatedVersion",
+        "featureGates",
+        "schedulerConfig",
+        "schedulerConfigPath",
+        "compareFeatureGate",
+    }
 )
-_WORKLOAD_FIELDS: Final = frozenset({"name", "labels", "params"})
+_TEST_CASE_FIELDS: Final = (
+    frozenset({"name", "labels", "defaultPodTemplatePath", "workloadTemplate", "workloads"})
+    | _CLUSTER_FIELDS
+)
+_WORKLOAD_FIELDS: Final = frozenset({"name", "labels", "params"}) | _CLUSTER_FIELDS
+# PriorityClass values users may create (upstream's HighestUserDefinablePriority and int32).
+MIN_PRIORITY: Final = -(2**31)
+MAX_PRIORITY: Final = 1_000_000_000
 
 
 def load_workloads(path: Path) -> list[Workload]:
@@ -249,12 +324,14 @@ def parse_workloads(data: Any, *, base_dir: Path | None = None) -> list[Workload
                     f"{where}.workloadTemplate[{measured[1]}].collectMetrics: only one op per "
                     "workload can collect metrics"
                 )
+            cluster = _cluster_settings(case_map, w_map, where, w_where, base_dir)
             workload = Workload(
                 test_case=name,
                 name=w_name,
                 labels=tuple(dict.fromkeys([*case_labels, *_labels(w_map, w_where)])),
                 params=params,
                 ops=ops,
+                **cluster,
             )
             if workload.full_name in seen:
                 raise WorkloadError(f"{w_where}.name: duplicate workload {workload.full_name}")
@@ -322,7 +399,141 @@ def _parse_op(
         raise WorkloadError(
             f"{where}.skipWaitToCompletion: the op that collects metrics waits for its pods"
         )
-    return CreatePods(count, pod, namespace, collect_metrics=collect, skip_wait=skip)
+    priority = _priority(raw, pod, where)
+    return CreatePods(
+        count, pod, namespace, collect_metrics=collect, skip_wait=skip, priority=priority
+    )
+
+
+def _priority(raw: Mapping[str, Any], pod: types_pb2.Pod, where: str) -> int | None:
+    """The op's `priority`, or the template's spec.priority (upstream's templates give it
+    there, e.g. pod-high-priority.yaml); both given must agree."""
+    value: int | None = None
+    if "priority" in raw:
+        given = raw["priority"]
+        if isinstance(given, bool) or not isinstance(given, int):
+            raise WorkloadError(f"{where}.priority: expected an integer, got {given!r}")
+        value = given
+    if pod.spec.HasField("priority"):
+        if value is not None and value != pod.spec.priority:
+            raise WorkloadError(
+                f"{where}.priority: {value} differs from the template's spec.priority "
+                f"{pod.spec.priority}"
+            )
+        value = pod.spec.priority
+    if value is None:
+        return None
+    if pod.spec.priority_class_name:
+        raise WorkloadError(
+            f"{where}.priority: the template also names a PriorityClass "
+            f"({pod.spec.priority_class_name}); give one or the other"
+        )
+    if not MIN_PRIORITY <= value <= MAX_PRIORITY:
+        raise WorkloadError(
+            f"{where}.priority: {value} is outside [{MIN_PRIORITY}, {MAX_PRIORITY}]"
+        )
+    return value
+
+
+def priority_class_name(priority: int) -> str:
+    return (
+        f"scheduler-perf-priority-{priority}"
+        if priority >= 0
+        else (f"scheduler-perf-priority-minus-{-priority}")
+    )
+
+
+def priority_class_objects(workload: Workload) -> list[types_pb2.PriorityClass]:
+    """One PriorityClass per pod priority of the workload's ops (preemptionPolicy as the
+    admission default, PreemptLowerPriority)."""
+    out = []
+    for value in workload.priorities():
+        pc = types_pb2.PriorityClass(value=value, description="bench scheduler_perf")
+        pc.metadata.name = priority_class_name(value)
+        out.append(pc)
+    return out
+
+
+def _cluster_settings(
+    case: Mapping[str, Any],
+    workload: Mapping[str, Any],
+    case_where: str,
+    where: str,
+    base_dir: Path | None,
+) -> dict[str, Any]:
+    """Workload fields emulated_version, feature_gates, scheduler_config and compare_gate from
+    the test case's and the workload's fields; the gates are checked at the version for every
+    variant, the scheduler configuration as the scheduler would."""
+
+    def pick(key: str) -> tuple[Any, str] | None:
+        for raw, w in ((workload, where), (case, case_where)):
+            if key in raw:
+                return raw[key], w
+        return None
+
+    version: str | None = None
+    found = pick("emulatedVersion")
+    if found is not None:
+        value, w = found
+        if not isinstance(value, str):
+            raise WorkloadError(
+                f'{w}.emulatedVersion: expected a quoted string such as "1.23", got {value!r}'
+            )
+        try:
+            version = str(parse_emulated_version(value))
+        except ValueError as e:
+            raise WorkloadError(f"{w}.emulatedVersion: {e}") from e
+
+    gates: dict[str, bool] = {}
+    for raw, w in ((case, case_where), (workload, where)):
+        value = raw.get("featureGates", {})
+        if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, bool) for k, v in value.items()
+        ):
+            raise WorkloadError(f"{w}.featureGates: expected a mapping of gate names to true/false")
+        gates.update(value)
+
+    compare: str | None = None
+    found = pick("compareFeatureGate")
+    if found is not None:
+        value, w = found
+        if not isinstance(value, str) or not value:
+            raise WorkloadError(f"{w}.compareFeatureGate: expected a gate name")
+        if value in gates:
+            raise WorkloadError(
+                f"{w}.compareFeatureGate: {value} is also set by featureGates; the comparison "
+                "sets it on and off"
+            )
+        compare = value
+
+    # The gates alone, then each variant of the comparison, at the version: the error names
+    # the field that brought the offending setting in (the workload's if it has its own).
+    at = Version.parse(version) if version is not None else DEFAULT_VERSION
+    checks = [("featureGates", gates)]
+    if compare is not None:
+        checks += [("compareFeatureGate", {**gates, compare: on}) for on in (True, False)]
+    for key, settings in checks:
+        try:
+            FeatureGates.for_version(at, settings)
+        except FeatureGateError as e:
+            w = where if key in workload or "emulatedVersion" in workload else case_where
+            raise WorkloadError(f"{w}.{key}: {e}") from e
+
+    config: Mapping[str, Any] | None = None
+    for raw, w in ((workload, where), (case, case_where)):
+        config = _template(raw, "schedulerConfig", w, base_dir)
+        if config is not None:
+            try:
+                config_from_dict(config)
+            except ValueError as e:
+                raise WorkloadError(f"{w}.schedulerConfig: {e}") from e
+            break
+    return {
+        "emulated_version": version,
+        "feature_gates": gates,
+        "scheduler_config": config,
+        "compare_gate": compare,
+    }
 
 
 def _count(raw: Mapping[str, Any], where: str, params: Mapping[str, int], workload: str) -> int:
@@ -454,6 +665,9 @@ def pod_objects(op: CreatePods, op_index: int) -> list[types_pb2.Pod]:
         pod.metadata.generate_name = ""
         pod.metadata.name = f"{prefix}{op_index}-{i}"
         pod.metadata.namespace = op.namespace
+        if op.priority is not None:
+            pod.spec.ClearField("priority")
+            pod.spec.priority_class_name = priority_class_name(op.priority)
         out.append(pod)
     return out
 
@@ -580,6 +794,111 @@ def by_label(samples: Samples, name: str, label: str) -> dict[str, float]:
     return dict(out)
 
 
+def api_calls(before: Samples, after: Samples, resources: Iterable[str]) -> dict[str, float]:
+    """The increase of apiserver_request_total between two scrapes, per "verb resource" for
+    the given resources (the apiserver labels verb, resource and code; a PATCH of pods/status
+    counts as `patch pods`, a binding as `create pods/binding`). Zero increases left out."""
+    wanted = set(resources)
+    keys = {
+        (d.get("verb", ""), d.get("resource", ""))
+        for d in (dict(ls) for ls in after.get(API_REQUESTS, {}))
+        if d.get("resource", "") in wanted
+    }
+    out: dict[str, float] = {}
+    for verb, resource in sorted(keys):
+        delta = metric_delta(before, after, API_REQUESTS, verb=verb, resource=resource)
+        if delta:
+            out[f"{verb} {resource}"] = delta
+    return out
+
+
+@dataclass(frozen=True)
+class PreemptionFigures:
+    """What the scheduler's preemption metrics say about a phase (increases between scrapes)."""
+
+    attempts: float  # scheduler_preemption_attempts_total: PostFilter calls
+    preemptions: float  # scheduler_preemption_victims _count: preemptions carried out
+    victims: float  # scheduler_preemption_victims _sum
+
+
+def preemption_figures(before: Samples, after: Samples) -> PreemptionFigures:
+    return PreemptionFigures(
+        attempts=metric_delta(before, after, PREEMPTION_ATTEMPTS),
+        preemptions=metric_delta(before, after, PREEMPTION_VICTIMS + "_count"),
+        victims=metric_delta(before, after, PREEMPTION_VICTIMS + "_sum"),
+    )
+
+
+@dataclass(frozen=True)
+class NominatedFigures:
+    """kemu's KEP-1923 histograms, observed in the successful cycle of a pod that had
+    status.nominatedNodeName set: how many, and the mean nodes run through Filter and the mean
+    scheduling_algorithm duration of that cycle (all profiles together)."""
+
+    pods: float
+    filter_nodes: float  # NaN when no pod was observed
+    algorithm_ms: float
+
+
+def nominated_figures(before: Samples, after: Samples) -> NominatedFigures:
+    return NominatedFigures(
+        pods=metric_delta(before, after, NOMINATED_FILTER_EVALUATIONS + "_count"),
+        filter_nodes=histogram_mean_delta(before, after, NOMINATED_FILTER_EVALUATIONS),
+        algorithm_ms=histogram_mean_delta(before, after, NOMINATED_ALGORITHM_DURATION) * 1000,
+    )
+
+
+def pod_requests(pod: types_pb2.Pod) -> dict[str, int]:
+    """The pod's requests summed over its containers, as exact integers (milli-CPU, bytes),
+    a limit standing for a missing request (as the apiserver defaults it), plus `pods: 1`."""
+    total: Counter[str] = Counter({"pods": 1})
+    for c in pod.spec.containers:
+        given = {**dict(c.resources.limits), **dict(c.resources.requests)}
+        for name, text in given.items():
+            total[name] += quantity.to_int(name, text)
+    return dict(total)
+
+
+def expected_min_victims(workload: Workload) -> int | None:
+    """The fewest victims each measured pod needs when the workload is PreemptionBasic-shaped:
+    one createNodes op, one other createPods op whose lower-priority pods are spread evenly
+    over the nodes (count a multiple of the nodes, and fitting), and at most one measured pod
+    per node. None for any other shape, so that nothing is claimed that was not computed.
+
+    A node holds k = init/nodes low pods; the preemptor fits once k - v are left, so the
+    minimum v is the smallest with (k - v) * low + preemptor <= allocatable for every
+    resource (cpu, memory, pods, ...)."""
+    measured = workload.measured
+    node_ops = [op for op in workload.ops if isinstance(op, CreateNodes)]
+    others = [op for op in workload.ops if isinstance(op, CreatePods) and not op.collect_metrics]
+    if measured is None or len(node_ops) != 1 or len(others) != 1:
+        return None
+    (nodes,), (low,) = node_ops, others
+    if (low.priority or 0) >= (measured.priority or 0):
+        return None
+    if nodes.count == 0 or low.count % nodes.count or measured.count > nodes.count:
+        return None
+    status = nodes.template.status
+    allocatable = dict(status.allocatable) or dict(status.capacity)
+    alloc = {name: quantity.to_int(name, text) for name, text in allocatable.items()}
+    low_req, pre_req = pod_requests(low.template), pod_requests(measured.template)
+    per_node = low.count // nodes.count
+
+    def fits(lows: int, preemptor: bool) -> bool:
+        names = set(low_req) | set(pre_req)
+        return all(
+            lows * low_req.get(r, 0) + (pre_req.get(r, 0) if preemptor else 0) <= alloc.get(r, 0)
+            for r in names
+        )
+
+    if not fits(per_node, preemptor=False):
+        return None  # the low pods would not spread evenly
+    for victims in range(per_node + 1):
+        if fits(per_node - victims, preemptor=True):
+            return victims
+    return None  # the preemptor does not fit even on an empty node
+
+
 # ---------------------------------------------------------------------- binding tracker
 
 
@@ -596,6 +915,12 @@ class BindTracker:
         self.bound_at: dict[int, list[float]] = defaultdict(list)
         self.bound_in: Counter[str] = Counter()  # per namespace
         self.created_in: Counter[str] = Counter()
+        # Deleted pods (preemption victims): per op, and those deleted before being bound,
+        # which count as done for the waits (they will never be bound).
+        self.deleted_at: dict[int, list[float]] = defaultdict(list)
+        self._deleted: set[str] = set()
+        self._gone_unbound: Counter[int] = Counter()
+        self._gone_unbound_in: Counter[str] = Counter()
         self._changed = anyio.Event()
         self.events = 0
 
@@ -608,12 +933,16 @@ class BindTracker:
             self._namespace_of[op_index] = pod.metadata.namespace
         self._expected[op_index] += len(pods)
 
-    def observe(self, pod: types_pb2.Pod) -> None:
+    def observe(self, pod: types_pb2.Pod, event_type: str = "MODIFIED") -> None:
+        """One watch event (`event_type` ADDED, MODIFIED or DELETED) of `pod`."""
         self.events += 1
+        if event_type == "DELETED":
+            self._observe_deleted(pod)
+            return
         if not pod.spec.node_name:
             return
         key = f"{pod.metadata.namespace}/{pod.metadata.name}"
-        if key in self._bound:
+        if key in self._bound or key in self._deleted:
             return
         self._bound.add(key)
         op = self._owner.get(key)
@@ -624,15 +953,34 @@ class BindTracker:
         self._changed.set()
         self._changed = anyio.Event()
 
+    def _observe_deleted(self, pod: types_pb2.Pod) -> None:
+        key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+        op = self._owner.get(key)
+        if op is None or key in self._deleted:
+            return
+        self._deleted.add(key)
+        self.deleted_at[op].append(self._clock())
+        if key not in self._bound:
+            self._gone_unbound[op] += 1
+            self._gone_unbound_in[pod.metadata.namespace] += 1
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    def deleted(self) -> int:
+        """Pods of the run deleted so far."""
+        return len(self._deleted)
+
     def op_done(self, op_index: int) -> bool:
-        return len(self.bound_at[op_index]) >= self._expected[op_index]
+        done = len(self.bound_at[op_index]) + self._gone_unbound[op_index]
+        return done >= self._expected[op_index]
 
     def namespaces_done(self, namespaces: Sequence[str]) -> bool:
         names = namespaces or list(self.created_in)
-        return all(self.bound_in[n] >= self.created_in[n] for n in names)
+        return all(self.bound_in[n] + self._gone_unbound_in[n] >= self.created_in[n] for n in names)
 
     def pending(self) -> int:
-        return sum(self.created_in.values()) - sum(self.bound_in.values())
+        done = sum(self.bound_in.values()) + sum(self._gone_unbound_in.values())
+        return sum(self.created_in.values()) - done
 
     async def wait_op(self, op_index: int, within: float) -> None:
         await self._wait(lambda: self.op_done(op_index), within, f"op {op_index}")
@@ -664,7 +1012,7 @@ class BindTracker:
                     async for event in events:
                         rv = event.object.metadata.resource_version or rv
                         if event.type != "BOOKMARK":
-                            self.observe(event.object)
+                            self.observe(event.object, event.type)
             except Gone:
                 raise
             except ApiError as e:
@@ -678,6 +1026,9 @@ class BindTracker:
 @dataclass
 class Result:
     workload: str
+    variant: str = ""  # Gate=true / Gate=false for an A/B comparison
+    emulated_version: str = ""
+    feature_gates: dict[str, bool] = field(default_factory=dict)
     nodes: int = 0
     init_pods: int = 0
     measured_pods: int = 0
@@ -693,12 +1044,31 @@ class Result:
     attempt_ms: float = math.nan  # mean scheduling_attempt_duration over the phase
     attempts: dict[str, float] = field(default_factory=dict)
     pending_end: dict[str, float] = field(default_factory=dict)
+    # Over the measured phase (metric increases between the scrapes at both ends).
+    filter_evaluations: float = math.nan  # nodes run through Filter (kemu's counter)
+    preemption: PreemptionFigures | None = None
+    deleted_pods: int = 0  # pods of the run deleted (preemption victims), seen by the watch
+    expected_min_victims: int | None = None  # per measured pod, from the workload's sizes
+    nominated: NominatedFigures | None = None
+    api_calls: dict[str, float] = field(default_factory=dict)  # "verb resource" for pods
     cpu_cores: dict[str, float] = field(default_factory=dict)
     rss_kib: dict[str, int | None] = field(default_factory=dict)
     watch_events: int = 0
     load_avg_start: list[float] = field(default_factory=list)
     profile: dict[str, Any] = field(default_factory=dict)
     error: str = ""
+
+    @property
+    def label(self) -> str:
+        """The column header: the workload, and for an A/B run whether its gate was on (the
+        "feature gates" row names it)."""
+        if not self.variant:
+            return self.workload
+        return f"{self.workload} [{'on' if self.variant.endswith('=true') else 'off'}]"
+
+    @property
+    def pod_patches_per_pod(self) -> float:
+        return ratio(self.api_calls.get("patch pods", 0.0), float(self.measured_pods))
 
 
 @dataclass(frozen=True)
@@ -707,22 +1077,30 @@ class Options:
     json_path: str | None
     scheduler_config: str | None
     creators: int
+    seed: int
     timeout: float
     py_spy: str | None  # output file of a py-spy profile of the measured phase
     py_spy_bin: str
     py_spy_seconds: int
+    keep_dir: str | None = None  # keep each run's cluster directory (logs) under it
 
 
 class Runner:
-    def __init__(self, cluster: Cluster, workload: Workload, opts: Options) -> None:
+    def __init__(
+        self, cluster: Cluster, workload: Workload, variant: Variant, opts: Options
+    ) -> None:
         self.cluster = cluster
         self.workload = workload
         self.opts = opts
         self.result = Result(
             workload.full_name,
+            variant=variant.name,
+            emulated_version=workload.emulated_version or str(DEFAULT_VERSION),
+            feature_gates=dict(variant.feature_gates),
             nodes=workload.count(CreateNodes),
             init_pods=workload.count(CreatePods, measured=False),
             measured_pods=workload.count(CreatePods, measured=True),
+            expected_min_victims=expected_min_victims(workload),
             load_avg_start=list(os.getloadavg()),
         )
         self.pids: dict[str, int | None] = {
@@ -738,6 +1116,8 @@ class Runner:
         async with Client(self.cluster.server, user_agent="bench-scheduler-perf") as client:
             await client.wait_ready(timeout=30)
             tracker = BindTracker()
+            for pc in priority_class_objects(self.workload):
+                await client.create(pc)
             async with anyio.create_task_group() as tg:
                 self._tg = tg
                 await tg.start(tracker.run, client)
@@ -781,7 +1161,10 @@ class Runner:
     ) -> None:
         r = self.result
         scheduler = self.cluster.component("scheduler")
+        apiserver = self.cluster.component("apiserver")
         before = parse_metrics(await anyio.to_thread.run_sync(scheduler.scrape))
+        api_before = parse_metrics(await anyio.to_thread.run_sync(apiserver.scrape))
+        deleted_before = tracker.deleted()
         meter = CpuMeter(self.pids)
         log.info(
             "op %d: creating %d measured pods in %s",
@@ -821,10 +1204,16 @@ class Runner:
                 if metric_delta(before, after, SCHEDULE_ATTEMPTS, result="scheduled") >= len(pods):
                     break
                 await anyio.sleep(0.05)
+        api_after = parse_metrics(await anyio.to_thread.run_sync(apiserver.scrape))
         r.algorithm_ms = histogram_mean_delta(before, after, ALGORITHM_DURATION) * 1000
         r.attempt_ms = histogram_mean_delta(before, after, ATTEMPT_DURATION) * 1000
         r.attempts = delta_by_label(before, after, SCHEDULE_ATTEMPTS, "result")
         r.pending_end = by_label(after, PENDING_PODS, "queue")
+        r.filter_evaluations = metric_delta(before, after, FILTER_EVALUATIONS)
+        r.preemption = preemption_figures(before, after)
+        r.nominated = nominated_figures(before, after)
+        r.deleted_pods = tracker.deleted() - deleted_before
+        r.api_calls = api_calls(api_before, api_after, POD_RESOURCES)
 
     async def progress(self, tracker: BindTracker, index: int, total: int) -> None:
         last = 0
@@ -877,16 +1266,34 @@ def _raise_errors(errors: int, first_error: str, what: str) -> None:
         raise RuntimeError(f"{errors} {what} creates failed; the first: {first_error}")
 
 
-def run_workload(workload: Workload, opts: Options) -> Result:
-    """One workload on a fresh cluster; the cluster is stopped on return, error or Ctrl-C."""
-    with (
-        tempfile.TemporaryDirectory(prefix="kemu-bench-sched-") as tmp,
-        Cluster(Path(tmp)) as cluster,
-    ):
+def run_workload(workload: Workload, variant: Variant, opts: Options) -> Result:
+    """One run of a workload on a fresh cluster (the apiserver and the scheduler at the
+    workload's emulated version with the variant's feature gates); the cluster is stopped on
+    return, error or Ctrl-C."""
+    with contextlib.ExitStack() as stack:
+        if opts.keep_dir is None:
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="kemu-bench-sched-"))
+        else:
+            name = f"{workload.full_name}-{variant.name}" if variant.name else workload.full_name
+            tmp = str(Path(opts.keep_dir) / name.replace("/", "-"))
+            shutil.rmtree(tmp, ignore_errors=True)
+            Path(tmp).mkdir(parents=True)
+        cluster = stack.enter_context(Cluster(Path(tmp)))
+        config: str | None = opts.scheduler_config
+        if workload.scheduler_config is not None:
+            path = Path(tmp) / "scheduler-config.yaml"
+            path.write_text(yaml.safe_dump(dict(workload.scheduler_config)))
+            config = str(path)
+        gates = dict(variant.feature_gates) or None
         cluster.start_etcd()
-        cluster.start_apiserver()
-        cluster.start_scheduler(config=opts.scheduler_config)
-        return anyio.run(Runner(cluster, workload, opts).run)
+        cluster.start_apiserver(emulated_version=workload.emulated_version, feature_gates=gates)
+        cluster.start_scheduler(
+            config=config,
+            emulated_version=workload.emulated_version,
+            feature_gates=gates,
+            extra_args=["--seed", str(opts.seed)],
+        )
+        return anyio.run(Runner(cluster, workload, variant, opts).run)
 
 
 # ---------------------------------------------------------------------- output
@@ -904,6 +1311,9 @@ def render(results: Sequence[Result]) -> str:
         rows.append([label, *values])
 
     rs = list(results)
+    if any(r.feature_gates or r.emulated_version not in ("", str(DEFAULT_VERSION)) for r in rs):
+        row("emulated version", (r.emulated_version or "-" for r in rs))
+        row("feature gates", (_gates_text(r.feature_gates) for r in rs))
     row("nodes", (str(r.nodes) for r in rs))
     row("init pods / measured pods", (f"{r.init_pods} / {r.measured_pods}" for r in rs))
     row("node creates/s", (fmt(r.node_create_rate, 0) for r in rs))
@@ -921,6 +1331,38 @@ def render(results: Sequence[Result]) -> str:
     row("attempts", (
         " ".join(f"{k}={v:.0f}" for k, v in sorted(r.attempts.items())) or "-" for r in rs
     ))  # fmt: skip
+    row("filter node evaluations / measured pod", (
+        fmt(ratio(r.filter_evaluations, float(r.measured_pods)), 1) for r in rs
+    ))  # fmt: skip
+    if any(r.preemption is not None and r.preemption.attempts for r in rs) or any(
+        r.expected_min_victims is not None for r in rs
+    ):
+        row("preemption attempts / preemptions", (_preemptions_text(r) for r in rs))
+        row("victims: metric sum / pods deleted", (
+            f"{fmt(r.preemption.victims, 0)} / {r.deleted_pods}" if r.preemption else "-"
+            for r in rs
+        ))  # fmt: skip
+        row("victims per preemptor: metric / deleted", (
+            f"{fmt(victims_per_preemptor(r), 2)} / "
+            f"{fmt(ratio(float(r.deleted_pods), float(r.measured_pods)), 2)}"
+            for r in rs
+        ))  # fmt: skip
+        row("victims per preemptor: expected minimum", (
+            str(r.expected_min_victims) if r.expected_min_victims is not None else "-"
+            for r in rs
+        ))  # fmt: skip
+    if any(r.nominated is not None and r.nominated.pods for r in rs):
+        row("nominated pods' final attempts", (
+            fmt(r.nominated.pods, 0) if r.nominated else "-" for r in rs
+        ))  # fmt: skip
+        row("  filter node evaluations avg", (
+            fmt(r.nominated.filter_nodes, 1) if r.nominated else "-" for r in rs
+        ))  # fmt: skip
+        row("  scheduling_algorithm avg ms", (
+            fmt(r.nominated.algorithm_ms, 2) if r.nominated else "-" for r in rs
+        ))  # fmt: skip
+    row("api pod calls", (_api_text(r.api_calls) for r in rs))
+    row("pod PATCHes / measured pod", (fmt(r.pod_patches_per_pod, 2) for r in rs))
     for name in ("scheduler", "apiserver", "etcd", "bench"):
         row(f"cpu {name} cores", (fmt(r.cpu_cores.get(name), 2) for r in rs))
     for name in ("scheduler", "apiserver", "etcd"):
@@ -930,21 +1372,24 @@ def render(results: Sequence[Result]) -> str:
         (f"{r.load_avg_start[0]:.2f}" if r.load_avg_start else "-" for r in rs),
     )
     lines = [
-        f"scheduler_perf: {len(rs)} workload(s), {os.cpu_count()} cpus; throughput samples are "
+        f"scheduler_perf: {len(rs)} run(s), {os.cpu_count()} cpus; throughput samples are "
         f"pods bound per {SAMPLE_INTERVAL:g} s window of the measured phase",
         "",
-        format_table(["", *(r.workload for r in rs)], rows),
+        format_table(["", *(r.label for r in rs)], rows),
     ]
+    for on, off in comparison_pairs(rs):
+        lines.append("")
+        lines.append(render_comparison(on, off))
     for r in rs:
         if r.error:
-            lines.append(f"{r.workload}: FAILED: {r.error}")
+            lines.append(f"{r.label}: FAILED: {r.error}")
         p = r.profile
         if p.get("error"):
-            lines.append(f"{r.workload}: py-spy: {p['error']}")
+            lines.append(f"{r.label}: py-spy: {p['error']}")
         elif p:
             lines.append("")
             lines.append(
-                f"{r.workload}: py-spy of the scheduler ({p['samples']} GIL samples, {p['file']})"
+                f"{r.label}: py-spy of the scheduler ({p['samples']} GIL samples, {p['file']})"
             )
             for title, key in (("self", "self"), ("inclusive", "inclusive")):
                 lines.append(f"  top {title}:")
@@ -953,7 +1398,110 @@ def render(results: Sequence[Result]) -> str:
     return "\n".join(lines)
 
 
+def _gates_text(gates: Mapping[str, bool]) -> str:
+    return ",".join(f"{k}={str(v).lower()}" for k, v in sorted(gates.items())) or "-"
+
+
+def _preemptions_text(r: Result) -> str:
+    p = r.preemption
+    return f"{fmt(p.attempts, 0)} / {fmt(p.preemptions, 0)}" if p is not None else "-"
+
+
+def _api_text(calls: Mapping[str, float]) -> str:
+    short = {"create pods/binding": "bind"}
+    return " ".join(f"{short.get(k, k.split()[0])}={v:.0f}" for k, v in calls.items()) or "-"
+
+
+def victims_per_preemptor(r: Result) -> float:
+    """scheduler_preemption_victims' sum over the measured pods (NaN when nothing was
+    attempted)."""
+    if r.preemption is None or not r.preemption.attempts:
+        return math.nan
+    return ratio(r.preemption.victims, float(r.measured_pods))
+
+
+def comparison_pairs(results: Sequence[Result]) -> list[tuple[Result, Result]]:
+    """(gate on, gate off) for each A/B workload of which both runs succeeded, in order."""
+    on: dict[str, Result] = {}
+    pairs = []
+    for r in results:
+        if not r.variant or r.error:
+            continue
+        if r.variant.endswith("=true"):
+            on[r.workload] = r
+        elif r.variant.endswith("=false") and r.workload in on:
+            pairs.append((on.pop(r.workload), r))
+    return pairs
+
+
+def comparison_rows(on: Result, off: Result) -> list[tuple[str, float, float]]:
+    """(figure, gate on, gate off) for the figures an A/B comparison is about: throughput,
+    the algorithm's time, the nominated pods' final attempts (KEP-1923), pod PATCHes
+    (KEP-5278) and preemption victims; figures absent from both runs are left out."""
+
+    def nominated(r: Result, key: str) -> float:
+        if r.nominated is None or not r.nominated.pods:
+            return math.nan
+        return float(getattr(r.nominated, key))
+
+    rows = [
+        ("created-to-bound pods/s", on.created_to_bound, off.created_to_bound),
+        ("throughput avg pods/s", on.throughput.average, off.throughput.average),
+        ("scheduling_algorithm avg ms", on.algorithm_ms, off.algorithm_ms),
+        (
+            "filter node evaluations / measured pod",
+            ratio(on.filter_evaluations, float(on.measured_pods)),
+            ratio(off.filter_evaluations, float(off.measured_pods)),
+        ),
+        ("nominated pods' final attempts", nominated(on, "pods"), nominated(off, "pods")),
+        (
+            "  filter node evaluations avg",
+            nominated(on, "filter_nodes"),
+            nominated(off, "filter_nodes"),
+        ),
+        (
+            "  scheduling_algorithm avg ms",
+            nominated(on, "algorithm_ms"),
+            nominated(off, "algorithm_ms"),
+        ),
+        ("victims per preemptor", victims_per_preemptor(on), victims_per_preemptor(off)),
+        ("pod PATCHes / measured pod", on.pod_patches_per_pod, off.pod_patches_per_pod),
+        (
+            "pod PATCHes",
+            on.api_calls.get("patch pods", 0.0),
+            off.api_calls.get("patch pods", 0.0),
+        ),
+    ]
+    return [(name, a, b) for name, a, b in rows if not (math.isnan(a) and math.isnan(b))]
+
+
+def render_comparison(on: Result, off: Result) -> str:
+    gate = on.variant.rpartition("=")[0]
+    others = {k: v for k, v in on.feature_gates.items() if k != gate}
+    title = (
+        f"{on.workload}: {gate} on vs off (emulated {on.emulated_version}"
+        + (f", {_gates_text(others)}" if others else "")
+        + ", same seed, a fresh cluster each)"
+    )
+    rows = [
+        [name, fmt(a, 2), fmt(b, 2), fmt(a - b, 2), fmt(ratio(a, b), 3), fmt(ratio(b, a), 3)]
+        for name, a, b in comparison_rows(on, off)
+    ]
+    table = format_table(["", "on", "off", "on - off", "on/off", "off/on"], rows)
+    return f"{title}\n{table}"
+
+
 # ---------------------------------------------------------------------- main
+
+
+def default_py_spy() -> str:
+    """py-spy on PATH, else the one installed in this Python's environment (a venv that is
+    not activated), else the bare name (the error then says it cannot be run)."""
+    found = shutil.which("py-spy")
+    if found:
+        return found
+    beside = Path(sys.executable).parent / "py-spy"
+    return str(beside) if beside.exists() else "py-spy"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -972,6 +1520,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--quick", action="store_true", help=f"the workloads labelled {QUICK_LABEL!r} (tiny)"
     )
+    parser.add_argument(
+        "--label",
+        help=f"the workloads with this label (default {DEFAULT_LABEL!r}; --quick is "
+        f"--label {QUICK_LABEL})",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=SEED,
+        help=f"the scheduler's --seed (default {SEED}; the same for every run)",
+    )
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     parser.add_argument(
         "--config", metavar="FILE", default=str(WORKLOADS_FILE), help="the workloads YAML"
@@ -987,8 +1546,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="profile the scheduler with py-spy (raw, --gil) from the start of the measured "
         "phase into FILE, and print its top frames",
     )
-    parser.add_argument("--py-spy-bin", default=shutil.which("py-spy") or "py-spy")
+    parser.add_argument(
+        "--py-spy-bin",
+        default=default_py_spy(),
+        help="the py-spy binary (default: on PATH, else next to this Python)",
+    )
     parser.add_argument("--py-spy-seconds", type=int, default=PY_SPY_SECONDS)
+    parser.add_argument(
+        "--keep-dir",
+        metavar="DIR",
+        help="run each cluster in DIR/<test case>-<workload>[-<variant>] and keep it (the "
+        "processes' logs are in its logs/), instead of a temporary directory",
+    )
     parser.add_argument("--list", action="store_true", help="list the workloads and exit")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
     return parser
@@ -998,9 +1567,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         workloads = load_workloads(Path(args.config))
-        chosen = select_workloads(
-            workloads, args.workload, QUICK_LABEL if args.quick else DEFAULT_LABEL
-        )
+        label = QUICK_LABEL if args.quick else (args.label or DEFAULT_LABEL)
+        chosen = select_workloads(workloads, args.workload, label)
     except (WorkloadError, KeyError) as e:
         print(
             f"bench scheduler_perf: {e.args[0] if isinstance(e, KeyError) else e}", file=sys.stderr
@@ -1009,7 +1577,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.list:
         for w in workloads:
             params = ", ".join(f"{k}={v}" for k, v in w.params.items())
-            print(f"{w.full_name}  [{', '.join(w.labels)}]  {params}")
+            extra = []
+            if w.emulated_version:
+                extra.append(f"emulated {w.emulated_version}")
+            if w.feature_gates:
+                extra.append(_gates_text(w.feature_gates))
+            if w.compare_gate:
+                extra.append(f"{w.compare_gate} on vs off")
+            if w.scheduler_config is not None:
+                extra.append("own scheduler config")
+            tail = f"  ({'; '.join(extra)})" if extra else ""
+            print(f"{w.full_name}  [{', '.join(w.labels)}]  {params}{tail}")
         return 0
     if not chosen:
         print("bench scheduler_perf: no workload selected", file=sys.stderr)
@@ -1022,10 +1600,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         json_path=args.json,
         scheduler_config=args.scheduler_config,
         creators=args.creators,
+        seed=args.seed,
         timeout=args.timeout,
         py_spy=args.py_spy,
         py_spy_bin=args.py_spy_bin,
         py_spy_seconds=args.py_spy_seconds,
+        keep_dir=args.keep_dir,
     )
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
@@ -1035,12 +1615,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     status = 0
     try:
         for w in chosen:
-            log.info("workload %s", w.full_name)
-            try:
-                results.append(run_workload(w, opts))
-            except (ProcessStartError, RuntimeError, TimeoutError, ApiError) as e:
-                results.append(Result(w.full_name, error=f"{type(e).__name__}: {e}"))
-                status = 1
+            for variant in w.variants():
+                log.info("workload %s %s", w.full_name, variant.name)
+                try:
+                    results.append(run_workload(w, variant, opts))
+                except (ProcessStartError, RuntimeError, TimeoutError, ApiError) as e:
+                    results.append(
+                        Result(w.full_name, variant=variant.name, error=f"{type(e).__name__}: {e}")
+                    )
+                    status = 1
     except KeyboardInterrupt:
         print("bench scheduler_perf: interrupted; the cluster was stopped", file=sys.stderr)
         return 130

@@ -17,22 +17,35 @@ from bench.scheduler_perf import (
     BindTracker,
     CreateNodes,
     CreatePods,
+    NominatedFigures,
+    PreemptionFigures,
     Result,
     WorkloadError,
+    api_calls,
     by_label,
+    comparison_pairs,
+    comparison_rows,
     delta_by_label,
+    expected_min_victims,
     histogram_mean_delta,
     load_workloads,
     metric_delta,
     metric_sum,
     node_objects,
+    nominated_figures,
     parse_metrics,
     parse_workloads,
     pod_objects,
+    pod_requests,
+    preemption_figures,
+    priority_class_name,
+    priority_class_objects,
     render,
+    render_comparison,
     select_workloads,
     throughput_samples,
     throughput_stats,
+    victims_per_preemptor,
 )
 from kemu.testing.builders import make_pod
 
@@ -154,11 +167,64 @@ def test_the_shipped_workloads_file_has_the_issues_workloads() -> None:
         assert w.count(CreateNodes) == nodes
         assert w.count(CreatePods, measured=False) == init
         assert w.count(CreatePods, measured=True) == measured
-    assert [w.name for w in select_workloads(list(workloads.values()), [], "quick")] == ["50Nodes"]
-    assert [w.name for w in select_workloads(list(workloads.values()), [], "performance")] == [
-        "500Nodes",
-        "5000Nodes",
+    quick = select_workloads(list(workloads.values()), [], "quick")
+    assert [w.full_name for w in quick] == [
+        "SchedulingBasic/50Nodes",
+        "PreemptionBasic/10Nodes",
+        "PreferNominatedNodeAB/20Nodes",
+        "NominatedNodeNameForExpectationOverhead/50Nodes",
+        "NominatedNodeNameForExpectationSlowPreBind/50Nodes",
     ]
+    assert [w.full_name for w in select_workloads(list(workloads.values()), [], "performance")] == [
+        "SchedulingBasic/500Nodes",
+        "SchedulingBasic/5000Nodes",
+    ]
+
+
+def test_the_shipped_workloads_file_has_the_nominated_node_workloads() -> None:
+    workloads = {w.full_name: w for w in load_workloads(WORKLOADS_FILE)}
+    sizes = {
+        "PreemptionBasic/500Nodes": (500, 2000, 500, "preemption"),
+        "PreferNominatedNodeAB/1000Nodes": (1000, 4000, 1000, "kep1923"),
+        "NominatedNodeNameForExpectationOverhead/500Nodes": (500, 500, 1000, "kep5278"),
+        "NominatedNodeNameForExpectationSlowPreBind/500Nodes": (500, 500, 1000, "kep5278"),
+    }
+    for name, (nodes, init, count, label) in sizes.items():
+        w = workloads[name]
+        assert (w.count(CreateNodes), w.count(CreatePods, measured=False)) == (nodes, init)
+        assert w.count(CreatePods, measured=True) == count
+        assert w.labels == (label,)
+
+    preemption = workloads["PreemptionBasic/500Nodes"]
+    assert preemption.compare_gate is None and preemption.emulated_version is None
+    assert preemption.priorities() == [10]
+    assert expected_min_victims(preemption) == 3  # 400m free + 3 x 900m >= 3000m
+    low_op, high_op = preemption.ops[1], preemption.ops[2]
+    assert isinstance(low_op, CreatePods) and isinstance(high_op, CreatePods)
+    low, high = pod_objects(low_op, 1)[0], pod_objects(high_op, 2)[0]
+    assert low.spec.termination_grace_period_seconds == 0  # bare nodes: victims go at once
+    assert not low.spec.priority_class_name
+    assert high.spec.priority_class_name == "scheduler-perf-priority-10"
+    assert not high.spec.HasField("priority")  # admission computes it from the class
+
+    ab = workloads["PreferNominatedNodeAB/1000Nodes"]
+    assert (ab.emulated_version, ab.compare_gate) == ("1.23", "PreferNominatedNode")
+    assert expected_min_victims(ab) == 3
+    assert [(v.name, dict(v.feature_gates)) for v in ab.variants()] == [
+        ("PreferNominatedNode=true", {"PreferNominatedNode": True}),
+        ("PreferNominatedNode=false", {"PreferNominatedNode": False}),
+    ]
+
+    plain = workloads["NominatedNodeNameForExpectationOverhead/500Nodes"]
+    slow = workloads["NominatedNodeNameForExpectationSlowPreBind/500Nodes"]
+    assert plain.compare_gate == slow.compare_gate == "NominatedNodeNameForExpectation"
+    assert plain.scheduler_config is None and expected_min_victims(plain) is None
+    assert slow.scheduler_config is not None
+    (profile,) = slow.scheduler_config["profiles"]
+    assert profile["plugins"]["multiPoint"]["enabled"] == [{"name": "SlowPreBind"}]
+    measured = slow.measured
+    assert measured is not None
+    assert measured.template.metadata.annotations["scheduling.kemu.io/prebind-delay"] == "0s"
 
 
 def test_workloads_are_selected_by_full_name_test_case_or_all() -> None:
@@ -411,3 +477,350 @@ def test_the_table_has_a_column_per_workload_and_shows_failures() -> None:
     assert "SchedulingBasic/5000Nodes" in header
     assert "123.4" in text and "3.21" in text and "scheduled=1000" in text
     assert "SchedulingBasic/5000Nodes: FAILED: TimeoutError: too slow" in text
+
+
+# ---------------------------------------------------------------------- priorities and the control plane
+
+
+PREEMPTION = """
+- name: Preemption
+  emulatedVersion: "1.33"
+  featureGates: {SchedulerAsyncPreemption: false}
+  workloadTemplate:
+  - opcode: createNodes
+    countParam: $nodes
+  - opcode: createPods
+    countParam: $low
+    podTemplate:
+      spec: {containers: [{name: c, resources: {requests: {cpu: "1"}}}]}
+  - opcode: createPods
+    countParam: $high
+    priority: 10
+    collectMetrics: true
+    podTemplate:
+      spec: {containers: [{name: c, resources: {requests: {cpu: "3"}}}]}
+  workloads:
+  - name: small
+    params: {nodes: 5, low: 20, high: 5}
+  - name: other
+    emulatedVersion: "1.35"
+    featureGates: {SchedulerAsyncPreemption: true, NominatedNodeNameForExpectation: false}
+    params: {nodes: 5, low: 20, high: 5}
+"""
+
+
+def test_the_op_priority_becomes_a_priority_class_the_run_creates() -> None:
+    small, _ = _parse(PREEMPTION)
+    low, high = small.ops[1], small.ops[2]
+    assert isinstance(low, CreatePods) and low.priority is None
+    assert isinstance(high, CreatePods) and high.priority == 10
+    (pc,) = priority_class_objects(small)
+    assert (pc.metadata.name, pc.value) == ("scheduler-perf-priority-10", 10)
+    (pod, *_) = pod_objects(high, 2)
+    assert pod.spec.priority_class_name == "scheduler-perf-priority-10"
+    assert priority_class_name(-5) == "scheduler-perf-priority-minus-5"
+
+
+def test_a_template_spec_priority_is_the_ops_priority_as_in_upstreams_templates() -> None:
+    text = PREEMPTION.replace("    priority: 10\n", "").replace(
+        'spec: {containers: [{name: c, resources: {requests: {cpu: "3"}}}]}',
+        'spec: {priority: 7, containers: [{name: c, resources: {requests: {cpu: "3"}}}]}',
+    )
+    (small, _) = _parse(text)
+    assert small.priorities() == [7]
+    conflicting = PREEMPTION.replace("    priority: 10\n", "    priority: 10\n").replace(
+        'spec: {containers: [{name: c, resources: {requests: {cpu: "3"}}}]}',
+        'spec: {priority: 7, containers: [{name: c, resources: {requests: {cpu: "3"}}}]}',
+    )
+    assert "workloadTemplate[2].priority: 10 differs from the template's spec.priority 7" in (
+        _error(conflicting)
+    )
+
+
+def test_control_plane_settings_come_from_the_test_case_and_the_workload() -> None:
+    small, other = _parse(PREEMPTION)
+    assert small.emulated_version == "1.33"
+    assert dict(small.feature_gates) == {"SchedulerAsyncPreemption": False}
+    assert [v.name for v in small.variants()] == [""]
+    assert other.emulated_version == "1.35"  # the workload's wins
+    assert dict(other.feature_gates) == {  # merged, the workload's wins
+        "SchedulerAsyncPreemption": True,
+        "NominatedNodeNameForExpectation": False,
+    }
+    assert small.scheduler_config is None and small.compare_gate is None
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (('emulatedVersion: "1.33"', "emulatedVersion: 1.33"), 'Preemption.emulatedVersion: expected a quoted string such as "1.23"'),
+        (('emulatedVersion: "1.33"', 'emulatedVersion: "1.99"'), "Preemption.emulatedVersion: emulated version 1.99 is not supported"),
+        (("featureGates: {SchedulerAsyncPreemption: false}", "featureGates: {NoSuchGate: true}"), 'Preemption.featureGates: unrecognized feature gate "NoSuchGate"'),
+        (("featureGates: {SchedulerAsyncPreemption: false}", "featureGates: {SchedulerAsyncPreemption: maybe}"), "Preemption.featureGates: expected a mapping of gate names to true/false"),
+        (("featureGates: {SchedulerAsyncPreemption: false}", "compareFeatureGate: SchedulerAsyncPreemption\n  featureGates: {SchedulerAsyncPreemption: false}"), "compareFeatureGate: SchedulerAsyncPreemption is also set by featureGates"),
+        (("    priority: 10\n", "    priority: high\n"), "workloadTemplate[2].priority: expected an integer"),
+        (("    priority: 10\n", "    priority: 2000000000\n"), "workloadTemplate[2].priority: 2000000000 is outside"),
+        (("  workloadTemplate:", "  schedulerConfig: {profiles: [{schedulerName: x, plugins: {score: {enabled: [{name: NoSuchPlugin}]}}}]}\n  workloadTemplate:"), "Preemption.schedulerConfig: "),
+    ],
+)  # fmt: skip
+def test_control_plane_errors_name_the_field(change: tuple[str, str], message: str) -> None:
+    old, new = change
+    assert old in PREEMPTION
+    text = PREEMPTION.replace(old, new, 1)
+    assert message in _error(text)
+
+
+def test_a_gate_locked_at_the_emulated_version_cannot_be_compared() -> None:
+    text = PREEMPTION.replace('emulatedVersion: "1.33"', 'emulatedVersion: "1.24"').replace(
+        "featureGates: {SchedulerAsyncPreemption: false}", "compareFeatureGate: PreferNominatedNode"
+    )
+    error = _error(text)
+    assert "Preemption.compareFeatureGate: " in error and "PreferNominatedNode" in error
+
+
+def test_a_comparison_runs_the_gate_on_then_off_over_the_other_gates() -> None:
+    (w,) = _parse(
+        """
+- name: AB
+  emulatedVersion: "1.34"
+  compareFeatureGate: NominatedNodeNameForExpectation
+  featureGates: {SchedulerAsyncPreemption: false}
+  workloadTemplate: [{opcode: createNodes, count: 1}]
+  workloads: [{name: w}]
+"""
+    )
+    assert [(v.name, dict(v.feature_gates)) for v in w.variants()] == [
+        (
+            "NominatedNodeNameForExpectation=true",
+            {"SchedulerAsyncPreemption": False, "NominatedNodeNameForExpectation": True},
+        ),
+        (
+            "NominatedNodeNameForExpectation=false",
+            {"SchedulerAsyncPreemption": False, "NominatedNodeNameForExpectation": False},
+        ),
+    ]
+
+
+def test_a_scheduler_config_file_is_read_relative_to_the_workloads_file(tmp_path: Path) -> None:
+    (tmp_path / "sched.yaml").write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "profiles:\n- schedulerName: default-scheduler\n"
+        "  plugins: {multiPoint: {enabled: [{name: SlowPreBind}]}}\n"
+    )
+    config = tmp_path / "perf.yaml"
+    config.write_text(
+        "- name: T\n  schedulerConfigPath: sched.yaml\n"
+        "  workloadTemplate: [{opcode: createNodes, count: 1}]\n  workloads: [{name: w}]\n"
+    )
+    (w,) = load_workloads(config)
+    assert w.scheduler_config is not None
+    assert w.scheduler_config["profiles"][0]["schedulerName"] == "default-scheduler"
+
+
+# ---------------------------------------------------------------------- expected victims
+
+
+def test_the_expected_minimum_of_victims_follows_from_the_sizes() -> None:
+    small, _ = _parse(PREEMPTION)  # 4 x 1 cpu on 4 cpu; a 3 cpu preemptor needs 3 of them
+    assert expected_min_victims(small) == 3
+    # 2 x 1 cpu per node: 2 cpu free, so one victim is enough.
+    text = PREEMPTION.replace(
+        "params: {nodes: 5, low: 20, high: 5}", "params: {nodes: 5, low: 10, high: 5}", 1
+    )
+    assert expected_min_victims(_parse(text)[0]) == 1
+    # Memory decides when it is the scarcer resource.
+    text = PREEMPTION.replace('requests: {cpu: "3"}', 'requests: {cpu: "1", memory: 20Gi}').replace(
+        'requests: {cpu: "1"}', 'requests: {cpu: "1", memory: 8Gi}'
+    )  # 4 x 8Gi on 32Gi: 20Gi needs 3 of them to go
+    assert expected_min_victims(_parse(text)[0]) == 3
+
+
+@pytest.mark.parametrize(
+    ("change"),
+    [
+        ("params: {nodes: 5, low: 20, high: 5}", "params: {nodes: 5, low: 21, high: 5}"),  # uneven
+        ("params: {nodes: 5, low: 20, high: 5}", "params: {nodes: 5, low: 20, high: 6}"),  # > nodes
+        ("params: {nodes: 5, low: 20, high: 5}", "params: {nodes: 5, low: 25, high: 5}"),  # 5 don't fit
+        ("    priority: 10\n", ""),  # no higher priority
+        ('requests: {cpu: "3"}', 'requests: {cpu: "5"}'),  # fits nowhere
+    ],
+)  # fmt: skip
+def test_no_expected_minimum_is_claimed_for_other_shapes(change: tuple[str, str]) -> None:
+    old, new = change
+    assert old in PREEMPTION
+    assert expected_min_victims(_parse(PREEMPTION.replace(old, new, 1))[0]) is None
+
+
+def test_pod_requests_sum_the_containers_with_limits_standing_for_requests() -> None:
+    pod = make_pod("p").req(cpu="500m", memory="1Gi").obj()
+    extra = pod.spec.containers.add()
+    extra.resources.limits["cpu"] = "250m"
+    assert pod_requests(pod) == {"pods": 1, "cpu": 750, "memory": 1024**3}
+
+
+# ---------------------------------------------------------------------- preemption, nominated, API
+
+
+SCHED_BEFORE = """\
+# TYPE scheduler_preemption_attempts_total counter
+scheduler_preemption_attempts_total 2.0
+# TYPE scheduler_preemption_victims histogram
+scheduler_preemption_victims_bucket{le="+Inf"} 1.0
+scheduler_preemption_victims_sum 3.0
+scheduler_preemption_victims_count 1.0
+# TYPE scheduler_kemu_nominated_pod_filter_evaluations histogram
+scheduler_kemu_nominated_pod_filter_evaluations_bucket{le="+Inf",profile="default-scheduler"} 0.0
+scheduler_kemu_nominated_pod_filter_evaluations_sum{profile="default-scheduler"} 0.0
+scheduler_kemu_nominated_pod_filter_evaluations_count{profile="default-scheduler"} 0.0
+"""
+
+SCHED_AFTER = """\
+# TYPE scheduler_preemption_attempts_total counter
+scheduler_preemption_attempts_total 13.0
+# TYPE scheduler_preemption_victims histogram
+scheduler_preemption_victims_bucket{le="+Inf"} 11.0
+scheduler_preemption_victims_sum 34.0
+scheduler_preemption_victims_count 11.0
+# TYPE scheduler_kemu_nominated_pod_filter_evaluations histogram
+scheduler_kemu_nominated_pod_filter_evaluations_bucket{le="+Inf",profile="default-scheduler"} 10.0
+scheduler_kemu_nominated_pod_filter_evaluations_sum{profile="default-scheduler"} 10.0
+scheduler_kemu_nominated_pod_filter_evaluations_count{profile="default-scheduler"} 10.0
+scheduler_kemu_nominated_pod_filter_evaluations_bucket{le="+Inf",profile="other"} 2.0
+scheduler_kemu_nominated_pod_filter_evaluations_sum{profile="other"} 90.0
+scheduler_kemu_nominated_pod_filter_evaluations_count{profile="other"} 2.0
+# TYPE scheduler_kemu_nominated_pod_scheduling_algorithm_duration_seconds histogram
+scheduler_kemu_nominated_pod_scheduling_algorithm_duration_seconds_bucket{le="+Inf",profile="default-scheduler"} 12.0
+scheduler_kemu_nominated_pod_scheduling_algorithm_duration_seconds_sum{profile="default-scheduler"} 0.006
+scheduler_kemu_nominated_pod_scheduling_algorithm_duration_seconds_count{profile="default-scheduler"} 12.0
+"""
+
+
+def test_preemption_and_nominated_figures_are_increases_over_the_phase() -> None:
+    before, after = parse_metrics(SCHED_BEFORE), parse_metrics(SCHED_AFTER)
+    assert preemption_figures(before, after) == PreemptionFigures(11.0, 10.0, 31.0)
+    nominated = nominated_figures(before, after)
+    assert nominated.pods == 12.0  # every profile
+    assert nominated.filter_nodes == pytest.approx(100 / 12)
+    assert nominated.algorithm_ms == pytest.approx(0.5)
+    empty = nominated_figures(before, before)
+    assert empty.pods == 0 and math.isnan(empty.filter_nodes) and math.isnan(empty.algorithm_ms)
+
+
+API_BEFORE = """\
+# TYPE apiserver_request_total counter
+apiserver_request_total{code="OK",resource="pods",verb="create"} 50.0
+apiserver_request_total{code="OK",resource="pods/binding",verb="create"} 50.0
+apiserver_request_total{code="OK",resource="nodes",verb="create"} 5.0
+"""
+
+API_AFTER = """\
+# TYPE apiserver_request_total counter
+apiserver_request_total{code="OK",resource="pods",verb="create"} 60.0
+apiserver_request_total{code="OK",resource="pods/binding",verb="create"} 60.0
+apiserver_request_total{code="OK",resource="pods",verb="patch"} 10.0
+apiserver_request_total{code="NOT_FOUND",resource="pods",verb="delete"} 1.0
+apiserver_request_total{code="OK",resource="pods",verb="delete"} 30.0
+apiserver_request_total{code="OK",resource="pods",verb="get"} 0.0
+apiserver_request_total{code="OK",resource="events",verb="create"} 99.0
+apiserver_request_total{code="OK",resource="nodes",verb="create"} 5.0
+"""
+
+
+def test_api_calls_are_counted_per_verb_and_resource_over_every_code() -> None:
+    calls = api_calls(parse_metrics(API_BEFORE), parse_metrics(API_AFTER), ["pods", "pods/binding"])
+    assert calls == {
+        "create pods": 10.0,
+        "create pods/binding": 10.0,
+        "delete pods": 31.0,
+        "patch pods": 10.0,
+    }
+
+
+# ---------------------------------------------------------------------- deletions
+
+
+@pytest.mark.anyio
+async def test_the_tracker_counts_deleted_pods_and_unbound_deleted_pods_are_done() -> None:
+    clock = FakeClock()
+    tracker = BindTracker(clock)
+    victims = [make_pod(f"v{i}").namespace("low").node("n1").obj() for i in range(2)]
+    tracker.expect(1, victims)
+    for v in victims:
+        tracker.observe(v, "ADDED")
+    pending = make_pod("p").namespace("high").obj()
+    tracker.expect(2, [pending])
+    clock.now = 105.0
+    tracker.observe(victims[0], "DELETED")
+    tracker.observe(victims[0], "DELETED")  # a repeated event is one deletion
+    assert tracker.deleted() == 1 and tracker.deleted_at[1] == [105.0]
+    assert tracker.op_done(1) and not tracker.op_done(2)
+    tracker.observe(pending, "DELETED")  # never bound: done, and never counted as bound
+    tracker.observe(make_pod("p").namespace("high").node("n2").obj())
+    assert tracker.op_done(2) and tracker.bound_at[2] == []
+    assert tracker.pending() == 0 and tracker.deleted() == 2
+    tracker.observe(make_pod("stranger").namespace("x").obj(), "DELETED")
+    assert tracker.deleted() == 2
+    await tracker.wait_namespaces([], within=0.1)
+
+
+# ---------------------------------------------------------------------- A/B comparisons
+
+
+def _ab(variant: str, *, nominated: NominatedFigures | None = None, patches: float = 0) -> Result:
+    r = Result("T/w", variant=variant, emulated_version="1.23", measured_pods=100)
+    r.feature_gates = {"PreferNominatedNode": variant.endswith("=true")}
+    r.created_to_bound = 50.0 if variant.endswith("=true") else 40.0
+    r.filter_evaluations = 20000.0
+    r.nominated = nominated
+    r.preemption = PreemptionFigures(100.0, 100.0, 300.0)
+    r.api_calls = {"patch pods": patches} if patches else {}
+    return r
+
+
+def test_comparisons_pair_the_on_and_off_runs_of_each_workload() -> None:
+    on, off = _ab("G=true"), _ab("G=false")
+    plain = Result("Plain/w")
+    failed = Result("U/w", variant="G=true")
+    failed_off = Result("U/w", variant="G=false", error="TimeoutError: slow")
+    assert comparison_pairs([plain, on, failed, off, failed_off]) == [(on, off)]
+
+
+def test_comparison_rows_show_the_kep_1923_saving_and_leave_out_absent_figures() -> None:
+    on = _ab("PreferNominatedNode=true", nominated=NominatedFigures(98.0, 1.0, 0.2))
+    off = _ab("PreferNominatedNode=false", nominated=NominatedFigures(99.0, 1000.0, 9.0))
+    rows = {name: (a, b) for name, a, b in comparison_rows(on, off)}
+    assert rows["  filter node evaluations avg"] == (1.0, 1000.0)
+    assert rows["  scheduling_algorithm avg ms"] == (0.2, 9.0)
+    assert rows["nominated pods' final attempts"] == (98.0, 99.0)
+    assert rows["victims per preemptor"] == (3.0, 3.0)
+    assert "scheduling_algorithm avg ms" not in rows  # NaN in both runs
+    text = render_comparison(on, off)
+    assert text.startswith("T/w: PreferNominatedNode on vs off (emulated 1.23")
+    line = next(x for x in text.splitlines() if x.startswith("  filter node evaluations avg"))
+    assert line.split()[-5:] == ["1.00", "1000.00", "-999.00", "0.001", "1000.000"]
+
+
+def test_the_kep_5278_comparison_shows_one_extra_patch_per_pod() -> None:
+    on, off = _ab("G=true", patches=100.0), _ab("G=false")
+    off.preemption = PreemptionFigures(0.0, 0.0, 0.0)
+    on.preemption = PreemptionFigures(0.0, 0.0, 0.0)
+    rows = {name: (a, b) for name, a, b in comparison_rows(on, off)}
+    assert rows["pod PATCHes / measured pod"] == (1.0, 0.0)
+    assert "victims per preemptor" not in rows and "nominated pods' final attempts" not in rows
+    line = next(x for x in render_comparison(on, off).splitlines() if x.startswith("pod PATCHes /"))
+    assert line.split()[-5:] == ["1.00", "0.00", "1.00", "-", "0.000"]
+    assert math.isnan(victims_per_preemptor(on))
+
+
+def test_the_table_shows_preemption_and_nominated_rows_only_when_there_are_any() -> None:
+    r = _ab("PreferNominatedNode=true", nominated=NominatedFigures(100.0, 1.0, 0.25))
+    r.deleted_pods = 300
+    r.expected_min_victims = 3
+    text = render([r, _ab("PreferNominatedNode=false")])
+    assert "T/w [on]" in text and "T/w [off]" in text
+    assert "3.00 / 3.00" in text  # victims per preemptor: metric / deleted
+    assert "victims per preemptor: expected minimum" in text
+    assert "PreferNominatedNode=true" in text and "emulated version" in text
+    assert "T/w: PreferNominatedNode on vs off" in text
+    plain = render([Result("SchedulingBasic/50Nodes", measured_pods=10)])
+    assert "victims" not in plain and "nominated" not in plain and "emulated" not in plain
