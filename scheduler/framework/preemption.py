@@ -39,7 +39,7 @@ from kemu.machinery.convert import format_time, message_to_dict
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from scheduler.framework.interface import CycleState, FitError, Handle, NodeToStatus
 from scheduler.framework.status import SUCCESS, Code, Status, as_error, unresolvable
-from scheduler.framework.types import NodeInfo, PostFilterResult, pod_key, pod_priority
+from scheduler.framework.types import NodeInfo, PodInfo, PostFilterResult, pod_key, pod_priority
 
 logger = logging.getLogger(__name__)
 
@@ -122,9 +122,9 @@ def more_important_pod(a: types_pb2.Pod, b: types_pb2.Pod, now_ns: int) -> bool:
     return pod_start_time_ns(a, now_ns) < pod_start_time_ns(b, now_ns)
 
 
-def importance_key(pod: types_pb2.Pod, now_ns: int) -> tuple[int, int]:
+def importance_key(pi: PodInfo, now_ns: int) -> tuple[int, int]:
     """A sort key putting the more important pod (more_important_pod) first."""
-    return (-pod_priority(pod), pod_start_time_ns(pod, now_ns))
+    return (-pi.priority, pod_start_time_ns(pi.pod, now_ns))
 
 
 def earliest_pod_start_time_ns(victims: Victims, now_ns: int) -> int:

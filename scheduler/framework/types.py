@@ -257,6 +257,7 @@ class PodInfo:
         "pod",
         "preferred_affinity_terms",
         "preferred_anti_affinity_terms",
+        "priority",
         "requests",
         "required_affinity_terms",
         "required_anti_affinity_terms",
@@ -264,6 +265,8 @@ class PodInfo:
 
     def __init__(self, pod: types_pb2.Pod, *, in_place_resize: bool = True) -> None:
         self.pod = pod
+        # Read once: queue ordering, nominated-pod filtering and preemption ask for it often.
+        self.priority = pod_priority(pod)
         self.requests, self.non_zero_requests = pod_requests(pod, in_place_resize=in_place_resize)
         aff = pod.spec.affinity
         pa, paa = aff.pod_affinity, aff.pod_anti_affinity
@@ -289,10 +292,6 @@ class PodInfo:
     @property
     def uid(self) -> str:
         return self.pod.metadata.uid
-
-    @property
-    def priority(self) -> int:
-        return pod_priority(self.pod)
 
     def has_affinity(self) -> bool:
         return bool(

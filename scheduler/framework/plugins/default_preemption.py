@@ -225,7 +225,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
             return [], 0, status
 
         now_ns = int(fh.clock.now() * 1e9)
-        potential.sort(key=lambda pi: importance_key(pi.pod, now_ns))
+        potential.sort(key=lambda pi: importance_key(pi, now_ns))
         violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
         victims: list[PodInfo] = []
 
@@ -253,7 +253,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         except _ExtensionError as e:
             return [], 0, e.status
         if violating and non_violating:
-            victims.sort(key=lambda pi: importance_key(pi.pod, now_ns))
+            victims.sort(key=lambda pi: importance_key(pi, now_ns))
         return [pi.pod for pi in victims], violations, SUCCESS
 
     def _remove(self, state: CycleState, pod: types_pb2.Pod, pi: PodInfo, node: NodeInfo) -> Status:

@@ -419,7 +419,7 @@ def test_importance_key_sorts_most_important_first() -> None:
         pod("prio2", 2),
         pod("negative", -5, started=NOW - 1000),
     ]
-    ordered = sorted(pods, key=lambda p: importance_key(p, NOW_NS))
+    ordered = sorted(pods, key=lambda p: importance_key(PodInfo(p), NOW_NS))
     assert names(ordered) == ["prio2", "t1", "t2", "unstarted", "negative"]
 
 
