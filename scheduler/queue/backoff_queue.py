@@ -3,6 +3,12 @@
 A pod's backoff is `initial * 2**(attempts-1)`, capped at `max` (1, 2, 4, 8, 10, 10 s by
 default), counted from its queue timestamp (the time it last came back to the queue). A pod
 never attempted has no backoff. The heap is ordered by backoff expiry, ties by the queue sort.
+
+As upstream, pods whose last attempt failed with an error (no rejecting plugin, neither
+unschedulable nor pending) wait in a second heap (podErrorBackoffQ) that `pop` never takes
+from: PopFromBackoffQ may only cut short the backoff of rejected pods, otherwise a pod that
+keeps failing with an error (no nodes at all, a PreBind error) is retried in a busy loop when
+nothing else is pending. Both heaps are flushed when their backoff completes.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ class BackoffQueue:
         self.maximum = maximum
         self._sort_less = less
         self._heap: KeyedHeap[QueuedPodInfo] = KeyedHeap(_key, self._less)
+        self._errors: KeyedHeap[QueuedPodInfo] = KeyedHeap(_key, self._less_expiry)
 
     def duration(self, qpi: QueuedPodInfo) -> float:
         """The backoff a pod gets after `qpi.attempts` attempts."""
@@ -56,30 +63,48 @@ class BackoffQueue:
             return ea < eb
         return self._sort_less(a, b)
 
+    def _less_expiry(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        return self.expiry(a) < self.expiry(b)
+
     def __len__(self) -> int:
-        return len(self._heap)
+        return len(self._heap) + len(self._errors)
 
     def __contains__(self, key: str) -> bool:
-        return key in self._heap
+        return key in self._heap or key in self._errors
 
     def get(self, key: str) -> QueuedPodInfo | None:
-        return self._heap.get(key)
+        return self._heap.get(key) or self._errors.get(key)
 
     def add(self, qpi: QueuedPodInfo) -> None:
-        self._heap.add_or_update(qpi)
+        """Adds or updates the pod: in the error heap when nothing rejected it (an error)."""
+        key = _key(qpi)
+        if not qpi.unschedulable_plugins and not qpi.pending_plugins:
+            self._heap.delete(key)
+            self._errors.add_or_update(qpi)
+        else:
+            self._errors.delete(key)
+            self._heap.add_or_update(qpi)
 
     def delete(self, key: str) -> QueuedPodInfo | None:
-        return self._heap.delete(key)
+        found = self._heap.delete(key)
+        return found if found is not None else self._errors.delete(key)
+
+    def poppable(self) -> bool:
+        """Whether `pop` has a pod to return (a rejected one)."""
+        return len(self._heap) > 0
 
     def pop(self) -> QueuedPodInfo:
-        """The pod whose backoff ends first, even if it has not ended (PopFromBackoffQ)."""
+        """The rejected pod whose backoff ends first, even if it has not ended
+        (PopFromBackoffQ); never a pod that failed with an error. IndexError when there is
+        none (see `poppable`)."""
         return self._heap.pop()
 
     def pop_all_completed(self) -> list[QueuedPodInfo]:
         out: list[QueuedPodInfo] = []
-        while (head := self._heap.peek()) is not None and not self.is_backing_off(head):
-            out.append(self._heap.pop())
+        for heap in (self._heap, self._errors):
+            while (head := heap.peek()) is not None and not self.is_backing_off(head):
+                out.append(heap.pop())
         return out
 
     def list(self) -> list[QueuedPodInfo]:
-        return self._heap.list()
+        return self._heap.list() + self._errors.list()

@@ -456,7 +456,7 @@ class PriorityQueue:
         return QueuedPodInfo(self._pod_info_factory(pod), self._clock.monotonic())
 
     def _has_poppable(self) -> bool:
-        return bool(len(self._active)) or (self._pop_from_backoff_q and bool(len(self._backoff)))
+        return bool(len(self._active)) or (self._pop_from_backoff_q and self._backoff.poppable())
 
     def _broadcast(self) -> None:
         if self._wakeup is not None:

@@ -239,11 +239,29 @@ async def test_run_flushes_backoff_every_second_and_stops_on_close() -> None:
 
 async def test_pop_from_backoff_q_when_active_q_is_empty() -> None:
     clock = FakeClock()
-    q = new_queue(clock, pop_from_backoff_q=True)
-    await fail(q, pod("p"))
+    q = new_queue(clock, pop_from_backoff_q=True, queueing_hint_map=hints((NODE_ADD, FIT, None)))
+    await fail(q, pod("p"), FIT)
+    q.move_all_to_active_or_backoff_queue(NODE_ADD)
     assert where(q, "p") == "backoff"
     qpi = await pop_now(q)  # backoff not over, but nothing else to do
     assert qpi.pod.metadata.name == "p" and qpi.attempts == 2
+
+
+async def test_pop_from_backoff_q_leaves_pods_that_failed_with_an_error() -> None:
+    """Upstream's podErrorBackoffQ: an error is retried after its backoff, not at once (a pod
+    failing with "no nodes available" would otherwise be retried in a busy loop)."""
+    clock = FakeClock()
+    q = new_queue(clock, pop_from_backoff_q=True)
+    await fail(q, pod("p"))
+    assert where(q, "p") == "backoff"
+    with anyio.move_on_after(0.1) as scope:
+        await q.pop()
+    assert scope.cancelled_caught, "a pod that failed with an error was popped during its backoff"
+    assert where(q, "p") == "backoff"
+    clock.advance(1)
+    q.flush_backoff_q_completed()
+    assert where(q, "p") == "active"
+    assert (await pop_now(q)).pod.metadata.name == "p"
 
 
 # ---------------------------------------------------------------- unschedulable pool
