@@ -510,6 +510,10 @@ class InterPodAffinity(
         assert old_pod is not None
         if pod_matches_all_affinity_terms(anti_terms, old_pod):
             return QueueingHint.QUEUE
+        # The deleted pod's own anti-affinity may have been what repelled the pod (upstream
+        # kubernetes#135325, 1.36): any one of its terms is enough to repel.
+        if any(t.matches(pod) for t in PodInfo(old_pod).required_anti_affinity_terms):
+            return QueueingHint.QUEUE
         return QueueingHint.SKIP
 
     def is_schedulable_after_node_change(

@@ -410,6 +410,16 @@ def assigned(labels: dict[str, str]) -> types_pb2.Pod:
         (None, bound("x", {"service": "a"}).obj(), QueueingHint.SKIP),  # unassigned
         (assigned({"app": "db"}), None, QueueingHint.QUEUE),  # deleted anti-affinity match
         (assigned({"app": "web"}), None, QueueingHint.SKIP),  # deleted, irrelevant
+        (  # deleted, its own anti-affinity repelled the target
+            bound("x", {}).node("n1").anti_affinity({"app": "web"}, HOST).obj(),
+            None,
+            QueueingHint.QUEUE,
+        ),
+        (  # deleted, its own anti-affinity is about other pods
+            bound("x", {}).node("n1").anti_affinity({"app": "db"}, HOST).obj(),
+            None,
+            QueueingHint.SKIP,
+        ),
         (assigned({"app": "db"}), assigned({"app": "cache"}), QueueingHint.QUEUE),
         (assigned({"service": "b"}), assigned({"service": "a"}), QueueingHint.QUEUE),
         (assigned({"service": "a"}), assigned({"service": "a", "x": "y"}), QueueingHint.SKIP),
@@ -420,6 +430,8 @@ def assigned(labels: dict[str, str]) -> types_pb2.Pod:
         "add-unassigned",
         "delete-anti-match",
         "delete-unrelated",
+        "delete-own-anti-match",
+        "delete-own-anti-unrelated",
         "update-stops-anti-match",
         "update-starts-affinity-match",
         "update-no-change",
