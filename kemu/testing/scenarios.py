@@ -11,13 +11,18 @@ label and run with a short simulated shutdown, so that a preempted victim really
         await s.run(s.pod("victim", priority=100, cpu="400m", memory="200"))
         await s.create(s.pod("preemptor", priority=300, cpu="300m", memory="200"))
         assert await s.wait_bound("preemptor") == s.node_name("node1")
+
+`Scenario.eventually` waits for something to happen; `Scenario.holds` is its converse, a
+bounded observation window for something that must not happen (a preemption, a binding).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Final, TypeVar
+
+import anyio
 
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
@@ -31,6 +36,8 @@ SCENARIO_LABEL: Final = "scenario"
 SHUTDOWN_ANNOTATION: Final = "kubelet.kemu.io/shutdown-duration"
 DEFAULT_SHUTDOWN: Final = "200ms"
 DEFAULT_TIMEOUT: Final = 30.0
+# How long `Scenario.holds` watches for something that must not happen.
+DEFAULT_OBSERVATION: Final = 3.0
 PRIORITY_CLASS_PREFIX: Final = "kemu-prio-"
 NEVER_SUFFIX: Final = "-never"
 
@@ -225,6 +232,20 @@ class Scenario:
         timeout: float = DEFAULT_TIMEOUT,  # noqa: ASYNC109
     ) -> Any:
         return await eventually(check, timeout=timeout)
+
+    async def holds(
+        self,
+        check: Callable[[], Awaitable[object]],
+        seconds: float = DEFAULT_OBSERVATION,
+        interval: float = 0.1,
+    ) -> None:
+        """The converse of `eventually`: runs `check` (which asserts) over and over for
+        `seconds`, a bounded observation window for "nothing happens" (no preemption, no
+        binding); its first AssertionError fails the test at once."""
+        with anyio.move_on_after(seconds):
+            while True:
+                await check()
+                await anyio.sleep(interval)
 
 
 def priority_class_name(value: int, *, never: bool = False) -> str:
