@@ -160,6 +160,13 @@ class PodBuilder:
         term.match_expressions.add(key=key, operator="In", values=values)
         return self
 
+    def node_affinity_preferred(self, key: str, values: list[str], weight: int = 1) -> Self:
+        """A preferred node affinity term `key In values` of `weight` (1-100): it only scores."""
+        node_affinity = self._pod.spec.affinity.node_affinity
+        term = node_affinity.preferred_during_scheduling_ignored_during_execution.add(weight=weight)
+        term.preference.match_expressions.add(key=key, operator="In", values=values)
+        return self
+
     def toleration(
         self,
         key: str = "",

@@ -40,6 +40,8 @@ DEFAULT_TIMEOUT: Final = 30.0
 DEFAULT_OBSERVATION: Final = 3.0
 PRIORITY_CLASS_PREFIX: Final = "kemu-prio-"
 NEVER_SUFFIX: Final = "-never"
+HOLD_GATE: Final = "scheduling.kemu.io/hold"
+"""The scheduling gate of `Scenario.create_held`."""
 
 T = TypeVar("T")
 
@@ -214,6 +216,64 @@ class Scenario:
             return cond[0]
 
         return await eventually(unschedulable, timeout=timeout)
+
+    # ------------------------------------------------------------ gates and nominations
+
+    async def create_held(
+        self, pod: PodBuilder | types_pb2.Pod, gate: str = HOLD_GATE
+    ) -> types_pb2.Pod:
+        """Creates the pod with the scheduling gate `gate`: schedulers keep it (gated) in their
+        queues, and their nominators already count its nominatedNodeName, until `release`."""
+        obj = pod.obj() if isinstance(pod, PodBuilder) else pod
+        obj.spec.scheduling_gates.add(name=gate)
+        return await self.create(obj)
+
+    async def release(self, name: str) -> types_pb2.Pod:
+        """Removes every scheduling gate of the pod (the apiserver allows only removals)."""
+        return await self.client.patch(
+            types_pb2.Pod, name, {"spec": {"schedulingGates": None}}, self.ns
+        )
+
+    async def nominate(self, name: str, node: str | None) -> types_pb2.Pod:
+        """Sets the pod's status.nominatedNodeName to the scenario node `node` (None or "":
+        clears it) through the status subresource, as an external writer may (reference §2.4).
+        The node need not exist."""
+        value = self.node_name(node) if node else None
+        return await self.client.patch(
+            types_pb2.Pod,
+            name,
+            {"status": {"nominatedNodeName": value}},
+            self.ns,
+            subresource="status",
+        )
+
+    async def create_nominated(
+        self, pod: PodBuilder | types_pb2.Pod, node: str, *, release: bool = True
+    ) -> types_pb2.Pod:
+        """Creates the pod already nominated to the scenario node `node`, so that the first
+        scheduling cycle sees the nomination: a PATCH after a plain create could land after
+        that cycle. The pod is created held by a gate, nominated, then released (unless
+        `release` is False: then it stays gated, nominated, until `release(name)`)."""
+        created = await self.create_held(pod)
+        nominated = await self.nominate(created.metadata.name, node)
+        if release:
+            return await self.release(created.metadata.name)
+        return nominated
+
+    async def wait_logged(
+        self,
+        process: str,
+        text: str,
+        timeout: float = DEFAULT_TIMEOUT,  # noqa: ASYNC109
+    ) -> None:
+        """Until the log of the cluster's process `process` contains `text` (for a step that
+        leaves no trace in the API, such as a binding cycle entering a PreBind plugin)."""
+
+        async def logged() -> bool:
+            assert text in self.cluster.processes[process].logs(), f"{process}: no {text!r}"
+            return True
+
+        await eventually(logged, timeout=timeout)
 
     async def events(self, reason: str = "", name: str = "") -> list[types_pb2.Event]:
         items = (await self.client.list(types_pb2.Event, self.ns)).items
