@@ -27,7 +27,7 @@ import pytest
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import DELETED
 from kemu.testing import Cluster
-from kemu.testing.builders import PodBuilder, make_pdb
+from kemu.testing.builders import make_pdb
 from kemu.testing.invariants import PodHistory, PodVersion, assert_invariants, record_pods
 from kemu.testing.scenarios import Scenario, disruption_target
 
@@ -182,38 +182,6 @@ async def scenario(cluster: Cluster, prefix: str) -> AsyncIterator[Recorded]:
         )
 
 
-HOLD_GATE: Final = "kemu.io/hold"
-
-
-async def create_nominated(
-    s: Scenario, pod: PodBuilder, node: str, *, release: bool = True
-) -> types_pb2.Pod:
-    """Creates the pod already nominated to the scenario node `node`, as an external writer may
-    (reference §2.4), so that its first scheduling cycle sees the nomination: created held by
-    a scheduling gate, status.nominatedNodeName PATCHed, then the gate removed (unless
-    `release` is False: then it stays gated and nominated until `release_gates`)."""
-    created = await s.create(pod.gate(HOLD_GATE))
-    name = created.metadata.name
-    nominated = await s.client.patch(
-        types_pb2.Pod,
-        name,
-        {"status": {"nominatedNodeName": s.node_name(node)}},
-        s.ns,
-        subresource="status",
-    )
-    assert nominated.status.nominated_node_name == s.node_name(node)
-    if release:
-        return await release_gates(s, name)
-    return nominated
-
-
-async def release_gates(s: Scenario, name: str) -> types_pb2.Pod:
-    """Removes the pod's scheduling gates (the apiserver allows removals only)."""
-    released = await s.client.patch(types_pb2.Pod, name, {"spec": {"schedulingGates": []}}, s.ns)
-    assert not released.spec.scheduling_gates, released.spec.scheduling_gates
-    return released
-
-
 def preempted_by_scheduler(pod: types_pb2.Pod) -> bool:
     c = disruption_target(pod)
     return c is not None and c.status == "True" and c.reason == "PreemptionByScheduler"
@@ -283,7 +251,7 @@ async def test_s_pre_10_node_choice_moves_the_nomination(cluster: Cluster) -> No
         await s.run(s.pod("victim-1", priority=1, cpu="2"), node="node")
         await s.run(s.pod("victim-2", priority=1, cpu="2"), node="node")
         await s.run(s.pod("victim-3", priority=1, cpu="3"), node="node2")
-        created = await create_nominated(s, s.pod("preemptor", priority=100, cpu="4"), "node")
+        created = await s.create_nominated(s.pod("preemptor", priority=100, cpu="4"), "node")
         assert created.status.nominated_node_name == s.node_name("node")
 
         await s.wait_nominated("preemptor", "node2", timeout=TIMEOUT)
@@ -769,7 +737,7 @@ async def test_s_pre_17_terminating_for_another_reason_does_not_block(
         await r.delete("v")
         await wait_terminating(s, "v")
 
-        await create_nominated(s, s.pod("p", priority=100, cpu="4").scheduler_name(scheduler), "n")
+        await s.create_nominated(s.pod("p", priority=100, cpu="4").scheduler_name(scheduler), "n")
         await s.wait_gone("x", timeout=TIMEOUT)
         await r.force_delete("v")  # no need to wait for its grace period
         assert await s.wait_bound("p", timeout=TIMEOUT) == s.node_name("n")
@@ -828,8 +796,8 @@ async def test_s_pre_18_nominated_pods_count_during_preemption(
         s = r.s
         await s.nodes("node", cpu="4", memory="8Gi", pods="32")
         await s.run(s.pod("l", priority=1, cpu="4").scheduler_name(scheduler), node="node")
-        await create_nominated(
-            s, s.pod("h1", priority=200, cpu="2").scheduler_name(scheduler), "node", release=False
+        await s.create_nominated(
+            s.pod("h1", priority=200, cpu="2").scheduler_name(scheduler), "node", release=False
         )
 
         await s.create(s.pod("h2-big", priority=100, cpu="3").scheduler_name(scheduler))
@@ -840,7 +808,7 @@ async def test_s_pre_18_nominated_pods_count_during_preemption(
         await s.wait_nominated("h2", "node", timeout=TIMEOUT)
         await s.wait_gone("l", timeout=TIMEOUT)
         assert await s.wait_bound("h2", timeout=TIMEOUT) == s.node_name("node")
-        await release_gates(s, "h1")
+        await s.release("h1")
         assert await s.wait_bound("h1", timeout=TIMEOUT) == s.node_name("node")
 
         await r.sync()
@@ -859,14 +827,14 @@ async def test_s_pre_18_lower_priority_nomination_cleared(cluster: Cluster, sche
         s = r.s
         await s.nodes("node", cpu="4", memory="8Gi", pods="32")
         await s.run(s.pod("l", priority=1, cpu="4").scheduler_name(scheduler), node="node")
-        await create_nominated(
-            s, s.pod("h1", priority=50, cpu="2").scheduler_name(scheduler), "node", release=False
+        await s.create_nominated(
+            s.pod("h1", priority=50, cpu="2").scheduler_name(scheduler), "node", release=False
         )
         await s.create(s.pod("h2", priority=100, cpu="2").scheduler_name(scheduler))
         await s.wait_nominated("h2", "node", timeout=TIMEOUT)
         await s.wait_nominated("h1", None, timeout=TIMEOUT)
         assert await s.wait_bound("h2", timeout=TIMEOUT) == s.node_name("node")
-        await release_gates(s, "h1")
+        await s.release("h1")
         assert await s.wait_bound("h1", timeout=TIMEOUT) == s.node_name("node")
 
         await r.sync()
