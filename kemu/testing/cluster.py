@@ -244,8 +244,10 @@ class Cluster:
         feature_gates: Mapping[str, bool] | None = None,
         extra_args: Sequence[str] = (),
         wait: bool = True,
+        server: str | None = None,
     ) -> Component:
-        args = ["--server", self.server]
+        """`server` (HOST:PORT) is the apiserver it talks to; the cluster's first by default."""
+        args = ["--server", server or self.server]
         if config is not None:
             args += ["--config", str(config)]
         if leader_elect:

@@ -181,17 +181,16 @@ def start_schedulers(cluster: Cluster, root: Path, specs: tuple[SchedulerSpec, .
     for spec in specs:
         config = root / f"{spec.process}.yaml"
         config.write_text(scheduler_config(spec))
-        extra = ["--seed", "1"]
-        if spec.apiserver:
-            # The last --server wins: this scheduler binds through that apiserver.
-            extra += ["--server", f"{LOOPBACK}:{cluster.component(spec.apiserver).port}"]
+        # A scheduler with its own apiserver binds through it (the clearing gate is there).
+        server = f"{LOOPBACK}:{cluster.component(spec.apiserver).port}" if spec.apiserver else None
         cluster.start_scheduler(
             name=spec.process,
             config=str(config),
             emulated_version=spec.emulated_version,
             feature_gates=dict(spec.gates) or None,
-            extra_args=extra,
+            extra_args=["--seed", "1"],
             wait=False,
+            server=server,
         )
     for spec in specs:
         cluster.wait_ready(spec.process)
