@@ -19,7 +19,6 @@ from typing import Any, Final, Protocol
 
 import anyio
 from anyio.abc import TaskGroup
-from google.protobuf.timestamp_pb2 import Timestamp
 
 from kemu.api.v1 import types_pb2
 from kemu.client.events import NORMAL, WARNING
@@ -31,7 +30,7 @@ from kemu.component.featuregate import (
     FeatureGates,
 )
 from kemu.component.version import Version
-from kemu.machinery.convert import format_time, message_to_dict
+from kemu.machinery.convert import format_time, message_to_dict, timestamp
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from scheduler.framework.events import ASSIGNED_POD_DELETE
 from scheduler.framework.interface import (
@@ -617,7 +616,7 @@ class Scheduler:
         if condition_same and nnn_same:
             return
         conditions = []
-        now = format_time(_timestamp(self.clock.now()))
+        now = format_time(timestamp(self.clock.now()))
         for c in pod.status.conditions:
             if c.type != "PodScheduled":
                 conditions.append(_condition_dict(c))
@@ -667,12 +666,6 @@ class Scheduler:
             )
         except ApiError as e:
             log.warning("could not set the nominated node of %s to %s: %s", pod_key(pod), node, e)
-
-
-def _timestamp(seconds: float) -> Timestamp:
-    ts = Timestamp()
-    ts.FromNanoseconds(int(seconds * 1e9))
-    return ts
 
 
 def _condition_dict(c: types_pb2.PodCondition) -> dict[str, Any]:

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 from google.protobuf.message import Message
-from google.protobuf.timestamp_pb2 import Timestamp
 
 from apiserver.server import admission
 from apiserver.storage import encoding
@@ -69,12 +68,6 @@ def _copy(obj: M) -> M:
     out = obj.__class__()
     out.CopyFrom(obj)
     return out
-
-
-def _timestamp(seconds: float) -> Timestamp:
-    ts = Timestamp()
-    ts.FromNanoseconds(int(seconds * 1e9))
-    return ts
 
 
 @dataclass(frozen=True)
@@ -204,7 +197,7 @@ class Registry:
             )
             meta.name = meta.generate_name + suffix
         meta.uid = str(uuid.uuid4())
-        meta.creation_timestamp.CopyFrom(_timestamp(self._now()))
+        meta.creation_timestamp.CopyFrom(convert.timestamp(self._now()))
         meta.ClearField("deletion_timestamp")
         meta.ClearField("deletion_grace_period_seconds")
         meta.generation = 1
@@ -382,7 +375,7 @@ class Registry:
                     "deletion_timestamp"
                 ) and umeta.deletion_timestamp.ToNanoseconds() <= int(deadline * 1e9):
                     return obj  # a shorter deadline stands; a longer one never replaces it
-                umeta.deletion_timestamp.CopyFrom(_timestamp(deadline))
+                umeta.deletion_timestamp.CopyFrom(convert.timestamp(deadline))
                 umeta.deletion_grace_period_seconds = grace
                 return await self._write(kind, updated, current.revision)
             except Conflict:
@@ -540,7 +533,7 @@ class Registry:
                     f"healthy pods and has {obj.status.current_healthy} currently"
                 )
             obj.status.disruptions_allowed -= 1
-            obj.status.disrupted_pods[pod.metadata.name].CopyFrom(_timestamp(self._now()))
+            obj.status.disrupted_pods[pod.metadata.name].CopyFrom(convert.timestamp(self._now()))
             return obj
 
         await self.guaranteed_update(
@@ -562,11 +555,11 @@ def set_pod_condition(
     for c in pod.status.conditions:
         if c.type == ctype:
             if c.status != status:
-                c.last_transition_time.CopyFrom(_timestamp(now))
+                c.last_transition_time.CopyFrom(convert.timestamp(now))
             c.status, c.reason, c.message = status, reason, message
             return
     c = pod.status.conditions.add(type=ctype, status=status, reason=reason, message=message)
-    c.last_transition_time.CopyFrom(_timestamp(now))
+    c.last_transition_time.CopyFrom(convert.timestamp(now))
 
 
 def _spec_bytes(obj: Message) -> bytes:

@@ -17,12 +17,11 @@ from typing import Final
 import anyio
 from anyio.abc import TaskStatus
 from google.protobuf.message import Message
-from google.protobuf.timestamp_pb2 import Timestamp
 
 from kemu.api.v1 import types_pb2
 from kemu.client.clock import Clock, SystemClock
 from kemu.client.interface import ApiClient
-from kemu.machinery.convert import format_time
+from kemu.machinery.convert import format_time, timestamp
 from kemu.machinery.errors import ApiError, NotFound
 from kemu.machinery.kinds import kind_of
 
@@ -41,12 +40,6 @@ class _Pending:
     action: str
     message: str
     when: float
-
-
-def _timestamp(seconds: float) -> Timestamp:
-    ts = Timestamp()
-    ts.FromNanoseconds(int(seconds * 1e9))
-    return ts
 
 
 def object_reference(obj: Message) -> types_pb2.ObjectReference:
@@ -149,8 +142,8 @@ class EventRecorder:
         ev.metadata.name = f"{p.involved.name}.{int(p.when * 1e9) + next(self._seq):x}"
         ev.source.component = self._component
         ev.source.host = self._host
-        ev.first_timestamp.CopyFrom(_timestamp(p.when))
-        ev.last_timestamp.CopyFrom(_timestamp(p.when))
+        ev.first_timestamp.CopyFrom(timestamp(p.when))
+        ev.last_timestamp.CopyFrom(timestamp(p.when))
         created = await self._client.create(ev)
         self._seen[key] = (namespace, created.metadata.name, 1)
         if len(self._seen) > _CACHE_SIZE:
@@ -158,4 +151,4 @@ class EventRecorder:
 
 
 def _iso(seconds: float) -> str:
-    return format_time(_timestamp(seconds))
+    return format_time(timestamp(seconds))

@@ -92,6 +92,13 @@ def _by_json_name(desc: Descriptor) -> dict[str, _Field]:
 # ---------------------------------------------------------------- times
 
 
+def timestamp(seconds: float) -> Timestamp:
+    """A Timestamp from epoch seconds (a clock's `now()`)."""
+    ts = Timestamp()
+    ts.FromNanoseconds(int(seconds * 1e9))
+    return ts
+
+
 def format_time(ts: Timestamp) -> str:
     """RFC 3339 in UTC; microseconds only when present (metav1.Time vs MicroTime)."""
     when = dt.datetime.fromtimestamp(ts.seconds, tz=dt.UTC)

@@ -31,11 +31,10 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 import anyio
-from google.protobuf.timestamp_pb2 import Timestamp
 
 from kemu.api.v1 import types_pb2
 from kemu.client.events import NORMAL
-from kemu.machinery.convert import format_time, message_to_dict
+from kemu.machinery.convert import format_time, message_to_dict, timestamp
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from scheduler.framework.interface import CycleState, FitError, Handle, NodeToStatus
 from scheduler.framework.status import SUCCESS, Code, Status, as_error, unresolvable
@@ -562,7 +561,7 @@ def _with_disruption_target(
             return None
         cond = message_to_dict(c)
         if c.status != "True":
-            cond["lastTransitionTime"] = _format_seconds(now)
+            cond["lastTransitionTime"] = format_time(timestamp(now))
         cond.update(status="True", reason=PREEMPTION_BY_SCHEDULER, message=message)
         out.append(cond)
     if not found:
@@ -571,15 +570,9 @@ def _with_disruption_target(
             "status": "True",
             "reason": PREEMPTION_BY_SCHEDULER,
             "message": message,
-            "lastTransitionTime": _format_seconds(now),
+            "lastTransitionTime": format_time(timestamp(now)),
         }
         if pod.metadata.generation:
             cond["observedGeneration"] = pod.metadata.generation
         out.append(cond)
     return out
-
-
-def _format_seconds(seconds: float) -> str:
-    ts = Timestamp()
-    ts.FromNanoseconds(int(seconds * 1e9))
-    return format_time(ts)
