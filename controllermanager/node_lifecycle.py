@@ -54,10 +54,11 @@ from controllermanager.workqueue import WorkQueue
 from kemu.api.v1 import types_pb2
 from kemu.client.clock import Clock
 from kemu.client.controlplane import parse_duration
-from kemu.client.events import NORMAL, EventRecorder
+from kemu.client.events import EventRecorder
 from kemu.client.informer import FuncHandler, Informer, InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.machinery.errors import ApiError, Conflict, NotFound
+from kemu.machinery.kinds import EVENT_NORMAL
 
 logger = logging.getLogger(__name__)
 
@@ -331,7 +332,7 @@ class NodeLifecycleController:
         status = ready.status if ready is not None else UNKNOWN
         if health.ready_status == "True" and status != "True":
             self._recorder.event(
-                node, NORMAL, "NodeNotReady", "", f"Node {name} status is now: NodeNotReady"
+                node, EVENT_NORMAL, "NodeNotReady", "", f"Node {name} status is now: NodeNotReady"
             )
         health.ready_status = status
         taints = reconcile_taints(node.spec.taints, wanted_taints(status), self._clock.now())

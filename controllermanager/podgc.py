@@ -36,11 +36,12 @@ from controllermanager.workqueue import WorkQueue
 from kemu.api.v1 import types_pb2
 from kemu.client.clock import Clock
 from kemu.client.controlplane import parse_duration
-from kemu.client.events import WARNING, EventRecorder
+from kemu.client.events import EventRecorder
 from kemu.client.informer import FuncHandler, Informer, InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.component.version import Version
 from kemu.machinery.errors import ApiError, Conflict, Invalid, NotFound
+from kemu.machinery.kinds import EVENT_WARNING
 
 logger = logging.getLogger(__name__)
 
@@ -232,7 +233,7 @@ class PodGCController:
         self.deleted.append(f"{meta.namespace}/{meta.name}")
         self._recorder.event(
             pod,
-            WARNING,
+            EVENT_WARNING,
             DELETION_BY_POD_GC,
             "Delete",
             f"{NODE_GONE_MESSAGE}: deleted the pod bound to node {node_name}",

@@ -38,11 +38,12 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from prometheus_client import CollectorRegistry
 
 from kemu.api.v1 import types_pb2
-from kemu.client.events import NORMAL, WARNING, EventRecorder
+from kemu.client.events import EventRecorder
 from kemu.client.informer import FuncHandler
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
 from kemu.machinery.errors import ApiError, Conflict, NotFound
+from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
 from kemu.machinery.qos import compute_qos_class
 from kubelet.admission import (
     ContainerAllocation,
@@ -505,7 +506,7 @@ class PodWorkers:
                 "node %s: rejected pod %s: %s: %s", node.name, rt.key, rt.reason, rt.message
             )
             if self._recorder is not None:
-                self._recorder.event(pod, WARNING, result.reason, "", result.message)
+                self._recorder.event(pod, EVENT_WARNING, result.reason, "", result.message)
             return
         delay = annotation_seconds(pod, STARTUP_DELAY_ANNOTATION)
         rt.allocation = allocation_from_spec(pod)
@@ -736,7 +737,7 @@ class PodWorkers:
             if self._recorder is not None:
                 self._recorder.event(
                     pod,
-                    NORMAL,
+                    EVENT_NORMAL,
                     EVENT_RESIZE_STARTED,
                     "",
                     _resize_started_message(pod, desired, generation),
@@ -757,7 +758,7 @@ class PodWorkers:
                     if decision.pending == Pending.DEFERRED
                     else EVENT_RESIZE_INFEASIBLE
                 )
-                self._recorder.event(pod, WARNING, event, "", message)
+                self._recorder.event(pod, EVENT_WARNING, event, "", message)
         if not rt.pending_reason:
             rt.pending_since = now
         if (

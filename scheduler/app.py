@@ -32,14 +32,14 @@ from kemu.client.leaderelection import LeaderElectionConfig
 from kemu.component.featuregate import IN_PLACE_POD_VERTICAL_SCALING
 from kemu.component.options import new_parser, parse_component_args
 from kemu.component.runner import ComponentContext, cleanup_scope, run_component
+from kemu.scheduling.interface import SCHEDULER_POD_FIELD_SELECTOR
+from kemu.scheduling.plugins.registry import in_tree_registry
+from kemu.scheduling.runtime import Framework, observer_from_histogram
+from kemu.scheduling.snapshot import Snapshot
+from kemu.scheduling.waiting_pods import WaitingPodsMap
 from scheduler.cache.cache import Cache
-from scheduler.cache.snapshot import Snapshot
 from scheduler.config import KubeSchedulerConfiguration, default_config, load_config
 from scheduler.event_handlers import EventHandlers
-from scheduler.framework.interface import SCHEDULER_POD_FIELD_SELECTOR
-from scheduler.framework.plugins.registry import in_tree_registry
-from scheduler.framework.runtime import Framework, observer_from_histogram
-from scheduler.framework.waiting_pods import WaitingPodsMap
 from scheduler.metrics import SchedulerMetrics
 from scheduler.queue.hints import build_queueing_hint_map
 from scheduler.queue.scheduling_queue import PriorityQueue

@@ -13,15 +13,15 @@ from collections.abc import Iterable
 from typing import Any
 
 from kemu.api.v1 import types_pb2
-from scheduler.cache.cache import CacheError
-from scheduler.framework.events import (
+from kemu.scheduling.events import (
     ASSIGNED_POD_DELETE,
     NODE_ADD,
     ActionType,
     ClusterEvent,
     EventResource,
 )
-from scheduler.framework.types import pod_key, pod_priority, pod_requests
+from kemu.scheduling.types import pod_key, pod_priority, pod_requests
+from scheduler.cache.cache import CacheError
 from scheduler.queue.pod_events import has_nominated_node_name_changed, le_priority_pre_check
 
 log = logging.getLogger(__name__)

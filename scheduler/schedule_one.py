@@ -21,7 +21,6 @@ import anyio
 from anyio.abc import TaskGroup
 
 from kemu.api.v1 import types_pb2
-from kemu.client.events import NORMAL, WARNING
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
 from kemu.component.featuregate import (
@@ -32,16 +31,17 @@ from kemu.component.featuregate import (
 from kemu.component.version import Version
 from kemu.machinery.convert import format_time, message_to_dict, timestamp
 from kemu.machinery.errors import ApiError, Conflict, NotFound
-from scheduler.framework.events import ASSIGNED_POD_DELETE
-from scheduler.framework.interface import (
+from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
+from kemu.scheduling.events import ASSIGNED_POD_DELETE
+from kemu.scheduling.interface import (
     CycleState,
     EventRecorder,
     FitError,
     NodeToStatus,
     QueuedPodInfo,
 )
-from scheduler.framework.status import Code, Status, as_error, unresolvable
-from scheduler.framework.types import NodeInfo, PostFilterResult, pod_key
+from kemu.scheduling.status import Code, Status, as_error, unresolvable
+from kemu.scheduling.types import NodeInfo, PostFilterResult, pod_key
 from scheduler.metrics import SchedulerMetrics
 
 log = logging.getLogger(__name__)
@@ -85,7 +85,7 @@ class SchedulingError(Exception):
 
 
 class FrameworkLike(Protocol):
-    """The subset of scheduler.framework.runtime.Framework the cycles use."""
+    """The subset of kemu.scheduling.runtime.Framework the cycles use."""
 
     def profile_name(self) -> str: ...
 
@@ -536,7 +536,7 @@ class Scheduler:
         self.metrics.pod_scheduling_attempts.observe(qpi.attempts)
         self.recorder.event(
             assumed,
-            NORMAL,
+            EVENT_NORMAL,
             "Scheduled",
             "Binding",
             f"Successfully assigned {pod_key(assumed)} to {node}",
@@ -597,7 +597,7 @@ class Scheduler:
         # The nominator learns the outcome before the PATCH is sent, so that the next cycles
         # already count (or no longer count) the reservation (reference §3.3).
         self.queue.add_nominated_pod(qpi.pod_info, nominated)
-        self.recorder.event(pod, WARNING, "FailedScheduling", "Scheduling", message)
+        self.recorder.event(pod, EVENT_WARNING, "FailedScheduling", "Scheduling", message)
         await self.update_pod_status(current, reason, message, nominated)
 
     async def update_pod_status(

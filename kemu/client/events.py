@@ -27,8 +27,6 @@ from kemu.machinery.kinds import kind_of
 
 logger = logging.getLogger(__name__)
 
-NORMAL: Final = "Normal"
-WARNING: Final = "Warning"
 _CACHE_SIZE: Final = 4096
 
 

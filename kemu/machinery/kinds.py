@@ -109,3 +109,8 @@ def unwrap(envelope: api_pb2.Object) -> Message:
         raise BadRequest("object: a kind is required")
     msg: Message = getattr(envelope, which)
     return msg
+
+
+# Event.type values (upstream core/v1 EventTypeNormal and EventTypeWarning).
+EVENT_NORMAL: Final = "Normal"
+EVENT_WARNING: Final = "Warning"

@@ -29,6 +29,7 @@ from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.errors import Cause, Invalid
+from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
 from kemu.machinery.quantity import NEGATIVE_ERROR, Quantity, parse_quantity
 
 # ---------------------------------------------------------------- error bodies (field.Error)
@@ -1063,8 +1064,8 @@ def validate_lease(lease: types_pb2.Lease) -> list[Cause]:
 
 def validate_event(event: types_pb2.Event) -> list[Cause]:
     causes = validate_object_meta(event.metadata, namespaced=True)
-    if event.type and event.type not in ("Normal", "Warning"):
-        causes.append(not_supported("type", event.type, ("Normal", "Warning")))
+    if event.type and event.type not in (EVENT_NORMAL, EVENT_WARNING):
+        causes.append(not_supported("type", event.type, (EVENT_NORMAL, EVENT_WARNING)))
     return causes
 
 

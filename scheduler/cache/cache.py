@@ -38,9 +38,9 @@ import anyio.abc
 
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import Clock
-from scheduler.cache.node_tree import NodeTree
-from scheduler.cache.snapshot import Snapshot
-from scheduler.framework.types import NodeInfo, PodInfo, pod_key
+from kemu.scheduling.node_tree import NodeTree
+from kemu.scheduling.snapshot import Snapshot
+from kemu.scheduling.types import NodeInfo, PodInfo, pod_key
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,5 @@
-"""The scheduling queue: activeQ, backoffQ, the unschedulable pool, queueing hints, nominator."""
+"""The scheduling queue: activeQ, backoffQ, the unschedulable pool, queueing hints (the nominator
+it holds is kemu.scheduling.nominator)."""
 
 from scheduler.queue.hints import (
     QueueingHintFunction,
@@ -7,11 +8,9 @@ from scheduler.queue.hints import (
     build_queueing_hint_map,
 )
 from scheduler.queue.metrics import QueueMetrics
-from scheduler.queue.nominator import Nominator
 from scheduler.queue.scheduling_queue import PriorityQueue, priority_sort_less
 
 __all__ = [
-    "Nominator",
     "PriorityQueue",
     "QueueMetrics",
     "QueueingHintFunction",

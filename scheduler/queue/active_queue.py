@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kemu.api.v1 import types_pb2
-from scheduler.framework.events import ClusterEvent
+from kemu.scheduling.events import ClusterEvent
 
 
 @dataclass(frozen=True, slots=True)

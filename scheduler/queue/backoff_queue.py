@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kemu.component.clock import Clock
-from scheduler.framework.interface import QueuedPodInfo
+from kemu.scheduling.interface import QueuedPodInfo
 from scheduler.queue.heap import KeyedHeap
 
 

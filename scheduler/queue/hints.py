@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from scheduler.framework.events import (
+from kemu.scheduling.events import (
     ClusterEvent,
     ClusterEventWithHint,
     QueueingHintFn,

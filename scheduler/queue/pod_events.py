@@ -11,8 +11,8 @@ from collections.abc import Callable
 from typing import Final
 
 from kemu.api.v1 import types_pb2
-from scheduler.framework.events import ActionType, ClusterEvent, EventResource
-from scheduler.framework.types import pod_priority, pod_requests
+from kemu.scheduling.events import ActionType, ClusterEvent, EventResource
+from kemu.scheduling.types import pod_priority, pod_requests
 
 # Labels of queue moves that are not cluster events (for queue_incoming_pods_total{event}).
 SCHEDULE_ATTEMPT_FAILURE: Final = "ScheduleAttemptFailure"

@@ -32,7 +32,7 @@ import anyio.abc
 
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import Clock
-from scheduler.framework.events import (
+from kemu.scheduling.events import (
     FORCE_ACTIVATE,
     UNSCHEDULABLE_TIMEOUT,
     ActionType,
@@ -40,15 +40,15 @@ from scheduler.framework.events import (
     EventResource,
     QueueingHint,
 )
-from scheduler.framework.interface import QueuedPodInfo
-from scheduler.framework.status import SUCCESS, Status
-from scheduler.framework.types import PodInfo, pod_key
+from kemu.scheduling.interface import QueuedPodInfo
+from kemu.scheduling.nominator import Nominator, PodLister
+from kemu.scheduling.status import SUCCESS, Status
+from kemu.scheduling.types import PodInfo, pod_key
 from scheduler.queue.active_queue import InFlightTracker
 from scheduler.queue.backoff_queue import BackoffQueue
 from scheduler.queue.heap import KeyedHeap
 from scheduler.queue.hints import QueueingHintMapPerProfile, plugin_events
 from scheduler.queue.metrics import QueueMetricsSink
-from scheduler.queue.nominator import Nominator, PodLister
 from scheduler.queue.pod_events import (
     ASSIGNED_POD_ADD,
     BACKOFF_COMPLETE,

@@ -7,8 +7,9 @@ import pytest
 
 from kemu.api.v1 import types_pb2
 from kemu.client.clock import FakeClock
-from kemu.client.events import NORMAL, WARNING, EventRecorder
+from kemu.client.events import EventRecorder
 from kemu.client.fake import FakeClient
+from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
 from kemu.testing import eventually, make_pod
 
 pytestmark = pytest.mark.anyio
@@ -20,9 +21,15 @@ async def test_events_are_written_and_repeats_are_counted() -> None:
     recorder = EventRecorder(client, "default-scheduler", clock=FakeClock())
     async with anyio.create_task_group() as tg:
         await tg.start(recorder.run)
-        recorder.event(pod, WARNING, "FailedScheduling", "Scheduling", "0/1 nodes are available")
-        recorder.event(pod, WARNING, "FailedScheduling", "Scheduling", "0/1 nodes are available")
-        recorder.event(pod, NORMAL, "Scheduled", "Binding", "Successfully assigned ns/p to n1")
+        recorder.event(
+            pod, EVENT_WARNING, "FailedScheduling", "Scheduling", "0/1 nodes are available"
+        )
+        recorder.event(
+            pod, EVENT_WARNING, "FailedScheduling", "Scheduling", "0/1 nodes are available"
+        )
+        recorder.event(
+            pod, EVENT_NORMAL, "Scheduled", "Binding", "Successfully assigned ns/p to n1"
+        )
 
         async def written() -> list[types_pb2.Event]:
             events = (await client.list(types_pb2.Event, "ns")).items
@@ -37,12 +44,12 @@ async def test_events_are_written_and_repeats_are_counted() -> None:
     failed = next(e for e in events if e.reason == "FailedScheduling")
     assert failed.involved_object.name == "p" and failed.involved_object.kind == "Pod"
     assert failed.involved_object.uid == pod.metadata.uid
-    assert failed.type == WARNING and failed.source.component == "default-scheduler"
+    assert failed.type == EVENT_WARNING and failed.source.component == "default-scheduler"
 
 
 async def test_a_full_queue_drops_events_instead_of_blocking() -> None:
     recorder = EventRecorder(FakeClient(), "x", buffer=2)
     pod = make_pod("p").obj()
     for _ in range(5):
-        recorder.event(pod, NORMAL, "R", "A", "m")
+        recorder.event(pod, EVENT_NORMAL, "R", "A", "m")
     assert recorder.dropped == 3

@@ -7,18 +7,18 @@ from typing import Any
 
 import pytest
 
+from kemu.scheduling.plugins.registry import Registry
+from kemu.scheduling.profile import ConfigError
 from scheduler.config import (
     API_VERSION,
     KIND,
-    ConfigError,
     LeaderElection,
     config_from_dict,
     default_config,
     load_config,
     parse_config,
 )
-from scheduler.framework.plugins.registry import Registry
-from tests.unit.scheduler.framework.fakes import (
+from tests.unit.scheduling.fakes import (
     FakeBinder,
     FakeFilter,
     FakeFilterScore,

@@ -10,14 +10,14 @@ import pytest
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import FakeClock
 from kemu.component.featuregate import FeatureGates
+from kemu.scheduling.interface import CycleState, NodeToStatus
+from kemu.scheduling.plugins.registry import in_tree_registry
+from kemu.scheduling.runtime import Framework
+from kemu.scheduling.snapshot import Snapshot
+from kemu.scheduling.status import unresolvable, unschedulable
 from kemu.testing import make_node, make_pod
 from scheduler.cache.cache import Cache
-from scheduler.cache.snapshot import Snapshot
 from scheduler.config import default_config
-from scheduler.framework.interface import CycleState, NodeToStatus
-from scheduler.framework.plugins.registry import in_tree_registry
-from scheduler.framework.runtime import Framework
-from scheduler.framework.status import unresolvable, unschedulable
 from scheduler.metrics import SchedulerMetrics
 from scheduler.schedule_one import FitError, Scheduler, SchedulingError, num_feasible_nodes_to_find
 

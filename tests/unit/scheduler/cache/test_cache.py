@@ -7,8 +7,9 @@ import pytest
 
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import FakeClock
+from kemu.scheduling.snapshot import Snapshot
 from kemu.testing.builders import make_node, make_pod
-from scheduler.cache import Cache, CacheError, Snapshot
+from scheduler.cache import Cache, CacheError
 
 TTL = 30.0
 

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 from kemu.api.v1 import types_pb2
+from kemu.scheduling.events import NODE_ADD
 from kemu.testing.builders import make_pod
-from scheduler.framework.events import NODE_ADD
 from scheduler.queue.active_queue import InFlightTracker
 
 

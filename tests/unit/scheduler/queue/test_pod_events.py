@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 
 from kemu.api.v1 import types_pb2
+from kemu.scheduling.events import ActionType, EventResource
 from kemu.testing.builders import make_pod
-from scheduler.framework.events import ActionType, EventResource
 from scheduler.queue.pod_events import (
     has_nominated_node_name_changed,
     le_priority_pre_check,

@@ -12,8 +12,7 @@ from prometheus_client import CollectorRegistry
 
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import FakeClock
-from kemu.testing.builders import make_node, make_pod
-from scheduler.framework.events import (
+from kemu.scheduling.events import (
     ASSIGNED_POD_DELETE,
     NODE_ADD,
     UNSCHEDULABLE_TIMEOUT,
@@ -24,9 +23,10 @@ from scheduler.framework.events import (
     QueueingHint,
     QueueingHintFn,
 )
-from scheduler.framework.interface import QueuedPodInfo
-from scheduler.framework.status import SUCCESS, Status, unschedulable
-from scheduler.framework.types import PodInfo, pod_priority
+from kemu.scheduling.interface import QueuedPodInfo
+from kemu.scheduling.status import SUCCESS, Status, unschedulable
+from kemu.scheduling.types import PodInfo, pod_priority
+from kemu.testing.builders import make_node, make_pod
 from scheduler.queue import (
     PriorityQueue,
     QueueingHintMapPerProfile,

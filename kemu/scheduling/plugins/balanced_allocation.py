@@ -1,0 +1,147 @@
+"""NodeResourcesBalancedAllocation: prefer nodes whose resources would be used evenly
+(upstream noderesources/balanced_allocation.go).
+
+For each configured resource (default cpu and memory) the fraction requested / allocatable
+with the pod added, using actual (not non-zero) requests, capped at 1; the score is
+`(1 - std) * 100` truncated, where std is the population standard deviation of the fractions
+(for exactly two it is |f1 - f2| / 2; for one or none it is 0). Resources the node does not
+have are left out. Best-effort pods (requesting none of the resources) are not scored: PreScore
+returns Skip, so such pods do not all pile onto one "balanced" node (kubernetes#129138).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from kemu.api.v1 import types_pb2
+from kemu.scheduling import status as st
+from kemu.scheduling.interface import (
+    CycleState,
+    Handle,
+    PluginArgs,
+    PreScorePlugin,
+    ScoreExtensions,
+    ScorePlugin,
+)
+from kemu.scheduling.plugins.resource_allocation import (
+    DEFAULT_RESOURCES,
+    ResourceAllocationScorer,
+    ResourceSpec,
+    parse_resources,
+)
+from kemu.scheduling.status import Status
+from kemu.scheduling.types import CPU, MAX_NODE_SCORE, MEMORY, NodeInfo, pod_requests
+
+NAME: Final = "NodeResourcesBalancedAllocation"
+PRE_SCORE_STATE_KEY: Final = "PreScore" + NAME
+
+
+def balanced_resource_scorer(requested: Sequence[int], allocatable: Sequence[int]) -> int:
+    fractions: list[float] = []
+    total = 0.0
+    for req, alloc in zip(requested, allocatable, strict=True):
+        if alloc == 0:
+            continue
+        fraction = float(req) / float(alloc)
+        if fraction > 1:
+            fraction = 1.0
+        total += fraction
+        fractions.append(fraction)
+    std = 0.0
+    if len(fractions) == 2:
+        std = abs((fractions[0] - fractions[1]) / 2)
+    elif len(fractions) > 2:
+        mean = total / len(fractions)
+        std = math.sqrt(sum((f - mean) * (f - mean) for f in fractions) / len(fractions))
+    # Go's int64(float) truncates toward zero; 1 - std is never negative here.
+    return int((1 - std) * float(MAX_NODE_SCORE))
+
+
+def _balanced_cpu_memory(node: NodeInfo, reqs: Sequence[int]) -> int:
+    """balanced_resource_scorer over [cpu, memory] with actual requests, inlined."""
+    alloc = node.allocatable
+    used = node.requested
+    cap_cpu = alloc.milli_cpu
+    cap_mem = alloc.memory
+    if not cap_cpu or not cap_mem:
+        # One fraction or none: std is 0.
+        return MAX_NODE_SCORE
+    f_cpu = float(used.milli_cpu + reqs[0]) / float(cap_cpu)
+    f_mem = float(used.memory + reqs[1]) / float(cap_mem)
+    if f_cpu > 1:
+        f_cpu = 1.0
+    if f_mem > 1:
+        f_mem = 1.0
+    return int((1 - abs((f_cpu - f_mem) / 2)) * float(MAX_NODE_SCORE))
+
+
+@dataclass(frozen=True, slots=True)
+class PreScoreState:
+    pod_requests: tuple[int, ...]
+
+    def clone(self) -> PreScoreState:
+        return self
+
+
+class BalancedAllocation(PreScorePlugin, ScorePlugin):
+    NAME = NAME
+
+    def __init__(self, resources: Sequence[ResourceSpec] = DEFAULT_RESOURCES) -> None:
+        cpu_memory = tuple(r.name for r in resources) == (CPU, MEMORY)
+        self.scorer = ResourceAllocationScorer(
+            NAME,
+            balanced_resource_scorer,
+            resources,
+            use_requested=True,
+            fast=_balanced_cpu_memory if cpu_memory else None,
+        )
+
+    def name(self) -> str:
+        return NAME
+
+    def pre_score(self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]) -> Status:
+        reqs = self.scorer.pod_requests(*pod_requests(pod))
+        if not any(reqs):
+            return st.SKIP
+        state.write(PRE_SCORE_STATE_KEY, PreScoreState(reqs))
+        return st.SUCCESS
+
+    def score(self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo) -> tuple[int, Status]:
+        s = state.read(PRE_SCORE_STATE_KEY)
+        if isinstance(s, PreScoreState):
+            reqs = s.pod_requests
+        else:
+            reqs = self.scorer.pod_requests(*pod_requests(pod))
+            if not any(reqs):
+                return 0, st.SUCCESS
+        return self.scorer.score(node, reqs), st.SUCCESS
+
+    def score_nodes(
+        self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
+    ) -> tuple[list[int], Status]:
+        s = state.read(PRE_SCORE_STATE_KEY)
+        if isinstance(s, PreScoreState):
+            reqs = s.pod_requests
+        else:
+            reqs = self.scorer.pod_requests(*pod_requests(pod))
+            if not any(reqs):
+                return [0] * len(nodes), st.SUCCESS
+        score = self.scorer.score
+        return [score(node, reqs) for node in nodes], st.SUCCESS
+
+    def score_extensions(self) -> ScoreExtensions | None:
+        return None
+
+
+def new(args: PluginArgs, handle: Handle) -> BalancedAllocation:
+    unknown = set(args) - {"resources"}
+    if unknown:
+        raise ValueError(f"unknown NodeResourcesBalancedAllocation arg(s) {sorted(unknown)}")
+    return BalancedAllocation(
+        parse_resources(
+            args.get("resources"), "resources", default=DEFAULT_RESOURCES, weight_must_be_one=True
+        )
+    )

@@ -1,0 +1,304 @@
+"""DefaultPreemption: the PostFilter plugin that preempts lower-priority pods (upstream
+plugins/defaultpreemption, reference §3.5-§3.8).
+
+The algorithm is kemu.scheduling.preemption.Evaluator; this plugin is its policy:
+- a pod may preempt unless its preemptionPolicy is Never, or its nominated node (still
+  feasible in principle, i.e. not UnschedulableAndUnresolvable) holds a lower-priority pod that
+  the scheduler's preemption is already terminating (it waits for that room instead);
+- victims on a node are its pods of strictly lower priority: all are removed, the pod must
+  then fit (with the equal-or-higher-priority pods nominated to the node counted, §3.2), and
+  victims are reprieved one by one in importance order, PDB-protected ones first;
+- the dry run tries max(10% of the potential nodes, 100) candidates (pluginConfig
+  minCandidateNodesPercentage / minCandidateNodesAbsolute) from a random offset.
+With SchedulerAsyncPreemption the victims are deleted in a background task and the preemptor
+waits at PreEnqueue ("waiting for the preemption for this pod to be finished") until the
+deletions are issued. Metrics: scheduler_preemption_attempts_total on every PostFilter call,
+scheduler_preemption_victims once per preemption.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Sequence
+from typing import Any, Final
+
+from kemu.api.v1 import types_pb2
+from kemu.component.featuregate import SCHEDULER_ASYNC_PREEMPTION
+from kemu.machinery.labels import selector_from_label_selector
+from kemu.scheduling.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
+from kemu.scheduling.interface import (
+    SCHEDULER_POD_FIELD_SELECTOR,
+    CycleState,
+    EnqueueExtensions,
+    Handle,
+    NodeToStatus,
+    PluginArgs,
+    PostFilterPlugin,
+    PreEnqueuePlugin,
+)
+from kemu.scheduling.plugins.helpers import check_arg_keys
+from kemu.scheduling.preemption import (
+    Evaluator,
+    importance_key,
+    pod_terminating_by_preemption,
+)
+from kemu.scheduling.status import SUCCESS, Code, Status, as_error, unresolvable
+from kemu.scheduling.types import NodeInfo, PodInfo, PostFilterResult, pod_priority
+
+logger = logging.getLogger(__name__)
+
+NAME: Final = "DefaultPreemption"
+
+DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE: Final = 10
+DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE: Final = 100
+
+NO_VICTIMS: Final = "No preemption victims found for incoming pod"
+WAITING_FOR_PREEMPTION: Final = "waiting for the preemption for this pod to be finished"
+
+
+def filter_pods_with_pdb_violation(
+    pods: Sequence[PodInfo], pdbs: Sequence[types_pb2.PodDisruptionBudget]
+) -> tuple[list[PodInfo], list[PodInfo]]:
+    """Splits `pods` (order kept) into those whose removal would violate a PDB and the others.
+
+    Each PDB's disruptionsAllowed is spent, pod by pod, by the pods it selects (in its
+    namespace, non-empty selector); a pod already in the PDB's disruptedPods was counted by
+    the apiserver and spends nothing. A pod that drives some budget below zero violates."""
+    allowed = [pdb.status.disruptions_allowed for pdb in pdbs]
+    selectors = []
+    for pdb in pdbs:
+        sel = pdb.spec.selector
+        empty = not sel.match_labels and not sel.match_expressions
+        selectors.append(None if empty else selector_from_label_selector(sel))
+    violating: list[PodInfo] = []
+    non_violating: list[PodInfo] = []
+    for pi in pods:
+        pod = pi.pod
+        violated = False
+        if pod.metadata.labels:
+            for i, pdb in enumerate(pdbs):
+                selector = selectors[i]
+                if pdb.metadata.namespace != pod.metadata.namespace or selector is None:
+                    continue
+                if not selector.matches(pod.metadata.labels):
+                    continue
+                if pod.metadata.name in pdb.status.disrupted_pods:
+                    continue
+                allowed[i] -= 1
+                if allowed[i] < 0:
+                    violated = True
+        (violating if violated else non_violating).append(pi)
+    return violating, non_violating
+
+
+def calculate_num_candidates(num_nodes: int, percentage: int, absolute: int) -> int:
+    """min(num_nodes, max(num_nodes * percentage / 100, absolute))."""
+    n = num_nodes * percentage // 100
+    n = max(n, absolute)
+    return min(n, num_nodes)
+
+
+class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
+    NAME = NAME
+
+    def __init__(
+        self,
+        handle: Handle,
+        *,
+        min_candidate_nodes_percentage: int = DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE,
+        min_candidate_nodes_absolute: int = DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._handle = handle
+        self._percentage = min_candidate_nodes_percentage
+        self._absolute = min_candidate_nodes_absolute
+        self._rng = rng or random.Random()
+        self.async_preemption = handle.gates.enabled(SCHEDULER_ASYNC_PREEMPTION)
+        pod_lister = pdb_lister = None
+        factory = handle.informer_factory()
+        if factory is not None:
+            pod_lister = factory.informer(
+                types_pb2.Pod, field_selector=SCHEDULER_POD_FIELD_SELECTOR
+            ).lister
+            pdb_lister = factory.informer(types_pb2.PodDisruptionBudget).lister
+        self.evaluator = Evaluator(
+            NAME,
+            handle,
+            self,
+            async_preemption=self.async_preemption,
+            pod_lister=pod_lister,
+            pdb_lister=pdb_lister,
+        )
+
+    def name(self) -> str:
+        return NAME
+
+    # ------------------------------------------------------------ extension points
+
+    async def post_filter(
+        self, state: CycleState, pod: types_pb2.Pod, statuses: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status]:
+        try:
+            result, status = await self.evaluator.preempt(state, pod, statuses)
+        finally:
+            metrics = self._handle.metrics
+            if metrics is not None:
+                metrics.preemption_attempts.inc()
+        if status.reasons:
+            status = Status(status.code, (f"preemption: {status.message()}",), "", status.error)
+        return result, status
+
+    def pre_enqueue(self, pod: types_pb2.Pod) -> Status:
+        if self.async_preemption and self.evaluator.is_pod_running_preemption(pod.metadata.uid):
+            return unresolvable(WAITING_FOR_PREEMPTION)
+        return SUCCESS
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        if not self.async_preemption:
+            # PreEnqueue never gates a pod then; nothing to wait for.
+            return []
+        # A preemptor gated by PreEnqueue must be looked at again when a victim goes; the
+        # plugins that rejected it in the cycle decide whether to requeue it, so this hint
+        # itself always says Skip.
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE),
+                self._skip,
+            )
+        ]
+
+    @staticmethod
+    def _skip(pod: types_pb2.Pod, old: Any, new: Any) -> QueueingHint:
+        return QueueingHint.SKIP
+
+    # ------------------------------------------------------------ the policy
+
+    def get_offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:
+        offset = self._rng.randrange(num_nodes) if num_nodes > 0 else 0
+        return offset, calculate_num_candidates(num_nodes, self._percentage, self._absolute)
+
+    def pod_eligible_to_preempt_others(
+        self, pod: types_pb2.Pod, nominated_node_status: Status
+    ) -> tuple[bool, str]:
+        if pod.spec.preemption_policy == "Never":
+            return False, "not eligible due to preemptionPolicy=Never."
+        nominated = pod.status.nominated_node_name
+        if nominated:
+            # The nominated node can no longer take the pod whatever is removed: look elsewhere.
+            if nominated_node_status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return True, ""
+            node = self._handle.snapshot_shared_lister().node_infos().get(nominated)
+            if node is not None:
+                priority = pod_priority(pod)
+                for pi in node.pods:
+                    if pi.priority < priority and pod_terminating_by_preemption(pi.pod):
+                        return False, "not eligible due to a terminating pod on the nominated node."
+        return True, ""
+
+    def select_victims_on_node(
+        self,
+        state: CycleState,
+        pod: types_pb2.Pod,
+        node: NodeInfo,
+        pdbs: Sequence[types_pb2.PodDisruptionBudget],
+    ) -> tuple[list[types_pb2.Pod], int, Status]:
+        """See the module docstring; `node` and `state` are copies this may change."""
+        fh = self._handle
+        priority = pod_priority(pod)
+        potential = [pi for pi in node.pods if pi.priority < priority]
+        for pi in potential:
+            status = self._remove(state, pod, pi, node)
+            if not status.is_success():
+                return [], 0, status
+        if not potential:
+            return [], 0, unresolvable(NO_VICTIMS)
+        status = fh.run_filter_plugins_with_nominated_pods(state, pod, node)
+        if not status.is_success():
+            # Even with every lower-priority pod gone the pod does not fit here.
+            return [], 0, status
+
+        now_ns = int(fh.clock.now() * 1e9)
+        potential.sort(key=lambda pi: importance_key(pi, now_ns))
+        violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
+        victims: list[PodInfo] = []
+
+        def reprieve(pi: PodInfo) -> bool:
+            """Puts `pi` back; keeps it if the pod still fits, else it is a victim."""
+            node.add_pod_info(pi)
+            s = fh.run_pre_filter_extension_add_pod(state, pod, pi, node)
+            if not s.is_success():
+                raise _ExtensionError(s)
+            if fh.run_filter_plugins_with_nominated_pods(state, pod, node).is_success():
+                return True
+            s = self._remove(state, pod, pi, node)
+            if not s.is_success():
+                raise _ExtensionError(s)
+            victims.append(pi)
+            return False
+
+        violations = 0
+        try:
+            for pi in violating:
+                if not reprieve(pi):
+                    violations += 1
+            for pi in non_violating:
+                reprieve(pi)
+        except _ExtensionError as e:
+            return [], 0, e.status
+        if violating and non_violating:
+            victims.sort(key=lambda pi: importance_key(pi, now_ns))
+        return [pi.pod for pi in victims], violations, SUCCESS
+
+    def _remove(self, state: CycleState, pod: types_pb2.Pod, pi: PodInfo, node: NodeInfo) -> Status:
+        if not node.remove_pod(pi.pod):
+            return as_error(f"pod {pi.key} not found on node {node.name}")
+        return self._handle.run_pre_filter_extension_remove_pod(state, pod, pi, node)
+
+
+class _ExtensionError(Exception):
+    def __init__(self, status: Status) -> None:
+        super().__init__(status.message())
+        self.status = status
+
+
+def _int_arg(args: PluginArgs, key: str, default: int) -> int:
+    value = args.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{NAME} args: {key}: expected an integer, got {value!r}")
+    return value
+
+
+def new(args: PluginArgs, handle: Handle) -> DefaultPreemption:
+    check_arg_keys(args, ("minCandidateNodesPercentage", "minCandidateNodesAbsolute"), NAME)
+    percentage = _int_arg(
+        args, "minCandidateNodesPercentage", DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE
+    )
+    absolute = _int_arg(args, "minCandidateNodesAbsolute", DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE)
+    if not 0 <= percentage <= 100:
+        raise ValueError(
+            f"{NAME} args: minCandidateNodesPercentage: {percentage} is not in the range [0, 100]"
+        )
+    if absolute < 0:
+        raise ValueError(
+            f"{NAME} args: minCandidateNodesAbsolute: {absolute} is not in the range [0, inf)"
+        )
+    if percentage == 0 and absolute == 0:
+        raise ValueError(
+            f"{NAME} args: minCandidateNodesPercentage and minCandidateNodesAbsolute "
+            "cannot both be zero"
+        )
+    return DefaultPreemption(
+        handle,
+        min_candidate_nodes_percentage=percentage,
+        min_candidate_nodes_absolute=absolute,
+        rng=handle.rng,
+    )

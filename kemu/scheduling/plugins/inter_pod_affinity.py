@@ -1,0 +1,600 @@
+"""InterPodAffinity: pod (anti-)affinity between the incoming pod and the pods already placed
+(upstream interpodaffinity/{plugin,filtering,scoring}.go).
+
+Filtering works on topology pairs (topologyKey, value of that label on a node). PreFilter counts,
+over the snapshot:
+- existing anti-affinity: pairs where an existing pod has a required anti-affinity term that
+  matches the incoming pod (the incoming pod must stay out of those domains);
+- affinity: pairs where an existing pod matches ALL the incoming pod's required affinity terms
+  (counted once per term's topology key);
+- anti-affinity: pairs where an existing pod matches one of the incoming pod's required
+  anti-affinity terms.
+Filter then looks only at the node's labels. Codes as upstream: affinity not satisfied is
+UnschedulableAndUnresolvable (evicting pods cannot create a matching pod), the two
+anti-affinity failures are Unschedulable (preemption may remove the offending pod). A pod whose
+affinity terms match the pod itself may go anywhere its topology keys exist when no pod in the
+cluster matches yet: the first of a group that wants to be together.
+
+add_pod/remove_pod keep the counts right when the framework adds nominated pods or removes
+victims in a what-if.
+
+Scoring sums, per topology pair, the weights of preferred terms (incoming pod's terms against
+existing pods, and existing pods' preferred terms against the incoming pod; existing pods'
+required affinity terms count `hardPodAffinityWeight`), anti-affinity negatively; a node scores
+the sum over its labels, then scores are min-max normalised to 0..100.
+
+kemu has no Namespace objects; the namespace rules of `types.AffinityTerm` apply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final
+
+from kemu.api.v1 import types_pb2
+from kemu.machinery.labels import Requirement
+from kemu.scheduling import status as st
+from kemu.scheduling.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
+from kemu.scheduling.interface import (
+    CycleState,
+    EnqueueExtensions,
+    FilterPlugin,
+    Handle,
+    PluginArgs,
+    PreFilterExtensions,
+    PreFilterPlugin,
+    PreScorePlugin,
+    ScoreExtensions,
+    ScorePlugin,
+)
+from kemu.scheduling.status import Status
+from kemu.scheduling.types import (
+    MAX_NODE_SCORE,
+    AffinityTerm,
+    NodeInfo,
+    NodeScore,
+    PodInfo,
+    PreFilterResult,
+)
+
+NAME: Final = "InterPodAffinity"
+PRE_FILTER_STATE_KEY: Final = "PreFilter" + NAME
+PRE_SCORE_STATE_KEY: Final = "PreScore" + NAME
+
+ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH: Final = (
+    "node(s) didn't satisfy existing pods anti-affinity rules"
+)
+ERR_REASON_AFFINITY_RULES_NOT_MATCH: Final = "node(s) didn't match pod affinity rules"
+ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH: Final = "node(s) didn't match pod anti-affinity rules"
+
+DEFAULT_HARD_POD_AFFINITY_WEIGHT: Final = 1
+
+_AFFINITY_FAILED: Final = st.unresolvable(ERR_REASON_AFFINITY_RULES_NOT_MATCH)
+_ANTI_AFFINITY_FAILED: Final = st.unschedulable(ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH)
+_EXISTING_ANTI_AFFINITY_FAILED: Final = st.unschedulable(
+    ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH
+)
+
+TopologyPair = tuple[str, str]
+Counts = dict[TopologyPair, int]
+
+
+def pod_matches_all_affinity_terms(terms: Iterable[AffinityTerm], pod: types_pb2.Pod) -> bool:
+    """True iff there is at least one term and `pod` matches every one."""
+    matched = False
+    for t in terms:
+        if not t.matches(pod):
+            return False
+        matched = True
+    return matched
+
+
+# A compiled term: (namespace, labels) of a pod -> does the term select it.
+Matcher = Callable[[str, Mapping[str, str]], bool]
+
+_IN: Final = 0
+_NOT_IN: Final = 1
+_EXISTS: Final = 2
+_NOT_EXISTS: Final = 3
+_OTHER: Final = 4
+
+
+def compile_term(term: AffinityTerm) -> Matcher:
+    """`term.matches` as a closure over plain values: PreFilter and PreScore run it for every
+    pod in the cluster, so the common one-label selector is a single dict lookup."""
+    namespaces = term.namespaces
+    all_ns = term.all_namespaces
+    sel = term.selector
+    if sel.nothing:
+        return lambda ns, labels: False
+    reqs = sel.requirements
+    if len(reqs) == 1 and reqs[0].operator in ("=", "==", "in") and len(reqs[0].values) == 1:
+        key, want = reqs[0].key, reqs[0].values[0]
+
+        def match_one(ns: str, labels: Mapping[str, str]) -> bool:
+            return (all_ns or ns in namespaces) and labels.get(key) == want
+
+        return match_one
+    checks: list[tuple[int, str, frozenset[str], Requirement]] = []
+    for r in reqs:
+        op = r.operator
+        if op in ("=", "==", "in"):
+            kind = _IN
+        elif op in ("!=", "notin"):
+            kind = _NOT_IN
+        elif op == "exists":
+            kind = _EXISTS
+        elif op == "!":
+            kind = _NOT_EXISTS
+        else:
+            kind = _OTHER
+        checks.append((kind, r.key, frozenset(r.values), r))
+
+    def match(ns: str, labels: Mapping[str, str]) -> bool:
+        if not (all_ns or ns in namespaces):
+            return False
+        for kind, key, values, req in checks:
+            v = labels.get(key)
+            if kind == _IN:
+                if v is None or v not in values:
+                    return False
+            elif kind == _NOT_IN:
+                if v is not None and v in values:
+                    return False
+            elif kind == _EXISTS:
+                if v is None:
+                    return False
+            elif kind == _NOT_EXISTS:
+                if v is not None:
+                    return False
+            elif not req.matches(labels):
+                return False
+        return True
+
+    return match
+
+
+def _update(counts: Counts, labels: Mapping[str, str], key: str, value: int) -> None:
+    tv = labels.get(key)
+    if tv is None:
+        return
+    pair = (key, tv)
+    n = counts.get(pair, 0) + value
+    if n == 0:
+        # Counts go down on remove_pod; keep only live pairs.
+        counts.pop(pair, None)
+    else:
+        counts[pair] = n
+
+
+def _selects(term: AffinityTerm, namespace: str, labels: Mapping[str, str]) -> bool:
+    """`term.matches` for a pod given by its namespace and labels."""
+    return (term.all_namespaces or namespace in term.namespaces) and term.selector.matches(labels)
+
+
+class PreFilterState:
+    """Topology-pair counts for one cycle; add_pod/remove_pod mutate them, so `clone` copies."""
+
+    __slots__ = (
+        "affinity_counts",
+        "affinity_matchers",
+        "anti_affinity_counts",
+        "anti_affinity_matchers",
+        "existing_anti_affinity_counts",
+        "existing_anti_affinity_keys",
+        "labels",
+        "matches_own_affinity",
+        "namespace",
+        "pod_info",
+    )
+
+    def __init__(self, pod_info: PodInfo) -> None:
+        self.pod_info = pod_info
+        meta = pod_info.pod.metadata
+        self.namespace = meta.namespace
+        self.labels = dict(meta.labels)
+        self.existing_anti_affinity_counts: Counts = {}
+        # Topology keys that ever appeared in existing_anti_affinity_counts: Filter checks the
+        # node's value for these keys only.
+        self.existing_anti_affinity_keys: set[str] = set()
+        self.affinity_counts: Counts = {}
+        self.anti_affinity_counts: Counts = {}
+        self.affinity_matchers = [
+            (t.topology_key, compile_term(t)) for t in pod_info.required_affinity_terms
+        ]
+        self.anti_affinity_matchers = [
+            (t.topology_key, compile_term(t)) for t in pod_info.required_anti_affinity_terms
+        ]
+        self.matches_own_affinity = pod_matches_all_affinity_terms(
+            pod_info.required_affinity_terms, pod_info.pod
+        )
+
+    def clone(self) -> PreFilterState:
+        c = PreFilterState.__new__(PreFilterState)
+        c.pod_info = self.pod_info
+        c.namespace = self.namespace
+        c.labels = self.labels
+        c.existing_anti_affinity_counts = dict(self.existing_anti_affinity_counts)
+        c.existing_anti_affinity_keys = set(self.existing_anti_affinity_keys)
+        c.affinity_counts = dict(self.affinity_counts)
+        c.anti_affinity_counts = dict(self.anti_affinity_counts)
+        c.affinity_matchers = self.affinity_matchers
+        c.anti_affinity_matchers = self.anti_affinity_matchers
+        c.matches_own_affinity = self.matches_own_affinity
+        return c
+
+    def add_existing_pod(self, pi: PodInfo, labels: Mapping[str, str], multiplier: int) -> None:
+        """Counts `pi` (on a node with `labels`) in the existing anti-affinity counts."""
+        for t in pi.required_anti_affinity_terms:
+            if _selects(t, self.namespace, self.labels):
+                self.existing_anti_affinity_keys.add(t.topology_key)
+                _update(self.existing_anti_affinity_counts, labels, t.topology_key, multiplier)
+
+    def add_incoming_matches(self, pi: PodInfo, labels: Mapping[str, str], multiplier: int) -> None:
+        """Counts `pi` against the incoming pod's required (anti-)affinity terms."""
+        meta = pi.pod.metadata
+        ns = meta.namespace
+        pod_labels = meta.labels
+        affinity = self.affinity_matchers
+        if affinity:
+            for _, match in affinity:
+                if not match(ns, pod_labels):
+                    break
+            else:
+                for key, _ in affinity:
+                    _update(self.affinity_counts, labels, key, multiplier)
+        for key, match in self.anti_affinity_matchers:
+            if match(ns, pod_labels):
+                _update(self.anti_affinity_counts, labels, key, multiplier)
+
+    def update_with_pod(self, pi: PodInfo, node: NodeInfo, multiplier: int) -> None:
+        if node.node is None:
+            return
+        labels = node.labels
+        self.add_existing_pod(pi, labels, multiplier)
+        self.add_incoming_matches(pi, labels, multiplier)
+
+
+ScoreMap = dict[str, dict[str, int]]
+
+
+class PreScoreState:
+    __slots__ = ("topology_score",)
+
+    def __init__(self, topology_score: ScoreMap) -> None:
+        self.topology_score = topology_score
+
+    def clone(self) -> PreScoreState:
+        return self
+
+
+class InterPodAffinity(
+    PreFilterPlugin,
+    PreFilterExtensions,
+    FilterPlugin,
+    PreScorePlugin,
+    ScorePlugin,
+    ScoreExtensions,
+    EnqueueExtensions,
+):
+    NAME = NAME
+
+    def __init__(
+        self,
+        handle: Handle,
+        *,
+        hard_pod_affinity_weight: int = DEFAULT_HARD_POD_AFFINITY_WEIGHT,
+        ignore_preferred_terms_of_existing_pods: bool = False,
+    ) -> None:
+        self.handle = handle
+        self.hard_pod_affinity_weight = hard_pod_affinity_weight
+        self.ignore_preferred_terms_of_existing_pods = ignore_preferred_terms_of_existing_pods
+
+    def name(self) -> str:
+        return NAME
+
+    # ------------------------------------------------------------ PreFilter
+
+    def pre_filter(
+        self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        lister = self.handle.snapshot_shared_lister().node_infos()
+        s = PreFilterState(PodInfo(pod))
+        for ni in lister.have_pods_with_required_anti_affinity_list():
+            if ni.node is None:
+                continue
+            labels = ni.labels
+            for existing in ni.pods_with_required_anti_affinity:
+                s.add_existing_pod(existing, labels, 1)
+        pi = s.pod_info
+        has_required = bool(pi.required_affinity_terms or pi.required_anti_affinity_terms)
+        if has_required:
+            # add_incoming_matches inlined: this visits every pod in the cluster.
+            affinity, anti = s.affinity_matchers, s.anti_affinity_matchers
+            affinity_counts, anti_counts = s.affinity_counts, s.anti_affinity_counts
+            for ni in nodes:
+                if ni.node is None or not ni.pods:
+                    continue
+                labels = ni.labels
+                for existing in ni.pods:
+                    meta = existing.pod.metadata
+                    ns, pod_labels = meta.namespace, meta.labels
+                    if affinity and all(match(ns, pod_labels) for _, match in affinity):
+                        for key, _ in affinity:
+                            _update(affinity_counts, labels, key, 1)
+                    for key, match in anti:
+                        if match(ns, pod_labels):
+                            _update(anti_counts, labels, key, 1)
+        if not s.existing_anti_affinity_counts and not has_required:
+            return None, st.SKIP
+        state.write(PRE_FILTER_STATE_KEY, s)
+        return None, st.SUCCESS
+
+    def pre_filter_extensions(self) -> PreFilterExtensions | None:
+        return self
+
+    def add_pod(
+        self, state: CycleState, pod: types_pb2.Pod, pod_to_add: PodInfo, node: NodeInfo
+    ) -> Status:
+        s = state.read(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, PreFilterState):
+            return st.as_error(f"reading {PRE_FILTER_STATE_KEY!r} from cycleState: not found")
+        s.update_with_pod(pod_to_add, node, 1)
+        return st.SUCCESS
+
+    def remove_pod(
+        self, state: CycleState, pod: types_pb2.Pod, pod_to_remove: PodInfo, node: NodeInfo
+    ) -> Status:
+        s = state.read(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, PreFilterState):
+            return st.as_error(f"reading {PRE_FILTER_STATE_KEY!r} from cycleState: not found")
+        s.update_with_pod(pod_to_remove, node, -1)
+        return st.SUCCESS
+
+    # ------------------------------------------------------------ Filter
+
+    def filter(self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo) -> Status:
+        s = state.read(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, PreFilterState):
+            return st.as_error(f"reading {PRE_FILTER_STATE_KEY!r} from cycleState: not found")
+        if node.node is None:
+            return st.as_error("node not found")
+        labels = node.labels
+        pi = s.pod_info
+
+        terms = pi.required_affinity_terms
+        if terms:
+            pods_exist = True
+            counts = s.affinity_counts
+            for t in terms:
+                value = labels.get(t.topology_key)
+                if value is None:
+                    # Every topology key must exist on the node.
+                    return _AFFINITY_FAILED
+                if counts.get((t.topology_key, value), 0) <= 0:
+                    pods_exist = False
+            # The first pod of a group with affinity to itself may go anywhere its topology
+            # keys exist, as long as no pod matches the terms anywhere yet.
+            if not pods_exist and not (not counts and s.matches_own_affinity):
+                return _AFFINITY_FAILED
+
+        anti = s.anti_affinity_counts
+        if anti:
+            for t in pi.required_anti_affinity_terms:
+                value = labels.get(t.topology_key)
+                if value is not None and anti.get((t.topology_key, value), 0) > 0:
+                    return _ANTI_AFFINITY_FAILED
+
+        existing = s.existing_anti_affinity_counts
+        if existing:
+            for key in s.existing_anti_affinity_keys:
+                value = labels.get(key)
+                if value is not None and existing.get((key, value), 0) > 0:
+                    return _EXISTING_ANTI_AFFINITY_FAILED
+        return st.SUCCESS
+
+    # ------------------------------------------------------------ PreScore / Score
+
+    def pre_score(self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]) -> Status:
+        pi = PodInfo(pod)
+        has_constraints = bool(pi.preferred_affinity_terms or pi.preferred_anti_affinity_terms)
+        if self.ignore_preferred_terms_of_existing_pods and not has_constraints:
+            return st.SKIP
+        lister = self.handle.snapshot_shared_lister().node_infos()
+        # Without preferred terms of its own, only pods with affinity terms can score the pod.
+        all_nodes = lister.list() if has_constraints else lister.have_pods_with_affinity_list()
+        scorer = _TopologyScorer(pi, self.hard_pod_affinity_weight)
+        for ni in all_nodes:
+            if ni.node is None:
+                continue
+            labels = ni.labels
+            if not labels:
+                continue
+            for existing in ni.pods if has_constraints else ni.pods_with_affinity:
+                scorer.process_existing_pod(existing, labels)
+        if not scorer.touched:
+            return st.SKIP
+        state.write(PRE_SCORE_STATE_KEY, PreScoreState(scorer.scores))
+        return st.SUCCESS
+
+    def score(self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo) -> tuple[int, Status]:
+        s = state.read(PRE_SCORE_STATE_KEY)
+        if not isinstance(s, PreScoreState):
+            return 0, st.as_error(f"reading {PRE_SCORE_STATE_KEY!r} from cycleState: not found")
+        if node.node is None:
+            return 0, st.as_error("node not found")
+        labels = node.labels
+        total = 0
+        for key, values in s.topology_score.items():
+            value = labels.get(key)
+            if value is not None:
+                total += values.get(value, 0)
+        return total, st.SUCCESS
+
+    def score_extensions(self) -> ScoreExtensions | None:
+        return self
+
+    def normalize_score(
+        self, state: CycleState, pod: types_pb2.Pod, scores: list[NodeScore]
+    ) -> tuple[list[NodeScore], Status]:
+        s = state.read(PRE_SCORE_STATE_KEY)
+        if not isinstance(s, PreScoreState):
+            return scores, st.as_error(
+                f"reading {PRE_SCORE_STATE_KEY!r} from cycleState: not found"
+            )
+        if not s.topology_score or not scores:
+            return scores, st.SUCCESS
+        lo = min(ns.score for ns in scores)
+        hi = max(ns.score for ns in scores)
+        diff = hi - lo
+        out = []
+        for ns in scores:
+            f = float(MAX_NODE_SCORE) * (float(ns.score - lo) / float(diff)) if diff > 0 else 0.0
+            out.append(NodeScore(ns.name, int(f)))
+        return out, st.SUCCESS
+
+    # ------------------------------------------------------------ queueing hints
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            # Add: a pod matching the affinity may appear; label update: a pod may start or
+            # stop matching; delete: an anti-affinity match may go away.
+            ClusterEventWithHint(
+                ClusterEvent(
+                    EventResource.POD,
+                    ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE,
+                ),
+                self.is_schedulable_after_pod_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
+                self.is_schedulable_after_node_change,
+            ),
+        ]
+
+    def is_schedulable_after_pod_change(
+        self, pod: types_pb2.Pod, old: Any, new: Any
+    ) -> QueueingHint:
+        old_pod = old if isinstance(old, types_pb2.Pod) else None
+        new_pod = new if isinstance(new, types_pb2.Pod) else None
+        if old_pod is None and new_pod is None:
+            return QueueingHint.QUEUE
+        if (new_pod is not None and not new_pod.spec.node_name) or (
+            old_pod is not None and not old_pod.spec.node_name
+        ):
+            # Unassigned pods take no part in (anti-)affinity.
+            return QueueingHint.SKIP
+        pi = PodInfo(pod)
+        terms = pi.required_affinity_terms
+        anti_terms = pi.required_anti_affinity_terms
+        if old_pod is not None and new_pod is not None:
+            if not pod_matches_all_affinity_terms(
+                terms, old_pod
+            ) and pod_matches_all_affinity_terms(terms, new_pod):
+                return QueueingHint.QUEUE
+            if pod_matches_all_affinity_terms(
+                anti_terms, old_pod
+            ) and not pod_matches_all_affinity_terms(anti_terms, new_pod):
+                return QueueingHint.QUEUE
+            return QueueingHint.SKIP
+        if new_pod is not None:
+            if pod_matches_all_affinity_terms(terms, new_pod):
+                return QueueingHint.QUEUE
+            return QueueingHint.SKIP
+        assert old_pod is not None
+        if pod_matches_all_affinity_terms(anti_terms, old_pod):
+            return QueueingHint.QUEUE
+        # The deleted pod's own anti-affinity may have been what repelled the pod (upstream
+        # kubernetes#135325, 1.36): any one of its terms is enough to repel.
+        if any(t.matches(pod) for t in PodInfo(old_pod).required_anti_affinity_terms):
+            return QueueingHint.QUEUE
+        return QueueingHint.SKIP
+
+    def is_schedulable_after_node_change(
+        self, pod: types_pb2.Pod, old: Any, new: Any
+    ) -> QueueingHint:
+        if not isinstance(new, types_pb2.Node):
+            return QueueingHint.QUEUE
+        pi = PodInfo(pod)
+        labels = new.metadata.labels
+        for t in pi.required_affinity_terms:
+            if t.topology_key in labels:
+                return QueueingHint.QUEUE
+        for t in pi.required_anti_affinity_terms:
+            if t.topology_key in labels:
+                return QueueingHint.QUEUE
+        return QueueingHint.SKIP
+
+
+class _TopologyScorer:
+    """Accumulates, per topology pair, the weights existing pods contribute for one pod."""
+
+    def __init__(self, incoming: PodInfo, hard_pod_affinity_weight: int) -> None:
+        meta = incoming.pod.metadata
+        self.namespace = meta.namespace
+        self.labels = dict(meta.labels)
+        self.hard_weight = hard_pod_affinity_weight
+        # The incoming pod's preferred terms, compiled: (topology key, signed weight, matcher).
+        self.preferred = [
+            (w.term.topology_key, w.weight, compile_term(w.term))
+            for w in incoming.preferred_affinity_terms
+        ] + [
+            (w.term.topology_key, -w.weight, compile_term(w.term))
+            for w in incoming.preferred_anti_affinity_terms
+        ]
+        self.scores: ScoreMap = {}
+        self.touched = False
+
+    def _add(self, key: str, weight: int, labels: Mapping[str, str]) -> None:
+        value = labels.get(key)
+        if value is None:
+            return
+        by_value = self.scores.setdefault(key, {})
+        by_value[value] = by_value.get(value, 0) + weight
+        self.touched = True
+
+    def process_existing_pod(self, existing: PodInfo, labels: Mapping[str, str]) -> None:
+        """Adds what `existing`, on a node with `labels`, contributes."""
+        if self.preferred:
+            meta = existing.pod.metadata
+            ns, pod_labels = meta.namespace, meta.labels
+            # The incoming pod's preferred terms matched by the existing pod.
+            for key, weight, match in self.preferred:
+                if match(ns, pod_labels):
+                    self._add(key, weight, labels)
+        # The existing pod's terms matched by the incoming pod.
+        ns, incoming_labels = self.namespace, self.labels
+        if self.hard_weight > 0:
+            for t in existing.required_affinity_terms:
+                if _selects(t, ns, incoming_labels):
+                    self._add(t.topology_key, self.hard_weight, labels)
+        for w in existing.preferred_affinity_terms:
+            if _selects(w.term, ns, incoming_labels):
+                self._add(w.term.topology_key, w.weight, labels)
+        for w in existing.preferred_anti_affinity_terms:
+            if _selects(w.term, ns, incoming_labels):
+                self._add(w.term.topology_key, -w.weight, labels)
+
+
+# ---------------------------------------------------------------- args and factory
+
+
+def new(args: PluginArgs, handle: Handle) -> InterPodAffinity:
+    unknown = set(args) - {"hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods"}
+    if unknown:
+        raise ValueError(f"unknown InterPodAffinity arg(s) {sorted(unknown)}")
+    weight = args.get("hardPodAffinityWeight", DEFAULT_HARD_POD_AFFINITY_WEIGHT)
+    if isinstance(weight, bool) or not isinstance(weight, int) or not 0 <= weight <= 100:
+        raise ValueError("hardPodAffinityWeight: not in valid range [0, 100]")
+    ignore = args.get("ignorePreferredTermsOfExistingPods", False)
+    if not isinstance(ignore, bool):
+        raise ValueError("ignorePreferredTermsOfExistingPods: must be a boolean")
+    return InterPodAffinity(
+        handle, hard_pod_affinity_weight=weight, ignore_preferred_terms_of_existing_pods=ignore
+    )

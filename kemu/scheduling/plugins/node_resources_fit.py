@@ -1,0 +1,458 @@
+"""NodeResourcesFit: does the node have room for the pod's requests? (upstream
+noderesources/fit.go).
+
+PreFilter computes the pod's request once (with the in-place resize accounting of
+`types.pod_requests`); Filter compares it with each node's allocatable minus requested. Filter
+statuses (reference §2.3):
+- `len(pods) + 1 > allowed pods`: "Too many pods", Unschedulable;
+- cpu / memory / ephemeral-storage / scalar `request > allocatable - requested`:
+  "Insufficient <resource>"; every failing resource adds a reason. The code is
+  UnschedulableAndUnresolvable when for some failing resource the request exceeds even the
+  node's allocatable (preemption cannot help there), Unschedulable otherwise.
+Extended resources named in `ignoredResources`, or whose domain is in `ignoredResourceGroups`,
+are not checked.
+
+Score ranks feasible nodes by `scoringStrategy`: LeastAllocated (default; spreads),
+MostAllocated (bin-packs) or RequestedToCapacityRatio (a utilization -> score shape), over
+`resources` (default cpu and memory, weight 1), using non-zero requests for cpu and memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from kemu.api.v1 import types_pb2
+from kemu.scheduling import status as st
+from kemu.scheduling.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
+from kemu.scheduling.interface import (
+    CycleState,
+    EnqueueExtensions,
+    FilterPlugin,
+    Handle,
+    PluginArgs,
+    PreFilterExtensions,
+    PreFilterPlugin,
+    PreScorePlugin,
+    ScoreExtensions,
+    ScorePlugin,
+)
+from kemu.scheduling.plugins.resource_allocation import (
+    DEFAULT_RESOURCES,
+    NodeScorer,
+    ResourceAllocationScorer,
+    ResourceSpec,
+    least_allocated_cpu_memory,
+    least_allocated_scorer,
+    most_allocated_cpu_memory,
+    most_allocated_scorer,
+    parse_resources,
+    parse_shape,
+    requested_to_capacity_ratio_scorer,
+)
+from kemu.scheduling.status import Status
+from kemu.scheduling.types import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    PODS,
+    NodeInfo,
+    PreFilterResult,
+    Resource,
+    pod_requests,
+)
+
+NAME: Final = "NodeResourcesFit"
+PRE_FILTER_STATE_KEY: Final = "PreFilter" + NAME
+PRE_SCORE_STATE_KEY: Final = "PreScore" + NAME
+
+LEAST_ALLOCATED: Final = "LeastAllocated"
+MOST_ALLOCATED: Final = "MostAllocated"
+REQUESTED_TO_CAPACITY_RATIO: Final = "RequestedToCapacityRatio"
+
+_TOO_MANY_PODS: Final = "Too many pods"
+_INSUFFICIENT_CPU: Final = "Insufficient cpu"
+_INSUFFICIENT_MEMORY: Final = "Insufficient memory"
+_INSUFFICIENT_EPHEMERAL: Final = "Insufficient ephemeral-storage"
+
+
+def is_extended_resource_name(name: str) -> bool:
+    """Not a native resource (a name without a domain, or in the kubernetes.io domain) and not
+    a quota `requests.` name (upstream v1helper.IsExtendedResourceName)."""
+    return "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")
+
+
+@dataclass(frozen=True, slots=True)
+class InsufficientResource:
+    """Why a pod does not fit a node, for one resource (upstream InsufficientResource)."""
+
+    resource: str
+    reason: str
+    requested: int
+    used: int
+    capacity: int
+    # The request exceeds the node's whole allocatable: removing pods cannot help.
+    unresolvable: bool = False
+
+
+class PreFilterState:
+    """The pod's request; read-only after PreFilter, so `clone` shares it."""
+
+    __slots__ = ("empty", "ephemeral_storage", "memory", "milli_cpu", "request", "scalars")
+
+    def __init__(
+        self,
+        request: Resource,
+        ignored: frozenset[str] = frozenset(),
+        ignored_groups: frozenset[str] = frozenset(),
+    ) -> None:
+        self.request = request
+        self.milli_cpu = request.milli_cpu
+        self.memory = request.memory
+        self.ephemeral_storage = request.ephemeral_storage
+        # Scalars to check: non-zero and not ignored (only extended resources can be ignored).
+        scalars: list[tuple[str, int]] = []
+        for name, qty in request.scalar.items():
+            if qty == 0:
+                continue
+            if is_extended_resource_name(name) and (
+                name in ignored or (ignored_groups and name.split("/", 1)[0] in ignored_groups)
+            ):
+                continue
+            scalars.append((name, qty))
+        self.scalars: tuple[tuple[str, int], ...] = tuple(scalars)
+        # Upstream returns after the pods check only when the pod requests nothing at all
+        # (an ignored extended resource still counts as a request there).
+        self.empty = not (
+            request.milli_cpu or request.memory or request.ephemeral_storage or request.scalar
+        )
+
+    def clone(self) -> PreFilterState:
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class PreScoreState:
+    pod_requests: tuple[int, ...]
+
+    def clone(self) -> PreScoreState:
+        return self
+
+
+def fits_request(state: PreFilterState, node: NodeInfo) -> list[InsufficientResource]:
+    """Every resource the node lacks for the pod (upstream fitsRequest)."""
+    out: list[InsufficientResource] = []
+    alloc = node.allocatable
+    used = node.requested
+    n_pods = len(node.pods)
+    if n_pods + 1 > alloc.allowed_pod_number:
+        out.append(InsufficientResource(PODS, _TOO_MANY_PODS, 1, n_pods, alloc.allowed_pod_number))
+    if state.empty:
+        return out
+    req = state.milli_cpu
+    if req > 0 and req > alloc.milli_cpu - used.milli_cpu:
+        out.append(
+            InsufficientResource(
+                CPU, _INSUFFICIENT_CPU, req, used.milli_cpu, alloc.milli_cpu, req > alloc.milli_cpu
+            )
+        )
+    req = state.memory
+    if req > 0 and req > alloc.memory - used.memory:
+        out.append(
+            InsufficientResource(
+                MEMORY, _INSUFFICIENT_MEMORY, req, used.memory, alloc.memory, req > alloc.memory
+            )
+        )
+    req = state.ephemeral_storage
+    if req > 0 and req > alloc.ephemeral_storage - used.ephemeral_storage:
+        out.append(
+            InsufficientResource(
+                EPHEMERAL_STORAGE,
+                _INSUFFICIENT_EPHEMERAL,
+                req,
+                used.ephemeral_storage,
+                alloc.ephemeral_storage,
+                req > alloc.ephemeral_storage,
+            )
+        )
+    for name, req in state.scalars:
+        have = alloc.scalar.get(name, 0)
+        in_use = used.scalar.get(name, 0)
+        if req > have - in_use:
+            out.append(
+                InsufficientResource(name, f"Insufficient {name}", req, in_use, have, req > have)
+            )
+    return out
+
+
+def fits(pod: types_pb2.Pod, node: NodeInfo) -> list[InsufficientResource]:
+    """What `pod` lacks on `node`, ignoring nothing (upstream Fits; for hints and simulations)."""
+    return fits_request(PreFilterState(pod_requests(pod)[0]), node)
+
+
+def _status_of(insufficient: Sequence[InsufficientResource]) -> Status:
+    reasons = tuple(r.reason for r in insufficient)
+    if any(r.unresolvable for r in insufficient):
+        return Status(st.Code.UNSCHEDULABLE_AND_UNRESOLVABLE, reasons)
+    return Status(st.Code.UNSCHEDULABLE, reasons)
+
+
+class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+    NAME = NAME
+
+    def __init__(
+        self,
+        *,
+        ignored_resources: frozenset[str] = frozenset(),
+        ignored_resource_groups: frozenset[str] = frozenset(),
+        scorer: ResourceAllocationScorer | None = None,
+    ) -> None:
+        self.ignored_resources = ignored_resources
+        self.ignored_resource_groups = ignored_resource_groups
+        self.scorer = scorer or scorer_from_args(None)
+
+    def name(self) -> str:
+        return NAME
+
+    # ------------------------------------------------------------ PreFilter / Filter
+
+    def pre_filter(
+        self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        request, _ = pod_requests(pod)
+        state.write(
+            PRE_FILTER_STATE_KEY,
+            PreFilterState(request, self.ignored_resources, self.ignored_resource_groups),
+        )
+        return None, st.SUCCESS
+
+    def pre_filter_extensions(self) -> PreFilterExtensions | None:
+        return None
+
+    def filter(self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo) -> Status:
+        s = state.read(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, PreFilterState):
+            return st.as_error(f"reading {PRE_FILTER_STATE_KEY!r} from cycleState: not found")
+        # Fast path: the common case is a fit, decided with a few integer comparisons.
+        alloc = node.allocatable
+        used = node.requested
+        if len(node.pods) < alloc.allowed_pod_number and (
+            s.empty
+            or (
+                not s.scalars
+                and s.milli_cpu <= alloc.milli_cpu - used.milli_cpu
+                and s.memory <= alloc.memory - used.memory
+                and s.ephemeral_storage <= alloc.ephemeral_storage - used.ephemeral_storage
+            )
+        ):
+            return st.SUCCESS
+        insufficient = fits_request(s, node)
+        if not insufficient:
+            return st.SUCCESS
+        return _status_of(insufficient)
+
+    # ------------------------------------------------------------ PreScore / Score
+
+    def pre_score(self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]) -> Status:
+        requests, non_zero = pod_requests(pod)
+        state.write(
+            PRE_SCORE_STATE_KEY, PreScoreState(self.scorer.pod_requests(requests, non_zero))
+        )
+        return st.SUCCESS
+
+    def score(self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo) -> tuple[int, Status]:
+        s = state.read(PRE_SCORE_STATE_KEY)
+        if isinstance(s, PreScoreState):
+            reqs = s.pod_requests
+        else:
+            reqs = self.scorer.pod_requests(*pod_requests(pod))
+        return self.scorer.score(node, reqs), st.SUCCESS
+
+    def score_nodes(
+        self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
+    ) -> tuple[list[int], Status]:
+        s = state.read(PRE_SCORE_STATE_KEY)
+        if isinstance(s, PreScoreState):
+            reqs = s.pod_requests
+        else:
+            reqs = self.scorer.pod_requests(*pod_requests(pod))
+        score = self.scorer.score
+        return [score(node, reqs) for node in nodes], st.SUCCESS
+
+    def score_extensions(self) -> ScoreExtensions | None:
+        return None
+
+    # ------------------------------------------------------------ queueing hints
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        # In-place resize is GA (locked on), so a pod scaling down can free room.
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(
+                    EventResource.POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN
+                ),
+                self.is_schedulable_after_pod_event,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(
+                    EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE
+                ),
+                self.is_schedulable_after_node_change,
+            ),
+        ]
+
+    def is_schedulable_after_pod_event(
+        self, pod: types_pb2.Pod, old: Any, new: Any
+    ) -> QueueingHint:
+        if new is None:
+            if not isinstance(old, types_pb2.Pod):
+                return QueueingHint.QUEUE
+            if not old.spec.node_name and not old.status.nominated_node_name:
+                # Neither bound nor holding a nomination: it reserved nothing.
+                return QueueingHint.SKIP
+            return QueueingHint.QUEUE
+        if not isinstance(old, types_pb2.Pod) or not isinstance(new, types_pb2.Pod):
+            return QueueingHint.QUEUE
+        if _is_schedulable_after_pod_scale_down(pod, old, new):
+            return QueueingHint.QUEUE
+        return QueueingHint.SKIP
+
+    def is_schedulable_after_node_change(
+        self, pod: types_pb2.Pod, old: Any, new: Any
+    ) -> QueueingHint:
+        if not isinstance(new, types_pb2.Node):
+            return QueueingHint.QUEUE
+        request, _ = pod_requests(pod)
+        if fits_request(PreFilterState(request), NodeInfo(new)):
+            # It would not fit even on the empty node.
+            return QueueingHint.SKIP
+        if old is None:
+            return QueueingHint.QUEUE
+        if not isinstance(old, types_pb2.Node):
+            return QueueingHint.QUEUE
+        if _any_requested_resource_increased(request, old, new):
+            return QueueingHint.QUEUE
+        return QueueingHint.SKIP
+
+
+def _is_schedulable_after_pod_scale_down(
+    target: types_pb2.Pod, old: types_pb2.Pod, new: types_pb2.Pod
+) -> bool:
+    """The target itself scaled down, or a bound pod released some resource the target needs."""
+    if new.metadata.uid == target.metadata.uid:
+        return True
+    if not new.spec.node_name:
+        return False
+    before, _ = pod_requests(old)
+    after, _ = pod_requests(new)
+    wanted, _ = pod_requests(target)
+    if wanted.milli_cpu and before.milli_cpu > after.milli_cpu:
+        return True
+    if wanted.memory and before.memory > after.memory:
+        return True
+    if wanted.ephemeral_storage and before.ephemeral_storage > after.ephemeral_storage:
+        return True
+    return any(
+        qty and before.scalar.get(name, 0) > after.scalar.get(name, 0)
+        for name, qty in wanted.scalar.items()
+    )
+
+
+def _any_requested_resource_increased(
+    request: Resource, old: types_pb2.Node, new: types_pb2.Node
+) -> bool:
+    """Whether the node's allocatable grew for the pod count or a resource the pod requests."""
+    before = Resource.from_list(old.status.allocatable)
+    after = Resource.from_list(new.status.allocatable)
+    if after.allowed_pod_number > before.allowed_pod_number:
+        return True
+    if not (request.milli_cpu or request.memory or request.ephemeral_storage or request.scalar):
+        return False
+    if request.milli_cpu > 0 and after.milli_cpu > before.milli_cpu:
+        return True
+    if request.memory > 0 and after.memory > before.memory:
+        return True
+    if request.ephemeral_storage > 0 and after.ephemeral_storage > before.ephemeral_storage:
+        return True
+    return any(
+        qty and after.scalar.get(name, 0) > before.scalar.get(name, 0)
+        for name, qty in request.scalar.items()
+    )
+
+
+# ---------------------------------------------------------------- args and factory
+
+
+def _string_set(args: PluginArgs, field: str) -> frozenset[str]:
+    value = args.get(field)
+    if value is None:
+        return frozenset()
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ValueError(f"{field}: must be a list of non-empty strings")
+    return frozenset(value)
+
+
+def scorer_from_args(strategy: Any, field: str = "scoringStrategy") -> ResourceAllocationScorer:
+    """The scorer for a `scoringStrategy` arg (None: LeastAllocated over cpu and memory)."""
+    if strategy is None:
+        strategy = {}
+    if not isinstance(strategy, Mapping):
+        raise ValueError(f"{field}: must be an object")
+    unknown = set(strategy) - {"type", "resources", "requestedToCapacityRatio"}
+    if unknown:
+        raise ValueError(f"{field}: unknown field(s) {sorted(unknown)}")
+    kind = strategy.get("type", LEAST_ALLOCATED)
+    resources: tuple[ResourceSpec, ...] = parse_resources(
+        strategy.get("resources"), f"{field}.resources", default=DEFAULT_RESOURCES
+    )
+    cpu_memory = tuple(r.name for r in resources) == (CPU, MEMORY)
+    fast: NodeScorer | None = None
+    if kind == LEAST_ALLOCATED:
+        fn = least_allocated_scorer(resources)
+        if cpu_memory:
+            fast = least_allocated_cpu_memory(
+                resources[0].weight, resources[1].weight, use_requested=False
+            )
+    elif kind == MOST_ALLOCATED:
+        fn = most_allocated_scorer(resources)
+        if cpu_memory:
+            fast = most_allocated_cpu_memory(
+                resources[0].weight, resources[1].weight, use_requested=False
+            )
+    elif kind == REQUESTED_TO_CAPACITY_RATIO:
+        param = strategy.get("requestedToCapacityRatio")
+        if param is not None and not isinstance(param, Mapping):
+            raise ValueError(f"{field}.requestedToCapacityRatio: must be an object")
+        shape = parse_shape(
+            None if param is None else param.get("shape"),
+            f"{field}.requestedToCapacityRatio.shape",
+        )
+        fn = requested_to_capacity_ratio_scorer(resources, shape)
+    else:
+        raise ValueError(
+            f"{field}.type: scoring strategy {kind!r} is not supported "
+            f"(want {LEAST_ALLOCATED}, {MOST_ALLOCATED} or {REQUESTED_TO_CAPACITY_RATIO})"
+        )
+    return ResourceAllocationScorer(str(kind), fn, resources, use_requested=False, fast=fast)
+
+
+def new(args: PluginArgs, handle: Handle) -> Fit:
+    unknown = set(args) - {"ignoredResources", "ignoredResourceGroups", "scoringStrategy"}
+    if unknown:
+        raise ValueError(f"unknown NodeResourcesFit arg(s) {sorted(unknown)}")
+    groups = _string_set(args, "ignoredResourceGroups")
+    for g in groups:
+        if "/" in g:
+            raise ValueError(f"ignoredResourceGroups: resource group name {g!r} can't contain '/'")
+    return Fit(
+        ignored_resources=_string_set(args, "ignoredResources"),
+        ignored_resource_groups=groups,
+        scorer=scorer_from_args(args.get("scoringStrategy")),
+    )

@@ -1,0 +1,171 @@
+"""The snapshot one scheduling cycle works on (upstream backend/cache/snapshot.go).
+
+The scheduler calls `Cache.update_snapshot(snapshot)` at the start of every cycle; the cycle
+then reads only the snapshot, so nothing the informers deliver meanwhile changes what it sees.
+
+Contract:
+- Every NodeInfo in a snapshot is a clone owned by the snapshot, and the cache never mutates it:
+  `update_snapshot` replaces the NodeInfo of a changed node with a new clone. A NodeInfo taken
+  from the snapshot therefore stays consistent for as long as anyone holds it (preemption's
+  dry runs, an asynchronous task started by a plugin). Callers must not mutate them either:
+  clone first (`NodeInfo.clone()`), as preemption does for its what-if runs.
+- The lists returned by `list()` and the `have_pods_with_*` methods belong to the snapshot and
+  are updated in place between cycles: read them during the cycle, copy them to keep them.
+- Only nodes with a Node object are in the snapshot (a removed node whose pods have not all been
+  deleted yet stays in the cache, not here).
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable
+
+from kemu.api.v1 import types_pb2
+from kemu.scheduling.node_tree import NodeTree
+from kemu.scheduling.types import NodeInfo, PodInfo
+
+
+class Snapshot:
+    """A SharedLister and NodeInfoLister over clones of the cache's NodeInfos.
+
+    The fields are maintained by `Cache.update_snapshot` (same package); everyone else reads
+    through the lister methods.
+    """
+
+    __slots__ = (
+        "_affinity",
+        "_affinity_pos",
+        "_anti_affinity",
+        "_anti_affinity_pos",
+        "_list",
+        "_map",
+        "_pos",
+        "generation",
+        "tree_version",
+    )
+
+    def __init__(self) -> None:
+        self._map: dict[str, NodeInfo] = {}
+        # The node order of the cache's NodeTree; _pos maps a name to its index in _list.
+        self._list: list[NodeInfo] = []
+        self._pos: dict[str, int] = {}
+        self._affinity: list[NodeInfo] = []
+        self._affinity_pos: dict[str, int] = {}
+        self._anti_affinity: list[NodeInfo] = []
+        self._anti_affinity_pos: dict[str, int] = {}
+        # The newest NodeInfo generation this snapshot has seen (0: nothing yet).
+        self.generation = 0
+        # The NodeTree version the node order was built from (-1: never built).
+        self.tree_version = -1
+
+    @classmethod
+    def from_objects(
+        cls,
+        pods: Iterable[types_pb2.Pod],
+        nodes: Iterable[types_pb2.Node],
+        *,
+        in_place_resize: bool = True,
+    ) -> Snapshot:
+        """A snapshot built directly from objects, for tests and simulations (upstream
+        NewSnapshot). Pods count on the node named by spec.nodeName; pods on nodes not listed
+        are ignored. Node order as `Cache` would give it (zones spread)."""
+        tree = NodeTree()
+        infos: dict[str, NodeInfo] = {}
+        for node in nodes:
+            infos[node.metadata.name] = NodeInfo(node)
+            tree.add_node(node)
+        for pod in pods:
+            ni = infos.get(pod.spec.node_name)
+            if ni is not None:
+                ni.add_pod_info(PodInfo(pod, in_place_resize=in_place_resize))
+        s = cls()
+        s.reset(infos, tree.list())
+        s.generation = max((ni.generation for ni in infos.values()), default=0)
+        return s
+
+    # ------------------------------------------------------------ SharedLister
+
+    def node_infos(self) -> Snapshot:
+        return self
+
+    # ------------------------------------------------------------ NodeInfoLister
+
+    def list(self) -> builtins.list[NodeInfo]:
+        """Every node, in the NodeTree order (zones interleaved)."""
+        return self._list
+
+    def get(self, name: str) -> NodeInfo | None:
+        return self._map.get(name)
+
+    def have_pods_with_affinity_list(self) -> builtins.list[NodeInfo]:
+        """Nodes with at least one pod that has (anti-)affinity terms, required or preferred."""
+        return self._affinity
+
+    def have_pods_with_required_anti_affinity_list(self) -> builtins.list[NodeInfo]:
+        """Nodes with at least one pod that has required anti-affinity terms."""
+        return self._anti_affinity
+
+    def num_nodes(self) -> int:
+        return len(self._list)
+
+    # ------------------------------------------------------------ maintenance (Cache only)
+
+    def replace(self, name: str, clone: NodeInfo) -> tuple[bool, bool, bool]:
+        """Puts `clone` in place of the node's NodeInfo without touching the node order.
+
+        Returns (is_new, affinity_membership_changed, anti_affinity_membership_changed): a new
+        node needs the lists rebuilt; a node entering or leaving one of the affinity lists needs
+        that list rebuilt. Otherwise the clone takes the old one's place in every list it is in.
+        """
+        old = self._map.get(name)
+        self._map[name] = clone
+        if old is None:
+            return True, False, False
+        pos = self._pos.get(name)
+        if pos is None:
+            return True, False, False
+        self._list[pos] = clone
+        aff_changed = bool(old.pods_with_affinity) != bool(clone.pods_with_affinity)
+        anti_changed = bool(old.pods_with_required_anti_affinity) != bool(
+            clone.pods_with_required_anti_affinity
+        )
+        if not aff_changed and clone.pods_with_affinity:
+            self._affinity[self._affinity_pos[name]] = clone
+        if not anti_changed and clone.pods_with_required_anti_affinity:
+            self._anti_affinity[self._anti_affinity_pos[name]] = clone
+        return False, aff_changed, anti_changed
+
+    def rebuild_lists(self, order: Iterable[str]) -> None:
+        """Rebuilds every list in `order`, the NodeTree's; NodeInfos of nodes not in it are
+        dropped (removed nodes). Names missing from the map are skipped."""
+        infos: dict[str, NodeInfo] = {}
+        self._list = []
+        self._pos = {}
+        for name in order:
+            ni = self._map.get(name)
+            if ni is not None:
+                infos[name] = ni
+                self._pos[name] = len(self._list)
+                self._list.append(ni)
+        self._map = infos
+        self.rebuild_affinity_lists()
+
+    def reset(self, infos: dict[str, NodeInfo], order: Iterable[str]) -> None:
+        """Replaces the whole content with `infos` (clones the snapshot now owns)."""
+        self._map = infos
+        self.rebuild_lists(order)
+
+    def rebuild_affinity_lists(self) -> None:
+        self._affinity, self._affinity_pos = [], {}
+        self._anti_affinity, self._anti_affinity_pos = [], {}
+        for name, pos in self._pos.items():
+            ni = self._list[pos]
+            if ni.pods_with_affinity:
+                self._affinity_pos[name] = len(self._affinity)
+                self._affinity.append(ni)
+            if ni.pods_with_required_anti_affinity:
+                self._anti_affinity_pos[name] = len(self._anti_affinity)
+                self._anti_affinity.append(ni)
+
+    def __repr__(self) -> str:
+        return f"Snapshot(nodes={len(self._list)}, generation={self.generation})"

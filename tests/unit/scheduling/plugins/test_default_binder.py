@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import pytest
+
+from kemu.api.v1 import types_pb2
+from kemu.machinery.errors import Unavailable
+from kemu.scheduling.interface import CycleState
+from kemu.scheduling.plugins import default_binder
+from kemu.testing.builders import make_pod
+from tests.unit.scheduling.plugins.fakes import FakeHandle
+
+
+@pytest.mark.anyio
+async def test_bind_sets_the_node_through_the_api() -> None:
+    handle = FakeHandle()
+    pod = handle.client.add(make_pod("p").namespace("ns").obj())
+    assert isinstance(pod, types_pb2.Pod)
+    pl = default_binder.new({}, handle)
+    status = await pl.bind(CycleState(), pod, "n1")
+    assert status.is_success(), status
+    bound = await handle.client.get(types_pb2.Pod, "p", "ns")
+    assert bound.spec.node_name == "n1"
+    (action,) = [a for a in handle.client.actions if a.verb == "bind"]
+    assert (action.namespace, action.name, action.node_name) == ("ns", "p", "n1")
+
+
+@pytest.mark.anyio
+async def test_bind_of_a_missing_pod_is_an_error() -> None:
+    handle = FakeHandle()
+    pl = default_binder.new({}, handle)
+    status = await pl.bind(CycleState(), make_pod("gone").obj(), "n1")
+    assert status.is_error()
+    assert "gone" in status.message()
+
+
+@pytest.mark.anyio
+async def test_bind_of_an_already_bound_pod_is_an_error() -> None:
+    handle = FakeHandle()
+    pod = handle.client.add(make_pod("p").node("n0").obj())
+    assert isinstance(pod, types_pb2.Pod)
+    status = await default_binder.new({}, handle).bind(CycleState(), pod, "n1")
+    assert status.is_error()
+    assert "already assigned" in status.message()
+
+
+@pytest.mark.anyio
+async def test_api_unavailable_is_an_error_status_not_an_exception() -> None:
+    handle = FakeHandle()
+    pod = handle.client.add(make_pod("p").obj())
+    assert isinstance(pod, types_pb2.Pod)
+    handle.client.fail("bind", Unavailable("apiserver down"))
+    status = await default_binder.new({}, handle).bind(CycleState(), pod, "n1")
+    assert status.is_error()
+    assert isinstance(status.error, Unavailable)

@@ -1,0 +1,79 @@
+"""The plugin registry: in-tree plugins, and which extension points a factory's class has."""
+
+from __future__ import annotations
+
+import pytest
+
+from kemu.scheduling.interface import FilterPlugin, Handle, PluginArgs, ScorePlugin
+from kemu.scheduling.plugins.registry import (
+    extension_points,
+    in_tree_registry,
+    plugin_class,
+)
+from kemu.scheduling.runtime import Framework
+from scheduler.config import default_config
+from tests.unit.scheduling.fakes import FakeFilterScore, FakePreBind
+
+IN_TREE = {
+    "PrioritySort",
+    "SchedulingGates",
+    "NodeUnschedulable",
+    "NodeName",
+    "TaintToleration",
+    "NodeAffinity",
+    "NodeResourcesFit",
+    "NodeResourcesBalancedAllocation",
+    "InterPodAffinity",
+    "DefaultPreemption",
+    "DefaultBinder",
+    "SlowPreBind",
+    "WaitingPermit",
+    "TokenFilter",
+}
+
+
+def annotated_factory(args: PluginArgs, handle: Handle) -> FakePreBind:
+    return FakePreBind(args, handle)
+
+
+def unannotated_factory(args, handle):
+    return FakePreBind(args, handle)
+
+
+def test_the_class_comes_from_the_factory_or_its_return_annotation() -> None:
+    assert plugin_class(FakeFilterScore) is FakeFilterScore
+    assert plugin_class(annotated_factory) is FakePreBind
+    with pytest.raises(ValueError, match="annotate its return type"):
+        plugin_class(unannotated_factory)
+
+
+def test_extension_points_are_the_methods_the_class_has() -> None:
+    assert extension_points(annotated_factory) == {"preBind"}
+    assert extension_points(FakeFilterScore) == {"preFilter", "filter", "preScore", "score"}
+
+
+def test_protocol_classes_alone_do_not_count_as_plugins_of_other_points() -> None:
+    class OnlyFilter(FilterPlugin):
+        NAME = "OnlyFilter"
+
+    class FilterAndScore(FilterPlugin, ScorePlugin):
+        NAME = "FilterAndScore"
+
+    assert extension_points(OnlyFilter) == {"filter"}  # type: ignore[arg-type]
+    assert extension_points(FilterAndScore) == {"filter", "score"}  # type: ignore[arg-type]
+
+
+def test_in_tree_registry_and_default_framework() -> None:
+    registry = in_tree_registry()
+    assert set(registry) == IN_TREE
+    config = default_config(registry)
+    fwk = Framework(config.profiles[0], registry)
+    plugins = fwk.list_plugins()
+    assert plugins["queueSort"] == ("PrioritySort",)
+    assert plugins["bind"] == ("DefaultBinder",)
+    assert "NodeResourcesFit" in plugins["filter"]
+    assert plugins["postFilter"] == ("DefaultPreemption",)
+    assert plugins["preEnqueue"] == ("SchedulingGates", "DefaultPreemption")
+    # The emulation plugins are registered but only run when a profile enables them.
+    for emulation in ("SlowPreBind", "WaitingPermit", "TokenFilter"):
+        assert all(emulation not in names for names in plugins.values())
