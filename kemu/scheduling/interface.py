@@ -32,7 +32,7 @@ import random
 from collections import Counter
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar, runtime_checkable
 
 from google.protobuf.message import Message
 
@@ -223,16 +223,19 @@ class SharedLister(Protocol):
 # ---------------------------------------------------------------- plugins
 
 
+@runtime_checkable
 class Plugin(Protocol):
     NAME: str
 
     def name(self) -> str: ...
 
 
+@runtime_checkable
 class PreEnqueuePlugin(Plugin, Protocol):
     def pre_enqueue(self, pod: types_pb2.Pod) -> Status: ...
 
 
+@runtime_checkable
 class QueueSortPlugin(Plugin, Protocol):
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool: ...
 
@@ -252,6 +255,7 @@ class PreFilterExtensions(Protocol):
     ) -> Status: ...
 
 
+@runtime_checkable
 class PreFilterPlugin(Plugin, Protocol):
     def pre_filter(
         self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
@@ -260,16 +264,19 @@ class PreFilterPlugin(Plugin, Protocol):
     def pre_filter_extensions(self) -> PreFilterExtensions | None: ...
 
 
+@runtime_checkable
 class FilterPlugin(Plugin, Protocol):
     def filter(self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo) -> Status: ...
 
 
+@runtime_checkable
 class PostFilterPlugin(Plugin, Protocol):
     async def post_filter(
         self, state: CycleState, pod: types_pb2.Pod, statuses: NodeToStatus
     ) -> tuple[PostFilterResult | None, Status]: ...
 
 
+@runtime_checkable
 class PreScorePlugin(Plugin, Protocol):
     def pre_score(self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]) -> Status: ...
 
@@ -280,6 +287,7 @@ class ScoreExtensions(Protocol):
     ) -> tuple[list[NodeScore], Status]: ...
 
 
+@runtime_checkable
 class ScorePlugin(Plugin, Protocol):
     """A plugin may also define `score_nodes(state, pod, nodes) -> (list[int], Status)`, the
     scores of all `nodes` in order, which the runtime then calls once per cycle instead of
@@ -292,18 +300,30 @@ class ScorePlugin(Plugin, Protocol):
     def score_extensions(self) -> ScoreExtensions | None: ...
 
 
+@runtime_checkable
+class BatchScorePlugin(Protocol):
+    """kemu's batch form of Score (see ScorePlugin): the scores of all `nodes` in order."""
+
+    def score_nodes(
+        self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
+    ) -> tuple[list[int], Status]: ...
+
+
+@runtime_checkable
 class ReservePlugin(Plugin, Protocol):
     def reserve(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> Status: ...
 
     def unreserve(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> None: ...
 
 
+@runtime_checkable
 class PermitPlugin(Plugin, Protocol):
     def permit(
         self, state: CycleState, pod: types_pb2.Pod, node_name: str
     ) -> tuple[Status, float]: ...
 
 
+@runtime_checkable
 class PreBindPlugin(Plugin, Protocol):
     def pre_bind_pre_flight(
         self, state: CycleState, pod: types_pb2.Pod, node_name: str
@@ -312,12 +332,58 @@ class PreBindPlugin(Plugin, Protocol):
     async def pre_bind(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> Status: ...
 
 
+@runtime_checkable
 class BindPlugin(Plugin, Protocol):
     async def bind(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> Status: ...
 
 
+@runtime_checkable
 class PostBindPlugin(Plugin, Protocol):
     def post_bind(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> None: ...
+
+
+# The extension points as spelled in KubeSchedulerConfiguration, in the order a pod meets them,
+# and the protocol a plugin implements to serve each (upstream's []FilterPlugin etc. lists).
+EXTENSION_POINTS: Final[Mapping[str, type]] = {
+    "preEnqueue": PreEnqueuePlugin,
+    "queueSort": QueueSortPlugin,
+    "preFilter": PreFilterPlugin,
+    "filter": FilterPlugin,
+    "postFilter": PostFilterPlugin,
+    "preScore": PreScorePlugin,
+    "score": ScorePlugin,
+    "reserve": ReservePlugin,
+    "permit": PermitPlugin,
+    "preBind": PreBindPlugin,
+    "bind": BindPlugin,
+    "postBind": PostBindPlugin,
+}
+
+
+def _protocol_methods(proto: type) -> frozenset[str]:
+    """The methods `proto` declares beyond Plugin's."""
+    names: set[str] = set()
+    for base in proto.__mro__:
+        if base in (Plugin, Protocol, object, Generic):
+            continue
+        names.update(n for n, v in vars(base).items() if callable(v) and not n.startswith("_"))
+    return frozenset(names)
+
+
+_POINT_METHODS: Final = {
+    point: _protocol_methods(proto) for point, proto in EXTENSION_POINTS.items()
+}
+
+
+def implemented_points(cls: type) -> frozenset[str]:
+    """The extension points a plugin class implements: those whose protocol's methods it has.
+    (A class check, for profiles built before any plugin exists; the runtime checks each
+    instance with isinstance.)"""
+    return frozenset(
+        point
+        for point, methods in _POINT_METHODS.items()
+        if all(callable(getattr(cls, m, None)) for m in methods)
+    )
 
 
 # ---------------------------------------------------------------- handle

@@ -35,17 +35,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from kemu.scheduling.plugins.registry import (
-    POINT_METHODS,
-    Registry,
-    extension_points,
-    in_tree_registry,
-)
+from kemu.scheduling.interface import EXTENSION_POINTS as _POINT_PROTOCOLS
+from kemu.scheduling.plugins.registry import Registry, extension_points, in_tree_registry
 
 DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
 
 # The extension points, in configuration spelling, in the order a pod meets them.
-EXTENSION_POINTS: Final[tuple[str, ...]] = tuple(POINT_METHODS)
+EXTENSION_POINTS: Final[tuple[str, ...]] = tuple(_POINT_PROTOCOLS)
 MULTI_POINT: Final = "multiPoint"
 _PLUGIN_SET_KEYS: Final = (MULTI_POINT, *EXTENSION_POINTS)
 

@@ -24,7 +24,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Coroutine, Iterable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from anyio.abc import TaskGroup
 
@@ -38,19 +38,33 @@ from kemu.scheduling.events import (
     EventResource,
 )
 from kemu.scheduling.interface import (
+    EXTENSION_POINTS,
+    BatchScorePlugin,
+    BindPlugin,
     CycleState,
     EnqueueExtensions,
     EventRecorder,
+    FilterPlugin,
     NodeToStatus,
+    PermitPlugin,
     Plugin,
     PodNominator,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PreBindPlugin,
+    PreEnqueuePlugin,
     PreFilterExtensions,
+    PreFilterPlugin,
+    PreScorePlugin,
     QueuedPodInfo,
+    QueueSortPlugin,
+    ReservePlugin,
     SchedulingApi,
     ScoreExtensions,
+    ScorePlugin,
     SharedLister,
 )
-from kemu.scheduling.plugins.registry import POINT_METHODS, Registry
+from kemu.scheduling.plugins.registry import Registry
 from kemu.scheduling.status import SKIP, SUCCESS, Code, Status
 from kemu.scheduling.types import (
     MAX_NODE_SCORE,
@@ -75,6 +89,23 @@ MAX_PERMIT_TIMEOUT: Final = 15 * 60.0
 # observe(extension_point, status, profile, seconds)
 ExtensionPointObserver = Callable[[str, str, str, float], None]
 LessFunc = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
+# The bound extension-point methods the runtime keeps per point.
+PreFilterFn = Callable[
+    [CycleState, types_pb2.Pod, list[NodeInfo]], tuple[PreFilterResult | None, Status]
+]
+FilterFn = Callable[[CycleState, types_pb2.Pod, NodeInfo], Status]
+PostFilterFn = Callable[
+    [CycleState, types_pb2.Pod, NodeToStatus],
+    Coroutine[Any, Any, tuple[PostFilterResult | None, Status]],
+]
+NodesFn = Callable[[CycleState, types_pb2.Pod, list[NodeInfo]], Status]
+ScoreFn = Callable[[CycleState, types_pb2.Pod, NodeInfo], tuple[int, Status]]
+ScoreNodesFn = Callable[[CycleState, types_pb2.Pod, list[NodeInfo]], tuple[list[int], Status]]
+NodeNameFn = Callable[[CycleState, types_pb2.Pod, str], Status]
+UnreserveFn = Callable[[CycleState, types_pb2.Pod, str], None]
+PermitFn = Callable[[CycleState, types_pb2.Pod, str], tuple[Status, float]]
+AsyncNodeNameFn = Callable[[CycleState, types_pb2.Pod, str], Coroutine[Any, Any, Status]]
+P = TypeVar("P", bound=Plugin)
 
 # Upstream's extension_point label values (pkg/scheduler/metrics).
 PRE_ENQUEUE: Final = "PreEnqueue"
@@ -198,56 +229,68 @@ class Framework:
             except Exception as err:
                 raise ValueError(f'initializing plugin "{name}": {err}') from err
 
-        def bound(point: str) -> list[tuple[str, Any]]:
-            method = POINT_METHODS[point]
-            out: list[tuple[str, Any]] = []
+        def plugins(point: str, proto: type[P]) -> list[tuple[str, P]]:
+            out: list[tuple[str, P]] = []
             for name in profile.enabled[point]:
-                fn = getattr(self._plugins[name], method, None)
-                if not callable(fn):
+                plugin = self._plugins[name]
+                if not isinstance(plugin, proto):
                     raise ValueError(f'plugin "{name}" does not extend {point} plugin')
-                out.append((name, fn))
+                out.append((name, plugin))
             return out
 
-        # (plugin name, bound method) per point: no attribute lookups in hot loops.
-        self._pre_enqueue = bound("preEnqueue")
-        self._queue_sort = bound("queueSort")
-        self._pre_filter = bound("preFilter")
-        self._filter = bound("filter")
-        self._post_filter = bound("postFilter")
-        self._pre_score = bound("preScore")
-        self._score = bound("score")
+        # (plugin name, bound method) per point, checked and bound once: no attribute lookups
+        # in hot loops.
+        self._pre_enqueue: list[tuple[str, Callable[[types_pb2.Pod], Status]]] = [
+            (n, p.pre_enqueue) for n, p in plugins("preEnqueue", PreEnqueuePlugin)
+        ]
+        self._queue_sort: list[tuple[str, LessFunc]] = [
+            (n, p.less) for n, p in plugins("queueSort", QueueSortPlugin)
+        ]
+        pre_filter = plugins("preFilter", PreFilterPlugin)
+        self._pre_filter: list[tuple[str, PreFilterFn]] = [(n, p.pre_filter) for n, p in pre_filter]
+        self._filter: list[tuple[str, FilterFn]] = [
+            (n, p.filter) for n, p in plugins("filter", FilterPlugin)
+        ]
+        self._post_filter: list[tuple[str, PostFilterFn]] = [
+            (n, p.post_filter) for n, p in plugins("postFilter", PostFilterPlugin)
+        ]
+        self._pre_score: list[tuple[str, NodesFn]] = [
+            (n, p.pre_score) for n, p in plugins("preScore", PreScorePlugin)
+        ]
+        score = plugins("score", ScorePlugin)
+        self._score: list[tuple[str, ScoreFn]] = [(n, p.score) for n, p in score]
         # kemu's optional batch form of Score (see ScorePlugin): one call per plugin per cycle
         # instead of one per node, for plugins whose per-node work is a few integer operations.
-        self._score_nodes: dict[str, Callable[..., tuple[list[int], Status]]] = {
-            name: fn
-            for name, _ in self._score
-            if callable(fn := getattr(self._plugins[name], "score_nodes", None))
+        self._score_nodes: dict[str, ScoreNodesFn] = {
+            n: p.score_nodes for n, p in score if isinstance(p, BatchScorePlugin)
         }
-        self._reserve = bound("reserve")
-        self._permit = bound("permit")
-        self._pre_bind = bound("preBind")
-        self._bind = bound("bind")
-        self._post_bind = bound("postBind")
-        self._unreserve = [
-            (name, self._plugins[name].unreserve)  # type: ignore[attr-defined]
-            for name in reversed(profile.enabled["reserve"])
+        reserve = plugins("reserve", ReservePlugin)
+        self._reserve: list[tuple[str, NodeNameFn]] = [(n, p.reserve) for n, p in reserve]
+        self._unreserve: list[tuple[str, UnreserveFn]] = [
+            (n, p.unreserve) for n, p in reversed(reserve)
         ]
-        self._pre_bind_pre_flight = [
-            (name, self._plugins[name].pre_bind_pre_flight)  # type: ignore[attr-defined]
-            for name in profile.enabled["preBind"]
+        self._permit: list[tuple[str, PermitFn]] = [
+            (n, p.permit) for n, p in plugins("permit", PermitPlugin)
         ]
-        self._pre_filter_extensions: list[tuple[str, PreFilterExtensions]] = []
-        for name in profile.enabled["preFilter"]:
-            ext = self._plugins[name].pre_filter_extensions()  # type: ignore[attr-defined]
-            if ext is not None:
-                self._pre_filter_extensions.append((name, ext))
-        self._score_extensions: dict[str, ScoreExtensions] = {}
-        for name in profile.enabled["score"]:
-            sext = self._plugins[name].score_extensions()  # type: ignore[attr-defined]
-            if sext is not None:
-                self._score_extensions[name] = sext
+        pre_bind = plugins("preBind", PreBindPlugin)
+        self._pre_bind: list[tuple[str, AsyncNodeNameFn]] = [(n, p.pre_bind) for n, p in pre_bind]
+        self._pre_bind_pre_flight: list[tuple[str, NodeNameFn]] = [
+            (n, p.pre_bind_pre_flight) for n, p in pre_bind
+        ]
+        self._bind: list[tuple[str, AsyncNodeNameFn]] = [
+            (n, p.bind) for n, p in plugins("bind", BindPlugin)
+        ]
+        self._post_bind: list[tuple[str, UnreserveFn]] = [
+            (n, p.post_bind) for n, p in plugins("postBind", PostBindPlugin)
+        ]
+        self._pre_filter_extensions: list[tuple[str, PreFilterExtensions]] = [
+            (n, ext) for n, p in pre_filter if (ext := p.pre_filter_extensions()) is not None
+        ]
+        self._score_extensions: dict[str, ScoreExtensions] = {
+            n: sext for n, p in score if (sext := p.score_extensions()) is not None
+        }
         self._score_weights = {n: profile.score_weights.get(n, 1) for n in profile.enabled["score"]}
-        self._enabled = {point: tuple(profile.enabled[point]) for point in POINT_METHODS}
+        self._enabled = {point: tuple(profile.enabled[point]) for point in EXTENSION_POINTS}
 
     # ------------------------------------------------------------ Handle
 

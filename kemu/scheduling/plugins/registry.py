@@ -1,80 +1,55 @@
 """The plugin registry: plugin name -> factory (upstream framework/runtime/registry.go and
-plugins/registry.go).
-
-Each in-tree plugin module has `NAME` and a factory `new(args, handle)`. `in_tree_registry()`
-imports them when called, not when this module is imported, so the registry (and the profile
-configuration that uses it) can be loaded with test registries.
+plugins/registry.go): a plain map built from the plugin modules' `NAME` and `new`.
 
 `extension_points(factory)` says which extension points a plugin implements, from its class:
 the class is the factory itself, or the factory's return annotation (the convention
-`def new(args, handle) -> NodeResourcesFit`). A class implements a point when it has the
-point's method (`filter`, `score`, ...), which is what `isinstance` against a runtime-checkable
-protocol would check; plugins subclass the protocols, so the methods are there.
+`def new(args, handle) -> NodeResourcesFit`). Profiles need this before any plugin exists; the
+runtime checks each instance against the point's protocol with isinstance.
 """
 
 from __future__ import annotations
 
-import importlib
 import inspect
-from typing import Final
 
-from kemu.scheduling.interface import PluginFactory
+from kemu.scheduling.interface import PluginFactory, implemented_points
+from kemu.scheduling.plugins import (
+    balanced_allocation,
+    default_binder,
+    default_preemption,
+    inter_pod_affinity,
+    node_affinity,
+    node_name,
+    node_resources_fit,
+    node_unschedulable,
+    queue_sort,
+    scheduling_gates,
+    slow_pre_bind,
+    taint_toleration,
+    token_filter,
+    waiting_permit,
+)
 
 Registry = dict[str, PluginFactory]
 
-# Extension point (as spelled in KubeSchedulerConfiguration) -> the method that implements it.
-POINT_METHODS: Final[dict[str, str]] = {
-    "preEnqueue": "pre_enqueue",
-    "queueSort": "less",
-    "preFilter": "pre_filter",
-    "filter": "filter",
-    "postFilter": "post_filter",
-    "preScore": "pre_score",
-    "score": "score",
-    "reserve": "reserve",
-    "permit": "permit",
-    "preBind": "pre_bind",
-    "bind": "bind",
-    "postBind": "post_bind",
-}
-
-# Modules of kemu.scheduling.plugins that every build has.
-IN_TREE_MODULES: Final = (
-    "queue_sort",  # PrioritySort
-    "scheduling_gates",  # SchedulingGates
-    "node_unschedulable",  # NodeUnschedulable
-    "node_name",  # NodeName
-    "taint_toleration",  # TaintToleration
-    "node_affinity",  # NodeAffinity
-    "node_resources_fit",  # NodeResourcesFit
-    "balanced_allocation",  # NodeResourcesBalancedAllocation
-    "inter_pod_affinity",  # InterPodAffinity
-    "default_preemption",  # DefaultPreemption
-    "default_binder",  # DefaultBinder
-    "slow_pre_bind",  # SlowPreBind (emulation, KEP-5278 scenarios)
-    "waiting_permit",  # WaitingPermit (emulation)
-    "token_filter",  # TokenFilter (emulation)
-)
-_PACKAGE: Final = "kemu.scheduling.plugins"
-
-
-def _register(registry: Registry, module_name: str) -> None:
-    module = importlib.import_module(f"{_PACKAGE}.{module_name}")
-    name = module.NAME
-    factory = module.new
-    if not isinstance(name, str) or not callable(factory):
-        raise TypeError(f"plugin module {module_name} must define NAME (str) and new()")
-    if name in registry:
-        raise ValueError(f"plugin {name!r} registered twice (module {module_name})")
-    registry[name] = factory
-
 
 def in_tree_registry() -> Registry:
-    """Every in-tree plugin, by name. Imports the plugin modules."""
-    registry: Registry = {}
-    for module_name in IN_TREE_MODULES:
-        _register(registry, module_name)
-    return registry
+    """Every in-tree plugin, by name (upstream NewInTreeRegistry)."""
+    return {
+        queue_sort.NAME: queue_sort.new,  # PrioritySort
+        scheduling_gates.NAME: scheduling_gates.new,  # SchedulingGates
+        node_unschedulable.NAME: node_unschedulable.new,  # NodeUnschedulable
+        node_name.NAME: node_name.new,  # NodeName
+        taint_toleration.NAME: taint_toleration.new,  # TaintToleration
+        node_affinity.NAME: node_affinity.new,  # NodeAffinity
+        node_resources_fit.NAME: node_resources_fit.new,  # NodeResourcesFit
+        balanced_allocation.NAME: balanced_allocation.new,  # NodeResourcesBalancedAllocation
+        inter_pod_affinity.NAME: inter_pod_affinity.new,  # InterPodAffinity
+        default_preemption.NAME: default_preemption.new,  # DefaultPreemption
+        default_binder.NAME: default_binder.new,  # DefaultBinder
+        slow_pre_bind.NAME: slow_pre_bind.new,  # SlowPreBind (emulation, KEP-5278 scenarios)
+        waiting_permit.NAME: waiting_permit.new,  # WaitingPermit (emulation)
+        token_filter.NAME: token_filter.new,  # TokenFilter (emulation, S-PRE-2/3)
+    }
 
 
 def plugin_class(factory: PluginFactory) -> type:
@@ -103,7 +78,4 @@ def plugin_class(factory: PluginFactory) -> type:
 
 def extension_points(factory: PluginFactory) -> frozenset[str]:
     """The extension points (configuration spelling) the factory's plugin class implements."""
-    cls = plugin_class(factory)
-    return frozenset(
-        point for point, method in POINT_METHODS.items() if callable(getattr(cls, method, None))
-    )
+    return implemented_points(plugin_class(factory))
