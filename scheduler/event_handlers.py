@@ -9,8 +9,8 @@ cluster events with the action types upstream computes (allocatable, labels, tai
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from kemu.api.v1 import types_pb2
 from kemu.scheduling.events import (
@@ -22,9 +22,17 @@ from kemu.scheduling.events import (
 )
 from kemu.scheduling.types import pod_key, pod_priority, pod_requests
 from scheduler.cache.cache import CacheError
+from scheduler.cache.interface import SchedulerCache
+from scheduler.queue.interface import SchedulingQueue
 from scheduler.queue.pod_events import has_nominated_node_name_changed, le_priority_pre_check
 
 log = logging.getLogger(__name__)
+
+
+class WaitingPods(Protocol):
+    """What the handlers need of each profile's framework: its pods waiting at Permit."""
+
+    def reject_waiting_pod(self, uid: str) -> bool: ...
 
 
 def node_update_action(old: types_pb2.Node, new: types_pb2.Node) -> ActionType:
@@ -76,7 +84,7 @@ def _requests_went_down(old: types_pb2.Pod, new: types_pb2.Pod) -> bool:
     )
 
 
-def _cache_call(what: str, fn: Any, *args: Any) -> None:
+def _cache_call(what: str, fn: Callable[..., None], *args: object) -> None:
     """A cache inconsistency is logged, as upstream, and does not stop the handler."""
     try:
         fn(*args)
@@ -88,7 +96,12 @@ class EventHandlers:
     """The handlers the scheduler's pod and node informers call."""
 
     def __init__(
-        self, *, cache: Any, queue: Any, scheduler_names: Iterable[str], frameworks: Iterable[Any]
+        self,
+        *,
+        cache: SchedulerCache,
+        queue: SchedulingQueue,
+        scheduler_names: Iterable[str],
+        frameworks: Iterable[WaitingPods],
     ) -> None:
         self.cache = cache
         self.queue = queue

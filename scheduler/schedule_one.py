@@ -39,10 +39,16 @@ from kemu.scheduling.interface import (
     FitError,
     NodeToStatus,
     QueuedPodInfo,
+    SharedLister,
 )
+from kemu.scheduling.nominator import PodLister
+from kemu.scheduling.runtime import NodePluginScores
+from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.status import Code, Status, as_error, unresolvable
-from kemu.scheduling.types import NodeInfo, PostFilterResult, pod_key
+from kemu.scheduling.types import NodeInfo, PostFilterResult, PreFilterResult, pod_key
+from scheduler.cache.interface import SchedulerCache
 from scheduler.metrics import SchedulerMetrics
+from scheduler.queue.interface import SchedulingQueue
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +97,7 @@ class FrameworkLike(Protocol):
 
     def percentage_of_nodes_to_score(self) -> int: ...
 
-    def set_snapshot(self, snapshot: Any) -> None: ...
+    def set_snapshot(self, snapshot: SharedLister) -> None: ...
 
     def set_background(self, tg: TaskGroup | None) -> None: ...
 
@@ -103,7 +109,7 @@ class FrameworkLike(Protocol):
 
     def run_pre_filter_plugins(
         self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
-    ) -> Any: ...
+    ) -> tuple[PreFilterResult | None, Status, set[str]]: ...
 
     def run_filter_plugins_with_nominated_pods(
         self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo
@@ -119,7 +125,7 @@ class FrameworkLike(Protocol):
 
     def run_score_plugins(
         self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
-    ) -> Any: ...
+    ) -> tuple[list[NodePluginScores], Status]: ...
 
     def run_reserve_plugins_reserve(
         self, state: CycleState, pod: types_pb2.Pod, node: str
@@ -165,15 +171,15 @@ class Scheduler:
         self,
         *,
         client: ApiClient,
-        cache: Any,
-        queue: Any,
+        cache: SchedulerCache,
+        queue: SchedulingQueue,
         profiles: dict[str, FrameworkLike],
-        snapshot: Any,
+        snapshot: Snapshot,
         clock: Clock,
         gates: FeatureGates,
         metrics: SchedulerMetrics,
         recorder: EventRecorder,
-        pod_lister: Any,
+        pod_lister: PodLister,
         rng: random.Random | None = None,
     ) -> None:
         self.client = client
@@ -381,8 +387,7 @@ class Scheduler:
                 log.debug("nominated node %s of %s did not pass the filters", nnn, pod_key(pod))
 
         nodes = all_nodes
-        if pre_result is not None and not pre_result.all_nodes():
-            allowed = pre_result.node_names
+        if pre_result is not None and (allowed := pre_result.node_names) is not None:
             nodes = [n for n in all_nodes if n.name in allowed]
             excluded = unresolvable(
                 f"node(s) didn't satisfy plugin(s) [{', '.join(sorted(unschedulable_plugins))}]"

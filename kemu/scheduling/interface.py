@@ -30,7 +30,7 @@ from __future__ import annotations
 import builtins
 import random
 from collections import Counter
-from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar, runtime_checkable
 
@@ -455,6 +455,81 @@ class SchedulingApi(Protocol):
     ) -> None: ...
 
 
+# ---------------------------------------------------------------- informers and metrics
+# What plugins need of the scheduler's informers and metrics, declared here so that the library
+# names no client and no prometheus: kemu.client's InformerFactory and scheduler.metrics'
+# SchedulerMetrics satisfy these structurally.
+
+M_co = TypeVar("M_co", bound=Message, covariant=True)
+M_contra = TypeVar("M_contra", bound=Message, contravariant=True)
+
+
+class ObjectLister(Protocol[M_co]):
+    """An informer's cache: the current copy of an object, or of many (read only)."""
+
+    def get(self, name: str, namespace: str = "") -> M_co | None: ...
+
+    def list(self, namespace: str | None = None) -> Sequence[M_co]: ...
+
+
+class ObjectEventHandler(Protocol[M_contra]):
+    def on_add(self, obj: M_contra) -> None: ...
+
+    def on_update(self, old: M_contra, new: M_contra) -> None: ...
+
+    def on_delete(self, obj: M_contra) -> None: ...
+
+
+class SharedInformer(Protocol[M_co]):
+    @property
+    def lister(self) -> ObjectLister[M_co]: ...
+
+    def add_event_handler(self, handler: ObjectEventHandler[M_co]) -> None: ...
+
+
+class InformerFactory(Protocol):
+    def informer(
+        self,
+        kind: type[M],
+        *,
+        namespace: str = "",
+        label_selector: str = "",
+        field_selector: str = "",
+    ) -> SharedInformer[M]: ...
+
+
+class CounterMetric(Protocol):
+    def inc(self, amount: float = 1) -> None: ...
+
+
+class ObserverMetric(Protocol):
+    def observe(self, amount: float) -> None: ...
+
+
+class LabelledCounter(Protocol):
+    def labels(self, *values: str) -> CounterMetric: ...
+
+
+class LabelledObserver(Protocol):
+    def labels(self, *values: str) -> ObserverMetric: ...
+
+
+class PluginMetrics(Protocol):
+    """The scheduler's metrics that plugins record (upstream pkg/scheduler/metrics)."""
+
+    @property
+    def preemption_attempts(self) -> CounterMetric: ...
+
+    @property
+    def preemption_victims(self) -> ObserverMetric: ...
+
+    @property
+    def preemption_goroutines_duration(self) -> LabelledObserver: ...
+
+    @property
+    def preemption_goroutines_execution(self) -> LabelledCounter: ...
+
+
 class Handle(Protocol):
     """What plugins can reach: the cycle's snapshot, the API, the other plugins' runner."""
 
@@ -474,7 +549,7 @@ class Handle(Protocol):
 
     def nominator(self) -> PodNominator | None: ...
 
-    def informer_factory(self) -> Any | None:
+    def informer_factory(self) -> InformerFactory | None:
         """The scheduler's informers, for plugins that watch objects (None in simulations)."""
         ...
 
@@ -511,7 +586,7 @@ class Handle(Protocol):
         ...
 
     @property
-    def metrics(self) -> Any | None:
+    def metrics(self) -> PluginMetrics | None:
         """The scheduler's metrics (scheduler.metrics.SchedulerMetrics), None in simulations."""
         ...
 

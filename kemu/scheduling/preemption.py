@@ -99,7 +99,7 @@ class _PodLister(Protocol):
 
 
 class _PdbLister(Protocol):
-    def list(self, namespace: str | None = None) -> list[types_pb2.PodDisruptionBudget]: ...
+    def list(self, namespace: str | None = None) -> Sequence[types_pb2.PodDisruptionBudget]: ...
 
 
 # ---------------------------------------------------------------- ordering helpers

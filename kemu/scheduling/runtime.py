@@ -45,9 +45,12 @@ from kemu.scheduling.interface import (
     EnqueueExtensions,
     EventRecorder,
     FilterPlugin,
+    InformerFactory,
+    LabelledObserver,
     NodeToStatus,
     PermitPlugin,
     Plugin,
+    PluginMetrics,
     PodNominator,
     PostBindPlugin,
     PostFilterPlugin,
@@ -129,7 +132,7 @@ _ENQUEUE_POINTS: Final = ("preEnqueue", "preFilter", "filter", "reserve", "permi
 _ALL_EVENTS: Final = ClusterEvent(EventResource.WILDCARD, ActionType.ALL, "*")
 
 
-def observer_from_histogram(histogram: Any) -> ExtensionPointObserver:
+def observer_from_histogram(histogram: LabelledObserver) -> ExtensionPointObserver:
     """An observer for a prometheus Histogram labelled (extension_point, status, profile)."""
 
     def observe(extension_point: str, status: str, profile: str, seconds: float) -> None:
@@ -195,11 +198,11 @@ class Framework:
         gates: FeatureGates | None = None,
         event_recorder: EventRecorder | None = None,
         nominator: PodNominator | None = None,
-        informer_factory: Any | None = None,
+        informer_factory: InformerFactory | None = None,
         snapshot: SharedLister | None = None,
         waiting_pods: WaitingPodsMap | None = None,
         observe: ExtensionPointObserver | None = None,
-        metrics: Any | None = None,
+        metrics: PluginMetrics | None = None,
         rng: random.Random | None = None,
     ) -> None:
         self._profile_name = profile.scheduler_name
@@ -326,7 +329,7 @@ class Framework:
     def set_nominator(self, nominator: PodNominator | None) -> None:
         self._nominator = nominator
 
-    def informer_factory(self) -> Any | None:
+    def informer_factory(self) -> InformerFactory | None:
         return self._informer_factory
 
     def get_waiting_pod(self, uid: str) -> WaitingPod | None:
@@ -359,7 +362,7 @@ class Framework:
         self._background = tg
 
     @property
-    def metrics(self) -> Any | None:
+    def metrics(self) -> PluginMetrics | None:
         return self._metrics
 
     @property

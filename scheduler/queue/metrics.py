@@ -10,17 +10,28 @@ them; `QueueMetrics` makes them on its own for a queue used alone):
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from kemu.scheduling.interface import LabelledCounter
+
+
+class GaugeFunction(Protocol):
+    def set_function(self, f: Callable[[], float]) -> None: ...
+
+
+class LabelledGaugeFunction(Protocol):
+    def labels(self, *values: str) -> GaugeFunction: ...
 
 
 class QueueMetricsSink(Protocol):
     @property
-    def pending_pods(self) -> Any: ...
+    def pending_pods(self) -> LabelledGaugeFunction: ...
 
     @property
-    def queue_incoming_pods(self) -> Any: ...
+    def queue_incoming_pods(self) -> LabelledCounter: ...
 
 
 class QueueMetrics:

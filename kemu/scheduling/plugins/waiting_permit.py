@@ -21,7 +21,7 @@ Pods without the annotation, and not matching podSelector, get Success.
 from __future__ import annotations
 
 import logging
-from typing import Any, Final, Protocol, cast
+from typing import Any, Final
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.labels import Selector
@@ -37,6 +37,7 @@ from kemu.scheduling.interface import (
     CycleState,
     EnqueueExtensions,
     Handle,
+    InformerFactory,
     PermitPlugin,
     PluginArgs,
 )
@@ -63,14 +64,6 @@ DEFAULT_TIMEOUT: Final = 600.0
 # The scheduler's pod informer: asking the factory for the same key shares its watch instead of
 # opening a second one over every pod.
 POD_INFORMER_FIELD_SELECTOR: Final = SCHEDULER_POD_FIELD_SELECTOR
-
-
-class _PodInformer(Protocol):
-    def add_event_handler(self, handler: Any) -> None: ...
-
-
-class _InformerFactory(Protocol):
-    def informer(self, kind: type[types_pb2.Pod], *, field_selector: str = "") -> _PodInformer: ...
 
 
 class WaitingPermit(PermitPlugin, EnqueueExtensions):
@@ -129,12 +122,11 @@ class WaitingPermit(PermitPlugin, EnqueueExtensions):
 
     # ------------------------------------------------------------ releases
 
-    def watch(self, factory: Any) -> None:
+    def watch(self, factory: InformerFactory) -> None:
         """Receives pod updates from `factory`'s pod informer (before it starts)."""
-        f = cast(_InformerFactory, factory)
-        f.informer(types_pb2.Pod, field_selector=POD_INFORMER_FIELD_SELECTOR).add_event_handler(
-            self
-        )
+        factory.informer(
+            types_pb2.Pod, field_selector=POD_INFORMER_FIELD_SELECTOR
+        ).add_event_handler(self)
 
     def on_add(self, pod: types_pb2.Pod) -> None:
         self._observe(pod)

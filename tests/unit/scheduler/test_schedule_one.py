@@ -90,14 +90,14 @@ def _scheduler(
     sched = Scheduler(
         client=None,  # type: ignore[arg-type]
         cache=cache,
-        queue=None,
+        queue=None,  # type: ignore[arg-type]
         profiles={"default-scheduler": fwk},
         snapshot=Snapshot(),
         clock=clock,
         gates=FeatureGates.default(),
         metrics=SchedulerMetrics(None),
         recorder=None,  # type: ignore[arg-type]
-        pod_lister=None,
+        pod_lister=None,  # type: ignore[arg-type]
         rng=random.Random(seed),
     )
     return sched, fwk, cache

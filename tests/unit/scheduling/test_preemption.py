@@ -284,7 +284,7 @@ async def cluster(*, async_preemption: bool = False, seed: int = 0) -> AsyncIter
     scheduler = Scheduler(
         client=client,
         cache=cache,
-        queue=None,
+        queue=None,  # type: ignore[arg-type]
         profiles={SCHEDULER: fwk},
         snapshot=snapshot,
         clock=clock,
