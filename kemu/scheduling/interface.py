@@ -61,6 +61,10 @@ class StateData(Protocol):
     def clone(self) -> StateData: ...
 
 
+# A Filter plugin's bound `filter` method.
+FilterFn = Callable[["CycleState", types_pb2.Pod, NodeInfo], Status]
+
+
 class CycleState:
     """Per-cycle plugin state. `clone()` for preemption's what-if runs."""
 
@@ -76,7 +80,7 @@ class CycleState:
         self._data: dict[str, StateData] = {}
         self.skip_filter_plugins: set[str] = set()
         # The runtime's Filter plugins not skipped at PreFilter, computed once per cycle.
-        self.filter_plan: list[Any] | None = None
+        self.filter_plan: list[tuple[str, FilterFn]] | None = None
         self.skip_score_plugins: set[str] = set()
         # PreBind plugins whose PreBindPreFlight returned Skip: RunPreBindPlugins skips them.
         self.skip_pre_bind_plugins: set[str] = set()

@@ -44,6 +44,7 @@ from kemu.scheduling.interface import (
     CycleState,
     EnqueueExtensions,
     EventRecorder,
+    FilterFn,
     FilterPlugin,
     InformerFactory,
     LabelledObserver,
@@ -96,7 +97,6 @@ LessFunc = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
 PreFilterFn = Callable[
     [CycleState, types_pb2.Pod, list[NodeInfo]], tuple[PreFilterResult | None, Status]
 ]
-FilterFn = Callable[[CycleState, types_pb2.Pod, NodeInfo], Status]
 PostFilterFn = Callable[
     [CycleState, types_pb2.Pod, NodeToStatus],
     Coroutine[Any, Any, tuple[PostFilterResult | None, Status]],
