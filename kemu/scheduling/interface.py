@@ -407,7 +407,7 @@ class WaitingPod(Protocol):
 
 
 class PodNominator(Protocol):
-    """The scheduler's in-memory nominations (issue 5 fills this in; see reference §3.3)."""
+    """The scheduler's in-memory nominations (reference §3.3): kemu.scheduling.nominator."""
 
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]: ...
 
