@@ -42,6 +42,8 @@ from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.preemption import (
     DISRUPTION_TARGET,
     PREEMPTION_BY_SCHEDULER,
+    Candidate,
+    Victims,
 )
 from kemu.scheduling.runtime import Framework
 from kemu.scheduling.snapshot import Snapshot
@@ -611,6 +613,23 @@ async def test_post_filter_through_the_framework_names_the_plugin() -> None:
         assert status.code == Code.UNSCHEDULABLE
         assert status.plugin == "DefaultPreemption"
         assert status.message().startswith("preemption: 0/1 nodes are available")
+
+
+@pytest.mark.anyio
+async def test_executor_prepares_the_candidate_it_is_given() -> None:
+    async with cluster() as c:
+        p = await two_victims(c)
+        v1 = await c.stored("v1")
+        assert v1 is not None
+        # The dry run is not consulted: the executor removes exactly the victims it is handed.
+        status = await c.executor.prepare_candidate(
+            default_preemption.NAME, Candidate("n1", Victims((v1,))), p
+        )
+        assert status == SUCCESS
+        assert c.actions_on("v1") == [("patch", "status"), ("delete", "")]
+        assert c.actions_on("v2") == []
+        assert names_of_events(c) == ["v1"]
+        assert c.sample("scheduler_preemption_victims_sum") == 1.0
 
 
 # ---------------------------------------------------------------- §3.8 async

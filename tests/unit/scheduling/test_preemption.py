@@ -11,8 +11,10 @@ gate-dependent registration are looked at.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
+import anyio
 import pytest
 
 from kemu.api.v1 import types_pb2
@@ -32,6 +34,7 @@ from kemu.scheduling.preemption import (
     DISRUPTION_TARGET,
     PREEMPTION_BY_SCHEDULER,
     Candidate,
+    Evaluator,
     Victims,
     earliest_pod_start_time_ns,
     importance_key,
@@ -43,7 +46,7 @@ from kemu.scheduling.profile import default_profile
 from kemu.scheduling.runtime import Framework
 from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.status import SUCCESS, Code, unresolvable, unschedulable
-from kemu.scheduling.types import NodeInfo, PodInfo
+from kemu.scheduling.types import NodeInfo, PodInfo, PostFilterResult
 from kemu.testing.builders import make_node, make_pod
 from tests.unit.scheduling.plugins.fakes import FakeHandle
 from tests.unit.scheduling.preemption_builders import (
@@ -55,6 +58,8 @@ from tests.unit.scheduling.preemption_builders import (
     pdb,
     pod,
 )
+
+T = TypeVar("T")
 
 # ---------------------------------------------------------------- the harness
 
@@ -691,3 +696,110 @@ def test_select_candidate_returns_a_single_candidate_as_is() -> None:
         [Candidate("a", victims(5)), Candidate("b", victims(3, 3))]
     )
     assert best is not None and best.name == "b"
+
+
+# ---------------------------------------------------------------- as a simulation uses it
+
+
+def full_nodes() -> tuple[list[types_pb2.Node], list[types_pb2.Pod]]:
+    """Two full nodes: "a" holds two low pods of 2 cpu, "b" a low pod of 3 cpu next to a
+    high-priority one of 1 cpu. A 3-cpu pod of priority 100 needs both of a's pods gone, or
+    b's low one, which a PDB guards."""
+    nodes = [make_node(n).capacity(cpu="4", memory="64Gi", pods="32").obj() for n in ("a", "b")]
+    pods = [
+        pod("a-low-1", 1, "2", node="a", started=NOW - 100),
+        pod("a-low-2", 1, "2", node="a", started=NOW - 50),
+        pod("b-low", 1, "3", node="b", labels={"app": "guarded"}),
+        pod("b-high", 200, "1", node="b"),
+    ]
+    return nodes, pods
+
+
+def filter_statuses(fwk: Framework, state: CycleState, p: types_pb2.Pod) -> NodeToStatus:
+    """PreFilter and Filter over every node of the framework's snapshot; none may fit."""
+    nodes = fwk.snapshot_shared_lister().node_infos().list()
+    _, status, _ = fwk.run_pre_filter_plugins(state, p, nodes)
+    assert status.is_success()
+    statuses = NodeToStatus()
+    for ni in nodes:
+        status = fwk.run_filter_plugins_with_nominated_pods(state, p, ni)
+        assert status.code == Code.UNSCHEDULABLE
+        statuses.set(ni.name, status)
+    return statuses
+
+
+def test_dry_run_on_a_bare_snapshot_picks_a_node_and_its_victims() -> None:
+    nodes, pods = full_nodes()
+    snapshot = Snapshot.from_objects(pods, nodes)
+    registry = in_tree_registry()
+    fwk = Framework(default_profile(registry), registry, snapshot=snapshot)
+    plugin = fwk.plugin(default_preemption.NAME)
+    assert isinstance(plugin, DefaultPreemption)
+    evaluator = Evaluator(default_preemption.NAME, fwk, plugin)
+    preemptor = pod("p", 100, "3")
+    state = CycleState()
+    statuses = filter_statuses(fwk, state, preemptor)
+
+    evaluation = evaluator.evaluate(state, preemptor, statuses, [])
+
+    # b: one victim (smaller shifted sum of priorities) beats a's two.
+    assert evaluation.result == PostFilterResult("b")
+    assert evaluation.status == SUCCESS
+    assert evaluation.candidate is not None
+    assert evaluation.candidate.name == "b"
+    assert names(evaluation.candidate.victims.pods) == ["b-low"]
+    assert evaluation.candidate.victims.num_pdb_violations == 0
+    # Only copies were changed.
+    assert [names(pi.pod for pi in ni.pods) for ni in snapshot.list()] == [
+        ["a-low-1", "a-low-2"],
+        ["b-low", "b-high"],
+    ]
+
+
+def test_dry_run_on_a_bare_snapshot_takes_the_pdbs_it_is_given() -> None:
+    nodes, pods = full_nodes()
+    snapshot = Snapshot.from_objects(pods, nodes)
+    registry = in_tree_registry()
+    fwk = Framework(default_profile(registry), registry, snapshot=snapshot)
+    plugin = fwk.plugin(default_preemption.NAME)
+    assert isinstance(plugin, DefaultPreemption)
+    preemptor = pod("p", 100, "3")
+    state = CycleState()
+    statuses = filter_statuses(fwk, state, preemptor)
+    guard = [pdb("guard", 0, app="guarded")]
+
+    evaluation = plugin.evaluator.evaluate(state, preemptor, statuses, guard)
+
+    # Fewest PDB violations comes first: a's two unguarded victims now beat b's guarded one.
+    assert evaluation.candidate is not None
+    assert evaluation.candidate.name == "a"
+    assert names(evaluation.candidate.victims.pods) == ["a-low-1", "a-low-2"]
+    assert evaluation.candidate.victims.num_pdb_violations == 0
+
+
+def test_post_filter_without_an_executor_nominates_and_writes_nothing() -> None:
+    c = Sim(async_preemption=True)
+    nodes, pods = full_nodes()
+    for n in nodes:
+        c.node(n.metadata.name, cpu="4")
+    for p in pods:
+        c.add(p)
+    preemptor = c.add(pod("p", 100, "3"))
+    state, statuses = c.cycle(preemptor)
+
+    result, status = anyio_run(c.fwk.run_post_filter_plugins(state, preemptor, statuses))
+
+    assert (result, status) == (PostFilterResult("b"), SUCCESS)
+    assert names(pi.pod for pi in c.node_info("b").pods) == ["b-low", "b-high"]
+    # Nothing runs in the background, so nothing holds the pod at PreEnqueue.
+    assert c.plugin.pre_enqueue(preemptor) == SUCCESS
+    assert c.fwk.run_pre_enqueue_plugins(preemptor) == SUCCESS
+
+
+def anyio_run(coro: Coroutine[Any, Any, T]) -> T:
+    """Runs a PostFilter (async, as upstream's extension point) from a synchronous test."""
+
+    async def main() -> T:
+        return await coro
+
+    return anyio.run(main)
