@@ -41,6 +41,7 @@ from scheduler.cache.cache import Cache
 from scheduler.config import KubeSchedulerConfiguration, default_config, load_config
 from scheduler.event_handlers import EventHandlers
 from scheduler.metrics import SchedulerMetrics
+from scheduler.preemption_executor import Executor
 from scheduler.queue.hints import build_queueing_hint_map
 from scheduler.queue.scheduling_queue import PriorityQueue
 from scheduler.schedule_one import Scheduler
@@ -137,6 +138,9 @@ async def serve(
             observe=observer_from_histogram(metrics.framework_extension_point_duration),
             metrics=metrics,
             rng=rng,
+            preemption_executor=functools.partial(
+                Executor, client=client, pod_lister=pods.lister, metrics=metrics
+            ),
         )
         for profile in config.profiles
     }

@@ -50,6 +50,7 @@ from kemu.scheduling.types import (
 if TYPE_CHECKING:
     from kemu.component.clock import Clock
     from kemu.component.featuregate import FeatureGates
+    from kemu.scheduling.preemption import Candidate
 
 
 # ---------------------------------------------------------------- cycle state
@@ -418,36 +419,11 @@ class EventRecorder(Protocol):
     ) -> None: ...
 
 
-M = TypeVar("M", bound=Message)
-
-
 class SchedulingApi(Protocol):
-    """The API calls the framework's plugins make. The library never imports a client: the
-    scheduler process passes its kemu.client.Client, which has these methods (and more);
-    simulations pass none."""
-
-    async def get(self, kind: type[M], name: str, namespace: str = "") -> M: ...
-
-    async def patch(
-        self,
-        kind: type[M],
-        name: str,
-        patch: Mapping[str, Any] | str,
-        namespace: str = "",
-        *,
-        subresource: str = "",
-    ) -> M: ...
-
-    async def delete(
-        self,
-        kind: type[M],
-        name: str,
-        namespace: str = "",
-        *,
-        grace_period_seconds: int | None = None,
-        uid: str | None = None,
-        resource_version: str | None = None,
-    ) -> M: ...
+    """The API calls the library's plugins make: only DefaultBinder's pods/binding (the
+    preemption executor, which writes to victims, is the scheduler's own). The library never
+    imports a client: the scheduler process passes its kemu.client.Client, which has this
+    method (and more); simulations pass none."""
 
     async def bind(
         self,
@@ -464,6 +440,7 @@ class SchedulingApi(Protocol):
 # names no client and no prometheus: kemu.client's InformerFactory and scheduler.metrics'
 # SchedulerMetrics satisfy these structurally.
 
+M = TypeVar("M", bound=Message)
 M_co = TypeVar("M_co", bound=Message, covariant=True)
 M_contra = TypeVar("M_contra", bound=Message, contravariant=True)
 
@@ -519,19 +496,46 @@ class LabelledObserver(Protocol):
 
 
 class PluginMetrics(Protocol):
-    """The scheduler's metrics that plugins record (upstream pkg/scheduler/metrics)."""
+    """The scheduler's metrics that plugins record (upstream pkg/scheduler/metrics); the
+    preemption executor records the others in the scheduler process."""
 
     @property
     def preemption_attempts(self) -> CounterMetric: ...
 
-    @property
-    def preemption_victims(self) -> ObserverMetric: ...
 
-    @property
-    def preemption_goroutines_duration(self) -> LabelledObserver: ...
+class PreemptionExecutor(Protocol):
+    """Carries out a preemption the dry run chose (upstream preemption.Executor): for each
+    victim not already being deleted, reject it if it waits at Permit, else set DisruptionTarget
+    and DELETE it gracefully; a Preempted event each; and clear the nominations of pods of
+    strictly lower priority nominated to the node (reference §3.8). Provided by the scheduler
+    process through `Handle.preemption_executor()`; absent in simulations, where PostFilter
+    only reports the node it would nominate. `plugin` names the preemption plugin (a waiting
+    victim is rejected in its name)."""
 
-    @property
-    def preemption_goroutines_execution(self) -> LabelledCounter: ...
+    async def prepare_candidate(
+        self, plugin: str, candidate: Candidate, preemptor: types_pb2.Pod
+    ) -> Status:
+        """Preempts now: Success once every deletion is issued and the nominations cleared;
+        an Error status if an API call on a victim failed."""
+        ...
+
+    def prepare_candidate_async(
+        self, plugin: str, candidate: Candidate, preemptor: types_pb2.Pod
+    ) -> None:
+        """Starts the preemption in a background task that outlives the cycle
+        (SchedulerAsyncPreemption); on failure the preemptor is activated again."""
+        ...
+
+    def is_pod_running_preemption(self, uid: str) -> bool:
+        """Whether the pod's asynchronous preemption has not yet issued every deletion: the
+        plugin then holds the pod at PreEnqueue."""
+        ...
+
+
+# Builds a framework's executor from its Handle (the Handle gives it the waiting pods, the
+# nominator, Activate and the background task group), as upstream's executor is built from
+# framework.Handle.
+PreemptionExecutorFactory = Callable[["Handle"], PreemptionExecutor]
 
 
 class Handle(Protocol):
@@ -574,6 +578,10 @@ class Handle(Protocol):
     ) -> Status: ...
 
     def get_waiting_pod(self, uid: str) -> WaitingPod | None: ...
+
+    def preemption_executor(self) -> PreemptionExecutor | None:
+        """The scheduler's preemption executor; None in simulations (nothing is written)."""
+        ...
 
     def iterate_over_waiting_pods(self) -> Iterable[WaitingPod]: ...
 

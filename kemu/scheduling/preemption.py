@@ -1,54 +1,50 @@
-"""Preemption (upstream pkg/scheduler/framework/preemption): make room for a pod that fits
-nowhere by removing pods of lower priority (reference §3.5-§3.8).
+"""Preemption's dry run (upstream pkg/scheduler/framework/preemption, the Evaluator without its
+Executor): which node to nominate a pod to, and which lower-priority pods would have to go
+there, computed over the cycle's snapshot (reference §3.5-§3.7). Pure: no API writes.
 
-`Evaluator.preempt` is the algorithm a PostFilter plugin runs; the plugin supplies the policy
-through `PreemptionPolicy` (which pods may be victims, how many candidate nodes to try):
+`Evaluator.evaluate` is upstream Preempt up to choosing the candidate; the policy (which pods
+may be victims, how many candidate nodes to try) comes from a PostFilter plugin through
+`PreemptionPolicy`:
 
-1. the latest copy of the pod, and whether it may preempt at all;
+1. whether the pod may preempt at all (`pod_eligible_to_preempt_others`);
 2. candidates: the nodes the cycle found Unschedulable (not UnschedulableAndUnresolvable),
-   dry-run from a random offset (`DryRunPreemption`) until enough candidates are found, each
+   dry-run from a random offset (`dry_run_preemption`) until enough candidates are found, each
    with the victims its `select_victims_on_node` picks on a copy of the node and cycle state;
 3. no candidate: Unschedulable with upstream's "0/N nodes are available" message and a result
    that clears the pod's nominated node; otherwise the best candidate
-   (`pick_one_node_for_preemption`, upstream's exact criteria order);
-4. the preemption itself: each victim gets the DisruptionTarget condition and a graceful
-   DELETE (or, held at Permit, is rejected), a Preempted event; lower-priority pods nominated to
-   the node lose their nomination. Synchronous in the cycle, or in a background task with
-   SchedulerAsyncPreemption: then the preemptor is held out of activeQ
-   (`is_pod_running_preemption`, asked by the plugin's PreEnqueue) until the deletions are
-   issued.
-5. the result nominates the pod to the chosen node; the cycle still reports it unschedulable.
+   (`pick_one_node_for_preemption`, upstream's exact criteria order).
 
-Pure apart from the API calls it makes through the Handle's client; no gRPC here.
+It needs only a Handle (a `kemu.scheduling.runtime.Framework` over a snapshot), the pod, the
+cycle's node statuses and the PDBs: a simulation (the autoscaler, resize preemption) calls it
+without a scheduler. `Evaluator.preempt` is what a PostFilter plugin runs in the scheduler: the
+latest copy of the pod and the PDBs from the informers, `evaluate`, then the chosen candidate
+handed to the Handle's `PreemptionExecutor` (the scheduler process's API writes, synchronous or
+SchedulerAsyncPreemption's background task). Without an executor (a simulation) nothing is
+written and the result still nominates the chosen node: what the scheduler would do.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
-
-import anyio
+from typing import Final, Protocol
 
 from kemu.api.v1 import types_pb2
-from kemu.machinery.convert import format_time, message_to_dict, timestamp
-from kemu.machinery.errors import ApiError, Conflict, NotFound
-from kemu.machinery.kinds import EVENT_NORMAL
-from kemu.scheduling.interface import CycleState, FitError, Handle, NodeToStatus
+from kemu.scheduling.interface import CycleState, FitError, Handle, NodeToStatus, ObjectLister
+from kemu.scheduling.nominator import PodLister
 from kemu.scheduling.status import SUCCESS, Code, Status, as_error, unresolvable
 from kemu.scheduling.types import NodeInfo, PodInfo, PostFilterResult, pod_key, pod_priority
 
 logger = logging.getLogger(__name__)
 
+# The condition the executor puts on a victim before deleting it; eligibility reads it back
+# (a pod terminating for this reason is room being made for a preemptor).
 DISRUPTION_TARGET: Final = "DisruptionTarget"
 PREEMPTION_BY_SCHEDULER: Final = "PreemptionByScheduler"
 NOT_HELPFUL: Final = "Preemption is not helpful for scheduling"
 # Shift that makes every priority non-negative in the sum criterion (math.MaxInt32 + 1).
 _PRIORITY_SHIFT: Final = 2**31
-# How often a DisruptionTarget patch is retried when the victim changed under it.
-_CONDITION_PATCH_ATTEMPTS: Final = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +62,20 @@ class Candidate:
 
     name: str
     victims: Victims
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """The dry run's answer for one pod. `candidate` is the node and victims chosen, None when
+    the pod may not preempt or preemption cannot help; `result` and `status` are what PostFilter
+    reports once that candidate is being prepared: (None, Error) for a transient failure,
+    (None, Unschedulable) when the pod may not preempt now (its nomination stays),
+    (PostFilterResult(""), Unschedulable) when preemption cannot help (the nomination is
+    cleared), (PostFilterResult(node), Success) with a candidate."""
+
+    result: PostFilterResult | None
+    status: Status
+    candidate: Candidate | None = None
 
 
 class PreemptionPolicy(Protocol):
@@ -92,14 +102,6 @@ class PreemptionPolicy(Protocol):
         """The victims on `node` (a copy, as is `state`), the number of PDB-violating ones,
         and Success; or why the node cannot be made to fit."""
         ...
-
-
-class _PodLister(Protocol):
-    def get(self, name: str, namespace: str = "") -> types_pb2.Pod | None: ...
-
-
-class _PdbLister(Protocol):
-    def list(self, namespace: str | None = None) -> Sequence[types_pb2.PodDisruptionBudget]: ...
 
 
 # ---------------------------------------------------------------- ordering helpers
@@ -180,7 +182,11 @@ def pod_terminating_by_preemption(pod: types_pb2.Pod) -> bool:
 
 
 class Evaluator:
-    """Runs preemption for one plugin (upstream preemption.Evaluator and Executor)."""
+    """Preemption's dry run for one plugin (upstream preemption.Evaluator), and `preempt`, which
+    runs it and hands the chosen candidate to the Handle's executor. See the module docstring.
+
+    `pod_lister` and `pdb_lister` are the scheduler's informers (None in simulations: the pod
+    is taken as given and there are no PDBs)."""
 
     def __init__(
         self,
@@ -188,9 +194,9 @@ class Evaluator:
         handle: Handle,
         policy: PreemptionPolicy,
         *,
-        async_preemption: bool,
-        pod_lister: _PodLister | None,
-        pdb_lister: _PdbLister | None,
+        async_preemption: bool = False,
+        pod_lister: PodLister | None = None,
+        pdb_lister: ObjectLister[types_pb2.PodDisruptionBudget] | None = None,
     ) -> None:
         self.plugin_name = plugin_name
         self.handle = handle
@@ -198,51 +204,38 @@ class Evaluator:
         self.async_preemption = async_preemption
         self.pod_lister = pod_lister
         self.pdb_lister = pdb_lister
-        # Preemptors whose asynchronous preemption is under way (uid), and for those waiting
-        # for their last victim's deletion, that victim (namespace, name).
-        self._preempting: set[str] = set()
-        self._last_victim: dict[str, tuple[str, str]] = {}
 
     def _now_ns(self) -> int:
         return int(self.handle.clock.now() * 1e9)
 
-    # ------------------------------------------------------------ the algorithm
+    # ------------------------------------------------------------ in the scheduler
 
     async def preempt(
         self, state: CycleState, pod: types_pb2.Pod, statuses: NodeToStatus
     ) -> tuple[PostFilterResult | None, Status]:
-        """(None, Error) for a transient failure and (None, Unschedulable) when the pod may not
-        preempt now: its nomination stays. (PostFilterResult(""), Unschedulable) when
-        preemption cannot help: the nomination is cleared. (PostFilterResult(node), Success)
-        once victims on `node` are being preempted."""
+        """upstream Preempt: `evaluate` on the latest copy of the pod, then the candidate's
+        preparation by the executor (see Evaluation for what the result means). An executor's
+        failure in synchronous mode is (None, Error): the nomination stays."""
         if self.pod_lister is not None:
             latest = self.pod_lister.get(pod.metadata.name, pod.metadata.namespace)
             if latest is None:
                 return None, as_error(f'pod "{pod_key(pod)}" not found')
             pod = latest
-
-        nominated_status = statuses.get(pod.status.nominated_node_name)
-        ok, msg = self.policy.pod_eligible_to_preempt_others(pod, nominated_status)
-        if not ok:
-            logger.debug("Pod %s is not eligible for preemption: %s", pod_key(pod), msg)
-            return None, Status(Code.UNSCHEDULABLE, (msg,))
-
-        lister = self.handle.snapshot_shared_lister().node_infos()
-        all_nodes = lister.list()
-        if not all_nodes:
-            return None, as_error("no nodes available")
-        candidates, dry_run_statuses, errors = self.find_candidates(state, pod, statuses)
-        if not candidates:
-            if errors:
-                return None, errors[0]
-            dry_run_statuses.absent = unresolvable(NOT_HELPFUL)
-            fit = FitError(pod, len(all_nodes), dry_run_statuses)
-            logger.info("No preemption candidate for %s; preemption is not helpful", pod_key(pod))
-            return PostFilterResult(""), Status(Code.UNSCHEDULABLE, (str(fit),))
-
-        best = self.select_candidate(candidates)
+        pdbs = self.pdb_lister.list() if self.pdb_lister is not None else []
+        evaluation = self.evaluate(state, pod, statuses, pdbs)
+        best = evaluation.candidate
         if best is None:
-            return None, Status(Code.UNSCHEDULABLE, ("no candidate node for preemption",))
+            return evaluation.result, evaluation.status
+        executor = self.handle.preemption_executor()
+        if executor is None:
+            # A simulation: report the node the scheduler would nominate, remove nothing.
+            logger.debug(
+                "No preemption executor: %s would preempt %d pod(s) on %s",
+                pod_key(pod),
+                len(best.victims.pods),
+                best.name,
+            )
+            return evaluation.result, evaluation.status
         logger.info(
             "Preempting %d pod(s) on %s for %s",
             len(best.victims.pods),
@@ -250,15 +243,56 @@ class Evaluator:
             pod_key(pod),
         )
         if self.async_preemption:
-            self.prepare_candidate_async(best, pod)
+            executor.prepare_candidate_async(self.plugin_name, best, pod)
         else:
-            status = await self.prepare_candidate(best, pod)
+            status = await executor.prepare_candidate(self.plugin_name, best, pod)
             if not status.is_success():
                 return None, status
-        return PostFilterResult(best.name), SUCCESS
+        return evaluation.result, evaluation.status
+
+    # ------------------------------------------------------------ the dry run
+
+    def evaluate(
+        self,
+        state: CycleState,
+        pod: types_pb2.Pod,
+        statuses: NodeToStatus,
+        pdbs: Sequence[types_pb2.PodDisruptionBudget],
+    ) -> Evaluation:
+        """Whether `pod` may preempt, and where, over the handle's snapshot: `statuses` are the
+        cycle's (PreFilter and Filter) rejections, `state` its CycleState (cloned, never
+        changed). No side effects."""
+        nominated_status = statuses.get(pod.status.nominated_node_name)
+        ok, msg = self.policy.pod_eligible_to_preempt_others(pod, nominated_status)
+        if not ok:
+            logger.debug("Pod %s is not eligible for preemption: %s", pod_key(pod), msg)
+            return Evaluation(None, Status(Code.UNSCHEDULABLE, (msg,)))
+
+        all_nodes = self.handle.snapshot_shared_lister().node_infos().list()
+        if not all_nodes:
+            return Evaluation(None, as_error("no nodes available"))
+        candidates, dry_run_statuses, errors = self.find_candidates(state, pod, statuses, pdbs)
+        if not candidates:
+            if errors:
+                return Evaluation(None, errors[0])
+            dry_run_statuses.absent = unresolvable(NOT_HELPFUL)
+            fit = FitError(pod, len(all_nodes), dry_run_statuses)
+            logger.info("No preemption candidate for %s; preemption is not helpful", pod_key(pod))
+            return Evaluation(PostFilterResult(""), Status(Code.UNSCHEDULABLE, (str(fit),)))
+
+        best = self.select_candidate(candidates)
+        if best is None:
+            return Evaluation(
+                None, Status(Code.UNSCHEDULABLE, ("no candidate node for preemption",))
+            )
+        return Evaluation(PostFilterResult(best.name), SUCCESS, best)
 
     def find_candidates(
-        self, state: CycleState, pod: types_pb2.Pod, statuses: NodeToStatus
+        self,
+        state: CycleState,
+        pod: types_pb2.Pod,
+        statuses: NodeToStatus,
+        pdbs: Sequence[types_pb2.PodDisruptionBudget],
     ) -> tuple[list[Candidate], NodeToStatus, list[Status]]:
         """Dry-runs preemption on the nodes the cycle found Unschedulable."""
         lister = self.handle.snapshot_shared_lister().node_infos()
@@ -266,7 +300,6 @@ class Evaluator:
         if not potential:
             logger.debug("Preemption will not help schedule %s on any node", pod_key(pod))
             return [], NodeToStatus(), []
-        pdbs = self.pdb_lister.list() if self.pdb_lister is not None else []
         offset, num = self.policy.get_offset_and_num_candidates(len(potential))
         return self.dry_run_preemption(state, pod, potential, pdbs, offset, num)
 
@@ -316,263 +349,3 @@ class Evaluator:
         by_node = {c.name: c.victims for c in candidates}
         name = pick_one_node_for_preemption(by_node, self._now_ns())
         return Candidate(name, by_node[name]) if name in by_node else candidates[0]
-
-    # ------------------------------------------------------------ the preemption
-
-    def _observe_victims(self, count: int) -> None:
-        metrics = self.handle.metrics
-        if metrics is not None:
-            metrics.preemption_victims.observe(count)
-
-    async def prepare_candidate(self, c: Candidate, preemptor: types_pb2.Pod) -> Status:
-        """Preempts the victims (in parallel), then clears the nominations of lower-priority
-        pods nominated to the node. An API error on a victim fails the preemption."""
-        self._observe_victims(len(c.victims.pods))
-        errors: list[BaseException] = []
-
-        async def one(victim: types_pb2.Pod) -> None:
-            try:
-                await self.preempt_pod(c, preemptor, victim)
-            except ApiError as e:
-                errors.append(e)
-
-        async with anyio.create_task_group() as tg:
-            for victim in c.victims.pods:
-                if victim.metadata.HasField("deletion_timestamp"):
-                    logger.debug("Victim %s is already being deleted", pod_key(victim))
-                    continue
-                tg.start_soon(one, victim)
-        if errors:
-            return as_error(errors[0])
-        await self._clear_lower_priority_nominations(preemptor, c.name)
-        return SUCCESS
-
-    def prepare_candidate_async(self, c: Candidate, preemptor: types_pb2.Pod) -> None:
-        """Starts the preemption in a background task; the preemptor is held out of activeQ
-        until every victim's deletion has been issued (or the task failed: then it is
-        activated at once)."""
-        victims = [v for v in c.victims.pods if not v.metadata.HasField("deletion_timestamp")]
-        if not victims:
-            return
-        self._observe_victims(len(c.victims.pods))
-        uid = preemptor.metadata.uid
-        self._preempting.add(uid)
-
-        async def run() -> None:
-            start = time.perf_counter()
-            result = "success"
-            try:
-                if not await self._clear_lower_priority_nominations(preemptor, c.name):
-                    result = "error"
-                errors: list[BaseException] = []
-
-                async def one(victim: types_pb2.Pod) -> None:
-                    try:
-                        await self.preempt_pod(c, preemptor, victim)
-                    except ApiError as e:
-                        errors.append(e)
-
-                # All victims but the last in parallel; the last one alone, so that PreEnqueue
-                # can tell "its deletion was issued" from "still preempting".
-                async with anyio.create_task_group() as tg:
-                    for victim in victims[:-1]:
-                        tg.start_soon(one, victim)
-                if errors:
-                    logger.error(
-                        "Asynchronous preemption for %s failed: %s", pod_key(preemptor), errors[0]
-                    )
-                    result = "error"
-                else:
-                    last = victims[-1]
-                    self._last_victim[uid] = (last.metadata.namespace, last.metadata.name)
-                    await one(last)
-                    if errors:
-                        logger.error(
-                            "Asynchronous preemption of the last victim for %s failed: %s",
-                            pod_key(preemptor),
-                            errors[0],
-                        )
-                        result = "error"
-            finally:
-                self._preempting.discard(uid)
-                self._last_victim.pop(uid, None)
-                metrics = self.handle.metrics
-                if metrics is not None:
-                    metrics.preemption_goroutines_duration.labels(result).observe(
-                        time.perf_counter() - start
-                    )
-                    metrics.preemption_goroutines_execution.labels(result).inc()
-                logger.info(
-                    "Asynchronous preemption for %s on %s finished: %s",
-                    pod_key(preemptor),
-                    c.name,
-                    result,
-                )
-            if result == "error":
-                # It may otherwise wait in the unschedulable pool for an event that never comes.
-                self.handle.activate([preemptor])
-
-        self.handle.spawn(run, name=f"preempt for {pod_key(preemptor)}")
-
-    def is_pod_running_preemption(self, uid: str) -> bool:
-        """Whether the pod's asynchronous preemption has not yet issued every deletion."""
-        if uid not in self._preempting:
-            return False
-        last = self._last_victim.get(uid)
-        if last is None:
-            return True
-        if self.pod_lister is None:
-            return True
-        victim = self.pod_lister.get(last[1], last[0])
-        return victim is not None and not victim.metadata.HasField("deletion_timestamp")
-
-    async def preempt_pod(
-        self, c: Candidate, preemptor: types_pb2.Pod, victim: types_pb2.Pod
-    ) -> None:
-        """Rejects a victim held at Permit; otherwise marks it DisruptionTarget and deletes it
-        with its own grace period. A victim that is already gone is fine. Raises ApiError."""
-        waiting = self.handle.get_waiting_pod(victim.metadata.uid)
-        if waiting is not None:
-            waiting.reject(self.plugin_name, "preempted")
-            logger.info(
-                "Preemptor %s rejected waiting pod %s on %s",
-                pod_key(preemptor),
-                pod_key(victim),
-                c.name,
-            )
-        else:
-            if not await self._add_disruption_target(preemptor, victim):
-                logger.debug("Victim %s is already deleted", pod_key(victim))
-                return
-            try:
-                await self.handle.client.delete(
-                    types_pb2.Pod,
-                    victim.metadata.name,
-                    victim.metadata.namespace,
-                    uid=victim.metadata.uid,
-                )
-            except NotFound:
-                logger.debug("Victim %s is already deleted", pod_key(victim))
-                return
-            except Conflict:
-                # The uid precondition failed: the victim is gone and a namesake took its place.
-                logger.debug("Victim %s is already deleted (uid changed)", pod_key(victim))
-                return
-            logger.info(
-                "Preemptor %s preempted %s on %s", pod_key(preemptor), pod_key(victim), c.name
-            )
-        self.handle.event_recorder.event(
-            victim,
-            EVENT_NORMAL,
-            "Preempted",
-            "Preempting",
-            f"Preempted by pod {preemptor.metadata.uid} on node {c.name}",
-        )
-
-    async def _add_disruption_target(self, preemptor: types_pb2.Pod, victim: types_pb2.Pod) -> bool:
-        """Adds DisruptionTarget=True (PreemptionByScheduler) to the victim's status unless it
-        has it already; a compare-and-swap on its resourceVersion so that conditions written
-        meanwhile (the kubelet's) are kept. False when the victim no longer exists."""
-        message = (
-            f"{preemptor.spec.scheduler_name}: preempting to accommodate a higher priority pod"
-        )
-        client = self.handle.client
-        current = victim
-        for _ in range(_CONDITION_PATCH_ATTEMPTS):
-            conditions = _with_disruption_target(current, message, self.handle.clock.now())
-            if conditions is None:
-                return True
-            patch = {
-                "metadata": {"resourceVersion": current.metadata.resource_version},
-                "status": {"conditions": conditions},
-            }
-            try:
-                await client.patch(
-                    types_pb2.Pod,
-                    victim.metadata.name,
-                    patch,
-                    victim.metadata.namespace,
-                    subresource="status",
-                )
-                return True
-            except NotFound:
-                return False
-            except Conflict:
-                try:
-                    current = await client.get(
-                        types_pb2.Pod, victim.metadata.name, victim.metadata.namespace
-                    )
-                except NotFound:
-                    return False
-                if current.metadata.uid != victim.metadata.uid:
-                    return False
-        raise Conflict(
-            f"could not add the DisruptionTarget condition to {pod_key(victim)}: it kept changing"
-        )
-
-    async def _clear_lower_priority_nominations(self, preemptor: types_pb2.Pod, node: str) -> bool:
-        """Pods of lower priority nominated to `node` may no longer fit there: their
-        nomination is cleared so that they look elsewhere sooner. Equal priority keeps it.
-        False if a PATCH failed (not fatal)."""
-        nominator = self.handle.nominator()
-        if nominator is None:
-            return True
-        priority = pod_priority(preemptor)
-        ok = True
-        for pi in nominator.nominated_pods_for_node(node):
-            pod = pi.pod
-            if pod_priority(pod) >= priority or not pod.status.nominated_node_name:
-                continue
-            try:
-                await self.handle.client.patch(
-                    types_pb2.Pod,
-                    pod.metadata.name,
-                    {"status": {"nominatedNodeName": None}},
-                    pod.metadata.namespace,
-                    subresource="status",
-                )
-                logger.info(
-                    "Cleared the nomination of %s to %s (lower priority than %s)",
-                    pod_key(pod),
-                    node,
-                    pod_key(preemptor),
-                )
-            except NotFound:
-                continue
-            except ApiError as e:
-                logger.warning("Could not clear the nomination of %s: %s", pod_key(pod), e)
-                ok = False
-        return ok
-
-
-def _with_disruption_target(
-    pod: types_pb2.Pod, message: str, now: float
-) -> list[dict[str, Any]] | None:
-    """The pod's conditions with DisruptionTarget=True/PreemptionByScheduler set, or None when
-    it is already so (upstream UpdatePodCondition)."""
-    out: list[dict[str, Any]] = []
-    found = False
-    for c in pod.status.conditions:
-        if c.type != DISRUPTION_TARGET:
-            out.append(message_to_dict(c))
-            continue
-        found = True
-        if c.status == "True" and c.reason == PREEMPTION_BY_SCHEDULER and c.message == message:
-            return None
-        cond = message_to_dict(c)
-        if c.status != "True":
-            cond["lastTransitionTime"] = format_time(timestamp(now))
-        cond.update(status="True", reason=PREEMPTION_BY_SCHEDULER, message=message)
-        out.append(cond)
-    if not found:
-        cond = {
-            "type": DISRUPTION_TARGET,
-            "status": "True",
-            "reason": PREEMPTION_BY_SCHEDULER,
-            "message": message,
-            "lastTransitionTime": format_time(timestamp(now)),
-        }
-        if pod.metadata.generation:
-            cond["observedGeneration"] = pod.metadata.generation
-        out.append(cond)
-    return out

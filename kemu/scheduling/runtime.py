@@ -56,6 +56,8 @@ from kemu.scheduling.interface import (
     PostBindPlugin,
     PostFilterPlugin,
     PreBindPlugin,
+    PreemptionExecutor,
+    PreemptionExecutorFactory,
     PreEnqueuePlugin,
     PreFilterExtensions,
     PreFilterPlugin,
@@ -204,6 +206,7 @@ class Framework:
         observe: ExtensionPointObserver | None = None,
         metrics: PluginMetrics | None = None,
         rng: random.Random | None = None,
+        preemption_executor: PreemptionExecutorFactory | None = None,
     ) -> None:
         self._profile_name = profile.scheduler_name
         self._percentage = profile.percentage_of_nodes_to_score
@@ -221,6 +224,10 @@ class Framework:
         # Set by the scheduler: its queue's Activate, and the task group of background work.
         self._pod_activator: Callable[[Iterable[types_pb2.Pod]], None] | None = None
         self._background: TaskGroup | None = None
+        # The scheduler's API writes for preemption; None in simulations.
+        self._preemption_executor: PreemptionExecutor | None = (
+            preemption_executor(self) if preemption_executor is not None else None
+        )
 
         # One instance per plugin, whatever the number of points it serves.
         self._plugins: dict[str, Plugin] = {}
@@ -337,6 +344,9 @@ class Framework:
 
     def iterate_over_waiting_pods(self) -> Iterable[WaitingPod]:
         return iter(self._waiting_pods)
+
+    def preemption_executor(self) -> PreemptionExecutor | None:
+        return self._preemption_executor
 
     def reject_waiting_pod(self, uid: str) -> bool:
         wp = self._waiting_pods.get(uid)

@@ -1,7 +1,7 @@
 """DefaultPreemption: the PostFilter plugin that preempts lower-priority pods (upstream
 plugins/defaultpreemption, reference §3.5-§3.8).
 
-The algorithm is kemu.scheduling.preemption.Evaluator; this plugin is its policy:
+The dry run is kemu.scheduling.preemption.Evaluator; this plugin is its policy:
 - a pod may preempt unless its preemptionPolicy is Never, or its nominated node (still
   feasible in principle, i.e. not UnschedulableAndUnresolvable) holds a lower-priority pod that
   the scheduler's preemption is already terminating (it waits for that room instead);
@@ -10,10 +10,13 @@ The algorithm is kemu.scheduling.preemption.Evaluator; this plugin is its policy
   victims are reprieved one by one in importance order, PDB-protected ones first;
 - the dry run tries max(10% of the potential nodes, 100) candidates (pluginConfig
   minCandidateNodesPercentage / minCandidateNodesAbsolute) from a random offset.
-With SchedulerAsyncPreemption the victims are deleted in a background task and the preemptor
-waits at PreEnqueue ("waiting for the preemption for this pod to be finished") until the
-deletions are issued. Metrics: scheduler_preemption_attempts_total on every PostFilter call,
-scheduler_preemption_victims once per preemption.
+The chosen candidate goes to the Handle's PreemptionExecutor (the scheduler's API writes);
+without one (a simulation) PostFilter still returns the node it would nominate and writes
+nothing. With SchedulerAsyncPreemption the executor deletes the victims in a background task and
+this plugin holds the preemptor at PreEnqueue ("waiting for the preemption for this pod to be
+finished") until the executor says the deletions are issued. Metrics:
+scheduler_preemption_attempts_total on every PostFilter call (the executor observes
+scheduler_preemption_victims).
 """
 
 from __future__ import annotations
@@ -156,7 +159,10 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         return result, status
 
     def pre_enqueue(self, pod: types_pb2.Pod) -> Status:
-        if self.async_preemption and self.evaluator.is_pod_running_preemption(pod.metadata.uid):
+        if not self.async_preemption:
+            return SUCCESS
+        executor = self._handle.preemption_executor()
+        if executor is not None and executor.is_pod_running_preemption(pod.metadata.uid):
             return unresolvable(WAITING_FOR_PREEMPTION)
         return SUCCESS
 

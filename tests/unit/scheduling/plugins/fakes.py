@@ -19,6 +19,7 @@ from kemu.scheduling.interface import (
     EventRecorder,
     NodeInfoLister,
     PodNominator,
+    PreemptionExecutor,
     SharedLister,
     WaitingPod,
 )
@@ -187,6 +188,9 @@ class FakeHandle:
 
     def iterate_over_waiting_pods(self) -> Iterable[WaitingPod]:
         return list(self.waiting_pods.values())
+
+    def preemption_executor(self) -> PreemptionExecutor | None:
+        return None
 
     def reject_waiting_pod(self, uid: str) -> bool:
         wp = self.waiting_pods.get(uid)

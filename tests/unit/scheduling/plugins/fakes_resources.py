@@ -13,6 +13,7 @@ from kemu.scheduling.interface import (
     CycleState,
     NodeInfoLister,
     PodNominator,
+    PreemptionExecutor,
     SharedLister,
     WaitingPod,
 )
@@ -115,6 +116,9 @@ class FakeHandle:
         raise NotImplementedError
 
     def get_waiting_pod(self, uid: str) -> WaitingPod | None:
+        return None
+
+    def preemption_executor(self) -> PreemptionExecutor | None:
         return None
 
     def iterate_over_waiting_pods(self) -> Iterable[WaitingPod]:

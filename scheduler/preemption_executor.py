@@ -1,0 +1,329 @@
+"""The preemption executor (upstream pkg/scheduler/framework/preemption/executor.go): the API
+writes that carry out a preemption the library's dry run chose (reference §3.8). The dry run
+and the policy are kemu.scheduling.preemption and the DefaultPreemption plugin; they reach this
+through the framework Handle (`Handle.preemption_executor()`, a
+kemu.scheduling.interface.PreemptionExecutor), one executor per framework, built by
+`scheduler.app` with the scheduler's client, pod lister and metrics.
+
+For each victim not already being deleted: a victim held at Permit is rejected; any other gets
+the DisruptionTarget condition (a compare-and-swap on its resourceVersion, retried, keeping the
+conditions others wrote) and a graceful DELETE with a uid precondition; a Preempted event each.
+Pods of strictly lower priority nominated to the node lose their nomination. Synchronous in the
+cycle, or with SchedulerAsyncPreemption in a background task of the scheduler's task group
+(`Handle.spawn`): the preemptor is then held at PreEnqueue (`is_pod_running_preemption`) until
+the last deletion is issued, and activated again if the task fails.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Final
+
+import anyio
+
+from kemu.api.v1 import types_pb2
+from kemu.client.interface import ApiClient
+from kemu.machinery.convert import format_time, message_to_dict, timestamp
+from kemu.machinery.errors import ApiError, Conflict, NotFound
+from kemu.machinery.kinds import EVENT_NORMAL
+from kemu.scheduling.interface import Handle, PreemptionExecutor
+from kemu.scheduling.nominator import PodLister
+from kemu.scheduling.preemption import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER, Candidate
+from kemu.scheduling.status import SUCCESS, Status, as_error
+from kemu.scheduling.types import pod_key, pod_priority
+from scheduler.metrics import SchedulerMetrics
+
+logger = logging.getLogger(__name__)
+
+# How often a DisruptionTarget patch is retried when the victim changed under it.
+_CONDITION_PATCH_ATTEMPTS: Final = 5
+
+
+class Executor(PreemptionExecutor):
+    """One framework's preemption executor. `handle` is that framework (waiting pods,
+    nominator, Activate, background tasks, clock, event recorder); `pod_lister` is the
+    scheduler's pod informer, which tells when the last victim's deletion is visible."""
+
+    def __init__(
+        self,
+        handle: Handle,
+        *,
+        client: ApiClient,
+        pod_lister: PodLister | None = None,
+        metrics: SchedulerMetrics | None = None,
+    ) -> None:
+        self.handle = handle
+        self.client = client
+        self.pod_lister = pod_lister
+        self.metrics = metrics
+        # Preemptors whose asynchronous preemption is under way (uid), and for those waiting
+        # for their last victim's deletion, that victim (namespace, name).
+        self._preempting: set[str] = set()
+        self._last_victim: dict[str, tuple[str, str]] = {}
+
+    def _observe_victims(self, count: int) -> None:
+        if self.metrics is not None:
+            self.metrics.preemption_victims.observe(count)
+
+    async def prepare_candidate(
+        self, plugin: str, candidate: Candidate, preemptor: types_pb2.Pod
+    ) -> Status:
+        """Preempts the victims (in parallel), then clears the nominations of lower-priority
+        pods nominated to the node. An API error on a victim fails the preemption."""
+        self._observe_victims(len(candidate.victims.pods))
+        errors: list[BaseException] = []
+
+        async def one(victim: types_pb2.Pod) -> None:
+            try:
+                await self.preempt_pod(plugin, candidate, preemptor, victim)
+            except ApiError as e:
+                errors.append(e)
+
+        async with anyio.create_task_group() as tg:
+            for victim in candidate.victims.pods:
+                if victim.metadata.HasField("deletion_timestamp"):
+                    logger.debug("Victim %s is already being deleted", pod_key(victim))
+                    continue
+                tg.start_soon(one, victim)
+        if errors:
+            return as_error(errors[0])
+        await self._clear_lower_priority_nominations(preemptor, candidate.name)
+        return SUCCESS
+
+    def prepare_candidate_async(
+        self, plugin: str, candidate: Candidate, preemptor: types_pb2.Pod
+    ) -> None:
+        """Starts the preemption in a background task; the preemptor is held out of activeQ
+        until every victim's deletion has been issued (or the task failed: then it is
+        activated at once)."""
+        victims = [
+            v for v in candidate.victims.pods if not v.metadata.HasField("deletion_timestamp")
+        ]
+        if not victims:
+            return
+        self._observe_victims(len(candidate.victims.pods))
+        uid = preemptor.metadata.uid
+        self._preempting.add(uid)
+
+        async def run() -> None:
+            start = time.perf_counter()
+            result = "success"
+            try:
+                if not await self._clear_lower_priority_nominations(preemptor, candidate.name):
+                    result = "error"
+                errors: list[BaseException] = []
+
+                async def one(victim: types_pb2.Pod) -> None:
+                    try:
+                        await self.preempt_pod(plugin, candidate, preemptor, victim)
+                    except ApiError as e:
+                        errors.append(e)
+
+                # All victims but the last in parallel; the last one alone, so that PreEnqueue
+                # can tell "its deletion was issued" from "still preempting".
+                async with anyio.create_task_group() as tg:
+                    for victim in victims[:-1]:
+                        tg.start_soon(one, victim)
+                if errors:
+                    logger.error(
+                        "Asynchronous preemption for %s failed: %s", pod_key(preemptor), errors[0]
+                    )
+                    result = "error"
+                else:
+                    last = victims[-1]
+                    self._last_victim[uid] = (last.metadata.namespace, last.metadata.name)
+                    await one(last)
+                    if errors:
+                        logger.error(
+                            "Asynchronous preemption of the last victim for %s failed: %s",
+                            pod_key(preemptor),
+                            errors[0],
+                        )
+                        result = "error"
+            finally:
+                self._preempting.discard(uid)
+                self._last_victim.pop(uid, None)
+                metrics = self.metrics
+                if metrics is not None:
+                    metrics.preemption_goroutines_duration.labels(result).observe(
+                        time.perf_counter() - start
+                    )
+                    metrics.preemption_goroutines_execution.labels(result).inc()
+                logger.info(
+                    "Asynchronous preemption for %s on %s finished: %s",
+                    pod_key(preemptor),
+                    candidate.name,
+                    result,
+                )
+            if result == "error":
+                # It may otherwise wait in the unschedulable pool for an event that never comes.
+                self.handle.activate([preemptor])
+
+        self.handle.spawn(run, name=f"preempt for {pod_key(preemptor)}")
+
+    def is_pod_running_preemption(self, uid: str) -> bool:
+        """Whether the pod's asynchronous preemption has not yet issued every deletion."""
+        if uid not in self._preempting:
+            return False
+        last = self._last_victim.get(uid)
+        if last is None:
+            return True
+        if self.pod_lister is None:
+            return True
+        victim = self.pod_lister.get(last[1], last[0])
+        return victim is not None and not victim.metadata.HasField("deletion_timestamp")
+
+    async def preempt_pod(
+        self, plugin: str, candidate: Candidate, preemptor: types_pb2.Pod, victim: types_pb2.Pod
+    ) -> None:
+        """Rejects a victim held at Permit; otherwise marks it DisruptionTarget and deletes it
+        with its own grace period. A victim that is already gone is fine. Raises ApiError."""
+        waiting = self.handle.get_waiting_pod(victim.metadata.uid)
+        if waiting is not None:
+            waiting.reject(plugin, "preempted")
+            logger.info(
+                "Preemptor %s rejected waiting pod %s on %s",
+                pod_key(preemptor),
+                pod_key(victim),
+                candidate.name,
+            )
+        else:
+            if not await self._add_disruption_target(preemptor, victim):
+                logger.debug("Victim %s is already deleted", pod_key(victim))
+                return
+            try:
+                await self.client.delete(
+                    types_pb2.Pod,
+                    victim.metadata.name,
+                    victim.metadata.namespace,
+                    uid=victim.metadata.uid,
+                )
+            except NotFound:
+                logger.debug("Victim %s is already deleted", pod_key(victim))
+                return
+            except Conflict:
+                # The uid precondition failed: the victim is gone and a namesake took its place.
+                logger.debug("Victim %s is already deleted (uid changed)", pod_key(victim))
+                return
+            logger.info(
+                "Preemptor %s preempted %s on %s",
+                pod_key(preemptor),
+                pod_key(victim),
+                candidate.name,
+            )
+        self.handle.event_recorder.event(
+            victim,
+            EVENT_NORMAL,
+            "Preempted",
+            "Preempting",
+            f"Preempted by pod {preemptor.metadata.uid} on node {candidate.name}",
+        )
+
+    async def _add_disruption_target(self, preemptor: types_pb2.Pod, victim: types_pb2.Pod) -> bool:
+        """Adds DisruptionTarget=True (PreemptionByScheduler) to the victim's status unless it
+        has it already; a compare-and-swap on its resourceVersion so that conditions written
+        meanwhile (the kubelet's) are kept. False when the victim no longer exists."""
+        message = (
+            f"{preemptor.spec.scheduler_name}: preempting to accommodate a higher priority pod"
+        )
+        client = self.client
+        current = victim
+        for _ in range(_CONDITION_PATCH_ATTEMPTS):
+            conditions = _with_disruption_target(current, message, self.handle.clock.now())
+            if conditions is None:
+                return True
+            patch = {
+                "metadata": {"resourceVersion": current.metadata.resource_version},
+                "status": {"conditions": conditions},
+            }
+            try:
+                await client.patch(
+                    types_pb2.Pod,
+                    victim.metadata.name,
+                    patch,
+                    victim.metadata.namespace,
+                    subresource="status",
+                )
+                return True
+            except NotFound:
+                return False
+            except Conflict:
+                try:
+                    current = await client.get(
+                        types_pb2.Pod, victim.metadata.name, victim.metadata.namespace
+                    )
+                except NotFound:
+                    return False
+                if current.metadata.uid != victim.metadata.uid:
+                    return False
+        raise Conflict(
+            f"could not add the DisruptionTarget condition to {pod_key(victim)}: it kept changing"
+        )
+
+    async def _clear_lower_priority_nominations(self, preemptor: types_pb2.Pod, node: str) -> bool:
+        """Pods of lower priority nominated to `node` may no longer fit there: their
+        nomination is cleared so that they look elsewhere sooner. Equal priority keeps it.
+        False if a PATCH failed (not fatal)."""
+        nominator = self.handle.nominator()
+        if nominator is None:
+            return True
+        priority = pod_priority(preemptor)
+        ok = True
+        for pi in nominator.nominated_pods_for_node(node):
+            pod = pi.pod
+            if pod_priority(pod) >= priority or not pod.status.nominated_node_name:
+                continue
+            try:
+                await self.client.patch(
+                    types_pb2.Pod,
+                    pod.metadata.name,
+                    {"status": {"nominatedNodeName": None}},
+                    pod.metadata.namespace,
+                    subresource="status",
+                )
+                logger.info(
+                    "Cleared the nomination of %s to %s (lower priority than %s)",
+                    pod_key(pod),
+                    node,
+                    pod_key(preemptor),
+                )
+            except NotFound:
+                continue
+            except ApiError as e:
+                logger.warning("Could not clear the nomination of %s: %s", pod_key(pod), e)
+                ok = False
+        return ok
+
+
+def _with_disruption_target(
+    pod: types_pb2.Pod, message: str, now: float
+) -> list[dict[str, Any]] | None:
+    """The pod's conditions with DisruptionTarget=True/PreemptionByScheduler set, or None when
+    it is already so (upstream UpdatePodCondition)."""
+    out: list[dict[str, Any]] = []
+    found = False
+    for c in pod.status.conditions:
+        if c.type != DISRUPTION_TARGET:
+            out.append(message_to_dict(c))
+            continue
+        found = True
+        if c.status == "True" and c.reason == PREEMPTION_BY_SCHEDULER and c.message == message:
+            return None
+        cond = message_to_dict(c)
+        if c.status != "True":
+            cond["lastTransitionTime"] = format_time(timestamp(now))
+        cond.update(status="True", reason=PREEMPTION_BY_SCHEDULER, message=message)
+        out.append(cond)
+    if not found:
+        cond = {
+            "type": DISRUPTION_TARGET,
+            "status": "True",
+            "reason": PREEMPTION_BY_SCHEDULER,
+            "message": message,
+            "lastTransitionTime": format_time(timestamp(now)),
+        }
+        if pod.metadata.generation:
+            cond["observedGeneration"] = pod.metadata.generation
+        out.append(cond)
+    return out
