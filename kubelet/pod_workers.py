@@ -41,6 +41,7 @@ from kemu.api.v1 import types_pb2
 from kemu.client.events import EventRecorder
 from kemu.client.informer import FuncHandler
 from kemu.client.interface import ApiClient
+from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
@@ -85,7 +86,6 @@ from kubelet.runtime import (
     PodState,
     annotation_seconds,
 )
-from kubelet.workqueue import WorkQueue
 
 logger = logging.getLogger(__name__)
 
@@ -94,8 +94,8 @@ DEFAULT_GRACE_PERIOD: Final = 30
 # Timers on the monotonic clock and deadlines on the wall clock may disagree by a hair.
 _EPSILON: Final = 1e-3
 _WRITE_ATTEMPTS: Final = 5
-_RETRY_INITIAL: Final = 0.5
-_RETRY_MAX: Final = 30.0
+_RETRY_BASE_DELAY: Final = 0.5
+_RETRY_MAX_DELAY: Final = 30.0
 
 KUBELET_CONDITIONS: Final = ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady")
 """The pod conditions the kubelet owns; it never touches the others."""
@@ -400,8 +400,9 @@ class PodWorkers:
         self._recorder = recorder
         self.nodes: dict[str, NodePods] = {n.name: n for n in nodes}
         self._node_of: dict[str, NodePods] = {}
-        self.queue = WorkQueue(clock)
-        self._failures: dict[str, int] = {}
+        self.queue = WorkQueue(
+            clock, name="pod workers", base_delay=_RETRY_BASE_DELAY, max_delay=_RETRY_MAX_DELAY
+        )
         self._started = False
         self.syncs = 0
         self.deferred_resizes_accepted: dict[str, int] = {}
@@ -540,24 +541,24 @@ class PodWorkers:
         self._started = True
         for uid in list(self._node_of):
             self.queue.add(uid)
-        async with anyio.create_task_group() as tg:
-            await tg.start(self.queue.run_timers)
-            if self.options.in_place_resize:
-                tg.start_soon(self._periodic_resize_retry, name="resize retry")
-            for i in range(self.options.workers):
-                tg.start_soon(self._worker, name=f"pod worker {i}")
-            task_status.started()
+        try:
+            async with anyio.create_task_group() as tg:
+                await tg.start(self.queue.run)
+                if self.options.in_place_resize:
+                    tg.start_soon(self._periodic_resize_retry, name="resize retry")
+                for i in range(self.options.workers):
+                    tg.start_soon(self._worker, name=f"pod worker {i}")
+                task_status.started()
+        finally:
+            self.queue.shut_down()
 
     async def _worker(self) -> None:
-        while True:
-            uid = await self.queue.get()
+        while (uid := await self.queue.get()) is not None:
             try:
                 await self.sync_pod(uid)
-                self._failures.pop(uid, None)
+                self.queue.forget(uid)
             except ApiError as e:
-                failures = self._failures.get(uid, 0) + 1
-                self._failures[uid] = failures
-                delay = min(_RETRY_MAX, _RETRY_INITIAL * 2 ** (failures - 1))
+                delay = self.queue.add_rate_limited(uid)
                 rt = self.runtime(uid)
                 logger.warning(
                     "syncing pod %s failed (%s: %s), retrying in %.1fs",
@@ -566,7 +567,6 @@ class PodWorkers:
                     e,
                     delay,
                 )
-                self.queue.add_after(uid, delay)
             except Exception:
                 logger.exception("syncing pod %s failed", uid)
             finally:
