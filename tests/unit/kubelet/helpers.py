@@ -20,7 +20,8 @@ from kemu.client.informer import Informer
 from kemu.machinery.errors import NotFound
 from kemu.testing.eventually import eventually
 from kubelet.checkpoint import Checkpoint
-from kubelet.pod_workers import NodePods, PodWorkerOptions, PodWorkers
+from kubelet.pod_manager import NodePods
+from kubelet.pod_workers import PodWorkerOptions, PodWorkers
 
 ALLOCATABLE = {"cpu": 4000, "memory": 4 * 1024**3, "pods": 110}
 

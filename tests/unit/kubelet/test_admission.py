@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from kemu.testing.builders import make_pod
 from kubelet.admission import (
-    ContainerAllocation,
     allocation_from_spec,
     fits,
     pod_requests,
 )
+from kubelet.runtime import ContainerAllocation
 
 GI = 1024**3
 NODE = {"cpu": 4000, "memory": 4 * GI, "pods": 110}

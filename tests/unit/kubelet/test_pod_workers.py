@@ -281,7 +281,7 @@ async def test_a_conflicting_status_write_is_redone_on_a_fresh_read():
         rt = node.runtimes[running.metadata.uid]
         env.fake.clear_actions()
         # Written from a stale copy: Conflict, read again, rebuilt on what others wrote.
-        written = await env.workers._write_status(node, stale, rt)
+        written = await env.workers.status_manager.write(node, stale, rt)
         assert written is not None
         assert env.fake.verbs("pods")[:2] == ["update_status", "get"]
         types = {c.type: c.status for c in written.status.conditions}
