@@ -47,6 +47,18 @@ async def advance(clock: FakeClock, seconds: float, step: float = 0.1) -> None:
         await settle()
 
 
+async def wait_running(env: Env, name: str) -> types_pb2.Pod:
+    """The pod once its status says Running (after the default start-up delay)."""
+    await settle()
+    await advance(env.clock, 0.5)
+    for _ in range(100):
+        got = await env.find(name)
+        if got is not None and got.status.phase == "Running":
+            return got
+        await settle()
+    raise AssertionError(f"{name} is not running: {got}")
+
+
 @dataclass
 class Env:
     fake: FakeClient

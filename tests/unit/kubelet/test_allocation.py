@@ -22,9 +22,12 @@ from kubelet.allocation import (
     TRIGGER_PODS_REMOVED,
     Pending,
     decide,
+    held_by_others,
     retry_key,
 )
+from kubelet.pod_manager import NodePods
 from kubelet.pod_workers import PodWorkerOptions
+from kubelet.runtime import PodRuntime, PodState
 
 from .helpers import Env, advance, running_workers, settle
 
@@ -358,6 +361,25 @@ def test_decide_and_retry_key():
     new = retry_key(pod("w", cpu="2"), {"cpu": 1000, "memory": GI}, 2.0)
     none = retry_key(pod("v", cpu="2"), {"cpu": 1000, "memory": GI}, None)
     assert sorted([none, new, old, high, down]) == [down, high, old, new, none]
+
+
+def test_other_active_pods_hold_the_larger_of_their_allocated_and_actual_requests():
+    node = NodePods("n1", NODE)
+    for uid, state, requests, actual in (
+        ("self", PodState.RUNNING, {"cpu": 1000}, None),
+        ("shrinking", PodState.RUNNING, {"cpu": 500}, {"cpu": 2000}),
+        ("growing", PodState.RUNNING, {"cpu": 3000}, {"cpu": 1000, "memory": GI}),
+        ("starting", PodState.STARTING, {"cpu": 100}, None),
+        ("done", PodState.SUCCEEDED, {"cpu": 4000}, None),
+    ):
+        node.runtimes[uid] = PodRuntime(
+            uid, "default", uid, state, requests=requests, actual_requests=actual
+        )
+    assert held_by_others(node, "self") == [
+        {"cpu": 2000},
+        {"cpu": 3000, "memory": GI},
+        {"cpu": 100},
+    ]
 
 
 async def test_resize_is_ignored_with_the_gate_off():
