@@ -114,7 +114,7 @@ class PodWorkers:
         self.queue = WorkQueue(
             clock, name="pod workers", base_delay=_RETRY_BASE_DELAY, max_delay=_RETRY_MAX_DELAY
         )
-        self.allocation = AllocationManager(
+        self.allocation_manager = AllocationManager(
             self.nodes,
             clock=clock,
             enqueue=self.queue.add,
@@ -142,7 +142,7 @@ class PodWorkers:
         for node in self.nodes.values():
             for rt in node.restore():
                 self._node_of[rt.uid] = node
-            self.allocation.restore(node)
+            self.allocation_manager.restore(node)
 
     def set_resize_preemption_disabled(self, node_name: str, disabled: bool) -> None:
         """The node's spec.podPreemptionPolicy.disableResizePreemption is (or is no longer)
@@ -176,7 +176,7 @@ class PodWorkers:
         if uid not in node.runtimes:
             self._add_pod(node, pod)
         elif known is not None:
-            self.allocation.retry(node, TRIGGER_POD_UPDATED)
+            self.allocation_manager.retry(node, TRIGGER_POD_UPDATED)
         self.queue.add(uid)
 
     def on_pod_delete(self, pod: types_pb2.Pod) -> None:
@@ -230,7 +230,7 @@ class PodWorkers:
         try:
             async with anyio.create_task_group() as tg:
                 await tg.start(self.queue.run)
-                tg.start_soon(self.allocation.run, name="resize retry")
+                tg.start_soon(self.allocation_manager.run, name="resize retry")
                 for i in range(self.options.workers):
                     tg.start_soon(self._worker, name=f"pod worker {i}")
                 task_status.started()
@@ -297,7 +297,7 @@ class PodWorkers:
             node.save()
         logger.info("node %s: pod %s is gone (was %s)", node.name, rt.key, rt.state)
         if rt.active:
-            self.allocation.retry(node, TRIGGER_PODS_REMOVED)
+            self.allocation_manager.retry(node, TRIGGER_PODS_REMOVED)
 
     def _update_runtime(
         self, node: NodePods, pod: types_pb2.Pod, rt: PodRuntime, now: float
@@ -306,14 +306,14 @@ class PodWorkers:
         retries the node's Deferred resizes if this pod freed room."""
         was_active = rt.active
         changed = advance(pod, rt, now, shutdown_duration=self.options.shutdown_duration)
-        actuated = self.allocation.actuate(rt, now)
-        changed = self.allocation.handle_resize(node, pod, rt, now) or changed
+        actuated = self.allocation_manager.actuate(rt, now)
+        changed = self.allocation_manager.handle_resize(node, pod, rt, now) or changed
         if changed or actuated:
             node.save()
         if was_active and not rt.active:
-            self.allocation.retry(node, TRIGGER_POD_TERMINATED)
+            self.allocation_manager.retry(node, TRIGGER_POD_TERMINATED)
         elif actuated:
-            self.allocation.retry(node, TRIGGER_POD_RESIZED)
+            self.allocation_manager.retry(node, TRIGGER_POD_RESIZED)
 
     async def _sync_active_pod(
         self, node: NodePods, pod: types_pb2.Pod, rt: PodRuntime, now: float

@@ -246,7 +246,7 @@ async def test_a_downsize_frees_room_only_once_actuated():
         await advance(env.clock, 0.5)  # a actuated: trigger pod_resized
         b = await settled_pod(env, "b")
         assert allocated(b)["cpu"] == "3"
-        assert env.workers.allocation.deferred_resizes_accepted == {TRIGGER_POD_RESIZED: 1}
+        assert env.workers.allocation_manager.deferred_resizes_accepted == {TRIGGER_POD_RESIZED: 1}
 
 
 async def test_retry_order_higher_priority_is_accepted_and_the_older_stays_deferred():
@@ -274,7 +274,7 @@ async def test_retry_order_higher_priority_is_accepted_and_the_older_stays_defer
         assert allocated(a)["cpu"] == "1"
         assert conditions(a)[PENDING].reason == "Deferred"
         assert env.node().deferred == {a.metadata.uid}
-        assert env.workers.allocation.deferred_resizes_accepted == {TRIGGER_PODS_REMOVED: 1}
+        assert env.workers.allocation_manager.deferred_resizes_accepted == {TRIGGER_PODS_REMOVED: 1}
 
 
 async def test_chain_reaction_after_a_pod_is_deleted():
@@ -307,7 +307,7 @@ async def test_chain_reaction_after_a_pod_is_deleted():
         await advance(env.clock, 0.5)  # p3 actuated
         p4 = await settled_pod(env, "p4")
         assert allocated(p4)["cpu"] == "1500m"
-        assert env.workers.allocation.deferred_resizes_accepted == {
+        assert env.workers.allocation_manager.deferred_resizes_accepted == {
             TRIGGER_PODS_REMOVED: 1,
             TRIGGER_POD_RESIZED: 2,
         }
