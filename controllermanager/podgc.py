@@ -32,13 +32,13 @@ from typing import Final
 import anyio
 
 from controllermanager.controller import ControllerContext
-from controllermanager.workqueue import WorkQueue
 from kemu.api.v1 import types_pb2
 from kemu.client.clock import Clock
 from kemu.client.controlplane import parse_duration
 from kemu.client.events import EventRecorder
 from kemu.client.informer import FuncHandler, Informer, InformerFactory
 from kemu.client.interface import ApiClient
+from kemu.client.workqueue import WorkQueue
 from kemu.component.version import Version
 from kemu.machinery.errors import ApiError, Conflict, Invalid, NotFound
 from kemu.machinery.kinds import EVENT_WARNING

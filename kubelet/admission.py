@@ -1,4 +1,6 @@
-"""Pod admission: does a pod fit next to the pods this node already admitted?
+"""Pod admission: does a pod fit next to the pods this node already admitted, and in which
+state does a pod that arrives on the node start (`admit_pod`, upstream's HandlePodAdditions for
+one pod)?
 
 Upstream's predicateAdmitHandler (pkg/kubelet/lifecycle/predicate.go) runs the scheduler's
 resource fit against a NodeInfo of the admitted pods at their *allocated* resources. The first
@@ -9,8 +11,8 @@ not know are ignored, as upstream removes them). The pod is then rejected with r
 "Node didn't have enough resource: cpu, requested: 2000, used: 3000, capacity: 4000".
 
 Resources are exact integers: milli-CPU for cpu, base units (bytes, counts) for the rest.
-An allocation maps each container name (init and app containers share one name space) to the
-requests and limits the kubelet admitted it with.
+An allocation (kubelet.runtime.PodAllocation) maps each container name to the requests and
+limits the kubelet admitted it with.
 """
 
 from __future__ import annotations
@@ -21,6 +23,14 @@ from typing import Final
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.quantity import to_int
+from kubelet.runtime import (
+    STARTUP_DELAY_ANNOTATION,
+    ContainerAllocation,
+    PodAllocation,
+    PodRuntime,
+    PodState,
+    annotation_seconds,
+)
 
 CPU: Final = "cpu"
 MEMORY: Final = "memory"
@@ -32,23 +42,6 @@ REASON_PREFIX: Final = "OutOf"
 
 ResourceList = dict[str, str]
 """A Kubernetes ResourceList: resource name -> quantity string."""
-
-
-@dataclass(frozen=True)
-class ContainerAllocation:
-    requests: Mapping[str, str]
-    limits: Mapping[str, str]
-
-    def to_json(self) -> dict[str, dict[str, str]]:
-        return {"requests": dict(self.requests), "limits": dict(self.limits)}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Mapping[str, str]]) -> ContainerAllocation:
-        return cls(dict(data.get("requests", {})), dict(data.get("limits", {})))
-
-
-PodAllocation = dict[str, ContainerAllocation]
-"""Container name -> what it was allocated."""
 
 
 def allocation_from_spec(pod: types_pb2.Pod) -> PodAllocation:
@@ -159,3 +152,38 @@ def fits(
         if wanted > capacity - in_use:
             return insufficient(name, wanted, in_use, capacity)
     return ADMITTED
+
+
+def admit_pod(
+    pod: types_pb2.Pod,
+    held_by_others: Iterable[Mapping[str, int]],
+    allocatable: Mapping[str, int],
+    *,
+    now: float,
+    startup_delay: float,
+) -> PodRuntime:
+    """The kubelet's record of a pod that arrives on the node, in the state it starts in:
+    STARTING (admitted at its spec's allocation; its containers run after the start-up delay,
+    unless its annotation says otherwise), REJECTED (it does not fit next to `held_by_others`,
+    the requests every other active pod holds), or TERMINATED (deleted before it ever ran
+    here: nothing to start or stop)."""
+    meta = pod.metadata
+    rt = PodRuntime(meta.uid, meta.namespace, meta.name, PodState.STARTING, admitted_at=now)
+    if meta.HasField("deletion_timestamp"):
+        rt.state = PodState.TERMINATED
+        rt.finished_at = now
+        return rt
+    requests = pod_requests(pod)
+    # Resized pods count at their new allocation (or their actual size, if larger): a pod
+    # bound into room a resize took is rejected (KEP-1287's kubelet-side race).
+    used, count = used_by(held_by_others)
+    result = fits(requests, used, count, allocatable)
+    if not result.admit:
+        rt.state = PodState.REJECTED
+        rt.reason, rt.message = result.reason, result.message
+        return rt
+    delay = annotation_seconds(pod, STARTUP_DELAY_ANNOTATION)
+    rt.allocation = allocation_from_spec(pod)
+    rt.requests = requests
+    rt.start_at = now + (startup_delay if delay is None else delay)
+    return rt

@@ -12,8 +12,12 @@ decides (`decide`):
 * accepted: the allocation becomes the desired size, and the containers are resized after a
   simulated actuation delay.
 
-Deferred pods wait in a retry list, walked in `retry_order` whenever room may have appeared
-(a pod removed or terminated, a resize actuated, a pod updated, and periodically).
+Deferred pods wait in a retry list (NodePods.deferred), walked in `retry_key` order whenever
+room may have appeared (a pod removed or terminated, a resize actuated, a pod updated, and every
+`retry_period`): `AllocationManager`, the resize half of upstream's allocation manager, owns the
+decision, the retry list and its walk, and the end of a resize once actuated. What the resize
+conditions of a pod should be (`resize_conditions`) is decided here too; kubelet.status_manager
+writes them with the rest of the status.
 
 Resources are kemu's exact integers (milli-CPU, bytes); see kubelet.admission.
 """
@@ -22,6 +26,8 @@ from __future__ import annotations
 
 import enum
 import functools
+import json
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
@@ -29,17 +35,23 @@ from typing import Final
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from kemu.api.v1 import types_pb2
+from kemu.client.events import EventRecorder
+from kemu.component.clock import Clock
+from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
 from kemu.machinery.qos import GUARANTEED, compute_qos_class
 from kemu.machinery.quantity import to_int
 from kubelet.admission import (
     CPU,
     MEMORY,
-    PodAllocation,
     allocation_from_spec,
     fits,
     pod_requests,
     used_by,
 )
+from kubelet.pod_manager import NodePods
+from kubelet.runtime import EPSILON, ContainerAllocation, PodAllocation, PodRuntime, PodState
+
+logger = logging.getLogger(__name__)
 
 POD_RESIZE_PENDING: Final = "PodResizePending"
 POD_RESIZE_IN_PROGRESS: Final = "PodResizeInProgress"
@@ -88,6 +100,16 @@ def counted(requests: Mapping[str, int], actual: Mapping[str, int] | None) -> di
     for name, value in (actual or {}).items():
         total[name] = max(total.get(name, 0), value)
     return total
+
+
+def held_by_others(node: NodePods, uid: str) -> list[dict[str, int]]:
+    """The requests every other active pod of the node holds: allocated, or actual if larger
+    (what admission and the resize decision count next to a pod)."""
+    return [
+        counted(rt.requests, rt.actual_requests)
+        for rt in node.runtimes.values()
+        if rt.active and rt.uid != uid
+    ]
 
 
 def decide(
@@ -199,3 +221,298 @@ def _operation(resource: str, before: str | None, after: str | None) -> str:
     if after is None:
         return "remove"
     return "increase" if to_int(resource, after) > to_int(resource, before) else "decrease"
+
+
+# ---------------------------------------------------------------- the resize conditions
+
+
+@dataclass(frozen=True)
+class ResizeCondition:
+    """A resize condition a pod should have, with status True."""
+
+    reason: str
+    message: str
+    observed_generation: int
+    since: float
+    """Its lastTransitionTime if it becomes True now."""
+
+
+def preemption_disabled_on(node: NodePods, gate: bool) -> str | None:
+    """KEP-5836: the node's name if its policy disables resize preemption, "" if not, None if
+    the gate is off (PodResizePreemptionDisabled is then left as it is)."""
+    if not gate:
+        return None
+    return node.name if node.resize_preemption_disabled else ""
+
+
+def resize_conditions(
+    rt: PodRuntime, now: float, preemption_disabled_on: str | None
+) -> dict[str, ResizeCondition | None]:
+    """The resize conditions the kubelet owns, in the order it writes them, each with what it
+    should be (None: absent): PodResizePending and PodResizeInProgress as rt says, and
+    PodResizePreemptionDisabled unless `preemption_disabled_on` is None."""
+    conditions: dict[str, ResizeCondition | None] = {
+        POD_RESIZE_PENDING: ResizeCondition(
+            rt.pending_reason,
+            rt.pending_message,
+            rt.pending_generation,
+            rt.pending_since if rt.pending_since is not None else now,
+        )
+        if rt.pending_reason
+        else None,
+        POD_RESIZE_IN_PROGRESS: ResizeCondition("", "", rt.resize_generation, now)
+        if rt.actual is not None
+        else None,
+    }
+    if preemption_disabled_on is not None:
+        conditions[POD_RESIZE_PREEMPTION_DISABLED] = (
+            ResizeCondition(
+                REASON_PREEMPTION_DISABLED_BY_NODE_POLICY,
+                f"Preemption for in-place pod resize is disabled on node "
+                f"'{preemption_disabled_on}' by preemption policy.",
+                rt.pending_generation,
+                now,
+            )
+            if preemption_disabled_on and rt.pending_reason == Pending.DEFERRED
+            else None
+        )
+    return conditions
+
+
+def _resize_started_message(
+    pod: types_pb2.Pod, allocation: Mapping[str, ContainerAllocation], generation: int
+) -> str:
+    """Upstream's ResizeStarted message: the new resources of each container, as JSON."""
+    containers = []
+    for c in (*pod.spec.init_containers, *pod.spec.containers):
+        a = allocation.get(c.name)
+        if a is None:
+            continue
+        resources: dict[str, dict[str, str]] = {}
+        if a.limits:
+            resources["limits"] = dict(sorted(a.limits.items()))
+        if a.requests:
+            resources["requests"] = dict(sorted(a.requests.items()))
+        containers.append({"name": c.name, "resources": resources})
+    body = json.dumps({"containers": containers, "generation": generation}, separators=(",", ":"))
+    return f"Pod resize started: {body}"
+
+
+# ---------------------------------------------------------------- the manager
+
+
+class AllocationManager:
+    """In-place resize for every node of this process: decides the resize a running pod's spec
+    asks for (upstream's handlePodResourcesResize), keeps the retry list of Deferred resizes
+    and walks it when room may have appeared (RetryPendingResizes), and ends a resize once its
+    actuation delay is over. `enqueue(uid)` asks for a sync (and so a status write) of a pod a
+    retry changed. With `enabled` off (the InPlacePodVerticalScaling gate) pods keep their
+    admitted allocation."""
+
+    def __init__(
+        self,
+        nodes: Mapping[str, NodePods],
+        *,
+        clock: Clock,
+        enqueue: Callable[[str], None],
+        enabled: bool = True,
+        actuation_delay: float = DEFAULT_ACTUATION_DELAY,
+        retry_period: float = DEFAULT_RETRY_PERIOD,
+        recorder: EventRecorder | None = None,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        self._nodes = nodes
+        self._clock = clock
+        self._enqueue = enqueue
+        self.enabled = enabled
+        self._actuation_delay = actuation_delay
+        self._retry_period = retry_period
+        self._recorder = recorder
+        self.deferred_resizes_accepted: dict[str, int] = {}
+        """Deferred resizes a retry accepted, by retry trigger (upstream's
+        kubelet_pod_deferred_resize_accepted_total)."""
+        self._metrics = (
+            None
+            if registry is None
+            else ResizeMetrics(
+                registry, pending=self._count_pending, in_progress=self._count_in_progress
+            )
+        )
+
+    def _count_pending(self, reason: str) -> int:
+        return sum(
+            rt.pending_reason == reason for n in self._nodes.values() for rt in n.runtimes.values()
+        )
+
+    def _count_in_progress(self) -> int:
+        return sum(
+            rt.actual is not None for n in self._nodes.values() for rt in n.runtimes.values()
+        )
+
+    @staticmethod
+    def restore(node: NodePods) -> None:
+        """Rebuilds the node's retry list from its restored runtimes."""
+        node.deferred.update(
+            uid for uid, rt in node.runtimes.items() if rt.pending_reason == Pending.DEFERRED
+        )
+
+    @staticmethod
+    def actuate(rt: PodRuntime, now: float) -> bool:
+        """Finishes a resize whose actuation delay is over (or whose pod stopped running)."""
+        if rt.actual is None:
+            return False
+        if rt.state == PodState.RUNNING and (
+            rt.actuate_at is not None and now + EPSILON < rt.actuate_at
+        ):
+            return False
+        rt.actual = None
+        rt.actual_requests = None
+        rt.actuate_at = None
+        logger.info("pod %s: resized to its allocation", rt.key)
+        return True
+
+    def handle_resize(
+        self, node: NodePods, pod: types_pb2.Pod, rt: PodRuntime, now: float, trigger: str = ""
+    ) -> bool:
+        """Decides the resize the pod's spec asks for, if any; True if rt changed. `trigger`:
+        the retry that asks (empty: the pod's own sync)."""
+        if not self.enabled:
+            return False
+        if rt.state != PodState.RUNNING or pod.metadata.HasField("deletion_timestamp"):
+            return self._clear_pending(node, rt)
+        desired = desired_allocation(pod)
+        if desired == rt.allocation:
+            return self._clear_pending(node, rt)
+        wanted = pod_requests(pod)
+        own_actual = rt.actual_requests if rt.actual_requests is not None else rt.requests
+        decision = decide(wanted, own_actual, held_by_others(node, rt.uid), node.allocatable)
+        if decision.pending is None:
+            self._accept(node, pod, rt, desired, wanted, now, trigger)
+            return True
+        return self._pend(node, pod, rt, decision.pending, decision.message, now)
+
+    def _accept(
+        self,
+        node: NodePods,
+        pod: types_pb2.Pod,
+        rt: PodRuntime,
+        desired: PodAllocation,
+        wanted: dict[str, int],
+        now: float,
+        trigger: str,
+    ) -> None:
+        was_deferred = rt.pending_reason == Pending.DEFERRED
+        self._clear_pending(node, rt)
+        if rt.actual is None:
+            rt.actual, rt.actual_requests = rt.allocation, rt.requests
+        if self._metrics is not None:
+            self._metrics.resize_accepted(rt.allocation, desired)
+        rt.allocation, rt.requests = desired, wanted
+        rt.resize_generation = pod.metadata.generation
+        if rt.actual == rt.allocation:  # resized back before it was actuated
+            rt.actual = rt.actual_requests = rt.actuate_at = None
+        else:
+            rt.actuate_at = now + self._actuation_delay
+        if was_deferred and trigger:
+            self.deferred_resizes_accepted[trigger] = (
+                self.deferred_resizes_accepted.get(trigger, 0) + 1
+            )
+            if self._metrics is not None:
+                self._metrics.deferred_accepted.labels(trigger).inc()
+        logger.info(
+            "node %s: pod %s: resize accepted%s",
+            node.name,
+            rt.key,
+            f" on retry ({trigger})" if trigger else "",
+        )
+        if self._recorder is not None:
+            self._recorder.event(
+                pod,
+                EVENT_NORMAL,
+                EVENT_RESIZE_STARTED,
+                "",
+                _resize_started_message(pod, desired, rt.resize_generation),
+            )
+
+    def _pend(
+        self,
+        node: NodePods,
+        pod: types_pb2.Pod,
+        rt: PodRuntime,
+        pending: Pending,
+        message: str,
+        now: float,
+    ) -> bool:
+        """Marks the resize Deferred or Infeasible; True if that changed rt."""
+        reason, generation = str(pending), pod.metadata.generation
+        if (rt.pending_reason, rt.pending_message, rt.pending_generation) == (
+            reason,
+            message,
+            generation,
+        ):
+            return False
+        if (rt.pending_reason, rt.pending_message) != (reason, message):
+            logger.info("node %s: pod %s: resize %s: %s", node.name, rt.key, reason, message)
+            if self._recorder is not None:
+                event = (
+                    EVENT_RESIZE_DEFERRED
+                    if pending == Pending.DEFERRED
+                    else EVENT_RESIZE_INFEASIBLE
+                )
+                self._recorder.event(pod, EVENT_WARNING, event, "", message)
+        if not rt.pending_reason:
+            rt.pending_since = now
+        if (
+            self._metrics is not None
+            and pending == Pending.INFEASIBLE
+            and rt.pending_reason != Pending.INFEASIBLE
+        ):
+            self._metrics.infeasible.labels("insufficient_node_allocatable").inc()
+        rt.pending_reason, rt.pending_message, rt.pending_generation = reason, message, generation
+        if pending == Pending.DEFERRED:
+            node.deferred.add(rt.uid)
+        else:
+            node.deferred.discard(rt.uid)
+        return True
+
+    @staticmethod
+    def _clear_pending(node: NodePods, rt: PodRuntime) -> bool:
+        node.deferred.discard(rt.uid)
+        if not rt.pending_reason:
+            return False
+        rt.pending_reason = rt.pending_message = ""
+        rt.pending_since = None
+        rt.pending_generation = 0
+        return True
+
+    def retry(self, node: NodePods, trigger: str) -> None:
+        """Walks the node's whole retry list in its order, each pod decided against the
+        allocations the ones before it got; enqueues every pod that changed."""
+        if not self.enabled or not node.deferred:
+            return
+        candidates: list[tuple[tuple[bool, int, bool, float], str]] = []
+        for uid in list(node.deferred):
+            pod, rt = node.api_pods.get(uid), node.runtimes.get(uid)
+            if pod is None or rt is None:
+                node.deferred.discard(uid)
+                continue
+            candidates.append((retry_key(pod, rt.requests, rt.pending_since), uid))
+        candidates.sort()
+        now = self._clock.now()
+        changed = False
+        for _key, uid in candidates:
+            pod, rt = node.api_pods[uid], node.runtimes[uid]
+            if self.handle_resize(node, pod, rt, now, trigger):
+                changed = True
+                self._enqueue(uid)
+        if changed:
+            node.save()
+
+    async def run(self) -> None:
+        """Retries every node's Deferred resizes each `retry_period`, until cancelled."""
+        if not self.enabled:
+            return
+        while True:
+            await self._clock.sleep(self._retry_period)
+            for node in self._nodes.values():
+                self.retry(node, TRIGGER_PERIODIC)

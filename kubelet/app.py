@@ -50,7 +50,8 @@ from kubelet.node_status import (
     parse_labels,
     parse_taints,
 )
-from kubelet.pod_workers import DEFAULT_WORKERS, NodePods, PodWorkerOptions, PodWorkers
+from kubelet.pod_manager import NodePods
+from kubelet.pod_workers import DEFAULT_WORKERS, PodWorkerOptions, PodWorkers
 
 log = logging.getLogger(__name__)
 

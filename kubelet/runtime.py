@@ -22,13 +22,16 @@ from typing import Any, Final
 
 from kemu.api.v1 import types_pb2
 from kemu.client.controlplane import DurationError, parse_duration
-from kubelet.admission import ContainerAllocation, PodAllocation
 
 logger = logging.getLogger(__name__)
 
 STARTUP_DELAY_ANNOTATION: Final = "kubelet.kemu.io/startup-delay"
 RUN_DURATION_ANNOTATION: Final = "kubelet.kemu.io/run-duration"
 SHUTDOWN_DURATION_ANNOTATION: Final = "kubelet.kemu.io/shutdown-duration"
+
+# Timers on the monotonic clock and deadlines on the wall clock may disagree by a hair: an
+# instant within EPSILON seconds of a deadline has reached it.
+EPSILON: Final = 1e-3
 
 EXIT_OK: Final = 0
 EXIT_KILLED: Final = 137  # 128 + SIGKILL
@@ -50,6 +53,25 @@ class PodState(enum.StrEnum):
 
 ACTIVE_STATES: Final = frozenset({PodState.STARTING, PodState.RUNNING, PodState.TERMINATING})
 """States whose pods hold resources on the node (upstream's active pods)."""
+
+
+@dataclass(frozen=True)
+class ContainerAllocation:
+    """What one container was admitted (or resized) with: quantity strings, as in its spec."""
+
+    requests: Mapping[str, str]
+    limits: Mapping[str, str]
+
+    def to_json(self) -> dict[str, dict[str, str]]:
+        return {"requests": dict(self.requests), "limits": dict(self.limits)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Mapping[str, str]]) -> ContainerAllocation:
+        return cls(dict(data.get("requests", {})), dict(data.get("limits", {})))
+
+
+PodAllocation = dict[str, ContainerAllocation]
+"""Container name -> what it was allocated (init and app containers share one name space)."""
 
 
 def annotation_seconds(pod: types_pb2.Pod, key: str) -> float | None:

@@ -20,7 +20,8 @@ from kemu.client.informer import Informer
 from kemu.machinery.errors import NotFound
 from kemu.testing.eventually import eventually
 from kubelet.checkpoint import Checkpoint
-from kubelet.pod_workers import NodePods, PodWorkerOptions, PodWorkers
+from kubelet.pod_manager import NodePods
+from kubelet.pod_workers import PodWorkerOptions, PodWorkers
 
 ALLOCATABLE = {"cpu": 4000, "memory": 4 * 1024**3, "pods": 110}
 
@@ -44,6 +45,18 @@ async def advance(clock: FakeClock, seconds: float, step: float = 0.1) -> None:
         clock.advance(dt)
         remaining -= dt
         await settle()
+
+
+async def wait_running(env: Env, name: str) -> types_pb2.Pod:
+    """The pod once its status says Running (after the default start-up delay)."""
+    await settle()
+    await advance(env.clock, 0.5)
+    for _ in range(100):
+        got = await env.find(name)
+        if got is not None and got.status.phase == "Running":
+            return got
+        await settle()
+    raise AssertionError(f"{name} is not running: {got}")
 
 
 @dataclass

@@ -1,14 +1,16 @@
-"""Pod requests at their allocation and the admission fit, with upstream's messages."""
+"""Pod requests at their allocation, the admission fit with upstream's messages, and the state
+an arriving pod starts in."""
 
 from __future__ import annotations
 
 from kemu.testing.builders import make_pod
 from kubelet.admission import (
-    ContainerAllocation,
+    admit_pod,
     allocation_from_spec,
     fits,
     pod_requests,
 )
+from kubelet.runtime import STARTUP_DELAY_ANNOTATION, ContainerAllocation, PodState
 
 GI = 1024**3
 NODE = {"cpu": 4000, "memory": 4 * GI, "pods": 110}
@@ -55,3 +57,30 @@ def test_unknown_extended_resources_are_ignored_known_ones_checked():
     assert fits({"example.com/gpu": 1}, {}, 0, NODE).admit
     out = fits({"example.com/gpu": 2}, {"example.com/gpu": 1}, 0, {**NODE, "example.com/gpu": 2})
     assert out.reason == "OutOfexample.com/gpu"
+
+
+def test_admit_pod_starts_a_pod_that_fits_after_its_startup_delay():
+    pod = make_pod("p").req(cpu="1").lim(cpu="2").node("n1").obj()
+    rt = admit_pod(pod, [{"cpu": 3000}], NODE, now=100.0, startup_delay=0.5)
+    assert (rt.state, rt.admitted_at, rt.start_at) == (PodState.STARTING, 100.0, 100.5)
+    assert rt.requests == {"cpu": 1000}
+    assert rt.allocation["c"] == ContainerAllocation({"cpu": "1"}, {"cpu": "2"})
+    annotated = make_pod("q").node("n1").annotation(STARTUP_DELAY_ANNOTATION, "3s").obj()
+    assert admit_pod(annotated, [], NODE, now=100.0, startup_delay=0.5).start_at == 103.0
+
+
+def test_admit_pod_rejects_a_pod_that_does_not_fit_next_to_the_others():
+    pod = make_pod("p").req(cpu="2").node("n1").obj()
+    rt = admit_pod(pod, [{"cpu": 1000}, {"cpu": 1500}], NODE, now=100.0, startup_delay=0.5)
+    assert (rt.state, rt.reason) == (PodState.REJECTED, "OutOfcpu")
+    assert rt.message == (
+        "Node didn't have enough resource: cpu, requested: 2000, used: 2500, capacity: 4000"
+    )
+    assert rt.allocation == {}, "a rejected pod holds nothing"
+
+
+def test_admit_pod_does_not_start_a_pod_deleted_before_it_ran():
+    pod = make_pod("p").req(cpu="64").node("n1").obj()
+    pod.metadata.deletion_timestamp.FromSeconds(90)
+    rt = admit_pod(pod, [], NODE, now=100.0, startup_delay=0.5)
+    assert (rt.state, rt.finished_at) == (PodState.TERMINATED, 100.0)

@@ -14,7 +14,7 @@ from kemu.testing.builders import make_pod
 from kubelet.pod_workers import PodWorkerOptions
 from kubelet.runtime import PodState
 
-from .helpers import ALLOCATABLE, Env, advance, running_workers, settle, wait_until
+from .helpers import ALLOCATABLE, Env, advance, running_workers, settle, wait_running, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -29,17 +29,6 @@ def pod(name: str, cpu: str = "1", node: str = "n1", **annotations: str) -> type
 async def start_running(env: Env, name: str, **kw: str) -> types_pb2.Pod:
     await env.fake.create(pod(name, **kw))
     return await wait_running(env, name)
-
-
-async def wait_running(env: Env, name: str) -> types_pb2.Pod:
-    await settle()
-    await advance(env.clock, 0.5)
-    for _ in range(100):
-        got = await env.find(name)
-        if got is not None and got.status.phase == "Running":
-            return got
-        await settle()
-    raise AssertionError(f"{name} is not running: {got}")
 
 
 async def test_admitted_pod_runs_after_the_startup_delay_with_full_status():
@@ -233,60 +222,6 @@ async def test_a_pod_deleted_before_it_started_goes_at_once_without_status():
         await env.mark_deleted("p", 30)
         await _deleted_within(env, "p", 0, 0.3)
         assert "update_status" not in env.fake.verbs("pods")
-
-
-async def test_status_writes_keep_conditions_written_by_others():
-    async with running_workers() as env:
-        p = await start_running(env, "p")
-        await env.fake.patch(
-            types_pb2.Pod,
-            "p",
-            {
-                "status": {
-                    "conditions": [
-                        *[{"type": c.type, "status": c.status} for c in p.status.conditions],
-                        {"type": "DisruptionTarget", "status": "True", "reason": "Preempted"},
-                    ]
-                }
-            },
-            subresource="status",
-        )
-        await env.mark_deleted("p", 1)
-        await advance(env.clock, 1.5)
-        last = env.last_status_write()
-        types = {c.type: c.status for c in last.status.conditions}
-        assert types["DisruptionTarget"] == "True"
-        assert types["Ready"] == "False"
-        assert not await env.exists("p")
-
-
-async def test_a_conflicting_status_write_is_redone_on_a_fresh_read():
-    async with running_workers() as env:
-        stale = await env.fake.create(pod("p"))
-        running = await wait_running(env, "p")
-        await env.fake.patch(
-            types_pb2.Pod,
-            "p",
-            {
-                "status": {
-                    "conditions": [
-                        *[{"type": c.type, "status": c.status} for c in running.status.conditions],
-                        {"type": "DisruptionTarget", "status": "True"},
-                    ]
-                }
-            },
-            subresource="status",
-        )
-        node = env.node()
-        rt = node.runtimes[running.metadata.uid]
-        env.fake.clear_actions()
-        # Written from a stale copy: Conflict, read again, rebuilt on what others wrote.
-        written = await env.workers._write_status(node, stale, rt)
-        assert written is not None
-        assert env.fake.verbs("pods")[:2] == ["update_status", "get"]
-        types = {c.type: c.status for c in written.status.conditions}
-        assert types["DisruptionTarget"] == "True"
-        assert types["Ready"] == "True"
 
 
 # ---------------------------------------------------------------- restart

@@ -22,9 +22,12 @@ from kubelet.allocation import (
     TRIGGER_PODS_REMOVED,
     Pending,
     decide,
+    held_by_others,
     retry_key,
 )
+from kubelet.pod_manager import NodePods
 from kubelet.pod_workers import PodWorkerOptions
+from kubelet.runtime import PodRuntime, PodState
 
 from .helpers import Env, advance, running_workers, settle
 
@@ -243,7 +246,7 @@ async def test_a_downsize_frees_room_only_once_actuated():
         await advance(env.clock, 0.5)  # a actuated: trigger pod_resized
         b = await settled_pod(env, "b")
         assert allocated(b)["cpu"] == "3"
-        assert env.workers.deferred_resizes_accepted == {TRIGGER_POD_RESIZED: 1}
+        assert env.workers.allocation_manager.deferred_resizes_accepted == {TRIGGER_POD_RESIZED: 1}
 
 
 async def test_retry_order_higher_priority_is_accepted_and_the_older_stays_deferred():
@@ -271,7 +274,7 @@ async def test_retry_order_higher_priority_is_accepted_and_the_older_stays_defer
         assert allocated(a)["cpu"] == "1"
         assert conditions(a)[PENDING].reason == "Deferred"
         assert env.node().deferred == {a.metadata.uid}
-        assert env.workers.deferred_resizes_accepted == {TRIGGER_PODS_REMOVED: 1}
+        assert env.workers.allocation_manager.deferred_resizes_accepted == {TRIGGER_PODS_REMOVED: 1}
 
 
 async def test_chain_reaction_after_a_pod_is_deleted():
@@ -304,7 +307,7 @@ async def test_chain_reaction_after_a_pod_is_deleted():
         await advance(env.clock, 0.5)  # p3 actuated
         p4 = await settled_pod(env, "p4")
         assert allocated(p4)["cpu"] == "1500m"
-        assert env.workers.deferred_resizes_accepted == {
+        assert env.workers.allocation_manager.deferred_resizes_accepted == {
             TRIGGER_PODS_REMOVED: 1,
             TRIGGER_POD_RESIZED: 2,
         }
@@ -358,6 +361,25 @@ def test_decide_and_retry_key():
     new = retry_key(pod("w", cpu="2"), {"cpu": 1000, "memory": GI}, 2.0)
     none = retry_key(pod("v", cpu="2"), {"cpu": 1000, "memory": GI}, None)
     assert sorted([none, new, old, high, down]) == [down, high, old, new, none]
+
+
+def test_other_active_pods_hold_the_larger_of_their_allocated_and_actual_requests():
+    node = NodePods("n1", NODE)
+    for uid, state, requests, actual in (
+        ("self", PodState.RUNNING, {"cpu": 1000}, None),
+        ("shrinking", PodState.RUNNING, {"cpu": 500}, {"cpu": 2000}),
+        ("growing", PodState.RUNNING, {"cpu": 3000}, {"cpu": 1000, "memory": GI}),
+        ("starting", PodState.STARTING, {"cpu": 100}, None),
+        ("done", PodState.SUCCEEDED, {"cpu": 4000}, None),
+    ):
+        node.runtimes[uid] = PodRuntime(
+            uid, "default", uid, state, requests=requests, actual_requests=actual
+        )
+    assert held_by_others(node, "self") == [
+        {"cpu": 2000},
+        {"cpu": 3000, "memory": GI},
+        {"cpu": 100},
+    ]
 
 
 async def test_resize_is_ignored_with_the_gate_off():

@@ -1,20 +1,17 @@
-"""client-go work queue semantics: dedup, no concurrent processing of a key, delays."""
+"""client-go work queue semantics: dedup, no concurrent processing of a key, delays, rate
+limiting, shut down and drain; one queue for the controller-manager and the kubelet."""
 
 from __future__ import annotations
 
 import anyio
-import anyio.lowlevel
 import pytest
 
-from controllermanager.workqueue import WorkQueue
 from kemu.client.clock import FakeClock
+from kemu.client.workqueue import WorkQueue
+
+from .helpers import advance, settle
 
 pytestmark = pytest.mark.anyio
-
-
-async def settle(rounds: int = 20) -> None:
-    for _ in range(rounds):
-        await anyio.lowlevel.checkpoint()
 
 
 async def drain(q: WorkQueue) -> list[str]:
@@ -153,3 +150,111 @@ async def test_rate_limited_adds_back_off_exponentially_until_forgotten() -> Non
         q.add_rate_limited("k")
         assert q.waiting("k") == clock.monotonic() + 1.0
         tg.cancel_scope.cancel()
+
+
+async def test_a_key_waits_once_and_is_requeued_if_added_while_processed() -> None:
+    q = WorkQueue(FakeClock())
+    q.add("a")
+    q.add("a")
+    q.add("b")
+    assert await q.get() == "a"
+    q.add("a")  # while processing: queued again after done()
+    assert await q.get() == "b"
+    q.done("b")
+    q.done("a")
+    assert await q.get() == "a"
+    q.done("a")
+    assert len(q) == 0
+
+
+async def test_delayed_adds_come_due_in_order_on_the_clock() -> None:
+    clock = FakeClock()
+    q = WorkQueue(clock)
+    got: list[str] = []
+    async with anyio.create_task_group() as tg:
+        await tg.start(q.run)
+
+        async def consume() -> None:
+            while (key := await q.get()) is not None:
+                got.append(key)
+                q.done(key)
+
+        tg.start_soon(consume)
+        q.add_after("late", 5)
+        q.add_after("early", 1)  # earlier than the timer's current sleep
+        q.add_after("now", 0)
+        await settle()
+        assert got == ["now"]
+        await advance(clock, 1, step=0.1)
+        assert got == ["now", "early"]
+        await advance(clock, 3.9, step=0.1)
+        assert got == ["now", "early"]
+        await advance(clock, 0.1, step=0.1)
+        assert got == ["now", "early", "late"]
+        assert q.pending_timers == 0
+        tg.cancel_scope.cancel()
+
+
+async def test_each_key_wakes_one_waiting_worker_and_every_key_is_handed_out() -> None:
+    q = WorkQueue(FakeClock())
+    got: list[tuple[int, str]] = []
+
+    async def worker(i: int) -> None:
+        while (key := await q.get()) is not None:
+            got.append((i, key))
+            await settle(3)
+            q.done(key)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(8):
+            tg.start_soon(worker, i)
+        await settle()
+        for key in "abc":
+            q.add(key)
+        await settle()
+        assert sorted(k for _, k in got) == ["a", "b", "c"]
+        assert len({i for i, _ in got}) == 3, "three keys went to three workers"
+        q.shut_down()
+    assert len(q) == 0
+
+
+async def test_a_cancelled_worker_does_not_swallow_the_wake_up_of_a_later_key() -> None:
+    q = WorkQueue(FakeClock())
+    got: list[str] = []
+
+    async def worker() -> None:
+        while (key := await q.get()) is not None:
+            got.append(key)
+            q.done(key)
+
+    doomed = anyio.CancelScope()
+
+    async def doomed_worker() -> None:
+        with doomed:
+            await worker()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(doomed_worker)  # the first to wait
+        await settle()
+        tg.start_soon(worker)
+        await settle()
+        doomed.cancel()
+        await settle()
+        q.add("k")
+        await settle()
+        assert got == ["k"], "the live worker must be woken for the key"
+        q.shut_down()
+
+
+async def test_run_returns_once_shut_down_and_delays_are_dropped() -> None:
+    clock = FakeClock()
+    q = WorkQueue(clock)
+    with anyio.fail_after(1):
+        async with anyio.create_task_group() as tg:
+            await tg.start(q.run)
+            q.add_after("k", 10)
+            await settle()
+            q.shut_down()
+    q.add_after("k", 1)
+    q.add_rate_limited("k")
+    assert len(q) == 0 and await q.get() is None

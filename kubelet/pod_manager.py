@@ -1,0 +1,65 @@
+"""The pods of one node, as this kubelet knows them (upstream's pod manager, plus the pod
+workers' per-pod records): the latest version of each pod the API has (`api_pods`), the
+kubelet's own record of each pod it admitted or rejected (`runtimes`, checkpointed), and the
+node's retry list of Deferred resizes (`deferred`, kept by kubelet.allocation).
+
+A hollow kubelet runs many nodes in one process: there is one NodePods per node, and nothing in
+it is shared between nodes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from kemu.api.v1 import types_pb2
+from kubelet.checkpoint import Checkpoint
+from kubelet.runtime import PodRuntime, PodState
+
+logger = logging.getLogger(__name__)
+
+
+def resource_version(pod: types_pb2.Pod) -> int:
+    """The pod's resourceVersion as a number, to tell which of two copies is newer."""
+    try:
+        return int(pod.metadata.resource_version or 0)
+    except ValueError:
+        return 0
+
+
+class NodePods:
+    """The pods of one node: what the API says (latest seen) and what the kubelet knows."""
+
+    def __init__(
+        self, name: str, allocatable: Mapping[str, int], checkpoint: Checkpoint | None = None
+    ) -> None:
+        self.name = name
+        self.allocatable = dict(allocatable)
+        self.checkpoint = checkpoint or Checkpoint(None, name)
+        self.api_pods: dict[str, types_pb2.Pod] = {}
+        self.runtimes: dict[str, PodRuntime] = {}
+        self.deferred: set[str] = set()
+        """Pods whose resize is Deferred: the retry list (kubelet.allocation)."""
+        self.resize_preemption_disabled = False
+        """The Node's spec.podPreemptionPolicy.disableResizePreemption is non-empty."""
+
+    def restore(self) -> list[PodRuntime]:
+        """Loads the checkpoint into `runtimes`; the pods it held."""
+        restored = self.checkpoint.load()
+        for rt in restored:
+            self.runtimes[rt.uid] = rt
+        if restored:
+            logger.info(
+                "node %s: restored %d pods from %s", self.name, len(restored), self.checkpoint.path
+            )
+        return restored
+
+    def save(self) -> None:
+        self.checkpoint.save(rt for rt in self.runtimes.values() if rt.state != PodState.REJECTED)
+
+    def remember(self, pod: types_pb2.Pod) -> None:
+        """Keeps `pod` as the latest API state unless a newer one is known, or it was deleted."""
+        uid = pod.metadata.uid
+        known = self.api_pods.get(uid)
+        if known is not None and resource_version(known) < resource_version(pod):
+            self.api_pods[uid] = pod

@@ -1,0 +1,234 @@
+"""Pod status: what the kubelet reports for a pod (`build_status`) and how it is written
+(`StatusManager.write`), as upstream's generateAPIPodStatus and status manager.
+
+The kubelet owns the phase, startTime, container statuses and the conditions Initialized,
+Ready, ContainersReady and PodReadyToStartContainers; every other condition (PodScheduled,
+DisruptionTarget, ...) is kept as the API has it, except the resize conditions PodResizePending,
+PodResizeInProgress and (with its gate on) PodResizePreemptionDisabled, which the kubelet owns
+too (what they should be is kubelet.allocation's `resize_conditions`). Container statuses report
+each container's allocated resources and its actual ones (the allocation, or the size it still
+runs at while a resize is being actuated).
+
+Each write is an update_status of the whole status with the pod's resourceVersion; on Conflict
+the pod is read again and the status rebuilt on it, so conditions others wrote meanwhile are
+kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Final
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from kemu.api.v1 import types_pb2
+from kemu.client.interface import ApiClient
+from kemu.component.clock import Clock
+from kemu.machinery.errors import Conflict, NotFound
+from kemu.machinery.qos import compute_qos_class
+from kubelet.allocation import ResizeCondition, preemption_disabled_on, resize_conditions
+from kubelet.pod_manager import NodePods
+from kubelet.runtime import EXIT_OK, ContainerAllocation, PodRuntime, PodState
+
+KUBELET_CONDITIONS: Final = ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady")
+"""The pod conditions the kubelet owns besides the resize ones; it never touches the others."""
+
+_WRITE_ATTEMPTS: Final = 5
+
+
+def _ts(seconds: float) -> Timestamp:
+    ts = Timestamp()
+    ts.FromMicroseconds(round(seconds * 1_000_000))
+    return ts
+
+
+def _set_condition(
+    status: types_pb2.PodStatus, type_: str, value: str, reason: str, now: float
+) -> None:
+    for c in status.conditions:
+        if c.type == type_:
+            if c.status != value:
+                c.status = value
+                c.last_transition_time.CopyFrom(_ts(now))
+            c.reason = reason
+            c.message = ""
+            return
+    status.conditions.add(type=type_, status=value, reason=reason).last_transition_time.CopyFrom(
+        _ts(now)
+    )
+
+
+def _set_resize_condition(status: types_pb2.PodStatus, type_: str, want: ResizeCondition) -> None:
+    for c in status.conditions:
+        if c.type == type_:
+            break
+    else:
+        c = status.conditions.add(type=type_)
+        c.last_transition_time.CopyFrom(_ts(want.since))
+    if c.status != "True":
+        c.status = "True"
+        c.last_transition_time.CopyFrom(_ts(want.since))
+    c.reason = want.reason
+    c.message = want.message
+    c.observed_generation = want.observed_generation
+
+
+def _drop_conditions(status: types_pb2.PodStatus, types: Iterable[str]) -> None:
+    drop = set(types)
+    keep = [c for c in status.conditions if c.type not in drop]
+    if len(keep) != len(status.conditions):
+        del status.conditions[:]
+        status.conditions.extend(keep)
+
+
+def _container_status(
+    c: types_pb2.Container,
+    rt: PodRuntime,
+    *,
+    running: bool,
+    exit_code: int | None,
+    finished_at: float | None,
+) -> types_pb2.ContainerStatus:
+    cs = types_pb2.ContainerStatus(name=c.name, image=c.image, restart_count=0)
+    started_at = rt.started_at if rt.started_at is not None else rt.start_at
+    if running:
+        cs.state.running.started_at.CopyFrom(_ts(started_at))
+        cs.ready = True
+        cs.started = True
+    else:
+        term = cs.state.terminated
+        term.exit_code = exit_code if exit_code is not None else EXIT_OK
+        term.reason = "Completed" if term.exit_code == EXIT_OK else "Error"
+        term.started_at.CopyFrom(_ts(started_at))
+        term.finished_at.CopyFrom(_ts(finished_at if finished_at is not None else started_at))
+        cs.ready = False
+        cs.started = False
+    alloc = rt.allocation.get(c.name) or ContainerAllocation(
+        dict(c.resources.requests), dict(c.resources.limits)
+    )
+    cs.allocated_resources.update(alloc.requests)
+    # Actual resources: always reported for a container that ran (the apiserver refuses a
+    # resize of a running pod whose kubelet does not report them).
+    actual = alloc if rt.actual is None else rt.actual.get(c.name, alloc)
+    cs.resources.SetInParent()
+    cs.resources.requests.update(actual.requests)
+    cs.resources.limits.update(actual.limits)
+    return cs
+
+
+def _rejected_status(status: types_pb2.PodStatus, rt: PodRuntime) -> None:
+    status.phase = "Failed"
+    status.reason = rt.reason
+    status.message = f"Pod was rejected: {rt.message}"
+    _drop_conditions(status, KUBELET_CONDITIONS)
+
+
+def _admitted_status(
+    status: types_pb2.PodStatus,
+    pod: types_pb2.Pod,
+    rt: PodRuntime,
+    now: float,
+    preemption_disabled_on: str | None,
+) -> None:
+    status.start_time.CopyFrom(_ts(rt.admitted_at))
+    status.reason = ""
+    status.message = ""
+    running = rt.state in (PodState.RUNNING, PodState.TERMINATING)
+    exit_code = rt.exit_code
+    if running:
+        status.phase = "Running"
+        ready, reason = "True", ""
+    else:
+        status.phase = "Succeeded" if exit_code in (None, EXIT_OK) else "Failed"
+        ready, reason = "False", "PodCompleted"
+    _set_condition(status, "PodReadyToStartContainers", "True" if running else "False", "", now)
+    _set_condition(status, "Initialized", "True", reason, now)
+    _set_condition(status, "Ready", ready, reason, now)
+    _set_condition(status, "ContainersReady", ready, reason, now)
+    for type_, want in resize_conditions(rt, now, preemption_disabled_on).items():
+        if want is None:
+            _drop_conditions(status, (type_,))
+        else:
+            _set_resize_condition(status, type_, want)
+    del status.container_statuses[:]
+    for c in pod.spec.containers:
+        status.container_statuses.append(
+            _container_status(
+                c, rt, running=running, exit_code=exit_code, finished_at=rt.finished_at
+            )
+        )
+    del status.init_container_statuses[:]
+    for ic in pod.spec.init_containers:
+        sidecar = ic.HasField("restart_policy") and ic.restart_policy == "Always"
+        if sidecar:
+            cs = _container_status(
+                ic, rt, running=running, exit_code=exit_code, finished_at=rt.finished_at
+            )
+        else:  # ran to completion before the app containers started
+            cs = _container_status(
+                ic, rt, running=False, exit_code=EXIT_OK, finished_at=rt.started_at
+            )
+        status.init_container_statuses.append(cs)
+
+
+def build_status(
+    pod: types_pb2.Pod, rt: PodRuntime, now: float, *, preemption_disabled_on: str | None = None
+) -> types_pb2.PodStatus:
+    """The status the pod should have in state `rt.state`, built on its current status.
+    `preemption_disabled_on`: see kubelet.allocation.resize_conditions."""
+    status = types_pb2.PodStatus()
+    status.CopyFrom(pod.status)
+    if not status.qos_class:
+        status.qos_class = compute_qos_class(pod)
+    if rt.state == PodState.REJECTED:
+        _rejected_status(status, rt)
+    else:
+        _admitted_status(status, pod, rt, now, preemption_disabled_on)
+    return status
+
+
+class StatusManager:
+    """Writes the status the kubelet reports for a pod; see the module docstring."""
+
+    def __init__(
+        self, client: ApiClient, *, clock: Clock, resize_preemption_policy: bool = False
+    ) -> None:
+        self._client = client
+        self._clock = clock
+        self._resize_preemption_policy = resize_preemption_policy
+
+    @staticmethod
+    def reports(rt: PodRuntime) -> bool:
+        """Whether a pod in rt's state has a status to report."""
+        if rt.state in (PodState.RUNNING, PodState.SUCCEEDED, PodState.REJECTED):
+            return True
+        # A terminated pod whose containers ran reports how they ended, just before it goes.
+        return rt.state == PodState.TERMINATED and rt.started_at is not None
+
+    async def write(
+        self, node: NodePods, pod: types_pb2.Pod, rt: PodRuntime
+    ) -> types_pb2.Pod | None:
+        """Makes the API's status match rt; the pod as written, or None if it is gone."""
+        disabled_on = preemption_disabled_on(node, self._resize_preemption_policy)
+        for _ in range(_WRITE_ATTEMPTS):
+            status = build_status(pod, rt, self._clock.now(), preemption_disabled_on=disabled_on)
+            if status == pod.status:
+                return pod
+            new = types_pb2.Pod()
+            new.CopyFrom(pod)
+            new.status.CopyFrom(status)
+            try:
+                written = await self._client.update_status(new)
+            except NotFound:
+                return None
+            except Conflict:
+                try:
+                    pod = await self._client.get(types_pb2.Pod, rt.name, rt.namespace)
+                except NotFound:
+                    return None
+                if pod.metadata.uid != rt.uid:
+                    return None
+                continue
+            node.remember(written)
+            return written
+        raise Conflict(f"pod {rt.key}: status kept changing under {_WRITE_ATTEMPTS} writes")
