@@ -1,38 +1,8 @@
-"""kemu's client side: the typed gRPC client, informers, leader election, identity leases.
+"""kemu's client side: the typed gRPC client (client), informers (informer), leader election
+(leaderelection), identity leases (identity), events (events), the work queue (workqueue), what
+the scheduler and controller-manager share (controlplane), and the fake client for unit tests
+(fake).
 
-The fake client for unit tests is kemu.client.fake.FakeClient (not imported here).
+Import the submodules directly: this package re-exports nothing, so importing one of them (the
+work queue, the ApiClient protocol in interface) does not load gRPC.
 """
-
-from kemu.client.client import Client
-from kemu.client.clock import Clock, FakeClock, SystemClock
-from kemu.client.identity import run_identity_heartbeat
-from kemu.client.informer import (
-    FuncHandler,
-    Informer,
-    InformerFactory,
-    Lister,
-    ResourceEventHandler,
-    object_key,
-)
-from kemu.client.interface import ApiClient, ListResult, WatchEvent
-from kemu.client.leaderelection import LeaderElectionConfig, LeaderElector, LeadershipLost
-
-__all__ = [
-    "ApiClient",
-    "Client",
-    "Clock",
-    "FakeClock",
-    "FuncHandler",
-    "Informer",
-    "InformerFactory",
-    "LeaderElectionConfig",
-    "LeaderElector",
-    "LeadershipLost",
-    "ListResult",
-    "Lister",
-    "ResourceEventHandler",
-    "SystemClock",
-    "WatchEvent",
-    "object_key",
-    "run_identity_heartbeat",
-]
