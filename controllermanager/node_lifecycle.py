@@ -53,10 +53,10 @@ from controllermanager.controller import ControllerContext
 from controllermanager.workqueue import WorkQueue
 from kemu.api.v1 import types_pb2
 from kemu.client.clock import Clock
-from kemu.client.controlplane import parse_duration
 from kemu.client.events import EventRecorder
 from kemu.client.informer import FuncHandler, Informer, InformerFactory
 from kemu.client.interface import ApiClient
+from kemu.component.options import duration_flag
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.kinds import EVENT_NORMAL
 
@@ -106,14 +106,14 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("node lifecycle controller")
     group.add_argument(
         "--node-monitor-period",
-        type=parse_duration,
+        type=duration_flag,
         default=DEFAULT_NODE_MONITOR_PERIOD,
         metavar="DURATION",
         help="how often every node's health is checked (5s)",
     )
     group.add_argument(
         "--node-monitor-grace-period",
-        type=parse_duration,
+        type=duration_flag,
         default=DEFAULT_NODE_MONITOR_GRACE_PERIOD,
         metavar="DURATION",
         help="how long a node may go without a lease renewal or heartbeat before it is marked "

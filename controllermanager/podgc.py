@@ -35,10 +35,10 @@ from controllermanager.controller import ControllerContext
 from controllermanager.workqueue import WorkQueue
 from kemu.api.v1 import types_pb2
 from kemu.client.clock import Clock
-from kemu.client.controlplane import parse_duration
 from kemu.client.events import EventRecorder
 from kemu.client.informer import FuncHandler, Informer, InformerFactory
 from kemu.client.interface import ApiClient
+from kemu.component.options import duration_flag
 from kemu.component.version import Version
 from kemu.machinery.errors import ApiError, Conflict, Invalid, NotFound
 from kemu.machinery.kinds import EVENT_WARNING
@@ -76,7 +76,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("pod garbage collector")
     group.add_argument(
         "--pod-gc-quarantine",
-        type=parse_duration,
+        type=duration_flag,
         default=DEFAULT_QUARANTINE,
         metavar="DURATION",
         help="how long a node must have been missing before the pods bound to it are deleted "
