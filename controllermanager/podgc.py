@@ -40,6 +40,7 @@ from kemu.client.informer import FuncHandler, Informer, InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.component.options import duration_flag
 from kemu.component.version import Version
+from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import ApiError, Conflict, Invalid, NotFound
 from kemu.machinery.kinds import EVENT_WARNING
 
@@ -102,7 +103,7 @@ def failed_by_pod_gc(pod: types_pb2.Pod, now: float) -> types_pb2.Pod:
     if cond is None:
         cond = new.status.conditions.add(type=DISRUPTION_TARGET)
     if cond.status != "True" or not cond.HasField("last_transition_time"):
-        cond.last_transition_time.FromNanoseconds(int(now * 1e9))
+        cond.last_transition_time.CopyFrom(timestamp(now))
     cond.status = "True"
     cond.reason = DELETION_BY_POD_GC
     cond.message = NODE_GONE_MESSAGE

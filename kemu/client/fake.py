@@ -32,7 +32,6 @@ import anyio
 import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from google.protobuf.message import Message
-from google.protobuf.timestamp_pb2 import Timestamp
 
 from kemu.api.v1 import api_pb2, types_pb2
 from kemu.client.clock import Clock, SystemClock
@@ -46,6 +45,7 @@ from kemu.client.interface import (
     WatchEvent,
 )
 from kemu.machinery import convert, kinds
+from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import (
     AlreadyExists,
     ApiError,
@@ -371,11 +371,6 @@ class FakeClient:
                         self._failures.remove(f)
                 raise type(f.error)(f.error.message, list(f.error.causes))
 
-    def _timestamp(self) -> Timestamp:
-        ts = Timestamp()
-        ts.FromMicroseconds(int(self.clock.now() * 1_000_000))
-        return ts
-
     def _record(self, typ: str, resource: str, obj: Message, old: Message | None) -> None:
         change = _Change(self._rv, typ, resource, _copy(obj), old)
         self._history.append(change)
@@ -410,7 +405,7 @@ class FakeClient:
         meta.uid = str(uuid.uuid4())
         meta.resource_version = str(self._rv)
         meta.generation = 1
-        meta.creation_timestamp.CopyFrom(self._timestamp())
+        meta.creation_timestamp.CopyFrom(timestamp(self.clock.now()))
         meta.ClearField("deletion_timestamp")
         self._objects[key] = new
         self._record(ADDED, kind.resource, new, None)
@@ -737,7 +732,7 @@ class FakeClient:
         new.metadata.annotations.update(annotations or {})
         conditions = [c for c in new.status.conditions if c.type != "PodScheduled"]
         scheduled = types_pb2.PodCondition(type="PodScheduled", status="True")
-        scheduled.last_transition_time.CopyFrom(self._timestamp())
+        scheduled.last_transition_time.CopyFrom(timestamp(self.clock.now()))
         del new.status.conditions[:]
         new.status.conditions.extend([*conditions, scheduled])
         self._store(k, old, new)
