@@ -50,9 +50,9 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from controllermanager.controller import ControllerContext
 from controllermanager.workqueue import WorkQueue
 from kemu.api.v1 import types_pb2
-from kemu.client.clock import Clock
 from kemu.client.informer import FuncHandler, Informer, InformerFactory, object_key
 from kemu.client.interface import ApiClient
+from kemu.component.clock import Clock
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import ApiError, Conflict, Invalid, NotFound
 from kemu.machinery.labels import Selector, selector_of

@@ -52,10 +52,10 @@ import anyio
 from controllermanager.controller import ControllerContext
 from controllermanager.workqueue import WorkQueue
 from kemu.api.v1 import types_pb2
-from kemu.client.clock import Clock
 from kemu.client.events import EventRecorder
 from kemu.client.informer import FuncHandler, Informer, InformerFactory
 from kemu.client.interface import ApiClient
+from kemu.component.clock import Clock
 from kemu.component.options import duration_flag
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import ApiError, Conflict, NotFound

@@ -23,7 +23,7 @@ from typing import Final
 import anyio
 import anyio.lowlevel
 
-from kemu.client.clock import Clock
+from kemu.component.clock import Clock
 
 DEFAULT_BASE_DELAY: Final = 0.005
 DEFAULT_MAX_DELAY: Final = 1000.0

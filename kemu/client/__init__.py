@@ -4,7 +4,6 @@ The fake client for unit tests is kemu.client.fake.FakeClient (not imported here
 """
 
 from kemu.client.client import Client
-from kemu.client.clock import Clock, FakeClock, SystemClock
 from kemu.client.identity import run_identity_heartbeat
 from kemu.client.informer import (
     FuncHandler,
@@ -20,8 +19,6 @@ from kemu.client.leaderelection import LeaderElectionConfig, LeaderElector, Lead
 __all__ = [
     "ApiClient",
     "Client",
-    "Clock",
-    "FakeClock",
     "FuncHandler",
     "Informer",
     "InformerFactory",
@@ -31,7 +28,6 @@ __all__ = [
     "ListResult",
     "Lister",
     "ResourceEventHandler",
-    "SystemClock",
     "WatchEvent",
     "object_key",
     "run_identity_heartbeat",

@@ -34,7 +34,6 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from google.protobuf.message import Message
 
 from kemu.api.v1 import api_pb2, types_pb2
-from kemu.client.clock import Clock, SystemClock
 from kemu.client.interface import (
     ADDED,
     DEFAULT_NAMESPACE,
@@ -44,6 +43,7 @@ from kemu.client.interface import (
     M,
     WatchEvent,
 )
+from kemu.component.clock import Clock, RealClock
 from kemu.machinery import convert, kinds
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import (
@@ -283,7 +283,7 @@ class FakeClient:
     def __init__(
         self, *objects: Message, clock: Clock | None = None, history_limit: int = 10_000
     ) -> None:
-        self.clock: Clock = clock or SystemClock()
+        self.clock: Clock = clock or RealClock()
         self.history_limit = history_limit
         self.actions: list[Action] = []
         self.version_info = api_pb2.VersionInfo(

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from typing import Final
 
 from kemu.api.v1 import types_pb2
-from kemu.client.clock import Clock, SystemClock
 from kemu.client.interface import ApiClient
+from kemu.component.clock import Clock, RealClock
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import AlreadyExists, ApiError, Conflict, NotFound
 
@@ -104,7 +104,7 @@ async def run_identity_heartbeat(
     Never raises an ApiError: while the server is down it retries (sooner than `interval`,
     with backoff up to it) and logs.
     """
-    clock = clock or SystemClock()
+    clock = clock or RealClock()
     annotations = {
         EMULATED_VERSION_ANNOTATION: emulated_version,
         BINARY_VERSION_ANNOTATION: binary_version,

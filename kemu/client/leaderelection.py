@@ -26,8 +26,8 @@ from typing import Final
 import anyio
 
 from kemu.api.v1 import types_pb2
-from kemu.client.clock import Clock, SystemClock
 from kemu.client.interface import ApiClient
+from kemu.component.clock import Clock, RealClock
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import AlreadyExists, ApiError, Conflict, NotFound
 
@@ -84,7 +84,7 @@ class LeaderElector:
         hook for a leader_election_master_status gauge)."""
         self._client = client
         self.config = config
-        self._clock: Clock = clock or SystemClock()
+        self._clock: Clock = clock or RealClock()
         self._on_new_leader = on_new_leader
         self._on_leader_status = on_leader_status
         self._lease: types_pb2.Lease | None = None  # the last version read or written

@@ -15,8 +15,8 @@ from typing import Any, Final, NoReturn, TextIO
 
 import anyio
 
-from kemu.client.clock import Clock, SystemClock
 from kemu.client.interface import DEFAULT_NAMESPACE, ApiClient
+from kemu.component.clock import Clock, RealClock
 from kemu.ctl import apply, describe, edit, get, version, wait
 from kemu.ctl.common import Context, CtlError, format_api_error
 from kemu.ctl.connect import DEFAULT_SERVER, SERVER_ENV, server_address
@@ -252,7 +252,7 @@ async def run(
             out=out,
             err=err,
             stdin=stdin or sys.stdin,
-            clock=clock or SystemClock(),
+            clock=clock or RealClock(),
             namespace=explicit or DEFAULT_NAMESPACE,
             namespace_explicit=explicit is not None,
         )

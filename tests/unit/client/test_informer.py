@@ -7,9 +7,9 @@ import pytest
 from anyio.abc import TaskGroup
 
 from kemu.api.v1 import types_pb2
-from kemu.client.clock import FakeClock
 from kemu.client.fake import FakeClient
 from kemu.client.informer import FuncHandler, Informer, InformerFactory
+from kemu.component.clock import FakeClock
 from kemu.machinery.errors import Unavailable
 
 from .helpers import advance, pod, settle, wait_until

@@ -17,10 +17,10 @@ from controllermanager.app import (
 )
 from controllermanager.controller import Controller, ControllerContext, ControllerInit
 from kemu.api.v1 import types_pb2
-from kemu.client.clock import FakeClock
 from kemu.client.controlplane import LEASE_NAMESPACE
 from kemu.client.fake import FakeClient
 from kemu.client.leaderelection import LeaderElectionConfig
+from kemu.component.clock import FakeClock
 from kemu.component.health import CheckResult
 from kemu.component.options import ComponentOptions
 from kemu.component.runner import ComponentContext, run_component_async

@@ -14,9 +14,9 @@ from controllermanager.disruption import (
     DisruptionController,
 )
 from kemu.api.v1 import types_pb2
-from kemu.client.clock import FakeClock
 from kemu.client.fake import FakeClient
 from kemu.client.informer import InformerFactory
+from kemu.component.clock import FakeClock
 from kemu.machinery.errors import Conflict, Unavailable
 from kemu.testing.builders import make_pdb, make_pod
 from tests.unit.controllermanager.helpers import advance, settle, wait_until

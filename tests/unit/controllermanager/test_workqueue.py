@@ -7,7 +7,7 @@ import anyio.lowlevel
 import pytest
 
 from controllermanager.workqueue import WorkQueue
-from kemu.client.clock import FakeClock
+from kemu.component.clock import FakeClock
 
 pytestmark = pytest.mark.anyio
 

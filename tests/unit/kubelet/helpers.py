@@ -13,10 +13,10 @@ import anyio.lowlevel
 from prometheus_client import CollectorRegistry
 
 from kemu.api.v1 import types_pb2
-from kemu.client.clock import FakeClock
 from kemu.client.events import EventRecorder
 from kemu.client.fake import FakeClient
 from kemu.client.informer import Informer
+from kemu.component.clock import FakeClock
 from kemu.machinery.errors import NotFound
 from kemu.testing.eventually import eventually
 from kubelet.checkpoint import Checkpoint

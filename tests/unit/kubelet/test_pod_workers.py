@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from kemu.api.v1 import types_pb2
-from kemu.client.clock import FakeClock
 from kemu.client.fake import FakeClient
+from kemu.component.clock import FakeClock
 from kemu.testing.builders import make_pod
 from kubelet.pod_workers import PodWorkerOptions
 from kubelet.runtime import PodState

@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from kemu.client.clock import FakeClock
+from kemu.component.clock import FakeClock
 from kubelet.workqueue import WorkQueue
 
 from .helpers import advance, settle
