@@ -7,7 +7,8 @@ of the object (status, resp. everything but status); patch is a JSON merge patch
 kemu.machinery.convert; delete is immediate (no graceful deletion, no finalizers); bind sets
 spec.nodeName and PodScheduled=True; evict deletes the pod (no PodDisruptionBudget check).
 
-List and watch filter by namespace, label selector and field selector; a watch from a
+List and watch filter by namespace, label selector and field selector, parsed and matched by
+the apiserver's own code (kemu.machinery.selection), so the same selectors are refused; a watch from a
 resourceVersion replays the buffered history after it. For failure tests:
 `compact()` makes older resourceVersions Gone, `drop_watches()` ends (or fails) every open
 watch as a server restart would, `fail(verb, error)` makes calls raise. `actions` records
@@ -19,7 +20,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import re
 import string
 import uuid
 from collections.abc import AsyncIterator, Mapping
@@ -55,6 +55,7 @@ from kemu.machinery.errors import (
     Invalid,
     NotFound,
 )
+from kemu.machinery.selection import RequestFilter
 
 _Key = tuple[str, str, str]  # resource, namespace, name
 
@@ -92,104 +93,6 @@ class _Change:
     old: Message | None
 
 
-# ---------------------------------------------------------------- selectors
-
-_SET_TERM = re.compile(r"^\s*([^\s!=,()]+)\s+(in|notin)\s+\(([^)]*)\)\s*$")
-
-
-def _split_terms(text: str) -> list[str]:
-    terms, depth, cur = [], 0, ""
-    for ch in text:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        if ch == "," and depth == 0:
-            terms.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    terms.append(cur)
-    return [t.strip() for t in terms if t.strip()]
-
-
-@dataclass(frozen=True)
-class _Requirement:
-    key: str  # a label key, or a field path for field selectors
-    op: str  # =, !=, in, notin, exists, !exists
-    values: frozenset[str] = frozenset()
-
-    def matches(self, value: str | None) -> bool:
-        if self.op == "exists":
-            return value is not None
-        if self.op == "!exists":
-            return value is None
-        if self.op in ("=", "in"):
-            return value in self.values
-        return value not in self.values  # != and notin
-
-
-def _parse(selector: str, *, fields: bool) -> list[_Requirement]:
-    out = []
-    for term in _split_terms(selector):
-        m = _SET_TERM.match(term)
-        if m and not fields:
-            values = frozenset(v.strip() for v in m.group(3).split(",") if v.strip())
-            out.append(_Requirement(m.group(1), m.group(2), values))
-        elif "!=" in term:
-            key, value = (p.strip() for p in term.split("!=", 1))
-            out.append(_Requirement(key, "!=", frozenset({value})))
-        elif "=" in term:
-            key, value = (p.strip() for p in term.replace("==", "=", 1).split("=", 1))
-            out.append(_Requirement(key, "=", frozenset({value})))
-        elif not fields and re.fullmatch(r"!?[A-Za-z0-9./_-]+", term):
-            negated = term.startswith("!")
-            out.append(_Requirement(term.lstrip("!"), "!exists" if negated else "exists"))
-        else:
-            what = "field selector" if fields else "label selector"
-            raise BadRequest(f"unable to parse {what} requirement: {term!r}")
-    return out
-
-
-class LabelMatcher:
-    """A minimal label selector: k=v, k==v, k!=v, k in (a,b), k notin (a,b), k, !k.
-
-    Stands in until kemu.machinery.labels exists; BadRequest on anything else.
-    """
-
-    def __init__(self, selector: str) -> None:
-        self._requirements = _parse(selector, fields=False)
-
-    def __call__(self, labels: Mapping[str, str]) -> bool:
-        return all(r.matches(labels.get(r.key)) for r in self._requirements)
-
-
-class FieldMatcher:
-    """Field selectors over any field path: metadata.name=x, spec.nodeName!=, status.phase=Running."""
-
-    def __init__(self, selector: str) -> None:
-        self._requirements = _parse(selector, fields=True)
-
-    def __call__(self, obj: Message) -> bool:
-        return all(r.matches(_field_value(obj, r.key)) for r in self._requirements)
-
-
-def _snake(name: str) -> str:
-    return re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), name)
-
-
-def _field_value(obj: Message, path: str) -> str:
-    value: Any = obj
-    for part in path.split("."):
-        try:
-            value = getattr(value, _snake(part))
-        except AttributeError:
-            raise BadRequest(f'field label not supported: "{path}"') from None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
 # ---------------------------------------------------------------- helpers
 
 
@@ -221,13 +124,11 @@ class _Watch:
         self,
         resource: str,
         namespace: str,
-        labels: LabelMatcher,
-        fields: FieldMatcher,
+        selection: RequestFilter,
     ) -> None:
         self.resource = resource
         self.namespace = namespace
-        self.labels = labels
-        self.fields = fields
+        self.selection = selection
         self.send: MemoryObjectSendStream[WatchEvent[Any] | ApiError]
         self.receive: MemoryObjectReceiveStream[WatchEvent[Any] | ApiError]
         self.send, self.receive = anyio.create_memory_object_stream[WatchEvent[Any] | ApiError](
@@ -238,7 +139,7 @@ class _Watch:
         meta = _meta(obj)
         if self.namespace and meta.namespace != self.namespace:
             return False
-        return self.labels(meta.labels) and self.fields(obj)
+        return self.selection.matches(obj)
 
     def event_for(self, change: _Change) -> WatchEvent[Any] | None:
         """The event this watcher sees: an object entering or leaving its selection is
@@ -536,15 +437,11 @@ class FakeClient:
                 label_selector=label_selector,
             )
         )
-        labels = LabelMatcher(label_selector)
-        fields = FieldMatcher(field_selector)
+        selection = RequestFilter(k.resource, label_selector, field_selector)
         keys = sorted(
             key
             for key, obj in self._objects.items()
-            if key[0] == k.resource
-            and (not ns or key[1] == ns)
-            and labels(_meta(obj).labels)
-            and fields(obj)
+            if key[0] == k.resource and (not ns or key[1] == ns) and selection.matches(obj)
         )
         if continue_:
             after = tuple(json.loads(continue_))
@@ -610,7 +507,7 @@ class FakeClient:
                 label_selector=label_selector,
             )
         )
-        w = _Watch(k.resource, ns, LabelMatcher(label_selector), FieldMatcher(field_selector))
+        w = _Watch(k.resource, ns, RequestFilter(k.resource, label_selector, field_selector))
         error: ApiError | None = None
         # Registration and replay happen without a checkpoint in between: nothing is missed.
         if resource_version in ("", "0"):

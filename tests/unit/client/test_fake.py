@@ -105,6 +105,12 @@ async def test_list_filters_by_namespace_labels_and_fields_and_pages() -> None:
     assert everything.resource_version == fake.resource_version
     with pytest.raises(BadRequest):
         await fake.list(Pod, label_selector="a b")
+    # The apiserver's field labels only: spec.priority is a field, but not a field label.
+    with pytest.raises(BadRequest, match="^field label not supported: spec.priority$"):
+        await fake.list(Pod, field_selector="spec.priority=0")
+    with pytest.raises(BadRequest, match="field label not supported: spec.priority"):
+        async with fake.watch(Pod, field_selector="spec.priority=0"):
+            pass
 
 
 @pytest.mark.anyio
