@@ -105,9 +105,9 @@ async def test_a_terminating_pod_is_not_healthy() -> None:
     )
     async with running(fake, clock):
         await wait_until(lambda: status(fake) == (2, 1, 2, 1))
-        a = await fake.get(types_pb2.Pod, "a")
-        a.metadata.deletion_timestamp.FromSeconds(int(clock.now()))
-        await fake.update(a)
+        await fake.bind("default", "a", "n1")
+        await fake.delete(types_pb2.Pod, "a")  # bound: graceful, the pod stays terminating
+        assert (await fake.get(types_pb2.Pod, "a")).metadata.HasField("deletion_timestamp")
         await wait_until(lambda: status(fake) == (2, 1, 1, 0))
 
 
