@@ -61,6 +61,7 @@ from bench.common import (
 )
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
+from kemu.machinery.duration import format_duration
 from kemu.machinery.errors import ApiError
 from kemu.testing.cluster import Cluster
 from kemu.testing.processes import ProcessStartError
@@ -339,8 +340,8 @@ class Runner:
             "--server", self.cluster.server,
             "--nodes", str(opts.nodes),
             "--node-name-prefix", NODE_PREFIX,
-            "--node-lease-renew-interval", f"{opts.renew_interval:g}",
-            "--pod-startup-delay", f"{opts.startup_delay:g}",
+            "--node-lease-renew-interval", format_duration(opts.renew_interval),
+            "--pod-startup-delay", format_duration(opts.startup_delay),
             "--root-dir", "",
         ]  # fmt: skip
         start = time.monotonic()

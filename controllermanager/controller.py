@@ -17,9 +17,9 @@ from typing import Protocol
 
 from prometheus_client import CollectorRegistry
 
-from kemu.client.clock import Clock
 from kemu.client.informer import InformerFactory
 from kemu.client.interface import ApiClient
+from kemu.component.clock import Clock
 from kemu.component.featuregate import FeatureGates
 
 

@@ -49,10 +49,11 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from controllermanager.controller import ControllerContext
 from kemu.api.v1 import types_pb2
-from kemu.client.clock import Clock
 from kemu.client.informer import FuncHandler, Informer, InformerFactory, object_key
 from kemu.client.interface import ApiClient
 from kemu.client.workqueue import WorkQueue
+from kemu.component.clock import Clock
+from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import ApiError, Conflict, Invalid, NotFound
 from kemu.machinery.labels import Selector, selector_of
 
@@ -204,9 +205,9 @@ def set_condition(
     cond = _find_condition(status, type_)
     if cond is None:
         cond = status.conditions.add(type=type_)
-        cond.last_transition_time.FromMicroseconds(int(now * 1_000_000))
+        cond.last_transition_time.CopyFrom(timestamp(now))
     elif cond.status != value:
-        cond.last_transition_time.FromMicroseconds(int(now * 1_000_000))
+        cond.last_transition_time.CopyFrom(timestamp(now))
     cond.status = value
     cond.reason = reason
     cond.message = message

@@ -51,12 +51,13 @@ import anyio
 
 from controllermanager.controller import ControllerContext
 from kemu.api.v1 import types_pb2
-from kemu.client.clock import Clock
-from kemu.client.controlplane import parse_duration
 from kemu.client.events import EventRecorder
 from kemu.client.informer import FuncHandler, Informer, InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.client.workqueue import WorkQueue
+from kemu.component.clock import Clock
+from kemu.component.options import duration_flag
+from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.kinds import EVENT_NORMAL
 
@@ -106,14 +107,14 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("node lifecycle controller")
     group.add_argument(
         "--node-monitor-period",
-        type=parse_duration,
+        type=duration_flag,
         default=DEFAULT_NODE_MONITOR_PERIOD,
         metavar="DURATION",
         help="how often every node's health is checked (5s)",
     )
     group.add_argument(
         "--node-monitor-grace-period",
-        type=parse_duration,
+        type=duration_flag,
         default=DEFAULT_NODE_MONITOR_GRACE_PERIOD,
         metavar="DURATION",
         help="how long a node may go without a lease renewal or heartbeat before it is marked "
@@ -158,7 +159,7 @@ def mark_unknown(node: types_pb2.Node, now: float) -> types_pb2.Node | None:
             cond.status = UNKNOWN
             cond.reason = NODE_STATUS_UNKNOWN_REASON
             cond.message = NODE_STATUS_UNKNOWN_MESSAGE
-            cond.last_transition_time.FromNanoseconds(int(now * 1e9))
+            cond.last_transition_time.CopyFrom(timestamp(now))
             changed = True
     return new if changed else None
 
@@ -195,7 +196,7 @@ def reconcile_taints(
     for key, effect in missing:
         taint = types_pb2.Taint(key=key, effect=effect)
         if effect == NO_EXECUTE:
-            taint.time_added.FromSeconds(int(now))
+            taint.time_added.CopyFrom(timestamp(now))
         kept.append(taint)
     return kept
 

@@ -33,13 +33,14 @@ import anyio
 
 from controllermanager.controller import ControllerContext
 from kemu.api.v1 import types_pb2
-from kemu.client.clock import Clock
-from kemu.client.controlplane import parse_duration
 from kemu.client.events import EventRecorder
 from kemu.client.informer import FuncHandler, Informer, InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.client.workqueue import WorkQueue
+from kemu.component.clock import Clock
+from kemu.component.options import duration_flag
 from kemu.component.version import Version
+from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import ApiError, Conflict, Invalid, NotFound
 from kemu.machinery.kinds import EVENT_WARNING
 
@@ -76,7 +77,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("pod garbage collector")
     group.add_argument(
         "--pod-gc-quarantine",
-        type=parse_duration,
+        type=duration_flag,
         default=DEFAULT_QUARANTINE,
         metavar="DURATION",
         help="how long a node must have been missing before the pods bound to it are deleted "
@@ -102,7 +103,7 @@ def failed_by_pod_gc(pod: types_pb2.Pod, now: float) -> types_pb2.Pod:
     if cond is None:
         cond = new.status.conditions.add(type=DISRUPTION_TARGET)
     if cond.status != "True" or not cond.HasField("last_transition_time"):
-        cond.last_transition_time.FromNanoseconds(int(now * 1e9))
+        cond.last_transition_time.CopyFrom(timestamp(now))
     cond.status = "True"
     cond.reason = DELETION_BY_POD_GC
     cond.message = NODE_GONE_MESSAGE

@@ -24,7 +24,7 @@ import anyio
 
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
-from kemu.client.controlplane import parse_duration, run_elected
+from kemu.client.controlplane import run_elected
 from kemu.client.events import EventRecorder
 from kemu.client.informer import FuncHandler, InformerFactory
 from kemu.client.interface import ApiClient
@@ -32,7 +32,7 @@ from kemu.component.featuregate import (
     IN_PLACE_POD_VERTICAL_SCALING,
     IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
 )
-from kemu.component.options import new_parser, parse_component_args
+from kemu.component.options import duration_flag, new_parser, parse_component_args
 from kemu.component.runner import ComponentContext, cleanup_scope, run_component
 from kemu.machinery.quantity import parse_capacity_flag
 from kubelet.allocation import DEFAULT_ACTUATION_DELAY, DEFAULT_RETRY_PERIOD
@@ -114,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     timing = parser.add_argument_group("timing")
     timing.add_argument(
         "--node-lease-renew-interval",
-        type=parse_duration,
+        type=duration_flag,
         default=DEFAULT_LEASE_RENEW_INTERVAL,
         metavar="DURATION",
         help="how often the node Lease is renewed (default 10s)",
@@ -128,14 +128,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     timing.add_argument(
         "--node-status-update-frequency",
-        type=parse_duration,
+        type=duration_flag,
         default=DEFAULT_STATUS_UPDATE_FREQUENCY,
         metavar="DURATION",
         help="how often the node status is checked and written if it changed (default 10s)",
     )
     timing.add_argument(
         "--node-status-report-frequency",
-        type=parse_duration,
+        type=duration_flag,
         default=DEFAULT_STATUS_REPORT_FREQUENCY,
         metavar="DURATION",
         help="how often the node status is written even if unchanged (default 5m)",
@@ -143,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     pods = parser.add_argument_group("pods")
     pods.add_argument(
         "--pod-startup-delay",
-        type=parse_duration,
+        type=duration_flag,
         default=0.5,
         metavar="DURATION",
         help="simulated time from admission to running containers (default 0.5s; "
@@ -151,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     pods.add_argument(
         "--pod-shutdown-duration",
-        type=parse_duration,
+        type=duration_flag,
         default=None,
         metavar="DURATION",
         help="simulated time a container takes to exit on SIGTERM (default: it does not, and "
@@ -167,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     pods.add_argument(
         "--resize-actuation-delay",
-        type=parse_duration,
+        type=duration_flag,
         default=DEFAULT_ACTUATION_DELAY,
         metavar="DURATION",
         help="simulated time from accepting an in-place resize to the containers running at "
@@ -175,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     pods.add_argument(
         "--resize-retry-period",
-        type=parse_duration,
+        type=duration_flag,
         default=DEFAULT_RETRY_PERIOD,
         metavar="DURATION",
         help="how often Deferred resizes are retried besides the events that retry them "

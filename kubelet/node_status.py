@@ -27,12 +27,12 @@ from dataclasses import dataclass, field
 from typing import Final
 
 import anyio
-from google.protobuf.timestamp_pb2 import Timestamp
 
 from kemu.api.v1 import types_pb2
 from kemu.client.informer import Lister
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
+from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import AlreadyExists, ApiError, Conflict, NotFound
 from kemu.machinery.quantity import format_resource, to_int
 
@@ -136,12 +136,6 @@ def parse_labels(text: str) -> dict[str, str]:
     return labels
 
 
-def _ts(seconds: float) -> Timestamp:
-    ts = Timestamp()
-    ts.FromMicroseconds(round(seconds * 1_000_000))
-    return ts
-
-
 def build_node(config: NodeConfig, now: float) -> types_pb2.Node:
     node = types_pb2.Node()
     node.metadata.name = config.name
@@ -167,9 +161,9 @@ def set_status(status: types_pb2.NodeStatus, config: NodeConfig, now: float) -> 
         if c is None:
             c = status.conditions.add(type=type_)
         if c.status != value or not c.HasField("last_transition_time"):
-            c.last_transition_time.CopyFrom(_ts(now))
+            c.last_transition_time.CopyFrom(timestamp(now))
         c.status, c.reason, c.message = value, reason, message
-        c.last_heartbeat_time.CopyFrom(_ts(now))
+        c.last_heartbeat_time.CopyFrom(timestamp(now))
 
 
 def status_differs(node: types_pb2.Node, config: NodeConfig) -> bool:
@@ -387,7 +381,7 @@ class NodeAgent:
         lease.metadata.namespace = NODE_LEASE_NAMESPACE
         lease.spec.holder_identity = self.name
         lease.spec.lease_duration_seconds = self.timing.lease_duration_seconds
-        lease.spec.renew_time.CopyFrom(_ts(self._clock.now()))
+        lease.spec.renew_time.CopyFrom(timestamp(self._clock.now()))
         node = self._node
         if node is not None and node.metadata.uid and not lease.metadata.owner_references:
             lease.metadata.owner_references.add(

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kemu.api.v1 import types_pb2
-from kemu.client.controlplane import DurationError, parse_duration
+from kemu.machinery.duration import DurationError, parse_duration
 
 logger = logging.getLogger(__name__)
 

@@ -19,11 +19,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
-from google.protobuf.timestamp_pb2 import Timestamp
-
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
+from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import Conflict, NotFound
 from kemu.machinery.qos import compute_qos_class
 from kubelet.allocation import ResizeCondition, preemption_disabled_on, resize_conditions
@@ -36,12 +35,6 @@ KUBELET_CONDITIONS: Final = ("PodReadyToStartContainers", "Initialized", "Ready"
 _WRITE_ATTEMPTS: Final = 5
 
 
-def _ts(seconds: float) -> Timestamp:
-    ts = Timestamp()
-    ts.FromMicroseconds(round(seconds * 1_000_000))
-    return ts
-
-
 def _set_condition(
     status: types_pb2.PodStatus, type_: str, value: str, reason: str, now: float
 ) -> None:
@@ -49,12 +42,12 @@ def _set_condition(
         if c.type == type_:
             if c.status != value:
                 c.status = value
-                c.last_transition_time.CopyFrom(_ts(now))
+                c.last_transition_time.CopyFrom(timestamp(now))
             c.reason = reason
             c.message = ""
             return
     status.conditions.add(type=type_, status=value, reason=reason).last_transition_time.CopyFrom(
-        _ts(now)
+        timestamp(now)
     )
 
 
@@ -64,10 +57,10 @@ def _set_resize_condition(status: types_pb2.PodStatus, type_: str, want: ResizeC
             break
     else:
         c = status.conditions.add(type=type_)
-        c.last_transition_time.CopyFrom(_ts(want.since))
+        c.last_transition_time.CopyFrom(timestamp(want.since))
     if c.status != "True":
         c.status = "True"
-        c.last_transition_time.CopyFrom(_ts(want.since))
+        c.last_transition_time.CopyFrom(timestamp(want.since))
     c.reason = want.reason
     c.message = want.message
     c.observed_generation = want.observed_generation
@@ -92,15 +85,15 @@ def _container_status(
     cs = types_pb2.ContainerStatus(name=c.name, image=c.image, restart_count=0)
     started_at = rt.started_at if rt.started_at is not None else rt.start_at
     if running:
-        cs.state.running.started_at.CopyFrom(_ts(started_at))
+        cs.state.running.started_at.CopyFrom(timestamp(started_at))
         cs.ready = True
         cs.started = True
     else:
         term = cs.state.terminated
         term.exit_code = exit_code if exit_code is not None else EXIT_OK
         term.reason = "Completed" if term.exit_code == EXIT_OK else "Error"
-        term.started_at.CopyFrom(_ts(started_at))
-        term.finished_at.CopyFrom(_ts(finished_at if finished_at is not None else started_at))
+        term.started_at.CopyFrom(timestamp(started_at))
+        term.finished_at.CopyFrom(timestamp(finished_at if finished_at is not None else started_at))
         cs.ready = False
         cs.started = False
     alloc = rt.allocation.get(c.name) or ContainerAllocation(
@@ -130,7 +123,7 @@ def _admitted_status(
     now: float,
     preemption_disabled_on: str | None,
 ) -> None:
-    status.start_time.CopyFrom(_ts(rt.admitted_at))
+    status.start_time.CopyFrom(timestamp(rt.admitted_at))
     status.reason = ""
     status.message = ""
     running = rt.state in (PodState.RUNNING, PodState.TERMINATING)

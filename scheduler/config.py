@@ -36,7 +36,7 @@ from typing import Any, Final
 
 import yaml
 
-from kemu.client.controlplane import parse_duration
+from kemu.machinery.duration import DurationError, parse_duration
 from kemu.scheduling.plugins.registry import Registry, in_tree_registry
 from kemu.scheduling.profile import (
     ConfigError,
@@ -256,13 +256,13 @@ def _leader_election(value: Any, path: str) -> LeaderElection:
 
 
 def _duration(value: Any, path: str, default: float) -> float:
+    """A metav1.Duration field: a Go duration string, as upstream (a YAML number is refused,
+    as upstream's decoder refuses it, rather than guessing a unit)."""
     if value is None:
         return default
-    if isinstance(value, bool):
-        raise ConfigError(path, f"must be a duration, got {value!r}")
-    if isinstance(value, int | float):
-        return float(value)
+    if not isinstance(value, str):
+        raise ConfigError(path, f'must be a duration string such as "15s", got {value!r}')
     try:
-        return parse_duration(as_str(value, path))
-    except ValueError as err:
+        return parse_duration(value)
+    except DurationError as err:
         raise ConfigError(path, str(err)) from err

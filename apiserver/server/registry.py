@@ -25,7 +25,12 @@ from apiserver.storage import encoding
 from apiserver.storage.etcd import EtcdStore, KeyValue
 from apiserver.storage.watch_cache import WatchCache
 from kemu.api.v1 import api_pb2, types_pb2
-from kemu.component.featuregate import FeatureGates
+from kemu.component.featuregate import (
+    CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING,
+    IN_PLACE_POD_VERTICAL_SCALING,
+    IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
+    FeatureGates,
+)
 from kemu.machinery import convert
 from kemu.machinery.errors import (
     AlreadyExists,
@@ -45,9 +50,6 @@ log = logging.getLogger(__name__)
 
 M = TypeVar("M", bound=Message)
 
-CLEARING_NNN_GATE: Final = "ClearingNominatedNodeNameAfterBinding"
-IN_PLACE_RESIZE_GATE: Final = "InPlacePodVerticalScaling"
-RESIZE_PREEMPTION_GATE: Final = "InPlacePodVerticalScalingSchedulerPreemption"
 _CAS_RETRIES: Final = 16
 _TERMINAL: Final = ("Succeeded", "Failed")
 _POD: Final = BY_KIND["Pod"]
@@ -229,7 +231,7 @@ class Registry:
         elif isinstance(obj, types_pb2.PodDisruptionBudget):
             obj.ClearField("status")
         elif isinstance(obj, types_pb2.Node):
-            if not self._gates.enabled(RESIZE_PREEMPTION_GATE):
+            if not self._gates.enabled(IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION):
                 obj.spec.ClearField("pod_preemption_policy")  # a disabled field is dropped
 
     def _admit_pod(self, pod: types_pb2.Pod) -> None:
@@ -293,9 +295,9 @@ class Registry:
 
     def _validate_spec_update(self, kind: Kind, old: Message, new: Message) -> None:
         if isinstance(old, types_pb2.Node) and isinstance(new, types_pb2.Node):
-            if not self._gates.enabled(RESIZE_PREEMPTION_GATE) and not old.spec.HasField(
-                "pod_preemption_policy"
-            ):
+            if not self._gates.enabled(
+                IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION
+            ) and not old.spec.HasField("pod_preemption_policy"):
                 new.spec.ClearField("pod_preemption_policy")
 
     # ------------------------------------------------------------ patch
@@ -420,7 +422,7 @@ class Registry:
             raise Invalid.field("target.name", "Required value")
         if binding.target.kind not in ("", "Node"):
             raise Invalid.field("target.kind", f'must be "Node", not "{binding.target.kind}"')
-        clear_nnn = self._gates.enabled(CLEARING_NNN_GATE)
+        clear_nnn = self._gates.enabled(CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING)
 
         def mutate(obj: Message) -> Message:
             assert isinstance(obj, types_pb2.Pod)
@@ -465,7 +467,7 @@ class Registry:
         return result
 
     def _apply_resize(self, current: types_pb2.Pod, desired: types_pb2.Pod) -> types_pb2.Pod:
-        if not self._gates.enabled(IN_PLACE_RESIZE_GATE):
+        if not self._gates.enabled(IN_PLACE_POD_VERTICAL_SCALING):
             raise NotFound(
                 "the server could not find the requested resource (pods/resize): "
                 "feature gate InPlacePodVerticalScaling is disabled"

@@ -28,9 +28,8 @@ from kemu import wire
 from kemu.api.v1 import api_pb2, types_pb2
 from kemu.component.featuregate import FeatureGates
 from kemu.machinery.errors import ApiError, BadRequest, InternalError
-from kemu.machinery.fields import parse_field_selector
 from kemu.machinery.kinds import Kind, kind_for_resource, kind_of, unwrap
-from kemu.machinery.labels import parse_selector
+from kemu.machinery.selection import RequestFilter
 
 log = logging.getLogger(__name__)
 
@@ -40,23 +39,6 @@ _WATCH_BUSY: Final = 0.02  # a watch that sent less than this ago is busy...
 _WATCH_LINGER: Final = 0.005  # ...and waits this long to batch events
 COMPONENT_LABEL: Final = "kemu.io/component"
 _R = TypeVar("_R")
-
-
-class _Filter:
-    """Label and field selectors of one list or watch request."""
-
-    def __init__(self, resource: str, label_selector: str, field_selector: str) -> None:
-        self._labels = parse_selector(label_selector) if label_selector else None
-        self._fields = parse_field_selector(resource, field_selector) if field_selector else None
-
-    @property
-    def empty(self) -> bool:
-        return self._labels is None and self._fields is None
-
-    def matches(self, obj: Message) -> bool:
-        if self._labels is not None and not self._labels.matches(obj.metadata.labels):  # type: ignore[attr-defined]
-            return False
-        return self._fields is None or self._fields.matches(obj)
 
 
 class Metrics:
@@ -320,7 +302,7 @@ class ApiService:
 
     async def _list(self, req: api_pb2.ListRequest) -> bytes:
         kind = kind_for_resource(req.resource)
-        flt = _Filter(req.resource, req.label_selector, req.field_selector)
+        flt = RequestFilter(req.resource, req.label_selector, req.field_selector)
         namespace = req.namespace if kind.namespaced else ""
         cache = self._caches[kind.resource]
         rv = req.resource_version
@@ -341,7 +323,7 @@ class ApiService:
         return await self._list_etcd(kind, namespace, flt, req, 0)
 
     @staticmethod
-    def _list_cache(cache: WatchCache, namespace: str, flt: _Filter) -> bytes:
+    def _list_cache(cache: WatchCache, namespace: str, flt: RequestFilter) -> bytes:
         prefix = f"{cache.prefix}{namespace}/" if namespace else cache.prefix
         items = sorted(
             (
@@ -354,7 +336,12 @@ class ApiService:
         return encoding.list_response([co.envelope for co in items], cache.revision)
 
     async def _list_etcd(
-        self, kind: Kind, namespace: str, flt: _Filter, req: api_pb2.ListRequest, revision: int
+        self,
+        kind: Kind,
+        namespace: str,
+        flt: RequestFilter,
+        req: api_pb2.ListRequest,
+        revision: int,
     ) -> bytes:
         prefix = f"/registry/{kind.resource}/" + (f"{namespace}/" if namespace else "")
         token = getattr(req, "continue")
@@ -391,7 +378,7 @@ class ApiService:
     async def watch(self, req: api_pb2.WatchRequest, context: Any) -> AsyncIterator[bytes]:
         try:
             kind = kind_for_resource(req.resource)
-            flt = _Filter(req.resource, req.label_selector, req.field_selector)
+            flt = RequestFilter(req.resource, req.label_selector, req.field_selector)
             cache = self._caches[kind.resource]
             rv = req.resource_version
             revision = None if rv in ("", "0") else _parse_rv(rv)

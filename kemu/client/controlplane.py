@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import functools
 import logging
-import re
 import socket
 import uuid
 from collections.abc import Awaitable, Callable
@@ -30,6 +29,7 @@ from prometheus_client import Gauge
 from kemu.client.identity import run_identity_heartbeat
 from kemu.client.interface import ApiClient
 from kemu.client.leaderelection import LeaderElectionConfig, LeaderElector, LeadershipLost
+from kemu.component.options import duration_flag
 from kemu.component.runner import ComponentContext, retry_until_ready
 from kemu.component.version import BINARY_VERSION
 from kemu.machinery.errors import Timeout, Unavailable
@@ -37,38 +37,6 @@ from kemu.machinery.errors import Timeout, Unavailable
 logger = logging.getLogger(__name__)
 
 LEASE_NAMESPACE: Final = "kube-system"
-
-_DURATION_PART: Final = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(h|ms|us|µs|ns|m|s)")
-_UNITS: Final = {
-    "h": 3600.0,
-    "m": 60.0,
-    "s": 1.0,
-    "ms": 1e-3,
-    "us": 1e-6,
-    "µs": 1e-6,
-    "ns": 1e-9,
-}
-
-
-class DurationError(argparse.ArgumentTypeError, ValueError):
-    """A malformed duration flag (argparse prints its message)."""
-
-
-def parse_duration(text: str) -> float:
-    """A Go duration ("15s", "1m30s", "500ms") or a bare number of seconds, in seconds."""
-    text = text.strip()
-    if re.fullmatch(r"\d+(\.\d*)?", text):
-        return float(text)
-    if not text:
-        raise DurationError("invalid duration ''")
-    pos, total = 0, 0.0
-    while pos < len(text):
-        match = _DURATION_PART.match(text, pos)
-        if match is None:
-            raise DurationError(f"invalid duration {text!r} (e.g. 15s, 1m30s)")
-        total += float(match.group(1)) * _UNITS[match.group(2)]
-        pos = match.end()
-    return total
 
 
 def new_identity() -> str:
@@ -85,21 +53,21 @@ def add_leader_election_flags(parser: argparse.ArgumentParser, *, lease_name: st
     )
     group.add_argument(
         "--leader-elect-lease-duration",
-        type=parse_duration,
+        type=duration_flag,
         default=15.0,
         metavar="DURATION",
         help="how long a standby waits after the last renewal before taking the lease (15s)",
     )
     group.add_argument(
         "--leader-elect-renew-deadline",
-        type=parse_duration,
+        type=duration_flag,
         default=10.0,
         metavar="DURATION",
         help="how long the leader retries renewing before it gives up (10s)",
     )
     group.add_argument(
         "--leader-elect-retry-period",
-        type=parse_duration,
+        type=duration_flag,
         default=2.0,
         metavar="DURATION",
         help="how long to wait between attempts to acquire or renew the lease (2s)",

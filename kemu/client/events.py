@@ -19,8 +19,8 @@ from anyio.abc import TaskStatus
 from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
-from kemu.client.clock import Clock, SystemClock
 from kemu.client.interface import ApiClient
+from kemu.component.clock import Clock, RealClock
 from kemu.machinery.convert import format_time, timestamp
 from kemu.machinery.errors import ApiError, NotFound
 from kemu.machinery.kinds import kind_of
@@ -68,7 +68,7 @@ class EventRecorder:
         self._component = component
         self._host = host
         self._instance = instance
-        self._clock = clock or SystemClock()
+        self._clock = clock or RealClock()
         self._send, self._receive = anyio.create_memory_object_stream[_Pending](buffer)
         # (uid, type, reason, message) -> (namespace, event name, count)
         self._seen: OrderedDict[tuple[str, str, str, str], tuple[str, str, int]] = OrderedDict()

@@ -1,13 +1,24 @@
 """An in-memory ApiClient for unit tests of controllers, the scheduler and kubelets.
 
-Faithful where callers depend on it, simple elsewhere: resourceVersions increase across all
-kinds (one counter, like etcd's revision); create sets uid, creationTimestamp, generation 1;
-update and update_status check a non-empty resourceVersion (Conflict) and keep the other half
-of the object (status, resp. everything but status); patch is a JSON merge patch through
-kemu.machinery.convert; delete is immediate (no graceful deletion, no finalizers); bind sets
-spec.nodeName and PodScheduled=True; evict deletes the pod (no PodDisruptionBudget check).
+Faithful where callers depend on it, and held to the apiserver by
+tests/integration/test_fake_contract.py (same calls, same outcomes and error messages):
+resourceVersions increase across all kinds (one counter, like etcd's revision) and a write that
+changes nothing keeps it; create sets uid, creationTimestamp, generation 1; update and
+update_status check a non-empty resourceVersion (Conflict) and keep the other half of the object
+(status, resp. everything but status) and the deletion fields; patch is a JSON merge patch through
+kemu.machinery.convert (a metadata.resourceVersion in it is a precondition); delete of a bound,
+unfinished pod is graceful (deletionTimestamp and deletionGracePeriodSeconds; a shorter grace
+replaces the deadline, grace 0 removes it), anything else goes at once, with the uid and
+resourceVersion preconditions of the apiserver; bind refuses bound, terminating and gated pods,
+sets spec.nodeName and PodScheduled=True and clears status.nominatedNodeName iff
+ClearingNominatedNodeNameAfterBinding is enabled in `gates`; evict deletes the pod (no
+PodDisruptionBudget check).
 
-List and watch filter by namespace, label selector and field selector; a watch from a
+Simple where the apiserver runs admission: create does no defaulting, no Priority admission, no
+status reset and no validation, so tests can store objects in any state.
+
+List and watch filter by namespace, label selector and field selector, parsed and matched by
+the apiserver's own code (kemu.machinery.selection), so the same selectors are refused; a watch from a
 resourceVersion replays the buffered history after it. For failure tests:
 `compact()` makes older resourceVersions Gone, `drop_watches()` ends (or fails) every open
 watch as a server restart would, `fail(verb, error)` makes calls raise. `actions` records
@@ -19,7 +30,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import re
 import string
 import uuid
 from collections.abc import AsyncIterator, Mapping
@@ -32,10 +42,8 @@ import anyio
 import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from google.protobuf.message import Message
-from google.protobuf.timestamp_pb2 import Timestamp
 
 from kemu.api.v1 import api_pb2, types_pb2
-from kemu.client.clock import Clock, SystemClock
 from kemu.client.interface import (
     ADDED,
     DEFAULT_NAMESPACE,
@@ -45,7 +53,11 @@ from kemu.client.interface import (
     M,
     WatchEvent,
 )
+from kemu.component.clock import Clock, RealClock
+from kemu.component.featuregate import CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING, FeatureGates
+from kemu.component.version import DEFAULT_VERSION
 from kemu.machinery import convert, kinds
+from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import (
     AlreadyExists,
     ApiError,
@@ -55,6 +67,7 @@ from kemu.machinery.errors import (
     Invalid,
     NotFound,
 )
+from kemu.machinery.selection import RequestFilter
 
 _Key = tuple[str, str, str]  # resource, namespace, name
 
@@ -92,104 +105,6 @@ class _Change:
     old: Message | None
 
 
-# ---------------------------------------------------------------- selectors
-
-_SET_TERM = re.compile(r"^\s*([^\s!=,()]+)\s+(in|notin)\s+\(([^)]*)\)\s*$")
-
-
-def _split_terms(text: str) -> list[str]:
-    terms, depth, cur = [], 0, ""
-    for ch in text:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        if ch == "," and depth == 0:
-            terms.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    terms.append(cur)
-    return [t.strip() for t in terms if t.strip()]
-
-
-@dataclass(frozen=True)
-class _Requirement:
-    key: str  # a label key, or a field path for field selectors
-    op: str  # =, !=, in, notin, exists, !exists
-    values: frozenset[str] = frozenset()
-
-    def matches(self, value: str | None) -> bool:
-        if self.op == "exists":
-            return value is not None
-        if self.op == "!exists":
-            return value is None
-        if self.op in ("=", "in"):
-            return value in self.values
-        return value not in self.values  # != and notin
-
-
-def _parse(selector: str, *, fields: bool) -> list[_Requirement]:
-    out = []
-    for term in _split_terms(selector):
-        m = _SET_TERM.match(term)
-        if m and not fields:
-            values = frozenset(v.strip() for v in m.group(3).split(",") if v.strip())
-            out.append(_Requirement(m.group(1), m.group(2), values))
-        elif "!=" in term:
-            key, value = (p.strip() for p in term.split("!=", 1))
-            out.append(_Requirement(key, "!=", frozenset({value})))
-        elif "=" in term:
-            key, value = (p.strip() for p in term.replace("==", "=", 1).split("=", 1))
-            out.append(_Requirement(key, "=", frozenset({value})))
-        elif not fields and re.fullmatch(r"!?[A-Za-z0-9./_-]+", term):
-            negated = term.startswith("!")
-            out.append(_Requirement(term.lstrip("!"), "!exists" if negated else "exists"))
-        else:
-            what = "field selector" if fields else "label selector"
-            raise BadRequest(f"unable to parse {what} requirement: {term!r}")
-    return out
-
-
-class LabelMatcher:
-    """A minimal label selector: k=v, k==v, k!=v, k in (a,b), k notin (a,b), k, !k.
-
-    Stands in until kemu.machinery.labels exists; BadRequest on anything else.
-    """
-
-    def __init__(self, selector: str) -> None:
-        self._requirements = _parse(selector, fields=False)
-
-    def __call__(self, labels: Mapping[str, str]) -> bool:
-        return all(r.matches(labels.get(r.key)) for r in self._requirements)
-
-
-class FieldMatcher:
-    """Field selectors over any field path: metadata.name=x, spec.nodeName!=, status.phase=Running."""
-
-    def __init__(self, selector: str) -> None:
-        self._requirements = _parse(selector, fields=True)
-
-    def __call__(self, obj: Message) -> bool:
-        return all(r.matches(_field_value(obj, r.key)) for r in self._requirements)
-
-
-def _snake(name: str) -> str:
-    return re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), name)
-
-
-def _field_value(obj: Message, path: str) -> str:
-    value: Any = obj
-    for part in path.split("."):
-        try:
-            value = getattr(value, _snake(part))
-        except AttributeError:
-            raise BadRequest(f'field label not supported: "{path}"') from None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
 # ---------------------------------------------------------------- helpers
 
 
@@ -204,6 +119,15 @@ def _copy(obj: M) -> M:
     return out
 
 
+def _copy_field(dst: Message, src: Message, name: str) -> None:
+    """dst.name = src.name, an unset field staying unset (so that a write that changes nothing
+    serializes the same)."""
+    if src.HasField(name):
+        getattr(dst, name).CopyFrom(getattr(src, name))
+    else:
+        dst.ClearField(name)
+
+
 def _kind(cls: type[Message]) -> kinds.Kind:
     return kinds.kind_of(cls())
 
@@ -216,18 +140,24 @@ def _not_found(kind: kinds.Kind, name: str) -> NotFound:
     return NotFound(f'{kind.resource} "{name}" not found')
 
 
+def _no_subresource(resource: str, subresource: str) -> NotFound:
+    return NotFound(f"the server could not find the requested resource ({resource}/{subresource})")
+
+
+_TERMINAL = ("Succeeded", "Failed")
+_DEFAULT_GRACE = 30
+
+
 class _Watch:
     def __init__(
         self,
         resource: str,
         namespace: str,
-        labels: LabelMatcher,
-        fields: FieldMatcher,
+        selection: RequestFilter,
     ) -> None:
         self.resource = resource
         self.namespace = namespace
-        self.labels = labels
-        self.fields = fields
+        self.selection = selection
         self.send: MemoryObjectSendStream[WatchEvent[Any] | ApiError]
         self.receive: MemoryObjectReceiveStream[WatchEvent[Any] | ApiError]
         self.send, self.receive = anyio.create_memory_object_stream[WatchEvent[Any] | ApiError](
@@ -238,7 +168,7 @@ class _Watch:
         meta = _meta(obj)
         if self.namespace and meta.namespace != self.namespace:
             return False
-        return self.labels(meta.labels) and self.fields(obj)
+        return self.selection.matches(obj)
 
     def event_for(self, change: _Change) -> WatchEvent[Any] | None:
         """The event this watcher sees: an object entering or leaving its selection is
@@ -281,9 +211,15 @@ class FakeClient:
     """An in-memory ApiClient. Objects handed in and out are copies."""
 
     def __init__(
-        self, *objects: Message, clock: Clock | None = None, history_limit: int = 10_000
+        self,
+        *objects: Message,
+        clock: Clock | None = None,
+        history_limit: int = 10_000,
+        gates: FeatureGates | None = None,
     ) -> None:
-        self.clock: Clock = clock or SystemClock()
+        self.clock: Clock = clock or RealClock()
+        self.gates = gates or FeatureGates.for_version(DEFAULT_VERSION)
+        """The apiserver's gates (ClearingNominatedNodeNameAfterBinding for bind)."""
         self.history_limit = history_limit
         self.actions: list[Action] = []
         self.version_info = api_pb2.VersionInfo(
@@ -371,11 +307,6 @@ class FakeClient:
                         self._failures.remove(f)
                 raise type(f.error)(f.error.message, list(f.error.causes))
 
-    def _timestamp(self) -> Timestamp:
-        ts = Timestamp()
-        ts.FromMicroseconds(int(self.clock.now() * 1_000_000))
-        return ts
-
     def _record(self, typ: str, resource: str, obj: Message, old: Message | None) -> None:
         change = _Change(self._rv, typ, resource, _copy(obj), old)
         self._history.append(change)
@@ -410,7 +341,7 @@ class FakeClient:
         meta.uid = str(uuid.uuid4())
         meta.resource_version = str(self._rv)
         meta.generation = 1
-        meta.creation_timestamp.CopyFrom(self._timestamp())
+        meta.creation_timestamp.CopyFrom(timestamp(self.clock.now()))
         meta.ClearField("deletion_timestamp")
         self._objects[key] = new
         self._record(ADDED, kind.resource, new, None)
@@ -424,15 +355,35 @@ class FakeClient:
                 "version and try again"
             )
 
-    def _store(self, kind: kinds.Kind, old: Message, new: Message) -> Message:
-        """Writes `new` over `old` (same key): keeps identity fields, bumps the revision."""
+    def _store(
+        self,
+        kind: kinds.Kind,
+        old: Message,
+        new: Message,
+        *,
+        keep_deletion: bool = True,
+        bump_generation: bool = True,
+    ) -> Message:
+        """Writes `new` over `old` (same key): keeps identity fields (and, unless told, the
+        deletion fields), bumps the revision unless nothing changed."""
         meta, old_meta = _meta(new), _meta(old)
         meta.name, meta.namespace = old_meta.name, old_meta.namespace
         meta.uid = old_meta.uid
         meta.creation_timestamp.CopyFrom(old_meta.creation_timestamp)
+        if not keep_deletion:
+            pass
+        elif old_meta.HasField("deletion_timestamp"):
+            meta.deletion_timestamp.CopyFrom(old_meta.deletion_timestamp)
+            meta.deletion_grace_period_seconds = old_meta.deletion_grace_period_seconds
+        else:
+            meta.ClearField("deletion_timestamp")
+            meta.ClearField("deletion_grace_period_seconds")
         meta.generation = old_meta.generation
-        if kind.has_status and new.spec != old.spec:  # type: ignore[attr-defined]
+        if bump_generation and kind.has_status and new.spec != old.spec:  # type: ignore[attr-defined]
             meta.generation += 1
+        meta.resource_version = old_meta.resource_version
+        if new.SerializeToString(deterministic=True) == old.SerializeToString(deterministic=True):
+            return _copy(old)  # a no-op write keeps the resourceVersion, as the apiserver
         self._rv += 1
         meta.resource_version = str(self._rv)
         self._objects[(kind.resource, meta.namespace, meta.name)] = new
@@ -446,13 +397,13 @@ class FakeClient:
         self._check_rv(kind, old, meta.resource_version)
         if status:
             if not kind.has_status:
-                raise NotFound(f"{kind.resource} has no status subresource")
+                raise _no_subresource(kind.resource, "status")
             new = _copy(old)
-            new.status.CopyFrom(obj.status)  # type: ignore[attr-defined]
+            _copy_field(new, obj, "status")
         else:
             new = _copy(obj)
             if kind.has_status:
-                new.status.CopyFrom(old.status)  # type: ignore[attr-defined]
+                _copy_field(new, old, "status")
         return self._store(kind, old, new)
 
     def _resize(self, pod: types_pb2.Pod) -> types_pb2.Pod:
@@ -469,6 +420,22 @@ class FakeClient:
                 del c.resize_policy[:]
                 c.resize_policy.extend(wanted[c.name].resize_policy)
         return cast(types_pb2.Pod, self._store(kind, old, new))
+
+    def _graceful_period(self, obj: Message, requested: int | None) -> int | None:
+        """Seconds of graceful termination, or None to remove the object now (the
+        apiserver's rule: only a bound pod that has not finished terminates gracefully)."""
+        if not isinstance(obj, types_pb2.Pod):
+            return None
+        if not obj.spec.node_name or obj.status.phase in _TERMINAL:
+            return None
+        grace = requested
+        if grace is None:
+            grace = (
+                obj.spec.termination_grace_period_seconds
+                if obj.spec.HasField("termination_grace_period_seconds")
+                else _DEFAULT_GRACE
+            )
+        return grace or None
 
     def _delete(self, kind: kinds.Kind, namespace: str, name: str) -> Message:
         old = self._stored(kind, namespace, name)
@@ -541,15 +508,11 @@ class FakeClient:
                 label_selector=label_selector,
             )
         )
-        labels = LabelMatcher(label_selector)
-        fields = FieldMatcher(field_selector)
+        selection = RequestFilter(k.resource, label_selector, field_selector)
         keys = sorted(
             key
             for key, obj in self._objects.items()
-            if key[0] == k.resource
-            and (not ns or key[1] == ns)
-            and labels(_meta(obj).labels)
-            and fields(obj)
+            if key[0] == k.resource and (not ns or key[1] == ns) and selection.matches(obj)
         )
         if continue_:
             after = tuple(json.loads(continue_))
@@ -615,7 +578,7 @@ class FakeClient:
                 label_selector=label_selector,
             )
         )
-        w = _Watch(k.resource, ns, LabelMatcher(label_selector), FieldMatcher(field_selector))
+        w = _Watch(k.resource, ns, RequestFilter(k.resource, label_selector, field_selector))
         error: ApiError | None = None
         # Registration and replay happen without a checkpoint in between: nothing is missed.
         if resource_version in ("", "0"):
@@ -677,9 +640,15 @@ class FakeClient:
         try:
             data = json.loads(body)
         except ValueError as e:
-            raise BadRequest(f"invalid JSON merge patch: {e}") from None
+            raise BadRequest(f"the patch is not valid JSON: {e}") from None
         if not isinstance(data, dict):
-            raise BadRequest("a JSON merge patch must be an object")
+            raise BadRequest("a merge patch must be a JSON object")
+        if subresource not in ("", "status", "resize"):
+            raise BadRequest(f'unknown subresource "{subresource}"')
+        if subresource == "status" and not k.has_status:
+            raise _no_subresource(k.resource, subresource)
+        if subresource == "resize" and k.kind != "Pod":
+            raise _no_subresource(k.resource, subresource)
         stored = self._stored(k, ns, name)
         patch_meta = data.get("metadata")
         if isinstance(patch_meta, dict) and patch_meta.get("resourceVersion"):
@@ -691,9 +660,8 @@ class FakeClient:
             return cast(M, self._update(obj, status=False))
         if subresource == "status":
             return cast(M, self._update(obj, status=True))
-        if subresource == "resize" and isinstance(obj, types_pb2.Pod):
-            return cast(M, self._resize(obj))
-        raise NotFound(f'{k.resource} has no subresource "{subresource}"')
+        assert isinstance(obj, types_pb2.Pod)
+        return cast(M, self._resize(obj))
 
     async def delete(
         self,
@@ -708,15 +676,31 @@ class FakeClient:
         k = _kind(kind)
         ns = _ns(k, namespace)
         await self._enter(Action("delete", k.resource, ns, name))
+        if grace_period_seconds is not None and grace_period_seconds < 0:
+            raise Invalid.field("gracePeriodSeconds", "must be greater than or equal to 0")
         stored = self._stored(k, ns, name)
-        if uid is not None and uid != _meta(stored).uid:
+        meta = _meta(stored)
+        if uid is not None and uid != meta.uid:
             raise Conflict(
-                f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
-                f"{_meta(stored).uid}"
+                f"Precondition failed: UID in precondition: {uid}, UID in object meta: {meta.uid}"
             )
-        if resource_version is not None:
-            self._check_rv(k, stored, resource_version)
-        return cast(M, self._delete(k, ns, name))
+        if resource_version is not None and resource_version != meta.resource_version:
+            raise Conflict(
+                f"Precondition failed: ResourceVersion in precondition: {resource_version}, "
+                f"ResourceVersion in object meta: {meta.resource_version}"
+            )
+        grace = self._graceful_period(stored, grace_period_seconds)
+        if grace is None:
+            return cast(M, self._delete(k, ns, name))
+        deadline = self.clock.now() + grace
+        if meta.HasField("deletion_timestamp") and meta.deletion_timestamp.ToNanoseconds() <= int(
+            deadline * 1e9
+        ):
+            return cast(M, _copy(stored))  # a shorter deadline stands; a longer one never wins
+        new = _copy(stored)
+        _meta(new).deletion_timestamp.CopyFrom(timestamp(deadline))
+        _meta(new).deletion_grace_period_seconds = grace
+        return cast(M, self._store(k, stored, new, keep_deletion=False))
 
     async def bind(
         self,
@@ -730,17 +714,24 @@ class FakeClient:
         await self._enter(Action("bind", "pods", ns, name, "binding", node_name=node_name))
         k = kinds.kind_of(types_pb2.Pod())
         old = cast(types_pb2.Pod, self._stored(k, ns, name))
+        if old.metadata.HasField("deletion_timestamp"):
+            raise Conflict(f"pod {name} is being deleted, cannot be assigned to a host")
         if old.spec.node_name:
             raise Conflict(f'pod {name} is already assigned to node "{old.spec.node_name}"')
+        if old.spec.scheduling_gates:
+            raise Conflict(f"pod {name} has non-empty .spec.schedulingGates")
         new = _copy(old)
         new.spec.node_name = node_name
         new.metadata.annotations.update(annotations or {})
-        conditions = [c for c in new.status.conditions if c.type != "PodScheduled"]
-        scheduled = types_pb2.PodCondition(type="PodScheduled", status="True")
-        scheduled.last_transition_time.CopyFrom(self._timestamp())
-        del new.status.conditions[:]
-        new.status.conditions.extend([*conditions, scheduled])
-        self._store(k, old, new)
+        if self.gates.enabled(CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING):
+            new.status.nominated_node_name = ""
+        scheduled = next((c for c in new.status.conditions if c.type == "PodScheduled"), None)
+        if scheduled is None:
+            scheduled = new.status.conditions.add(type="PodScheduled")
+        if scheduled.status != "True" or not scheduled.HasField("last_transition_time"):
+            scheduled.last_transition_time.CopyFrom(timestamp(self.clock.now()))
+        scheduled.status, scheduled.reason, scheduled.message = "True", "", ""
+        self._store(k, old, new, bump_generation=False)  # a binding is not a spec update
 
     async def resize(self, pod: types_pb2.Pod) -> types_pb2.Pod:
         ns = pod.metadata.namespace or DEFAULT_NAMESPACE

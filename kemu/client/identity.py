@@ -14,11 +14,10 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
-from google.protobuf.timestamp_pb2 import Timestamp
-
 from kemu.api.v1 import types_pb2
-from kemu.client.clock import Clock, SystemClock
 from kemu.client.interface import ApiClient
+from kemu.component.clock import Clock, RealClock
+from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import AlreadyExists, ApiError, Conflict, NotFound
 
 logger = logging.getLogger(__name__)
@@ -49,12 +48,6 @@ def gates_annotation(gates: Sequence[tuple[str, bool, str, bool]]) -> str:
     )
 
 
-def _timestamp(seconds: float) -> Timestamp:
-    ts = Timestamp()
-    ts.FromMicroseconds(int(seconds * 1_000_000))
-    return ts
-
-
 def _desired(
     lease: types_pb2.Lease,
     component: str,
@@ -67,9 +60,9 @@ def _desired(
     lease.metadata.annotations.update(annotations)
     lease.spec.holder_identity = identity
     lease.spec.lease_duration_seconds = duration
-    lease.spec.renew_time.CopyFrom(_timestamp(now))
+    lease.spec.renew_time.CopyFrom(timestamp(now))
     if not lease.spec.HasField("acquire_time"):
-        lease.spec.acquire_time.CopyFrom(_timestamp(now))
+        lease.spec.acquire_time.CopyFrom(timestamp(now))
 
 
 async def heartbeat_once(
@@ -111,7 +104,7 @@ async def run_identity_heartbeat(
     Never raises an ApiError: while the server is down it retries (sooner than `interval`,
     with backoff up to it) and logs.
     """
-    clock = clock or SystemClock()
+    clock = clock or RealClock()
     annotations = {
         EMULATED_VERSION_ANNOTATION: emulated_version,
         BINARY_VERSION_ANNOTATION: binary_version,

@@ -26,7 +26,6 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 from google.protobuf.message import Message
 
-from kemu.client.clock import Clock, SystemClock
 from kemu.client.interface import (
     ADDED,
     BOOKMARK,
@@ -36,6 +35,7 @@ from kemu.client.interface import (
     ApiClient,
     M,
 )
+from kemu.component.clock import Clock, RealClock
 from kemu.machinery import kinds
 from kemu.machinery.errors import ApiError, Gone, Timeout, TooManyRequests, Unavailable
 
@@ -166,7 +166,7 @@ class Informer(Generic[M]):
         self._namespace = namespace if k.namespaced else ""
         self._label_selector = label_selector
         self._field_selector = field_selector
-        self._clock: Clock = clock or SystemClock()
+        self._clock: Clock = clock or RealClock()
         self._items: dict[str, M] = {}
         self._by_namespace: dict[str, dict[str, None]] = {}
         self._indexers: dict[str, Callable[[M], list[str]]] = {}

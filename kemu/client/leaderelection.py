@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from typing import Final
 
 import anyio
-from google.protobuf.timestamp_pb2 import Timestamp
 
 from kemu.api.v1 import types_pb2
-from kemu.client.clock import Clock, SystemClock
 from kemu.client.interface import ApiClient
+from kemu.component.clock import Clock, RealClock
+from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import AlreadyExists, ApiError, Conflict, NotFound
 
 logger = logging.getLogger(__name__)
@@ -67,12 +67,6 @@ class LeaderElectionConfig:
             raise ValueError("leader election: retry_period must be positive")
 
 
-def _timestamp(seconds: float) -> Timestamp:
-    ts = Timestamp()
-    ts.FromMicroseconds(int(seconds * 1_000_000))
-    return ts
-
-
 class LeaderElector:
     """Runs `leading` only while holding the lease. One elector runs once."""
 
@@ -90,7 +84,7 @@ class LeaderElector:
         hook for a leader_election_master_status gauge)."""
         self._client = client
         self.config = config
-        self._clock: Clock = clock or SystemClock()
+        self._clock: Clock = clock or RealClock()
         self._on_new_leader = on_new_leader
         self._on_leader_status = on_leader_status
         self._lease: types_pb2.Lease | None = None  # the last version read or written
@@ -147,8 +141,8 @@ class LeaderElector:
                 spec=types_pb2.LeaseSpec(
                     holder_identity=cfg.identity,
                     lease_duration_seconds=duration,
-                    acquire_time=_timestamp(now),
-                    renew_time=_timestamp(now),
+                    acquire_time=timestamp(now),
+                    renew_time=timestamp(now),
                     lease_transitions=0,
                 ),
             )
@@ -186,11 +180,11 @@ class LeaderElector:
         updated.CopyFrom(lease)
         spec = updated.spec
         if holder != cfg.identity:
-            spec.acquire_time.CopyFrom(_timestamp(now))
+            spec.acquire_time.CopyFrom(timestamp(now))
             spec.lease_transitions = lease.spec.lease_transitions + 1
         spec.holder_identity = cfg.identity
         spec.lease_duration_seconds = duration
-        spec.renew_time.CopyFrom(_timestamp(now))
+        spec.renew_time.CopyFrom(timestamp(now))
         try:
             written = await self._client.update(updated)
         except ApiError as e:
@@ -246,7 +240,7 @@ class LeaderElector:
             return
         released = types_pb2.Lease()
         released.CopyFrom(lease)
-        now = _timestamp(self._clock.now())
+        now = timestamp(self._clock.now())
         released.spec.holder_identity = ""
         released.spec.lease_duration_seconds = 1
         released.spec.acquire_time.CopyFrom(now)

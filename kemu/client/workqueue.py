@@ -33,7 +33,7 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import TaskStatus
 
-from kemu.client.clock import Clock
+from kemu.component.clock import Clock
 
 DEFAULT_BASE_DELAY: Final = 0.005
 DEFAULT_MAX_DELAY: Final = 1000.0

@@ -29,6 +29,7 @@ from kemu.component.version import (
     Version,
     parse_emulated_version,
 )
+from kemu.machinery.duration import DurationError, parse_duration
 
 DEFAULT_METRICS_BIND_ADDRESS: Final = "127.0.0.1"
 DEFAULT_SHUTDOWN_GRACE_PERIOD: Final = 10.0
@@ -43,6 +44,16 @@ class ComponentArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(1, f"{self.prog}: error: {message}\n")
+
+
+def duration_flag(text: str) -> float:
+    """argparse `type=` for a duration flag: seconds of a Go duration (kemu.machinery.duration:
+    a unit is required except for 0, negatives are refused). argparse names the flag in the
+    error: `argument --lease-duration: time: missing unit in duration "5"`."""
+    try:
+        return parse_duration(text)
+    except DurationError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def new_parser(

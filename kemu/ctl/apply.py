@@ -120,7 +120,10 @@ def grace_period(args: argparse.Namespace) -> int | None:
 
 
 async def cmd_delete(ctx: Context, args: argparse.Namespace) -> int:
+    from kemu.ctl.wait import parse_timeout, wait_deleted
+
     grace = grace_period(args)
+    timeout = parse_timeout(args.timeout) if args.wait else 0.0
     todo: list[tuple[kinds.Kind, str, str]] = []
     if args.filename:
         if args.targets:
@@ -169,10 +172,8 @@ async def cmd_delete(ctx: Context, args: argparse.Namespace) -> int:
         ctx.print(f'{qualified(kind)} "{name}" {word}')
         deleted.append((kind, name, ns))
     if args.wait and deleted:
-        from kemu.ctl.wait import wait_deleted
-
         for kind, name, ns in deleted:
-            if not await wait_deleted(ctx, kind, name, ns, args.timeout):
+            if not await wait_deleted(ctx, kind, name, ns, timeout):
                 ctx.warn(f"error: timed out waiting for the deletion of {kind.resource}/{name}")
                 failed = True
     return 1 if failed else 0

@@ -10,8 +10,8 @@ from typing import Any, TextIO
 from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
-from kemu.client.clock import Clock, SystemClock
 from kemu.client.interface import DEFAULT_NAMESPACE, ApiClient
+from kemu.component.clock import Clock, RealClock
 from kemu.machinery import kinds
 from kemu.machinery.errors import ApiError
 
@@ -28,7 +28,7 @@ class Context:
     out: TextIO = field(default_factory=lambda: sys.stdout)
     err: TextIO = field(default_factory=lambda: sys.stderr)
     stdin: TextIO = field(default_factory=lambda: sys.stdin)
-    clock: Clock = field(default_factory=SystemClock)
+    clock: Clock = field(default_factory=RealClock)
     namespace: str = DEFAULT_NAMESPACE
     # True when -n was given: a manifest in another namespace is then an error, as in kubectl.
     namespace_explicit: bool = False

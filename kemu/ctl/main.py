@@ -15,11 +15,12 @@ from typing import Any, Final, NoReturn, TextIO
 
 import anyio
 
-from kemu.client.clock import Clock, SystemClock
 from kemu.client.interface import DEFAULT_NAMESPACE, ApiClient
+from kemu.component.clock import Clock, RealClock
 from kemu.ctl import apply, describe, edit, get, version, wait
 from kemu.ctl.common import Context, CtlError, format_api_error
 from kemu.ctl.connect import DEFAULT_SERVER, SERVER_ENV, server_address
+from kemu.machinery.duration import DurationError, parse_duration
 from kemu.machinery.errors import ApiError, Timeout, Unavailable
 
 DEFAULT_REQUEST_TIMEOUT: Final = "10s"
@@ -180,7 +181,21 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def request_timeout(args: argparse.Namespace) -> float:
-    seconds = wait.parse_duration(getattr(args, "request_timeout", DEFAULT_REQUEST_TIMEOUT))
+    """--request-timeout as kubectl reads it (clientcmd.ParseTimeout): a bare non-negative
+    integer counts as seconds (kubectl's one exception to "a duration needs a unit"), anything
+    else is a Go duration; 0 or less: no limit."""
+    text = getattr(args, "request_timeout", DEFAULT_REQUEST_TIMEOUT)
+    if text.isascii() and text.isdigit():
+        seconds = float(int(text))
+    else:
+        try:
+            seconds = parse_duration(text, allow_negative=True)
+        except DurationError:
+            raise CtlError(
+                f'invalid argument "{text}" for "--request-timeout" flag: Invalid timeout value. '
+                "Timeout must be a single integer in seconds, or an integer followed by a "
+                "corresponding time unit (e.g. 1s | 2m | 3h)"
+            ) from None
     return seconds if seconds > 0 else _NO_TIMEOUT
 
 
@@ -237,7 +252,7 @@ async def run(
             out=out,
             err=err,
             stdin=stdin or sys.stdin,
-            clock=clock or SystemClock(),
+            clock=clock or RealClock(),
             namespace=explicit or DEFAULT_NAMESPACE,
             namespace_explicit=explicit is not None,
         )

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import re
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -15,29 +14,21 @@ from kemu.client.interface import BOOKMARK, DELETED
 from kemu.ctl import jsonpath
 from kemu.ctl.common import Context, CtlError, meta, namespace_for, plain, ref, split_targets
 from kemu.machinery import convert, kinds
+from kemu.machinery.duration import DurationError, parse_duration
 from kemu.machinery.errors import Gone, NotFound
 
-_DURATION_PART: Final = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_UNITS: Final = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+WAIT_FOREVER: Final = 7 * 24 * 3600.0
+"""What a negative --timeout means: a week, as kubectl wait."""
 
 
-def parse_duration(text: str) -> float:
-    """A Go duration (30s, 1m30s, 500ms) or a bare number of seconds; negative: a week."""
-    t = text.strip()
-    sign = -1.0 if t.startswith("-") else 1.0
-    t = t.lstrip("+-")
+def parse_timeout(text: str) -> float:
+    """kubectl wait's --timeout: a Go duration (a unit is required except for 0); zero checks
+    once, a negative one waits for a week."""
     try:
-        seconds = float(t)
-    except ValueError:
-        pos, seconds = 0, 0.0
-        for m in _DURATION_PART.finditer(t):
-            if m.start() != pos:
-                break
-            seconds += float(m.group(1)) * _UNITS[m.group(2)]
-            pos = m.end()
-        if pos != len(t) or not t:
-            raise CtlError(f'invalid duration "{text}": expected e.g. 30s, 1m30s, 500ms') from None
-    return 7 * 24 * 3600.0 if sign < 0 else seconds
+        seconds = parse_duration(text, allow_negative=True)
+    except DurationError as e:
+        raise CtlError(f'invalid argument "{text}" for "--timeout" flag: {e}') from None
+    return WAIT_FOREVER if seconds < 0 else seconds
 
 
 @dataclass(frozen=True)
@@ -170,7 +161,7 @@ async def cmd_wait(ctx: Context, args: argparse.Namespace) -> int:
     if not args.for_:
         raise CtlError("--for must be given: delete, create, condition=NAME or jsonpath=...")
     cond = parse_for(args.for_)
-    timeout = parse_duration(args.timeout)
+    timeout = parse_timeout(args.timeout)
     targets = split_targets(args.targets, require_name=False)
     todo: list[tuple[kinds.Kind, str, str]] = []
     for kind, name in targets:

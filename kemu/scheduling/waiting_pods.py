@@ -19,24 +19,8 @@ import anyio
 
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import Clock
+from kemu.machinery.duration import format_duration
 from kemu.scheduling.status import Code, Status
-
-
-def format_duration(seconds: float) -> str:
-    """Seconds the way Go prints a time.Duration (10s, 1m30s, 500ms, 1h0m0s)."""
-    if seconds == 0:
-        return "0s"
-    if seconds < 1:
-        ms = seconds * 1000
-        return f"{ms:g}ms" if ms >= 1 else f"{seconds * 1e6:g}µs"
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    text = f"{secs:.9f}".rstrip("0").rstrip(".") + "s"
-    if hours:
-        return f"{int(hours)}h{int(minutes)}m{text}"
-    if minutes:
-        return f"{int(minutes)}m{text}"
-    return text
 
 
 class WaitingPod:

@@ -15,6 +15,12 @@ import pytest
 
 from kemu.api.v1 import api_pb2, api_pb2_grpc, types_pb2
 from kemu.client.client import Client
+from kemu.component.featuregate import (
+    CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING,
+    IN_PLACE_POD_VERTICAL_SCALING,
+    NOMINATED_NODE_NAME_FOR_EXPECTATION,
+    SCHEDULER_ASYNC_PREEMPTION,
+)
 from kemu.machinery import convert, kinds
 from kemu.machinery.errors import (
     AlreadyExists,
@@ -297,10 +303,10 @@ async def test_bind_refuses_gated_and_terminating_pods(cluster):
 @pytest.mark.parametrize(
     ("version", "gates", "cleared"),
     [
-        ("1.37", {"ClearingNominatedNodeNameAfterBinding": False}, False),
+        ("1.37", {CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING: False}, False),
         ("1.33", {}, False),
         ("1.34", {}, False),
-        ("1.34", {"ClearingNominatedNodeNameAfterBinding": True}, True),
+        ("1.34", {CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING: True}, True),
         ("1.35", {}, True),
     ],
 )
@@ -454,20 +460,20 @@ async def test_negative_grace_period_and_unknown_kind_are_refused(cluster):
 @pytest.mark.parametrize(
     ("version", "expected"),
     [
-        ("1.33", {"InPlacePodVerticalScaling": True, "SchedulerAsyncPreemption": True}),
+        ("1.33", {IN_PLACE_POD_VERTICAL_SCALING: True, SCHEDULER_ASYNC_PREEMPTION: True}),
         (
             "1.35",
             {
-                "NominatedNodeNameForExpectation": True,
-                "ClearingNominatedNodeNameAfterBinding": True,
-                "InPlacePodVerticalScaling": True,
+                NOMINATED_NODE_NAME_FOR_EXPECTATION: True,
+                CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING: True,
+                IN_PLACE_POD_VERTICAL_SCALING: True,
             },
         ),
         (
             "1.37",
             {
                 "InPlacePodVerticalScalingSchedulerPreemption": False,
-                "ClearingNominatedNodeNameAfterBinding": True,
+                CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING: True,
             },
         ),
     ],
@@ -485,8 +491,8 @@ async def test_version_reports_the_gates_of_the_emulated_version(
     for name, enabled in expected.items():
         assert gates[name] is enabled
     if version == "1.33":
-        assert "NominatedNodeNameForExpectation" not in gates
-        assert "ClearingNominatedNodeNameAfterBinding" not in gates
+        assert NOMINATED_NODE_NAME_FOR_EXPECTATION not in gates
+        assert CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING not in gates
 
 
 async def test_a_resize_that_changes_nothing_keeps_the_generation(cluster):

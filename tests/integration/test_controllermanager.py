@@ -9,6 +9,7 @@ import pytest
 
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
+from kemu.component.featuregate import SCHEDULER_ASYNC_PREEMPTION
 from kemu.machinery.errors import TooManyRequests
 from kemu.testing import Cluster, eventually, make_pdb, make_pod
 from kemu.testing.names import unique_name
@@ -106,7 +107,7 @@ async def test_version_lists_the_controller_managers(cluster):
             kcm = [x for x in info.components if x.component == "kube-controller-manager"]
             assert len(kcm) == 2, [x.identity for x in info.components]
             assert all(x.emulated_version == "1.37" for x in kcm)
-            assert any(g.name == "SchedulerAsyncPreemption" for g in kcm[0].feature_gates)
+            assert any(g.name == SCHEDULER_ASYNC_PREEMPTION for g in kcm[0].feature_gates)
             return True
 
         await eventually(both_registered, timeout=15)

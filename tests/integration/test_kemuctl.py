@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kemu.component.featuregate import CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING
 from kemu.testing import Cluster
 from kemu.testing.eventually import eventually_sync
 from kemu.testing.names import unique_name
@@ -154,7 +155,7 @@ def test_version_lists_server_and_components(cluster):
 
     text = eventually_sync(listed, timeout=15)
     assert "1.37" in text and "kube-apiserver" in text
-    assert "ClearingNominatedNodeNameAfterBinding" in text
+    assert CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING in text
     plain = kemuctl(cluster, "version").stdout
     assert "Client Version" in plain and "Server Version" in plain
 

@@ -31,6 +31,11 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from kemu.api.v1 import types_pb2
+from kemu.component.featuregate import (
+    CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING,
+    NOMINATED_NODE_NAME_FOR_EXPECTATION,
+    PREFER_NOMINATED_NODE,
+)
 from kemu.testing import Cluster
 from kemu.testing.invariants import PodHistory, assert_invariants, record_pods
 from kemu.testing.ports import LOOPBACK
@@ -89,7 +94,7 @@ SCHEDULERS: Final = (
         "scheduler-nne-off",
         ("nne-off-scheduler",),
         binding_profile="nne-off-binding-scheduler",
-        gates=(("NominatedNodeNameForExpectation", False),),
+        gates=((NOMINATED_NODE_NAME_FOR_EXPECTATION, False),),
     ),
     SchedulerSpec(
         "scheduler-clearing-off", ("clearing-off-scheduler",), apiserver=CLEARING_OFF_APISERVER
@@ -97,7 +102,7 @@ SCHEDULERS: Final = (
     SchedulerSpec(
         "scheduler-nne-off-clearing-off",
         ("nne-off-clearing-off-scheduler",),
-        gates=(("NominatedNodeNameForExpectation", False),),
+        gates=((NOMINATED_NODE_NAME_FOR_EXPECTATION, False),),
         apiserver=CLEARING_OFF_APISERVER,
     ),
     # Older schedulers against the 1.37 apiserver: outside the supported skew (one minor), but
@@ -106,19 +111,19 @@ SCHEDULERS: Final = (
         "scheduler-1.23-pnn-on",
         ("pnn-on-1-23-scheduler",),
         emulated_version="1.23",
-        gates=(("PreferNominatedNode", True),),
+        gates=((PREFER_NOMINATED_NODE, True),),
     ),
     SchedulerSpec(
         "scheduler-1.23-pnn-off",
         ("pnn-off-1-23-scheduler",),
         emulated_version="1.23",
-        gates=(("PreferNominatedNode", False),),
+        gates=((PREFER_NOMINATED_NODE, False),),
     ),
     SchedulerSpec(
         "scheduler-1.34-nne-alpha",
         ("nne-alpha-1-34-scheduler",),
         emulated_version="1.34",
-        gates=(("NominatedNodeNameForExpectation", True),),
+        gates=((NOMINATED_NODE_NAME_FOR_EXPECTATION, True),),
     ),
 )
 
@@ -204,7 +209,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         c.start_apiserver()
         c.start_apiserver(
             name=CLEARING_OFF_APISERVER,
-            feature_gates={"ClearingNominatedNodeNameAfterBinding": False},
+            feature_gates={CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING: False},
         )
         start_schedulers(c, root, SCHEDULERS)
         yield c

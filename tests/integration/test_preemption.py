@@ -22,6 +22,7 @@ import anyio
 import pytest
 
 from kemu.api.v1 import types_pb2
+from kemu.component.featuregate import SCHEDULER_ASYNC_PREEMPTION
 from kemu.machinery.errors import ApiError, NotFound
 from kemu.testing import Cluster
 from kemu.testing.invariants import PodHistory, assert_invariants, record_pods
@@ -80,7 +81,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         c.start_scheduler(
             name="scheduler-sync",
             config=str(sync_config),
-            feature_gates={"SchedulerAsyncPreemption": False},
+            feature_gates={SCHEDULER_ASYNC_PREEMPTION: False},
             extra_args=["--seed", "1"],
         )
         yield c

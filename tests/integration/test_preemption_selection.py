@@ -26,6 +26,7 @@ import pytest
 
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import DELETED
+from kemu.component.featuregate import SCHEDULER_ASYNC_PREEMPTION
 from kemu.testing import Cluster
 from kemu.testing.builders import make_pdb
 from kemu.testing.invariants import PodHistory, PodVersion, assert_invariants, record_pods
@@ -91,7 +92,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         c.start_scheduler(
             name="scheduler-sync",
             config=str(sync_config),
-            feature_gates={"SchedulerAsyncPreemption": False},
+            feature_gates={SCHEDULER_ASYNC_PREEMPTION: False},
             extra_args=["--seed", "1"],
         )
         yield c

@@ -17,7 +17,6 @@ copying them.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -304,42 +303,6 @@ def default_normalize_score(
         score = max_priority * s.score // highest
         out.append(NodeScore(s.name, max_priority - score if reverse else score))
     return out
-
-
-# ---------------------------------------------------------------- durations
-
-_DURATION_PART: Final = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-_UNITS: Final = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,
-    "μs": 1e-6,
-    "ms": 1e-3,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
-}
-
-
-def parse_duration(text: str) -> float:
-    """Seconds from a Go duration ("500ms", "2s", "1m30s", "0"); ValueError otherwise.
-
-    Negative durations are refused: nothing here can wait less than nothing.
-    """
-    s = text.strip()
-    if s == "0":
-        return 0.0
-    if not s:
-        raise ValueError(f'invalid duration "{text}"')
-    total = 0.0
-    pos = 0
-    while pos < len(s):
-        m = _DURATION_PART.match(s, pos)
-        if m is None:
-            raise ValueError(f'invalid duration "{text}": expected e.g. "500ms", "2s", "1m30s"')
-        total += float(m.group(1)) * _UNITS[m.group(2)]
-        pos = m.end()
-    return total
 
 
 # ---------------------------------------------------------------- plugin args

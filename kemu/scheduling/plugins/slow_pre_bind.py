@@ -30,13 +30,10 @@ from typing import Final
 import anyio
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.duration import parse_duration
 from kemu.machinery.labels import Selector
 from kemu.scheduling.interface import CycleState, Handle, PluginArgs, PreBindPlugin
-from kemu.scheduling.plugins.helpers import (
-    check_arg_keys,
-    label_selector_from_args,
-    parse_duration,
-)
+from kemu.scheduling.plugins.helpers import check_arg_keys, label_selector_from_args
 from kemu.scheduling.status import SKIP, SUCCESS, Status, as_error
 from kemu.scheduling.types import pod_key
 

@@ -24,6 +24,7 @@ import logging
 from typing import Any, Final
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.duration import parse_duration
 from kemu.machinery.labels import Selector
 from kemu.scheduling.events import (
     ActionType,
@@ -41,11 +42,7 @@ from kemu.scheduling.interface import (
     PermitPlugin,
     PluginArgs,
 )
-from kemu.scheduling.plugins.helpers import (
-    check_arg_keys,
-    label_selector_from_args,
-    parse_duration,
-)
+from kemu.scheduling.plugins.helpers import check_arg_keys, label_selector_from_args
 from kemu.scheduling.status import SUCCESS, Status, as_error, unschedulable, wait
 from kemu.scheduling.types import pod_key
 

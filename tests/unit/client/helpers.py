@@ -8,7 +8,7 @@ import anyio
 import anyio.lowlevel
 
 from kemu.api.v1 import types_pb2
-from kemu.client.clock import FakeClock
+from kemu.component.clock import FakeClock
 from kemu.testing.eventually import eventually
 
 

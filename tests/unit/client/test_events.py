@@ -6,9 +6,9 @@ import anyio
 import pytest
 
 from kemu.api.v1 import types_pb2
-from kemu.client.clock import FakeClock
 from kemu.client.events import EventRecorder
 from kemu.client.fake import FakeClient
+from kemu.component.clock import FakeClock
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
 from kemu.testing import eventually, make_pod
 

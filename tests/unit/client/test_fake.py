@@ -7,6 +7,8 @@ from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.client.fake import FakeClient
 from kemu.client.interface import ApiClient, ListResult, WatchEvent
+from kemu.component.featuregate import CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING, FeatureGates
+from kemu.component.version import DEFAULT_VERSION
 from kemu.machinery.errors import AlreadyExists, BadRequest, Conflict, Gone, NotFound, Unavailable
 
 from .helpers import node, pod
@@ -105,6 +107,12 @@ async def test_list_filters_by_namespace_labels_and_fields_and_pages() -> None:
     assert everything.resource_version == fake.resource_version
     with pytest.raises(BadRequest):
         await fake.list(Pod, label_selector="a b")
+    # The apiserver's field labels only: spec.priority is a field, but not a field label.
+    with pytest.raises(BadRequest, match="^field label not supported: spec.priority$"):
+        await fake.list(Pod, field_selector="spec.priority=0")
+    with pytest.raises(BadRequest, match="field label not supported: spec.priority"):
+        async with fake.watch(Pod, field_selector="spec.priority=0"):
+            pass
 
 
 @pytest.mark.anyio
@@ -239,3 +247,46 @@ async def test_watch_exit_unregisters_even_when_cancelled() -> None:
             async for _ in stream:
                 pass
     assert fake.open_watches == 0
+
+
+@pytest.mark.anyio
+async def test_a_bound_pod_terminates_gracefully_and_an_unbound_one_goes_at_once() -> None:
+    # The apiserver's rules, held by tests/integration/test_fake_contract.py.
+    fake = FakeClient(pod("bound", node="n1"), pod("unbound"))
+    marked = await fake.delete(Pod, "bound", grace_period_seconds=20)
+    assert marked.metadata.HasField("deletion_timestamp")
+    assert marked.metadata.deletion_grace_period_seconds == 20
+    assert (await fake.get(Pod, "bound")).metadata.HasField("deletion_timestamp")
+    with pytest.raises(Conflict, match="is being deleted"):
+        await fake.bind("default", "bound", "n2")
+    shorter = await fake.delete(Pod, "bound", grace_period_seconds=5)
+    assert shorter.metadata.deletion_grace_period_seconds == 5
+    await fake.delete(Pod, "bound", grace_period_seconds=0, uid=shorter.metadata.uid)
+    gone = await fake.delete(Pod, "unbound")
+    assert not gone.metadata.HasField("deletion_timestamp")
+    for name in ("bound", "unbound"):
+        with pytest.raises(NotFound):
+            await fake.get(Pod, name)
+
+
+@pytest.mark.anyio
+async def test_a_write_that_changes_nothing_keeps_the_resource_version() -> None:
+    fake = FakeClient(pod("p"))
+    before = await fake.get(Pod, "p")
+    after = await fake.update(before)
+    assert after.metadata.resource_version == before.metadata.resource_version
+    assert fake.resource_version == before.metadata.resource_version
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("clearing", "nominated"), [(True, ""), (False, "n2")])
+async def test_bind_clears_the_nomination_per_the_gate(clearing: bool, nominated: str) -> None:
+    gates = FeatureGates.for_version(
+        DEFAULT_VERSION, {CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING: clearing}
+    )
+    fake = FakeClient(pod("p"), gates=gates)
+    await fake.patch(Pod, "p", {"status": {"nominatedNodeName": "n2"}}, subresource="status")
+    await fake.bind("default", "p", "n1")
+    bound = await fake.get(Pod, "p")
+    assert (bound.spec.node_name, bound.status.nominated_node_name) == ("n1", nominated)
+    assert bound.metadata.generation == 1

@@ -6,9 +6,9 @@ import anyio
 import pytest
 
 from kemu.api.v1 import types_pb2
-from kemu.client.clock import FakeClock
 from kemu.client.fake import FakeClient
 from kemu.client.identity import run_identity_heartbeat
+from kemu.component.clock import FakeClock
 from kemu.machinery.errors import Unavailable
 
 from .helpers import advance, settle, wait_until

@@ -7,9 +7,9 @@ import pytest
 from anyio.abc import TaskGroup
 
 from kemu.api.v1 import types_pb2
-from kemu.client.clock import FakeClock
 from kemu.client.fake import FakeClient
 from kemu.client.informer import FuncHandler, Informer, InformerFactory
+from kemu.component.clock import FakeClock
 from kemu.machinery.errors import Unavailable
 
 from .helpers import advance, pod, settle, wait_until
@@ -140,7 +140,7 @@ async def test_indexers_and_late_handlers(tg: TaskGroup) -> None:
     inf.add_indexer("label", lambda p: list(p.metadata.labels.values()))
 
     await fake.bind("default", "c", "n1")
-    await fake.delete(Pod, "a")
+    await fake.delete(Pod, "a", grace_period_seconds=0)  # bound: a graceful delete would stay
     await fake.patch(Pod, "b", {"metadata": {"labels": {"app": "web"}}})
     await wait_until(lambda: len(late.events) == 6)
     assert names(inf.lister.by_index("node", "n1")) == ["b", "c"]

@@ -4,13 +4,13 @@ import anyio
 import pytest
 
 from kemu.api.v1 import types_pb2
-from kemu.client.clock import FakeClock
 from kemu.client.fake import FakeClient
 from kemu.client.leaderelection import (
     LeaderElectionConfig,
     LeaderElector,
     LeadershipLost,
 )
+from kemu.component.clock import FakeClock
 from kemu.machinery.errors import Unavailable
 
 from .helpers import advance, settle, wait_until

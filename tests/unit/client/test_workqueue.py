@@ -6,8 +6,8 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from kemu.client.clock import FakeClock
 from kemu.client.workqueue import WorkQueue
+from kemu.component.clock import FakeClock
 
 from .helpers import advance, settle
 

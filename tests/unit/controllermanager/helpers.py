@@ -7,7 +7,7 @@ from collections.abc import Callable
 import anyio
 import anyio.lowlevel
 
-from kemu.client.clock import FakeClock
+from kemu.component.clock import FakeClock
 from kemu.testing.eventually import eventually
 
 

@@ -14,9 +14,9 @@ from controllermanager.disruption import (
     DisruptionController,
 )
 from kemu.api.v1 import types_pb2
-from kemu.client.clock import FakeClock
 from kemu.client.fake import FakeClient
 from kemu.client.informer import InformerFactory
+from kemu.component.clock import FakeClock
 from kemu.machinery.errors import Conflict, Unavailable
 from kemu.testing.builders import make_pdb, make_pod
 from tests.unit.controllermanager.helpers import advance, settle, wait_until
@@ -105,9 +105,9 @@ async def test_a_terminating_pod_is_not_healthy() -> None:
     )
     async with running(fake, clock):
         await wait_until(lambda: status(fake) == (2, 1, 2, 1))
-        a = await fake.get(types_pb2.Pod, "a")
-        a.metadata.deletion_timestamp.FromSeconds(int(clock.now()))
-        await fake.update(a)
+        await fake.bind("default", "a", "n1")
+        await fake.delete(types_pb2.Pod, "a")  # bound: graceful, the pod stays terminating
+        assert (await fake.get(types_pb2.Pod, "a")).metadata.HasField("deletion_timestamp")
         await wait_until(lambda: status(fake) == (2, 1, 1, 0))
 
 

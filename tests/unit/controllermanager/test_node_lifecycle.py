@@ -24,9 +24,9 @@ from controllermanager.node_lifecycle import (
     wanted_taints,
 )
 from kemu.api.v1 import types_pb2
-from kemu.client.clock import FakeClock
 from kemu.client.fake import FakeClient
 from kemu.client.informer import InformerFactory
+from kemu.component.clock import FakeClock
 from kemu.component.featuregate import FeatureGates
 from kemu.machinery.errors import Conflict
 from kemu.testing.builders import make_node

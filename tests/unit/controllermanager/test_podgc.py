@@ -18,9 +18,9 @@ from controllermanager.podgc import (
     PodGCOptions,
 )
 from kemu.api.v1 import types_pb2
-from kemu.client.clock import FakeClock
 from kemu.client.fake import FakeClient
 from kemu.client.informer import InformerFactory
+from kemu.component.clock import FakeClock
 from kemu.component.version import Version
 from kemu.testing.builders import make_node, make_pod
 from tests.unit.controllermanager.helpers import advance, settle, wait_until

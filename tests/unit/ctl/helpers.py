@@ -5,8 +5,8 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass
 
-from kemu.client.clock import FakeClock
 from kemu.client.fake import FakeClient
+from kemu.component.clock import FakeClock
 from kemu.ctl.main import run
 
 NOW = 1_700_000_000.0

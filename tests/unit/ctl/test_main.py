@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import socket
@@ -12,6 +13,8 @@ import pytest
 
 from kemu.api.v1 import api_pb2
 from kemu.component.version import BINARY_VERSION
+from kemu.ctl import main
+from kemu.ctl.common import CtlError
 from kemu.ctl.connect import server_address
 from kemu.ctl.main import run
 
@@ -132,3 +135,19 @@ def test_python_m_kemu_ctl_runs() -> None:
         f"Client Version: {BINARY_VERSION}\n",
         "",
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("5", 5.0), ("0", main._NO_TIMEOUT), ("1m", 60.0), ("250ms", 0.25), ("-1s", main._NO_TIMEOUT)],
+)
+def test_request_timeout_is_kubectls_integer_seconds_or_a_duration(
+    text: str, seconds: float
+) -> None:
+    assert main.request_timeout(argparse.Namespace(request_timeout=text)) == seconds
+
+
+@pytest.mark.parametrize("text", ["x", "1.5", "-1", "5 s"])
+def test_a_bad_request_timeout_names_the_flag(text: str) -> None:
+    with pytest.raises(CtlError, match=f'invalid argument "{text}" for "--request-timeout" flag'):
+        main.request_timeout(argparse.Namespace(request_timeout=text))

@@ -9,7 +9,7 @@ import pytest
 
 from kemu.api.v1 import types_pb2
 from kemu.client.fake import FakeClient
-from kemu.ctl.wait import parse_duration
+from kemu.ctl.wait import parse_timeout
 from kemu.testing.builders import make_pod
 from kemu.testing.eventually import eventually
 
@@ -18,10 +18,21 @@ from .helpers import Result, ctl, fake
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("30s", 30), ("1m30s", 90), ("500ms", 0.5), ("2h", 7200), ("10", 10), ("-1s", 604800)],
+    [("30s", 30), ("1m30s", 90), ("500ms", 0.5), ("2h", 7200), ("0", 0), ("-1s", 604800)],
 )
-def test_durations(text: str, seconds: float) -> None:
-    assert parse_duration(text) == seconds
+def test_timeouts_are_go_durations_and_negative_means_a_week(text: str, seconds: float) -> None:
+    assert parse_timeout(text) == seconds
+
+
+@pytest.mark.anyio
+async def test_a_timeout_without_a_unit_is_refused_as_kubectl_does() -> None:
+    result = await ctl(
+        fake(make_pod("p").obj()), "wait", "pod/p", "--for=delete", "--timeout", "10"
+    )
+    assert (result.rc, result.err) == (
+        1,
+        'error: invalid argument "10" for "--timeout" flag: time: missing unit in duration "10"\n',
+    )
 
 
 @pytest.mark.anyio
@@ -119,3 +130,13 @@ async def test_timeouts_and_bad_conditions_are_one_line_errors() -> None:
     assert (missing.rc, missing.err) == (1, 'error: pods "nope" not found\n')
     bad = await ctl(client, "wait", "pod/p", "--for=ready")
     assert bad.rc == 1 and bad.err.startswith('error: unrecognized condition: "ready"')
+
+
+@pytest.mark.anyio
+async def test_delete_wait_reads_its_timeout_as_a_duration() -> None:
+    client = fake(make_pod("p").obj(), make_pod("q").obj())
+    result = await ctl(client, "delete", "pod", "p", "--wait", "--timeout", "5s")
+    assert (result.rc, result.out) == (0, 'pod "p" deleted\n')
+    refused = await ctl(client, "delete", "pod", "q", "--wait", "--timeout", "5")
+    assert refused.rc == 1 and "missing unit in duration" in refused.err
+    assert (await client.get(types_pb2.Pod, "q")).metadata.name == "q"  # refused before deleting

@@ -13,10 +13,10 @@ import anyio.lowlevel
 from prometheus_client import CollectorRegistry
 
 from kemu.api.v1 import types_pb2
-from kemu.client.clock import FakeClock
 from kemu.client.events import EventRecorder
 from kemu.client.fake import FakeClient
 from kemu.client.informer import Informer
+from kemu.component.clock import FakeClock
 from kemu.machinery.errors import NotFound
 from kemu.testing.eventually import eventually
 from kubelet.checkpoint import Checkpoint
@@ -95,18 +95,9 @@ class Env:
         return pod
 
     async def mark_deleted(self, name: str, grace: int) -> None:
-        """What the apiserver does on a graceful delete of a bound pod: a shorter grace period
-        replaces the deadline, a longer one does not."""
-        pod = await self.fake.get(types_pb2.Pod, name)
-        meta = pod.metadata
-        deadline = self.clock.now() + grace
-        if meta.HasField("deletion_timestamp") and meta.deletion_timestamp.ToNanoseconds() <= int(
-            deadline * 1e9
-        ):
-            return
-        meta.deletion_timestamp.FromNanoseconds(int(deadline * 1e9))
-        meta.deletion_grace_period_seconds = grace
-        await self.fake.update(pod)
+        """A graceful delete of a bound pod (the fake marks it as the apiserver does: a shorter
+        grace period replaces the deadline, a longer one does not)."""
+        await self.fake.delete(types_pb2.Pod, name, grace_period_seconds=grace)
 
 
 @asynccontextmanager

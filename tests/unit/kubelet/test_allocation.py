@@ -12,9 +12,9 @@ from google.protobuf.message import Message
 from prometheus_client import CollectorRegistry
 
 from kemu.api.v1 import types_pb2
-from kemu.client.clock import FakeClock
 from kemu.client.events import EventRecorder
 from kemu.client.fake import FakeClient
+from kemu.component.clock import FakeClock
 from kemu.testing.builders import make_pod
 from kemu.testing.eventually import eventually
 from kubelet.allocation import (

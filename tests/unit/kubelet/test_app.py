@@ -8,8 +8,8 @@ import anyio
 import pytest
 
 from kemu.api.v1 import types_pb2
-from kemu.client.clock import FakeClock
 from kemu.client.fake import FakeClient
+from kemu.component.clock import FakeClock
 from kemu.component.options import ComponentOptions
 from kemu.component.runner import ComponentContext, run_component_async
 from kemu.testing.builders import make_pod

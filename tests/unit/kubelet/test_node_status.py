@@ -8,9 +8,9 @@ import anyio
 import pytest
 
 from kemu.api.v1 import types_pb2
-from kemu.client.clock import FakeClock
 from kemu.client.fake import FakeClient
 from kemu.client.informer import Informer
+from kemu.component.clock import FakeClock
 from kemu.machinery.errors import Unavailable
 from kemu.testing.builders import make_node
 from kubelet.node_status import (

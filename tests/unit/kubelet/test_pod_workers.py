@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from kemu.api.v1 import types_pb2
-from kemu.client.clock import FakeClock
 from kemu.client.fake import FakeClient
+from kemu.component.clock import FakeClock
 from kemu.testing.builders import make_pod
 from kubelet.pod_workers import PodWorkerOptions
 from kubelet.runtime import PodState
@@ -189,7 +189,7 @@ async def test_shutdown_30s_with_grace_3s_is_killed_after_3s():
         assert (cs.state.terminated.exit_code, cs.state.terminated.reason) == (137, "Error")
         assert last.status.phase == "Failed"
         delete = [a for a in env.fake.actions if a.verb == "delete"]
-        assert len(delete) == 1
+        assert len(delete) == 2  # the test's graceful one, then the kubelet's final one
 
 
 async def test_a_later_shorter_grace_period_replaces_the_deadline():
@@ -261,7 +261,7 @@ async def test_restored_pods_gone_from_the_api_are_forgotten(tmp_path: Path):
     fake = FakeClient(clock=clock)
     async with running_workers(fake=fake, clock=clock, root_dir=tmp_path) as env:
         await start_running(env, "p")
-    await fake.delete(types_pb2.Pod, "p")
+    await fake.delete(types_pb2.Pod, "p", grace_period_seconds=0)  # gone from the API
     async with running_workers(fake=fake, clock=clock, root_dir=tmp_path) as env:
         await wait_until(lambda: not env.node().runtimes)
     assert '"pods":[]' in (tmp_path / "checkpoints" / "n1.json").read_text()
@@ -285,7 +285,7 @@ async def test_a_stale_checkpoint_never_counts_against_pods_found_at_start(tmp_p
     fake = FakeClient(clock=clock)
     async with running_workers(fake=fake, clock=clock, root_dir=tmp_path) as env:
         await start_running(env, "old", cpu="4")
-    await fake.delete(types_pb2.Pod, "old")
+    await fake.delete(types_pb2.Pod, "old", grace_period_seconds=0)  # gone from the API
     await fake.create(pod("new", cpu="4"))  # bound while the kubelet was down
     async with running_workers(fake=fake, clock=clock, root_dir=tmp_path) as env:
         await advance(env.clock, 1)

@@ -413,7 +413,15 @@ def score_entries(*entries: dict[str, Any]) -> dict[str, Any]:
         ),
         (
             cfg(leaderElection={"leaseDuration": "soon"}),
-            "leaderElection.leaseDuration: invalid duration 'soon'",
+            'leaderElection.leaseDuration: time: invalid duration "soon"',
+        ),
+        (
+            cfg(leaderElection={"renewDeadline": "10"}),
+            'leaderElection.renewDeadline: time: missing unit in duration "10"',
+        ),
+        (
+            cfg(leaderElection={"retryPeriod": 2}),
+            'leaderElection.retryPeriod: must be a duration string such as "15s", got 2',
         ),
         (cfg(extenders=[{"urlPrefix": "http://x"}]), "extenders: scheduler extenders are not"),
         (cfg(bogus=1), "bogus: unknown field"),

@@ -190,11 +190,13 @@ class Cluster:
         return state, err.value.statuses
 
     async def stored(self, name: str) -> types_pb2.Pod | None:
-        """The API's copy of pod `name`, None once deleted."""
+        """The API's copy of pod `name`, None once deleted (for a bound victim: once its
+        graceful deletion started; the kubelet that would finish it is not here)."""
         try:
-            return await self.client.get(types_pb2.Pod, name, "default")
+            pod = await self.client.get(types_pb2.Pod, name, "default")
         except NotFound:
             return None
+        return None if pod.metadata.HasField("deletion_timestamp") else pod
 
     def actions_on(self, name: str) -> list[tuple[str, str]]:
         """The writes sent for pod `name`: (verb, subresource)."""
