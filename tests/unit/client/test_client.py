@@ -15,8 +15,9 @@ from kemu.api.v1 import api_pb2, api_pb2_grpc, types_pb2
 from kemu.client.client import Client
 from kemu.machinery import kinds
 from kemu.machinery.errors import ApiError, Cause, Conflict, Invalid, NotFound, Unavailable
+from kemu.testing.fake_time import wait_until
 
-from .helpers import pod, wait_until
+from .helpers import pod
 
 
 async def _abort(context: Any, err: ApiError) -> None:

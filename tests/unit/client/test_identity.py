@@ -10,8 +10,7 @@ from kemu.client.fake import FakeClient
 from kemu.client.identity import run_identity_heartbeat
 from kemu.component.clock import FakeClock
 from kemu.machinery.errors import Unavailable
-
-from .helpers import advance, settle, wait_until
+from kemu.testing.fake_time import advance, settle, wait_until
 
 GATES = [
     ("InPlacePodVerticalScaling", True, "GA", True),

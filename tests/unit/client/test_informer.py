@@ -11,8 +11,9 @@ from kemu.client.fake import FakeClient
 from kemu.client.informer import FuncHandler, Informer, InformerFactory
 from kemu.component.clock import FakeClock
 from kemu.machinery.errors import Unavailable
+from kemu.testing.fake_time import advance, settle, wait_until
 
-from .helpers import advance, pod, settle, wait_until
+from .helpers import pod
 
 Pod = types_pb2.Pod
 

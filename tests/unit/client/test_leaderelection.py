@@ -12,8 +12,7 @@ from kemu.client.leaderelection import (
 )
 from kemu.component.clock import FakeClock
 from kemu.machinery.errors import Unavailable
-
-from .helpers import advance, settle, wait_until
+from kemu.testing.fake_time import advance, settle, wait_until
 
 Lease = types_pb2.Lease
 

@@ -8,8 +8,7 @@ import pytest
 
 from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import FakeClock
-
-from .helpers import advance, settle
+from kemu.testing.fake_time import advance, settle
 
 pytestmark = pytest.mark.anyio
 

@@ -26,7 +26,7 @@ from kemu.component.options import ComponentOptions
 from kemu.component.runner import ComponentContext, run_component_async
 from kemu.machinery.errors import Unavailable
 from kemu.testing.builders import make_pdb, make_pod
-from tests.unit.controllermanager.helpers import advance, settle, wait_until
+from kemu.testing.fake_time import advance, settle, wait_until
 
 pytestmark = pytest.mark.anyio
 

@@ -30,7 +30,7 @@ from kemu.component.clock import FakeClock
 from kemu.component.featuregate import FeatureGates
 from kemu.machinery.errors import Conflict
 from kemu.testing.builders import make_node
-from tests.unit.controllermanager.helpers import advance, settle, wait_until
+from kemu.testing.fake_time import advance, settle, wait_until
 
 pytestmark = pytest.mark.anyio
 

@@ -23,7 +23,7 @@ from kemu.client.informer import InformerFactory
 from kemu.component.clock import FakeClock
 from kemu.component.version import Version
 from kemu.testing.builders import make_node, make_pod
-from tests.unit.controllermanager.helpers import advance, settle, wait_until
+from kemu.testing.fake_time import advance, settle, wait_until
 
 pytestmark = pytest.mark.anyio
 

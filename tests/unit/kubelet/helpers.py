@@ -3,7 +3,7 @@ and PodWorkers for one or more nodes, run in a task group."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,33 +18,13 @@ from kemu.client.fake import FakeClient
 from kemu.client.informer import Informer
 from kemu.component.clock import FakeClock
 from kemu.machinery.errors import NotFound
-from kemu.testing.eventually import eventually
+from kemu.testing import fake_time
+from kemu.testing.fake_time import settle
 from kubelet.checkpoint import Checkpoint
 from kubelet.pod_manager import NodePods
 from kubelet.pod_workers import PodWorkerOptions, PodWorkers
 
 ALLOCATABLE = {"cpu": 4000, "memory": 4 * 1024**3, "pods": 110}
-
-
-async def wait_until(check: Callable[[], object], within: float = 2.0) -> None:
-    """Polls a synchronous condition (the fake client and clock only ever yield)."""
-    await eventually(check, timeout=within, interval=0.001)
-
-
-async def settle(rounds: int = 50) -> None:
-    for _ in range(rounds):
-        await anyio.lowlevel.checkpoint()
-
-
-async def advance(clock: FakeClock, seconds: float, step: float = 0.1) -> None:
-    """Moves a fake clock forward in steps, letting woken tasks run after each one."""
-    await settle()
-    remaining = seconds
-    while remaining > 1e-9:
-        dt = min(step, remaining)
-        clock.advance(dt)
-        remaining -= dt
-        await settle()
 
 
 async def wait_running(env: Env, name: str) -> types_pb2.Pod:
@@ -130,3 +110,8 @@ async def running_workers(
         await tg.start(workers.run)
         yield Env(fake, clock, workers)
         tg.cancel_scope.cancel()
+
+
+async def advance(clock: FakeClock, seconds: float, step: float = 0.1) -> None:
+    """The kubelet's timers are short (startup and actuation delays): steps of 0.1 s."""
+    await fake_time.advance(clock, seconds, step=step)

@@ -17,6 +17,7 @@ from kemu.client.fake import FakeClient
 from kemu.component.clock import FakeClock
 from kemu.testing.builders import make_pod
 from kemu.testing.eventually import eventually
+from kemu.testing.fake_time import settle
 from kubelet.allocation import (
     TRIGGER_POD_RESIZED,
     TRIGGER_PODS_REMOVED,
@@ -29,7 +30,7 @@ from kubelet.pod_manager import NodePods
 from kubelet.pod_workers import PodWorkerOptions
 from kubelet.runtime import PodRuntime, PodState
 
-from .helpers import Env, advance, running_workers, settle
+from .helpers import Env, advance, running_workers
 
 pytestmark = pytest.mark.anyio
 

@@ -13,9 +13,10 @@ from kemu.component.clock import FakeClock
 from kemu.component.options import ComponentOptions
 from kemu.component.runner import ComponentContext, run_component_async
 from kemu.testing.builders import make_pod
+from kemu.testing.fake_time import wait_until
 from kubelet import app
 
-from .helpers import advance, wait_until
+from .helpers import advance
 
 pytestmark = pytest.mark.anyio
 

@@ -13,6 +13,7 @@ from kemu.client.informer import Informer
 from kemu.component.clock import FakeClock
 from kemu.machinery.errors import Unavailable
 from kemu.testing.builders import make_node
+from kemu.testing.fake_time import wait_until
 from kubelet.node_status import (
     NODE_LEASE_NAMESPACE,
     NodeAgent,
@@ -23,7 +24,7 @@ from kubelet.node_status import (
     parse_taints,
 )
 
-from .helpers import advance, wait_until
+from .helpers import advance
 
 pytestmark = pytest.mark.anyio
 

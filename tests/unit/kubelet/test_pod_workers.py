@@ -11,10 +11,11 @@ from kemu.api.v1 import types_pb2
 from kemu.client.fake import FakeClient
 from kemu.component.clock import FakeClock
 from kemu.testing.builders import make_pod
+from kemu.testing.fake_time import settle, wait_until
 from kubelet.pod_workers import PodWorkerOptions
 from kubelet.runtime import PodState
 
-from .helpers import ALLOCATABLE, Env, advance, running_workers, settle, wait_running, wait_until
+from .helpers import ALLOCATABLE, Env, advance, running_workers, wait_running
 
 pytestmark = pytest.mark.anyio
 
