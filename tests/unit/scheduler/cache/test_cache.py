@@ -286,6 +286,22 @@ def test_update_pod_recomputes_requests_after_a_resize(
     assert cache.pod_count() == 1
 
 
+def test_a_resize_moving_cpu_between_containers_counts_at_the_largest_sum() -> None:
+    # Behaviour change: each of desired, allocated and actual is summed over the pod before
+    # the maximum is taken (upstream component-helpers since 1.37). cpu moving from "a" to
+    # "b" (desired a=1 b=2, allocated and actual a=2 b=1) is 3 cpus, not max per container 4.
+    cache = new_cache()
+    cache.add_node(node("n1"))
+    p = make_pod("p").node("n1").container("a").req(cpu="1").container("b").req(cpu="2").obj()
+    del p.spec.containers[0]  # the builder's default container
+    for name, held in (("a", "2"), ("b", "1")):
+        cs = p.status.container_statuses.add(name=name)
+        cs.resources.requests["cpu"] = held
+        cs.allocated_resources["cpu"] = held
+    cache.add_pod(p)
+    assert requested_cpu(cache, "n1") == 3000
+
+
 def test_update_of_an_assumed_or_unknown_pod_raises() -> None:
     cache = new_cache()
     cache.add_node(node("n1"))
