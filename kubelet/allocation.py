@@ -31,13 +31,13 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from kemu.api.v1 import types_pb2
 from kemu.machinery.qos import GUARANTEED, compute_qos_class
 from kemu.machinery.quantity import to_int
+from kemu.machinery.resources import max_resources, pod_requests
 from kubelet.admission import (
     CPU,
     MEMORY,
     PodAllocation,
     allocation_from_spec,
     fits,
-    pod_requests,
     used_by,
 )
 
@@ -82,22 +82,15 @@ def desired_allocation(pod: types_pb2.Pod) -> PodAllocation:
     return allocation_from_spec(pod)
 
 
-def counted(requests: Mapping[str, int], actual: Mapping[str, int] | None) -> dict[str, int]:
-    """What a pod holds on the node: the larger of its allocated and actual requests."""
-    total = dict(requests)
-    for name, value in (actual or {}).items():
-        total[name] = max(total.get(name, 0), value)
-    return total
-
-
 def decide(
     desired: Mapping[str, int],
     own_actual: Mapping[str, int] | None,
     others: Iterable[Mapping[str, int]],
     allocatable: Mapping[str, int],
 ) -> Decision:
-    """The fit of a resize to `desired` requests, next to the other active pods' counted
-    requests (`counted`); the pod itself counts at the larger of desired and its actual."""
+    """The fit of a resize to `desired` requests, next to the other active pods' requests
+    (each the larger of its allocated and actual sums, kemu.machinery.resources'
+    kubelet_pod_requests); the pod itself counts at the larger of desired and its actual."""
     for name in (MEMORY, CPU):  # memory is reported first, as upstream
         wanted = desired.get(name, 0)
         capacity = allocatable.get(name, 0)
@@ -108,7 +101,7 @@ def decide(
                 f"capacity: {capacity}",
             )
     used, count = used_by(others)
-    result = fits(counted(desired, own_actual), used, count, allocatable)
+    result = fits(max_resources(desired, own_actual or {}), used, count, allocatable)
     if not result.admit:
         return Decision(Pending.DEFERRED, result.message)
     return ACCEPTED
@@ -125,6 +118,7 @@ def retry_key(
     """The order of the retry list (upstream's podsWithPendingResizes): resizes that raise no
     cpu/memory request first, then higher priority, then Guaranteed pods, then the oldest
     PodResizePending (pods without one last)."""
+    # Upstream compares the spec's requests with the allocation's, neither with status.
     raises = increases(pod_requests(pod), allocated)
     priority = pod.spec.priority if pod.spec.HasField("priority") else 0
     guaranteed = compute_qos_class(pod) == GUARANTEED

@@ -45,11 +45,11 @@ from kemu.component.clock import Clock
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
 from kemu.machinery.qos import compute_qos_class
+from kemu.machinery.resources import kubelet_pod_requests, max_resources
 from kubelet.admission import (
     ContainerAllocation,
     allocation_from_spec,
     fits,
-    pod_requests,
     used_by,
 )
 from kubelet.allocation import (
@@ -69,7 +69,6 @@ from kubelet.allocation import (
     TRIGGER_PODS_REMOVED,
     Pending,
     ResizeMetrics,
-    counted,
     decide,
     desired_allocation,
     retry_key,
@@ -171,9 +170,10 @@ class NodePods:
         return [rt for rt in self.runtimes.values() if rt.active]
 
     def held_by_others(self, uid: str) -> list[dict[str, int]]:
-        """The requests every other active pod holds: allocated, or actual if larger."""
+        """The requests every other active pod holds: the larger of its allocated and actual
+        sums (kubelet_pod_requests, from the sums kept in its runtime)."""
         return [
-            counted(rt.requests, rt.actual_requests)
+            max_resources(rt.requests, rt.actual_requests or {})
             for rt in self.runtimes.values()
             if rt.active and rt.uid != uid
         ]
@@ -493,7 +493,7 @@ class PodWorkers:
             rt.finished_at = now
             node.runtimes[rt.uid] = rt
             return
-        requests = pod_requests(pod)
+        requests = kubelet_pod_requests(pod)
         # Resized pods count at their new allocation (or their actual size, if larger): a pod
         # bound into room a resize took is rejected (KEP-1287's kubelet-side race).
         used, count = used_by(node.held_by_others(meta.uid))
@@ -706,8 +706,10 @@ class PodWorkers:
         if desired == rt.allocation:
             return self._clear_pending(node, rt)
         generation = pod.metadata.generation
-        wanted = pod_requests(pod)
-        own_actual = rt.actual_requests if rt.actual_requests is not None else rt.requests
+        wanted = kubelet_pod_requests(pod)  # at the desired allocation: the spec
+        # The pod itself counts at the largest of desired, allocated and actual (upstream's
+        # PodRequests with status resources on the resizing pod).
+        own_actual = max_resources(rt.requests, rt.actual_requests or {})
         decision = decide(wanted, own_actual, node.held_by_others(rt.uid), node.allocatable)
         if decision.pending is None:
             was_deferred = rt.pending_reason == Pending.DEFERRED
