@@ -14,6 +14,7 @@ from kemu.machinery.resources import (
     is_pod_resize_infeasible,
     kubelet_pod_requests,
     max_resources,
+    per_container_max_at,
     pod_limits,
     pod_requests,
     scheduler_pod_requests,
@@ -23,6 +24,7 @@ from kemu.testing.builders import make_pod
 MI = 1024**2
 GI = 1024**3
 WITH_STATUS = PodResourcesOptions(use_status_resources=True)
+PER_CONTAINER = PodResourcesOptions(use_status_resources=True, per_container_max=True)
 
 
 def status(
@@ -212,6 +214,80 @@ def test_sizes_are_summed_before_the_maximum_is_taken() -> None:
     assert pod_requests(pod, WITH_STATUS) == {"cpu": 3000}
 
 
+def moved_cpu() -> types_pb2.Pod:
+    """cpu moves from container a to b: desired a=1 b=2; allocated and actual a=2 b=1."""
+    pod = make_pod("p").container("a").req(cpu="1").container("b").req(cpu="2").obj()
+    del pod.spec.containers[0]  # the builder's default container "c"
+    status(pod, "a", allocated={"cpu": "2"}, actual={"cpu": "2"})
+    status(pod, "b", allocated={"cpu": "1"}, actual={"cpu": "1"})
+    return pod
+
+
+@pytest.mark.parametrize(
+    ("version", "per_container_max"), [((1, 21), True), ((1, 36), True), ((1, 37), False)]
+)
+def test_the_aggregation_rule_changed_in_1_37(
+    version: tuple[int, int], per_container_max: bool
+) -> None:
+    assert per_container_max_at(*version) is per_container_max
+
+
+@pytest.mark.parametrize(("minor", "cpu"), [(36, 4000), (37, 3000)])
+def test_the_emulated_version_decides_where_the_maximum_is_taken(minor: int, cpu: int) -> None:
+    opts = PodResourcesOptions(
+        use_status_resources=True, per_container_max=per_container_max_at(1, minor)
+    )
+    assert pod_requests(moved_cpu(), opts) == {"cpu": cpu}
+
+
+def test_per_container_a_container_counts_at_its_largest_size() -> None:
+    assert pod_requests(resized("3", allocated="1", actual="1"), PER_CONTAINER)["cpu"] == 3000
+    assert pod_requests(resized("500m", allocated="1", actual="1"), PER_CONTAINER)["cpu"] == 1000
+    assert pod_requests(resized("500m", allocated="500m", actual="1"), PER_CONTAINER)["cpu"] == 1000
+    assert pod_requests(resized("2", allocated="2", actual="1"), PER_CONTAINER)["cpu"] == 2000
+
+
+def test_per_container_an_infeasible_resize_leaves_the_desired_size_out() -> None:
+    pod = resized("3", allocated="1", actual="1")
+    resize_pending(pod, "Infeasible")
+    assert pod_requests(pod, PER_CONTAINER) == {"cpu": 1000, "memory": GI}
+
+
+def test_per_container_reads_a_status_only_when_it_reports_resources() -> None:
+    # Upstream <=1.36: `cs.Resources != nil`; otherwise the spec, even below the allocation.
+    assert pod_requests(resized("500m", allocated="1", actual=None), PER_CONTAINER)["cpu"] == 500
+    assert pod_requests(make_pod("p").req(cpu="2").obj(), PER_CONTAINER) == {"cpu": 2000}
+
+
+def test_per_container_sidecars_read_their_status_plain_init_containers_do_not() -> None:
+    pod = (
+        make_pod("p")
+        .req(cpu="500m")
+        .init_container("i")
+        .req(cpu="1")
+        .init_container("s", restart_policy="Always")
+        .req(cpu="50m")
+        .obj()
+    )
+    status(pod, "c", allocated={"cpu": "500m"}, actual={"cpu": "500m"})
+    status(pod, "i", allocated={"cpu": "3"}, actual={"cpu": "3"}, init=True)
+    status(pod, "s", allocated={"cpu": "100m"}, actual={"cpu": "100m"}, init=True)
+    # App 500m + sidecar max(50m, 100m); the plain init container at its spec (1).
+    assert pod_requests(pod, PER_CONTAINER) == {"cpu": 1000}
+    assert pod_requests(pod, WITH_STATUS) == {"cpu": 3000}  # 1.37 reads its status too
+
+
+def test_per_container_limits() -> None:
+    pod = make_pod("p").container("a").lim(cpu="1").container("b").lim(cpu="2").obj()
+    del pod.spec.containers[0]
+    status(pod, "a", allocated={}, actual={}, actual_limits={"cpu": "2"})
+    status(pod, "b", allocated={}, actual={}, actual_limits={"cpu": "1"})
+    assert pod_limits(pod, PER_CONTAINER) == {"cpu": 4000}
+    assert pod_limits(pod, WITH_STATUS) == {"cpu": 3000}
+    resize_pending(pod, "Infeasible")
+    assert pod_limits(pod, PER_CONTAINER) == {"cpu": 3000}  # the actual limits only
+
+
 def test_a_pod_without_statuses_counts_at_its_spec() -> None:
     pod = make_pod("p").req(cpu="2").obj()
     assert pod_requests(pod, WITH_STATUS) == {"cpu": 2000}
@@ -252,6 +328,20 @@ def test_scheduler_counts_with_status_resources_when_the_gate_is_on() -> None:
     resize_pending(pod, "Infeasible")
     assert scheduler_pod_requests(pod)[0]["cpu"] == 1000
     assert scheduler_pod_requests(pod, in_place_resize=False)[0]["cpu"] == 3000
+
+
+@pytest.mark.parametrize(("minor", "cpu"), [(36, 4000), (37, 3000)])
+def test_scheduler_counts_with_the_emulated_versions_rule(minor: int, cpu: int) -> None:
+    pod = moved_cpu()
+    requests, non_zero = scheduler_pod_requests(
+        pod, per_container_max=per_container_max_at(1, minor)
+    )
+    assert requests == {"cpu": cpu}
+    assert non_zero == {"cpu": cpu, "memory": 2 * DEFAULT_MEMORY_REQUEST}
+    # Without the gate neither rule reads the status: the spec's 3 cpu.
+    assert scheduler_pod_requests(pod, in_place_resize=False, per_container_max=True)[0] == {
+        "cpu": 3000
+    }
 
 
 def test_containers_without_requests_score_at_the_non_zero_defaults() -> None:
@@ -319,6 +409,29 @@ def test_kubelet_takes_the_larger_of_the_sums() -> None:
     allocated = {"a": {"cpu": "2"}, "b": {"cpu": "1"}}
     actual = {"a": {"cpu": "1"}, "b": {"cpu": "2"}}
     assert kubelet_pod_requests(pod, allocated, actual) == {"cpu": 3000}
+
+
+@pytest.mark.parametrize(("minor", "cpu"), [(36, 4000), (37, 3000)])
+def test_kubelet_counts_with_the_emulated_versions_rule(minor: int, cpu: int) -> None:
+    # A resize moved cpu from a to b: allocated a=1 b=2, still running at a=2 b=1.
+    pod = make_pod("p").container("a").req(cpu="1").container("b").req(cpu="2").obj()
+    del pod.spec.containers[0]
+    allocated = {"a": {"cpu": "1"}, "b": {"cpu": "2"}}
+    actual = {"a": {"cpu": "2"}, "b": {"cpu": "1"}}
+    per_container_max = per_container_max_at(1, minor)
+    got = kubelet_pod_requests(pod, allocated, actual, per_container_max=per_container_max)
+    assert got == {"cpu": cpu}
+    # Not resizing: both rules count the allocation.
+    assert kubelet_pod_requests(pod, allocated, per_container_max=per_container_max) == {
+        "cpu": 3000
+    }
+
+
+def test_kubelet_per_container_counts_a_plain_init_container_at_its_allocation() -> None:
+    pod = make_pod("p").req(cpu="1").init_container("i").req(cpu="3").overhead(cpu="10m").obj()
+    allocated = {"c": {"cpu": "1"}, "i": {"cpu": "2"}}
+    actual = {"c": {"cpu": "1500m"}, "i": {"cpu": "4"}}
+    assert kubelet_pod_requests(pod, allocated, actual, per_container_max=True) == {"cpu": 2010}
 
 
 @pytest.mark.parametrize(
