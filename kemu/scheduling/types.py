@@ -129,12 +129,17 @@ class Resource:
 # ---------------------------------------------------------------- pod requests
 
 
-def pod_requests(pod: types_pb2.Pod, *, in_place_resize: bool = True) -> tuple[Resource, Resource]:
+def pod_requests(
+    pod: types_pb2.Pod, *, in_place_resize: bool = True, per_container_max: bool = False
+) -> tuple[Resource, Resource]:
     """(requests, non-zero requests) of a pod as Resources: what
     `kemu.machinery.resources.scheduler_pod_requests` computes (the in-place resize rules of
     reference §2.2, sidecars, overhead, the scoring defaults). The non-zero Resource holds cpu
-    and memory only, as upstream's NonZeroRequested: nothing else is scored with defaults."""
-    requests, non_zero = scheduler_pod_requests(pod, in_place_resize=in_place_resize)
+    and memory only, as upstream's NonZeroRequested: nothing else is scored with defaults.
+    `per_container_max`: the aggregation rule before 1.37 (kemu.machinery.resources)."""
+    requests, non_zero = scheduler_pod_requests(
+        pod, in_place_resize=in_place_resize, per_container_max=per_container_max
+    )
     return (
         Resource.from_amounts(requests),
         Resource(non_zero.get(CPU, 0), non_zero.get(MEMORY, 0)),
@@ -197,11 +202,18 @@ class PodInfo:
         "required_anti_affinity_terms",
     )
 
-    def __init__(self, pod: types_pb2.Pod, *, in_place_resize: bool = True) -> None:
+    def __init__(
+        self, pod: types_pb2.Pod, *, in_place_resize: bool = True, per_container_max: bool = False
+    ) -> None:
+        """`in_place_resize` (the InPlacePodVerticalScaling gate) and `per_container_max` (the
+        emulated version's aggregation rule, True before 1.37) are resolved once by the
+        scheduler and passed as they are: this runs for every pod event."""
         self.pod = pod
         # Read once: queue ordering, nominated-pod filtering and preemption ask for it often.
         self.priority = pod_priority(pod)
-        self.requests, self.non_zero_requests = pod_requests(pod, in_place_resize=in_place_resize)
+        self.requests, self.non_zero_requests = pod_requests(
+            pod, in_place_resize=in_place_resize, per_container_max=per_container_max
+        )
         aff = pod.spec.affinity
         pa, paa = aff.pod_affinity, aff.pod_anti_affinity
         self.required_affinity_terms = [
