@@ -852,7 +852,8 @@ def pod_requests(pod: types_pb2.Pod) -> dict[str, int]:
     """What a pod from a template will request once created, as the scheduler counts a pending
     pod (kemu.machinery.resources.pod_requests: sidecars, init containers, overhead), plus
     `pods: 1`. Templates are not defaulted yet, so a limit stands for a missing request, as the
-    apiserver's defaulting will make it."""
+    apiserver's defaulting will make it. The default options are the newest rules (a template
+    has no status, so the in-place resize aggregation rule never applies)."""
     defaulted = types_pb2.Pod()
     defaulted.spec.CopyFrom(pod.spec)
     for c in (*defaulted.spec.init_containers, *defaulted.spec.containers):

@@ -289,7 +289,10 @@ def _add_into(target: dict[str, int], other: Mapping[str, int]) -> None:
         target[name] = target.get(name, 0) + value
 
 
-_WITH_STATUS = resources.PodResourcesOptions(use_status_resources=True)
+# kubectl counts client-side with the resource helpers vendored in its own release, whatever
+# the cluster emulates; kemuctl is a 1.37 client, so it always takes the newest rule (the
+# maximum of the summed desired, allocated and actual sizes), not the cluster's.
+_WITH_STATUS = resources.PodResourcesOptions(use_status_resources=True, per_container_max=False)
 
 
 def pod_requests_and_limits(pod: types_pb2.Pod) -> tuple[dict[str, int], dict[str, int]]:
