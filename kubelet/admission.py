@@ -59,6 +59,12 @@ def allocation_from_spec(pod: types_pb2.Pod) -> PodAllocation:
     }
 
 
+def requests_of(allocation: PodAllocation) -> dict[str, Mapping[str, str]]:
+    """Container name -> its requests (what kemu.machinery.resources.kubelet_pod_requests
+    takes as an allocated or actual size)."""
+    return {name: a.requests for name, a in allocation.items()}
+
+
 def _add(total: dict[str, int], more: Mapping[str, int]) -> None:
     for name, value in more.items():
         total[name] = total.get(name, 0) + value

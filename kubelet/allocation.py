@@ -7,8 +7,10 @@ decides (`decide`):
 
 * Infeasible: the desired cpu or memory request is more than the node's allocatable, so it can
   never fit: "Node didn't have enough capacity: memory, requested: X, capacity: Y";
-* Deferred: it does not fit now next to every *other* active pod counted at the larger of its
-  allocated and actual requests (never at a pending desired size);
+* Deferred: it does not fit now next to every *other* active pod counted at what it holds, the
+  larger of its allocated and actual requests (never at a pending desired size); the larger
+  is taken per container before 1.37 and of the pod's sums from 1.37, as the emulated
+  version's PodRequests (kemu.machinery.resources, `per_container_max`);
 * accepted: the allocation becomes the desired size, and the containers are resized after a
   simulated actuation delay.
 
@@ -84,13 +86,14 @@ def desired_allocation(pod: types_pb2.Pod) -> PodAllocation:
 
 def decide(
     desired: Mapping[str, int],
-    own_actual: Mapping[str, int] | None,
+    own_held: Mapping[str, int] | None,
     others: Iterable[Mapping[str, int]],
     allocatable: Mapping[str, int],
 ) -> Decision:
     """The fit of a resize to `desired` requests, next to the other active pods' requests
-    (each the larger of its allocated and actual sums, kemu.machinery.resources'
-    kubelet_pod_requests); the pod itself counts at the larger of desired and its actual."""
+    (what each holds: kemu.machinery.resources.kubelet_pod_requests of its allocated and
+    actual sizes, by the emulated version's rule); the pod itself counts at the larger of
+    desired and what it holds (`own_held`)."""
     for name in (MEMORY, CPU):  # memory is reported first, as upstream
         wanted = desired.get(name, 0)
         capacity = allocatable.get(name, 0)
@@ -101,7 +104,7 @@ def decide(
                 f"capacity: {capacity}",
             )
     used, count = used_by(others)
-    result = fits(max_resources(desired, own_actual or {}), used, count, allocatable)
+    result = fits(max_resources(desired, own_held or {}), used, count, allocatable)
     if not result.admit:
         return Decision(Pending.DEFERRED, result.message)
     return ACCEPTED

@@ -45,11 +45,12 @@ from kemu.component.clock import Clock
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
 from kemu.machinery.qos import compute_qos_class
-from kemu.machinery.resources import kubelet_pod_requests, max_resources
+from kemu.machinery.resources import kubelet_pod_requests
 from kubelet.admission import (
     ContainerAllocation,
     allocation_from_spec,
     fits,
+    requests_of,
     used_by,
 )
 from kubelet.allocation import (
@@ -112,6 +113,9 @@ class PodWorkerOptions:
     workers: int = DEFAULT_WORKERS
     in_place_resize: bool = True
     """Gate InPlacePodVerticalScaling: resize running pods when their spec changes."""
+    per_container_max: bool = False
+    """The emulated version's rule for a resizing pod's allocated and actual sizes (True before
+    1.37: each container's larger one, summed; kemu.machinery.resources)."""
     resize_actuation_delay: float = DEFAULT_ACTUATION_DELAY
     """Seconds from accepting a resize to the containers running at the new size."""
     resize_retry_period: float = DEFAULT_RETRY_PERIOD
@@ -170,13 +174,10 @@ class NodePods:
         return [rt for rt in self.runtimes.values() if rt.active]
 
     def held_by_others(self, uid: str) -> list[dict[str, int]]:
-        """The requests every other active pod holds: the larger of its allocated and actual
-        sums (kubelet_pod_requests, from the sums kept in its runtime)."""
-        return [
-            max_resources(rt.requests, rt.actual_requests or {})
-            for rt in self.runtimes.values()
-            if rt.active and rt.uid != uid
-        ]
+        """The requests every other active pod holds: its allocation, or while a resize is
+        actuated the larger of its allocated and actual sizes (kubelet_pod_requests, kept in
+        its runtime)."""
+        return [rt.held() for rt in self.runtimes.values() if rt.active and rt.uid != uid]
 
     def remember(self, pod: types_pb2.Pod) -> None:
         """Keeps `pod` as the latest API state unless a newer one is known, or it was deleted."""
@@ -690,7 +691,7 @@ class PodWorkers:
         ):
             return False
         rt.actual = None
-        rt.actual_requests = None
+        rt.held_requests = None
         rt.actuate_at = None
         logger.info("pod %s: resized to its allocation", rt.key)
         return True
@@ -707,22 +708,27 @@ class PodWorkers:
             return self._clear_pending(node, rt)
         generation = pod.metadata.generation
         wanted = kubelet_pod_requests(pod)  # at the desired allocation: the spec
-        # The pod itself counts at the largest of desired, allocated and actual (upstream's
-        # PodRequests with status resources on the resizing pod).
-        own_actual = max_resources(rt.requests, rt.actual_requests or {})
-        decision = decide(wanted, own_actual, node.held_by_others(rt.uid), node.allocatable)
+        # The pod itself counts at the larger of desired and what it holds now (its allocated
+        # and actual sizes, by the emulated version's rule).
+        decision = decide(wanted, rt.held(), node.held_by_others(rt.uid), node.allocatable)
         if decision.pending is None:
             was_deferred = rt.pending_reason == Pending.DEFERRED
             self._clear_pending(node, rt)
             if rt.actual is None:
-                rt.actual, rt.actual_requests = rt.allocation, rt.requests
+                rt.actual = rt.allocation
             if self._metrics is not None:
                 self._metrics.resize_accepted(rt.allocation, desired)
             rt.allocation, rt.requests = desired, wanted
             rt.resize_generation = generation
             if rt.actual == rt.allocation:  # resized back before it was actuated
-                rt.actual = rt.actual_requests = rt.actuate_at = None
+                rt.actual = rt.held_requests = rt.actuate_at = None
             else:
+                rt.held_requests = kubelet_pod_requests(
+                    pod,
+                    requests_of(rt.allocation),
+                    requests_of(rt.actual),
+                    per_container_max=self.options.per_container_max,
+                )
                 rt.actuate_at = now + self.options.resize_actuation_delay
             if was_deferred and trigger:
                 self.deferred_resizes_accepted[trigger] = (
