@@ -74,7 +74,7 @@ from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.component.featuregate import FeatureGateError, FeatureGates
 from kemu.component.version import DEFAULT_VERSION, Version, parse_emulated_version
-from kemu.machinery import convert, kinds, quantity
+from kemu.machinery import convert, kinds, quantity, resources
 from kemu.machinery.errors import ApiError, Gone, Invalid
 from kemu.testing.cluster import Cluster
 from kemu.testing.processes import ProcessStartError
@@ -849,14 +849,18 @@ def nominated_figures(before: Samples, after: Samples) -> NominatedFigures:
 
 
 def pod_requests(pod: types_pb2.Pod) -> dict[str, int]:
-    """The pod's requests summed over its containers, as exact integers (milli-CPU, bytes),
-    a limit standing for a missing request (as the apiserver defaults it), plus `pods: 1`."""
-    total: Counter[str] = Counter({"pods": 1})
-    for c in pod.spec.containers:
-        given = {**dict(c.resources.limits), **dict(c.resources.requests)}
-        for name, text in given.items():
-            total[name] += quantity.to_int(name, text)
-    return dict(total)
+    """What a pod from a template will request once created, as the scheduler counts a pending
+    pod (kemu.machinery.resources.pod_requests: sidecars, init containers, overhead), plus
+    `pods: 1`. Templates are not defaulted yet, so a limit stands for a missing request, as the
+    apiserver's defaulting will make it. The default options are the newest rules (a template
+    has no status, so the in-place resize aggregation rule never applies)."""
+    defaulted = types_pb2.Pod()
+    defaulted.spec.CopyFrom(pod.spec)
+    for c in (*defaulted.spec.init_containers, *defaulted.spec.containers):
+        for name, text in c.resources.limits.items():
+            if name not in c.resources.requests:
+                c.resources.requests[name] = text
+    return {"pods": 1, **resources.pod_requests(defaulted)}
 
 
 def expected_min_victims(workload: Workload) -> int | None:

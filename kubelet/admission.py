@@ -10,9 +10,10 @@ not know are ignored, as upstream removes them). The pod is then rejected with r
 `OutOf<resource>` and the message of InsufficientResourceError:
 "Node didn't have enough resource: cpu, requested: 2000, used: 3000, capacity: 4000".
 
-Resources are exact integers: milli-CPU for cpu, base units (bytes, counts) for the rest.
-An allocation (kubelet.runtime.PodAllocation) maps each container name to the requests and
-limits the kubelet admitted it with.
+What a pod needs is kemu.machinery.resources.kubelet_pod_requests (the scheduler's model, at
+the kubelet's allocation). Resources are exact integers: milli-CPU for cpu, base units (bytes,
+counts) for the rest. An allocation (kubelet.runtime.PodAllocation) maps each container name (init and app containers share
+one name space) to the requests and limits the kubelet admitted it with.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from kemu.api.v1 import types_pb2
-from kemu.machinery.quantity import to_int
+from kemu.machinery.resources import kubelet_pod_requests
 from kubelet.runtime import (
     STARTUP_DELAY_ANNOTATION,
     ContainerAllocation,
@@ -52,53 +53,15 @@ def allocation_from_spec(pod: types_pb2.Pod) -> PodAllocation:
     }
 
 
-def _ints(resources: Mapping[str, str]) -> dict[str, int]:
-    return {name: to_int(name, text) for name, text in resources.items()}
+def requests_of(allocation: PodAllocation) -> dict[str, Mapping[str, str]]:
+    """Container name -> its requests (what kemu.machinery.resources.kubelet_pod_requests
+    takes as an allocated or actual size)."""
+    return {name: a.requests for name, a in allocation.items()}
 
 
 def _add(total: dict[str, int], more: Mapping[str, int]) -> None:
     for name, value in more.items():
         total[name] = total.get(name, 0) + value
-
-
-def _set_max(total: dict[str, int], other: Mapping[str, int]) -> None:
-    for name, value in other.items():
-        total[name] = max(total.get(name, 0), value)
-
-
-def pod_requests(
-    pod: types_pb2.Pod, allocation: Mapping[str, ContainerAllocation] | None = None
-) -> dict[str, int]:
-    """The pod's effective requests (component-helpers PodRequests), each container counted
-    at its allocation when it has one, else at its spec.
-
-    App containers and sidecars (restartable init containers) run together and add up; the
-    pod needs the larger of that and the peak of its init sequence; overhead is added.
-    """
-    allocation = allocation or {}
-
-    def requests_of(c: types_pb2.Container) -> dict[str, int]:
-        alloc = allocation.get(c.name)
-        return _ints(alloc.requests if alloc is not None else c.resources.requests)
-
-    total: dict[str, int] = {}
-    for c in pod.spec.containers:
-        _add(total, requests_of(c))
-    init_peak: dict[str, int] = {}
-    sidecars: dict[str, int] = {}
-    for ic in pod.spec.init_containers:
-        r = requests_of(ic)
-        if ic.HasField("restart_policy") and ic.restart_policy == "Always":
-            _add(total, r)
-            _add(sidecars, r)
-            step = dict(sidecars)
-        else:
-            step = dict(r)
-            _add(step, sidecars)
-        _set_max(init_peak, step)
-    _set_max(total, init_peak)
-    _add(total, _ints(pod.spec.overhead))
-    return total
 
 
 @dataclass(frozen=True)
@@ -173,7 +136,7 @@ def admit_pod(
         rt.state = PodState.TERMINATED
         rt.finished_at = now
         return rt
-    requests = pod_requests(pod)
+    requests = kubelet_pod_requests(pod)
     # Resized pods count at their new allocation (or their actual size, if larger): a pod
     # bound into room a resize took is rejected (KEP-1287's kubelet-side race).
     used, count = used_by(held_by_others)

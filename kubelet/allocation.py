@@ -7,8 +7,10 @@ decides (`decide`):
 
 * Infeasible: the desired cpu or memory request is more than the node's allocatable, so it can
   never fit: "Node didn't have enough capacity: memory, requested: X, capacity: Y";
-* Deferred: it does not fit now next to every *other* active pod counted at the larger of its
-  allocated and actual requests (never at a pending desired size);
+* Deferred: it does not fit now next to every *other* active pod counted at what it holds, the
+  larger of its allocated and actual requests (never at a pending desired size); the larger
+  is taken per container before 1.37 and of the pod's sums from 1.37, as the emulated
+  version's PodRequests (kemu.machinery.resources, `per_container_max`);
 * accepted: the allocation becomes the desired size, and the containers are resized after a
   simulated actuation delay.
 
@@ -40,12 +42,13 @@ from kemu.component.clock import Clock
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
 from kemu.machinery.qos import GUARANTEED, compute_qos_class
 from kemu.machinery.quantity import to_int
+from kemu.machinery.resources import kubelet_pod_requests, max_resources, pod_requests
 from kubelet.admission import (
     CPU,
     MEMORY,
     allocation_from_spec,
     fits,
-    pod_requests,
+    requests_of,
     used_by,
 )
 from kubelet.pod_manager import NodePods
@@ -94,32 +97,23 @@ def desired_allocation(pod: types_pb2.Pod) -> PodAllocation:
     return allocation_from_spec(pod)
 
 
-def counted(requests: Mapping[str, int], actual: Mapping[str, int] | None) -> dict[str, int]:
-    """What a pod holds on the node: the larger of its allocated and actual requests."""
-    total = dict(requests)
-    for name, value in (actual or {}).items():
-        total[name] = max(total.get(name, 0), value)
-    return total
-
-
 def held_by_others(node: NodePods, uid: str) -> list[dict[str, int]]:
-    """The requests every other active pod of the node holds: allocated, or actual if larger
-    (what admission and the resize decision count next to a pod)."""
-    return [
-        counted(rt.requests, rt.actual_requests)
-        for rt in node.runtimes.values()
-        if rt.active and rt.uid != uid
-    ]
+    """The requests every other active pod of the node holds: its allocation, or while a
+    resize is actuated the larger of its allocated and actual sizes (kubelet_pod_requests,
+    kept in its runtime): what admission and the resize decision count next to a pod."""
+    return [rt.held() for rt in node.runtimes.values() if rt.active and rt.uid != uid]
 
 
 def decide(
     desired: Mapping[str, int],
-    own_actual: Mapping[str, int] | None,
+    own_held: Mapping[str, int] | None,
     others: Iterable[Mapping[str, int]],
     allocatable: Mapping[str, int],
 ) -> Decision:
-    """The fit of a resize to `desired` requests, next to the other active pods' counted
-    requests (`counted`); the pod itself counts at the larger of desired and its actual."""
+    """The fit of a resize to `desired` requests, next to the other active pods' requests
+    (what each holds: kemu.machinery.resources.kubelet_pod_requests of its allocated and
+    actual sizes, by the emulated version's rule); the pod itself counts at the larger of
+    desired and what it holds (`own_held`)."""
     for name in (MEMORY, CPU):  # memory is reported first, as upstream
         wanted = desired.get(name, 0)
         capacity = allocatable.get(name, 0)
@@ -130,7 +124,7 @@ def decide(
                 f"capacity: {capacity}",
             )
     used, count = used_by(others)
-    result = fits(counted(desired, own_actual), used, count, allocatable)
+    result = fits(max_resources(desired, own_held or {}), used, count, allocatable)
     if not result.admit:
         return Decision(Pending.DEFERRED, result.message)
     return ACCEPTED
@@ -147,6 +141,7 @@ def retry_key(
     """The order of the retry list (upstream's podsWithPendingResizes): resizes that raise no
     cpu/memory request first, then higher priority, then Guaranteed pods, then the oldest
     PodResizePending (pods without one last)."""
+    # Upstream compares the spec's requests with the allocation's, neither with status.
     raises = increases(pod_requests(pod), allocated)
     priority = pod.spec.priority if pod.spec.HasField("priority") else 0
     guaranteed = compute_qos_class(pod) == GUARANTEED
@@ -318,10 +313,13 @@ class AllocationManager:
         enabled: bool = True,
         actuation_delay: float = DEFAULT_ACTUATION_DELAY,
         retry_period: float = DEFAULT_RETRY_PERIOD,
+        per_container_max: bool = False,
         recorder: EventRecorder | None = None,
         registry: CollectorRegistry | None = None,
     ) -> None:
         self._nodes = nodes
+        # The emulated version's rule for what a pod being resized holds (kemu.machinery.resources).
+        self._per_container_max = per_container_max
         self._clock = clock
         self._enqueue = enqueue
         self.enabled = enabled
@@ -366,7 +364,7 @@ class AllocationManager:
         ):
             return False
         rt.actual = None
-        rt.actual_requests = None
+        rt.held_requests = None
         rt.actuate_at = None
         logger.info("pod %s: resized to its allocation", rt.key)
         return True
@@ -383,9 +381,10 @@ class AllocationManager:
         desired = desired_allocation(pod)
         if desired == rt.allocation:
             return self._clear_pending(node, rt)
-        wanted = pod_requests(pod)
-        own_actual = rt.actual_requests if rt.actual_requests is not None else rt.requests
-        decision = decide(wanted, own_actual, held_by_others(node, rt.uid), node.allocatable)
+        wanted = kubelet_pod_requests(pod)  # at the desired allocation: the spec
+        # The pod itself counts at the larger of desired and what it holds now (its allocated
+        # and actual sizes, by the emulated version's rule).
+        decision = decide(wanted, rt.held(), held_by_others(node, rt.uid), node.allocatable)
         if decision.pending is None:
             self._accept(node, pod, rt, desired, wanted, now, trigger)
             return True
@@ -404,14 +403,20 @@ class AllocationManager:
         was_deferred = rt.pending_reason == Pending.DEFERRED
         self._clear_pending(node, rt)
         if rt.actual is None:
-            rt.actual, rt.actual_requests = rt.allocation, rt.requests
+            rt.actual = rt.allocation
         if self._metrics is not None:
             self._metrics.resize_accepted(rt.allocation, desired)
         rt.allocation, rt.requests = desired, wanted
         rt.resize_generation = pod.metadata.generation
         if rt.actual == rt.allocation:  # resized back before it was actuated
-            rt.actual = rt.actual_requests = rt.actuate_at = None
+            rt.actual = rt.held_requests = rt.actuate_at = None
         else:
+            rt.held_requests = kubelet_pod_requests(
+                pod,
+                requests_of(rt.allocation),
+                requests_of(rt.actual),
+                per_container_max=self._per_container_max,
+            )
             rt.actuate_at = now + self._actuation_delay
         if was_deferred and trigger:
             self.deferred_resizes_accepted[trigger] = (

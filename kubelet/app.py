@@ -31,10 +31,12 @@ from kemu.client.interface import ApiClient
 from kemu.component.featuregate import (
     IN_PLACE_POD_VERTICAL_SCALING,
     IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
+    FeatureGates,
 )
 from kemu.component.options import duration_flag, new_parser, parse_component_args
 from kemu.component.runner import ComponentContext, cleanup_scope, run_component
 from kemu.machinery.quantity import parse_capacity_flag
+from kemu.machinery.resources import per_container_max_at
 from kubelet.allocation import DEFAULT_ACTUATION_DELAY, DEFAULT_RETRY_PERIOD
 from kubelet.checkpoint import Checkpoint
 from kubelet.node_status import (
@@ -267,6 +269,19 @@ def settings_from_args(args: argparse.Namespace, kubelet_version: str) -> Kubele
     )
 
 
+def pod_worker_options(options: PodWorkerOptions, gates: FeatureGates) -> PodWorkerOptions:
+    """`options` (from the flags) with what the emulated version decides, resolved once: the
+    resize gates, and the aggregation rule of a resizing pod's sizes (upstream changed it in
+    1.37 without a gate; kemu.machinery.resources.per_container_max_at)."""
+    version = gates.version
+    return dataclasses.replace(
+        options,
+        in_place_resize=gates.enabled(IN_PLACE_POD_VERTICAL_SCALING),
+        resize_preemption_policy=gates.enabled(IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION),
+        per_container_max=per_container_max_at(version.major, version.minor),
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, options = parse_component_args(parser, argv, COMPONENT)
@@ -326,13 +341,7 @@ class Kubelet:
                 for config in settings.nodes
             ],
             clock=ctx.clock,
-            options=dataclasses.replace(
-                settings.pods,
-                in_place_resize=ctx.gates.enabled(IN_PLACE_POD_VERTICAL_SCALING),
-                resize_preemption_policy=ctx.gates.enabled(
-                    IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION
-                ),
-            ),
+            options=pod_worker_options(settings.pods, ctx.gates),
             recorder=self.recorder,
             registry=ctx.registry,
         )

@@ -82,6 +82,9 @@ class PodWorkerOptions:
     workers: int = DEFAULT_WORKERS
     in_place_resize: bool = True
     """Gate InPlacePodVerticalScaling: resize running pods when their spec changes."""
+    per_container_max: bool = False
+    """The emulated version's rule for a resizing pod's allocated and actual sizes (True before
+    1.37: each container's larger one, summed; kemu.machinery.resources)."""
     resize_actuation_delay: float = DEFAULT_ACTUATION_DELAY
     """Seconds from accepting a resize to the containers running at the new size."""
     resize_retry_period: float = DEFAULT_RETRY_PERIOD
@@ -121,6 +124,7 @@ class PodWorkers:
             enabled=self.options.in_place_resize,
             actuation_delay=self.options.resize_actuation_delay,
             retry_period=self.options.resize_retry_period,
+            per_container_max=self.options.per_container_max,
             recorder=recorder,
             registry=registry,
         )

@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.duration import DurationError, parse_duration
+from kemu.machinery.resources import max_resources
 
 logger = logging.getLogger(__name__)
 
@@ -118,8 +119,9 @@ class PodRuntime:
     actual: PodAllocation | None = None
     """What the containers run with while it differs from `allocation` (a resize is being
     actuated); None: the allocation."""
-    actual_requests: dict[str, int] | None = None
-    """The pod's effective requests at `actual`; None: `requests`."""
+    held_requests: dict[str, int] | None = None
+    """What the pod holds while `actual` differs from `allocation`: kemu.machinery.resources
+    kubelet_pod_requests of the two, by the emulated version's rule; None: `requests`."""
     actuate_at: float | None = None
     """When the containers are resized to the allocation."""
     resize_generation: int = 0
@@ -138,6 +140,10 @@ class PodRuntime:
     @property
     def active(self) -> bool:
         return self.state in ACTIVE_STATES
+
+    def held(self) -> dict[str, int]:
+        """The requests this pod holds on its node (admission and resizes count it so)."""
+        return self.requests if self.held_requests is None else self.held_requests
 
     def next_deadline(self) -> float | None:
         """The next instant at which this pod changes by itself, if any."""
@@ -183,7 +189,7 @@ class PodRuntime:
             data["message"] = self.message
         if self.actual is not None:
             data["actual"] = {name: a.to_json() for name, a in self.actual.items()}
-            data["actualRequests"] = dict(self.actual_requests or {})
+            data["heldRequests"] = dict(self.held_requests or {})
         if self.actuate_at is not None:
             data["actuateAt"] = self.actuate_at
         if self.resize_generation:
@@ -230,9 +236,7 @@ class PodRuntime:
             actual=None
             if actual is None
             else {name: ContainerAllocation.from_json(a) for name, a in dict(actual).items()},
-            actual_requests=None
-            if actual is None
-            else {k: int(v) for k, v in dict(data.get("actualRequests", {})).items()},
+            held_requests=None if actual is None else _held_requests(data),
             actuate_at=opt_float("actuateAt"),
             resize_generation=int(data.get("resizeGeneration", 0)),
             pending_reason=str(pending.get("reason", "")),
@@ -240,3 +244,14 @@ class PodRuntime:
             pending_since=None if since is None else float(since),
             pending_generation=int(pending.get("generation", 0)),
         )
+
+
+def _held_requests(data: Mapping[str, Any]) -> dict[str, int]:
+    def ints(key: str) -> dict[str, int]:
+        return {k: int(v) for k, v in dict(data.get(key, {})).items()}
+
+    if "heldRequests" in data:
+        return ints("heldRequests")
+    # A checkpoint from before heldRequests kept the actual sum: the pod held the larger of
+    # it and the allocation's sum (the max-of-sums rule it was written with).
+    return max_resources(ints("requests"), ints("actualRequests"))

@@ -29,9 +29,11 @@ from kemu.client.events import EventRecorder
 from kemu.client.informer import FuncHandler, InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.client.leaderelection import LeaderElectionConfig
-from kemu.component.featuregate import IN_PLACE_POD_VERTICAL_SCALING
+from kemu.component.clock import Clock
+from kemu.component.featuregate import IN_PLACE_POD_VERTICAL_SCALING, FeatureGates
 from kemu.component.options import new_parser, parse_component_args
 from kemu.component.runner import ComponentContext, cleanup_scope, run_component
+from kemu.machinery.resources import per_container_max_at
 from kemu.scheduling.interface import SCHEDULER_POD_FIELD_SELECTOR
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.runtime import Framework, observer_from_histogram
@@ -101,6 +103,19 @@ async def run(
             await client.close()
 
 
+def new_cache(clock: Clock, gates: FeatureGates) -> Cache:
+    """The scheduler's cache, counting pods as the emulated version does: the
+    InPlacePodVerticalScaling gate, and the aggregation rule of the version (upstream changed
+    it in 1.37 without a gate). Resolved once here; every PodInfo, the cache's and the
+    queue's (`Cache.pod_info`), is built with them."""
+    version = gates.version
+    return Cache(
+        clock=clock,
+        in_place_resize=gates.enabled(IN_PLACE_POD_VERTICAL_SCALING),
+        per_container_max=per_container_max_at(version.major, version.minor),
+    )
+
+
 async def serve(
     client: ApiClient,
     config: KubeSchedulerConfiguration,
@@ -120,7 +135,7 @@ async def serve(
     recorder = EventRecorder(
         client, "default-scheduler", host=socket.gethostname(), clock=ctx.clock
     )
-    cache = Cache(clock=ctx.clock, in_place_resize=ctx.gates.enabled(IN_PLACE_POD_VERTICAL_SCALING))
+    cache = new_cache(ctx.clock, ctx.gates)
     snapshot = Snapshot()
     registry = in_tree_registry()
     waiting_pods = WaitingPodsMap()
@@ -156,6 +171,7 @@ async def serve(
         pod_max_backoff=config.pod_max_backoff_seconds,
         metrics=metrics,
         pod_lister=pods.lister,
+        pod_info_factory=cache.pod_info,
     )
     for fwk in frameworks.values():
         fwk.set_nominator(queue.nominator)

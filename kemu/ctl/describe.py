@@ -28,7 +28,7 @@ from kemu.ctl.common import (
     split_targets,
 )
 from kemu.ctl.tabwriter import align
-from kemu.machinery import convert, kinds
+from kemu.machinery import convert, kinds, resources
 from kemu.machinery.errors import ApiError, BadRequest, Invalid
 from kemu.machinery.quantity import format_resource, to_int
 
@@ -284,69 +284,28 @@ def _ints(mapping: Mapping[str, str]) -> dict[str, int]:
     return out
 
 
-def _max_into(target: dict[str, int], other: Mapping[str, int]) -> None:
-    for name, value in other.items():
-        target[name] = max(target.get(name, 0), value)
-
-
 def _add_into(target: dict[str, int], other: Mapping[str, int]) -> None:
     for name, value in other.items():
         target[name] = target.get(name, 0) + value
 
 
+# kubectl counts client-side with the resource helpers vendored in its own release, whatever
+# the cluster emulates; kemuctl is a 1.37 client, so it always takes the newest rule (the
+# maximum of the summed desired, allocated and actual sizes), not the cluster's.
+_WITH_STATUS = resources.PodResourcesOptions(use_status_resources=True, per_container_max=False)
+
+
 def pod_requests_and_limits(pod: types_pb2.Pod) -> tuple[dict[str, int], dict[str, int]]:
-    """What a pod holds on its node, as upstream's resource helper computes it with in-place
-    resize: per container the largest of the spec, the actual and the allocated requests;
-    app containers and sidecars add up, a plain init container counts alone (with the
-    sidecars started before it); then the pod overhead."""
-    statuses = {s.name: s for s in pod.status.container_statuses}
-    statuses.update({s.name: s for s in pod.status.init_container_statuses})
-
-    def container(c: types_pb2.Container) -> tuple[dict[str, int], dict[str, int]]:
-        req = _ints(c.resources.requests)
-        lim = _ints(c.resources.limits)
-        st = statuses.get(c.name)
-        if st is not None:
-            _max_into(req, _ints(st.allocated_resources))
-            if st.HasField("resources"):
-                _max_into(req, _ints(st.resources.requests))
-                _max_into(lim, _ints(st.resources.limits))
-        return req, lim
-
-    req: dict[str, int] = {}
-    lim: dict[str, int] = {}
-    for c in pod.spec.containers:
-        r, li = container(c)
-        _add_into(req, r)
-        _add_into(lim, li)
-    init_req: dict[str, int] = {}
-    init_lim: dict[str, int] = {}
-    sidecar_req: dict[str, int] = {}
-    sidecar_lim: dict[str, int] = {}
-    for c in pod.spec.init_containers:
-        r, li = container(c)
-        if c.HasField("restart_policy") and c.restart_policy == "Always":
-            _add_into(sidecar_req, r)
-            _add_into(sidecar_lim, li)
-            _add_into(req, r)
-            _add_into(lim, li)
-            _max_into(init_req, sidecar_req)
-            _max_into(init_lim, sidecar_lim)
-        else:
-            with_sidecars_r = dict(sidecar_req)
-            _add_into(with_sidecars_r, r)
-            with_sidecars_l = dict(sidecar_lim)
-            _add_into(with_sidecars_l, li)
-            _max_into(init_req, with_sidecars_r)
-            _max_into(init_lim, with_sidecars_l)
-    _max_into(req, init_req)
-    _max_into(lim, init_lim)
-    overhead = _ints(pod.spec.overhead)
-    _add_into(req, overhead)
-    for name, value in overhead.items():
-        if name in lim:
-            lim[name] += value
-    return req, lim
+    """What a pod holds on its node, as kubectl describe node shows it: upstream's
+    resourcehelper.PodRequests and PodLimits with status resources (an in-place resize counts
+    at the largest of its desired, allocated and actual sizes, unless it is Infeasible)."""
+    try:
+        return (
+            resources.pod_requests(pod, _WITH_STATUS),
+            resources.pod_limits(pod, _WITH_STATUS),
+        )
+    except Invalid:
+        return {}, {}  # the apiserver validates; an odd value does not stop a description
 
 
 def _fraction(name: str, value: int, allocatable: Mapping[str, int]) -> str:

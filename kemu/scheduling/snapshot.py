@@ -65,10 +65,12 @@ class Snapshot:
         nodes: Iterable[types_pb2.Node],
         *,
         in_place_resize: bool = True,
+        per_container_max: bool = False,
     ) -> Snapshot:
         """A snapshot built directly from objects, for tests and simulations (upstream
         NewSnapshot). Pods count on the node named by spec.nodeName; pods on nodes not listed
-        are ignored. Node order as `Cache` would give it (zones spread)."""
+        are ignored. Node order as `Cache` would give it (zones spread). `in_place_resize` and
+        `per_container_max` count the pods as `Cache` does (the defaults: the newest rules)."""
         tree = NodeTree()
         infos: dict[str, NodeInfo] = {}
         for node in nodes:
@@ -77,7 +79,11 @@ class Snapshot:
         for pod in pods:
             ni = infos.get(pod.spec.node_name)
             if ni is not None:
-                ni.add_pod_info(PodInfo(pod, in_place_resize=in_place_resize))
+                ni.add_pod_info(
+                    PodInfo(
+                        pod, in_place_resize=in_place_resize, per_container_max=per_container_max
+                    )
+                )
         s = cls()
         s.reset(infos, tree.list())
         s.generation = max((ni.generation for ni in infos.values()), default=0)

@@ -18,15 +18,12 @@ from typing import Final
 from kemu.api.v1 import types_pb2
 from kemu.machinery.labels import NOTHING, Selector, selector_from_label_selector
 from kemu.machinery.quantity import to_int
+from kemu.machinery.resources import scheduler_pod_requests
 
 CPU: Final = "cpu"
 MEMORY: Final = "memory"
 EPHEMERAL_STORAGE: Final = "ephemeral-storage"
 PODS: Final = "pods"
-
-# Used for scoring pods that request nothing (upstream DefaultMilliCPURequest/MemoryRequest).
-DEFAULT_MILLI_CPU_REQUEST: Final = 100
-DEFAULT_MEMORY_REQUEST: Final = 200 * 1024 * 1024
 
 _generation = itertools.count(1)
 
@@ -52,6 +49,14 @@ class Resource:
         r = cls()
         for name, text in resources.items():
             r.set(name, to_int(name, text))
+        return r
+
+    @classmethod
+    def from_amounts(cls, amounts: Mapping[str, int]) -> Resource:
+        """From exact integers by resource name (kemu.machinery.resources)."""
+        r = cls()
+        for name, value in amounts.items():
+            r.set(name, value)
         return r
 
     def get(self, name: str) -> int:
@@ -124,87 +129,21 @@ class Resource:
 # ---------------------------------------------------------------- pod requests
 
 
-def _has_infeasible_resize(pod: types_pb2.Pod) -> bool:
-    return any(
-        c.type == "PodResizePending" and c.reason == "Infeasible" for c in pod.status.conditions
+def pod_requests(
+    pod: types_pb2.Pod, *, in_place_resize: bool = True, per_container_max: bool = False
+) -> tuple[Resource, Resource]:
+    """(requests, non-zero requests) of a pod as Resources: what
+    `kemu.machinery.resources.scheduler_pod_requests` computes (the in-place resize rules of
+    reference §2.2, sidecars, overhead, the scoring defaults). The non-zero Resource holds cpu
+    and memory only, as upstream's NonZeroRequested: nothing else is scored with defaults.
+    `per_container_max`: the aggregation rule before 1.37 (kemu.machinery.resources)."""
+    requests, non_zero = scheduler_pod_requests(
+        pod, in_place_resize=in_place_resize, per_container_max=per_container_max
     )
-
-
-def _container_requests(
-    container: types_pb2.Container,
-    status: types_pb2.ContainerStatus | None,
-    infeasible: bool,
-) -> Resource:
-    """One container's requests (component-helpers determineContainerReqs).
-
-    With in-place resize, a running container counts at max(desired, actual, allocated): a
-    pending resize is reserved at its desired size. An Infeasible resize never happens, so its
-    desired size is ignored.
-    """
-    desired = Resource.from_list(container.resources.requests)
-    if status is None or not status.HasField("resources"):
-        return desired
-    actual = Resource.from_list(status.resources.requests)
-    allocated = Resource.from_list(status.allocated_resources)
-    if infeasible:
-        actual.set_max(allocated)
-        return actual
-    desired.set_max(actual)
-    desired.set_max(allocated)
-    return desired
-
-
-def _non_zero(r: Resource) -> Resource:
-    out = r.clone()
-    if not out.milli_cpu:
-        out.milli_cpu = DEFAULT_MILLI_CPU_REQUEST
-    if not out.memory:
-        out.memory = DEFAULT_MEMORY_REQUEST
-    return out
-
-
-def pod_requests(pod: types_pb2.Pod, *, in_place_resize: bool = True) -> tuple[Resource, Resource]:
-    """(requests, non-zero requests) of a pod, as the scheduler counts it.
-
-    App containers are summed; restartable init containers (sidecars) run alongside them and
-    are added too; the pod needs the larger of that and the peak of its init sequence; overhead
-    is added on top. Non-zero requests give every container at least 100m CPU and 200Mi memory
-    (for scoring only).
-    """
-    statuses: dict[str, types_pb2.ContainerStatus] = {}
-    if in_place_resize:
-        statuses = {cs.name: cs for cs in pod.status.container_statuses}
-        statuses.update({cs.name: cs for cs in pod.status.init_container_statuses})
-    infeasible = in_place_resize and _has_infeasible_resize(pod)
-    reqs, non_zero = Resource(), Resource()
-    for c in pod.spec.containers:
-        r = _container_requests(c, statuses.get(c.name), infeasible)
-        reqs.add(r)
-        non_zero.add(_non_zero(r))
-    init_peak, init_peak_nz = Resource(), Resource()
-    sidecars, sidecars_nz = Resource(), Resource()
-    for ic in pod.spec.init_containers:
-        r = _container_requests(ic, statuses.get(ic.name), infeasible)
-        nz = _non_zero(r)
-        if ic.HasField("restart_policy") and ic.restart_policy == "Always":
-            reqs.add(r)
-            non_zero.add(nz)
-            sidecars.add(r)
-            sidecars_nz.add(nz)
-            step, step_nz = sidecars.clone(), sidecars_nz.clone()
-        else:
-            step, step_nz = r.clone(), nz.clone()
-            step.add(sidecars)
-            step_nz.add(sidecars_nz)
-        init_peak.set_max(step)
-        init_peak_nz.set_max(step_nz)
-    reqs.set_max(init_peak)
-    non_zero.set_max(init_peak_nz)
-    if pod.spec.overhead:
-        overhead = Resource.from_list(pod.spec.overhead)
-        reqs.add(overhead)
-        non_zero.add(overhead)
-    return reqs, non_zero
+    return (
+        Resource.from_amounts(requests),
+        Resource(non_zero.get(CPU, 0), non_zero.get(MEMORY, 0)),
+    )
 
 
 # ---------------------------------------------------------------- affinity terms
@@ -263,11 +202,18 @@ class PodInfo:
         "required_anti_affinity_terms",
     )
 
-    def __init__(self, pod: types_pb2.Pod, *, in_place_resize: bool = True) -> None:
+    def __init__(
+        self, pod: types_pb2.Pod, *, in_place_resize: bool = True, per_container_max: bool = False
+    ) -> None:
+        """`in_place_resize` (the InPlacePodVerticalScaling gate) and `per_container_max` (the
+        emulated version's aggregation rule, True before 1.37) are resolved once by the
+        scheduler and passed as they are: this runs for every pod event."""
         self.pod = pod
         # Read once: queue ordering, nominated-pod filtering and preemption ask for it often.
         self.priority = pod_priority(pod)
-        self.requests, self.non_zero_requests = pod_requests(pod, in_place_resize=in_place_resize)
+        self.requests, self.non_zero_requests = pod_requests(
+            pod, in_place_resize=in_place_resize, per_container_max=per_container_max
+        )
         aff = pod.spec.affinity
         pa, paa = aff.pod_affinity, aff.pod_anti_affinity
         self.required_affinity_terms = [

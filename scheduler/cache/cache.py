@@ -75,8 +75,10 @@ class CacheDump:
 class Cache:
     """Nodes and the pods on them, for the scheduler.
 
-    `in_place_resize` is the scheduler's InPlacePodVerticalScaling gate: it decides how a
-    pod's requests are counted (reference §2.2). `ttl` is how long an assumed pod lives after
+    `in_place_resize` is the scheduler's InPlacePodVerticalScaling gate and
+    `per_container_max` its emulated version's aggregation rule (True before 1.37,
+    kemu.machinery.resources.per_container_max_at): they decide how a pod's requests are
+    counted (reference §2.2). `ttl` is how long an assumed pod lives after
     `finish_binding` without the informer confirming it (0: forever).
     """
 
@@ -85,6 +87,7 @@ class Cache:
         clock: Clock,
         *,
         in_place_resize: bool,
+        per_container_max: bool,
         ttl: float = DEFAULT_ASSUMED_POD_TTL,
         cleanup_period: float = CLEANUP_PERIOD,
     ) -> None:
@@ -92,6 +95,7 @@ class Cache:
             raise ValueError("ttl must be >= 0")
         self._clock = clock
         self._in_place_resize = in_place_resize
+        self._per_container_max = per_container_max
         self._ttl = ttl
         self._cleanup_period = cleanup_period
         # Node name -> NodeInfo, ordered by recency of change: the most recently changed node
@@ -109,6 +113,18 @@ class Cache:
     @property
     def in_place_resize(self) -> bool:
         return self._in_place_resize
+
+    @property
+    def per_container_max(self) -> bool:
+        return self._per_container_max
+
+    def pod_info(self, pod: types_pb2.Pod) -> PodInfo:
+        """A PodInfo counted as this cache counts pods (the queue's pod-info factory too)."""
+        return PodInfo(
+            pod,
+            in_place_resize=self._in_place_resize,
+            per_container_max=self._per_container_max,
+        )
 
     @property
     def ttl(self) -> float:
@@ -279,7 +295,7 @@ class Cache:
         if ni is None:
             # The pod's node has not been seen yet: a NodeInfo without a node holds its pods.
             ni = self._nodes[name] = NodeInfo()
-        ni.add_pod_info(PodInfo(pod, in_place_resize=self._in_place_resize))
+        ni.add_pod_info(self.pod_info(pod))
         self._nodes.move_to_end(name)
         self._pod_states[pod.metadata.uid] = _PodState(pod)
 

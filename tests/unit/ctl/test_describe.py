@@ -152,6 +152,27 @@ async def test_describe_node_lists_its_pods_the_allocated_sum_and_nominated_pods
 
 
 @pytest.mark.anyio
+async def test_describe_node_counts_a_resized_pod_as_upstream_resource_helpers_do() -> None:
+    # Behaviour change: an Infeasible resize's desired size is left out (spec 1 cpu, allocated
+    # and actual 500m: 500m; describe used to show 1), and a pending one counts at its desired
+    # size (upsized to 3: 3).
+    node = make_node("n1").capacity(cpu="4", memory="8Gi", pods="110").ready().obj()
+    infeasible = _resizing_pod()
+    deferred = _resizing_pod()
+    deferred.metadata.name = "deferred"
+    deferred.status.conditions[0].reason = "Deferred"
+    deferred.spec.containers[0].resources.requests["cpu"] = "3"
+    deferred.spec.containers[0].resources.limits["cpu"] = "3"
+    deferred.status.container_statuses[0].resources.limits["cpu"] = "2"
+    result = await ctl(fake(node, infeasible, deferred), "describe", "node", "n1")
+    assert result.rc == 0, result.err
+    lines = result.out.splitlines()
+    rows = {li.split()[1]: li.split()[2:] for li in lines if li.startswith("  default ")}
+    assert rows["web"][:2] == ["500m", "(12%)"]
+    assert rows["deferred"][:4] == ["3", "(75%)", "3", "(75%)"]
+
+
+@pytest.mark.anyio
 async def test_describe_other_kinds_generically_and_errors() -> None:
     client = fake(
         make_priority_class("high", 1000).preemption_policy("Never").description("for web").obj()

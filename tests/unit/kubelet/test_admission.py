@@ -3,12 +3,12 @@ an arriving pod starts in."""
 
 from __future__ import annotations
 
+from kemu.machinery.resources import kubelet_pod_requests
 from kemu.testing.builders import make_pod
 from kubelet.admission import (
     admit_pod,
     allocation_from_spec,
     fits,
-    pod_requests,
 )
 from kubelet.runtime import STARTUP_DELAY_ANNOTATION, ContainerAllocation, PodState
 
@@ -27,13 +27,13 @@ def test_requests_add_app_containers_and_sidecars_and_take_the_init_peak():
         .obj()
     )  # fmt: skip
     # app + sidecar = 1750m; init peak = 3000m + 250m sidecar; overhead on top.
-    assert pod_requests(pod) == {"cpu": 3350, "memory": GI}
+    assert kubelet_pod_requests(pod) == {"cpu": 3350, "memory": GI}
 
 
 def test_requests_count_each_container_at_its_allocation():
     pod = make_pod("p").req(cpu="2", memory="1Gi").obj()
-    allocation = {"c": ContainerAllocation({"cpu": "1", "memory": "1Gi"}, {})}
-    assert pod_requests(pod, allocation) == {"cpu": 1000, "memory": GI}
+    allocation = {"c": {"cpu": "1", "memory": "1Gi"}}
+    assert kubelet_pod_requests(pod, allocation) == {"cpu": 1000, "memory": GI}
     assert allocation_from_spec(pod)["c"].requests == {"cpu": "2", "memory": "1Gi"}
 
 

@@ -15,6 +15,8 @@ from kemu.api.v1 import types_pb2
 from kemu.client.events import EventRecorder
 from kemu.client.fake import FakeClient
 from kemu.component.clock import FakeClock
+from kemu.component.featuregate import FeatureGates
+from kemu.component.version import Version
 from kemu.testing.builders import make_pod
 from kemu.testing.eventually import eventually
 from kemu.testing.fake_time import settle
@@ -26,9 +28,10 @@ from kubelet.allocation import (
     held_by_others,
     retry_key,
 )
+from kubelet.app import pod_worker_options
 from kubelet.pod_manager import NodePods
 from kubelet.pod_workers import PodWorkerOptions
-from kubelet.runtime import PodRuntime, PodState
+from kubelet.runtime import ContainerAllocation, PodRuntime, PodState
 
 from .helpers import Env, advance, running_workers
 
@@ -344,6 +347,62 @@ async def test_the_checkpoint_keeps_the_allocation_and_a_resize_in_progress(tmp_
         assert conditions(await settled_pod(env, "b"))[PENDING].reason == "Deferred"
 
 
+def test_the_checkpoint_keeps_what_a_resize_in_progress_holds():
+    alloc = {"c": ContainerAllocation({"cpu": "1"}, {})}
+    rt = PodRuntime("u", "default", "p", PodState.RUNNING, allocation=alloc, requests={"cpu": 1000})
+    rt.actual = {"c": ContainerAllocation({"cpu": "2"}, {})}
+    rt.held_requests = {"cpu": 2000}
+    data = rt.to_json()
+    assert PodRuntime.from_json(data).held() == {"cpu": 2000}
+    # A checkpoint written before heldRequests kept the actual sum (actualRequests).
+    del data["heldRequests"]
+    data["actualRequests"] = {"cpu": 2000, "memory": 5}
+    assert PodRuntime.from_json(data).held() == {"cpu": 2000, "memory": 5}
+    # No resize in progress: the allocation's requests.
+    del data["actual"]
+    assert PodRuntime.from_json(data).held() == {"cpu": 1000}
+
+
+def two_containers(name: str, a: str, b: str) -> types_pb2.Pod:
+    p = make_pod(name).node("n1").container("a").req(cpu=a).container("b").req(cpu=b).obj()
+    del p.spec.containers[0]  # the builder's default container
+    return p
+
+
+@pytest.mark.parametrize(("minor", "late_admitted"), [(36, False), (37, True)])
+async def test_a_resize_in_progress_holds_by_the_emulated_versions_rule(
+    minor: int, late_admitted: bool
+):
+    """cpu moves from a to b (a=2 b=1 -> a=1 b=2) on a 4-cpu node. Until actuated, 1.36's
+    kubelet holds each container at its larger size (2 + 2 = 4 cpu), 1.37's the larger sum
+    (3 cpu), so a 1-cpu pod created meanwhile is rejected at 1.36 and admitted at 1.37."""
+    options = pod_worker_options(
+        PodWorkerOptions(startup_delay=0.5, workers=4),
+        FeatureGates.for_version(Version(1, minor)),
+    )
+    assert options.per_container_max is (minor < 37)
+    async with running_workers(nodes={"n1": NODE}, options=options) as env:
+        await start(env, two_containers("m", "2", "1"))
+        m = await env.pod("m")
+        m.spec.containers[0].resources.requests["cpu"] = "1"
+        m.spec.containers[1].resources.requests["cpu"] = "2"
+        await env.fake.resize(m)
+        m = await settled_pod(env, "m")
+        assert set(conditions(m)) == {IN_PROGRESS}
+        await env.fake.create(make_pod("late").node("n1").req(cpu="1").obj())
+        await settle(200)
+
+        async def decided() -> bool:
+            rt = env.workers.runtime((await env.pod("late")).metadata.uid)
+            assert rt is not None
+            assert (rt.state != PodState.REJECTED) is late_admitted, (rt.state, rt.message)
+            if not late_admitted:
+                assert rt.reason == "OutOfcpu"
+            return True
+
+        await wait_until_async(decided)
+
+
 def test_decide_and_retry_key():
     others = [{"cpu": 1000, "memory": GI}, {"cpu": 1000, "memory": GI}]
     alloc = {"cpu": 4000, "memory": 4 * GI, "pods": 110}
@@ -364,17 +423,19 @@ def test_decide_and_retry_key():
     assert sorted([none, new, old, high, down]) == [down, high, old, new, none]
 
 
-def test_other_active_pods_hold_the_larger_of_their_allocated_and_actual_requests():
+def test_other_active_pods_count_at_what_they_hold():
+    # While a resize is actuated a pod holds the larger of its allocated and actual sizes
+    # (held_requests, computed when the resize is accepted); otherwise its allocation.
     node = NodePods("n1", NODE)
-    for uid, state, requests, actual in (
+    for uid, state, requests, held in (
         ("self", PodState.RUNNING, {"cpu": 1000}, None),
         ("shrinking", PodState.RUNNING, {"cpu": 500}, {"cpu": 2000}),
-        ("growing", PodState.RUNNING, {"cpu": 3000}, {"cpu": 1000, "memory": GI}),
+        ("growing", PodState.RUNNING, {"cpu": 3000}, {"cpu": 3000, "memory": GI}),
         ("starting", PodState.STARTING, {"cpu": 100}, None),
         ("done", PodState.SUCCEEDED, {"cpu": 4000}, None),
     ):
         node.runtimes[uid] = PodRuntime(
-            uid, "default", uid, state, requests=requests, actual_requests=actual
+            uid, "default", uid, state, requests=requests, held_requests=held
         )
     assert held_by_others(node, "self") == [
         {"cpu": 2000},

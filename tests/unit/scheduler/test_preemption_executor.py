@@ -245,7 +245,7 @@ async def cluster(*, async_preemption: bool = False, seed: int = 0) -> AsyncIter
     )
     nominator = Nominator(pod_lister)
     fwk.set_nominator(nominator)
-    cache = Cache(clock, in_place_resize=True)
+    cache = Cache(clock, in_place_resize=True, per_container_max=False)
     snapshot = Snapshot()
     scheduler = Scheduler(
         client=client,

@@ -81,7 +81,7 @@ def _scheduler(
     seed: int = 0, nodes: int = 3, **node_capacity: str
 ) -> tuple[Scheduler, Framework, Cache]:
     clock = FakeClock()
-    cache = Cache(clock, in_place_resize=True)
+    cache = Cache(clock, in_place_resize=True, per_container_max=False)
     for i in range(nodes):
         cache.add_node(
             make_node(f"n{i}").capacity(cpu="4", memory="8Gi", pods="110", **node_capacity).obj()

@@ -48,7 +48,7 @@ def preferred_affinity_pod(name: str, node_name: str) -> types_pb2.Pod:
 
 
 def new_cache(*nodes: types_pb2.Node) -> Cache:
-    cache = Cache(FakeClock(), in_place_resize=True)
+    cache = Cache(FakeClock(), in_place_resize=True, per_container_max=False)
     for n in nodes:
         cache.add_node(n)
     return cache
@@ -229,6 +229,20 @@ def test_snapshot_from_objects() -> None:
     assert n1 is not None and n1.requested.milli_cpu == 3000 and len(n1.pods) == 2
     assert snap.get("gone") is None
     assert snap.have_pods_with_affinity_list() == []
+
+
+def test_snapshot_from_objects_counts_pods_by_the_given_aggregation_rule() -> None:
+    # cpu moved from a to b: desired a=1 b=2, allocated and actual a=2 b=1.
+    p = make_pod("p").node("n1").container("a").req(cpu="1").container("b").req(cpu="2").obj()
+    del p.spec.containers[0]
+    for c, held in (("a", "2"), ("b", "1")):
+        cs = p.status.container_statuses.add(name=c)
+        cs.resources.requests["cpu"] = held
+        cs.allocated_resources["cpu"] = held
+    for per_container_max, want in ((True, 4000), (False, 3000)):
+        snap = Snapshot.from_objects([p], [node("n1")], per_container_max=per_container_max)
+        n1 = snap.get("n1")
+        assert n1 is not None and n1.requested.milli_cpu == want
 
 
 # ---------------------------------------------------------------- consistency

@@ -7,8 +7,11 @@ import pytest
 
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import FakeClock
+from kemu.component.featuregate import FeatureGates
+from kemu.component.version import Version
 from kemu.scheduling.snapshot import Snapshot
 from kemu.testing.builders import make_node, make_pod
+from scheduler.app import new_cache as new_scheduler_cache
 from scheduler.cache import Cache, CacheError
 
 TTL = 30.0
@@ -25,8 +28,24 @@ def pod(name: str, node_name: str = "", cpu: str = "1") -> types_pb2.Pod:
     return b.obj()
 
 
-def new_cache(clock: FakeClock | None = None, *, ttl: float = TTL, resize: bool = True) -> Cache:
-    return Cache(clock or FakeClock(), in_place_resize=resize, ttl=ttl)
+def new_cache(
+    clock: FakeClock | None = None,
+    *,
+    ttl: float = TTL,
+    resize: bool = True,
+    per_container_max: bool = False,
+) -> Cache:
+    return Cache(
+        clock or FakeClock(),
+        in_place_resize=resize,
+        per_container_max=per_container_max,
+        ttl=ttl,
+    )
+
+
+def new_cache_at(minor: int) -> Cache:
+    """The cache as the scheduler process builds it when it emulates 1.`minor`."""
+    return new_scheduler_cache(FakeClock(), FeatureGates.for_version(Version(1, minor)))
 
 
 def requested_cpu(cache: Cache, node_name: str) -> int:
@@ -284,6 +303,32 @@ def test_update_pod_recomputes_requests_after_a_resize(
     assert requested_cpu(cache, "n1") == want_milli_cpu
     assert cache.get_pod(old) is updated
     assert cache.pod_count() == 1
+
+
+def moved_cpu(name: str = "p") -> types_pb2.Pod:
+    """cpu moving from "a" to "b": desired a=1 b=2, allocated and actual a=2 b=1."""
+    p = make_pod(name).node("n1").container("a").req(cpu="1").container("b").req(cpu="2").obj()
+    del p.spec.containers[0]  # the builder's default container
+    for c, held in (("a", "2"), ("b", "1")):
+        cs = p.status.container_statuses.add(name=c)
+        cs.resources.requests["cpu"] = held
+        cs.allocated_resources["cpu"] = held
+    return p
+
+
+@pytest.mark.parametrize(("minor", "want_milli_cpu"), [(36, 4000), (37, 3000)])
+def test_a_resize_moving_cpu_between_containers_counts_by_the_emulated_versions_rule(
+    minor: int, want_milli_cpu: int
+) -> None:
+    # Up to 1.36 the largest of desired, allocated and actual is taken per container and
+    # summed (2 + 2); from 1.37 each is summed over the pod first (3, 3, 3). The scheduler's
+    # wiring (scheduler.app.new_cache) resolves the rule from its emulated version.
+    cache = new_cache_at(minor)
+    cache.add_node(node("n1"))
+    cache.add_pod(moved_cpu())
+    assert requested_cpu(cache, "n1") == want_milli_cpu
+    # The queue's pod-info factory counts the same way.
+    assert cache.pod_info(moved_cpu("q")).requests.milli_cpu == want_milli_cpu
 
 
 def test_update_of_an_assumed_or_unknown_pod_raises() -> None:

@@ -433,6 +433,13 @@ def test_least_allocated_counts_best_effort_pods_at_the_non_zero_defaults() -> N
     assert scores(plugin(), make_pod("be").obj(), [ni]) == [88]
 
 
+def test_least_allocated_scores_an_explicit_zero_request_at_zero() -> None:
+    # Behaviour change: the non-zero defaults stand in only for a request that is absent
+    # (upstream NonMissingContainerRequests); "cpu: 0, memory: 0" used to score as 100m/200Mi.
+    ni = big_node("n", "4000m", "1Gi")
+    assert scores(plugin(), make_pod("z").req(cpu="0", memory="0").obj(), [ni]) == [100]
+
+
 def test_least_allocated_weights() -> None:
     # cpu 25 * 3 + memory 50 * 1 = 125, / 4 = 31
     p = plugin(
