@@ -43,6 +43,7 @@ from kemu.component.version import Version
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import ApiError, Conflict, Invalid, NotFound
 from kemu.machinery.kinds import EVENT_WARNING
+from kemu.machinery.pod_strategy import TERMINAL_PHASES
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +59,6 @@ DISRUPTION_TARGET: Final = "DisruptionTarget"
 DELETION_BY_POD_GC: Final = "DeletionByPodGC"
 NODE_GONE_MESSAGE: Final = "PodGC: node no longer exists"
 POD_DISRUPTION_CONDITIONS_SINCE: Final = Version(1, 26)
-_TERMINAL: Final = ("Succeeded", "Failed")
 
 
 @dataclass(frozen=True)
@@ -215,7 +215,7 @@ class PodGCController:
             node_name,
         )
         try:
-            if self._disruption_condition and pod.status.phase not in _TERMINAL:
+            if self._disruption_condition and pod.status.phase not in TERMINAL_PHASES:
                 try:
                     await self._client.update_status(failed_by_pod_gc(pod, self._clock.now()))
                 except Invalid as e:  # the deletion matters, the condition is a courtesy

@@ -38,6 +38,7 @@ from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.kinds import EVENT_WARNING
+from kemu.machinery.pod_strategy import TERMINAL_PHASES
 from kubelet.admission import admit_pod
 from kubelet.allocation import (
     DEFAULT_ACTUATION_DELAY,
@@ -68,8 +69,6 @@ DEFAULT_WORKERS: Final = 32
 DEFAULT_GRACE_PERIOD: Final = 30
 _RETRY_BASE_DELAY: Final = 0.5
 _RETRY_MAX_DELAY: Final = 30.0
-
-_TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed"})
 
 
 @dataclass(frozen=True)
@@ -195,7 +194,7 @@ class PodWorkers:
 
     def _add_pod(self, node: NodePods, pod: types_pb2.Pod) -> None:
         """HandlePodAdditions for one pod: admits it (or not) and records the outcome."""
-        if pod.status.phase in _TERMINAL_PHASES:
+        if pod.status.phase in TERMINAL_PHASES:
             return  # finished before we knew it: nothing runs, nothing to free
         rt = admit_pod(
             pod,

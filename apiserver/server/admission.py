@@ -12,10 +12,10 @@ from typing import Any, Final
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.errors import BadRequest, Cause, Invalid
+from kemu.machinery.pod_strategy import DEFAULT_TERMINATION_GRACE_SECONDS
 from kemu.machinery.qos import compute_qos_class
 
 DEFAULT_SCHEDULER: Final = "default-scheduler"
-DEFAULT_GRACE_SECONDS: Final = 30
 PREEMPT_LOWER_PRIORITY: Final = "PreemptLowerPriority"
 
 # Created by the apiserver at start-up, as upstream's scheduling bootstrap does.
@@ -44,7 +44,7 @@ def default_pod(pod: types_pb2.Pod) -> None:
     if not spec.scheduler_name:
         spec.scheduler_name = DEFAULT_SCHEDULER
     if not spec.HasField("termination_grace_period_seconds"):
-        spec.termination_grace_period_seconds = DEFAULT_GRACE_SECONDS
+        spec.termination_grace_period_seconds = DEFAULT_TERMINATION_GRACE_SECONDS
     if not spec.restart_policy:
         spec.restart_policy = "Always"
     for c in [*spec.init_containers, *spec.containers]:

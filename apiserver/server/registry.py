@@ -43,6 +43,7 @@ from kemu.machinery.errors import (
 )
 from kemu.machinery.kinds import BY_KIND, Kind, kind_for_resource, kind_of
 from kemu.machinery.labels import selector_from_label_selector
+from kemu.machinery.pod_strategy import graceful_deletion_period
 from kemu.machinery.qos import compute_qos_class
 from kemu.machinery.validation import validate_object, validate_object_size
 
@@ -51,7 +52,6 @@ log = logging.getLogger(__name__)
 M = TypeVar("M", bound=Message)
 
 _CAS_RETRIES: Final = 16
-_TERMINAL: Final = ("Succeeded", "Failed")
 _POD: Final = BY_KIND["Pod"]
 
 
@@ -362,7 +362,7 @@ class Registry:
                     f"ResourceVersion in object meta: {meta.resource_version}"
                 )
             obj = current.obj
-            grace = self._graceful_period(obj, grace_period)
+            grace = graceful_deletion_period(obj, grace_period)
             try:
                 if grace is None:
                     rev = await self._store.delete(
@@ -387,28 +387,6 @@ class Registry:
             except NotFound:
                 raise NotFound(_not_found(kind, name)) from None
         raise Conflict(_conflict(kind, name))
-
-    def _graceful_period(self, obj: Message, requested: int | None) -> int | None:
-        """Seconds of graceful termination, or None to delete from storage now.
-
-        Only pods terminate gracefully, and only when a kubelet will finish them: a pod that
-        is not bound to a node, or has already ended, goes at once (as upstream's
-        pod strategy CheckGracefulDelete).
-        """
-        if not isinstance(obj, types_pb2.Pod):
-            return None
-        if not obj.spec.node_name or obj.status.phase in _TERMINAL:
-            return None
-        grace = requested
-        if grace is None:
-            grace = (
-                obj.spec.termination_grace_period_seconds
-                if obj.spec.HasField("termination_grace_period_seconds")
-                else 30
-            )
-        if grace == 0:
-            return None
-        return grace
 
     # ------------------------------------------------------------ pods/binding
 

@@ -67,6 +67,7 @@ from kemu.machinery.errors import (
     Invalid,
     NotFound,
 )
+from kemu.machinery.pod_strategy import graceful_deletion_period
 from kemu.machinery.selection import RequestFilter
 
 _Key = tuple[str, str, str]  # resource, namespace, name
@@ -142,10 +143,6 @@ def _not_found(kind: kinds.Kind, name: str) -> NotFound:
 
 def _no_subresource(resource: str, subresource: str) -> NotFound:
     return NotFound(f"the server could not find the requested resource ({resource}/{subresource})")
-
-
-_TERMINAL = ("Succeeded", "Failed")
-_DEFAULT_GRACE = 30
 
 
 class _Watch:
@@ -421,22 +418,6 @@ class FakeClient:
                 c.resize_policy.extend(wanted[c.name].resize_policy)
         return cast(types_pb2.Pod, self._store(kind, old, new))
 
-    def _graceful_period(self, obj: Message, requested: int | None) -> int | None:
-        """Seconds of graceful termination, or None to remove the object now (the
-        apiserver's rule: only a bound pod that has not finished terminates gracefully)."""
-        if not isinstance(obj, types_pb2.Pod):
-            return None
-        if not obj.spec.node_name or obj.status.phase in _TERMINAL:
-            return None
-        grace = requested
-        if grace is None:
-            grace = (
-                obj.spec.termination_grace_period_seconds
-                if obj.spec.HasField("termination_grace_period_seconds")
-                else _DEFAULT_GRACE
-            )
-        return grace or None
-
     def _delete(self, kind: kinds.Kind, namespace: str, name: str) -> Message:
         old = self._stored(kind, namespace, name)
         del self._objects[(kind.resource, namespace, name)]
@@ -689,7 +670,7 @@ class FakeClient:
                 f"Precondition failed: ResourceVersion in precondition: {resource_version}, "
                 f"ResourceVersion in object meta: {meta.resource_version}"
             )
-        grace = self._graceful_period(stored, grace_period_seconds)
+        grace = graceful_deletion_period(stored, grace_period_seconds)
         if grace is None:
             return cast(M, self._delete(k, ns, name))
         deadline = self.clock.now() + grace

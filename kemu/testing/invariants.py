@@ -76,6 +76,7 @@ import anyio
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import ADDED, BOOKMARK, DELETED, ApiClient, WatchEvent
 from kemu.machinery.errors import ApiError, Timeout, TooManyRequests, Unavailable
+from kemu.machinery.pod_strategy import TERMINAL_PHASES
 from kemu.testing.eventually import eventually
 
 logger = logging.getLogger(__name__)
@@ -88,7 +89,6 @@ PREEMPTION_POLICY_NEVER: Final = "Never"
 
 # Pods in these phases are not in the scheduler's informer (its field selector), so not in
 # its snapshot either.
-_TERMINAL_PHASES: Final = ("Succeeded", "Failed")
 _PREEMPTED_MESSAGE: Final = re.compile(r"Preempted by pod (\S+) on node (\S+)")
 # Watch errors after which the watch is resumed from the last resourceVersion (no gap).
 _RESUMABLE: Final = (Unavailable, Timeout, TooManyRequests)
@@ -435,7 +435,7 @@ def _check_no_deletions_while_terminating(
                 v.type != DELETED
                 and v.pod.spec.node_name == p.node
                 and _priority(v.pod) < preemptor_priority
-                and v.pod.status.phase not in _TERMINAL_PHASES
+                and v.pod.status.phase not in TERMINAL_PHASES
                 and v.pod.metadata.HasField("deletion_timestamp")
                 and _preempted_by_scheduler(v.pod)
                 for v in x_window

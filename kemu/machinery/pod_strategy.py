@@ -1,0 +1,35 @@
+"""Rules of the pods resource that the apiserver applies and the fake client mirrors (upstream
+pkg/registry/core/pod/strategy.go and pkg/apis/core defaults)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from google.protobuf.message import Message
+
+from kemu.api.v1 import types_pb2
+
+# spec.terminationGracePeriodSeconds when the pod does not set it (upstream's default).
+DEFAULT_TERMINATION_GRACE_SECONDS: Final = 30
+TERMINAL_PHASES: Final = ("Succeeded", "Failed")
+
+
+def graceful_deletion_period(obj: Message, requested: int | None) -> int | None:
+    """Seconds of graceful termination for a DELETE with `requested` grace (None: the pod's
+    own), or None to delete from storage now (upstream CheckGracefulDelete).
+
+    Only pods terminate gracefully, and only when a kubelet will finish them: a pod that is
+    not bound to a node, or has already ended, goes at once; so does a grace of 0.
+    """
+    if not isinstance(obj, types_pb2.Pod):
+        return None
+    if not obj.spec.node_name or obj.status.phase in TERMINAL_PHASES:
+        return None
+    grace = requested
+    if grace is None:
+        grace = (
+            obj.spec.termination_grace_period_seconds
+            if obj.spec.HasField("termination_grace_period_seconds")
+            else DEFAULT_TERMINATION_GRACE_SECONDS
+        )
+    return grace or None
