@@ -32,6 +32,7 @@ from kemu.component.featuregate import (
     FeatureGates,
 )
 from kemu.machinery import convert
+from kemu.machinery.delete_options import check_preconditions, validate_grace_period
 from kemu.machinery.errors import (
     AlreadyExists,
     BadRequest,
@@ -43,7 +44,7 @@ from kemu.machinery.errors import (
 )
 from kemu.machinery.kinds import BY_KIND, Kind, kind_for_resource, kind_of
 from kemu.machinery.labels import selector_from_label_selector
-from kemu.machinery.pod_strategy import graceful_deletion_period
+from kemu.machinery.pod_strategy import begin_graceful_deletion, graceful_deletion_period
 from kemu.machinery.qos import compute_qos_class
 from kemu.machinery.validation import validate_object, validate_object_size
 
@@ -347,20 +348,11 @@ class Registry:
     ) -> Message:
         kind = kind_for_resource(resource)
         namespace = (namespace or "default") if kind.namespaced else ""
-        if grace_period is not None and grace_period < 0:
-            raise Invalid.field("gracePeriodSeconds", "must be greater than or equal to 0")
+        validate_grace_period(grace_period)
         for _ in range(_CAS_RETRIES):
             current = await self.read(kind, namespace, name)
             meta = _meta(current.obj)
-            if uid is not None and uid != meta.uid:
-                raise Conflict(
-                    f"Precondition failed: UID in precondition: {uid}, UID in object meta: {meta.uid}"
-                )
-            if resource_version is not None and resource_version != meta.resource_version:
-                raise Conflict(
-                    f"Precondition failed: ResourceVersion in precondition: {resource_version}, "
-                    f"ResourceVersion in object meta: {meta.resource_version}"
-                )
+            check_preconditions(meta, uid=uid, resource_version=resource_version)
             obj = current.obj
             grace = graceful_deletion_period(obj, grace_period)
             try:
@@ -371,14 +363,8 @@ class Registry:
                     meta.resource_version = str(rev)
                     return obj
                 updated = _copy(obj)
-                umeta = _meta(updated)
-                deadline = self._now() + grace
-                if umeta.HasField(
-                    "deletion_timestamp"
-                ) and umeta.deletion_timestamp.ToNanoseconds() <= int(deadline * 1e9):
-                    return obj  # a shorter deadline stands; a longer one never replaces it
-                umeta.deletion_timestamp.CopyFrom(convert.timestamp(deadline))
-                umeta.deletion_grace_period_seconds = grace
+                if not begin_graceful_deletion(_meta(updated), self._now(), grace):
+                    return obj  # an earlier deadline stands
                 return await self._write(kind, updated, current.revision)
             except Conflict:
                 if resource_version is not None:

@@ -58,6 +58,7 @@ from kemu.component.featuregate import CLEARING_NOMINATED_NODE_NAME_AFTER_BINDIN
 from kemu.component.version import DEFAULT_VERSION
 from kemu.machinery import convert, kinds
 from kemu.machinery.convert import timestamp
+from kemu.machinery.delete_options import check_preconditions, validate_grace_period
 from kemu.machinery.errors import (
     AlreadyExists,
     ApiError,
@@ -67,7 +68,7 @@ from kemu.machinery.errors import (
     Invalid,
     NotFound,
 )
-from kemu.machinery.pod_strategy import graceful_deletion_period
+from kemu.machinery.pod_strategy import begin_graceful_deletion, graceful_deletion_period
 from kemu.machinery.selection import RequestFilter
 
 _Key = tuple[str, str, str]  # resource, namespace, name
@@ -657,30 +658,16 @@ class FakeClient:
         k = _kind(kind)
         ns = _ns(k, namespace)
         await self._enter(Action("delete", k.resource, ns, name))
-        if grace_period_seconds is not None and grace_period_seconds < 0:
-            raise Invalid.field("gracePeriodSeconds", "must be greater than or equal to 0")
+        validate_grace_period(grace_period_seconds)
         stored = self._stored(k, ns, name)
         meta = _meta(stored)
-        if uid is not None and uid != meta.uid:
-            raise Conflict(
-                f"Precondition failed: UID in precondition: {uid}, UID in object meta: {meta.uid}"
-            )
-        if resource_version is not None and resource_version != meta.resource_version:
-            raise Conflict(
-                f"Precondition failed: ResourceVersion in precondition: {resource_version}, "
-                f"ResourceVersion in object meta: {meta.resource_version}"
-            )
+        check_preconditions(meta, uid=uid, resource_version=resource_version)
         grace = graceful_deletion_period(stored, grace_period_seconds)
         if grace is None:
             return cast(M, self._delete(k, ns, name))
-        deadline = self.clock.now() + grace
-        if meta.HasField("deletion_timestamp") and meta.deletion_timestamp.ToNanoseconds() <= int(
-            deadline * 1e9
-        ):
-            return cast(M, _copy(stored))  # a shorter deadline stands; a longer one never wins
         new = _copy(stored)
-        _meta(new).deletion_timestamp.CopyFrom(timestamp(deadline))
-        _meta(new).deletion_grace_period_seconds = grace
+        if not begin_graceful_deletion(_meta(new), self.clock.now(), grace):
+            return cast(M, _copy(stored))  # an earlier deadline stands
         return cast(M, self._store(k, stored, new, keep_deletion=False))
 
     async def bind(

@@ -8,6 +8,7 @@ from typing import Final
 from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.convert import timestamp
 
 # spec.terminationGracePeriodSeconds when the pod does not set it (upstream's default).
 DEFAULT_TERMINATION_GRACE_SECONDS: Final = 30
@@ -33,3 +34,18 @@ def graceful_deletion_period(obj: Message, requested: int | None) -> int | None:
             else DEFAULT_TERMINATION_GRACE_SECONDS
         )
     return grace or None
+
+
+def begin_graceful_deletion(meta: types_pb2.ObjectMeta, now: float, grace: int) -> bool:
+    """Marks `meta` (of a copy the caller then writes) deleted at `now + grace`: sets
+    deletionTimestamp and deletionGracePeriodSeconds. False, leaving `meta` alone, when it
+    already has that deadline or an earlier one: a shorter grace period replaces the deadline,
+    a longer one never does (upstream BeforeDelete)."""
+    deadline = now + grace
+    if meta.HasField("deletion_timestamp") and meta.deletion_timestamp.ToNanoseconds() <= int(
+        deadline * 1e9
+    ):
+        return False
+    meta.deletion_timestamp.CopyFrom(timestamp(deadline))
+    meta.deletion_grace_period_seconds = grace
+    return True
