@@ -218,3 +218,16 @@ class FakeHandle:
         wp = FakeWaitingPod(pod, list(plugins))
         self.waiting_pods[pod.metadata.uid] = wp
         return wp
+
+
+def node_info(node: types_pb2.Node, *pods: types_pb2.Pod) -> NodeInfo:
+    """A NodeInfo for `node` holding `pods` (their spec.nodeName is set to the node)."""
+    ni = NodeInfo(node)
+    for p in pods:
+        bound = types_pb2.Pod()
+        bound.CopyFrom(p)
+        bound.spec.node_name = node.metadata.name
+        if not bound.metadata.uid:
+            bound.metadata.uid = f"uid-{bound.metadata.namespace}-{bound.metadata.name}"
+        ni.add_pod(bound)
+    return ni

@@ -12,7 +12,7 @@ from kemu.scheduling.interface import CycleState
 from kemu.scheduling.plugins import balanced_allocation as ba
 from kemu.scheduling.types import NodeInfo
 from kemu.testing.builders import make_node, make_pod
-from tests.unit.scheduling.plugins.fakes_resources import FakeHandle
+from tests.unit.scheduling.plugins.fakes import FakeHandle
 
 
 def plugin(args: dict[str, Any] | None = None) -> ba.BalancedAllocation:

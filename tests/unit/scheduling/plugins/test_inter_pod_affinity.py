@@ -15,7 +15,7 @@ from kemu.scheduling.plugins import inter_pod_affinity as ipa
 from kemu.scheduling.status import Code, Status
 from kemu.scheduling.types import NodeInfo, NodeScore, PodInfo
 from kemu.testing.builders import PodBuilder, make_node, make_pod
-from tests.unit.scheduling.plugins.fakes_resources import FakeHandle, node_info
+from tests.unit.scheduling.plugins.fakes import FakeHandle, node_info
 
 REGION = "region"
 ZONE = "zone"
@@ -36,7 +36,7 @@ def bound(name: str, labels: dict[str, str] | None = None, ns: str = "default") 
 
 
 def snapshot(*infos: NodeInfo) -> FakeHandle:
-    return FakeHandle(infos)
+    return FakeHandle(nodes=infos)
 
 
 def plugin(handle: FakeHandle, args: dict[str, Any] | None = None) -> ipa.InterPodAffinity:

@@ -20,7 +20,7 @@ from kemu.scheduling.plugins import node_resources_fit as fit
 from kemu.scheduling.status import Code, Status
 from kemu.scheduling.types import NodeInfo
 from kemu.testing.builders import PodBuilder, make_node, make_pod
-from tests.unit.scheduling.plugins.fakes_resources import FakeHandle, node_info
+from tests.unit.scheduling.plugins.fakes import FakeHandle, node_info
 
 EXT_A = "example.com/aaa"
 EXT_B = "example.com/bbb"

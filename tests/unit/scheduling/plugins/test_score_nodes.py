@@ -12,7 +12,7 @@ from kemu.scheduling.plugins import balanced_allocation, node_resources_fit, tai
 from kemu.scheduling.types import NodeInfo
 from kemu.testing import make_node, make_pod
 
-from .fakes_resources import FakeHandle, node_info
+from .fakes import FakeHandle, node_info
 
 FACTORIES = {
     "NodeResourcesFit": node_resources_fit.new,
@@ -50,7 +50,7 @@ def test_batch_scores_equal_per_node_scores(plugin_name: str, seed: int) -> None
         .toleration("a", "v", "PreferNoSchedule")
         .obj()
     )
-    plugin = FACTORIES[plugin_name]({}, FakeHandle(nodes))
+    plugin = FACTORIES[plugin_name]({}, FakeHandle(nodes=nodes))
     state = CycleState()
     pre = plugin.pre_score(state, pod, nodes)
     if pre.is_skip():
