@@ -153,7 +153,8 @@ class ManagedProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.starts += 1
         self.stopped_deliberately = False
-        argv = [*_die_with_parent_prefix(), *self.argv]
+        prefix = _die_with_parent_prefix()
+        argv = [*prefix, *self.argv]
         with open(self.log_path, "ab") as out:
             header = (
                 f"===== kemu harness: start #{self.starts} of {self.name}: {' '.join(self.argv)}\n"
@@ -170,6 +171,8 @@ class ManagedProcess:
                 start_new_session=True,
             )
         _live.add(self)
+        if prefix:
+            _wait_for_exec(self._popen, prefix[0])
         log.info("started %s (pid %d)", self.name, self._popen.pid)
 
     def wait_ready(
@@ -275,6 +278,22 @@ def _kill_leftovers() -> None:
         if proc.running:
             log.warning("killing leftover child %s (pid %s) at exit", proc.name, proc.pid)
             proc.kill()
+
+
+def _wait_for_exec(popen: subprocess.Popen[bytes], setpriv: str) -> None:
+    """Returns once the child is no longer setpriv: it has set PDEATHSIG and exec'd the
+    command. Until then a parent that dies leaves the child unsignalled (the death happens
+    before the prctl), so the harness does not hand out a child in that window. Bounded: a
+    child that is slow to exec (a loaded machine) is waited for at most 10 s."""
+    exe = os.path.realpath(setpriv)
+    deadline = time.monotonic() + 10.0
+    while time.monotonic() < deadline and popen.poll() is None:
+        try:
+            if os.readlink(f"/proc/{popen.pid}/exe") != exe:
+                return
+        except OSError:
+            return  # gone, or /proc unavailable: nothing to wait for
+        time.sleep(0.0005)
 
 
 def _die_with_parent_prefix() -> list[str]:
