@@ -76,6 +76,7 @@ from kemu.component.featuregate import FeatureGateError, FeatureGates
 from kemu.component.version import DEFAULT_VERSION, Version, parse_emulated_version
 from kemu.machinery import convert, kinds, quantity, resources
 from kemu.machinery.errors import ApiError, Gone, Invalid
+from kemu.machinery.pod_strategy import default_requests_from_limits
 from kemu.testing.cluster import Cluster
 from kemu.testing.processes import ProcessStartError
 from scheduler.config import config_from_dict
@@ -856,10 +857,7 @@ def pod_requests(pod: types_pb2.Pod) -> dict[str, int]:
     has no status, so the in-place resize aggregation rule never applies)."""
     defaulted = types_pb2.Pod()
     defaulted.spec.CopyFrom(pod.spec)
-    for c in (*defaulted.spec.init_containers, *defaulted.spec.containers):
-        for name, text in c.resources.limits.items():
-            if name not in c.resources.requests:
-                c.resources.requests[name] = text
+    default_requests_from_limits(defaulted.spec)
     return {"pods": 1, **resources.pod_requests(defaulted)}
 
 

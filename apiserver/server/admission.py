@@ -12,7 +12,10 @@ from typing import Any, Final
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.errors import BadRequest, Cause, Invalid
-from kemu.machinery.pod_strategy import DEFAULT_TERMINATION_GRACE_SECONDS
+from kemu.machinery.pod_strategy import (
+    DEFAULT_TERMINATION_GRACE_SECONDS,
+    default_requests_from_limits,
+)
 from kemu.machinery.qos import compute_qos_class
 
 DEFAULT_SCHEDULER: Final = "default-scheduler"
@@ -47,11 +50,7 @@ def default_pod(pod: types_pb2.Pod) -> None:
         spec.termination_grace_period_seconds = DEFAULT_TERMINATION_GRACE_SECONDS
     if not spec.restart_policy:
         spec.restart_policy = "Always"
-    for c in [*spec.init_containers, *spec.containers]:
-        # A limit without a request defaults the request to the limit.
-        for name, value in c.resources.limits.items():
-            if name not in c.resources.requests:
-                c.resources.requests[name] = value
+    default_requests_from_limits(spec)
 
 
 def admit_priority(pod: types_pb2.Pod, classes: Sequence[types_pb2.PriorityClass]) -> None:

@@ -49,3 +49,12 @@ def begin_graceful_deletion(meta: types_pb2.ObjectMeta, now: float, grace: int) 
     meta.deletion_timestamp.CopyFrom(timestamp(deadline))
     meta.deletion_grace_period_seconds = grace
     return True
+
+
+def default_requests_from_limits(spec: types_pb2.PodSpec) -> None:
+    """A container limit without a request defaults the request to the limit (upstream
+    SetDefaults_Pod), for init and app containers."""
+    for c in (*spec.init_containers, *spec.containers):
+        for name, value in c.resources.limits.items():
+            if name not in c.resources.requests:
+                c.resources.requests[name] = value
