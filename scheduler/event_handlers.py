@@ -51,7 +51,7 @@ def node_update_action(old: types_pb2.Node, new: types_pb2.Node) -> ActionType:
     if dict(old.metadata.annotations) != dict(new.metadata.annotations):
         action |= ActionType.UPDATE_NODE_ANNOTATION
     if old.spec.pod_preemption_policy != new.spec.pod_preemption_policy:
-        action |= ActionType.UPDATE_NODE_OTHER
+        action |= ActionType.UPDATE_NODE_PREEMPTION_POLICY
     return action
 
 
