@@ -34,6 +34,7 @@ from kemu.component.featuregate import IN_PLACE_POD_VERTICAL_SCALING, FeatureGat
 from kemu.component.options import new_parser, parse_component_args
 from kemu.component.runner import ComponentContext, cleanup_scope, run_component
 from kemu.machinery.resources import per_container_max_at
+from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.interface import SCHEDULER_POD_FIELD_SELECTOR
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.runtime import Framework, observer_from_histogram
@@ -177,7 +178,11 @@ async def serve(
         fwk.set_nominator(queue.nominator)
         fwk.set_pod_activator(queue.activate)
     handlers = EventHandlers(
-        cache=cache, queue=queue, scheduler_names=frameworks, frameworks=frameworks.values()
+        cache=cache,
+        queue=queue,
+        scheduler_names=frameworks,
+        frameworks=frameworks.values(),
+        resize_preemption=resize_preemption_enabled(ctx.gates),
     )
     pods.add_event_handler(
         FuncHandler(

@@ -4,6 +4,15 @@ Unassigned pods of one of our profiles go to the queue; assigned pods go to the 
 as cluster events, may move unschedulable pods back to the active queue. A pod that gets a
 node leaves the queue and enters the cache. Nodes go to the cache, and their changes become
 cluster events with the action types upstream computes (allocatable, labels, taints, ...).
+
+KEP-5836 (`resize_preemption`, reference §8.2 item 1): an assigned pod of one of our profiles
+whose resize is PodResizePending/Deferred is also in the queue, for a cycle on its own node:
+added when the informer adds it (scheduler start-up) or an update makes it Deferred, kept up
+to date by its updates (cache first, then queue, as the KEP asks), removed when the condition
+goes or the pod is deleted. It stays in the cache as an assigned pod throughout. The KEP's
+PodResizePreemptionDisabled condition is not read: the released scheduler reads the node's
+policy itself (DeferredPodScheduling's Filter), and whether the condition exists in the
+released API is unverified (reference §8.2 item 7, §13).
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from kemu.api.v1 import types_pb2
+from kemu.scheduling.deferred import is_deferred_resize_pod
 from kemu.scheduling.events import (
     ASSIGNED_POD_DELETE,
     NODE_ADD,
@@ -51,7 +61,7 @@ def node_update_action(old: types_pb2.Node, new: types_pb2.Node) -> ActionType:
     if dict(old.metadata.annotations) != dict(new.metadata.annotations):
         action |= ActionType.UPDATE_NODE_ANNOTATION
     if old.spec.pod_preemption_policy != new.spec.pod_preemption_policy:
-        action |= ActionType.UPDATE_NODE_OTHER
+        action |= ActionType.UPDATE_NODE_PREEMPTION_POLICY
     return action
 
 
@@ -102,14 +112,36 @@ class EventHandlers:
         queue: SchedulingQueue,
         scheduler_names: Iterable[str],
         frameworks: Iterable[WaitingPods],
+        resize_preemption: bool = False,
     ) -> None:
         self.cache = cache
         self.queue = queue
         self.scheduler_names = frozenset(scheduler_names)
         self.frameworks = list(frameworks)
+        # InPlacePodVerticalScalingSchedulerPreemption (kemu.scheduling.deferred).
+        self.resize_preemption = resize_preemption
 
     def _responsible(self, pod: types_pb2.Pod) -> bool:
         return pod.spec.scheduler_name in self.scheduler_names
+
+    def _queues_deferred(self, pod: types_pb2.Pod) -> bool:
+        """An assigned pod this scheduler queues for its Deferred resize (KEP-5836)."""
+        return self.resize_preemption and is_deferred_resize_pod(pod) and self._responsible(pod)
+
+    def _update_deferred(self, old: types_pb2.Pod, new: types_pb2.Pod) -> None:
+        """Follows an assigned pod's Deferred condition into and out of the queue."""
+        was, now = self._queues_deferred(old), self._queues_deferred(new)
+        if now:
+            if was:
+                self.queue.update(old, new)
+            else:
+                log.info(
+                    "pod %s has a deferred resize: queued on %s", pod_key(new), new.spec.node_name
+                )
+                self.queue.add(new)
+        elif was:
+            log.info("pod %s no longer has a deferred resize: dequeued", pod_key(new))
+            self.queue.delete(new)
 
     # ------------------------------------------------------------ pods
 
@@ -117,6 +149,12 @@ class EventHandlers:
         if pod.spec.node_name:
             _cache_call("AddPod", self.cache.add_pod, pod)
             self.queue.assigned_pod_added(pod)
+            if self._queues_deferred(pod):
+                # Typically at start-up: the resize was deferred before this scheduler ran.
+                log.info(
+                    "pod %s has a deferred resize: queued on %s", pod_key(pod), pod.spec.node_name
+                )
+                self.queue.add(pod)
         elif self._responsible(pod):
             self.queue.add(pod)
 
@@ -124,6 +162,8 @@ class EventHandlers:
         if new.spec.node_name:
             if old.spec.node_name:
                 _cache_call("UpdatePod", self.cache.update_pod, old, new)
+                if self.resize_preemption:
+                    self._update_deferred(old, new)
                 self.queue.assigned_pod_updated(old, new, pod_update_action(old, new))
             else:
                 # Bound: it leaves the queue (and the nominator) and enters the cache.
@@ -145,6 +185,10 @@ class EventHandlers:
                 log.info("rejected waiting pod %s: it was deleted", pod_key(pod))
         if pod.spec.node_name:
             _cache_call("RemovePod", self.cache.remove_pod, pod)
+            if self.resize_preemption and self._responsible(pod):
+                # A deferred pod leaves the queue too (the last object may be stale, so whether
+                # it was Deferred is not asked); before the event below, which would requeue it.
+                self.queue.delete(pod)
             self.queue.move_all_to_active_or_backoff_queue(ASSIGNED_POD_DELETE, pod, None)
         elif self._responsible(pod):
             self.queue.delete(pod)

@@ -8,6 +8,16 @@ PostBind), so that slow binding never holds up the next pod. Every Pop is paired
 
 NNN writes follow reference §3.4: the nominating info of a failed cycle says whether the
 pod's status.nominatedNodeName is set, cleared, or left alone.
+
+KEP-5836 (InPlacePodVerticalScalingSchedulerPreemption, reference §8.2 items 4-5): a running
+pod whose resize is Deferred comes through the same cycle, restricted to its node by the
+plugins (kemu.scheduling.deferred). It is already in the cache, bound: it is never assumed
+(the cache would refuse it) and goes through no Reserve (nothing is to be reserved for a
+binding that never comes; upstream's exact path is not known), only Permit, where
+DeferredPodScheduling parks it. Every outcome is a failure for it: it goes back to the
+unschedulable pool (backoff after an error) even though it has a nodeName, with no
+nominatedNodeName (neither the PATCH nor the nominator), no PodScheduled=False and, as in the
+alpha, no FailedScheduling event. A preemption it triggers still deletes its victims.
 """
 
 from __future__ import annotations
@@ -32,6 +42,7 @@ from kemu.component.version import Version
 from kemu.machinery.convert import format_time, message_to_dict, timestamp
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
+from kemu.scheduling.deferred import is_deferred_resize_pod, resize_preemption_enabled
 from kemu.scheduling.events import ASSIGNED_POD_DELETE
 from kemu.scheduling.interface import (
     CycleState,
@@ -42,6 +53,7 @@ from kemu.scheduling.interface import (
     SharedLister,
 )
 from kemu.scheduling.nominator import PodLister
+from kemu.scheduling.plugins import deferred_pod_scheduling
 from kemu.scheduling.runtime import NodePluginScores
 from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.status import Code, Status, as_error, unresolvable
@@ -139,6 +151,8 @@ class FrameworkLike(Protocol):
 
     def will_wait_on_permit(self, pod: types_pb2.Pod) -> bool: ...
 
+    def reject_waiting_pod(self, uid: str) -> bool: ...
+
     async def wait_on_permit(self, pod: types_pb2.Pod) -> Status: ...
 
     def run_pre_bind_pre_flights(
@@ -196,6 +210,7 @@ class Scheduler:
         self.next_start_node_index = 0
         self._binding_tasks: TaskGroup | None = None
         self.cycles = 0
+        self.resize_preemption = resize_preemption_enabled(gates)
         # Nodes run through Filter in the current cycle (for the KEP-1923 metrics).
         self.cycle_filter_evaluations = 0
 
@@ -297,6 +312,9 @@ class Scheduler:
             )
             self.metrics.nominated_pod_algorithm_duration.labels(profile).observe(algorithm_seconds)
 
+        if self._is_deferred(pod):
+            await self._park_deferred(fwk, state, qpi, result.suggested_host, start)
+            return None
         # Assume: the cache counts the pod on the node before it is bound.
         assumed = types_pb2.Pod()
         assumed.CopyFrom(pod)
@@ -332,6 +350,37 @@ class Scheduler:
             )
             return None
         return assumed, node
+
+    def _is_deferred(self, pod: types_pb2.Pod) -> bool:
+        """A running pod queued for its Deferred resize (KEP-5836)."""
+        return self.resize_preemption and is_deferred_resize_pod(pod)
+
+    async def _park_deferred(
+        self, fwk: FrameworkLike, state: CycleState, qpi: QueuedPodInfo, node: str, start: float
+    ) -> None:
+        """The resize of a deferred pod fits on its node: Permit (DeferredPodScheduling) parks
+        it in the unschedulable pool until the kubelet actuates it. No assume, no Reserve:
+        the cache already counts the pod there, at its desired size."""
+        pod = qpi.pod
+        status = fwk.run_permit_plugins(state, pod, node)
+        if status.is_success() or status.is_wait():
+            # A profile without DeferredPodScheduling: the pod is bound already, so it must
+            # not go to binding whatever Permit says. Park it the same way.
+            if status.is_wait():
+                fwk.reject_waiting_pod(pod.metadata.uid)
+            status = Status(
+                Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                (deferred_pod_scheduling.WAITING_FOR_KUBELET,),
+                deferred_pod_scheduling.NAME,
+            )
+        await self._handle_failure(
+            fwk,
+            qpi,
+            status,
+            None,
+            start,
+            {status.plugin} if status.is_rejected() and status.plugin else set(),
+        )
 
     def schedule_pod(
         self, fwk: FrameworkLike, state: CycleState, pod: types_pb2.Pod
@@ -586,13 +635,18 @@ class Scheduler:
         if current is None:
             log.debug("%s is gone, not requeued", pod_key(pod))
             return
-        if current.spec.node_name:
+        deferred = self._is_deferred(current)
+        if current.spec.node_name and not deferred:
             log.debug(
                 "%s is already bound to %s, not requeued", pod_key(pod), current.spec.node_name
             )
             return
         qpi.unschedulable_plugins = set(unschedulable_plugins) if rejected else set()
         self.queue.add_unschedulable_if_not_present(qpi, self.cycles)
+        if deferred:
+            # KEP-5836: bound and running; its nomination and PodScheduled are left alone.
+            log.debug("deferred resize of %s waits in the queue: %s", pod_key(pod), message)
+            return
 
         nominated: str | None = None
         if nominating is not None and nominating.nominated_node_name is not None:

@@ -29,7 +29,8 @@ class ActionType(enum.IntFlag):
     UPDATE_POD_TOLERATION = 512
     UPDATE_POD_SCHEDULING_GATES_ELIMINATED = 1024
     UPDATE_POD_OTHER = 2048  # any other pod update (e.g. its nominated node)
-    UPDATE_NODE_OTHER = 4096
+    # KEP-5836: spec.podPreemptionPolicy changed (upstream UpdateNodePreemptionPolicy).
+    UPDATE_NODE_PREEMPTION_POLICY = 4096
 
     UPDATE = (
         UPDATE_NODE_ALLOCATABLE
@@ -42,7 +43,7 @@ class ActionType(enum.IntFlag):
         | UPDATE_POD_TOLERATION
         | UPDATE_POD_SCHEDULING_GATES_ELIMINATED
         | UPDATE_POD_OTHER
-        | UPDATE_NODE_OTHER
+        | UPDATE_NODE_PREEMPTION_POLICY
     )
     ALL = ADD | DELETE | UPDATE
 

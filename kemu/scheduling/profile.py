@@ -7,11 +7,16 @@ Semantics are upstream's (pkg/scheduler/apis/config/v1 defaults, framework/runti
 - Every profile starts from the default profile `default-scheduler`, whose plugins are all
   enabled through `multiPoint` (upstream v1 default_plugins.go, in upstream's order):
   SchedulingGates, PrioritySort, NodeUnschedulable, NodeName, TaintToleration (score weight 3),
-  NodeAffinity (2), NodeResourcesFit (1), InterPodAffinity (2), DefaultPreemption,
-  NodeResourcesBalancedAllocation (1), DefaultBinder. kemu leaves out the plugins it does not
-  implement: NodePorts, the volume plugins (VolumeRestrictions, NodeVolumeLimits,
-  VolumeBinding, VolumeZone, EBS/GCE/Azure limits), DynamicResources, PodTopologySpread and
-  ImageLocality; DefaultPreemption is listed only when the registry has it.
+  NodeAffinity (2), DeferredPodScheduling, NodeResourcesFit (1), InterPodAffinity (2),
+  DefaultPreemption, NodeResourcesBalancedAllocation (1), DefaultBinder. kemu leaves out the
+  plugins it does not implement: NodePorts, the volume plugins (VolumeRestrictions,
+  NodeVolumeLimits, VolumeBinding, VolumeZone, EBS/GCE/Azure limits), DynamicResources,
+  PodTopologySpread and ImageLocality; DefaultPreemption and DeferredPodScheduling are listed
+  only when the registry has them. DeferredPodScheduling (KEP-5836, a no-op unless its gate is
+  on) must filter before NodeResourcesFit: on a node that disables resize preemption its
+  UnschedulableAndUnresolvable, not NodeResourcesFit's Unschedulable, has to be the node's
+  status, or preemption would run there. Upstream's exact slot was not available; kemu puts
+  it where upstream has NodePorts, just before NodeResourcesFit.
 - A profile's `plugins` are merged into the defaults per extension point: a `disabled` name
   removes that default (`*` removes them all), an `enabled` plugin that is a default replaces
   it in place (new weight), other enabled plugins are appended.
@@ -46,6 +51,9 @@ MULTI_POINT: Final = "multiPoint"
 _PLUGIN_SET_KEYS: Final = (MULTI_POINT, *EXTENSION_POINTS)
 
 DEFAULT_PREEMPTION: Final = "DefaultPreemption"
+DEFERRED_POD_SCHEDULING: Final = "DeferredPodScheduling"
+# Default plugins a registry may lack (a test's or a simulation's): left out rather than an error.
+_OPTIONAL_DEFAULTS: Final = frozenset({DEFAULT_PREEMPTION, DEFERRED_POD_SCHEDULING})
 
 # Upstream's default multiPoint plugins that kemu implements, in upstream's order; (name, weight).
 DEFAULT_MULTI_POINT: Final[tuple[tuple[str, int | None], ...]] = (
@@ -55,6 +63,7 @@ DEFAULT_MULTI_POINT: Final[tuple[tuple[str, int | None], ...]] = (
     ("NodeName", None),
     ("TaintToleration", 3),
     ("NodeAffinity", 2),
+    (DEFERRED_POD_SCHEDULING, None),
     ("NodeResourcesFit", 1),
     ("InterPodAffinity", 2),
     (DEFAULT_PREEMPTION, None),
@@ -228,7 +237,7 @@ def _default_plugins(registry: Registry) -> dict[str, PluginSet]:
     multi = tuple(
         PluginRef(name, weight)
         for name, weight in DEFAULT_MULTI_POINT
-        if name != DEFAULT_PREEMPTION or name in registry
+        if name not in _OPTIONAL_DEFAULTS or name in registry
     )
     sets = {key: PluginSet() for key in _PLUGIN_SET_KEYS}
     sets[MULTI_POINT] = PluginSet(multi)

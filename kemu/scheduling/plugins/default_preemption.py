@@ -218,7 +218,11 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         """See the module docstring; `node` and `state` are copies this may change."""
         fh = self._handle
         priority = pod_priority(pod)
-        potential = [pi for pi in node.pods if pi.priority < priority]
+        uid = pod.metadata.uid
+        # A running pod preempting for its Deferred resize (KEP-5836) is on this node itself;
+        # its equal priority already keeps it out, the uid says so explicitly. Its cached copy
+        # stays on the node: NodeResourcesFit counts only what the resize adds to it.
+        potential = [pi for pi in node.pods if pi.priority < priority and pi.uid != uid]
         for pi in potential:
             status = self._remove(state, pod, pi, node)
             if not status.is_success():

@@ -33,7 +33,9 @@ from typing import Any, Final
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.labels import Requirement
+from kemu.machinery.resources import is_pod_resize_deferred
 from kemu.scheduling import status as st
+from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.events import (
     ActionType,
     ClusterEvent,
@@ -291,8 +293,11 @@ class InterPodAffinity(
         *,
         hard_pod_affinity_weight: int = DEFAULT_HARD_POD_AFFINITY_WEIGHT,
         ignore_preferred_terms_of_existing_pods: bool = False,
+        skip_deferred: bool = False,
     ) -> None:
         self.handle = handle
+        # KEP-5836 (upstream, verified): a Deferred resize skips pod (anti-)affinity.
+        self.skip_deferred = skip_deferred
         self.hard_pod_affinity_weight = hard_pod_affinity_weight
         self.ignore_preferred_terms_of_existing_pods = ignore_preferred_terms_of_existing_pods
 
@@ -304,6 +309,8 @@ class InterPodAffinity(
     def pre_filter(
         self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status]:
+        if self.skip_deferred and is_pod_resize_deferred(pod):
+            return None, st.SKIP
         lister = self.handle.snapshot_shared_lister().node_infos()
         s = PreFilterState(PodInfo(pod))
         for ni in lister.have_pods_with_required_anti_affinity_list():
@@ -596,5 +603,8 @@ def new(args: PluginArgs, handle: Handle) -> InterPodAffinity:
     if not isinstance(ignore, bool):
         raise ValueError("ignorePreferredTermsOfExistingPods: must be a boolean")
     return InterPodAffinity(
-        handle, hard_pod_affinity_weight=weight, ignore_preferred_terms_of_existing_pods=ignore
+        handle,
+        hard_pod_affinity_weight=weight,
+        ignore_preferred_terms_of_existing_pods=ignore,
+        skip_deferred=resize_preemption_enabled(handle.gates),
     )

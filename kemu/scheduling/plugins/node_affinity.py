@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.resources import is_pod_resize_deferred
+from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.events import (
     ActionType,
     ClusterEvent,
@@ -117,9 +119,14 @@ class NodeAffinity(
         self,
         added_node_selector: NodeSelector | None = None,
         added_preferred: PreferredSchedulingTerms | None = None,
+        *,
+        skip_deferred: bool = False,
     ) -> None:
         self._added_node_selector = added_node_selector
         self._added_preferred = added_preferred
+        # KEP-5836: a running pod's resize is not a placement; its node affinity (required
+        # during scheduling, ignored during execution) has nothing to say about it.
+        self._skip_deferred = skip_deferred
 
     def name(self) -> str:
         return NAME
@@ -129,6 +136,8 @@ class NodeAffinity(
     def pre_filter(
         self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status]:
+        if self._skip_deferred and is_pod_resize_deferred(pod):
+            return None, SKIP
         has_required = has_required_node_affinity(pod)
         if not has_required and self._added_node_selector is None and not pod.spec.node_selector:
             return None, SKIP
@@ -231,8 +240,9 @@ class NodeAffinity(
 def new(args: PluginArgs, handle: Handle) -> NodeAffinity:
     check_arg_keys(args, ("addedAffinity",), NAME)
     added = args.get("addedAffinity")
+    skip_deferred = resize_preemption_enabled(handle.gates)
     if added is None:
-        return NodeAffinity()
+        return NodeAffinity(skip_deferred=skip_deferred)
     affinity: types_pb2.NodeAffinity = message_from_args(
         types_pb2.NodeAffinity, added, "addedAffinity"
     )
@@ -259,4 +269,4 @@ def new(args: PluginArgs, handle: Handle) -> NodeAffinity:
             )
     except NodeSelectorParseError as e:
         raise ValueError(f"{NAME} args: {e}") from None
-    return NodeAffinity(added_selector, added_preferred)
+    return NodeAffinity(added_selector, added_preferred, skip_deferred=skip_deferred)

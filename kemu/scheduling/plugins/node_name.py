@@ -1,8 +1,10 @@
 """NodeName: a pod with spec.nodeName fits only that node (upstream nodename/node_name.go).
 
-Pods the scheduler picks up have no nodeName (a pod with one is already bound), so this is
-kept for fidelity and for simulations (the autoscaler, preemption dry runs). PreFilter
-narrows the candidates to the named node (upstream 1.31+), or Skips when there is none.
+PreFilter narrows the candidates to the named node (upstream 1.31+), or Skips when there is
+none. The pods the scheduler places have no nodeName; the ones that do are simulations' (the
+autoscaler) and, with KEP-5836's gate, running pods whose resize the kubelet deferred: their
+cycle is thereby restricted to their own node (reference §8.2 item 2), the other nodes being
+UnschedulableAndUnresolvable, so preemption looks for victims there only.
 """
 
 from __future__ import annotations

@@ -12,6 +12,14 @@ statuses (reference §2.3):
 Extended resources named in `ignoredResources`, or whose domain is in `ignoredResourceGroups`,
 are not checked.
 
+KEP-5836 (InPlacePodVerticalScalingSchedulerPreemption, reference §8.2 item 3): a pod bound to
+the evaluated node that the node's cache already holds (a running pod whose resize is Deferred)
+is counted there at max(desired, allocated, actual) already, so only `delta = max(0, request -
+cached request)` per resource must fit in `allocatable - requested`; the status is still
+Unresolvable only when the request itself exceeds allocatable. The queueing hints of such a pod
+look only at its own node: pods deleted or scaled down there, the node's allocatable growing,
+and the pod's own scale-down.
+
 Score ranks feasible nodes by `scoringStrategy`: LeastAllocated (default; spreads),
 MostAllocated (bin-packs) or RequestedToCapacityRatio (a utilization -> score shape), over
 `resources` (default cpu and memory, weight 1), using non-zero requests for cpu and memory.
@@ -25,6 +33,7 @@ from typing import Any, Final
 
 from kemu.api.v1 import types_pb2
 from kemu.scheduling import status as st
+from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.events import (
     ActionType,
     ClusterEvent,
@@ -105,15 +114,31 @@ class InsufficientResource:
 class PreFilterState:
     """The pod's request; read-only after PreFilter, so `clone` shares it."""
 
-    __slots__ = ("empty", "ephemeral_storage", "memory", "milli_cpu", "request", "scalars")
+    __slots__ = (
+        "assigned_node",
+        "empty",
+        "ephemeral_storage",
+        "memory",
+        "milli_cpu",
+        "request",
+        "scalars",
+        "uid",
+    )
 
     def __init__(
         self,
         request: Resource,
         ignored: frozenset[str] = frozenset(),
         ignored_groups: frozenset[str] = frozenset(),
+        *,
+        assigned_node: str = "",
+        uid: str = "",
     ) -> None:
         self.request = request
+        # KEP-5836: the node the pod is bound to ("" for every pod the delta rule does not
+        # apply to, so that Filter's hot path pays one falsy test for them).
+        self.assigned_node = assigned_node
+        self.uid = uid
         self.milli_cpu = request.milli_cpu
         self.memory = request.memory
         self.ephemeral_storage = request.ephemeral_storage
@@ -146,32 +171,43 @@ class PreScoreState:
         return self
 
 
-def fits_request(state: PreFilterState, node: NodeInfo) -> list[InsufficientResource]:
-    """Every resource the node lacks for the pod (upstream fitsRequest)."""
+def fits_request(
+    state: PreFilterState, node: NodeInfo, cached: Resource | None = None
+) -> list[InsufficientResource]:
+    """Every resource the node lacks for the pod (upstream fitsRequest).
+
+    `cached`: what the node already counts for this very pod (KEP-5836, see the module
+    docstring); then only the part of each request beyond it must fit, `max(0, request -
+    cached)`, while Unresolvable still compares the whole request with allocatable."""
     out: list[InsufficientResource] = []
     alloc = node.allocatable
     used = node.requested
     n_pods = len(node.pods)
+    # Upstream leaves the pod count alone for a pod the node already holds (it counts twice
+    # there); kemu does the same.
     if n_pods + 1 > alloc.allowed_pod_number:
         out.append(InsufficientResource(PODS, _TOO_MANY_PODS, 1, n_pods, alloc.allowed_pod_number))
     if state.empty:
         return out
     req = state.milli_cpu
-    if req > 0 and req > alloc.milli_cpu - used.milli_cpu:
+    delta = req if cached is None else max(0, req - cached.milli_cpu)
+    if req > 0 and delta > alloc.milli_cpu - used.milli_cpu:
         out.append(
             InsufficientResource(
                 CPU, _INSUFFICIENT_CPU, req, used.milli_cpu, alloc.milli_cpu, req > alloc.milli_cpu
             )
         )
     req = state.memory
-    if req > 0 and req > alloc.memory - used.memory:
+    delta = req if cached is None else max(0, req - cached.memory)
+    if req > 0 and delta > alloc.memory - used.memory:
         out.append(
             InsufficientResource(
                 MEMORY, _INSUFFICIENT_MEMORY, req, used.memory, alloc.memory, req > alloc.memory
             )
         )
     req = state.ephemeral_storage
-    if req > 0 and req > alloc.ephemeral_storage - used.ephemeral_storage:
+    delta = req if cached is None else max(0, req - cached.ephemeral_storage)
+    if req > 0 and delta > alloc.ephemeral_storage - used.ephemeral_storage:
         out.append(
             InsufficientResource(
                 EPHEMERAL_STORAGE,
@@ -185,7 +221,10 @@ def fits_request(state: PreFilterState, node: NodeInfo) -> list[InsufficientReso
     for name, req in state.scalars:
         have = alloc.scalar.get(name, 0)
         in_use = used.scalar.get(name, 0)
-        if req > have - in_use:
+        delta = req if cached is None else max(0, req - cached.scalar.get(name, 0))
+        # Upstream decides Unresolvable on the delta for scalars (on the request for the
+        # others); reference §8.2 says the request, which kemu uses for every resource.
+        if delta > have - in_use:
             out.append(
                 InsufficientResource(name, f"Insufficient {name}", req, in_use, have, req > have)
             )
@@ -195,6 +234,16 @@ def fits_request(state: PreFilterState, node: NodeInfo) -> list[InsufficientReso
 def fits(pod: types_pb2.Pod, node: NodeInfo) -> list[InsufficientResource]:
     """What `pod` lacks on `node`, ignoring nothing (upstream Fits; for hints and simulations)."""
     return fits_request(PreFilterState(pod_requests(pod)[0]), node)
+
+
+def _filter_assigned(s: PreFilterState, node: NodeInfo) -> Status:
+    """Filter for a pod bound to `node` (KEP-5836): the node's copy of the pod, found by uid,
+    already counts in `requested`; a pod the node does not hold is checked as any other."""
+    cached = next((pi.requests for pi in node.pods if pi.uid == s.uid), None)
+    insufficient = fits_request(s, node, cached)
+    if not insufficient:
+        return st.SUCCESS
+    return _status_of(insufficient)
 
 
 def _status_of(insufficient: Sequence[InsufficientResource]) -> Status:
@@ -213,10 +262,13 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
         ignored_resources: frozenset[str] = frozenset(),
         ignored_resource_groups: frozenset[str] = frozenset(),
         scorer: ResourceAllocationScorer | None = None,
+        resize_preemption: bool = False,
     ) -> None:
         self.ignored_resources = ignored_resources
         self.ignored_resource_groups = ignored_resource_groups
         self.scorer = scorer or scorer_from_args(None)
+        # InPlacePodVerticalScalingSchedulerPreemption (kemu.scheduling.deferred).
+        self.resize_preemption = resize_preemption
 
     def name(self) -> str:
         return NAME
@@ -227,9 +279,18 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
         self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status]:
         request, _ = pod_requests(pod)
+        # Upstream applies the delta rule to any pod bound to the evaluated node, not only to
+        # Deferred ones; only those reach a cycle in the scheduler, simulations may pass others.
+        assigned = pod.spec.node_name if self.resize_preemption else ""
         state.write(
             PRE_FILTER_STATE_KEY,
-            PreFilterState(request, self.ignored_resources, self.ignored_resource_groups),
+            PreFilterState(
+                request,
+                self.ignored_resources,
+                self.ignored_resource_groups,
+                assigned_node=assigned,
+                uid=pod.metadata.uid,
+            ),
         )
         return None, st.SUCCESS
 
@@ -240,6 +301,8 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
         s = state.read(PRE_FILTER_STATE_KEY)
         if not isinstance(s, PreFilterState):
             return st.as_error(f"reading {PRE_FILTER_STATE_KEY!r} from cycleState: not found")
+        if s.assigned_node and s.assigned_node == node.name:
+            return _filter_assigned(s, node)
         # Fast path: the common case is a fit, decided with a few integer comparisons.
         alloc = node.allocatable
         used = node.requested
@@ -308,18 +371,30 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
             ),
         ]
 
+    def _node_bound(self, pod: types_pb2.Pod) -> str:
+        """The node of a pod that is already bound (a Deferred resize, KEP-5836): its hints
+        skip events of every other node. "" for the pods being placed."""
+        return pod.spec.node_name if self.resize_preemption else ""
+
     def is_schedulable_after_pod_event(
         self, pod: types_pb2.Pod, old: Any, new: Any
     ) -> QueueingHint:
+        bound_to = self._node_bound(pod)
         if new is None:
             if not isinstance(old, types_pb2.Pod):
                 return QueueingHint.QUEUE
+            if bound_to:
+                # Only a pod leaving the same node frees room there.
+                same = old.spec.node_name == bound_to
+                return QueueingHint.QUEUE if same else QueueingHint.SKIP
             if not old.spec.node_name and not old.status.nominated_node_name:
                 # Neither bound nor holding a nomination: it reserved nothing.
                 return QueueingHint.SKIP
             return QueueingHint.QUEUE
         if not isinstance(old, types_pb2.Pod) or not isinstance(new, types_pb2.Pod):
             return QueueingHint.QUEUE
+        if bound_to and new.metadata.uid != pod.metadata.uid and new.spec.node_name != bound_to:
+            return QueueingHint.SKIP
         if _is_schedulable_after_pod_scale_down(pod, old, new):
             return QueueingHint.QUEUE
         return QueueingHint.SKIP
@@ -329,6 +404,9 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
     ) -> QueueingHint:
         if not isinstance(new, types_pb2.Node):
             return QueueingHint.QUEUE
+        bound_to = self._node_bound(pod)
+        if bound_to and new.metadata.name != bound_to:
+            return QueueingHint.SKIP
         request, _ = pod_requests(pod)
         if fits_request(PreFilterState(request), NodeInfo(new)):
             # It would not fit even on the empty node.
@@ -455,4 +533,5 @@ def new(args: PluginArgs, handle: Handle) -> Fit:
         ignored_resources=_string_set(args, "ignoredResources"),
         ignored_resource_groups=groups,
         scorer=scorer_from_args(args.get("scoringStrategy")),
+        resize_preemption=resize_preemption_enabled(handle.gates),
     )

@@ -5,6 +5,12 @@ nodeunschedulable/node_unschedulable.go).
 Events: a node added schedulable, or updated from unschedulable to schedulable (upstream
 classifies a spec.unschedulable change as UpdateNodeTaint, and so must kemu's event handlers);
 the rejected pod itself gaining a toleration of the unschedulable taint.
+
+KEP-5836: a cordon keeps new pods off a node; it says nothing about a pod already running there
+that waits for its Deferred resize. With InPlacePodVerticalScalingSchedulerPreemption such a pod
+Skips this plugin at PreFilter (the KEP: every plugin but NodeName, NodeResourcesFit and the
+preemption ones implements PreFilter to Skip Deferred pods), so a cordoned node does not stop
+resize preemption on it. Every other pod gets Success at PreFilter.
 """
 
 from __future__ import annotations
@@ -12,6 +18,8 @@ from __future__ import annotations
 from typing import Any, Final
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.resources import is_pod_resize_deferred
+from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.events import (
     ActionType,
     ClusterEvent,
@@ -25,10 +33,12 @@ from kemu.scheduling.interface import (
     FilterPlugin,
     Handle,
     PluginArgs,
+    PreFilterExtensions,
+    PreFilterPlugin,
 )
 from kemu.scheduling.plugins.helpers import UNSCHEDULABLE_TAINT, tolerations_tolerate_taint
-from kemu.scheduling.status import SUCCESS, Status, unresolvable
-from kemu.scheduling.types import NodeInfo
+from kemu.scheduling.status import SKIP, SUCCESS, Status, unresolvable
+from kemu.scheduling.types import NodeInfo, PreFilterResult
 
 NAME: Final = "NodeUnschedulable"
 
@@ -40,11 +50,24 @@ def _tolerates_unschedulable(pod: types_pb2.Pod) -> bool:
     return tolerations_tolerate_taint(pod.spec.tolerations, UNSCHEDULABLE_TAINT)
 
 
-class NodeUnschedulable(FilterPlugin, EnqueueExtensions):
+class NodeUnschedulable(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
     NAME = NAME
+
+    def __init__(self, *, skip_deferred: bool = False) -> None:
+        self.skip_deferred = skip_deferred
 
     def name(self) -> str:
         return NAME
+
+    def pre_filter(
+        self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        if self.skip_deferred and is_pod_resize_deferred(pod):
+            return None, SKIP
+        return None, SUCCESS
+
+    def pre_filter_extensions(self) -> PreFilterExtensions | None:
+        return None
 
     def filter(self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo) -> Status:
         if node.node is None:
@@ -90,4 +113,4 @@ class NodeUnschedulable(FilterPlugin, EnqueueExtensions):
 
 
 def new(args: PluginArgs, handle: Handle) -> NodeUnschedulable:
-    return NodeUnschedulable()
+    return NodeUnschedulable(skip_deferred=resize_preemption_enabled(handle.gates))

@@ -16,6 +16,7 @@ from kemu.scheduling.plugins import (
     balanced_allocation,
     default_binder,
     default_preemption,
+    deferred_pod_scheduling,
     inter_pod_affinity,
     node_affinity,
     node_name,
@@ -41,6 +42,7 @@ def in_tree_registry() -> Registry:
         node_name.NAME: node_name.new,  # NodeName
         taint_toleration.NAME: taint_toleration.new,  # TaintToleration
         node_affinity.NAME: node_affinity.new,  # NodeAffinity
+        deferred_pod_scheduling.NAME: deferred_pod_scheduling.new,  # DeferredPodScheduling
         node_resources_fit.NAME: node_resources_fit.new,  # NodeResourcesFit
         balanced_allocation.NAME: balanced_allocation.new,  # NodeResourcesBalancedAllocation
         inter_pod_affinity.NAME: inter_pod_affinity.new,  # InterPodAffinity

@@ -10,6 +10,12 @@ Score: the number of PreferNoSchedule taints no PreferNoSchedule-or-any-effect t
 tolerates, normalized reversed (fewer is better, none scores 100).
 Events: a node added or its taints changed such that the pod now tolerates it; the rejected
 pod itself updated with new tolerations.
+
+KEP-5836: taints decide where pods may be placed (NoExecute ones are the taint manager's
+business once a pod runs); a running pod waiting for its Deferred resize is not being placed.
+With InPlacePodVerticalScalingSchedulerPreemption it Skips this plugin at PreFilter, which
+exists for that alone (every other pod gets Success), so a taint does not stop resize
+preemption on its own node.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.resources import is_pod_resize_deferred
+from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.events import (
     ActionType,
     ClusterEvent,
@@ -32,6 +40,8 @@ from kemu.scheduling.interface import (
     FilterPlugin,
     Handle,
     PluginArgs,
+    PreFilterExtensions,
+    PreFilterPlugin,
     PreScorePlugin,
     ScoreExtensions,
     ScorePlugin,
@@ -43,8 +53,8 @@ from kemu.scheduling.plugins.helpers import (
     find_matching_untolerated_taint,
     tolerations_tolerate_taint,
 )
-from kemu.scheduling.status import SUCCESS, Status, as_error, unresolvable
-from kemu.scheduling.types import MAX_NODE_SCORE, NodeInfo, NodeScore, pod_key
+from kemu.scheduling.status import SKIP, SUCCESS, Status, as_error, unresolvable
+from kemu.scheduling.types import MAX_NODE_SCORE, NodeInfo, NodeScore, PreFilterResult, pod_key
 
 logger = logging.getLogger(__name__)
 
@@ -69,14 +79,27 @@ def _untolerated(node: types_pb2.Node, pod: types_pb2.Pod) -> types_pb2.Taint | 
 
 
 class TaintToleration(
-    FilterPlugin, PreScorePlugin, ScorePlugin, ScoreExtensions, EnqueueExtensions
+    PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, ScoreExtensions, EnqueueExtensions
 ):
     NAME = NAME
+
+    def __init__(self, *, skip_deferred: bool = False) -> None:
+        self.skip_deferred = skip_deferred
 
     def name(self) -> str:
         return NAME
 
     # ------------------------------------------------------------ filter
+
+    def pre_filter(
+        self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        if self.skip_deferred and is_pod_resize_deferred(pod):
+            return None, SKIP
+        return None, SUCCESS
+
+    def pre_filter_extensions(self) -> PreFilterExtensions | None:
+        return None
 
     def filter(self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo) -> Status:
         if node.node is None:
@@ -179,4 +202,4 @@ class TaintToleration(
 
 
 def new(args: PluginArgs, handle: Handle) -> TaintToleration:
-    return TaintToleration()
+    return TaintToleration(skip_deferred=resize_preemption_enabled(handle.gates))

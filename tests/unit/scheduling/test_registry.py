@@ -21,6 +21,7 @@ IN_TREE = {
     "NodeName",
     "TaintToleration",
     "NodeAffinity",
+    "DeferredPodScheduling",
     "NodeResourcesFit",
     "NodeResourcesBalancedAllocation",
     "InterPodAffinity",
@@ -74,6 +75,18 @@ def test_in_tree_registry_and_default_framework() -> None:
     assert "NodeResourcesFit" in plugins["filter"]
     assert plugins["postFilter"] == ("DefaultPreemption",)
     assert plugins["preEnqueue"] == ("SchedulingGates", "DefaultPreemption")
+    # KEP-5836: DeferredPodScheduling filters before NodeResourcesFit (its rejection of a node
+    # that disables resize preemption must be the node's status) and is the only Permit plugin.
+    assert plugins["filter"] == (
+        "NodeUnschedulable",
+        "NodeName",
+        "TaintToleration",
+        "NodeAffinity",
+        "DeferredPodScheduling",
+        "NodeResourcesFit",
+        "InterPodAffinity",
+    )
+    assert plugins["permit"] == ("DeferredPodScheduling",)
     # The emulation plugins are registered but only run when a profile enables them.
     for emulation in ("SlowPreBind", "WaitingPermit", "TokenFilter"):
         assert all(emulation not in names for names in plugins.values())

@@ -20,6 +20,7 @@ from kemu.scheduling.plugins import node_resources_fit as fit
 from kemu.scheduling.status import Code, Status
 from kemu.scheduling.types import NodeInfo
 from kemu.testing.builders import PodBuilder, make_node, make_pod
+from tests.unit.scheduling.deferred_builders import preemptor, resize_gates, running
 from tests.unit.scheduling.plugins.fakes import FakeHandle, node_info
 
 EXT_A = "example.com/aaa"
@@ -680,3 +681,162 @@ def test_filter_and_score_5000_nodes_benchmark() -> None:
 
 if __name__ == "__main__":
     print(f"NodeResourcesFit Filter+Score, 5000 nodes: {bench_filter_and_score() * 1000:.2f} ms")
+
+
+# ---------------------------------------------------------------- KEP-5836 delta (§8.2 item 3)
+
+
+def resize_plugin(on: bool = True) -> fit.Fit:
+    h = FakeHandle()
+    h.fake_gates = resize_gates(on)
+    return fit.new({}, h)
+
+
+def rpe_node(name: str = "node1", cpu: str = "300m", memory: str = "300") -> types_pb2.Node:
+    return make_node(name).allocatable(cpu=cpu, memory=memory, pods="10").obj()
+
+
+def on_node(node: types_pb2.Node, *pods: types_pb2.Pod) -> NodeInfo:
+    """The node as the cache has it: every pod (the deferred one too) at its §2.2 size."""
+    ni = NodeInfo(node)
+    for p in pods:
+        ni.add_pod(p)
+    return ni
+
+
+def test_s_rpe_1_delta_over_a_node_the_cache_already_overcommits_is_resolvable() -> None:
+    # cache: victim 200m + preemptor max(300, 100, 100) = 500m > 300m.
+    me = preemptor()
+    ni = on_node(rpe_node(), running("victim-1", "node1", cpu="200m", priority=0), me)
+    st = run_filter(resize_plugin(), me, ni)
+    assert (st.code, st.reasons) == (Code.UNSCHEDULABLE, ("Insufficient cpu",))
+
+
+def test_s_rpe_1_without_the_victim_the_resize_fits() -> None:
+    me = preemptor()
+    assert run_filter(resize_plugin(), me, on_node(rpe_node(), me)).is_success()
+
+
+def test_the_delta_is_what_the_spec_adds_to_the_cached_copy() -> None:
+    # The queue's copy asks 400m; the cache still holds the older 300m: 100m more must fit.
+    me = preemptor()
+    newer = preemptor(cpu="400m")
+    ni = on_node(rpe_node(cpu="450m"), me)
+    assert run_filter(resize_plugin(), newer, ni).is_success()  # 300 + 100 <= 450
+    ni = on_node(rpe_node(cpu="399m"), me)
+    st = run_filter(resize_plugin(), newer, ni)
+    assert st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE  # 400m > 399m allocatable
+
+
+def test_a_smaller_request_than_the_cached_copy_gives_no_room_back() -> None:
+    # max(0, ...): a pending scale-down does not free what the kubelet still holds.
+    me = preemptor()
+    smaller = preemptor(cpu="150m")
+    ni = on_node(rpe_node(), running("other", "node1", cpu="100m"), me)  # 400m on 300m
+    assert run_filter(resize_plugin(), smaller, ni).code is Code.UNSCHEDULABLE
+
+
+def test_unresolvable_only_when_the_request_exceeds_allocatable() -> None:
+    # The cache counts 301m on a 300m node: delta 0 does not fit in -1m, and no victim helps.
+    me = preemptor(cpu="301m")
+    st = run_filter(resize_plugin(), me, on_node(rpe_node(), me))
+    assert (st.code, st.reasons) == (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("Insufficient cpu",))
+
+
+def test_with_the_gate_off_the_pod_counts_twice_as_before() -> None:
+    me = preemptor()
+    st = run_filter(resize_plugin(on=False), me, on_node(rpe_node(cpu="500m"), me))
+    assert st.code is Code.UNSCHEDULABLE  # 300m cached + 300m again > 500m
+
+
+def test_the_delta_applies_only_on_the_pods_own_node_and_when_the_node_holds_it() -> None:
+    me = preemptor()
+    elsewhere = on_node(rpe_node("node2", cpu="500m"), running("x", "node2", cpu="300m"))
+    assert run_filter(resize_plugin(), me, elsewhere).code is Code.UNSCHEDULABLE
+    missing = on_node(rpe_node(cpu="500m"), running("x", "node1", cpu="300m"))
+    assert run_filter(resize_plugin(), me, missing).code is Code.UNSCHEDULABLE
+
+
+def test_scalar_resources_use_the_delta_too() -> None:
+    me = preemptor()
+    me.spec.containers[0].resources.requests[EXT_A] = "2"
+    me.status.container_statuses[0].allocated_resources[EXT_A] = "2"
+    node = make_node("node1").allocatable({EXT_A: "2"}, cpu="300m", memory="300", pods="10").obj()
+    assert run_filter(resize_plugin(), me, on_node(node, me)).is_success()
+    st = run_filter(resize_plugin(on=False), me, on_node(node, me))
+    assert (st.code, st.reasons) == (
+        Code.UNSCHEDULABLE,
+        ("Insufficient cpu", f"Insufficient {EXT_A}"),
+    )
+
+
+def test_ordinary_pods_never_look_for_themselves_on_the_node() -> None:
+    state = CycleState()
+    resize_plugin().pre_filter(state, pod(4, 1).obj(), [])
+    s = state.read(fit.PRE_FILTER_STATE_KEY)
+    assert isinstance(s, fit.PreFilterState) and s.assigned_node == ""
+    state = CycleState()
+    resize_plugin(on=False).pre_filter(state, preemptor(), [])
+    s = state.read(fit.PRE_FILTER_STATE_KEY)
+    assert isinstance(s, fit.PreFilterState) and s.assigned_node == ""
+
+
+# ---------------------------------------------------------------- KEP-5836 hints (S-RPE-6)
+
+
+def scaled(p: types_pb2.Pod, cpu: str) -> types_pb2.Pod:
+    out = types_pb2.Pod()
+    out.CopyFrom(p)
+    out.spec.containers[0].resources.requests["cpu"] = cpu
+    held = out.status.container_statuses[0]
+    held.allocated_resources["cpu"] = cpu
+    held.resources.requests["cpu"] = cpu
+    return out
+
+
+DEFERRED = preemptor("deferred", cpu="100m", actual_cpu="50m")
+OTHER = running("other-pod", "node1", cpu="200m", priority=2000)
+IRRELEVANT = running("irrelevant-pod", "node2", cpu="200m")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        pytest.param(IRRELEVANT, scaled(IRRELEVANT, "100m"), "SKIP", id="other-node-scale-down"),
+        pytest.param(OTHER, scaled(OTHER, "100m"), "QUEUE", id="same-node-scale-down"),
+        pytest.param(IRRELEVANT, None, "SKIP", id="other-node-delete"),
+        pytest.param(OTHER, None, "QUEUE", id="same-node-delete"),
+        pytest.param(DEFERRED, scaled(DEFERRED, "80m"), "QUEUE", id="own-scale-down"),
+    ],
+)
+def test_s_rpe_6_pod_event_hints_look_at_the_deferred_pods_node_only(
+    old: types_pb2.Pod, new: types_pb2.Pod | None, expected: str
+) -> None:
+    assert resize_plugin().is_schedulable_after_pod_event(DEFERRED, old, new).name == expected
+
+
+def test_s_rpe_6_without_the_gate_other_nodes_still_count() -> None:
+    p = resize_plugin(on=False)
+    assert p.is_schedulable_after_pod_event(DEFERRED, IRRELEVANT, None).name == "QUEUE"
+    assert (
+        p.is_schedulable_after_pod_event(DEFERRED, IRRELEVANT, scaled(IRRELEVANT, "100m")).name
+        == "QUEUE"
+    )
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        pytest.param(rpe_node(cpu="200m"), rpe_node(cpu="1000m"), "QUEUE", id="own-grew"),
+        pytest.param(rpe_node(cpu="200m"), rpe_node(cpu="200m"), "SKIP", id="own-unchanged"),
+        pytest.param(
+            rpe_node("node2", cpu="500m"), rpe_node("node2", cpu="1000m"), "SKIP", id="other-grew"
+        ),
+        pytest.param(None, rpe_node("node2"), "SKIP", id="other-added"),
+        pytest.param(None, rpe_node(), "QUEUE", id="own-added"),
+    ],
+)
+def test_s_rpe_6_node_hints_look_at_the_deferred_pods_node_only(
+    old: types_pb2.Node | None, new: types_pb2.Node, expected: str
+) -> None:
+    assert resize_plugin().is_schedulable_after_node_change(DEFERRED, old, new).name == expected

@@ -1,0 +1,544 @@
+"""KEP-5836 in the scheduler process (reference §8.2 items 1, 5, 6; §8.3 S-RPE-1, -3, -4, -6,
+-7, -8; invariant 9 of §11b): the event handlers put a bound pod with a Deferred resize into the
+queue and take it out again, its cycle never assumes, nominates or writes PodScheduled=False,
+it always goes back to the queue, and only events on its own node bring it back.
+
+The real pieces as scheduler/app.py wires them (informers over kemu's FakeClient, Cache,
+PriorityQueue with the profile's queueing hints, EventHandlers, the default profile's Framework
+with the preemption executor, Scheduler); only the event recorder is a fake.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import random
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import pytest
+
+from kemu.api.v1 import types_pb2
+from kemu.client.fake import FakeClient
+from kemu.client.informer import FuncHandler, InformerFactory
+from kemu.component.clock import FakeClock
+from kemu.component.featuregate import FeatureGates
+from kemu.component.version import Version
+from kemu.machinery.errors import NotFound
+from kemu.scheduling.deferred import resize_preemption_enabled
+from kemu.scheduling.interface import SCHEDULER_POD_FIELD_SELECTOR
+from kemu.scheduling.plugins import deferred_pod_scheduling, node_resources_fit
+from kemu.scheduling.plugins.registry import in_tree_registry
+from kemu.scheduling.preemption import DISRUPTION_TARGET
+from kemu.scheduling.runtime import Framework
+from kemu.scheduling.snapshot import Snapshot
+from kemu.scheduling.waiting_pods import WaitingPodsMap
+from kemu.testing.builders import make_node
+from scheduler.cache.cache import Cache
+from scheduler.config import default_config
+from scheduler.event_handlers import EventHandlers
+from scheduler.metrics import SchedulerMetrics
+from scheduler.preemption_executor import Executor
+from scheduler.queue.hints import build_queueing_hint_map
+from scheduler.queue.scheduling_queue import PriorityQueue
+from scheduler.schedule_one import Scheduler
+from tests.unit.scheduling.deferred_builders import (
+    SCHEDULER,
+    preemptor,
+    resize_gates,
+    running,
+    with_deferral,
+    without_deferral,
+)
+
+_READS = frozenset({"get", "list", "watch"})
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+
+    def event(
+        self, obj: types_pb2.Pod, event_type: str, reason: str, action: str, message: str
+    ) -> None:
+        self.events.append((obj.metadata.name, reason))
+
+
+@dataclass
+class Env:
+    client: FakeClient
+    cache: Cache
+    queue: PriorityQueue
+    scheduler: Scheduler
+    recorder: Recorder
+
+    def node(self, name: str, cpu: str, memory: str = "300", *disabled_by: str) -> None:
+        b = make_node(name).capacity(cpu=cpu, memory=memory, pods="10")
+        if disabled_by:
+            b = b.disable_resize_preemption(*disabled_by)
+        self.client.add(b.obj())
+
+    def add(self, pod: types_pb2.Pod) -> types_pb2.Pod:
+        stored = self.client.add(pod)
+        assert isinstance(stored, types_pb2.Pod)
+        return stored
+
+    async def get(self, name: str) -> types_pb2.Pod | None:
+        try:
+            return await self.client.get(types_pb2.Pod, name, "default")
+        except NotFound:
+            return None
+
+    async def update_status(self, pod: types_pb2.Pod) -> types_pb2.Pod:
+        current = await self.get(pod.metadata.name)
+        assert current is not None
+        pod.metadata.resource_version = current.metadata.resource_version
+        pod.metadata.uid = current.metadata.uid
+        return await self.client.update_status(pod)
+
+    async def patch_spec_cpu(self, name: str, cpu: str) -> None:
+        """An in-place resize of the pod's first container (the API's spec, nothing else)."""
+        current = await self.get(name)
+        assert current is not None
+        current.spec.containers[0].resources.requests["cpu"] = cpu
+        await self.client.update(current)
+
+    async def actuate_cpu(self, name: str, cpu: str) -> None:
+        """A resize the kubelet also actuated: spec, allocated and actual all at `cpu` (the
+        scheduler counts the largest, reference §2.2)."""
+        await self.patch_spec_cpu(name, cpu)
+        current = await self.get(name)
+        assert current is not None
+        held = current.status.container_statuses[0]
+        held.allocated_resources["cpu"] = cpu
+        held.resources.requests["cpu"] = cpu
+        await self.client.update_status(current)
+
+    def queued(self) -> dict[str, list[str]]:
+        return {
+            "active": sorted(p.metadata.name for p in self.queue.pods_in_active_q()),
+            "backoff": sorted(p.metadata.name for p in self.queue.pods_in_backoff_q()),
+            "unschedulable": sorted(p.metadata.name for p in self.queue.unschedulable_pods()),
+        }
+
+    def where(self, name: str) -> str:
+        for queue, names in self.queued().items():
+            if name in names:
+                return queue
+        return ""
+
+    def cached(self, name: str) -> bool:
+        return any(
+            pi.pod.metadata.name == name
+            for ni in self.cache.dump().nodes.values()
+            for pi in ni.pods
+        )
+
+    async def cycle(self) -> str:
+        """Pops the next pod and runs its scheduling cycle; returns its name."""
+        qpi = await self.queue.pop()
+        assert qpi is not None
+        await self.scheduler.schedule_one(qpi)
+        await settle()
+        return qpi.pod.metadata.name
+
+    def writes(self) -> list[tuple[str, str, str]]:
+        """(verb, pod, subresource) of every write to a pod."""
+        return [
+            (a.verb, a.name, a.subresource)
+            for a in self.client.actions
+            if a.verb not in _READS and a.resource == "pods"
+        ]
+
+    def patches(self, name: str) -> list[dict[str, object]]:
+        return [
+            json.loads(a.patch)
+            for a in self.client.actions
+            if a.verb == "patch" and a.name == name and a.patch
+        ]
+
+
+async def settle() -> None:
+    await anyio.wait_all_tasks_blocked()
+
+
+@asynccontextmanager
+async def env(gates: FeatureGates | None = None, *, setup: object = None) -> AsyncIterator[Env]:
+    """The scheduler's pieces over a FakeClient, informers started after `setup(client)`."""
+    gates = gates if gates is not None else resize_gates(True)
+    clock = FakeClock()
+    client = FakeClient(clock=clock)
+    if callable(setup):
+        setup(client)
+    informers = InformerFactory(client, clock=clock)
+    pods = informers.informer(types_pb2.Pod, field_selector=SCHEDULER_POD_FIELD_SELECTOR)
+    nodes = informers.informer(types_pb2.Node)
+    informers.informer(types_pb2.PodDisruptionBudget)
+    metrics = SchedulerMetrics(None)
+    recorder = Recorder()
+    cache = Cache(clock, in_place_resize=True, per_container_max=False)
+    fwk = Framework(
+        default_config().profiles[0],
+        in_tree_registry(),
+        client=client,
+        clock=clock,
+        gates=gates,
+        event_recorder=recorder,
+        informer_factory=informers,
+        waiting_pods=WaitingPodsMap(),
+        metrics=metrics,
+        rng=random.Random(0),
+        preemption_executor=functools.partial(
+            Executor, client=client, pod_lister=pods.lister, metrics=metrics
+        ),
+    )
+    queue = PriorityQueue(
+        clock=clock,
+        pre_enqueue={SCHEDULER: fwk.run_pre_enqueue_plugins},
+        queueing_hint_map={SCHEDULER: build_queueing_hint_map(fwk.enqueue_extensions())},
+        pod_lister=pods.lister,
+        pod_info_factory=cache.pod_info,
+    )
+    fwk.set_nominator(queue.nominator)
+    fwk.set_pod_activator(queue.activate)
+    handlers = EventHandlers(
+        cache=cache,
+        queue=queue,
+        scheduler_names=[SCHEDULER],
+        frameworks=[fwk],
+        resize_preemption=resize_preemption_enabled(gates),
+    )
+    pods.add_event_handler(
+        FuncHandler(
+            on_add=handlers.on_pod_add,
+            on_update=handlers.on_pod_update,
+            on_delete=handlers.on_pod_delete,
+        )
+    )
+    nodes.add_event_handler(
+        FuncHandler(
+            on_add=handlers.on_node_add,
+            on_update=handlers.on_node_update,
+            on_delete=handlers.on_node_delete,
+        )
+    )
+    scheduler = Scheduler(
+        client=client,
+        cache=cache,
+        queue=queue,
+        profiles={SCHEDULER: fwk},
+        snapshot=Snapshot(),
+        clock=clock,
+        gates=gates,
+        metrics=metrics,
+        recorder=recorder,
+        pod_lister=pods.lister,
+        rng=random.Random(0),
+    )
+    async with anyio.create_task_group() as tg:
+        informers.start(tg)
+        await informers.wait_for_cache_sync()
+        scheduler._binding_tasks = tg  # what Scheduler.run sets up
+        fwk.set_background(tg)
+        await settle()
+        try:
+            yield Env(client, cache, queue, scheduler, recorder)
+        finally:
+            fwk.set_background(None)
+            tg.cancel_scope.cancel()
+
+
+def s_rpe_1(client: FakeClient) -> None:
+    """Node 300m/300; victim-1 low 200m/100; the preemptor high, 300m/100 wanted, 100m held."""
+    client.add(make_node("node1").capacity(cpu="300m", memory="300", pods="10").obj())
+    client.add(running("victim-1", "node1", cpu="200m", priority=0))
+    client.add(preemptor())
+
+
+# ---------------------------------------------------------------- item 1: the handlers (S-RPE-8)
+
+
+async def test_s_rpe_8_a_deferred_pod_present_at_start_up_is_queued_and_cached() -> None:
+    async with env(setup=s_rpe_1) as e:
+        assert e.queued() == {"active": ["preemptor"], "backoff": [], "unschedulable": []}
+        assert e.cached("preemptor") and e.cached("victim-1")
+
+
+@pytest.mark.parametrize(
+    "gates",
+    [
+        pytest.param(resize_gates(False), id="gate-off"),
+        pytest.param(resize_gates(True, Version(1, 36)), id="before-1.37"),
+    ],
+)
+async def test_without_the_gate_an_assigned_pod_never_enters_the_queue(
+    gates: FeatureGates,
+) -> None:
+    async with env(gates, setup=s_rpe_1) as e:
+        assert len(e.queue) == 0 and e.queue.len_in_flight() == 0
+        assert e.cached("preemptor")
+        await e.update_status(without_deferral(preemptor()))
+        await e.update_status(preemptor())
+        await settle()
+        assert len(e.queue) == 0
+
+
+async def test_a_pod_of_another_scheduler_is_not_queued() -> None:
+    def setup(client: FakeClient) -> None:
+        client.add(make_node("node1").capacity(cpu="300m", memory="300").obj())
+        other = preemptor()
+        other.spec.scheduler_name = "other-scheduler"
+        client.add(other)
+
+    async with env(setup=setup) as e:
+        assert len(e.queue) == 0 and e.cached("preemptor")
+
+
+async def test_s_rpe_8_an_update_that_defers_queues_and_one_that_clears_dequeues() -> None:
+    def setup(client: FakeClient) -> None:
+        client.add(make_node("node1").capacity(cpu="300m", memory="300").obj())
+        client.add(running("pod", "node1", cpu="100m"))
+
+    async with env(setup=setup) as e:
+        assert len(e.queue) == 0
+        deferred = with_deferral(running("pod", "node1", cpu="100m"))
+        await e.update_status(deferred)
+        await settle()
+        assert e.where("pod") == "active"
+        await e.update_status(running("pod", "node1", cpu="100m"))  # condition gone
+        await settle()
+        assert len(e.queue) == 0 and e.cached("pod")
+
+
+async def test_s_rpe_8_deleting_the_deferred_pod_removes_it_from_queue_and_cache() -> None:
+    async with env(setup=s_rpe_1) as e:
+        await e.client.delete(types_pb2.Pod, "preemptor", "default", grace_period_seconds=0)
+        await settle()
+        assert len(e.queue) == 0 and not e.cached("preemptor")
+
+
+async def test_an_update_of_a_queued_deferred_pod_reaches_the_queues_copy() -> None:
+    async with env(setup=s_rpe_1) as e:
+        await e.patch_spec_cpu("preemptor", "250m")
+        await settle()
+        queued = e.queue.get_pod("default", "preemptor")
+        assert queued is not None
+        assert queued.pod.spec.containers[0].resources.requests["cpu"] == "250m"
+
+
+# ---------------------------------------------------------------- items 4-6: the cycle
+
+
+async def test_s_rpe_1_the_cycle_preempts_the_victim_and_requeues_without_nnn() -> None:
+    async with env(setup=s_rpe_1) as e:
+        assert await e.cycle() == "preemptor"
+        # The victim: DisruptionTarget, then a graceful DELETE.
+        assert ("patch", "victim-1", "status") in e.writes()
+        assert ("delete", "victim-1", "") in e.writes()
+        patch: Any = e.patches("victim-1")[0]
+        assert any(c["type"] == DISRUPTION_TARGET for c in patch["status"]["conditions"])
+        # The preemptor: no write at all (no NNN, no PodScheduled=False), back in the pool.
+        assert [w for w in e.writes() if w[1] == "preemptor"] == []
+        assert (
+            e.queue.nominator.nominated_node_name(
+                (await e.get("preemptor")).metadata.uid  # type: ignore[union-attr]
+            )
+            is None
+        )
+        assert e.where("preemptor") == "unschedulable"
+        assert e.cached("preemptor")
+        pod = await e.get("preemptor")
+        assert pod is not None and pod.status.nominated_node_name == ""
+        assert [(c.type, c.status) for c in pod.status.conditions if c.type == "PodScheduled"] == [
+            ("PodScheduled", "True")
+        ]
+        assert not [ev for ev in e.recorder.events if ev == ("preemptor", "FailedScheduling")]
+
+
+async def test_s_rpe_1_the_victims_deletion_brings_the_pod_back_and_it_is_parked() -> None:
+    async with env(setup=s_rpe_1) as e:
+        await e.cycle()
+        # The fake API deletes bound pods gracefully; the kubelet would finish it.
+        await e.client.delete(types_pb2.Pod, "victim-1", "default", grace_period_seconds=0)
+        await settle()
+        assert e.where("preemptor") in ("active", "backoff")
+        e.scheduler.clock.advance(11)  # type: ignore[attr-defined]
+        e.queue.flush_backoff_q_completed()
+        e.client.clear_actions()
+        assert await e.cycle() == "preemptor"
+        # It fits now: parked by DeferredPodScheduling's Permit, never bound, never assumed.
+        assert e.writes() == []
+        assert e.where("preemptor") == "unschedulable"
+        assert not e.cache.is_assumed_pod(await e.get("preemptor"))  # type: ignore[arg-type]
+        qpi = e.queue.get_pod("default", "preemptor")
+        assert qpi is not None and qpi.unschedulable_plugins == {deferred_pod_scheduling.NAME}
+
+
+async def test_s_rpe_3_preemption_policy_never_evicts_nothing_and_stays_queued() -> None:
+    def setup(client: FakeClient) -> None:
+        client.add(make_node("node1").capacity(cpu="300m", memory="300", pods="10").obj())
+        client.add(running("victim-1", "node1", cpu="200m", priority=0))
+        p = preemptor()
+        p.spec.preemption_policy = "Never"
+        client.add(p)
+
+    async with env(setup=setup) as e:
+        await e.cycle()
+        assert e.writes() == []
+        assert e.where("preemptor") == "unschedulable"
+
+
+async def test_s_rpe_4_a_resize_that_fits_is_parked_with_no_write() -> None:
+    def setup(client: FakeClient) -> None:
+        client.add(make_node("node1").capacity(cpu="300m", memory="300", pods="10").obj())
+        client.add(preemptor())
+
+    async with env(setup=setup) as e:
+        await e.cycle()
+        assert e.writes() == []
+        assert e.where("preemptor") == "unschedulable"
+        assert e.queue.len_in_flight() == 0
+
+
+async def test_s_rpe_5_a_node_that_disables_resize_preemption_evicts_nothing() -> None:
+    def setup(client: FakeClient) -> None:
+        client.add(
+            make_node("node1")
+            .capacity(cpu="300m", memory="300", pods="10")
+            .disable_resize_preemption("test-operator")
+            .obj()
+        )
+        client.add(running("victim-1", "node1", cpu="200m", priority=0))
+        client.add(preemptor())
+
+    async with env(setup=setup) as e:
+        await e.cycle()
+        assert e.writes() == []
+        assert e.where("preemptor") == "unschedulable"
+
+
+async def test_a_deferred_pod_whose_condition_cleared_in_flight_is_not_requeued() -> None:
+    async with env(setup=s_rpe_1) as e:
+        qpi = await e.queue.pop()
+        assert qpi is not None
+        await e.update_status(without_deferral(preemptor()))
+        await settle()
+        await e.scheduler.schedule_one(qpi)
+        await settle()
+        assert len(e.queue) == 0 and e.queue.len_in_flight() == 0
+
+
+# ---------------------------------------------------------------- item 7: requeue (S-RPE-6/7)
+
+
+def s_rpe_6(client: FakeClient) -> None:
+    """node1 200m: other-pod high 200m, the deferred pod low 100m wanted, 50m held; node2 500m
+    with irrelevant-pod 200m."""
+    client.add(make_node("node1").capacity(cpu="200m", memory="1Gi", pods="10").obj())
+    client.add(make_node("node2").capacity(cpu="500m", memory="1Gi", pods="10").obj())
+    client.add(running("other-pod", "node1", cpu="200m", priority=2000))
+    client.add(preemptor("deferred", cpu="100m", actual_cpu="50m", priority=0))
+    client.add(running("irrelevant-pod", "node2", cpu="200m"))
+
+
+@asynccontextmanager
+async def parked(setup: object = s_rpe_6) -> AsyncIterator[Env]:
+    async with env(setup=setup) as e:
+        assert await e.cycle() == "deferred"
+        assert e.where("deferred") == "unschedulable"
+        qpi = e.queue.get_pod("default", "deferred")
+        assert qpi is not None
+        assert node_resources_fit.NAME in qpi.unschedulable_plugins
+        yield e
+
+
+async def test_s_rpe_6_pods_resized_or_relabelled_elsewhere_do_not_requeue() -> None:
+    async with parked() as e:
+        await e.actuate_cpu("irrelevant-pod", "100m")
+        await settle()
+        assert e.where("deferred") == "unschedulable"
+        other = await e.get("other-pod")
+        assert other is not None
+        other.metadata.labels["new"] = "label"
+        await e.client.update(other)
+        await settle()
+        assert e.where("deferred") == "unschedulable"
+        await e.client.delete(types_pb2.Pod, "irrelevant-pod", "default", grace_period_seconds=0)
+        await settle()
+        assert e.where("deferred") == "unschedulable"
+
+
+@pytest.mark.parametrize("trigger", ["other-scaled-down", "other-deleted", "own-scaled-down"])
+async def test_s_rpe_6_events_on_its_own_node_requeue(trigger: str) -> None:
+    async with parked() as e:
+        if trigger == "other-scaled-down":
+            await e.actuate_cpu("other-pod", "100m")
+        elif trigger == "other-deleted":
+            await e.client.delete(types_pb2.Pod, "other-pod", "default", grace_period_seconds=0)
+        else:
+            await e.patch_spec_cpu("deferred", "80m")
+        await settle()
+        assert e.where("deferred") in ("active", "backoff")
+
+
+async def test_s_rpe_6_node_allocatable_growth_requeues_on_its_own_node_only() -> None:
+    async with parked() as e:
+        node2 = await e.client.get(types_pb2.Node, "node2")
+        node2.status.allocatable["cpu"] = "1000m"
+        await e.client.update_status(node2)
+        await settle()
+        assert e.where("deferred") == "unschedulable"
+        node1 = await e.client.get(types_pb2.Node, "node1")
+        node1.status.allocatable["cpu"] = "1000m"
+        await e.client.update_status(node1)
+        await settle()
+        assert e.where("deferred") in ("active", "backoff")
+
+
+def s_rpe_7(client: FakeClient) -> None:
+    """S-RPE-6's setup with node1 disabling resize preemption from the start."""
+    client.add(
+        make_node("node1")
+        .capacity(cpu="200m", memory="1Gi", pods="10")
+        .disable_resize_preemption("test-operator")
+        .obj()
+    )
+    client.add(make_node("node2").capacity(cpu="500m", memory="1Gi", pods="10").obj())
+    client.add(running("victim", "node1", cpu="100m", priority=0))
+    client.add(preemptor("deferred", cpu="150m", actual_cpu="50m", priority=1000))
+
+
+async def test_s_rpe_7_only_re_enabling_preemption_on_its_own_node_requeues() -> None:
+    async with env(setup=s_rpe_7) as e:
+        assert await e.cycle() == "deferred"
+        assert e.writes() == [] and e.where("deferred") == "unschedulable"
+
+        async def set_policy(name: str, *owners: str) -> None:
+            node = await e.client.get(types_pb2.Node, name)
+            del node.spec.pod_preemption_policy.disable_resize_preemption[:]
+            node.spec.pod_preemption_policy.disable_resize_preemption.extend(owners)
+            if not owners:
+                node.spec.ClearField("pod_preemption_policy")
+            await e.client.update(node)
+            await settle()
+
+        await set_policy("node2", "someone")
+        await set_policy("node2")
+        assert e.where("deferred") == "unschedulable"
+        await set_policy("node1", "test-operator", "another")
+        assert e.where("deferred") == "unschedulable"
+        await set_policy("node1")
+        assert e.where("deferred") in ("active", "backoff")
+
+
+def test_a_node_preemption_policy_change_is_upstreams_update_node_preemption_policy() -> None:
+    from kemu.scheduling.events import ActionType
+    from scheduler.event_handlers import node_update_action
+
+    old = make_node("n").obj()
+    new = make_node("n").disable_resize_preemption("x").obj()
+    assert node_update_action(old, new) == ActionType.UPDATE_NODE_PREEMPTION_POLICY
+    assert node_update_action(new, old) == ActionType.UPDATE_NODE_PREEMPTION_POLICY
