@@ -191,25 +191,36 @@ class _History(Generic[_Obj, _Version]):
                 found.append((versions[0].seq, uid))
         return [uid for _, uid in sorted(found)]
 
-    def lag(self, objs: Iterable[_Obj]) -> str:
-        """ "" if the latest recorded state is `objs` (a list of the namespace), else what
-        differs. Once it is "", every change up to that list has been recorded."""
+    def lag(self, objs: Iterable[_Obj], list_resource_version: str = "") -> str:
+        """ "" once every change up to `objs` (a list of the namespace, made at
+        `list_resource_version`) has been recorded, else what is missing. Objects may have
+        changed since the list: a recorded version newer than the listed one, a recorded
+        deletion of a listed object, or an object first recorded after the list, are past it."""
         listed = {o.metadata.uid: o for o in objs}
         for uid, obj in listed.items():
             last = self.latest(uid)
             if last is None:
                 return f"{_key(obj)} not recorded yet"
             if last.type == DELETED:
-                return f"{_key(obj)} recorded as deleted but listed"
+                continue  # deleted after the list
             last_rv = self._obj(last).metadata.resource_version
-            if last_rv != obj.metadata.resource_version:
-                return (
-                    f"{_key(obj)} recorded at resourceVersion {last_rv}, listed at "
-                    f"{obj.metadata.resource_version}"
-                )
+            listed_rv = obj.metadata.resource_version
+            recorded, wanted = _int_or_none(last_rv), _int_or_none(listed_rv)
+            behind = (
+                recorded < wanted
+                if recorded is not None and wanted is not None
+                else last_rv != listed_rv
+            )
+            if behind:
+                return f"{_key(obj)} recorded at resourceVersion {last_rv}, listed at {listed_rv}"
+        list_rv = _int_or_none(list_resource_version)
         for uid, versions in self.versions.items():
-            if versions[-1].type != DELETED and uid not in listed:
-                return f"{_key(self._obj(versions[-1]))} deleted but its deletion not recorded yet"
+            if versions[-1].type == DELETED or uid in listed:
+                continue
+            first_rv = versions[0].resource_version
+            if list_rv is not None and first_rv is not None and first_rv > list_rv:
+                continue  # created after the list
+            return f"{_key(self._obj(versions[-1]))} deleted but its deletion not recorded yet"
         return ""
 
     async def sync(self, client: ApiClient, *, timeout: float = 10.0) -> None:  # noqa: ASYNC109
@@ -222,7 +233,7 @@ class _History(Generic[_Obj, _Version]):
         def caught_up() -> bool:
             if self.error is not None or not self.recording:
                 return True  # nothing more will come; reported below
-            lag = self.lag(listed.items)
+            lag = self.lag(listed.items, listed.resource_version)
             assert not lag, lag
             return True
 

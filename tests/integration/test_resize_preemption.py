@@ -29,7 +29,9 @@ What the scheduler does with a deferred pod is read from its /metrics:
   happen): `caught_up`, a canary. The scenario's canary node gets a fresh label value and a
   canary pod selecting that value is created; once the scheduler has bound it, its node and
   pod informers (each in resourceVersion order) have delivered every event before those two
-  writes, and their handlers (enqueueing, queueing hints) have run.
+  writes, and their handlers (enqueueing, queueing hints) have run. Canaries have a profile
+  of their own in the same process (same informers and queue): one that is tried before the
+  scheduler sees the new label fails an attempt, which must not count as the deferred pod's.
 Events on the canary node are on another node than the deferred pods', and it is too small
 for any of them (a hint that still looks at resources skips it).
 """
@@ -82,12 +84,19 @@ GATE: Final = pytest.mark.parametrize("gate_on", [True, False], ids=["gate-on", 
 
 
 def config(profile: str) -> str:
+    """A profile for the scenario's pods and one for its canaries (see `Rpe.caught_up`), so
+    that a canary's failed attempts are not counted as the deferred pods'."""
     return f"""\
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 profiles:
 - schedulerName: {profile}
+- schedulerName: {canary_profile(profile)}
 """
+
+
+def canary_profile(profile: str) -> str:
+    return f"canary-{profile}"
 
 
 # Upstream's LowPriority / HighPriority (test/integration/scheduler/preemption).
@@ -344,7 +353,7 @@ class Rpe:
         name = f"canary-{value}"
         pod = (
             self.s.pod(name, shutdown="")
-            .scheduler_name(self.scheduler)
+            .scheduler_name(canary_profile(self.scheduler))
             .node_selector({SYNC_LABEL: value})
         )
         await self.s.create(pod)

@@ -541,6 +541,32 @@ async def test_record_pods_records_every_version_of_the_namespace_and_stops_its_
     assert sorted(seqs) == list(range(len(seqs)))
 
 
+def test_lag_accepts_a_history_that_went_past_the_list():
+    s = Story()
+    a = s.create(make_pod("a"))
+    b = s.create(make_pod("b"))
+    listed = [s.update(a), s.update(b)]
+    list_rv = str(s.rv)
+    assert s.history.lag(listed, list_rv) == ""
+    s.write(s.update(a))  # changed after the list
+    s.remove(b)  # deleted after the list
+    s.create(make_pod("c"))  # created after the list
+    assert s.history.lag(listed, list_rv) == ""
+
+
+def test_lag_names_what_is_not_recorded_yet():
+    s = Story()
+    a = s.create(make_pod("a"))
+    newer = s.update(a)
+    newer.metadata.resource_version = str(s.rv + 1)
+    assert "recorded at resourceVersion 1, listed at 2" in s.history.lag([newer], str(s.rv + 1))
+    s.create(make_pod("gone"))
+    assert "ns/gone deleted but its deletion not recorded yet" in s.history.lag(
+        [s.update(a)], str(s.rv + 1)
+    )
+    assert "ns/x not recorded yet" in s.history.lag([make_pod("x").namespace(NS).obj()], "9")
+
+
 @pytest.mark.anyio
 async def test_record_nodes_records_the_selected_nodes():
     fake = FakeClient(make_node("n1").label("scenario", "x").obj(), make_node("other").obj())
