@@ -34,6 +34,9 @@ What the scheduler does with a deferred pod is read from its /metrics:
   scheduler sees the new label fails an attempt, which must not count as the deferred pod's.
 Events on the canary node are on another node than the deferred pods', and it is too small
 for any of them (a hint that still looks at resources skips it).
+
+S-RPE-1..5, 9 and the enqueueing of S-RPE-8 run with the gate on and off; the rest (hints,
+start-up, dequeueing, S-RPE-10) concern a pod that the gate-off scheduler never queues.
 """
 
 from __future__ import annotations
@@ -545,7 +548,9 @@ async def expect_evictions(r: Rpe, preemptor: types_pb2.Pod, victims: set[str]) 
 
         async def nothing_evicted() -> None:
             for pod in (await r.s.pods()).values():
-                assert not pod.metadata.HasField("deletion_timestamp"), pod.metadata.name
+                assert not pod.metadata.HasField("deletion_timestamp"), (
+                    f"{pod.metadata.name} is terminating"
+                )
             q = await r.queued()
             assert q.get("unschedulable", 0) == 1, f"queues {q}"
 
@@ -562,7 +567,9 @@ async def expect_evictions(r: Rpe, preemptor: types_pb2.Pod, victims: set[str]) 
                 f"{name} was written"
             )
             for pod in (await r.s.pods()).values():
-                assert not pod.metadata.HasField("deletion_timestamp"), pod.metadata.name
+                assert not pod.metadata.HasField("deletion_timestamp"), (
+                    f"{pod.metadata.name} is terminating"
+                )
 
         await r.s.holds(nothing_happens, seconds=OBSERVATION)
     await r.sync()
