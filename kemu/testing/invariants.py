@@ -7,7 +7,8 @@ from outside the cluster, through the API, after a scenario.
 
 `record_pods` lists the namespace's pods, then watches them from the list's resourceVersion:
 every version of every pod from then on is recorded, in order (one watch stream is in
-resourceVersion order). `assert_invariants` lists the namespace's Events, waits until the
+resourceVersion order). `record_nodes` does the same for nodes (by label selector), for the
+node policies of (9). `assert_invariants` lists the namespace's Events, waits until the
 history has caught up with a list of pods made after that, and runs `check_invariants`, which
 is pure and returns the violations as sentences.
 
@@ -45,13 +46,29 @@ version") and, in its message "Preempted by pod <uid> on node <node>", the preem
 (7) A pod first seen unbound gets spec.nodeName in a write that also sets PodScheduled=True
     and, when `clearing_gate_on` (ClearingNominatedNodeNameAfterBinding), empties
     status.nominatedNodeName. Pods first seen bound (created bound) are not checked.
+(9) KEP-5836. A pod once seen bound with PodResizePending=True reason Deferred never gets a
+    new non-empty nominatedNodeName afterwards, and, if it had PodScheduled=True then, never
+    loses it (whatever the gate: with it off the scheduler does not touch bound pods at all).
+    A Preempted event whose preemptor was bound when the scheduler decided (bound at or
+    before the victim's decision version, or in its first recorded version) is a preemption
+    for a resize: with `resize_preemption_gate_on` False there are none; with it on the event
+    names the preemptor's own node, and that node's spec.podPreemptionPolicy
+    .disableResizePreemption was not non-empty in every recorded version the scheduler could
+    have decided on (the node versions older than the scheduler's first write to the victim
+    after its decision version; needs the nodes' history, `record_nodes`). (9)'s
+    "preemptionPolicy Never" is (4), which covers every preemptor. Victims are attributed to
+    their preemptor as for (2)-(5), by the Preempted events. Sound as long as the scheduler's
+    node informer is not behind the first recorded version of the node (a scenario that
+    creates its nodes while recording gets that) and nothing but the scheduler binds a pod
+    while the scheduler may be scheduling it.
 
 Left out, because a black-box check would flag correct upstream behaviour or cannot be made:
 (1) who changed a nominatedNodeName is not visible (external writers are legal, nominations to
 missing nodes too); (4)'s "never gets an NNN from preemption" (the binding-cycle NNN of
 KEP-5278 and external writers set it too); (2)'s "terminating victims are not deleted again"
-(a repeated DELETE changes nothing visible); (6) is internal accounting; (8) and (9) concern
-the kubelet and KEP-5836, not this helper.
+(a repeated DELETE changes nothing visible); (6) is internal accounting; (8) concerns the
+kubelet. (9)'s nominatedNodeName clause does assume that no external writer nominates a
+Deferred pod.
 
 Assumptions: events, pods and preemptors of interest are in the recorded namespace (what lies
 elsewhere is not checked); the scheduler records Preempted on the victim object it decided on
@@ -69,7 +86,7 @@ import logging
 import re
 from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Final, NamedTuple
+from typing import Final, Generic, NamedTuple, TypeVar
 
 import anyio
 
@@ -86,6 +103,8 @@ DISRUPTION_TARGET: Final = "DisruptionTarget"
 PREEMPTION_BY_SCHEDULER: Final = "PreemptionByScheduler"
 POD_SCHEDULED: Final = "PodScheduled"
 PREEMPTION_POLICY_NEVER: Final = "Never"
+POD_RESIZE_PENDING: Final = "PodResizePending"
+DEFERRED: Final = "Deferred"
 
 # Pods in these phases are not in the scheduler's informer (its field selector), so not in
 # its snapshot either.
@@ -107,90 +126,134 @@ class PodVersion(NamedTuple):
     @property
     def resource_version(self) -> int | None:
         """metadata.resourceVersion as an integer; None if it is not one."""
-        try:
-            return int(self.pod.metadata.resource_version)
-        except ValueError:
-            return None
+        return _int_or_none(self.pod.metadata.resource_version)
 
 
-class PodHistory:
-    """Every version of every pod recorded, by uid, each list in the order received."""
+class NodeVersion(NamedTuple):
+    """One recorded version of a node, as PodVersion."""
 
-    def __init__(self, namespace: str = "") -> None:
+    seq: int
+    type: str
+    node: types_pb2.Node
+
+    @property
+    def resource_version(self) -> int | None:
+        return _int_or_none(self.node.metadata.resource_version)
+
+
+_Obj = TypeVar("_Obj", types_pb2.Pod, types_pb2.Node)
+_Version = TypeVar("_Version", PodVersion, NodeVersion)
+
+
+class _History(Generic[_Obj, _Version]):
+    """Every version of every object of one kind recorded, by uid, each list in the order
+    received; `record_pods` and `record_nodes` fill one through a watch."""
+
+    kind: type[_Obj]
+
+    def __init__(self, namespace: str = "", label_selector: str = "") -> None:
         self.namespace = namespace
-        self.versions: dict[str, list[PodVersion]] = {}
+        self.label_selector = label_selector
+        self.versions: dict[str, list[_Version]] = {}
         # Why recording stopped before it was asked to (the history may have a gap).
         self.error: ApiError | None = None
         self.recording = False
         self.resource_version = ""  # the last one received: where a resumed watch starts
         self._seq = itertools.count()
 
-    def record(self, event_type: str, pod: types_pb2.Pod) -> PodVersion:
-        """Appends a copy of `pod` to its uid's versions."""
-        copy = types_pb2.Pod()
-        copy.CopyFrom(pod)
-        version = PodVersion(next(self._seq), event_type, copy)
-        self.versions.setdefault(pod.metadata.uid, []).append(version)
+    def _version(self, seq: int, event_type: str, obj: _Obj) -> _Version:
+        raise NotImplementedError
+
+    @staticmethod
+    def _obj(version: _Version) -> _Obj:
+        raise NotImplementedError
+
+    def record(self, event_type: str, obj: _Obj) -> _Version:
+        """Appends a copy of `obj` to its uid's versions."""
+        copy = type(obj)()
+        copy.CopyFrom(obj)
+        version = self._version(next(self._seq), event_type, copy)
+        self.versions.setdefault(obj.metadata.uid, []).append(version)
         return version
 
-    def latest(self, uid: str) -> PodVersion | None:
+    def latest(self, uid: str) -> _Version | None:
         versions = self.versions.get(uid)
         return versions[-1] if versions else None
 
     def uids_of(self, name: str, namespace: str = "") -> list[str]:
-        """The uids of the pods called `name` (several if it was recreated), oldest first."""
-        found = [
-            (versions[0].seq, uid)
-            for uid, versions in self.versions.items()
-            if versions[0].pod.metadata.name == name
-            and (not namespace or versions[0].pod.metadata.namespace == namespace)
-        ]
+        """The uids of the objects called `name` (several if it was recreated), oldest first."""
+        found = []
+        for uid, versions in self.versions.items():
+            first = self._obj(versions[0])
+            if first.metadata.name == name and (
+                not namespace or first.metadata.namespace == namespace
+            ):
+                found.append((versions[0].seq, uid))
         return [uid for _, uid in sorted(found)]
 
-    def lag(self, pods: Iterable[types_pb2.Pod]) -> str:
-        """ "" if the latest recorded state is `pods` (a list of the namespace), else what
-        differs. Once it is "", every change up to that list has been recorded."""
-        listed = {p.metadata.uid: p for p in pods}
-        for uid, pod in listed.items():
+    def lag(self, objs: Iterable[_Obj], list_resource_version: str = "") -> str:
+        """ "" once every change up to `objs` (a list of the namespace, made at
+        `list_resource_version`) has been recorded, else what is missing. Objects may have
+        changed since the list: a recorded version newer than the listed one, a recorded
+        deletion of a listed object, or an object first recorded after the list, are past it."""
+        listed = {o.metadata.uid: o for o in objs}
+        for uid, obj in listed.items():
             last = self.latest(uid)
             if last is None:
-                return f"{_key(pod)} not recorded yet"
+                return f"{_key(obj)} not recorded yet"
             if last.type == DELETED:
-                return f"{_key(pod)} recorded as deleted but listed"
-            if last.pod.metadata.resource_version != pod.metadata.resource_version:
-                return (
-                    f"{_key(pod)} recorded at resourceVersion "
-                    f"{last.pod.metadata.resource_version}, listed at "
-                    f"{pod.metadata.resource_version}"
-                )
+                continue  # deleted after the list
+            last_rv = self._obj(last).metadata.resource_version
+            listed_rv = obj.metadata.resource_version
+            recorded, wanted = _int_or_none(last_rv), _int_or_none(listed_rv)
+            behind = (
+                recorded < wanted
+                if recorded is not None and wanted is not None
+                else last_rv != listed_rv
+            )
+            if behind:
+                return f"{_key(obj)} recorded at resourceVersion {last_rv}, listed at {listed_rv}"
+        list_rv = _int_or_none(list_resource_version)
         for uid, versions in self.versions.items():
-            if versions[-1].type != DELETED and uid not in listed:
-                return f"{_key(versions[-1].pod)} deleted but its deletion not recorded yet"
+            if versions[-1].type == DELETED or uid in listed:
+                continue
+            first_rv = versions[0].resource_version
+            if list_rv is not None and first_rv is not None and first_rv > list_rv:
+                continue  # created after the list
+            return f"{_key(self._obj(versions[-1]))} deleted but its deletion not recorded yet"
         return ""
 
     async def sync(self, client: ApiClient, *, timeout: float = 10.0) -> None:  # noqa: ASYNC109
         """Waits until every change up to now (a fresh list) has been recorded. Raises
         AssertionError if the recorder stopped with an error or does not catch up."""
-        listed = await client.list_all(types_pb2.Pod, self.namespace)
+        listed = await client.list_all(
+            self.kind, self.namespace, label_selector=self.label_selector
+        )
 
         def caught_up() -> bool:
             if self.error is not None or not self.recording:
                 return True  # nothing more will come; reported below
-            lag = self.lag(listed.items)
+            lag = self.lag(listed.items, listed.resource_version)
             assert not lag, lag
             return True
 
         await eventually(
-            caught_up, timeout=timeout, interval=0.01, message="the pod history catching up"
+            caught_up,
+            timeout=timeout,
+            interval=0.01,
+            message=f"the {self.kind.__name__.lower()} history catching up",
         )
         if self.error is not None:
-            raise AssertionError(f"the pod history is incomplete: its watch failed: {self.error}")
+            raise AssertionError(
+                f"the {self.kind.__name__.lower()} history is incomplete: its watch failed: "
+                f"{self.error}"
+            )
         if not self.recording:
-            raise AssertionError("the pod history is no longer recording")
+            raise AssertionError(f"the {self.kind.__name__.lower()} history is no longer recording")
 
     # ------------------------------------------------------------ recording
 
-    def _apply(self, event: WatchEvent[types_pb2.Pod]) -> None:
+    def _apply(self, event: WatchEvent[_Obj]) -> None:
         if event.object.metadata.resource_version:
             self.resource_version = event.object.metadata.resource_version
         if event.type != BOOKMARK:
@@ -200,23 +263,25 @@ class PodHistory:
         """Watches from the last resourceVersion, resuming after the stream ends or the
         connection is lost; stops (setting `error`) when that is impossible without a gap."""
         backoff = _BACKOFF_INITIAL
+        what = f"{self.kind.__name__.lower()} history of {self.namespace!r}"
         try:
             while True:
                 received = 0
                 try:
                     async with client.watch(
-                        types_pb2.Pod,
+                        self.kind,
                         self.namespace,
                         resource_version=self.resource_version,
+                        label_selector=self.label_selector,
                         allow_watch_bookmarks=True,
                     ) as events:
                         async for event in events:
                             received += 1
                             self._apply(event)
                 except _RESUMABLE as e:
-                    logger.info("pod history of %r: watch interrupted: %s", self.namespace, e)
+                    logger.info("%s: watch interrupted: %s", what, e)
                 except ApiError as e:
-                    logger.warning("pod history of %r: watch failed: %s", self.namespace, e)
+                    logger.warning("%s: watch failed: %s", what, e)
                     self.error = e
                     return
                 if received:
@@ -227,30 +292,81 @@ class PodHistory:
         finally:
             self.recording = False
 
+    @asynccontextmanager
+    async def _recording(self, client: ApiClient) -> AsyncIterator[None]:
+        """Lists, then records through a watch from the list's resourceVersion while the
+        block runs: nothing after the list is missed."""
+        listed = await client.list_all(
+            self.kind, self.namespace, label_selector=self.label_selector
+        )
+        for obj in listed.items:
+            self.record(ADDED, obj)
+        self.resource_version = listed.resource_version
+        self.recording = True
+        failure: BaseException | None = None
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._follow, client)
+            try:
+                yield
+            except BaseException as e:
+                # Re-raised below as it is, not wrapped in the task group's ExceptionGroup.
+                failure = e
+            finally:
+                tg.cancel_scope.cancel()
+        self.recording = False
+        if failure is not None:
+            raise failure
+
+
+class PodHistory(_History[types_pb2.Pod, PodVersion]):
+    """Every version of every pod recorded, by uid, each list in the order received."""
+
+    kind = types_pb2.Pod
+
+    def _version(self, seq: int, event_type: str, obj: types_pb2.Pod) -> PodVersion:
+        return PodVersion(seq, event_type, obj)
+
+    @staticmethod
+    def _obj(version: PodVersion) -> types_pb2.Pod:
+        return version.pod
+
+
+class NodeHistory(_History[types_pb2.Node, NodeVersion]):
+    """Every version of every node recorded (those matching `label_selector`), by uid."""
+
+    kind = types_pb2.Node
+
+    def _version(self, seq: int, event_type: str, obj: types_pb2.Node) -> NodeVersion:
+        return NodeVersion(seq, event_type, obj)
+
+    @staticmethod
+    def _obj(version: NodeVersion) -> types_pb2.Node:
+        return version.node
+
+    def by_name(self) -> dict[str, list[NodeVersion]]:
+        """Every recorded version of each node name, in order (of all its incarnations)."""
+        out: dict[str, list[NodeVersion]] = {}
+        for versions in sorted(self.versions.values(), key=lambda vs: vs[0].seq):
+            out.setdefault(versions[0].node.metadata.name, []).extend(versions)
+        return out
+
 
 @asynccontextmanager
 async def record_pods(client: ApiClient, namespace: str) -> AsyncIterator[PodHistory]:
     """Records every version of the pods of `namespace` ("" for all) while the block runs.
     The initial list is recorded before the block starts: nothing after it is missed."""
     history = PodHistory(namespace)
-    listed = await client.list_all(types_pb2.Pod, namespace)
-    for pod in listed.items:
-        history.record(ADDED, pod)
-    history.resource_version = listed.resource_version
-    history.recording = True
-    failure: BaseException | None = None
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(history._follow, client)
-        try:
-            yield history
-        except BaseException as e:
-            # Re-raised below as it is, not wrapped in the task group's ExceptionGroup.
-            failure = e
-        finally:
-            tg.cancel_scope.cancel()
-    history.recording = False
-    if failure is not None:
-        raise failure
+    async with history._recording(client):
+        yield history
+
+
+@asynccontextmanager
+async def record_nodes(client: ApiClient, label_selector: str = "") -> AsyncIterator[NodeHistory]:
+    """Records every version of the nodes matching `label_selector` while the block runs
+    (for invariant (9)'s node policies); as `record_pods`."""
+    history = NodeHistory(label_selector=label_selector)
+    async with history._recording(client):
+        yield history
 
 
 async def assert_invariants(
@@ -259,22 +375,32 @@ async def assert_invariants(
     namespace: str,
     *,
     clearing_gate_on: bool = True,
+    resize_preemption_gate_on: bool = False,
+    nodes: NodeHistory | None = None,
     externally_deleted: Collection[str] = (),
     sync_timeout: float = 10.0,
 ) -> None:
     """Checks the invariants on `history` and the Events of `namespace`; raises AssertionError
     listing every violation. Call it inside `record_pods`' block, once the scenario is done:
-    the Events are listed first, then the history is synced past them."""
-    if history.error is not None:
-        raise AssertionError(f"the pod history is incomplete: its watch failed: {history.error}")
-    if not history.recording:
-        raise RuntimeError("assert_invariants runs inside the record_pods block")
+    the Events are listed first, then the history is synced past them. `nodes` (recording
+    too) gives (9) the nodes' resize preemption policies."""
+    for h in (history, nodes):
+        if h is None:
+            continue
+        if h.error is not None:
+            raise AssertionError(f"the history is incomplete: its watch failed: {h.error}")
+        if not h.recording:
+            raise RuntimeError("assert_invariants runs inside the record_pods block")
     events = await client.list_all(types_pb2.Event, namespace)
     await history.sync(client, timeout=sync_timeout)
+    if nodes is not None:
+        await nodes.sync(client, timeout=sync_timeout)
     violations = check_invariants(
         history.versions,
         events.items,
         clearing_gate_on=clearing_gate_on,
+        resize_preemption_gate_on=resize_preemption_gate_on,
+        nodes=nodes.by_name() if nodes is not None else None,
         externally_deleted=externally_deleted,
     )
     if violations:
@@ -297,11 +423,15 @@ def check_invariants(
     events: Iterable[types_pb2.Event],
     *,
     clearing_gate_on: bool,
+    resize_preemption_gate_on: bool = False,
+    nodes: Mapping[str, Sequence[NodeVersion]] | None = None,
     externally_deleted: Collection[str] = (),
 ) -> list[str]:
     """The violations of the invariants described in the module docstring; [] if none.
     `externally_deleted` names pods (by name, or namespace/name) that something other than
-    the scheduler deleted: they are exempt from (2)."""
+    the scheduler deleted: they are exempt from (2). `resize_preemption_gate_on` is the
+    scheduler's InPlacePodVerticalScalingSchedulerPreemption, `nodes` the recorded versions of
+    the nodes by name (None: (9)'s node policy clause is not checked)."""
     violations: list[str] = []
     preemptions: list[_Preemption] = []
     for ev in events:
@@ -321,6 +451,12 @@ def check_invariants(
     violations.extend(_check_no_deletions_while_terminating(versions_by_uid, preemptions))
     for versions in versions_by_uid.values():
         violations.extend(_check_binding(versions, clearing_gate_on))
+    for versions in versions_by_uid.values():
+        violations.extend(_check_deferred_pod(versions))
+    for p in preemptions:
+        violations.extend(
+            _check_resize_preemption(versions_by_uid, p, resize_preemption_gate_on, nodes)
+        )
     return violations
 
 
@@ -473,6 +609,88 @@ def _check_binding(versions: Sequence[PodVersion], clearing_gate_on: bool) -> li
     return out
 
 
+def _check_deferred_pod(versions: Sequence[PodVersion]) -> list[str]:
+    """(9), the pod's own clauses: once seen Deferred while bound, it never gets a new
+    nominatedNodeName and never loses PodScheduled=True (the condition it had then)."""
+    out: list[str] = []
+    seen: PodVersion | None = None  # the first Deferred version
+    previous: PodVersion | None = None
+    for v in versions:
+        pod = v.pod
+        if seen is not None and v.type != DELETED:
+            nnn = pod.status.nominated_node_name
+            if nnn and previous is not None and nnn != previous.pod.status.nominated_node_name:
+                out.append(
+                    f"{_key(pod)}, Deferred on {seen.pod.spec.node_name} since resourceVersion "
+                    f"{seen.pod.metadata.resource_version}, got nominatedNodeName {nnn!r} "
+                    f"(resourceVersion {pod.metadata.resource_version})"
+                )
+            if _scheduled(seen.pod) and not _scheduled(pod):
+                out.append(
+                    f"{_key(pod)}, Deferred on {seen.pod.spec.node_name} since resourceVersion "
+                    f"{seen.pod.metadata.resource_version}, lost PodScheduled=True "
+                    f"(resourceVersion {pod.metadata.resource_version})"
+                )
+                seen = None  # reported once; a later Deferred version starts over
+        if seen is None and v.type != DELETED and pod.spec.node_name and _deferred(pod):
+            seen = v
+        previous = v
+    return out
+
+
+def _check_resize_preemption(
+    versions_by_uid: Mapping[str, Sequence[PodVersion]],
+    p: _Preemption,
+    gate_on: bool,
+    nodes: Mapping[str, Sequence[NodeVersion]] | None,
+) -> list[str]:
+    """(9) for one Preempted event whose preemptor was bound when it decided (a resize):
+    none at all with the gate off; with it on, only on the preemptor's own node, and not
+    while that node's policy disables resize preemption."""
+    preemptor_versions = versions_by_uid.get(p.preemptor_uid, ())
+    if not preemptor_versions:
+        return []
+    victim_versions = versions_by_uid.get(p.victim_uid, ())
+    decision = _decision_version(victim_versions, p.event)
+    r = decision.resource_version if decision is not None else None
+    bound = _bound_before(preemptor_versions, r)
+    if bound is None:
+        return []
+    node = bound.pod.spec.node_name
+    what = f"preemption of {_ref_key(p.event)} by {_key(bound.pod)} (bound to {node})"
+    if not gate_on:
+        return [
+            f"{what} on {p.node}: a bound pod preempted with "
+            "InPlacePodVerticalScalingSchedulerPreemption off"
+        ]
+    out: list[str] = []
+    if p.node != node:
+        out.append(f"{what}: the event's node {p.node} is not the preemptor's own node")
+    if nodes is None or node not in nodes:
+        return out
+    # The scheduler decided before its first write to the victim after the decision version
+    # (its DisruptionTarget), so on a node version older than that write (or than the end of
+    # what is recorded).
+    later = [
+        v.resource_version
+        for v in victim_versions
+        if decision is not None and v.seq > decision.seq and v.resource_version is not None
+    ]
+    end = later[0] if later else None
+    seen = [
+        v
+        for v in nodes[node]
+        if end is None or (v.resource_version is not None and v.resource_version < end)
+    ]
+    if seen and all(v.type != DELETED and _resize_preemption_disabled(v.node) for v in seen):
+        owners = list(seen[-1].node.spec.pod_preemption_policy.disable_resize_preemption)
+        out.append(
+            f"{what} on {p.node}: the node's disableResizePreemption was {owners} in every "
+            "version the scheduler could have seen"
+        )
+    return out
+
+
 # ---------------------------------------------------------------- helpers
 
 _Timeline = list[tuple[int, PodVersion]]
@@ -509,6 +727,42 @@ def _decision_version(versions: Sequence[PodVersion], event: types_pb2.Event) ->
     return next((v for v in versions if v.pod.metadata.resource_version == rv), None)
 
 
+def _bound_before(versions: Sequence[PodVersion], rv: int | None) -> PodVersion | None:
+    """A version of the pod that shows it bound at or before resourceVersion `rv` (so when the
+    scheduler decided, after `rv`); with `rv` unknown, only a pod bound in its first recorded
+    version (created bound, or bound before the recording) counts. None if neither."""
+    if versions[0].pod.spec.node_name:
+        return versions[0]
+    if rv is None:
+        return None
+    return next(
+        (
+            v
+            for v in versions
+            if v.type != DELETED
+            and v.pod.spec.node_name
+            and v.resource_version is not None
+            and v.resource_version <= rv
+        ),
+        None,
+    )
+
+
+def _deferred(pod: types_pb2.Pod) -> bool:
+    return any(
+        c.type == POD_RESIZE_PENDING and c.status == "True" and c.reason == DEFERRED
+        for c in pod.status.conditions
+    )
+
+
+def _scheduled(pod: types_pb2.Pod) -> bool:
+    return any(c.type == POD_SCHEDULED and c.status == "True" for c in pod.status.conditions)
+
+
+def _resize_preemption_disabled(node: types_pb2.Node) -> bool:
+    return len(node.spec.pod_preemption_policy.disable_resize_preemption) > 0
+
+
 def _preempted_by_scheduler(pod: types_pb2.Pod) -> bool:
     return any(
         c.type == DISRUPTION_TARGET and c.status == "True" and c.reason == PREEMPTION_BY_SCHEDULER
@@ -520,8 +774,16 @@ def _priority(pod: types_pb2.Pod) -> int:
     return pod.spec.priority if pod.spec.HasField("priority") else 0
 
 
-def _key(pod: types_pb2.Pod) -> str:
-    return f"{pod.metadata.namespace}/{pod.metadata.name}"
+def _key(obj: types_pb2.Pod | types_pb2.Node) -> str:
+    meta = obj.metadata
+    return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
+
+
+def _int_or_none(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
 
 
 def _ref_key(event: types_pb2.Event) -> str:

@@ -9,12 +9,14 @@ from kemu.api.v1 import types_pb2
 from kemu.client.fake import FakeClient
 from kemu.client.interface import ADDED, DELETED, MODIFIED
 from kemu.machinery.errors import Gone, Unavailable
-from kemu.testing.builders import PodBuilder, make_pod
+from kemu.testing.builders import NodeBuilder, PodBuilder, make_node, make_pod
 from kemu.testing.eventually import eventually
 from kemu.testing.invariants import (
+    NodeHistory,
     PodHistory,
     assert_invariants,
     check_invariants,
+    record_nodes,
     record_pods,
 )
 
@@ -26,6 +28,7 @@ class Story:
 
     def __init__(self) -> None:
         self.history = PodHistory(NS)
+        self.nodes = NodeHistory()
         self.rv = 0
         self.events: list[types_pb2.Event] = []
 
@@ -89,12 +92,34 @@ class Story:
         ref.uid, ref.resource_version = victim.metadata.uid, victim.metadata.resource_version
         self.events.append(ev)
 
+    def node(
+        self, node: types_pb2.Node | NodeBuilder, event_type: str = MODIFIED
+    ) -> types_pb2.Node:
+        """A version of a node (created with ADDED), on the pods' resourceVersion clock."""
+        obj = node.obj() if isinstance(node, NodeBuilder) else node
+        self.rv += 1
+        obj.metadata.uid = obj.metadata.uid or f"uid-{obj.metadata.name}"
+        obj.metadata.resource_version = str(self.rv)
+        self.nodes.record(event_type, obj)
+        return obj
+
+    def defer(self, pod: types_pb2.Pod) -> types_pb2.Pod:
+        """The kubelet's PodResizePending=True/Deferred (the test plays it)."""
+        new = self.update(pod)
+        new.status.conditions.add(type="PodResizePending", status="True", reason="Deferred")
+        return self.write(new)
+
     def check(self, *, clearing_gate_on: bool = True, **kwargs: object) -> list[str]:
         return check_invariants(
             self.history.versions,
             self.events,
             clearing_gate_on=clearing_gate_on,
             **kwargs,  # type: ignore[arg-type]
+        )
+
+    def check_resize(self, *, gate_on: bool = True, nodes: bool = True) -> list[str]:
+        return self.check(
+            resize_preemption_gate_on=gate_on, nodes=self.nodes.by_name() if nodes else None
         )
 
 
@@ -361,6 +386,135 @@ def test_7_pods_created_bound_are_not_checked():
     assert s.check() == []
 
 
+# ---------------------------------------------------------------- (9)
+
+
+def deferred_resize_preemption(
+    s: Story, *, victim_node: str = "n1", event_node: str = "n1", never: bool = False
+) -> tuple[types_pb2.Pod, types_pb2.Pod]:
+    """Upstream's sequence for S-RPE-1: the preemptor, bound to n1 and Deferred, preempts a
+    lower-priority pod (DisruptionTarget, graceful delete) and stays as it is: no NNN,
+    PodScheduled=True, no write at all."""
+    s.node(make_node("n1").capacity(cpu="300m"), ADDED)
+    builder = high().node("n1").condition("PodScheduled")
+    if never:
+        builder.preemption_policy("Never")
+    preemptor = s.defer(s.create(builder))
+    victim = s.create(low("v", node=victim_node))
+    s.preempt(victim, preemptor, event_node)
+    s.terminate(s.mark_disruption_target(victim))
+    return victim, preemptor
+
+
+def test_9_a_correct_deferred_resize_preemption_has_no_violations():
+    s = Story()
+    deferred_resize_preemption(s)
+    assert s.check_resize() == []
+
+
+def test_9_a_deferred_pod_that_gets_a_nomination_is_caught():
+    s = Story()
+    _, preemptor = deferred_resize_preemption(s)
+    s.nominate(preemptor, "n1")
+    [violation] = s.check_resize()
+    assert "ns/p, Deferred on n1" in violation and "got nominatedNodeName 'n1'" in violation
+
+
+def test_9_a_nomination_kept_from_before_the_binding_is_not_new():
+    s = Story()
+    s.node(make_node("n1"), ADDED)
+    pod = s.nominate(s.create(make_pod("p").priority(100)), "n1")
+    pod = s.bind(pod, "n1", clear_nnn=False)  # the apiserver's clearing gate off
+    s.defer(pod)
+    assert s.check(clearing_gate_on=False, resize_preemption_gate_on=True) == []
+
+
+def test_9_a_deferred_pod_that_loses_pod_scheduled_is_caught():
+    s = Story()
+    _, preemptor = deferred_resize_preemption(s)
+    failed = s.update(preemptor)
+    [cond] = [c for c in failed.status.conditions if c.type == "PodScheduled"]
+    cond.status, cond.reason = "False", "Unschedulable"
+    s.write(failed)
+    [violation] = s.check_resize()
+    assert "ns/p, Deferred on n1" in violation and "lost PodScheduled=True" in violation
+
+
+def test_9_pod_scheduled_and_nomination_of_pods_never_deferred_are_not_checked():
+    s = Story()
+    pod = s.create(low("bound"))
+    failed = s.update(pod)
+    del failed.status.conditions[:]
+    failed = s.write(failed)
+    s.nominate(failed, "n2")
+    assert s.check_resize() == []
+
+
+def test_9_deferred_preemption_on_another_node_is_caught():
+    s = Story()
+    s.node(make_node("n2").capacity(cpu="300m"), ADDED)
+    deferred_resize_preemption(s, victim_node="n2", event_node="n2")
+    [violation] = s.check_resize()
+    assert "ns/p (bound to n1)" in violation
+    assert "the event's node n2 is not the preemptor's own node" in violation
+
+
+def test_9_deferred_preemption_on_a_node_that_disables_it_is_caught():
+    s = Story()
+    s.node(make_node("n1").capacity(cpu="300m").disable_resize_preemption("op"), ADDED)
+    preemptor = s.create(high().node("n1").condition("PodScheduled"))
+    victim = s.create(low("v"))
+    s.preempt(victim, s.defer(preemptor), "n1")
+    s.terminate(s.mark_disruption_target(victim))
+    [violation] = s.check_resize()
+    assert "disableResizePreemption was ['op']" in violation
+    assert s.check_resize(nodes=False) == []  # without the nodes' history, not checked
+
+
+def test_9_a_node_that_enabled_it_before_the_decision_may_preempt():
+    s = Story()
+    node = s.node(make_node("n1").capacity(cpu="300m").disable_resize_preemption("op"), ADDED)
+    preemptor = s.create(high().node("n1").condition("PodScheduled"))
+    victim = s.create(low("v"))
+    enabled = types_pb2.Node()
+    enabled.CopyFrom(node)
+    enabled.spec.ClearField("pod_preemption_policy")
+    s.node(enabled)
+    s.preempt(victim, s.defer(preemptor), "n1")
+    s.terminate(s.mark_disruption_target(victim))
+    assert s.check_resize() == []
+
+
+def test_9_a_node_that_disabled_it_after_the_victims_write_proves_nothing():
+    s = Story()
+    victim, _ = deferred_resize_preemption(s)
+    s.node(make_node("n1").capacity(cpu="300m").disable_resize_preemption("op"))
+    assert s.check_resize() == []
+
+
+def test_9_deferred_preemptor_with_preemption_policy_never_is_caught_once_by_4():
+    s = Story()
+    deferred_resize_preemption(s, never=True)
+    [violation] = s.check_resize()
+    assert "preemptionPolicy Never" in violation
+
+
+def test_9_any_deferred_preemption_with_the_gate_off_is_caught():
+    s = Story()
+    deferred_resize_preemption(s)
+    [violation] = s.check_resize(gate_on=False)
+    assert "a bound pod preempted with InPlacePodVerticalScalingSchedulerPreemption off" in (
+        violation
+    )
+
+
+def test_9_ordinary_preemptors_bound_later_are_no_resize_preemptions():
+    s = Story()
+    correct_preemption(s)
+    assert s.check_resize(gate_on=False) == []
+    assert s.check_resize(gate_on=True) == []
+
+
 # ---------------------------------------------------------------- the recorder
 
 
@@ -385,6 +539,49 @@ async def test_record_pods_records_every_version_of_the_namespace_and_stops_its_
     assert history.versions[b][-1].pod.spec.node_name == "n1"
     seqs = [v.seq for versions in history.versions.values() for v in versions]
     assert sorted(seqs) == list(range(len(seqs)))
+
+
+def test_lag_accepts_a_history_that_went_past_the_list():
+    s = Story()
+    a = s.create(make_pod("a"))
+    b = s.create(make_pod("b"))
+    listed = [s.update(a), s.update(b)]
+    list_rv = str(s.rv)
+    assert s.history.lag(listed, list_rv) == ""
+    s.write(s.update(a))  # changed after the list
+    s.remove(b)  # deleted after the list
+    s.create(make_pod("c"))  # created after the list
+    assert s.history.lag(listed, list_rv) == ""
+
+
+def test_lag_names_what_is_not_recorded_yet():
+    s = Story()
+    a = s.create(make_pod("a"))
+    newer = s.update(a)
+    newer.metadata.resource_version = str(s.rv + 1)
+    assert "recorded at resourceVersion 1, listed at 2" in s.history.lag([newer], str(s.rv + 1))
+    s.create(make_pod("gone"))
+    assert "ns/gone deleted but its deletion not recorded yet" in s.history.lag(
+        [s.update(a)], str(s.rv + 1)
+    )
+    assert "ns/x not recorded yet" in s.history.lag([make_pod("x").namespace(NS).obj()], "9")
+
+
+@pytest.mark.anyio
+async def test_record_nodes_records_the_selected_nodes():
+    fake = FakeClient(make_node("n1").label("scenario", "x").obj(), make_node("other").obj())
+    async with record_nodes(fake, "scenario=x") as nodes:
+        await fake.create(make_node("n2").label("scenario", "x").obj())
+        n1 = await fake.get(types_pb2.Node, "n1")
+        n1.spec.pod_preemption_policy.disable_resize_preemption.append("op")
+        await fake.update(n1)
+        await nodes.sync(fake, timeout=5)
+    by_name = nodes.by_name()
+    assert set(by_name) == {"n1", "n2"}
+    assert [v.type for v in by_name["n1"]] == [ADDED, MODIFIED]
+    assert list(by_name["n1"][-1].node.spec.pod_preemption_policy.disable_resize_preemption) == [
+        "op"
+    ]
 
 
 @pytest.mark.anyio
