@@ -652,7 +652,18 @@ def _check_resize_preemption(
         return []
     victim_versions = versions_by_uid.get(p.victim_uid, ())
     decision = _decision_version(victim_versions, p.event)
-    r = decision.resource_version if decision is not None else None
+    # The scheduler's first write to the victim after the decision version (its
+    # DisruptionTarget): the scheduler decided before it, and an ordinary preemptor is never
+    # bound by then (it waits for the room the deletions make), so a preemptor bound at or
+    # before it was bound when it decided: a resize. (The decision version itself is only the
+    # victim's last change before the decision, often older than the preemptor's binding.)
+    later = [
+        v.resource_version
+        for v in victim_versions
+        if decision is not None and v.seq > decision.seq and v.resource_version is not None
+    ]
+    end = later[0] if later else None
+    r = end if end is not None else (decision.resource_version if decision is not None else None)
     bound = _bound_before(preemptor_versions, r)
     if bound is None:
         return []
@@ -668,15 +679,8 @@ def _check_resize_preemption(
         out.append(f"{what}: the event's node {p.node} is not the preemptor's own node")
     if nodes is None or node not in nodes:
         return out
-    # The scheduler decided before its first write to the victim after the decision version
-    # (its DisruptionTarget), so on a node version older than that write (or than the end of
-    # what is recorded).
-    later = [
-        v.resource_version
-        for v in victim_versions
-        if decision is not None and v.seq > decision.seq and v.resource_version is not None
-    ]
-    end = later[0] if later else None
+    # The scheduler decided before its first write to the victim (`end`), so on a node version
+    # older than that write (or than the end of what is recorded).
     seen = [
         v
         for v in nodes[node]

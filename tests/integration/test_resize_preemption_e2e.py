@@ -21,8 +21,14 @@ import pytest
 from kemu.api.v1 import types_pb2
 from kemu.component.featuregate import IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION
 from kemu.testing import Cluster
-from kemu.testing.invariants import PodHistory, assert_invariants, record_pods
-from kemu.testing.scenarios import Scenario, disruption_target
+from kemu.testing.invariants import (
+    PodHistory,
+    assert_invariants,
+    check_invariants,
+    record_nodes,
+    record_pods,
+)
+from kemu.testing.scenarios import SCENARIO_LABEL, Scenario, disruption_target
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -52,11 +58,21 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 
 @asynccontextmanager
-async def scenario(cluster: Cluster, prefix: str) -> AsyncIterator[tuple[Scenario, PodHistory]]:
+async def scenario(
+    cluster: Cluster, prefix: str, *, gate_on: bool
+) -> AsyncIterator[tuple[Scenario, PodHistory]]:
+    """A Scenario whose pods and nodes are recorded from the start; the §11b invariants,
+    (9) with the scheduler's gate as `gate_on`, are checked on that history at the end."""
     async with Scenario.open(cluster, prefix) as s:
-        async with record_pods(s.client, s.ns) as history:
+        selector = f"{SCENARIO_LABEL}={s.ns}"
+        async with (
+            record_nodes(s.client, selector) as nodes,
+            record_pods(s.client, s.ns) as history,
+        ):
             yield s, history
-            await assert_invariants(s.client, history, s.ns)
+            await assert_invariants(
+                s.client, history, s.ns, resize_preemption_gate_on=gate_on, nodes=nodes
+            )
 
 
 async def fill_node(s: Scenario, scheduler: str) -> None:
@@ -105,7 +121,7 @@ def versions(history: PodHistory, name: str) -> list[types_pb2.Pod]:
 
 
 async def test_s_rpe_1_e2e_a_deferred_resize_is_completed_by_preempting_one_low_pod(cluster):
-    async with scenario(cluster, "rpe-e2e-on") as (s, history):
+    async with scenario(cluster, "rpe-e2e-on", gate_on=True) as (s, history):
         await fill_node(s, "default-scheduler")
         await resize_cpu(s, "serving", "1")
 
@@ -135,12 +151,17 @@ async def test_s_rpe_1_e2e_a_deferred_resize_is_completed_by_preempting_one_low_
         assert len(victims) == 1, victims
         survivor = ({"batch-1", "batch-2"} - set(victims)).pop()
         assert (await s.get(survivor)).status.phase == "Running"
-        events = {e.involved_object.name: e.message for e in await s.events("Preempted")}
+        preempted_events = await s.events("Preempted")
+        events = {e.involved_object.name: e.message for e in preempted_events}
         assert victims[0] in events and "on node" in events[victims[0]], events
+        # The invariant checker recognises this as a resize preemption: told that the gate was
+        # off, it reports it (invariant 9), so the passing check at the end is not vacuous.
+        violations = check_invariants(history.versions, preempted_events, clearing_gate_on=True)
+        assert any("SchedulerPreemption off" in v for v in violations), violations
 
 
 async def test_s_rpe_1_e2e_gate_off_the_resize_stays_deferred_and_nothing_is_evicted(cluster):
-    async with scenario(cluster, "rpe-e2e-off") as (s, history):
+    async with scenario(cluster, "rpe-e2e-off", gate_on=False) as (s, history):
         await fill_node(s, GATE_OFF_SCHEDULER)
         await resize_cpu(s, "serving", "1")
 

@@ -406,6 +406,24 @@ def deferred_resize_preemption(
     return victim, preemptor
 
 
+def test_9_a_preemptor_bound_after_the_victims_last_change_is_still_a_resize():
+    # End to end: the victim runs unchanged (its decision version is old), then the preemptor is
+    # scheduled and bound, its resize is Deferred, and only then the scheduler marks the victim.
+    # The preemptor was bound before that first write: a resize preemption, so with the gate
+    # off it is a violation (it was missed when the decision version alone was compared).
+    s = Story()
+    s.node(make_node("n1").capacity(cpu="2"), ADDED)
+    victim = s.create(low("v"))
+    preemptor = s.bind(s.create(high()), "n1")
+    s.preempt(victim, s.defer(preemptor), "n1")
+    s.terminate(s.mark_disruption_target(victim))
+    [violation] = s.check(clearing_gate_on=True)
+    assert (
+        "a bound pod preempted with InPlacePodVerticalScalingSchedulerPreemption off" in violation
+    )
+    assert s.check_resize() == []
+
+
 def test_9_a_correct_deferred_resize_preemption_has_no_violations():
     s = Story()
     deferred_resize_preemption(s)
