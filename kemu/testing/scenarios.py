@@ -78,11 +78,12 @@ class Scenario:
         labels: Mapping[str, str] | None = None,
         taints: str = "",
         feature_gates: Mapping[str, bool] | None = None,
+        emulated_version: str | None = None,
         **capacity: str,
     ) -> list[str]:
-        """Starts a kubelet for each node (capacity as kubelet --capacity, `feature_gates` its
-        --feature-gates) and waits until the scheduler can see them Ready. Returns the
-        cluster-wide node names."""
+        """Starts a kubelet for each node (capacity as kubelet --capacity, `feature_gates` and
+        `emulated_version` its flags) and waits until the scheduler can see them Ready. Returns
+        the cluster-wide node names."""
         out = []
         node_labels = {SCENARIO_LABEL: self.ns, **(labels or {})}
         extra = ["--node-labels", ",".join(f"{k}={v}" for k, v in node_labels.items())]
@@ -91,7 +92,11 @@ class Scenario:
         for name in names:
             full = self.node_name(name)
             proc = self.cluster.start_kubelet(
-                full, capacity=capacity, feature_gates=feature_gates, extra_args=extra
+                full,
+                capacity=capacity,
+                feature_gates=feature_gates,
+                emulated_version=emulated_version,
+                extra_args=extra,
             )
             self.kubelets.append(proc.name)
             out.append(full)

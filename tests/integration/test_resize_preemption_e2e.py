@@ -75,10 +75,19 @@ async def scenario(
             )
 
 
-async def fill_node(s: Scenario, scheduler: str) -> None:
+async def fill_node(s: Scenario, scheduler: str, *, kubelet_version: str | None = None) -> None:
     """The README example's node: cpu 2, batch-1 and batch-2 (low, 900m) and serving (high,
-    100m), all Running there, all of `scheduler`'s profile."""
-    await s.nodes("n1", cpu="2", memory="4Gi", pods="20", feature_gates=GATE_ON)
+    100m), all Running there, all of `scheduler`'s profile. The kubelet emulates
+    `kubelet_version` (default: the newest, with the gate on)."""
+    gates = GATE_ON if kubelet_version is None else None  # the gate does not exist before 1.37
+    await s.nodes(
+        "n1",
+        cpu="2",
+        memory="4Gi",
+        pods="20",
+        feature_gates=gates,
+        emulated_version=kubelet_version,
+    )
     for name in ("batch-1", "batch-2"):
         await s.run(s.pod(name, priority=LOW, cpu="900m", memory="128Mi").scheduler_name(scheduler))
     await s.run(
@@ -120,9 +129,17 @@ def versions(history: PodHistory, name: str) -> list[types_pb2.Pod]:
     return [v.pod for uid in history.uids_of(name) for v in history.versions[uid]]
 
 
-async def test_s_rpe_1_e2e_a_deferred_resize_is_completed_by_preempting_one_low_pod(cluster):
+@pytest.mark.parametrize(
+    "kubelet_version",
+    [None, pytest.param("1.34", marks=pytest.mark.skew, id="kubelet-1.34")],
+)
+async def test_s_rpe_1_e2e_a_deferred_resize_is_completed_by_preempting_one_low_pod(
+    cluster, kubelet_version
+):
+    # With a 1.34 kubelet (skew: the scheduler reads the node's policy itself, the kubelet
+    # knows nothing of KEP-5836 and just defers and retries) the story is the same.
     async with scenario(cluster, "rpe-e2e-on", gate_on=True) as (s, history):
-        await fill_node(s, "default-scheduler")
+        await fill_node(s, "default-scheduler", kubelet_version=kubelet_version)
         await resize_cpu(s, "serving", "1")
 
         async def resized() -> bool:
