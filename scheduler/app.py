@@ -26,7 +26,7 @@ from kemu.client.controlplane import (
     run_elected,
 )
 from kemu.client.events import EventRecorder
-from kemu.client.informer import FuncHandler, InformerFactory
+from kemu.client.informer import InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.client.leaderelection import LeaderElectionConfig
 from kemu.component.clock import Clock
@@ -184,20 +184,7 @@ async def serve(
         frameworks=frameworks.values(),
         resize_preemption=resize_preemption_enabled(ctx.gates),
     )
-    pods.add_event_handler(
-        FuncHandler(
-            on_add=handlers.on_pod_add,
-            on_update=handlers.on_pod_update,
-            on_delete=handlers.on_pod_delete,
-        )
-    )
-    nodes.add_event_handler(
-        FuncHandler(
-            on_add=handlers.on_node_add,
-            on_update=handlers.on_node_update,
-            on_delete=handlers.on_node_delete,
-        )
-    )
+    handlers.register(pods, nodes)
     scheduler = Scheduler(
         client=client,
         cache=cache,

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from kemu.api.v1 import types_pb2
+from kemu.client.informer import FuncHandler, Informer
 from kemu.scheduling.deferred import is_deferred_resize_pod
 from kemu.scheduling.events import (
     ASSIGNED_POD_DELETE,
@@ -120,6 +121,21 @@ class EventHandlers:
         self.frameworks = list(frameworks)
         # InPlacePodVerticalScalingSchedulerPreemption (kemu.scheduling.deferred).
         self.resize_preemption = resize_preemption
+
+    def register(self, pods: Informer[types_pb2.Pod], nodes: Informer[types_pb2.Node]) -> None:
+        """Subscribes these handlers to the scheduler's pod and node informers."""
+        pods.add_event_handler(
+            FuncHandler(
+                on_add=self.on_pod_add, on_update=self.on_pod_update, on_delete=self.on_pod_delete
+            )
+        )
+        nodes.add_event_handler(
+            FuncHandler(
+                on_add=self.on_node_add,
+                on_update=self.on_node_update,
+                on_delete=self.on_node_delete,
+            )
+        )
 
     def _responsible(self, pod: types_pb2.Pod) -> bool:
         return pod.spec.scheduler_name in self.scheduler_names

@@ -22,6 +22,9 @@ from kemu.component.featuregate import (
     FeatureGates,
 )
 from kemu.machinery.resources import is_pod_resize_deferred
+from kemu.scheduling.interface import CycleState, PreFilterExtensions, PreFilterPlugin
+from kemu.scheduling.status import SKIP, SUCCESS, Status
+from kemu.scheduling.types import NodeInfo, PreFilterResult
 
 
 def resize_preemption_enabled(gates: FeatureGates) -> bool:
@@ -36,3 +39,23 @@ def is_deferred_resize_pod(pod: types_pb2.Pod) -> bool:
     """A pod bound to a node whose resize the kubelet deferred: what the scheduler queues and
     cycles on its node when resize preemption is enabled."""
     return bool(pod.spec.node_name) and is_pod_resize_deferred(pod)
+
+
+class SkipsDeferredResizePods(PreFilterPlugin):
+    """The PreFilter of a Filter plugin with nothing to say about resources (upstream's "skip
+    evaluation in irrelevant filtering, prefiltering, and postfiltering plugins for deferred
+    resize pods"): Skip for a pod whose resize is Deferred when `skip_deferred` (resize
+    preemption on), so that the plugin's Filter does not run in that pod's cycle on its own node;
+    Success, a no-op, for every other pod."""
+
+    skip_deferred: bool = False
+
+    def pre_filter(
+        self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        if self.skip_deferred and is_pod_resize_deferred(pod):
+            return None, SKIP
+        return None, SUCCESS
+
+    def pre_filter_extensions(self) -> PreFilterExtensions | None:
+        return None

@@ -18,8 +18,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from kemu.api.v1 import types_pb2
-from kemu.machinery.resources import is_pod_resize_deferred
-from kemu.scheduling.deferred import resize_preemption_enabled
+from kemu.scheduling.deferred import SkipsDeferredResizePods, resize_preemption_enabled
 from kemu.scheduling.events import (
     ActionType,
     ClusterEvent,
@@ -33,12 +32,10 @@ from kemu.scheduling.interface import (
     FilterPlugin,
     Handle,
     PluginArgs,
-    PreFilterExtensions,
-    PreFilterPlugin,
 )
 from kemu.scheduling.plugins.helpers import UNSCHEDULABLE_TAINT, tolerations_tolerate_taint
-from kemu.scheduling.status import SKIP, SUCCESS, Status, unresolvable
-from kemu.scheduling.types import NodeInfo, PreFilterResult
+from kemu.scheduling.status import SUCCESS, Status, unresolvable
+from kemu.scheduling.types import NodeInfo
 
 NAME: Final = "NodeUnschedulable"
 
@@ -50,7 +47,7 @@ def _tolerates_unschedulable(pod: types_pb2.Pod) -> bool:
     return tolerations_tolerate_taint(pod.spec.tolerations, UNSCHEDULABLE_TAINT)
 
 
-class NodeUnschedulable(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
+class NodeUnschedulable(SkipsDeferredResizePods, FilterPlugin, EnqueueExtensions):
     NAME = NAME
 
     def __init__(self, *, skip_deferred: bool = False) -> None:
@@ -58,16 +55,6 @@ class NodeUnschedulable(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
 
     def name(self) -> str:
         return NAME
-
-    def pre_filter(
-        self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
-    ) -> tuple[PreFilterResult | None, Status]:
-        if self.skip_deferred and is_pod_resize_deferred(pod):
-            return None, SKIP
-        return None, SUCCESS
-
-    def pre_filter_extensions(self) -> PreFilterExtensions | None:
-        return None
 
     def filter(self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo) -> Status:
         if node.node is None:

@@ -25,8 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from kemu.api.v1 import types_pb2
-from kemu.machinery.resources import is_pod_resize_deferred
-from kemu.scheduling.deferred import resize_preemption_enabled
+from kemu.scheduling.deferred import SkipsDeferredResizePods, resize_preemption_enabled
 from kemu.scheduling.events import (
     ActionType,
     ClusterEvent,
@@ -40,8 +39,6 @@ from kemu.scheduling.interface import (
     FilterPlugin,
     Handle,
     PluginArgs,
-    PreFilterExtensions,
-    PreFilterPlugin,
     PreScorePlugin,
     ScoreExtensions,
     ScorePlugin,
@@ -53,8 +50,8 @@ from kemu.scheduling.plugins.helpers import (
     find_matching_untolerated_taint,
     tolerations_tolerate_taint,
 )
-from kemu.scheduling.status import SKIP, SUCCESS, Status, as_error, unresolvable
-from kemu.scheduling.types import MAX_NODE_SCORE, NodeInfo, NodeScore, PreFilterResult, pod_key
+from kemu.scheduling.status import SUCCESS, Status, as_error, unresolvable
+from kemu.scheduling.types import MAX_NODE_SCORE, NodeInfo, NodeScore, pod_key
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +76,12 @@ def _untolerated(node: types_pb2.Node, pod: types_pb2.Pod) -> types_pb2.Taint | 
 
 
 class TaintToleration(
-    PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, ScoreExtensions, EnqueueExtensions
+    SkipsDeferredResizePods,
+    FilterPlugin,
+    PreScorePlugin,
+    ScorePlugin,
+    ScoreExtensions,
+    EnqueueExtensions,
 ):
     NAME = NAME
 
@@ -90,16 +92,6 @@ class TaintToleration(
         return NAME
 
     # ------------------------------------------------------------ filter
-
-    def pre_filter(
-        self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
-    ) -> tuple[PreFilterResult | None, Status]:
-        if self.skip_deferred and is_pod_resize_deferred(pod):
-            return None, SKIP
-        return None, SUCCESS
-
-    def pre_filter_extensions(self) -> PreFilterExtensions | None:
-        return None
 
     def filter(self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo) -> Status:
         if node.node is None:

@@ -23,7 +23,7 @@ import pytest
 
 from kemu.api.v1 import types_pb2
 from kemu.client.fake import FakeClient
-from kemu.client.informer import FuncHandler, InformerFactory
+from kemu.client.informer import InformerFactory
 from kemu.component.clock import FakeClock
 from kemu.component.featuregate import FeatureGates
 from kemu.component.version import Version
@@ -211,20 +211,7 @@ async def env(gates: FeatureGates | None = None, *, setup: object = None) -> Asy
         frameworks=[fwk],
         resize_preemption=resize_preemption_enabled(gates),
     )
-    pods.add_event_handler(
-        FuncHandler(
-            on_add=handlers.on_pod_add,
-            on_update=handlers.on_pod_update,
-            on_delete=handlers.on_pod_delete,
-        )
-    )
-    nodes.add_event_handler(
-        FuncHandler(
-            on_add=handlers.on_node_add,
-            on_update=handlers.on_node_update,
-            on_delete=handlers.on_node_delete,
-        )
-    )
+    handlers.register(pods, nodes)
     scheduler = Scheduler(
         client=client,
         cache=cache,
