@@ -224,22 +224,16 @@ class PreScoreState:
 
 
 def fits_request(
-    state: PreFilterState,
-    node: NodeInfo,
-    cached: Resource | None = None,
-    used: Resource | None = None,
+    state: PreFilterState, node: NodeInfo, cached: Resource | None = None
 ) -> list[InsufficientResource]:
     """Every resource the node lacks for the pod (upstream fitsRequest).
 
     `cached`: what the node already counts for this very pod (KEP-5836, see the module
     docstring); then only the part of each request beyond it must fit, `max(0, request -
-    cached)`, while Unresolvable still compares the whole request with allocatable.
-    `used`: what the node's pods count in place of `node.requested` (not upstream: the
-    kubelet-like accounting's sum over the other pods)."""
+    cached)`, while Unresolvable still compares the whole request with allocatable."""
     out: list[InsufficientResource] = []
     alloc = node.allocatable
-    if used is None:
-        used = node.requested
+    used = node.requested
     n_pods = len(node.pods)
     # Upstream leaves the pod count alone for a pod the node already holds (it counts twice
     # there); kemu does the same.
@@ -300,7 +294,11 @@ def _filter_assigned(s: PreFilterState, node: NodeInfo) -> Status:
     With `held` (not upstream) the pod's whole request must fit beside what the other pods
     hold, whether or not the node holds the pod."""
     if s.held is not None:
-        insufficient = fits_request(s, node, used=s.held.by_others(node, s.uid))
+        # A copy whose `requested` is the held sum: fits_request, the ordinary pods' slow
+        # path, stays as it is; only this one node per deferred cycle pays for the copy.
+        view = node.clone()
+        view.requested = s.held.by_others(node, s.uid)
+        insufficient = fits_request(s, view)
         return _status_of(insufficient) if insufficient else st.SUCCESS
     cached = next((pi.requests for pi in node.pods if pi.uid == s.uid), None)
     insufficient = fits_request(s, node, cached)

@@ -841,6 +841,8 @@ def test_kubelet_like_accounting_sees_pods_removed_from_the_node_in_the_same_cyc
     assert p.filter(state.clone(), me, copy).is_success()
     copy.add_pod_info(ni.pods[0])
     assert p.filter(state.clone(), me, copy).code is Code.UNSCHEDULABLE
+    # Filter leaves the node's own sums alone (the cache's: victim 400m + preemptor 300m).
+    assert (ni.requested.milli_cpu, copy.requested.milli_cpu) == (700, 700)
 
 
 def test_kubelet_like_accounting_applies_only_to_the_deferred_pods_own_node() -> None:
