@@ -597,3 +597,24 @@ def kubelet_pod_requests(
     if pod.spec.overhead:
         _add(held, amounts(pod.spec.overhead))
     return held
+
+
+def kubelet_pod_requests_from_status(
+    pod: types_pb2.Pod, *, per_container_max: bool = False
+) -> Amounts:
+    """`kubelet_pod_requests` with the allocated and actual sizes the pod's status reports:
+    what the pod holds on its node as its kubelet counts it, for a reader that has only the
+    API object (the scheduler; KEP-5836's kubelet-like accounting, which upstream defers to
+    beta). A container status without allocatedResources leaves the container at its spec (as
+    a pod the kubelet has not admitted yet); one without resources runs at its allocation. A
+    pending desired size is never counted; an Infeasible one neither."""
+    allocated: dict[str, Mapping[str, str]] = {}
+    actual: dict[str, Mapping[str, str]] = {}
+    for name, cs in _statuses(pod).items():
+        if cs.allocated_resources:
+            allocated[name] = cs.allocated_resources
+        if cs.HasField("resources") and cs.resources.requests:
+            actual[name] = cs.resources.requests
+        elif cs.allocated_resources:
+            actual[name] = cs.allocated_resources
+    return kubelet_pod_requests(pod, allocated, actual, per_container_max=per_container_max)

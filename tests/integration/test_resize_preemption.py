@@ -11,8 +11,9 @@ DisruptionTarget=True/PreemptionByScheduler and a deletionTimestamp.
 
 One apiserver with InPlacePodVerticalScalingSchedulerPreemption on (or it would drop the nodes'
 spec.podPreemptionPolicy) and two scheduler processes: "scheduler" with the gate on (profile
-default-scheduler) and "scheduler-gate-off" with it off (profile gate-off-scheduler); a pod
-picks one by its schedulerName. Each scenario runs in its own namespace on its own nodes,
+default-scheduler, and kubelet-like-scheduler: the same with NodeResourcesFit's
+kemuKubeletLikeResizeAccounting, which is NOT upstream) and "scheduler-gate-off" with it off
+(profile gate-off-scheduler); a pod picks one by its schedulerName. Each scenario runs in its own namespace on its own nodes,
 records its pods and nodes from the start, and ends with the §11b invariant checks, (9)
 included (kemu.testing.invariants).
 
@@ -36,7 +37,8 @@ Events on the canary node are on another node than the deferred pods', and it is
 for any of them (a hint that still looks at resources skips it).
 
 S-RPE-1..5, 9 and the enqueueing of S-RPE-8 run with the gate on and off; the rest (hints,
-start-up, dequeueing, S-RPE-10) concern a pod that the gate-off scheduler never queues.
+start-up, dequeueing, S-RPE-10) concern a pod that the gate-off scheduler never queues. S-RPE-9
+runs on the kubelet-like profile too (beyond upstream: one victim instead of three).
 """
 
 from __future__ import annotations
@@ -74,7 +76,13 @@ pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 GATE_ON_SCHEDULER: Final = "default-scheduler"
 GATE_OFF_SCHEDULER: Final = "gate-off-scheduler"
 LATE_SCHEDULER: Final = "late-scheduler"
-PROCESS: Final = {GATE_ON_SCHEDULER: "scheduler", GATE_OFF_SCHEDULER: "scheduler-gate-off"}
+# Not upstream: a profile of the gate-on process with kemuKubeletLikeResizeAccounting.
+KUBELET_LIKE_SCHEDULER: Final = "kubelet-like-scheduler"
+PROCESS: Final = {
+    GATE_ON_SCHEDULER: "scheduler",
+    GATE_OFF_SCHEDULER: "scheduler-gate-off",
+    KUBELET_LIKE_SCHEDULER: "scheduler",
+}
 GATES_ON: Final = {
     IN_PLACE_POD_VERTICAL_SCALING: True,
     IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION: True,
@@ -86,16 +94,26 @@ GATES_OFF: Final = {
 GATE: Final = pytest.mark.parametrize("gate_on", [True, False], ids=["gate-on", "gate-off"])
 
 
-def config(profile: str) -> str:
+def config(profile: str, *, kubelet_like: str = "") -> str:
     """A profile for the scenario's pods and one for its canaries (see `Rpe.caught_up`), so
-    that a canary's failed attempts are not counted as the deferred pods'."""
+    that a canary's failed attempts are not counted as the deferred pods'; `kubelet_like`:
+    two more, the first with NodeResourcesFit's kemuKubeletLikeResizeAccounting."""
+    more = ""
+    if kubelet_like:
+        more = f"""\
+- schedulerName: {kubelet_like}
+  pluginConfig:
+  - name: NodeResourcesFit
+    args: {{kemuKubeletLikeResizeAccounting: true}}
+- schedulerName: {canary_profile(kubelet_like)}
+"""
     return f"""\
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 profiles:
 - schedulerName: {profile}
 - schedulerName: {canary_profile(profile)}
-"""
+{more}"""
 
 
 def canary_profile(profile: str) -> str:
@@ -116,8 +134,10 @@ SYNC_LABEL: Final = "kemu.io/sync"
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     root = tmp_path_factory.mktemp("resize-preemption")
-    for profile in (GATE_ON_SCHEDULER, GATE_OFF_SCHEDULER, LATE_SCHEDULER):
+    for profile in (GATE_OFF_SCHEDULER, LATE_SCHEDULER):
         (root / f"{profile}.yaml").write_text(config(profile))
+    gate_on = config(GATE_ON_SCHEDULER, kubelet_like=KUBELET_LIKE_SCHEDULER)
+    (root / f"{GATE_ON_SCHEDULER}.yaml").write_text(gate_on)
     with Cluster(root) as c:
         c.start_etcd()
         c.start_apiserver(feature_gates={IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION: True})
@@ -245,16 +265,18 @@ class Rpe:
         memory: str = "",
         allocated_memory: str = "",
         never: bool = False,
+        started: int | None = None,
     ) -> types_pb2.Pod:
         """A running pod whose resize to (cpu, memory) the kubelet deferred: created bound,
-        then its status written (allocated and actual = the allocated sizes). Returns the pod
-        as the test's last write left it."""
+        then its status written (allocated and actual = the allocated sizes; `started`: its
+        status.startTime in seconds since the epoch). Returns the pod as the test's last write
+        left it."""
         pod = await self.bound(name, node, priority=priority, cpu=cpu, memory=memory, never=never)
         allocated = {
             "cpu": allocated_cpu,
             **({"memory": allocated_memory} if allocated_memory else {}),
         }
-        return await self.write_status(pod, allocated=allocated, deferred=True)
+        return await self.write_status(pod, allocated=allocated, deferred=True, started=started)
 
     async def running(
         self, name: str, node: str, *, priority: int, cpu: str, memory: str = ""
@@ -266,14 +288,21 @@ class Rpe:
         return await self.write_status(pod, allocated=allocated, deferred=False)
 
     async def write_status(
-        self, pod: types_pb2.Pod, *, allocated: Mapping[str, str], deferred: bool
+        self,
+        pod: types_pb2.Pod,
+        *,
+        allocated: Mapping[str, str],
+        deferred: bool,
+        started: int | None = None,
     ) -> types_pb2.Pod:
         """What a kubelet writes (UpdateStatus, resourceVersion CAS): Running, PodScheduled
         (kept), PodResizePending=True/Deferred iff `deferred`, the container's allocated and
-        actual resources; other conditions are kept."""
+        actual resources, startTime when `started` is given; other conditions are kept."""
         current = await self.s.get(pod.metadata.name)
         status = current.status
         status.phase = "Running"
+        if started is not None:
+            status.start_time.FromSeconds(started)
         kept = [c for c in status.conditions if c.type not in ("PodScheduled", "PodResizePending")]
         del status.conditions[:]
         status.conditions.add(type="PodScheduled", status="True")
@@ -863,6 +892,45 @@ async def test_s_rpe_9_alpha_accounting_over_preempts(cluster: Cluster, gate_on:
                 r.assert_stays_assigned(name)
         else:
             await expect_evictions(r, preemptor, set())
+
+
+async def test_s_rpe_9_kubelet_like_accounting_evicts_only_pod_4(cluster: Cluster) -> None:
+    """NOT upstream: S-RPE-9 on the gate-on process's profile with NodeResourcesFit's
+    kemuKubeletLikeResizeAccounting (kemu's emulation of the accounting the KEP plans for
+    beta). In pod-1's cycle the lows count at what they hold, X/2: X + 1.5X > 2X, so pod-1
+    preempts; with the three gone X fits, and pod-2 (1.5X) and pod-3 (2X) are reprieved in
+    start order, pod-4 (2.5X) is not. Exactly one eviction, pod-4; it stays Terminating (no
+    kubelet), so pod-1 stays queued, and so do the lows (nothing of lower priority)."""
+    async with scenario(cluster, "s-rpe-9-kubelet-like", scheduler=KUBELET_LIKE_SCHEDULER) as r:
+        await r.node("node1", cpu="2000m", memory="1000")
+        # Started in name order: pod-4, the latest, is the least important low pod.
+        started = 1_700_000_000
+        for i, name in enumerate(("pod-2", "pod-3", "pod-4")):
+            await r.deferred(
+                name, "node1", priority=LOW, cpu="2000m", allocated_cpu="500m", memory="10",
+                allocated_memory="10", started=started + i,
+            )  # fmt: skip
+        await r.deferred(
+            "pod-1", "node1", priority=HIGH, cpu="1000m", allocated_cpu="500m", memory="10",
+            allocated_memory="10", started=started - 1,
+        )  # fmt: skip
+
+        async def evicted() -> bool:
+            await r.sync()
+            assert_only("evicted", r.evicted(), {"pod-4"})
+            return True
+
+        await r.s.eventually(evicted, timeout=TIMEOUT)
+        await r.wait_parked(4)
+        # Nothing more once the scheduler has seen everything, retries included.
+        await r.caught_up()
+        await r.s.holds(evicted, seconds=OBSERVATION)
+        await r.sync()
+        assert_only("evicted", r.evicted(), {"pod-4"})
+        assert_only("touched", r.touched(), {"pod-4"})
+        assert_only("Preempted events", await r.preempted_events(), {"pod-4"})
+        for name in ("pod-1", "pod-2", "pod-3", "pod-4"):
+            r.assert_stays_assigned(name)
 
 
 async def test_s_rpe_10_competing_resize_takes_the_room(cluster: Cluster) -> None:

@@ -20,6 +20,20 @@ Unresolvable only when the request itself exceeds allocatable. The queueing hint
 look only at its own node: pods deleted or scaled down there, the node's allocatable growing,
 and the pod's own scale-down.
 
+NOT upstream: pluginConfig arg `kemuKubeletLikeResizeAccounting` (bool, default false) is kemu's
+emulation of the accounting KEP-5836 plans for beta (its "Risk of Additional Preemption";
+reference §8.2 item 3, S-RPE-9), hence the `kemu` prefix. With it, and only in the cycle of a
+pod bound to the evaluated node (a Deferred resize, on its own node), every *other* pod on the
+node counts at what it holds as the kubelet counts it (`kemu.machinery.resources.
+kubelet_pod_requests_from_status`: the larger of allocated and actual, no pending desired
+size), while the pod itself counts at its whole request, max(desired, allocated, actual): it
+fits iff `request <= allocatable - held by the others`. The preemption dry run re-runs Filter
+on a NodeInfo copy it removes victims from and puts reprieved ones back into, so the sum is
+taken over the node's pods as Filter sees them (one node per cycle, a few dozen pods; each
+pod's held size is computed once per cycle): removing a victim frees what it holds. Ordinary
+pods, and every cycle with the arg false, are untouched; without the gate the arg does
+nothing.
+
 Score ranks feasible nodes by `scoringStrategy`: LeastAllocated (default; spreads),
 MostAllocated (bin-packs) or RequestedToCapacityRatio (a utilization -> score shape), over
 `resources` (default cpu and memory, weight 1), using non-zero requests for cpu and memory.
@@ -32,6 +46,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.resources import kubelet_pod_requests_from_status
 from kemu.scheduling import status as st
 from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.events import (
@@ -73,6 +88,7 @@ from kemu.scheduling.types import (
     MEMORY,
     PODS,
     NodeInfo,
+    PodInfo,
     PreFilterResult,
     Resource,
     pod_requests,
@@ -81,6 +97,9 @@ from kemu.scheduling.types import (
 NAME: Final = "NodeResourcesFit"
 PRE_FILTER_STATE_KEY: Final = "PreFilter" + NAME
 PRE_SCORE_STATE_KEY: Final = "PreScore" + NAME
+
+KUBELET_LIKE_RESIZE_ACCOUNTING: Final = "kemuKubeletLikeResizeAccounting"
+"""The pluginConfig arg of kemu's beyond-upstream accounting (see the module docstring)."""
 
 LEAST_ALLOCATED: Final = "LeastAllocated"
 MOST_ALLOCATED: Final = "MostAllocated"
@@ -111,13 +130,43 @@ class InsufficientResource:
     unresolvable: bool = False
 
 
+class HeldRequests:
+    """What the pods on a deferred pod's node hold as the kubelet counts them (not upstream:
+    `kemuKubeletLikeResizeAccounting`), each computed once per cycle: the preemption dry run
+    asks again after every removal and reprieve. Keyed by PodInfo identity (a PodInfo and its
+    pod never change; a cycle's NodeInfo copies share them)."""
+
+    __slots__ = ("_held",)
+
+    def __init__(self) -> None:
+        self._held: dict[PodInfo, Resource] = {}
+
+    def of(self, pi: PodInfo) -> Resource:
+        held = self._held.get(pi)
+        if held is None:
+            # 1.37's aggregation rule: the gate that makes this reachable exists from 1.37.
+            held = Resource.from_amounts(kubelet_pod_requests_from_status(pi.pod))
+            self._held[pi] = held
+        return held
+
+    def by_others(self, node: NodeInfo, uid: str) -> Resource:
+        """The sum over the node's pods except the one with `uid`."""
+        total = Resource()
+        for pi in node.pods:
+            if pi.uid != uid:
+                total.add(self.of(pi))
+        return total
+
+
 class PreFilterState:
-    """The pod's request; read-only after PreFilter, so `clone` shares it."""
+    """The pod's request; read-only after PreFilter, so `clone` shares it (and with it the
+    memo of `held`)."""
 
     __slots__ = (
         "assigned_node",
         "empty",
         "ephemeral_storage",
+        "held",
         "memory",
         "milli_cpu",
         "request",
@@ -133,12 +182,15 @@ class PreFilterState:
         *,
         assigned_node: str = "",
         uid: str = "",
+        held: HeldRequests | None = None,
     ) -> None:
         self.request = request
         # KEP-5836: the node the pod is bound to ("" for every pod the delta rule does not
         # apply to, so that Filter's hot path pays one falsy test for them).
         self.assigned_node = assigned_node
         self.uid = uid
+        # Not upstream (kemuKubeletLikeResizeAccounting): set only with `assigned_node`.
+        self.held = held
         self.milli_cpu = request.milli_cpu
         self.memory = request.memory
         self.ephemeral_storage = request.ephemeral_storage
@@ -238,7 +290,16 @@ def fits(pod: types_pb2.Pod, node: NodeInfo) -> list[InsufficientResource]:
 
 def _filter_assigned(s: PreFilterState, node: NodeInfo) -> Status:
     """Filter for a pod bound to `node` (KEP-5836): the node's copy of the pod, found by uid,
-    already counts in `requested`; a pod the node does not hold is checked as any other."""
+    already counts in `requested`; a pod the node does not hold is checked as any other.
+    With `held` (not upstream) the pod's whole request must fit beside what the other pods
+    hold, whether or not the node holds the pod."""
+    if s.held is not None:
+        # A copy whose `requested` is the held sum: fits_request, the ordinary pods' slow
+        # path, stays as it is; only this one node per deferred cycle pays for the copy.
+        view = node.clone()
+        view.requested = s.held.by_others(node, s.uid)
+        insufficient = fits_request(s, view)
+        return _status_of(insufficient) if insufficient else st.SUCCESS
     cached = next((pi.requests for pi in node.pods if pi.uid == s.uid), None)
     insufficient = fits_request(s, node, cached)
     if not insufficient:
@@ -263,12 +324,15 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
         ignored_resource_groups: frozenset[str] = frozenset(),
         scorer: ResourceAllocationScorer | None = None,
         resize_preemption: bool = False,
+        kubelet_like_resize_accounting: bool = False,
     ) -> None:
         self.ignored_resources = ignored_resources
         self.ignored_resource_groups = ignored_resource_groups
         self.scorer = scorer or scorer_from_args(None)
         # InPlacePodVerticalScalingSchedulerPreemption (kemu.scheduling.deferred).
         self.resize_preemption = resize_preemption
+        # Not upstream: kemuKubeletLikeResizeAccounting (module docstring).
+        self.kubelet_like_resize_accounting = kubelet_like_resize_accounting
 
     def name(self) -> str:
         return NAME
@@ -282,6 +346,7 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
         # Upstream applies the delta rule to any pod bound to the evaluated node, not only to
         # Deferred ones; only those reach a cycle in the scheduler, simulations may pass others.
         assigned = pod.spec.node_name if self.resize_preemption else ""
+        held = HeldRequests() if assigned and self.kubelet_like_resize_accounting else None
         state.write(
             PRE_FILTER_STATE_KEY,
             PreFilterState(
@@ -290,6 +355,7 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
                 self.ignored_resource_groups,
                 assigned_node=assigned,
                 uid=pod.metadata.uid,
+                held=held,
             ),
         )
         return None, st.SUCCESS
@@ -521,8 +587,22 @@ def scorer_from_args(strategy: Any, field: str = "scoringStrategy") -> ResourceA
     return ResourceAllocationScorer(str(kind), fn, resources, use_requested=False, fast=fast)
 
 
+def _bool_arg(args: PluginArgs, field: str) -> bool:
+    value = args.get(field)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise ValueError(f"{field}: must be a boolean, got {value!r}")
+    return value
+
+
 def new(args: PluginArgs, handle: Handle) -> Fit:
-    unknown = set(args) - {"ignoredResources", "ignoredResourceGroups", "scoringStrategy"}
+    unknown = set(args) - {
+        "ignoredResources",
+        "ignoredResourceGroups",
+        "scoringStrategy",
+        KUBELET_LIKE_RESIZE_ACCOUNTING,
+    }
     if unknown:
         raise ValueError(f"unknown NodeResourcesFit arg(s) {sorted(unknown)}")
     groups = _string_set(args, "ignoredResourceGroups")
@@ -534,4 +614,5 @@ def new(args: PluginArgs, handle: Handle) -> Fit:
         ignored_resource_groups=groups,
         scorer=scorer_from_args(args.get("scoringStrategy")),
         resize_preemption=resize_preemption_enabled(handle.gates),
+        kubelet_like_resize_accounting=_bool_arg(args, KUBELET_LIKE_RESIZE_ACCOUNTING),
     )

@@ -13,6 +13,7 @@ from kemu.machinery.resources import (
     is_pod_resize_deferred,
     is_pod_resize_infeasible,
     kubelet_pod_requests,
+    kubelet_pod_requests_from_status,
     max_resources,
     per_container_max_at,
     pod_limits,
@@ -432,6 +433,45 @@ def test_kubelet_per_container_counts_a_plain_init_container_at_its_allocation()
     allocated = {"c": {"cpu": "1"}, "i": {"cpu": "2"}}
     actual = {"c": {"cpu": "1500m"}, "i": {"cpu": "4"}}
     assert kubelet_pod_requests(pod, allocated, actual, per_container_max=True) == {"cpu": 2010}
+
+
+def test_kubelet_view_from_the_status_leaves_a_pending_desired_size_out() -> None:
+    # Deferred 1 -> 3 cpu: the scheduler reserves 3, the kubelet holds 1.
+    pod = resized("3", allocated="1", actual="1")
+    resize_pending(pod, "Deferred")
+    assert kubelet_pod_requests_from_status(pod) == {"cpu": 1000, "memory": GI}
+    assert scheduler_pod_requests(pod)[0] == {"cpu": 3000, "memory": GI}
+
+
+def test_kubelet_view_from_the_status_takes_the_larger_of_allocated_and_actual() -> None:
+    # Being scaled down: allocated 1, still running at 2.
+    assert kubelet_pod_requests_from_status(resized("1", allocated="1", actual="2")) == {
+        "cpu": 2000,
+        "memory": GI,
+    }
+    # Not actuated yet: runs at its allocation.
+    assert kubelet_pod_requests_from_status(resized("500m", allocated="2", actual=None)) == {
+        "cpu": 2000,
+        "memory": GI,
+    }
+
+
+def test_kubelet_view_from_the_status_counts_a_pod_without_statuses_at_its_spec() -> None:
+    pod = make_pod("p").req(cpu="1").overhead(cpu="100m").obj()
+    assert kubelet_pod_requests_from_status(pod) == {"cpu": 1100}
+    # A container whose status reports no allocation stays at its spec too.
+    pod = make_pod("p").req(cpu="1").container("d").req(cpu="2").obj()
+    status(pod, "c", allocated={"cpu": "500m"}, actual={"cpu": "500m"})
+    status(pod, "d")
+    assert kubelet_pod_requests_from_status(pod) == {"cpu": 2500}
+
+
+def test_kubelet_view_from_the_status_reads_init_container_statuses() -> None:
+    pod = make_pod("p").req(cpu="1").init_container("s", restart_policy="Always").req(cpu="2")
+    obj = pod.obj()
+    status(obj, "c", allocated={"cpu": "1"}, actual={"cpu": "1"})
+    status(obj, "s", allocated={"cpu": "500m"}, actual={"cpu": "500m"}, init=True)
+    assert kubelet_pod_requests_from_status(obj) == {"cpu": 1500}
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
-from kemu.scheduling.plugins.registry import Registry
+from kemu.scheduling.plugins.node_resources_fit import Fit
+from kemu.scheduling.plugins.registry import Registry, in_tree_registry
 from kemu.scheduling.profile import ConfigError
+from kemu.scheduling.runtime import Framework
 from scheduler.config import (
     API_VERSION,
     KIND,
@@ -451,3 +453,31 @@ def test_invalid_yaml_and_missing_file(tmp_path: Path) -> None:
         parse_config("- 1", REG)
     with pytest.raises(ConfigError, match="reading"):
         load_config(tmp_path / "missing.yaml", REG)
+
+
+KUBELET_LIKE_YAML = f"""
+apiVersion: {API_VERSION}
+kind: {KIND}
+profiles:
+- schedulerName: default-scheduler
+  pluginConfig:
+  - name: NodeResourcesFit
+    args: {{kemuKubeletLikeResizeAccounting: VALUE}}
+"""
+
+
+@pytest.mark.parametrize(("value", "on"), [("true", True), ("false", False)])
+def test_kemu_kubelet_like_resize_accounting_from_a_configuration_file(
+    value: str, on: bool
+) -> None:
+    # Not upstream (NodeResourcesFit's docstring): the arg reaches the real plugin.
+    c = parse_config(KUBELET_LIKE_YAML.replace("VALUE", value), in_tree_registry())
+    fwk = Framework(c.profiles[0], in_tree_registry())
+    plugin = fwk.plugin("NodeResourcesFit")
+    assert isinstance(plugin, Fit) and plugin.kubelet_like_resize_accounting is on
+
+
+def test_kemu_kubelet_like_resize_accounting_must_be_a_boolean() -> None:
+    c = parse_config(KUBELET_LIKE_YAML.replace("VALUE", '"yes"'), in_tree_registry())
+    with pytest.raises(ValueError, match="kemuKubeletLikeResizeAccounting: must be a boolean"):
+        Framework(c.profiles[0], in_tree_registry())

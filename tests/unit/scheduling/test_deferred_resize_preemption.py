@@ -3,21 +3,25 @@
 resize preemption on, over a Snapshot where the deferred pod is on its node at
 max(desired, allocated, actual), as the cache counts it. No scheduler process: the cycle is
 PreFilter + Filter over every node, PostFilter is the Evaluator without an executor (it reports
-the node it would nominate and the victims), Permit is the framework's."""
+the node it would nominate and the victims), Permit is the framework's. `kubelet_like`: the
+profile sets NodeResourcesFit's kemuKubeletLikeResizeAccounting (not upstream: kemu's emulation
+of the accounting the KEP plans for beta)."""
 
 from __future__ import annotations
 
 import anyio
+import pytest
 
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import FakeClock
 from kemu.scheduling.interface import CycleState, NodeToStatus
 from kemu.scheduling.nominator import Nominator
 from kemu.scheduling.plugins import default_preemption, deferred_pod_scheduling
+from kemu.scheduling.plugins import node_resources_fit as fit
 from kemu.scheduling.plugins.default_preemption import DefaultPreemption
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.preemption import Evaluation
-from kemu.scheduling.profile import default_profile
+from kemu.scheduling.profile import build_profile
 from kemu.scheduling.runtime import Framework
 from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.status import Code, Status, unresolvable
@@ -29,10 +33,17 @@ LOW, HIGH = 0, 1000
 
 
 class Cluster:
-    def __init__(self, *, on: bool = True) -> None:
+    def __init__(self, *, on: bool = True, kubelet_like: bool = False) -> None:
         registry = in_tree_registry()
+        config: dict[str, object] = {}
+        if kubelet_like:
+            args = {fit.KUBELET_LIKE_RESIZE_ACCOUNTING: True}
+            config["pluginConfig"] = [{"name": fit.NAME, "args": args}]
+        profile = build_profile(
+            config, "profiles[0]", registry, default_name=True, default_percentage=0
+        )
         self.fwk = Framework(
-            default_profile(registry),
+            profile,
             registry,
             clock=FakeClock(),
             gates=resize_gates(on),
@@ -87,14 +98,16 @@ def victim_names(ev: Evaluation) -> list[str]:
     return sorted(p.metadata.name for p in ev.candidate.victims.pods)
 
 
-def rpe_cluster(*disabled_by: str) -> Cluster:
-    c = Cluster()
+def rpe_cluster(*disabled_by: str, kubelet_like: bool = False) -> Cluster:
+    c = Cluster(kubelet_like=kubelet_like)
     c.node("node1", "300m", "300", *disabled_by)
     return c
 
 
-def test_s_rpe_1_one_lower_priority_victim_makes_room() -> None:
-    c = rpe_cluster()
+@pytest.mark.parametrize("kubelet_like", [False, True], ids=["alpha", "kubelet-like"])
+def test_s_rpe_1_one_lower_priority_victim_makes_room(kubelet_like: bool) -> None:
+    # The victim holds what it asks (no status: its spec): both accountings agree.
+    c = rpe_cluster(kubelet_like=kubelet_like)
     me = preemptor()
     c.pods += [running("victim-1", "node1", cpu="200m", priority=LOW), me]
     _, statuses, _ = c.cycle(me)
@@ -114,8 +127,9 @@ def test_s_rpe_1_the_deferred_pod_is_never_its_own_victim_even_at_a_higher_prior
     assert "preemptor" not in victim_names(ev)
 
 
-def test_s_rpe_2_two_victims_when_the_resize_alone_fills_the_node() -> None:
-    c = rpe_cluster()
+@pytest.mark.parametrize("kubelet_like", [False, True], ids=["alpha", "kubelet-like"])
+def test_s_rpe_2_two_victims_when_the_resize_alone_fills_the_node(kubelet_like: bool) -> None:
+    c = rpe_cluster(kubelet_like=kubelet_like)
     me = preemptor()
     c.pods += [
         running("victim-1", "node1", cpu="100m", memory="50", priority=LOW),
@@ -196,15 +210,55 @@ def test_plugins_irrelevant_to_resources_do_not_stop_the_pods_own_node() -> None
     assert victim_names(c.preempt(me)) == ["victim-1"]
 
 
-def test_s_rpe_9_alpha_accounting_preempts_every_deferred_low_pod() -> None:
-    # X = 1000m. Node 2X. Pod1 high: desired X, allocated/actual X/2. Pods 2-4 low: desired 2X,
-    # allocated/actual X/2, all Deferred. Every low counts at 2X: reprieving any gives 3X.
-    c = Cluster()
+def s_rpe_9(c: Cluster) -> types_pb2.Pod:
+    """X = 1000m. Node 2X. Pod1 high: desired X, allocated/actual X/2. Pods 2-4 low: desired
+    2X, allocated/actual X/2, all Deferred, started in that order (pod2 the most important of
+    them, reprieved first). Returns pod1."""
     c.node("node1", "2000m", "1Gi")
     pod1 = preemptor("pod1", cpu="1000m", actual_cpu="500m", priority=HIGH)
     lows = [preemptor(f"pod{i}", cpu="2000m", actual_cpu="500m", priority=LOW) for i in (2, 3, 4)]
-    c.pods += [pod1, *lows]
+    for i, p in enumerate([pod1, *lows]):
+        p.status.start_time.FromSeconds(1000 + i)
+    # pod4 listed first: the reprieve order comes from the start times, not the node's list.
+    c.pods += [lows[2], pod1, lows[0], lows[1]]
+    return pod1
+
+
+def test_s_rpe_9_alpha_accounting_preempts_every_deferred_low_pod() -> None:
+    # Every low counts at 2X: with all three gone X fits, reprieving any gives 3X > 2X.
+    c = Cluster()
+    pod1 = s_rpe_9(c)
     assert victim_names(c.preempt(pod1)) == ["pod2", "pod3", "pod4"]
+
+
+def test_s_rpe_9_kubelet_like_accounting_preempts_only_pod_4() -> None:
+    # The lows count at what they hold, X/2: X + 1.5X > 2X does not fit; with all three gone
+    # X fits; reprieving pod2 (1.5X) and pod3 (2X) fits, pod4 (2.5X) does not.
+    c = Cluster(kubelet_like=True)
+    pod1 = s_rpe_9(c)
+    _, statuses, _ = c.cycle(pod1)
+    st = statuses.get("node1")
+    assert (st.code, st.reasons) == (Code.UNSCHEDULABLE, ("Insufficient cpu",))
+    ev = c.preempt(pod1)
+    assert victim_names(ev) == ["pod4"]
+    assert ev.candidate is not None and ev.candidate.name == "node1"
+
+
+def test_s_rpe_9_kubelet_like_accounting_for_a_low_pod_finds_no_victims() -> None:
+    # pod2's own cycle: X/2 + X/2 + X/2 held by the others + its 2X > 2X, nothing lower.
+    c = Cluster(kubelet_like=True)
+    s_rpe_9(c)
+    pod2 = next(p for p in c.pods if p.metadata.name == "pod2")
+    ev = c.preempt(pod2)
+    assert ev.candidate is None
+
+
+def test_the_profiles_plugin_config_turns_kubelet_like_accounting_on() -> None:
+    c = Cluster(kubelet_like=True)
+    plugin = c.fwk.plugin(fit.NAME)
+    assert isinstance(plugin, fit.Fit) and plugin.kubelet_like_resize_accounting
+    plugin = Cluster().fwk.plugin(fit.NAME)
+    assert isinstance(plugin, fit.Fit) and not plugin.kubelet_like_resize_accounting
 
 
 def test_with_the_gate_off_a_deferred_pod_is_an_ordinary_bound_pod() -> None:

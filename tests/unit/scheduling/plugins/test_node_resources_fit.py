@@ -781,6 +781,110 @@ def test_ordinary_pods_never_look_for_themselves_on_the_node() -> None:
     assert isinstance(s, fit.PreFilterState) and s.assigned_node == ""
 
 
+# ---------------------------------------------------------------- kemuKubeletLikeResizeAccounting
+
+
+def kubelet_like_plugin(on: bool = True, gate: bool = True) -> fit.Fit:
+    h = FakeHandle()
+    h.fake_gates = resize_gates(gate)
+    return fit.new({fit.KUBELET_LIKE_RESIZE_ACCOUNTING: on}, h)
+
+
+def test_kubelet_like_accounting_is_off_by_default() -> None:
+    assert resize_plugin().kubelet_like_resize_accounting is False
+    assert (
+        plugin({fit.KUBELET_LIKE_RESIZE_ACCOUNTING: None}).kubelet_like_resize_accounting is False
+    )
+    assert kubelet_like_plugin().kubelet_like_resize_accounting is True
+    assert kubelet_like_plugin(on=False).kubelet_like_resize_accounting is False
+
+
+@pytest.mark.parametrize("value", ["true", 1, 0, [True], {"on": True}])
+def test_kubelet_like_accounting_must_be_a_boolean(value: object) -> None:
+    with pytest.raises(ValueError, match="kemuKubeletLikeResizeAccounting: must be a boolean"):
+        plugin({fit.KUBELET_LIKE_RESIZE_ACCOUNTING: value})
+
+
+def test_kubelet_like_accounting_counts_the_other_pods_at_what_they_hold() -> None:
+    # S-RPE-1 shape, the victim itself Deferred 100m -> 200m: the default counts it at 200m
+    # (200 + 300 > 300), the kubelet-like accounting at its 100m (100 + 300 > 300 still).
+    me = preemptor()
+    other = preemptor("other", cpu="200m", actual_cpu="100m", priority=0)
+    ni = on_node(rpe_node(cpu="400m"), other, me)
+    assert run_filter(resize_plugin(), me, ni).code is Code.UNSCHEDULABLE  # 200 + 300 > 400
+    assert run_filter(kubelet_like_plugin(), me, ni).is_success()  # 100 + 300 <= 400
+    # Off, the arg leaves today's arithmetic.
+    assert run_filter(kubelet_like_plugin(on=False), me, ni).code is Code.UNSCHEDULABLE
+
+
+def test_kubelet_like_accounting_counts_the_pod_itself_at_its_whole_request() -> None:
+    # The deferred pod is at max(desired, allocated, actual) = 300m, not at its 100m held.
+    me = preemptor()
+    ni = on_node(rpe_node(cpu="399m"), running("other", "node1", cpu="100m"), me)
+    st = run_filter(kubelet_like_plugin(), me, ni)
+    assert (st.code, st.reasons) == (Code.UNSCHEDULABLE, ("Insufficient cpu",))
+    assert run_filter(kubelet_like_plugin(), me, on_node(rpe_node(cpu="400m"), me)).is_success()
+    st = run_filter(kubelet_like_plugin(), me, on_node(rpe_node(cpu="299m"), me))
+    assert st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE  # 300m > 299m allocatable
+
+
+def test_kubelet_like_accounting_sees_pods_removed_from_the_node_in_the_same_cycle() -> None:
+    # The dry run's pattern: one PreFilter, then Filter on a copy it removes pods from.
+    me = preemptor()
+    victim = preemptor("victim", cpu="400m", actual_cpu="100m", priority=0)
+    ni = on_node(rpe_node(), victim, me)
+    p, state = kubelet_like_plugin(), CycleState()
+    p.pre_filter(state, me, [ni])
+    assert p.filter(state, me, ni).code is Code.UNSCHEDULABLE  # 100 + 300 > 300
+    copy = ni.clone()
+    assert copy.remove_pod(victim)
+    assert p.filter(state.clone(), me, copy).is_success()
+    copy.add_pod_info(ni.pods[0])
+    assert p.filter(state.clone(), me, copy).code is Code.UNSCHEDULABLE
+    # Filter leaves the node's own sums alone (the cache's: victim 400m + preemptor 300m).
+    assert (ni.requested.milli_cpu, copy.requested.milli_cpu) == (700, 700)
+
+
+def test_kubelet_like_accounting_applies_only_to_the_deferred_pods_own_node() -> None:
+    me = preemptor()
+    other = preemptor("other", "node2", cpu="200m", actual_cpu="100m", priority=0)
+    elsewhere = on_node(rpe_node("node2"), other)  # 200 + 300 > 300 as for any pod
+    assert run_filter(kubelet_like_plugin(), me, elsewhere).code is Code.UNSCHEDULABLE
+    state = CycleState()
+    kubelet_like_plugin().pre_filter(state, pod(4, 1).obj(), [])
+    s = state.read(fit.PRE_FILTER_STATE_KEY)
+    assert isinstance(s, fit.PreFilterState) and s.held is None and s.assigned_node == ""
+
+
+def test_kubelet_like_accounting_does_nothing_without_the_gate() -> None:
+    me = preemptor()
+    other = preemptor("other", cpu="200m", actual_cpu="100m", priority=0)
+    ni = on_node(rpe_node(cpu="1000m"), other, me)  # 200 + 300 cached + 300 again
+    for p in (kubelet_like_plugin(gate=False), resize_plugin(on=False)):
+        state = CycleState()
+        p.pre_filter(state, me, [ni])
+        s = state.read(fit.PRE_FILTER_STATE_KEY)
+        assert isinstance(s, fit.PreFilterState) and s.held is None
+    ni = on_node(rpe_node(cpu="700m"), other, me)
+    assert run_filter(kubelet_like_plugin(gate=False), me, ni).code is Code.UNSCHEDULABLE
+
+
+def test_kubelet_like_accounting_checks_scalar_resources_the_same_way() -> None:
+    me = preemptor()
+    me.spec.containers[0].resources.requests[EXT_A] = "2"
+    me.status.container_statuses[0].allocated_resources[EXT_A] = "1"
+    me.status.container_statuses[0].resources.requests[EXT_A] = "1"
+    other = preemptor("other", cpu="100m", actual_cpu="100m", priority=0)
+    other.spec.containers[0].resources.requests[EXT_A] = "3"
+    other.status.container_statuses[0].allocated_resources[EXT_A] = "1"
+    other.status.container_statuses[0].resources.requests[EXT_A] = "1"
+    node = make_node("node1").allocatable({EXT_A: "3"}, cpu="400m", memory="300", pods="10")
+    ni = on_node(node.obj(), other, me)
+    assert run_filter(kubelet_like_plugin(), me, ni).is_success()  # 1 + 2 <= 3
+    st = run_filter(resize_plugin(), me, ni)  # 3 + 2 cached, +0 > 3
+    assert (st.code, st.reasons) == (Code.UNSCHEDULABLE, (f"Insufficient {EXT_A}",))
+
+
 # ---------------------------------------------------------------- KEP-5836 hints (S-RPE-6)
 
 
