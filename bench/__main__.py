@@ -20,15 +20,15 @@ BENCHMARKS: Final[dict[str, tuple[str, str]]] = {
         "PreemptionBasic, PreferNominatedNode and NominatedNodeNameForExpectation A/B), "
         "scheduling_algorithm_duration, victims, API calls, CPU and RSS of each process",
     ),
-    "resize_preemption": (
-        "bench.resize_preemption",
-        "KEP-5836 end to end on hollow kubelets: Deferred resizes completed by preemption on "
-        "their node, latency and victims per resize, upstream alpha vs kubelet-like accounting",
-    ),
     "kubelet": (
         "bench.kubelet",
         "one hollow kubelet with 1000 nodes: registration time, RSS, Lease renewal cadence, "
         "pod created-to-Running p50/p99 at 100 pods/s",
+    ),
+    "resize_preemption": (
+        "bench.resize_preemption",
+        "KEP-5836 end to end on hollow kubelets: Deferred resizes completed by preemption on "
+        "their node, latency and victims per resize, upstream alpha vs kubelet-like accounting",
     ),
 }
 
