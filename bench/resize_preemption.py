@@ -780,10 +780,11 @@ def render(results: Sequence[Result]) -> str:
         return "no runs"
     rows: list[list[str]] = []
 
-    def row(label: str, cell: Callable[[Result], str]) -> None:
-        rows.append([label, *(cell(r) for r in results)])
+    def row(label: str, cell: Callable[[Result], str], *, failed: bool = False) -> None:
+        """`failed`: the cell is shown for a failed run too (otherwise '-')."""
+        rows.append([label, *(cell(r) if failed or not r.error else "-" for r in results)])
 
-    row("accounting", lambda r: "kubelet-like" if r.variant == "B" else "alpha")
+    row("accounting", lambda r: "kubelet-like" if r.variant == "B" else "alpha", failed=True)
     row("resizes (nodes)", lambda r: str(r.resizes))
     row("actuated within the timeout", lambda r: str(r.completed))
     row("never completed", lambda r: str(len(r.not_completed)))
@@ -801,7 +802,7 @@ def render(results: Sequence[Result]) -> str:
     row("victims / resize: Preempted events", lambda r: fmt(r.victims_per_resize()["events"], 2))
     row("victims / resize: metric", lambda r: fmt(r.victims_per_resize()["metric"], 2))
     row("victims per node (victims x nodes)", lambda r: histogram_text(r.victims_histogram))
-    row("expected: kubelet minimum / alpha", _expected_text)
+    row("expected: kubelet minimum / alpha", _expected_text, failed=True)
     row(
         "preemptions / preemption attempts (metric)",
         lambda r: f"{fmt(r.metric_preemptions, 0)} / {fmt(r.preemption_attempts, 0)}",
@@ -811,7 +812,7 @@ def render(results: Sequence[Result]) -> str:
     for name in ("scheduler", "kubelet", "apiserver", "etcd"):
         row(f"rss {name} MiB (end)", lambda r, n=name: _mib(r.rss_kib.get(n)))  # type: ignore[misc]
     row("setup s (scheduler settled)", lambda r: f"{fmt(r.setup_seconds, 1)} ({_yes(r)})")
-    row("load average 1 min (start -> end)", _load_text)
+    row("load average 1 min (start -> end)", _load_text, failed=True)
     shape = results[0].shape
     lines = [
         f"resize preemption (KEP-5836), {os.cpu_count()} cpus: "

@@ -312,7 +312,9 @@ def test_render_reports_a_refused_b_and_resizes_that_never_completed() -> None:
     ) in text
     assert "A (alpha) vs B" not in text  # no successful B run to compare with
     never = next(line for line in text.splitlines() if line.startswith("never completed"))
-    assert never.split()[-2:] == ["1", "0"]
+    assert never.split()[-2:] == ["1", "-"]  # a failed run shows no figures
+    accounting = next(line for line in text.splitlines() if line.startswith("accounting"))
+    assert accounting.split()[-2:] == ["alpha", "kubelet-like"]
 
 
 def test_victims_per_resize_is_nan_without_resizes() -> None:
