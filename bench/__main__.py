@@ -25,6 +25,11 @@ BENCHMARKS: Final[dict[str, tuple[str, str]]] = {
         "one hollow kubelet with 1000 nodes: registration time, RSS, Lease renewal cadence, "
         "pod created-to-Running p50/p99 at 100 pods/s",
     ),
+    "resize_preemption": (
+        "bench.resize_preemption",
+        "KEP-5836 end to end on hollow kubelets: Deferred resizes completed by preemption on "
+        "their node, latency and victims per resize, upstream alpha vs kubelet-like accounting",
+    ),
 }
 
 

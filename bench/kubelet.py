@@ -235,6 +235,58 @@ class RunningTracker:
             await self._done.wait()
 
 
+async def start_hollow_kubelet(
+    cluster: Cluster,
+    client: Client,
+    nodes: int,
+    prefix: str,
+    args: Sequence[str] = (),
+    *,
+    feature_gates: Mapping[str, bool] | None = None,
+    name: str = KUBELET,
+) -> float:
+    """Starts `python -m kubelet --nodes <nodes> --node-name-prefix <prefix> --root-dir ''
+    <args>` as the cluster's component `name` and waits until a watch of Nodes has seen every
+    one of its nodes Ready, then for its /readyz (every node's Lease exists). Returns the
+    seconds from starting the process until every node was Ready."""
+    listed = await client.list(types_pb2.Node)
+    ready: set[str] = {n.metadata.name for n in listed.items if is_ready(n)}
+    wanted = {node_name(prefix, i) for i in range(nodes)}
+    argv = [
+        "--server", cluster.server,
+        "--nodes", str(nodes),
+        "--node-name-prefix", prefix,
+        "--root-dir", "",
+        *args,
+    ]  # fmt: skip
+    start = time.monotonic()
+    await anyio.to_thread.run_sync(
+        lambda: cluster.start_component(
+            KUBELET, name, argv, feature_gates=feature_gates, wait=False
+        )
+    )
+    log.info("kubelet started with %d nodes; waiting for them to be Ready", nodes)
+    last_log = start
+    with anyio.fail_after(REGISTRATION_TIMEOUT):
+        async with client.watch(types_pb2.Node, resource_version=listed.resource_version) as events:
+            async for event in events:
+                node = event.object
+                if event.type == "DELETED" or not is_ready(node):
+                    ready.discard(node.metadata.name)
+                else:
+                    ready.add(node.metadata.name)
+                now = time.monotonic()
+                if now - last_log > 2:
+                    log.info("  %d/%d nodes Ready", len(ready & wanted), nodes)
+                    last_log = now
+                if wanted <= ready:
+                    break
+    elapsed = time.monotonic() - start
+    log.info("all %d nodes Ready in %.1fs", nodes, elapsed)
+    await anyio.to_thread.run_sync(lambda: cluster.wait_ready(name, timeout=REGISTRATION_TIMEOUT))
+    return elapsed
+
+
 # ---------------------------------------------------------------------- a run
 
 
@@ -334,42 +386,12 @@ class Runner:
     async def register(self, client: Client) -> None:
         """Start the kubelet and wait until every one of its nodes is Ready."""
         opts = self.opts
-        listed = await client.list(types_pb2.Node)
-        ready: set[str] = {n.metadata.name for n in listed.items if is_ready(n)}
         args = [
-            "--server", self.cluster.server,
-            "--nodes", str(opts.nodes),
-            "--node-name-prefix", NODE_PREFIX,
             "--node-lease-renew-interval", format_duration(opts.renew_interval),
             "--pod-startup-delay", format_duration(opts.startup_delay),
-            "--root-dir", "",
         ]  # fmt: skip
-        start = time.monotonic()
-        await anyio.to_thread.run_sync(
-            lambda: self.cluster.start_component(KUBELET, KUBELET, args, wait=False)
-        )
-        log.info("kubelet started with %d nodes; waiting for them to be Ready", opts.nodes)
-        last_log = start
-        with anyio.fail_after(REGISTRATION_TIMEOUT):
-            async with client.watch(
-                types_pb2.Node, resource_version=listed.resource_version
-            ) as events:
-                async for event in events:
-                    node = event.object
-                    if event.type == "DELETED" or not is_ready(node):
-                        ready.discard(node.metadata.name)
-                    else:
-                        ready.add(node.metadata.name)
-                    now = time.monotonic()
-                    if now - last_log > 2:
-                        log.info("  %d/%d nodes Ready", len(ready), opts.nodes)
-                        last_log = now
-                    if len(ready) >= opts.nodes:
-                        break
-        self.result.registration_seconds = time.monotonic() - start
-        log.info("all %d nodes Ready in %.1fs", opts.nodes, self.result.registration_seconds)
-        await anyio.to_thread.run_sync(
-            lambda: self.cluster.wait_ready(KUBELET, timeout=REGISTRATION_TIMEOUT)
+        self.result.registration_seconds = await start_hollow_kubelet(
+            self.cluster, client, opts.nodes, NODE_PREFIX, args
         )
 
     async def watch_leases(
