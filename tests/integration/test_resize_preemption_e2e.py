@@ -2,18 +2,23 @@
 fit, the scheduler preempts lower-priority pods on the pod's own node, and the kubelet then
 allocates and actuates the resize. The README's example (examples/resize-preemption.yaml) in
 this shape: a 2-cpu node holding two low-priority 900m pods and a high-priority 100m pod that is
-resized to 1 cpu.
+resized to 1 cpu. Then the other scenarios of reference §8.3 whose end-to-end form means
+something: S-RPE-2 (two victims), S-RPE-3 (preemptionPolicy Never), S-RPE-5 (the node's
+policy) and S-RPE-9 (the KEP's over-preemption, with Deferred low pods). The test only creates
+pods, patches nodes and issues pods/resize; the kubelet defers, retries and actuates.
 
 Two scheduler processes share the cluster: "default-scheduler" with
-InPlacePodVerticalScalingSchedulerPreemption on, "gate-off-scheduler" with it off (as by default
-at 1.37); a pod belongs to one of them through spec.schedulerName. The apiserver and the
+InPlacePodVerticalScalingSchedulerPreemption on (and in the same process
+"kubelet-like-scheduler", the same with NodeResourcesFit's kemuKubeletLikeResizeAccounting,
+which is NOT upstream), "gate-off-scheduler" with it off (as by default at 1.37); a pod belongs
+to one of them through spec.schedulerName. The apiserver and the
 kubelets have the gate on too (the node policy field, the kubelet's policy condition). Every
 scenario records its pods through a watch and ends with the §11b invariant checks.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager
 
 import pytest
@@ -40,8 +45,25 @@ kind: KubeSchedulerConfiguration
 profiles:
 - schedulerName: {GATE_OFF_SCHEDULER}
 """
+# Not upstream: a second profile of the gate-on process with NodeResourcesFit's
+# kemuKubeletLikeResizeAccounting (README, KEP-5836), for S-RPE-9.
+KUBELET_LIKE_SCHEDULER = "kubelet-like-scheduler"
+GATE_ON_CONFIG = f"""\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+- schedulerName: {KUBELET_LIKE_SCHEDULER}
+  pluginConfig:
+  - name: NodeResourcesFit
+    args: {{kemuKubeletLikeResizeAccounting: true}}
+"""
 LOW, HIGH = 100, 1000
 TIMEOUT = 60.0
+# How long something that must not happen is watched for, once it became decidable (the pod
+# observed Deferred: the scheduler has it, and has had this long to act on it).
+OBSERVATION = 4.0
+POLICY_OWNER = "test-operator"
 
 
 @pytest.fixture(scope="module")
@@ -49,10 +71,14 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     root = tmp_path_factory.mktemp("resize-preemption-e2e")
     gate_off_config = root / "gate-off.yaml"
     gate_off_config.write_text(GATE_OFF_CONFIG)
+    gate_on_config = root / "gate-on.yaml"
+    gate_on_config.write_text(GATE_ON_CONFIG)
     with Cluster(root) as c:
         c.start_etcd()
         c.start_apiserver(feature_gates=GATE_ON)
-        c.start_scheduler(feature_gates=GATE_ON, extra_args=["--seed", "1"])
+        c.start_scheduler(
+            config=str(gate_on_config), feature_gates=GATE_ON, extra_args=["--seed", "1"]
+        )
         c.start_scheduler(name="scheduler-gate-off", config=str(gate_off_config))
         yield c
 
@@ -198,3 +224,208 @@ async def test_s_rpe_1_e2e_gate_off_the_resize_stays_deferred_and_nothing_is_evi
         for name in ("batch-1", "batch-2"):
             assert not any(preempted(p) for p in versions(history, name)), name
         assert not await s.events("Preempted")
+
+
+# ---------------------------------------------------------------- S-RPE-2, 3, 5, 9 end to end
+
+
+async def wait_deferred(s: Scenario, name: str) -> types_pb2.Pod:
+    async def is_deferred() -> types_pb2.Pod:
+        pod = await s.get(name)
+        assert deferred(pod), f"{name}: {pod.status.conditions}"
+        return pod
+
+    result: types_pb2.Pod = await s.eventually(is_deferred, timeout=TIMEOUT)
+    return result
+
+
+async def wait_resized(s: Scenario, name: str, cpu: str) -> None:
+    """Until the kubelet has allocated and actuated `cpu` for the pod, no resize condition
+    left."""
+
+    async def resized() -> bool:
+        pod = await s.get(name)
+        assert allocated_cpu(pod) == cpu and actual_cpu(pod) == cpu, pod.status
+        assert condition(pod, "PodResizePending") is None, pod.status
+        assert condition(pod, "PodResizeInProgress") is None, pod.status
+        return True
+
+    await s.eventually(resized, timeout=TIMEOUT)
+
+
+def evicted(history: PodHistory, names: Iterable[str]) -> set[str]:
+    """The pods among `names` that the scheduler preempted at some point of the history."""
+    return {n for n in names if any(preempted(p) for p in versions(history, n))}
+
+
+async def assert_nothing_evicted(
+    s: Scenario, history: PodHistory, names: Iterable[str], pending: Mapping[str, str]
+) -> None:
+    """Over a bounded window, none of `names` is deleted and every pod of `pending` stays
+    Deferred at its allocated cpu; then the same from the recorded history, and no Preempted
+    event."""
+    names = list(names)
+
+    async def nothing_happens() -> None:
+        pods = await s.pods()
+        for name in names:
+            assert not pods[name].metadata.HasField("deletion_timestamp"), name
+        for name, cpu in pending.items():
+            assert deferred(pods[name]) and allocated_cpu(pods[name]) == cpu, pods[name].status
+
+    await s.holds(nothing_happens, seconds=OBSERVATION)
+    await history.sync(s.client)
+    assert not evicted(history, names), evicted(history, names)
+    events = [e for e in await s.events("Preempted") if e.involved_object.name in names]
+    assert not events, events
+
+
+async def two_low_pods_and_serving(s: Scenario, scheduler: str, *, never: bool = False) -> None:
+    """fill_node's node (cpu 2: batch-1 and batch-2 low 900m, serving high 100m), serving's
+    preemptionPolicy Never if `never`."""
+    await s.nodes("n1", cpu="2", memory="4Gi", pods="20", feature_gates=GATE_ON)
+    for name in ("batch-1", "batch-2"):
+        await s.run(s.pod(name, priority=LOW, cpu="900m", memory="128Mi").scheduler_name(scheduler))
+    await s.run(
+        s.pod("serving", priority=HIGH, never=never, cpu="100m", memory="128Mi").scheduler_name(
+            scheduler
+        )
+    )
+
+
+@pytest.mark.parametrize("gate_on", [True, False], ids=["gate-on", "gate-off"])
+async def test_s_rpe_2_e2e_two_low_pods_are_evicted_for_one_resize(cluster, gate_on):
+    """serving resized 100m → 1500m. The kubelet: 900m + 900m + 1500m > 2 cpu, Deferred. The
+    scheduler counts serving at max(desired, allocated, actual) = 1500m: with both batch pods
+    removed it fits, with either reprieved 1500m + 900m > 2 cpu does not, so both go; the
+    kubelet then actuates the resize. Gate off: Deferred, nothing evicted."""
+    scheduler = "default-scheduler" if gate_on else GATE_OFF_SCHEDULER
+    async with scenario(cluster, "rpe2-e2e", gate_on=gate_on) as (s, history):
+        await two_low_pods_and_serving(s, scheduler)
+        await resize_cpu(s, "serving", "1500m")
+        lows = ("batch-1", "batch-2")
+        if not gate_on:
+            await wait_deferred(s, "serving")
+            await assert_nothing_evicted(s, history, lows, {"serving": "100m"})
+            return
+        await wait_resized(s, "serving", "1500m")
+        await history.sync(s.client)
+        assert any(deferred(p) for p in versions(history, "serving")), "never Deferred"
+        assert evicted(history, lows) == set(lows)
+        events = {e.involved_object.name for e in await s.events("Preempted")}
+        assert events == set(lows), events
+
+
+async def test_s_rpe_3_e2e_preemption_policy_never_stays_deferred(cluster):
+    """As S-RPE-1 with serving's preemptionPolicy Never: the kubelet defers the resize, the
+    scheduler (gate on) takes the pod but may not preempt for it: nothing is evicted, the
+    resize stays Deferred. (Gate off the outcome is the same: S-RPE-1's gate-off test.)"""
+    async with scenario(cluster, "rpe3-e2e", gate_on=True) as (s, history):
+        await two_low_pods_and_serving(s, "default-scheduler", never=True)
+        assert (await s.get("serving")).spec.preemption_policy == "Never"
+        await resize_cpu(s, "serving", "1")
+        await wait_deferred(s, "serving")
+        await assert_nothing_evicted(s, history, ("batch-1", "batch-2"), {"serving": "100m"})
+
+
+async def test_s_rpe_5_e2e_node_policy_disables_resize_preemption(cluster):
+    """As S-RPE-1 on a node whose spec.podPreemptionPolicy.disableResizePreemption is
+    [test-operator], set after its kubelet registered: nothing is evicted, the resize stays
+    Deferred, and the kubelet (gate on) adds PodResizePreemptionDisabled to the pod. The
+    policy is written together with a label that batch-1 selects, so batch-1 being bound
+    shows that the scheduler has seen the policy before serving's resize."""
+    async with scenario(cluster, "rpe5-e2e", gate_on=True) as (s, history):
+        (node,) = await s.nodes("n1", cpu="2", memory="4Gi", pods="20", feature_gates=GATE_ON)
+        patched = await s.client.patch(
+            types_pb2.Node,
+            node,
+            {
+                "metadata": {"labels": {"rpe-policy": "disabled"}},
+                "spec": {"podPreemptionPolicy": {"disableResizePreemption": [POLICY_OWNER]}},
+            },
+        )
+        assert list(patched.spec.pod_preemption_policy.disable_resize_preemption) == [POLICY_OWNER]
+        for name in ("batch-1", "batch-2"):
+            await s.run(
+                s.pod(name, priority=LOW, cpu="900m", memory="128Mi").node_selector(
+                    {"rpe-policy": "disabled"}
+                )
+            )
+        await s.run(s.pod("serving", priority=HIGH, cpu="100m", memory="128Mi"))
+        await resize_cpu(s, "serving", "1")
+        await wait_deferred(s, "serving")
+
+        async def policy_condition() -> types_pb2.PodCondition:
+            pod = await s.get("serving")
+            c = condition(pod, "PodResizePreemptionDisabled")
+            assert c is not None and c.status == "True", pod.status.conditions
+            return c
+
+        c = await s.eventually(policy_condition, timeout=TIMEOUT)
+        assert c.reason == "PreemptionDisabledByNodePolicy", c
+        assert node in c.message, c
+        await assert_nothing_evicted(s, history, ("batch-1", "batch-2"), {"serving": "100m"})
+        got = await s.client.get(types_pb2.Node, node)
+        assert list(got.spec.pod_preemption_policy.disable_resize_preemption) == [POLICY_OWNER]
+
+
+S_RPE_9_LOWS = ("pod-2", "pod-3", "pod-4")
+
+
+async def over_preemption_node(s: Scenario, scheduler: str) -> None:
+    """The KEP's example with X = 1 cpu on a real kubelet: node 2X; pod-1 (high) and pods 2,
+    3, 4 (low) each holding X/2, which fills it. The lows are resized to 2X each (≤ the node,
+    so not Infeasible): the kubelet defers each (1.5X held by the others + 2X > 2X). pod-1 is
+    then resized to X: Deferred too (1.5X + X > 2X)."""
+    await s.nodes("n1", cpu="2", memory="4Gi", pods="20", feature_gates=GATE_ON)
+    for name in S_RPE_9_LOWS:
+        await s.run(s.pod(name, priority=LOW, cpu="500m", memory="64Mi").scheduler_name(scheduler))
+    await s.run(s.pod("pod-1", priority=HIGH, cpu="500m", memory="64Mi").scheduler_name(scheduler))
+    for name in S_RPE_9_LOWS:
+        await resize_cpu(s, name, "2")
+    for name in S_RPE_9_LOWS:
+        await wait_deferred(s, name)
+    await resize_cpu(s, "pod-1", "1")
+
+
+@pytest.mark.parametrize("gate_on", [True, False], ids=["gate-on", "gate-off"])
+async def test_s_rpe_9_e2e_alpha_accounting_evicts_every_low_pod(cluster, gate_on):
+    """The alpha scheduler counts the Deferred lows at their desired 2X each: reprieving any
+    of them gives X + 2X > 2X, so all three are evicted where one would do (the kubelet
+    actuates pod-1's resize as soon as the first is gone: 0.5X + 0.5X + X = 2X). Gate off:
+    all four stay Deferred, nothing is evicted."""
+    scheduler = "default-scheduler" if gate_on else GATE_OFF_SCHEDULER
+    async with scenario(cluster, "rpe9-e2e", gate_on=gate_on) as (s, history):
+        await over_preemption_node(s, scheduler)
+        if not gate_on:
+            await wait_deferred(s, "pod-1")
+            pending = {name: "500m" for name in (*S_RPE_9_LOWS, "pod-1")}
+            await assert_nothing_evicted(s, history, S_RPE_9_LOWS, pending)
+            return
+        await wait_resized(s, "pod-1", "1")
+        for name in S_RPE_9_LOWS:
+            await s.wait_gone(name, timeout=TIMEOUT)
+        await history.sync(s.client)
+        assert any(deferred(p) for p in versions(history, "pod-1")), "never Deferred"
+        assert evicted(history, S_RPE_9_LOWS) == set(S_RPE_9_LOWS)
+        events = {e.involved_object.name for e in await s.events("Preempted")}
+        assert events == set(S_RPE_9_LOWS), events
+
+
+async def test_s_rpe_9_e2e_kubelet_like_accounting_evicts_one_low_pod(cluster):
+    """NOT upstream: the same on the kubelet-like-scheduler profile
+    (kemuKubeletLikeResizeAccounting). The lows count at what they hold, X/2: X + 1.5X > 2X,
+    so pod-1 preempts; two lows are reprieved (X + X/2 + X/2 = 2X), one is evicted. The
+    kubelet then actuates pod-1's resize; the two other lows stay Running and Deferred (the
+    node is full, and nothing on it is of lower priority), and nothing more is evicted."""
+    async with scenario(cluster, "rpe9kl-e2e", gate_on=True) as (s, history):
+        await over_preemption_node(s, KUBELET_LIKE_SCHEDULER)
+        await wait_resized(s, "pod-1", "1")
+        await history.sync(s.client)
+        (victim,) = evicted(history, S_RPE_9_LOWS)
+        await s.wait_gone(victim, timeout=TIMEOUT)
+        survivors = [n for n in S_RPE_9_LOWS if n != victim]
+        await assert_nothing_evicted(s, history, survivors, dict.fromkeys(survivors, "500m"))
+        assert evicted(history, S_RPE_9_LOWS) == {victim}
+        for name in survivors:
+            assert (await s.get(name)).status.phase == "Running", name
