@@ -4,7 +4,8 @@ allocates and actuates the resize. The README's example (examples/resize-preempt
 this shape: a 2-cpu node holding two low-priority 900m pods and a high-priority 100m pod that is
 resized to 1 cpu. Then the other scenarios of reference §8.3 whose end-to-end form means
 something: S-RPE-2 (two victims), S-RPE-3 (preemptionPolicy Never), S-RPE-5 (the node's
-policy) and S-RPE-9 (the KEP's over-preemption, with Deferred low pods). The test only creates
+policy), S-RPE-9 (the KEP's over-preemption, with Deferred low pods) and S-RPE-10 (a
+competing resize takes the room). The test only creates
 pods, patches nodes and issues pods/resize; the kubelet defers, retries and actuates.
 
 Two scheduler processes share the cluster: "default-scheduler" with
@@ -429,3 +430,48 @@ async def test_s_rpe_9_e2e_kubelet_like_accounting_evicts_one_low_pod(cluster):
         assert evicted(history, S_RPE_9_LOWS) == {victim}
         for name in survivors:
             assert (await s.get(name)).status.phase == "Running", name
+
+
+async def test_s_rpe_10_e2e_a_competing_resize_takes_the_room(cluster):
+    """The KEP's race on a real kubelet. Node 1 cpu: b (low, 300m, a 3 s shutdown), c (high,
+    100m, preemptionPolicy Never, so that its own resize never preempts), d (150, 100m), a
+    (medium, 300m). a is resized to 600m: Deferred (500m + 600m > 1 cpu); the scheduler evicts
+    b only (d, more important than b, is reprieved: 600 + 100 + 100 ≤ 1000). While b
+    terminates, c is resized to 400m; the kubelet gives c the room (it is more important: its
+    retry order), so when b is gone a still does not fit (400 + 100 + 600 > 1000) and the
+    scheduler, retrying a on b's deletion, counts c at 400m and evicts d too. Then a fits and
+    is actuated. Without c's resize one victim would have done (600 + 100 + 100)."""
+    async with scenario(cluster, "rpe10-e2e", gate_on=True) as (s, history):
+        await s.nodes("n1", cpu="1", memory="4Gi", pods="20", feature_gates=GATE_ON)
+        await s.run(s.pod("b", priority=LOW, cpu="300m", memory="64Mi", shutdown="3s"))
+        await s.run(s.pod("c", priority=HIGH, never=True, cpu="100m", memory="64Mi"))
+        await s.run(s.pod("d", priority=150, cpu="100m", memory="64Mi"))
+        await s.run(s.pod("a", priority=200, cpu="300m", memory="64Mi"))
+        await resize_cpu(s, "a", "600m")
+
+        async def b_evicted() -> bool:
+            pod = await s.get("b")
+            assert preempted(pod) and pod.metadata.HasField("deletion_timestamp"), pod.status
+            return True
+
+        await s.eventually(b_evicted, timeout=TIMEOUT)
+        await resize_cpu(s, "c", "400m")
+        # c's resize was issued while b was still there (terminating).
+        assert "b" in await s.pods()
+        await wait_resized(s, "c", "400m")
+        await wait_resized(s, "a", "600m")
+        for name in ("b", "d"):
+            await s.wait_gone(name, timeout=TIMEOUT)
+        await history.sync(s.client)
+        assert any(deferred(p) for p in versions(history, "a")), "a was never Deferred"
+        assert evicted(history, ("b", "c", "d")) == {"b", "d"}
+        events = {e.involved_object.name for e in await s.events("Preempted")}
+        assert events == {"b", "d"}, events
+        # d was evicted only once b was gone: one victim first, then (c having taken the
+        # room) another.
+        b_gone = max(v.seq for uid in history.uids_of("b") for v in history.versions[uid])
+        d_evicted = min(
+            v.seq for uid in history.uids_of("d") for v in history.versions[uid] if preempted(v.pod)
+        )
+        assert b_gone < d_evicted, (b_gone, d_evicted)
+        assert (await s.get("c")).status.phase == "Running"
