@@ -5,8 +5,8 @@ this shape: a 2-cpu node holding two low-priority 900m pods and a high-priority 
 resized to 1 cpu. Then the other scenarios of reference §8.3 whose end-to-end form means
 something: S-RPE-2 (two victims), S-RPE-3 (preemptionPolicy Never), S-RPE-5 (the node's
 policy), S-RPE-9 (the KEP's over-preemption, with Deferred low pods) and S-RPE-10 (a
-competing resize takes the room). The test only creates
-pods, patches nodes and issues pods/resize; the kubelet defers, retries and actuates.
+competing resize takes the room). The test only creates pods, patches nodes and issues
+pods/resize; the kubelet defers, retries and actuates.
 
 Two scheduler processes share the cluster: "default-scheduler" with
 InPlacePodVerticalScalingSchedulerPreemption on (and in the same process
