@@ -467,9 +467,15 @@ async def test_s_rpe_10_e2e_a_competing_resize_takes_the_room(cluster):
         assert evicted(history, ("b", "c", "d")) == {"b", "d"}
         events = {e.involved_object.name for e in await s.events("Preempted")}
         assert events == {"b", "d"}, events
-        # d was evicted only once b was gone: one victim first, then (c having taken the
-        # room) another.
-        b_gone = max(v.seq for uid in history.uids_of("b") for v in history.versions[uid])
+        # d was evicted only once b had terminated (its terminal phase takes it out of the
+        # scheduler's cache, a pod deletion for a's queueing hint; the API DELETE may come a
+        # moment later): one victim first, then, c having taken the room, another.
+        b_gone = min(
+            v.seq
+            for uid in history.uids_of("b")
+            for v in history.versions[uid]
+            if v.type == "DELETED" or v.pod.status.phase in ("Succeeded", "Failed")
+        )
         d_evicted = min(
             v.seq for uid in history.uids_of("d") for v in history.versions[uid] if preempted(v.pod)
         )
