@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kemu.component.featuregate import CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING
+from kemu.component.featuregate import (
+    CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING,
+    IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
+)
 from kemu.testing import Cluster
 from kemu.testing.eventually import eventually_sync
 from kemu.testing.names import unique_name
@@ -225,5 +228,58 @@ def test_describe_tells_the_preemption_story_of_the_readme_example(cluster_facto
         return text
 
     eventually_sync(scheduled, timeout=30)
+    table = kemuctl(c, "get", "pods", "-n", ns, "-o", "wide").stdout
+    assert len([line for line in table.splitlines() if line.startswith("batch-")]) == 1, table
+
+
+def test_describe_tells_the_resize_preemption_story_of_the_readme_example(cluster_factory):
+    """The README's KEP-5836 example with kemuctl, as the Procfile runs it (the alpha gate on):
+    the resized pod's describe shows the Deferred resize, then the resize started and the new
+    allocation; a batch pod's describe shows DisruptionTarget, Terminating and Preempted; no
+    pod gets a nominated node."""
+    gates = {IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION: True}
+    c: Cluster = cluster_factory()
+    c.start_etcd()
+    c.start_apiserver(feature_gates=gates)
+    c.start_scheduler(feature_gates=gates)
+    c.start_kubelet(
+        "node-c",
+        capacity="cpu=2,memory=4Gi,pods=20",
+        feature_gates=gates,
+        extra_args=["--node-labels", "disk=ssd"],
+    )
+    ns = unique_name("resize-story")
+    assert kemuctl(c, "apply", "-f", str(EXAMPLES / "priorityclasses.yaml")).returncode == 0
+    done = kemuctl(c, "apply", "-n", ns, "-f", str(EXAMPLES / "resize-preemption.yaml"))
+    assert done.returncode == 0, done.stderr
+    for name in ("batch-1", "batch-2", "serving"):
+        running = kemuctl(
+            c, "wait", f"pod/{name}", "-n", ns, "--for=jsonpath={.status.phase}=Running",
+            "--timeout", "30s",
+        )  # fmt: skip
+        assert running.returncode == 0, running.stderr
+    done = kemuctl(c, "resize", "pod", "serving", "-n", ns, "--requests", "cpu=1")
+    assert done.returncode == 0, done.stderr
+
+    def victim_story() -> str:
+        for name in ("batch-1", "batch-2"):
+            text = kemuctl(c, "describe", "pod", name, "-n", ns).stdout
+            if "Terminating" in text:
+                assert "DisruptionTarget" in text and "PreemptionByScheduler" in text, text
+                assert "Preempted by pod" in text and "on node node-c" in text, text
+                return text
+        raise AssertionError("no batch pod is terminating")
+
+    eventually_sync(victim_story, timeout=30)
+
+    def resized() -> str:
+        text = kemuctl(c, "describe", "pod", "serving", "-n", ns).stdout
+        assert "ResizeDeferred" in text and "ResizeStarted" in text, text
+        allocated = text.split("Allocated Resources:", 1)[1].split("\n")[1]
+        assert allocated.split() == ["cpu:", "1"], text
+        return text
+
+    text = eventually_sync(resized, timeout=30)
+    assert "Nominated Node Name:  <none>" in text, text
     table = kemuctl(c, "get", "pods", "-n", ns, "-o", "wide").stdout
     assert len([line for line in table.splitlines() if line.startswith("batch-")]) == 1, table
