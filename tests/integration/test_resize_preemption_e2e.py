@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager
 
+import anyio
 import pytest
 
 from kemu.api.v1 import types_pb2
@@ -35,6 +36,8 @@ from kemu.testing.invariants import (
     record_pods,
 )
 from kemu.testing.scenarios import SCENARIO_LABEL, Scenario, disruption_target
+from tests.integration.test_resize_preemption import Rpe, delete_all
+from tests.integration.test_resize_preemption import config as metrics_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -65,6 +68,13 @@ TIMEOUT = 60.0
 # observed Deferred: the scheduler has it, and has had this long to act on it).
 OBSERVATION = 4.0
 POLICY_OWNER = "test-operator"
+# S-RPE-6, 7, 8 read what the scheduler does with a deferred pod from its /metrics (the
+# kubelet-less module's technique: its Rpe, pending pods and failed attempts of a profile, a
+# canary to prove the scheduler has seen a trigger). The gauge is per process, and the other
+# scenarios leave Deferred pods queued in theirs, so these get a gate-on process of their own
+# (profile hints-scheduler, and canary-hints-scheduler for the canaries).
+HINTS_SCHEDULER = "hints-scheduler"
+HINTS_PROCESS = "scheduler-hints"
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +84,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     gate_off_config.write_text(GATE_OFF_CONFIG)
     gate_on_config = root / "gate-on.yaml"
     gate_on_config.write_text(GATE_ON_CONFIG)
+    hints_config = root / "hints.yaml"
+    hints_config.write_text(metrics_config(HINTS_SCHEDULER))
     with Cluster(root) as c:
         c.start_etcd()
         c.start_apiserver(feature_gates=GATE_ON)
@@ -81,6 +93,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             config=str(gate_on_config), feature_gates=GATE_ON, extra_args=["--seed", "1"]
         )
         c.start_scheduler(name="scheduler-gate-off", config=str(gate_off_config))
+        c.start_scheduler(
+            name=HINTS_PROCESS,
+            config=str(hints_config),
+            feature_gates=GATE_ON,
+            extra_args=["--seed", "1"],
+        )
         yield c
 
 
@@ -481,3 +499,108 @@ async def test_s_rpe_10_e2e_a_competing_resize_takes_the_room(cluster):
         )
         assert b_gone < d_evicted, (b_gone, d_evicted)
         assert (await s.get("c")).status.phase == "Running"
+
+
+# ---------------------------------------------------------------- S-RPE-6, 7, 8 end to end
+
+
+@asynccontextmanager
+async def hints_scenario(cluster: Cluster, prefix: str) -> AsyncIterator[Rpe]:
+    """A scenario on the hints process: it starts once that process's queues are empty, has a
+    bare canary node, ends with the invariant checks and deletes its pods (grace 0), so that
+    the next one starts with empty queues again."""
+    async with Scenario.open(cluster, prefix) as s:
+        try:
+            async with (
+                record_pods(s.client, s.ns) as history,
+                record_nodes(s.client, f"{SCENARIO_LABEL}={s.ns}") as nodes,
+            ):
+                r = Rpe(cluster, s, history, nodes, HINTS_SCHEDULER, HINTS_PROCESS)
+                await r.wait_queue_empty()
+                await r.node("canary", cpu="10m", memory="10", pods="100")
+                yield r
+                await assert_invariants(
+                    s.client,
+                    history,
+                    s.ns,
+                    resize_preemption_gate_on=True,
+                    nodes=nodes,
+                    externally_deleted=r.externally_deleted,
+                    sync_timeout=TIMEOUT,
+                )
+        finally:
+            with anyio.move_on_after(10, shield=True):
+                await delete_all(s)
+
+
+async def hints_setup(r: Rpe, *, priority: int = LOW) -> None:
+    """Upstream's hint setup on real kubelets, both nodes 1 cpu: node1 with other-pod and
+    other-2 (high, 300m each) and deferred-pod (`priority`, 300m); node2 with irrelevant-pod
+    (high, 300m). All scheduled by the hints profile to their node and Running; no resize
+    yet."""
+    s = r.s
+    await s.nodes("node1", "node2", cpu="1", memory="4Gi", pods="20", feature_gates=GATE_ON)
+    pods = (
+        ("other-pod", "node1", HIGH),
+        ("other-2", "node1", HIGH),
+        ("irrelevant-pod", "node2", HIGH),
+        ("deferred-pod", "node1", priority),
+    )
+    for name, node, prio in pods:
+        await s.run(
+            s.pod(name, priority=prio, cpu="300m", memory="64Mi")
+            .scheduler_name(HINTS_SCHEDULER)
+            .node_selector({"kubernetes.io/hostname": s.node_name(node)})
+        )
+        assert (await s.get(name)).spec.node_name == s.node_name(node)
+
+
+async def defer(r: Rpe) -> int:
+    """S-RPE-8's enqueueing on a real kubelet: the running pod is not queued; resized to 800m
+    (600m + 800m > 1 cpu) the kubelet defers it and the scheduler queues it, attempts it and
+    parks it (nothing on node1 is of lower priority). Returns the failed attempts then."""
+    before = await r.attempts()
+    await r.caught_up()
+    assert sum((await r.queued()).values()) == 0, await r.queued()
+    assert await r.attempts() == before
+    await resize_cpu(r.s, "deferred-pod", "800m")
+    await wait_deferred(r.s, "deferred-pod")
+    attempts = await r.wait_parked()
+    assert attempts > before, (before, attempts)
+    return attempts
+
+
+async def test_s_rpe_6_8_e2e_deferred_pod_is_queued_retried_on_its_node_and_dequeued(cluster):
+    """S-RPE-8 (enqueued when the kubelet defers it, dequeued when the kubelet clears the
+    condition) and S-RPE-6's pod-deletion rows on real kubelets: deleting irrelevant-pod on
+    node2 does not retry the parked pod; deleting other-pod on node1 does (still 300m + 800m >
+    1 cpu: the kubelet keeps it Deferred, the scheduler parks it again); deleting other-2 lets
+    the kubelet accept the resize, and the pod leaves the queue. Nothing is ever preempted
+    (no lower-priority pod anywhere)."""
+    async with hints_scenario(cluster, "rpe68-e2e") as r:
+        await hints_setup(r)
+        attempts = await defer(r)
+        await r.force_delete("irrelevant-pod")
+        await r.assert_not_retried(attempts)
+        await r.force_delete("other-pod")
+        await r.wait_retried(attempts)
+        assert deferred(await r.s.get("deferred-pod"))
+        await r.wait_parked()
+        await r.force_delete("other-2")
+        await wait_resized(r.s, "deferred-pod", "800m")
+        await r.wait_queue_empty()
+        await r.sync()
+        r.assert_stays_assigned("deferred-pod")
+        assert not evicted(r.history, ("deferred-pod",))
+        assert not await r.s.events("Preempted")
+
+
+async def test_s_rpe_8_e2e_deleted_deferred_pod_leaves_the_queue(cluster):
+    async with hints_scenario(cluster, "rpe8d-e2e") as r:
+        await hints_setup(r)
+        await defer(r)
+        await r.force_delete("deferred-pod")
+        await r.wait_queue_empty()
+        await r.sync()
+        r.assert_stays_assigned("deferred-pod")
+        assert not await r.s.events("Preempted")
