@@ -604,3 +604,38 @@ async def test_s_rpe_8_e2e_deleted_deferred_pod_leaves_the_queue(cluster):
         await r.sync()
         r.assert_stays_assigned("deferred-pod")
         assert not await r.s.events("Preempted")
+
+
+async def test_s_rpe_7_e2e_re_enabling_the_node_policy_retries(cluster):
+    """S-RPE-7 on a real kubelet: node1 (1 cpu) holds batch (low, 600m) and deferred-pod
+    (high, 300m); its policy is disabled (patched after registration) before deferred-pod is
+    resized to 800m. The kubelet defers it, the scheduler may not preempt: nothing happens
+    over a window. Patching the policy away (re-enabled) retries the pod: batch is evicted
+    and the kubelet actuates the resize; the pod then leaves the queue."""
+    async with hints_scenario(cluster, "rpe7-e2e") as r:
+        s = r.s
+        (node,) = await s.nodes("node1", cpu="1", memory="4Gi", pods="20", feature_gates=GATE_ON)
+        await s.client.patch(
+            types_pb2.Node,
+            node,
+            {"spec": {"podPreemptionPolicy": {"disableResizePreemption": [POLICY_OWNER]}}},
+        )
+        for name, prio, cpu in (("batch", LOW, "600m"), ("deferred-pod", HIGH, "300m")):
+            await s.run(
+                s.pod(name, priority=prio, cpu=cpu, memory="64Mi").scheduler_name(HINTS_SCHEDULER)
+            )
+        await r.caught_up()  # the scheduler has seen the policy
+        await resize_cpu(s, "deferred-pod", "800m")
+        await wait_deferred(s, "deferred-pod")
+        await r.caught_up()
+        await assert_nothing_evicted(s, r.history, ("batch",), {"deferred-pod": "300m"})
+        patched = await s.client.patch(
+            types_pb2.Node, node, {"spec": {"podPreemptionPolicy": None}}
+        )
+        assert not patched.spec.pod_preemption_policy.disable_resize_preemption
+        await wait_resized(s, "deferred-pod", "800m")
+        await s.wait_gone("batch", timeout=TIMEOUT)
+        await r.wait_queue_empty()
+        await r.sync()
+        r.assert_stays_assigned("deferred-pod")
+        assert evicted(r.history, ("batch",)) == {"batch"}
