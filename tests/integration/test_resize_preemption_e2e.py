@@ -5,8 +5,9 @@ this shape: a 2-cpu node holding two low-priority 900m pods and a high-priority 
 resized to 1 cpu. Then the other scenarios of reference §8.3 whose end-to-end form means
 something: S-RPE-2 (two victims), S-RPE-3 (preemptionPolicy Never), S-RPE-5 (the node's
 policy), S-RPE-9 (the KEP's over-preemption, with Deferred low pods) and S-RPE-10 (a
-competing resize takes the room). The test only creates pods, patches nodes and issues
-pods/resize; the kubelet defers, retries and actuates.
+competing resize takes the room), and S-RPE-6..8's handlers and hints on a third scheduler
+process. The test only creates pods, patches nodes, issues pods/resize and restarts a scheduler;
+the kubelet defers, retries and actuates.
 
 Two scheduler processes share the cluster: "default-scheduler" with
 InPlacePodVerticalScalingSchedulerPreemption on (and in the same process
@@ -639,3 +640,76 @@ async def test_s_rpe_7_e2e_re_enabling_the_node_policy_retries(cluster):
         await r.sync()
         r.assert_stays_assigned("deferred-pod")
         assert evicted(r.history, ("batch",)) == {"batch"}
+
+
+async def test_s_rpe_6_7_e2e_only_room_on_its_own_node_retries(cluster):
+    """S-RPE-6's resize and label rows and S-RPE-7's policy rows on real kubelets, in one
+    scenario, on deferred-pod parked at 800m (node1: 300m + 300m + 800m > 1 cpu, nothing of
+    lower priority to preempt). Not retried: irrelevant-pod resized down on node2 (its kubelet
+    actuates it), a label on other-pod, node2's policy disabled, node1's policy disabled and
+    then re-enabled (the pod was rejected for room by NodeResourcesFit, not by the policy: only
+    the plugins that rejected a pod have their hints asked, so re-enabling retries only a pod
+    that the policy stopped, as in the S-RPE-7 test above). Retried, and parked again because
+    the kubelet still defers: other-pod resized down to 100m on node1, the pod's own desired
+    size lowered to 700m.
+    S-RPE-6's node-allocatable row has no end-to-end form (a node's allocatable comes from its
+    kubelet's flags, and a kubelet restarted bigger accepts the resize itself): the
+    kubelet-less module covers that hint."""
+    async with hints_scenario(cluster, "rpe67-e2e") as r:
+        s = r.s
+        await hints_setup(r)
+        attempts = await defer(r)
+
+        await resize_cpu(s, "irrelevant-pod", "100m")
+        await wait_resized(s, "irrelevant-pod", "100m")
+        await r.assert_not_retried(attempts)
+        await s.client.patch(
+            types_pb2.Pod, "other-pod", {"metadata": {"labels": {"updated-by-test": "true"}}}, s.ns
+        )
+        await r.assert_not_retried(attempts)
+        await r.update_node("node2", disabled=True)
+        await r.assert_not_retried(attempts)
+        await r.update_node("node1", disabled=True)
+        await r.assert_not_retried(attempts)
+        await r.update_node("node1", disabled=False)
+        await r.assert_not_retried(attempts)
+
+        async def retried_and_parked_again(since: int) -> int:
+            await r.wait_retried(since)
+            await r.caught_up()
+            now = await r.wait_parked()
+            pod = await s.get("deferred-pod")
+            assert deferred(pod) and allocated_cpu(pod) == "300m", pod.status
+            return now
+
+        await resize_cpu(s, "other-pod", "100m")
+        await wait_resized(s, "other-pod", "100m")
+        attempts = await retried_and_parked_again(attempts)
+        await resize_cpu(s, "deferred-pod", "700m")
+        await retried_and_parked_again(attempts)
+
+        await r.sync()
+        r.assert_stays_assigned("deferred-pod")
+        assert not evicted(r.history, ("other-pod", "other-2", "irrelevant-pod"))
+        assert not await s.events("Preempted")
+
+
+async def test_s_rpe_8_e2e_deferred_before_the_scheduler_starts_is_queued_at_start_up(cluster):
+    """S-RPE-8's first row with a real kubelet: the hints scheduler is stopped, the kubelet
+    defers deferred-pod's resize meanwhile, and the restarted scheduler queues the pod from its
+    initial list (AddPod), attempts it and parks it (nothing of lower priority on node1)."""
+    async with hints_scenario(cluster, "rpe8a-e2e") as r:
+        s = r.s
+        await hints_setup(r)
+        await anyio.to_thread.run_sync(cluster.terminate, HINTS_PROCESS)
+        try:
+            await resize_cpu(s, "deferred-pod", "800m")
+            await wait_deferred(s, "deferred-pod")
+        finally:
+            await anyio.to_thread.run_sync(cluster.restart, HINTS_PROCESS)
+        assert await r.wait_parked() >= 1
+        pod = await s.get("deferred-pod")
+        assert deferred(pod) and allocated_cpu(pod) == "300m", pod.status
+        await r.sync()
+        r.assert_stays_assigned("deferred-pod")
+        assert not await s.events("Preempted")
