@@ -195,29 +195,29 @@ class GarbageCollector:
 
     async def _update_meta(
         self, identity: ObjectReference, change: Callable[[Message], dict[str, Any] | None]
-    ) -> None:
+    ) -> bool:
         """Read, change(obj) -> a metadata patch (None: nothing to do), write pinned to what was
         read; retried on Conflict (upstream retry.RetryOnConflict). A missing object, or
-        another one under the name, needs nothing."""
+        another one under the name, needs nothing. True if it wrote."""
         for attempt in range(_UPDATE_RETRIES):
             try:
                 obj = await self._get(identity)
             except NotFound:
-                return
+                return False
             if _meta(obj).uid != identity.uid:
-                return
+                return False
             patch = change(obj)
             if patch is None:
-                return
+                return False
             try:
                 await self._patch_meta(identity, obj, patch)
-                return
+                return True
             except NotFound:
-                return
+                return False
             except Conflict:
                 if attempt == _UPDATE_RETRIES - 1:
                     raise
-        return
+        return False
 
     async def remove_finalizer(self, node: Node, finalizer: str) -> None:
         def change(obj: Message) -> dict[str, Any] | None:
@@ -226,8 +226,8 @@ class GarbageCollector:
                 return None
             return {"finalizers": [f for f in finalizers if f != finalizer]}
 
-        await self._update_meta(node.identity, change)
-        logger.info("removed the %s finalizer of %s", finalizer, node.identity)
+        if await self._update_meta(node.identity, change):
+            logger.info("removed the %s finalizer of %s", finalizer, node.identity)
 
     async def remove_owner_references(self, node: Node, owner_uids: set[str]) -> None:
         def change(obj: Message) -> dict[str, Any] | None:
