@@ -386,8 +386,10 @@ class Registry:
                     )
                     _meta(plan.obj).resource_version = str(rev)
                     return plan.obj
-                if plan.outcome is Outcome.KEEP:
-                    return plan.obj  # an earlier deadline stands
+                if plan.outcome is Outcome.KEEP or plan.obj.SerializeToString(
+                    deterministic=True
+                ) == current.obj.SerializeToString(deterministic=True):
+                    return current.obj  # an earlier deadline stands, or already marked
                 return await self._write(kind, plan.obj, current.revision)
             except Conflict:
                 if resource_version is not None:

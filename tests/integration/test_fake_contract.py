@@ -510,7 +510,12 @@ async def finalizer_scenario(c: ApiClient, ns: str) -> dict[str, Any]:
     await c.create(owned(make_lease("l", ns), finalizers=[HOLD]))
     await r.step("delete l", c.delete(Lease, "l", ns), _deleting)
     await r.step("l is kept", c.get(Lease, "l", ns), _deleting)
+    first = await c.get(Lease, "l", ns)
     await r.step("delete l again", c.delete(Lease, "l", ns), _deleting)
+    again = await c.get(Lease, "l", ns)
+    r.steps["a second delete keeps the resourceVersion"] = (
+        again.metadata.resource_version == first.metadata.resource_version
+    )
     held = await c.get(Lease, "l", ns)
     held.metadata.finalizers.append("example.com/other")
     await r.step("add a finalizer to l", c.update(held))
@@ -607,6 +612,7 @@ FINALIZER_EXPECTED: dict[str, Any] = {
     "delete l": _gone(True, [HOLD]),
     "l is kept": _gone(True, [HOLD]),
     "delete l again": _gone(True, [HOLD]),
+    "a second delete keeps the resourceVersion": True,
     "add a finalizer to l": (
         "Invalid",
         'Lease "l" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added '

@@ -28,6 +28,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 Pod, Lease, Pdb = types_pb2.Pod, types_pb2.Lease, types_pb2.PodDisruptionBudget
 HOLD = "example.com/hold"
 KCM = "kcm"
+NODE = "gc-node"
 TIMEOUT = 20.0
 
 
@@ -48,6 +49,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                 "--leader-elect-retry-period", "500ms",
             ],
         )  # fmt: skip
+        c.start_kubelet(NODE)
         yield c
 
 
@@ -163,6 +165,34 @@ async def test_finalizers_hold_a_deleted_object_of_every_kind_until_the_last_one
         assert not await gone(client, kind, name, meta.namespace), kind
         await client.patch(kind, name, {"metadata": {"finalizers": []}}, meta.namespace)
         assert await gone(client, kind, name, meta.namespace), kind
+
+
+async def test_a_terminated_pod_with_finalizers_stays_after_the_kubelets_delete(
+    client: Client,
+) -> None:
+    ns = unique_name("kubelet")
+    pod = owned(make_pod("p").namespace(ns).node(NODE).obj(), finalizers=[HOLD])
+    await client.create(pod)
+
+    async def running() -> bool:
+        return (await client.get(Pod, "p", ns)).status.phase == "Running"
+
+    await eventually(running, timeout=TIMEOUT)
+    since = (await client.get(Pod, "p", ns)).metadata.resource_version
+    await client.delete(Pod, "p", ns, grace_period_seconds=1)
+
+    async def deleted_by_the_kubelet() -> bool:
+        m = (await client.get(Pod, "p", ns)).metadata
+        return m.deletion_grace_period_seconds == 0  # the kubelet's grace-0 DELETE
+
+    await eventually(deleted_by_the_kubelet, timeout=TIMEOUT)
+    await client.patch(Pod, "p", {"metadata": {"finalizers": []}}, ns)
+    assert await gone(client, Pod, "p", ns)
+    changes = [ch for ch in await history(client, ns, since, (Pod,)) if ch.name == "p"]
+    # Marked, terminated (status), deleted by the kubelet (grace 0), then gone: the kubelet
+    # does not keep deleting a pod its finalizers hold (each DELETE is a no-op).
+    assert changes[-1].type == "DELETED"
+    assert len(changes) < 10, changes
 
 
 # ---------------------------------------------------------------- propagation
