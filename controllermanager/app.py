@@ -27,6 +27,7 @@ from anyio.abc import TaskStatus
 
 from controllermanager import disruption, node_lifecycle, podgc
 from controllermanager.controller import ControllerContext, ControllerInit
+from controllermanager.garbagecollector import garbagecollector
 from kemu.client.client import Client
 from kemu.client.controlplane import (
     Elected,
@@ -52,6 +53,7 @@ LEASE_NAME: Final = "kube-controller-manager"
 
 CONTROLLERS: Final[dict[str, ControllerInit]] = {
     disruption.NAME: disruption.new_controller,
+    garbagecollector.NAME: garbagecollector.new_controller,
     node_lifecycle.NAME: node_lifecycle.new_controller,
     podgc.NAME: podgc.new_controller,
 }
@@ -90,6 +92,10 @@ def configure_controllers(
         configured[node_lifecycle.NAME] = functools.partial(
             node_lifecycle.new_controller, options=node_lifecycle.options_from_args(args)
         )
+    if garbagecollector.NAME in configured:
+        configured[garbagecollector.NAME] = functools.partial(
+            garbagecollector.new_controller, options=garbagecollector.options_from_args(args)
+        )
     if podgc.NAME in configured:
         configured[podgc.NAME] = functools.partial(
             podgc.new_controller, options=podgc.options_from_args(args)
@@ -118,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_leader_election_flags(parser, lease_name=LEASE_NAME)
     node_lifecycle.add_flags(parser)
     podgc.add_flags(parser)
+    garbagecollector.add_flags(parser)
     return parser
 
 

@@ -32,7 +32,7 @@ from kemu.component.featuregate import (
     FeatureGates,
 )
 from kemu.machinery import convert
-from kemu.machinery.delete_options import check_preconditions, validate_grace_period
+from kemu.machinery.deletion import DeleteOptions, Outcome, plan_delete, should_delete_during_update
 from kemu.machinery.errors import (
     AlreadyExists,
     BadRequest,
@@ -44,7 +44,6 @@ from kemu.machinery.errors import (
 )
 from kemu.machinery.kinds import BY_KIND, Kind, kind_for_resource, kind_of
 from kemu.machinery.labels import selector_from_label_selector
-from kemu.machinery.pod_strategy import begin_graceful_deletion, graceful_deletion_period
 from kemu.machinery.qos import compute_qos_class
 from kemu.machinery.validation import validate_object, validate_object_size
 
@@ -168,12 +167,29 @@ class Registry:
             ):
                 return current.obj  # no-op writes do not bump the resourceVersion, as upstream
             try:
+                if should_delete_during_update(current.obj, updated):
+                    return await self._delete_emptied(kind, updated, current.revision)
                 return await self._write(kind, updated, current.revision)
             except Conflict:
                 if precondition_rv:
                     raise
                 continue
         raise Conflict(_conflict(kind, name) + ": too many concurrent writers")
+
+    async def _delete_emptied(self, kind: Kind, updated: Message, expected: int) -> Message:
+        """An update removed the last finalizer of an object being deleted: the object goes
+        (a DELETED event with its last stored state); the caller gets the object it wrote,
+        as upstream's deleteWithoutFinalizers."""
+        meta = _meta(updated)
+        try:
+            rev = await self._store.delete(object_key(kind, meta.namespace, meta.name), expected)
+        except NotFound:
+            raise NotFound(_not_found(kind, meta.name)) from None
+        except Conflict:
+            raise Conflict(_conflict(kind, meta.name)) from None
+        log.debug("%s %s/%s: last finalizer removed, deleted", kind.kind, meta.namespace, meta.name)
+        meta.resource_version = str(rev)
+        return updated
 
     # ------------------------------------------------------------ create
 
@@ -345,27 +361,36 @@ class Registry:
         grace_period: int | None,
         uid: str | None,
         resource_version: str | None,
+        propagation_policy: str | None = None,
+        orphan_dependents: bool | None = None,
     ) -> Message:
+        """Deletes, or marks deleting (graceful pods, finalizers): see kemu.machinery.deletion.
+        Returns the object as it stands after the call."""
         kind = kind_for_resource(resource)
         namespace = (namespace or "default") if kind.namespaced else ""
-        validate_grace_period(grace_period)
+        options = DeleteOptions(
+            grace_period=grace_period,
+            uid=uid,
+            resource_version=resource_version,
+            propagation_policy=propagation_policy,
+            orphan_dependents=orphan_dependents,
+        )
+        options.validate()
         for _ in range(_CAS_RETRIES):
             current = await self.read(kind, namespace, name)
-            meta = _meta(current.obj)
-            check_preconditions(meta, uid=uid, resource_version=resource_version)
-            obj = current.obj
-            grace = graceful_deletion_period(obj, grace_period)
+            plan = plan_delete(current.obj, options, self._now())
             try:
-                if grace is None:
+                if plan.outcome is Outcome.DELETE:
                     rev = await self._store.delete(
                         object_key(kind, namespace, name), current.revision
                     )
-                    meta.resource_version = str(rev)
-                    return obj
-                updated = _copy(obj)
-                if not begin_graceful_deletion(_meta(updated), self._now(), grace):
-                    return obj  # an earlier deadline stands
-                return await self._write(kind, updated, current.revision)
+                    _meta(plan.obj).resource_version = str(rev)
+                    return plan.obj
+                if plan.outcome is Outcome.KEEP or plan.obj.SerializeToString(
+                    deterministic=True
+                ) == current.obj.SerializeToString(deterministic=True):
+                    return current.obj  # an earlier deadline stands, or already marked
+                return await self._write(kind, plan.obj, current.revision)
             except Conflict:
                 if resource_version is not None:
                     raise

@@ -228,6 +228,12 @@ class ApiService:
                     if req.preconditions.HasField("resource_version")
                     else None
                 ),
+                propagation_policy=(
+                    req.propagation_policy if req.HasField("propagation_policy") else None
+                ),
+                orphan_dependents=(
+                    req.orphan_dependents if req.HasField("orphan_dependents") else None
+                ),
             )
             return self._wrap(obj)
 

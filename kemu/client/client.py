@@ -412,6 +412,8 @@ class Client:
         grace_period_seconds: int | None = None,
         uid: str | None = None,
         resource_version: str | None = None,
+        propagation_policy: str | None = None,
+        orphan_dependents: bool | None = None,
     ) -> M:
         k = _kind_of(kind)
         req = api_pb2.DeleteRequest(
@@ -423,6 +425,10 @@ class Client:
             req.preconditions.uid = uid
         if resource_version is not None:
             req.preconditions.resource_version = resource_version
+        if propagation_policy is not None:
+            req.propagation_policy = propagation_policy
+        if orphan_dependents is not None:
+            req.orphan_dependents = orphan_dependents
         out = await self._call("Delete", req, api_pb2.Object)
         return _unwrap(out, kind)
 

@@ -6,10 +6,13 @@ resourceVersions increase across all kinds (one counter, like etcd's revision) a
 changes nothing keeps it; create sets uid, creationTimestamp, generation 1; update and
 update_status check a non-empty resourceVersion (Conflict) and keep the other half of the object
 (status, resp. everything but status) and the deletion fields; patch is a JSON merge patch through
-kemu.machinery.convert (a metadata.resourceVersion in it is a precondition); delete of a bound,
-unfinished pod is graceful (deletionTimestamp and deletionGracePeriodSeconds; a shorter grace
-replaces the deadline, grace 0 removes it), anything else goes at once, with the uid and
-resourceVersion preconditions of the apiserver; bind refuses bound, terminating and gated pods,
+kemu.machinery.convert (a metadata.resourceVersion in it is a precondition); delete follows
+kemu.machinery.deletion as the apiserver does: a bound, unfinished pod is graceful
+(deletionTimestamp and deletionGracePeriodSeconds; a shorter grace replaces the deadline, grace
+0 removes it), an object with finalizers (or a Foreground/Orphan propagationPolicy, which adds
+one) stays, being deleted, until an update or patch removes its last finalizer, anything else
+goes at once, with the uid and resourceVersion preconditions of the apiserver; an object being
+deleted takes no new finalizers; bind refuses bound, terminating and gated pods,
 sets spec.nodeName and PodScheduled=True and clears status.nominatedNodeName iff
 ClearingNominatedNodeNameAfterBinding is enabled in `gates`; evict deletes the pod (no
 PodDisruptionBudget check).
@@ -58,7 +61,12 @@ from kemu.component.featuregate import CLEARING_NOMINATED_NODE_NAME_AFTER_BINDIN
 from kemu.component.version import DEFAULT_VERSION
 from kemu.machinery import convert, kinds
 from kemu.machinery.convert import timestamp
-from kemu.machinery.delete_options import check_preconditions, validate_grace_period
+from kemu.machinery.deletion import (
+    DeleteOptions,
+    Outcome,
+    plan_delete,
+    should_delete_during_update,
+)
 from kemu.machinery.errors import (
     AlreadyExists,
     ApiError,
@@ -68,8 +76,8 @@ from kemu.machinery.errors import (
     Invalid,
     NotFound,
 )
-from kemu.machinery.pod_strategy import begin_graceful_deletion, graceful_deletion_period
 from kemu.machinery.selection import RequestFilter
+from kemu.machinery.validation import validate_no_new_finalizers
 
 _Key = tuple[str, str, str]  # resource, namespace, name
 
@@ -359,26 +367,34 @@ class FakeClient:
         old: Message,
         new: Message,
         *,
-        keep_deletion: bool = True,
+        deleting: bool = False,
         bump_generation: bool = True,
     ) -> Message:
-        """Writes `new` over `old` (same key): keeps identity fields (and, unless told, the
-        deletion fields), bumps the revision unless nothing changed."""
+        """Writes `new` over `old` (same key): keeps identity fields, bumps the revision unless
+        nothing changed. An update keeps the deletion fields, takes no new finalizers once
+        deleting and removes the object when it leaves none (kemu.machinery.deletion); a
+        DELETE's write (`deleting`) takes the deletion fields and generation from `new`."""
         meta, old_meta = _meta(new), _meta(old)
         meta.name, meta.namespace = old_meta.name, old_meta.namespace
         meta.uid = old_meta.uid
         meta.creation_timestamp.CopyFrom(old_meta.creation_timestamp)
-        if not keep_deletion:
-            pass
-        elif old_meta.HasField("deletion_timestamp"):
-            meta.deletion_timestamp.CopyFrom(old_meta.deletion_timestamp)
-            meta.deletion_grace_period_seconds = old_meta.deletion_grace_period_seconds
-        else:
-            meta.ClearField("deletion_timestamp")
-            meta.ClearField("deletion_grace_period_seconds")
-        meta.generation = old_meta.generation
-        if bump_generation and kind.has_status and new.spec != old.spec:  # type: ignore[attr-defined]
-            meta.generation += 1
+        if not deleting:
+            if old_meta.HasField("deletion_timestamp"):
+                meta.deletion_timestamp.CopyFrom(old_meta.deletion_timestamp)
+                meta.deletion_grace_period_seconds = old_meta.deletion_grace_period_seconds
+            else:
+                meta.ClearField("deletion_timestamp")
+                meta.ClearField("deletion_grace_period_seconds")
+            meta.generation = old_meta.generation
+            if bump_generation and kind.has_status and new.spec != old.spec:  # type: ignore[attr-defined]
+                meta.generation += 1
+            causes = validate_no_new_finalizers(meta, old_meta)
+            if causes:
+                raise Invalid.from_causes(f'{kind.kind} "{meta.name}"', causes)
+            if should_delete_during_update(old, new):
+                deleted = self._delete(kind, meta.namespace, meta.name)
+                meta.resource_version = _meta(deleted).resource_version
+                return _copy(new)
         meta.resource_version = old_meta.resource_version
         if new.SerializeToString(deterministic=True) == old.SerializeToString(deterministic=True):
             return _copy(old)  # a no-op write keeps the resourceVersion, as the apiserver
@@ -654,21 +670,27 @@ class FakeClient:
         grace_period_seconds: int | None = None,
         uid: str | None = None,
         resource_version: str | None = None,
+        propagation_policy: str | None = None,
+        orphan_dependents: bool | None = None,
     ) -> M:
         k = _kind(kind)
         ns = _ns(k, namespace)
         await self._enter(Action("delete", k.resource, ns, name))
-        validate_grace_period(grace_period_seconds)
+        options = DeleteOptions(
+            grace_period=grace_period_seconds,
+            uid=uid,
+            resource_version=resource_version,
+            propagation_policy=propagation_policy,
+            orphan_dependents=orphan_dependents,
+        )
+        options.validate()
         stored = self._stored(k, ns, name)
-        meta = _meta(stored)
-        check_preconditions(meta, uid=uid, resource_version=resource_version)
-        grace = graceful_deletion_period(stored, grace_period_seconds)
-        if grace is None:
+        plan = plan_delete(stored, options, self.clock.now())
+        if plan.outcome is Outcome.DELETE:
             return cast(M, self._delete(k, ns, name))
-        new = _copy(stored)
-        if not begin_graceful_deletion(_meta(new), self.clock.now(), grace):
+        if plan.outcome is Outcome.KEEP:
             return cast(M, _copy(stored))  # an earlier deadline stands
-        return cast(M, self._store(k, stored, new, keep_deletion=False))
+        return cast(M, self._store(k, stored, plan.obj, deleting=True))
 
     async def bind(
         self,

@@ -128,7 +128,14 @@ class ApiClient(Protocol):
         grace_period_seconds: int | None = None,
         uid: str | None = None,
         resource_version: str | None = None,
-    ) -> M: ...
+        propagation_policy: str | None = None,
+        orphan_dependents: bool | None = None,
+    ) -> M:
+        """Deletes, or starts deleting: the object as it stands after the call (being deleted
+        while a kubelet finishes it or finalizers hold it, else its last state).
+        propagation_policy: Orphan, Background or Foreground (kemu.machinery.delete_options);
+        orphan_dependents is its deprecated form."""
+        ...
 
     async def bind(
         self,

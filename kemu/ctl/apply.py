@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Any, Final
 
 from google.protobuf.message import Message
 
@@ -20,6 +20,7 @@ from kemu.ctl.common import (
 )
 from kemu.ctl.manifests import Manifest
 from kemu.machinery import convert, kinds
+from kemu.machinery.delete_options import BACKGROUND, FOREGROUND, ORPHAN
 from kemu.machinery.errors import ApiError, NotFound
 
 
@@ -119,10 +120,35 @@ def grace_period(args: argparse.Namespace) -> int | None:
     return None if grace < 0 else grace
 
 
+_CASCADE: Final = {"background": BACKGROUND, "foreground": FOREGROUND, "orphan": ORPHAN}
+_TRUE: Final = ("1", "t", "T", "TRUE", "true", "True")
+_FALSE: Final = ("0", "f", "F", "FALSE", "false", "False")
+
+
+def cascading_strategy(ctx: Context, value: str) -> str:
+    """kubectl's --cascade: background, foreground or orphan -> the propagationPolicy; the
+    deprecated booleans (Go's ParseBool spellings) map to background and orphan, with
+    kubectl's warning."""
+    if value in _TRUE or value in _FALSE:
+        replacement = "background" if value in _TRUE else "orphan"
+        ctx.warn(
+            f"warning: --cascade={str(value in _TRUE).lower()} is deprecated (boolean value) "
+            f"and can be replaced with --cascade={replacement}."
+        )
+        value = replacement
+    policy = _CASCADE.get(value)
+    if policy is None:
+        raise CtlError(
+            f'invalid cascade value ({value}). Must be "background", "foreground", or "orphan"'
+        )
+    return policy
+
+
 async def cmd_delete(ctx: Context, args: argparse.Namespace) -> int:
     from kemu.ctl.wait import parse_timeout, wait_deleted
 
     grace = grace_period(args)
+    propagation = cascading_strategy(ctx, args.cascade)
     timeout = parse_timeout(args.timeout) if args.wait else 0.0
     todo: list[tuple[kinds.Kind, str, str]] = []
     if args.filename:
@@ -158,7 +184,9 @@ async def cmd_delete(ctx: Context, args: argparse.Namespace) -> int:
     deleted: list[tuple[kinds.Kind, str, str]] = []
     for kind, name, ns in todo:
         try:
-            await ctx.client.delete(kind.message, name, ns, grace_period_seconds=grace)
+            await ctx.client.delete(
+                kind.message, name, ns, grace_period_seconds=grace, propagation_policy=propagation
+            )
         except NotFound as e:
             if not args.ignore_not_found:
                 failed = True

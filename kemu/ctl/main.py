@@ -133,6 +133,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--now", action="store_true", help="a grace period of 1 second")
     p.add_argument("--force", action="store_true", help="with --grace-period 0: immediately")
     p.add_argument("--ignore-not-found", action="store_true")
+    p.add_argument(
+        "--cascade",
+        nargs="?",
+        const="background",
+        default="background",
+        help="background (default), foreground or orphan: what happens to the dependents",
+    )
     p.add_argument("--all", action="store_true", help="every object of the kind")
     p.add_argument(
         "--wait",

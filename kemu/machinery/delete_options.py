@@ -4,8 +4,12 @@ the fake client mirrors it."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Final
+
 from kemu.api.v1 import types_pb2
-from kemu.machinery.errors import Conflict, Invalid
+from kemu.machinery.errors import Cause, Conflict, Invalid
+from kemu.machinery.validation import invalid, not_supported
 
 
 def validate_grace_period(grace_period: int | None) -> None:
@@ -28,3 +32,73 @@ def check_preconditions(
             f"Precondition failed: ResourceVersion in precondition: {resource_version}, "
             f"ResourceVersion in object meta: {meta.resource_version}"
         )
+
+
+# metav1.DeletionPropagation: what happens to an object's dependents (those whose
+# metadata.ownerReferences name it) when it is deleted.
+FOREGROUND: Final = "Foreground"
+"""The object stays (finalizer foregroundDeletion) until the garbage collector has deleted
+the dependents that block its deletion (ownerReferences[].blockOwnerDeletion)."""
+BACKGROUND: Final = "Background"
+"""The object goes at once; the garbage collector deletes the dependents afterwards."""
+ORPHAN: Final = "Orphan"
+"""The object stays (finalizer orphan) until the garbage collector has removed the
+ownerReferences to it from its dependents, which are kept."""
+PROPAGATION_POLICIES: Final = (FOREGROUND, BACKGROUND, ORPHAN)
+
+FINALIZER_ORPHAN_DEPENDENTS: Final = "orphan"
+FINALIZER_DELETE_DEPENDENTS: Final = "foregroundDeletion"
+
+
+def validate_propagation(propagation_policy: str | None, orphan_dependents: bool | None) -> None:
+    """Invalid naming propagationPolicy for an unknown policy or one given together with the
+    deprecated orphanDependents (upstream ValidateDeleteOptions)."""
+    causes: list[Cause] = []
+    if propagation_policy is not None and orphan_dependents is not None:
+        causes.append(
+            invalid(
+                "propagationPolicy",
+                propagation_policy,
+                "orphanDependents and deletionPropagation cannot be both set",
+            )
+        )
+    if propagation_policy is not None and propagation_policy not in PROPAGATION_POLICIES:
+        causes.append(
+            not_supported("propagationPolicy", propagation_policy, (*PROPAGATION_POLICIES, "nil"))
+        )
+    if causes:
+        raise Invalid.from_causes("DeleteOptions", causes)
+
+
+def gc_finalizers(
+    finalizers: Sequence[str], propagation_policy: str | None, orphan_dependents: bool | None
+) -> list[str] | None:
+    """The finalizers a DELETE leaves on the object for the garbage collector, or None when
+    they stay as they are (upstream deletionFinalizersForGarbageCollection).
+
+    The request's policy wins, then an orphan or foregroundDeletion finalizer the object
+    already has, then the default of every kemu kind: Background (no finalizer).
+    """
+    if orphan_dependents is not None:
+        orphan, foreground = orphan_dependents, False
+    elif propagation_policy is not None:
+        orphan, foreground = propagation_policy == ORPHAN, propagation_policy == FOREGROUND
+    else:
+        first = next(
+            (
+                f
+                for f in finalizers
+                if f in (FINALIZER_ORPHAN_DEPENDENTS, FINALIZER_DELETE_DEPENDENTS)
+            ),
+            None,
+        )
+        orphan = first == FINALIZER_ORPHAN_DEPENDENTS
+        foreground = first == FINALIZER_DELETE_DEPENDENTS
+    out = [
+        f for f in finalizers if f not in (FINALIZER_ORPHAN_DEPENDENTS, FINALIZER_DELETE_DEPENDENTS)
+    ]
+    if orphan:
+        out.append(FINALIZER_ORPHAN_DEPENDENTS)
+    if foreground:
+        out.append(FINALIZER_DELETE_DEPENDENTS)
+    return None if set(out) == set(finalizers) else out

@@ -272,7 +272,91 @@ def validate_object_meta(
         causes.append(forbidden(f"{path}.namespace", "not allowed on this type"))
     causes.extend(validate_labels(meta.labels, f"{path}.labels"))
     causes.extend(validate_annotations(meta.annotations, f"{path}.annotations"))
+    causes.extend(validate_owner_references(meta.owner_references, f"{path}.ownerReferences"))
+    causes.extend(validate_finalizers(meta.finalizers, f"{path}.finalizers"))
     return causes
+
+
+# The garbage collector's finalizers (kemu.machinery.delete_options has them with the policies;
+# it imports this module).
+_ORPHAN_FINALIZER: Final = "orphan"
+_FOREGROUND_FINALIZER: Final = "foregroundDeletion"
+BANNED_OWNERS: Final = frozenset({("v1", "Event")})
+"""apiVersion/kind that may not own anything (upstream BannedOwners)."""
+
+
+def validate_owner_references(refs: Sequence[types_pb2.OwnerReference], path: str) -> list[Cause]:
+    """Every field set, no banned owner kind, at most one controller (upstream
+    ValidateOwnerReferences: the paths carry no index, as upstream's)."""
+    causes: list[Cause] = []
+    controller = ""
+    for ref in refs:
+        version = ref.api_version.rsplit("/", 1)[-1]
+        if not version:
+            causes.append(
+                invalid(f"{path}.apiVersion", ref.api_version, "version must not be empty")
+            )
+        if not ref.kind:
+            causes.append(invalid(f"{path}.kind", ref.kind, "must not be empty"))
+        if not ref.name:
+            causes.append(invalid(f"{path}.name", ref.name, "must not be empty"))
+        if not ref.uid:
+            causes.append(invalid(f"{path}.uid", ref.uid, "must not be empty"))
+        if (ref.api_version, ref.kind) in BANNED_OWNERS:
+            causes.append(
+                invalid(
+                    path, f"{ref.kind}/{ref.name}", f"{ref.kind} is disallowed from being an owner"
+                )
+            )
+        if ref.HasField("controller") and ref.controller:
+            this = f"{ref.kind}/{ref.name}"
+            if controller:
+                causes.append(
+                    invalid(
+                        path,
+                        this,
+                        'Only one reference can have Controller set to true. Found "true" in '
+                        f"references for {controller} and {this}",
+                    )
+                )
+            else:
+                controller = this
+    return causes
+
+
+def validate_finalizers(finalizers: Sequence[str], path: str) -> list[Cause]:
+    """Qualified names; orphan and foregroundDeletion not both (upstream ValidateFinalizers)."""
+    causes: list[Cause] = []
+    for f in finalizers:
+        causes.extend(invalid(path, f, m) for m in is_qualified_name(f))
+    if _ORPHAN_FINALIZER in finalizers and _FOREGROUND_FINALIZER in finalizers:
+        causes.append(
+            invalid(
+                path,
+                ",".join(finalizers),
+                f"finalizer {_ORPHAN_FINALIZER} and {_FOREGROUND_FINALIZER} cannot be both set",
+            )
+        )
+    return causes
+
+
+def validate_no_new_finalizers(
+    new: types_pb2.ObjectMeta, old: types_pb2.ObjectMeta, path: str = "metadata"
+) -> list[Cause]:
+    """An object being deleted takes no new finalizers (upstream ValidateNoNewFinalizers)."""
+    if not old.HasField("deletion_timestamp"):
+        return []
+    extra = sorted(set(new.finalizers) - set(old.finalizers))
+    if not extra:
+        return []
+    shown = "[]string{" + ", ".join(json.dumps(f) for f in extra) + "}"
+    return [
+        forbidden(
+            f"{path}.finalizers",
+            "no new finalizers can be added if the object is being deleted, "
+            f"found new finalizers {shown}",
+        )
+    ]
 
 
 def validate_object_meta_update(
@@ -283,6 +367,7 @@ def validate_object_meta_update(
         before, after = getattr(old, field), getattr(new, field)
         if before and after != before:
             causes.append(invalid(f"{path}.{json_name}", after, "field is immutable"))
+    causes.extend(validate_no_new_finalizers(new, old, path))
     return causes
 
 

@@ -12,15 +12,19 @@ A resource keyword with an underscore means a hyphen (`ephemeral_storage=`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Final, Self
+from collections.abc import Mapping, Sequence
+from typing import Final, Self, TypeVar
 
 from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
+from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.kinds import kind_of
 
 DEFAULT_NAMESPACE: Final = "default"
 DEFAULT_IMAGE: Final = "registry.k8s.io/pause:3.10"
+
+_M = TypeVar("_M", bound=Message)
 
 
 def _resources(
@@ -392,3 +396,35 @@ class PdbBuilder:
 
 def make_pdb(name: str) -> PdbBuilder:
     return PdbBuilder(name)
+
+
+# ---------------------------------------------------------------------- owners and finalizers
+
+
+def owner_reference(
+    owner: Message, *, controller: bool | None = None, block_owner_deletion: bool | None = None
+) -> types_pb2.OwnerReference:
+    """An ownerReference to a stored `owner` (its kind, apiVersion, name and uid)."""
+    kind = kind_of(owner)
+    meta: types_pb2.ObjectMeta = owner.metadata  # type: ignore[attr-defined]
+    ref = types_pb2.OwnerReference(
+        api_version=kind.api_version, kind=kind.kind, name=meta.name, uid=meta.uid
+    )
+    if controller is not None:
+        ref.controller = controller
+    if block_owner_deletion is not None:
+        ref.block_owner_deletion = block_owner_deletion
+    return ref
+
+
+def owned(obj: _M, *refs: types_pb2.OwnerReference, finalizers: Sequence[str] = ()) -> _M:
+    """`obj` (modified in place and returned) with ownerReferences and finalizers added."""
+    meta: types_pb2.ObjectMeta = obj.metadata  # type: ignore[attr-defined]
+    meta.owner_references.extend(refs)
+    meta.finalizers.extend(finalizers)
+    return obj
+
+
+def make_lease(name: str, namespace: str = DEFAULT_NAMESPACE) -> types_pb2.Lease:
+    """A coordination.k8s.io Lease with no holder: a small object of a kind without status."""
+    return types_pb2.Lease(metadata=types_pb2.ObjectMeta(name=name, namespace=namespace))

@@ -26,7 +26,8 @@ from kemu.client.interface import ApiClient, WatchEvent
 from kemu.component.featuregate import CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING, FeatureGates
 from kemu.component.version import DEFAULT_VERSION
 from kemu.machinery.errors import ApiError
-from kemu.testing import Cluster, make_pod
+from kemu.testing import Cluster, make_pdb, make_pod
+from kemu.testing.builders import make_lease, owned
 from kemu.testing.names import unique_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
@@ -313,11 +314,12 @@ def _want(
     node: str = "",
     nominated: str = "",
     scheduled: str = "-",
+    generation: int = 1,
 ) -> dict[str, Any]:
     return {
         "name": name,
         "labels": labels,
-        "generation": 1,
+        "generation": generation,
         "has_uid": True,
         "created": True,
         "deleting": deleting,
@@ -333,8 +335,17 @@ _A_PATCHED = {**_A, "p": "1"}
 
 
 def _bound_a(*, deleting: bool = False, grace: int | None = None) -> dict[str, Any]:
-    """Pod a once bound to node-1 (its nominatedNodeName cleared: the gate is on at 1.37)."""
-    return _want("a", _A_PATCHED, deleting=deleting, grace=grace, node="node-1", scheduled="True")
+    """Pod a once bound to node-1 (its nominatedNodeName cleared: the gate is on at 1.37);
+    the start of its graceful deletion bumped its generation."""
+    return _want(
+        "a",
+        _A_PATCHED,
+        deleting=deleting,
+        grace=grace,
+        node="node-1",
+        scheduled="True",
+        generation=2 if deleting else 1,
+    )
 
 
 _STALE = (
@@ -438,9 +449,6 @@ EXPECTED: dict[str, Any] = {
 async def test_fake_and_apiserver_give_the_same_outcomes(factory: Factory) -> None:
     async with factory() as c:
         got = await scenario(c, unique_name("contract"))
-    import pprint
-
-    pprint.pprint(got, width=100, sort_dicts=False)  # TEMP
     differ = {
         step: (got.get(step), want) for step, want in EXPECTED.items() if got.get(step) != want
     }
@@ -467,3 +475,191 @@ async def test_binding_keeps_the_nomination_when_the_clearing_gate_is_off(
         assert _pod(await c.get(Pod, "p")) == _want(
             "p", {}, node="n1", nominated="n2", scheduled="True"
         )
+
+
+# ---------------------------------------------------------------- finalizers and propagation
+
+HOLD = "example.com/hold"
+
+
+def _deleting(obj: Any) -> dict[str, Any]:
+    """The deletion fields of any object."""
+    m = obj.metadata
+    return {
+        "deleting": m.HasField("deletion_timestamp"),
+        "grace": m.deletion_grace_period_seconds if m.HasField("deletion_timestamp") else None,
+        "generation": m.generation,
+        "finalizers": list(m.finalizers),
+    }
+
+
+def _gone(deleting: bool, finalizers: list[str], generation: int = 2, grace: int | None = 0):
+    return {
+        "deleting": deleting,
+        "grace": grace if deleting else None,
+        "generation": generation,
+        "finalizers": finalizers,
+    }
+
+
+async def finalizer_scenario(c: ApiClient, ns: str) -> dict[str, Any]:
+    r = Record()
+    Lease, Pdb = types_pb2.Lease, types_pb2.PodDisruptionBudget
+
+    # finalizers hold a deleted object of a kind without graceful deletion
+    await c.create(owned(make_lease("l", ns), finalizers=[HOLD]))
+    await r.step("delete l", c.delete(Lease, "l", ns), _deleting)
+    await r.step("l is kept", c.get(Lease, "l", ns), _deleting)
+    first = await c.get(Lease, "l", ns)
+    await r.step("delete l again", c.delete(Lease, "l", ns), _deleting)
+    again = await c.get(Lease, "l", ns)
+    r.steps["a second delete keeps the resourceVersion"] = (
+        again.metadata.resource_version == first.metadata.resource_version
+    )
+    held = await c.get(Lease, "l", ns)
+    held.metadata.finalizers.append("example.com/other")
+    await r.step("add a finalizer to l", c.update(held))
+    await r.step(
+        "patch l's labels", c.patch(Lease, "l", {"metadata": {"labels": {"x": "1"}}}, ns), _deleting
+    )
+    await r.step(
+        "remove l's last finalizer",
+        c.patch(Lease, "l", {"metadata": {"finalizers": []}}, ns),
+        _deleting,
+    )
+    await r.step("l is gone", c.get(Lease, "l", ns))
+
+    # propagation policies: Foreground and Orphan add their finalizer, Background none
+    await c.create(make_pdb("p").namespace(ns).min_available(1).obj())
+    await r.step(
+        "delete p in foreground",
+        c.delete(Pdb, "p", ns, propagation_policy="Foreground"),
+        _deleting,
+    )
+    await r.step(
+        "delete p again to orphan", c.delete(Pdb, "p", ns, propagation_policy="Orphan"), _deleting
+    )
+    await r.step("delete p sideways", c.delete(Pdb, "p", ns, propagation_policy="Sideways"))
+    await r.step(
+        "delete p with both policies",
+        c.delete(Pdb, "p", ns, propagation_policy="Orphan", orphan_dependents=True),
+    )
+    await r.step(
+        "remove p's finalizer", c.patch(Pdb, "p", {"metadata": {"finalizers": None}}, ns), _deleting
+    )
+    await r.step("p is gone", c.get(Pdb, "p", ns))
+    await c.create(make_pdb("q").namespace(ns).min_available(1).obj())
+    await r.step(
+        "delete q in background",
+        c.delete(Pdb, "q", ns, propagation_policy="Background"),
+        _deleting,
+    )
+    await r.step("q is gone", c.get(Pdb, "q", ns))
+    await c.create(make_pdb("o").namespace(ns).min_available(1).obj())
+    await r.step(
+        "delete o with orphanDependents", c.delete(Pdb, "o", ns, orphan_dependents=True), _deleting
+    )
+    o = await c.get(Pdb, "o", ns)
+    del o.metadata.finalizers[:]
+    await r.step("update o without finalizers", c.update(o), _deleting)
+    await r.step("o is gone", c.get(Pdb, "o", ns))
+
+    # pods: graceful deletion and finalizers together
+    await c.create(owned(make_pod("f").namespace(ns).obj(), finalizers=[HOLD]))
+    await c.bind(ns, "f", "node-1")
+    f = await r.step("delete bound f", c.delete(Pod, "f", ns, grace_period_seconds=30), _deleting)
+    uid = (await c.get(Pod, "f", ns)).metadata.uid
+    await r.step(
+        "the kubelet deletes f", c.delete(Pod, "f", ns, grace_period_seconds=0, uid=uid), _deleting
+    )
+    await r.step("f is kept", c.get(Pod, "f", ns), _deleting)
+    await r.step(
+        "remove f's finalizer", c.patch(Pod, "f", {"metadata": {"finalizers": []}}, ns), _deleting
+    )
+    await r.step("f is gone", c.get(Pod, "f", ns))
+    await c.create(owned(make_pod("g").namespace(ns).obj(), finalizers=[HOLD]))
+    await c.bind(ns, "g", "node-1")
+    await c.delete(Pod, "g", ns, grace_period_seconds=30)
+    await r.step(
+        "remove g's finalizer while it terminates",
+        c.patch(Pod, "g", {"metadata": {"finalizers": []}}, ns),
+        _deleting,
+    )
+    await r.step("the kubelet deletes g", c.delete(Pod, "g", ns, grace_period_seconds=0), _deleting)
+    await r.step("g is gone", c.get(Pod, "g", ns))
+    await c.create(owned(make_pod("u").namespace(ns).obj(), finalizers=[HOLD]))
+    await r.step("delete unbound u", c.delete(Pod, "u", ns), _deleting)
+
+    # watch: the last finalizer's removal is a DELETED event
+    start = (await c.list(Lease, ns)).resource_version
+    async with c.watch(Lease, ns, resource_version=start) as stream:
+        await c.create(owned(make_lease("w", ns), finalizers=[HOLD]))
+        await c.delete(Lease, "w", ns)
+        await c.patch(Lease, "w", {"metadata": {"finalizers": []}}, ns)
+        seen: list[tuple[str, bool, list[str]]] = []
+        with anyio.fail_after(WATCH_TIMEOUT):
+            async for ev in stream:
+                m = ev.object.metadata
+                seen.append((ev.type, m.HasField("deletion_timestamp"), list(m.finalizers)))
+                if len(seen) == 3:
+                    break
+        r.steps["watch"] = seen
+    assert f is not None
+    return r.steps
+
+
+FINALIZER_EXPECTED: dict[str, Any] = {
+    "delete l": _gone(True, [HOLD]),
+    "l is kept": _gone(True, [HOLD]),
+    "delete l again": _gone(True, [HOLD]),
+    "a second delete keeps the resourceVersion": True,
+    "add a finalizer to l": (
+        "Invalid",
+        'Lease "l" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added '
+        'if the object is being deleted, found new finalizers []string{"example.com/other"}',
+    ),
+    "patch l's labels": _gone(True, [HOLD]),
+    "remove l's last finalizer": _gone(True, []),
+    "l is gone": ("NotFound", 'leases "l" not found'),
+    "delete p in foreground": _gone(True, ["foregroundDeletion"]),
+    "delete p again to orphan": _gone(True, ["orphan"]),
+    "delete p sideways": (
+        "Invalid",
+        'DeleteOptions is invalid: propagationPolicy: Unsupported value: "Sideways": supported '
+        'values: "Foreground", "Background", "Orphan", "nil"',
+    ),
+    "delete p with both policies": (
+        "Invalid",
+        'DeleteOptions is invalid: propagationPolicy: Invalid value: "Orphan": '
+        "orphanDependents and deletionPropagation cannot be both set",
+    ),
+    "remove p's finalizer": _gone(True, []),
+    "p is gone": ("NotFound", 'poddisruptionbudgets "p" not found'),
+    "delete q in background": _gone(False, [], generation=1),
+    "q is gone": ("NotFound", 'poddisruptionbudgets "q" not found'),
+    "delete o with orphanDependents": _gone(True, ["orphan"]),
+    "update o without finalizers": _gone(True, []),
+    "o is gone": ("NotFound", 'poddisruptionbudgets "o" not found'),
+    "delete bound f": _gone(True, [HOLD], grace=30),
+    "the kubelet deletes f": _gone(True, [HOLD]),
+    "f is kept": _gone(True, [HOLD]),
+    "remove f's finalizer": _gone(True, []),
+    "f is gone": ("NotFound", 'pods "f" not found'),
+    "remove g's finalizer while it terminates": _gone(True, [], grace=30),
+    "the kubelet deletes g": _gone(True, [], grace=30),  # the last state
+    "g is gone": ("NotFound", 'pods "g" not found'),
+    "delete unbound u": _gone(True, [HOLD]),
+    "watch": [("ADDED", False, [HOLD]), ("MODIFIED", True, [HOLD]), ("DELETED", True, [HOLD])],
+}
+
+
+async def test_finalizers_and_propagation_give_the_same_outcomes(factory: Factory) -> None:
+    async with factory() as c:
+        got = await finalizer_scenario(c, unique_name("finalizers"))
+    differ = {
+        step: (got.get(step), want)
+        for step, want in FINALIZER_EXPECTED.items()
+        if got.get(step) != want
+    }
+    assert not differ, "steps (got, want):\n" + "\n".join(f"{k}: {v}" for k, v in differ.items())
+    assert list(got) == list(FINALIZER_EXPECTED)

@@ -126,18 +126,22 @@ class Preconditions(_message.Message):
     def __init__(self, uid: _Optional[str] = ..., resource_version: _Optional[str] = ...) -> None: ...
 
 class DeleteRequest(_message.Message):
-    __slots__ = ("resource", "namespace", "name", "grace_period_seconds", "preconditions")
+    __slots__ = ("resource", "namespace", "name", "grace_period_seconds", "preconditions", "propagation_policy", "orphan_dependents")
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     GRACE_PERIOD_SECONDS_FIELD_NUMBER: _ClassVar[int]
     PRECONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    PROPAGATION_POLICY_FIELD_NUMBER: _ClassVar[int]
+    ORPHAN_DEPENDENTS_FIELD_NUMBER: _ClassVar[int]
     resource: str
     namespace: str
     name: str
     grace_period_seconds: int
     preconditions: Preconditions
-    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., grace_period_seconds: _Optional[int] = ..., preconditions: _Optional[_Union[Preconditions, _Mapping]] = ...) -> None: ...
+    propagation_policy: str
+    orphan_dependents: bool
+    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., grace_period_seconds: _Optional[int] = ..., preconditions: _Optional[_Union[Preconditions, _Mapping]] = ..., propagation_policy: _Optional[str] = ..., orphan_dependents: _Optional[bool] = ...) -> None: ...
 
 class Binding(_message.Message):
     __slots__ = ("metadata", "target")

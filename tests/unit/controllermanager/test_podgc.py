@@ -47,6 +47,8 @@ class RecordingClient(FakeClient):
         grace_period_seconds: int | None = None,
         uid: str | None = None,
         resource_version: str | None = None,
+        propagation_policy: str | None = None,
+        orphan_dependents: bool | None = None,
     ) -> M:
         self.deletes.append((name, grace_period_seconds, uid))
         return await super().delete(
@@ -56,6 +58,8 @@ class RecordingClient(FakeClient):
             grace_period_seconds=grace_period_seconds,
             uid=uid,
             resource_version=resource_version,
+            propagation_policy=propagation_policy,
+            orphan_dependents=orphan_dependents,
         )
 
 

@@ -283,3 +283,56 @@ async def test_get_json_of_an_applied_manifest_is_the_manifest_plus_server_field
         assert printed["metadata"]["resourceVersion"]
         assert printed["metadata"]["creationTimestamp"].endswith("Z")
         assert list(printed)[:2] == ["apiVersion", "kind"]
+
+
+class PolicyRecorder(FakeClient):
+    def __init__(self, *objects: Any) -> None:
+        super().__init__(*objects)
+        self.policies: list[str | None] = []
+
+    async def delete(self, kind: Any, name: str, namespace: str = "", **kw: Any) -> Any:
+        self.policies.append(kw.get("propagation_policy"))
+        return await super().delete(kind, name, namespace, **kw)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("flags", "policy", "warning"),
+    [
+        ([], "Background", ""),
+        (["--cascade"], "Background", ""),
+        (["--cascade=background"], "Background", ""),
+        (["--cascade=foreground"], "Foreground", ""),
+        (["--cascade=orphan"], "Orphan", ""),
+        (
+            ["--cascade=true"],
+            "Background",
+            "warning: --cascade=true is deprecated (boolean value) and can be replaced with "
+            "--cascade=background.\n",
+        ),
+        (
+            ["--cascade=false"],
+            "Orphan",
+            "warning: --cascade=false is deprecated (boolean value) and can be replaced with "
+            "--cascade=orphan.\n",
+        ),
+    ],
+)
+async def test_delete_cascade_follows_kubectl(flags: list[str], policy: str, warning: str) -> None:
+    client = PolicyRecorder(*_pods("a"))
+    result = await ctl(client, "delete", "pod", "a", *flags)
+    assert result.rc == 0, result.err
+    assert result.out == 'pod "a" deleted\n'
+    assert result.err == warning
+    assert client.policies == [policy]
+
+
+@pytest.mark.anyio
+async def test_delete_refuses_an_unknown_cascade() -> None:
+    client = PolicyRecorder(*_pods("a"))
+    result = await ctl(client, "delete", "pod", "a", "--cascade=sideways")
+    assert result.rc == 1
+    assert result.err == (
+        'error: invalid cascade value (sideways). Must be "background", "foreground", or "orphan"\n'
+    )
+    assert client.policies == []

@@ -102,6 +102,8 @@ class GatedClient(FakeClient):
         grace_period_seconds: int | None = None,
         uid: str | None = None,
         resource_version: str | None = None,
+        propagation_policy: str | None = None,
+        orphan_dependents: bool | None = None,
     ) -> M:
         if name in self.hold_before:
             await self.release.wait()
@@ -112,6 +114,8 @@ class GatedClient(FakeClient):
             grace_period_seconds=grace_period_seconds,
             uid=uid,
             resource_version=resource_version,
+            propagation_policy=propagation_policy,
+            orphan_dependents=orphan_dependents,
         )
         if name in self.hold_after:
             await self.release.wait()

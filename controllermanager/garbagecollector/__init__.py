@@ -1,0 +1,3 @@
+"""The garbage collector (upstream pkg/controller/garbagecollector): graph.py holds the graph of
+owners and dependents, graph_builder.py keeps it from informer events, garbagecollector.py is
+the controller that deletes, orphans and finalizes."""

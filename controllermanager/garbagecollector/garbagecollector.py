@@ -1,0 +1,471 @@
+"""The garbage collector (upstream pkg/controller/garbagecollector/garbagecollector.go),
+registered as "garbagecollector".
+
+It watches every kind kemu serves (kemu.machinery.kinds.KINDS, except Events, which upstream
+ignores by default) and keeps a graph of owners and dependents from metadata.ownerReferences
+(graph_builder.py). Its workers then, per object uid:
+
+- attemptToDelete: an object whose owners are all gone (NotFound, or another uid under the
+  name) is deleted with uid and resourceVersion preconditions, in the foreground if an owner
+  waits for its dependents and it has dependents itself, else with the policy of its own
+  orphan/foregroundDeletion finalizer (Background without one); an object that still has a
+  live owner loses the references to the gone owners (and to owners deleting in the
+  foreground, which must not wait for it); an owner with the foregroundDeletion finalizer has
+  its dependents deleted, and loses the finalizer once no dependent with blockOwnerDeletion
+  is left; a virtual owner (seen only in a reference) is looked up, and removed from the
+  graph if it does not exist (which makes its dependents garbage).
+- attemptToOrphan: an owner with deletionTimestamp and the orphan finalizer has its references
+  removed from every dependent, then loses the finalizer.
+
+Every decision re-reads the object (and its owners) from the apiserver, so a graph that lags
+behind is never a reason to delete; owners found absent are remembered (by uid) in an LRU.
+A collector that restarts rebuilds the graph from its informers' lists, and the first list
+replays the transitions it may have missed (objects already waiting for their dependents).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import anyio
+from google.protobuf.message import Message
+
+from controllermanager.controller import ControllerContext
+from controllermanager.garbagecollector.graph import (
+    Node,
+    ObjectReference,
+    ReferenceCache,
+    has_delete_dependents_finalizer,
+    has_orphan_finalizer,
+)
+from controllermanager.garbagecollector.graph_builder import GraphBuilder
+from kemu.api.v1 import types_pb2
+from kemu.client.informer import FuncHandler, Informer, InformerFactory
+from kemu.client.interface import ApiClient
+from kemu.client.workqueue import WorkQueue
+from kemu.component.clock import Clock
+from kemu.machinery import convert
+from kemu.machinery.delete_options import (
+    BACKGROUND,
+    FINALIZER_DELETE_DEPENDENTS,
+    FINALIZER_ORPHAN_DEPENDENTS,
+    FOREGROUND,
+    ORPHAN,
+)
+from kemu.machinery.errors import ApiError, Conflict, NotFound
+from kemu.machinery.kinds import KINDS, Kind
+
+logger = logging.getLogger(__name__)
+
+NAME: Final = "garbagecollector"
+IGNORED_RESOURCES: Final = frozenset({"events"})
+"""Resources the collector does not watch (upstream's default GC ignored resources)."""
+DEFAULT_CONCURRENT_GC_SYNCS: Final = 20
+_UPDATE_RETRIES: Final = 5
+
+
+@dataclass(frozen=True)
+class GarbageCollectorOptions:
+    concurrent_gc_syncs: int = DEFAULT_CONCURRENT_GC_SYNCS
+
+    def __post_init__(self) -> None:
+        if self.concurrent_gc_syncs < 1:
+            raise ValueError("--concurrent-gc-syncs must be at least 1")
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("garbage collector")
+    group.add_argument(
+        "--concurrent-gc-syncs",
+        type=int,
+        default=DEFAULT_CONCURRENT_GC_SYNCS,
+        metavar="N",
+        help="how many objects the garbage collector works on at once (default 20)",
+    )
+
+
+def options_from_args(args: argparse.Namespace) -> GarbageCollectorOptions:
+    """ValueError for an invalid value."""
+    return GarbageCollectorOptions(concurrent_gc_syncs=args.concurrent_gc_syncs)
+
+
+class _VirtualDeleteEnqueued(Exception):
+    """The object is gone; the graph was told (upstream enqueuedVirtualDeleteEventErr)."""
+
+
+class _NamespacedOwnerOfClusterScopedObject(Exception):
+    """A cluster-scoped object names a namespaced owner: never resolvable, never retried."""
+
+
+class _UnknownKind(Exception):
+    """An ownerReference names a kind kemu does not serve (upstream restMappingError)."""
+
+
+def _meta(obj: Message) -> types_pb2.ObjectMeta:
+    meta: types_pb2.ObjectMeta = obj.metadata  # type: ignore[attr-defined]
+    return meta
+
+
+def _group(api_version: str) -> str:
+    return api_version.rpartition("/")[0]
+
+
+def resolve_kind(api_version: str, kind: str) -> Kind | None:
+    """The served kind an apiVersion/kind names (any version of its group), or None."""
+    for k in KINDS:
+        if k.kind == kind and _group(k.api_version) == _group(api_version):
+            return k
+    return None
+
+
+class GarbageCollector:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        client: ApiClient,
+        informers: InformerFactory,
+        clock: Clock,
+        *,
+        options: GarbageCollectorOptions | None = None,
+        kinds: Sequence[Kind] = KINDS,
+    ) -> None:
+        self._client = client
+        self.options = options or GarbageCollectorOptions()
+        self.attempt_to_delete = WorkQueue(clock, name="garbage_collector_attempt_to_delete")
+        self.attempt_to_orphan = WorkQueue(clock, name="garbage_collector_attempt_to_orphan")
+        self.absent_owner_cache = ReferenceCache()
+        self.builder = GraphBuilder(
+            self.attempt_to_delete, self.attempt_to_orphan, self.absent_owner_cache
+        )
+        self._informers = [
+            self._monitor(informers, k) for k in kinds if k.resource not in IGNORED_RESOURCES
+        ]
+
+    def _monitor(self, informers: InformerFactory, kind: Kind) -> Informer[Any]:
+        informer = informers.informer(kind.message)
+        b = self.builder
+        informer.add_event_handler(
+            FuncHandler(
+                lambda obj: b.on_add(kind, obj),
+                lambda old, new: b.on_update(kind, old, new),
+                lambda obj: b.on_delete(kind, obj),
+            )
+        )
+        return informer
+
+    @property
+    def name(self) -> str:
+        return NAME
+
+    @property
+    def graph(self) -> dict[str, Node]:
+        return self.builder.uid_to_node
+
+    # ------------------------------------------------------------ API helpers
+
+    def _kind(self, identity: ObjectReference) -> Kind:
+        kind = resolve_kind(identity.api_version, identity.kind)
+        if kind is None:
+            raise _UnknownKind(
+                f"unable to get REST mapping for {identity.api_version}/{identity.kind}"
+            )
+        return kind
+
+    def _namespace(self, kind: Kind, identity: ObjectReference) -> str:
+        return identity.namespace if kind.namespaced else ""
+
+    async def _get(self, identity: ObjectReference) -> Message:
+        kind = self._kind(identity)
+        return await self._client.get(kind.message, identity.name, self._namespace(kind, identity))
+
+    async def _patch_meta(
+        self, identity: ObjectReference, obj: Message, meta: dict[str, Any]
+    ) -> None:
+        """A merge patch of metadata, pinned to the resourceVersion `obj` was read at."""
+        kind = self._kind(identity)
+        meta = {"resourceVersion": _meta(obj).resource_version, **meta}
+        await self._client.patch(
+            kind.message, identity.name, {"metadata": meta}, self._namespace(kind, identity)
+        )
+
+    async def _update_meta(
+        self, identity: ObjectReference, change: Callable[[Message], dict[str, Any] | None]
+    ) -> bool:
+        """Read, change(obj) -> a metadata patch (None: nothing to do), write pinned to what was
+        read; retried on Conflict (upstream retry.RetryOnConflict). A missing object, or
+        another one under the name, needs nothing. True if it wrote."""
+        for attempt in range(_UPDATE_RETRIES):
+            try:
+                obj = await self._get(identity)
+            except NotFound:
+                return False
+            if _meta(obj).uid != identity.uid:
+                return False
+            patch = change(obj)
+            if patch is None:
+                return False
+            try:
+                await self._patch_meta(identity, obj, patch)
+                return True
+            except NotFound:
+                return False
+            except Conflict:
+                if attempt == _UPDATE_RETRIES - 1:
+                    raise
+        return False
+
+    async def remove_finalizer(self, node: Node, finalizer: str) -> None:
+        def change(obj: Message) -> dict[str, Any] | None:
+            finalizers = list(_meta(obj).finalizers)
+            if finalizer not in finalizers:
+                return None
+            return {"finalizers": [f for f in finalizers if f != finalizer]}
+
+        if await self._update_meta(node.identity, change):
+            logger.info("removed the %s finalizer of %s", finalizer, node.identity)
+
+    async def remove_owner_references(self, node: Node, owner_uids: set[str]) -> None:
+        def change(obj: Message) -> dict[str, Any] | None:
+            refs = convert.to_dict(obj).get("metadata", {}).get("ownerReferences", [])
+            kept = [r for r in refs if r.get("uid") not in owner_uids]
+            return None if len(kept) == len(refs) else {"ownerReferences": kept}
+
+        await self._update_meta(node.identity, change)
+
+    async def unblock_owner_references(self, node: Node) -> None:
+        def change(obj: Message) -> dict[str, Any] | None:
+            refs = convert.to_dict(obj).get("metadata", {}).get("ownerReferences", [])
+            if not any(r.get("blockOwnerDeletion") for r in refs):
+                return None
+            return {
+                "ownerReferences": [
+                    {**r, "blockOwnerDeletion": False} if r.get("blockOwnerDeletion") else r
+                    for r in refs
+                ]
+            }
+
+        await self._update_meta(node.identity, change)
+
+    async def delete_object(
+        self,
+        identity: ObjectReference,
+        resource_version: str | None,
+        owners: Sequence[types_pb2.OwnerReference],
+        policy: str,
+    ) -> None:
+        """Deletes with uid and resourceVersion preconditions; when only the resourceVersion
+        is stale and the owner references are as they were, again with the uid alone
+        (upstream deleteObject)."""
+        kind = self._kind(identity)
+        try:
+            await self._client.delete(
+                kind.message,
+                identity.name,
+                self._namespace(kind, identity),
+                uid=identity.uid,
+                resource_version=resource_version,
+                propagation_policy=policy,
+            )
+        except NotFound:
+            return
+        except Conflict:
+            if resource_version is None:
+                raise
+            try:
+                live = await self._get(identity)
+            except NotFound:
+                return
+            lm = _meta(live)
+            if (
+                lm.uid == identity.uid
+                and lm.resource_version != resource_version
+                and list(lm.owner_references) == list(owners)
+            ):
+                await self.delete_object(identity, None, owners, policy)
+                return
+            raise
+        logger.info("deleted %s (propagation %s)", identity, policy)
+
+    # ------------------------------------------------------------ attemptToDelete
+
+    async def is_dangling(
+        self, ref: types_pb2.OwnerReference, item: Node
+    ) -> tuple[bool, Message | None]:
+        """Whether the owner `ref` names is gone, and the owner if not (upstream isDangling)."""
+        cluster_key = ObjectReference.of_owner(ref, "")
+        namespaced_key = ObjectReference.of_owner(ref, item.identity.namespace)
+        if self.absent_owner_cache.has(cluster_key) or self.absent_owner_cache.has(namespaced_key):
+            return True, None
+        kind = resolve_kind(ref.api_version, ref.kind)
+        if kind is None:
+            raise _UnknownKind(f"unable to get REST mapping for {ref.api_version}/{ref.kind}")
+        if kind.namespaced and not item.identity.namespace:
+            raise _NamespacedOwnerOfClusterScopedObject(
+                f"cluster-scoped {item.identity} names namespaced owner {ref.kind}/{ref.name}"
+            )
+        key = namespaced_key if kind.namespaced else cluster_key
+        try:
+            owner = await self._client.get(kind.message, ref.name, key.namespace)
+        except NotFound:
+            self.absent_owner_cache.add(key)
+            logger.debug("item %s's owner %s is not found", item.identity, key)
+            return True, None
+        if _meta(owner).uid != ref.uid:
+            self.absent_owner_cache.add(key)
+            logger.debug("item %s's owner %s is not found, uid mismatch", item.identity, key)
+            return True, None
+        return False, owner
+
+    async def classify_references(
+        self, item: Node, refs: Sequence[types_pb2.OwnerReference]
+    ) -> tuple[
+        list[types_pb2.OwnerReference],
+        list[types_pb2.OwnerReference],
+        list[types_pb2.OwnerReference],
+    ]:
+        """solid (a live owner), dangling (gone), waiting (an owner deleting its dependents in
+        the foreground)."""
+        solid, dangling, waiting = [], [], []
+        for ref in refs:
+            gone, owner = await self.is_dangling(ref, item)
+            if gone:
+                dangling.append(ref)
+                continue
+            assert owner is not None
+            om = _meta(owner)
+            if om.HasField("deletion_timestamp") and has_delete_dependents_finalizer(om):
+                waiting.append(ref)
+            else:
+                solid.append(ref)
+        return solid, dangling, waiting
+
+    async def attempt_to_delete_item(self, item: Node) -> None:
+        if item.being_deleted and not item.deleting_dependents:
+            return  # on its way out: its dependents are dealt with once it is gone
+        try:
+            latest = await self._get(item.identity)
+        except NotFound:
+            self.builder.virtual_delete(item.identity)
+            raise _VirtualDeleteEnqueued from None
+        meta = _meta(latest)
+        if meta.uid != item.identity.uid:
+            self.builder.virtual_delete(item.identity)
+            raise _VirtualDeleteEnqueued
+        if item.deleting_dependents:
+            await self.process_deleting_dependents_item(item)
+            return
+        refs = list(meta.owner_references)
+        if not refs:
+            return
+        solid, dangling, waiting = await self.classify_references(item, refs)
+        if solid:
+            if not dangling and not waiting:
+                return
+            # An owner deleting in the foreground must not wait for a dependent that another
+            # owner keeps: drop the reference, as the dangling ones.
+            uids = {r.uid for r in (*dangling, *waiting)}
+            logger.info("removing references to %s from %s", sorted(uids), item.identity)
+            await self.remove_owner_references(item, uids)
+        elif waiting and item.dependents:
+            if any(dep.deleting_dependents for dep in item.dependents):
+                # A dependent waits for us while we wait for it: break the cycle.
+                await self.unblock_owner_references(item)
+            await self.delete_object(item.identity, meta.resource_version, refs, FOREGROUND)
+        else:
+            if has_orphan_finalizer(meta):
+                policy = ORPHAN
+            elif has_delete_dependents_finalizer(meta):
+                policy = FOREGROUND
+            else:
+                policy = BACKGROUND
+            await self.delete_object(item.identity, meta.resource_version, refs, policy)
+
+    async def process_deleting_dependents_item(self, item: Node) -> None:
+        blocking = item.blocking_dependents()
+        if not blocking:
+            await self.remove_finalizer(item, FINALIZER_DELETE_DEPENDENTS)
+            return
+        for dep in blocking:
+            if not dep.deleting_dependents:
+                self.builder.enqueue_delete(dep)
+
+    # ------------------------------------------------------------ attemptToOrphan
+
+    async def orphan_dependents(self, owner: Node) -> None:
+        for dep in list(owner.dependents):
+            await self.remove_owner_references(dep, {owner.identity.uid})
+        await self.remove_finalizer(owner, FINALIZER_ORPHAN_DEPENDENTS)
+
+    # ------------------------------------------------------------ workers
+
+    async def _delete_worker(self) -> None:
+        queue = self.attempt_to_delete
+        while (uid := await queue.get()) is not None:
+            try:
+                node = self.graph.get(uid)
+                if node is None:
+                    queue.forget(uid)
+                    continue
+                await self.attempt_to_delete_item(node)
+            except (_VirtualDeleteEnqueued, _NamespacedOwnerOfClusterScopedObject) as e:
+                if isinstance(e, _NamespacedOwnerOfClusterScopedObject):
+                    logger.warning("%s", e)
+                queue.forget(uid)
+            except (ApiError, _UnknownKind) as e:
+                logger.warning("error syncing item %s, requeuing: %s", uid, e)
+                queue.add_rate_limited(uid)
+            else:
+                if node.virtual:
+                    queue.add_rate_limited(uid)  # not observed yet: look again
+                else:
+                    queue.forget(uid)
+            finally:
+                queue.done(uid)
+
+    async def _orphan_worker(self) -> None:
+        queue = self.attempt_to_orphan
+        while (uid := await queue.get()) is not None:
+            try:
+                node = self.graph.get(uid)
+                if node is not None:
+                    await self.orphan_dependents(node)
+            except (ApiError, _UnknownKind) as e:
+                logger.warning("orphaning the dependents of %s failed, requeuing: %s", uid, e)
+                queue.add_rate_limited(uid)
+            else:
+                queue.forget(uid)
+            finally:
+                queue.done(uid)
+
+    async def run(self) -> None:
+        """Collects garbage until cancelled; the informers must be running."""
+        for informer in self._informers:
+            await informer.wait_for_sync()
+        logger.info(
+            "starting the garbage collector (%d kinds, %d objects in the graph)",
+            len(self._informers),
+            len(self.graph),
+        )
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self.attempt_to_delete.run, name="gc attemptToDelete timer")
+                tg.start_soon(self.attempt_to_orphan.run, name="gc attemptToOrphan timer")
+                for i in range(self.options.concurrent_gc_syncs):
+                    tg.start_soon(self._delete_worker, name=f"gc attemptToDelete worker {i}")
+                    tg.start_soon(self._orphan_worker, name=f"gc attemptToOrphan worker {i}")
+        finally:
+            self.attempt_to_delete.shut_down()
+            self.attempt_to_orphan.shut_down()
+            logger.info("the garbage collector stopped")
+
+
+def new_controller(
+    ctx: ControllerContext, options: GarbageCollectorOptions | None = None
+) -> GarbageCollector:
+    """The init function registered as "garbagecollector" (app.py binds the flags' options)."""
+    return GarbageCollector(ctx.client, ctx.informers, ctx.clock, options=options)

@@ -1,0 +1,128 @@
+"""What a DELETE does to an object of any kind, and when an update removes one: graceful
+deletion, finalizers and the garbage collector's finalizers (upstream rest.BeforeDelete and the
+generic registry Store's Delete, updateForGracefulDeletionAndFinalizers, markAsDeleting and
+ShouldDeleteDuringUpdate). The apiserver applies it inside its read-CAS loop; the fake client
+mirrors it.
+
+- An object with finalizers is never removed by a DELETE: it gets deletionTimestamp (now) and
+  deletionGracePeriodSeconds 0 and stays until an update or patch removes its last finalizer.
+- A DELETE with propagationPolicy Foreground or Orphan (or an object that already carries the
+  foregroundDeletion or orphan finalizer) adds that finalizer, so the object stays until the
+  garbage collector has dealt with its dependents. Background, the default of every kemu
+  kind, adds none.
+- A bound, unfinished pod terminates gracefully (deletionTimestamp = now + grace, see
+  kemu.machinery.pod_strategy); with finalizers it stays after the kubelet's grace-0 DELETE.
+  While a graceful deletion with an earlier deadline is pending, a DELETE changes nothing, not
+  even the finalizers.
+- metadata.generation is bumped when deletionTimestamp is first set.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from google.protobuf.message import Message
+
+from kemu.api.v1 import types_pb2
+from kemu.machinery.convert import timestamp
+from kemu.machinery.delete_options import (
+    check_preconditions,
+    gc_finalizers,
+    validate_grace_period,
+    validate_propagation,
+)
+from kemu.machinery.pod_strategy import begin_graceful_deletion, graceful_deletion_period
+
+
+@dataclass(frozen=True)
+class DeleteOptions:
+    """metav1.DeleteOptions; None leaves a field unset."""
+
+    grace_period: int | None = None
+    uid: str | None = None
+    resource_version: str | None = None
+    propagation_policy: str | None = None
+    orphan_dependents: bool | None = None
+
+    def validate(self) -> None:
+        """Invalid naming the offending field."""
+        validate_grace_period(self.grace_period)
+        validate_propagation(self.propagation_policy, self.orphan_dependents)
+
+
+class Outcome(enum.Enum):
+    DELETE = "delete"
+    """Remove the object from storage now."""
+    UPDATE = "update"
+    """Write `DeletePlan.obj`: the object stays, being deleted."""
+    KEEP = "keep"
+    """Change nothing: a graceful deletion with an earlier deadline is pending."""
+
+
+@dataclass(frozen=True)
+class DeletePlan:
+    outcome: Outcome
+    obj: Message
+    """UPDATE: the new object (a copy); otherwise the current one."""
+
+
+def _meta(obj: Message) -> types_pb2.ObjectMeta:
+    meta: types_pb2.ObjectMeta = obj.metadata  # type: ignore[attr-defined]
+    return meta
+
+
+def plan_delete(current: Message, options: DeleteOptions, now: float) -> DeletePlan:
+    """What a DELETE with `options` does to the stored object `current` at `now`. Conflict
+    when a precondition fails; the options must have been validated."""
+    check_preconditions(_meta(current), uid=options.uid, resource_version=options.resource_version)
+    updated = current.__class__()
+    updated.CopyFrom(current)
+    meta = _meta(updated)
+    deleting = meta.HasField("deletion_timestamp")
+    graceful = False
+    # A deletion whose grace period has run out (0) is never graceful again (BeforeDelete).
+    if not (deleting and not meta.deletion_grace_period_seconds):
+        grace = graceful_deletion_period(current, options.grace_period)
+        if grace is not None:
+            if not begin_graceful_deletion(meta, now, grace):
+                return DeletePlan(Outcome.KEEP, current)
+            if not deleting:
+                meta.generation += 1
+            graceful = True
+    finalizers = gc_finalizers(
+        meta.finalizers, options.propagation_policy, options.orphan_dependents
+    )
+    if finalizers is not None:
+        del meta.finalizers[:]
+        meta.finalizers.extend(finalizers)
+    if graceful:
+        return DeletePlan(Outcome.UPDATE, updated)
+    if meta.finalizers:
+        mark_as_deleting(meta, now)
+        return DeletePlan(Outcome.UPDATE, updated)
+    return DeletePlan(Outcome.DELETE, current)
+
+
+def mark_as_deleting(meta: types_pb2.ObjectMeta, now: float) -> None:
+    """deletionTimestamp now (unless an earlier one stands), grace period 0, generation bumped
+    the first time (upstream markAsDeleting)."""
+    if not meta.HasField("deletion_timestamp"):
+        meta.generation += 1
+        meta.deletion_timestamp.CopyFrom(timestamp(now))
+    elif meta.deletion_timestamp.ToNanoseconds() > int(now * 1e9):
+        meta.deletion_timestamp.CopyFrom(timestamp(now))
+    meta.deletion_grace_period_seconds = 0
+
+
+def should_delete_during_update(old: Message, new: Message) -> bool:
+    """An update that removes the last finalizers of an object being deleted whose grace
+    period is over removes it instead of writing it (upstream ShouldDeleteDuringUpdate; only
+    finalizers keep such an object stored)."""
+    old_meta = _meta(old)
+    return (
+        not _meta(new).finalizers
+        and bool(old_meta.finalizers)
+        and old_meta.HasField("deletion_timestamp")
+        and not old_meta.deletion_grace_period_seconds
+    )
