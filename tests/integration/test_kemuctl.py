@@ -49,8 +49,17 @@ def kemuctl(
     )
 
 
+def kemuctl_create_namespace(cluster: Cluster, prefix: str) -> str:
+    """A fresh namespace, made as a user makes one: `kemuctl create namespace NAME`."""
+    name = unique_name(prefix)
+    done = kemuctl(cluster, "create", "namespace", name)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"namespace/{name} created"
+    return name
+
+
 def test_manifest_round_trip_through_apply_and_get(cluster):
-    ns = unique_name("ctl")
+    ns = kemuctl_create_namespace(cluster, "ctl")
     done = kemuctl(cluster, "apply", "-f", str(EXAMPLES / "priorityclasses.yaml"))
     assert done.returncode == 0, done.stderr
     manifest = yaml.safe_load((EXAMPLES / "pod.yaml").read_text())
@@ -79,7 +88,7 @@ def test_manifest_round_trip_through_apply_and_get(cluster):
 
 
 def test_nominated_node_shows_in_get_wide_and_describe(cluster):
-    ns = unique_name("ctl")
+    ns = kemuctl_create_namespace(cluster, "ctl")
     assert kemuctl(cluster, "apply", "-f", str(EXAMPLES / "priorityclasses.yaml")).returncode == 0
     assert kemuctl(cluster, "apply", "-n", ns, "-f", str(EXAMPLES / "pod.yaml")).returncode == 0
     patched = kemuctl(
@@ -111,7 +120,7 @@ def test_nominated_node_shows_in_get_wide_and_describe(cluster):
 
 
 def test_resize_from_the_command_line(cluster):
-    ns = unique_name("ctl")
+    ns = kemuctl_create_namespace(cluster, "ctl")
     assert kemuctl(cluster, "apply", "-f", str(EXAMPLES / "priorityclasses.yaml")).returncode == 0
     assert kemuctl(cluster, "apply", "-n", ns, "-f", str(EXAMPLES / "pod.yaml")).returncode == 0
     done = kemuctl(cluster, "resize", "pod", "web", "-n", ns, "--requests", "cpu=1")
@@ -189,7 +198,7 @@ def test_describe_tells_the_preemption_story_of_the_readme_example(cluster_facto
     c.start_kubelet(
         "node-c", capacity="cpu=2,memory=4Gi,pods=20", extra_args=["--node-labels", "disk=ssd"]
     )
-    ns = unique_name("story")
+    ns = kemuctl_create_namespace(c, "story")
     assert kemuctl(c, "apply", "-f", str(EXAMPLES / "priorityclasses.yaml")).returncode == 0
     done = kemuctl(c, "apply", "-n", ns, "-f", str(EXAMPLES / "preemption.yaml"))
     assert done.returncode == 0, done.stderr
@@ -248,7 +257,7 @@ def test_describe_tells_the_resize_preemption_story_of_the_readme_example(cluste
         feature_gates=gates,
         extra_args=["--node-labels", "disk=ssd"],
     )
-    ns = unique_name("resize-story")
+    ns = kemuctl_create_namespace(c, "resize-story")
     assert kemuctl(c, "apply", "-f", str(EXAMPLES / "priorityclasses.yaml")).returncode == 0
     done = kemuctl(c, "apply", "-n", ns, "-f", str(EXAMPLES / "resize-preemption.yaml"))
     assert done.returncode == 0, done.stderr
