@@ -5,6 +5,7 @@ namespace goes."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 
 import pytest
@@ -14,7 +15,8 @@ from kemu.client.client import Client
 from kemu.machinery import convert, kinds
 from kemu.machinery.errors import Forbidden, Invalid, NotFound
 from kemu.machinery.namespaces import SYSTEM_NAMESPACES
-from kemu.testing import Cluster, eventually, make_pdb, make_pod
+from kemu.testing import Cluster, eventually, make_node, make_pdb, make_pod
+from kemu.testing.names import unique_name
 from kemu.testing.namespaces import create_namespace
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
@@ -168,3 +170,46 @@ async def test_service_and_config_map_round_trip_with_upstream_defaults(cluster)
         assert cm.metadata.uid == got.metadata.uid
         with pytest.raises(Invalid, match=r"data\[a b\]"):
             await c.create(_config_map(ns, "bad", data={"a b": "x"}))
+
+
+async def test_affinity_namespace_selector_places_a_pod_by_namespace_labels(cluster):
+    """A required pod affinity whose namespaceSelector picks the namespace labelled
+    team=<a> puts the pod next to the db pod of that namespace, not the one of team=<b>."""
+    group = unique_name("nsaff")
+    team_a, team_b = unique_name("team-a"), unique_name("team-b")
+    async with Client(cluster.server, timeout=10.0) as c:
+        ns_a = await create_namespace(c, "aff-a", labels={"team": team_a})
+        ns_b = await create_namespace(c, "aff-b", labels={"team": team_b})
+        ns_web = await create_namespace(c, "aff-web")
+        nodes = [f"{group}-a", f"{group}-b"]
+        for name in nodes:
+            await c.create(
+                make_node(name)
+                .capacity(cpu="4", memory="8Gi", pods="110")
+                .labels(group=group)
+                .obj()
+            )
+        for ns, name in ((ns_a, nodes[0]), (ns_b, nodes[1])):
+            await c.create(
+                make_pod("db")
+                .namespace(ns)
+                .labels(app="db")
+                .node_selector({"kubernetes.io/hostname": name})
+                .obj()
+            )
+        for ns in (ns_a, ns_b):
+            await eventually(functools.partial(_bound, c, ns, "db"), timeout=20)
+        web = make_pod("web").namespace(ns_web).node_selector({"group": group}).obj()
+        term = web.spec.affinity.pod_affinity.required_during_scheduling_ignored_during_execution
+        t = term.add(topology_key="kubernetes.io/hostname")
+        t.label_selector.match_labels["app"] = "db"
+        t.namespace_selector.match_labels["team"] = team_a
+        await c.create(web)
+        assert (
+            await eventually(functools.partial(_bound, c, ns_web, "web"), timeout=20) == (nodes[0])
+        )
+
+
+async def _bound(c: Client, ns: str, name: str) -> str:
+    pod = await c.get(types_pb2.Pod, name, ns)
+    return pod.spec.node_name
