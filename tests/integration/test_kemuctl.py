@@ -292,3 +292,34 @@ def test_describe_tells_the_resize_preemption_story_of_the_readme_example(cluste
     assert "Nominated Node Name:  <none>" in text, text
     table = kemuctl(c, "get", "pods", "-n", ns, "-o", "wide").stdout
     assert len([line for line in table.splitlines() if line.startswith("batch-")]) == 1, table
+
+
+def test_namespaces_services_and_config_maps_from_the_command_line(cluster):
+    ns = kemuctl_create_namespace(cluster, "objs")
+    manifest = (
+        "apiVersion: v1\nkind: Service\nmetadata: {name: web}\n"
+        "spec: {selector: {app: web}, ports: [{port: 80}]}\n"
+        "---\n"
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\ndata: {a: '1', b: '2'}\n"
+    )
+    done = kemuctl(cluster, "apply", "-n", ns, "-f", "-", stdin=manifest)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["service/web created", "configmap/cfg created"]
+    svc = kemuctl(cluster, "get", "svc", "-n", ns).stdout.splitlines()
+    assert svc[0].split() == ["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"]
+    name, kind, ip, external, ports, _ = svc[1].split()
+    assert (name, kind, external, ports) == ("web", "ClusterIP", "<none>", "80/TCP")
+    assert ip.startswith("10.")
+    cm = kemuctl(cluster, "get", "cm", "-n", ns).stdout.splitlines()
+    assert [line.split()[:2] for line in cm] == [["NAME", "DATA"], ["cfg", "2"]]
+    namespaces = kemuctl(cluster, "get", "namespaces").stdout.splitlines()
+    assert namespaces[0].split() == ["NAME", "STATUS", "AGE"]
+    listed = {line.split()[0]: line.split()[1] for line in namespaces[1:]}
+    assert listed[ns] == "Active" and listed["kube-node-lease"] == "Active"
+    refused = kemuctl(cluster, "delete", "namespace", "default")
+    assert refused.returncode == 1
+    assert 'namespaces "default" is forbidden: this namespace may not be deleted' in refused.stderr
+    deleted = kemuctl(cluster, "delete", "namespace", ns, "--wait", "--timeout", "30s")
+    assert deleted.returncode == 0, deleted.stderr
+    missing = kemuctl(cluster, "apply", "-n", ns, "-f", "-", stdin=manifest)
+    assert missing.returncode == 1 and f'namespaces "{ns}" not found' in missing.stderr
