@@ -1,7 +1,8 @@
 """kube-apiserver: the Api service over gRPC, stored in etcd.
 
 Start-up waits for etcd (it may start after us), fills one watch cache per resource, creates
-the system priority classes, then listens. /readyz turns green once etcd answers and every
+the system namespaces (default, kube-system, kube-public, kube-node-lease) and priority classes,
+then listens. /readyz turns green once etcd answers and every
 cache is filled. SIGTERM stops accepting calls and gives running ones the grace period.
 """
 
@@ -15,6 +16,7 @@ from typing import Final
 
 import anyio
 import grpc
+from google.protobuf.message import Message
 
 from apiserver.server.admission import system_priority_classes
 from apiserver.server.registry import Registry
@@ -26,7 +28,8 @@ from kemu.component.options import new_parser, parse_component_args
 from kemu.component.runner import ComponentContext, cleanup_scope, retry_until_ready, run_component
 from kemu.component.version import BINARY_VERSION
 from kemu.machinery.errors import AlreadyExists, Unavailable
-from kemu.machinery.kinds import KINDS
+from kemu.machinery.kinds import KINDS, kind_of
+from kemu.machinery.namespaces import SYSTEM_NAMESPACES, new_namespace
 
 log = logging.getLogger(__name__)
 
@@ -145,18 +148,20 @@ async def _serve(args: argparse.Namespace, store: EtcdStore, ctx: ComponentConte
 
 
 async def _bootstrap(registry: Registry, ctx: ComponentContext) -> None:
-    """Creates the system priority classes, as upstream's bootstrap controller does."""
-    for pc in system_priority_classes():
+    """Creates the system namespaces and priority classes, as upstream's bootstrap
+    controllers do."""
+    objects: list[Message] = [new_namespace(name) for name in SYSTEM_NAMESPACES]
+    objects.extend(system_priority_classes())
+    for obj in objects:
 
-        async def create(pc: object = pc) -> None:
+        async def create(obj: Message = obj) -> None:
             try:
-                await registry.create(pc)  # type: ignore[arg-type]
+                await registry.create(obj)
             except AlreadyExists:
                 pass
 
-        await retry_until_ready(
-            f"priority class {pc.metadata.name}", create, clock=ctx.clock, retry_on=(Unavailable,)
-        )
+        what = f"{kind_of(obj).kind} {obj.metadata.name}"  # type: ignore[attr-defined]
+        await retry_until_ready(what, create, clock=ctx.clock, retry_on=(Unavailable,))
 
 
 async def _compactor(

@@ -57,6 +57,7 @@ from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.testing.builders import make_pod
 from kemu.testing.cluster import Cluster
+from kemu.testing.namespaces import ensure_namespace
 from kemu.testing.processes import REPO_ROOT, ProcessStartError, python_env
 
 log = logging.getLogger(__name__)
@@ -188,7 +189,7 @@ async def apiserver_cells(
     cells: Cells, clients: Sequence[Client], concurrency: int, n: int
 ) -> bytes:
     """The apiserver's three cells; returns the serialized size-defining pod for etcd."""
-    ns = f"bench-c{concurrency}"
+    ns = await ensure_namespace(clients[0], f"bench-c{concurrency}")
     pods = [bench_pod(f"p{i}", ns) for i in range(n)]
     created: list[types_pb2.Pod | None] = [None] * n
 
@@ -257,7 +258,7 @@ async def etcd_cells(
 
 async def warm_up(clients: Sequence[Client], etcd: aetcd.Client, n: int) -> None:
     """Open every channel and warm both servers' code paths (not measured)."""
-    ns = "bench-warmup"
+    ns = await ensure_namespace(clients[0], "bench-warmup")
 
     async def op(i: int) -> None:
         c = clients[i % len(clients)]
@@ -284,7 +285,7 @@ async def _read_line(stream: BufferedByteReceiveStream) -> str:
 async def watch_delivery(
     client: Client, server: str, pids: dict[str, int | None], opts: Options, tmp: Path
 ) -> WatchReport:
-    ns = "bench-watch"
+    ns = await ensure_namespace(client, "bench-watch")
     n = max(1, int(opts.watch_rate * opts.watch_seconds))
     out = tmp / "watchers.json"
     argv = [

@@ -64,6 +64,7 @@ from kemu.client.client import Client
 from kemu.machinery.duration import format_duration
 from kemu.machinery.errors import ApiError
 from kemu.testing.cluster import Cluster
+from kemu.testing.namespaces import ensure_namespace
 from kemu.testing.processes import ProcessStartError
 
 log = logging.getLogger(__name__)
@@ -430,6 +431,7 @@ class Runner:
     async def create_pods(self, client: Client, tracker: RunningTracker) -> None:
         opts, r = self.opts, self.result
         count = max(1, round(opts.pod_rate * opts.duration))
+        await ensure_namespace(client, POD_NAMESPACE)
         pods = pod_objects(count, opts.nodes, NODE_PREFIX, POD_NAMESPACE)
         tracker.expect(count)
         r.pods = count

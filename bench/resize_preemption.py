@@ -81,6 +81,7 @@ from kemu.machinery import quantity
 from kemu.machinery.duration import format_duration
 from kemu.machinery.errors import ApiError, Conflict, Gone
 from kemu.testing.cluster import Cluster
+from kemu.testing.namespaces import ensure_namespace
 from kemu.testing.processes import ProcessStartError
 
 log = logging.getLogger(__name__)
@@ -561,6 +562,7 @@ class Runner:
         scheduler idle with those in its unschedulable pool."""
         opts, r, shape = self.opts, self.result, self.opts.shape
         start = time.monotonic()
+        await ensure_namespace(client, NAMESPACE)
         pods = pod_objects(shape)
         log.info("creating %d pods on %d nodes", len(pods), shape.nodes)
         res = await run_concurrent(len(pods), opts.creators, lambda i: client.create(pods[i]))

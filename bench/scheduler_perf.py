@@ -78,6 +78,7 @@ from kemu.machinery import convert, kinds, quantity, resources
 from kemu.machinery.errors import ApiError, Gone, Invalid
 from kemu.machinery.pod_strategy import default_requests_from_limits
 from kemu.testing.cluster import Cluster
+from kemu.testing.namespaces import ensure_namespace
 from kemu.testing.processes import ProcessStartError
 from scheduler.config import config_from_dict
 
@@ -1146,6 +1147,7 @@ class Runner:
             self.result.node_create_rate = res.ops_per_second
             log.info("op %d: %d nodes at %.0f/s", index, op.count, res.ops_per_second)
             return
+        await ensure_namespace(client, op.namespace)
         pods = pod_objects(op, index)
         tracker.expect(index, pods)
         if op.collect_metrics:

@@ -25,7 +25,7 @@ from typing import Final
 import anyio
 from anyio.abc import TaskStatus
 
-from controllermanager import disruption, node_lifecycle, podgc
+from controllermanager import disruption, namespace, node_lifecycle, podgc
 from controllermanager.controller import ControllerContext, ControllerInit
 from controllermanager.garbagecollector import garbagecollector
 from kemu.client.client import Client
@@ -54,6 +54,7 @@ LEASE_NAME: Final = "kube-controller-manager"
 CONTROLLERS: Final[dict[str, ControllerInit]] = {
     disruption.NAME: disruption.new_controller,
     garbagecollector.NAME: garbagecollector.new_controller,
+    namespace.NAME: namespace.new_controller,
     node_lifecycle.NAME: node_lifecycle.new_controller,
     podgc.NAME: podgc.new_controller,
 }

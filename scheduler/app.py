@@ -133,6 +133,8 @@ async def serve(
     # informer factory; they are started and synced with the others.
     informers.informer(types_pb2.PodDisruptionBudget)
     informers.informer(types_pb2.PriorityClass)
+    # InterPodAffinity resolves namespaceSelectors through the Namespace informer.
+    informers.informer(types_pb2.Namespace)
     recorder = EventRecorder(
         client, "default-scheduler", host=socket.gethostname(), clock=ctx.clock
     )

@@ -20,7 +20,8 @@ from typing import Any, Final, TypeVar
 
 from google.protobuf.message import Message
 
-from apiserver.server import admission
+from apiserver.server import admission, services
+from apiserver.server.namespaces import NamespaceLifecycle, check_deletable
 from apiserver.storage import encoding
 from apiserver.storage.etcd import EtcdStore, KeyValue
 from apiserver.storage.watch_cache import WatchCache
@@ -32,6 +33,8 @@ from kemu.component.featuregate import (
     FeatureGates,
 )
 from kemu.machinery import convert
+from kemu.machinery import namespaces as ns_rules
+from kemu.machinery.delete_options import check_preconditions
 from kemu.machinery.deletion import DeleteOptions, Outcome, plan_delete, should_delete_during_update
 from kemu.machinery.errors import (
     AlreadyExists,
@@ -53,6 +56,7 @@ M = TypeVar("M", bound=Message)
 
 _CAS_RETRIES: Final = 16
 _POD: Final = BY_KIND["Pod"]
+_NAMESPACE: Final = BY_KIND["Namespace"]
 
 
 def object_key(kind: Kind, namespace: str, name: str) -> str:
@@ -93,6 +97,7 @@ class Registry:
         self._caches = caches
         self._gates = gates
         self._now = now
+        self.lifecycle = NamespaceLifecycle(self._cached_namespace, self._live_namespace)
 
     # ------------------------------------------------------------ storage helpers
 
@@ -168,7 +173,10 @@ class Registry:
                 return current.obj  # no-op writes do not bump the resourceVersion, as upstream
             try:
                 if should_delete_during_update(current.obj, updated):
-                    return await self._delete_emptied(kind, updated, current.revision)
+                    # the last finalizer went: the object goes, the caller gets what it wrote
+                    # (upstream deleteWithoutFinalizers)
+                    log.debug("%s %s: last finalizer removed, deleted", kind.kind, name)
+                    return await self._remove(kind, updated, current.revision)
                 return await self._write(kind, updated, current.revision)
             except Conflict:
                 if precondition_rv:
@@ -176,20 +184,57 @@ class Registry:
                 continue
         raise Conflict(_conflict(kind, name) + ": too many concurrent writers")
 
-    async def _delete_emptied(self, kind: Kind, updated: Message, expected: int) -> Message:
-        """An update removed the last finalizer of an object being deleted: the object goes
-        (a DELETED event with its last stored state); the caller gets the object it wrote,
-        as upstream's deleteWithoutFinalizers."""
-        meta = _meta(updated)
+    # ------------------------------------------------------------ namespaces
+
+    def _cached_namespace(self, name: str) -> types_pb2.Namespace | None:
+        co = self._caches[_NAMESPACE.resource].get(object_key(_NAMESPACE, "", name))
+        return co.obj if co is not None and isinstance(co.obj, types_pb2.Namespace) else None
+
+    async def _live_namespace(self, name: str) -> types_pb2.Namespace | None:
         try:
-            rev = await self._store.delete(object_key(kind, meta.namespace, meta.name), expected)
+            obj = (await self.read(_NAMESPACE, "", name)).obj
+        except NotFound:
+            return None
+        assert isinstance(obj, types_pb2.Namespace)
+        return obj
+
+    async def _delete_namespace(
+        self, name: str, *, uid: str | None, resource_version: str | None
+    ) -> Message:
+        """The first delete marks the namespace Terminating; once the namespace controller has
+        removed its finalizer (see `patch` with the finalize subresource), it is removed."""
+        check_deletable(name)
+        current = await self.read(_NAMESPACE, "", name)
+        ns = current.obj
+        assert isinstance(ns, types_pb2.Namespace)
+        check_preconditions(ns.metadata, uid=uid, resource_version=resource_version)
+        if not ns.metadata.HasField("deletion_timestamp"):
+
+            def mutate(obj: Message) -> Message:
+                assert isinstance(obj, types_pb2.Namespace)
+                check_preconditions(obj.metadata, uid=uid, resource_version=None)
+                ns_rules.begin_deletion(obj, convert.timestamp(self._now()))
+                return obj
+
+            result = await self.guaranteed_update(
+                _NAMESPACE, "", name, mutate, precondition_rv=resource_version or ""
+            )
+            self.lifecycle.deleting(name)
+            return result
+        if ns.spec.finalizers or ns.metadata.finalizers:
+            return ns
+        return await self._remove(_NAMESPACE, ns, current.revision)
+
+    async def _remove(self, kind: Kind, obj: Message, revision: int) -> Message:
+        meta = _meta(obj)
+        try:
+            rev = await self._store.delete(object_key(kind, meta.namespace, meta.name), revision)
         except NotFound:
             raise NotFound(_not_found(kind, meta.name)) from None
         except Conflict:
             raise Conflict(_conflict(kind, meta.name)) from None
-        log.debug("%s %s/%s: last finalizer removed, deleted", kind.kind, meta.namespace, meta.name)
         meta.resource_version = str(rev)
-        return updated
+        return obj
 
     # ------------------------------------------------------------ create
 
@@ -215,6 +260,8 @@ class Registry:
                 secrets.choice(string.ascii_lowercase + string.digits) for _ in range(5)
             )
             meta.name = meta.generate_name + suffix
+        if kind.namespaced:
+            await self.lifecycle.admit_create(kind.resource, meta.name, meta.namespace)
         meta.uid = str(uuid.uuid4())
         meta.creation_timestamp.CopyFrom(convert.timestamp(self._now()))
         meta.ClearField("deletion_timestamp")
@@ -250,6 +297,19 @@ class Registry:
         elif isinstance(obj, types_pb2.Node):
             if not self._gates.enabled(IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION):
                 obj.spec.ClearField("pod_preemption_policy")  # a disabled field is dropped
+        elif isinstance(obj, types_pb2.Namespace):
+            ns_rules.prepare_for_create(obj)
+        elif isinstance(obj, types_pb2.Service):
+            obj.ClearField("status")
+            services.default_service(obj)
+            services.allocate(
+                obj,
+                (
+                    co.obj
+                    for co in self._caches["services"].objects()
+                    if isinstance(co.obj, types_pb2.Service)
+                ),
+            )
 
     def _admit_pod(self, pod: types_pb2.Pod) -> None:
         classes = [co.obj for co in self._caches["priorityclasses"].objects()]
@@ -311,6 +371,11 @@ class Registry:
         return result
 
     def _validate_spec_update(self, kind: Kind, old: Message, new: Message) -> None:
+        if isinstance(old, types_pb2.Namespace) and isinstance(new, types_pb2.Namespace):
+            ns_rules.prepare_for_update(new, old)
+        if isinstance(old, types_pb2.Service) and isinstance(new, types_pb2.Service):
+            services.default_service(new)
+            services.keep_allocated(new, old)
         if isinstance(old, types_pb2.Node) and isinstance(new, types_pb2.Node):
             if not self._gates.enabled(
                 IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION
@@ -325,8 +390,12 @@ class Registry:
         kind = kind_for_resource(resource)
         namespace = (namespace or "default") if kind.namespaced else ""
         patch = admission.parse_patch(patch_text)
-        if subresource not in ("", "status", "resize"):
+        if subresource not in ("", "status", "resize", ns_rules.FINALIZE_SUBRESOURCE):
             raise BadRequest(f'unknown subresource "{subresource}"')
+        if subresource == ns_rules.FINALIZE_SUBRESOURCE and kind is not _NAMESPACE:
+            raise NotFound(
+                f"the server could not find the requested resource ({resource}/{subresource})"
+            )
         if subresource == "status" and not kind.has_status:
             raise NotFound(f"the server could not find the requested resource ({resource}/status)")
         if subresource == "resize" and kind.kind != "Pod":
@@ -346,9 +415,35 @@ class Registry:
             if subresource == "resize":
                 assert isinstance(current, types_pb2.Pod) and isinstance(patched, types_pb2.Pod)
                 return self._apply_resize(current, patched)
+            if subresource == ns_rules.FINALIZE_SUBRESOURCE:
+                assert isinstance(current, types_pb2.Namespace)
+                assert isinstance(patched, types_pb2.Namespace)
+                return self._finalize(current, patched)
             return self._merge_update(kind, current, patched, status=subresource == "status")
 
-        return await self.guaranteed_update(kind, namespace, name, mutate, precondition_rv=pinned)
+        result = await self.guaranteed_update(kind, namespace, name, mutate, precondition_rv=pinned)
+        if subresource == ns_rules.FINALIZE_SUBRESOURCE:
+            return await self._remove_if_finalized(result)
+        return result
+
+    def _finalize(self, current: types_pb2.Namespace, new: types_pb2.Namespace) -> Message:
+        result = ns_rules.prepare_for_finalize(new, current)
+        causes = validate_object(result, old=current)
+        if causes:
+            raise Invalid.from_causes(f'Namespace "{current.metadata.name}"', causes)
+        return result
+
+    async def _remove_if_finalized(self, ns: Message) -> Message:
+        """Upstream's ShouldDeleteNamespaceDuringUpdate: a terminating namespace whose last
+        finalizer is gone is deleted by the write that removed it."""
+        assert isinstance(ns, types_pb2.Namespace)
+        meta = ns.metadata
+        if not meta.HasField("deletion_timestamp") or ns.spec.finalizers or meta.finalizers:
+            return ns
+        try:
+            return await self._remove(_NAMESPACE, ns, int(meta.resource_version))
+        except (Conflict, NotFound):
+            return ns  # someone else wrote or removed it since: their write decides
 
     # ------------------------------------------------------------ delete
 
@@ -376,6 +471,8 @@ class Registry:
             orphan_dependents=orphan_dependents,
         )
         options.validate()
+        if kind is _NAMESPACE:
+            return await self._delete_namespace(name, uid=uid, resource_version=resource_version)
         for _ in range(_CAS_RETRIES):
             current = await self.read(kind, namespace, name)
             plan = plan_delete(current.obj, options, self._now())
@@ -412,6 +509,7 @@ class Registry:
         if binding.target.kind not in ("", "Node"):
             raise Invalid.field("target.kind", f'must be "Node", not "{binding.target.kind}"')
         clear_nnn = self._gates.enabled(CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING)
+        await self.lifecycle.admit_create("pods", name, namespace)  # pods/binding is a create
 
         def mutate(obj: Message) -> Message:
             assert isinstance(obj, types_pb2.Pod)
@@ -476,6 +574,7 @@ class Registry:
         name = eviction.metadata.name
         if not name:
             raise Invalid.field("metadata.name", "Required value")
+        await self.lifecycle.admit_create("pods", name, namespace)  # pods/eviction is a create
         current = await self.read(_POD, namespace, name)
         pod = current.obj
         assert isinstance(pod, types_pb2.Pod)

@@ -11,14 +11,17 @@ kemu.machinery.deletion as the apiserver does: a bound, unfinished pod is gracef
 (deletionTimestamp and deletionGracePeriodSeconds; a shorter grace replaces the deadline, grace
 0 removes it), an object with finalizers (or a Foreground/Orphan propagationPolicy, which adds
 one) stays, being deleted, until an update or patch removes its last finalizer, anything else
-goes at once, with the uid and resourceVersion preconditions of the apiserver; an object being
-deleted takes no new finalizers; bind refuses bound, terminating and gated pods,
+goes at once, with the uid and resourceVersion preconditions of the apiserver (a Namespace, as
+there, is first marked Terminating and goes once the `finalize` subresource has emptied
+spec.finalizers); an object being deleted takes no new finalizers; bind refuses bound,
+terminating and gated pods,
 sets spec.nodeName and PodScheduled=True and clears status.nominatedNodeName iff
 ClearingNominatedNodeNameAfterBinding is enabled in `gates`; evict deletes the pod (no
 PodDisruptionBudget check).
 
 Simple where the apiserver runs admission: create does no defaulting, no Priority admission, no
-status reset and no validation, so tests can store objects in any state.
+NamespaceLifecycle (objects may live in namespaces that do not exist, immortal namespaces may be
+deleted), no status reset and no validation, so tests can store objects in any state.
 
 List and watch filter by namespace, label selector and field selector, parsed and matched by
 the apiserver's own code (kemu.machinery.selection), so the same selectors are refused; a watch from a
@@ -60,7 +63,9 @@ from kemu.component.clock import Clock, RealClock
 from kemu.component.featuregate import CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING, FeatureGates
 from kemu.component.version import DEFAULT_VERSION
 from kemu.machinery import convert, kinds
+from kemu.machinery import namespaces as ns_rules
 from kemu.machinery.convert import timestamp
+from kemu.machinery.delete_options import check_preconditions
 from kemu.machinery.deletion import (
     DeleteOptions,
     Outcome,
@@ -76,6 +81,7 @@ from kemu.machinery.errors import (
     Invalid,
     NotFound,
 )
+from kemu.machinery.namespaces import FINALIZE_SUBRESOURCE
 from kemu.machinery.selection import RequestFilter
 from kemu.machinery.validation import validate_no_new_finalizers
 
@@ -435,6 +441,26 @@ class FakeClient:
                 c.resize_policy.extend(wanted[c.name].resize_policy)
         return cast(types_pb2.Pod, self._store(kind, old, new))
 
+    def _delete_namespace(self, kind: kinds.Kind, stored: types_pb2.Namespace) -> Message:
+        """The apiserver's namespace REST rules: Terminating first, removed once finalized."""
+        if not stored.metadata.HasField("deletion_timestamp"):
+            new = _copy(stored)
+            ns_rules.begin_deletion(new, timestamp(self.clock.now()))
+            return self._store(kind, stored, new, deleting=True)
+        if stored.spec.finalizers or stored.metadata.finalizers:
+            return _copy(stored)
+        return self._delete(kind, "", stored.metadata.name)
+
+    def _finalize(self, stored: types_pb2.Namespace, new: types_pb2.Namespace) -> Message:
+        kind = kinds.kind_of(stored)
+        written = self._store(kind, stored, ns_rules.prepare_for_finalize(new, stored))
+        assert isinstance(written, types_pb2.Namespace)
+        meta = written.metadata
+        if meta.HasField("deletion_timestamp") and not written.spec.finalizers:
+            if not meta.finalizers:
+                return self._delete(kind, "", meta.name)
+        return written
+
     def _delete(self, kind: kinds.Kind, namespace: str, name: str) -> Message:
         old = self._stored(kind, namespace, name)
         del self._objects[(kind.resource, namespace, name)]
@@ -641,11 +667,13 @@ class FakeClient:
             raise BadRequest(f"the patch is not valid JSON: {e}") from None
         if not isinstance(data, dict):
             raise BadRequest("a merge patch must be a JSON object")
-        if subresource not in ("", "status", "resize"):
+        if subresource not in ("", "status", "resize", FINALIZE_SUBRESOURCE):
             raise BadRequest(f'unknown subresource "{subresource}"')
         if subresource == "status" and not k.has_status:
             raise _no_subresource(k.resource, subresource)
         if subresource == "resize" and k.kind != "Pod":
+            raise _no_subresource(k.resource, subresource)
+        if subresource == FINALIZE_SUBRESOURCE and k.kind != "Namespace":
             raise _no_subresource(k.resource, subresource)
         stored = self._stored(k, ns, name)
         patch_meta = data.get("metadata")
@@ -658,6 +686,9 @@ class FakeClient:
             return cast(M, self._update(obj, status=False))
         if subresource == "status":
             return cast(M, self._update(obj, status=True))
+        if subresource == FINALIZE_SUBRESOURCE:
+            assert isinstance(obj, types_pb2.Namespace) and isinstance(stored, types_pb2.Namespace)
+            return cast(M, self._finalize(stored, obj))
         assert isinstance(obj, types_pb2.Pod)
         return cast(M, self._resize(obj))
 
@@ -685,6 +716,9 @@ class FakeClient:
         )
         options.validate()
         stored = self._stored(k, ns, name)
+        if isinstance(stored, types_pb2.Namespace):
+            check_preconditions(_meta(stored), uid=uid, resource_version=resource_version)
+            return cast(M, self._delete_namespace(k, stored))
         plan = plan_delete(stored, options, self.clock.now())
         if plan.outcome is Outcome.DELETE:
             return cast(M, self._delete(k, ns, name))

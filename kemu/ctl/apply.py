@@ -22,6 +22,7 @@ from kemu.ctl.manifests import Manifest
 from kemu.machinery import convert, kinds
 from kemu.machinery.delete_options import BACKGROUND, FOREGROUND, ORPHAN
 from kemu.machinery.errors import ApiError, NotFound
+from kemu.machinery.namespaces import new_namespace
 
 
 def _placed(ctx: Context, m: Manifest) -> tuple[Message, str]:
@@ -92,6 +93,12 @@ async def cmd_apply(ctx: Context, args: argparse.Namespace) -> int:
 
 
 async def cmd_create(ctx: Context, args: argparse.Namespace) -> int:
+    if args.targets:
+        if args.filename:
+            raise CtlError("when -f is given, no resource type or name may be given")
+        return await _create_namespace(ctx, args.targets)
+    if not args.filename:
+        raise CtlError("must specify one of -f or a subcommand (namespace NAME)")
     placed = _read(ctx, args)
     failed = False
     for m, obj, _ in placed:
@@ -103,6 +110,17 @@ async def cmd_create(ctx: Context, args: argparse.Namespace) -> int:
             continue
         ctx.print(f"{ref(m.kind, meta(created).name)} created")
     return 1 if failed else 0
+
+
+async def _create_namespace(ctx: Context, targets: list[str]) -> int:
+    """`kemuctl create namespace NAME` (kubectl create namespace)."""
+    if targets[0] not in ("namespace", "ns"):
+        raise CtlError(f'unknown subcommand "{targets[0]}" for "create": only namespace NAME')
+    if len(targets) != 2:
+        raise CtlError("exactly one NAME is required, got " + str(len(targets) - 1))
+    created = await ctx.client.create(new_namespace(targets[1]))
+    ctx.print(f"namespace/{meta(created).name} created")
+    return 0
 
 
 def grace_period(args: argparse.Namespace) -> int | None:

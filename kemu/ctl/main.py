@@ -107,8 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("apply", "create or update objects from manifests")
     filename(p, required=True)
 
-    p = command("create", "create objects from manifests")
-    filename(p, required=True)
+    p = command("create", "create objects from manifests, or: create namespace NAME")
+    p.add_argument("targets", nargs="*", metavar="namespace NAME")
+    filename(p, required=False)
 
     p = command("get", "list objects or show some")
     p.add_argument("targets", nargs="*", metavar="KIND [NAME...] | KIND/NAME...")

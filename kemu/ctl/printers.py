@@ -266,6 +266,51 @@ def _event_row(event: types_pb2.Event, now: float, wide: bool) -> list[str]:
     return row
 
 
+def _namespace_row(ns: types_pb2.Namespace, now: float, wide: bool) -> list[str]:
+    return [meta(ns).name, ns.status.phase, _created(ns, now)]
+
+
+def service_external_ip(svc: types_pb2.Service) -> str:
+    """The EXTERNAL-IP column (kubectl's getServiceExternalIP)."""
+    spec = svc.spec
+    if spec.type in ("ClusterIP", "NodePort"):
+        return ",".join(spec.external_ips) or NONE
+    if spec.type == "LoadBalancer":
+        ips = [i.ip or i.hostname for i in svc.status.load_balancer.ingress]
+        ips += list(spec.external_ips)
+        return ",".join(ips) or "<pending>"
+    if spec.type == "ExternalName":
+        return spec.external_name
+    return "<unknown>"
+
+
+def service_ports(svc: types_pb2.Service) -> str:
+    """The PORT(S) column: port[:nodePort]/protocol, comma-separated."""
+    parts = []
+    for p in svc.spec.ports:
+        node = f":{p.node_port}" if p.node_port else ""
+        parts.append(f"{p.port}{node}/{p.protocol}")
+    return ",".join(parts) or NONE
+
+
+def _service_row(svc: types_pb2.Service, now: float, wide: bool) -> list[str]:
+    row = [
+        meta(svc).name,
+        svc.spec.type,
+        svc.spec.cluster_ip or NONE,
+        service_external_ip(svc),
+        service_ports(svc),
+        _created(svc, now),
+    ]
+    if wide:
+        row.append(",".join(f"{k}={v}" for k, v in sorted(svc.spec.selector.items())) or NONE)
+    return row
+
+
+def _config_map_row(cm: types_pb2.ConfigMap, now: float, wide: bool) -> list[str]:
+    return [meta(cm).name, str(len(cm.data) + len(cm.binary_data)), _created(cm, now)]
+
+
 # ---------------------------------------------------------------- tables
 
 
@@ -298,6 +343,11 @@ TABLES: dict[str, TableSpec] = {
     ),
     "Lease": TableSpec(("NAME", "HOLDER", "AGE"), (), _lease_row),
     "Event": TableSpec(("LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"), (), _event_row),
+    "Namespace": TableSpec(("NAME", "STATUS", "AGE"), (), _namespace_row),
+    "Service": TableSpec(
+        ("NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"), ("SELECTOR",), _service_row
+    ),
+    "ConfigMap": TableSpec(("NAME", "DATA", "AGE"), (), _config_map_row),
 }
 # `get events -o wide` reorders the tail, as kubectl does.
 _EVENT_WIDE_HEADERS = ("LAST SEEN", "TYPE", "REASON", "OBJECT", "SOURCE", "MESSAGE")

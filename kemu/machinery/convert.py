@@ -12,6 +12,8 @@ to apply a merge patch.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import datetime as dt
 import re
 from dataclasses import dataclass
@@ -130,6 +132,8 @@ def parse_time(text: str, path: str) -> Timestamp:
 
 
 def _scalar_out(fd: FieldDescriptor, value: Any) -> Any:
+    if fd.type == FieldDescriptor.TYPE_BYTES:
+        return base64.b64encode(value).decode()  # []byte is base64 in Kubernetes JSON
     return value  # ints (int64 included) stay numbers, as in Kubernetes JSON
 
 
@@ -157,6 +161,10 @@ def message_to_dict(msg: Message) -> dict[str, Any]:
                 continue
             if f.message is not None:
                 out[f.json_name] = {k: _message_out(v) for k, v in sorted(value.items())}
+            elif f.map_value is not None and f.map_value.type == FieldDescriptor.TYPE_BYTES:
+                out[f.json_name] = {
+                    k: _scalar_out(f.map_value, v) for k, v in sorted(value.items())
+                }
             else:
                 out[f.json_name] = dict(sorted(value.items()))
         elif f.repeated:
@@ -229,6 +237,13 @@ def _scalar_in(fd: FieldDescriptor, value: Any, path: str, lenient_str: bool = F
         if isinstance(value, bool):
             return value
         raise Invalid.field(path, f"expected a boolean, got {_type_name(value)}")
+    if t == FieldDescriptor.TYPE_BYTES:
+        if not isinstance(value, str):
+            raise Invalid.field(path, f"expected a base64 string, got {_type_name(value)}")
+        try:
+            return base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            raise Invalid.field(path, "illegal base64 data") from None
     if t in _INT_TYPES:
         if isinstance(value, float) and value.is_integer():
             value = int(value)

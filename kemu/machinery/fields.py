@@ -96,6 +96,12 @@ SUPPORTED_FIELDS: Final[dict[str, dict[str, Getter]]] = {
         "source": _event(lambda e: e.source.component),
         "type": _event(lambda e: e.type),
     },
+    "namespaces": {
+        **_META,
+        "status.phase": lambda obj: str(obj.status.phase),  # type: ignore[attr-defined]
+    },
+    "services": dict(_META),
+    "configmaps": dict(_META),
 }
 
 

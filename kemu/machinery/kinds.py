@@ -58,6 +58,18 @@ KINDS: Final[tuple[Kind, ...]] = (
         has_status=False,
     ),
     Kind("Event", "events", "v1", True, types_pb2.Event, "event", ("ev",), has_status=False),
+    Kind("Namespace", "namespaces", "v1", False, types_pb2.Namespace, "namespace", ("ns",)),
+    Kind("Service", "services", "v1", True, types_pb2.Service, "service", ("svc",)),
+    Kind(
+        "ConfigMap",
+        "configmaps",
+        "v1",
+        True,
+        types_pb2.ConfigMap,
+        "config_map",
+        ("cm",),
+        has_status=False,
+    ),
 )
 
 BY_KIND: Final[dict[str, Kind]] = {k.kind: k for k in KINDS}

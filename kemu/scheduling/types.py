@@ -151,21 +151,41 @@ def pod_requests(
 
 @dataclass(frozen=True, slots=True)
 class AffinityTerm:
-    """A parsed PodAffinityTerm.
+    """A parsed PodAffinityTerm (upstream framework.AffinityTerm).
 
-    kemu has no Namespace objects: an empty namespaceSelector means every namespace, a non-empty
-    one matches none (no namespace has labels).
+    A pod is in the term's scope when its namespace is one of `namespaces` or its namespace's
+    labels match `namespace_selector` (NOTHING without a namespaceSelector, EVERYTHING for an
+    empty one); with neither, `namespaces` is the owner's own namespace. An existing pod's term
+    is matched against the incoming pod's namespace labels; an incoming pod's term has its
+    selector unrolled into `namespaces` first (`with_namespaces`, InterPodAffinity's
+    mergeAffinityTermNamespacesIfNotEmpty), so matching it needs no namespace labels.
     """
 
     selector: Selector
     namespaces: frozenset[str]
     topology_key: str
-    all_namespaces: bool = False
+    namespace_selector: Selector = NOTHING
 
-    def matches(self, pod: types_pb2.Pod) -> bool:
-        if not (self.all_namespaces or pod.metadata.namespace in self.namespaces):
+    @property
+    def all_namespaces(self) -> bool:
+        """An empty namespaceSelector: every namespace is in scope."""
+        return self.namespace_selector.empty
+
+    def in_scope(self, namespace: str, ns_labels: Mapping[str, str] | None) -> bool:
+        return namespace in self.namespaces or self.namespace_selector.matches(ns_labels or {})
+
+    def matches(self, pod: types_pb2.Pod, ns_labels: Mapping[str, str] | None = None) -> bool:
+        if not self.in_scope(pod.metadata.namespace, ns_labels):
             return False
         return self.selector.matches(pod.metadata.labels)
+
+    def with_namespaces(self, selected: Iterable[str]) -> AffinityTerm:
+        """The term with a non-empty namespaceSelector replaced by the namespaces it selects."""
+        if self.namespace_selector.empty or self.namespace_selector.nothing:
+            return self
+        return AffinityTerm(
+            self.selector, self.namespaces | frozenset(selected), self.topology_key, NOTHING
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,16 +196,15 @@ class WeightedAffinityTerm:
 
 def _affinity_term(owner: types_pb2.Pod, t: types_pb2.PodAffinityTerm) -> AffinityTerm:
     namespaces = frozenset(t.namespaces)
-    all_namespaces = False
+    namespace_selector = NOTHING
     if t.HasField("namespace_selector"):
-        ns_sel = t.namespace_selector
-        all_namespaces = not ns_sel.match_labels and not ns_sel.match_expressions
-    if not namespaces and not t.HasField("namespace_selector"):
+        namespace_selector = selector_from_label_selector(t.namespace_selector)
+    elif not namespaces:
         namespaces = frozenset({owner.metadata.namespace})
     selector = (
         selector_from_label_selector(t.label_selector) if t.HasField("label_selector") else NOTHING
     )
-    return AffinityTerm(selector, namespaces, t.topology_key, all_namespaces)
+    return AffinityTerm(selector, namespaces, t.topology_key, namespace_selector)
 
 
 class PodInfo:

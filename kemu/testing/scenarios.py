@@ -30,7 +30,7 @@ from kemu.machinery.errors import AlreadyExists
 from kemu.testing.builders import PodBuilder, PriorityClassBuilder, make_node, make_pod
 from kemu.testing.cluster import Cluster
 from kemu.testing.eventually import eventually
-from kemu.testing.names import unique_name
+from kemu.testing.namespaces import create_namespace
 
 SCENARIO_LABEL: Final = "scenario"
 SHUTDOWN_ANNOTATION: Final = "kubelet.kemu.io/shutdown-duration"
@@ -57,9 +57,8 @@ class Scenario:
     @asynccontextmanager
     async def open(cls, cluster: Cluster, prefix: str) -> AsyncIterator[Scenario]:
         """A scenario in a fresh namespace; its kubelets are stopped at the end."""
-        ns = unique_name(prefix)
         async with Client(cluster.server, timeout=10.0) as client:
-            s = cls(cluster, client, ns)
+            s = cls(cluster, client, await create_namespace(client, prefix))
             try:
                 yield s
             finally:

@@ -14,6 +14,7 @@ from kemu.client.informer import Informer
 from kemu.machinery.errors import Gone
 from kemu.testing import eventually, make_pod
 from kemu.testing.cluster import Cluster
+from kemu.testing.namespaces import ensure_namespace
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos, pytest.mark.anyio]
 
@@ -52,6 +53,7 @@ async def test_apiserver_sigkill_restart_loses_nothing_and_watches_resume(cluste
     cluster.start_etcd()
     cluster.start_apiserver()
     async with Client(cluster.server, timeout=30.0) as client, anyio.create_task_group() as tg:
+        await ensure_namespace(client, NS)
         for i in range(20):
             await client.create(make_pod(f"before{i}").namespace(NS).obj())
         informer = Informer(client, types_pb2.Pod, namespace=NS)
@@ -74,6 +76,7 @@ async def test_etcd_sigkill_restart_on_the_same_data_keeps_everything(cluster_fa
     cluster.start_etcd()
     cluster.start_apiserver()
     async with Client(cluster.server, timeout=30.0) as client, anyio.create_task_group() as tg:
+        await ensure_namespace(client, NS)
         for i in range(10):
             await client.create(make_pod(f"before{i}").namespace(NS).obj())
         informer = Informer(client, types_pb2.Pod, namespace=NS)
@@ -102,6 +105,7 @@ async def test_watch_from_a_compacted_revision_is_gone_and_informers_relist(clus
         Client(other_server, timeout=30.0) as writer,
         anyio.create_task_group() as tg,
     ):
+        await ensure_namespace(client, NS)
         first = await client.create(make_pod("first").namespace(NS).obj())
         informer = Informer(client, types_pb2.Pod, namespace=NS)
         await tg.start(informer.run)

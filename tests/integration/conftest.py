@@ -17,7 +17,9 @@ kemu.testing.pytest_plugin, which also provides `rng`). Mark the tests
 Sharing one cluster across a module's tests saves the start-up per test. Use a module-scoped
 sync fixture (sync, so that there is no event-loop scope to match with the tests; async tests
 reach the cluster over the network through `cluster.server`), and keep the tests independent
-by giving each its own objects: a namespace or names from `unique_name(prefix)`. The failure
+by giving each its own objects: a namespace from `create_namespace(client, prefix)` (the
+apiserver refuses objects in a namespace that does not exist) or names from
+`unique_name(prefix)`. The failure
 hook finds the shared `Cluster` among the test's fixture values and prints its logs too.
 
     @pytest.fixture(scope="module")
@@ -32,8 +34,9 @@ hook finds the shared `Cluster` among the test's fixture values and prints its l
     @pytest.mark.integration
     @pytest.mark.anyio
     async def test_pod_is_bound(cluster):
-        ns = unique_name("ns")
-        ...  # create make_pod("p").namespace(ns).obj() through a client on cluster.server
+        async with Client(cluster.server) as c:
+            ns = await create_namespace(c, "ns")
+            await c.create(make_pod("p").namespace(ns).obj())
         await eventually(bound, timeout=10)
 """
 

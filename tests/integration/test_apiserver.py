@@ -32,6 +32,7 @@ from kemu.machinery.errors import (
 )
 from kemu.testing import Cluster, make_node, make_pdb, make_pod, make_priority_class
 from kemu.testing.names import unique_name
+from kemu.testing.namespaces import create_namespace
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -52,8 +53,8 @@ def _client(cluster: Cluster) -> Client:
 
 
 async def test_concurrent_updates_with_the_same_resource_version_one_conflicts(cluster):
-    ns = unique_name("cas")
     async with _client(cluster) as c:
+        ns = await create_namespace(c, "cas")
         pod = await c.create(make_pod("p").namespace(ns).req(cpu="100m").obj())
         a, b = types_pb2.Pod(), types_pb2.Pod()
         a.CopyFrom(pod)
@@ -80,8 +81,8 @@ async def test_concurrent_updates_with_the_same_resource_version_one_conflicts(c
 
 
 async def test_create_twice_is_already_exists_and_get_missing_is_not_found(cluster):
-    ns = unique_name("dup")
     async with _client(cluster) as c:
+        ns = await create_namespace(c, "dup")
         await c.create(make_pod("p").namespace(ns).obj())
         with pytest.raises(AlreadyExists):
             await c.create(make_pod("p").namespace(ns).obj())
@@ -90,8 +91,8 @@ async def test_create_twice_is_already_exists_and_get_missing_is_not_found(clust
 
 
 async def test_watch_resumes_from_last_resource_version_exactly_once_in_order(cluster):
-    ns = unique_name("watch")
     async with _client(cluster) as c:
+        ns = await create_namespace(c, "watch")
         first = await c.create(make_pod("p0").namespace(ns).obj())
         seen: list[tuple[str, str, str]] = []
         last_rv = first.metadata.resource_version
@@ -127,8 +128,8 @@ async def test_watch_resumes_from_last_resource_version_exactly_once_in_order(cl
 
 
 async def test_watch_with_selectors_turns_leaving_objects_into_deleted(cluster):
-    ns = unique_name("sel")
     async with _client(cluster) as c:
+        ns = await create_namespace(c, "sel")
         await c.create(make_pod("p").namespace(ns).labels(app="web").obj())
         async with c.watch(types_pb2.Pod, ns, label_selector="app=web") as events:
             with anyio.fail_after(5):
@@ -142,8 +143,8 @@ async def test_watch_with_selectors_turns_leaving_objects_into_deleted(cluster):
 
 
 async def test_list_with_field_selector_spec_node_name(cluster):
-    ns = unique_name("fs")
     async with _client(cluster) as c:
+        ns = await create_namespace(c, "fs")
         await c.create(make_pod("a").namespace(ns).obj())
         await c.create(make_pod("b").namespace(ns).obj())
         await c.bind(ns, "a", "node-x")
@@ -156,8 +157,8 @@ async def test_list_with_field_selector_spec_node_name(cluster):
 
 
 async def test_list_pages_with_limit_and_continue(cluster):
-    ns = unique_name("page")
     async with _client(cluster) as c:
+        ns = await create_namespace(c, "page")
         for i in range(7):
             await c.create(make_pod(f"p{i}").namespace(ns).obj())
         first = await c.list(types_pb2.Pod, ns, limit=3)
@@ -170,8 +171,8 @@ async def test_list_pages_with_limit_and_continue(cluster):
 
 
 async def test_s_pre_7_system_priority_classes_and_unknown_class(cluster):
-    ns = unique_name("prio")
     async with _client(cluster) as c:
+        ns = await create_namespace(c, "prio")
         node_critical = await c.create(
             make_pod("nc").namespace(ns).priority_class("system-node-critical").obj()
         )
@@ -188,9 +189,9 @@ async def test_s_pre_7_system_priority_classes_and_unknown_class(cluster):
 
 
 async def test_priority_admission_resolves_class_value_and_preemption_policy(cluster):
-    ns = unique_name("prio")
     name = unique_name("never")
     async with _client(cluster) as c:
+        ns = await create_namespace(c, "prio")
         await c.create(make_priority_class(name, 1000).preemption_policy("Never").obj())
         pod = await c.create(make_pod("p").namespace(ns).priority_class(name).obj())
         assert pod.spec.priority == 1000
@@ -209,8 +210,8 @@ async def test_priority_admission_resolves_class_value_and_preemption_policy(clu
 
 
 async def test_graceful_deletion_of_bound_pod_and_immediate_deletion_of_unbound(cluster):
-    ns = unique_name("del")
     async with _client(cluster) as c:
+        ns = await create_namespace(c, "del")
         await c.create(make_pod("unbound").namespace(ns).obj())
         gone = await c.delete(types_pb2.Pod, "unbound", ns)
         assert not gone.metadata.HasField("deletion_timestamp")
@@ -238,8 +239,8 @@ async def test_graceful_deletion_of_bound_pod_and_immediate_deletion_of_unbound(
 
 
 async def test_eviction_is_refused_while_the_pdb_allows_no_disruption(cluster):
-    ns = unique_name("evict")
     async with _client(cluster) as c:
+        ns = await create_namespace(c, "evict")
         for name in ("a", "b"):
             await c.create(make_pod(name).namespace(ns).labels(app="x").obj())
             await c.bind(ns, name, "node-1")
@@ -270,8 +271,8 @@ async def test_eviction_is_refused_while_the_pdb_allows_no_disruption(cluster):
 
 
 async def test_s_clr_1_bind_clears_nominated_node_name_and_rebinding_conflicts(cluster):
-    ns = unique_name("bind")
     async with _client(cluster) as c:
+        ns = await create_namespace(c, "bind")
         await c.create(make_node(unique_name("node")).capacity(cpu="4").obj())
         await c.create(make_pod("pod").namespace(ns).priority(0).req(cpu="4").obj())
         await c.patch(
@@ -293,8 +294,8 @@ async def test_s_clr_1_bind_clears_nominated_node_name_and_rebinding_conflicts(c
 
 
 async def test_bind_refuses_gated_and_terminating_pods(cluster):
-    ns = unique_name("bind")
     async with _client(cluster) as c:
+        ns = await create_namespace(c, "bind")
         await c.create(make_pod("gated").namespace(ns).gate("example.com/wait").obj())
         with pytest.raises(Conflict, match="schedulingGates"):
             await c.bind(ns, "gated", "n1")
@@ -331,8 +332,8 @@ async def test_s_clr_1_clearing_follows_the_apiserver_gate_and_version(
 
 
 async def test_resize_changes_only_container_resources_and_bumps_generation(cluster):
-    ns = unique_name("resize")
     async with _client(cluster) as c:
+        ns = await create_namespace(c, "resize")
         pod = await c.create(make_pod("p").namespace(ns).req(cpu="500m", memory="256Mi").obj())
         pod.spec.containers[0].resources.requests["cpu"] = "1"
         resized = await c.resize(pod)
@@ -398,11 +399,11 @@ async def test_resize_changes_only_container_resources_and_bumps_generation(clus
 async def test_invalid_objects_are_refused_naming_the_field_and_nothing_is_written(
     cluster, manifest, field
 ):
-    ns = unique_name("bad")
-    manifest = json.loads(json.dumps(manifest))
-    manifest["metadata"]["namespace"] = ns
-    pod = convert.from_dict(kinds.BY_KIND["Pod"], manifest)
     async with _client(cluster) as c:
+        ns = await create_namespace(c, "bad")
+        manifest = json.loads(json.dumps(manifest))
+        manifest["metadata"]["namespace"] = ns
+        pod = convert.from_dict(kinds.BY_KIND["Pod"], manifest)
         with pytest.raises(Invalid) as err:
             await c.create(pod)
         assert any(cause.field.startswith(field) for cause in err.value.causes), err.value.causes
@@ -410,8 +411,8 @@ async def test_invalid_objects_are_refused_naming_the_field_and_nothing_is_writt
 
 
 async def test_objects_over_the_size_limit_are_refused(cluster):
-    ns = unique_name("big")
     async with _client(cluster) as c:
+        ns = await create_namespace(c, "big")
         pod = make_pod("big").namespace(ns).obj()
         pod.metadata.annotations["blob"] = "x" * (200 * 1024)
         for i in range(8):
@@ -422,8 +423,8 @@ async def test_objects_over_the_size_limit_are_refused(cluster):
 
 
 async def test_patches_that_do_not_parse_or_do_not_fit_are_refused(cluster):
-    ns = unique_name("patch")
     async with _client(cluster) as c:
+        ns = await create_namespace(c, "patch")
         before = await c.create(make_pod("p").namespace(ns).obj())
         with pytest.raises(BadRequest):
             await c.patch(types_pb2.Pod, "p", "{not json", ns)
@@ -440,8 +441,8 @@ async def test_patches_that_do_not_parse_or_do_not_fit_are_refused(cluster):
 
 
 async def test_negative_grace_period_and_unknown_kind_are_refused(cluster):
-    ns = unique_name("neg")
     async with _client(cluster) as c:
+        ns = await create_namespace(c, "neg")
         await c.create(make_pod("p").namespace(ns).obj())
         with pytest.raises(Invalid, match="gracePeriodSeconds"):
             await c.delete(types_pb2.Pod, "p", ns, grace_period_seconds=-1)
@@ -496,8 +497,8 @@ async def test_version_reports_the_gates_of_the_emulated_version(
 
 
 async def test_a_resize_that_changes_nothing_keeps_the_generation(cluster):
-    ns = unique_name("noop")
     async with _client(cluster) as c:
+        ns = await create_namespace(c, "noop")
         pod = make_pod("p").namespace(ns).req(cpu="500m").obj()
         sidecar = pod.spec.init_containers.add(name="side", restart_policy="Always")
         sidecar.resources.requests["cpu"] = "100m"

@@ -19,6 +19,7 @@ from kemu.client.client import Client
 from kemu.machinery import convert, kinds
 from kemu.machinery.errors import ApiError, InternalError
 from kemu.testing import Cluster, make_pod
+from kemu.testing.namespaces import ensure_namespace
 from kemu.testing.processes import url_ok
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.anyio]
@@ -133,6 +134,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 @pytest.fixture(scope="module")
 async def client(cluster: Cluster) -> AsyncIterator[Client]:
     async with Client(cluster.server, timeout=10.0) as c:
+        await ensure_namespace(c, NS)
         await c.create(make_pod("target").namespace(NS).obj())
         yield c
 

@@ -12,7 +12,7 @@ from kemu.client.client import Client
 from kemu.component.featuregate import SCHEDULER_ASYNC_PREEMPTION
 from kemu.machinery.errors import TooManyRequests
 from kemu.testing import Cluster, eventually, make_pdb, make_pod
-from kemu.testing.names import unique_name
+from kemu.testing.namespaces import create_namespace
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -68,8 +68,8 @@ def _status_is(
 
 
 async def test_disruption_controller_keeps_pdb_status_and_eviction_honours_it(cluster):
-    ns = unique_name("pdb")
     async with Client(cluster.server, timeout=10.0) as c:
+        ns = await create_namespace(c, "pdb")
         for name in ("a", "b", "c"):
             await _running_ready_pod(c, ns, name, {"app": "web"})
         await c.create(make_pdb("pdb").namespace(ns).selector(app="web").min_available(2).obj())
@@ -89,8 +89,8 @@ async def test_disruption_controller_keeps_pdb_status_and_eviction_honours_it(cl
 
 
 async def test_percentage_max_unavailable(cluster):
-    ns = unique_name("pdb")
     async with Client(cluster.server, timeout=10.0) as c:
+        ns = await create_namespace(c, "pdb")
         for i in range(4):
             await _running_ready_pod(c, ns, f"p{i}", {"app": "db"})
         await c.create(
@@ -134,7 +134,7 @@ async def test_leader_killed_the_standby_takes_over(cluster):
 
         await eventually(taken_over, timeout=30)
         # The new leader reconciles: a PDB created now gets its status.
-        ns = unique_name("pdb")
+        ns = await create_namespace(c, "pdb")
         await _running_ready_pod(c, ns, "x", {"app": "x"})
         await c.create(make_pdb("pdb").namespace(ns).selector(app="x").min_available(0).obj())
         await eventually(_status_is(c, ns, healthy=1, desired=0, expected=1, allowed=1), timeout=15)

@@ -26,13 +26,15 @@ from kemu.client.interface import ApiClient, WatchEvent
 from kemu.component.featuregate import CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING, FeatureGates
 from kemu.component.version import DEFAULT_VERSION
 from kemu.machinery.errors import ApiError
+from kemu.machinery.namespaces import new_namespace
 from kemu.testing import Cluster, make_pdb, make_pod
 from kemu.testing.builders import make_lease, owned
-from kemu.testing.names import unique_name
+from kemu.testing.namespaces import create_namespace
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 Pod = types_pb2.Pod
+Namespace = types_pb2.Namespace
 Factory = Callable[[], AbstractAsyncContextManager[ApiClient]]
 WATCH_TIMEOUT = 10.0
 
@@ -299,7 +301,32 @@ async def scenario(c: ApiClient, ns: str) -> dict[str, Any]:
         await c.delete(Pod, "w", ns)
         r.steps["watch"] = await _events(every, 4)
         r.steps["watch -l app=w"] = await _events(selected, 3)
+
+    # namespaces: the first delete marks one Terminating, the finalize subresource lets it go
+    gone = f"{ns}-gone"
+    await c.create(new_namespace(gone, finalizers=["kubernetes"]))
+    await r.step("delete namespace", c.delete(Namespace, gone), _namespace)
+    await r.step("delete namespace again", c.delete(Namespace, gone), _namespace)
+    await r.step(
+        "finalize namespace",
+        c.patch(Namespace, gone, {"spec": {"finalizers": []}}, subresource="finalize"),
+        _namespace,
+    )
+    await r.step("get namespace after finalize", c.get(Namespace, gone))
+    r.steps["get namespace after finalize"] = tuple(
+        part.replace(_NUMBER.sub("<n>", gone), "<ns>")
+        for part in r.steps["get namespace after finalize"]
+    )
+    await r.step("finalize a pod", c.patch(Pod, "c", {}, ns, subresource="finalize"))
     return r.steps
+
+
+def _namespace(ns: Namespace) -> dict[str, Any]:
+    return {
+        "phase": ns.status.phase,
+        "deleting": ns.metadata.HasField("deletion_timestamp"),
+        "finalizers": list(ns.spec.finalizers),
+    }
 
 
 # ---------------------------------------------------------------- what the apiserver does
@@ -443,12 +470,24 @@ EXPECTED: dict[str, Any] = {
         ("MODIFIED", "w", {"app": "w", "v": "2"}),
         ("DELETED", "w", {"app": "x", "v": "2"}),  # left the selection
     ],
+    "delete namespace": {"phase": "Terminating", "deleting": True, "finalizers": ["kubernetes"]},
+    "delete namespace again": {
+        "phase": "Terminating",
+        "deleting": True,
+        "finalizers": ["kubernetes"],
+    },
+    "finalize namespace": {"phase": "Terminating", "deleting": True, "finalizers": []},
+    "get namespace after finalize": ("NotFound", 'namespaces "<ns>" not found'),
+    "finalize a pod": (
+        "NotFound",
+        "the server could not find the requested resource (pods/finalize)",
+    ),
 }
 
 
 async def test_fake_and_apiserver_give_the_same_outcomes(factory: Factory) -> None:
     async with factory() as c:
-        got = await scenario(c, unique_name("contract"))
+        got = await scenario(c, await create_namespace(c, "contract"))
     differ = {
         step: (got.get(step), want) for step, want in EXPECTED.items() if got.get(step) != want
     }
@@ -655,7 +694,7 @@ FINALIZER_EXPECTED: dict[str, Any] = {
 
 async def test_finalizers_and_propagation_give_the_same_outcomes(factory: Factory) -> None:
     async with factory() as c:
-        got = await finalizer_scenario(c, unique_name("finalizers"))
+        got = await finalizer_scenario(c, await create_namespace(c, "finalizers"))
     differ = {
         step: (got.get(step), want)
         for step, want in FINALIZER_EXPECTED.items()

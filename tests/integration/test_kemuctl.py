@@ -49,8 +49,17 @@ def kemuctl(
     )
 
 
+def kemuctl_create_namespace(cluster: Cluster, prefix: str) -> str:
+    """A fresh namespace, made as a user makes one: `kemuctl create namespace NAME`."""
+    name = unique_name(prefix)
+    done = kemuctl(cluster, "create", "namespace", name)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"namespace/{name} created"
+    return name
+
+
 def test_manifest_round_trip_through_apply_and_get(cluster):
-    ns = unique_name("ctl")
+    ns = kemuctl_create_namespace(cluster, "ctl")
     done = kemuctl(cluster, "apply", "-f", str(EXAMPLES / "priorityclasses.yaml"))
     assert done.returncode == 0, done.stderr
     manifest = yaml.safe_load((EXAMPLES / "pod.yaml").read_text())
@@ -79,7 +88,7 @@ def test_manifest_round_trip_through_apply_and_get(cluster):
 
 
 def test_nominated_node_shows_in_get_wide_and_describe(cluster):
-    ns = unique_name("ctl")
+    ns = kemuctl_create_namespace(cluster, "ctl")
     assert kemuctl(cluster, "apply", "-f", str(EXAMPLES / "priorityclasses.yaml")).returncode == 0
     assert kemuctl(cluster, "apply", "-n", ns, "-f", str(EXAMPLES / "pod.yaml")).returncode == 0
     patched = kemuctl(
@@ -111,7 +120,7 @@ def test_nominated_node_shows_in_get_wide_and_describe(cluster):
 
 
 def test_resize_from_the_command_line(cluster):
-    ns = unique_name("ctl")
+    ns = kemuctl_create_namespace(cluster, "ctl")
     assert kemuctl(cluster, "apply", "-f", str(EXAMPLES / "priorityclasses.yaml")).returncode == 0
     assert kemuctl(cluster, "apply", "-n", ns, "-f", str(EXAMPLES / "pod.yaml")).returncode == 0
     done = kemuctl(cluster, "resize", "pod", "web", "-n", ns, "--requests", "cpu=1")
@@ -189,7 +198,7 @@ def test_describe_tells_the_preemption_story_of_the_readme_example(cluster_facto
     c.start_kubelet(
         "node-c", capacity="cpu=2,memory=4Gi,pods=20", extra_args=["--node-labels", "disk=ssd"]
     )
-    ns = unique_name("story")
+    ns = kemuctl_create_namespace(c, "story")
     assert kemuctl(c, "apply", "-f", str(EXAMPLES / "priorityclasses.yaml")).returncode == 0
     done = kemuctl(c, "apply", "-n", ns, "-f", str(EXAMPLES / "preemption.yaml"))
     assert done.returncode == 0, done.stderr
@@ -248,7 +257,7 @@ def test_describe_tells_the_resize_preemption_story_of_the_readme_example(cluste
         feature_gates=gates,
         extra_args=["--node-labels", "disk=ssd"],
     )
-    ns = unique_name("resize-story")
+    ns = kemuctl_create_namespace(c, "resize-story")
     assert kemuctl(c, "apply", "-f", str(EXAMPLES / "priorityclasses.yaml")).returncode == 0
     done = kemuctl(c, "apply", "-n", ns, "-f", str(EXAMPLES / "resize-preemption.yaml"))
     assert done.returncode == 0, done.stderr
@@ -283,3 +292,34 @@ def test_describe_tells_the_resize_preemption_story_of_the_readme_example(cluste
     assert "Nominated Node Name:  <none>" in text, text
     table = kemuctl(c, "get", "pods", "-n", ns, "-o", "wide").stdout
     assert len([line for line in table.splitlines() if line.startswith("batch-")]) == 1, table
+
+
+def test_namespaces_services_and_config_maps_from_the_command_line(cluster):
+    ns = kemuctl_create_namespace(cluster, "objs")
+    manifest = (
+        "apiVersion: v1\nkind: Service\nmetadata: {name: web}\n"
+        "spec: {selector: {app: web}, ports: [{port: 80}]}\n"
+        "---\n"
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\ndata: {a: '1', b: '2'}\n"
+    )
+    done = kemuctl(cluster, "apply", "-n", ns, "-f", "-", stdin=manifest)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["service/web created", "configmap/cfg created"]
+    svc = kemuctl(cluster, "get", "svc", "-n", ns).stdout.splitlines()
+    assert svc[0].split() == ["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"]
+    name, kind, ip, external, ports, _ = svc[1].split()
+    assert (name, kind, external, ports) == ("web", "ClusterIP", "<none>", "80/TCP")
+    assert ip.startswith("10.")
+    cm = kemuctl(cluster, "get", "cm", "-n", ns).stdout.splitlines()
+    assert [line.split()[:2] for line in cm] == [["NAME", "DATA"], ["cfg", "2"]]
+    namespaces = kemuctl(cluster, "get", "namespaces").stdout.splitlines()
+    assert namespaces[0].split() == ["NAME", "STATUS", "AGE"]
+    listed = {line.split()[0]: line.split()[1] for line in namespaces[1:]}
+    assert listed[ns] == "Active" and listed["kube-node-lease"] == "Active"
+    refused = kemuctl(cluster, "delete", "namespace", "default")
+    assert refused.returncode == 1
+    assert 'namespaces "default" is forbidden: this namespace may not be deleted' in refused.stderr
+    deleted = kemuctl(cluster, "delete", "namespace", ns, "--wait", "--timeout", "30s")
+    assert deleted.returncode == 0, deleted.stderr
+    missing = kemuctl(cluster, "apply", "-n", ns, "-f", "-", stdin=manifest)
+    assert missing.returncode == 1 and f'namespaces "{ns}" not found' in missing.stderr

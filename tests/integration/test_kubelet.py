@@ -13,6 +13,7 @@ from kemu.client.client import Client
 from kemu.machinery.errors import NotFound
 from kemu.testing import Cluster, eventually, make_pod
 from kemu.testing.names import unique_name
+from kemu.testing.namespaces import create_namespace
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -77,8 +78,8 @@ async def test_the_kubelet_registers_a_ready_node_and_renews_its_lease(cluster):
 
 
 async def test_a_scheduled_pod_becomes_running(cluster):
-    ns = unique_name("run")
     async with Client(cluster.server, timeout=10.0) as c:
+        ns = await create_namespace(c, "run")
         await c.create(
             make_pod("web").namespace(ns).req(cpu="500m", memory="256Mi")
             .node_selector({"kemu.io/test": "kubelet"}).obj()
@@ -94,8 +95,8 @@ async def test_a_scheduled_pod_becomes_running(cluster):
 
 
 async def test_a_pod_that_does_not_fit_fails_with_out_of_cpu(cluster):
-    ns = unique_name("big")
     async with Client(cluster.server, timeout=10.0) as c:
+        ns = await create_namespace(c, "big")
         await c.create(make_pod("big").namespace(ns).req(cpu="64").node("n1").obj())
 
         async def rejected() -> types_pb2.Pod:
@@ -112,8 +113,8 @@ async def test_a_pod_that_does_not_fit_fails_with_out_of_cpu(cluster):
 
 
 async def test_graceful_termination_follows_shutdown_and_grace_periods(cluster):
-    ns = unique_name("term")
     async with Client(cluster.server, timeout=10.0) as c:
+        ns = await create_namespace(c, "term")
         await c.create(
             make_pod("quick").namespace(ns).node("n1").grace(20).annotation(SHUTDOWN, "2s").obj()
         )
@@ -149,8 +150,8 @@ async def test_a_restarted_kubelet_keeps_running_pods_and_finishes_a_terminating
         capacity={"cpu": "2", "memory": "4Gi"},
         extra_args=["--root-dir", str(tmp_path), "--pod-startup-delay", "100ms"],
     )
-    ns = unique_name("restart")
     async with Client(cluster.server, timeout=10.0) as c:
+        ns = await create_namespace(c, "restart")
         await c.create(make_pod("keeps").namespace(ns).node(node).req(cpu="1").obj())
         await c.create(
             make_pod("ends").namespace(ns).node(node).req(cpu="1").grace(30)
@@ -196,8 +197,8 @@ async def test_a_hollow_kubelet_runs_several_nodes(cluster):
             "--node-lease-renew-interval", "2s",
         ],
     )  # fmt: skip
-    ns = unique_name("hollow")
     async with Client(cluster.server, timeout=10.0) as c:
+        ns = await create_namespace(c, "hollow")
         names = [f"{prefix}-{i}" for i in range(5)]
         for name in names:
             node = await c.get(types_pb2.Node, name)
@@ -249,8 +250,8 @@ async def test_in_place_resize_is_allocated_then_actuated_or_deferred_until_room
             "--resize-actuation-delay", "1s",
         ],
     )  # fmt: skip
-    ns = unique_name("resize")
     async with Client(cluster.server, timeout=10.0) as c:
+        ns = await create_namespace(c, "resize")
         for name in ("a", "b"):
             await c.create(make_pod(name).namespace(ns).node(node).req(cpu="500m").obj())
         for name in ("a", "b"):
@@ -388,8 +389,8 @@ async def test_a_resize_in_progress_survives_a_kubelet_kill(cluster, tmp_path):
             "--resize-actuation-delay", "3s",
         ],
     )  # fmt: skip
-    ns = unique_name("resize-kill")
     async with Client(cluster.server, timeout=10.0) as c:
+        ns = await create_namespace(c, "resize-kill")
         await c.create(make_pod("a").namespace(ns).node(node).req(cpu="500m").obj())
         before = await eventually(lambda: _running(c, ns, "a"), timeout=10)
         await _resize(c, ns, "a", "1500m")

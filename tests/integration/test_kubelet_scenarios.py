@@ -24,6 +24,7 @@ from kemu.client.client import Client
 from kemu.testing import Cluster, eventually, make_pod
 from kemu.testing.builders import make_priority_class
 from kemu.testing.names import unique_name
+from kemu.testing.namespaces import create_namespace
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -249,8 +250,8 @@ async def test_s_ipr_1_handle_pod_resources_resize(
     cluster: Cluster, table_nodes: Iterator[str], row: Row, sidecar: bool
 ) -> None:
     node = next(table_nodes)
-    ns = unique_name("ipr1")
     async with Client(cluster.server, timeout=10.0) as c:
+        ns = await create_namespace(c, "ipr1")
         pod1 = make_pod("pod1").namespace(ns).node(node)
         if sidecar:
             pod1 = pod1.init_container("sidecar", restart_policy="Always")
@@ -375,7 +376,6 @@ async def test_s_ipr_2_chain_reaction(cluster: Cluster) -> None:
     actuated memory downsize makes room for pod4's."""
     node = unique_name("chain")
     _kubelet(cluster, node, "cpu=4,memory=4Gi,pods=110")
-    ns = unique_name("chain")
     initial = {
         "pod1": {"cpu": "500m", "memory": "1Gi"},
         "pod2": {"cpu": "1500m", "memory": "1Gi"},
@@ -388,6 +388,7 @@ async def test_s_ipr_2_chain_reaction(cluster: Cluster) -> None:
         "pod4": {"cpu": "1", "memory": "1536Mi"},
     }
     async with Client(cluster.server, timeout=10.0) as c:
+        ns = await create_namespace(c, "chain")
         for name, requests in initial.items():
             await c.create(make_pod(name).namespace(ns).node(node).req(requests).obj())
         await _all_running(c, ns, *initial)
@@ -442,9 +443,9 @@ async def test_s_ipr_3_priority_order(cluster: Cluster) -> None:
     A stays Deferred."""
     node = unique_name("prio")
     _kubelet(cluster, node, "cpu=3,memory=4Gi,pods=110")
-    ns = unique_name("prio")
     high, low = unique_name("high"), unique_name("low")
     async with Client(cluster.server, timeout=10.0) as c:
+        ns = await create_namespace(c, "prio")
         await c.create(make_priority_class(high, 100).obj())
         await c.create(make_priority_class(low, 0).obj())
         await c.create(

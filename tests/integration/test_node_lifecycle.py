@@ -16,6 +16,7 @@ from kemu.client.client import Client
 from kemu.machinery.errors import NotFound
 from kemu.testing import Cluster, eventually, make_node, make_pod
 from kemu.testing.names import unique_name
+from kemu.testing.namespaces import create_namespace
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -166,10 +167,10 @@ async def test_a_bare_node_without_a_kubelet_is_left_alone(cluster: Cluster) -> 
 async def test_pods_bound_to_missing_nodes_are_deleted_after_the_quarantine(
     cluster: Cluster,
 ) -> None:
-    ns = unique_name("podgc")
     ghost = unique_name("ghost")
     real = unique_name("real")
     async with Client(cluster.server, timeout=10.0) as c:
+        ns = await create_namespace(c, "podgc")
         kubelet = FakeKubelet(c, real)
         await kubelet.register()
         for pod_name, node_name in (("orphan", ghost), ("kept", real), ("doomed", real)):

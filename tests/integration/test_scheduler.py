@@ -16,6 +16,7 @@ from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.testing import Cluster, eventually, make_node, make_pod
 from kemu.testing.names import unique_name
+from kemu.testing.namespaces import create_namespace
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -58,9 +59,9 @@ def _nodes(prefix: str, count: int, **capacity: str) -> list[types_pb2.Node]:
 
 
 async def test_least_allocated_spreads_pods_over_nodes(cluster):
-    ns = unique_name("spread")
     group = unique_name("g")
     async with Client(cluster.server, timeout=10.0) as c:
+        ns = await create_namespace(c, "spread")
         for node in _nodes(group, 3):
             await c.create(node)
         for i in range(6):
@@ -80,9 +81,9 @@ async def test_least_allocated_spreads_pods_over_nodes(cluster):
 
 
 async def test_node_selector_taints_and_anti_affinity_are_honoured(cluster):
-    ns = unique_name("rules")
     group = unique_name("g")
     async with Client(cluster.server, timeout=10.0) as c:
+        ns = await create_namespace(c, "rules")
         plain, tainted, labelled = (f"{group}-plain", f"{group}-tainted", f"{group}-ssd")
         await c.create(make_node(plain).capacity(cpu="4", pods="110").labels(group=group).obj())
         await c.create(
@@ -147,9 +148,9 @@ async def test_node_selector_taints_and_anti_affinity_are_honoured(cluster):
 async def test_unschedulable_pod_gets_the_upstream_message_and_is_scheduled_when_a_node_fits(
     cluster,
 ):
-    ns = unique_name("fit")
     group = unique_name("g")
     async with Client(cluster.server, timeout=10.0) as c:
+        ns = await create_namespace(c, "fit")
         for node in _nodes(group, 2, cpu="1"):
             await c.create(node)
         await c.create(
@@ -180,9 +181,9 @@ async def test_unschedulable_pod_gets_the_upstream_message_and_is_scheduled_when
 
 
 async def test_slow_prebind_and_waiting_permit_hold_only_their_own_pods(cluster):
-    ns = unique_name("bind")
     group = unique_name("g")
     async with Client(cluster.server, timeout=10.0) as c:
+        ns = await create_namespace(c, "bind")
         for node in _nodes(group, 2):
             await c.create(node)
         await c.create(
@@ -270,9 +271,9 @@ async def test_two_replicas_with_leader_election_survive_the_leader_dying(
 
 
 async def test_metrics_carry_upstream_names(cluster):
-    ns = unique_name("metrics")
     group = unique_name("g")
     async with Client(cluster.server, timeout=10.0) as c:
+        ns = await create_namespace(c, "metrics")
         for node in _nodes(group, 1):
             await c.create(node)
         await c.create(make_pod("p").namespace(ns).node_selector({"group": group}).obj())

@@ -673,3 +673,154 @@ class Event(_message.Message):
     reporting_instance: str
     action: str
     def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., involved_object: _Optional[_Union[ObjectReference, _Mapping]] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., source: _Optional[_Union[EventSource, _Mapping]] = ..., first_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., count: _Optional[int] = ..., type: _Optional[str] = ..., reporting_component: _Optional[str] = ..., reporting_instance: _Optional[str] = ..., action: _Optional[str] = ...) -> None: ...
+
+class NamespaceSpec(_message.Message):
+    __slots__ = ("finalizers",)
+    FINALIZERS_FIELD_NUMBER: _ClassVar[int]
+    finalizers: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, finalizers: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class NamespaceCondition(_message.Message):
+    __slots__ = ("type", "status", "last_transition_time", "reason", "message")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    LAST_TRANSITION_TIME_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    status: str
+    last_transition_time: _timestamp_pb2.Timestamp
+    reason: str
+    message: str
+    def __init__(self, type: _Optional[str] = ..., status: _Optional[str] = ..., last_transition_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+
+class NamespaceStatus(_message.Message):
+    __slots__ = ("phase", "conditions")
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    phase: str
+    conditions: _containers.RepeatedCompositeFieldContainer[NamespaceCondition]
+    def __init__(self, phase: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[NamespaceCondition, _Mapping]]] = ...) -> None: ...
+
+class Namespace(_message.Message):
+    __slots__ = ("metadata", "spec", "status")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    spec: NamespaceSpec
+    status: NamespaceStatus
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[NamespaceSpec, _Mapping]] = ..., status: _Optional[_Union[NamespaceStatus, _Mapping]] = ...) -> None: ...
+
+class ServicePort(_message.Message):
+    __slots__ = ("name", "protocol", "app_protocol", "port", "target_port", "node_port")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    APP_PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    TARGET_PORT_FIELD_NUMBER: _ClassVar[int]
+    NODE_PORT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    protocol: str
+    app_protocol: str
+    port: int
+    target_port: IntOrString
+    node_port: int
+    def __init__(self, name: _Optional[str] = ..., protocol: _Optional[str] = ..., app_protocol: _Optional[str] = ..., port: _Optional[int] = ..., target_port: _Optional[_Union[IntOrString, _Mapping]] = ..., node_port: _Optional[int] = ...) -> None: ...
+
+class ServiceSpec(_message.Message):
+    __slots__ = ("ports", "selector", "cluster_ip", "cluster_ips", "type", "external_ips", "session_affinity", "load_balancer_ip", "external_name", "external_traffic_policy", "internal_traffic_policy", "publish_not_ready_addresses", "ip_families", "ip_family_policy")
+    class SelectorEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    PORTS_FIELD_NUMBER: _ClassVar[int]
+    SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_IP_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_IPS_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    EXTERNAL_IPS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_AFFINITY_FIELD_NUMBER: _ClassVar[int]
+    LOAD_BALANCER_IP_FIELD_NUMBER: _ClassVar[int]
+    EXTERNAL_NAME_FIELD_NUMBER: _ClassVar[int]
+    EXTERNAL_TRAFFIC_POLICY_FIELD_NUMBER: _ClassVar[int]
+    INTERNAL_TRAFFIC_POLICY_FIELD_NUMBER: _ClassVar[int]
+    PUBLISH_NOT_READY_ADDRESSES_FIELD_NUMBER: _ClassVar[int]
+    IP_FAMILIES_FIELD_NUMBER: _ClassVar[int]
+    IP_FAMILY_POLICY_FIELD_NUMBER: _ClassVar[int]
+    ports: _containers.RepeatedCompositeFieldContainer[ServicePort]
+    selector: _containers.ScalarMap[str, str]
+    cluster_ip: str
+    cluster_ips: _containers.RepeatedScalarFieldContainer[str]
+    type: str
+    external_ips: _containers.RepeatedScalarFieldContainer[str]
+    session_affinity: str
+    load_balancer_ip: str
+    external_name: str
+    external_traffic_policy: str
+    internal_traffic_policy: str
+    publish_not_ready_addresses: bool
+    ip_families: _containers.RepeatedScalarFieldContainer[str]
+    ip_family_policy: str
+    def __init__(self, ports: _Optional[_Iterable[_Union[ServicePort, _Mapping]]] = ..., selector: _Optional[_Mapping[str, str]] = ..., cluster_ip: _Optional[str] = ..., cluster_ips: _Optional[_Iterable[str]] = ..., type: _Optional[str] = ..., external_ips: _Optional[_Iterable[str]] = ..., session_affinity: _Optional[str] = ..., load_balancer_ip: _Optional[str] = ..., external_name: _Optional[str] = ..., external_traffic_policy: _Optional[str] = ..., internal_traffic_policy: _Optional[str] = ..., publish_not_ready_addresses: _Optional[bool] = ..., ip_families: _Optional[_Iterable[str]] = ..., ip_family_policy: _Optional[str] = ...) -> None: ...
+
+class LoadBalancerIngress(_message.Message):
+    __slots__ = ("ip", "hostname")
+    IP_FIELD_NUMBER: _ClassVar[int]
+    HOSTNAME_FIELD_NUMBER: _ClassVar[int]
+    ip: str
+    hostname: str
+    def __init__(self, ip: _Optional[str] = ..., hostname: _Optional[str] = ...) -> None: ...
+
+class LoadBalancerStatus(_message.Message):
+    __slots__ = ("ingress",)
+    INGRESS_FIELD_NUMBER: _ClassVar[int]
+    ingress: _containers.RepeatedCompositeFieldContainer[LoadBalancerIngress]
+    def __init__(self, ingress: _Optional[_Iterable[_Union[LoadBalancerIngress, _Mapping]]] = ...) -> None: ...
+
+class ServiceStatus(_message.Message):
+    __slots__ = ("load_balancer", "conditions")
+    LOAD_BALANCER_FIELD_NUMBER: _ClassVar[int]
+    CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    load_balancer: LoadBalancerStatus
+    conditions: _containers.RepeatedCompositeFieldContainer[Condition]
+    def __init__(self, load_balancer: _Optional[_Union[LoadBalancerStatus, _Mapping]] = ..., conditions: _Optional[_Iterable[_Union[Condition, _Mapping]]] = ...) -> None: ...
+
+class Service(_message.Message):
+    __slots__ = ("metadata", "spec", "status")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    spec: ServiceSpec
+    status: ServiceStatus
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[ServiceSpec, _Mapping]] = ..., status: _Optional[_Union[ServiceStatus, _Mapping]] = ...) -> None: ...
+
+class ConfigMap(_message.Message):
+    __slots__ = ("metadata", "data", "binary_data", "immutable")
+    class DataEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class BinaryDataEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: bytes
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[bytes] = ...) -> None: ...
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    BINARY_DATA_FIELD_NUMBER: _ClassVar[int]
+    IMMUTABLE_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    data: _containers.ScalarMap[str, str]
+    binary_data: _containers.ScalarMap[str, bytes]
+    immutable: bool
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., data: _Optional[_Mapping[str, str]] = ..., binary_data: _Optional[_Mapping[str, bytes]] = ..., immutable: _Optional[bool] = ...) -> None: ...

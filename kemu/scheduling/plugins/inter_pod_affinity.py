@@ -23,7 +23,13 @@ existing pods, and existing pods' preferred terms against the incoming pod; exis
 required affinity terms count `hardPodAffinityWeight`), anti-affinity negatively; a node scores
 the sum over its labels, then scores are min-max normalised to 0..100.
 
-kemu has no Namespace objects; the namespace rules of `types.AffinityTerm` apply.
+Namespaces (`types.AffinityTerm`): a term covers its `namespaces` and the namespaces whose labels
+match its namespaceSelector (an empty one: every namespace). The incoming pod's terms have their
+selectors unrolled into namespace names from the scheduler's Namespace informer at PreFilter and
+PreScore (upstream's mergeAffinityTermNamespacesIfNotEmpty); existing pods' terms are matched
+against the labels of the incoming pod's namespace (GetNamespaceLabelsSnapshot). Without an
+informer (a simulation) no namespace has labels. As upstream, namespace label changes are not
+queueing events.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ from kemu.scheduling.interface import (
     EnqueueExtensions,
     FilterPlugin,
     Handle,
+    ObjectLister,
     PluginArgs,
     PreFilterExtensions,
     PreFilterPlugin,
@@ -109,7 +116,8 @@ _OTHER: Final = 4
 
 def compile_term(term: AffinityTerm) -> Matcher:
     """`term.matches` as a closure over plain values: PreFilter and PreScore run it for every
-    pod in the cluster, so the common one-label selector is a single dict lookup."""
+    pod in the cluster, so the common one-label selector is a single dict lookup. For the
+    incoming pod's terms, after `with_namespaces` (no namespace labels are consulted)."""
     namespaces = term.namespaces
     all_ns = term.all_namespaces
     sel = term.selector
@@ -175,9 +183,11 @@ def _update(counts: Counts, labels: Mapping[str, str], key: str, value: int) -> 
         counts[pair] = n
 
 
-def _selects(term: AffinityTerm, namespace: str, labels: Mapping[str, str]) -> bool:
-    """`term.matches` for a pod given by its namespace and labels."""
-    return (term.all_namespaces or namespace in term.namespaces) and term.selector.matches(labels)
+def _selects(
+    term: AffinityTerm, namespace: str, ns_labels: Mapping[str, str], labels: Mapping[str, str]
+) -> bool:
+    """`term.matches` for a pod given by its namespace, its namespace's labels and its labels."""
+    return term.in_scope(namespace, ns_labels) and term.selector.matches(labels)
 
 
 class PreFilterState:
@@ -193,34 +203,47 @@ class PreFilterState:
         "labels",
         "matches_own_affinity",
         "namespace",
+        "ns_labels",
         "pod_info",
     )
 
-    def __init__(self, pod_info: PodInfo) -> None:
+    def __init__(
+        self,
+        pod_info: PodInfo,
+        *,
+        affinity_terms: list[AffinityTerm] | None = None,
+        anti_affinity_terms: list[AffinityTerm] | None = None,
+        ns_labels: Mapping[str, str] | None = None,
+    ) -> None:
+        """`affinity_terms` and `anti_affinity_terms`: the pod's required terms with their
+        namespace selectors unrolled (default: as parsed); `ns_labels`: the labels of the
+        pod's namespace."""
         self.pod_info = pod_info
         meta = pod_info.pod.metadata
         self.namespace = meta.namespace
+        self.ns_labels: Mapping[str, str] = ns_labels or {}
         self.labels = dict(meta.labels)
+        if affinity_terms is None:
+            affinity_terms = pod_info.required_affinity_terms
+        if anti_affinity_terms is None:
+            anti_affinity_terms = pod_info.required_anti_affinity_terms
         self.existing_anti_affinity_counts: Counts = {}
         # Topology keys that ever appeared in existing_anti_affinity_counts: Filter checks the
         # node's value for these keys only.
         self.existing_anti_affinity_keys: set[str] = set()
         self.affinity_counts: Counts = {}
         self.anti_affinity_counts: Counts = {}
-        self.affinity_matchers = [
-            (t.topology_key, compile_term(t)) for t in pod_info.required_affinity_terms
-        ]
+        self.affinity_matchers = [(t.topology_key, compile_term(t)) for t in affinity_terms]
         self.anti_affinity_matchers = [
-            (t.topology_key, compile_term(t)) for t in pod_info.required_anti_affinity_terms
+            (t.topology_key, compile_term(t)) for t in anti_affinity_terms
         ]
-        self.matches_own_affinity = pod_matches_all_affinity_terms(
-            pod_info.required_affinity_terms, pod_info.pod
-        )
+        self.matches_own_affinity = pod_matches_all_affinity_terms(affinity_terms, pod_info.pod)
 
     def clone(self) -> PreFilterState:
         c = PreFilterState.__new__(PreFilterState)
         c.pod_info = self.pod_info
         c.namespace = self.namespace
+        c.ns_labels = self.ns_labels
         c.labels = self.labels
         c.existing_anti_affinity_counts = dict(self.existing_anti_affinity_counts)
         c.existing_anti_affinity_keys = set(self.existing_anti_affinity_keys)
@@ -234,7 +257,7 @@ class PreFilterState:
     def add_existing_pod(self, pi: PodInfo, labels: Mapping[str, str], multiplier: int) -> None:
         """Counts `pi` (on a node with `labels`) in the existing anti-affinity counts."""
         for t in pi.required_anti_affinity_terms:
-            if _selects(t, self.namespace, self.labels):
+            if _selects(t, self.namespace, self.ns_labels, self.labels):
                 self.existing_anti_affinity_keys.add(t.topology_key)
                 _update(self.existing_anti_affinity_counts, labels, t.topology_key, multiplier)
 
@@ -296,6 +319,10 @@ class InterPodAffinity(
         skip_deferred: bool = False,
     ) -> None:
         self.handle = handle
+        factory = handle.informer_factory()
+        self._namespaces: ObjectLister[types_pb2.Namespace] | None = (
+            factory.informer(types_pb2.Namespace).lister if factory is not None else None
+        )
         # KEP-5836 (upstream, verified): a Deferred resize skips pod (anti-)affinity.
         self.skip_deferred = skip_deferred
         self.hard_pod_affinity_weight = hard_pod_affinity_weight
@@ -303,6 +330,24 @@ class InterPodAffinity(
 
     def name(self) -> str:
         return NAME
+
+    # ------------------------------------------------------------ namespaces
+
+    def merge_namespaces(self, term: AffinityTerm) -> AffinityTerm:
+        """An incoming pod's term with its namespaceSelector unrolled into the namespaces it
+        selects now (mergeAffinityTermNamespacesIfNotEmpty)."""
+        sel = term.namespace_selector
+        if sel.empty or sel.nothing:
+            return term
+        listed = self._namespaces.list() if self._namespaces is not None else ()
+        return term.with_namespaces(
+            ns.metadata.name for ns in listed if sel.matches(ns.metadata.labels)
+        )
+
+    def namespace_labels(self, namespace: str) -> dict[str, str]:
+        """The labels of `namespace`; none if it is not known (GetNamespaceLabelsSnapshot)."""
+        ns = self._namespaces.get(namespace) if self._namespaces is not None else None
+        return dict(ns.metadata.labels) if ns is not None else {}
 
     # ------------------------------------------------------------ PreFilter
 
@@ -312,7 +357,15 @@ class InterPodAffinity(
         if self.skip_deferred and is_pod_resize_deferred(pod):
             return None, st.SKIP
         lister = self.handle.snapshot_shared_lister().node_infos()
-        s = PreFilterState(PodInfo(pod))
+        pod_info = PodInfo(pod)
+        s = PreFilterState(
+            pod_info,
+            affinity_terms=[self.merge_namespaces(t) for t in pod_info.required_affinity_terms],
+            anti_affinity_terms=[
+                self.merge_namespaces(t) for t in pod_info.required_anti_affinity_terms
+            ],
+            ns_labels=self.namespace_labels(pod.metadata.namespace),
+        )
         for ni in lister.have_pods_with_required_anti_affinity_list():
             if ni.node is None:
                 continue
@@ -416,7 +469,19 @@ class InterPodAffinity(
         lister = self.handle.snapshot_shared_lister().node_infos()
         # Without preferred terms of its own, only pods with affinity terms can score the pod.
         all_nodes = lister.list() if has_constraints else lister.have_pods_with_affinity_list()
-        scorer = _TopologyScorer(pi, self.hard_pod_affinity_weight)
+        scorer = _TopologyScorer(
+            pi,
+            self.hard_pod_affinity_weight,
+            preferred=[
+                (w.term.topology_key, w.weight, self.merge_namespaces(w.term))
+                for w in pi.preferred_affinity_terms
+            ]
+            + [
+                (w.term.topology_key, -w.weight, self.merge_namespaces(w.term))
+                for w in pi.preferred_anti_affinity_terms
+            ],
+            ns_labels=self.namespace_labels(pod.metadata.namespace),
+        )
         for ni in all_nodes:
             if ni.node is None:
                 continue
@@ -542,19 +607,22 @@ class InterPodAffinity(
 class _TopologyScorer:
     """Accumulates, per topology pair, the weights existing pods contribute for one pod."""
 
-    def __init__(self, incoming: PodInfo, hard_pod_affinity_weight: int) -> None:
+    def __init__(
+        self,
+        incoming: PodInfo,
+        hard_pod_affinity_weight: int,
+        *,
+        preferred: list[tuple[str, int, AffinityTerm]],
+        ns_labels: Mapping[str, str],
+    ) -> None:
+        """`preferred`: the incoming pod's preferred terms, namespaces unrolled, as (topology
+        key, signed weight, term); `ns_labels`: the labels of its namespace."""
         meta = incoming.pod.metadata
         self.namespace = meta.namespace
+        self.ns_labels = ns_labels
         self.labels = dict(meta.labels)
         self.hard_weight = hard_pod_affinity_weight
-        # The incoming pod's preferred terms, compiled: (topology key, signed weight, matcher).
-        self.preferred = [
-            (w.term.topology_key, w.weight, compile_term(w.term))
-            for w in incoming.preferred_affinity_terms
-        ] + [
-            (w.term.topology_key, -w.weight, compile_term(w.term))
-            for w in incoming.preferred_anti_affinity_terms
-        ]
+        self.preferred = [(key, weight, compile_term(t)) for key, weight, t in preferred]
         self.scores: ScoreMap = {}
         self.touched = False
 
@@ -576,16 +644,16 @@ class _TopologyScorer:
                 if match(ns, pod_labels):
                     self._add(key, weight, labels)
         # The existing pod's terms matched by the incoming pod.
-        ns, incoming_labels = self.namespace, self.labels
+        ns, ns_labels, incoming_labels = self.namespace, self.ns_labels, self.labels
         if self.hard_weight > 0:
             for t in existing.required_affinity_terms:
-                if _selects(t, ns, incoming_labels):
+                if _selects(t, ns, ns_labels, incoming_labels):
                     self._add(t.topology_key, self.hard_weight, labels)
         for w in existing.preferred_affinity_terms:
-            if _selects(w.term, ns, incoming_labels):
+            if _selects(w.term, ns, ns_labels, incoming_labels):
                 self._add(w.term.topology_key, w.weight, labels)
         for w in existing.preferred_anti_affinity_terms:
-            if _selects(w.term, ns, incoming_labels):
+            if _selects(w.term, ns, ns_labels, incoming_labels):
                 self._add(w.term.topology_key, -w.weight, labels)
 
 

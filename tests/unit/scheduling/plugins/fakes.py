@@ -72,14 +72,38 @@ class FakePodInformer:
             h.on_delete(pod)
 
 
+class FakeNamespaces:
+    """A Namespace informer's lister over the namespaces a test gives."""
+
+    def __init__(self, *namespaces: types_pb2.Namespace) -> None:
+        self.by_name = {ns.metadata.name: ns for ns in namespaces}
+        self.handlers: list[Any] = []
+
+    @property
+    def lister(self) -> FakeNamespaces:
+        return self
+
+    def get(self, name: str, namespace: str = "") -> types_pb2.Namespace | None:
+        return self.by_name.get(name)
+
+    def list(self, namespace: str | None = None) -> builtins.list[types_pb2.Namespace]:
+        return list(self.by_name.values())
+
+    def add_event_handler(self, handler: Any) -> None:
+        self.handlers.append(handler)
+
+
 class FakeInformerFactory:
-    def __init__(self) -> None:
+    def __init__(self, *namespaces: types_pb2.Namespace) -> None:
         self.pods = FakePodInformer()
+        self.namespaces = FakeNamespaces(*namespaces)
         self.requests: list[tuple[type[Any], str]] = []
 
-    def informer(self, kind: type[Any], *, field_selector: str = "") -> FakePodInformer:
-        assert kind is types_pb2.Pod, kind
+    def informer(self, kind: type[Any], *, field_selector: str = "") -> Any:
         self.requests.append((kind, field_selector))
+        if kind is types_pb2.Namespace:
+            return self.namespaces
+        assert kind is types_pb2.Pod, kind
         return self.pods
 
 

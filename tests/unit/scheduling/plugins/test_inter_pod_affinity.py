@@ -15,7 +15,7 @@ from kemu.scheduling.plugins import inter_pod_affinity as ipa
 from kemu.scheduling.status import Code, Status
 from kemu.scheduling.types import NodeInfo, NodeScore, PodInfo
 from kemu.testing.builders import PodBuilder, make_node, make_pod
-from tests.unit.scheduling.plugins.fakes import FakeHandle, node_info
+from tests.unit.scheduling.plugins.fakes import FakeHandle, FakeInformerFactory, node_info
 
 REGION = "region"
 ZONE = "zone"
@@ -488,3 +488,105 @@ def test_compiled_term_matches_like_the_term(expressions: list[tuple[str, str, l
     for c in candidates:
         got = match(c.metadata.namespace, c.metadata.labels)
         assert got == term.matches(c), (expressions, dict(c.metadata.labels))
+
+
+# ---------------------------------------------------------------- namespaceSelector
+
+
+def _namespace(name: str, **labels: str) -> types_pb2.Namespace:
+    ns = types_pb2.Namespace()
+    ns.metadata.name = name
+    ns.metadata.labels.update(labels)
+    return ns
+
+
+NAMESPACES = (
+    _namespace("ns-a", team="a"),
+    _namespace("ns-b", team="b"),
+    _namespace("ns-none"),
+)
+
+
+def filter_with_namespaces(
+    incoming: types_pb2.Pod, infos: list[NodeInfo], *namespaces: types_pb2.Namespace
+) -> dict[str, Status]:
+    handle = FakeHandle(nodes=infos, informers=FakeInformerFactory(*namespaces))
+    p = plugin(handle)
+    state = CycleState()
+    _, status = p.pre_filter(state, incoming, infos)
+    if status.is_skip():  # nothing to check: the framework skips Filter
+        return {ni.name: Status() for ni in infos}
+    assert status.is_success(), status
+    return {ni.name: p.filter(state, incoming, ni) for ni in infos}
+
+
+def _aff_term(pod: types_pb2.Pod) -> types_pb2.PodAffinityTerm:
+    return pod.spec.affinity.pod_affinity.required_during_scheduling_ignored_during_execution[0]
+
+
+def test_affinity_namespace_selector_places_the_pod_by_namespace_labels() -> None:
+    infos = [
+        node_info(node("n1"), bound("db", {"app": "db"}, ns="ns-a").obj()),
+        node_info(node("n2"), bound("db", {"app": "db"}, ns="ns-b").obj()),
+    ]
+    incoming = make_pod("p").affinity({"app": "db"}, HOST).obj()
+    _aff_term(incoming).namespace_selector.match_labels["team"] = "a"
+    got = filter_with_namespaces(incoming, infos, *NAMESPACES)
+    assert codes(got) == {"n1": OK, "n2": AFF_FAIL}
+
+
+@pytest.mark.parametrize(
+    ("team", "listed", "expected"),
+    [
+        ("a", [], ANTI_FAIL),  # the selector picks the pod's namespace
+        ("b", [], OK),
+        ("b", ["ns-a"], ANTI_FAIL),  # namespaces and the selector's namespaces are a union
+    ],
+)
+def test_anti_affinity_covers_listed_namespaces_and_those_the_selector_picks(
+    team: str, listed: list[str], expected: tuple[Code, tuple[str, ...]]
+) -> None:
+    infos = [node_info(node("n1"), bound("db", {"app": "db"}, ns="ns-a").obj())]
+    incoming = make_pod("p").anti_affinity({"app": "db"}, HOST).obj()
+    _anti_term(incoming).namespace_selector.match_labels["team"] = team
+    _anti_term(incoming).namespaces.extend(listed)
+    assert codes(filter_with_namespaces(incoming, infos, *NAMESPACES))["n1"] == expected
+
+
+@pytest.mark.parametrize(("incoming_ns", "expected"), [("ns-a", EXISTING_FAIL), ("ns-b", OK)])
+def test_an_existing_pods_namespace_selector_matches_the_incoming_pods_namespace_labels(
+    incoming_ns: str, expected: tuple[Code, tuple[str, ...]]
+) -> None:
+    existing = bound("db", {"app": "db"}, ns="ns-none").anti_affinity({"app": "web"}, HOST).obj()
+    _anti_term(existing).namespace_selector.match_labels["team"] = "a"
+    infos = [node_info(node("n1"), existing), node_info(node("n2"))]
+    incoming = make_pod("p").namespace(incoming_ns).labels(app="web").obj()
+    got = filter_with_namespaces(incoming, infos, *NAMESPACES)
+    assert codes(got) == {"n1": expected, "n2": OK}
+
+
+def test_without_a_namespace_informer_a_namespace_selector_selects_no_namespace() -> None:
+    infos = [node_info(node("n1"), bound("db", {"app": "db"}, ns="ns-a").obj())]
+    incoming = make_pod("p").anti_affinity({"app": "db"}, HOST).obj()
+    _anti_term(incoming).namespace_selector.match_labels["team"] = "a"
+    assert codes(filter_all(incoming, infos)) == {"n1": OK}
+
+
+def test_preferred_affinity_scores_by_namespace_labels() -> None:
+    infos = [
+        node_info(node("n1"), bound("db", {"app": "db"}, ns="ns-a").obj()),
+        node_info(node("n2"), bound("db", {"app": "db"}, ns="ns-b").obj()),
+    ]
+    incoming = make_pod("p").obj()
+    term = incoming.spec.affinity.pod_affinity.preferred_during_scheduling_ignored_during_execution.add(
+        weight=10
+    )
+    term.pod_affinity_term.label_selector.match_labels["app"] = "db"
+    term.pod_affinity_term.topology_key = HOST
+    term.pod_affinity_term.namespace_selector.match_labels["team"] = "b"
+    handle = FakeHandle(nodes=infos, informers=FakeInformerFactory(*NAMESPACES))
+    p = plugin(handle)
+    state = CycleState()
+    assert p.pre_score(state, incoming, infos).is_success()
+    scores = {ni.name: p.score(state, incoming, ni)[0] for ni in infos}
+    assert scores == {"n1": 0, "n2": 10}
