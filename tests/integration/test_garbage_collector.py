@@ -22,6 +22,7 @@ from kemu.machinery.errors import NotFound
 from kemu.testing import Cluster, eventually, make_node, make_pdb, make_pod, make_priority_class
 from kemu.testing.builders import make_lease, owned, owner_reference
 from kemu.testing.names import unique_name
+from kemu.testing.namespaces import create_namespace
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -142,7 +143,7 @@ async def start_rv(c: Client, ns: str) -> str:
 async def test_finalizers_hold_a_deleted_object_of_every_kind_until_the_last_one_goes(
     client: Client,
 ) -> None:
-    ns = unique_name("fin")
+    ns = await create_namespace(client, "fin")
     objects: list[Message] = [
         make_pod("p").namespace(ns).obj(),
         make_lease("l", ns),
@@ -170,7 +171,7 @@ async def test_finalizers_hold_a_deleted_object_of_every_kind_until_the_last_one
 async def test_a_terminated_pod_with_finalizers_stays_after_the_kubelets_delete(
     client: Client,
 ) -> None:
-    ns = unique_name("kubelet")
+    ns = await create_namespace(client, "kubelet")
     pod = owned(make_pod("p").namespace(ns).node(NODE).obj(), finalizers=[HOLD])
     await client.create(pod)
 
@@ -199,7 +200,7 @@ async def test_a_terminated_pod_with_finalizers_stays_after_the_kubelets_delete(
 
 
 async def test_background_deletes_the_dependents_after_the_owner(client: Client) -> None:
-    ns = unique_name("bg")
+    ns = await create_namespace(client, "bg")
     since = await start_rv(client, ns)
     owner = await client.create(make_pdb("owner").namespace(ns).min_available(1).obj())
     ref = owner_reference(owner, controller=True, block_owner_deletion=True)
@@ -222,7 +223,7 @@ async def test_background_deletes_the_dependents_after_the_owner(client: Client)
 async def test_foreground_deletes_the_blocking_dependents_first_then_the_owner(
     client: Client,
 ) -> None:
-    ns = unique_name("fg")
+    ns = await create_namespace(client, "fg")
     since = await start_rv(client, ns)
     owner = await client.create(make_pdb("owner").namespace(ns).min_available(1).obj())
     block = owner_reference(owner, controller=True, block_owner_deletion=True)
@@ -261,7 +262,7 @@ async def test_foreground_deletes_the_blocking_dependents_first_then_the_owner(
 
 
 async def test_orphan_keeps_the_dependents_and_strips_the_owner_reference(client: Client) -> None:
-    ns = unique_name("orphan")
+    ns = await create_namespace(client, "orphan")
     owner = await client.create(make_pdb("owner").namespace(ns).min_available(1).obj())
     other = await client.create(make_lease("other-owner", ns))
     ref = owner_reference(owner, controller=True, block_owner_deletion=True)
@@ -276,7 +277,7 @@ async def test_orphan_keeps_the_dependents_and_strips_the_owner_reference(client
 
 
 async def test_a_dependent_with_two_owners_survives_the_deletion_of_one(client: Client) -> None:
-    ns = unique_name("two")
+    ns = await create_namespace(client, "two")
     a = await client.create(make_pdb("a").namespace(ns).min_available(1).obj())
     b = await client.create(make_pod("b").namespace(ns).obj())
     await client.create(owned(make_lease("shared", ns), owner_reference(a), owner_reference(b)))
@@ -294,7 +295,7 @@ async def test_a_dependent_with_two_owners_survives_the_deletion_of_one(client: 
 
 
 async def test_a_dependent_of_an_owner_that_never_existed_is_collected(client: Client) -> None:
-    ns = unique_name("absent")
+    ns = await create_namespace(client, "absent")
     real = await client.create(make_lease("real", ns))
     ghost = types_pb2.OwnerReference(
         api_version="v1", kind="Pod", name="ghost", uid="00000000-0000-0000-0000-000000000001"
@@ -316,7 +317,7 @@ async def test_a_dependent_of_an_owner_that_never_existed_is_collected(client: C
 async def test_the_collector_finishes_a_foreground_deletion_after_a_sigkill(
     cluster: Cluster, client: Client
 ) -> None:
-    ns = unique_name("kill")
+    ns = await create_namespace(client, "kill")
     count = 150
     owner = await client.create(make_pdb("owner").namespace(ns).min_available(1).obj())
     keeper = await client.create(make_pdb("keeper").namespace(ns).min_available(1).obj())
