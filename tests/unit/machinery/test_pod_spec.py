@@ -390,7 +390,7 @@ def test_host_network_ports_must_match() -> None:
 
 
 def test_a_full_manifest_is_valid_and_its_causes_are_causes() -> None:
-    spec = {
+    spec: dict[str, Any] = {
         "serviceAccountName": "web",
         "automountServiceAccountToken": False,
         "hostname": "web-0",
