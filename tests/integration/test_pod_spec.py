@@ -63,14 +63,10 @@ async def test_nginx_manifest_round_trips_through_kemuctl_and_runs(cluster):
     spec = json.loads(got.stdout)["spec"]
     # The server's own fields: the node it runs on, and what Priority admission resolved.
     server_set = {"nodeName", "priority", "preemptionPolicy"}
-    assert {k: v for k, v in spec.items() if k not in server_set} == with_defaults(
-        manifest["spec"]
-    )
+    assert {k: v for k, v in spec.items() if k not in server_set} == with_defaults(manifest["spec"])
     assert spec["nodeName"] == pod.spec.node_name and spec["priority"] == 0
 
-    again = await anyio.to_thread.run_sync(
-        lambda: kemuctl(cluster, "apply", "-n", ns, "-f", path)
-    )
+    again = await anyio.to_thread.run_sync(lambda: kemuctl(cluster, "apply", "-n", ns, "-f", path))
     assert again.returncode == 0, again.stderr
     assert again.stdout.strip() == "pod/nginx unchanged"
 
