@@ -12,13 +12,9 @@ from typing import Any, Final
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.errors import BadRequest, Cause, Invalid
-from kemu.machinery.pod_strategy import (
-    DEFAULT_TERMINATION_GRACE_SECONDS,
-    default_requests_from_limits,
-)
+from kemu.machinery.pod_defaults import default_pod_spec
 from kemu.machinery.qos import compute_qos_class
 
-DEFAULT_SCHEDULER: Final = "default-scheduler"
 PREEMPT_LOWER_PRIORITY: Final = "PreemptLowerPriority"
 
 # Created by the apiserver at start-up, as upstream's scheduling bootstrap does.
@@ -42,15 +38,9 @@ def system_priority_classes() -> list[types_pb2.PriorityClass]:
 
 
 def default_pod(pod: types_pb2.Pod) -> None:
-    """SetDefaults_Pod for the fields kemu models."""
-    spec = pod.spec
-    if not spec.scheduler_name:
-        spec.scheduler_name = DEFAULT_SCHEDULER
-    if not spec.HasField("termination_grace_period_seconds"):
-        spec.termination_grace_period_seconds = DEFAULT_TERMINATION_GRACE_SECONDS
-    if not spec.restart_policy:
-        spec.restart_policy = "Always"
-    default_requests_from_limits(spec)
+    """SetDefaults_Pod (kemu.machinery.pod_defaults); applied on create and on every update
+    (as upstream defaults every decoded object), so it is idempotent."""
+    default_pod_spec(pod.spec)
 
 
 def admit_priority(pod: types_pb2.Pod, classes: Sequence[types_pb2.PriorityClass]) -> None:

@@ -358,6 +358,8 @@ class Registry:
         else:
             if kind.has_status:
                 result.status.CopyFrom(current.status)  # type: ignore[attr-defined]
+            if isinstance(result, types_pb2.Pod):
+                admission.default_pod(result)  # upstream defaults every decoded object
             self._validate_spec_update(kind, current, result)
             if (
                 kind.kind != "Lease"

@@ -7,6 +7,7 @@ from typing import Any, Final
 
 from google.protobuf.message import Message
 
+from kemu.api.v1 import types_pb2
 from kemu.ctl import manifests
 from kemu.ctl.common import (
     Context,
@@ -23,6 +24,7 @@ from kemu.machinery import convert, kinds
 from kemu.machinery.delete_options import BACKGROUND, FOREGROUND, ORPHAN
 from kemu.machinery.errors import ApiError, NotFound
 from kemu.machinery.namespaces import new_namespace
+from kemu.machinery.pod_defaults import default_pod_spec
 
 
 def _placed(ctx: Context, m: Manifest) -> tuple[Message, str]:
@@ -56,6 +58,20 @@ def apply_patch(obj: Message) -> dict[str, Any]:
     return data
 
 
+def _defaulted(kind: kinds.Kind, merged: dict[str, Any]) -> dict[str, Any]:
+    """The merged object as the server would store it: a pod gets the core/v1 defaults its
+    manifest leaves out (the merge replaces whole lists such as containers)."""
+    if kind.kind != "Pod":
+        return merged
+    try:
+        pod = convert.from_dict(kind, merged)
+    except ApiError:
+        return merged  # the server will say what is wrong
+    assert isinstance(pod, types_pb2.Pod)
+    default_pod_spec(pod.spec)
+    return convert.to_dict(pod)
+
+
 async def apply_one(ctx: Context, kind: kinds.Kind, obj: Message, ns: str) -> str:
     """Creates the object or merges it over the live one; returns what happened."""
     name = meta(obj).name
@@ -66,7 +82,7 @@ async def apply_one(ctx: Context, kind: kinds.Kind, obj: Message, ns: str) -> st
         return "created"
     patch = apply_patch(obj)
     current = convert.to_dict(live)
-    if convert.merge_patch(current, patch) == current:
+    if _defaulted(kind, convert.merge_patch(current, patch)) == _defaulted(kind, current):
         return "unchanged"
     await ctx.client.patch(kind.message, name, patch, ns)
     return "configured"

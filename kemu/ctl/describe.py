@@ -147,8 +147,119 @@ def _container_state(w: Writer, level: int, title: str, state: types_pb2.Contain
         w.line(level, f"{title}:", "Waiting")
 
 
+def _int_or_str(v: types_pb2.IntOrString) -> str:
+    return v.str_val if v.WhichOneof("value") == "str_val" else str(v.int_val)
+
+
+def _handler_text(h: types_pb2.Probe | types_pb2.LifecycleHandler) -> str:
+    """A probe's or hook's action as kubectl describe prints it."""
+    if h.HasField("exec"):
+        return f"exec [{' '.join(h.exec.command)}]"
+    if h.HasField("http_get"):
+        g = h.http_get
+        return f"http-get {g.scheme.lower() or 'http'}://{g.host}:{_int_or_str(g.port)}{g.path}"
+    if h.HasField("tcp_socket"):
+        return f"tcp-socket {h.tcp_socket.host}:{_int_or_str(h.tcp_socket.port)}"
+    if isinstance(h, types_pb2.Probe) and h.HasField("grpc"):
+        return f"grpc <pod>:{h.grpc.port} {h.grpc.service}".rstrip()
+    if isinstance(h, types_pb2.LifecycleHandler) and h.HasField("sleep"):
+        return f"sleep {h.sleep.seconds}s"
+    return "unknown"
+
+
+def _probe_text(p: types_pb2.Probe) -> str:
+    return (
+        f"{_handler_text(p)} delay={p.initial_delay_seconds}s timeout={p.timeout_seconds}s "
+        f"period={p.period_seconds}s #success={p.success_threshold} "
+        f"#failure={p.failure_threshold}"
+    )
+
+
+def _env_text(pod: types_pb2.Pod, e: types_pb2.EnvVar) -> str:
+    if not e.HasField("value_from"):
+        return e.value
+    src = e.value_from
+    if src.HasField("field_ref"):
+        ref = src.field_ref
+        known = {
+            "metadata.name": pod.metadata.name,
+            "metadata.namespace": pod.metadata.namespace,
+            "metadata.uid": pod.metadata.uid,
+            "spec.nodeName": pod.spec.node_name,
+            "spec.serviceAccountName": pod.spec.service_account_name,
+            "status.podIP": pod.status.pod_ip,
+            "status.hostIP": pod.status.host_ip,
+        }
+        value = known.get(ref.field_path, "")
+        return f"{value} ({ref.api_version}:{ref.field_path})".lstrip()
+    if src.HasField("resource_field_ref"):
+        ref_ = src.resource_field_ref
+        return f"{ref_.resource} ({ref_.container_name or 'this container'})"
+    if src.HasField("config_map_key_ref"):
+        cm = src.config_map_key_ref
+        return f"<set to the key '{cm.key}' of config map '{cm.name}'>"
+    sk = src.secret_key_ref
+    return f"<set to the key '{sk.key}' in secret '{sk.name}'>"
+
+
+def _describe_container_spec(
+    w: Writer, pod: types_pb2.Pod, c: types_pb2.Container, before_state: bool
+) -> None:
+    """The parts of a container kubectl prints around its state: ports and command before,
+    probes, environment and mounts after (each only when the container has it, unlike
+    kubectl's `Environment: <none>`, so that pods without them read as before)."""
+    if before_state:
+        for field, title in (("container_port", "Port"), ("host_port", "Host Port")):
+            ports = [
+                f"{getattr(p, field)}/{p.protocol or 'TCP'}" + (f" ({p.name})" if p.name else "")
+                for p in c.ports
+            ]
+            if ports:
+                w.line(2, f"{title}:", ", ".join(ports))
+        for values, title in ((c.command, "Command"), (c.args, "Args")):
+            if values:
+                w.line(2, f"{title}:")
+                for v in values:
+                    w.line(3, v)
+        return
+    for field, title in (
+        ("liveness_probe", "Liveness"),
+        ("readiness_probe", "Readiness"),
+        ("startup_probe", "Startup"),
+    ):
+        if c.HasField(field):
+            w.line(2, f"{title}:", _probe_text(getattr(c, field)))
+    if c.HasField("lifecycle"):
+        for field, title in (("post_start", "PostStart"), ("pre_stop", "PreStop")):
+            if c.lifecycle.HasField(field):
+                w.line(2, f"{title}:", _handler_text(getattr(c.lifecycle, field)))
+    if c.env_from:
+        w.line(2, "Environment Variables from:")
+        for ef in c.env_from:
+            kind, name = (
+                ("ConfigMap", ef.config_map_ref.name)
+                if ef.HasField("config_map_ref")
+                else ("Secret", ef.secret_ref.name)
+            )
+            w.line(
+                3,
+                name,
+                f"{kind}  Optional: false" + (f"  Prefix: {ef.prefix}" if ef.prefix else ""),
+            )
+    if c.env:
+        w.line(2, "Environment:")
+        for e in c.env:
+            w.line(3, f"{e.name}:", _env_text(pod, e))
+    if c.volume_mounts:
+        w.line(2, "Mounts:")
+        for m in c.volume_mounts:
+            sub = f" (path={m.sub_path})" if m.sub_path else ""
+            w.line(3, f"{m.mount_path} from {m.name} ({'ro' if m.read_only else 'rw'}){sub}")
+
+
 def _describe_containers(
     w: Writer,
+    pod: types_pb2.Pod,
     title: str,
     containers: Iterable[types_pb2.Container],
     statuses: Iterable[types_pb2.ContainerStatus],
@@ -161,6 +272,7 @@ def _describe_containers(
     for c in containers:
         w.line(1, f"{c.name}:")
         w.line(2, "Image:", c.image or NONE)
+        _describe_container_spec(w, pod, c, before_state=True)
         if c.HasField("restart_policy"):
             w.line(2, "Restart Policy:", c.restart_policy)
         st = by_name.get(c.name)
@@ -181,6 +293,56 @@ def _describe_containers(
                 "Resize Policy:",
                 ", ".join(f"{p.resource_name}={p.restart_policy}" for p in c.resize_policy),
             )
+        _describe_container_spec(w, pod, c, before_state=False)
+
+
+def _volume_lines(v: types_pb2.Volume) -> list[tuple[str, str]]:
+    if v.HasField("empty_dir"):
+        return [
+            ("Type:", "EmptyDir (a temporary directory that shares a pod's lifetime)"),
+            ("Medium:", v.empty_dir.medium),
+            ("SizeLimit:", v.empty_dir.size_limit or "<unset>"),
+        ]
+    if v.HasField("host_path"):
+        return [
+            ("Type:", "HostPath (bare host directory volume)"),
+            ("Path:", v.host_path.path),
+            ("HostPathType:", v.host_path.type),
+        ]
+    if v.HasField("config_map"):
+        return [
+            ("Type:", "ConfigMap (a volume populated by a ConfigMap)"),
+            ("Name:", v.config_map.name),
+        ]
+    if v.HasField("secret"):
+        return [
+            ("Type:", "Secret (a volume populated by a Secret)"),
+            ("SecretName:", v.secret.secret_name),
+        ]
+    if v.HasField("persistent_volume_claim"):
+        return [
+            (
+                "Type:",
+                "PersistentVolumeClaim (a reference to a PersistentVolumeClaim in the same "
+                "namespace)",
+            ),
+            ("ClaimName:", v.persistent_volume_claim.claim_name),
+            ("ReadOnly:", str(v.persistent_volume_claim.read_only).lower()),
+        ]
+    if v.HasField("downward_api"):
+        return [("Type:", "DownwardAPI (a volume populated by information about the pod)")]
+    return [("Type:", "Projected (a volume that contains injected data from multiple sources)")]
+
+
+def _describe_volumes(w: Writer, volumes: Iterable[types_pb2.Volume]) -> None:
+    volumes = list(volumes)
+    if not volumes:
+        return
+    w.line(0, "Volumes:")
+    for v in volumes:
+        w.line(1, f"{v.name}:")
+        for key, value in _volume_lines(v):
+            w.line(2, key, value)
 
 
 def _describe_conditions(w: Writer, conditions: list[Any]) -> None:
@@ -253,10 +415,11 @@ def describe_pod(pod: types_pb2.Pod, events: list[types_pb2.Event], now: float) 
         owner = pod.metadata.owner_references[0]
         w.line(0, "Controlled By:", f"{owner.kind}/{owner.name}")
     _describe_containers(
-        w, "Init Containers", pod.spec.init_containers, pod.status.init_container_statuses
+        w, pod, "Init Containers", pod.spec.init_containers, pod.status.init_container_statuses
     )
-    _describe_containers(w, "Containers", pod.spec.containers, pod.status.container_statuses)
+    _describe_containers(w, pod, "Containers", pod.spec.containers, pod.status.container_statuses)
     _describe_conditions(w, list(pod.status.conditions))
+    _describe_volumes(w, pod.spec.volumes)
     if pod.spec.HasField("resources"):
         _resource_block(w, 0, "Pod Limits", pod.spec.resources.limits)
         _resource_block(w, 0, "Pod Requests", pod.spec.resources.requests)

@@ -45,6 +45,8 @@ _INT_TYPES: Final = frozenset(
 _QUANTITY_MAPS: Final = frozenset(
     {"requests", "limits", "capacity", "allocatable", "overhead", "allocated_resources"}
 )
+# Scalar quantity fields (emptyDir.sizeLimit, resourceFieldRef.divisor) accept numbers too.
+_QUANTITY_FIELDS: Final = frozenset({"size_limit", "divisor"})
 _INT32_LIMIT: Final = 2**31
 _INT64_LIMIT: Final = 2**63
 
@@ -150,15 +152,23 @@ def _message_out(msg: Message) -> Any:
     return message_to_dict(msg)
 
 
+@cache
+def _by_name(desc: Descriptor) -> dict[str, _Field]:
+    return {f.fd.name: f for f in _fields(desc)}
+
+
 def message_to_dict(msg: Message) -> dict[str, Any]:
-    """A message as a JSON-ready dict with Kubernetes field names, empty fields omitted."""
+    """A message as a JSON-ready dict with Kubernetes field names, empty fields omitted.
+
+    ListFields yields only what is set (in field-number order, which is declaration order in
+    kemu's protos), so the cost grows with what an object carries, not with how many fields
+    its kind has: a pod without probes or volumes pays nothing for them.
+    """
     out: dict[str, Any] = {}
-    for f in _fields(msg.DESCRIPTOR):
-        fd = f.fd
-        value = getattr(msg, fd.name)
+    fields = _by_name(msg.DESCRIPTOR)
+    for fd, value in msg.ListFields():
+        f = fields[fd.name]
         if f.is_map:
-            if not value:
-                continue
             if f.message is not None:
                 out[f.json_name] = {k: _message_out(v) for k, v in sorted(value.items())}
             elif f.map_value is not None and f.map_value.type == FieldDescriptor.TYPE_BYTES:
@@ -168,22 +178,15 @@ def message_to_dict(msg: Message) -> dict[str, Any]:
             else:
                 out[f.json_name] = dict(sorted(value.items()))
         elif f.repeated:
-            if not value:
-                continue
             if f.message is not None:
                 out[f.json_name] = [_message_out(v) for v in value]
             else:
                 out[f.json_name] = list(value)
         elif f.message is not None:
-            if not msg.HasField(fd.name):
-                continue
             rendered = _message_out(value)
             if rendered is not None:
                 out[f.json_name] = rendered
-        elif f.presence:
-            if msg.HasField(fd.name):
-                out[f.json_name] = _scalar_out(fd, value)
-        elif value:
+        else:
             out[f.json_name] = _scalar_out(fd, value)
     return out
 
@@ -335,7 +338,9 @@ def fill_message(msg: Message, data: Any, path: str = "") -> None:
             fill_message(child, value, sub)
             child.SetInParent()
         else:
-            setattr(msg, fd.name, _scalar_in(fd, value, sub))
+            setattr(
+                msg, fd.name, _scalar_in(fd, value, sub, lenient_str=fd.name in _QUANTITY_FIELDS)
+            )
 
 
 def from_dict(kind: Kind, data: Any) -> Message:

@@ -7,16 +7,16 @@ Semantics are upstream's (pkg/scheduler/apis/config/v1 defaults, framework/runti
 - Every profile starts from the default profile `default-scheduler`, whose plugins are all
   enabled through `multiPoint` (upstream v1 default_plugins.go, in upstream's order):
   SchedulingGates, PrioritySort, NodeUnschedulable, NodeName, TaintToleration (score weight 3),
-  NodeAffinity (2), DeferredPodScheduling, NodeResourcesFit (1), InterPodAffinity (2),
-  DefaultPreemption, NodeResourcesBalancedAllocation (1), DefaultBinder. kemu leaves out the
-  plugins it does not implement: NodePorts, the volume plugins (VolumeRestrictions,
+  NodeAffinity (2), NodePorts, DeferredPodScheduling, NodeResourcesFit (1), InterPodAffinity
+  (2), DefaultPreemption, NodeResourcesBalancedAllocation (1), DefaultBinder. kemu leaves out
+  the plugins it does not implement: the volume plugins (VolumeRestrictions,
   NodeVolumeLimits, VolumeBinding, VolumeZone, EBS/GCE/Azure limits), DynamicResources,
   PodTopologySpread and ImageLocality; DefaultPreemption and DeferredPodScheduling are listed
   only when the registry has them. DeferredPodScheduling (KEP-5836, a no-op unless its gate is
   on) must filter before NodeResourcesFit: on a node that disables resize preemption its
   UnschedulableAndUnresolvable, not NodeResourcesFit's Unschedulable, has to be the node's
   status, or preemption would run there. Upstream's exact slot was not available; kemu puts
-  it where upstream has NodePorts, just before NodeResourcesFit.
+  it between NodePorts and NodeResourcesFit.
 - A profile's `plugins` are merged into the defaults per extension point: a `disabled` name
   removes that default (`*` removes them all), an `enabled` plugin that is a default replaces
   it in place (new weight), other enabled plugins are appended.
@@ -63,6 +63,7 @@ DEFAULT_MULTI_POINT: Final[tuple[tuple[str, int | None], ...]] = (
     ("NodeName", None),
     ("TaintToleration", 3),
     ("NodeAffinity", 2),
+    ("NodePorts", None),
     (DEFERRED_POD_SCHEDULING, None),
     ("NodeResourcesFit", 1),
     ("InterPodAffinity", 2),

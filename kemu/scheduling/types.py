@@ -2,8 +2,8 @@
 
 `PodInfo` wraps a pod with what every cycle needs precomputed: its resource requests (with the
 in-place resize rules of component-helpers/resource) and its parsed affinity terms. `NodeInfo`
-aggregates a node's pods: requested resources, pod count, pods with (anti-)affinity. Protobuf
-objects inside are never mutated: they are the informer's.
+aggregates a node's pods: requested resources, pod count, pods with (anti-)affinity, the host
+ports in use. Protobuf objects inside are never mutated: they are the informer's.
 
 Resources are exact integers: milli-CPU, bytes, counts.
 """
@@ -207,10 +207,91 @@ def _affinity_term(owner: types_pb2.Pod, t: types_pb2.PodAffinityTerm) -> Affini
     return AffinityTerm(selector, namespaces, t.topology_key, namespace_selector)
 
 
+# ---------------------------------------------------------------- host ports
+
+DEFAULT_BIND_ALL_HOST_IP: Final = "0.0.0.0"
+PROTOCOL_TCP: Final = "TCP"
+
+# (hostIP, protocol, hostPort) with upstream's sanitizing: "" is 0.0.0.0, no protocol is TCP.
+HostPort = tuple[str, str, int]
+
+
+def get_host_ports(pod: types_pb2.Pod) -> tuple[HostPort, ...]:
+    """The host ports a pod holds while it runs (upstream schedutil.GetHostPorts): ports with a
+    hostPort of its containers and of its restartable (sidecar) init containers. Runs for every
+    PodInfo: a pod without ports costs one read of each container's ports."""
+    spec = pod.spec
+    out: list[HostPort] = []
+    if spec.init_containers:
+        for c in spec.init_containers:
+            if c.ports and c.restart_policy == "Always":
+                out += _container_host_ports(c)
+    for c in spec.containers:
+        if c.ports:
+            out += _container_host_ports(c)
+    return tuple(out) if out else ()
+
+
+def _container_host_ports(c: types_pb2.Container) -> list[HostPort]:
+    return [
+        (p.host_ip or DEFAULT_BIND_ALL_HOST_IP, p.protocol or PROTOCOL_TCP, p.host_port)
+        for p in c.ports
+        if p.host_port > 0
+    ]
+
+
+class HostPortInfo:
+    """The host ports in use on a node (upstream framework.HostPortInfo), counted per pod so
+    that removing one of two pods that claim a port (an assumed and a nominated one) keeps it
+    in use. A port bound to 0.0.0.0 conflicts with the same protocol/port on every IP."""
+
+    __slots__ = ("_ports",)
+
+    def __init__(self) -> None:
+        # (protocol, port) -> {hostIP: number of pods}
+        self._ports: dict[tuple[str, int], dict[str, int]] = {}
+
+    def add(self, hp: HostPort) -> None:
+        ip, protocol, port = hp
+        by_ip = self._ports.setdefault((protocol, port), {})
+        by_ip[ip] = by_ip.get(ip, 0) + 1
+
+    def remove(self, hp: HostPort) -> None:
+        ip, protocol, port = hp
+        by_ip = self._ports.get((protocol, port))
+        if by_ip is None or ip not in by_ip:
+            return
+        by_ip[ip] -= 1
+        if not by_ip[ip]:
+            del by_ip[ip]
+            if not by_ip:
+                del self._ports[(protocol, port)]
+
+    def check_conflict(self, hp: HostPort) -> bool:
+        ip, protocol, port = hp
+        by_ip = self._ports.get((protocol, port))
+        if not by_ip:
+            return False
+        return ip == DEFAULT_BIND_ALL_HOST_IP or ip in by_ip or DEFAULT_BIND_ALL_HOST_IP in by_ip
+
+    def clone(self) -> HostPortInfo:
+        c = HostPortInfo()
+        if self._ports:
+            c._ports = {k: dict(v) for k, v in self._ports.items()}
+        return c
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self._ports.values())
+
+    def __bool__(self) -> bool:
+        return bool(self._ports)
+
+
 class PodInfo:
     """A pod with what scheduling needs precomputed. Never mutate `pod`."""
 
     __slots__ = (
+        "host_ports",
         "non_zero_requests",
         "pod",
         "preferred_affinity_terms",
@@ -233,6 +314,7 @@ class PodInfo:
         self.requests, self.non_zero_requests = pod_requests(
             pod, in_place_resize=in_place_resize, per_container_max=per_container_max
         )
+        self.host_ports = get_host_ports(pod)
         aff = pod.spec.affinity
         pa, paa = aff.pod_affinity, aff.pod_anti_affinity
         self.required_affinity_terms = [
@@ -298,6 +380,7 @@ class NodeInfo:
         "requested",
         "taints",
         "unschedulable",
+        "used_ports",
     )
 
     def __init__(self, node: types_pb2.Node | None = None) -> None:
@@ -314,6 +397,7 @@ class NodeInfo:
         self.requested = Resource()
         self.non_zero_requested = Resource()
         self.allocatable = Resource()
+        self.used_ports = HostPortInfo()
         self.generation = next_generation()
         if node is not None:
             self.set_node(node)
@@ -339,6 +423,8 @@ class NodeInfo:
             self.pods_with_required_anti_affinity.append(pi)
         self.requested.add(pi.requests)
         self.non_zero_requested.add(pi.non_zero_requests)
+        for hp in pi.host_ports:
+            self.used_ports.add(hp)
         self.generation = next_generation()
 
     def add_pod(self, pod: types_pb2.Pod) -> None:
@@ -356,6 +442,8 @@ class NodeInfo:
                 ]
                 self.requested.sub(pi.requests)
                 self.non_zero_requested.sub(pi.non_zero_requests)
+                for hp in pi.host_ports:
+                    self.used_ports.remove(hp)
                 self.generation = next_generation()
                 return True
         return False
@@ -373,6 +461,7 @@ class NodeInfo:
         c.requested = self.requested.clone()
         c.non_zero_requested = self.non_zero_requested.clone()
         c.allocatable = self.allocatable.clone()
+        c.used_ports = self.used_ports.clone()
         c.generation = self.generation
         return c
 

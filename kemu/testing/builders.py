@@ -117,6 +117,25 @@ class PodBuilder:
         self._current.resources.limits.update(_resources(resources, kwargs))
         return self
 
+    def port(
+        self,
+        container_port: int,
+        host_port: int = 0,
+        *,
+        protocol: str = "TCP",
+        host_ip: str = "",
+        name: str = "",
+    ) -> Self:
+        """A port of the current container (a hostPort makes the NodePorts plugin place it)."""
+        self._current.ports.add(
+            name=name,
+            container_port=container_port,
+            host_port=host_port,
+            protocol=protocol,
+            host_ip=host_ip,
+        )
+        return self
+
     def resize_policy(self, resource: str, restart_policy: str = "NotRequired") -> Self:
         self._current.resize_policy.add(resource_name=resource, restart_policy=restart_policy)
         return self

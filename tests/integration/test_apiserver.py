@@ -500,9 +500,9 @@ async def test_a_resize_that_changes_nothing_keeps_the_generation(cluster):
     async with _client(cluster) as c:
         ns = await create_namespace(c, "noop")
         pod = make_pod("p").namespace(ns).req(cpu="500m").obj()
-        sidecar = pod.spec.init_containers.add(name="side", restart_policy="Always")
+        sidecar = pod.spec.init_containers.add(name="side", image="i", restart_policy="Always")
         sidecar.resources.requests["cpu"] = "100m"
-        pod.spec.containers.add(name="bare")  # no resources at all
+        pod.spec.containers.add(name="bare", image="i")  # no resources at all
         created = await c.create(pod)
         same = await c.resize(created)
         assert same.metadata.generation == created.metadata.generation

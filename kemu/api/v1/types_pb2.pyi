@@ -166,21 +166,509 @@ class ContainerResizePolicy(_message.Message):
     restart_policy: str
     def __init__(self, resource_name: _Optional[str] = ..., restart_policy: _Optional[str] = ...) -> None: ...
 
+class ContainerPort(_message.Message):
+    __slots__ = ("name", "host_port", "container_port", "protocol", "host_ip")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    HOST_PORT_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_PORT_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    HOST_IP_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    host_port: int
+    container_port: int
+    protocol: str
+    host_ip: str
+    def __init__(self, name: _Optional[str] = ..., host_port: _Optional[int] = ..., container_port: _Optional[int] = ..., protocol: _Optional[str] = ..., host_ip: _Optional[str] = ...) -> None: ...
+
+class ObjectFieldSelector(_message.Message):
+    __slots__ = ("api_version", "field_path")
+    API_VERSION_FIELD_NUMBER: _ClassVar[int]
+    FIELD_PATH_FIELD_NUMBER: _ClassVar[int]
+    api_version: str
+    field_path: str
+    def __init__(self, api_version: _Optional[str] = ..., field_path: _Optional[str] = ...) -> None: ...
+
+class ResourceFieldSelector(_message.Message):
+    __slots__ = ("container_name", "resource", "divisor")
+    CONTAINER_NAME_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    DIVISOR_FIELD_NUMBER: _ClassVar[int]
+    container_name: str
+    resource: str
+    divisor: str
+    def __init__(self, container_name: _Optional[str] = ..., resource: _Optional[str] = ..., divisor: _Optional[str] = ...) -> None: ...
+
+class ConfigMapKeySelector(_message.Message):
+    __slots__ = ("name", "key", "optional")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    OPTIONAL_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    key: str
+    optional: bool
+    def __init__(self, name: _Optional[str] = ..., key: _Optional[str] = ..., optional: _Optional[bool] = ...) -> None: ...
+
+class SecretKeySelector(_message.Message):
+    __slots__ = ("name", "key", "optional")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    OPTIONAL_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    key: str
+    optional: bool
+    def __init__(self, name: _Optional[str] = ..., key: _Optional[str] = ..., optional: _Optional[bool] = ...) -> None: ...
+
+class EnvVarSource(_message.Message):
+    __slots__ = ("field_ref", "resource_field_ref", "config_map_key_ref", "secret_key_ref")
+    FIELD_REF_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_FIELD_REF_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_MAP_KEY_REF_FIELD_NUMBER: _ClassVar[int]
+    SECRET_KEY_REF_FIELD_NUMBER: _ClassVar[int]
+    field_ref: ObjectFieldSelector
+    resource_field_ref: ResourceFieldSelector
+    config_map_key_ref: ConfigMapKeySelector
+    secret_key_ref: SecretKeySelector
+    def __init__(self, field_ref: _Optional[_Union[ObjectFieldSelector, _Mapping]] = ..., resource_field_ref: _Optional[_Union[ResourceFieldSelector, _Mapping]] = ..., config_map_key_ref: _Optional[_Union[ConfigMapKeySelector, _Mapping]] = ..., secret_key_ref: _Optional[_Union[SecretKeySelector, _Mapping]] = ...) -> None: ...
+
+class EnvVar(_message.Message):
+    __slots__ = ("name", "value", "value_from")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FROM_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    value: str
+    value_from: EnvVarSource
+    def __init__(self, name: _Optional[str] = ..., value: _Optional[str] = ..., value_from: _Optional[_Union[EnvVarSource, _Mapping]] = ...) -> None: ...
+
+class ConfigMapEnvSource(_message.Message):
+    __slots__ = ("name", "optional")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OPTIONAL_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    optional: bool
+    def __init__(self, name: _Optional[str] = ..., optional: _Optional[bool] = ...) -> None: ...
+
+class SecretEnvSource(_message.Message):
+    __slots__ = ("name", "optional")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OPTIONAL_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    optional: bool
+    def __init__(self, name: _Optional[str] = ..., optional: _Optional[bool] = ...) -> None: ...
+
+class EnvFromSource(_message.Message):
+    __slots__ = ("prefix", "config_map_ref", "secret_ref")
+    PREFIX_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_MAP_REF_FIELD_NUMBER: _ClassVar[int]
+    SECRET_REF_FIELD_NUMBER: _ClassVar[int]
+    prefix: str
+    config_map_ref: ConfigMapEnvSource
+    secret_ref: SecretEnvSource
+    def __init__(self, prefix: _Optional[str] = ..., config_map_ref: _Optional[_Union[ConfigMapEnvSource, _Mapping]] = ..., secret_ref: _Optional[_Union[SecretEnvSource, _Mapping]] = ...) -> None: ...
+
+class VolumeMount(_message.Message):
+    __slots__ = ("name", "read_only", "recursive_read_only", "mount_path", "sub_path", "mount_propagation", "sub_path_expr")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    READ_ONLY_FIELD_NUMBER: _ClassVar[int]
+    RECURSIVE_READ_ONLY_FIELD_NUMBER: _ClassVar[int]
+    MOUNT_PATH_FIELD_NUMBER: _ClassVar[int]
+    SUB_PATH_FIELD_NUMBER: _ClassVar[int]
+    MOUNT_PROPAGATION_FIELD_NUMBER: _ClassVar[int]
+    SUB_PATH_EXPR_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    read_only: bool
+    recursive_read_only: str
+    mount_path: str
+    sub_path: str
+    mount_propagation: str
+    sub_path_expr: str
+    def __init__(self, name: _Optional[str] = ..., read_only: _Optional[bool] = ..., recursive_read_only: _Optional[str] = ..., mount_path: _Optional[str] = ..., sub_path: _Optional[str] = ..., mount_propagation: _Optional[str] = ..., sub_path_expr: _Optional[str] = ...) -> None: ...
+
+class VolumeDevice(_message.Message):
+    __slots__ = ("name", "device_path")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_PATH_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    device_path: str
+    def __init__(self, name: _Optional[str] = ..., device_path: _Optional[str] = ...) -> None: ...
+
+class ExecAction(_message.Message):
+    __slots__ = ("command",)
+    COMMAND_FIELD_NUMBER: _ClassVar[int]
+    command: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, command: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class HTTPHeader(_message.Message):
+    __slots__ = ("name", "value")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    value: str
+    def __init__(self, name: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+
+class HTTPGetAction(_message.Message):
+    __slots__ = ("path", "port", "host", "scheme", "http_headers")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    SCHEME_FIELD_NUMBER: _ClassVar[int]
+    HTTP_HEADERS_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    port: IntOrString
+    host: str
+    scheme: str
+    http_headers: _containers.RepeatedCompositeFieldContainer[HTTPHeader]
+    def __init__(self, path: _Optional[str] = ..., port: _Optional[_Union[IntOrString, _Mapping]] = ..., host: _Optional[str] = ..., scheme: _Optional[str] = ..., http_headers: _Optional[_Iterable[_Union[HTTPHeader, _Mapping]]] = ...) -> None: ...
+
+class TCPSocketAction(_message.Message):
+    __slots__ = ("port", "host")
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    port: IntOrString
+    host: str
+    def __init__(self, port: _Optional[_Union[IntOrString, _Mapping]] = ..., host: _Optional[str] = ...) -> None: ...
+
+class GRPCAction(_message.Message):
+    __slots__ = ("port", "service")
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    SERVICE_FIELD_NUMBER: _ClassVar[int]
+    port: int
+    service: str
+    def __init__(self, port: _Optional[int] = ..., service: _Optional[str] = ...) -> None: ...
+
+class SleepAction(_message.Message):
+    __slots__ = ("seconds",)
+    SECONDS_FIELD_NUMBER: _ClassVar[int]
+    seconds: int
+    def __init__(self, seconds: _Optional[int] = ...) -> None: ...
+
+class Probe(_message.Message):
+    __slots__ = ("exec", "http_get", "tcp_socket", "grpc", "initial_delay_seconds", "timeout_seconds", "period_seconds", "success_threshold", "failure_threshold", "termination_grace_period_seconds")
+    EXEC_FIELD_NUMBER: _ClassVar[int]
+    HTTP_GET_FIELD_NUMBER: _ClassVar[int]
+    TCP_SOCKET_FIELD_NUMBER: _ClassVar[int]
+    GRPC_FIELD_NUMBER: _ClassVar[int]
+    INITIAL_DELAY_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    PERIOD_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    SUCCESS_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    FAILURE_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    TERMINATION_GRACE_PERIOD_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    exec: ExecAction
+    http_get: HTTPGetAction
+    tcp_socket: TCPSocketAction
+    grpc: GRPCAction
+    initial_delay_seconds: int
+    timeout_seconds: int
+    period_seconds: int
+    success_threshold: int
+    failure_threshold: int
+    termination_grace_period_seconds: int
+    def __init__(self, exec: _Optional[_Union[ExecAction, _Mapping]] = ..., http_get: _Optional[_Union[HTTPGetAction, _Mapping]] = ..., tcp_socket: _Optional[_Union[TCPSocketAction, _Mapping]] = ..., grpc: _Optional[_Union[GRPCAction, _Mapping]] = ..., initial_delay_seconds: _Optional[int] = ..., timeout_seconds: _Optional[int] = ..., period_seconds: _Optional[int] = ..., success_threshold: _Optional[int] = ..., failure_threshold: _Optional[int] = ..., termination_grace_period_seconds: _Optional[int] = ...) -> None: ...
+
+class LifecycleHandler(_message.Message):
+    __slots__ = ("exec", "http_get", "tcp_socket", "sleep")
+    EXEC_FIELD_NUMBER: _ClassVar[int]
+    HTTP_GET_FIELD_NUMBER: _ClassVar[int]
+    TCP_SOCKET_FIELD_NUMBER: _ClassVar[int]
+    SLEEP_FIELD_NUMBER: _ClassVar[int]
+    exec: ExecAction
+    http_get: HTTPGetAction
+    tcp_socket: TCPSocketAction
+    sleep: SleepAction
+    def __init__(self, exec: _Optional[_Union[ExecAction, _Mapping]] = ..., http_get: _Optional[_Union[HTTPGetAction, _Mapping]] = ..., tcp_socket: _Optional[_Union[TCPSocketAction, _Mapping]] = ..., sleep: _Optional[_Union[SleepAction, _Mapping]] = ...) -> None: ...
+
+class Lifecycle(_message.Message):
+    __slots__ = ("post_start", "pre_stop", "stop_signal")
+    POST_START_FIELD_NUMBER: _ClassVar[int]
+    PRE_STOP_FIELD_NUMBER: _ClassVar[int]
+    STOP_SIGNAL_FIELD_NUMBER: _ClassVar[int]
+    post_start: LifecycleHandler
+    pre_stop: LifecycleHandler
+    stop_signal: str
+    def __init__(self, post_start: _Optional[_Union[LifecycleHandler, _Mapping]] = ..., pre_stop: _Optional[_Union[LifecycleHandler, _Mapping]] = ..., stop_signal: _Optional[str] = ...) -> None: ...
+
+class Capabilities(_message.Message):
+    __slots__ = ("add", "drop")
+    ADD_FIELD_NUMBER: _ClassVar[int]
+    DROP_FIELD_NUMBER: _ClassVar[int]
+    add: _containers.RepeatedScalarFieldContainer[str]
+    drop: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, add: _Optional[_Iterable[str]] = ..., drop: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class SELinuxOptions(_message.Message):
+    __slots__ = ("user", "role", "type", "level")
+    USER_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    user: str
+    role: str
+    type: str
+    level: str
+    def __init__(self, user: _Optional[str] = ..., role: _Optional[str] = ..., type: _Optional[str] = ..., level: _Optional[str] = ...) -> None: ...
+
+class WindowsSecurityContextOptions(_message.Message):
+    __slots__ = ("gmsa_credential_spec_name", "gmsa_credential_spec", "run_as_user_name", "host_process")
+    GMSA_CREDENTIAL_SPEC_NAME_FIELD_NUMBER: _ClassVar[int]
+    GMSA_CREDENTIAL_SPEC_FIELD_NUMBER: _ClassVar[int]
+    RUN_AS_USER_NAME_FIELD_NUMBER: _ClassVar[int]
+    HOST_PROCESS_FIELD_NUMBER: _ClassVar[int]
+    gmsa_credential_spec_name: str
+    gmsa_credential_spec: str
+    run_as_user_name: str
+    host_process: bool
+    def __init__(self, gmsa_credential_spec_name: _Optional[str] = ..., gmsa_credential_spec: _Optional[str] = ..., run_as_user_name: _Optional[str] = ..., host_process: _Optional[bool] = ...) -> None: ...
+
+class SeccompProfile(_message.Message):
+    __slots__ = ("type", "localhost_profile")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    LOCALHOST_PROFILE_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    localhost_profile: str
+    def __init__(self, type: _Optional[str] = ..., localhost_profile: _Optional[str] = ...) -> None: ...
+
+class AppArmorProfile(_message.Message):
+    __slots__ = ("type", "localhost_profile")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    LOCALHOST_PROFILE_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    localhost_profile: str
+    def __init__(self, type: _Optional[str] = ..., localhost_profile: _Optional[str] = ...) -> None: ...
+
+class SecurityContext(_message.Message):
+    __slots__ = ("capabilities", "privileged", "se_linux_options", "windows_options", "run_as_user", "run_as_group", "run_as_non_root", "read_only_root_filesystem", "allow_privilege_escalation", "proc_mount", "seccomp_profile", "app_armor_profile")
+    CAPABILITIES_FIELD_NUMBER: _ClassVar[int]
+    PRIVILEGED_FIELD_NUMBER: _ClassVar[int]
+    SE_LINUX_OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    WINDOWS_OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    RUN_AS_USER_FIELD_NUMBER: _ClassVar[int]
+    RUN_AS_GROUP_FIELD_NUMBER: _ClassVar[int]
+    RUN_AS_NON_ROOT_FIELD_NUMBER: _ClassVar[int]
+    READ_ONLY_ROOT_FILESYSTEM_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_PRIVILEGE_ESCALATION_FIELD_NUMBER: _ClassVar[int]
+    PROC_MOUNT_FIELD_NUMBER: _ClassVar[int]
+    SECCOMP_PROFILE_FIELD_NUMBER: _ClassVar[int]
+    APP_ARMOR_PROFILE_FIELD_NUMBER: _ClassVar[int]
+    capabilities: Capabilities
+    privileged: bool
+    se_linux_options: SELinuxOptions
+    windows_options: WindowsSecurityContextOptions
+    run_as_user: int
+    run_as_group: int
+    run_as_non_root: bool
+    read_only_root_filesystem: bool
+    allow_privilege_escalation: bool
+    proc_mount: str
+    seccomp_profile: SeccompProfile
+    app_armor_profile: AppArmorProfile
+    def __init__(self, capabilities: _Optional[_Union[Capabilities, _Mapping]] = ..., privileged: _Optional[bool] = ..., se_linux_options: _Optional[_Union[SELinuxOptions, _Mapping]] = ..., windows_options: _Optional[_Union[WindowsSecurityContextOptions, _Mapping]] = ..., run_as_user: _Optional[int] = ..., run_as_group: _Optional[int] = ..., run_as_non_root: _Optional[bool] = ..., read_only_root_filesystem: _Optional[bool] = ..., allow_privilege_escalation: _Optional[bool] = ..., proc_mount: _Optional[str] = ..., seccomp_profile: _Optional[_Union[SeccompProfile, _Mapping]] = ..., app_armor_profile: _Optional[_Union[AppArmorProfile, _Mapping]] = ...) -> None: ...
+
 class Container(_message.Message):
-    __slots__ = ("name", "image", "resources", "resize_policy", "restart_policy", "command")
+    __slots__ = ("name", "image", "resources", "resize_policy", "restart_policy", "command", "args", "working_dir", "ports", "env_from", "env", "volume_mounts", "volume_devices", "liveness_probe", "readiness_probe", "startup_probe", "lifecycle", "termination_message_path", "termination_message_policy", "image_pull_policy", "security_context", "stdin", "stdin_once", "tty")
     NAME_FIELD_NUMBER: _ClassVar[int]
     IMAGE_FIELD_NUMBER: _ClassVar[int]
     RESOURCES_FIELD_NUMBER: _ClassVar[int]
     RESIZE_POLICY_FIELD_NUMBER: _ClassVar[int]
     RESTART_POLICY_FIELD_NUMBER: _ClassVar[int]
     COMMAND_FIELD_NUMBER: _ClassVar[int]
+    ARGS_FIELD_NUMBER: _ClassVar[int]
+    WORKING_DIR_FIELD_NUMBER: _ClassVar[int]
+    PORTS_FIELD_NUMBER: _ClassVar[int]
+    ENV_FROM_FIELD_NUMBER: _ClassVar[int]
+    ENV_FIELD_NUMBER: _ClassVar[int]
+    VOLUME_MOUNTS_FIELD_NUMBER: _ClassVar[int]
+    VOLUME_DEVICES_FIELD_NUMBER: _ClassVar[int]
+    LIVENESS_PROBE_FIELD_NUMBER: _ClassVar[int]
+    READINESS_PROBE_FIELD_NUMBER: _ClassVar[int]
+    STARTUP_PROBE_FIELD_NUMBER: _ClassVar[int]
+    LIFECYCLE_FIELD_NUMBER: _ClassVar[int]
+    TERMINATION_MESSAGE_PATH_FIELD_NUMBER: _ClassVar[int]
+    TERMINATION_MESSAGE_POLICY_FIELD_NUMBER: _ClassVar[int]
+    IMAGE_PULL_POLICY_FIELD_NUMBER: _ClassVar[int]
+    SECURITY_CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    STDIN_FIELD_NUMBER: _ClassVar[int]
+    STDIN_ONCE_FIELD_NUMBER: _ClassVar[int]
+    TTY_FIELD_NUMBER: _ClassVar[int]
     name: str
     image: str
     resources: ResourceRequirements
     resize_policy: _containers.RepeatedCompositeFieldContainer[ContainerResizePolicy]
     restart_policy: str
     command: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, name: _Optional[str] = ..., image: _Optional[str] = ..., resources: _Optional[_Union[ResourceRequirements, _Mapping]] = ..., resize_policy: _Optional[_Iterable[_Union[ContainerResizePolicy, _Mapping]]] = ..., restart_policy: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ...) -> None: ...
+    args: _containers.RepeatedScalarFieldContainer[str]
+    working_dir: str
+    ports: _containers.RepeatedCompositeFieldContainer[ContainerPort]
+    env_from: _containers.RepeatedCompositeFieldContainer[EnvFromSource]
+    env: _containers.RepeatedCompositeFieldContainer[EnvVar]
+    volume_mounts: _containers.RepeatedCompositeFieldContainer[VolumeMount]
+    volume_devices: _containers.RepeatedCompositeFieldContainer[VolumeDevice]
+    liveness_probe: Probe
+    readiness_probe: Probe
+    startup_probe: Probe
+    lifecycle: Lifecycle
+    termination_message_path: str
+    termination_message_policy: str
+    image_pull_policy: str
+    security_context: SecurityContext
+    stdin: bool
+    stdin_once: bool
+    tty: bool
+    def __init__(self, name: _Optional[str] = ..., image: _Optional[str] = ..., resources: _Optional[_Union[ResourceRequirements, _Mapping]] = ..., resize_policy: _Optional[_Iterable[_Union[ContainerResizePolicy, _Mapping]]] = ..., restart_policy: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., args: _Optional[_Iterable[str]] = ..., working_dir: _Optional[str] = ..., ports: _Optional[_Iterable[_Union[ContainerPort, _Mapping]]] = ..., env_from: _Optional[_Iterable[_Union[EnvFromSource, _Mapping]]] = ..., env: _Optional[_Iterable[_Union[EnvVar, _Mapping]]] = ..., volume_mounts: _Optional[_Iterable[_Union[VolumeMount, _Mapping]]] = ..., volume_devices: _Optional[_Iterable[_Union[VolumeDevice, _Mapping]]] = ..., liveness_probe: _Optional[_Union[Probe, _Mapping]] = ..., readiness_probe: _Optional[_Union[Probe, _Mapping]] = ..., startup_probe: _Optional[_Union[Probe, _Mapping]] = ..., lifecycle: _Optional[_Union[Lifecycle, _Mapping]] = ..., termination_message_path: _Optional[str] = ..., termination_message_policy: _Optional[str] = ..., image_pull_policy: _Optional[str] = ..., security_context: _Optional[_Union[SecurityContext, _Mapping]] = ..., stdin: _Optional[bool] = ..., stdin_once: _Optional[bool] = ..., tty: _Optional[bool] = ...) -> None: ...
+
+class KeyToPath(_message.Message):
+    __slots__ = ("key", "path", "mode")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    path: str
+    mode: int
+    def __init__(self, key: _Optional[str] = ..., path: _Optional[str] = ..., mode: _Optional[int] = ...) -> None: ...
+
+class HostPathVolumeSource(_message.Message):
+    __slots__ = ("path", "type")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    type: str
+    def __init__(self, path: _Optional[str] = ..., type: _Optional[str] = ...) -> None: ...
+
+class EmptyDirVolumeSource(_message.Message):
+    __slots__ = ("medium", "size_limit")
+    MEDIUM_FIELD_NUMBER: _ClassVar[int]
+    SIZE_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    medium: str
+    size_limit: str
+    def __init__(self, medium: _Optional[str] = ..., size_limit: _Optional[str] = ...) -> None: ...
+
+class SecretVolumeSource(_message.Message):
+    __slots__ = ("secret_name", "items", "default_mode", "optional")
+    SECRET_NAME_FIELD_NUMBER: _ClassVar[int]
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_MODE_FIELD_NUMBER: _ClassVar[int]
+    OPTIONAL_FIELD_NUMBER: _ClassVar[int]
+    secret_name: str
+    items: _containers.RepeatedCompositeFieldContainer[KeyToPath]
+    default_mode: int
+    optional: bool
+    def __init__(self, secret_name: _Optional[str] = ..., items: _Optional[_Iterable[_Union[KeyToPath, _Mapping]]] = ..., default_mode: _Optional[int] = ..., optional: _Optional[bool] = ...) -> None: ...
+
+class ConfigMapVolumeSource(_message.Message):
+    __slots__ = ("name", "items", "default_mode", "optional")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_MODE_FIELD_NUMBER: _ClassVar[int]
+    OPTIONAL_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    items: _containers.RepeatedCompositeFieldContainer[KeyToPath]
+    default_mode: int
+    optional: bool
+    def __init__(self, name: _Optional[str] = ..., items: _Optional[_Iterable[_Union[KeyToPath, _Mapping]]] = ..., default_mode: _Optional[int] = ..., optional: _Optional[bool] = ...) -> None: ...
+
+class PersistentVolumeClaimVolumeSource(_message.Message):
+    __slots__ = ("claim_name", "read_only")
+    CLAIM_NAME_FIELD_NUMBER: _ClassVar[int]
+    READ_ONLY_FIELD_NUMBER: _ClassVar[int]
+    claim_name: str
+    read_only: bool
+    def __init__(self, claim_name: _Optional[str] = ..., read_only: _Optional[bool] = ...) -> None: ...
+
+class DownwardAPIVolumeFile(_message.Message):
+    __slots__ = ("path", "field_ref", "resource_field_ref", "mode")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    FIELD_REF_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_FIELD_REF_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    field_ref: ObjectFieldSelector
+    resource_field_ref: ResourceFieldSelector
+    mode: int
+    def __init__(self, path: _Optional[str] = ..., field_ref: _Optional[_Union[ObjectFieldSelector, _Mapping]] = ..., resource_field_ref: _Optional[_Union[ResourceFieldSelector, _Mapping]] = ..., mode: _Optional[int] = ...) -> None: ...
+
+class DownwardAPIVolumeSource(_message.Message):
+    __slots__ = ("items", "default_mode")
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_MODE_FIELD_NUMBER: _ClassVar[int]
+    items: _containers.RepeatedCompositeFieldContainer[DownwardAPIVolumeFile]
+    default_mode: int
+    def __init__(self, items: _Optional[_Iterable[_Union[DownwardAPIVolumeFile, _Mapping]]] = ..., default_mode: _Optional[int] = ...) -> None: ...
+
+class DownwardAPIProjection(_message.Message):
+    __slots__ = ("items",)
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    items: _containers.RepeatedCompositeFieldContainer[DownwardAPIVolumeFile]
+    def __init__(self, items: _Optional[_Iterable[_Union[DownwardAPIVolumeFile, _Mapping]]] = ...) -> None: ...
+
+class SecretProjection(_message.Message):
+    __slots__ = ("name", "items", "optional")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    OPTIONAL_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    items: _containers.RepeatedCompositeFieldContainer[KeyToPath]
+    optional: bool
+    def __init__(self, name: _Optional[str] = ..., items: _Optional[_Iterable[_Union[KeyToPath, _Mapping]]] = ..., optional: _Optional[bool] = ...) -> None: ...
+
+class ConfigMapProjection(_message.Message):
+    __slots__ = ("name", "items", "optional")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    OPTIONAL_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    items: _containers.RepeatedCompositeFieldContainer[KeyToPath]
+    optional: bool
+    def __init__(self, name: _Optional[str] = ..., items: _Optional[_Iterable[_Union[KeyToPath, _Mapping]]] = ..., optional: _Optional[bool] = ...) -> None: ...
+
+class ServiceAccountTokenProjection(_message.Message):
+    __slots__ = ("audience", "expiration_seconds", "path")
+    AUDIENCE_FIELD_NUMBER: _ClassVar[int]
+    EXPIRATION_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    audience: str
+    expiration_seconds: int
+    path: str
+    def __init__(self, audience: _Optional[str] = ..., expiration_seconds: _Optional[int] = ..., path: _Optional[str] = ...) -> None: ...
+
+class VolumeProjection(_message.Message):
+    __slots__ = ("secret", "downward_api", "config_map", "service_account_token")
+    SECRET_FIELD_NUMBER: _ClassVar[int]
+    DOWNWARD_API_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_MAP_FIELD_NUMBER: _ClassVar[int]
+    SERVICE_ACCOUNT_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    secret: SecretProjection
+    downward_api: DownwardAPIProjection
+    config_map: ConfigMapProjection
+    service_account_token: ServiceAccountTokenProjection
+    def __init__(self, secret: _Optional[_Union[SecretProjection, _Mapping]] = ..., downward_api: _Optional[_Union[DownwardAPIProjection, _Mapping]] = ..., config_map: _Optional[_Union[ConfigMapProjection, _Mapping]] = ..., service_account_token: _Optional[_Union[ServiceAccountTokenProjection, _Mapping]] = ...) -> None: ...
+
+class ProjectedVolumeSource(_message.Message):
+    __slots__ = ("sources", "default_mode")
+    SOURCES_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_MODE_FIELD_NUMBER: _ClassVar[int]
+    sources: _containers.RepeatedCompositeFieldContainer[VolumeProjection]
+    default_mode: int
+    def __init__(self, sources: _Optional[_Iterable[_Union[VolumeProjection, _Mapping]]] = ..., default_mode: _Optional[int] = ...) -> None: ...
+
+class Volume(_message.Message):
+    __slots__ = ("name", "host_path", "empty_dir", "secret", "persistent_volume_claim", "config_map", "downward_api", "projected")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    HOST_PATH_FIELD_NUMBER: _ClassVar[int]
+    EMPTY_DIR_FIELD_NUMBER: _ClassVar[int]
+    SECRET_FIELD_NUMBER: _ClassVar[int]
+    PERSISTENT_VOLUME_CLAIM_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_MAP_FIELD_NUMBER: _ClassVar[int]
+    DOWNWARD_API_FIELD_NUMBER: _ClassVar[int]
+    PROJECTED_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    host_path: HostPathVolumeSource
+    empty_dir: EmptyDirVolumeSource
+    secret: SecretVolumeSource
+    persistent_volume_claim: PersistentVolumeClaimVolumeSource
+    config_map: ConfigMapVolumeSource
+    downward_api: DownwardAPIVolumeSource
+    projected: ProjectedVolumeSource
+    def __init__(self, name: _Optional[str] = ..., host_path: _Optional[_Union[HostPathVolumeSource, _Mapping]] = ..., empty_dir: _Optional[_Union[EmptyDirVolumeSource, _Mapping]] = ..., secret: _Optional[_Union[SecretVolumeSource, _Mapping]] = ..., persistent_volume_claim: _Optional[_Union[PersistentVolumeClaimVolumeSource, _Mapping]] = ..., config_map: _Optional[_Union[ConfigMapVolumeSource, _Mapping]] = ..., downward_api: _Optional[_Union[DownwardAPIVolumeSource, _Mapping]] = ..., projected: _Optional[_Union[ProjectedVolumeSource, _Mapping]] = ...) -> None: ...
 
 class NodeSelectorRequirement(_message.Message):
     __slots__ = ("key", "operator", "values")
@@ -288,8 +776,110 @@ class PodSchedulingGate(_message.Message):
     name: str
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
+class TopologySpreadConstraint(_message.Message):
+    __slots__ = ("max_skew", "topology_key", "when_unsatisfiable", "label_selector", "min_domains", "node_affinity_policy", "node_taints_policy", "match_label_keys")
+    MAX_SKEW_FIELD_NUMBER: _ClassVar[int]
+    TOPOLOGY_KEY_FIELD_NUMBER: _ClassVar[int]
+    WHEN_UNSATISFIABLE_FIELD_NUMBER: _ClassVar[int]
+    LABEL_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    MIN_DOMAINS_FIELD_NUMBER: _ClassVar[int]
+    NODE_AFFINITY_POLICY_FIELD_NUMBER: _ClassVar[int]
+    NODE_TAINTS_POLICY_FIELD_NUMBER: _ClassVar[int]
+    MATCH_LABEL_KEYS_FIELD_NUMBER: _ClassVar[int]
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str
+    label_selector: LabelSelector
+    min_domains: int
+    node_affinity_policy: str
+    node_taints_policy: str
+    match_label_keys: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, max_skew: _Optional[int] = ..., topology_key: _Optional[str] = ..., when_unsatisfiable: _Optional[str] = ..., label_selector: _Optional[_Union[LabelSelector, _Mapping]] = ..., min_domains: _Optional[int] = ..., node_affinity_policy: _Optional[str] = ..., node_taints_policy: _Optional[str] = ..., match_label_keys: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class PodReadinessGate(_message.Message):
+    __slots__ = ("condition_type",)
+    CONDITION_TYPE_FIELD_NUMBER: _ClassVar[int]
+    condition_type: str
+    def __init__(self, condition_type: _Optional[str] = ...) -> None: ...
+
+class LocalObjectReference(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class HostAlias(_message.Message):
+    __slots__ = ("ip", "hostnames")
+    IP_FIELD_NUMBER: _ClassVar[int]
+    HOSTNAMES_FIELD_NUMBER: _ClassVar[int]
+    ip: str
+    hostnames: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, ip: _Optional[str] = ..., hostnames: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class PodDNSConfigOption(_message.Message):
+    __slots__ = ("name", "value")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    value: str
+    def __init__(self, name: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+
+class PodDNSConfig(_message.Message):
+    __slots__ = ("nameservers", "searches", "options")
+    NAMESERVERS_FIELD_NUMBER: _ClassVar[int]
+    SEARCHES_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    nameservers: _containers.RepeatedScalarFieldContainer[str]
+    searches: _containers.RepeatedScalarFieldContainer[str]
+    options: _containers.RepeatedCompositeFieldContainer[PodDNSConfigOption]
+    def __init__(self, nameservers: _Optional[_Iterable[str]] = ..., searches: _Optional[_Iterable[str]] = ..., options: _Optional[_Iterable[_Union[PodDNSConfigOption, _Mapping]]] = ...) -> None: ...
+
+class Sysctl(_message.Message):
+    __slots__ = ("name", "value")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    value: str
+    def __init__(self, name: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+
+class PodSecurityContext(_message.Message):
+    __slots__ = ("se_linux_options", "windows_options", "run_as_user", "run_as_group", "run_as_non_root", "supplemental_groups", "supplemental_groups_policy", "fs_group", "sysctls", "fs_group_change_policy", "seccomp_profile", "app_armor_profile", "se_linux_change_policy")
+    SE_LINUX_OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    WINDOWS_OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    RUN_AS_USER_FIELD_NUMBER: _ClassVar[int]
+    RUN_AS_GROUP_FIELD_NUMBER: _ClassVar[int]
+    RUN_AS_NON_ROOT_FIELD_NUMBER: _ClassVar[int]
+    SUPPLEMENTAL_GROUPS_FIELD_NUMBER: _ClassVar[int]
+    SUPPLEMENTAL_GROUPS_POLICY_FIELD_NUMBER: _ClassVar[int]
+    FS_GROUP_FIELD_NUMBER: _ClassVar[int]
+    SYSCTLS_FIELD_NUMBER: _ClassVar[int]
+    FS_GROUP_CHANGE_POLICY_FIELD_NUMBER: _ClassVar[int]
+    SECCOMP_PROFILE_FIELD_NUMBER: _ClassVar[int]
+    APP_ARMOR_PROFILE_FIELD_NUMBER: _ClassVar[int]
+    SE_LINUX_CHANGE_POLICY_FIELD_NUMBER: _ClassVar[int]
+    se_linux_options: SELinuxOptions
+    windows_options: WindowsSecurityContextOptions
+    run_as_user: int
+    run_as_group: int
+    run_as_non_root: bool
+    supplemental_groups: _containers.RepeatedScalarFieldContainer[int]
+    supplemental_groups_policy: str
+    fs_group: int
+    sysctls: _containers.RepeatedCompositeFieldContainer[Sysctl]
+    fs_group_change_policy: str
+    seccomp_profile: SeccompProfile
+    app_armor_profile: AppArmorProfile
+    se_linux_change_policy: str
+    def __init__(self, se_linux_options: _Optional[_Union[SELinuxOptions, _Mapping]] = ..., windows_options: _Optional[_Union[WindowsSecurityContextOptions, _Mapping]] = ..., run_as_user: _Optional[int] = ..., run_as_group: _Optional[int] = ..., run_as_non_root: _Optional[bool] = ..., supplemental_groups: _Optional[_Iterable[int]] = ..., supplemental_groups_policy: _Optional[str] = ..., fs_group: _Optional[int] = ..., sysctls: _Optional[_Iterable[_Union[Sysctl, _Mapping]]] = ..., fs_group_change_policy: _Optional[str] = ..., seccomp_profile: _Optional[_Union[SeccompProfile, _Mapping]] = ..., app_armor_profile: _Optional[_Union[AppArmorProfile, _Mapping]] = ..., se_linux_change_policy: _Optional[str] = ...) -> None: ...
+
+class PodOS(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
 class PodSpec(_message.Message):
-    __slots__ = ("node_name", "scheduler_name", "priority", "priority_class_name", "preemption_policy", "containers", "init_containers", "node_selector", "affinity", "tolerations", "scheduling_gates", "termination_grace_period_seconds", "overhead", "restart_policy", "resources")
+    __slots__ = ("node_name", "scheduler_name", "priority", "priority_class_name", "preemption_policy", "containers", "init_containers", "node_selector", "affinity", "tolerations", "scheduling_gates", "termination_grace_period_seconds", "overhead", "restart_policy", "resources", "volumes", "active_deadline_seconds", "dns_policy", "service_account_name", "service_account", "automount_service_account_token", "host_network", "host_pid", "host_ipc", "share_process_namespace", "security_context", "image_pull_secrets", "hostname", "subdomain", "host_aliases", "dns_config", "readiness_gates", "runtime_class_name", "enable_service_links", "topology_spread_constraints", "set_hostname_as_fqdn", "os", "host_users")
     class NodeSelectorEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -319,6 +909,29 @@ class PodSpec(_message.Message):
     OVERHEAD_FIELD_NUMBER: _ClassVar[int]
     RESTART_POLICY_FIELD_NUMBER: _ClassVar[int]
     RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    VOLUMES_FIELD_NUMBER: _ClassVar[int]
+    ACTIVE_DEADLINE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    DNS_POLICY_FIELD_NUMBER: _ClassVar[int]
+    SERVICE_ACCOUNT_NAME_FIELD_NUMBER: _ClassVar[int]
+    SERVICE_ACCOUNT_FIELD_NUMBER: _ClassVar[int]
+    AUTOMOUNT_SERVICE_ACCOUNT_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    HOST_NETWORK_FIELD_NUMBER: _ClassVar[int]
+    HOST_PID_FIELD_NUMBER: _ClassVar[int]
+    HOST_IPC_FIELD_NUMBER: _ClassVar[int]
+    SHARE_PROCESS_NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    SECURITY_CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    IMAGE_PULL_SECRETS_FIELD_NUMBER: _ClassVar[int]
+    HOSTNAME_FIELD_NUMBER: _ClassVar[int]
+    SUBDOMAIN_FIELD_NUMBER: _ClassVar[int]
+    HOST_ALIASES_FIELD_NUMBER: _ClassVar[int]
+    DNS_CONFIG_FIELD_NUMBER: _ClassVar[int]
+    READINESS_GATES_FIELD_NUMBER: _ClassVar[int]
+    RUNTIME_CLASS_NAME_FIELD_NUMBER: _ClassVar[int]
+    ENABLE_SERVICE_LINKS_FIELD_NUMBER: _ClassVar[int]
+    TOPOLOGY_SPREAD_CONSTRAINTS_FIELD_NUMBER: _ClassVar[int]
+    SET_HOSTNAME_AS_FQDN_FIELD_NUMBER: _ClassVar[int]
+    OS_FIELD_NUMBER: _ClassVar[int]
+    HOST_USERS_FIELD_NUMBER: _ClassVar[int]
     node_name: str
     scheduler_name: str
     priority: int
@@ -334,7 +947,30 @@ class PodSpec(_message.Message):
     overhead: _containers.ScalarMap[str, str]
     restart_policy: str
     resources: ResourceRequirements
-    def __init__(self, node_name: _Optional[str] = ..., scheduler_name: _Optional[str] = ..., priority: _Optional[int] = ..., priority_class_name: _Optional[str] = ..., preemption_policy: _Optional[str] = ..., containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., init_containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., affinity: _Optional[_Union[Affinity, _Mapping]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., scheduling_gates: _Optional[_Iterable[_Union[PodSchedulingGate, _Mapping]]] = ..., termination_grace_period_seconds: _Optional[int] = ..., overhead: _Optional[_Mapping[str, str]] = ..., restart_policy: _Optional[str] = ..., resources: _Optional[_Union[ResourceRequirements, _Mapping]] = ...) -> None: ...
+    volumes: _containers.RepeatedCompositeFieldContainer[Volume]
+    active_deadline_seconds: int
+    dns_policy: str
+    service_account_name: str
+    service_account: str
+    automount_service_account_token: bool
+    host_network: bool
+    host_pid: bool
+    host_ipc: bool
+    share_process_namespace: bool
+    security_context: PodSecurityContext
+    image_pull_secrets: _containers.RepeatedCompositeFieldContainer[LocalObjectReference]
+    hostname: str
+    subdomain: str
+    host_aliases: _containers.RepeatedCompositeFieldContainer[HostAlias]
+    dns_config: PodDNSConfig
+    readiness_gates: _containers.RepeatedCompositeFieldContainer[PodReadinessGate]
+    runtime_class_name: str
+    enable_service_links: bool
+    topology_spread_constraints: _containers.RepeatedCompositeFieldContainer[TopologySpreadConstraint]
+    set_hostname_as_fqdn: bool
+    os: PodOS
+    host_users: bool
+    def __init__(self, node_name: _Optional[str] = ..., scheduler_name: _Optional[str] = ..., priority: _Optional[int] = ..., priority_class_name: _Optional[str] = ..., preemption_policy: _Optional[str] = ..., containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., init_containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., affinity: _Optional[_Union[Affinity, _Mapping]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., scheduling_gates: _Optional[_Iterable[_Union[PodSchedulingGate, _Mapping]]] = ..., termination_grace_period_seconds: _Optional[int] = ..., overhead: _Optional[_Mapping[str, str]] = ..., restart_policy: _Optional[str] = ..., resources: _Optional[_Union[ResourceRequirements, _Mapping]] = ..., volumes: _Optional[_Iterable[_Union[Volume, _Mapping]]] = ..., active_deadline_seconds: _Optional[int] = ..., dns_policy: _Optional[str] = ..., service_account_name: _Optional[str] = ..., service_account: _Optional[str] = ..., automount_service_account_token: _Optional[bool] = ..., host_network: _Optional[bool] = ..., host_pid: _Optional[bool] = ..., host_ipc: _Optional[bool] = ..., share_process_namespace: _Optional[bool] = ..., security_context: _Optional[_Union[PodSecurityContext, _Mapping]] = ..., image_pull_secrets: _Optional[_Iterable[_Union[LocalObjectReference, _Mapping]]] = ..., hostname: _Optional[str] = ..., subdomain: _Optional[str] = ..., host_aliases: _Optional[_Iterable[_Union[HostAlias, _Mapping]]] = ..., dns_config: _Optional[_Union[PodDNSConfig, _Mapping]] = ..., readiness_gates: _Optional[_Iterable[_Union[PodReadinessGate, _Mapping]]] = ..., runtime_class_name: _Optional[str] = ..., enable_service_links: _Optional[bool] = ..., topology_spread_constraints: _Optional[_Iterable[_Union[TopologySpreadConstraint, _Mapping]]] = ..., set_hostname_as_fqdn: _Optional[bool] = ..., os: _Optional[_Union[PodOS, _Mapping]] = ..., host_users: _Optional[bool] = ...) -> None: ...
 
 class PodCondition(_message.Message):
     __slots__ = ("type", "status", "observed_generation", "last_probe_time", "last_transition_time", "reason", "message")

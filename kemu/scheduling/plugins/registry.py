@@ -20,6 +20,7 @@ from kemu.scheduling.plugins import (
     inter_pod_affinity,
     node_affinity,
     node_name,
+    node_ports,
     node_resources_fit,
     node_unschedulable,
     queue_sort,
@@ -42,6 +43,7 @@ def in_tree_registry() -> Registry:
         node_name.NAME: node_name.new,  # NodeName
         taint_toleration.NAME: taint_toleration.new,  # TaintToleration
         node_affinity.NAME: node_affinity.new,  # NodeAffinity
+        node_ports.NAME: node_ports.new,  # NodePorts
         deferred_pod_scheduling.NAME: deferred_pod_scheduling.new,  # DeferredPodScheduling
         node_resources_fit.NAME: node_resources_fit.new,  # NodeResourcesFit
         balanced_allocation.NAME: balanced_allocation.new,  # NodeResourcesBalancedAllocation

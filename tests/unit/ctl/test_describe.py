@@ -184,3 +184,36 @@ async def test_describe_other_kinds_generically_and_errors() -> None:
     assert any(li.split() == ["Preemption", "Policy:", "Never"] for li in lines)
     missing = await ctl(client, "describe", "pod", "nope")
     assert (missing.rc, missing.err) == (1, 'error: pods "nope" not found\n')
+
+
+def test_describe_pod_shows_ports_command_env_probes_mounts_and_volumes() -> None:
+    from kemu.ctl.describe import describe_pod
+    from kemu.machinery import convert, kinds
+    from kemu.machinery.pod_defaults import default_pod_spec
+    from tests.unit.machinery.test_pod_spec import nginx_manifest
+
+    pod = convert.from_dict(kinds.kind_of(types_pb2.Pod()), nginx_manifest())
+    assert isinstance(pod, types_pb2.Pod)
+    default_pod_spec(pod.spec)
+    out = describe_pod(pod, [], NOW)
+    lines = [line.strip() for line in out.splitlines()]
+    assert any(line.startswith("Port:") and line.endswith(" 80/TCP (http)") for line in lines)
+    assert any(
+        line.startswith("Host Port:") and line.endswith(" 8080/TCP (http)") for line in lines
+    )
+    assert lines[lines.index("Command:") + 1] == "nginx"
+    assert lines[lines.index("Args:") + 1 : lines.index("Args:") + 3] == ["-g", "daemon off;"]
+    assert any(
+        line.startswith("Readiness:")
+        and line.endswith(
+            "http-get http://:http/healthz delay=2s timeout=1s period=5s #success=1 #failure=3"
+        )
+        for line in lines
+    )
+    assert any(line.startswith("NGINX_PORT:") and line.endswith("80") for line in lines)
+    assert any(
+        line.startswith("POD_NAME:") and line.endswith("nginx (v1:metadata.name)") for line in lines
+    )
+    assert "/var/cache/nginx from cache (rw)" in lines
+    assert lines[lines.index("Volumes:") + 1] == "cache:"
+    assert any(line.startswith("SizeLimit:") and line.endswith("256Mi") for line in lines)

@@ -165,8 +165,11 @@ def test_containers_required_unique_and_dns_labels() -> None:
         'Invalid value: "Init": a lowercase RFC 1123 label'
     )
     p = pod()
-    p.spec.containers.add()
+    p.spec.containers.add(image="nginx")
     assert by_field(validate_object(p)) == {"spec.containers[1].name": "Required value"}
+    p = pod()
+    p.spec.containers.add(name="noimage")
+    assert by_field(validate_object(p)) == {"spec.containers[1].image": "Required value"}
 
 
 @pytest.mark.parametrize(
@@ -396,9 +399,9 @@ def test_resize_policy() -> None:
 
 def test_init_container_restart_policy_only_always() -> None:
     p = pod()
-    p.spec.init_containers.add(name="sidecar", restart_policy="Always")
+    p.spec.init_containers.add(name="sidecar", image="i", restart_policy="Always")
     assert validate_object(p) == []
-    p.spec.init_containers.add(name="bad", restart_policy="Never")
+    p.spec.init_containers.add(name="bad", image="i", restart_policy="Never")
     assert only(validate_object(p)) == Cause(
         "spec.initContainers[1].restartPolicy",
         'Unsupported value: "Never": supported values: "Always"',

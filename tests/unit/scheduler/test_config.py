@@ -44,6 +44,7 @@ def in_tree_like(*, preemption: bool = False) -> Registry:
         "NodeName": FakeFilter,
         "TaintToleration": FakeFilterScore,
         "NodeAffinity": FakeFilterScore,
+        "NodePorts": FakeFilter,
         "NodeResourcesFit": FakeFilterScore,
         "NodeResourcesBalancedAllocation": FakeScore,
         "InterPodAffinity": FakeFilterScore,
@@ -89,6 +90,7 @@ def test_default_profile_is_upstreams_without_what_kemu_lacks() -> None:
         "NodeName",
         "TaintToleration",
         "NodeAffinity",
+        "NodePorts",
         "NodeResourcesFit",
         "InterPodAffinity",
     )
