@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery import apps
 from kemu.machinery.errors import BadRequest, Cause, Invalid
 from kemu.machinery.pod_strategy import (
     DEFAULT_TERMINATION_GRACE_SECONDS,
@@ -43,7 +44,21 @@ def system_priority_classes() -> list[types_pb2.PriorityClass]:
 
 def default_pod(pod: types_pb2.Pod) -> None:
     """SetDefaults_Pod for the fields kemu models."""
-    spec = pod.spec
+    default_pod_spec(pod.spec)
+
+
+def default_workload(obj: types_pb2.ReplicaSet | types_pb2.Deployment) -> None:
+    """apps/v1 defaults, and the pod defaults on the pod template (as upstream's defaulters)."""
+    if isinstance(obj, types_pb2.ReplicaSet):
+        apps.set_defaults_replica_set(obj)
+    else:
+        apps.set_defaults_deployment(obj)
+    if obj.spec.HasField("template"):
+        default_pod_spec(obj.spec.template.spec)
+
+
+def default_pod_spec(spec: types_pb2.PodSpec) -> None:
+    """The part of SetDefaults_Pod that is about the spec (pod templates get it too)."""
     if not spec.scheduler_name:
         spec.scheduler_name = DEFAULT_SCHEDULER
     if not spec.HasField("termination_grace_period_seconds"):

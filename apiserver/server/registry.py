@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final, TypeVar
+from typing import Final, TypeVar
 
 from google.protobuf.message import Message
 
@@ -42,6 +42,7 @@ from kemu.machinery.errors import (
     NotFound,
     TooManyRequests,
 )
+from kemu.machinery.generation import bumps_generation
 from kemu.machinery.kinds import BY_KIND, Kind, kind_for_resource, kind_of
 from kemu.machinery.labels import selector_from_label_selector
 from kemu.machinery.pod_strategy import begin_graceful_deletion, graceful_deletion_period
@@ -231,9 +232,18 @@ class Registry:
             obj.status.phase = "Pending"
         elif isinstance(obj, types_pb2.PodDisruptionBudget):
             obj.ClearField("status")
+        elif isinstance(obj, types_pb2.ReplicaSet | types_pb2.Deployment):
+            obj.ClearField("status")
+            admission.default_workload(obj)
         elif isinstance(obj, types_pb2.Node):
             if not self._gates.enabled(IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION):
                 obj.spec.ClearField("pod_preemption_policy")  # a disabled field is dropped
+
+    @staticmethod
+    def _default_on_update(obj: Message) -> None:
+        """Defaults that upstream applies when decoding any write, not only a create."""
+        if isinstance(obj, types_pb2.ReplicaSet | types_pb2.Deployment):
+            admission.default_workload(obj)
 
     def _admit_pod(self, pod: types_pb2.Pod) -> None:
         classes = [co.obj for co in self._caches["priorityclasses"].objects()]
@@ -283,11 +293,8 @@ class Registry:
             if kind.has_status:
                 result.status.CopyFrom(current.status)  # type: ignore[attr-defined]
             self._validate_spec_update(kind, current, result)
-            if (
-                kind.kind != "Lease"
-                and kind.kind != "Event"
-                and _spec_bytes(current) != _spec_bytes(result)
-            ):
+            self._default_on_update(result)
+            if bumps_generation(current, result):
                 meta.generation = old_meta.generation + 1
         causes = validate_object(result, old=current)
         if causes:
@@ -526,17 +533,6 @@ def set_pod_condition(
             return
     c = pod.status.conditions.add(type=ctype, status=status, reason=reason, message=message)
     c.last_transition_time.CopyFrom(convert.timestamp(now))
-
-
-def _spec_bytes(obj: Message) -> bytes:
-    spec: Any = getattr(obj, "spec", None)
-    if spec is None:
-        # PriorityClass keeps its "spec" at the top level.
-        probe = _copy(obj)
-        probe.ClearField("metadata")
-        return probe.SerializeToString(deterministic=True)
-    data: bytes = spec.SerializeToString(deterministic=True)
-    return data
 
 
 def _not_found(kind: Kind, name: str) -> str:

@@ -68,6 +68,7 @@ from kemu.machinery.errors import (
     Invalid,
     NotFound,
 )
+from kemu.machinery.generation import bumps_generation
 from kemu.machinery.pod_strategy import begin_graceful_deletion, graceful_deletion_period
 from kemu.machinery.selection import RequestFilter
 
@@ -377,7 +378,7 @@ class FakeClient:
             meta.ClearField("deletion_timestamp")
             meta.ClearField("deletion_grace_period_seconds")
         meta.generation = old_meta.generation
-        if bump_generation and kind.has_status and new.spec != old.spec:  # type: ignore[attr-defined]
+        if bump_generation and bumps_generation(old, new):
             meta.generation += 1
         meta.resource_version = old_meta.resource_version
         if new.SerializeToString(deterministic=True) == old.SerializeToString(deterministic=True):

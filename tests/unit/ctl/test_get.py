@@ -137,7 +137,7 @@ async def test_missing_objects_and_unknown_kinds_are_errors() -> None:
     assert result.rc == 1
     assert result.out.splitlines()[1].startswith("a ")
     assert result.err == 'error: pods "nope" not found\n'
-    unknown = await ctl(client, "get", "deployments")
+    unknown = await ctl(client, "get", "statefulsets")
     assert (unknown.rc, unknown.err) == (
         1,
         'error: the server doesn\'t have a resource type "deployments"\n',
