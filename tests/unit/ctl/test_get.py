@@ -140,7 +140,7 @@ async def test_missing_objects_and_unknown_kinds_are_errors() -> None:
     unknown = await ctl(client, "get", "statefulsets")
     assert (unknown.rc, unknown.err) == (
         1,
-        'error: the server doesn\'t have a resource type "deployments"\n',
+        'error: the server doesn\'t have a resource type "statefulsets"\n',
     )
     empty = await ctl(client, "get", "pods", "-n", "other")
     assert (empty.rc, empty.out, empty.err) == (0, "", "No resources found in other namespace.\n")
