@@ -25,7 +25,7 @@ from typing import Final
 import anyio
 from anyio.abc import TaskStatus
 
-from controllermanager import disruption, node_lifecycle, podgc
+from controllermanager import deployment, disruption, node_lifecycle, podgc, replicaset
 from controllermanager.controller import ControllerContext, ControllerInit
 from kemu.client.client import Client
 from kemu.client.controlplane import (
@@ -54,6 +54,8 @@ CONTROLLERS: Final[dict[str, ControllerInit]] = {
     disruption.NAME: disruption.new_controller,
     node_lifecycle.NAME: node_lifecycle.new_controller,
     podgc.NAME: podgc.new_controller,
+    replicaset.NAME: replicaset.new_controller,
+    deployment.NAME: deployment.new_controller,
 }
 """Every controller by name, as upstream's NewControllerDescriptors: add new ones here."""
 

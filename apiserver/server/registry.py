@@ -42,11 +42,11 @@ from kemu.machinery.errors import (
     NotFound,
     TooManyRequests,
 )
-from kemu.machinery.generation import bumps_generation
 from kemu.machinery.kinds import BY_KIND, Kind, kind_for_resource, kind_of
 from kemu.machinery.labels import selector_from_label_selector
 from kemu.machinery.pod_strategy import begin_graceful_deletion, graceful_deletion_period
 from kemu.machinery.qos import compute_qos_class
+from kemu.machinery.update_strategy import apply_status_update_metadata, bumps_generation
 from kemu.machinery.validation import validate_object, validate_object_size
 
 log = logging.getLogger(__name__)
@@ -285,10 +285,13 @@ class Registry:
         meta.resource_version = old_meta.resource_version
         if status:
             # updateStatus changes status only (labels and annotations too, as upstream allows
-            # for nodes; we keep metadata from the old object for every kind).
+            # for nodes; we keep metadata from the old object for every kind but those whose
+            # status updates write annotations: see kemu.machinery.update_strategy).
             keep_status = _copy(result.status)  # type: ignore[attr-defined]
-            result.CopyFrom(current)
+            sent = result
+            result = _copy(current)
             result.status.CopyFrom(keep_status)  # type: ignore[attr-defined]
+            apply_status_update_metadata(result, sent)
         else:
             if kind.has_status:
                 result.status.CopyFrom(current.status)  # type: ignore[attr-defined]

@@ -68,9 +68,9 @@ from kemu.machinery.errors import (
     Invalid,
     NotFound,
 )
-from kemu.machinery.generation import bumps_generation
 from kemu.machinery.pod_strategy import begin_graceful_deletion, graceful_deletion_period
 from kemu.machinery.selection import RequestFilter
+from kemu.machinery.update_strategy import apply_status_update_metadata, bumps_generation
 
 _Key = tuple[str, str, str]  # resource, namespace, name
 
@@ -399,6 +399,7 @@ class FakeClient:
                 raise _no_subresource(kind.resource, "status")
             new = _copy(old)
             _copy_field(new, obj, "status")
+            apply_status_update_metadata(new, obj)
         else:
             new = _copy(obj)
             if kind.has_status:
