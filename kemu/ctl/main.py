@@ -170,7 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("rollout", "manage the rollout of a deployment")
     p.add_argument("action", metavar="ACTION", help=", ".join(rollout.ACTIONS))
     p.add_argument("targets", nargs="*", metavar="KIND NAME | KIND/NAME")
-    p.add_argument("--timeout", default="", help="rollout status: how long to wait (e.g. 5m)")
+    p.add_argument(
+        "--timeout", default="", help="rollout status: how long to wait (e.g. 5m; 0: forever)"
+    )
     p.add_argument(
         "-w",
         "--watch",

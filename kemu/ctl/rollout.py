@@ -30,6 +30,7 @@ _SKIP_ANNOTATIONS: Final = frozenset(
     }
 )
 _TIMED_OUT: Final = "ProgressDeadlineExceeded"
+_FOREVER: Final = 7 * 24 * 3600.0
 
 
 def _targets(args: list[str], command: str) -> list[tuple[kinds.Kind, str]]:
@@ -108,7 +109,10 @@ def status_message(d: types_pb2.Deployment) -> tuple[str, bool]:
 
 
 async def _rollout_status(ctx: Context, name: str, ns: str, args: argparse.Namespace) -> int:
-    timeout = parse_timeout(args.timeout) if args.timeout else 7 * 24 * 3600.0
+    # kubectl: --timeout 0 (the default) waits forever.
+    timeout = parse_timeout(args.timeout) if args.timeout else 0.0
+    if timeout <= 0:
+        timeout = _FOREVER
     last = ""
 
     def show(d: types_pb2.Deployment) -> bool:
