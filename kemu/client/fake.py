@@ -404,7 +404,7 @@ class FakeClient:
             new = _copy(obj)
             if kind.has_status:
                 _copy_field(new, old, "status")
-        return self._store(kind, old, new)
+        return self._store(kind, old, new, bump_generation=not status)
 
     def _resize(self, pod: types_pb2.Pod) -> types_pb2.Pod:
         kind = kinds.kind_of(pod)

@@ -467,3 +467,39 @@ async def test_binding_keeps_the_nomination_when_the_clearing_gate_is_off(
         assert _pod(await c.get(Pod, "p")) == _want(
             "p", {}, node="n1", nominated="n2", scheduled="True"
         )
+
+
+async def test_workload_generation_and_status_annotations_match(factory: Factory) -> None:
+    """apps/v1: a Deployment's generation follows its spec and annotations, a ReplicaSet's its
+    spec only; their status updates write annotations (the controller's revision), not spec."""
+    from kemu.api.v1.types_pb2 import Deployment, ReplicaSet
+    from kemu.testing import make_deployment, make_replica_set
+
+    name = unique_name("gen")
+    async with factory() as c:
+        d = await c.create(make_deployment(name).obj())
+        assert d.metadata.generation == 1
+        d.metadata.labels["tier"] = "web"
+        d = await c.update(d)
+        assert d.metadata.generation == 1  # labels are not the spec
+        d.metadata.annotations["note"] = "x"
+        d = await c.update(d)
+        assert d.metadata.generation == 2  # a Deployment's annotations count
+        d.spec.replicas = 3
+        d = await c.update(d)
+        assert d.metadata.generation == 3
+        d.metadata.annotations["deployment.kubernetes.io/revision"] = "1"
+        d.status.observed_generation = 3
+        d.spec.replicas = 9  # ignored by a status update
+        d = await c.update_status(d)
+        got = await c.get(Deployment, name)
+        assert got.metadata.annotations["deployment.kubernetes.io/revision"] == "1"
+        assert (got.spec.replicas, got.metadata.generation) == (3, 3)
+        assert got.status.observed_generation == 3
+        rs = await c.create(make_replica_set(name).obj())
+        rs.metadata.annotations["note"] = "x"
+        rs = await c.update(rs)
+        assert rs.metadata.generation == 1
+        rs.spec.replicas = 0
+        rs = await c.update(rs)
+        assert (await c.get(ReplicaSet, name)).metadata.generation == 2

@@ -424,3 +424,29 @@ async def test_controller_manager_sigkill_mid_rollout_creates_no_surplus_pods(cl
             await eventually(rolled, timeout=90)
         assert history.surplus == [], history.surplus[:5]
         assert history.max_spec_sum <= replicas + surge
+
+
+async def test_the_example_manifest_applies_rolls_out_and_describes(cluster):
+    from pathlib import Path
+
+    from kemu.machinery.errors import Invalid
+
+    example = Path(__file__).parents[2] / "examples" / "deployment.yaml"
+    rc, out, err = await ctl(cluster, "apply", "-f", str(example))
+    assert (rc, out) == (0, "deployment.apps/nginx created\n"), err
+    rc, out, err = await ctl(cluster, "rollout", "status", "deployment/nginx", "--timeout=60s")
+    assert rc == 0 and out.endswith('deployment "nginx" successfully rolled out\n'), (out, err)
+    rc, out, _ = await ctl(cluster, "apply", "-f", str(example))
+    assert out == "deployment.apps/nginx unchanged\n"
+    rc, out, _ = await ctl(cluster, "describe", "deploy", "nginx")
+    assert rc == 0 and "Name:" in out and "nginx:1.27.3" in out, out
+    rc, out, _ = await ctl(cluster, "get", "rs", "-l", "app=nginx", "-o", "wide")
+    assert out.splitlines()[1].split()[1:4] == ["3", "3", "3"], out
+    async with Client(cluster.server, timeout=10.0) as c:
+        bad = make_deployment(unique_name("bad")).obj()
+        bad.spec.template.metadata.labels["app"] = "other"
+        with pytest.raises(Invalid) as caught:
+            await c.create(bad)
+        assert [x.field for x in caught.value.causes] == ["spec.template.metadata.labels"]
+    rc, _, _ = await ctl(cluster, "delete", "deploy", "nginx")
+    assert rc == 0
