@@ -25,7 +25,14 @@ from typing import Final
 import anyio
 from anyio.abc import TaskStatus
 
-from controllermanager import disruption, namespace, node_lifecycle, podgc
+from controllermanager import (
+    deployment,
+    disruption,
+    namespace,
+    node_lifecycle,
+    podgc,
+    replicaset,
+)
 from controllermanager.controller import ControllerContext, ControllerInit
 from controllermanager.garbagecollector import garbagecollector
 from kemu.client.client import Client
@@ -57,6 +64,8 @@ CONTROLLERS: Final[dict[str, ControllerInit]] = {
     namespace.NAME: namespace.new_controller,
     node_lifecycle.NAME: node_lifecycle.new_controller,
     podgc.NAME: podgc.new_controller,
+    replicaset.NAME: replicaset.new_controller,
+    deployment.NAME: deployment.new_controller,
 }
 """Every controller by name, as upstream's NewControllerDescriptors: add new ones here."""
 

@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final, TypeVar
+from typing import Final, TypeVar
 
 from google.protobuf.message import Message
 
@@ -48,6 +48,7 @@ from kemu.machinery.errors import (
 from kemu.machinery.kinds import BY_KIND, Kind, kind_for_resource, kind_of
 from kemu.machinery.labels import selector_from_label_selector
 from kemu.machinery.qos import compute_qos_class
+from kemu.machinery.update_strategy import apply_status_update_metadata, bumps_generation
 from kemu.machinery.validation import validate_object, validate_object_size
 
 log = logging.getLogger(__name__)
@@ -294,6 +295,9 @@ class Registry:
             obj.status.phase = "Pending"
         elif isinstance(obj, types_pb2.PodDisruptionBudget):
             obj.ClearField("status")
+        elif isinstance(obj, types_pb2.ReplicaSet | types_pb2.Deployment):
+            obj.ClearField("status")
+            admission.default_workload(obj)
         elif isinstance(obj, types_pb2.Node):
             if not self._gates.enabled(IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION):
                 obj.spec.ClearField("pod_preemption_policy")  # a disabled field is dropped
@@ -310,6 +314,12 @@ class Registry:
                     if isinstance(co.obj, types_pb2.Service)
                 ),
             )
+
+    @staticmethod
+    def _default_on_update(obj: Message) -> None:
+        """Defaults that upstream applies when decoding any write, not only a create."""
+        if isinstance(obj, types_pb2.ReplicaSet | types_pb2.Deployment):
+            admission.default_workload(obj)
 
     def _admit_pod(self, pod: types_pb2.Pod) -> None:
         classes = [co.obj for co in self._caches["priorityclasses"].objects()]
@@ -351,21 +361,21 @@ class Registry:
         meta.resource_version = old_meta.resource_version
         if status:
             # updateStatus changes status only (labels and annotations too, as upstream allows
-            # for nodes; we keep metadata from the old object for every kind).
+            # for nodes; we keep metadata from the old object for every kind but those whose
+            # status updates write annotations: see kemu.machinery.update_strategy).
             keep_status = _copy(result.status)  # type: ignore[attr-defined]
-            result.CopyFrom(current)
+            sent = result
+            result = _copy(current)
             result.status.CopyFrom(keep_status)  # type: ignore[attr-defined]
+            apply_status_update_metadata(result, sent)
         else:
             if kind.has_status:
                 result.status.CopyFrom(current.status)  # type: ignore[attr-defined]
             if isinstance(result, types_pb2.Pod):
                 admission.default_pod(result)  # upstream defaults every decoded object
             self._validate_spec_update(kind, current, result)
-            if (
-                kind.kind != "Lease"
-                and kind.kind != "Event"
-                and _spec_bytes(current) != _spec_bytes(result)
-            ):
+            self._default_on_update(result)
+            if bumps_generation(current, result):
                 meta.generation = old_meta.generation + 1
         causes = validate_object(result, old=current)
         if causes:
@@ -652,17 +662,6 @@ def set_pod_condition(
             return
     c = pod.status.conditions.add(type=ctype, status=status, reason=reason, message=message)
     c.last_transition_time.CopyFrom(convert.timestamp(now))
-
-
-def _spec_bytes(obj: Message) -> bytes:
-    spec: Any = getattr(obj, "spec", None)
-    if spec is None:
-        # PriorityClass keeps its "spec" at the top level.
-        probe = _copy(obj)
-        probe.ClearField("metadata")
-        return probe.SerializeToString(deterministic=True)
-    data: bytes = spec.SerializeToString(deterministic=True)
-    return data
 
 
 def _not_found(kind: Kind, name: str) -> str:

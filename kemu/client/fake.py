@@ -83,6 +83,7 @@ from kemu.machinery.errors import (
 )
 from kemu.machinery.namespaces import FINALIZE_SUBRESOURCE
 from kemu.machinery.selection import RequestFilter
+from kemu.machinery.update_strategy import apply_status_update_metadata, bumps_generation
 from kemu.machinery.validation import validate_no_new_finalizers
 
 _Key = tuple[str, str, str]  # resource, namespace, name
@@ -392,7 +393,7 @@ class FakeClient:
                 meta.ClearField("deletion_timestamp")
                 meta.ClearField("deletion_grace_period_seconds")
             meta.generation = old_meta.generation
-            if bump_generation and kind.has_status and new.spec != old.spec:  # type: ignore[attr-defined]
+            if bump_generation and bumps_generation(old, new):
                 meta.generation += 1
             causes = validate_no_new_finalizers(meta, old_meta)
             if causes:
@@ -420,11 +421,12 @@ class FakeClient:
                 raise _no_subresource(kind.resource, "status")
             new = _copy(old)
             _copy_field(new, obj, "status")
+            apply_status_update_metadata(new, obj)
         else:
             new = _copy(obj)
             if kind.has_status:
                 _copy_field(new, old, "status")
-        return self._store(kind, old, new)
+        return self._store(kind, old, new, bump_generation=not status)
 
     def _resize(self, pod: types_pb2.Pod) -> types_pb2.Pod:
         kind = kinds.kind_of(pod)

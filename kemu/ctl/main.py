@@ -17,7 +17,7 @@ import anyio
 
 from kemu.client.interface import DEFAULT_NAMESPACE, ApiClient
 from kemu.component.clock import Clock, RealClock
-from kemu.ctl import apply, describe, edit, get, version, wait
+from kemu.ctl import apply, describe, edit, get, rollout, version, wait
 from kemu.ctl.common import Context, CtlError, format_api_error
 from kemu.ctl.connect import DEFAULT_SERVER, SERVER_ENV, server_address
 from kemu.machinery.duration import DurationError, parse_duration
@@ -36,6 +36,8 @@ COMMANDS: Final[dict[str, Command]] = {
     "delete": apply.cmd_delete,
     "patch": edit.cmd_patch,
     "resize": edit.cmd_resize,
+    "scale": rollout.cmd_scale,
+    "rollout": rollout.cmd_rollout,
     "wait": wait.cmd_wait,
     "version": version.cmd_version,
 }
@@ -165,6 +167,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--requests", help="e.g. cpu=2,memory=1Gi")
     p.add_argument("--limits", help="e.g. cpu=2,memory=1Gi")
     p.add_argument("-c", "--container", help="the container (default: the first)")
+
+    p = command("scale", "set the replicas of a deployment or replicaset")
+    p.add_argument("targets", nargs="*", metavar="KIND NAME | KIND/NAME")
+    p.add_argument("--replicas", type=int, help="the new number of replicas")
+    p.add_argument(
+        "--current-replicas", type=int, help="precondition: the current number of replicas"
+    )
+
+    p = command("rollout", "manage the rollout of a deployment")
+    p.add_argument("action", metavar="ACTION", help=", ".join(rollout.ACTIONS))
+    p.add_argument("targets", nargs="*", metavar="KIND NAME | KIND/NAME")
+    p.add_argument(
+        "--timeout", default="", help="rollout status: how long to wait (e.g. 5m; 0: forever)"
+    )
+    p.add_argument(
+        "-w",
+        "--watch",
+        type=_bool,
+        nargs="?",
+        const=True,
+        default=True,
+        help="rollout status: watch until the rollout finishes (default true)",
+    )
+    p.add_argument("--revision", type=int, default=0, help="rollout history: one revision")
+    p.add_argument(
+        "--to-revision", type=int, default=0, help="rollout undo: the revision (0: previous)"
+    )
 
     p = command("wait", "wait for a condition on objects")
     p.add_argument("targets", nargs="*", metavar="KIND/NAME... | KIND NAME...")

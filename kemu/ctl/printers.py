@@ -14,6 +14,8 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from kemu.api.v1 import types_pb2
 from kemu.ctl.common import meta, ref
 from kemu.machinery import convert, kinds
+from kemu.machinery.errors import Invalid
+from kemu.machinery.labels import selector_from_label_selector
 
 NONE = "<none>"
 
@@ -311,6 +313,57 @@ def _config_map_row(cm: types_pb2.ConfigMap, now: float, wide: bool) -> list[str
     return [meta(cm).name, str(len(cm.data) + len(cm.binary_data)), _created(cm, now)]
 
 
+# ---------------------------------------------------------------- apps/v1
+
+
+def _template_wide(
+    template: types_pb2.PodTemplateSpec, selector: types_pb2.LabelSelector
+) -> list[str]:
+    """CONTAINERS, IMAGES and SELECTOR of `get deploy|rs -o wide`."""
+    containers = template.spec.containers
+    return [
+        ",".join(c.name for c in containers) or NONE,
+        ",".join(c.image for c in containers) or NONE,
+        format_label_selector(selector),
+    ]
+
+
+def format_label_selector(selector: types_pb2.LabelSelector) -> str:
+    """metav1.FormatLabelSelector: requirements sorted by key, <none> when empty."""
+    try:
+        text = str(selector_from_label_selector(selector))
+    except Invalid:
+        return "<error>"
+    return text or NONE
+
+
+def _deployment_row(d: types_pb2.Deployment, now: float, wide: bool) -> list[str]:
+    st = d.status
+    row = [
+        meta(d).name,
+        f"{st.ready_replicas}/{d.spec.replicas}",
+        str(st.updated_replicas),
+        str(st.available_replicas),
+        _created(d, now),
+    ]
+    if wide:
+        row += _template_wide(d.spec.template, d.spec.selector)
+    return row
+
+
+def _replica_set_row(rs: types_pb2.ReplicaSet, now: float, wide: bool) -> list[str]:
+    row = [
+        meta(rs).name,
+        str(rs.spec.replicas),
+        str(rs.status.replicas),
+        str(rs.status.ready_replicas),
+        _created(rs, now),
+    ]
+    if wide:
+        row += _template_wide(rs.spec.template, rs.spec.selector)
+    return row
+
+
 # ---------------------------------------------------------------- tables
 
 
@@ -348,6 +401,16 @@ TABLES: dict[str, TableSpec] = {
         ("NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"), ("SELECTOR",), _service_row
     ),
     "ConfigMap": TableSpec(("NAME", "DATA", "AGE"), (), _config_map_row),
+    "Deployment": TableSpec(
+        ("NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"),
+        ("CONTAINERS", "IMAGES", "SELECTOR"),
+        _deployment_row,
+    ),
+    "ReplicaSet": TableSpec(
+        ("NAME", "DESIRED", "CURRENT", "READY", "AGE"),
+        ("CONTAINERS", "IMAGES", "SELECTOR"),
+        _replica_set_row,
+    ),
 }
 # `get events -o wide` reorders the tail, as kubectl does.
 _EVENT_WIDE_HEADERS = ("LAST SEEN", "TYPE", "REASON", "OBJECT", "SOURCE", "MESSAGE")

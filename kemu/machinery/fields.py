@@ -82,6 +82,8 @@ SUPPORTED_FIELDS: Final[dict[str, dict[str, Getter]]] = {
     "priorityclasses": dict(_META),
     "poddisruptionbudgets": dict(_META),
     "leases": dict(_META),
+    "replicasets": dict(_META),
+    "deployments": dict(_META),
     "events": {
         **_META,
         "involvedObject.kind": _event(lambda e: e.involved_object.kind),

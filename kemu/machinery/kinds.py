@@ -70,6 +70,18 @@ KINDS: Final[tuple[Kind, ...]] = (
         ("cm",),
         has_status=False,
     ),
+    Kind(
+        "ReplicaSet", "replicasets", "apps/v1", True, types_pb2.ReplicaSet, "replica_set", ("rs",)
+    ),
+    Kind(
+        "Deployment",
+        "deployments",
+        "apps/v1",
+        True,
+        types_pb2.Deployment,
+        "deployment",
+        ("deploy",),
+    ),
 )
 
 BY_KIND: Final[dict[str, Kind]] = {k.kind: k for k in KINDS}

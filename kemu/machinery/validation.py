@@ -2479,6 +2479,169 @@ def validate_config_map_update(new: types_pb2.ConfigMap, old: types_pb2.ConfigMa
     return causes
 
 
+# ---------------------------------------------------------------- apps/v1 (ReplicaSet, Deployment)
+
+
+def _validate_nonnegative(value: int, path: str) -> list[Cause]:
+    return [invalid(path, value, NEGATIVE_ERROR)] if value < 0 else []
+
+
+def _validate_positive_int_or_percent(value: types_pb2.IntOrString, path: str) -> list[Cause]:
+    """apps ValidatePositiveIntOrPercent: a non-negative integer or a percentage (any size)."""
+    which = value.WhichOneof("value")
+    if which == "str_val":
+        if not _PERCENT_RE.fullmatch(value.str_val):
+            return [invalid(path, value.str_val, "must be an integer or percentage (e.g '5%')")]
+        return []
+    return _validate_nonnegative(value.int_val, path)
+
+
+def _int_or_percent_value(value: types_pb2.IntOrString) -> int:
+    if value.WhichOneof("value") == "str_val":
+        text = value.str_val
+        return int(text[:-1]) if _PERCENT_RE.fullmatch(text) else -1
+    return value.int_val
+
+
+def _validate_workload_selector_and_template(
+    selector: types_pb2.LabelSelector | None, template: types_pb2.PodTemplateSpec | None
+) -> list[Cause]:
+    """The selector and template rules shared by ReplicaSet and Deployment specs (upstream
+    ValidateReplicaSetSpec / ValidateDeploymentSpec and ValidatePodTemplateSpecForReplicaSet)."""
+    # labels imports this module; importing it at the top would be circular.
+    from kemu.machinery.labels import selector_from_label_selector
+
+    causes: list[Cause] = []
+    if selector is None:
+        causes.append(required("spec.selector"))
+    else:
+        causes.extend(validate_label_selector(selector, "spec.selector"))
+        if not selector.match_labels and not selector.match_expressions:
+            causes.append(
+                invalid("spec.selector", "{}", "empty selector is invalid for deployment")
+            )
+    if template is None:
+        causes.append(required("spec.template"))
+        return causes
+    if selector is not None and not causes:
+        try:
+            parsed = selector_from_label_selector(selector, path="spec.selector")
+        except Invalid:
+            causes.append(invalid("spec.selector", "", "invalid label selector"))
+        else:
+            if not parsed.empty and not parsed.matches(template.metadata.labels):
+                causes.append(
+                    invalid(
+                        "spec.template.metadata.labels",
+                        dict(template.metadata.labels),
+                        "`selector` does not match template `labels`",
+                    )
+                )
+    causes.extend(validate_labels(template.metadata.labels, "spec.template.metadata.labels"))
+    causes.extend(
+        validate_annotations(template.metadata.annotations, "spec.template.metadata.annotations")
+    )
+    causes.extend(validate_pod_spec(template.spec, "spec.template.spec"))
+    if template.spec.restart_policy != "Always":
+        causes.append(
+            not_supported(
+                "spec.template.spec.restartPolicy", template.spec.restart_policy, ("Always",)
+            )
+        )
+    return causes
+
+
+def validate_replica_set(rs: types_pb2.ReplicaSet) -> list[Cause]:
+    causes = validate_object_meta(rs.metadata, namespaced=True)
+    spec = rs.spec
+    causes.extend(_validate_nonnegative(spec.replicas, "spec.replicas"))
+    causes.extend(_validate_nonnegative(spec.min_ready_seconds, "spec.minReadySeconds"))
+    causes.extend(
+        _validate_workload_selector_and_template(
+            spec.selector if spec.HasField("selector") else None,
+            spec.template if spec.HasField("template") else None,
+        )
+    )
+    return causes
+
+
+def _validate_deployment_strategy(strategy: types_pb2.DeploymentStrategy) -> list[Cause]:
+    path = "spec.strategy"
+    if strategy.type == "Recreate":
+        if strategy.HasField("rolling_update"):
+            return [
+                forbidden(
+                    f"{path}.rollingUpdate",
+                    "may not be specified when strategy `type` is 'Recreate'",
+                )
+            ]
+        return []
+    if strategy.type != "RollingUpdate":
+        return [not_supported(f"{path}.type", strategy.type, ("Recreate", "RollingUpdate"))]
+    if not strategy.HasField("rolling_update"):
+        return [required(f"{path}.rollingUpdate", "this should be defaulted and never be nil")]
+    ru = strategy.rolling_update
+    p = f"{path}.rollingUpdate"
+    causes = _validate_positive_int_or_percent(ru.max_unavailable, f"{p}.maxUnavailable")
+    causes.extend(_validate_positive_int_or_percent(ru.max_surge, f"{p}.maxSurge"))
+    if _int_or_percent_value(ru.max_unavailable) == 0 and _int_or_percent_value(ru.max_surge) == 0:
+        causes.append(
+            invalid(
+                f"{p}.maxUnavailable",
+                _int_or_string(ru.max_unavailable),
+                "may not be 0 when `maxSurge` is 0",
+            )
+        )
+    if (
+        ru.max_unavailable.WhichOneof("value") == "str_val"
+        and _int_or_percent_value(ru.max_unavailable) > 100
+    ):
+        causes.append(
+            invalid(
+                f"{p}.maxUnavailable", ru.max_unavailable.str_val, "must not be greater than 100%"
+            )
+        )
+    return causes
+
+
+def validate_deployment(d: types_pb2.Deployment) -> list[Cause]:
+    causes = validate_object_meta(d.metadata, namespaced=True)
+    spec = d.spec
+    causes.extend(_validate_nonnegative(spec.replicas, "spec.replicas"))
+    causes.extend(
+        _validate_workload_selector_and_template(
+            spec.selector if spec.HasField("selector") else None,
+            spec.template if spec.HasField("template") else None,
+        )
+    )
+    causes.extend(_validate_deployment_strategy(spec.strategy))
+    causes.extend(_validate_nonnegative(spec.min_ready_seconds, "spec.minReadySeconds"))
+    if spec.HasField("revision_history_limit"):
+        causes.extend(
+            _validate_nonnegative(spec.revision_history_limit, "spec.revisionHistoryLimit")
+        )
+    if spec.HasField("progress_deadline_seconds"):
+        path = "spec.progressDeadlineSeconds"
+        causes.extend(_validate_nonnegative(spec.progress_deadline_seconds, path))
+        if spec.progress_deadline_seconds <= spec.min_ready_seconds:
+            causes.append(
+                invalid(
+                    path, spec.progress_deadline_seconds, "must be greater than minReadySeconds"
+                )
+            )
+    return causes
+
+
+def validate_workload_update(
+    new: types_pb2.ReplicaSet | types_pb2.Deployment,
+    old: types_pb2.ReplicaSet | types_pb2.Deployment,
+) -> list[Cause]:
+    """apps/v1: the selector of a ReplicaSet or Deployment is immutable."""
+    if new.spec.selector != old.spec.selector:
+        return [invalid("spec.selector", "", "field is immutable")]
+    return []
+
+
 # ---------------------------------------------------------------- dispatch
 
 
@@ -2499,6 +2662,8 @@ _VALIDATORS: Final[
     "kemu.api.v1.Namespace": (validate_namespace, validate_namespace_update),
     "kemu.api.v1.Service": (validate_service, validate_service_update),
     "kemu.api.v1.ConfigMap": (validate_config_map, validate_config_map_update),
+    "kemu.api.v1.ReplicaSet": (validate_replica_set, validate_workload_update),
+    "kemu.api.v1.Deployment": (validate_deployment, validate_workload_update),
 }
 
 

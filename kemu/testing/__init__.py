@@ -5,7 +5,14 @@ The pytest fixtures live in kemu.testing.pytest_plugin (it imports pytest, so it
 imported here).
 """
 
-from kemu.testing.builders import make_node, make_pdb, make_pod, make_priority_class
+from kemu.testing.builders import (
+    make_deployment,
+    make_node,
+    make_pdb,
+    make_pod,
+    make_priority_class,
+    make_replica_set,
+)
 from kemu.testing.cluster import Cluster, Component
 from kemu.testing.etcd import Etcd
 from kemu.testing.eventually import eventually, eventually_sync
@@ -29,10 +36,12 @@ __all__ = [
     "eventually_sync",
     "free_port",
     "free_ports",
+    "make_deployment",
     "make_node",
     "make_pdb",
     "make_pod",
     "make_priority_class",
+    "make_replica_set",
     "record_pods",
     "unique_name",
 ]

@@ -447,3 +447,127 @@ def owned(obj: _M, *refs: types_pb2.OwnerReference, finalizers: Sequence[str] = 
 def make_lease(name: str, namespace: str = DEFAULT_NAMESPACE) -> types_pb2.Lease:
     """A coordination.k8s.io Lease with no holder: a small object of a kind without status."""
     return types_pb2.Lease(metadata=types_pb2.ObjectMeta(name=name, namespace=namespace))
+
+
+# ---------------------------------------------------------------------- apps/v1
+
+
+class _WorkloadBuilder:
+    """What ReplicaSet and Deployment builders share: a selector that is also the template's
+    labels, and a template with one container "c"."""
+
+    def __init__(self, obj: types_pb2.ReplicaSet | types_pb2.Deployment, name: str) -> None:
+        self._obj = obj
+        obj.metadata.name = name
+        obj.metadata.namespace = DEFAULT_NAMESPACE
+        obj.spec.replicas = 1
+        obj.spec.selector.match_labels["app"] = name
+        obj.spec.template.metadata.labels["app"] = name
+        obj.spec.template.spec.containers.add(name="c", image=DEFAULT_IMAGE)
+        obj.spec.template.spec.restart_policy = "Always"
+
+    def namespace(self, namespace: str) -> Self:
+        self._obj.metadata.namespace = namespace
+        return self
+
+    def replicas(self, n: int) -> Self:
+        self._obj.spec.replicas = n
+        return self
+
+    def selector(self, labels: Mapping[str, str] | None = None, /, **kwargs: str) -> Self:
+        """spec.selector.matchLabels, and the same labels on the template (replacing "app")."""
+        wanted = _labels(labels, kwargs)
+        self._obj.spec.selector.match_labels.clear()
+        self._obj.spec.selector.match_labels.update(wanted)
+        self._obj.spec.template.metadata.labels.clear()
+        self._obj.spec.template.metadata.labels.update(wanted)
+        return self
+
+    def template_label(self, key: str, value: str) -> Self:
+        self._obj.spec.template.metadata.labels[key] = value
+        return self
+
+    def template_annotation(self, key: str, value: str) -> Self:
+        self._obj.spec.template.metadata.annotations[key] = value
+        return self
+
+    def image(self, image: str) -> Self:
+        self._obj.spec.template.spec.containers[0].image = image
+        return self
+
+    def req(self, resources: Mapping[str, str] | None = None, /, **kwargs: str | int) -> Self:
+        self._obj.spec.template.spec.containers[0].resources.requests.update(
+            _resources(resources, kwargs)
+        )
+        return self
+
+    def grace(self, seconds: int) -> Self:
+        self._obj.spec.template.spec.termination_grace_period_seconds = seconds
+        return self
+
+    def min_ready_seconds(self, seconds: int) -> Self:
+        self._obj.spec.min_ready_seconds = seconds
+        return self
+
+
+class ReplicaSetBuilder(_WorkloadBuilder):
+    """A ReplicaSet in namespace "default", 1 replica, selector app=<name>."""
+
+    def __init__(self, name: str) -> None:
+        self._rs = types_pb2.ReplicaSet()
+        super().__init__(self._rs, name)
+
+    def obj(self) -> types_pb2.ReplicaSet:
+        rs = types_pb2.ReplicaSet()
+        rs.CopyFrom(self._rs)
+        return rs
+
+
+def make_replica_set(name: str) -> ReplicaSetBuilder:
+    return ReplicaSetBuilder(name)
+
+
+class DeploymentBuilder(_WorkloadBuilder):
+    """A Deployment in namespace "default", 1 replica, selector app=<name>, with the apiserver's
+    defaults (RollingUpdate 25%/25%, revisionHistoryLimit 10, progressDeadlineSeconds 600) so
+    that the fake client, which does no defaulting, holds what the apiserver would."""
+
+    def __init__(self, name: str) -> None:
+        self._d = types_pb2.Deployment()
+        super().__init__(self._d, name)
+        self.rolling_update("25%", "25%")
+        self._d.spec.revision_history_limit = 10
+        self._d.spec.progress_deadline_seconds = 600
+
+    def obj(self) -> types_pb2.Deployment:
+        d = types_pb2.Deployment()
+        d.CopyFrom(self._d)
+        return d
+
+    def rolling_update(self, max_surge: int | str, max_unavailable: int | str) -> Self:
+        strategy = self._d.spec.strategy
+        strategy.type = "RollingUpdate"
+        strategy.rolling_update.max_surge.CopyFrom(_int_or_string(max_surge))
+        strategy.rolling_update.max_unavailable.CopyFrom(_int_or_string(max_unavailable))
+        return self
+
+    def recreate(self) -> Self:
+        self._d.spec.strategy.type = "Recreate"
+        self._d.spec.strategy.ClearField("rolling_update")
+        return self
+
+    def revision_history_limit(self, n: int) -> Self:
+        self._d.spec.revision_history_limit = n
+        return self
+
+    def progress_deadline_seconds(self, seconds: int) -> Self:
+        self._d.spec.progress_deadline_seconds = seconds
+        return self
+
+    def paused(self, value: bool = True) -> Self:
+        self._d.spec.paused = value
+        return self
+
+
+def make_deployment(name: str) -> DeploymentBuilder:
+    return DeploymentBuilder(name)

@@ -29,6 +29,7 @@ from kemu.machinery.errors import ApiError
 from kemu.machinery.namespaces import new_namespace
 from kemu.testing import Cluster, make_pdb, make_pod
 from kemu.testing.builders import make_lease, owned
+from kemu.testing.names import unique_name
 from kemu.testing.namespaces import create_namespace
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
@@ -702,3 +703,39 @@ async def test_finalizers_and_propagation_give_the_same_outcomes(factory: Factor
     }
     assert not differ, "steps (got, want):\n" + "\n".join(f"{k}: {v}" for k, v in differ.items())
     assert list(got) == list(FINALIZER_EXPECTED)
+
+
+async def test_workload_generation_and_status_annotations_match(factory: Factory) -> None:
+    """apps/v1: a Deployment's generation follows its spec and annotations, a ReplicaSet's its
+    spec only; their status updates write annotations (the controller's revision), not spec."""
+    from kemu.api.v1.types_pb2 import Deployment, ReplicaSet
+    from kemu.testing import make_deployment, make_replica_set
+
+    name = unique_name("gen")
+    async with factory() as c:
+        d = await c.create(make_deployment(name).obj())
+        assert d.metadata.generation == 1
+        d.metadata.labels["tier"] = "web"
+        d = await c.update(d)
+        assert d.metadata.generation == 1  # labels are not the spec
+        d.metadata.annotations["note"] = "x"
+        d = await c.update(d)
+        assert d.metadata.generation == 2  # a Deployment's annotations count
+        d.spec.replicas = 3
+        d = await c.update(d)
+        assert d.metadata.generation == 3
+        d.metadata.annotations["deployment.kubernetes.io/revision"] = "1"
+        d.status.observed_generation = 3
+        d.spec.replicas = 9  # ignored by a status update
+        d = await c.update_status(d)
+        got = await c.get(Deployment, name)
+        assert got.metadata.annotations["deployment.kubernetes.io/revision"] == "1"
+        assert (got.spec.replicas, got.metadata.generation) == (3, 3)
+        assert got.status.observed_generation == 3
+        rs = await c.create(make_replica_set(name).obj())
+        rs.metadata.annotations["note"] = "x"
+        rs = await c.update(rs)
+        assert rs.metadata.generation == 1
+        rs.spec.replicas = 0
+        rs = await c.update(rs)
+        assert (await c.get(ReplicaSet, name)).metadata.generation == 2

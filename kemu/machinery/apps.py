@@ -1,0 +1,163 @@
+"""apps/v1: what the apiserver, the ReplicaSet and Deployment controllers and kemuctl share.
+
+Defaulting as upstream's pkg/apis/apps/v1/defaults.go (the pod template's own defaults are the
+pod's, applied by the apiserver), the label and annotation names of deployment/util, the
+pod-template hash, and the IntOrString arithmetic of maxSurge and maxUnavailable.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Final
+
+from kemu.api.v1 import types_pb2
+
+DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY: Final = "pod-template-hash"
+REVISION_ANNOTATION: Final = "deployment.kubernetes.io/revision"
+REVISION_HISTORY_ANNOTATION: Final = "deployment.kubernetes.io/revision-history"
+DESIRED_REPLICAS_ANNOTATION: Final = "deployment.kubernetes.io/desired-replicas"
+MAX_REPLICAS_ANNOTATION: Final = "deployment.kubernetes.io/max-replicas"
+CHANGE_CAUSE_ANNOTATION: Final = "kubernetes.io/change-cause"
+RESTARTED_AT_ANNOTATION: Final = "kubectl.kubernetes.io/restartedAt"
+LAST_APPLIED_ANNOTATION: Final = "kubectl.kubernetes.io/last-applied-configuration"
+
+ROLLING_UPDATE: Final = "RollingUpdate"
+RECREATE: Final = "Recreate"
+STRATEGY_TYPES: Final = (RECREATE, ROLLING_UPDATE)
+
+DEFAULT_REPLICAS: Final = 1
+DEFAULT_MAX_SURGE: Final = "25%"
+DEFAULT_MAX_UNAVAILABLE: Final = "25%"
+DEFAULT_REVISION_HISTORY_LIMIT: Final = 10
+DEFAULT_PROGRESS_DEADLINE_SECONDS: Final = 600
+
+_PERCENT: Final = re.compile(r"^[0-9]+%$")
+# k8s.io/apimachinery/pkg/util/rand SafeEncodeString's alphabet: no vowels, no 0/1/3.
+_SAFE_ALPHANUMS: Final = "bcdfghjklmnpqrstvwxz2456789"
+_FNV32_OFFSET: Final = 0x811C9DC5
+_FNV32_PRIME: Final = 0x01000193
+
+
+# ---------------------------------------------------------------- defaulting
+
+
+def set_defaults_replica_set(rs: types_pb2.ReplicaSet) -> None:
+    if not rs.spec.HasField("replicas"):
+        rs.spec.replicas = DEFAULT_REPLICAS
+
+
+def set_defaults_deployment(d: types_pb2.Deployment) -> None:
+    spec = d.spec
+    if not spec.HasField("replicas"):
+        spec.replicas = DEFAULT_REPLICAS
+    if not spec.strategy.type:
+        spec.strategy.type = ROLLING_UPDATE
+    if spec.strategy.type == ROLLING_UPDATE:
+        ru = spec.strategy.rolling_update
+        if not ru.HasField("max_unavailable"):
+            ru.max_unavailable.str_val = DEFAULT_MAX_UNAVAILABLE
+        if not ru.HasField("max_surge"):
+            ru.max_surge.str_val = DEFAULT_MAX_SURGE
+    if not spec.HasField("revision_history_limit"):
+        spec.revision_history_limit = DEFAULT_REVISION_HISTORY_LIMIT
+    if not spec.HasField("progress_deadline_seconds"):
+        spec.progress_deadline_seconds = DEFAULT_PROGRESS_DEADLINE_SECONDS
+
+
+# ---------------------------------------------------------------- IntOrString
+
+
+def scaled_value(value: types_pb2.IntOrString, total: int, *, round_up: bool) -> int:
+    """intstr.GetScaledValueFromIntOrPercent: an integer as is, a percentage of `total` rounded
+    up or down. ValueError for a string that is not a percentage."""
+    if value.WhichOneof("value") != "str_val":
+        return value.int_val
+    text = value.str_val
+    if not _PERCENT.match(text):
+        raise ValueError(f"invalid value for IntOrString: invalid value {text!r}")
+    scaled = int(text[:-1]) * total
+    return math.ceil(scaled / 100) if round_up else scaled // 100
+
+
+def resolve_fenceposts(
+    max_surge: types_pb2.IntOrString, max_unavailable: types_pb2.IntOrString, desired: int
+) -> tuple[int, int]:
+    """deployment/util ResolveFenceposts: (surge, unavailable) in pods; surge rounds up,
+    unavailability down, and both 0 makes unavailability 1 (so a rollout can progress)."""
+    surge = scaled_value(max_surge, desired, round_up=True)
+    unavailable = scaled_value(max_unavailable, desired, round_up=False)
+    if surge == 0 and unavailable == 0:
+        unavailable = 1
+    return surge, unavailable
+
+
+def max_surge(d: types_pb2.Deployment) -> int:
+    """The surge of a rolling Deployment in pods (0 for Recreate)."""
+    if d.spec.strategy.type != ROLLING_UPDATE:
+        return 0
+    ru = d.spec.strategy.rolling_update
+    return resolve_fenceposts(ru.max_surge, ru.max_unavailable, d.spec.replicas)[0]
+
+
+def max_unavailable(d: types_pb2.Deployment) -> int:
+    """deployment/util MaxUnavailable: 0 for Recreate or no replicas, at most spec.replicas."""
+    if d.spec.strategy.type != ROLLING_UPDATE or d.spec.replicas == 0:
+        return 0
+    ru = d.spec.strategy.rolling_update
+    unavailable = resolve_fenceposts(ru.max_surge, ru.max_unavailable, d.spec.replicas)[1]
+    return min(unavailable, d.spec.replicas)
+
+
+# ---------------------------------------------------------------- the pod-template hash
+
+
+def _fnv32a(data: bytes) -> int:
+    h = _FNV32_OFFSET
+    for b in data:
+        h = ((h ^ b) * _FNV32_PRIME) & 0xFFFFFFFF
+    return h
+
+
+def safe_encode(text: str) -> str:
+    """rand.SafeEncodeString: each character mapped into an alphabet that cannot spell words."""
+    return "".join(_SAFE_ALPHANUMS[ord(ch) % len(_SAFE_ALPHANUMS)] for ch in text)
+
+
+def template_without_hash(template: types_pb2.PodTemplateSpec) -> types_pb2.PodTemplateSpec:
+    """A copy of `template` without the pod-template-hash label (EqualIgnoreHash's view)."""
+    out = types_pb2.PodTemplateSpec()
+    out.CopyFrom(template)
+    out.metadata.labels.pop(DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY, None)
+    return out
+
+
+def compute_hash(template: types_pb2.PodTemplateSpec, collision_count: int | None) -> str:
+    """The pod-template-hash of a template (controller.ComputeHash's role and encoding).
+
+    Not upstream's value: upstream hashes a spew dump of the Go struct, which has no Python
+    equivalent. kemu hashes the template's deterministic protobuf bytes (its pod-template-hash
+    label left out) with FNV-1a 32, appends the collision count as upstream does, and encodes
+    the decimal number with SafeEncodeString as upstream does: stable across processes and
+    restarts, and changed by any change of the template.
+    """
+    data = template_without_hash(template).SerializeToString(deterministic=True)
+    if collision_count is not None:
+        data += collision_count.to_bytes(4, "little", signed=False)
+    return safe_encode(str(_fnv32a(data)))
+
+
+def equal_ignore_hash(a: types_pb2.PodTemplateSpec, b: types_pb2.PodTemplateSpec) -> bool:
+    """deployment/util EqualIgnoreHash: the templates are equal but for pod-template-hash."""
+    return template_without_hash(a).SerializeToString(deterministic=True) == template_without_hash(
+        b
+    ).SerializeToString(deterministic=True)
+
+
+def revision_of(meta: types_pb2.ObjectMeta) -> int:
+    """The deployment.kubernetes.io/revision annotation as a number (0 when absent or bad)."""
+    text = meta.annotations.get(REVISION_ANNOTATION, "")
+    try:
+        return int(text)
+    except ValueError:
+        return 0
