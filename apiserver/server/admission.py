@@ -11,9 +11,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from kemu.api.v1 import types_pb2
-from kemu.machinery import apps
 from kemu.machinery.errors import BadRequest, Cause, Invalid
-from kemu.machinery.pod_defaults import default_pod_spec
 from kemu.machinery.qos import compute_qos_class
 
 PREEMPT_LOWER_PRIORITY: Final = "PreemptLowerPriority"
@@ -36,22 +34,6 @@ def system_priority_classes() -> list[types_pb2.PriorityClass]:
         )
         out.append(pc)
     return out
-
-
-def default_pod(pod: types_pb2.Pod) -> None:
-    """SetDefaults_Pod (kemu.machinery.pod_defaults); applied on create and on every update
-    (as upstream defaults every decoded object), so it is idempotent."""
-    default_pod_spec(pod.spec)
-
-
-def default_workload(obj: types_pb2.ReplicaSet | types_pb2.Deployment) -> None:
-    """apps/v1 defaults, and the pod defaults on the pod template (as upstream's defaulters)."""
-    if isinstance(obj, types_pb2.ReplicaSet):
-        apps.set_defaults_replica_set(obj)
-    else:
-        apps.set_defaults_deployment(obj)
-    if obj.spec.HasField("template"):
-        default_pod_spec(obj.spec.template.spec)
 
 
 def admit_priority(pod: types_pb2.Pod, classes: Sequence[types_pb2.PriorityClass]) -> None:

@@ -34,6 +34,7 @@ from kemu.component.featuregate import (
 )
 from kemu.machinery import convert
 from kemu.machinery import namespaces as ns_rules
+from kemu.machinery.defaults import set_defaults
 from kemu.machinery.delete_options import check_preconditions
 from kemu.machinery.deletion import DeleteOptions, Outcome, plan_delete, should_delete_during_update
 from kemu.machinery.errors import (
@@ -288,8 +289,8 @@ class Registry:
         return obj, encoding.envelope(field, encoding.with_resource_version(data, rev))
 
     def _prepare_for_create(self, kind: Kind, obj: Message) -> None:
+        set_defaults(obj)
         if isinstance(obj, types_pb2.Pod):
-            admission.default_pod(obj)
             # Upstream resets a new pod's status: only the kubelet and scheduler write it.
             obj.ClearField("status")
             obj.status.phase = "Pending"
@@ -297,7 +298,6 @@ class Registry:
             obj.ClearField("status")
         elif isinstance(obj, types_pb2.ReplicaSet | types_pb2.Deployment):
             obj.ClearField("status")
-            admission.default_workload(obj)
         elif isinstance(obj, types_pb2.Node):
             if not self._gates.enabled(IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION):
                 obj.spec.ClearField("pod_preemption_policy")  # a disabled field is dropped
@@ -314,12 +314,6 @@ class Registry:
                     if isinstance(co.obj, types_pb2.Service)
                 ),
             )
-
-    @staticmethod
-    def _default_on_update(obj: Message) -> None:
-        """Defaults that upstream applies when decoding any write, not only a create."""
-        if isinstance(obj, types_pb2.ReplicaSet | types_pb2.Deployment):
-            admission.default_workload(obj)
 
     def _admit_pod(self, pod: types_pb2.Pod) -> None:
         classes = [co.obj for co in self._caches["priorityclasses"].objects()]
@@ -371,10 +365,8 @@ class Registry:
         else:
             if kind.has_status:
                 result.status.CopyFrom(current.status)  # type: ignore[attr-defined]
-            if isinstance(result, types_pb2.Pod):
-                admission.default_pod(result)  # upstream defaults every decoded object
+            set_defaults(result)  # upstream defaults every decoded object
             self._validate_spec_update(kind, current, result)
-            self._default_on_update(result)
             if bumps_generation(current, result):
                 meta.generation = old_meta.generation + 1
         causes = validate_object(result, old=current)

@@ -7,7 +7,6 @@ from typing import Any, Final
 
 from google.protobuf.message import Message
 
-from kemu.api.v1 import types_pb2
 from kemu.ctl import manifests
 from kemu.ctl.common import (
     Context,
@@ -21,10 +20,10 @@ from kemu.ctl.common import (
 )
 from kemu.ctl.manifests import Manifest
 from kemu.machinery import convert, kinds
+from kemu.machinery.defaults import set_defaults
 from kemu.machinery.delete_options import BACKGROUND, FOREGROUND, ORPHAN
 from kemu.machinery.errors import ApiError, NotFound
 from kemu.machinery.namespaces import new_namespace
-from kemu.machinery.pod_defaults import default_pod_spec
 
 
 def _placed(ctx: Context, m: Manifest) -> tuple[Message, str]:
@@ -59,17 +58,14 @@ def apply_patch(obj: Message) -> dict[str, Any]:
 
 
 def _defaulted(kind: kinds.Kind, merged: dict[str, Any]) -> dict[str, Any]:
-    """The merged object as the server would store it: a pod gets the core/v1 defaults its
-    manifest leaves out (the merge replaces whole lists such as containers)."""
-    if kind.kind != "Pod":
-        return merged
+    """The merged object as the server would store it, with the defaults its manifest leaves
+    out (the merge replaces whole lists such as containers)."""
     try:
-        pod = convert.from_dict(kind, merged)
+        obj = convert.from_dict(kind, merged)
     except ApiError:
         return merged  # the server will say what is wrong
-    assert isinstance(pod, types_pb2.Pod)
-    default_pod_spec(pod.spec)
-    return convert.to_dict(pod)
+    set_defaults(obj)
+    return convert.to_dict(obj)
 
 
 async def apply_one(ctx: Context, kind: kinds.Kind, obj: Message, ns: str) -> str:

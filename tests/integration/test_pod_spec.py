@@ -13,7 +13,7 @@ import yaml
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.testing import Cluster, eventually, make_pod
-from kemu.testing.names import unique_name
+from kemu.testing.namespaces import create_namespace
 from tests.integration.test_kemuctl import EXAMPLES, kemuctl
 from tests.unit.machinery.test_pod_spec import with_defaults
 
@@ -40,7 +40,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 
 async def test_nginx_manifest_round_trips_through_kemuctl_and_runs(cluster):
-    ns = unique_name("nginx")
+    async with Client(cluster.server, timeout=10.0) as c:
+        ns = await create_namespace(c, "nginx")
     manifest = yaml.safe_load((EXAMPLES / "nginx-pod.yaml").read_text())
     path = str(EXAMPLES / "nginx-pod.yaml")
     done = await anyio.to_thread.run_sync(lambda: kemuctl(cluster, "apply", "-n", ns, "-f", path))
@@ -82,7 +83,8 @@ async def test_nginx_manifest_round_trips_through_kemuctl_and_runs(cluster):
 
 
 async def test_pods_with_the_same_host_port_never_share_a_node(cluster):
-    ns = unique_name("hostport")
+    async with Client(cluster.server, timeout=10.0) as c:
+        ns = await create_namespace(c, "hostport")
 
     def pod(name: str) -> types_pb2.Pod:
         return (
