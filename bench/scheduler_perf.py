@@ -54,7 +54,6 @@ from typing import Any, Final
 import anyio
 import anyio.abc
 import yaml
-from google.protobuf.message import Message
 from prometheus_client.parser import text_string_to_metric_families
 
 from bench.common import (
@@ -63,6 +62,7 @@ from bench.common import (
     fmt,
     format_table,
     jsonable,
+    pace,
     percentile,
     rate,
     ratio,
@@ -70,21 +70,37 @@ from bench.common import (
     run_concurrent,
     summarize_stacks,
 )
+from bench.scheduler_perf_workloads import (
+    WORKLOAD_FILES,
+    Barrier,
+    CreateNamespaces,
+    CreateNodes,
+    CreatePods,
+    DeletePods,
+    Op,
+    Sleep,
+    Variant,
+    Workload,
+    WorkloadError,
+    load_workload_files,
+    namespace_objects,
+    node_objects,
+    pod_objects,
+    priority_class_objects,
+    select_workloads,
+)
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
-from kemu.component.featuregate import FeatureGateError, FeatureGates
-from kemu.component.version import DEFAULT_VERSION, Version, parse_emulated_version
-from kemu.machinery import convert, kinds, quantity, resources
-from kemu.machinery.errors import ApiError, Gone, Invalid
+from kemu.component.version import DEFAULT_VERSION
+from kemu.machinery import quantity, resources
+from kemu.machinery.errors import AlreadyExists, ApiError, Gone, NotFound
 from kemu.machinery.pod_strategy import default_requests_from_limits
 from kemu.testing.cluster import Cluster
 from kemu.testing.namespaces import ensure_namespace
 from kemu.testing.processes import ProcessStartError
-from scheduler.config import config_from_dict
 
 log = logging.getLogger(__name__)
 
-WORKLOADS_FILE: Final = Path(__file__).parent / "workloads" / "performance-config.yaml"
 DEFAULT_LABEL: Final = "performance"
 QUICK_LABEL: Final = "quick"
 CREATORS: Final = 16  # creates in flight
@@ -105,574 +121,6 @@ API_REQUESTS: Final = "apiserver_request_total"
 POD_RESOURCES: Final = ("pods", "pods/binding")
 SEED: Final = 1  # the scheduler's --seed, the same for both runs of an A/B comparison
 PY_SPY_SECONDS: Final = 20
-
-# Upstream's config/templates/node-default.yaml (the node scheduler_perf creates by default).
-DEFAULT_NODE_TEMPLATE: Final[Mapping[str, Any]] = {
-    "metadata": {"generateName": "scheduler-perf-"},
-    "status": {
-        "capacity": {"pods": "110", "cpu": "4", "memory": "32Gi"},
-        "conditions": [{"type": "Ready", "status": "True"}],
-    },
-}
-# Upstream's config/templates/pod-default.yaml (without the container port, which kemu's Pod
-# does not model and no default plugin looks at).
-DEFAULT_POD_TEMPLATE: Final[Mapping[str, Any]] = {
-    "metadata": {"generateName": "pod-"},
-    "spec": {
-        "containers": [
-            {
-                "name": "pause",
-                "image": "registry.k8s.io/pause:3.10",
-                "resources": {
-                    "limits": {"cpu": "100m", "memory": "500Mi"},
-                    "requests": {"cpu": "100m", "memory": "500Mi"},
-                },
-            }
-        ]
-    },
-}
-
-
-# ---------------------------------------------------------------------- workloads
-
-
-class WorkloadError(ValueError):
-    """A workload file that cannot be used; the message names the offending field."""
-
-
-@dataclass(frozen=True)
-class CreateNodes:
-    count: int
-    template: types_pb2.Node
-
-
-@dataclass(frozen=True)
-class CreatePods:
-    count: int
-    template: types_pb2.Pod
-    namespace: str
-    collect_metrics: bool = False
-    skip_wait: bool = False
-    # The pods' priority, through the PriorityClass priority_class_name(priority) that the
-    # run creates (the Priority admission plugin rejects a bare spec.priority).
-    priority: int | None = None
-
-
-@dataclass(frozen=True)
-class Barrier:
-    namespaces: tuple[str, ...] = ()  # empty: every namespace
-
-
-Op = CreateNodes | CreatePods | Barrier
-
-
-@dataclass(frozen=True)
-class Variant:
-    """One run of a workload: the feature gates of its control plane. `name` is empty for a
-    workload that is not an A/B comparison, else `Gate=true` / `Gate=false`."""
-
-    name: str
-    feature_gates: Mapping[str, bool]
-
-
-@dataclass(frozen=True)
-class Workload:
-    test_case: str
-    name: str
-    labels: tuple[str, ...]
-    params: Mapping[str, int]
-    ops: tuple[Op, ...]
-    # The control plane (apiserver and scheduler) of every run of the workload.
-    emulated_version: str | None = None  # None: the components' default
-    feature_gates: Mapping[str, bool] = field(default_factory=dict)
-    scheduler_config: Mapping[str, Any] | None = None  # a KubeSchedulerConfiguration
-    # A/B: the workload runs twice, this gate on then off, each on a fresh cluster.
-    compare_gate: str | None = None
-
-    @property
-    def full_name(self) -> str:
-        return f"{self.test_case}/{self.name}"
-
-    def variants(self) -> list[Variant]:
-        gate = self.compare_gate
-        if gate is None:
-            return [Variant("", dict(self.feature_gates))]
-        return [
-            Variant(f"{gate}={str(on).lower()}", {**self.feature_gates, gate: on})
-            for on in (True, False)
-        ]
-
-    def priorities(self) -> list[int]:
-        """The pod priorities the run needs a PriorityClass for, ascending."""
-        return sorted(
-            {
-                op.priority
-                for op in self.ops
-                if isinstance(op, CreatePods) and op.priority is not None
-            }
-        )
-
-    @property
-    def measured(self) -> CreatePods | None:
-        return next(
-            (op for op in self.ops if isinstance(op, CreatePods) and op.collect_metrics), None
-        )
-
-    def count(
-        self, kind: type[CreateNodes] | type[CreatePods], *, measured: bool | None = None
-    ) -> int:
-        """Objects created by ops of `kind`; for pods, `measured` selects the measured op or the others."""
-        total = 0
-        for op in self.ops:
-            if not isinstance(op, kind):
-                continue
-            if (
-                measured is not None
-                and isinstance(op, CreatePods)
-                and op.collect_metrics != measured
-            ):
-                continue
-            total += op.count
-        return total
-
-
-_OP_FIELDS: Final[dict[str, frozenset[str]]] = {
-    "createNodes": frozenset({"opcode", "count", "countParam", "nodeTemplate", "nodeTemplatePath"}),
-    "createPods": frozenset(
-        {
-            "opcode",
-            "count",
-            "countParam",
-            "podTemplate",
-            "podTemplatePath",
-            "namespace",
-            "collectMetrics",
-            "skipWaitToCompletion",
-            "priority",
-        }
-    ),  # fmt: skip
-    "barrier": frozenset({"opcode", "namespaces"}),
-}
-# Fields that set up the control plane, given by a test case and/or a workload (the
-# workload's win; featureGates are merged).
-_CLUSTER_FIELDS: Final = frozenset(
-    {
-        "emulatedVersion",
-        "featureGates",
-        "schedulerConfig",
-        "schedulerConfigPath",
-        "compareFeatureGate",
-    }
-)
-_TEST_CASE_FIELDS: Final = (
-    frozenset({"name", "labels", "defaultPodTemplatePath", "workloadTemplate", "workloads"})
-    | _CLUSTER_FIELDS
-)
-_WORKLOAD_FIELDS: Final = frozenset({"name", "labels", "params"}) | _CLUSTER_FIELDS
-# PriorityClass values users may create (upstream's HighestUserDefinablePriority and int32).
-MIN_PRIORITY: Final = -(2**31)
-MAX_PRIORITY: Final = 1_000_000_000
-
-
-def load_workloads(path: Path) -> list[Workload]:
-    """Every workload of a performance-config YAML file (template paths are relative to it)."""
-    try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as e:
-        raise WorkloadError(f"{path}: {e}") from e
-    try:
-        return parse_workloads(data, base_dir=path.parent)
-    except WorkloadError as e:
-        raise WorkloadError(f"{path}: {e}") from e
-
-
-def parse_workloads(data: Any, *, base_dir: Path | None = None) -> list[Workload]:
-    """The workloads of the parsed YAML `data`: a list of test cases, each with a
-    `workloadTemplate` (ops) and `workloads` (name, labels, params), as upstream's
-    performance-config.yaml. `$name` in `countParam` is replaced by the workload's param."""
-    if not isinstance(data, list):
-        raise WorkloadError(f"<root>: expected a list of test cases, got {_type_name(data)}")
-    out: list[Workload] = []
-    seen: set[str] = set()
-    for i, case in enumerate(data):
-        where = f"[{i}]"
-        case_map = _mapping(case, where, _TEST_CASE_FIELDS)
-        name = _string(case_map, "name", where)
-        where = f"[{i}] {name}"
-        case_labels = _labels(case_map, where)
-        default_pod = _load_template_path(case_map, "defaultPodTemplatePath", where, base_dir)
-        template = case_map.get("workloadTemplate")
-        if not isinstance(template, list) or not template:
-            raise WorkloadError(f"{where}.workloadTemplate: expected a non-empty list of ops")
-        workloads = case_map.get("workloads")
-        if not isinstance(workloads, list) or not workloads:
-            raise WorkloadError(f"{where}.workloads: expected a non-empty list of workloads")
-        for j, w in enumerate(workloads):
-            w_where = f"{where}.workloads[{j}]"
-            w_map = _mapping(w, w_where, _WORKLOAD_FIELDS)
-            w_name = _string(w_map, "name", w_where)
-            params = _params(w_map.get("params", {}), f"{w_where}.params")
-            ops = tuple(
-                _parse_op(
-                    op, f"{where}.workloadTemplate[{k}]", k, params, w_name, default_pod, base_dir
-                )
-                for k, op in enumerate(template)
-            )
-            measured = [
-                k for k, op in enumerate(ops) if isinstance(op, CreatePods) and op.collect_metrics
-            ]
-            if len(measured) > 1:
-                raise WorkloadError(
-                    f"{where}.workloadTemplate[{measured[1]}].collectMetrics: only one op per "
-                    "workload can collect metrics"
-                )
-            cluster = _cluster_settings(case_map, w_map, where, w_where, base_dir)
-            workload = Workload(
-                test_case=name,
-                name=w_name,
-                labels=tuple(dict.fromkeys([*case_labels, *_labels(w_map, w_where)])),
-                params=params,
-                ops=ops,
-                **cluster,
-            )
-            if workload.full_name in seen:
-                raise WorkloadError(f"{w_where}.name: duplicate workload {workload.full_name}")
-            seen.add(workload.full_name)
-            out.append(workload)
-    return out
-
-
-def select_workloads(
-    workloads: Sequence[Workload], names: Sequence[str], label: str
-) -> list[Workload]:
-    """The workloads named (`TestCase/Workload`, or `TestCase` for all of its workloads, or
-    `all`), or when no name is given those carrying `label`. KeyError names an unknown one."""
-    if not names:
-        return [w for w in workloads if label in w.labels]
-    chosen: list[Workload] = []
-    for name in names:
-        matched = [
-            w for w in workloads if name in ("all", w.full_name, w.test_case) and w not in chosen
-        ]
-        if not matched and not any(name in (w.full_name, w.test_case) for w in workloads):
-            known = ", ".join(w.full_name for w in workloads)
-            raise KeyError(f"no workload {name!r} (known: {known})")
-        chosen.extend(matched)
-    return chosen
-
-
-def _parse_op(
-    raw: Any,
-    where: str,
-    index: int,
-    params: Mapping[str, int],
-    workload: str,
-    default_pod: Mapping[str, Any] | None,
-    base_dir: Path | None,
-) -> Op:
-    if not isinstance(raw, dict):
-        raise WorkloadError(f"{where}: expected a mapping, got {_type_name(raw)}")
-    opcode = raw.get("opcode")
-    if opcode not in _OP_FIELDS:
-        raise WorkloadError(
-            f"{where}.opcode: expected one of {', '.join(sorted(_OP_FIELDS))}, got {opcode!r}"
-        )
-    _mapping(raw, where, _OP_FIELDS[opcode])
-    if opcode == "barrier":
-        namespaces = raw.get("namespaces", [])
-        if not isinstance(namespaces, list) or not all(isinstance(n, str) for n in namespaces):
-            raise WorkloadError(f"{where}.namespaces: expected a list of strings")
-        return Barrier(tuple(namespaces))
-    count = _count(raw, where, params, workload)
-    if opcode == "createNodes":
-        data = _template(raw, "nodeTemplate", where, base_dir) or DEFAULT_NODE_TEMPLATE
-        node = _message(kinds.BY_KIND["Node"], data, f"{where}.nodeTemplate")
-        assert isinstance(node, types_pb2.Node)
-        return CreateNodes(count, node)
-    data = _template(raw, "podTemplate", where, base_dir) or default_pod or DEFAULT_POD_TEMPLATE
-    pod = _message(kinds.BY_KIND["Pod"], data, f"{where}.podTemplate")
-    assert isinstance(pod, types_pb2.Pod)
-    namespace = raw.get("namespace", pod.metadata.namespace or f"namespace-{index}")
-    if not isinstance(namespace, str) or not namespace:
-        raise WorkloadError(f"{where}.namespace: expected a non-empty string")
-    collect = _bool(raw, "collectMetrics", where)
-    skip = _bool(raw, "skipWaitToCompletion", where)
-    if collect and skip:
-        raise WorkloadError(
-            f"{where}.skipWaitToCompletion: the op that collects metrics waits for its pods"
-        )
-    priority = _priority(raw, pod, where)
-    return CreatePods(
-        count, pod, namespace, collect_metrics=collect, skip_wait=skip, priority=priority
-    )
-
-
-def _priority(raw: Mapping[str, Any], pod: types_pb2.Pod, where: str) -> int | None:
-    """The op's `priority`, or the template's spec.priority (upstream's templates give it
-    there, e.g. pod-high-priority.yaml); both given must agree."""
-    value: int | None = None
-    if "priority" in raw:
-        given = raw["priority"]
-        if isinstance(given, bool) or not isinstance(given, int):
-            raise WorkloadError(f"{where}.priority: expected an integer, got {given!r}")
-        value = given
-    if pod.spec.HasField("priority"):
-        if value is not None and value != pod.spec.priority:
-            raise WorkloadError(
-                f"{where}.priority: {value} differs from the template's spec.priority "
-                f"{pod.spec.priority}"
-            )
-        value = pod.spec.priority
-    if value is None:
-        return None
-    if pod.spec.priority_class_name:
-        raise WorkloadError(
-            f"{where}.priority: the template also names a PriorityClass "
-            f"({pod.spec.priority_class_name}); give one or the other"
-        )
-    if not MIN_PRIORITY <= value <= MAX_PRIORITY:
-        raise WorkloadError(
-            f"{where}.priority: {value} is outside [{MIN_PRIORITY}, {MAX_PRIORITY}]"
-        )
-    return value
-
-
-def priority_class_name(priority: int) -> str:
-    return (
-        f"scheduler-perf-priority-{priority}"
-        if priority >= 0
-        else (f"scheduler-perf-priority-minus-{-priority}")
-    )
-
-
-def priority_class_objects(workload: Workload) -> list[types_pb2.PriorityClass]:
-    """One PriorityClass per pod priority of the workload's ops (preemptionPolicy as the
-    admission default, PreemptLowerPriority)."""
-    out = []
-    for value in workload.priorities():
-        pc = types_pb2.PriorityClass(value=value, description="bench scheduler_perf")
-        pc.metadata.name = priority_class_name(value)
-        out.append(pc)
-    return out
-
-
-def _cluster_settings(
-    case: Mapping[str, Any],
-    workload: Mapping[str, Any],
-    case_where: str,
-    where: str,
-    base_dir: Path | None,
-) -> dict[str, Any]:
-    """Workload fields emulated_version, feature_gates, scheduler_config and compare_gate from
-    the test case's and the workload's fields; the gates are checked at the version for every
-    variant, the scheduler configuration as the scheduler would."""
-
-    def pick(key: str) -> tuple[Any, str] | None:
-        for raw, w in ((workload, where), (case, case_where)):
-            if key in raw:
-                return raw[key], w
-        return None
-
-    version: str | None = None
-    found = pick("emulatedVersion")
-    if found is not None:
-        value, w = found
-        if not isinstance(value, str):
-            raise WorkloadError(
-                f'{w}.emulatedVersion: expected a quoted string such as "1.23", got {value!r}'
-            )
-        try:
-            version = str(parse_emulated_version(value))
-        except ValueError as e:
-            raise WorkloadError(f"{w}.emulatedVersion: {e}") from e
-
-    gates: dict[str, bool] = {}
-    for raw, w in ((case, case_where), (workload, where)):
-        value = raw.get("featureGates", {})
-        if not isinstance(value, dict) or not all(
-            isinstance(k, str) and isinstance(v, bool) for k, v in value.items()
-        ):
-            raise WorkloadError(f"{w}.featureGates: expected a mapping of gate names to true/false")
-        gates.update(value)
-
-    compare: str | None = None
-    found = pick("compareFeatureGate")
-    if found is not None:
-        value, w = found
-        if not isinstance(value, str) or not value:
-            raise WorkloadError(f"{w}.compareFeatureGate: expected a gate name")
-        if value in gates:
-            raise WorkloadError(
-                f"{w}.compareFeatureGate: {value} is also set by featureGates; the comparison "
-                "sets it on and off"
-            )
-        compare = value
-
-    # The gates alone, then each variant of the comparison, at the version: the error names
-    # the field that brought the offending setting in (the workload's if it has its own).
-    at = Version.parse(version) if version is not None else DEFAULT_VERSION
-    checks = [("featureGates", gates)]
-    if compare is not None:
-        checks += [("compareFeatureGate", {**gates, compare: on}) for on in (True, False)]
-    for key, settings in checks:
-        try:
-            FeatureGates.for_version(at, settings)
-        except FeatureGateError as e:
-            w = where if key in workload or "emulatedVersion" in workload else case_where
-            raise WorkloadError(f"{w}.{key}: {e}") from e
-
-    config: Mapping[str, Any] | None = None
-    for raw, w in ((workload, where), (case, case_where)):
-        config = _template(raw, "schedulerConfig", w, base_dir)
-        if config is not None:
-            try:
-                config_from_dict(config)
-            except ValueError as e:
-                raise WorkloadError(f"{w}.schedulerConfig: {e}") from e
-            break
-    return {
-        "emulated_version": version,
-        "feature_gates": gates,
-        "scheduler_config": config,
-        "compare_gate": compare,
-    }
-
-
-def _count(raw: Mapping[str, Any], where: str, params: Mapping[str, int], workload: str) -> int:
-    if "count" in raw and "countParam" in raw:
-        raise WorkloadError(f"{where}.countParam: give count or countParam, not both")
-    if "countParam" in raw:
-        ref = raw["countParam"]
-        if not isinstance(ref, str) or not ref.startswith("$") or len(ref) < 2:
-            raise WorkloadError(f"{where}.countParam: expected $name, got {ref!r}")
-        if ref[1:] not in params:
-            raise WorkloadError(f"{where}.countParam: workload {workload} has no param {ref[1:]!r}")
-        return params[ref[1:]]
-    if "count" not in raw:
-        raise WorkloadError(f"{where}.count: required (or countParam)")
-    value = raw["count"]
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise WorkloadError(f"{where}.count: expected a non-negative integer, got {value!r}")
-    return value
-
-
-def _params(raw: Any, where: str) -> dict[str, int]:
-    if not isinstance(raw, dict):
-        raise WorkloadError(f"{where}: expected a mapping, got {_type_name(raw)}")
-    out: dict[str, int] = {}
-    for key, value in raw.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise WorkloadError(f"{where}.{key}: expected a non-negative integer, got {value!r}")
-        out[str(key)] = value
-    return out
-
-
-def _template(
-    raw: Mapping[str, Any], key: str, where: str, base_dir: Path | None
-) -> Mapping[str, Any] | None:
-    if key in raw and key + "Path" in raw:
-        raise WorkloadError(f"{where}.{key}Path: give {key} or {key}Path, not both")
-    if key in raw:
-        value = raw[key]
-        if not isinstance(value, dict):
-            raise WorkloadError(f"{where}.{key}: expected a mapping, got {_type_name(value)}")
-        return value
-    return _load_template_path(raw, key + "Path", where, base_dir)
-
-
-def _load_template_path(
-    raw: Mapping[str, Any], key: str, where: str, base_dir: Path | None
-) -> Mapping[str, Any] | None:
-    if key not in raw:
-        return None
-    value = raw[key]
-    if not isinstance(value, str):
-        raise WorkloadError(f"{where}.{key}: expected a path, got {_type_name(value)}")
-    path = Path(value) if base_dir is None else base_dir / value
-    try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as e:
-        raise WorkloadError(f"{where}.{key}: {e}") from e
-    if not isinstance(data, dict):
-        raise WorkloadError(f"{where}.{key}: {path} does not hold a mapping")
-    return data
-
-
-def _message(kind: kinds.Kind, data: Mapping[str, Any], where: str) -> Message:
-    try:
-        return convert.from_dict(kind, dict(data))
-    except Invalid as e:
-        raise WorkloadError(f"{where}: {e}") from e
-
-
-def _mapping(raw: Any, where: str, allowed: frozenset[str]) -> dict[str, Any]:
-    if not isinstance(raw, dict):
-        raise WorkloadError(f"{where}: expected a mapping, got {_type_name(raw)}")
-    unknown = sorted(str(k) for k in raw if k not in allowed)
-    if unknown:
-        raise WorkloadError(f"{where}.{unknown[0]}: unknown field")
-    return raw
-
-
-def _string(raw: Mapping[str, Any], key: str, where: str) -> str:
-    value = raw.get(key)
-    if not isinstance(value, str) or not value:
-        raise WorkloadError(f"{where}.{key}: expected a non-empty string")
-    return value
-
-
-def _bool(raw: Mapping[str, Any], key: str, where: str) -> bool:
-    value = raw.get(key, False)
-    if not isinstance(value, bool):
-        raise WorkloadError(f"{where}.{key}: expected true or false, got {value!r}")
-    return value
-
-
-def _labels(raw: Mapping[str, Any], where: str) -> tuple[str, ...]:
-    value = raw.get("labels", [])
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise WorkloadError(f"{where}.labels: expected a list of strings")
-    return tuple(value)
-
-
-def _type_name(value: Any) -> str:
-    return "null" if value is None else type(value).__name__
-
-
-def node_objects(op: CreateNodes, op_index: int) -> list[types_pb2.Node]:
-    """The nodes of a createNodes op: named <generateName><op>-<i>, labelled
-    kubernetes.io/hostname as a kubelet would, allocatable = capacity unless the template
-    gives it."""
-    prefix = op.template.metadata.generate_name or op.template.metadata.name or "node-"
-    out = []
-    for i in range(op.count):
-        node = types_pb2.Node()
-        node.CopyFrom(op.template)
-        node.metadata.generate_name = ""
-        node.metadata.name = f"{prefix}{op_index}-{i}"
-        node.metadata.labels["kubernetes.io/hostname"] = node.metadata.name
-        if not node.status.allocatable:
-            node.status.allocatable.update(node.status.capacity)
-        out.append(node)
-    return out
-
-
-def pod_objects(op: CreatePods, op_index: int) -> list[types_pb2.Pod]:
-    """The pods of a createPods op: named <generateName><op>-<i> in the op's namespace."""
-    prefix = op.template.metadata.generate_name or op.template.metadata.name or "pod-"
-    out = []
-    for i in range(op.count):
-        pod = types_pb2.Pod()
-        pod.CopyFrom(op.template)
-        pod.metadata.generate_name = ""
-        pod.metadata.name = f"{prefix}{op_index}-{i}"
-        pod.metadata.namespace = op.namespace
-        if op.priority is not None:
-            pod.spec.ClearField("priority")
-            pod.spec.priority_class_name = priority_class_name(op.priority)
-        out.append(pod)
-    return out
-
 
 # ---------------------------------------------------------------------- measurement (pure)
 
@@ -922,6 +370,7 @@ class BindTracker:
         # which count as done for the waits (they will never be bound).
         self.deleted_at: dict[int, list[float]] = defaultdict(list)
         self._deleted: set[str] = set()
+        self._requested: set[str] = set()  # deleted by a deletePods op
         self._gone_unbound: Counter[int] = Counter()
         self._gone_unbound_in: Counter[str] = Counter()
         self._changed = anyio.Event()
@@ -935,6 +384,11 @@ class BindTracker:
             self.created_in[pod.metadata.namespace] += 1
             self._namespace_of[op_index] = pod.metadata.namespace
         self._expected[op_index] += len(pods)
+
+    def expect_deletion(self, pods: Sequence[types_pb2.Pod]) -> None:
+        """Registers pods a deletePods op is about to delete: their deletions are the
+        workload's, not preemption victims, so deleted() leaves them out."""
+        self._requested.update(f"{p.metadata.namespace}/{p.metadata.name}" for p in pods)
 
     def observe(self, pod: types_pb2.Pod, event_type: str = "MODIFIED") -> None:
         """One watch event (`event_type` ADDED, MODIFIED or DELETED) of `pod`."""
@@ -970,8 +424,8 @@ class BindTracker:
         self._changed = anyio.Event()
 
     def deleted(self) -> int:
-        """Pods of the run deleted so far."""
-        return len(self._deleted)
+        """Pods of the run deleted so far, except those a deletePods op deleted."""
+        return len(self._deleted - self._requested)
 
     def op_done(self, op_index: int) -> bool:
         done = len(self.bound_at[op_index]) + self._gone_unbound[op_index]
@@ -1113,6 +567,7 @@ class Runner:
             "bench": os.getpid(),
         }
         self._tg: anyio.abc.TaskGroup | None = None
+        self._background: anyio.abc.TaskGroup | None = None  # ops running on after their turn
         self._profiled: anyio.Event | None = None  # while a py-spy profile runs
 
     async def run(self) -> Result:
@@ -1124,8 +579,11 @@ class Runner:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
                 await tg.start(tracker.run, client)
-                for index, op in enumerate(self.workload.ops):
-                    await self.run_op(client, tracker, index, op)
+                # Ops that do not wait for completion (deletePods) finish before the run ends.
+                async with anyio.create_task_group() as background:
+                    self._background = background
+                    for index, op in enumerate(self.workload.ops):
+                        await self.run_op(client, tracker, index, op)
                 if self._profiled is not None:
                     await self._profiled.wait()
                 tg.cancel_scope.cancel()
@@ -1146,6 +604,24 @@ class Runner:
             _raise_errors(res.errors, res.first_error, "node")
             self.result.node_create_rate = res.ops_per_second
             log.info("op %d: %d nodes at %.0f/s", index, op.count, res.ops_per_second)
+            return
+        if isinstance(op, CreateNamespaces):
+            log.info("op %d: creating %d namespaces %s-<i>", index, op.count, op.prefix)
+            await create_namespaces(client, op, opts.creators)
+            return
+        if isinstance(op, Sleep):
+            log.info("op %d: sleeping %g s", index, op.seconds)
+            await anyio.sleep(op.seconds)
+            return
+        if isinstance(op, DeletePods):
+            victims = await pods_to_delete(client, op)
+            tracker.expect_deletion(victims)
+            log.info("op %d: deleting %d pods of %s", index, len(victims), op.namespace)
+            if op.skip_wait:
+                assert self._background is not None
+                self._background.start_soon(delete_pods, client, op, victims, opts.creators)
+            else:
+                await delete_pods(client, op, victims, opts.creators)
             return
         await ensure_namespace(client, op.namespace)
         pods = pod_objects(op, index)
@@ -1263,6 +739,49 @@ class Runner:
                     proc.kill()
                     await proc.wait()
                 await proc.aclose()
+
+
+async def create_namespaces(client: Client, op: CreateNamespaces, creators: int) -> None:
+    """The op's namespaces; one that exists already is fine (as upstream's preparer)."""
+    namespaces = namespace_objects(op)
+
+    async def create(i: int) -> None:
+        with contextlib.suppress(AlreadyExists):
+            await client.create(namespaces[i])
+
+    res = await run_concurrent(len(namespaces), creators, create)
+    _raise_errors(res.errors, res.first_error, "namespace")
+
+
+async def pods_to_delete(client: Client, op: DeletePods) -> list[types_pb2.Pod]:
+    """The pods a deletePods op deletes: those of its namespace (matching its label selector)
+    that exist now."""
+    selector = ",".join(f"{k}={v}" for k, v in sorted(op.label_selector.items()))
+    return (await client.list_all(types_pb2.Pod, op.namespace, label_selector=selector)).items
+
+
+async def delete_pods(
+    client: Client, op: DeletePods, pods: Sequence[types_pb2.Pod], creators: int
+) -> None:
+    """Deletes `pods` with default options (a bound pod then terminates for its grace period,
+    as in upstream's scheduler_perf, where no kubelet finishes it either): `per_second` of
+    them a second on an absolute schedule, else all at once (`creators` in flight). A pod
+    already gone is fine; other failures are logged, as upstream's op does."""
+
+    async def delete(pod: types_pb2.Pod) -> None:
+        try:
+            await client.delete(types_pb2.Pod, pod.metadata.name, pod.metadata.namespace)
+        except NotFound:
+            pass
+        except ApiError as e:
+            log.warning("deletePods: cannot delete %s: %s", pod.metadata.name, e)
+
+    if op.per_second > 0:
+        async with anyio.create_task_group() as tg:
+            async for i, _ in pace(len(pods), op.per_second):
+                tg.start_soon(delete, pods[i])
+        return
+    await run_concurrent(len(pods), creators, lambda i: delete(pods[i]))
 
 
 def _raise_errors(errors: int, first_error: str, what: str) -> None:
@@ -1537,7 +1056,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     parser.add_argument(
-        "--config", metavar="FILE", default=str(WORKLOADS_FILE), help="the workloads YAML"
+        "--config",
+        metavar="FILE",
+        action="append",
+        help="a workloads YAML file (repeatable; default: "
+        + ", ".join(str(p.relative_to(WORKLOAD_FILES[0].parent.parent)) for p in WORKLOAD_FILES)
+        + ")",
     )
     parser.add_argument("--scheduler-config", metavar="FILE", help="the scheduler's --config")
     parser.add_argument("--creators", type=int, default=CREATORS, help="creates in flight")
@@ -1570,7 +1094,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        workloads = load_workloads(Path(args.config))
+        paths = [Path(p) for p in args.config] if args.config else list(WORKLOAD_FILES)
+        workloads = load_workload_files(paths)
         label = QUICK_LABEL if args.quick else (args.label or DEFAULT_LABEL)
         chosen = select_workloads(workloads, args.workload, label)
     except (WorkloadError, KeyError) as e:

@@ -1,0 +1,797 @@
+"""The workload files of `python -m bench scheduler_perf`: upstream's scheduler_perf format
+(test/integration/scheduler_perf/*/performance-config.yaml and its templates/), parsed into
+workloads whose ops bench.scheduler_perf runs, and the API objects those ops create.
+
+A file is a list of test cases, each a `workloadTemplate` (ops run in order) instantiated by
+`workloads` that give the `$params`. `createPodSets` is unrolled when parsed, as upstream does,
+so op indices (and the default namespace `namespace-<op index>`) count the unrolled ops.
+Anything the runner cannot do is a WorkloadError naming the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+from google.protobuf.message import Message
+
+from kemu.api.v1 import types_pb2
+from kemu.component.featuregate import FeatureGateError, FeatureGates
+from kemu.component.version import DEFAULT_VERSION, Version, parse_emulated_version
+from kemu.machinery import convert, kinds
+from kemu.machinery.duration import DurationError, parse_duration
+from kemu.machinery.errors import Invalid
+from scheduler.config import config_from_dict
+
+WORKLOADS_DIR: Final = Path(__file__).parent / "workloads"
+# The files the runner reads unless told otherwise, laid out as upstream's scheduler_perf:
+# kemu's own workloads, then upstream's per-area files (their templates in templates/).
+WORKLOADS_FILE: Final = WORKLOADS_DIR / "performance-config.yaml"
+WORKLOAD_FILES: Final = (
+    WORKLOADS_FILE,
+    WORKLOADS_DIR / "affinity" / "performance-config.yaml",
+    WORKLOADS_DIR / "misc" / "performance-config.yaml",
+    WORKLOADS_DIR / "batching" / "performance-config.yaml",
+)
+TEMPLATES_DIR: Final = WORKLOADS_DIR / "templates"
+# What an op without a template creates: upstream's templates/node-default.yaml (cpu 4,
+# memory 32Gi, pods 110, Ready) and templates/pod-default.yaml (one pause container with
+# containerPort 80, requests = limits = 100m / 500Mi), kept as data files there.
+DEFAULT_NODE_TEMPLATE_PATH: Final = TEMPLATES_DIR / "node-default.yaml"
+DEFAULT_POD_TEMPLATE_PATH: Final = TEMPLATES_DIR / "pod-default.yaml"
+
+
+# ---------------------------------------------------------------------- workloads
+
+
+class WorkloadError(ValueError):
+    """A workload file that cannot be used; the message names the offending field."""
+
+
+@dataclass(frozen=True)
+class NodeLabels:
+    """upstream's labelNodePrepareStrategy: node i of the op gets `key` = values[i % len]."""
+
+    key: str
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CreateNodes:
+    count: int
+    template: types_pb2.Node
+    labels: NodeLabels | None = None
+
+
+@dataclass(frozen=True)
+class CreateNamespaces:
+    """Namespaces `<prefix>-0` .. `<prefix>-<count-1>`, each a copy of the template (its
+    labels are what namespaceSelectors match)."""
+
+    prefix: str
+    count: int
+    template: types_pb2.Namespace
+
+    def names(self) -> list[str]:
+        return [f"{self.prefix}-{i}" for i in range(self.count)]
+
+
+@dataclass(frozen=True)
+class CreatePods:
+    count: int
+    template: types_pb2.Pod
+    namespace: str
+    collect_metrics: bool = False
+    skip_wait: bool = False
+    # The pods' priority, through the PriorityClass priority_class_name(priority) that the
+    # run creates (the Priority admission plugin rejects a bare spec.priority).
+    priority: int | None = None
+
+
+@dataclass(frozen=True)
+class Barrier:
+    namespaces: tuple[str, ...] = ()  # empty: every namespace
+
+
+@dataclass(frozen=True)
+class Sleep:
+    seconds: float
+
+
+@dataclass(frozen=True)
+class DeletePods:
+    """Deletes the pods of `namespace` (those matching `label_selector`, all when empty) that
+    exist when the op runs: `per_second` of them a second, or all at once when 0; in the
+    background when `skip_wait`."""
+
+    namespace: str
+    label_selector: Mapping[str, str] = field(default_factory=dict)
+    skip_wait: bool = False
+    per_second: int = 0
+
+
+Op = CreateNodes | CreateNamespaces | CreatePods | Barrier | Sleep | DeletePods
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One run of a workload: the feature gates of its control plane. `name` is empty for a
+    workload that is not an A/B comparison, else `Gate=true` / `Gate=false`."""
+
+    name: str
+    feature_gates: Mapping[str, bool]
+
+
+@dataclass(frozen=True)
+class Workload:
+    test_case: str
+    name: str
+    labels: tuple[str, ...]
+    params: Mapping[str, int]
+    ops: tuple[Op, ...]
+    # The control plane (apiserver and scheduler) of every run of the workload.
+    emulated_version: str | None = None  # None: the components' default
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    scheduler_config: Mapping[str, Any] | None = None  # a KubeSchedulerConfiguration
+    # A/B: the workload runs twice, this gate on then off, each on a fresh cluster.
+    compare_gate: str | None = None
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.test_case}/{self.name}"
+
+    def variants(self) -> list[Variant]:
+        gate = self.compare_gate
+        if gate is None:
+            return [Variant("", dict(self.feature_gates))]
+        return [
+            Variant(f"{gate}={str(on).lower()}", {**self.feature_gates, gate: on})
+            for on in (True, False)
+        ]
+
+    def priorities(self) -> list[int]:
+        """The pod priorities the run needs a PriorityClass for, ascending."""
+        return sorted(
+            {
+                op.priority
+                for op in self.ops
+                if isinstance(op, CreatePods) and op.priority is not None
+            }
+        )
+
+    @property
+    def measured(self) -> CreatePods | None:
+        return next(
+            (op for op in self.ops if isinstance(op, CreatePods) and op.collect_metrics), None
+        )
+
+    def count(
+        self, kind: type[CreateNodes] | type[CreatePods], *, measured: bool | None = None
+    ) -> int:
+        """Objects created by ops of `kind`; for pods, `measured` selects the measured op or the others."""
+        total = 0
+        for op in self.ops:
+            if not isinstance(op, kind):
+                continue
+            if (
+                measured is not None
+                and isinstance(op, CreatePods)
+                and op.collect_metrics != measured
+            ):
+                continue
+            total += op.count
+        return total
+
+
+_CREATE_PODS_FIELDS: Final = frozenset(
+    {
+        "opcode",
+        "count",
+        "countParam",
+        "podTemplate",
+        "podTemplatePath",
+        "namespace",
+        "collectMetrics",
+        "skipWaitToCompletion",
+        "priority",
+    }
+)
+_OP_FIELDS: Final[dict[str, frozenset[str]]] = {
+    "createNodes": frozenset(
+        {"opcode", "count", "countParam", "nodeTemplate", "nodeTemplatePath", "labelNodePrepareStrategy"}
+    ),
+    "createNamespaces": frozenset(
+        {"opcode", "prefix", "count", "countParam", "namespaceTemplate", "namespaceTemplatePath"}
+    ),
+    "createPods": _CREATE_PODS_FIELDS,
+    "createPodSets": frozenset({"opcode", "count", "countParam", "namespacePrefix", "createPodsOp"}),
+    "barrier": frozenset({"opcode", "namespaces"}),
+    "sleep": frozenset({"opcode", "duration"}),
+    "deletePods": frozenset(
+        {"opcode", "namespace", "labelSelector", "skipWaitToCompletion", "deletePodsPerSecond"}
+    ),
+}  # fmt: skip
+_NODE_LABEL_FIELDS: Final = frozenset({"labelKey", "labelValues"})
+# Fields that set up the control plane, given by a test case and/or a workload (the
+# workload's win; featureGates are merged).
+_CLUSTER_FIELDS: Final = frozenset(
+    {
+        "emulatedVersion",
+        "featureGates",
+        "schedulerConfig",
+        "schedulerConfigPath",
+        "compareFeatureGate",
+    }
+)
+_TEST_CASE_FIELDS: Final = (
+    frozenset({"name", "labels", "defaultPodTemplatePath", "workloadTemplate", "workloads"})
+    | _CLUSTER_FIELDS
+)
+_WORKLOAD_FIELDS: Final = frozenset({"name", "labels", "params"}) | _CLUSTER_FIELDS
+# PriorityClass values users may create (upstream's HighestUserDefinablePriority and int32).
+MIN_PRIORITY: Final = -(2**31)
+MAX_PRIORITY: Final = 1_000_000_000
+
+
+def load_workloads(path: Path) -> list[Workload]:
+    """Every workload of a performance-config YAML file (template paths are relative to it)."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise WorkloadError(f"{path}: {e}") from e
+    try:
+        return parse_workloads(data, base_dir=path.parent)
+    except WorkloadError as e:
+        raise WorkloadError(f"{path}: {e}") from e
+
+
+def load_workload_files(paths: Sequence[Path]) -> list[Workload]:
+    """The workloads of several files, in order; a workload name must be unique over all."""
+    out: list[Workload] = []
+    where: dict[str, Path] = {}
+    for path in paths:
+        for w in load_workloads(path):
+            if w.full_name in where:
+                raise WorkloadError(
+                    f"{path}: workload {w.full_name} is also in {where[w.full_name]}"
+                )
+            where[w.full_name] = path
+            out.append(w)
+    return out
+
+
+def parse_workloads(data: Any, *, base_dir: Path | None = None) -> list[Workload]:
+    """The workloads of the parsed YAML `data`: a list of test cases, each with a
+    `workloadTemplate` (ops) and `workloads` (name, labels, params), as upstream's
+    performance-config.yaml. `$name` in `countParam` is replaced by the workload's param."""
+    if not isinstance(data, list):
+        raise WorkloadError(f"<root>: expected a list of test cases, got {_type_name(data)}")
+    out: list[Workload] = []
+    seen: set[str] = set()
+    for i, case in enumerate(data):
+        where = f"[{i}]"
+        case_map = _mapping(case, where, _TEST_CASE_FIELDS)
+        name = _string(case_map, "name", where)
+        where = f"[{i}] {name}"
+        case_labels = _labels(case_map, where)
+        default_pod = _load_template_path(case_map, "defaultPodTemplatePath", where, base_dir)
+        template = case_map.get("workloadTemplate")
+        if not isinstance(template, list) or not template:
+            raise WorkloadError(f"{where}.workloadTemplate: expected a non-empty list of ops")
+        workloads = case_map.get("workloads")
+        if not isinstance(workloads, list) or not workloads:
+            raise WorkloadError(f"{where}.workloads: expected a non-empty list of workloads")
+        for j, w in enumerate(workloads):
+            w_where = f"{where}.workloads[{j}]"
+            w_map = _mapping(w, w_where, _WORKLOAD_FIELDS)
+            w_name = _string(w_map, "name", w_where)
+            params = _params(w_map.get("params", {}), f"{w_where}.params")
+            ops = _parse_ops(template, where, params, w_name, default_pod, base_dir)
+            cluster = _cluster_settings(case_map, w_map, where, w_where, base_dir)
+            workload = Workload(
+                test_case=name,
+                name=w_name,
+                labels=tuple(dict.fromkeys([*case_labels, *_labels(w_map, w_where)])),
+                params=params,
+                ops=tuple(ops),
+                **cluster,
+            )
+            if workload.full_name in seen:
+                raise WorkloadError(f"{w_where}.name: duplicate workload {workload.full_name}")
+            seen.add(workload.full_name)
+            out.append(workload)
+    return out
+
+
+def select_workloads(
+    workloads: Sequence[Workload], names: Sequence[str], label: str
+) -> list[Workload]:
+    """The workloads named (`TestCase/Workload`, or `TestCase` for all of its workloads, or
+    `all`), or when no name is given those carrying `label`. KeyError names an unknown one."""
+    if not names:
+        return [w for w in workloads if label in w.labels]
+    chosen: list[Workload] = []
+    for name in names:
+        matched = [
+            w for w in workloads if name in ("all", w.full_name, w.test_case) and w not in chosen
+        ]
+        if not matched and not any(name in (w.full_name, w.test_case) for w in workloads):
+            known = ", ".join(w.full_name for w in workloads)
+            raise KeyError(f"no workload {name!r} (known: {known})")
+        chosen.extend(matched)
+    return chosen
+
+
+def _parse_ops(
+    template: Sequence[Any],
+    where: str,
+    params: Mapping[str, int],
+    workload: str,
+    default_pod: Mapping[str, Any] | None,
+    base_dir: Path | None,
+) -> list[Op]:
+    """The ops of one workload, createPodSets unrolled; checks what needs the ops together:
+    one measured op, and barriers on namespaces an earlier op creates."""
+    ops: list[Op] = []
+    known: set[str] = set()  # namespaces created so far
+    measured: str | None = None
+    for k, raw in enumerate(template):
+        op_where = f"{where}.workloadTemplate[{k}]"
+        for op in _parse_op(raw, op_where, len(ops), params, workload, default_pod, base_dir):
+            if isinstance(op, CreateNamespaces):
+                known.update(op.names())
+            elif isinstance(op, CreatePods):
+                known.add(op.namespace)
+                if op.collect_metrics:
+                    if measured is not None:
+                        raise WorkloadError(
+                            f"{op_where}.collectMetrics: only one op per workload can collect "
+                            f"metrics ({measured} does)"
+                        )
+                    measured = op_where
+            elif isinstance(op, Barrier):
+                for ns in op.namespaces:
+                    if ns not in known:
+                        raise WorkloadError(
+                            f"{op_where}.namespaces: no op before the barrier creates {ns!r}"
+                        )
+            ops.append(op)
+    return ops
+
+
+def _parse_op(
+    raw: Any,
+    where: str,
+    index: int,
+    params: Mapping[str, int],
+    workload: str,
+    default_pod: Mapping[str, Any] | None,
+    base_dir: Path | None,
+) -> list[Op]:
+    """The op(s) of one entry of a workloadTemplate: one, or for createPodSets one createPods
+    per namespace. `index` is the op's index among the unrolled ops."""
+    if not isinstance(raw, dict):
+        raise WorkloadError(f"{where}: expected a mapping, got {_type_name(raw)}")
+    opcode = raw.get("opcode")
+    if opcode not in _OP_FIELDS:
+        raise WorkloadError(
+            f"{where}.opcode: expected one of {', '.join(sorted(_OP_FIELDS))}, got {opcode!r}"
+        )
+    _mapping(raw, where, _OP_FIELDS[opcode])
+    if opcode == "barrier":
+        namespaces = raw.get("namespaces", [])
+        if not isinstance(namespaces, list) or not all(isinstance(n, str) for n in namespaces):
+            raise WorkloadError(f"{where}.namespaces: expected a list of strings")
+        return [Barrier(tuple(namespaces))]
+    if opcode == "sleep":
+        return [_sleep(raw, where)]
+    if opcode == "deletePods":
+        return [_delete_pods(raw, where)]
+    count = _count(raw, where, params, workload)
+    if opcode == "createNodes":
+        return [_create_nodes(raw, where, count, base_dir)]
+    if opcode == "createNamespaces":
+        prefix = _string(raw, "prefix", where)
+        data = _template(raw, "namespaceTemplate", where, base_dir) or {}
+        ns = _message(kinds.BY_KIND["Namespace"], data, f"{where}.namespaceTemplate")
+        assert isinstance(ns, types_pb2.Namespace)
+        return [CreateNamespaces(prefix, count, ns)]
+    if opcode == "createPodSets":
+        prefix = _string(raw, "namespacePrefix", where)
+        inner_where = f"{where}.createPodsOp"
+        inner = _mapping(raw.get("createPodsOp"), inner_where, _CREATE_PODS_FIELDS)
+        if inner.get("opcode") != "createPods":
+            raise WorkloadError(
+                f"{inner_where}.opcode: expected createPods, got {inner.get('opcode')!r}"
+            )
+        if "namespace" in inner:
+            raise WorkloadError(
+                f"{inner_where}.namespace: the pods of set i go to namespace {prefix}-<i>"
+            )
+        pods = _create_pods(inner, inner_where, index, params, workload, default_pod, base_dir)
+        return [
+            replace(pods, namespace=f"{prefix}-{i}") for i in range(count)
+        ]  # fmt: skip
+    return [_create_pods(raw, where, index, params, workload, default_pod, base_dir)]
+
+
+def _create_nodes(
+    raw: Mapping[str, Any], where: str, count: int, base_dir: Path | None
+) -> CreateNodes:
+    data = _template(raw, "nodeTemplate", where, base_dir) or _read_template(
+        DEFAULT_NODE_TEMPLATE_PATH, where
+    )
+    node = _message(kinds.BY_KIND["Node"], data, f"{where}.nodeTemplate")
+    assert isinstance(node, types_pb2.Node)
+    if node.metadata.name and count > 1:
+        raise WorkloadError(
+            f"{where}.count: the node template names its node ({node.metadata.name}), so it "
+            f"makes one node, not {count}; use metadata.generateName"
+        )
+    labels: NodeLabels | None = None
+    if "labelNodePrepareStrategy" in raw:
+        s_where = f"{where}.labelNodePrepareStrategy"
+        strategy = _mapping(raw["labelNodePrepareStrategy"], s_where, _NODE_LABEL_FIELDS)
+        key = _string(strategy, "labelKey", s_where)
+        values = strategy.get("labelValues")
+        if (
+            not isinstance(values, list)
+            or not values
+            or not all(isinstance(v, str) for v in values)
+        ):
+            raise WorkloadError(f"{s_where}.labelValues: expected a non-empty list of strings")
+        labels = NodeLabels(key, tuple(values))
+    return CreateNodes(count, node, labels)
+
+
+def _create_pods(
+    raw: Mapping[str, Any],
+    where: str,
+    index: int,
+    params: Mapping[str, int],
+    workload: str,
+    default_pod: Mapping[str, Any] | None,
+    base_dir: Path | None,
+) -> CreatePods:
+    count = _count(raw, where, params, workload)
+    data = (
+        _template(raw, "podTemplate", where, base_dir)
+        or default_pod
+        or _read_template(DEFAULT_POD_TEMPLATE_PATH, where)
+    )
+    pod = _message(kinds.BY_KIND["Pod"], data, f"{where}.podTemplate")
+    assert isinstance(pod, types_pb2.Pod)
+    namespace = raw.get("namespace", pod.metadata.namespace or f"namespace-{index}")
+    if not isinstance(namespace, str) or not namespace:
+        raise WorkloadError(f"{where}.namespace: expected a non-empty string")
+    collect = _bool(raw, "collectMetrics", where)
+    skip = _bool(raw, "skipWaitToCompletion", where)
+    if collect and skip:
+        raise WorkloadError(
+            f"{where}.skipWaitToCompletion: the op that collects metrics waits for its pods"
+        )
+    priority = _priority(raw, pod, where)
+    return CreatePods(
+        count, pod, namespace, collect_metrics=collect, skip_wait=skip, priority=priority
+    )
+
+
+def _sleep(raw: Mapping[str, Any], where: str) -> Sleep:
+    value = raw.get("duration")
+    if not isinstance(value, str):
+        raise WorkloadError(f'{where}.duration: expected a duration such as "5s", got {value!r}')
+    try:
+        return Sleep(parse_duration(value))
+    except DurationError as e:
+        raise WorkloadError(f"{where}.duration: {e}") from e
+
+
+def _delete_pods(raw: Mapping[str, Any], where: str) -> DeletePods:
+    namespace = _string(raw, "namespace", where)
+    selector = raw.get("labelSelector", {})
+    if not isinstance(selector, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in selector.items()
+    ):
+        raise WorkloadError(f"{where}.labelSelector: expected a mapping of label keys to values")
+    rate = raw.get("deletePodsPerSecond", 0)
+    if isinstance(rate, bool) or not isinstance(rate, int) or rate < 0:
+        raise WorkloadError(
+            f"{where}.deletePodsPerSecond: expected a non-negative integer, got {rate!r}"
+        )
+    return DeletePods(
+        namespace,
+        label_selector=dict(selector),
+        skip_wait=_bool(raw, "skipWaitToCompletion", where),
+        per_second=rate,
+    )
+
+
+def _priority(raw: Mapping[str, Any], pod: types_pb2.Pod, where: str) -> int | None:
+    """The op's `priority`, or the template's spec.priority (upstream's templates give it
+    there, e.g. pod-high-priority.yaml); both given must agree."""
+    value: int | None = None
+    if "priority" in raw:
+        given = raw["priority"]
+        if isinstance(given, bool) or not isinstance(given, int):
+            raise WorkloadError(f"{where}.priority: expected an integer, got {given!r}")
+        value = given
+    if pod.spec.HasField("priority"):
+        if value is not None and value != pod.spec.priority:
+            raise WorkloadError(
+                f"{where}.priority: {value} differs from the template's spec.priority "
+                f"{pod.spec.priority}"
+            )
+        value = pod.spec.priority
+    if value is None:
+        return None
+    if pod.spec.priority_class_name:
+        raise WorkloadError(
+            f"{where}.priority: the template also names a PriorityClass "
+            f"({pod.spec.priority_class_name}); give one or the other"
+        )
+    if not MIN_PRIORITY <= value <= MAX_PRIORITY:
+        raise WorkloadError(
+            f"{where}.priority: {value} is outside [{MIN_PRIORITY}, {MAX_PRIORITY}]"
+        )
+    return value
+
+
+def priority_class_name(priority: int) -> str:
+    return (
+        f"scheduler-perf-priority-{priority}"
+        if priority >= 0
+        else (f"scheduler-perf-priority-minus-{-priority}")
+    )
+
+
+def priority_class_objects(workload: Workload) -> list[types_pb2.PriorityClass]:
+    """One PriorityClass per pod priority of the workload's ops (preemptionPolicy as the
+    admission default, PreemptLowerPriority)."""
+    out = []
+    for value in workload.priorities():
+        pc = types_pb2.PriorityClass(value=value, description="bench scheduler_perf")
+        pc.metadata.name = priority_class_name(value)
+        out.append(pc)
+    return out
+
+
+def _cluster_settings(
+    case: Mapping[str, Any],
+    workload: Mapping[str, Any],
+    case_where: str,
+    where: str,
+    base_dir: Path | None,
+) -> dict[str, Any]:
+    """Workload fields emulated_version, feature_gates, scheduler_config and compare_gate from
+    the test case's and the workload's fields; the gates are checked at the version for every
+    variant, the scheduler configuration as the scheduler would."""
+
+    def pick(key: str) -> tuple[Any, str] | None:
+        for raw, w in ((workload, where), (case, case_where)):
+            if key in raw:
+                return raw[key], w
+        return None
+
+    version: str | None = None
+    found = pick("emulatedVersion")
+    if found is not None:
+        value, w = found
+        if not isinstance(value, str):
+            raise WorkloadError(
+                f'{w}.emulatedVersion: expected a quoted string such as "1.23", got {value!r}'
+            )
+        try:
+            version = str(parse_emulated_version(value))
+        except ValueError as e:
+            raise WorkloadError(f"{w}.emulatedVersion: {e}") from e
+
+    gates: dict[str, bool] = {}
+    for raw, w in ((case, case_where), (workload, where)):
+        value = raw.get("featureGates", {})
+        if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, bool) for k, v in value.items()
+        ):
+            raise WorkloadError(f"{w}.featureGates: expected a mapping of gate names to true/false")
+        gates.update(value)
+
+    compare: str | None = None
+    found = pick("compareFeatureGate")
+    if found is not None:
+        value, w = found
+        if not isinstance(value, str) or not value:
+            raise WorkloadError(f"{w}.compareFeatureGate: expected a gate name")
+        if value in gates:
+            raise WorkloadError(
+                f"{w}.compareFeatureGate: {value} is also set by featureGates; the comparison "
+                "sets it on and off"
+            )
+        compare = value
+
+    # The gates alone, then each variant of the comparison, at the version: the error names
+    # the field that brought the offending setting in (the workload's if it has its own).
+    at = Version.parse(version) if version is not None else DEFAULT_VERSION
+    checks = [("featureGates", gates)]
+    if compare is not None:
+        checks += [("compareFeatureGate", {**gates, compare: on}) for on in (True, False)]
+    for key, settings in checks:
+        try:
+            FeatureGates.for_version(at, settings)
+        except FeatureGateError as e:
+            w = where if key in workload or "emulatedVersion" in workload else case_where
+            raise WorkloadError(f"{w}.{key}: {e}") from e
+
+    config: Mapping[str, Any] | None = None
+    for raw, w in ((workload, where), (case, case_where)):
+        config = _template(raw, "schedulerConfig", w, base_dir)
+        if config is not None:
+            try:
+                config_from_dict(config)
+            except ValueError as e:
+                raise WorkloadError(f"{w}.schedulerConfig: {e}") from e
+            break
+    return {
+        "emulated_version": version,
+        "feature_gates": gates,
+        "scheduler_config": config,
+        "compare_gate": compare,
+    }
+
+
+def _count(raw: Mapping[str, Any], where: str, params: Mapping[str, int], workload: str) -> int:
+    if "count" in raw and "countParam" in raw:
+        raise WorkloadError(f"{where}.countParam: give count or countParam, not both")
+    if "countParam" in raw:
+        ref = raw["countParam"]
+        if not isinstance(ref, str) or not ref.startswith("$") or len(ref) < 2:
+            raise WorkloadError(f"{where}.countParam: expected $name, got {ref!r}")
+        if ref[1:] not in params:
+            raise WorkloadError(f"{where}.countParam: workload {workload} has no param {ref[1:]!r}")
+        return params[ref[1:]]
+    if "count" not in raw:
+        raise WorkloadError(f"{where}.count: required (or countParam)")
+    value = raw["count"]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise WorkloadError(f"{where}.count: expected a non-negative integer, got {value!r}")
+    return value
+
+
+def _params(raw: Any, where: str) -> dict[str, int]:
+    if not isinstance(raw, dict):
+        raise WorkloadError(f"{where}: expected a mapping, got {_type_name(raw)}")
+    out: dict[str, int] = {}
+    for key, value in raw.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise WorkloadError(f"{where}.{key}: expected a non-negative integer, got {value!r}")
+        out[str(key)] = value
+    return out
+
+
+def _template(
+    raw: Mapping[str, Any], key: str, where: str, base_dir: Path | None
+) -> Mapping[str, Any] | None:
+    if key in raw and key + "Path" in raw:
+        raise WorkloadError(f"{where}.{key}Path: give {key} or {key}Path, not both")
+    if key in raw:
+        value = raw[key]
+        if not isinstance(value, dict):
+            raise WorkloadError(f"{where}.{key}: expected a mapping, got {_type_name(value)}")
+        return value
+    return _load_template_path(raw, key + "Path", where, base_dir)
+
+
+def _load_template_path(
+    raw: Mapping[str, Any], key: str, where: str, base_dir: Path | None
+) -> Mapping[str, Any] | None:
+    if key not in raw:
+        return None
+    value = raw[key]
+    if not isinstance(value, str):
+        raise WorkloadError(f"{where}.{key}: expected a path, got {_type_name(value)}")
+    path = Path(value) if base_dir is None else base_dir / value
+    return _read_template(path, f"{where}.{key}")
+
+
+def _read_template(path: Path, where: str) -> Mapping[str, Any]:
+    """A YAML file holding one mapping (a template); WorkloadError naming `where` otherwise."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise WorkloadError(f"{where}: {e}") from e
+    if not isinstance(data, dict):
+        raise WorkloadError(f"{where}: {path} does not hold a mapping")
+    return data
+
+
+def _message(kind: kinds.Kind, data: Mapping[str, Any], where: str) -> Message:
+    try:
+        return convert.from_dict(kind, dict(data))
+    except Invalid as e:
+        raise WorkloadError(f"{where}: {e}") from e
+
+
+def _mapping(raw: Any, where: str, allowed: frozenset[str]) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise WorkloadError(f"{where}: expected a mapping, got {_type_name(raw)}")
+    unknown = sorted(str(k) for k in raw if k not in allowed)
+    if unknown:
+        raise WorkloadError(f"{where}.{unknown[0]}: unknown field")
+    return raw
+
+
+def _string(raw: Mapping[str, Any], key: str, where: str) -> str:
+    value = raw.get(key)
+    if not isinstance(value, str) or not value:
+        raise WorkloadError(f"{where}.{key}: expected a non-empty string")
+    return value
+
+
+def _bool(raw: Mapping[str, Any], key: str, where: str) -> bool:
+    value = raw.get(key, False)
+    if not isinstance(value, bool):
+        raise WorkloadError(f"{where}.{key}: expected true or false, got {value!r}")
+    return value
+
+
+def _labels(raw: Mapping[str, Any], where: str) -> tuple[str, ...]:
+    value = raw.get("labels", [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise WorkloadError(f"{where}.labels: expected a list of strings")
+    return tuple(value)
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def node_objects(op: CreateNodes, op_index: int) -> list[types_pb2.Node]:
+    """The nodes of a createNodes op: named <generateName><op>-<i> (a template that names its
+    node makes that one node), labelled kubernetes.io/hostname as a kubelet would and with the
+    op's labelNodePrepareStrategy, allocatable = capacity unless the template gives it."""
+    fixed = op.template.metadata.name
+    prefix = op.template.metadata.generate_name or "node-"
+    out = []
+    for i in range(op.count):
+        node = types_pb2.Node()
+        node.CopyFrom(op.template)
+        node.metadata.generate_name = ""
+        node.metadata.name = fixed or f"{prefix}{op_index}-{i}"
+        node.metadata.labels["kubernetes.io/hostname"] = node.metadata.name
+        if op.labels is not None:
+            values = op.labels.values
+            node.metadata.labels[op.labels.key] = values[i % len(values)]
+        if not node.status.allocatable:
+            node.status.allocatable.update(node.status.capacity)
+        out.append(node)
+    return out
+
+
+def namespace_objects(op: CreateNamespaces) -> list[types_pb2.Namespace]:
+    """The namespaces of a createNamespaces op: the template named <prefix>-<i>."""
+    out = []
+    for name in op.names():
+        ns = types_pb2.Namespace()
+        ns.CopyFrom(op.template)
+        ns.metadata.generate_name = ""
+        ns.metadata.name = name
+        out.append(ns)
+    return out
+
+
+def pod_objects(op: CreatePods, op_index: int) -> list[types_pb2.Pod]:
+    """The pods of a createPods op: named <generateName><op>-<i> in the op's namespace."""
+    prefix = op.template.metadata.generate_name or op.template.metadata.name or "pod-"
+    out = []
+    for i in range(op.count):
+        pod = types_pb2.Pod()
+        pod.CopyFrom(op.template)
+        pod.metadata.generate_name = ""
+        pod.metadata.name = f"{prefix}{op_index}-{i}"
+        pod.metadata.namespace = op.namespace
+        if op.priority is not None:
+            pod.spec.ClearField("priority")
+            pod.spec.priority_class_name = priority_class_name(op.priority)
+        out.append(pod)
+    return out
