@@ -91,6 +91,7 @@ from bench.scheduler_perf_workloads import (
 )
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
+from kemu.client.interface import ApiClient
 from kemu.component.version import DEFAULT_VERSION
 from kemu.machinery import quantity, resources
 from kemu.machinery.errors import AlreadyExists, ApiError, Gone, NotFound
@@ -741,7 +742,7 @@ class Runner:
                 await proc.aclose()
 
 
-async def create_namespaces(client: Client, op: CreateNamespaces, creators: int) -> None:
+async def create_namespaces(client: ApiClient, op: CreateNamespaces, creators: int) -> None:
     """The op's namespaces; one that exists already is fine (as upstream's preparer)."""
     namespaces = namespace_objects(op)
 
@@ -753,7 +754,7 @@ async def create_namespaces(client: Client, op: CreateNamespaces, creators: int)
     _raise_errors(res.errors, res.first_error, "namespace")
 
 
-async def pods_to_delete(client: Client, op: DeletePods) -> list[types_pb2.Pod]:
+async def pods_to_delete(client: ApiClient, op: DeletePods) -> list[types_pb2.Pod]:
     """The pods a deletePods op deletes: those of its namespace (matching its label selector)
     that exist now."""
     selector = ",".join(f"{k}={v}" for k, v in sorted(op.label_selector.items()))
@@ -761,7 +762,7 @@ async def pods_to_delete(client: Client, op: DeletePods) -> list[types_pb2.Pod]:
 
 
 async def delete_pods(
-    client: Client, op: DeletePods, pods: Sequence[types_pb2.Pod], creators: int
+    client: ApiClient, op: DeletePods, pods: Sequence[types_pb2.Pod], creators: int
 ) -> None:
     """Deletes `pods` with default options (a bound pod then terminates for its grace period,
     as in upstream's scheduler_perf, where no kubelet finishes it either): `per_second` of
