@@ -2,11 +2,15 @@
 
     python -m bench scheduler_perf [--workload NAME ...] [--quick] [--json FILE]
 
-Each workload of bench/workloads/performance-config.yaml runs on a fresh cluster (etcd, the
-apiserver and `python -m scheduler`, started with the test harness in a temporary directory).
-Its ops run in order: `createNodes` creates bare Node objects (no kubelet), `createPods`
-creates pods as fast as the apiserver takes them (several creates in flight) and, unless told
-otherwise, waits until all of them are bound; `barrier` waits until every pod is bound.
+Each workload of bench/workloads/performance-config.yaml and of the per-area files beside it
+(affinity/, misc/, batching/: upstream's test cases; bench.scheduler_perf_workloads reads them)
+runs on a fresh cluster (etcd, the apiserver and `python -m scheduler`, started with the test
+harness in a temporary directory). Its ops run in order: `createNodes` creates bare Node
+objects (no kubelet), `createNamespaces` labelled namespaces, `createPods` creates pods as fast
+as the apiserver takes them (several creates in flight) and, unless told otherwise, waits until
+all of them are bound (`createPodSets`: one such op per namespace); `barrier` waits until every
+pod is bound, `sleep` sleeps, `deletePods` deletes a namespace's pods (at a rate, in the
+background if told).
 
 One watch of all pods, opened before the first op, records when each pod is first seen with
 spec.nodeName set. For the op marked `collectMetrics`, the measured phase runs from its first
@@ -1039,7 +1043,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="NAME",
         help="TestCase/Workload, a TestCase, or 'all' (repeatable; default: the workloads "
-        f"labelled {DEFAULT_LABEL!r})",
+        f"labelled {DEFAULT_LABEL!r}; with --quick or --label, those are run as well)",
     )
     parser.add_argument(
         "--quick", action="store_true", help=f"the workloads labelled {QUICK_LABEL!r} (tiny)"
@@ -1099,6 +1103,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         workloads = load_workload_files(paths)
         label = QUICK_LABEL if args.quick else (args.label or DEFAULT_LABEL)
         chosen = select_workloads(workloads, args.workload, label)
+        if args.workload and (args.quick or args.label):  # both given: the named and labelled
+            chosen += [w for w in select_workloads(workloads, [], label) if w not in chosen]
     except (WorkloadError, KeyError) as e:
         print(
             f"bench scheduler_perf: {e.args[0] if isinstance(e, KeyError) else e}", file=sys.stderr
