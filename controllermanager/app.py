@@ -28,6 +28,7 @@ from anyio.abc import TaskStatus
 from controllermanager import (
     deployment,
     disruption,
+    job,
     namespace,
     node_lifecycle,
     podgc,
@@ -66,6 +67,7 @@ CONTROLLERS: Final[dict[str, ControllerInit]] = {
     podgc.NAME: podgc.new_controller,
     replicaset.NAME: replicaset.new_controller,
     deployment.NAME: deployment.new_controller,
+    job.NAME: job.new_controller,
 }
 """Every controller by name, as upstream's NewControllerDescriptors: add new ones here."""
 
