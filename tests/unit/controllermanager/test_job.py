@@ -4,7 +4,7 @@ suspend, and a restarted controller that counts nothing twice."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import anyio
@@ -72,9 +72,15 @@ async def test_runs_completions_with_at_most_parallelism_pods_then_completes() -
         make_job("pi").manual_selector().completions(5).parallelism(2).obj(), clock=clock
     )
     async with running(fake, clock):
+        def has_active(n: int) -> Callable[[], bool]:
+            return lambda: len(active(fake)) == n
+
+        def has_succeeded(n: int) -> Callable[[], bool]:
+            return lambda: job(fake).status.succeeded == n
+
         finished = 0
         while finished < 5:
-            await wait_until(lambda n=finished: len(active(fake)) == min(2, 5 - n))
+            await wait_until(has_active(min(2, 5 - finished)))
             owner = job(fake)
             for pod in active(fake):
                 assert FINALIZER in pod.metadata.finalizers
@@ -82,7 +88,7 @@ async def test_runs_completions_with_at_most_parallelism_pods_then_completes() -
                 assert ref is not None and ref.uid == owner.metadata.uid and ref.kind == "Job"
             await finish(fake, active(fake)[0], "Succeeded")
             finished += 1
-            await wait_until(lambda n=finished: job(fake).status.succeeded == n)
+            await wait_until(has_succeeded(finished))
         await wait_until(lambda: condition(fake, "Complete") is not None)
         status = job(fake).status
         assert status.succeeded == 5 and status.active == 0 and status.failed == 0
