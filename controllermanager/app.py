@@ -26,6 +26,7 @@ import anyio
 from anyio.abc import TaskStatus
 
 from controllermanager import (
+    daemonset,
     deployment,
     disruption,
     job,
@@ -68,6 +69,7 @@ CONTROLLERS: Final[dict[str, ControllerInit]] = {
     replicaset.NAME: replicaset.new_controller,
     deployment.NAME: deployment.new_controller,
     job.NAME: job.new_controller,
+    daemonset.NAME: daemonset.new_controller,
 }
 """Every controller by name, as upstream's NewControllerDescriptors: add new ones here."""
 

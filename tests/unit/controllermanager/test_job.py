@@ -72,6 +72,7 @@ async def test_runs_completions_with_at_most_parallelism_pods_then_completes() -
         make_job("pi").manual_selector().completions(5).parallelism(2).obj(), clock=clock
     )
     async with running(fake, clock):
+
         def has_active(n: int) -> Callable[[], bool]:
             return lambda: len(active(fake)) == n
 
