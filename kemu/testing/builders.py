@@ -714,6 +714,10 @@ class DaemonSetBuilder:
         self._ds.spec.template.spec.containers[0].image = image
         return self
 
+    def pod_annotation(self, key: str, value: str) -> Self:
+        self._ds.spec.template.metadata.annotations[key] = value
+        return self
+
     def req(self, **resources: str) -> Self:
         self._ds.spec.template.spec.containers[0].resources.requests.update(resources)
         return self
