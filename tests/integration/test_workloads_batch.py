@@ -372,3 +372,39 @@ async def test_the_controllers_survive_a_sigkill_without_surplus_pods(cluster):
 
         await eventually(one_per_node, timeout=30)
         await c.delete(types_pb2.DaemonSet, ds_name, NS)
+
+
+async def test_the_example_manifests_apply_complete_and_describe(cluster):
+    from pathlib import Path
+
+    examples = Path(__file__).parents[2] / "examples"
+    rc, out, err = await ctl(cluster, "apply", "-f", str(examples / "job.yaml"))
+    assert (rc, out) == (0, "job.batch/pi created\n"), err
+    rc, out, err = await ctl(cluster, "apply", "-f", str(examples / "daemonset.yaml"))
+    assert (rc, out) == (0, "daemonset.apps/node-agent created\n"), err
+    for manifest, what in (
+        ("job.yaml", "job.batch/pi"),
+        ("daemonset.yaml", "daemonset.apps/node-agent"),
+    ):
+        rc, out, err = await ctl(cluster, "apply", "-f", str(examples / manifest))
+        assert (rc, out) == (0, f"{what} unchanged\n"), (out, err)
+    rc, out, err = await ctl(
+        cluster, "wait", "job/pi", "--for=condition=Complete", "--timeout", "60s"
+    )
+    assert rc == 0, (out, err)
+    rc, out, err = await ctl(cluster, "describe", "job", "pi")
+    assert rc == 0 and "Complete" in out, (out, err)
+    async with Client(cluster.server, timeout=10.0) as c:
+
+        async def agents() -> bool:
+            st = (await c.get(types_pb2.DaemonSet, "node-agent", NS)).status
+            assert st.desired_number_scheduled >= 3, st
+            assert st.number_available == st.desired_number_scheduled, st
+            return True
+
+        await eventually(agents, timeout=30)
+    rc, out, err = await ctl(cluster, "get", "ds", "node-agent", "-o", "wide")
+    assert rc == 0 and "node-agent" in out and "app=node-agent" in out, (out, err)
+    for kind, name in (("job", "pi"), ("ds", "node-agent")):
+        rc, _, err = await ctl(cluster, "delete", kind, name)
+        assert rc == 0, err
