@@ -26,8 +26,10 @@ import anyio
 from anyio.abc import TaskStatus
 
 from controllermanager import (
+    daemonset,
     deployment,
     disruption,
+    job,
     namespace,
     node_lifecycle,
     podgc,
@@ -66,6 +68,8 @@ CONTROLLERS: Final[dict[str, ControllerInit]] = {
     podgc.NAME: podgc.new_controller,
     replicaset.NAME: replicaset.new_controller,
     deployment.NAME: deployment.new_controller,
+    job.NAME: job.new_controller,
+    daemonset.NAME: daemonset.new_controller,
 }
 """Every controller by name, as upstream's NewControllerDescriptors: add new ones here."""
 

@@ -2,7 +2,7 @@
 controller_ref_manager.go): expectations, creating and deleting pods for an owner, claiming
 dependents by selector and controllerRef, and the active-pod filters and deletion ranking.
 
-The ReplicaSet and Deployment controllers use it; Job and DaemonSet will.
+The ReplicaSet, Deployment, Job and DaemonSet controllers use it.
 
 - `ControllerExpectations`: the creations and deletions a controller has asked for and not yet
   seen in its informer. A controller syncs an owner only when its expectations are satisfied
@@ -102,6 +102,11 @@ class ControllerExpectations:
     def expect_deletions(self, key: str, pod_keys: Iterable[str]) -> None:
         keys = set(pod_keys)
         self._items[key] = _Expectation(0, len(keys), self._clock.monotonic(), keys)
+
+    def expect(self, key: str, adds: int, pod_keys: Iterable[str]) -> None:
+        """Creations and deletions at once (upstream SetExpectations)."""
+        keys = set(pod_keys)
+        self._items[key] = _Expectation(adds, len(keys), self._clock.monotonic(), keys)
 
     def creation_observed(self, key: str) -> None:
         exp = self._items.get(key)

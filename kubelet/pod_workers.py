@@ -59,6 +59,7 @@ from kubelet.runtime import (
     SHUTDOWN_DURATION_ANNOTATION,
     PodRuntime,
     PodState,
+    annotation_exit_code,
     annotation_seconds,
 )
 from kubelet.status_manager import StatusManager
@@ -382,7 +383,7 @@ def advance(
         changed = True
     if rt.state == PodState.RUNNING and rt.run_until is not None and now + EPSILON >= rt.run_until:
         rt.state = PodState.SUCCEEDED
-        rt.exit_code = EXIT_OK
+        rt.exit_code = annotation_exit_code(pod)
         rt.finished_at = now
         changed = True
     return changed

@@ -1,7 +1,9 @@
 """The simulated container runtime: what happens to a pod's containers, and when.
 
 No process runs. A pod admitted at time A starts its containers at A + start-up delay; it may
-end by itself after a run duration (annotation `kubelet.kemu.io/run-duration`), exiting 0. When
+end by itself after a run duration (annotation `kubelet.kemu.io/run-duration`), exiting 0 or the
+code of the annotation `kubelet.kemu.io/exit-code` (non-zero: the pod's phase is Failed;
+container restarts are not simulated, whatever the restartPolicy). When
 the pod is deleted, its containers get SIGTERM: each exits 0 after the simulated shutdown
 duration (annotation `kubelet.kemu.io/shutdown-duration`, default: the whole grace period,
 i.e. a process that ignores SIGTERM), or is killed with 137 at the end of the grace period,
@@ -29,6 +31,7 @@ logger = logging.getLogger(__name__)
 STARTUP_DELAY_ANNOTATION: Final = "kubelet.kemu.io/startup-delay"
 RUN_DURATION_ANNOTATION: Final = "kubelet.kemu.io/run-duration"
 SHUTDOWN_DURATION_ANNOTATION: Final = "kubelet.kemu.io/shutdown-duration"
+EXIT_CODE_ANNOTATION: Final = "kubelet.kemu.io/exit-code"
 
 # Timers on the monotonic clock and deadlines on the wall clock may disagree by a hair: an
 # instant within EPSILON seconds of a deadline has reached it.
@@ -47,7 +50,8 @@ class PodState(enum.StrEnum):
     TERMINATED = "Terminated"
     """Deleted and every container stopped: the pod is removed from the API next."""
     SUCCEEDED = "Succeeded"
-    """Ran its run duration and exited 0; stays in the API until someone deletes it."""
+    """Ran its run duration and exited (0, or the exit-code annotation's code: then its phase
+    is Failed); stays in the API until someone deletes it."""
     REJECTED = "Rejected"
     """Failed admission; never ran."""
 
@@ -73,6 +77,28 @@ class ContainerAllocation:
 
 PodAllocation = dict[str, ContainerAllocation]
 """Container name -> what it was allocated (init and app containers share one name space)."""
+
+
+def annotation_exit_code(pod: types_pb2.Pod) -> int:
+    """The exit code of the kubelet.kemu.io/exit-code annotation (0 when absent or malformed,
+    logged)."""
+    text = pod.metadata.annotations.get(EXIT_CODE_ANNOTATION)
+    if text is None:
+        return EXIT_OK
+    try:
+        code = int(text)
+    except ValueError:
+        code = -1
+    if not 0 <= code <= 255:
+        logger.warning(
+            "pod %s/%s: ignoring annotation %s=%r: not an exit code (0-255)",
+            pod.metadata.namespace,
+            pod.metadata.name,
+            EXIT_CODE_ANNOTATION,
+            text,
+        )
+        return EXIT_OK
+    return code
 
 
 def annotation_seconds(pod: types_pb2.Pod, key: str) -> float | None:

@@ -32,7 +32,7 @@ from kemu.component.featuregate import (
     IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
     FeatureGates,
 )
-from kemu.machinery import convert
+from kemu.machinery import apps, batch, convert
 from kemu.machinery import namespaces as ns_rules
 from kemu.machinery.defaults import set_defaults
 from kemu.machinery.delete_options import check_preconditions
@@ -298,6 +298,13 @@ class Registry:
             obj.ClearField("status")
         elif isinstance(obj, types_pb2.ReplicaSet | types_pb2.Deployment):
             obj.ClearField("status")
+        elif isinstance(obj, types_pb2.Job):
+            obj.ClearField("status")
+            if not batch.manual_selector(obj):
+                batch.generate_selector(obj)
+        elif isinstance(obj, types_pb2.DaemonSet):
+            obj.ClearField("status")
+            apps.prepare_daemon_set_for_create(obj)
         elif isinstance(obj, types_pb2.Node):
             if not self._gates.enabled(IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION):
                 obj.spec.ClearField("pod_preemption_policy")  # a disabled field is dropped
@@ -375,6 +382,8 @@ class Registry:
         return result
 
     def _validate_spec_update(self, kind: Kind, old: Message, new: Message) -> None:
+        if isinstance(old, types_pb2.DaemonSet) and isinstance(new, types_pb2.DaemonSet):
+            apps.prepare_daemon_set_for_update(new, old)
         if isinstance(old, types_pb2.Namespace) and isinstance(new, types_pb2.Namespace):
             ns_rules.prepare_for_update(new, old)
         if isinstance(old, types_pb2.Service) and isinstance(new, types_pb2.Service):

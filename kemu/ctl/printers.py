@@ -364,6 +364,59 @@ def _replica_set_row(rs: types_pb2.ReplicaSet, now: float, wide: bool) -> list[s
     return row
 
 
+def _ts_seconds(ts: Timestamp) -> float:
+    return ts.seconds + ts.nanos / 1e9
+
+
+def _job_status(job: types_pb2.Job) -> str:
+    """kubectl's STATUS of a Job (printJob)."""
+    for cond_type, text in (("Complete", "Complete"), ("Failed", "Failed")):
+        if any(c.type == cond_type and c.status == "True" for c in job.status.conditions):
+            return text
+    if job.metadata.HasField("deletion_timestamp"):
+        return "Terminating"
+    for cond_type in ("Suspended", "FailureTarget", "SuccessCriteriaMet"):
+        if any(c.type == cond_type and c.status == "True" for c in job.status.conditions):
+            return cond_type
+    return "Running"
+
+
+def _job_row(job: types_pb2.Job, now: float, wide: bool) -> list[str]:
+    spec, st = job.spec, job.status
+    if spec.HasField("completions"):
+        completions = f"{st.succeeded}/{spec.completions}"
+    elif spec.HasField("parallelism") and spec.parallelism > 1:
+        completions = f"{st.succeeded}/1 of {spec.parallelism}"
+    else:
+        completions = f"{st.succeeded}/1"
+    duration = ""
+    if st.HasField("start_time"):
+        end = _ts_seconds(st.completion_time) if st.HasField("completion_time") else now
+        duration = human_duration(end - _ts_seconds(st.start_time))
+    row = [meta(job).name, _job_status(job), completions, duration, _created(job, now)]
+    if wide:
+        row += _template_wide(spec.template, spec.selector)
+    return row
+
+
+def _daemon_set_row(ds: types_pb2.DaemonSet, now: float, wide: bool) -> list[str]:
+    st = ds.status
+    node_selector = ds.spec.template.spec.node_selector
+    row = [
+        meta(ds).name,
+        str(st.desired_number_scheduled),
+        str(st.current_number_scheduled),
+        str(st.number_ready),
+        str(st.updated_number_scheduled),
+        str(st.number_available),
+        ",".join(f"{k}={node_selector[k]}" for k in sorted(node_selector)) or NONE,
+        _created(ds, now),
+    ]
+    if wide:
+        row += _template_wide(ds.spec.template, ds.spec.selector)
+    return row
+
+
 # ---------------------------------------------------------------- tables
 
 
@@ -410,6 +463,25 @@ TABLES: dict[str, TableSpec] = {
         ("NAME", "DESIRED", "CURRENT", "READY", "AGE"),
         ("CONTAINERS", "IMAGES", "SELECTOR"),
         _replica_set_row,
+    ),
+    "Job": TableSpec(
+        ("NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"),
+        ("CONTAINERS", "IMAGES", "SELECTOR"),
+        _job_row,
+    ),
+    "DaemonSet": TableSpec(
+        (
+            "NAME",
+            "DESIRED",
+            "CURRENT",
+            "READY",
+            "UP-TO-DATE",
+            "AVAILABLE",
+            "NODE SELECTOR",
+            "AGE",
+        ),
+        ("CONTAINERS", "IMAGES", "SELECTOR"),
+        _daemon_set_row,
     ),
 }
 # `get events -o wide` reorders the tail, as kubectl does.

@@ -161,3 +161,58 @@ def revision_of(meta: types_pb2.ObjectMeta) -> int:
         return int(text)
     except ValueError:
         return 0
+
+
+# ---------------------------------------------------------------- DaemonSets
+
+ON_DELETE: Final = "OnDelete"
+DAEMON_SET_STRATEGY_TYPES: Final = (ON_DELETE, ROLLING_UPDATE)
+DEFAULT_DAEMON_SET_UNIQUE_LABEL_KEY: Final = "controller-revision-hash"
+DAEMON_SET_TEMPLATE_GENERATION_KEY: Final = "pod-template-generation"
+"""The label of a daemon pod: the templateGeneration of the DaemonSet that created it."""
+TEMPLATE_GENERATION_ANNOTATION: Final = "deprecated.daemonset.template.generation"
+"""Where apps/v1 keeps a DaemonSet's templateGeneration (1, bumped on every template change)."""
+
+
+def set_defaults_daemon_set(ds: types_pb2.DaemonSet) -> None:
+    """SetDefaults_DaemonSet: RollingUpdate with maxUnavailable 1 and maxSurge 0,
+    revisionHistoryLimit 10."""
+    strategy = ds.spec.update_strategy
+    if not strategy.type:
+        strategy.type = ROLLING_UPDATE
+    if strategy.type == ROLLING_UPDATE:
+        ru = strategy.rolling_update
+        if not ru.HasField("max_unavailable"):
+            ru.max_unavailable.int_val = 1
+        if not ru.HasField("max_surge"):
+            ru.max_surge.int_val = 0
+    if not ds.spec.HasField("revision_history_limit"):
+        ds.spec.revision_history_limit = DEFAULT_REVISION_HISTORY_LIMIT
+
+
+def template_generation(ds: types_pb2.DaemonSet) -> int | None:
+    """The DaemonSet's templateGeneration (None when the annotation is absent or bad, as
+    upstream GetTemplateGeneration's nil)."""
+    text = ds.metadata.annotations.get(TEMPLATE_GENERATION_ANNOTATION)
+    if text is None:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def prepare_daemon_set_for_create(ds: types_pb2.DaemonSet) -> None:
+    """The DaemonSet strategy's PrepareForCreate: templateGeneration 1."""
+    ds.metadata.annotations[TEMPLATE_GENERATION_ANNOTATION] = "1"
+
+
+def prepare_daemon_set_for_update(new: types_pb2.DaemonSet, old: types_pb2.DaemonSet) -> None:
+    """The DaemonSet strategy's PrepareForUpdate: the templateGeneration is the old one, bumped
+    when the template changed (what the user sent in the annotation does not count)."""
+    generation = template_generation(old) or 1
+    if new.spec.template.SerializeToString(
+        deterministic=True
+    ) != old.spec.template.SerializeToString(deterministic=True):
+        generation += 1
+    new.metadata.annotations[TEMPLATE_GENERATION_ANNOTATION] = str(generation)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
-from kemu.machinery import apps
+from kemu.machinery import apps, batch
 from kemu.machinery.namespaces import default_namespace
 from kemu.machinery.pod_defaults import default_pod_spec
 
@@ -23,10 +23,21 @@ def set_defaults(obj: Message) -> None:
     elif isinstance(obj, types_pb2.Deployment):
         apps.set_defaults_deployment(obj)
         _default_template(obj.spec)
+    elif isinstance(obj, types_pb2.Job):
+        batch.set_defaults_job(obj)
+        _default_template(obj.spec)
+    elif isinstance(obj, types_pb2.DaemonSet):
+        apps.set_defaults_daemon_set(obj)
+        _default_template(obj.spec)
     elif isinstance(obj, types_pb2.Namespace):
         default_namespace(obj)
 
 
-def _default_template(spec: types_pb2.ReplicaSetSpec | types_pb2.DeploymentSpec) -> None:
+def _default_template(
+    spec: types_pb2.ReplicaSetSpec
+    | types_pb2.DeploymentSpec
+    | types_pb2.JobSpec
+    | types_pb2.DaemonSetSpec,
+) -> None:
     if spec.HasField("template"):
         default_pod_spec(spec.template.spec)

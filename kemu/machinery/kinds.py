@@ -82,6 +82,8 @@ KINDS: Final[tuple[Kind, ...]] = (
         "deployment",
         ("deploy",),
     ),
+    Kind("Job", "jobs", "batch/v1", True, types_pb2.Job, "job"),
+    Kind("DaemonSet", "daemonsets", "apps/v1", True, types_pb2.DaemonSet, "daemon_set", ("ds",)),
 )
 
 BY_KIND: Final[dict[str, Kind]] = {k.kind: k for k in KINDS}

@@ -2504,10 +2504,16 @@ def _int_or_percent_value(value: types_pb2.IntOrString) -> int:
 
 
 def _validate_workload_selector_and_template(
-    selector: types_pb2.LabelSelector | None, template: types_pb2.PodTemplateSpec | None
+    selector: types_pb2.LabelSelector | None,
+    template: types_pb2.PodTemplateSpec | None,
+    *,
+    owner: str = "deployment",
+    restart_policies: tuple[str, ...] = ("Always",),
 ) -> list[Cause]:
-    """The selector and template rules shared by ReplicaSet and Deployment specs (upstream
-    ValidateReplicaSetSpec / ValidateDeploymentSpec and ValidatePodTemplateSpecForReplicaSet)."""
+    """The selector and template rules shared by ReplicaSet, Deployment, DaemonSet and Job
+    specs (upstream ValidateReplicaSetSpec / ValidateDeploymentSpec / ValidateDaemonSetSpec /
+    ValidateJobSpec and ValidatePodTemplateSpecForReplicaSet): `owner` names the kind in the
+    empty-selector message, `restart_policies` are the template's allowed restartPolicy."""
     # labels imports this module; importing it at the top would be circular.
     from kemu.machinery.labels import selector_from_label_selector
 
@@ -2517,9 +2523,7 @@ def _validate_workload_selector_and_template(
     else:
         causes.extend(validate_label_selector(selector, "spec.selector"))
         if not selector.match_labels and not selector.match_expressions:
-            causes.append(
-                invalid("spec.selector", "{}", "empty selector is invalid for deployment")
-            )
+            causes.append(invalid("spec.selector", "{}", f"empty selector is invalid for {owner}"))
     if template is None:
         causes.append(required("spec.template"))
         return causes
@@ -2542,10 +2546,10 @@ def _validate_workload_selector_and_template(
         validate_annotations(template.metadata.annotations, "spec.template.metadata.annotations")
     )
     causes.extend(validate_pod_spec(template.spec, "spec.template.spec"))
-    if template.spec.restart_policy != "Always":
+    if template.spec.restart_policy not in restart_policies:
         causes.append(
             not_supported(
-                "spec.template.spec.restartPolicy", template.spec.restart_policy, ("Always",)
+                "spec.template.spec.restartPolicy", template.spec.restart_policy, restart_policies
             )
         )
     return causes
@@ -2633,13 +2637,193 @@ def validate_deployment(d: types_pb2.Deployment) -> list[Cause]:
 
 
 def validate_workload_update(
-    new: types_pb2.ReplicaSet | types_pb2.Deployment,
-    old: types_pb2.ReplicaSet | types_pb2.Deployment,
+    new: types_pb2.ReplicaSet | types_pb2.Deployment | types_pb2.DaemonSet,
+    old: types_pb2.ReplicaSet | types_pb2.Deployment | types_pb2.DaemonSet,
 ) -> list[Cause]:
-    """apps/v1: the selector of a ReplicaSet or Deployment is immutable."""
+    """apps/v1: the selector of a ReplicaSet, Deployment or DaemonSet is immutable."""
     if new.spec.selector != old.spec.selector:
         return [invalid("spec.selector", "", "field is immutable")]
     return []
+
+
+# ---------------------------------------------------------------- apps/v1 DaemonSet, batch/v1 Job
+
+
+def _validate_rolling_update_daemon_set(ru: types_pb2.RollingUpdateDaemonSet) -> list[Cause]:
+    """ValidateRollingUpdateDaemonSet: maxUnavailable and maxSurge are non-negative integers
+    or percentages of at most 100%, not both 0."""
+    p = "spec.updateStrategy.rollingUpdate"
+    causes: list[Cause] = []
+    for value, name in ((ru.max_unavailable, "maxUnavailable"), (ru.max_surge, "maxSurge")):
+        causes.extend(_validate_positive_int_or_percent(value, f"{p}.{name}"))
+        if value.WhichOneof("value") == "str_val" and _int_or_percent_value(value) > 100:
+            causes.append(invalid(f"{p}.{name}", value.str_val, "must not be greater than 100%"))
+    if _int_or_percent_value(ru.max_unavailable) == 0 and _int_or_percent_value(ru.max_surge) == 0:
+        causes.append(
+            invalid(
+                f"{p}.maxUnavailable",
+                _int_or_string(ru.max_unavailable),
+                "may not be 0 when `maxSurge` is 0",
+            )
+        )
+    return causes
+
+
+def validate_daemon_set(ds: types_pb2.DaemonSet) -> list[Cause]:
+    """ValidateDaemonSet: selector and template as a ReplicaSet's ("daemonset" in the
+    empty-selector message), restartPolicy Always, no activeDeadlineSeconds, the update
+    strategy."""
+    causes = validate_object_meta(ds.metadata, namespaced=True)
+    spec = ds.spec
+    causes.extend(
+        _validate_workload_selector_and_template(
+            spec.selector if spec.HasField("selector") else None,
+            spec.template if spec.HasField("template") else None,
+            owner="daemonset",
+        )
+    )
+    if spec.template.spec.HasField("active_deadline_seconds"):
+        causes.append(
+            invalid(
+                "spec.template.spec.activeDeadlineSeconds",
+                spec.template.spec.active_deadline_seconds,
+                "activeDeadlineSeconds in DaemonSet is not Supported",
+            )
+        )
+    causes.extend(_validate_nonnegative(spec.min_ready_seconds, "spec.minReadySeconds"))
+    if spec.HasField("revision_history_limit"):
+        causes.extend(
+            _validate_nonnegative(spec.revision_history_limit, "spec.revisionHistoryLimit")
+        )
+    strategy = spec.update_strategy
+    if not strategy.type:
+        causes.append(required("spec.updateStrategy.type"))
+    elif strategy.type == "RollingUpdate":
+        if not strategy.HasField("rolling_update"):
+            causes.append(required("spec.updateStrategy.rollingUpdate"))
+        else:
+            causes.extend(_validate_rolling_update_daemon_set(strategy.rolling_update))
+    elif strategy.type != "OnDelete":
+        causes.append(
+            not_supported("spec.updateStrategy.type", strategy.type, ("OnDelete", "RollingUpdate"))
+        )
+    return causes
+
+
+_JOB_CONTROLLER_UID_LABEL: Final = "batch.kubernetes.io/controller-uid"
+_JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
+
+
+def validate_job(job: types_pb2.Job) -> list[Cause]:
+    """ValidateJob: non-negative counts, completionMode (kemu runs NonIndexed Jobs only),
+    podReplacementPolicy, the selector (generated unless manualSelector: it must hold the
+    Job's uid) matching the template, restartPolicy OnFailure or Never."""
+    causes = validate_object_meta(job.metadata, namespaced=True)
+    spec = job.spec
+    for name, field in (
+        ("parallelism", "parallelism"),
+        ("completions", "completions"),
+        ("activeDeadlineSeconds", "active_deadline_seconds"),
+        ("backoffLimit", "backoff_limit"),
+        ("ttlSecondsAfterFinished", "ttl_seconds_after_finished"),
+    ):
+        if spec.HasField(field):
+            causes.extend(_validate_nonnegative(getattr(spec, field), f"spec.{name}"))
+    if spec.HasField("completion_mode"):
+        if spec.completion_mode == "Indexed":
+            causes.append(
+                invalid(
+                    "spec.completionMode",
+                    spec.completion_mode,
+                    "Indexed Jobs are not supported by kemu",
+                )
+            )
+        elif spec.completion_mode != "NonIndexed":
+            causes.append(
+                not_supported(
+                    "spec.completionMode", spec.completion_mode, ("NonIndexed", "Indexed")
+                )
+            )
+    if spec.HasField("pod_replacement_policy") and spec.pod_replacement_policy not in (
+        "Failed",
+        "TerminatingOrFailed",
+    ):
+        causes.append(
+            not_supported(
+                "spec.podReplacementPolicy",
+                spec.pod_replacement_policy,
+                ("Failed", "TerminatingOrFailed"),
+            )
+        )
+    manual = spec.HasField("manual_selector") and spec.manual_selector
+    if not manual and spec.HasField("selector"):
+        uid = job.metadata.uid
+        if spec.selector.match_labels.get(_JOB_CONTROLLER_UID_LABEL) != uid:
+            causes.append(invalid("spec.selector", "", "`selector` not auto-generated"))
+        labels = spec.template.metadata.labels
+        if labels.get(_JOB_CONTROLLER_UID_LABEL) != uid:
+            causes.append(
+                invalid(
+                    f"spec.template.metadata.labels[{_JOB_CONTROLLER_UID_LABEL}]",
+                    labels.get(_JOB_CONTROLLER_UID_LABEL, ""),
+                    f"must be '{uid}'",
+                )
+            )
+        if labels.get(_JOB_NAME_LABEL) != job.metadata.name:
+            causes.append(
+                invalid(
+                    f"spec.template.metadata.labels[{_JOB_NAME_LABEL}]",
+                    labels.get(_JOB_NAME_LABEL, ""),
+                    f"must be '{job.metadata.name}'",
+                )
+            )
+    causes.extend(
+        _validate_workload_selector_and_template(
+            spec.selector if spec.HasField("selector") else None,
+            spec.template if spec.HasField("template") else None,
+            owner="job",
+            restart_policies=("OnFailure", "Never"),
+        )
+    )
+    return causes
+
+
+def _without_scheduling_directives(t: types_pb2.PodTemplateSpec) -> bytes:
+    out = types_pb2.PodTemplateSpec()
+    out.CopyFrom(t)
+    out.metadata.ClearField("labels")
+    out.metadata.ClearField("annotations")
+    for f in ("node_selector", "affinity", "tolerations", "scheduling_gates"):
+        out.spec.ClearField(f)
+    return out.SerializeToString(deterministic=True)
+
+
+def validate_job_update(new: types_pb2.Job, old: types_pb2.Job) -> list[Cause]:
+    """ValidateJobSpecUpdate: selector, completions, completionMode and the template are
+    immutable, but for the scheduling directives (node selector, affinity, tolerations,
+    scheduling gates, labels, annotations) of a suspended Job that never started."""
+    causes: list[Cause] = []
+    a, b = new.spec, old.spec
+    if a.selector != b.selector:
+        causes.append(invalid("spec.selector", "", "field is immutable"))
+    if a.HasField("completions") != b.HasField("completions") or a.completions != b.completions:
+        causes.append(invalid("spec.completions", a.completions, "field is immutable"))
+    if a.completion_mode != b.completion_mode:
+        causes.append(invalid("spec.completionMode", a.completion_mode, "field is immutable"))
+    mutable_scheduling = (
+        b.HasField("suspend") and b.suspend and not old.status.HasField("start_time")
+    )
+    if mutable_scheduling:
+        changed = _without_scheduling_directives(a.template) != _without_scheduling_directives(
+            b.template
+        )
+    else:
+        changed = a.template.SerializeToString(deterministic=True) != b.template.SerializeToString(
+            deterministic=True
+        )
+    if changed:
+        causes.append(invalid("spec.template", "", "field is immutable"))
+    return causes
 
 
 # ---------------------------------------------------------------- dispatch
@@ -2664,6 +2848,8 @@ _VALIDATORS: Final[
     "kemu.api.v1.ConfigMap": (validate_config_map, validate_config_map_update),
     "kemu.api.v1.ReplicaSet": (validate_replica_set, validate_workload_update),
     "kemu.api.v1.Deployment": (validate_deployment, validate_workload_update),
+    "kemu.api.v1.Job": (validate_job, validate_job_update),
+    "kemu.api.v1.DaemonSet": (validate_daemon_set, validate_workload_update),
 }
 
 

@@ -6,7 +6,9 @@ imported here).
 """
 
 from kemu.testing.builders import (
+    make_daemon_set,
     make_deployment,
+    make_job,
     make_node,
     make_pdb,
     make_pod,
@@ -36,7 +38,9 @@ __all__ = [
     "eventually_sync",
     "free_port",
     "free_ports",
+    "make_daemon_set",
     "make_deployment",
+    "make_job",
     "make_node",
     "make_pdb",
     "make_pod",

@@ -571,3 +571,157 @@ class DeploymentBuilder(_WorkloadBuilder):
 
 def make_deployment(name: str) -> DeploymentBuilder:
     return DeploymentBuilder(name)
+
+
+# ---------------------------------------------------------------------- batch/v1 and DaemonSets
+
+
+class JobBuilder:
+    """A Job in namespace "default" with upstream's defaults (completions and parallelism 1,
+    backoffLimit 6, NonIndexed, TerminatingOrFailed), template labels app=<name>, one container
+    "c" and restartPolicy Never. Without `manual_selector()` the apiserver generates the
+    selector; the fake client, which does not, needs `manual_selector()`."""
+
+    def __init__(self, name: str) -> None:
+        self._job = types_pb2.Job()
+        job = self._job
+        job.metadata.name = name
+        job.metadata.namespace = DEFAULT_NAMESPACE
+        job.spec.completions = 1
+        job.spec.parallelism = 1
+        job.spec.backoff_limit = 6
+        job.spec.completion_mode = "NonIndexed"
+        job.spec.suspend = False
+        job.spec.pod_replacement_policy = "TerminatingOrFailed"
+        job.spec.template.metadata.labels["app"] = name
+        job.spec.template.spec.containers.add(name="c", image=DEFAULT_IMAGE)
+        job.spec.template.spec.restart_policy = "Never"
+
+    def obj(self) -> types_pb2.Job:
+        job = types_pb2.Job()
+        job.CopyFrom(self._job)
+        return job
+
+    def namespace(self, namespace: str) -> Self:
+        self._job.metadata.namespace = namespace
+        return self
+
+    def completions(self, n: int | None) -> Self:
+        if n is None:
+            self._job.spec.ClearField("completions")
+        else:
+            self._job.spec.completions = n
+        return self
+
+    def parallelism(self, n: int) -> Self:
+        self._job.spec.parallelism = n
+        return self
+
+    def backoff_limit(self, n: int) -> Self:
+        self._job.spec.backoff_limit = n
+        return self
+
+    def active_deadline_seconds(self, seconds: int) -> Self:
+        self._job.spec.active_deadline_seconds = seconds
+        return self
+
+    def suspend(self, value: bool = True) -> Self:
+        self._job.spec.suspend = value
+        return self
+
+    def manual_selector(self) -> Self:
+        """spec.manualSelector with selector app=<name> (the template's labels)."""
+        spec = self._job.spec
+        spec.manual_selector = True
+        spec.selector.match_labels.clear()
+        spec.selector.match_labels.update(spec.template.metadata.labels)
+        return self
+
+    def pod_annotation(self, key: str, value: str) -> Self:
+        self._job.spec.template.metadata.annotations[key] = value
+        return self
+
+    def run_duration(self, duration: str, exit_code: int = 0) -> Self:
+        """The kubelet ends each pod after `duration` with `exit_code` (kemu's annotations)."""
+        self.pod_annotation("kubelet.kemu.io/run-duration", duration)
+        if exit_code:
+            self.pod_annotation("kubelet.kemu.io/exit-code", str(exit_code))
+        return self
+
+    def req(self, **resources: str) -> Self:
+        self._job.spec.template.spec.containers[0].resources.requests.update(resources)
+        return self
+
+
+def make_job(name: str) -> JobBuilder:
+    return JobBuilder(name)
+
+
+class DaemonSetBuilder:
+    """A DaemonSet in namespace "default" with upstream's defaults (RollingUpdate, maxUnavailable
+    1, maxSurge 0, revisionHistoryLimit 10), selector and template labels app=<name>, one
+    container "c"."""
+
+    def __init__(self, name: str) -> None:
+        self._ds = types_pb2.DaemonSet()
+        ds = self._ds
+        ds.metadata.name = name
+        ds.metadata.namespace = DEFAULT_NAMESPACE
+        ds.spec.selector.match_labels["app"] = name
+        ds.spec.template.metadata.labels["app"] = name
+        ds.spec.template.spec.containers.add(name="c", image=DEFAULT_IMAGE)
+        ds.spec.template.spec.restart_policy = "Always"
+        ds.spec.revision_history_limit = 10
+        self.rolling_update(1, 0)
+
+    def obj(self) -> types_pb2.DaemonSet:
+        ds = types_pb2.DaemonSet()
+        ds.CopyFrom(self._ds)
+        return ds
+
+    def namespace(self, namespace: str) -> Self:
+        self._ds.metadata.namespace = namespace
+        return self
+
+    def rolling_update(self, max_unavailable: int | str, max_surge: int | str = 0) -> Self:
+        strategy = self._ds.spec.update_strategy
+        strategy.type = "RollingUpdate"
+        strategy.rolling_update.max_unavailable.CopyFrom(_int_or_string(max_unavailable))
+        strategy.rolling_update.max_surge.CopyFrom(_int_or_string(max_surge))
+        return self
+
+    def on_delete(self) -> Self:
+        self._ds.spec.update_strategy.type = "OnDelete"
+        self._ds.spec.update_strategy.ClearField("rolling_update")
+        return self
+
+    def min_ready_seconds(self, seconds: int) -> Self:
+        self._ds.spec.min_ready_seconds = seconds
+        return self
+
+    def node_selector(self, labels: Mapping[str, str] | None = None, /, **kwargs: str) -> Self:
+        self._ds.spec.template.spec.node_selector.update(_labels(labels, kwargs))
+        return self
+
+    def toleration(self, key: str, effect: str = "", value: str = "") -> Self:
+        op = "Equal" if value else "Exists"
+        self._ds.spec.template.spec.tolerations.add(
+            key=key, operator=op, value=value, effect=effect
+        )
+        return self
+
+    def image(self, image: str) -> Self:
+        self._ds.spec.template.spec.containers[0].image = image
+        return self
+
+    def pod_annotation(self, key: str, value: str) -> Self:
+        self._ds.spec.template.metadata.annotations[key] = value
+        return self
+
+    def req(self, **resources: str) -> Self:
+        self._ds.spec.template.spec.containers[0].resources.requests.update(resources)
+        return self
+
+
+def make_daemon_set(name: str) -> DaemonSetBuilder:
+    return DaemonSetBuilder(name)

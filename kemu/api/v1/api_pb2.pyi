@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Object(_message.Message):
-    __slots__ = ("pod", "node", "priority_class", "pod_disruption_budget", "lease", "event", "namespace", "service", "config_map", "replica_set", "deployment")
+    __slots__ = ("pod", "node", "priority_class", "pod_disruption_budget", "lease", "event", "namespace", "service", "config_map", "replica_set", "deployment", "job", "daemon_set")
     POD_FIELD_NUMBER: _ClassVar[int]
     NODE_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_CLASS_FIELD_NUMBER: _ClassVar[int]
@@ -20,6 +20,8 @@ class Object(_message.Message):
     CONFIG_MAP_FIELD_NUMBER: _ClassVar[int]
     REPLICA_SET_FIELD_NUMBER: _ClassVar[int]
     DEPLOYMENT_FIELD_NUMBER: _ClassVar[int]
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    DAEMON_SET_FIELD_NUMBER: _ClassVar[int]
     pod: _types_pb2.Pod
     node: _types_pb2.Node
     priority_class: _types_pb2.PriorityClass
@@ -31,7 +33,9 @@ class Object(_message.Message):
     config_map: _types_pb2.ConfigMap
     replica_set: _types_pb2.ReplicaSet
     deployment: _types_pb2.Deployment
-    def __init__(self, pod: _Optional[_Union[_types_pb2.Pod, _Mapping]] = ..., node: _Optional[_Union[_types_pb2.Node, _Mapping]] = ..., priority_class: _Optional[_Union[_types_pb2.PriorityClass, _Mapping]] = ..., pod_disruption_budget: _Optional[_Union[_types_pb2.PodDisruptionBudget, _Mapping]] = ..., lease: _Optional[_Union[_types_pb2.Lease, _Mapping]] = ..., event: _Optional[_Union[_types_pb2.Event, _Mapping]] = ..., namespace: _Optional[_Union[_types_pb2.Namespace, _Mapping]] = ..., service: _Optional[_Union[_types_pb2.Service, _Mapping]] = ..., config_map: _Optional[_Union[_types_pb2.ConfigMap, _Mapping]] = ..., replica_set: _Optional[_Union[_types_pb2.ReplicaSet, _Mapping]] = ..., deployment: _Optional[_Union[_types_pb2.Deployment, _Mapping]] = ...) -> None: ...
+    job: _types_pb2.Job
+    daemon_set: _types_pb2.DaemonSet
+    def __init__(self, pod: _Optional[_Union[_types_pb2.Pod, _Mapping]] = ..., node: _Optional[_Union[_types_pb2.Node, _Mapping]] = ..., priority_class: _Optional[_Union[_types_pb2.PriorityClass, _Mapping]] = ..., pod_disruption_budget: _Optional[_Union[_types_pb2.PodDisruptionBudget, _Mapping]] = ..., lease: _Optional[_Union[_types_pb2.Lease, _Mapping]] = ..., event: _Optional[_Union[_types_pb2.Event, _Mapping]] = ..., namespace: _Optional[_Union[_types_pb2.Namespace, _Mapping]] = ..., service: _Optional[_Union[_types_pb2.Service, _Mapping]] = ..., config_map: _Optional[_Union[_types_pb2.ConfigMap, _Mapping]] = ..., replica_set: _Optional[_Union[_types_pb2.ReplicaSet, _Mapping]] = ..., deployment: _Optional[_Union[_types_pb2.Deployment, _Mapping]] = ..., job: _Optional[_Union[_types_pb2.Job, _Mapping]] = ..., daemon_set: _Optional[_Union[_types_pb2.DaemonSet, _Mapping]] = ...) -> None: ...
 
 class CreateRequest(_message.Message):
     __slots__ = ("object",)

@@ -1602,3 +1602,163 @@ class Deployment(_message.Message):
     spec: DeploymentSpec
     status: DeploymentStatus
     def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[DeploymentSpec, _Mapping]] = ..., status: _Optional[_Union[DeploymentStatus, _Mapping]] = ...) -> None: ...
+
+class UncountedTerminatedPods(_message.Message):
+    __slots__ = ("succeeded", "failed")
+    SUCCEEDED_FIELD_NUMBER: _ClassVar[int]
+    FAILED_FIELD_NUMBER: _ClassVar[int]
+    succeeded: _containers.RepeatedScalarFieldContainer[str]
+    failed: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, succeeded: _Optional[_Iterable[str]] = ..., failed: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class JobSpec(_message.Message):
+    __slots__ = ("parallelism", "completions", "active_deadline_seconds", "backoff_limit", "selector", "manual_selector", "template", "ttl_seconds_after_finished", "completion_mode", "suspend", "pod_replacement_policy")
+    PARALLELISM_FIELD_NUMBER: _ClassVar[int]
+    COMPLETIONS_FIELD_NUMBER: _ClassVar[int]
+    ACTIVE_DEADLINE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    BACKOFF_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    MANUAL_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    TEMPLATE_FIELD_NUMBER: _ClassVar[int]
+    TTL_SECONDS_AFTER_FINISHED_FIELD_NUMBER: _ClassVar[int]
+    COMPLETION_MODE_FIELD_NUMBER: _ClassVar[int]
+    SUSPEND_FIELD_NUMBER: _ClassVar[int]
+    POD_REPLACEMENT_POLICY_FIELD_NUMBER: _ClassVar[int]
+    parallelism: int
+    completions: int
+    active_deadline_seconds: int
+    backoff_limit: int
+    selector: LabelSelector
+    manual_selector: bool
+    template: PodTemplateSpec
+    ttl_seconds_after_finished: int
+    completion_mode: str
+    suspend: bool
+    pod_replacement_policy: str
+    def __init__(self, parallelism: _Optional[int] = ..., completions: _Optional[int] = ..., active_deadline_seconds: _Optional[int] = ..., backoff_limit: _Optional[int] = ..., selector: _Optional[_Union[LabelSelector, _Mapping]] = ..., manual_selector: _Optional[bool] = ..., template: _Optional[_Union[PodTemplateSpec, _Mapping]] = ..., ttl_seconds_after_finished: _Optional[int] = ..., completion_mode: _Optional[str] = ..., suspend: _Optional[bool] = ..., pod_replacement_policy: _Optional[str] = ...) -> None: ...
+
+class JobCondition(_message.Message):
+    __slots__ = ("type", "status", "last_probe_time", "last_transition_time", "reason", "message")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    LAST_PROBE_TIME_FIELD_NUMBER: _ClassVar[int]
+    LAST_TRANSITION_TIME_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    status: str
+    last_probe_time: _timestamp_pb2.Timestamp
+    last_transition_time: _timestamp_pb2.Timestamp
+    reason: str
+    message: str
+    def __init__(self, type: _Optional[str] = ..., status: _Optional[str] = ..., last_probe_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_transition_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+
+class JobStatus(_message.Message):
+    __slots__ = ("conditions", "start_time", "completion_time", "active", "succeeded", "failed", "terminating", "ready", "uncounted_terminated_pods")
+    CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
+    COMPLETION_TIME_FIELD_NUMBER: _ClassVar[int]
+    ACTIVE_FIELD_NUMBER: _ClassVar[int]
+    SUCCEEDED_FIELD_NUMBER: _ClassVar[int]
+    FAILED_FIELD_NUMBER: _ClassVar[int]
+    TERMINATING_FIELD_NUMBER: _ClassVar[int]
+    READY_FIELD_NUMBER: _ClassVar[int]
+    UNCOUNTED_TERMINATED_PODS_FIELD_NUMBER: _ClassVar[int]
+    conditions: _containers.RepeatedCompositeFieldContainer[JobCondition]
+    start_time: _timestamp_pb2.Timestamp
+    completion_time: _timestamp_pb2.Timestamp
+    active: int
+    succeeded: int
+    failed: int
+    terminating: int
+    ready: int
+    uncounted_terminated_pods: UncountedTerminatedPods
+    def __init__(self, conditions: _Optional[_Iterable[_Union[JobCondition, _Mapping]]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., completion_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., active: _Optional[int] = ..., succeeded: _Optional[int] = ..., failed: _Optional[int] = ..., terminating: _Optional[int] = ..., ready: _Optional[int] = ..., uncounted_terminated_pods: _Optional[_Union[UncountedTerminatedPods, _Mapping]] = ...) -> None: ...
+
+class Job(_message.Message):
+    __slots__ = ("metadata", "spec", "status")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    spec: JobSpec
+    status: JobStatus
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., status: _Optional[_Union[JobStatus, _Mapping]] = ...) -> None: ...
+
+class RollingUpdateDaemonSet(_message.Message):
+    __slots__ = ("max_unavailable", "max_surge")
+    MAX_UNAVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    MAX_SURGE_FIELD_NUMBER: _ClassVar[int]
+    max_unavailable: IntOrString
+    max_surge: IntOrString
+    def __init__(self, max_unavailable: _Optional[_Union[IntOrString, _Mapping]] = ..., max_surge: _Optional[_Union[IntOrString, _Mapping]] = ...) -> None: ...
+
+class DaemonSetUpdateStrategy(_message.Message):
+    __slots__ = ("type", "rolling_update")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    ROLLING_UPDATE_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    rolling_update: RollingUpdateDaemonSet
+    def __init__(self, type: _Optional[str] = ..., rolling_update: _Optional[_Union[RollingUpdateDaemonSet, _Mapping]] = ...) -> None: ...
+
+class DaemonSetSpec(_message.Message):
+    __slots__ = ("selector", "template", "update_strategy", "min_ready_seconds", "revision_history_limit")
+    SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    TEMPLATE_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_STRATEGY_FIELD_NUMBER: _ClassVar[int]
+    MIN_READY_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    REVISION_HISTORY_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    selector: LabelSelector
+    template: PodTemplateSpec
+    update_strategy: DaemonSetUpdateStrategy
+    min_ready_seconds: int
+    revision_history_limit: int
+    def __init__(self, selector: _Optional[_Union[LabelSelector, _Mapping]] = ..., template: _Optional[_Union[PodTemplateSpec, _Mapping]] = ..., update_strategy: _Optional[_Union[DaemonSetUpdateStrategy, _Mapping]] = ..., min_ready_seconds: _Optional[int] = ..., revision_history_limit: _Optional[int] = ...) -> None: ...
+
+class DaemonSetCondition(_message.Message):
+    __slots__ = ("type", "status", "last_transition_time", "reason", "message")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    LAST_TRANSITION_TIME_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    status: str
+    last_transition_time: _timestamp_pb2.Timestamp
+    reason: str
+    message: str
+    def __init__(self, type: _Optional[str] = ..., status: _Optional[str] = ..., last_transition_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+
+class DaemonSetStatus(_message.Message):
+    __slots__ = ("current_number_scheduled", "number_misscheduled", "desired_number_scheduled", "number_ready", "observed_generation", "updated_number_scheduled", "number_available", "number_unavailable", "collision_count", "conditions")
+    CURRENT_NUMBER_SCHEDULED_FIELD_NUMBER: _ClassVar[int]
+    NUMBER_MISSCHEDULED_FIELD_NUMBER: _ClassVar[int]
+    DESIRED_NUMBER_SCHEDULED_FIELD_NUMBER: _ClassVar[int]
+    NUMBER_READY_FIELD_NUMBER: _ClassVar[int]
+    OBSERVED_GENERATION_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_NUMBER_SCHEDULED_FIELD_NUMBER: _ClassVar[int]
+    NUMBER_AVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    NUMBER_UNAVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    COLLISION_COUNT_FIELD_NUMBER: _ClassVar[int]
+    CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    current_number_scheduled: int
+    number_misscheduled: int
+    desired_number_scheduled: int
+    number_ready: int
+    observed_generation: int
+    updated_number_scheduled: int
+    number_available: int
+    number_unavailable: int
+    collision_count: int
+    conditions: _containers.RepeatedCompositeFieldContainer[DaemonSetCondition]
+    def __init__(self, current_number_scheduled: _Optional[int] = ..., number_misscheduled: _Optional[int] = ..., desired_number_scheduled: _Optional[int] = ..., number_ready: _Optional[int] = ..., observed_generation: _Optional[int] = ..., updated_number_scheduled: _Optional[int] = ..., number_available: _Optional[int] = ..., number_unavailable: _Optional[int] = ..., collision_count: _Optional[int] = ..., conditions: _Optional[_Iterable[_Union[DaemonSetCondition, _Mapping]]] = ...) -> None: ...
+
+class DaemonSet(_message.Message):
+    __slots__ = ("metadata", "spec", "status")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    spec: DaemonSetSpec
+    status: DaemonSetStatus
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[DaemonSetSpec, _Mapping]] = ..., status: _Optional[_Union[DaemonSetStatus, _Mapping]] = ...) -> None: ...

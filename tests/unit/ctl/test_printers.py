@@ -81,3 +81,28 @@ def test_node_status_and_roles() -> None:
     )
     assert printers.node_status(node) == "NotReady,SchedulingDisabled"
     assert printers.node_roles(node) == "control-plane"
+
+
+def test_job_and_daemon_set_rows_are_kubectls() -> None:
+    from kemu.ctl.printers import TABLES
+    from kemu.testing.builders import make_daemon_set, make_job
+
+    job = make_job("pi").completions(5).parallelism(2).obj()
+    job.metadata.creation_timestamp.seconds = 1000
+    job.status.start_time.seconds = 1000
+    job.status.succeeded = 2
+    assert TABLES["Job"].row(job, 1030.0, False) == ["pi", "Running", "2/5", "30s", "30s"]
+    job.status.completion_time.seconds = 1010
+    job.status.conditions.add(type="Complete", status="True")
+    assert TABLES["Job"].row(job, 1030.0, False)[1:4] == ["Complete", "2/5", "10s"]
+    queue = make_job("q").completions(None).parallelism(3).obj()
+    assert TABLES["Job"].row(queue, 0.0, False)[2] == "0/1 of 3"
+    ds = make_daemon_set("agent").node_selector(role="worker").obj()
+    ds.status.desired_number_scheduled = 3
+    ds.status.current_number_scheduled = 3
+    ds.status.number_ready = 2
+    ds.status.updated_number_scheduled = 3
+    ds.status.number_available = 2
+    row = TABLES["DaemonSet"].row(ds, 0.0, True)
+    assert row[:7] == ["agent", "3", "3", "2", "3", "2", "role=worker"]
+    assert row[-3:] == ["c", "registry.k8s.io/pause:3.10", "app=agent"]

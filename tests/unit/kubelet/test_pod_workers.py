@@ -152,6 +152,18 @@ async def test_run_duration_ends_the_pod_succeeded_and_frees_its_allocation():
         assert await env.phase("fits") == "Running"
 
 
+async def test_exit_code_annotation_ends_the_pod_failed_with_that_code():
+    async with running_workers() as env:
+        await env.fake.create(pod("fails", run_duration="2s", exit_code="3"))
+        await env.fake.create(pod("bad", run_duration="2s", exit_code="x"))
+        await advance(env.clock, 3)
+        failed = await env.pod("fails")
+        assert failed.status.phase == "Failed"
+        (cs,) = failed.status.container_statuses
+        assert cs.state.terminated.exit_code == 3 and cs.state.terminated.reason == "Error"
+        assert await env.phase("bad") == "Succeeded"  # a malformed code is ignored
+
+
 # ---------------------------------------------------------------- graceful termination
 
 

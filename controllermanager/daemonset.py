@@ -1,0 +1,660 @@
+"""The DaemonSet controller (upstream pkg/controller/daemon): one pod per eligible node.
+
+A sync of one DaemonSet (upstream syncDaemonSet):
+- its pods (claimed as the ReplicaSet controller claims them) are grouped by target node
+  (spec.nodeName, or the node of the `metadata.name` matchFields term of a pod not yet
+  bound);
+- `manage`: for every node, by daemon_util.node_should_run_daemon_pod, a node that should run
+  the pod and has none gets one; a node where it should not continue running has its pods
+  deleted; failed daemon pods are deleted (with a per-node backoff from 1 s doubling to
+  15 min, upstream's failedPodsBackoff) and replaced, succeeded ones deleted; of several
+  pods on a node the oldest stays (without surge); unbound pods aimed at a node that no longer
+  exists are deleted (bound ones are the pod GC's). Pods are created from the template with
+  the daemon tolerations, the `pod-template-generation` and `controller-revision-hash`
+  labels and the required node affinity `metadata.name In [node]`, so that the default
+  scheduler places them (it honours the term; DaemonSet pods get priority as any pod);
+- then, with satisfied expectations, the update strategy: OnDelete waits for the user to
+  delete old pods; RollingUpdate deletes old pods so that at most maxUnavailable (of the
+  desired number, rounded up) are unavailable, the manage loop recreating them at the new
+  revision, or with maxSurge > 0 starts the new pod beside the old one and deletes the old one
+  once the new one is available (upstream rollingUpdate);
+- the status: desired/current/misscheduled/ready/available/unavailable/updated numbers and
+  observedGeneration (only raised when the sync acted on that generation).
+
+The revision hash is kemu's FNV hash of the template (kemu.machinery.apps.compute_hash) with
+the collision count: there are no ControllerRevision objects, so no revision history and no
+`rollout undo` for DaemonSets.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Final
+
+import anyio
+
+from controllermanager import daemon_util
+from controllermanager.controller import ControllerContext
+from controllermanager.controller_utils import (
+    CONTROLLER_UID_INDEX,
+    ControllerExpectations,
+    ControllerRefManager,
+    PodControl,
+    controller_of,
+    index_by_controller_uid,
+    is_pod_available,
+    is_pod_ready,
+    new_controller_ref,
+    recheck_owner,
+    run_slow_start,
+)
+from kemu.api.v1 import types_pb2
+from kemu.client.events import EventRecorder
+from kemu.client.informer import FuncHandler, Informer, InformerFactory, object_key
+from kemu.client.interface import ApiClient
+from kemu.client.workqueue import WorkQueue
+from kemu.component.clock import Clock
+from kemu.machinery import apps
+from kemu.machinery.errors import ApiError, Conflict, Invalid, NotFound
+from kemu.machinery.kinds import EVENT_WARNING
+from kemu.machinery.labels import Selector, selector_of
+
+logger = logging.getLogger(__name__)
+
+NAME: Final = "daemonset"
+DEFAULT_WORKERS: Final = 2
+BURST_REPLICAS: Final = 250
+FAILED_POD_BACKOFF: Final = 1.0
+MAX_FAILED_POD_BACKOFF: Final = 15 * 60.0
+FAILED_DAEMON_POD_REASON: Final = "FailedDaemonPod"
+
+
+@dataclass
+class _Backoff:
+    delay: float
+    updated: float
+
+
+class DaemonSetController:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        client: ApiClient,
+        informers: InformerFactory,
+        clock: Clock,
+        *,
+        workers: int = DEFAULT_WORKERS,
+        recorder: EventRecorder | None = None,
+    ) -> None:
+        self._client = client
+        self._clock = clock
+        self._workers = workers
+        self._recorder = recorder or EventRecorder(client, "daemonset-controller", clock=clock)
+        self.expectations = ControllerExpectations(clock)
+        self.pod_control = PodControl(client, self._recorder)
+        self.queue = WorkQueue(clock, name=NAME)
+        self._failed_backoff: dict[str, _Backoff] = {}
+        self._dss: Informer[types_pb2.DaemonSet] = informers.informer(types_pb2.DaemonSet)
+        self._pods: Informer[types_pb2.Pod] = informers.informer(types_pb2.Pod)
+        self._nodes: Informer[types_pb2.Node] = informers.informer(types_pb2.Node)
+        index_by_controller_uid(self._pods)
+        self._dss.add_event_handler(
+            FuncHandler(self._enqueue, self._on_ds_update, self._on_ds_delete)
+        )
+        self._pods.add_event_handler(
+            FuncHandler(self._on_pod_add, self._on_pod_update, self._on_pod_delete)
+        )
+        self._nodes.add_event_handler(
+            FuncHandler(self._on_node_add, self._on_node_update, self._on_node_delete)
+        )
+
+    @property
+    def name(self) -> str:
+        return NAME
+
+    # ------------------------------------------------------------ event handlers
+
+    def _enqueue(self, ds: types_pb2.DaemonSet) -> None:
+        self.queue.add(object_key(ds))
+
+    def _on_ds_update(self, old: types_pb2.DaemonSet, new: types_pb2.DaemonSet) -> None:
+        if old.metadata.uid != new.metadata.uid:
+            self._on_ds_delete(old)
+        self._enqueue(new)
+
+    def _on_ds_delete(self, ds: types_pb2.DaemonSet) -> None:
+        key = object_key(ds)
+        self.expectations.delete(key)
+        self.queue.add(key)
+
+    def _resolve(self, pod: types_pb2.Pod) -> types_pb2.DaemonSet | None:
+        ref = controller_of(pod)
+        if ref is None or ref.kind != "DaemonSet":
+            return None
+        ds = self._dss.lister.get(ref.name, pod.metadata.namespace)
+        if ds is None or ds.metadata.uid != ref.uid:
+            return None
+        return ds
+
+    def _selector(self, ds: types_pb2.DaemonSet) -> Selector | None:
+        try:
+            return selector_of(ds.spec, "selector")
+        except Invalid:
+            return None
+
+    def _matching(self, pod: types_pb2.Pod) -> list[types_pb2.DaemonSet]:
+        out = []
+        for ds in self._dss.lister.list(pod.metadata.namespace):
+            sel = self._selector(ds)
+            if sel is not None and not sel.empty and sel.matches(pod.metadata.labels):
+                out.append(ds)
+        return out
+
+    def _on_pod_add(self, pod: types_pb2.Pod) -> None:
+        if pod.metadata.HasField("deletion_timestamp"):
+            self._on_pod_delete(pod)
+            return
+        ds = self._resolve(pod)
+        if ds is not None:
+            key = object_key(ds)
+            self.expectations.creation_observed(key)
+            self.queue.add(key)
+        elif controller_of(pod) is None:
+            for match in self._matching(pod):
+                self._enqueue(match)
+
+    def _on_pod_update(self, old: types_pb2.Pod, new: types_pb2.Pod) -> None:
+        if old.metadata.resource_version == new.metadata.resource_version:
+            return
+        if new.metadata.HasField("deletion_timestamp"):
+            self._on_pod_delete(new)
+            return
+        ds = self._resolve(new)
+        if ds is not None:
+            self._enqueue(ds)
+            if ds.spec.min_ready_seconds > 0 and not is_pod_ready(old) and is_pod_ready(new):
+                self.queue.add_after(object_key(ds), ds.spec.min_ready_seconds + 1.0)
+        old_ds = self._resolve(old)
+        if old_ds is not None and (ds is None or old_ds.metadata.uid != ds.metadata.uid):
+            self._enqueue(old_ds)
+        if controller_of(new) is None and old.metadata.labels != new.metadata.labels:
+            for match in self._matching(new):
+                self._enqueue(match)
+
+    def _on_pod_delete(self, pod: types_pb2.Pod) -> None:
+        ds = self._resolve(pod)
+        if ds is None:
+            return
+        key = object_key(ds)
+        self.expectations.deletion_observed(key, object_key(pod))
+        self.queue.add(key)
+
+    def _on_node_add(self, node: types_pb2.Node) -> None:
+        for ds in self._dss.lister.list():
+            if daemon_util.node_should_run_daemon_pod(node, ds)[0]:
+                self._enqueue(ds)
+
+    def _on_node_update(self, old: types_pb2.Node, new: types_pb2.Node) -> None:
+        if (
+            old.metadata.labels == new.metadata.labels
+            and list(old.spec.taints) == list(new.spec.taints)
+            and old.spec.unschedulable == new.spec.unschedulable
+        ):
+            return  # upstream shouldIgnoreNodeUpdate: nothing the predicates read changed
+        for ds in self._dss.lister.list():
+            if daemon_util.node_should_run_daemon_pod(
+                old, ds
+            ) != daemon_util.node_should_run_daemon_pod(new, ds):
+                self._enqueue(ds)
+
+    def _on_node_delete(self, node: types_pb2.Node) -> None:
+        for ds in self._dss.lister.list():
+            self._enqueue(ds)
+
+    # ------------------------------------------------------------ sync
+
+    def _nodes_to_daemon_pods(self, pods: list[types_pb2.Pod]) -> dict[str, list[types_pb2.Pod]]:
+        """upstream getNodesToDaemonPods (deleted finished pods left out)."""
+        out: dict[str, list[types_pb2.Pod]] = {}
+        for pod in pods:
+            if pod.metadata.HasField("deletion_timestamp") and pod.status.phase in (
+                "Succeeded",
+                "Failed",
+            ):
+                continue
+            node = daemon_util.target_node_name(pod)
+            if node is None:
+                logger.warning("daemon pod %s has no target node", object_key(pod))
+                continue
+            out.setdefault(node, []).append(pod)
+        return out
+
+    async def sync(self, key: str) -> None:
+        """Syncs DaemonSet `key`; raises an ApiError to be retried with backoff."""
+        namespace, _, name = key.partition("/")
+        ds = self._dss.lister.get(name, namespace)
+        if ds is None:
+            self.expectations.delete(key)
+            return
+        selector = self._selector(ds)
+        if selector is None or selector.empty:
+            logger.warning("daemonset %s: invalid or empty selector, not syncing it", key)
+            return
+        if ds.metadata.HasField("deletion_timestamp"):
+            return
+        nodes = self._nodes.lister.list()
+        hash_ = apps.compute_hash(
+            ds.spec.template,
+            ds.status.collision_count if ds.status.HasField("collision_count") else None,
+        )
+        manager: ControllerRefManager[types_pb2.Pod] = ControllerRefManager(
+            self._client, ds, selector, recheck_owner(self._client, ds)
+        )
+        pods = await manager.claim(self._pods.lister.list(namespace))
+        if not self.expectations.satisfied(key):
+            await self._update_status(ds, nodes, pods, hash_, observed=False)
+            return
+        error: ApiError | None = None
+        try:
+            await self._manage(ds, nodes, pods, hash_)
+            if self.expectations.satisfied(key) and (
+                ds.spec.update_strategy.type == apps.ROLLING_UPDATE
+            ):
+                # What manage did is in the informer by now (satisfied): read it again.
+                await self._rolling_update(ds, nodes, self._owned_pods(ds), hash_)
+        except ApiError as e:
+            error = e
+        await self._update_status(ds, nodes, self._owned_pods(ds), hash_, observed=True)
+        if error is not None:
+            raise error
+
+    def _owned_pods(self, ds: types_pb2.DaemonSet) -> list[types_pb2.Pod]:
+        """The pods the DaemonSet controls, as the informer has them now."""
+        return self._pods.lister.by_index(CONTROLLER_UID_INDEX, ds.metadata.uid)
+
+    def _in_backoff(self, key: str, now: float) -> float | None:
+        """The failed-pod backoff: the delay left for `key`, or None after recording the next
+        (doubled) delay."""
+        entry = self._failed_backoff.get(key)
+        if entry is not None and now - entry.updated < entry.delay:
+            return entry.delay - (now - entry.updated)
+        delay = (
+            FAILED_POD_BACKOFF if entry is None else min(2 * entry.delay, MAX_FAILED_POD_BACKOFF)
+        )
+        self._failed_backoff[key] = _Backoff(delay, now)
+        return None
+
+    def _pods_should_be_on_node(
+        self,
+        node: types_pb2.Node,
+        by_node: dict[str, list[types_pb2.Pod]],
+        ds: types_pb2.DaemonSet,
+        hash_: str,
+    ) -> tuple[bool, list[types_pb2.Pod]]:
+        """upstream podsShouldBeOnNode: (needs a pod, pods to delete)."""
+        should_run, should_continue = daemon_util.node_should_run_daemon_pod(node, ds)
+        name = node.metadata.name
+        daemon_pods = by_node.get(name)
+        if should_run and not daemon_pods:
+            return True, []
+        to_delete: list[types_pb2.Pod] = []
+        if should_continue and daemon_pods:
+            running: list[types_pb2.Pod] = []
+            now = self._clock.now()
+            for pod in daemon_pods:
+                if pod.metadata.HasField("deletion_timestamp"):
+                    continue
+                if pod.status.phase == "Failed":
+                    backoff_key = f"{object_key(ds)}/{ds.metadata.uid}/{name}"
+                    wait = self._in_backoff(backoff_key, now)
+                    if wait is not None:
+                        self.queue.add_after(object_key(ds), wait)
+                        continue
+                    self._recorder.event(
+                        ds,
+                        EVENT_WARNING,
+                        FAILED_DAEMON_POD_REASON,
+                        "Delete",
+                        f"Found failed daemon pod {object_key(pod)} on node {name}, will try to "
+                        "kill it",
+                    )
+                    to_delete.append(pod)
+                elif pod.status.phase == "Succeeded":
+                    to_delete.append(pod)
+                else:
+                    running.append(pod)
+            if len(running) > 1:
+                ordered = daemon_util.by_creation_timestamp_and_phase(running)
+                if _max_surge(ds) == 0:
+                    to_delete.extend(ordered[1:])
+                else:
+                    to_delete.extend(self._surge_extras(ds, ordered, hash_))
+        elif not should_continue and daemon_pods:
+            to_delete.extend(
+                p for p in daemon_pods if not p.metadata.HasField("deletion_timestamp")
+            )
+        return False, to_delete
+
+    def _surge_extras(
+        self, ds: types_pb2.DaemonSet, ordered: list[types_pb2.Pod], hash_: str
+    ) -> list[types_pb2.Pod]:
+        """With surge: keep the oldest new and the oldest old pod, and the old one only until
+        the new one is available."""
+        generation = apps.template_generation(ds)
+        oldest_new: types_pb2.Pod | None = None
+        oldest_old: types_pb2.Pod | None = None
+        out: list[types_pb2.Pod] = []
+        for pod in ordered:
+            if daemon_util.is_pod_updated(pod, hash_, generation):
+                if oldest_new is None:
+                    oldest_new = pod
+                    continue
+            elif oldest_old is None:
+                oldest_old = pod
+                continue
+            out.append(pod)
+        if oldest_new is not None and oldest_old is not None:
+            if not is_pod_ready(oldest_old) or is_pod_available(
+                oldest_new, ds.spec.min_ready_seconds, self._clock.now()
+            ):
+                out.append(oldest_old)
+        return out
+
+    async def _manage(
+        self,
+        ds: types_pb2.DaemonSet,
+        nodes: list[types_pb2.Node],
+        pods: list[types_pb2.Pod],
+        hash_: str,
+    ) -> None:
+        by_node = self._nodes_to_daemon_pods(pods)
+        needing: list[str] = []
+        to_delete: list[types_pb2.Pod] = []
+        for node in nodes:
+            need, delete = self._pods_should_be_on_node(node, by_node, ds, hash_)
+            if need:
+                needing.append(node.metadata.name)
+            to_delete.extend(delete)
+        known = {n.metadata.name for n in nodes}
+        for node_name, node_pods in by_node.items():
+            if node_name not in known:
+                to_delete.extend(
+                    p
+                    for p in node_pods
+                    if not p.spec.node_name and not p.metadata.HasField("deletion_timestamp")
+                )
+        await self._sync_nodes(ds, to_delete, needing, hash_)
+
+    async def _sync_nodes(
+        self,
+        ds: types_pb2.DaemonSet,
+        to_delete: list[types_pb2.Pod],
+        nodes_needing: list[str],
+        hash_: str,
+    ) -> None:
+        """upstream syncNodes: creations (slow start) and deletions, at most the burst each."""
+        key = object_key(ds)
+        nodes_needing = nodes_needing[:BURST_REPLICAS]
+        to_delete = to_delete[:BURST_REPLICAS]
+        if not nodes_needing and not to_delete:
+            return
+        self.expectations.expect(key, len(nodes_needing), (object_key(p) for p in to_delete))
+        template = daemon_util.create_pod_template(
+            ds.spec.template, apps.template_generation(ds), hash_
+        )
+        ref = new_controller_ref(ds)
+        errors: list[ApiError] = []
+        pending = list(nodes_needing)
+        if nodes_needing:
+            logger.info(
+                "daemonset %s: creating pods on %d nodes: %s",
+                key,
+                len(nodes_needing),
+                ", ".join(nodes_needing[:10]),
+            )
+
+        async def create() -> None:
+            node_name = pending.pop(0)
+            t = types_pb2.PodTemplateSpec()
+            t.CopyFrom(template)
+            daemon_util.replace_node_name_affinity(t.spec, node_name)
+            try:
+                await self.pod_control.create_pods(t, ds, ref)
+            except ApiError:
+                self.expectations.creation_observed(key)
+                raise
+
+        _, error = await run_slow_start(len(nodes_needing), create)
+        if error is not None:
+            errors.append(error)
+            for _ in pending:  # never tried: not expected
+                self.expectations.creation_observed(key)
+
+        async def delete(pod: types_pb2.Pod) -> None:
+            try:
+                await self.pod_control.delete_pod(pod.metadata.namespace, pod.metadata.name, ds)
+            except ApiError as e:
+                self.expectations.deletion_observed(key, object_key(pod))
+                if not isinstance(e, NotFound):
+                    errors.append(e)
+
+        if to_delete:
+            logger.info(
+                "daemonset %s: deleting %d pods: %s",
+                key,
+                len(to_delete),
+                ", ".join(p.metadata.name for p in to_delete[:10]),
+            )
+        async with anyio.create_task_group() as tg:
+            for pod in to_delete:
+                tg.start_soon(delete, pod)
+        if errors:
+            raise errors[0]
+
+    # ------------------------------------------------------------ rolling update
+
+    def _desired_counts(
+        self, ds: types_pb2.DaemonSet, nodes: list[types_pb2.Node]
+    ) -> tuple[int, int, int]:
+        """upstream updatedDesiredNodeCounts: (maxSurge, maxUnavailable, desired)."""
+        desired = sum(1 for n in nodes if daemon_util.node_should_run_daemon_pod(n, ds)[0])
+        ru = ds.spec.update_strategy.rolling_update
+        surge = (
+            apps.scaled_value(ru.max_surge, desired, round_up=True)
+            if ru.HasField("max_surge")
+            else 0
+        )
+        unavailable = (
+            apps.scaled_value(ru.max_unavailable, desired, round_up=True)
+            if ru.HasField("max_unavailable")
+            else 1
+        )
+        if surge == 0 and unavailable == 0:
+            unavailable = 1
+        return surge, unavailable, desired
+
+    def _updated_pods_on_node(
+        self, ds: types_pb2.DaemonSet, pods: list[types_pb2.Pod], hash_: str
+    ) -> tuple[types_pb2.Pod | None, types_pb2.Pod | None, bool]:
+        """upstream findUpdatedPodsOnNode: (new pod, old pod, at most one of each)."""
+        generation = apps.template_generation(ds)
+        new: types_pb2.Pod | None = None
+        old: types_pb2.Pod | None = None
+        for pod in pods:
+            if pod.metadata.HasField("deletion_timestamp"):
+                continue
+            if daemon_util.is_pod_updated(pod, hash_, generation):
+                if new is not None:
+                    return None, None, False
+                new = pod
+            else:
+                if old is not None:
+                    return None, None, False
+                old = pod
+        return new, old, True
+
+    async def _rolling_update(
+        self,
+        ds: types_pb2.DaemonSet,
+        nodes: list[types_pb2.Node],
+        pods: list[types_pb2.Pod],
+        hash_: str,
+    ) -> None:
+        by_node = self._nodes_to_daemon_pods(pods)
+        max_surge, max_unavailable, _ = self._desired_counts(ds, nodes)
+        now = self._clock.now()
+        mrs = ds.spec.min_ready_seconds
+        if max_surge == 0:
+            unavailable = 0
+            allowed: list[types_pb2.Pod] = []
+            candidates: list[types_pb2.Pod] = []
+            for node_pods in by_node.values():
+                new, old, ok = self._updated_pods_on_node(ds, node_pods, hash_)
+                if not ok or (new is None) == (old is None):
+                    unavailable += 1  # the manage loop creates or deletes here
+                elif new is not None:
+                    if not is_pod_available(new, mrs, now):
+                        unavailable += 1
+                elif old is not None:
+                    if not is_pod_available(old, mrs, now):
+                        allowed.append(old)
+                    elif unavailable < max_unavailable:
+                        candidates.append(old)
+            remaining = max(0, min(max_unavailable - unavailable, len(candidates)))
+            await self._sync_nodes(ds, allowed + candidates[:remaining], [], hash_)
+            return
+        old_to_delete: list[types_pb2.Pod] = []
+        should_not_run: list[types_pb2.Pod] = []
+        candidate_nodes: list[str] = []
+        allowed_nodes: list[str] = []
+        surging = 0
+        node_by_name = {n.metadata.name: n for n in nodes}
+        for node_name, node_pods in by_node.items():
+            new, old, ok = self._updated_pods_on_node(ds, node_pods, hash_)
+            if not ok:
+                surging += 1
+                continue
+            if old is None:
+                continue
+            if new is None:
+                if not is_pod_available(old, mrs, now):
+                    node = node_by_name.get(node_name)
+                    if node is None or not daemon_util.node_should_run_daemon_pod(node, ds)[0]:
+                        should_not_run.append(old)
+                        continue
+                    allowed_nodes.append(node_name)
+                elif surging < max_surge:
+                    candidate_nodes.append(node_name)
+                continue
+            if not is_pod_available(new, mrs, now):
+                surging += 1
+                continue
+            old_to_delete.append(old)
+        remaining = max(0, min(max_surge - surging, len(candidate_nodes)))
+        await self._sync_nodes(
+            ds, old_to_delete + should_not_run, allowed_nodes + candidate_nodes[:remaining], hash_
+        )
+
+    # ------------------------------------------------------------ status
+
+    async def _update_status(
+        self,
+        ds: types_pb2.DaemonSet,
+        nodes: list[types_pb2.Node],
+        pods: list[types_pb2.Pod],
+        hash_: str,
+        *,
+        observed: bool,
+    ) -> None:
+        """upstream updateDaemonSetStatus."""
+        by_node = self._nodes_to_daemon_pods(pods)
+        now = self._clock.now()
+        generation = apps.template_generation(ds)
+        desired = current = misscheduled = ready = available = updated = 0
+        for node in nodes:
+            should_run, _ = daemon_util.node_should_run_daemon_pod(node, ds)
+            node_pods = by_node.get(node.metadata.name, [])
+            if not should_run:
+                if node_pods:
+                    misscheduled += 1
+                continue
+            desired += 1
+            if not node_pods:
+                continue
+            current += 1
+            pod = daemon_util.by_creation_timestamp_and_phase(node_pods)[0]
+            if is_pod_ready(pod):
+                ready += 1
+                if is_pod_available(pod, ds.spec.min_ready_seconds, now):
+                    available += 1
+            if daemon_util.is_pod_updated(pod, hash_, generation):
+                updated += 1
+        status = types_pb2.DaemonSetStatus()
+        status.CopyFrom(ds.status)
+        status.desired_number_scheduled = desired
+        status.current_number_scheduled = current
+        status.number_misscheduled = misscheduled
+        status.number_ready = ready
+        status.number_available = available
+        status.number_unavailable = desired - available
+        status.updated_number_scheduled = updated
+        if observed:
+            status.observed_generation = ds.metadata.generation
+        if status != ds.status:
+            new = types_pb2.DaemonSet()
+            new.CopyFrom(ds)
+            new.status.CopyFrom(status)
+            try:
+                await self._client.update_status(new)
+            except Conflict:
+                # A newer DaemonSet is on its way to the informer: its sync writes the status.
+                self.queue.add(object_key(ds))
+        if ds.spec.min_ready_seconds > 0 and ready != available:
+            self.queue.add_after(object_key(ds), float(ds.spec.min_ready_seconds))
+
+    # ------------------------------------------------------------ workers
+
+    async def _worker(self) -> None:
+        while (key := await self.queue.get()) is not None:
+            try:
+                await self.sync(key)
+            except ApiError as e:
+                logger.warning("error syncing daemonset %s, requeuing: %s", key, e)
+                self.queue.add_rate_limited(key)
+            else:
+                self.queue.forget(key)
+            finally:
+                self.queue.done(key)
+
+    async def run(self) -> None:
+        """Syncs DaemonSets until cancelled; the informers must be running."""
+        logger.info("starting the daemonset controller")
+        for informer in (self._dss, self._pods, self._nodes):
+            await informer.wait_for_sync()
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self.queue.run, name="daemonset queue timer")
+                tg.start_soon(self._recorder.run, name="daemonset events")
+                for i in range(self._workers):
+                    tg.start_soon(self._worker, name=f"daemonset worker {i}")
+        finally:
+            self.queue.shut_down()
+            logger.info("the daemonset controller stopped")
+
+
+def _max_surge(ds: types_pb2.DaemonSet) -> int:
+    """Whether the DaemonSet surges (upstream AllowsSurge), as a positive count or 0."""
+    strategy = ds.spec.update_strategy
+    if strategy.type != apps.ROLLING_UPDATE or not strategy.rolling_update.HasField("max_surge"):
+        return 0
+    try:
+        return apps.scaled_value(strategy.rolling_update.max_surge, 1, round_up=True)
+    except ValueError:
+        return 0
+
+
+def new_controller(ctx: ControllerContext) -> DaemonSetController:
+    """The init function registered as "daemonset"."""
+    return DaemonSetController(ctx.client, ctx.informers, ctx.clock)

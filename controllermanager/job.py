@@ -1,0 +1,717 @@
+"""The Job controller (upstream pkg/controller/job): runs a Job's pods to completion.
+
+A sync of one Job (upstream syncJob, NonIndexed completion mode):
+- claims the pods of its namespace its selector matches (adopting and releasing as the
+  ReplicaSet controller does); a Job that is finished is left alone;
+- counts them: active (not finished, not being deleted), terminating (being deleted, not
+  finished), ready; succeeded and failed are `status.succeeded/failed` plus the uids in
+  `status.uncountedTerminatedPods` plus the pods that finished since and still carry the
+  `batch.kubernetes.io/job-tracking` finalizer every pod gets at creation;
+- decides whether the Job is done: failed more than `backoffLimit` times (reason
+  BackoffLimitExceeded) or active longer than `activeDeadlineSeconds` since `startTime`
+  (DeadlineExceeded): the interim condition FailureTarget is written and the active pods are
+  deleted; `completions` pods succeeded with none active (or, without completions, one
+  succeeded and none active): SuccessCriteriaMet. The final condition (Failed, or Complete
+  with `completionTime`) follows once no pod is uncounted or terminating, as upstream since
+  the terminal conditions are delayed (JobPodReplacementPolicy/JobManagedBy);
+- otherwise, when its expectations are satisfied, keeps min(parallelism, completions -
+  succeeded) pods active: creations in slow-start batches (at most 500 a sync), delayed by the
+  pod-failure backoff after failures (10 s doubling, at most 10 min); surplus active pods are
+  deleted in the ReplicaSet controller's deletion order; a suspended Job (spec.suspend) has
+  every active pod deleted and the condition Suspended, and resuming resets `startTime`;
+  pods being deleted are replaced at once under the default podReplacementPolicy
+  TerminatingOrFailed (and counted as failed), only once Failed under `Failed`;
+- tracks finished pods as upstream's two-phase commit, so that a restarted controller never
+  counts a pod twice nor loses one: the uids of newly finished pods are first written to
+  `status.uncountedTerminatedPods`, then their finalizers are removed, then (same sync) the
+  uids whose pods no longer hold the finalizer move into the counters.
+
+Pods that keep the finalizer while their Job is gone or finished (a Job deleted with its pods
+running: the garbage collector deletes them, and their finalizer must go) have it removed by a
+second queue of pod keys (upstream's orphan pod handling).
+
+Not modelled: Indexed completion mode, podFailurePolicy, successPolicy, backoffLimitPerIndex,
+managedBy, the elastic-indexed exceptions; restart counts under restartPolicy OnFailure (kemu's
+kubelet does not restart containers). `ttlSecondsAfterFinished` is stored but no
+ttl-after-finished controller deletes finished Jobs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Final
+
+import anyio
+
+from controllermanager.controller import ControllerContext
+from controllermanager.controller_utils import (
+    ControllerExpectations,
+    ControllerRefManager,
+    PodControl,
+    controller_of,
+    index_by_controller_uid,
+    is_pod_active,
+    is_pod_ready,
+    new_controller_ref,
+    pods_to_delete,
+    recheck_owner,
+    run_slow_start,
+)
+from controllermanager.job_util import (
+    BackoffRecord,
+    BackoffStore,
+    FinalizerExpectations,
+    ensure_condition,
+    has_tracking_finalizer,
+    is_pod_failed,
+    is_pod_terminating,
+)
+from kemu.api.v1 import types_pb2
+from kemu.client.events import EventRecorder
+from kemu.client.informer import FuncHandler, Informer, InformerFactory, object_key
+from kemu.client.interface import ApiClient
+from kemu.client.workqueue import WorkQueue
+from kemu.component.clock import Clock
+from kemu.machinery import batch
+from kemu.machinery.convert import timestamp
+from kemu.machinery.errors import ApiError, Conflict, Invalid, NotFound
+from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
+from kemu.machinery.labels import Selector, selector_of
+
+logger = logging.getLogger(__name__)
+
+NAME: Final = "job"
+DEFAULT_WORKERS: Final = 5
+MAX_POD_CREATE_DELETE_PER_SYNC: Final = 500
+MAX_UNCOUNTED_PODS: Final = 500
+FINALIZER_PATCH_RETRIES: Final = 3
+
+MESSAGE_BACKOFF: Final = "Job has reached the specified backoff limit"
+MESSAGE_DEADLINE: Final = "Job was active longer than specified deadline"
+MESSAGE_COMPLETIONS: Final = "Reached expected number of succeeded pods"
+
+
+@dataclass
+class _SyncContext:
+    """What one sync computes (upstream syncJobCtx)."""
+
+    job: types_pb2.Job  # a copy whose status the sync edits
+    pods: list[types_pb2.Pod]
+    active_pods: list[types_pb2.Pod]
+    succeeded: int
+    failed: int
+    terminating: int
+    expected_removals: frozenset[str]
+    new_succeeded: list[types_pb2.Pod] = field(default_factory=list)
+    new_failed: list[types_pb2.Pod] = field(default_factory=list)
+    # (type, reason, message): the interim condition (FailureTarget or SuccessCriteriaMet).
+    finished: tuple[str, str, str] | None = None
+    backoff: BackoffRecord = field(default_factory=BackoffRecord)
+    """The pod-failure backoff after this sync's newly finished pods (stored once written)."""
+
+
+def _wanted_active(job: types_pb2.Job, succeeded: int, active: int) -> int:
+    """upstream manageJob: parallelism, at most the completions still missing; a work queue
+    (no completions) starts no new pod after its first success."""
+    parallelism = job.spec.parallelism
+    if not job.spec.HasField("completions"):
+        return active if succeeded > 0 else parallelism
+    return max(0, min(job.spec.completions - succeeded, parallelism))
+
+
+class JobController:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        client: ApiClient,
+        informers: InformerFactory,
+        clock: Clock,
+        *,
+        workers: int = DEFAULT_WORKERS,
+        recorder: EventRecorder | None = None,
+    ) -> None:
+        self._client = client
+        self._clock = clock
+        self._workers = workers
+        self._recorder = recorder or EventRecorder(client, "job-controller", clock=clock)
+        self.expectations = ControllerExpectations(clock)
+        self.finalizer_expectations = FinalizerExpectations()
+        self.backoff = BackoffStore()
+        self.pod_control = PodControl(client, self._recorder)
+        self.queue = WorkQueue(clock, name=NAME)
+        self.orphan_queue = WorkQueue(clock, name=f"{NAME}-orphan-pods")
+        self._jobs: Informer[types_pb2.Job] = informers.informer(types_pb2.Job)
+        self._pods: Informer[types_pb2.Pod] = informers.informer(types_pb2.Pod)
+        index_by_controller_uid(self._pods)
+        self._jobs.add_event_handler(
+            FuncHandler(self._enqueue, self._on_job_update, self._on_job_delete)
+        )
+        self._pods.add_event_handler(
+            FuncHandler(self._on_pod_add, self._on_pod_update, self._on_pod_delete)
+        )
+
+    @property
+    def name(self) -> str:
+        return NAME
+
+    # ------------------------------------------------------------ event handlers
+
+    def _enqueue(self, job: types_pb2.Job) -> None:
+        self.queue.add(object_key(job))
+
+    def _on_job_update(self, old: types_pb2.Job, new: types_pb2.Job) -> None:
+        if old.metadata.uid != new.metadata.uid:
+            self._on_job_delete(old)
+        self._enqueue(new)
+        if batch.is_finished(new):
+            self._orphan_pods_of(new)
+
+    def _on_job_delete(self, job: types_pb2.Job) -> None:
+        key = object_key(job)
+        self.expectations.delete(key)
+        self.finalizer_expectations.delete(key)
+        self.queue.add(key)
+        self._orphan_pods_of(job)
+
+    def _orphan_pods_of(self, job: types_pb2.Job) -> None:
+        """Queues the pods of a gone or finished Job that still hold the finalizer."""
+        for pod in self._pods.lister.by_index("controller-uid", job.metadata.uid):
+            if has_tracking_finalizer(pod):
+                self.orphan_queue.add(object_key(pod))
+
+    def _resolve(
+        self, namespace: str, ref: types_pb2.OwnerReference | None
+    ) -> types_pb2.Job | None:
+        if ref is None or ref.kind != "Job":
+            return None
+        job = self._jobs.lister.get(ref.name, namespace)
+        if job is None or job.metadata.uid != ref.uid:
+            return None
+        return job
+
+    def _selector(self, job: types_pb2.Job) -> Selector | None:
+        try:
+            return selector_of(job.spec, "selector")
+        except Invalid:
+            return None
+
+    def _check_orphan(self, pod: types_pb2.Pod) -> types_pb2.Job | None:
+        """The pod's Job; a pod with the finalizer whose Job is gone or finished is queued
+        for the finalizer's removal."""
+        ref = controller_of(pod)
+        job = self._resolve(pod.metadata.namespace, ref)
+        if has_tracking_finalizer(pod) and (job is None or batch.is_finished(job)):
+            if ref is None or ref.kind == "Job":
+                self.orphan_queue.add(object_key(pod))
+        return job
+
+    def _on_pod_add(self, pod: types_pb2.Pod) -> None:
+        if pod.metadata.HasField("deletion_timestamp"):
+            self._on_pod_delete(pod)
+            return
+        ref = controller_of(pod)
+        job = self._check_orphan(pod)
+        if job is not None:
+            key = object_key(job)
+            self.expectations.creation_observed(key)
+            self.queue.add(key)
+            return
+        if ref is None:
+            for job in self._matching_jobs(pod):
+                self._enqueue(job)
+
+    def _on_pod_update(self, old: types_pb2.Pod, new: types_pb2.Pod) -> None:
+        if old.metadata.resource_version == new.metadata.resource_version:
+            return
+        job = self._check_orphan(new)
+        if job is not None:
+            key = object_key(job)
+            if not has_tracking_finalizer(new):
+                self.finalizer_expectations.removal_observed(key, new.metadata.uid)
+            if new.metadata.HasField("deletion_timestamp"):
+                self.expectations.deletion_observed(key, object_key(new))
+            self.queue.add(key)
+        old_job = self._resolve(old.metadata.namespace, controller_of(old))
+        if old_job is not None and (job is None or old_job.metadata.uid != job.metadata.uid):
+            self._enqueue(old_job)
+        if controller_of(new) is None and old.metadata.labels != new.metadata.labels:
+            for match in self._matching_jobs(new):
+                self._enqueue(match)
+
+    def _on_pod_delete(self, pod: types_pb2.Pod) -> None:
+        job = self._resolve(pod.metadata.namespace, controller_of(pod))
+        if job is None:
+            self._check_orphan(pod)
+            return
+        key = object_key(job)
+        self.expectations.deletion_observed(key, object_key(pod))
+        if not self._pods.lister.get(pod.metadata.name, pod.metadata.namespace):
+            # Gone from the API: its finalizer too.
+            self.finalizer_expectations.removal_observed(key, pod.metadata.uid)
+        self.queue.add(key)
+
+    def _matching_jobs(self, pod: types_pb2.Pod) -> list[types_pb2.Job]:
+        out = []
+        for job in self._jobs.lister.list(pod.metadata.namespace):
+            selector = self._selector(job)
+            if (
+                selector is not None
+                and not selector.empty
+                and selector.matches(pod.metadata.labels)
+            ):
+                out.append(job)
+        return out
+
+    # ------------------------------------------------------------ sync
+
+    async def sync(self, key: str) -> None:
+        """Syncs Job `key` (see the module docstring); raises an ApiError to be retried."""
+        namespace, _, name = key.partition("/")
+        stored = self._jobs.lister.get(name, namespace)
+        if stored is None:
+            self.expectations.delete(key)
+            self.finalizer_expectations.delete(key)
+            self.backoff.remove(key)
+            return
+        if batch.is_finished(stored):
+            self.backoff.remove(key)
+            return
+        job = types_pb2.Job()
+        job.CopyFrom(stored)
+        selector = self._selector(job)
+        if selector is None:
+            logger.warning("job %s: invalid selector, not syncing it", key)
+            return
+        satisfied = self.expectations.satisfied(key)
+        now = self._clock.now()
+        if not job.status.HasField("start_time") and not batch.is_suspended(job):
+            job.status.start_time.CopyFrom(timestamp(now))
+        ctx = await self._context(job, selector)
+        self._decide_failure(key, ctx, now)
+        active = len(ctx.active_pods)
+        manage_error: ApiError | None = None
+        suspend_changed = False
+        if ctx.finished is not None:
+            deleted, manage_error = await self._delete_pods(job, ctx.active_pods)
+            active -= deleted
+            ctx.terminating += deleted
+            if deleted != len(ctx.active_pods):
+                ctx.finished = None  # not every pod could be deleted: finish later
+        else:
+            managed = False
+            if satisfied and not job.metadata.HasField("deletion_timestamp"):
+                active, manage_error = await self._manage(key, ctx)
+                managed = True
+            if job.spec.HasField("completions"):
+                complete = ctx.succeeded >= job.spec.completions and active == 0
+            else:
+                complete = ctx.succeeded > 0 and active == 0
+            if complete:
+                ctx.finished = (
+                    batch.SUCCESS_CRITERIA_MET,
+                    batch.REASON_COMPLETIONS_REACHED,
+                    MESSAGE_COMPLETIONS,
+                )
+            elif managed:
+                suspend_changed = self._suspend_condition(job, now)
+        ready = sum(1 for p in ctx.active_pods if is_pod_ready(p) and is_pod_active(p))
+        job.status.active = active
+        job.status.ready = min(ready, active)
+        job.status.terminating = ctx.terminating
+        await self._track_and_flush(key, ctx, stored, force=suspend_changed)
+        if manage_error is not None:
+            raise manage_error
+
+    async def _context(self, job: types_pb2.Job, selector: Selector) -> _SyncContext:
+        key = object_key(job)
+        candidates = [
+            p
+            for p in self._pods.lister.list(job.metadata.namespace)
+            if has_tracking_finalizer(p) or is_pod_active(p) or controller_of(p) is not None
+        ]
+        manager: ControllerRefManager[types_pb2.Pod] = ControllerRefManager(
+            self._client, job, selector, recheck_owner(self._client, job)
+        )
+        pods = await manager.claim(candidates)
+        uncounted = job.status.uncounted_terminated_pods
+        expected = self.finalizer_expectations.expected(key)
+        ctx = _SyncContext(
+            job=job,
+            pods=pods,
+            active_pods=[p for p in pods if is_pod_active(p)],
+            succeeded=0,
+            failed=0,
+            terminating=sum(1 for p in pods if is_pod_terminating(p)),
+            expected_removals=expected,
+        )
+        counted_s, counted_f = set(uncounted.succeeded), set(uncounted.failed)
+        for p in pods:
+            uid = p.metadata.uid
+            if not has_tracking_finalizer(p) or uid in expected:
+                continue
+            if uid in counted_s or uid in counted_f:
+                continue
+            if p.status.phase == "Succeeded":
+                ctx.new_succeeded.append(p)
+            elif is_pod_failed(p, job):
+                ctx.new_failed.append(p)
+        ctx.succeeded = job.status.succeeded + len(counted_s) + len(ctx.new_succeeded)
+        ctx.failed = job.status.failed + len(counted_f) + len(ctx.new_failed)
+        ctx.backoff = self.backoff.new_record(
+            key, ctx.new_succeeded, ctx.new_failed, self._clock.now()
+        )
+        return ctx
+
+    def _decide_failure(self, key: str, ctx: _SyncContext, now: float) -> None:
+        job = ctx.job
+        for type_ in (batch.SUCCESS_CRITERIA_MET, batch.FAILURE_TARGET):
+            cond = batch.find_condition(job, type_)
+            if cond is not None and cond.status == "True":
+                ctx.finished = (type_, cond.reason, cond.message)
+                return
+        if ctx.failed > job.spec.backoff_limit:
+            ctx.finished = (
+                batch.FAILURE_TARGET,
+                batch.REASON_BACKOFF_LIMIT_EXCEEDED,
+                MESSAGE_BACKOFF,
+            )
+            return
+        if not job.spec.HasField("active_deadline_seconds") or batch.is_suspended(job):
+            return
+        if not job.status.HasField("start_time"):
+            return
+        start = job.status.start_time.seconds + job.status.start_time.nanos / 1e9
+        remaining = job.spec.active_deadline_seconds - (now - start)
+        if remaining <= 0:
+            ctx.finished = (batch.FAILURE_TARGET, batch.REASON_DEADLINE_EXCEEDED, MESSAGE_DEADLINE)
+        else:
+            self.queue.add_after(key, remaining)
+
+    def _suspend_condition(self, job: types_pb2.Job, now: float) -> bool:
+        ts = timestamp(now)
+        if batch.is_suspended(job):
+            changed = ensure_condition(
+                job.status, batch.SUSPENDED, "True", batch.REASON_JOB_SUSPENDED, "Job suspended", ts
+            )
+            if changed:
+                self._recorder.event(job, EVENT_NORMAL, "Suspended", "Suspend", "Job suspended")
+            return changed
+        changed = ensure_condition(
+            job.status, batch.SUSPENDED, "False", batch.REASON_JOB_RESUMED, "Job resumed", ts
+        )
+        if changed:
+            self._recorder.event(job, EVENT_NORMAL, "Resumed", "Resume", "Job resumed")
+            # activeDeadlineSeconds counts continuous activity: it starts again.
+            job.status.start_time.CopyFrom(ts)
+        return changed
+
+    async def _manage(self, key: str, ctx: _SyncContext) -> tuple[int, ApiError | None]:
+        """upstream manageJob: the number of active pods after creating or deleting."""
+        job = ctx.job
+        active = len(ctx.active_pods)
+        if batch.is_suspended(job):
+            deleted, error = await self._delete_pods(job, ctx.active_pods)
+            ctx.terminating += deleted
+            return active - deleted, error
+        want = _wanted_active(job, ctx.succeeded, active)
+        if active > want:
+            victims = pods_to_delete(
+                ctx.active_pods,
+                [],
+                min(active - want, MAX_POD_CREATE_DELETE_PER_SYNC),
+                self._clock.now(),
+            )
+            deleted, error = await self._delete_pods(job, victims)
+            ctx.terminating += deleted
+            return active - deleted, error
+        diff = want - active
+        if job.spec.pod_replacement_policy == batch.FAILED_POLICY:
+            diff -= ctx.terminating
+        if diff <= 0:
+            return active, None
+        wait = ctx.backoff.remaining(self._clock.now())
+        if wait > 0:
+            logger.info("job %s: backing off %.1fs before creating pods", key, wait)
+            self.queue.add_after(key, wait)
+            return active, None
+        count = min(diff, MAX_POD_CREATE_DELETE_PER_SYNC)
+        self.expectations.expect_creations(key, count)
+        template = types_pb2.PodTemplateSpec()
+        template.CopyFrom(job.spec.template)
+        if batch.JOB_TRACKING_FINALIZER not in template.metadata.finalizers:
+            template.metadata.finalizers.append(batch.JOB_TRACKING_FINALIZER)
+        ref = new_controller_ref(job)
+
+        async def create() -> None:
+            await self.pod_control.create_pods(template, job, ref)
+
+        logger.info("job %s: creating %d pods (%d active, %d wanted)", key, count, active, want)
+        created, error = await run_slow_start(count, create)
+        for _ in range(count - created):
+            self.expectations.creation_observed(key)
+        return active + created, error
+
+    async def _delete_pods(
+        self, job: types_pb2.Job, pods: list[types_pb2.Pod]
+    ) -> tuple[int, ApiError | None]:
+        """Deletes pods (expecting their deletions): how many went, and the first error."""
+        if not pods:
+            return 0, None
+        key = object_key(job)
+        self.expectations.expect_deletions(key, (object_key(p) for p in pods))
+        errors: list[ApiError] = []
+        deleted = [0]
+
+        async def delete(pod: types_pb2.Pod) -> None:
+            try:
+                await self.pod_control.delete_pod(pod.metadata.namespace, pod.metadata.name, job)
+                deleted[0] += 1
+            except ApiError as e:
+                self.expectations.deletion_observed(key, object_key(pod))
+                if isinstance(e, NotFound):
+                    deleted[0] += 1
+                else:
+                    errors.append(e)
+
+        async with anyio.create_task_group() as tg:
+            for pod in pods:
+                tg.start_soon(delete, pod)
+        return deleted[0], errors[0] if errors else None
+
+    # ------------------------------------------------------------ tracking finished pods
+
+    async def _track_and_flush(
+        self, key: str, ctx: _SyncContext, stored: types_pb2.Job, *, force: bool
+    ) -> None:
+        """upstream trackJobStatusAndRemoveFinalizers and flushUncountedAndRemoveFinalizers:
+        uncounted uids first, then the finalizers, then the counters and the final
+        condition."""
+        job = ctx.job
+        uncounted = job.status.uncounted_terminated_pods
+        counted_s, counted_f = set(uncounted.succeeded), set(uncounted.failed)
+        to_remove: list[types_pb2.Pod] = []
+        added = False
+        failing = ctx.finished is not None and ctx.finished[0] == batch.FAILURE_TARGET
+        for pod in ctx.pods:
+            uid = pod.metadata.uid
+            if not has_tracking_finalizer(pod) or uid in ctx.expected_removals:
+                continue
+            failed = is_pod_failed(pod, job)
+            if not (failed or pod.status.phase == "Succeeded" or ctx.finished is not None):
+                continue
+            if pod.status.phase == "Succeeded" and uid not in counted_f:
+                if uid not in counted_s:
+                    uncounted.succeeded.append(uid)
+                    counted_s.add(uid)
+                    added = True
+            elif failed or failing:
+                if uid not in counted_f:
+                    uncounted.failed.append(uid)
+                    counted_f.add(uid)
+                    added = True
+            elif not is_pod_active(pod) or pod.metadata.HasField("deletion_timestamp"):
+                pass
+            else:
+                continue  # a running pod of a succeeding Job: it finishes first
+            to_remove.append(pod)
+            if len(counted_s) + len(counted_f) >= MAX_UNCOUNTED_PODS:
+                break
+        if ctx.finished is not None:
+            if batch.find_condition(job, ctx.finished[0]) is None:
+                type_, reason, message = ctx.finished
+                ensure_condition(
+                    job.status, type_, "True", reason, message, timestamp(self._clock.now())
+                )
+                added = True
+        current = stored
+        if added or force or job.status != stored.status:
+            current = await self._write_status(current, job.status)
+        removed = await self._remove_finalizers(key, to_remove)
+        self.backoff.update(key, ctx.backoff)
+        with_finalizer = {p.metadata.uid for p in ctx.pods if has_tracking_finalizer(p)} - removed
+        moved = False
+        for uid in list(uncounted.succeeded):
+            if uid not in with_finalizer:
+                uncounted.succeeded.remove(uid)
+                job.status.succeeded += 1
+                moved = True
+        for uid in list(uncounted.failed):
+            if uid not in with_finalizer:
+                uncounted.failed.remove(uid)
+                job.status.failed += 1
+                moved = True
+        finished = self._enact_finished(ctx)
+        if moved or finished:
+            await self._write_status(current, job.status)
+        if finished:
+            self._record_finished(job)
+            self.backoff.remove(key)
+
+    def _enact_finished(self, ctx: _SyncContext) -> bool:
+        """upstream enactJobFinished: the final condition once no pod is uncounted or
+        terminating."""
+        if ctx.finished is None:
+            return False
+        status = ctx.job.status
+        uncounted = status.uncounted_terminated_pods
+        if uncounted.succeeded or uncounted.failed or ctx.terminating > 0:
+            return False
+        interim, reason, message = ctx.finished
+        final = batch.FAILED if interim == batch.FAILURE_TARGET else batch.COMPLETE
+        now = timestamp(self._clock.now())
+        ensure_condition(status, final, "True", reason, message, now)
+        if final == batch.COMPLETE:
+            status.completion_time.CopyFrom(now)
+        return True
+
+    def _record_finished(self, job: types_pb2.Job) -> None:
+        if batch.has_condition(job, batch.COMPLETE):
+            logger.info("job %s completed", object_key(job))
+            self._recorder.event(job, EVENT_NORMAL, "Completed", "Complete", "Job completed")
+            return
+        cond = batch.find_condition(job, batch.FAILED)
+        if cond is not None:
+            logger.info("job %s failed: %s", object_key(job), cond.reason)
+            self._recorder.event(job, EVENT_WARNING, cond.reason, "Fail", cond.message)
+
+    async def _write_status(
+        self, current: types_pb2.Job, status: types_pb2.JobStatus
+    ) -> types_pb2.Job:
+        """One status write pinned to the resourceVersion the sync read: a Conflict means a
+        newer Job the next sync reads (upstream updateJobStatus)."""
+        new = types_pb2.Job()
+        new.CopyFrom(current)
+        new.status.CopyFrom(status)
+        return await self._client.update_status(new)
+
+    async def _remove_finalizers(self, key: str, pods: list[types_pb2.Pod]) -> set[str]:
+        """Removes the tracking finalizer from `pods`; the uids whose removal succeeded (or
+        whose pod is gone). The first error is raised after every pod was tried."""
+        if not pods:
+            return set()
+        self.finalizer_expectations.expect_removals(key, (p.metadata.uid for p in pods))
+        removed: set[str] = set()
+        errors: list[ApiError] = []
+
+        async def remove(pod: types_pb2.Pod) -> None:
+            try:
+                await remove_tracking_finalizer(self._client, pod)
+                removed.add(pod.metadata.uid)
+            except NotFound:
+                removed.add(pod.metadata.uid)
+                self.finalizer_expectations.removal_observed(key, pod.metadata.uid)
+            except ApiError as e:
+                self.finalizer_expectations.removal_observed(key, pod.metadata.uid)
+                errors.append(e)
+
+        async with anyio.create_task_group() as tg:
+            for pod in pods:
+                tg.start_soon(remove, pod)
+        if errors:
+            raise errors[0]
+        return removed
+
+    # ------------------------------------------------------------ orphan pods
+
+    async def sync_orphan_pod(self, key: str) -> None:
+        """Removes the finalizer of a pod whose Job is gone or finished (upstream
+        handleOrphanPod)."""
+        namespace, _, name = key.partition("/")
+        pod = self._pods.lister.get(name, namespace)
+        if pod is None or not has_tracking_finalizer(pod):
+            return
+        ref = controller_of(pod)
+        job = self._resolve(namespace, ref)
+        if job is not None and not batch.is_finished(job):
+            return
+        if ref is not None and job is None:
+            # Our cache may be behind: trust the API about the Job's existence.
+            try:
+                fresh = await self._client.get(types_pb2.Job, ref.name, namespace)
+                if fresh.metadata.uid == ref.uid and not batch.is_finished(fresh):
+                    return
+            except NotFound:
+                pass
+        try:
+            await remove_tracking_finalizer(self._client, pod)
+        except NotFound:
+            return
+        logger.info("removed the tracking finalizer of orphan pod %s", key)
+
+    # ------------------------------------------------------------ workers
+
+    async def _worker(
+        self, queue: WorkQueue, sync: Callable[[str], Awaitable[None]], what: str
+    ) -> None:
+        while (key := await queue.get()) is not None:
+            try:
+                await sync(key)
+            except ApiError as e:
+                level = logging.INFO if isinstance(e, Conflict) else logging.WARNING
+                logger.log(level, "error syncing %s %s, requeuing: %s", what, key, e)
+                queue.add_rate_limited(key)
+            else:
+                queue.forget(key)
+            finally:
+                queue.done(key)
+
+    async def run(self) -> None:
+        """Syncs Jobs until cancelled; the informers must be running."""
+        logger.info("starting the job controller")
+        await self._jobs.wait_for_sync()
+        await self._pods.wait_for_sync()
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self.queue.run, name="job queue timer")
+                tg.start_soon(self.orphan_queue.run, name="job orphan queue timer")
+                tg.start_soon(self._recorder.run, name="job events")
+                for i in range(self._workers):
+                    tg.start_soon(
+                        self._worker, self.queue, self.sync, "job", name=f"job worker {i}"
+                    )
+                tg.start_soon(
+                    self._worker,
+                    self.orphan_queue,
+                    self.sync_orphan_pod,
+                    "orphan pod",
+                    name="job orphan worker",
+                )
+        finally:
+            self.queue.shut_down()
+            self.orphan_queue.shut_down()
+            logger.info("the job controller stopped")
+
+
+async def remove_tracking_finalizer(client: ApiClient, pod: types_pb2.Pod) -> None:
+    """A merge patch of the pod's finalizers without the job-tracking one, pinned to the
+    resourceVersion; on a Conflict the pod is read again (same uid) and the patch retried."""
+    current = pod
+    for attempt in range(FINALIZER_PATCH_RETRIES):
+        finalizers = [f for f in current.metadata.finalizers if f != batch.JOB_TRACKING_FINALIZER]
+        if len(finalizers) == len(current.metadata.finalizers):
+            return
+        patch = {
+            "metadata": {
+                "finalizers": finalizers or None,
+                "resourceVersion": current.metadata.resource_version,
+            }
+        }
+        try:
+            await client.patch(
+                types_pb2.Pod, current.metadata.name, patch, current.metadata.namespace
+            )
+            return
+        except Conflict:
+            if attempt == FINALIZER_PATCH_RETRIES - 1:
+                raise
+        current = await client.get(types_pb2.Pod, pod.metadata.name, pod.metadata.namespace)
+        if current.metadata.uid != pod.metadata.uid:
+            raise NotFound(f'pods "{pod.metadata.name}" not found')
+
+
+def new_controller(ctx: ControllerContext) -> JobController:
+    """The init function registered as "job"."""
+    return JobController(ctx.client, ctx.informers, ctx.clock)
