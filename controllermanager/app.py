@@ -32,6 +32,7 @@ from controllermanager import (
     node_lifecycle,
     podgc,
     replicaset,
+    taint_eviction,
 )
 from controllermanager.controller import ControllerContext, ControllerInit
 from controllermanager.garbagecollector import garbagecollector
@@ -66,6 +67,7 @@ CONTROLLERS: Final[dict[str, ControllerInit]] = {
     podgc.NAME: podgc.new_controller,
     replicaset.NAME: replicaset.new_controller,
     deployment.NAME: deployment.new_controller,
+    taint_eviction.NAME: taint_eviction.new_controller,
 }
 """Every controller by name, as upstream's NewControllerDescriptors: add new ones here."""
 
