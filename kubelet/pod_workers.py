@@ -191,7 +191,7 @@ class PodWorkers:
             return  # admitted once the informer has synced: see run()
         if uid not in node.runtimes:
             self._add_pod(node, pod)  # admitted at its spec: no resize of its own to retry
-        elif known is not None:
+        elif known is not None and differs_semantically(known, pod):
             self.allocation_manager.retry(node, TRIGGER_POD_UPDATED)
         self.queue.add(uid)
 
@@ -367,6 +367,21 @@ class PodWorkers:
             logger.info("pod %s: deleted after termination", rt.key)
         except (NotFound, Conflict):
             pass  # already gone (or a new pod took the name)
+
+
+def differs_semantically(old: types_pb2.Pod, new: types_pb2.Pod) -> bool:
+    """Whether a pod event is an update for HandlePodUpdates (upstream's pod config
+    checkAndUpdatePod): its spec, labels, annotations or deletion changed. A status-only
+    change (the kubelet's own writes, the scheduler's conditions) is a reconcile, which
+    retries no resize."""
+    o, n = old.metadata, new.metadata
+    return (
+        old.spec != new.spec
+        or o.labels != n.labels
+        or o.annotations != n.annotations
+        or o.deletion_timestamp != n.deletion_timestamp
+        or o.deletion_grace_period_seconds != n.deletion_grace_period_seconds
+    )
 
 
 # ---------------------------------------------------------------- the state transitions
