@@ -174,7 +174,9 @@ async def test_pods_are_evicted_after_their_toleration_seconds_and_untolerated_o
         await advance(clock, 1000.0, step=10.0)
         assert await _exists(fake, "forever")
         deleted = [a for a in fake.actions if a.verb == "update_status" and a.name == "short"]
-        cond = {c.type: c for c in deleted[-1].object.status.conditions}["DisruptionTarget"]
+        written = deleted[-1].object
+        assert isinstance(written, types_pb2.Pod)
+        cond = {c.type: c for c in written.status.conditions}["DisruptionTarget"]
         assert (cond.status, cond.reason, cond.message) == (
             "True",
             DELETION_BY_TAINT_MANAGER,
@@ -254,4 +256,5 @@ async def test_pod_gc_deletes_terminating_pods_of_out_of_service_nodes_and_exces
         assert not await _exists(fake, "done-0")
         assert await _exists(fake, "done-1") and await _exists(fake, "done-2")
         failed = [a for a in fake.actions if a.verb == "update_status" and a.name == "stuck"]
-        assert failed and failed[-1].object.status.phase == "Failed"
+        assert failed and isinstance(failed[-1].object, types_pb2.Pod)
+        assert failed[-1].object.status.phase == "Failed"
