@@ -34,6 +34,7 @@ from controllermanager import (
     node_lifecycle,
     podgc,
     replicaset,
+    taint_eviction,
 )
 from controllermanager.controller import ControllerContext, ControllerInit
 from controllermanager.garbagecollector import garbagecollector
@@ -70,6 +71,7 @@ CONTROLLERS: Final[dict[str, ControllerInit]] = {
     deployment.NAME: deployment.new_controller,
     job.NAME: job.new_controller,
     daemonset.NAME: daemonset.new_controller,
+    taint_eviction.NAME: taint_eviction.new_controller,
 }
 """Every controller by name, as upstream's NewControllerDescriptors: add new ones here."""
 

@@ -630,3 +630,22 @@ def pods_to_delete(
     if diff < len(pods):
         return rank_pods_for_deletion(pods, related, now)[:diff]
     return list(pods[:diff])
+
+
+# ---------------------------------------------------------------- pods by node
+
+
+POD_NODE_NAME_INDEX: Final = "spec.nodeName"
+
+
+def index_pods_by_node_name(informer: Informer[types_pb2.Pod]) -> None:
+    """Indexes a pod informer by spec.nodeName (POD_NODE_NAME_INDEX; unbound pods are not
+    indexed), once however many controllers share the informer."""
+    try:
+        informer.add_indexer(POD_NODE_NAME_INDEX, _pod_node_name)
+    except ValueError:
+        pass  # another controller added it
+
+
+def _pod_node_name(pod: types_pb2.Pod) -> list[str]:
+    return [pod.spec.node_name] if pod.spec.node_name else []

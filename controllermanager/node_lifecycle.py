@@ -11,11 +11,14 @@ written by the kubelet are only compared with earlier values from the same kubel
 the controller's clock, so clock skew between processes does not matter.
 
 Every --node-monitor-period (and at once on a Node or Lease event) each node is checked: when
-more than --node-monitor-grace-period has passed since its probe, its Ready condition and its
+more than --node-monitor-grace-period (50 s from 1.32, 40 s before, by the emulated version)
+has passed since its probe, its Ready condition and its
 MemoryPressure, DiskPressure and PIDPressure conditions (those present) become
 status Unknown, reason NodeStatusUnknown, message "Kubelet stopped posting node status.",
 lastTransitionTime now (lastHeartbeatTime is left alone); an Event NodeNotReady is recorded
-when Ready leaves True.
+when Ready leaves True, and then every pod bound to the node gets Ready=False
+(MarkPodsNotReady: one status update per pod, a Warning Event NodeNotReady "Node is not ready"
+on it; retried until every pod is marked).
 
 Taints (TaintBasedEvictions and upstream's NoSchedule tainting pass) follow the Ready
 condition: Unknown gets node.kubernetes.io/unreachable with effects NoSchedule and NoExecute,
@@ -29,8 +32,8 @@ Differences from upstream, on purpose:
   marks every node Unknown after a grace period, including Node objects that no kubelet will
   ever report for; kemu's scheduler tests and benchmarks create exactly such nodes (often with
   a static Ready=True), and they must stay usable however long the run.
-- Pods are neither evicted nor marked NotReady: NoExecute eviction (the taint manager) and
-  MarkPodsNotReady are out of scope, so the NoExecute taint is informational here.
+- Pods are not evicted here: the NoExecute taints are acted on by the taint eviction
+  controller (controllermanager.taint_eviction), as upstream since 1.29.
 - No zone disruption modes and no rate limit on NoExecute tainting (upstream taints at most
   --node-eviction-rate nodes per second per zone and stops when a whole zone is down), no
   condition-based taints (memory-pressure, disk-pressure, pid-pressure, unschedulable), no
@@ -50,6 +53,7 @@ from typing import Final
 import anyio
 
 from controllermanager.controller import ControllerContext
+from controllermanager.controller_utils import POD_NODE_NAME_INDEX, index_pods_by_node_name
 from kemu.api.v1 import types_pb2
 from kemu.client.events import EventRecorder
 from kemu.client.informer import FuncHandler, Informer, InformerFactory
@@ -57,9 +61,10 @@ from kemu.client.interface import ApiClient
 from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
 from kemu.component.options import duration_flag
+from kemu.component.version import DEFAULT_VERSION, Version
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import ApiError, Conflict, NotFound
-from kemu.machinery.kinds import EVENT_NORMAL
+from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +73,10 @@ EVENT_SOURCE: Final = "node-controller"
 
 NODE_LEASE_NAMESPACE: Final = "kube-node-lease"
 DEFAULT_NODE_MONITOR_PERIOD: Final = 5.0
-DEFAULT_NODE_MONITOR_GRACE_PERIOD: Final = 40.0
+DEFAULT_NODE_MONITOR_GRACE_PERIOD: Final = 50.0
+"""Upstream's default from 1.32 (kubernetes/kubernetes#126287); 40 s before."""
+LEGACY_NODE_MONITOR_GRACE_PERIOD: Final = 40.0
+GRACE_PERIOD_50S_SINCE: Final = Version(1, 32)
 NODE_UPDATE_WORKERS: Final = 8
 UPDATE_RETRIES: Final = 2
 
@@ -91,16 +99,29 @@ _OWN_TAINTS: Final = frozenset(
 )
 
 
+def default_grace_period(version: Version) -> float:
+    """--node-monitor-grace-period's default at an emulated version."""
+    if version >= GRACE_PERIOD_50S_SINCE:
+        return DEFAULT_NODE_MONITOR_GRACE_PERIOD
+    return LEGACY_NODE_MONITOR_GRACE_PERIOD
+
+
 @dataclass(frozen=True)
 class NodeLifecycleOptions:
     node_monitor_period: float = DEFAULT_NODE_MONITOR_PERIOD
-    node_monitor_grace_period: float = DEFAULT_NODE_MONITOR_GRACE_PERIOD
+    node_monitor_grace_period: float | None = None
+    """None: the emulated version's default (`default_grace_period`)."""
 
     def __post_init__(self) -> None:
         if self.node_monitor_period <= 0:
             raise ValueError("--node-monitor-period must be greater than 0")
-        if self.node_monitor_grace_period <= 0:
+        if self.node_monitor_grace_period is not None and self.node_monitor_grace_period <= 0:
             raise ValueError("--node-monitor-grace-period must be greater than 0")
+
+    def grace_period(self, version: Version) -> float:
+        if self.node_monitor_grace_period is not None:
+            return self.node_monitor_grace_period
+        return default_grace_period(version)
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
@@ -115,10 +136,10 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--node-monitor-grace-period",
         type=duration_flag,
-        default=DEFAULT_NODE_MONITOR_GRACE_PERIOD,
+        default=None,
         metavar="DURATION",
         help="how long a node may go without a lease renewal or heartbeat before it is marked "
-        "Unknown and tainted unreachable (40s)",
+        "Unknown and tainted unreachable (50s; 40s at emulated versions before 1.32)",
     )
 
 
@@ -201,6 +222,24 @@ def reconcile_taints(
     return kept
 
 
+def pod_not_ready(pod: types_pb2.Pod, now: float) -> types_pb2.Pod | None:
+    """A copy of `pod` whose Ready condition is False (lastTransitionTime now, reason and
+    message kept, as upstream's UpdatePodCondition), or None if it has none or it is False."""
+    for cond in pod.status.conditions:
+        if cond.type != READY:
+            continue
+        if cond.status == "False":
+            return None
+        new = types_pb2.Pod()
+        new.CopyFrom(pod)
+        for c in new.status.conditions:
+            if c.type == READY:
+                c.status = "False"
+                c.last_transition_time.CopyFrom(timestamp(now))
+        return new
+    return None
+
+
 @dataclass
 class NodeHealth:
     """What the controller last saw of one node's kubelet (times written by the kubelet, in
@@ -210,6 +249,8 @@ class NodeHealth:
     heartbeat: int | None
     renew_time: int | None
     ready_status: str
+    pods_to_mark: bool = False
+    """Ready left True and the node's pods are not all marked Ready=False yet."""
 
 
 # ---------------------------------------------------------------- the controller
@@ -225,11 +266,15 @@ class NodeLifecycleController:
         clock: Clock,
         *,
         options: NodeLifecycleOptions | None = None,
+        emulated_version: Version | None = None,
         recorder: EventRecorder | None = None,
     ) -> None:
         self._client = client
         self._clock = clock
         self.options = options or NodeLifecycleOptions()
+        self.grace_period = self.options.grace_period(
+            emulated_version if emulated_version is not None else DEFAULT_VERSION
+        )
         self._recorder = recorder or EventRecorder(
             client, EVENT_SOURCE, host=socket.gethostname(), clock=clock
         )
@@ -238,6 +283,8 @@ class NodeLifecycleController:
         self._leases: Informer[types_pb2.Lease] = informers.informer(
             types_pb2.Lease, namespace=NODE_LEASE_NAMESPACE
         )
+        self._pods: Informer[types_pb2.Pod] = informers.informer(types_pb2.Pod)
+        index_pods_by_node_name(self._pods)
         self.health: dict[str, NodeHealth] = {}
         """Per monitored node; only the worker holding the node's key touches its entry."""
         self._nodes.add_event_handler(
@@ -319,7 +366,7 @@ class NodeLifecycleController:
             return
         health = self._observe(node, lease)
         silent_for = self._clock.monotonic() - health.probe
-        if silent_for > self.options.node_monitor_grace_period:
+        if silent_for > self.grace_period:
             unknown = mark_unknown(node, self._clock.now())
             if unknown is not None:
                 node = await self._client.update_status(unknown)
@@ -335,7 +382,11 @@ class NodeLifecycleController:
             self._recorder.event(
                 node, EVENT_NORMAL, "NodeNotReady", "", f"Node {name} status is now: NodeNotReady"
             )
+            health.pods_to_mark = True
         health.ready_status = status
+        if health.pods_to_mark and status != "True":
+            await self.mark_pods_not_ready(name)
+        health.pods_to_mark = False
         taints = reconcile_taints(node.spec.taints, wanted_taints(status), self._clock.now())
         if taints is not None:
             new = types_pb2.Node()
@@ -349,6 +400,31 @@ class NodeLifecycleController:
                 status,
                 ", ".join(f"{t.key}:{t.effect}" for t in taints) or "none",
             )
+
+    async def mark_pods_not_ready(self, node_name: str) -> None:
+        """upstream's MarkPodsNotReady: every pod bound to the node gets Ready=False (its
+        lastTransitionTime now); the first error is raised once every pod was tried."""
+        error: ApiError | None = None
+        for pod in self._pods.lister.by_index(POD_NODE_NAME_INDEX, node_name):
+            new = pod_not_ready(pod, self._clock.now())
+            if new is None:
+                continue
+            try:
+                await self._client.update_status(new)
+            except NotFound:
+                continue
+            except ApiError as e:
+                error = error or e
+                continue
+            logger.info(
+                "pod %s/%s: Ready is now False, its node %s is not ready",
+                pod.metadata.namespace,
+                pod.metadata.name,
+                node_name,
+            )
+            self._recorder.event(pod, EVENT_WARNING, "NodeNotReady", "", "Node is not ready")
+        if error is not None:
+            raise error
 
     # ------------------------------------------------------------ workers
 
@@ -379,10 +455,11 @@ class NodeLifecycleController:
         logger.info(
             "starting the node lifecycle controller (monitor period %gs, grace period %gs)",
             self.options.node_monitor_period,
-            self.options.node_monitor_grace_period,
+            self.grace_period,
         )
         await self._nodes.wait_for_sync()
         await self._leases.wait_for_sync()
+        await self._pods.wait_for_sync()
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self.queue.run, name="nodelifecycle queue timer")
@@ -399,4 +476,6 @@ def new_controller(
     ctx: ControllerContext, options: NodeLifecycleOptions | None = None
 ) -> NodeLifecycleController:
     """The init function registered as "nodelifecycle" (app.py binds the flags' options)."""
-    return NodeLifecycleController(ctx.client, ctx.informers, ctx.clock, options=options)
+    return NodeLifecycleController(
+        ctx.client, ctx.informers, ctx.clock, options=options, emulated_version=ctx.gates.version
+    )

@@ -1,5 +1,15 @@
-"""The pod garbage collector (upstream pkg/controller/podgc, gcOrphaned): deletes the pods
-bound to a node that no longer exists, since no kubelet will ever finish them.
+"""The pod garbage collector (upstream pkg/controller/podgc): deletes the pods nobody else
+will, every --pod-gc-check-period (upstream's fixed gcCheckPeriod, 20 s):
+
+- gcTerminated: when more than --terminated-pod-gc-threshold pods (default 12500; 0 turns
+  this off) have finished (phase Succeeded or Failed), the excess is deleted (grace 0),
+  evicted pods (status.reason Evicted) first, then the oldest by creationTimestamp, then by
+  name;
+- gcTerminating: a pod being deleted (deletionTimestamp set) on a node that is not Ready and
+  carries the taint node.kubernetes.io/out-of-service (any effect; an operator's word that the
+  node is down for good, KEP-2268) is marked Failed and deleted with grace 0, since its kubelet
+  will never finish it;
+- gcOrphaned: the pods bound to a node that no longer exists, below.
 
 A node name counts as missing from the moment the controller sees a pod bound to it while the
 node informer has no such node (on a pod event, when the node is deleted, or on the periodic
@@ -16,9 +26,9 @@ phase Failed and the condition DisruptionTarget=True, reason DeletionByPodGC, me
 "PodGC: node no longer exists". Each deletion is logged and recorded as a Warning Event on the
 pod (upstream only logs).
 
-Not modelled: gcTerminated (--terminated-pod-gc-threshold), gcTerminating (pods on nodes
-tainted out-of-service), gcUnscheduledTerminating (kemu's apiserver deletes unbound pods at
-once anyway).
+Not modelled: gcUnscheduledTerminating (kemu's apiserver deletes unbound pods at once
+anyway). gcTerminating is not gated (upstream's NodeOutOfServiceVolumeDetach is GA since 1.28,
+on by default since 1.26).
 """
 
 from __future__ import annotations
@@ -26,12 +36,14 @@ from __future__ import annotations
 import argparse
 import logging
 import socket
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
 import anyio
 
 from controllermanager.controller import ControllerContext
+from controllermanager.controller_utils import POD_NODE_NAME_INDEX, index_pods_by_node_name
 from kemu.api.v1 import types_pb2
 from kemu.client.events import EventRecorder
 from kemu.client.informer import FuncHandler, Informer, InformerFactory
@@ -52,9 +64,11 @@ EVENT_SOURCE: Final = "pod-garbage-collector"
 
 DEFAULT_QUARANTINE: Final = 40.0
 GC_CHECK_PERIOD: Final = 20.0
-"""How often every pod is checked for a missing node (upstream gcCheckPeriod)."""
+"""How often every pod is checked (upstream gcCheckPeriod)."""
+DEFAULT_TERMINATED_POD_GC_THRESHOLD: Final = 12500
+OUT_OF_SERVICE_TAINT_KEY: Final = "node.kubernetes.io/out-of-service"
+EVICTED_REASON: Final = "Evicted"
 
-NODE_NAME_INDEX: Final = "nodeName"
 DISRUPTION_TARGET: Final = "DisruptionTarget"
 DELETION_BY_POD_GC: Final = "DeletionByPodGC"
 NODE_GONE_MESSAGE: Final = "PodGC: node no longer exists"
@@ -65,12 +79,15 @@ POD_DISRUPTION_CONDITIONS_SINCE: Final = Version(1, 26)
 class PodGCOptions:
     quarantine: float = DEFAULT_QUARANTINE
     gc_check_period: float = GC_CHECK_PERIOD
+    terminated_pod_gc_threshold: int = DEFAULT_TERMINATED_POD_GC_THRESHOLD
 
     def __post_init__(self) -> None:
         if self.quarantine < 0:
             raise ValueError("--pod-gc-quarantine must not be negative")
         if self.gc_check_period <= 0:
-            raise ValueError("the pod GC check period must be greater than 0")
+            raise ValueError("--pod-gc-check-period must be greater than 0")
+        if self.terminated_pod_gc_threshold < 0:
+            raise ValueError("--terminated-pod-gc-threshold must not be negative")
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
@@ -83,15 +100,68 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         help="how long a node must have been missing before the pods bound to it are deleted "
         "(40s; upstream's fixed quarantineTime)",
     )
+    group.add_argument(
+        "--terminated-pod-gc-threshold",
+        type=int,
+        default=DEFAULT_TERMINATED_POD_GC_THRESHOLD,
+        metavar="N",
+        help="how many finished pods may exist before the oldest are deleted "
+        f"({DEFAULT_TERMINATED_POD_GC_THRESHOLD}; 0: never)",
+    )
+    group.add_argument(
+        "--pod-gc-check-period",
+        type=duration_flag,
+        default=GC_CHECK_PERIOD,
+        metavar="DURATION",
+        help=f"how often every pod is checked ({GC_CHECK_PERIOD:g}s; upstream's fixed "
+        "gcCheckPeriod)",
+    )
 
 
 def options_from_args(args: argparse.Namespace) -> PodGCOptions:
     """ValueError for an invalid value."""
-    return PodGCOptions(quarantine=args.pod_gc_quarantine)
+    return PodGCOptions(
+        quarantine=args.pod_gc_quarantine,
+        gc_check_period=args.pod_gc_check_period,
+        terminated_pod_gc_threshold=args.terminated_pod_gc_threshold,
+    )
 
 
-def _node_name_index(pod: types_pb2.Pod) -> list[str]:
-    return [pod.spec.node_name] if pod.spec.node_name else []
+def gc_order(pod: types_pb2.Pod) -> tuple[bool, int, str]:
+    """upstream's byEvictionAndCreationTimestamp: evicted pods first, then the oldest."""
+    return (
+        pod.status.reason != EVICTED_REASON,
+        pod.metadata.creation_timestamp.ToNanoseconds(),
+        pod.metadata.name,
+    )
+
+
+def terminated_to_delete(pods: Iterable[types_pb2.Pod], threshold: int) -> list[types_pb2.Pod]:
+    """gcTerminated's choice: the finished pods above `threshold`, in gc_order (none if the
+    threshold is 0)."""
+    if threshold <= 0:
+        return []
+    finished = [p for p in pods if p.status.phase in TERMINAL_PHASES]
+    excess = len(finished) - threshold
+    if excess <= 0:
+        return []
+    return sorted(finished, key=gc_order)[:excess]
+
+
+def out_of_service(node: types_pb2.Node | None) -> bool:
+    """A node gcTerminating collects from: not Ready and tainted out-of-service."""
+    if node is None:
+        return False
+    ready = any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)
+    return not ready and any(t.key == OUT_OF_SERVICE_TAINT_KEY for t in node.spec.taints)
+
+
+def failed(pod: types_pb2.Pod) -> types_pb2.Pod:
+    """A copy of `pod` with phase Failed."""
+    new = types_pb2.Pod()
+    new.CopyFrom(pod)
+    new.status.phase = "Failed"
+    return new
 
 
 def failed_by_pod_gc(pod: types_pb2.Pod, now: float) -> types_pb2.Pod:
@@ -135,7 +205,7 @@ class PodGCController:
         self.queue = WorkQueue(clock, name=NAME)
         self._pods: Informer[types_pb2.Pod] = informers.informer(types_pb2.Pod)
         self._nodes: Informer[types_pb2.Node] = informers.informer(types_pb2.Node)
-        self._pods.add_indexer(NODE_NAME_INDEX, _node_name_index)
+        index_pods_by_node_name(self._pods)
         self._missing_since: dict[str, float] = {}
         """Node name -> when (monotonic) the controller first saw pods bound to it missing."""
         self.deleted: list[str] = []
@@ -167,7 +237,7 @@ class PodGCController:
 
     def _on_node_delete(self, node: types_pb2.Node) -> None:
         name = node.metadata.name
-        if self._pods.lister.by_index(NODE_NAME_INDEX, name):
+        if self._pods.lister.by_index(POD_NODE_NAME_INDEX, name):
             self._note_missing(name)
 
     def check_all(self) -> None:
@@ -184,7 +254,7 @@ class PodGCController:
         if self._nodes.lister.get(node_name) is not None:
             self._missing_since.pop(node_name, None)
             return
-        pods = self._pods.lister.by_index(NODE_NAME_INDEX, node_name)
+        pods = self._pods.lister.by_index(POD_NODE_NAME_INDEX, node_name)
         if not pods:
             self._missing_since.pop(node_name, None)
             return
@@ -257,11 +327,49 @@ class PodGCController:
     async def _periodic(self) -> None:
         while True:
             await self._clock.sleep(self.options.gc_check_period)
-            self.check_all()
+            await self.gc()
+
+    async def gc(self) -> None:
+        """One pass of upstream's gc: gcTerminated, gcTerminating, and gcOrphaned's scan."""
+        pods = self._pods.lister.list()
+        for pod in terminated_to_delete(pods, self.options.terminated_pod_gc_threshold):
+            await self._delete(pod, "terminated", mark_failed=False)
+        terminating = [
+            p
+            for p in pods
+            if p.metadata.HasField("deletion_timestamp")
+            and p.spec.node_name
+            and out_of_service(self._nodes.lister.get(p.spec.node_name))
+        ]
+        for pod in sorted(terminating, key=gc_order):
+            await self._delete(pod, "terminating on an out-of-service node", mark_failed=True)
+        self.check_all()
+
+    async def _delete(self, pod: types_pb2.Pod, why: str, *, mark_failed: bool) -> None:
+        """markFailedAndDeletePod without a condition: errors are logged, not retried (the
+        next pass sees the pod again)."""
+        meta = pod.metadata
+        logger.info("garbage collecting pod %s/%s (%s)", meta.namespace, meta.name, why)
+        try:
+            if mark_failed and pod.status.phase not in TERMINAL_PHASES:
+                await self._client.update_status(failed(pod))
+            await self._client.delete(
+                types_pb2.Pod, meta.name, meta.namespace, grace_period_seconds=0, uid=meta.uid
+            )
+        except NotFound:
+            return
+        except ApiError as e:
+            logger.warning("pod %s/%s: could not delete it: %s", meta.namespace, meta.name, e)
+            return
+        self.deleted.append(f"{meta.namespace}/{meta.name}")
 
     async def run(self) -> None:
         """Collects orphaned pods until cancelled; the informers must be running."""
-        logger.info("starting the pod garbage collector (quarantine %gs)", self.options.quarantine)
+        logger.info(
+            "starting the pod garbage collector (quarantine %gs, terminated pod threshold %d)",
+            self.options.quarantine,
+            self.options.terminated_pod_gc_threshold,
+        )
         await self._pods.wait_for_sync()
         await self._nodes.wait_for_sync()
         try:

@@ -15,11 +15,14 @@ decides (`decide`):
   simulated actuation delay.
 
 Deferred pods wait in a retry list (NodePods.deferred), walked in `retry_key` order whenever
-room may have appeared (a pod removed or terminated, a resize actuated, a pod updated, and every
-`retry_period`): `AllocationManager`, the resize half of upstream's allocation manager, owns the
-decision, the retry list and its walk, and the end of a resize once actuated. What the resize
-conditions of a pod should be (`resize_conditions`) is decided here too; kubelet.status_manager
-writes them with the rest of the status.
+room may have appeared (pods added or removed, a pod terminated, a resize actuated, a pod
+updated) and on upstream's timer (30 s after start, then 3 minutes after the last walk):
+kubelet.resize_retry. `AllocationManager`, the resize half of upstream's allocation manager,
+owns the decision, the retry list and its walk, and the end of a resize once actuated, which
+restarts the containers whose resizePolicy says RestartContainer for a resource that changed
+(upstream's computePodResizeAction). What the resize conditions of a pod should be
+(`resize_conditions`) is decided here too; kubelet.status_manager writes them with the rest of
+the status.
 
 Resources are kemu's exact integers (milli-CPU, bytes); see kubelet.admission.
 """
@@ -27,22 +30,19 @@ Resources are kemu's exact integers (milli-CPU, bytes); see kubelet.admission.
 from __future__ import annotations
 
 import enum
-import functools
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry
 
 from kemu.api.v1 import types_pb2
 from kemu.client.events import EventRecorder
 from kemu.component.clock import Clock
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
-from kemu.machinery.qos import GUARANTEED, compute_qos_class
-from kemu.machinery.quantity import to_int
-from kemu.machinery.resources import kubelet_pod_requests, max_resources, pod_requests
+from kemu.machinery.resources import kubelet_pod_requests, max_resources
 from kubelet.admission import (
     CPU,
     MEMORY,
@@ -52,6 +52,9 @@ from kubelet.admission import (
     used_by,
 )
 from kubelet.pod_manager import NodePods
+from kubelet.resize_action import containers_to_restart
+from kubelet.resize_metrics import ResizeMetrics
+from kubelet.resize_retry import DEFAULT_RETRY_PERIOD, TRIGGER_PERIODIC, RetryTimer, retry_key
 from kubelet.runtime import EPSILON, ContainerAllocation, PodAllocation, PodRuntime, PodState
 
 logger = logging.getLogger(__name__)
@@ -64,17 +67,9 @@ REASON_PREEMPTION_DISABLED_BY_NODE_POLICY: Final = "PreemptionDisabledByNodePoli
 EVENT_RESIZE_STARTED: Final = "ResizeStarted"
 EVENT_RESIZE_DEFERRED: Final = "ResizeDeferred"
 EVENT_RESIZE_INFEASIBLE: Final = "ResizeInfeasible"
+EVENT_KILLING: Final = "Killing"
 
 DEFAULT_ACTUATION_DELAY: Final = 0.5
-DEFAULT_RETRY_PERIOD: Final = 180.0
-"""Upstream retries pending resizes every 3 minutes besides the event triggers."""
-
-# retry_trigger values of upstream's kubelet_pod_deferred_resize_accepted_total.
-TRIGGER_PODS_REMOVED: Final = "pods_removed"
-TRIGGER_POD_UPDATED: Final = "pod_updated"
-TRIGGER_POD_RESIZED: Final = "pod_resized"
-TRIGGER_POD_TERMINATED: Final = "pod_terminated"
-TRIGGER_PERIODIC: Final = "periodic_retry"
 
 
 class Pending(enum.StrEnum):
@@ -128,94 +123,6 @@ def decide(
     if not result.admit:
         return Decision(Pending.DEFERRED, result.message)
     return ACCEPTED
-
-
-def increases(desired: Mapping[str, int], allocated: Mapping[str, int]) -> bool:
-    """Whether a resize raises the cpu or memory request."""
-    return any(desired.get(n, 0) > allocated.get(n, 0) for n in (CPU, MEMORY))
-
-
-def retry_key(
-    pod: types_pb2.Pod, allocated: Mapping[str, int], pending_since: float | None
-) -> tuple[bool, int, bool, float]:
-    """The order of the retry list (upstream's podsWithPendingResizes): resizes that raise no
-    cpu/memory request first, then higher priority, then Guaranteed pods, then the oldest
-    PodResizePending (pods without one last)."""
-    # Upstream compares the spec's requests with the allocation's, neither with status.
-    raises = increases(pod_requests(pod), allocated)
-    priority = pod.spec.priority if pod.spec.HasField("priority") else 0
-    guaranteed = compute_qos_class(pod) == GUARANTEED
-    since = pending_since if pending_since is not None else float("inf")
-    return (raises, -priority, not guaranteed, since)
-
-
-class ResizeMetrics:
-    """Upstream's kubelet resize metrics (KEP-1287 §Instrumentation) on `registry`; the
-    gauges are computed at scrape time by `pending` / `in_progress` callbacks."""
-
-    def __init__(
-        self,
-        registry: CollectorRegistry,
-        *,
-        pending: Callable[[str], int],
-        in_progress: Callable[[], int],
-    ) -> None:
-        self.requested = Counter(
-            "kubelet_container_requested_resizes_total",
-            "Number of requested resizes, counted at the container level.",
-            ["resource", "requirement", "operation"],
-            registry=registry,
-        )
-        self.infeasible = Counter(
-            "kubelet_pod_infeasible_resizes_total",
-            "Number of infeasible resizes for pods, by reason.",
-            ["reason_detail"],
-            registry=registry,
-        )
-        self.deferred_accepted = Counter(
-            "kubelet_pod_deferred_resize_accepted_total",
-            "Number of previously deferred resizes accepted, by what triggered the retry.",
-            ["retry_trigger"],
-            registry=registry,
-        )
-        gauge = Gauge(
-            "kubelet_pod_pending_resizes",
-            "Number of pending resizes for pods.",
-            ["reason"],
-            registry=registry,
-        )
-        for reason in Pending:
-            gauge.labels(reason.lower()).set_function(functools.partial(_as_float, pending, reason))
-        Gauge(
-            "kubelet_pod_in_progress_resizes",
-            "Number of in-progress resizes for pods.",
-            registry=registry,
-        ).set_function(lambda: float(in_progress()))
-
-    def resize_accepted(self, old: PodAllocation, new: PodAllocation) -> None:
-        for name in sorted(set(old) | set(new)):
-            before, after = old.get(name), new.get(name)
-            for requirement in ("requests", "limits"):
-                was = dict(getattr(before, requirement, {}) or {})
-                now = dict(getattr(after, requirement, {}) or {})
-                for resource in (CPU, MEMORY):
-                    operation = _operation(resource, was.get(resource), now.get(resource))
-                    if operation:
-                        self.requested.labels(resource, requirement, operation).inc()
-
-
-def _as_float(count: Callable[[str], int], reason: str) -> float:
-    return float(count(reason))
-
-
-def _operation(resource: str, before: str | None, after: str | None) -> str:
-    if before == after:
-        return ""
-    if before is None:
-        return "add"
-    if after is None:
-        return "remove"
-    return "increase" if to_int(resource, after) > to_int(resource, before) else "decrease"
 
 
 # ---------------------------------------------------------------- the resize conditions
@@ -324,7 +231,7 @@ class AllocationManager:
         self._enqueue = enqueue
         self.enabled = enabled
         self._actuation_delay = actuation_delay
-        self._retry_period = retry_period
+        self.timer = RetryTimer(period=retry_period)
         self._recorder = recorder
         self.deferred_resizes_accepted: dict[str, int] = {}
         """Deferred resizes a retry accepted, by retry trigger (upstream's
@@ -333,7 +240,10 @@ class AllocationManager:
             None
             if registry is None
             else ResizeMetrics(
-                registry, pending=self._count_pending, in_progress=self._count_in_progress
+                registry,
+                pending=self._count_pending,
+                reasons=list(Pending),
+                in_progress=self._count_in_progress,
             )
         )
 
@@ -354,15 +264,28 @@ class AllocationManager:
             uid for uid, rt in node.runtimes.items() if rt.pending_reason == Pending.DEFERRED
         )
 
-    @staticmethod
-    def actuate(rt: PodRuntime, now: float) -> bool:
-        """Finishes a resize whose actuation delay is over (or whose pod stopped running)."""
+    def actuate(self, pod: types_pb2.Pod, rt: PodRuntime, now: float) -> bool:
+        """Finishes a resize whose actuation delay is over (or whose pod stopped running):
+        the containers run at the allocation, and those whose resize policy asks for it were
+        restarted (`containers_to_restart`)."""
         if rt.actual is None:
             return False
         if rt.state == PodState.RUNNING and (
             rt.actuate_at is not None and now + EPSILON < rt.actuate_at
         ):
             return False
+        if rt.state == PodState.RUNNING:
+            for name in containers_to_restart(pod, rt.actual, rt.allocation):
+                rt.restart_container(name, now)
+                logger.info("pod %s: container %s restarted for its resize", rt.key, name)
+                if self._recorder is not None:
+                    self._recorder.event(
+                        pod,
+                        EVENT_NORMAL,
+                        EVENT_KILLING,
+                        "",
+                        f"Container {name} resize requires restart",
+                    )
         rt.actual = None
         rt.held_requests = None
         rt.actuate_at = None
@@ -492,8 +415,12 @@ class AllocationManager:
 
     def retry(self, node: NodePods, trigger: str) -> None:
         """Walks the node's whole retry list in its order, each pod decided against the
-        allocations the ones before it got; enqueues every pod that changed."""
-        if not self.enabled or not node.deferred:
+        allocations the ones before it got; enqueues every pod that changed. Every walk, even
+        of an empty list, re-arms the node's periodic retry (upstream's ticker reset)."""
+        if not self.enabled:
+            return
+        self.timer.reset(node.name, self._clock.monotonic())
+        if not node.deferred:
             return
         candidates: list[tuple[tuple[bool, int, bool, float], str]] = []
         for uid in list(node.deferred):
@@ -514,10 +441,15 @@ class AllocationManager:
             node.save()
 
     async def run(self) -> None:
-        """Retries every node's Deferred resizes each `retry_period`, until cancelled."""
+        """The periodic retry of every node (kubelet.resize_retry: 30 s after start, then
+        `retry_period` after each node's last walk), until cancelled."""
         if not self.enabled:
             return
+        self.timer.start(self._nodes, self._clock.monotonic())
         while True:
-            await self._clock.sleep(self._retry_period)
-            for node in self._nodes.values():
-                self.retry(node, TRIGGER_PERIODIC)
+            deadline = self.timer.next_deadline()
+            if deadline is None:
+                return
+            await self._clock.sleep(max(0.0, deadline - self._clock.monotonic()))
+            for name in self.timer.due(self._clock.monotonic()):
+                self.retry(self._nodes[name], TRIGGER_PERIODIC)

@@ -31,13 +31,14 @@ from kemu.client.interface import ApiClient
 from kemu.component.featuregate import (
     IN_PLACE_POD_VERTICAL_SCALING,
     IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
+    POD_OBSERVED_GENERATION_TRACKING,
     FeatureGates,
 )
 from kemu.component.options import duration_flag, new_parser, parse_component_args
 from kemu.component.runner import ComponentContext, cleanup_scope, run_component
 from kemu.machinery.quantity import parse_capacity_flag
 from kemu.machinery.resources import per_container_max_at
-from kubelet.allocation import DEFAULT_ACTUATION_DELAY, DEFAULT_RETRY_PERIOD
+from kubelet.allocation import DEFAULT_ACTUATION_DELAY
 from kubelet.checkpoint import Checkpoint
 from kubelet.node_status import (
     DEFAULT_LEASE_DURATION_SECONDS,
@@ -54,6 +55,7 @@ from kubelet.node_status import (
 )
 from kubelet.pod_manager import NodePods
 from kubelet.pod_workers import DEFAULT_WORKERS, PodWorkerOptions, PodWorkers
+from kubelet.resize_retry import DEFAULT_RETRY_PERIOD, INITIAL_RETRY_DELAY
 
 log = logging.getLogger(__name__)
 
@@ -180,8 +182,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=duration_flag,
         default=DEFAULT_RETRY_PERIOD,
         metavar="DURATION",
-        help="how often Deferred resizes are retried besides the events that retry them "
-        "(default 3m)",
+        help="how long after its last retry a node's Deferred resizes are retried again if no "
+        "event retries them first (default 3m, as upstream; the first periodic retry comes "
+        f"{INITIAL_RETRY_DELAY:g}s after start, or after this period if shorter)",
     )
     pods.add_argument(
         "--root-dir",
@@ -271,12 +274,16 @@ def settings_from_args(args: argparse.Namespace, kubelet_version: str) -> Kubele
 
 def pod_worker_options(options: PodWorkerOptions, gates: FeatureGates) -> PodWorkerOptions:
     """`options` (from the flags) with what the emulated version decides, resolved once: the
-    resize gates, and the aggregation rule of a resizing pod's sizes (upstream changed it in
+    resize gates (a kubelet without in-place resize does not report container resources, so
+    the apiserver refuses to resize its pods), PodObservedGenerationTracking, and the aggregation rule of a resizing pod's sizes (upstream changed it in
     1.37 without a gate; kemu.machinery.resources.per_container_max_at)."""
     version = gates.version
+    in_place_resize = gates.enabled(IN_PLACE_POD_VERTICAL_SCALING)
     return dataclasses.replace(
         options,
-        in_place_resize=gates.enabled(IN_PLACE_POD_VERTICAL_SCALING),
+        in_place_resize=in_place_resize,
+        report_resources=in_place_resize,
+        observed_generation=gates.enabled(POD_OBSERVED_GENERATION_TRACKING),
         resize_preemption_policy=gates.enabled(IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION),
         per_container_max=per_container_max_at(version.major, version.minor),
     )

@@ -14,8 +14,9 @@ A pod is admitted (kubelet.admission) in the informer handler, synchronously, so
 arriving together are decided one after the other against the same allocation (upstream's
 HandlePodAdditions).
 
-Deferred resizes are retried (kubelet.allocation) when a pod is removed or terminates, a resize
-is actuated, a pod is updated, and every `resize_retry_period`.
+Deferred resizes are retried (kubelet.allocation, kubelet.resize_retry) when pods are added or
+removed, a pod terminates, a resize is actuated, a pod is updated, and on upstream's timer (30 s
+after start, then `resize_retry_period` after the node's last retry).
 """
 
 from __future__ import annotations
@@ -40,17 +41,16 @@ from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.kinds import EVENT_WARNING
 from kemu.machinery.pod_strategy import TERMINAL_PHASES
 from kubelet.admission import admit_pod
-from kubelet.allocation import (
-    DEFAULT_ACTUATION_DELAY,
+from kubelet.allocation import DEFAULT_ACTUATION_DELAY, AllocationManager, held_by_others
+from kubelet.pod_manager import NodePods, resource_version
+from kubelet.resize_retry import (
     DEFAULT_RETRY_PERIOD,
     TRIGGER_POD_RESIZED,
     TRIGGER_POD_TERMINATED,
     TRIGGER_POD_UPDATED,
+    TRIGGER_PODS_ADDED,
     TRIGGER_PODS_REMOVED,
-    AllocationManager,
-    held_by_others,
 )
-from kubelet.pod_manager import NodePods, resource_version
 from kubelet.runtime import (
     EPSILON,
     EXIT_KILLED,
@@ -88,7 +88,16 @@ class PodWorkerOptions:
     resize_actuation_delay: float = DEFAULT_ACTUATION_DELAY
     """Seconds from accepting a resize to the containers running at the new size."""
     resize_retry_period: float = DEFAULT_RETRY_PERIOD
-    """How often Deferred resizes are retried besides the event triggers."""
+    """How long after a node's last retry its Deferred resizes are retried again if no event
+    retries them first (upstream's 3 minutes; the first periodic retry comes 30 s after start,
+    or after this period if it is shorter)."""
+    observed_generation: bool = True
+    """Gate PodObservedGenerationTracking: report status.observedGeneration and the
+    observedGeneration of the conditions the kubelet owns."""
+    report_resources: bool = True
+    """Report containerStatuses[].resources and allocatedResources: upstream's kubelet does
+    only with InPlacePodVerticalScaling on, and the apiserver refuses to resize a running pod
+    whose kubelet does not (KEP-1287's skew rule)."""
     resize_preemption_policy: bool = False
     """Gate InPlacePodVerticalScalingSchedulerPreemption: Deferred pods on a node whose
     spec.podPreemptionPolicy.disableResizePreemption is non-empty get the condition
@@ -129,7 +138,11 @@ class PodWorkers:
             registry=registry,
         )
         self.status_manager = StatusManager(
-            client, clock=clock, resize_preemption_policy=self.options.resize_preemption_policy
+            client,
+            clock=clock,
+            resize_preemption_policy=self.options.resize_preemption_policy,
+            observed_generation=self.options.observed_generation,
+            report_resources=self.options.report_resources,
         )
         self._started = False
         self.syncs = 0
@@ -178,8 +191,8 @@ class PodWorkers:
         if not self._started:
             return  # admitted once the informer has synced: see run()
         if uid not in node.runtimes:
-            self._add_pod(node, pod)
-        elif known is not None:
+            self._add_pod(node, pod)  # admitted at its spec: no resize of its own to retry
+        elif known is not None and differs_semantically(known, pod):
             self.allocation_manager.retry(node, TRIGGER_POD_UPDATED)
         self.queue.add(uid)
 
@@ -228,6 +241,10 @@ class PodWorkers:
             new.sort(key=lambda p: (p.metadata.creation_timestamp.ToNanoseconds(), p.metadata.name))
             for pod in new:
                 self._add_pod(node, pod)
+            # HandlePodAdditions retries when the pods it adds have resizes pending: after a
+            # restart, the restored ones.
+            if node.deferred:
+                self.allocation_manager.retry(node, TRIGGER_PODS_ADDED)
         self._started = True
         for uid in list(self._node_of):
             self.queue.add(uid)
@@ -310,7 +327,7 @@ class PodWorkers:
         retries the node's Deferred resizes if this pod freed room."""
         was_active = rt.active
         changed = advance(pod, rt, now, shutdown_duration=self.options.shutdown_duration)
-        actuated = self.allocation_manager.actuate(rt, now)
+        actuated = self.allocation_manager.actuate(pod, rt, now)
         changed = self.allocation_manager.handle_resize(node, pod, rt, now) or changed
         if changed or actuated:
             node.save()
@@ -351,6 +368,21 @@ class PodWorkers:
             logger.info("pod %s: deleted after termination", rt.key)
         except (NotFound, Conflict):
             pass  # already gone (or a new pod took the name)
+
+
+def differs_semantically(old: types_pb2.Pod, new: types_pb2.Pod) -> bool:
+    """Whether a pod event is an update for HandlePodUpdates (upstream's pod config
+    checkAndUpdatePod): its spec, labels, annotations or deletion changed. A status-only
+    change (the kubelet's own writes, the scheduler's conditions) is a reconcile, which
+    retries no resize."""
+    o, n = old.metadata, new.metadata
+    return (
+        old.spec != new.spec
+        or o.labels != n.labels
+        or o.annotations != n.annotations
+        or o.deletion_timestamp != n.deletion_timestamp
+        or o.deletion_grace_period_seconds != n.deletion_grace_period_seconds
+    )
 
 
 # ---------------------------------------------------------------- the state transitions

@@ -158,6 +158,15 @@ class PodRuntime:
     pending_message: str = ""
     pending_since: float | None = None
     pending_generation: int = 0
+    restarts: dict[str, int] = field(default_factory=dict)
+    """Container name -> restartCount (a resize whose policy is RestartContainer)."""
+    restarted_at: dict[str, float] = field(default_factory=dict)
+    """Container name -> when it last started, if it restarted after the pod started."""
+
+    def restart_container(self, name: str, now: float) -> None:
+        """The container was killed and started again (kubelet.resize_action)."""
+        self.restarts[name] = self.restarts.get(name, 0) + 1
+        self.restarted_at[name] = now
 
     @property
     def key(self) -> str:
@@ -227,6 +236,9 @@ class PodRuntime:
                 "since": self.pending_since,
                 "generation": self.pending_generation,
             }
+        if self.restarts:
+            data["restarts"] = dict(self.restarts)
+            data["restartedAt"] = dict(self.restarted_at)
         return data
 
     @classmethod
@@ -269,6 +281,8 @@ class PodRuntime:
             pending_message=str(pending.get("message", "")),
             pending_since=None if since is None else float(since),
             pending_generation=int(pending.get("generation", 0)),
+            restarts={k: int(v) for k, v in dict(data.get("restarts", {})).items()},
+            restarted_at={k: float(v) for k, v in dict(data.get("restartedAt", {})).items()},
         )
 
 

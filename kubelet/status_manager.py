@@ -9,6 +9,14 @@ too (what they should be is kubelet.allocation's `resize_conditions`). Container
 each container's allocated resources and its actual ones (the allocation, or the size it still
 runs at while a resize is being actuated).
 
+With PodObservedGenerationTracking (KEP-5067) the status carries observedGeneration, the pod
+generation the kubelet last synced (so a resize, which bumps the generation, can be seen to have
+been observed), and so does every condition the kubelet writes (the resize conditions: the
+generation of the resize they are about). Without the gate these are 0, unless already set
+(upstream keeps a value in use, as the apiserver does). Container resources are reported only
+with InPlacePodVerticalScaling (`report_resources`), as upstream: the apiserver tells from them
+whether the kubelet can resize.
+
 Each write is an update_status of the whole status with the pod's resourceVersion; on Conflict
 the pod is read again and the status rebuilt on it, so conditions others wrote meanwhile are
 kept.
@@ -17,6 +25,7 @@ kept.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Final
 
 from kemu.api.v1 import types_pb2
@@ -35,27 +44,53 @@ KUBELET_CONDITIONS: Final = ("PodReadyToStartContainers", "Initialized", "Ready"
 _WRITE_ATTEMPTS: Final = 5
 
 
+def _condition(status: types_pb2.PodStatus, type_: str) -> types_pb2.PodCondition | None:
+    return next((c for c in status.conditions if c.type == type_), None)
+
+
+def condition_observed_generation(
+    status: types_pb2.PodStatus, type_: str, generation: int, *, gate: bool
+) -> int:
+    """upstream's CalculatePodConditionObservedGeneration: `generation` with the gate, or
+    when the condition already carries one; 0 otherwise."""
+    if gate:
+        return generation
+    c = _condition(status, type_)
+    return generation if c is not None and c.observed_generation else 0
+
+
+def status_observed_generation(pod: types_pb2.Pod, *, gate: bool) -> int:
+    """upstream's CalculatePodStatusObservedGeneration."""
+    if gate or pod.status.observed_generation:
+        return pod.metadata.generation
+    return 0
+
+
 def _set_condition(
-    status: types_pb2.PodStatus, type_: str, value: str, reason: str, now: float
+    status: types_pb2.PodStatus,
+    type_: str,
+    value: str,
+    reason: str,
+    now: float,
+    observed_generation: int,
 ) -> None:
-    for c in status.conditions:
-        if c.type == type_:
-            if c.status != value:
-                c.status = value
-                c.last_transition_time.CopyFrom(timestamp(now))
-            c.reason = reason
-            c.message = ""
-            return
-    status.conditions.add(type=type_, status=value, reason=reason).last_transition_time.CopyFrom(
-        timestamp(now)
-    )
+    c = _condition(status, type_)
+    if c is None:
+        c = status.conditions.add(type=type_, status=value)
+        c.last_transition_time.CopyFrom(timestamp(now))
+    elif c.status != value:
+        c.status = value
+        c.last_transition_time.CopyFrom(timestamp(now))
+    c.reason = reason
+    c.message = ""
+    c.observed_generation = observed_generation
 
 
-def _set_resize_condition(status: types_pb2.PodStatus, type_: str, want: ResizeCondition) -> None:
-    for c in status.conditions:
-        if c.type == type_:
-            break
-    else:
+def _set_resize_condition(
+    status: types_pb2.PodStatus, type_: str, want: ResizeCondition, observed_generation: int
+) -> None:
+    c = _condition(status, type_)
+    if c is None:
         c = status.conditions.add(type=type_)
         c.last_transition_time.CopyFrom(timestamp(want.since))
     if c.status != "True":
@@ -63,7 +98,7 @@ def _set_resize_condition(status: types_pb2.PodStatus, type_: str, want: ResizeC
         c.last_transition_time.CopyFrom(timestamp(want.since))
     c.reason = want.reason
     c.message = want.message
-    c.observed_generation = want.observed_generation
+    c.observed_generation = observed_generation
 
 
 def _drop_conditions(status: types_pb2.PodStatus, types: Iterable[str]) -> None:
@@ -81,9 +116,14 @@ def _container_status(
     running: bool,
     exit_code: int | None,
     finished_at: float | None,
+    report_resources: bool,
 ) -> types_pb2.ContainerStatus:
-    cs = types_pb2.ContainerStatus(name=c.name, image=c.image, restart_count=0)
-    started_at = rt.started_at if rt.started_at is not None else rt.start_at
+    cs = types_pb2.ContainerStatus(
+        name=c.name, image=c.image, restart_count=rt.restarts.get(c.name, 0)
+    )
+    started_at = rt.restarted_at.get(
+        c.name, rt.started_at if rt.started_at is not None else rt.start_at
+    )
     if running:
         cs.state.running.started_at.CopyFrom(timestamp(started_at))
         cs.ready = True
@@ -96,12 +136,14 @@ def _container_status(
         term.finished_at.CopyFrom(timestamp(finished_at if finished_at is not None else started_at))
         cs.ready = False
         cs.started = False
+    if not report_resources:
+        return cs
     alloc = rt.allocation.get(c.name) or ContainerAllocation(
         dict(c.resources.requests), dict(c.resources.limits)
     )
     cs.allocated_resources.update(alloc.requests)
-    # Actual resources: always reported for a container that ran (the apiserver refuses a
-    # resize of a running pod whose kubelet does not report them).
+    # Actual resources: reported for every container, running or not (the apiserver refuses
+    # a resize of a running pod whose kubelet does not report them).
     actual = alloc if rt.actual is None else rt.actual.get(c.name, alloc)
     cs.resources.SetInParent()
     cs.resources.requests.update(actual.requests)
@@ -116,12 +158,24 @@ def _rejected_status(status: types_pb2.PodStatus, rt: PodRuntime) -> None:
     _drop_conditions(status, KUBELET_CONDITIONS)
 
 
+@dataclass(frozen=True)
+class StatusOptions:
+    """What the kubelet's version and gates make it report."""
+
+    preemption_disabled_on: str | None = None
+    """See kubelet.allocation.resize_conditions."""
+    observed_generation: bool = True
+    """Gate PodObservedGenerationTracking."""
+    report_resources: bool = True
+    """Gate InPlacePodVerticalScaling: containerStatuses[].resources and allocatedResources."""
+
+
 def _admitted_status(
     status: types_pb2.PodStatus,
     pod: types_pb2.Pod,
     rt: PodRuntime,
     now: float,
-    preemption_disabled_on: str | None,
+    options: StatusOptions,
 ) -> None:
     status.start_time.CopyFrom(timestamp(rt.admitted_at))
     status.reason = ""
@@ -134,20 +188,34 @@ def _admitted_status(
     else:
         status.phase = "Succeeded" if exit_code in (None, EXIT_OK) else "Failed"
         ready, reason = "False", "PodCompleted"
-    _set_condition(status, "PodReadyToStartContainers", "True" if running else "False", "", now)
-    _set_condition(status, "Initialized", "True", reason, now)
-    _set_condition(status, "Ready", ready, reason, now)
-    _set_condition(status, "ContainersReady", ready, reason, now)
-    for type_, want in resize_conditions(rt, now, preemption_disabled_on).items():
+    gate, generation = options.observed_generation, pod.metadata.generation
+    for type_, value, why in (
+        ("PodReadyToStartContainers", "True" if running else "False", ""),
+        ("Initialized", "True", reason),
+        ("Ready", ready, reason),
+        ("ContainersReady", ready, reason),
+    ):
+        observed = condition_observed_generation(status, type_, generation, gate=gate)
+        _set_condition(status, type_, value, why, now, observed)
+    for type_, want in resize_conditions(rt, now, options.preemption_disabled_on).items():
         if want is None:
             _drop_conditions(status, (type_,))
         else:
-            _set_resize_condition(status, type_, want)
+            observed = condition_observed_generation(
+                status, type_, want.observed_generation, gate=gate
+            )
+            _set_resize_condition(status, type_, want, observed)
+    report = options.report_resources
     del status.container_statuses[:]
     for c in pod.spec.containers:
         status.container_statuses.append(
             _container_status(
-                c, rt, running=running, exit_code=exit_code, finished_at=rt.finished_at
+                c,
+                rt,
+                running=running,
+                exit_code=exit_code,
+                finished_at=rt.finished_at,
+                report_resources=report,
             )
         )
     del status.init_container_statuses[:]
@@ -155,28 +223,39 @@ def _admitted_status(
         sidecar = ic.HasField("restart_policy") and ic.restart_policy == "Always"
         if sidecar:
             cs = _container_status(
-                ic, rt, running=running, exit_code=exit_code, finished_at=rt.finished_at
+                ic,
+                rt,
+                running=running,
+                exit_code=exit_code,
+                finished_at=rt.finished_at,
+                report_resources=report,
             )
         else:  # ran to completion before the app containers started
             cs = _container_status(
-                ic, rt, running=False, exit_code=EXIT_OK, finished_at=rt.started_at
+                ic,
+                rt,
+                running=False,
+                exit_code=EXIT_OK,
+                finished_at=rt.started_at,
+                report_resources=report,
             )
         status.init_container_statuses.append(cs)
 
 
 def build_status(
-    pod: types_pb2.Pod, rt: PodRuntime, now: float, *, preemption_disabled_on: str | None = None
+    pod: types_pb2.Pod, rt: PodRuntime, now: float, options: StatusOptions | None = None
 ) -> types_pb2.PodStatus:
-    """The status the pod should have in state `rt.state`, built on its current status.
-    `preemption_disabled_on`: see kubelet.allocation.resize_conditions."""
+    """The status the pod should have in state `rt.state`, built on its current status."""
+    options = options or StatusOptions()
     status = types_pb2.PodStatus()
     status.CopyFrom(pod.status)
     if not status.qos_class:
         status.qos_class = compute_qos_class(pod)
+    status.observed_generation = status_observed_generation(pod, gate=options.observed_generation)
     if rt.state == PodState.REJECTED:
         _rejected_status(status, rt)
     else:
-        _admitted_status(status, pod, rt, now, preemption_disabled_on)
+        _admitted_status(status, pod, rt, now, options)
     return status
 
 
@@ -184,11 +263,19 @@ class StatusManager:
     """Writes the status the kubelet reports for a pod; see the module docstring."""
 
     def __init__(
-        self, client: ApiClient, *, clock: Clock, resize_preemption_policy: bool = False
+        self,
+        client: ApiClient,
+        *,
+        clock: Clock,
+        resize_preemption_policy: bool = False,
+        observed_generation: bool = True,
+        report_resources: bool = True,
     ) -> None:
         self._client = client
         self._clock = clock
         self._resize_preemption_policy = resize_preemption_policy
+        self._observed_generation = observed_generation
+        self._report_resources = report_resources
 
     @staticmethod
     def reports(rt: PodRuntime) -> bool:
@@ -202,9 +289,13 @@ class StatusManager:
         self, node: NodePods, pod: types_pb2.Pod, rt: PodRuntime
     ) -> types_pb2.Pod | None:
         """Makes the API's status match rt; the pod as written, or None if it is gone."""
-        disabled_on = preemption_disabled_on(node, self._resize_preemption_policy)
+        options = StatusOptions(
+            preemption_disabled_on=preemption_disabled_on(node, self._resize_preemption_policy),
+            observed_generation=self._observed_generation,
+            report_resources=self._report_resources,
+        )
         for _ in range(_WRITE_ATTEMPTS):
-            status = build_status(pod, rt, self._clock.now(), preemption_disabled_on=disabled_on)
+            status = build_status(pod, rt, self._clock.now(), options)
             if status == pod.status:
                 return pod
             new = types_pb2.Pod()

@@ -1,7 +1,9 @@
-"""Pod defaulting, the Priority admission plugin, and the pod update and resize rules.
+"""Pod defaulting, the Priority and DefaultTolerationSeconds admission plugins, and the pod
+update and resize rules.
 
 Upstream sources: pkg/apis/core/v1/defaults.go (SetDefaults_Pod), plugin/pkg/admission/priority,
-pkg/apis/core/validation (ValidatePodUpdate, ValidatePodResize), pkg/registry/core/pod.
+plugin/pkg/admission/defaulttolerationseconds, pkg/apis/core/validation (ValidatePodUpdate,
+ValidatePodResize), pkg/registry/core/pod.
 """
 
 from __future__ import annotations
@@ -22,6 +24,11 @@ SYSTEM_CLUSTER_CRITICAL: Final = ("system-cluster-critical", 2000000000)
 SYSTEM_PRIORITY_CLASSES: Final = (SYSTEM_NODE_CRITICAL, SYSTEM_CLUSTER_CRITICAL)
 
 _RESIZABLE: Final = ("cpu", "memory")
+
+NOT_READY_TAINT_KEY: Final = "node.kubernetes.io/not-ready"
+UNREACHABLE_TAINT_KEY: Final = "node.kubernetes.io/unreachable"
+DEFAULT_TOLERATION_SECONDS: Final = 300
+"""Upstream's --default-not-ready-toleration-seconds and --default-unreachable-toleration-seconds."""
 
 
 def system_priority_classes() -> list[types_pb2.PriorityClass]:
@@ -73,6 +80,23 @@ def admit_priority(pod: types_pb2.Pod, classes: Sequence[types_pb2.PriorityClass
             "given PriorityClass name",
         )
     spec.preemption_policy = policy
+
+
+def admit_default_toleration_seconds(
+    pod: types_pb2.Pod, seconds: int = DEFAULT_TOLERATION_SECONDS
+) -> None:
+    """DefaultTolerationSeconds: a pod that does not tolerate the NoExecute taints
+    node.kubernetes.io/not-ready and node.kubernetes.io/unreachable gets a toleration of each
+    (operator Exists, effect NoExecute) for `seconds`, so that the taint manager evicts it
+    that long after its node went not ready or unreachable. A toleration with an empty key
+    (every taint) or an empty effect (every effect) already tolerates them."""
+    for key in (NOT_READY_TAINT_KEY, UNREACHABLE_TAINT_KEY):
+        if not any(
+            t.key in ("", key) and t.effect in ("", "NoExecute") for t in pod.spec.tolerations
+        ):
+            pod.spec.tolerations.add(
+                key=key, operator="Exists", effect="NoExecute", toleration_seconds=seconds
+            )
 
 
 def resize_pod(current: types_pb2.Pod, desired: types_pb2.Pod) -> types_pb2.Pod:
@@ -171,17 +195,37 @@ def check_resize_qos(current: types_pb2.Pod, resized: types_pb2.Pod) -> None:
 
 
 def _check_running_containers_report_resources(pod: types_pb2.Pod) -> None:
-    """KEP-1287 skew rule: a kubelet that does not report container resources cannot resize,
-    so a running pod whose running containers lack status resources is refused."""
-    if not pod.spec.node_name:
-        return
+    """KEP-1287's skew rule (upstream isPodResizeRequestSupported): a kubelet reports
+    containerStatuses[].resources only if it can resize in place, so a pod whose first running
+    container reports none runs on a node that cannot, and is refused. A pod without running
+    containers may be resized: nothing tells yet."""
     for cs in pod.status.container_statuses:
-        if cs.state.HasField("running") and not cs.HasField("resources"):
-            raise Invalid.field(
-                "spec",
-                "Forbidden: the kubelet running this pod does not support in-place resize "
-                f"(container {cs.name} reports no status resources)",
-            )
+        if cs.state.HasField("running"):
+            if not cs.HasField("resources"):
+                raise Invalid.field(
+                    "spec", "Forbidden: Pod running on node without support for resize"
+                )
+            return
+
+
+def drop_disabled_pod_status_fields(
+    new: types_pb2.Pod, old: types_pb2.Pod | None, *, observed_generation: bool
+) -> None:
+    """upstream's dropDisabledPodStatusFields for PodObservedGenerationTracking: without the
+    gate, status.observedGeneration and the conditions' observedGeneration are dropped from a
+    status write unless the stored pod already uses them (so a value written while the gate
+    was on is never wiped by a writer that does not know it)."""
+    if observed_generation:
+        return
+    in_use = old is not None and (
+        old.status.observed_generation != 0
+        or any(c.observed_generation for c in old.status.conditions)
+    )
+    if in_use:
+        return
+    new.status.observed_generation = 0
+    for c in new.status.conditions:
+        c.observed_generation = 0
 
 
 def parse_patch(text: str) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from kemu.component.featuregate import (
     CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING,
     IN_PLACE_POD_VERTICAL_SCALING,
     IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
+    POD_OBSERVED_GENERATION_TRACKING,
     FeatureGates,
 )
 from kemu.machinery import apps, batch, convert
@@ -325,6 +326,7 @@ class Registry:
     def _admit_pod(self, pod: types_pb2.Pod) -> None:
         classes = [co.obj for co in self._caches["priorityclasses"].objects()]
         admission.admit_priority(pod, classes)  # type: ignore[arg-type]
+        admission.admit_default_toleration_seconds(pod)
 
     # ------------------------------------------------------------ update
 
@@ -369,10 +371,18 @@ class Registry:
             result = _copy(current)
             result.status.CopyFrom(keep_status)  # type: ignore[attr-defined]
             apply_status_update_metadata(result, sent)
+            if isinstance(result, types_pb2.Pod) and isinstance(current, types_pb2.Pod):
+                admission.drop_disabled_pod_status_fields(
+                    result,
+                    current,
+                    observed_generation=self._gates.enabled(POD_OBSERVED_GENERATION_TRACKING),
+                )
         else:
             if kind.has_status:
                 result.status.CopyFrom(current.status)  # type: ignore[attr-defined]
             set_defaults(result)  # upstream defaults every decoded object
+            if isinstance(result, types_pb2.Pod):  # admission runs on create and update
+                admission.admit_default_toleration_seconds(result)
             self._validate_spec_update(kind, current, result)
             if bumps_generation(current, result):
                 meta.generation = old_meta.generation + 1

@@ -35,6 +35,9 @@ IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION: Final = (
 SCHEDULER_PREEMPTION_FOR_POD_RESIZE: Final = "SchedulerPreemptionForPodResize"
 """Alias of IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION (the name in the KEP-5836 text)."""
 SCHEDULER_ASYNC_PREEMPTION: Final = "SchedulerAsyncPreemption"
+POD_OBSERVED_GENERATION_TRACKING: Final = "PodObservedGenerationTracking"
+"""KEP-5067: status.observedGeneration of pods and of the conditions the kubelet writes
+(kubelet), kept or dropped on status writes (apiserver)."""
 
 
 class Stage(enum.StrEnum):
@@ -129,6 +132,14 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
                 (
                     FeatureSpec(_v(32), Stage.ALPHA, False),
                     FeatureSpec(_v(33), Stage.BETA, True),
+                ),
+            ),
+            GateDefinition(
+                POD_OBSERVED_GENERATION_TRACKING,
+                (
+                    FeatureSpec(_v(33), Stage.ALPHA, False),
+                    FeatureSpec(_v(34), Stage.BETA, True),
+                    FeatureSpec(_v(35), Stage.GA, True, locked=True),
                 ),
             ),
         )

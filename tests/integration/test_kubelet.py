@@ -10,7 +10,7 @@ import pytest
 
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
-from kemu.machinery.errors import NotFound
+from kemu.machinery.errors import Invalid, NotFound
 from kemu.testing import Cluster, eventually, make_pod
 from kemu.testing.names import unique_name
 from kemu.testing.namespaces import create_namespace
@@ -423,3 +423,95 @@ async def test_a_resize_in_progress_survives_a_kubelet_kill(cluster, tmp_path):
             return True
 
         await eventually(rejected, timeout=10)
+
+
+async def test_observed_generation_tells_when_the_kubelet_has_seen_a_resize(cluster):
+    """PodObservedGenerationTracking (GA in 1.35): the kubelet reports the generation it
+    synced in status.observedGeneration and on the conditions it owns."""
+    async with Client(cluster.server, timeout=10.0) as c:
+        ns = await create_namespace(c, "observed")
+        await c.create(make_pod("web").namespace(ns).node("n1").req(cpu="100m").obj())
+        pod = await eventually(functools.partial(_running, c, ns, "web"), timeout=10)
+        assert (pod.metadata.generation, pod.status.observed_generation) == (1, 1)
+        resized = await _resize(c, ns, "web", "200m")
+        assert resized.metadata.generation == 2
+
+        async def observed() -> types_pb2.Pod:
+            pod = await c.get(types_pb2.Pod, "web", ns)
+            assert pod.status.observed_generation == 2, pod.status
+            return pod
+
+        pod = await eventually(observed, timeout=5, interval=0.05)
+        owned = {cond.type: cond.observed_generation for cond in pod.status.conditions}
+        assert owned["Ready"] == owned["ContainersReady"] == 2, owned
+
+
+async def test_a_restart_container_resize_policy_restarts_the_container(cluster):
+    """computePodResizeAction: a cpu resize of a container whose resizePolicy for cpu is
+    RestartContainer restarts it (restartCount 1); its memory policy NotRequired does not."""
+    async with Client(cluster.server, timeout=10.0) as c:
+        ns = await create_namespace(c, "restart")
+        pod = make_pod("r").namespace(ns).node("n1").req(cpu="100m", memory="64Mi").obj()
+        pod.spec.containers[0].resize_policy.add(
+            resource_name="cpu", restart_policy="RestartContainer"
+        )
+        pod.spec.containers[0].resize_policy.add(
+            resource_name="memory", restart_policy="NotRequired"
+        )
+        await c.create(pod)
+        await eventually(functools.partial(_running, c, ns, "r"), timeout=10)
+        await _resize(c, ns, "r", "200m")
+
+        async def restarted() -> types_pb2.ContainerStatus:
+            (cs,) = (await c.get(types_pb2.Pod, "r", ns)).status.container_statuses
+            assert cs.restart_count == 1 and cs.resources.requests["cpu"] == "200m", cs
+            return cs
+
+        await eventually(restarted, timeout=5, interval=0.05)
+        current = await c.get(types_pb2.Pod, "r", ns)
+        current.spec.containers[0].resources.limits["memory"] = "128Mi"
+        current.spec.containers[0].resources.requests["memory"] = "128Mi"
+        await c.resize(current)
+
+        async def resized_in_place() -> bool:
+            (cs,) = (await c.get(types_pb2.Pod, "r", ns)).status.container_statuses
+            assert cs.resources.limits["memory"] == "128Mi", cs
+            assert cs.restart_count == 1, cs
+            return True
+
+        await eventually(resized_in_place, timeout=5, interval=0.05)
+
+
+@pytest.mark.skew
+async def test_skew_a_kubelet_without_in_place_resize_gets_no_resizes(tmp_path):
+    """KEP-1287's skew rule against a 1.37 apiserver: a kubelet emulating 1.26 (no such
+    feature) or 1.34 with InPlacePodVerticalScaling off reports no container resources, so
+    resizing its running pods is refused with upstream's 422; a 1.37 kubelet's are resized."""
+    kubelets = {
+        "old": ("1.26", None),
+        "off": ("1.34", {"InPlacePodVerticalScaling": False}),
+        "new": (None, None),
+    }
+    with Cluster(tmp_path) as cl:
+        cl.start_etcd()
+        cl.start_apiserver()
+        for name, (version, gates) in kubelets.items():
+            cl.start_kubelet(
+                name,
+                emulated_version=version,
+                feature_gates=gates,
+                extra_args=["--root-dir", str(tmp_path / name), "--pod-startup-delay", "100ms"],
+            )
+        async with Client(cl.server, timeout=10.0) as c:
+            ns = await create_namespace(c, "skew")
+            for name in kubelets:
+                await c.create(make_pod(name).namespace(ns).node(name).req(cpu="100m").obj())
+            for name in kubelets:
+                pod = await eventually(functools.partial(_running, c, ns, name), timeout=15)
+                (cs,) = pod.status.container_statuses
+                assert cs.HasField("resources") is (name == "new"), (name, cs)
+            for name in ("old", "off"):
+                with pytest.raises(Invalid) as e:
+                    await _resize(c, ns, name, "200m")
+                assert "Pod running on node without support for resize" in str(e.value)
+            assert (await _resize(c, ns, "new", "200m")).metadata.generation == 2

@@ -1,6 +1,7 @@
-"""The node lifecycle controller and the pod garbage collector on real processes (etcd,
-apiserver, controller-manager with short periods). No kubelet runs: the test plays one, writing
-a Node with a Ready condition and heartbeat and renewing its Lease in kube-node-lease."""
+"""The node lifecycle controller, the taint eviction controller and the pod garbage collector
+on real processes (etcd, apiserver, controller-manager with short periods). No kubelet runs:
+the test plays one, writing a Node with a Ready condition and heartbeat, renewing its Lease in
+kube-node-lease, and writing its pods' statuses."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ GRACE = 4.0
 QUARANTINE = 2.0
 SLACK = 10.0
 RENEW_INTERVAL = 0.5
+TERMINATED_THRESHOLD = 2
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 UNREACHABLE = {
     ("node.kubernetes.io/unreachable", "NoSchedule"),
@@ -42,6 +44,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                 "--node-monitor-period", f"{PERIOD}s",
                 "--node-monitor-grace-period", f"{GRACE}s",
                 "--pod-gc-quarantine", f"{QUARANTINE}s",
+                "--pod-gc-check-period", f"{PERIOD}s",
+                "--terminated-pod-gc-threshold", str(TERMINATED_THRESHOLD),
             ]
         )  # fmt: skip
         yield c
@@ -199,3 +203,126 @@ async def test_pods_bound_to_missing_nodes_are_deleted_after_the_quarantine(
         await eventually(lambda: gone("kept"), timeout=QUARANTINE + SLACK, interval=0.1)
         await eventually(lambda: gone("doomed"), timeout=SLACK, interval=0.1)
         assert time.monotonic() - deleted_at >= QUARANTINE
+
+
+async def _run_pod(c: Client, ns: str, name: str, node: str, tolerate_unreachable: int | None):
+    """A pod bound to `node` whose status says Running and Ready, as its kubelet would write."""
+    pod = make_pod(name).namespace(ns).node(node).obj()
+    if tolerate_unreachable is not None:
+        pod.spec.tolerations.add(
+            key="node.kubernetes.io/unreachable",
+            operator="Exists",
+            effect="NoExecute",
+            toleration_seconds=tolerate_unreachable,
+        )
+    created = await c.create(pod)
+    created.status.phase = "Running"
+    created.status.conditions.add(type="Ready", status="True")
+    return await c.update_status(created)
+
+
+def _condition(pod: types_pb2.Pod, type_: str) -> types_pb2.PodCondition | None:
+    return next((cond for cond in pod.status.conditions if cond.type == type_), None)
+
+
+async def test_pods_of_a_silent_node_are_marked_not_ready_and_evicted_after_their_toleration(
+    cluster: Cluster,
+) -> None:
+    """MarkPodsNotReady, DefaultTolerationSeconds and the taint eviction controller: a pod
+    tolerating unreachable for 1 s is evicted (DisruptionTarget DeletionByTaintManager, then a
+    graceful delete), one with the apiserver's default 300 s is only marked not Ready."""
+    name = unique_name("silent")
+    async with Client(cluster.server, timeout=10.0) as c:
+        ns = await create_namespace(c, "evict")
+        kubelet = FakeKubelet(c, name)
+        await kubelet.register()
+        await _run_pod(c, ns, "short", name, tolerate_unreachable=1)
+        default = await _run_pod(c, ns, "default", name, tolerate_unreachable=None)
+        assert {(t.key, t.effect, t.toleration_seconds) for t in default.spec.tolerations} == {
+            ("node.kubernetes.io/not-ready", "NoExecute", 300),
+            ("node.kubernetes.io/unreachable", "NoExecute", 300),
+        }
+        silent_at = time.monotonic()
+
+        async def evicted() -> types_pb2.Pod:
+            pod = await c.get(types_pb2.Pod, "short", ns)
+            assert pod.metadata.HasField("deletion_timestamp"), pod.status
+            return pod
+
+        short = await eventually(evicted, timeout=GRACE + PERIOD + 1 + SLACK, interval=0.1)
+        assert time.monotonic() - silent_at >= GRACE + 1 - RENEW_INTERVAL
+        cond = _condition(short, "DisruptionTarget")
+        assert cond is not None
+        assert (cond.status, cond.reason, cond.message) == (
+            "True",
+            "DeletionByTaintManager",
+            "Taint manager: deleting due to NoExecute taint",
+        )
+
+        async def not_ready() -> bool:
+            pod = await c.get(types_pb2.Pod, "default", ns)
+            ready = _condition(pod, "Ready")
+            assert ready is not None and ready.status == "False", pod.status
+            assert not pod.metadata.HasField("deletion_timestamp")
+            return True
+
+        await eventually(not_ready, timeout=SLACK, interval=0.1)
+        events = await c.list(types_pb2.Event, ns)
+        reasons = {(e.involved_object.name, e.reason) for e in events.items}
+        assert {("default", "NodeNotReady"), ("short", "TaintManagerEviction")} <= reasons
+
+
+async def test_terminating_pods_on_an_out_of_service_node_are_force_deleted(
+    cluster: Cluster,
+) -> None:
+    """gcTerminating: a pod stuck terminating on a node that is down (not Ready) goes once an
+    operator taints the node out-of-service, long before its grace period ends."""
+    name = unique_name("oos")
+    async with Client(cluster.server, timeout=10.0) as c:
+        ns = await create_namespace(c, "oos")
+        node = make_node(name).capacity(cpu="4").obj()
+        node.status.conditions.add(type="Ready", status="False", reason="KubeletNotReady")
+        await c.create(node)
+        await _run_pod(c, ns, "stuck", name, tolerate_unreachable=None)
+        await c.delete(types_pb2.Pod, "stuck", ns, grace_period_seconds=600)
+        # Nothing finishes it: its kubelet is down.
+        await anyio.sleep(3 * PERIOD)
+        assert (await c.get(types_pb2.Pod, "stuck", ns)).metadata.HasField("deletion_timestamp")
+        node = await c.get(types_pb2.Node, name)
+        node.spec.taints.add(key="node.kubernetes.io/out-of-service", effect="NoExecute")
+        await c.update(node)
+
+        async def gone() -> bool:
+            try:
+                await c.get(types_pb2.Pod, "stuck", ns)
+            except NotFound:
+                return True
+            return False
+
+        await eventually(gone, timeout=PERIOD + SLACK, interval=0.1)
+
+
+async def test_terminated_pods_above_the_threshold_are_deleted_oldest_first(
+    cluster: Cluster,
+) -> None:
+    """gcTerminated with --terminated-pod-gc-threshold 2: of four finished pods, the two
+    created first go; running pods are not counted."""
+    name = unique_name("done")
+    async with Client(cluster.server, timeout=10.0) as c:
+        ns = await create_namespace(c, "finished")
+        await c.create(make_node(name).capacity(cpu="4").ready().obj())
+        await _run_pod(c, ns, "running", name, tolerate_unreachable=None)
+        names = [f"done-{i}" for i in range(4)]
+        created = []
+        for pod_name in names:
+            created.append(await c.create(make_pod(pod_name).namespace(ns).node(name).obj()))
+        for pod in created:
+            pod.status.phase = "Succeeded"
+            await c.update_status(pod)
+
+        async def collected() -> bool:
+            left = {p.metadata.name for p in (await c.list(types_pb2.Pod, ns)).items}
+            assert left == {"running", "done-2", "done-3"}, left
+            return True
+
+        await eventually(collected, timeout=PERIOD + SLACK, interval=0.1)

@@ -62,10 +62,15 @@ async def test_nginx_manifest_round_trips_through_kemuctl_and_runs(cluster):
         lambda: kemuctl(cluster, "get", "pod", "nginx", "-n", ns, "-o", "json")
     )
     spec = json.loads(got.stdout)["spec"]
-    # The server's own fields: the node it runs on, and what Priority admission resolved.
-    server_set = {"nodeName", "priority", "preemptionPolicy"}
+    # The server's own fields: the node it runs on, what Priority admission resolved, and the
+    # tolerations DefaultTolerationSeconds added.
+    server_set = {"nodeName", "priority", "preemptionPolicy", "tolerations"}
     assert {k: v for k, v in spec.items() if k not in server_set} == with_defaults(manifest["spec"])
     assert spec["nodeName"] == pod.spec.node_name and spec["priority"] == 0
+    assert {(t["key"], t["tolerationSeconds"]) for t in spec["tolerations"]} == {
+        ("node.kubernetes.io/not-ready", 300),
+        ("node.kubernetes.io/unreachable", 300),
+    }
 
     again = await anyio.to_thread.run_sync(lambda: kemuctl(cluster, "apply", "-n", ns, "-f", path))
     assert again.returncode == 0, again.stderr

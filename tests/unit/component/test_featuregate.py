@@ -28,6 +28,7 @@ CLEAR = fg.CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING
 IPPVS = fg.IN_PLACE_POD_VERTICAL_SCALING
 PREEMPT_RESIZE = fg.IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION
 ASYNC = fg.SCHEDULER_ASYNC_PREEMPTION
+POG = fg.POD_OBSERVED_GENERATION_TRACKING
 
 
 @pytest.mark.parametrize(
@@ -123,7 +124,8 @@ ASYNC = fg.SCHEDULER_ASYNC_PREEMPTION
     ],
 )
 def test_defaults_per_emulated_version(minor: int, expected: dict[str, bool]) -> None:
-    assert defaults_at(minor) == expected
+    # PodObservedGenerationTracking: alpha (off) in 1.33, beta (on) in 1.34, GA in 1.35.
+    assert defaults_at(minor) == {**expected, POG: minor >= 34}
 
 
 @pytest.mark.parametrize(
@@ -138,6 +140,7 @@ def test_defaults_per_emulated_version(minor: int, expected: dict[str, bool]) ->
             33,
             [
                 GateState(IPPVS, True, Stage.BETA, False),
+                GateState(POG, False, Stage.ALPHA, False),
                 GateState(ASYNC, True, Stage.BETA, False),
             ],
         ),
@@ -147,6 +150,7 @@ def test_defaults_per_emulated_version(minor: int, expected: dict[str, bool]) ->
                 GateState(CLEAR, False, Stage.ALPHA, False),
                 GateState(IPPVS, True, Stage.BETA, False),
                 GateState(NNNE, False, Stage.ALPHA, False),
+                GateState(POG, True, Stage.BETA, False),
                 GateState(ASYNC, True, Stage.BETA, False),
             ],
         ),
@@ -156,6 +160,7 @@ def test_defaults_per_emulated_version(minor: int, expected: dict[str, bool]) ->
                 GateState(CLEAR, True, Stage.BETA, False),
                 GateState(IPPVS, True, Stage.GA, True),
                 GateState(NNNE, True, Stage.BETA, False),
+                GateState(POG, True, Stage.GA, True),
                 GateState(ASYNC, True, Stage.BETA, False),
             ],
         ),
@@ -166,6 +171,7 @@ def test_defaults_per_emulated_version(minor: int, expected: dict[str, bool]) ->
                 GateState(IPPVS, True, Stage.GA, True),
                 GateState(PREEMPT_RESIZE, False, Stage.ALPHA, False),
                 GateState(NNNE, True, Stage.BETA, False),
+                GateState(POG, True, Stage.GA, True),
                 GateState(ASYNC, True, Stage.BETA, False),
             ],
         ),

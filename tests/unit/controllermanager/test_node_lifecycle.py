@@ -328,7 +328,7 @@ def test_taint_reconciliation_keeps_other_taints_and_their_times() -> None:
 
 def test_flags_configure_both_controllers() -> None:
     args = app.build_parser().parse_args([])
-    assert (args.node_monitor_period, args.node_monitor_grace_period) == (5.0, 40.0)
+    assert (args.node_monitor_period, args.node_monitor_grace_period) == (5.0, None)
     assert args.pod_gc_quarantine == 40.0
     args = app.build_parser().parse_args(
         ["--node-monitor-period", "500ms", "--node-monitor-grace-period", "3s",

@@ -20,17 +20,11 @@ from kemu.component.version import Version
 from kemu.testing.builders import make_pod
 from kemu.testing.eventually import eventually
 from kemu.testing.fake_time import settle
-from kubelet.allocation import (
-    TRIGGER_POD_RESIZED,
-    TRIGGER_PODS_REMOVED,
-    Pending,
-    decide,
-    held_by_others,
-    retry_key,
-)
+from kubelet.allocation import Pending, decide, held_by_others
 from kubelet.app import pod_worker_options
 from kubelet.pod_manager import NodePods
 from kubelet.pod_workers import PodWorkerOptions
+from kubelet.resize_retry import TRIGGER_POD_RESIZED, TRIGGER_PODS_REMOVED, retry_key
 from kubelet.runtime import ContainerAllocation, PodRuntime, PodState
 
 from .helpers import Env, advance, running_workers

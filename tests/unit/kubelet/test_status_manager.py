@@ -9,7 +9,7 @@ import pytest
 from kemu.api.v1 import types_pb2
 from kemu.testing.builders import make_pod
 from kubelet.runtime import ContainerAllocation, PodRuntime, PodState
-from kubelet.status_manager import build_status
+from kubelet.status_manager import StatusOptions, build_status
 
 from .helpers import advance, running_workers, wait_running
 
@@ -77,12 +77,12 @@ def test_a_resize_in_progress_reports_allocated_and_actual_resources_and_its_con
     assert [c.type for c in status.conditions][:1] == ["PodScheduled"]
     # The gate off leaves PodResizePreemptionDisabled alone; on, it follows the node's policy.
     assert "PodResizePreemptionDisabled" not in by_type
-    disabled = build_status(p, rt, NOW, preemption_disabled_on="n1")
+    disabled = build_status(p, rt, NOW, StatusOptions(preemption_disabled_on="n1"))
     assert {c.type for c in disabled.conditions} >= {"PodResizePreemptionDisabled"}
     p.status.CopyFrom(disabled)
     assert not any(
         c.type == "PodResizePreemptionDisabled"
-        for c in build_status(p, rt, NOW, preemption_disabled_on="").conditions
+        for c in build_status(p, rt, NOW, StatusOptions(preemption_disabled_on="")).conditions
     )
 
 
