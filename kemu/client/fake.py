@@ -68,7 +68,12 @@ from kemu.machinery.errors import (
     Invalid,
     NotFound,
 )
-from kemu.machinery.pod_strategy import begin_graceful_deletion, graceful_deletion_period
+from kemu.machinery.pod_strategy import (
+    begin_graceful_deletion,
+    check_bindable,
+    check_binding_preconditions,
+    graceful_deletion_period,
+)
 from kemu.machinery.selection import RequestFilter
 
 _Key = tuple[str, str, str]  # resource, namespace, name
@@ -86,6 +91,7 @@ class Action:
     object: Message | None = None
     patch: str = ""
     node_name: str = ""  # bind
+    uid: str = ""  # bind
     resource_version: str = ""  # list, watch
     label_selector: str = ""  # list, watch
 
@@ -677,17 +683,15 @@ class FakeClient:
         node_name: str,
         *,
         annotations: Mapping[str, str] | None = None,
+        uid: str = "",
+        resource_version: str = "",
     ) -> None:
         ns = namespace or DEFAULT_NAMESPACE
-        await self._enter(Action("bind", "pods", ns, name, "binding", node_name=node_name))
+        await self._enter(Action("bind", "pods", ns, name, "binding", node_name=node_name, uid=uid))
         k = kinds.kind_of(types_pb2.Pod())
         old = cast(types_pb2.Pod, self._stored(k, ns, name))
-        if old.metadata.HasField("deletion_timestamp"):
-            raise Conflict(f"pod {name} is being deleted, cannot be assigned to a host")
-        if old.spec.node_name:
-            raise Conflict(f'pod {name} is already assigned to node "{old.spec.node_name}"')
-        if old.spec.scheduling_gates:
-            raise Conflict(f"pod {name} has non-empty .spec.schedulingGates")
+        check_binding_preconditions(old, uid=uid, resource_version=resource_version)
+        check_bindable(old)
         new = _copy(old)
         new.spec.node_name = node_name
         new.metadata.annotations.update(annotations or {})

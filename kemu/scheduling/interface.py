@@ -432,6 +432,8 @@ class SchedulingApi(Protocol):
         node_name: str,
         *,
         annotations: Mapping[str, str] | None = None,
+        uid: str = "",
+        resource_version: str = "",
     ) -> None: ...
 
 
