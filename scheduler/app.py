@@ -181,7 +181,7 @@ async def serve(
         cache=cache,
         queue=queue,
         scheduler_names=frameworks,
-        frameworks=frameworks.values(),
+        frameworks=frameworks,
         resize_preemption=resize_preemption_enabled(ctx.gates),
     )
     handlers.register(pods, nodes)
@@ -194,7 +194,6 @@ async def serve(
         clock=ctx.clock,
         gates=ctx.gates,
         metrics=metrics,
-        recorder=recorder,
         pod_lister=pods.lister,
         rng=rng,
     )

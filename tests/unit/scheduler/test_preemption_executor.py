@@ -256,7 +256,6 @@ async def cluster(*, async_preemption: bool = False, seed: int = 0) -> AsyncIter
         clock=clock,
         gates=fg,
         metrics=metrics,
-        recorder=recorder,
         pod_lister=pod_lister,
         rng=random.Random(seed),
     )
