@@ -173,7 +173,7 @@ async def test_no_nodes_is_unschedulable_not_a_scheduler_error(
             await s.create(s.pod("p"))
             cond = await s.wait_unschedulable("p", timeout=TIMEOUT)
             assert (cond.reason, cond.message) == ("Unschedulable", NO_NODES)
-            metrics = c.processes["scheduler"].scrape()
+            metrics = c.component("scheduler").scrape()
             attempts = 'scheduler_schedule_attempts_total{profile="default-scheduler",result="%s"}'
             assert attempts % "unschedulable" in metrics
             assert attempts % "error" not in metrics
