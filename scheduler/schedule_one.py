@@ -32,16 +32,19 @@ from anyio.abc import TaskGroup
 
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import ApiClient
+from kemu.client.pod_status import patch_pod_status
 from kemu.component.clock import Clock
 from kemu.component.featuregate import (
     NOMINATED_NODE_NAME_FOR_EXPECTATION,
+    POD_OBSERVED_GENERATION_TRACKING,
     PREFER_NOMINATED_NODE,
     FeatureGates,
 )
 from kemu.component.version import Version
-from kemu.machinery.convert import format_time, message_to_dict, timestamp
+from kemu.machinery.convert import message_to_dict
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
+from kemu.machinery.pod_conditions import condition_observed_generation, update_pod_condition
 from kemu.scheduling.deferred import is_deferred_resize_pod, resize_preemption_enabled
 from kemu.scheduling.events import ASSIGNED_POD_DELETE
 from kemu.scheduling.interface import (
@@ -78,6 +81,7 @@ MIN_FEASIBLE_NODES_TO_FIND: Final = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: Final = 5
 BASE_PERCENTAGE_OF_NODES_TO_SCORE: Final = 50
 NO_NODES_AVAILABLE: Final = "no nodes available to schedule pods"
+POD_SCHEDULED: Final = "PodScheduled"
 
 
 def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
@@ -717,50 +721,37 @@ class Scheduler:
     async def update_pod_status(
         self, pod: types_pb2.Pod, reason: str, message: str, nominated: str | None
     ) -> None:
-        """PodScheduled=False (reason, message) and, when `nominated` is not None, NNN = it.
-        Skipped when nothing would change; errors are logged (the next cycle retries)."""
-        current = next((c for c in pod.status.conditions if c.type == "PodScheduled"), None)
-        condition_same = (
-            current is not None
-            and current.status == "False"
-            and current.reason == reason
-            and current.message == message
-        )
-        nnn_same = nominated is None or pod.status.nominated_node_name == nominated
-        if condition_same and nnn_same:
-            return
-        conditions = []
-        now = format_time(timestamp(self.clock.now()))
-        for c in pod.status.conditions:
-            if c.type != "PodScheduled":
-                conditions.append(_condition_dict(c))
-        transition = (
-            format_time(current.last_transition_time)
-            if current is not None
-            and current.status == "False"
-            and current.HasField("last_transition_time")
-            else now
-        )
-        conditions.append(
-            {
-                "type": "PodScheduled",
-                "status": "False",
-                "reason": reason,
-                "message": message,
-                "lastTransitionTime": transition,
-            }
-        )
-        patch: dict[str, Any] = {"status": {"conditions": conditions}}
-        if nominated is not None:
-            patch["status"]["nominatedNodeName"] = nominated or None
-        try:
-            await self.client.patch(
-                types_pb2.Pod,
-                pod.metadata.name,
-                patch,
-                pod.metadata.namespace,
-                subresource="status",
+        """PodScheduled=False (reason, message) and, when `nominated` is not None, NNN = it
+        (upstream updatePod). Skipped when nothing would change; conditions other writers
+        added meanwhile are kept (a resourceVersion CAS, retried on a fresh read). The
+        condition carries observedGeneration as PodObservedGenerationTracking says. Errors
+        are logged (the next cycle retries)."""
+        tracking = self.gates.enabled(POD_OBSERVED_GENERATION_TRACKING)
+        now = self.clock.now()
+
+        def change(current: types_pb2.Pod) -> dict[str, Any] | None:
+            status = types_pb2.PodStatus()
+            status.CopyFrom(current.status)
+            condition = types_pb2.PodCondition(
+                type=POD_SCHEDULED,
+                status="False",
+                reason=reason,
+                message=message,
+                observed_generation=condition_observed_generation(
+                    current, POD_SCHEDULED, tracking=tracking
+                ),
             )
+            condition_changed = update_pod_condition(status, condition, now)
+            nnn_changed = nominated is not None and current.status.nominated_node_name != nominated
+            if not condition_changed and not nnn_changed:
+                return None
+            out: dict[str, Any] = {"conditions": [message_to_dict(c) for c in status.conditions]}
+            if nnn_changed:
+                out["nominatedNodeName"] = nominated or None
+            return out
+
+        try:
+            await patch_pod_status(self.client, pod, change)
         except (NotFound, Conflict) as e:
             log.debug("could not update the status of %s: %s", pod_key(pod), e)
         except ApiError as e:
@@ -780,10 +771,6 @@ class Scheduler:
             )
         except ApiError as e:
             log.warning("could not set the nominated node of %s to %s: %s", pod_key(pod), node, e)
-
-
-def _condition_dict(c: types_pb2.PodCondition) -> dict[str, Any]:
-    return message_to_dict(c)
 
 
 def _plugins_of(fit: FitError) -> set[str]:

@@ -35,6 +35,8 @@ IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION: Final = (
 SCHEDULER_PREEMPTION_FOR_POD_RESIZE: Final = "SchedulerPreemptionForPodResize"
 """Alias of IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION (the name in the KEP-5836 text)."""
 SCHEDULER_ASYNC_PREEMPTION: Final = "SchedulerAsyncPreemption"
+POD_OBSERVED_GENERATION_TRACKING: Final = "PodObservedGenerationTracking"
+POD_SCHEDULING_READINESS: Final = "PodSchedulingReadiness"
 
 
 class Stage(enum.StrEnum):
@@ -123,6 +125,24 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
                 IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
                 (FeatureSpec(_v(37), Stage.ALPHA, False),),
                 aliases=(SCHEDULER_PREEMPTION_FOR_POD_RESIZE,),
+            ),
+            GateDefinition(
+                POD_OBSERVED_GENERATION_TRACKING,
+                (
+                    FeatureSpec(_v(33), Stage.ALPHA, False),
+                    FeatureSpec(_v(34), Stage.BETA, True),
+                    FeatureSpec(_v(35), Stage.GA, True, locked=True),
+                ),
+            ),
+            GateDefinition(
+                POD_SCHEDULING_READINESS,
+                (
+                    FeatureSpec(_v(26), Stage.ALPHA, False),
+                    FeatureSpec(_v(27), Stage.BETA, True),
+                    FeatureSpec(_v(30), Stage.GA, True, locked=True),
+                ),
+                removed_in=_v(32),
+                enabled_after_removal=True,
             ),
             GateDefinition(
                 SCHEDULER_ASYNC_PREEMPTION,

@@ -28,6 +28,8 @@ CLEAR = fg.CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING
 IPPVS = fg.IN_PLACE_POD_VERTICAL_SCALING
 PREEMPT_RESIZE = fg.IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION
 ASYNC = fg.SCHEDULER_ASYNC_PREEMPTION
+OBSGEN = fg.POD_OBSERVED_GENERATION_TRACKING
+READINESS = fg.POD_SCHEDULING_READINESS
 
 
 @pytest.mark.parametrize(
@@ -42,6 +44,8 @@ ASYNC = fg.SCHEDULER_ASYNC_PREEMPTION
                 IPPVS: False,
                 PREEMPT_RESIZE: False,
                 ASYNC: False,
+                OBSGEN: False,
+                READINESS: False,
             },
         ),
         (
@@ -53,6 +57,8 @@ ASYNC = fg.SCHEDULER_ASYNC_PREEMPTION
                 IPPVS: False,
                 PREEMPT_RESIZE: False,
                 ASYNC: False,
+                OBSGEN: False,
+                READINESS: False,
             },
         ),
         (
@@ -64,6 +70,8 @@ ASYNC = fg.SCHEDULER_ASYNC_PREEMPTION
                 IPPVS: False,
                 PREEMPT_RESIZE: False,
                 ASYNC: False,
+                OBSGEN: False,
+                READINESS: False,
             },
         ),
         (
@@ -75,6 +83,8 @@ ASYNC = fg.SCHEDULER_ASYNC_PREEMPTION
                 IPPVS: False,
                 PREEMPT_RESIZE: False,
                 ASYNC: False,
+                OBSGEN: False,
+                READINESS: False,
             },
         ),
         (
@@ -86,6 +96,8 @@ ASYNC = fg.SCHEDULER_ASYNC_PREEMPTION
                 IPPVS: False,
                 PREEMPT_RESIZE: False,
                 ASYNC: False,
+                OBSGEN: False,
+                READINESS: False,
             },
         ),
         (
@@ -97,6 +109,8 @@ ASYNC = fg.SCHEDULER_ASYNC_PREEMPTION
                 IPPVS: False,
                 PREEMPT_RESIZE: False,
                 ASYNC: False,
+                OBSGEN: False,
+                READINESS: True,
             },
         ),
         (
@@ -108,18 +122,62 @@ ASYNC = fg.SCHEDULER_ASYNC_PREEMPTION
                 IPPVS: False,
                 PREEMPT_RESIZE: False,
                 ASYNC: False,
+                OBSGEN: False,
+                READINESS: True,
             },
         ),
         (
             33,
-            {PNN: True, NNNE: False, CLEAR: False, IPPVS: True, PREEMPT_RESIZE: False, ASYNC: True},
+            {
+                PNN: True,
+                NNNE: False,
+                CLEAR: False,
+                IPPVS: True,
+                PREEMPT_RESIZE: False,
+                ASYNC: True,
+                OBSGEN: False,
+                READINESS: True,
+            },
         ),
         (
             34,
-            {PNN: True, NNNE: False, CLEAR: False, IPPVS: True, PREEMPT_RESIZE: False, ASYNC: True},
+            {
+                PNN: True,
+                NNNE: False,
+                CLEAR: False,
+                IPPVS: True,
+                PREEMPT_RESIZE: False,
+                ASYNC: True,
+                OBSGEN: True,
+                READINESS: True,
+            },
         ),
-        (35, {PNN: True, NNNE: True, CLEAR: True, IPPVS: True, PREEMPT_RESIZE: False, ASYNC: True}),
-        (37, {PNN: True, NNNE: True, CLEAR: True, IPPVS: True, PREEMPT_RESIZE: False, ASYNC: True}),
+        (
+            35,
+            {
+                PNN: True,
+                NNNE: True,
+                CLEAR: True,
+                IPPVS: True,
+                PREEMPT_RESIZE: False,
+                ASYNC: True,
+                OBSGEN: True,
+                READINESS: True,
+            },
+        ),
+        (
+            37,
+            {
+                PNN: True,
+                NNNE: True,
+                CLEAR: True,
+                IPPVS: True,
+                PREEMPT_RESIZE: False,
+                ASYNC: True,
+                OBSGEN: True,
+                READINESS: True,
+            },
+        ),
     ],
 )
 def test_defaults_per_emulated_version(minor: int, expected: dict[str, bool]) -> None:
@@ -133,11 +191,12 @@ def test_defaults_per_emulated_version(minor: int, expected: dict[str, bool]) ->
         (22, [GateState(PNN, True, Stage.BETA, False)]),
         (24, [GateState(PNN, True, Stage.GA, True)]),
         (25, [GateState(PNN, True, Stage.GA, True)]),
-        (26, []),
+        (26, [GateState(READINESS, False, Stage.ALPHA, False)]),
         (
             33,
             [
                 GateState(IPPVS, True, Stage.BETA, False),
+                GateState(OBSGEN, False, Stage.ALPHA, False),
                 GateState(ASYNC, True, Stage.BETA, False),
             ],
         ),
@@ -147,6 +206,7 @@ def test_defaults_per_emulated_version(minor: int, expected: dict[str, bool]) ->
                 GateState(CLEAR, False, Stage.ALPHA, False),
                 GateState(IPPVS, True, Stage.BETA, False),
                 GateState(NNNE, False, Stage.ALPHA, False),
+                GateState(OBSGEN, True, Stage.BETA, False),
                 GateState(ASYNC, True, Stage.BETA, False),
             ],
         ),
@@ -156,6 +216,7 @@ def test_defaults_per_emulated_version(minor: int, expected: dict[str, bool]) ->
                 GateState(CLEAR, True, Stage.BETA, False),
                 GateState(IPPVS, True, Stage.GA, True),
                 GateState(NNNE, True, Stage.BETA, False),
+                GateState(OBSGEN, True, Stage.GA, True),
                 GateState(ASYNC, True, Stage.BETA, False),
             ],
         ),
@@ -166,6 +227,7 @@ def test_defaults_per_emulated_version(minor: int, expected: dict[str, bool]) ->
                 GateState(IPPVS, True, Stage.GA, True),
                 GateState(PREEMPT_RESIZE, False, Stage.ALPHA, False),
                 GateState(NNNE, True, Stage.BETA, False),
+                GateState(OBSGEN, True, Stage.GA, True),
                 GateState(ASYNC, True, Stage.BETA, False),
             ],
         ),

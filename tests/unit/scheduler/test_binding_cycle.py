@@ -11,6 +11,7 @@ import pytest
 
 from kemu.api.v1 import types_pb2
 from kemu.component.featuregate import FeatureGates
+from kemu.component.version import Version
 from kemu.scheduling.interface import QueuedPodInfo
 from kemu.scheduling.plugins import slow_pre_bind
 from kemu.scheduling.profile import Profile
@@ -175,3 +176,19 @@ async def test_a_deleting_pod_is_skipped_with_upstreams_event() -> None:
             )
         ]
         await anyio.lowlevel.checkpoint()
+
+
+@pytest.mark.parametrize(("minor", "observed"), [(37, 1), (32, 0)])
+async def test_pod_scheduled_carries_observed_generation_as_pod_observed_generation_tracking(
+    minor: int, observed: int
+) -> None:
+    """upstream CalculatePodConditionObservedGeneration: the pod's generation from 1.34 (the
+    gate's beta) on; before, only when the condition already carries one."""
+    async with env(FeatureGates.for_version(Version(1, minor))) as e:
+        e.add(_pod("p"))
+        await settle()
+        await e.cycle()
+        pod = await e.get("p")
+        assert pod is not None
+        (cond,) = [c for c in pod.status.conditions if c.type == "PodScheduled"]
+        assert cond.observed_generation == observed

@@ -385,6 +385,7 @@ async def test_victim_with_the_condition_already_set_is_only_deleted() -> None:
             status="True",
             reason=PREEMPTION_BY_SCHEDULER,
             message=PREEMPTING_MESSAGE,
+            observed_generation=1,  # the generation of a created pod
         )
         c.add(v)  # an earlier preemption patched it, then its DELETE failed
         p = c.add(pod("p", 10, "4"))
