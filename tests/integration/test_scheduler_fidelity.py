@@ -178,3 +178,29 @@ async def test_no_nodes_is_unschedulable_not_a_scheduler_error(
             assert attempts % "unschedulable" in metrics
             assert attempts % "error" not in metrics
             await assert_invariants(s.client, history, s.ns)
+
+
+def _unschedulable_gauge(cluster: Cluster, plugin: str) -> float:
+    prefix = f'scheduler_unschedulable_pods{{plugin="{plugin}",profile="default-scheduler"}} '
+    for line in cluster.component("scheduler").scrape().splitlines():
+        if line.startswith(prefix):
+            return float(line[len(prefix) :])
+    return 0.0
+
+
+async def test_unschedulable_pods_gauge_follows_each_rejecting_plugin(cluster: Cluster) -> None:
+    """scheduler_unschedulable_pods{plugin, profile} counts the pods a plugin keeps out (here
+    NodeAffinity), and forgets them when they are deleted (upstream 1.36-1.37)."""
+    async with scenario(cluster, "unschedulable-gauge") as (s, _):
+        await s.bare_node("node", cpu="1", memory="1Gi", pods="10")
+        before = _unschedulable_gauge(cluster, "NodeAffinity")
+        await s.create(s.pod("p", cpu="100m").node_selector({"no-such": "label"}))
+        await s.wait_unschedulable("p", timeout=TIMEOUT)
+
+        def counted(delta: float) -> bool:
+            assert _unschedulable_gauge(cluster, "NodeAffinity") == before + delta
+            return True
+
+        await s.eventually(lambda: counted(1), timeout=TIMEOUT)
+        await s.client.delete(types_pb2.Pod, "p", s.ns)
+        await s.eventually(lambda: counted(0), timeout=TIMEOUT)
