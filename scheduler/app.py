@@ -133,9 +133,10 @@ async def serve(
     # informer factory; they are started and synced with the others.
     informers.informer(types_pb2.PodDisruptionBudget)
     informers.informer(types_pb2.PriorityClass)
-    recorder = EventRecorder(
-        client, "default-scheduler", host=socket.gethostname(), clock=ctx.clock
-    )
+    host = socket.gethostname()
+    # One writer; each profile reports as its schedulerName, as upstream's per-profile
+    # recorders (reportingInstance "<schedulerName>-<host>").
+    recorder = EventRecorder(client, COMPONENT, host=host, clock=ctx.clock)
     cache = new_cache(ctx.clock, ctx.gates)
     snapshot = Snapshot()
     registry = in_tree_registry()
@@ -148,7 +149,9 @@ async def serve(
             client=client,
             clock=ctx.clock,
             gates=ctx.gates,
-            event_recorder=recorder,
+            event_recorder=recorder.for_component(
+                profile.scheduler_name, f"{profile.scheduler_name}-{host}"
+            ),
             informer_factory=informers,
             waiting_pods=waiting_pods,
             observe=observer_from_histogram(metrics.framework_extension_point_duration),

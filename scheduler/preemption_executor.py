@@ -221,6 +221,7 @@ class Executor(PreemptionExecutor):
             "Preempted",
             "Preempting",
             f"Preempted by pod {preemptor.metadata.uid} on node {candidate.name}",
+            related=preemptor,
         )
 
     async def _add_disruption_target(self, preemptor: types_pb2.Pod, victim: types_pb2.Pod) -> bool:

@@ -22,7 +22,7 @@ from kemu.scheduling.plugins.slow_pre_bind import (
 )
 from kemu.testing import Cluster
 from kemu.testing.invariants import PodHistory, assert_invariants, record_pods
-from kemu.testing.scenarios import Scenario
+from kemu.testing.scenarios import Scenario, disruption_target
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -34,6 +34,7 @@ podMaxBackoffSeconds: 2
 profiles:
 - schedulerName: default-scheduler
   plugins: {multiPoint: {enabled: [{name: SlowPreBind}]}}
+- schedulerName: other-scheduler
 """
 TIMEOUT: Final = 20.0
 NO_NODES: Final = "no nodes available to schedule pods"
@@ -143,8 +144,9 @@ async def test_the_binding_cycle_nominated_node_patch_retries_no_other_pod(
         await s.wait_unschedulable("big", timeout=TIMEOUT)
 
         async def failed_once() -> int:
-            (event,) = await s.events("FailedScheduling", "big")
-            return event.count
+            events = await s.events("FailedScheduling", "big")
+            assert len(events) == 1, events
+            return events[0].count
 
         before = await s.eventually(failed_once, timeout=TIMEOUT)
         await s.create_nominated(
@@ -204,3 +206,45 @@ async def test_unschedulable_pods_gauge_follows_each_rejecting_plugin(cluster: C
         await s.eventually(lambda: counted(1), timeout=TIMEOUT)
         await s.client.delete(types_pb2.Pod, "p", s.ns)
         await s.eventually(lambda: counted(0), timeout=TIMEOUT)
+
+
+async def test_events_and_conditions_name_their_profile_preemptor_and_generation(
+    cluster: Cluster,
+) -> None:
+    """Each profile's events report as its schedulerName; a Preempted event's related object
+    is the preemptor; PodScheduled and DisruptionTarget carry the pod's generation as
+    observedGeneration (PodObservedGenerationTracking, GA at 1.37)."""
+    async with scenario(cluster, "events") as (s, _):
+        node = await s.bare_node("node", cpu="1", memory="1Gi", pods="10")
+        await s.create(s.pod("other", cpu="4").scheduler_name("other-scheduler"))
+        scheduled = await s.wait_unschedulable("other", timeout=TIMEOUT)
+        assert scheduled.observed_generation == (await s.get("other")).metadata.generation == 1
+
+        async def failed() -> types_pb2.Event:
+            events = await s.events("FailedScheduling", "other")
+            assert len(events) == 1, events
+            return events[0]
+
+        event = await s.eventually(failed, timeout=TIMEOUT)
+        assert event.reporting_component == "other-scheduler"
+        assert event.reporting_instance.startswith("other-scheduler-")
+
+        victim = s.pod("victim", priority=100, cpu="1").obj()
+        victim.spec.node_name = node
+        await s.create(victim)
+        preemptor = await s.create(s.pod("preemptor", priority=300, cpu="1"))
+
+        async def preempted() -> types_pb2.Event:
+            events = await s.events("Preempted", "victim")
+            assert len(events) == 1, events
+            return events[0]
+
+        event = await s.eventually(preempted, timeout=TIMEOUT)
+        assert event.reporting_component == "default-scheduler"
+        assert (event.related.kind, event.related.name, event.related.uid) == (
+            "Pod",
+            "preemptor",
+            preemptor.metadata.uid,
+        )
+        target = disruption_target(await s.get("victim"))
+        assert target is not None and target.observed_generation == 1

@@ -47,7 +47,14 @@ class Recorder:
         self.messages: list[tuple[str, str, str, str, str]] = []
 
     def event(
-        self, obj: types_pb2.Pod, event_type: str, reason: str, action: str, message: str
+        self,
+        obj: types_pb2.Pod,
+        event_type: str,
+        reason: str,
+        action: str,
+        message: str,
+        *,
+        related: types_pb2.Pod | None = None,
     ) -> None:
         self.events.append((obj.metadata.name, reason))
         self.messages.append((obj.metadata.name, event_type, reason, action, message))

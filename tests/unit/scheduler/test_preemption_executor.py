@@ -75,11 +75,20 @@ class Recorder:
 
     def __init__(self) -> None:
         self.events: list[tuple[str, str, str, str, str]] = []
+        self.related: list[str] = []
 
     def event(
-        self, obj: types_pb2.Pod, event_type: str, reason: str, action: str, message: str
+        self,
+        obj: types_pb2.Pod,
+        event_type: str,
+        reason: str,
+        action: str,
+        message: str,
+        *,
+        related: types_pb2.Pod | None = None,
     ) -> None:
         self.events.append((obj.metadata.name, event_type, reason, action, message))
+        self.related.append(related.metadata.name if related is not None else "")
 
 
 class GatedClient(FakeClient):
@@ -373,6 +382,8 @@ async def test_sync_preemption_records_a_preempted_event_per_victim() -> None:
             ("v1", "Normal", "Preempted", "Preempting", message),
             ("v2", "Normal", "Preempted", "Preempting", message),
         ]
+        # upstream Eventf(victim, preemptor, ...): the preemptor is the related object.
+        assert c.recorder.related == [p.metadata.name, p.metadata.name]
 
 
 @pytest.mark.anyio
