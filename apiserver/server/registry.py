@@ -29,6 +29,7 @@ from kemu.component.featuregate import (
     CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING,
     IN_PLACE_POD_VERTICAL_SCALING,
     IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
+    POD_SCHEDULING_READINESS,
     FeatureGates,
 )
 from kemu.machinery import convert
@@ -45,6 +46,7 @@ from kemu.machinery.errors import (
 from kemu.machinery.kinds import BY_KIND, Kind, kind_for_resource, kind_of
 from kemu.machinery.labels import selector_from_label_selector
 from kemu.machinery.pod_strategy import (
+    apply_scheduling_gated_condition,
     begin_graceful_deletion,
     check_bindable,
     check_binding_preconditions,
@@ -234,6 +236,11 @@ class Registry:
             # Upstream resets a new pod's status: only the kubelet and scheduler write it.
             obj.ClearField("status")
             obj.status.phase = "Pending"
+            # PodSchedulingReadiness (GA 1.30): before it, the field is dropped as unknown.
+            if self._gates.enabled(POD_SCHEDULING_READINESS):
+                apply_scheduling_gated_condition(obj, self._now())
+            else:
+                obj.spec.ClearField("scheduling_gates")
         elif isinstance(obj, types_pb2.PodDisruptionBudget):
             obj.ClearField("status")
         elif isinstance(obj, types_pb2.Node):

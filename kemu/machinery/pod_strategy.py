@@ -89,3 +89,24 @@ def check_bindable(pod: types_pb2.Pod) -> None:
     else:
         return
     raise Conflict(f'Operation cannot be fulfilled on pods/binding "{name}": {why}')
+
+
+SCHEDULING_GATED: Final = "SchedulingGated"
+SCHEDULING_GATED_MESSAGE: Final = "Scheduling is blocked due to non-empty scheduling gates"
+
+
+def apply_scheduling_gated_condition(pod: types_pb2.Pod, now: float) -> None:
+    """A new pod with scheduling gates starts PodScheduled=False reason SchedulingGated
+    (upstream's pod strategy PrepareForCreate, applySchedulingGatedCondition), unless it
+    already has a PodScheduled condition."""
+    if not pod.spec.scheduling_gates:
+        return
+    if any(c.type == "PodScheduled" for c in pod.status.conditions):
+        return
+    c = pod.status.conditions.add(
+        type="PodScheduled",
+        status="False",
+        reason=SCHEDULING_GATED,
+        message=SCHEDULING_GATED_MESSAGE,
+    )
+    c.last_transition_time.CopyFrom(timestamp(now))

@@ -248,3 +248,25 @@ async def test_events_and_conditions_name_their_profile_preemptor_and_generation
         )
         target = disruption_target(await s.get("victim"))
         assert target is not None and target.observed_generation == 1
+
+
+async def test_a_gated_pod_stays_scheduling_gated_until_released(cluster: Cluster) -> None:
+    """The apiserver creates a gated pod PodScheduled=False reason SchedulingGated; the
+    scheduler keeps it out of its cycles (no FailedScheduling, the condition untouched) and
+    schedules it once its gates are removed."""
+    async with scenario(cluster, "gated") as (s, _):
+        await s.bare_node("node", cpu="1", memory="1Gi", pods="10")
+        created = await s.create_held(s.pod("g", cpu="100m"))
+        (cond,) = [c for c in created.status.conditions if c.type == "PodScheduled"]
+        assert (cond.status, cond.reason) == ("False", "SchedulingGated")
+
+        async def still_gated() -> None:
+            pod = await s.get("g")
+            assert not pod.spec.node_name
+            current = _pod_scheduled(pod)
+            assert current is not None and current.reason == "SchedulingGated", current
+            assert not await s.events("FailedScheduling", "g")
+
+        await s.holds(still_gated, seconds=1.5)
+        await s.release("g")
+        assert await s.wait_bound("g", timeout=TIMEOUT) == s.node_name("node")
