@@ -135,9 +135,10 @@ async def serve(
     informers.informer(types_pb2.PriorityClass)
     # InterPodAffinity resolves namespaceSelectors through the Namespace informer.
     informers.informer(types_pb2.Namespace)
-    recorder = EventRecorder(
-        client, "default-scheduler", host=socket.gethostname(), clock=ctx.clock
-    )
+    host = socket.gethostname()
+    # One writer; each profile reports as its schedulerName, as upstream's per-profile
+    # recorders (reportingInstance "<schedulerName>-<host>").
+    recorder = EventRecorder(client, COMPONENT, host=host, clock=ctx.clock)
     cache = new_cache(ctx.clock, ctx.gates)
     snapshot = Snapshot()
     registry = in_tree_registry()
@@ -150,7 +151,9 @@ async def serve(
             client=client,
             clock=ctx.clock,
             gates=ctx.gates,
-            event_recorder=recorder,
+            event_recorder=recorder.for_component(
+                profile.scheduler_name, f"{profile.scheduler_name}-{host}"
+            ),
             informer_factory=informers,
             waiting_pods=waiting_pods,
             observe=observer_from_histogram(metrics.framework_extension_point_duration),
@@ -183,7 +186,7 @@ async def serve(
         cache=cache,
         queue=queue,
         scheduler_names=frameworks,
-        frameworks=frameworks.values(),
+        frameworks=frameworks,
         resize_preemption=resize_preemption_enabled(ctx.gates),
     )
     handlers.register(pods, nodes)
@@ -196,7 +199,6 @@ async def serve(
         clock=ctx.clock,
         gates=ctx.gates,
         metrics=metrics,
-        recorder=recorder,
         pod_lister=pods.lister,
         rng=rng,
     )

@@ -5,6 +5,13 @@ as cluster events, may move unschedulable pods back to the active queue. A pod t
 node leaves the queue and enters the cache. Nodes go to the cache, and their changes become
 cluster events with the action types upstream computes (allocatable, labels, taints, ...).
 
+A pod this scheduler has assumed (in its binding cycle, still unbound in the API) is in
+neither: its updates are ignored, except a newly set deletionTimestamp, which like its deletion
+frees its room at once (upstream handleAssumedPodDeletion, kubernetes#134157): a pod waiting at
+Permit is rejected, any other is forgotten by the cache, and an AssignedPodDelete retries the
+pods that may now fit; its PreBind and Bind go on and fail. So the binding cycle's own
+nominatedNodeName PATCH (KEP-5278) moves no other pod.
+
 KEP-5836 (`resize_preemption`, reference §8.2 item 1): an assigned pod of one of our profiles
 whose resize is PodResizePending/Deferred is also in the queue, for a cycle on its own node:
 added when the informer adds it (scheduler start-up) or an update makes it Deferred, kept up
@@ -18,7 +25,7 @@ released API is unverified (reference §8.2 item 7, §13).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
 from kemu.api.v1 import types_pb2
@@ -95,7 +102,7 @@ def _requests_went_down(old: types_pb2.Pod, new: types_pb2.Pod) -> bool:
     )
 
 
-def _cache_call(what: str, fn: Callable[..., None], *args: object) -> None:
+def _cache_call(what: str, fn: Callable[..., object], *args: object) -> None:
     """A cache inconsistency is logged, as upstream, and does not stop the handler."""
     try:
         fn(*args)
@@ -112,13 +119,14 @@ class EventHandlers:
         cache: SchedulerCache,
         queue: SchedulingQueue,
         scheduler_names: Iterable[str],
-        frameworks: Iterable[WaitingPods],
+        frameworks: Mapping[str, WaitingPods],
         resize_preemption: bool = False,
     ) -> None:
         self.cache = cache
         self.queue = queue
         self.scheduler_names = frozenset(scheduler_names)
-        self.frameworks = list(frameworks)
+        # Each profile's framework by scheduler name (its pods waiting at Permit).
+        self.frameworks = dict(frameworks)
         # InPlacePodVerticalScalingSchedulerPreemption (kemu.scheduling.deferred).
         self.resize_preemption = resize_preemption
 
@@ -187,18 +195,53 @@ class EventHandlers:
                     self.queue.delete(old)
                 _cache_call("AddPod", self.cache.add_pod, new)
                 self.queue.assigned_pod_added(new)
-        elif self._responsible(new):
-            self.queue.update(old, new)
-            if has_nominated_node_name_changed(old, new):
-                # A withdrawn or moved nomination frees room for pods of lower or equal priority.
-                self.queue.move_all_to_active_or_backoff_queue(
-                    ASSIGNED_POD_DELETE, old, None, le_priority_pre_check(pod_priority(old))
-                )
+        elif self._responsible(old):
+            self._update_pod_in_scheduling_queue(old, new)
+
+    def _update_pod_in_scheduling_queue(self, old: types_pb2.Pod, new: types_pb2.Pod) -> None:
+        """upstream updatePodInSchedulingQueue."""
+        if old.metadata.resource_version == new.metadata.resource_version:
+            return  # the same object again: queueing it twice would schedule it twice
+        if self.cache.is_assumed_pod(new):
+            # In its binding cycle: nothing to update in the queue (the KEP-5278 NNN PATCH
+            # lands here), unless its deletion has just begun.
+            if new.metadata.HasField("deletion_timestamp") and not old.metadata.HasField(
+                "deletion_timestamp"
+            ):
+                self._handle_assumed_pod_deletion(new)
+            return
+        self.queue.update(old, new)
+        if has_nominated_node_name_changed(old, new):
+            # A withdrawn or moved nomination frees room for pods of lower or equal priority.
+            self.queue.move_all_to_active_or_backoff_queue(
+                ASSIGNED_POD_DELETE, old, None, le_priority_pre_check(pod_priority(old))
+            )
+
+    def _handle_assumed_pod_deletion(self, pod: types_pb2.Pod) -> None:
+        """An assumed pod is being deleted: its room is freed now, not when its binding
+        cycle ends (upstream handleAssumedPodDeletion)."""
+        assumed = self.cache.get_pod(pod)
+        if assumed is None:
+            log.debug("assumed pod %s was already forgotten", pod_key(pod))
+            return
+        fwk = self.frameworks.get(assumed.spec.scheduler_name)
+        if fwk is None:
+            log.error("no profile for the scheduler name of assumed pod %s", pod_key(pod))
+            return
+        if fwk.reject_waiting_pod(assumed.metadata.uid):
+            # Its binding cycle fails at WaitOnPermit and cleans up after itself.
+            log.info("rejected waiting pod %s: it is being deleted", pod_key(pod))
+        else:
+            # In PreBind or Bind: forgotten here so that the node is free at once.
+            log.info(
+                "forgot assumed pod %s on %s: it is being deleted",
+                pod_key(pod),
+                assumed.spec.node_name,
+            )
+            _cache_call("ForgetPod", self.cache.forget_pod, assumed)
+        self.queue.move_all_to_active_or_backoff_queue(ASSIGNED_POD_DELETE, assumed, None)
 
     def on_pod_delete(self, pod: types_pb2.Pod) -> None:
-        for fwk in self.frameworks:
-            if fwk.reject_waiting_pod(pod.metadata.uid):
-                log.info("rejected waiting pod %s: it was deleted", pod_key(pod))
         if pod.spec.node_name:
             _cache_call("RemovePod", self.cache.remove_pod, pod)
             if self.resize_preemption and self._responsible(pod):
@@ -208,7 +251,9 @@ class EventHandlers:
             self.queue.move_all_to_active_or_backoff_queue(ASSIGNED_POD_DELETE, pod, None)
         elif self._responsible(pod):
             self.queue.delete(pod)
-            if pod.status.nominated_node_name:
+            if self.cache.is_assumed_pod(pod):
+                self._handle_assumed_pod_deletion(pod)
+            elif pod.status.nominated_node_name:
                 self.queue.move_all_to_active_or_backoff_queue(
                     ASSIGNED_POD_DELETE, pod, None, le_priority_pre_check(pod_priority(pod))
                 )

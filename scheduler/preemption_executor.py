@@ -24,9 +24,12 @@ import anyio
 
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import ApiClient
-from kemu.machinery.convert import format_time, message_to_dict, timestamp
+from kemu.client.pod_status import patch_pod_status
+from kemu.component.featuregate import POD_OBSERVED_GENERATION_TRACKING
+from kemu.machinery.convert import message_to_dict
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.kinds import EVENT_NORMAL
+from kemu.machinery.pod_conditions import condition_observed_generation, update_pod_condition
 from kemu.scheduling.interface import Handle, PreemptionExecutor
 from kemu.scheduling.nominator import PodLister
 from kemu.scheduling.preemption import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER, Candidate
@@ -218,47 +221,39 @@ class Executor(PreemptionExecutor):
             "Preempted",
             "Preempting",
             f"Preempted by pod {preemptor.metadata.uid} on node {candidate.name}",
+            related=preemptor,
         )
 
     async def _add_disruption_target(self, preemptor: types_pb2.Pod, victim: types_pb2.Pod) -> bool:
         """Adds DisruptionTarget=True (PreemptionByScheduler) to the victim's status unless it
-        has it already; a compare-and-swap on its resourceVersion so that conditions written
-        meanwhile (the kubelet's) are kept. False when the victim no longer exists."""
+        has it already (upstream UpdatePodCondition, observedGeneration as
+        PodObservedGenerationTracking says); a compare-and-swap on its resourceVersion so that
+        conditions written meanwhile (the kubelet's) are kept. False when the victim no longer
+        exists."""
         message = (
             f"{preemptor.spec.scheduler_name}: preempting to accommodate a higher priority pod"
         )
-        client = self.client
-        current = victim
-        for _ in range(_CONDITION_PATCH_ATTEMPTS):
-            conditions = _with_disruption_target(current, message, self.handle.clock.now())
-            if conditions is None:
-                return True
-            patch = {
-                "metadata": {"resourceVersion": current.metadata.resource_version},
-                "status": {"conditions": conditions},
-            }
-            try:
-                await client.patch(
-                    types_pb2.Pod,
-                    victim.metadata.name,
-                    patch,
-                    victim.metadata.namespace,
-                    subresource="status",
-                )
-                return True
-            except NotFound:
-                return False
-            except Conflict:
-                try:
-                    current = await client.get(
-                        types_pb2.Pod, victim.metadata.name, victim.metadata.namespace
-                    )
-                except NotFound:
-                    return False
-                if current.metadata.uid != victim.metadata.uid:
-                    return False
-        raise Conflict(
-            f"could not add the DisruptionTarget condition to {pod_key(victim)}: it kept changing"
+        tracking = self.handle.gates.enabled(POD_OBSERVED_GENERATION_TRACKING)
+        now = self.handle.clock.now()
+
+        def change(current: types_pb2.Pod) -> dict[str, Any] | None:
+            status = types_pb2.PodStatus()
+            status.CopyFrom(current.status)
+            condition = types_pb2.PodCondition(
+                type=DISRUPTION_TARGET,
+                status="True",
+                reason=PREEMPTION_BY_SCHEDULER,
+                message=message,
+                observed_generation=condition_observed_generation(
+                    current, DISRUPTION_TARGET, tracking=tracking
+                ),
+            )
+            if not update_pod_condition(status, condition, now):
+                return None
+            return {"conditions": [message_to_dict(c) for c in status.conditions]}
+
+        return await patch_pod_status(
+            self.client, victim, change, attempts=_CONDITION_PATCH_ATTEMPTS
         )
 
     async def _clear_lower_priority_nominations(self, preemptor: types_pb2.Pod, node: str) -> bool:
@@ -294,36 +289,3 @@ class Executor(PreemptionExecutor):
                 logger.warning("Could not clear the nomination of %s: %s", pod_key(pod), e)
                 ok = False
         return ok
-
-
-def _with_disruption_target(
-    pod: types_pb2.Pod, message: str, now: float
-) -> list[dict[str, Any]] | None:
-    """The pod's conditions with DisruptionTarget=True/PreemptionByScheduler set, or None when
-    it is already so (upstream UpdatePodCondition)."""
-    out: list[dict[str, Any]] = []
-    found = False
-    for c in pod.status.conditions:
-        if c.type != DISRUPTION_TARGET:
-            out.append(message_to_dict(c))
-            continue
-        found = True
-        if c.status == "True" and c.reason == PREEMPTION_BY_SCHEDULER and c.message == message:
-            return None
-        cond = message_to_dict(c)
-        if c.status != "True":
-            cond["lastTransitionTime"] = format_time(timestamp(now))
-        cond.update(status="True", reason=PREEMPTION_BY_SCHEDULER, message=message)
-        out.append(cond)
-    if not found:
-        cond = {
-            "type": DISRUPTION_TARGET,
-            "status": "True",
-            "reason": PREEMPTION_BY_SCHEDULER,
-            "message": message,
-            "lastTransitionTime": format_time(timestamp(now)),
-        }
-        if pod.metadata.generation:
-            cond["observedGeneration"] = pod.metadata.generation
-        out.append(cond)
-    return out

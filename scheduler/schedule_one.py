@@ -32,16 +32,19 @@ from anyio.abc import TaskGroup
 
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import ApiClient
+from kemu.client.pod_status import patch_pod_status
 from kemu.component.clock import Clock
 from kemu.component.featuregate import (
     NOMINATED_NODE_NAME_FOR_EXPECTATION,
+    POD_OBSERVED_GENERATION_TRACKING,
     PREFER_NOMINATED_NODE,
     FeatureGates,
 )
 from kemu.component.version import Version
-from kemu.machinery.convert import format_time, message_to_dict, timestamp
+from kemu.machinery.convert import message_to_dict
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
+from kemu.machinery.pod_conditions import condition_observed_generation, update_pod_condition
 from kemu.scheduling.deferred import is_deferred_resize_pod, resize_preemption_enabled
 from kemu.scheduling.events import ASSIGNED_POD_DELETE
 from kemu.scheduling.interface import (
@@ -58,6 +61,7 @@ from kemu.scheduling.runtime import NodePluginScores
 from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.status import Code, Status, as_error, unresolvable
 from kemu.scheduling.types import NodeInfo, PostFilterResult, PreFilterResult, pod_key
+from scheduler.cache.cache import CacheError
 from scheduler.cache.interface import SchedulerCache
 from scheduler.metrics import SchedulerMetrics
 from scheduler.queue.interface import SchedulingQueue
@@ -66,6 +70,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "FitError",
+    "NoNodesAvailable",
     "ScheduleResult",
     "Scheduler",
     "SchedulingError",
@@ -76,6 +81,7 @@ MIN_FEASIBLE_NODES_TO_FIND: Final = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: Final = 5
 BASE_PERCENTAGE_OF_NODES_TO_SCORE: Final = 50
 NO_NODES_AVAILABLE: Final = "no nodes available to schedule pods"
+POD_SCHEDULED: Final = "PodScheduled"
 
 
 def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
@@ -99,6 +105,15 @@ class SchedulingError(Exception):
         self.status = status
 
 
+class NoNodesAvailable(SchedulingError):
+    """The cluster has no node (upstream ErrNoNodesAvailable): the pod is unschedulable, not
+    failed with an error (UnschedulableAndUnresolvable, no rejecting plugin, so it is retried
+    after its backoff or when a node is added)."""
+
+    def __init__(self) -> None:
+        super().__init__(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NO_NODES_AVAILABLE,)))
+
+
 # ---------------------------------------------------------------- what the scheduler drives
 
 
@@ -106,6 +121,9 @@ class FrameworkLike(Protocol):
     """The subset of kemu.scheduling.runtime.Framework the cycles use."""
 
     def profile_name(self) -> str: ...
+
+    @property
+    def event_recorder(self) -> EventRecorder: ...
 
     def percentage_of_nodes_to_score(self) -> int: ...
 
@@ -192,7 +210,6 @@ class Scheduler:
         clock: Clock,
         gates: FeatureGates,
         metrics: SchedulerMetrics,
-        recorder: EventRecorder,
         pod_lister: PodLister,
         rng: random.Random | None = None,
     ) -> None:
@@ -204,7 +221,6 @@ class Scheduler:
         self.clock = clock
         self.gates = gates
         self.metrics = metrics
-        self.recorder = recorder
         self.pod_lister = pod_lister  # the informer's lister of pods (latest API copies)
         self.rng = rng or random.Random()
         self.next_start_node_index = 0
@@ -242,7 +258,7 @@ class Scheduler:
             )
             self.queue.done(pod.metadata.uid)
             return
-        if self._skip_pod_schedule(pod):
+        if self._skip_pod_schedule(fwk, pod):
             self.queue.done(pod.metadata.uid)
             return
         self.cycles += 1
@@ -259,8 +275,15 @@ class Scheduler:
             self._binding_cycle, fwk, state, qpi, assumed, node, start, name=f"bind {pod_key(pod)}"
         )
 
-    def _skip_pod_schedule(self, pod: types_pb2.Pod) -> bool:
+    def _skip_pod_schedule(self, fwk: FrameworkLike, pod: types_pb2.Pod) -> bool:
         if pod.metadata.HasField("deletion_timestamp"):
+            fwk.event_recorder.event(
+                pod,
+                EVENT_WARNING,
+                "FailedScheduling",
+                "Scheduling",
+                f"skip schedule deleting pod: {pod_key(pod)}",
+            )
             log.debug("skipping %s: it is being deleted", pod_key(pod))
             return True
         if self.cache.is_assumed_pod(pod):
@@ -389,7 +412,7 @@ class Scheduler:
         self.cache.update_snapshot(self.snapshot)
         fwk.set_snapshot(self.snapshot)
         if self.snapshot.num_nodes() == 0:
-            raise SchedulingError(Status(Code.ERROR, (NO_NODES_AVAILABLE,)))
+            raise NoNodesAvailable()
         feasible, statuses, unschedulable_plugins = self.find_nodes_that_fit_pod(fwk, state, pod)
         if not feasible:
             raise FitError(
@@ -527,49 +550,80 @@ class Scheduler:
         start: float,
     ) -> None:
         try:
-            status = await self._bind(fwk, state, assumed, node)
+            status, rejected_at_permit = await self._bind(fwk, state, assumed, node)
             if status.is_success():
                 self._scheduled(fwk, qpi, assumed, node, start)
                 return
-            fwk.run_reserve_plugins_unreserve(state, assumed, node)
-            self.cache.forget_pod(assumed)
-            # Resources held by the assumed pod are free again: pods waiting for them may fit.
-            self.queue.move_all_to_active_or_backoff_queue(ASSIGNED_POD_DELETE, assumed, None)
-            await self._handle_failure(
-                fwk,
-                qpi,
-                status,
-                PostFilterResult(""),
-                start,
-                {status.plugin} if status.is_rejected() and status.plugin else set(),
+            await self._handle_binding_cycle_error(
+                fwk, state, qpi, assumed, node, start, status, rejected_at_permit
             )
         finally:
+            # Normally done already, after WaitOnPermit or by the failure handler.
             self.queue.done(assumed.metadata.uid)
+
+    async def _handle_binding_cycle_error(
+        self,
+        fwk: FrameworkLike,
+        state: CycleState,
+        qpi: QueuedPodInfo,
+        assumed: types_pb2.Pod,
+        node: str,
+        start: float,
+        status: Status,
+        rejected_at_permit: bool,
+    ) -> None:
+        """Upstream handleBindingCycleError: unreserve, forget, and tell the queue that the
+        resources the assumed pod held are free (an AssignedPodDelete). Only a rejection at
+        WaitOnPermit makes the pod unschedulable (with the rejecting plugin); a PreBind or
+        Bind failure is an error, retried after backoff. The pod's own forget never requeues
+        it: after a rejection the event is sent once the pod is back in the queue, with the
+        pod itself excluded. A pod the deletion handler already forgot sends nothing."""
+        fwk.run_reserve_plugins_unreserve(state, assumed, node)
+        try:
+            forgotten = self.cache.forget_pod(assumed)
+        except CacheError as e:
+            log.error("scheduler cache ForgetPod failed: %s", e)
+            forgotten = False
+        if forgotten and not status.is_rejected():
+            self.queue.move_all_to_active_or_backoff_queue(ASSIGNED_POD_DELETE, assumed, None)
+        plugins = {status.plugin} if rejected_at_permit and status.plugin else set()
+        await self._handle_failure(fwk, qpi, status, PostFilterResult(""), start, plugins)
+        if forgotten and status.is_rejected():
+            uid = assumed.metadata.uid
+            self.queue.move_all_to_active_or_backoff_queue(
+                ASSIGNED_POD_DELETE, assumed, None, lambda p: p.metadata.uid != uid
+            )
 
     async def _bind(
         self, fwk: FrameworkLike, state: CycleState, assumed: types_pb2.Pod, node: str
-    ) -> Status:
+    ) -> tuple[Status, bool]:
+        """The binding cycle's extension points; the status, and whether it is a rejection
+        at WaitOnPermit (the only point of the binding cycle that makes a pod
+        unschedulable)."""
         if self.gates.enabled(NOMINATED_NODE_NAME_FOR_EXPECTATION):
             preflight = fwk.run_pre_bind_pre_flights(state, assumed, node)
             if not preflight.is_success() and not preflight.is_skip():
-                return preflight
+                return preflight, False
             if preflight.is_success() or fwk.will_wait_on_permit(assumed):
                 # KEP-5278: the expected placement is visible while PreBind works or Permit waits.
                 await self._patch_nominated_node(assumed, node)
         status = await fwk.wait_on_permit(assumed)
         if not status.is_success():
-            return status
+            return status, status.is_rejected()
+        # Nothing after Permit makes the pod unschedulable, so the in-flight events are no
+        # longer needed: Done now, as upstream, frees them while PreBind and Bind run.
+        self.queue.done(assumed.metadata.uid)
         status = await fwk.run_pre_bind_plugins(state, assumed, node)
         if not status.is_success():
-            return status
+            return status, False
         status = await fwk.run_bind_plugins(state, assumed, node)
         if status.is_skip():
-            return as_error("all bind plugins skipped")
+            return as_error("all bind plugins skipped"), False
         if not status.is_success():
-            return status
+            return status, False
         self.cache.finish_binding(assumed)
         fwk.run_post_bind_plugins(state, assumed, node)
-        return status
+        return status, False
 
     def _scheduled(
         self,
@@ -588,7 +642,7 @@ class Scheduler:
                 SchedulerMetrics.attempts_label(qpi.attempts)
             ).observe(now - qpi.initial_attempt_timestamp)
         self.metrics.pod_scheduling_attempts.observe(qpi.attempts)
-        self.recorder.event(
+        fwk.event_recorder.event(
             assumed,
             EVENT_NORMAL,
             "Scheduled",
@@ -626,7 +680,9 @@ class Scheduler:
         )
         reason = "Unschedulable" if rejected else "SchedulerError"
         message = status.message() or str(status)
-        if rejected:
+        if message == NO_NODES_AVAILABLE:
+            log.info("unable to schedule %s: no nodes are registered to the cluster", pod_key(pod))
+        elif rejected:
             log.info("unable to schedule %s: %s", pod_key(pod), message)
         else:
             log.warning("error scheduling %s: %s", pod_key(pod), message)
@@ -642,6 +698,9 @@ class Scheduler:
             )
             return
         qpi.unschedulable_plugins = set(unschedulable_plugins) if rejected else set()
+        # Requeued as the informer has it now, as upstream (its binding cycle may have ended
+        # its flight, so the queue no longer tracks its updates).
+        qpi.pod_info = self.cache.pod_info(current)
         self.queue.add_unschedulable_if_not_present(qpi, self.cycles)
         if deferred:
             # KEP-5836: bound and running; its nomination and PodScheduled are left alone.
@@ -656,56 +715,43 @@ class Scheduler:
         # The nominator learns the outcome before the PATCH is sent, so that the next cycles
         # already count (or no longer count) the reservation (reference §3.3).
         self.queue.add_nominated_pod(qpi.pod_info, nominated)
-        self.recorder.event(pod, EVENT_WARNING, "FailedScheduling", "Scheduling", message)
+        fwk.event_recorder.event(pod, EVENT_WARNING, "FailedScheduling", "Scheduling", message)
         await self.update_pod_status(current, reason, message, nominated)
 
     async def update_pod_status(
         self, pod: types_pb2.Pod, reason: str, message: str, nominated: str | None
     ) -> None:
-        """PodScheduled=False (reason, message) and, when `nominated` is not None, NNN = it.
-        Skipped when nothing would change; errors are logged (the next cycle retries)."""
-        current = next((c for c in pod.status.conditions if c.type == "PodScheduled"), None)
-        condition_same = (
-            current is not None
-            and current.status == "False"
-            and current.reason == reason
-            and current.message == message
-        )
-        nnn_same = nominated is None or pod.status.nominated_node_name == nominated
-        if condition_same and nnn_same:
-            return
-        conditions = []
-        now = format_time(timestamp(self.clock.now()))
-        for c in pod.status.conditions:
-            if c.type != "PodScheduled":
-                conditions.append(_condition_dict(c))
-        transition = (
-            format_time(current.last_transition_time)
-            if current is not None
-            and current.status == "False"
-            and current.HasField("last_transition_time")
-            else now
-        )
-        conditions.append(
-            {
-                "type": "PodScheduled",
-                "status": "False",
-                "reason": reason,
-                "message": message,
-                "lastTransitionTime": transition,
-            }
-        )
-        patch: dict[str, Any] = {"status": {"conditions": conditions}}
-        if nominated is not None:
-            patch["status"]["nominatedNodeName"] = nominated or None
-        try:
-            await self.client.patch(
-                types_pb2.Pod,
-                pod.metadata.name,
-                patch,
-                pod.metadata.namespace,
-                subresource="status",
+        """PodScheduled=False (reason, message) and, when `nominated` is not None, NNN = it
+        (upstream updatePod). Skipped when nothing would change; conditions other writers
+        added meanwhile are kept (a resourceVersion CAS, retried on a fresh read). The
+        condition carries observedGeneration as PodObservedGenerationTracking says. Errors
+        are logged (the next cycle retries)."""
+        tracking = self.gates.enabled(POD_OBSERVED_GENERATION_TRACKING)
+        now = self.clock.now()
+
+        def change(current: types_pb2.Pod) -> dict[str, Any] | None:
+            status = types_pb2.PodStatus()
+            status.CopyFrom(current.status)
+            condition = types_pb2.PodCondition(
+                type=POD_SCHEDULED,
+                status="False",
+                reason=reason,
+                message=message,
+                observed_generation=condition_observed_generation(
+                    current, POD_SCHEDULED, tracking=tracking
+                ),
             )
+            condition_changed = update_pod_condition(status, condition, now)
+            nnn_changed = nominated is not None and current.status.nominated_node_name != nominated
+            if not condition_changed and not nnn_changed:
+                return None
+            out: dict[str, Any] = {"conditions": [message_to_dict(c) for c in status.conditions]}
+            if nnn_changed:
+                out["nominatedNodeName"] = nominated or None
+            return out
+
+        try:
+            await patch_pod_status(self.client, pod, change)
         except (NotFound, Conflict) as e:
             log.debug("could not update the status of %s: %s", pod_key(pod), e)
         except ApiError as e:
@@ -725,10 +771,6 @@ class Scheduler:
             )
         except ApiError as e:
             log.warning("could not set the nominated node of %s to %s: %s", pod_key(pod), node, e)
-
-
-def _condition_dict(c: types_pb2.PodCondition) -> dict[str, Any]:
-    return message_to_dict(c)
 
 
 def _plugins_of(fit: FitError) -> set[str]:

@@ -31,6 +31,7 @@ from kemu.component.featuregate import (
     IN_PLACE_POD_VERTICAL_SCALING,
     IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
     POD_OBSERVED_GENERATION_TRACKING,
+    POD_SCHEDULING_READINESS,
     FeatureGates,
 )
 from kemu.machinery import apps, batch, convert
@@ -49,6 +50,11 @@ from kemu.machinery.errors import (
 )
 from kemu.machinery.kinds import BY_KIND, Kind, kind_for_resource, kind_of
 from kemu.machinery.labels import selector_from_label_selector
+from kemu.machinery.pod_strategy import (
+    apply_scheduling_gated_condition,
+    check_bindable,
+    check_binding_preconditions,
+)
 from kemu.machinery.qos import compute_qos_class
 from kemu.machinery.update_strategy import apply_status_update_metadata, bumps_generation
 from kemu.machinery.validation import validate_object, validate_object_size
@@ -295,6 +301,11 @@ class Registry:
             # Upstream resets a new pod's status: only the kubelet and scheduler write it.
             obj.ClearField("status")
             obj.status.phase = "Pending"
+            # PodSchedulingReadiness (GA 1.30): before it, the field is dropped as unknown.
+            if self._gates.enabled(POD_SCHEDULING_READINESS):
+                apply_scheduling_gated_condition(obj, self._now())
+            else:
+                obj.spec.ClearField("scheduling_gates")
         elif isinstance(obj, types_pb2.PodDisruptionBudget):
             obj.ClearField("status")
         elif isinstance(obj, types_pb2.ReplicaSet | types_pb2.Deployment):
@@ -533,20 +544,21 @@ class Registry:
             raise Invalid.field("target.kind", f'must be "Node", not "{binding.target.kind}"')
         clear_nnn = self._gates.enabled(CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING)
         await self.lifecycle.admit_create("pods", name, namespace)  # pods/binding is a create
+        # The binding's uid and resourceVersion are storage preconditions, as upstream's
+        # BindingREST: a pod deleted and re-created under the same name is never bound to
+        # the node chosen for the old one.
+        uid = binding.metadata.uid
+        pinned = binding.metadata.resource_version
+        if pinned:
+            stored = await self.read(_POD, namespace, name)
+            assert isinstance(stored.obj, types_pb2.Pod)
+            stored.obj.metadata.resource_version = str(stored.revision)
+            check_binding_preconditions(stored.obj, uid=uid, resource_version=pinned)
 
         def mutate(obj: Message) -> Message:
             assert isinstance(obj, types_pb2.Pod)
-            if binding.metadata.uid and binding.metadata.uid != obj.metadata.uid:
-                raise Conflict(
-                    f"Precondition failed: UID in precondition: {binding.metadata.uid}, "
-                    f"UID in object meta: {obj.metadata.uid}"
-                )
-            if obj.metadata.HasField("deletion_timestamp"):
-                raise Conflict(f"pod {name} is being deleted, cannot be assigned to a host")
-            if obj.spec.node_name:
-                raise Conflict(f'pod {name} is already assigned to node "{obj.spec.node_name}"')
-            if obj.spec.scheduling_gates:
-                raise Conflict(f"pod {name} has non-empty .spec.schedulingGates")
+            check_binding_preconditions(obj, uid=uid, resource_version="")
+            check_bindable(obj)
             obj.spec.node_name = node
             for k, v in binding.metadata.annotations.items():
                 obj.metadata.annotations[k] = v
@@ -555,7 +567,7 @@ class Registry:
             set_pod_condition(obj, "PodScheduled", "True", now=self._now())
             return obj
 
-        await self.guaranteed_update(_POD, namespace, name, mutate)
+        await self.guaranteed_update(_POD, namespace, name, mutate, precondition_rv=pinned)
 
     # ------------------------------------------------------------ pods/resize
 

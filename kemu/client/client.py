@@ -439,11 +439,17 @@ class Client:
         node_name: str,
         *,
         annotations: Mapping[str, str] | None = None,
+        uid: str = "",
+        resource_version: str = "",
     ) -> None:
+        """pods/binding. `uid` and `resource_version`, when given, are preconditions: the
+        binding fails (Conflict) unless the stored pod still has them."""
         req = api_pb2.Binding(
             metadata=types_pb2.ObjectMeta(
                 namespace=namespace or DEFAULT_NAMESPACE,
                 name=name,
+                uid=uid,
+                resource_version=resource_version,
                 annotations=dict(annotations or {}),
             ),
             target=types_pb2.ObjectReference(kind="Node", name=node_name),

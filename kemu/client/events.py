@@ -4,6 +4,11 @@
 the apiserver. Repeats of the same event (same object, type, reason and message) update the
 existing Event's count and lastTimestamp instead of creating another, as upstream's
 correlator does. A full queue drops events (logged): events are best effort upstream too.
+
+`for_component(name, instance)` gives a recorder that reports as another component through
+the same queue and writer: the scheduler's profiles each report as their schedulerName, as
+upstream's per-profile recorders do. An event may name a `related` object (upstream's
+events.k8s.io `related`, e.g. the preemptor of a Preempted event).
 """
 
 from __future__ import annotations
@@ -33,11 +38,14 @@ _CACHE_SIZE: Final = 4096
 @dataclass(frozen=True)
 class _Pending:
     involved: types_pb2.ObjectReference
+    related: types_pb2.ObjectReference | None
     event_type: str
     reason: str
     action: str
     message: str
     when: float
+    component: str
+    instance: str
 
 
 def object_reference(obj: Message) -> types_pb2.ObjectReference:
@@ -70,14 +78,52 @@ class EventRecorder:
         self._instance = instance
         self._clock = clock or RealClock()
         self._send, self._receive = anyio.create_memory_object_stream[_Pending](buffer)
-        # (uid, type, reason, message) -> (namespace, event name, count)
-        self._seen: OrderedDict[tuple[str, str, str, str], tuple[str, str, int]] = OrderedDict()
+        # (uid, component, type, reason, message) -> (namespace, event name, count)
+        self._seen: OrderedDict[tuple[str, str, str, str, str], tuple[str, str, int]] = (
+            OrderedDict()
+        )
         self.dropped = 0
         self._seq = itertools.count()
 
-    def event(self, obj: Message, event_type: str, reason: str, action: str, message: str) -> None:
+    def for_component(self, component: str, instance: str = "") -> NamedEventRecorder:
+        """A recorder reporting as `component` (and `instance`) through this one's writer."""
+        return NamedEventRecorder(self, component, instance)
+
+    def event(
+        self,
+        obj: Message,
+        event_type: str,
+        reason: str,
+        action: str,
+        message: str,
+        *,
+        related: Message | None = None,
+    ) -> None:
+        self._enqueue(
+            obj, event_type, reason, action, message, related, self._component, self._instance
+        )
+
+    def _enqueue(
+        self,
+        obj: Message,
+        event_type: str,
+        reason: str,
+        action: str,
+        message: str,
+        related: Message | None,
+        component: str,
+        instance: str,
+    ) -> None:
         pending = _Pending(
-            object_reference(obj), event_type, reason, action, message, self._clock.now()
+            object_reference(obj),
+            object_reference(related) if related is not None else None,
+            event_type,
+            reason,
+            action,
+            message,
+            self._clock.now(),
+            component,
+            instance,
         )
         try:
             self._send.send_nowait(pending)
@@ -105,7 +151,7 @@ class EventRecorder:
                 )
 
     async def _write(self, p: _Pending) -> None:
-        key = (p.involved.uid, p.event_type, p.reason, p.message)
+        key = (p.involved.uid, p.component, p.event_type, p.reason, p.message)
         known = self._seen.get(key)
         if known is not None:
             namespace, name, count = known
@@ -132,13 +178,15 @@ class EventRecorder:
             type=p.event_type,
             count=1,
             action=p.action,
-            reporting_component=self._component,
-            reporting_instance=self._instance,
+            reporting_component=p.component,
+            reporting_instance=p.instance,
         )
+        if p.related is not None:
+            ev.related.CopyFrom(p.related)
         ev.metadata.namespace = namespace
         # <object>.<hex nanoseconds> as upstream, made unique within this recorder.
         ev.metadata.name = f"{p.involved.name}.{int(p.when * 1e9) + next(self._seq):x}"
-        ev.source.component = self._component
+        ev.source.component = p.component
         ev.source.host = self._host
         ev.first_timestamp.CopyFrom(timestamp(p.when))
         ev.last_timestamp.CopyFrom(timestamp(p.when))
@@ -150,3 +198,26 @@ class EventRecorder:
 
 def _iso(seconds: float) -> str:
     return format_time(timestamp(seconds))
+
+
+class NamedEventRecorder:
+    """An EventRecorder's view that reports as another component (`for_component`)."""
+
+    def __init__(self, parent: EventRecorder, component: str, instance: str) -> None:
+        self._parent = parent
+        self.component = component
+        self.instance = instance
+
+    def event(
+        self,
+        obj: Message,
+        event_type: str,
+        reason: str,
+        action: str,
+        message: str,
+        *,
+        related: Message | None = None,
+    ) -> None:
+        self._parent._enqueue(
+            obj, event_type, reason, action, message, related, self.component, self.instance
+        )

@@ -82,6 +82,7 @@ from kemu.machinery.errors import (
     NotFound,
 )
 from kemu.machinery.namespaces import FINALIZE_SUBRESOURCE
+from kemu.machinery.pod_strategy import check_bindable, check_binding_preconditions
 from kemu.machinery.selection import RequestFilter
 from kemu.machinery.update_strategy import apply_status_update_metadata, bumps_generation
 from kemu.machinery.validation import validate_no_new_finalizers
@@ -101,6 +102,7 @@ class Action:
     object: Message | None = None
     patch: str = ""
     node_name: str = ""  # bind
+    uid: str = ""  # bind
     resource_version: str = ""  # list, watch
     label_selector: str = ""  # list, watch
 
@@ -735,17 +737,15 @@ class FakeClient:
         node_name: str,
         *,
         annotations: Mapping[str, str] | None = None,
+        uid: str = "",
+        resource_version: str = "",
     ) -> None:
         ns = namespace or DEFAULT_NAMESPACE
-        await self._enter(Action("bind", "pods", ns, name, "binding", node_name=node_name))
+        await self._enter(Action("bind", "pods", ns, name, "binding", node_name=node_name, uid=uid))
         k = kinds.kind_of(types_pb2.Pod())
         old = cast(types_pb2.Pod, self._stored(k, ns, name))
-        if old.metadata.HasField("deletion_timestamp"):
-            raise Conflict(f"pod {name} is being deleted, cannot be assigned to a host")
-        if old.spec.node_name:
-            raise Conflict(f'pod {name} is already assigned to node "{old.spec.node_name}"')
-        if old.spec.scheduling_gates:
-            raise Conflict(f"pod {name} has non-empty .spec.schedulingGates")
+        check_binding_preconditions(old, uid=uid, resource_version=resource_version)
+        check_bindable(old)
         new = _copy(old)
         new.spec.node_name = node_name
         new.metadata.annotations.update(annotations or {})

@@ -144,6 +144,8 @@ class ApiClient(Protocol):
         node_name: str,
         *,
         annotations: Mapping[str, str] | None = None,
+        uid: str = "",
+        resource_version: str = "",
     ) -> None: ...
 
     async def resize(self, pod: types_pb2.Pod) -> types_pb2.Pod: ...

@@ -36,8 +36,9 @@ SCHEDULER_PREEMPTION_FOR_POD_RESIZE: Final = "SchedulerPreemptionForPodResize"
 """Alias of IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION (the name in the KEP-5836 text)."""
 SCHEDULER_ASYNC_PREEMPTION: Final = "SchedulerAsyncPreemption"
 POD_OBSERVED_GENERATION_TRACKING: Final = "PodObservedGenerationTracking"
-"""KEP-5067: status.observedGeneration of pods and of the conditions the kubelet writes
-(kubelet), kept or dropped on status writes (apiserver)."""
+"""KEP-5067: status.observedGeneration of pods and of the conditions the kubelet and the
+scheduler write, kept or dropped on status writes (apiserver)."""
+POD_SCHEDULING_READINESS: Final = "PodSchedulingReadiness"
 
 
 class Stage(enum.StrEnum):
@@ -128,18 +129,28 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
                 aliases=(SCHEDULER_PREEMPTION_FOR_POD_RESIZE,),
             ),
             GateDefinition(
-                SCHEDULER_ASYNC_PREEMPTION,
-                (
-                    FeatureSpec(_v(32), Stage.ALPHA, False),
-                    FeatureSpec(_v(33), Stage.BETA, True),
-                ),
-            ),
-            GateDefinition(
                 POD_OBSERVED_GENERATION_TRACKING,
                 (
                     FeatureSpec(_v(33), Stage.ALPHA, False),
                     FeatureSpec(_v(34), Stage.BETA, True),
                     FeatureSpec(_v(35), Stage.GA, True, locked=True),
+                ),
+            ),
+            GateDefinition(
+                POD_SCHEDULING_READINESS,
+                (
+                    FeatureSpec(_v(26), Stage.ALPHA, False),
+                    FeatureSpec(_v(27), Stage.BETA, True),
+                    FeatureSpec(_v(30), Stage.GA, True, locked=True),
+                ),
+                removed_in=_v(32),
+                enabled_after_removal=True,
+            ),
+            GateDefinition(
+                SCHEDULER_ASYNC_PREEMPTION,
+                (
+                    FeatureSpec(_v(32), Stage.ALPHA, False),
+                    FeatureSpec(_v(33), Stage.BETA, True),
                 ),
             ),
         )

@@ -9,6 +9,8 @@ from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.convert import timestamp
+from kemu.machinery.delete_options import check_preconditions
+from kemu.machinery.errors import Conflict
 
 # spec.terminationGracePeriodSeconds when the pod does not set it (upstream's default).
 DEFAULT_TERMINATION_GRACE_SECONDS: Final = 30
@@ -58,3 +60,53 @@ def default_requests_from_limits(spec: types_pb2.PodSpec) -> None:
         for name, value in c.resources.limits.items():
             if name not in c.resources.requests:
                 c.resources.requests[name] = value
+
+
+def check_binding_preconditions(pod: types_pb2.Pod, *, uid: str, resource_version: str) -> None:
+    """The storage preconditions of a pods/binding (upstream BindingREST setPodNodeAndMetadata):
+    a binding that names the pod's uid (and resourceVersion) binds only that pod, never a
+    namesake created since. An empty value is no precondition. Conflict as upstream's."""
+    try:
+        check_preconditions(
+            pod.metadata, uid=uid or None, resource_version=resource_version or None
+        )
+    except Conflict as e:
+        raise Conflict(
+            f'Operation cannot be fulfilled on pods "{pod.metadata.name}": {e.message}'
+        ) from None
+
+
+def check_bindable(pod: types_pb2.Pod) -> None:
+    """Conflict when the stored pod cannot take a binding: it is being deleted, already on a
+    node, or still gated (upstream's pods/binding update function)."""
+    name = pod.metadata.name
+    if pod.metadata.HasField("deletion_timestamp"):
+        why = f"pod {name} is being deleted, cannot be assigned to a host"
+    elif pod.spec.node_name:
+        why = f'pod {name} is already assigned to node "{pod.spec.node_name}"'
+    elif pod.spec.scheduling_gates:
+        why = f"pod {name} has non-empty .spec.schedulingGates"
+    else:
+        return
+    raise Conflict(f'Operation cannot be fulfilled on pods/binding "{name}": {why}')
+
+
+SCHEDULING_GATED: Final = "SchedulingGated"
+SCHEDULING_GATED_MESSAGE: Final = "Scheduling is blocked due to non-empty scheduling gates"
+
+
+def apply_scheduling_gated_condition(pod: types_pb2.Pod, now: float) -> None:
+    """A new pod with scheduling gates starts PodScheduled=False reason SchedulingGated
+    (upstream's pod strategy PrepareForCreate, applySchedulingGatedCondition), unless it
+    already has a PodScheduled condition."""
+    if not pod.spec.scheduling_gates:
+        return
+    if any(c.type == "PodScheduled" for c in pod.status.conditions):
+        return
+    c = pod.status.conditions.add(
+        type="PodScheduled",
+        status="False",
+        reason=SCHEDULING_GATED,
+        message=SCHEDULING_GATED_MESSAGE,
+    )
+    c.last_transition_time.CopyFrom(timestamp(now))

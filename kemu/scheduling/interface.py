@@ -414,8 +414,18 @@ class PodNominator(Protocol):
 
 
 class EventRecorder(Protocol):
+    """Events about pods (upstream's events.k8s.io recorder: `related` is a second object
+    the event is about, e.g. the preemptor of a Preempted event)."""
+
     def event(
-        self, obj: types_pb2.Pod, event_type: str, reason: str, action: str, message: str
+        self,
+        obj: types_pb2.Pod,
+        event_type: str,
+        reason: str,
+        action: str,
+        message: str,
+        *,
+        related: types_pb2.Pod | None = None,
     ) -> None: ...
 
 
@@ -432,6 +442,8 @@ class SchedulingApi(Protocol):
         node_name: str,
         *,
         annotations: Mapping[str, str] | None = None,
+        uid: str = "",
+        resource_version: str = "",
     ) -> None: ...
 
 

@@ -182,7 +182,14 @@ class NodePluginScores:
 
 class _NoEvents:
     def event(
-        self, obj: types_pb2.Pod, event_type: str, reason: str, action: str, message: str
+        self,
+        obj: types_pb2.Pod,
+        event_type: str,
+        reason: str,
+        action: str,
+        message: str,
+        *,
+        related: types_pb2.Pod | None = None,
     ) -> None:
         pass
 

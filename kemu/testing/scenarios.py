@@ -220,7 +220,10 @@ class Scenario:
         async def unschedulable() -> types_pb2.PodCondition:
             p = await self.get(name)
             cond = [c for c in p.status.conditions if c.type == "PodScheduled"]
-            assert cond and cond[0].status == "False", f"{name}: {p.status.conditions}"
+            # A scheduler's verdict, not the apiserver's SchedulingGated of a gated pod.
+            assert cond and cond[0].status == "False" and cond[0].reason != "SchedulingGated", (
+                f"{name}: {p.status.conditions}"
+            )
             return cond[0]
 
         return await eventually(unschedulable, timeout=timeout)

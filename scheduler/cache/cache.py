@@ -206,13 +206,14 @@ class Cache:
         ps.deadline = self._clock.monotonic() + self._ttl
         ps.binding_finished = True
 
-    def forget_pod(self, pod: types_pb2.Pod) -> None:
-        """Undoes `assume_pod` (the binding cycle failed). A pod no longer in the cache (it
-        expired, or was deleted) is fine; a pod that is not assumed is an error."""
+    def forget_pod(self, pod: types_pb2.Pod) -> bool:
+        """Undoes `assume_pod` (the binding cycle failed, or the pod was deleted while
+        assumed). A pod no longer in the cache (it expired, or was forgotten already) is
+        fine: False, nothing was freed; a pod that is not assumed is an error."""
         uid = pod.metadata.uid
         ps = self._pod_states.get(uid)
         if ps is None:
-            return
+            return False
         if pod.spec.node_name and ps.pod.spec.node_name != pod.spec.node_name:
             raise CacheError(
                 f"pod {pod_key(pod)} was assumed on {ps.pod.spec.node_name} "
@@ -221,6 +222,7 @@ class Cache:
         if uid not in self._assumed:
             raise CacheError(f"pod {pod_key(pod)} is not assumed, so it cannot be forgotten")
         self._remove_pod(ps.pod)
+        return True
 
     def add_pod(self, pod: types_pb2.Pod) -> None:
         """An assigned pod the informer saw: confirms an assumed pod (now counted as the

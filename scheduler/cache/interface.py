@@ -7,6 +7,7 @@ from typing import Protocol
 
 from kemu.api.v1 import types_pb2
 from kemu.scheduling.snapshot import Snapshot
+from kemu.scheduling.types import PodInfo
 
 
 class SchedulerCache(Protocol):
@@ -28,8 +29,18 @@ class SchedulerCache(Protocol):
 
     def finish_binding(self, pod: types_pb2.Pod) -> None: ...
 
-    def forget_pod(self, pod: types_pb2.Pod) -> None: ...
+    def forget_pod(self, pod: types_pb2.Pod) -> bool:
+        """False when the pod is no longer in the cache (nothing to forget)."""
+        ...
 
     def is_assumed_pod(self, pod: types_pb2.Pod) -> bool: ...
+
+    def get_pod(self, pod: types_pb2.Pod) -> types_pb2.Pod | None:
+        """The cache's own object for `pod`'s uid (assumed: with its node), or None."""
+        ...
+
+    def pod_info(self, pod: types_pb2.Pod) -> PodInfo:
+        """A PodInfo counted as this cache counts pods."""
+        ...
 
     def update_snapshot(self, snapshot: Snapshot) -> None: ...

@@ -5,7 +5,9 @@ them; `QueueMetrics` makes them on its own for a queue used alone):
 - `pending_pods`: Gauge `scheduler_pending_pods{queue=active|backoff|unschedulable|gated}`;
   the queue binds each child to a function, so it is read when scraped, at no cost per move;
 - `queue_incoming_pods`: Counter `scheduler_queue_incoming_pods_total{queue, event}`, every
-  move into a queue with the event that caused it.
+  move into a queue with the event that caused it;
+- `unschedulable_pods`: Gauge `scheduler_unschedulable_pods{plugin, profile}`, the queued pods
+  (not in flight) that each plugin rejected in their last attempt or gated at PreEnqueue.
 """
 
 from __future__ import annotations
@@ -26,6 +28,16 @@ class LabelledGaugeFunction(Protocol):
     def labels(self, *values: str) -> GaugeFunction: ...
 
 
+class UpDown(Protocol):
+    def inc(self, amount: float = 1) -> None: ...
+
+    def dec(self, amount: float = 1) -> None: ...
+
+
+class LabelledGauge(Protocol):
+    def labels(self, *values: str) -> UpDown: ...
+
+
 class QueueMetricsSink(Protocol):
     @property
     def pending_pods(self) -> LabelledGaugeFunction: ...
@@ -33,9 +45,12 @@ class QueueMetricsSink(Protocol):
     @property
     def queue_incoming_pods(self) -> LabelledCounter: ...
 
+    @property
+    def unschedulable_pods(self) -> LabelledGauge: ...
+
 
 class QueueMetrics:
-    """The queue's two metrics on `registry` (None: unregistered, for tests)."""
+    """The queue's metrics on `registry` (None: unregistered, for tests)."""
 
     def __init__(self, registry: CollectorRegistry | None) -> None:
         self.pending_pods = Gauge(
@@ -52,5 +67,13 @@ class QueueMetrics:
             "scheduler_queue_incoming_pods_total",
             "Number of pods added to scheduling queues by event and queue type.",
             ["queue", "event"],
+            registry=registry,
+        )
+        self.unschedulable_pods = Gauge(
+            "scheduler_unschedulable_pods",
+            "The number of unschedulable pods broken down by plugin name. A pod will "
+            "increment the gauge for all plugins that caused it to not schedule and so this "
+            "metric have meaning only when broken down by plugin.",
+            ["plugin", "profile"],
             registry=registry,
         )

@@ -10,6 +10,10 @@ Pods waiting to be scheduled live in one of three places:
   of those plugins registered and whose queueing hint says Queue; and gated pods (a PreEnqueue
   plugin said no), flagged `gated`. Pods left there for 5 minutes are flushed back.
 
+`scheduler_unschedulable_pods{plugin, profile}` counts, per plugin, the queued pods that
+plugin rejected (or gated): raised when a failed pod comes back and when PreEnqueue gates a pod
+(once per pod and plugin), lowered when the pod is popped or deleted (upstream, 1.36-1.37).
+
 Every `pop()` is paired with `done(uid)`; between them the pod is in flight and the cluster
 events the queue sees are recorded, so that `add_unschedulable_if_not_present` can replay the
 hints over them when the pod comes back rejected.
@@ -204,9 +208,13 @@ class PriorityQueue:
         """The pod was deleted (or bound by someone else): forget it everywhere."""
         self.nominator.delete_nominated_pod_if_exists(pod)
         key = pod_key(pod)
-        if self._active.delete(key) is not None or self._backoff.delete(key) is not None:
-            return
-        if self._unschedulable.pop(key, None) is not None:
+        removed = self._active.delete(key)
+        if removed is None:
+            removed = self._backoff.delete(key)
+        if removed is None:
+            removed = self._unschedulable.pop(key, None)
+        if removed is not None:
+            self._count_rejectors(removed, -1)
             return
         # A pod deleted while in flight must not be put back when its cycle fails.
         self._in_flight.mark_deleted(pod.metadata.uid)
@@ -288,6 +296,7 @@ class PriorityQueue:
             logger.error("Pod %s is tracked twice by the queue; discarding it", _key(qpi))
         qpi.attempts += 1
         self._scheduling_cycle += 1
+        self._count_rejectors(qpi, -1)
         if qpi.initial_attempt_timestamp is None:
             qpi.initial_attempt_timestamp = self._clock.monotonic()
         qpi.unschedulable_plugins.clear()
@@ -325,6 +334,7 @@ class PriorityQueue:
             if latest is not None and latest is not qpi.pod:
                 qpi.pod_info = self._pod_info_factory(latest)
             qpi.timestamp = self._clock.monotonic()
+            self._count_rejectors(qpi, +1)
             strategy = self._hint_for_in_flight_pod(qpi)
             queue = self._requeue(qpi, strategy, SCHEDULE_ATTEMPT_FAILURE)
             logger.debug(
@@ -477,6 +487,8 @@ class PriorityQueue:
             qpi.gating_plugin = ""
             return
         plugin = status.plugin or "PreEnqueue"
+        if plugin not in qpi.unschedulable_plugins and plugin not in qpi.pending_plugins:
+            self._unschedulable_gauge(plugin, qpi, +1)
         qpi.unschedulable_plugins.add(plugin)
         qpi.gated = True
         qpi.gating_plugin = plugin
@@ -484,6 +496,19 @@ class PriorityQueue:
             logger.error("PreEnqueue of pod %s failed: %s", _key(qpi), status)
         else:
             logger.debug("Pod %s is gated: %s", _key(qpi), status)
+
+    def _count_rejectors(self, qpi: QueuedPodInfo, delta: int) -> None:
+        for plugin in qpi.unschedulable_plugins | qpi.pending_plugins:
+            self._unschedulable_gauge(plugin, qpi, delta)
+
+    def _unschedulable_gauge(self, plugin: str, qpi: QueuedPodInfo, delta: int) -> None:
+        if self._metrics is None:
+            return
+        child = self._metrics.unschedulable_pods.labels(plugin, qpi.pod.spec.scheduler_name)
+        if delta > 0:
+            child.inc(delta)
+        else:
+            child.dec(-delta)
 
     def _add_to_unschedulable(self, qpi: QueuedPodInfo, event: str) -> None:
         self._unschedulable[_key(qpi)] = qpi

@@ -293,6 +293,39 @@ async def test_s_clr_1_bind_clears_nominated_node_name_and_rebinding_conflicts(c
             await c.bind(ns, "pod", "other")
 
 
+@pytest.mark.parametrize(
+    ("version", "gated"),
+    [("1.37", True), ("1.27", True), ("1.26", False)],
+)
+async def test_a_gated_pod_is_created_scheduling_gated_as_pod_scheduling_readiness(
+    cluster_factory, version, gated
+):
+    """upstream's pod strategy PrepareForCreate: PodScheduled=False reason SchedulingGated on
+    a new pod with scheduling gates (PodSchedulingReadiness: beta and on from 1.27, GA 1.30);
+    while the gate is off (1.26) the field is dropped, so nothing is gated."""
+    cl = cluster_factory()
+    cl.start_etcd()
+    cl.start_apiserver(emulated_version=version)
+    async with Client(cl.server, timeout=10.0) as c:
+        pod = await c.create(make_pod("p").gate("example.com/wait").obj())
+        plain = await c.create(make_pod("plain").obj())
+    conditions = [(x.type, x.status, x.reason, x.message) for x in pod.status.conditions]
+    if gated:
+        assert [g.name for g in pod.spec.scheduling_gates] == ["example.com/wait"]
+        assert conditions == [
+            (
+                "PodScheduled",
+                "False",
+                "SchedulingGated",
+                "Scheduling is blocked due to non-empty scheduling gates",
+            )
+        ]
+        assert pod.status.conditions[0].HasField("last_transition_time")
+    else:
+        assert not pod.spec.scheduling_gates and conditions == []
+    assert not plain.status.conditions
+
+
 async def test_bind_refuses_gated_and_terminating_pods(cluster):
     async with _client(cluster) as c:
         ns = await create_namespace(c, "bind")

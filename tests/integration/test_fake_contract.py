@@ -250,7 +250,22 @@ async def scenario(c: ApiClient, ns: str) -> dict[str, Any]:
     )
 
     # binding
-    await r.step("bind a", c.bind(ns, "a", "node-1"))
+    a_before = await c.get(Pod, "a", ns)
+    await r.step("bind a with another uid", c.bind(ns, "a", "node-1", uid="other"))
+    await r.step(
+        "bind a with a stale resourceVersion",
+        c.bind(ns, "a", "node-1", resource_version=str(rv(a_before) - 1)),
+    )
+    await r.step(
+        "bind a",
+        c.bind(
+            ns,
+            "a",
+            "node-1",
+            uid=a_before.metadata.uid,
+            resource_version=a_before.metadata.resource_version,
+        ),
+    )
     await r.step("a after binding", c.get(Pod, "a", ns), _pod)
     await r.step("bind a again", c.bind(ns, "a", "node-2"))
     await r.step("bind missing", c.bind(ns, "missing", "node-1"))
@@ -431,16 +446,38 @@ EXPECTED: dict[str, Any] = {
         "NotFound",
         "the server could not find the requested resource (priorityclasses/status)",
     ),
+    "bind a with another uid": (
+        "Conflict",
+        'Operation cannot be fulfilled on pods "a": Precondition failed: '
+        "UID in precondition: other, UID in object meta: <uid>",
+    ),
+    "bind a with a stale resourceVersion": (
+        "Conflict",
+        'Operation cannot be fulfilled on pods "a": Precondition failed: '
+        "ResourceVersion in precondition: <n>, ResourceVersion in object meta: <n>",
+    ),
     "bind a": "ok",
     "a after binding": _bound_a(),
-    "bind a again": ("Conflict", 'pod a is already assigned to node "node-<n>"'),
+    "bind a again": (
+        "Conflict",
+        'Operation cannot be fulfilled on pods/binding "a": '
+        'pod a is already assigned to node "node-<n>"',
+    ),
     "bind missing": ("NotFound", 'pods "missing" not found'),
-    "bind a gated pod": ("Conflict", "pod gated has non-empty .spec.schedulingGates"),
+    "bind a gated pod": (
+        "Conflict",
+        'Operation cannot be fulfilled on pods/binding "gated": '
+        "pod gated has non-empty .spec.schedulingGates",
+    ),
     "delete bound a": _bound_a(deleting=True, grace=20),
     "a while terminating": _bound_a(deleting=True, grace=20),
     "delete a with a longer grace": _bound_a(deleting=True, grace=20),
     "delete a with a shorter grace": _bound_a(deleting=True, grace=5),
-    "bind a terminating pod": ("Conflict", "pod a is being deleted, cannot be assigned to a host"),
+    "bind a terminating pod": (
+        "Conflict",
+        'Operation cannot be fulfilled on pods/binding "a": '
+        "pod a is being deleted, cannot be assigned to a host",
+    ),
     "a has its uid": True,
     "delete a with a wrong uid": (
         "Conflict",

@@ -1283,7 +1283,7 @@ class EventSource(_message.Message):
     def __init__(self, component: _Optional[str] = ..., host: _Optional[str] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ("metadata", "involved_object", "reason", "message", "source", "first_timestamp", "last_timestamp", "count", "type", "reporting_component", "reporting_instance", "action")
+    __slots__ = ("metadata", "involved_object", "reason", "message", "source", "first_timestamp", "last_timestamp", "count", "type", "reporting_component", "reporting_instance", "action", "related")
     METADATA_FIELD_NUMBER: _ClassVar[int]
     INVOLVED_OBJECT_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
@@ -1296,6 +1296,7 @@ class Event(_message.Message):
     REPORTING_COMPONENT_FIELD_NUMBER: _ClassVar[int]
     REPORTING_INSTANCE_FIELD_NUMBER: _ClassVar[int]
     ACTION_FIELD_NUMBER: _ClassVar[int]
+    RELATED_FIELD_NUMBER: _ClassVar[int]
     metadata: ObjectMeta
     involved_object: ObjectReference
     reason: str
@@ -1308,7 +1309,8 @@ class Event(_message.Message):
     reporting_component: str
     reporting_instance: str
     action: str
-    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., involved_object: _Optional[_Union[ObjectReference, _Mapping]] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., source: _Optional[_Union[EventSource, _Mapping]] = ..., first_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., count: _Optional[int] = ..., type: _Optional[str] = ..., reporting_component: _Optional[str] = ..., reporting_instance: _Optional[str] = ..., action: _Optional[str] = ...) -> None: ...
+    related: ObjectReference
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., involved_object: _Optional[_Union[ObjectReference, _Mapping]] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., source: _Optional[_Union[EventSource, _Mapping]] = ..., first_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., count: _Optional[int] = ..., type: _Optional[str] = ..., reporting_component: _Optional[str] = ..., reporting_instance: _Optional[str] = ..., action: _Optional[str] = ..., related: _Optional[_Union[ObjectReference, _Mapping]] = ...) -> None: ...
 
 class NamespaceSpec(_message.Message):
     __slots__ = ("finalizers",)

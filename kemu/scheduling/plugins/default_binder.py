@@ -1,8 +1,10 @@
 """DefaultBinder: binds the pod through the API (upstream defaultbinder/default_binder.go).
 
-`await handle.client.bind(namespace, name, node)` posts the pods/binding subresource; an API
-error (the pod is gone, already bound, the apiserver unavailable) is an Error status, which
-makes the scheduler forget the assumed pod and retry it.
+`handle.client.bind` posts the pods/binding subresource with the pod's uid, as upstream's
+Binding object carries it: the apiserver then binds only that pod, never one deleted and
+re-created under the same name while this one was in its binding cycle. An API error (the pod
+is gone or replaced, already bound, the apiserver unavailable) is an Error status, which makes
+the scheduler forget the assumed pod and retry it.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ class DefaultBinder(BindPlugin):
 
     async def bind(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> Status:
         try:
-            await self._handle.client.bind(pod.metadata.namespace, pod.metadata.name, node_name)
+            await self._handle.client.bind(
+                pod.metadata.namespace, pod.metadata.name, node_name, uid=pod.metadata.uid
+            )
         except ApiError as e:
             return as_error(e)
         return SUCCESS

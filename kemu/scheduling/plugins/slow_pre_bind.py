@@ -7,6 +7,10 @@ A pod asks for it through annotations:
   "1m30s") or "forever" (PreBind waits until it is cancelled, i.e. until the scheduler stops).
 - `scheduling.kemu.io/prebind-fail: "N"`: the first N PreBind attempts for this pod (counted by
   uid, in this plugin instance) return an Error status after the delay; later ones succeed.
+- `scheduling.kemu.io/prebind-fail-status: Unschedulable`: those failures are Unschedulable
+  instead (as upstream's integration-test PreBind plugin returns), for the scheduler's rule
+  that nothing after Permit makes a pod unschedulable: it backs off all the same. The plugin
+  registers no cluster event (none resolves an injected failure).
 
 Args (pluginConfig), both optional:
 - `podSelector`: a label selector; matching pods take part even without annotations.
@@ -32,9 +36,16 @@ import anyio
 from kemu.api.v1 import types_pb2
 from kemu.machinery.duration import parse_duration
 from kemu.machinery.labels import Selector
-from kemu.scheduling.interface import CycleState, Handle, PluginArgs, PreBindPlugin
+from kemu.scheduling.events import ClusterEventWithHint
+from kemu.scheduling.interface import (
+    CycleState,
+    EnqueueExtensions,
+    Handle,
+    PluginArgs,
+    PreBindPlugin,
+)
 from kemu.scheduling.plugins.helpers import check_arg_keys, label_selector_from_args
-from kemu.scheduling.status import SKIP, SUCCESS, Status, as_error
+from kemu.scheduling.status import SKIP, SUCCESS, Code, Status, as_error
 from kemu.scheduling.types import pod_key
 
 logger = logging.getLogger(__name__)
@@ -43,6 +54,7 @@ NAME: Final = "SlowPreBind"
 
 ANNOTATION_DELAY: Final = "scheduling.kemu.io/prebind-delay"
 ANNOTATION_FAIL: Final = "scheduling.kemu.io/prebind-fail"
+ANNOTATION_FAIL_STATUS: Final = "scheduling.kemu.io/prebind-fail-status"
 FOREVER: Final = "forever"
 
 
@@ -59,7 +71,7 @@ class _Plan:
     failures: int  # how many attempts fail
 
 
-class SlowPreBind(PreBindPlugin):
+class SlowPreBind(PreBindPlugin, EnqueueExtensions):
     NAME = NAME
 
     def __init__(
@@ -135,10 +147,16 @@ class SlowPreBind(PreBindPlugin):
                 attempt,
                 plan.failures,
             )
-            return as_error(
-                f"injected PreBind failure {attempt}/{plan.failures} ({ANNOTATION_FAIL})"
-            )
+            message = f"injected PreBind failure {attempt}/{plan.failures} ({ANNOTATION_FAIL})"
+            if pod.metadata.annotations.get(ANNOTATION_FAIL_STATUS) == "Unschedulable":
+                return Status(Code.UNSCHEDULABLE, (message,), NAME)
+            return as_error(message)
         return SUCCESS
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """No cluster event resolves an injected failure (they are counted per pod), so none
+        is registered: a pod this plugin rejected is retried only after its backoff."""
+        return []
 
     def attempts(self, uid: str) -> int:
         """PreBind attempts that finished their delay for the pod with `uid` (for tests)."""

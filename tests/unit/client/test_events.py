@@ -53,3 +53,30 @@ async def test_a_full_queue_drops_events_instead_of_blocking() -> None:
     for _ in range(5):
         recorder.event(pod, EVENT_NORMAL, "R", "A", "m")
     assert recorder.dropped == 3
+
+
+async def test_a_component_view_reports_as_its_component_with_a_related_object() -> None:
+    """Each scheduler profile reports as its schedulerName (upstream's per-profile
+    recorders), through one writer; a Preempted event names the preemptor as related."""
+    client = FakeClient()
+    victim = await client.create(make_pod("victim").namespace("ns").obj())
+    preemptor = await client.create(make_pod("preemptor").namespace("ns").obj())
+    recorder = EventRecorder(client, "default-scheduler", host="h", clock=FakeClock())
+    other = recorder.for_component("other-scheduler", "other-scheduler-h")
+    async with anyio.create_task_group() as tg:
+        await tg.start(recorder.run)
+        other.event(victim, EVENT_NORMAL, "Preempted", "Preempting", "m", related=preemptor)
+
+        async def written() -> types_pb2.Event:
+            events = (await client.list(types_pb2.Event, "ns")).items
+            assert len(events) == 1, events
+            return events[0]
+
+        event = await eventually(written, timeout=5)
+        tg.cancel_scope.cancel()
+    assert (event.reporting_component, event.reporting_instance) == (
+        "other-scheduler",
+        "other-scheduler-h",
+    )
+    assert event.source.component == "other-scheduler"
+    assert (event.related.name, event.related.uid) == ("preemptor", preemptor.metadata.uid)

@@ -28,7 +28,8 @@ CLEAR = fg.CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING
 IPPVS = fg.IN_PLACE_POD_VERTICAL_SCALING
 PREEMPT_RESIZE = fg.IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION
 ASYNC = fg.SCHEDULER_ASYNC_PREEMPTION
-POG = fg.POD_OBSERVED_GENERATION_TRACKING
+OBSGEN = fg.POD_OBSERVED_GENERATION_TRACKING
+READINESS = fg.POD_SCHEDULING_READINESS
 
 
 @pytest.mark.parametrize(
@@ -43,6 +44,8 @@ POG = fg.POD_OBSERVED_GENERATION_TRACKING
                 IPPVS: False,
                 PREEMPT_RESIZE: False,
                 ASYNC: False,
+                OBSGEN: False,
+                READINESS: False,
             },
         ),
         (
@@ -54,6 +57,8 @@ POG = fg.POD_OBSERVED_GENERATION_TRACKING
                 IPPVS: False,
                 PREEMPT_RESIZE: False,
                 ASYNC: False,
+                OBSGEN: False,
+                READINESS: False,
             },
         ),
         (
@@ -65,6 +70,8 @@ POG = fg.POD_OBSERVED_GENERATION_TRACKING
                 IPPVS: False,
                 PREEMPT_RESIZE: False,
                 ASYNC: False,
+                OBSGEN: False,
+                READINESS: False,
             },
         ),
         (
@@ -76,6 +83,8 @@ POG = fg.POD_OBSERVED_GENERATION_TRACKING
                 IPPVS: False,
                 PREEMPT_RESIZE: False,
                 ASYNC: False,
+                OBSGEN: False,
+                READINESS: False,
             },
         ),
         (
@@ -87,6 +96,8 @@ POG = fg.POD_OBSERVED_GENERATION_TRACKING
                 IPPVS: False,
                 PREEMPT_RESIZE: False,
                 ASYNC: False,
+                OBSGEN: False,
+                READINESS: False,
             },
         ),
         (
@@ -98,6 +109,8 @@ POG = fg.POD_OBSERVED_GENERATION_TRACKING
                 IPPVS: False,
                 PREEMPT_RESIZE: False,
                 ASYNC: False,
+                OBSGEN: False,
+                READINESS: True,
             },
         ),
         (
@@ -109,23 +122,67 @@ POG = fg.POD_OBSERVED_GENERATION_TRACKING
                 IPPVS: False,
                 PREEMPT_RESIZE: False,
                 ASYNC: False,
+                OBSGEN: False,
+                READINESS: True,
             },
         ),
         (
             33,
-            {PNN: True, NNNE: False, CLEAR: False, IPPVS: True, PREEMPT_RESIZE: False, ASYNC: True},
+            {
+                PNN: True,
+                NNNE: False,
+                CLEAR: False,
+                IPPVS: True,
+                PREEMPT_RESIZE: False,
+                ASYNC: True,
+                OBSGEN: False,
+                READINESS: True,
+            },
         ),
         (
             34,
-            {PNN: True, NNNE: False, CLEAR: False, IPPVS: True, PREEMPT_RESIZE: False, ASYNC: True},
+            {
+                PNN: True,
+                NNNE: False,
+                CLEAR: False,
+                IPPVS: True,
+                PREEMPT_RESIZE: False,
+                ASYNC: True,
+                OBSGEN: True,
+                READINESS: True,
+            },
         ),
-        (35, {PNN: True, NNNE: True, CLEAR: True, IPPVS: True, PREEMPT_RESIZE: False, ASYNC: True}),
-        (37, {PNN: True, NNNE: True, CLEAR: True, IPPVS: True, PREEMPT_RESIZE: False, ASYNC: True}),
+        (
+            35,
+            {
+                PNN: True,
+                NNNE: True,
+                CLEAR: True,
+                IPPVS: True,
+                PREEMPT_RESIZE: False,
+                ASYNC: True,
+                OBSGEN: True,
+                READINESS: True,
+            },
+        ),
+        (
+            37,
+            {
+                PNN: True,
+                NNNE: True,
+                CLEAR: True,
+                IPPVS: True,
+                PREEMPT_RESIZE: False,
+                ASYNC: True,
+                OBSGEN: True,
+                READINESS: True,
+            },
+        ),
     ],
 )
 def test_defaults_per_emulated_version(minor: int, expected: dict[str, bool]) -> None:
     # PodObservedGenerationTracking: alpha (off) in 1.33, beta (on) in 1.34, GA in 1.35.
-    assert defaults_at(minor) == {**expected, POG: minor >= 34}
+    assert defaults_at(minor) == expected
 
 
 @pytest.mark.parametrize(
@@ -135,12 +192,12 @@ def test_defaults_per_emulated_version(minor: int, expected: dict[str, bool]) ->
         (22, [GateState(PNN, True, Stage.BETA, False)]),
         (24, [GateState(PNN, True, Stage.GA, True)]),
         (25, [GateState(PNN, True, Stage.GA, True)]),
-        (26, []),
+        (26, [GateState(READINESS, False, Stage.ALPHA, False)]),
         (
             33,
             [
                 GateState(IPPVS, True, Stage.BETA, False),
-                GateState(POG, False, Stage.ALPHA, False),
+                GateState(OBSGEN, False, Stage.ALPHA, False),
                 GateState(ASYNC, True, Stage.BETA, False),
             ],
         ),
@@ -150,7 +207,7 @@ def test_defaults_per_emulated_version(minor: int, expected: dict[str, bool]) ->
                 GateState(CLEAR, False, Stage.ALPHA, False),
                 GateState(IPPVS, True, Stage.BETA, False),
                 GateState(NNNE, False, Stage.ALPHA, False),
-                GateState(POG, True, Stage.BETA, False),
+                GateState(OBSGEN, True, Stage.BETA, False),
                 GateState(ASYNC, True, Stage.BETA, False),
             ],
         ),
@@ -160,7 +217,7 @@ def test_defaults_per_emulated_version(minor: int, expected: dict[str, bool]) ->
                 GateState(CLEAR, True, Stage.BETA, False),
                 GateState(IPPVS, True, Stage.GA, True),
                 GateState(NNNE, True, Stage.BETA, False),
-                GateState(POG, True, Stage.GA, True),
+                GateState(OBSGEN, True, Stage.GA, True),
                 GateState(ASYNC, True, Stage.BETA, False),
             ],
         ),
@@ -171,7 +228,7 @@ def test_defaults_per_emulated_version(minor: int, expected: dict[str, bool]) ->
                 GateState(IPPVS, True, Stage.GA, True),
                 GateState(PREEMPT_RESIZE, False, Stage.ALPHA, False),
                 GateState(NNNE, True, Stage.BETA, False),
-                GateState(POG, True, Stage.GA, True),
+                GateState(OBSGEN, True, Stage.GA, True),
                 GateState(ASYNC, True, Stage.BETA, False),
             ],
         ),

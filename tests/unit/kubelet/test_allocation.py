@@ -45,7 +45,16 @@ class Recorder(EventRecorder):
         super().__init__(fake, "kubelet", clock=clock)
         self.events: list[tuple[str, str, str, str]] = []
 
-    def event(self, obj: Message, event_type: str, reason: str, action: str, message: str) -> None:
+    def event(
+        self,
+        obj: Message,
+        event_type: str,
+        reason: str,
+        action: str,
+        message: str,
+        *,
+        related: Message | None = None,
+    ) -> None:
         assert isinstance(obj, types_pb2.Pod)
         self.events.append((obj.metadata.name, event_type, reason, message))
 

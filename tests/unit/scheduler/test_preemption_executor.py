@@ -75,11 +75,20 @@ class Recorder:
 
     def __init__(self) -> None:
         self.events: list[tuple[str, str, str, str, str]] = []
+        self.related: list[str] = []
 
     def event(
-        self, obj: types_pb2.Pod, event_type: str, reason: str, action: str, message: str
+        self,
+        obj: types_pb2.Pod,
+        event_type: str,
+        reason: str,
+        action: str,
+        message: str,
+        *,
+        related: types_pb2.Pod | None = None,
     ) -> None:
         self.events.append((obj.metadata.name, event_type, reason, action, message))
+        self.related.append(related.metadata.name if related is not None else "")
 
 
 class GatedClient(FakeClient):
@@ -260,7 +269,6 @@ async def cluster(*, async_preemption: bool = False, seed: int = 0) -> AsyncIter
         clock=clock,
         gates=fg,
         metrics=metrics,
-        recorder=recorder,
         pod_lister=pod_lister,
         rng=random.Random(seed),
     )
@@ -378,6 +386,8 @@ async def test_sync_preemption_records_a_preempted_event_per_victim() -> None:
             ("v1", "Normal", "Preempted", "Preempting", message),
             ("v2", "Normal", "Preempted", "Preempting", message),
         ]
+        # upstream Eventf(victim, preemptor, ...): the preemptor is the related object.
+        assert c.recorder.related == [p.metadata.name, p.metadata.name]
 
 
 @pytest.mark.anyio
@@ -390,6 +400,7 @@ async def test_victim_with_the_condition_already_set_is_only_deleted() -> None:
             status="True",
             reason=PREEMPTION_BY_SCHEDULER,
             message=PREEMPTING_MESSAGE,
+            observed_generation=1,  # the generation of a created pod
         )
         c.add(v)  # an earlier preemption patched it, then its DELETE failed
         p = c.add(pod("p", 10, "4"))

@@ -14,12 +14,17 @@ from kemu.scheduling.interface import CycleState, NodeToStatus
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.runtime import Framework
 from kemu.scheduling.snapshot import Snapshot
-from kemu.scheduling.status import unresolvable, unschedulable
+from kemu.scheduling.status import Code, unresolvable, unschedulable
 from kemu.testing import make_node, make_pod
 from scheduler.cache.cache import Cache
 from scheduler.config import default_config
 from scheduler.metrics import SchedulerMetrics
-from scheduler.schedule_one import FitError, Scheduler, SchedulingError, num_feasible_nodes_to_find
+from scheduler.schedule_one import (
+    FitError,
+    NoNodesAvailable,
+    Scheduler,
+    num_feasible_nodes_to_find,
+)
 
 
 @pytest.mark.parametrize(
@@ -96,7 +101,6 @@ def _scheduler(
         clock=clock,
         gates=FeatureGates.default(),
         metrics=SchedulerMetrics(None),
-        recorder=None,  # type: ignore[arg-type]
         pod_lister=None,  # type: ignore[arg-type]
         rng=random.Random(seed),
     )
@@ -139,10 +143,14 @@ def test_a_cycle_that_fits_nowhere_raises_fit_error_with_every_node() -> None:
     }
 
 
-def test_no_nodes_is_a_scheduler_error() -> None:
+def test_no_nodes_is_unschedulable_not_an_error() -> None:
     sched, fwk, _ = _scheduler(nodes=0)
-    with pytest.raises(SchedulingError, match="no nodes available to schedule pods"):
+    with pytest.raises(NoNodesAvailable, match="no nodes available to schedule pods") as err:
         sched.schedule_pod(fwk, CycleState(), _pod("p"))
+    # upstream ErrNoNodesAvailable: UnschedulableAndUnresolvable, so reason Unschedulable and
+    # result=unschedulable, with no rejecting plugin (retried after backoff).
+    assert err.value.status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert err.value.status.is_rejected() and not err.value.status.plugin
 
 
 def test_the_nominated_node_is_tried_first_and_taken_without_scoring() -> None:

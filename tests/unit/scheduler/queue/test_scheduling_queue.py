@@ -746,3 +746,41 @@ async def test_pending_pods_lists_every_waiting_pod() -> None:
     pods, summary = q.pending_pods()
     assert names(pods) == {"pool", "backoff", "active"} and len(q) == 3
     assert summary == "activeQ:1; backoffQ:1; unschedulablePods:1"
+
+
+async def test_unschedulable_pods_gauge_counts_queued_pods_per_rejecting_plugin() -> None:
+    """scheduler_unschedulable_pods{plugin, profile}: up when a rejected pod comes back or
+    PreEnqueue gates one (once per pod and plugin), down when it is popped or deleted."""
+    registry = CollectorRegistry()
+    clock = FakeClock()
+    q = new_queue(
+        clock,
+        metrics=QueueMetrics(registry),
+        pre_enqueue=gates_pre_enqueue,
+        queueing_hint_map=hints((NODE_ADD, FIT, None)),
+    )
+
+    def gauge(plugin: str) -> float:
+        value = registry.get_sample_value(
+            "scheduler_unschedulable_pods", {"plugin": plugin, "profile": PROFILE}
+        )
+        return value or 0.0
+
+    await fail(q, pod("a"), FIT)
+    await fail(q, pod("b"), FIT, "Other")
+    assert (gauge(FIT), gauge("Other")) == (2, 1)
+    gated = make_pod("gated").uid("uid-gated").scheduler_name(PROFILE).gate("g").obj()
+    q.add(gated)
+    assert gauge(GATES) == 1
+    q.update(gated, gated)  # gated again by the same plugin: counted once
+    assert gauge(GATES) == 1
+    q.move_all_to_active_or_backoff_queue(NODE_ADD, None, make_node("n").obj())
+    clock.advance(11)
+    q.flush_backoff_q_completed()
+    q.delete(pod("b"))  # deleted while queued: its plugins no longer count it
+    assert (gauge(FIT), gauge("Other")) == (1, 0)
+    qpi = await pop_now(q)  # a is retried: no longer unschedulable
+    assert qpi.pod.metadata.name == "a"
+    assert gauge(FIT) == 0
+    q.delete(gated)
+    assert gauge(GATES) == 0

@@ -137,7 +137,14 @@ class _Recorder(EventRecorder):
         self.events: list[tuple[str, str, str]] = []
 
     def event(
-        self, obj: types_pb2.Pod, event_type: str, reason: str, action: str, message: str
+        self,
+        obj: types_pb2.Pod,
+        event_type: str,
+        reason: str,
+        action: str,
+        message: str,
+        *,
+        related: types_pb2.Pod | None = None,
     ) -> None:
         self.events.append((event_type, reason, message))
 

@@ -22,6 +22,22 @@ async def test_bind_sets_the_node_through_the_api() -> None:
     assert bound.spec.node_name == "n1"
     (action,) = [a for a in handle.client.actions if a.verb == "bind"]
     assert (action.namespace, action.name, action.node_name) == ("ns", "p", "n1")
+    assert action.uid == pod.metadata.uid
+
+
+@pytest.mark.anyio
+async def test_bind_never_binds_a_namesake_of_the_scheduled_pod() -> None:
+    """The binding carries the uid: a pod deleted and re-created under the same name while
+    the old one was being bound stays unbound (upstream DefaultBinder's Binding.UID)."""
+    handle = FakeHandle()
+    old = handle.client.add(make_pod("p").namespace("ns").obj())
+    assert isinstance(old, types_pb2.Pod)
+    await handle.client.delete(types_pb2.Pod, "p", "ns")
+    await handle.client.create(make_pod("p").namespace("ns").obj())
+    status = await default_binder.new({}, handle).bind(CycleState(), old, "n1")
+    assert status.is_error()
+    assert "Precondition failed: UID in precondition" in status.message()
+    assert (await handle.client.get(types_pb2.Pod, "p", "ns")).spec.node_name == ""
 
 
 @pytest.mark.anyio

@@ -1,0 +1,50 @@
+"""Pod conditions as upstream's pkg/api/v1/pod helpers write them (UpdatePodCondition,
+CalculatePodConditionObservedGeneration), for every component that sets one."""
+
+from __future__ import annotations
+
+from kemu.api.v1 import types_pb2
+from kemu.machinery.convert import timestamp
+
+
+def condition_observed_generation(
+    pod: types_pb2.Pod, condition_type: str, *, tracking: bool
+) -> int:
+    """The observedGeneration a writer puts on its condition: the pod's generation when
+    PodObservedGenerationTracking (`tracking`) is on, or when the condition already carries
+    one (so that a writer with the gate off does not fight the apiserver over it); else 0."""
+    if tracking:
+        return pod.metadata.generation
+    for c in pod.status.conditions:
+        if c.type == condition_type and c.observed_generation:
+            return pod.metadata.generation
+    return 0
+
+
+def get_pod_condition(
+    status: types_pb2.PodStatus, condition_type: str
+) -> types_pb2.PodCondition | None:
+    return next((c for c in status.conditions if c.type == condition_type), None)
+
+
+def update_pod_condition(
+    status: types_pb2.PodStatus, condition: types_pb2.PodCondition, now: float
+) -> bool:
+    """Sets `condition` in `status` (the caller's copy), replacing one of its type; its
+    lastTransitionTime is `now` unless the status did not change. True when anything
+    changed (status, reason, message, times or observedGeneration)."""
+    new = types_pb2.PodCondition()
+    new.CopyFrom(condition)
+    new.last_transition_time.CopyFrom(timestamp(now))
+    old = get_pod_condition(status, condition.type)
+    if old is None:
+        status.conditions.append(new)
+        return True
+    if new.status == old.status:
+        if old.HasField("last_transition_time"):
+            new.last_transition_time.CopyFrom(old.last_transition_time)
+        else:
+            new.ClearField("last_transition_time")
+    changed = new != old
+    old.CopyFrom(new)
+    return changed

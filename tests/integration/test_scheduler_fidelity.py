@@ -1,0 +1,272 @@
+"""The scheduler's binding cycle and failure handling as upstream's kube-scheduler (issue #13),
+on real processes: etcd, apiserver, kube-scheduler with the SlowPreBind emulation plugin in its
+default profile (only pods that ask for it take part); nodes are bare Node objects.
+
+Each test is a scenario (kemu.testing.scenarios) whose pods' every version is recorded and
+checked against the invariants of reference §11b (kemu.testing.invariants)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Final
+
+import pytest
+
+from kemu.api.v1 import types_pb2
+from kemu.scheduling.plugins.slow_pre_bind import (
+    ANNOTATION_DELAY,
+    ANNOTATION_FAIL,
+    ANNOTATION_FAIL_STATUS,
+)
+from kemu.testing import Cluster
+from kemu.testing.invariants import PodHistory, assert_invariants, record_pods
+from kemu.testing.scenarios import Scenario, disruption_target
+
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+
+CONFIG: Final = """\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+podInitialBackoffSeconds: 1
+podMaxBackoffSeconds: 2
+profiles:
+- schedulerName: default-scheduler
+  plugins: {multiPoint: {enabled: [{name: SlowPreBind}]}}
+- schedulerName: other-scheduler
+"""
+TIMEOUT: Final = 20.0
+NO_NODES: Final = "no nodes available to schedule pods"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with Cluster(tmp_path_factory.mktemp("scheduler-fidelity")) as c:
+        config = Path(c.root) / "scheduler.yaml"
+        config.write_text(CONFIG)
+        c.start_etcd()
+        c.start_apiserver()
+        c.start_scheduler(config=str(config), extra_args=["--seed", "1"])
+        yield c
+
+
+@asynccontextmanager
+async def scenario(cluster: Cluster, prefix: str) -> AsyncIterator[tuple[Scenario, PodHistory]]:
+    async with Scenario.open(cluster, prefix) as s, record_pods(s.client, s.ns) as history:
+        yield s, history
+        await assert_invariants(s.client, history, s.ns, externally_deleted={"slow", "p"})
+
+
+def _pod_scheduled(pod: types_pb2.Pod) -> types_pb2.PodCondition | None:
+    return next((c for c in pod.status.conditions if c.type == "PodScheduled"), None)
+
+
+async def _in_pre_bind(s: Scenario, name: str, node: str) -> None:
+    """The pod is in its binding cycle's PreBind: KEP-5278 made its nominatedNodeName the
+    chosen node, and it is not bound."""
+    pod = await s.wait_nominated(name, node, timeout=TIMEOUT)
+    assert not pod.spec.node_name
+
+
+async def test_a_pod_deleted_in_prebind_frees_its_node_for_another_pod_at_once(
+    cluster: Cluster,
+) -> None:
+    """upstream handleAssumedPodDeletion (kubernetes#134157): the deleted pod's room is freed
+    when the deletion is seen, not when its 60 s PreBind ends."""
+    async with scenario(cluster, "assumed-delete") as (s, _):
+        await s.bare_node("node", cpu="1", memory="1Gi", pods="10")
+        await s.create(s.pod("slow", cpu="1").annotation(ANNOTATION_DELAY, "60s"))
+        await _in_pre_bind(s, "slow", "node")
+        await s.create(s.pod("next", cpu="1"))
+        await s.wait_unschedulable("next", timeout=TIMEOUT)
+        await s.client.delete(types_pb2.Pod, "slow", s.ns)
+        assert await s.wait_bound("next", timeout=TIMEOUT) == s.node_name("node")
+
+
+async def test_a_namesake_recreated_mid_binding_is_never_bound_to_the_old_pods_node(
+    cluster: Cluster,
+) -> None:
+    """The binding carries the pod's uid, a storage precondition at the apiserver: the old
+    pod's Bind, when its PreBind ends, fails with a Conflict instead of binding the new pod
+    of the same name (which fits no node)."""
+    async with scenario(cluster, "namesake") as (s, history):
+        await s.bare_node("node", cpu="2", memory="1Gi", pods="10")
+        old = await s.create(s.pod("p", cpu="1").annotation(ANNOTATION_DELAY, "3s"))
+        await _in_pre_bind(s, "p", "node")
+        await s.client.delete(types_pb2.Pod, "p", s.ns)
+        await s.wait_gone("p", timeout=TIMEOUT)
+        new = await s.create(s.pod("p", cpu="1").node_selector({"no-such": "label"}))
+        assert new.metadata.uid != old.metadata.uid
+        await s.wait_logged("scheduler", 'Operation cannot be fulfilled on pods "p"')
+
+        async def unbound() -> None:
+            assert not (await s.get("p")).spec.node_name
+
+        await s.holds(unbound, seconds=2.0)
+        await history.sync(s.client, timeout=TIMEOUT)
+        assert not any(v.pod.spec.node_name for v in history.versions[new.metadata.uid])
+
+
+async def test_an_unschedulable_prebind_failure_backs_off_instead_of_waiting_in_the_pool(
+    cluster: Cluster,
+) -> None:
+    """Nothing after Permit makes a pod unschedulable (upstream bindingCycle): a PreBind
+    that answers Unschedulable sends the pod to backoff, retried within seconds, not to the
+    unschedulable pool where it would wait for an event or the 5-minute flush."""
+    async with scenario(cluster, "prebind-unschedulable") as (s, history):
+        await s.bare_node("node", cpu="2", memory="1Gi", pods="10")
+        await s.create(
+            s.pod("f", cpu="1")
+            .annotation(ANNOTATION_FAIL, "1")
+            .annotation(ANNOTATION_FAIL_STATUS, "Unschedulable")
+        )
+        assert await s.wait_bound("f", timeout=TIMEOUT) == s.node_name("node")
+        await history.sync(s.client, timeout=TIMEOUT)
+        (uid,) = history.uids_of("f")
+        reasons = [
+            (c.status, c.reason)
+            for v in history.versions[uid]
+            if (c := _pod_scheduled(v.pod)) is not None and c.status == "False"
+        ]
+        assert ("False", "Unschedulable") in reasons, reasons
+
+
+async def test_the_binding_cycle_nominated_node_patch_retries_no_other_pod(
+    cluster: Cluster,
+) -> None:
+    """Updates of an assumed pod are not queue events (upstream updatePodInSchedulingQueue):
+    the KEP-5278 PATCH that moves a pod's nominatedNodeName from elsewhere to its chosen node
+    does not retry the pods waiting in the unschedulable pool."""
+    async with scenario(cluster, "assumed-update") as (s, _):
+        await s.bare_node("node", cpu="2", memory="1Gi", pods="10")
+        await s.create(s.pod("big", cpu="4"))
+        await s.wait_unschedulable("big", timeout=TIMEOUT)
+
+        async def failed_once() -> int:
+            events = await s.events("FailedScheduling", "big")
+            assert len(events) == 1, events
+            return events[0].count
+
+        before = await s.eventually(failed_once, timeout=TIMEOUT)
+        await s.create_nominated(
+            s.pod("a", cpu="1").annotation(ANNOTATION_DELAY, "8s"), "elsewhere"
+        )
+        await _in_pre_bind(s, "a", "node")
+
+        async def big_not_retried() -> None:
+            assert await failed_once() == before
+
+        await s.holds(big_not_retried, seconds=4.0)
+        assert await s.wait_bound("a", timeout=TIMEOUT) == s.node_name("node")
+
+
+async def test_no_nodes_is_unschedulable_not_a_scheduler_error(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """upstream ErrNoNodesAvailable: PodScheduled=False reason Unschedulable, message "no
+    nodes available to schedule pods", counted as result=unschedulable. Its own small cluster:
+    the shared one has nodes."""
+    with Cluster(tmp_path_factory.mktemp("no-nodes")) as c:
+        c.start_etcd()
+        c.start_apiserver()
+        c.start_scheduler()
+        async with Scenario.open(c, "no-nodes") as s, record_pods(s.client, s.ns) as history:
+            await s.create(s.pod("p"))
+            cond = await s.wait_unschedulable("p", timeout=TIMEOUT)
+            assert (cond.reason, cond.message) == ("Unschedulable", NO_NODES)
+            metrics = c.component("scheduler").scrape()
+            attempts = 'scheduler_schedule_attempts_total{profile="default-scheduler",result="%s"}'
+            assert attempts % "unschedulable" in metrics
+            assert attempts % "error" not in metrics
+            await assert_invariants(s.client, history, s.ns)
+
+
+def _unschedulable_gauge(cluster: Cluster, plugin: str) -> float:
+    prefix = f'scheduler_unschedulable_pods{{plugin="{plugin}",profile="default-scheduler"}} '
+    for line in cluster.component("scheduler").scrape().splitlines():
+        if line.startswith(prefix):
+            return float(line[len(prefix) :])
+    return 0.0
+
+
+async def test_unschedulable_pods_gauge_follows_each_rejecting_plugin(cluster: Cluster) -> None:
+    """scheduler_unschedulable_pods{plugin, profile} counts the pods a plugin keeps out (here
+    NodeAffinity), and forgets them when they are deleted (upstream 1.36-1.37)."""
+    async with scenario(cluster, "unschedulable-gauge") as (s, _):
+        await s.bare_node("node", cpu="1", memory="1Gi", pods="10")
+        before = _unschedulable_gauge(cluster, "NodeAffinity")
+        await s.create(s.pod("p", cpu="100m").node_selector({"no-such": "label"}))
+        await s.wait_unschedulable("p", timeout=TIMEOUT)
+
+        def counted(delta: float) -> bool:
+            assert _unschedulable_gauge(cluster, "NodeAffinity") == before + delta
+            return True
+
+        await s.eventually(lambda: counted(1), timeout=TIMEOUT)
+        await s.client.delete(types_pb2.Pod, "p", s.ns)
+        await s.eventually(lambda: counted(0), timeout=TIMEOUT)
+
+
+async def test_events_and_conditions_name_their_profile_preemptor_and_generation(
+    cluster: Cluster,
+) -> None:
+    """Each profile's events report as its schedulerName; a Preempted event's related object
+    is the preemptor; PodScheduled and DisruptionTarget carry the pod's generation as
+    observedGeneration (PodObservedGenerationTracking, GA at 1.37)."""
+    async with scenario(cluster, "events") as (s, _):
+        node = await s.bare_node("node", cpu="1", memory="1Gi", pods="10")
+        await s.create(s.pod("other", cpu="4").scheduler_name("other-scheduler"))
+        scheduled = await s.wait_unschedulable("other", timeout=TIMEOUT)
+        assert scheduled.observed_generation == (await s.get("other")).metadata.generation == 1
+
+        async def failed() -> types_pb2.Event:
+            events = await s.events("FailedScheduling", "other")
+            assert len(events) == 1, events
+            return events[0]
+
+        event = await s.eventually(failed, timeout=TIMEOUT)
+        assert event.reporting_component == "other-scheduler"
+        assert event.reporting_instance.startswith("other-scheduler-")
+
+        victim = s.pod("victim", priority=100, cpu="1").obj()
+        victim.spec.node_name = node
+        await s.create(victim)
+        preemptor = await s.create(s.pod("preemptor", priority=300, cpu="1"))
+
+        async def preempted() -> types_pb2.Event:
+            events = await s.events("Preempted", "victim")
+            assert len(events) == 1, events
+            return events[0]
+
+        event = await s.eventually(preempted, timeout=TIMEOUT)
+        assert event.reporting_component == "default-scheduler"
+        assert (event.related.kind, event.related.name, event.related.uid) == (
+            "Pod",
+            "preemptor",
+            preemptor.metadata.uid,
+        )
+        target = disruption_target(await s.get("victim"))
+        assert target is not None and target.observed_generation == 1
+
+
+async def test_a_gated_pod_stays_scheduling_gated_until_released(cluster: Cluster) -> None:
+    """The apiserver creates a gated pod PodScheduled=False reason SchedulingGated; the
+    scheduler keeps it out of its cycles (no FailedScheduling, the condition untouched) and
+    schedules it once its gates are removed."""
+    async with scenario(cluster, "gated") as (s, _):
+        await s.bare_node("node", cpu="1", memory="1Gi", pods="10")
+        created = await s.create_held(s.pod("g", cpu="100m"))
+        (cond,) = [c for c in created.status.conditions if c.type == "PodScheduled"]
+        assert (cond.status, cond.reason) == ("False", "SchedulingGated")
+
+        async def still_gated() -> None:
+            pod = await s.get("g")
+            assert not pod.spec.node_name
+            current = _pod_scheduled(pod)
+            assert current is not None and current.reason == "SchedulingGated", current
+            assert not await s.events("FailedScheduling", "g")
+
+        await s.holds(still_gated, seconds=1.5)
+        await s.release("g")
+        assert await s.wait_bound("g", timeout=TIMEOUT) == s.node_name("node")
