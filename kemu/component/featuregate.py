@@ -35,6 +35,9 @@ IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION: Final = (
 SCHEDULER_PREEMPTION_FOR_POD_RESIZE: Final = "SchedulerPreemptionForPodResize"
 """Alias of IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION (the name in the KEP-5836 text)."""
 SCHEDULER_ASYNC_PREEMPTION: Final = "SchedulerAsyncPreemption"
+MIN_DOMAINS_IN_POD_TOPOLOGY_SPREAD: Final = "MinDomainsInPodTopologySpread"
+NODE_INCLUSION_POLICY_IN_POD_TOPOLOGY_SPREAD: Final = "NodeInclusionPolicyInPodTopologySpread"
+MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD: Final = "MatchLabelKeysInPodTopologySpread"
 
 
 class Stage(enum.StrEnum):
@@ -129,6 +132,33 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
                 (
                     FeatureSpec(_v(32), Stage.ALPHA, False),
                     FeatureSpec(_v(33), Stage.BETA, True),
+                ),
+            ),
+            # PodTopologySpread's (kemu.scheduling.plugins.pod_topology_spread).
+            GateDefinition(
+                MIN_DOMAINS_IN_POD_TOPOLOGY_SPREAD,
+                (
+                    FeatureSpec(_v(24), Stage.ALPHA, False),
+                    FeatureSpec(_v(25), Stage.BETA, False),
+                    FeatureSpec(_v(27), Stage.BETA, True),
+                    FeatureSpec(_v(30), Stage.GA, True, locked=True),
+                ),
+                removed_in=_v(32),
+                enabled_after_removal=True,
+            ),
+            GateDefinition(
+                NODE_INCLUSION_POLICY_IN_POD_TOPOLOGY_SPREAD,
+                (
+                    FeatureSpec(_v(25), Stage.ALPHA, False),
+                    FeatureSpec(_v(26), Stage.BETA, True),
+                    FeatureSpec(_v(33), Stage.GA, True, locked=True),
+                ),
+            ),
+            GateDefinition(
+                MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD,
+                (
+                    FeatureSpec(_v(25), Stage.ALPHA, False),
+                    FeatureSpec(_v(27), Stage.BETA, True),
                 ),
             ),
         )
