@@ -170,6 +170,12 @@ class _Eligibility:
             else None
         )
 
+    def trivial(self, constraints: Iterable[SpreadConstraint]) -> bool:
+        """Every node counts for every constraint: nothing to check per node."""
+        if self._affinity is not None:
+            return False
+        return not (self._inclusion and any(c.node_taints_policy == HONOR for c in constraints))
+
     def node_passes_affinity(self, ni: NodeInfo) -> bool:
         return self._affinity is None or (ni.node is not None and self._affinity.matches(ni.node))
 
@@ -218,7 +224,7 @@ def count_pods_match_selector(
     n = 0
     for pi in pods:
         ns, labels, terminating = pi.meta_view()
-        if not terminating and ns == namespace and matches(labels):
+        if ns == namespace and not terminating and matches(labels):
             n += 1
     return n
 
@@ -230,11 +236,20 @@ class PreFilterState:
     """The DoNotSchedule constraints' counts: per constraint, matching pods per domain, the
     global minimum and how many domains hold each count (upstream preFilterState)."""
 
-    __slots__ = ("constraints", "domains_at_count", "matchers", "min_match_num", "tp_value_counts")
+    __slots__ = (
+        "constraints",
+        "domains_at_count",
+        "matchers",
+        "min_match_num",
+        "self_match",
+        "tp_value_counts",
+    )
 
     def __init__(self, constraints: list[SpreadConstraint]) -> None:
         self.constraints = constraints
         self.matchers = [c.matches for c in constraints]
+        # 1 where the incoming pod matches the constraint's selector itself.
+        self.self_match: list[int] = [0] * len(constraints)
         self.tp_value_counts: list[dict[str, int]] = [{} for _ in constraints]
         self.min_match_num: list[int] = [_MAX_INT32] * len(constraints)
         self.domains_at_count: list[dict[int, int]] = [{} for _ in constraints]
@@ -254,6 +269,7 @@ class PreFilterState:
         c = PreFilterState.__new__(PreFilterState)
         c.constraints = self.constraints
         c.matchers = self.matchers
+        c.self_match = self.self_match
         c.tp_value_counts = [dict(m) for m in self.tp_value_counts]
         c.min_match_num = list(self.min_match_num)
         c.domains_at_count = [dict(h) for h in self.domains_at_count]
@@ -449,22 +465,41 @@ class PodTopologySpread(
         if not constraints:
             return None, st.SKIP
         s = PreFilterState(constraints)
+        pod_labels = pod.metadata.labels
+        s.self_match = [1 if m(pod_labels) else 0 for m in s.matchers]
         eligibility = _Eligibility(pod, self.inclusion_policies)
+        check_nodes = not eligibility.trivial(constraints)
         namespace = pod.metadata.namespace
-        counts = s.tp_value_counts
-        matchers = s.matchers
+        # (index, topology key, matcher, counts by value) of the constraints whose selector
+        # can match; an empty selector counts no pod, but its domains still exist.
+        plan = [
+            (i, c, c.topology_key, s.matchers[i], s.tp_value_counts[i], not c.selector.empty)
+            for i, c in enumerate(constraints)
+        ]
+        keys = [c.topology_key for c in constraints]
         for ni in nodes:
-            if ni.node is None or not eligibility.node_counts(ni):
+            if ni.node is None or (check_nodes and not eligibility.node_counts(ni)):
                 continue
             labels = ni.labels
-            if not node_labels_match_spread_constraints(labels, constraints):
+            missing = False
+            for k in keys:
+                if k not in labels:
+                    missing = True
+                    break
+            if missing:
                 continue
-            for i, c in enumerate(constraints):
-                if not eligibility.constraint_counts(c, ni):
+            pods = ni.pods
+            for _, c, key, matches, counts, counting in plan:
+                if check_nodes and not eligibility.constraint_counts(c, ni):
                     continue
-                value = labels[c.topology_key]
-                n = count_pods_match_selector(ni.pods, matchers[i], c.selector, namespace)
-                counts[i][value] = counts[i].get(value, 0) + n
+                n = 0
+                if counting:
+                    for pi in pods:
+                        ns, pod_labels_, terminating = pi.meta_view()
+                        if ns == namespace and not terminating and matches(pod_labels_):
+                            n += 1
+                value = labels[key]
+                counts[value] = counts.get(value, 0) + n
         s.finish()
         state.write(PRE_FILTER_STATE_KEY, s)
         return None, st.SUCCESS
@@ -523,7 +558,6 @@ class PodTopologySpread(
         if node.node is None:
             return st.as_error("node not found")
         labels = node.labels
-        pod_labels = pod.metadata.labels
         for i, c in enumerate(s.constraints):
             value = labels.get(c.topology_key)
             if value is None:
@@ -532,8 +566,7 @@ class PodTopologySpread(
                 min_match = s.min_match(i, c.min_domains)
             else:
                 min_match = s.min_match_num[i]
-            self_match = 1 if s.matchers[i](pod_labels) else 0
-            skew = s.tp_value_counts[i].get(value, 0) + self_match - min_match
+            skew = s.tp_value_counts[i].get(value, 0) + s.self_match[i] - min_match
             if skew > c.max_skew:
                 return _CONSTRAINTS_NOT_MATCH
         return st.SUCCESS
@@ -578,15 +611,16 @@ class PodTopologySpread(
         ]
         s = PreScoreState(constraints, ignored, counts, weights)
         eligibility = _Eligibility(pod, self.inclusion_policies)
+        check_nodes = not eligibility.trivial(constraints)
         namespace = pod.metadata.namespace
         for ni in all_nodes:
-            if ni.node is None or not eligibility.node_counts(ni):
+            if ni.node is None or (check_nodes and not eligibility.node_counts(ni)):
                 continue
             labels = ni.labels
             if require_all and not node_labels_match_spread_constraints(labels, constraints):
                 continue
             for i, c in enumerate(constraints):
-                if not eligibility.constraint_counts(c, ni):
+                if check_nodes and not eligibility.constraint_counts(c, ni):
                     continue
                 value = labels.get(c.topology_key, "")
                 domain_counts = counts[i]
