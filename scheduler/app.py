@@ -135,6 +135,10 @@ async def serve(
     informers.informer(types_pb2.PriorityClass)
     # InterPodAffinity resolves namespaceSelectors through the Namespace informer.
     informers.informer(types_pb2.Namespace)
+    # PodTopologySpread's default constraints select a pod's siblings by its Services and its
+    # ReplicaSet (upstream DefaultSelector; kemu has no ReplicationControllers or StatefulSets).
+    informers.informer(types_pb2.Service)
+    informers.informer(types_pb2.ReplicaSet)
     host = socket.gethostname()
     # One writer; each profile reports as its schedulerName, as upstream's per-profile
     # recorders (reportingInstance "<schedulerName>-<host>").

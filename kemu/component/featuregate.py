@@ -39,6 +39,9 @@ POD_OBSERVED_GENERATION_TRACKING: Final = "PodObservedGenerationTracking"
 """KEP-5067: status.observedGeneration of pods and of the conditions the kubelet and the
 scheduler write, kept or dropped on status writes (apiserver)."""
 POD_SCHEDULING_READINESS: Final = "PodSchedulingReadiness"
+MIN_DOMAINS_IN_POD_TOPOLOGY_SPREAD: Final = "MinDomainsInPodTopologySpread"
+NODE_INCLUSION_POLICY_IN_POD_TOPOLOGY_SPREAD: Final = "NodeInclusionPolicyInPodTopologySpread"
+MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD: Final = "MatchLabelKeysInPodTopologySpread"
 
 
 class Stage(enum.StrEnum):
@@ -151,6 +154,33 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
                 (
                     FeatureSpec(_v(32), Stage.ALPHA, False),
                     FeatureSpec(_v(33), Stage.BETA, True),
+                ),
+            ),
+            # PodTopologySpread's (kemu.scheduling.plugins.pod_topology_spread).
+            GateDefinition(
+                MIN_DOMAINS_IN_POD_TOPOLOGY_SPREAD,
+                (
+                    FeatureSpec(_v(24), Stage.ALPHA, False),
+                    FeatureSpec(_v(25), Stage.BETA, False),
+                    FeatureSpec(_v(27), Stage.BETA, True),
+                    FeatureSpec(_v(30), Stage.GA, True, locked=True),
+                ),
+                removed_in=_v(32),
+                enabled_after_removal=True,
+            ),
+            GateDefinition(
+                NODE_INCLUSION_POLICY_IN_POD_TOPOLOGY_SPREAD,
+                (
+                    FeatureSpec(_v(25), Stage.ALPHA, False),
+                    FeatureSpec(_v(26), Stage.BETA, True),
+                    FeatureSpec(_v(33), Stage.GA, True, locked=True),
+                ),
+            ),
+            GateDefinition(
+                MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD,
+                (
+                    FeatureSpec(_v(25), Stage.ALPHA, False),
+                    FeatureSpec(_v(27), Stage.BETA, True),
                 ),
             ),
         )

@@ -7,11 +7,12 @@ Semantics are upstream's (pkg/scheduler/apis/config/v1 defaults, framework/runti
 - Every profile starts from the default profile `default-scheduler`, whose plugins are all
   enabled through `multiPoint` (upstream v1 default_plugins.go, in upstream's order):
   SchedulingGates, PrioritySort, NodeUnschedulable, NodeName, TaintToleration (score weight 3),
-  NodeAffinity (2), NodePorts, DeferredPodScheduling, NodeResourcesFit (1), InterPodAffinity
-  (2), DefaultPreemption, NodeResourcesBalancedAllocation (1), DefaultBinder. kemu leaves out
-  the plugins it does not implement: the volume plugins (VolumeRestrictions,
-  NodeVolumeLimits, VolumeBinding, VolumeZone, EBS/GCE/Azure limits), DynamicResources,
-  PodTopologySpread and ImageLocality; DefaultPreemption and DeferredPodScheduling are listed
+  NodeAffinity (2), NodePorts, DeferredPodScheduling, NodeResourcesFit (1), PodTopologySpread
+  (2), InterPodAffinity (2), DefaultPreemption, NodeResourcesBalancedAllocation (1),
+  DefaultBinder. kemu leaves out the plugins it does not implement: the volume plugins
+  (VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone, EBS/GCE/Azure limits,
+  which upstream lists between NodeResourcesFit and PodTopologySpread), DynamicResources and
+  ImageLocality; DefaultPreemption and DeferredPodScheduling are listed
   only when the registry has them. DeferredPodScheduling (KEP-5836, a no-op unless its gate is
   on) must filter before NodeResourcesFit: on a node that disables resize preemption its
   UnschedulableAndUnresolvable, not NodeResourcesFit's Unschedulable, has to be the node's
@@ -66,6 +67,7 @@ DEFAULT_MULTI_POINT: Final[tuple[tuple[str, int | None], ...]] = (
     ("NodePorts", None),
     (DEFERRED_POD_SCHEDULING, None),
     ("NodeResourcesFit", 1),
+    ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
     (DEFAULT_PREEMPTION, None),
     ("NodeResourcesBalancedAllocation", 1),

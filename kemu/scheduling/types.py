@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, NamedTuple
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.labels import NOTHING, Selector, selector_from_label_selector
@@ -287,10 +287,19 @@ class HostPortInfo:
         return bool(self._ports)
 
 
+class MetaView(NamedTuple):
+    """What label-selecting plugins read of an existing pod (PodInfo.meta_view)."""
+
+    namespace: str
+    labels: dict[str, str]
+    terminating: bool
+
+
 class PodInfo:
     """A pod with what scheduling needs precomputed. Never mutate `pod`."""
 
     __slots__ = (
+        "_meta_view",
         "host_ports",
         "non_zero_requests",
         "pod",
@@ -315,6 +324,7 @@ class PodInfo:
             pod, in_place_resize=in_place_resize, per_container_max=per_container_max
         )
         self.host_ports = get_host_ports(pod)
+        self._meta_view: MetaView | None = None
         aff = pod.spec.affinity
         pa, paa = aff.pod_affinity, aff.pod_anti_affinity
         self.required_affinity_terms = [
@@ -335,6 +345,18 @@ class PodInfo:
     @property
     def key(self) -> str:
         return pod_key(self.pod)
+
+    def meta_view(self) -> MetaView:
+        """The pod's namespace, labels (a plain dict) and whether it is terminating, read from
+        the protobuf on first use only: PodTopologySpread counts every pod of the cluster in a
+        cycle, and a dict lookup is ~8x cheaper than a protobuf map's."""
+        view = self._meta_view
+        if view is None:
+            meta = self.pod.metadata
+            view = self._meta_view = MetaView(
+                meta.namespace, dict(meta.labels), meta.HasField("deletion_timestamp")
+            )
+        return view
 
     @property
     def uid(self) -> str:

@@ -220,6 +220,35 @@ class PodBuilder:
         self._pod_term(aff, label_selector, topology_key, weight)
         return self
 
+    def spread(
+        self,
+        max_skew: int,
+        topology_key: str,
+        when: str = "DoNotSchedule",
+        selector: Mapping[str, str] | None = None,
+        *,
+        exists: Sequence[str] = (),
+        min_domains: int | None = None,
+        node_affinity_policy: str | None = None,
+        node_taints_policy: str | None = None,
+        match_label_keys: Sequence[str] = (),
+    ) -> Self:
+        """A topologySpreadConstraint whose labelSelector has `selector` as matchLabels and an
+        Exists expression per key of `exists` (no labelSelector when both are empty)."""
+        add_spread_constraint(
+            self._pod.spec,
+            max_skew,
+            topology_key,
+            when,
+            selector,
+            exists=exists,
+            min_domains=min_domains,
+            node_affinity_policy=node_affinity_policy,
+            node_taints_policy=node_taints_policy,
+            match_label_keys=match_label_keys,
+        )
+        return self
+
     def gate(self, name: str) -> Self:
         """A scheduling gate."""
         self._pod.spec.scheduling_gates.add(name=name)
@@ -264,6 +293,36 @@ class PodBuilder:
             term = weighted.pod_affinity_term
         term.label_selector.match_labels.update(label_selector)
         term.topology_key = topology_key
+
+
+def add_spread_constraint(
+    spec: types_pb2.PodSpec,
+    max_skew: int,
+    topology_key: str,
+    when: str = "DoNotSchedule",
+    selector: Mapping[str, str] | None = None,
+    *,
+    exists: Sequence[str] = (),
+    min_domains: int | None = None,
+    node_affinity_policy: str | None = None,
+    node_taints_policy: str | None = None,
+    match_label_keys: Sequence[str] = (),
+) -> None:
+    """Appends a topologySpreadConstraint to a pod spec (PodBuilder.spread)."""
+    c = spec.topology_spread_constraints.add(
+        max_skew=max_skew, topology_key=topology_key, when_unsatisfiable=when
+    )
+    if selector or exists:
+        c.label_selector.match_labels.update(selector or {})
+        for key in exists:
+            c.label_selector.match_expressions.add(key=key, operator="Exists")
+    if min_domains is not None:
+        c.min_domains = min_domains
+    if node_affinity_policy is not None:
+        c.node_affinity_policy = node_affinity_policy
+    if node_taints_policy is not None:
+        c.node_taints_policy = node_taints_policy
+    c.match_label_keys.extend(match_label_keys)
 
 
 def make_pod(name: str) -> PodBuilder:
@@ -503,6 +562,17 @@ class _WorkloadBuilder:
 
     def grace(self, seconds: int) -> Self:
         self._obj.spec.template.spec.termination_grace_period_seconds = seconds
+        return self
+
+    def spread(self, max_skew: int, topology_key: str, when: str = "DoNotSchedule") -> Self:
+        """A topologySpreadConstraint on the template selecting the workload's own pods."""
+        add_spread_constraint(
+            self._obj.spec.template.spec,
+            max_skew,
+            topology_key,
+            when,
+            dict(self._obj.spec.selector.match_labels),
+        )
         return self
 
     def min_ready_seconds(self, seconds: int) -> Self:

@@ -335,3 +335,36 @@ def check_arg_keys(args: Mapping[str, Any], allowed: Iterable[str], plugin: str)
     for key in args:
         if key not in known:
             raise ValueError(f'{plugin} args: unknown field "{key}"')
+
+
+# ---------------------------------------------------------------- label selectors
+
+# A compiled label selector: labels -> does the selector match them.
+LabelMatcher = Callable[[Mapping[str, str]], bool]
+
+
+def _never(labels: Mapping[str, str]) -> bool:
+    return False
+
+
+def _always(labels: Mapping[str, str]) -> bool:
+    return True
+
+
+def compile_selector(sel: Selector) -> LabelMatcher:
+    """`sel.matches` as a closure over plain values, for selectors run against every pod of
+    the cluster in a cycle: the common one-label `key=value` selector is one dict lookup."""
+    if sel.nothing:
+        return _never
+    reqs = sel.requirements
+    if not reqs:
+        return _always
+    if len(reqs) == 1:
+        r = reqs[0]
+        key = r.key
+        if r.operator in ("=", "==", "in") and len(r.values) == 1:
+            want = r.values[0]
+            return lambda labels: labels.get(key) == want
+        if r.operator == "exists":
+            return lambda labels: key in labels
+    return sel.matches

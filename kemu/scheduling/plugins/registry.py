@@ -23,6 +23,7 @@ from kemu.scheduling.plugins import (
     node_ports,
     node_resources_fit,
     node_unschedulable,
+    pod_topology_spread,
     queue_sort,
     scheduling_gates,
     slow_pre_bind,
@@ -46,6 +47,7 @@ def in_tree_registry() -> Registry:
         node_ports.NAME: node_ports.new,  # NodePorts
         deferred_pod_scheduling.NAME: deferred_pod_scheduling.new,  # DeferredPodScheduling
         node_resources_fit.NAME: node_resources_fit.new,  # NodeResourcesFit
+        pod_topology_spread.NAME: pod_topology_spread.new,  # PodTopologySpread
         balanced_allocation.NAME: balanced_allocation.new,  # NodeResourcesBalancedAllocation
         inter_pod_affinity.NAME: inter_pod_affinity.new,  # InterPodAffinity
         default_preemption.NAME: default_preemption.new,  # DefaultPreemption

@@ -17,11 +17,6 @@ def gates_at(minor: int, **overrides: bool) -> FeatureGates:
     return FeatureGates.for_version(Version(1, minor), overrides)
 
 
-def defaults_at(minor: int) -> dict[str, bool]:
-    gates = gates_at(minor)
-    return {name: gates.enabled(name) for name in fg.GATES}
-
-
 PNN = fg.PREFER_NOMINATED_NODE
 NNNE = fg.NOMINATED_NODE_NAME_FOR_EXPECTATION
 CLEAR = fg.CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING
@@ -30,6 +25,20 @@ PREEMPT_RESIZE = fg.IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION
 ASYNC = fg.SCHEDULER_ASYNC_PREEMPTION
 OBSGEN = fg.POD_OBSERVED_GENERATION_TRACKING
 READINESS = fg.POD_SCHEDULING_READINESS
+MIN_DOMAINS = fg.MIN_DOMAINS_IN_POD_TOPOLOGY_SPREAD
+INCLUSION = fg.NODE_INCLUSION_POLICY_IN_POD_TOPOLOGY_SPREAD
+MATCH_KEYS = fg.MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD
+# The gates of the preemption and resize tables below; PodTopologySpread's have their own.
+PTS_GATES = frozenset({MIN_DOMAINS, INCLUSION, MATCH_KEYS})
+
+
+def defaults_at(minor: int, names: frozenset[str] | None = None) -> dict[str, bool]:
+    gates = gates_at(minor)
+    return {
+        name: gates.enabled(name)
+        for name in fg.GATES
+        if (name in names if names is not None else name not in PTS_GATES)
+    }
 
 
 @pytest.mark.parametrize(
@@ -237,7 +246,33 @@ def test_defaults_per_emulated_version(minor: int, expected: dict[str, bool]) ->
 def test_states_list_only_gates_that_exist_at_the_version(
     minor: int, states: list[GateState]
 ) -> None:
-    assert gates_at(minor).states() == states
+    assert [s for s in gates_at(minor).states() if s.name not in PTS_GATES] == states
+
+
+@pytest.mark.parametrize(
+    ("minor", "expected"),
+    [
+        (23, {MIN_DOMAINS: False, INCLUSION: False, MATCH_KEYS: False}),
+        (25, {MIN_DOMAINS: False, INCLUSION: False, MATCH_KEYS: False}),
+        (26, {MIN_DOMAINS: False, INCLUSION: True, MATCH_KEYS: False}),
+        (27, {MIN_DOMAINS: True, INCLUSION: True, MATCH_KEYS: True}),
+        (37, {MIN_DOMAINS: True, INCLUSION: True, MATCH_KEYS: True}),
+    ],
+)
+def test_pod_topology_spread_gates_per_emulated_version(
+    minor: int, expected: dict[str, bool]
+) -> None:
+    assert defaults_at(minor, PTS_GATES) == expected
+
+
+def test_pod_topology_spread_gates_lock_and_removal() -> None:
+    assert gates_at(33).enabled(MIN_DOMAINS)  # removed in 1.32: always on
+    with pytest.raises(FeatureGateError, match="removed in 1.32"):
+        gates_at(33, MinDomainsInPodTopologySpread=True)
+    with pytest.raises(FeatureGateError, match="locked to true"):
+        gates_at(33, NodeInclusionPolicyInPodTopologySpread=False)
+    assert not gates_at(32, NodeInclusionPolicyInPodTopologySpread=False).enabled(INCLUSION)
+    assert not gates_at(37, MatchLabelKeysInPodTopologySpread=False).enabled(MATCH_KEYS)
 
 
 def test_alpha_and_beta_gates_can_be_set_either_way() -> None:

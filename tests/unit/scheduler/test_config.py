@@ -47,6 +47,7 @@ def in_tree_like(*, preemption: bool = False) -> Registry:
         "NodePorts": FakeFilter,
         "NodeResourcesFit": FakeFilterScore,
         "NodeResourcesBalancedAllocation": FakeScore,
+        "PodTopologySpread": FakeFilterScore,
         "InterPodAffinity": FakeFilterScore,
         "DefaultBinder": FakeBinder,
         "SlowPreBind": FakePreBind,
@@ -83,6 +84,7 @@ def test_default_profile_is_upstreams_without_what_kemu_lacks() -> None:
         "TaintToleration",
         "NodeAffinity",
         "NodeResourcesFit",
+        "PodTopologySpread",
         "InterPodAffinity",
     )
     assert p.enabled["filter"] == (
@@ -92,12 +94,14 @@ def test_default_profile_is_upstreams_without_what_kemu_lacks() -> None:
         "NodeAffinity",
         "NodePorts",
         "NodeResourcesFit",
+        "PodTopologySpread",
         "InterPodAffinity",
     )
     assert p.enabled["score"] == (
         "TaintToleration",
         "NodeAffinity",
         "NodeResourcesFit",
+        "PodTopologySpread",
         "InterPodAffinity",
         "NodeResourcesBalancedAllocation",
     )
@@ -105,6 +109,7 @@ def test_default_profile_is_upstreams_without_what_kemu_lacks() -> None:
         "TaintToleration": 3,
         "NodeAffinity": 2,
         "NodeResourcesFit": 1,
+        "PodTopologySpread": 2,
         "InterPodAffinity": 2,
         "NodeResourcesBalancedAllocation": 1,
     }
@@ -184,6 +189,7 @@ def test_score_weight_at_the_point_overrides_multi_point_and_comes_first() -> No
         "NodeAffinity",
         "TaintToleration",
         "NodeResourcesFit",
+        "PodTopologySpread",
         "InterPodAffinity",
     )
     # An explicit entry without weight means 1, even if multiPoint said 2.

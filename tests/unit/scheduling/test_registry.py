@@ -25,6 +25,7 @@ IN_TREE = {
     "DeferredPodScheduling",
     "NodeResourcesFit",
     "NodeResourcesBalancedAllocation",
+    "PodTopologySpread",
     "InterPodAffinity",
     "DefaultPreemption",
     "DefaultBinder",
@@ -86,8 +87,18 @@ def test_in_tree_registry_and_default_framework() -> None:
         "NodePorts",
         "DeferredPodScheduling",
         "NodeResourcesFit",
+        "PodTopologySpread",
         "InterPodAffinity",
     )
+    # Upstream's default score weights (v1 default_plugins.go).
+    assert dict(config.profiles[0].score_weights) == {
+        "TaintToleration": 3,
+        "NodeAffinity": 2,
+        "NodeResourcesFit": 1,
+        "PodTopologySpread": 2,
+        "InterPodAffinity": 2,
+        "NodeResourcesBalancedAllocation": 1,
+    }
     assert plugins["permit"] == ("DeferredPodScheduling",)
     # The emulation plugins are registered but only run when a profile enables them.
     for emulation in ("SlowPreBind", "WaitingPermit", "TokenFilter"):

@@ -93,16 +93,51 @@ class FakeNamespaces:
         self.handlers.append(handler)
 
 
+class FakeObjects:
+    """A namespaced kind's informer and lister over the objects a test gives."""
+
+    def __init__(self, *objs: Any) -> None:
+        self.objs = list(objs)
+
+    @property
+    def lister(self) -> FakeObjects:
+        return self
+
+    def get(self, name: str, namespace: str = "") -> Any | None:
+        ns = namespace or "default"
+        return next(
+            (o for o in self.objs if o.metadata.name == name and o.metadata.namespace == ns),
+            None,
+        )
+
+    def list(self, namespace: str | None = None) -> builtins.list[Any]:
+        return [o for o in self.objs if namespace is None or o.metadata.namespace == namespace]
+
+    def add_event_handler(self, handler: Any) -> None:
+        pass
+
+
 class FakeInformerFactory:
-    def __init__(self, *namespaces: types_pb2.Namespace) -> None:
+    def __init__(
+        self,
+        *namespaces: types_pb2.Namespace,
+        services: Iterable[types_pb2.Service] = (),
+        replica_sets: Iterable[types_pb2.ReplicaSet] = (),
+    ) -> None:
         self.pods = FakePodInformer()
         self.namespaces = FakeNamespaces(*namespaces)
+        self.services = FakeObjects(*services)
+        self.replica_sets = FakeObjects(*replica_sets)
         self.requests: list[tuple[type[Any], str]] = []
 
     def informer(self, kind: type[Any], *, field_selector: str = "") -> Any:
         self.requests.append((kind, field_selector))
         if kind is types_pb2.Namespace:
             return self.namespaces
+        if kind is types_pb2.Service:
+            return self.services
+        if kind is types_pb2.ReplicaSet:
+            return self.replica_sets
         assert kind is types_pb2.Pod, kind
         return self.pods
 
