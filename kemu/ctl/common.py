@@ -93,7 +93,9 @@ def split_targets(args: list[str], *, require_name: bool) -> list[tuple[kinds.Ki
                 )
             out.append((lookup_kind(kind_name), name))
         return out
-    kind = lookup_kind(args[0])
+    kinds_given = [lookup_kind(k) for k in args[0].split(",") if k]  # kubectl's deploy,rs
+    if not kinds_given:
+        raise CtlError("you must specify the type of resource")
     names = args[1:]
     for name in names:
         if "/" in name:
@@ -103,9 +105,9 @@ def split_targets(args: list[str], *, require_name: bool) -> list[tuple[kinds.Ki
             )
     if not names:
         if require_name:
-            raise CtlError(f"resource name may not be empty: {qualified(kind)}")
-        return [(kind, None)]
-    return [(kind, name) for name in names]
+            raise CtlError(f"resource name may not be empty: {qualified(kinds_given[0])}")
+        return [(kind, None) for kind in kinds_given]
+    return [(kind, name) for kind in kinds_given for name in names]
 
 
 def plain(value: Any) -> str:

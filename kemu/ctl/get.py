@@ -38,10 +38,19 @@ def check_output(output: str | None) -> None:
 class Printer:
     """Prints objects in the chosen output, a piece at a time (a watch adds objects)."""
 
-    def __init__(self, ctx: Context, kind: kinds.Kind, output: str | None, all_ns: bool) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        kind: kinds.Kind,
+        output: str | None,
+        all_ns: bool,
+        *,
+        with_kind: bool = False,
+    ) -> None:
         self.ctx = ctx
         self.kind = kind
         self.output = output
+        self.with_kind = with_kind
         self.with_namespace = all_ns and kind.namespaced
         self.table = printers.Table()
         self._header_printed = False
@@ -51,7 +60,14 @@ class Printer:
         now = self.ctx.clock.now()
         wide = self.output == "wide"
         return [
-            printers.row(self.kind, o, now, wide=wide, with_namespace=self.with_namespace)
+            printers.row(
+                self.kind,
+                o,
+                now,
+                wide=wide,
+                with_namespace=self.with_namespace,
+                with_kind=self.with_kind,
+            )
             for o in objs
         ]
 
@@ -142,6 +158,7 @@ async def cmd_get(ctx: Context, args: argparse.Namespace) -> int:
             groups.setdefault(kind.kind, (kind, []))[1].append(name)
     errors: list[str] = []
     first = True
+    several = len({kind.kind for kind, _ in targets}) > 1
     for kind in listed:
         ns = "" if args.all_namespaces else namespace_for(ctx, kind)
         result = await ctx.client.list_all(
@@ -159,7 +176,9 @@ async def cmd_get(ctx: Context, args: argparse.Namespace) -> int:
         if not first and args.output in (None, "wide"):
             ctx.print()
         first = False
-        Printer(ctx, kind, args.output, args.all_namespaces).print_result(items, single=False)
+        Printer(ctx, kind, args.output, args.all_namespaces, with_kind=several).print_result(
+            items, single=False
+        )
     named = [(kind, names) for kind, names in groups.values()]
     total_named = sum(len(names) for _, names in named)
     for kind, names in named:
@@ -175,7 +194,7 @@ async def cmd_get(ctx: Context, args: argparse.Namespace) -> int:
             ctx.print()
         first = False
         single = total_named == 1 and not listed
-        Printer(ctx, kind, args.output, False).print_result(found, single=single)
+        Printer(ctx, kind, args.output, False, with_kind=several).print_result(found, single=single)
     for message in errors:
         ctx.warn(f"error: {message}")
     return 1 if errors else 0

@@ -499,9 +499,19 @@ def headers(kind: kinds.Kind, *, wide: bool, with_namespace: bool) -> list[str]:
 
 
 def row(
-    kind: kinds.Kind, obj: Message, now: float, *, wide: bool, with_namespace: bool
+    kind: kinds.Kind,
+    obj: Message,
+    now: float,
+    *,
+    wide: bool,
+    with_namespace: bool,
+    with_kind: bool = False,
 ) -> list[str]:
+    """One table row; `with_kind` names the object kind/name, as kubectl does when a get
+    lists several kinds."""
     cells = TABLES[kind.kind].row(obj, now, wide)
+    if with_kind and cells:
+        cells[0] = ref(kind, cells[0])
     return ([meta(obj).namespace] if with_namespace else []) + cells
 
 

@@ -177,3 +177,25 @@ async def test_watch_prints_the_table_then_a_row_per_change() -> None:
     assert got[2].split()[0] == "b"
     assert got[3].split()[:3] == ["a", "0/1", "Pending"]  # spec patch: status is not patched
     assert err.getvalue() == ""
+
+
+@pytest.mark.anyio
+async def test_several_kinds_separated_by_commas_print_a_table_each_with_kind_names() -> None:
+    client = fake(
+        make_pod("web").node("n1").phase("Running").obj(),
+        make_pdb("web").min_available(1).obj(),
+    )
+    result = await ctl(client, "get", "po,pdb")
+    assert result.rc == 0, result.err
+    lines = result.out.splitlines()
+    assert lines[0].split()[:2] == ["NAME", "READY"]
+    assert lines[1].split()[0] == "pod/web"
+    assert lines[2] == ""
+    assert lines[3].split()[0] == "NAME"
+    assert lines[4].split()[0] == "poddisruptionbudget.policy/web"
+    named = await ctl(client, "get", "po,pdb", "web", "-o", "name")
+    assert named.out.splitlines() == ["pod/web", "poddisruptionbudget.policy/web"]
+    one = await ctl(client, "get", "pods")
+    assert one.out.splitlines()[1].split()[0] == "web"  # one kind: plain names
+    bad = await ctl(client, "get", "po,nothing")
+    assert bad.rc != 0 and 'the server doesn\'t have a resource type "nothing"' in bad.err
