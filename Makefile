@@ -37,8 +37,10 @@ gen: $(STAMP)
 check-gen: $(STAMP)
 	rm -rf $(VENV)/gen && mkdir -p $(VENV)/gen
 	hack/gen-proto.sh $(VENV)/gen
-	diff -r -x __pycache__ -x __init__.py -x py.typed $(VENV)/gen/kemu/api/v1 kemu/api/v1 \
-	  || { echo "kemu/api/v1 is stale: run 'make gen' and commit the result" >&2; exit 1; }
+	for d in kemu/api/v1 kemu/api/cloud/v1; do \
+	  diff -r -x __pycache__ -x __init__.py -x py.typed $(VENV)/gen/$$d $$d \
+	    || { echo "$$d is stale: run 'make gen' and commit the result" >&2; exit 1; }; \
+	done
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

@@ -115,6 +115,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="K[=V]:EFFECT[,...]",
         help="taints the node registers with",
     )
+    nodes.add_argument(
+        "--provider-id",
+        default="",
+        metavar="ID",
+        help="the node's spec.providerID, set when it registers (e.g. kemu://GROUP/INSTANCE, "
+        "as the emulated cloud starts its instances); not with --nodes",
+    )
     timing = parser.add_argument_group("timing")
     timing.add_argument(
         "--node-lease-renew-interval",
@@ -203,6 +210,8 @@ def settings_from_args(args: argparse.Namespace, kubelet_version: str) -> Kubele
             raise ValueError("--node-name and --nodes are mutually exclusive")
         if args.nodes < 1:
             raise ValueError(f"--nodes: {args.nodes} must be at least 1")
+        if args.provider_id:
+            raise ValueError("--provider-id and --nodes are mutually exclusive")
         if not args.node_name_prefix:
             raise ValueError("--node-name-prefix: must not be empty")
         names = [f"{args.node_name_prefix}-{i}" for i in range(args.nodes)]
@@ -249,6 +258,7 @@ def settings_from_args(args: argparse.Namespace, kubelet_version: str) -> Kubele
             kubelet_version=kubelet_version,
             labels=labels,
             taints=tuple(taints),
+            provider_id=args.provider_id,
         )
         for name in names
     )

@@ -79,6 +79,8 @@ class NodeConfig:
     kubelet_version: str
     labels: Mapping[str, str] = field(default_factory=dict)
     taints: Sequence[types_pb2.Taint] = ()
+    provider_id: str = ""
+    """spec.providerID, set at registration (upstream's --provider-id); "" leaves it unset."""
 
     def allocatable_ints(self) -> dict[str, int]:
         return {name: to_int(name, text) for name, text in self.allocatable.items()}
@@ -141,6 +143,7 @@ def build_node(config: NodeConfig, now: float) -> types_pb2.Node:
     node.metadata.name = config.name
     node.metadata.labels.update({**default_labels(config.name), **config.labels})
     node.spec.taints.extend(config.taints)
+    node.spec.provider_id = config.provider_id
     set_status(node.status, config, now)
     return node
 

@@ -15,6 +15,7 @@ from kemu.component.runner import ComponentContext, run_component_async
 from kemu.testing.builders import make_pod
 from kemu.testing.fake_time import wait_until
 from kubelet import app
+from kubelet.node_status import build_node
 
 from .helpers import advance
 
@@ -48,6 +49,14 @@ def test_single_node_flags():
     assert s.root_dir is None
 
 
+def test_provider_id_is_set_on_the_registered_node():
+    (config,) = settings("--node-name", "n1", "--provider-id", "kemu://pool/n1").nodes
+    assert config.provider_id == "kemu://pool/n1"
+    assert build_node(config, 0.0).spec.provider_id == "kemu://pool/n1"
+    (plain,) = settings("--node-name", "n2").nodes
+    assert build_node(plain, 0.0).spec.provider_id == ""
+
+
 def test_hollow_flags_name_the_nodes():
     s = settings("--nodes", "3", "--node-name-prefix", "hollow")
     assert [n.name for n in s.nodes] == ["hollow-0", "hollow-1", "hollow-2"]
@@ -57,6 +66,7 @@ def test_hollow_flags_name_the_nodes():
     ("argv", "message"),
     [
         (["--nodes", "2", "--node-name", "x"], "mutually exclusive"),
+        (["--nodes", "2", "--provider-id", "kemu://g/i"], "--provider-id and --nodes"),
         (["--nodes", "0"], "--nodes: 0 must be at least 1"),
         (["--capacity", "cpu=lots"], "--capacity: invalid quantity 'lots' for cpu"),
         (["--register-with-taints", "a=b"], "--register-with-taints: invalid taint"),

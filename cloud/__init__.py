@@ -1,0 +1,1 @@
+"""The emulated cloud: node groups whose instances are kemu kubelets (python -m cloud)."""

@@ -1,0 +1,5 @@
+import sys
+
+from cloud.app import main
+
+sys.exit(main())

@@ -1,0 +1,246 @@
+"""The cloud's config file (`--config FILE`, YAML): its node groups.
+
+    nodeGroups:
+    - name: pool-a
+      minSize: 0
+      maxSize: 5
+      template:
+        capacity: {cpu: "2", memory: 4Gi, pods: "20"}
+        labels: {disk: ssd}
+        taints: []                   # as in a Node spec
+        kubeletArgs: ["--emulated-version", "1.36"]
+      failures:                      # kemu's injected failures (optional)
+        neverReady: 0                # the next N instances never come up
+        outOfCapacity: false         # new instances fail with OutOfResources
+
+Unknown fields and bad values are a ConfigError naming the field (`nodeGroups[0].maxSize:
+...`). Group names become part of instance and Node names, so they are DNS labels.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from kemu.api.v1 import types_pb2
+from kemu.machinery.convert import fill_message
+from kemu.machinery.errors import Invalid
+from kemu.machinery.quantity import format_resource, to_int
+from kemu.machinery.validation import validate_labels
+
+NODE_GROUP_LABEL: Final = "kemu.io/node-group"
+"""The label every instance's Node carries: the name of its group."""
+
+_DNS_LABEL: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_MAX_GROUP_NAME: Final = 40
+_TAINT_EFFECTS: Final = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+# The kubelet flags the cloud sets itself for every instance.
+_RESERVED_KUBELET_FLAGS: Final = (
+    "--server",
+    "--node-name",
+    "--nodes",
+    "--node-name-prefix",
+    "--capacity",
+    "--node-labels",
+    "--register-with-taints",
+    "--provider-id",
+    "--root-dir",
+    "--metrics-port",
+)
+
+
+class ConfigError(ValueError):
+    """The config is malformed; the message names the field."""
+
+
+@dataclass(frozen=True)
+class Failures:
+    """kemu's injected failures of a group (see the module docstring)."""
+
+    never_ready: int = 0
+    out_of_capacity: bool = False
+
+
+@dataclass(frozen=True)
+class NodeTemplate:
+    capacity: Mapping[str, str]
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[types_pb2.Taint, ...] = ()
+    kubelet_args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NodeGroupConfig:
+    name: str
+    min_size: int
+    max_size: int
+    template: NodeTemplate
+    failures: Failures = Failures()
+
+
+@dataclass(frozen=True)
+class CloudConfig:
+    node_groups: tuple[NodeGroupConfig, ...]
+
+    def group(self, name: str) -> NodeGroupConfig | None:
+        return next((g for g in self.node_groups if g.name == name), None)
+
+
+def load_config(path: Path) -> CloudConfig:
+    """Reads and validates the file; ConfigError (naming the file and field) otherwise."""
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ConfigError(f"{path}: {e.strerror or e}") from None
+    try:
+        return parse_config(text)
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e}") from None
+
+
+def parse_config(text: str) -> CloudConfig:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ConfigError(f"not valid YAML: {e}") from None
+    if data is None:
+        data = {}
+    obj = _object(data, "<root>", {"nodeGroups"})
+    groups_data = obj.get("nodeGroups", [])
+    if not isinstance(groups_data, list):
+        raise ConfigError(f"nodeGroups: expected a list, got {_type(groups_data)}")
+    groups = tuple(_group(g, f"nodeGroups[{i}]") for i, g in enumerate(groups_data))
+    seen: set[str] = set()
+    for i, g in enumerate(groups):
+        if g.name in seen:
+            raise ConfigError(f"nodeGroups[{i}].name: duplicate group name {g.name!r}")
+        seen.add(g.name)
+    return CloudConfig(node_groups=groups)
+
+
+def _group(data: Any, path: str) -> NodeGroupConfig:
+    obj = _object(data, path, {"name", "minSize", "maxSize", "template", "failures"})
+    for required in ("name", "maxSize", "template"):
+        if required not in obj:
+            raise ConfigError(f"{path}.{required}: required")
+    name = obj["name"]
+    if not isinstance(name, str) or not _DNS_LABEL.match(name) or len(name) > _MAX_GROUP_NAME:
+        raise ConfigError(
+            f"{path}.name: {name!r} must be a DNS label of at most {_MAX_GROUP_NAME} characters "
+            "(lower-case letters, digits and '-')"
+        )
+    min_size = _int(obj.get("minSize", 0), f"{path}.minSize")
+    max_size = _int(obj["maxSize"], f"{path}.maxSize")
+    if max_size < min_size:
+        raise ConfigError(f"{path}.maxSize: {max_size} is less than minSize {min_size}")
+    return NodeGroupConfig(
+        name=name,
+        min_size=min_size,
+        max_size=max_size,
+        template=_template(obj["template"], f"{path}.template", name),
+        failures=_failures(obj.get("failures", {}), f"{path}.failures"),
+    )
+
+
+def _template(data: Any, path: str, group: str) -> NodeTemplate:
+    obj = _object(data, path, {"capacity", "labels", "taints", "kubeletArgs"})
+    if "capacity" not in obj:
+        raise ConfigError(f"{path}.capacity: required")
+    capacity_data = _object(obj["capacity"], f"{path}.capacity", None)
+    capacity: dict[str, str] = {}
+    for name, value in capacity_data.items():
+        fpath = f"{path}.capacity.{name}"
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            raise ConfigError(f"{fpath}: expected a quantity, got {_type(value)}")
+        try:
+            capacity[name] = format_resource(name, to_int(name, str(value), fpath))
+        except Invalid as e:
+            raise ConfigError(str(e)) from None
+    if "cpu" not in capacity or "memory" not in capacity:
+        raise ConfigError(f"{path}.capacity: cpu and memory are required")
+    capacity.setdefault("pods", "110")
+    labels_data = _object(obj.get("labels", {}), f"{path}.labels", None)
+    labels: dict[str, str] = {}
+    for key, value in labels_data.items():
+        if not isinstance(value, str):
+            raise ConfigError(f"{path}.labels.{key}: expected a string, got {_type(value)}")
+        labels[key] = value
+    causes = validate_labels(labels, f"{path}.labels")
+    if causes:
+        raise ConfigError(f"{causes[0].field}: {causes[0].message}")
+    if NODE_GROUP_LABEL in labels and labels[NODE_GROUP_LABEL] != group:
+        raise ConfigError(f"{path}.labels.{NODE_GROUP_LABEL}: the cloud sets it to {group!r}")
+    taints = _taints(obj.get("taints", []), f"{path}.taints")
+    args = obj.get("kubeletArgs", [])
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise ConfigError(f"{path}.kubeletArgs: expected a list of strings")
+    for i, arg in enumerate(args):
+        flag = arg.split("=", 1)[0]
+        if flag in _RESERVED_KUBELET_FLAGS:
+            raise ConfigError(f"{path}.kubeletArgs[{i}]: {flag} is set by the cloud")
+    return NodeTemplate(
+        capacity=capacity, labels=labels, taints=tuple(taints), kubelet_args=tuple(args)
+    )
+
+
+def _taints(data: Any, path: str) -> list[types_pb2.Taint]:
+    if not isinstance(data, list):
+        raise ConfigError(f"{path}: expected a list, got {_type(data)}")
+    taints = []
+    for i, item in enumerate(data):
+        ipath = f"{path}[{i}]"
+        taint = types_pb2.Taint()
+        try:
+            fill_message(taint, item, ipath)
+        except Invalid as e:
+            raise ConfigError(str(e)) from None
+        if not taint.key:
+            raise ConfigError(f"{ipath}.key: required")
+        if taint.effect not in _TAINT_EFFECTS:
+            raise ConfigError(
+                f"{ipath}.effect: {taint.effect!r} must be one of {', '.join(_TAINT_EFFECTS)}"
+            )
+        taints.append(taint)
+    return taints
+
+
+def _failures(data: Any, path: str) -> Failures:
+    obj = _object(data, path, {"neverReady", "outOfCapacity"})
+    never_ready = _int(obj.get("neverReady", 0), f"{path}.neverReady")
+    out_of_capacity = obj.get("outOfCapacity", False)
+    if not isinstance(out_of_capacity, bool):
+        raise ConfigError(f"{path}.outOfCapacity: expected true or false")
+    return Failures(never_ready=never_ready, out_of_capacity=out_of_capacity)
+
+
+def _object(data: Any, path: str, known: set[str] | None) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected an object, got {_type(data)}")
+    for key in data:
+        if not isinstance(key, str):
+            raise ConfigError(f"{path}: keys must be strings, got {key!r}")
+        if known is not None and key not in known:
+            prefix = "" if path == "<root>" else f"{path}."
+            raise ConfigError(f'{prefix}{key}: unknown field "{key}"')
+    return data
+
+
+def _int(value: Any, path: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{path}: expected an integer, got {_type(value)}")
+    if value < 0:
+        raise ConfigError(f"{path}: {value} must not be negative")
+    return value
+
+
+def _type(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(
+        type(value), type(value).__name__
+    )

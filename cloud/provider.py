@@ -1,0 +1,342 @@
+"""The cloud's node groups and instances: what the gRPC API does, over the state file, the
+kubelet processes and the instances' Node objects.
+
+An instance is CREATING until its Node is Ready (then it is running), DELETING while it is
+being deleted. The target size of a group is the number of its instances not being deleted.
+Deleting an instance stops its kubelet and deletes its Node (upstream's cloud node lifecycle
+controller deletes the Node of an instance the cloud no longer has); the pod garbage collector
+then collects its pods. Every change is saved (cloud.state) before the call returns.
+
+Injected failures (kemu's own, per group; the config's `failures` or KemuSetFailures):
+- neverReady N: the next N instances never start a kubelet and stay CREATING without a Node;
+- outOfCapacity: new instances fail at once, CREATING with error class OutOfResources (1) and
+  code OUT_OF_CAPACITY, as upstream providers report a stock-out; they never start.
+The autoscaler is expected to delete such instances (DeleteNodes by providerID).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import anyio
+
+from cloud.config import NODE_GROUP_LABEL, CloudConfig, Failures, NodeGroupConfig
+from cloud.kubelets import KubeletProcesses, kill_leftover, kubelet_argv
+from cloud.state import (
+    CREATING,
+    DELETING,
+    GroupRecord,
+    InstanceRecord,
+    StateStore,
+    parse_provider_id,
+)
+from kemu.api.v1 import types_pb2
+from kemu.client.informer import Lister
+from kemu.client.interface import ApiClient
+from kemu.machinery.errors import Invalid, NotFound
+
+log = logging.getLogger(__name__)
+
+RUNNING: Final = "running"
+OUT_OF_RESOURCES_ERROR_CLASS: Final = 1
+"""upstream's cloudprovider.OutOfResourcesErrorClass."""
+OUT_OF_CAPACITY_CODE: Final = "OUT_OF_CAPACITY"
+RECONCILE_PERIOD: Final = 0.5
+
+
+@dataclass(frozen=True)
+class InstanceView:
+    """An instance as NodeGroupNodes reports it."""
+
+    provider_id: str
+    name: str
+    state: str
+    """CREATING, RUNNING or DELETING."""
+    error_code: str = ""
+    error_message: str = ""
+    error_class: int = 0
+
+
+def node_ready(node: types_pb2.Node) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)
+
+
+class Cloud:
+    """The node groups of one cloud; every public method may be called concurrently."""
+
+    def __init__(
+        self,
+        config: CloudConfig,
+        store: StateStore,
+        kubelets: KubeletProcesses,
+        client: ApiClient,
+        nodes: Lister[types_pb2.Node],
+        *,
+        server: str,
+        provision_delay: float = 0.0,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.config = config
+        self._store = store
+        self._kubelets = kubelets
+        self._client = client
+        self._nodes = nodes
+        self._server = server
+        self._provision_delay = provision_delay
+        self._now = wall_clock
+        self._lock = anyio.Lock()
+        self.state = store.load()
+        for group in config.node_groups:
+            self.state.groups.setdefault(group.name, GroupRecord()).apply_config(group.failures)
+        self._save()
+
+    # ------------------------------------------------------------------ queries
+
+    def group(self, name: str) -> NodeGroupConfig:
+        group = self.config.group(name)
+        if group is None:
+            raise NotFound(f'node group "{name}" not found')
+        return group
+
+    def group_for_node(self, provider_id: str, node_name: str = "") -> NodeGroupConfig | None:
+        """The group of an instance by providerID (or, without one, by Node name)."""
+        parsed = parse_provider_id(provider_id)
+        name = parsed[1] if parsed else node_name
+        inst = self.state.instances.get(name)
+        if inst is None or (parsed is not None and parsed[0] != inst.group):
+            return None
+        return self.config.group(inst.group)
+
+    def target_size(self, group: str) -> int:
+        self.group(group)
+        return sum(1 for i in self.state.of_group(group) if i.phase != DELETING)
+
+    def instances(self, group: str) -> list[InstanceView]:
+        self.group(group)
+        return [self._view(i) for i in sorted(self.state.of_group(group), key=_index)]
+
+    def template_node(self, group: str) -> types_pb2.Node:
+        """A Node as a new instance of `group` registers it (name "template-<group>")."""
+        g = self.group(group)
+        node = types_pb2.Node()
+        node.metadata.name = f"template-{g.name}"
+        node.metadata.labels.update(
+            {
+                "kubernetes.io/hostname": node.metadata.name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                **g.template.labels,
+                NODE_GROUP_LABEL: g.name,
+            }
+        )
+        node.spec.taints.extend(g.template.taints)
+        node.status.capacity.update(g.template.capacity)
+        node.status.allocatable.update(g.template.capacity)
+        node.status.conditions.add(type="Ready", status="True", reason="KubeletReady")
+        return node
+
+    def _view(self, inst: InstanceRecord) -> InstanceView:
+        if inst.phase == DELETING:
+            state = DELETING
+        else:
+            node = self._nodes.get(inst.name)
+            state = RUNNING if node is not None and node_ready(node) else CREATING
+        return InstanceView(
+            provider_id=inst.provider_id,
+            name=inst.name,
+            state=state,
+            error_code=inst.error_code,
+            error_message=inst.error_message,
+            error_class=inst.error_class,
+        )
+
+    # ------------------------------------------------------------------ changes
+
+    async def increase_size(self, group: str, delta: int) -> list[str]:
+        """Creates `delta` instances; their names."""
+        g = self.group(group)
+        if delta <= 0:
+            raise Invalid.field("delta", f"size increase must be positive, got {delta}")
+        async with self._lock:
+            size = self.target_size(group)
+            if size + delta > g.max_size:
+                raise Invalid.field(
+                    "delta",
+                    f"size increase too large: desired {size + delta}, max {g.max_size}",
+                )
+            record = self.state.groups[group]
+            names = []
+            for _ in range(delta):
+                inst = InstanceRecord(
+                    name=f"{group}-{record.next_index}", group=group, created_at=self._now()
+                )
+                record.next_index += 1
+                if record.out_of_capacity:
+                    inst.error_code = OUT_OF_CAPACITY_CODE
+                    inst.error_message = f"node group {group} is out of capacity (kemu injected)"
+                    inst.error_class = OUT_OF_RESOURCES_ERROR_CLASS
+                elif record.never_ready > 0:
+                    record.never_ready -= 1
+                    inst.never_ready = True
+                self.state.instances[inst.name] = inst
+                names.append(inst.name)
+            self._save()
+        log.info("node group %s: +%d instance(s): %s", group, delta, ", ".join(names))
+        await self.reconcile()
+        return names
+
+    async def delete_nodes(self, group: str, nodes: Sequence[tuple[str, str]]) -> None:
+        """Deletes the instances of `nodes` ((providerID, name) pairs) from `group`."""
+        g = self.group(group)
+        async with self._lock:
+            doomed: list[InstanceRecord] = []
+            for i, (pid, node_name) in enumerate(nodes):
+                owner = self.group_for_node(pid, node_name)
+                if owner is None or owner.name != group:
+                    raise Invalid.field(
+                        f"nodes[{i}]",
+                        f"node {node_name or pid} does not belong to node group {group}",
+                    )
+                parsed = parse_provider_id(pid)
+                inst = self.state.instances[parsed[1] if parsed else node_name]
+                if inst.phase != DELETING and inst not in doomed:
+                    doomed.append(inst)
+            size = self.target_size(group)
+            if size - len(doomed) < g.min_size:
+                raise Invalid.field(
+                    "nodes",
+                    f"min size reached: node group {group} has {size} instance(s), "
+                    f"deleting {len(doomed)} would go below {g.min_size}",
+                )
+            for inst in doomed:
+                inst.phase = DELETING
+            self._save()
+        log.info("node group %s: deleting %s", group, ", ".join(i.name for i in doomed))
+        async with anyio.create_task_group() as tg:
+            for inst in doomed:
+                tg.start_soon(self._finish_deletion, inst)
+
+    async def decrease_target_size(self, group: str, delta: int) -> None:
+        """Drops -delta instances that have no Node yet (newest first)."""
+        self.group(group)
+        if delta >= 0:
+            raise Invalid.field("delta", f"size decrease must be negative, got {delta}")
+        async with self._lock:
+            unregistered = [
+                i
+                for i in self.state.of_group(group)
+                if i.phase != DELETING and self._nodes.get(i.name) is None
+            ]
+            if -delta > len(unregistered):
+                raise Invalid.field(
+                    "delta",
+                    f"attempt to delete existing nodes: target size {self.target_size(group)}, "
+                    f"delta {delta}, instances without a node {len(unregistered)}",
+                )
+            doomed = sorted(unregistered, key=_index)[delta:]
+            for inst in doomed:
+                inst.phase = DELETING
+            self._save()
+        async with anyio.create_task_group() as tg:
+            for inst in doomed:
+                tg.start_soon(self._finish_deletion, inst)
+
+    async def set_failures(self, group: str, failures: Failures) -> None:
+        self.group(group)
+        async with self._lock:
+            self.state.groups[group].set_failures(failures)
+            self._save()
+        log.info("node group %s: injected failures now %s", group, failures)
+
+    async def _finish_deletion(self, inst: InstanceRecord) -> None:
+        await self._kubelets.stop(inst.name)
+        await self._delete_node(inst.name, inst.provider_id)
+        async with self._lock:
+            self.state.instances.pop(inst.name, None)
+            self._save()
+        log.info("instance %s deleted", inst.name)
+
+    async def _delete_node(self, name: str, provider_id: str) -> None:
+        try:
+            node = await self._client.get(types_pb2.Node, name)
+        except NotFound:
+            return
+        if node.spec.provider_id not in ("", provider_id):
+            return  # a namesake that is not ours
+        try:
+            await self._client.delete(types_pb2.Node, name, uid=node.metadata.uid)
+            log.info("node %s: deleted (its instance is gone)", name)
+        except NotFound:
+            pass
+
+    # ------------------------------------------------------------------ the loop
+
+    async def start(self) -> None:
+        """Takes over from a previous cloud: kills its leftover kubelets and finishes the
+        deletions it began; instances of groups no longer configured are deleted."""
+        for inst in list(self.state.instances.values()):
+            kill_leftover(inst.pid, inst.name)
+            if self.config.group(inst.group) is None:
+                log.warning(
+                    "instance %s: group %s is not configured, deleting", inst.name, inst.group
+                )
+                inst.phase = DELETING
+        self._save()
+        async with anyio.create_task_group() as tg:
+            for inst in list(self.state.instances.values()):
+                if inst.phase == DELETING:
+                    tg.start_soon(self._finish_deletion, inst)
+
+    async def run(self) -> None:
+        """Keeps the kubelets of the instances running and deletes the Nodes of instances the
+        cloud does not have, every RECONCILE_PERIOD seconds."""
+        while True:
+            await self.reconcile()
+            await anyio.sleep(RECONCILE_PERIOD)
+
+    async def reconcile(self) -> None:
+        for name, code in self._kubelets.exited():
+            log.warning("instance %s: kubelet exited with code %d", name, code)
+        now = self._now()
+        started = False
+        for inst in list(self.state.instances.values()):
+            if not inst.runs_kubelet or self._kubelets.running(inst.name):
+                continue
+            if now < inst.created_at + self._provision_delay:
+                continue
+            group = self.config.group(inst.group)
+            if group is None:
+                continue
+            argv = kubelet_argv(
+                self._server,
+                group,
+                inst.name,
+                inst.provider_id,
+                self._store.directory / "instances" / inst.name,
+            )
+            inst.pid = self._kubelets.start(inst.name, argv)
+            started = True
+        if started:
+            async with self._lock:
+                self._save()
+        for node in self._nodes.list():
+            parsed = parse_provider_id(node.spec.provider_id)
+            if parsed is None or node.metadata.labels.get(NODE_GROUP_LABEL) != parsed[0]:
+                continue
+            if parsed[1] not in self.state.instances and node.metadata.name == parsed[1]:
+                await self._delete_node(node.metadata.name, node.spec.provider_id)
+
+    async def shutdown(self) -> None:
+        await self._kubelets.stop_all()
+
+    def _save(self) -> None:
+        self._store.save(self.state)
+
+
+def _index(inst: InstanceRecord) -> int:
+    suffix = inst.name.rsplit("-", 1)[-1]
+    return int(suffix) if suffix.isdigit() else 0
