@@ -1,14 +1,15 @@
 """The kubelets of the cloud's instances: one `python -m kubelet` subprocess per instance.
 
-Each kubelet runs in the cloud's process group and, on Linux, gets SIGTERM when the cloud dies
-(PR_SET_PDEATHSIG), so a cloud that is SIGKILLed leaves no kubelet behind; the restarted cloud
-starts them again from its state (their Nodes and checkpointed pods survive, as a VM's disk
-does). A kubelet that exits on its own is restarted (a crashed VM coming back).
+Each kubelet runs in the cloud's process group, so stopping the group (honcho, the test
+harness) stops them with the cloud; the restarted cloud starts them again from its state (their
+Nodes and checkpointed pods survive, as a VM's disk does). A kubelet left running by a cloud
+killed alone (`kill -9 <pid>`) is found by the pid the state file records and killed before
+its replacement starts (no preexec_fn/PR_SET_PDEATHSIG: forking Python code next to gRPC's
+threads crashes the child). A kubelet that exits on its own is restarted.
 """
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import logging
 import os
@@ -25,7 +26,6 @@ from cloud.config import NODE_GROUP_LABEL, NodeGroupConfig
 
 log = logging.getLogger(__name__)
 
-_PR_SET_PDEATHSIG: Final = 1
 STOP_TIMEOUT: Final = 10.0
 
 
@@ -52,14 +52,6 @@ def kubelet_argv(
     if taints:
         argv += ["--register-with-taints", taints]
     return [*argv, *template.kubelet_args]
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    except (OSError, AttributeError):
-        pass
 
 
 def kill_leftover(pid: int, name: str) -> None:
@@ -106,7 +98,6 @@ class KubeletProcesses:
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
             )
         self._procs[name] = proc
         log.info("instance %s: started its kubelet (pid %d)", name, proc.pid)

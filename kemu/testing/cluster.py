@@ -312,6 +312,42 @@ class Cluster:
             wait=wait,
         )
 
+    def start_cloud(
+        self,
+        config: str | Path,
+        *,
+        name: str = "cloud",
+        provision_delay: str = "0s",
+        emulated_version: str | None = None,
+        extra_args: Sequence[str] = (),
+        wait: bool = True,
+    ) -> Component:
+        """Start `python -m cloud`: `config` is the YAML text of its node groups or a file.
+        Its state lives in root/<name> (kept across restart()); its gRPC API is
+        f"{LOOPBACK}:{proc.port}"."""
+        if isinstance(config, str):
+            path = self.root / f"{name}.yaml"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(config)
+        else:
+            path = config
+        port = free_port()
+        args = [
+            "--server", self.server,
+            "--config", str(path),
+            "--state-dir", str(self.root / name),
+            "--port", str(port),
+            "--provision-delay", provision_delay,
+        ]  # fmt: skip
+        return self.start_component(
+            "cloud",
+            name,
+            [*args, *extra_args],
+            emulated_version=emulated_version,
+            wait=wait,
+            port=port,
+        )
+
     def start_autoscaler(
         self,
         *,
