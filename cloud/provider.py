@@ -20,12 +20,12 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Protocol
 
 import anyio
 
 from cloud.config import NODE_GROUP_LABEL, CloudConfig, Failures, NodeGroupConfig
-from cloud.kubelets import KubeletProcesses, kill_leftover, kubelet_argv
+from cloud.kubelets import kill_leftover, kubelet_argv
 from cloud.state import (
     CREATING,
     DELETING,
@@ -35,7 +35,6 @@ from cloud.state import (
     parse_provider_id,
 )
 from kemu.api.v1 import types_pb2
-from kemu.client.informer import Lister
 from kemu.client.interface import ApiClient
 from kemu.machinery.errors import Invalid, NotFound
 
@@ -61,6 +60,28 @@ class InstanceView:
     error_class: int = 0
 
 
+class NodeLister(Protocol):
+    """The instances' Nodes as last seen (an informer's lister)."""
+
+    def get(self, name: str, namespace: str = "") -> types_pb2.Node | None: ...
+
+    def list(self, namespace: str | None = None) -> list[types_pb2.Node]: ...
+
+
+class Kubelets(Protocol):
+    """What the cloud needs of the kubelet processes (cloud.kubelets.KubeletProcesses)."""
+
+    def running(self, name: str) -> bool: ...
+
+    def start(self, name: str, argv: Sequence[str]) -> int: ...
+
+    def exited(self) -> list[tuple[str, int]]: ...
+
+    async def stop(self, name: str) -> None: ...
+
+    async def stop_all(self) -> None: ...
+
+
 def node_ready(node: types_pb2.Node) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)
 
@@ -72,9 +93,9 @@ class Cloud:
         self,
         config: CloudConfig,
         store: StateStore,
-        kubelets: KubeletProcesses,
+        kubelets: Kubelets,
         client: ApiClient,
-        nodes: Lister[types_pb2.Node],
+        nodes: NodeLister,
         *,
         server: str,
         provision_delay: float = 0.0,

@@ -95,9 +95,7 @@ async def test_cloud_lifecycle_scale_up_restart_delete(
     # Scale up: two Ready Nodes with the group label and providerID, running a pod.
     await cloud.increase_size("pool-a", 2)
     assert await cloud.target_size("pool-a") == 2
-    nodes = await eventually(
-        lambda: _exactly(ready_group_nodes(api, "pool-a"), 2), timeout=20, interval=0.2
-    )
+    nodes = await eventually(lambda: ready_count(api, "pool-a", 2), timeout=20, interval=0.2)
     assert {n.spec.provider_id for n in nodes.values()} == {
         f"kemu://pool-a/{name}" for name in nodes
     }
@@ -116,9 +114,10 @@ async def test_cloud_lifecycle_scale_up_restart_delete(
         make_pod("web").namespace(ns).req(cpu="500m").node_selector({GROUP_LABEL: "pool-a"}).obj()
     )
 
-    async def pod_running() -> types_pb2.Pod | None:
+    async def pod_running() -> types_pb2.Pod:
         pod = await api.get(types_pb2.Pod, "web", ns)
-        return pod if pod.status.phase == "Running" else None
+        assert pod.status.phase == "Running", pod.status.phase
+        return pod
 
     pod = await eventually(pod_running, timeout=15, interval=0.2)
     assert pod.spec.node_name in nodes
@@ -166,10 +165,10 @@ async def test_cloud_lifecycle_scale_up_restart_delete(
         await cloud.target_size("nope")
 
 
-async def _exactly(nodes_coro: object, count: int) -> dict[str, types_pb2.Node] | None:
-    nodes = await nodes_coro  # type: ignore[misc]
-    assert isinstance(nodes, dict)
-    return nodes if len(nodes) == count else None
+async def ready_count(api: Client, group: str, count: int) -> dict[str, types_pb2.Node]:
+    nodes = await ready_group_nodes(api, group)
+    assert len(nodes) == count, f"{len(nodes)} ready node(s) in {group}, want {count}"
+    return nodes
 
 
 async def test_injected_failures_show_in_instance_states(
@@ -189,7 +188,7 @@ async def test_injected_failures_show_in_instance_states(
     # neverReady 1: the first instance never comes up, the second does.
     await cloud.increase_size("stuck", 1)
     await cloud.increase_size("stuck", 1)
-    await eventually(lambda: _exactly(ready_group_nodes(api, "stuck"), 1), timeout=20)
+    await eventually(lambda: ready_count(api, "stuck", 1), timeout=20)
     got = await states(cloud, "stuck")
     assert got["kemu://stuck/stuck-1"].instance_state == RUNNING
     assert got["kemu://stuck/stuck-0"].instance_state == CREATING
