@@ -90,7 +90,7 @@ async def _serve(args: argparse.Namespace, store: EtcdStore, ctx: ComponentConte
     }
     ctx.add_readiness_check("etcd", lambda: etcd_ok)
     ctx.add_readiness_check("watch-cache", lambda: all(c.ready for c in caches.values()))
-    registry = Registry(store, caches, ctx.gates, now=ctx.clock.now)
+    registry = Registry(store, caches, ctx.gates, now=ctx.clock.now, version=ctx.options.version)
 
     def version() -> api_pb2.ComponentVersion:
         cv = api_pb2.ComponentVersion(

@@ -455,13 +455,29 @@ class Client:
         return _unwrap(out, types_pb2.Pod)
 
     async def evict(
-        self, namespace: str, name: str, *, grace_period_seconds: int | None = None
+        self,
+        namespace: str,
+        name: str,
+        *,
+        grace_period_seconds: int | None = None,
+        uid: str | None = None,
+        resource_version: str | None = None,
+        propagation_policy: str | None = None,
+        dry_run: bool = False,
     ) -> None:
         req = api_pb2.Eviction(
             metadata=types_pb2.ObjectMeta(namespace=namespace or DEFAULT_NAMESPACE, name=name)
         )
         if grace_period_seconds is not None:
             req.grace_period_seconds = grace_period_seconds
+        if uid is not None:
+            req.preconditions.uid = uid
+        if resource_version is not None:
+            req.preconditions.resource_version = resource_version
+        if propagation_policy is not None:
+            req.propagation_policy = propagation_policy
+        if dry_run:
+            req.dry_run.append("All")
         await self._call("Evict", req, api_pb2.Status)
 
 

@@ -33,6 +33,7 @@ every call.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -65,7 +66,7 @@ from kemu.component.version import DEFAULT_VERSION
 from kemu.machinery import convert, kinds
 from kemu.machinery import namespaces as ns_rules
 from kemu.machinery.convert import timestamp
-from kemu.machinery.delete_options import check_preconditions
+from kemu.machinery.delete_options import check_delete_preconditions, check_preconditions
 from kemu.machinery.deletion import (
     DeleteOptions,
     Outcome,
@@ -81,9 +82,15 @@ from kemu.machinery.errors import (
     Invalid,
     NotFound,
 )
+from kemu.machinery.eviction import add_disruption_target
 from kemu.machinery.namespaces import FINALIZE_SUBRESOURCE
 from kemu.machinery.selection import RequestFilter
-from kemu.machinery.update_strategy import apply_status_update_metadata, bumps_generation
+from kemu.machinery.update_strategy import (
+    apply_status_update_metadata,
+    backfill_qos_class,
+    bumps_generation,
+    check_update_uid,
+)
 from kemu.machinery.validation import validate_no_new_finalizers
 
 _Key = tuple[str, str, str]  # resource, namespace, name
@@ -422,6 +429,8 @@ class FakeClient:
             new = _copy(old)
             _copy_field(new, obj, "status")
             apply_status_update_metadata(new, obj)
+            if isinstance(new, types_pb2.Pod) and isinstance(old, types_pb2.Pod):
+                backfill_qos_class(new, old)
         else:
             new = _copy(obj)
             if kind.has_status:
@@ -639,6 +648,7 @@ class FakeClient:
         meta = _meta(obj)
         ns = _ns(kind, meta.namespace)
         await self._enter(Action("update", kind.resource, ns, meta.name, object=_copy(obj)))
+        check_update_uid(kind, self._stored(kind, ns, meta.name), obj)
         return cast(M, self._update(obj, status=False))
 
     async def update_status(self, obj: M) -> M:
@@ -648,6 +658,7 @@ class FakeClient:
         await self._enter(
             Action("update_status", kind.resource, ns, meta.name, "status", object=_copy(obj))
         )
+        check_update_uid(kind, self._stored(kind, ns, meta.name), obj)
         return cast(M, self._update(obj, status=True))
 
     async def patch(
@@ -721,12 +732,19 @@ class FakeClient:
         if isinstance(stored, types_pb2.Namespace):
             check_preconditions(_meta(stored), uid=uid, resource_version=resource_version)
             return cast(M, self._delete_namespace(k, stored))
+        return cast(M, self._delete_with(k, ns, name, options))
+
+    def _delete_with(self, k: kinds.Kind, ns: str, name: str, options: DeleteOptions) -> Message:
+        stored = self._stored(k, ns, name)
         plan = plan_delete(stored, options, self.clock.now())
         if plan.outcome is Outcome.DELETE:
-            return cast(M, self._delete(k, ns, name))
+            return self._delete(k, ns, name)
         if plan.outcome is Outcome.KEEP:
-            return cast(M, _copy(stored))  # an earlier deadline stands
-        return cast(M, self._store(k, stored, plan.obj, deleting=True))
+            return _copy(stored)  # a graceful deletion is pending
+        written = self._store(k, stored, plan.obj, deleting=True)
+        if plan.outcome is Outcome.UPDATE_AND_DELETE:
+            return self._delete(k, ns, name)
+        return written
 
     async def bind(
         self,
@@ -767,8 +785,38 @@ class FakeClient:
         return self._resize(pod)
 
     async def evict(
-        self, namespace: str, name: str, *, grace_period_seconds: int | None = None
+        self,
+        namespace: str,
+        name: str,
+        *,
+        grace_period_seconds: int | None = None,
+        uid: str | None = None,
+        resource_version: str | None = None,
+        propagation_policy: str | None = None,
+        dry_run: bool = False,
     ) -> None:
+        """The apiserver's eviction without PodDisruptionBudgets: the pod gets
+        DisruptionTarget, then the DELETE with these options."""
         ns = namespace or DEFAULT_NAMESPACE
         await self._enter(Action("evict", "pods", ns, name, "eviction"))
-        self._delete(kinds.kind_of(types_pb2.Pod()), ns, name)
+        k = kinds.kind_of(types_pb2.Pod())
+        options = DeleteOptions(
+            grace_period=grace_period_seconds,
+            uid=uid,
+            resource_version=resource_version,
+            propagation_policy=propagation_policy,
+        )
+        options.validate()
+        stored = cast(types_pb2.Pod, self._stored(k, ns, name))
+        check_delete_preconditions(
+            stored.metadata, "Pod", uid=uid, resource_version=resource_version
+        )
+        if dry_run:
+            plan_delete(stored, options, self.clock.now())
+            return
+        marked = _copy(stored)
+        add_disruption_target(marked, self.clock.now())
+        written = self._store(k, stored, marked, bump_generation=False)
+        if resource_version is not None:
+            options = dataclasses.replace(options, resource_version=_meta(written).resource_version)
+        self._delete_with(k, ns, name, options)

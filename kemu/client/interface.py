@@ -149,7 +149,18 @@ class ApiClient(Protocol):
     async def resize(self, pod: types_pb2.Pod) -> types_pb2.Pod: ...
 
     async def evict(
-        self, namespace: str, name: str, *, grace_period_seconds: int | None = None
-    ) -> None: ...
+        self,
+        namespace: str,
+        name: str,
+        *,
+        grace_period_seconds: int | None = None,
+        uid: str | None = None,
+        resource_version: str | None = None,
+        propagation_policy: str | None = None,
+        dry_run: bool = False,
+    ) -> None:
+        """pods/eviction: the pod's PodDisruptionBudget must allow it (TooManyRequests
+        otherwise); the pod gets DisruptionTarget, then a DELETE with these options."""
+        ...
 
     async def version(self) -> api_pb2.VersionInfo: ...

@@ -162,14 +162,18 @@ class Binding(_message.Message):
     def __init__(self, metadata: _Optional[_Union[_types_pb2.ObjectMeta, _Mapping]] = ..., target: _Optional[_Union[_types_pb2.ObjectReference, _Mapping]] = ...) -> None: ...
 
 class Eviction(_message.Message):
-    __slots__ = ("metadata", "grace_period_seconds", "preconditions")
+    __slots__ = ("metadata", "grace_period_seconds", "preconditions", "propagation_policy", "dry_run")
     METADATA_FIELD_NUMBER: _ClassVar[int]
     GRACE_PERIOD_SECONDS_FIELD_NUMBER: _ClassVar[int]
     PRECONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    PROPAGATION_POLICY_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
     metadata: _types_pb2.ObjectMeta
     grace_period_seconds: int
     preconditions: Preconditions
-    def __init__(self, metadata: _Optional[_Union[_types_pb2.ObjectMeta, _Mapping]] = ..., grace_period_seconds: _Optional[int] = ..., preconditions: _Optional[_Union[Preconditions, _Mapping]] = ...) -> None: ...
+    propagation_policy: str
+    dry_run: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, metadata: _Optional[_Union[_types_pb2.ObjectMeta, _Mapping]] = ..., grace_period_seconds: _Optional[int] = ..., preconditions: _Optional[_Union[Preconditions, _Mapping]] = ..., propagation_policy: _Optional[str] = ..., dry_run: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Status(_message.Message):
     __slots__ = ("status", "message", "reason", "code")
