@@ -150,7 +150,7 @@ class EvictionREST:
             await self._registry.guaranteed_update(_PDB, pod.metadata.namespace, pdb_name, mutate)
         except Conflict:
             raise Timeout(
-                f'couldn\'t update PodDisruptionBudget "{pdb_name}" due to conflicts'
+                f'Timeout: couldn\'t update PodDisruptionBudget "{pdb_name}" due to conflicts'
             ) from None
 
     async def _add_condition_and_delete(

@@ -339,6 +339,8 @@ class Client:
         label_selector: str = "",
         field_selector: str = "",
         allow_watch_bookmarks: bool = False,
+        send_initial_events: bool | None = None,
+        resource_version_match: str = "",
     ) -> AbstractAsyncContextManager[AsyncIterator[WatchEvent[M]]]:
         k = _kind_of(kind)
         req = api_pb2.WatchRequest(
@@ -348,7 +350,10 @@ class Client:
             field_selector=field_selector,
             resource_version=resource_version,
             allow_watch_bookmarks=allow_watch_bookmarks,
+            resource_version_match=resource_version_match,
         )
+        if send_initial_events is not None:
+            req.send_initial_events = send_initial_events
         return self._watch(req, kind)
 
     @asynccontextmanager

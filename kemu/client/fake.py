@@ -53,6 +53,7 @@ from google.protobuf.message import Message
 from kemu.api.v1 import api_pb2, types_pb2
 from kemu.client.interface import (
     ADDED,
+    BOOKMARK,
     DEFAULT_NAMESPACE,
     DELETED,
     MODIFIED,
@@ -83,6 +84,7 @@ from kemu.machinery.errors import (
     NotFound,
 )
 from kemu.machinery.eviction import add_disruption_target
+from kemu.machinery.kinds import INITIAL_EVENTS_END_ANNOTATION
 from kemu.machinery.namespaces import FINALIZE_SUBRESOURCE
 from kemu.machinery.selection import RequestFilter
 from kemu.machinery.update_strategy import (
@@ -590,8 +592,17 @@ class FakeClient:
         label_selector: str = "",
         field_selector: str = "",
         allow_watch_bookmarks: bool = False,
+        send_initial_events: bool | None = None,
+        resource_version_match: str = "",
     ) -> AbstractAsyncContextManager[AsyncIterator[WatchEvent[M]]]:
-        return self._watch(kind, namespace, resource_version, label_selector, field_selector)
+        return self._watch(
+            kind,
+            namespace,
+            resource_version,
+            label_selector,
+            field_selector,
+            initial_events_end=bool(send_initial_events),
+        )
 
     @asynccontextmanager
     async def _watch(
@@ -601,6 +612,8 @@ class FakeClient:
         resource_version: str,
         label_selector: str,
         field_selector: str,
+        *,
+        initial_events_end: bool = False,
     ) -> AsyncIterator[AsyncIterator[WatchEvent[M]]]:
         k = _kind(kind)
         ns = namespace if k.namespaced else ""
@@ -616,11 +629,16 @@ class FakeClient:
         w = _Watch(k.resource, ns, RequestFilter(k.resource, label_selector, field_selector))
         error: ApiError | None = None
         # Registration and replay happen without a checkpoint in between: nothing is missed.
-        if resource_version in ("", "0"):
+        if resource_version in ("", "0") or initial_events_end:
             for key in sorted(self._objects):
                 obj = self._objects[key]
                 if key[0] == k.resource and w.matches(obj):
                     w.send.send_nowait(WatchEvent(ADDED, _copy(obj)))
+            if initial_events_end:
+                mark = k.message()
+                _meta(mark).resource_version = str(self._rv)
+                _meta(mark).annotations[INITIAL_EVENTS_END_ANNOTATION] = "true"
+                w.send.send_nowait(WatchEvent(BOOKMARK, mark))
         else:
             since = int(resource_version)
             if since < self._compacted:

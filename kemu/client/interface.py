@@ -92,12 +92,18 @@ class ApiClient(Protocol):
         label_selector: str = "",
         field_selector: str = "",
         allow_watch_bookmarks: bool = False,
+        send_initial_events: bool | None = None,
+        resource_version_match: str = "",
     ) -> AbstractAsyncContextManager[AsyncIterator[WatchEvent[M]]]:
         """A stream of changes; leaving the context ends the stream on the server too.
 
         resource_version "" or "0": ADDED events for the current state first, then changes;
-        "N": every change after N. A too old N raises Gone from the iteration. The iteration
-        ends normally when the server closes the stream; a lost connection raises Unavailable.
+        "N": every change after N. A too old N raises Gone (Expired) from the iteration, a
+        future one Timeout after 3 s. The iteration ends normally when the server closes the
+        stream; a lost connection raises Unavailable. allow_watch_bookmarks: BOOKMARK events
+        (only metadata.resourceVersion) while idle. send_initial_events with
+        resource_version_match "NotOlderThan" (the watch-list protocol): the state as ADDED
+        events, then a BOOKMARK annotated k8s.io/initial-events-end, then changes.
         """
         ...
 

@@ -17,8 +17,17 @@ import pytest
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.client.interface import WatchEvent
-from kemu.machinery.errors import Conflict, InternalError, Invalid, TooManyRequests
+from kemu.machinery.errors import (
+    Conflict,
+    Expired,
+    InternalError,
+    Invalid,
+    Timeout,
+    TooManyRequests,
+)
+from kemu.machinery.kinds import INITIAL_EVENTS_END_ANNOTATION
 from kemu.testing import Cluster, make_pdb, make_pod
+from kemu.testing.eventually import eventually
 from kemu.testing.namespaces import create_namespace
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
@@ -31,7 +40,7 @@ Pdb = types_pb2.PodDisruptionBudget
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with Cluster(tmp_path_factory.mktemp("fidelity")) as c:
         c.start_etcd()
-        c.start_apiserver()
+        c.start_apiserver(extra_args=["--watch-bookmark-frequency", "0.5"])
         yield c
 
 
@@ -258,3 +267,90 @@ async def test_eviction_takes_delete_options_and_a_dry_run_writes_nothing(
         await c.evict(ns, "p", uid=pod.metadata.uid, propagation_policy="Foreground")
         got = await c.get(Pod, "p", ns)
         assert list(got.metadata.finalizers) == ["foregroundDeletion"]
+
+
+# ---------------------------------------------------------------- watch
+
+
+async def test_an_idle_watch_that_allows_bookmarks_gets_them_with_the_latest_revision(
+    cluster: Cluster,
+) -> None:
+    async with _client(cluster) as c:
+        ns = await create_namespace(c, "bookmark")
+        pod = await c.create(make_pod("p").namespace(ns).obj())
+        start = pod.metadata.resource_version
+        async with c.watch(Pod, ns, resource_version=start, allow_watch_bookmarks=True) as events:
+            other = await create_namespace(c, "elsewhere")  # moves the revision, not our pods
+            await c.create(make_pod("q").namespace(other).obj())
+            mark = await _next(events)
+        assert mark.type == "BOOKMARK"
+        assert int(mark.object.metadata.resource_version) > int(start)
+        async with c.watch(Pod, ns, resource_version=start) as events:
+            await c.create(make_pod("r").namespace(ns).obj())
+            assert (await _next(events)).type == "ADDED"  # no bookmark unless asked for
+
+
+async def test_send_initial_events_ends_the_initial_state_with_an_annotated_bookmark(
+    cluster: Cluster,
+) -> None:
+    async with _client(cluster) as c:
+        ns = await create_namespace(c, "watchlist")
+        for name in ("a", "b"):
+            await c.create(make_pod(name).namespace(ns).obj())
+        async with c.watch(
+            Pod,
+            ns,
+            allow_watch_bookmarks=True,
+            send_initial_events=True,
+            resource_version_match="NotOlderThan",
+        ) as events:
+            got = [await _next(events) for _ in range(3)]
+            await c.create(make_pod("c").namespace(ns).obj())
+            after = await _next(events)
+        assert [(e.type, e.object.metadata.name) for e in got[:2]] == [
+            ("ADDED", "a"),
+            ("ADDED", "b"),
+        ]
+        end = got[2]
+        assert end.type == "BOOKMARK"
+        assert end.object.metadata.annotations[INITIAL_EVENTS_END_ANNOTATION] == "true"
+        assert (after.type, after.object.metadata.name) == ("ADDED", "c")
+        with pytest.raises(Invalid, match="resourceVersionMatch to NotOlderThan"):
+            async with c.watch(Pod, ns, allow_watch_bookmarks=True, send_initial_events=True) as s:
+                await _next(s)
+
+
+async def test_a_future_resource_version_is_too_large_for_list_and_watch(cluster: Cluster) -> None:
+    async with _client(cluster) as c:
+        ns = await create_namespace(c, "future")
+        now = int((await c.list(Pod, ns)).resource_version)
+        future = str(now + 1_000_000)
+        with pytest.raises(Timeout, match=f"Too large resource version: {future}, current: "):
+            await c.list(Pod, ns, resource_version=future)
+        with pytest.raises(Timeout, match="Too large resource version"):
+            async with c.watch(Pod, ns, resource_version=future) as events:
+                await _next(events)
+
+
+async def test_a_watch_from_a_compacted_revision_is_expired(cluster: Cluster) -> None:
+    compacting = cluster.start_apiserver(
+        name="apiserver-compacting", extra_args=["--etcd-compaction-interval", "0.5"]
+    )
+    async with Client(f"127.0.0.1:{compacting.port}", timeout=10.0) as c:
+        ns = await create_namespace(c, "expired")
+        first = await c.create(make_pod("p").namespace(ns).obj())
+        old = first.metadata.resource_version
+        moves = iter(range(1000))
+
+        async def expired() -> bool:
+            await c.create(make_pod(f"q{next(moves)}").namespace(ns).obj())  # move on
+            try:
+                async with c.watch(Pod, ns, resource_version=old) as events:
+                    with anyio.move_on_after(0.2):
+                        await anext(events)
+            except Expired as e:
+                assert e.message.startswith(f"too old resource version: {old} (")
+                return True
+            return False
+
+        await eventually(expired, timeout=15)

@@ -78,20 +78,24 @@ class ListResponse(_message.Message):
     def __init__(self, items: _Optional[_Iterable[_Union[Object, _Mapping]]] = ..., resource_version: _Optional[str] = ..., **kwargs) -> None: ...
 
 class WatchRequest(_message.Message):
-    __slots__ = ("resource", "namespace", "label_selector", "field_selector", "resource_version", "allow_watch_bookmarks")
+    __slots__ = ("resource", "namespace", "label_selector", "field_selector", "resource_version", "allow_watch_bookmarks", "send_initial_events", "resource_version_match")
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     LABEL_SELECTOR_FIELD_NUMBER: _ClassVar[int]
     FIELD_SELECTOR_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
     ALLOW_WATCH_BOOKMARKS_FIELD_NUMBER: _ClassVar[int]
+    SEND_INITIAL_EVENTS_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_VERSION_MATCH_FIELD_NUMBER: _ClassVar[int]
     resource: str
     namespace: str
     label_selector: str
     field_selector: str
     resource_version: str
     allow_watch_bookmarks: bool
-    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ..., resource_version: _Optional[str] = ..., allow_watch_bookmarks: _Optional[bool] = ...) -> None: ...
+    send_initial_events: bool
+    resource_version_match: str
+    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ..., resource_version: _Optional[str] = ..., allow_watch_bookmarks: _Optional[bool] = ..., send_initial_events: _Optional[bool] = ..., resource_version_match: _Optional[str] = ...) -> None: ...
 
 class WatchEvent(_message.Message):
     __slots__ = ("type", "object")
