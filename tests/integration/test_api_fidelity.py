@@ -8,6 +8,7 @@ One etcd + apiserver is shared by the module; each test has its own namespace.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +18,7 @@ import pytest
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.client.interface import WatchEvent
+from kemu.ctl.main import run
 from kemu.machinery.errors import (
     Conflict,
     Expired,
@@ -26,8 +28,9 @@ from kemu.machinery.errors import (
     TooManyRequests,
 )
 from kemu.machinery.kinds import INITIAL_EVENTS_END_ANNOTATION
-from kemu.testing import Cluster, make_pdb, make_pod
+from kemu.testing import Cluster, make_node, make_pdb, make_pod
 from kemu.testing.eventually import eventually
+from kemu.testing.names import unique_name
 from kemu.testing.namespaces import create_namespace
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
@@ -354,3 +357,50 @@ async def test_a_watch_from_a_compacted_revision_is_expired(cluster: Cluster) ->
             return False
 
         await eventually(expired, timeout=15)
+
+
+# ---------------------------------------------------------------- kemuctl drain
+
+
+async def test_drain_cordons_and_evicts_retrying_while_a_pdb_allows_no_disruption(
+    cluster: Cluster,
+) -> None:
+    async with _client(cluster) as c:
+        ns = await create_namespace(c, "drain")
+        node = unique_name("drained")
+        await c.create(make_node(node).obj())
+        for name in ("a", "b"):
+            pod = make_pod(name).namespace(ns).labels(app="x").obj()
+            pod.metadata.owner_references.add(
+                api_version="apps/v1", kind="ReplicaSet", name="rs", uid="u", controller=True
+            )
+            await c.create(pod)
+            await c.bind(ns, name, node)
+            ready = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+            await c.patch(Pod, name, {"status": ready}, ns, subresource="status")
+        pdb = await _pdb(c, ns, allowed=0, healthy=2, desired=2)
+        out, err = io.StringIO(), io.StringIO()
+        result: list[int] = []
+
+        async def drain() -> None:
+            argv = ["drain", node, "--grace-period", "0", "--server", cluster.server]
+            result.append(await run(argv, out=out, err=err, environ={}))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(drain)
+            await eventually(lambda: "will retry after 5s" in err.getvalue(), timeout=10)
+            assert not result
+            pdb.status.disruptions_allowed = 2
+            pdb = await c.update_status(pdb)
+            await eventually(lambda: bool(result), timeout=20)
+        assert result == [0], err.getvalue()
+        assert (
+            'error when evicting pods/"a" -n "' in err.getvalue()
+            or 'error when evicting pods/"b" -n "' in err.getvalue()
+        )
+        assert "Cannot evict pod as it would violate the pod's disruption budget." in err.getvalue()
+        lines = out.getvalue().splitlines()
+        assert lines[0] == f"node/{node} cordoned" and lines[-1] == f"node/{node} drained"
+        assert {"pod/a evicted", "pod/b evicted", f"evicting pod {ns}/a"} <= set(lines)
+        assert (await c.get(types_pb2.Node, node)).spec.unschedulable
+        assert (await c.list(Pod, ns)).items == []
