@@ -20,7 +20,7 @@ from google.protobuf.message import Message
 
 from apiserver.server.admission import system_priority_classes
 from apiserver.server.registry import Registry
-from apiserver.server.servicer import ApiService, Metrics
+from apiserver.server.servicer import DEFAULT_BOOKMARK_FREQUENCY, ApiService, Metrics
 from apiserver.storage.etcd import EtcdStore
 from apiserver.storage.watch_cache import WatchCache
 from kemu.api.v1 import api_pb2
@@ -53,6 +53,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="compact etcd history older than this every interval; 0 disables (default 300)",
     )
+    parser.add_argument(
+        "--watch-bookmark-frequency",
+        type=float,
+        default=DEFAULT_BOOKMARK_FREQUENCY,
+        metavar="SECONDS",
+        help="kemu only (upstream fixes it at 1 minute): how often a watch that allows "
+        "bookmarks gets one while idle (default 60)",
+    )
     return parser
 
 
@@ -61,6 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, options = parse_component_args(parser, argv, COMPONENT)
     if not 0 < args.port < 65536:
         parser.error(f"--port: {args.port} is not a port (1 to 65535)")
+    if not args.watch_bookmark_frequency > 0:
+        parser.error(f"--watch-bookmark-frequency: {args.watch_bookmark_frequency} must be > 0")
     servers = [s.strip() for s in args.etcd_servers.split(",") if s.strip()]
     if not servers:
         parser.error("--etcd-servers: at least one URL is required")
@@ -90,7 +100,7 @@ async def _serve(args: argparse.Namespace, store: EtcdStore, ctx: ComponentConte
     }
     ctx.add_readiness_check("etcd", lambda: etcd_ok)
     ctx.add_readiness_check("watch-cache", lambda: all(c.ready for c in caches.values()))
-    registry = Registry(store, caches, ctx.gates, now=ctx.clock.now)
+    registry = Registry(store, caches, ctx.gates, now=ctx.clock.now, version=ctx.options.version)
 
     def version() -> api_pb2.ComponentVersion:
         cv = api_pb2.ComponentVersion(
@@ -105,7 +115,16 @@ async def _serve(args: argparse.Namespace, store: EtcdStore, ctx: ComponentConte
             )
         return cv
 
-    service = ApiService(registry, store, caches, ctx.gates, metrics, version, now=ctx.clock.now)
+    service = ApiService(
+        registry,
+        store,
+        caches,
+        ctx.gates,
+        metrics,
+        version,
+        now=ctx.clock.now,
+        bookmark_frequency=args.watch_bookmark_frequency,
+    )
     server = grpc.aio.server(
         options=[
             ("grpc.max_receive_message_length", _MAX_MESSAGE),

@@ -25,6 +25,7 @@ STATUS_CODES: Final[dict[str, grpc.StatusCode]] = {
     "BadRequest": grpc.StatusCode.INVALID_ARGUMENT,
     "Forbidden": grpc.StatusCode.PERMISSION_DENIED,
     "Gone": grpc.StatusCode.OUT_OF_RANGE,
+    "Expired": grpc.StatusCode.OUT_OF_RANGE,
     "TooManyRequests": grpc.StatusCode.RESOURCE_EXHAUSTED,
     "ServiceUnavailable": grpc.StatusCode.UNAVAILABLE,
     "InternalError": grpc.StatusCode.INTERNAL,

@@ -21,6 +21,7 @@ from typing import Final, TypeVar
 from google.protobuf.message import Message
 
 from apiserver.server import admission, services
+from apiserver.server.eviction import EvictionREST
 from apiserver.server.namespaces import NamespaceLifecycle, check_deletable
 from apiserver.storage import encoding
 from apiserver.storage.etcd import EtcdStore, KeyValue
@@ -34,6 +35,7 @@ from kemu.component.featuregate import (
     POD_SCHEDULING_READINESS,
     FeatureGates,
 )
+from kemu.component.version import DEFAULT_VERSION, Version
 from kemu.machinery import apps, batch, convert
 from kemu.machinery import namespaces as ns_rules
 from kemu.machinery.defaults import set_defaults
@@ -42,21 +44,23 @@ from kemu.machinery.deletion import DeleteOptions, Outcome, plan_delete, should_
 from kemu.machinery.errors import (
     AlreadyExists,
     BadRequest,
-    Cause,
     Conflict,
     Invalid,
     NotFound,
-    TooManyRequests,
 )
 from kemu.machinery.kinds import BY_KIND, Kind, kind_for_resource, kind_of
-from kemu.machinery.labels import selector_from_label_selector
 from kemu.machinery.pod_strategy import (
     apply_scheduling_gated_condition,
     check_bindable,
     check_binding_preconditions,
 )
 from kemu.machinery.qos import compute_qos_class
-from kemu.machinery.update_strategy import apply_status_update_metadata, bumps_generation
+from kemu.machinery.update_strategy import (
+    apply_status_update_metadata,
+    backfill_qos_class,
+    bumps_generation,
+    check_update_uid,
+)
 from kemu.machinery.validation import validate_object, validate_object_size
 
 log = logging.getLogger(__name__)
@@ -101,12 +105,20 @@ class Registry:
         gates: FeatureGates,
         *,
         now: Callable[[], float] = time.time,
+        version: Version = DEFAULT_VERSION,
     ) -> None:
         self._store = store
         self._caches = caches
         self._gates = gates
         self._now = now
         self.lifecycle = NamespaceLifecycle(self._cached_namespace, self._live_namespace)
+        self.eviction = EvictionREST(self, version)
+
+    def now(self) -> float:
+        return self._now()
+
+    def cache(self, kind: Kind) -> WatchCache:
+        return self._caches[kind.resource]
 
     # ------------------------------------------------------------ storage helpers
 
@@ -351,6 +363,7 @@ class Registry:
             )
 
         def mutate(current: Message) -> Message:
+            check_update_uid(kind, current, obj)
             return self._merge_update(kind, current, obj, status=status)
 
         return await self.guaranteed_update(
@@ -363,8 +376,10 @@ class Registry:
         old_meta = _meta(current)
         meta = _meta(result)
         # Identity and server-managed metadata cannot be changed by an update.
-        for f in ("name", "namespace", "uid", "generation"):
+        for f in ("name", "namespace", "generation"):
             setattr(meta, f, getattr(old_meta, f))
+        # An update without a uid keeps the stored one; a patch that changes it is Invalid.
+        meta.uid = meta.uid or old_meta.uid
         meta.creation_timestamp.CopyFrom(old_meta.creation_timestamp)
         if old_meta.HasField("deletion_timestamp"):
             meta.deletion_timestamp.CopyFrom(old_meta.deletion_timestamp)
@@ -388,6 +403,7 @@ class Registry:
                     current,
                     observed_generation=self._gates.enabled(POD_OBSERVED_GENERATION_TRACKING),
                 )
+                backfill_qos_class(result, current)
         else:
             if kind.has_status:
                 result.status.CopyFrom(current.status)  # type: ignore[attr-defined]
@@ -520,8 +536,11 @@ class Registry:
                 if plan.outcome is Outcome.KEEP or plan.obj.SerializeToString(
                     deterministic=True
                 ) == current.obj.SerializeToString(deterministic=True):
-                    return current.obj  # an earlier deadline stands, or already marked
-                return await self._write(kind, plan.obj, current.revision)
+                    return current.obj  # a graceful deletion is pending, or already marked
+                written = await self._write(kind, plan.obj, current.revision)
+                if plan.outcome is Outcome.UPDATE_AND_DELETE:
+                    return await self._delete_marked(kind, written, pinned=resource_version)
+                return written
             except Conflict:
                 if resource_version is not None:
                     raise
@@ -529,6 +548,31 @@ class Registry:
             except NotFound:
                 raise NotFound(_not_found(kind, name)) from None
         raise Conflict(_conflict(kind, name))
+
+    async def _delete_marked(self, kind: Kind, marked: Message, *, pinned: str | None) -> Message:
+        """Removes an object this DELETE has just marked with grace 0 (upstream: Storage.Delete
+        after the graceful update, with the uid precondition and, when the caller pinned a
+        resourceVersion, the one just written). A concurrent writer in between does not stop
+        it; someone else removing it first is fine (upstream's ignoreNotFound)."""
+        meta = _meta(marked)
+        revision = int(meta.resource_version)
+        for _ in range(_CAS_RETRIES):
+            try:
+                return await self._remove(kind, marked, revision)
+            except NotFound:
+                return marked
+            except Conflict:
+                if pinned is not None:
+                    raise
+            try:
+                current = await self.read(kind, meta.namespace, meta.name)
+            except NotFound:
+                return marked
+            if _meta(current.obj).uid != meta.uid:
+                return marked
+            marked, revision = current.obj, current.revision
+            meta = _meta(marked)
+        raise Conflict(_conflict(kind, meta.name))
 
     # ------------------------------------------------------------ pods/binding
 
@@ -605,72 +649,7 @@ class Registry:
     # ------------------------------------------------------------ pods/eviction
 
     async def evict(self, eviction: api_pb2.Eviction) -> None:
-        namespace = eviction.metadata.namespace or "default"
-        name = eviction.metadata.name
-        if not name:
-            raise Invalid.field("metadata.name", "Required value")
-        await self.lifecycle.admit_create("pods", name, namespace)  # pods/eviction is a create
-        current = await self.read(_POD, namespace, name)
-        pod = current.obj
-        assert isinstance(pod, types_pb2.Pod)
-        grace = eviction.grace_period_seconds if eviction.HasField("grace_period_seconds") else None
-        uid = eviction.preconditions.uid if eviction.preconditions.HasField("uid") else None
-        if not _can_ignore_pdb(pod):
-            await self._take_disruption(pod)
-        await self.delete(
-            "pods",
-            namespace,
-            name,
-            grace_period=grace,
-            uid=uid or pod.metadata.uid,
-            resource_version=None,
-        )
-
-    async def _take_disruption(self, pod: types_pb2.Pod) -> None:
-        pdbs = [
-            co.obj
-            for co in self._caches["poddisruptionbudgets"].objects()
-            if isinstance(co.obj, types_pb2.PodDisruptionBudget)
-            and co.obj.metadata.namespace == pod.metadata.namespace
-            and selector_from_label_selector(co.obj.spec.selector).matches(pod.metadata.labels)
-        ]
-        if not pdbs:
-            return
-        if len(pdbs) > 1:
-            raise Invalid(
-                "This pod has more than one PodDisruptionBudget, which the eviction subresource "
-                "does not support.",
-                [Cause("metadata.name", "more than one PodDisruptionBudget")],
-            )
-        pdb_name = pdbs[0].metadata.name
-
-        def mutate(obj: Message) -> Message:
-            assert isinstance(obj, types_pb2.PodDisruptionBudget)
-            if obj.status.observed_generation < obj.metadata.generation:
-                raise TooManyRequests(
-                    f"Cannot evict pod as it would violate the pod's disruption budget: the "
-                    f"disruption budget {pdb_name} is still being processed by the server."
-                )
-            if obj.status.disruptions_allowed <= 0:
-                raise TooManyRequests(
-                    "Cannot evict pod as it would violate the pod's disruption budget. "
-                    f"The disruption budget {pdb_name} needs {obj.status.desired_healthy} "
-                    f"healthy pods and has {obj.status.current_healthy} currently"
-                )
-            obj.status.disruptions_allowed -= 1
-            obj.status.disrupted_pods[pod.metadata.name].CopyFrom(convert.timestamp(self._now()))
-            return obj
-
-        await self.guaranteed_update(
-            BY_KIND["PodDisruptionBudget"], pod.metadata.namespace, pdb_name, mutate
-        )
-
-
-def _can_ignore_pdb(pod: types_pb2.Pod) -> bool:
-    """Evicting a pod that is not running disrupts nothing (upstream canIgnorePDB)."""
-    return pod.status.phase in ("Succeeded", "Failed", "Pending") or pod.metadata.HasField(
-        "deletion_timestamp"
-    )
+        await self.eviction.create(eviction)
 
 
 def set_pod_condition(

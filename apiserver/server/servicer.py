@@ -11,23 +11,25 @@ import base64
 import builtins
 import json
 import logging
+import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Final, TypeVar
 
 import anyio
 import grpc
+from anyio.streams.memory import MemoryObjectReceiveStream
 from google.protobuf.message import Message
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from apiserver.server.registry import Registry
 from apiserver.storage import encoding
 from apiserver.storage.etcd import EtcdStore
-from apiserver.storage.watch_cache import WatchCache
+from apiserver.storage.watch_cache import WatchCache, Watcher
 from kemu import wire
 from kemu.api.v1 import api_pb2, types_pb2
 from kemu.component.featuregate import FeatureGates
-from kemu.machinery.errors import ApiError, BadRequest, InternalError
+from kemu.machinery.errors import ApiError, BadRequest, Cause, InternalError, Invalid
 from kemu.machinery.kinds import Kind, kind_for_resource, kind_of, unwrap
 from kemu.machinery.selection import RequestFilter
 
@@ -38,6 +40,7 @@ _WATCH_BATCH: Final = 500  # events per WatchResponse at most
 _WATCH_BUSY: Final = 0.02  # a watch that sent less than this ago is busy...
 _WATCH_LINGER: Final = 0.005  # ...and waits this long to batch events
 COMPONENT_LABEL: Final = "kemu.io/component"
+DEFAULT_BOOKMARK_FREQUENCY: Final = 60.0  # upstream cacher's bookmarkFrequency (1 min)
 _R = TypeVar("_R")
 
 
@@ -119,7 +122,9 @@ class ApiService:
         version: Callable[[], api_pb2.ComponentVersion],
         *,
         now: Callable[[], float] = time.time,
+        bookmark_frequency: float = DEFAULT_BOOKMARK_FREQUENCY,
     ) -> None:
+        self._bookmark_frequency = bookmark_frequency
         self._registry = registry
         self._store = store
         self._caches = caches
@@ -322,7 +327,10 @@ class ApiService:
             revision = _parse_rv(rv)
             if req.resource_version_match == "Exact":
                 return await self._list_etcd(kind, namespace, flt, req, revision)
-            if cache.ready and (revision == 0 or cache.revision >= revision):
+            if cache.ready:
+                # NotOlderThan a revision the cache has not reached: wait for it, then
+                # Timeout "Too large resource version" (upstream's cacher)
+                await cache.wait_fresh(revision)
                 return self._list_cache(cache, namespace, flt)
         elif req.resource_version_match:
             raise BadRequest("resourceVersionMatch is forbidden unless resourceVersion is provided")
@@ -386,13 +394,7 @@ class ApiService:
             kind = kind_for_resource(req.resource)
             flt = RequestFilter(req.resource, req.label_selector, req.field_selector)
             cache = self._caches[kind.resource]
-            rv = req.resource_version
-            revision = None if rv in ("", "0") else _parse_rv(rv)
-            initial, receive, watcher = cache.watch(
-                namespace=req.namespace if kind.namespaced else "",
-                filter=None if flt.empty else flt,
-                resource_version=revision,
-            )
+            initial, receive, watcher = await self._start_watch(req, kind, cache, flt)
         except ApiError as e:
             self._metrics.requests.labels(
                 "watch",
@@ -405,14 +407,31 @@ class ApiService:
             return
         self._metrics.requests.labels("watch", req.resource, "OK").inc()
         sent = self._metrics.watch_events.labels(req.resource)
+        bookmarks = req.allow_watch_bookmarks
         try:
             for i in range(0, len(initial), _WATCH_BATCH):
                 chunk = initial[i : i + _WATCH_BATCH]
                 yield b"".join(chunk)
                 sent.inc(len(chunk))
             last_send = 0.0
+            next_bookmark = time.monotonic() + self._bookmark_frequency
             async with receive:
-                async for frame in receive:
+                while True:
+                    frame = None
+                    with anyio.move_on_after(
+                        max(next_bookmark - time.monotonic(), 0) if bookmarks else math.inf
+                    ):
+                        try:
+                            frame = await receive.receive()
+                        except anyio.EndOfStream:
+                            return
+                    if frame is None:
+                        # Nothing is buffered: every change up to the cache's revision has
+                        # been sent (dispatch is synchronous), so that revision is safe to
+                        # resume from (upstream's periodic bookmark).
+                        yield cache.bookmark_frame(cache.revision)
+                        next_bookmark = time.monotonic() + self._bookmark_frequency
+                        continue
                     # A busy stream lingers a moment so that one message carries several
                     # events: per-message cost, not per-event cost, bounds fan-out.
                     if time.monotonic() - last_send < _WATCH_BUSY:
@@ -428,6 +447,65 @@ class ApiService:
                     sent.inc(len(batch))
         finally:
             cache.stop(watcher)
+
+    async def _start_watch(
+        self, req: api_pb2.WatchRequest, kind: Kind, cache: WatchCache, flt: RequestFilter
+    ) -> tuple[builtins.list[bytes], MemoryObjectReceiveStream[bytes], Watcher]:
+        """Registers the watcher: the legacy protocol (resourceVersion "", "0" or N) or, with
+        sendInitialEvents, the watch-list protocol (upstream ValidateListOptions and the
+        cacher's waitUntilWatchCacheFreshAndForceAllEvents)."""
+        namespace = req.namespace if kind.namespaced else ""
+        selection = None if flt.empty else flt
+        rv = req.resource_version
+        match = req.resource_version_match
+        if req.HasField("send_initial_events"):
+            causes = []
+            if match != "NotOlderThan":
+                causes.append(
+                    Cause(
+                        "resourceVersionMatch",
+                        "Forbidden: sendInitialEvents requires setting resourceVersionMatch to "
+                        "NotOlderThan",
+                    )
+                )
+            if not req.allow_watch_bookmarks:
+                causes.append(
+                    Cause(
+                        "allowWatchBookmarks",
+                        "Forbidden: sendInitialEvents requires setting allowWatchBookmarks to true",
+                    )
+                )
+            if causes:
+                raise Invalid.from_causes("ListOptions.meta.k8s.io", causes)
+            if rv == "":  # a consistent start: what etcd has now
+                revision = await self._store.current_revision()
+            else:
+                revision = _parse_rv(rv)
+            await cache.wait_fresh(revision)
+            if req.send_initial_events:
+                initial, receive, watcher = cache.watch(
+                    namespace=namespace, filter=selection, resource_version=None
+                )
+                initial.append(cache.bookmark_frame(watcher.after, initial_events_end=True))
+                return initial, receive, watcher
+            return cache.watch(
+                namespace=namespace, filter=selection, resource_version=max(revision, 1)
+            )
+        if match:
+            raise Invalid.from_causes(
+                "ListOptions.meta.k8s.io",
+                [
+                    Cause(
+                        "resourceVersionMatch",
+                        "Forbidden: resourceVersionMatch is forbidden for watch unless "
+                        "sendInitialEvents is provided",
+                    )
+                ],
+            )
+        since = None if rv in ("", "0") else _parse_rv(rv)
+        if since is not None and cache.ready:
+            await cache.wait_fresh(since)  # a future resourceVersion: Timeout after 3 s
+        return cache.watch(namespace=namespace, filter=selection, resource_version=since)
 
     # ------------------------------------------------------------ registration
 

@@ -30,14 +30,24 @@ from google.protobuf.message import Message
 from apiserver.storage import encoding
 from apiserver.storage.etcd import EtcdStore, StorageEvent
 from kemu.api.v1 import api_pb2
-from kemu.machinery.errors import Gone, Unavailable
-from kemu.machinery.kinds import Kind
+from kemu.machinery.errors import Cause, Expired, Gone, Timeout, Unavailable
+from kemu.machinery.kinds import INITIAL_EVENTS_END_ANNOTATION, Kind
 
 log = logging.getLogger(__name__)
 
 DEFAULT_HISTORY: Final = 20_000  # events kept for watchers that resume
 DEFAULT_WATCHER_BUFFER: Final = 10_000  # events buffered per watcher before it is closed
 REPLAY_REVISIONS: Final = 20_000  # how far back a restarted cache replays
+FRESHNESS_TIMEOUT: Final = 3.0  # how long a request waits for a resourceVersion (upstream 3 s)
+
+
+def too_large_resource_version(requested: int, current: int) -> Timeout:
+    """Upstream's TooLargeResourceVersionError as the API reports it: Timeout (504), a
+    ResourceVersionTooLarge cause; clients retry."""
+    return Timeout(
+        f"Timeout: Too large resource version: {requested}, current: {current}",
+        [Cause("", "Too large resource version")],
+    )
 
 
 class ObjectFilter(Protocol):
@@ -129,6 +139,7 @@ class WatchCache:
         self.revision = 0
         self._watchers: set[Watcher] = set()
         self._ready = anyio.Event()
+        self._progress = anyio.Event()  # set (and replaced) whenever the revision moves
 
     # ------------------------------------------------------------ state
 
@@ -143,6 +154,31 @@ class WatchCache:
         data = encoding.with_resource_version(value, revision)
         obj = self.kind.message.FromString(data)
         return CachedObject(key, obj, revision, encoding.envelope(self._field, data))
+
+    async def wait_fresh(self, revision: int, timeout: float = FRESHNESS_TIMEOUT) -> None:  # noqa: ASYNC109
+        """Waits until the cache has reached `revision`; after `timeout`, Timeout "Too large
+        resource version" (upstream waitUntilFreshAndBlock)."""
+        with anyio.move_on_after(timeout):
+            while not self.ready or self.revision < revision:
+                await self._progress.wait()
+        if not self.ready or self.revision < revision:
+            raise too_large_resource_version(revision, self.revision)
+
+    def _moved(self) -> None:
+        self._progress.set()
+        self._progress = anyio.Event()
+
+    def bookmark_frame(self, revision: int, *, initial_events_end: bool = False) -> bytes:
+        """A BOOKMARK event: an object of the kind with only metadata.resourceVersion (and
+        the initial-events-end annotation that closes the initial events of a watch list)."""
+        obj = self.kind.message()
+        meta = obj.metadata  # type: ignore[attr-defined]
+        meta.resource_version = str(revision)
+        if initial_events_end:
+            meta.annotations[INITIAL_EVENTS_END_ANNOTATION] = "true"
+        return encoding.watch_frame(
+            "BOOKMARK", encoding.envelope(self._field, obj.SerializeToString())
+        )
 
     def objects(self) -> Iterable[CachedObject]:
         return self._objects.values()
@@ -196,6 +232,7 @@ class WatchCache:
         self._history_start = start
         self.revision = start
         self._ready.set()
+        self._moved()
         log.info(
             "watch cache for %s holds %d objects at revision %d (etcd at %d)",
             self.kind.resource,
@@ -257,6 +294,7 @@ class WatchCache:
                 dropped = self._history.popleft()
                 self._history_start = dropped.revision
             self._dispatch(ev)
+        self._moved()
 
     def _restamp(self, co: CachedObject, revision: int) -> CachedObject:
         obj = co.obj.__class__()
@@ -293,15 +331,14 @@ class WatchCache:
         """Registers a watcher. Returns the events it must be sent first, then its stream.
 
         `resource_version` None means "the current state as ADDED events, then changes".
-        Raises Gone when the requested revision is older than the retained history.
+        Raises Expired (a Gone) when the requested revision is older than the retained
+        history, with upstream's message (the second number: the oldest revision one may
+        watch from).
         """
         if not self.ready:
             raise Unavailable(f"the watch cache for {self.kind.resource} is not ready yet")
         if resource_version is not None and resource_version < self._history_start:
-            raise Gone(
-                f"too old resource version: {resource_version} (oldest retained "
-                f"{self._history_start})"
-            )
+            raise Expired(f"too old resource version: {resource_version} ({self._history_start})")
         send, receive = anyio.create_memory_object_stream[bytes](self._watcher_buffer)
         initial: list[bytes] = []
         if resource_version is None:

@@ -339,6 +339,8 @@ class Client:
         label_selector: str = "",
         field_selector: str = "",
         allow_watch_bookmarks: bool = False,
+        send_initial_events: bool | None = None,
+        resource_version_match: str = "",
     ) -> AbstractAsyncContextManager[AsyncIterator[WatchEvent[M]]]:
         k = _kind_of(kind)
         req = api_pb2.WatchRequest(
@@ -348,7 +350,10 @@ class Client:
             field_selector=field_selector,
             resource_version=resource_version,
             allow_watch_bookmarks=allow_watch_bookmarks,
+            resource_version_match=resource_version_match,
         )
+        if send_initial_events is not None:
+            req.send_initial_events = send_initial_events
         return self._watch(req, kind)
 
     @asynccontextmanager
@@ -461,13 +466,29 @@ class Client:
         return _unwrap(out, types_pb2.Pod)
 
     async def evict(
-        self, namespace: str, name: str, *, grace_period_seconds: int | None = None
+        self,
+        namespace: str,
+        name: str,
+        *,
+        grace_period_seconds: int | None = None,
+        uid: str | None = None,
+        resource_version: str | None = None,
+        propagation_policy: str | None = None,
+        dry_run: bool = False,
     ) -> None:
         req = api_pb2.Eviction(
             metadata=types_pb2.ObjectMeta(namespace=namespace or DEFAULT_NAMESPACE, name=name)
         )
         if grace_period_seconds is not None:
             req.grace_period_seconds = grace_period_seconds
+        if uid is not None:
+            req.preconditions.uid = uid
+        if resource_version is not None:
+            req.preconditions.resource_version = resource_version
+        if propagation_policy is not None:
+            req.propagation_policy = propagation_policy
+        if dry_run:
+            req.dry_run.append("All")
         await self._call("Evict", req, api_pb2.Status)
 
 

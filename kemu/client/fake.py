@@ -33,6 +33,7 @@ every call.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -52,6 +53,7 @@ from google.protobuf.message import Message
 from kemu.api.v1 import api_pb2, types_pb2
 from kemu.client.interface import (
     ADDED,
+    BOOKMARK,
     DEFAULT_NAMESPACE,
     DELETED,
     MODIFIED,
@@ -65,7 +67,7 @@ from kemu.component.version import DEFAULT_VERSION
 from kemu.machinery import convert, kinds
 from kemu.machinery import namespaces as ns_rules
 from kemu.machinery.convert import timestamp
-from kemu.machinery.delete_options import check_preconditions
+from kemu.machinery.delete_options import check_delete_preconditions, check_preconditions
 from kemu.machinery.deletion import (
     DeleteOptions,
     Outcome,
@@ -81,10 +83,17 @@ from kemu.machinery.errors import (
     Invalid,
     NotFound,
 )
+from kemu.machinery.eviction import add_disruption_target
+from kemu.machinery.kinds import INITIAL_EVENTS_END_ANNOTATION
 from kemu.machinery.namespaces import FINALIZE_SUBRESOURCE
 from kemu.machinery.pod_strategy import check_bindable, check_binding_preconditions
 from kemu.machinery.selection import RequestFilter
-from kemu.machinery.update_strategy import apply_status_update_metadata, bumps_generation
+from kemu.machinery.update_strategy import (
+    apply_status_update_metadata,
+    backfill_qos_class,
+    bumps_generation,
+    check_update_uid,
+)
 from kemu.machinery.validation import validate_no_new_finalizers
 
 _Key = tuple[str, str, str]  # resource, namespace, name
@@ -424,6 +433,8 @@ class FakeClient:
             new = _copy(old)
             _copy_field(new, obj, "status")
             apply_status_update_metadata(new, obj)
+            if isinstance(new, types_pb2.Pod) and isinstance(old, types_pb2.Pod):
+                backfill_qos_class(new, old)
         else:
             new = _copy(obj)
             if kind.has_status:
@@ -583,8 +594,17 @@ class FakeClient:
         label_selector: str = "",
         field_selector: str = "",
         allow_watch_bookmarks: bool = False,
+        send_initial_events: bool | None = None,
+        resource_version_match: str = "",
     ) -> AbstractAsyncContextManager[AsyncIterator[WatchEvent[M]]]:
-        return self._watch(kind, namespace, resource_version, label_selector, field_selector)
+        return self._watch(
+            kind,
+            namespace,
+            resource_version,
+            label_selector,
+            field_selector,
+            initial_events_end=bool(send_initial_events),
+        )
 
     @asynccontextmanager
     async def _watch(
@@ -594,6 +614,8 @@ class FakeClient:
         resource_version: str,
         label_selector: str,
         field_selector: str,
+        *,
+        initial_events_end: bool = False,
     ) -> AsyncIterator[AsyncIterator[WatchEvent[M]]]:
         k = _kind(kind)
         ns = namespace if k.namespaced else ""
@@ -609,11 +631,16 @@ class FakeClient:
         w = _Watch(k.resource, ns, RequestFilter(k.resource, label_selector, field_selector))
         error: ApiError | None = None
         # Registration and replay happen without a checkpoint in between: nothing is missed.
-        if resource_version in ("", "0"):
+        if resource_version in ("", "0") or initial_events_end:
             for key in sorted(self._objects):
                 obj = self._objects[key]
                 if key[0] == k.resource and w.matches(obj):
                     w.send.send_nowait(WatchEvent(ADDED, _copy(obj)))
+            if initial_events_end:
+                mark = k.message()
+                _meta(mark).resource_version = str(self._rv)
+                _meta(mark).annotations[INITIAL_EVENTS_END_ANNOTATION] = "true"
+                w.send.send_nowait(WatchEvent(BOOKMARK, mark))
         else:
             since = int(resource_version)
             if since < self._compacted:
@@ -641,6 +668,7 @@ class FakeClient:
         meta = _meta(obj)
         ns = _ns(kind, meta.namespace)
         await self._enter(Action("update", kind.resource, ns, meta.name, object=_copy(obj)))
+        check_update_uid(kind, self._stored(kind, ns, meta.name), obj)
         return cast(M, self._update(obj, status=False))
 
     async def update_status(self, obj: M) -> M:
@@ -650,6 +678,7 @@ class FakeClient:
         await self._enter(
             Action("update_status", kind.resource, ns, meta.name, "status", object=_copy(obj))
         )
+        check_update_uid(kind, self._stored(kind, ns, meta.name), obj)
         return cast(M, self._update(obj, status=True))
 
     async def patch(
@@ -723,12 +752,19 @@ class FakeClient:
         if isinstance(stored, types_pb2.Namespace):
             check_preconditions(_meta(stored), uid=uid, resource_version=resource_version)
             return cast(M, self._delete_namespace(k, stored))
+        return cast(M, self._delete_with(k, ns, name, options))
+
+    def _delete_with(self, k: kinds.Kind, ns: str, name: str, options: DeleteOptions) -> Message:
+        stored = self._stored(k, ns, name)
         plan = plan_delete(stored, options, self.clock.now())
         if plan.outcome is Outcome.DELETE:
-            return cast(M, self._delete(k, ns, name))
+            return self._delete(k, ns, name)
         if plan.outcome is Outcome.KEEP:
-            return cast(M, _copy(stored))  # an earlier deadline stands
-        return cast(M, self._store(k, stored, plan.obj, deleting=True))
+            return _copy(stored)  # a graceful deletion is pending
+        written = self._store(k, stored, plan.obj, deleting=True)
+        if plan.outcome is Outcome.UPDATE_AND_DELETE:
+            return self._delete(k, ns, name)
+        return written
 
     async def bind(
         self,
@@ -767,8 +803,38 @@ class FakeClient:
         return self._resize(pod)
 
     async def evict(
-        self, namespace: str, name: str, *, grace_period_seconds: int | None = None
+        self,
+        namespace: str,
+        name: str,
+        *,
+        grace_period_seconds: int | None = None,
+        uid: str | None = None,
+        resource_version: str | None = None,
+        propagation_policy: str | None = None,
+        dry_run: bool = False,
     ) -> None:
+        """The apiserver's eviction without PodDisruptionBudgets: the pod gets
+        DisruptionTarget, then the DELETE with these options."""
         ns = namespace or DEFAULT_NAMESPACE
         await self._enter(Action("evict", "pods", ns, name, "eviction"))
-        self._delete(kinds.kind_of(types_pb2.Pod()), ns, name)
+        k = kinds.kind_of(types_pb2.Pod())
+        options = DeleteOptions(
+            grace_period=grace_period_seconds,
+            uid=uid,
+            resource_version=resource_version,
+            propagation_policy=propagation_policy,
+        )
+        options.validate()
+        stored = cast(types_pb2.Pod, self._stored(k, ns, name))
+        check_delete_preconditions(
+            stored.metadata, "Pod", uid=uid, resource_version=resource_version
+        )
+        if dry_run:
+            plan_delete(stored, options, self.clock.now())
+            return
+        marked = _copy(stored)
+        add_disruption_target(marked, self.clock.now())
+        written = self._store(k, stored, marked, bump_generation=False)
+        if resource_version is not None:
+            options = dataclasses.replace(options, resource_version=_meta(written).resource_version)
+        self._delete_with(k, ns, name, options)

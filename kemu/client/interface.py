@@ -92,12 +92,18 @@ class ApiClient(Protocol):
         label_selector: str = "",
         field_selector: str = "",
         allow_watch_bookmarks: bool = False,
+        send_initial_events: bool | None = None,
+        resource_version_match: str = "",
     ) -> AbstractAsyncContextManager[AsyncIterator[WatchEvent[M]]]:
         """A stream of changes; leaving the context ends the stream on the server too.
 
         resource_version "" or "0": ADDED events for the current state first, then changes;
-        "N": every change after N. A too old N raises Gone from the iteration. The iteration
-        ends normally when the server closes the stream; a lost connection raises Unavailable.
+        "N": every change after N. A too old N raises Gone (Expired) from the iteration, a
+        future one Timeout after 3 s. The iteration ends normally when the server closes the
+        stream; a lost connection raises Unavailable. allow_watch_bookmarks: BOOKMARK events
+        (only metadata.resourceVersion) while idle. send_initial_events with
+        resource_version_match "NotOlderThan" (the watch-list protocol): the state as ADDED
+        events, then a BOOKMARK annotated k8s.io/initial-events-end, then changes.
         """
         ...
 
@@ -151,7 +157,18 @@ class ApiClient(Protocol):
     async def resize(self, pod: types_pb2.Pod) -> types_pb2.Pod: ...
 
     async def evict(
-        self, namespace: str, name: str, *, grace_period_seconds: int | None = None
-    ) -> None: ...
+        self,
+        namespace: str,
+        name: str,
+        *,
+        grace_period_seconds: int | None = None,
+        uid: str | None = None,
+        resource_version: str | None = None,
+        propagation_policy: str | None = None,
+        dry_run: bool = False,
+    ) -> None:
+        """pods/eviction: the pod's PodDisruptionBudget must allow it (TooManyRequests
+        otherwise); the pod gets DisruptionTarget, then a DELETE with these options."""
+        ...
 
     async def version(self) -> api_pb2.VersionInfo: ...

@@ -17,7 +17,7 @@ import anyio
 
 from kemu.client.interface import DEFAULT_NAMESPACE, ApiClient
 from kemu.component.clock import Clock, RealClock
-from kemu.ctl import apply, describe, edit, get, rollout, version, wait
+from kemu.ctl import apply, describe, drain, edit, get, rollout, version, wait
 from kemu.ctl.common import Context, CtlError, format_api_error
 from kemu.ctl.connect import DEFAULT_SERVER, SERVER_ENV, server_address
 from kemu.machinery.duration import DurationError, parse_duration
@@ -39,6 +39,9 @@ COMMANDS: Final[dict[str, Command]] = {
     "scale": rollout.cmd_scale,
     "rollout": rollout.cmd_rollout,
     "wait": wait.cmd_wait,
+    "cordon": drain.cmd_cordon,
+    "uncordon": drain.cmd_uncordon,
+    "drain": drain.cmd_drain,
     "version": version.cmd_version,
 }
 
@@ -206,6 +209,41 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", default="30s", help="e.g. 30s, 2m (default 30s)")
     p.add_argument("--all", action="store_true", help="every object of the kind")
     selectors(p)
+
+    for verb, text in (
+        ("cordon", "mark a node unschedulable"),
+        ("uncordon", "mark a node schedulable"),
+        ("drain", "cordon a node and evict its pods"),
+    ):
+        p = command(verb, text)
+        p.add_argument("nodes", nargs="*", metavar="NODE")
+        p.add_argument(
+            "--dry-run",
+            nargs="?",
+            const="client",
+            default="none",
+            help="none, client or server",
+        )
+    p.add_argument("--force", action="store_true", help="also pods without a controller")
+    p.add_argument(
+        "--ignore-daemonsets", action="store_true", help="leave DaemonSet-managed pods alone"
+    )
+    p.add_argument(
+        "--delete-emptydir-data",
+        action="store_true",
+        help="also pods with emptyDir volumes (their data is lost)",
+    )
+    p.add_argument(
+        "--grace-period",
+        type=int,
+        default=-1,
+        help="seconds each pod gets to terminate; negative: the pod's own (default -1)",
+    )
+    p.add_argument("--timeout", default="0s", help="give up after this long; 0: never")
+    p.add_argument(
+        "--disable-eviction", action="store_true", help="delete pods instead of evicting them"
+    )
+    p.add_argument("--pod-selector", default="", help="only the pods with these labels")
 
     p = command("version", "print the client, server and component versions")
     p.add_argument("--client", action="store_true", help="only the client's version")

@@ -12,17 +12,31 @@ from kemu.machinery.errors import Cause, Conflict, Invalid
 from kemu.machinery.validation import invalid, not_supported
 
 
-def validate_grace_period(grace_period: int | None) -> None:
-    """Invalid naming gracePeriodSeconds when it is negative."""
-    if grace_period is not None and grace_period < 0:
-        raise Invalid.field("gracePeriodSeconds", "must be greater than or equal to 0")
+def check_delete_preconditions(
+    meta: types_pb2.ObjectMeta, kind: str, *, uid: str | None, resource_version: str | None
+) -> None:
+    """A DELETE's preconditions, checked before anything else with upstream BeforeDelete's
+    messages (which name the Kind, not the resource); None skips a precondition."""
+    if uid is not None and uid != meta.uid:
+        raise Conflict(
+            f'Operation cannot be fulfilled on {kind} "{meta.name}": the UID in the '
+            f"precondition ({uid}) does not match the UID in record ({meta.uid}). The object "
+            "might have been deleted and then recreated"
+        )
+    if resource_version is not None and resource_version != meta.resource_version:
+        raise Conflict(
+            f'Operation cannot be fulfilled on {kind} "{meta.name}": the ResourceVersion in '
+            f"the precondition ({resource_version}) does not match the ResourceVersion in "
+            f"record ({meta.resource_version}). The object might have been modified"
+        )
 
 
 def check_preconditions(
     meta: types_pb2.ObjectMeta, *, uid: str | None, resource_version: str | None
 ) -> None:
     """Conflict when the stored object is not the one the caller meant (uid) or has changed
-    since the caller read it (resourceVersion); None skips a precondition."""
+    since the caller read it (resourceVersion); None skips a precondition. The storage
+    layer's messages (storage.Preconditions.Check): updates, namespace deletion."""
     if uid is not None and uid != meta.uid:
         raise Conflict(
             f"Precondition failed: UID in precondition: {uid}, UID in object meta: {meta.uid}"

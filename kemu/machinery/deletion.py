@@ -10,10 +10,13 @@ mirrors it.
   foregroundDeletion or orphan finalizer) adds that finalizer, so the object stays until the
   garbage collector has dealt with its dependents. Background, the default of every kemu
   kind, adds none.
-- A bound, unfinished pod terminates gracefully (deletionTimestamp = now + grace, see
-  kemu.machinery.pod_strategy); with finalizers it stays after the kubelet's grace-0 DELETE.
-  While a graceful deletion with an earlier deadline is pending, a DELETE changes nothing, not
-  even the finalizers.
+- Every pod DELETE is graceful (kemu.machinery.pod_strategy): the pod is first written with
+  deletionTimestamp = now + grace and deletionGracePeriodSeconds (0 when it is not bound or
+  has ended, or the DELETE asked for 0; a negative grace means 1 s), so watchers see it
+  MODIFIED before DELETED; with a grace above 0 it stays for its kubelet, and with finalizers
+  it stays after the kubelet's grace-0 DELETE. While a graceful deletion is pending, only a
+  shorter grace changes it (the deadline counts from when the deletion began), and any other
+  DELETE changes nothing, not even the finalizers.
 - metadata.generation is bumped when deletionTimestamp is first set.
 """
 
@@ -27,12 +30,16 @@ from google.protobuf.message import Message
 from kemu.api.v1 import types_pb2
 from kemu.machinery.convert import timestamp
 from kemu.machinery.delete_options import (
-    check_preconditions,
+    check_delete_preconditions,
     gc_finalizers,
-    validate_grace_period,
     validate_propagation,
 )
-from kemu.machinery.pod_strategy import begin_graceful_deletion, graceful_deletion_period
+from kemu.machinery.pod_strategy import (
+    begin_graceful_deletion,
+    check_graceful_delete,
+    normalize_grace,
+    shorten_graceful_deletion,
+)
 
 
 @dataclass(frozen=True)
@@ -46,8 +53,8 @@ class DeleteOptions:
     orphan_dependents: bool | None = None
 
     def validate(self) -> None:
-        """Invalid naming the offending field."""
-        validate_grace_period(self.grace_period)
+        """Invalid naming the offending field. A negative grace period is not an error: the
+        delete path reads it as 1 s (upstream)."""
         validate_propagation(self.propagation_policy, self.orphan_dependents)
 
 
@@ -56,15 +63,18 @@ class Outcome(enum.Enum):
     """Remove the object from storage now."""
     UPDATE = "update"
     """Write `DeletePlan.obj`: the object stays, being deleted."""
+    UPDATE_AND_DELETE = "update-and-delete"
+    """Write `DeletePlan.obj` (a pod marked with grace 0: watchers see it MODIFIED), then
+    remove it (DELETED), as upstream's graceful path with a grace period of 0."""
     KEEP = "keep"
-    """Change nothing: a graceful deletion with an earlier deadline is pending."""
+    """Change nothing: a graceful deletion is pending and the DELETE does not shorten it."""
 
 
 @dataclass(frozen=True)
 class DeletePlan:
     outcome: Outcome
     obj: Message
-    """UPDATE: the new object (a copy); otherwise the current one."""
+    """UPDATE, UPDATE_AND_DELETE: the new object (a copy); otherwise the current one."""
 
 
 def _meta(obj: Message) -> types_pb2.ObjectMeta:
@@ -73,23 +83,37 @@ def _meta(obj: Message) -> types_pb2.ObjectMeta:
 
 
 def plan_delete(current: Message, options: DeleteOptions, now: float) -> DeletePlan:
-    """What a DELETE with `options` does to the stored object `current` at `now`. Conflict
-    when a precondition fails; the options must have been validated."""
-    check_preconditions(_meta(current), uid=options.uid, resource_version=options.resource_version)
+    """What a DELETE with `options` does to the stored object `current` at `now`
+    (upstream BeforeDelete, then the Store's updateForGracefulDeletionAndFinalizers).
+    Conflict when a precondition fails; the options must have been validated."""
+    meta = _meta(current)
+    check_delete_preconditions(
+        meta,
+        current.DESCRIPTOR.name,
+        uid=options.uid,
+        resource_version=options.resource_version,
+    )
+    grace = normalize_grace(options.grace_period)
     updated = current.__class__()
     updated.CopyFrom(current)
     meta = _meta(updated)
-    deleting = meta.HasField("deletion_timestamp")
     graceful = False
-    # A deletion whose grace period has run out (0) is never graceful again (BeforeDelete).
-    if not (deleting and not meta.deletion_grace_period_seconds):
-        grace = graceful_deletion_period(current, options.grace_period)
-        if grace is not None:
-            if not begin_graceful_deletion(meta, now, grace):
-                return DeletePlan(Outcome.KEEP, current)
-            if not deleting:
-                meta.generation += 1
+    period = 0
+    # Only pods delete gracefully (upstream: only their strategy is a
+    # RESTGracefulDeleteStrategy).
+    if isinstance(updated, types_pb2.Pod):
+        if not meta.HasField("deletion_timestamp"):
+            period = check_graceful_delete(updated, grace)
+            begin_graceful_deletion(meta, now, period)
             graceful = True
+        elif meta.deletion_grace_period_seconds > 0:
+            # A pending graceful deletion: only a shorter grace changes it; otherwise
+            # nothing changes, not even the finalizers.
+            if not shorten_graceful_deletion(meta, grace):
+                return DeletePlan(Outcome.KEEP, current)
+            period = meta.deletion_grace_period_seconds
+            graceful = True
+        # else: a deletion whose grace period is over (0) is never graceful again
     finalizers = gc_finalizers(
         meta.finalizers, options.propagation_policy, options.orphan_dependents
     )
@@ -97,7 +121,9 @@ def plan_delete(current: Message, options: DeleteOptions, now: float) -> DeleteP
         del meta.finalizers[:]
         meta.finalizers.extend(finalizers)
     if graceful:
-        return DeletePlan(Outcome.UPDATE, updated)
+        if meta.finalizers or period > 0:
+            return DeletePlan(Outcome.UPDATE, updated)
+        return DeletePlan(Outcome.UPDATE_AND_DELETE, updated)
     if meta.finalizers:
         mark_as_deleting(meta, now)
         return DeletePlan(Outcome.UPDATE, updated)

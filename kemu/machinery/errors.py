@@ -84,6 +84,13 @@ class Gone(ApiError):
     code = 410
 
 
+class Expired(Gone):
+    """A watch from a resourceVersion older than the watch cache's window (upstream
+    NewResourceExpired: reason Expired, code 410). A Gone: clients relist."""
+
+    reason = "Expired"
+
+
 class TooManyRequests(ApiError):
     reason = "TooManyRequests"
     code = 429
@@ -116,6 +123,7 @@ ERROR_CLASSES: Final[dict[str, type[ApiError]]] = {
         BadRequest,
         Forbidden,
         Gone,
+        Expired,
         TooManyRequests,
         Unavailable,
         InternalError,

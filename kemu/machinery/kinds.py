@@ -140,3 +140,7 @@ def unwrap(envelope: api_pb2.Object) -> Message:
 # Event.type values (upstream core/v1 EventTypeNormal and EventTypeWarning).
 EVENT_NORMAL: Final = "Normal"
 EVENT_WARNING: Final = "Warning"
+
+
+INITIAL_EVENTS_END_ANNOTATION: Final = "k8s.io/initial-events-end"
+"""On the BOOKMARK that ends a watch's initial events (sendInitialEvents), value "true"."""

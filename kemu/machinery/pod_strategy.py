@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Final
 
-from google.protobuf.message import Message
-
 from kemu.api.v1 import types_pb2
 from kemu.machinery.convert import timestamp
 from kemu.machinery.delete_options import check_preconditions
@@ -17,40 +15,54 @@ DEFAULT_TERMINATION_GRACE_SECONDS: Final = 30
 TERMINAL_PHASES: Final = ("Succeeded", "Failed")
 
 
-def graceful_deletion_period(obj: Message, requested: int | None) -> int | None:
-    """Seconds of graceful termination for a DELETE with `requested` grace (None: the pod's
-    own), or None to delete from storage now (upstream CheckGracefulDelete).
-
-    Only pods terminate gracefully, and only when a kubelet will finish them: a pod that is
-    not bound to a node, or has already ended, goes at once; so does a grace of 0.
+def check_graceful_delete(pod: types_pb2.Pod, requested: int | None) -> int:
+    """The grace period of a first DELETE of `pod` with `requested` grace (None: the pod's
+    own); upstream podStrategy.CheckGracefulDelete, which makes every pod deletion graceful:
+    a pod is always marked (deletionTimestamp = now + period) before it is removed, with a
+    period of 0 when it is not bound to a node or has already ended. A negative request has
+    already become 1 (`normalize_grace`).
     """
-    if not isinstance(obj, types_pb2.Pod):
-        return None
-    if not obj.spec.node_name or obj.status.phase in TERMINAL_PHASES:
-        return None
-    grace = requested
-    if grace is None:
-        grace = (
-            obj.spec.termination_grace_period_seconds
-            if obj.spec.HasField("termination_grace_period_seconds")
-            else DEFAULT_TERMINATION_GRACE_SECONDS
-        )
-    return grace or None
+    if requested is not None:
+        period = requested
+    elif pod.spec.HasField("termination_grace_period_seconds"):
+        period = pod.spec.termination_grace_period_seconds
+    else:
+        # Defaulting always sets it on the apiserver; objects that skipped it (the fake
+        # client's) get the default too.
+        period = DEFAULT_TERMINATION_GRACE_SECONDS
+    if not pod.spec.node_name or pod.status.phase in TERMINAL_PHASES:
+        period = 0
+    return 1 if period < 0 else period
 
 
-def begin_graceful_deletion(meta: types_pb2.ObjectMeta, now: float, grace: int) -> bool:
-    """Marks `meta` (of a copy the caller then writes) deleted at `now + grace`: sets
-    deletionTimestamp and deletionGracePeriodSeconds. False, leaving `meta` alone, when it
-    already has that deadline or an earlier one: a shorter grace period replaces the deadline,
-    a longer one never does (upstream BeforeDelete)."""
-    deadline = now + grace
-    if meta.HasField("deletion_timestamp") and meta.deletion_timestamp.ToNanoseconds() <= int(
-        deadline * 1e9
-    ):
+def normalize_grace(requested: int | None) -> int | None:
+    """A negative gracePeriodSeconds means 1 s on the delete path (upstream BeforeDelete)."""
+    if requested is not None and requested < 0:
+        return 1
+    return requested
+
+
+def shorten_graceful_deletion(meta: types_pb2.ObjectMeta, requested: int | None) -> bool:
+    """A DELETE of an object whose graceful deletion is pending (deletionTimestamp set,
+    deletionGracePeriodSeconds > 0): only a shorter grace period changes it, and the new
+    deadline counts from when the deletion began (deadline - old grace + new grace), as
+    upstream's BeforeDelete. False (nothing changes) for no grace or one not shorter."""
+    current = meta.deletion_grace_period_seconds
+    if requested is None or requested >= current:
         return False
-    meta.deletion_timestamp.CopyFrom(timestamp(deadline))
-    meta.deletion_grace_period_seconds = grace
+    start_ns = meta.deletion_timestamp.ToNanoseconds() - current * 1_000_000_000
+    meta.deletion_timestamp.FromNanoseconds(start_ns + requested * 1_000_000_000)
+    meta.deletion_grace_period_seconds = requested
     return True
+
+
+def begin_graceful_deletion(meta: types_pb2.ObjectMeta, now: float, grace: int) -> None:
+    """Marks `meta` (of a copy the caller then writes) for deletion at `now + grace`, with a
+    generation bump (upstream BeforeDelete's first graceful deletion)."""
+    meta.deletion_timestamp.CopyFrom(timestamp(now + grace))
+    meta.deletion_grace_period_seconds = grace
+    if meta.generation > 0:
+        meta.generation += 1
 
 
 def default_requests_from_limits(spec: types_pb2.PodSpec) -> None:

@@ -9,6 +9,8 @@ from typing import Any, Final
 from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.errors import Conflict
+from kemu.machinery.kinds import Kind
 
 # Kinds without a spec whose changes would mean a new generation.
 _NO_GENERATION: Final = frozenset({"kemu.api.v1.Lease", "kemu.api.v1.Event"})
@@ -48,11 +50,44 @@ _STATUS_WRITES_ANNOTATIONS: Final = frozenset({"kemu.api.v1.Deployment", "kemu.a
 
 
 def apply_status_update_metadata(stored: Message, sent: Message) -> None:
-    """Takes into `stored` (the object a status update writes, holding the old metadata) the
-    metadata the status update may change for its kind."""
-    if stored.DESCRIPTOR.full_name not in _STATUS_WRITES_ANNOTATIONS:
-        return
+    """Takes into `stored` (the object a status update writes, holding the old metadata and
+    the new status) what the status update may change for its kind besides the status."""
     meta: types_pb2.ObjectMeta = stored.metadata  # type: ignore[attr-defined]
     sent_meta: types_pb2.ObjectMeta = sent.metadata  # type: ignore[attr-defined]
+    if isinstance(stored, types_pb2.Pod):
+        # podStatusStrategy.PrepareForUpdate resets only the spec, the deletionTimestamp and
+        # the ownerReferences (old kubelets corrupted them): labels, annotations and
+        # finalizers are the request's. The QoS class, set at creation, is backfilled when
+        # the request leaves it empty (old kubelets dropped it); a change is Invalid.
+        meta.labels.clear()
+        meta.labels.update(sent_meta.labels)
+        meta.annotations.clear()
+        meta.annotations.update(sent_meta.annotations)
+        del meta.finalizers[:]
+        meta.finalizers.extend(sent_meta.finalizers)
+        return
+    if stored.DESCRIPTOR.full_name not in _STATUS_WRITES_ANNOTATIONS:
+        return
     meta.annotations.clear()
     meta.annotations.update(sent_meta.annotations)
+
+
+def backfill_qos_class(new: types_pb2.Pod, old: types_pb2.Pod) -> None:
+    """A pod status that leaves qosClass empty keeps the stored one (upstream
+    podStatusStrategy.PrepareForUpdate)."""
+    if not new.status.qos_class:
+        new.status.qos_class = old.status.qos_class
+
+
+def check_update_uid(kind: Kind, stored: Message, sent: Message) -> None:
+    """An update (or status update) whose body carries a uid is preconditioned on it
+    (upstream DefaultUpdatedObjectInfo.Preconditions): Conflict when the stored object is
+    another one, with storage.Preconditions.Check's message."""
+    uid = sent.metadata.uid  # type: ignore[attr-defined]
+    stored_meta: types_pb2.ObjectMeta = stored.metadata  # type: ignore[attr-defined]
+    if uid and uid != stored_meta.uid:
+        raise Conflict(
+            f'Operation cannot be fulfilled on {kind.resource} "{stored_meta.name}": '
+            f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
+            f"{stored_meta.uid}"
+        )

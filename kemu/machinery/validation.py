@@ -1979,8 +1979,11 @@ def _toleration_key(t: types_pb2.Toleration) -> tuple[str, str, str, str]:
 
 
 def validate_pod_update(new: types_pb2.Pod, old: types_pb2.Pod) -> list[Cause]:
-    """The spec rules of a plain pod update (not binding, not resize), as ValidatePodUpdate."""
+    """The spec rules of a plain pod update (not binding, not resize), as ValidatePodUpdate,
+    and the QoS class that no update changes (ValidatePodStatusUpdate)."""
     causes: list[Cause] = []
+    if new.status.qos_class != old.status.qos_class:
+        causes.append(invalid("status.qosClass", new.status.qos_class, "field is immutable"))
     munged = types_pb2.PodSpec()
     munged.CopyFrom(old.spec)
     # Images may change.

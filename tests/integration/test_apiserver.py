@@ -112,6 +112,9 @@ async def test_watch_resumes_from_last_resource_version_exactly_once_in_order(cl
         p3 = await c.update(p3)
         expected.append(("MODIFIED", "p3", p3.metadata.resource_version))
         deleted = await c.delete(types_pb2.Pod, "p4", ns)
+        # marked (grace 0: it is not bound) one revision before it is removed
+        marked_rv = str(int(deleted.metadata.resource_version) - 1)
+        expected.append(("MODIFIED", "p4", marked_rv))
         expected.append(("DELETED", "p4", deleted.metadata.resource_version))
         got: list[tuple[str, str, str]] = []
         async with c.watch(types_pb2.Pod, ns, resource_version=last_rv) as events:
@@ -214,7 +217,8 @@ async def test_graceful_deletion_of_bound_pod_and_immediate_deletion_of_unbound(
         ns = await create_namespace(c, "del")
         await c.create(make_pod("unbound").namespace(ns).obj())
         gone = await c.delete(types_pb2.Pod, "unbound", ns)
-        assert not gone.metadata.HasField("deletion_timestamp")
+        # every pod delete is graceful upstream: its last state is marked with grace 0
+        assert gone.metadata.deletion_grace_period_seconds == 0
         with pytest.raises(NotFound):
             await c.get(types_pb2.Pod, "unbound", ns)
 
@@ -244,9 +248,8 @@ async def test_eviction_is_refused_while_the_pdb_allows_no_disruption(cluster):
         for name in ("a", "b"):
             await c.create(make_pod(name).namespace(ns).labels(app="x").obj())
             await c.bind(ns, name, "node-1")
-            await c.patch(
-                types_pb2.Pod, name, {"status": {"phase": "Running"}}, ns, subresource="status"
-            )
+            ready = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+            await c.patch(types_pb2.Pod, name, {"status": ready}, ns, subresource="status")
         pdb = await c.create(make_pdb("pdb").namespace(ns).selector(app="x").min_available(2).obj())
         # Written by hand here; the disruption controller's own test checks it keeps it true.
         pdb.status.observed_generation = pdb.metadata.generation
@@ -473,13 +476,13 @@ async def test_patches_that_do_not_parse_or_do_not_fit_are_refused(cluster):
         assert after.metadata.resource_version == before.metadata.resource_version
 
 
-async def test_negative_grace_period_and_unknown_kind_are_refused(cluster):
+async def test_a_negative_grace_period_means_one_second_and_an_unknown_kind_is_refused(cluster):
     async with _client(cluster) as c:
         ns = await create_namespace(c, "neg")
         await c.create(make_pod("p").namespace(ns).obj())
-        with pytest.raises(Invalid, match="gracePeriodSeconds"):
-            await c.delete(types_pb2.Pod, "p", ns, grace_period_seconds=-1)
-        assert await c.get(types_pb2.Pod, "p", ns)
+        await c.bind(ns, "p", "node-1")
+        marked = await c.delete(types_pb2.Pod, "p", ns, grace_period_seconds=-1)
+        assert marked.metadata.deletion_grace_period_seconds == 1
     async with grpc.aio.insecure_channel(cluster.server) as ch:
         stub = api_pb2_grpc.ApiStub(ch)  # type: ignore[no-untyped-call]
         with pytest.raises(grpc.aio.AioRpcError) as err:

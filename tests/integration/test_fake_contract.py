@@ -205,16 +205,24 @@ async def scenario(c: ApiClient, ns: str) -> dict[str, Any]:
         _pod,
     )
     await r.step(
-        "status patch does not change labels",
+        "status patch changes labels, not the spec",
         c.patch(
             Pod,
             "a",
-            {"metadata": {"labels": {"x": "y"}}, "status": {"nominatedNodeName": "n3"}},
+            {
+                "metadata": {"labels": {"x": "y"}},
+                "spec": {"nodeName": "n9"},
+                "status": {"nominatedNodeName": "n3"},
+            },
             ns,
             subresource="status",
         ),
         _pod,
     )
+    other = await c.get(Pod, "a", ns)
+    other.metadata.uid = "other"
+    await r.step("update with another object's uid", c.update(other))
+    await r.step("status update with another object's uid", c.update_status(other))
     await r.step(
         "patch with a stale resourceVersion",
         c.patch(
@@ -301,7 +309,9 @@ async def scenario(c: ApiClient, ns: str) -> dict[str, Any]:
     await r.step("delete unbound b", c.delete(Pod, "b", ns), _pod)
     await r.step("get b after deletion", c.get(Pod, "b", ns))
     await r.step("delete missing", c.delete(Pod, "missing", ns))
-    await r.step("delete with a negative grace", c.delete(Pod, "c", ns, grace_period_seconds=-1))
+    await r.step(
+        "delete with a negative grace", c.delete(Pod, "c", ns, grace_period_seconds=-1), _pod
+    )
 
     # watch: create, update, delete; with a label selector an object leaving it is DELETED
     start = (await c.list(Pod, ns)).resource_version
@@ -315,7 +325,7 @@ async def scenario(c: ApiClient, ns: str) -> dict[str, Any]:
         w.metadata.labels["app"] = "x"
         w = await c.update(w)
         await c.delete(Pod, "w", ns)
-        r.steps["watch"] = await _events(every, 4)
+        r.steps["watch"] = await _events(every, 5)
         r.steps["watch -l app=w"] = await _events(selected, 3)
 
     # namespaces: the first delete marks one Terminating, the finalize subresource lets it go
@@ -374,7 +384,8 @@ def _want(
 
 
 _A = {"app": "web", "tier": "front"}
-_A_PATCHED = {**_A, "p": "1"}
+_A_STATUS = {**_A, "x": "y"}  # a pods/status write may change labels
+_A_PATCHED = {**_A_STATUS, "p": "1"}
 
 
 def _bound_a(*, deleting: bool = False, grace: int | None = None) -> dict[str, Any]:
@@ -437,7 +448,17 @@ EXPECTED: dict[str, Any] = {
     "update bumps the resourceVersion": True,
     "a no-op update keeps the resourceVersion": True,
     "status patch sets nominatedNodeName": _want("a", _A, nominated="n2"),
-    "status patch does not change labels": _want("a", _A, nominated="n3"),
+    "status patch changes labels, not the spec": _want("a", _A_STATUS, nominated="n3"),
+    "update with another object's uid": (
+        "Conflict",
+        'Operation cannot be fulfilled on pods "a": Precondition failed: UID in precondition: '
+        "other, UID in object meta: <uid>",
+    ),
+    "status update with another object's uid": (
+        "Conflict",
+        'Operation cannot be fulfilled on pods "a": Precondition failed: UID in precondition: '
+        "other, UID in object meta: <uid>",
+    ),
     "patch with a stale resourceVersion": _STALE,
     "patch with the current resourceVersion": _want("a", _A_PATCHED, nominated="n3"),
     "patch that is not an object": ("BadRequest", "a merge patch must be a JSON object"),
@@ -481,26 +502,28 @@ EXPECTED: dict[str, Any] = {
     "a has its uid": True,
     "delete a with a wrong uid": (
         "Conflict",
-        "Precondition failed: UID in precondition: other, UID in object meta: <uid>",
+        'Operation cannot be fulfilled on Pod "a": the UID in the precondition (other) does '
+        "not match the UID in record (<uid>). The object might have been deleted and then "
+        "recreated",
     ),
     "delete a with a stale resourceVersion": (
         "Conflict",
-        "Precondition failed: ResourceVersion in precondition: <n>, "
-        "ResourceVersion in object meta: <n>",
+        'Operation cannot be fulfilled on Pod "a": the ResourceVersion in the precondition '
+        "(<n>) does not match the ResourceVersion in record (<n>). The object might have "
+        "been modified",
     ),
     "delete a with grace 0 and its uid": True,  # the last state, still marked
     "get a after deletion": ("NotFound", 'pods "a" not found'),
-    "delete unbound b": _want("b", {"app": "db"}),
+    # every pod delete is graceful: an unbound pod is marked with grace 0, then removed
+    "delete unbound b": _want("b", {"app": "db"}, deleting=True, grace=0, generation=2),
     "get b after deletion": ("NotFound", 'pods "b" not found'),
     "delete missing": ("NotFound", 'pods "missing" not found'),
-    "delete with a negative grace": (
-        "Invalid",
-        "gracePeriodSeconds: must be greater than or equal to <n>",
-    ),
+    "delete with a negative grace": _want("c", {}, deleting=True, grace=0, generation=2),
     "watch": [
         ("ADDED", "w", {"app": "w"}),
         ("MODIFIED", "w", {"app": "w", "v": "2"}),
         ("MODIFIED", "w", {"app": "x", "v": "2"}),
+        ("MODIFIED", "w", {"app": "x", "v": "2"}),  # marked for deletion (grace 0)
         ("DELETED", "w", {"app": "x", "v": "2"}),
     ],
     "watch -l app=w": [
@@ -723,7 +746,7 @@ FINALIZER_EXPECTED: dict[str, Any] = {
     "remove f's finalizer": _gone(True, []),
     "f is gone": ("NotFound", 'pods "f" not found'),
     "remove g's finalizer while it terminates": _gone(True, [], grace=30),
-    "the kubelet deletes g": _gone(True, [], grace=30),  # the last state
+    "the kubelet deletes g": _gone(True, [], grace=0),  # its last state: marked with grace 0
     "g is gone": ("NotFound", 'pods "g" not found'),
     "delete unbound u": _gone(True, [HOLD]),
     "watch": [("ADDED", False, [HOLD]), ("MODIFIED", True, [HOLD]), ("DELETED", True, [HOLD])],

@@ -82,20 +82,24 @@ class ListResponse(_message.Message):
     def __init__(self, items: _Optional[_Iterable[_Union[Object, _Mapping]]] = ..., resource_version: _Optional[str] = ..., **kwargs) -> None: ...
 
 class WatchRequest(_message.Message):
-    __slots__ = ("resource", "namespace", "label_selector", "field_selector", "resource_version", "allow_watch_bookmarks")
+    __slots__ = ("resource", "namespace", "label_selector", "field_selector", "resource_version", "allow_watch_bookmarks", "send_initial_events", "resource_version_match")
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     LABEL_SELECTOR_FIELD_NUMBER: _ClassVar[int]
     FIELD_SELECTOR_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
     ALLOW_WATCH_BOOKMARKS_FIELD_NUMBER: _ClassVar[int]
+    SEND_INITIAL_EVENTS_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_VERSION_MATCH_FIELD_NUMBER: _ClassVar[int]
     resource: str
     namespace: str
     label_selector: str
     field_selector: str
     resource_version: str
     allow_watch_bookmarks: bool
-    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ..., resource_version: _Optional[str] = ..., allow_watch_bookmarks: _Optional[bool] = ...) -> None: ...
+    send_initial_events: bool
+    resource_version_match: str
+    def __init__(self, resource: _Optional[str] = ..., namespace: _Optional[str] = ..., label_selector: _Optional[str] = ..., field_selector: _Optional[str] = ..., resource_version: _Optional[str] = ..., allow_watch_bookmarks: _Optional[bool] = ..., send_initial_events: _Optional[bool] = ..., resource_version_match: _Optional[str] = ...) -> None: ...
 
 class WatchEvent(_message.Message):
     __slots__ = ("type", "object")
@@ -166,14 +170,18 @@ class Binding(_message.Message):
     def __init__(self, metadata: _Optional[_Union[_types_pb2.ObjectMeta, _Mapping]] = ..., target: _Optional[_Union[_types_pb2.ObjectReference, _Mapping]] = ...) -> None: ...
 
 class Eviction(_message.Message):
-    __slots__ = ("metadata", "grace_period_seconds", "preconditions")
+    __slots__ = ("metadata", "grace_period_seconds", "preconditions", "propagation_policy", "dry_run")
     METADATA_FIELD_NUMBER: _ClassVar[int]
     GRACE_PERIOD_SECONDS_FIELD_NUMBER: _ClassVar[int]
     PRECONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    PROPAGATION_POLICY_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
     metadata: _types_pb2.ObjectMeta
     grace_period_seconds: int
     preconditions: Preconditions
-    def __init__(self, metadata: _Optional[_Union[_types_pb2.ObjectMeta, _Mapping]] = ..., grace_period_seconds: _Optional[int] = ..., preconditions: _Optional[_Union[Preconditions, _Mapping]] = ...) -> None: ...
+    propagation_policy: str
+    dry_run: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, metadata: _Optional[_Union[_types_pb2.ObjectMeta, _Mapping]] = ..., grace_period_seconds: _Optional[int] = ..., preconditions: _Optional[_Union[Preconditions, _Mapping]] = ..., propagation_policy: _Optional[str] = ..., dry_run: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Status(_message.Message):
     __slots__ = ("status", "message", "reason", "code")

@@ -67,10 +67,12 @@ async def test_update_keeps_status_and_update_status_keeps_the_rest() -> None:
     p = Pod()
     p.CopyFrom(created)
     p.status.phase = "Running"
-    p.metadata.labels["ignored"] = "yes"
+    p.metadata.labels["kept"] = "yes"  # pods/status may change labels (upstream)
+    p.spec.node_name = "ignored"
     after = await fake.update_status(p)
     assert after.status.phase == "Running"
-    assert "ignored" not in after.metadata.labels
+    assert after.metadata.labels["kept"] == "yes"
+    assert after.spec.node_name == ""
     p2 = Pod()
     p2.CopyFrom(after)
     p2.status.phase = "Failed"
@@ -126,14 +128,16 @@ async def test_watch_from_a_resource_version_replays_history() -> None:
         await fake.create(pod("b"))
         async for ev in stream:
             events.append(ev)
-            if len(events) == 3:
+            if len(events) == 4:
                 break
     assert [(e.type, e.object.metadata.name) for e in events] == [
         ("MODIFIED", "a"),
+        ("MODIFIED", "a"),  # marked for deletion (grace 0: it is not bound)
         ("DELETED", "a"),
         ("ADDED", "b"),
     ]
     assert events[0].object.metadata.labels["x"] == "1"
+    assert events[1].object.metadata.HasField("deletion_timestamp")
     assert fake.open_watches == 0
 
 
@@ -250,7 +254,9 @@ async def test_watch_exit_unregisters_even_when_cancelled() -> None:
 
 
 @pytest.mark.anyio
-async def test_a_bound_pod_terminates_gracefully_and_an_unbound_one_goes_at_once() -> None:
+async def test_a_bound_pod_terminates_gracefully_and_an_unbound_one_is_marked_then_removed() -> (
+    None
+):
     # The apiserver's rules, held by tests/integration/test_fake_contract.py.
     fake = FakeClient(pod("bound", node="n1"), pod("unbound"))
     marked = await fake.delete(Pod, "bound", grace_period_seconds=20)
@@ -263,7 +269,8 @@ async def test_a_bound_pod_terminates_gracefully_and_an_unbound_one_goes_at_once
     assert shorter.metadata.deletion_grace_period_seconds == 5
     await fake.delete(Pod, "bound", grace_period_seconds=0, uid=shorter.metadata.uid)
     gone = await fake.delete(Pod, "unbound")
-    assert not gone.metadata.HasField("deletion_timestamp")
+    assert gone.metadata.HasField("deletion_timestamp")  # its last state: marked, grace 0
+    assert gone.metadata.deletion_grace_period_seconds == 0
     for name in ("bound", "unbound"):
         with pytest.raises(NotFound):
             await fake.get(Pod, name)

@@ -24,7 +24,11 @@ from kubelet.allocation import Pending, decide, held_by_others
 from kubelet.app import pod_worker_options
 from kubelet.pod_manager import NodePods
 from kubelet.pod_workers import PodWorkerOptions
-from kubelet.resize_retry import TRIGGER_POD_RESIZED, TRIGGER_PODS_REMOVED, retry_key
+from kubelet.resize_retry import (
+    TRIGGER_POD_RESIZED,
+    TRIGGER_POD_TERMINATED,
+    retry_key,
+)
 from kubelet.runtime import ContainerAllocation, PodRuntime, PodState
 
 from .helpers import Env, advance, running_workers
@@ -281,7 +285,11 @@ async def test_retry_order_higher_priority_is_accepted_and_the_older_stays_defer
         assert allocated(a)["cpu"] == "1"
         assert conditions(a)[PENDING].reason == "Deferred"
         assert env.node().deferred == {a.metadata.uid}
-        assert env.workers.allocation_manager.deferred_resizes_accepted == {TRIGGER_PODS_REMOVED: 1}
+        # a force delete marks the pod (grace 0) before removing it, as upstream: the kubelet
+        # kills it on the first event, which frees its room
+        assert env.workers.allocation_manager.deferred_resizes_accepted == {
+            TRIGGER_POD_TERMINATED: 1
+        }
 
 
 async def test_chain_reaction_after_a_pod_is_deleted():
@@ -315,7 +323,7 @@ async def test_chain_reaction_after_a_pod_is_deleted():
         p4 = await settled_pod(env, "p4")
         assert allocated(p4)["cpu"] == "1500m"
         assert env.workers.allocation_manager.deferred_resizes_accepted == {
-            TRIGGER_PODS_REMOVED: 1,
+            TRIGGER_POD_TERMINATED: 1,  # marked with grace 0 before it is removed
             TRIGGER_POD_RESIZED: 2,
         }
         await advance(env.clock, 0.5)
@@ -535,5 +543,5 @@ async def test_resize_metrics():
         await env.fake.delete(types_pb2.Pod, "b", grace_period_seconds=0)
         await settle(200)
         accepted = "kubelet_pod_deferred_resize_accepted_total"
-        assert value(accepted, retry_trigger="pods_removed") == 1
+        assert value(accepted, retry_trigger="pod_terminated") == 1  # marked, then removed
         assert value("kubelet_pod_pending_resizes", reason="deferred") == 0

@@ -202,7 +202,9 @@ async def test_shutdown_30s_with_grace_3s_is_killed_after_3s():
         assert (cs.state.terminated.exit_code, cs.state.terminated.reason) == (137, "Error")
         assert last.status.phase == "Failed"
         delete = [a for a in env.fake.actions if a.verb == "delete"]
-        assert len(delete) == 2  # the test's graceful one, then the kubelet's final one
+        # the test's graceful one, then the kubelet's grace-0 one (and possibly a repeat
+        # after it saw its own grace-0 mark, which finds the pod gone)
+        assert len(delete) >= 2
 
 
 async def test_a_later_shorter_grace_period_replaces_the_deadline():

@@ -93,19 +93,48 @@ def test_a_bound_pod_terminates_gracefully_and_its_finalizers_outlive_the_kubele
     meta = graceful.obj.metadata  # type: ignore[attr-defined]
     assert (meta.deletion_grace_period_seconds, meta.generation) == (30, 2)
     assert list(meta.finalizers) == ["example.com/x", "foregroundDeletion"]
-    # A pending graceful deletion is not changed by a DELETE with a longer grace.
+    # A pending graceful deletion is not changed by a DELETE without a shorter grace.
     assert plan_delete(graceful.obj, DeleteOptions(), NOW + 1).outcome is Outcome.KEEP
     killed = plan_delete(graceful.obj, DeleteOptions(grace_period=0, uid="u1"), NOW + 2)
     assert killed.outcome is Outcome.UPDATE
     km = killed.obj.metadata  # type: ignore[attr-defined]
     assert km.deletion_grace_period_seconds == 0
-    assert km.deletion_timestamp.ToSeconds() == NOW + 2
+    assert km.deletion_timestamp.ToSeconds() == NOW  # counted from the start
     assert km.generation == 2
+
+
+def test_a_pod_without_finalizers_is_marked_then_removed_even_with_grace_0() -> None:
+    for pod, options in [
+        (_stored(make_pod("p").node("n1").obj()), DeleteOptions(grace_period=0)),
+        (_stored(make_pod("q").obj()), DeleteOptions()),  # unbound
+    ]:
+        plan = plan_delete(pod, options, NOW)
+        assert plan.outcome is Outcome.UPDATE_AND_DELETE
+        meta = plan.obj.metadata  # type: ignore[attr-defined]
+        assert meta.deletion_timestamp.ToSeconds() == NOW
+        assert (meta.deletion_grace_period_seconds, meta.generation) == (0, 2)
+
+
+def test_a_negative_grace_is_one_second_and_a_terminating_pod_ignores_a_delete_without_grace() -> (
+    None
+):
+    pod = _stored(make_pod("p").node("n1").obj())
+    pod.spec.termination_grace_period_seconds = 10
+    plan = plan_delete(pod, DeleteOptions(grace_period=-5), NOW)
+    assert plan.outcome is Outcome.UPDATE
+    assert plan.obj.metadata.deletion_grace_period_seconds == 1  # type: ignore[attr-defined]
+    long = plan_delete(pod, DeleteOptions(grace_period=60), NOW).obj
+    # its own 10 s would be earlier than the pending 60 s, but a DELETE without grace waits
+    assert plan_delete(long, DeleteOptions(), NOW + 1).outcome is Outcome.KEEP
+    assert plan_delete(long, DeleteOptions(grace_period=60), NOW + 1).outcome is Outcome.KEEP
+    shorter = plan_delete(long, DeleteOptions(grace_period=20), NOW + 30)
+    assert shorter.outcome is Outcome.UPDATE
+    assert shorter.obj.metadata.deletion_timestamp.ToSeconds() == NOW + 20  # type: ignore[attr-defined]
 
 
 def test_preconditions_and_options_are_checked() -> None:
     pdb = _stored(make_pdb("p").obj())
-    with pytest.raises(Conflict, match="UID in precondition"):
+    with pytest.raises(Conflict, match="the UID in the precondition"):
         plan_delete(pdb, DeleteOptions(uid="other"), NOW)
     with pytest.raises(Invalid, match="propagationPolicy: Unsupported value"):
         DeleteOptions(propagation_policy="Sideways").validate()

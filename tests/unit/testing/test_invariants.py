@@ -552,7 +552,7 @@ async def test_record_pods_records_every_version_of_the_namespace_and_stops_its_
     [a] = history.uids_of("a")
     [b] = history.uids_of("b")
     assert history.uids_of("elsewhere") == []
-    assert [v.type for v in history.versions[a]] == [ADDED, DELETED]
+    assert [v.type for v in history.versions[a]] == [ADDED, MODIFIED, DELETED]
     assert [v.type for v in history.versions[b]] == [ADDED, MODIFIED]
     assert history.versions[b][-1].pod.spec.node_name == "n1"
     seqs = [v.seq for versions in history.versions.values() for v in versions]
