@@ -41,6 +41,7 @@ from kemu.component.clock import Clock
 from kemu.machinery.errors import ApiError, Invalid, NotFound
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING, kind_of
 from kemu.machinery.labels import Selector
+from kemu.machinery.pod_conditions import is_pod_ready
 from kemu.machinery.validation import name_is_dns_subdomain
 
 logger = logging.getLogger(__name__)
@@ -471,11 +472,6 @@ def _ready_condition(pod: types_pb2.Pod) -> types_pb2.PodCondition | None:
         if c.type == "Ready":
             return c
     return None
-
-
-def is_pod_ready(pod: types_pb2.Pod) -> bool:
-    c = _ready_condition(pod)
-    return c is not None and c.status == "True"
 
 
 def _seconds(ts: Timestamp) -> float:

@@ -44,7 +44,6 @@ from controllermanager.controller_utils import (
     controller_of,
     index_by_controller_uid,
     is_pod_available,
-    is_pod_ready,
     new_controller_ref,
     recheck_owner,
     run_slow_start,
@@ -59,6 +58,7 @@ from kemu.machinery import apps
 from kemu.machinery.errors import ApiError, Conflict, Invalid, NotFound
 from kemu.machinery.kinds import EVENT_WARNING
 from kemu.machinery.labels import Selector, selector_of
+from kemu.machinery.pod_conditions import is_pod_ready
 
 logger = logging.getLogger(__name__)
 

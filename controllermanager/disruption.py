@@ -38,7 +38,6 @@ DisruptionTarget pod condition cleanup is not modelled.
 from __future__ import annotations
 
 import logging
-import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -53,9 +52,11 @@ from kemu.client.informer import FuncHandler, Informer, InformerFactory, object_
 from kemu.client.interface import ApiClient
 from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
+from kemu.machinery.apps import scaled_value
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import ApiError, Conflict, Invalid, NotFound
 from kemu.machinery.labels import Selector, selector_of
+from kemu.machinery.pod_conditions import is_pod_ready
 
 logger = logging.getLogger(__name__)
 
@@ -79,26 +80,8 @@ PdbStatus = types_pb2.PodDisruptionBudgetStatus
 # ---------------------------------------------------------------- the arithmetic (pure)
 
 
-def is_pod_ready(pod: types_pb2.Pod) -> bool:
-    """The pod's Ready condition is True (upstream podutil.IsPodReady)."""
-    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions)
-
-
 def is_terminating(pod: types_pb2.Pod) -> bool:
     return pod.metadata.HasField("deletion_timestamp")
-
-
-def scaled_value(value: types_pb2.IntOrString, total: int) -> int:
-    """An integer, or a percentage of `total` rounded up (intstr.GetScaledValueFromIntOrPercent
-    with roundUp); ValueError for a string that is not a percentage."""
-    kind = value.WhichOneof("value")
-    if kind != "str_val":
-        return value.int_val
-    text = value.str_val
-    if not _PERCENT.match(text):
-        raise ValueError(f"invalid value for IntOrString: {text!r} is not a percentage")
-    percent = int(text[:-1])
-    return math.ceil(percent * total / 100)
 
 
 def expected_and_desired(pdb: types_pb2.PodDisruptionBudget, matching: int) -> tuple[int, int]:
@@ -110,9 +93,11 @@ def expected_and_desired(pdb: types_pb2.PodDisruptionBudget, matching: int) -> t
     spec = pdb.spec
     if spec.HasField("max_unavailable"):
         expected = matching
-        return expected, max(0, expected - scaled_value(spec.max_unavailable, expected))
+        return expected, max(
+            0, expected - scaled_value(spec.max_unavailable, expected, round_up=True)
+        )
     if spec.HasField("min_available"):
-        return matching, scaled_value(spec.min_available, matching)
+        return matching, scaled_value(spec.min_available, matching, round_up=True)
     return 0, 0
 
 

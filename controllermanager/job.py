@@ -53,7 +53,6 @@ from controllermanager.controller_utils import (
     controller_of,
     index_by_controller_uid,
     is_pod_active,
-    is_pod_ready,
     new_controller_ref,
     pods_to_delete,
     recheck_owner,
@@ -79,6 +78,7 @@ from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import ApiError, Conflict, Invalid, NotFound
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
 from kemu.machinery.labels import Selector, selector_of
+from kemu.machinery.pod_conditions import is_pod_ready
 
 logger = logging.getLogger(__name__)
 

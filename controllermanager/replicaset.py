@@ -35,7 +35,6 @@ from controllermanager.controller_utils import (
     filter_active_pods,
     index_by_controller_uid,
     is_pod_available,
-    is_pod_ready,
     new_controller_ref,
     pods_to_delete,
     recheck_owner,
@@ -50,6 +49,7 @@ from kemu.component.clock import Clock
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import ApiError, Conflict, Invalid, NotFound
 from kemu.machinery.labels import Selector, selector_of
+from kemu.machinery.pod_conditions import is_pod_ready
 
 logger = logging.getLogger(__name__)
 

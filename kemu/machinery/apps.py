@@ -75,7 +75,7 @@ def scaled_value(value: types_pb2.IntOrString, total: int, *, round_up: bool) ->
         return value.int_val
     text = value.str_val
     if not _PERCENT.match(text):
-        raise ValueError(f"invalid value for IntOrString: invalid value {text!r}")
+        raise ValueError(f"invalid value for IntOrString: {text!r} is not a percentage")
     scaled = int(text[:-1]) * total
     return math.ceil(scaled / 100) if round_up else scaled // 100
 

@@ -16,6 +16,7 @@ from kemu.api.v1 import types_pb2
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import Cause, Forbidden, InternalError, TooManyRequests
 from kemu.machinery.labels import selector_from_label_selector
+from kemu.machinery.pod_conditions import is_pod_ready
 from kemu.machinery.pod_strategy import TERMINAL_PHASES
 
 MAX_DISRUPTED_POD_SIZE: Final = 2000
@@ -39,12 +40,6 @@ MULTIPLE_PDBS_MESSAGE: Final = (
     "This pod has more than one PodDisruptionBudget, which the eviction subresource does not "
     "support."
 )
-
-
-def is_pod_ready(pod: types_pb2.Pod) -> bool:
-    """The pod's Ready condition is True (upstream podutil.IsPodReady, the eviction's notion
-    of a healthy pod)."""
-    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions)
 
 
 def can_ignore_pdb(pod: types_pb2.Pod) -> bool:

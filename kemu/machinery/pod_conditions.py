@@ -27,6 +27,11 @@ def get_pod_condition(
     return next((c for c in status.conditions if c.type == condition_type), None)
 
 
+def is_pod_ready(pod: types_pb2.Pod) -> bool:
+    """The pod's Ready condition is True (upstream podutil.IsPodReady)."""
+    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions)
+
+
 def update_pod_condition(
     status: types_pb2.PodStatus, condition: types_pb2.PodCondition, now: float
 ) -> bool:

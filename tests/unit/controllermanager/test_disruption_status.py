@@ -14,9 +14,9 @@ from controllermanager.disruption import (
     compute_counts,
     desired_status,
     fail_safe_status,
-    scaled_value,
 )
 from kemu.api.v1 import types_pb2
+from kemu.machinery.apps import scaled_value
 from kemu.testing.builders import make_pdb, make_pod
 
 NOW = 1_700_000_000.0
@@ -59,13 +59,13 @@ def test_scaled_values_are_integers_or_percentages_rounded_up(
         if isinstance(value, int)
         else types_pb2.IntOrString(str_val=value)
     )
-    assert scaled_value(v, total) == expected
+    assert scaled_value(v, total, round_up=True) == expected
 
 
 @pytest.mark.parametrize("text", ["50", "fifty%", "5.5%", "%"])
 def test_a_string_that_is_not_a_percentage_is_an_error(text: str) -> None:
     with pytest.raises(ValueError, match="percentage"):
-        scaled_value(types_pb2.IntOrString(str_val=text), 10)
+        scaled_value(types_pb2.IntOrString(str_val=text), 10, round_up=True)
 
 
 def test_min_available_integer() -> None:
