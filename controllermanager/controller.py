@@ -11,7 +11,8 @@ a bug and stops the process.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -19,8 +20,10 @@ from prometheus_client import CollectorRegistry
 
 from kemu.client.informer import InformerFactory
 from kemu.client.interface import ApiClient
+from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
 from kemu.component.featuregate import FeatureGates
+from kemu.machinery.errors import ApiError
 
 
 @dataclass(frozen=True)
@@ -43,3 +46,24 @@ class Controller(Protocol):
 
 
 ControllerInit = Callable[[ControllerContext], Controller]
+
+
+async def process_work_items(
+    queue: WorkQueue,
+    sync: Callable[[str], Awaitable[None]],
+    what: str,
+    logger: logging.Logger,
+) -> None:
+    """One worker of a controller (client-go's processNextWorkItem loop): syncs each key the
+    queue hands out; an API error requeues the key rate-limited and is logged as "error
+    `what` KEY, requeuing", success forgets its failures. Returns when the queue shuts down."""
+    while (key := await queue.get()) is not None:
+        try:
+            await sync(key)
+        except ApiError as e:
+            logger.warning("error %s %s, requeuing: %s", what, key, e)
+            queue.add_rate_limited(key)
+        else:
+            queue.forget(key)
+        finally:
+            queue.done(key)

@@ -35,7 +35,7 @@ from typing import Final
 import anyio
 
 from controllermanager import daemon_util
-from controllermanager.controller import ControllerContext
+from controllermanager.controller import ControllerContext, process_work_items
 from controllermanager.controller_utils import (
     CONTROLLER_UID_INDEX,
     ControllerExpectations,
@@ -617,16 +617,7 @@ class DaemonSetController:
     # ------------------------------------------------------------ workers
 
     async def _worker(self) -> None:
-        while (key := await self.queue.get()) is not None:
-            try:
-                await self.sync(key)
-            except ApiError as e:
-                logger.warning("error syncing daemonset %s, requeuing: %s", key, e)
-                self.queue.add_rate_limited(key)
-            else:
-                self.queue.forget(key)
-            finally:
-                self.queue.done(key)
+        await process_work_items(self.queue, self.sync, "syncing daemonset", logger)
 
     async def run(self) -> None:
         """Syncs DaemonSets until cancelled; the informers must be running."""

@@ -37,7 +37,7 @@ from typing import Final
 import anyio
 
 from controllermanager import deployment_util as util
-from controllermanager.controller import ControllerContext
+from controllermanager.controller import ControllerContext, process_work_items
 from controllermanager.controller_utils import (
     CONTROLLER_UID_INDEX,
     ControllerRefManager,
@@ -643,16 +643,7 @@ class DeploymentController:
     # ------------------------------------------------------------ workers
 
     async def _worker(self) -> None:
-        while (key := await self.queue.get()) is not None:
-            try:
-                await self.sync(key)
-            except ApiError as e:
-                logger.warning("error syncing deployment %s, requeuing: %s", key, e)
-                self.queue.add_rate_limited(key)
-            else:
-                self.queue.forget(key)
-            finally:
-                self.queue.done(key)
+        await process_work_items(self.queue, self.sync, "syncing deployment", logger)
 
     async def run(self) -> None:
         """Syncs Deployments until cancelled; the informers must be running."""

@@ -46,7 +46,7 @@ from typing import Final
 import anyio
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from controllermanager.controller import ControllerContext
+from controllermanager.controller import ControllerContext, process_work_items
 from kemu.api.v1 import types_pb2
 from kemu.client.informer import FuncHandler, Informer, InformerFactory, object_key
 from kemu.client.interface import ApiClient
@@ -415,16 +415,7 @@ class DisruptionController:
     # ------------------------------------------------------------ workers
 
     async def _worker(self) -> None:
-        while (key := await self.queue.get()) is not None:
-            try:
-                await self.sync(key)
-            except ApiError as e:
-                logger.warning("error syncing pdb %s, requeuing: %s", key, e)
-                self.queue.add_rate_limited(key)
-            else:
-                self.queue.forget(key)
-            finally:
-                self.queue.done(key)
+        await process_work_items(self.queue, self.sync, "syncing pdb", logger)
 
     async def _resync(self) -> None:
         while True:

@@ -52,7 +52,7 @@ from typing import Final
 
 import anyio
 
-from controllermanager.controller import ControllerContext
+from controllermanager.controller import ControllerContext, process_work_items
 from controllermanager.controller_utils import POD_NODE_NAME_INDEX, index_pods_by_node_name
 from kemu.api.v1 import types_pb2
 from kemu.client.events import EventRecorder
@@ -439,16 +439,7 @@ class NodeLifecycleController:
             await self._clock.sleep(self.options.node_monitor_period)
 
     async def _worker(self) -> None:
-        while (key := await self.queue.get()) is not None:
-            try:
-                await self.sync(key)
-            except ApiError as e:
-                logger.warning("error syncing node %s, requeuing: %s", key, e)
-                self.queue.add_rate_limited(key)
-            else:
-                self.queue.forget(key)
-            finally:
-                self.queue.done(key)
+        await process_work_items(self.queue, self.sync, "syncing node", logger)
 
     async def run(self) -> None:
         """Monitors nodes until cancelled; the informers must be running."""

@@ -42,7 +42,7 @@ from typing import Final
 
 import anyio
 
-from controllermanager.controller import ControllerContext
+from controllermanager.controller import ControllerContext, process_work_items
 from controllermanager.controller_utils import POD_NODE_NAME_INDEX, index_pods_by_node_name
 from kemu.api.v1 import types_pb2
 from kemu.client.events import EventRecorder
@@ -313,16 +313,7 @@ class PodGCController:
     # ------------------------------------------------------------ workers
 
     async def _worker(self) -> None:
-        while (key := await self.queue.get()) is not None:
-            try:
-                await self.sync(key)
-            except ApiError as e:
-                logger.warning("error collecting the pods of node %s, requeuing: %s", key, e)
-                self.queue.add_rate_limited(key)
-            else:
-                self.queue.forget(key)
-            finally:
-                self.queue.done(key)
+        await process_work_items(self.queue, self.sync, "collecting the pods of node", logger)
 
     async def _periodic(self) -> None:
         while True:

@@ -25,7 +25,7 @@ from typing import Final
 
 import anyio
 
-from controllermanager.controller import ControllerContext
+from controllermanager.controller import ControllerContext, process_work_items
 from controllermanager.controller_utils import (
     CONTROLLER_UID_INDEX,
     ControllerExpectations,
@@ -366,16 +366,7 @@ class ReplicaSetController:
     # ------------------------------------------------------------ workers
 
     async def _worker(self) -> None:
-        while (key := await self.queue.get()) is not None:
-            try:
-                await self.sync(key)
-            except ApiError as e:
-                logger.warning("error syncing replicaset %s, requeuing: %s", key, e)
-                self.queue.add_rate_limited(key)
-            else:
-                self.queue.forget(key)
-            finally:
-                self.queue.done(key)
+        await process_work_items(self.queue, self.sync, "syncing replicaset", logger)
 
     async def run(self) -> None:
         """Syncs ReplicaSets until cancelled; the informers must be running."""

@@ -38,7 +38,7 @@ from typing import Final
 import anyio
 from prometheus_client import CollectorRegistry, Counter
 
-from controllermanager.controller import ControllerContext
+from controllermanager.controller import ControllerContext, process_work_items
 from controllermanager.controller_utils import POD_NODE_NAME_INDEX, index_pods_by_node_name
 from kemu.api.v1 import types_pb2
 from kemu.client.events import EventRecorder
@@ -47,7 +47,7 @@ from kemu.client.interface import ApiClient
 from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
 from kemu.machinery.convert import timestamp
-from kemu.machinery.errors import ApiError, Conflict, NotFound
+from kemu.machinery.errors import Conflict, NotFound
 from kemu.machinery.kinds import EVENT_NORMAL
 from kemu.scheduling.plugins.helpers import TAINT_NO_EXECUTE, tolerates_taint
 
@@ -257,16 +257,7 @@ class TaintEvictionController:
     # ------------------------------------------------------------ workers
 
     async def _worker(self) -> None:
-        while (key := await self.queue.get()) is not None:
-            try:
-                await self.sync(key)
-            except ApiError as e:
-                logger.warning("error evicting pod %s, requeuing: %s", key, e)
-                self.queue.add_rate_limited(key)
-            else:
-                self.queue.forget(key)
-            finally:
-                self.queue.done(key)
+        await process_work_items(self.queue, self.sync, "evicting pod", logger)
 
     async def run(self) -> None:
         """Evicts pods until cancelled; the informers must be running."""
