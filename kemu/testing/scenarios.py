@@ -155,9 +155,15 @@ class Scenario:
         if never:
             pc.preemption_policy("Never")
         try:
-            await self.client.create(pc.obj())
+            created = await self.client.create(pc.obj())
         except AlreadyExists:
-            pass
+            return
+        # Priority admission reads the apiserver's PriorityClass cache, which follows etcd a
+        # moment later (as upstream's informer-fed plugin): a list not older than the create's
+        # revision returns once the cache has it, so the pod that names the class is admitted.
+        await self.client.list(
+            types_pb2.PriorityClass, resource_version=created.metadata.resource_version
+        )
 
     async def get(self, name: str) -> types_pb2.Pod:
         return await self.client.get(types_pb2.Pod, name, self.ns)
