@@ -18,7 +18,11 @@ import anyio
 import grpc
 from google.protobuf.message import Message
 
-from apiserver.server.admission import system_priority_classes
+from apiserver.server.admission import (
+    DEFAULT_TOLERATION_SECONDS,
+    DefaultTolerationSeconds,
+    system_priority_classes,
+)
 from apiserver.server.registry import Registry
 from apiserver.server.servicer import DEFAULT_BOOKMARK_FREQUENCY, ApiService, Metrics
 from apiserver.storage.etcd import EtcdStore
@@ -61,6 +65,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="kemu only (upstream fixes it at 1 minute): how often a watch that allows "
         "bookmarks gets one while idle (default 60)",
     )
+    for which in ("not-ready", "unreachable"):
+        parser.add_argument(
+            f"--default-{which}-toleration-seconds",
+            type=int,
+            default=DEFAULT_TOLERATION_SECONDS,
+            metavar="SECONDS",
+            help=f"the tolerationSeconds of the {which} NoExecute toleration that "
+            "DefaultTolerationSeconds adds to every pod without one (default 300)",
+        )
     return parser
 
 
@@ -71,6 +84,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--port: {args.port} is not a port (1 to 65535)")
     if not args.watch_bookmark_frequency > 0:
         parser.error(f"--watch-bookmark-frequency: {args.watch_bookmark_frequency} must be > 0")
+    for flag in ("default_not_ready_toleration_seconds", "default_unreachable_toleration_seconds"):
+        if getattr(args, flag) < 0:
+            name = "--" + flag.replace("_", "-")
+            parser.error(f"{name}: {getattr(args, flag)} must be >= 0")
     servers = [s.strip() for s in args.etcd_servers.split(",") if s.strip()]
     if not servers:
         parser.error("--etcd-servers: at least one URL is required")
@@ -100,7 +117,17 @@ async def _serve(args: argparse.Namespace, store: EtcdStore, ctx: ComponentConte
     }
     ctx.add_readiness_check("etcd", lambda: etcd_ok)
     ctx.add_readiness_check("watch-cache", lambda: all(c.ready for c in caches.values()))
-    registry = Registry(store, caches, ctx.gates, now=ctx.clock.now, version=ctx.options.version)
+    registry = Registry(
+        store,
+        caches,
+        ctx.gates,
+        now=ctx.clock.now,
+        version=ctx.options.version,
+        toleration_seconds=DefaultTolerationSeconds(
+            not_ready=args.default_not_ready_toleration_seconds,
+            unreachable=args.default_unreachable_toleration_seconds,
+        ),
+    )
 
     def version() -> api_pb2.ComponentVersion:
         cv = api_pb2.ComponentVersion(

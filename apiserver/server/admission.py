@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from kemu.api.v1 import types_pb2
@@ -82,15 +83,30 @@ def admit_priority(pod: types_pb2.Pod, classes: Sequence[types_pb2.PriorityClass
     spec.preemption_policy = policy
 
 
+@dataclass(frozen=True)
+class DefaultTolerationSeconds:
+    """The DefaultTolerationSeconds plugin's settings (upstream's apiserver flags
+    --default-not-ready-toleration-seconds and --default-unreachable-toleration-seconds)."""
+
+    not_ready: int = DEFAULT_TOLERATION_SECONDS
+    unreachable: int = DEFAULT_TOLERATION_SECONDS
+
+
+DEFAULT_TOLERATIONS: Final = DefaultTolerationSeconds()
+
+
 def admit_default_toleration_seconds(
-    pod: types_pb2.Pod, seconds: int = DEFAULT_TOLERATION_SECONDS
+    pod: types_pb2.Pod, settings: DefaultTolerationSeconds = DEFAULT_TOLERATIONS
 ) -> None:
     """DefaultTolerationSeconds: a pod that does not tolerate the NoExecute taints
     node.kubernetes.io/not-ready and node.kubernetes.io/unreachable gets a toleration of each
-    (operator Exists, effect NoExecute) for `seconds`, so that the taint manager evicts it
+    (operator Exists, effect NoExecute) for the configured seconds, so that the taint manager evicts it
     that long after its node went not ready or unreachable. A toleration with an empty key
     (every taint) or an empty effect (every effect) already tolerates them."""
-    for key in (NOT_READY_TAINT_KEY, UNREACHABLE_TAINT_KEY):
+    for key, seconds in (
+        (NOT_READY_TAINT_KEY, settings.not_ready),
+        (UNREACHABLE_TAINT_KEY, settings.unreachable),
+    ):
         if not any(
             t.key in ("", key) and t.effect in ("", "NoExecute") for t in pod.spec.tolerations
         ):

@@ -106,8 +106,10 @@ class Registry:
         *,
         now: Callable[[], float] = time.time,
         version: Version = DEFAULT_VERSION,
+        toleration_seconds: admission.DefaultTolerationSeconds = admission.DEFAULT_TOLERATIONS,
     ) -> None:
         self._store = store
+        self._toleration_seconds = toleration_seconds
         self._caches = caches
         self._gates = gates
         self._now = now
@@ -349,7 +351,7 @@ class Registry:
     def _admit_pod(self, pod: types_pb2.Pod) -> None:
         classes = [co.obj for co in self._caches["priorityclasses"].objects()]
         admission.admit_priority(pod, classes)  # type: ignore[arg-type]
-        admission.admit_default_toleration_seconds(pod)
+        admission.admit_default_toleration_seconds(pod, self._toleration_seconds)
 
     # ------------------------------------------------------------ update
 
@@ -409,7 +411,7 @@ class Registry:
                 result.status.CopyFrom(current.status)  # type: ignore[attr-defined]
             set_defaults(result)  # upstream defaults every decoded object
             if isinstance(result, types_pb2.Pod):  # admission runs on create and update
-                admission.admit_default_toleration_seconds(result)
+                admission.admit_default_toleration_seconds(result, self._toleration_seconds)
             self._validate_spec_update(kind, current, result)
             if bumps_generation(current, result):
                 meta.generation = old_meta.generation + 1

@@ -38,7 +38,13 @@ UNREACHABLE = {
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with Cluster(tmp_path_factory.mktemp("nodelifecycle")) as c:
         c.start_etcd()
-        c.start_apiserver()
+        # DefaultTolerationSeconds' flags, as upstream's apiserver has them (default 300 each).
+        c.start_apiserver(
+            extra_args=[
+                "--default-not-ready-toleration-seconds", "301",
+                "--default-unreachable-toleration-seconds", "302",
+            ]
+        )  # fmt: skip
         c.start_controllermanager(
             extra_args=[
                 "--node-monitor-period", f"{PERIOD}s",
@@ -230,7 +236,7 @@ async def test_pods_of_a_silent_node_are_marked_not_ready_and_evicted_after_thei
 ) -> None:
     """MarkPodsNotReady, DefaultTolerationSeconds and the taint eviction controller: a pod
     tolerating unreachable for 1 s is evicted (DisruptionTarget DeletionByTaintManager, then a
-    graceful delete), one with the apiserver's default 300 s is only marked not Ready."""
+    graceful delete), one with the apiserver's default (its flags: 302 s) is only marked not Ready."""
     name = unique_name("silent")
     async with Client(cluster.server, timeout=10.0) as c:
         ns = await create_namespace(c, "evict")
@@ -239,8 +245,8 @@ async def test_pods_of_a_silent_node_are_marked_not_ready_and_evicted_after_thei
         await _run_pod(c, ns, "short", name, tolerate_unreachable=1)
         default = await _run_pod(c, ns, "default", name, tolerate_unreachable=None)
         assert {(t.key, t.effect, t.toleration_seconds) for t in default.spec.tolerations} == {
-            ("node.kubernetes.io/not-ready", "NoExecute", 300),
-            ("node.kubernetes.io/unreachable", "NoExecute", 300),
+            ("node.kubernetes.io/not-ready", "NoExecute", 301),  # the apiserver's flags
+            ("node.kubernetes.io/unreachable", "NoExecute", 302),
         }
         silent_at = time.monotonic()
 
