@@ -31,6 +31,7 @@ from kemu.component.featuregate import (
     CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING,
     IN_PLACE_POD_VERTICAL_SCALING,
     IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
+    MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD_SELECTOR_MERGE,
     POD_OBSERVED_GENERATION_TRACKING,
     POD_SCHEDULING_READINESS,
     FeatureGates,
@@ -53,6 +54,7 @@ from kemu.machinery.pod_strategy import (
     apply_scheduling_gated_condition,
     check_bindable,
     check_binding_preconditions,
+    merge_match_label_keys,
 )
 from kemu.machinery.qos import compute_qos_class
 from kemu.machinery.update_strategy import (
@@ -315,6 +317,8 @@ class Registry:
             # Upstream resets a new pod's status: only the kubelet and scheduler write it.
             obj.ClearField("status")
             obj.status.phase = "Pending"
+            if self._gates.enabled(MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD_SELECTOR_MERGE):
+                merge_match_label_keys(obj)
             # PodSchedulingReadiness (GA 1.30): before it, the field is dropped as unknown.
             if self._gates.enabled(POD_SCHEDULING_READINESS):
                 apply_scheduling_gated_condition(obj, self._now())

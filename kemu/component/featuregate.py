@@ -42,6 +42,11 @@ POD_SCHEDULING_READINESS: Final = "PodSchedulingReadiness"
 MIN_DOMAINS_IN_POD_TOPOLOGY_SPREAD: Final = "MinDomainsInPodTopologySpread"
 NODE_INCLUSION_POLICY_IN_POD_TOPOLOGY_SPREAD: Final = "NodeInclusionPolicyInPodTopologySpread"
 MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD: Final = "MatchLabelKeysInPodTopologySpread"
+MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD_SELECTOR_MERGE: Final = (
+    "MatchLabelKeysInPodTopologySpreadSelectorMerge"
+)
+"""KEP-3243: the apiserver merges a spread constraint's matchLabelKeys into its labelSelector
+when it creates the pod."""
 
 
 class Stage(enum.StrEnum):
@@ -182,6 +187,10 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
                     FeatureSpec(_v(25), Stage.ALPHA, False),
                     FeatureSpec(_v(27), Stage.BETA, True),
                 ),
+            ),
+            GateDefinition(
+                MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD_SELECTOR_MERGE,
+                (FeatureSpec(_v(34), Stage.BETA, True),),
             ),
         )
     }

@@ -122,3 +122,19 @@ def apply_scheduling_gated_condition(pod: types_pb2.Pod, now: float) -> None:
         message=SCHEDULING_GATED_MESSAGE,
     )
     c.last_transition_time.CopyFrom(timestamp(now))
+
+
+def merge_match_label_keys(pod: types_pb2.Pod) -> None:
+    """KEP-3243's apiserver merge (MatchLabelKeysInPodTopologySpreadSelectorMerge, 1.34): for
+    each spread constraint with a labelSelector, every matchLabelKeys key the pod has a label
+    for becomes a `key In [value]` requirement of that selector, so controllers and the
+    scheduler read one selector (upstream's pod strategy PrepareForCreate)."""
+    labels = pod.metadata.labels
+    for constraint in pod.spec.topology_spread_constraints:
+        if not constraint.HasField("label_selector"):
+            continue
+        for key in constraint.match_label_keys:
+            if key in labels:
+                constraint.label_selector.match_expressions.add(
+                    key=key, operator="In", values=[labels[key]]
+                )

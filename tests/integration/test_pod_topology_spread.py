@@ -148,3 +148,22 @@ async def test_preemption_evicts_the_victim_that_keeps_the_skew(cluster: Cluster
         )
         preempted = await s.events(reason="Preempted", name="match")
         assert preempted, "the victim has a Preempted event"
+
+
+async def test_the_apiserver_merges_match_label_keys_into_the_selector(cluster: Cluster) -> None:
+    """MatchLabelKeysInPodTopologySpreadSelectorMerge (beta, on from 1.34): at creation the
+    apiserver adds `key In [the pod's value]` to the constraint's labelSelector for each
+    matchLabelKeys key the pod has a label for; a key the pod lacks adds nothing."""
+    async with Scenario.open(cluster, "pts-merge") as s:
+        pod = (
+            s.pod("web-1")
+            .labels({"app": "web", "pod-template-hash": "abc"})
+            .spread(1, ZONE, selector={"app": "web"}, match_label_keys=["pod-template-hash", "x"])
+        )
+        created = await s.create(pod)
+        (constraint,) = created.spec.topology_spread_constraints
+        assert dict(constraint.label_selector.match_labels) == {"app": "web"}
+        assert [
+            (r.key, r.operator, list(r.values)) for r in constraint.label_selector.match_expressions
+        ] == [("pod-template-hash", "In", ["abc"])]
+        assert list(constraint.match_label_keys) == ["pod-template-hash", "x"]

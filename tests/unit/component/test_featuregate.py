@@ -28,8 +28,9 @@ READINESS = fg.POD_SCHEDULING_READINESS
 MIN_DOMAINS = fg.MIN_DOMAINS_IN_POD_TOPOLOGY_SPREAD
 INCLUSION = fg.NODE_INCLUSION_POLICY_IN_POD_TOPOLOGY_SPREAD
 MATCH_KEYS = fg.MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD
+MERGE = fg.MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD_SELECTOR_MERGE
 # The gates of the preemption and resize tables below; PodTopologySpread's have their own.
-PTS_GATES = frozenset({MIN_DOMAINS, INCLUSION, MATCH_KEYS})
+PTS_GATES = frozenset({MIN_DOMAINS, INCLUSION, MATCH_KEYS, MERGE})
 
 
 def defaults_at(minor: int, names: frozenset[str] | None = None) -> dict[str, bool]:
@@ -252,11 +253,13 @@ def test_states_list_only_gates_that_exist_at_the_version(
 @pytest.mark.parametrize(
     ("minor", "expected"),
     [
-        (23, {MIN_DOMAINS: False, INCLUSION: False, MATCH_KEYS: False}),
-        (25, {MIN_DOMAINS: False, INCLUSION: False, MATCH_KEYS: False}),
-        (26, {MIN_DOMAINS: False, INCLUSION: True, MATCH_KEYS: False}),
-        (27, {MIN_DOMAINS: True, INCLUSION: True, MATCH_KEYS: True}),
-        (37, {MIN_DOMAINS: True, INCLUSION: True, MATCH_KEYS: True}),
+        (23, {MIN_DOMAINS: False, INCLUSION: False, MATCH_KEYS: False, MERGE: False}),
+        (25, {MIN_DOMAINS: False, INCLUSION: False, MATCH_KEYS: False, MERGE: False}),
+        (26, {MIN_DOMAINS: False, INCLUSION: True, MATCH_KEYS: False, MERGE: False}),
+        (27, {MIN_DOMAINS: True, INCLUSION: True, MATCH_KEYS: True, MERGE: False}),
+        (33, {MIN_DOMAINS: True, INCLUSION: True, MATCH_KEYS: True, MERGE: False}),
+        (34, {MIN_DOMAINS: True, INCLUSION: True, MATCH_KEYS: True, MERGE: True}),
+        (37, {MIN_DOMAINS: True, INCLUSION: True, MATCH_KEYS: True, MERGE: True}),
     ],
 )
 def test_pod_topology_spread_gates_per_emulated_version(
