@@ -327,10 +327,11 @@ class ApiService:
             revision = _parse_rv(rv)
             if req.resource_version_match == "Exact":
                 return await self._list_etcd(kind, namespace, flt, req, revision)
-            if cache.ready:
-                # NotOlderThan a revision the cache has not reached: wait for it, then
-                # Timeout "Too large resource version" (upstream's cacher)
-                await cache.wait_fresh(revision)
+            # NotOlderThan: from the cache once it has the revision; a revision etcd has
+            # but this resource's cache has not seen (a quiet resource) reads etcd; one etcd
+            # has not reached either is waited for, then Timeout "Too large resource version"
+            # (upstream's cacher)
+            if cache.ready and await cache.wait_fresh(revision):
                 return self._list_cache(cache, namespace, flt)
         elif req.resource_version_match:
             raise BadRequest("resourceVersionMatch is forbidden unless resourceVersion is provided")

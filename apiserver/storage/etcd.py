@@ -40,6 +40,13 @@ class KeyValue:
     create_revision: int
 
 
+@dataclass(frozen=True)
+class Progress:
+    """etcd's word that a watch has been sent every change up to `revision`."""
+
+    revision: int
+
+
 @dataclass(frozen=True, slots=True)
 class StorageEvent:
     """One change of one key. `prev` is the value before (None for a create)."""
@@ -217,8 +224,16 @@ class EtcdStore:
 
     # ------------------------------------------------------------ watch
 
-    async def watch(self, prefix: str, start_revision: int) -> AsyncIterator[list[StorageEvent]]:
-        """Batches of changes under `prefix` from `start_revision` (inclusive), in order.
+    async def watch(
+        self,
+        prefix: str,
+        start_revision: int,
+        progress_requests: asyncio.Queue[None] | None = None,
+    ) -> AsyncIterator[list[StorageEvent] | Progress]:
+        """Batches of changes under `prefix` from `start_revision` (inclusive), in order, and
+        `Progress(revision)` when etcd says every change up to `revision` has been sent (its
+        progress notifications; an item put in `progress_requests` asks for one now, as
+        upstream's RequestWatchProgress).
 
         Raises Gone when `start_revision` was compacted and Unavailable when the stream breaks;
         the caller resumes from the revision after the last one it saw.
@@ -237,7 +252,12 @@ class EtcdStore:
         async def requests() -> AsyncIterator[Any]:
             yield create
             # Keep the request side open: closing it ends the watch on the server.
-            await asyncio.Event().wait()
+            if progress_requests is None:
+                await asyncio.Event().wait()
+                return
+            while True:
+                await progress_requests.get()
+                yield rpc.WatchRequest(progress_request=rpc.WatchProgressRequest())
 
         call = self._watch.Watch(requests(), wait_for_ready=True)
         try:
@@ -250,6 +270,8 @@ class EtcdStore:
                         )
                     raise Unavailable(f"etcd cancelled the watch: {resp.cancel_reason}")
                 if not resp.events:
+                    if not resp.created:  # a progress notification
+                        yield Progress(int(resp.header.revision))
                     continue
                 batch = []
                 for ev in resp.events:

@@ -16,6 +16,8 @@ watches from the resourceVersion they last saw instead of relisting.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -28,7 +30,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from google.protobuf.message import Message
 
 from apiserver.storage import encoding
-from apiserver.storage.etcd import EtcdStore, StorageEvent
+from apiserver.storage.etcd import EtcdStore, Progress, StorageEvent
 from kemu.api.v1 import api_pb2
 from kemu.machinery.errors import Cause, Expired, Gone, Timeout, Unavailable
 from kemu.machinery.kinds import INITIAL_EVENTS_END_ANNOTATION, Kind
@@ -38,6 +40,8 @@ log = logging.getLogger(__name__)
 DEFAULT_HISTORY: Final = 20_000  # events kept for watchers that resume
 DEFAULT_WATCHER_BUFFER: Final = 10_000  # events buffered per watcher before it is closed
 REPLAY_REVISIONS: Final = 20_000  # how far back a restarted cache replays
+FRESHNESS_POLL: Final = 0.1
+"""How often a wait for a resourceVersion asks etcd for a progress notification."""
 FRESHNESS_TIMEOUT: Final = 3.0  # how long a request waits for a resourceVersion (upstream 3 s)
 
 
@@ -140,6 +144,8 @@ class WatchCache:
         self._watchers: set[Watcher] = set()
         self._ready = anyio.Event()
         self._progress = anyio.Event()  # set (and replaced) whenever the revision moves
+        # Asks the etcd watch for a progress notification (wait_fresh on a quiet resource).
+        self._progress_requests: asyncio.Queue[None] = asyncio.Queue(maxsize=1)
 
     # ------------------------------------------------------------ state
 
@@ -155,14 +161,28 @@ class WatchCache:
         obj = self.kind.message.FromString(data)
         return CachedObject(key, obj, revision, encoding.envelope(self._field, data))
 
-    async def wait_fresh(self, revision: int, timeout: float = FRESHNESS_TIMEOUT) -> None:  # noqa: ASYNC109
-        """Waits until the cache has reached `revision`; after `timeout`, Timeout "Too large
-        resource version" (upstream waitUntilFreshAndBlock)."""
+    async def wait_fresh(self, revision: int, timeout: float = FRESHNESS_TIMEOUT) -> bool:  # noqa: ASYNC109
+        """Waits until the cache has reached `revision` (upstream's waitUntilFreshAndBlock): a
+        resource that does not change is brought to etcd's revision by a progress request on
+        its watch. True once fresh; after `timeout`, False if etcd has reached `revision` (a
+        list then reads etcd; a watch may start, every later event reaches it in order),
+        else Timeout "Too large resource version"."""
         with anyio.move_on_after(timeout):
-            while not self.ready or self.revision < revision:
-                await self._progress.wait()
-        if not self.ready or self.revision < revision:
-            raise too_large_resource_version(revision, self.revision)
+            while not (self.ready and self.revision >= revision):
+                with contextlib.suppress(asyncio.QueueFull):
+                    self._progress_requests.put_nowait(None)
+                with anyio.move_on_after(FRESHNESS_POLL):
+                    await self._progress.wait()
+            return True
+        if revision <= await self._store.current_revision():
+            return False
+        raise too_large_resource_version(revision, self.revision)
+
+    def _advance(self, revision: int) -> None:
+        """etcd has sent every change of this resource up to `revision`."""
+        if revision > self.revision:
+            self.revision = revision
+            self._moved()
 
     def _moved(self) -> None:
         self._progress.set()
@@ -199,8 +219,13 @@ class WatchCache:
                 if not started:
                     started = True
                     task_status.started()
-                async for batch in self._store.watch(self.prefix, self.revision + 1):
-                    self._apply(batch)
+                async for batch in self._store.watch(
+                    self.prefix, self.revision + 1, self._progress_requests
+                ):
+                    if isinstance(batch, Progress):
+                        self._advance(batch.revision)
+                    else:
+                        self._apply(batch)
                     delay = 0.1
             except Gone as e:
                 log.warning(
