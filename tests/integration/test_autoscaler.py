@@ -7,6 +7,7 @@ nowhere scaling pool-a up, ending Running on the new nodes, never above its max.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -14,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.client.cloudprovider import CloudProviderClient
+from kemu.ctl.manifests import parse
 from kemu.machinery.pod_conditions import get_pod_condition
 from kemu.testing import Cluster, eventually, make_pod
 from kemu.testing.builders import make_priority_class
@@ -34,6 +36,7 @@ nodeGroups:
     capacity: {cpu: "2", memory: 4Gi, pods: "20"}
     kubeletArgs: ["--pod-startup-delay", "0s"]
 """
+EXAMPLE = Path(__file__).parents[2] / "examples" / "pending-pods.yaml"
 LOOPS = "cluster_autoscaler_function_duration_seconds_count"
 
 _running: dict[str, str] = {}
@@ -187,12 +190,17 @@ async def test_pending_pods_scale_the_group_up_to_its_max_and_run_on_the_new_nod
     api, cloud = clients
     autoscaler = use_autoscaler(cluster, "1.37")
     ns = await create_namespace(api, "scaleup")
-    # One pod per 2-cpu node, and only pool-a's nodes carry the label: 4 pods, max 3 nodes.
-    names = [f"web-{i}" for i in range(4)]
-    for name in names:
-        await api.create(
-            make_pod(name).namespace(ns).req(cpu="1500m").node_selector({GROUP_LABEL: GROUP}).obj()
-        )
+    # examples/pending-pods.yaml (README): one pod per 2-cpu node, and only pool-a's nodes
+    # carry the label: 4 pods, max 3 nodes.
+    manifests = parse(EXAMPLE.read_text(), str(EXAMPLE))
+    names = [m.name for m in manifests]
+    assert len(names) == 4
+    for m in manifests:
+        pod = m.obj
+        assert isinstance(pod, types_pb2.Pod)
+        assert dict(pod.spec.node_selector) == {GROUP_LABEL: GROUP}
+        pod.metadata.namespace = ns
+        await api.create(pod)
     sizes: list[int] = []
 
     async def three_running() -> dict[str, str]:
