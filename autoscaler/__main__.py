@@ -1,0 +1,5 @@
+import sys
+
+from autoscaler.app import main
+
+sys.exit(main())

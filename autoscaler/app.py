@@ -1,0 +1,281 @@
+"""The cluster autoscaler: `python -m autoscaler --server HOST:PORT --cloud-provider-address
+HOST:PORT [upstream's flags]`.
+
+Node groups, their min and max sizes and templates come from the cloud's gRPC API (kemu's
+`python -m cloud`, upstream's externalgrpc shape). Leader-elected on kube-system/
+cluster-autoscaler with --leader-elect. Every --scan-interval the loop of
+autoscaler/static_autoscaler.py runs: scale-up only; scale-down is not built yet
+(--scale-down-enabled is accepted and changes nothing).
+
+/readyz is green once the informers have synced (a standby is ready too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import logging
+import random
+import socket
+from collections.abc import Sequence
+from typing import Final
+
+import anyio
+
+from autoscaler.expander import EXPANDERS, LEAST_WASTE, PRIORITY_CONFIGMAP, PRIORITY_KEY
+from autoscaler.metrics import Metrics
+from autoscaler.static_autoscaler import AutoscalingOptions, StaticAutoscaler
+from kemu.api.v1 import types_pb2
+from kemu.client.client import Client
+from kemu.client.cloudprovider import CloudProviderClient
+from kemu.client.controlplane import (
+    Elected,
+    add_leader_election_flags,
+    leader_election_config,
+    run_elected,
+)
+from kemu.client.events import EventRecorder
+from kemu.client.informer import InformerFactory
+from kemu.client.interface import ApiClient
+from kemu.client.leaderelection import LeaderElectionConfig
+from kemu.component.featuregate import IN_PLACE_POD_VERTICAL_SCALING
+from kemu.component.options import duration_flag, new_parser, parse_component_args
+from kemu.component.runner import ComponentContext, cleanup_scope, run_component
+from kemu.machinery.resources import per_container_max_at
+from kemu.scheduling.plugins.registry import in_tree_registry
+from kemu.scheduling.profile import default_profile
+from kemu.scheduling.runtime import Framework
+from kemu.scheduling.snapshot import Snapshot
+
+log = logging.getLogger(__name__)
+
+COMPONENT: Final = "cluster-autoscaler"
+LEASE_NAME: Final = "cluster-autoscaler"
+DEFAULT_METRICS_PORT: Final = 8085
+
+
+def _bool_flag(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("true", "1", "t"):
+        return True
+    if value in ("false", "0", "f"):
+        return False
+    raise argparse.ArgumentTypeError(f"{text!r} is not a boolean (true or false)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = new_parser(
+        "autoscaler", "kemu's cluster autoscaler", default_metrics_port=DEFAULT_METRICS_PORT
+    )
+    parser.add_argument("--server", default="127.0.0.1:6443", help="the apiserver, HOST:PORT")
+    parser.add_argument(
+        "--cloud-provider-address",
+        required=True,
+        metavar="HOST:PORT",
+        help="the cloud's node-group gRPC API (python -m cloud --port)",
+    )
+    add_leader_election_flags(parser, lease_name=LEASE_NAME)
+    parser.add_argument(
+        "--scan-interval",
+        type=duration_flag,
+        default=10.0,
+        metavar="DURATION",
+        help="how often the cluster is re-evaluated (10s)",
+    )
+    parser.add_argument(
+        "--max-node-provision-time",
+        type=duration_flag,
+        default=15 * 60.0,
+        metavar="DURATION",
+        help="how long an instance may take to become a Ready node before it is deleted (15m)",
+    )
+    parser.add_argument(
+        "--expendable-pods-priority-cutoff",
+        type=int,
+        default=-10,
+        metavar="N",
+        help="pods with a priority below N never trigger a scale-up (-10)",
+    )
+    parser.add_argument(
+        "--expander",
+        default=LEAST_WASTE,
+        help=f"which node group a scale-up grows: {', '.join(EXPANDERS)} ({LEAST_WASTE})",
+    )
+    parser.add_argument(
+        "--new-pod-scale-up-delay",
+        type=duration_flag,
+        default=0.0,
+        metavar="DURATION",
+        help="pods younger than this trigger no scale-up (0s)",
+    )
+    parser.add_argument(
+        "--scale-down-enabled",
+        type=_bool_flag,
+        default=True,
+        metavar="BOOL",
+        help="accepted; kemu's autoscaler does not scale down yet (true)",
+    )
+    parser.add_argument(
+        "--initial-node-group-backoff-duration",
+        type=duration_flag,
+        default=5 * 60.0,
+        metavar="DURATION",
+        help="the first back-off of a node group whose scale-up failed (5m)",
+    )
+    parser.add_argument(
+        "--max-node-group-backoff-duration",
+        type=duration_flag,
+        default=30 * 60.0,
+        metavar="DURATION",
+        help="the longest back-off of a node group (30m)",
+    )
+    parser.add_argument(
+        "--node-group-backoff-reset-timeout",
+        type=duration_flag,
+        default=3 * 3600.0,
+        metavar="DURATION",
+        help="a failure this long after the last one starts the back-off over (3h)",
+    )
+    parser.add_argument("--seed", type=int, default=None, help="seed of the random expander")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args, options = parse_component_args(parser, argv, "autoscaler")
+    if args.expander not in EXPANDERS:
+        parser.error(
+            f"--expander: unknown expander {args.expander!r}: one of {', '.join(EXPANDERS)}"
+        )
+    host, sep, port = args.cloud_provider_address.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) <= 65535:
+        parser.error(f"--cloud-provider-address: {args.cloud_provider_address!r} is not HOST:PORT")
+    if not args.scan_interval > 0:
+        parser.error("--scan-interval: must be greater than 0")
+    for flag in (
+        "max_node_provision_time",
+        "new_pod_scale_up_delay",
+        "initial_node_group_backoff_duration",
+        "max_node_group_backoff_duration",
+        "node_group_backoff_reset_timeout",
+    ):
+        if getattr(args, flag) < 0:
+            parser.error(f"--{flag.replace('_', '-')}: must not be negative")
+    try:
+        election = leader_election_config(args, lease_name=LEASE_NAME)
+    except ValueError as e:
+        parser.error(str(e))
+    version = options.version
+    autoscaling = AutoscalingOptions(
+        version=version,
+        scan_interval=args.scan_interval,
+        max_node_provision_time=args.max_node_provision_time,
+        expendable_pods_priority_cutoff=args.expendable_pods_priority_cutoff,
+        expander=args.expander,
+        new_pod_scale_up_delay=args.new_pod_scale_up_delay,
+        scale_down_enabled=args.scale_down_enabled,
+        initial_node_group_backoff_duration=args.initial_node_group_backoff_duration,
+        max_node_group_backoff_duration=args.max_node_group_backoff_duration,
+        node_group_backoff_reset_timeout=args.node_group_backoff_reset_timeout,
+        in_place_resize=options.gates.enabled(IN_PLACE_POD_VERTICAL_SCALING),
+        per_container_max=per_container_max_at(version.major, version.minor),
+    )
+    return run_component("autoscaler", options, functools.partial(run, args, autoscaling, election))
+
+
+async def run(
+    args: argparse.Namespace,
+    options: AutoscalingOptions,
+    election: LeaderElectionConfig | None,
+    ctx: ComponentContext,
+) -> None:
+    client = Client(args.server, user_agent=COMPONENT)
+    cloud = CloudProviderClient(args.cloud_provider_address)
+    try:
+        await serve(client, cloud, options, election, ctx, seed=args.seed)
+    finally:
+        with cleanup_scope():
+            await cloud.close()
+            await client.close()
+
+
+async def serve(
+    client: ApiClient,
+    cloud: CloudProviderClient,
+    options: AutoscalingOptions,
+    election: LeaderElectionConfig | None,
+    ctx: ComponentContext,
+    *,
+    seed: int | None = None,
+) -> None:
+    elected = Elected()
+    state: dict[str, InformerFactory] = {}
+
+    def ready() -> bool:
+        if elected.is_standby():
+            return True
+        informers = state.get("informers")
+        if informers is None or not informers.has_synced():
+            raise RuntimeError("the informers have not synced yet")
+        return True
+
+    ctx.add_readiness_check("autoscaler", ready)
+    metrics = Metrics(ctx.registry)
+    recorder = EventRecorder(client, COMPONENT, host=socket.gethostname(), clock=ctx.clock)
+
+    async def work() -> None:
+        informers = InformerFactory(client, clock=ctx.clock)
+        nodes = informers.informer(types_pb2.Node)
+        pods = informers.informer(types_pb2.Pod)
+        configmaps = informers.informer(types_pb2.ConfigMap, namespace="kube-system")
+        # What the default profile's plugins read through the handle, as in the scheduler.
+        for kind in (
+            types_pb2.Namespace,
+            types_pb2.Service,
+            types_pb2.ReplicaSet,
+            types_pb2.PodDisruptionBudget,
+            types_pb2.PriorityClass,
+        ):
+            informers.informer(kind)
+        registry = in_tree_registry()
+        framework = Framework(
+            default_profile(registry),
+            registry,
+            clock=ctx.clock,
+            gates=ctx.gates,
+            informer_factory=informers,
+            snapshot=Snapshot(),
+        )
+
+        def priority_config() -> str | None:
+            cm = configmaps.lister.get(PRIORITY_CONFIGMAP, "kube-system")
+            return None if cm is None else cm.data.get(PRIORITY_KEY)
+
+        autoscaler = StaticAutoscaler(
+            options,
+            cloud,
+            framework,
+            list_nodes=nodes.lister.list,
+            list_pods=pods.lister.list,
+            recorder=recorder,
+            metrics=metrics,
+            clock=ctx.clock,
+            rng=random.Random(seed),
+            priority_config=priority_config,
+        )
+        async with anyio.create_task_group() as tg:
+            await tg.start(recorder.run)
+            informers.start(tg)
+            await informers.wait_for_cache_sync()
+            state["informers"] = informers
+            log.info(
+                "caches synced; autoscaling every %gs through the cloud at %s (emulated %s)",
+                options.scan_interval,
+                cloud.address,
+                options.version,
+            )
+            await autoscaler.run()
+
+    await run_elected(
+        client, ctx, component=COMPONENT, election=election, work=work, elected=elected
+    )

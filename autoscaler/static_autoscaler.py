@@ -1,0 +1,228 @@
+"""The autoscaler's loop (upstream core/static_autoscaler.go RunOnce), scale-up half:
+
+1. the cloud's groups and instances (failed instances deleted, their groups backed off);
+2. a ClusterSnapshot of the Nodes and the pods bound to them (informers), the pods with a
+   nominatedNodeName added on their nodes as the emulated version says (autoscaler/pods.py),
+   and one template node per upcoming node (asked for, not registered);
+3. the unschedulable pods, minus the expendable ones (priority below the cutoff), the
+   nominated ones (per version) and those younger than --new-pod-scale-up-delay;
+4. the pods that fit an existing or upcoming node in simulation are placed there, in the
+   snapshot (FilterOutSchedulable: `last_placements` remembers where, for scale-down);
+5. a scale-up for the rest (autoscaler/scale_up.py).
+
+Scale-down is not built yet.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from autoscaler.backoff import Backoff
+from autoscaler.clusterstate import CloudApi, ClusterState, GroupState, is_node_ready
+from autoscaler.expander import Expander
+from autoscaler.metrics import Metrics
+from autoscaler.pods import PodSets, sort_pods
+from autoscaler.scale_up import (
+    Recorder,
+    ScaleUpOrchestrator,
+    ScaleUpResult,
+    named_template,
+    template_name,
+)
+from kemu.api.v1 import types_pb2
+from kemu.component.clock import Clock
+from kemu.component.version import Version
+from kemu.machinery.errors import ApiError
+from kemu.scheduling.runtime import Framework
+from kemu.scheduling.simulator import ClusterSnapshot, PredicateChecker
+from kemu.scheduling.types import pod_key, pod_priority
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class AutoscalingOptions:
+    """Upstream's flags with their defaults (cluster-autoscaler FAQ)."""
+
+    version: Version
+    scan_interval: float = 10.0
+    max_node_provision_time: float = 15 * 60.0
+    expendable_pods_priority_cutoff: int = -10
+    expander: str = "least-waste"
+    new_pod_scale_up_delay: float = 0.0
+    scale_down_enabled: bool = True
+    initial_node_group_backoff_duration: float = 5 * 60.0
+    max_node_group_backoff_duration: float = 30 * 60.0
+    node_group_backoff_reset_timeout: float = 3 * 3600.0
+    in_place_resize: bool = True
+    """How pods are counted (the InPlacePodVerticalScaling gate), as the scheduler does."""
+    per_container_max: bool = False
+
+
+@dataclass
+class LoopResult:
+    groups: dict[str, GroupState] = field(default_factory=dict)
+    pods: PodSets = field(default_factory=PodSets)
+    placements: dict[str, str] = field(default_factory=dict)
+    """Unschedulable pods that fit an existing or upcoming node: pod key -> node."""
+    scale_up: ScaleUpResult | None = None
+
+
+class StaticAutoscaler:
+    def __init__(
+        self,
+        options: AutoscalingOptions,
+        cloud: CloudApi,
+        framework: Framework,
+        *,
+        list_nodes: Callable[[], Sequence[types_pb2.Node]],
+        list_pods: Callable[[], Sequence[types_pb2.Pod]],
+        recorder: Recorder,
+        metrics: Metrics,
+        clock: Clock,
+        rng: random.Random | None = None,
+        priority_config: Callable[[], str | None] = lambda: None,
+    ) -> None:
+        self.options = options
+        self._list_nodes = list_nodes
+        self._list_pods = list_pods
+        self._metrics = metrics
+        self._clock = clock
+        self.checker = PredicateChecker(framework)
+        backoff = Backoff(
+            initial=options.initial_node_group_backoff_duration,
+            maximum=options.max_node_group_backoff_duration,
+            reset_timeout=options.node_group_backoff_reset_timeout,
+        )
+        self.cluster_state = ClusterState(
+            cloud, clock, backoff, metrics, max_node_provision_time=options.max_node_provision_time
+        )
+        self.expander = Expander(options.expander, rng=rng, priority_config=priority_config)
+        self._scale_up = ScaleUpOrchestrator(
+            cloud, self.cluster_state, self.checker, self.expander, metrics, recorder, clock
+        )
+        self.last_snapshot: ClusterSnapshot | None = None
+        self.last_placements: dict[str, str] = {}
+
+    @contextmanager
+    def _timed(self, function: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self._metrics.function_duration.labels(function).observe(time.perf_counter() - start)
+
+    async def run(self) -> None:
+        """Runs a loop every --scan-interval (from the start of one to the next) until
+        cancelled; a loop that fails on an API or cloud error is logged and retried."""
+        while True:
+            start = self._clock.monotonic()
+            try:
+                await self.run_once()
+            except ApiError as e:
+                log.warning("autoscaling loop failed: %s", e)
+            await self._clock.sleep(self.options.scan_interval - (self._clock.monotonic() - start))
+
+    async def run_once(self) -> LoopResult:
+        self._metrics.last_activity.labels("main").set(self._clock.now())
+        with self._timed("main"):
+            return await self._run_once()
+
+    async def _run_once(self) -> LoopResult:
+        opts = self.options
+        result = LoopResult()
+        with self._timed("updateClusterState"):
+            nodes = list(self._list_nodes())
+            result.groups = groups = await self.cluster_state.update(nodes)
+            self._count_nodes(nodes, groups)
+            pods = result.pods = sort_pods(
+                self._list_pods(),
+                {n.metadata.name for n in nodes},
+                version=opts.version,
+                expendable_cutoff=opts.expendable_pods_priority_cutoff,
+                now=self._clock.now(),
+                new_pod_scale_up_delay=opts.new_pod_scale_up_delay,
+            )
+            snapshot = ClusterSnapshot.from_objects(
+                pods.scheduled,
+                nodes,
+                in_place_resize=opts.in_place_resize,
+                per_container_max=opts.per_container_max,
+            )
+            for pod, node in pods.nominated:
+                snapshot.add_pod(pod, node)
+                log.info(
+                    "pod %s is nominated to node %s: counted there, no scale-up for it",
+                    pod_key(pod),
+                    node,
+                )
+            for pod in pods.nominated_elsewhere:
+                log.info(
+                    "pod %s is nominated to node %s, which is gone: no scale-up for it",
+                    pod_key(pod),
+                    pod.status.nominated_node_name,
+                )
+            for pod in pods.expendable:
+                log.info(
+                    "pod %s is expendable (priority %d < cutoff %d): no scale-up for it",
+                    pod_key(pod),
+                    pod_priority(pod),
+                    opts.expendable_pods_priority_cutoff,
+                )
+            await self._add_upcoming_nodes(snapshot, groups)
+        self._metrics.unschedulable_pods_count.labels("unschedulable").set(
+            len(pods.unschedulable) + len(pods.too_young) + len(pods.nominated_elsewhere)
+        )
+        self._metrics.last_activity.labels("autoscaling").set(self._clock.now())
+        with self._timed("filterOutSchedulable"):
+            remaining = self._filter_out_schedulable(snapshot, pods.unschedulable, result)
+        self.last_snapshot = snapshot
+        self.last_placements = result.placements
+        if remaining:
+            with self._timed("scaleUp"):
+                result.scale_up = await self._scale_up.scale_up(remaining, snapshot, groups)
+        return result
+
+    def _count_nodes(self, nodes: Sequence[types_pb2.Node], groups: dict[str, GroupState]) -> None:
+        ready = sum(1 for n in nodes if is_node_ready(n))
+        unregistered = sum(g.upcoming for g in groups.values())
+        self._metrics.nodes_count.labels("ready").set(ready)
+        self._metrics.nodes_count.labels("unready").set(len(nodes) - ready)
+        self._metrics.nodes_count.labels("notStarted").set(unregistered)
+
+    async def _add_upcoming_nodes(
+        self, snapshot: ClusterSnapshot, groups: dict[str, GroupState]
+    ) -> None:
+        for g in groups.values():
+            if g.upcoming == 0:
+                continue
+            template = await self.cluster_state.template(g.id)
+            for i in range(g.upcoming):
+                snapshot.add_node(named_template(template, f"{template_name(g.id)}-upcoming-{i}"))
+
+    def _filter_out_schedulable(
+        self, snapshot: ClusterSnapshot, pods: Sequence[types_pb2.Pod], result: LoopResult
+    ) -> list[types_pb2.Pod]:
+        """Places, highest priority first, every pod that fits a node of the snapshot there;
+        returns the others (upstream FilterOutSchedulable)."""
+        remaining: list[types_pb2.Pod] = []
+        for pod in sorted(pods, key=pod_priority, reverse=True):
+            node, _ = self.checker.fits_any_node(snapshot, pod)
+            if node is None:
+                remaining.append(pod)
+                continue
+            snapshot.add_pod(pod, node)
+            result.placements[pod_key(pod)] = node
+        if result.placements:
+            log.info(
+                "%d pod(s) marked unschedulable fit existing or upcoming nodes, no scale-up "
+                "for them: %s",
+                len(result.placements),
+                ", ".join(f"{k} -> {n}" for k, n in sorted(result.placements.items())),
+            )
+        return remaining

@@ -1,0 +1,163 @@
+"""What-if scheduling for the autoscaler: "does this pod fit this node" on a snapshot that the
+caller changes as it simulates (upstream cluster-autoscaler's simulator/clustersnapshot and
+its SchedulerBasedPredicateChecker).
+
+`ClusterSnapshot` is a Snapshot that can take extra nodes (template nodes of node groups,
+upcoming nodes) and extra pods (a pod placed in simulation, a pod force-added on its nominated
+node), and be forked cheaply: NodeInfos are shared between forks and never mutated, a change
+replaces the node's NodeInfo with a changed clone (the Snapshot contract).
+
+`PredicateChecker` runs the PreFilter and Filter plugins of a Framework (the default profile's,
+in the autoscaler) on a ClusterSnapshot: nothing here knows what a Filter checks, so the
+simulation says what the scheduler would say.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from kemu.api.v1 import types_pb2
+from kemu.scheduling.interface import CycleState
+from kemu.scheduling.runtime import Framework
+from kemu.scheduling.snapshot import Snapshot
+from kemu.scheduling.status import SUCCESS, Code, Status
+from kemu.scheduling.types import NodeInfo, PodInfo
+
+
+class ClusterSnapshot:
+    """Nodes and the pods counted on them, for simulations. See the module docstring."""
+
+    __slots__ = ("_in_place_resize", "_per_container_max", "_snapshot")
+
+    def __init__(
+        self, snapshot: Snapshot, *, in_place_resize: bool = True, per_container_max: bool = False
+    ) -> None:
+        self._snapshot = snapshot
+        self._in_place_resize = in_place_resize
+        self._per_container_max = per_container_max
+
+    @classmethod
+    def from_objects(
+        cls,
+        pods: Iterable[types_pb2.Pod],
+        nodes: Iterable[types_pb2.Node],
+        *,
+        in_place_resize: bool = True,
+        per_container_max: bool = False,
+    ) -> ClusterSnapshot:
+        """Nodes with the pods bound to them (spec.nodeName; pods of unknown nodes ignored)."""
+        snapshot = Snapshot.from_objects(
+            pods, nodes, in_place_resize=in_place_resize, per_container_max=per_container_max
+        )
+        return cls(snapshot, in_place_resize=in_place_resize, per_container_max=per_container_max)
+
+    @property
+    def snapshot(self) -> Snapshot:
+        """The scheduling Snapshot (read it; change it only through this object)."""
+        return self._snapshot
+
+    def pod_info(self, pod: types_pb2.Pod) -> PodInfo:
+        """The pod counted as this snapshot counts pods."""
+        return PodInfo(
+            pod, in_place_resize=self._in_place_resize, per_container_max=self._per_container_max
+        )
+
+    def get(self, name: str) -> NodeInfo | None:
+        return self._snapshot.get(name)
+
+    def node_names(self) -> list[str]:
+        return [ni.name for ni in self._snapshot.list()]
+
+    def fork(self) -> ClusterSnapshot:
+        """An independent copy: changes to either are not seen by the other."""
+        s = Snapshot()
+        infos = self._snapshot.list()
+        s.reset({ni.name: ni for ni in infos}, [ni.name for ni in infos])
+        s.generation = self._snapshot.generation
+        return ClusterSnapshot(
+            s, in_place_resize=self._in_place_resize, per_container_max=self._per_container_max
+        )
+
+    def add_node(self, node: types_pb2.Node) -> NodeInfo:
+        """Adds a node without pods (ValueError if a node of that name exists)."""
+        name = node.metadata.name
+        if self._snapshot.get(name) is not None:
+            raise ValueError(f"node {name} is already in the snapshot")
+        ni = NodeInfo(node)
+        order = [*self.node_names(), name]
+        self._snapshot.replace(name, ni)
+        self._snapshot.rebuild_lists(order)
+        self._snapshot.generation = ni.generation
+        return ni
+
+    def add_pod(self, pod: types_pb2.Pod, node_name: str) -> None:
+        """Counts `pod` on `node_name` whether it fits or not (upstream ForceAddPod); KeyError
+        for a node not in the snapshot."""
+        old = self._snapshot.get(node_name)
+        if old is None:
+            raise KeyError(node_name)
+        clone = old.clone()
+        clone.add_pod_info(self.pod_info(pod))
+        _, aff, anti = self._snapshot.replace(node_name, clone)
+        if aff or anti:
+            self._snapshot.rebuild_affinity_lists()
+        self._snapshot.generation = clone.generation
+
+
+class PredicateChecker:
+    """PreFilter + Filter of `framework` for one pod on a ClusterSnapshot (upstream
+    SchedulerBasedPredicateChecker). The framework's snapshot is switched to the one checked."""
+
+    def __init__(self, framework: Framework) -> None:
+        self._framework = framework
+
+    def _pre_filter(
+        self, snapshot: ClusterSnapshot, pod: types_pb2.Pod
+    ) -> tuple[CycleState, set[str] | None, Status]:
+        fwk = self._framework
+        fwk.set_snapshot(snapshot.snapshot)
+        state = CycleState()
+        result, status, _ = fwk.run_pre_filter_plugins(state, pod, snapshot.snapshot.list())
+        allowed = None if result is None or result.all_nodes() else set(result.node_names or ())
+        return state, allowed, status
+
+    def check_predicates(
+        self, snapshot: ClusterSnapshot, pod: types_pb2.Pod, node_name: str
+    ) -> Status:
+        """Success when `pod` fits `node_name` as the snapshot stands; else the rejection
+        (naming its plugin) or UnschedulableAndUnresolvable for a node not in the snapshot."""
+        ni = snapshot.get(node_name)
+        if ni is None:
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"node {node_name} not found",))
+        state, allowed, status = self._pre_filter(snapshot, pod)
+        if status.code is not Code.SUCCESS:
+            return status
+        if allowed is not None and node_name not in allowed:
+            return Status(
+                Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node(s) didn't satisfy PreFilter result",)
+            )
+        return self._framework.run_filter_plugins(state, pod, ni)
+
+    def fits_any_node(
+        self,
+        snapshot: ClusterSnapshot,
+        pod: types_pb2.Pod,
+        node_matches: Callable[[NodeInfo], bool] | None = None,
+    ) -> tuple[str | None, Status]:
+        """The first node (in the snapshot's order, among those `node_matches` accepts) that
+        `pod` fits, and SUCCESS; or None and the reason (the PreFilter rejection, or the last
+        Filter rejection)."""
+        state, allowed, status = self._pre_filter(snapshot, pod)
+        if status.code is not Code.SUCCESS:
+            return None, status
+        last = Status(Code.UNSCHEDULABLE, ("no node matches",))
+        for ni in snapshot.snapshot.list():
+            if allowed is not None and ni.name not in allowed:
+                continue
+            if node_matches is not None and not node_matches(ni):
+                continue
+            s = self._framework.run_filter_plugins(state, pod, ni)
+            if s.code is Code.SUCCESS:
+                return ni.name, SUCCESS
+            last = s
+        return None, last

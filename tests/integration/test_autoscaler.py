@@ -1,0 +1,239 @@
+"""The cluster autoscaler on real processes (etcd, apiserver, scheduler, controller-manager,
+the cloud with pool-a min 0 max 3, the autoscaler at --scan-interval 1s): S-CA-3 (expendable
+pods trigger nothing), S-CA-2 (a preemptor waiting for its victims, its nominatedNodeName set,
+causes no scale-up: at 1.37, and at 1.36 where its node exists), and pending pods that fit
+nowhere scaling pool-a up, ending Running on the new nodes, never above its max."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from kemu.api.v1 import types_pb2
+from kemu.client.client import Client
+from kemu.client.cloudprovider import CloudProviderClient
+from kemu.ctl.manifests import parse
+from kemu.machinery.pod_conditions import get_pod_condition
+from kemu.testing import Cluster, eventually, make_pod
+from kemu.testing.builders import make_priority_class
+from kemu.testing.namespaces import create_namespace
+from kemu.testing.ports import LOOPBACK
+
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+
+GROUP = "pool-a"
+GROUP_LABEL = "kemu.io/node-group"
+SHUTDOWN_ANNOTATION = "kubelet.kemu.io/shutdown-duration"
+CONFIG = """
+nodeGroups:
+- name: pool-a
+  minSize: 0
+  maxSize: 3
+  template:
+    capacity: {cpu: "2", memory: 4Gi, pods: "20"}
+    kubeletArgs: ["--pod-startup-delay", "0s"]
+"""
+EXAMPLE = Path(__file__).parents[2] / "examples" / "pending-pods.yaml"
+LOOPS = "cluster_autoscaler_function_duration_seconds_count"
+
+_running: dict[str, str] = {}
+"""The autoscaler process now running: its emulated version -> process name."""
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with Cluster(tmp_path_factory.mktemp("autoscaler")) as c:
+        c.start_etcd()
+        c.start_apiserver()
+        c.start_scheduler()
+        c.start_controllermanager()
+        c.start_cloud(CONFIG)
+        _running.clear()
+        yield c
+
+
+def use_autoscaler(cluster: Cluster, version: str) -> str:
+    """The autoscaler at `version`, the only one running (others are stopped)."""
+    if version in _running:
+        return _running[version]
+    for name in _running.values():
+        cluster.terminate(name)
+    _running.clear()
+    name = f"autoscaler-{version.replace('.', '-')}-{len(cluster.processes)}"
+    cluster.start_autoscaler(cluster.component("cloud"), name=name, emulated_version=version)
+    _running[version] = name
+    return name
+
+
+@pytest.fixture
+async def clients(cluster: Cluster) -> AsyncIterator[tuple[Client, CloudProviderClient]]:
+    api = Client(cluster.server)
+    cloud = CloudProviderClient(f"{LOOPBACK}:{cluster.component('cloud').port}")
+    try:
+        yield api, cloud
+    finally:
+        await cloud.close()
+        await api.close()
+
+
+def sample(cluster: Cluster, process: str, name: str, labels: dict[str, str]) -> float:
+    """The value of the sample `name` with (at least) `labels`; 0 if absent."""
+    for family in text_string_to_metric_families(cluster.component(process).scrape()):
+        for smp in family.samples:
+            if smp.name == name and all(smp.labels.get(k) == v for k, v in labels.items()):
+                return float(smp.value)
+    return 0.0
+
+
+async def two_more_loops(cluster: Cluster, process: str) -> None:
+    """Waits until the autoscaler has run two whole loops from now (so it has seen the
+    cluster as it stands now at least once)."""
+    start = sample(cluster, process, LOOPS, {"function": "main"})
+    await eventually(
+        lambda: sample(cluster, process, LOOPS, {"function": "main"}) >= start + 2,
+        timeout=15,
+        interval=0.2,
+    )
+
+
+async def events(api: Client, ns: str, reason: str) -> dict[str, str]:
+    """Pod name -> message of the events `reason` in `ns`."""
+    items = (await api.list(types_pb2.Event, ns)).items
+    return {e.involved_object.name: e.message for e in items if e.reason == reason}
+
+
+async def unschedulable(api: Client, ns: str, name: str) -> types_pb2.Pod:
+    pod = await api.get(types_pb2.Pod, name, ns)
+    cond = get_pod_condition(pod.status, "PodScheduled")
+    assert cond is not None and (cond.status, cond.reason) == ("False", "Unschedulable"), cond
+    return pod
+
+
+async def test_s_ca_3_expendable_pods_trigger_no_scale_up(
+    cluster: Cluster, clients: tuple[Client, CloudProviderClient]
+) -> None:
+    api, cloud = clients
+    autoscaler = use_autoscaler(cluster, "1.37")
+    ns = await create_namespace(api, "ca3")
+    await api.create(make_priority_class(f"{ns}-expendable", -20).obj())
+    await api.create(
+        make_pod("low").namespace(ns).req(cpu="1").priority_class(f"{ns}-expendable").obj()
+    )
+    await eventually(lambda: unschedulable(api, ns, "low"), timeout=10, interval=0.2)
+    await two_more_loops(cluster, autoscaler)
+    assert await cloud.target_size(GROUP) == 0
+    assert await events(api, ns, "TriggeredScaleUp") == {}
+    # Expendable pods are not counted as unschedulable either.
+    assert sample(cluster, autoscaler, "cluster_autoscaler_unschedulable_pods_count", {}) == 0
+    await api.delete(types_pb2.Pod, "low", ns, grace_period_seconds=0)
+
+
+@pytest.mark.parametrize("version", ["1.37", "1.36"])
+async def test_s_ca_2_preemptor_waiting_for_victims_causes_no_scale_up(
+    cluster: Cluster, clients: tuple[Client, CloudProviderClient], version: str
+) -> None:
+    api, cloud = clients
+    autoscaler = use_autoscaler(cluster, version)
+    ns = await create_namespace(api, "ca2")
+    node = f"{ns}-n"
+    cluster.start_kubelet(node, capacity={"cpu": "2", "memory": "4Gi", "pods": "20"})
+    await api.create(make_priority_class(f"{ns}-high", 100).obj())
+    # The victim takes its whole 60 s grace period to terminate: the preemptor waits with its
+    # nominatedNodeName set and PodScheduled=False/Unschedulable.
+    await api.create(
+        make_pod("victim")
+        .namespace(ns)
+        .req(cpu="1500m")
+        .node_selector({"kubernetes.io/hostname": node})
+        .annotation(SHUTDOWN_ANNOTATION, "60s")
+        .grace(60)
+        .obj()
+    )
+
+    async def victim_running() -> bool:
+        return (await api.get(types_pb2.Pod, "victim", ns)).status.phase == "Running"
+
+    await eventually(victim_running, timeout=15, interval=0.2)
+    # The preemptor would fit a new pool-a node: only its nomination keeps it from a scale-up.
+    await api.create(
+        make_pod("preemptor").namespace(ns).req(cpu="1500m").priority_class(f"{ns}-high").obj()
+    )
+
+    async def waiting() -> types_pb2.Pod:
+        pod = await unschedulable(api, ns, "preemptor")
+        assert pod.status.nominated_node_name == node, pod.status.nominated_node_name
+        victim = await api.get(types_pb2.Pod, "victim", ns)
+        assert victim.metadata.HasField("deletion_timestamp")
+        return pod
+
+    await eventually(waiting, timeout=15, interval=0.2)
+    await two_more_loops(cluster, autoscaler)
+    await waiting()  # still waiting for its victim: the loops saw the S-CA-2 state
+    assert await cloud.target_size(GROUP) == 0
+    assert await events(api, ns, "TriggeredScaleUp") == {}
+    assert sample(cluster, autoscaler, "cluster_autoscaler_scaled_up_nodes_total", {}) == 0
+    log = cluster.logs()[autoscaler]
+    assert f"pod {ns}/preemptor is nominated to node {node}: counted there" in log
+    # The node goes, so that the next tests' pods cannot use it.
+    cluster.terminate(f"kubelet-{node}")
+    await api.delete(types_pb2.Node, node)
+    for name in ("victim", "preemptor"):
+        await api.delete(types_pb2.Pod, name, ns, grace_period_seconds=0)
+
+
+async def test_pending_pods_scale_the_group_up_to_its_max_and_run_on_the_new_nodes(
+    cluster: Cluster, clients: tuple[Client, CloudProviderClient]
+) -> None:
+    api, cloud = clients
+    autoscaler = use_autoscaler(cluster, "1.37")
+    ns = await create_namespace(api, "scaleup")
+    # examples/pending-pods.yaml (README): one pod per 2-cpu node, and only pool-a's nodes
+    # carry the label: 4 pods, max 3 nodes.
+    manifests = parse(EXAMPLE.read_text(), str(EXAMPLE))
+    names = [m.name for m in manifests]
+    assert len(names) == 4
+    for m in manifests:
+        pod = m.obj
+        assert isinstance(pod, types_pb2.Pod)
+        assert dict(pod.spec.node_selector) == {GROUP_LABEL: GROUP}
+        pod.metadata.namespace = ns
+        await api.create(pod)
+    sizes: list[int] = []
+
+    async def three_running() -> dict[str, str]:
+        sizes.append(await cloud.target_size(GROUP))
+        pods = (await api.list(types_pb2.Pod, ns)).items
+        running = {p.metadata.name: p.spec.node_name for p in pods if p.status.phase == "Running"}
+        assert len(running) == 3, running
+        return running
+
+    running = await eventually(three_running, timeout=45, interval=0.3)
+    assert max(sizes) <= 3
+    nodes = {
+        n.metadata.name: n
+        for n in (await api.list_all(types_pb2.Node, label_selector=GROUP_LABEL)).items
+    }
+    assert set(running.values()) <= set(nodes)
+    assert len(set(running.values())) == 3
+    assert all(n.spec.provider_id.startswith(f"kemu://{GROUP}/") for n in nodes.values())
+    (pending,) = set(names) - set(running)
+    await unschedulable(api, ns, pending)
+    await two_more_loops(cluster, autoscaler)
+    assert await cloud.target_size(GROUP) == 3
+    assert len(await cloud.nodes(GROUP)) == 3
+    triggered = await events(api, ns, "TriggeredScaleUp")
+    assert set(triggered) >= set(running)
+    assert all(m.startswith("pod triggered scale-up: [{pool-a ") for m in triggered.values())
+
+    async def told_why() -> str:
+        msg = (await events(api, ns, "NotTriggerScaleUp")).get(pending, "")
+        assert msg == "pod didn't trigger scale-up: 1 max node group size reached", msg
+        return msg
+
+    await eventually(told_why, timeout=10, interval=0.2)
+    assert sample(cluster, autoscaler, "cluster_autoscaler_scaled_up_nodes_total", {}) == 3
+    assert sample(cluster, autoscaler, "cluster_autoscaler_failed_scale_ups_total", {}) == 0
+    assert sample(cluster, autoscaler, "cluster_autoscaler_nodes_count", {"state": "ready"}) >= 3
