@@ -22,6 +22,7 @@ from typing import Final
 
 import anyio
 
+from autoscaler.clusterstate import CloudApi
 from autoscaler.expander import EXPANDERS, LEAST_WASTE, PRIORITY_CONFIGMAP, PRIORITY_KEY
 from autoscaler.metrics import Metrics
 from autoscaler.static_autoscaler import AutoscalingOptions, StaticAutoscaler
@@ -152,15 +153,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--cloud-provider-address: {args.cloud_provider_address!r} is not HOST:PORT")
     if not args.scan_interval > 0:
         parser.error("--scan-interval: must be greater than 0")
-    for flag in (
-        "max_node_provision_time",
-        "new_pod_scale_up_delay",
-        "initial_node_group_backoff_duration",
-        "max_node_group_backoff_duration",
-        "node_group_backoff_reset_timeout",
-    ):
-        if getattr(args, flag) < 0:
-            parser.error(f"--{flag.replace('_', '-')}: must not be negative")
     try:
         election = leader_election_config(args, lease_name=LEASE_NAME)
     except ValueError as e:
@@ -191,6 +183,7 @@ async def run(
 ) -> None:
     client = Client(args.server, user_agent=COMPONENT)
     cloud = CloudProviderClient(args.cloud_provider_address)
+    log.info("the cloud's node-group API: %s", cloud.address)
     try:
         await serve(client, cloud, options, election, ctx, seed=args.seed)
     finally:
@@ -201,13 +194,15 @@ async def run(
 
 async def serve(
     client: ApiClient,
-    cloud: CloudProviderClient,
+    cloud: CloudApi,
     options: AutoscalingOptions,
     election: LeaderElectionConfig | None,
     ctx: ComponentContext,
     *,
     seed: int | None = None,
+    identity: str | None = None,
 ) -> None:
+    """The body of the component over any ApiClient and cloud (tests pass fakes)."""
     elected = Elected()
     state: dict[str, InformerFactory] = {}
 
@@ -269,13 +264,18 @@ async def serve(
             await informers.wait_for_cache_sync()
             state["informers"] = informers
             log.info(
-                "caches synced; autoscaling every %gs through the cloud at %s (emulated %s)",
+                "caches synced; autoscaling every %gs (emulated %s)",
                 options.scan_interval,
-                cloud.address,
                 options.version,
             )
             await autoscaler.run()
 
     await run_elected(
-        client, ctx, component=COMPONENT, election=election, work=work, elected=elected
+        client,
+        ctx,
+        component=COMPONENT,
+        election=election,
+        work=work,
+        identity=identity,
+        elected=elected,
     )

@@ -112,6 +112,12 @@ class ClusterState:
         groups = await self._read(nodes)
         if await self._delete_failed(groups):
             groups = await self._read(nodes)
+        for g in groups.values():
+            if g.id in self._scaled_up_at and g.upcoming == 0:
+                # The scale-up completed: a later failure backs off from the start again
+                # (upstream removes the back-off when a scale-up request is fulfilled).
+                del self._scaled_up_at[g.id]
+                self.backoff.remove(g.id)
         self._metrics.node_groups_count.labels("autoscaled").set(len(groups))
         return groups
 
@@ -151,6 +157,8 @@ class ClusterState:
                 continue
             reason = failed[0][1]
             until = self.backoff.backoff(g.id, reason, now)
+            # The scale-up failed: it is not fulfilled by the group shrinking back.
+            self._scaled_up_at.pop(g.id, None)
             self._metrics.failed_scale_ups.labels(
                 "timeout" if not failed[0][0].status.error_info.error_code else "cloudProviderError"
             ).inc()

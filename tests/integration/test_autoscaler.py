@@ -1,8 +1,9 @@
 """The cluster autoscaler on real processes (etcd, apiserver, scheduler, controller-manager,
 the cloud with pool-a min 0 max 3, the autoscaler at --scan-interval 1s): S-CA-3 (expendable
 pods trigger nothing), S-CA-2 (a preemptor waiting for its victims, its nominatedNodeName set,
-causes no scale-up: at 1.37, and at 1.36 where its node exists), and pending pods that fit
-nowhere scaling pool-a up, ending Running on the new nodes, never above its max."""
+causes no scale-up: at 1.37, and at 1.36 where its node exists), pending pods that fit
+nowhere scaling pool-a up, ending Running on the new nodes, never above its max, and an
+instance that never comes up deleted after --max-node-provision-time, its group backed off."""
 
 from __future__ import annotations
 
@@ -35,7 +36,14 @@ nodeGroups:
   template:
     capacity: {cpu: "2", memory: 4Gi, pods: "20"}
     kubeletArgs: ["--pod-startup-delay", "0s"]
+- name: stuck
+  minSize: 0
+  maxSize: 2
+  template:
+    capacity: {cpu: "1", memory: 1Gi, pods: "20"}
+  failures: {neverReady: 1}
 """
+PROVISION_TIME = "8s"
 EXAMPLE = Path(__file__).parents[2] / "examples" / "pending-pods.yaml"
 LOOPS = "cluster_autoscaler_function_duration_seconds_count"
 
@@ -63,7 +71,12 @@ def use_autoscaler(cluster: Cluster, version: str) -> str:
         cluster.terminate(name)
     _running.clear()
     name = f"autoscaler-{version.replace('.', '-')}-{len(cluster.processes)}"
-    cluster.start_autoscaler(cluster.component("cloud"), name=name, emulated_version=version)
+    cluster.start_autoscaler(
+        cluster.component("cloud"),
+        name=name,
+        emulated_version=version,
+        extra_args=["--max-node-provision-time", PROVISION_TIME],
+    )
     _running[version] = name
     return name
 
@@ -230,10 +243,53 @@ async def test_pending_pods_scale_the_group_up_to_its_max_and_run_on_the_new_nod
 
     async def told_why() -> str:
         msg = (await events(api, ns, "NotTriggerScaleUp")).get(pending, "")
-        assert msg == "pod didn't trigger scale-up: 1 max node group size reached", msg
+        assert msg == (
+            "pod didn't trigger scale-up: 1 max node group size reached, "
+            "1 node(s) didn't match Pod's node affinity/selector"
+        ), msg
         return msg
 
     await eventually(told_why, timeout=10, interval=0.2)
     assert sample(cluster, autoscaler, "cluster_autoscaler_scaled_up_nodes_total", {}) == 3
     assert sample(cluster, autoscaler, "cluster_autoscaler_failed_scale_ups_total", {}) == 0
     assert sample(cluster, autoscaler, "cluster_autoscaler_nodes_count", {"state": "ready"}) >= 3
+
+
+async def test_an_instance_never_ready_is_deleted_and_its_group_backed_off(
+    cluster: Cluster, clients: tuple[Client, CloudProviderClient]
+) -> None:
+    api, cloud = clients
+    autoscaler = use_autoscaler(cluster, "1.37")
+    ns = await create_namespace(api, "stuck")
+    await api.create(
+        make_pod("p").namespace(ns).req(cpu="500m").node_selector({GROUP_LABEL: "stuck"}).obj()
+    )
+
+    async def asked() -> list[str]:
+        ids = [i.id for i in await cloud.nodes("stuck")]
+        assert ids, "no instance asked for yet"
+        return ids
+
+    (first,) = await eventually(asked, timeout=15, interval=0.2)
+
+    async def deleted_and_backed_off() -> str:
+        assert first not in [i.id for i in await cloud.nodes("stuck")]
+        msg = (await events(api, ns, "NotTriggerScaleUp")).get("p", "")
+        # (pool-a, at its max after the test above, is the other group.)
+        assert msg == (
+            "pod didn't trigger scale-up: 1 in backoff after failed scale-up, "
+            "1 max node group size reached"
+        ), msg
+        return msg
+
+    await eventually(deleted_and_backed_off, timeout=30, interval=0.3)
+    assert (
+        sample(
+            cluster, autoscaler, "cluster_autoscaler_failed_scale_ups_total", {"reason": "timeout"}
+        )
+        == 1
+    )
+    # Backed off (5m): no second instance is asked for.
+    await two_more_loops(cluster, autoscaler)
+    assert await cloud.target_size("stuck") == 0
+    assert "deleting 1 failed instance(s)" in cluster.logs()[autoscaler]

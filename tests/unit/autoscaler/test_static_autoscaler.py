@@ -292,6 +292,11 @@ async def test_instance_not_ready_in_time_is_deleted_and_the_group_backed_off() 
     env.clock.advance(301)
     await env.loop()
     assert env.increases() == [("pool-a", 1), ("pool-a", 1)]
+    # This one comes up: the scale-up is fulfilled and the back-off forgotten.
+    env.nodes = env.cloud.register("pool-a")
+    await env.loop()
+    assert env.autoscaler.cluster_state.backoff.backed_off("pool-a", 0) is None
+    assert env.autoscaler.cluster_state.backoff.backoff("pool-a", "x", 1000) == 1000 + 300
 
 
 async def test_instance_creation_error_deletes_it_and_tries_another_group() -> None:

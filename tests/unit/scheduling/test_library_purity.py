@@ -18,6 +18,7 @@ _PROGRAM = textwrap.dedent(
     from kemu.scheduling.plugins.registry import in_tree_registry
     from kemu.scheduling.profile import default_profile
     from kemu.scheduling.runtime import Framework
+    from kemu.scheduling.simulator import ClusterSnapshot, PredicateChecker
     from kemu.scheduling.snapshot import Snapshot
 
     def node(name, cpu):
@@ -43,12 +44,18 @@ _PROGRAM = textwrap.dedent(
         name: fwk.run_filter_plugins(state, pod, snapshot.get(name)).code.name
         for name in ("small", "big")
     }
+    # The autoscaler's simulator on the same framework.
+    sim = ClusterSnapshot.from_objects([], [node("small", "1")])
+    sim.add_node(node("template", "4"))
+    fits, _ = PredicateChecker(fwk).fits_any_node(sim, pod)
     loaded = sorted(
         m for m in sys.modules
         if m.split(".")[0] in ("grpc", "prometheus_client", "scheduler", "apiserver", "kubelet")
         or m == "kemu.client" or m.startswith("kemu.client.")
     )
-    print(json.dumps({"prefilter": pre.code.name, "filter": results, "loaded": loaded}))
+    print(json.dumps(
+        {"prefilter": pre.code.name, "filter": results, "fits": fits, "loaded": loaded}
+    ))
     """
 )
 
@@ -63,4 +70,5 @@ def test_scheduling_library_runs_a_filter_without_grpc_prometheus_or_client() ->
     # The framework really ran the default profile's Filter: NodeResourcesFit rejects the node
     # smaller than the request (unresolvable: larger than its allocatable, as upstream).
     assert report["filter"] == {"small": "UNSCHEDULABLE_AND_UNRESOLVABLE", "big": "SUCCESS"}
+    assert report["fits"] == "template"
     assert report["loaded"] == []
