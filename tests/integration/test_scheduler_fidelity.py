@@ -8,21 +8,31 @@ checked against the invariants of reference §11b (kemu.testing.invariants)."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Final
 
+import anyio
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from kemu.api.v1 import types_pb2
+from kemu.client.pod_status import patch_pod_status
+from kemu.machinery.convert import message_to_dict
 from kemu.scheduling.plugins.slow_pre_bind import (
     ANNOTATION_DELAY,
     ANNOTATION_FAIL,
     ANNOTATION_FAIL_STATUS,
 )
-from kemu.testing import Cluster
+from kemu.scheduling.plugins.waiting_permit import (
+    ALLOW,
+    ANNOTATION_DECISION,
+    ANNOTATION_WAIT,
+    REJECT,
+)
+from kemu.testing import Cluster, make_node
 from kemu.testing.invariants import PodHistory, assert_invariants, record_pods
-from kemu.testing.scenarios import Scenario, disruption_target
+from kemu.testing.scenarios import SCENARIO_LABEL, Scenario, disruption_target
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -33,21 +43,28 @@ podInitialBackoffSeconds: 1
 podMaxBackoffSeconds: 2
 profiles:
 - schedulerName: default-scheduler
-  plugins: {multiPoint: {enabled: [{name: SlowPreBind}]}}
+  plugins: {multiPoint: {enabled: [{name: SlowPreBind}, {name: WaitingPermit}]}}
 - schedulerName: other-scheduler
 """
 TIMEOUT: Final = 20.0
 NO_NODES: Final = "no nodes available to schedule pods"
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    with Cluster(tmp_path_factory.mktemp("scheduler-fidelity")) as c:
+@contextmanager
+def _started(root: Path) -> Iterator[Cluster]:
+    """etcd, apiserver and kube-scheduler with CONFIG (no nodes)."""
+    with Cluster(root) as c:
         config = Path(c.root) / "scheduler.yaml"
         config.write_text(CONFIG)
         c.start_etcd()
         c.start_apiserver()
         c.start_scheduler(config=str(config), extra_args=["--seed", "1"])
+        yield c
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with _started(tmp_path_factory.mktemp("scheduler-fidelity")) as c:
         yield c
 
 
@@ -270,3 +287,144 @@ async def test_a_gated_pod_stays_scheduling_gated_until_released(cluster: Cluste
         await s.holds(still_gated, seconds=1.5)
         await s.release("g")
         assert await s.wait_bound("g", timeout=TIMEOUT) == s.node_name("node")
+
+
+def _queue_moves(cluster: Cluster) -> dict[tuple[str, str], float]:
+    """scheduler_queue_incoming_pods_total by (queue, event), the non-zero ones."""
+    out: dict[tuple[str, str], float] = {}
+    for family in text_string_to_metric_families(cluster.component("scheduler").scrape()):
+        for smp in family.samples:
+            if smp.name == "scheduler_queue_incoming_pods_total" and smp.value:
+                out[(smp.labels["queue"], smp.labels["event"])] = smp.value
+    return out
+
+
+def _pending(cluster: Cluster, queue: str) -> float:
+    for family in text_string_to_metric_families(cluster.component("scheduler").scrape()):
+        for smp in family.samples:
+            if smp.name == "scheduler_pending_pods" and smp.labels.get("queue") == queue:
+                return float(smp.value)
+    return 0.0
+
+
+async def test_a_binding_cycle_failure_is_requeued_by_its_failure_never_by_its_own_forget(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """upstream handleBindingCycleError: a PreBind error sends the pod to backoffQ (one
+    ScheduleAttemptFailure move, none to the unschedulable pool) and it is bound after its
+    backoff; a rejection at WaitOnPermit sends it to the unschedulable pool, where it stays
+    (beyond the 2 s maximum backoff) until its own update resolves the rejection. In both
+    cases the AssignedPodDelete that forgetting the pod sends moves no pod: on this cluster
+    of its own no other pod waits, so such a move could only be the failed pod itself."""
+    with _started(tmp_path_factory.mktemp("binding-failure")) as c:
+        async with Scenario.open(c, "binding-failure") as s, record_pods(s.client, s.ns) as h:
+            node = await s.bare_node("node", cpu="2", memory="1Gi", pods="10")
+            await s.create(s.pod("err", cpu="1").annotation(ANNOTATION_FAIL, "1"))
+            assert await s.wait_bound("err", timeout=TIMEOUT) == node
+            moves = _queue_moves(c)
+            assert moves.get(("backoff", "ScheduleAttemptFailure")) == 1, moves
+            assert not [k for k in moves if k[0] == "unschedulable"], moves
+            await h.sync(s.client, timeout=TIMEOUT)
+            failed = [
+                cond.reason
+                for v in h.versions[h.uids_of("err")[0]]
+                if (cond := _pod_scheduled(v.pod)) is not None and cond.status == "False"
+            ]
+            assert set(failed) == {"SchedulerError"}, failed
+
+            await s.create(s.pod("rej", cpu="1").annotation(ANNOTATION_WAIT, "1m"))
+            await s.wait_nominated("rej", "node", timeout=TIMEOUT)  # waiting at Permit
+            decision = {"metadata": {"annotations": {ANNOTATION_DECISION: REJECT}}}
+            await s.client.patch(types_pb2.Pod, "rej", decision, s.ns)
+
+            async def parked() -> bool:
+                moves = _queue_moves(c)
+                assert moves.get(("unschedulable", "ScheduleAttemptFailure")) == 1, moves
+                assert not [k for k in moves if k[1] == "AssignedPodDelete"], moves
+                assert _pending(c, "unschedulable") == 1
+                assert not (await s.get("rej")).spec.node_name
+                events = await s.events("FailedScheduling", "rej")
+                assert [e.count for e in events] == [1], events
+                return True
+
+            await s.eventually(parked, timeout=TIMEOUT)
+            await s.holds(parked, seconds=3.0)
+            decision = {"metadata": {"annotations": {ANNOTATION_DECISION: ALLOW}}}
+            await s.client.patch(types_pb2.Pod, "rej", decision, s.ns)
+            assert await s.wait_bound("rej", timeout=TIMEOUT) == node
+            await assert_invariants(s.client, h, s.ns)
+
+
+HEARTBEAT: Final = "example.com/Heartbeat"
+
+
+def _message_of(pod: types_pb2.Pod, type_: str) -> str | None:
+    return next((c.message for c in pod.status.conditions if c.type == type_), None)
+
+
+async def test_conditions_written_meanwhile_by_another_component_are_kept_both_ways(
+    cluster: Cluster,
+) -> None:
+    """Another component rewrites a condition of its own on a pending pod every few
+    milliseconds (read, change, compare-and-swap, as a kubelet or controller does) while the
+    scheduler rewrites PodScheduled for each node added: neither write ever drops or rolls
+    back the other's condition (in every recorded version, once present, each stays, and
+    the heartbeat count never goes back), and the binding keeps the heartbeat too."""
+    async with scenario(cluster, "conditions") as (s, history):
+        await s.bare_node("small", cpu="1", memory="1Gi", pods="10")
+        await s.create(s.pod("p", cpu="2"))
+        first = await s.wait_unschedulable("p", timeout=TIMEOUT)
+        stop = anyio.Event()
+        beats = 0
+
+        async def heartbeat() -> None:
+            nonlocal beats
+            while not stop.is_set():
+                beats += 1
+
+                def change(current: types_pb2.Pod, n: int = beats) -> dict[str, object]:
+                    conditions = [c for c in current.status.conditions if c.type != HEARTBEAT]
+                    beat = types_pb2.PodCondition(type=HEARTBEAT, status="True", message=str(n))
+                    return {"conditions": [message_to_dict(c) for c in [*conditions, beat]]}
+
+                await patch_pod_status(s.client, await s.get("p"), change)
+                await anyio.sleep(0.01)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(heartbeat)
+            message = first.message
+            for i in range(3):
+                # Fits by resources (so NodeResourcesFit's hint retries the pod) but is
+                # cordoned: the pod fails again with one more node counted.
+                node = make_node(s.node_name(f"cordoned-{i}")).capacity(cpu="4", pods="10")
+                await s.client.create(node.labels({SCENARIO_LABEL: s.ns}).unschedulable().obj())
+
+                async def rewritten(previous: str = message) -> str:
+                    current = _message_of(await s.get("p"), "PodScheduled")
+                    assert current is not None and current != previous, current
+                    return current
+
+                message = await s.eventually(rewritten, timeout=TIMEOUT)
+            stop.set()
+        await s.bare_node("big", cpu="4", memory="1Gi", pods="10")
+        assert await s.wait_bound("p", timeout=TIMEOUT) == s.node_name("big")
+        await history.sync(s.client, timeout=TIMEOUT)
+        (uid,) = history.uids_of("p")
+        versions = [v.pod for v in history.versions[uid]]
+        assert _message_of(versions[-1], HEARTBEAT) == str(beats)
+        scheduled_seen = beat_seen = 0
+        messages: list[str] = []
+        for pod in versions:
+            scheduled = _message_of(pod, "PodScheduled")
+            beat = _message_of(pod, HEARTBEAT)
+            assert scheduled is not None or not scheduled_seen, "PodScheduled dropped"
+            assert beat is not None or not beat_seen, "the heartbeat dropped"
+            if beat is not None:
+                assert int(beat) >= beat_seen, f"heartbeat rolled back to {beat}"
+                beat_seen = int(beat)
+            if scheduled is not None:
+                scheduled_seen += 1
+                if not messages or messages[-1] != scheduled:
+                    messages.append(scheduled)
+        assert len(messages) >= 4, messages  # the first failure, one per node, the binding
+        assert len(set(messages)) == len(messages), f"PodScheduled rolled back: {messages}"
