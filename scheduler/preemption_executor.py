@@ -11,7 +11,18 @@ conditions others wrote) and a graceful DELETE with a uid precondition; a Preemp
 Pods of strictly lower priority nominated to the node lose their nomination. Synchronous in the
 cycle, or with SchedulerAsyncPreemption in a background task of the scheduler's task group
 (`Handle.spawn`): the preemptor is then held at PreEnqueue (`is_pod_running_preemption`) until
-the last deletion is issued, and activated again if the task fails.
+the scheduler's pod informer has seen the last victim's deletion (deletionTimestamp or gone), as
+upstream's `lastVictimsPendingPreemption`, and activated again if the task fails.
+
+Two guards upstream leaves to its informer's speed (issue #16, seen in PreemptionBasic/1000Nodes):
+- The hold outlives the task: upstream lets the pod in once the last DELETE has returned, even
+  if its informer has not yet delivered the deletions. Let in then (any other pod's deletion
+  moves it), it fails on its node again, and the victims, not yet seen terminating, are
+  preempted a second time. Here a finished task's preemptor stays held until the informer has
+  seen its last victim's deletion; that victim's DELETED event then moves it.
+- A last victim the informer had already seen gone when it was registered (deleted by another
+  writer while the cycle's snapshot still held it) leaves no event to move the preemptor: the
+  executor activates it when the task ends, rather than leaving it to the 5-minute flush.
 """
 
 from __future__ import annotations
@@ -60,10 +71,11 @@ class Executor(PreemptionExecutor):
         self.client = client
         self.pod_lister = pod_lister
         self.metrics = metrics
-        # Preemptors whose asynchronous preemption is under way (uid), and for those waiting
-        # for their last victim's deletion, that victim (namespace, name).
+        # Preemptors whose asynchronous preemption task is running (uid), and for those whose
+        # last victim's deletion the informer has not yet shown, that victim (namespace, name,
+        # uid): kept after the task ends until the informer shows it.
         self._preempting: set[str] = set()
-        self._last_victim: dict[str, tuple[str, str]] = {}
+        self._last_victim: dict[str, tuple[str, str, str]] = {}
 
     def _observe_victims(self, count: int) -> None:
         if self.metrics is not None:
@@ -106,10 +118,14 @@ class Executor(PreemptionExecutor):
         if not victims:
             return
         self._observe_victims(len(candidate.victims.pods))
+        self._forget_seen_victims()
         uid = preemptor.metadata.uid
         self._preempting.add(uid)
+        self._last_victim.pop(uid, None)
+        already_gone = False
 
         async def run() -> None:
+            nonlocal already_gone
             start = time.perf_counter()
             result = "success"
             try:
@@ -135,7 +151,9 @@ class Executor(PreemptionExecutor):
                     result = "error"
                 else:
                     last = victims[-1]
-                    self._last_victim[uid] = (last.metadata.namespace, last.metadata.name)
+                    key = (last.metadata.namespace, last.metadata.name, last.metadata.uid)
+                    self._last_victim[uid] = key
+                    already_gone = self._seen_gone(key)
                     await one(last)
                     if errors:
                         logger.error(
@@ -146,7 +164,9 @@ class Executor(PreemptionExecutor):
                         result = "error"
             finally:
                 self._preempting.discard(uid)
-                self._last_victim.pop(uid, None)
+                last_key = self._last_victim.get(uid)
+                if result == "error" or last_key is None or self._deletion_seen(last_key):
+                    self._last_victim.pop(uid, None)
                 metrics = self.metrics
                 if metrics is not None:
                     metrics.preemption_goroutines_duration.labels(result).observe(
@@ -159,23 +179,48 @@ class Executor(PreemptionExecutor):
                     candidate.name,
                     result,
                 )
-            if result == "error":
+            if result == "error" or already_gone:
                 # It may otherwise wait in the unschedulable pool for an event that never comes.
                 self.handle.activate([preemptor])
 
         self.handle.spawn(run, name=f"preempt for {pod_key(preemptor)}")
 
     def is_pod_running_preemption(self, uid: str) -> bool:
-        """Whether the pod's asynchronous preemption has not yet issued every deletion."""
-        if uid not in self._preempting:
-            return False
+        """Whether the pod's asynchronous preemption is under way: its task is deleting the
+        victims before the last, or the informer has not yet shown the last one's deletion
+        (even after the task ended)."""
         last = self._last_victim.get(uid)
         if last is None:
+            return uid in self._preempting
+        if not self._deletion_seen(last):
             return True
+        if uid not in self._preempting:
+            del self._last_victim[uid]
+        return False
+
+    def _deletion_seen(self, victim: tuple[str, str, str]) -> bool:
+        """The informer shows the victim (namespace, name, uid) deleting or gone. Without an
+        informer, never (the hold then ends with the task)."""
         if self.pod_lister is None:
+            return False
+        if self._seen_gone(victim):
             return True
-        victim = self.pod_lister.get(last[1], last[0])
-        return victim is not None and not victim.metadata.HasField("deletion_timestamp")
+        current = self.pod_lister.get(victim[1], victim[0])
+        return current is not None and current.metadata.HasField("deletion_timestamp")
+
+    def _seen_gone(self, victim: tuple[str, str, str]) -> bool:
+        """The informer no longer holds the victim (absent, or a namesake in its place)."""
+        if self.pod_lister is None:
+            return False
+        current = self.pod_lister.get(victim[1], victim[0])
+        return current is None or current.metadata.uid != victim[2]
+
+    def _forget_seen_victims(self) -> None:
+        """Drops the holds of finished tasks whose last victim's deletion is now seen (their
+        preemptors may never ask again: bound elsewhere, or deleted)."""
+        for uid, victim in list(self._last_victim.items()):
+            if uid not in self._preempting and self._deletion_seen(victim):
+                del self._last_victim[uid]
 
     async def preempt_pod(
         self, plugin: str, candidate: Candidate, preemptor: types_pb2.Pod, victim: types_pb2.Pod

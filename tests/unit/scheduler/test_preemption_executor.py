@@ -15,7 +15,7 @@ import functools
 import json
 import random
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,13 +94,42 @@ class Recorder:
 class GatedClient(FakeClient):
     """A FakeClient whose DELETE of the pods named in `hold_before` waits for `release`
     before it is applied, and of those in `hold_after` is applied (the watch sees it) but
-    does not return until `release`."""
+    does not return until `release`. `lag_watches()` holds every watch event back (the
+    informers fall behind the API) until `catch_up()`."""
 
     def __init__(self, clock: FakeClock) -> None:
         super().__init__(clock=clock)
         self.hold_before: set[str] = set()
         self.hold_after: set[str] = set()
         self.release = anyio.Event()
+        self._caught_up: anyio.Event | None = None
+
+    def lag_watches(self) -> None:
+        self._caught_up = anyio.Event()
+
+    def catch_up(self) -> None:
+        if self._caught_up is not None:
+            self._caught_up.set()
+            self._caught_up = None
+
+    def watch(
+        self, kind: type[M], namespace: str = "", **kwargs: Any
+    ) -> AbstractAsyncContextManager[AsyncIterator[Any]]:
+        inner = super().watch(kind, namespace, **kwargs)
+
+        @asynccontextmanager
+        async def lagging() -> AsyncIterator[AsyncIterator[Any]]:
+            async with inner as events:
+
+                async def delivered() -> AsyncIterator[Any]:
+                    async for event in events:
+                        while self._caught_up is not None:
+                            await self._caught_up.wait()
+                        yield event
+
+                yield delivered()
+
+        return lagging()
 
     async def delete(
         self,
@@ -697,6 +726,50 @@ async def test_async_preemption_lets_the_pod_in_once_the_last_deletion_is_visibl
         c.client.release.set()
         await settle()
         assert names_of_events(c) == ["v1", "v2"]
+
+
+@pytest.mark.anyio
+async def test_async_preemption_holds_the_pod_until_the_scheduler_sees_the_last_deletion() -> None:
+    """Issue #16: every DELETE has returned but the scheduler's informer has not seen them
+    yet (its cache still counts the victims). The preemptor stays held at PreEnqueue: let
+    in, it would fail on its node again and, the victims not looking terminating, preempt
+    them a second time (1002 preemptions, 3003 victims for 1000 preemptors)."""
+    async with cluster(async_preemption=True) as c:
+        p = await two_victims(c)
+        state, statuses = c.cycle(p)
+        c.client.lag_watches()
+        await c.plugin.post_filter(state, p, statuses)
+        await settle()
+        assert (await c.stored("v1"), await c.stored("v2")) == (None, None)
+        assert c.pod_lister.get("v2", "default") is not None
+        assert c.plugin.pre_enqueue(p) == unresolvable(WAITING_FOR_PREEMPTION)
+        c.client.catch_up()
+        await settle()
+        seen = c.pod_lister.get("v2", "default")
+        assert seen is None or seen.metadata.HasField("deletion_timestamp")
+        assert c.plugin.pre_enqueue(p) == SUCCESS
+        assert c.activated == []
+
+
+@pytest.mark.anyio
+async def test_async_preemption_whose_last_victim_was_already_gone_activates_the_preemptor() -> (
+    None
+):
+    """Issue #16: a preemption whose victims the scheduler had already seen deleted when the
+    last one was registered (another writer deleted them; the cycle's snapshot still had
+    them). No deletion event is left to move the gated preemptor, so the executor activates
+    it when it is done, rather than leaving it to the 5-minute flush."""
+    async with cluster(async_preemption=True) as c:
+        p = await two_victims(c)
+        state, statuses = c.cycle(p)
+        for name in ("v1", "v2"):
+            await c.client.delete(types_pb2.Pod, name, "default", grace_period_seconds=0)
+        await settle()
+        assert c.pod_lister.get("v2", "default") is None  # the cache (fed by hand) still has it
+        await c.plugin.post_filter(state, p, statuses)
+        await settle()
+        assert [x.metadata.uid for x in c.activated] == [p.metadata.uid]
+        assert c.plugin.pre_enqueue(p) == SUCCESS
 
 
 @pytest.mark.anyio
