@@ -29,6 +29,7 @@ from kemu.client.informer import FuncHandler, Informer
 from kemu.client.interface import ApiClient
 from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
+from kemu.machinery.delete_options import BACKGROUND
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.kinds import KINDS, Kind
 from kemu.machinery.namespaces import (
@@ -129,7 +130,15 @@ class NamespaceController:
                 if meta.HasField("deletion_timestamp"):
                     continue  # being deleted already: its kubelet (or owner) finishes it
                 try:
-                    await self._client.delete(kind.message, meta.name, namespace, uid=meta.uid)
+                    # Background, as upstream: no kind's default (a Job's is Orphan) may
+                    # leave a finalizer the namespace would wait on.
+                    await self._client.delete(
+                        kind.message,
+                        meta.name,
+                        namespace,
+                        uid=meta.uid,
+                        propagation_policy=BACKGROUND,
+                    )
                 except (NotFound, Conflict):
                     pass  # gone, or replaced: the next list sees what is there
             left = await self._client.list(kind.message, namespace, limit=1)

@@ -84,14 +84,27 @@ def validate_propagation(propagation_policy: str | None, orphan_dependents: bool
         raise Invalid.from_causes("DeleteOptions", causes)
 
 
+def orphans_by_default(obj: object) -> bool:
+    """The kind's default garbage-collection policy is OrphanDependents (upstream
+    DefaultGarbageCollectionPolicy): batch/v1 Jobs, kept so for backwards compatibility (a
+    DELETE without a policy leaves the Job's pods). Every other kind kemu serves (core/v1,
+    apps/v1, ...) deletes its dependents in the background."""
+    return isinstance(obj, types_pb2.Job)
+
+
 def gc_finalizers(
-    finalizers: Sequence[str], propagation_policy: str | None, orphan_dependents: bool | None
+    finalizers: Sequence[str],
+    propagation_policy: str | None,
+    orphan_dependents: bool | None,
+    *,
+    orphan_by_default: bool = False,
 ) -> list[str] | None:
     """The finalizers a DELETE leaves on the object for the garbage collector, or None when
     they stay as they are (upstream deletionFinalizersForGarbageCollection).
 
     The request's policy wins, then an orphan or foregroundDeletion finalizer the object
-    already has, then the default of every kemu kind: Background (no finalizer).
+    already has, then the kind's default (`orphans_by_default`): orphan, or Background (no
+    finalizer).
     """
     if orphan_dependents is not None:
         orphan, foreground = orphan_dependents, False
@@ -106,7 +119,7 @@ def gc_finalizers(
             ),
             None,
         )
-        orphan = first == FINALIZER_ORPHAN_DEPENDENTS
+        orphan = first == FINALIZER_ORPHAN_DEPENDENTS or (first is None and orphan_by_default)
         foreground = first == FINALIZER_DELETE_DEPENDENTS
     out = [
         f for f in finalizers if f not in (FINALIZER_ORPHAN_DEPENDENTS, FINALIZER_DELETE_DEPENDENTS)

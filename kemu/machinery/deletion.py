@@ -8,8 +8,9 @@ mirrors it.
   deletionGracePeriodSeconds 0 and stays until an update or patch removes its last finalizer.
 - A DELETE with propagationPolicy Foreground or Orphan (or an object that already carries the
   foregroundDeletion or orphan finalizer) adds that finalizer, so the object stays until the
-  garbage collector has dealt with its dependents. Background, the default of every kemu
-  kind, adds none.
+  garbage collector has dealt with its dependents. Without either, the kind's default: Orphan
+  for batch/v1 Jobs (upstream's DefaultGarbageCollectionPolicy, for backwards compatibility),
+  Background (no finalizer) for every other kemu kind.
 - Every pod DELETE is graceful (kemu.machinery.pod_strategy): the pod is first written with
   deletionTimestamp = now + grace and deletionGracePeriodSeconds (0 when it is not bound or
   has ended, or the DELETE asked for 0; a negative grace means 1 s), so watchers see it
@@ -32,6 +33,7 @@ from kemu.machinery.convert import timestamp
 from kemu.machinery.delete_options import (
     check_delete_preconditions,
     gc_finalizers,
+    orphans_by_default,
     validate_propagation,
 )
 from kemu.machinery.pod_strategy import (
@@ -115,7 +117,10 @@ def plan_delete(current: Message, options: DeleteOptions, now: float) -> DeleteP
             graceful = True
         # else: a deletion whose grace period is over (0) is never graceful again
     finalizers = gc_finalizers(
-        meta.finalizers, options.propagation_policy, options.orphan_dependents
+        meta.finalizers,
+        options.propagation_policy,
+        options.orphan_dependents,
+        orphan_by_default=orphans_by_default(updated),
     )
     if finalizers is not None:
         del meta.finalizers[:]

@@ -428,3 +428,36 @@ async def test_conditions_written_meanwhile_by_another_component_are_kept_both_w
                     messages.append(scheduled)
         assert len(messages) >= 4, messages  # the first failure, one per node, the binding
         assert len(set(messages)) == len(messages), f"PodScheduled rolled back: {messages}"
+
+
+async def test_a_deleting_pending_pod_is_skipped_with_upstreams_event(cluster: Cluster) -> None:
+    """A pending pod that a finalizer keeps after its DELETE (deletionTimestamp set) is not
+    scheduled when an event retries it: a FailedScheduling event "skip schedule deleting pod:
+    <namespace>/<name>" (upstream skipPodSchedule), and it is never bound."""
+    async with scenario(cluster, "skip-deleting") as (s, _):
+        obj = s.pod("p", cpu="100m").node_selector({"zone": "later"}).obj()
+        obj.metadata.finalizers.append("example.com/hold")
+        await s.create(obj)
+        await s.wait_unschedulable("p", timeout=TIMEOUT)
+        await s.client.delete(types_pb2.Pod, "p", s.ns)
+
+        async def deleting() -> bool:
+            return (await s.get("p")).metadata.HasField("deletion_timestamp")
+
+        await s.eventually(deleting, timeout=TIMEOUT)
+        node = make_node(s.node_name("later")).capacity(cpu="1", pods="10")
+        await s.client.create(node.labels({SCENARIO_LABEL: s.ns, "zone": "later"}).obj())
+
+        async def skipped() -> bool:
+            messages = [e.message for e in await s.events("FailedScheduling", "p")]
+            assert f"skip schedule deleting pod: {s.ns}/p" in messages, messages
+            return True
+
+        await s.eventually(skipped, timeout=TIMEOUT)
+
+        async def unbound() -> None:
+            assert not (await s.get("p")).spec.node_name
+
+        await s.holds(unbound, seconds=2.0)
+        await s.client.patch(types_pb2.Pod, "p", {"metadata": {"finalizers": None}}, s.ns)
+        await s.wait_gone("p", timeout=TIMEOUT)

@@ -197,6 +197,48 @@ async def test_the_garbage_collector_deletes_a_jobs_pods_with_the_job(cluster):
         await eventually(gone, timeout=60)
 
 
+async def test_a_job_deleted_without_a_policy_orphans_its_pods_kemuctl_delete_takes_them(cluster):
+    """upstream jobStrategy.DefaultGarbageCollectionPolicy: a batch/v1 Job DELETE without
+    propagationPolicy orphans (backwards compatibility): the pods stay, stripped of their
+    owner reference and job-tracking finalizer. `kemuctl delete job`, as kubectl, sends
+    propagationPolicy Background: the pods go with the Job."""
+    orphaning, cascading = unique_name("orphaning"), unique_name("cascading")
+    async with Client(cluster.server, timeout=10.0) as c:
+
+        async def pods_of(name: str) -> list[types_pb2.Pod]:
+            selector = f"job-name={name}"
+            return list((await c.list(types_pb2.Pod, NS, label_selector=selector)).items)
+
+        for name in (orphaning, cascading):
+            job = make_job(name).completions(2).parallelism(2).pod_annotation(SHUTDOWN, "100ms")
+            await c.create(job.obj())
+
+        async def running() -> bool:
+            for name in (orphaning, cascading):
+                assert sum(p.status.phase == "Running" for p in await pods_of(name)) == 2
+            return True
+
+        await eventually(running, timeout=30)
+        await c.delete(types_pb2.Job, orphaning, NS)
+        rc, _, err = await ctl(cluster, "delete", "job", cascading)
+        assert rc == 0, err
+
+        async def settled() -> bool:
+            assert await pods_of(cascading) == []
+            left = await pods_of(orphaning)
+            assert len(left) == 2 and all(p.status.phase == "Running" for p in left), left
+            for p in left:
+                assert not p.metadata.owner_references, p.metadata
+                assert batch.JOB_TRACKING_FINALIZER not in p.metadata.finalizers, p.metadata
+            jobs = [j.metadata.name for j in (await c.list(types_pb2.Job, NS)).items]
+            assert orphaning not in jobs and cascading not in jobs, jobs
+            return True
+
+        await eventually(settled, timeout=60)
+        for p in await pods_of(orphaning):
+            await c.delete(types_pb2.Pod, p.metadata.name, NS)
+
+
 # ---------------------------------------------------------------- DaemonSets
 
 

@@ -205,5 +205,5 @@ async def test_deleting_a_job_removes_the_finalizers_of_its_pods() -> None:
     )
     async with running(fake, clock):
         await wait_until(lambda: len(active(fake)) == 2)
-        await fake.delete(types_pb2.Job, "pi")
+        await fake.delete(types_pb2.Job, "pi", propagation_policy="Background")
         await wait_until(lambda: all(FINALIZER not in p.metadata.finalizers for p in pods(fake)))

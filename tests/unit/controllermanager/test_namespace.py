@@ -17,7 +17,7 @@ from kemu.client.informer import InformerFactory
 from kemu.component.clock import FakeClock
 from kemu.machinery.errors import NotFound
 from kemu.machinery.namespaces import new_namespace
-from kemu.testing.builders import make_pdb, make_pod
+from kemu.testing.builders import make_job, make_pdb, make_pod
 from kemu.testing.fake_time import advance, settle, wait_until
 
 pytestmark = pytest.mark.anyio
@@ -42,7 +42,11 @@ def _content(ns: str) -> list[object]:
     config.data["k"] = "v"
     svc = types_pb2.Service()
     svc.metadata.name, svc.metadata.namespace = "web", ns
+    # A batch/v1 Job orphans by default: deleted Background, as upstream, it holds nothing up.
+    job = make_job("job").manual_selector().obj()
+    job.metadata.namespace = ns
     return [
+        job,
         make_pod("pending").namespace(ns).obj(),
         make_pod("running").namespace(ns).node("n1").grace(10).phase("Running").obj(),
         make_pdb("pdb").namespace(ns).selector(app="x").min_available(1).obj(),

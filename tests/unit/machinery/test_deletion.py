@@ -23,7 +23,7 @@ from kemu.machinery.validation import (
     validate_owner_references,
 )
 from kemu.testing import make_pdb, make_pod
-from kemu.testing.builders import make_lease, owned, owner_reference
+from kemu.testing.builders import make_job, make_lease, owned, owner_reference
 
 NOW = 1000.0
 M = TypeVar("M", bound=Message)
@@ -84,6 +84,25 @@ def test_gc_finalizers_follow_the_request_then_the_object() -> None:
     assert gc_finalizers(["a/b", "orphan"], "Foreground", None) == ["a/b", "foregroundDeletion"]
     assert gc_finalizers(["foregroundDeletion"], "Background", None) == []
     assert gc_finalizers(["foregroundDeletion"], None, True) == ["orphan"]
+
+
+@pytest.mark.parametrize(
+    ("policy", "want"),
+    [(None, ["orphan"]), ("Background", None), ("Foreground", ["foregroundDeletion"])],
+)
+def test_a_batch_v1_job_orphans_its_pods_unless_the_delete_says_otherwise(
+    policy: str | None, want: list[str] | None
+) -> None:
+    """upstream jobStrategy.DefaultGarbageCollectionPolicy: OrphanDependents for batch/v1."""
+    job = _stored(make_job("j").obj())
+    plan = plan_delete(job, DeleteOptions(propagation_policy=policy), NOW)
+    if want is None:
+        assert plan.outcome is Outcome.DELETE
+    else:
+        assert plan.outcome is Outcome.UPDATE
+        assert list(plan.obj.metadata.finalizers) == want  # type: ignore[attr-defined]
+    assert gc_finalizers(["orphan"], None, None, orphan_by_default=True) is None
+    assert gc_finalizers(["foregroundDeletion"], None, None, orphan_by_default=True) is None
 
 
 def test_a_bound_pod_terminates_gracefully_and_its_finalizers_outlive_the_kubelets_delete() -> None:
