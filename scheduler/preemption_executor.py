@@ -110,8 +110,9 @@ class Executor(PreemptionExecutor):
         self, plugin: str, candidate: Candidate, preemptor: types_pb2.Pod
     ) -> None:
         """Starts the preemption in a background task; the preemptor is held out of activeQ
-        until every victim's deletion has been issued (or the task failed: then it is
-        activated at once)."""
+        until the informer shows the last victim's deletion (or the task failed, or that
+        victim was held at Permit and only rejected: then the hold ends with the task; after
+        a failure the preemptor is activated at once)."""
         victims = [
             v for v in candidate.victims.pods if not v.metadata.HasField("deletion_timestamp")
         ]
@@ -123,9 +124,10 @@ class Executor(PreemptionExecutor):
         self._preempting.add(uid)
         self._last_victim.pop(uid, None)
         already_gone = False
+        last_leaves = False  # the last victim is deleted, not only rejected at Permit
 
         async def run() -> None:
-            nonlocal already_gone
+            nonlocal already_gone, last_leaves
             start = time.perf_counter()
             result = "success"
             try:
@@ -133,11 +135,12 @@ class Executor(PreemptionExecutor):
                     result = "error"
                 errors: list[BaseException] = []
 
-                async def one(victim: types_pb2.Pod) -> None:
+                async def one(victim: types_pb2.Pod) -> bool:
                     try:
-                        await self.preempt_pod(plugin, candidate, preemptor, victim)
+                        return await self.preempt_pod(plugin, candidate, preemptor, victim)
                     except ApiError as e:
                         errors.append(e)
+                        return False
 
                 # All victims but the last in parallel; the last one alone, so that PreEnqueue
                 # can tell "its deletion was issued" from "still preempting".
@@ -154,7 +157,7 @@ class Executor(PreemptionExecutor):
                     key = (last.metadata.namespace, last.metadata.name, last.metadata.uid)
                     self._last_victim[uid] = key
                     already_gone = self._seen_gone(key)
-                    await one(last)
+                    last_leaves = await one(last)
                     if errors:
                         logger.error(
                             "Asynchronous preemption of the last victim for %s failed: %s",
@@ -165,7 +168,12 @@ class Executor(PreemptionExecutor):
             finally:
                 self._preempting.discard(uid)
                 last_key = self._last_victim.get(uid)
-                if result == "error" or last_key is None or self._deletion_seen(last_key):
+                if (
+                    result == "error"
+                    or not last_leaves
+                    or last_key is None
+                    or self._deletion_seen(last_key)
+                ):
                     self._last_victim.pop(uid, None)
                 metrics = self.metrics
                 if metrics is not None:
@@ -224,9 +232,10 @@ class Executor(PreemptionExecutor):
 
     async def preempt_pod(
         self, plugin: str, candidate: Candidate, preemptor: types_pb2.Pod, victim: types_pb2.Pod
-    ) -> None:
-        """Rejects a victim held at Permit; otherwise marks it DisruptionTarget and deletes it
-        with its own grace period. A victim that is already gone is fine. Raises ApiError."""
+    ) -> bool:
+        """Rejects a victim held at Permit (False: it stays in the API, unbound); otherwise
+        marks it DisruptionTarget and deletes it with its own grace period (True, also for a
+        victim that is already gone). Raises ApiError."""
         waiting = self.handle.get_waiting_pod(victim.metadata.uid)
         if waiting is not None:
             waiting.reject(plugin, "preempted")
@@ -239,7 +248,7 @@ class Executor(PreemptionExecutor):
         else:
             if not await self._add_disruption_target(preemptor, victim):
                 logger.debug("Victim %s is already deleted", pod_key(victim))
-                return
+                return True
             try:
                 await self.client.delete(
                     types_pb2.Pod,
@@ -249,11 +258,11 @@ class Executor(PreemptionExecutor):
                 )
             except NotFound:
                 logger.debug("Victim %s is already deleted", pod_key(victim))
-                return
+                return True
             except Conflict:
                 # The uid precondition failed: the victim is gone and a namesake took its place.
                 logger.debug("Victim %s is already deleted (uid changed)", pod_key(victim))
-                return
+                return True
             logger.info(
                 "Preemptor %s preempted %s on %s",
                 pod_key(preemptor),
@@ -268,6 +277,7 @@ class Executor(PreemptionExecutor):
             f"Preempted by pod {preemptor.metadata.uid} on node {candidate.name}",
             related=preemptor,
         )
+        return waiting is None
 
     async def _add_disruption_target(self, preemptor: types_pb2.Pod, victim: types_pb2.Pod) -> bool:
         """Adds DisruptionTarget=True (PreemptionByScheduler) to the victim's status unless it

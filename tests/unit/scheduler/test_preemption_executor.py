@@ -773,6 +773,30 @@ async def test_async_preemption_whose_last_victim_was_already_gone_activates_the
 
 
 @pytest.mark.anyio
+async def test_async_preemption_whose_last_victim_waited_at_permit_ends_the_hold_with_it() -> None:
+    """A victim held at Permit is only rejected: it stays in the API (unbound), so no
+    deletion will ever be seen and the hold ends with the task, as upstream."""
+    async with cluster(async_preemption=True) as c:
+        c.node("n1", cpu="4")
+        waiting = c.add(pod("waiting", 1, "4"))
+        assumed = types_pb2.Pod()
+        assumed.CopyFrom(waiting)
+        assumed.spec.node_name = "n1"
+        c.cache.assume_pod(assumed)
+        wp = WaitingPod(assumed, {"SomePermit": 60.0}, c.clock)
+        c.waiting.add(wp)
+        p = c.add(pod("p", 10, "4"))
+        await settle()
+        state, statuses = c.cycle(p)
+        await c.plugin.post_filter(state, p, statuses)
+        await settle()
+        assert c.actions_on("waiting") == []
+        assert c.pod_lister.get("waiting", "default") is not None
+        assert c.plugin.pre_enqueue(p) == SUCCESS
+        assert c.activated == []
+
+
+@pytest.mark.anyio
 async def test_async_preemption_clears_lower_nominations_before_deleting() -> None:
     async with cluster(async_preemption=True) as c:
         c.node("n1", cpu="4")
