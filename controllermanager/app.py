@@ -48,6 +48,7 @@ from kemu.client.controlplane import (
 from kemu.client.informer import InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.client.leaderelection import LeaderElectionConfig
+from kemu.component.featuregate import SEPARATE_TAINT_EVICTION_CONTROLLER, FeatureGates
 from kemu.component.options import new_parser, parse_component_args
 from kemu.component.runner import (
     ComponentContext,
@@ -94,6 +95,26 @@ def select_controllers(spec: str, known: Mapping[str, ControllerInit]) -> dict[s
         for name, init in known.items()
         if f"-{name}" not in items and (name in items or star)
     }
+
+
+TAINT_MANAGER_OF_NODE_LIFECYCLE: Final = f"{node_lifecycle.NAME}/taint-manager"
+
+
+def place_taint_eviction(
+    controllers: Mapping[str, ControllerInit], gates: FeatureGates
+) -> dict[str, ControllerInit]:
+    """SeparateTaintEvictionController (KEP-3902): with the gate, the taint eviction is the
+    controller `taint-eviction-controller`, enabled or disabled by --controllers on its own.
+    Without it (before 1.29, or turned off up to 1.33) that controller is disabled, as
+    upstream's descriptor requires the gate, and the node lifecycle controller runs the taint
+    manager itself: it comes with the node lifecycle controller, whatever --controllers says
+    of taint-eviction-controller."""
+    if gates.enabled(SEPARATE_TAINT_EVICTION_CONTROLLER):
+        return dict(controllers)
+    placed = {name: init for name, init in controllers.items() if name != taint_eviction.NAME}
+    if node_lifecycle.NAME in placed:
+        placed[TAINT_MANAGER_OF_NODE_LIFECYCLE] = taint_eviction.new_controller
+    return placed
 
 
 def configure_controllers(
@@ -200,7 +221,8 @@ class ControllerManager:
             gates=ctx.gates,
             registry=ctx.registry,
         )
-        built = [init(cctx) for init in self.controllers.values()]
+        controllers = place_taint_eviction(self.controllers, ctx.gates)
+        built = [init(cctx) for init in controllers.values()]
         self.informers = informers
         async with anyio.create_task_group() as tg:
             informers.start(tg)

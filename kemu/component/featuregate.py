@@ -39,6 +39,9 @@ POD_OBSERVED_GENERATION_TRACKING: Final = "PodObservedGenerationTracking"
 """KEP-5067: status.observedGeneration of pods and of the conditions the kubelet and the
 scheduler write, kept or dropped on status writes (apiserver)."""
 POD_SCHEDULING_READINESS: Final = "PodSchedulingReadiness"
+SEPARATE_TAINT_EVICTION_CONTROLLER: Final = "SeparateTaintEvictionController"
+"""KEP-3902: the NoExecute taint eviction is its own controller, `taint-eviction-controller`
+(beta 1.29, GA 1.34, removed 1.37); without it the node lifecycle controller runs it."""
 MIN_DOMAINS_IN_POD_TOPOLOGY_SPREAD: Final = "MinDomainsInPodTopologySpread"
 NODE_INCLUSION_POLICY_IN_POD_TOPOLOGY_SPREAD: Final = "NodeInclusionPolicyInPodTopologySpread"
 MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD: Final = "MatchLabelKeysInPodTopologySpread"
@@ -152,6 +155,15 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
                     FeatureSpec(_v(30), Stage.GA, True, locked=True),
                 ),
                 removed_in=_v(32),
+                enabled_after_removal=True,
+            ),
+            GateDefinition(
+                SEPARATE_TAINT_EVICTION_CONTROLLER,
+                (
+                    FeatureSpec(_v(29), Stage.BETA, True),
+                    FeatureSpec(_v(34), Stage.GA, True, locked=True),
+                ),
+                removed_in=_v(37),
                 enabled_after_removal=True,
             ),
             GateDefinition(

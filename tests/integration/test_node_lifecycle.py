@@ -332,3 +332,43 @@ async def test_terminated_pods_above_the_threshold_are_deleted_oldest_first(
             return True
 
         await eventually(collected, timeout=PERIOD + SLACK, interval=0.1)
+
+
+async def test_separate_taint_eviction_controller_decides_whether_disabling_it_stops_evictions(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """SeparateTaintEvictionController (KEP-3902, 1.29-1.36): at emulated 1.28 the taint
+    eviction belongs to the node lifecycle controller, so `--controllers=*,-taint-eviction-
+    controller` still evicts a pod that does not tolerate its node's NoExecute taint; at 1.37
+    that flag turns the eviction off. Its own cluster: bare tainted nodes, no kubelet."""
+    with Cluster(tmp_path_factory.mktemp("separate-taint-eviction")) as c:
+        c.start_etcd()
+        c.start_apiserver()
+        flags = ["--controllers", "*,-taint-eviction-controller"]
+        async with Client(c.server, timeout=10.0) as client:
+            ns = await create_namespace(client, "taint-eviction")
+
+            async def tainted_node_with_pod(name: str) -> None:
+                node = make_node(name).capacity(cpu="4", pods="10")
+                await client.create(node.taint("example.com/evict", effect="NoExecute").obj())
+                await client.create(make_pod(name).namespace(ns).node(name).obj())
+
+            async def evicted(name: str) -> bool:
+                pod = await client.get(types_pb2.Pod, name, ns)
+                return pod.metadata.HasField("deletion_timestamp")
+
+            await tainted_node_with_pod(unique_name("old"))
+            old = c.start_controllermanager(
+                name="cm-1-28", emulated_version="1.28", extra_args=flags
+            )
+            (old_pod,) = (await client.list(types_pb2.Pod, ns)).items
+            await eventually(lambda: evicted(old_pod.metadata.name), timeout=SLACK)
+            c.terminate(old.name)
+
+            new_name = unique_name("new")
+            c.start_controllermanager(name="cm-1-37", extra_args=flags)
+            await tainted_node_with_pod(new_name)
+            with anyio.move_on_after(3.0):
+                while True:
+                    assert not await evicted(new_name)
+                    await anyio.sleep(0.2)

@@ -31,6 +31,9 @@ MATCH_KEYS = fg.MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD
 MERGE = fg.MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD_SELECTOR_MERGE
 # The gates of the preemption and resize tables below; PodTopologySpread's have their own.
 PTS_GATES = frozenset({MIN_DOMAINS, INCLUSION, MATCH_KEYS, MERGE})
+SEPARATE_TAINT = fg.SEPARATE_TAINT_EVICTION_CONTROLLER
+# Gates with tests of their own below; the generic tables leave them out.
+OWN_TESTS = PTS_GATES | {SEPARATE_TAINT}
 
 
 def defaults_at(minor: int, names: frozenset[str] | None = None) -> dict[str, bool]:
@@ -38,7 +41,7 @@ def defaults_at(minor: int, names: frozenset[str] | None = None) -> dict[str, bo
     return {
         name: gates.enabled(name)
         for name in fg.GATES
-        if (name in names if names is not None else name not in PTS_GATES)
+        if (name in names if names is not None else name not in OWN_TESTS)
     }
 
 
@@ -247,7 +250,7 @@ def test_defaults_per_emulated_version(minor: int, expected: dict[str, bool]) ->
 def test_states_list_only_gates_that_exist_at_the_version(
     minor: int, states: list[GateState]
 ) -> None:
-    assert [s for s in gates_at(minor).states() if s.name not in PTS_GATES] == states
+    assert [s for s in gates_at(minor).states() if s.name not in OWN_TESTS] == states
 
 
 @pytest.mark.parametrize(
@@ -417,3 +420,24 @@ def test_help_lists_gates_of_the_version() -> None:
     text = fg.feature_gates_help(Version(1, 35))
     assert "InPlacePodVerticalScaling=true|false (GA - default=true, locked)" in text
     assert "PreferNominatedNode" not in text
+
+
+@pytest.mark.parametrize(
+    ("minor", "enabled", "state"),
+    [
+        (28, False, None),
+        (29, True, GateState(SEPARATE_TAINT, True, Stage.BETA, False)),
+        (34, True, GateState(SEPARATE_TAINT, True, Stage.GA, True)),
+        (36, True, GateState(SEPARATE_TAINT, True, Stage.GA, True)),
+        (37, True, None),
+    ],
+)
+def test_separate_taint_eviction_controller_per_emulated_version(
+    minor: int, enabled: bool, state: GateState | None
+) -> None:
+    """KEP-3902: beta (on) 1.29, GA locked 1.34, removed 1.37 (always separate since)."""
+    gates = gates_at(minor)
+    assert gates.enabled(SEPARATE_TAINT) is enabled
+    assert [s for s in gates.states() if s.name == SEPARATE_TAINT] == (
+        [] if state is None else [state]
+    )

@@ -12,6 +12,8 @@ from controllermanager import app
 from controllermanager.app import (
     CONTROLLERS,
     LEASE_NAME,
+    TAINT_MANAGER_OF_NODE_LIFECYCLE,
+    place_taint_eviction,
     run_with_client,
     select_controllers,
 )
@@ -21,9 +23,11 @@ from kemu.client.controlplane import LEASE_NAMESPACE
 from kemu.client.fake import FakeClient
 from kemu.client.leaderelection import LeaderElectionConfig
 from kemu.component.clock import FakeClock
+from kemu.component.featuregate import FeatureGateError, FeatureGates
 from kemu.component.health import CheckResult
 from kemu.component.options import ComponentOptions
 from kemu.component.runner import ComponentContext, run_component_async
+from kemu.component.version import Version
 from kemu.machinery.errors import Unavailable
 from kemu.testing.builders import make_pdb, make_pod
 from kemu.testing.fake_time import advance, settle, wait_until
@@ -71,6 +75,45 @@ def test_controllers_flag_enables_and_disables_by_name() -> None:
     with pytest.raises(ValueError, match="'nope' is not a known controller"):
         select_controllers("*,-nope", known)
     assert "disruption" in CONTROLLERS
+
+
+@pytest.mark.parametrize(
+    ("minor", "overrides", "separate"),
+    [
+        (28, {}, False),  # before KEP-3902: the node lifecycle controller's taint manager
+        (29, {}, True),
+        (33, {"SeparateTaintEvictionController": False}, False),
+        (34, {}, True),
+        (37, {}, True),  # the gate is removed, the controller stays separate
+    ],
+)
+def test_separate_taint_eviction_controller_decides_who_runs_the_taint_eviction(
+    minor: int, overrides: dict[str, bool], separate: bool
+) -> None:
+    """upstream SeparateTaintEvictionController: beta (on) 1.29, GA locked 1.34, removed 1.37.
+    Without it, disabling taint-eviction-controller changes nothing: the taint manager comes
+    with the node lifecycle controller; with it, that flag turns the eviction off."""
+    gates = FeatureGates.for_version(Version(1, minor), overrides)
+    for spec in ("*", "*,-taint-eviction-controller"):
+        placed = place_taint_eviction(select_controllers(spec, CONTROLLERS), gates)
+        evicting = (
+            "taint-eviction-controller" in placed or TAINT_MANAGER_OF_NODE_LIFECYCLE in placed
+        )
+        assert evicting == (spec == "*" or not separate), (spec, list(placed))
+        assert (TAINT_MANAGER_OF_NODE_LIFECYCLE in placed) == (not separate)
+    without_lifecycle = select_controllers("*,-nodelifecycle", CONTROLLERS)
+    placed = place_taint_eviction(without_lifecycle, gates)
+    assert ("taint-eviction-controller" in placed) == separate
+    assert TAINT_MANAGER_OF_NODE_LIFECYCLE not in placed
+
+
+def test_separate_taint_eviction_controller_is_locked_from_1_34_and_gone_from_1_37() -> None:
+    with pytest.raises(FeatureGateError, match="SeparateTaintEvictionController"):
+        FeatureGates.for_version(Version(1, 34), {"SeparateTaintEvictionController": False})
+    with pytest.raises(FeatureGateError, match="removed in 1.37"):
+        FeatureGates.for_version(Version(1, 37), {"SeparateTaintEvictionController": True})
+    with pytest.raises(FeatureGateError, match="does not exist at emulated version 1.28"):
+        FeatureGates.for_version(Version(1, 28), {"SeparateTaintEvictionController": True})
 
 
 def test_flag_errors_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
