@@ -383,6 +383,26 @@ async def test_a_watch_from_a_compacted_revision_is_expired(cluster: Cluster) ->
 # ---------------------------------------------------------------- kemuctl drain
 
 
+async def test_cordon_and_uncordon_set_the_node_unschedulable_as_kubectl(cluster: Cluster) -> None:
+    async with _client(cluster) as c:
+        node = unique_name("cordoned")
+        await c.create(make_node(node).obj())
+
+        async def ctl(*argv: str) -> tuple[int, str, str]:
+            out, err = io.StringIO(), io.StringIO()
+            rc = await run([*argv, "--server", cluster.server], out=out, err=err, environ={})
+            return rc, out.getvalue(), err.getvalue()
+
+        assert await ctl("cordon", node) == (0, f"node/{node} cordoned\n", "")
+        assert (await c.get(types_pb2.Node, node)).spec.unschedulable
+        assert await ctl("cordon", node) == (0, f"node/{node} already cordoned\n", "")
+        assert await ctl("uncordon", node) == (0, f"node/{node} uncordoned\n", "")
+        assert not (await c.get(types_pb2.Node, node)).spec.unschedulable
+        rc, out, err = await ctl("uncordon")
+        assert rc != 0 and out == "" and len(err.splitlines()) == 1, (rc, out, err)
+        assert "uncordon NODE" in err
+
+
 async def test_drain_cordons_and_evicts_retrying_while_a_pdb_allows_no_disruption(
     cluster: Cluster,
 ) -> None:
