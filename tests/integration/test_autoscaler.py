@@ -259,10 +259,10 @@ async def test_pending_pods_scale_the_group_up_to_its_max_and_run_on_the_new_nod
 
 
 def status_configmap(cluster: Cluster) -> tuple[dict[str, Any], dict[str, Any]]:
-    """kube-system/cluster-autoscaler-status as a user reads it (`kemuctl get configmap
-    cluster-autoscaler-status -n kube-system -o yaml`): the ConfigMap and its document."""
+    """kube-system/cluster-autoscaler-status as a user reads it (`kemuctl get configmap -n
+    kube-system cluster-autoscaler-status -o yaml`): the ConfigMap and its document."""
     done = kemuctl(
-        cluster, "get", "configmap", "cluster-autoscaler-status", "-n", "kube-system", "-o", "yaml"
+        cluster, "get", "configmap", "-n", "kube-system", "cluster-autoscaler-status", "-o", "yaml"
     )
     assert done.returncode == 0, done.stderr
     cm = yaml.safe_load(done.stdout)
