@@ -136,10 +136,10 @@ class StaticAutoscaler:
         self._metrics.last_activity.labels("main").set(self._clock.now())
         with self._timed("main"):
             result = await self._run_once()
-        if self.status is not None:
-            await self.status.write(
-                result.groups, self.cluster_state.backoff, scale_up=result.scale_up
-            )
+            if self.status is not None:
+                await self.status.write(
+                    result.groups, self.cluster_state.backoff, scale_up=result.scale_up
+                )
         return result
 
     async def _run_once(self) -> LoopResult:
