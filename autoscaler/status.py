@@ -62,7 +62,10 @@ MAX_ERROR_MESSAGE_SIZE: Final = 500
 
 @dataclass(frozen=True)
 class ScaleDownSummary:
-    """What scale-down reports for the status (optional: None before scale-down runs)."""
+    """What scale-down reports for the status (optional: None before scale-down runs).
+    Upstream's document shows only the candidates per group and in all, the nodes being
+    deleted (beingDeleted) and the probe time; the since-times and the last scale-down are
+    carried for the caller (logs, the cluster_autoscaler_last_activity metric)."""
 
     unneeded: Mapping[str, float] = field(default_factory=dict)
     """Candidates for scale-down: node name -> since when it is unneeded (epoch seconds)."""
