@@ -26,6 +26,7 @@ from autoscaler.clusterstate import CloudApi
 from autoscaler.expander import EXPANDERS, LEAST_WASTE, PRIORITY_CONFIGMAP, PRIORITY_KEY
 from autoscaler.metrics import Metrics
 from autoscaler.static_autoscaler import AutoscalingOptions, StaticAutoscaler
+from autoscaler.status import StatusWriter
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.client.cloudprovider import CloudProviderClient
@@ -246,6 +247,7 @@ async def serve(
             cm = configmaps.lister.get(PRIORITY_CONFIGMAP, "kube-system")
             return None if cm is None else cm.data.get(PRIORITY_KEY)
 
+        status = StatusWriter(client, ctx.clock, nodes.lister.list)
         autoscaler = StaticAutoscaler(
             options,
             cloud,
@@ -257,12 +259,14 @@ async def serve(
             clock=ctx.clock,
             rng=random.Random(seed),
             priority_config=priority_config,
+            status=status,
         )
         async with anyio.create_task_group() as tg:
             await tg.start(recorder.run)
             informers.start(tg)
             await informers.wait_for_cache_sync()
             state["informers"] = informers
+            await status.initializing()
             log.info(
                 "caches synced; autoscaling every %gs (emulated %s)",
                 options.scan_interval,

@@ -14,6 +14,7 @@ class _Entry:
     until: float
     last_failure: float
     reason: str
+    code: str
 
 
 class Backoff:
@@ -23,20 +24,26 @@ class Backoff:
         self.reset_timeout = reset_timeout
         self._groups: dict[str, _Entry] = {}
 
-    def backoff(self, group: str, reason: str, now: float) -> float:
-        """Records a failure at `now`; returns when the back-off ends."""
+    def backoff(self, group: str, reason: str, now: float, code: str = "") -> float:
+        """Records a failure at `now` (`code`: upstream's errorCode, for the status
+        ConfigMap); returns when the back-off ends."""
         e = self._groups.get(group)
         if e is None or now - e.last_failure > self.reset_timeout:
             duration = self.initial
         else:
             duration = min(e.duration * 2, self.maximum)
-        self._groups[group] = _Entry(duration, now + duration, now, reason)
+        self._groups[group] = _Entry(duration, now + duration, now, reason, code)
         return now + duration
 
     def backed_off(self, group: str, now: float) -> str | None:
         """The reason of the back-off in force at `now`, or None."""
         e = self._groups.get(group)
         return e.reason if e is not None and e.until > now else None
+
+    def info(self, group: str, now: float) -> tuple[str, str] | None:
+        """(errorCode, errorMessage) of the back-off in force at `now`, or None."""
+        e = self._groups.get(group)
+        return (e.code, e.reason) if e is not None and e.until > now else None
 
     def remove(self, group: str) -> None:
         self._groups.pop(group, None)

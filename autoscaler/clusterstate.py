@@ -156,7 +156,8 @@ class ClusterState:
             if not failed:
                 continue
             reason = failed[0][1]
-            until = self.backoff.backoff(g.id, reason, now)
+            code = failed[0][0].status.error_info.error_code or "timeout"
+            until = self.backoff.backoff(g.id, reason, now, code)
             # The scale-up failed: it is not fulfilled by the group shrinking back.
             self._scaled_up_at.pop(g.id, None)
             self._metrics.failed_scale_ups.labels(

@@ -143,7 +143,6 @@ class ScaleUpOrchestrator:
             if option is not None:
                 options.append(option)
         best = self._expander.best_option(options)
-        helped: set[str] = set()
         if best is not None:
             g = groups[best.group]
             result.before = g.target
@@ -163,7 +162,7 @@ class ScaleUpOrchestrator:
                 await self._cloud.increase_size(best.group, best.node_count)
             except ApiError as e:
                 now = self._clock.monotonic()
-                self._state.backoff.backoff(best.group, str(e), now)
+                self._state.backoff.backoff(best.group, str(e), now, "cloudProviderError")
                 self._metrics.failed_scale_ups.labels("cloudProviderError").inc()
                 log.warning("scale-up of node group %s failed, backed off: %s", best.group, e)
                 for pod in best.pods:
@@ -180,19 +179,14 @@ class ScaleUpOrchestrator:
                     f"{g.target + best.node_count} (max: {g.max_size})}}]"
                 )
                 for pod in best.pods:
-                    helped.add(pod_key(pod))
                     result.reasons.pop(pod_key(pod), None)
                     self._recorder.event(pod, "Normal", TRIGGERED_SCALE_UP, "ScaleUp", message)
-        for pod in pods:
-            key = pod_key(pod)
-            if key in helped:
-                continue
-            why = result.reasons.get(key)
+        # A loop that attempts a scale-up (done or failed) emits no NotTriggerScaleUp, as
+        # upstream's EventingScaleUpStatusProcessor: the pods left over get it in a later loop.
+        for pod in pods if best is None else ():
+            why = result.reasons.get(pod_key(pod))
             if not why:
-                if best is not None:
-                    # Another group would help it: the next loop sees it again.
-                    continue
-                why = result.reasons[key] = Counter({"no node groups": 1})
+                why = result.reasons[pod_key(pod)] = Counter({"no node groups": 1})
             text = ", ".join(f"{n} {r}" for r, n in sorted(why.items()))
             self._recorder.event(
                 pod,

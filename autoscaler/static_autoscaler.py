@@ -34,6 +34,7 @@ from autoscaler.scale_up import (
     named_template,
     template_name,
 )
+from autoscaler.status import StatusWriter
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import Clock
 from kemu.component.version import Version
@@ -87,6 +88,7 @@ class StaticAutoscaler:
         clock: Clock,
         rng: random.Random | None = None,
         priority_config: Callable[[], str | None] = lambda: None,
+        status: StatusWriter | None = None,
     ) -> None:
         self.options = options
         self._list_nodes = list_nodes
@@ -108,6 +110,8 @@ class StaticAutoscaler:
         )
         self.last_snapshot: ClusterSnapshot | None = None
         self.last_placements: dict[str, str] = {}
+        self.status = status
+        """Writes kube-system/cluster-autoscaler-status after every loop (autoscaler/status.py)."""
 
     @contextmanager
     def _timed(self, function: str) -> Iterator[None]:
@@ -131,7 +135,12 @@ class StaticAutoscaler:
     async def run_once(self) -> LoopResult:
         self._metrics.last_activity.labels("main").set(self._clock.now())
         with self._timed("main"):
-            return await self._run_once()
+            result = await self._run_once()
+            if self.status is not None:
+                await self.status.write(
+                    result.groups, self.cluster_state.backoff, scale_up=result.scale_up
+                )
+        return result
 
     async def _run_once(self) -> LoopResult:
         opts = self.options

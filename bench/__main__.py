@@ -30,6 +30,11 @@ BENCHMARKS: Final[dict[str, tuple[str, str]]] = {
         "KEP-5836 end to end on hollow kubelets: Deferred resizes completed by preemption on "
         "their node, latency and victims per resize, upstream alpha vs kubelet-like accounting",
     ),
+    "autoscaler": (
+        "bench.autoscaler",
+        "the cluster autoscaler: scale-up latency (pending to Running, provision delay 0) for "
+        "100 pods, the loop's time and RSS at 1000 nodes / 10,000 pods",
+    ),
 }
 
 

@@ -12,7 +12,7 @@ import argparse
 import re
 import time
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -71,6 +71,29 @@ def _when(ts: Timestamp, present: bool = True) -> str:
 
 def _pairs(mapping: Mapping[str, str]) -> list[str]:
     return [f"{k}={v}" for k, v in sorted(mapping.items())]
+
+
+MAX_ANNOTATION_LEN: Final = 140
+SKIP_ANNOTATIONS: Final = frozenset({"kubectl.kubernetes.io/last-applied-configuration"})
+
+
+def _shorten(text: str, length: int) -> str:
+    return text[:length] + "..." if len(text) > length else text
+
+
+def annotation_lines(annotations: Mapping[str, str]) -> list[str]:
+    """kubectl's printAnnotationsMultiline: `key: value` sorted by key, last-applied skipped;
+    a value with a newline or longer than 140 characters (with its key) goes under `key:`, one
+    line of it per line, indented by two spaces and shortened to 138 characters."""
+    out: list[str] = []
+    for key in sorted(k for k in annotations if k not in SKIP_ANNOTATIONS):
+        value = annotations[key].removesuffix("\n")
+        if len(value) + len(key) + 2 > MAX_ANNOTATION_LEN or "\n" in value:
+            out.append(f"{key}:")
+            out.extend(f"  {_shorten(s, MAX_ANNOTATION_LEN - 2)}" for s in value.split("\n"))
+        else:
+            out.append(f"{key}: {value}")
+    return out
 
 
 def _resource_block(w: Writer, level: int, title: str, resources: Mapping[str, str]) -> None:
@@ -395,7 +418,7 @@ def describe_pod(pod: types_pb2.Pod, events: list[types_pb2.Event], now: float) 
     if pod.status.HasField("start_time"):
         w.line(0, "Start Time:", rfc1123(pod.status.start_time))
     w.multiline(0, "Labels", _pairs(m.labels))
-    w.multiline(0, "Annotations", _pairs(m.annotations))
+    w.multiline(0, "Annotations", annotation_lines(m.annotations))
     if m.HasField("deletion_timestamp"):
         grace = m.deletion_grace_period_seconds
         lasts = printers.human_duration(printers.seconds_of(m.deletion_timestamp) - now)
@@ -480,9 +503,16 @@ def _fraction(name: str, value: int, allocatable: Mapping[str, int]) -> str:
 # ---------------------------------------------------------------- nodes
 
 
-def _taint_text(t: types_pb2.Taint) -> str:
-    text = t.key + (f"={t.value}" if t.value else "")
-    return f"{text}:{t.effect}" if t.effect else text
+def taint_text(t: types_pb2.Taint) -> str:
+    """corev1 Taint.ToString: key[=value]:effect (`key=value:` without an effect)."""
+    if not t.effect:
+        return f"{t.key}={t.value}:" if t.value else t.key
+    return f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}"
+
+
+def taint_lines(taints: Iterable[types_pb2.Taint]) -> list[str]:
+    """kubectl's printTaintsMultiline order: by effect, then key."""
+    return [taint_text(t) for t in sorted(taints, key=lambda t: f"{t.effect},{t.key}")]
 
 
 def describe_node(
@@ -497,9 +527,9 @@ def describe_node(
     w.line(0, "Name:", m.name)
     w.line(0, "Roles:", printers.node_roles(node))
     w.multiline(0, "Labels", _pairs(m.labels))
-    w.multiline(0, "Annotations", _pairs(m.annotations))
+    w.multiline(0, "Annotations", annotation_lines(m.annotations))
     w.line(0, "CreationTimestamp:", _when(m.creation_timestamp, m.HasField("creation_timestamp")))
-    w.multiline(0, "Taints", [_taint_text(t) for t in node.spec.taints])
+    w.multiline(0, "Taints", taint_lines(node.spec.taints))
     w.line(0, "Unschedulable:", "true" if node.spec.unschedulable else "false")
     policy = node.spec.pod_preemption_policy.disable_resize_preemption
     if policy:
@@ -650,7 +680,7 @@ def describe_generic(obj: Message, events: list[types_pb2.Event], now: float) ->
     if kind.namespaced:
         w.line(0, "Namespace:", m.namespace)
     w.multiline(0, "Labels", _pairs(m.labels))
-    w.multiline(0, "Annotations", _pairs(m.annotations))
+    w.multiline(0, "Annotations", annotation_lines(m.annotations))
     w.line(0, "API Version:", kind.api_version)
     w.line(0, "Kind:", kind.kind)
     w.line(0, "Creation Timestamp:", _when(m.creation_timestamp, m.HasField("creation_timestamp")))

@@ -252,7 +252,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    return build_parser().parse_args(list(argv))
+    """As kubectl, flags may come between the positionals: `get configmap -n NS NAME` (the
+    arguments left after a flag are more targets of a command that takes targets)."""
+    parser = build_parser()
+    args, extra = parser.parse_known_args(list(argv))
+    if extra:
+        targets = getattr(args, "targets", None)
+        if not isinstance(targets, list) or any(e.startswith("-") for e in extra):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        targets.extend(extra)
+    return args
 
 
 def request_timeout(args: argparse.Namespace) -> float:

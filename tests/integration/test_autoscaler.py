@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from kemu.api.v1 import types_pb2
@@ -22,6 +24,7 @@ from kemu.testing import Cluster, eventually, make_pod
 from kemu.testing.builders import make_priority_class
 from kemu.testing.namespaces import create_namespace
 from kemu.testing.ports import LOOPBACK
+from tests.integration.test_kemuctl import kemuctl
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -253,6 +256,49 @@ async def test_pending_pods_scale_the_group_up_to_its_max_and_run_on_the_new_nod
     assert sample(cluster, autoscaler, "cluster_autoscaler_scaled_up_nodes_total", {}) == 3
     assert sample(cluster, autoscaler, "cluster_autoscaler_failed_scale_ups_total", {}) == 0
     assert sample(cluster, autoscaler, "cluster_autoscaler_nodes_count", {"state": "ready"}) >= 3
+
+
+def status_configmap(cluster: Cluster) -> tuple[dict[str, Any], dict[str, Any]]:
+    """kube-system/cluster-autoscaler-status as a user reads it (`kemuctl get configmap -n
+    kube-system cluster-autoscaler-status -o yaml`): the ConfigMap and its document."""
+    done = kemuctl(
+        cluster, "get", "configmap", "-n", "kube-system", "cluster-autoscaler-status", "-o", "yaml"
+    )
+    assert done.returncode == 0, done.stderr
+    cm = yaml.safe_load(done.stdout)
+    return cm, yaml.safe_load(cm["data"]["status"])
+
+
+async def test_the_status_configmap_shows_the_groups_after_the_scale_up(
+    cluster: Cluster, clients: tuple[Client, CloudProviderClient]
+) -> None:
+    use_autoscaler(cluster, "1.37")
+
+    def scaled_up() -> tuple[dict[str, Any], dict[str, Any]]:
+        cm, doc = status_configmap(cluster)
+        groups = {g["name"]: g for g in doc["nodeGroups"]}
+        counts = groups[GROUP]["health"]["nodeCounts"]
+        assert counts["registered"]["ready"] == 3, counts
+        assert groups[GROUP]["scaleUp"]["status"] == "NoActivity", groups[GROUP]
+        return cm, doc
+
+    cm, doc = await eventually(scaled_up, timeout=20, interval=0.5)
+    stamp = cm["metadata"]["annotations"]["cluster-autoscaler.kubernetes.io/last-updated"]
+    assert stamp.endswith(" +0000 UTC"), stamp
+    assert doc["time"] == stamp  # written together
+    assert doc["autoscalerStatus"] == "Running"
+    wide = doc["clusterWide"]
+    assert wide["health"]["status"] == "Healthy"
+    assert wide["health"]["nodeCounts"]["registered"]["ready"] >= 3
+    assert wide["scaleUp"]["status"] == "NoActivity"
+    assert wide["scaleDown"]["status"] == "NoCandidates"
+    groups = {g["name"]: g for g in doc["nodeGroups"]}
+    assert set(groups) == {GROUP, "stuck"}
+    health = groups[GROUP]["health"]
+    assert (health["status"], health["cloudProviderTarget"]) == ("Healthy", 3)
+    assert (health["minSize"], health["maxSize"]) == (0, 3)
+    assert health["nodeCounts"]["unregistered"] == 0
+    assert groups["stuck"]["health"]["cloudProviderTarget"] == 0
 
 
 async def test_an_instance_never_ready_is_deleted_and_its_group_backed_off(

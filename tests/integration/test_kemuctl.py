@@ -323,3 +323,37 @@ def test_namespaces_services_and_config_maps_from_the_command_line(cluster):
     assert deleted.returncode == 0, deleted.stderr
     missing = kemuctl(cluster, "apply", "-n", ns, "-f", "-", stdin=manifest)
     assert missing.returncode == 1 and f'namespaces "{ns}" not found' in missing.stderr
+
+
+def test_describe_node_shows_the_autoscalers_taints_and_annotations(cluster):
+    """As kubectl: taints sorted by effect then key and annotations `key: value`, continuation
+    lines aligned under the first value."""
+    name = unique_name("tainted")
+    manifest = f"""
+apiVersion: v1
+kind: Node
+metadata:
+  name: {name}
+  annotations:
+    cluster-autoscaler.kubernetes.io/scale-down-disabled: "true"
+    kemu.io/note: hello
+spec:
+  taints:
+  - {{key: DeletionCandidateOfClusterAutoscaler, value: "1700000000", effect: PreferNoSchedule}}
+  - {{key: ToBeDeletedByClusterAutoscaler, value: "1700000100", effect: NoSchedule}}
+"""
+    done = kemuctl(cluster, "apply", "-f", "-", stdin=manifest)
+    assert done.returncode == 0, done.stderr
+    done = kemuctl(cluster, "describe", "node", name)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    i = next(n for n, li in enumerate(lines) if li.startswith("Annotations:"))
+    column = lines[i].index("cluster-autoscaler.kubernetes.io/")
+    assert lines[i][column:] == "cluster-autoscaler.kubernetes.io/scale-down-disabled: true"
+    assert lines[i + 1] == " " * column + "kemu.io/note: hello"
+    i = next(n for n, li in enumerate(lines) if li.startswith("Taints:"))
+    assert lines[i][column:] == "ToBeDeletedByClusterAutoscaler=1700000100:NoSchedule"
+    assert lines[i + 1] == (
+        " " * column + "DeletionCandidateOfClusterAutoscaler=1700000000:PreferNoSchedule"
+    )
+    assert kemuctl(cluster, "delete", "node", name).returncode == 0

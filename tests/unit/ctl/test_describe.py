@@ -217,3 +217,39 @@ def test_describe_pod_shows_ports_command_env_probes_mounts_and_volumes() -> Non
     assert "/var/cache/nginx from cache (rw)" in lines
     assert lines[lines.index("Volumes:") + 1] == "cache:"
     assert any(line.startswith("SizeLimit:") and line.endswith("256Mi") for line in lines)
+
+
+@pytest.mark.anyio
+async def test_describe_node_shows_the_autoscalers_taints_and_annotations_as_kubectl() -> None:
+    """kubectl's printTaintsMultiline (by effect then key, continuation lines aligned under the
+    first) and printAnnotationsMultiline (`key: value` sorted, long values under the key)."""
+    node = (
+        make_node("pool-a-0")
+        .ready()
+        .taint("ToBeDeletedByClusterAutoscaler", "1700000000", effect="NoSchedule")
+        .taint("DeletionCandidateOfClusterAutoscaler", "1699999000", effect="PreferNoSchedule")
+        .taint("dedicated", "", effect="NoSchedule")
+        .obj()
+    )
+    node.metadata.annotations["cluster-autoscaler.kubernetes.io/scale-down-disabled"] = "true"
+    node.metadata.annotations["a.example/long"] = "x" * 150
+    node.metadata.annotations["kubectl.kubernetes.io/last-applied-configuration"] = "{}"
+    result = await ctl(fake(node), "describe", "node", "pool-a-0")
+    assert result.rc == 0, result.err
+    lines = result.out.splitlines()
+    start = next(i for i, li in enumerate(lines) if li.startswith("Annotations:"))
+    column = lines[start].index("a.example/long:")
+    assert lines[start][column:] == "a.example/long:"
+    assert lines[start + 1] == " " * column + "  " + "x" * 138 + "..."
+    assert (
+        lines[start + 2]
+        == " " * column + "cluster-autoscaler.kubernetes.io/scale-down-disabled: true"
+    )
+    assert not any("last-applied-configuration" in li for li in lines)
+    start = next(i for i, li in enumerate(lines) if li.startswith("Taints:"))
+    assert [li[column:] for li in lines[start : start + 3]] == [
+        "ToBeDeletedByClusterAutoscaler=1700000000:NoSchedule",  # "T" sorts before "d"
+        "dedicated:NoSchedule",
+        "DeletionCandidateOfClusterAutoscaler=1699999000:PreferNoSchedule",
+    ]
+    assert all(li[:column].strip() == "" for li in lines[start + 1 : start + 3])

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from kemu.api.v1 import api_pb2
+from kemu.api.v1 import api_pb2, types_pb2
 from kemu.component.version import BINARY_VERSION
 from kemu.ctl import main
 from kemu.ctl.common import CtlError
@@ -151,3 +151,21 @@ def test_request_timeout_is_kubectls_integer_seconds_or_a_duration(
 def test_a_bad_request_timeout_names_the_flag(text: str) -> None:
     with pytest.raises(CtlError, match=f'invalid argument "{text}" for "--request-timeout" flag'):
         main.request_timeout(argparse.Namespace(request_timeout=text))
+
+
+def test_flags_may_come_between_the_positionals_as_with_kubectl() -> None:
+    args = main.parse_args(
+        ["get", "configmap", "-n", "kube-system", "cluster-autoscaler-status", "-o", "yaml"]
+    )
+    assert args.targets == ["configmap", "cluster-autoscaler-status"]
+    assert (args.namespace, args.output) == ("kube-system", "yaml")
+
+
+@pytest.mark.anyio
+async def test_get_by_name_after_the_namespace_flag() -> None:
+    cm = types_pb2.ConfigMap()
+    cm.metadata.name, cm.metadata.namespace = "status", "kube-system"
+    cm.data["status"] = "ok"
+    result = await ctl(fake(cm), "get", "configmap", "-n", "kube-system", "status", "-o", "yaml")
+    assert result.rc == 0, result.err
+    assert "status: ok" in result.out
