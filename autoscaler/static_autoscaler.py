@@ -30,7 +30,7 @@ from autoscaler.backoff import Backoff
 from autoscaler.clusterstate import CloudApi, ClusterState, GroupState, is_node_ready
 from autoscaler.expander import Expander
 from autoscaler.metrics import Metrics
-from autoscaler.pods import PodSets, sort_pods
+from autoscaler.pods import NNN_IN_CLUSTER_STATE_SINCE, PodSets, sort_pods
 from autoscaler.scale_up import (
     Recorder,
     ScaleUpOrchestrator,
@@ -137,6 +137,9 @@ class StaticAutoscaler:
                 recorder=recorder,
                 metrics=metrics,
                 clock=clock,
+            )
+            self.scale_down.actuator.nominated_counts = (
+                options.version >= NNN_IN_CLUSTER_STATE_SINCE
             )
 
     @contextmanager

@@ -27,7 +27,7 @@ from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
 from kemu.machinery.errors import ApiError, NotFound
 from kemu.machinery.pod_strategy import TERMINAL_PHASES
-from kemu.scheduling.types import pod_key
+from kemu.scheduling.types import pod_key, pod_priority
 
 log = logging.getLogger(__name__)
 
@@ -58,14 +58,19 @@ class Actuator:
         recorder: Recorder,
         metrics: Metrics,
         clock: Clock,
+        expendable_cutoff: int,
     ) -> None:
         self._opts = options
+        self._expendable_cutoff = expendable_cutoff
         self._client = client
         self._cloud = cloud
         self._list_pods = list_pods
         self._recorder = recorder
         self._metrics = metrics
         self._clock = clock
+        self.nominated_counts = True
+        """Whether a pod nominated to a node keeps it (the version's NNN handling, from 1.37:
+        autoscaler/pods.py)."""
         self.spawn: Spawn | None = None
         """Runs a deletion in the background (the loop's task group); None: awaited inline."""
         self.deleting: dict[str, str] = {}
@@ -135,6 +140,23 @@ class Actuator:
     def _delete_empty_fn(self, group: str, nodes: list[types_pb2.Node]) -> Task:
         async def delete() -> None:
             names = [n.metadata.name for n in nodes]
+            still_empty = []
+            for n in nodes:
+                busy = await self._not_empty(n.metadata.name)
+                if busy:
+                    log.info(
+                        "scale-down: node %s is not empty any more (%s): not deleted",
+                        n.metadata.name,
+                        busy,
+                    )
+                    self.deleting.pop(n.metadata.name, None)
+                    await self._untaint(n.metadata.name)
+                else:
+                    still_empty.append(n)
+            nodes[:] = still_empty
+            names = [n.metadata.name for n in nodes]
+            if not nodes:
+                return
             for n in nodes:
                 self._recorder.event(
                     n,
@@ -174,19 +196,44 @@ class Actuator:
 
         return drain
 
-    def _pods_on(self, node: str) -> list[types_pb2.Pod]:
+    async def _pods_on(self, node: str) -> list[types_pb2.Pod]:
+        """The pods bound to the node that an eviction must move (from the API, not the
+        informer: a pod bound since the plan counts)."""
+        listed = await self._client.list_all(types_pb2.Pod, field_selector=f"spec.nodeName={node}")
         return [
             p
-            for p in self._list_pods()
-            if p.spec.node_name == node
-            and not is_mirror(p)
+            for p in listed.items
+            if not is_mirror(p)
             and not is_daemonset_pod(p)
             and p.status.phase not in TERMINAL_PHASES
         ]
 
+    async def _not_empty(self, node: str) -> str:
+        """Why a node chosen as empty is not empty any more, after its taint: a pod bound to
+        it since (other than expendable ones), or (`nominated_counts`) one nominated to it;
+        "" if still empty."""
+        for p in await self._pods_on(node):
+            if pod_priority(p) >= self._expendable_cutoff:
+                return f"pod {pod_key(p)} is bound to it"
+        if not self.nominated_counts:
+            return ""
+        unbound = await self._client.list_all(types_pb2.Pod, field_selector="spec.nodeName=")
+        for p in unbound.items:
+            if p.status.nominated_node_name == node and not p.metadata.HasField(
+                "deletion_timestamp"
+            ):
+                return f"pod {pod_key(p)} is nominated to it"
+        return ""
+
+    async def _untaint(self, name: str) -> None:
+        try:
+            await remove_taint(self._client, name, TO_BE_DELETED_TAINT)
+        except ApiError as e:
+            log.warning("scale-down: node %s: removing taint %s: %s", name, TO_BE_DELETED_TAINT, e)
+
     async def _drain(self, node: types_pb2.Node) -> None:
         name = node.metadata.name
-        pods = self._pods_on(name)
+        pods = await self._pods_on(name)
         log.info(
             "scale-down: draining node %s: evicting %d pod(s) [%s]",
             name,
@@ -273,7 +320,4 @@ class Actuator:
         log.warning("scale-down: node %s: %s", name, message)
         self._recorder.event(node, "Warning", SCALE_DOWN_FAILED, "ScaleDown", message)
         self.last_failure = self._clock.monotonic()
-        try:
-            await remove_taint(self._client, name, TO_BE_DELETED_TAINT)
-        except ApiError as e:
-            log.warning("scale-down: node %s: removing taint %s: %s", name, TO_BE_DELETED_TAINT, e)
+        await self._untaint(name)

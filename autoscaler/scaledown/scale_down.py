@@ -88,6 +88,7 @@ class ScaleDown:
             recorder=recorder,
             metrics=metrics,
             clock=clock,
+            expendable_cutoff=expendable_cutoff,
         )
         self._cleaned = False
 

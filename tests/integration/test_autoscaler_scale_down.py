@@ -197,6 +197,21 @@ async def recorded(api: Client) -> AsyncIterator[tuple[NodeHistory, PodHistory]]
         yield nodes, pods
         await nodes.sync(api)
         await pods.sync(api)
+        # sync() waits for the listed objects; the deletions of the others too.
+        live_pods = {p.metadata.uid for p in (await api.list_all(types_pb2.Pod)).items}
+        live_nodes = {n.metadata.uid for n in (await api.list_all(types_pb2.Node)).items}
+
+        def complete() -> bool:
+            for history, live in ((pods.versions, live_pods), (nodes.versions, live_nodes)):
+                missing = [
+                    uid
+                    for uid, vs in history.items()
+                    if vs[-1].type != "DELETED" and uid not in live
+                ]
+                assert not missing, missing
+            return True
+
+        await eventually(complete, timeout=10, interval=0.05)
 
 
 def violations(nodes: NodeHistory, pods: PodHistory, *, nominated_counts: bool = True) -> list[str]:
@@ -224,17 +239,19 @@ def violations(nodes: NodeHistory, pods: PodHistory, *, nominated_counts: bool =
         if node.metadata.labels.get(GROUP_LABEL) == MIN_GROUP:
             out.append(f"{name} of {MIN_GROUP} (min 1) deleted at rv {rv}")
         state: dict[str, types_pb2.Pod | None] = {}
-        for prv, pkind, pod in pod_versions:
+        for prv, pkind, version in pod_versions:
             if prv >= rv:
                 break
-            state[pod.metadata.uid] = None if pkind == "DELETED" else pod
+            state[version.metadata.uid] = None if pkind == "DELETED" else version
         for seen in state.values():
             if seen is None or seen.status.phase in ("Succeeded", "Failed"):
                 continue
-            if pod.spec.node_name == name:
-                out.append(f"node {name} deleted (rv {rv}) under bound pod {pod.metadata.name}")
-            elif nominated_counts and pod.status.nominated_node_name == name:
-                out.append(f"node {name} deleted (rv {rv}) under nominated pod {pod.metadata.name}")
+            if seen.spec.node_name == name:
+                out.append(f"node {name} deleted (rv {rv}) under bound pod {seen.metadata.name}")
+            elif nominated_counts and seen.status.nominated_node_name == name:
+                out.append(
+                    f"node {name} deleted (rv {rv}) under nominated pod {seen.metadata.name}"
+                )
     return out
 
 
