@@ -198,6 +198,11 @@ def _add_scale_down_flags(parser: argparse.ArgumentParser) -> None:
         ("--max-empty-bulk-delete", d.max_empty_bulk_delete, "empty nodes deleted at once"),
         ("--max-drain-parallelism", d.max_drain_parallelism, "non-empty nodes drained at once"),
         (
+            "--scale-down-non-empty-candidates-count",
+            d.non_empty_candidates_count,
+            "non-empty nodes whose removal is simulated per loop",
+        ),
+        (
             "--max-graceful-termination-sec",
             d.max_graceful_termination_sec,
             "the longest grace period a pod evicted by scale-down gets, in seconds",
@@ -231,6 +236,7 @@ def _scale_down_options(
     for flag in (
         "max_empty_bulk_delete",
         "max_drain_parallelism",
+        "scale_down_non_empty_candidates_count",
         "max_graceful_termination_sec",
     ):
         if getattr(args, flag) < 0:
@@ -244,6 +250,7 @@ def _scale_down_options(
         delay_after_failure=args.scale_down_delay_after_failure,
         max_empty_bulk_delete=args.max_empty_bulk_delete,
         max_drain_parallelism=args.max_drain_parallelism,
+        non_empty_candidates_count=args.scale_down_non_empty_candidates_count,
         max_graceful_termination_sec=args.max_graceful_termination_sec,
         max_pod_eviction_time=args.max_pod_eviction_time,
         skip_nodes_with_system_pods=args.skip_nodes_with_system_pods,

@@ -22,6 +22,8 @@ class ScaleDownOptions:
     """--scale-down-delay-after-failure."""
     max_empty_bulk_delete: int = 10
     """--max-empty-bulk-delete: empty nodes deleted at once."""
+    non_empty_candidates_count: int = 30
+    """--scale-down-non-empty-candidates-count: non-empty nodes simulated per loop."""
     max_drain_parallelism: int = 1
     """--max-drain-parallelism: non-empty nodes drained at once."""
     max_graceful_termination_sec: int = 600

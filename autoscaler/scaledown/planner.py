@@ -94,6 +94,7 @@ class Planner:
             (ni for ni in snapshot.snapshot.list() if ni.name in real and ni.node is not None),
             key=lambda ni: (ni.name not in previous, ni.name),
         )
+        simulated = 0
         for ni in order:
             name = ni.name
             node = ni.node
@@ -121,15 +122,31 @@ class Planner:
             if pods.blocking is not None:
                 plan.unremovable[name] = (UnremovableReason.BLOCKED_BY_POD, pods.blocking.message)
                 continue
-            gone = frozenset(removed | {name})
+            if not pods.movable:
+                # Empty: nothing to place, no simulation (its room is simply not a destination
+                # for the next candidates: `removed`).
+                sim = working
+            else:
+                if simulated >= self._opts.non_empty_candidates_count:
+                    plan.unremovable[name] = (
+                        UnremovableReason.NOT_UNNEEDED_OTHER_REASON,
+                        "--scale-down-non-empty-candidates-count "
+                        f"{self._opts.non_empty_candidates_count} reached this loop",
+                    )
+                    continue
+                simulated += 1
+                gone = frozenset(removed | {name})
 
-            def destination(d: NodeInfo, gone: frozenset[str] = gone) -> bool:
-                return d.name in real and d.name not in gone
+                def destination(d: NodeInfo, gone: frozenset[str] = gone) -> bool:
+                    return d.name in real and d.name not in gone
 
-            sim, _, why = simulate_removal(self._checker, working, name, pods.movable, destination)
-            if sim is None:
-                plan.unremovable[name] = (UnremovableReason.NO_PLACE_TO_MOVE_PODS, why)
-                continue
+                found, _, why = simulate_removal(
+                    self._checker, working, name, pods.movable, destination
+                )
+                if found is None:
+                    plan.unremovable[name] = (UnremovableReason.NO_PLACE_TO_MOVE_PODS, why)
+                    continue
+                sim = found
             working = sim
             budgets = trial
             removed.add(name)

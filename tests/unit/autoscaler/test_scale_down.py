@@ -366,3 +366,12 @@ async def test_a_failed_drain_removes_the_taint_and_backs_off() -> None:
     assert any(e[1] == "ScaleDownFailed" for e in env.events)
     s = await env.summary()
     assert s.in_cooldown and "--scale-down-delay-after-failure" in s.cooldown_reason
+
+
+async def test_non_empty_candidates_are_capped_per_loop() -> None:
+    env = Env(3, scale_down=ScaleDownOptions(unneeded_time=UNNEEDED, non_empty_candidates_count=1))
+    env.add(rs_pod("a", "pool-a-0").obj(), rs_pod("b", "pool-a-1").obj())
+    s = await env.summary()
+    # pool-a-2 is empty (no simulation); one of the two others is simulated, not both.
+    assert {u.name for u in s.unneeded} == {"pool-a-0", "pool-a-2"}
+    assert unremovable(s)["pool-a-1"] == "NotUnneededOtherReason"
