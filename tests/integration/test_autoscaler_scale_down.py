@@ -6,8 +6,9 @@ ReplicaSet; empty nodes deleted in bulk; the blocking rules (PDB, safe-to-evict 
 bare pod, scale-down-disabled) and the min size; delay-after-add and the unneeded time
 (S-CA-4); expendable pods (S-CA-3); S-CA-1 (kubernetes/kubernetes#125491: a pod waiting in
 PreBind, SlowPreBind standing in for volume provisioning) as a matrix of the scheduler's
-NominatedNodeNameForExpectation × the autoscaler's version; and the autoscaler SIGKILLed in
-the middle of a drain. Each scenario is checked against a recorded history of nodes and pods:
+NominatedNodeNameForExpectation × the autoscaler's version; S-CA-2's scale-down half (a
+preemptor waiting for its victim counts on its node); and the autoscaler SIGKILLed in the
+middle of a drain. Each scenario is checked against a recorded history of nodes and pods:
 no node deleted while a pod is bound to it (or nominated to it, where the new behaviour
 promises that), pool-a never above its max, pool-min never below its min."""
 
@@ -658,3 +659,60 @@ async def test_chaos_autoscaler_killed_during_a_drain_resumes_cleanly(
         f"removing leftover taint {TO_BE_DELETED} from node {small_node}"
         in (cluster.logs()[autoscaler])
     )
+
+
+async def test_s_ca_2_a_preemptors_nominated_node_counts_as_used(
+    cluster: Cluster, clients: tuple[Client, CloudProviderClient]
+) -> None:
+    """The preemptor waits for its victim (terminating for 12 s), nominated to the node: the
+    autoscaler counts it there (utilization 0.3 + 0.75), so the node stays."""
+    api, cloud = clients
+    autoscaler = use_autoscaler(cluster, "1.37")
+    ns = await create_namespace(api, "ca2")
+    await api.create(make_priority_class(f"{ns}-high", 100).obj())
+    async with recorded(api) as (nodes, pods):
+        (node,) = await grow(api, cloud, 1)
+        victim = (
+            make_pod("victim")
+            .namespace(ns)
+            .req(cpu="600m")
+            .node(node)
+            .grace(12)
+            .annotation(SHUTDOWN_ANNOTATION, "12s")
+            .obj()
+        )
+        victim.metadata.owner_references.append(await a_controller(api, ns))
+        await api.create(victim)
+        await eventually(lambda: _all_running(api, ns, 1), timeout=15, interval=0.2)
+        await api.create(
+            make_pod("preemptor")
+            .namespace(ns)
+            .req(cpu="1500m")
+            .priority_class(f"{ns}-high")
+            .node_selector({"kubernetes.io/hostname": node})
+            .obj()
+        )
+
+        async def waiting() -> bool:
+            pod = await api.get(types_pb2.Pod, "preemptor", ns)
+            gone = await api.get(types_pb2.Pod, "victim", ns)
+            return pod.status.nominated_node_name == node and gone.metadata.HasField(
+                "deletion_timestamp"
+            )
+
+        await eventually(waiting, timeout=15, interval=0.2)
+        start = time.monotonic()
+        await unprotect(api, node)
+
+        def spared() -> bool:
+            log = cluster.logs()[autoscaler]
+            return f"node {node} is not removable: NotUnderutilized (utilization 1.05 " in log
+
+        await eventually(spared, timeout=10, interval=0.2)
+        await anyio.sleep(max(0.0, UNNEEDED + 2 - (time.monotonic() - start)))
+        assert [x.metadata.name for x in await group_nodes(api, GROUP)] == [node]
+        # Still waiting: the window saw the S-CA-2 state.
+        assert await waiting()
+        await api.delete(types_pb2.Pod, "preemptor", ns, grace_period_seconds=0)
+        await eventually(lambda: pool_empty(api), timeout=30, interval=0.3)
+    assert violations(nodes, pods) == []
