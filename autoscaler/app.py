@@ -4,8 +4,8 @@ HOST:PORT [upstream's flags]`.
 Node groups, their min and max sizes and templates come from the cloud's gRPC API (kemu's
 `python -m cloud`, upstream's externalgrpc shape). Leader-elected on kube-system/
 cluster-autoscaler with --leader-elect. Every --scan-interval the loop of
-autoscaler/static_autoscaler.py runs: scale-up only; scale-down is not built yet
-(--scale-down-enabled is accepted and changes nothing).
+autoscaler/static_autoscaler.py runs: scale-up, then (when nothing was scaled up) scale-down
+(autoscaler/scaledown/).
 
 /readyz is green once the informers have synced (a standby is ready too).
 """
@@ -25,6 +25,7 @@ import anyio
 from autoscaler.clusterstate import CloudApi
 from autoscaler.expander import EXPANDERS, LEAST_WASTE, PRIORITY_CONFIGMAP, PRIORITY_KEY
 from autoscaler.metrics import Metrics
+from autoscaler.scaledown.options import ScaleDownOptions
 from autoscaler.static_autoscaler import AutoscalingOptions, StaticAutoscaler
 from autoscaler.status import StatusWriter
 from kemu.api.v1 import types_pb2
@@ -43,6 +44,7 @@ from kemu.client.leaderelection import LeaderElectionConfig
 from kemu.component.featuregate import IN_PLACE_POD_VERTICAL_SCALING
 from kemu.component.options import duration_flag, new_parser, parse_component_args
 from kemu.component.runner import ComponentContext, cleanup_scope, run_component
+from kemu.machinery.duration import format_duration
 from kemu.machinery.resources import per_container_max_at
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.profile import default_profile
@@ -115,8 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=_bool_flag,
         default=True,
         metavar="BOOL",
-        help="accepted; kemu's autoscaler does not scale down yet (true)",
+        help="whether unneeded nodes are removed (true)",
     )
+    _add_scale_down_flags(parser)
     parser.add_argument(
         "--initial-node-group-backoff-duration",
         type=duration_flag,
@@ -142,6 +145,120 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_scale_down_flags(parser: argparse.ArgumentParser) -> None:
+    d = ScaleDownOptions()
+    durations = (
+        (
+            "--scale-down-unneeded-time",
+            d.unneeded_time,
+            "how long a node must be unneeded before it is removed",
+        ),
+        (
+            "--scale-down-unready-time",
+            d.unready_time,
+            "how long an unready node must be unneeded before it is removed",
+        ),
+        (
+            "--scale-down-delay-after-add",
+            d.delay_after_add,
+            "no scale-down for this long after a scale-up",
+        ),
+        (
+            "--scale-down-delay-after-delete",
+            d.delay_after_delete,
+            "no scale-down for this long after a node deletion",
+        ),
+        (
+            "--scale-down-delay-after-failure",
+            d.delay_after_failure,
+            "no scale-down for this long after a failed one",
+        ),
+        (
+            "--max-pod-eviction-time",
+            d.max_pod_eviction_time,
+            "how long a refused eviction is retried",
+        ),
+    )
+    for flag, default, text in durations:
+        parser.add_argument(
+            flag,
+            type=duration_flag,
+            default=default,
+            metavar="DURATION",
+            help=f"{text} ({format_duration(default)})",
+        )
+    parser.add_argument(
+        "--scale-down-utilization-threshold",
+        type=float,
+        default=d.utilization_threshold,
+        metavar="RATIO",
+        help="a node whose max(cpu, memory) request ratio is below this may be removed "
+        f"({d.utilization_threshold:g})",
+    )
+    ints = (
+        ("--max-empty-bulk-delete", d.max_empty_bulk_delete, "empty nodes deleted at once"),
+        ("--max-drain-parallelism", d.max_drain_parallelism, "non-empty nodes drained at once"),
+        (
+            "--scale-down-non-empty-candidates-count",
+            d.non_empty_candidates_count,
+            "non-empty nodes whose removal is simulated per loop",
+        ),
+        (
+            "--max-graceful-termination-sec",
+            d.max_graceful_termination_sec,
+            "the longest grace period a pod evicted by scale-down gets, in seconds",
+        ),
+    )
+    for flag, n, text in ints:
+        parser.add_argument(flag, type=int, default=n, metavar="N", help=f"{text} ({n})")
+    bools = (
+        (
+            "--skip-nodes-with-system-pods",
+            d.skip_nodes_with_system_pods,
+            "kube-system pods (no PDB) block a node's removal",
+        ),
+        (
+            "--skip-nodes-with-local-storage",
+            d.skip_nodes_with_local_storage,
+            "pods with emptyDir or hostPath volumes block a node's removal",
+        ),
+    )
+    for flag, b, text in bools:
+        parser.add_argument(
+            flag, type=_bool_flag, default=b, metavar="BOOL", help=f"{text} ({str(b).lower()})"
+        )
+
+
+def _scale_down_options(
+    parser: argparse.ArgumentParser, args: argparse.Namespace
+) -> ScaleDownOptions:
+    if not 0 <= args.scale_down_utilization_threshold <= 1:
+        parser.error("--scale-down-utilization-threshold: must be between 0 and 1")
+    for flag in (
+        "max_empty_bulk_delete",
+        "max_drain_parallelism",
+        "scale_down_non_empty_candidates_count",
+        "max_graceful_termination_sec",
+    ):
+        if getattr(args, flag) < 0:
+            parser.error(f"--{flag.replace('_', '-')}: must not be negative")
+    return ScaleDownOptions(
+        utilization_threshold=args.scale_down_utilization_threshold,
+        unneeded_time=args.scale_down_unneeded_time,
+        unready_time=args.scale_down_unready_time,
+        delay_after_add=args.scale_down_delay_after_add,
+        delay_after_delete=args.scale_down_delay_after_delete,
+        delay_after_failure=args.scale_down_delay_after_failure,
+        max_empty_bulk_delete=args.max_empty_bulk_delete,
+        max_drain_parallelism=args.max_drain_parallelism,
+        non_empty_candidates_count=args.scale_down_non_empty_candidates_count,
+        max_graceful_termination_sec=args.max_graceful_termination_sec,
+        max_pod_eviction_time=args.max_pod_eviction_time,
+        skip_nodes_with_system_pods=args.skip_nodes_with_system_pods,
+        skip_nodes_with_local_storage=args.skip_nodes_with_local_storage,
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, options = parse_component_args(parser, argv, "autoscaler")
@@ -159,6 +276,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as e:
         parser.error(str(e))
     version = options.version
+    scale_down = _scale_down_options(parser, args)
     autoscaling = AutoscalingOptions(
         version=version,
         scan_interval=args.scan_interval,
@@ -172,6 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         node_group_backoff_reset_timeout=args.node_group_backoff_reset_timeout,
         in_place_resize=options.gates.enabled(IN_PLACE_POD_VERTICAL_SCALING),
         per_container_max=per_container_max_at(version.major, version.minor),
+        scale_down=scale_down,
     )
     return run_component("autoscaler", options, functools.partial(run, args, autoscaling, election))
 
@@ -223,13 +342,13 @@ async def serve(
         informers = InformerFactory(client, clock=ctx.clock)
         nodes = informers.informer(types_pb2.Node)
         pods = informers.informer(types_pb2.Pod)
+        pdbs = informers.informer(types_pb2.PodDisruptionBudget)
         configmaps = informers.informer(types_pb2.ConfigMap, namespace="kube-system")
         # What the default profile's plugins read through the handle, as in the scheduler.
         for kind in (
             types_pb2.Namespace,
             types_pb2.Service,
             types_pb2.ReplicaSet,
-            types_pb2.PodDisruptionBudget,
             types_pb2.PriorityClass,
         ):
             informers.informer(kind)
@@ -260,6 +379,8 @@ async def serve(
             rng=random.Random(seed),
             priority_config=priority_config,
             status=status,
+            client=client,
+            list_pdbs=pdbs.lister.list,
         )
         async with anyio.create_task_group() as tg:
             await tg.start(recorder.run)

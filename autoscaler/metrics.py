@@ -31,6 +31,19 @@ class Metrics:
             namespace=_NS,
             registry=r,
         )
+        self.scaled_down_nodes = Counter(
+            "scaled_down_nodes",
+            "Number of nodes removed by CA.",
+            ["reason"],
+            namespace=_NS,
+            registry=r,
+        )
+        self.unneeded_nodes_count = Gauge(
+            "unneeded_nodes_count",
+            "Number of nodes currently considered unneeded by CA.",
+            namespace=_NS,
+            registry=r,
+        )
         self.failed_scale_ups = Counter(
             "failed_scale_ups",
             "Number of times scale-up operation has failed.",

@@ -8,9 +8,11 @@
    nominated ones (per version) and those younger than --new-pod-scale-up-delay;
 4. the pods that fit an existing or upcoming node in simulation are placed there, in the
    snapshot (FilterOutSchedulable: `last_placements` remembers where, for scale-down);
-5. a scale-up for the rest (autoscaler/scale_up.py).
+5. a scale-up for the rest (autoscaler/scale_up.py);
+6. when no scale-up happened in this loop, scale-down (autoscaler/scaledown/): the nodes a
+   pod is nominated to (as counted in step 2) or placed on in step 4 are spared.
 
-Scale-down is not built yet.
+Deletions (drains) run in the background, in run()'s task group, while later loops go on.
 """
 
 from __future__ import annotations
@@ -22,11 +24,13 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import anyio
+
 from autoscaler.backoff import Backoff
 from autoscaler.clusterstate import CloudApi, ClusterState, GroupState, is_node_ready
 from autoscaler.expander import Expander
 from autoscaler.metrics import Metrics
-from autoscaler.pods import PodSets, sort_pods
+from autoscaler.pods import NNN_IN_CLUSTER_STATE_SINCE, PodSets, sort_pods
 from autoscaler.scale_up import (
     Recorder,
     ScaleUpOrchestrator,
@@ -34,8 +38,12 @@ from autoscaler.scale_up import (
     named_template,
     template_name,
 )
+from autoscaler.scaledown.actuation import Task
+from autoscaler.scaledown.options import ScaleDownOptions
+from autoscaler.scaledown.scale_down import ScaleDown, ScaleDownSummary
 from autoscaler.status import StatusWriter
 from kemu.api.v1 import types_pb2
+from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
 from kemu.component.version import Version
 from kemu.machinery.errors import ApiError
@@ -63,6 +71,7 @@ class AutoscalingOptions:
     in_place_resize: bool = True
     """How pods are counted (the InPlacePodVerticalScaling gate), as the scheduler does."""
     per_container_max: bool = False
+    scale_down: ScaleDownOptions = field(default_factory=ScaleDownOptions)
 
 
 @dataclass
@@ -72,6 +81,8 @@ class LoopResult:
     placements: dict[str, str] = field(default_factory=dict)
     """Unschedulable pods that fit an existing or upcoming node: pod key -> node."""
     scale_up: ScaleUpResult | None = None
+    scale_down: ScaleDownSummary | None = None
+    """None when scale-down did not run (disabled, or a scale-up happened in this loop)."""
 
 
 class StaticAutoscaler:
@@ -89,7 +100,10 @@ class StaticAutoscaler:
         rng: random.Random | None = None,
         priority_config: Callable[[], str | None] = lambda: None,
         status: StatusWriter | None = None,
+        client: ApiClient | None = None,
+        list_pdbs: Callable[[], Sequence[types_pb2.PodDisruptionBudget]] = lambda: (),
     ) -> None:
+        """`client` writes taints and evictions: without one there is no scale-down."""
         self.options = options
         self._list_nodes = list_nodes
         self._list_pods = list_pods
@@ -112,6 +126,25 @@ class StaticAutoscaler:
         self.last_placements: dict[str, str] = {}
         self.status = status
         """Writes kube-system/cluster-autoscaler-status after every loop (autoscaler/status.py)."""
+        self._list_pdbs = list_pdbs
+        self.last_scale_up: float | None = None
+        """Monotonic time of the last successful scale-up (upstream lastScaleUpTime)."""
+        self.scale_down: ScaleDown | None = None
+        if client is not None:
+            self.scale_down = ScaleDown(
+                options.scale_down,
+                self.checker,
+                client,
+                cloud,
+                expendable_cutoff=options.expendable_pods_priority_cutoff,
+                list_pods=list_pods,
+                recorder=recorder,
+                metrics=metrics,
+                clock=clock,
+            )
+            self.scale_down.actuator.nominated_counts = (
+                options.version >= NNN_IN_CLUSTER_STATE_SINCE
+            )
 
     @contextmanager
     def _timed(self, function: str) -> Iterator[None]:
@@ -123,14 +156,24 @@ class StaticAutoscaler:
 
     async def run(self) -> None:
         """Runs a loop every --scan-interval (from the start of one to the next) until
-        cancelled; a loop that fails on an API or cloud error is logged and retried."""
-        while True:
-            start = self._clock.monotonic()
-            try:
-                await self.run_once()
-            except ApiError as e:
-                log.warning("autoscaling loop failed: %s", e)
-            await self._clock.sleep(self.options.scan_interval - (self._clock.monotonic() - start))
+        cancelled; a loop that fails on an API or cloud error is logged and retried. Node
+        deletions run in this task group."""
+        async with anyio.create_task_group() as tg:
+            if self.scale_down is not None:
+
+                def spawn(fn: Task) -> None:
+                    tg.start_soon(fn)
+
+                self.scale_down.actuator.spawn = spawn
+            while True:
+                start = self._clock.monotonic()
+                try:
+                    await self.run_once()
+                except ApiError as e:
+                    log.warning("autoscaling loop failed: %s", e)
+                await self._clock.sleep(
+                    self.options.scan_interval - (self._clock.monotonic() - start)
+                )
 
     async def run_once(self) -> LoopResult:
         self._metrics.last_activity.labels("main").set(self._clock.now())
@@ -138,7 +181,10 @@ class StaticAutoscaler:
             result = await self._run_once()
             if self.status is not None:
                 await self.status.write(
-                    result.groups, self.cluster_state.backoff, scale_up=result.scale_up
+                    result.groups,
+                    self.cluster_state.backoff,
+                    scale_up=result.scale_up,
+                    scale_down=result.scale_down,
                 )
         return result
 
@@ -195,7 +241,33 @@ class StaticAutoscaler:
         if remaining:
             with self._timed("scaleUp"):
                 result.scale_up = await self._scale_up.scale_up(remaining, snapshot, groups)
+            if result.scale_up.option is not None:
+                self.last_scale_up = self._clock.monotonic()
+                # No scale-down in a loop that scaled up (upstream RunOnce).
+                return result
+        if opts.scale_down_enabled and self.scale_down is not None:
+            spared = self._spared(pods, result.placements)
+            with self._timed("scaleDown"):
+                result.scale_down = await self.scale_down.run(
+                    snapshot,
+                    nodes,
+                    groups,
+                    self._list_pdbs(),
+                    spared=spared,
+                    last_scale_up=self.last_scale_up,
+                )
         return result
+
+    @staticmethod
+    def _spared(pods: PodSets, placements: dict[str, str]) -> dict[str, str]:
+        """Nodes that a pod is about to land on: nominated to them (as the version counts
+        nominations) or placed there by FilterOutSchedulable."""
+        spared: dict[str, str] = {}
+        for pod, node in pods.nominated:
+            spared.setdefault(node, f"pod {pod_key(pod)} is nominated to it")
+        for key, node in sorted(placements.items()):
+            spared.setdefault(node, f"pending pod {key} fits it in simulation")
+        return spared
 
     def _count_nodes(self, nodes: Sequence[types_pb2.Node], groups: dict[str, GroupState]) -> None:
         ready = sum(1 for n in nodes if is_node_ready(n))

@@ -23,7 +23,7 @@ import dataclasses
 import datetime as dt
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 import yaml
@@ -31,6 +31,7 @@ import yaml
 from autoscaler.backoff import Backoff
 from autoscaler.clusterstate import GroupState, is_node_ready
 from autoscaler.scale_up import ScaleUpResult
+from autoscaler.scaledown.scale_down import ScaleDownSummary
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
@@ -58,23 +59,6 @@ OK_TOTAL_UNREADY_COUNT: Final = 3
 MAX_TOTAL_UNREADY_PERCENTAGE: Final = 45.0
 MAX_NODE_STARTUP_TIME: Final = 15 * 60.0
 MAX_ERROR_MESSAGE_SIZE: Final = 500
-
-
-@dataclass(frozen=True)
-class ScaleDownSummary:
-    """What scale-down reports for the status (optional: None before scale-down runs).
-    Upstream's document shows only the candidates per group and in all, the nodes being
-    deleted (beingDeleted) and the probe time; the since-times and the last scale-down are
-    carried for the caller (logs, the cluster_autoscaler_last_activity metric)."""
-
-    unneeded: Mapping[str, float] = field(default_factory=dict)
-    """Candidates for scale-down: node name -> since when it is unneeded (epoch seconds)."""
-    deleting: Sequence[str] = ()
-    """Nodes being deleted (tainted ToBeDeletedByClusterAutoscaler, drained)."""
-    last_scale_down: float | None = None
-    """When a node was last deleted (epoch seconds), if ever."""
-    probe_time: float | None = None
-    """When scale-down last evaluated the nodes (epoch seconds)."""
 
 
 def go_time(seconds: float) -> str:
@@ -175,6 +159,7 @@ def build_status(
     epoch seconds, `monotonic` the clock the back-off counts in."""
     sd = scale_down or ScaleDownSummary()
     deleting = set(sd.deleting)
+    unneeded = {n.name for n in sd.unneeded}
     previous_groups = {
         g.get("name"): g for g in (previous or {}).get("nodeGroups") or [] if isinstance(g, dict)
     }
@@ -216,7 +201,7 @@ def build_status(
             scale_up_status = NO_ACTIVITY
         scale_up = _condition(scale_up_status, now, _sub(prev, "scaleUp"), **extra)
         group_nodes = {n.metadata.name for n in g.nodes}
-        candidates = sum(1 for n in sd.unneeded if n in group_nodes)
+        candidates = sum(1 for n in unneeded if n in group_nodes)
         node_groups.append(
             {
                 "name": g.id,
@@ -241,7 +226,7 @@ def build_status(
                 _sub(previous, "clusterWide", "scaleUp"),
             ),
             "scaleDown": _scale_down(
-                len(sd.unneeded), sd.probe_time, _sub(previous, "clusterWide", "scaleDown")
+                len(unneeded), sd.probe_time, _sub(previous, "clusterWide", "scaleDown")
             ),
         },
         "nodeGroups": node_groups,

@@ -21,7 +21,7 @@ from kemu.scheduling.interface import CycleState
 from kemu.scheduling.runtime import Framework
 from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.status import SUCCESS, Code, Status
-from kemu.scheduling.types import NodeInfo, PodInfo
+from kemu.scheduling.types import NodeInfo, PodInfo, next_generation
 
 
 class ClusterSnapshot:
@@ -89,6 +89,14 @@ class ClusterSnapshot:
         self._snapshot.rebuild_lists(order)
         self._snapshot.generation = ni.generation
         return ni
+
+    def remove_node(self, name: str) -> None:
+        """Removes the node and the pods counted on it (KeyError if not in the snapshot)."""
+        if self._snapshot.get(name) is None:
+            raise KeyError(name)
+        infos = [ni for ni in self._snapshot.list() if ni.name != name]
+        self._snapshot.reset({ni.name: ni for ni in infos}, [ni.name for ni in infos])
+        self._snapshot.generation = next_generation()
 
     def add_pod(self, pod: types_pb2.Pod, node_name: str) -> None:
         """Counts `pod` on `node_name` whether it fits or not (upstream ForceAddPod); KeyError

@@ -43,6 +43,24 @@ def test_flags_default_to_upstream_and_take_go_durations() -> None:
     assert (args.scan_interval, args.max_node_provision_time) == (1, 150)
 
 
+def test_scale_down_flags_default_to_upstream() -> None:
+    args = app.build_parser().parse_args(CLOUD)
+    assert args.scale_down_utilization_threshold == 0.5
+    assert args.scale_down_unneeded_time == 600
+    assert args.scale_down_unready_time == 1200
+    assert args.scale_down_delay_after_add == 600
+    assert args.scale_down_delay_after_delete == 0
+    assert args.scale_down_delay_after_failure == 180
+    assert args.max_empty_bulk_delete == 10
+    assert args.max_drain_parallelism == 1
+    assert args.max_graceful_termination_sec == 600
+    assert args.max_pod_eviction_time == 120
+    assert args.skip_nodes_with_system_pods is True
+    assert args.skip_nodes_with_local_storage is True
+    args = app.build_parser().parse_args([*CLOUD, "--scale-down-unneeded-time", "2s"])
+    assert args.scale_down_unneeded_time == 2
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -52,6 +70,12 @@ def test_flags_default_to_upstream_and_take_go_durations() -> None:
         ([*CLOUD, "--scan-interval", "10"], 'missing unit in duration "10"'),
         ([*CLOUD, "--new-pod-scale-up-delay=-1s"], 'invalid duration "-1s": must not be negative'),
         ([*CLOUD, "--scale-down-enabled", "maybe"], "'maybe' is not a boolean"),
+        ([*CLOUD, "--scale-down-unneeded-time", "10"], 'missing unit in duration "10"'),
+        (
+            [*CLOUD, "--scale-down-utilization-threshold", "1.5"],
+            "--scale-down-utilization-threshold: must be between 0 and 1",
+        ),
+        ([*CLOUD, "--max-empty-bulk-delete", "-1"], "--max-empty-bulk-delete: must not be"),
         ([*CLOUD, "--emulated-version", "1.38"], "--emulated-version"),
     ],
 )

@@ -10,11 +10,11 @@ import yaml
 
 from autoscaler.backoff import Backoff
 from autoscaler.clusterstate import GroupState
+from autoscaler.scaledown.scale_down import ScaleDownSummary, UnneededNode
 from autoscaler.status import (
     LAST_UPDATED_ANNOTATION,
     STATUS_CONFIGMAP,
     STATUS_KEY,
-    ScaleDownSummary,
     StatusWriter,
     build_status,
     go_time,
@@ -107,9 +107,13 @@ def test_scale_down_summary_gives_candidates_per_group_and_being_deleted() -> No
     a1, a2, a3 = node("a-1"), node("a-2"), node("a-3")
     groups = {"pool-a": GroupState("pool-a", 0, 5, target=3, nodes=[a1, a2, a3])}
     summary = ScaleDownSummary(
-        unneeded={"a-1": NOW - 60, "a-2": NOW - 5, "elsewhere": NOW},
-        deleting=["a-3"],
-        last_scale_down=NOW - 600,
+        unneeded=(
+            UnneededNode("a-1", "pool-a", NOW - 60, 0.1, False),
+            UnneededNode("a-2", "pool-a", NOW - 5, 0.0, True),
+            UnneededNode("elsewhere", "pool-b", NOW, 0.2, False),
+        ),
+        deleting=("a-3",),
+        last_scale_down_time=NOW - 600,
         probe_time=NOW - 1,
     )
     doc = build_status(groups, [a1, a2, a3], backoff(), now=NOW, monotonic=0, scale_down=summary)

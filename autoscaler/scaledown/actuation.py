@@ -1,0 +1,323 @@
+"""Scale-down actuation (upstream core/scaledown/actuation): every node chosen is tainted
+ToBeDeletedByClusterAutoscaler in the loop, then, in the background, an empty node is deleted
+through the cloud at once (all of a group's in one DeleteNodes), a non-empty one drained
+first: each pod bound to it (DaemonSet and mirror pods aside) evicted through pods/eviction
+with its grace period capped at --max-graceful-termination-sec, a refusal (a PDB's 429)
+retried every EvictionRetryTime for --max-pod-eviction-time, then the pods waited for until
+gone (grace + PodEvictionHeadroom). A failed drain or delete removes the taint again and
+starts the --scale-down-delay-after-failure cooldown. Events: ScaleDown on the node and on
+each evicted pod, ScaleDownEmpty on an empty node, ScaleDownFailed when it fails."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, Final
+
+import anyio
+
+from autoscaler.clusterstate import CloudApi
+from autoscaler.metrics import Metrics
+from autoscaler.scale_up import Recorder
+from autoscaler.scaledown.options import ScaleDownOptions
+from autoscaler.scaledown.rules import is_daemonset_pod, is_mirror
+from autoscaler.scaledown.taints import TO_BE_DELETED_TAINT, add_taint, remove_taint
+from kemu.api.v1 import types_pb2
+from kemu.client.interface import ApiClient
+from kemu.component.clock import Clock
+from kemu.machinery.errors import ApiError, NotFound
+from kemu.machinery.pod_strategy import TERMINAL_PHASES
+from kemu.scheduling.types import pod_key, pod_priority
+
+log = logging.getLogger(__name__)
+
+SCALE_DOWN: Final = "ScaleDown"
+SCALE_DOWN_EMPTY: Final = "ScaleDownEmpty"
+SCALE_DOWN_FAILED: Final = "ScaleDownFailed"
+DEFAULT_GRACE: Final = 30
+"""apiv1.DefaultTerminationGracePeriodSeconds"""
+POLL: Final = 1.0
+"""How often the evicted pods are looked for (upstream: 5 s)."""
+
+Task = Callable[[], Coroutine[Any, Any, None]]
+Spawn = Callable[[Task], None]
+
+
+class DrainFailed(Exception):
+    pass
+
+
+class Actuator:
+    def __init__(
+        self,
+        options: ScaleDownOptions,
+        client: ApiClient,
+        cloud: CloudApi,
+        *,
+        list_pods: Callable[[], Sequence[types_pb2.Pod]],
+        recorder: Recorder,
+        metrics: Metrics,
+        clock: Clock,
+        expendable_cutoff: int,
+    ) -> None:
+        self._opts = options
+        self._expendable_cutoff = expendable_cutoff
+        self._client = client
+        self._cloud = cloud
+        self._list_pods = list_pods
+        self._recorder = recorder
+        self._metrics = metrics
+        self._clock = clock
+        self.nominated_counts = True
+        """Whether a pod nominated to a node keeps it (the version's NNN handling, from 1.37:
+        autoscaler/pods.py)."""
+        self.spawn: Spawn | None = None
+        """Runs a deletion in the background (the loop's task group); None: awaited inline."""
+        self.deleting: dict[str, str] = {}
+        """Node -> group of the deletions in progress."""
+        self.draining: set[str] = set()
+        self.last_delete: float | None = None
+        """Monotonic time the last deletion started."""
+        self.last_delete_wall: float | None = None
+        self.last_failure: float | None = None
+
+    async def start_deletion(
+        self,
+        empty: Sequence[tuple[types_pb2.Node, str]],
+        drain: Sequence[tuple[types_pb2.Node, str]],
+    ) -> list[str]:
+        """Taints the nodes and starts their deletion; returns the nodes whose deletion
+        started (a node that could not be tainted is left alone)."""
+        started: list[str] = []
+        empties: dict[str, list[types_pb2.Node]] = {}
+        for batch, is_empty in ((empty, True), (drain, False)):
+            for node, group in batch:
+                if not await self._taint(node):
+                    continue
+                started.append(node.metadata.name)
+                self.deleting[node.metadata.name] = group
+                if is_empty:
+                    empties.setdefault(group, []).append(node)
+                else:
+                    self.draining.add(node.metadata.name)
+                    await self._run(self._drain_and_delete_fn(node, group))
+        for group, nodes in empties.items():
+            await self._run(self._delete_empty_fn(group, nodes))
+        if started:
+            self.last_delete = self._clock.monotonic()
+            self.last_delete_wall = self._clock.now()
+        return started
+
+    async def _run(self, fn: Task) -> None:
+        if self.spawn is None:
+            await fn()
+        else:
+            self.spawn(fn)
+
+    async def _taint(self, node: types_pb2.Node) -> bool:
+        name = node.metadata.name
+        try:
+            ok = await add_taint(self._client, name, TO_BE_DELETED_TAINT, self._clock.now())
+        except ApiError as e:
+            ok = False
+            self._recorder.event(
+                node,
+                "Warning",
+                SCALE_DOWN,
+                "ScaleDown",
+                f"failed to mark the node as toBeDeleted/unschedulable: {e}",
+            )
+        if ok:
+            self._recorder.event(
+                node,
+                "Normal",
+                SCALE_DOWN,
+                "ScaleDown",
+                "marked the node as toBeDeleted/unschedulable",
+            )
+        return ok
+
+    def _delete_empty_fn(self, group: str, nodes: list[types_pb2.Node]) -> Task:
+        async def delete() -> None:
+            names = [n.metadata.name for n in nodes]
+            still_empty = []
+            for n in nodes:
+                busy = await self._not_empty(n.metadata.name)
+                if busy:
+                    log.info(
+                        "scale-down: node %s is not empty any more (%s): not deleted",
+                        n.metadata.name,
+                        busy,
+                    )
+                    self.deleting.pop(n.metadata.name, None)
+                    await self._untaint(n.metadata.name)
+                else:
+                    still_empty.append(n)
+            nodes[:] = still_empty
+            names = [n.metadata.name for n in nodes]
+            if not nodes:
+                return
+            for n in nodes:
+                self._recorder.event(
+                    n,
+                    "Normal",
+                    SCALE_DOWN_EMPTY,
+                    "ScaleDown",
+                    f"removing empty node {n.metadata.name!r}",
+                )
+            log.info(
+                "scale-down: deleting %d empty node(s) of group %s: %s",
+                len(nodes),
+                group,
+                ", ".join(names),
+            )
+            try:
+                await self._delete_from_cloud(group, nodes, "empty")
+            except ApiError as e:
+                for n in nodes:
+                    await self._failed(n, f"failed to delete empty node: {e}")
+            finally:
+                for name in names:
+                    self.deleting.pop(name, None)
+
+        return delete
+
+    def _drain_and_delete_fn(self, node: types_pb2.Node, group: str) -> Task:
+        async def drain() -> None:
+            name = node.metadata.name
+            try:
+                await self._drain(node)
+                await self._delete_from_cloud(group, [node], "underutilized")
+            except (DrainFailed, ApiError) as e:
+                await self._failed(node, f"failed to drain the node, aborting ScaleDown: {e}")
+            finally:
+                self.deleting.pop(name, None)
+                self.draining.discard(name)
+
+        return drain
+
+    async def _pods_on(self, node: str) -> list[types_pb2.Pod]:
+        """The pods bound to the node that an eviction must move (from the API, not the
+        informer: a pod bound since the plan counts)."""
+        listed = await self._client.list_all(types_pb2.Pod, field_selector=f"spec.nodeName={node}")
+        return [
+            p
+            for p in listed.items
+            if not is_mirror(p)
+            and not is_daemonset_pod(p)
+            and p.status.phase not in TERMINAL_PHASES
+        ]
+
+    async def _not_empty(self, node: str) -> str:
+        """Why a node chosen as empty is not empty any more, after its taint: a pod bound to
+        it since (other than expendable ones), or (`nominated_counts`) one nominated to it;
+        "" if still empty."""
+        for p in await self._pods_on(node):
+            if pod_priority(p) >= self._expendable_cutoff:
+                return f"pod {pod_key(p)} is bound to it"
+        if not self.nominated_counts:
+            return ""
+        unbound = await self._client.list_all(types_pb2.Pod, field_selector="spec.nodeName=")
+        for p in unbound.items:
+            if p.status.nominated_node_name == node and not p.metadata.HasField(
+                "deletion_timestamp"
+            ):
+                return f"pod {pod_key(p)} is nominated to it"
+        return ""
+
+    async def _untaint(self, name: str) -> None:
+        try:
+            await remove_taint(self._client, name, TO_BE_DELETED_TAINT)
+        except ApiError as e:
+            log.warning("scale-down: node %s: removing taint %s: %s", name, TO_BE_DELETED_TAINT, e)
+
+    async def _drain(self, node: types_pb2.Node) -> None:
+        name = node.metadata.name
+        pods = await self._pods_on(name)
+        log.info(
+            "scale-down: draining node %s: evicting %d pod(s) [%s]",
+            name,
+            len(pods),
+            ", ".join(pod_key(p) for p in pods),
+        )
+        errors: list[str] = []
+        grace_max = 0
+        async with anyio.create_task_group() as tg:
+            for pod in pods:
+                grace = self._grace(pod)
+                grace_max = max(grace_max, grace)
+                tg.start_soon(self._evict, pod, grace, errors)
+        if errors:
+            raise DrainFailed("; ".join(errors))
+        deadline = self._clock.monotonic() + grace_max + self._opts.pod_eviction_headroom
+        left = list(pods)
+        while True:
+            left = [p for p in left if not await self._gone(p, name)]
+            if not left:
+                log.info("scale-down: all pods removed from node %s", name)
+                return
+            if self._clock.monotonic() >= deadline:
+                raise DrainFailed(
+                    f"pods remaining after timeout: {', '.join(pod_key(p) for p in left)}"
+                )
+            await self._clock.sleep(POLL)
+
+    async def _gone(self, pod: types_pb2.Pod, node: str) -> bool:
+        """Deleted, or replaced by a pod of the same name elsewhere (upstream's check)."""
+        try:
+            now = await self._client.get(types_pb2.Pod, pod.metadata.name, pod.metadata.namespace)
+        except NotFound:
+            return True
+        return now.metadata.uid != pod.metadata.uid or now.spec.node_name != node
+
+    def _grace(self, pod: types_pb2.Pod) -> int:
+        grace = (
+            pod.spec.termination_grace_period_seconds
+            if pod.spec.HasField("termination_grace_period_seconds")
+            else DEFAULT_GRACE
+        )
+        return min(grace, self._opts.max_graceful_termination_sec)
+
+    async def _evict(self, pod: types_pb2.Pod, grace: int, errors: list[str]) -> None:
+        self._recorder.event(
+            pod, "Normal", SCALE_DOWN, "ScaleDown", "deleting pod for node scale down"
+        )
+        until = self._clock.monotonic() + self._opts.max_pod_eviction_time
+        while True:
+            try:
+                await self._client.evict(
+                    pod.metadata.namespace, pod.metadata.name, grace_period_seconds=grace
+                )
+                return
+            except NotFound:
+                return
+            except ApiError as e:
+                if self._clock.monotonic() + self._opts.eviction_retry_time > until:
+                    log.warning("scale-down: failed to evict %s: %s", pod_key(pod), e)
+                    errors.append(
+                        f"failed to evict pod {pod_key(pod)} within allowed timeout (last error: {e})"
+                    )
+                    return
+                log.info("scale-down: eviction of %s refused, retrying: %s", pod_key(pod), e)
+            await self._clock.sleep(self._opts.eviction_retry_time)
+
+    async def _delete_from_cloud(
+        self, group: str, nodes: Sequence[types_pb2.Node], reason: str
+    ) -> None:
+        await self._cloud.delete_nodes(
+            group, [(n.spec.provider_id, n.metadata.name) for n in nodes]
+        )
+        for n in nodes:
+            self._recorder.event(
+                n, "Normal", SCALE_DOWN, "ScaleDown", "node removed by cluster autoscaler"
+            )
+            log.info("scale-down: node %s of group %s deleted (%s)", n.metadata.name, group, reason)
+        self._metrics.scaled_down_nodes.labels(reason).inc(len(nodes))
+        self._metrics.last_activity.labels("scaleDown").set(self._clock.now())
+
+    async def _failed(self, node: types_pb2.Node, message: str) -> None:
+        name = node.metadata.name
+        log.warning("scale-down: node %s: %s", name, message)
+        self._recorder.event(node, "Warning", SCALE_DOWN_FAILED, "ScaleDown", message)
+        self.last_failure = self._clock.monotonic()
+        await self._untaint(name)

@@ -1,0 +1,85 @@
+"""The checks of a node before any removal simulation (upstream core/scaledown/eligibility and
+simulator/utilization): the scale-down-disabled annotation, a node already being deleted, a
+node of no node group, and utilization: max(cpu, memory) requests over allocatable of the
+pods counted on it in the snapshot (bound pods, pods force-added on their nominated node,
+pods placed there in simulation; DaemonSet and mirror pods included, as upstream by
+default), expendable pods left out. Unready nodes are not held to the threshold."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Final
+
+from autoscaler.clusterstate import is_node_ready
+from autoscaler.scaledown.taints import TO_BE_DELETED_TAINT, has_taint
+from kemu.scheduling.types import NodeInfo
+
+SCALE_DOWN_DISABLED: Final = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+
+
+class UnremovableReason(enum.StrEnum):
+    """Upstream simulator.UnremovableReason names."""
+
+    SCALE_DOWN_DISABLED_ANNOTATION = "ScaleDownDisabledAnnotation"
+    NOT_AUTOSCALED = "NotAutoscaled"
+    CURRENTLY_BEING_DELETED = "CurrentlyBeingDeleted"
+    NOT_UNDERUTILIZED = "NotUnderutilized"
+    NOT_UNNEEDED_LONG_ENOUGH = "NotUnneededLongEnough"
+    NOT_UNREADY_LONG_ENOUGH = "NotUnreadyLongEnough"
+    NODE_GROUP_MIN_SIZE_REACHED = "NodeGroupMinSizeReached"
+    NO_PLACE_TO_MOVE_PODS = "NoPlaceToMovePods"
+    BLOCKED_BY_POD = "BlockedByPod"
+    NOT_UNNEEDED_OTHER_REASON = "NotUnneededOtherReason"
+
+
+@dataclass(frozen=True)
+class Utilization:
+    cpu: float
+    memory: float
+
+    @property
+    def value(self) -> float:
+        return max(self.cpu, self.memory)
+
+
+def utilization(ni: NodeInfo, expendable_cutoff: int) -> Utilization:
+    cpu = mem = 0
+    for pi in ni.pods:
+        if pi.priority < expendable_cutoff:
+            continue
+        cpu += pi.requests.milli_cpu
+        mem += pi.requests.memory
+    alloc = ni.allocatable
+    return Utilization(
+        cpu / alloc.milli_cpu if alloc.milli_cpu else 0.0,
+        mem / alloc.memory if alloc.memory else 0.0,
+    )
+
+
+def check(
+    ni: NodeInfo, *, in_group: bool, threshold: float, expendable_cutoff: int
+) -> tuple[UnremovableReason | None, str, Utilization]:
+    """None when the node may go on to the removal simulation; else the reason and a message
+    for the log."""
+    node = ni.node
+    assert node is not None
+    util = utilization(ni, expendable_cutoff)
+    if node.metadata.annotations.get(SCALE_DOWN_DISABLED) == "true":
+        return (
+            UnremovableReason.SCALE_DOWN_DISABLED_ANNOTATION,
+            f"annotated {SCALE_DOWN_DISABLED}: true",
+            util,
+        )
+    if has_taint(node, TO_BE_DELETED_TAINT):
+        return UnremovableReason.CURRENTLY_BEING_DELETED, "being deleted", util
+    if not in_group:
+        return UnremovableReason.NOT_AUTOSCALED, "in no autoscaled node group", util
+    if is_node_ready(node) and util.value >= threshold:
+        return (
+            UnremovableReason.NOT_UNDERUTILIZED,
+            f"utilization {util.value:.3g} (cpu {util.cpu:.3g}, memory {util.memory:.3g}) is "
+            f"not below the threshold {threshold:g}",
+            util,
+        )
+    return None, "", util

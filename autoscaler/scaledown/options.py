@@ -1,0 +1,40 @@
+"""The scale-down flags with upstream's defaults (cluster-autoscaler FAQ, config/const)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ScaleDownOptions:
+    utilization_threshold: float = 0.5
+    """--scale-down-utilization-threshold: max(cpu, memory) request ratio below which a node
+    may be removed."""
+    unneeded_time: float = 10 * 60.0
+    """--scale-down-unneeded-time."""
+    unready_time: float = 20 * 60.0
+    """--scale-down-unready-time: how long an unready node stays unneeded before removal."""
+    delay_after_add: float = 10 * 60.0
+    """--scale-down-delay-after-add."""
+    delay_after_delete: float = 0.0
+    """--scale-down-delay-after-delete."""
+    delay_after_failure: float = 3 * 60.0
+    """--scale-down-delay-after-failure."""
+    max_empty_bulk_delete: int = 10
+    """--max-empty-bulk-delete: empty nodes deleted at once."""
+    non_empty_candidates_count: int = 30
+    """--scale-down-non-empty-candidates-count: non-empty nodes simulated per loop."""
+    max_drain_parallelism: int = 1
+    """--max-drain-parallelism: non-empty nodes drained at once."""
+    max_graceful_termination_sec: int = 600
+    """--max-graceful-termination-sec: the longest grace period an evicted pod gets."""
+    max_pod_eviction_time: float = 2 * 60.0
+    """--max-pod-eviction-time: how long an eviction refused (a PDB's 429) is retried."""
+    eviction_retry_time: float = 10.0
+    """Between two attempts at evicting a pod (upstream EvictionRetryTime)."""
+    pod_eviction_headroom: float = 30.0
+    """Added to the grace period when waiting for the evicted pods (PodEvictionHeadroom)."""
+    skip_nodes_with_system_pods: bool = True
+    """--skip-nodes-with-system-pods."""
+    skip_nodes_with_local_storage: bool = True
+    """--skip-nodes-with-local-storage."""

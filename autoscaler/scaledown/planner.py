@@ -1,0 +1,212 @@
+"""The scale-down planner (upstream core/scaledown/planner): each loop, which nodes are
+unneeded (eligible, then removable in simulation, one after the other on a shared snapshot so
+that two nodes never count on the same room), and, when not in cooldown, which of them are
+removed now: unneeded (ready) for --scale-down-unneeded-time or (unready) for
+--scale-down-unready-time, their group staying at or above its min size, at most
+--max-empty-bulk-delete empty nodes and --max-drain-parallelism drained ones at once. Every
+node not removed gets a reason, logged once per loop."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from autoscaler.clusterstate import GroupState, is_node_ready
+from autoscaler.scaledown.eligibility import UnremovableReason, Utilization, check
+from autoscaler.scaledown.options import ScaleDownOptions
+from autoscaler.scaledown.removal import simulate_removal
+from autoscaler.scaledown.rules import NodePods, PdbTracker, classify
+from autoscaler.scaledown.unneeded import UnneededNodes
+from kemu.api.v1 import types_pb2
+from kemu.scheduling.simulator import ClusterSnapshot, PredicateChecker
+from kemu.scheduling.types import NodeInfo
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Candidate:
+    """A node that is unneeded this loop."""
+
+    node: types_pb2.Node
+    group: str
+    pods: NodePods
+    utilization: Utilization
+
+    @property
+    def name(self) -> str:
+        return self.node.metadata.name
+
+    @property
+    def empty(self) -> bool:
+        return not self.pods.movable
+
+
+@dataclass
+class Plan:
+    unneeded: list[Candidate] = field(default_factory=list)
+    unremovable: dict[str, tuple[UnremovableReason, str]] = field(default_factory=dict)
+    empty: list[Candidate] = field(default_factory=list)
+    """To delete now without a drain."""
+    drain: list[Candidate] = field(default_factory=list)
+    """To drain, then delete, now."""
+
+
+class Planner:
+    def __init__(
+        self,
+        options: ScaleDownOptions,
+        checker: PredicateChecker,
+        *,
+        expendable_cutoff: int,
+    ) -> None:
+        self._opts = options
+        self._checker = checker
+        self._cutoff = expendable_cutoff
+        self.unneeded = UnneededNodes()
+
+    def update(
+        self,
+        snapshot: ClusterSnapshot,
+        nodes: Sequence[types_pb2.Node],
+        groups: Mapping[str, GroupState],
+        pdbs: Sequence[types_pb2.PodDisruptionBudget],
+        *,
+        spared: Mapping[str, str],
+        deleting: Mapping[str, str],
+        monotonic: float,
+        wall: float,
+    ) -> Plan:
+        """Finds the unneeded nodes (upstream UpdateClusterState). `spared`: node -> why it
+        must stay (a pod nominated or placed there in simulation); `deleting`: node -> group
+        of the deletions in progress."""
+        plan = Plan()
+        group_of = {n.metadata.name: g.id for g in groups.values() for n in g.nodes}
+        # Registered nodes only: upcoming (template) nodes are neither removed nor destinations.
+        real = {n.metadata.name for n in nodes}
+        working = snapshot
+        budgets = PdbTracker(pdbs)
+        removed: set[str] = set(deleting)
+        # Nodes unneeded before come first, so that their since-times hold.
+        previous = set(self.unneeded.names())
+        order = sorted(
+            (ni for ni in snapshot.snapshot.list() if ni.name in real and ni.node is not None),
+            key=lambda ni: (ni.name not in previous, ni.name),
+        )
+        simulated = 0
+        for ni in order:
+            name = ni.name
+            node = ni.node
+            assert node is not None
+            if name in deleting:
+                continue
+            reason, message, util = check(
+                ni,
+                in_group=name in group_of,
+                threshold=self._opts.utilization_threshold,
+                expendable_cutoff=self._cutoff,
+            )
+            if reason is not None:
+                plan.unremovable[name] = (reason, message)
+                continue
+            if name in spared:
+                plan.unremovable[name] = (UnremovableReason.NOT_UNNEEDED_OTHER_REASON, spared[name])
+                continue
+            current = working.get(name)
+            assert current is not None
+            trial = budgets.fork()
+            pods = classify(
+                [pi.pod for pi in current.pods], trial, self._opts, expendable_cutoff=self._cutoff
+            )
+            if pods.blocking is not None:
+                plan.unremovable[name] = (UnremovableReason.BLOCKED_BY_POD, pods.blocking.message)
+                continue
+            if not pods.movable:
+                # Empty: nothing to place, no simulation (its room is simply not a destination
+                # for the next candidates: `removed`).
+                sim = working
+            else:
+                if simulated >= self._opts.non_empty_candidates_count:
+                    plan.unremovable[name] = (
+                        UnremovableReason.NOT_UNNEEDED_OTHER_REASON,
+                        "--scale-down-non-empty-candidates-count "
+                        f"{self._opts.non_empty_candidates_count} reached this loop",
+                    )
+                    continue
+                simulated += 1
+                gone = frozenset(removed | {name})
+
+                def destination(d: NodeInfo, gone: frozenset[str] = gone) -> bool:
+                    return d.name in real and d.name not in gone
+
+                found, _, why = simulate_removal(
+                    self._checker, working, name, pods.movable, destination
+                )
+                if found is None:
+                    plan.unremovable[name] = (UnremovableReason.NO_PLACE_TO_MOVE_PODS, why)
+                    continue
+                sim = found
+            working = sim
+            budgets = trial
+            removed.add(name)
+            plan.unneeded.append(Candidate(node, group_of[name], pods, util))
+        self.unneeded.update([c.name for c in plan.unneeded], monotonic=monotonic, wall=wall)
+        return plan
+
+    def nodes_to_delete(
+        self,
+        plan: Plan,
+        groups: Mapping[str, GroupState],
+        *,
+        deleting: Mapping[str, str],
+        drains_in_progress: int,
+        monotonic: float,
+    ) -> None:
+        """Picks, among the unneeded nodes, those to remove now (upstream NodesToDelete)."""
+        opts = self._opts
+        going: dict[str, int] = {}
+        for group in deleting.values():
+            going[group] = going.get(group, 0) + 1
+        for c in plan.unneeded:
+            since = self.unneeded.since(c.name)
+            assert since is not None
+            unneeded_for = monotonic - since.monotonic
+            if is_node_ready(c.node):
+                if unneeded_for < opts.unneeded_time:
+                    plan.unremovable[c.name] = (
+                        UnremovableReason.NOT_UNNEEDED_LONG_ENOUGH,
+                        f"unneeded for {unneeded_for:.3g}s of {opts.unneeded_time:g}s",
+                    )
+                    continue
+            elif unneeded_for < opts.unready_time:
+                plan.unremovable[c.name] = (
+                    UnremovableReason.NOT_UNREADY_LONG_ENOUGH,
+                    f"unready and unneeded for {unneeded_for:.3g}s of {opts.unready_time:g}s",
+                )
+                continue
+            g = groups[c.group]
+            if g.target - going.get(c.group, 0) <= g.min_size:
+                plan.unremovable[c.name] = (
+                    UnremovableReason.NODE_GROUP_MIN_SIZE_REACHED,
+                    f"node group {g.id} at its min size {g.min_size} (target {g.target}, "
+                    f"{going.get(c.group, 0)} being deleted)",
+                )
+                continue
+            if c.empty:
+                if len(plan.empty) >= opts.max_empty_bulk_delete:
+                    plan.unremovable[c.name] = (
+                        UnremovableReason.NOT_UNNEEDED_OTHER_REASON,
+                        f"--max-empty-bulk-delete {opts.max_empty_bulk_delete} reached",
+                    )
+                    continue
+                plan.empty.append(c)
+            else:
+                if drains_in_progress + len(plan.drain) >= opts.max_drain_parallelism:
+                    plan.unremovable[c.name] = (
+                        UnremovableReason.NOT_UNNEEDED_OTHER_REASON,
+                        f"--max-drain-parallelism {opts.max_drain_parallelism} reached",
+                    )
+                    continue
+                plan.drain.append(c)
+            going[c.group] = going.get(c.group, 0) + 1

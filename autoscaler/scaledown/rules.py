@@ -1,0 +1,179 @@
+"""The drainability rules (upstream simulator/drainability/rules, in their order): for each pod
+counted on a node, whether it is left alone (mirror pods, DaemonSet pods, expendable pods,
+pods that ended), re-placed elsewhere in simulation and evicted (the others), or whether it
+blocks the node's removal, and why (upstream drain.BlockingPodReason)."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Final
+
+from autoscaler.scaledown.options import ScaleDownOptions
+from kemu.api.v1 import types_pb2
+from kemu.machinery.eviction import matching_pdbs
+from kemu.machinery.pod_strategy import TERMINAL_PHASES
+from kemu.scheduling.types import pod_key, pod_priority
+
+SAFE_TO_EVICT: Final = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+MIRROR_ANNOTATION: Final = "kubernetes.io/config.mirror"
+KUBE_SYSTEM: Final = "kube-system"
+
+
+class BlockingReason(enum.StrEnum):
+    """Upstream drain.BlockingPodReason names."""
+
+    NOT_REPLICATED = "NotReplicated"
+    LOCAL_STORAGE_REQUESTED = "LocalStorageRequested"
+    NOT_SAFE_TO_EVICT_ANNOTATION = "NotSafeToEvictAnnotation"
+    UNMOVABLE_KUBE_SYSTEM_POD = "UnmovableKubeSystemPod"
+    NOT_ENOUGH_PDB = "NotEnoughPdb"
+
+
+@dataclass(frozen=True)
+class BlockingPod:
+    pod: str
+    """namespace/name"""
+    reason: BlockingReason
+    message: str
+
+
+@dataclass
+class NodePods:
+    """The pods of one node, sorted by the rules."""
+
+    movable: list[types_pb2.Pod] = field(default_factory=list)
+    """To re-place in simulation, then evict."""
+    daemonset: list[types_pb2.Pod] = field(default_factory=list)
+    """DaemonSet and mirror pods: not moved (they go with the node)."""
+    ignored: list[types_pb2.Pod] = field(default_factory=list)
+    """Expendable or finished pods: evicted without a place elsewhere."""
+    blocking: BlockingPod | None = None
+
+
+def controller_ref(pod: types_pb2.Pod) -> types_pb2.OwnerReference | None:
+    """The ownerReference with controller=true (metav1.GetControllerOf)."""
+    for ref in pod.metadata.owner_references:
+        if ref.HasField("controller") and ref.controller:
+            return ref
+    return None
+
+
+def is_mirror(pod: types_pb2.Pod) -> bool:
+    return MIRROR_ANNOTATION in pod.metadata.annotations
+
+
+def is_daemonset_pod(pod: types_pb2.Pod) -> bool:
+    ref = controller_ref(pod)
+    return ref is not None and ref.kind == "DaemonSet"
+
+
+def _has_local_storage(pod: types_pb2.Pod) -> bool:
+    for v in pod.spec.volumes:
+        if v.HasField("host_path"):
+            return True
+        if v.HasField("empty_dir") and v.empty_dir.medium != "Memory":
+            return True
+    return False
+
+
+class PdbTracker:
+    """The PDBs' remaining disruptions while several nodes are removed in one simulation
+    (upstream RemainingPdbTracker): a pod moved uses one disruption of each PDB that guards
+    it."""
+
+    def __init__(self, pdbs: Iterable[types_pb2.PodDisruptionBudget]) -> None:
+        self._pdbs = list(pdbs)
+        self._left = {self._key(p): p.status.disruptions_allowed for p in self._pdbs}
+
+    @staticmethod
+    def _key(pdb: types_pb2.PodDisruptionBudget) -> str:
+        return f"{pdb.metadata.namespace}/{pdb.metadata.name}"
+
+    def fork(self) -> PdbTracker:
+        out = PdbTracker(())
+        out._pdbs = self._pdbs
+        out._left = dict(self._left)
+        return out
+
+    def guarding(self, pod: types_pb2.Pod) -> list[types_pb2.PodDisruptionBudget]:
+        return matching_pdbs(pod, self._pdbs)
+
+    def can_disrupt(self, pods: Iterable[types_pb2.Pod]) -> tuple[bool, str]:
+        """Whether every pod may go, using up the budgets (only when all may); else False
+        and the first pod that may not."""
+        left = dict(self._left)
+        for pod in pods:
+            for pdb in self.guarding(pod):
+                k = self._key(pdb)
+                if left[k] < 1:
+                    return False, pod_key(pod)
+                left[k] -= 1
+        self._left = left
+        return True, ""
+
+
+def classify(
+    pods: Iterable[types_pb2.Pod],
+    pdbs: PdbTracker,
+    options: ScaleDownOptions,
+    *,
+    expendable_cutoff: int,
+) -> NodePods:
+    """Sorts a node's pods by the rules; stops at the first blocking pod. The PDBs are checked
+    for all movable pods together (and used up in `pdbs` when they allow it)."""
+    out = NodePods()
+    guarded: list[types_pb2.Pod] = []  # safe-to-evict "true" pods skip the PDB rule
+    for pod in pods:
+        key = pod_key(pod)
+        ann = pod.metadata.annotations
+        if is_mirror(pod) or is_daemonset_pod(pod):
+            out.daemonset.append(pod)
+            continue
+        if pod.status.phase in TERMINAL_PHASES or pod_priority(pod) < expendable_cutoff:
+            out.ignored.append(pod)
+            continue
+        if ann.get(SAFE_TO_EVICT) == "true":
+            out.movable.append(pod)
+            continue
+        if controller_ref(pod) is None:
+            out.blocking = BlockingPod(
+                key, BlockingReason.NOT_REPLICATED, f"{key} is not replicated"
+            )
+            return out
+        if (
+            options.skip_nodes_with_system_pods
+            and pod.metadata.namespace == KUBE_SYSTEM
+            and not pdbs.guarding(pod)
+        ):
+            out.blocking = BlockingPod(
+                key,
+                BlockingReason.UNMOVABLE_KUBE_SYSTEM_POD,
+                f"non-daemonset, non-mirrored, non-pdb-assigned kube-system pod present: {key}",
+            )
+            return out
+        if ann.get(SAFE_TO_EVICT) == "false":
+            out.blocking = BlockingPod(
+                key,
+                BlockingReason.NOT_SAFE_TO_EVICT_ANNOTATION,
+                f"pod annotated as not safe to evict present: {key}",
+            )
+            return out
+        if options.skip_nodes_with_local_storage and _has_local_storage(pod):
+            out.blocking = BlockingPod(
+                key,
+                BlockingReason.LOCAL_STORAGE_REQUESTED,
+                f"pod with local storage present: {key}",
+            )
+            return out
+        out.movable.append(pod)
+        guarded.append(pod)
+    ok, which = pdbs.can_disrupt(guarded)
+    if not ok:
+        out.blocking = BlockingPod(
+            which,
+            BlockingReason.NOT_ENOUGH_PDB,
+            f"not enough pod disruption budget to move {which}",
+        )
+    return out

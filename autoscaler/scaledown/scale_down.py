@@ -1,0 +1,222 @@
+"""Scale-down of one loop (upstream StaticAutoscaler.RunOnce's scale-down half): the planner
+finds the unneeded nodes; unless in cooldown (a scale-up within --scale-down-delay-after-add,
+a deletion within --scale-down-delay-after-delete, a failure within
+--scale-down-delay-after-failure) the chosen ones are handed to the actuator; when nothing was
+deleted the unneeded nodes get the soft DeletionCandidate taint and the others lose it. The
+first loop removes the taints a previous autoscaler left (a restart after a SIGKILL resumes
+from a clean state). `ScaleDownSummary` is what the loop exposes to the status ConfigMap."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from autoscaler.clusterstate import CloudApi, GroupState
+from autoscaler.metrics import Metrics
+from autoscaler.scale_up import Recorder
+from autoscaler.scaledown.actuation import Actuator
+from autoscaler.scaledown.options import ScaleDownOptions
+from autoscaler.scaledown.planner import Plan, Planner
+from autoscaler.scaledown.taints import (
+    DELETION_CANDIDATE_TAINT,
+    TO_BE_DELETED_TAINT,
+    add_taint,
+    has_taint,
+    remove_taint,
+)
+from kemu.api.v1 import types_pb2
+from kemu.client.interface import ApiClient
+from kemu.component.clock import Clock
+from kemu.machinery.errors import ApiError
+from kemu.scheduling.simulator import ClusterSnapshot, PredicateChecker
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class UnneededNode:
+    name: str
+    group: str
+    since: float
+    """Unix time it became unneeded."""
+    utilization: float
+    empty: bool
+
+
+@dataclass(frozen=True)
+class ScaleDownSummary:
+    """The scale-down state after one loop (immutable; for the status ConfigMap)."""
+
+    in_cooldown: bool = False
+    cooldown_reason: str = ""
+    unneeded: tuple[UnneededNode, ...] = ()
+    unremovable: tuple[tuple[str, str], ...] = ()
+    """(node, upstream UnremovableReason) of the nodes considered and kept."""
+    started: tuple[str, ...] = ()
+    """Nodes whose deletion started this loop."""
+    deleting: tuple[str, ...] = ()
+    """Nodes being deleted (tainted, draining or going) after this loop."""
+    last_scale_down_time: float | None = None
+    """Unix time of the last deletion started by this autoscaler."""
+    probe_time: float | None = None
+    """Unix time the nodes were evaluated (upstream's lastProbeTime)."""
+
+
+class ScaleDown:
+    def __init__(
+        self,
+        options: ScaleDownOptions,
+        checker: PredicateChecker,
+        client: ApiClient,
+        cloud: CloudApi,
+        *,
+        expendable_cutoff: int,
+        list_pods: Callable[[], Sequence[types_pb2.Pod]],
+        recorder: Recorder,
+        metrics: Metrics,
+        clock: Clock,
+    ) -> None:
+        self._opts = options
+        self._client = client
+        self._clock = clock
+        self._metrics = metrics
+        self.planner = Planner(options, checker, expendable_cutoff=expendable_cutoff)
+        self.actuator = Actuator(
+            options,
+            client,
+            cloud,
+            list_pods=list_pods,
+            recorder=recorder,
+            metrics=metrics,
+            clock=clock,
+            expendable_cutoff=expendable_cutoff,
+        )
+        self._cleaned = False
+
+    async def clean_up(self, nodes: Sequence[types_pb2.Node]) -> None:
+        """Removes every ToBeDeleted and DeletionCandidate taint (upstream cleanUpIfRequired,
+        on the first loop)."""
+        for node in nodes:
+            for key in (TO_BE_DELETED_TAINT, DELETION_CANDIDATE_TAINT):
+                if has_taint(node, key):
+                    log.info("removing leftover taint %s from node %s", key, node.metadata.name)
+                    await remove_taint(self._client, node.metadata.name, key)
+
+    def _cooldown(self, last_scale_up: float | None) -> str:
+        now = self._clock.monotonic()
+        a = self.actuator
+        opts = self._opts
+        if last_scale_up is not None and now - last_scale_up < opts.delay_after_add:
+            return f"scale-up {now - last_scale_up:.3g}s ago (--scale-down-delay-after-add {opts.delay_after_add:g}s)"
+        if a.last_failure is not None and now - a.last_failure < opts.delay_after_failure:
+            return f"scale-down failed {now - a.last_failure:.3g}s ago (--scale-down-delay-after-failure {opts.delay_after_failure:g}s)"
+        if a.last_delete is not None and now - a.last_delete < opts.delay_after_delete:
+            return f"scale-down {now - a.last_delete:.3g}s ago (--scale-down-delay-after-delete {opts.delay_after_delete:g}s)"
+        return ""
+
+    async def run(
+        self,
+        snapshot: ClusterSnapshot,
+        nodes: Sequence[types_pb2.Node],
+        groups: Mapping[str, GroupState],
+        pdbs: Sequence[types_pb2.PodDisruptionBudget],
+        *,
+        spared: Mapping[str, str],
+        last_scale_up: float | None,
+    ) -> ScaleDownSummary:
+        if not self._cleaned:
+            await self.clean_up(nodes)
+            self._cleaned = True
+        a = self.actuator
+        plan = self.planner.update(
+            snapshot,
+            nodes,
+            groups,
+            pdbs,
+            spared=spared,
+            deleting=a.deleting,
+            monotonic=self._clock.monotonic(),
+            wall=self._clock.now(),
+        )
+        self._metrics.unneeded_nodes_count.set(len(plan.unneeded))
+        cooldown = self._cooldown(last_scale_up)
+        started: list[str] = []
+        if cooldown:
+            log.info("scale-down in cooldown: %s", cooldown)
+        else:
+            self.planner.nodes_to_delete(
+                plan,
+                groups,
+                deleting=a.deleting,
+                drains_in_progress=len(a.draining),
+                monotonic=self._clock.monotonic(),
+            )
+            for c in plan.empty:
+                log.info("scale-down: removing empty node %s (group %s)", c.name, c.group)
+            for c in plan.drain:
+                log.info(
+                    "scale-down: removing node %s (group %s), utilization %.3g, its pods fit "
+                    "elsewhere: %s",
+                    c.name,
+                    c.group,
+                    c.utilization.value,
+                    ", ".join(f"{p.metadata.namespace}/{p.metadata.name}" for p in c.pods.movable),
+                )
+            started = await a.start_deletion(
+                [(c.node, c.group) for c in plan.empty], [(c.node, c.group) for c in plan.drain]
+            )
+            for name in started:
+                self.planner.unneeded.drop(name)
+        self._log_unremovable(plan)
+        if not started:
+            await self._soft_taints(plan, nodes)
+        return self._summary(plan, cooldown, started)
+
+    def _log_unremovable(self, plan: Plan) -> None:
+        for name, (reason, message) in sorted(plan.unremovable.items()):
+            log.info("node %s is not removable: %s (%s)", name, reason, message)
+
+    async def _soft_taints(self, plan: Plan, nodes: Sequence[types_pb2.Node]) -> None:
+        """DeletionCandidate on the unneeded nodes, off the others (UpdateSoftDeletionTaints)."""
+        unneeded = {c.name for c in plan.unneeded}
+        for node in nodes:
+            name = node.metadata.name
+            if name in self.actuator.deleting:
+                continue
+            tainted = has_taint(node, DELETION_CANDIDATE_TAINT)
+            try:
+                if name in unneeded and not tainted:
+                    await add_taint(self._client, name, DELETION_CANDIDATE_TAINT, self._clock.now())
+                elif name not in unneeded and tainted:
+                    await remove_taint(self._client, name, DELETION_CANDIDATE_TAINT)
+            except ApiError as e:
+                log.warning("node %s: updating taint %s: %s", name, DELETION_CANDIDATE_TAINT, e)
+
+    def _summary(self, plan: Plan, cooldown: str, started: list[str]) -> ScaleDownSummary:
+        unneeded = []
+        for c in plan.unneeded:
+            if c.name in started:
+                continue
+            since = self.planner.unneeded.since(c.name)
+            unneeded.append(
+                UnneededNode(
+                    c.name,
+                    c.group,
+                    since.wall if since is not None else self._clock.now(),
+                    c.utilization.value,
+                    c.empty,
+                )
+            )
+        return ScaleDownSummary(
+            in_cooldown=bool(cooldown),
+            cooldown_reason=cooldown,
+            unneeded=tuple(unneeded),
+            unremovable=tuple(
+                (n, str(r)) for n, (r, _) in sorted(plan.unremovable.items()) if n not in started
+            ),
+            started=tuple(started),
+            deleting=tuple(sorted(self.actuator.deleting)),
+            last_scale_down_time=self.actuator.last_delete_wall,
+            probe_time=self._clock.now(),
+        )

@@ -1,0 +1,718 @@
+"""The autoscaler's scale-down on real processes (etcd, apiserver, scheduler, controller-manager,
+the cloud with pool-a (min 0, max 4) and pool-min (min 1), the autoscaler at --scan-interval
+0.5s, --scale-down-unneeded-time 2s, --scale-down-delay-after-add 6s): an underused node
+drained (graceful termination on its kubelet) and deleted, its pod re-created elsewhere by its
+ReplicaSet; empty nodes deleted in bulk; the blocking rules (PDB, safe-to-evict "false", a
+bare pod, scale-down-disabled) and the min size; delay-after-add and the unneeded time
+(S-CA-4); expendable pods (S-CA-3); S-CA-1 (kubernetes/kubernetes#125491: a pod waiting in
+PreBind, SlowPreBind standing in for volume provisioning) as a matrix of the scheduler's
+NominatedNodeNameForExpectation × the autoscaler's version; S-CA-2's scale-down half (a
+preemptor waiting for its victim counts on its node); and the autoscaler SIGKILLed in the
+middle of a drain. Each scenario is checked against a recorded history of nodes and pods:
+no node deleted while a pod is bound to it (or nominated to it, where the new behaviour
+promises that), pool-a never above its max, pool-min never below its min."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+
+import anyio
+import pytest
+
+from kemu.api.v1 import types_pb2
+from kemu.client.client import Client
+from kemu.client.cloudprovider import CloudProviderClient
+from kemu.testing import Cluster, eventually, make_pod
+from kemu.testing.builders import (
+    make_pdb,
+    make_priority_class,
+    make_replica_set,
+    owner_reference,
+)
+from kemu.testing.invariants import NodeHistory, PodHistory, record_nodes, record_pods
+from kemu.testing.namespaces import create_namespace
+from kemu.testing.ports import LOOPBACK
+
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+
+GROUP = "pool-a"
+MIN_GROUP = "pool-min"
+MAX = 4
+GROUP_LABEL = "kemu.io/node-group"
+SHUTDOWN_ANNOTATION = "kubelet.kemu.io/shutdown-duration"
+PREBIND_DELAY = "scheduling.kemu.io/prebind-delay"
+SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler"
+DELETION_CANDIDATE = "DeletionCandidateOfClusterAutoscaler"
+UNNEEDED = 2.0
+DELAY_AFTER_ADD = 6.0
+CONFIG = f"""
+nodeGroups:
+- name: {GROUP}
+  minSize: 0
+  maxSize: {MAX}
+  template:
+    capacity: {{cpu: "2", memory: 4Gi, pods: "20"}}
+    kubeletArgs: ["--pod-startup-delay", "0s"]
+- name: {MIN_GROUP}
+  minSize: 1
+  maxSize: 2
+  template:
+    capacity: {{cpu: "1", memory: 1Gi, pods: "20"}}
+    labels: {{dedicated: min}}
+    taints: [{{key: dedicated, value: min, effect: NoSchedule}}]
+"""
+# S-CA-1's schedulers: one profile each, SlowPreBind enabled, the gate on or off.
+PREBIND_SCHEDULER = """apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: {name}
+  plugins:
+    multiPoint:
+      enabled:
+      - name: SlowPreBind
+"""
+
+_running: dict[str, str] = {}
+
+
+def autoscaler_args() -> list[str]:
+    return [
+        "--scale-down-unneeded-time", f"{UNNEEDED:g}s",
+        "--scale-down-delay-after-add", f"{DELAY_AFTER_ADD:g}s",
+        "--max-graceful-termination-sec", "5",
+    ]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    root = tmp_path_factory.mktemp("scale-down")
+    with Cluster(root) as c:
+        c.start_etcd()
+        c.start_apiserver()
+        c.start_scheduler()
+        for gate in ("on", "off"):
+            config = root / f"prebind-{gate}.yaml"
+            config.write_text(PREBIND_SCHEDULER.format(name=f"prebind-nne-{gate}"))
+            c.start_scheduler(
+                name=f"scheduler-nne-{gate}",
+                config=str(config),
+                feature_gates={"NominatedNodeNameForExpectation": gate == "on"},
+            )
+        c.start_controllermanager()
+        c.start_cloud(CONFIG)
+        _running.clear()
+        use_autoscaler(c, "1.37")
+        yield c
+
+
+def use_autoscaler(cluster: Cluster, version: str) -> str:
+    """The autoscaler at `version`, the only one running."""
+    if version in _running:
+        return _running[version]
+    for name in _running.values():
+        cluster.terminate(name)
+    _running.clear()
+    name = f"autoscaler-{version.replace('.', '-')}-{len(cluster.processes)}"
+    cluster.start_autoscaler(
+        cluster.component("cloud"),
+        name=name,
+        scan_interval="0.5s",
+        emulated_version=version,
+        extra_args=autoscaler_args(),
+    )
+    _running[version] = name
+    return name
+
+
+@pytest.fixture
+async def clients(cluster: Cluster) -> AsyncIterator[tuple[Client, CloudProviderClient]]:
+    api = Client(cluster.server)
+    cloud = CloudProviderClient(f"{LOOPBACK}:{cluster.component('cloud').port}")
+    try:
+        yield api, cloud
+        # Every test leaves pool-a empty: its nodes go once their pods are gone.
+        await eventually(lambda: pool_empty(api), timeout=20, interval=0.3)
+    finally:
+        await cloud.close()
+        await api.close()
+
+
+async def group_nodes(api: Client, group: str, n: int | None = None) -> list[types_pb2.Node]:
+    items = (await api.list(types_pb2.Node, label_selector=f"{GROUP_LABEL}={group}")).items
+    nodes = sorted(items, key=lambda n: n.metadata.name)
+    if n is not None:
+        assert len(nodes) == n, [x.metadata.name for x in nodes]
+    return nodes
+
+
+async def pool_empty(api: Client) -> bool:
+    await group_nodes(api, GROUP, 0)
+    return True
+
+
+def is_ready(node: types_pb2.Node) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)
+
+
+async def grow(
+    api: Client, cloud: CloudProviderClient, n: int, group: str = GROUP, *, protect: bool = True
+) -> list[str]:
+    """`n` more nodes of `group`, through the cloud (as a scale-up would); their names once
+    Ready. `protect`: each is annotated scale-down-disabled as soon as it registers (an empty
+    node would otherwise go after the unneeded time); `unprotect` lifts it."""
+    before = {x.metadata.name for x in await group_nodes(api, group)}
+    await cloud.increase_size(group, n)
+    annotated: set[str] = set()
+
+    async def ready() -> list[str]:
+        nodes = [x for x in await group_nodes(api, group) if x.metadata.name not in before]
+        for x in nodes:
+            if protect and x.metadata.name not in annotated:
+                await api.patch(
+                    types_pb2.Node,
+                    x.metadata.name,
+                    {"metadata": {"annotations": {SCALE_DOWN_DISABLED: "true"}}},
+                )
+                annotated.add(x.metadata.name)
+        assert len(nodes) == n and all(is_ready(x) for x in nodes), nodes
+        return [x.metadata.name for x in nodes]
+
+    return await eventually(ready, timeout=20, interval=0.05)
+
+
+async def unprotect(api: Client, *names: str) -> None:
+    for name in names:
+        await api.patch(
+            types_pb2.Node, name, {"metadata": {"annotations": {SCALE_DOWN_DISABLED: None}}}
+        )
+
+
+@asynccontextmanager
+async def recorded(api: Client) -> AsyncIterator[tuple[NodeHistory, PodHistory]]:
+    """Nodes and pods recorded while the block runs, synced with the API at its end."""
+    async with record_nodes(api) as nodes, record_pods(api, "") as pods:
+        yield nodes, pods
+        await nodes.sync(api)
+        await pods.sync(api)
+        # sync() waits for the listed objects; the deletions of the others too.
+        live_pods = {p.metadata.uid for p in (await api.list_all(types_pb2.Pod)).items}
+        live_nodes = {n.metadata.uid for n in (await api.list_all(types_pb2.Node)).items}
+
+        def complete() -> bool:
+            for history, live in ((pods.versions, live_pods), (nodes.versions, live_nodes)):
+                missing = [
+                    uid
+                    for uid, vs in history.items()
+                    if vs[-1].type != "DELETED" and uid not in live
+                ]
+                assert not missing, missing
+            return True
+
+        await eventually(complete, timeout=10, interval=0.05)
+
+
+def violations(nodes: NodeHistory, pods: PodHistory, *, nominated_counts: bool = True) -> list[str]:
+    """The scale-down invariants over the recorded history, ordered by resourceVersion: no
+    node deleted while a live pod is bound (or, `nominated_counts`, nominated) to it; pool-a
+    never above its max; no pool-min node deleted."""
+    out: list[str] = []
+    pod_versions = [
+        (v.resource_version or 0, v.type, v.pod) for vs in pods.versions.values() for v in vs
+    ]
+    pod_versions.sort(key=lambda t: t[0])
+    node_events = sorted(
+        (v.resource_version or 0, v.type, v.node) for vs in nodes.versions.values() for v in vs
+    )
+    live: dict[str, types_pb2.Node] = {}
+    for rv, kind, node in node_events:
+        name = node.metadata.name
+        if kind != "DELETED":
+            live[node.metadata.uid] = node
+            in_group = [x for x in live.values() if x.metadata.labels.get(GROUP_LABEL) == GROUP]
+            if len(in_group) > MAX:
+                out.append(f"{GROUP} has {len(in_group)} nodes at rv {rv} (max {MAX})")
+            continue
+        live.pop(node.metadata.uid, None)
+        if node.metadata.labels.get(GROUP_LABEL) == MIN_GROUP:
+            out.append(f"{name} of {MIN_GROUP} (min 1) deleted at rv {rv}")
+        state: dict[str, types_pb2.Pod | None] = {}
+        for prv, pkind, version in pod_versions:
+            if prv >= rv:
+                break
+            state[version.metadata.uid] = None if pkind == "DELETED" else version
+        for seen in state.values():
+            if seen is None or seen.status.phase in ("Succeeded", "Failed"):
+                continue
+            if seen.spec.node_name == name:
+                out.append(f"node {name} deleted (rv {rv}) under bound pod {seen.metadata.name}")
+            elif nominated_counts and seen.status.nominated_node_name == name:
+                out.append(
+                    f"node {name} deleted (rv {rv}) under nominated pod {seen.metadata.name}"
+                )
+    return out
+
+
+def rs(ns: str, name: str, cpu: str, *, grace: int = 1) -> types_pb2.ReplicaSet:
+    obj = make_replica_set(name).namespace(ns).replicas(1).selector(app=name).obj()
+    tmpl = obj.spec.template
+    tmpl.spec.CopyFrom(
+        make_pod("x").req(cpu=cpu).grace(grace).annotation(SHUTDOWN_ANNOTATION, "1s").obj().spec
+    )
+    tmpl.metadata.annotations[SHUTDOWN_ANNOTATION] = "1s"
+    return obj
+
+
+async def running_pods(api: Client, ns: str) -> dict[str, str]:
+    pods = (await api.list(types_pb2.Pod, ns)).items
+    return {
+        p.metadata.name: p.spec.node_name
+        for p in pods
+        if p.status.phase == "Running" and not p.metadata.HasField("deletion_timestamp")
+    }
+
+
+async def events(api: Client, ns: str, reason: str) -> list[types_pb2.Event]:
+    return [e for e in (await api.list(types_pb2.Event, ns)).items if e.reason == reason]
+
+
+async def test_an_underused_node_is_drained_and_deleted_and_its_pod_recreated_elsewhere(
+    cluster: Cluster, clients: tuple[Client, CloudProviderClient]
+) -> None:
+    api, cloud = clients
+    ns = await create_namespace(api, "drain")
+    async with recorded(api) as (nodes, pods):
+        big_node, small_node = await place_big_and_small(api, cloud, ns)
+        (old_pod,) = [
+            p
+            for p in (await api.list(types_pb2.Pod, ns)).items
+            if p.metadata.name.startswith("small")
+        ]
+
+        # small_node (utilization 0.15) goes: its pod is evicted, terminates on its kubelet,
+        # and is re-created on big_node by the ReplicaSet.
+        async def moved() -> bool:
+            names = {x.metadata.name for x in await group_nodes(api, GROUP)}
+            assert names == {big_node}, names
+            now = await running_pods(api, ns)
+            assert sorted(now.values()) == [big_node, big_node], now
+            return True
+
+        await eventually(moved, timeout=25, interval=0.3)
+        assert await cloud.target_size(GROUP) == 1
+        evs = await events(api, ns, "ScaleDown")
+        assert any(
+            e.involved_object.name == old_pod.metadata.name
+            and e.message == "deleting pod for node scale down"
+            for e in evs
+        ), evs
+        node_events = [
+            e.message
+            for e in await events(api, "default", "ScaleDown")
+            if e.involved_object.name == small_node
+        ]
+        assert "marked the node as toBeDeleted/unschedulable" in node_events
+        assert "node removed by cluster autoscaler" in node_events
+        # The pod ended gracefully: DisruptionTarget from the eviction, then deleted.
+        versions = pods.versions[old_pod.metadata.uid]
+        assert any(v.pod.metadata.HasField("deletion_timestamp") for v in versions)
+        tainted = [
+            v.node
+            for v in nodes.by_name()[small_node]
+            if any(t.key == TO_BE_DELETED for t in v.node.spec.taints)
+        ]
+        assert tainted and tainted[0].spec.taints[-1].effect == "NoSchedule"
+        await api.delete(types_pb2.ReplicaSet, "big", ns)
+        await api.delete(types_pb2.ReplicaSet, "small", ns)
+        await eventually(lambda: pool_empty(api), timeout=20, interval=0.3)
+    assert violations(nodes, pods) == []
+    log = cluster.logs()[_running["1.37"]]
+    assert f"scale-down: removing node {small_node} (group {GROUP})" in log
+
+
+async def _one_running(api: Client, ns: str, prefix: str) -> str:
+    running = {n: node for n, node in (await running_pods(api, ns)).items() if n.startswith(prefix)}
+    assert len(running) == 1, running
+    return next(iter(running.values()))
+
+
+async def test_empty_nodes_are_deleted_in_bulk_and_min_size_is_kept(
+    cluster: Cluster, clients: tuple[Client, CloudProviderClient]
+) -> None:
+    api, cloud = clients
+    async with recorded(api) as (nodes, pods):
+        (min_node,) = await grow(api, cloud, 1, MIN_GROUP, protect=False)
+        names = await grow(api, cloud, 3)
+        await unprotect(api, *names)
+        await eventually(lambda: pool_empty(api), timeout=15, interval=0.2)
+
+        def min_kept() -> bool:
+            log = cluster.logs()[_running["1.37"]]
+            return f"node {min_node} is not removable: NodeGroupMinSizeReached" in log
+
+        await eventually(min_kept, timeout=10, interval=0.2)
+        assert [x.metadata.name for x in await group_nodes(api, MIN_GROUP)] == [min_node]
+    assert violations(nodes, pods) == []
+    log = cluster.logs()[_running["1.37"]]
+    assert f"scale-down: deleting 3 empty node(s) of group {GROUP}: {', '.join(names)}" in log
+    # The soft taint marked them unneeded before they went.
+    for name in names:
+        assert any(
+            any(t.key == DELETION_CANDIDATE for t in v.node.spec.taints)
+            for v in nodes.by_name()[name]
+        ), name
+
+
+async def test_blocking_pods_and_the_disabled_annotation_keep_their_nodes(
+    cluster: Cluster, clients: tuple[Client, CloudProviderClient]
+) -> None:
+    api, cloud = clients
+    ns = await create_namespace(api, "blockers")
+    async with recorded(api) as (nodes, pods):
+        names = await grow(api, cloud, 4)
+        for n in names:
+            await api.patch(
+                types_pb2.Node, n, {"metadata": {"annotations": {SCALE_DOWN_DISABLED: "true"}}}
+            )
+        pdb_node, nse_node, bare_node, disabled_node = names
+        ref = await a_controller(api, ns)
+        blockers = {
+            pdb_node: make_pod("guarded").label("app", "guarded"),
+            nse_node: make_pod("not-safe").annotation(SAFE_TO_EVICT, "false"),
+            bare_node: make_pod("bare"),
+        }
+        for node, b in blockers.items():
+            pod = b.namespace(ns).req(cpu="100m").node(node).grace(0).obj()
+            if node != bare_node:
+                pod.metadata.owner_references.append(ref)
+            await api.create(pod)
+        await api.create(
+            make_pdb("guarded").namespace(ns).selector(app="guarded").min_available(1).obj()
+        )
+        await eventually(lambda: _all_running(api, ns, 3), timeout=15, interval=0.2)
+        start = time.monotonic()
+        for n in (pdb_node, nse_node, bare_node):
+            await api.patch(
+                types_pb2.Node, n, {"metadata": {"annotations": {SCALE_DOWN_DISABLED: None}}}
+            )
+        autoscaler = _running["1.37"]
+        expected = {
+            pdb_node: f"BlockedByPod (not enough pod disruption budget to move {ns}/guarded)",
+            nse_node: f"BlockedByPod (pod annotated as not safe to evict present: {ns}/not-safe)",
+            bare_node: f"BlockedByPod ({ns}/bare is not replicated)",
+            disabled_node: "ScaleDownDisabledAnnotation",
+        }
+
+        def all_logged() -> bool:
+            log = cluster.logs()[autoscaler]
+            for node, why in expected.items():
+                assert f"node {node} is not removable: {why}" in log, why
+            return True
+
+        await eventually(all_logged, timeout=10, interval=0.3)
+        # Kept well past the unneeded time (a bounded window, checked from the history).
+        await anyio.sleep(max(0.0, UNNEEDED + 2 - (time.monotonic() - start)))
+        assert len(await group_nodes(api, GROUP)) == 4
+        deleted = [
+            v.node.metadata.name
+            for vs in nodes.versions.values()
+            for v in vs
+            if v.type == "DELETED"
+        ]
+        assert not set(deleted) & set(names), deleted
+        for n in (pdb_node, nse_node, bare_node):
+            await api.delete(
+                types_pb2.Pod,
+                {pdb_node: "guarded", nse_node: "not-safe", bare_node: "bare"}[n],
+                ns,
+                grace_period_seconds=0,
+            )
+        await api.patch(
+            types_pb2.Node,
+            disabled_node,
+            {"metadata": {"annotations": {SCALE_DOWN_DISABLED: None}}},
+        )
+        await eventually(lambda: pool_empty(api), timeout=20, interval=0.3)
+    assert violations(nodes, pods) == []
+
+
+async def a_controller(api: Client, ns: str) -> types_pb2.OwnerReference:
+    """A controller ownerReference to an object that exists (the garbage collector keeps the
+    pod) and manages no pods: a ConfigMap."""
+    cm = types_pb2.ConfigMap()
+    cm.metadata.name = "owner"
+    cm.metadata.namespace = ns
+    return owner_reference(await api.create(cm), controller=True)
+
+
+async def _all_running(api: Client, ns: str, n: int) -> bool:
+    assert len(await running_pods(api, ns)) == n
+    return True
+
+
+async def test_s_ca_4_delay_after_add_and_unneeded_time(
+    cluster: Cluster, clients: tuple[Client, CloudProviderClient]
+) -> None:
+    api, cloud = clients
+    ns = await create_namespace(api, "ca4")
+    async with recorded(api) as (nodes, pods):
+        await api.create(make_pod("pending").namespace(ns).req(cpu="1500m").grace(0).obj())
+        (node,) = await eventually(
+            lambda: _nodes_with_running(api, ns, 1), timeout=25, interval=0.2
+        )
+        (triggered,) = await events(api, ns, "TriggeredScaleUp")
+        scaled_up_at = triggered.first_timestamp.seconds
+        await api.delete(types_pb2.Pod, "pending", ns, grace_period_seconds=0)
+        await eventually(lambda: pool_empty(api), timeout=25, interval=0.3)
+    assert violations(nodes, pods) == []
+    versions = nodes.by_name()[node]
+    candidate = [
+        int(t.value) for v in versions for t in v.node.spec.taints if t.key == DELETION_CANDIDATE
+    ]
+    doomed = [int(t.value) for v in versions for t in v.node.spec.taints if t.key == TO_BE_DELETED]
+    assert candidate and doomed
+    # Unneeded (soft-tainted) at t0, removed no earlier than t0 + the unneeded time, and no
+    # earlier than delay-after-add after the scale-up (second resolution: 1 s slack).
+    assert doomed[0] - candidate[0] >= UNNEEDED - 1
+    assert doomed[0] - scaled_up_at >= DELAY_AFTER_ADD - 1
+    assert "scale-down in cooldown: scale-up" in cluster.logs()[_running["1.37"]]
+
+
+async def _nodes_with_running(api: Client, ns: str, n: int) -> list[str]:
+    running = await running_pods(api, ns)
+    assert len(running) == n, running
+    return sorted(set(running.values()))
+
+
+async def test_s_ca_3_a_node_running_only_expendable_pods_is_scaled_down(
+    cluster: Cluster, clients: tuple[Client, CloudProviderClient]
+) -> None:
+    api, cloud = clients
+    ns = await create_namespace(api, "ca3")
+    await api.create(make_priority_class(f"{ns}-expendable", -20).obj())
+    async with recorded(api) as (nodes, pods):
+        (node,) = await grow(api, cloud, 1)
+        await api.patch(
+            types_pb2.Node, node, {"metadata": {"annotations": {SCALE_DOWN_DISABLED: "true"}}}
+        )
+        await api.create(
+            make_pod("low")
+            .namespace(ns)
+            .req(cpu="1500m")
+            .priority_class(f"{ns}-expendable")
+            .node(node)
+            .grace(0)
+            .obj()
+        )
+        await eventually(lambda: _all_running(api, ns, 1), timeout=15, interval=0.2)
+        await api.patch(
+            types_pb2.Node, node, {"metadata": {"annotations": {SCALE_DOWN_DISABLED: None}}}
+        )
+        await eventually(lambda: pool_empty(api), timeout=20, interval=0.3)
+    # The expendable pod went with its node (collected after it), not drained first.
+    assert f"scale-down: removing empty node {node}" in cluster.logs()[_running["1.37"]]
+    del nodes, pods
+
+
+@pytest.mark.parametrize(
+    ("version", "gate", "kept"),
+    [
+        pytest.param("1.37", "on", True, id="ca-1.37-nne-on"),
+        pytest.param("1.37", "off", False, id="ca-1.37-nne-off"),
+        pytest.param("1.36", "on", False, id="ca-1.36-nne-on"),
+        pytest.param("1.36", "off", False, id="ca-1.36-nne-off"),
+    ],
+)
+async def test_s_ca_1_the_node_under_a_pod_in_prebind(
+    cluster: Cluster,
+    clients: tuple[Client, CloudProviderClient],
+    version: str,
+    gate: str,
+    kept: bool,
+) -> None:
+    """kubernetes/kubernetes#125491: the pod sits in PreBind (SlowPreBind standing in for a
+    volume being provisioned); its node is otherwise empty. Only a 1.37 autoscaler with the
+    scheduler's NominatedNodeNameForExpectation on counts it there and keeps the node."""
+    api, cloud = clients
+    autoscaler = use_autoscaler(cluster, version)
+    ns = await create_namespace(api, f"ca1-{version.replace('.', '')}-{gate}")
+    async with recorded(api) as (nodes, pods):
+        (node,) = await grow(api, cloud, 1)
+        await api.patch(
+            types_pb2.Node, node, {"metadata": {"annotations": {SCALE_DOWN_DISABLED: "true"}}}
+        )
+        await api.create(
+            make_pod("slow")
+            .namespace(ns)
+            .req(cpu="1500m")
+            .scheduler_name(f"prebind-nne-{gate}")
+            .annotation(PREBIND_DELAY, "forever")
+            .grace(0)
+            .obj()
+        )
+
+        def in_prebind() -> bool:
+            log = cluster.logs()[f"scheduler-nne-{gate}"]
+            return f"PreBind of {ns}/slow on {node} waits until cancelled" in log
+
+        await eventually(in_prebind, timeout=10, interval=0.1)
+        pod = await api.get(types_pb2.Pod, "slow", ns)
+        assert pod.status.nominated_node_name == (node if gate == "on" else "")
+        start = time.monotonic()
+        await api.patch(
+            types_pb2.Node, node, {"metadata": {"annotations": {SCALE_DOWN_DISABLED: None}}}
+        )
+        if kept:
+            # A bounded window well past the unneeded time; the history says it stayed.
+            def counted() -> bool:
+                log = cluster.logs()[autoscaler]
+                after = log.split(f"{node} is not removable: ScaleDownDisabled")[-1]
+                return f"node {node} is not removable: NotUnderutilized" in after
+
+            await eventually(counted, timeout=10, interval=0.2)
+            await anyio.sleep(max(0.0, UNNEEDED + 2 - (time.monotonic() - start)))
+            assert [x.metadata.name for x in await group_nodes(api, GROUP)] == [node]
+        else:
+            await eventually(lambda: pool_empty(api), timeout=10, interval=0.2)
+            pod = await api.get(types_pb2.Pod, "slow", ns)
+            assert not pod.spec.node_name
+        await api.delete(types_pb2.Pod, "slow", ns, grace_period_seconds=0)
+        await eventually(lambda: pool_empty(api), timeout=20, interval=0.3)
+    found = violations(nodes, pods)
+    if kept:
+        assert found == []
+    else:
+        # The old behaviour: the node went while the pod was on its way to it.
+        assert f"scale-down: removing empty node {node}" in cluster.logs()[autoscaler]
+        if gate == "on":
+            assert any("under nominated pod slow" in v for v in found), found
+
+
+async def place_big_and_small(
+    api: Client, cloud: CloudProviderClient, ns: str, *, grace: int = 1
+) -> tuple[str, str]:
+    """Two new nodes: "big" (a 1200m pod, utilization 0.6) and "small" (a 300m pod that
+    terminates in `grace` seconds); returns (big node, small node). Both are protected by
+    scale-down-disabled while the pods land."""
+    two = await grow(api, cloud, 2)
+    for name in two:
+        await api.patch(
+            types_pb2.Node, name, {"metadata": {"annotations": {SCALE_DOWN_DISABLED: "true"}}}
+        )
+    await api.create(rs(ns, "big", "1200m"))
+    big_node = await eventually(lambda: _one_running(api, ns, "big"), timeout=15, interval=0.2)
+    (small_node,) = set(two) - {big_node}
+    small = rs(ns, "small", "300m", grace=grace)
+    small.spec.template.metadata.annotations[SHUTDOWN_ANNOTATION] = f"{grace}s"
+    # Cordoned while the small pod is placed, so that it lands on the other node.
+    await api.patch(types_pb2.Node, big_node, {"spec": {"unschedulable": True}})
+    await api.create(small)
+    placed = await eventually(lambda: _one_running(api, ns, "small"), timeout=15, interval=0.2)
+    assert placed == small_node
+    await api.patch(types_pb2.Node, big_node, {"spec": {"unschedulable": False}})
+    for name in two:
+        await api.patch(
+            types_pb2.Node, name, {"metadata": {"annotations": {SCALE_DOWN_DISABLED: None}}}
+        )
+    return big_node, small_node
+
+
+async def test_chaos_autoscaler_killed_during_a_drain_resumes_cleanly(
+    cluster: Cluster, clients: tuple[Client, CloudProviderClient]
+) -> None:
+    api, cloud = clients
+    autoscaler = use_autoscaler(cluster, "1.37")
+    ns = await create_namespace(api, "chaos")
+    async with recorded(api) as (nodes, pods):
+        # The small pod takes 4 s to terminate: the autoscaler is killed while waiting for it.
+        big_node, small_node = await place_big_and_small(api, cloud, ns, grace=4)
+
+        def draining() -> bool:
+            return f"scale-down: draining node {small_node}" in cluster.logs()[autoscaler]
+
+        await eventually(draining, timeout=15, interval=0.1)
+        cluster.kill(autoscaler)
+        cluster.restart(autoscaler)
+
+        # The new autoscaler removes the leftover taint, finds small_node unneeded again
+        # and deletes it: cloud and nodes agree, no taint is left.
+        async def finished() -> bool:
+            names = [x.metadata.name for x in await group_nodes(api, GROUP)]
+            assert names == [big_node], names
+            instances = await cloud.nodes(GROUP)
+            assert [i.id.rsplit("/", 1)[-1] for i in instances] == [big_node]
+            assert await cloud.target_size(GROUP) == 1
+            (big,) = await group_nodes(api, GROUP)
+            assert [t.key for t in big.spec.taints] == []
+            assert sorted((await running_pods(api, ns)).values()) == [big_node, big_node]
+            return True
+
+        await eventually(finished, timeout=30, interval=0.3)
+        await api.delete(types_pb2.ReplicaSet, "big", ns)
+        await api.delete(types_pb2.ReplicaSet, "small", ns)
+        await eventually(lambda: pool_empty(api), timeout=20, interval=0.3)
+    assert violations(nodes, pods) == []
+    assert (
+        f"removing leftover taint {TO_BE_DELETED} from node {small_node}"
+        in (cluster.logs()[autoscaler])
+    )
+
+
+async def test_s_ca_2_a_preemptors_nominated_node_counts_as_used(
+    cluster: Cluster, clients: tuple[Client, CloudProviderClient]
+) -> None:
+    """The preemptor waits for its victim (terminating for 12 s), nominated to the node: the
+    autoscaler counts it there (utilization 0.3 + 0.75), so the node stays."""
+    api, cloud = clients
+    autoscaler = use_autoscaler(cluster, "1.37")
+    ns = await create_namespace(api, "ca2")
+    await api.create(make_priority_class(f"{ns}-high", 100).obj())
+    async with recorded(api) as (nodes, pods):
+        (node,) = await grow(api, cloud, 1)
+        victim = (
+            make_pod("victim")
+            .namespace(ns)
+            .req(cpu="600m")
+            .node(node)
+            .grace(12)
+            .annotation(SHUTDOWN_ANNOTATION, "12s")
+            .obj()
+        )
+        victim.metadata.owner_references.append(await a_controller(api, ns))
+        await api.create(victim)
+        await eventually(lambda: _all_running(api, ns, 1), timeout=15, interval=0.2)
+        await api.create(
+            make_pod("preemptor")
+            .namespace(ns)
+            .req(cpu="1500m")
+            .priority_class(f"{ns}-high")
+            .node_selector({"kubernetes.io/hostname": node})
+            .obj()
+        )
+
+        async def waiting() -> bool:
+            pod = await api.get(types_pb2.Pod, "preemptor", ns)
+            gone = await api.get(types_pb2.Pod, "victim", ns)
+            return pod.status.nominated_node_name == node and gone.metadata.HasField(
+                "deletion_timestamp"
+            )
+
+        await eventually(waiting, timeout=15, interval=0.2)
+        start = time.monotonic()
+        await unprotect(api, node)
+
+        def spared() -> bool:
+            log = cluster.logs()[autoscaler]
+            return f"node {node} is not removable: NotUnderutilized (utilization 1.05 " in log
+
+        await eventually(spared, timeout=10, interval=0.2)
+        await anyio.sleep(max(0.0, UNNEEDED + 2 - (time.monotonic() - start)))
+        assert [x.metadata.name for x in await group_nodes(api, GROUP)] == [node]
+        # Still waiting: the window saw the S-CA-2 state.
+        assert await waiting()
+        await api.delete(types_pb2.Pod, "preemptor", ns, grace_period_seconds=0)
+        await eventually(lambda: pool_empty(api), timeout=30, interval=0.3)
+    assert violations(nodes, pods) == []
