@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from kemu.machinery import patch
 from kemu.machinery.errors import BadRequest, Invalid
 
-POD = {
+POD: dict[str, Any] = {
     "metadata": {"name": "p", "labels": {"a": "1"}, "finalizers": ["x"]},
     "spec": {
         "containers": [
