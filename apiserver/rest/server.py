@@ -19,7 +19,7 @@ import anyio
 from aiohttp import web
 from google.protobuf.message import Message
 
-from apiserver.rest import discovery, openapi, status
+from apiserver.rest import discovery, openapi, protobuf, status
 from apiserver.rest.table import table, wants_table
 from apiserver.server.registry import Registry
 from apiserver.server.servicer import ApiService
@@ -230,12 +230,16 @@ class RestApi:
 
     async def _body(self, request: web.BaseRequest) -> Any:
         content_type = request.headers.get("Content-Type", JSON_TYPE).split(";")[0].strip()
+        raw = await request.read()
+        if content_type == protobuf.CONTENT_TYPE and raw:
+            decoded = protobuf.decode(raw)
+            if decoded is not None:
+                return decoded
         if content_type not in (JSON_TYPE, "", "*/*"):
             raise UnsupportedMediaType(
                 f"the body of the request was in an unknown format - accepted media types "
                 f"include: {JSON_TYPE} (got {content_type!r})"
             )
-        raw = await request.read()
         try:
             return json.loads(raw or b"{}")
         except ValueError as e:

@@ -198,6 +198,36 @@ def test_kubectl_cordon_uncordon(kubectl: Kubectl) -> None:
     assert "unschedulable" not in kubectl.json("get", "node", NODE)["spec"]
 
 
+def test_kubectl_create_describe_edit_and_drain(kubectl: Kubectl) -> None:
+    """`create namespace|configmap` and drain's evictions come from kubectl's typed clients
+    (protobuf bodies); edit patches with what the editor changed."""
+    ns = unique_name("typed")
+    kubectl.run("create", "namespace", ns)
+    kubectl.run("create", "configmap", "cm", "-n", ns, "--from-literal=a=b")
+    env = {**kubectl.env, "KUBE_EDITOR": "sed -i s/a:\\ b/a:\\ edited/"}
+    assert KUBECTL is not None
+    subprocess.run([KUBECTL, "edit", "configmap", "cm", "-n", ns], env=env, check=True, timeout=30)
+    assert kubectl.json("get", "configmap", "cm", "-n", ns)["data"] == {"a": "edited"}
+    kubectl.run("apply", "-f", "-", stdin=pod_manifest("d", ns, node=NODE))
+    kubectl.run("wait", "--for=condition=Ready", "pod/d", "-n", ns, "--timeout=20s", timeout=30)
+    described = kubectl.run("describe", "pod", "d", "-n", ns).stdout
+    fields = dict(
+        (line.split(":", 1)[0], line.split(":", 1)[1].strip())
+        for line in described.splitlines()
+        if ":" in line and not line.startswith(" ")
+    )
+    assert fields["Node"].startswith(NODE) and fields["Status"] == "Running"
+    try:
+        out = kubectl.run(
+            "drain", NODE, "--force", "--grace-period=1", "--timeout=30s",
+            "--pod-selector=app=d", timeout=40,
+        )  # fmt: skip
+        assert f"evicting pod {ns}/d" in out.stdout + out.stderr
+        assert kubectl.run("get", "pod", "d", "-n", ns, check=False).returncode == 1
+    finally:
+        kubectl.run("uncordon", NODE)
+
+
 def test_kubectl_explain_pod_spec(kubectl: Kubectl) -> None:
     out = kubectl.run("explain", "pod.spec").stdout
     assert "containers" in out and "nodeName" in out
