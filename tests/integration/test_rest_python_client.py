@@ -1,3 +1,5 @@
+# mypy: disable-error-code="union-attr,no-untyped-call,index,arg-type"
+# (the kubernetes client types every field Optional and leaves its watch untyped)
 """The official `kubernetes` Python client against kemu's REST edge (real etcd and apiserver),
 and a REST watch next to a gRPC watch of the same changes."""
 
