@@ -5,6 +5,7 @@ and a REST watch next to a gRPC watch of the same changes."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import anyio
@@ -88,6 +89,24 @@ def test_python_client_create_list_patch_binding_eviction(core: k8s.CoreV1Api) -
     with pytest.raises(k8s.ApiException) as err:
         core.create_namespaced_pod(ns, _pod("a"))
     assert err.value.status == 409
+
+
+def test_python_client_errors_are_upstream_status_bodies(core: k8s.CoreV1Api) -> None:
+    ns = _namespace(core, "pye")
+    pod = core.create_namespaced_pod(ns, _pod("p"))
+    core.patch_namespaced_pod("p", ns, {"metadata": {"labels": {"v": "1"}}})
+    with pytest.raises(k8s.ApiException) as err:  # a stale resourceVersion
+        core.replace_namespaced_pod("p", ns, pod)
+    assert err.value.status == 409
+    assert json.loads(err.value.body)["reason"] == "Conflict"
+    bad = _pod("q")
+    bad.spec.containers[0].name = "Bad_Name"
+    with pytest.raises(k8s.ApiException) as err:
+        core.create_namespaced_pod(ns, bad)
+    assert err.value.status == 422
+    status = json.loads(err.value.body)
+    assert status["kind"] == "Status" and status["reason"] == "Invalid"
+    assert [c["field"] for c in status["details"]["causes"]] == ["spec.containers[0].name"]
 
 
 def test_python_client_watch_resumes_from_a_resource_version(core: k8s.CoreV1Api) -> None:
