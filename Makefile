@@ -14,6 +14,7 @@ $(STAMP): pyproject.toml
 
 run: $(STAMP)
 	mkdir -p .kemu
+	$(BIN)/python -m kemu.machinery.kubeconfig .kemu/kubeconfig http://127.0.0.1:6445
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho start
 
 test: $(STAMP) check-gen lint

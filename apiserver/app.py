@@ -18,6 +18,8 @@ import anyio
 import grpc
 from google.protobuf.message import Message
 
+from apiserver.rest.server import RestApi
+from apiserver.rest.server import serve as serve_rest
 from apiserver.server.admission import (
     DEFAULT_TOLERATION_SECONDS,
     DefaultTolerationSeconds,
@@ -51,6 +53,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--bind-address", default="127.0.0.1", help="address to serve gRPC on")
     parser.add_argument("--port", type=int, default=6443, help="gRPC port (default 6443)")
     parser.add_argument(
+        "--rest-port",
+        type=int,
+        default=0,
+        help="serve the Kubernetes REST API (JSON over plain HTTP) on this port of "
+        "--bind-address; 0 disables (default 0)",
+    )
+    parser.add_argument(
         "--etcd-compaction-interval",
         type=float,
         default=300.0,
@@ -82,6 +91,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, options = parse_component_args(parser, argv, COMPONENT)
     if not 0 < args.port < 65536:
         parser.error(f"--port: {args.port} is not a port (1 to 65535)")
+    if not 0 <= args.rest_port < 65536:
+        parser.error(f"--rest-port: {args.rest_port} is not a port (1 to 65535, or 0)")
     if not args.watch_bookmark_frequency > 0:
         parser.error(f"--watch-bookmark-frequency: {args.watch_bookmark_frequency} must be > 0")
     for flag in ("default_not_ready_toleration_seconds", "default_unreachable_toleration_seconds"):
@@ -172,6 +183,14 @@ async def _serve(args: argparse.Namespace, store: EtcdStore, ctx: ComponentConte
         await _bootstrap(registry, ctx)
         await server.start()
         log.info("serving the kemu API on %s (emulated version %s)", address, ctx.options.version)
+        if args.rest_port:
+            rest = RestApi(
+                registry,
+                service,
+                ready=lambda: etcd_ok and all(c.ready for c in caches.values()),
+                now=ctx.clock.now,
+            )
+            await tg.start(serve_rest, rest, args.bind_address, args.rest_port)
         if args.etcd_compaction_interval > 0:
             tg.start_soon(_compactor, store, caches, args.etcd_compaction_interval, ctx)
 

@@ -34,6 +34,7 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 import aetcd
+import aiohttp
 import anyio
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
@@ -55,6 +56,7 @@ from bench.common import (
 )
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
+from kemu.machinery import convert
 from kemu.testing.builders import make_pod
 from kemu.testing.cluster import Cluster
 from kemu.testing.namespaces import ensure_namespace
@@ -71,8 +73,8 @@ WATCH_SECONDS: Final = 5.0
 QUICK_WATCH_SECONDS: Final = 2.0
 WATCH_MAX_IN_FLIGHT: Final = 256
 WARMUP: Final = 100
+SYSTEMS: Final = ("apiserver", "rest", "etcd")
 LABEL: Final = "bench"
-SYSTEMS: Final = ("apiserver", "etcd")
 OPS: Final = ("create", "get", "update")
 
 
@@ -224,6 +226,34 @@ async def apiserver_cells(
     await cells.cell("apiserver", "update", concurrency, n, update)
     sample = next((p for p in created if p is not None), pods[0])
     return sample.SerializeToString()
+
+
+REST_CONCURRENCY: Final = 16
+
+
+async def rest_create_cell(cells: Cells, rest_url: str, n: int) -> None:
+    """N creates of the same small Pod through the REST edge (JSON over HTTP/1.1, one
+    keep-alive connection per worker), next to the gRPC creates of the same run."""
+    ns = f"bench-rest-c{REST_CONCURRENCY}"
+    bodies = [json.dumps(convert.to_dict(bench_pod(f"p{i}", ns))).encode() for i in range(n)]
+    connector = aiohttp.TCPConnector(limit=REST_CONCURRENCY)
+    async with aiohttp.ClientSession(rest_url, connector=connector) as session:
+        namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+        async with session.post("/api/v1/namespaces", json=namespace) as resp:
+            if resp.status not in (201, 409):
+                raise RuntimeError(f"cannot create namespace {ns}: {resp.status}")
+
+        async def create(i: int) -> None:
+            async with session.post(
+                f"/api/v1/namespaces/{ns}/pods",
+                data=bodies[i],
+                headers={"Content-Type": "application/json"},
+            ) as resp:
+                await resp.read()
+                if resp.status != 201:
+                    raise RuntimeError(f"create p{i}: HTTP {resp.status}")
+
+        await cells.cell("rest", "create", REST_CONCURRENCY, n, create)
 
 
 async def etcd_cells(
@@ -456,6 +486,8 @@ async def run(cluster: Cluster, opts: Options, tmp: Path) -> Report:
             value = await apiserver_cells(cells, pool[c], c, opts.n)
             report.value_bytes = len(value)
             await etcd_cells(cells, etcd, c, opts.n, value)
+            if c == REST_CONCURRENCY:
+                await rest_create_cell(cells, cluster.rest_url, opts.n)
         log.info("watch delivery")
         report.watch = await watch_delivery(shared, cluster.server, pids, opts, tmp)
         report.rss_kib = {name: rss_kib(pid) for name, pid in pids.items() if pid is not None}
@@ -475,7 +507,7 @@ async def run(cluster: Cluster, opts: Options, tmp: Path) -> Report:
 def add_ratios(rows: list[Row]) -> None:
     etcd = {(r.op, r.clients): r.ops_per_s for r in rows if r.system == "etcd"}
     for r in rows:
-        if r.system == "apiserver":
+        if r.system in ("apiserver", "rest"):
             r.vs_etcd = ratio(r.ops_per_s, etcd.get((r.op, r.clients), math.nan))
 
 
@@ -627,7 +659,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             Cluster(Path(tmp)) as cluster,
         ):
             cluster.start_etcd()
-            cluster.start_apiserver()
+            cluster.start_apiserver(rest=True)
             report = anyio.run(run, cluster, opts, Path(tmp))
     except ProcessStartError as e:
         print(f"bench apiserver: the cluster did not start: {e}", file=sys.stderr)

@@ -9,6 +9,7 @@ the caller did not pin a resourceVersion.
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 import string
@@ -16,7 +17,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
 
 from google.protobuf.message import Message
 
@@ -39,6 +40,7 @@ from kemu.component.featuregate import (
 from kemu.component.version import DEFAULT_VERSION, Version
 from kemu.machinery import apps, batch, convert
 from kemu.machinery import namespaces as ns_rules
+from kemu.machinery import patch as patches
 from kemu.machinery.defaults import set_defaults
 from kemu.machinery.delete_options import check_preconditions
 from kemu.machinery.deletion import DeleteOptions, Outcome, plan_delete, should_delete_during_update
@@ -441,11 +443,25 @@ class Registry:
     # ------------------------------------------------------------ patch
 
     async def patch(
-        self, resource: str, namespace: str, name: str, patch_text: str, subresource: str
+        self,
+        resource: str,
+        namespace: str,
+        name: str,
+        patch_text: str,
+        subresource: str,
+        patch_type: str = patches.MERGE,
     ) -> Message:
+        """A PATCH of any type (kemu.machinery.patch) on the stored object's JSON, in the
+        compare-and-swap loop; then the same rules as an update of the subresource."""
         kind = kind_for_resource(resource)
         namespace = (namespace or "default") if kind.namespaced else ""
-        patch = admission.parse_patch(patch_text)
+        if patch_type == patches.MERGE:
+            patch: Any = admission.parse_patch(patch_text)
+        else:
+            try:
+                patch = json.loads(patch_text)
+            except ValueError as e:
+                raise BadRequest(f"the patch is not valid JSON: {e}") from None
         if subresource not in ("", "status", "resize", ns_rules.FINALIZE_SUBRESOURCE):
             raise BadRequest(f'unknown subresource "{subresource}"')
         if subresource == ns_rules.FINALIZE_SUBRESOURCE and kind is not _NAMESPACE:
@@ -457,12 +473,12 @@ class Registry:
         if subresource == "resize" and kind.kind != "Pod":
             raise NotFound(f"the server could not find the requested resource ({resource}/resize)")
         pinned = ""
-        meta_patch = patch.get("metadata")
+        meta_patch = patch.get("metadata") if isinstance(patch, dict) else None
         if isinstance(meta_patch, dict) and meta_patch.get("resourceVersion") is not None:
             pinned = str(meta_patch["resourceVersion"])
 
         def mutate(current: Message) -> Message:
-            patched_dict = convert.merge_patch(convert.to_dict(current), patch)
+            patched_dict = patches.apply(patch_type, convert.to_dict(current), patch)
             try:
                 patched = convert.from_dict(kind, patched_dict)
             except Invalid as e:

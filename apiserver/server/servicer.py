@@ -133,6 +133,13 @@ class ApiService:
         self._version = version
         self._now = now
 
+    @property
+    def bookmark_frequency(self) -> float:
+        return self._bookmark_frequency
+
+    def server_version(self) -> api_pb2.ComponentVersion:
+        return self._version()
+
     # ------------------------------------------------------------ plumbing
 
     async def _serve(
@@ -193,7 +200,7 @@ class ApiService:
 
     async def list(self, req: api_pb2.ListRequest, context: Any) -> bytes:
         async def call() -> bytes:
-            return await self._list(req)
+            return await self.list_bytes(req)
 
         return await self._serve("list", req.resource, context, call)
 
@@ -311,7 +318,8 @@ class ApiService:
 
     # ------------------------------------------------------------ list
 
-    async def _list(self, req: api_pb2.ListRequest) -> bytes:
+    async def list_bytes(self, req: api_pb2.ListRequest) -> bytes:
+        """A List's response bytes (ListResponse): the one list path of both edges."""
         kind = kind_for_resource(req.resource)
         flt = RequestFilter(req.resource, req.label_selector, req.field_selector)
         namespace = req.namespace if kind.namespaced else ""
@@ -392,10 +400,7 @@ class ApiService:
 
     async def watch(self, req: api_pb2.WatchRequest, context: Any) -> AsyncIterator[bytes]:
         try:
-            kind = kind_for_resource(req.resource)
-            flt = RequestFilter(req.resource, req.label_selector, req.field_selector)
-            cache = self._caches[kind.resource]
-            initial, receive, watcher = await self._start_watch(req, kind, cache, flt)
+            cache, initial, receive, watcher = await self.open_watch(req)
         except ApiError as e:
             self._metrics.requests.labels(
                 "watch",
@@ -448,6 +453,16 @@ class ApiService:
                     sent.inc(len(batch))
         finally:
             cache.stop(watcher)
+
+    async def open_watch(
+        self, req: api_pb2.WatchRequest
+    ) -> tuple[WatchCache, builtins.list[bytes], MemoryObjectReceiveStream[bytes], Watcher]:
+        """Registers a watcher (the one watch path of both edges): its cache, the initial
+        frames, the stream of later frames, and the handle to `cache.stop` when done."""
+        kind = kind_for_resource(req.resource)
+        flt = RequestFilter(req.resource, req.label_selector, req.field_selector)
+        cache = self._caches[kind.resource]
+        return (cache, *await self._start_watch(req, kind, cache, flt))
 
     async def _start_watch(
         self, req: api_pb2.WatchRequest, kind: Kind, cache: WatchCache, flt: RequestFilter

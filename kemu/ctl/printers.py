@@ -145,8 +145,18 @@ def _pod_row(pod: types_pb2.Pod, now: float, wide: bool) -> list[str]:
             pod.status.pod_ip or NONE,
             pod.spec.node_name or NONE,
             pod.status.nominated_node_name or NONE,
+            readiness_gates(pod),
         ]
     return row
+
+
+def readiness_gates(pod: types_pb2.Pod) -> str:
+    """READINESS GATES of `get pods -o wide`: gates whose condition is True, of all."""
+    gates = pod.spec.readiness_gates
+    if not gates:
+        return NONE
+    true = {c.type for c in pod.status.conditions if c.status == "True"}
+    return f"{sum(1 for g in gates if g.condition_type in true)}/{len(gates)}"
 
 
 # ---------------------------------------------------------------- nodes
@@ -433,7 +443,7 @@ class TableSpec:
 TABLES: dict[str, TableSpec] = {
     "Pod": TableSpec(
         ("NAME", "READY", "STATUS", "RESTARTS", "AGE"),
-        ("IP", "NODE", "NOMINATED NODE"),
+        ("IP", "NODE", "NOMINATED NODE", "READINESS GATES"),
         _pod_row,
     ),
     "Node": TableSpec(

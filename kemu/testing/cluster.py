@@ -21,6 +21,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final
 
+from kemu.machinery import kubeconfig
 from kemu.testing.etcd import DEFAULT_QUOTA_BACKEND_BYTES, Etcd
 from kemu.testing.ports import LOOPBACK, free_port
 from kemu.testing.processes import (
@@ -111,6 +112,7 @@ class Cluster:
         self.processes: dict[str, ManagedProcess] = {}
         self._etcd: Etcd | None = None
         self._apiserver: Component | None = None
+        self._rest_url: str | None = None
 
     def __enter__(self) -> Cluster:
         return self
@@ -140,6 +142,17 @@ class Cluster:
         if self._apiserver is None or self._apiserver.port is None:
             raise RuntimeError("no apiserver was started: call start_apiserver() first")
         return f"{LOOPBACK}:{self._apiserver.port}"
+
+    @property
+    def rest_url(self) -> str:
+        """http://host:port of the first apiserver started with `rest=True`."""
+        if self._rest_url is None:
+            raise RuntimeError("no apiserver serves REST: start_apiserver(rest=True) first")
+        return self._rest_url
+
+    def write_kubeconfig(self, path: Path | None = None) -> Path:
+        """A kubeconfig for kubectl and the Python client (root/kubeconfig by default)."""
+        return kubeconfig.write(path or self.root / "kubeconfig", self.rest_url)
 
     def start_etcd(
         self,
@@ -172,13 +185,23 @@ class Cluster:
         feature_gates: Mapping[str, bool] | None = None,
         extra_args: Sequence[str] = (),
         wait: bool = True,
+        rest: bool = False,
     ) -> Component:
-        """Start `python -m apiserver` on etcd; the first one started is `self.server`."""
+        """Start `python -m apiserver` on etcd; the first one started is `self.server`.
+        With `rest`, it also serves the Kubernetes REST API (`self.rest_url`,
+        `write_kubeconfig`)."""
         port = free_port()
+        rest_args: list[str] = []
+        if rest:
+            rest_port = free_port()
+            rest_args = ["--rest-port", str(rest_port)]
+            if self._rest_url is None:
+                self._rest_url = f"http://{LOOPBACK}:{rest_port}"
         args = [
             "--etcd-servers", self.etcd.url,
             "--bind-address", LOOPBACK,
             "--port", str(port),
+            *rest_args,
             *extra_args,
         ]  # fmt: skip
         proc = self.start_component(

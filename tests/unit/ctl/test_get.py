@@ -45,9 +45,9 @@ async def test_get_pods_prints_kubectls_table_and_wide_adds_the_nominated_node()
     ]
     wide = await ctl(client, "get", "po", "-o", "wide")
     assert wide.out.splitlines() == [
-        "NAME      READY   STATUS    RESTARTS   AGE   IP       NODE     NOMINATED NODE",
-        "bound     0/1     Running   0          0s    <none>   n1       <none>",
-        "waiting   0/1     Pending   0          0s    <none>   <none>   n2",
+        "NAME      READY   STATUS    RESTARTS   AGE   IP       NODE     NOMINATED NODE   READINESS GATES",
+        "bound     0/1     Running   0          0s    <none>   n1       <none>           <none>",
+        "waiting   0/1     Pending   0          0s    <none>   <none>   n2               <none>",
     ]
 
 

@@ -1,0 +1,516 @@
+"""The REST edge of the apiserver: the Kubernetes HTTP API (JSON) on `--rest-port`.
+
+A thin translation layer: paths and query parameters become the same calls the gRPC edge makes
+(the Registry for writes, ApiService.list_bytes and open_watch for lists and watches), and
+objects are rendered with kemu.machinery.convert (upstream's JSON shape). No semantics live
+here: validation, defaults, admission, preconditions and the watch cache are the registry's.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+import anyio
+from aiohttp import web
+from google.protobuf.message import Message
+
+from apiserver.rest import discovery, openapi, protobuf, status
+from apiserver.rest.table import table, wants_table
+from apiserver.server.registry import Registry
+from apiserver.server.servicer import ApiService
+from kemu.api.v1 import api_pb2
+from kemu.machinery import convert
+from kemu.machinery import patch as patches
+from kemu.machinery.errors import ApiError, BadRequest, Gone, InternalError, NotFound
+from kemu.machinery.kinds import Kind, unwrap
+
+log = logging.getLogger(__name__)
+
+JSON_TYPE: Final = "application/json"
+_SUBRESOURCES: Final = frozenset({"status", "binding", "eviction", "resize", "finalize"})
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a resource path names."""
+
+    kind: Kind
+    namespace: str  # "" for cluster-scoped kinds and lists across namespaces
+    name: str
+    subresource: str
+
+
+def _json(body: Any, status_code: int = 200) -> web.Response:
+    return web.Response(
+        body=json.dumps(body, separators=(",", ":")).encode(),
+        status=status_code,
+        content_type=JSON_TYPE,
+    )
+
+
+def _error(err: ApiError) -> web.Response:
+    return _json(status.failure(err), err.code)
+
+
+def parse_path(parts: list[str]) -> Target | None:
+    """["api","v1",...] or ["apis",group,version,...] to a Target (None: not a resource)."""
+    if parts[:1] == ["api"] and len(parts) >= 3 and parts[1] == "v1":
+        group, version, rest = "", "v1", parts[2:]
+    elif parts[:1] == ["apis"] and len(parts) >= 4:
+        group, version, rest = parts[1], parts[2], parts[3:]
+    else:
+        return None
+    served = {k.resource: k for k in discovery.kinds_of(group, version)}
+    namespace = ""
+    if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] in served:
+        namespace, rest = rest[1], rest[2:]
+    kind = served.get(rest[0])
+    if kind is None or len(rest) > 3:
+        return None
+    if namespace and not kind.namespaced:
+        return None
+    name = rest[1] if len(rest) > 1 else ""
+    sub = rest[2] if len(rest) > 2 else ""
+    if sub and sub not in _SUBRESOURCES:
+        return None
+    return Target(kind, namespace, name, sub)
+
+
+def _int_param(query: Any, name: str) -> int | None:
+    value = query.get(name)
+    if value is None or value == "":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise BadRequest(f'invalid value for {name}: "{value}"') from None
+
+
+def _truthy(value: str | None) -> bool:
+    return value is not None and value.lower() in ("true", "1")
+
+
+class RestApi:
+    def __init__(
+        self,
+        registry: Registry,
+        service: ApiService,
+        *,
+        ready: Callable[[], bool],
+        now: Callable[[], float] = time.time,
+    ) -> None:
+        self._registry = registry
+        self._service = service
+        self._ready = ready
+        self._now = now
+
+    # ------------------------------------------------------------ entry
+
+    async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        try:
+            return await self._route(request)
+        except ApiError as e:
+            return _error(e)
+        except (ConnectionResetError, anyio.get_cancelled_exc_class()):
+            raise
+        except Exception as e:
+            log.exception("%s %s failed", request.method, request.path)
+            return _error(InternalError(f"internal error: {e}"))
+
+    async def _route(self, request: web.BaseRequest) -> web.StreamResponse:
+        path = request.path.rstrip("/") or "/"
+        if path in ("/healthz", "/livez"):
+            return web.Response(text="ok")
+        if path == "/readyz":
+            ok = self._ready()
+            return web.Response(text="ok" if ok else "not ready", status=200 if ok else 500)
+        if path == "/version":
+            return _json(self._version())
+        if path.startswith("/openapi/v3") and request.method == "GET":
+            return self._openapi(path)
+        if request.method == "GET":
+            doc = self._discovery(path)
+            if doc is not None:
+                return _json(doc)
+        target = parse_path([p for p in path.split("/") if p])
+        if target is None:
+            raise NotFound("the server could not find the requested resource")
+        return await self._resource(request, target)
+
+    @staticmethod
+    def _openapi(path: str) -> web.Response:
+        if path == "/openapi/v3":
+            return _json(openapi.index())
+        parts = path.removeprefix("/openapi/v3/").split("/")
+        doc = None
+        if parts[:1] == ["api"] and len(parts) == 2:
+            doc = openapi.document("", parts[1])
+        elif parts[:1] == ["apis"] and len(parts) == 3:
+            doc = openapi.document(parts[1], parts[2])
+        if doc is None:
+            raise NotFound("the server could not find the requested resource")
+        return web.Response(body=doc, content_type=JSON_TYPE)
+
+    def _version(self) -> dict[str, Any]:
+        emulated = self._service.server_version().emulated_version or "1.0"
+        major, _, minor = emulated.partition(".")
+        return {
+            "major": major,
+            "minor": minor,
+            "emulationMajor": major,
+            "emulationMinor": minor,
+            "gitVersion": f"v{emulated}.0",
+            "gitCommit": "",
+            "gitTreeState": "clean",
+            "buildDate": "",
+            "goVersion": "",
+            "compiler": "kemu",
+            "platform": "linux/amd64",
+        }
+
+    @staticmethod
+    def _discovery(path: str) -> dict[str, Any] | None:
+        parts = [p for p in path.split("/") if p]
+        if parts == ["api"]:
+            return discovery.api_versions()
+        if parts == ["apis"]:
+            return discovery.api_group_list()
+        if parts == ["api", "v1"]:
+            return discovery.resource_list("", "v1")
+        if len(parts) == 2 and parts[0] == "apis":
+            return discovery.api_group(parts[1])
+        if len(parts) == 3 and parts[0] == "apis":
+            return discovery.resource_list(parts[1], parts[2])
+        return None
+
+    # ------------------------------------------------------------ resources
+
+    async def _resource(self, request: web.BaseRequest, t: Target) -> web.StreamResponse:
+        m = request.method
+        if t.name == "":
+            if m == "GET":
+                if _truthy(request.query.get("watch")):
+                    return await self._watch(request, t)
+                return await self._list(request, t)
+            if m == "POST":
+                return await self._create(request, t)
+            raise _method_not_allowed(m, t)
+        if t.subresource in ("binding", "eviction"):
+            if m != "POST":
+                raise _method_not_allowed(m, t)
+            return await self._pod_action(request, t)
+        if m == "GET":
+            return self._object(request, t, await self._get(t))
+        if m == "PUT":
+            return await self._update(request, t)
+        if m == "PATCH":
+            return await self._patch(request, t)
+        if m == "DELETE" and not t.subresource:
+            return await self._delete(request, t)
+        raise _method_not_allowed(m, t)
+
+    def _namespace(self, t: Target) -> str:
+        return (t.namespace or "default") if t.kind.namespaced else ""
+
+    async def _get(self, t: Target) -> Message:
+        data = await self._registry.get_bytes(t.kind, self._namespace(t), t.name)
+        return unwrap(api_pb2.Object.FromString(data))
+
+    def _object(
+        self, request: web.BaseRequest, t: Target, obj: Message, code: int = 200
+    ) -> web.Response:
+        if wants_table(request.headers.get("Accept", "")):
+            return _json(table(t.kind, [obj], self._now()), code)
+        return _json(convert.to_dict(obj), code)
+
+    async def _body(self, request: web.BaseRequest) -> Any:
+        content_type = request.headers.get("Content-Type", JSON_TYPE).split(";")[0].strip()
+        raw = await request.read()
+        if content_type == protobuf.CONTENT_TYPE and raw:
+            decoded = protobuf.decode(raw)
+            if decoded is not None:
+                return decoded
+        if content_type not in (JSON_TYPE, "", "*/*"):
+            raise UnsupportedMediaType(
+                f"the body of the request was in an unknown format - accepted media types "
+                f"include: {JSON_TYPE} (got {content_type!r})"
+            )
+        try:
+            return json.loads(raw or b"{}")
+        except ValueError as e:
+            raise BadRequest(f"the request body is not valid JSON: {e}") from None
+
+    async def _decode(self, request: web.BaseRequest, t: Target) -> Message:
+        obj = convert.from_dict(t.kind, await self._body(request))
+        meta = obj.metadata  # type: ignore[attr-defined]
+        if t.kind.namespaced and t.namespace:
+            if meta.namespace and meta.namespace != t.namespace:
+                raise BadRequest(
+                    "the namespace of the provided object does not match the namespace sent "
+                    "on the request"
+                )
+            meta.namespace = t.namespace
+        if t.name and meta.name != t.name:
+            raise BadRequest(
+                "the name of the object "
+                f"({meta.name}) does not match the name on the URL ({t.name})"
+            )
+        return obj
+
+    async def _create(self, request: web.BaseRequest, t: Target) -> web.Response:
+        self._no_dry_run(request)
+        obj = await self._decode(request, t)
+        created, _ = await self._registry.create_owned(obj)
+        return self._object(request, t, created, 201)
+
+    async def _update(self, request: web.BaseRequest, t: Target) -> web.Response:
+        self._no_dry_run(request)
+        obj = await self._decode(request, t)
+        if t.subresource == "resize":
+            updated: Message = await self._registry.resize(obj)  # type: ignore[arg-type]
+        elif t.subresource in ("", "status"):
+            updated = await self._registry.update(obj, status=t.subresource == "status")
+        else:
+            raise _method_not_allowed("PUT", t)
+        return self._object(request, t, updated)
+
+    async def _patch(self, request: web.BaseRequest, t: Target) -> web.Response:
+        self._no_dry_run(request)
+        content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
+        if content_type not in patches.PATCH_TYPES:
+            raise _unsupported_media(content_type)
+        text = (await request.read()).decode()
+        patched = await self._registry.patch(
+            t.kind.resource, self._namespace(t), t.name, text, t.subresource, content_type
+        )
+        return self._object(request, t, patched)
+
+    async def _delete(self, request: web.BaseRequest, t: Target) -> web.Response:
+        self._no_dry_run(request)
+        body = await self._body(request) if request.can_read_body else {}
+        if not isinstance(body, dict):
+            raise BadRequest("DeleteOptions must be a JSON object")
+        grace = _int_param(request.query, "gracePeriodSeconds")
+        if grace is None and body.get("gracePeriodSeconds") is not None:
+            grace = int(body["gracePeriodSeconds"])
+        pre = body.get("preconditions") or {}
+        policy = request.query.get("propagationPolicy") or body.get("propagationPolicy")
+        orphan = body.get("orphanDependents")
+        deleted = await self._registry.delete(
+            t.kind.resource,
+            self._namespace(t),
+            t.name,
+            grace_period=grace,
+            uid=pre.get("uid"),
+            resource_version=pre.get("resourceVersion"),
+            propagation_policy=policy,
+            orphan_dependents=orphan if isinstance(orphan, bool) else None,
+        )
+        return self._object(request, t, deleted)
+
+    async def _pod_action(self, request: web.BaseRequest, t: Target) -> web.Response:
+        body = await self._body(request)
+        if not isinstance(body, dict):
+            raise BadRequest("the request body must be a JSON object")
+        body = {k: v for k, v in body.items() if k not in ("apiVersion", "kind")}
+        if t.subresource == "binding":
+            binding = api_pb2.Binding()
+            convert.fill_message(binding, body)
+            binding.metadata.namespace = self._namespace(t)
+            binding.metadata.name = binding.metadata.name or t.name
+            await self._registry.bind(binding)
+        else:
+            options = body.pop("deleteOptions", None) or {}
+            eviction = api_pb2.Eviction()
+            convert.fill_message(eviction, body)
+            eviction.metadata.namespace = self._namespace(t)
+            eviction.metadata.name = eviction.metadata.name or t.name
+            if options.get("gracePeriodSeconds") is not None:
+                eviction.grace_period_seconds = int(options["gracePeriodSeconds"])
+            pre = options.get("preconditions") or {}
+            if pre.get("uid"):
+                eviction.preconditions.uid = pre["uid"]
+            if pre.get("resourceVersion"):
+                eviction.preconditions.resource_version = pre["resourceVersion"]
+            if options.get("propagationPolicy"):
+                eviction.propagation_policy = options["propagationPolicy"]
+            eviction.dry_run.extend(options.get("dryRun") or [])
+            await self._registry.evict(eviction)
+        return _json(status.success(201), 201)
+
+    @staticmethod
+    def _no_dry_run(request: web.BaseRequest) -> None:
+        if request.query.getall("dryRun", []):
+            raise BadRequest("dryRun is not supported by kemu for this request")
+
+    # ------------------------------------------------------------ list and watch
+
+    async def _list(self, request: web.BaseRequest, t: Target) -> web.Response:
+        q = request.query
+        req = api_pb2.ListRequest(
+            resource=t.kind.resource,
+            namespace=t.namespace,
+            label_selector=q.get("labelSelector", ""),
+            field_selector=q.get("fieldSelector", ""),
+            resource_version=q.get("resourceVersion", ""),
+            resource_version_match=q.get("resourceVersionMatch", ""),
+            limit=_int_param(q, "limit") or 0,
+        )
+        setattr(req, "continue", q.get("continue", ""))
+        resp = api_pb2.ListResponse.FromString(await self._service.list_bytes(req))
+        objs = [unwrap(item) for item in resp.items]
+        cont = getattr(resp, "continue")
+        if wants_table(request.headers.get("Accept", "")):
+            return _json(
+                table(
+                    t.kind,
+                    objs,
+                    self._now(),
+                    resource_version=resp.resource_version,
+                    continue_=cont,
+                    include_object=q.get("includeObject", "Metadata"),
+                )
+            )
+        metadata: dict[str, Any] = {"resourceVersion": resp.resource_version}
+        if cont:
+            metadata["continue"] = cont
+        return _json(
+            {
+                "kind": f"{t.kind.kind}List",
+                "apiVersion": t.kind.api_version,
+                "metadata": metadata,
+                "items": [convert.to_dict(o) for o in objs],
+            }
+        )
+
+    async def _watch(self, request: web.BaseRequest, t: Target) -> web.StreamResponse:
+        q = request.query
+        req = api_pb2.WatchRequest(
+            resource=t.kind.resource,
+            namespace=t.namespace,
+            label_selector=q.get("labelSelector", ""),
+            field_selector=q.get("fieldSelector", ""),
+            resource_version=q.get("resourceVersion", ""),
+            resource_version_match=q.get("resourceVersionMatch", ""),
+            allow_watch_bookmarks=_truthy(q.get("allowWatchBookmarks")),
+        )
+        if "sendInitialEvents" in q:
+            req.send_initial_events = _truthy(q.get("sendInitialEvents"))
+        as_table = wants_table(request.headers.get("Accept", ""))
+        timeout = _int_param(q, "timeoutSeconds")
+        response = web.StreamResponse(headers={"Content-Type": JSON_TYPE})
+        try:
+            cache, initial, receive, watcher = await self._service.open_watch(req)
+        except Gone as e:
+            # Upstream's cacher answers a too-old resourceVersion with an ERROR event.
+            await response.prepare(request)
+            await response.write(self._line("ERROR", status.failure(e)))
+            await response.write_eof()
+            return response
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        bookmarks = req.allow_watch_bookmarks
+        frequency = self._service.bookmark_frequency
+        try:
+            with anyio.move_on_after(timeout if timeout and timeout > 0 else float("inf")):
+                await self._send_frames(response, t, initial, as_table)
+                async with receive:
+                    while True:
+                        frame = None
+                        with anyio.move_on_after(frequency if bookmarks else float("inf")):
+                            try:
+                                frame = await receive.receive()
+                            except anyio.EndOfStream:
+                                break
+                        if frame is None:
+                            frame = cache.bookmark_frame(cache.revision)
+                        frames = [frame]
+                        while True:
+                            try:
+                                frames.append(receive.receive_nowait())
+                            except (anyio.WouldBlock, anyio.EndOfStream):
+                                break
+                        await self._send_frames(response, t, frames, as_table)
+        finally:
+            cache.stop(watcher)
+        await response.write_eof()
+        return response
+
+    async def _send_frames(
+        self, response: web.StreamResponse, t: Target, frames: list[bytes], as_table: bool
+    ) -> None:
+        if not frames:
+            return
+        events = api_pb2.WatchResponse.FromString(b"".join(frames)).events
+        out = []
+        now = self._now()
+        for ev in events:
+            obj = unwrap(ev.object)
+            if as_table and ev.type != "BOOKMARK":
+                rendered = table(t.kind, [obj], now)
+            else:
+                rendered = convert.to_dict(obj)
+            out.append(self._line(ev.type, rendered))
+        await response.write(b"".join(out))
+
+    @staticmethod
+    def _line(event_type: str, obj: dict[str, Any]) -> bytes:
+        return json.dumps({"type": event_type, "object": obj}, separators=(",", ":")).encode() + (
+            b"\n"
+        )
+
+
+class MethodNotAllowed(ApiError):
+    reason = "MethodNotAllowed"
+    code = 405
+
+
+class UnsupportedMediaType(ApiError):
+    reason = "UnsupportedMediaType"
+    code = 415
+
+
+def _method_not_allowed(method: str, t: Target) -> ApiError:
+    sub = f"/{t.subresource}" if t.subresource else ""
+    return MethodNotAllowed(
+        "the server does not allow this method on the requested resource "
+        f"({method} {t.kind.resource}{sub})"
+    )
+
+
+def _unsupported_media(content_type: str) -> ApiError:
+    return UnsupportedMediaType(
+        f"the body of the request was in an unknown format - accepted media types include: "
+        f"{', '.join(patches.PATCH_TYPES)} (got {content_type!r})"
+    )
+
+
+async def serve(
+    api: RestApi,
+    host: str,
+    port: int,
+    *,
+    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serves until cancelled."""
+    server = web.Server(api.handle, handler_cancellation=True, access_log=None)
+    runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=1.0)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    try:
+        await site.start()
+    except OSError as e:
+        await runner.cleanup()
+        raise SystemExit(f"cannot listen on {host}:{port}: {e}") from None
+    log.info("serving the Kubernetes REST API on http://%s:%d", host, port)
+    task_status.started()
+    try:
+        await anyio.sleep_forever()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await runner.cleanup()

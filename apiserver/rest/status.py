@@ -1,0 +1,41 @@
+"""Upstream's metav1.Status bodies for errors and successes of the REST edge."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kemu.machinery.errors import ApiError
+
+
+def failure(err: ApiError) -> dict[str, Any]:
+    """The Status a failed request answers with; its `code` is the HTTP status."""
+    body: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": err.message,
+        "reason": err.reason,
+        "code": err.code,
+    }
+    if err.causes:
+        body["details"] = {
+            "causes": [
+                {"reason": "FieldValueInvalid", "message": c.message, "field": c.field}
+                for c in err.causes
+            ]
+        }
+    return body
+
+
+def success(code: int = 200, details: dict[str, Any] | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "code": code,
+    }
+    if details:
+        body["details"] = details
+    return body

@@ -1,0 +1,69 @@
+"""meta.k8s.io/v1 Table output (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`): the
+columns and cells of kemuctl's printers (kemu.ctl.printers, one place for both), the columns
+of `-o wide` at priority 1 as upstream's TableConvertor."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from google.protobuf.message import Message
+
+from kemu.ctl import printers
+from kemu.machinery import convert
+from kemu.machinery.kinds import Kind
+
+TABLE_ACCEPT = "as=Table"
+
+
+def wants_table(accept: str) -> bool:
+    return any(TABLE_ACCEPT in part and "g=meta.k8s.io" in part for part in accept.split(","))
+
+
+def table(
+    kind: Kind,
+    objs: Sequence[Message],
+    now: float,
+    *,
+    resource_version: str = "",
+    continue_: str = "",
+    include_object: str = "Metadata",
+) -> dict[str, Any]:
+    narrow = printers.headers(kind, wide=False, with_namespace=False)
+    wide = printers.headers(kind, wide=True, with_namespace=False)
+    columns = [
+        {
+            "name": name,
+            "type": "string",
+            "format": "name" if i == 0 and name == "NAME" else "",
+            "description": "",
+            "priority": 0 if name in narrow else 1,
+        }
+        for i, name in enumerate(wide)
+    ]
+    rows = []
+    for obj in objs:
+        row: dict[str, Any] = {
+            "cells": printers.row(kind, obj, now, wide=True, with_namespace=False)
+        }
+        if include_object == "Object":
+            row["object"] = convert.to_dict(obj)
+        elif include_object != "None":
+            row["object"] = {
+                "kind": "PartialObjectMetadata",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": convert.message_to_dict(obj.metadata),  # type: ignore[attr-defined]
+            }
+        rows.append(row)
+    metadata: dict[str, Any] = {}
+    if resource_version:
+        metadata["resourceVersion"] = resource_version
+    if continue_:
+        metadata["continue"] = continue_
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": metadata,
+        "columnDefinitions": columns,
+        "rows": rows,
+    }

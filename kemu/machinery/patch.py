@@ -1,0 +1,274 @@
+"""The PATCH types of the Kubernetes API on an object's JSON: JSON merge patch (RFC 7386, in
+`convert.merge_patch`), JSON patch (RFC 6902) and strategic merge patch.
+
+Strategic merge patch merges lists that have a merge key element by element (containers by
+name, conditions by type, ...) instead of replacing them, and understands the directives
+kubectl sends (`$patch: delete|replace|merge`, `$setElementOrder/<list>`, `$retainKeys`,
+`$deleteFromPrimitiveList/<list>`). The merge keys are those of the upstream types for the
+fields kemu's kinds carry; a list without one is replaced, as upstream's atomic lists.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Final
+
+from kemu.machinery.convert import merge_patch
+from kemu.machinery.errors import BadRequest, Invalid
+
+MERGE = "application/merge-patch+json"
+JSON = "application/json-patch+json"
+STRATEGIC = "application/strategic-merge-patch+json"
+PATCH_TYPES: Final = (MERGE, JSON, STRATEGIC)
+
+# The patchMergeKey of upstream's list fields, by JSON field name (kemu's kinds use each name
+# with one meaning).
+MERGE_KEYS: Final[dict[str, str]] = {
+    "containers": "name",
+    "initContainers": "name",
+    "ephemeralContainers": "name",
+    "containerStatuses": "name",
+    "initContainerStatuses": "name",
+    "env": "name",
+    "ports": "containerPort",
+    "volumes": "name",
+    "volumeMounts": "mountPath",
+    "volumeDevices": "devicePath",
+    "imagePullSecrets": "name",
+    "conditions": "type",
+    "ownerReferences": "uid",
+    "taints": "key",
+    "addresses": "type",
+    "readinessGates": "conditionType",
+    "topologySpreadConstraints": "topologyKey",
+    "hostAliases": "ip",
+    "resourceClaims": "name",
+    "schedulingGates": "name",
+}
+# Lists of scalars upstream merges (patchStrategy merge without a key).
+MERGED_SCALAR_LISTS: Final = frozenset({"finalizers"})
+
+
+def apply(patch_type: str, target: dict[str, Any], patch: Any) -> Any:
+    if patch_type == MERGE:
+        if not isinstance(patch, dict):
+            raise BadRequest("a merge patch must be a JSON object")
+        return merge_patch(target, patch)
+    if patch_type == JSON:
+        return json_patch(target, patch)
+    if patch_type == STRATEGIC:
+        if not isinstance(patch, dict):
+            raise BadRequest("a strategic merge patch must be a JSON object")
+        return strategic_merge(target, patch)
+    raise BadRequest(f"the patch type {patch_type!r} is not supported")
+
+
+# ---------------------------------------------------------------- JSON patch
+
+
+def _unescape(token: str) -> str:
+    return token.replace("~1", "/").replace("~0", "~")
+
+
+def _split(path: Any) -> list[str]:
+    if not isinstance(path, str) or (path and not path.startswith("/")):
+        raise BadRequest(f"invalid JSON pointer {path!r}")
+    return [_unescape(t) for t in path.split("/")[1:]] if path else []
+
+
+def _index(container: list[Any], token: str, *, for_add: bool) -> int:
+    if for_add and token == "-":
+        return len(container)
+    try:
+        i = int(token)
+    except ValueError:
+        raise Invalid.field(token, "not an array index") from None
+    limit = len(container) + (1 if for_add else 0)
+    if not 0 <= i < limit:
+        raise Invalid.field(token, f"array index {i} out of range")
+    return i
+
+
+def _parent(doc: Any, tokens: list[str], path: str) -> Any:
+    node = doc
+    for t in tokens[:-1]:
+        if isinstance(node, dict):
+            if t not in node:
+                raise Invalid.field(path, "doc is missing path")
+            node = node[t]
+        elif isinstance(node, list):
+            node = node[_index(node, t, for_add=False)]
+        else:
+            raise Invalid.field(path, "doc is missing path")
+    return node
+
+
+def _get(doc: Any, path: str) -> Any:
+    node = doc
+    for t in _split(path):
+        if isinstance(node, dict) and t in node:
+            node = node[t]
+        elif isinstance(node, list):
+            node = node[_index(node, t, for_add=False)]
+        else:
+            raise Invalid.field(path, "doc is missing path")
+    return node
+
+
+def _remove(doc: Any, path: str) -> Any:
+    tokens = _split(path)
+    if not tokens:
+        raise Invalid.field(path, "cannot remove the root")
+    parent = _parent(doc, tokens, path)
+    if isinstance(parent, dict):
+        if tokens[-1] not in parent:
+            raise Invalid.field(path, "doc is missing path")
+        return parent.pop(tokens[-1])
+    if isinstance(parent, list):
+        return parent.pop(_index(parent, tokens[-1], for_add=False))
+    raise Invalid.field(path, "doc is missing path")
+
+
+def _add(doc: Any, path: str, value: Any, *, replace: bool) -> Any:
+    tokens = _split(path)
+    if not tokens:
+        return value
+    parent = _parent(doc, tokens, path)
+    last = tokens[-1]
+    if isinstance(parent, dict):
+        if replace and last not in parent:
+            raise Invalid.field(path, "doc is missing key")
+        parent[last] = value
+    elif isinstance(parent, list):
+        i = _index(parent, last, for_add=not replace)
+        if replace:
+            parent[i] = value
+        else:
+            parent.insert(i, value)
+    else:
+        raise Invalid.field(path, "doc is missing path")
+    return doc
+
+
+def json_patch(target: Any, ops: Any) -> Any:
+    """RFC 6902 on a copy of `target`."""
+    if not isinstance(ops, list):
+        raise BadRequest("a JSON patch must be a JSON array of operations")
+    doc = copy.deepcopy(target)
+    for op in ops:
+        if not isinstance(op, dict) or "op" not in op:
+            raise BadRequest("a JSON patch operation must be an object with an op")
+        kind, path = op["op"], op.get("path", "")
+        if kind == "add":
+            doc = _add(doc, path, copy.deepcopy(op.get("value")), replace=False)
+        elif kind == "replace":
+            doc = _add(doc, path, copy.deepcopy(op.get("value")), replace=True)
+        elif kind == "remove":
+            _remove(doc, path)
+        elif kind == "test":
+            if _get(doc, path) != op.get("value"):
+                raise Invalid.field(path, "testing value failed")
+        elif kind == "move":
+            value = _remove(doc, op.get("from", ""))
+            doc = _add(doc, path, value, replace=False)
+        elif kind == "copy":
+            doc = _add(doc, path, copy.deepcopy(_get(doc, op.get("from", ""))), replace=False)
+        else:
+            raise BadRequest(f'unexpected JSON patch operation "{kind}"')
+    return doc
+
+
+# ---------------------------------------------------------------- strategic merge patch
+
+_ORDER: Final = "$setElementOrder/"
+_DELETE_PRIMITIVE: Final = "$deleteFromPrimitiveList/"
+
+
+def strategic_merge(target: Any, patch: dict[str, Any]) -> Any:
+    return _merge_map(target if isinstance(target, dict) else {}, patch)
+
+
+def _merge_map(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    directive = patch.get("$patch")
+    if directive == "delete":
+        return {}
+    if directive == "replace":
+        return {k: v for k, v in patch.items() if k != "$patch"}
+    result = dict(target)
+    retain = patch.get("$retainKeys")
+    if isinstance(retain, list):
+        result = {k: v for k, v in result.items() if k in retain}
+    orders: dict[str, list[Any]] = {}
+    for key, value in patch.items():
+        if key in ("$patch", "$retainKeys"):
+            continue
+        if key.startswith(_ORDER):
+            if isinstance(value, list):
+                orders[key[len(_ORDER) :]] = value
+            continue
+        if key.startswith(_DELETE_PRIMITIVE):
+            name = key[len(_DELETE_PRIMITIVE) :]
+            if isinstance(result.get(name), list) and isinstance(value, list):
+                result[name] = [v for v in result[name] if v not in value]
+            continue
+        if value is None:
+            result.pop(key, None)
+        elif isinstance(value, dict):
+            current = result.get(key)
+            merged = _merge_map(current if isinstance(current, dict) else {}, value)
+            result[key] = merged
+        elif isinstance(value, list):
+            result[key] = _merge_list(key, result.get(key), value)
+        else:
+            result[key] = value
+    for name, order in orders.items():
+        if isinstance(result.get(name), list):
+            result[name] = _ordered(name, result[name], order)
+    return result
+
+
+def _merge_list(name: str, current: Any, patch: list[Any]) -> list[Any]:
+    key = MERGE_KEYS.get(name)
+    if not isinstance(current, list):
+        current = []
+    if key is None:
+        if name in MERGED_SCALAR_LISTS:
+            return [*current, *(v for v in patch if v not in current)]
+        if any(isinstance(p, dict) and p.get("$patch") == "replace" for p in patch):
+            return [p for p in patch if not (isinstance(p, dict) and "$patch" in p)]
+        return list(patch)
+    if any(isinstance(p, dict) and p.get("$patch") == "replace" for p in patch):
+        return [p for p in patch if not (isinstance(p, dict) and "$patch" in p)]
+    result = [copy.deepcopy(c) for c in current]
+    for item in patch:
+        if not isinstance(item, dict) or key not in item:
+            raise Invalid.field(name, f"does not contain declared merge key: {key}")
+        at = next(
+            (i for i, c in enumerate(result) if isinstance(c, dict) and c.get(key) == item[key]),
+            None,
+        )
+        if item.get("$patch") == "delete":
+            if at is not None:
+                result.pop(at)
+            continue
+        if at is None:
+            result.append(_merge_map({}, item))
+        else:
+            result[at] = _merge_map(result[at], item)
+    return result
+
+
+def _ordered(name: str, items: list[Any], order: list[Any]) -> list[Any]:
+    key = MERGE_KEYS.get(name)
+
+    def ident(v: Any) -> Any:
+        if key is not None and isinstance(v, dict):
+            return v.get(key)
+        return v
+
+    wanted = [ident(o) for o in order]
+    rank = {w: i for i, w in enumerate(wanted) if not isinstance(w, dict | list)}
+    known = [v for v in items if ident(v) in rank]
+    rest = [v for v in items if ident(v) not in rank]
+    known.sort(key=lambda v: rank[ident(v)])
+    return known + rest

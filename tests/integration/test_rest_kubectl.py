@@ -1,0 +1,269 @@
+"""The real kubectl (1.32) against kemu's REST edge: a real etcd, apiserver and kubelet.
+
+Skipped when kubectl is not on PATH (it is on every machine of kemu's CI).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kemu.machinery.kinds import KINDS
+from kemu.testing.cluster import Cluster
+from kemu.testing.names import unique_name
+
+KUBECTL = shutil.which("kubectl")
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed (not on PATH)"),
+]
+NODE = "n1"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with Cluster(tmp_path_factory.mktemp("rest")) as c:
+        c.start_etcd(unsafe_no_fsync=True)
+        c.start_apiserver(rest=True)
+        c.start_kubelet(NODE)
+        c.write_kubeconfig()
+        yield c
+
+
+class Kubectl:
+    def __init__(self, cluster: Cluster) -> None:
+        self.env = {**os.environ, "KUBECONFIG": str(cluster.root / "kubeconfig")}
+        self.dir = cluster.root
+
+    def run(
+        self, *args: str, check: bool = True, stdin: str | None = None, timeout: float = 30
+    ) -> subprocess.CompletedProcess[str]:
+        assert KUBECTL is not None
+        proc = subprocess.run(
+            [KUBECTL, *args],
+            env=self.env,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)}: rc {proc.returncode}\n{proc.stderr}")
+        return proc
+
+    def json(self, *args: str) -> Any:
+        return json.loads(self.run(*args, "-o", "json").stdout)
+
+    def namespace(self, prefix: str) -> str:
+        ns = unique_name(prefix)
+        # apply, not `create namespace`: kubectl's typed clients send protobuf, which kemu's
+        # REST edge does not read yet (415)
+        self.run(
+            "apply", "-f", "-",
+            stdin=json.dumps({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+        )  # fmt: skip
+        return ns
+
+
+@pytest.fixture
+def kubectl(cluster: Cluster) -> Kubectl:
+    return Kubectl(cluster)
+
+
+def pod_manifest(
+    name: str, ns: str, *, node: str = "", labels: dict[str, str] | None = None
+) -> str:
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "nginx"}]}
+    if node:
+        spec["nodeName"] = node
+    return json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": ns, "labels": labels or {"app": name}},
+            "spec": spec,
+        }
+    )
+
+
+def test_kubectl_version_and_api_resources(kubectl: Kubectl) -> None:
+    version = json.loads(kubectl.run("version", "-o", "json").stdout)
+    assert version["serverVersion"]["major"] == "1"
+    resources = kubectl.run("api-resources", "-o", "name").stdout.split()
+    for k in KINDS:
+        group = k.api_version.rpartition("/")[0]
+        assert (f"{k.resource}.{group}" if group else k.resource) in resources
+
+
+def test_kubectl_get_every_kind_plain_wide_and_yaml(kubectl: Kubectl) -> None:
+    for k in KINDS:
+        table = (
+            kubectl.run("get", k.resource, "-A").stdout
+            + kubectl.run("get", k.resource, "-A", "-o", "wide").stdout
+        )
+        assert "error" not in table.lower(), table
+    nodes = kubectl.run("get", "nodes", "-o", "wide").stdout.splitlines()
+    assert nodes[0].split()[:2] == ["NAME", "STATUS"] and nodes[1].startswith(NODE)
+    ns = kubectl.namespace("get")
+    kubectl.run("apply", "-f", "-", stdin=pod_manifest("p", ns))
+    wide = kubectl.run("get", "pods", "-n", ns, "-o", "wide").stdout.splitlines()
+    assert wide[0].split() == [
+        "NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE", "NOMINATED",
+        "NODE", "READINESS", "GATES",
+    ]  # fmt: skip
+    obj = kubectl.run("get", "pod", "p", "-n", ns, "-o", "yaml").stdout
+    assert "kind: Pod" in obj and "name: p" in obj
+    missing = kubectl.run("get", "pod", "nope", "-n", ns, check=False)
+    assert missing.returncode == 1
+    assert 'pods "nope" not found' in missing.stderr
+
+
+def test_kubectl_apply_creates_then_updates_with_a_three_way_merge(kubectl: Kubectl) -> None:
+    ns = kubectl.namespace("apply")
+    cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "cfg", "namespace": ns, "labels": {"a": "1"}},
+        "data": {"k": "v1", "gone": "x"},
+    }
+    assert "created" in kubectl.run("apply", "-f", "-", stdin=json.dumps(cm)).stdout
+    kubectl.run("label", "configmap", "cfg", "-n", ns, "manual=yes")  # not in the manifest
+    cm["data"] = {"k": "v2"}
+    assert "configured" in kubectl.run("apply", "-f", "-", stdin=json.dumps(cm)).stdout
+    got = kubectl.json("get", "configmap", "cfg", "-n", ns)
+    assert got["data"] == {"k": "v2"}  # "gone" removed: it was in the last applied
+    assert got["metadata"]["labels"] == {"a": "1", "manual": "yes"}  # kept: never applied
+    assert "unchanged" in kubectl.run("apply", "-f", "-", stdin=json.dumps(cm)).stdout
+    dup = kubectl.run("create", "-f", "-", stdin=json.dumps(cm), check=False)
+    assert dup.returncode == 1 and "AlreadyExists" in dup.stderr
+
+
+def test_kubectl_create_reports_invalid_fields(kubectl: Kubectl) -> None:
+    ns = kubectl.namespace("invalid")
+    bad = json.loads(pod_manifest("bad", ns))
+    bad["spec"]["containers"][0]["name"] = "Not_A_Name"
+    out = kubectl.run("create", "-f", "-", stdin=json.dumps(bad), check=False)
+    assert out.returncode == 1
+    assert "spec.containers[0].name" in out.stderr
+
+
+def test_kubectl_patch_merge_json_strategic_and_status(kubectl: Kubectl) -> None:
+    ns = kubectl.namespace("patch")
+    kubectl.run("apply", "-f", "-", stdin=pod_manifest("p", ns))
+    kubectl.run(
+        "patch", "pod", "p", "-n", ns, "--type=merge", "-p", '{"metadata":{"labels":{"m":"1"}}}'
+    )
+    kubectl.run(
+        "patch", "pod", "p", "-n", ns, "--type=json",
+        "-p", '[{"op":"add","path":"/metadata/labels/j","value":"2"}]',
+    )  # fmt: skip
+    # strategic: the container is merged by name (its image changes, nothing is replaced)
+    kubectl.run(
+        "patch", "pod", "p", "-n", ns,
+        "-p", '{"spec":{"containers":[{"name":"c","image":"nginx:2"}]},"metadata":{"labels":{"s":"3"}}}',
+    )  # fmt: skip
+    kubectl.run(
+        "patch", "pod", "p", "-n", ns, "--subresource=status", "--type=merge",
+        "-p", '{"status":{"phase":"Running"}}',
+    )  # fmt: skip
+    pod = kubectl.json("get", "pod", "p", "-n", ns)
+    assert {"m": "1", "j": "2", "s": "3"}.items() <= pod["metadata"]["labels"].items()
+    assert [c["image"] for c in pod["spec"]["containers"]] == ["nginx:2"]
+    assert pod["status"]["phase"] == "Running"
+
+
+def test_kubectl_wait_for_condition_and_delete_with_grace_period(kubectl: Kubectl) -> None:
+    ns = kubectl.namespace("wait")
+    kubectl.run("apply", "-f", "-", stdin=pod_manifest("p", ns, node=NODE))
+    kubectl.run("wait", "--for=condition=Ready", "pod/p", "-n", ns, "--timeout=20s", timeout=30)
+    out = kubectl.run("delete", "pod", "p", "-n", ns, "--grace-period=1", timeout=30)
+    assert 'pod "p" deleted' in out.stdout
+    assert kubectl.run("get", "pod", "p", "-n", ns, check=False).returncode == 1
+
+
+def test_kubectl_cordon_uncordon(kubectl: Kubectl) -> None:
+    kubectl.run("cordon", NODE)
+    try:
+        assert kubectl.json("get", "node", NODE)["spec"]["unschedulable"] is True
+        assert "SchedulingDisabled" in kubectl.run("get", "node", NODE).stdout
+    finally:
+        kubectl.run("uncordon", NODE)
+    assert "unschedulable" not in kubectl.json("get", "node", NODE)["spec"]
+
+
+def test_kubectl_create_describe_edit_and_drain(kubectl: Kubectl) -> None:
+    """`create namespace|configmap` and drain's evictions come from kubectl's typed clients
+    (protobuf bodies); edit patches with what the editor changed."""
+    ns = unique_name("typed")
+    kubectl.run("create", "namespace", ns)
+    kubectl.run("create", "configmap", "cm", "-n", ns, "--from-literal=a=b")
+    env = {**kubectl.env, "KUBE_EDITOR": "sed -i s/a:\\ b/a:\\ edited/"}
+    assert KUBECTL is not None
+    subprocess.run([KUBECTL, "edit", "configmap", "cm", "-n", ns], env=env, check=True, timeout=30)
+    assert kubectl.json("get", "configmap", "cm", "-n", ns)["data"] == {"a": "edited"}
+    kubectl.run("apply", "-f", "-", stdin=pod_manifest("d", ns, node=NODE))
+    kubectl.run("wait", "--for=condition=Ready", "pod/d", "-n", ns, "--timeout=20s", timeout=30)
+    described = kubectl.run("describe", "pod", "d", "-n", ns).stdout
+    fields = dict(
+        (line.split(":", 1)[0], line.split(":", 1)[1].strip())
+        for line in described.splitlines()
+        if ":" in line and not line.startswith(" ")
+    )
+    assert fields["Node"].startswith(NODE) and fields["Status"] == "Running"
+    try:
+        out = kubectl.run(
+            "drain", NODE, "--force", "--grace-period=1", "--timeout=30s",
+            "--pod-selector=app=d", timeout=40,
+        )  # fmt: skip
+        assert f"evicting pod {ns}/d" in out.stdout + out.stderr
+        assert kubectl.run("get", "pod", "d", "-n", ns, check=False).returncode == 1
+    finally:
+        kubectl.run("uncordon", NODE)
+
+
+def test_kubectl_explain_pod_spec(kubectl: Kubectl) -> None:
+    out = kubectl.run("explain", "pod.spec").stdout
+    assert "containers" in out and "nodeName" in out
+
+
+def test_kubectl_get_watch_prints_new_rows(kubectl: Kubectl, cluster: Cluster) -> None:
+    ns = kubectl.namespace("watch")
+    assert KUBECTL is not None
+    with subprocess.Popen(
+        [KUBECTL, "get", "pods", "-n", ns, "-w", "--request-timeout=30s"],
+        env=kubectl.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as watch:
+        try:
+            time.sleep(0.5)  # the watch is registered before the create (if not, the list has it)
+            kubectl.run("apply", "-f", "-", stdin=pod_manifest("w", ns))
+            assert watch.stdout is not None
+            lines: list[str] = []
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline and not any(ln.startswith("w ") for ln in lines):
+                lines.append(watch.stdout.readline())
+            assert any(ln.startswith("w ") for ln in lines), lines
+        finally:
+            watch.terminate()
+            watch.wait(5)
+
+
+def test_rest_status_bodies(cluster: Cluster) -> None:
+    import urllib.error
+    import urllib.request
+
+    url = f"{cluster.rest_url}/api/v1/namespaces/default/pods/nope"
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(url, timeout=10)
+    assert err.value.code == 404
+    body = json.loads(err.value.read())
+    assert body["kind"] == "Status" and body["reason"] == "NotFound" and body["code"] == 404

@@ -1,0 +1,91 @@
+"""The REST edge's pure parts: paths, discovery, the protobuf bodies of kubectl's typed
+clients, Table output and OpenAPI."""
+
+from __future__ import annotations
+
+import json
+
+from apiserver.rest import discovery, openapi, protobuf
+from apiserver.rest.server import parse_path
+from apiserver.rest.table import table, wants_table
+from apiserver.storage.encoding import field_bytes, varint
+from kemu.machinery.kinds import BY_RESOURCE, KINDS
+from kemu.testing.builders import make_pod
+
+
+def test_paths_name_kinds_namespaces_names_and_subresources() -> None:
+    t = parse_path("api v1 namespaces ns pods p status".split())
+    assert t is not None and (t.kind.resource, t.namespace, t.name, t.subresource) == (
+        "pods", "ns", "p", "status",
+    )  # fmt: skip
+    ns = parse_path("api v1 namespaces ns".split())  # a namespace, not a namespaced list
+    assert ns is not None and (ns.kind.resource, ns.name) == ("namespaces", "ns")
+    deploys = parse_path("apis apps v1 deployments".split())
+    assert deploys is not None and deploys.namespace == "" and deploys.name == ""
+    assert parse_path("api v1 namespaces ns nodes".split()) is None  # nodes are not namespaced
+    assert parse_path("apis apps v1 pods".split()) is None
+    assert parse_path("api v1 pods p bogus".split()) is None
+
+
+def test_discovery_lists_every_kind_once_with_subresources() -> None:
+    names = []
+    for group in ["", *discovery.groups()]:
+        doc = discovery.resource_list(group, "v1")
+        assert doc is not None
+        names += [r["name"] for r in doc["resources"] if "/" not in r["name"]]
+    assert sorted(names) == sorted(k.resource for k in KINDS)
+    core = discovery.resource_list("", "v1")
+    assert core is not None
+    subs = {r["name"] for r in core["resources"] if "/" in r["name"]}
+    assert {"pods/status", "pods/binding", "pods/eviction", "pods/resize"} <= subs
+
+
+def _k8s_protobuf(api_version: str, kind: str, raw: bytes) -> bytes:
+    type_meta = field_bytes(1, api_version.encode()) + field_bytes(2, kind.encode())
+    return b"k8s\x00" + field_bytes(1, type_meta) + field_bytes(2, raw)
+
+
+def test_protobuf_eviction_and_namespace_bodies() -> None:
+    meta = field_bytes(1, b"p") + field_bytes(3, b"ns")
+    grace = bytes([1 << 3]) + varint(5)
+    preconditions = field_bytes(2, field_bytes(1, b"uid-1"))
+    body = field_bytes(1, meta) + field_bytes(2, grace + preconditions)
+    assert protobuf.decode(_k8s_protobuf("policy/v1", "Eviction", body)) == {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": "p", "namespace": "ns"},
+        "deleteOptions": {"gracePeriodSeconds": 5, "preconditions": {"uid": "uid-1"}},
+    }
+    label = field_bytes(11, field_bytes(1, b"a") + field_bytes(2, b"b"))
+    ns = protobuf.decode(
+        _k8s_protobuf("v1", "Namespace", field_bytes(1, field_bytes(1, b"x") + label))
+    )
+    assert ns == {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": "x", "labels": {"a": "b"}},
+    }
+    assert protobuf.decode(_k8s_protobuf("v1", "Pod", b"")) is None  # not read: a 415
+
+
+def test_table_has_the_wide_pod_columns_at_priority_1() -> None:
+    assert wants_table("application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
+    assert not wants_table("application/json")
+    pod = make_pod("p").node("n1").obj()
+    out = table(BY_RESOURCE["pods"], [pod], now=0.0)
+    wide = [c["name"] for c in out["columnDefinitions"] if c["priority"] == 1]
+    assert wide == ["IP", "NODE", "NOMINATED NODE", "READINESS GATES"]
+    assert out["rows"][0]["cells"][0] == "p"
+    assert out["rows"][0]["object"]["metadata"]["name"] == "p"
+
+
+def test_openapi_tags_every_kind_and_lists_field_validation_on_patch() -> None:
+    index = openapi.index()
+    assert "api/v1" in index["paths"] and "apis/apps/v1" in index["paths"]
+    doc = openapi.document("", "v1")
+    assert doc is not None
+    parsed = json.loads(doc)
+    pod = parsed["components"]["schemas"]["io.k8s.api.core.v1.Pod"]
+    assert pod["x-kubernetes-group-version-kind"] == [{"group": "", "version": "v1", "kind": "Pod"}]
+    patch = parsed["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"]["patch"]
+    assert "fieldValidation" in [p["name"] for p in patch["parameters"]]
