@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from kemu.chaos.schedule import DEFAULT_MIX, Action, FaultMix
@@ -24,9 +24,9 @@ CI: Final = Profile(
     name="ci",
     workload=Workload(
         nodes=Nodes(count=3, cpu="4", memory="8Gi", pods="110"),
-        pods=Pods(total=90, rate=2.0, slowPreBind=SlowPreBind(fraction=0.2, delay="1s")),
+        pods=Pods(total=120, rate=2.0, slowPreBind=SlowPreBind(fraction=0.2, delay="1s")),
     ),
-    mix=DEFAULT_MIX,
+    mix=replace(DEFAULT_MIX, min_gap=0.5, max_gap=1.5),
     settle_timeout=60.0,
 )
 

@@ -86,6 +86,7 @@ class _State:
     pauses: list[_Pause] = field(default_factory=list)
     acks: list[checks.Ack] = field(default_factory=list)
     failed_writes: int = 0
+    injected: int = 0
     terminating_nodes: dict[str, float] = field(default_factory=dict)
 
     def note(self, what: str) -> None:
@@ -209,8 +210,10 @@ class ChaosRun:
             target = self._resolve(cluster, fault)
             if target is None:
                 self.state.note(f"{fault.action.value} {fault.role}: no such process now")
+                self.progress(f"fault {i + 1}/{len(self.schedule)}: skipped (no {fault.role})")
                 continue
             self._inject(cluster, fault, target, lease)
+            self.state.injected += 1
             self.progress(
                 f"fault {i + 1}/{len(self.schedule)}: {fault.action.value} {target} "
                 f"(t+{time.monotonic() - self.state.t0:.0f}s)"
@@ -419,7 +422,7 @@ class ChaosRun:
         return Report(
             seed=self.seed,
             profile=self.profile.name,
-            faults=len(self.schedule),
+            faults=self.state.injected,
             timeline=self.state.timeline,
             violations=violations,
             pods_created=len(a.versions),
