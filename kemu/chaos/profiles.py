@@ -34,7 +34,14 @@ FULL: Final = Profile(
     name="full",
     workload=Workload(
         nodes=Nodes(count=8, cpu="8", memory="16Gi", pods="110"),
-        pods=Pods(total=2000, rate=5.0, slowPreBind=SlowPreBind(fraction=0.2, delay="2s")),
+        pods=Pods(
+            total=2000,
+            rate=5.0,
+            cpu="100m",
+            memory="64Mi",
+            deleteFraction=0.6,
+            slowPreBind=SlowPreBind(fraction=0.2, delay="2s"),
+        ),
     ),
     mix=FaultMix(
         weights=(

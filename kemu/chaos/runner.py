@@ -231,7 +231,11 @@ class ChaosRun:
 
     def _resolve(self, cluster: Cluster, fault: Fault) -> str | None:
         if fault.role in ("scheduler-leader", "scheduler-follower"):
+            deadline = time.monotonic() + LEASE_DURATION + 2.0
             leader = self._leader(cluster)
+            while leader is None and time.monotonic() < deadline:
+                time.sleep(0.2)  # just after a failover: the next leader is being elected
+                leader = self._leader(cluster)
             if leader is None:
                 return None
             if fault.role == "scheduler-leader":
