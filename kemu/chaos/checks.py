@@ -288,3 +288,13 @@ def write_revision(versions: Sequence[PodVersion], what: str) -> int | None:
         ):
             return v.resource_version
     return None
+
+
+def still_terminating(histories: Histories) -> list[str]:
+    """The pods (namespace/name) with a deletionTimestamp whose deletion has not completed."""
+    out = []
+    for versions in histories.values():
+        pod = _alive(versions)
+        if pod is not None and pod.metadata.HasField("deletion_timestamp"):
+            out.append(_key(pod))
+    return sorted(out)

@@ -372,6 +372,8 @@ class ChaosRun:
         def settled() -> bool:
             pending = checks.pending_that_fit(history.versions, allocatable)
             assert not pending, f"{len(pending)} pods fit but are not bound: {pending[:5]}"
+            terminating = checks.still_terminating(history.versions)
+            assert not terminating, f"{len(terminating)} pods still terminating"
             return True
 
         try:
@@ -412,10 +414,17 @@ class ChaosRun:
         violations += self._check_paused_leaders(cluster, a, lease)
         if settle is None:
             pending = checks.pending_that_fit(a.versions, allocatable)
-            violations.append(
-                f"{len(pending)} pods that fit were still not bound "
-                f"{self.profile.settle_timeout:g}s after the last fault: {pending[:10]}"
-            )
+            if pending:
+                violations.append(
+                    f"{len(pending)} pods that fit were still not bound "
+                    f"{self.profile.settle_timeout:g}s after the last fault: {pending[:10]}"
+                )
+            terminating = checks.still_terminating(a.versions)
+            if terminating:
+                violations.append(
+                    f"{len(terminating)} pods were still terminating "
+                    f"{self.profile.settle_timeout:g}s after the last fault: {terminating[:10]}"
+                )
         expected, bound = checks.pods_expected_and_bound(a.versions, allocatable)
         recoveries = checks.recovery_times(self.state.restarts, list(a.bound_at.values()))
         failovers = []

@@ -120,3 +120,12 @@ def test_write_revision_and_lease_holder() -> None:
     lease = LeaseRecorder([LeaseVersion(2, "a", 10.0), LeaseVersion(5, "b", 20.0)])
     assert lease.holder_at(4) == "a" and lease.holder_at(6) == "b"
     assert lease.first_change_after(11.0, "a") == 20.0
+
+
+def test_still_terminating() -> None:
+    gone = pod("a", 2, "n1")
+    gone.metadata.deletion_timestamp.seconds = 1
+    stuck = pod("b", 3, "n1")
+    stuck.metadata.deletion_timestamp.seconds = 1
+    h = history((MODIFIED, gone), (DELETED, gone), (MODIFIED, stuck))
+    assert checks.still_terminating(h) == ["ns/b"]
