@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test unit integration lint gen check-gen bench clean
+.PHONY: run test unit integration lint gen check-gen bench chaos clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -45,6 +45,10 @@ check-gen: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# The chaos harness's full profile (CHAOS_ARGS="--seed N --json FILE" to replay or save).
+chaos: $(STAMP)
+	$(BIN)/python -m kemu.chaos --profile full $(CHAOS_ARGS)
 
 clean:
 	rm -rf $(VENV) .kemu .pytest_cache .mypy_cache .ruff_cache

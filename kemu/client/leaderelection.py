@@ -213,16 +213,31 @@ class LeaderElector:
         self._set_leading(True)
 
     async def _renew_until_lost(self) -> None:
-        """Renews every retry_period; returns when renewing has failed for renew_deadline."""
+        """Renews every retry_period; returns when renewing has failed for renew_deadline,
+        at once when another identity is seen holding the lease, and before any attempt
+        once lease_duration has passed since the last renewal (a process that was frozen
+        that long may have been replaced: it stops leading as soon as it runs again)."""
         cfg = self.config
+        renewed = self._clock.monotonic()
         while True:
             await self._clock.sleep(cfg.retry_period)
             deadline = self._clock.monotonic() + cfg.renew_deadline
             while True:
+                if self._clock.monotonic() - renewed >= cfg.lease_duration:
+                    logger.error(
+                        "lease %s/%s expired: not renewed for %.1fs",
+                        cfg.lock_namespace,
+                        cfg.lock_name,
+                        self._clock.monotonic() - renewed,
+                    )
+                    return
                 # Bounds an attempt that hangs (a frozen server); calls answer in milliseconds.
                 with anyio.move_on_after(max(deadline - self._clock.monotonic(), 0.001)):
                     if await self.try_acquire_or_renew():
+                        renewed = self._clock.monotonic()
                         break
+                if self._observed_holder not in ("", cfg.identity):
+                    return  # taken over: another may be acting as leader already
                 if self._clock.monotonic() >= deadline:
                     logger.error(
                         "failed to renew lease %s/%s within %.1fs",

@@ -352,10 +352,13 @@ class NodeHistory(_History[types_pb2.Node, NodeVersion]):
 
 
 @asynccontextmanager
-async def record_pods(client: ApiClient, namespace: str) -> AsyncIterator[PodHistory]:
+async def record_pods(
+    client: ApiClient, namespace: str, *, history: PodHistory | None = None
+) -> AsyncIterator[PodHistory]:
     """Records every version of the pods of `namespace` ("" for all) while the block runs.
-    The initial list is recorded before the block starts: nothing after it is missed."""
-    history = PodHistory(namespace)
+    The initial list is recorded before the block starts: nothing after it is missed.
+    `history` is an empty PodHistory (of a subclass) of `namespace` to record into."""
+    history = history if history is not None else PodHistory(namespace)
     async with history._recording(client):
         yield history
 

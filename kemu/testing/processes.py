@@ -215,6 +215,16 @@ class ManagedProcess:
         _live.discard(self)
         return code
 
+    def pause(self) -> None:
+        """SIGSTOP the process group (a frozen process: it keeps its sockets, does nothing)."""
+        if self._popen is not None and self._popen.poll() is None:
+            _signal_group(self._popen.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """SIGCONT the process group after `pause`."""
+        if self._popen is not None and self._popen.poll() is None:
+            _signal_group(self._popen.pid, signal.SIGCONT)
+
     def terminate(self, timeout: float = DEFAULT_STOP_TIMEOUT) -> int | None:
         """SIGTERM the process group, SIGKILL it after `timeout` seconds; the exit code."""
         if self._popen is None:

@@ -207,3 +207,56 @@ async def test_two_candidates_racing_for_a_missing_lease_elect_one() -> None:
     assert sorted(results.values()) == [False, True]
     winner = "a" if results["a"] else "b"
     assert (await lease(fake)).spec.holder_identity == winner
+
+
+async def _run_until_lost(
+    elector: LeaderElector, leading: Leading, out: list[BaseException]
+) -> None:
+    try:
+        await elector.run(leading)
+    except LeadershipLost as e:
+        out.append(e)
+
+
+@pytest.mark.anyio
+async def test_a_leader_that_sees_another_holder_stops_at_once() -> None:
+    """Chaos harness finding (seed 1, a paused scheduler leader): a leader that finds the
+    lease held by another identity stops leading at that attempt, not after renew_deadline
+    of retries during which it would still schedule next to the new leader."""
+    clock = FakeClock()
+    fake = FakeClient(clock=clock)
+    elector = LeaderElector(fake, config("a"), clock)
+    leading = Leading()
+    outcome: list[BaseException] = []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_run_until_lost, elector, leading, outcome)
+        with anyio.fail_after(2):
+            await leading.started.wait()
+        taken = await lease(fake)
+        taken.spec.holder_identity = "b"
+        await fake.update(taken)
+        await advance(clock, 2.5)  # one retry period: one attempt, well inside renew_deadline
+        await wait_until(lambda: bool(outcome))
+    assert leading.cancelled
+    assert isinstance(outcome[0], LeadershipLost)
+
+
+@pytest.mark.anyio
+async def test_a_leader_frozen_past_its_lease_duration_stops_before_renewing() -> None:
+    """A leader whose process did not run for lease_duration (SIGSTOP) may have been
+    replaced: it stops leading when it runs again, without renewing."""
+    clock = FakeClock()
+    fake = FakeClient(clock=clock)
+    elector = LeaderElector(fake, config("a"), clock)
+    leading = Leading()
+    outcome: list[BaseException] = []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_run_until_lost, elector, leading, outcome)
+        with anyio.fail_after(2):
+            await leading.started.wait()
+        before = await lease(fake)
+        clock.advance(20)  # frozen: one jump past the lease duration (15s)
+        await wait_until(lambda: bool(outcome))
+    assert leading.cancelled
+    assert isinstance(outcome[0], LeadershipLost)
+    assert (await lease(fake)).spec.renew_time == before.spec.renew_time

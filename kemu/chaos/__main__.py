@@ -1,0 +1,71 @@
+"""python -m kemu.chaos [--profile ci|full] [--seed N] [--json FILE] [--workload FILE]
+[--root DIR] [--quiet]: one chaos run; exit status 1 when an invariant broke, 2 for bad
+arguments."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import random
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from kemu.chaos.profiles import PROFILES
+from kemu.chaos.workload import WorkloadError, parse_workload
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m kemu.chaos",
+        description="Break a kemu cluster on a seeded schedule while a workload runs, then "
+        "check that nothing was lost or done twice.",
+    )
+    parser.add_argument("--profile", choices=sorted(PROFILES), default="ci")
+    parser.add_argument("--seed", type=int, help="the fault schedule's seed (default: random)")
+    parser.add_argument("--json", metavar="FILE", help="write the result as JSON to FILE")
+    parser.add_argument(
+        "--workload", metavar="FILE", help="a YAML workload (see kemu/chaos/workload.py)"
+    )
+    parser.add_argument(
+        "--root", metavar="DIR", help="where the cluster's data and logs go (default: a temp dir)"
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    profile = PROFILES[args.profile]
+    workload = None
+    if args.workload is not None:
+        try:
+            workload = parse_workload(Path(args.workload).read_text())
+        except OSError as e:
+            parser.error(f"--workload: {e.strerror}: {args.workload}")
+        except WorkloadError as e:
+            parser.error(f"--workload {args.workload}: {e}")
+    if args.seed is not None and args.seed < 0:
+        parser.error("--seed: must be >= 0")
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
+    def progress(line: str) -> None:
+        if not args.quiet:
+            print(f"[chaos] {line}", file=sys.stderr, flush=True)
+
+    from kemu.chaos.runner import ChaosRun  # after argument checks: it loads gRPC
+
+    root = Path(args.root) if args.root else Path(tempfile.mkdtemp(prefix="kemu-chaos-"))
+    progress(f"profile {profile.name}, seed {seed}, cluster in {root}")
+    report = ChaosRun(root, profile, seed, workload, progress).run()
+    print(report.table())
+    if args.json:
+        report.write_json(args.json)
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""The result of a chaos run: the summary table, the JSON, and the replay hint."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from kemu.chaos.checks import percentile
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    at: float
+    """Seconds after the workload started."""
+    what: str
+
+
+@dataclass
+class Report:
+    seed: int
+    profile: str
+    faults: int
+    timeline: list[TimelineEntry]
+    violations: list[str]
+    pods_created: int
+    pods_expected: int
+    pods_bound: int
+    failed_writes: int
+    acknowledged_writes: int
+    recorded_versions: int
+    recovery_s: list[float] = field(default_factory=list)
+    failover_s: list[float] = field(default_factory=list)
+    settle_s: float | None = None
+    settle_timeout: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def stats(self, values: list[float]) -> dict[str, float | None]:
+        return {"p50": _round(percentile(values, 50)), "p99": _round(percentile(values, 99))}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "seed": self.seed,
+            "profile": self.profile,
+            "faults": self.faults,
+            "violations": self.violations,
+            "pods_created": self.pods_created,
+            "pods_expected": self.pods_expected,
+            "pods_bound": self.pods_bound,
+            "acknowledged_writes": self.acknowledged_writes,
+            "failed_writes": self.failed_writes,
+            "recorded_versions": self.recorded_versions,
+            "recovery_s": {**self.stats(self.recovery_s), "count": len(self.recovery_s)},
+            "leader_failover_s": {**self.stats(self.failover_s), "count": len(self.failover_s)},
+            "settle_s": _round(self.settle_s),
+            "timeline": [{"at": round(e.at, 3), "what": e.what} for e in self.timeline],
+        }
+
+    def write_json(self, path: str) -> None:
+        with open(path, "w") as f:
+            json.dump(self.to_json(), f, indent=2)
+            f.write("\n")
+
+    def table(self) -> str:
+        rec, fail = self.stats(self.recovery_s), self.stats(self.failover_s)
+        settle = (
+            f"{self.settle_s:.1f}s" if self.settle_s is not None else f"> {self.settle_timeout:g}s"
+        )
+        rows = [
+            ("seed", str(self.seed)),
+            ("profile", self.profile),
+            ("faults injected", str(self.faults)),
+            ("pods created", str(self.pods_created)),
+            ("pods expected bound / bound", f"{self.pods_expected} / {self.pods_bound}"),
+            ("writes acknowledged / failed", f"{self.acknowledged_writes} / {self.failed_writes}"),
+            ("pod versions recorded", str(self.recorded_versions)),
+            (
+                "recovery after restart p50 / p99",
+                f"{_fmt(rec['p50'])} / {_fmt(rec['p99'])} (n={len(self.recovery_s)})",
+            ),
+            (
+                "leader failover p50 / p99",
+                f"{_fmt(fail['p50'])} / {_fmt(fail['p99'])} (n={len(self.failover_s)})",
+            ),
+            ("all fitting pods bound after last fault", settle),
+            ("violations", str(len(self.violations))),
+            ("result", "PASS" if self.ok else "FAIL"),
+        ]
+        width = max(len(k) for k, _ in rows)
+        lines = [f"{k:<{width}}  {v}" for k, v in rows]
+        if self.violations:
+            lines.append("")
+            lines.append("violations:")
+            lines += [f"  - {v}" for v in self.violations[:50]]
+            if len(self.violations) > 50:
+                lines.append(f"  ... and {len(self.violations) - 50} more (see --json)")
+            lines.append("")
+            lines.append("fault timeline:")
+            lines += [f"  t+{e.at:7.2f}s  {e.what}" for e in self.timeline]
+            lines.append("")
+            lines.append(
+                f"replay: python -m kemu.chaos --profile {self.profile} --seed {self.seed}"
+            )
+        return "\n".join(lines)
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 3)
+
+
+def _fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}s"

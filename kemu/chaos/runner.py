@@ -1,0 +1,488 @@
+"""A chaos run on real processes: a cluster (etcd, apiserver, two schedulers with leader
+election and SlowPreBind, a controller-manager, kubelets), a workload, the faults of the
+seed's schedule, and the checks afterwards.
+
+Faults run one after another in a worker thread (Cluster is synchronous); the workload and
+the recorders run in the event loop. A process that exits on its own (a scheduler that
+lost its lease exits, as upstream's) is restarted, as a supervisor would, and noted in the
+timeline.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+import anyio
+import anyio.to_thread
+
+from kemu.api.v1 import types_pb2
+from kemu.chaos import checks
+from kemu.chaos.profiles import Profile
+from kemu.chaos.recorder import LeaseRecorder, TimedPodHistory
+from kemu.chaos.report import Report, TimelineEntry
+from kemu.chaos.schedule import Action, Fault, make_schedule
+from kemu.chaos.workload import Workload
+from kemu.client.client import Client
+from kemu.machinery.errors import AlreadyExists, ApiError
+from kemu.machinery.resources import amount
+from kemu.testing.builders import make_pod, make_priority_class
+from kemu.testing.cluster import Cluster
+from kemu.testing.eventually import eventually
+from kemu.testing.invariants import check_invariants, record_pods
+from kemu.testing.scenarios import SHUTDOWN_ANNOTATION, priority_class_name
+
+log = logging.getLogger(__name__)
+
+NAMESPACE: Final = "chaos"
+NODE_LABEL: Final = "chaos.kemu.io/node"
+SCHEDULERS: Final = ("scheduler-a", "scheduler-b")
+PREBIND_DELAY: Final = "scheduling.kemu.io/prebind-delay"
+LEASE_DURATION: Final = 3.0
+ELECTION: Final = [
+    "--leader-elect",
+    "--leader-elect-lease-duration", f"{LEASE_DURATION:g}s",
+    "--leader-elect-renew-deadline", "2s",
+    "--leader-elect-retry-period", "500ms",
+]  # fmt: skip
+SCHEDULER_CONFIG: Final = """\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+  plugins:
+    multiPoint:
+      enabled:
+      - name: SlowPreBind
+"""
+LEADER_METRIC: Final = 'leader_election_master_status{name="kube-scheduler"} 1.0'
+_ACQUIRED: Final = re.compile(r"successfully acquired lease \S+ as (\S+)")
+_BOUND: Final = re.compile(r"bound (\S+)/(\S+) to (\S+)")
+_PREEMPTED: Final = re.compile(r"Preemptor \S+ preempted (\S+)/(\S+) on")
+
+
+@dataclass
+class _Pause:
+    process: str
+    resumed_at: float
+    log_offset: int
+
+
+@dataclass
+class _State:
+    """What the fault thread and the workload share."""
+
+    t0: float = 0.0
+    timeline: list[TimelineEntry] = field(default_factory=list)
+    restarts: list[float] = field(default_factory=list)
+    failovers: list[float] = field(default_factory=list)
+    leader_faults: list[tuple[float, str]] = field(default_factory=list)
+    pauses: list[_Pause] = field(default_factory=list)
+    acks: list[checks.Ack] = field(default_factory=list)
+    failed_writes: int = 0
+    injected: int = 0
+    terminating_nodes: dict[str, float] = field(default_factory=dict)
+
+    def note(self, what: str) -> None:
+        self.timeline.append(TimelineEntry(time.monotonic() - self.t0, what))
+
+
+class ChaosRun:
+    def __init__(
+        self,
+        root: Path,
+        profile: Profile,
+        seed: int,
+        workload: Workload | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
+        self.root = root
+        self.profile = profile
+        self.seed = seed
+        self.workload = workload or profile.workload
+        self.progress = progress or (lambda _: None)
+        self.rng = random.Random(seed)
+        self.state = _State()
+        self.nodes = [f"chaos-n{i}" for i in range(self.workload.nodes.count)]
+        duration = profile.fault_window
+        if duration is None:
+            duration = self.workload.pods.total / self.workload.pods.rate
+        self.schedule = make_schedule(seed, duration, profile.mix)
+
+    # ------------------------------------------------------------ cluster
+
+    def _start(self, cluster: Cluster) -> None:
+        cluster.start_etcd()
+        cluster.start_apiserver()
+        config = self.root / "scheduler.yaml"
+        config.write_text(SCHEDULER_CONFIG)
+        for name in SCHEDULERS:
+            cluster.start_scheduler(name=name, config=config, extra_args=ELECTION)
+        cluster.start_controllermanager()
+        n = self.workload.nodes
+        for node in self.nodes:
+            cluster.start_kubelet(
+                node,
+                capacity={"cpu": n.cpu, "memory": n.memory, "pods": n.pods},
+                extra_args=["--node-labels", f"{NODE_LABEL}=true"],
+            )
+
+    def run(self) -> Report:
+        self.root.mkdir(parents=True, exist_ok=True)
+        with Cluster(self.root / "cluster") as cluster:
+            self._start(cluster)
+            report = anyio.run(self._run, cluster)
+            for proc in cluster.processes.values():
+                proc.resume()
+        return report
+
+    async def _run(self, cluster: Cluster) -> Report:
+        async with (
+            Client(cluster.server, timeout=10.0) as client,
+            Client(cluster.server, timeout=10.0) as watch_a,
+            Client(cluster.server, timeout=10.0) as watch_b,
+        ):
+            await self._prepare(client)
+            lease = LeaseRecorder()
+            a, b = TimedPodHistory(NAMESPACE), TimedPodHistory(NAMESPACE)
+            async with (
+                record_pods(watch_a, NAMESPACE, history=a),
+                record_pods(watch_b, NAMESPACE, history=b),
+                anyio.create_task_group() as tg,
+            ):
+                a.listed, b.listed = len(a.versions), len(b.versions)
+                tg.start_soon(lease.run, client)
+                self.state.t0 = time.monotonic()
+                self.progress(f"seed {self.seed}: {len(self.schedule)} faults scheduled")
+                async with anyio.create_task_group() as work:
+                    work.start_soon(self._workload, client, a)
+                    await anyio.to_thread.run_sync(self._faults, cluster, lease)
+                last_fault = time.monotonic()
+                self.state.note("last fault over; settling")
+                settle = await self._settle(client, a, last_fault)
+                report = await self._check(client, cluster, a, b, lease, settle)
+                tg.cancel_scope.cancel()
+        return report
+
+    async def _prepare(self, client: Client) -> None:
+        await client.wait_ready(timeout=30)
+        try:
+            await client.create(types_pb2.Namespace(metadata=types_pb2.ObjectMeta(name=NAMESPACE)))
+        except AlreadyExists:
+            pass
+        for value in sorted(set(self.workload.pods.priorities)):
+            for never in (False, True):
+                pc = make_priority_class(priority_class_name(value, never=never), value)
+                obj = pc.obj()
+                if never:
+                    obj.preemption_policy = "Never"
+                try:
+                    await client.create(obj)
+                except AlreadyExists:
+                    pass
+
+        async def nodes_ready() -> bool:
+            listed = await client.list(types_pb2.Node, label_selector=f"{NODE_LABEL}=true")
+            ready = [
+                n
+                for n in listed.items
+                if any(c.type == "Ready" and c.status == "True" for c in n.status.conditions)
+            ]
+            assert len(ready) == len(self.nodes), f"{len(ready)} of {len(self.nodes)} ready"
+            return True
+
+        await eventually(nodes_ready, timeout=60)
+
+    # ------------------------------------------------------------ faults (worker thread)
+
+    def _faults(self, cluster: Cluster, lease: LeaseRecorder) -> None:
+        for i, fault in enumerate(self.schedule):
+            wait = self.state.t0 + fault.at - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+            self._supervise(cluster)
+            target = self._resolve(cluster, fault)
+            if target is None:
+                self.state.note(f"{fault.action.value} {fault.role}: no such process now")
+                self.progress(f"fault {i + 1}/{len(self.schedule)}: skipped (no {fault.role})")
+                continue
+            self._inject(cluster, fault, target, lease)
+            self.state.injected += 1
+            self.progress(
+                f"fault {i + 1}/{len(self.schedule)}: {fault.action.value} {target} "
+                f"(t+{time.monotonic() - self.state.t0:.0f}s)"
+            )
+        self._supervise(cluster)
+
+    def _leader(self, cluster: Cluster) -> str | None:
+        for name in SCHEDULERS:
+            try:
+                if LEADER_METRIC in cluster.component(name).scrape():
+                    return name
+            except (OSError, RuntimeError):
+                continue
+        return None
+
+    def _resolve(self, cluster: Cluster, fault: Fault) -> str | None:
+        if fault.role in ("scheduler-leader", "scheduler-follower"):
+            deadline = time.monotonic() + LEASE_DURATION + 2.0
+            leader = self._leader(cluster)
+            while leader is None and time.monotonic() < deadline:
+                time.sleep(0.2)  # just after a failover: the next leader is being elected
+                leader = self._leader(cluster)
+            if leader is None:
+                return None
+            if fault.role == "scheduler-leader":
+                return leader
+            return next(n for n in SCHEDULERS if n != leader)
+        if fault.role == "kubelet":
+            recent = [
+                n for n, t in self.state.terminating_nodes.items() if time.monotonic() - t < 3
+            ]
+            pool = sorted(recent) or self.nodes
+            return f"kubelet-{pool[fault.pick % len(pool)]}"
+        return fault.role if fault.role in cluster.processes else None
+
+    def _inject(self, cluster: Cluster, fault: Fault, target: str, lease: LeaseRecorder) -> None:
+        proc = cluster.processes[target]
+        started = time.monotonic()
+        is_leader = fault.role == "scheduler-leader"
+        holder = lease.versions[-1].holder if lease.versions else ""
+        if fault.action is Action.KILL:
+            self.state.note(f"SIGKILL {target}")
+            cluster.kill(target)
+            time.sleep(fault.down)
+            cluster.restart(target)
+            self.state.restarts.append(time.monotonic())
+            self.state.note(f"{target} restarted and ready ({time.monotonic() - started:.1f}s)")
+        else:
+            self.state.note(f"SIGSTOP {target} for {fault.down:g}s")
+            proc.pause()
+            time.sleep(fault.down)
+            offset = proc.log_path.stat().st_size
+            proc.resume()
+            self.state.pauses.append(_Pause(target, time.monotonic(), offset))
+            self.state.note(f"SIGCONT {target}")
+        if is_leader:
+            self.state.leader_faults.append((started, holder))
+
+    def _supervise(self, cluster: Cluster) -> None:
+        for name, proc in cluster.processes.items():
+            if not proc.running:
+                self.state.note(f"{name} exited on its own (code {proc.returncode}): restarting")
+                cluster.restart(name)
+                self.state.restarts.append(time.monotonic())
+
+    # ------------------------------------------------------------ workload (event loop)
+
+    async def _workload(self, client: Client, history: TimedPodHistory) -> None:
+        p = self.workload.pods
+        rng = random.Random(self.seed ^ 0x5EED)
+        async with anyio.create_task_group() as tg:
+            for i in range(p.total):
+                await anyio.sleep_until(self.state.t0 + i / p.rate)
+                pod = self._pod(f"p{i:05d}", rng)
+                tg.start_soon(self._churn, client, history, pod, rng.random(), rng.random())
+
+    def _pod(self, name: str, rng: random.Random) -> types_pb2.Pod:
+        p = self.workload.pods
+        never = rng.random() < p.neverFraction
+        b = (
+            make_pod(name)
+            .namespace(NAMESPACE)
+            .req(cpu=p.cpu, memory=p.memory)
+            .node_selector({NODE_LABEL: "true"})
+            .priority_class(priority_class_name(rng.choice(p.priorities), never=never))
+            .annotation(SHUTDOWN_ANNOTATION, p.shutdown)
+        )
+        if rng.random() < p.slowPreBind.fraction:
+            b = b.annotation(PREBIND_DELAY, p.slowPreBind.delay)
+        return b.obj()
+
+    async def _churn(
+        self,
+        client: Client,
+        history: TimedPodHistory,
+        pod: types_pb2.Pod,
+        delete_draw: float,
+        resize_draw: float,
+    ) -> None:
+        p = self.workload.pods
+        key = f"{NAMESPACE}/{pod.metadata.name}"
+        try:
+            created = await client.create(pod)
+        except ApiError as e:
+            self.state.failed_writes += 1
+            log.info("create %s failed: %s", key, e)
+            return
+        self._ack(created, f"create {key}")
+        if resize_draw < p.resizeFraction:
+            await anyio.sleep(3.0)
+            await self._resize(client, created)
+        if delete_draw < p.deleteFraction:
+            await anyio.sleep(2.0)
+            try:
+                deleted = await client.delete(
+                    types_pb2.Pod, pod.metadata.name, NAMESPACE, uid=created.metadata.uid
+                )
+            except ApiError as e:
+                self.state.failed_writes += 1
+                log.info("delete %s failed: %s", key, e)
+                return
+            if deleted.metadata.HasField("deletion_timestamp"):
+                self._ack(deleted, f"delete {key}")
+                if deleted.spec.node_name:
+                    self.state.terminating_nodes[deleted.spec.node_name] = time.monotonic()
+
+    async def _resize(self, client: Client, created: types_pb2.Pod) -> None:
+        key = f"{NAMESPACE}/{created.metadata.name}"
+        try:
+            pod = await client.get(types_pb2.Pod, created.metadata.name, NAMESPACE)
+            if pod.status.phase != "Running" or pod.metadata.uid != created.metadata.uid:
+                return
+            c = pod.spec.containers[0]
+            cpu = amount("cpu", c.resources.requests["cpu"])
+            c.resources.requests["cpu"] = f"{max(cpu // 2, 1)}m"
+            if "cpu" in c.resources.limits:
+                del c.resources.limits["cpu"]
+            resized = await client.resize(pod)
+        except ApiError as e:
+            self.state.failed_writes += 1
+            log.info("resize %s failed: %s", key, e)
+            return
+        self._ack(resized, f"resize {key}")
+        if resized.spec.node_name:
+            self.state.terminating_nodes[resized.spec.node_name] = time.monotonic()
+
+    def _ack(self, obj: types_pb2.Pod, what: str) -> None:
+        self.state.acks.append(checks.Ack(obj.metadata.uid, obj.metadata.resource_version, what))
+
+    # ------------------------------------------------------------ after the faults
+
+    async def _settle(self, client: Client, history: TimedPodHistory, since: float) -> float | None:
+        """Seconds until no pod that fits a node is left pending; None past the timeout."""
+        allocatable = await self._allocatable(client)
+
+        def settled() -> bool:
+            pending = checks.pending_that_fit(history.versions, allocatable)
+            assert not pending, f"{len(pending)} pods fit but are not bound: {pending[:5]}"
+            terminating = checks.still_terminating(history.versions)
+            assert not terminating, f"{len(terminating)} pods still terminating"
+            return True
+
+        try:
+            await eventually(settled, timeout=self.profile.settle_timeout, interval=0.5)
+        except AssertionError:
+            return None
+        return time.monotonic() - since
+
+    async def _allocatable(self, client: Client) -> dict[str, dict[str, str]]:
+        listed = await client.list(types_pb2.Node, label_selector=f"{NODE_LABEL}=true")
+        return {n.metadata.name: dict(n.status.allocatable) for n in listed.items}
+
+    async def _check(
+        self,
+        client: Client,
+        cluster: Cluster,
+        a: TimedPodHistory,
+        b: TimedPodHistory,
+        lease: LeaseRecorder,
+        settle: float | None,
+    ) -> Report:
+        violations: list[str] = []
+        events = await client.list_all(types_pb2.Event, NAMESPACE)
+        for name, h in (("watcher A", a), ("watcher B", b)):
+            try:
+                await h.sync(client, timeout=30)
+            except AssertionError as e:
+                violations.append(f"{name}: {e}")
+        allocatable = await self._allocatable(client)
+        violations += checks.check_bound_once(a.versions)
+        violations += checks.check_watch_order(a.versions, a.listed)
+        violations += checks.check_watch_order(b.versions, b.listed)
+        violations += checks.check_watchers_agree("watcher A", a.versions, "watcher B", b.versions)
+        violations += checks.check_acknowledged(self.state.acks, a.versions, "watcher A")
+        violations += checks.check_acknowledged(self.state.acks, b.versions, "watcher B")
+        violations += checks.check_node_capacity(a.versions, allocatable)
+        violations += check_invariants(a.versions, events.items, clearing_gate_on=True)
+        violations += self._check_paused_leaders(cluster, a, lease)
+        if settle is None:
+            pending = checks.pending_that_fit(a.versions, allocatable)
+            if pending:
+                violations.append(
+                    f"{len(pending)} pods that fit were still not bound "
+                    f"{self.profile.settle_timeout:g}s after the last fault: {pending[:10]}"
+                )
+            terminating = checks.still_terminating(a.versions)
+            if terminating:
+                violations.append(
+                    f"{len(terminating)} pods were still terminating "
+                    f"{self.profile.settle_timeout:g}s after the last fault: {terminating[:10]}"
+                )
+        expected, bound = checks.pods_expected_and_bound(a.versions, allocatable)
+        recoveries = checks.recovery_times(self.state.restarts, list(a.bound_at.values()))
+        failovers = []
+        for t, holder in self.state.leader_faults:
+            changed = lease.first_change_after(t, holder)
+            if changed is not None:
+                failovers.append(changed - t)
+        return Report(
+            seed=self.seed,
+            profile=self.profile.name,
+            faults=self.state.injected,
+            timeline=self.state.timeline,
+            violations=violations,
+            pods_created=len(a.versions),
+            pods_expected=expected,
+            pods_bound=bound,
+            failed_writes=self.state.failed_writes,
+            acknowledged_writes=len(self.state.acks),
+            recorded_versions=sum(len(v) for v in a.versions.values()),
+            recovery_s=recoveries,
+            failover_s=failovers,
+            settle_s=settle,
+            settle_timeout=self.profile.settle_timeout,
+        )
+
+    def _check_paused_leaders(
+        self, cluster: Cluster, history: TimedPodHistory, lease: LeaseRecorder
+    ) -> list[str]:
+        """A paused scheduler that wakes up after its lease passed to the other scheduler does
+        not bind or preempt: no binding or victim deletion it logged after SIGCONT was
+        committed while the lease was another's."""
+        out = []
+        by_key = {
+            f"{vs[0].pod.metadata.namespace}/{vs[0].pod.metadata.name}": vs
+            for vs in history.versions.values()
+        }
+        for pause in self.state.pauses:
+            text = cluster.processes[pause.process].logs()
+            before, after = text[: pause.log_offset], text[pause.log_offset :]
+            identities = _ACQUIRED.findall(before)
+            if not identities:
+                continue  # it was not leading
+            me = identities[-1]
+            for line in after.splitlines():
+                if _ACQUIRED.search(line):
+                    break  # it leads again: later actions are legitimate
+                for pattern, what in ((_BOUND, "bound"), (_PREEMPTED, "preempted")):
+                    m = pattern.search(line)
+                    if m is None:
+                        continue
+                    versions = by_key.get(f"{m.group(1)}/{m.group(2)}", ())
+                    rv = checks.write_revision(versions, what)
+                    if rv is None:
+                        continue
+                    holder = lease.holder_at(rv)
+                    if holder and holder != me:
+                        out.append(
+                            f"{pause.process} ({me}) {what} {m.group(1)}/{m.group(2)} at "
+                            f"resourceVersion {rv} after waking up, while {holder} held the lease"
+                        )
+        return out

@@ -1,0 +1,27 @@
+"""The chaos harness's CI profile on real processes (etcd, apiserver, two schedulers with
+leader election and SlowPreBind, a controller-manager, kubelets): tens of faults (SIGKILL and
+restart of every component, a paused scheduler leader) during pod churn with priorities,
+preemption, slow PreBinds, resizes and deletions; no invariant may break. A failure prints
+the seed and the fault timeline; `python -m kemu.chaos --profile ci --seed N` replays it (or
+KEMU_TEST_SEED=N for this test). About two minutes: the longest test of the suite."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kemu.chaos.profiles import CI
+from kemu.chaos.runner import ChaosRun
+from kemu.testing.rand import SeededRandom
+
+pytestmark = [pytest.mark.integration]
+
+
+def test_chaos_ci_profile_breaks_no_invariant(tmp_path: Path, rng: SeededRandom) -> None:
+    seed = rng.randrange(1 << 31)
+    report = ChaosRun(tmp_path, CI, seed).run()
+    assert report.faults >= 20
+    assert report.pods_bound > 0
+    assert report.recovery_s, "no binding after any restart"
+    assert report.ok, "\n" + report.table()

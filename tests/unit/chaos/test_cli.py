@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kemu.chaos.__main__ import main
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--profile", "huge"], "--profile: invalid choice: 'huge'"),
+        (["--seed", "x"], "--seed: invalid int value: 'x'"),
+        (["--seed", "-1"], "--seed: must be >= 0"),
+        (["--workload", "/nonexistent/w.yaml"], "--workload: No such file or directory"),
+        (["--bogus"], "unrecognized arguments: --bogus"),
+    ],
+)
+def test_bad_arguments_exit_2_with_one_line(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_bad_workload_names_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "w.yaml"
+    path.write_text("pods: {rate: -1}\n")
+    with pytest.raises(SystemExit) as e:
+        main(["--workload", str(path)])
+    assert e.value.code == 2
+    assert "pods.rate: must be > 0" in capsys.readouterr().err

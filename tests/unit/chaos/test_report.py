@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kemu.chaos.report import Report, TimelineEntry
+
+
+def report(violations: list[str]) -> Report:
+    return Report(
+        seed=9,
+        profile="ci",
+        faults=2,
+        timeline=[TimelineEntry(1.0, "SIGKILL scheduler-a"), TimelineEntry(1.5, "restarted")],
+        violations=violations,
+        pods_created=10,
+        pods_expected=8,
+        pods_bound=8,
+        failed_writes=1,
+        acknowledged_writes=12,
+        recorded_versions=40,
+        recovery_s=[0.5, 1.5],
+        failover_s=[],
+        settle_s=0.2,
+        settle_timeout=60.0,
+    )
+
+
+def test_a_passing_run_prints_the_table_without_the_timeline() -> None:
+    text = report([]).table()
+    assert "result" in text and "PASS" in text
+    assert "recovery after restart p50 / p99         0.50s / 1.50s (n=2)" in text
+    assert "SIGKILL" not in text
+
+
+def test_a_failing_run_prints_the_violations_the_timeline_and_the_replay() -> None:
+    text = report(["ns/p was bound to n1 and then has nodeName 'n2'"]).table()
+    assert "FAIL" in text
+    assert "  - ns/p was bound to n1" in text
+    assert "t+   1.00s  SIGKILL scheduler-a" in text
+    assert "replay: python -m kemu.chaos --profile ci --seed 9" in text
+
+
+def test_the_json_has_the_documented_keys(tmp_path: Path) -> None:
+    path = tmp_path / "out.json"
+    report(["x"]).write_json(str(path))
+    doc = json.loads(path.read_text())
+    assert doc["seed"] == 9 and doc["faults"] == 2 and doc["violations"] == ["x"]
+    assert (doc["pods_expected"], doc["pods_bound"]) == (8, 8)
+    assert doc["recovery_s"] == {"p50": 0.5, "p99": 1.5, "count": 2}
+    assert doc["leader_failover_s"]["p50"] is None
