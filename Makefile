@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test unit integration lint gen check-gen bench clean
+.PHONY: run test unit integration lint gen check-gen bench skew clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -44,6 +44,11 @@ check-gen: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# The whole version-skew matrix (kemu/skew/matrix.yaml): a table of cells x scenarios.
+skew: $(STAMP)
+	mkdir -p .kemu
+	$(BIN)/python -m kemu.skew --json .kemu/skew.json
 
 clean:
 	rm -rf $(VENV) .kemu .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,160 @@
+"""The scenario pack: each scenario runs in its own namespace on its own kubelets (at the
+cell's kubelet version) and returns the facts it observed (the keys of kemu.skew.expect's),
+after checking the §11b invariants on the history of its pods (a violation raises)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Final
+
+from kemu.component.featuregate import (
+    CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING,
+    POD_SCHEDULING_READINESS,
+)
+from kemu.machinery.errors import Invalid, NotFound
+from kemu.skew.expect import Facts
+from kemu.skew.policy import Cell
+from kemu.testing.builders import PodBuilder
+from kemu.testing.cluster import Cluster
+from kemu.testing.eventually import eventually
+from kemu.testing.invariants import PodHistory, assert_invariants, record_pods
+from kemu.testing.scenarios import Scenario, disruption_target
+
+BINDING_PROFILE: Final = "binding-scheduler"
+PREBIND_DELAY: Final = "scheduling.kemu.io/prebind-delay"
+TIMEOUT: Final = 30.0
+SCHEDULER_CONFIG: Final = f"""\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+- schedulerName: {BINDING_PROFILE}
+  plugins:
+    multiPoint: {{enabled: [{{name: SlowPreBind}}]}}
+"""
+
+
+def _clearing(cell: Cell) -> bool:
+    name = "apiserver-2" if cell.scheduler_apiserver == 1 else "apiserver"
+    return cell.feature_gates(name).enabled(CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING)
+
+
+def _nnns(history: PodHistory, s: Scenario, name: str) -> list[str]:
+    return [
+        v.pod.status.nominated_node_name
+        for uid in history.uids_of(name, s.ns)
+        for v in history.versions[uid]
+    ]
+
+
+async def create_nominated(
+    cluster: Cluster, cell: Cell, s: Scenario, pod: PodBuilder, node: str
+) -> None:
+    """Creates `pod` nominated to the scenario node `node` before its first scheduling cycle:
+    held by a scheduling gate where the first apiserver has them (PodSchedulingReadiness),
+    else (older apiservers drop the gates) created and nominated while the scheduler is
+    stopped, as upstream's tests do."""
+    if cell.feature_gates("apiserver").enabled(POD_SCHEDULING_READINESS):
+        await s.create_nominated(pod, node)
+        return
+    cluster.terminate("scheduler")
+    try:
+        created = await s.create(pod)
+        await s.nominate(created.metadata.name, node)
+    finally:
+        cluster.restart("scheduler")
+
+
+async def binding_nnn(cluster: Cluster, cell: Cell) -> Facts:
+    kubelet = str(cell.kubelet)
+    async with Scenario.open(cluster, "skew-binding") as s, record_pods(s.client, s.ns) as history:
+        [node] = await s.nodes("node", cpu="4", memory="4Gi", pods="32", emulated_version=kubelet)
+        slow = s.pod("prebind-pod").scheduler_name(BINDING_PROFILE).annotation(PREBIND_DELAY, "1s")
+        await s.create(slow)
+        await create_nominated(cluster, cell, s, s.pod("nominated-pod"), "node")
+        for name in ("prebind-pod", "nominated-pod"):
+            await s.wait_bound(name, TIMEOUT)
+        await history.sync(s.client, timeout=TIMEOUT)
+        await assert_invariants(s.client, history, s.ns, clearing_gate_on=_clearing(cell))
+        return {
+            "nnn_set_at_prebind": node in _nnns(history, s, "prebind-pod"),
+            "prebind_pod_nnn_after_binding": (await s.get("prebind-pod")).status.nominated_node_name
+            == node,
+            "nominated_pod_nnn_after_binding": (
+                await s.get("nominated-pod")
+            ).status.nominated_node_name
+            == node,
+        }
+
+
+async def preemption_nnn(cluster: Cluster, cell: Cell) -> Facts:
+    kubelet = str(cell.kubelet)
+    async with (
+        Scenario.open(cluster, "skew-preemption") as s,
+        record_pods(s.client, s.ns) as history,
+    ):
+        [node] = await s.nodes("node", cpu="1", memory="1Gi", pods="32", emulated_version=kubelet)
+        await s.run(s.pod("victim", priority=100, cpu="800m", memory="100Mi"))
+        await s.create(s.pod("preemptor", priority=300, cpu="500m", memory="100Mi"))
+        bound = await s.wait_bound("preemptor", TIMEOUT)
+        await history.sync(s.client, timeout=TIMEOUT)
+        await assert_invariants(s.client, history, s.ns, clearing_gate_on=_clearing(cell))
+        victims = [v.pod for uid in history.uids_of("victim", s.ns) for v in history.versions[uid]]
+        return {
+            "preemptor_nominated": node in _nnns(history, s, "preemptor"),
+            "victim_preempted": any(
+                (c := disruption_target(p)) is not None and c.reason == "PreemptionByScheduler"
+                for p in victims
+            ),
+            "preemptor_bound_to_node": bound == node,
+            "preemptor_nnn_after_binding": (await s.get("preemptor")).status.nominated_node_name
+            == node,
+        }
+
+
+async def prefer_nominated(cluster: Cluster, cell: Cell) -> Facts:
+    kubelet = str(cell.kubelet)
+    async with Scenario.open(cluster, "skew-pnn") as s, record_pods(s.client, s.ns) as history:
+        await s.nodes(
+            "node-a", "node-b", cpu="1", memory="1Gi", pods="32", emulated_version=kubelet
+        )
+        # node-a half full: scoring prefers node-b, the nominated node is node-a.
+        await s.run(s.pod("filler", cpu="500m", memory="512Mi"), node="node-a")
+        await create_nominated(cluster, cell, s, s.pod("pod", cpu="100m", memory="100Mi"), "node-a")
+        bound = await s.wait_bound("pod", TIMEOUT)
+        await history.sync(s.client, timeout=TIMEOUT)
+        await assert_invariants(s.client, history, s.ns, clearing_gate_on=_clearing(cell))
+        return {"bound_to_nominated_node": bound == s.node_name("node-a")}
+
+
+async def resize_old_kubelet(cluster: Cluster, cell: Cell) -> Facts:
+    kubelet = str(cell.kubelet)
+    async with Scenario.open(cluster, "skew-resize") as s:
+        await s.nodes("node", cpu="2", memory="2Gi", pods="32", emulated_version=kubelet)
+        await s.run(s.pod("pod", cpu="100m", memory="100Mi"))
+        pod = await s.get("pod")
+        pod.spec.containers[0].resources.requests["cpu"] = "200m"
+        try:
+            await s.client.resize(pod)
+        except (Invalid, NotFound):  # refused, or no pods/resize at all (gate off)
+            return {"resize_accepted": False, "resize_applied": False}
+
+        async def applied() -> bool:
+            statuses = (await s.get("pod")).status.container_statuses
+            got = statuses[0].resources.requests.get("cpu", "") if statuses else ""
+            assert got == "200m", f"container resources cpu {got!r}"
+            return True
+
+        try:
+            await eventually(applied, timeout=10.0)
+        except AssertionError:
+            return {"resize_accepted": True, "resize_applied": False}
+        return {"resize_accepted": True, "resize_applied": True}
+
+
+SCENARIO_FUNCS: Final[Mapping[str, Callable[[Cluster, Cell], Awaitable[Facts]]]] = {
+    "binding-nnn": binding_nnn,
+    "preemption-nnn": preemption_nnn,
+    "prefer-nominated": prefer_nominated,
+    "resize-old-kubelet": resize_old_kubelet,
+}
