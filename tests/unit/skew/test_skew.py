@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -108,7 +109,7 @@ def test_cells_from_axes_follow_the_policy() -> None:
 
 
 def test_generate_keeps_only_supported_cells_and_all_pairs() -> None:
-    axes = {
+    axes: dict[str, list[Any]] = {
         "apiserver": ["1.37", "1.22", "1.21"],
         "ha": [False, True],
         "control_plane_lag": [0, 1],
