@@ -46,7 +46,7 @@ def select(matrix: Matrix, names: Sequence[str], slice_: bool) -> list[tuple[Cel
 
 
 def table(reports: Sequence[CellReport]) -> str:
-    scenarios = [expect.POLICY, *expect.SCENARIOS]
+    scenarios = [expect.POLICY, *expect.SCENARIOS, expect.UPGRADE]
     head = ["cell", *COLUMNS, *scenarios, "s"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in reports:

@@ -142,7 +142,7 @@ def written_cell(entry: object, where: str) -> Cell:
     (`kubelet` to the oldest apiserver), `gates` per component."""
     if not isinstance(entry, dict):
         raise MatrixError(f"{where}: a mapping is required")
-    known = {"name", "gates", *COMPONENTS}
+    known = {"name", "gates", "upgrade_to", *COMPONENTS}
     for key in entry:
         if key not in known:
             raise MatrixError(f"{where}.{key}: unknown field (fields: {', '.join(sorted(known))})")
@@ -171,9 +171,13 @@ def written_cell(entry: object, where: str) -> Cell:
         ):
             raise MatrixError(f"{where}.gates.{component}: a mapping of gate to true/false")
         gates[component] = MappingProxyType(dict(settings))
+    upgrade_to = (
+        _version(entry["upgrade_to"], f"{where}.upgrade_to") if "upgrade_to" in entry else None
+    )
     return Cell(
         name,
         apis,
+        upgrade_to=upgrade_to,
         scheduler=versions["scheduler"] or api,
         controllermanager=versions["controllermanager"] or api,
         kubelet=versions["kubelet"] or min(apis),

@@ -45,6 +45,8 @@ class Cell:
     scheduler_apiserver: int = 0
     controllermanager_apiserver: int = 0
     gates: Mapping[str, Mapping[str, bool]] = field(default_factory=lambda: MappingProxyType({}))
+    upgrade_to: Version | None = None
+    """A rolling-upgrade cell: every component goes to this version (kemu.skew.upgrade)."""
 
     def components(self) -> dict[str, str]:
         """Component -> version, for the report."""
@@ -107,6 +109,13 @@ def violations(cell: Cell) -> list[str]:
         out.append(
             f"kubelet {cell.kubelet} is {gap} minors older than the apiserver {oldest} "
             f"(at most {kubelet_max_lag(cell.kubelet)} for kubelet {cell.kubelet})"
+        )
+    if cell.upgrade_to is not None and (
+        minor_gap(cell.upgrade_to, newest) != 1 or len(set(apis)) != 1
+    ):
+        out.append(
+            f"upgrade from apiserver {newest} to {cell.upgrade_to}: upgrades go one minor at a "
+            "time, from apiservers at one version"
         )
     if not out:
         for component in cell.gates:

@@ -99,10 +99,13 @@ def run_cell(
     cell: Cell,
     *,
     unsupported: bool = False,
-    scenarios: Sequence[str] = expect.SCENARIOS,
+    scenarios: Sequence[str] | None = None,
     root: Path | None = None,
 ) -> CellReport:
-    """Runs `cell`; an `unsupported` cell passes the "policy" scenario when it is refused."""
+    """Runs `cell` (its scenario pack, or `scenarios`); an `unsupported` cell passes the
+    "policy" scenario when it is refused."""
+    if scenarios is None:
+        scenarios = (expect.UPGRADE,) if cell.upgrade_to is not None else expect.SCENARIOS
     report = CellReport(cell)
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"kemu-skew-{cell.name}-", dir=root) as tmp:

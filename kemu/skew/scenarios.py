@@ -14,6 +14,7 @@ from kemu.component.featuregate import (
 from kemu.machinery.errors import Invalid, NotFound
 from kemu.skew.expect import Facts
 from kemu.skew.policy import Cell
+from kemu.skew.upgrade import rolling_upgrade
 from kemu.testing.builders import PodBuilder
 from kemu.testing.cluster import Cluster
 from kemu.testing.eventually import eventually
@@ -157,4 +158,5 @@ SCENARIO_FUNCS: Final[Mapping[str, Callable[[Cluster, Cell], Awaitable[Facts]]]]
     "preemption-nnn": preemption_nnn,
     "prefer-nominated": prefer_nominated,
     "resize-old-kubelet": resize_old_kubelet,
+    "rolling-upgrade": rolling_upgrade,
 }

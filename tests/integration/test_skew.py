@@ -26,6 +26,15 @@ def test_skew_slice_cell(cell, tmp_path: Path) -> None:
     assert not failed, failed
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    "cell", [c for c in MATRIX.cells if c.upgrade_to is not None], ids=lambda c: c.name
+)
+def test_skew_rolling_upgrade(cell, tmp_path: Path) -> None:
+    report = run_cell(cell, root=tmp_path)
+    assert report.results == {expect.POLICY: "pass", expect.UPGRADE: "pass"}, report.details
+
+
 @pytest.mark.parametrize("cell", MATRIX.unsupported, ids=lambda c: c.name)
 def test_skew_unsupported_cell_is_refused(cell, tmp_path: Path) -> None:
     report = run_cell(cell, unsupported=True, root=tmp_path)

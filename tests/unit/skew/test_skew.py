@@ -265,3 +265,11 @@ def test_cli_refuses_an_unsupported_cell_without_starting_it(
     assert main(["--cell", "kubelet-four-older"]) == 0
     out = capsys.readouterr().out
     assert "| kubelet-four-older |" in out and "kubelet 1.33 is 4 minors older" in out
+
+
+def test_an_upgrade_goes_one_minor_from_one_version() -> None:
+    ok = Cell("u", (v("1.36"),), v("1.36"), v("1.36"), v("1.36"), upgrade_to=v("1.37"))
+    assert violations(ok) == []
+    two = Cell("u", (v("1.35"),), v("1.35"), v("1.35"), v("1.35"), upgrade_to=v("1.37"))
+    assert any("one minor at a time" in p for p in violations(two))
+    assert expect.rolling_upgrade(ok) == {"upgraded": True, "load_bound_and_invariants_held": True}
