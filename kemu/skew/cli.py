@@ -22,7 +22,7 @@ from kemu.skew.matrix import DEFAULT_MATRIX, Matrix, MatrixError, load
 from kemu.skew.policy import Cell
 from kemu.skew.runner import CellReport, run_cell
 
-COLUMNS = ("apiserver", "apiserver-2", "scheduler", "controllermanager", "kubelet")
+COLUMNS = ("apiserver", "apiserver-2", "scheduler", "controllermanager", "kubelet", "autoscaler")
 SHORT = {"pass": "pass", "fail": "**FAIL**", "expected-difference": "exp-diff"}
 
 

@@ -18,13 +18,17 @@ from typing import Final, Literal
 from kemu.component.featuregate import (
     CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING,
     IN_PLACE_POD_VERTICAL_SCALING,
+    IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
     NOMINATED_NODE_NAME_FOR_EXPECTATION,
     PREFER_NOMINATED_NODE,
 )
-from kemu.component.version import MAX_VERSION
+from kemu.component.version import MAX_VERSION, Version
 from kemu.skew.policy import Cell
 
 Facts = Mapping[str, object]
+
+NNN_IN_CLUSTER_STATE_SINCE: Final = Version(1, 37)
+"""kubernetes/autoscaler#9607 (as autoscaler.pods, which kemu.skew may not import)."""
 Result = Literal["pass", "fail", "expected-difference"]
 
 NEWEST: Final = Cell("newest", (MAX_VERSION,), MAX_VERSION, MAX_VERSION, MAX_VERSION)
@@ -84,6 +88,30 @@ def resize_old_kubelet(cell: Cell) -> Facts:
     return {"resize_accepted": api and kubelet, "resize_applied": api and kubelet}
 
 
+def resize_preemption(cell: Cell) -> Facts:
+    """KEP-5836: a resize the kubelet defers for lack of room (any kubelet with in-place
+    resize, old ones too: they know nothing of KEP-5836 but produce Deferred) is completed by
+    the scheduler preempting a lower-priority pod on the node iff the scheduler has
+    InPlacePodVerticalScalingSchedulerPreemption (alpha 1.37, off by default); the scheduler
+    reads the node's policy itself (the fallback for old kubelets)."""
+    deferred = resize_old_kubelet(cell)["resize_accepted"] is True
+    preempts = deferred and cell.feature_gates("scheduler").enabled(
+        IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION
+    )
+    return {"resize_deferred": deferred, "low_pod_preempted": preempts, "resized": preempts}
+
+
+def autoscaler_nnn(cell: Cell) -> Facts:
+    """The autoscaler's NNN handling (reference §9; autoscaler/pods.py): an unschedulable pod
+    nominated to a node that is gone is an ordinary one before 1.37 (it triggers a scale-up)
+    and never triggers one from 1.37 (kubernetes/autoscaler#9607)."""
+    return {
+        "plain_pod_scales_up": True,
+        "pod_nominated_to_gone_node_scales_up": cell.autoscaler_version
+        < NNN_IN_CLUSTER_STATE_SINCE,
+    }
+
+
 def rolling_upgrade(cell: Cell) -> Facts:
     """Upstream's upgrade order keeps every intermediate state inside the policy: every step
     completes, the load is bound after each, the invariants hold."""
@@ -95,6 +123,8 @@ EXPECTATIONS: Final[Mapping[str, Callable[[Cell], Facts]]] = {
     "preemption-nnn": preemption_nnn,
     "prefer-nominated": prefer_nominated,
     "resize-old-kubelet": resize_old_kubelet,
+    "resize-preemption": resize_preemption,
+    "autoscaler-nnn": autoscaler_nnn,
     "rolling-upgrade": rolling_upgrade,
 }
 UPGRADE: Final = "rolling-upgrade"

@@ -157,7 +157,7 @@ def written_cell(entry: object, where: str) -> Cell:
         apis = (api, _version(entry["apiserver-2"], f"{where}.apiserver-2"))
     versions = {
         c: _version(entry[c], f"{where}.{c}") if c in entry else None
-        for c in ("scheduler", "controllermanager", "kubelet")
+        for c in ("scheduler", "controllermanager", "kubelet", "autoscaler")
     }
     gates_in = entry.get("gates", {})
     if not isinstance(gates_in, dict):
@@ -181,6 +181,7 @@ def written_cell(entry: object, where: str) -> Cell:
         scheduler=versions["scheduler"] or api,
         controllermanager=versions["controllermanager"] or api,
         kubelet=versions["kubelet"] or min(apis),
+        autoscaler=versions["autoscaler"],
         gates=MappingProxyType(gates),
     )
 

@@ -17,7 +17,14 @@ from typing import Final
 from kemu.component.featuregate import FeatureGateError, FeatureGates
 from kemu.component.version import MAX_VERSION, MIN_VERSION, Version
 
-COMPONENTS: Final = ("apiserver", "apiserver-2", "scheduler", "controllermanager", "kubelet")
+COMPONENTS: Final = (
+    "apiserver",
+    "apiserver-2",
+    "scheduler",
+    "controllermanager",
+    "kubelet",
+    "autoscaler",
+)
 """The components of a cell, as the JSON report and matrix.yaml name them."""
 
 
@@ -45,6 +52,8 @@ class Cell:
     scheduler_apiserver: int = 0
     controllermanager_apiserver: int = 0
     gates: Mapping[str, Mapping[str, bool]] = field(default_factory=lambda: MappingProxyType({}))
+    autoscaler: Version | None = None
+    """The cluster autoscaler (talks to the scheduler's apiserver); None: the scheduler's version."""
     upgrade_to: Version | None = None
     """A rolling-upgrade cell: every component goes to this version (kemu.skew.upgrade)."""
 
@@ -56,7 +65,12 @@ class Cell:
         out["scheduler"] = str(self.scheduler)
         out["controllermanager"] = str(self.controllermanager)
         out["kubelet"] = str(self.kubelet)
+        out["autoscaler"] = str(self.autoscaler_version)
         return out
+
+    @property
+    def autoscaler_version(self) -> Version:
+        return self.autoscaler or self.scheduler
 
     def version_of(self, component: str) -> Version:
         return {
@@ -65,6 +79,7 @@ class Cell:
             "scheduler": self.scheduler,
             "controllermanager": self.controllermanager,
             "kubelet": self.kubelet,
+            "autoscaler": self.autoscaler_version,
         }[component]
 
     def gates_of(self, component: str) -> dict[str, bool]:
@@ -92,6 +107,7 @@ def violations(cell: Cell) -> list[str]:
     for component, index in (
         ("scheduler", cell.scheduler_apiserver),
         ("controllermanager", cell.controllermanager_apiserver),
+        ("autoscaler", cell.scheduler_apiserver),
     ):
         v, api = cell.version_of(component), apis[index]
         gap = minor_gap(api, v)
@@ -135,6 +151,7 @@ def warnings(cell: Cell) -> list[str]:
     for component, index in (
         ("scheduler", cell.scheduler_apiserver),
         ("controllermanager", cell.controllermanager_apiserver),
+        ("autoscaler", cell.scheduler_apiserver),
     ):
         v, api = cell.version_of(component), cell.apiservers[index]
         if minor_gap(api, v) == 1:

@@ -13,7 +13,7 @@ import anyio
 
 from kemu.skew import expect
 from kemu.skew.policy import Cell, UnsupportedCellError, check
-from kemu.skew.scenarios import SCENARIO_FUNCS, SCHEDULER_CONFIG
+from kemu.skew.scenarios import CLOUD_CONFIG, SCENARIO_FUNCS, SCHEDULER_CONFIG
 from kemu.testing.cluster import Cluster
 from kemu.testing.ports import LOOPBACK
 
@@ -77,8 +77,24 @@ def start_cell(cluster: Cluster, cell: Cell) -> list[str]:
         feature_gates=cell.gates_of("controllermanager") or None,
         wait=False,
     )
-    cluster.wait_ready("scheduler")
-    cluster.wait_ready("controllermanager")
+    cloud = cluster.start_cloud(CLOUD_CONFIG, emulated_version=str(cell.autoscaler_version))
+    cluster.start_component(
+        "autoscaler",
+        "autoscaler",
+        [
+            "--server",
+            server(cell.scheduler_apiserver),
+            "--cloud-provider-address",
+            f"{LOOPBACK}:{cloud.port}",
+            "--scan-interval",
+            "500ms",
+        ],  # fmt: skip
+        emulated_version=str(cell.autoscaler_version),
+        feature_gates=cell.gates_of("autoscaler") or None,
+        wait=False,
+    )
+    for name in ("scheduler", "controllermanager", "autoscaler"):
+        cluster.wait_ready(name)
     return warnings
 
 

@@ -7,15 +7,17 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Final
 
+from kemu.api.v1 import types_pb2
 from kemu.component.featuregate import (
     CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING,
+    IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
     POD_SCHEDULING_READINESS,
 )
 from kemu.machinery.errors import Invalid, NotFound
 from kemu.skew.expect import Facts
 from kemu.skew.policy import Cell
 from kemu.skew.upgrade import rolling_upgrade
-from kemu.testing.builders import PodBuilder
+from kemu.testing.builders import PodBuilder, make_pod
 from kemu.testing.cluster import Cluster
 from kemu.testing.eventually import eventually
 from kemu.testing.invariants import PodHistory, assert_invariants, record_pods
@@ -32,6 +34,17 @@ profiles:
 - schedulerName: {BINDING_PROFILE}
   plugins:
     multiPoint: {{enabled: [{{name: SlowPreBind}}]}}
+"""
+
+NODE_GROUP: Final = "kemu.io/node-group"
+CLOUD_CONFIG: Final = """\
+nodeGroups:
+- name: pool-a
+  minSize: 0
+  maxSize: 2
+  template:
+    capacity: {cpu: "2", memory: 4Gi, pods: "20"}
+    kubeletArgs: ["--pod-startup-delay", "0s"]
 """
 
 
@@ -153,10 +166,127 @@ async def resize_old_kubelet(cluster: Cluster, cell: Cell) -> Facts:
         return {"resize_accepted": True, "resize_applied": True}
 
 
+RESIZE_OBSERVATION: Final = 4.0
+"""How long resize-preemption watches for a preemption that must not come."""
+
+
+def _deferred(pod: types_pb2.Pod) -> bool:
+    return any(
+        c.type == "PodResizePending" and c.status == "True" and c.reason == "Deferred"
+        for c in pod.status.conditions
+    )
+
+
+async def resize_preemption(cluster: Cluster, cell: Cell) -> Facts:
+    """KEP-5836 with the cell's kubelet (README example): cpu 2, two low pods of 900m and a
+    high one of 100m resized to 1; the kubelet defers it; the scheduler preempts a low pod
+    for it (reading the node's policy itself, whatever the kubelet knows), or not."""
+    kubelet = str(cell.kubelet)
+    async with Scenario.open(cluster, "skew-rpe") as s, record_pods(s.client, s.ns) as history:
+        await s.nodes(
+            "n1",
+            cpu="2",
+            memory="4Gi",
+            pods="20",
+            emulated_version=kubelet,
+            feature_gates=cell.gates_of("kubelet") or None,
+        )
+        for name in ("batch-1", "batch-2"):
+            await s.run(s.pod(name, priority=100, cpu="900m", memory="128Mi"))
+        await s.run(s.pod("serving", priority=1000, cpu="100m", memory="128Mi"))
+        pod = await s.get("serving")
+        pod.spec.containers[0].resources.requests["cpu"] = "1"
+        try:
+            await s.client.resize(pod)
+        except (Invalid, NotFound):
+            return {"resize_deferred": False, "low_pod_preempted": False, "resized": False}
+
+        async def deferred() -> bool:
+            assert _deferred(await s.get("serving")), "not Deferred"
+            return True
+
+        try:
+            await eventually(deferred, timeout=10.0)
+        except AssertionError:
+            return {"resize_deferred": False, "low_pod_preempted": False, "resized": False}
+
+        async def no_preemption() -> None:
+            pods = await s.pods()
+            hit = [
+                n
+                for n, p in pods.items()
+                if disruption_target(p) is not None or p.metadata.HasField("deletion_timestamp")
+            ]
+            assert not hit, f"preempted: {hit}"
+
+        try:
+            await s.holds(no_preemption, RESIZE_OBSERVATION)
+            preempted = False
+        except AssertionError:
+            preempted = True
+
+        async def resized() -> bool:
+            statuses = (await s.get("serving")).status.container_statuses
+            got = statuses[0].resources.requests.get("cpu", "") if statuses else ""
+            assert got == "1", f"container resources cpu {got!r}"
+            return True
+
+        done = False
+        if preempted:
+            await eventually(resized, timeout=TIMEOUT)
+            done = True
+        await history.sync(s.client, timeout=TIMEOUT)
+        await assert_invariants(
+            s.client,
+            history,
+            s.ns,
+            clearing_gate_on=_clearing(cell),
+            resize_preemption_gate_on=cell.feature_gates("scheduler").enabled(
+                IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION
+            ),
+        )
+        return {"resize_deferred": True, "low_pod_preempted": preempted, "resized": done}
+
+
+async def autoscaler_nnn(cluster: Cluster, cell: Cell) -> Facts:
+    """Two unschedulable pods of a scheduler that does not run (so only the autoscaler acts on
+    them), one nominated to a node that does not exist: both trigger a scale-up before 1.37,
+    only the other one from 1.37 (kubernetes/autoscaler#9607)."""
+    async with Scenario.open(cluster, "skew-ca") as s:
+        for name, nnn in (("plain", ""), ("nominated", s.node_name("gone"))):
+            pod = make_pod(name).namespace(s.ns).req(cpu="500m", memory="100Mi")
+            await s.create(
+                pod.scheduler_name("no-such-scheduler").node_selector({NODE_GROUP: "pool-a"})
+            )
+            status: dict[str, object] = {
+                "conditions": [
+                    {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+                ]
+            }
+            if nnn:
+                status["nominatedNodeName"] = nnn
+            await s.client.patch(
+                types_pb2.Pod, name, {"status": status}, s.ns, subresource="status"
+            )
+
+        async def triggered() -> set[str]:
+            names = {e.involved_object.name for e in await s.events("TriggeredScaleUp")}
+            assert "plain" in names, f"no TriggeredScaleUp for plain: {names}"
+            return names
+
+        names: set[str] = await eventually(triggered, timeout=TIMEOUT)
+        return {
+            "plain_pod_scales_up": True,
+            "pod_nominated_to_gone_node_scales_up": "nominated" in names,
+        }
+
+
 SCENARIO_FUNCS: Final[Mapping[str, Callable[[Cluster, Cell], Awaitable[Facts]]]] = {
     "binding-nnn": binding_nnn,
     "preemption-nnn": preemption_nnn,
     "prefer-nominated": prefer_nominated,
     "resize-old-kubelet": resize_old_kubelet,
+    "resize-preemption": resize_preemption,
+    "autoscaler-nnn": autoscaler_nnn,
     "rolling-upgrade": rolling_upgrade,
 }

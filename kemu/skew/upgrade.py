@@ -1,6 +1,6 @@
 """The rolling upgrade scenario: a cell at version n is upgraded to n+1 in upstream's order
 (version-skew-policy "Supported component upgrade order"): the apiserver(s), then the
-scheduler and controller-manager, then the kubelets one by one, each drained first (cordoned,
+scheduler, controller-manager and autoscaler, then the kubelets one by one, each drained first (cordoned,
 its pods deleted, restarted at n+1, uncordoned). A light load runs throughout: a pod created
 every LOAD_INTERVAL and the oldest deleted beyond LOAD_KEPT. After every step the pods
 created so far are all bound, and the §11b invariants hold on the history recorded during the
@@ -120,7 +120,10 @@ async def rolling_upgrade(cluster: Cluster, cell: Cell) -> Facts:
                 set_version(cluster, api, to)
             steps.append("apiserver")
             plan: list[tuple[str, list[str]]] = [
-                ("scheduler+controllermanager", ["scheduler", "controllermanager"])
+                (
+                    "scheduler+controllermanager+autoscaler",
+                    ["scheduler", "controllermanager", "autoscaler"],
+                )
             ]
             plan += [(f"kubelet {n}", [n]) for n in nodes]
             for step, names in plan:
@@ -135,7 +138,7 @@ async def rolling_upgrade(cluster: Cluster, cell: Cell) -> Facts:
                     await assert_invariants(s.client, history, s.ns, clearing_gate_on=_clearing(to))
                 steps.append(step)
             tg.cancel_scope.cancel()
-        names = [*apiservers, "scheduler", "controllermanager", *s.kubelets]
+        names = [*apiservers, "scheduler", "controllermanager", "autoscaler", *s.kubelets]
         upgraded = all(
             cluster.processes[n].starts >= 2
             and cluster.processes[n].argv[cluster.processes[n].argv.index("--emulated-version") + 1]

@@ -273,3 +273,18 @@ def test_an_upgrade_goes_one_minor_from_one_version() -> None:
     two = Cell("u", (v("1.35"),), v("1.35"), v("1.35"), v("1.35"), upgrade_to=v("1.37"))
     assert any("one minor at a time" in p for p in violations(two))
     assert expect.rolling_upgrade(ok) == {"upgraded": True, "load_bound_and_invariants_held": True}
+
+
+def test_resize_preemption_and_autoscaler_expectations() -> None:
+    gate = {"InPlacePodVerticalScalingSchedulerPreemption": True}
+    on = cell("1.37", kubelet="1.34", gates={"apiserver": gate, "scheduler": gate})
+    assert expect.resize_preemption(on) == {
+        "resize_deferred": True,
+        "low_pod_preempted": True,
+        "resized": True,
+    }
+    assert expect.resize_preemption(cell("1.37"))["low_pod_preempted"] is False
+    assert expect.resize_preemption(cell("1.35", kubelet="1.32"))["resize_deferred"] is False
+    assert expect.autoscaler_nnn(cell("1.37"))["pod_nominated_to_gone_node_scales_up"] is False
+    assert expect.autoscaler_nnn(cell("1.36"))["pod_nominated_to_gone_node_scales_up"] is True
+    assert cell("1.37", sched="1.36").components()["autoscaler"] == "1.36"
