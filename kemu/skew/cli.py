@@ -107,6 +107,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"({report.seconds:.1f}s)",
             file=sys.stderr,
         )
+        for warning in report.warnings:
+            print(f"  warning: {warning}", file=sys.stderr)
     print(table(reports))
     failed = sum(r == "fail" for rep in reports for r in rep.results.values())
     print(f"\n{len(reports)} cells, {failed} failed results, {time.monotonic() - start:.0f}s")
