@@ -39,8 +39,8 @@ def _scheduler_apiserver(cell: Cell) -> str:
     return "apiserver-2" if cell.scheduler_apiserver == 1 else "apiserver"
 
 
-def _clearing(cell: Cell) -> bool:
-    """KEP-5278's apiserver half, at the apiserver the scheduler binds through."""
+def clearing(cell: Cell) -> bool:
+    """ClearingNominatedNodeNameAfterBinding at the apiserver the scheduler binds through."""
     return cell.feature_gates(_scheduler_apiserver(cell)).enabled(
         CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING
     )
@@ -52,11 +52,11 @@ def binding_nnn(cell: Cell) -> Facts:
     clears any NNN iff the scheduler's apiserver has ClearingNominatedNodeNameAfterBinding (old
     apiserver + new scheduler: the NNN stays; new apiserver + old scheduler: cleared)."""
     nne = cell.feature_gates("scheduler").enabled(NOMINATED_NODE_NAME_FOR_EXPECTATION)
-    clearing = _clearing(cell)
+    cleared = clearing(cell)
     return {
         "nnn_set_at_prebind": nne,
-        "prebind_pod_nnn_after_binding": nne and not clearing,
-        "nominated_pod_nnn_after_binding": not clearing,
+        "prebind_pod_nnn_after_binding": nne and not cleared,
+        "nominated_pod_nnn_after_binding": not cleared,
     }
 
 
@@ -67,7 +67,7 @@ def preemption_nnn(cell: Cell) -> Facts:
         "preemptor_nominated": True,
         "victim_preempted": True,
         "preemptor_bound_to_node": True,
-        "preemptor_nnn_after_binding": not _clearing(cell),
+        "preemptor_nnn_after_binding": not clearing(cell),
     }
 
 

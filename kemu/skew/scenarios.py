@@ -9,12 +9,11 @@ from typing import Final
 
 from kemu.api.v1 import types_pb2
 from kemu.component.featuregate import (
-    CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING,
     IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
     POD_SCHEDULING_READINESS,
 )
 from kemu.machinery.errors import Invalid, NotFound
-from kemu.skew.expect import Facts
+from kemu.skew.expect import Facts, clearing
 from kemu.skew.policy import Cell
 from kemu.skew.upgrade import rolling_upgrade
 from kemu.testing.builders import PodBuilder, make_pod
@@ -46,11 +45,6 @@ nodeGroups:
     capacity: {cpu: "2", memory: 4Gi, pods: "20"}
     kubeletArgs: ["--pod-startup-delay", "0s"]
 """
-
-
-def _clearing(cell: Cell) -> bool:
-    name = "apiserver-2" if cell.scheduler_apiserver == 1 else "apiserver"
-    return cell.feature_gates(name).enabled(CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING)
 
 
 def _nnns(history: PodHistory, s: Scenario, name: str) -> list[str]:
@@ -89,7 +83,7 @@ async def binding_nnn(cluster: Cluster, cell: Cell) -> Facts:
         for name in ("prebind-pod", "nominated-pod"):
             await s.wait_bound(name, TIMEOUT)
         await history.sync(s.client, timeout=TIMEOUT)
-        await assert_invariants(s.client, history, s.ns, clearing_gate_on=_clearing(cell))
+        await assert_invariants(s.client, history, s.ns, clearing_gate_on=clearing(cell))
         return {
             "nnn_set_at_prebind": node in _nnns(history, s, "prebind-pod"),
             "prebind_pod_nnn_after_binding": (await s.get("prebind-pod")).status.nominated_node_name
@@ -112,7 +106,7 @@ async def preemption_nnn(cluster: Cluster, cell: Cell) -> Facts:
         await s.create(s.pod("preemptor", priority=300, cpu="500m", memory="100Mi"))
         bound = await s.wait_bound("preemptor", TIMEOUT)
         await history.sync(s.client, timeout=TIMEOUT)
-        await assert_invariants(s.client, history, s.ns, clearing_gate_on=_clearing(cell))
+        await assert_invariants(s.client, history, s.ns, clearing_gate_on=clearing(cell))
         victims = [v.pod for uid in history.uids_of("victim", s.ns) for v in history.versions[uid]]
         return {
             "preemptor_nominated": node in _nnns(history, s, "preemptor"),
@@ -137,7 +131,7 @@ async def prefer_nominated(cluster: Cluster, cell: Cell) -> Facts:
         await create_nominated(cluster, cell, s, s.pod("pod", cpu="100m", memory="100Mi"), "node-a")
         bound = await s.wait_bound("pod", TIMEOUT)
         await history.sync(s.client, timeout=TIMEOUT)
-        await assert_invariants(s.client, history, s.ns, clearing_gate_on=_clearing(cell))
+        await assert_invariants(s.client, history, s.ns, clearing_gate_on=clearing(cell))
         return {"bound_to_nominated_node": bound == s.node_name("node-a")}
 
 
@@ -242,7 +236,7 @@ async def resize_preemption(cluster: Cluster, cell: Cell) -> Facts:
             s.client,
             history,
             s.ns,
-            clearing_gate_on=_clearing(cell),
+            clearing_gate_on=clearing(cell),
             resize_preemption_gate_on=cell.feature_gates("scheduler").enabled(
                 IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION
             ),
