@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test unit integration lint gen check-gen bench chaos clean
+.PHONY: run test unit integration lint gen check-gen bench chaos skew clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -49,6 +49,11 @@ bench: $(STAMP)
 # The chaos harness's full profile (CHAOS_ARGS="--seed N --json FILE" to replay or save).
 chaos: $(STAMP)
 	$(BIN)/python -m kemu.chaos --profile full $(CHAOS_ARGS)
+
+# The whole version-skew matrix (kemu/skew/matrix.yaml): a table of cells x scenarios.
+skew: $(STAMP)
+	mkdir -p .kemu
+	$(BIN)/python -m kemu.skew --json .kemu/skew.json
 
 clean:
 	rm -rf $(VENV) .kemu .pytest_cache .mypy_cache .ruff_cache

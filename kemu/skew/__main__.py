@@ -1,0 +1,5 @@
+import sys
+
+from kemu.skew.cli import main
+
+sys.exit(main())

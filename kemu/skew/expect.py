@@ -1,0 +1,153 @@
+"""Expectations of the scenario pack, computed from a cell's versions and gates (reference §1,
+§1.1, §3.9, §4, §7): never written per cell.
+
+Each scenario's expectation is a mapping of named facts to values; a scenario observes the
+same facts. Result of a scenario in a cell:
+- "fail": the observed facts differ from the cell's expectation (or the scenario broke);
+- "expected-difference": they match, and the cell's expectation differs from the newest
+  cell's (every component at MAX_VERSION with its default gates): the cell behaves
+  differently from the newest one, as upstream documents, and that was observed;
+- "pass": they match, and match the newest cell's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Final, Literal
+
+from kemu.component.featuregate import (
+    CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING,
+    IN_PLACE_POD_VERTICAL_SCALING,
+    IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
+    NOMINATED_NODE_NAME_FOR_EXPECTATION,
+    PREFER_NOMINATED_NODE,
+)
+from kemu.component.version import MAX_VERSION, Version
+from kemu.skew.policy import Cell
+
+Facts = Mapping[str, object]
+
+NNN_IN_CLUSTER_STATE_SINCE: Final = Version(1, 37)
+"""kubernetes/autoscaler#9607 (as autoscaler.pods, which kemu.skew may not import)."""
+Result = Literal["pass", "fail", "expected-difference"]
+
+NEWEST: Final = Cell("newest", (MAX_VERSION,), MAX_VERSION, MAX_VERSION, MAX_VERSION)
+"""The reference cell of "expected-difference"."""
+
+
+def _scheduler_apiserver(cell: Cell) -> str:
+    return "apiserver-2" if cell.scheduler_apiserver == 1 else "apiserver"
+
+
+def clearing(cell: Cell) -> bool:
+    """ClearingNominatedNodeNameAfterBinding at the apiserver the scheduler binds through."""
+    return cell.feature_gates(_scheduler_apiserver(cell)).enabled(
+        CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING
+    )
+
+
+def binding_nnn(cell: Cell) -> Facts:
+    """S-NNE-1 and S-CLR-1 at the cell's versions: a pod with PreBind work gets its node as NNN
+    at binding start iff the scheduler has NominatedNodeNameForExpectation; the binding write
+    clears any NNN iff the scheduler's apiserver has ClearingNominatedNodeNameAfterBinding (old
+    apiserver + new scheduler: the NNN stays; new apiserver + old scheduler: cleared)."""
+    nne = cell.feature_gates("scheduler").enabled(NOMINATED_NODE_NAME_FOR_EXPECTATION)
+    cleared = clearing(cell)
+    return {
+        "nnn_set_at_prebind": nne,
+        "prebind_pod_nnn_after_binding": nne and not cleared,
+        "nominated_pod_nnn_after_binding": not cleared,
+    }
+
+
+def preemption_nnn(cell: Cell) -> Facts:
+    """S-PRE-1: the preemptor is nominated to the node, the victim preempted, the preemptor
+    bound there; its NNN is kept after binding unless the apiserver clears it."""
+    return {
+        "preemptor_nominated": True,
+        "victim_preempted": True,
+        "preemptor_bound_to_node": True,
+        "preemptor_nnn_after_binding": not clearing(cell),
+    }
+
+
+def prefer_nominated(cell: Cell) -> Facts:
+    """S-PNN-3: the nominated node is tried first (KEP-1923: gate 1.21-1.25, unconditional
+    from 1.26), so it wins over a better-scoring node; without it scoring picks the other."""
+    return {
+        "bound_to_nominated_node": cell.feature_gates("scheduler").enabled(PREFER_NOMINATED_NODE)
+    }
+
+
+def resize_old_kubelet(cell: Cell) -> Facts:
+    """KEP-1287's skew rule: an apiserver with InPlacePodVerticalScaling accepts a resize of a
+    running pod only if its kubelet reports containerStatuses[].resources (a kubelet with the
+    gate); the kubelet then applies it."""
+    api = cell.feature_gates("apiserver").enabled(IN_PLACE_POD_VERTICAL_SCALING)
+    kubelet = cell.feature_gates("kubelet").enabled(IN_PLACE_POD_VERTICAL_SCALING)
+    return {"resize_accepted": api and kubelet, "resize_applied": api and kubelet}
+
+
+def resize_preemption(cell: Cell) -> Facts:
+    """KEP-5836: a resize the kubelet defers for lack of room (any kubelet with in-place
+    resize, old ones too: they know nothing of KEP-5836 but produce Deferred) is completed by
+    the scheduler preempting a lower-priority pod on the node iff the scheduler has
+    InPlacePodVerticalScalingSchedulerPreemption (alpha 1.37, off by default); the scheduler
+    reads the node's policy itself (the fallback for old kubelets)."""
+    deferred = resize_old_kubelet(cell)["resize_accepted"] is True
+    preempts = deferred and cell.feature_gates("scheduler").enabled(
+        IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION
+    )
+    return {"resize_deferred": deferred, "low_pod_preempted": preempts, "resized": preempts}
+
+
+def autoscaler_nnn(cell: Cell) -> Facts:
+    """The autoscaler's NNN handling (reference §9; autoscaler/pods.py): an unschedulable pod
+    nominated to a node that is gone is an ordinary one before 1.37 (it triggers a scale-up)
+    and never triggers one from 1.37 (kubernetes/autoscaler#9607)."""
+    return {
+        "plain_pod_scales_up": True,
+        "pod_nominated_to_gone_node_scales_up": cell.autoscaler_version
+        < NNN_IN_CLUSTER_STATE_SINCE,
+    }
+
+
+def rolling_upgrade(cell: Cell) -> Facts:
+    """Upstream's upgrade order keeps every intermediate state inside the policy: every step
+    completes, the load is bound after each, the invariants hold."""
+    return {"upgraded": True, "load_bound_and_invariants_held": True}
+
+
+EXPECTATIONS: Final[Mapping[str, Callable[[Cell], Facts]]] = {
+    "binding-nnn": binding_nnn,
+    "preemption-nnn": preemption_nnn,
+    "prefer-nominated": prefer_nominated,
+    "resize-old-kubelet": resize_old_kubelet,
+    "resize-preemption": resize_preemption,
+    "autoscaler-nnn": autoscaler_nnn,
+    "rolling-upgrade": rolling_upgrade,
+}
+UPGRADE: Final = "rolling-upgrade"
+SCENARIOS: Final = tuple(s for s in EXPECTATIONS if s != UPGRADE)
+"""The pack every cell runs; an upgrade cell runs UPGRADE only."""
+POLICY: Final = "policy"
+"""The scenario of an unsupported cell: "pass" when kemu.skew refused it."""
+
+
+def result(scenario: str, cell: Cell, observed: Facts) -> Result:
+    expected = EXPECTATIONS[scenario](cell)
+    if dict(observed) != dict(expected):
+        return "fail"
+    return (
+        "pass" if dict(expected) == dict(EXPECTATIONS[scenario](NEWEST)) else "expected-difference"
+    )
+
+
+def differences(scenario: str, cell: Cell, observed: Facts) -> list[str]:
+    """Sentences naming each fact observed otherwise than expected."""
+    expected = EXPECTATIONS[scenario](cell)
+    return [
+        f"{fact}: expected {expected.get(fact)!r}, observed {observed.get(fact)!r}"
+        for fact in sorted(set(expected) | set(observed))
+        if expected.get(fact) != observed.get(fact)
+    ]
