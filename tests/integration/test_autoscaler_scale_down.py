@@ -357,7 +357,11 @@ async def test_empty_nodes_are_deleted_in_bulk_and_min_size_is_kept(
         assert [x.metadata.name for x in await group_nodes(api, MIN_GROUP)] == [min_node]
     assert violations(nodes, pods) == []
     log = cluster.logs()[_running["1.37"]]
-    assert f"scale-down: deleting 3 empty node(s) of group {GROUP}: {', '.join(names)}" in log
+    # Empty nodes go in bulk, without a drain; under load they may become unneeded in
+    # different loops, so they may go in more than one bulk deletion.
+    assert f"empty node(s) of group {GROUP}: " in log, log
+    for name in names:
+        assert f"scale-down: node {name} of group {GROUP} deleted (empty)" in log, name
     # The soft taint marked them unneeded before they went.
     for name in names:
         assert any(
