@@ -15,7 +15,10 @@ ignores by default) and keeps a graph of owners and dependents from metadata.own
   is left; a virtual owner (seen only in a reference) is looked up, and removed from the
   graph if it does not exist (which makes its dependents garbage).
 - attemptToOrphan: an owner with deletionTimestamp and the orphan finalizer has its references
-  removed from every dependent, then loses the finalizer.
+  removed from every dependent, then loses the finalizer. A dependent the graph shows only
+  after that (its informer lagged behind the owner's) but created before the owner's
+  deletionTimestamp loses the reference in attemptToDelete instead of being collected
+  (graph.OrphanedOwners; upstream has this race and its tests wait for the graph).
 
 Every decision re-reads the object (and its owners) from the apiserver, so a graph that lags
 behind is never a reason to delete; owners found absent are remembered (by uid) in an LRU.
@@ -363,12 +366,16 @@ class GarbageCollector:
         if not refs:
             return
         solid, dangling, waiting = await self.classify_references(item, refs)
-        if solid:
-            if not dangling and not waiting:
+        # A gone owner that was deleted with the Orphan policy after this object was made:
+        # the orphan worker did not see it in the graph in time. It orphans, it does not own.
+        orphaned = [r for r in dangling if self.builder.orphaned_owners.orphans(r.uid, meta)]
+        dangling = [r for r in dangling if r not in orphaned]
+        if solid or (orphaned and not dangling and not waiting):
+            if not dangling and not waiting and not orphaned:
                 return
             # An owner deleting in the foreground must not wait for a dependent that another
             # owner keeps: drop the reference, as the dangling ones.
-            uids = {r.uid for r in (*dangling, *waiting)}
+            uids = {r.uid for r in (*dangling, *waiting, *orphaned)}
             logger.info("removing references to %s from %s", sorted(uids), item.identity)
             await self.remove_owner_references(item, uids)
         elif waiting and item.dependents:

@@ -9,6 +9,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
+from google.protobuf.timestamp_pb2 import Timestamp
+
 from kemu.api.v1 import types_pb2
 from kemu.machinery.delete_options import FINALIZER_DELETE_DEPENDENTS, FINALIZER_ORPHAN_DEPENDENTS
 
@@ -160,6 +162,40 @@ class ReferenceCache:
             self._items.move_to_end(ref)
             return True
         return False
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+def _seconds(ts: Timestamp) -> float:
+    return ts.seconds + ts.nanos / 1e9
+
+
+class OrphanedOwners:
+    """An LRU of the owners deleted with the orphan finalizer, by uid, with their
+    deletionTimestamp. The orphan worker strips the owner's references from the dependents
+    the graph holds; an informer that lags behind the owner's may show one only after the
+    owner is gone. That dependent existed when the owner was deleted (it was created
+    before the deletionTimestamp): it is orphaned too, not collected. Kept in memory (the
+    window is an informer's lag); bounded as the absent owner cache."""
+
+    def __init__(self, size: int = ABSENT_OWNER_CACHE_SIZE) -> None:
+        self._size = size
+        self._items: OrderedDict[str, float] = OrderedDict()
+
+    def add(self, uid: str, meta: types_pb2.ObjectMeta) -> None:
+        """The owner `meta` (being deleted with the orphan finalizer) orphans its dependents."""
+        self._items[uid] = _seconds(meta.deletion_timestamp)
+        self._items.move_to_end(uid)
+        while len(self._items) > self._size:
+            self._items.popitem(last=False)
+
+    def orphans(self, owner_uid: str, dependent: types_pb2.ObjectMeta) -> bool:
+        """Whether the owner was deleted with the Orphan policy after `dependent` was made."""
+        deleted_at = self._items.get(owner_uid)
+        if deleted_at is None:
+            return False
+        return _seconds(dependent.creation_timestamp) <= deleted_at
 
     def __len__(self) -> int:
         return len(self._items)

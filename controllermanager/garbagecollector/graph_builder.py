@@ -4,7 +4,8 @@ processGraphChanges), and hands the nodes that need attention to the collector's
 - attempt_to_delete: a dependent whose owner went away (or a node whose references look wrong),
   a virtual owner to be verified, an owner deleting its dependents in the foreground (and its
   dependents);
-- attempt_to_orphan: an owner that got deletionTimestamp and the orphan finalizer.
+- attempt_to_orphan: an owner that got deletionTimestamp and the orphan finalizer (also
+  remembered in `orphaned_owners`, for the dependents the graph sees only once it is gone).
 
 Events are applied synchronously, in the informers' callbacks (one event loop: no lock is
 needed); the collector's workers read the graph between their API calls. Keys of both queues
@@ -15,13 +16,14 @@ API says a virtual node's object does not exist.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from google.protobuf.message import Message
 
 from controllermanager.garbagecollector.graph import (
     Node,
     ObjectReference,
+    OrphanedOwners,
     ReferenceCache,
     being_deleted,
     copy_refs,
@@ -53,6 +55,7 @@ class GraphBuilder:
     attempt_to_delete: WorkQueue
     attempt_to_orphan: WorkQueue
     absent_owner_cache: ReferenceCache
+    orphaned_owners: OrphanedOwners = field(default_factory=OrphanedOwners)
 
     def __post_init__(self) -> None:
         self.uid_to_node: dict[str, Node] = {}
@@ -232,6 +235,7 @@ class GraphBuilder:
             has_orphan_finalizer(meta), old_meta is not None and has_orphan_finalizer(old_meta)
         ):
             logger.debug("add %s to attemptToOrphan", node.identity)
+            self.orphaned_owners.add(node.identity.uid, meta)
             self.attempt_to_orphan.add(node.identity.uid)
             return
         if starts(

@@ -27,7 +27,9 @@ List and watch filter by namespace, label selector and field selector, parsed an
 the apiserver's own code (kemu.machinery.selection), so the same selectors are refused; a watch from a
 resourceVersion replays the buffered history after it. For failure tests:
 `compact()` makes older resourceVersions Gone, `drop_watches()` ends (or fails) every open
-watch as a server restart would, `fail(verb, error)` makes calls raise. `actions` records
+watch as a server restart would, `hold_watches(resource)` delays one resource's watch events
+until `release_watches` (an informer lagging behind the others), `fail(verb, error)` makes
+calls raise. `actions` records
 every call.
 """
 
@@ -259,6 +261,7 @@ class FakeClient:
         self._history: list[_Change] = []
         self._compacted = 0
         self._watches: list[_Watch] = []
+        self._held: dict[str, list[tuple[_Watch, WatchEvent[Any]]]] = {}
         self._failures: list[_Failure] = []
         for obj in objects:
             self.add(obj)
@@ -291,6 +294,17 @@ class FakeClient:
                 w.send.send_nowait(error)
             w.send.close()
         return len(dropped)
+
+    def hold_watches(self, resource: str) -> None:
+        """Holds back the events of `resource`'s watches (a lagging watch stream: the
+        informers of that kind fall behind the others) until `release_watches`."""
+        self._held.setdefault(resource, [])
+
+    def release_watches(self, resource: str) -> None:
+        """Delivers the held events, in order, to the watches still open."""
+        for w, event in self._held.pop(resource, []):
+            if w in self._watches:
+                w.send.send_nowait(event)
 
     @property
     def open_watches(self) -> int:
@@ -337,9 +351,14 @@ class FakeClient:
         if len(self._history) > self.history_limit:  # as etcd compaction: older RVs are Gone
             dropped = self._history.pop(0)
             self._compacted = max(self._compacted, dropped.rv)
+        held = self._held.get(resource)
         for w in self._watches:
             event = w.event_for(change)
-            if event is not None:
+            if event is None:
+                continue
+            if held is not None:
+                held.append((w, event))
+            else:
                 w.send.send_nowait(event)
 
     def _stored(self, kind: kinds.Kind, namespace: str, name: str) -> Message:

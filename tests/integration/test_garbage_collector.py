@@ -261,11 +261,6 @@ async def test_foreground_deletes_the_blocking_dependents_first_then_the_owner(
     assert owner_marked < deleted_at(changes, "Lease", "loose")
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="under CI load the orphaned dependent pod is sometimes deleted (2 of 3 CI runs on "
-    "2026-11-23, not yet investigated: see the session note)",
-)
 async def test_orphan_keeps_the_dependents_and_strips_the_owner_reference(client: Client) -> None:
     ns = await create_namespace(client, "orphan")
     owner = await client.create(make_pdb("owner").namespace(ns).min_available(1).obj())

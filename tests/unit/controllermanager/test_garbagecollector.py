@@ -204,6 +204,28 @@ async def test_orphan_strips_the_owner_reference_and_removes_the_finalizer() -> 
         assert refs(fake, Lease, "a") == [] and refs(fake, Pod, "b") == []
 
 
+async def test_orphan_keeps_a_dependent_the_graph_sees_only_after_the_owner_is_gone() -> None:
+    """The pod informer lags behind the owner's: the orphan worker finds no dependent in the
+    graph and lets the owner go; the pod, seen afterwards with a reference to an owner that
+    no longer exists, is orphaned (it existed when the owner was deleted with the Orphan
+    policy), not collected."""
+    clock = FakeClock()
+    fake = FakeClient(clock=clock)
+    owner = fake.add(make_pdb("owner").obj())
+    async with running(fake, clock):
+        fake.hold_watches("pods")
+        await fake.create(owned(make_pod("dep").obj(), owner_reference(owner)))
+        await fake.delete(Pdb, "owner", propagation_policy="Orphan")
+        await wait_until(lambda: not exists(fake, Pdb, "owner"))
+        fake.release_watches("pods")
+        await settle()
+        await advance(clock, 5.0)
+        assert exists(fake, Pod, "dep") and refs(fake, Pod, "dep") == []
+        # A dependent created after the owner's deletion is garbage, as before.
+        await fake.create(owned(make_pod("late").obj(), owner_reference(owner)))
+        await wait_until(lambda: not exists(fake, Pod, "late"))
+
+
 async def test_a_restarted_collector_finishes_a_foreground_deletion() -> None:
     clock = FakeClock()
     fake = FakeClient(clock=clock)
