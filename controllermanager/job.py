@@ -24,7 +24,10 @@ A sync of one Job (upstream syncJob, NonIndexed completion mode):
 - tracks finished pods as upstream's two-phase commit, so that a restarted controller never
   counts a pod twice nor loses one: the uids of newly finished pods are first written to
   `status.uncountedTerminatedPods`, then their finalizers are removed, then (same sync) the
-  uids whose pods no longer hold the finalizer move into the counters.
+  uids whose pods no longer hold the finalizer move into the counters. A sync waits until the
+  Job informer shows the controller's last status write (job_util.WrittenVersions): an older
+  copy lacks the pods whose finalizers that write let go, and counting from it would start a
+  surplus pod.
 
 Pods that keep the finalizer while their Job is gone or finished (a Job deleted with its pods
 running: the garbage collector deletes them, and their finalizer must go) have it removed by a
@@ -62,6 +65,7 @@ from controllermanager.job_util import (
     BackoffRecord,
     BackoffStore,
     FinalizerExpectations,
+    WrittenVersions,
     ensure_condition,
     has_tracking_finalizer,
     is_pod_failed,
@@ -139,6 +143,7 @@ class JobController:
         self._recorder = recorder or EventRecorder(client, "job-controller", clock=clock)
         self.expectations = ControllerExpectations(clock)
         self.finalizer_expectations = FinalizerExpectations()
+        self.written = WrittenVersions()
         self.backoff = BackoffStore()
         self.pod_control = PodControl(client, self._recorder)
         self.queue = WorkQueue(clock, name=NAME)
@@ -173,6 +178,7 @@ class JobController:
         key = object_key(job)
         self.expectations.delete(key)
         self.finalizer_expectations.delete(key)
+        self.written.delete(key)
         self.queue.add(key)
         self._orphan_pods_of(job)
 
@@ -274,7 +280,13 @@ class JobController:
         if stored is None:
             self.expectations.delete(key)
             self.finalizer_expectations.delete(key)
+            self.written.delete(key)
             self.backoff.remove(key)
+            return
+        if not self.written.observed(key, stored):
+            # The informer has not shown our last status write yet; its update event
+            # queues the Job again.
+            logger.debug("job %s: waiting for the informer to show the last status write", key)
             return
         if batch.is_finished(stored):
             self.backoff.remove(key)
@@ -585,7 +597,9 @@ class JobController:
         new = types_pb2.Job()
         new.CopyFrom(current)
         new.status.CopyFrom(status)
-        return await self._client.update_status(new)
+        written = await self._client.update_status(new)
+        self.written.wrote(object_key(written), written)
+        return written
 
     async def _remove_finalizers(self, key: str, pods: list[types_pb2.Pod]) -> set[str]:
         """Removes the tracking finalizer from `pods`; the uids whose removal succeeded (or

@@ -4,6 +4,10 @@ tracking_utils.go, backoff_utils.go and the pod predicates of job_controller.go)
 - `FinalizerExpectations`: the pods whose job-tracking finalizer this controller is removing
   and has not yet seen removed in its informer (upstream uidTrackingExpectations). A pod in
   it is never counted again.
+- `WrittenVersions`: per Job, the resourceVersion of this controller's last status write,
+  until its informer shows the Job at least that new. A sync of an older copy would count
+  from a status that lacks the pods whose finalizers the write let go (they count nowhere
+  then) and start pods too many: it waits for the Job's update event instead.
 - `BackoffStore`: per Job, the failures since the last success and the time of the last one:
   a replacement pod waits 10 s, 20 s, 40 s, ... (at most 10 min) after a failure (upstream
   DefaultJobPodFailureBackOff and MaxJobPodFailureBackOff). In memory, as upstream's.
@@ -83,6 +87,31 @@ class FinalizerExpectations:
 
     def expected(self, key: str) -> frozenset[str]:
         return frozenset(self._items.get(key, ()))
+
+    def delete(self, key: str) -> None:
+        self._items.pop(key, None)
+
+
+class WrittenVersions:
+    """Per Job key, the resourceVersion of the Job as this controller last wrote it, until the
+    informer's copy is as new (resourceVersions are etcd revisions: ordered)."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, int] = {}
+
+    def wrote(self, key: str, job: types_pb2.Job) -> None:
+        self._items[key] = int(job.metadata.resource_version)
+
+    def observed(self, key: str, cached: types_pb2.Job) -> bool:
+        """Whether `cached` (the informer's copy) includes the last write; forgets the write
+        once it does."""
+        written = self._items.get(key)
+        if written is None:
+            return True
+        if int(cached.metadata.resource_version) < written:
+            return False
+        del self._items[key]
+        return True
 
     def delete(self, key: str) -> None:
         self._items.pop(key, None)

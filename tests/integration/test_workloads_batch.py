@@ -132,16 +132,6 @@ async def _job_condition(c: Client, name: str, type_: str) -> types_pb2.Job:
 # ---------------------------------------------------------------- Jobs
 
 
-# Known bug, pre-existing at 46ec16f (about one run in two on an idle machine): the job
-# controller sometimes creates one pod too many and, once the Job is complete, deletes it and
-# counts it in status.failed. Not fixed yet; the assertion stays, the test may fail.
-JOB_SURPLUS_POD_BUG = pytest.mark.xfail(
-    strict=False,
-    reason="job controller: intermittent surplus pod counted failed (known bug, see session note)",
-)
-
-
-@JOB_SURPLUS_POD_BUG
 async def test_a_job_of_5_completions_runs_at_most_2_pods_at_a_time_and_completes(cluster):
     name = unique_name("pi")
     async with Client(cluster.server, timeout=10.0) as c:
@@ -392,7 +382,6 @@ async def test_a_rolling_update_keeps_all_but_max_unavailable_pods_ready(cluster
         await c.delete(types_pb2.DaemonSet, name, NS)
 
 
-@JOB_SURPLUS_POD_BUG
 async def test_the_controllers_survive_a_sigkill_without_surplus_pods(cluster):
     job_name = unique_name("kjob")
     ds_name = unique_name("kds")

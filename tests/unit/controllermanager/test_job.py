@@ -50,6 +50,12 @@ def active(fake: FakeClient) -> list[types_pb2.Pod]:
     ]
 
 
+def stored_pod(fake: FakeClient, pod: types_pb2.Pod) -> types_pb2.Pod:
+    obj = fake._objects[("pods", "default", pod.metadata.name)]
+    assert isinstance(obj, types_pb2.Pod)
+    return obj
+
+
 def job(fake: FakeClient, name: str = "pi") -> types_pb2.Job:
     obj = fake._objects[("jobs", "default", name)]
     assert isinstance(obj, types_pb2.Job)
@@ -207,3 +213,32 @@ async def test_deleting_a_job_removes_the_finalizers_of_its_pods() -> None:
         await wait_until(lambda: len(active(fake)) == 2)
         await fake.delete(types_pb2.Job, "pi", propagation_policy="Background")
         await wait_until(lambda: all(FINALIZER not in p.metadata.finalizers for p in pods(fake)))
+
+
+async def test_a_stale_job_in_the_informer_does_not_make_a_surplus_pod() -> None:
+    """The Job informer lags behind the pods': a sync that counted a succeeded pod (its uid
+    written to uncountedTerminatedPods, then its finalizer removed, then the counter) is
+    followed by syncs that see the pod without its finalizer but the Job as it was before:
+    counting from that Job would miss the success and start a pod too many, which is deleted
+    at completion and counted failed. The controller waits until it sees its own write."""
+    clock = FakeClock()
+    fake = FakeClient(
+        make_job("pi").manual_selector().completions(2).parallelism(2).obj(), clock=clock
+    )
+    async with running(fake, clock):
+        await wait_until(lambda: len(active(fake)) == 2)
+        await settle()
+        first, second = active(fake)
+        fake.hold_watches("jobs")
+        await finish(fake, first, "Succeeded")
+        await wait_until(lambda: job(fake).status.succeeded == 1)
+        await wait_until(lambda: FINALIZER not in stored_pod(fake, first).metadata.finalizers)
+        await settle()
+        assert len(pods(fake)) == 2, [p.metadata.name for p in pods(fake)]
+        fake.release_watches("jobs")
+        await settle()
+        await finish(fake, second, "Succeeded")
+        await wait_until(lambda: condition(fake, "Complete") is not None)
+        status = job(fake).status
+        assert (status.succeeded, status.failed, status.active) == (2, 0, 0), status
+        assert len(pods(fake)) == 2
