@@ -41,6 +41,7 @@ from kemu.component.clock import Clock
 from kemu.machinery.errors import ApiError, Invalid, NotFound
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING, kind_of
 from kemu.machinery.labels import Selector
+from kemu.machinery.owners import controller_of
 from kemu.machinery.pod_conditions import is_pod_ready
 from kemu.machinery.validation import name_is_dns_subdomain
 
@@ -162,14 +163,6 @@ def new_controller_ref(owner: Message) -> types_pb2.OwnerReference:
         controller=True,
         block_owner_deletion=True,
     )
-
-
-def controller_of(obj: Message) -> types_pb2.OwnerReference | None:
-    """The ownerReference with controller=true, if any (metav1.GetControllerOf)."""
-    for ref in _meta(obj).owner_references:
-        if ref.HasField("controller") and ref.controller:
-            return ref
-    return None
 
 
 def _owner_refs_json(refs: Iterable[types_pb2.OwnerReference]) -> list[dict[str, Any]]:

@@ -41,7 +41,6 @@ from controllermanager.controller_utils import (
     ControllerExpectations,
     ControllerRefManager,
     PodControl,
-    controller_of,
     index_by_controller_uid,
     is_pod_available,
     new_controller_ref,
@@ -58,6 +57,7 @@ from kemu.machinery import apps
 from kemu.machinery.errors import ApiError, Conflict, Invalid, NotFound
 from kemu.machinery.kinds import EVENT_WARNING
 from kemu.machinery.labels import Selector, selector_of
+from kemu.machinery.owners import controller_of
 from kemu.machinery.pod_conditions import is_pod_ready
 
 logger = logging.getLogger(__name__)

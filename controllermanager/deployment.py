@@ -41,7 +41,6 @@ from controllermanager.controller import ControllerContext, process_work_items
 from controllermanager.controller_utils import (
     CONTROLLER_UID_INDEX,
     ControllerRefManager,
-    controller_of,
     index_by_controller_uid,
     new_controller_ref,
     recheck_owner,
@@ -56,6 +55,7 @@ from kemu.machinery import apps
 from kemu.machinery.errors import AlreadyExists, ApiError, Invalid, NotFound
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
 from kemu.machinery.labels import Selector, selector_of
+from kemu.machinery.owners import controller_of
 
 logger = logging.getLogger(__name__)
 

@@ -53,7 +53,6 @@ from controllermanager.controller_utils import (
     ControllerExpectations,
     ControllerRefManager,
     PodControl,
-    controller_of,
     index_by_controller_uid,
     is_pod_active,
     new_controller_ref,
@@ -82,6 +81,7 @@ from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import ApiError, Conflict, Invalid, NotFound
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
 from kemu.machinery.labels import Selector, selector_of
+from kemu.machinery.owners import controller_of
 from kemu.machinery.pod_conditions import is_pod_ready
 
 logger = logging.getLogger(__name__)

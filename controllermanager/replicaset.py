@@ -31,7 +31,6 @@ from controllermanager.controller_utils import (
     ControllerExpectations,
     ControllerRefManager,
     PodControl,
-    controller_of,
     filter_active_pods,
     index_by_controller_uid,
     is_pod_available,
@@ -49,6 +48,7 @@ from kemu.component.clock import Clock
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import ApiError, Conflict, Invalid, NotFound
 from kemu.machinery.labels import Selector, selector_of
+from kemu.machinery.owners import controller_of
 from kemu.machinery.pod_conditions import is_pod_ready
 
 logger = logging.getLogger(__name__)

@@ -13,6 +13,7 @@ from typing import Final
 from autoscaler.scaledown.options import ScaleDownOptions
 from kemu.api.v1 import types_pb2
 from kemu.machinery.eviction import matching_pdbs
+from kemu.machinery.owners import controller_of
 from kemu.machinery.pod_strategy import TERMINAL_PHASES
 from kemu.scheduling.types import pod_key, pod_priority
 
@@ -52,20 +53,12 @@ class NodePods:
     blocking: BlockingPod | None = None
 
 
-def controller_ref(pod: types_pb2.Pod) -> types_pb2.OwnerReference | None:
-    """The ownerReference with controller=true (metav1.GetControllerOf)."""
-    for ref in pod.metadata.owner_references:
-        if ref.HasField("controller") and ref.controller:
-            return ref
-    return None
-
-
 def is_mirror(pod: types_pb2.Pod) -> bool:
     return MIRROR_ANNOTATION in pod.metadata.annotations
 
 
 def is_daemonset_pod(pod: types_pb2.Pod) -> bool:
-    ref = controller_ref(pod)
+    ref = controller_of(pod)
     return ref is not None and ref.kind == "DaemonSet"
 
 
@@ -137,7 +130,7 @@ def classify(
         if ann.get(SAFE_TO_EVICT) == "true":
             out.movable.append(pod)
             continue
-        if controller_ref(pod) is None:
+        if controller_of(pod) is None:
             out.blocking = BlockingPod(
                 key, BlockingReason.NOT_REPLICATED, f"{key} is not replicated"
             )

@@ -20,6 +20,7 @@ from kemu.api.v1 import types_pb2
 from kemu.ctl.common import Context, CtlError
 from kemu.machinery.duration import DurationError, parse_duration
 from kemu.machinery.errors import ApiError, NotFound, TooManyRequests
+from kemu.machinery.owners import controller_of
 from kemu.machinery.pod_strategy import TERMINAL_PHASES
 
 EVICTION_RETRY: Final = 5.0  # kubectl waits 5 s after a 429
@@ -110,10 +111,6 @@ class Filters:
     delete_emptydir_data: bool = False
 
 
-def _controller(pod: types_pb2.Pod) -> types_pb2.OwnerReference | None:
-    return next((r for r in pod.metadata.owner_references if r.controller), None)
-
-
 def _finished(pod: types_pb2.Pod) -> bool:
     return pod.status.phase in TERMINAL_PHASES
 
@@ -123,7 +120,7 @@ Verdict = tuple[bool, str, bool]
 
 
 def _daemonset(pod: types_pb2.Pod, f: Filters) -> Verdict:
-    ref = _controller(pod)
+    ref = controller_of(pod)
     if ref is None or ref.kind != "DaemonSet" or _finished(pod):
         return True, "", False
     if not f.ignore_daemonsets:
@@ -144,7 +141,7 @@ def _local_storage(pod: types_pb2.Pod, f: Filters) -> Verdict:
 
 
 def _unreplicated(pod: types_pb2.Pod, f: Filters) -> Verdict:
-    if _finished(pod) or _controller(pod) is not None:
+    if _finished(pod) or controller_of(pod) is not None:
         return True, "", False
     if f.force:
         return True, UNMANAGED_WARNING, False

@@ -20,6 +20,7 @@ from typing import Final
 from kemu.api.v1 import types_pb2
 from kemu.machinery.errors import Invalid
 from kemu.machinery.labels import Selector, selector_from_label_selector, selector_from_set
+from kemu.machinery.owners import controller_of
 from kemu.scheduling.interface import ObjectLister
 
 APPS_V1: Final = "apps/v1"
@@ -41,14 +42,6 @@ def pod_services(
         if all(labels.get(k) == v for k, v in selector.items()):
             out.append(svc)
     return out
-
-
-def controller_of(pod: types_pb2.Pod) -> types_pb2.OwnerReference | None:
-    """The pod's managing controller (metav1.GetControllerOf)."""
-    for ref in pod.metadata.owner_references:
-        if ref.HasField("controller") and ref.controller:
-            return ref
-    return None
 
 
 def default_selector(

@@ -9,7 +9,6 @@ import pytest
 from controllermanager.controller_utils import (
     ControllerExpectations,
     ControllerRefManager,
-    controller_of,
     pod_name_prefix,
     pods_to_delete,
     recheck_owner,
@@ -21,6 +20,7 @@ from kemu.component.clock import FakeClock
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import Invalid, TooManyRequests
 from kemu.machinery.labels import selector_of
+from kemu.machinery.owners import controller_of
 from kemu.testing.builders import make_pod, make_replica_set
 
 NOW = 1_700_000_000.0

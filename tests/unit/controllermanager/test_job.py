@@ -10,13 +10,13 @@ from contextlib import asynccontextmanager
 import anyio
 import pytest
 
-from controllermanager.controller_utils import controller_of
 from controllermanager.job import JobController
 from kemu.api.v1 import types_pb2
 from kemu.client.fake import FakeClient
 from kemu.client.informer import InformerFactory
 from kemu.component.clock import FakeClock
 from kemu.machinery import batch
+from kemu.machinery.owners import controller_of
 from kemu.testing.builders import make_job
 from kemu.testing.fake_time import advance, settle, wait_until
 

@@ -8,13 +8,13 @@ from contextlib import asynccontextmanager
 import anyio
 import pytest
 
-from controllermanager.controller_utils import controller_of
 from controllermanager.replicaset import ReplicaSetController
 from kemu.api.v1 import types_pb2
 from kemu.client.fake import FakeClient
 from kemu.client.informer import InformerFactory
 from kemu.component.clock import FakeClock
 from kemu.machinery.errors import Forbidden
+from kemu.machinery.owners import controller_of
 from kemu.testing.builders import make_pod, make_replica_set
 from kemu.testing.fake_time import advance, wait_until
 
