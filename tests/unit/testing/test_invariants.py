@@ -3,6 +3,7 @@ history passes), and the recorder against the FakeClient."""
 
 from __future__ import annotations
 
+import anyio
 import pytest
 
 from kemu.api.v1 import types_pb2
@@ -600,6 +601,29 @@ async def test_record_nodes_records_the_selected_nodes():
     assert list(by_name["n1"][-1].node.spec.pod_preemption_policy.disable_resize_preemption) == [
         "op"
     ]
+
+
+@pytest.mark.anyio
+async def test_sync_waits_for_a_deletion_the_watch_has_not_delivered():
+    fake = FakeClient(make_pod("a").namespace(NS).obj())
+    async with record_pods(fake, NS) as history:
+        await history.sync(fake, timeout=5)
+        fake.hold_watches("pods")
+        await fake.delete(types_pb2.Pod, "a", NS)
+        synced = anyio.Event()
+
+        async def sync() -> None:
+            await history.sync(fake, timeout=5)
+            synced.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sync)
+            await anyio.sleep(0.2)
+            waited = not synced.is_set()
+            fake.release_watches("pods")
+        assert waited
+        [a] = history.uids_of("a")
+        assert history.versions[a][-1].type == DELETED
 
 
 @pytest.mark.anyio
