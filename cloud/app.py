@@ -126,13 +126,19 @@ async def serve(
         port = server.add_insecure_port(address)
     except RuntimeError as e:
         raise SystemExit(f"cannot listen on {address}: {e}") from None
+    reconciling = anyio.CancelScope()
+
+    async def reconcile() -> None:
+        with reconciling:
+            await cloud.run()
+
     try:
         async with anyio.create_task_group() as tg:
             informers.start(tg)
             await informers.wait_for_cache_sync()
             await cloud.start()
             await server.start()
-            tg.start_soon(cloud.run, name="cloud reconcile")
+            tg.start_soon(reconcile, name="cloud reconcile")
             serving.set()
             log.info(
                 "serving the cloud provider API on %s:%d: %d node group(s), %d instance(s)",
@@ -142,6 +148,10 @@ async def serve(
                 len(cloud.state.instances),
             )
             await ctx.stopping.wait()
+            # No kubelet is (re)started from now on: a SIGTERM sent to the cloud's process
+            # group (honcho, the test harness) reaches its kubelets too, and the reconcile
+            # loop would replace the ones that exit while the API drains.
+            reconciling.cancel()
             with cleanup_scope(ctx.options.shutdown_grace_period + 1):
                 await server.stop(min(ctx.options.shutdown_grace_period, 5.0))
             tg.cancel_scope.cancel()
