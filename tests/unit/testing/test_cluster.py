@@ -61,12 +61,14 @@ def test_a_component_that_dies_before_ready_fails_the_start_with_its_log(tmp_pat
 
 
 def test_a_component_that_never_gets_ready_times_out_with_its_log(tmp_path):
-    with Cluster(tmp_path, startup_timeout=0.4) as cluster:
+    # Long enough for the stand-in to start and log under a loaded CI machine (at 0.4 s it
+    # sometimes had not printed its first line yet); it never becomes ready within it.
+    with Cluster(tmp_path, startup_timeout=3.0) as cluster:
         with pytest.raises(ProcessStartError) as caught:
             cluster.start_component(STANDIN, "slow", ["--ready-after", "60"])
         assert not cluster.processes["slow"].running  # a failed start leaves nothing behind
     message = str(caught.value)
-    assert "slow: not ready within 0.4s" in message
+    assert "slow: not ready within 3s" in message
     assert "standin: starting" in message
 
 
