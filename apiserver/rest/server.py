@@ -21,12 +21,14 @@ from google.protobuf.message import Message
 
 from apiserver.rest import discovery, openapi, protobuf, status
 from apiserver.rest.table import table, wants_table
+from apiserver.server.eviction import DRY_RUN_ALL
 from apiserver.server.registry import Registry
 from apiserver.server.servicer import ApiService
 from kemu.api.v1 import api_pb2
 from kemu.machinery import convert
 from kemu.machinery import patch as patches
-from kemu.machinery.errors import ApiError, BadRequest, Gone, InternalError, NotFound
+from kemu.machinery.convert import UnknownFields
+from kemu.machinery.errors import ApiError, BadRequest, Gone, InternalError, Invalid, NotFound
 from kemu.machinery.kinds import Kind, unwrap
 
 log = logging.getLogger(__name__)
@@ -134,6 +136,14 @@ class RestApi:
         if path.startswith("/openapi/v3") and request.method == "GET":
             return self._openapi(path)
         if request.method == "GET":
+            if path in ("/api", "/apis"):
+                version = discovery.aggregated_version(request.headers.get("Accept", ""))
+                if version is not None:
+                    body = discovery.aggregated(path == "/api", version)
+                    return web.Response(
+                        body=json.dumps(body, separators=(",", ":")).encode(),
+                        headers={"Content-Type": discovery.aggregated_content_type(version)},
+                    )
             doc = self._discovery(path)
             if doc is not None:
                 return _json(doc)
@@ -226,9 +236,10 @@ class RestApi:
     ) -> web.Response:
         if wants_table(request.headers.get("Accept", "")):
             return _json(table(t.kind, [obj], self._now()), code)
-        return _json(convert.to_dict(obj), code)
+        return _json(convert.to_dict(obj, wire=True), code)
 
-    async def _body(self, request: web.BaseRequest) -> Any:
+    async def _body(self, request: web.BaseRequest, unknown: UnknownFields | None = None) -> Any:
+        """The request body as JSON; duplicate fields go to `unknown` (fieldValidation)."""
         content_type = request.headers.get("Content-Type", JSON_TYPE).split(";")[0].strip()
         raw = await request.read()
         if content_type == protobuf.CONTENT_TYPE and raw:
@@ -240,13 +251,22 @@ class RestApi:
                 f"the body of the request was in an unknown format - accepted media types "
                 f"include: {JSON_TYPE} (got {content_type!r})"
             )
+
+        def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+            out: dict[str, Any] = {}
+            for key, value in items:
+                if key in out and unknown is not None:
+                    unknown.found.append(f'duplicate field "{key}"')
+                out[key] = value
+            return out
+
         try:
-            return json.loads(raw or b"{}")
+            return json.loads(raw or b"{}", object_pairs_hook=pairs)
         except ValueError as e:
             raise BadRequest(f"the request body is not valid JSON: {e}") from None
 
-    async def _decode(self, request: web.BaseRequest, t: Target) -> Message:
-        obj = convert.from_dict(t.kind, await self._body(request))
+    async def _decode(self, request: web.BaseRequest, t: Target, unknown: UnknownFields) -> Message:
+        obj = convert.from_dict(t.kind, await self._body(request, unknown), unknown)
         meta = obj.metadata  # type: ignore[attr-defined]
         if t.kind.namespaced and t.namespace:
             if meta.namespace and meta.namespace != t.namespace:
@@ -262,46 +282,62 @@ class RestApi:
             )
         return obj
 
+    def _registry_for(self, request: web.BaseRequest, body_values: Any = None) -> Registry:
+        """The registry, or its dry-run view when the request says dryRun=All (in the query or
+        in a DeleteOptions body)."""
+        values = list(request.query.getall("dryRun", []))
+        if isinstance(body_values, list):
+            values += [str(v) for v in body_values]
+        for value in values:
+            if value != DRY_RUN_ALL:
+                raise Invalid.field(
+                    "dryRun", f'Unsupported value: "{value}": supported values: "{DRY_RUN_ALL}"'
+                )
+        return self._registry.dry_run() if values else self._registry
+
     async def _create(self, request: web.BaseRequest, t: Target) -> web.Response:
-        self._no_dry_run(request)
-        obj = await self._decode(request, t)
-        created, _ = await self._registry.create_owned(obj)
-        return self._object(request, t, created, 201)
+        registry = self._registry_for(request)
+        unknown = _field_validation(request)
+        obj = await self._decode(request, t, unknown)
+        created, _ = await registry.create_owned(obj)
+        return _warn(self._object(request, t, created, 201), unknown)
 
     async def _update(self, request: web.BaseRequest, t: Target) -> web.Response:
-        self._no_dry_run(request)
-        obj = await self._decode(request, t)
+        registry = self._registry_for(request)
+        unknown = _field_validation(request)
+        obj = await self._decode(request, t, unknown)
         if t.subresource == "resize":
-            updated: Message = await self._registry.resize(obj)  # type: ignore[arg-type]
+            updated: Message = await registry.resize(obj)  # type: ignore[arg-type]
         elif t.subresource in ("", "status"):
-            updated = await self._registry.update(obj, status=t.subresource == "status")
+            updated = await registry.update(obj, status=t.subresource == "status")
         else:
             raise _method_not_allowed("PUT", t)
-        return self._object(request, t, updated)
+        return _warn(self._object(request, t, updated), unknown)
 
     async def _patch(self, request: web.BaseRequest, t: Target) -> web.Response:
-        self._no_dry_run(request)
+        registry = self._registry_for(request)
         content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
         if content_type not in patches.PATCH_TYPES:
             raise _unsupported_media(content_type)
         text = (await request.read()).decode()
-        patched = await self._registry.patch(
-            t.kind.resource, self._namespace(t), t.name, text, t.subresource, content_type
+        unknown = _field_validation(request)
+        patched = await registry.patch(
+            t.kind.resource, self._namespace(t), t.name, text, t.subresource, content_type, unknown
         )
-        return self._object(request, t, patched)
+        return _warn(self._object(request, t, patched), unknown)
 
     async def _delete(self, request: web.BaseRequest, t: Target) -> web.Response:
-        self._no_dry_run(request)
         body = await self._body(request) if request.can_read_body else {}
         if not isinstance(body, dict):
             raise BadRequest("DeleteOptions must be a JSON object")
+        registry = self._registry_for(request, body.get("dryRun"))
         grace = _int_param(request.query, "gracePeriodSeconds")
         if grace is None and body.get("gracePeriodSeconds") is not None:
             grace = int(body["gracePeriodSeconds"])
         pre = body.get("preconditions") or {}
         policy = request.query.get("propagationPolicy") or body.get("propagationPolicy")
         orphan = body.get("orphanDependents")
-        deleted = await self._registry.delete(
+        deleted = await registry.delete(
             t.kind.resource,
             self._namespace(t),
             t.name,
@@ -323,7 +359,7 @@ class RestApi:
             convert.fill_message(binding, body)
             binding.metadata.namespace = self._namespace(t)
             binding.metadata.name = binding.metadata.name or t.name
-            await self._registry.bind(binding)
+            await self._registry_for(request).bind(binding)
         else:
             options = body.pop("deleteOptions", None) or {}
             eviction = api_pb2.Eviction()
@@ -339,14 +375,10 @@ class RestApi:
                 eviction.preconditions.resource_version = pre["resourceVersion"]
             if options.get("propagationPolicy"):
                 eviction.propagation_policy = options["propagationPolicy"]
-            eviction.dry_run.extend(options.get("dryRun") or [])
+            # the eviction's own deleteOptions.dryRun, else the request's (as upstream)
+            eviction.dry_run.extend(options.get("dryRun") or request.query.getall("dryRun", []))
             await self._registry.evict(eviction)
         return _json(status.success(201), 201)
-
-    @staticmethod
-    def _no_dry_run(request: web.BaseRequest) -> None:
-        if request.query.getall("dryRun", []):
-            raise BadRequest("dryRun is not supported by kemu for this request")
 
     # ------------------------------------------------------------ list and watch
 
@@ -384,7 +416,7 @@ class RestApi:
                 "kind": f"{t.kind.kind}List",
                 "apiVersion": t.kind.api_version,
                 "metadata": metadata,
-                "items": [convert.to_dict(o) for o in objs],
+                "items": [convert.to_dict(o, wire=True) for o in objs],
             }
         )
 
@@ -454,7 +486,7 @@ class RestApi:
             if as_table and ev.type != "BOOKMARK":
                 rendered = table(t.kind, [obj], now)
             else:
-                rendered = convert.to_dict(obj)
+                rendered = convert.to_dict(obj, wire=True)
             out.append(self._line(ev.type, rendered))
         await response.write(b"".join(out))
 
@@ -463,6 +495,29 @@ class RestApi:
         return json.dumps({"type": event_type, "object": obj}, separators=(",", ":")).encode() + (
             b"\n"
         )
+
+
+_FIELD_VALIDATION: Final = ("Ignore", "Warn", "Strict")
+
+
+def _field_validation(request: web.BaseRequest) -> UnknownFields:
+    """fieldValidation (upstream's default: Warn): what to do with unknown and duplicate
+    fields of a create, update or patch body."""
+    value = request.query.get("fieldValidation") or "Warn"
+    if value not in _FIELD_VALIDATION:
+        raise BadRequest(
+            f'invalid fieldValidation directive: "{value}": must be one of '
+            + ", ".join(_FIELD_VALIDATION)
+        )
+    return UnknownFields(strict=value == "Strict", warn=value == "Warn")
+
+
+def _warn(response: web.Response, unknown: UnknownFields) -> web.Response:
+    """Warn: each dropped field as a `Warning: 299` header, as upstream."""
+    if unknown.warn:
+        for text in unknown.found:
+            response.headers.add("Warning", "299 - " + json.dumps(text))
+    return response
 
 
 class MethodNotAllowed(ApiError):

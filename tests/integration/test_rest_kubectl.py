@@ -102,6 +102,14 @@ def test_kubectl_version_and_api_resources(kubectl: Kubectl) -> None:
         assert (f"{k.resource}.{group}" if group else k.resource) in resources
 
 
+def test_kubectl_uses_aggregated_discovery(kubectl: Kubectl) -> None:
+    out = kubectl.run(
+        "api-resources", "-v=6", "--cache-dir", str(kubectl.dir / "fresh-cache")
+    ).stderr
+    gets = [ln.split("GET ", 1)[1].split("?")[0] for ln in out.splitlines() if "GET " in ln]
+    assert [g.rsplit("/", 1)[1] for g in gets] == ["api", "apis"], gets  # no per-group GETs
+
+
 def test_kubectl_get_every_kind_plain_wide_and_yaml(kubectl: Kubectl) -> None:
     for k in KINDS:
         table = (
@@ -267,3 +275,54 @@ def test_rest_status_bodies(cluster: Cluster) -> None:
     assert err.value.code == 404
     body = json.loads(err.value.read())
     assert body["kind"] == "Status" and body["reason"] == "NotFound" and body["code"] == 404
+
+
+def test_kubectl_server_dry_run_validates_and_stores_nothing(kubectl: Kubectl) -> None:
+    ns = kubectl.namespace("dry")
+    out = kubectl.run("apply", "--dry-run=server", "-f", "-", stdin=pod_manifest("p", ns))
+    assert "(server dry run)" in out.stdout
+    assert kubectl.run("get", "pod", "p", "-n", ns, check=False).returncode == 1  # not stored
+    bad = json.loads(pod_manifest("bad", ns))
+    bad["spec"]["containers"][0]["name"] = "Not_A_Name"
+    out = kubectl.run("apply", "--dry-run=server", "-f", "-", stdin=json.dumps(bad), check=False)
+    assert out.returncode == 1 and "spec.containers[0].name" in out.stderr  # still validated
+    kubectl.run("apply", "-f", "-", stdin=pod_manifest("p", ns))
+    before = kubectl.json("get", "pod", "p", "-n", ns)["metadata"]
+    changed = json.loads(pod_manifest("p", ns, labels={"app": "p", "new": "1"}))
+    out = kubectl.run(
+        "apply", "--dry-run=server", "-o", "json", "-f", "-", stdin=json.dumps(changed)
+    )
+    assert json.loads(out.stdout)["metadata"]["labels"]["new"] == "1"  # the would-be object
+    out = kubectl.run("delete", "pod", "p", "-n", ns, "--dry-run=server")
+    assert "(server dry run)" in out.stdout
+    after = kubectl.json("get", "pod", "p", "-n", ns)["metadata"]
+    assert after["resourceVersion"] == before["resourceVersion"]  # neither write happened
+    assert "new" not in after["labels"] and "deletionTimestamp" not in after
+
+
+def test_kubectl_field_validation_strict_rejects_unknown_fields(kubectl: Kubectl) -> None:
+    ns = kubectl.namespace("strict")
+    bad = json.loads(pod_manifest("p", ns))
+    bad["spec"]["foo"] = 1
+    out = kubectl.run("create", "-f", "-", stdin=json.dumps(bad), check=False)
+    assert out.returncode == 1
+    assert 'strict decoding error: unknown field "spec.foo"' in out.stderr
+    out = kubectl.run("create", "--validate=warn", "-f", "-", stdin=json.dumps(bad))
+    assert 'unknown field "spec.foo"' in out.stderr  # kubectl prints the Warning header
+    assert "foo" not in kubectl.json("get", "pod", "p", "-n", ns)["spec"]
+
+
+def test_kubectl_prints_times_with_upstream_precision(kubectl: Kubectl) -> None:
+    ns = kubectl.namespace("times")
+    kubectl.run("apply", "-f", "-", stdin=pod_manifest("p", ns))
+    created = kubectl.json("get", "pod", "p", "-n", ns)["metadata"]["creationTimestamp"]
+    assert len(created) == len("2026-11-23T18:00:00Z") and created.endswith("Z")
+    lease = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": "l", "namespace": ns},
+        "spec": {"holderIdentity": "me", "renewTime": "2026-11-23T18:00:00.123456Z"},
+    }
+    kubectl.run("apply", "-f", "-", stdin=json.dumps(lease))
+    got = kubectl.json("get", "lease", "l", "-n", ns)["spec"]["renewTime"]
+    assert got == "2026-11-23T18:00:00.123456Z"  # MicroTime keeps its microseconds

@@ -158,3 +158,29 @@ def test_rest_and_grpc_watches_see_the_same_events_in_order(
 
     assert rest_events == anyio.run(grpc_events)
     assert [e[:2] for e in rest_events][:3] == [("ADDED", "p1"), ("ADDED", "p2"), ("ADDED", "p3")]
+
+
+def test_python_client_dry_run_returns_the_would_be_object(core: k8s.CoreV1Api) -> None:
+    ns = _namespace(core, "pydry")
+    would_be = core.create_namespaced_pod(ns, _pod("d"), dry_run="All")
+    assert would_be.metadata.uid and would_be.status.phase == "Pending"  # defaulted, admitted
+    assert not would_be.metadata.resource_version  # as upstream: never stored
+    with pytest.raises(k8s.ApiException) as err:
+        core.read_namespaced_pod("d", ns)
+    assert err.value.status == 404
+    core.create_namespaced_pod(ns, _pod("d"))
+    rv = core.read_namespaced_pod("d", ns).metadata.resource_version
+    patched = core.patch_namespaced_pod(
+        "d", ns, {"metadata": {"labels": {"x": "1"}}}, dry_run="All"
+    )
+    assert patched.metadata.labels["x"] == "1"
+    core.delete_namespaced_pod("d", ns, dry_run="All")
+    with pytest.raises(k8s.ApiException) as err:
+        core.create_namespaced_pod(ns, _pod("d"), dry_run="All")
+    assert err.value.status == 409  # the key exists: a dry run checks that too
+    with pytest.raises(k8s.ApiException) as err:
+        core.create_namespaced_pod(ns, _pod("e"), dry_run="Some")
+    assert err.value.status == 422
+    stored = core.read_namespaced_pod("d", ns)
+    assert stored.metadata.resource_version == rv and stored.metadata.labels == {"app": "d"}
+    assert stored.metadata.deletion_timestamp is None

@@ -40,6 +40,32 @@ def test_discovery_lists_every_kind_once_with_subresources() -> None:
     assert {"pods/status", "pods/binding", "pods/eviction", "pods/resize"} <= subs
 
 
+def test_aggregated_discovery_as_kubectl_asks_for_it() -> None:
+    accept = (
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+        "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,"
+        "application/json"
+    )
+    assert discovery.aggregated_version(accept) == "v2"
+    assert discovery.aggregated_version(accept.split(",", 1)[1]) == "v2beta1"
+    assert discovery.aggregated_version("application/json") is None
+    core = discovery.aggregated(True, "v2")
+    apis = discovery.aggregated(False, "v2")
+    assert core["apiVersion"] == "apidiscovery.k8s.io/v2"
+    served = {
+        (item["metadata"].get("name", ""), r["resource"])
+        for doc in (core, apis)
+        for item in doc["items"]
+        for v in item["versions"]
+        for r in v["resources"]
+    }
+    assert served == {(discovery.group_version(k)[0], k.resource) for k in KINDS}
+    pods = next(r for r in core["items"][0]["versions"][0]["resources"] if r["resource"] == "pods")
+    eviction = next(s for s in pods["subresources"] if s["subresource"] == "eviction")
+    assert eviction["responseKind"] == {"group": "policy", "version": "v1", "kind": "Eviction"}
+    assert pods["scope"] == "Namespaced" and pods["categories"] == ["all"]
+
+
 def _k8s_protobuf(api_version: str, kind: str, raw: bytes) -> bytes:
     type_meta = field_bytes(1, api_version.encode()) + field_bytes(2, kind.encode())
     return b"k8s\x00" + field_bytes(1, type_meta) + field_bytes(2, raw)
