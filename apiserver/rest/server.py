@@ -209,6 +209,8 @@ class RestApi:
                 return await self._list(request, t)
             if m == "POST":
                 return await self._create(request, t)
+            if m == "DELETE":
+                return await self._delete_collection(request, t)
             raise _method_not_allowed(m, t)
         if t.subresource in ("binding", "eviction"):
             if m != "POST":
@@ -327,9 +329,40 @@ class RestApi:
         return _warn(self._object(request, t, patched), unknown)
 
     async def _delete(self, request: web.BaseRequest, t: Target) -> web.Response:
+        deleted = await self._delete_one(request, t, await self._delete_options(request))
+        return self._object(request, t, deleted)
+
+    async def _delete_options(self, request: web.BaseRequest) -> dict[str, Any]:
         body = await self._body(request) if request.can_read_body else {}
         if not isinstance(body, dict):
             raise BadRequest("DeleteOptions must be a JSON object")
+        return body
+
+    async def _delete_collection(self, request: web.BaseRequest, t: Target) -> web.Response:
+        """DELETE on a collection: each object the selectors match, deleted as by its own
+        DELETE with the same options (upstream's DeleteCollection); the answer lists them."""
+        body = await self._delete_options(request)
+        q = request.query
+        req = api_pb2.ListRequest(
+            resource=t.kind.resource,
+            namespace=t.namespace,
+            label_selector=q.get("labelSelector", ""),
+            field_selector=q.get("fieldSelector", ""),
+        )
+        listed = api_pb2.ListResponse.FromString(await self._service.list_bytes(req))
+        deleted = []
+        for item in listed.items:
+            meta = unwrap(item).metadata  # type: ignore[attr-defined]
+            one = Target(t.kind, meta.namespace, meta.name, "")
+            try:
+                deleted.append(await self._delete_one(request, one, body))
+            except NotFound:
+                continue  # gone since the list: someone else deleted it
+        return self._list_body(request, t, deleted, listed.resource_version, "")
+
+    async def _delete_one(
+        self, request: web.BaseRequest, t: Target, body: dict[str, Any]
+    ) -> Message:
         registry = self._registry_for(request, body.get("dryRun"))
         grace = _int_param(request.query, "gracePeriodSeconds")
         if grace is None and body.get("gracePeriodSeconds") is not None:
@@ -337,7 +370,7 @@ class RestApi:
         pre = body.get("preconditions") or {}
         policy = request.query.get("propagationPolicy") or body.get("propagationPolicy")
         orphan = body.get("orphanDependents")
-        deleted = await registry.delete(
+        return await registry.delete(
             t.kind.resource,
             self._namespace(t),
             t.name,
@@ -347,7 +380,6 @@ class RestApi:
             propagation_policy=policy,
             orphan_dependents=orphan if isinstance(orphan, bool) else None,
         )
-        return self._object(request, t, deleted)
 
     async def _pod_action(self, request: web.BaseRequest, t: Target) -> web.Response:
         body = await self._body(request)
@@ -396,19 +428,28 @@ class RestApi:
         setattr(req, "continue", q.get("continue", ""))
         resp = api_pb2.ListResponse.FromString(await self._service.list_bytes(req))
         objs = [unwrap(item) for item in resp.items]
-        cont = getattr(resp, "continue")
+        return self._list_body(request, t, objs, resp.resource_version, getattr(resp, "continue"))
+
+    def _list_body(
+        self,
+        request: web.BaseRequest,
+        t: Target,
+        objs: list[Message],
+        resource_version: str,
+        cont: str,
+    ) -> web.Response:
         if wants_table(request.headers.get("Accept", "")):
             return _json(
                 table(
                     t.kind,
                     objs,
                     self._now(),
-                    resource_version=resp.resource_version,
+                    resource_version=resource_version,
                     continue_=cont,
-                    include_object=q.get("includeObject", "Metadata"),
+                    include_object=request.query.get("includeObject", "Metadata"),
                 )
             )
-        metadata: dict[str, Any] = {"resourceVersion": resp.resource_version}
+        metadata: dict[str, Any] = {"resourceVersion": resource_version}
         if cont:
             metadata["continue"] = cont
         return _json(

@@ -326,3 +326,14 @@ def test_kubectl_prints_times_with_upstream_precision(kubectl: Kubectl) -> None:
     kubectl.run("apply", "-f", "-", stdin=json.dumps(lease))
     got = kubectl.json("get", "lease", "l", "-n", ns)["spec"]["renewTime"]
     assert got == "2026-11-23T18:00:00.123456Z"  # MicroTime keeps its microseconds
+
+
+def test_kubectl_delete_by_label_and_all(kubectl: Kubectl) -> None:
+    ns = kubectl.namespace("delall")
+    for name, tier in (("a", "x"), ("b", "x"), ("c", "y")):
+        kubectl.run("apply", "-f", "-", stdin=pod_manifest(name, ns, labels={"tier": tier}))
+    kubectl.run("delete", "pods", "-n", ns, "-l", "tier=x", "--grace-period=0", "--force")
+    names = kubectl.run("get", "pods", "-n", ns, "-o", "name").stdout.split()
+    assert names == ["pod/c"]
+    kubectl.run("delete", "pods", "--all", "-n", ns, "--grace-period=0", "--force")
+    assert kubectl.run("get", "pods", "-n", ns, "-o", "name").stdout.split() == []

@@ -184,3 +184,13 @@ def test_python_client_dry_run_returns_the_would_be_object(core: k8s.CoreV1Api) 
     stored = core.read_namespaced_pod("d", ns)
     assert stored.metadata.resource_version == rv and stored.metadata.labels == {"app": "d"}
     assert stored.metadata.deletion_timestamp is None
+
+
+def test_python_client_delete_collection_with_a_label_selector(core: k8s.CoreV1Api) -> None:
+    ns = _namespace(core, "pydc")
+    for name in ("a", "b", "c"):
+        core.create_namespaced_pod(ns, _pod(name))
+    core.delete_collection_namespaced_pod(ns, label_selector="app in (a,b)", dry_run="All")
+    assert len(core.list_namespaced_pod(ns).items) == 3  # a dry run deletes nothing
+    core.delete_collection_namespaced_pod(ns, label_selector="app in (a,b)", grace_period_seconds=0)
+    assert [p.metadata.name for p in core.list_namespaced_pod(ns).items] == ["c"]
