@@ -9,8 +9,7 @@ from typing import Any
 
 from google.protobuf.message import Message
 
-from kemu.ctl import printers
-from kemu.machinery import convert
+from kemu.machinery import convert, printers
 from kemu.machinery.kinds import Kind
 
 TABLE_ACCEPT = "as=Table"
