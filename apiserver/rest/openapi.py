@@ -13,6 +13,7 @@ from typing import Any, Final
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from apiserver.rest import discovery
+from kemu.machinery import patch as patches
 from kemu.machinery.kinds import KINDS, Kind
 
 _TIMESTAMP: Final = "google.protobuf.Timestamp"
@@ -83,6 +84,15 @@ def _field(fd: FieldDescriptor, found: dict[str, Descriptor]) -> dict[str, Any]:
 
 def _object_schema(desc: Descriptor, found: dict[str, Descriptor]) -> dict[str, Any]:
     props = {fd.json_name: _field(fd, found) for fd in desc.fields}
+    for name, prop in props.items():  # what kubectl computes strategic merge patches with
+        key = patches.MERGE_KEYS.get((desc.name, name))
+        if key is not None:
+            prop["x-kubernetes-patch-merge-key"] = key
+            prop["x-kubernetes-patch-strategy"] = (
+                "merge,retainKeys" if (desc.name, name) == ("PodSpec", "volumes") else "merge"
+            )
+        elif (desc.name, name) in patches.MERGED_SCALAR_LISTS:
+            prop["x-kubernetes-patch-strategy"] = "merge"
     schema: dict[str, Any] = {"type": "object", "properties": props}
     kind = _kind_by_message().get(desc.full_name)
     if kind is not None:

@@ -493,7 +493,7 @@ class Registry:
             pinned = str(meta_patch["resourceVersion"])
 
         def mutate(current: Message) -> Message:
-            patched_dict = patches.apply(patch_type, convert.to_dict(current), patch)
+            patched_dict = patches.apply(patch_type, convert.to_dict(current), patch, kind)
             if unknown is not None:
                 unknown.found.clear()  # this attempt's (the loop may retry)
             try:

@@ -94,6 +94,15 @@ def _by_json_name(desc: Descriptor) -> dict[str, _Field]:
     return {f.json_name: f for f in _fields(desc)}
 
 
+def element_type(desc: Descriptor, json_name: str) -> Descriptor | None:
+    """The message type of a field's values, by its JSON name (of its elements for a list);
+    None for scalars, maps and names the message does not have."""
+    f = _by_json_name(desc).get(json_name)
+    if f is None or f.is_map:
+        return None
+    return f.message
+
+
 # ---------------------------------------------------------------- times
 
 

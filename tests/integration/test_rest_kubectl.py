@@ -337,3 +337,28 @@ def test_kubectl_delete_by_label_and_all(kubectl: Kubectl) -> None:
     assert names == ["pod/c"]
     kubectl.run("delete", "pods", "--all", "-n", ns, "--grace-period=0", "--force")
     assert kubectl.run("get", "pods", "-n", ns, "-o", "name").stdout.split() == []
+
+
+def test_kubectl_strategic_patch_uses_the_merge_keys_of_each_type(kubectl: Kubectl) -> None:
+    ns = kubectl.namespace("smp")
+    svc = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "s", "namespace": ns},
+        "spec": {
+            "selector": {"app": "x"},
+            "ports": [{"name": "a", "port": 80}, {"name": "b", "port": 443}],
+        },
+    }
+    kubectl.run("apply", "-f", "-", stdin=json.dumps(svc))
+    kubectl.run(
+        "patch",
+        "service",
+        "s",
+        "-n",
+        ns,
+        "-p",
+        '{"spec":{"ports":[{"port":80,"targetPort":9090}]}}',
+    )
+    ports = kubectl.json("get", "service", "s", "-n", ns)["spec"]["ports"]
+    assert [(p["port"], p["targetPort"]) for p in ports] == [(80, 9090), (443, 443)]

@@ -115,3 +115,8 @@ def test_openapi_tags_every_kind_and_lists_field_validation_on_patch() -> None:
     assert pod["x-kubernetes-group-version-kind"] == [{"group": "", "version": "v1", "kind": "Pod"}]
     patch = parsed["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"]["patch"]
     assert "fieldValidation" in [p["name"] for p in patch["parameters"]]
+    containers = parsed["components"]["schemas"]["kemu.api.v1.PodSpec"]["properties"]["containers"]
+    assert containers["x-kubernetes-patch-merge-key"] == "name"
+    assert containers["x-kubernetes-patch-strategy"] == "merge"
+    ports = parsed["components"]["schemas"]["kemu.api.v1.ServiceSpec"]["properties"]["ports"]
+    assert ports["x-kubernetes-patch-merge-key"] == "port"
