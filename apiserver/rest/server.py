@@ -246,12 +246,16 @@ class RestApi:
         raw = await request.read()
         if content_type == protobuf.CONTENT_TYPE and raw:
             decoded = protobuf.decode(raw)
-            if decoded is not None:
-                return decoded
+            if decoded is None:
+                raise UnsupportedMediaType(
+                    "kemu reads protobuf bodies of these types only: "
+                    f"{', '.join(protobuf.supported())}; send {JSON_TYPE} for others"
+                )
+            return decoded
         if content_type not in (JSON_TYPE, "", "*/*"):
             raise UnsupportedMediaType(
                 f"the body of the request was in an unknown format - accepted media types "
-                f"include: {JSON_TYPE} (got {content_type!r})"
+                f"include: {JSON_TYPE}, {protobuf.CONTENT_TYPE} (got {content_type!r})"
             )
 
         def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -63,12 +63,7 @@ class Kubectl:
 
     def namespace(self, prefix: str) -> str:
         ns = unique_name(prefix)
-        # apply, not `create namespace`: kubectl's typed clients send protobuf, which kemu's
-        # REST edge does not read yet (415)
-        self.run(
-            "apply", "-f", "-",
-            stdin=json.dumps({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
-        )  # fmt: skip
+        self.run("create", "namespace", ns)  # a protobuf body (kubectl's typed client)
         return ns
 
 
@@ -362,3 +357,29 @@ def test_kubectl_strategic_patch_uses_the_merge_keys_of_each_type(kubectl: Kubec
     )
     ports = kubectl.json("get", "service", "s", "-n", ns)["spec"]["ports"]
     assert [(p["port"], p["targetPort"]) for p in ports] == [(80, 9090), (443, 443)]
+
+
+def test_kubectl_create_subcommands_send_protobuf_kemu_reads(kubectl: Kubectl) -> None:
+    """kubectl's typed clients send these bodies in protobuf (no JSON retry on a 415)."""
+    ns = kubectl.namespace("pb")
+    kubectl.run("create", "deployment", "d", "-n", ns, "--image=nginx", "--replicas=2")
+    kubectl.run("create", "job", "j", "-n", ns, "--image=busybox", "--", "sleep", "1")
+    pc = unique_name("pc")
+    kubectl.run("create", "priorityclass", pc, "--value=1000", "--description=high")
+    kubectl.run(
+        "create", "poddisruptionbudget", "pdb", "-n", ns, "--selector=app=d", "--min-available=50%"
+    )  # fmt: skip
+    kubectl.run("create", "service", "clusterip", "s", "-n", ns, "--tcp=80:8080")
+    deployment = kubectl.json("get", "deployment", "d", "-n", ns)
+    assert deployment["spec"]["replicas"] == 2
+    assert deployment["spec"]["selector"] == {"matchLabels": {"app": "d"}}
+    assert [c["image"] for c in deployment["spec"]["template"]["spec"]["containers"]] == ["nginx"]
+    job = kubectl.json("get", "job", "j", "-n", ns)["spec"]["template"]["spec"]
+    assert job["restartPolicy"] == "Never"
+    assert job["containers"][0]["command"] == ["sleep", "1"]
+    got = kubectl.json("get", "priorityclass", pc)
+    assert (got["value"], got["description"]) == (1000, "high")
+    pdb = kubectl.json("get", "pdb", "pdb", "-n", ns)["spec"]
+    assert pdb["minAvailable"] == "50%" and pdb["selector"] == {"matchLabels": {"app": "d"}}
+    port = kubectl.json("get", "service", "s", "-n", ns)["spec"]["ports"][0]
+    assert (port["port"], port["targetPort"]) == (80, 8080)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from apiserver.rest import discovery, openapi, protobuf
+from apiserver.rest import discovery, openapi, protobuf, protobuf_schema
 from apiserver.rest.server import parse_path
 from apiserver.rest.table import table, wants_table
 from apiserver.storage.encoding import field_bytes, varint
@@ -91,7 +91,65 @@ def test_protobuf_eviction_and_namespace_bodies() -> None:
         "kind": "Namespace",
         "metadata": {"name": "x", "labels": {"a": "b"}},
     }
-    assert protobuf.decode(_k8s_protobuf("v1", "Pod", b"")) is None  # not read: a 415
+    assert protobuf.decode(_k8s_protobuf("v1", "Secret", b"")) is None  # not a kemu kind: a 415
+
+
+def test_protobuf_deployment_body_in_upstream_field_numbers() -> None:
+    """What `kubectl create deployment d --image=nginx` sends, with a few more field types."""
+    labels = field_bytes(11, field_bytes(1, b"app") + field_bytes(2, b"d"))
+    quantity = field_bytes(1, b"100m")
+    resources = field_bytes(2, field_bytes(1, b"cpu") + field_bytes(2, quantity))  # requests
+    env_from = field_bytes(2, field_bytes(1, field_bytes(1, b"cm")))  # configMapRef, inlined name
+    container = (
+        field_bytes(1, b"nginx") + field_bytes(2, b"nginx") + field_bytes(8, resources)
+        + field_bytes(19, env_from)
+    )  # fmt: skip
+    template = field_bytes(1, labels) + field_bytes(2, field_bytes(2, container))
+    max_surge = bytes([1 << 3]) + varint(1) + field_bytes(3, b"25%")  # IntOrString, a string
+    spec = (
+        bytes([1 << 3]) + varint(0)  # replicas: 0, present
+        + field_bytes(2, field_bytes(1, field_bytes(1, b"app") + field_bytes(2, b"d")))
+        + field_bytes(3, template)
+        + field_bytes(4, field_bytes(2, field_bytes(2, max_surge)))
+        + bytes([7 << 3]) + varint(1)  # paused
+    )  # fmt: skip
+    body = field_bytes(1, field_bytes(1, b"d") + bytes([10 << 3]) + varint(2**64 - 1))
+    body += field_bytes(2, spec)
+    assert protobuf.decode(_k8s_protobuf("apps/v1", "Deployment", body)) == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d", "deletionGracePeriodSeconds": -1},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": "d"}},
+            "template": {
+                "metadata": {"labels": {"app": "d"}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "nginx",
+                            "image": "nginx",
+                            "resources": {"requests": {"cpu": "100m"}},
+                            "envFrom": [{"configMapRef": {"name": "cm"}}],
+                        }
+                    ]
+                },
+            },
+            "strategy": {"rollingUpdate": {"maxSurge": "25%"}},
+            "paused": True,
+        },
+    }
+
+
+def test_protobuf_schema_covers_every_kind() -> None:
+    assert {k.kind for k in KINDS} <= protobuf_schema.SCHEMA.keys()
+    for name, fields in protobuf_schema.SCHEMA.items():
+        for json_name, typ in fields.values():
+            target = typ.removeprefix("[]").removeprefix("~").removeprefix("map_")
+            assert target in protobuf_schema.SCHEMA or target in {
+                "string", "int", "bool", "bytes", "double", "time", "quantity", "int_or_string",
+                "map",
+            }, (name, json_name, typ)  # fmt: skip
 
 
 def test_table_has_the_wide_pod_columns_at_priority_1() -> None:
