@@ -160,27 +160,35 @@ def _operations(kind: Kind) -> dict[str, Any]:
     }
 
 
+def group_versions() -> list[tuple[str, str]]:
+    return sorted({discovery.group_version(k) for k in KINDS})
+
+
 @cache
-def document(group: str, version: str) -> bytes | None:
-    served = discovery.kinds_of(group, version)
-    if not served:
-        return None
+def document_dict(group: str, version: str) -> dict[str, Any]:
+    """The v3 document of one group version (openapi_v2 reads it too)."""
     paths: dict[str, Any] = {}
-    for k in served:
+    for k in discovery.kinds_of(group, version):
         paths.update(_operations(k))
-    doc = {
+    return {
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "kemu"},
         "paths": paths,
         "components": {"schemas": _schemas()},
     }
-    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+@cache
+def document(group: str, version: str) -> bytes | None:
+    if not discovery.kinds_of(group, version):
+        return None
+    return json.dumps(document_dict(group, version), separators=(",", ":")).encode()
 
 
 @cache
 def index() -> dict[str, Any]:
     paths: dict[str, Any] = {}
-    for group, version in sorted({discovery.group_version(k) for k in KINDS}):
+    for group, version in group_versions():
         doc = document(group, version)
         assert doc is not None
         digest = hashlib.sha512(doc).hexdigest()[:32].upper()

@@ -19,7 +19,7 @@ import anyio
 from aiohttp import web
 from google.protobuf.message import Message
 
-from apiserver.rest import discovery, openapi, protobuf, status
+from apiserver.rest import discovery, openapi, openapi_v2, protobuf, status
 from apiserver.rest.table import table, wants_table
 from apiserver.server.eviction import DRY_RUN_ALL
 from apiserver.server.registry import Registry
@@ -135,6 +135,13 @@ class RestApi:
             return _json(self._version())
         if path.startswith("/openapi/v3") and request.method == "GET":
             return self._openapi(path)
+        if path == "/openapi/v2" and request.method == "GET":
+            if openapi_v2.wants_protobuf(request.headers.get("Accept", "")):
+                return web.Response(
+                    body=openapi_v2.protobuf_bytes(),
+                    content_type="application/octet-stream",  # as kube-openapi answers
+                )
+            return web.Response(body=openapi_v2.json_bytes(), content_type=JSON_TYPE)
         if request.method == "GET":
             if path in ("/api", "/apis"):
                 version = discovery.aggregated_version(request.headers.get("Accept", ""))

@@ -234,6 +234,9 @@ def test_kubectl_create_describe_edit_and_drain(kubectl: Kubectl) -> None:
 def test_kubectl_explain_pod_spec(kubectl: Kubectl) -> None:
     out = kubectl.run("explain", "pod.spec").stdout
     assert "containers" in out and "nodeName" in out
+    # from /openapi/v2 in gnostic's protobuf
+    v2 = kubectl.run("explain", "pod.spec.containers", "--output=plaintext-openapiv2").stdout
+    assert "RESOURCE: containers <[]Object>" in v2 and "imagePullPolicy\t<string>" in v2
 
 
 def test_kubectl_get_watch_prints_new_rows(kubectl: Kubectl, cluster: Cluster) -> None:

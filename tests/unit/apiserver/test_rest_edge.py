@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from apiserver.rest import discovery, openapi, protobuf, protobuf_schema
+from apiserver.rest import discovery, openapi, openapi_v2, protobuf, protobuf_schema
 from apiserver.rest.server import parse_path
 from apiserver.rest.table import table, wants_table
 from apiserver.storage.encoding import field_bytes, varint
@@ -178,3 +178,18 @@ def test_openapi_tags_every_kind_and_lists_field_validation_on_patch() -> None:
     assert containers["x-kubernetes-patch-strategy"] == "merge"
     ports = parsed["components"]["schemas"]["kemu.api.v1.ServiceSpec"]["properties"]["ports"]
     assert ports["x-kubernetes-patch-merge-key"] == "port"
+
+
+def test_openapi_v2_has_the_v3_schemas_in_swagger_shape() -> None:
+    doc = openapi_v2.document()
+    assert doc["swagger"] == "2.0"
+    pod = doc["definitions"]["io.k8s.api.core.v1.Pod"]
+    assert pod["x-kubernetes-group-version-kind"] == [{"group": "", "version": "v1", "kind": "Pod"}]
+    assert pod["properties"]["spec"] == {"$ref": "#/definitions/kemu.api.v1.PodSpec"}
+    refs = json.dumps(doc)
+    assert "#/components/" not in refs and '"allOf"' not in refs
+    top = protobuf.fields(openapi_v2.protobuf_bytes())  # gnostic's Document
+    assert top[1] == [b"2.0"]
+    names = [protobuf.fields(d)[1][0] for d in protobuf.fields(top[9][0])[1]]
+    assert b"io.k8s.api.core.v1.Pod" in names and len(names) == len(doc["definitions"])
+    assert openapi_v2.wants_protobuf(openapi_v2.PROTOBUF_TYPE + ",application/json")
