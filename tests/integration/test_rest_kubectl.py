@@ -386,3 +386,46 @@ def test_kubectl_create_subcommands_send_protobuf_kemu_reads(kubectl: Kubectl) -
     assert pdb["minAvailable"] == "50%" and pdb["selector"] == {"matchLabels": {"app": "d"}}
     port = kubectl.json("get", "service", "s", "-n", ns)["spec"]["ports"][0]
     assert (port["port"], port["targetPort"]) == (80, 8080)
+
+
+def test_kubectl_drain_waits_for_the_pdb_to_allow_the_eviction(kubectl: Kubectl) -> None:
+    """Evictions a PDB refuses are 429s that drain retries; once the budget allows one (its
+    status written as the disruption controller would: none runs here), drain evicts."""
+    ns = kubectl.namespace("drainpdb")
+    kubectl.run("apply", "-f", "-", stdin=pod_manifest("guarded", ns, node=NODE))
+    kubectl.run(
+        "wait", "--for=condition=Ready", "pod/guarded", "-n", ns, "--timeout=20s", timeout=30
+    )
+    kubectl.run(
+        "create",
+        "poddisruptionbudget",
+        "pdb",
+        "-n",
+        ns,
+        "--selector=app=guarded",
+        "--min-available=1",
+    )
+    drain = ["drain", NODE, "--force", "--grace-period=1", "--pod-selector=app=guarded"]
+    try:
+        refused = kubectl.run(*drain, "--timeout=3s", check=False, timeout=20)
+        assert refused.returncode != 0
+        assert "would violate the pod's disruption budget" in refused.stderr
+        assert kubectl.json("get", "pod", "guarded", "-n", ns)["metadata"]["name"] == "guarded"
+        status = {
+            "status": {
+                "observedGeneration": 1,
+                "disruptionsAllowed": 1,
+                "currentHealthy": 1,
+                "desiredHealthy": 0,
+                "expectedPods": 1,
+            }
+        }
+        kubectl.run(
+            "patch", "pdb", "pdb", "-n", ns, "--subresource=status", "--type=merge",
+            "-p", json.dumps(status),
+        )  # fmt: skip
+        out = kubectl.run(*drain, "--timeout=30s", timeout=40)
+        assert f"evicting pod {ns}/guarded" in out.stdout + out.stderr
+        assert kubectl.run("get", "pod", "guarded", "-n", ns, check=False).returncode == 1
+    finally:
+        kubectl.run("uncordon", NODE)

@@ -16,7 +16,9 @@ from kubernetes import config, watch
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.testing.cluster import Cluster
+from kemu.testing.eventually import eventually_sync
 from kemu.testing.names import unique_name
+from kemu.testing.ports import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -194,3 +196,52 @@ def test_python_client_delete_collection_with_a_label_selector(core: k8s.CoreV1A
     assert len(core.list_namespaced_pod(ns).items) == 3  # a dry run deletes nothing
     core.delete_collection_namespaced_pod(ns, label_selector="app in (a,b)", grace_period_seconds=0)
     assert [p.metadata.name for p in core.list_namespaced_pod(ns).items] == ["c"]
+
+
+def test_python_client_sees_429_from_a_pdb_and_410_from_a_compacted_watch(
+    core: k8s.CoreV1Api, cluster: Cluster
+) -> None:
+    ns = _namespace(core, "pycodes")
+    core.create_namespaced_pod(ns, _pod("guarded"))
+    # Running (no kubelet here): a Pending pod is evicted without asking its budget
+    core.patch_namespaced_pod_status("guarded", ns, {"status": {"phase": "Running"}})
+    policy = k8s.PolicyV1Api(core.api_client)
+    policy.create_namespaced_pod_disruption_budget(
+        ns,
+        k8s.V1PodDisruptionBudget(
+            metadata=k8s.V1ObjectMeta(name="pdb"),
+            spec=k8s.V1PodDisruptionBudgetSpec(
+                min_available=1, selector=k8s.V1LabelSelector(match_labels={"app": "guarded"})
+            ),
+        ),
+    )
+    with pytest.raises(k8s.ApiException) as err:
+        core.create_namespaced_pod_eviction(
+            "guarded", ns, k8s.V1Eviction(metadata=k8s.V1ObjectMeta(name="guarded"))
+        )
+    assert err.value.status == 429
+    assert json.loads(err.value.body)["reason"] == "TooManyRequests"
+
+    rest_port = free_port()
+    cluster.start_apiserver(
+        name="apiserver-compacting-rest",
+        extra_args=["--etcd-compaction-interval", "0.5", "--rest-port", str(rest_port)],
+    )
+    compacting = k8s.ApiClient(k8s.Configuration(host=f"http://127.0.0.1:{rest_port}"))
+    api = k8s.CoreV1Api(compacting)
+    old = api.list_namespaced_pod(ns).metadata.resource_version
+    moves = iter(range(1000))
+
+    def expired() -> bool:
+        api.create_namespaced_pod(ns, _pod(f"q{next(moves)}"))  # history moves on
+        try:
+            for _ in watch.Watch().stream(
+                api.list_namespaced_pod, ns, resource_version=old, timeout_seconds=1
+            ):
+                pass
+        except k8s.ApiException as e:
+            assert e.status == 410 and "too old resource version" in str(e.reason)
+            return True
+        return False
+
+    eventually_sync(expired, timeout=15)
