@@ -12,7 +12,6 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Final
 
 import anyio
@@ -20,6 +19,8 @@ from aiohttp import web
 from google.protobuf.message import Message
 
 from apiserver.rest import discovery, openapi, openapi_v2, protobuf, status
+from apiserver.rest.reads import Reads
+from apiserver.rest.request import JSON_TYPE, Target, int_param, json_response, truthy
 from apiserver.rest.table import table, wants_table
 from apiserver.server.eviction import DRY_RUN_ALL
 from apiserver.server.registry import Registry
@@ -28,35 +29,16 @@ from kemu.api.v1 import api_pb2
 from kemu.machinery import convert
 from kemu.machinery import patch as patches
 from kemu.machinery.convert import UnknownFields
-from kemu.machinery.errors import ApiError, BadRequest, Gone, InternalError, Invalid, NotFound
-from kemu.machinery.kinds import Kind, unwrap
+from kemu.machinery.errors import ApiError, BadRequest, InternalError, Invalid, NotFound
+from kemu.machinery.kinds import unwrap
 
 log = logging.getLogger(__name__)
 
-JSON_TYPE: Final = "application/json"
 _SUBRESOURCES: Final = frozenset({"status", "binding", "eviction", "resize", "finalize"})
 
 
-@dataclass(frozen=True)
-class Target:
-    """What a resource path names."""
-
-    kind: Kind
-    namespace: str  # "" for cluster-scoped kinds and lists across namespaces
-    name: str
-    subresource: str
-
-
-def _json(body: Any, status_code: int = 200) -> web.Response:
-    return web.Response(
-        body=json.dumps(body, separators=(",", ":")).encode(),
-        status=status_code,
-        content_type=JSON_TYPE,
-    )
-
-
 def _error(err: ApiError) -> web.Response:
-    return _json(status.failure(err), err.code)
+    return json_response(status.failure(err), err.code)
 
 
 def parse_path(parts: list[str]) -> Target | None:
@@ -83,20 +65,6 @@ def parse_path(parts: list[str]) -> Target | None:
     return Target(kind, namespace, name, sub)
 
 
-def _int_param(query: Any, name: str) -> int | None:
-    value = query.get(name)
-    if value is None or value == "":
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise BadRequest(f'invalid value for {name}: "{value}"') from None
-
-
-def _truthy(value: str | None) -> bool:
-    return value is not None and value.lower() in ("true", "1")
-
-
 class RestApi:
     def __init__(
         self,
@@ -110,6 +78,7 @@ class RestApi:
         self._service = service
         self._ready = ready
         self._now = now
+        self._reads = Reads(service, now)
 
     # ------------------------------------------------------------ entry
 
@@ -132,7 +101,7 @@ class RestApi:
             ok = self._ready()
             return web.Response(text="ok" if ok else "not ready", status=200 if ok else 500)
         if path == "/version":
-            return _json(self._version())
+            return json_response(self._version())
         if path.startswith("/openapi/v3") and request.method == "GET":
             return self._openapi(path)
         if path == "/openapi/v2" and request.method == "GET":
@@ -153,7 +122,7 @@ class RestApi:
                     )
             doc = self._discovery(path)
             if doc is not None:
-                return _json(doc)
+                return json_response(doc)
         target = parse_path([p for p in path.split("/") if p])
         if target is None:
             raise NotFound("the server could not find the requested resource")
@@ -162,7 +131,7 @@ class RestApi:
     @staticmethod
     def _openapi(path: str) -> web.Response:
         if path == "/openapi/v3":
-            return _json(openapi.index())
+            return json_response(openapi.index())
         parts = path.removeprefix("/openapi/v3/").split("/")
         doc = None
         if parts[:1] == ["api"] and len(parts) == 2:
@@ -211,9 +180,9 @@ class RestApi:
         m = request.method
         if t.name == "":
             if m == "GET":
-                if _truthy(request.query.get("watch")):
-                    return await self._watch(request, t)
-                return await self._list(request, t)
+                if truthy(request.query.get("watch")):
+                    return await self._reads.watch(request, t)
+                return await self._reads.get_list(request, t)
             if m == "POST":
                 return await self._create(request, t)
             if m == "DELETE":
@@ -244,8 +213,8 @@ class RestApi:
         self, request: web.BaseRequest, t: Target, obj: Message, code: int = 200
     ) -> web.Response:
         if wants_table(request.headers.get("Accept", "")):
-            return _json(table(t.kind, [obj], self._now()), code)
-        return _json(convert.to_dict(obj, wire=True), code)
+            return json_response(table(t.kind, [obj], self._now()), code)
+        return json_response(convert.to_dict(obj, wire=True), code)
 
     async def _body(self, request: web.BaseRequest, unknown: UnknownFields | None = None) -> Any:
         """The request body as JSON; duplicate fields go to `unknown` (fieldValidation)."""
@@ -369,13 +338,13 @@ class RestApi:
                 deleted.append(await self._delete_one(request, one, body))
             except NotFound:
                 continue  # gone since the list: someone else deleted it
-        return self._list_body(request, t, deleted, listed.resource_version, "")
+        return self._reads.list_body(request, t, deleted, listed.resource_version, "")
 
     async def _delete_one(
         self, request: web.BaseRequest, t: Target, body: dict[str, Any]
     ) -> Message:
         registry = self._registry_for(request, body.get("dryRun"))
-        grace = _int_param(request.query, "gracePeriodSeconds")
+        grace = int_param(request.query, "gracePeriodSeconds")
         if grace is None and body.get("gracePeriodSeconds") is not None:
             grace = int(body["gracePeriodSeconds"])
         pre = body.get("preconditions") or {}
@@ -421,132 +390,7 @@ class RestApi:
             # the eviction's own deleteOptions.dryRun, else the request's (as upstream)
             eviction.dry_run.extend(options.get("dryRun") or request.query.getall("dryRun", []))
             await self._registry.evict(eviction)
-        return _json(status.success(201), 201)
-
-    # ------------------------------------------------------------ list and watch
-
-    async def _list(self, request: web.BaseRequest, t: Target) -> web.Response:
-        q = request.query
-        req = api_pb2.ListRequest(
-            resource=t.kind.resource,
-            namespace=t.namespace,
-            label_selector=q.get("labelSelector", ""),
-            field_selector=q.get("fieldSelector", ""),
-            resource_version=q.get("resourceVersion", ""),
-            resource_version_match=q.get("resourceVersionMatch", ""),
-            limit=_int_param(q, "limit") or 0,
-        )
-        setattr(req, "continue", q.get("continue", ""))
-        resp = api_pb2.ListResponse.FromString(await self._service.list_bytes(req))
-        objs = [unwrap(item) for item in resp.items]
-        return self._list_body(request, t, objs, resp.resource_version, getattr(resp, "continue"))
-
-    def _list_body(
-        self,
-        request: web.BaseRequest,
-        t: Target,
-        objs: list[Message],
-        resource_version: str,
-        cont: str,
-    ) -> web.Response:
-        if wants_table(request.headers.get("Accept", "")):
-            return _json(
-                table(
-                    t.kind,
-                    objs,
-                    self._now(),
-                    resource_version=resource_version,
-                    continue_=cont,
-                    include_object=request.query.get("includeObject", "Metadata"),
-                )
-            )
-        metadata: dict[str, Any] = {"resourceVersion": resource_version}
-        if cont:
-            metadata["continue"] = cont
-        return _json(
-            {
-                "kind": f"{t.kind.kind}List",
-                "apiVersion": t.kind.api_version,
-                "metadata": metadata,
-                "items": [convert.to_dict(o, wire=True) for o in objs],
-            }
-        )
-
-    async def _watch(self, request: web.BaseRequest, t: Target) -> web.StreamResponse:
-        q = request.query
-        req = api_pb2.WatchRequest(
-            resource=t.kind.resource,
-            namespace=t.namespace,
-            label_selector=q.get("labelSelector", ""),
-            field_selector=q.get("fieldSelector", ""),
-            resource_version=q.get("resourceVersion", ""),
-            resource_version_match=q.get("resourceVersionMatch", ""),
-            allow_watch_bookmarks=_truthy(q.get("allowWatchBookmarks")),
-        )
-        if "sendInitialEvents" in q:
-            req.send_initial_events = _truthy(q.get("sendInitialEvents"))
-        as_table = wants_table(request.headers.get("Accept", ""))
-        timeout = _int_param(q, "timeoutSeconds")
-        response = web.StreamResponse(headers={"Content-Type": JSON_TYPE})
-        try:
-            cache, initial, receive, watcher = await self._service.open_watch(req)
-        except Gone as e:
-            # Upstream's cacher answers a too-old resourceVersion with an ERROR event.
-            await response.prepare(request)
-            await response.write(self._line("ERROR", status.failure(e)))
-            await response.write_eof()
-            return response
-        response.enable_chunked_encoding()
-        await response.prepare(request)
-        bookmarks = req.allow_watch_bookmarks
-        frequency = self._service.bookmark_frequency
-        try:
-            with anyio.move_on_after(timeout if timeout and timeout > 0 else float("inf")):
-                await self._send_frames(response, t, initial, as_table)
-                async with receive:
-                    while True:
-                        frame = None
-                        with anyio.move_on_after(frequency if bookmarks else float("inf")):
-                            try:
-                                frame = await receive.receive()
-                            except anyio.EndOfStream:
-                                break
-                        if frame is None:
-                            frame = cache.bookmark_frame(cache.revision)
-                        frames = [frame]
-                        while True:
-                            try:
-                                frames.append(receive.receive_nowait())
-                            except (anyio.WouldBlock, anyio.EndOfStream):
-                                break
-                        await self._send_frames(response, t, frames, as_table)
-        finally:
-            cache.stop(watcher)
-        await response.write_eof()
-        return response
-
-    async def _send_frames(
-        self, response: web.StreamResponse, t: Target, frames: list[bytes], as_table: bool
-    ) -> None:
-        if not frames:
-            return
-        events = api_pb2.WatchResponse.FromString(b"".join(frames)).events
-        out = []
-        now = self._now()
-        for ev in events:
-            obj = unwrap(ev.object)
-            if as_table and ev.type != "BOOKMARK":
-                rendered = table(t.kind, [obj], now)
-            else:
-                rendered = convert.to_dict(obj, wire=True)
-            out.append(self._line(ev.type, rendered))
-        await response.write(b"".join(out))
-
-    @staticmethod
-    def _line(event_type: str, obj: dict[str, Any]) -> bytes:
-        return json.dumps({"type": event_type, "object": obj}, separators=(",", ":")).encode() + (
-            b"\n"
-        )
+        return json_response(status.success(201), 201)
 
 
 _FIELD_VALIDATION: Final = ("Ignore", "Warn", "Strict")
