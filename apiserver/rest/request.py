@@ -9,6 +9,7 @@ from typing import Any, Final
 
 from aiohttp import web
 
+from kemu.machinery.convert import UnknownFields
 from kemu.machinery.errors import BadRequest
 from kemu.machinery.kinds import Kind
 
@@ -45,3 +46,49 @@ def int_param(query: Any, name: str) -> int | None:
 
 def truthy(value: str | None) -> bool:
     return value is not None and value.lower() in ("true", "1")
+
+
+class _Repeated(dict[str, Any]):
+    """A JSON object that named some keys more than once (the last value kept, as upstream)."""
+
+    repeated: list[str]
+
+
+def parse_json(raw: bytes, unknown: UnknownFields | None = None) -> Any:
+    """A request body as JSON; with `unknown`, each duplicate field is listed there by its
+    path (`duplicate field "metadata.name"`), for fieldValidation."""
+    seen_any = False
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal seen_any
+        out: dict[str, Any] = {}
+        repeated = []
+        for key, value in items:
+            if key in out:
+                repeated.append(key)
+            out[key] = value
+        if not repeated:
+            return out
+        seen_any = True
+        marked = _Repeated(out)
+        marked.repeated = repeated
+        return marked
+
+    try:
+        data = json.loads(raw, object_pairs_hook=pairs if unknown is not None else None)
+    except ValueError as e:
+        raise BadRequest(f"the request body is not valid JSON: {e}") from None
+    if unknown is not None and seen_any:
+        _list_repeated(data, "", unknown)
+    return data
+
+
+def _list_repeated(value: Any, path: str, unknown: UnknownFields) -> None:
+    if isinstance(value, _Repeated):
+        unknown.found += [f'duplicate field "{path}{k}"' for k in value.repeated]
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _list_repeated(v, f"{path}{k}.", unknown)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _list_repeated(v, f"{path[:-1]}[{i}].", unknown)

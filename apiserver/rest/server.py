@@ -20,7 +20,14 @@ from google.protobuf.message import Message
 
 from apiserver.rest import discovery, openapi, openapi_v2, protobuf, status
 from apiserver.rest.reads import Reads
-from apiserver.rest.request import JSON_TYPE, Target, int_param, json_response, truthy
+from apiserver.rest.request import (
+    JSON_TYPE,
+    Target,
+    int_param,
+    json_response,
+    parse_json,
+    truthy,
+)
 from apiserver.rest.table import table, wants_table
 from apiserver.server.eviction import DRY_RUN_ALL
 from apiserver.server.registry import Registry
@@ -234,18 +241,7 @@ class RestApi:
                 f"include: {JSON_TYPE}, {protobuf.CONTENT_TYPE} (got {content_type!r})"
             )
 
-        def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-            out: dict[str, Any] = {}
-            for key, value in items:
-                if key in out and unknown is not None:
-                    unknown.found.append(f'duplicate field "{key}"')
-                out[key] = value
-            return out
-
-        try:
-            return json.loads(raw or b"{}", object_pairs_hook=pairs)
-        except ValueError as e:
-            raise BadRequest(f"the request body is not valid JSON: {e}") from None
+        return parse_json(raw or b"{}", unknown)
 
     async def _decode(self, request: web.BaseRequest, t: Target, unknown: UnknownFields) -> Message:
         obj = convert.from_dict(t.kind, await self._body(request, unknown), unknown)

@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from apiserver.rest import discovery, openapi, openapi_v2, protobuf, protobuf_schema
+from apiserver.rest.request import parse_json
 from apiserver.rest.server import parse_path
 from apiserver.rest.table import table, wants_table
 from apiserver.storage.encoding import field_bytes, varint
+from kemu.machinery.convert import UnknownFields
+from kemu.machinery.errors import BadRequest
 from kemu.machinery.kinds import BY_RESOURCE, KINDS
 from kemu.testing.builders import make_pod
 
@@ -193,3 +198,18 @@ def test_openapi_v2_has_the_v3_schemas_in_swagger_shape() -> None:
     names = [protobuf.fields(d)[1][0] for d in protobuf.fields(top[9][0])[1]]
     assert b"io.k8s.api.core.v1.Pod" in names and len(names) == len(doc["definitions"])
     assert openapi_v2.wants_protobuf(openapi_v2.PROTOBUF_TYPE + ",application/json")
+
+
+def test_duplicate_fields_are_listed_by_path_and_the_last_value_kept() -> None:
+    raw = b'{"metadata":{"name":"a","name":"b"},"spec":{"containers":[{"image":"x","image":"y"}]}}'
+    unknown = UnknownFields(strict=True)
+    data = parse_json(raw, unknown)
+    assert data["metadata"] == {"name": "b"}
+    assert data["spec"]["containers"] == [{"image": "y"}]
+    assert unknown.found == [
+        'duplicate field "metadata.name"',
+        'duplicate field "spec.containers[0].image"',
+    ]
+    with pytest.raises(BadRequest, match='strict decoding error: duplicate field "metadata.name"'):
+        unknown.check()
+    assert parse_json(b'{"a":1,"a":2}') == {"a": 2}  # without fieldValidation: JSON's rule
