@@ -65,6 +65,10 @@ def api_group(group: str) -> dict[str, Any] | None:
     }
 
 
+# subresources whose kind is of another group (policy/v1 Eviction, autoscaling/v1 Scale)
+_OTHER_GROUP: Final = {"eviction": ("policy", "v1"), "scale": ("autoscaling", "v1")}
+
+
 def _subresources(k: Kind) -> list[tuple[str, str, list[str]]]:
     """(name, kind, verbs) of a kind's subresources."""
     out: list[tuple[str, str, list[str]]] = []
@@ -78,6 +82,8 @@ def _subresources(k: Kind) -> list[tuple[str, str, list[str]]]:
         ]
     if k.kind == "Namespace":
         out.append(("finalize", "Namespace", ["update"]))
+    if k.kind in ("Deployment", "ReplicaSet"):
+        out.append(("scale", "Scale", ["get", "patch", "update"]))
     return out
 
 
@@ -107,8 +113,8 @@ def resource_list(group: str, version: str) -> dict[str, Any] | None:
                 "kind": sub_kind,
                 "verbs": verbs,
             }
-            if sub == "eviction":
-                item.update(group="policy", version="v1")
+            if sub in _OTHER_GROUP:
+                item.update(group=_OTHER_GROUP[sub][0], version=_OTHER_GROUP[sub][1])
             resources.append(item)
     return {
         "kind": "APIResourceList",
@@ -154,7 +160,7 @@ def _aggregated_resource(k: Kind) -> dict[str, Any]:
         entry["categories"] = ["all"]
     subs = []
     for sub, sub_kind, verbs in _subresources(k):
-        sub_group, sub_version = ("policy", "v1") if sub == "eviction" else (group, version)
+        sub_group, sub_version = _OTHER_GROUP.get(sub, (group, version))
         subs.append(
             {
                 "subresource": sub,

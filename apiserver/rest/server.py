@@ -18,7 +18,7 @@ import anyio
 from aiohttp import web
 from google.protobuf.message import Message
 
-from apiserver.rest import discovery, openapi, openapi_v2, protobuf, status
+from apiserver.rest import discovery, openapi, openapi_v2, protobuf, scale, status
 from apiserver.rest.reads import Reads
 from apiserver.rest.request import (
     JSON_TYPE,
@@ -41,7 +41,7 @@ from kemu.machinery.kinds import unwrap
 
 log = logging.getLogger(__name__)
 
-_SUBRESOURCES: Final = frozenset({"status", "binding", "eviction", "resize", "finalize"})
+_SUBRESOURCES: Final = frozenset({"status", "binding", "eviction", "resize", "finalize", "scale"})
 
 
 def _error(err: ApiError) -> web.Response:
@@ -68,6 +68,8 @@ def parse_path(parts: list[str]) -> Target | None:
     name = rest[1] if len(rest) > 1 else ""
     sub = rest[2] if len(rest) > 2 else ""
     if sub and sub not in _SUBRESOURCES:
+        return None
+    if sub == "scale" and not scale.scalable(kind):
         return None
     return Target(kind, namespace, name, sub)
 
@@ -195,6 +197,8 @@ class RestApi:
             if m == "DELETE":
                 return await self._delete_collection(request, t)
             raise _method_not_allowed(m, t)
+        if t.subresource == "scale":
+            return await self._scale(request, t)
         if t.subresource in ("binding", "eviction"):
             if m != "POST":
                 raise _method_not_allowed(m, t)
@@ -356,6 +360,27 @@ class RestApi:
             propagation_policy=policy,
             orphan_dependents=orphan if isinstance(orphan, bool) else None,
         )
+
+    async def _scale(self, request: web.BaseRequest, t: Target) -> web.Response:
+        """GET, PUT and PATCH of deployments|replicasets/scale."""
+        current = scale.scale_of(await self._get(t))
+        if request.method == "GET":
+            return json_response(current)
+        if request.method == "PUT":
+            desired = await self._body(request)
+            if not isinstance(desired, dict):
+                raise BadRequest("a Scale must be a JSON object")
+        elif request.method == "PATCH":
+            content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
+            if content_type not in patches.PATCH_TYPES:
+                raise _unsupported_media(content_type)
+            desired = scale.patched(current, content_type, (await request.read()).decode())
+        else:
+            raise _method_not_allowed(request.method, t)
+        written = await self._registry_for(request).patch(
+            t.kind.resource, self._namespace(t), t.name, scale.object_patch(desired), ""
+        )
+        return json_response(scale.scale_of(written))
 
     async def _pod_action(self, request: web.BaseRequest, t: Target) -> web.Response:
         body = await self._body(request)

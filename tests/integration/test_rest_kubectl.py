@@ -429,3 +429,25 @@ def test_kubectl_drain_waits_for_the_pdb_to_allow_the_eviction(kubectl: Kubectl)
         assert kubectl.run("get", "pod", "guarded", "-n", ns, check=False).returncode == 1
     finally:
         kubectl.run("uncordon", NODE)
+
+
+def test_kubectl_scale_through_the_scale_subresource(kubectl: Kubectl) -> None:
+    ns = kubectl.namespace("scale")
+    kubectl.run("create", "deployment", "d", "-n", ns, "--image=nginx")
+    kubectl.run("scale", "deployment", "d", "-n", ns, "--replicas=3")
+    assert kubectl.json("get", "deployment", "d", "-n", ns)["spec"]["replicas"] == 3
+    path = f"/apis/apps/v1/namespaces/{ns}/deployments/d/scale"
+    got = json.loads(kubectl.run("get", "--raw", path).stdout)
+    assert (got["kind"], got["spec"], got["status"]["selector"]) == (
+        "Scale",
+        {"replicas": 3},
+        "app=d",
+    )
+    rv = kubectl.json("get", "deployment", "d", "-n", ns)["metadata"]["resourceVersion"]
+    stale = kubectl.run(
+        "scale", "deployment", "d", "-n", ns, "--replicas=1", "--resource-version=1", check=False
+    )
+    assert stale.returncode == 1 and "Expected resource version to be 1" in stale.stderr
+    # with a resourceVersion, kubectl PUTs the Scale it read (a precondition on the write)
+    kubectl.run("scale", "deployment", "d", "-n", ns, "--replicas=1", f"--resource-version={rv}")
+    assert kubectl.json("get", "deployment", "d", "-n", ns)["spec"]["replicas"] == 1

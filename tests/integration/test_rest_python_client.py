@@ -245,3 +245,30 @@ def test_python_client_sees_429_from_a_pdb_and_410_from_a_compacted_watch(
         return False
 
     eventually_sync(expired, timeout=15)
+
+
+def test_python_client_scale_subresource_conflicts_on_a_stale_resource_version(
+    core: k8s.CoreV1Api,
+) -> None:
+    ns = _namespace(core, "pyscale")
+    apps = k8s.AppsV1Api(core.api_client)
+    apps.create_namespaced_deployment(
+        ns,
+        k8s.V1Deployment(
+            metadata=k8s.V1ObjectMeta(name="d"),
+            spec=k8s.V1DeploymentSpec(
+                selector=k8s.V1LabelSelector(match_labels={"app": "d"}),
+                template=k8s.V1PodTemplateSpec(
+                    metadata=k8s.V1ObjectMeta(labels={"app": "d"}),
+                    spec=k8s.V1PodSpec(containers=[k8s.V1Container(name="c", image="nginx")]),
+                ),
+            ),
+        ),
+    )
+    scale = apps.read_namespaced_deployment_scale("d", ns)
+    assert scale.spec.replicas == 1 and scale.status.selector == "app=d"
+    apps.patch_namespaced_deployment_scale("d", ns, {"spec": {"replicas": 4}})
+    assert apps.read_namespaced_deployment("d", ns).spec.replicas == 4
+    with pytest.raises(k8s.ApiException) as err:  # the Scale read before the patch is stale
+        apps.replace_namespaced_deployment_scale("d", ns, scale)
+    assert err.value.status == 409
