@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import anyio
 import pytest
+import urllib3
 from kubernetes import client as k8s
 from kubernetes import config, watch
 
@@ -229,6 +230,14 @@ def test_python_client_sees_429_from_a_pdb_and_410_from_a_compacted_watch(
     )
     compacting = k8s.ApiClient(k8s.Configuration(host=f"http://127.0.0.1:{rest_port}"))
     api = k8s.CoreV1Api(compacting)
+
+    def serving() -> bool:  # the harness waits for the gRPC port; REST may come a moment later
+        try:
+            return api.list_namespaced_pod(ns) is not None
+        except urllib3.exceptions.MaxRetryError:
+            return False
+
+    eventually_sync(serving, timeout=15)
     old = api.list_namespaced_pod(ns).metadata.resource_version
     moves = iter(range(1000))
 
