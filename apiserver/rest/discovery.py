@@ -1,5 +1,10 @@
 """Discovery documents of the REST edge (/api, /apis, /api/v1, /apis/<group>/<version>),
-built from kemu.machinery.kinds: every kind kemu serves, its scope, verbs and subresources."""
+built from kemu.machinery.kinds: every kind kemu serves, its scope, verbs and subresources.
+
+Two forms, as upstream: the legacy documents (one request per group version), and aggregated
+discovery (apidiscovery.k8s.io v2, or v2beta1 for older clients: one APIGroupDiscoveryList on
+/api and one on /apis), which kubectl 1.32 asks for in its Accept header.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,9 @@ from typing import Any, Final
 
 from kemu.machinery.kinds import KINDS, Kind
 
-VERBS: Final = ["create", "delete", "get", "list", "patch", "update", "watch"]
+VERBS: Final = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+AGGREGATED_GROUP: Final = "apidiscovery.k8s.io"
+AGGREGATED_VERSIONS: Final = ("v2", "v2beta1")  # preferred first
 
 
 def group_version(kind: Kind) -> tuple[str, str]:
@@ -58,6 +65,10 @@ def api_group(group: str) -> dict[str, Any] | None:
     }
 
 
+# subresources whose kind is of another group (policy/v1 Eviction, autoscaling/v1 Scale)
+_OTHER_GROUP: Final = {"eviction": ("policy", "v1"), "scale": ("autoscaling", "v1")}
+
+
 def _subresources(k: Kind) -> list[tuple[str, str, list[str]]]:
     """(name, kind, verbs) of a kind's subresources."""
     out: list[tuple[str, str, list[str]]] = []
@@ -71,6 +82,8 @@ def _subresources(k: Kind) -> list[tuple[str, str, list[str]]]:
         ]
     if k.kind == "Namespace":
         out.append(("finalize", "Namespace", ["update"]))
+    if k.kind in ("Deployment", "ReplicaSet"):
+        out.append(("scale", "Scale", ["get", "patch", "update"]))
     return out
 
 
@@ -100,12 +113,81 @@ def resource_list(group: str, version: str) -> dict[str, Any] | None:
                 "kind": sub_kind,
                 "verbs": verbs,
             }
-            if sub == "eviction":
-                item.update(group="policy", version="v1")
+            if sub in _OTHER_GROUP:
+                item.update(group=_OTHER_GROUP[sub][0], version=_OTHER_GROUP[sub][1])
             resources.append(item)
     return {
         "kind": "APIResourceList",
         "apiVersion": "v1",
         "groupVersion": f"{group}/{version}" if group else version,
         "resources": resources,
+    }
+
+
+# ---------------------------------------------------------------- aggregated discovery
+
+
+def aggregated_version(accept: str) -> str | None:
+    """The apidiscovery version an Accept header asks for (the first one kemu serves, in the
+    client's order), or None for the legacy documents."""
+    for media in accept.split(","):
+        params = dict(p.strip().partition("=")[::2] for p in media.split(";")[1:] if "=" in p)
+        if (
+            params.get("g") == AGGREGATED_GROUP
+            and params.get("as") == "APIGroupDiscoveryList"
+            and params.get("v") in AGGREGATED_VERSIONS
+        ):
+            return params["v"]
+    return None
+
+
+def aggregated_content_type(version: str) -> str:
+    return f"application/json;g={AGGREGATED_GROUP};v={version};as=APIGroupDiscoveryList"
+
+
+def _aggregated_resource(k: Kind) -> dict[str, Any]:
+    group, version = group_version(k)
+    entry: dict[str, Any] = {
+        "resource": k.resource,
+        "responseKind": {"group": group, "version": version, "kind": k.kind},
+        "scope": "Namespaced" if k.namespaced else "Cluster",
+        "singularResource": k.kind.lower(),
+        "verbs": VERBS,
+    }
+    if k.short_names:
+        entry["shortNames"] = list(k.short_names)
+    if k.kind == "Pod":
+        entry["categories"] = ["all"]
+    subs = []
+    for sub, sub_kind, verbs in _subresources(k):
+        sub_group, sub_version = _OTHER_GROUP.get(sub, (group, version))
+        subs.append(
+            {
+                "subresource": sub,
+                "responseKind": {"group": sub_group, "version": sub_version, "kind": sub_kind},
+                "verbs": verbs,
+            }
+        )
+    if subs:
+        entry["subresources"] = subs
+    return entry
+
+
+def aggregated(legacy_core: bool, version: str) -> dict[str, Any]:
+    """The APIGroupDiscoveryList of /api (legacy_core) or of /apis."""
+    names = [""] if legacy_core else groups()
+    items = []
+    for g in names:
+        resources = [_aggregated_resource(k) for k in kinds_of(g, "v1")]
+        items.append(
+            {
+                "metadata": {"name": g} if g else {},
+                "versions": [{"version": "v1", "resources": resources, "freshness": "Current"}],
+            }
+        )
+    return {
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": f"{AGGREGATED_GROUP}/{version}",
+        "metadata": {},
+        "items": items,
     }

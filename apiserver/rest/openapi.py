@@ -13,6 +13,7 @@ from typing import Any, Final
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from apiserver.rest import discovery
+from kemu.machinery import patch as patches
 from kemu.machinery.kinds import KINDS, Kind
 
 _TIMESTAMP: Final = "google.protobuf.Timestamp"
@@ -83,6 +84,15 @@ def _field(fd: FieldDescriptor, found: dict[str, Descriptor]) -> dict[str, Any]:
 
 def _object_schema(desc: Descriptor, found: dict[str, Descriptor]) -> dict[str, Any]:
     props = {fd.json_name: _field(fd, found) for fd in desc.fields}
+    for name, prop in props.items():  # what kubectl computes strategic merge patches with
+        key = patches.MERGE_KEYS.get((desc.name, name))
+        if key is not None:
+            prop["x-kubernetes-patch-merge-key"] = key
+            prop["x-kubernetes-patch-strategy"] = (
+                "merge,retainKeys" if (desc.name, name) == ("PodSpec", "volumes") else "merge"
+            )
+        elif (desc.name, name) in patches.MERGED_SCALAR_LISTS:
+            prop["x-kubernetes-patch-strategy"] = "merge"
     schema: dict[str, Any] = {"type": "object", "properties": props}
     kind = _kind_by_message().get(desc.full_name)
     if kind is not None:
@@ -150,27 +160,35 @@ def _operations(kind: Kind) -> dict[str, Any]:
     }
 
 
+def group_versions() -> list[tuple[str, str]]:
+    return sorted({discovery.group_version(k) for k in KINDS})
+
+
 @cache
-def document(group: str, version: str) -> bytes | None:
-    served = discovery.kinds_of(group, version)
-    if not served:
-        return None
+def document_dict(group: str, version: str) -> dict[str, Any]:
+    """The v3 document of one group version (openapi_v2 reads it too)."""
     paths: dict[str, Any] = {}
-    for k in served:
+    for k in discovery.kinds_of(group, version):
         paths.update(_operations(k))
-    doc = {
+    return {
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "kemu"},
         "paths": paths,
         "components": {"schemas": _schemas()},
     }
-    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+@cache
+def document(group: str, version: str) -> bytes | None:
+    if not discovery.kinds_of(group, version):
+        return None
+    return json.dumps(document_dict(group, version), separators=(",", ":")).encode()
 
 
 @cache
 def index() -> dict[str, Any]:
     paths: dict[str, Any] = {}
-    for group, version in sorted({discovery.group_version(k) for k in KINDS}):
+    for group, version in group_versions():
         doc = document(group, version)
         assert doc is not None
         digest = hashlib.sha512(doc).hexdigest()[:32].upper()

@@ -1,7 +1,8 @@
-"""Request bodies in Kubernetes' protobuf encoding (application/vnd.kubernetes.protobuf), for
-the few types kubectl's typed clients send: Namespace and ConfigMap (`kubectl create`),
-Eviction (`kubectl drain`) and DeleteOptions. kubectl does not fall back to JSON on a 415, so
-these are read here into upstream's JSON shape; anything else is still a 415.
+"""Request bodies in Kubernetes' protobuf encoding (application/vnd.kubernetes.protobuf), which
+kubectl's typed clients send (`kubectl create deployment|job|priorityclass|namespace|...`,
+drain's evictions and DeleteOptions) and do not retry as JSON on a 415. They are read here into
+upstream's JSON shape, with upstream's field numbers per message (protobuf_schema.py), and go
+on as a JSON body would.
 
 The envelope is the magic `k8s\\0` then a runtime.Unknown{typeMeta{apiVersion, kind}, raw};
 `raw` is the object in the field numbers of k8s.io/api's generated.proto.
@@ -9,10 +10,16 @@ The envelope is the magic `k8s\\0` then a runtime.Unknown{typeMeta{apiVersion, k
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import base64
+import struct
 from typing import Any, Final
 
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from apiserver.rest.protobuf_schema import SCHEMA
+from kemu.machinery.convert import format_time
 from kemu.machinery.errors import BadRequest
+from kemu.machinery.kinds import KINDS
 
 CONTENT_TYPE: Final = "application/vnd.kubernetes.protobuf"
 _MAGIC: Final = b"k8s\x00"
@@ -60,76 +67,70 @@ def _str(f: Fields, n: int) -> str | None:
     return f[n][-1].decode() if n in f else None
 
 
-def _map(f: Fields, n: int) -> dict[str, str]:
-    out = {}
-    for entry in f.get(n, []):
-        kv = fields(entry)
-        out[_str(kv, 1) or ""] = _str(kv, 2) or ""
-    return out
+def _int(value: int) -> int:
+    return value - (1 << 64) if value >= 1 << 63 else value  # int32/int64 are two's complement
 
 
-def _set(out: dict[str, Any], key: str, value: Any) -> None:
-    if value not in (None, "", {}, []):
-        out[key] = value
+def _value(typ: str, raw: Any) -> Any:
+    if typ == "string":
+        return raw.decode()
+    if typ == "int":
+        return _int(raw)
+    if typ == "bool":
+        return bool(raw)
+    if typ == "bytes":
+        return base64.b64encode(raw).decode()
+    if typ == "double":
+        return struct.unpack("<d", raw)[0]
+    if typ == "time":
+        f = fields(raw)
+        return format_time(
+            Timestamp(seconds=_int(f.get(1, [0])[-1]), nanos=_int(f.get(2, [0])[-1]))
+        )
+    if typ == "quantity":
+        return _str(fields(raw), 1) or ""
+    if typ == "int_or_string":
+        f = fields(raw)
+        return _str(f, 3) or "" if f.get(1, [0])[-1] == 1 else _int(f.get(2, [0])[-1])
+    return message(typ, raw)
 
 
-def object_meta(data: bytes) -> dict[str, Any]:
-    f = fields(data)
+def message(name: str, raw: bytes) -> dict[str, Any]:
+    """One upstream message as its JSON object; fields kemu does not have are dropped."""
+    schema = SCHEMA[name]
     out: dict[str, Any] = {}
-    for n, key in ((1, "name"), (2, "generateName"), (3, "namespace"), (5, "uid")):
-        _set(out, key, _str(f, n))
-    _set(out, "resourceVersion", _str(f, 6))
-    _set(out, "labels", _map(f, 11))
-    _set(out, "annotations", _map(f, 12))
-    _set(out, "finalizers", [v.decode() for v in f.get(14, [])])
+    for number, values in fields(raw).items():
+        entry = schema.get(number)
+        if entry is None:
+            continue
+        json_name, typ = entry
+        if typ.startswith("~"):
+            out.update(message(typ[1:], values[-1]))
+        elif typ.startswith("[]"):
+            out[json_name] = [_value(typ[2:], v) for v in values]
+        elif typ.startswith("map"):
+            value_type = typ.partition("_")[2] or "string"
+            entries = [fields(v) for v in values]
+            out[json_name] = {
+                _str(e, 1) or "": _value(value_type, e[2][-1]) if 2 in e else "" for e in entries
+            }
+        else:
+            out[json_name] = _value(typ, values[-1])
     return out
 
 
-def delete_options(data: bytes) -> dict[str, Any]:
-    f = fields(data)
-    out: dict[str, Any] = {}
-    if 1 in f:
-        grace = f[1][-1]
-        out["gracePeriodSeconds"] = grace - (1 << 64) if grace >= 1 << 63 else grace
-    if 2 in f:
-        pre = fields(f[2][-1])
-        out["preconditions"] = {
-            k: v for k, v in (("uid", _str(pre, 1)), ("resourceVersion", _str(pre, 2))) if v
-        }
-    if 3 in f:
-        out["orphanDependents"] = bool(f[3][-1])
-    _set(out, "propagationPolicy", _str(f, 4))
-    _set(out, "dryRun", [v.decode() for v in f.get(5, [])])
-    return out
-
-
-def _namespace(f: Fields) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if 2 in f:
-        spec = fields(f[2][-1])
-        _set(out, "spec", {"finalizers": [v.decode() for v in spec.get(1, [])]})
-    return out
-
-
-def _config_map(f: Fields) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    _set(out, "data", _map(f, 2))
-    if 4 in f:
-        out["immutable"] = bool(f[4][-1])
-    return out
-
-
-def _eviction(f: Fields) -> dict[str, Any]:
-    return {"deleteOptions": delete_options(f[2][-1])} if 2 in f else {}
-
-
-_TYPES: Final[dict[tuple[str, str], Callable[[Fields], dict[str, Any]]]] = {
-    ("v1", "Namespace"): _namespace,
-    ("v1", "ConfigMap"): _config_map,
-    ("policy/v1", "Eviction"): _eviction,
-    ("v1", "DeleteOptions"): lambda f: {},
-    ("meta.k8s.io/v1", "DeleteOptions"): lambda f: {},
+# the types kemu reads: its kinds, and the options of deletes and evictions
+_TYPES: Final[dict[tuple[str, str], str]] = {
+    **{(k.api_version, k.kind): k.kind for k in KINDS},
+    ("policy/v1", "Eviction"): "Eviction",
+    ("v1", "DeleteOptions"): "DeleteOptions",
+    ("meta.k8s.io/v1", "DeleteOptions"): "DeleteOptions",
 }
+
+
+def supported() -> list[str]:
+    """What a 415 names as readable in protobuf."""
+    return sorted(f"{api}/{kind}" for api, kind in _TYPES)
 
 
 def decode(body: bytes) -> dict[str, Any] | None:
@@ -139,15 +140,8 @@ def decode(body: bytes) -> dict[str, Any] | None:
     unknown = fields(body[len(_MAGIC) :])
     type_meta = fields(unknown[1][-1]) if 1 in unknown else {}
     api_version, kind = _str(type_meta, 1) or "", _str(type_meta, 2) or ""
-    reader = _TYPES.get((api_version, kind))
-    if reader is None:
+    name = _TYPES.get((api_version, kind))
+    if name is None:
         return None
     raw = unknown[2][-1] if 2 in unknown else b""
-    f = fields(raw)
-    if kind == "DeleteOptions":
-        return {"kind": kind, "apiVersion": api_version, **delete_options(raw)}
-    out: dict[str, Any] = {"apiVersion": api_version, "kind": kind}
-    if 1 in f:
-        out["metadata"] = object_meta(f[1][-1])
-    out.update(reader(f))
-    return out
+    return {"apiVersion": api_version, "kind": kind, **message(name, raw)}

@@ -12,49 +12,40 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Final
 
 import anyio
 from aiohttp import web
 from google.protobuf.message import Message
 
-from apiserver.rest import discovery, openapi, protobuf, status
+from apiserver.rest import discovery, openapi, openapi_v2, protobuf, scale, status
+from apiserver.rest.reads import Reads
+from apiserver.rest.request import (
+    JSON_TYPE,
+    Target,
+    int_param,
+    json_response,
+    parse_json,
+    truthy,
+)
 from apiserver.rest.table import table, wants_table
+from apiserver.server.eviction import DRY_RUN_ALL
 from apiserver.server.registry import Registry
 from apiserver.server.servicer import ApiService
 from kemu.api.v1 import api_pb2
 from kemu.machinery import convert
 from kemu.machinery import patch as patches
-from kemu.machinery.errors import ApiError, BadRequest, Gone, InternalError, NotFound
-from kemu.machinery.kinds import Kind, unwrap
+from kemu.machinery.convert import UnknownFields
+from kemu.machinery.errors import ApiError, BadRequest, InternalError, Invalid, NotFound
+from kemu.machinery.kinds import unwrap
 
 log = logging.getLogger(__name__)
 
-JSON_TYPE: Final = "application/json"
-_SUBRESOURCES: Final = frozenset({"status", "binding", "eviction", "resize", "finalize"})
-
-
-@dataclass(frozen=True)
-class Target:
-    """What a resource path names."""
-
-    kind: Kind
-    namespace: str  # "" for cluster-scoped kinds and lists across namespaces
-    name: str
-    subresource: str
-
-
-def _json(body: Any, status_code: int = 200) -> web.Response:
-    return web.Response(
-        body=json.dumps(body, separators=(",", ":")).encode(),
-        status=status_code,
-        content_type=JSON_TYPE,
-    )
+_SUBRESOURCES: Final = frozenset({"status", "binding", "eviction", "resize", "finalize", "scale"})
 
 
 def _error(err: ApiError) -> web.Response:
-    return _json(status.failure(err), err.code)
+    return json_response(status.failure(err), err.code)
 
 
 def parse_path(parts: list[str]) -> Target | None:
@@ -78,21 +69,9 @@ def parse_path(parts: list[str]) -> Target | None:
     sub = rest[2] if len(rest) > 2 else ""
     if sub and sub not in _SUBRESOURCES:
         return None
-    return Target(kind, namespace, name, sub)
-
-
-def _int_param(query: Any, name: str) -> int | None:
-    value = query.get(name)
-    if value is None or value == "":
+    if sub == "scale" and not scale.scalable(kind):
         return None
-    try:
-        return int(value)
-    except ValueError:
-        raise BadRequest(f'invalid value for {name}: "{value}"') from None
-
-
-def _truthy(value: str | None) -> bool:
-    return value is not None and value.lower() in ("true", "1")
+    return Target(kind, namespace, name, sub)
 
 
 class RestApi:
@@ -108,6 +87,7 @@ class RestApi:
         self._service = service
         self._ready = ready
         self._now = now
+        self._reads = Reads(service, now)
 
     # ------------------------------------------------------------ entry
 
@@ -130,13 +110,28 @@ class RestApi:
             ok = self._ready()
             return web.Response(text="ok" if ok else "not ready", status=200 if ok else 500)
         if path == "/version":
-            return _json(self._version())
+            return json_response(self._version())
         if path.startswith("/openapi/v3") and request.method == "GET":
             return self._openapi(path)
+        if path == "/openapi/v2" and request.method == "GET":
+            if openapi_v2.wants_protobuf(request.headers.get("Accept", "")):
+                return web.Response(
+                    body=openapi_v2.protobuf_bytes(),
+                    content_type="application/octet-stream",  # as kube-openapi answers
+                )
+            return web.Response(body=openapi_v2.json_bytes(), content_type=JSON_TYPE)
         if request.method == "GET":
+            if path in ("/api", "/apis"):
+                version = discovery.aggregated_version(request.headers.get("Accept", ""))
+                if version is not None:
+                    body = discovery.aggregated(path == "/api", version)
+                    return web.Response(
+                        body=json.dumps(body, separators=(",", ":")).encode(),
+                        headers={"Content-Type": discovery.aggregated_content_type(version)},
+                    )
             doc = self._discovery(path)
             if doc is not None:
-                return _json(doc)
+                return json_response(doc)
         target = parse_path([p for p in path.split("/") if p])
         if target is None:
             raise NotFound("the server could not find the requested resource")
@@ -145,7 +140,7 @@ class RestApi:
     @staticmethod
     def _openapi(path: str) -> web.Response:
         if path == "/openapi/v3":
-            return _json(openapi.index())
+            return json_response(openapi.index())
         parts = path.removeprefix("/openapi/v3/").split("/")
         doc = None
         if parts[:1] == ["api"] and len(parts) == 2:
@@ -194,12 +189,16 @@ class RestApi:
         m = request.method
         if t.name == "":
             if m == "GET":
-                if _truthy(request.query.get("watch")):
-                    return await self._watch(request, t)
-                return await self._list(request, t)
+                if truthy(request.query.get("watch")):
+                    return await self._reads.watch(request, t)
+                return await self._reads.get_list(request, t)
             if m == "POST":
                 return await self._create(request, t)
+            if m == "DELETE":
+                return await self._delete_collection(request, t)
             raise _method_not_allowed(m, t)
+        if t.subresource == "scale":
+            return await self._scale(request, t)
         if t.subresource in ("binding", "eviction"):
             if m != "POST":
                 raise _method_not_allowed(m, t)
@@ -225,28 +224,31 @@ class RestApi:
         self, request: web.BaseRequest, t: Target, obj: Message, code: int = 200
     ) -> web.Response:
         if wants_table(request.headers.get("Accept", "")):
-            return _json(table(t.kind, [obj], self._now()), code)
-        return _json(convert.to_dict(obj), code)
+            return json_response(table(t.kind, [obj], self._now()), code)
+        return json_response(convert.to_dict(obj, wire=True), code)
 
-    async def _body(self, request: web.BaseRequest) -> Any:
+    async def _body(self, request: web.BaseRequest, unknown: UnknownFields | None = None) -> Any:
+        """The request body as JSON; duplicate fields go to `unknown` (fieldValidation)."""
         content_type = request.headers.get("Content-Type", JSON_TYPE).split(";")[0].strip()
         raw = await request.read()
         if content_type == protobuf.CONTENT_TYPE and raw:
             decoded = protobuf.decode(raw)
-            if decoded is not None:
-                return decoded
+            if decoded is None:
+                raise UnsupportedMediaType(
+                    "kemu reads protobuf bodies of these types only: "
+                    f"{', '.join(protobuf.supported())}; send {JSON_TYPE} for others"
+                )
+            return decoded
         if content_type not in (JSON_TYPE, "", "*/*"):
             raise UnsupportedMediaType(
                 f"the body of the request was in an unknown format - accepted media types "
-                f"include: {JSON_TYPE} (got {content_type!r})"
+                f"include: {JSON_TYPE}, {protobuf.CONTENT_TYPE} (got {content_type!r})"
             )
-        try:
-            return json.loads(raw or b"{}")
-        except ValueError as e:
-            raise BadRequest(f"the request body is not valid JSON: {e}") from None
 
-    async def _decode(self, request: web.BaseRequest, t: Target) -> Message:
-        obj = convert.from_dict(t.kind, await self._body(request))
+        return parse_json(raw or b"{}", unknown)
+
+    async def _decode(self, request: web.BaseRequest, t: Target, unknown: UnknownFields) -> Message:
+        obj = convert.from_dict(t.kind, await self._body(request, unknown), unknown)
         meta = obj.metadata  # type: ignore[attr-defined]
         if t.kind.namespaced and t.namespace:
             if meta.namespace and meta.namespace != t.namespace:
@@ -262,46 +264,93 @@ class RestApi:
             )
         return obj
 
+    def _registry_for(self, request: web.BaseRequest, body_values: Any = None) -> Registry:
+        """The registry, or its dry-run view when the request says dryRun=All (in the query or
+        in a DeleteOptions body)."""
+        values = list(request.query.getall("dryRun", []))
+        if isinstance(body_values, list):
+            values += [str(v) for v in body_values]
+        for value in values:
+            if value != DRY_RUN_ALL:
+                raise Invalid.field(
+                    "dryRun", f'Unsupported value: "{value}": supported values: "{DRY_RUN_ALL}"'
+                )
+        return self._registry.dry_run() if values else self._registry
+
     async def _create(self, request: web.BaseRequest, t: Target) -> web.Response:
-        self._no_dry_run(request)
-        obj = await self._decode(request, t)
-        created, _ = await self._registry.create_owned(obj)
-        return self._object(request, t, created, 201)
+        registry = self._registry_for(request)
+        unknown = _field_validation(request)
+        obj = await self._decode(request, t, unknown)
+        created, _ = await registry.create_owned(obj)
+        return _warn(self._object(request, t, created, 201), unknown)
 
     async def _update(self, request: web.BaseRequest, t: Target) -> web.Response:
-        self._no_dry_run(request)
-        obj = await self._decode(request, t)
+        registry = self._registry_for(request)
+        unknown = _field_validation(request)
+        obj = await self._decode(request, t, unknown)
         if t.subresource == "resize":
-            updated: Message = await self._registry.resize(obj)  # type: ignore[arg-type]
+            updated: Message = await registry.resize(obj)  # type: ignore[arg-type]
         elif t.subresource in ("", "status"):
-            updated = await self._registry.update(obj, status=t.subresource == "status")
+            updated = await registry.update(obj, status=t.subresource == "status")
         else:
             raise _method_not_allowed("PUT", t)
-        return self._object(request, t, updated)
+        return _warn(self._object(request, t, updated), unknown)
 
     async def _patch(self, request: web.BaseRequest, t: Target) -> web.Response:
-        self._no_dry_run(request)
+        registry = self._registry_for(request)
         content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
         if content_type not in patches.PATCH_TYPES:
             raise _unsupported_media(content_type)
         text = (await request.read()).decode()
-        patched = await self._registry.patch(
-            t.kind.resource, self._namespace(t), t.name, text, t.subresource, content_type
+        unknown = _field_validation(request)
+        patched = await registry.patch(
+            t.kind.resource, self._namespace(t), t.name, text, t.subresource, content_type, unknown
         )
-        return self._object(request, t, patched)
+        return _warn(self._object(request, t, patched), unknown)
 
     async def _delete(self, request: web.BaseRequest, t: Target) -> web.Response:
-        self._no_dry_run(request)
+        deleted = await self._delete_one(request, t, await self._delete_options(request))
+        return self._object(request, t, deleted)
+
+    async def _delete_options(self, request: web.BaseRequest) -> dict[str, Any]:
         body = await self._body(request) if request.can_read_body else {}
         if not isinstance(body, dict):
             raise BadRequest("DeleteOptions must be a JSON object")
-        grace = _int_param(request.query, "gracePeriodSeconds")
+        return body
+
+    async def _delete_collection(self, request: web.BaseRequest, t: Target) -> web.Response:
+        """DELETE on a collection: each object the selectors match, deleted as by its own
+        DELETE with the same options (upstream's DeleteCollection); the answer lists them."""
+        body = await self._delete_options(request)
+        q = request.query
+        req = api_pb2.ListRequest(
+            resource=t.kind.resource,
+            namespace=t.namespace,
+            label_selector=q.get("labelSelector", ""),
+            field_selector=q.get("fieldSelector", ""),
+        )
+        listed = api_pb2.ListResponse.FromString(await self._service.list_bytes(req))
+        deleted = []
+        for item in listed.items:
+            meta = unwrap(item).metadata  # type: ignore[attr-defined]
+            one = Target(t.kind, meta.namespace, meta.name, "")
+            try:
+                deleted.append(await self._delete_one(request, one, body))
+            except NotFound:
+                continue  # gone since the list: someone else deleted it
+        return self._reads.list_body(request, t, deleted, listed.resource_version, "")
+
+    async def _delete_one(
+        self, request: web.BaseRequest, t: Target, body: dict[str, Any]
+    ) -> Message:
+        registry = self._registry_for(request, body.get("dryRun"))
+        grace = int_param(request.query, "gracePeriodSeconds")
         if grace is None and body.get("gracePeriodSeconds") is not None:
             grace = int(body["gracePeriodSeconds"])
         pre = body.get("preconditions") or {}
         policy = request.query.get("propagationPolicy") or body.get("propagationPolicy")
         orphan = body.get("orphanDependents")
-        deleted = await self._registry.delete(
+        return await registry.delete(
             t.kind.resource,
             self._namespace(t),
             t.name,
@@ -311,7 +360,27 @@ class RestApi:
             propagation_policy=policy,
             orphan_dependents=orphan if isinstance(orphan, bool) else None,
         )
-        return self._object(request, t, deleted)
+
+    async def _scale(self, request: web.BaseRequest, t: Target) -> web.Response:
+        """GET, PUT and PATCH of deployments|replicasets/scale."""
+        current = scale.scale_of(await self._get(t))
+        if request.method == "GET":
+            return json_response(current)
+        if request.method == "PUT":
+            desired = await self._body(request)
+            if not isinstance(desired, dict):
+                raise BadRequest("a Scale must be a JSON object")
+        elif request.method == "PATCH":
+            content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
+            if content_type not in patches.PATCH_TYPES:
+                raise _unsupported_media(content_type)
+            desired = scale.patched(current, content_type, (await request.read()).decode())
+        else:
+            raise _method_not_allowed(request.method, t)
+        written = await self._registry_for(request).patch(
+            t.kind.resource, self._namespace(t), t.name, scale.object_patch(desired), ""
+        )
+        return json_response(scale.scale_of(written))
 
     async def _pod_action(self, request: web.BaseRequest, t: Target) -> web.Response:
         body = await self._body(request)
@@ -323,7 +392,7 @@ class RestApi:
             convert.fill_message(binding, body)
             binding.metadata.namespace = self._namespace(t)
             binding.metadata.name = binding.metadata.name or t.name
-            await self._registry.bind(binding)
+            await self._registry_for(request).bind(binding)
         else:
             options = body.pop("deleteOptions", None) or {}
             eviction = api_pb2.Eviction()
@@ -339,130 +408,33 @@ class RestApi:
                 eviction.preconditions.resource_version = pre["resourceVersion"]
             if options.get("propagationPolicy"):
                 eviction.propagation_policy = options["propagationPolicy"]
-            eviction.dry_run.extend(options.get("dryRun") or [])
+            # the eviction's own deleteOptions.dryRun, else the request's (as upstream)
+            eviction.dry_run.extend(options.get("dryRun") or request.query.getall("dryRun", []))
             await self._registry.evict(eviction)
-        return _json(status.success(201), 201)
+        return json_response(status.success(201), 201)
 
-    @staticmethod
-    def _no_dry_run(request: web.BaseRequest) -> None:
-        if request.query.getall("dryRun", []):
-            raise BadRequest("dryRun is not supported by kemu for this request")
 
-    # ------------------------------------------------------------ list and watch
+_FIELD_VALIDATION: Final = ("Ignore", "Warn", "Strict")
 
-    async def _list(self, request: web.BaseRequest, t: Target) -> web.Response:
-        q = request.query
-        req = api_pb2.ListRequest(
-            resource=t.kind.resource,
-            namespace=t.namespace,
-            label_selector=q.get("labelSelector", ""),
-            field_selector=q.get("fieldSelector", ""),
-            resource_version=q.get("resourceVersion", ""),
-            resource_version_match=q.get("resourceVersionMatch", ""),
-            limit=_int_param(q, "limit") or 0,
+
+def _field_validation(request: web.BaseRequest) -> UnknownFields:
+    """fieldValidation (upstream's default: Warn): what to do with unknown and duplicate
+    fields of a create, update or patch body."""
+    value = request.query.get("fieldValidation") or "Warn"
+    if value not in _FIELD_VALIDATION:
+        raise BadRequest(
+            f'invalid fieldValidation directive: "{value}": must be one of '
+            + ", ".join(_FIELD_VALIDATION)
         )
-        setattr(req, "continue", q.get("continue", ""))
-        resp = api_pb2.ListResponse.FromString(await self._service.list_bytes(req))
-        objs = [unwrap(item) for item in resp.items]
-        cont = getattr(resp, "continue")
-        if wants_table(request.headers.get("Accept", "")):
-            return _json(
-                table(
-                    t.kind,
-                    objs,
-                    self._now(),
-                    resource_version=resp.resource_version,
-                    continue_=cont,
-                    include_object=q.get("includeObject", "Metadata"),
-                )
-            )
-        metadata: dict[str, Any] = {"resourceVersion": resp.resource_version}
-        if cont:
-            metadata["continue"] = cont
-        return _json(
-            {
-                "kind": f"{t.kind.kind}List",
-                "apiVersion": t.kind.api_version,
-                "metadata": metadata,
-                "items": [convert.to_dict(o) for o in objs],
-            }
-        )
+    return UnknownFields(strict=value == "Strict", warn=value == "Warn")
 
-    async def _watch(self, request: web.BaseRequest, t: Target) -> web.StreamResponse:
-        q = request.query
-        req = api_pb2.WatchRequest(
-            resource=t.kind.resource,
-            namespace=t.namespace,
-            label_selector=q.get("labelSelector", ""),
-            field_selector=q.get("fieldSelector", ""),
-            resource_version=q.get("resourceVersion", ""),
-            resource_version_match=q.get("resourceVersionMatch", ""),
-            allow_watch_bookmarks=_truthy(q.get("allowWatchBookmarks")),
-        )
-        if "sendInitialEvents" in q:
-            req.send_initial_events = _truthy(q.get("sendInitialEvents"))
-        as_table = wants_table(request.headers.get("Accept", ""))
-        timeout = _int_param(q, "timeoutSeconds")
-        response = web.StreamResponse(headers={"Content-Type": JSON_TYPE})
-        try:
-            cache, initial, receive, watcher = await self._service.open_watch(req)
-        except Gone as e:
-            # Upstream's cacher answers a too-old resourceVersion with an ERROR event.
-            await response.prepare(request)
-            await response.write(self._line("ERROR", status.failure(e)))
-            await response.write_eof()
-            return response
-        response.enable_chunked_encoding()
-        await response.prepare(request)
-        bookmarks = req.allow_watch_bookmarks
-        frequency = self._service.bookmark_frequency
-        try:
-            with anyio.move_on_after(timeout if timeout and timeout > 0 else float("inf")):
-                await self._send_frames(response, t, initial, as_table)
-                async with receive:
-                    while True:
-                        frame = None
-                        with anyio.move_on_after(frequency if bookmarks else float("inf")):
-                            try:
-                                frame = await receive.receive()
-                            except anyio.EndOfStream:
-                                break
-                        if frame is None:
-                            frame = cache.bookmark_frame(cache.revision)
-                        frames = [frame]
-                        while True:
-                            try:
-                                frames.append(receive.receive_nowait())
-                            except (anyio.WouldBlock, anyio.EndOfStream):
-                                break
-                        await self._send_frames(response, t, frames, as_table)
-        finally:
-            cache.stop(watcher)
-        await response.write_eof()
-        return response
 
-    async def _send_frames(
-        self, response: web.StreamResponse, t: Target, frames: list[bytes], as_table: bool
-    ) -> None:
-        if not frames:
-            return
-        events = api_pb2.WatchResponse.FromString(b"".join(frames)).events
-        out = []
-        now = self._now()
-        for ev in events:
-            obj = unwrap(ev.object)
-            if as_table and ev.type != "BOOKMARK":
-                rendered = table(t.kind, [obj], now)
-            else:
-                rendered = convert.to_dict(obj)
-            out.append(self._line(ev.type, rendered))
-        await response.write(b"".join(out))
-
-    @staticmethod
-    def _line(event_type: str, obj: dict[str, Any]) -> bytes:
-        return json.dumps({"type": event_type, "object": obj}, separators=(",", ":")).encode() + (
-            b"\n"
-        )
+def _warn(response: web.Response, unknown: UnknownFields) -> web.Response:
+    """Warn: each dropped field as a `Warning: 299` header, as upstream."""
+    if unknown.warn:
+        for text in unknown.found:
+            response.headers.add("Warning", "299 - " + json.dumps(text))
+    return response
 
 
 class MethodNotAllowed(ApiError):

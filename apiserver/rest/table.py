@@ -9,8 +9,7 @@ from typing import Any
 
 from google.protobuf.message import Message
 
-from kemu.ctl import printers
-from kemu.machinery import convert
+from kemu.machinery import convert, printers
 from kemu.machinery.kinds import Kind
 
 TABLE_ACCEPT = "as=Table"
@@ -47,12 +46,12 @@ def table(
             "cells": printers.row(kind, obj, now, wide=True, with_namespace=False)
         }
         if include_object == "Object":
-            row["object"] = convert.to_dict(obj)
+            row["object"] = convert.to_dict(obj, wire=True)
         elif include_object != "None":
             row["object"] = {
                 "kind": "PartialObjectMetadata",
                 "apiVersion": "meta.k8s.io/v1",
-                "metadata": convert.message_to_dict(obj.metadata),  # type: ignore[attr-defined]
+                "metadata": convert.message_to_dict(obj.metadata, wire=True),  # type: ignore[attr-defined]
             }
         rows.append(row)
     metadata: dict[str, Any] = {}

@@ -9,6 +9,7 @@ the caller did not pin a resourceVersion.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import secrets
@@ -22,6 +23,7 @@ from typing import Any, Final, TypeVar
 from google.protobuf.message import Message
 
 from apiserver.server import admission, services
+from apiserver.server.dry_run import DryRunStore, Store
 from apiserver.server.eviction import EvictionREST
 from apiserver.server.namespaces import NamespaceLifecycle, check_deletable
 from apiserver.storage import encoding
@@ -112,16 +114,26 @@ class Registry:
         version: Version = DEFAULT_VERSION,
         toleration_seconds: admission.DefaultTolerationSeconds = admission.DEFAULT_TOLERATIONS,
     ) -> None:
-        self._store = store
+        self._store: Store = store
+        self._dry_run = False
         self._toleration_seconds = toleration_seconds
         self._caches = caches
         self._gates = gates
         self._now = now
         self.lifecycle = NamespaceLifecycle(self._cached_namespace, self._live_namespace)
+        self._version = version
         self.eviction = EvictionREST(self, version)
 
     def now(self) -> float:
         return self._now()
+
+    def dry_run(self) -> Registry:
+        """This registry with writes checked but not made (dryRun=All): see dry_run.py."""
+        clone = copy.copy(self)
+        clone._store = DryRunStore(self._store)
+        clone._dry_run = True
+        clone.eviction = EvictionREST(clone, self._version)
+        return clone
 
     def cache(self, kind: Kind) -> WatchCache:
         return self._caches[kind.resource]
@@ -246,7 +258,8 @@ class Registry:
             result = await self.guaranteed_update(
                 _NAMESPACE, "", name, mutate, precondition_rv=resource_version or ""
             )
-            self.lifecycle.deleting(name)
+            if not self._dry_run:
+                self.lifecycle.deleting(name)
             return result
         if ns.spec.finalizers or ns.metadata.finalizers:
             return ns
@@ -309,7 +322,7 @@ class Registry:
             rev = await self._store.create(object_key(kind, meta.namespace, meta.name), data)
         except Conflict:
             raise AlreadyExists(f'{kind.resource} "{meta.name}" already exists') from None
-        meta.resource_version = str(rev)
+        meta.resource_version = str(rev) if rev else ""  # 0: a dry run, as upstream
         field = api_pb2.Object.DESCRIPTOR.fields_by_name[kind.field].number
         return obj, encoding.envelope(field, encoding.with_resource_version(data, rev))
 
@@ -450,9 +463,11 @@ class Registry:
         patch_text: str,
         subresource: str,
         patch_type: str = patches.MERGE,
+        unknown: convert.UnknownFields | None = None,
     ) -> Message:
         """A PATCH of any type (kemu.machinery.patch) on the stored object's JSON, in the
-        compare-and-swap loop; then the same rules as an update of the subresource."""
+        compare-and-swap loop; then the same rules as an update of the subresource. Unknown
+        fields in the result: see convert.UnknownFields (fieldValidation)."""
         kind = kind_for_resource(resource)
         namespace = (namespace or "default") if kind.namespaced else ""
         if patch_type == patches.MERGE:
@@ -478,9 +493,11 @@ class Registry:
             pinned = str(meta_patch["resourceVersion"])
 
         def mutate(current: Message) -> Message:
-            patched_dict = patches.apply(patch_type, convert.to_dict(current), patch)
+            patched_dict = patches.apply(patch_type, convert.to_dict(current), patch, kind)
+            if unknown is not None:
+                unknown.found.clear()  # this attempt's (the loop may retry)
             try:
-                patched = convert.from_dict(kind, patched_dict)
+                patched = convert.from_dict(kind, patched_dict, unknown)
             except Invalid as e:
                 raise Invalid(f"the patch is invalid: {e.message}", e.causes) from None
             _meta(patched).resource_version = _meta(current).resource_version

@@ -17,6 +17,7 @@ import binascii
 import datetime as dt
 import re
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from functools import cache
 from typing import Any, Final
 
@@ -24,7 +25,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from kemu.machinery.errors import Cause, Invalid
+from kemu.machinery.errors import BadRequest, Cause, Invalid
 from kemu.machinery.kinds import Kind, kind_of
 
 _TIMESTAMP: Final = "google.protobuf.Timestamp"
@@ -93,6 +94,15 @@ def _by_json_name(desc: Descriptor) -> dict[str, _Field]:
     return {f.json_name: f for f in _fields(desc)}
 
 
+def element_type(desc: Descriptor, json_name: str) -> Descriptor | None:
+    """The message type of a field's values, by its JSON name (of its elements for a list);
+    None for scalars, maps and names the message does not have."""
+    f = _by_json_name(desc).get(json_name)
+    if f is None or f.is_map:
+        return None
+    return f.message
+
+
 # ---------------------------------------------------------------- times
 
 
@@ -103,11 +113,19 @@ def timestamp(seconds: float) -> Timestamp:
     return ts
 
 
-def format_time(ts: Timestamp) -> str:
-    """RFC 3339 in UTC; microseconds only when present (metav1.Time vs MicroTime)."""
+# upstream's metav1.MicroTime fields (the rest are metav1.Time)
+MICRO_TIME_FIELDS: Final = frozenset(
+    {("kemu.api.v1.LeaseSpec", "acquire_time"), ("kemu.api.v1.LeaseSpec", "renew_time")}
+)
+
+
+def format_time(ts: Timestamp, precision: str = "stored") -> str:
+    """RFC 3339 in UTC. "stored": microseconds only when present (lossless for kemu's own round
+    trips); "second": metav1.Time as upstream serializes it; "micro": metav1.MicroTime, always
+    six digits."""
     when = dt.datetime.fromtimestamp(ts.seconds, tz=dt.UTC)
     text = when.strftime("%Y-%m-%dT%H:%M:%S")
-    if ts.nanos:
+    if precision == "micro" or (precision == "stored" and ts.nanos):
         text += f".{ts.nanos // 1000:06d}"
     return text + "Z"
 
@@ -139,17 +157,17 @@ def _scalar_out(fd: FieldDescriptor, value: Any) -> Any:
     return value  # ints (int64 included) stay numbers, as in Kubernetes JSON
 
 
-def _message_out(msg: Message) -> Any:
+def _message_out(msg: Message, wire: bool, micro: bool = False) -> Any:
     full = msg.DESCRIPTOR.full_name
     if full == _TIMESTAMP:
         assert isinstance(msg, Timestamp)
-        return format_time(msg)
+        return format_time(msg, ("micro" if micro else "second") if wire else "stored")
     if full == _INT_OR_STRING:
         which = msg.WhichOneof("value")
         if which is None:
             return None
         return getattr(msg, which)
-    return message_to_dict(msg)
+    return message_to_dict(msg, wire=wire)
 
 
 @cache
@@ -157,8 +175,12 @@ def _by_name(desc: Descriptor) -> dict[str, _Field]:
     return {f.fd.name: f for f in _fields(desc)}
 
 
-def message_to_dict(msg: Message) -> dict[str, Any]:
+def message_to_dict(msg: Message, *, wire: bool = False) -> dict[str, Any]:
     """A message as a JSON-ready dict with Kubernetes field names, empty fields omitted.
+
+    `wire`: times as upstream serializes them (metav1.Time to the second, MicroTime to the
+    microsecond: the REST edge); without it they keep what is stored, so that the registry's
+    patch round trip loses nothing.
 
     ListFields yields only what is set (in field-number order, which is declaration order in
     kemu's protos), so the cost grows with what an object carries, not with how many fields
@@ -170,7 +192,7 @@ def message_to_dict(msg: Message) -> dict[str, Any]:
         f = fields[fd.name]
         if f.is_map:
             if f.message is not None:
-                out[f.json_name] = {k: _message_out(v) for k, v in sorted(value.items())}
+                out[f.json_name] = {k: _message_out(v, wire) for k, v in sorted(value.items())}
             elif f.map_value is not None and f.map_value.type == FieldDescriptor.TYPE_BYTES:
                 out[f.json_name] = {
                     k: _scalar_out(f.map_value, v) for k, v in sorted(value.items())
@@ -179,11 +201,12 @@ def message_to_dict(msg: Message) -> dict[str, Any]:
                 out[f.json_name] = dict(sorted(value.items()))
         elif f.repeated:
             if f.message is not None:
-                out[f.json_name] = [_message_out(v) for v in value]
+                out[f.json_name] = [_message_out(v, wire) for v in value]
             else:
                 out[f.json_name] = list(value)
         elif f.message is not None:
-            rendered = _message_out(value)
+            micro = (msg.DESCRIPTOR.full_name, fd.name) in MICRO_TIME_FIELDS
+            rendered = _message_out(value, wire, micro)
             if rendered is not None:
                 out[f.json_name] = rendered
         else:
@@ -191,10 +214,11 @@ def message_to_dict(msg: Message) -> dict[str, Any]:
     return out
 
 
-def to_dict(obj: Message) -> dict[str, Any]:
-    """An API object as Kubernetes prints it: apiVersion and kind first."""
+def to_dict(obj: Message, *, wire: bool = False) -> dict[str, Any]:
+    """An API object as Kubernetes prints it: apiVersion and kind first (`wire`: see
+    message_to_dict)."""
     k = kind_of(obj)
-    return {"apiVersion": k.api_version, "kind": k.kind, **message_to_dict(obj)}
+    return {"apiVersion": k.api_version, "kind": k.kind, **message_to_dict(obj, wire=wire)}
 
 
 # ---------------------------------------------------------------- from JSON
@@ -294,7 +318,24 @@ def _fill_special(msg: Message, value: Any, path: str) -> bool:
     return False
 
 
-def fill_message(msg: Message, data: Any, path: str = "") -> None:
+@dataclass
+class UnknownFields:
+    """What `from_dict` does with fields its kind does not have (upstream's fieldValidation):
+    without one they are Invalid; with one they are dropped and listed here, and `strict` makes
+    them a BadRequest (Strict) once the whole object has been read."""
+
+    strict: bool = False
+    warn: bool = False  # for the caller: report what was dropped (fieldValidation Warn)
+    found: list[str] = dataclass_field(default_factory=list)
+
+    def check(self) -> None:
+        if self.strict and self.found:
+            raise BadRequest("strict decoding error: " + ", ".join(self.found))
+
+
+def fill_message(
+    msg: Message, data: Any, path: str = "", unknown: UnknownFields | None = None
+) -> None:
     """Fills `msg` from a JSON-like value; Invalid names the first bad field."""
     if _fill_special(msg, data, path or "<root>"):
         return
@@ -305,7 +346,10 @@ def fill_message(msg: Message, data: Any, path: str = "") -> None:
         sub = f"{path}.{key}" if path else str(key)
         f = fields.get(key) if isinstance(key, str) else None
         if f is None:
-            raise Invalid.field(sub, f'unknown field "{key}"')
+            if unknown is None:
+                raise Invalid.field(sub, f'unknown field "{key}"')
+            unknown.found.append(f'unknown field "{sub}"')
+            continue
         if value is None:
             continue  # JSON null: leave the field unset, as Kubernetes does
         fd = f.fd
@@ -318,7 +362,7 @@ def fill_message(msg: Message, data: Any, path: str = "") -> None:
                 if not isinstance(mk, str):
                     raise Invalid.field(mpath, "map keys must be strings")
                 if f.message is not None:
-                    fill_message(target[mk], mv, mpath)
+                    fill_message(target[mk], mv, mpath, unknown)
                 else:
                     assert f.map_value is not None
                     target[mk] = _scalar_in(
@@ -330,12 +374,12 @@ def fill_message(msg: Message, data: Any, path: str = "") -> None:
             for i, item in enumerate(value):
                 ipath = f"{sub}[{i}]"
                 if f.message is not None:
-                    fill_message(target.add(), item, ipath)
+                    fill_message(target.add(), item, ipath, unknown)
                 else:
                     target.append(_scalar_in(fd, item, ipath))
         elif f.message is not None:
             child = getattr(msg, fd.name)
-            fill_message(child, value, sub)
+            fill_message(child, value, sub, unknown)
             child.SetInParent()
         else:
             setattr(
@@ -343,8 +387,9 @@ def fill_message(msg: Message, data: Any, path: str = "") -> None:
             )
 
 
-def from_dict(kind: Kind, data: Any) -> Message:
-    """Reads one object of `kind` from its Kubernetes JSON (apiVersion/kind are checked)."""
+def from_dict(kind: Kind, data: Any, unknown: UnknownFields | None = None) -> Message:
+    """Reads one object of `kind` from its Kubernetes JSON (apiVersion/kind are checked;
+    unknown fields: see UnknownFields)."""
     if not isinstance(data, dict):
         raise Invalid.field("<root>", f"expected an object, got {_type_name(data)}")
     body = dict(data)
@@ -359,7 +404,9 @@ def from_dict(kind: Kind, data: Any) -> Message:
             [Cause("apiVersion", f"expected {kind.api_version}")],
         )
     msg = kind.new()
-    fill_message(msg, body)
+    fill_message(msg, body, "", unknown)
+    if unknown is not None:
+        unknown.check()
     return msg
 
 

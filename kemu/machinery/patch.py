@@ -4,8 +4,11 @@
 Strategic merge patch merges lists that have a merge key element by element (containers by
 name, conditions by type, ...) instead of replacing them, and understands the directives
 kubectl sends (`$patch: delete|replace|merge`, `$setElementOrder/<list>`, `$retainKeys`,
-`$deleteFromPrimitiveList/<list>`). The merge keys are those of the upstream types for the
-fields kemu's kinds carry; a list without one is replaced, as upstream's atomic lists.
+`$deleteFromPrimitiveList/<list>`). The merge keys are upstream's, per field of each type
+(the patchStrategy/patchMergeKey struct tags of k8s.io/api): the patch is walked with the kind's
+message descriptor, so `ports` merges by containerPort in a Container and by port in a
+ServiceSpec. A list without one is replaced, as upstream's atomic lists (tolerations, taints,
+containerStatuses, readinessGates, ...).
 """
 
 from __future__ import annotations
@@ -13,43 +16,62 @@ from __future__ import annotations
 import copy
 from typing import Any, Final
 
-from kemu.machinery.convert import merge_patch
+from google.protobuf.descriptor import Descriptor
+
+from kemu.machinery.convert import element_type, merge_patch
 from kemu.machinery.errors import BadRequest, Invalid
+from kemu.machinery.kinds import Kind
 
 MERGE = "application/merge-patch+json"
 JSON = "application/json-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 PATCH_TYPES: Final = (MERGE, JSON, STRATEGIC)
 
-# The patchMergeKey of upstream's list fields, by JSON field name (kemu's kinds use each name
-# with one meaning).
-MERGE_KEYS: Final[dict[str, str]] = {
-    "containers": "name",
-    "initContainers": "name",
-    "ephemeralContainers": "name",
-    "containerStatuses": "name",
-    "initContainerStatuses": "name",
-    "env": "name",
-    "ports": "containerPort",
-    "volumes": "name",
-    "volumeMounts": "mountPath",
-    "volumeDevices": "devicePath",
-    "imagePullSecrets": "name",
-    "conditions": "type",
-    "ownerReferences": "uid",
-    "taints": "key",
-    "addresses": "type",
-    "readinessGates": "conditionType",
-    "topologySpreadConstraints": "topologyKey",
-    "hostAliases": "ip",
-    "resourceClaims": "name",
-    "schedulingGates": "name",
+# upstream's patchMergeKey of the list fields with patchStrategy merge, by (kemu message name,
+# JSON field name); kemu's messages are named after upstream's types.
+MERGE_KEYS: Final[dict[tuple[str, str], str]] = {
+    ("ObjectMeta", "ownerReferences"): "uid",
+    ("PodSpec", "containers"): "name",
+    ("PodSpec", "initContainers"): "name",
+    ("PodSpec", "ephemeralContainers"): "name",
+    ("PodSpec", "volumes"): "name",  # merge,retainKeys
+    ("PodSpec", "imagePullSecrets"): "name",
+    ("PodSpec", "hostAliases"): "ip",
+    ("PodSpec", "topologySpreadConstraints"): "topologyKey",
+    ("PodSpec", "schedulingGates"): "name",
+    ("PodSpec", "resourceClaims"): "name",
+    ("Container", "ports"): "containerPort",
+    ("Container", "env"): "name",
+    ("Container", "volumeMounts"): "mountPath",
+    ("Container", "volumeDevices"): "devicePath",
+    ("PodStatus", "conditions"): "type",
+    ("PodStatus", "podIPs"): "ip",
+    ("PodStatus", "hostIPs"): "ip",
+    ("NodeStatus", "conditions"): "type",
+    ("NodeStatus", "addresses"): "type",
+    ("ServiceSpec", "ports"): "port",
+    ("ServiceStatus", "conditions"): "type",
+    ("NamespaceStatus", "conditions"): "type",
+    ("DeploymentStatus", "conditions"): "type",
+    ("ReplicaSetStatus", "conditions"): "type",
+    ("DaemonSetStatus", "conditions"): "type",
+    ("JobStatus", "conditions"): "type",
+    ("PodDisruptionBudgetStatus", "conditions"): "type",
 }
 # Lists of scalars upstream merges (patchStrategy merge without a key).
-MERGED_SCALAR_LISTS: Final = frozenset({"finalizers"})
+MERGED_SCALAR_LISTS: Final = frozenset({("ObjectMeta", "finalizers"), ("NodeSpec", "podCIDRs")})
 
 
-def apply(patch_type: str, target: dict[str, Any], patch: Any) -> Any:
+def _merge_key(schema: Descriptor | None, name: str) -> str | None:
+    return None if schema is None else MERGE_KEYS.get((schema.name, name))
+
+
+def _child(schema: Descriptor | None, name: str) -> Descriptor | None:
+    return None if schema is None else element_type(schema, name)
+
+
+def apply(patch_type: str, target: dict[str, Any], patch: Any, kind: Kind) -> Any:
+    """`patch` applied to `target`, the JSON of an object of `kind`."""
     if patch_type == MERGE:
         if not isinstance(patch, dict):
             raise BadRequest("a merge patch must be a JSON object")
@@ -59,7 +81,8 @@ def apply(patch_type: str, target: dict[str, Any], patch: Any) -> Any:
     if patch_type == STRATEGIC:
         if not isinstance(patch, dict):
             raise BadRequest("a strategic merge patch must be a JSON object")
-        return strategic_merge(target, patch)
+        schema: Descriptor = kind.message.DESCRIPTOR  # type: ignore[assignment]  # upb's type
+        return strategic_merge(target, patch, schema)
     raise BadRequest(f"the patch type {patch_type!r} is not supported")
 
 
@@ -184,11 +207,14 @@ _ORDER: Final = "$setElementOrder/"
 _DELETE_PRIMITIVE: Final = "$deleteFromPrimitiveList/"
 
 
-def strategic_merge(target: Any, patch: dict[str, Any]) -> Any:
-    return _merge_map(target if isinstance(target, dict) else {}, patch)
+def strategic_merge(target: Any, patch: dict[str, Any], schema: Descriptor | None) -> Any:
+    return _merge_map(target if isinstance(target, dict) else {}, patch, schema)
 
 
-def _merge_map(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+def _merge_map(
+    target: dict[str, Any], patch: dict[str, Any], schema: Descriptor | None
+) -> dict[str, Any]:
+    """`schema`: the message type of `target` (None inside maps: no lists to merge there)."""
     directive = patch.get("$patch")
     if directive == "delete":
         return {}
@@ -215,24 +241,27 @@ def _merge_map(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
             result.pop(key, None)
         elif isinstance(value, dict):
             current = result.get(key)
-            merged = _merge_map(current if isinstance(current, dict) else {}, value)
+            merged = _merge_map(
+                current if isinstance(current, dict) else {}, value, _child(schema, key)
+            )
             result[key] = merged
         elif isinstance(value, list):
-            result[key] = _merge_list(key, result.get(key), value)
+            result[key] = _merge_list(schema, key, result.get(key), value)
         else:
             result[key] = value
     for name, order in orders.items():
         if isinstance(result.get(name), list):
-            result[name] = _ordered(name, result[name], order)
+            result[name] = _ordered(_merge_key(schema, name), result[name], order)
     return result
 
 
-def _merge_list(name: str, current: Any, patch: list[Any]) -> list[Any]:
-    key = MERGE_KEYS.get(name)
+def _merge_list(schema: Descriptor | None, name: str, current: Any, patch: list[Any]) -> list[Any]:
+    key = _merge_key(schema, name)
+    element = _child(schema, name)
     if not isinstance(current, list):
         current = []
     if key is None:
-        if name in MERGED_SCALAR_LISTS:
+        if schema is not None and (schema.name, name) in MERGED_SCALAR_LISTS:
             return [*current, *(v for v in patch if v not in current)]
         if any(isinstance(p, dict) and p.get("$patch") == "replace" for p in patch):
             return [p for p in patch if not (isinstance(p, dict) and "$patch" in p)]
@@ -252,15 +281,13 @@ def _merge_list(name: str, current: Any, patch: list[Any]) -> list[Any]:
                 result.pop(at)
             continue
         if at is None:
-            result.append(_merge_map({}, item))
+            result.append(_merge_map({}, item, element))
         else:
-            result[at] = _merge_map(result[at], item)
+            result[at] = _merge_map(result[at], item, element)
     return result
 
 
-def _ordered(name: str, items: list[Any], order: list[Any]) -> list[Any]:
-    key = MERGE_KEYS.get(name)
-
+def _ordered(key: str | None, items: list[Any], order: list[Any]) -> list[Any]:
     def ident(v: Any) -> Any:
         if key is not None and isinstance(v, dict):
             return v.get(key)

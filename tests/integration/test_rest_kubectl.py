@@ -63,12 +63,7 @@ class Kubectl:
 
     def namespace(self, prefix: str) -> str:
         ns = unique_name(prefix)
-        # apply, not `create namespace`: kubectl's typed clients send protobuf, which kemu's
-        # REST edge does not read yet (415)
-        self.run(
-            "apply", "-f", "-",
-            stdin=json.dumps({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
-        )  # fmt: skip
+        self.run("create", "namespace", ns)  # a protobuf body (kubectl's typed client)
         return ns
 
 
@@ -100,6 +95,14 @@ def test_kubectl_version_and_api_resources(kubectl: Kubectl) -> None:
     for k in KINDS:
         group = k.api_version.rpartition("/")[0]
         assert (f"{k.resource}.{group}" if group else k.resource) in resources
+
+
+def test_kubectl_uses_aggregated_discovery(kubectl: Kubectl) -> None:
+    out = kubectl.run(
+        "api-resources", "-v=6", "--cache-dir", str(kubectl.dir / "fresh-cache")
+    ).stderr
+    gets = [ln.split("GET ", 1)[1].split("?")[0] for ln in out.splitlines() if "GET " in ln]
+    assert [g.rsplit("/", 1)[1] for g in gets] == ["api", "apis"], gets  # no per-group GETs
 
 
 def test_kubectl_get_every_kind_plain_wide_and_yaml(kubectl: Kubectl) -> None:
@@ -231,6 +234,9 @@ def test_kubectl_create_describe_edit_and_drain(kubectl: Kubectl) -> None:
 def test_kubectl_explain_pod_spec(kubectl: Kubectl) -> None:
     out = kubectl.run("explain", "pod.spec").stdout
     assert "containers" in out and "nodeName" in out
+    # from /openapi/v2 in gnostic's protobuf
+    v2 = kubectl.run("explain", "pod.spec.containers", "--output=plaintext-openapiv2").stdout
+    assert "RESOURCE: containers <[]Object>" in v2 and "imagePullPolicy\t<string>" in v2
 
 
 def test_kubectl_get_watch_prints_new_rows(kubectl: Kubectl, cluster: Cluster) -> None:
@@ -267,3 +273,181 @@ def test_rest_status_bodies(cluster: Cluster) -> None:
     assert err.value.code == 404
     body = json.loads(err.value.read())
     assert body["kind"] == "Status" and body["reason"] == "NotFound" and body["code"] == 404
+
+
+def test_kubectl_server_dry_run_validates_and_stores_nothing(kubectl: Kubectl) -> None:
+    ns = kubectl.namespace("dry")
+    out = kubectl.run("apply", "--dry-run=server", "-f", "-", stdin=pod_manifest("p", ns))
+    assert "(server dry run)" in out.stdout
+    assert kubectl.run("get", "pod", "p", "-n", ns, check=False).returncode == 1  # not stored
+    bad = json.loads(pod_manifest("bad", ns))
+    bad["spec"]["containers"][0]["name"] = "Not_A_Name"
+    out = kubectl.run("apply", "--dry-run=server", "-f", "-", stdin=json.dumps(bad), check=False)
+    assert out.returncode == 1 and "spec.containers[0].name" in out.stderr  # still validated
+    kubectl.run("apply", "-f", "-", stdin=pod_manifest("p", ns))
+    before = kubectl.json("get", "pod", "p", "-n", ns)["metadata"]
+    changed = json.loads(pod_manifest("p", ns, labels={"app": "p", "new": "1"}))
+    out = kubectl.run(
+        "apply", "--dry-run=server", "-o", "json", "-f", "-", stdin=json.dumps(changed)
+    )
+    assert json.loads(out.stdout)["metadata"]["labels"]["new"] == "1"  # the would-be object
+    out = kubectl.run("delete", "pod", "p", "-n", ns, "--dry-run=server")
+    assert "(server dry run)" in out.stdout
+    after = kubectl.json("get", "pod", "p", "-n", ns)["metadata"]
+    assert after["resourceVersion"] == before["resourceVersion"]  # neither write happened
+    assert "new" not in after["labels"] and "deletionTimestamp" not in after
+
+
+def test_kubectl_field_validation_strict_rejects_unknown_fields(kubectl: Kubectl) -> None:
+    ns = kubectl.namespace("strict")
+    bad = json.loads(pod_manifest("p", ns))
+    bad["spec"]["foo"] = 1
+    out = kubectl.run("create", "-f", "-", stdin=json.dumps(bad), check=False)
+    assert out.returncode == 1
+    assert 'strict decoding error: unknown field "spec.foo"' in out.stderr
+    out = kubectl.run("create", "--validate=warn", "-f", "-", stdin=json.dumps(bad))
+    assert 'unknown field "spec.foo"' in out.stderr  # kubectl prints the Warning header
+    assert "foo" not in kubectl.json("get", "pod", "p", "-n", ns)["spec"]
+
+
+def test_kubectl_prints_times_with_upstream_precision(kubectl: Kubectl) -> None:
+    ns = kubectl.namespace("times")
+    kubectl.run("apply", "-f", "-", stdin=pod_manifest("p", ns))
+    created = kubectl.json("get", "pod", "p", "-n", ns)["metadata"]["creationTimestamp"]
+    assert len(created) == len("2026-11-23T18:00:00Z") and created.endswith("Z")
+    lease = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": "l", "namespace": ns},
+        "spec": {"holderIdentity": "me", "renewTime": "2026-11-23T18:00:00.123456Z"},
+    }
+    kubectl.run("apply", "-f", "-", stdin=json.dumps(lease))
+    got = kubectl.json("get", "lease", "l", "-n", ns)["spec"]["renewTime"]
+    assert got == "2026-11-23T18:00:00.123456Z"  # MicroTime keeps its microseconds
+
+
+def test_kubectl_delete_by_label_and_all(kubectl: Kubectl) -> None:
+    ns = kubectl.namespace("delall")
+    for name, tier in (("a", "x"), ("b", "x"), ("c", "y")):
+        kubectl.run("apply", "-f", "-", stdin=pod_manifest(name, ns, labels={"tier": tier}))
+    kubectl.run("delete", "pods", "-n", ns, "-l", "tier=x", "--grace-period=0", "--force")
+    names = kubectl.run("get", "pods", "-n", ns, "-o", "name").stdout.split()
+    assert names == ["pod/c"]
+    kubectl.run("delete", "pods", "--all", "-n", ns, "--grace-period=0", "--force")
+    assert kubectl.run("get", "pods", "-n", ns, "-o", "name").stdout.split() == []
+
+
+def test_kubectl_strategic_patch_uses_the_merge_keys_of_each_type(kubectl: Kubectl) -> None:
+    ns = kubectl.namespace("smp")
+    svc = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "s", "namespace": ns},
+        "spec": {
+            "selector": {"app": "x"},
+            "ports": [{"name": "a", "port": 80}, {"name": "b", "port": 443}],
+        },
+    }
+    kubectl.run("apply", "-f", "-", stdin=json.dumps(svc))
+    kubectl.run(
+        "patch",
+        "service",
+        "s",
+        "-n",
+        ns,
+        "-p",
+        '{"spec":{"ports":[{"port":80,"targetPort":9090}]}}',
+    )
+    ports = kubectl.json("get", "service", "s", "-n", ns)["spec"]["ports"]
+    assert [(p["port"], p["targetPort"]) for p in ports] == [(80, 9090), (443, 443)]
+
+
+def test_kubectl_create_subcommands_send_protobuf_kemu_reads(kubectl: Kubectl) -> None:
+    """kubectl's typed clients send these bodies in protobuf (no JSON retry on a 415)."""
+    ns = kubectl.namespace("pb")
+    kubectl.run("create", "deployment", "d", "-n", ns, "--image=nginx", "--replicas=2")
+    kubectl.run("create", "job", "j", "-n", ns, "--image=busybox", "--", "sleep", "1")
+    pc = unique_name("pc")
+    kubectl.run("create", "priorityclass", pc, "--value=1000", "--description=high")
+    kubectl.run(
+        "create", "poddisruptionbudget", "pdb", "-n", ns, "--selector=app=d", "--min-available=50%"
+    )  # fmt: skip
+    kubectl.run("create", "service", "clusterip", "s", "-n", ns, "--tcp=80:8080")
+    deployment = kubectl.json("get", "deployment", "d", "-n", ns)
+    assert deployment["spec"]["replicas"] == 2
+    assert deployment["spec"]["selector"] == {"matchLabels": {"app": "d"}}
+    assert [c["image"] for c in deployment["spec"]["template"]["spec"]["containers"]] == ["nginx"]
+    job = kubectl.json("get", "job", "j", "-n", ns)["spec"]["template"]["spec"]
+    assert job["restartPolicy"] == "Never"
+    assert job["containers"][0]["command"] == ["sleep", "1"]
+    got = kubectl.json("get", "priorityclass", pc)
+    assert (got["value"], got["description"]) == (1000, "high")
+    pdb = kubectl.json("get", "pdb", "pdb", "-n", ns)["spec"]
+    assert pdb["minAvailable"] == "50%" and pdb["selector"] == {"matchLabels": {"app": "d"}}
+    port = kubectl.json("get", "service", "s", "-n", ns)["spec"]["ports"][0]
+    assert (port["port"], port["targetPort"]) == (80, 8080)
+
+
+def test_kubectl_drain_waits_for_the_pdb_to_allow_the_eviction(kubectl: Kubectl) -> None:
+    """Evictions a PDB refuses are 429s that drain retries; once the budget allows one (its
+    status written as the disruption controller would: none runs here), drain evicts."""
+    ns = kubectl.namespace("drainpdb")
+    kubectl.run("apply", "-f", "-", stdin=pod_manifest("guarded", ns, node=NODE))
+    kubectl.run(
+        "wait", "--for=condition=Ready", "pod/guarded", "-n", ns, "--timeout=20s", timeout=30
+    )
+    kubectl.run(
+        "create",
+        "poddisruptionbudget",
+        "pdb",
+        "-n",
+        ns,
+        "--selector=app=guarded",
+        "--min-available=1",
+    )
+    drain = ["drain", NODE, "--force", "--grace-period=1", "--pod-selector=app=guarded"]
+    try:
+        refused = kubectl.run(*drain, "--timeout=3s", check=False, timeout=20)
+        assert refused.returncode != 0
+        assert "would violate the pod's disruption budget" in refused.stderr
+        assert kubectl.json("get", "pod", "guarded", "-n", ns)["metadata"]["name"] == "guarded"
+        status = {
+            "status": {
+                "observedGeneration": 1,
+                "disruptionsAllowed": 1,
+                "currentHealthy": 1,
+                "desiredHealthy": 0,
+                "expectedPods": 1,
+            }
+        }
+        kubectl.run(
+            "patch", "pdb", "pdb", "-n", ns, "--subresource=status", "--type=merge",
+            "-p", json.dumps(status),
+        )  # fmt: skip
+        out = kubectl.run(*drain, "--timeout=30s", timeout=40)
+        assert f"evicting pod {ns}/guarded" in out.stdout + out.stderr
+        assert kubectl.run("get", "pod", "guarded", "-n", ns, check=False).returncode == 1
+    finally:
+        kubectl.run("uncordon", NODE)
+
+
+def test_kubectl_scale_through_the_scale_subresource(kubectl: Kubectl) -> None:
+    ns = kubectl.namespace("scale")
+    kubectl.run("create", "deployment", "d", "-n", ns, "--image=nginx")
+    kubectl.run("scale", "deployment", "d", "-n", ns, "--replicas=3")
+    assert kubectl.json("get", "deployment", "d", "-n", ns)["spec"]["replicas"] == 3
+    path = f"/apis/apps/v1/namespaces/{ns}/deployments/d/scale"
+    got = json.loads(kubectl.run("get", "--raw", path).stdout)
+    assert (got["kind"], got["spec"], got["status"]["selector"]) == (
+        "Scale",
+        {"replicas": 3},
+        "app=d",
+    )
+    rv = kubectl.json("get", "deployment", "d", "-n", ns)["metadata"]["resourceVersion"]
+    stale = kubectl.run(
+        "scale", "deployment", "d", "-n", ns, "--replicas=1", "--resource-version=1", check=False
+    )
+    assert stale.returncode == 1 and "Expected resource version to be 1" in stale.stderr
+    # with a resourceVersion, kubectl PUTs the Scale it read (a precondition on the write)
+    kubectl.run("scale", "deployment", "d", "-n", ns, "--replicas=1", f"--resource-version={rv}")
+    assert kubectl.json("get", "deployment", "d", "-n", ns)["spec"]["replicas"] == 1

@@ -10,13 +10,16 @@ from collections.abc import Iterator
 
 import anyio
 import pytest
+import urllib3
 from kubernetes import client as k8s
 from kubernetes import config, watch
 
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.testing.cluster import Cluster
+from kemu.testing.eventually import eventually_sync
 from kemu.testing.names import unique_name
+from kemu.testing.ports import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -158,3 +161,123 @@ def test_rest_and_grpc_watches_see_the_same_events_in_order(
 
     assert rest_events == anyio.run(grpc_events)
     assert [e[:2] for e in rest_events][:3] == [("ADDED", "p1"), ("ADDED", "p2"), ("ADDED", "p3")]
+
+
+def test_python_client_dry_run_returns_the_would_be_object(core: k8s.CoreV1Api) -> None:
+    ns = _namespace(core, "pydry")
+    would_be = core.create_namespaced_pod(ns, _pod("d"), dry_run="All")
+    assert would_be.metadata.uid and would_be.status.phase == "Pending"  # defaulted, admitted
+    assert not would_be.metadata.resource_version  # as upstream: never stored
+    with pytest.raises(k8s.ApiException) as err:
+        core.read_namespaced_pod("d", ns)
+    assert err.value.status == 404
+    core.create_namespaced_pod(ns, _pod("d"))
+    rv = core.read_namespaced_pod("d", ns).metadata.resource_version
+    patched = core.patch_namespaced_pod(
+        "d", ns, {"metadata": {"labels": {"x": "1"}}}, dry_run="All"
+    )
+    assert patched.metadata.labels["x"] == "1"
+    core.delete_namespaced_pod("d", ns, dry_run="All")
+    with pytest.raises(k8s.ApiException) as err:
+        core.create_namespaced_pod(ns, _pod("d"), dry_run="All")
+    assert err.value.status == 409  # the key exists: a dry run checks that too
+    with pytest.raises(k8s.ApiException) as err:
+        core.create_namespaced_pod(ns, _pod("e"), dry_run="Some")
+    assert err.value.status == 422
+    stored = core.read_namespaced_pod("d", ns)
+    assert stored.metadata.resource_version == rv and stored.metadata.labels == {"app": "d"}
+    assert stored.metadata.deletion_timestamp is None
+
+
+def test_python_client_delete_collection_with_a_label_selector(core: k8s.CoreV1Api) -> None:
+    ns = _namespace(core, "pydc")
+    for name in ("a", "b", "c"):
+        core.create_namespaced_pod(ns, _pod(name))
+    core.delete_collection_namespaced_pod(ns, label_selector="app in (a,b)", dry_run="All")
+    assert len(core.list_namespaced_pod(ns).items) == 3  # a dry run deletes nothing
+    core.delete_collection_namespaced_pod(ns, label_selector="app in (a,b)", grace_period_seconds=0)
+    assert [p.metadata.name for p in core.list_namespaced_pod(ns).items] == ["c"]
+
+
+def test_python_client_sees_429_from_a_pdb_and_410_from_a_compacted_watch(
+    core: k8s.CoreV1Api, cluster: Cluster
+) -> None:
+    ns = _namespace(core, "pycodes")
+    core.create_namespaced_pod(ns, _pod("guarded"))
+    # Running (no kubelet here): a Pending pod is evicted without asking its budget
+    core.patch_namespaced_pod_status("guarded", ns, {"status": {"phase": "Running"}})
+    policy = k8s.PolicyV1Api(core.api_client)
+    policy.create_namespaced_pod_disruption_budget(
+        ns,
+        k8s.V1PodDisruptionBudget(
+            metadata=k8s.V1ObjectMeta(name="pdb"),
+            spec=k8s.V1PodDisruptionBudgetSpec(
+                min_available=1, selector=k8s.V1LabelSelector(match_labels={"app": "guarded"})
+            ),
+        ),
+    )
+    with pytest.raises(k8s.ApiException) as err:
+        core.create_namespaced_pod_eviction(
+            "guarded", ns, k8s.V1Eviction(metadata=k8s.V1ObjectMeta(name="guarded"))
+        )
+    assert err.value.status == 429
+    assert json.loads(err.value.body)["reason"] == "TooManyRequests"
+
+    rest_port = free_port()
+    cluster.start_apiserver(
+        name="apiserver-compacting-rest",
+        extra_args=["--etcd-compaction-interval", "0.5", "--rest-port", str(rest_port)],
+    )
+    compacting = k8s.ApiClient(k8s.Configuration(host=f"http://127.0.0.1:{rest_port}"))
+    api = k8s.CoreV1Api(compacting)
+
+    def serving() -> bool:  # the harness waits for the gRPC port; REST may come a moment later
+        try:
+            return api.list_namespaced_pod(ns) is not None
+        except urllib3.exceptions.MaxRetryError:
+            return False
+
+    eventually_sync(serving, timeout=15)
+    old = api.list_namespaced_pod(ns).metadata.resource_version
+    moves = iter(range(1000))
+
+    def expired() -> bool:
+        api.create_namespaced_pod(ns, _pod(f"q{next(moves)}"))  # history moves on
+        try:
+            for _ in watch.Watch().stream(
+                api.list_namespaced_pod, ns, resource_version=old, timeout_seconds=1
+            ):
+                pass
+        except k8s.ApiException as e:
+            assert e.status == 410 and "too old resource version" in str(e.reason)
+            return True
+        return False
+
+    eventually_sync(expired, timeout=15)
+
+
+def test_python_client_scale_subresource_conflicts_on_a_stale_resource_version(
+    core: k8s.CoreV1Api,
+) -> None:
+    ns = _namespace(core, "pyscale")
+    apps = k8s.AppsV1Api(core.api_client)
+    apps.create_namespaced_deployment(
+        ns,
+        k8s.V1Deployment(
+            metadata=k8s.V1ObjectMeta(name="d"),
+            spec=k8s.V1DeploymentSpec(
+                selector=k8s.V1LabelSelector(match_labels={"app": "d"}),
+                template=k8s.V1PodTemplateSpec(
+                    metadata=k8s.V1ObjectMeta(labels={"app": "d"}),
+                    spec=k8s.V1PodSpec(containers=[k8s.V1Container(name="c", image="nginx")]),
+                ),
+            ),
+        ),
+    )
+    scale = apps.read_namespaced_deployment_scale("d", ns)
+    assert scale.spec.replicas == 1 and scale.status.selector == "app=d"
+    apps.patch_namespaced_deployment_scale("d", ns, {"spec": {"replicas": 4}})
+    assert apps.read_namespaced_deployment("d", ns).spec.replicas == 4
+    with pytest.raises(k8s.ApiException) as err:  # the Scale read before the patch is stale
+        apps.replace_namespaced_deployment_scale("d", ns, scale)
+    assert err.value.status == 409

@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import json
 
-from apiserver.rest import discovery, openapi, protobuf
+import pytest
+
+from apiserver.rest import discovery, openapi, openapi_v2, protobuf, protobuf_schema
+from apiserver.rest.request import parse_json
 from apiserver.rest.server import parse_path
 from apiserver.rest.table import table, wants_table
 from apiserver.storage.encoding import field_bytes, varint
+from kemu.machinery.convert import UnknownFields
+from kemu.machinery.errors import BadRequest
 from kemu.machinery.kinds import BY_RESOURCE, KINDS
 from kemu.testing.builders import make_pod
 
@@ -40,6 +45,32 @@ def test_discovery_lists_every_kind_once_with_subresources() -> None:
     assert {"pods/status", "pods/binding", "pods/eviction", "pods/resize"} <= subs
 
 
+def test_aggregated_discovery_as_kubectl_asks_for_it() -> None:
+    accept = (
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+        "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,"
+        "application/json"
+    )
+    assert discovery.aggregated_version(accept) == "v2"
+    assert discovery.aggregated_version(accept.split(",", 1)[1]) == "v2beta1"
+    assert discovery.aggregated_version("application/json") is None
+    core = discovery.aggregated(True, "v2")
+    apis = discovery.aggregated(False, "v2")
+    assert core["apiVersion"] == "apidiscovery.k8s.io/v2"
+    served = {
+        (item["metadata"].get("name", ""), r["resource"])
+        for doc in (core, apis)
+        for item in doc["items"]
+        for v in item["versions"]
+        for r in v["resources"]
+    }
+    assert served == {(discovery.group_version(k)[0], k.resource) for k in KINDS}
+    pods = next(r for r in core["items"][0]["versions"][0]["resources"] if r["resource"] == "pods")
+    eviction = next(s for s in pods["subresources"] if s["subresource"] == "eviction")
+    assert eviction["responseKind"] == {"group": "policy", "version": "v1", "kind": "Eviction"}
+    assert pods["scope"] == "Namespaced" and pods["categories"] == ["all"]
+
+
 def _k8s_protobuf(api_version: str, kind: str, raw: bytes) -> bytes:
     type_meta = field_bytes(1, api_version.encode()) + field_bytes(2, kind.encode())
     return b"k8s\x00" + field_bytes(1, type_meta) + field_bytes(2, raw)
@@ -65,7 +96,65 @@ def test_protobuf_eviction_and_namespace_bodies() -> None:
         "kind": "Namespace",
         "metadata": {"name": "x", "labels": {"a": "b"}},
     }
-    assert protobuf.decode(_k8s_protobuf("v1", "Pod", b"")) is None  # not read: a 415
+    assert protobuf.decode(_k8s_protobuf("v1", "Secret", b"")) is None  # not a kemu kind: a 415
+
+
+def test_protobuf_deployment_body_in_upstream_field_numbers() -> None:
+    """What `kubectl create deployment d --image=nginx` sends, with a few more field types."""
+    labels = field_bytes(11, field_bytes(1, b"app") + field_bytes(2, b"d"))
+    quantity = field_bytes(1, b"100m")
+    resources = field_bytes(2, field_bytes(1, b"cpu") + field_bytes(2, quantity))  # requests
+    env_from = field_bytes(2, field_bytes(1, field_bytes(1, b"cm")))  # configMapRef, inlined name
+    container = (
+        field_bytes(1, b"nginx") + field_bytes(2, b"nginx") + field_bytes(8, resources)
+        + field_bytes(19, env_from)
+    )  # fmt: skip
+    template = field_bytes(1, labels) + field_bytes(2, field_bytes(2, container))
+    max_surge = bytes([1 << 3]) + varint(1) + field_bytes(3, b"25%")  # IntOrString, a string
+    spec = (
+        bytes([1 << 3]) + varint(0)  # replicas: 0, present
+        + field_bytes(2, field_bytes(1, field_bytes(1, b"app") + field_bytes(2, b"d")))
+        + field_bytes(3, template)
+        + field_bytes(4, field_bytes(2, field_bytes(2, max_surge)))
+        + bytes([7 << 3]) + varint(1)  # paused
+    )  # fmt: skip
+    body = field_bytes(1, field_bytes(1, b"d") + bytes([10 << 3]) + varint(2**64 - 1))
+    body += field_bytes(2, spec)
+    assert protobuf.decode(_k8s_protobuf("apps/v1", "Deployment", body)) == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d", "deletionGracePeriodSeconds": -1},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": "d"}},
+            "template": {
+                "metadata": {"labels": {"app": "d"}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "nginx",
+                            "image": "nginx",
+                            "resources": {"requests": {"cpu": "100m"}},
+                            "envFrom": [{"configMapRef": {"name": "cm"}}],
+                        }
+                    ]
+                },
+            },
+            "strategy": {"rollingUpdate": {"maxSurge": "25%"}},
+            "paused": True,
+        },
+    }
+
+
+def test_protobuf_schema_covers_every_kind() -> None:
+    assert {k.kind for k in KINDS} <= protobuf_schema.SCHEMA.keys()
+    for name, fields in protobuf_schema.SCHEMA.items():
+        for json_name, typ in fields.values():
+            target = typ.removeprefix("[]").removeprefix("~").removeprefix("map_")
+            assert target in protobuf_schema.SCHEMA or target in {
+                "string", "int", "bool", "bytes", "double", "time", "quantity", "int_or_string",
+                "map",
+            }, (name, json_name, typ)  # fmt: skip
 
 
 def test_table_has_the_wide_pod_columns_at_priority_1() -> None:
@@ -89,3 +178,38 @@ def test_openapi_tags_every_kind_and_lists_field_validation_on_patch() -> None:
     assert pod["x-kubernetes-group-version-kind"] == [{"group": "", "version": "v1", "kind": "Pod"}]
     patch = parsed["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"]["patch"]
     assert "fieldValidation" in [p["name"] for p in patch["parameters"]]
+    containers = parsed["components"]["schemas"]["kemu.api.v1.PodSpec"]["properties"]["containers"]
+    assert containers["x-kubernetes-patch-merge-key"] == "name"
+    assert containers["x-kubernetes-patch-strategy"] == "merge"
+    ports = parsed["components"]["schemas"]["kemu.api.v1.ServiceSpec"]["properties"]["ports"]
+    assert ports["x-kubernetes-patch-merge-key"] == "port"
+
+
+def test_openapi_v2_has_the_v3_schemas_in_swagger_shape() -> None:
+    doc = openapi_v2.document()
+    assert doc["swagger"] == "2.0"
+    pod = doc["definitions"]["io.k8s.api.core.v1.Pod"]
+    assert pod["x-kubernetes-group-version-kind"] == [{"group": "", "version": "v1", "kind": "Pod"}]
+    assert pod["properties"]["spec"] == {"$ref": "#/definitions/kemu.api.v1.PodSpec"}
+    refs = json.dumps(doc)
+    assert "#/components/" not in refs and '"allOf"' not in refs
+    top = protobuf.fields(openapi_v2.protobuf_bytes())  # gnostic's Document
+    assert top[1] == [b"2.0"]
+    names = [protobuf.fields(d)[1][0] for d in protobuf.fields(top[9][0])[1]]
+    assert b"io.k8s.api.core.v1.Pod" in names and len(names) == len(doc["definitions"])
+    assert openapi_v2.wants_protobuf(openapi_v2.PROTOBUF_TYPE + ",application/json")
+
+
+def test_duplicate_fields_are_listed_by_path_and_the_last_value_kept() -> None:
+    raw = b'{"metadata":{"name":"a","name":"b"},"spec":{"containers":[{"image":"x","image":"y"}]}}'
+    unknown = UnknownFields(strict=True)
+    data = parse_json(raw, unknown)
+    assert data["metadata"] == {"name": "b"}
+    assert data["spec"]["containers"] == [{"image": "y"}]
+    assert unknown.found == [
+        'duplicate field "metadata.name"',
+        'duplicate field "spec.containers[0].image"',
+    ]
+    with pytest.raises(BadRequest, match='strict decoding error: duplicate field "metadata.name"'):
+        unknown.check()
+    assert parse_json(b'{"a":1,"a":2}') == {"a": 2}  # without fieldValidation: JSON's rule

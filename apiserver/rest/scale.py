@@ -1,0 +1,70 @@
+"""The scale subresource (autoscaling/v1 Scale) of Deployments and ReplicaSets, which
+`kubectl scale` reads and patches: a view of spec.replicas, status.replicas and the selector,
+written back as a patch of spec.replicas through the registry (upstream's ScaleREST)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+from google.protobuf.message import Message
+
+from kemu.api.v1 import types_pb2
+from kemu.machinery import convert
+from kemu.machinery import patch as patches
+from kemu.machinery.errors import BadRequest, Invalid
+from kemu.machinery.kinds import Kind
+from kemu.machinery.labels import selector_from_label_selector
+
+SCALABLE: Final = frozenset({"Deployment", "ReplicaSet"})
+
+
+def scalable(kind: Kind) -> bool:
+    return kind.kind in SCALABLE
+
+
+def scale_of(obj: Message) -> dict[str, Any]:
+    assert isinstance(obj, types_pb2.Deployment | types_pb2.ReplicaSet)
+    meta = convert.message_to_dict(obj.metadata, wire=True)
+    keep = ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+    return {
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {k: meta[k] for k in keep if k in meta},
+        "spec": {"replicas": obj.spec.replicas},
+        "status": {
+            "replicas": obj.status.replicas,
+            "selector": str(selector_from_label_selector(obj.spec.selector)),
+        },
+    }
+
+
+def patched(current: dict[str, Any], patch_type: str, text: str) -> dict[str, Any]:
+    """A Scale after a PATCH of any type."""
+    try:
+        patch = json.loads(text)
+    except ValueError as e:
+        raise BadRequest(f"the patch is not valid JSON: {e}") from None
+    if patch_type == patches.JSON:
+        result = patches.json_patch(current, patch)
+    elif isinstance(patch, dict):  # merge and strategic: a Scale has no list to merge
+        result = convert.merge_patch(current, patch)
+    else:
+        raise BadRequest("a merge patch must be a JSON object")
+    if not isinstance(result, dict):
+        raise BadRequest("the patched Scale is not an object")
+    return result
+
+
+def object_patch(scale: dict[str, Any]) -> str:
+    """The merge patch of the scaled object that a written Scale stands for (its
+    resourceVersion, when given, a precondition)."""
+    spec = scale.get("spec")
+    replicas = spec.get("replicas") if isinstance(spec, dict) else None
+    if not isinstance(replicas, int) or isinstance(replicas, bool):
+        raise Invalid.field("spec.replicas", "Required value: an integer")
+    patch: dict[str, Any] = {"spec": {"replicas": replicas}}
+    meta = scale.get("metadata")
+    if isinstance(meta, dict) and meta.get("resourceVersion"):
+        patch["metadata"] = {"resourceVersion": str(meta["resourceVersion"])}
+    return json.dumps(patch)

@@ -1,0 +1,521 @@
+"""The columns and cells of `get` tables per kind, as upstream's printers (pkg/printers/
+internalversion) make them: kemuctl prints them and the apiserver's REST edge serves them as
+meta.k8s.io Tables (one place for both), with ages as kubectl prints them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from google.protobuf.message import Message
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from kemu.api.v1 import types_pb2
+from kemu.machinery import kinds
+from kemu.machinery.errors import Invalid
+from kemu.machinery.labels import selector_from_label_selector
+
+
+def meta(obj: Message) -> types_pb2.ObjectMeta:
+    m: types_pb2.ObjectMeta = obj.metadata  # type: ignore[attr-defined]
+    return m
+
+
+NONE = "<none>"
+
+# ---------------------------------------------------------------- times
+
+
+def human_duration(seconds: float) -> str:
+    """An age as kubectl prints it (apimachinery's duration.HumanDuration)."""
+    s = int(seconds)
+    if s < -1:
+        return "<invalid>"
+    if s < 0:
+        return "0s"
+    if s < 120:
+        return f"{s}s"
+    minutes = s // 60
+    if minutes < 10:
+        rest = s % 60
+        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = s // 3600
+    if hours < 8:
+        rest = minutes % 60
+        return f"{hours}h{rest}m" if rest else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        rest = hours % 24
+        return f"{hours // 24}d{rest}h" if rest else f"{hours // 24}d"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        rest = (hours // 24) % 365
+        years = hours // 24 // 365
+        return f"{years}y{rest}d" if rest else f"{years}y"
+    return f"{hours // 24 // 365}y"
+
+
+def seconds_of(ts: Timestamp) -> float:
+    return ts.seconds + ts.nanos / 1e9
+
+
+def age(ts: Timestamp, now: float, *, present: bool = True) -> str:
+    """The time since `ts`, or <unknown> for an unset time."""
+    if not present or (ts.seconds == 0 and ts.nanos == 0):
+        return "<unknown>"
+    return human_duration(now - seconds_of(ts))
+
+
+def _created(obj: Message, now: float) -> str:
+    m = meta(obj)
+    return age(m.creation_timestamp, now, present=m.HasField("creation_timestamp"))
+
+
+# ---------------------------------------------------------------- pods
+
+
+def _is_sidecar(c: types_pb2.Container) -> bool:
+    return c.HasField("restart_policy") and c.restart_policy == "Always"
+
+
+def _exit_reason(prefix: str, t: types_pb2.ContainerStateTerminated) -> str:
+    if t.reason:
+        return prefix + t.reason
+    return f"{prefix}ExitCode:{t.exit_code}"
+
+
+def pod_status(pod: types_pb2.Pod) -> str:
+    """The STATUS column of `get pods` (kubectl's printPod, for the states kemu models)."""
+    reason = pod.status.reason or pod.status.phase or "Pending"
+    for cond in pod.status.conditions:
+        if cond.type == "PodScheduled" and cond.reason == "SchedulingGated":
+            reason = "SchedulingGated"
+    initializing = False
+    init_statuses = {s.name: s for s in pod.status.init_container_statuses}
+    regular_inits = [c for c in pod.spec.init_containers if not _is_sidecar(c)]
+    for i, c in enumerate(pod.spec.init_containers):
+        st = init_statuses.get(c.name)
+        if st is None or _is_sidecar(c):
+            continue
+        state = st.state
+        if state.HasField("terminated") and state.terminated.exit_code == 0:
+            continue
+        if state.HasField("terminated"):
+            reason = _exit_reason("Init:", state.terminated)
+        elif state.HasField("waiting") and state.waiting.reason not in ("", "PodInitializing"):
+            reason = "Init:" + state.waiting.reason
+        else:
+            reason = f"Init:{i}/{len(regular_inits)}"
+        initializing = True
+        break
+    if not initializing:
+        has_running = False
+        for st in reversed(pod.status.container_statuses):
+            state = st.state
+            if state.HasField("waiting") and state.waiting.reason:
+                reason = state.waiting.reason
+            elif state.HasField("terminated"):
+                reason = _exit_reason("", state.terminated)
+            elif state.HasField("running") and st.ready:
+                has_running = True
+        if reason == "Completed" and has_running:
+            reason = "Running"
+    if meta(pod).HasField("deletion_timestamp"):
+        reason = "Unknown" if pod.status.reason == "NodeLost" else "Terminating"
+    return reason
+
+
+def pod_ready(pod: types_pb2.Pod) -> str:
+    sidecars = {c.name for c in pod.spec.init_containers if _is_sidecar(c)}
+    total = len(pod.spec.containers) + len(sidecars)
+    ready = sum(1 for s in pod.status.container_statuses if s.ready)
+    ready += sum(1 for s in pod.status.init_container_statuses if s.name in sidecars and s.ready)
+    return f"{ready}/{total}"
+
+
+def pod_restarts(pod: types_pb2.Pod) -> str:
+    statuses = [*pod.status.container_statuses, *pod.status.init_container_statuses]
+    return str(sum(s.restart_count for s in statuses))
+
+
+def _pod_row(pod: types_pb2.Pod, now: float, wide: bool) -> list[str]:
+    row = [meta(pod).name, pod_ready(pod), pod_status(pod), pod_restarts(pod), _created(pod, now)]
+    if wide:
+        row += [
+            pod.status.pod_ip or NONE,
+            pod.spec.node_name or NONE,
+            pod.status.nominated_node_name or NONE,
+            readiness_gates(pod),
+        ]
+    return row
+
+
+def readiness_gates(pod: types_pb2.Pod) -> str:
+    """READINESS GATES of `get pods -o wide`: gates whose condition is True, of all."""
+    gates = pod.spec.readiness_gates
+    if not gates:
+        return NONE
+    true = {c.type for c in pod.status.conditions if c.status == "True"}
+    return f"{sum(1 for g in gates if g.condition_type in true)}/{len(gates)}"
+
+
+# ---------------------------------------------------------------- nodes
+
+
+def node_status(node: types_pb2.Node) -> str:
+    ready = next((c for c in node.status.conditions if c.type == "Ready"), None)
+    if ready is None:
+        parts = ["Unknown"]
+    elif ready.status == "True":
+        parts = ["Ready"]
+    elif ready.status == "False":
+        parts = ["NotReady"]
+    else:
+        parts = ["Unknown"]
+    if node.spec.unschedulable:
+        parts.append("SchedulingDisabled")
+    return ",".join(parts)
+
+
+def node_roles(node: types_pb2.Node) -> str:
+    roles = set()
+    for key, value in meta(node).labels.items():
+        if key.startswith("node-role.kubernetes.io/"):
+            role = key.removeprefix("node-role.kubernetes.io/")
+            if role:
+                roles.add(role)
+        elif key == "kubernetes.io/role" and value:
+            roles.add(value)
+    return ",".join(sorted(roles)) or NONE
+
+
+def _node_row(node: types_pb2.Node, now: float, wide: bool) -> list[str]:
+    row = [
+        meta(node).name,
+        node_status(node),
+        node_roles(node),
+        _created(node, now),
+        node.status.node_info.kubelet_version,
+    ]
+    if wide:
+        alloc = node.status.allocatable
+        row += [alloc.get("cpu", NONE), alloc.get("memory", NONE), alloc.get("pods", NONE)]
+    return row
+
+
+# ---------------------------------------------------------------- the others
+
+
+def _int_or_string(value: types_pb2.IntOrString, present: bool) -> str:
+    if not present:
+        return "N/A"
+    which = value.WhichOneof("value")
+    if which == "int_val":
+        return str(value.int_val)
+    if which == "str_val":
+        return value.str_val
+    return "N/A"
+
+
+def _priority_class_row(pc: types_pb2.PriorityClass, now: float, wide: bool) -> list[str]:
+    return [
+        meta(pc).name,
+        str(pc.value),
+        "true" if pc.global_default else "false",
+        _created(pc, now),
+        pc.preemption_policy if pc.HasField("preemption_policy") else NONE,
+    ]
+
+
+def _pdb_row(pdb: types_pb2.PodDisruptionBudget, now: float, wide: bool) -> list[str]:
+    return [
+        meta(pdb).name,
+        _int_or_string(pdb.spec.min_available, pdb.spec.HasField("min_available")),
+        _int_or_string(pdb.spec.max_unavailable, pdb.spec.HasField("max_unavailable")),
+        str(pdb.status.disruptions_allowed),
+        _created(pdb, now),
+    ]
+
+
+def _lease_row(lease: types_pb2.Lease, now: float, wide: bool) -> list[str]:
+    return [meta(lease).name, lease.spec.holder_identity or NONE, _created(lease, now)]
+
+
+def event_last_seen(event: types_pb2.Event) -> Timestamp:
+    for ts in (event.last_timestamp, event.first_timestamp, meta(event).creation_timestamp):
+        if ts.seconds or ts.nanos:
+            return ts
+    return event.last_timestamp
+
+
+def event_object(event: types_pb2.Event) -> str:
+    io = event.involved_object
+    return f"{io.kind.lower()}/{io.name}"
+
+
+def event_source(event: types_pb2.Event) -> str:
+    component = event.source.component or event.reporting_component
+    host = event.source.host or event.reporting_instance
+    if component and host and host != component:
+        return f"{component}, {host}"
+    return component or host
+
+
+def _event_row(event: types_pb2.Event, now: float, wide: bool) -> list[str]:
+    last = event_last_seen(event)
+    row = [
+        age(last, now),
+        event.type,
+        event.reason,
+        event_object(event),
+    ]
+    if wide:
+        first = event.first_timestamp
+        row += [event_source(event), event.message.strip(), age(first, now), str(event.count)]
+        row.append(meta(event).name)
+        return row
+    row.append(event.message.strip())
+    return row
+
+
+def _namespace_row(ns: types_pb2.Namespace, now: float, wide: bool) -> list[str]:
+    return [meta(ns).name, ns.status.phase, _created(ns, now)]
+
+
+def service_external_ip(svc: types_pb2.Service) -> str:
+    """The EXTERNAL-IP column (kubectl's getServiceExternalIP)."""
+    spec = svc.spec
+    if spec.type in ("ClusterIP", "NodePort"):
+        return ",".join(spec.external_ips) or NONE
+    if spec.type == "LoadBalancer":
+        ips = [i.ip or i.hostname for i in svc.status.load_balancer.ingress]
+        ips += list(spec.external_ips)
+        return ",".join(ips) or "<pending>"
+    if spec.type == "ExternalName":
+        return spec.external_name
+    return "<unknown>"
+
+
+def service_ports(svc: types_pb2.Service) -> str:
+    """The PORT(S) column: port[:nodePort]/protocol, comma-separated."""
+    parts = []
+    for p in svc.spec.ports:
+        node = f":{p.node_port}" if p.node_port else ""
+        parts.append(f"{p.port}{node}/{p.protocol}")
+    return ",".join(parts) or NONE
+
+
+def _service_row(svc: types_pb2.Service, now: float, wide: bool) -> list[str]:
+    row = [
+        meta(svc).name,
+        svc.spec.type,
+        svc.spec.cluster_ip or NONE,
+        service_external_ip(svc),
+        service_ports(svc),
+        _created(svc, now),
+    ]
+    if wide:
+        row.append(",".join(f"{k}={v}" for k, v in sorted(svc.spec.selector.items())) or NONE)
+    return row
+
+
+def _config_map_row(cm: types_pb2.ConfigMap, now: float, wide: bool) -> list[str]:
+    return [meta(cm).name, str(len(cm.data) + len(cm.binary_data)), _created(cm, now)]
+
+
+# ---------------------------------------------------------------- apps/v1
+
+
+def _template_wide(
+    template: types_pb2.PodTemplateSpec, selector: types_pb2.LabelSelector
+) -> list[str]:
+    """CONTAINERS, IMAGES and SELECTOR of `get deploy|rs -o wide`."""
+    containers = template.spec.containers
+    return [
+        ",".join(c.name for c in containers) or NONE,
+        ",".join(c.image for c in containers) or NONE,
+        format_label_selector(selector),
+    ]
+
+
+def format_label_selector(selector: types_pb2.LabelSelector) -> str:
+    """metav1.FormatLabelSelector: requirements sorted by key, <none> when empty."""
+    try:
+        text = str(selector_from_label_selector(selector))
+    except Invalid:
+        return "<error>"
+    return text or NONE
+
+
+def _deployment_row(d: types_pb2.Deployment, now: float, wide: bool) -> list[str]:
+    st = d.status
+    row = [
+        meta(d).name,
+        f"{st.ready_replicas}/{d.spec.replicas}",
+        str(st.updated_replicas),
+        str(st.available_replicas),
+        _created(d, now),
+    ]
+    if wide:
+        row += _template_wide(d.spec.template, d.spec.selector)
+    return row
+
+
+def _replica_set_row(rs: types_pb2.ReplicaSet, now: float, wide: bool) -> list[str]:
+    row = [
+        meta(rs).name,
+        str(rs.spec.replicas),
+        str(rs.status.replicas),
+        str(rs.status.ready_replicas),
+        _created(rs, now),
+    ]
+    if wide:
+        row += _template_wide(rs.spec.template, rs.spec.selector)
+    return row
+
+
+def _ts_seconds(ts: Timestamp) -> float:
+    return ts.seconds + ts.nanos / 1e9
+
+
+def _job_status(job: types_pb2.Job) -> str:
+    """kubectl's STATUS of a Job (printJob)."""
+    for cond_type, text in (("Complete", "Complete"), ("Failed", "Failed")):
+        if any(c.type == cond_type and c.status == "True" for c in job.status.conditions):
+            return text
+    if job.metadata.HasField("deletion_timestamp"):
+        return "Terminating"
+    for cond_type in ("Suspended", "FailureTarget", "SuccessCriteriaMet"):
+        if any(c.type == cond_type and c.status == "True" for c in job.status.conditions):
+            return cond_type
+    return "Running"
+
+
+def _job_row(job: types_pb2.Job, now: float, wide: bool) -> list[str]:
+    spec, st = job.spec, job.status
+    if spec.HasField("completions"):
+        completions = f"{st.succeeded}/{spec.completions}"
+    elif spec.HasField("parallelism") and spec.parallelism > 1:
+        completions = f"{st.succeeded}/1 of {spec.parallelism}"
+    else:
+        completions = f"{st.succeeded}/1"
+    duration = ""
+    if st.HasField("start_time"):
+        end = _ts_seconds(st.completion_time) if st.HasField("completion_time") else now
+        duration = human_duration(end - _ts_seconds(st.start_time))
+    row = [meta(job).name, _job_status(job), completions, duration, _created(job, now)]
+    if wide:
+        row += _template_wide(spec.template, spec.selector)
+    return row
+
+
+def _daemon_set_row(ds: types_pb2.DaemonSet, now: float, wide: bool) -> list[str]:
+    st = ds.status
+    node_selector = ds.spec.template.spec.node_selector
+    row = [
+        meta(ds).name,
+        str(st.desired_number_scheduled),
+        str(st.current_number_scheduled),
+        str(st.number_ready),
+        str(st.updated_number_scheduled),
+        str(st.number_available),
+        ",".join(f"{k}={node_selector[k]}" for k in sorted(node_selector)) or NONE,
+        _created(ds, now),
+    ]
+    if wide:
+        row += _template_wide(ds.spec.template, ds.spec.selector)
+    return row
+
+
+# ---------------------------------------------------------------- tables
+
+
+Row = Callable[[Any, float, bool], list[str]]
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    headers: tuple[str, ...]
+    wide_headers: tuple[str, ...]
+    row: Row
+
+
+TABLES: dict[str, TableSpec] = {
+    "Pod": TableSpec(
+        ("NAME", "READY", "STATUS", "RESTARTS", "AGE"),
+        ("IP", "NODE", "NOMINATED NODE", "READINESS GATES"),
+        _pod_row,
+    ),
+    "Node": TableSpec(
+        ("NAME", "STATUS", "ROLES", "AGE", "VERSION"),
+        ("ALLOCATABLE CPU", "ALLOCATABLE MEMORY", "ALLOCATABLE PODS"),
+        _node_row,
+    ),
+    "PriorityClass": TableSpec(
+        ("NAME", "VALUE", "GLOBAL-DEFAULT", "AGE", "PREEMPTIONPOLICY"), (), _priority_class_row
+    ),
+    "PodDisruptionBudget": TableSpec(
+        ("NAME", "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "AGE"), (), _pdb_row
+    ),
+    "Lease": TableSpec(("NAME", "HOLDER", "AGE"), (), _lease_row),
+    "Event": TableSpec(("LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"), (), _event_row),
+    "Namespace": TableSpec(("NAME", "STATUS", "AGE"), (), _namespace_row),
+    "Service": TableSpec(
+        ("NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"), ("SELECTOR",), _service_row
+    ),
+    "ConfigMap": TableSpec(("NAME", "DATA", "AGE"), (), _config_map_row),
+    "Deployment": TableSpec(
+        ("NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"),
+        ("CONTAINERS", "IMAGES", "SELECTOR"),
+        _deployment_row,
+    ),
+    "ReplicaSet": TableSpec(
+        ("NAME", "DESIRED", "CURRENT", "READY", "AGE"),
+        ("CONTAINERS", "IMAGES", "SELECTOR"),
+        _replica_set_row,
+    ),
+    "Job": TableSpec(
+        ("NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"),
+        ("CONTAINERS", "IMAGES", "SELECTOR"),
+        _job_row,
+    ),
+    "DaemonSet": TableSpec(
+        (
+            "NAME",
+            "DESIRED",
+            "CURRENT",
+            "READY",
+            "UP-TO-DATE",
+            "AVAILABLE",
+            "NODE SELECTOR",
+            "AGE",
+        ),
+        ("CONTAINERS", "IMAGES", "SELECTOR"),
+        _daemon_set_row,
+    ),
+}
+# `get events -o wide` reorders the tail, as kubectl does.
+_EVENT_WIDE_HEADERS = ("LAST SEEN", "TYPE", "REASON", "OBJECT", "SOURCE", "MESSAGE")
+_EVENT_WIDE_EXTRA = ("FIRST SEEN", "COUNT", "NAME")
+
+
+def headers(kind: kinds.Kind, *, wide: bool, with_namespace: bool) -> list[str]:
+    spec = TABLES[kind.kind]
+    if kind.kind == "Event" and wide:
+        cols = [*_EVENT_WIDE_HEADERS, *_EVENT_WIDE_EXTRA]
+    else:
+        cols = [*spec.headers, *(spec.wide_headers if wide else ())]
+    return (["NAMESPACE"] if with_namespace else []) + cols
+
+
+def row(
+    kind: kinds.Kind, obj: Message, now: float, *, wide: bool, with_namespace: bool
+) -> list[str]:
+    """One table row (the cells of `headers`)."""
+    cells = TABLES[kind.kind].row(obj, now, wide)
+    return ([meta(obj).namespace] if with_namespace else []) + cells

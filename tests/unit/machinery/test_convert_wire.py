@@ -1,0 +1,59 @@
+"""convert's upstream wire details: time precision and fieldValidation's unknown fields."""
+
+from __future__ import annotations
+
+import pytest
+
+from kemu.api.v1 import types_pb2
+from kemu.machinery import convert
+from kemu.machinery.errors import BadRequest, Invalid
+from kemu.machinery.kinds import BY_KIND
+from kemu.testing.builders import make_pod
+
+
+def test_wire_times_are_seconds_for_time_and_microseconds_for_micro_time() -> None:
+    pod = make_pod("p").obj()
+    pod.metadata.creation_timestamp.CopyFrom(convert.timestamp(1795543200.123456789))
+    assert convert.to_dict(pod, wire=True)["metadata"]["creationTimestamp"] == (
+        "2026-11-24T18:00:00Z"
+    )
+    # without wire, what is stored survives a round trip (the registry's patches)
+    assert convert.to_dict(pod)["metadata"]["creationTimestamp"] == "2026-11-24T18:00:00.123456Z"
+    lease = types_pb2.Lease()
+    lease.metadata.name = "l"
+    lease.spec.renew_time.CopyFrom(convert.timestamp(1795543200))
+    lease.spec.acquire_time.CopyFrom(convert.timestamp(1795543200.5))
+    spec = convert.to_dict(lease, wire=True)["spec"]
+    assert spec == {
+        "renewTime": "2026-11-24T18:00:00.000000Z",
+        "acquireTime": "2026-11-24T18:00:00.500000Z",
+    }
+
+
+def _manifest() -> dict[str, object]:
+    return {
+        "metadata": {"name": "p", "bogus": 1},
+        "spec": {"containers": [{"name": "c", "image": "i", "colour": "red"}]},
+    }
+
+
+def test_unknown_fields_are_invalid_without_field_validation() -> None:
+    with pytest.raises(Invalid) as err:
+        convert.from_dict(BY_KIND["Pod"], _manifest())
+    assert err.value.causes[0].field == "metadata.bogus"
+
+
+def test_unknown_fields_are_dropped_and_listed_or_strict() -> None:
+    unknown = convert.UnknownFields()
+    pod = convert.from_dict(BY_KIND["Pod"], _manifest(), unknown)
+    assert isinstance(pod, types_pb2.Pod) and pod.spec.containers[0].image == "i"
+    assert unknown.found == [
+        'unknown field "metadata.bogus"',
+        'unknown field "spec.containers[0].colour"',
+    ]
+    with pytest.raises(BadRequest) as err:
+        convert.from_dict(BY_KIND["Pod"], _manifest(), convert.UnknownFields(strict=True))
+    assert err.value.message == (
+        'strict decoding error: unknown field "metadata.bogus", '
+        'unknown field "spec.containers[0].colour"'
+    )
