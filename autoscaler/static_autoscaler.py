@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import anyio
 
 from autoscaler.backoff import Backoff
-from autoscaler.clusterstate import CloudApi, ClusterState, GroupState, is_node_ready
+from autoscaler.clusterstate import CloudApi, ClusterState, GroupState
 from autoscaler.expander import Expander
 from autoscaler.metrics import Metrics
 from autoscaler.pods import NNN_IN_CLUSTER_STATE_SINCE, PodSets, sort_pods
@@ -47,6 +47,7 @@ from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
 from kemu.component.version import Version
 from kemu.machinery.errors import ApiError
+from kemu.machinery.node_conditions import is_node_ready
 from kemu.scheduling.runtime import Framework
 from kemu.scheduling.simulator import ClusterSnapshot, PredicateChecker
 from kemu.scheduling.types import pod_key, pod_priority

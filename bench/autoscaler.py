@@ -29,10 +29,8 @@ See bench/README.md.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
-import sys
 import tempfile
 import time
 from collections.abc import Iterable, Sequence
@@ -44,7 +42,7 @@ import anyio
 import anyio.abc
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.common import fmt, format_table, jsonable, rss_kib, run_concurrent
+from bench.common import bench_main, fmt, format_table, rss_kib, run_concurrent
 from bench.kubelet import Distribution, RunningTracker, distribution
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
@@ -399,23 +397,13 @@ def options_from_args(args: argparse.Namespace) -> Options:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        opts = options_from_args(args)
-    except ValueError as e:
-        print(f"bench autoscaler: {e}", file=sys.stderr)
-        return 2
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    return bench_main(
+        "autoscaler",
+        build_parser(),
+        argv,
+        options_from_args,
+        run,
+        render,
+        json_path=lambda opts: opts.json_path,
+        failed=lambda result: bool(result.errors),
     )
-    try:
-        result = run(opts)
-    except KeyboardInterrupt:
-        print("bench autoscaler: interrupted; the cluster was stopped", file=sys.stderr)
-        return 130
-    print(render(opts, result))
-    if opts.json_path:
-        data = {"options": jsonable(opts), "result": jsonable(result)}
-        Path(opts.json_path).write_text(json.dumps(data, indent=2) + "\n")
-    return 1 if result.errors else 0

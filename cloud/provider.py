@@ -37,6 +37,7 @@ from cloud.state import (
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import ApiClient
 from kemu.machinery.errors import Invalid, NotFound
+from kemu.machinery.node_conditions import is_node_ready
 
 log = logging.getLogger(__name__)
 
@@ -80,10 +81,6 @@ class Kubelets(Protocol):
     async def stop(self, name: str) -> None: ...
 
     async def stop_all(self) -> None: ...
-
-
-def node_ready(node: types_pb2.Node) -> bool:
-    return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)
 
 
 class Cloud:
@@ -165,7 +162,7 @@ class Cloud:
             state = DELETING
         else:
             node = self._nodes.get(inst.name)
-            state = RUNNING if node is not None and node_ready(node) else CREATING
+            state = RUNNING if node is not None and is_node_ready(node) else CREATING
         return InstanceView(
             provider_id=inst.provider_id,
             name=inst.name,

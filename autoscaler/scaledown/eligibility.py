@@ -11,8 +11,8 @@ import enum
 from dataclasses import dataclass
 from typing import Final
 
-from autoscaler.clusterstate import is_node_ready
 from autoscaler.scaledown.taints import TO_BE_DELETED_TAINT, has_taint
+from kemu.machinery.node_conditions import is_node_ready
 from kemu.scheduling.types import NodeInfo
 
 SCALE_DOWN_DISABLED: Final = "cluster-autoscaler.kubernetes.io/scale-down-disabled"

@@ -12,13 +12,14 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from autoscaler.clusterstate import GroupState, is_node_ready
+from autoscaler.clusterstate import GroupState
 from autoscaler.scaledown.eligibility import UnremovableReason, Utilization, check
 from autoscaler.scaledown.options import ScaleDownOptions
 from autoscaler.scaledown.removal import simulate_removal
 from autoscaler.scaledown.rules import NodePods, PdbTracker, classify
 from autoscaler.scaledown.unneeded import UnneededNodes
 from kemu.api.v1 import types_pb2
+from kemu.machinery.node_conditions import is_node_ready
 from kemu.scheduling.simulator import ClusterSnapshot, PredicateChecker
 from kemu.scheduling.types import NodeInfo
 
