@@ -327,7 +327,7 @@ class Cloud:
             if now < inst.created_at + self._provision_delay:
                 continue
             group = self.config.group(inst.group)
-            if group is None:
+            if group is None or group.external_nodes:
                 continue
             argv = kubelet_argv(
                 self._server,

@@ -166,6 +166,28 @@ async def test_increase_starts_kubelets_except_injected_never_ready(
         await c.increase_size("pool-a", 0)
 
 
+async def test_instances_of_a_group_with_external_nodes_run_no_kubelet(tmp_path: Path) -> None:
+    config = parse_config(
+        "nodeGroups: [{name: pool-a, maxSize: 2, externalNodes: true, "
+        "template: {capacity: {cpu: '1', memory: 1Gi}}}]"
+    )
+    kubelets, nodes, api = FakeKubelets(), Nodes(), FakeClient()
+    cloud = Cloud(config, StateStore(tmp_path), kubelets, api, nodes, server="127.0.0.1:6443")
+    assert await cloud.increase_size("pool-a", 2) == ["pool-a-0", "pool-a-1"]
+    assert kubelets.argv == {}
+    # Whoever makes the load registers the Node: the instance is then running.
+    node = make_node("pool-a-0").obj()
+    node.spec.provider_id = "kemu://pool-a/pool-a-0"
+    node.status.conditions.add(type="Ready", status="True")
+    nodes.nodes["pool-a-0"] = await api.create(node)
+    await cloud.reconcile()
+    assert kubelets.argv == {}
+    assert [(i.name, i.state) for i in cloud.instances("pool-a")] == [
+        ("pool-a-0", "running"),
+        ("pool-a-1", "creating"),
+    ]
+
+
 async def test_out_of_capacity_instances_carry_the_error(
     env: tuple[Env, CloudProviderClient],
 ) -> None:
