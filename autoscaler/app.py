@@ -178,6 +178,11 @@ def _add_scale_down_flags(parser: argparse.ArgumentParser) -> None:
             d.max_pod_eviction_time,
             "how long a refused eviction is retried",
         ),
+        (
+            "--unremovable-node-recheck-timeout",
+            d.unremovable_node_recheck_timeout,
+            "a node whose pods could not be moved is not checked again for this long",
+        ),
     )
     for flag, default, text in durations:
         parser.add_argument(
@@ -254,6 +259,7 @@ def _scale_down_options(
         non_empty_candidates_count=args.scale_down_non_empty_candidates_count,
         max_graceful_termination_sec=args.max_graceful_termination_sec,
         max_pod_eviction_time=args.max_pod_eviction_time,
+        unremovable_node_recheck_timeout=args.unremovable_node_recheck_timeout,
         skip_nodes_with_system_pods=args.skip_nodes_with_system_pods,
         skip_nodes_with_local_storage=args.skip_nodes_with_local_storage,
     )

@@ -21,6 +21,7 @@ SCALE_DOWN_DISABLED: Final = "cluster-autoscaler.kubernetes.io/scale-down-disabl
 class UnremovableReason(enum.StrEnum):
     """Upstream simulator.UnremovableReason names."""
 
+    RECENTLY_UNREMOVABLE = "RecentlyUnremovable"
     SCALE_DOWN_DISABLED_ANNOTATION = "ScaleDownDisabledAnnotation"
     NOT_AUTOSCALED = "NotAutoscaled"
     CURRENTLY_BEING_DELETED = "CurrentlyBeingDeleted"

@@ -22,6 +22,9 @@ class ScaleDownOptions:
     """--scale-down-delay-after-failure."""
     max_empty_bulk_delete: int = 10
     """--max-empty-bulk-delete: empty nodes deleted at once."""
+    unremovable_node_recheck_timeout: float = 5 * 60.0
+    """--unremovable-node-recheck-timeout: a node whose pods could not be moved in simulation
+    (blocked by a pod, or no place for them) is not checked again for this long."""
     non_empty_candidates_count: int = 30
     """--scale-down-non-empty-candidates-count: non-empty nodes simulated per loop."""
     max_drain_parallelism: int = 1

@@ -64,6 +64,8 @@ EXPENDABLE_CUTOFF = -10
 """--expendable-pods-priority-cutoff's default."""
 UNNEEDED = 2.0
 DELAY_AFTER_ADD = 6.0
+RECHECK = 3.0
+"""--unremovable-node-recheck-timeout: a blocked node is checked again 3 s later."""
 CONFIG = f"""
 nodeGroups:
 - name: {GROUP}
@@ -97,6 +99,7 @@ def autoscaler_args() -> list[str]:
         "--scale-down-unneeded-time", f"{UNNEEDED:g}s",
         "--scale-down-delay-after-add", f"{DELAY_AFTER_ADD:g}s",
         "--max-graceful-termination-sec", "5",
+        "--unremovable-node-recheck-timeout", f"{RECHECK:g}s",
     ]  # fmt: skip
 
 
@@ -396,6 +399,15 @@ async def test_blocking_pods_and_the_disabled_annotation_keep_their_nodes(
             return True
 
         await eventually(all_logged, timeout=10, interval=0.3)
+
+        # Found unremovable, a node is not checked again for --unremovable-node-recheck-timeout.
+        def rechecked_later() -> bool:
+            return (
+                f"node {bare_node} is not removable: RecentlyUnremovable (unremovable in the "
+                f"last {RECHECK:g}s" in autoscalers.log()
+            )
+
+        await eventually(rechecked_later, timeout=5, interval=0.2)
         # Kept well past the unneeded time (a bounded window, checked from the history).
         await anyio.sleep(max(0.0, UNNEEDED + 2 - (time.monotonic() - start)))
         assert len(await group_nodes(api, GROUP)) == 4

@@ -216,7 +216,11 @@ async def test_drainability_rules(pod: PodBuilder, reason: str | None) -> None:
 
 
 async def test_a_pdb_without_disruptions_allowed_blocks() -> None:
-    env = Env(2)
+    # (Rechecked every loop: this is about the budget, not the recheck timeout.)
+    opts = ScaleDownOptions(
+        unneeded_time=UNNEEDED, delay_after_add=0.0, unremovable_node_recheck_timeout=0
+    )
+    env = Env(2, scale_down=opts)
     env.add(rs_pod("a", "pool-a-0").label("app", "a").obj())
     pdb = make_pdb("a").namespace("default").selector(app="a").min_available(1).obj()
     pdb.status.disruptions_allowed = 0
@@ -232,6 +236,23 @@ async def test_a_pdb_without_disruptions_allowed_blocks() -> None:
     s = await env.summary()
     assert len({u.name for u in s.unneeded} & {"pool-a-0", "pool-a-1"}) == 1, s
     assert "BlockedByPod" in unremovable(s).values()
+
+
+async def test_a_node_found_unremovable_is_not_checked_again_until_the_recheck_timeout() -> None:
+    env = Env(1, scale_down=ScaleDownOptions(unneeded_time=0, unremovable_node_recheck_timeout=60))
+    env.add(rs_pod("a", "pool-a-0").annotation(SAFE_TO_EVICT, "false").obj())
+    s = await env.summary()
+    assert unremovable(s)["pool-a-0"] == "BlockedByPod"
+    await env.client.delete(types_pb2.Pod, "a", "default")
+    # Nothing blocks it any more, but it was found unremovable 30 s ago: not checked.
+    env.clock.advance(30)
+    s = await env.summary()
+    assert unremovable(s)["pool-a-0"] == "RecentlyUnremovable"
+    assert env.deleted() == []
+    env.clock.advance(31)
+    s = await env.summary()
+    assert "pool-a-0" not in unremovable(s)
+    assert env.deleted() == [["pool-a-0"]]
 
 
 async def test_no_place_to_move_pods_keeps_the_node() -> None:
