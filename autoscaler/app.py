@@ -119,6 +119,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="BOOL",
         help="whether unneeded nodes are removed (true)",
     )
+    parser.add_argument(
+        "--write-status-configmap",
+        type=_bool_flag,
+        default=True,
+        metavar="BOOL",
+        help="whether the status ConfigMap kube-system/cluster-autoscaler-status is written (true)",
+    )
     _add_scale_down_flags(parser)
     parser.add_argument(
         "--initial-node-group-backoff-duration",
@@ -291,6 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         expander=args.expander,
         new_pod_scale_up_delay=args.new_pod_scale_up_delay,
         scale_down_enabled=args.scale_down_enabled,
+        write_status_configmap=args.write_status_configmap,
         initial_node_group_backoff_duration=args.initial_node_group_backoff_duration,
         max_node_group_backoff_duration=args.max_node_group_backoff_duration,
         node_group_backoff_reset_timeout=args.node_group_backoff_reset_timeout,
@@ -372,7 +380,11 @@ async def serve(
             cm = configmaps.lister.get(PRIORITY_CONFIGMAP, "kube-system")
             return None if cm is None else cm.data.get(PRIORITY_KEY)
 
-        status = StatusWriter(client, ctx.clock, nodes.lister.list)
+        status = (
+            StatusWriter(client, ctx.clock, nodes.lister.list)
+            if options.write_status_configmap
+            else None
+        )
         autoscaler = StaticAutoscaler(
             options,
             cloud,
@@ -393,7 +405,8 @@ async def serve(
             informers.start(tg)
             await informers.wait_for_cache_sync()
             state["informers"] = informers
-            await status.initializing()
+            if status is not None:
+                await status.initializing()
             log.info(
                 "caches synced; autoscaling every %gs (emulated %s)",
                 options.scan_interval,

@@ -14,6 +14,8 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+import anyio.lowlevel
+
 from autoscaler.clusterstate import GroupState
 from autoscaler.scaledown.eligibility import UnremovableReason, Utilization, check
 from autoscaler.scaledown.options import ScaleDownOptions
@@ -72,7 +74,7 @@ class Planner:
         self.recheck_at: dict[str, float] = {}
         """Node -> monotonic time before which it is RecentlyUnremovable."""
 
-    def update(
+    async def update(
         self,
         snapshot: ClusterSnapshot,
         nodes: Sequence[types_pb2.Node],
@@ -86,7 +88,8 @@ class Planner:
     ) -> Plan:
         """Finds the unneeded nodes (upstream UpdateClusterState). `spared`: node -> why it
         must stay (a pod nominated or placed there in simulation); `deleting`: node -> group
-        of the deletions in progress."""
+        of the deletions in progress. It yields to the event loop between nodes, so that a
+        loop over a large cluster does not hold /metrics, health checks or SIGTERM."""
         plan = Plan()
         group_of = {n.metadata.name: g.id for g in groups.values() for n in g.nodes}
         # Registered nodes only: upcoming (template) nodes are neither removed nor destinations.
@@ -104,6 +107,7 @@ class Planner:
         self.recheck_at = {n: t for n, t in self.recheck_at.items() if n in real and t > monotonic}
         recheck = self._opts.unremovable_node_recheck_timeout
         for ni in order:
+            await anyio.lowlevel.checkpoint()
             name = ni.name
             node = ni.node
             assert node is not None

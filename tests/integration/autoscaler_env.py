@@ -56,12 +56,14 @@ class Autoscalers:
         self._cluster = cluster
         self._scan_interval = scan_interval
         self._extra_args = list(extra_args)
-        self._running: tuple[str, str] | None = None
+        self._running: tuple[tuple[str, ...], str] | None = None
 
-    def use(self, version: str) -> str:
-        """The process name of the autoscaler at `version`, started if need be."""
+    def use(self, version: str, *extra_args: str) -> str:
+        """The process name of the autoscaler at `version` (with `extra_args` after the
+        common flags), started if need be."""
+        key = (version, *extra_args)
         if self._running is not None:
-            if self._running[0] == version:
+            if self._running[0] == key:
                 return self._running[1]
             self._cluster.terminate(self._running[1])
         name = f"autoscaler-{version.replace('.', '-')}-{len(self._cluster.processes)}"
@@ -70,9 +72,9 @@ class Autoscalers:
             name=name,
             scan_interval=self._scan_interval,
             emulated_version=version,
-            extra_args=self._extra_args,
+            extra_args=[*self._extra_args, *extra_args],
         )
-        self._running = (version, name)
+        self._running = (key, name)
         return name
 
     @property

@@ -296,3 +296,14 @@ async def test_an_instance_never_ready_is_deleted_and_its_group_backed_off(
     await two_more_loops(cluster, autoscaler)
     assert await cloud.target_size("stuck") == 0
     assert "deleting 1 failed instance(s)" in cluster.logs()[autoscaler]
+
+
+async def test_no_status_configmap_with_write_status_configmap_false(
+    cluster: Cluster, autoscalers: Autoscalers, clients: tuple[Client, CloudProviderClient]
+) -> None:
+    api, _ = clients
+    autoscaler = autoscalers.use("1.37", "--write-status-configmap=false")
+    await api.delete(types_pb2.ConfigMap, "cluster-autoscaler-status", "kube-system")
+    await two_more_loops(cluster, autoscaler)
+    names = [c.metadata.name for c in (await api.list(types_pb2.ConfigMap, "kube-system")).items]
+    assert "cluster-autoscaler-status" not in names
