@@ -295,7 +295,9 @@ class Cloud:
 
     async def start(self) -> None:
         """Takes over from a previous cloud: kills its leftover kubelets and finishes the
-        deletions it began; instances of groups no longer configured are deleted."""
+        deletions it began; instances of groups no longer configured are deleted. A group
+        with fewer instances than its minSize gets the missing ones (as a cloud's instance
+        group is created at its minimum size)."""
         for inst in list(self.state.instances.values()):
             kill_leftover(inst.pid, inst.name)
             if self.config.group(inst.group) is None:
@@ -308,6 +310,17 @@ class Cloud:
             for inst in list(self.state.instances.values()):
                 if inst.phase == DELETING:
                     tg.start_soon(self._finish_deletion, inst)
+        for group in self.config.node_groups:
+            missing = group.min_size - self.target_size(group.name)
+            if missing > 0:
+                log.info(
+                    "node group %s: %d instance(s), below its min size %d: creating %d",
+                    group.name,
+                    group.min_size - missing,
+                    group.min_size,
+                    missing,
+                )
+                await self.increase_size(group.name, missing)
 
     async def run(self) -> None:
         """Keeps the kubelets of the instances running and deletes the Nodes of instances the

@@ -263,3 +263,21 @@ async def test_the_node_of_an_instance_the_cloud_lacks_is_deleted(
     await c.refresh()
     with pytest.raises(NotFound):
         await e.api.get(types_pb2.Node, "pool-a-9")
+
+
+async def test_a_group_below_its_min_size_gets_the_missing_instances_at_start(
+    tmp_path: Path,
+) -> None:
+    config = parse_config(
+        "nodeGroups: [{name: pool-a, minSize: 2, maxSize: 3, "
+        "template: {capacity: {cpu: '1', memory: 1Gi}}}]"
+    )
+    kubelets, store = FakeKubelets(), StateStore(tmp_path)
+    cloud = Cloud(config, store, kubelets, FakeClient(), Nodes(), server="127.0.0.1:6443")
+    await cloud.start()
+    assert cloud.target_size("pool-a") == 2
+    assert sorted(kubelets.argv) == ["pool-a-0", "pool-a-1"]
+    # Restarted with its instances: none more.
+    again = Cloud(config, store, kubelets, FakeClient(), Nodes(), server="127.0.0.1:6443")
+    await again.start()
+    assert [v.name for v in again.instances("pool-a")] == ["pool-a-0", "pool-a-1"]
