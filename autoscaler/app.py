@@ -119,6 +119,25 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="BOOL",
         help="whether unneeded nodes are removed (true)",
     )
+    for flag, default, text in (
+        (
+            "--daemonset-eviction-for-empty-nodes",
+            ScaleDownOptions.daemonset_eviction_for_empty_nodes,
+            "whether DaemonSet pods are evicted (best effort) from empty nodes before deletion",
+        ),
+        (
+            "--daemonset-eviction-for-occupied-nodes",
+            ScaleDownOptions.daemonset_eviction_for_occupied_nodes,
+            "whether DaemonSet pods are evicted (best effort) from drained nodes",
+        ),
+    ):
+        parser.add_argument(
+            flag,
+            type=_bool_flag,
+            default=default,
+            metavar="BOOL",
+            help=f"{text} ({str(default).lower()})",
+        )
     parser.add_argument(
         "--write-status-configmap",
         type=_bool_flag,
@@ -267,6 +286,8 @@ def _scale_down_options(
         max_graceful_termination_sec=args.max_graceful_termination_sec,
         max_pod_eviction_time=args.max_pod_eviction_time,
         unremovable_node_recheck_timeout=args.unremovable_node_recheck_timeout,
+        daemonset_eviction_for_empty_nodes=args.daemonset_eviction_for_empty_nodes,
+        daemonset_eviction_for_occupied_nodes=args.daemonset_eviction_for_occupied_nodes,
         skip_nodes_with_system_pods=args.skip_nodes_with_system_pods,
         skip_nodes_with_local_storage=args.skip_nodes_with_local_storage,
     )

@@ -37,6 +37,12 @@ class ScaleDownOptions:
     """Between two attempts at evicting a pod (upstream EvictionRetryTime)."""
     pod_eviction_headroom: float = 30.0
     """Added to the grace period when waiting for the evicted pods (PodEvictionHeadroom)."""
+    daemonset_eviction_for_empty_nodes: bool = False
+    """--daemonset-eviction-for-empty-nodes: DaemonSet pods of an empty node are evicted
+    (best effort, not waited for) before it is deleted."""
+    daemonset_eviction_for_occupied_nodes: bool = True
+    """--daemonset-eviction-for-occupied-nodes: the same for a drained node, after its other
+    pods are gone."""
     skip_nodes_with_system_pods: bool = True
     """--skip-nodes-with-system-pods."""
     skip_nodes_with_local_storage: bool = True

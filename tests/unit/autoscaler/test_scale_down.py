@@ -396,3 +396,65 @@ async def test_non_empty_candidates_are_capped_per_loop() -> None:
     # pool-a-2 is empty (no simulation); one of the two others is simulated, not both.
     assert {u.name for u in s.unneeded} == {"pool-a-0", "pool-a-2"}
     assert unremovable(s)["pool-a-1"] == "NotUnneededOtherReason"
+
+
+def ds_pod(name: str, node: str, **annotations: str) -> types_pb2.Pod:
+    pod = (
+        make_pod(name)
+        .namespace("default")
+        .uid(f"uid-{name}")
+        .req(cpu="100m")
+        .node(node)
+        .owner("DaemonSet", "ds", "uid-ds")
+        .grace(0)
+        .phase("Running")
+        .obj()
+    )
+    pod.metadata.annotations.update(annotations)
+    return pod
+
+
+def evicted(env: Env) -> list[str]:
+    return [a.name for a in env.client.actions if a.verb == "evict"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        ({}, ["ds-drained"]),  # upstream's defaults: occupied true, empty false
+        (
+            {"daemonset_eviction_for_empty_nodes": True},
+            ["ds-empty", "ds-drained"],
+        ),
+        ({"daemonset_eviction_for_occupied_nodes": False}, []),
+    ],
+)
+async def test_daemonset_pods_are_evicted_best_effort_as_the_flags_say(
+    flags: dict[str, bool], expected: list[str]
+) -> None:
+    env = Env(3, scale_down=ScaleDownOptions(unneeded_time=0, **flags))
+    # pool-a-0: empty but for a DaemonSet pod; pool-a-1: drained (its ReplicaSet pod moves to
+    # pool-a-2), then its DaemonSet pod; pool-a-2 keeps a big pod.
+    env.add(
+        ds_pod("ds-empty", "pool-a-0"),
+        ds_pod("ds-drained", "pool-a-1"),
+        rs_pod("a", "pool-a-1", cpu="300m").obj(),
+        rs_pod("big", "pool-a-2", cpu="1500m").obj(),
+    )
+    s = await env.summary()
+    assert set(s.started) == {"pool-a-0", "pool-a-1"}, s
+    got = [n for n in evicted(env) if n.startswith("ds-")]
+    assert sorted(got) == sorted(expected)
+    # After the other pods: the ReplicaSet pod's eviction comes first.
+    if "ds-drained" in got:
+        assert evicted(env).index("a") < evicted(env).index("ds-drained")
+
+
+async def test_the_enable_ds_eviction_annotation_overrides_the_flag() -> None:
+    env = Env(1, scale_down=ScaleDownOptions(unneeded_time=0))
+    env.add(
+        ds_pod("ds", "pool-a-0", **{"cluster-autoscaler.kubernetes.io/enable-ds-eviction": "true"})
+    )
+    s = await env.summary()
+    assert s.started == ("pool-a-0",)
+    assert evicted(env) == ["ds"]
