@@ -119,25 +119,6 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="BOOL",
         help="whether unneeded nodes are removed (true)",
     )
-    for flag, default, text in (
-        (
-            "--daemonset-eviction-for-empty-nodes",
-            ScaleDownOptions.daemonset_eviction_for_empty_nodes,
-            "whether DaemonSet pods are evicted (best effort) from empty nodes before deletion",
-        ),
-        (
-            "--daemonset-eviction-for-occupied-nodes",
-            ScaleDownOptions.daemonset_eviction_for_occupied_nodes,
-            "whether DaemonSet pods are evicted (best effort) from drained nodes",
-        ),
-    ):
-        parser.add_argument(
-            flag,
-            type=_bool_flag,
-            default=default,
-            metavar="BOOL",
-            help=f"{text} ({str(default).lower()})",
-        )
     parser.add_argument(
         "--write-status-configmap",
         type=_bool_flag,
@@ -253,6 +234,22 @@ def _add_scale_down_flags(parser: argparse.ArgumentParser) -> None:
             d.skip_nodes_with_local_storage,
             "pods with emptyDir or hostPath volumes block a node's removal",
         ),
+        (
+            "--skip-nodes-with-custom-controller-pods",
+            d.skip_nodes_with_custom_controller_pods,
+            "pods whose controller is not a ReplicaSet, ReplicationController, Job or "
+            "StatefulSet block a node's removal",
+        ),
+        (
+            "--daemonset-eviction-for-empty-nodes",
+            d.daemonset_eviction_for_empty_nodes,
+            "DaemonSet pods are evicted (best effort) from empty nodes before deletion",
+        ),
+        (
+            "--daemonset-eviction-for-occupied-nodes",
+            d.daemonset_eviction_for_occupied_nodes,
+            "DaemonSet pods are evicted (best effort) from drained nodes",
+        ),
     )
     for flag, b, text in bools:
         parser.add_argument(
@@ -290,6 +287,7 @@ def _scale_down_options(
         daemonset_eviction_for_occupied_nodes=args.daemonset_eviction_for_occupied_nodes,
         skip_nodes_with_system_pods=args.skip_nodes_with_system_pods,
         skip_nodes_with_local_storage=args.skip_nodes_with_local_storage,
+        skip_nodes_with_custom_controller_pods=args.skip_nodes_with_custom_controller_pods,
     )
 
 

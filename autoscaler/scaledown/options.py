@@ -47,3 +47,6 @@ class ScaleDownOptions:
     """--skip-nodes-with-system-pods."""
     skip_nodes_with_local_storage: bool = True
     """--skip-nodes-with-local-storage."""
+    skip_nodes_with_custom_controller_pods: bool = True
+    """--skip-nodes-with-custom-controller-pods: only pods controlled by a ReplicaSet,
+    ReplicationController, Job or StatefulSet count as replicated."""

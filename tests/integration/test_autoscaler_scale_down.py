@@ -59,6 +59,7 @@ MAX = 4
 PREBIND_DELAY = "scheduling.kemu.io/prebind-delay"
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+HOSTNAME = "kubernetes.io/hostname"
 TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler"
 DELETION_CANDIDATE = "DeletionCandidateOfClusterAutoscaler"
 EXPENDABLE_CUTOFF = -10
@@ -372,21 +373,18 @@ async def test_blocking_pods_and_the_disabled_annotation_keep_their_nodes(
                 types_pb2.Node, n, {"metadata": {"annotations": {SCALE_DOWN_DISABLED: "true"}}}
             )
         pdb_node, nse_node, bare_node, disabled_node = names
-        ref = await a_controller(api, ns)
-        blockers = {
-            pdb_node: make_pod("guarded").label("app", "guarded"),
-            nse_node: make_pod("not-safe").annotation(SAFE_TO_EVICT, "false"),
-            bare_node: make_pod("bare"),
-        }
-        for node, b in blockers.items():
-            pod = b.namespace(ns).req(cpu="100m").node(node).grace(0).obj()
-            if node != bare_node:
-                pod.metadata.owner_references.append(ref)
-            await api.create(pod)
+        # ReplicaSet pods (replicated) pinned to their nodes, and a bare pod.
+        await api.create(pinned_rs(ns, "guarded", pdb_node))
+        await api.create(pinned_rs(ns, "not-safe", nse_node, {SAFE_TO_EVICT: "false"}))
+        await api.create(make_pod("bare").namespace(ns).req(cpu="100m").node(bare_node).obj())
         await api.create(
             make_pdb("guarded").namespace(ns).selector(app="guarded").min_available(1).obj()
         )
         await eventually(lambda: _all_running(api, ns, 3), timeout=15, interval=0.2)
+        running = await running_pods(api, ns)
+        guarded, not_safe = (
+            next(p for p, node in running.items() if node == n) for n in (pdb_node, nse_node)
+        )
         start = time.monotonic()
         for n in (pdb_node, nse_node, bare_node):
             await api.patch(
@@ -394,8 +392,8 @@ async def test_blocking_pods_and_the_disabled_annotation_keep_their_nodes(
             )
         autoscaler = autoscalers.current
         expected = {
-            pdb_node: f"BlockedByPod (not enough pod disruption budget to move {ns}/guarded)",
-            nse_node: f"BlockedByPod (pod annotated as not safe to evict present: {ns}/not-safe)",
+            pdb_node: f"BlockedByPod (not enough pod disruption budget to move {ns}/{guarded})",
+            nse_node: f"BlockedByPod (pod annotated as not safe to evict present: {ns}/{not_safe})",
             bare_node: f"BlockedByPod ({ns}/bare is not replicated)",
             disabled_node: "ScaleDownDisabledAnnotation",
         }
@@ -426,13 +424,9 @@ async def test_blocking_pods_and_the_disabled_annotation_keep_their_nodes(
             if v.type == "DELETED"
         ]
         assert not set(deleted) & set(names), deleted
-        for n in (pdb_node, nse_node, bare_node):
-            await api.delete(
-                types_pb2.Pod,
-                {pdb_node: "guarded", nse_node: "not-safe", bare_node: "bare"}[n],
-                ns,
-                grace_period_seconds=0,
-            )
+        for rs_name in ("guarded", "not-safe"):
+            await api.delete(types_pb2.ReplicaSet, rs_name, ns)
+        await api.delete(types_pb2.Pod, "bare", ns, grace_period_seconds=0)
         await api.patch(
             types_pb2.Node,
             disabled_node,
@@ -440,6 +434,19 @@ async def test_blocking_pods_and_the_disabled_annotation_keep_their_nodes(
         )
         await eventually(lambda: pool_empty(api), timeout=20, interval=0.3)
     assert violations(nodes, pods) == []
+
+
+def pinned_rs(
+    ns: str, name: str, node: str, annotations: dict[str, str] | None = None
+) -> types_pb2.ReplicaSet:
+    """A ReplicaSet of one 100m pod (labelled app=`name`) that only `node` can run."""
+    obj = make_replica_set(name).namespace(ns).replicas(1).selector(app=name).obj()
+    tmpl = obj.spec.template
+    tmpl.spec.CopyFrom(
+        make_pod("x").req(cpu="100m").grace(0).node_selector({HOSTNAME: node}).obj().spec
+    )
+    tmpl.metadata.annotations.update(annotations or {})
+    return obj
 
 
 async def a_controller(api: Client, ns: str) -> types_pb2.OwnerReference:

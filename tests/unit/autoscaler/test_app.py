@@ -59,6 +59,7 @@ def test_scale_down_flags_default_to_upstream() -> None:
     assert args.write_status_configmap is True
     assert args.daemonset_eviction_for_empty_nodes is False
     assert args.daemonset_eviction_for_occupied_nodes is True
+    assert args.skip_nodes_with_custom_controller_pods is True
     args = app.build_parser().parse_args([*CLOUD, "--write-status-configmap", "false"])
     assert args.write_status_configmap is False
     assert args.skip_nodes_with_system_pods is True

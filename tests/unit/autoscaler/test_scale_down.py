@@ -36,6 +36,19 @@ GROUP = "pool-a"
 UNNEEDED = 60.0
 
 
+def custom_pod(name: str) -> PodBuilder:
+    """A running pod controlled by a kind upstream does not know as replicated."""
+    return (
+        make_pod(name)
+        .namespace("default")
+        .uid(f"uid-{name}")
+        .req(cpu="500m")
+        .owner("Rollout", "r", "uid-r")
+        .grace(0)
+        .phase("Running")
+    )
+
+
 def rs_pod(name: str, node: str, cpu: str = "500m") -> PodBuilder:
     """A running ReplicaSet pod that terminates at once (grace 0: no kubelet here)."""
     return (
@@ -194,6 +207,7 @@ async def test_min_size_is_kept() -> None:
     [
         (make_pod("bare").namespace("default").req(cpu="100m"), "BlockedByPod"),
         (rs_pod("nse", "").annotation(SAFE_TO_EVICT, "false"), "BlockedByPod"),
+        (custom_pod("custom"), "BlockedByPod"),  # --skip-nodes-with-custom-controller-pods
         (rs_pod("sys", "").namespace("kube-system"), "BlockedByPod"),
         (
             make_pod("bare-ok")
@@ -458,3 +472,13 @@ async def test_the_enable_ds_eviction_annotation_overrides_the_flag() -> None:
     s = await env.summary()
     assert s.started == ("pool-a-0",)
     assert evicted(env) == ["ds"]
+
+
+async def test_custom_controller_pods_move_with_skip_nodes_with_custom_controller_pods_false() -> (
+    None
+):
+    opts = ScaleDownOptions(unneeded_time=UNNEEDED, skip_nodes_with_custom_controller_pods=False)
+    env = Env(2, scale_down=opts)
+    env.add(custom_pod("custom").node("pool-a-0").obj())
+    s = await env.summary()
+    assert "pool-a-0" in {u.name for u in s.unneeded}
