@@ -50,7 +50,7 @@ import anyio
 import anyio.abc
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.common import bench_main, fmt, format_table, rss_kib, run_concurrent
+from bench.common import bench_main, cpu_seconds, fmt, format_table, rss_kib, run_concurrent
 from bench.kubelet import Distribution, RunningTracker, distribution
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
@@ -200,6 +200,8 @@ class Result:
     rss_kib_peak: int | None = None
     rss_kib_end: int | None = None
     scrape_timeouts: int = 0
+    cpu_seconds_per_loop: float = float("nan")
+    """The autoscaler's CPU (user + system) per loop over the measured loops."""
     errors: list[str] = field(default_factory=list)
 
 
@@ -308,6 +310,10 @@ async def loop_phase(cluster: Cluster, opts: Options, r: Result) -> None:
     samples: dict[str, list[tuple[float, float]]] = {p: [] for p in PARTS}
     deadline = time.monotonic() + 120 + 30 * (opts.loops + WARMUP_LOOPS)
     peak = 0
+    # CPU seconds of the autoscaler per loop, from the first loop after the warm-up on:
+    # unlike the wall time, hardly changed by other processes' load.
+    cpu_from: tuple[float, float] | None = None
+    cpu_to: tuple[float, float] | None = None
     while time.monotonic() < deadline:
         try:
             text = await anyio.to_thread.run_sync(component.scrape)
@@ -318,6 +324,13 @@ async def loop_phase(cluster: Cluster, opts: Options, r: Result) -> None:
         for part in PARTS:
             samples[part].append(histogram(text, DURATION, "function", part))
         main = loop_times(samples["main"])
+        loops_done = samples["main"][-1][0]
+        cpu = cpu_seconds(pid) if pid else None
+        if cpu is not None and loops_done >= WARMUP_LOOPS:
+            if cpu_from is None:
+                cpu_from = (loops_done, cpu)
+            elif loops_done > cpu_from[0] and (cpu_to is None or loops_done > cpu_to[0]):
+                cpu_to = (loops_done, cpu)
         if len(main) > WARMUP_LOOPS:
             peak = max(peak, (rss_kib(pid) if pid else None) or 0)
         if len(main) >= opts.loops + WARMUP_LOOPS:
@@ -328,6 +341,8 @@ async def loop_phase(cluster: Cluster, opts: Options, r: Result) -> None:
     r.loops = {p: loop_times(s)[WARMUP_LOOPS:] for p, s in samples.items()}
     r.rss_kib_peak = peak or None
     r.rss_kib_end = rss_kib(pid) if pid else None
+    if cpu_from is not None and cpu_to is not None:
+        r.cpu_seconds_per_loop = (cpu_to[1] - cpu_from[1]) / (cpu_to[0] - cpu_from[0])
 
 
 def run(opts: Options) -> Result:
@@ -414,6 +429,10 @@ def render(opts: Options, r: Result) -> str:
         out.append(
             f"autoscaler RSS: peak {fmt((r.rss_kib_peak or 0) / 1024, 0)} MiB, "
             f"end {fmt((r.rss_kib_end or 0) / 1024, 0)} MiB (target: loop <= 2 s, RSS <= 300 MB)"
+        )
+        out.append(
+            f"autoscaler CPU per loop (mean over the measured loops, load-independent): "
+            f"{fmt(r.cpu_seconds_per_loop * 1000, 0)} ms"
         )
         if r.scrape_timeouts:
             out.append(f"/metrics timed out {r.scrape_timeouts} time(s) (a loop held it)")
