@@ -119,6 +119,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="BOOL",
         help="whether unneeded nodes are removed (true)",
     )
+    parser.add_argument(
+        "--write-status-configmap",
+        type=_bool_flag,
+        default=True,
+        metavar="BOOL",
+        help="whether the status ConfigMap kube-system/cluster-autoscaler-status is written (true)",
+    )
     _add_scale_down_flags(parser)
     parser.add_argument(
         "--initial-node-group-backoff-duration",
@@ -178,6 +185,11 @@ def _add_scale_down_flags(parser: argparse.ArgumentParser) -> None:
             d.max_pod_eviction_time,
             "how long a refused eviction is retried",
         ),
+        (
+            "--unremovable-node-recheck-timeout",
+            d.unremovable_node_recheck_timeout,
+            "a node whose pods could not be moved is not checked again for this long",
+        ),
     )
     for flag, default, text in durations:
         parser.add_argument(
@@ -222,6 +234,22 @@ def _add_scale_down_flags(parser: argparse.ArgumentParser) -> None:
             d.skip_nodes_with_local_storage,
             "pods with emptyDir or hostPath volumes block a node's removal",
         ),
+        (
+            "--skip-nodes-with-custom-controller-pods",
+            d.skip_nodes_with_custom_controller_pods,
+            "pods whose controller is not a ReplicaSet, ReplicationController, Job or "
+            "StatefulSet block a node's removal",
+        ),
+        (
+            "--daemonset-eviction-for-empty-nodes",
+            d.daemonset_eviction_for_empty_nodes,
+            "DaemonSet pods are evicted (best effort) from empty nodes before deletion",
+        ),
+        (
+            "--daemonset-eviction-for-occupied-nodes",
+            d.daemonset_eviction_for_occupied_nodes,
+            "DaemonSet pods are evicted (best effort) from drained nodes",
+        ),
     )
     for flag, b, text in bools:
         parser.add_argument(
@@ -254,8 +282,12 @@ def _scale_down_options(
         non_empty_candidates_count=args.scale_down_non_empty_candidates_count,
         max_graceful_termination_sec=args.max_graceful_termination_sec,
         max_pod_eviction_time=args.max_pod_eviction_time,
+        unremovable_node_recheck_timeout=args.unremovable_node_recheck_timeout,
+        daemonset_eviction_for_empty_nodes=args.daemonset_eviction_for_empty_nodes,
+        daemonset_eviction_for_occupied_nodes=args.daemonset_eviction_for_occupied_nodes,
         skip_nodes_with_system_pods=args.skip_nodes_with_system_pods,
         skip_nodes_with_local_storage=args.skip_nodes_with_local_storage,
+        skip_nodes_with_custom_controller_pods=args.skip_nodes_with_custom_controller_pods,
     )
 
 
@@ -285,6 +317,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         expander=args.expander,
         new_pod_scale_up_delay=args.new_pod_scale_up_delay,
         scale_down_enabled=args.scale_down_enabled,
+        write_status_configmap=args.write_status_configmap,
         initial_node_group_backoff_duration=args.initial_node_group_backoff_duration,
         max_node_group_backoff_duration=args.max_node_group_backoff_duration,
         node_group_backoff_reset_timeout=args.node_group_backoff_reset_timeout,
@@ -366,7 +399,11 @@ async def serve(
             cm = configmaps.lister.get(PRIORITY_CONFIGMAP, "kube-system")
             return None if cm is None else cm.data.get(PRIORITY_KEY)
 
-        status = StatusWriter(client, ctx.clock, nodes.lister.list)
+        status = (
+            StatusWriter(client, ctx.clock, nodes.lister.list)
+            if options.write_status_configmap
+            else None
+        )
         autoscaler = StaticAutoscaler(
             options,
             cloud,
@@ -387,7 +424,8 @@ async def serve(
             informers.start(tg)
             await informers.wait_for_cache_sync()
             state["informers"] = informers
-            await status.initializing()
+            if status is not None:
+                await status.initializing()
             log.info(
                 "caches synced; autoscaling every %gs (emulated %s)",
                 options.scan_interval,

@@ -18,6 +18,7 @@ from kemu.api.cloud.v1 import cloud_pb2
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import Clock
 from kemu.machinery.errors import ApiError
+from kemu.machinery.node_conditions import is_node_ready
 
 log = logging.getLogger(__name__)
 
@@ -42,10 +43,6 @@ class CloudApi(Protocol):
     async def nodes(self, group: str) -> list[cloud_pb2.Instance]: ...
 
     async def template_node(self, group: str) -> types_pb2.Node: ...
-
-
-def is_node_ready(node: types_pb2.Node) -> bool:
-    return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)
 
 
 def instance_name(provider_id: str) -> str:

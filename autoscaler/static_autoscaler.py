@@ -25,9 +25,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import anyio
+import anyio.lowlevel
 
 from autoscaler.backoff import Backoff
-from autoscaler.clusterstate import CloudApi, ClusterState, GroupState, is_node_ready
+from autoscaler.clusterstate import CloudApi, ClusterState, GroupState
 from autoscaler.expander import Expander
 from autoscaler.metrics import Metrics
 from autoscaler.pods import NNN_IN_CLUSTER_STATE_SINCE, PodSets, sort_pods
@@ -47,6 +48,7 @@ from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
 from kemu.component.version import Version
 from kemu.machinery.errors import ApiError
+from kemu.machinery.node_conditions import is_node_ready
 from kemu.scheduling.runtime import Framework
 from kemu.scheduling.simulator import ClusterSnapshot, PredicateChecker
 from kemu.scheduling.types import pod_key, pod_priority
@@ -65,6 +67,8 @@ class AutoscalingOptions:
     expander: str = "least-waste"
     new_pod_scale_up_delay: float = 0.0
     scale_down_enabled: bool = True
+    write_status_configmap: bool = True
+    """--write-status-configmap: kube-system/cluster-autoscaler-status after every loop."""
     initial_node_group_backoff_duration: float = 5 * 60.0
     max_node_group_backoff_duration: float = 30 * 60.0
     node_group_backoff_reset_timeout: float = 3 * 3600.0
@@ -235,7 +239,7 @@ class StaticAutoscaler:
         )
         self._metrics.last_activity.labels("autoscaling").set(self._clock.now())
         with self._timed("filterOutSchedulable"):
-            remaining = self._filter_out_schedulable(snapshot, pods.unschedulable, result)
+            remaining = await self._filter_out_schedulable(snapshot, pods.unschedulable, result)
         self.last_snapshot = snapshot
         self.last_placements = result.placements
         if remaining:
@@ -286,13 +290,14 @@ class StaticAutoscaler:
             for i in range(g.upcoming):
                 snapshot.add_node(named_template(template, f"{template_name(g.id)}-upcoming-{i}"))
 
-    def _filter_out_schedulable(
+    async def _filter_out_schedulable(
         self, snapshot: ClusterSnapshot, pods: Sequence[types_pb2.Pod], result: LoopResult
     ) -> list[types_pb2.Pod]:
         """Places, highest priority first, every pod that fits a node of the snapshot there;
         returns the others (upstream FilterOutSchedulable)."""
         remaining: list[types_pb2.Pod] = []
         for pod in sorted(pods, key=pod_priority, reverse=True):
+            await anyio.lowlevel.checkpoint()  # (a long list does not hold the event loop)
             node, _ = self.checker.fits_any_node(snapshot, pod)
             if node is None:
                 remaining.append(pod)

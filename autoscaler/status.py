@@ -29,13 +29,14 @@ from typing import Any, Final
 import yaml
 
 from autoscaler.backoff import Backoff
-from autoscaler.clusterstate import GroupState, is_node_ready
+from autoscaler.clusterstate import GroupState
 from autoscaler.scale_up import ScaleUpResult
 from autoscaler.scaledown.scale_down import ScaleDownSummary
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
 from kemu.machinery.errors import AlreadyExists, ApiError, Conflict, NotFound
+from kemu.machinery.node_conditions import is_node_ready
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,8 @@
 """The cluster autoscaler on real processes.
 
     python -m bench autoscaler [--pods N] [--nodes K] [--pods-per-node P] [--loops L]
-                               [--scan-interval DURATION] [--only scale-up|loop] [--json FILE]
+                               [--scan-interval DURATION] [--non-empty-candidates N]
+                               [--only scale-up|loop] [--json FILE]
 
 Two phases, each on a fresh cluster in a temporary directory (stopped at the end, also on
 Ctrl-C):
@@ -13,15 +14,22 @@ Ctrl-C):
    before its create to the watch event in which it is first Running (the scheduler marking it
    unschedulable, the autoscaler's loop, the cloud's instance, the kubelet registering, the
    scheduler binding, the kubelet starting it): p50 / p90 / p99 / max, and the nodes added.
-2. the loop at scale: etcd, the apiserver, the cloud with three empty groups and the autoscaler
-   (no scheduler, no controller-manager, no kubelets). K Ready Nodes and K x P pods bound to
-   them are created through the API, plus 100 unschedulable pods that fit the existing nodes
-   (FilterOutSchedulable places them in simulation every loop) and 20 that fit no group (the
-   scale-up path tries every template). The autoscaler's /metrics is scraped every 50 ms:
-   each time `cluster_autoscaler_function_duration_seconds_count{function="main"}` grows by
-   one, the growth of its `_sum` is one loop's time. L loops after 2 warm-up loops: p50 and
-   max of the loop and of its parts (updateClusterState, filterOutSchedulable, scaleUp), and
-   the autoscaler's RSS (peak over the loops).
+2. the loop at scale: etcd, the apiserver, the cloud and the autoscaler (no scheduler, no
+   controller-manager, no kubelets). The cloud has G groups with `externalNodes: true`; the
+   bench asks each for its share of K instances (IncreaseSize) and registers their Ready Nodes
+   (32 cpu, the instance's name, providerID and group label) itself, then binds K x P pods of
+   1 cpu to them, annotated safe-to-evict "true": every node is under the utilization
+   threshold (P/32) with movable pods, so the scale-down half of the loop checks every node
+   and simulates the removal of the non-empty ones (--scale-down-non-empty-candidates-count
+   per loop; `--non-empty-candidates`). Plus 100 unschedulable pods that fit the existing
+   nodes (FilterOutSchedulable places them in simulation every loop, and scale-down spares
+   their nodes) and 20 that fit no group (the scale-up path tries every template, so no
+   scale-up happens and scale-down runs in every loop). The autoscaler's /metrics is scraped
+   every 50 ms: each time `cluster_autoscaler_function_duration_seconds_count{function="main"}`
+   grows by one, the growth of its `_sum` is one loop's time. L loops after 2 warm-up loops:
+   p50 and max of the loop and of its parts (updateClusterState, filterOutSchedulable,
+   scaleUp, scaleDown), and the autoscaler's RSS (peak over the loops). The unneeded time
+   (upstream's 10m) is far longer than the run: no node is deleted.
 
 See bench/README.md.
 """
@@ -29,10 +37,8 @@ See bench/README.md.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
-import sys
 import tempfile
 import time
 from collections.abc import Iterable, Sequence
@@ -44,14 +50,16 @@ import anyio
 import anyio.abc
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.common import fmt, format_table, jsonable, rss_kib, run_concurrent
+from bench.common import bench_main, cpu_seconds, fmt, format_table, rss_kib, run_concurrent
 from bench.kubelet import Distribution, RunningTracker, distribution
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
+from kemu.client.cloudprovider import CloudProviderClient
 from kemu.machinery.duration import format_duration, parse_duration
 from kemu.machinery.errors import ApiError
 from kemu.testing.cluster import Cluster
 from kemu.testing.namespaces import ensure_namespace
+from kemu.testing.ports import LOOPBACK
 from kemu.testing.processes import ProcessStartError
 
 log = logging.getLogger(__name__)
@@ -60,7 +68,9 @@ GROUP_LABEL: Final = "kemu.io/node-group"
 NAMESPACE: Final = "bench-autoscaler"
 PAUSE: Final = "registry.k8s.io/pause:3.10"
 DURATION: Final = "cluster_autoscaler_function_duration_seconds"
-PARTS: Final = ("main", "updateClusterState", "filterOutSchedulable", "scaleUp")
+PARTS: Final = ("main", "updateClusterState", "filterOutSchedulable", "scaleUp", "scaleDown")
+SAFE_TO_EVICT: Final = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+NODE_CPU: Final = 32
 WARMUP_LOOPS: Final = 2
 PENDING_FIT: Final = 100
 PENDING_NOWHERE: Final = 20
@@ -82,25 +92,37 @@ def scale_up_config(max_size: int) -> str:
 """
 
 
-def loop_config(groups: int) -> str:
-    """The cloud of the loop phase: `groups` empty groups of different shapes."""
+def group_sizes(nodes: int, groups: int) -> list[int]:
+    """The loop phase's nodes shared out over the groups (the first ones take the rest)."""
+    return [nodes // groups + (1 if i < nodes % groups else 0) for i in range(groups)]
+
+
+def loop_config(sizes: Sequence[int]) -> str:
+    """The cloud of the loop phase: one group per size, its Nodes registered by the bench."""
     lines = ["nodeGroups:"]
-    for i in range(groups):
+    for i, size in enumerate(sizes):
         lines += [
             f"- name: group-{i}",
             "  minSize: 0",
-            "  maxSize: 100",
+            f"  maxSize: {size + 10}",
+            "  externalNodes: true",
             "  template:",
-            f'    capacity: {{cpu: "{4 * (i + 1)}", memory: {8 * (i + 1)}Gi, pods: "110"}}',
+            f'    capacity: {{cpu: "{NODE_CPU}", memory: 128Gi, pods: "110"}}',
         ]
     return "\n".join(lines) + "\n"
 
 
 def make_pod(
-    name: str, cpu: str, *, node: str = "", selector: dict[str, str] | None = None
+    name: str,
+    cpu: str,
+    *,
+    node: str = "",
+    selector: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
 ) -> types_pb2.Pod:
     pod = types_pb2.Pod()
     pod.metadata.name = name
+    pod.metadata.annotations.update(annotations or {})
     pod.metadata.namespace = NAMESPACE
     pod.spec.node_name = node
     pod.spec.node_selector.update(selector or {})
@@ -110,12 +132,13 @@ def make_pod(
     return pod
 
 
-def static_node(index: int) -> types_pb2.Node:
-    """A Ready node of the loop phase, in no group (created through the API, no kubelet)."""
+def instance_node(group: str, name: str) -> types_pb2.Node:
+    """The Ready Node of instance `name` of `group`, as its kubelet would register it."""
     node = types_pb2.Node()
-    node.metadata.name = f"static-{index:04d}"
-    node.metadata.labels["kubernetes.io/hostname"] = node.metadata.name
-    node.status.capacity.update({"cpu": "32", "memory": "128Gi", "pods": "110"})
+    node.metadata.name = name
+    node.metadata.labels.update({"kubernetes.io/hostname": name, GROUP_LABEL: group})
+    node.spec.provider_id = f"kemu://{group}/{name}"
+    node.status.capacity.update({"cpu": str(NODE_CPU), "memory": "128Gi", "pods": "110"})
     node.status.allocatable.update(node.status.capacity)
     node.status.conditions.add(type="Ready", status="True", reason="KubeletReady")
     return node
@@ -158,6 +181,7 @@ class Options:
     groups: int = 3
     loops: int = 10
     scan_interval: float = 1.0
+    non_empty_candidates: int = 30
     only: str = ""
     json_path: str = ""
 
@@ -175,6 +199,9 @@ class Result:
     loops: dict[str, list[float]] = field(default_factory=dict)
     rss_kib_peak: int | None = None
     rss_kib_end: int | None = None
+    scrape_timeouts: int = 0
+    cpu_seconds_per_loop: float = float("nan")
+    """The autoscaler's CPU (user + system) per loop over the measured loops."""
     errors: list[str] = field(default_factory=list)
 
 
@@ -221,19 +248,33 @@ async def scale_up_phase(cluster: Cluster, opts: Options, r: Result) -> None:
 
 
 async def loop_phase(cluster: Cluster, opts: Options, r: Result) -> None:
+    sizes = group_sizes(opts.nodes, opts.groups)
+    names: list[tuple[str, str]] = []
+    cloud = CloudProviderClient(f"{LOOPBACK}:{cluster.component('cloud').port}")
+    try:
+        for i, size in enumerate(sizes):
+            if size:
+                await cloud.increase_size(f"group-{i}", size)
+        for i in range(len(sizes)):
+            group = f"group-{i}"
+            names += [(group, inst.id.rsplit("/", 1)[-1]) for inst in await cloud.nodes(group)]
+    finally:
+        await cloud.close()
     async with Client(cluster.server, user_agent="bench-autoscaler") as client:
         await ensure_namespace(client, NAMESPACE)
         start = time.monotonic()
 
         async def create_node(i: int) -> None:
-            node = static_node(i)
+            node = instance_node(*names[i])
             created = await client.create(node)
             created.status.CopyFrom(node.status)
             await client.update_status(created)
 
         async def create_bound(i: int) -> None:
-            node = f"static-{i % opts.nodes:04d}"
-            await client.create(make_pod(f"bound-{i:05d}", "1", node=node))
+            node = names[i % len(names)][1]
+            await client.create(
+                make_pod(f"bound-{i:05d}", "1", node=node, annotations={SAFE_TO_EVICT: "true"})
+            )
 
         async def create_pending(i: int) -> None:
             nowhere = i >= PENDING_FIT
@@ -245,8 +286,8 @@ async def loop_phase(cluster: Cluster, opts: Options, r: Result) -> None:
             await client.update_status(created)
 
         for count, op in (
-            (opts.nodes, create_node),
-            (opts.nodes * opts.pods_per_node, create_bound),
+            (len(names), create_node),
+            (len(names) * opts.pods_per_node, create_bound),
             (PENDING_FIT + PENDING_NOWHERE, create_pending),
         ):
             done = await run_concurrent(count, 32, op)
@@ -256,18 +297,40 @@ async def loop_phase(cluster: Cluster, opts: Options, r: Result) -> None:
 
     name = "autoscaler"
     cluster.start_autoscaler(
-        cluster.component("cloud"), name=name, scan_interval=format_duration(opts.scan_interval)
+        cluster.component("cloud"),
+        name=name,
+        scan_interval=format_duration(opts.scan_interval),
+        extra_args=[
+            "--scale-down-non-empty-candidates-count",
+            str(opts.non_empty_candidates),
+        ],
     )
     component = cluster.component(name)
     pid = cluster.processes[name].pid
     samples: dict[str, list[tuple[float, float]]] = {p: [] for p in PARTS}
     deadline = time.monotonic() + 120 + 30 * (opts.loops + WARMUP_LOOPS)
     peak = 0
+    # CPU seconds of the autoscaler per loop, from the first loop after the warm-up on:
+    # unlike the wall time, hardly changed by other processes' load.
+    cpu_from: tuple[float, float] | None = None
+    cpu_to: tuple[float, float] | None = None
     while time.monotonic() < deadline:
-        text = await anyio.to_thread.run_sync(component.scrape)
+        try:
+            text = await anyio.to_thread.run_sync(component.scrape)
+        except (TimeoutError, OSError):
+            # A long loop holds the autoscaler's event loop, /metrics with it: ask again.
+            r.scrape_timeouts += 1
+            continue
         for part in PARTS:
             samples[part].append(histogram(text, DURATION, "function", part))
         main = loop_times(samples["main"])
+        loops_done = samples["main"][-1][0]
+        cpu = cpu_seconds(pid) if pid else None
+        if cpu is not None and loops_done >= WARMUP_LOOPS:
+            if cpu_from is None:
+                cpu_from = (loops_done, cpu)
+            elif loops_done > cpu_from[0] and (cpu_to is None or loops_done > cpu_to[0]):
+                cpu_to = (loops_done, cpu)
         if len(main) > WARMUP_LOOPS:
             peak = max(peak, (rss_kib(pid) if pid else None) or 0)
         if len(main) >= opts.loops + WARMUP_LOOPS:
@@ -278,6 +341,8 @@ async def loop_phase(cluster: Cluster, opts: Options, r: Result) -> None:
     r.loops = {p: loop_times(s)[WARMUP_LOOPS:] for p, s in samples.items()}
     r.rss_kib_peak = peak or None
     r.rss_kib_end = rss_kib(pid) if pid else None
+    if cpu_from is not None and cpu_to is not None:
+        r.cpu_seconds_per_loop = (cpu_to[1] - cpu_from[1]) / (cpu_to[0] - cpu_from[0])
 
 
 def run(opts: Options) -> Result:
@@ -308,7 +373,7 @@ def run(opts: Options) -> Result:
             try:
                 cluster.start_etcd()
                 cluster.start_apiserver()
-                cluster.start_cloud(loop_config(opts.groups))
+                cluster.start_cloud(loop_config(group_sizes(opts.nodes, opts.groups)))
                 anyio.run(loop_phase, cluster, opts, r)
             except (ProcessStartError, RuntimeError, TimeoutError, ApiError) as e:
                 r.errors.append(f"loop: {type(e).__name__}: {e}")
@@ -341,9 +406,11 @@ def render(opts: Options, r: Result) -> str:
         out.append("")
     if r.loops:
         out.append(
-            f"loop: {opts.nodes} nodes, {opts.nodes * opts.pods_per_node} bound pods, "
+            f"loop: {opts.nodes} nodes in {opts.groups} groups, "
+            f"{opts.nodes * opts.pods_per_node} bound pods (every node under the threshold), "
             f"{PENDING_FIT} pending pods that fit, {PENDING_NOWHERE} that fit no group, "
-            f"{opts.groups} groups (objects created in {fmt(r.objects_created_seconds, 1)} s)"
+            f"--scale-down-non-empty-candidates-count {opts.non_empty_candidates} "
+            f"(objects created in {fmt(r.objects_created_seconds, 1)} s)"
         )
         rows = []
         for part in PARTS:
@@ -363,6 +430,12 @@ def render(opts: Options, r: Result) -> str:
             f"autoscaler RSS: peak {fmt((r.rss_kib_peak or 0) / 1024, 0)} MiB, "
             f"end {fmt((r.rss_kib_end or 0) / 1024, 0)} MiB (target: loop <= 2 s, RSS <= 300 MB)"
         )
+        out.append(
+            f"autoscaler CPU per loop (mean over the measured loops, load-independent): "
+            f"{fmt(r.cpu_seconds_per_loop * 1000, 0)} ms"
+        )
+        if r.scrape_timeouts:
+            out.append(f"/metrics timed out {r.scrape_timeouts} time(s) (a loop held it)")
     for e in r.errors:
         out.append(f"error: {e}")
     return "\n".join(out)
@@ -376,6 +449,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--groups", type=int, default=3, help="node groups of the loop phase (3)")
     p.add_argument("--loops", type=int, default=10, help="loops measured (10)")
     p.add_argument("--scan-interval", default="1s", help="the autoscaler's (1s)")
+    p.add_argument(
+        "--non-empty-candidates",
+        type=int,
+        default=30,
+        help="the autoscaler's --scale-down-non-empty-candidates-count (upstream's 30)",
+    )
     p.add_argument("--only", choices=("scale-up", "loop"), default="", help="one phase only")
     p.add_argument("--json", dest="json_path", default="", help="also write the figures here")
     p.add_argument("-v", "--verbose", action="store_true")
@@ -383,7 +462,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def options_from_args(args: argparse.Namespace) -> Options:
-    for name in ("pods", "nodes", "pods_per_node", "groups", "loops"):
+    for name in ("pods", "nodes", "pods_per_node", "groups", "loops", "non_empty_candidates"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')}: must be at least 1")
     return Options(
@@ -393,29 +472,20 @@ def options_from_args(args: argparse.Namespace) -> Options:
         groups=args.groups,
         loops=args.loops,
         scan_interval=parse_duration(args.scan_interval),
+        non_empty_candidates=args.non_empty_candidates,
         only=args.only,
         json_path=args.json_path,
     )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        opts = options_from_args(args)
-    except ValueError as e:
-        print(f"bench autoscaler: {e}", file=sys.stderr)
-        return 2
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    return bench_main(
+        "autoscaler",
+        build_parser(),
+        argv,
+        options_from_args,
+        run,
+        render,
+        json_path=lambda opts: opts.json_path,
+        failed=lambda result: bool(result.errors),
     )
-    try:
-        result = run(opts)
-    except KeyboardInterrupt:
-        print("bench autoscaler: interrupted; the cluster was stopped", file=sys.stderr)
-        return 130
-    print(render(opts, result))
-    if opts.json_path:
-        data = {"options": jsonable(opts), "result": jsonable(result)}
-        Path(opts.json_path).write_text(json.dumps(data, indent=2) + "\n")
-    return 1 if result.errors else 0

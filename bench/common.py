@@ -1,19 +1,25 @@
 """Helpers shared by the benchmarks: latency statistics, concurrent and paced load, an aligned
-text table, and per-process CPU and memory from /proc.
+text table, per-process CPU and memory from /proc, and the command line around a run
+(`bench_main`: flags to options, logging, Ctrl-C, the printed table and the --json file).
 
 Latencies are in seconds everywhere inside; only the printed table shows milliseconds.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import logging
 import math
 import os
 import re
+import sys
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Final
+from pathlib import Path
+from typing import Any, Final, TypeVar
 
 import anyio
 
@@ -288,6 +294,54 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, float) and math.isnan(value):
         return None
     return value
+
+
+# ---------------------------------------------------------------------- command line
+
+OptionsT = TypeVar("OptionsT")
+ResultT = TypeVar("ResultT")
+
+
+def bench_main(
+    name: str,
+    parser: argparse.ArgumentParser,
+    argv: Sequence[str] | None,
+    options_from_args: Callable[[argparse.Namespace], OptionsT],
+    run: Callable[[OptionsT], ResultT],
+    render: Callable[[OptionsT, ResultT], str],
+    *,
+    json_path: Callable[[OptionsT], str | None],
+    failed: Callable[[ResultT], bool],
+) -> int:
+    """`python -m bench <name>`: parses `argv` (the parser has -v/--verbose), turns the flags
+    into options (a ValueError is one line on stderr, exit 2), runs, prints `render`'s text and
+    writes {"host", "options", "result"} to the --json file if one is given. Exit 1 if the run
+    `failed`, 130 on Ctrl-C."""
+    args = parser.parse_args(argv)
+    try:
+        opts = options_from_args(args)
+    except ValueError as e:
+        print(f"bench {name}: {e}", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        result = run(opts)
+    except KeyboardInterrupt:
+        print(f"bench {name}: interrupted; the cluster was stopped", file=sys.stderr)
+        return 130
+    print(render(opts, result))
+    path = json_path(opts)
+    if path:
+        data = {
+            "host": {"cpus": os.cpu_count()},
+            "options": jsonable(opts),
+            "result": jsonable(result),
+        }
+        Path(path).write_text(json.dumps(data, indent=2) + "\n")
+    return 1 if failed(result) else 0
 
 
 # ---------------------------------------------------------------------- profiles

@@ -27,13 +27,11 @@ The cluster is always stopped at the end, also on Ctrl-C. See bench/README.md.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import math
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -49,9 +47,9 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from bench.common import (
     Clock,
     CpuMeter,
+    bench_main,
     fmt,
     format_table,
-    jsonable,
     pace,
     percentile,
     rate,
@@ -667,27 +665,13 @@ def options_from_args(args: argparse.Namespace) -> Options:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        opts = options_from_args(args)
-    except ValueError as e:
-        print(f"bench kubelet: {e}", file=sys.stderr)
-        return 2
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    return bench_main(
+        "kubelet",
+        build_parser(),
+        argv,
+        options_from_args,
+        run,
+        lambda _, result: render(result),
+        json_path=lambda opts: opts.json_path,
+        failed=lambda result: bool(result.error),
     )
-    try:
-        result = run(opts)
-    except KeyboardInterrupt:
-        print("bench kubelet: interrupted; the cluster was stopped", file=sys.stderr)
-        return 130
-    print(render(result))
-    if opts.json_path:
-        data = {
-            "host": {"cpus": os.cpu_count()},
-            "options": jsonable(opts),
-            "result": jsonable(result),
-        }
-        Path(opts.json_path).write_text(json.dumps(data, indent=2) + "\n")
-    return 1 if result.error else 0

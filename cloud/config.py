@@ -9,9 +9,15 @@
         labels: {disk: ssd}
         taints: []                   # as in a Node spec
         kubeletArgs: ["--emulated-version", "1.36"]
+      externalNodes: false           # true: the cloud runs no kubelet for its instances
       failures:                      # kemu's injected failures (optional)
         neverReady: 0                # the next N instances never come up
         outOfCapacity: false         # new instances fail with OutOfResources
+
+`externalNodes: true` is for loads larger than one kubelet process per instance allows (the
+autoscaler bench's 1000 nodes): the group's instances run no kubelet; whoever makes the load
+registers each instance's Node (its name, `spec.providerID` kemu://<group>/<instance>, the
+label kemu.io/node-group) and the instance is running while that Node is Ready.
 
 Unknown fields and bad values are a ConfigError naming the field (`nodeGroups[0].maxSize:
 ...`). Group names become part of instance and Node names, so they are DNS labels.
@@ -81,6 +87,8 @@ class NodeGroupConfig:
     max_size: int
     template: NodeTemplate
     failures: Failures = Failures()
+    external_nodes: bool = False
+    """externalNodes: the instances run no kubelet; their Nodes are registered by others."""
 
 
 @dataclass(frozen=True)
@@ -124,7 +132,9 @@ def parse_config(text: str) -> CloudConfig:
 
 
 def _group(data: Any, path: str) -> NodeGroupConfig:
-    obj = _object(data, path, {"name", "minSize", "maxSize", "template", "failures"})
+    obj = _object(
+        data, path, {"name", "minSize", "maxSize", "template", "failures", "externalNodes"}
+    )
     for required in ("name", "maxSize", "template"):
         if required not in obj:
             raise ConfigError(f"{path}.{required}: required")
@@ -138,12 +148,16 @@ def _group(data: Any, path: str) -> NodeGroupConfig:
     max_size = _int(obj["maxSize"], f"{path}.maxSize")
     if max_size < min_size:
         raise ConfigError(f"{path}.maxSize: {max_size} is less than minSize {min_size}")
+    external = obj.get("externalNodes", False)
+    if not isinstance(external, bool):
+        raise ConfigError(f"{path}.externalNodes: expected true or false")
     return NodeGroupConfig(
         name=name,
         min_size=min_size,
         max_size=max_size,
         template=_template(obj["template"], f"{path}.template", name),
         failures=_failures(obj.get("failures", {}), f"{path}.failures"),
+        external_nodes=external,
     )
 
 

@@ -37,6 +37,7 @@ from cloud.state import (
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import ApiClient
 from kemu.machinery.errors import Invalid, NotFound
+from kemu.machinery.node_conditions import is_node_ready
 
 log = logging.getLogger(__name__)
 
@@ -80,10 +81,6 @@ class Kubelets(Protocol):
     async def stop(self, name: str) -> None: ...
 
     async def stop_all(self) -> None: ...
-
-
-def node_ready(node: types_pb2.Node) -> bool:
-    return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)
 
 
 class Cloud:
@@ -165,7 +162,7 @@ class Cloud:
             state = DELETING
         else:
             node = self._nodes.get(inst.name)
-            state = RUNNING if node is not None and node_ready(node) else CREATING
+            state = RUNNING if node is not None and is_node_ready(node) else CREATING
         return InstanceView(
             provider_id=inst.provider_id,
             name=inst.name,
@@ -298,7 +295,9 @@ class Cloud:
 
     async def start(self) -> None:
         """Takes over from a previous cloud: kills its leftover kubelets and finishes the
-        deletions it began; instances of groups no longer configured are deleted."""
+        deletions it began; instances of groups no longer configured are deleted. A group
+        with fewer instances than its minSize gets the missing ones (as a cloud's instance
+        group is created at its minimum size)."""
         for inst in list(self.state.instances.values()):
             kill_leftover(inst.pid, inst.name)
             if self.config.group(inst.group) is None:
@@ -311,6 +310,17 @@ class Cloud:
             for inst in list(self.state.instances.values()):
                 if inst.phase == DELETING:
                     tg.start_soon(self._finish_deletion, inst)
+        for group in self.config.node_groups:
+            missing = group.min_size - self.target_size(group.name)
+            if missing > 0:
+                log.info(
+                    "node group %s: %d instance(s), below its min size %d: creating %d",
+                    group.name,
+                    group.min_size - missing,
+                    group.min_size,
+                    missing,
+                )
+                await self.increase_size(group.name, missing)
 
     async def run(self) -> None:
         """Keeps the kubelets of the instances running and deletes the Nodes of instances the
@@ -330,7 +340,7 @@ class Cloud:
             if now < inst.created_at + self._provision_delay:
                 continue
             group = self.config.group(inst.group)
-            if group is None:
+            if group is None or group.external_nodes:
                 continue
             argv = kubelet_argv(
                 self._server,

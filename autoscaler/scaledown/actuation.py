@@ -4,8 +4,13 @@ through the cloud at once (all of a group's in one DeleteNodes), a non-empty one
 first: each pod bound to it (DaemonSet and mirror pods aside) evicted through pods/eviction
 with its grace period capped at --max-graceful-termination-sec, a refusal (a PDB's 429)
 retried every EvictionRetryTime for --max-pod-eviction-time, then the pods waited for until
-gone (grace + PodEvictionHeadroom). A failed drain or delete removes the taint again and
-starts the --scale-down-delay-after-failure cooldown. Events: ScaleDown on the node and on
+gone (grace + PodEvictionHeadroom). DaemonSet pods are evicted last, best effort (one try, not
+waited for: they go with the node anyway), from drained nodes
+(--daemonset-eviction-for-occupied-nodes, true) and empty ones
+(--daemonset-eviction-for-empty-nodes, false); a pod's annotation
+cluster-autoscaler.kubernetes.io/enable-ds-eviction "true"/"false" overrides the flag. A failed
+drain or delete removes the taint again and starts the --scale-down-delay-after-failure
+cooldown. Events: ScaleDown on the node and on
 each evicted pod, ScaleDownEmpty on an empty node, ScaleDownFailed when it fails."""
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ log = logging.getLogger(__name__)
 SCALE_DOWN: Final = "ScaleDown"
 SCALE_DOWN_EMPTY: Final = "ScaleDownEmpty"
 SCALE_DOWN_FAILED: Final = "ScaleDownFailed"
+ENABLE_DS_EVICTION: Final = "cluster-autoscaler.kubernetes.io/enable-ds-eviction"
 DEFAULT_GRACE: Final = 30
 """apiv1.DefaultTerminationGracePeriodSeconds"""
 POLL: Final = 1.0
@@ -158,6 +164,9 @@ class Actuator:
             if not nodes:
                 return
             for n in nodes:
+                await self._evict_daemonset_pods(
+                    n.metadata.name, self._opts.daemonset_eviction_for_empty_nodes
+                )
                 self._recorder.event(
                     n,
                     "Normal",
@@ -187,6 +196,9 @@ class Actuator:
             name = node.metadata.name
             try:
                 await self._drain(node)
+                await self._evict_daemonset_pods(
+                    name, self._opts.daemonset_eviction_for_occupied_nodes
+                )
                 await self._delete_from_cloud(group, [node], "underutilized")
             except (DrainFailed, ApiError) as e:
                 await self._failed(node, f"failed to drain the node, aborting ScaleDown: {e}")
@@ -207,6 +219,39 @@ class Actuator:
             and not is_daemonset_pod(p)
             and p.status.phase not in TERMINAL_PHASES
         ]
+
+    async def _evict_daemonset_pods(self, node: str, enabled: bool) -> None:
+        """Best effort: one eviction per DaemonSet pod of the node (`enabled`: the flag, which
+        a pod's enable-ds-eviction annotation overrides), errors logged, nothing waited for."""
+        try:
+            listed = await self._client.list_all(
+                types_pb2.Pod, field_selector=f"spec.nodeName={node}"
+            )
+        except ApiError as e:
+            log.warning("scale-down: node %s: listing its DaemonSet pods: %s", node, e)
+            return
+        for pod in listed.items:
+            if not is_daemonset_pod(pod) or is_mirror(pod) or pod.status.phase in TERMINAL_PHASES:
+                continue
+            wanted = pod.metadata.annotations.get(ENABLE_DS_EVICTION, str(enabled).lower())
+            if wanted != "true":
+                continue
+            self._recorder.event(
+                pod, "Normal", SCALE_DOWN, "ScaleDown", "deleting pod for node scale down"
+            )
+            try:
+                await self._client.evict(
+                    pod.metadata.namespace,
+                    pod.metadata.name,
+                    grace_period_seconds=self._grace(pod),
+                )
+                log.info("scale-down: node %s: evicted DaemonSet pod %s", node, pod_key(pod))
+            except NotFound:
+                pass
+            except ApiError as e:
+                log.warning(
+                    "scale-down: node %s: evicting DaemonSet pod %s: %s", node, pod_key(pod), e
+                )
 
     async def _not_empty(self, node: str) -> str:
         """Why a node chosen as empty is not empty any more, after its taint: a pod bound to

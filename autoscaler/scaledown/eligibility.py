@@ -11,8 +11,8 @@ import enum
 from dataclasses import dataclass
 from typing import Final
 
-from autoscaler.clusterstate import is_node_ready
 from autoscaler.scaledown.taints import TO_BE_DELETED_TAINT, has_taint
+from kemu.machinery.node_conditions import is_node_ready
 from kemu.scheduling.types import NodeInfo
 
 SCALE_DOWN_DISABLED: Final = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
@@ -21,6 +21,7 @@ SCALE_DOWN_DISABLED: Final = "cluster-autoscaler.kubernetes.io/scale-down-disabl
 class UnremovableReason(enum.StrEnum):
     """Upstream simulator.UnremovableReason names."""
 
+    RECENTLY_UNREMOVABLE = "RecentlyUnremovable"
     SCALE_DOWN_DISABLED_ANNOTATION = "ScaleDownDisabledAnnotation"
     NOT_AUTOSCALED = "NotAutoscaled"
     CURRENTLY_BEING_DELETED = "CurrentlyBeingDeleted"

@@ -22,6 +22,9 @@ class ScaleDownOptions:
     """--scale-down-delay-after-failure."""
     max_empty_bulk_delete: int = 10
     """--max-empty-bulk-delete: empty nodes deleted at once."""
+    unremovable_node_recheck_timeout: float = 5 * 60.0
+    """--unremovable-node-recheck-timeout: a node whose pods could not be moved in simulation
+    (blocked by a pod, or no place for them) is not checked again for this long."""
     non_empty_candidates_count: int = 30
     """--scale-down-non-empty-candidates-count: non-empty nodes simulated per loop."""
     max_drain_parallelism: int = 1
@@ -34,7 +37,16 @@ class ScaleDownOptions:
     """Between two attempts at evicting a pod (upstream EvictionRetryTime)."""
     pod_eviction_headroom: float = 30.0
     """Added to the grace period when waiting for the evicted pods (PodEvictionHeadroom)."""
+    daemonset_eviction_for_empty_nodes: bool = False
+    """--daemonset-eviction-for-empty-nodes: DaemonSet pods of an empty node are evicted
+    (best effort, not waited for) before it is deleted."""
+    daemonset_eviction_for_occupied_nodes: bool = True
+    """--daemonset-eviction-for-occupied-nodes: the same for a drained node, after its other
+    pods are gone."""
     skip_nodes_with_system_pods: bool = True
     """--skip-nodes-with-system-pods."""
     skip_nodes_with_local_storage: bool = True
     """--skip-nodes-with-local-storage."""
+    skip_nodes_with_custom_controller_pods: bool = True
+    """--skip-nodes-with-custom-controller-pods: only pods controlled by a ReplicaSet,
+    ReplicationController, Job or StatefulSet count as replicated."""

@@ -4,7 +4,9 @@ that two nodes never count on the same room), and, when not in cooldown, which o
 removed now: unneeded (ready) for --scale-down-unneeded-time or (unready) for
 --scale-down-unready-time, their group staying at or above its min size, at most
 --max-empty-bulk-delete empty nodes and --max-drain-parallelism drained ones at once. Every
-node not removed gets a reason, logged once per loop."""
+node not removed gets a reason, logged once per loop. A node whose pods could not be moved
+(BlockedByPod, NoPlaceToMovePods) is RecentlyUnremovable, not checked at all, for
+--unremovable-node-recheck-timeout (upstream unremovable.Nodes)."""
 
 from __future__ import annotations
 
@@ -12,13 +14,17 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from autoscaler.clusterstate import GroupState, is_node_ready
+import anyio.lowlevel
+
+from autoscaler.clusterstate import GroupState
 from autoscaler.scaledown.eligibility import UnremovableReason, Utilization, check
 from autoscaler.scaledown.options import ScaleDownOptions
 from autoscaler.scaledown.removal import simulate_removal
 from autoscaler.scaledown.rules import NodePods, PdbTracker, classify
 from autoscaler.scaledown.unneeded import UnneededNodes
 from kemu.api.v1 import types_pb2
+from kemu.machinery.duration import format_duration
+from kemu.machinery.node_conditions import is_node_ready
 from kemu.scheduling.simulator import ClusterSnapshot, PredicateChecker
 from kemu.scheduling.types import NodeInfo
 
@@ -65,8 +71,10 @@ class Planner:
         self._checker = checker
         self._cutoff = expendable_cutoff
         self.unneeded = UnneededNodes()
+        self.recheck_at: dict[str, float] = {}
+        """Node -> monotonic time before which it is RecentlyUnremovable."""
 
-    def update(
+    async def update(
         self,
         snapshot: ClusterSnapshot,
         nodes: Sequence[types_pb2.Node],
@@ -80,7 +88,8 @@ class Planner:
     ) -> Plan:
         """Finds the unneeded nodes (upstream UpdateClusterState). `spared`: node -> why it
         must stay (a pod nominated or placed there in simulation); `deleting`: node -> group
-        of the deletions in progress."""
+        of the deletions in progress. It yields to the event loop between nodes, so that a
+        loop over a large cluster does not hold /metrics, health checks or SIGTERM."""
         plan = Plan()
         group_of = {n.metadata.name: g.id for g in groups.values() for n in g.nodes}
         # Registered nodes only: upcoming (template) nodes are neither removed nor destinations.
@@ -95,11 +104,21 @@ class Planner:
             key=lambda ni: (ni.name not in previous, ni.name),
         )
         simulated = 0
+        self.recheck_at = {n: t for n, t in self.recheck_at.items() if n in real and t > monotonic}
+        recheck = self._opts.unremovable_node_recheck_timeout
         for ni in order:
+            await anyio.lowlevel.checkpoint()
             name = ni.name
             node = ni.node
             assert node is not None
             if name in deleting:
+                continue
+            if name in self.recheck_at:
+                plan.unremovable[name] = (
+                    UnremovableReason.RECENTLY_UNREMOVABLE,
+                    f"unremovable in the last {format_duration(recheck)}, "
+                    f"checked again in {self.recheck_at[name] - monotonic:.3g}s",
+                )
                 continue
             reason, message, util = check(
                 ni,
@@ -121,6 +140,7 @@ class Planner:
             )
             if pods.blocking is not None:
                 plan.unremovable[name] = (UnremovableReason.BLOCKED_BY_POD, pods.blocking.message)
+                self.recheck_at[name] = monotonic + recheck
                 continue
             if not pods.movable:
                 # Empty: nothing to place, no simulation (its room is simply not a destination
@@ -145,6 +165,7 @@ class Planner:
                 )
                 if found is None:
                     plan.unremovable[name] = (UnremovableReason.NO_PLACE_TO_MOVE_PODS, why)
+                    self.recheck_at[name] = monotonic + recheck
                     continue
                 sim = found
             working = sim

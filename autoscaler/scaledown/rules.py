@@ -22,6 +22,11 @@ MIRROR_ANNOTATION: Final = "kubernetes.io/config.mirror"
 KUBE_SYSTEM: Final = "kube-system"
 
 
+REPLICATED_KINDS: Final = frozenset({"ReplicationController", "Job", "ReplicaSet", "StatefulSet"})
+"""The controllers whose pods count as replicated under --skip-nodes-with-custom-controller-pods
+(upstream drainability/rules/replicated)."""
+
+
 class BlockingReason(enum.StrEnum):
     """Upstream drain.BlockingPodReason names."""
 
@@ -130,7 +135,10 @@ def classify(
         if ann.get(SAFE_TO_EVICT) == "true":
             out.movable.append(pod)
             continue
-        if controller_of(pod) is None:
+        ref = controller_of(pod)
+        if ref is None or (
+            options.skip_nodes_with_custom_controller_pods and ref.kind not in REPLICATED_KINDS
+        ):
             out.blocking = BlockingPod(
                 key, BlockingReason.NOT_REPLICATED, f"{key} is not replicated"
             )

@@ -129,7 +129,7 @@ class ScaleDown:
             await self.clean_up(nodes)
             self._cleaned = True
         a = self.actuator
-        plan = self.planner.update(
+        plan = await self.planner.update(
             snapshot,
             nodes,
             groups,

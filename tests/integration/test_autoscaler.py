@@ -1,7 +1,8 @@
 """The cluster autoscaler on real processes (etcd, apiserver, scheduler, controller-manager,
 the cloud with pool-a min 0 max 3, the autoscaler at --scan-interval 1s): S-CA-3 (expendable
-pods trigger nothing), S-CA-2 (a preemptor waiting for its victims, its nominatedNodeName set,
-causes no scale-up: at 1.37, and at 1.36 where its node exists), pending pods that fit
+pods trigger nothing) and S-CA-2 (a preemptor waiting for its victims, its nominatedNodeName
+set on a node that exists, causes no scale-up), each at both versions of the autoscaler
+(1.36, before kubernetes/autoscaler#9607, and 1.37); pending pods that fit
 nowhere scaling pool-a up, ending Running on the new nodes, never above its max, and an
 instance that never comes up deleted after --max-node-provision-time, its group backed off."""
 
@@ -13,24 +14,30 @@ from typing import Any
 
 import pytest
 import yaml
-from prometheus_client.parser import text_string_to_metric_families
 
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.client.cloudprovider import CloudProviderClient
 from kemu.ctl.manifests import parse
-from kemu.machinery.pod_conditions import get_pod_condition
 from kemu.testing import Cluster, eventually, make_pod
 from kemu.testing.builders import make_priority_class
 from kemu.testing.namespaces import create_namespace
-from kemu.testing.ports import LOOPBACK
+from tests.integration.autoscaler_env import (
+    GROUP,
+    GROUP_LABEL,
+    SHUTDOWN_ANNOTATION,
+    Autoscalers,
+    cloud_cluster,
+    open_clients,
+    sample,
+    two_more_loops,
+    unschedulable,
+)
+from tests.integration.autoscaler_env import pod_events as events
 from tests.integration.test_kemuctl import kemuctl
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
-GROUP = "pool-a"
-GROUP_LABEL = "kemu.io/node-group"
-SHUTDOWN_ANNOTATION = "kubelet.kemu.io/shutdown-duration"
 CONFIG = """
 nodeGroups:
 - name: pool-a
@@ -48,92 +55,37 @@ nodeGroups:
 """
 PROVISION_TIME = "8s"
 EXAMPLE = Path(__file__).parents[2] / "examples" / "pending-pods.yaml"
-LOOPS = "cluster_autoscaler_function_duration_seconds_count"
-
-_running: dict[str, str] = {}
-"""The autoscaler process now running: its emulated version -> process name."""
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    with Cluster(tmp_path_factory.mktemp("autoscaler")) as c:
-        c.start_etcd()
-        c.start_apiserver()
-        c.start_scheduler()
-        c.start_controllermanager()
-        c.start_cloud(CONFIG)
-        _running.clear()
+    with cloud_cluster(tmp_path_factory.mktemp("autoscaler"), CONFIG) as c:
         yield c
 
 
-def use_autoscaler(cluster: Cluster, version: str) -> str:
-    """The autoscaler at `version`, the only one running (others are stopped)."""
-    if version in _running:
-        return _running[version]
-    for name in _running.values():
-        cluster.terminate(name)
-    _running.clear()
-    name = f"autoscaler-{version.replace('.', '-')}-{len(cluster.processes)}"
-    cluster.start_autoscaler(
-        cluster.component("cloud"),
-        name=name,
-        emulated_version=version,
-        extra_args=["--max-node-provision-time", PROVISION_TIME],
-    )
-    _running[version] = name
-    return name
+@pytest.fixture(scope="module")
+def autoscalers(cluster: Cluster) -> Autoscalers:
+    return Autoscalers(cluster, extra_args=["--max-node-provision-time", PROVISION_TIME])
 
 
 @pytest.fixture
 async def clients(cluster: Cluster) -> AsyncIterator[tuple[Client, CloudProviderClient]]:
-    api = Client(cluster.server)
-    cloud = CloudProviderClient(f"{LOOPBACK}:{cluster.component('cloud').port}")
-    try:
-        yield api, cloud
-    finally:
-        await cloud.close()
-        await api.close()
+    async with open_clients(cluster) as c:
+        yield c
 
 
-def sample(cluster: Cluster, process: str, name: str, labels: dict[str, str]) -> float:
-    """The value of the sample `name` with (at least) `labels`; 0 if absent."""
-    for family in text_string_to_metric_families(cluster.component(process).scrape()):
-        for smp in family.samples:
-            if smp.name == name and all(smp.labels.get(k) == v for k, v in labels.items()):
-                return float(smp.value)
-    return 0.0
-
-
-async def two_more_loops(cluster: Cluster, process: str) -> None:
-    """Waits until the autoscaler has run two whole loops from now (so it has seen the
-    cluster as it stands now at least once)."""
-    start = sample(cluster, process, LOOPS, {"function": "main"})
-    await eventually(
-        lambda: sample(cluster, process, LOOPS, {"function": "main"}) >= start + 2,
-        timeout=15,
-        interval=0.2,
-    )
-
-
-async def events(api: Client, ns: str, reason: str) -> dict[str, str]:
-    """Pod name -> message of the events `reason` in `ns`."""
-    items = (await api.list(types_pb2.Event, ns)).items
-    return {e.involved_object.name: e.message for e in items if e.reason == reason}
-
-
-async def unschedulable(api: Client, ns: str, name: str) -> types_pb2.Pod:
-    pod = await api.get(types_pb2.Pod, name, ns)
-    cond = get_pod_condition(pod.status, "PodScheduled")
-    assert cond is not None and (cond.status, cond.reason) == ("False", "Unschedulable"), cond
-    return pod
-
-
+@pytest.mark.parametrize("version", ["1.37", "1.36"])
 async def test_s_ca_3_expendable_pods_trigger_no_scale_up(
-    cluster: Cluster, clients: tuple[Client, CloudProviderClient]
+    cluster: Cluster,
+    autoscalers: Autoscalers,
+    clients: tuple[Client, CloudProviderClient],
+    version: str,
 ) -> None:
+    """Both versions: an expendable pod is dropped before anything else (a scale-up, the
+    unschedulable count)."""
     api, cloud = clients
-    autoscaler = use_autoscaler(cluster, "1.37")
-    ns = await create_namespace(api, "ca3")
+    autoscaler = autoscalers.use(version)
+    ns = await create_namespace(api, f"ca3-{version.replace('.', '')}")
     await api.create(make_priority_class(f"{ns}-expendable", -20).obj())
     await api.create(
         make_pod("low").namespace(ns).req(cpu="1").priority_class(f"{ns}-expendable").obj()
@@ -144,16 +96,21 @@ async def test_s_ca_3_expendable_pods_trigger_no_scale_up(
     assert await events(api, ns, "TriggeredScaleUp") == {}
     # Expendable pods are not counted as unschedulable either.
     assert sample(cluster, autoscaler, "cluster_autoscaler_unschedulable_pods_count", {}) == 0
+    assert f"pod {ns}/low is expendable (priority -20 < cutoff -10)" in autoscalers.log()
     await api.delete(types_pb2.Pod, "low", ns, grace_period_seconds=0)
 
 
-@pytest.mark.parametrize("version", ["1.37", "1.36"])
+@pytest.mark.parametrize("version", ["1.36", "1.37"])
 async def test_s_ca_2_preemptor_waiting_for_victims_causes_no_scale_up(
-    cluster: Cluster, clients: tuple[Client, CloudProviderClient], version: str
+    cluster: Cluster,
+    autoscalers: Autoscalers,
+    clients: tuple[Client, CloudProviderClient],
+    version: str,
 ) -> None:
+    """Both versions: the preemptor is unschedulable and nominated to a node that exists."""
     api, cloud = clients
-    autoscaler = use_autoscaler(cluster, version)
-    ns = await create_namespace(api, "ca2")
+    autoscaler = autoscalers.use(version)
+    ns = await create_namespace(api, f"ca2-{version.replace('.', '')}")
     node = f"{ns}-n"
     cluster.start_kubelet(node, capacity={"cpu": "2", "memory": "4Gi", "pods": "20"})
     await api.create(make_priority_class(f"{ns}-high", 100).obj())
@@ -201,10 +158,10 @@ async def test_s_ca_2_preemptor_waiting_for_victims_causes_no_scale_up(
 
 
 async def test_pending_pods_scale_the_group_up_to_its_max_and_run_on_the_new_nodes(
-    cluster: Cluster, clients: tuple[Client, CloudProviderClient]
+    cluster: Cluster, autoscalers: Autoscalers, clients: tuple[Client, CloudProviderClient]
 ) -> None:
     api, cloud = clients
-    autoscaler = use_autoscaler(cluster, "1.37")
+    autoscaler = autoscalers.use("1.37")
     ns = await create_namespace(api, "scaleup")
     # examples/pending-pods.yaml (README): one pod per 2-cpu node, and only pool-a's nodes
     # carry the label: 4 pods, max 3 nodes.
@@ -270,9 +227,9 @@ def status_configmap(cluster: Cluster) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 async def test_the_status_configmap_shows_the_groups_after_the_scale_up(
-    cluster: Cluster, clients: tuple[Client, CloudProviderClient]
+    cluster: Cluster, autoscalers: Autoscalers, clients: tuple[Client, CloudProviderClient]
 ) -> None:
-    use_autoscaler(cluster, "1.37")
+    autoscalers.use("1.37")
 
     def scaled_up() -> tuple[dict[str, Any], dict[str, Any]]:
         cm, doc = status_configmap(cluster)
@@ -302,10 +259,10 @@ async def test_the_status_configmap_shows_the_groups_after_the_scale_up(
 
 
 async def test_an_instance_never_ready_is_deleted_and_its_group_backed_off(
-    cluster: Cluster, clients: tuple[Client, CloudProviderClient]
+    cluster: Cluster, autoscalers: Autoscalers, clients: tuple[Client, CloudProviderClient]
 ) -> None:
     api, cloud = clients
-    autoscaler = use_autoscaler(cluster, "1.37")
+    autoscaler = autoscalers.use("1.37")
     ns = await create_namespace(api, "stuck")
     await api.create(
         make_pod("p").namespace(ns).req(cpu="500m").node_selector({GROUP_LABEL: "stuck"}).obj()
@@ -339,3 +296,14 @@ async def test_an_instance_never_ready_is_deleted_and_its_group_backed_off(
     await two_more_loops(cluster, autoscaler)
     assert await cloud.target_size("stuck") == 0
     assert "deleting 1 failed instance(s)" in cluster.logs()[autoscaler]
+
+
+async def test_no_status_configmap_with_write_status_configmap_false(
+    cluster: Cluster, autoscalers: Autoscalers, clients: tuple[Client, CloudProviderClient]
+) -> None:
+    api, _ = clients
+    autoscaler = autoscalers.use("1.37", "--write-status-configmap=false")
+    await api.delete(types_pb2.ConfigMap, "cluster-autoscaler-status", "kube-system")
+    await two_more_loops(cluster, autoscaler)
+    names = [c.metadata.name for c in (await api.list(types_pb2.ConfigMap, "kube-system")).items]
+    assert "cluster-autoscaler-status" not in names

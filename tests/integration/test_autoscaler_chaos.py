@@ -18,11 +18,10 @@ from kemu.client.cloudprovider import CloudProviderClient
 from kemu.testing import Cluster, eventually, make_pod
 from kemu.testing.namespaces import create_namespace
 from kemu.testing.ports import LOOPBACK
+from tests.integration.autoscaler_env import GROUP, GROUP_LABEL, cloud_cluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
-GROUP = "pool-a"
-GROUP_LABEL = "kemu.io/node-group"
 CONFIG = """
 nodeGroups:
 - name: pool-a
@@ -36,12 +35,9 @@ nodeGroups:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    with Cluster(tmp_path_factory.mktemp("autoscaler-chaos")) as c:
-        c.start_etcd()
-        c.start_apiserver()
-        c.start_scheduler()
-        c.start_controllermanager()
-        c.start_cloud(CONFIG, provision_delay="3s")
+    with cloud_cluster(
+        tmp_path_factory.mktemp("autoscaler-chaos"), CONFIG, provision_delay="3s"
+    ) as c:
         c.start_autoscaler(c.component("cloud"))
         yield c
 

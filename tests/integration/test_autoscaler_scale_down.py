@@ -1,5 +1,6 @@
 """The autoscaler's scale-down on real processes (etcd, apiserver, scheduler, controller-manager,
-the cloud with pool-a (min 0, max 4) and pool-min (min 1), the autoscaler at --scan-interval
+the cloud with pool-a (min 0, max 4) and pool-min (min 1: its one node created by the
+cloud at its start), the autoscaler at --scan-interval
 0.5s, --scale-down-unneeded-time 2s, --scale-down-delay-after-add 6s): an underused node
 drained (graceful termination on its kubelet) and deleted, its pod re-created elsewhere by its
 ReplicaSet; empty nodes deleted in bulk; the blocking rules (PDB, safe-to-evict "false", a
@@ -24,6 +25,7 @@ import pytest
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.client.cloudprovider import CloudProviderClient
+from kemu.machinery.node_conditions import is_node_ready
 from kemu.testing import Cluster, eventually, make_pod
 from kemu.testing.builders import (
     make_pdb,
@@ -33,22 +35,39 @@ from kemu.testing.builders import (
 )
 from kemu.testing.invariants import NodeHistory, PodHistory, record_nodes, record_pods
 from kemu.testing.namespaces import create_namespace
-from kemu.testing.ports import LOOPBACK
+from tests.integration.autoscaler_env import (
+    GROUP,
+    GROUP_LABEL,
+    SHUTDOWN_ANNOTATION,
+    VERSIONS,
+    Autoscalers,
+    cloud_cluster,
+    counted_on_nominated_node,
+    events,
+    group_nodes,
+    nominate,
+    open_clients,
+    pod_events,
+    scales_up_for_nomination_to_a_gone_node,
+    two_more_loops,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
-GROUP = "pool-a"
 MIN_GROUP = "pool-min"
 MAX = 4
-GROUP_LABEL = "kemu.io/node-group"
-SHUTDOWN_ANNOTATION = "kubelet.kemu.io/shutdown-duration"
 PREBIND_DELAY = "scheduling.kemu.io/prebind-delay"
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+HOSTNAME = "kubernetes.io/hostname"
 TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler"
 DELETION_CANDIDATE = "DeletionCandidateOfClusterAutoscaler"
+EXPENDABLE_CUTOFF = -10
+"""--expendable-pods-priority-cutoff's default."""
 UNNEEDED = 2.0
 DELAY_AFTER_ADD = 6.0
+RECHECK = 3.0
+"""--unremovable-node-recheck-timeout: a blocked node is checked again 3 s later."""
 CONFIG = f"""
 nodeGroups:
 - name: {GROUP}
@@ -76,24 +95,20 @@ profiles:
       - name: SlowPreBind
 """
 
-_running: dict[str, str] = {}
-
 
 def autoscaler_args() -> list[str]:
     return [
         "--scale-down-unneeded-time", f"{UNNEEDED:g}s",
         "--scale-down-delay-after-add", f"{DELAY_AFTER_ADD:g}s",
         "--max-graceful-termination-sec", "5",
+        "--unremovable-node-recheck-timeout", f"{RECHECK:g}s",
     ]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     root = tmp_path_factory.mktemp("scale-down")
-    with Cluster(root) as c:
-        c.start_etcd()
-        c.start_apiserver()
-        c.start_scheduler()
+    with cloud_cluster(root, CONFIG) as c:
         for gate in ("on", "off"):
             config = root / f"prebind-{gate}.yaml"
             config.write_text(PREBIND_SCHEDULER.format(name=f"prebind-nne-{gate}"))
@@ -102,60 +117,27 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                 config=str(config),
                 feature_gates={"NominatedNodeNameForExpectation": gate == "on"},
             )
-        c.start_controllermanager()
-        c.start_cloud(CONFIG)
-        _running.clear()
-        use_autoscaler(c, "1.37")
         yield c
 
 
-def use_autoscaler(cluster: Cluster, version: str) -> str:
-    """The autoscaler at `version`, the only one running."""
-    if version in _running:
-        return _running[version]
-    for name in _running.values():
-        cluster.terminate(name)
-    _running.clear()
-    name = f"autoscaler-{version.replace('.', '-')}-{len(cluster.processes)}"
-    cluster.start_autoscaler(
-        cluster.component("cloud"),
-        name=name,
-        scan_interval="0.5s",
-        emulated_version=version,
-        extra_args=autoscaler_args(),
-    )
-    _running[version] = name
-    return name
+@pytest.fixture(scope="module")
+def autoscalers(cluster: Cluster) -> Autoscalers:
+    a = Autoscalers(cluster, scan_interval="0.5s", extra_args=autoscaler_args())
+    a.use("1.37")
+    return a
 
 
 @pytest.fixture
 async def clients(cluster: Cluster) -> AsyncIterator[tuple[Client, CloudProviderClient]]:
-    api = Client(cluster.server)
-    cloud = CloudProviderClient(f"{LOOPBACK}:{cluster.component('cloud').port}")
-    try:
+    async with open_clients(cluster) as (api, cloud):
         yield api, cloud
         # Every test leaves pool-a empty: its nodes go once their pods are gone.
         await eventually(lambda: pool_empty(api), timeout=20, interval=0.3)
-    finally:
-        await cloud.close()
-        await api.close()
-
-
-async def group_nodes(api: Client, group: str, n: int | None = None) -> list[types_pb2.Node]:
-    items = (await api.list(types_pb2.Node, label_selector=f"{GROUP_LABEL}={group}")).items
-    nodes = sorted(items, key=lambda n: n.metadata.name)
-    if n is not None:
-        assert len(nodes) == n, [x.metadata.name for x in nodes]
-    return nodes
 
 
 async def pool_empty(api: Client) -> bool:
     await group_nodes(api, GROUP, 0)
     return True
-
-
-def is_ready(node: types_pb2.Node) -> bool:
-    return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)
 
 
 async def grow(
@@ -178,7 +160,7 @@ async def grow(
                     {"metadata": {"annotations": {SCALE_DOWN_DISABLED: "true"}}},
                 )
                 annotated.add(x.metadata.name)
-        assert len(nodes) == n and all(is_ready(x) for x in nodes), nodes
+        assert len(nodes) == n and all(is_node_ready(x) for x in nodes), nodes
         return [x.metadata.name for x in nodes]
 
     return await eventually(ready, timeout=20, interval=0.05)
@@ -217,7 +199,8 @@ async def recorded(api: Client) -> AsyncIterator[tuple[NodeHistory, PodHistory]]
 
 def violations(nodes: NodeHistory, pods: PodHistory, *, nominated_counts: bool = True) -> list[str]:
     """The scale-down invariants over the recorded history, ordered by resourceVersion: no
-    node deleted while a live pod is bound (or, `nominated_counts`, nominated) to it; pool-a
+    node deleted while a live, non-expendable pod is bound (or, `nominated_counts`, nominated)
+    to it; pool-a
     never above its max; no pool-min node deleted."""
     out: list[str] = []
     pod_versions = [
@@ -247,6 +230,8 @@ def violations(nodes: NodeHistory, pods: PodHistory, *, nominated_counts: bool =
         for seen in state.values():
             if seen is None or seen.status.phase in ("Succeeded", "Failed"):
                 continue
+            if seen.spec.priority < EXPENDABLE_CUTOFF:
+                continue  # expendable pods never block a scale-down (S-CA-3)
             if seen.spec.node_name == name:
                 out.append(f"node {name} deleted (rv {rv}) under bound pod {seen.metadata.name}")
             elif nominated_counts and seen.status.nominated_node_name == name:
@@ -275,14 +260,11 @@ async def running_pods(api: Client, ns: str) -> dict[str, str]:
     }
 
 
-async def events(api: Client, ns: str, reason: str) -> list[types_pb2.Event]:
-    return [e for e in (await api.list(types_pb2.Event, ns)).items if e.reason == reason]
-
-
 async def test_an_underused_node_is_drained_and_deleted_and_its_pod_recreated_elsewhere(
-    cluster: Cluster, clients: tuple[Client, CloudProviderClient]
+    cluster: Cluster, autoscalers: Autoscalers, clients: tuple[Client, CloudProviderClient]
 ) -> None:
     api, cloud = clients
+    autoscalers.use("1.37")
     ns = await create_namespace(api, "drain")
     async with recorded(api) as (nodes, pods):
         big_node, small_node = await place_big_and_small(api, cloud, ns)
@@ -329,7 +311,7 @@ async def test_an_underused_node_is_drained_and_deleted_and_its_pod_recreated_el
         await api.delete(types_pb2.ReplicaSet, "small", ns)
         await eventually(lambda: pool_empty(api), timeout=20, interval=0.3)
     assert violations(nodes, pods) == []
-    log = cluster.logs()[_running["1.37"]]
+    log = autoscalers.log()
     assert f"scale-down: removing node {small_node} (group {GROUP})" in log
 
 
@@ -340,23 +322,31 @@ async def _one_running(api: Client, ns: str, prefix: str) -> str:
 
 
 async def test_empty_nodes_are_deleted_in_bulk_and_min_size_is_kept(
-    cluster: Cluster, clients: tuple[Client, CloudProviderClient]
+    cluster: Cluster, autoscalers: Autoscalers, clients: tuple[Client, CloudProviderClient]
 ) -> None:
     api, cloud = clients
+    autoscalers.use("1.37")
     async with recorded(api) as (nodes, pods):
-        (min_node,) = await grow(api, cloud, 1, MIN_GROUP, protect=False)
+        # pool-min's one instance was created by the cloud at its start (minSize 1).
+        async def min_node_ready() -> str:
+            (node,) = await group_nodes(api, MIN_GROUP, 1)
+            assert is_node_ready(node)
+            return node.metadata.name
+
+        min_node = await eventually(min_node_ready, timeout=20, interval=0.2)
+        assert min_node == f"{MIN_GROUP}-0"
         names = await grow(api, cloud, 3)
         await unprotect(api, *names)
         await eventually(lambda: pool_empty(api), timeout=15, interval=0.2)
 
         def min_kept() -> bool:
-            log = cluster.logs()[_running["1.37"]]
+            log = autoscalers.log()
             return f"node {min_node} is not removable: NodeGroupMinSizeReached" in log
 
         await eventually(min_kept, timeout=10, interval=0.2)
         assert [x.metadata.name for x in await group_nodes(api, MIN_GROUP)] == [min_node]
     assert violations(nodes, pods) == []
-    log = cluster.logs()[_running["1.37"]]
+    log = autoscalers.log()
     # Empty nodes go in bulk, without a drain; under load they may become unneeded in
     # different loops, so they may go in more than one bulk deletion.
     assert f"empty node(s) of group {GROUP}: " in log, log
@@ -371,9 +361,10 @@ async def test_empty_nodes_are_deleted_in_bulk_and_min_size_is_kept(
 
 
 async def test_blocking_pods_and_the_disabled_annotation_keep_their_nodes(
-    cluster: Cluster, clients: tuple[Client, CloudProviderClient]
+    cluster: Cluster, autoscalers: Autoscalers, clients: tuple[Client, CloudProviderClient]
 ) -> None:
     api, cloud = clients
+    autoscalers.use("1.37")
     ns = await create_namespace(api, "blockers")
     async with recorded(api) as (nodes, pods):
         names = await grow(api, cloud, 4)
@@ -382,30 +373,27 @@ async def test_blocking_pods_and_the_disabled_annotation_keep_their_nodes(
                 types_pb2.Node, n, {"metadata": {"annotations": {SCALE_DOWN_DISABLED: "true"}}}
             )
         pdb_node, nse_node, bare_node, disabled_node = names
-        ref = await a_controller(api, ns)
-        blockers = {
-            pdb_node: make_pod("guarded").label("app", "guarded"),
-            nse_node: make_pod("not-safe").annotation(SAFE_TO_EVICT, "false"),
-            bare_node: make_pod("bare"),
-        }
-        for node, b in blockers.items():
-            pod = b.namespace(ns).req(cpu="100m").node(node).grace(0).obj()
-            if node != bare_node:
-                pod.metadata.owner_references.append(ref)
-            await api.create(pod)
+        # ReplicaSet pods (replicated) pinned to their nodes, and a bare pod.
+        await api.create(pinned_rs(ns, "guarded", pdb_node))
+        await api.create(pinned_rs(ns, "not-safe", nse_node, {SAFE_TO_EVICT: "false"}))
+        await api.create(make_pod("bare").namespace(ns).req(cpu="100m").node(bare_node).obj())
         await api.create(
             make_pdb("guarded").namespace(ns).selector(app="guarded").min_available(1).obj()
         )
         await eventually(lambda: _all_running(api, ns, 3), timeout=15, interval=0.2)
+        running = await running_pods(api, ns)
+        guarded, not_safe = (
+            next(p for p, node in running.items() if node == n) for n in (pdb_node, nse_node)
+        )
         start = time.monotonic()
         for n in (pdb_node, nse_node, bare_node):
             await api.patch(
                 types_pb2.Node, n, {"metadata": {"annotations": {SCALE_DOWN_DISABLED: None}}}
             )
-        autoscaler = _running["1.37"]
+        autoscaler = autoscalers.current
         expected = {
-            pdb_node: f"BlockedByPod (not enough pod disruption budget to move {ns}/guarded)",
-            nse_node: f"BlockedByPod (pod annotated as not safe to evict present: {ns}/not-safe)",
+            pdb_node: f"BlockedByPod (not enough pod disruption budget to move {ns}/{guarded})",
+            nse_node: f"BlockedByPod (pod annotated as not safe to evict present: {ns}/{not_safe})",
             bare_node: f"BlockedByPod ({ns}/bare is not replicated)",
             disabled_node: "ScaleDownDisabledAnnotation",
         }
@@ -417,6 +405,15 @@ async def test_blocking_pods_and_the_disabled_annotation_keep_their_nodes(
             return True
 
         await eventually(all_logged, timeout=10, interval=0.3)
+
+        # Found unremovable, a node is not checked again for --unremovable-node-recheck-timeout.
+        def rechecked_later() -> bool:
+            return (
+                f"node {bare_node} is not removable: RecentlyUnremovable (unremovable in the "
+                f"last {RECHECK:g}s" in autoscalers.log()
+            )
+
+        await eventually(rechecked_later, timeout=5, interval=0.2)
         # Kept well past the unneeded time (a bounded window, checked from the history).
         await anyio.sleep(max(0.0, UNNEEDED + 2 - (time.monotonic() - start)))
         assert len(await group_nodes(api, GROUP)) == 4
@@ -427,13 +424,9 @@ async def test_blocking_pods_and_the_disabled_annotation_keep_their_nodes(
             if v.type == "DELETED"
         ]
         assert not set(deleted) & set(names), deleted
-        for n in (pdb_node, nse_node, bare_node):
-            await api.delete(
-                types_pb2.Pod,
-                {pdb_node: "guarded", nse_node: "not-safe", bare_node: "bare"}[n],
-                ns,
-                grace_period_seconds=0,
-            )
+        for rs_name in ("guarded", "not-safe"):
+            await api.delete(types_pb2.ReplicaSet, rs_name, ns)
+        await api.delete(types_pb2.Pod, "bare", ns, grace_period_seconds=0)
         await api.patch(
             types_pb2.Node,
             disabled_node,
@@ -441,6 +434,19 @@ async def test_blocking_pods_and_the_disabled_annotation_keep_their_nodes(
         )
         await eventually(lambda: pool_empty(api), timeout=20, interval=0.3)
     assert violations(nodes, pods) == []
+
+
+def pinned_rs(
+    ns: str, name: str, node: str, annotations: dict[str, str] | None = None
+) -> types_pb2.ReplicaSet:
+    """A ReplicaSet of one 100m pod (labelled app=`name`) that only `node` can run."""
+    obj = make_replica_set(name).namespace(ns).replicas(1).selector(app=name).obj()
+    tmpl = obj.spec.template
+    tmpl.spec.CopyFrom(
+        make_pod("x").req(cpu="100m").grace(0).node_selector({HOSTNAME: node}).obj().spec
+    )
+    tmpl.metadata.annotations.update(annotations or {})
+    return obj
 
 
 async def a_controller(api: Client, ns: str) -> types_pb2.OwnerReference:
@@ -457,11 +463,17 @@ async def _all_running(api: Client, ns: str, n: int) -> bool:
     return True
 
 
+@pytest.mark.parametrize("version", VERSIONS)
 async def test_s_ca_4_delay_after_add_and_unneeded_time(
-    cluster: Cluster, clients: tuple[Client, CloudProviderClient]
+    cluster: Cluster,
+    autoscalers: Autoscalers,
+    clients: tuple[Client, CloudProviderClient],
+    version: str,
 ) -> None:
+    """The timing is the same at both versions."""
     api, cloud = clients
-    ns = await create_namespace(api, "ca4")
+    autoscalers.use(version)
+    ns = await create_namespace(api, f"ca4-{version.replace('.', '')}")
     async with recorded(api) as (nodes, pods):
         await api.create(make_pod("pending").namespace(ns).req(cpu="1500m").grace(0).obj())
         (node,) = await eventually(
@@ -482,7 +494,7 @@ async def test_s_ca_4_delay_after_add_and_unneeded_time(
     # earlier than delay-after-add after the scale-up (second resolution: 1 s slack).
     assert doomed[0] - candidate[0] >= UNNEEDED - 1
     assert doomed[0] - scaled_up_at >= DELAY_AFTER_ADD - 1
-    assert "scale-down in cooldown: scale-up" in cluster.logs()[_running["1.37"]]
+    assert "scale-down in cooldown: scale-up" in autoscalers.log()
 
 
 async def _nodes_with_running(api: Client, ns: str, n: int) -> list[str]:
@@ -491,11 +503,17 @@ async def _nodes_with_running(api: Client, ns: str, n: int) -> list[str]:
     return sorted(set(running.values()))
 
 
+@pytest.mark.parametrize("version", VERSIONS[::-1])
 async def test_s_ca_3_a_node_running_only_expendable_pods_is_scaled_down(
-    cluster: Cluster, clients: tuple[Client, CloudProviderClient]
+    cluster: Cluster,
+    autoscalers: Autoscalers,
+    clients: tuple[Client, CloudProviderClient],
+    version: str,
 ) -> None:
+    """Both versions: expendable pods never block a scale-down."""
     api, cloud = clients
-    ns = await create_namespace(api, "ca3")
+    autoscalers.use(version)
+    ns = await create_namespace(api, f"ca3-{version.replace('.', '')}")
     await api.create(make_priority_class(f"{ns}-expendable", -20).obj())
     async with recorded(api) as (nodes, pods):
         (node,) = await grow(api, cloud, 1)
@@ -517,31 +535,138 @@ async def test_s_ca_3_a_node_running_only_expendable_pods_is_scaled_down(
         )
         await eventually(lambda: pool_empty(api), timeout=20, interval=0.3)
     # The expendable pod went with its node (collected after it), not drained first.
-    assert f"scale-down: removing empty node {node}" in cluster.logs()[_running["1.37"]]
-    del nodes, pods
+    assert f"scale-down: removing empty node {node}" in autoscalers.log()
+    assert violations(nodes, pods) == []  # (an expendable pod does not count)
 
 
 @pytest.mark.parametrize(
-    ("version", "gate", "kept"),
+    ("version", "unschedulable"),
     [
-        pytest.param("1.37", "on", True, id="ca-1.37-nne-on"),
-        pytest.param("1.37", "off", False, id="ca-1.37-nne-off"),
-        pytest.param("1.36", "on", False, id="ca-1.36-nne-on"),
-        pytest.param("1.36", "off", False, id="ca-1.36-nne-off"),
+        pytest.param(v, u, id=f"ca-{v}-{'preemptor' if u else 'binding'}")
+        for v in VERSIONS
+        for u in (True, False)
+    ],
+)
+async def test_s_ca_4_a_nominated_pod_makes_its_node_non_empty(
+    cluster: Cluster,
+    autoscalers: Autoscalers,
+    clients: tuple[Client, CloudProviderClient],
+    version: str,
+    unschedulable: bool,
+) -> None:
+    """A node with no pod bound to it, and one pod (200m: utilization 0.1) nominated to it:
+    a preemptor waiting for its victims (unschedulable) or a pod in its binding cycle
+    (KEP-5278: nominated, not unschedulable). Where the version counts the pod there (§9), the
+    node is not empty and stays; otherwise it goes as empty after the unneeded time."""
+    api, cloud = clients
+    autoscaler = autoscalers.use(version)
+    counted = counted_on_nominated_node(version, unschedulable=unschedulable, expendable=False)
+    ns = await create_namespace(
+        api, f"ca4-nnn-{version.replace('.', '')}-{'u' if unschedulable else 'b'}"
+    )
+    async with recorded(api) as (nodes, pods):
+        (node,) = await grow(api, cloud, 1)
+        pod = make_pod("held").namespace(ns).req(cpu="200m").grace(0).obj()
+        await nominate(api, pod, node, unschedulable=unschedulable)
+        start = time.monotonic()
+        await unprotect(api, node)
+        if counted:
+
+            def spared() -> bool:
+                log = autoscalers.log().split(f"{node} is not removable: ScaleDownDisabled")[-1]
+                return (
+                    f"node {node} is not removable: NotUnneededOtherReason "
+                    f"(pod {ns}/held is nominated to it)" in log
+                )
+
+            await eventually(spared, timeout=10, interval=0.2)
+            await anyio.sleep(max(0.0, UNNEEDED + 2 - (time.monotonic() - start)))
+            assert [x.metadata.name for x in await group_nodes(api, GROUP)] == [node]
+        else:
+            await eventually(lambda: pool_empty(api), timeout=15, interval=0.2)
+            assert f"scale-down: removing empty node {node}" in cluster.logs()[autoscaler]
+        await api.delete(types_pb2.Pod, "held", ns, grace_period_seconds=0)
+        await eventually(lambda: pool_empty(api), timeout=20, interval=0.3)
+    assert violations(nodes, pods, nominated_counts=False) == []
+    found = violations(nodes, pods)
+    if counted:
+        assert found == []
+    else:
+        # The old behaviour breaks the new promise: the node went under its nominated pod.
+        assert len(found) == 1 and found[0].startswith(f"node {node} deleted"), found
+        assert found[0].endswith("under nominated pod held"), found
+
+
+@pytest.mark.parametrize("version", VERSIONS[::-1])
+async def test_s_ca_3_an_expendable_pod_nominated_to_a_node(
+    cluster: Cluster,
+    autoscalers: Autoscalers,
+    clients: tuple[Client, CloudProviderClient],
+    version: str,
+) -> None:
+    """An expendable (priority -20) preemptor nominated to an otherwise empty node: before
+    #9607 the expendable filter drops it first, so the node goes; from 1.37 every pod with a
+    nominatedNodeName is counted on its node, expendable or not, so the node stays."""
+    api, cloud = clients
+    autoscaler = autoscalers.use(version)
+    counted = counted_on_nominated_node(version, unschedulable=True, expendable=True)
+    ns = await create_namespace(api, f"ca3-nnn-{version.replace('.', '')}")
+    await api.create(make_priority_class(f"{ns}-expendable", -20).obj())
+    async with recorded(api) as (nodes, pods):
+        (node,) = await grow(api, cloud, 1)
+        pod = (
+            make_pod("low")
+            .namespace(ns)
+            .req(cpu="200m")
+            .priority_class(f"{ns}-expendable")
+            .grace(0)
+            .obj()
+        )
+        await nominate(api, pod, node, unschedulable=True)
+        start = time.monotonic()
+        await unprotect(api, node)
+        if counted:
+
+            def spared() -> bool:
+                return f"(pod {ns}/low is nominated to it)" in autoscalers.log()
+
+            await eventually(spared, timeout=10, interval=0.2)
+            await anyio.sleep(max(0.0, UNNEEDED + 2 - (time.monotonic() - start)))
+            assert [x.metadata.name for x in await group_nodes(api, GROUP)] == [node]
+        else:
+            await eventually(lambda: pool_empty(api), timeout=15, interval=0.2)
+            assert f"pod {ns}/low is expendable" in cluster.logs()[autoscaler]
+        await api.delete(types_pb2.Pod, "low", ns, grace_period_seconds=0)
+        await eventually(lambda: pool_empty(api), timeout=20, interval=0.3)
+    # An expendable pod never blocks a scale-down: no invariant holds the node for it.
+    assert violations(nodes, pods) == []
+
+
+@pytest.mark.parametrize(
+    ("version", "gate"),
+    [
+        pytest.param(v, g, id=f"ca-{v}-nne-{g}")
+        for v in ("1.37", "1.36")
+        for g in (("on", "off") if v == "1.37" else ("off", "on"))
     ],
 )
 async def test_s_ca_1_the_node_under_a_pod_in_prebind(
     cluster: Cluster,
+    autoscalers: Autoscalers,
     clients: tuple[Client, CloudProviderClient],
     version: str,
     gate: str,
-    kept: bool,
 ) -> None:
     """kubernetes/kubernetes#125491: the pod sits in PreBind (SlowPreBind standing in for a
     volume being provisioned); its node is otherwise empty. Only a 1.37 autoscaler with the
-    scheduler's NominatedNodeNameForExpectation on counts it there and keeps the node."""
+    scheduler's NominatedNodeNameForExpectation on counts it there and keeps the node: the
+    gate gives the pod its nominatedNodeName at binding start, and the pod is not
+    unschedulable, which only #9607's autoscaler counts."""
     api, cloud = clients
-    autoscaler = use_autoscaler(cluster, version)
+    autoscaler = autoscalers.use(version)
+    kept = gate == "on" and counted_on_nominated_node(
+        version, unschedulable=False, expendable=False
+    )
     ns = await create_namespace(api, f"ca1-{version.replace('.', '')}-{gate}")
     async with recorded(api) as (nodes, pods):
         (node,) = await grow(api, cloud, 1)
@@ -625,10 +750,10 @@ async def place_big_and_small(
 
 
 async def test_chaos_autoscaler_killed_during_a_drain_resumes_cleanly(
-    cluster: Cluster, clients: tuple[Client, CloudProviderClient]
+    cluster: Cluster, autoscalers: Autoscalers, clients: tuple[Client, CloudProviderClient]
 ) -> None:
     api, cloud = clients
-    autoscaler = use_autoscaler(cluster, "1.37")
+    autoscaler = autoscalers.use("1.37")
     ns = await create_namespace(api, "chaos")
     async with recorded(api) as (nodes, pods):
         # The small pod takes 4 s to terminate: the autoscaler is killed while waiting for it.
@@ -665,14 +790,20 @@ async def test_chaos_autoscaler_killed_during_a_drain_resumes_cleanly(
     )
 
 
+@pytest.mark.parametrize("version", VERSIONS[::-1])
 async def test_s_ca_2_a_preemptors_nominated_node_counts_as_used(
-    cluster: Cluster, clients: tuple[Client, CloudProviderClient]
+    cluster: Cluster,
+    autoscalers: Autoscalers,
+    clients: tuple[Client, CloudProviderClient],
+    version: str,
 ) -> None:
     """The preemptor waits for its victim (terminating for 12 s), nominated to the node: the
-    autoscaler counts it there (utilization 0.3 + 0.75), so the node stays."""
+    autoscaler counts it there (utilization 0.3 + 0.75), so the node stays. Both versions
+    count an unschedulable, non-expendable pod on the node it is nominated to (§9)."""
     api, cloud = clients
-    autoscaler = use_autoscaler(cluster, "1.37")
-    ns = await create_namespace(api, "ca2")
+    autoscaler = autoscalers.use(version)
+    assert counted_on_nominated_node(version, unschedulable=True, expendable=False)
+    ns = await create_namespace(api, f"ca2-{version.replace('.', '')}")
     await api.create(make_priority_class(f"{ns}-high", 100).obj())
     async with recorded(api) as (nodes, pods):
         (node,) = await grow(api, cloud, 1)
@@ -719,4 +850,50 @@ async def test_s_ca_2_a_preemptors_nominated_node_counts_as_used(
         assert await waiting()
         await api.delete(types_pb2.Pod, "preemptor", ns, grace_period_seconds=0)
         await eventually(lambda: pool_empty(api), timeout=30, interval=0.3)
+    assert violations(nodes, pods) == []
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_s_ca_2_a_pod_nominated_to_a_node_that_is_gone(
+    cluster: Cluster,
+    autoscalers: Autoscalers,
+    clients: tuple[Client, CloudProviderClient],
+    version: str,
+) -> None:
+    """An unschedulable pod nominated to a node that does not exist (any more): before #9607
+    an ordinary unschedulable pod, it scales pool-a up; from 1.37 ("Pods with
+    status.nominatedNodeName will not trigger scale up even if the target node does not
+    exist") it does not."""
+    api, cloud = clients
+    autoscaler = autoscalers.use(version)
+    ns = await create_namespace(api, f"ca2-gone-{version.replace('.', '')}")
+    async with recorded(api) as (nodes, pods):
+        pod = (
+            make_pod("orphan")
+            .namespace(ns)
+            .req(cpu="500m")
+            .node_selector({GROUP_LABEL: GROUP})
+            .grace(0)
+            .obj()
+        )
+        await nominate(api, pod, f"{ns}-gone", unschedulable=True)
+        if scales_up_for_nomination_to_a_gone_node(version):
+
+            async def scaled_up() -> str:
+                (node,) = await group_nodes(api, GROUP, 1)
+                assert "orphan" in await pod_events(api, ns, "TriggeredScaleUp")
+                return node.metadata.name
+
+            await eventually(scaled_up, timeout=20, interval=0.2)
+        else:
+            await two_more_loops(cluster, autoscaler)
+            await two_more_loops(cluster, autoscaler)
+            assert await cloud.target_size(GROUP) == 0
+            assert await pod_events(api, ns, "TriggeredScaleUp") == {}
+            assert (
+                f"pod {ns}/orphan is nominated to node {ns}-gone, which is gone: no scale-up"
+                in autoscalers.log()
+            )
+        await api.delete(types_pb2.Pod, "orphan", ns, grace_period_seconds=0)
+        await eventually(lambda: pool_empty(api), timeout=25, interval=0.3)
     assert violations(nodes, pods) == []

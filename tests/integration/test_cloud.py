@@ -15,11 +15,10 @@ from kemu.client.cloudprovider import CloudProviderClient
 from kemu.machinery.errors import Invalid, NotFound
 from kemu.testing import Cluster, eventually, make_pod
 from kemu.testing.namespaces import create_namespace
-from kemu.testing.ports import LOOPBACK
+from tests.integration.autoscaler_env import GROUP_LABEL, cloud_cluster, open_clients
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
-GROUP_LABEL = "kemu.io/node-group"
 RUNNING = cloud_pb2.InstanceStatus.instanceRunning
 CREATING = cloud_pb2.InstanceStatus.instanceCreating
 
@@ -47,26 +46,18 @@ nodeGroups:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    with Cluster(tmp_path_factory.mktemp("cloud")) as c:
-        c.start_etcd()
-        c.start_apiserver()
-        c.start_scheduler()
-        c.start_controllermanager(
-            extra_args=["--pod-gc-quarantine", "1s", "--pod-gc-check-period", "500ms"]
-        )
-        c.start_cloud(CONFIG)
+    with cloud_cluster(
+        tmp_path_factory.mktemp("cloud"),
+        CONFIG,
+        controllermanager_args=["--pod-gc-quarantine", "1s", "--pod-gc-check-period", "500ms"],
+    ) as c:
         yield c
 
 
 @pytest.fixture
 async def clients(cluster: Cluster) -> AsyncIterator[tuple[Client, CloudProviderClient]]:
-    api = Client(cluster.server)
-    cloud = CloudProviderClient(f"{LOOPBACK}:{cluster.component('cloud').port}")
-    try:
-        yield api, cloud
-    finally:
-        await cloud.close()
-        await api.close()
+    async with open_clients(cluster) as c:
+        yield c
 
 
 async def states(cloud: CloudProviderClient, group: str) -> dict[str, cloud_pb2.InstanceStatus]:

@@ -55,6 +55,13 @@ def test_scale_down_flags_default_to_upstream() -> None:
     assert args.max_drain_parallelism == 1
     assert args.max_graceful_termination_sec == 600
     assert args.max_pod_eviction_time == 120
+    assert args.unremovable_node_recheck_timeout == 300
+    assert args.write_status_configmap is True
+    assert args.daemonset_eviction_for_empty_nodes is False
+    assert args.daemonset_eviction_for_occupied_nodes is True
+    assert args.skip_nodes_with_custom_controller_pods is True
+    args = app.build_parser().parse_args([*CLOUD, "--write-status-configmap", "false"])
+    assert args.write_status_configmap is False
     assert args.skip_nodes_with_system_pods is True
     assert args.skip_nodes_with_local_storage is True
     args = app.build_parser().parse_args([*CLOUD, "--scale-down-unneeded-time", "2s"])

@@ -36,6 +36,19 @@ GROUP = "pool-a"
 UNNEEDED = 60.0
 
 
+def custom_pod(name: str) -> PodBuilder:
+    """A running pod controlled by a kind upstream does not know as replicated."""
+    return (
+        make_pod(name)
+        .namespace("default")
+        .uid(f"uid-{name}")
+        .req(cpu="500m")
+        .owner("Rollout", "r", "uid-r")
+        .grace(0)
+        .phase("Running")
+    )
+
+
 def rs_pod(name: str, node: str, cpu: str = "500m") -> PodBuilder:
     """A running ReplicaSet pod that terminates at once (grace 0: no kubelet here)."""
     return (
@@ -194,6 +207,7 @@ async def test_min_size_is_kept() -> None:
     [
         (make_pod("bare").namespace("default").req(cpu="100m"), "BlockedByPod"),
         (rs_pod("nse", "").annotation(SAFE_TO_EVICT, "false"), "BlockedByPod"),
+        (custom_pod("custom"), "BlockedByPod"),  # --skip-nodes-with-custom-controller-pods
         (rs_pod("sys", "").namespace("kube-system"), "BlockedByPod"),
         (
             make_pod("bare-ok")
@@ -216,7 +230,11 @@ async def test_drainability_rules(pod: PodBuilder, reason: str | None) -> None:
 
 
 async def test_a_pdb_without_disruptions_allowed_blocks() -> None:
-    env = Env(2)
+    # (Rechecked every loop: this is about the budget, not the recheck timeout.)
+    opts = ScaleDownOptions(
+        unneeded_time=UNNEEDED, delay_after_add=0.0, unremovable_node_recheck_timeout=0
+    )
+    env = Env(2, scale_down=opts)
     env.add(rs_pod("a", "pool-a-0").label("app", "a").obj())
     pdb = make_pdb("a").namespace("default").selector(app="a").min_available(1).obj()
     pdb.status.disruptions_allowed = 0
@@ -232,6 +250,23 @@ async def test_a_pdb_without_disruptions_allowed_blocks() -> None:
     s = await env.summary()
     assert len({u.name for u in s.unneeded} & {"pool-a-0", "pool-a-1"}) == 1, s
     assert "BlockedByPod" in unremovable(s).values()
+
+
+async def test_a_node_found_unremovable_is_not_checked_again_until_the_recheck_timeout() -> None:
+    env = Env(1, scale_down=ScaleDownOptions(unneeded_time=0, unremovable_node_recheck_timeout=60))
+    env.add(rs_pod("a", "pool-a-0").annotation(SAFE_TO_EVICT, "false").obj())
+    s = await env.summary()
+    assert unremovable(s)["pool-a-0"] == "BlockedByPod"
+    await env.client.delete(types_pb2.Pod, "a", "default")
+    # Nothing blocks it any more, but it was found unremovable 30 s ago: not checked.
+    env.clock.advance(30)
+    s = await env.summary()
+    assert unremovable(s)["pool-a-0"] == "RecentlyUnremovable"
+    assert env.deleted() == []
+    env.clock.advance(31)
+    s = await env.summary()
+    assert "pool-a-0" not in unremovable(s)
+    assert env.deleted() == [["pool-a-0"]]
 
 
 async def test_no_place_to_move_pods_keeps_the_node() -> None:
@@ -375,3 +410,75 @@ async def test_non_empty_candidates_are_capped_per_loop() -> None:
     # pool-a-2 is empty (no simulation); one of the two others is simulated, not both.
     assert {u.name for u in s.unneeded} == {"pool-a-0", "pool-a-2"}
     assert unremovable(s)["pool-a-1"] == "NotUnneededOtherReason"
+
+
+def ds_pod(name: str, node: str, **annotations: str) -> types_pb2.Pod:
+    pod = (
+        make_pod(name)
+        .namespace("default")
+        .uid(f"uid-{name}")
+        .req(cpu="100m")
+        .node(node)
+        .owner("DaemonSet", "ds", "uid-ds")
+        .grace(0)
+        .phase("Running")
+        .obj()
+    )
+    pod.metadata.annotations.update(annotations)
+    return pod
+
+
+def evicted(env: Env) -> list[str]:
+    return [a.name for a in env.client.actions if a.verb == "evict"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        ({}, ["ds-drained"]),  # upstream's defaults: occupied true, empty false
+        (
+            {"daemonset_eviction_for_empty_nodes": True},
+            ["ds-empty", "ds-drained"],
+        ),
+        ({"daemonset_eviction_for_occupied_nodes": False}, []),
+    ],
+)
+async def test_daemonset_pods_are_evicted_best_effort_as_the_flags_say(
+    flags: dict[str, bool], expected: list[str]
+) -> None:
+    env = Env(3, scale_down=ScaleDownOptions(unneeded_time=0, **flags))
+    # pool-a-0: empty but for a DaemonSet pod; pool-a-1: drained (its ReplicaSet pod moves to
+    # pool-a-2), then its DaemonSet pod; pool-a-2 keeps a big pod.
+    env.add(
+        ds_pod("ds-empty", "pool-a-0"),
+        ds_pod("ds-drained", "pool-a-1"),
+        rs_pod("a", "pool-a-1", cpu="300m").obj(),
+        rs_pod("big", "pool-a-2", cpu="1500m").obj(),
+    )
+    s = await env.summary()
+    assert set(s.started) == {"pool-a-0", "pool-a-1"}, s
+    got = [n for n in evicted(env) if n.startswith("ds-")]
+    assert sorted(got) == sorted(expected)
+    # After the other pods: the ReplicaSet pod's eviction comes first.
+    if "ds-drained" in got:
+        assert evicted(env).index("a") < evicted(env).index("ds-drained")
+
+
+async def test_the_enable_ds_eviction_annotation_overrides_the_flag() -> None:
+    env = Env(1, scale_down=ScaleDownOptions(unneeded_time=0))
+    env.add(
+        ds_pod("ds", "pool-a-0", **{"cluster-autoscaler.kubernetes.io/enable-ds-eviction": "true"})
+    )
+    s = await env.summary()
+    assert s.started == ("pool-a-0",)
+    assert evicted(env) == ["ds"]
+
+
+async def test_custom_controller_pods_move_with_skip_nodes_with_custom_controller_pods_false() -> (
+    None
+):
+    opts = ScaleDownOptions(unneeded_time=UNNEEDED, skip_nodes_with_custom_controller_pods=False)
+    env = Env(2, scale_down=opts)
+    env.add(custom_pod("custom").node("pool-a-0").obj())
+    s = await env.summary()
+    assert "pool-a-0" in {u.name for u in s.unneeded}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-import yaml
 
 from bench import autoscaler as ab
 from cloud.config import parse_config
@@ -31,24 +30,31 @@ def test_histogram_reads_count_and_sum_of_one_label() -> None:
     assert ab.histogram(text, ab.DURATION, "function", "other") == (0.0, 0.0)
 
 
-@pytest.mark.parametrize("text", [ab.scale_up_config(50), ab.loop_config(3)])
+@pytest.mark.parametrize("text", [ab.scale_up_config(50), ab.loop_config([334, 333, 333])])
 def test_the_cloud_configs_are_valid_for_the_cloud(text: str) -> None:
     assert parse_config(text)
 
 
-def test_loop_config_has_groups_of_growing_shapes() -> None:
-    doc = yaml.safe_load(ab.loop_config(2))
-    caps = [g["template"]["capacity"]["cpu"] for g in doc["nodeGroups"]]
-    assert caps == ["4", "8"]
+def test_the_loop_nodes_are_shared_out_over_groups_of_external_nodes() -> None:
+    assert ab.group_sizes(1000, 3) == [334, 333, 333]
+    assert ab.group_sizes(2, 3) == [1, 1, 0]
+    config = parse_config(ab.loop_config([5, 4]))
+    assert [(g.name, g.max_size, g.external_nodes) for g in config.node_groups] == [
+        ("group-0", 15, True),
+        ("group-1", 14, True),
+    ]
 
 
-def test_static_nodes_are_ready_and_pods_are_bound_or_selecting() -> None:
-    node = ab.static_node(7)
-    assert node.metadata.name == "static-0007"
+def test_instance_nodes_are_ready_in_their_group_and_pods_are_bound_or_selecting() -> None:
+    node = ab.instance_node("group-1", "group-1-7")
+    assert node.metadata.name == "group-1-7"
+    assert node.spec.provider_id == "kemu://group-1/group-1-7"
+    assert node.metadata.labels[ab.GROUP_LABEL] == "group-1"
     assert [(c.type, c.status) for c in node.status.conditions] == [("Ready", "True")]
     assert node.status.allocatable["cpu"] == "32"
-    bound = ab.make_pod("p", "1", node="static-0007")
-    assert bound.spec.node_name == "static-0007"
+    bound = ab.make_pod("p", "1", node="group-1-7", annotations={ab.SAFE_TO_EVICT: "true"})
+    assert bound.spec.node_name == "group-1-7"
+    assert bound.metadata.annotations[ab.SAFE_TO_EVICT] == "true"
     assert bound.spec.containers[0].resources.requests["cpu"] == "1"
     pending = ab.make_pod("q", "500m", selector={ab.GROUP_LABEL: "pool-a"})
     assert not pending.spec.node_name and dict(pending.spec.node_selector) == {
@@ -59,6 +65,9 @@ def test_static_nodes_are_ready_and_pods_are_bound_or_selecting() -> None:
 def test_options_validate_counts_and_parse_the_scan_interval() -> None:
     opts = ab.options_from_args(ab.build_parser().parse_args(["--scan-interval", "500ms"]))
     assert (opts.pods, opts.nodes, opts.pods_per_node, opts.scan_interval) == (100, 1000, 10, 0.5)
+    assert opts.non_empty_candidates == 30
+    with pytest.raises(ValueError, match="--non-empty-candidates"):
+        ab.options_from_args(ab.build_parser().parse_args(["--non-empty-candidates", "0"]))
     with pytest.raises(ValueError, match="--pods-per-node"):
         ab.options_from_args(ab.build_parser().parse_args(["--pods-per-node", "0"]))
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
+import json
 import math
 import os
+from pathlib import Path
 
 import anyio
 import anyio.lowlevel
@@ -14,6 +17,7 @@ from bench.apiserver import Report, Row, WatchReport, add_ratios, render
 from bench.common import (
     CpuMeter,
     LatencyStats,
+    bench_main,
     fmt,
     format_table,
     jsonable,
@@ -217,3 +221,47 @@ def test_report_pairs_each_apiserver_cell_with_etcd() -> None:
     assert "0.25" in create.split()
     assert any("watch x10" in line for line in table)
     assert "exactly once: yes" in text
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser()
+    p.add_argument("--n", type=int, default=1)
+    p.add_argument("--json", default="")
+    p.add_argument("-v", "--verbose", action="store_true")
+    return p
+
+
+def _options(args: argparse.Namespace) -> tuple[int, str]:
+    if args.n < 1:
+        raise ValueError("--n: must be at least 1")
+    return args.n, args.json
+
+
+def _main(argv: list[str]) -> int:
+    return bench_main(
+        "demo",
+        _parser(),
+        argv,
+        _options,
+        lambda opts: {"twice": opts[0] * 2},
+        lambda opts, r: f"{opts[0]} -> {r['twice']}",
+        json_path=lambda opts: opts[1],
+        failed=lambda r: r["twice"] > 10,
+    )
+
+
+def test_bench_main_runs_prints_and_writes_the_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "r.json"
+    assert _main(["--n", "3", "--json", str(out)]) == 0
+    assert capsys.readouterr().out == "3 -> 6\n"
+    data = json.loads(out.read_text())
+    assert data["result"] == {"twice": 6} and data["options"] == [3, str(out)]
+    assert data["host"]["cpus"] == os.cpu_count()
+    assert _main(["--n", "6"]) == 1  # failed
+
+
+def test_bench_main_bad_options_are_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _main(["--n", "0"]) == 2
+    assert capsys.readouterr().err == "bench demo: --n: must be at least 1\n"

@@ -38,6 +38,9 @@ def test_the_issue_example_parses() -> None:
     assert a.template.kubelet_args == ("--emulated-version", "1.36")
     assert a.failures == Failures(never_ready=2, out_of_capacity=True)
     assert b.min_size == 0 and b.failures == Failures()
+    assert not a.external_nodes and not b.external_nodes
+    (ext,) = parse_config(_group(externalNodes="true")).node_groups
+    assert ext.external_nodes
     assert dict(b.template.capacity) == {"cpu": "1", "memory": "1Gi", "pods": "110"}
     assert config.group("pool-b") is b and config.group("nope") is None
 
@@ -93,6 +96,7 @@ def _group(**overrides: str) -> str:
         ),
         (_group(failures="{neverReady: x}"), "nodeGroups[0].failures.neverReady: expected an"),
         (_group(failures="{outOfCapacity: 1}"), "nodeGroups[0].failures.outOfCapacity: expected"),
+        (_group(externalNodes="1"), "nodeGroups[0].externalNodes: expected true or false"),
         (_group(failures="{flaky: true}"), 'nodeGroups[0].failures.flaky: unknown field "flaky"'),
         ("nodeGroups: [", "not valid YAML"),
     ],

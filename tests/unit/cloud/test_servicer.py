@@ -166,6 +166,28 @@ async def test_increase_starts_kubelets_except_injected_never_ready(
         await c.increase_size("pool-a", 0)
 
 
+async def test_instances_of_a_group_with_external_nodes_run_no_kubelet(tmp_path: Path) -> None:
+    config = parse_config(
+        "nodeGroups: [{name: pool-a, maxSize: 2, externalNodes: true, "
+        "template: {capacity: {cpu: '1', memory: 1Gi}}}]"
+    )
+    kubelets, nodes, api = FakeKubelets(), Nodes(), FakeClient()
+    cloud = Cloud(config, StateStore(tmp_path), kubelets, api, nodes, server="127.0.0.1:6443")
+    assert await cloud.increase_size("pool-a", 2) == ["pool-a-0", "pool-a-1"]
+    assert kubelets.argv == {}
+    # Whoever makes the load registers the Node: the instance is then running.
+    node = make_node("pool-a-0").obj()
+    node.spec.provider_id = "kemu://pool-a/pool-a-0"
+    node.status.conditions.add(type="Ready", status="True")
+    nodes.nodes["pool-a-0"] = await api.create(node)
+    await cloud.reconcile()
+    assert kubelets.argv == {}
+    assert [(i.name, i.state) for i in cloud.instances("pool-a")] == [
+        ("pool-a-0", "running"),
+        ("pool-a-1", "creating"),
+    ]
+
+
 async def test_out_of_capacity_instances_carry_the_error(
     env: tuple[Env, CloudProviderClient],
 ) -> None:
@@ -241,3 +263,21 @@ async def test_the_node_of_an_instance_the_cloud_lacks_is_deleted(
     await c.refresh()
     with pytest.raises(NotFound):
         await e.api.get(types_pb2.Node, "pool-a-9")
+
+
+async def test_a_group_below_its_min_size_gets_the_missing_instances_at_start(
+    tmp_path: Path,
+) -> None:
+    config = parse_config(
+        "nodeGroups: [{name: pool-a, minSize: 2, maxSize: 3, "
+        "template: {capacity: {cpu: '1', memory: 1Gi}}}]"
+    )
+    kubelets, store = FakeKubelets(), StateStore(tmp_path)
+    cloud = Cloud(config, store, kubelets, FakeClient(), Nodes(), server="127.0.0.1:6443")
+    await cloud.start()
+    assert cloud.target_size("pool-a") == 2
+    assert sorted(kubelets.argv) == ["pool-a-0", "pool-a-1"]
+    # Restarted with its instances: none more.
+    again = Cloud(config, store, kubelets, FakeClient(), Nodes(), server="127.0.0.1:6443")
+    await again.start()
+    assert [v.name for v in again.instances("pool-a")] == ["pool-a-0", "pool-a-1"]

@@ -1,0 +1,186 @@
+"""What the autoscaler's integration modules (test_autoscaler.py, test_autoscaler_scale_down.py,
+test_autoscaler_chaos.py, test_cloud.py) share: the cluster under the cloud and the
+autoscaler, the autoscaler at one emulated version at a time, the API and cloud clients, and
+the readings of its metrics and events. Each module keeps its own cloud config and its own
+module-scoped fixtures (a few lines over these helpers)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from kemu.api.v1 import types_pb2
+from kemu.client.client import Client
+from kemu.client.cloudprovider import CloudProviderClient
+from kemu.machinery.pod_conditions import get_pod_condition
+from kemu.testing import Cluster, eventually
+from kemu.testing.ports import LOOPBACK
+
+GROUP = "pool-a"
+GROUP_LABEL = "kemu.io/node-group"
+SHUTDOWN_ANNOTATION = "kubelet.kemu.io/shutdown-duration"
+LOOPS = "cluster_autoscaler_function_duration_seconds_count"
+VERSIONS = ("1.36", "1.37")
+"""The autoscaler's emulated versions: before and after kubernetes/autoscaler#9607."""
+
+
+@contextmanager
+def cloud_cluster(
+    root: Path,
+    config: str,
+    *,
+    provision_delay: str = "0s",
+    controllermanager_args: Sequence[str] = (),
+) -> Iterator[Cluster]:
+    """etcd, the apiserver, the scheduler, the controller-manager and the cloud (`config`),
+    stopped at the end; the caller starts the autoscaler (or `Autoscalers` does)."""
+    with Cluster(root) as c:
+        c.start_etcd()
+        c.start_apiserver()
+        c.start_scheduler()
+        c.start_controllermanager(extra_args=list(controllermanager_args))
+        c.start_cloud(config, provision_delay=provision_delay)
+        yield c
+
+
+class Autoscalers:
+    """The autoscaler of a module's cluster, at one emulated version at a time: `use(version)`
+    stops the one running at another version and starts one at `version` (same flags)."""
+
+    def __init__(
+        self, cluster: Cluster, *, scan_interval: str = "1s", extra_args: Sequence[str] = ()
+    ) -> None:
+        self._cluster = cluster
+        self._scan_interval = scan_interval
+        self._extra_args = list(extra_args)
+        self._running: tuple[tuple[str, ...], str] | None = None
+
+    def use(self, version: str, *extra_args: str) -> str:
+        """The process name of the autoscaler at `version` (with `extra_args` after the
+        common flags), started if need be."""
+        key = (version, *extra_args)
+        if self._running is not None:
+            if self._running[0] == key:
+                return self._running[1]
+            self._cluster.terminate(self._running[1])
+        name = f"autoscaler-{version.replace('.', '-')}-{len(self._cluster.processes)}"
+        self._cluster.start_autoscaler(
+            self._cluster.component("cloud"),
+            name=name,
+            scan_interval=self._scan_interval,
+            emulated_version=version,
+            extra_args=[*self._extra_args, *extra_args],
+        )
+        self._running = (key, name)
+        return name
+
+    @property
+    def current(self) -> str:
+        """The process name of the autoscaler running now."""
+        assert self._running is not None, "no autoscaler started"
+        return self._running[1]
+
+    def log(self) -> str:
+        return self._cluster.logs()[self.current]
+
+
+@asynccontextmanager
+async def open_clients(cluster: Cluster) -> AsyncIterator[tuple[Client, CloudProviderClient]]:
+    """An API client and a client of the cloud's gRPC API, closed at the end."""
+    api = Client(cluster.server)
+    cloud = CloudProviderClient(f"{LOOPBACK}:{cluster.component('cloud').port}")
+    try:
+        yield api, cloud
+    finally:
+        await cloud.close()
+        await api.close()
+
+
+def sample(cluster: Cluster, process: str, name: str, labels: dict[str, str]) -> float:
+    """The value of the sample `name` with (at least) `labels` on `process`'s /metrics; 0 if
+    absent."""
+    for family in text_string_to_metric_families(cluster.component(process).scrape()):
+        for smp in family.samples:
+            if smp.name == name and all(smp.labels.get(k) == v for k, v in labels.items()):
+                return float(smp.value)
+    return 0.0
+
+
+async def two_more_loops(cluster: Cluster, process: str) -> None:
+    """Waits until the autoscaler has run two whole loops from now (so it has seen the
+    cluster as it stands now at least once)."""
+    start = sample(cluster, process, LOOPS, {"function": "main"})
+    await eventually(
+        lambda: sample(cluster, process, LOOPS, {"function": "main"}) >= start + 2,
+        timeout=15,
+        interval=0.2,
+    )
+
+
+async def events(api: Client, ns: str, reason: str) -> list[types_pb2.Event]:
+    """The events `reason` in `ns`."""
+    return [e for e in (await api.list(types_pb2.Event, ns)).items if e.reason == reason]
+
+
+async def pod_events(api: Client, ns: str, reason: str) -> dict[str, str]:
+    """Object name -> message of the events `reason` in `ns`."""
+    return {e.involved_object.name: e.message for e in await events(api, ns, reason)}
+
+
+async def group_nodes(api: Client, group: str, n: int | None = None) -> list[types_pb2.Node]:
+    """The Nodes of `group` by name (asserting there are `n`, if given)."""
+    items = (await api.list(types_pb2.Node, label_selector=f"{GROUP_LABEL}={group}")).items
+    nodes = sorted(items, key=lambda n: n.metadata.name)
+    if n is not None:
+        assert len(nodes) == n, [x.metadata.name for x in nodes]
+    return nodes
+
+
+async def unschedulable(api: Client, ns: str, name: str) -> types_pb2.Pod:
+    """The pod, asserted PodScheduled=False/Unschedulable."""
+    pod = await api.get(types_pb2.Pod, name, ns)
+    cond = get_pod_condition(pod.status, "PodScheduled")
+    assert cond is not None and (cond.status, cond.reason) == ("False", "Unschedulable"), cond
+    return pod
+
+
+async def nominate(
+    api: Client, pod: types_pb2.Pod, node: str, *, unschedulable: bool
+) -> types_pb2.Pod:
+    """Creates `pod` (of a scheduler that does not run, so nothing else writes its status)
+    and writes status.nominatedNodeName = `node` as its scheduler would: with
+    PodScheduled=False/Unschedulable for a preemptor waiting for its victims
+    (`unschedulable`), without for a pod in its binding cycle (KEP-5278)."""
+    pod.spec.scheduler_name = "elsewhere"
+    created = await api.create(pod)
+    created.status.nominated_node_name = node
+    if unschedulable:
+        created.status.conditions.add(
+            type="PodScheduled",
+            status="False",
+            reason="Unschedulable",
+            message="0/1 nodes are available: waiting for the preemption of its victims.",
+        )
+    return await api.update_status(created)
+
+
+def counted_on_nominated_node(version: str, *, unschedulable: bool, expendable: bool) -> bool:
+    """Whether the autoscaler at `version` counts an unbound pod on the node its
+    status.nominatedNodeName names (when that node exists), per upstream-semantics §9: from
+    1.37 (kubernetes/autoscaler#9607) every such pod; before, only an unschedulable
+    (PodScheduled=False/Unschedulable), non-expendable one ("waiting for lower priority pods
+    preemption"). A pod counted on its node keeps that node from being scaled down."""
+    major, minor = (int(x) for x in version.split("."))
+    if (major, minor) >= (1, 37):
+        return True
+    return unschedulable and not expendable
+
+
+def scales_up_for_nomination_to_a_gone_node(version: str) -> bool:
+    """Whether an unschedulable pod nominated to a node that does not exist can trigger a
+    scale-up (§9: before #9607 it is an ordinary unschedulable pod; from 1.37 it never
+    does)."""
+    return not counted_on_nominated_node(version, unschedulable=False, expendable=False)
