@@ -53,7 +53,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import anyio
 import anyio.abc
@@ -126,6 +126,9 @@ API_REQUESTS: Final = "apiserver_request_total"
 POD_RESOURCES: Final = ("pods", "pods/binding")
 SEED: Final = 1  # the scheduler's --seed, the same for both runs of an A/B comparison
 PY_SPY_SECONDS: Final = 20
+BIND_ONLY_NAMESPACE: Final = "bind-only"
+BIND_ONLY_SCHEDULER: Final = "kemu-bench-bind-only"  # no profile: the scheduler ignores them
+BIND_ONLY_MODES: Final = ("auto", "always", "never")
 
 # ---------------------------------------------------------------------- measurement (pure)
 
@@ -498,6 +501,11 @@ class Result:
     pod_create_rate: float = math.nan  # of the measured op
     phase_seconds: float = math.nan  # first measured create -> last measured pod bound
     created_to_bound: float = math.nan  # measured pods / phase_seconds
+    # The apiserver's limit on the same cluster: creates plus bindings, no scheduling
+    # (bind_only_baseline below); NaN when not measured.
+    bind_only_baseline: float = math.nan
+    bind_only_pods: int = 0
+    scheduler_to_limit: float = math.nan  # created_to_bound / bind_only_baseline
     throughput: ThroughputStats = field(
         default_factory=lambda: ThroughputStats(math.nan, math.nan, math.nan, math.nan, 0)
     )
@@ -545,6 +553,8 @@ class Options:
     py_spy_bin: str
     py_spy_seconds: int
     keep_dir: str | None = None  # keep each run's cluster directory (logs) under it
+    # Measure the bind-only baseline: "auto" for SchedulingBasic test cases, "always", "never".
+    bind_only: str = "auto"
 
 
 class Runner:
@@ -574,6 +584,7 @@ class Runner:
         self._tg: anyio.abc.TaskGroup | None = None
         self._background: anyio.abc.TaskGroup | None = None  # ops running on after their turn
         self._profiled: anyio.Event | None = None  # while a py-spy profile runs
+        self.node_names: list[str] = []  # of the createNodes ops, in creation order
 
     async def run(self) -> Result:
         async with Client(self.cluster.server, user_agent="bench-scheduler-perf") as client:
@@ -589,6 +600,8 @@ class Runner:
                     self._background = background
                     for index, op in enumerate(self.workload.ops):
                         await self.run_op(client, tracker, index, op)
+                if wants_bind_only_baseline(self.workload, self.opts.bind_only):
+                    await self.bind_only(client, tracker)
                 if self._profiled is not None:
                     await self._profiled.wait()
                 tg.cancel_scope.cancel()
@@ -605,6 +618,7 @@ class Runner:
         if isinstance(op, CreateNodes):
             log.info("op %d: creating %d nodes", index, op.count)
             nodes = node_objects(op, index)
+            self.node_names.extend(n.metadata.name for n in nodes)
             res = await run_concurrent(len(nodes), opts.creators, lambda i: client.create(nodes[i]))
             _raise_errors(res.errors, res.first_error, "node")
             self.result.node_create_rate = res.ops_per_second
@@ -700,6 +714,23 @@ class Runner:
         r.deleted_pods = tracker.deleted() - deleted_before
         r.api_calls = api_calls(api_before, api_after, POD_RESOURCES)
 
+    async def bind_only(self, client: Client, tracker: BindTracker) -> None:
+        """The bind-only baseline, after the workload's ops on the same cluster (so that its
+        pods, bound by hand, cannot change the measured placements)."""
+        measured = self.workload.measured
+        r = self.result
+        if measured is None or not self.node_names:
+            return
+        index = len(self.workload.ops)  # a tracker key no op uses
+        pods = bind_only_pods(pod_objects(measured, index))
+        await ensure_namespace(client, BIND_ONLY_NAMESPACE)
+        log.info("bind-only baseline: %d pods on %d nodes", len(pods), len(self.node_names))
+        r.bind_only_baseline = await bind_only_baseline(
+            client, tracker, index, pods, self.node_names, self.opts.creators, self.opts.timeout
+        )
+        r.bind_only_pods = len(pods)
+        r.scheduler_to_limit = ratio(r.created_to_bound, r.bind_only_baseline)
+
     async def progress(self, tracker: BindTracker, index: int, total: int) -> None:
         last = 0
         while True:
@@ -744,6 +775,86 @@ class Runner:
                     proc.kill()
                     await proc.wait()
                 await proc.aclose()
+
+
+class CreateBindClient(Protocol):
+    """What the bind-only baseline needs of an ApiClient."""
+
+    async def create(self, obj: types_pb2.Pod) -> types_pb2.Pod: ...
+
+    async def bind(self, namespace: str, name: str, node_name: str, *, uid: str = "") -> None: ...
+
+
+def wants_bind_only_baseline(workload: Workload, mode: str) -> bool:
+    """Whether a run measures the bind-only baseline: `mode` "always", "never", or "auto"
+    (the SchedulingBasic test cases, whose measured op is plain creates and bindings)."""
+    if mode not in BIND_ONLY_MODES:
+        raise ValueError(f"bind-only mode: {mode!r} is not one of {', '.join(BIND_ONLY_MODES)}")
+    if workload.measured is None or mode == "never":
+        return False
+    return mode == "always" or workload.test_case == "SchedulingBasic"
+
+
+def bind_only_pods(pods: Sequence[types_pb2.Pod]) -> list[types_pb2.Pod]:
+    """Copies of the measured op's pods for the bind-only baseline: in their own namespace,
+    renamed, and for a scheduler no profile serves (so the scheduler leaves them alone)."""
+    out = []
+    for pod in pods:
+        copy = types_pb2.Pod()
+        copy.CopyFrom(pod)
+        copy.metadata.namespace = BIND_ONLY_NAMESPACE
+        copy.metadata.name = f"bind-only-{pod.metadata.name}"
+        copy.spec.scheduler_name = BIND_ONLY_SCHEDULER
+        copy.spec.node_name = ""
+        out.append(copy)
+    return out
+
+
+async def bind_only_baseline(
+    client: CreateBindClient,
+    tracker: BindTracker,
+    index: int,
+    pods: Sequence[types_pb2.Pod],
+    node_names: Sequence[str],
+    creators: int,
+    within: float,
+    *,
+    clock: Clock = time.monotonic,
+) -> float:
+    """What the apiserver alone can take: `pods` created with `creators` in flight, as the
+    measured phase creates, and each bound as soon as its create returns, round-robin over
+    `node_names`, in its own task as the scheduler's binding cycles (so bindings are as
+    concurrent as the scheduler's). Pods/s from the first create until the watch (`tracker`,
+    under the key `index`) has seen the last one bound, as created_to_bound is measured."""
+    if not pods:
+        return math.nan
+    if not node_names:
+        raise ValueError("the bind-only baseline needs nodes")
+    tracker.expect(index, pods)
+    failures: list[str] = []
+
+    async with anyio.create_task_group() as binders:
+
+        async def bind(pod: types_pb2.Pod, node: str) -> None:
+            try:
+                await client.bind(
+                    pod.metadata.namespace, pod.metadata.name, node, uid=pod.metadata.uid
+                )
+            except ApiError as e:
+                failures.append(f"{pod.metadata.name}: {e}")
+
+        async def create_and_bind(i: int) -> None:
+            created = await client.create(pods[i])
+            binders.start_soon(bind, created, node_names[i % len(node_names)])
+
+        start = clock()
+        res = await run_concurrent(len(pods), creators, create_and_bind)
+        _raise_errors(res.errors, res.first_error, "bind-only pod")
+    if failures:
+        raise RuntimeError(f"{len(failures)} bind-only bindings failed; the first: {failures[0]}")
+    await tracker.wait_op(index, within)
+    times = tracker.bound_at[index]
+    return rate(len(times), max(times, default=start) - start)
 
 
 async def create_namespaces(client: ApiClient, op: CreateNamespaces, creators: int) -> None:
@@ -848,6 +959,9 @@ def render(results: Sequence[Result]) -> str:
     row("measured pod creates/s", (fmt(r.pod_create_rate, 0) for r in rs))
     row("measured phase s", (fmt(r.phase_seconds, 1) for r in rs))
     row("created-to-bound pods/s", (fmt(r.created_to_bound, 1) for r in rs))
+    if any(not math.isnan(r.bind_only_baseline) for r in rs):
+        row("bind-only baseline pods/s", (fmt(r.bind_only_baseline, 1) for r in rs))
+        row("scheduler / bind-only", (fmt(r.scheduler_to_limit, 2) for r in rs))
     row("throughput avg pods/s", (fmt(r.throughput.average, 1) for r in rs))
     row("throughput p50 / p90 / p99", (
         f"{fmt(r.throughput.p50, 0)} / {fmt(r.throughput.p90, 0)} / {fmt(r.throughput.p99, 0)}"
@@ -1091,6 +1205,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="run each cluster in DIR/<test case>-<workload>[-<variant>] and keep it (the "
         "processes' logs are in its logs/), instead of a temporary directory",
     )
+    parser.add_argument(
+        "--bind-only-baseline",
+        choices=BIND_ONLY_MODES,
+        default="auto",
+        help="after the ops, create the measured op's pods again for no scheduler and bind "
+        "them round-robin from the bench, on the same cluster (the apiserver's limit); auto: "
+        "for the SchedulingBasic test cases (default)",
+    )
     parser.add_argument("--list", action="store_true", help="list the workloads and exit")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
     return parser
@@ -1142,6 +1264,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         py_spy_bin=args.py_spy_bin,
         py_spy_seconds=args.py_spy_seconds,
         keep_dir=args.keep_dir,
+        bind_only=args.bind_only_baseline,
     )
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
