@@ -21,6 +21,7 @@ import builtins
 from collections.abc import Iterable
 
 from kemu.api.v1 import types_pb2
+from kemu.scheduling.columns import NodeColumns
 from kemu.scheduling.node_tree import NodeTree
 from kemu.scheduling.types import NodeInfo, PodInfo
 
@@ -34,6 +35,7 @@ class Snapshot:
 
     __slots__ = (
         "_affinity",
+        "_columns",
         "_affinity_pos",
         "_anti_affinity",
         "_anti_affinity_pos",
@@ -53,6 +55,9 @@ class Snapshot:
         self._affinity_pos: dict[str, int] = {}
         self._anti_affinity: list[NodeInfo] = []
         self._anti_affinity_pos: dict[str, int] = {}
+        # The nodes in columns for the batch path (kemu.scheduling.columns), built on first use
+        # after the node list changed, then kept up to date row by row by `replace`.
+        self._columns: NodeColumns | None = None
         # The newest NodeInfo generation this snapshot has seen (0: nothing yet).
         self.generation = 0
         # The NodeTree version the node order was built from (-1: never built).
@@ -114,6 +119,12 @@ class Snapshot:
     def num_nodes(self) -> int:
         return len(self._list)
 
+    def columns(self) -> NodeColumns:
+        """The nodes of `list()` in columns, row i being `list()[i]` (kemu's batch path)."""
+        if self._columns is None:
+            self._columns = NodeColumns(self._list, self._pos)
+        return self._columns
+
     # ------------------------------------------------------------ maintenance (Cache only)
 
     def replace(self, name: str, clone: NodeInfo) -> tuple[bool, bool, bool]:
@@ -131,6 +142,8 @@ class Snapshot:
         if pos is None:
             return True, False, False
         self._list[pos] = clone
+        if self._columns is not None:
+            self._columns.set_row(pos, clone)
         aff_changed = bool(old.pods_with_affinity) != bool(clone.pods_with_affinity)
         anti_changed = bool(old.pods_with_required_anti_affinity) != bool(
             clone.pods_with_required_anti_affinity
@@ -147,6 +160,7 @@ class Snapshot:
         infos: dict[str, NodeInfo] = {}
         self._list = []
         self._pos = {}
+        self._columns = None
         for name in order:
             ni = self._map.get(name)
             if ni is not None:
