@@ -74,6 +74,7 @@ from bench.common import (
     run_concurrent,
     summarize_stacks,
 )
+from bench.scheduler_perf_cycle import DifferentialResult, render_differential, run_differential
 from bench.scheduler_perf_workloads import (
     WORKLOAD_FILES,
     Barrier,
@@ -129,6 +130,9 @@ PY_SPY_SECONDS: Final = 20
 BIND_ONLY_NAMESPACE: Final = "bind-only"
 BIND_ONLY_SCHEDULER: Final = "kemu-bench-bind-only"  # no profile: the scheduler ignores them
 BIND_ONLY_MODES: Final = ("auto", "always", "never")
+BATCH: Final = "batch"
+PER_NODE: Final = "per-node"
+PATH_CHOICES: Final = {BATCH: (BATCH,), PER_NODE: (PER_NODE,), "both": (PER_NODE, BATCH)}
 
 # ---------------------------------------------------------------------- measurement (pure)
 
@@ -492,6 +496,9 @@ class BindTracker:
 class Result:
     workload: str
     variant: str = ""  # Gate=true / Gate=false for an A/B comparison
+    # The scheduler's Filter and Score path when --paths compares them: "batch" (node
+    # columns, the default) or "per-node" (--no-batch); "" when not compared.
+    path: str = ""
     emulated_version: str = ""
     feature_gates: dict[str, bool] = field(default_factory=dict)
     nodes: int = 0
@@ -532,9 +539,12 @@ class Result:
     def label(self) -> str:
         """The column header: the workload, and for an A/B run whether its gate was on (the
         "feature gates" row names it)."""
-        if not self.variant:
-            return self.workload
-        return f"{self.workload} [{'on' if self.variant.endswith('=true') else 'off'}]"
+        label = self.workload
+        if self.variant:
+            label += f" [{'on' if self.variant.endswith('=true') else 'off'}]"
+        if self.path:
+            label += f" [{self.path}]"
+        return label
 
     @property
     def pod_patches_per_pod(self) -> float:
@@ -555,6 +565,9 @@ class Options:
     keep_dir: str | None = None  # keep each run's cluster directory (logs) under it
     # Measure the bind-only baseline: "auto" for SchedulingBasic test cases, "always", "never".
     bind_only: str = "auto"
+    # The scheduler's Filter/Score paths to run each workload with, in order ("batch",
+    # "per-node"); () for the scheduler's default without a path label.
+    paths: tuple[str, ...] = ()
 
 
 class Runner:
@@ -905,7 +918,7 @@ def _raise_errors(errors: int, first_error: str, what: str) -> None:
         raise RuntimeError(f"{errors} {what} creates failed; the first: {first_error}")
 
 
-def run_workload(workload: Workload, variant: Variant, opts: Options) -> Result:
+def run_workload(workload: Workload, variant: Variant, opts: Options, path: str = "") -> Result:
     """One run of a workload on a fresh cluster (the apiserver and the scheduler at the
     workload's emulated version with the variant's feature gates); the cluster is stopped on
     return, error or Ctrl-C."""
@@ -914,15 +927,16 @@ def run_workload(workload: Workload, variant: Variant, opts: Options) -> Result:
             tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="kemu-bench-sched-"))
         else:
             name = f"{workload.full_name}-{variant.name}" if variant.name else workload.full_name
+            name += f"-{path}" if path else ""
             tmp = str(Path(opts.keep_dir) / name.replace("/", "-"))
             shutil.rmtree(tmp, ignore_errors=True)
             Path(tmp).mkdir(parents=True)
         cluster = stack.enter_context(Cluster(Path(tmp)))
         config: str | None = opts.scheduler_config
         if workload.scheduler_config is not None:
-            path = Path(tmp) / "scheduler-config.yaml"
-            path.write_text(yaml.safe_dump(dict(workload.scheduler_config)))
-            config = str(path)
+            config_file = Path(tmp) / "scheduler-config.yaml"
+            config_file.write_text(yaml.safe_dump(dict(workload.scheduler_config)))
+            config = str(config_file)
         gates = dict(variant.feature_gates) or None
         cluster.start_etcd()
         cluster.start_apiserver(emulated_version=workload.emulated_version, feature_gates=gates)
@@ -930,9 +944,11 @@ def run_workload(workload: Workload, variant: Variant, opts: Options) -> Result:
             config=config,
             emulated_version=workload.emulated_version,
             feature_gates=gates,
-            extra_args=["--seed", str(opts.seed)],
+            extra_args=["--seed", str(opts.seed), *(["--no-batch"] if path == PER_NODE else [])],
         )
-        return anyio.run(Runner(cluster, workload, variant, opts).run)
+        result = anyio.run(Runner(cluster, workload, variant, opts).run)
+        result.path = path
+        return result
 
 
 # ---------------------------------------------------------------------- output
@@ -1022,6 +1038,9 @@ def render(results: Sequence[Result]) -> str:
     for on, off in comparison_pairs(rs):
         lines.append("")
         lines.append(render_comparison(on, off))
+    for per_node, batch in path_pairs(rs):
+        lines.append("")
+        lines.append(render_path_comparison(per_node, batch))
     for r in rs:
         if r.error:
             lines.append(f"{r.label}: FAILED: {r.error}")
@@ -1060,6 +1079,42 @@ def victims_per_preemptor(r: Result) -> float:
     if r.preemption is None or not r.preemption.attempts:
         return math.nan
     return ratio(r.preemption.victims, float(r.measured_pods))
+
+
+def path_pairs(results: Sequence[Result]) -> list[tuple[Result, Result]]:
+    """(per-node, batch) for each workload (and variant) run both ways, both successful."""
+    per_node: dict[tuple[str, str], Result] = {}
+    pairs = []
+    for r in results:
+        if r.error:
+            continue
+        key = (r.workload, r.variant)
+        if r.path == PER_NODE:
+            per_node[key] = r
+        elif r.path == BATCH and key in per_node:
+            pairs.append((per_node.pop(key), r))
+    return pairs
+
+
+def render_path_comparison(per_node: Result, batch: Result) -> str:
+    """The figures the batch path is about, per-node vs batch, with their ratios."""
+    rows = [
+        ("scheduling_algorithm avg ms", per_node.algorithm_ms, batch.algorithm_ms),
+        ("created-to-bound pods/s", per_node.created_to_bound, batch.created_to_bound),
+        ("bind-only baseline pods/s", per_node.bind_only_baseline, batch.bind_only_baseline),
+        ("scheduler / bind-only", per_node.scheduler_to_limit, batch.scheduler_to_limit),
+        ("cpu scheduler cores", per_node.cpu_cores.get("scheduler", math.nan),
+         batch.cpu_cores.get("scheduler", math.nan)),
+    ]  # fmt: skip
+    table = format_table(
+        ["", "per-node", "batch", "batch/per-node"],
+        [
+            [name, fmt(a, 2), fmt(b, 2), fmt(ratio(b, a), 3)]
+            for name, a, b in rows
+            if not (math.isnan(a) and math.isnan(b))
+        ],
+    )
+    return f"{batch.workload}: per-node vs batch (a fresh cluster and the same seed each)\n{table}"
 
 
 def comparison_pairs(results: Sequence[Result]) -> list[tuple[Result, Result]]:
@@ -1213,9 +1268,35 @@ def build_parser() -> argparse.ArgumentParser:
         "them round-robin from the bench, on the same cluster (the apiserver's limit); auto: "
         "for the SchedulingBasic test cases (default)",
     )
+    parser.add_argument(
+        "--paths",
+        choices=PATH_CHOICES,
+        help="the scheduler's Filter/Score path: batch (node columns, its default), per-node "
+        "(--no-batch), or both: each workload runs per-node then batch (a fresh cluster and "
+        "the same seed each), side by side in the table",
+    )
+    parser.add_argument(
+        "--differential",
+        action="store_true",
+        help="no cluster: schedule every pod of each workload in this process on the per-node "
+        "and the batch path (same seed), compare every outcome, and time the cycles; exit 1 "
+        "on the first difference (bench.scheduler_perf_cycle)",
+    )
     parser.add_argument("--list", action="store_true", help="list the workloads and exit")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
     return parser
+
+
+def differential(workloads: Sequence[Workload], seed: int, json_path: str | None) -> int:
+    """--differential: bench.scheduler_perf_cycle over the chosen workloads."""
+    results: list[DifferentialResult] = []
+    for w in workloads:
+        results.append(run_differential(w, seed))
+    print(render_differential(results))
+    if json_path:
+        data = {"host": {"cpus": os.cpu_count()}, "differential": jsonable(results)}
+        Path(json_path).write_text(json.dumps(data, indent=2) + "\n")
+    return 1 if any(r.mismatch for r in results) else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1250,6 +1331,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not chosen:
         print("bench scheduler_perf: no workload selected", file=sys.stderr)
         return 2
+    if args.differential:
+        return differential(chosen, args.seed, args.json)
     if args.creators < 1:
         print("bench scheduler_perf: --creators must be at least 1", file=sys.stderr)
         return 2
@@ -1265,6 +1348,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         py_spy_seconds=args.py_spy_seconds,
         keep_dir=args.keep_dir,
         bind_only=args.bind_only_baseline,
+        paths=PATH_CHOICES[args.paths] if args.paths else (),
     )
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
@@ -1275,14 +1359,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         for w in chosen:
             for variant in w.variants():
-                log.info("workload %s %s", w.full_name, variant.name)
-                try:
-                    results.append(run_workload(w, variant, opts))
-                except (ProcessStartError, RuntimeError, TimeoutError, ApiError) as e:
-                    results.append(
-                        Result(w.full_name, variant=variant.name, error=f"{type(e).__name__}: {e}")
-                    )
-                    status = 1
+                for path in opts.paths or ("",):
+                    log.info("workload %s %s %s", w.full_name, variant.name, path)
+                    try:
+                        results.append(run_workload(w, variant, opts, path))
+                    except (ProcessStartError, RuntimeError, TimeoutError, ApiError) as e:
+                        error = f"{type(e).__name__}: {e}"
+                        results.append(
+                            Result(w.full_name, variant=variant.name, path=path, error=error)
+                        )
+                        status = 1
     except KeyboardInterrupt:
         print("bench scheduler_perf: interrupted; the cluster was stopped", file=sys.stderr)
         return 130

@@ -17,6 +17,7 @@ order, so that the batch path places every pod where the per-node path would.
 from __future__ import annotations
 
 import random
+from operator import itemgetter
 from typing import Protocol
 
 import numpy as np
@@ -129,9 +130,15 @@ def batch_filter(
     for name, status in rejected:
         statuses.set(name, status)
     feasible_positions = np.concatenate(positions) if positions else np.zeros(0, np.int64)
-    feasible = [nodes[p] for p in feasible_positions.tolist()]
+    feasible = _pick(nodes, feasible_positions.tolist())
     feasible_rows = feasible_positions if base is None else base[feasible_positions]
     return feasible, feasible_rows, checked
+
+
+def _pick(nodes: list[NodeInfo], positions: list[int]) -> list[NodeInfo]:
+    if len(positions) > 1:
+        return list(itemgetter(*positions)(nodes))
+    return [nodes[p] for p in positions]
 
 
 def select_host_index(totals: IntArray, rng: random.Random) -> int:
