@@ -98,9 +98,19 @@ def batch_filter(
         ok = fwk.run_filter_columns(state, pod, columns, rows)
         if ok is None:
             return None
-        ok = ok.copy()
         if nominated_positions is not None:
-            ok &= ~np.isin(idx, nominated_positions)
+            ok = ok & ~np.isin(idx, nominated_positions)
+        if ok.all():  # the common case: every row passes, nothing per node
+            take = min(len(ok), to_find - found)
+            positions.append(idx[:take])
+            found += take
+            if found >= to_find:
+                checked = lo + take
+                break
+            lo = hi
+            chunk *= 2
+            continue
+        ok = ok.copy()
         # Every row the batch could not pass, in order, through the per-node path, as long
         # as the feasible nodes before it are fewer than wanted.
         before = np.cumsum(ok)

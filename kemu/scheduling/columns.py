@@ -196,6 +196,15 @@ def least_allocated_columns(
 ) -> IntArray:
     """resource_allocation.least_allocated_cpu_memory over arrays (integer arithmetic as
     there: every value is non-negative, so floor division is Go's)."""
+    if wc + wm and cap_cpu.all() and cap_memory.all():  # every node has both: no masks
+        r_cpu = used_cpu + reqs[0]
+        r_mem = used_memory + reqs[1]
+        s_cpu = np.where(r_cpu <= cap_cpu, (cap_cpu - r_cpu) * MAX_NODE_SCORE // cap_cpu * wc, 0)
+        s_mem = np.where(
+            r_mem <= cap_memory, (cap_memory - r_mem) * MAX_NODE_SCORE // cap_memory * wm, 0
+        )
+        out: IntArray = (s_cpu + s_mem) // (wc + wm)
+        return out
     total = np.zeros(len(cap_cpu), dtype=np.int64)
     wsum = np.zeros(len(cap_cpu), dtype=np.int64)
     for used, cap, req, w in (

@@ -18,6 +18,7 @@ Contract:
 from __future__ import annotations
 
 import builtins
+from bisect import bisect_left
 from collections.abc import Iterable
 
 from kemu.api.v1 import types_pb2
@@ -35,10 +36,10 @@ class Snapshot:
 
     __slots__ = (
         "_affinity",
-        "_columns",
-        "_affinity_pos",
+        "_affinity_rows",
         "_anti_affinity",
-        "_anti_affinity_pos",
+        "_anti_affinity_rows",
+        "_columns",
         "_list",
         "_map",
         "_pos",
@@ -51,10 +52,12 @@ class Snapshot:
         # The node order of the cache's NodeTree; _pos maps a name to its index in _list.
         self._list: list[NodeInfo] = []
         self._pos: dict[str, int] = {}
+        # The affinity lists, in node order; _*_rows holds each entry's index in _list
+        # (sorted), so that a node is found, added or removed with a bisection.
         self._affinity: list[NodeInfo] = []
-        self._affinity_pos: dict[str, int] = {}
+        self._affinity_rows: list[int] = []
         self._anti_affinity: list[NodeInfo] = []
-        self._anti_affinity_pos: dict[str, int] = {}
+        self._anti_affinity_rows: list[int] = []
         # The nodes in columns for the batch path (kemu.scheduling.columns), built on first use
         # after the node list changed, then kept up to date row by row by `replace`.
         self._columns: NodeColumns | None = None
@@ -131,8 +134,9 @@ class Snapshot:
         """Puts `clone` in place of the node's NodeInfo without touching the node order.
 
         Returns (is_new, affinity_membership_changed, anti_affinity_membership_changed): a new
-        node needs the lists rebuilt; a node entering or leaving one of the affinity lists needs
-        that list rebuilt. Otherwise the clone takes the old one's place in every list it is in.
+        node needs the lists rebuilt. Otherwise the clone takes the old one's place in every
+        list it is in, entering or leaving the affinity lists in node order (the last two are
+        always False now: nothing is left to rebuild; kept for callers).
         """
         old = self._map.get(name)
         self._map[name] = clone
@@ -144,15 +148,23 @@ class Snapshot:
         self._list[pos] = clone
         if self._columns is not None:
             self._columns.set_row(pos, clone)
-        aff_changed = bool(old.pods_with_affinity) != bool(clone.pods_with_affinity)
-        anti_changed = bool(old.pods_with_required_anti_affinity) != bool(
-            clone.pods_with_required_anti_affinity
+        _place(
+            self._affinity,
+            self._affinity_rows,
+            pos,
+            clone,
+            bool(old.pods_with_affinity),
+            bool(clone.pods_with_affinity),
         )
-        if not aff_changed and clone.pods_with_affinity:
-            self._affinity[self._affinity_pos[name]] = clone
-        if not anti_changed and clone.pods_with_required_anti_affinity:
-            self._anti_affinity[self._anti_affinity_pos[name]] = clone
-        return False, aff_changed, anti_changed
+        _place(
+            self._anti_affinity,
+            self._anti_affinity_rows,
+            pos,
+            clone,
+            bool(old.pods_with_required_anti_affinity),
+            bool(clone.pods_with_required_anti_affinity),
+        )
+        return False, False, False
 
     def rebuild_lists(self, order: Iterable[str]) -> None:
         """Rebuilds every list in `order`, the NodeTree's; NodeInfos of nodes not in it are
@@ -176,16 +188,38 @@ class Snapshot:
         self.rebuild_lists(order)
 
     def rebuild_affinity_lists(self) -> None:
-        self._affinity, self._affinity_pos = [], {}
-        self._anti_affinity, self._anti_affinity_pos = [], {}
-        for name, pos in self._pos.items():
-            ni = self._list[pos]
+        self._affinity, self._affinity_rows = [], []
+        self._anti_affinity, self._anti_affinity_rows = [], []
+        for pos, ni in enumerate(self._list):
             if ni.pods_with_affinity:
-                self._affinity_pos[name] = len(self._affinity)
+                self._affinity_rows.append(pos)
                 self._affinity.append(ni)
             if ni.pods_with_required_anti_affinity:
-                self._anti_affinity_pos[name] = len(self._anti_affinity)
+                self._anti_affinity_rows.append(pos)
                 self._anti_affinity.append(ni)
 
     def __repr__(self) -> str:
         return f"Snapshot(nodes={len(self._list)}, generation={self.generation})"
+
+
+def _place(
+    infos: builtins.list[NodeInfo],
+    rows: builtins.list[int],
+    row: int,
+    clone: NodeInfo,
+    was_in: bool,
+    is_in: bool,
+) -> None:
+    """Keeps one affinity list (in node order, `rows` its entries' rows) right for the node at
+    `row`, now `clone`."""
+    if not was_in and not is_in:
+        return
+    i = bisect_left(rows, row)
+    if was_in and is_in:
+        infos[i] = clone
+    elif is_in:
+        rows.insert(i, row)
+        infos.insert(i, clone)
+    else:
+        del rows[i]
+        del infos[i]
