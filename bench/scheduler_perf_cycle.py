@@ -135,7 +135,7 @@ def new_path(
         rng=rng,
         batch=batch,
     )
-    return PathRun(sched, fwk)
+    return PathRun(sched, fwk)  # batch_min_nodes as the scheduler has it
 
 
 def created_pods(op: CreatePods, index: int, first_uid: int) -> list[types_pb2.Pod]:

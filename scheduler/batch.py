@@ -24,7 +24,7 @@ import numpy as np
 
 from kemu.api.v1 import types_pb2
 from kemu.scheduling.columns import BoolArray, IntArray, NodeColumns
-from kemu.scheduling.interface import CycleState, NodeToStatus
+from kemu.scheduling.interface import CycleState, FilterFn, NodeToStatus
 from kemu.scheduling.status import Status
 from kemu.scheduling.types import NodeInfo
 
@@ -51,6 +51,16 @@ class ColumnFramework(Protocol):
     ) -> Status: ...
 
     def nominated_node_names(self) -> set[str] | None: ...
+
+    def filter_rest_plan(self, state: CycleState) -> list[tuple[str, FilterFn]]: ...
+
+    def run_filter_rest(
+        self,
+        state: CycleState,
+        pod: types_pb2.Pod,
+        node: NodeInfo,
+        plan: list[tuple[str, FilterFn]],
+    ) -> Status: ...
 
 
 def batch_filter(
@@ -85,6 +95,7 @@ def batch_filter(
         if found_at:
             nominated_positions = np.array(sorted(found_at), dtype=np.int64)
 
+    rest = fwk.filter_rest_plan(state)
     rejected: list[tuple[str, Status]] = []
     positions: list[IntArray] = []
     found = 0
@@ -100,6 +111,34 @@ def batch_filter(
             return None
         if nominated_positions is not None:
             ok = ok & ~np.isin(idx, nominated_positions)
+        if rest:
+            # Plugins without a batch form: every row in order through the per-node path,
+            # only those plugins where the batch passed (the others would return Success).
+            passed: list[int] = []
+            stop = -1
+            for j, batch_ok in enumerate(ok.tolist()):
+                if found + len(passed) >= to_find:
+                    stop = j
+                    break
+                node = nodes[int(idx[j])]
+                if batch_ok:
+                    status = fwk.run_filter_rest(state, pod, node, rest)
+                else:
+                    status = fwk.run_filter_plugins_with_nominated_pods(state, pod, node)
+                if status.is_success():
+                    passed.append(j)
+                elif status.is_rejected():
+                    rejected.append((node.name, status))
+                else:
+                    raise FilterError(status)
+            positions.append(idx[passed])
+            found += len(passed)
+            if stop >= 0 or found >= to_find:
+                checked = lo + (stop if stop >= 0 else len(ok))
+                break
+            lo = hi
+            chunk *= 2
+            continue
         if ok.all():  # the common case: every row passes, nothing per node
             take = min(len(ok), to_find - found)
             positions.append(idx[:take])

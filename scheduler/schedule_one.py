@@ -51,6 +51,7 @@ from kemu.scheduling.events import ASSIGNED_POD_DELETE
 from kemu.scheduling.interface import (
     CycleState,
     EventRecorder,
+    FilterFn,
     FitError,
     NodeToStatus,
     QueuedPodInfo,
@@ -83,6 +84,8 @@ MIN_FEASIBLE_NODES_TO_FIND: Final = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: Final = 5
 BASE_PERCENTAGE_OF_NODES_TO_SCORE: Final = 50
 NO_NODES_AVAILABLE: Final = "no nodes available to schedule pods"
+# Below this many nodes the batch path's fixed cost (NumPy calls) exceeds what it saves.
+BATCH_MIN_NODES: Final = 32
 POD_SCHEDULED: Final = "PodScheduled"
 
 
@@ -199,6 +202,16 @@ class FrameworkLike(Protocol):
 
     def nominated_node_names(self) -> set[str] | None: ...
 
+    def filter_rest_plan(self, state: CycleState) -> list[tuple[str, FilterFn]]: ...
+
+    def run_filter_rest(
+        self,
+        state: CycleState,
+        pod: types_pb2.Pod,
+        node: NodeInfo,
+        plan: list[tuple[str, FilterFn]],
+    ) -> Status: ...
+
 
 @dataclass(frozen=True)
 class ScheduleResult:
@@ -240,6 +253,7 @@ class Scheduler:
         # Filter and Score over node columns where the plugins allow it (kemu.scheduling.
         # columns; scheduler.batch); False: always node by node (the reference path).
         self.batch = batch
+        self.batch_min_nodes = BATCH_MIN_NODES  # tests lower it to compare on small clusters
         # The rows of the last cycle's feasible nodes, when they came from the batch path.
         self._feasible_rows: IntArray | None = None
         self._binding_tasks: TaskGroup | None = None
@@ -516,7 +530,7 @@ class Scheduler:
         to_find = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score(), n)
         start = self.next_start_node_index % n if rotate else 0
         feasible: list[NodeInfo] = []
-        if self.batch and rotate and fwk.has_filter_plugins():
+        if self.batch and rotate and n >= self.batch_min_nodes and fwk.has_filter_plugins():
             try:
                 found = batch_filter(
                     fwk, state, pod, self.snapshot.columns(), nodes, start, to_find, statuses

@@ -5,10 +5,13 @@ Python, that is most of the cycle. `NodeColumns` keeps what the hot default plug
 each node of a `Snapshot` in NumPy arrays, one row per node in the snapshot's node order
 (`Snapshot.columns()`: built on first use after the node list changed, then updated one row
 at a time as the cache replaces a changed NodeInfo). A plugin opts in to the batch path by
-implementing `ColumnFilterPlugin` and/or `ColumnScorePlugin` (below); the framework
-(`Framework.run_filter_columns`, `Framework.run_score_columns`) uses the batch path for a cycle
-only when every Filter (Score) plugin the cycle runs has the batch form and none declines the
-pod, and the per-node path otherwise. The per-node plugin interface is unchanged and stays the
+implementing `ColumnFilterPlugin` and/or `ColumnScorePlugin` (below). For Filter, the
+framework (`Framework.run_filter_columns`) combines the batch forms of the plugins the cycle
+runs, and the plugins without one run per node on the rows the batch passed (so one plugin
+without a batch form does not send the whole cycle node by node); the cycle filters per node
+only when no plugin it runs has a batch form or one declines the pod. For Score
+(`Framework.run_score_columns`), every Score plugin the cycle runs must have the batch form,
+else the cycle scores per node. The per-node plugin interface is unchanged and stays the
 reference: every batch form must agree with it exactly (tests/unit/scheduling/
 test_columns_equivalence.py compares them on random clusters and pods).
 

@@ -592,6 +592,15 @@ class Framework:
         if plan is None:
             skip = state.skip_filter_plugins
             plan = state.filter_plan = [(n, fn) for n, fn in self._filter if n not in skip]
+        return self._run_filter_plan(plan, state, pod, node)
+
+    def _run_filter_plan(
+        self,
+        plan: list[tuple[str, FilterFn]],
+        state: CycleState,
+        pod: types_pb2.Pod,
+        node: NodeInfo,
+    ) -> Status:
         for name, fn in plan:
             try:
                 s: Status = fn(state, pod, node)
@@ -643,9 +652,10 @@ class Framework:
         self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
     ) -> BoolArray | None:
         """The batch form of run_filter_plugins over `rows` of `columns`: True where every
-        Filter plugin the cycle runs would return Success (kemu.scheduling.columns: False
-        means the per-node path decides). None when one of them has no batch form for the
-        pod: the cycle then filters per node."""
+        Filter plugin the cycle runs that has a batch form would return Success
+        (kemu.scheduling.columns: False means the per-node path decides); the others, if
+        any, are `filter_rest_plan`'s, to run per node on the rows left True. None when one of
+        them declines the pod, or none has a batch form: the cycle then filters per node."""
         skip = state.skip_filter_plugins
         ok: BoolArray | None = None
         for name, _ in self._filter:
@@ -653,7 +663,7 @@ class Framework:
                 continue
             fn = self._filter_columns.get(name)
             if fn is None:
-                return None
+                continue
             try:
                 mask = fn(state, pod, columns, rows)
             except Exception:
@@ -662,9 +672,28 @@ class Framework:
             if mask is None:
                 return None
             ok = mask if ok is None else ok & mask
+        if ok is None and any(n not in skip for n, _ in self._filter):
+            return None  # no batch form among the plugins that run: nothing to gain
         if ok is None:
             ok = np.ones(len(rows), dtype=np.bool_)
         return ok
+
+    def filter_rest_plan(self, state: CycleState) -> list[tuple[str, FilterFn]]:
+        """The Filter plugins the cycle runs that have no batch form, in order."""
+        skip = state.skip_filter_plugins
+        batch = self._filter_columns
+        return [(n, fn) for n, fn in self._filter if n not in skip and n not in batch]
+
+    def run_filter_rest(
+        self,
+        state: CycleState,
+        pod: types_pb2.Pod,
+        node: NodeInfo,
+        plan: list[tuple[str, FilterFn]],
+    ) -> Status:
+        """run_filter_plugins for a node every batch-form plugin passed: only `plan` (from
+        filter_rest_plan) runs, which gives the same Status (the others return Success)."""
+        return self._run_filter_plan(plan, state, pod, node)
 
     def nominated_node_names(self) -> set[str] | None:
         """The nodes with nominated pods (the per-node path filters them, with those pods);

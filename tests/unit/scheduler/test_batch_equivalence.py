@@ -51,6 +51,8 @@ class PodSpec:
     tolerations: tuple[tuple[str, str], ...]  # (key, effect); key "" with Exists: all
     tolerates_unschedulable: bool
     priority: int
+    zone: str = ""  # a nodeSelector on the zone label (NodeAffinity: no batch form)
+    anti: bool = False  # labelled app=db, required anti-affinity to app=db per node
 
 
 nodes_st = st.builds(
@@ -74,6 +76,8 @@ pods_st = st.builds(
     ).map(tuple),
     tolerates_unschedulable=st.booleans(),
     priority=st.sampled_from([0, 10]),
+    zone=st.sampled_from(["", "", "", "z0", "z1"]),
+    anti=st.sampled_from([False, False, True]),
 )
 
 
@@ -106,6 +110,10 @@ def pod_obj(name: str, spec: PodSpec, node: str = "") -> types_pb2.Pod:
         b = b.toleration(key, "v" if key else "", effect, "Equal" if key else "Exists")
     if spec.tolerates_unschedulable:
         b = b.toleration("node.kubernetes.io/unschedulable", "", "NoSchedule", "Exists")
+    if spec.zone:
+        b = b.node_selector({"topology.kubernetes.io/zone": spec.zone})
+    if spec.anti:
+        b = b.label("app", "db").anti_affinity({"app": "db"}, "kubernetes.io/hostname")
     if node:
         b = b.node(node)
     pod = b.obj()
@@ -159,6 +167,7 @@ def world(
         batch=batch,
     )
     sched.next_start_node_index = start
+    sched.batch_min_nodes = 0  # the batch path on every cluster size
     return World(sched, fwk, queue)
 
 
@@ -241,11 +250,13 @@ def test_batch_filter_passes_only_nodes_the_per_node_filter_passes_and_scores_ag
     rows = np.arange(len(infos), dtype=np.int64)
     mask = fwk.run_filter_columns(state, p, columns, rows)
     per_node = [fwk.run_filter_plugins(state, p, ni).is_success() for ni in infos]
+    rest = fwk.filter_rest_plan(state)
     if mask is not None:
-        for ok, expected in zip(mask.tolist(), per_node, strict=True):
-            assert not ok or expected
+        for ni, ok, expected in zip(infos, mask.tolist(), per_node, strict=True):
+            # True: the plugins with a batch form pass, so the others alone decide.
+            assert not ok or expected == fwk.run_filter_rest(state, p, ni, rest).is_success()
         # Where only resources, taints and unschedulable decide, the batch form is exact.
-        if not pod.gpu:
+        if not pod.gpu and not rest:
             assert mask.tolist() == per_node
     feasible = [ni for ni, ok in zip(infos, per_node, strict=True) if ok]
     if len(feasible) < 2 or not fwk.run_pre_score_plugins(state, p, feasible).is_success():
