@@ -53,7 +53,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import anyio
 import anyio.abc
@@ -74,6 +74,7 @@ from bench.common import (
     run_concurrent,
     summarize_stacks,
 )
+from bench.scheduler_perf_cycle import DifferentialResult, render_differential, run_differential
 from bench.scheduler_perf_workloads import (
     WORKLOAD_FILES,
     Barrier,
@@ -126,6 +127,12 @@ API_REQUESTS: Final = "apiserver_request_total"
 POD_RESOURCES: Final = ("pods", "pods/binding")
 SEED: Final = 1  # the scheduler's --seed, the same for both runs of an A/B comparison
 PY_SPY_SECONDS: Final = 20
+BIND_ONLY_NAMESPACE: Final = "bind-only"
+BIND_ONLY_SCHEDULER: Final = "kemu-bench-bind-only"  # no profile: the scheduler ignores them
+BIND_ONLY_MODES: Final = ("auto", "always", "never")
+BATCH: Final = "batch"
+PER_NODE: Final = "per-node"
+PATH_CHOICES: Final = {BATCH: (BATCH,), PER_NODE: (PER_NODE,), "both": (PER_NODE, BATCH)}
 
 # ---------------------------------------------------------------------- measurement (pure)
 
@@ -489,6 +496,9 @@ class BindTracker:
 class Result:
     workload: str
     variant: str = ""  # Gate=true / Gate=false for an A/B comparison
+    # The scheduler's Filter and Score path when --paths compares them: "batch" (node
+    # columns, the default) or "per-node" (--no-batch); "" when not compared.
+    path: str = ""
     emulated_version: str = ""
     feature_gates: dict[str, bool] = field(default_factory=dict)
     nodes: int = 0
@@ -498,6 +508,11 @@ class Result:
     pod_create_rate: float = math.nan  # of the measured op
     phase_seconds: float = math.nan  # first measured create -> last measured pod bound
     created_to_bound: float = math.nan  # measured pods / phase_seconds
+    # The apiserver's limit on the same cluster: creates plus bindings, no scheduling
+    # (bind_only_baseline below); NaN when not measured.
+    bind_only_baseline: float = math.nan
+    bind_only_pods: int = 0
+    scheduler_to_limit: float = math.nan  # created_to_bound / bind_only_baseline
     throughput: ThroughputStats = field(
         default_factory=lambda: ThroughputStats(math.nan, math.nan, math.nan, math.nan, 0)
     )
@@ -524,9 +539,12 @@ class Result:
     def label(self) -> str:
         """The column header: the workload, and for an A/B run whether its gate was on (the
         "feature gates" row names it)."""
-        if not self.variant:
-            return self.workload
-        return f"{self.workload} [{'on' if self.variant.endswith('=true') else 'off'}]"
+        label = self.workload
+        if self.variant:
+            label += f" [{'on' if self.variant.endswith('=true') else 'off'}]"
+        if self.path:
+            label += f" [{self.path}]"
+        return label
 
     @property
     def pod_patches_per_pod(self) -> float:
@@ -545,6 +563,11 @@ class Options:
     py_spy_bin: str
     py_spy_seconds: int
     keep_dir: str | None = None  # keep each run's cluster directory (logs) under it
+    # Measure the bind-only baseline: "auto" for SchedulingBasic test cases, "always", "never".
+    bind_only: str = "auto"
+    # The scheduler's Filter/Score paths to run each workload with, in order ("batch",
+    # "per-node"); () for the scheduler's default without a path label.
+    paths: tuple[str, ...] = ()
 
 
 class Runner:
@@ -574,6 +597,7 @@ class Runner:
         self._tg: anyio.abc.TaskGroup | None = None
         self._background: anyio.abc.TaskGroup | None = None  # ops running on after their turn
         self._profiled: anyio.Event | None = None  # while a py-spy profile runs
+        self.node_names: list[str] = []  # of the createNodes ops, in creation order
 
     async def run(self) -> Result:
         async with Client(self.cluster.server, user_agent="bench-scheduler-perf") as client:
@@ -589,6 +613,8 @@ class Runner:
                     self._background = background
                     for index, op in enumerate(self.workload.ops):
                         await self.run_op(client, tracker, index, op)
+                if wants_bind_only_baseline(self.workload, self.opts.bind_only):
+                    await self.bind_only(client, tracker)
                 if self._profiled is not None:
                     await self._profiled.wait()
                 tg.cancel_scope.cancel()
@@ -605,6 +631,7 @@ class Runner:
         if isinstance(op, CreateNodes):
             log.info("op %d: creating %d nodes", index, op.count)
             nodes = node_objects(op, index)
+            self.node_names.extend(n.metadata.name for n in nodes)
             res = await run_concurrent(len(nodes), opts.creators, lambda i: client.create(nodes[i]))
             _raise_errors(res.errors, res.first_error, "node")
             self.result.node_create_rate = res.ops_per_second
@@ -700,6 +727,23 @@ class Runner:
         r.deleted_pods = tracker.deleted() - deleted_before
         r.api_calls = api_calls(api_before, api_after, POD_RESOURCES)
 
+    async def bind_only(self, client: Client, tracker: BindTracker) -> None:
+        """The bind-only baseline, after the workload's ops on the same cluster (so that its
+        pods, bound by hand, cannot change the measured placements)."""
+        measured = self.workload.measured
+        r = self.result
+        if measured is None or not self.node_names:
+            return
+        index = len(self.workload.ops)  # a tracker key no op uses
+        pods = bind_only_pods(pod_objects(measured, index))
+        await ensure_namespace(client, BIND_ONLY_NAMESPACE)
+        log.info("bind-only baseline: %d pods on %d nodes", len(pods), len(self.node_names))
+        r.bind_only_baseline = await bind_only_baseline(
+            client, tracker, index, pods, self.node_names, self.opts.creators, self.opts.timeout
+        )
+        r.bind_only_pods = len(pods)
+        r.scheduler_to_limit = ratio(r.created_to_bound, r.bind_only_baseline)
+
     async def progress(self, tracker: BindTracker, index: int, total: int) -> None:
         last = 0
         while True:
@@ -744,6 +788,86 @@ class Runner:
                     proc.kill()
                     await proc.wait()
                 await proc.aclose()
+
+
+class CreateBindClient(Protocol):
+    """What the bind-only baseline needs of an ApiClient."""
+
+    async def create(self, obj: types_pb2.Pod) -> types_pb2.Pod: ...
+
+    async def bind(self, namespace: str, name: str, node_name: str, *, uid: str = "") -> None: ...
+
+
+def wants_bind_only_baseline(workload: Workload, mode: str) -> bool:
+    """Whether a run measures the bind-only baseline: `mode` "always", "never", or "auto"
+    (the SchedulingBasic test cases, whose measured op is plain creates and bindings)."""
+    if mode not in BIND_ONLY_MODES:
+        raise ValueError(f"bind-only mode: {mode!r} is not one of {', '.join(BIND_ONLY_MODES)}")
+    if workload.measured is None or mode == "never":
+        return False
+    return mode == "always" or workload.test_case == "SchedulingBasic"
+
+
+def bind_only_pods(pods: Sequence[types_pb2.Pod]) -> list[types_pb2.Pod]:
+    """Copies of the measured op's pods for the bind-only baseline: in their own namespace,
+    renamed, and for a scheduler no profile serves (so the scheduler leaves them alone)."""
+    out = []
+    for pod in pods:
+        copy = types_pb2.Pod()
+        copy.CopyFrom(pod)
+        copy.metadata.namespace = BIND_ONLY_NAMESPACE
+        copy.metadata.name = f"bind-only-{pod.metadata.name}"
+        copy.spec.scheduler_name = BIND_ONLY_SCHEDULER
+        copy.spec.node_name = ""
+        out.append(copy)
+    return out
+
+
+async def bind_only_baseline(
+    client: CreateBindClient,
+    tracker: BindTracker,
+    index: int,
+    pods: Sequence[types_pb2.Pod],
+    node_names: Sequence[str],
+    creators: int,
+    within: float,
+    *,
+    clock: Clock = time.monotonic,
+) -> float:
+    """What the apiserver alone can take: `pods` created with `creators` in flight, as the
+    measured phase creates, and each bound as soon as its create returns, round-robin over
+    `node_names`, in its own task as the scheduler's binding cycles (so bindings are as
+    concurrent as the scheduler's). Pods/s from the first create until the watch (`tracker`,
+    under the key `index`) has seen the last one bound, as created_to_bound is measured."""
+    if not pods:
+        return math.nan
+    if not node_names:
+        raise ValueError("the bind-only baseline needs nodes")
+    tracker.expect(index, pods)
+    failures: list[str] = []
+
+    async with anyio.create_task_group() as binders:
+
+        async def bind(pod: types_pb2.Pod, node: str) -> None:
+            try:
+                await client.bind(
+                    pod.metadata.namespace, pod.metadata.name, node, uid=pod.metadata.uid
+                )
+            except ApiError as e:
+                failures.append(f"{pod.metadata.name}: {e}")
+
+        async def create_and_bind(i: int) -> None:
+            created = await client.create(pods[i])
+            binders.start_soon(bind, created, node_names[i % len(node_names)])
+
+        start = clock()
+        res = await run_concurrent(len(pods), creators, create_and_bind)
+        _raise_errors(res.errors, res.first_error, "bind-only pod")
+    if failures:
+        raise RuntimeError(f"{len(failures)} bind-only bindings failed; the first: {failures[0]}")
+    await tracker.wait_op(index, within)
+    times = tracker.bound_at[index]
+    return rate(len(times), max(times, default=start) - start)
 
 
 async def create_namespaces(client: ApiClient, op: CreateNamespaces, creators: int) -> None:
@@ -794,7 +918,7 @@ def _raise_errors(errors: int, first_error: str, what: str) -> None:
         raise RuntimeError(f"{errors} {what} creates failed; the first: {first_error}")
 
 
-def run_workload(workload: Workload, variant: Variant, opts: Options) -> Result:
+def run_workload(workload: Workload, variant: Variant, opts: Options, path: str = "") -> Result:
     """One run of a workload on a fresh cluster (the apiserver and the scheduler at the
     workload's emulated version with the variant's feature gates); the cluster is stopped on
     return, error or Ctrl-C."""
@@ -803,15 +927,16 @@ def run_workload(workload: Workload, variant: Variant, opts: Options) -> Result:
             tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="kemu-bench-sched-"))
         else:
             name = f"{workload.full_name}-{variant.name}" if variant.name else workload.full_name
+            name += f"-{path}" if path else ""
             tmp = str(Path(opts.keep_dir) / name.replace("/", "-"))
             shutil.rmtree(tmp, ignore_errors=True)
             Path(tmp).mkdir(parents=True)
         cluster = stack.enter_context(Cluster(Path(tmp)))
         config: str | None = opts.scheduler_config
         if workload.scheduler_config is not None:
-            path = Path(tmp) / "scheduler-config.yaml"
-            path.write_text(yaml.safe_dump(dict(workload.scheduler_config)))
-            config = str(path)
+            config_file = Path(tmp) / "scheduler-config.yaml"
+            config_file.write_text(yaml.safe_dump(dict(workload.scheduler_config)))
+            config = str(config_file)
         gates = dict(variant.feature_gates) or None
         cluster.start_etcd()
         cluster.start_apiserver(emulated_version=workload.emulated_version, feature_gates=gates)
@@ -819,9 +944,11 @@ def run_workload(workload: Workload, variant: Variant, opts: Options) -> Result:
             config=config,
             emulated_version=workload.emulated_version,
             feature_gates=gates,
-            extra_args=["--seed", str(opts.seed)],
+            extra_args=["--seed", str(opts.seed), *(["--no-batch"] if path == PER_NODE else [])],
         )
-        return anyio.run(Runner(cluster, workload, variant, opts).run)
+        result = anyio.run(Runner(cluster, workload, variant, opts).run)
+        result.path = path
+        return result
 
 
 # ---------------------------------------------------------------------- output
@@ -848,6 +975,9 @@ def render(results: Sequence[Result]) -> str:
     row("measured pod creates/s", (fmt(r.pod_create_rate, 0) for r in rs))
     row("measured phase s", (fmt(r.phase_seconds, 1) for r in rs))
     row("created-to-bound pods/s", (fmt(r.created_to_bound, 1) for r in rs))
+    if any(not math.isnan(r.bind_only_baseline) for r in rs):
+        row("bind-only baseline pods/s", (fmt(r.bind_only_baseline, 1) for r in rs))
+        row("scheduler / bind-only", (fmt(r.scheduler_to_limit, 2) for r in rs))
     row("throughput avg pods/s", (fmt(r.throughput.average, 1) for r in rs))
     row("throughput p50 / p90 / p99", (
         f"{fmt(r.throughput.p50, 0)} / {fmt(r.throughput.p90, 0)} / {fmt(r.throughput.p99, 0)}"
@@ -908,6 +1038,9 @@ def render(results: Sequence[Result]) -> str:
     for on, off in comparison_pairs(rs):
         lines.append("")
         lines.append(render_comparison(on, off))
+    for per_node, batch in path_pairs(rs):
+        lines.append("")
+        lines.append(render_path_comparison(per_node, batch))
     for r in rs:
         if r.error:
             lines.append(f"{r.label}: FAILED: {r.error}")
@@ -946,6 +1079,42 @@ def victims_per_preemptor(r: Result) -> float:
     if r.preemption is None or not r.preemption.attempts:
         return math.nan
     return ratio(r.preemption.victims, float(r.measured_pods))
+
+
+def path_pairs(results: Sequence[Result]) -> list[tuple[Result, Result]]:
+    """(per-node, batch) for each workload (and variant) run both ways, both successful."""
+    per_node: dict[tuple[str, str], Result] = {}
+    pairs = []
+    for r in results:
+        if r.error:
+            continue
+        key = (r.workload, r.variant)
+        if r.path == PER_NODE:
+            per_node[key] = r
+        elif r.path == BATCH and key in per_node:
+            pairs.append((per_node.pop(key), r))
+    return pairs
+
+
+def render_path_comparison(per_node: Result, batch: Result) -> str:
+    """The figures the batch path is about, per-node vs batch, with their ratios."""
+    rows = [
+        ("scheduling_algorithm avg ms", per_node.algorithm_ms, batch.algorithm_ms),
+        ("created-to-bound pods/s", per_node.created_to_bound, batch.created_to_bound),
+        ("bind-only baseline pods/s", per_node.bind_only_baseline, batch.bind_only_baseline),
+        ("scheduler / bind-only", per_node.scheduler_to_limit, batch.scheduler_to_limit),
+        ("cpu scheduler cores", per_node.cpu_cores.get("scheduler", math.nan),
+         batch.cpu_cores.get("scheduler", math.nan)),
+    ]  # fmt: skip
+    table = format_table(
+        ["", "per-node", "batch", "batch/per-node"],
+        [
+            [name, fmt(a, 2), fmt(b, 2), fmt(ratio(b, a), 3)]
+            for name, a, b in rows
+            if not (math.isnan(a) and math.isnan(b))
+        ],
+    )
+    return f"{batch.workload}: per-node vs batch (a fresh cluster and the same seed each)\n{table}"
 
 
 def comparison_pairs(results: Sequence[Result]) -> list[tuple[Result, Result]]:
@@ -1091,9 +1260,43 @@ def build_parser() -> argparse.ArgumentParser:
         help="run each cluster in DIR/<test case>-<workload>[-<variant>] and keep it (the "
         "processes' logs are in its logs/), instead of a temporary directory",
     )
+    parser.add_argument(
+        "--bind-only-baseline",
+        choices=BIND_ONLY_MODES,
+        default="auto",
+        help="after the ops, create the measured op's pods again for no scheduler and bind "
+        "them round-robin from the bench, on the same cluster (the apiserver's limit); auto: "
+        "for the SchedulingBasic test cases (default)",
+    )
+    parser.add_argument(
+        "--paths",
+        choices=PATH_CHOICES,
+        help="the scheduler's Filter/Score path: batch (node columns, its default), per-node "
+        "(--no-batch), or both: each workload runs per-node then batch (a fresh cluster and "
+        "the same seed each), side by side in the table",
+    )
+    parser.add_argument(
+        "--differential",
+        action="store_true",
+        help="no cluster: schedule every pod of each workload in this process on the per-node "
+        "and the batch path (same seed), compare every outcome, and time the cycles; exit 1 "
+        "on the first difference (bench.scheduler_perf_cycle)",
+    )
     parser.add_argument("--list", action="store_true", help="list the workloads and exit")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
     return parser
+
+
+def differential(workloads: Sequence[Workload], seed: int, json_path: str | None) -> int:
+    """--differential: bench.scheduler_perf_cycle over the chosen workloads."""
+    results: list[DifferentialResult] = []
+    for w in workloads:
+        results.append(run_differential(w, seed))
+    print(render_differential(results))
+    if json_path:
+        data = {"host": {"cpus": os.cpu_count()}, "differential": jsonable(results)}
+        Path(json_path).write_text(json.dumps(data, indent=2) + "\n")
+    return 1 if any(r.mismatch for r in results) else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1128,6 +1331,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not chosen:
         print("bench scheduler_perf: no workload selected", file=sys.stderr)
         return 2
+    if args.differential:
+        return differential(chosen, args.seed, args.json)
     if args.creators < 1:
         print("bench scheduler_perf: --creators must be at least 1", file=sys.stderr)
         return 2
@@ -1142,6 +1347,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         py_spy_bin=args.py_spy_bin,
         py_spy_seconds=args.py_spy_seconds,
         keep_dir=args.keep_dir,
+        bind_only=args.bind_only_baseline,
+        paths=PATH_CHOICES[args.paths] if args.paths else (),
     )
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
@@ -1152,14 +1359,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         for w in chosen:
             for variant in w.variants():
-                log.info("workload %s %s", w.full_name, variant.name)
-                try:
-                    results.append(run_workload(w, variant, opts))
-                except (ProcessStartError, RuntimeError, TimeoutError, ApiError) as e:
-                    results.append(
-                        Result(w.full_name, variant=variant.name, error=f"{type(e).__name__}: {e}")
-                    )
-                    status = 1
+                for path in opts.paths or ("",):
+                    log.info("workload %s %s %s", w.full_name, variant.name, path)
+                    try:
+                        results.append(run_workload(w, variant, opts, path))
+                    except (ProcessStartError, RuntimeError, TimeoutError, ApiError) as e:
+                        error = f"{type(e).__name__}: {e}"
+                        results.append(
+                            Result(w.full_name, variant=variant.name, path=path, error=error)
+                        )
+                        status = 1
     except KeyboardInterrupt:
         print("bench scheduler_perf: interrupted; the cluster was stopped", file=sys.stderr)
         return 130

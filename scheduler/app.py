@@ -72,6 +72,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="seed of the random tie-break between equally scored nodes (tests)",
     )
+    parser.add_argument(
+        "--no-batch",
+        dest="batch",
+        action="store_false",
+        help="filter and score node by node only, never over node columns (the reference "
+        "path the batch path must agree with; for differential runs)",
+    )
     add_leader_election_flags(parser, lease_name=LEASE_NAME)
     return parser
 
@@ -98,7 +105,7 @@ async def run(
 ) -> None:
     client = Client(args.server, user_agent=COMPONENT)
     try:
-        await serve(client, config, election, ctx, seed=args.seed)
+        await serve(client, config, election, ctx, seed=args.seed, batch=args.batch)
     finally:
         with cleanup_scope():
             await client.close()
@@ -124,6 +131,7 @@ async def serve(
     ctx: ComponentContext,
     *,
     seed: int | None = None,
+    batch: bool = True,
 ) -> None:
     metrics = SchedulerMetrics(ctx.registry)
     informers = InformerFactory(client, clock=ctx.clock)
@@ -205,6 +213,7 @@ async def serve(
         metrics=metrics,
         pod_lister=pods.lister,
         rng=rng,
+        batch=batch,
     )
     elected = Elected()
 

@@ -45,11 +45,13 @@ from kemu.machinery.convert import message_to_dict
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
 from kemu.machinery.pod_conditions import condition_observed_generation, update_pod_condition
+from kemu.scheduling.columns import BoolArray, IntArray, NodeColumns
 from kemu.scheduling.deferred import is_deferred_resize_pod, resize_preemption_enabled
 from kemu.scheduling.events import ASSIGNED_POD_DELETE
 from kemu.scheduling.interface import (
     CycleState,
     EventRecorder,
+    FilterFn,
     FitError,
     NodeToStatus,
     QueuedPodInfo,
@@ -61,6 +63,7 @@ from kemu.scheduling.runtime import NodePluginScores
 from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.status import Code, Status, as_error, unresolvable
 from kemu.scheduling.types import NodeInfo, PostFilterResult, PreFilterResult, pod_key
+from scheduler.batch import FilterError, batch_filter, select_host_index
 from scheduler.cache.cache import CacheError
 from scheduler.cache.interface import SchedulerCache
 from scheduler.metrics import SchedulerMetrics
@@ -81,6 +84,8 @@ MIN_FEASIBLE_NODES_TO_FIND: Final = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: Final = 5
 BASE_PERCENTAGE_OF_NODES_TO_SCORE: Final = 50
 NO_NODES_AVAILABLE: Final = "no nodes available to schedule pods"
+# Below this many nodes the batch path's fixed cost (NumPy calls) exceeds what it saves.
+BATCH_MIN_NODES: Final = 32
 POD_SCHEDULED: Final = "PodScheduled"
 
 
@@ -187,6 +192,26 @@ class FrameworkLike(Protocol):
 
     def run_post_bind_plugins(self, state: CycleState, pod: types_pb2.Pod, node: str) -> None: ...
 
+    def run_filter_columns(
+        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
+    ) -> BoolArray | None: ...
+
+    def run_score_columns(
+        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
+    ) -> IntArray | None: ...
+
+    def nominated_node_names(self) -> set[str] | None: ...
+
+    def filter_rest_plan(self, state: CycleState) -> list[tuple[str, FilterFn]]: ...
+
+    def run_filter_rest(
+        self,
+        state: CycleState,
+        pod: types_pb2.Pod,
+        node: NodeInfo,
+        plan: list[tuple[str, FilterFn]],
+    ) -> Status: ...
+
 
 @dataclass(frozen=True)
 class ScheduleResult:
@@ -212,6 +237,7 @@ class Scheduler:
         metrics: SchedulerMetrics,
         pod_lister: PodLister,
         rng: random.Random | None = None,
+        batch: bool = True,
     ) -> None:
         self.client = client
         self.cache = cache
@@ -224,6 +250,12 @@ class Scheduler:
         self.pod_lister = pod_lister  # the informer's lister of pods (latest API copies)
         self.rng = rng or random.Random()
         self.next_start_node_index = 0
+        # Filter and Score over node columns where the plugins allow it (kemu.scheduling.
+        # columns; scheduler.batch); False: always node by node (the reference path).
+        self.batch = batch
+        self.batch_min_nodes = BATCH_MIN_NODES  # tests lower it to compare on small clusters
+        # The rows of the last cycle's feasible nodes, when they came from the batch path.
+        self._feasible_rows: IntArray | None = None
         self._binding_tasks: TaskGroup | None = None
         self.cycles = 0
         self.resize_preemption = resize_preemption_enabled(gates)
@@ -427,8 +459,14 @@ class Scheduler:
         status = fwk.run_pre_score_plugins(state, pod, feasible)
         if not status.is_success():
             raise SchedulingError(status)
-        scores = self._prioritize(fwk, state, pod, feasible)
-        host = self.select_host(scores)
+        rows, self._feasible_rows = self._feasible_rows, None
+        totals = None
+        if rows is not None and fwk.has_score_plugins():
+            totals = fwk.run_score_columns(state, pod, self.snapshot.columns(), rows)
+        if totals is not None:
+            host = feasible[select_host_index(totals, self.rng)].name
+        else:
+            host = self.select_host(self._prioritize(fwk, state, pod, feasible))
         return ScheduleResult(host, len(feasible) + len(statuses), len(feasible))
 
     def find_nodes_that_fit_pod(
@@ -436,6 +474,7 @@ class Scheduler:
     ) -> tuple[list[NodeInfo], NodeToStatus, set[str]]:
         all_nodes: list[NodeInfo] = self.snapshot.node_infos().list()
         statuses = NodeToStatus()
+        self._feasible_rows = None
         pre_result, status, unschedulable_plugins = fwk.run_pre_filter_plugins(
             state, pod, all_nodes
         )
@@ -491,6 +530,20 @@ class Scheduler:
         to_find = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score(), n)
         start = self.next_start_node_index % n if rotate else 0
         feasible: list[NodeInfo] = []
+        if self.batch and rotate and n >= self.batch_min_nodes and fwk.has_filter_plugins():
+            try:
+                found = batch_filter(
+                    fwk, state, pod, self.snapshot.columns(), nodes, start, to_find, statuses
+                )
+            except FilterError as e:
+                raise SchedulingError(e.status) from None
+            if found is not None:
+                feasible, rows, checked = found
+                self._feasible_rows = rows
+                self.metrics.filter_evaluations.labels(fwk.profile_name()).inc(checked)
+                self.cycle_filter_evaluations += checked
+                self.next_start_node_index = (start + checked) % n
+                return feasible
         if not fwk.has_filter_plugins():
             feasible = [nodes[(start + i) % n] for i in range(min(to_find, n))]
             if rotate:

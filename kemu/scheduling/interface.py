@@ -45,6 +45,7 @@ from kemu.scheduling.types import (
     PodInfo,
     PostFilterResult,
     PreFilterResult,
+    Resource,
 )
 
 if TYPE_CHECKING:
@@ -103,6 +104,40 @@ class CycleState:
         c.skip_score_plugins = set(self.skip_score_plugins)
         c.skip_pre_bind_plugins = set(self.skip_pre_bind_plugins)
         return c
+
+
+class _CyclePodInfo:
+    """The PodInfo of the cycle's pod, computed once per cycle (`cycle_pod_info`)."""
+
+    __slots__ = ("info", "pod")
+
+    def __init__(self, pod: types_pb2.Pod, info: PodInfo) -> None:
+        self.pod = pod
+        self.info = info
+
+    def clone(self) -> _CyclePodInfo:
+        return self  # PodInfo is never mutated
+
+
+CYCLE_POD_INFO_KEY: Final = "kemu/CyclePodInfo"
+
+
+def cycle_pod_info(state: CycleState, pod: types_pb2.Pod) -> PodInfo:
+    """`PodInfo(pod)` (the default counting rules), shared by the plugins of one cycle: its
+    requests and terms are computed once instead of in each plugin's PreFilter and PreScore.
+    Never mutate it (clone the Resources to change them)."""
+    d = state.read(CYCLE_POD_INFO_KEY)
+    if isinstance(d, _CyclePodInfo) and d.pod is pod:
+        return d.info
+    info = PodInfo(pod)
+    state.write(CYCLE_POD_INFO_KEY, _CyclePodInfo(pod, info))
+    return info
+
+
+def cycle_pod_requests(state: CycleState, pod: types_pb2.Pod) -> tuple[Resource, Resource]:
+    """`types.pod_requests(pod)` through `cycle_pod_info` (copies the caller may change)."""
+    info = cycle_pod_info(state, pod)
+    return info.requests.clone(), info.non_zero_requests.clone()
 
 
 # ---------------------------------------------------------------- queue view

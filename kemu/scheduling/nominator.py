@@ -82,6 +82,10 @@ class Nominator:
         """A copy of the list of pods nominated to `node_name`, in nomination order."""
         return list(self._by_node.get(node_name, ()))
 
+    def nominated_node_names(self) -> set[str]:
+        """The nodes with at least one nominated pod."""
+        return set(self._by_node)
+
     def nominated_node_name(self, uid: str) -> str | None:
         """The node the pod with `uid` is nominated to in memory, if any."""
         return self._node_of.get(uid)

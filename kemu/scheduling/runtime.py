@@ -26,11 +26,20 @@ import time
 from collections.abc import Callable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+import numpy as np
 from anyio.abc import TaskGroup
 
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import Clock, RealClock
 from kemu.component.featuregate import FeatureGates
+from kemu.scheduling.columns import (
+    BoolArray,
+    ColumnFilterPlugin,
+    ColumnNormalizePlugin,
+    ColumnScorePlugin,
+    IntArray,
+    NodeColumns,
+)
 from kemu.scheduling.events import (
     ActionType,
     ClusterEvent,
@@ -70,6 +79,7 @@ from kemu.scheduling.interface import (
     ScorePlugin,
     SharedLister,
 )
+from kemu.scheduling.nominator import Nominator
 from kemu.scheduling.plugins.registry import Registry
 from kemu.scheduling.status import SKIP, SUCCESS, Code, Status
 from kemu.scheduling.types import (
@@ -110,6 +120,9 @@ NodeNameFn = Callable[[CycleState, types_pb2.Pod, str], Status]
 UnreserveFn = Callable[[CycleState, types_pb2.Pod, str], None]
 PermitFn = Callable[[CycleState, types_pb2.Pod, str], tuple[Status, float]]
 AsyncNodeNameFn = Callable[[CycleState, types_pb2.Pod, str], Coroutine[Any, Any, Status]]
+ColumnFilterFn = Callable[[CycleState, types_pb2.Pod, NodeColumns, IntArray], BoolArray | None]
+ColumnScoreFn = Callable[[CycleState, types_pb2.Pod, NodeColumns, IntArray], IntArray | None]
+ColumnNormalizeFn = Callable[[CycleState, types_pb2.Pod, IntArray], IntArray | None]
 P = TypeVar("P", bound=Plugin)
 
 # Upstream's extension_point label values (pkg/scheduler/metrics).
@@ -307,6 +320,18 @@ class Framework:
             n: sext for n, p in score if (sext := p.score_extensions()) is not None
         }
         self._score_weights = {n: profile.score_weights.get(n, 1) for n in profile.enabled["score"]}
+        # The batch forms over node columns (kemu.scheduling.columns), by plugin name.
+        self._filter_columns: dict[str, ColumnFilterFn] = {
+            n: p.filter_columns
+            for n, p in plugins("filter", FilterPlugin)
+            if isinstance(p, ColumnFilterPlugin)
+        }
+        self._score_columns: dict[str, ColumnScoreFn] = {
+            n: p.score_columns for n, p in score if isinstance(p, ColumnScorePlugin)
+        }
+        self._normalize_columns: dict[str, ColumnNormalizeFn] = {
+            n: p.normalize_columns for n, p in score if isinstance(p, ColumnNormalizePlugin)
+        }
         self._enabled = {point: tuple(profile.enabled[point]) for point in EXTENSION_POINTS}
 
     # ------------------------------------------------------------ Handle
@@ -567,6 +592,15 @@ class Framework:
         if plan is None:
             skip = state.skip_filter_plugins
             plan = state.filter_plan = [(n, fn) for n, fn in self._filter if n not in skip]
+        return self._run_filter_plan(plan, state, pod, node)
+
+    def _run_filter_plan(
+        self,
+        plan: list[tuple[str, FilterFn]],
+        state: CycleState,
+        pod: types_pb2.Pod,
+        node: NodeInfo,
+    ) -> Status:
         for name, fn in plan:
             try:
                 s: Status = fn(state, pod, node)
@@ -613,6 +647,63 @@ class Framework:
         if status.code is not Code.SUCCESS:
             return status
         return self.run_filter_plugins(state, pod, node)
+
+    def run_filter_columns(
+        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
+    ) -> BoolArray | None:
+        """The batch form of run_filter_plugins over `rows` of `columns`: True where every
+        Filter plugin the cycle runs that has a batch form would return Success
+        (kemu.scheduling.columns: False means the per-node path decides); the others, if
+        any, are `filter_rest_plan`'s, to run per node on the rows left True. None when one of
+        them declines the pod, or none has a batch form: the cycle then filters per node."""
+        skip = state.skip_filter_plugins
+        ok: BoolArray | None = None
+        for name, _ in self._filter:
+            if name in skip:
+                continue
+            fn = self._filter_columns.get(name)
+            if fn is None:
+                continue
+            try:
+                mask = fn(state, pod, columns, rows)
+            except Exception:
+                logger.exception("Filter plugin %s failed over columns for %s", name, _key(pod))
+                return None  # the per-node path reports the error as upstream would
+            if mask is None:
+                return None
+            ok = mask if ok is None else ok & mask
+        if ok is None and any(n not in skip for n, _ in self._filter):
+            return None  # no batch form among the plugins that run: nothing to gain
+        if ok is None:
+            ok = np.ones(len(rows), dtype=np.bool_)
+        return ok
+
+    def filter_rest_plan(self, state: CycleState) -> list[tuple[str, FilterFn]]:
+        """The Filter plugins the cycle runs that have no batch form, in order."""
+        skip = state.skip_filter_plugins
+        batch = self._filter_columns
+        return [(n, fn) for n, fn in self._filter if n not in skip and n not in batch]
+
+    def run_filter_rest(
+        self,
+        state: CycleState,
+        pod: types_pb2.Pod,
+        node: NodeInfo,
+        plan: list[tuple[str, FilterFn]],
+    ) -> Status:
+        """run_filter_plugins for a node every batch-form plugin passed: only `plan` (from
+        filter_rest_plan) runs, which gives the same Status (the others return Success)."""
+        return self._run_filter_plan(plan, state, pod, node)
+
+    def nominated_node_names(self) -> set[str] | None:
+        """The nodes with nominated pods (the per-node path filters them, with those pods);
+        None when the nominator cannot list them."""
+        nominator = self._nominator
+        if nominator is None:
+            return set()
+        if isinstance(nominator, Nominator):
+            return nominator.nominated_node_names()
+        return None
 
     async def run_post_filter_plugins(
         self, state: CycleState, pod: types_pb2.Pod, statuses: NodeToStatus
@@ -757,6 +848,37 @@ class Framework:
             return out, status
         finally:
             self._observed(SCORE, status, start)
+
+    def run_score_columns(
+        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
+    ) -> IntArray | None:
+        """The batch form of run_score_plugins: each row's total weighted score, or None when
+        a Score plugin the cycle runs has no batch form for the pod, or a score is out of
+        range (the per-node path then scores, and reports that error as upstream)."""
+        start = time.perf_counter()
+        skip = state.skip_score_plugins
+        total = np.zeros(len(rows), dtype=np.int64)
+        for name, _ in self._score:
+            if name in skip:
+                continue
+            fn = self._score_columns.get(name)
+            if fn is None:
+                return None
+            try:
+                raw = fn(state, pod, columns, rows)
+                if raw is not None and name in self._score_extensions:
+                    normalize = self._normalize_columns.get(name)
+                    raw = None if normalize is None else normalize(state, pod, raw)
+            except Exception:
+                logger.exception("Score plugin %s failed over columns for %s", name, _key(pod))
+                return None
+            if raw is None:
+                return None
+            if len(raw) and (raw.max() > MAX_NODE_SCORE or raw.min() < MIN_NODE_SCORE):
+                return None
+            total += raw * self._score_weights[name]
+        self._observed(SCORE, SUCCESS, start)
+        return total
 
     # ------------------------------------------------------------ reserve, permit
 

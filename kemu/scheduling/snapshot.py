@@ -18,9 +18,11 @@ Contract:
 from __future__ import annotations
 
 import builtins
+from bisect import bisect_left
 from collections.abc import Iterable
 
 from kemu.api.v1 import types_pb2
+from kemu.scheduling.columns import NodeColumns
 from kemu.scheduling.node_tree import NodeTree
 from kemu.scheduling.types import NodeInfo, PodInfo
 
@@ -34,9 +36,10 @@ class Snapshot:
 
     __slots__ = (
         "_affinity",
-        "_affinity_pos",
+        "_affinity_rows",
         "_anti_affinity",
-        "_anti_affinity_pos",
+        "_anti_affinity_rows",
+        "_columns",
         "_list",
         "_map",
         "_pos",
@@ -49,10 +52,15 @@ class Snapshot:
         # The node order of the cache's NodeTree; _pos maps a name to its index in _list.
         self._list: list[NodeInfo] = []
         self._pos: dict[str, int] = {}
+        # The affinity lists, in node order; _*_rows holds each entry's index in _list
+        # (sorted), so that a node is found, added or removed with a bisection.
         self._affinity: list[NodeInfo] = []
-        self._affinity_pos: dict[str, int] = {}
+        self._affinity_rows: list[int] = []
         self._anti_affinity: list[NodeInfo] = []
-        self._anti_affinity_pos: dict[str, int] = {}
+        self._anti_affinity_rows: list[int] = []
+        # The nodes in columns for the batch path (kemu.scheduling.columns), built on first use
+        # after the node list changed, then kept up to date row by row by `replace`.
+        self._columns: NodeColumns | None = None
         # The newest NodeInfo generation this snapshot has seen (0: nothing yet).
         self.generation = 0
         # The NodeTree version the node order was built from (-1: never built).
@@ -114,14 +122,21 @@ class Snapshot:
     def num_nodes(self) -> int:
         return len(self._list)
 
+    def columns(self) -> NodeColumns:
+        """The nodes of `list()` in columns, row i being `list()[i]` (kemu's batch path)."""
+        if self._columns is None:
+            self._columns = NodeColumns(self._list, self._pos)
+        return self._columns
+
     # ------------------------------------------------------------ maintenance (Cache only)
 
     def replace(self, name: str, clone: NodeInfo) -> tuple[bool, bool, bool]:
         """Puts `clone` in place of the node's NodeInfo without touching the node order.
 
         Returns (is_new, affinity_membership_changed, anti_affinity_membership_changed): a new
-        node needs the lists rebuilt; a node entering or leaving one of the affinity lists needs
-        that list rebuilt. Otherwise the clone takes the old one's place in every list it is in.
+        node needs the lists rebuilt. Otherwise the clone takes the old one's place in every
+        list it is in, entering or leaving the affinity lists in node order (the last two are
+        always False now: nothing is left to rebuild; kept for callers).
         """
         old = self._map.get(name)
         self._map[name] = clone
@@ -131,15 +146,25 @@ class Snapshot:
         if pos is None:
             return True, False, False
         self._list[pos] = clone
-        aff_changed = bool(old.pods_with_affinity) != bool(clone.pods_with_affinity)
-        anti_changed = bool(old.pods_with_required_anti_affinity) != bool(
-            clone.pods_with_required_anti_affinity
+        if self._columns is not None:
+            self._columns.set_row(pos, clone)
+        _place(
+            self._affinity,
+            self._affinity_rows,
+            pos,
+            clone,
+            bool(old.pods_with_affinity),
+            bool(clone.pods_with_affinity),
         )
-        if not aff_changed and clone.pods_with_affinity:
-            self._affinity[self._affinity_pos[name]] = clone
-        if not anti_changed and clone.pods_with_required_anti_affinity:
-            self._anti_affinity[self._anti_affinity_pos[name]] = clone
-        return False, aff_changed, anti_changed
+        _place(
+            self._anti_affinity,
+            self._anti_affinity_rows,
+            pos,
+            clone,
+            bool(old.pods_with_required_anti_affinity),
+            bool(clone.pods_with_required_anti_affinity),
+        )
+        return False, False, False
 
     def rebuild_lists(self, order: Iterable[str]) -> None:
         """Rebuilds every list in `order`, the NodeTree's; NodeInfos of nodes not in it are
@@ -147,6 +172,7 @@ class Snapshot:
         infos: dict[str, NodeInfo] = {}
         self._list = []
         self._pos = {}
+        self._columns = None
         for name in order:
             ni = self._map.get(name)
             if ni is not None:
@@ -162,16 +188,38 @@ class Snapshot:
         self.rebuild_lists(order)
 
     def rebuild_affinity_lists(self) -> None:
-        self._affinity, self._affinity_pos = [], {}
-        self._anti_affinity, self._anti_affinity_pos = [], {}
-        for name, pos in self._pos.items():
-            ni = self._list[pos]
+        self._affinity, self._affinity_rows = [], []
+        self._anti_affinity, self._anti_affinity_rows = [], []
+        for pos, ni in enumerate(self._list):
             if ni.pods_with_affinity:
-                self._affinity_pos[name] = len(self._affinity)
+                self._affinity_rows.append(pos)
                 self._affinity.append(ni)
             if ni.pods_with_required_anti_affinity:
-                self._anti_affinity_pos[name] = len(self._anti_affinity)
+                self._anti_affinity_rows.append(pos)
                 self._anti_affinity.append(ni)
 
     def __repr__(self) -> str:
         return f"Snapshot(nodes={len(self._list)}, generation={self.generation})"
+
+
+def _place(
+    infos: builtins.list[NodeInfo],
+    rows: builtins.list[int],
+    row: int,
+    clone: NodeInfo,
+    was_in: bool,
+    is_in: bool,
+) -> None:
+    """Keeps one affinity list (in node order, `rows` its entries' rows) right for the node at
+    `row`, now `clone`."""
+    if not was_in and not is_in:
+        return
+    i = bisect_left(rows, row)
+    if was_in and is_in:
+        infos[i] = clone
+    elif is_in:
+        rows.insert(i, row)
+        infos.insert(i, clone)
+    else:
+        del rows[i]
+        del infos[i]

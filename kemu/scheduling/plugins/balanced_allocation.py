@@ -16,8 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+import numpy as np
+
 from kemu.api.v1 import types_pb2
 from kemu.scheduling import status as st
+from kemu.scheduling.columns import IntArray, NodeColumns, balanced_cpu_memory_columns
 from kemu.scheduling.interface import (
     CycleState,
     Handle,
@@ -25,6 +28,7 @@ from kemu.scheduling.interface import (
     PreScorePlugin,
     ScoreExtensions,
     ScorePlugin,
+    cycle_pod_requests,
 )
 from kemu.scheduling.plugins.resource_allocation import (
     DEFAULT_RESOURCES,
@@ -33,7 +37,7 @@ from kemu.scheduling.plugins.resource_allocation import (
     parse_resources,
 )
 from kemu.scheduling.status import Status
-from kemu.scheduling.types import CPU, MAX_NODE_SCORE, MEMORY, NodeInfo, pod_requests
+from kemu.scheduling.types import CPU, MAX_NODE_SCORE, MEMORY, NodeInfo
 
 NAME: Final = "NodeResourcesBalancedAllocation"
 PRE_SCORE_STATE_KEY: Final = "PreScore" + NAME
@@ -78,6 +82,15 @@ def _balanced_cpu_memory(node: NodeInfo, reqs: Sequence[int]) -> int:
     return int((1 - abs((f_cpu - f_mem) / 2)) * float(MAX_NODE_SCORE))
 
 
+def _balanced_cpu_memory_columns(
+    cols: NodeColumns, rows: IntArray, reqs: Sequence[int]
+) -> IntArray:
+    return balanced_cpu_memory_columns(
+        cols.req_cpu[rows], cols.req_memory[rows], cols.alloc_cpu[rows], cols.alloc_memory[rows],
+        reqs,
+    )  # fmt: skip
+
+
 @dataclass(frozen=True, slots=True)
 class PreScoreState:
     pod_requests: tuple[int, ...]
@@ -97,13 +110,14 @@ class BalancedAllocation(PreScorePlugin, ScorePlugin):
             resources,
             use_requested=True,
             fast=_balanced_cpu_memory if cpu_memory else None,
+            columns=_balanced_cpu_memory_columns if cpu_memory else None,
         )
 
     def name(self) -> str:
         return NAME
 
     def pre_score(self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]) -> Status:
-        reqs = self.scorer.pod_requests(*pod_requests(pod))
+        reqs = self.scorer.pod_requests(*cycle_pod_requests(state, pod))
         if not any(reqs):
             return st.SKIP
         state.write(PRE_SCORE_STATE_KEY, PreScoreState(reqs))
@@ -114,7 +128,7 @@ class BalancedAllocation(PreScorePlugin, ScorePlugin):
         if isinstance(s, PreScoreState):
             reqs = s.pod_requests
         else:
-            reqs = self.scorer.pod_requests(*pod_requests(pod))
+            reqs = self.scorer.pod_requests(*cycle_pod_requests(state, pod))
             if not any(reqs):
                 return 0, st.SUCCESS
         return self.scorer.score(node, reqs), st.SUCCESS
@@ -126,11 +140,26 @@ class BalancedAllocation(PreScorePlugin, ScorePlugin):
         if isinstance(s, PreScoreState):
             reqs = s.pod_requests
         else:
-            reqs = self.scorer.pod_requests(*pod_requests(pod))
+            reqs = self.scorer.pod_requests(*cycle_pod_requests(state, pod))
             if not any(reqs):
                 return [0] * len(nodes), st.SUCCESS
         score = self.scorer.score
         return [score(node, reqs) for node in nodes], st.SUCCESS
+
+    def score_columns(
+        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
+    ) -> IntArray | None:
+        batch = self.scorer.columns
+        if batch is None:
+            return None
+        s = state.read(PRE_SCORE_STATE_KEY)
+        if isinstance(s, PreScoreState):
+            reqs = s.pod_requests
+        else:
+            reqs = self.scorer.pod_requests(*cycle_pod_requests(state, pod))
+            if not any(reqs):
+                return np.zeros(len(rows), dtype=np.int64)
+        return batch(columns, rows, reqs)
 
     def score_extensions(self) -> ScoreExtensions | None:
         return None

@@ -61,6 +61,7 @@ from kemu.scheduling.interface import (
     PreScorePlugin,
     ScoreExtensions,
     ScorePlugin,
+    cycle_pod_info,
 )
 from kemu.scheduling.status import Status
 from kemu.scheduling.types import (
@@ -357,7 +358,7 @@ class InterPodAffinity(
         if self.skip_deferred and is_pod_resize_deferred(pod):
             return None, st.SKIP
         lister = self.handle.snapshot_shared_lister().node_infos()
-        pod_info = PodInfo(pod)
+        pod_info = cycle_pod_info(state, pod)
         s = PreFilterState(
             pod_info,
             affinity_terms=[self.merge_namespaces(t) for t in pod_info.required_affinity_terms],
@@ -462,7 +463,7 @@ class InterPodAffinity(
     # ------------------------------------------------------------ PreScore / Score
 
     def pre_score(self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]) -> Status:
-        pi = PodInfo(pod)
+        pi = cycle_pod_info(state, pod)
         has_constraints = bool(pi.preferred_affinity_terms or pi.preferred_anti_affinity_terms)
         if self.ignore_preferred_terms_of_existing_pods and not has_constraints:
             return st.SKIP

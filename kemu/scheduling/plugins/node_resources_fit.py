@@ -45,9 +45,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+import numpy as np
+
 from kemu.api.v1 import types_pb2
 from kemu.machinery.resources import kubelet_pod_requests_from_status
 from kemu.scheduling import status as st
+from kemu.scheduling.columns import BoolArray, IntArray, NodeColumns
 from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.events import (
     ActionType,
@@ -67,15 +70,19 @@ from kemu.scheduling.interface import (
     PreScorePlugin,
     ScoreExtensions,
     ScorePlugin,
+    cycle_pod_requests,
 )
 from kemu.scheduling.plugins.resource_allocation import (
     DEFAULT_RESOURCES,
+    ColumnScorer,
     NodeScorer,
     ResourceAllocationScorer,
     ResourceSpec,
     least_allocated_cpu_memory,
+    least_allocated_cpu_memory_columns,
     least_allocated_scorer,
     most_allocated_cpu_memory,
+    most_allocated_cpu_memory_columns,
     most_allocated_scorer,
     parse_resources,
     parse_shape,
@@ -342,7 +349,7 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
     def pre_filter(
         self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status]:
-        request, _ = pod_requests(pod)
+        request, _ = cycle_pod_requests(state, pod)
         # Upstream applies the delta rule to any pod bound to the evaluated node, not only to
         # Deferred ones; only those reach a cycle in the scheduler, simulations may pass others.
         assigned = pod.spec.node_name if self.resize_preemption else ""
@@ -387,10 +394,35 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
             return st.SUCCESS
         return _status_of(insufficient)
 
+    def filter_columns(
+        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
+    ) -> BoolArray | None:
+        """Filter over columns, exact for cpu, memory, ephemeral storage and the pod count
+        (fits_request's tests); the rows it leaves False take the per-node path for their
+        reasons. A pod with extended resources to check gets False everywhere (the per-node
+        path decides); one bound to a node (KEP-5836) has no batch form."""
+        s = state.read(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, PreFilterState) or s.assigned_node:
+            return None
+        ok: BoolArray = columns.pods[rows] < columns.alloc_pods[rows]
+        if s.empty:
+            return ok
+        if s.scalars:
+            return np.zeros(len(rows), dtype=np.bool_)
+        # fits_request's test per resource: a resource the pod does not request always fits.
+        if s.milli_cpu:
+            ok &= s.milli_cpu <= columns.alloc_cpu[rows] - columns.req_cpu[rows]
+        if s.memory:
+            ok &= s.memory <= columns.alloc_memory[rows] - columns.req_memory[rows]
+        if s.ephemeral_storage:
+            free = columns.alloc_ephemeral[rows] - columns.req_ephemeral[rows]
+            ok &= s.ephemeral_storage <= free
+        return ok
+
     # ------------------------------------------------------------ PreScore / Score
 
     def pre_score(self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]) -> Status:
-        requests, non_zero = pod_requests(pod)
+        requests, non_zero = cycle_pod_requests(state, pod)
         state.write(
             PRE_SCORE_STATE_KEY, PreScoreState(self.scorer.pod_requests(requests, non_zero))
         )
@@ -401,7 +433,7 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
         if isinstance(s, PreScoreState):
             reqs = s.pod_requests
         else:
-            reqs = self.scorer.pod_requests(*pod_requests(pod))
+            reqs = self.scorer.pod_requests(*cycle_pod_requests(state, pod))
         return self.scorer.score(node, reqs), st.SUCCESS
 
     def score_nodes(
@@ -411,9 +443,22 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
         if isinstance(s, PreScoreState):
             reqs = s.pod_requests
         else:
-            reqs = self.scorer.pod_requests(*pod_requests(pod))
+            reqs = self.scorer.pod_requests(*cycle_pod_requests(state, pod))
         score = self.scorer.score
         return [score(node, reqs) for node in nodes], st.SUCCESS
+
+    def score_columns(
+        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
+    ) -> IntArray | None:
+        batch = self.scorer.columns
+        if batch is None:
+            return None
+        s = state.read(PRE_SCORE_STATE_KEY)
+        if isinstance(s, PreScoreState):
+            reqs = s.pod_requests
+        else:
+            reqs = self.scorer.pod_requests(*cycle_pod_requests(state, pod))
+        return batch(columns, rows, reqs)
 
     def score_extensions(self) -> ScoreExtensions | None:
         return None
@@ -558,18 +603,21 @@ def scorer_from_args(strategy: Any, field: str = "scoringStrategy") -> ResourceA
     )
     cpu_memory = tuple(r.name for r in resources) == (CPU, MEMORY)
     fast: NodeScorer | None = None
+    columns: ColumnScorer | None = None
     if kind == LEAST_ALLOCATED:
         fn = least_allocated_scorer(resources)
         if cpu_memory:
             fast = least_allocated_cpu_memory(
                 resources[0].weight, resources[1].weight, use_requested=False
             )
+            columns = least_allocated_cpu_memory_columns(resources[0].weight, resources[1].weight)
     elif kind == MOST_ALLOCATED:
         fn = most_allocated_scorer(resources)
         if cpu_memory:
             fast = most_allocated_cpu_memory(
                 resources[0].weight, resources[1].weight, use_requested=False
             )
+            columns = most_allocated_cpu_memory_columns(resources[0].weight, resources[1].weight)
     elif kind == REQUESTED_TO_CAPACITY_RATIO:
         param = strategy.get("requestedToCapacityRatio")
         if param is not None and not isinstance(param, Mapping):
@@ -584,7 +632,9 @@ def scorer_from_args(strategy: Any, field: str = "scoringStrategy") -> ResourceA
             f"{field}.type: scoring strategy {kind!r} is not supported "
             f"(want {LEAST_ALLOCATED}, {MOST_ALLOCATED} or {REQUESTED_TO_CAPACITY_RATIO})"
         )
-    return ResourceAllocationScorer(str(kind), fn, resources, use_requested=False, fast=fast)
+    return ResourceAllocationScorer(
+        str(kind), fn, resources, use_requested=False, fast=fast, columns=columns
+    )
 
 
 def _bool_arg(args: PluginArgs, field: str) -> bool:

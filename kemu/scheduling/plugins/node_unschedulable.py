@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from kemu.api.v1 import types_pb2
+from kemu.scheduling.columns import BoolArray, IntArray, NodeColumns
 from kemu.scheduling.deferred import SkipsDeferredResizePods, resize_preemption_enabled
 from kemu.scheduling.events import (
     ActionType,
@@ -62,6 +63,15 @@ class NodeUnschedulable(SkipsDeferredResizePods, FilterPlugin, EnqueueExtensions
         if not node.unschedulable or _tolerates_unschedulable(pod):
             return SUCCESS
         return unresolvable(ERR_REASON_UNSCHEDULABLE)
+
+    def filter_columns(
+        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
+    ) -> BoolArray | None:
+        has_node = columns.has_node[rows]
+        if _tolerates_unschedulable(pod):
+            return has_node
+        ok: BoolArray = has_node & ~columns.unschedulable[rows]
+        return ok
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [

@@ -21,6 +21,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kemu.scheduling.columns import (
+    IntArray,
+    NodeColumns,
+    least_allocated_columns,
+    most_allocated_columns,
+)
 from kemu.scheduling.types import (
     CPU,
     EPHEMERAL_STORAGE,
@@ -245,6 +251,32 @@ def parse_shape(value: Any, field: str) -> tuple[ShapePoint, ...]:
 
 # A per-node scorer specialised for a strategy and resource list: (node, pod requests) -> score.
 NodeScorer = Callable[[NodeInfo, Sequence[int]], int]
+# Its batch form over node columns: (columns, rows, pod requests) -> scores of the rows.
+ColumnScorer = Callable[[NodeColumns, IntArray, Sequence[int]], IntArray]
+
+
+def least_allocated_cpu_memory_columns(wc: int, wm: int) -> ColumnScorer:
+    """least_allocated_cpu_memory(use_requested=False) over columns."""
+
+    def score(cols: NodeColumns, rows: IntArray, reqs: Sequence[int]) -> IntArray:
+        return least_allocated_columns(
+            cols.nz_cpu[rows], cols.nz_memory[rows], cols.alloc_cpu[rows],
+            cols.alloc_memory[rows], reqs, wc, wm,
+        )  # fmt: skip
+
+    return score
+
+
+def most_allocated_cpu_memory_columns(wc: int, wm: int) -> ColumnScorer:
+    """most_allocated_cpu_memory(use_requested=False) over columns."""
+
+    def score(cols: NodeColumns, rows: IntArray, reqs: Sequence[int]) -> IntArray:
+        return most_allocated_columns(
+            cols.nz_cpu[rows], cols.nz_memory[rows], cols.alloc_cpu[rows],
+            cols.alloc_memory[rows], reqs, wc, wm,
+        )  # fmt: skip
+
+    return score
 
 
 def least_allocated_cpu_memory(wc: int, wm: int, *, use_requested: bool) -> NodeScorer:
@@ -299,7 +331,16 @@ class ResourceAllocationScorer:
     cpu and memory, on the node and for the pod. `fast`, when given, must compute the same
     score as `scorer` for `resources`; it replaces the generic per-resource loop."""
 
-    __slots__ = ("_kinds", "_names", "_scorer", "name", "resources", "score", "use_requested")
+    __slots__ = (
+        "_kinds",
+        "_names",
+        "_scorer",
+        "columns",
+        "name",
+        "resources",
+        "score",
+        "use_requested",
+    )
 
     def __init__(
         self,
@@ -309,6 +350,7 @@ class ResourceAllocationScorer:
         *,
         use_requested: bool,
         fast: NodeScorer | None = None,
+        columns: ColumnScorer | None = None,
     ) -> None:
         self.name = name
         self._scorer = scorer
@@ -317,6 +359,8 @@ class ResourceAllocationScorer:
         self._kinds = tuple(_kind(r.name) for r in self.resources)
         self._names = tuple(r.name for r in self.resources)
         self.score: NodeScorer = fast or self.generic_score
+        # The batch form of `score` (kemu.scheduling.columns), when the strategy has one.
+        self.columns = columns
 
     def is_cpu_memory(self) -> bool:
         """Whether the resources are exactly [cpu, memory], in that order."""

@@ -24,7 +24,16 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Final
 
+import numpy as np
+
 from kemu.api.v1 import types_pb2
+from kemu.scheduling.columns import (
+    BoolArray,
+    IntArray,
+    NodeColumns,
+    default_normalize_columns,
+    per_node_rows,
+)
 from kemu.scheduling.deferred import SkipsDeferredResizePods, resize_preemption_enabled
 from kemu.scheduling.events import (
     ActionType,
@@ -110,6 +119,19 @@ class TaintToleration(
         )
         return unresolvable(ERR_REASON_UNTOLERATED)
 
+    def filter_columns(
+        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
+    ) -> BoolArray | None:
+        """Untainted nodes pass; tainted ones are checked one by one (most nodes have none)."""
+        ok: BoolArray = columns.has_node[rows] & ~columns.tainted[rows]
+        if not columns.tainted[rows].any():
+            return ok
+
+        def tolerated(node: NodeInfo) -> bool:
+            return node.node is not None and _untolerated(node.node, pod) is None
+
+        return per_node_rows(rows, ok, columns, tolerated)
+
     # ------------------------------------------------------------ score
 
     def pre_score(self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]) -> Status:
@@ -150,6 +172,30 @@ class TaintToleration(
                     count += 1
             out.append(count)
         return out, SUCCESS
+
+    def score_columns(
+        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
+    ) -> IntArray | None:
+        s = state.read(PRE_SCORE_STATE_KEY)
+        if not isinstance(s, _PreScoreState):
+            return None  # the per-node path reports the error
+        out = np.zeros(len(rows), dtype=np.int64)
+        tolerations = s.tolerations_prefer_no_schedule
+        infos = columns.infos
+        for i in np.flatnonzero(columns.tainted[rows]):
+            count = 0
+            for taint in infos[int(rows[i])].taints:
+                if taint.effect == TAINT_PREFER_NO_SCHEDULE and not tolerations_tolerate_taint(
+                    tolerations, taint
+                ):
+                    count += 1
+            out[i] = count
+        return out
+
+    def normalize_columns(
+        self, state: CycleState, pod: types_pb2.Pod, scores: IntArray
+    ) -> IntArray | None:
+        return default_normalize_columns(MAX_NODE_SCORE, True, scores)
 
     def score_extensions(self) -> ScoreExtensions | None:
         return self

@@ -359,3 +359,31 @@ def test_update_snapshot_cost_with_5000_nodes_and_one_change() -> None:
     assert snap.num_nodes() == 5000
     total = sum(len(ni.pods) for ni in snap.list())
     assert total == 1000 + rounds
+
+
+def test_affinity_lists_updated_in_place_keep_the_node_order_of_a_rebuild() -> None:
+    """Nodes enter and leave the affinity lists one replace at a time (no rebuild per cycle);
+    the lists stay what a full rebuild gives, in node order, and the columns follow."""
+    rng = random.Random(7)
+    cache = Cache(FakeClock(), in_place_resize=True, per_container_max=False)
+    names = [f"n{i}" for i in range(30)]
+    for i, name in enumerate(names):
+        cache.add_node(node(name, zone=f"z{i % 3}"))
+    snap = Snapshot()
+    cache.update_snapshot(snap)
+    placed: list[types_pb2.Pod] = []
+    for step in range(200):
+        if placed and rng.random() < 0.4:
+            cache.remove_pod(placed.pop(rng.randrange(len(placed))))
+        else:
+            make = rng.choice([anti_affinity_pod, preferred_affinity_pod, pod])
+            p = make(f"p{step}", rng.choice(names))
+            cache.add_pod(p)
+            placed.append(p)
+        cache.update_snapshot(snap)
+        affinity = [ni.name for ni in snap.have_pods_with_affinity_list()]
+        anti = [ni.name for ni in snap.have_pods_with_required_anti_affinity_list()]
+        snap.rebuild_affinity_lists()
+        assert affinity == [ni.name for ni in snap.have_pods_with_affinity_list()]
+        assert anti == [ni.name for ni in snap.have_pods_with_required_anti_affinity_list()]
+        assert snap.columns().pods.tolist() == [len(ni.pods) for ni in snap.list()]

@@ -1,0 +1,263 @@
+"""Node state in columns, and the batch forms of Filter and Score over them (kemu, not upstream).
+
+A scheduling cycle at 5000 nodes runs Filter and Score on hundreds of nodes; per node, in
+Python, that is most of the cycle. `NodeColumns` keeps what the hot default plugins read of
+each node of a `Snapshot` in NumPy arrays, one row per node in the snapshot's node order
+(`Snapshot.columns()`: built on first use after the node list changed, then updated one row
+at a time as the cache replaces a changed NodeInfo). A plugin opts in to the batch path by
+implementing `ColumnFilterPlugin` and/or `ColumnScorePlugin` (below). For Filter, the
+framework (`Framework.run_filter_columns`) combines the batch forms of the plugins the cycle
+runs, and the plugins without one run per node on the rows the batch passed (so one plugin
+without a batch form does not send the whole cycle node by node); the cycle filters per node
+only when no plugin it runs has a batch form or one declines the pod. For Score
+(`Framework.run_score_columns`), every Score plugin the cycle runs must have the batch form,
+else the cycle scores per node. The per-node plugin interface is unchanged and stays the
+reference: every batch form must agree with it exactly (tests/unit/scheduling/
+test_columns_equivalence.py compares them on random clusters and pods).
+
+The contract of a batch Filter is one-sided: True for a row means the per-node Filter would
+return Success for that node; False means it might not. The scheduler runs the per-node path
+(with the nominated pods, reference §3.2) for every False row it reaches, in the rotated node
+order, so each failing node's Status, and any error, is exactly the per-node path's, computed
+only for the nodes that fail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from kemu.api.v1 import types_pb2
+from kemu.scheduling.interface import CycleState
+from kemu.scheduling.types import MAX_NODE_SCORE, NodeInfo
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+_INT_FIELDS = (
+    "alloc_cpu",
+    "alloc_memory",
+    "alloc_ephemeral",
+    "alloc_pods",
+    "req_cpu",
+    "req_memory",
+    "req_ephemeral",
+    "nz_cpu",
+    "nz_memory",
+    "pods",
+)
+_BOOL_FIELDS = ("has_node", "unschedulable", "tainted")
+
+
+def _row(ni: NodeInfo) -> tuple[tuple[int, ...], tuple[bool, ...]]:
+    a, r, nz = ni.allocatable, ni.requested, ni.non_zero_requested
+    ints = (
+        a.milli_cpu,
+        a.memory,
+        a.ephemeral_storage,
+        a.allowed_pod_number,
+        r.milli_cpu,
+        r.memory,
+        r.ephemeral_storage,
+        nz.milli_cpu,
+        nz.memory,
+        len(ni.pods),
+    )
+    return ints, (ni.node is not None, ni.unschedulable, bool(ni.taints))
+
+
+class NodeColumns:
+    """One row per node of a snapshot, in its node order: allocatable and requested cpu,
+    memory and ephemeral storage, allocatable pods and the pod count, the non-zero requests
+    of cpu and memory (scoring), whether the node object is there, unschedulable, tainted.
+    `infos[row]` is the row's NodeInfo (the per-node path for rows a batch form cannot
+    decide); `row_of` maps a node name to its row. Extended resources are not in columns:
+    a plugin that needs them declines the batch path for the pod."""
+
+    __slots__ = ("_bools", "_ints", "infos", "row_of", *_INT_FIELDS, *_BOOL_FIELDS)
+
+    alloc_cpu: IntArray
+    alloc_memory: IntArray
+    alloc_ephemeral: IntArray
+    alloc_pods: IntArray
+    req_cpu: IntArray
+    req_memory: IntArray
+    req_ephemeral: IntArray
+    nz_cpu: IntArray
+    nz_memory: IntArray
+    pods: IntArray
+    has_node: BoolArray
+    unschedulable: BoolArray
+    tainted: BoolArray
+
+    def __init__(self, infos: list[NodeInfo], row_of: dict[str, int]) -> None:
+        self.infos = infos
+        self.row_of = row_of
+        n = len(infos)
+        rows = [_row(ni) for ni in infos]
+        ints = np.array([r[0] for r in rows], dtype=np.int64).reshape(n, len(_INT_FIELDS))
+        bools = np.array([r[1] for r in rows], dtype=np.bool_).reshape(n, len(_BOOL_FIELDS))
+        self._ints = ints
+        self._bools = bools
+        for i, name in enumerate(_INT_FIELDS):
+            setattr(self, name, ints[:, i])
+        for i, name in enumerate(_BOOL_FIELDS):
+            setattr(self, name, bools[:, i])
+
+    def __len__(self) -> int:
+        return len(self.infos)
+
+    def set_row(self, row: int, ni: NodeInfo) -> None:
+        """The node at `row` is now `ni` (the snapshot's list already holds it)."""
+        ints, bools = _row(ni)
+        self._ints[row] = ints
+        self._bools[row] = bools
+
+
+# ---------------------------------------------------------------- the opt-in protocols
+
+
+@runtime_checkable
+class ColumnFilterPlugin(Protocol):
+    """The batch form of a Filter plugin.
+
+    `filter_columns` gets the rows (indices into `columns`) to decide, and returns a bool
+    array of the same length: True where `filter(state, pod, columns.infos[row])` would
+    return Success, False where it might not (the per-node Filter then decides). It runs after
+    the plugin's PreFilter, with the same CycleState. It returns None when it has no batch
+    form for this pod (the cycle then uses the per-node path); that answer must be the same
+    for every call of a cycle. It must not change `state`."""
+
+    def filter_columns(
+        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
+    ) -> BoolArray | None: ...
+
+
+@runtime_checkable
+class ColumnScorePlugin(Protocol):
+    """The batch form of a Score plugin (and of its NormalizeScore, if it has one).
+
+    `score_columns` returns the raw scores of `rows`, exactly what `score` would return for
+    each node in turn, or None when it has no batch form for this pod (the cycle then scores
+    per node). It runs after the plugin's PreScore. A plugin with ScoreExtensions also
+    implements `normalize_columns`, equal to its `normalize_score` on the same scores."""
+
+    def score_columns(
+        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
+    ) -> IntArray | None: ...
+
+
+@runtime_checkable
+class ColumnNormalizePlugin(Protocol):
+    def normalize_columns(
+        self, state: CycleState, pod: types_pb2.Pod, scores: IntArray
+    ) -> IntArray | None: ...
+
+
+# ---------------------------------------------------------------- helpers for batch forms
+
+
+def per_node_rows(
+    rows: IntArray, mask: BoolArray, columns: NodeColumns, decide: PerNode
+) -> BoolArray:
+    """`mask` with the rows it leaves False decided one by one by `decide(NodeInfo)`: for a
+    batch form that is exact on most rows and falls back to its per-node code on the rest
+    (a tainted node, say)."""
+    out = mask.copy()
+    infos = columns.infos
+    for i in np.flatnonzero(~mask):
+        out[i] = decide(infos[int(rows[i])])
+    return out
+
+
+class PerNode(Protocol):
+    def __call__(self, node: NodeInfo, /) -> bool: ...
+
+
+def default_normalize_columns(max_priority: int, reverse: bool, scores: IntArray) -> IntArray:
+    """helpers.default_normalize_score over an array."""
+    highest = int(scores.max()) if len(scores) else 0
+    if highest == 0:
+        if reverse:
+            return np.full(len(scores), max_priority, dtype=np.int64)
+        return scores
+    scaled = max_priority * scores // highest
+    return max_priority - scaled if reverse else scaled
+
+
+def least_allocated_columns(
+    used_cpu: IntArray,
+    used_memory: IntArray,
+    cap_cpu: IntArray,
+    cap_memory: IntArray,
+    reqs: Sequence[int],
+    wc: int,
+    wm: int,
+) -> IntArray:
+    """resource_allocation.least_allocated_cpu_memory over arrays (integer arithmetic as
+    there: every value is non-negative, so floor division is Go's)."""
+    if wc + wm and cap_cpu.all() and cap_memory.all():  # every node has both: no masks
+        r_cpu = used_cpu + reqs[0]
+        r_mem = used_memory + reqs[1]
+        s_cpu = np.where(r_cpu <= cap_cpu, (cap_cpu - r_cpu) * MAX_NODE_SCORE // cap_cpu * wc, 0)
+        s_mem = np.where(
+            r_mem <= cap_memory, (cap_memory - r_mem) * MAX_NODE_SCORE // cap_memory * wm, 0
+        )
+        out: IntArray = (s_cpu + s_mem) // (wc + wm)
+        return out
+    total = np.zeros(len(cap_cpu), dtype=np.int64)
+    wsum = np.zeros(len(cap_cpu), dtype=np.int64)
+    for used, cap, req, w in (
+        (used_cpu, cap_cpu, reqs[0], wc),
+        (used_memory, cap_memory, reqs[1], wm),
+    ):
+        has = cap != 0
+        r = used + req
+        ok = has & (r <= cap)
+        safe = np.where(has, cap, 1)
+        total += np.where(ok, (cap - r) * MAX_NODE_SCORE // safe * w, 0)
+        wsum += np.where(has, w, 0)
+    return np.where(wsum != 0, total // np.where(wsum != 0, wsum, 1), 0)
+
+
+def most_allocated_columns(
+    used_cpu: IntArray,
+    used_memory: IntArray,
+    cap_cpu: IntArray,
+    cap_memory: IntArray,
+    reqs: Sequence[int],
+    wc: int,
+    wm: int,
+) -> IntArray:
+    """resource_allocation.most_allocated_cpu_memory over arrays."""
+    total = np.zeros(len(cap_cpu), dtype=np.int64)
+    wsum = np.zeros(len(cap_cpu), dtype=np.int64)
+    for used, cap, req, w in (
+        (used_cpu, cap_cpu, reqs[0], wc),
+        (used_memory, cap_memory, reqs[1], wm),
+    ):
+        has = cap != 0
+        r = used + req
+        safe = np.where(has, cap, 1)
+        total += np.where(has, np.minimum(r, cap) * MAX_NODE_SCORE // safe * w, 0)
+        wsum += np.where(has, w, 0)
+    return np.where(wsum != 0, total // np.where(wsum != 0, wsum, 1), 0)
+
+
+def balanced_cpu_memory_columns(
+    used_cpu: IntArray, used_memory: IntArray, cap_cpu: IntArray, cap_memory: IntArray,
+    reqs: Sequence[int],
+) -> IntArray:  # fmt: skip
+    """balanced_allocation._balanced_cpu_memory over arrays (the same float64 operations)."""
+    both = (cap_cpu != 0) & (cap_memory != 0)
+    f_cpu = (used_cpu + reqs[0]).astype(np.float64) / np.where(both, cap_cpu, 1).astype(np.float64)
+    f_mem = (used_memory + reqs[1]).astype(np.float64) / np.where(both, cap_memory, 1).astype(
+        np.float64
+    )
+    f_cpu = np.minimum(f_cpu, 1.0)
+    f_mem = np.minimum(f_mem, 1.0)
+    score = np.trunc((1 - np.abs((f_cpu - f_mem) / 2)) * float(MAX_NODE_SCORE)).astype(np.int64)
+    return np.where(both, score, MAX_NODE_SCORE)

@@ -1,0 +1,216 @@
+"""The scheduling cycle's batch path: Filter and host selection over node columns.
+
+`batch_filter` is `Scheduler._find_nodes_that_pass_filters` over `kemu.scheduling.columns`:
+the same nodes in the same rotated order from the same start index, stopping at the same
+number of feasible nodes (percentageOfNodesToScore), with the same Filter count. The
+framework's batch Filter decides the rows it can (True: the per-node Filter would return
+Success); every other row it reaches in order, and every node with nominated pods, goes
+through the per-node path (`run_filter_plugins_with_nominated_pods`), which gives the
+failing nodes their exact Status (or raises the same error). Rows are evaluated in chunks
+of the rotated order, so that a cluster where most nodes fit does not pay for the rest.
+
+`select_host_index` is `Scheduler.select_host` (the highest score, ties broken by upstream's
+reservoir sampling) over an array of totals, drawing the same random numbers in the same
+order, so that the batch path places every pod where the per-node path would.
+"""
+
+from __future__ import annotations
+
+import random
+from operator import itemgetter
+from typing import Protocol
+
+import numpy as np
+
+from kemu.api.v1 import types_pb2
+from kemu.scheduling.columns import BoolArray, IntArray, NodeColumns
+from kemu.scheduling.interface import CycleState, FilterFn, NodeToStatus
+from kemu.scheduling.status import Status
+from kemu.scheduling.types import NodeInfo
+
+__all__ = ["FilterError", "batch_filter", "select_host_index"]
+
+MIN_CHUNK = 64
+
+
+class FilterError(Exception):
+    """A node's per-node Filter returned an error (neither Success nor a rejection)."""
+
+    def __init__(self, status: Status) -> None:
+        super().__init__(status.message() or str(status))
+        self.status = status
+
+
+class ColumnFramework(Protocol):
+    def run_filter_columns(
+        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
+    ) -> BoolArray | None: ...
+
+    def run_filter_plugins_with_nominated_pods(
+        self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo
+    ) -> Status: ...
+
+    def nominated_node_names(self) -> set[str] | None: ...
+
+    def filter_rest_plan(self, state: CycleState) -> list[tuple[str, FilterFn]]: ...
+
+    def run_filter_rest(
+        self,
+        state: CycleState,
+        pod: types_pb2.Pod,
+        node: NodeInfo,
+        plan: list[tuple[str, FilterFn]],
+    ) -> Status: ...
+
+
+def batch_filter(
+    fwk: ColumnFramework,
+    state: CycleState,
+    pod: types_pb2.Pod,
+    columns: NodeColumns,
+    nodes: list[NodeInfo],
+    start: int,
+    to_find: int,
+    statuses: NodeToStatus,
+) -> tuple[list[NodeInfo], IntArray, int] | None:
+    """(feasible nodes, their rows in `columns`, nodes checked) for `nodes` (the snapshot's
+    list or a subset of it) from `start`, or None when the framework has no batch form for
+    this pod (nothing is changed then: the caller runs the per-node path). Rejected nodes
+    get their per-node Status in `statuses`; a per-node error raises FilterError."""
+    n = len(nodes)
+    nominated = fwk.nominated_node_names()
+    if nominated is None:
+        return None
+    base: IntArray | None = None
+    if nodes is not columns.infos:
+        row_of = columns.row_of
+        base = np.fromiter((row_of[ni.name] for ni in nodes), dtype=np.int64, count=n)
+    nominated_positions: IntArray | None = None
+    if nominated:
+        if base is None:
+            where = columns.row_of
+        else:
+            where = {ni.name: i for i, ni in enumerate(nodes)}
+        found_at = [where[name] for name in nominated if name in where]
+        if found_at:
+            nominated_positions = np.array(sorted(found_at), dtype=np.int64)
+
+    rest = fwk.filter_rest_plan(state)
+    rejected: list[tuple[str, Status]] = []
+    positions: list[IntArray] = []
+    found = 0
+    checked = n
+    lo = 0
+    chunk = max(to_find, MIN_CHUNK)
+    while lo < n:
+        hi = min(n, lo + chunk)
+        idx = (np.arange(lo, hi, dtype=np.int64) + start) % n
+        rows = idx if base is None else base[idx]
+        ok = fwk.run_filter_columns(state, pod, columns, rows)
+        if ok is None:
+            return None
+        if nominated_positions is not None:
+            ok = ok & ~np.isin(idx, nominated_positions)
+        if rest:
+            # Plugins without a batch form: every row in order through the per-node path,
+            # only those plugins where the batch passed (the others would return Success).
+            passed: list[int] = []
+            stop = -1
+            for j, batch_ok in enumerate(ok.tolist()):
+                if found + len(passed) >= to_find:
+                    stop = j
+                    break
+                node = nodes[int(idx[j])]
+                if batch_ok:
+                    status = fwk.run_filter_rest(state, pod, node, rest)
+                else:
+                    status = fwk.run_filter_plugins_with_nominated_pods(state, pod, node)
+                if status.is_success():
+                    passed.append(j)
+                elif status.is_rejected():
+                    rejected.append((node.name, status))
+                else:
+                    raise FilterError(status)
+            positions.append(idx[passed])
+            found += len(passed)
+            if stop >= 0 or found >= to_find:
+                checked = lo + (stop if stop >= 0 else len(ok))
+                break
+            lo = hi
+            chunk *= 2
+            continue
+        if ok.all():  # the common case: every row passes, nothing per node
+            take = min(len(ok), to_find - found)
+            positions.append(idx[:take])
+            found += take
+            if found >= to_find:
+                checked = lo + take
+                break
+            lo = hi
+            chunk *= 2
+            continue
+        ok = ok.copy()
+        # Every row the batch could not pass, in order, through the per-node path, as long
+        # as the feasible nodes before it are fewer than wanted.
+        before = np.cumsum(ok)
+        extra = 0
+        for j in np.flatnonzero(~ok).tolist():
+            if found + int(before[j]) + extra >= to_find:
+                break
+            node = nodes[int(idx[j])]
+            status = fwk.run_filter_plugins_with_nominated_pods(state, pod, node)
+            if status.is_success():
+                ok[j] = True
+                extra += 1
+            elif status.is_rejected():
+                rejected.append((node.name, status))
+            else:
+                raise FilterError(status)
+        total = found + np.cumsum(ok)
+        if len(total) and int(total[-1]) >= to_find:
+            cut = int(np.argmax(total >= to_find)) + 1
+            positions.append(idx[:cut][ok[:cut]])
+            checked = lo + cut
+            break
+        positions.append(idx[ok])
+        found = int(total[-1]) if len(total) else found
+        lo = hi
+        chunk *= 2
+    for name, status in rejected:
+        statuses.set(name, status)
+    feasible_positions = np.concatenate(positions) if positions else np.zeros(0, np.int64)
+    feasible = _pick(nodes, feasible_positions.tolist())
+    feasible_rows = feasible_positions if base is None else base[feasible_positions]
+    return feasible, feasible_rows, checked
+
+
+def _pick(nodes: list[NodeInfo], positions: list[int]) -> list[NodeInfo]:
+    if len(positions) > 1:
+        return list(itemgetter(*positions)(nodes))
+    return [nodes[p] for p in positions]
+
+
+def select_host_index(totals: IntArray, rng: random.Random) -> int:
+    """The index `Scheduler.select_host` would pick for these scores, with the same draws:
+    walking in order, a score above the best so far takes its place (no draw); a score equal
+    to it draws `rng.random()` and takes its place if `draw * ties < 1`."""
+    n = len(totals)
+    running = np.maximum.accumulate(totals)
+    previous = np.empty(n, dtype=np.int64)
+    previous[0] = -1  # below every score: the first node never draws
+    previous[1:] = running[:-1]
+    draws = totals == previous
+    best_score = running[-1]
+    first = int(np.argmax(totals == best_score))
+    rand = rng.random
+    for _ in range(int(draws[:first].sum())):
+        rand()  # ties of a score later beaten: drawn, and forgotten
+    ties_at = np.flatnonzero(draws[first + 1 :])
+    if not len(ties_at):
+        return first
+    values = np.array([rand() for _ in range(len(ties_at))], dtype=np.float64)
+    counts = np.arange(2, len(ties_at) + 2, dtype=np.float64)
+    taken = np.flatnonzero(values * counts < 1.0)
+    if not len(taken):
+        return first
+    return first + 1 + int(ties_at[taken[-1]])

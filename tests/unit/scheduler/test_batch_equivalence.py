@@ -1,0 +1,297 @@
+"""The batch path (kemu.scheduling.columns, scheduler.batch) against the per-node path, on
+random clusters and pods (hypothesis): the same feasible nodes in the same order, the same
+Status for every rejected node, the same scores, the same host for the same seed, the same
+rotating start index and Filter count, and the same errors; with nodes that have nominated
+pods, taints, unschedulable nodes, full nodes, extended resources and narrowed node lists."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, replace
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kemu.api.v1 import types_pb2
+from kemu.component.clock import FakeClock
+from kemu.component.featuregate import FeatureGates
+from kemu.scheduling.interface import CycleState, FitError, NodeToStatus
+from kemu.scheduling.plugins.registry import in_tree_registry
+from kemu.scheduling.runtime import Framework
+from kemu.scheduling.snapshot import Snapshot
+from kemu.scheduling.types import PodInfo
+from kemu.testing.builders import make_node, make_pod
+from scheduler.app import new_cache
+from scheduler.batch import select_host_index
+from scheduler.config import default_config
+from scheduler.metrics import SchedulerMetrics
+from scheduler.queue.scheduling_queue import PriorityQueue
+from scheduler.schedule_one import Scheduler, SchedulingError
+
+EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+TAINT_KEYS = ("a", "b")
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    cpu: int  # millicores; 0: no cpu allocatable
+    memory: int  # Mi
+    pods: int
+    unschedulable: bool
+    taints: tuple[tuple[str, str], ...]  # (key, effect)
+    gpu: int
+
+
+@dataclass(frozen=True)
+class PodSpec:
+    cpu: int
+    memory: int
+    gpu: int
+    tolerations: tuple[tuple[str, str], ...]  # (key, effect); key "" with Exists: all
+    tolerates_unschedulable: bool
+    priority: int
+    zone: str = ""  # a nodeSelector on the zone label (NodeAffinity: no batch form)
+    anti: bool = False  # labelled app=db, required anti-affinity to app=db per node
+
+
+nodes_st = st.builds(
+    NodeSpec,
+    cpu=st.sampled_from([0, 500, 1000, 2000, 4000]),
+    memory=st.sampled_from([0, 512, 1024, 4096]),
+    pods=st.integers(0, 6),
+    unschedulable=st.sampled_from([False, False, True]),
+    taints=st.lists(st.tuples(st.sampled_from(TAINT_KEYS), st.sampled_from(EFFECTS)), max_size=2)
+    .map(tuple),
+    gpu=st.sampled_from([0, 0, 0, 2]),
+)  # fmt: skip
+pods_st = st.builds(
+    PodSpec,
+    cpu=st.sampled_from([0, 100, 250, 700, 1500]),
+    memory=st.sampled_from([0, 64, 300, 1000]),
+    gpu=st.sampled_from([0, 0, 0, 0, 1]),
+    tolerations=st.lists(
+        st.tuples(st.sampled_from(("", *TAINT_KEYS)), st.sampled_from(("", *EFFECTS))),
+        max_size=2,
+    ).map(tuple),
+    tolerates_unschedulable=st.booleans(),
+    priority=st.sampled_from([0, 10]),
+    zone=st.sampled_from(["", "", "", "z0", "z1"]),
+    anti=st.sampled_from([False, False, True]),
+)
+
+
+def node_obj(i: int, spec: NodeSpec) -> types_pb2.Node:
+    b = make_node(f"n{i}").capacity(cpu=f"{spec.cpu}m", memory=f"{spec.memory}Mi", pods=spec.pods)
+    if spec.gpu:
+        b = b.capacity(cpu=f"{spec.cpu}m", memory=f"{spec.memory}Mi", pods=spec.pods,
+                       **{"example.com/gpu": str(spec.gpu)})  # fmt: skip
+    for key, effect in spec.taints:
+        b = b.taint(key, "v", effect)
+    if spec.unschedulable:
+        b = b.unschedulable()
+    if i % 3 == 0:
+        b = b.label("topology.kubernetes.io/zone", f"z{i % 2}")
+    return b.obj()
+
+
+def pod_obj(name: str, spec: PodSpec, node: str = "") -> types_pb2.Pod:
+    b = make_pod(name).uid(f"uid-{name}").priority(spec.priority)
+    req: dict[str, str] = {}
+    if spec.cpu:
+        req["cpu"] = f"{spec.cpu}m"
+    if spec.memory:
+        req["memory"] = f"{spec.memory}Mi"
+    if spec.gpu:
+        req["example.com/gpu"] = str(spec.gpu)
+    if req:
+        b = b.req(req)
+    for key, effect in spec.tolerations:
+        b = b.toleration(key, "v" if key else "", effect, "Equal" if key else "Exists")
+    if spec.tolerates_unschedulable:
+        b = b.toleration("node.kubernetes.io/unschedulable", "", "NoSchedule", "Exists")
+    if spec.zone:
+        b = b.node_selector({"topology.kubernetes.io/zone": spec.zone})
+    if spec.anti:
+        b = b.label("app", "db").anti_affinity({"app": "db"}, "kubernetes.io/hostname")
+    if node:
+        b = b.node(node)
+    pod = b.obj()
+    pod.spec.scheduler_name = "default-scheduler"
+    return pod
+
+
+@dataclass
+class World:
+    scheduler: Scheduler
+    fwk: Framework
+    queue: PriorityQueue
+
+
+def world(
+    nodes: list[NodeSpec],
+    bound: list[tuple[int, PodSpec]],
+    nominated: list[tuple[int, PodSpec]],
+    *,
+    batch: bool,
+    seed: int,
+    start: int,
+    percentage: int,
+) -> World:
+    clock = FakeClock()
+    gates = FeatureGates.default()
+    cache = new_cache(clock, gates)
+    for i, node_spec in enumerate(nodes):
+        cache.add_node(node_obj(i, node_spec))
+    for k, (i, pod_spec) in enumerate(bound):
+        cache.add_pod(pod_obj(f"bound-{k}", pod_spec, f"n{i % len(nodes)}"))
+    profile = replace(default_config().profiles[0], percentage_of_nodes_to_score=percentage)
+    rng = random.Random(seed)
+    fwk = Framework(profile, in_tree_registry(), clock=clock, gates=gates, rng=rng)
+    queue = PriorityQueue(clock=clock, less=fwk.queue_sort_func())
+    fwk.set_nominator(queue.nominator)
+    for k, (i, pod_spec) in enumerate(nominated):
+        pod = pod_obj(f"nominated-{k}", pod_spec)
+        queue.nominator.add_nominated_pod(PodInfo(pod), f"n{i % len(nodes)}")
+    sched = Scheduler(
+        client=None,  # type: ignore[arg-type]  # schedule_pod makes no API call
+        cache=cache,
+        queue=queue,
+        profiles={profile.scheduler_name: fwk},
+        snapshot=Snapshot(),
+        clock=clock,
+        gates=gates,
+        metrics=SchedulerMetrics(None),
+        pod_lister=None,  # type: ignore[arg-type]
+        rng=rng,
+        batch=batch,
+    )
+    sched.next_start_node_index = start
+    sched.batch_min_nodes = 0  # the batch path on every cluster size
+    return World(sched, fwk, queue)
+
+
+def statuses_of(s: NodeToStatus) -> dict[str, tuple[str, tuple[str, ...], str]]:
+    return {name: (st_.code.name, st_.reasons, st_.plugin) for name, st_ in s.items()}
+
+
+def outcome(w: World, pods: list[types_pb2.Pod]) -> list[object]:
+    """Per pod: the host (and the assume), or the FitError's statuses and message, or the
+    error; the start index and Filter count after each."""
+    out: list[object] = []
+    for pod in pods:
+        before = w.scheduler.cycle_filter_evaluations
+        try:
+            result = w.scheduler.schedule_pod(w.fwk, CycleState(), pod)
+        except FitError as fit:
+            out.append(("fit", statuses_of(fit.statuses), str(fit)))
+        except SchedulingError as e:
+            out.append(("error", str(e)))
+        else:
+            assumed = types_pb2.Pod()
+            assumed.CopyFrom(pod)
+            assumed.spec.node_name = result.suggested_host
+            w.scheduler.cache.assume_pod(assumed)
+            out.append(("host", result))
+        out.append(
+            (w.scheduler.next_start_node_index, w.scheduler.cycle_filter_evaluations - before)
+        )
+    return out
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    nodes=st.lists(nodes_st, min_size=1, max_size=12),
+    bound=st.lists(st.tuples(st.integers(0, 200), pods_st), max_size=15),
+    nominated=st.lists(st.tuples(st.integers(0, 200), pods_st), max_size=3),
+    incoming=st.lists(pods_st, min_size=1, max_size=6),
+    seed=st.integers(0, 2**16),
+    start=st.integers(0, 50),
+    copies=st.sampled_from([1, 1, 12]),
+)
+def test_batch_and_per_node_paths_place_and_reject_alike(
+    nodes: list[NodeSpec],
+    bound: list[tuple[int, PodSpec]],
+    nominated: list[tuple[int, PodSpec]],
+    incoming: list[PodSpec],
+    seed: int,
+    start: int,
+    copies: int,
+) -> None:
+    # `copies` repeats the nodes to pass 100, where percentageOfNodesToScore stops early.
+    all_nodes = nodes * copies
+    pods = [pod_obj(f"p{k}", spec) for k, spec in enumerate(incoming)]
+    kwargs = {"seed": seed, "start": start, "percentage": 10 if copies > 1 else 0}
+    per_node = world(all_nodes, bound, nominated, batch=False, **kwargs)
+    batch = world(all_nodes, bound, nominated, batch=True, **kwargs)
+    assert outcome(batch, pods) == outcome(per_node, pods)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    nodes=st.lists(nodes_st, min_size=1, max_size=15),
+    bound=st.lists(st.tuples(st.integers(0, 200), pods_st), max_size=20),
+    pod=pods_st,
+)
+def test_batch_filter_passes_only_nodes_the_per_node_filter_passes_and_scores_agree(
+    nodes: list[NodeSpec], bound: list[tuple[int, PodSpec]], pod: PodSpec
+) -> None:
+    w = world(nodes, bound, [], batch=True, seed=0, start=0, percentage=0)
+    sched, fwk = w.scheduler, w.fwk
+    sched.cache.update_snapshot(sched.snapshot)
+    fwk.set_snapshot(sched.snapshot)
+    p = pod_obj("p", pod)
+    state = CycleState()
+    infos = sched.snapshot.list()
+    _, status, _ = fwk.run_pre_filter_plugins(state, p, infos)
+    if not status.is_success():
+        return
+    columns = sched.snapshot.columns()
+    rows = np.arange(len(infos), dtype=np.int64)
+    mask = fwk.run_filter_columns(state, p, columns, rows)
+    per_node = [fwk.run_filter_plugins(state, p, ni).is_success() for ni in infos]
+    rest = fwk.filter_rest_plan(state)
+    if mask is not None:
+        for ni, ok, expected in zip(infos, mask.tolist(), per_node, strict=True):
+            # True: the plugins with a batch form pass, so the others alone decide.
+            assert not ok or expected == fwk.run_filter_rest(state, p, ni, rest).is_success()
+        # Where only resources, taints and unschedulable decide, the batch form is exact.
+        if not pod.gpu and not rest:
+            assert mask.tolist() == per_node
+    feasible = [ni for ni, ok in zip(infos, per_node, strict=True) if ok]
+    if len(feasible) < 2 or not fwk.run_pre_score_plugins(state, p, feasible).is_success():
+        return
+    scores, score_status = fwk.run_score_plugins(state, p, feasible)
+    feasible_rows = np.array([columns.row_of[ni.name] for ni in feasible], dtype=np.int64)
+    totals = fwk.run_score_columns(state, p, columns, feasible_rows)
+    assert score_status.is_success() and totals is not None
+    assert totals.tolist() == [s.total_score for s in scores]
+
+
+@given(scores=st.lists(st.integers(0, 5), min_size=1, max_size=40), seed=st.integers(0, 2**16))
+def test_select_host_index_draws_and_picks_as_select_host(scores: list[int], seed: int) -> None:
+    sched = world([NodeSpec(1000, 1024, 5, False, (), 0)], [], [], batch=False, seed=seed,
+                  start=0, percentage=0).scheduler  # fmt: skip
+    names = [f"n{i}" for i in range(len(scores))]
+    a, b = random.Random(seed), random.Random(seed)
+    sched.rng = a
+    expected = sched.select_host(list(zip(names, scores, strict=True)))
+    got = select_host_index(np.array(scores, dtype=np.int64), b)
+    assert names[got] == expected
+    assert a.random() == b.random()  # the same number of draws
+
+
+def test_columns_follow_the_snapshot_as_pods_are_assumed() -> None:
+    spec = NodeSpec(1000, 1024, 5, False, (), 0)
+    w = world([spec, spec], [], [], batch=True, seed=0, start=0, percentage=0)
+    cache, snap = w.scheduler.cache, w.scheduler.snapshot
+    cache.update_snapshot(snap)
+    columns = snap.columns()
+    assert columns.req_cpu.tolist() == [0, 0]
+    cache.assume_pod(pod_obj("x", PodSpec(300, 64, 0, (), False, 0), "n1"))
+    cache.update_snapshot(snap)
+    assert snap.columns() is columns  # updated in place, row by row
+    assert columns.req_cpu.tolist() == [0, 300] and columns.pods.tolist() == [0, 1]
+    cache.add_node(node_obj(2, spec))
+    cache.update_snapshot(snap)
+    assert len(snap.columns()) == 3  # rebuilt when the node list changes
