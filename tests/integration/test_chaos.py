@@ -1,7 +1,10 @@
-"""The chaos harness's CI profile on real processes (etcd, apiserver, two schedulers with
-leader election and SlowPreBind, a controller-manager, kubelets): tens of faults (SIGKILL and
-restart of every component, a paused scheduler leader) during pod churn with priorities,
-preemption, slow PreBinds, resizes and deletions; no invariant may break. A failure prints
+"""The chaos harness's CI profile on real processes (three etcd members, two apiservers,
+two schedulers with leader election and SlowPreBind, a controller-manager, kubelets, the
+cloud and the autoscaler; every client given both apiservers): tens of faults, every kind at
+least once (SIGKILL and restart of every component, of one etcd member, of one apiserver, of
+the autoscaler mid-scale-up and mid-drain, a paused scheduler leader) during pod churn with
+priorities, preemption, slow PreBinds, resizes and deletions, and scale-ups and scale-downs
+of a node group; no invariant may break. A failure prints
 the seed and the fault timeline; `python -m kemu.chaos --profile ci --seed N` replays it (or
 KEMU_TEST_SEED=N for this test). About two minutes: the longest test of the suite."""
 
@@ -13,6 +16,7 @@ import pytest
 
 from kemu.chaos.profiles import CI
 from kemu.chaos.runner import ChaosRun
+from kemu.chaos.schedule import KINDS
 from kemu.testing.rand import SeededRandom
 
 pytestmark = [pytest.mark.integration]
@@ -21,7 +25,10 @@ pytestmark = [pytest.mark.integration]
 def test_chaos_ci_profile_breaks_no_invariant(tmp_path: Path, rng: SeededRandom) -> None:
     seed = rng.randrange(1 << 31)
     report = ChaosRun(tmp_path, CI, seed).run()
-    assert report.faults >= 20
+    assert report.faults >= 18
+    assert set(report.faults_by_kind) == set(KINDS), report.faults_by_kind
+    assert report.scaling is not None and report.scaling["scale_ups"] > 0, report.scaling
+    assert report.scaling["nodes_deleted"] > 0, report.scaling
     assert report.pods_bound > 0
     assert report.recovery_s, "no binding after any restart"
     assert report.ok, "\n" + report.table()
