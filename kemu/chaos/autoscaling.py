@@ -68,9 +68,9 @@ def cloud_config(s: Scaling) -> str:
 
 
 def start(cluster: Cluster, s: Scaling) -> None:
-    """The cloud and the autoscaler of the run (after the apiservers and the scheduler)."""
-    cloud = cluster.start_cloud(cloud_config(s), provision_delay=s.provisionDelay)
-    cluster.start_autoscaler(cloud, scan_interval="0.5s", extra_args=AUTOSCALER_ARGS)
+    """The cloud and the autoscaler of the run, not waited for."""
+    cloud = cluster.start_cloud(cloud_config(s), provision_delay=s.provisionDelay, wait=False)
+    cluster.start_autoscaler(cloud, scan_interval="0.5s", extra_args=AUTOSCALER_ARGS, wait=False)
 
 
 def cloud_address(cluster: Cluster) -> str:

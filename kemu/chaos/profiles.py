@@ -61,8 +61,8 @@ CI: Final = Profile(
     ),
     mix=FaultMix(
         weights=weights(),
-        min_gap=1.0,
-        max_gap=2.2,
+        min_gap=1.5,
+        max_gap=3.0,
         kill_down=0.5,
         pause_down=5.0,
         every_kind=True,

@@ -97,23 +97,27 @@ class ChaosRun:
     def _start(self, cluster: Cluster) -> None:
         # Three etcd members under two apiservers; every client is given both apiservers.
         cluster.start_etcd(members=ETCD_MEMBERS)
+        # Started together and then waited for: each waits for what it depends on.
         for name in APISERVERS:
-            cluster.start_apiserver(name=name)
+            cluster.start_apiserver(name=name, wait=False)
         cluster.component_server = cluster.servers
         config = self.root / "scheduler.yaml"
         config.write_text(SCHEDULER_CONFIG)
         for name in SCHEDULERS:
-            cluster.start_scheduler(name=name, config=config, extra_args=ELECTION)
-        cluster.start_controllermanager()
+            cluster.start_scheduler(name=name, config=config, extra_args=ELECTION, wait=False)
+        cluster.start_controllermanager(wait=False)
         n = self.workload.nodes
         for node in self.nodes:
             cluster.start_kubelet(
                 node,
                 capacity={"cpu": n.cpu, "memory": n.memory, "pods": n.pods},
                 extra_args=["--node-labels", f"{NODE_LABEL}=true"],
+                wait=False,
             )
         if self.scaling is not None:
             autoscaling.start(cluster, self.scaling)
+        for name in cluster.processes:
+            cluster.wait_ready(name)
 
     def run(self) -> Report:
         self.root.mkdir(parents=True, exist_ok=True)

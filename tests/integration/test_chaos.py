@@ -22,10 +22,12 @@ from kemu.testing.rand import SeededRandom
 pytestmark = [pytest.mark.integration]
 
 
+# About two minutes on an idle machine; the limit is for a hang, not for speed.
+@pytest.mark.timeout(300)
 def test_chaos_ci_profile_breaks_no_invariant(tmp_path: Path, rng: SeededRandom) -> None:
     seed = rng.randrange(1 << 31)
     report = ChaosRun(tmp_path, CI, seed).run()
-    assert report.faults >= 18
+    assert report.faults >= 15
     assert set(report.faults_by_kind) == set(KINDS), report.faults_by_kind
     assert report.scaling is not None and report.scaling["scale_ups"] > 0, report.scaling
     assert report.scaling["nodes_deleted"] > 0, report.scaling
