@@ -54,7 +54,7 @@ def split_host_port(address: str) -> tuple[str, str]:
     return (host, port) if sep else ("", "")
 
 
-def _ip_of(host: str, port: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+def _ip_of(host: str, port: str, flag: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
     try:
         return ipaddress.ip_address(host)
     except ValueError:
@@ -62,23 +62,24 @@ def _ip_of(host: str, port: str) -> ipaddress.IPv4Address | ipaddress.IPv6Addres
     try:
         infos = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
     except OSError as e:
-        raise ServerAddressError(f"--server: cannot resolve {host!r}: {e}") from None
+        raise ServerAddressError(f"{flag}: cannot resolve {host!r}: {e}") from None
     # Prefer IPv4 (the loopback names resolve to both).
     infos.sort(key=lambda info: info[0] != socket.AF_INET)
     return ipaddress.ip_address(infos[0][4][0])
 
 
-def channel_target(servers: tuple[str, ...]) -> str:
+def channel_target(servers: tuple[str, ...], flag: str = "--server") -> str:
     """The gRPC target for `servers`: the address itself when there is one, else an
-    `ipv4:` (or `ipv6:`) list of every address, host names resolved now."""
+    `ipv4:` (or `ipv6:`) list of every address, host names resolved now. Errors name `flag`
+    (the apiserver's etcd client uses it too, for --etcd-servers)."""
     if not servers:
-        raise ServerAddressError("--server: no address")
+        raise ServerAddressError(f"{flag}: no address")
     if len(servers) == 1:
         return servers[0]
     resolved = []
     for address in servers:
         host, port = split_host_port(address)
-        resolved.append((_ip_of(host, port), port))
+        resolved.append((_ip_of(host, port, flag), port))
     versions = {ip.version for ip, _ in resolved}
     if versions == {4}:
         return "ipv4:" + SEPARATOR.join(f"{ip}:{port}" for ip, port in resolved)
