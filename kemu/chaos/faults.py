@@ -22,6 +22,7 @@ from kemu.chaos.recorder import LeaseRecorder
 from kemu.chaos.report import TimelineEntry
 from kemu.chaos.schedule import Action, Fault
 from kemu.testing.cluster import Cluster
+from kemu.testing.processes import ProcessStartError
 
 SCHEDULERS: Final = ("scheduler-a", "scheduler-b")
 APISERVERS: Final = ("apiserver-a", "apiserver-b")
@@ -51,6 +52,8 @@ class RunState:
     failed_writes: int = 0
     injected: int = 0
     by_kind: dict[str, int] = field(default_factory=dict)
+    failed_restarts: list[str] = field(default_factory=list)
+    """A process that died instead of becoming ready after a restart (a violation)."""
     terminating_nodes: dict[str, float] = field(default_factory=dict)
 
     def note(self, what: str) -> None:
@@ -182,7 +185,7 @@ class Injector:
             for target in targets:
                 self.cluster.restart(target, wait=False)
             for target in targets:
-                self.cluster.wait_ready(target)
+                self._wait_ready(target)
             self.state.restarts.append(time.monotonic())
             self.state.note(
                 f"{', '.join(targets)} restarted and ready ({time.monotonic() - started:.1f}s)"
@@ -200,9 +203,21 @@ class Injector:
         if is_leader:
             self.state.leader_faults.append((started, holder))
 
+    def _wait_ready(self, name: str) -> None:
+        try:
+            self.cluster.wait_ready(name)
+        except ProcessStartError as e:
+            # The supervisor starts it again before the next fault; the run goes on.
+            self.state.note(f"{name} did not come back: {e.reason}")
+            self.state.failed_restarts.append(
+                f"{name} {e.reason} after a restart at "
+                f"t+{time.monotonic() - self.state.t0:.1f}s (log: {e.log_path})"
+            )
+
     def supervise(self) -> None:
-        for name, proc in self.cluster.processes.items():
+        for name, proc in list(self.cluster.processes.items()):
             if not proc.running:
                 self.state.note(f"{name} exited on its own (code {proc.returncode}): restarting")
-                self.cluster.restart(name)
+                self.cluster.restart(name, wait=False)
+                self._wait_ready(name)
                 self.state.restarts.append(time.monotonic())

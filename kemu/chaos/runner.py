@@ -195,7 +195,7 @@ class ChaosRun:
                 await scale_pods.sync(client)
                 scale_violations += phase.check()
             report = await self._check(client, cluster, a, b, lease, settle)
-            report.violations += scale_violations
+            report.violations += scale_violations + self.state.failed_restarts
             report.faults_by_kind = dict(sorted(self.state.by_kind.items()))
             if phase is not None:
                 report.scaling = phase.figures()
