@@ -3,8 +3,10 @@ real processes, waves of ReplicaSets that need new nodes and then free them (wor
 what they do recorded (the group's Nodes and the wave pods through watches, the cloud's target
 size and instances by polling), and the checks over that record:
 
-- the group never above its maxSize nor below its minSize (cloud target and instances, and the
-  registered Nodes at every recorded revision);
+- the group never above its maxSize nor below its minSize: the cloud's target size, and its
+  instances that are not being deleted (upstream's bounds are on the target size; an instance
+  being deleted, and its Node until the cloud removes it, may coexist with its replacement);
+  no Node deleted (at any recorded revision) when that leaves fewer than minSize;
 - no Node deleted while a live pod is bound or nominated to it (the autoscaler of 1.37 counts
   a pod nominated to a node as running there);
 - no instance lost or leaked at the end: every instance has its Node and every Node of the
@@ -24,6 +26,7 @@ from typing import Final
 
 import anyio
 
+from kemu.api.cloud.v1 import cloud_pb2
 from kemu.api.v1 import types_pb2
 from kemu.chaos.workload import Scaling
 from kemu.client.client import Client
@@ -149,12 +152,17 @@ class ScalingPhase:
 
         await eventually(at_min, timeout=60)
 
+    async def _instances(self) -> list[cloud_pb2.Instance]:
+        """The group's instances that are not being deleted."""
+        deleting = cloud_pb2.InstanceStatus.instanceDeleting
+        return [i for i in await self.cloud.nodes(GROUP) if i.status.instance_state != deleting]
+
     async def sample(self) -> None:
         """Polls the cloud (every 0.2 s) while the run lasts; a cloud that is down is skipped."""
         while True:
             try:
                 target = await self.cloud.target_size(GROUP)
-                instances = len(await self.cloud.nodes(GROUP))
+                instances = len(await self._instances())
             except ApiError:
                 pass
             else:
@@ -273,7 +281,8 @@ class ScalingPhase:
         if pods:
             out.append(f"{len(pods)} wave pods still exist")
         target = await self.cloud.target_size(GROUP)
-        instances = {i.id for i in await self.cloud.nodes(GROUP)}
+        every = {i.id for i in await self.cloud.nodes(GROUP)}
+        instances = {i.id for i in await self._instances()}
         nodes = (
             await self.client.list(types_pb2.Node, label_selector=f"{GROUP_LABEL}={GROUP}")
         ).items
@@ -282,7 +291,7 @@ class ScalingPhase:
             out.append(f"target size {target} but {len(instances)} instances")
         for leaked in sorted(instances - registered):
             out.append(f"instance {leaked} has no Node (leaked)")
-        for lost in sorted(registered - instances):
+        for lost in sorted(registered - every):
             out.append(f"Node of {lost} has no instance (lost)")
         return out
 
@@ -318,9 +327,8 @@ def check_bounds(samples: list[CloudSample], s: Scaling) -> list[str]:
 
 
 def check_node_deletions(nodes: NodeHistory, pods: PodHistory, s: Scaling) -> list[str]:
-    """Ordered by resourceVersion: the group's registered Nodes never above maxSize nor (by a
-    deletion) below minSize, and no Node deleted while a live pod (not terminal, not deleted)
-    is bound or nominated to it."""
+    """Ordered by resourceVersion: no Node deleted when that leaves fewer than minSize, nor
+    while a live pod (not terminal, not deleted) is bound or nominated to it."""
     out: list[str] = []
     pod_versions = sorted(
         ((v.resource_version or 0, v.type, v.pod) for vs in pods.versions.values() for v in vs),
@@ -335,8 +343,6 @@ def check_node_deletions(nodes: NodeHistory, pods: PodHistory, s: Scaling) -> li
         name = node.metadata.name
         if kind != "DELETED":
             live.add(node.metadata.uid)
-            if len(live) > s.maxSize:
-                out.append(f"{GROUP} has {len(live)} Nodes at rv {rv} (maxSize {s.maxSize})")
             continue
         live.discard(node.metadata.uid)
         if len(live) < s.minSize:

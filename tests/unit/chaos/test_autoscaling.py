@@ -64,14 +64,13 @@ def test_a_node_deleted_under_a_bound_or_nominated_pod_is_a_violation() -> None:
     assert any("0 Nodes left (minSize 1)" in v for v in out), out
 
 
-def test_more_nodes_than_max_is_a_violation() -> None:
+def test_a_node_of_a_deleted_instance_beside_its_replacement_is_fine() -> None:
+    # The bounds are on the target size and live instances (check_bounds): a Node lingers
+    # until the cloud removes it after its instance.
     nodes, pods = _histories()
     nodes.record("ADDED", _node("g-2", 3))
-    assert check_node_deletions(nodes, pods, SCALING) == []
     nodes.record("ADDED", _node("g-3", 4))
-    assert check_node_deletions(nodes, pods, SCALING) == [
-        "chaos-pool has 4 Nodes at rv 4 (maxSize 3)"
-    ]
+    assert check_node_deletions(nodes, pods, SCALING) == []
 
 
 def test_cloud_sizes_stay_within_min_and_max() -> None:
