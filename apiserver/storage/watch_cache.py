@@ -309,9 +309,10 @@ class WatchCache:
                 continue  # a repeat (a resumed watch)
             if sev.revision <= self.revision:
                 self._late_events += 1
+            if sev.revision <= self.revision and self._late_events % 1000 == 1:
                 log.warning(
                     "watch cache for %s: etcd sent the change at revision %d after a progress "
-                    "notification at %d (etcd-io/etcd#15220; %d so far)",
+                    "notification at %d (etcd-io/etcd#15220; %d so far, logged every 1000th)",
                     self.kind.resource,
                     sev.revision,
                     self.revision,
