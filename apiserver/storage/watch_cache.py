@@ -387,8 +387,10 @@ class WatchCache:
             raise Expired(f"too old resource version: {resource_version} ({self._history_start})")
         send, receive = anyio.create_memory_object_stream[bytes](self._watcher_buffer)
         initial: list[bytes] = []
+        # Watchers are sent every change after the last one the cache received: a progress
+        # notification may have moved self.revision ahead of changes still to come.
         if resource_version is None:
-            w = Watcher(namespace, filter, self.revision, send)
+            w = Watcher(namespace, filter, self._event_revision, send)
             for co in self._objects.values():
                 data = w.initial(co)
                 if data is not None:
@@ -400,7 +402,7 @@ class WatchCache:
                     t = w.event_type(ev)
                     if t is not None:
                         initial.append(ev.frame(t))
-            w.after = max(resource_version, self.revision)
+            w.after = max(resource_version, self._event_revision)
         self._watchers.add(w)
         self._notify()
         return initial, receive, w

@@ -15,6 +15,7 @@ from apiserver.storage.etcd import Progress, RangeResult, StorageEvent
 from apiserver.storage.watch_cache import WatchCache
 from kemu.api.v1 import types_pb2
 from kemu.machinery.kinds import kind_for_resource
+from kemu.testing.fake_time import wait_until
 
 KEY = "/registry/replicasets/ns/big-8"
 
@@ -26,6 +27,7 @@ class _Store:
     def __init__(self) -> None:
         self.watched_from: list[int] = []
         self.done = anyio.Event()
+        self.progressed = anyio.Event()
 
     async def current_revision(self) -> int:
         return 1
@@ -40,6 +42,7 @@ class _Store:
         rs = types_pb2.ReplicaSet(metadata=types_pb2.ObjectMeta(name="big-8", namespace="ns"))
         value = rs.SerializeToString()
         yield Progress(10)
+        await self.progressed.wait()  # a client starts watching here
         yield [StorageEvent("PUT", KEY, value, None, 5)]
         yield [StorageEvent("DELETE", KEY, None, value, 6)]
         self.done.set()
@@ -52,6 +55,11 @@ async def test_changes_sent_after_a_progress_notification_ahead_of_them_are_appl
     cache = WatchCache(store, kind_for_resource("replicasets"))  # type: ignore[arg-type]
     async with anyio.create_task_group() as tg:
         await tg.start(cache.run)
+        await wait_until(lambda: cache.revision >= 10)
+        # Watchers that start after the early notification: one from a revision, one from now.
+        _, from_rv, _ = cache.watch(namespace="", filter=None, resource_version=1)
+        _, from_now, _ = cache.watch(namespace="", filter=None, resource_version=None)
+        store.progressed.set()
         with anyio.fail_after(5):
             await store.done.wait()
         tg.cancel_scope.cancel()
@@ -59,3 +67,6 @@ async def test_changes_sent_after_a_progress_notification_ahead_of_them_are_appl
     assert [(e.type, e.revision) for e in cache._history] == [("ADDED", 5), ("DELETED", 6)]
     assert cache.revision == 10
     assert store.watched_from == [2]
+    for stream in (from_rv, from_now):
+        frames = [stream.receive_nowait() for _ in range(2)]
+        assert len(frames) == 2  # the creation and the deletion, not skipped as older
