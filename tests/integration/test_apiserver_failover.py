@@ -11,6 +11,7 @@ import pytest
 
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
+from kemu.machinery.errors import AlreadyExists, Unavailable
 from kemu.testing import eventually, make_pod
 from kemu.testing.cluster import Cluster
 from kemu.testing.namespaces import create_namespace
@@ -55,7 +56,20 @@ async def test_components_given_both_apiservers_keep_working_while_one_is_killed
         async def wave(prefix: str, count: int) -> None:
             for i in range(count):
                 name = f"{prefix}-{i}"
-                await client.create(make_pod(name).namespace(ns).req(cpu="10m").obj())
+                pod = make_pod(name).namespace(ns).req(cpu="10m").obj()
+
+                async def create(pod: types_pb2.Pod = pod) -> bool:
+                    # A write in flight when its apiserver dies fails Unavailable (the client
+                    # retries only reads); a user retries it, as here.
+                    try:
+                        await client.create(pod)
+                    except AlreadyExists:
+                        pass  # the first attempt went through
+                    except Unavailable as e:
+                        raise AssertionError(f"create {pod.metadata.name}: {e}") from None
+                    return True
+
+                await eventually(create, timeout=15, interval=0.2)
                 created.append(name)
 
         await wave("before", 4)
