@@ -21,6 +21,7 @@ import anyio
 import grpc
 from aetcd import rpc
 
+from kemu.client.endpoints import channel_target
 from kemu.machinery.errors import Conflict, Gone, InternalError, NotFound, Unavailable
 
 log = logging.getLogger(__name__)
@@ -101,10 +102,10 @@ class EtcdStore:
             ("grpc.keepalive_time_ms", 10_000),
             ("grpc.keepalive_timeout_ms", 5_000),
         ]
-        # gRPC balances over the endpoints with round_robin on an ipv4 target list.
-        target = (
-            self._endpoints[0] if len(self._endpoints) == 1 else "ipv4:" + ",".join(self._endpoints)
-        )
+        # gRPC balances over the members with round_robin on a target listing them all: a
+        # member that goes away is left out until it answers again, so every call goes to a
+        # live one (a call in flight on it fails Unavailable; a watch is resumed by its caller).
+        target = channel_target(tuple(self._endpoints), flag="--etcd-servers")
         self._channel = grpc.aio.insecure_channel(
             target, options=[*options, ("grpc.lb_policy_name", "round_robin")]
         )

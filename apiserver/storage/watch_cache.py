@@ -141,6 +141,13 @@ class WatchCache:
         # A watcher may resume from any revision >= _history_start.
         self._history_start = 0
         self.revision = 0
+        # The revision of the last change etcd sent (self.revision may be ahead of it: a
+        # progress notification): where a broken watch resumes, and below which a change is a
+        # repeat. etcd before 3.5.8 may send a progress notification ahead of changes it has
+        # not sent yet (a watch on a member catching up: etcd-io/etcd#15220); those changes,
+        # when they come, are applied, not dropped.
+        self._event_revision = 0
+        self._late_events = 0
         self._watchers: set[Watcher] = set()
         self._ready = anyio.Event()
         self._progress = anyio.Event()  # set (and replaced) whenever the revision moves
@@ -220,7 +227,7 @@ class WatchCache:
                     started = True
                     task_status.started()
                 async for batch in self._store.watch(
-                    self.prefix, self.revision + 1, self._progress_requests
+                    self.prefix, self._event_revision + 1, self._progress_requests
                 ):
                     if isinstance(batch, Progress):
                         self._advance(batch.revision)
@@ -256,6 +263,7 @@ class WatchCache:
         self._history.clear()
         self._history_start = start
         self.revision = start
+        self._event_revision = start
         self._ready.set()
         self._moved()
         log.info(
@@ -293,11 +301,24 @@ class WatchCache:
         self._objects = {}
         self._history.clear()
         self.revision = 0
+        self._event_revision = 0
 
     def _apply(self, batch: list[StorageEvent]) -> None:
         for sev in batch:
+            if sev.revision <= self._event_revision:
+                continue  # a repeat (a resumed watch)
             if sev.revision <= self.revision:
-                continue
+                self._late_events += 1
+            if sev.revision <= self.revision and self._late_events % 1000 == 1:
+                log.warning(
+                    "watch cache for %s: etcd sent the change at revision %d after a progress "
+                    "notification at %d (etcd-io/etcd#15220; %d so far, logged every 1000th)",
+                    self.kind.resource,
+                    sev.revision,
+                    self.revision,
+                    self._late_events,
+                )
+            self._event_revision = sev.revision
             prev = self._objects.get(sev.key)
             if sev.type == "PUT":
                 assert sev.value is not None
@@ -309,11 +330,11 @@ class WatchCache:
                     if sev.prev is None:
                         continue
                     prev = self._decode(sev.key, sev.prev, sev.revision)
-                del self._objects[sev.key]
+                self._objects.pop(sev.key, None)
                 # A DELETED event carries the last state at the deletion's revision.
                 last = self._restamp(prev, sev.revision)
                 ev = CacheEvent("DELETED", sev.key, last, prev, sev.revision)
-            self.revision = sev.revision
+            self.revision = max(self.revision, sev.revision)
             self._history.append(ev)
             if len(self._history) > self._history_size:
                 dropped = self._history.popleft()
@@ -366,8 +387,10 @@ class WatchCache:
             raise Expired(f"too old resource version: {resource_version} ({self._history_start})")
         send, receive = anyio.create_memory_object_stream[bytes](self._watcher_buffer)
         initial: list[bytes] = []
+        # Watchers are sent every change after the last one the cache received: a progress
+        # notification may have moved self.revision ahead of changes still to come.
         if resource_version is None:
-            w = Watcher(namespace, filter, self.revision, send)
+            w = Watcher(namespace, filter, self._event_revision, send)
             for co in self._objects.values():
                 data = w.initial(co)
                 if data is not None:
@@ -379,7 +402,7 @@ class WatchCache:
                     t = w.event_type(ev)
                     if t is not None:
                         initial.append(ev.frame(t))
-            w.after = max(resource_version, self.revision)
+            w.after = max(resource_version, self._event_revision)
         self._watchers.add(w)
         self._notify()
         return initial, receive, w

@@ -1,12 +1,16 @@
-"""The run profiles: how long faults go on, their mix, and the default workload."""
+"""The run profiles: how long faults go on, their mix, and the default workload.
+
+The weights of every profile are one table of fault kinds (schedule.KINDS' names): BASE, and
+each profile's changes to it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Final
 
-from kemu.chaos.schedule import DEFAULT_MIX, Action, FaultMix
-from kemu.chaos.workload import Nodes, Pods, SlowPreBind, Workload
+from kemu.chaos.schedule import FaultMix
+from kemu.chaos.workload import Nodes, Pods, Scaling, SlowPreBind, Workload
 
 
 @dataclass(frozen=True)
@@ -20,13 +24,49 @@ class Profile:
     """How long faults go on; None: while the workload creates pods."""
 
 
+BASE_WEIGHTS: Final[Mapping[str, float]] = {
+    "kill scheduler-leader": 3.0,
+    "kill scheduler-follower": 1.0,
+    "pause scheduler-leader": 1.0,
+    "kill apiserver": 1.0,
+    "kill apiserver-one": 1.0,
+    "kill etcd": 1.0,
+    "kill etcd-member": 1.0,
+    "kill controllermanager": 1.0,
+    "kill kubelet": 2.0,
+    "kill autoscaler-scale-up": 1.0,
+    "kill autoscaler-drain": 1.0,
+    "kill cloud": 1.0,
+}
+
+
+def weights(**changes: float) -> dict[str, float]:
+    """BASE_WEIGHTS with some kinds re-weighted: weights(kill_etcd=0.5) sets "kill etcd"
+    (underscores stand for the first space and for the dashes of the role)."""
+    out = dict(BASE_WEIGHTS)
+    by_key = {name.replace(" ", "_").replace("-", "_"): name for name in BASE_WEIGHTS}
+    for key, weight in changes.items():
+        if key not in by_key:
+            raise ValueError(f"weights: unknown fault kind {key!r}")
+        out[by_key[key]] = weight
+    return out
+
+
 CI: Final = Profile(
     name="ci",
     workload=Workload(
         nodes=Nodes(count=3, cpu="4", memory="8Gi", pods="110"),
         pods=Pods(total=120, rate=2.0, slowPreBind=SlowPreBind(fraction=0.2, delay="1s")),
+        scaling=Scaling(waves=2, pods=2, minSize=1, maxSize=4, provisionDelay="2s"),
     ),
-    mix=replace(DEFAULT_MIX, min_gap=0.5, max_gap=1.5),
+    mix=FaultMix(
+        weights=weights(),
+        min_gap=1.5,
+        max_gap=3.0,
+        kill_down=0.5,
+        pause_down=5.0,
+        every_kind=True,
+    ),
     settle_timeout=60.0,
 )
 
@@ -42,21 +82,26 @@ FULL: Final = Profile(
             deleteFraction=0.6,
             slowPreBind=SlowPreBind(fraction=0.2, delay="2s"),
         ),
+        scaling=Scaling(waves=8, pods=3, minSize=1, maxSize=5, provisionDelay="2s"),
     ),
     mix=FaultMix(
-        weights=(
-            (Action.KILL, "scheduler-leader", 8.0),
-            (Action.KILL, "scheduler-follower", 1.0),
-            (Action.PAUSE, "scheduler-leader", 0.5),
-            (Action.KILL, "apiserver", 0.5),
-            (Action.KILL, "etcd", 0.5),
-            (Action.KILL, "controllermanager", 0.5),
-            (Action.KILL, "kubelet", 1.0),
+        weights=weights(
+            kill_scheduler_leader=10.0,
+            pause_scheduler_leader=0.5,
+            kill_apiserver=1.0,
+            kill_apiserver_one=1.5,
+            kill_etcd=0.5,
+            kill_controllermanager=0.5,
+            kill_kubelet=1.0,
+            kill_autoscaler_scale_up=0.5,
+            kill_autoscaler_drain=0.5,
+            kill_cloud=0.5,
         ),
         min_gap=0.5,
         max_gap=2.0,
         kill_down=0.3,
         pause_down=5.0,
+        every_kind=True,
     ),
     settle_timeout=180.0,
 )

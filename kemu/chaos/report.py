@@ -33,6 +33,9 @@ class Report:
     failover_s: list[float] = field(default_factory=list)
     settle_s: float | None = None
     settle_timeout: float = 0.0
+    faults_by_kind: dict[str, int] = field(default_factory=dict)
+    scaling: dict[str, int] | None = None
+    """The scaling phase's figures (waves, scale-ups, ...); None without one."""
 
     @property
     def ok(self) -> bool:
@@ -56,6 +59,8 @@ class Report:
             "recovery_s": {**self.stats(self.recovery_s), "count": len(self.recovery_s)},
             "leader_failover_s": {**self.stats(self.failover_s), "count": len(self.failover_s)},
             "settle_s": _round(self.settle_s),
+            "faults_by_kind": self.faults_by_kind,
+            "scaling": self.scaling,
             "timeline": [{"at": round(e.at, 3), "what": e.what} for e in self.timeline],
         }
 
@@ -73,6 +78,7 @@ class Report:
             ("seed", str(self.seed)),
             ("profile", self.profile),
             ("faults injected", str(self.faults)),
+            *((f"  {kind}", str(n)) for kind, n in self.faults_by_kind.items()),
             ("pods created", str(self.pods_created)),
             ("pods expected bound / bound", f"{self.pods_expected} / {self.pods_bound}"),
             ("writes acknowledged / failed", f"{self.acknowledged_writes} / {self.failed_writes}"),
@@ -86,6 +92,11 @@ class Report:
                 f"{_fmt(fail['p50'])} / {_fmt(fail['p99'])} (n={len(self.failover_s)})",
             ),
             ("all fitting pods bound after last fault", settle),
+            *(
+                [("scaling (waves, ups, downs, nodes deleted)", _scaling(self.scaling))]
+                if self.scaling is not None
+                else []
+            ),
             ("violations", str(len(self.violations))),
             ("result", "PASS" if self.ok else "FAIL"),
         ]
@@ -105,6 +116,13 @@ class Report:
                 f"replay: python -m kemu.chaos --profile {self.profile} --seed {self.seed}"
             )
         return "\n".join(lines)
+
+
+def _scaling(s: dict[str, int]) -> str:
+    return (
+        f"{s['waves']}, {s['scale_ups']}, {s['scale_downs']}, {s['nodes_deleted']} "
+        f"(max target {s['max_target']})"
+    )
 
 
 def _round(x: float | None) -> float | None:

@@ -1,11 +1,11 @@
-"""A chaos run on real processes: a cluster (etcd, apiserver, two schedulers with leader
-election and SlowPreBind, a controller-manager, kubelets), a workload, the faults of the
-seed's schedule, and the checks afterwards.
+"""A chaos run on real processes: a cluster (three etcd members, two apiservers given all
+three, two schedulers with leader election and SlowPreBind, a controller-manager, kubelets,
+and with a scaling phase the cloud and the cluster autoscaler; every component and every
+client of the run is given both apiservers), a workload, the faults of the seed's schedule
+(faults.py), and the checks afterwards.
 
 Faults run one after another in a worker thread (Cluster is synchronous); the workload and
-the recorders run in the event loop. A process that exits on its own (a scheduler that
-lost its lease exits, as upstream's) is restarted, as a supervisor would, and noted in the
-timeline.
+the recorders run in the event loop.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import random
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
@@ -23,28 +22,30 @@ import anyio
 import anyio.to_thread
 
 from kemu.api.v1 import types_pb2
-from kemu.chaos import checks
+from kemu.chaos import autoscaling, checks
+from kemu.chaos.faults import APISERVERS, LEASE_DURATION, SCHEDULERS, Injector, RunState
 from kemu.chaos.profiles import Profile
 from kemu.chaos.recorder import LeaseRecorder, TimedPodHistory
-from kemu.chaos.report import Report, TimelineEntry
-from kemu.chaos.schedule import Action, Fault, make_schedule
+from kemu.chaos.report import Report
+from kemu.chaos.schedule import AUTOSCALING_ROLES, make_schedule
 from kemu.chaos.workload import Workload
 from kemu.client.client import Client
+from kemu.client.cloudprovider import CloudProviderClient
 from kemu.machinery.errors import AlreadyExists, ApiError
 from kemu.machinery.resources import amount
 from kemu.testing.builders import make_pod, make_priority_class
 from kemu.testing.cluster import Cluster
 from kemu.testing.eventually import eventually
-from kemu.testing.invariants import check_invariants, record_pods
+from kemu.testing.invariants import check_invariants, record_nodes, record_pods
 from kemu.testing.scenarios import SHUTDOWN_ANNOTATION, priority_class_name
 
 log = logging.getLogger(__name__)
 
 NAMESPACE: Final = "chaos"
 NODE_LABEL: Final = "chaos.kemu.io/node"
-SCHEDULERS: Final = ("scheduler-a", "scheduler-b")
 PREBIND_DELAY: Final = "scheduling.kemu.io/prebind-delay"
-LEASE_DURATION: Final = 3.0
+ETCD_MEMBERS: Final = 3
+__all__ = ["LEASE_DURATION", "ChaosRun"]
 ELECTION: Final = [
     "--leader-elect",
     "--leader-elect-lease-duration", f"{LEASE_DURATION:g}s",
@@ -61,36 +62,9 @@ profiles:
       enabled:
       - name: SlowPreBind
 """
-LEADER_METRIC: Final = 'leader_election_master_status{name="kube-scheduler"} 1.0'
 _ACQUIRED: Final = re.compile(r"successfully acquired lease \S+ as (\S+)")
 _BOUND: Final = re.compile(r"bound (\S+)/(\S+) to (\S+)")
 _PREEMPTED: Final = re.compile(r"Preemptor \S+ preempted (\S+)/(\S+) on")
-
-
-@dataclass
-class _Pause:
-    process: str
-    resumed_at: float
-    log_offset: int
-
-
-@dataclass
-class _State:
-    """What the fault thread and the workload share."""
-
-    t0: float = 0.0
-    timeline: list[TimelineEntry] = field(default_factory=list)
-    restarts: list[float] = field(default_factory=list)
-    failovers: list[float] = field(default_factory=list)
-    leader_faults: list[tuple[float, str]] = field(default_factory=list)
-    pauses: list[_Pause] = field(default_factory=list)
-    acks: list[checks.Ack] = field(default_factory=list)
-    failed_writes: int = 0
-    injected: int = 0
-    terminating_nodes: dict[str, float] = field(default_factory=dict)
-
-    def note(self, what: str) -> None:
-        self.timeline.append(TimelineEntry(time.monotonic() - self.t0, what))
 
 
 class ChaosRun:
@@ -108,30 +82,42 @@ class ChaosRun:
         self.workload = workload or profile.workload
         self.progress = progress or (lambda _: None)
         self.rng = random.Random(seed)
-        self.state = _State()
+        self.state = RunState()
         self.nodes = [f"chaos-n{i}" for i in range(self.workload.nodes.count)]
         duration = profile.fault_window
         if duration is None:
             duration = self.workload.pods.total / self.workload.pods.rate
-        self.schedule = make_schedule(seed, duration, profile.mix)
+        self.duration = duration
+        self.scaling = self.workload.scaling if self.workload.scaling.waves > 0 else None
+        mix = profile.mix if self.scaling else profile.mix.without(AUTOSCALING_ROLES)
+        self.schedule = make_schedule(seed, duration, mix)
 
     # ------------------------------------------------------------ cluster
 
     def _start(self, cluster: Cluster) -> None:
-        cluster.start_etcd()
-        cluster.start_apiserver()
+        # Three etcd members under two apiservers; every client is given both apiservers.
+        cluster.start_etcd(members=ETCD_MEMBERS)
+        # Started together and then waited for: each waits for what it depends on.
+        for name in APISERVERS:
+            cluster.start_apiserver(name=name, wait=False)
+        cluster.component_server = cluster.servers
         config = self.root / "scheduler.yaml"
         config.write_text(SCHEDULER_CONFIG)
         for name in SCHEDULERS:
-            cluster.start_scheduler(name=name, config=config, extra_args=ELECTION)
-        cluster.start_controllermanager()
+            cluster.start_scheduler(name=name, config=config, extra_args=ELECTION, wait=False)
+        cluster.start_controllermanager(wait=False)
         n = self.workload.nodes
         for node in self.nodes:
             cluster.start_kubelet(
                 node,
                 capacity={"cpu": n.cpu, "memory": n.memory, "pods": n.pods},
                 extra_args=["--node-labels", f"{NODE_LABEL}=true"],
+                wait=False,
             )
+        if self.scaling is not None:
+            autoscaling.start(cluster, self.scaling)
+        for name in cluster.processes:
+            cluster.wait_ready(name)
 
     def run(self) -> Report:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -143,31 +129,77 @@ class ChaosRun:
         return report
 
     async def _run(self, cluster: Cluster) -> Report:
+        servers = cluster.servers
         async with (
-            Client(cluster.server, timeout=10.0) as client,
-            Client(cluster.server, timeout=10.0) as watch_a,
-            Client(cluster.server, timeout=10.0) as watch_b,
+            Client(servers, timeout=10.0) as client,
+            Client(servers, timeout=10.0) as watch_a,
+            Client(servers, timeout=10.0) as watch_b,
+            Client(servers, timeout=10.0) as watch_scale,
         ):
             await self._prepare(client)
-            lease = LeaseRecorder()
-            a, b = TimedPodHistory(NAMESPACE), TimedPodHistory(NAMESPACE)
-            async with (
-                record_pods(watch_a, NAMESPACE, history=a),
-                record_pods(watch_b, NAMESPACE, history=b),
-                anyio.create_task_group() as tg,
-            ):
-                a.listed, b.listed = len(a.versions), len(b.versions)
-                tg.start_soon(lease.run, client)
-                self.state.t0 = time.monotonic()
-                self.progress(f"seed {self.seed}: {len(self.schedule)} faults scheduled")
-                async with anyio.create_task_group() as work:
-                    work.start_soon(self._workload, client, a)
-                    await anyio.to_thread.run_sync(self._faults, cluster, lease)
-                last_fault = time.monotonic()
-                self.state.note("last fault over; settling")
-                settle = await self._settle(client, a, last_fault)
-                report = await self._check(client, cluster, a, b, lease, settle)
-                tg.cancel_scope.cancel()
+            phase = None
+            if self.scaling is not None:
+                cloud = CloudProviderClient(autoscaling.cloud_address(cluster), timeout=5.0)
+                phase = autoscaling.ScalingPhase(self.scaling, client, cloud)
+                await phase.prepare()
+            try:
+                return await self._record_and_break(
+                    cluster, client, watch_a, watch_b, watch_scale, phase
+                )
+            finally:
+                if phase is not None:
+                    await phase.cloud.close()
+
+    async def _record_and_break(
+        self,
+        cluster: Cluster,
+        client: Client,
+        watch_a: Client,
+        watch_b: Client,
+        watch_scale: Client,
+        phase: autoscaling.ScalingPhase | None,
+    ) -> Report:
+        lease = LeaseRecorder()
+        a, b = TimedPodHistory(NAMESPACE), TimedPodHistory(NAMESPACE)
+        scale_record = phase.record if phase is not None else None
+        async with (
+            record_pods(watch_a, NAMESPACE, history=a),
+            record_pods(watch_b, NAMESPACE, history=b),
+            record_nodes(watch_scale, f"{autoscaling.GROUP_LABEL}={autoscaling.GROUP}") as nodes,
+            record_pods(watch_scale, autoscaling.NAMESPACE) as scale_pods,
+            anyio.create_task_group() as tg,
+        ):
+            if scale_record is not None:
+                scale_record.nodes, scale_record.pods = nodes, scale_pods
+            a.listed, b.listed = len(a.versions), len(b.versions)
+            tg.start_soon(lease.run, client)
+            if phase is not None:
+                tg.start_soon(phase.sample)
+            self.state.t0 = time.monotonic()
+            self.progress(f"seed {self.seed}: {len(self.schedule)} faults scheduled")
+            injector = Injector(cluster, self.state, self.nodes, lease, phase, self.progress)
+            faults_over = anyio.Event()
+            async with anyio.create_task_group() as work:
+                work.start_soon(self._workload, client, a)
+                if phase is not None:
+                    work.start_soon(phase.cycle, faults_over)
+                await anyio.to_thread.run_sync(injector.run, self.schedule)
+                faults_over.set()
+            last_fault = time.monotonic()
+            self.state.note("last fault over; settling")
+            settle = await self._settle(client, a, last_fault)
+            scale_violations: list[str] = []
+            if phase is not None:
+                scale_violations = await phase.settle(self.profile.settle_timeout)
+                await nodes.sync(client)
+                await scale_pods.sync(client)
+                scale_violations += phase.check()
+            report = await self._check(client, cluster, a, b, lease, settle)
+            report.violations += scale_violations + self.state.failed_restarts
+            report.faults_by_kind = dict(sorted(self.state.by_kind.items()))
+            if phase is not None:
+                report.scaling = phase.figures()
+            tg.cancel_scope.cancel()
         return report
 
     async def _prepare(self, client: Client) -> None:
@@ -198,86 +230,6 @@ class ChaosRun:
             return True
 
         await eventually(nodes_ready, timeout=60)
-
-    # ------------------------------------------------------------ faults (worker thread)
-
-    def _faults(self, cluster: Cluster, lease: LeaseRecorder) -> None:
-        for i, fault in enumerate(self.schedule):
-            wait = self.state.t0 + fault.at - time.monotonic()
-            if wait > 0:
-                time.sleep(wait)
-            self._supervise(cluster)
-            target = self._resolve(cluster, fault)
-            if target is None:
-                self.state.note(f"{fault.action.value} {fault.role}: no such process now")
-                self.progress(f"fault {i + 1}/{len(self.schedule)}: skipped (no {fault.role})")
-                continue
-            self._inject(cluster, fault, target, lease)
-            self.state.injected += 1
-            self.progress(
-                f"fault {i + 1}/{len(self.schedule)}: {fault.action.value} {target} "
-                f"(t+{time.monotonic() - self.state.t0:.0f}s)"
-            )
-        self._supervise(cluster)
-
-    def _leader(self, cluster: Cluster) -> str | None:
-        for name in SCHEDULERS:
-            try:
-                if LEADER_METRIC in cluster.component(name).scrape():
-                    return name
-            except (OSError, RuntimeError):
-                continue
-        return None
-
-    def _resolve(self, cluster: Cluster, fault: Fault) -> str | None:
-        if fault.role in ("scheduler-leader", "scheduler-follower"):
-            deadline = time.monotonic() + LEASE_DURATION + 2.0
-            leader = self._leader(cluster)
-            while leader is None and time.monotonic() < deadline:
-                time.sleep(0.2)  # just after a failover: the next leader is being elected
-                leader = self._leader(cluster)
-            if leader is None:
-                return None
-            if fault.role == "scheduler-leader":
-                return leader
-            return next(n for n in SCHEDULERS if n != leader)
-        if fault.role == "kubelet":
-            recent = [
-                n for n, t in self.state.terminating_nodes.items() if time.monotonic() - t < 3
-            ]
-            pool = sorted(recent) or self.nodes
-            return f"kubelet-{pool[fault.pick % len(pool)]}"
-        return fault.role if fault.role in cluster.processes else None
-
-    def _inject(self, cluster: Cluster, fault: Fault, target: str, lease: LeaseRecorder) -> None:
-        proc = cluster.processes[target]
-        started = time.monotonic()
-        is_leader = fault.role == "scheduler-leader"
-        holder = lease.versions[-1].holder if lease.versions else ""
-        if fault.action is Action.KILL:
-            self.state.note(f"SIGKILL {target}")
-            cluster.kill(target)
-            time.sleep(fault.down)
-            cluster.restart(target)
-            self.state.restarts.append(time.monotonic())
-            self.state.note(f"{target} restarted and ready ({time.monotonic() - started:.1f}s)")
-        else:
-            self.state.note(f"SIGSTOP {target} for {fault.down:g}s")
-            proc.pause()
-            time.sleep(fault.down)
-            offset = proc.log_path.stat().st_size
-            proc.resume()
-            self.state.pauses.append(_Pause(target, time.monotonic(), offset))
-            self.state.note(f"SIGCONT {target}")
-        if is_leader:
-            self.state.leader_faults.append((started, holder))
-
-    def _supervise(self, cluster: Cluster) -> None:
-        for name, proc in cluster.processes.items():
-            if not proc.running:
-                self.state.note(f"{name} exited on its own (code {proc.returncode}): restarting")
-                cluster.restart(name)
-                self.state.restarts.append(time.monotonic())
 
     # ------------------------------------------------------------ workload (event loop)
 

@@ -1,15 +1,30 @@
 """The fault timeline of a chaos run, made from a seed alone (the same seed gives the same
 timeline, so a failing run replays).
 
-A fault names a *role*, resolved to a process when it fires: "scheduler-leader" and
-"scheduler-follower" (whichever of the two schedulers holds or lacks the lease then),
-"apiserver", "etcd", "controllermanager", and "kubelet" (a kubelet of a node that has a
-terminating pod then, if any: a kill mid-termination; else one drawn from the seed).
+A fault is a *kind* (KINDS: an action and a role), its role resolved to processes when it
+fires:
+
+- "scheduler-leader" / "scheduler-follower": whichever of the two schedulers holds or lacks the
+  lease then;
+- "apiserver" / "etcd": every apiserver / every etcd member at once (an outage: clients wait);
+- "apiserver-one": the one of the two apiservers with more watchers (clients, given both, fail
+  over to the other);
+- "etcd-member": one member of the three (the other two keep a quorum);
+- "controllermanager", "cloud";
+- "kubelet": a kubelet of a node that has a terminating or resizing pod then, if any (a kill
+  mid-termination or mid-resize); else one drawn from the seed;
+- "autoscaler-scale-up" / "autoscaler-drain": the autoscaler, at a moment when a scale-up it
+  asked for is not registered yet / a node it is removing is still there (waited for a while;
+  if none comes, killed anyway and noted).
+
+Every profile's weights are a mapping of kind to weight (profiles.py); a mix may ask for every
+kind it weighs to fire at least once (`every_kind`), so that a short run covers them all.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
@@ -22,14 +37,28 @@ class Action(StrEnum):
     """SIGSTOP for `down` seconds (longer than the lease for a leader), then SIGCONT."""
 
 
-ROLES: Final = (
-    "scheduler-leader",
-    "scheduler-follower",
-    "apiserver",
-    "etcd",
-    "controllermanager",
-    "kubelet",
-)
+KINDS: Final[dict[str, tuple[Action, str]]] = {
+    f"{action.value} {role}": (action, role)
+    for action, role in (
+        (Action.KILL, "scheduler-leader"),
+        (Action.KILL, "scheduler-follower"),
+        (Action.PAUSE, "scheduler-leader"),
+        (Action.KILL, "apiserver"),
+        (Action.KILL, "apiserver-one"),
+        (Action.KILL, "etcd"),
+        (Action.KILL, "etcd-member"),
+        (Action.KILL, "controllermanager"),
+        (Action.KILL, "kubelet"),
+        (Action.KILL, "autoscaler-scale-up"),
+        (Action.KILL, "autoscaler-drain"),
+        (Action.KILL, "cloud"),
+    )
+}
+"""Every fault kind, by name ("kill etcd-member"): what the weights of a mix are keyed by."""
+
+ROLES: Final = tuple(dict.fromkeys(role for _, role in KINDS.values()))
+AUTOSCALING_ROLES: Final = ("autoscaler-scale-up", "autoscaler-drain", "cloud")
+"""Roles that exist only in a run with a scaling phase (workload `scaling`)."""
 
 
 @dataclass(frozen=True)
@@ -49,44 +78,52 @@ class Fault:
 
 @dataclass(frozen=True)
 class FaultMix:
-    """Relative weights of (action, role) pairs, and the spacing of faults."""
+    """Relative weights of fault kinds (KINDS' names), and the spacing of faults."""
 
-    weights: tuple[tuple[Action, str, float], ...]
+    weights: Mapping[str, float]
     min_gap: float
     max_gap: float
     kill_down: float
     pause_down: float
+    every_kind: bool = False
+    """Every kind of positive weight fires at least once: the first faults are every kind
+    once, in an order drawn from the seed (if the window has room), then the weights draw."""
+
+    def __post_init__(self) -> None:
+        for name, weight in self.weights.items():
+            if name not in KINDS:
+                raise ValueError(f"weights.{name}: unknown fault kind (known: {', '.join(KINDS)})")
+            if weight < 0:
+                raise ValueError(f"weights.{name}: must be >= 0, not {weight}")
+        if not any(w > 0 for w in self.weights.values()):
+            raise ValueError("weights: at least one fault kind needs a positive weight")
+
+    def without(self, roles: tuple[str, ...]) -> FaultMix:
+        """This mix without the kinds of `roles` (e.g. no autoscaler in the run)."""
+        weights = {n: w for n, w in self.weights.items() if KINDS[n][1] not in roles}
+        return FaultMix(
+            weights, self.min_gap, self.max_gap, self.kill_down, self.pause_down, self.every_kind
+        )
 
 
-DEFAULT_MIX: Final = FaultMix(
-    weights=(
-        (Action.KILL, "scheduler-leader", 4.0),
-        (Action.KILL, "scheduler-follower", 1.0),
-        (Action.PAUSE, "scheduler-leader", 1.0),
-        (Action.KILL, "apiserver", 1.0),
-        (Action.KILL, "etcd", 1.0),
-        (Action.KILL, "controllermanager", 1.0),
-        (Action.KILL, "kubelet", 2.0),
-    ),
-    min_gap=1.0,
-    max_gap=4.0,
-    kill_down=0.5,
-    pause_down=5.0,
-)
-
-
-def make_schedule(seed: int, duration: float, mix: FaultMix = DEFAULT_MIX) -> list[Fault]:
+def make_schedule(seed: int, duration: float, mix: FaultMix) -> list[Fault]:
     """Faults from t=min_gap until `duration`, each after the previous one has ended plus a
     gap drawn in [min_gap, max_gap]. Pure: depends on the arguments only."""
     if duration < 0:
         raise ValueError(f"duration: must be >= 0, not {duration}")
     rng = random.Random(seed)
-    choices = [(a, r) for a, r, _ in mix.weights]
-    weights = [w for _, _, w in mix.weights]
+    names = [n for n, w in mix.weights.items() if w > 0]
+    weights = [mix.weights[n] for n in names]
+    unseen = list(names) if mix.every_kind else []
+    rng.shuffle(unseen)
     out: list[Fault] = []
     t = rng.uniform(mix.min_gap, mix.max_gap)
     while t < duration:
-        action, role = rng.choices(choices, weights)[0]
+        if unseen:
+            name = unseen.pop()
+        else:
+            name = rng.choices(names, weights)[0]
+        action, role = KINDS[name]
         down = mix.pause_down if action is Action.PAUSE else mix.kill_down
         out.append(Fault(round(t, 3), action, role, down, rng.randrange(1 << 16)))
         t += down + rng.uniform(mix.min_gap, mix.max_gap)

@@ -18,6 +18,20 @@
       deleteFraction: 0.3  # churn: share deleted again a little after creation
       resizeFraction: 0.1  # share resized in place (requests halved) once running
       shutdown: 1s         # the simulated graceful shutdown of each pod
+    scaling:               # scale-up and scale-down through the cloud and the autoscaler
+      waves: 2             # at least this many waves, more while faults go on; 0: no
+                           # scaling phase (no cloud, no autoscaler)
+      pods: 2              # per wave: pods that each need a new node of the group
+      minSize: 1           # the node group's bounds
+      maxSize: 3
+      cpu: "2"             # each node of the group
+      memory: 4Gi
+      provisionDelay: 1s   # the cloud's delay before a new instance's kubelet starts
+
+Each wave creates two ReplicaSets in namespace chaos-scale: `pods` more replicas than the
+group has nodes (up to maxSize) that take 60% of a group node each (a scale-up) and `pods`
+small ones (10%); then the big ones are deleted (the nodes become underused: drains of the
+small ones), then the small ones too (empty nodes: scale-down towards minSize).
 
 Every key is optional (defaults below). A wrong key or value is a WorkloadError naming it.
 """
@@ -68,9 +82,21 @@ class Pods:
 
 
 @dataclass(frozen=True)
+class Scaling:
+    waves: int = 0
+    pods: int = 2
+    minSize: int = 1
+    maxSize: int = 3
+    cpu: str = "2"
+    memory: str = "4Gi"
+    provisionDelay: str = "1s"
+
+
+@dataclass(frozen=True)
 class Workload:
     nodes: Nodes = field(default_factory=Nodes)
     pods: Pods = field(default_factory=Pods)
+    scaling: Scaling = field(default_factory=Scaling)
 
 
 def parse_workload(text: str) -> Workload:
@@ -84,6 +110,7 @@ def parse_workload(text: str) -> Workload:
     w = Workload(
         nodes=_section(Nodes, _mapping(doc, "workload"), "nodes"),
         pods=_pods(_mapping(doc, "workload")),
+        scaling=_section(Scaling, _mapping(doc, "workload"), "scaling"),
     )
     _validate(w)
     return w
@@ -154,6 +181,13 @@ def _validate(w: Workload) -> None:
         checks.append((f"pods.{name}", 0.0 <= value <= 1.0, "must be in [0, 1]"))
     spb = w.pods.slowPreBind.fraction
     checks.append(("pods.slowPreBind.fraction", 0.0 <= spb <= 1.0, "must be in [0, 1]"))
+    sc = w.scaling
+    checks += [
+        ("scaling.waves", sc.waves >= 0, "must be >= 0"),
+        ("scaling.pods", sc.pods >= 1, "must be at least 1"),
+        ("scaling.minSize", sc.minSize >= 0, "must be >= 0"),
+        ("scaling.maxSize", sc.maxSize >= max(sc.minSize, 1), "must be >= minSize and >= 1"),
+    ]
     for path, ok, what in checks:
         if not ok:
             raise WorkloadError(f"{path}: {what}")
@@ -163,6 +197,8 @@ def _validate(w: Workload) -> None:
         ("nodes.pods", "pods", w.nodes.pods),
         ("pods.cpu", "cpu", w.pods.cpu),
         ("pods.memory", "memory", w.pods.memory),
+        ("scaling.cpu", "cpu", sc.cpu),
+        ("scaling.memory", "memory", sc.memory),
     ):
         try:
             amount(name, text)
@@ -171,6 +207,7 @@ def _validate(w: Workload) -> None:
     for path, text in (
         ("pods.shutdown", w.pods.shutdown),
         ("pods.slowPreBind.delay", w.pods.slowPreBind.delay),
+        ("scaling.provisionDelay", sc.provisionDelay),
     ):
         try:
             parse_duration(text)

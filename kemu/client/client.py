@@ -30,6 +30,7 @@ from google.protobuf.message import Message
 
 from kemu import wire
 from kemu.api.v1 import api_pb2, types_pb2
+from kemu.client.endpoints import LB_POLICY, SEPARATOR, channel_target, parse_servers
 from kemu.client.interface import (
     DEFAULT_NAMESPACE,
     LIST_PAGE_SIZE,
@@ -163,7 +164,11 @@ class _WatchStream(AsyncIterator[WatchEvent[M]]):
 
 
 class Client:
-    """An ApiClient over one gRPC channel; create it inside the event loop that uses it."""
+    """An ApiClient over one gRPC channel; create it inside the event loop that uses it.
+
+    `server` is HOST:PORT, or several separated by commas (apiservers of one cluster): the
+    client then talks to one of them and fails over to the next when it goes away
+    (kemu.client.endpoints)."""
 
     def __init__(
         self,
@@ -175,8 +180,10 @@ class Client:
     ) -> None:
         """`wait_for_server=False` makes calls fail at once with Unavailable when nothing
         answers at `server` (for a user at a terminal) instead of waiting and retrying (for
-        components, whose dependencies may start after them)."""
+        components, whose dependencies may start after them). A malformed list of several
+        addresses raises ServerAddressError (a ValueError) naming --server."""
         self.server = server
+        self.servers = parse_servers(server) if SEPARATOR in server else (server,)
         self.timeout = timeout
         self.wait_for_server = wait_for_server
         self._user_agent = user_agent
@@ -189,7 +196,10 @@ class Client:
         # Created lazily: a grpc.aio channel belongs to the running event loop.
         if self._channel is None:
             options = [*_CHANNEL_OPTIONS, ("grpc.primary_user_agent", self._user_agent)]
-            self._channel = grpc.aio.insecure_channel(self.server, options=options)
+            if len(self.servers) > 1:
+                options.append(LB_POLICY)
+            target = channel_target(self.servers)
+            self._channel = grpc.aio.insecure_channel(target, options=options)
         return self._channel
 
     def _unary(

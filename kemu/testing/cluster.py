@@ -22,7 +22,7 @@ from types import TracebackType
 from typing import Final
 
 from kemu.machinery import kubeconfig
-from kemu.testing.etcd import DEFAULT_QUOTA_BACKEND_BYTES, Etcd
+from kemu.testing.etcd import DEFAULT_QUOTA_BACKEND_BYTES, Etcd, cluster_members
 from kemu.testing.ports import LOOPBACK, free_port
 from kemu.testing.processes import (
     DEFAULT_STARTUP_TIMEOUT,
@@ -94,7 +94,7 @@ class Cluster:
     """Processes of one test cluster under `root` (logs in root/logs, etcd data in root/etcd).
 
     Processes are kept by name in start order. `stop()` terminates them newest first and etcd
-    last; it is also called on leaving a `with` block.
+    (every member) last; it is also called on leaving a `with` block.
     """
 
     def __init__(
@@ -110,9 +110,14 @@ class Cluster:
         self.stop_timeout = stop_timeout
         self.env = python_env(env)
         self.processes: dict[str, ManagedProcess] = {}
-        self._etcd: Etcd | None = None
+        self._etcd: list[Etcd] = []
+        self._apiservers: list[Component] = []
         self._apiserver: Component | None = None
         self._rest_url: str | None = None
+        self.component_server: str | None = None
+        """--server of the components started from now on (HOST:PORT[,HOST:PORT...]);
+        None: the first apiserver (`server`). `servers` makes them fail over between every
+        apiserver started."""
 
     def __enter__(self) -> Cluster:
         return self
@@ -132,9 +137,28 @@ class Cluster:
 
     @property
     def etcd(self) -> Etcd:
-        if self._etcd is None:
+        """The etcd member (the first one of a cluster)."""
+        return self.etcd_members[0]
+
+    @property
+    def etcd_members(self) -> list[Etcd]:
+        """Every etcd member, in start order."""
+        if not self._etcd:
             raise RuntimeError("etcd was not started: call start_etcd() first")
-        return self._etcd
+        return list(self._etcd)
+
+    @property
+    def etcd_servers(self) -> str:
+        """Every member's client URL, comma-separated: the apiserver's --etcd-servers."""
+        return ",".join(m.url for m in self.etcd_members)
+
+    @property
+    def servers(self) -> str:
+        """HOST:PORT of every apiserver started, comma-separated: --server for a client that
+        fails over between them."""
+        if not self._apiservers:
+            raise RuntimeError("no apiserver was started: call start_apiserver() first")
+        return ",".join(f"{LOOPBACK}:{a.port}" for a in self._apiservers)
 
     @property
     def server(self) -> str:
@@ -158,24 +182,51 @@ class Cluster:
         self,
         *,
         name: str = "etcd",
+        members: int = 1,
         quota_backend_bytes: int = DEFAULT_QUOTA_BACKEND_BYTES,
         unsafe_no_fsync: bool = False,
         extra_args: Sequence[str] = (),
         wait: bool = True,
     ) -> Etcd:
-        """Start etcd with its data in root/<name>; it is what `start_apiserver` uses."""
-        self._check_new_name(name)
-        etcd = Etcd(
-            self.root / name,
-            log_path=self._log_path(name),
-            name=name,
-            quota_backend_bytes=quota_backend_bytes,
-            unsafe_no_fsync=unsafe_no_fsync,
-            extra_args=list(extra_args),
-        )
-        self._etcd = etcd
-        self._launch(etcd, wait)
-        return etcd
+        """Start etcd with its data in root/<name>; it is what `start_apiserver` uses. With
+        `members` > 1, a cluster of that many members named <name>-0, <name>-1, ... (data in
+        root/<name>-i), every one of them given to the apiservers; the first is returned."""
+        if self._etcd:
+            raise ValueError("etcd was already started in this cluster")
+        if members < 1:
+            raise ValueError(f"members: must be >= 1, not {members}")
+        if members == 1:
+            self._check_new_name(name)
+            procs = [
+                Etcd(
+                    self.root / name,
+                    log_path=self._log_path(name),
+                    name=name,
+                    quota_backend_bytes=quota_backend_bytes,
+                    unsafe_no_fsync=unsafe_no_fsync,
+                    extra_args=list(extra_args),
+                )
+            ]
+        else:
+            names = [f"{name}-{i}" for i in range(members)]
+            for n in names:
+                self._check_new_name(n)
+            procs = cluster_members(
+                self.root,
+                names,
+                log_dir=self.root / "logs",
+                quota_backend_bytes=quota_backend_bytes,
+                unsafe_no_fsync=unsafe_no_fsync,
+                extra_args=extra_args,
+            )
+        self._etcd = procs
+        # Every member first: none is healthy before a quorum of them runs.
+        for proc in procs:
+            self._launch(proc, wait=False)
+        if wait:
+            for proc in procs:
+                self.wait_ready(proc.name)
+        return procs[0]
 
     def start_apiserver(
         self,
@@ -198,7 +249,7 @@ class Cluster:
             if self._rest_url is None:
                 self._rest_url = f"http://{LOOPBACK}:{rest_port}"
         args = [
-            "--etcd-servers", self.etcd.url,
+            "--etcd-servers", self.etcd_servers,
             "--bind-address", LOOPBACK,
             "--port", str(port),
             *rest_args,
@@ -215,6 +266,7 @@ class Cluster:
         )
         if self._apiserver is None:
             self._apiserver = proc
+        self._apiservers.append(proc)
         return proc
 
     # ------------------------------------------------------------------ components
@@ -269,8 +321,9 @@ class Cluster:
         wait: bool = True,
         server: str | None = None,
     ) -> Component:
-        """`server` (HOST:PORT) is the apiserver it talks to; the cluster's first by default."""
-        args = ["--server", server or self.server]
+        """`server` (HOST:PORT[,HOST:PORT...]) is the apiserver it talks to; by default
+        `component_server`, else the cluster's first."""
+        args = ["--server", server or self._component_server()]
         if config is not None:
             args += ["--config", str(config)]
         if leader_elect:
@@ -299,7 +352,7 @@ class Cluster:
         Its checkpoints live under the cluster's directory (kept across restart())."""
         process = name if name is not None else f"kubelet-{node_name}"
         args = [
-            "--server", self.server,
+            "--server", self._component_server(),
             "--node-name", node_name,
             "--capacity", format_resources(capacity),
             "--root-dir", str(self.root / process),
@@ -323,7 +376,7 @@ class Cluster:
         extra_args: Sequence[str] = (),
         wait: bool = True,
     ) -> Component:
-        args = ["--server", self.server]
+        args = ["--server", self._component_server()]
         if leader_elect:
             args.append("--leader-elect")
         return self.start_component(
@@ -356,7 +409,7 @@ class Cluster:
             path = config
         port = free_port()
         args = [
-            "--server", self.server,
+            "--server", self._component_server(),
             "--config", str(path),
             "--state-dir", str(self.root / name),
             "--port", str(port),
@@ -392,7 +445,7 @@ class Cluster:
         else:
             address = cloud
         args = [
-            "--server", self.server,
+            "--server", self._component_server(),
             "--cloud-provider-address", address,
             "--scan-interval", scan_interval,
         ]  # fmt: skip
@@ -442,9 +495,8 @@ class Cluster:
         SIGTERM, or one that had died without the test killing it. Each is also logged.
         """
         unclean: dict[str, int] = {}
-        order = [p for p in reversed(self.processes.values()) if p is not self._etcd]
-        if self._etcd is not None:
-            order.append(self._etcd)
+        order = [p for p in reversed(self.processes.values()) if p not in self._etcd]
+        order.extend(self._etcd)
         try:
             for proc in order:
                 was_running = proc.running
@@ -477,6 +529,9 @@ class Cluster:
         return "\n".join(parts)
 
     # ------------------------------------------------------------------ internals
+
+    def _component_server(self) -> str:
+        return self.component_server or self.server
 
     def _log_path(self, name: str) -> Path:
         return self.root / "logs" / f"{name}.log"

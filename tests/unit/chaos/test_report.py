@@ -49,3 +49,15 @@ def test_the_json_has_the_documented_keys(tmp_path: Path) -> None:
     assert (doc["pods_expected"], doc["pods_bound"]) == (8, 8)
     assert doc["recovery_s"] == {"p50": 0.5, "p99": 1.5, "count": 2}
     assert doc["leader_failover_s"]["p50"] is None
+
+
+def test_faults_by_kind_and_the_scaling_figures_are_in_the_table_and_the_json() -> None:
+    r = report([])
+    r.faults_by_kind = {"kill etcd-member": 2}
+    r.scaling = {"waves": 3, "scale_ups": 2, "scale_downs": 4, "nodes_deleted": 5, "max_target": 4}
+    text = r.table()
+    assert "  kill etcd-member" in text
+    assert "3, 2, 4, 5 (max target 4)" in text
+    doc = r.to_json()
+    assert doc["faults_by_kind"] == {"kill etcd-member": 2}
+    assert doc["scaling"]["nodes_deleted"] == 5

@@ -20,6 +20,13 @@ def test_fields_are_read() -> None:
     assert w.pods.slowPreBind.fraction == 0.2
 
 
+def test_the_scaling_phase_is_read() -> None:
+    w = parse_workload("scaling: {waves: 3, maxSize: 6, provisionDelay: 2s}\n")
+    assert (w.scaling.waves, w.scaling.maxSize, w.scaling.minSize) == (3, 6, 1)
+    assert w.scaling.provisionDelay == "2s"
+    assert parse_workload("").scaling.waves == 0  # off unless asked for
+
+
 @pytest.mark.parametrize(
     ("text", "field"),
     [
@@ -34,6 +41,11 @@ def test_fields_are_read() -> None:
         ("pods: {slowPreBind: {delay: soon}}", "pods.slowPreBind.delay:"),
         ("pods: {slowPreBind: {speed: 1}}", "pods.slowPreBind.speed: unknown field"),
         ("pods: [1]", "pods: must be a mapping"),
+        ("scaling: {waves: -1}", "scaling.waves: must be >= 0"),
+        ("scaling: {minSize: 3, maxSize: 2}", "scaling.maxSize: must be >= minSize"),
+        ("scaling: {cpu: many}", "scaling.cpu:"),
+        ("scaling: {provisionDelay: later}", "scaling.provisionDelay:"),
+        ("scaling: {nodes: 1}", "scaling.nodes: unknown field"),
         ("[1]", "workload: must be a mapping"),
         ("a: [", "workload: not YAML"),
     ],

@@ -164,3 +164,21 @@ def test_children_do_not_outlive_a_crashed_session(tmp_path, how):
     assert done.returncode == 1, done.stderr
     pid = int(done.stdout.split()[0])
     eventually_sync(lambda: gone(pid), timeout=5, message=f"orphan {pid} still running")
+
+
+def test_an_etcd_cluster_has_named_members_and_every_url_goes_to_the_apiserver(tmp_path):
+    with Cluster(tmp_path) as cluster:
+        with pytest.raises(ValueError, match="members: must be >= 1"):
+            cluster.start_etcd(members=0)
+        first = cluster.start_etcd(members=3, wait=False)
+        members = cluster.etcd_members
+        assert [m.name for m in members] == ["etcd-0", "etcd-1", "etcd-2"]
+        assert first is members[0] is cluster.etcd
+        assert cluster.etcd_servers == ",".join(m.url for m in members)
+        assert len({m.data_dir for m in members}) == len({m.peer_port for m in members}) == 3
+        initial = {m.argv[m.argv.index("--initial-cluster") + 1] for m in members}
+        assert len(initial) == 1 and initial.pop().count("=http://127.0.0.1:") == 3
+        with pytest.raises(ValueError, match="already started"):
+            cluster.start_etcd()
+        for m in members:
+            m.wait_ready(timeout=20)
