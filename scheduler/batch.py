@@ -28,7 +28,7 @@ from kemu.scheduling.interface import CycleState, FilterFn, NodeToStatus
 from kemu.scheduling.status import Status
 from kemu.scheduling.types import NodeInfo
 
-__all__ = ["FilterError", "batch_filter", "select_host_index"]
+__all__ = ["ColumnFramework", "FilterError", "batch_filter", "select_host_index"]
 
 MIN_CHUNK = 64
 

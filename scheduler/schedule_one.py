@@ -45,13 +45,12 @@ from kemu.machinery.convert import message_to_dict
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
 from kemu.machinery.pod_conditions import condition_observed_generation, update_pod_condition
-from kemu.scheduling.columns import BoolArray, IntArray, NodeColumns
+from kemu.scheduling.columns import IntArray, NodeColumns
 from kemu.scheduling.deferred import is_deferred_resize_pod, resize_preemption_enabled
 from kemu.scheduling.events import ASSIGNED_POD_DELETE
 from kemu.scheduling.interface import (
     CycleState,
     EventRecorder,
-    FilterFn,
     FitError,
     NodeToStatus,
     QueuedPodInfo,
@@ -63,7 +62,7 @@ from kemu.scheduling.runtime import NodePluginScores
 from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.status import Code, Status, as_error, unresolvable
 from kemu.scheduling.types import NodeInfo, PostFilterResult, PreFilterResult, pod_key
-from scheduler.batch import FilterError, batch_filter, select_host_index
+from scheduler.batch import ColumnFramework, FilterError, batch_filter, select_host_index
 from scheduler.cache.cache import CacheError
 from scheduler.cache.interface import SchedulerCache
 from scheduler.metrics import SchedulerMetrics
@@ -122,8 +121,9 @@ class NoNodesAvailable(SchedulingError):
 # ---------------------------------------------------------------- what the scheduler drives
 
 
-class FrameworkLike(Protocol):
-    """The subset of kemu.scheduling.runtime.Framework the cycles use."""
+class FrameworkLike(ColumnFramework, Protocol):
+    """The subset of kemu.scheduling.runtime.Framework the cycles use (the batch path's
+    part, ColumnFramework, included)."""
 
     def profile_name(self) -> str: ...
 
@@ -145,10 +145,6 @@ class FrameworkLike(Protocol):
     def run_pre_filter_plugins(
         self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status, set[str]]: ...
-
-    def run_filter_plugins_with_nominated_pods(
-        self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo
-    ) -> Status: ...
 
     async def run_post_filter_plugins(
         self, state: CycleState, pod: types_pb2.Pod, statuses: NodeToStatus
@@ -192,25 +188,9 @@ class FrameworkLike(Protocol):
 
     def run_post_bind_plugins(self, state: CycleState, pod: types_pb2.Pod, node: str) -> None: ...
 
-    def run_filter_columns(
-        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
-    ) -> BoolArray | None: ...
-
     def run_score_columns(
         self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
     ) -> IntArray | None: ...
-
-    def nominated_node_names(self) -> set[str] | None: ...
-
-    def filter_rest_plan(self, state: CycleState) -> list[tuple[str, FilterFn]]: ...
-
-    def run_filter_rest(
-        self,
-        state: CycleState,
-        pod: types_pb2.Pod,
-        node: NodeInfo,
-        plan: list[tuple[str, FilterFn]],
-    ) -> Status: ...
 
 
 @dataclass(frozen=True)
