@@ -113,8 +113,10 @@ async def test_pods_with_the_same_host_port_never_share_a_node(cluster):
 
         async def unschedulable() -> types_pb2.PodCondition:
             p = await c.get(types_pb2.Pod, waiting, ns)
-            cond = next(x for x in p.status.conditions if x.type == "PodScheduled")
-            assert cond.status == "False", cond
+            # next() without a default would raise StopIteration, which a coroutine turns into
+            # a RuntimeError that `eventually` does not retry.
+            cond = next((x for x in p.status.conditions if x.type == "PodScheduled"), None)
+            assert cond is not None and cond.status == "False", p.status
             return cond
 
         cond = await eventually(unschedulable, timeout=20)

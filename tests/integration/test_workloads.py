@@ -74,7 +74,10 @@ class History:
     max_active: int = 0
     max_spec_sum: int = 0
     max_spec: dict[str, int] = field(default_factory=dict)  # rs uid -> largest spec.replicas
-    surplus: list[str] = field(default_factory=list)
+    # Every event of both watches with its resourceVersion (an etcd revision): the two watches
+    # are separate streams, so a pod the ReplicaSet controller made after a scale-up can arrive
+    # before the ReplicaSet's new spec. Surplus is judged in revision order (`surplus`).
+    log: list[tuple[int, str, str, Message]] = field(default_factory=list)
     min_ready_after_complete: int | None = None
     deployment: types_pb2.Deployment | None = None
     complete: bool = False
@@ -93,16 +96,8 @@ class History:
             if isinstance(obj, types_pb2.ReplicaSet):
                 self.max_spec[uid] = max(self.max_spec.get(uid, 0), obj.spec.replicas)
         self.events += 1
-        owned: dict[str, int] = {}
-        for p in self.pods.values():
-            if _active(p) and p.metadata.owner_references:
-                ref = p.metadata.owner_references[0].uid
-                owned[ref] = owned.get(ref, 0) + 1
-        for rs_uid, n in owned.items():
-            if rs_uid in self.max_spec and n > self.max_spec[rs_uid]:
-                self.surplus.append(
-                    f"{n} active pods of a ReplicaSet that asked for at most {self.max_spec[rs_uid]}"
-                )
+        rv = int(obj.metadata.resource_version)  # type: ignore[attr-defined]
+        self.log.append((rv, kind, typ, obj))
         active = sum(1 for p in self.pods.values() if _active(p))
         self.max_active = max(self.max_active, active)
         self.max_spec_sum = max(self.max_spec_sum, sum(r.spec.replicas for r in self.rss.values()))
@@ -110,6 +105,36 @@ class History:
 
     def ready(self) -> int:
         return sum(1 for p in self.pods.values() if _ready(p))
+
+    @property
+    def surplus(self) -> list[str]:
+        """Each moment, in revision order, at which a ReplicaSet had more active pods than it
+        had ever asked for."""
+        pods: dict[str, types_pb2.Pod] = {}
+        max_spec: dict[str, int] = {}
+        found: list[str] = []
+        for _, kind, typ, obj in sorted(self.log, key=lambda e: e[0]):
+            uid = obj.metadata.uid  # type: ignore[attr-defined]
+            if isinstance(obj, types_pb2.ReplicaSet):
+                if typ != DELETED:
+                    max_spec[uid] = max(max_spec.get(uid, 0), obj.spec.replicas)
+                continue
+            assert isinstance(obj, types_pb2.Pod), kind
+            if typ == DELETED:
+                pods.pop(uid, None)
+            else:
+                pods[uid] = obj
+            owned: dict[str, int] = {}
+            for p in pods.values():
+                if _active(p) and p.metadata.owner_references:
+                    ref = p.metadata.owner_references[0].uid
+                    owned[ref] = owned.get(ref, 0) + 1
+            for rs_uid, n in owned.items():
+                if rs_uid in max_spec and n > max_spec[rs_uid]:
+                    found.append(
+                        f"{n} active pods of a ReplicaSet that asked for at most {max_spec[rs_uid]}"
+                    )
+        return found
 
 
 @asynccontextmanager
