@@ -181,6 +181,11 @@ def _add_scale_down_flags(parser: argparse.ArgumentParser) -> None:
             "no scale-down for this long after a failed one",
         ),
         (
+            "--node-delete-delay-after-taint",
+            d.node_delete_delay_after_taint,
+            "how long a node tainted for deletion is left before it is re-checked and deleted",
+        ),
+        (
             "--max-pod-eviction-time",
             d.max_pod_eviction_time,
             "how long a refused eviction is retried",
@@ -277,6 +282,7 @@ def _scale_down_options(
         delay_after_add=args.scale_down_delay_after_add,
         delay_after_delete=args.scale_down_delay_after_delete,
         delay_after_failure=args.scale_down_delay_after_failure,
+        node_delete_delay_after_taint=args.node_delete_delay_after_taint,
         max_empty_bulk_delete=args.max_empty_bulk_delete,
         max_drain_parallelism=args.max_drain_parallelism,
         non_empty_candidates_count=args.scale_down_non_empty_candidates_count,

@@ -143,47 +143,41 @@ class Actuator:
             )
         return ok
 
+    async def _after_taint(self) -> None:
+        """Waits --node-delete-delay-after-taint (upstream deleteNodesAsync): the scheduler's
+        cache catches up with the taint, so what it bound without seeing it is in the API
+        when the node's pods are read again."""
+        await self._clock.sleep(self._opts.node_delete_delay_after_taint)
+
     def _delete_empty_fn(self, group: str, nodes: list[types_pb2.Node]) -> Task:
         async def delete() -> None:
             names = [n.metadata.name for n in nodes]
-            still_empty = []
-            for n in nodes:
-                busy = await self._not_empty(n.metadata.name)
-                if busy:
-                    log.info(
-                        "scale-down: node %s is not empty any more (%s): not deleted",
-                        n.metadata.name,
-                        busy,
-                    )
-                    self.deleting.pop(n.metadata.name, None)
-                    await self._untaint(n.metadata.name)
-                else:
-                    still_empty.append(n)
-            nodes[:] = still_empty
-            names = [n.metadata.name for n in nodes]
-            if not nodes:
-                return
-            for n in nodes:
-                await self._evict_daemonset_pods(
-                    n.metadata.name, self._opts.daemonset_eviction_for_empty_nodes
-                )
-                self._recorder.event(
-                    n,
-                    "Normal",
-                    SCALE_DOWN_EMPTY,
-                    "ScaleDown",
-                    f"removing empty node {n.metadata.name!r}",
-                )
-            log.info(
-                "scale-down: deleting %d empty node(s) of group %s: %s",
-                len(nodes),
-                group,
-                ", ".join(names),
-            )
+            going = list(nodes)
             try:
-                await self._delete_from_cloud(group, nodes, "empty")
+                await self._after_taint()
+                going = [n for n in nodes if await self._still_empty(n.metadata.name)]
+                if not going:
+                    return
+                for n in going:
+                    await self._evict_daemonset_pods(
+                        n.metadata.name, self._opts.daemonset_eviction_for_empty_nodes
+                    )
+                    self._recorder.event(
+                        n,
+                        "Normal",
+                        SCALE_DOWN_EMPTY,
+                        "ScaleDown",
+                        f"removing empty node {n.metadata.name!r}",
+                    )
+                log.info(
+                    "scale-down: deleting %d empty node(s) of group %s: %s",
+                    len(going),
+                    group,
+                    ", ".join(n.metadata.name for n in going),
+                )
+                await self._delete_from_cloud(group, going, "empty")
             except ApiError as e:
-                for n in nodes:
+                for n in going:
                     await self._failed(n, f"failed to delete empty node: {e}")
             finally:
                 for name in names:
@@ -191,10 +185,22 @@ class Actuator:
 
         return delete
 
+    async def _still_empty(self, name: str) -> bool:
+        """Re-checks a node chosen as empty from the API (after its taint and the delay);
+        one that is not empty any more loses the taint and is kept."""
+        busy = await self._not_empty(name)
+        if not busy:
+            return True
+        log.info("scale-down: node %s is not empty any more (%s): not deleted", name, busy)
+        self.deleting.pop(name, None)
+        await self._untaint(name)
+        return False
+
     def _drain_and_delete_fn(self, node: types_pb2.Node, group: str) -> Task:
         async def drain() -> None:
             name = node.metadata.name
             try:
+                await self._after_taint()
                 await self._drain(node)
                 await self._evict_daemonset_pods(
                     name, self._opts.daemonset_eviction_for_occupied_nodes
