@@ -144,6 +144,7 @@ class ScaleDown:
             await self.clean_up(nodes, groups)
             self._cleaned = True
         a = self.actuator
+        await a.settle(groups)
         plan = await self.planner.update(
             snapshot,
             nodes,

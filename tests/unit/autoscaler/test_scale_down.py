@@ -26,7 +26,7 @@ from kemu.api.v1 import types_pb2
 from kemu.client.fake import FakeClient
 from kemu.component.clock import FakeClock
 from kemu.component.version import Version
-from kemu.machinery.errors import TooManyRequests
+from kemu.machinery.errors import Invalid, TooManyRequests, Unavailable
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.profile import default_profile
 from kemu.scheduling.runtime import Framework
@@ -460,6 +460,37 @@ async def test_a_drain_starts_after_the_delay_and_evicts_what_was_bound_since() 
     assert env.deleted() == [["pool-a-0"]]
     left = (await env.client.list(types_pb2.Pod, "default")).items
     assert [p.metadata.name for p in left] == ["b"]
+
+
+async def test_a_delete_the_cloud_took_in_without_answering_keeps_the_taint() -> None:
+    """DeleteNodes fails (Unavailable) but the cloud lists the instance as deleting: the node
+    keeps its taint (the scheduler stays away) and counts as being deleted until the instance
+    is gone; a refused DeleteNodes (instance not deleting) removes the taint as before."""
+    env = Env(3, scale_down=ScaleDownOptions(unneeded_time=0))
+    env.add(rs_pod("a", "pool-a-1", cpu="1500m").obj(), rs_pod("b", "pool-a-2", cpu="1500m").obj())
+    env.cloud.lost_delete_answer = Unavailable("connection reset")
+    s = await env.summary()
+    assert s.started == ("pool-a-0",) and env.deleted() == [["pool-a-0"]]
+    env.cloud.lost_delete_answer = None
+    assert [t.key for t in (await env.node("pool-a-0")).spec.taints] == [TO_BE_DELETED_TAINT]
+    assert any(e[:2] == ("pool-a-0", "ScaleDownFailed") for e in env.events)
+    env.clock.advance(ScaleDownOptions().delay_after_failure)
+    s = await env.summary()
+    assert s.deleting == ("pool-a-0",) and s.started == ()
+    assert [t.key for t in (await env.node("pool-a-0")).spec.taints] == [TO_BE_DELETED_TAINT]
+    # The instance goes: the deletion is over.
+    env.cloud.groups[GROUP].instances.pop(0)
+    await env.client.delete(types_pb2.Node, "pool-a-0")
+    s = await env.summary()
+    assert s.deleting == ()
+    # A refusal: the cloud is not deleting pool-a-1 (its pod gone): the taint is removed.
+    await env.client.delete(types_pb2.Pod, "a", "default")
+    env.cloud.failures["delete_nodes"] = Invalid.field("nodes", "min size reached")
+    env.clock.advance(ScaleDownOptions().delay_after_failure)
+    s = await env.summary()
+    assert s.started == ("pool-a-1",)
+    assert [t.key for t in (await env.node("pool-a-1")).spec.taints] == []
+    assert s.deleting == ()
 
 
 async def test_a_failed_drain_removes_the_taint_and_backs_off() -> None:
