@@ -37,6 +37,7 @@ from kemu.client.controlplane import (
     leader_election_config,
     run_elected,
 )
+from kemu.client.endpoints import add_server_flag
 from kemu.client.events import EventRecorder
 from kemu.client.informer import InformerFactory
 from kemu.client.interface import ApiClient
@@ -71,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = new_parser(
         "autoscaler", "kemu's cluster autoscaler", default_metrics_port=DEFAULT_METRICS_PORT
     )
-    parser.add_argument("--server", default="127.0.0.1:6443", help="the apiserver, HOST:PORT")
+    add_server_flag(parser)
     parser.add_argument(
         "--cloud-provider-address",
         required=True,
@@ -181,6 +182,11 @@ def _add_scale_down_flags(parser: argparse.ArgumentParser) -> None:
             "no scale-down for this long after a failed one",
         ),
         (
+            "--node-delete-delay-after-taint",
+            d.node_delete_delay_after_taint,
+            "how long a node tainted for deletion is left before it is re-checked and deleted",
+        ),
+        (
             "--max-pod-eviction-time",
             d.max_pod_eviction_time,
             "how long a refused eviction is retried",
@@ -277,6 +283,7 @@ def _scale_down_options(
         delay_after_add=args.scale_down_delay_after_add,
         delay_after_delete=args.scale_down_delay_after_delete,
         delay_after_failure=args.scale_down_delay_after_failure,
+        node_delete_delay_after_taint=args.node_delete_delay_after_taint,
         max_empty_bulk_delete=args.max_empty_bulk_delete,
         max_drain_parallelism=args.max_drain_parallelism,
         non_empty_candidates_count=args.scale_down_non_empty_candidates_count,

@@ -34,6 +34,7 @@ from cloud.state import StateStore
 from kemu.api.cloud.v1 import cloud_pb2_grpc
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
+from kemu.client.endpoints import add_server_flag
 from kemu.client.informer import InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.component.options import duration_flag, new_parser, parse_component_args
@@ -50,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = new_parser(
         COMPONENT, "kemu's emulated cloud", default_metrics_port=DEFAULT_METRICS_PORT
     )
-    parser.add_argument("--server", default="127.0.0.1:6443", help="the apiserver, HOST:PORT")
+    add_server_flag(parser)
     parser.add_argument("--config", required=True, metavar="FILE", help="the node groups (YAML)")
     parser.add_argument(
         "--state-dir", required=True, metavar="DIR", help="where instances are recorded"

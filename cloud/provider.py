@@ -5,7 +5,8 @@ An instance is CREATING until its Node is Ready (then it is running), DELETING w
 being deleted. The target size of a group is the number of its instances not being deleted.
 Deleting an instance stops its kubelet and deletes its Node (upstream's cloud node lifecycle
 controller deletes the Node of an instance the cloud no longer has); the pod garbage collector
-then collects its pods. Every change is saved (cloud.state) before the call returns.
+then collects its pods. Every change is saved (cloud.state) before the call returns. A
+deletion goes on when its caller goes away (DeleteNodes cancelled): it is the cloud's.
 
 Injected failures (kemu's own, per group; the config's `failures` or KemuSetFailures):
 - neverReady N: the next N instances never start a kubelet and stay CREATING without a Node;
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from typing import Final, Protocol
 
 import anyio
+from anyio.abc import TaskGroup
 
 from cloud.config import NODE_GROUP_LABEL, CloudConfig, Failures, NodeGroupConfig
 from cloud.kubelets import kill_leftover, kubelet_argv
@@ -107,6 +109,8 @@ class Cloud:
         self._provision_delay = provision_delay
         self._now = wall_clock
         self._lock = anyio.Lock()
+        self._background: TaskGroup | None = None
+        """`run`'s task group while it runs: where deletions go on."""
         self.state = store.load()
         for group in config.node_groups:
             self.state.groups.setdefault(group.name, GroupRecord()).apply_config(group.failures)
@@ -234,9 +238,7 @@ class Cloud:
                 inst.phase = DELETING
             self._save()
         log.info("node group %s: deleting %s", group, ", ".join(i.name for i in doomed))
-        async with anyio.create_task_group() as tg:
-            for inst in doomed:
-                tg.start_soon(self._finish_deletion, inst)
+        await self._finish(doomed)
 
     async def decrease_target_size(self, group: str, delta: int) -> None:
         """Drops -delta instances that have no Node yet (newest first)."""
@@ -259,9 +261,7 @@ class Cloud:
             for inst in doomed:
                 inst.phase = DELETING
             self._save()
-        async with anyio.create_task_group() as tg:
-            for inst in doomed:
-                tg.start_soon(self._finish_deletion, inst)
+        await self._finish(doomed)
 
     async def set_failures(self, group: str, failures: Failures) -> None:
         self.group(group)
@@ -269,6 +269,31 @@ class Cloud:
             self.state.groups[group].set_failures(failures)
             self._save()
         log.info("node group %s: injected failures now %s", group, failures)
+
+    async def _finish(self, doomed: Sequence[InstanceRecord]) -> None:
+        """Carries the deletions through and returns when they are done. While the cloud runs
+        they are its own tasks (`run`'s task group), not the caller's: a DeleteNodes whose
+        caller goes away (an autoscaler killed mid-call cancels the handler) must not leave an
+        instance DELETING, its Node still there, until the next cloud restart."""
+
+        async def finish_all() -> None:
+            async with anyio.create_task_group() as tg:
+                for inst in doomed:
+                    tg.start_soon(self._finish_deletion, inst)
+
+        if self._background is None:
+            await finish_all()
+            return
+        done = anyio.Event()
+
+        async def finish_then_signal() -> None:
+            try:
+                await finish_all()
+            finally:
+                done.set()
+
+        self._background.start_soon(finish_then_signal)
+        await done.wait()
 
     async def _finish_deletion(self, inst: InstanceRecord) -> None:
         await self._kubelets.stop(inst.name)
@@ -324,10 +349,15 @@ class Cloud:
 
     async def run(self) -> None:
         """Keeps the kubelets of the instances running and deletes the Nodes of instances the
-        cloud does not have, every RECONCILE_PERIOD seconds."""
-        while True:
-            await self.reconcile()
-            await anyio.sleep(RECONCILE_PERIOD)
+        cloud does not have, every RECONCILE_PERIOD seconds; runs the deletions."""
+        async with anyio.create_task_group() as tg:
+            self._background = tg
+            try:
+                while True:
+                    await self.reconcile()
+                    await anyio.sleep(RECONCILE_PERIOD)
+            finally:
+                self._background = None
 
     async def reconcile(self) -> None:
         for name, code in self._kubelets.exited():

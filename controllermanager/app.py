@@ -45,6 +45,7 @@ from kemu.client.controlplane import (
     leader_election_config,
     run_elected,
 )
+from kemu.client.endpoints import add_server_flag
 from kemu.client.informer import InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.client.leaderelection import LeaderElectionConfig
@@ -146,11 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
         "kemu kube-controller-manager",
         default_metrics_port=DEFAULT_METRICS_PORT,
     )
-    parser.add_argument(
-        "--server",
-        default="127.0.0.1:6443",
-        help="the apiserver, HOST:PORT (default 127.0.0.1:6443)",
-    )
+    add_server_flag(parser)
     parser.add_argument(
         "--controllers",
         default="*",

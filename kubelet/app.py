@@ -25,6 +25,7 @@ import anyio
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.client.controlplane import run_elected
+from kemu.client.endpoints import add_server_flag
 from kemu.client.events import EventRecorder
 from kemu.client.informer import FuncHandler, InformerFactory
 from kemu.client.interface import ApiClient
@@ -79,7 +80,7 @@ class KubeletSettings:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = new_parser("kubelet", "kemu kubelet", default_metrics_port=DEFAULT_METRICS_PORT)
-    parser.add_argument("--server", default="127.0.0.1:6443", help="the apiserver, HOST:PORT")
+    add_server_flag(parser)
     nodes = parser.add_argument_group("nodes")
     nodes.add_argument(
         "--node-name", help="the node's name (default: the host name); not with --nodes"

@@ -25,6 +25,7 @@ from kemu.client.controlplane import (
     leader_election_config,
     run_elected,
 )
+from kemu.client.endpoints import add_server_flag
 from kemu.client.events import EventRecorder
 from kemu.client.informer import InformerFactory
 from kemu.client.interface import ApiClient
@@ -62,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = new_parser(
         "scheduler", "kemu kube-scheduler", default_metrics_port=DEFAULT_METRICS_PORT
     )
-    parser.add_argument("--server", default="127.0.0.1:6443", help="the apiserver, HOST:PORT")
+    add_server_flag(parser)
     parser.add_argument(
         "--config", metavar="FILE", help="a KubeSchedulerConfiguration YAML (profiles, plugins)"
     )

@@ -10,18 +10,20 @@ waited for: they go with the node anyway), from drained nodes
 (--daemonset-eviction-for-empty-nodes, false); a pod's annotation
 cluster-autoscaler.kubernetes.io/enable-ds-eviction "true"/"false" overrides the flag. A failed
 drain or delete removes the taint again and starts the --scale-down-delay-after-failure
-cooldown. Events: ScaleDown on the node and on
-each evicted pod, ScaleDownEmpty on an empty node, ScaleDownFailed when it fails."""
+cooldown; but a failed DeleteNodes whose instance the cloud may be deleting anyway (no answer,
+or the instance listed as deleting) keeps the taint until the cloud's instances show it gone or
+not being deleted (`settle`, each loop): an untainted node about to go would get pods.
+Events: ScaleDown on the node and on each evicted pod, ScaleDownEmpty on an empty node, ScaleDownFailed when it fails."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import anyio
 
-from autoscaler.clusterstate import CloudApi
+from autoscaler.clusterstate import DELETING, CloudApi, GroupState, instance_name
 from autoscaler.metrics import Metrics
 from autoscaler.scale_up import Recorder
 from autoscaler.scaledown.options import ScaleDownOptions
@@ -82,6 +84,10 @@ class Actuator:
         self.deleting: dict[str, str] = {}
         """Node -> group of the deletions in progress."""
         self.draining: set[str] = set()
+        self.unconfirmed: set[str] = set()
+        """Nodes (kept in `deleting`) whose DeleteNodes failed while the cloud may have begun
+        deleting them (no answer, or it lists their instance as deleting): their taint stays
+        until `settle` sees the instance gone or not being deleted."""
         self.last_delete: float | None = None
         """Monotonic time the last deletion started."""
         self.last_delete_wall: float | None = None
@@ -143,70 +149,131 @@ class Actuator:
             )
         return ok
 
+    async def _after_taint(self) -> None:
+        """Waits --node-delete-delay-after-taint (upstream deleteNodesAsync): the scheduler's
+        cache catches up with the taint, so what it bound without seeing it is in the API
+        when the node's pods are read again."""
+        await self._clock.sleep(self._opts.node_delete_delay_after_taint)
+
     def _delete_empty_fn(self, group: str, nodes: list[types_pb2.Node]) -> Task:
         async def delete() -> None:
-            names = [n.metadata.name for n in nodes]
-            still_empty = []
-            for n in nodes:
-                busy = await self._not_empty(n.metadata.name)
-                if busy:
-                    log.info(
-                        "scale-down: node %s is not empty any more (%s): not deleted",
-                        n.metadata.name,
-                        busy,
-                    )
-                    self.deleting.pop(n.metadata.name, None)
-                    await self._untaint(n.metadata.name)
-                else:
-                    still_empty.append(n)
-            nodes[:] = still_empty
-            names = [n.metadata.name for n in nodes]
-            if not nodes:
-                return
-            for n in nodes:
-                await self._evict_daemonset_pods(
-                    n.metadata.name, self._opts.daemonset_eviction_for_empty_nodes
-                )
-                self._recorder.event(
-                    n,
-                    "Normal",
-                    SCALE_DOWN_EMPTY,
-                    "ScaleDown",
-                    f"removing empty node {n.metadata.name!r}",
-                )
-            log.info(
-                "scale-down: deleting %d empty node(s) of group %s: %s",
-                len(nodes),
-                group,
-                ", ".join(names),
-            )
+            going: list[types_pb2.Node] = []
             try:
-                await self._delete_from_cloud(group, nodes, "empty")
+                await self._after_taint()
+                going = [n for n in nodes if await self._still_empty(n.metadata.name)]
+                if not going:
+                    return
+                for n in going:
+                    await self._evict_daemonset_pods(
+                        n.metadata.name, self._opts.daemonset_eviction_for_empty_nodes
+                    )
+                    self._recorder.event(
+                        n,
+                        "Normal",
+                        SCALE_DOWN_EMPTY,
+                        "ScaleDown",
+                        f"removing empty node {n.metadata.name!r}",
+                    )
+                log.info(
+                    "scale-down: deleting %d empty node(s) of group %s: %s",
+                    len(going),
+                    group,
+                    ", ".join(n.metadata.name for n in going),
+                )
+                await self._delete_or_fail(group, going, "empty")
             except ApiError as e:
-                for n in nodes:
+                # The re-check failed: nothing was asked of the cloud.
+                for n in going or nodes:
                     await self._failed(n, f"failed to delete empty node: {e}")
             finally:
-                for name in names:
-                    self.deleting.pop(name, None)
+                self._done(n.metadata.name for n in nodes)
 
         return delete
+
+    async def _still_empty(self, name: str) -> bool:
+        """Re-checks a node chosen as empty from the API (after its taint and the delay);
+        one that is not empty any more loses the taint and is kept."""
+        busy = await self._not_empty(name)
+        if not busy:
+            return True
+        log.info("scale-down: node %s is not empty any more (%s): not deleted", name, busy)
+        self.deleting.pop(name, None)
+        await self._untaint(name)
+        return False
 
     def _drain_and_delete_fn(self, node: types_pb2.Node, group: str) -> Task:
         async def drain() -> None:
             name = node.metadata.name
             try:
+                await self._after_taint()
                 await self._drain(node)
                 await self._evict_daemonset_pods(
                     name, self._opts.daemonset_eviction_for_occupied_nodes
                 )
-                await self._delete_from_cloud(group, [node], "underutilized")
             except (DrainFailed, ApiError) as e:
                 await self._failed(node, f"failed to drain the node, aborting ScaleDown: {e}")
+            else:
+                await self._delete_or_fail(group, [node], "underutilized")
             finally:
-                self.deleting.pop(name, None)
+                self._done([name])
                 self.draining.discard(name)
 
         return drain
+
+    def _done(self, names: Iterable[str]) -> None:
+        """The deletions of `names` are over, but for those left unconfirmed."""
+        for name in names:
+            if name not in self.unconfirmed:
+                self.deleting.pop(name, None)
+
+    async def _delete_or_fail(
+        self, group: str, nodes: Sequence[types_pb2.Node], reason: str
+    ) -> None:
+        """DeleteNodes; when it fails, a node whose instance the cloud may be deleting anyway
+        (it does not answer, or lists the instance as deleting) keeps its taint, unconfirmed
+        until `settle` knows; the others fail as usual (taint removed)."""
+        try:
+            await self._delete_from_cloud(group, nodes, reason)
+        except ApiError as e:
+            going = await self._cloud_deleting(group)
+            for n in nodes:
+                if going is None or n.spec.provider_id in going:
+                    self.unconfirmed.add(n.metadata.name)
+                    await self._failed(
+                        n,
+                        f"failed to delete {reason} node: {e} (its instance may be being "
+                        "deleted: the taint stays until the cloud tells)",
+                        untaint=False,
+                    )
+                else:
+                    await self._failed(n, f"failed to delete {reason} node: {e}")
+
+    async def _cloud_deleting(self, group: str) -> set[str] | None:
+        """The providerIDs of the group's instances being deleted; None if the cloud does not
+        answer."""
+        try:
+            instances = await self._cloud.nodes(group)
+        except ApiError as e:
+            log.warning("scale-down: node group %s: reading its instances: %s", group, e)
+            return None
+        return {i.id for i in instances if i.status.instance_state == DELETING}
+
+    async def settle(self, groups: Mapping[str, GroupState]) -> None:
+        """Each loop, with the instances just read: an unconfirmed deletion is over once its
+        instance is gone; one the cloud is not deleting loses its taint."""
+        for name in sorted(self.unconfirmed):
+            group = self.deleting.get(name, "")
+            state = groups.get(group)
+            if state is None:
+                continue
+            found = [i for i in state.instances if instance_name(i.id) == name]
+            if found and found[0].status.instance_state == DELETING:
+                continue
+            self.unconfirmed.discard(name)
+            self.deleting.pop(name, None)
+            if found:
+                log.info("scale-down: node %s: the cloud is not deleting it", name)
+                await self._untaint(name)
 
     async def _pods_on(self, node: str) -> list[types_pb2.Pod]:
         """The pods bound to the node that an eviction must move (from the API, not the
@@ -360,9 +427,10 @@ class Actuator:
         self._metrics.scaled_down_nodes.labels(reason).inc(len(nodes))
         self._metrics.last_activity.labels("scaleDown").set(self._clock.now())
 
-    async def _failed(self, node: types_pb2.Node, message: str) -> None:
+    async def _failed(self, node: types_pb2.Node, message: str, *, untaint: bool = True) -> None:
         name = node.metadata.name
         log.warning("scale-down: node %s: %s", name, message)
         self._recorder.event(node, "Warning", SCALE_DOWN_FAILED, "ScaleDown", message)
         self.last_failure = self._clock.monotonic()
-        await self._untaint(name)
+        if untaint:
+            await self._untaint(name)

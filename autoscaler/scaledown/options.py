@@ -20,6 +20,10 @@ class ScaleDownOptions:
     """--scale-down-delay-after-delete."""
     delay_after_failure: float = 3 * 60.0
     """--scale-down-delay-after-failure."""
+    node_delete_delay_after_taint: float = 5.0
+    """--node-delete-delay-after-taint: how long a tainted node is left before its deletion
+    goes on (its emptiness re-checked, its drain begun), so that a scheduler whose cache had
+    not seen the taint yet has bound what it was going to bind there."""
     max_empty_bulk_delete: int = 10
     """--max-empty-bulk-delete: empty nodes deleted at once."""
     unremovable_node_recheck_timeout: float = 5 * 60.0

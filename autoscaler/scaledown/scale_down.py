@@ -4,7 +4,7 @@ a deletion within --scale-down-delay-after-delete, a failure within
 --scale-down-delay-after-failure) the chosen ones are handed to the actuator; when nothing was
 deleted the unneeded nodes get the soft DeletionCandidate taint and the others lose it. The
 first loop removes the taints a previous autoscaler left (a restart after a SIGKILL resumes
-from a clean state). `ScaleDownSummary` is what the loop exposes to the status ConfigMap."""
+from a clean state), but not those of nodes whose instance the cloud is already deleting. `ScaleDownSummary` is what the loop exposes to the status ConfigMap."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from autoscaler.clusterstate import CloudApi, GroupState
+from autoscaler.clusterstate import DELETING, CloudApi, GroupState
 from autoscaler.metrics import Metrics
 from autoscaler.scale_up import Recorder
 from autoscaler.scaledown.actuation import Actuator
@@ -94,14 +94,29 @@ class ScaleDown:
         )
         self._cleaned = False
 
-    async def clean_up(self, nodes: Sequence[types_pb2.Node]) -> None:
+    async def clean_up(
+        self, nodes: Sequence[types_pb2.Node], groups: Mapping[str, GroupState]
+    ) -> None:
         """Removes every ToBeDeleted and DeletionCandidate taint (upstream cleanUpIfRequired,
-        on the first loop)."""
+        on the first loop), except from the nodes whose instance the cloud is deleting: a
+        previous autoscaler asked for it before it died, the node goes anyway, and without its
+        taint the scheduler would bind pods to it until it is gone."""
+        going = {
+            i.id
+            for g in groups.values()
+            for i in g.instances
+            if i.status.instance_state == DELETING
+        }
         for node in nodes:
+            name = node.metadata.name
+            if node.spec.provider_id and node.spec.provider_id in going:
+                if has_taint(node, TO_BE_DELETED_TAINT):
+                    log.info("node %s: its instance is being deleted, its taints are kept", name)
+                continue
             for key in (TO_BE_DELETED_TAINT, DELETION_CANDIDATE_TAINT):
                 if has_taint(node, key):
-                    log.info("removing leftover taint %s from node %s", key, node.metadata.name)
-                    await remove_taint(self._client, node.metadata.name, key)
+                    log.info("removing leftover taint %s from node %s", key, name)
+                    await remove_taint(self._client, name, key)
 
     def _cooldown(self, last_scale_up: float | None) -> str:
         now = self._clock.monotonic()
@@ -126,9 +141,10 @@ class ScaleDown:
         last_scale_up: float | None,
     ) -> ScaleDownSummary:
         if not self._cleaned:
-            await self.clean_up(nodes)
+            await self.clean_up(nodes, groups)
             self._cleaned = True
         a = self.actuator
+        await a.settle(groups)
         plan = await self.planner.update(
             snapshot,
             nodes,

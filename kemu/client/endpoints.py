@@ -10,16 +10,19 @@ reported (as when a single apiserver restarts), and watches end with Unavailable
 informers resume from their last resourceVersion on whichever server answers (every
 apiserver serves the same etcd, so resourceVersions are the same everywhere).
 
-A single address is passed to gRPC unchanged, exactly as before.
+A single address is passed to gRPC unchanged, exactly as before. Every component declares
+the flag with `add_server_flag`, so a malformed value is a one-line argument error at start.
 """
 
 from __future__ import annotations
 
+import argparse
 import ipaddress
 import socket
 from typing import Final
 
 SEPARATOR: Final = ","
+DEFAULT_SERVER: Final = "127.0.0.1:6443"
 
 # pick_first: one server at a time (a watch and the writes it reflects on the same server),
 # the next one in the list when it goes away.
@@ -86,3 +89,28 @@ def channel_target(servers: tuple[str, ...], flag: str = "--server") -> str:
     if versions == {6}:
         return "ipv6:" + SEPARATOR.join(f"[{ip}]:{port}" for ip, port in resolved)
     raise ServerAddressError(f"--server: {SEPARATOR.join(servers)!r} mixes IPv4 and IPv6 addresses")
+
+
+def server_flag(text: str) -> str:
+    """argparse `type=` of --server: the addresses checked as a client will use them (syntax,
+    and for several, their resolution), joined again without repeats. A bad value is
+    argparse's one-line error naming the flag (`argument --server: ...`)."""
+    try:
+        servers = parse_servers(text)
+        if len(servers) > 1:
+            channel_target(servers)
+    except ServerAddressError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("--server: ")) from None
+    return SEPARATOR.join(servers)
+
+
+def add_server_flag(parser: argparse.ArgumentParser) -> None:
+    """--server of every component that talks to the apiserver, validated by `server_flag`."""
+    parser.add_argument(
+        "--server",
+        type=server_flag,
+        default=DEFAULT_SERVER,
+        metavar="HOST:PORT[,HOST:PORT...]",
+        help="the apiserver, or several (a client fails over from one to the next) "
+        f"(default {DEFAULT_SERVER})",
+    )

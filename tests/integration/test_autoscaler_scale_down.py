@@ -9,19 +9,26 @@ bare pod, scale-down-disabled) and the min size; delay-after-add and the unneede
 PreBind, SlowPreBind standing in for volume provisioning) as a matrix of the scheduler's
 NominatedNodeNameForExpectation × the autoscaler's version; S-CA-2's scale-down half (a
 preemptor waiting for its victim counts on its node); and the autoscaler SIGKILLed in the
-middle of a drain. Each scenario is checked against a recorded history of nodes and pods:
+middle of a drain, or while the cloud is deleting a node it asked for (the restarted one keeps
+that node's taint). Each scenario is checked against a recorded history of nodes and pods:
 no node deleted while a pod is bound to it (or nominated to it, where the new behaviour
 promises that), pool-a never above its max, pool-min never below its min."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import signal
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import anyio
 import pytest
 
+from kemu.api.cloud.v1 import cloud_pb2
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.client.cloudprovider import CloudProviderClient
@@ -62,6 +69,7 @@ SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
 HOSTNAME = "kubernetes.io/hostname"
 TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler"
 DELETION_CANDIDATE = "DeletionCandidateOfClusterAutoscaler"
+DELETING_STATE = cloud_pb2.InstanceStatus.instanceDeleting
 EXPENDABLE_CUTOFF = -10
 """--expendable-pods-priority-cutoff's default."""
 UNNEEDED = 2.0
@@ -897,3 +905,83 @@ async def test_s_ca_2_a_pod_nominated_to_a_node_that_is_gone(
         await api.delete(types_pb2.Pod, "orphan", ns, grace_period_seconds=0)
         await eventually(lambda: pool_empty(api), timeout=25, interval=0.3)
     assert violations(nodes, pods) == []
+
+
+def kubelet_pid(cluster: Cluster, node: str) -> int:
+    """The pid of the kubelet the cluster's cloud runs for instance `node`, as its state file
+    records it (a process of this cluster: other clusters on the machine have namesakes)."""
+    state = json.loads((cluster.root / "cloud" / "state.json").read_text())
+    (pid,) = [i["pid"] for i in state["instances"] if i["name"] == node]
+    assert isinstance(pid, int) and pid > 0, state
+    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    assert b"kubelet" in argv and node.encode() in argv, argv
+    return pid
+
+
+async def test_chaos_a_restarted_autoscaler_keeps_the_taint_of_a_node_the_cloud_is_deleting(
+    cluster: Cluster, autoscalers: Autoscalers, clients: tuple[Client, CloudProviderClient]
+) -> None:
+    """The chaos run's seed 3: the autoscaler asks the cloud to delete an empty node and is
+    SIGKILLed; the cloud is still deleting the instance (its kubelet is stopped with SIGSTOP,
+    so the cloud waits its 10 s before SIGKILL) when the restarted autoscaler's first loop
+    runs. That loop must keep the node's ToBeDeleted taint: a pod that only fits that node
+    stays pending instead of being bound to a node about to go."""
+    api, cloud = clients
+    autoscaler = autoscalers.use("1.37")
+    ns = await create_namespace(api, "chaos-deleting")
+    async with recorded(api) as (nodes, pods):
+        (node,) = await grow(api, cloud, 1)
+        pid = kubelet_pid(cluster, node)
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            await unprotect(api, node)
+
+            def deleting() -> bool:
+                log = cluster.logs()[autoscaler]
+                return f"deleting 1 empty node(s) of group {GROUP}: {node}" in log
+
+            await eventually(deleting, timeout=20, interval=0.05)
+            cluster.kill(autoscaler)
+
+            async def instance_deleting() -> bool:
+                (inst,) = [i for i in await cloud.nodes(GROUP) if i.id.endswith(f"/{node}")]
+                assert inst.status.instance_state == DELETING_STATE
+                return True
+
+            await eventually(instance_deleting, timeout=5, interval=0.05)
+            cluster.restart(autoscaler)
+            # A pod that fits only that node (its hostname): bound there if the taint goes.
+            await api.create(
+                make_pod("late")
+                .namespace(ns)
+                .req(cpu="500m")
+                .node_selector(**{HOSTNAME: node})
+                .grace(0)
+                .obj()
+            )
+            await eventually(
+                lambda: (
+                    f"node {node}: its instance is being deleted, its taints are kept"
+                    in cluster.logs()[autoscaler]
+                ),
+                timeout=15,
+                interval=0.1,
+            )
+        finally:
+            # (Gone if the cloud had to SIGKILL it.)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+        await eventually(lambda: pool_empty(api), timeout=20, interval=0.3)
+        late = await api.get(types_pb2.Pod, "late", ns)
+        assert late.spec.node_name == ""
+        await api.delete(types_pb2.Pod, "late", ns, grace_period_seconds=0)
+    assert violations(nodes, pods) == []
+    # The node had its taint in every version recorded after the autoscaler added it.
+    (history,) = [vs for vs in nodes.versions.values() if vs[0].node.metadata.name == node]
+    tainted = [any(t.key == TO_BE_DELETED for t in v.node.spec.taints) for v in history]
+    first = tainted.index(True)
+    assert all(tainted[first:]), tainted
+    assert (
+        f"removing leftover taint {TO_BE_DELETED} from node {node}"
+        not in (cluster.logs()[autoscaler])
+    )

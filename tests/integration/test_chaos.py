@@ -10,7 +10,6 @@ KEMU_TEST_SEED=N for this test). About two minutes: the longest test of the suit
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -21,13 +20,6 @@ from kemu.chaos.schedule import KINDS
 from kemu.testing.rand import SeededRandom
 
 pytestmark = [pytest.mark.integration]
-
-# A known autoscaler bug, found by this harness (bench/README.md, "chaos"): a Node the
-# autoscaler deletes while pods are bound to it (an "empty" node deleted with pods bound since
-# its snapshot; a restarted autoscaler removing the ToBeDeleted taint of a node the cloud is
-# still deleting). Until it is fixed in autoscaler/, such a run is an expected failure; any
-# other violation fails the test.
-KNOWN_AUTOSCALER_BUG = re.compile(r"^Node \S+ deleted \(rv \d+\) under bound pod ")
 
 
 # About two minutes on an idle machine; the limit is for a hang, not for speed.
@@ -41,7 +33,4 @@ def test_chaos_ci_profile_breaks_no_invariant(tmp_path: Path, rng: SeededRandom)
     assert report.scaling["nodes_deleted"] > 0, report.scaling
     assert report.pods_bound > 0
     assert report.recovery_s, "no binding after any restart"
-    others = [v for v in report.violations if not KNOWN_AUTOSCALER_BUG.match(v)]
-    assert not others, "\n" + report.table()
-    if report.violations:
-        pytest.xfail(f"the known autoscaler bug: {report.violations[:3]}")
+    assert not report.violations, "\n" + report.table()

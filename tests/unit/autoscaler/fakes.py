@@ -8,11 +8,12 @@ from dataclasses import dataclass, field
 
 from kemu.api.cloud.v1 import cloud_pb2
 from kemu.api.v1 import types_pb2
-from kemu.machinery.errors import Invalid
+from kemu.machinery.errors import ApiError, Invalid
 from kemu.testing.builders import make_node
 
 RUNNING = cloud_pb2.InstanceStatus.instanceRunning
 CREATING = cloud_pb2.InstanceStatus.instanceCreating
+DELETING = cloud_pb2.InstanceStatus.instanceDeleting
 
 
 @dataclass
@@ -31,6 +32,11 @@ class FakeCloud:
     def __init__(self, *groups: FakeGroup) -> None:
         self.groups = {g.id: g for g in groups}
         self.calls: list[tuple[str, str, object]] = []
+        self.failures: dict[str, ApiError] = {}
+        """Method name ("delete_nodes", "nodes") -> the error it raises while set."""
+        self.lost_delete_answer: ApiError | None = None
+        """While set, delete_nodes marks the instances deleting and then raises it (the cloud
+        took the call in; its answer was lost)."""
 
     async def refresh(self) -> None:
         pass
@@ -61,11 +67,20 @@ class FakeCloud:
 
     async def delete_nodes(self, group: str, nodes: Sequence[tuple[str, str]]) -> None:
         self.calls.append(("delete", group, [n for _, n in nodes]))
+        if "delete_nodes" in self.failures:
+            raise self.failures["delete_nodes"]
+        if self.lost_delete_answer is not None:
+            for inst in self.groups[group].instances:
+                if inst.id in {p for p, _ in nodes}:
+                    inst.status.instance_state = DELETING
+            raise self.lost_delete_answer
         ids = {p for p, _ in nodes}
         g = self.groups[group]
         g.instances = [i for i in g.instances if i.id not in ids]
 
     async def nodes(self, group: str) -> list[cloud_pb2.Instance]:
+        if "nodes" in self.failures:
+            raise self.failures["nodes"]
         return list(self.groups[group].instances)
 
     async def template_node(self, group: str) -> types_pb2.Node:

@@ -55,6 +55,7 @@ def test_scale_down_flags_default_to_upstream() -> None:
     assert args.max_drain_parallelism == 1
     assert args.max_graceful_termination_sec == 600
     assert args.max_pod_eviction_time == 120
+    assert args.node_delete_delay_after_taint == 5
     assert args.unremovable_node_recheck_timeout == 300
     assert args.write_status_configmap is True
     assert args.daemonset_eviction_for_empty_nodes is False

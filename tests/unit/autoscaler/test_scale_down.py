@@ -5,12 +5,15 @@ scale-down half by version) and expendable pods (S-CA-3)."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
+import anyio
 import pytest
 from google.protobuf.message import Message
 from prometheus_client import CollectorRegistry
 
+from autoscaler.clusterstate import DELETING
 from autoscaler.metrics import Metrics
 from autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED
 from autoscaler.scaledown.options import ScaleDownOptions
@@ -23,7 +26,7 @@ from kemu.api.v1 import types_pb2
 from kemu.client.fake import FakeClient
 from kemu.component.clock import FakeClock
 from kemu.component.version import Version
-from kemu.machinery.errors import TooManyRequests
+from kemu.machinery.errors import Invalid, TooManyRequests, Unavailable
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.profile import default_profile
 from kemu.scheduling.runtime import Framework
@@ -65,7 +68,8 @@ def rs_pod(name: str, node: str, cpu: str = "500m") -> PodBuilder:
 
 class Env:
     """A StaticAutoscaler over a FakeClient (nodes, pods, PDBs, taints, evictions) and a
-    FakeCloud group of `size` registered nodes."""
+    FakeCloud group of `size` registered nodes; deletions go on right after the taint unless
+    `delay_after_taint` (--node-delete-delay-after-taint) is given."""
 
     def __init__(
         self,
@@ -74,6 +78,7 @@ class Env:
         min_size: int = 0,
         version: str = "1.37",
         scale_down: ScaleDownOptions | None = None,
+        delay_after_taint: float = 0.0,
     ) -> None:
         self.clock = FakeClock()
         self.cloud = FakeCloud(FakeGroup(GROUP, min_size, 10, template(GROUP)))
@@ -84,7 +89,10 @@ class Env:
         self.pods: list[types_pb2.Pod] = []
         self.pdbs: list[types_pb2.PodDisruptionBudget] = []
         registry = in_tree_registry()
-        opts = scale_down or ScaleDownOptions(unneeded_time=UNNEEDED, delay_after_add=0.0)
+        opts = dataclasses.replace(
+            scale_down or ScaleDownOptions(unneeded_time=UNNEEDED, delay_after_add=0.0),
+            node_delete_delay_after_taint=delay_after_taint,
+        )
         self.autoscaler = StaticAutoscaler(
             AutoscalingOptions(version=Version.parse(version), scale_down=opts),
             self.cloud,
@@ -387,6 +395,102 @@ async def test_the_first_loop_removes_leftover_taints() -> None:
     # pool-a-0 is unneeded: the soft taint comes back (the next loop sees it gone).
     await env.loop()
     assert [t.key for t in (await env.node("pool-a-0")).spec.taints] == [DELETION_CANDIDATE_TAINT]
+
+
+async def test_the_first_loop_keeps_the_taint_of_a_node_the_cloud_is_deleting() -> None:
+    """A previous autoscaler asked the cloud to delete pool-a-0 and died: the cloud is still
+    deleting its instance, so its ToBeDeleted taint stays (without it the scheduler would bind
+    pods to a node about to go); pool-a-1's leftover taint goes."""
+    env = Env(2)
+    for name in ("pool-a-0", "pool-a-1"):
+        node = await env.node(name)
+        node.spec.taints.add(key=TO_BE_DELETED_TAINT, value="1", effect="NoSchedule")
+        await env.client.update(node)
+    env.cloud.groups[GROUP].instances[0].status.instance_state = DELETING
+    env.add(rs_pod("a", "pool-a-1", cpu="1500m").obj())
+    await env.loop()
+    assert [t.key for t in (await env.node("pool-a-0")).spec.taints] == [TO_BE_DELETED_TAINT]
+    assert [t.key for t in (await env.node("pool-a-1")).spec.taints] == []
+    assert env.deleted() == []
+
+
+async def test_an_empty_node_bound_to_after_its_taint_is_kept() -> None:
+    """The scheduler binds pods to an empty node right after the autoscaler tainted it (its
+    cache had not seen the taint): after --node-delete-delay-after-taint the autoscaler reads
+    the node's pods again, keeps the node and removes its taint."""
+    env = Env(2, scale_down=ScaleDownOptions(unneeded_time=0), delay_after_taint=5.0)
+    env.add(rs_pod("a", "pool-a-1", cpu="1500m").obj())
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(env.loop)
+        await anyio.wait_all_tasks_blocked()
+        assert env.clock.sleepers == 1
+        assert TO_BE_DELETED_TAINT in [t.key for t in (await env.node("pool-a-0")).spec.taints]
+        env.add(rs_pod("late", "pool-a-0").obj())
+        env.clock.advance(4.9)
+        await anyio.wait_all_tasks_blocked()
+        assert env.deleted() == []
+        env.clock.advance(0.1)
+    assert env.deleted() == []
+    assert [t.key for t in (await env.node("pool-a-0")).spec.taints] == []
+    assert env.autoscaler.scale_down is not None
+    assert env.autoscaler.scale_down.actuator.deleting == {}
+
+
+async def test_an_empty_node_still_empty_after_the_delay_is_deleted() -> None:
+    env = Env(2, scale_down=ScaleDownOptions(unneeded_time=0), delay_after_taint=5.0)
+    env.add(rs_pod("a", "pool-a-1", cpu="1500m").obj())
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(env.loop)
+        await anyio.wait_all_tasks_blocked()
+        assert env.clock.sleepers == 1
+        assert env.deleted() == []
+        env.clock.advance(5)
+    assert env.deleted() == [["pool-a-0"]]
+
+
+async def test_a_drain_starts_after_the_delay_and_evicts_what_was_bound_since() -> None:
+    env = Env(2, scale_down=ScaleDownOptions(unneeded_time=0), delay_after_taint=5.0)
+    env.add(rs_pod("a", "pool-a-0").obj(), rs_pod("b", "pool-a-1", cpu="1500m").obj())
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(env.loop)
+        await anyio.wait_all_tasks_blocked()
+        assert env.clock.sleepers == 1
+        env.add(rs_pod("late", "pool-a-0").obj())
+        env.clock.advance(5)
+    assert env.deleted() == [["pool-a-0"]]
+    left = (await env.client.list(types_pb2.Pod, "default")).items
+    assert [p.metadata.name for p in left] == ["b"]
+
+
+async def test_a_delete_the_cloud_took_in_without_answering_keeps_the_taint() -> None:
+    """DeleteNodes fails (Unavailable) but the cloud lists the instance as deleting: the node
+    keeps its taint (the scheduler stays away) and counts as being deleted until the instance
+    is gone; a refused DeleteNodes (instance not deleting) removes the taint as before."""
+    env = Env(3, scale_down=ScaleDownOptions(unneeded_time=0))
+    env.add(rs_pod("a", "pool-a-1", cpu="1500m").obj(), rs_pod("b", "pool-a-2", cpu="1500m").obj())
+    env.cloud.lost_delete_answer = Unavailable("connection reset")
+    s = await env.summary()
+    assert s.started == ("pool-a-0",) and env.deleted() == [["pool-a-0"]]
+    env.cloud.lost_delete_answer = None
+    assert [t.key for t in (await env.node("pool-a-0")).spec.taints] == [TO_BE_DELETED_TAINT]
+    assert any(e[:2] == ("pool-a-0", "ScaleDownFailed") for e in env.events)
+    env.clock.advance(ScaleDownOptions().delay_after_failure)
+    s = await env.summary()
+    assert s.deleting == ("pool-a-0",) and s.started == ()
+    assert [t.key for t in (await env.node("pool-a-0")).spec.taints] == [TO_BE_DELETED_TAINT]
+    # The instance goes: the deletion is over.
+    env.cloud.groups[GROUP].instances.pop(0)
+    await env.client.delete(types_pb2.Node, "pool-a-0")
+    s = await env.summary()
+    assert s.deleting == ()
+    # A refusal: the cloud is not deleting pool-a-1 (its pod gone): the taint is removed.
+    await env.client.delete(types_pb2.Pod, "a", "default")
+    env.cloud.failures["delete_nodes"] = Invalid.field("nodes", "min size reached")
+    env.clock.advance(ScaleDownOptions().delay_after_failure)
+    s = await env.summary()
+    assert s.started == ("pool-a-1",)
+    assert [t.key for t in (await env.node("pool-a-1")).spec.taints] == []
+    assert s.deleting == ()
 
 
 async def test_a_failed_drain_removes_the_taint_and_backs_off() -> None:

@@ -3,6 +3,7 @@ failover to the next server (reads, new calls and watches) when the one in use g
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -29,6 +30,31 @@ def test_parse_servers_keeps_order_and_drops_repeats() -> None:
 def test_parse_servers_names_the_flag_on_bad_input(bad: str) -> None:
     with pytest.raises(ServerAddressError, match="--server"):
         parse_servers(bad)
+
+
+@pytest.mark.parametrize(
+    "component", ["scheduler", "kubelet", "controllermanager", "cloud", "autoscaler"]
+)
+def test_every_components_server_flag_is_checked_by_argparse(
+    component: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    parser = importlib.import_module(f"{component}.app").build_parser()
+    server = next(a for a in parser._actions if "--server" in a.option_strings)
+    assert server.metavar == "HOST:PORT[,HOST:PORT...]"
+    assert server.type is not None
+    assert server.type("127.0.0.1:1, 127.0.0.1:2,127.0.0.1:1") == "127.0.0.1:1,127.0.0.1:2"
+    for bad, message in [
+        ("127.0.0.1:1,,127.0.0.1:2", "empty address"),
+        ("127.0.0.1:1,nope", "'nope' is not HOST:PORT"),
+        ("127.0.0.1:1,[::1]:2", "mixes IPv4 and IPv6"),
+    ]:
+        with pytest.raises(SystemExit) as exit_:
+            parser.parse_args(["--server", bad])
+        assert exit_.value.code == 1
+        err = capsys.readouterr().err
+        assert err.startswith(f"{component}: error: argument --server: "), err
+        assert message in err
+        assert err.count("\n") == 1 and "Traceback" not in err
 
 
 def test_channel_target_is_the_address_itself_for_one_server() -> None:
