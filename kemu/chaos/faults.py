@@ -55,6 +55,10 @@ class RunState:
     failed_restarts: list[str] = field(default_factory=list)
     """A process that died instead of becoming ready after a restart (a violation)."""
     terminating_nodes: dict[str, float] = field(default_factory=dict)
+    deleted_by_workload: set[str] = field(default_factory=set)
+    """Pods (namespace/name) the workload sent a DELETE for, answered or not (an apiserver
+    killed mid-call may have applied it): deleted by a user, not by the scheduler, so a
+    preemption that chose one of them is exempt from invariant (2)."""
 
     def note(self, what: str) -> None:
         self.timeline.append(TimelineEntry(time.monotonic() - self.t0, what))

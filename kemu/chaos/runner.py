@@ -279,6 +279,7 @@ class ChaosRun:
             await self._resize(client, created)
         if delete_draw < p.deleteFraction:
             await anyio.sleep(2.0)
+            self.state.deleted_by_workload.add(key)
             try:
                 deleted = await client.delete(
                     types_pb2.Pod, pod.metadata.name, NAMESPACE, uid=created.metadata.uid
@@ -362,7 +363,12 @@ class ChaosRun:
         violations += checks.check_acknowledged(self.state.acks, a.versions, "watcher A")
         violations += checks.check_acknowledged(self.state.acks, b.versions, "watcher B")
         violations += checks.check_node_capacity(a.versions, allocatable)
-        violations += check_invariants(a.versions, events.items, clearing_gate_on=True)
+        violations += check_invariants(
+            a.versions,
+            events.items,
+            clearing_gate_on=True,
+            externally_deleted=self.state.deleted_by_workload,
+        )
         violations += self._check_paused_leaders(cluster, a, lease)
         if settle is None:
             pending = checks.pending_that_fit(a.versions, allocatable)
