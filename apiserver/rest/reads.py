@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
@@ -23,6 +23,19 @@ from kemu.machinery.errors import Gone
 from kemu.machinery.kinds import unwrap
 
 
+def select(
+    req: api_pb2.ListRequest | api_pb2.WatchRequest, t: Target, q: Mapping[str, str]
+) -> None:
+    """Sets the fields a list and a watch take alike from upstream's ListOptions query
+    parameters."""
+    req.resource = t.kind.resource
+    req.namespace = t.namespace
+    req.label_selector = q.get("labelSelector", "")
+    req.field_selector = q.get("fieldSelector", "")
+    req.resource_version = q.get("resourceVersion", "")
+    req.resource_version_match = q.get("resourceVersionMatch", "")
+
+
 class Reads:
     def __init__(self, service: ApiService, now: Callable[[], float] = time.time) -> None:
         self._service = service
@@ -30,15 +43,8 @@ class Reads:
 
     async def get_list(self, request: web.BaseRequest, t: Target) -> web.Response:
         q = request.query
-        req = api_pb2.ListRequest(
-            resource=t.kind.resource,
-            namespace=t.namespace,
-            label_selector=q.get("labelSelector", ""),
-            field_selector=q.get("fieldSelector", ""),
-            resource_version=q.get("resourceVersion", ""),
-            resource_version_match=q.get("resourceVersionMatch", ""),
-            limit=int_param(q, "limit") or 0,
-        )
+        req = api_pb2.ListRequest(limit=int_param(q, "limit") or 0)
+        select(req, t, q)
         setattr(req, "continue", q.get("continue", ""))
         resp = api_pb2.ListResponse.FromString(await self._service.list_bytes(req))
         objs = [unwrap(item) for item in resp.items]
@@ -77,15 +83,8 @@ class Reads:
 
     async def watch(self, request: web.BaseRequest, t: Target) -> web.StreamResponse:
         q = request.query
-        req = api_pb2.WatchRequest(
-            resource=t.kind.resource,
-            namespace=t.namespace,
-            label_selector=q.get("labelSelector", ""),
-            field_selector=q.get("fieldSelector", ""),
-            resource_version=q.get("resourceVersion", ""),
-            resource_version_match=q.get("resourceVersionMatch", ""),
-            allow_watch_bookmarks=truthy(q.get("allowWatchBookmarks")),
-        )
+        req = api_pb2.WatchRequest(allow_watch_bookmarks=truthy(q.get("allowWatchBookmarks")))
+        select(req, t, q)
         if "sendInitialEvents" in q:
             req.send_initial_events = truthy(q.get("sendInitialEvents"))
         as_table = wants_table(request.headers.get("Accept", ""))
