@@ -1,10 +1,11 @@
-# make run: a local cluster with honcho. make test: the whole test suite.
+# make run: a local cluster with honcho. make test: the default test suite; make test-long: the
+# CI slices of the long suites (marked `long`).
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test unit integration lint gen check-gen bench chaos skew clean
+.PHONY: run test test-long unit integration lint gen check-gen bench chaos skew clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,7 +19,11 @@ run: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho start
 
 test: $(STAMP) check-gen lint
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q -m "not long" tests
+
+# The CI slices of the long suites (chaos CI profile, skew slice, the make-run demo), ~6 minutes.
+test-long: $(STAMP)
+	$(BIN)/python -m pytest -q -m long tests
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q tests/unit

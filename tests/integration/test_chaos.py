@@ -19,7 +19,7 @@ from kemu.chaos.runner import ChaosRun
 from kemu.chaos.schedule import KINDS
 from kemu.testing.rand import SeededRandom
 
-pytestmark = [pytest.mark.integration]
+pytestmark = [pytest.mark.integration, pytest.mark.long]
 
 
 # About two minutes on an idle machine; the limit is for a hang, not for speed.

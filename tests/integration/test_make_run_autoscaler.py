@@ -27,7 +27,7 @@ import pytest
 from kemu.testing import eventually
 from kemu.testing.processes import REPO_ROOT, python_env
 
-pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+pytestmark = [pytest.mark.integration, pytest.mark.long, pytest.mark.anyio]
 
 EXAMPLE = REPO_ROOT / "examples" / "pending-pods.yaml"
 GROUP_LABEL = "kemu.io/node-group"

@@ -12,7 +12,7 @@ from kemu.skew import expect
 from kemu.skew.matrix import load
 from kemu.skew.runner import run_cell
 
-pytestmark = [pytest.mark.integration, pytest.mark.skew]
+pytestmark = [pytest.mark.integration, pytest.mark.skew, pytest.mark.long]
 
 MATRIX = load()
 

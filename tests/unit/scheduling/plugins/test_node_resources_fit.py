@@ -7,7 +7,6 @@ most_allocated_test.go (node sizes as upstream: 10m cpu, 20 bytes memory, 32 pod
 from __future__ import annotations
 
 import random
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -642,45 +641,6 @@ def _bound(p: types_pb2.Pod, node: str = "n1", uid: str = "other") -> types_pb2.
 def test_pod_event_hint(old: types_pb2.Pod, new: types_pb2.Pod | None, hint: QueueingHint) -> None:
     target = make_pod("t").uid("target").req(cpu="2").obj()
     assert plugin().is_schedulable_after_pod_event(target, old, new) == hint
-
-
-# ---------------------------------------------------------------- micro-benchmark
-
-
-def bench_filter_and_score(n_nodes: int = 5000, rounds: int = 5) -> float:
-    """Seconds for PreFilter + Filter + PreScore + Score of one pod over `n_nodes` nodes
-    (10 pods each), best of `rounds`."""
-    nodes = []
-    for i in range(n_nodes):
-        ni = NodeInfo(make_node(f"n{i}").allocatable(cpu="32", memory="128Gi", pods="110").obj())
-        for j in range(10):
-            ni.add_pod(make_pod(f"p{i}-{j}").uid(f"{i}-{j}").req(cpu="500m", memory="1Gi").obj())
-        nodes.append(ni)
-    p = plugin()
-    incoming = make_pod("incoming").req(cpu="1", memory="2Gi").obj()
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        state = CycleState()
-        p.pre_filter(state, incoming, nodes)
-        feasible = [ni for ni in nodes if p.filter(state, incoming, ni).is_success()]
-        p.pre_score(state, incoming, feasible)
-        for ni in feasible:
-            p.score(state, incoming, ni)
-        best = min(best, time.perf_counter() - start)
-    assert len(feasible) == n_nodes
-    return best
-
-
-@pytest.mark.slow
-def test_filter_and_score_5000_nodes_benchmark() -> None:
-    elapsed = bench_filter_and_score()
-    print(f"NodeResourcesFit Filter+Score, 5000 nodes: {elapsed * 1000:.2f} ms")
-    assert elapsed < 1.0
-
-
-if __name__ == "__main__":
-    print(f"NodeResourcesFit Filter+Score, 5000 nodes: {bench_filter_and_score() * 1000:.2f} ms")
 
 
 # ---------------------------------------------------------------- KEP-5836 delta (§8.2 item 3)
