@@ -36,7 +36,7 @@ from kemu.machinery.resources import amount
 from kemu.testing.builders import make_pod, make_replica_set
 from kemu.testing.cluster import Cluster
 from kemu.testing.eventually import eventually
-from kemu.testing.invariants import NodeHistory, PodHistory
+from kemu.testing.invariants import NodeHistory, PodHistory, node_deletions_under_pods
 from kemu.testing.ports import LOOPBACK
 
 log = logging.getLogger(__name__)
@@ -330,35 +330,19 @@ def check_node_deletions(nodes: NodeHistory, pods: PodHistory, s: Scaling) -> li
     """Ordered by resourceVersion: no Node deleted when that leaves fewer than minSize, nor
     while a live pod (not terminal, not deleted) is bound or nominated to it."""
     out: list[str] = []
-    pod_versions = sorted(
-        ((v.resource_version or 0, v.type, v.pod) for vs in pods.versions.values() for v in vs),
-        key=lambda t: t[0],
-    )
     node_events = sorted(
         ((v.resource_version or 0, v.type, v.node) for vs in nodes.versions.values() for v in vs),
         key=lambda t: t[0],
     )
     live: set[str] = set()
     for rv, kind, node in node_events:
-        name = node.metadata.name
         if kind != "DELETED":
             live.add(node.metadata.uid)
             continue
         live.discard(node.metadata.uid)
         if len(live) < s.minSize:
-            out.append(f"{name} deleted at rv {rv}: {len(live)} Nodes left (minSize {s.minSize})")
-        state: dict[str, types_pb2.Pod | None] = {}
-        for prv, pkind, version in pod_versions:
-            if prv >= rv:
-                break
-            state[version.metadata.uid] = None if pkind == "DELETED" else version
-        for seen in state.values():
-            if seen is None or seen.status.phase in ("Succeeded", "Failed"):
-                continue
-            if seen.spec.node_name == name:
-                out.append(f"Node {name} deleted (rv {rv}) under bound pod {seen.metadata.name}")
-            elif seen.status.nominated_node_name == name:
-                out.append(
-                    f"Node {name} deleted (rv {rv}) under nominated pod {seen.metadata.name}"
-                )
-    return out
+            out.append(
+                f"{node.metadata.name} deleted at rv {rv}: {len(live)} Nodes left "
+                f"(minSize {s.minSize})"
+            )
+    return out + node_deletions_under_pods(nodes, pods)

@@ -84,7 +84,7 @@ from __future__ import annotations
 import itertools
 import logging
 import re
-from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Final, Generic, NamedTuple, TypeVar
 
@@ -412,6 +412,50 @@ async def assert_invariants(
 
 
 # ---------------------------------------------------------------- the checks
+
+
+def node_deletions_under_pods(
+    nodes: NodeHistory,
+    pods: PodHistory,
+    *,
+    nominated: bool = True,
+    counts: Callable[[types_pb2.Pod], bool] = lambda pod: True,
+) -> list[str]:
+    """The autoscaler's first promise, over recorded histories in resourceVersion order: no
+    Node is deleted while a live pod (not deleted, not Succeeded or Failed, and `counts`) is
+    bound to it or, with `nominated`, nominated to it. One sentence per such pod and deletion."""
+    pod_events = sorted(
+        ((v.resource_version or 0, v.type, v.pod) for vs in pods.versions.values() for v in vs),
+        key=lambda t: t[0],
+    )
+    deletions = sorted(
+        (
+            (v.resource_version or 0, v.node.metadata.name)
+            for vs in nodes.versions.values()
+            for v in vs
+            if v.type == DELETED
+        ),
+        key=lambda t: t[0],
+    )
+    out: list[str] = []
+    state: dict[str, types_pb2.Pod] = {}
+    next_pod = 0
+    for rv, name in deletions:
+        while next_pod < len(pod_events) and pod_events[next_pod][0] < rv:
+            _, kind, version = pod_events[next_pod]
+            if kind == DELETED:
+                state.pop(version.metadata.uid, None)
+            else:
+                state[version.metadata.uid] = version
+            next_pod += 1
+        for pod in state.values():
+            if pod.status.phase in TERMINAL_PHASES or not counts(pod):
+                continue
+            if pod.spec.node_name == name:
+                out.append(f"Node {name} deleted (rv {rv}) under bound pod {pod.metadata.name}")
+            elif nominated and pod.status.nominated_node_name == name:
+                out.append(f"Node {name} deleted (rv {rv}) under nominated pod {pod.metadata.name}")
+    return out
 
 
 class _Preemption(NamedTuple):

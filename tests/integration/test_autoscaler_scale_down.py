@@ -40,7 +40,13 @@ from kemu.testing.builders import (
     make_replica_set,
     owner_reference,
 )
-from kemu.testing.invariants import NodeHistory, PodHistory, record_nodes, record_pods
+from kemu.testing.invariants import (
+    NodeHistory,
+    PodHistory,
+    node_deletions_under_pods,
+    record_nodes,
+    record_pods,
+)
 from kemu.testing.namespaces import create_namespace
 from tests.integration.autoscaler_env import (
     GROUP,
@@ -211,19 +217,15 @@ async def recorded(api: Client) -> AsyncIterator[tuple[NodeHistory, PodHistory]]
 def violations(nodes: NodeHistory, pods: PodHistory, *, nominated_counts: bool = True) -> list[str]:
     """The scale-down invariants over the recorded history, ordered by resourceVersion: no
     node deleted while a live, non-expendable pod is bound (or, `nominated_counts`, nominated)
-    to it; pool-a
-    never above its max; no pool-min node deleted."""
+    to it (expendable pods never block a scale-down, S-CA-3); pool-a never above its max; no
+    pool-min node deleted."""
     out: list[str] = []
-    pod_versions = [
-        (v.resource_version or 0, v.type, v.pod) for vs in pods.versions.values() for v in vs
-    ]
-    pod_versions.sort(key=lambda t: t[0])
     node_events = sorted(
-        (v.resource_version or 0, v.type, v.node) for vs in nodes.versions.values() for v in vs
+        ((v.resource_version or 0, v.type, v.node) for vs in nodes.versions.values() for v in vs),
+        key=lambda t: t[0],
     )
     live: dict[str, types_pb2.Node] = {}
     for rv, kind, node in node_events:
-        name = node.metadata.name
         if kind != "DELETED":
             live[node.metadata.uid] = node
             in_group = [x for x in live.values() if x.metadata.labels.get(GROUP_LABEL) == GROUP]
@@ -232,24 +234,13 @@ def violations(nodes: NodeHistory, pods: PodHistory, *, nominated_counts: bool =
             continue
         live.pop(node.metadata.uid, None)
         if node.metadata.labels.get(GROUP_LABEL) == MIN_GROUP:
-            out.append(f"{name} of {MIN_GROUP} (min 1) deleted at rv {rv}")
-        state: dict[str, types_pb2.Pod | None] = {}
-        for prv, pkind, version in pod_versions:
-            if prv >= rv:
-                break
-            state[version.metadata.uid] = None if pkind == "DELETED" else version
-        for seen in state.values():
-            if seen is None or seen.status.phase in ("Succeeded", "Failed"):
-                continue
-            if seen.spec.priority < EXPENDABLE_CUTOFF:
-                continue  # expendable pods never block a scale-down (S-CA-3)
-            if seen.spec.node_name == name:
-                out.append(f"node {name} deleted (rv {rv}) under bound pod {seen.metadata.name}")
-            elif nominated_counts and seen.status.nominated_node_name == name:
-                out.append(
-                    f"node {name} deleted (rv {rv}) under nominated pod {seen.metadata.name}"
-                )
-    return out
+            out.append(f"{node.metadata.name} of {MIN_GROUP} (min 1) deleted at rv {rv}")
+    return out + node_deletions_under_pods(
+        nodes,
+        pods,
+        nominated=nominated_counts,
+        counts=lambda pod: pod.spec.priority >= EXPENDABLE_CUTOFF,
+    )
 
 
 def rs(ns: str, name: str, cpu: str, *, grace: int = 1) -> types_pb2.ReplicaSet:
@@ -604,7 +595,7 @@ async def test_s_ca_4_a_nominated_pod_makes_its_node_non_empty(
         assert found == []
     else:
         # The old behaviour breaks the new promise: the node went under its nominated pod.
-        assert len(found) == 1 and found[0].startswith(f"node {node} deleted"), found
+        assert len(found) == 1 and found[0].startswith(f"Node {node} deleted"), found
         assert found[0].endswith("under nominated pod held"), found
 
 

@@ -12,7 +12,7 @@ from kemu.chaos.autoscaling import (
     check_node_deletions,
 )
 from kemu.chaos.workload import Scaling
-from kemu.testing.invariants import NodeHistory, PodHistory
+from kemu.testing.invariants import NodeHistory, PodHistory, node_deletions_under_pods
 
 SCALING = Scaling(waves=1, pods=2, minSize=1, maxSize=3)
 
@@ -62,6 +62,21 @@ def test_a_node_deleted_under_a_bound_or_nominated_pod_is_a_violation() -> None:
     assert any("g-1 deleted (rv 5) under bound pod bound" in v for v in out), out
     assert any("g-0 deleted (rv 6) under nominated pod waiting" in v for v in out), out
     assert any("0 Nodes left (minSize 1)" in v for v in out), out
+
+
+def test_the_shared_check_leaves_out_pods_that_do_not_count_and_nominations_if_asked() -> None:
+    nodes, pods = _histories()
+    cheap = _pod("cheap", 3, node="g-1")
+    cheap.spec.priority = -20
+    pods.record("ADDED", cheap)
+    pods.record("ADDED", _pod("waiting", 4, nominated="g-0"))
+    nodes.record("DELETED", _node("g-1", 5))
+    nodes.record("DELETED", _node("g-0", 6))
+    assert len(node_deletions_under_pods(nodes, pods)) == 2
+    only_bound = node_deletions_under_pods(
+        nodes, pods, nominated=False, counts=lambda pod: pod.spec.priority >= -10
+    )
+    assert only_bound == []
 
 
 def test_a_node_of_a_deleted_instance_beside_its_replacement_is_fine() -> None:
