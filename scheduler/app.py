@@ -41,7 +41,7 @@ from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.runtime import Framework, observer_from_histogram
 from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.waiting_pods import WaitingPodsMap
-from scheduler.cache.cache import Cache
+from scheduler.cache.cache import Cache, assumed_pod_ttl_at
 from scheduler.config import KubeSchedulerConfiguration, default_config, load_config
 from scheduler.event_handlers import EventHandlers
 from scheduler.metrics import SchedulerMetrics
@@ -115,11 +115,12 @@ async def run(
 def new_cache(clock: Clock, gates: FeatureGates) -> Cache:
     """The scheduler's cache, counting pods as the emulated version does: the
     InPlacePodVerticalScaling gate, and the aggregation rule of the version (upstream changed
-    it in 1.37 without a gate). Resolved once here; every PodInfo, the cache's and the
+    it in 1.37 without a gate); its assumed pods expire as the version's did. Resolved once here; every PodInfo, the cache's and the
     queue's (`Cache.pod_info`), is built with them."""
     version = gates.version
     return Cache(
         clock=clock,
+        ttl=assumed_pod_ttl_at(version.major, version.minor),
         in_place_resize=gates.enabled(IN_PLACE_POD_VERTICAL_SCALING),
         per_container_max=per_container_max_at(version.major, version.minor),
     )

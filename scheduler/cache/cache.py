@@ -12,12 +12,15 @@ Pod states (upstream interface.go), pods keyed by uid:
                                |  \\--forget_pod--> Initial
                                \\--finish_binding, then ttl passes--> Expired (removed)
 
-An expired pod that the informer later reports is simply added (Initial -> Added). Upstream's
-cache today never expires assumed pods (its durationToExpireAssumedPod is 0 since 1.29: the
-binding cycle always ends in either the informer's Add or a forget). kemu keeps the older
-behaviour as a safety net for a binding whose result never shows up (e.g. a lost watch event):
-an assumed pod expires `ttl` seconds after `finish_binding` (default 30 s, as upstream had it
-until 1.28); `ttl=0` means never. Pods whose binding has not finished never expire.
+An expired pod that the informer later reports is simply added (Initial -> Added). An assumed
+pod expires `ttl` seconds after `finish_binding`; `ttl=0` means never, and pods whose binding
+has not finished never expire. The scheduler takes upstream's durationToExpireAssumedPod of its
+emulated version (`assumed_pod_ttl_at`, kubernetes#106361): 2 minutes in 1.21 and 1.22 (their
+patch releases raised it from 30 s), 15 minutes in 1.23, then 0: upstream's cache never
+expires assumed pods (the binding cycle always ends in the informer's Add or a forget), which
+matters under load, when the informer lags the bindings by more than a short TTL and an expired
+pod would leave its node looking emptier than it is. `DEFAULT_ASSUMED_POD_TTL` (30 s) is the
+Cache's own default, for tests of the expiry itself.
 
 Concurrency: every method is synchronous and the process is one event loop, so each call is
 atomic with respect to the scheduling cycle, the binding tasks and the informers; no lock.
@@ -45,6 +48,17 @@ from kemu.scheduling.types import NodeInfo, PodInfo, pod_key
 log = logging.getLogger(__name__)
 
 DEFAULT_ASSUMED_POD_TTL: Final = 30.0
+
+
+def assumed_pod_ttl_at(major: int, minor: int) -> float:
+    """Upstream's durationToExpireAssumedPod at an emulated version, in seconds (0: never)."""
+    if (major, minor) <= (1, 22):
+        return 120.0
+    if (major, minor) == (1, 23):
+        return 900.0
+    return 0.0
+
+
 CLEANUP_PERIOD: Final = 1.0
 
 

@@ -44,6 +44,9 @@ class InFlightTracker:
         self._max_events = max_events
         self._seq = itertools.count(1)
         self._pods: dict[str, _InFlightPod] = {}
+        # (seq, uid) in the order the pods were added: the head, once entries of pods no
+        # longer in flight are dropped, is the oldest pod in flight (amortised O(1) in done).
+        self._order: deque[tuple[int, str]] = deque()
         self._events: deque[InFlightEvent] = deque()
         self._dropped_seq = 0  # the newest event dropped because the list was full
 
@@ -64,7 +67,9 @@ class InFlightTracker:
         uid = pod.metadata.uid
         if uid in self._pods:
             return False
-        self._pods[uid] = _InFlightPod(next(self._seq), pod)
+        seq = next(self._seq)
+        self._pods[uid] = _InFlightPod(seq, pod)
+        self._order.append((seq, uid))
         return True
 
     def done(self, uid: str) -> None:
@@ -73,8 +78,16 @@ class InFlightTracker:
             return
         if not self._pods:
             self._events.clear()
+            self._order.clear()
             return
-        oldest = min(p.seq for p in self._pods.values())
+        order = self._order
+        while True:
+            seq, head = order[0]
+            entry = self._pods.get(head)
+            if entry is not None and entry.seq == seq:
+                break
+            order.popleft()
+        oldest = seq
         while self._events and self._events[0].seq < oldest:
             self._events.popleft()
 
