@@ -59,9 +59,11 @@ from bench.common import (
 from bench.kubelet import is_ready, start_hollow_kubelet
 from bench.scheduler_perf import (
     ALGORITHM_DURATION,
+    SCHEDULE_ATTEMPTS,
     BindTracker,
     Samples,
     ThroughputStats,
+    delta_by_label,
     histogram_mean_delta,
     parse_metrics,
     throughput_samples,
@@ -263,6 +265,9 @@ class Result:
         default_factory=lambda: ThroughputStats(math.nan, math.nan, math.nan, math.nan, 0)
     )
     algorithm_ms: float = math.nan  # over the whole phase
+    # schedule_attempts_total's increase per result over the phase ("error": a failed
+    # binding, e.g. a Bind that timed out); {} when a scrape failed.
+    attempts: dict[str, float] = field(default_factory=dict)
     running_seconds: float = math.nan  # hollow: first create -> last pod Running
     created_to_running: float = math.nan
     pods_running: int = 0
@@ -455,10 +460,10 @@ class Runner:
         r.created_to_bound = rate(len(times), r.phase_seconds)
         r.throughput = throughput_stats(throughput_samples(times, start, end))
         r.windows = windows_from(times, start, snapshots, before)
-        if snapshots:
-            r.algorithm_ms = (
-                histogram_mean_delta(before, snapshots[-1].metrics, ALGORITHM_DURATION) * 1000
-            )
+        if snapshots and before and snapshots[-1].metrics:
+            after = snapshots[-1].metrics
+            r.algorithm_ms = histogram_mean_delta(before, after, ALGORITHM_DURATION) * 1000
+            r.attempts = delta_by_label(before, after, SCHEDULE_ATTEMPTS, "result")
         if self.mode == HOLLOW:
             r.pods_running = len(self.running)
             last = max(self.running.values(), default=start)
@@ -607,6 +612,17 @@ def render(results: Sequence[Result]) -> str:
         [
             f"{fmt(r.windows[0].algorithm_ms, 2)} / {fmt(r.windows[-1].algorithm_ms, 2)}"
             if r.windows
+            else "-"
+            for r in results
+        ],
+    )
+    row(
+        "attempts (scheduled / unschedulable / error)",
+        [
+            " / ".join(
+                fmt(r.attempts.get(k, 0.0), 0) for k in ("scheduled", "unschedulable", "error")
+            )
+            if r.attempts
             else "-"
             for r in results
         ],

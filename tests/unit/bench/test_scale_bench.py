@@ -158,7 +158,9 @@ def test_render_judges_the_targets_and_shows_the_growth() -> None:
                        rss_kib={"scheduler": 600 * 1024, "apiserver": 300 * 1024})  # fmt: skip
     hollow = scale.Result("S/b", "hollow", nodes=5000, pods=50000, kubelets=2,
                           rss_kib={"kubelets": 900 * 1024}, error="TimeoutError: x")  # fmt: skip
+    big.attempts = {"scheduled": 50000.0, "error": 12.0}
     out = scale.render([small, big, hollow])
+    assert "50000 / 0 / 12" in out
     assert "rss scheduler: 600 MiB, target <= 500 MB: NOT met" in out
     assert "rss apiserver: 300 MiB, target <= 1000 MB: met" in out
     assert "rss kubelets: 900 MiB (184 KiB a node), target <= 1000 MB: met" in out
