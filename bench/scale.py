@@ -254,6 +254,8 @@ class Result:
     nodes: int = 0
     pods: int = 0
     kubelets: int = 0  # hollow kubelet processes
+    max_pending: int = 0  # the creates' limit on pods created and not bound (0: none)
+    pending_peak: int = 0  # the most pods created (begun) and not yet seen bound
     load_avg_start: list[float] = field(default_factory=list)
     load_avg_end: list[float] = field(default_factory=list)
     nodes_seconds: float = math.nan  # bare: creating the nodes; hollow: start to every node Ready
@@ -291,6 +293,9 @@ class Options:
     kubelets: int | None = None  # None: one per NODES_PER_KUBELET nodes
     lease_renew_interval: float = 10.0  # seconds
     creators: int = CREATORS
+    # At most this many measured pods created and not yet bound (0: no limit, every pod
+    # created as fast as the apiserver takes them, as upstream's scheduler_perf).
+    max_pending: int = 0
     seed: int = SEED
     timeout: float = TIMEOUT
     json_path: str | None = None
@@ -313,6 +318,7 @@ class Runner:
             nodes=self.nodes_op.count,
             pods=self.pods_op.count,
             kubelets=kubelets,
+            max_pending=opts.max_pending,
             load_avg_start=list(os.getloadavg()),
         )
         self.pids: dict[str, int | None] = {
@@ -321,6 +327,7 @@ class Runner:
         self.pids["bench"] = os.getpid()
         self.running: dict[str, float] = {}
         self._running_changed = anyio.Event()
+        self._pod_event = anyio.Event()  # set (and replaced) on every pod event
 
     def rss(self) -> dict[str, int | None]:
         return group_rss({n: rss_kib(p) for n, p in self.pids.items() if p is not None})
@@ -406,6 +413,8 @@ class Runner:
                         if event.type == "BOOKMARK":
                             continue
                         tracker.observe(event.object, event.type)
+                        self._pod_event.set()
+                        self._pod_event = anyio.Event()
                         pod = event.object
                         if pod.status.phase == RUNNING and pod.metadata.name not in self.running:
                             self.running[pod.metadata.name] = time.monotonic()
@@ -442,11 +451,22 @@ class Runner:
                     continue
                 await anyio.sleep(0.25)
 
+        started = 0  # creates begun
+
+        async def create(i: int) -> None:
+            nonlocal started
+            if opts.max_pending:
+                while started - len(tracker.bound_at[index]) >= opts.max_pending:
+                    await self._pod_event.wait()
+            started += 1
+            r.pending_peak = max(r.pending_peak, started - len(tracker.bound_at[index]))
+            await client.create(pods[i])
+
         async with anyio.create_task_group() as tg:
             tg.start_soon(sample)
             meter.start()
             start = time.monotonic()
-            res = await run_concurrent(len(pods), opts.creators, lambda i: client.create(pods[i]))
+            res = await run_concurrent(len(pods), opts.creators, create)
             if res.errors:
                 raise RuntimeError(f"{res.errors} pod creates failed; the first: {res.first_error}")
             r.pod_create_rate = res.ops_per_second
@@ -502,12 +522,32 @@ def run_one(workload: Workload, mode: str, opts: Options) -> Result:
 
 
 def run(opts: Options) -> list[Result]:
-    results = []
+    """Every workload in every mode, in order; the --json file is rewritten after each run, so
+    a long matrix stopped part way keeps the runs it finished."""
+    results: list[Result] = []
     for workload in opts.workloads:
         for mode in opts.modes:
             log.info("%s [%s]", workload.full_name, mode)
             results.append(run_one(workload, mode, opts))
+            if opts.json_path:
+                write_json(opts, results)
     return results
+
+
+def write_json(opts: Options, results: Sequence[Result]) -> None:
+    options = {
+        "workloads": [w.full_name for w in opts.workloads],
+        "modes": list(opts.modes),
+        "windows": opts.windows,
+        "kubelets": opts.kubelets,
+        "lease_renew_interval": opts.lease_renew_interval,
+        "creators": opts.creators,
+        "max_pending": opts.max_pending,
+        "seed": opts.seed,
+    }
+    data = {"host": {"cpus": os.cpu_count()}, "options": options, "results": jsonable(results)}
+    assert opts.json_path is not None
+    Path(opts.json_path).write_text(json.dumps(data, indent=2) + "\n")
 
 
 # ---------------------------------------------------------------------- output
@@ -553,6 +593,8 @@ def render_run(r: Result) -> str:
     head = f"{r.label}: {r.nodes} nodes, {r.pods} pods"
     if r.kubelets:
         head += f", {r.kubelets} hollow kubelet process(es)"
+    if r.max_pending:
+        head += f", at most {r.max_pending} pods pending"
     load = "/".join(f"{x:.2f}" for x in r.load_avg_start)
     head += f"; load at start {load}, wall {fmt(r.wall_seconds, 0)} s"
     if r.error:
@@ -591,6 +633,10 @@ def render(results: Sequence[Result]) -> str:
     )
     row("nodes up s", [fmt(r.nodes_seconds) for r in results])
     row("measured pod creates/s", [fmt(r.pod_create_rate, 0) for r in results])
+    row(
+        "pods pending peak (limit)",
+        [f"{r.pending_peak} ({r.max_pending or 'none'})" for r in results],
+    )
     row("measured phase s", [fmt(r.phase_seconds) for r in results])
     row("created-to-bound pods/s", [fmt(r.created_to_bound, 0) for r in results])
     row(
@@ -744,6 +790,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="the hollow kubelets' --node-lease-renew-interval (default 10s, upstream's)",
     )
     p.add_argument("--creators", type=int, default=CREATORS, help="creates in flight (16)")
+    p.add_argument(
+        "--max-pending",
+        type=int,
+        default=0,
+        metavar="N",
+        help="create a measured pod only while fewer than N are created and not bound "
+        "(default 0: no limit, all created at once as upstream's scheduler_perf)",
+    )
     p.add_argument("--seed", type=int, default=SEED, help="the scheduler's --seed (1)")
     p.add_argument("--timeout", type=float, default=TIMEOUT, help="seconds for the pods (3600)")
     p.add_argument("--json", default=None, metavar="FILE", help="also write the figures as JSON")
@@ -776,6 +830,8 @@ def options_from_args(args: argparse.Namespace) -> Options:
         raise ValueError("--kubelets: must be at least 1")
     if args.creators < 1:
         raise ValueError("--creators: must be at least 1")
+    if args.max_pending < 0:
+        raise ValueError("--max-pending: must be 0 (no limit) or positive")
     if args.timeout <= 0:
         raise ValueError("--timeout: must be positive")
     try:
@@ -791,6 +847,7 @@ def options_from_args(args: argparse.Namespace) -> Options:
         kubelets=args.kubelets,
         lease_renew_interval=lease,
         creators=args.creators,
+        max_pending=args.max_pending,
         seed=args.seed,
         timeout=args.timeout,
         json_path=args.json,
@@ -828,16 +885,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("bench scale: interrupted; the cluster was stopped", file=sys.stderr)
         return 130
     print(render(results))
-    if opts.json_path:
-        options = {
-            "workloads": [w.full_name for w in opts.workloads],
-            "modes": list(opts.modes),
-            "windows": opts.windows,
-            "kubelets": opts.kubelets,
-            "lease_renew_interval": opts.lease_renew_interval,
-            "creators": opts.creators,
-            "seed": opts.seed,
-        }
-        data = {"host": {"cpus": os.cpu_count()}, "options": options, "results": jsonable(results)}
-        Path(opts.json_path).write_text(json.dumps(data, indent=2) + "\n")
     return 1 if failed(results) else 0

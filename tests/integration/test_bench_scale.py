@@ -36,6 +36,16 @@ def test_quick_scale_runs_both_modes_end_to_end(
         )
         assert r["rss_kib"]["scheduler"] > 0 and r["rss_kib"]["apiserver"] > 0
     bare, hollow = results
+    assert bare["pending_peak"] > 5  # no limit: the creates run ahead of the bindings
     assert "kubelets" not in bare["rss_kib"] and bare["pods_running"] == 0
     assert hollow["kubelets"] == 1 and hollow["pods_running"] == 100
     assert hollow["rss_kib"]["kubelets"] > 0 and hollow["created_to_running"] > 0
+
+
+def test_max_pending_holds_the_creates_back(tmp_path: Path) -> None:
+    out = tmp_path / "scale.json"
+    argv = ["--quick", "--mode", "bare", "--max-pending", "5", "--json", str(out)]
+    assert scale.main(argv) == 0
+    (r,) = json.loads(out.read_text())["results"]
+    assert r["error"] == "" and r["max_pending"] == 5
+    assert 1 <= r["pending_peak"] <= 5

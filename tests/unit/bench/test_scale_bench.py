@@ -129,6 +129,7 @@ def test_the_scale_file_has_the_matrix_and_a_quick_workload() -> None:
         (["--windows", "0"], "--windows"),
         (["--kubelets", "0"], "--kubelets"),
         (["--creators", "0"], "--creators"),
+        (["--max-pending", "-1"], "--max-pending"),
         (["--timeout", "0"], "--timeout"),
         (["--lease-renew-interval", "10"], "--lease-renew-interval"),
         (["--lease-renew-interval", "0s"], "--lease-renew-interval"),
