@@ -368,6 +368,8 @@ class Runner:
         args = [
             "--capacity", capacity_flag(self.nodes_op.template),
             "--node-lease-renew-interval", format_duration(self.opts.lease_renew_interval),
+            # upstream's ratio: the kubelet renews every quarter of the Lease's duration
+            "--node-lease-duration-seconds", str(max(1, math.ceil(4 * self.opts.lease_renew_interval))),
             "--pod-startup-delay", "0s",
         ]  # fmt: skip
 
