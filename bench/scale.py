@@ -101,7 +101,10 @@ SEED: Final = 1
 WINDOWS: Final = 10
 SCRAPE_TIMEOUT: Final = 30.0
 TIMEOUT: Final = 3600.0  # for every measured pod to be bound (and Running)
-NODES_PER_KUBELET: Final = 2500  # hollow nodes per kubelet process unless --kubelets says
+# Hollow nodes per kubelet process unless --kubelets says. One process carries 5000: every
+# hollow kubelet process watches every bound pod of the cluster (spec.nodeName!=, filtered in
+# memory), so K processes hold K copies of all the pods (bench/README.md "scale").
+NODES_PER_KUBELET: Final = 5000
 HOLLOW_PREFIX: Final = "hollow"
 RUNNING: Final = "Running"
 SCHEDULER: Final = "scheduler"

@@ -43,7 +43,8 @@ def test_nodes_are_split_evenly_over_the_kubelets() -> None:
         scale.split_nodes(2, 3)
     with pytest.raises(ValueError, match="kubelets"):
         scale.split_nodes(2, 0)
-    assert scale.default_kubelets(10) == 1 and scale.default_kubelets(5000) == 2
+    assert scale.default_kubelets(10) == 1 and scale.default_kubelets(5000) == 1
+    assert scale.default_kubelets(5001) == 2
 
 
 def test_capacity_flag_is_the_templates_capacity_sorted() -> None:
