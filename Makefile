@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-long unit integration lint gen check-gen bench chaos skew clean
+.PHONY: run test test-long unit integration lint gen check-gen bench bench-scale chaos skew clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -50,6 +50,12 @@ check-gen: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# The scale matrix of issue #16 (bench/README.md "scale"): 500/5000 nodes x 5,000/50,000 pods on
+# bare nodes and on hollow kubelets, niced; tens of minutes. SCALE_ARGS="--mode bare ..." to narrow.
+bench-scale: $(STAMP)
+	mkdir -p .kemu
+	nice $(BIN)/python -m bench scale -v --json .kemu/bench-scale.json $(SCALE_ARGS)
 
 # The chaos harness's full profile (CHAOS_ARGS="--seed N --json FILE" to replay or save).
 chaos: $(STAMP)

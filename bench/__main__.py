@@ -20,6 +20,12 @@ BENCHMARKS: Final[dict[str, tuple[str, str]]] = {
         "PreemptionBasic, PreferNominatedNode and NominatedNodeNameForExpectation A/B), "
         "scheduling_algorithm_duration, victims, API calls, CPU and RSS of each process",
     ),
+    "scale": (
+        "bench.scale",
+        "5000 nodes x 50,000 pods, bare nodes and hollow kubelets: pods/s and "
+        "scheduling_algorithm time in windows as the cluster fills, RSS of every process, "
+        "the growth from 500 to 5000 nodes and 5,000 to 50,000 pods",
+    ),
     "kubelet": (
         "bench.kubelet",
         "one hollow kubelet with 1000 nodes: registration time, RSS, Lease renewal cadence, "
