@@ -55,6 +55,7 @@ from kemu.scheduling.interface import (
     NodeToStatus,
     QueuedPodInfo,
     SharedLister,
+    set_cycle_pod_info,
 )
 from kemu.scheduling.nominator import PodLister
 from kemu.scheduling.plugins import deferred_pod_scheduling
@@ -119,6 +120,12 @@ class NoNodesAvailable(SchedulingError):
 
 
 # ---------------------------------------------------------------- what the scheduler drives
+
+
+class CounterMetric(Protocol):
+    """A labelled prometheus Counter's child."""
+
+    def inc(self, amount: float = 1) -> None: ...
 
 
 class FrameworkLike(ColumnFramework, Protocol):
@@ -241,6 +248,10 @@ class Scheduler:
         self.resize_preemption = resize_preemption_enabled(gates)
         # Nodes run through Filter in the current cycle (for the KEP-1923 metrics).
         self.cycle_filter_evaluations = 0
+        # The queue's PodInfo is built by the cache's rules; when they are the default ones,
+        # it is the PodInfo the plugins would build for the cycle (cycle_pod_info).
+        self._queue_pod_info_is_default = cache.in_place_resize and not cache.per_container_max
+        self._filter_evaluations: dict[str, CounterMetric] = {}
 
     # ------------------------------------------------------------ loop
 
@@ -309,6 +320,9 @@ class Scheduler:
         self, fwk: FrameworkLike, state: CycleState, qpi: QueuedPodInfo, start: float
     ) -> tuple[types_pb2.Pod, str] | None:
         pod = qpi.pod
+        if self._queue_pod_info_is_default:
+            # The plugins' PodInfo of the pod (cycle_pod_info) is the queue's: not rebuilt.
+            set_cycle_pod_info(state, qpi.pod_info)
         algorithm_start = self.clock.monotonic()
         try:
             result = self.schedule_pod(fwk, state, pod)
@@ -520,8 +534,7 @@ class Scheduler:
             if found is not None:
                 feasible, rows, checked = found
                 self._feasible_rows = rows
-                self.metrics.filter_evaluations.labels(fwk.profile_name()).inc(checked)
-                self.cycle_filter_evaluations += checked
+                self._count_filter_evaluations(fwk, checked)
                 self.next_start_node_index = (start + checked) % n
                 return feasible
         if not fwk.has_filter_plugins():
@@ -542,11 +555,20 @@ class Scheduler:
                 statuses.set(node.name, status)
             else:
                 raise SchedulingError(status)
-        self.metrics.filter_evaluations.labels(fwk.profile_name()).inc(checked)
-        self.cycle_filter_evaluations += checked
+        self._count_filter_evaluations(fwk, checked)
         if rotate:
             self.next_start_node_index = (start + checked) % n
         return feasible
+
+    def _count_filter_evaluations(self, fwk: FrameworkLike, checked: int) -> None:
+        self.cycle_filter_evaluations += checked
+        profile = fwk.profile_name()
+        counter = self._filter_evaluations.get(profile)
+        if counter is None:  # `labels` takes a lock and checks the values: once per profile
+            counter = self._filter_evaluations[profile] = self.metrics.filter_evaluations.labels(
+                profile
+            )
+        counter.inc(checked)
 
     def _prioritize(
         self, fwk: FrameworkLike, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
