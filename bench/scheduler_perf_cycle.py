@@ -13,7 +13,9 @@ preemption). Every outcome is compared: the node chosen, or the FitError's messa
 node's Status, or the error. The first difference is reported and the exit code is 1.
 
 The two schedulers alternate pod by pod, so the mean scheduling_algorithm time of each
-(schedule_pod, what the scheduler's histogram times) is measured under the same load.
+(schedule_pod, what the scheduler's histogram times) is measured under the same load. Each
+cycle starts as the scheduler's does (`Scheduler.new_cycle_state` with the PodInfo the queue
+would hold, built before the timer).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from kemu.component.clock import FakeClock
 from kemu.component.featuregate import FeatureGates
 from kemu.machinery.defaults import set_defaults
 from kemu.machinery.pod_strategy import default_requests_from_limits
-from kemu.scheduling.interface import CycleState, FitError, NodeToStatus
+from kemu.scheduling.interface import FitError, NodeToStatus
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.runtime import Framework
 from kemu.scheduling.snapshot import Snapshot
@@ -81,10 +83,13 @@ def outcome(run: PathRun, pod: types_pb2.Pod, op_index: int) -> tuple[object, ..
     """One scheduling cycle's algorithm on `run`'s scheduler: ("host", node) after assuming
     the pod there, ("fit", message, statuses) or ("error", message)."""
     sched = run.scheduler
+    # As the scheduler: the queue built the pod's PodInfo when the pod arrived, and the cycle
+    # starts with it (Scheduler.new_cycle_state); the histogram times schedule_pod.
+    state = sched.new_cycle_state(sched.cache.pod_info(pod))
     start = time.perf_counter()
     cpu_start = time.process_time()
     try:
-        result = sched.schedule_pod(run.fwk, CycleState(), pod)
+        result = sched.schedule_pod(run.fwk, state, pod)
     except FitError as fit:
         return ("fit", str(fit), _statuses(fit.statuses))
     except SchedulingError as e:

@@ -62,7 +62,7 @@ from kemu.scheduling.plugins import deferred_pod_scheduling
 from kemu.scheduling.runtime import NodePluginScores
 from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.status import Code, Status, as_error, unresolvable
-from kemu.scheduling.types import NodeInfo, PostFilterResult, PreFilterResult, pod_key
+from kemu.scheduling.types import NodeInfo, PodInfo, PostFilterResult, PreFilterResult, pod_key
 from scheduler.batch import ColumnFramework, FilterError, batch_filter, select_host_index
 from scheduler.cache.cache import CacheError
 from scheduler.cache.interface import SchedulerCache
@@ -287,7 +287,7 @@ class Scheduler:
         self.cycles += 1
         self.cycle_filter_evaluations = 0
         start = self.clock.monotonic()
-        state = CycleState()
+        state = self.new_cycle_state(qpi.pod_info)
         outcome = await self._scheduling_cycle(fwk, state, qpi, start)
         if outcome is None:
             self.queue.done(pod.metadata.uid)
@@ -297,6 +297,15 @@ class Scheduler:
         self._binding_tasks.start_soon(
             self._binding_cycle, fwk, state, qpi, assumed, node, start, name=f"bind {pod_key(pod)}"
         )
+
+    def new_cycle_state(self, pod_info: PodInfo) -> CycleState:
+        """The CycleState of a new cycle for `pod_info.pod`, `pod_info` being the queue's
+        (built by the cache's counting rules): when those are the default ones, it is the
+        PodInfo the plugins would build (cycle_pod_info), so it is given to them."""
+        state = CycleState()
+        if self._queue_pod_info_is_default:
+            set_cycle_pod_info(state, pod_info)
+        return state
 
     def _skip_pod_schedule(self, fwk: FrameworkLike, pod: types_pb2.Pod) -> bool:
         if pod.metadata.HasField("deletion_timestamp"):
@@ -320,9 +329,6 @@ class Scheduler:
         self, fwk: FrameworkLike, state: CycleState, qpi: QueuedPodInfo, start: float
     ) -> tuple[types_pb2.Pod, str] | None:
         pod = qpi.pod
-        if self._queue_pod_info_is_default:
-            # The plugins' PodInfo of the pod (cycle_pod_info) is the queue's: not rebuilt.
-            set_cycle_pod_info(state, qpi.pod_info)
         algorithm_start = self.clock.monotonic()
         try:
             result = self.schedule_pod(fwk, state, pod)
