@@ -91,6 +91,7 @@ class NodeColumns:
     a batch form skip its columns or masks when no node has the property."""
 
     __slots__ = (
+        "_all_true",
         "_bools",
         "_ints",
         "infos",
@@ -138,6 +139,7 @@ class NodeColumns:
         self.missing_nodes: int = n - counts[0]
         self.unschedulable_nodes: int = counts[1]
         self.tainted_nodes: int = counts[2]
+        self._all_true: BoolArray = np.ones(0, dtype=np.bool_)
         self.no_cpu_or_memory_nodes: int = (
             int(np.count_nonzero((self.alloc_cpu == 0) | (self.alloc_memory == 0))) if n else 0
         )
@@ -165,7 +167,17 @@ class NodeColumns:
         if self.missing_nodes:
             out: BoolArray = self.has_node[rows]
             return out
-        return np.ones(len(rows), dtype=np.bool_)
+        return self.all_rows(len(rows))
+
+    def all_rows(self, n: int) -> BoolArray:
+        """An all-True mask of `n` rows, read-only and shared (the last length asked): a batch
+        Filter returns it when every row passes, and the framework then skips combining it."""
+        mask = self._all_true
+        if len(mask) != n:
+            mask = np.ones(n, dtype=np.bool_)
+            mask.flags.writeable = False
+            self._all_true = mask
+        return mask
 
 
 # ---------------------------------------------------------------- the opt-in protocols
@@ -177,8 +189,9 @@ class ColumnFilterPlugin(Protocol):
 
     `filter_columns` gets the rows (indices into `columns`) to decide, and returns a bool
     array of the same length: True where `filter(state, pod, columns.infos[row])` would
-    return Success, False where it might not (the per-node Filter then decides). It runs after
-    the plugin's PreFilter, with the same CycleState. It returns None when it has no batch
+    return Success, False where it might not (the per-node Filter then decides); the caller
+    never writes to it, and `columns.all_rows(len(rows))` says "every row" at no cost. It
+    runs after the plugin's PreFilter, with the same CycleState. It returns None when it has no batch
     form for this pod (the cycle then uses the per-node path); that answer must be the same
     for every call of a cycle. It must not change `state`."""
 

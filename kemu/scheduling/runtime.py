@@ -665,6 +665,7 @@ class Framework:
         any, are `filter_rest_plan`'s, to run per node on the rows left True. None when one of
         them declines the pod, or none has a batch form: the cycle then filters per node."""
         skip = state.skip_filter_plugins
+        all_true = columns.all_rows(len(rows))  # masks are never written to: shared
         ok: BoolArray | None = None
         for name, _ in self._filter:
             if name in skip:
@@ -679,12 +680,13 @@ class Framework:
                 return None  # the per-node path reports the error as upstream would
             if mask is None:
                 return None
-            ok = mask if ok is None else ok & mask
+            if ok is None or ok is all_true:
+                ok = mask
+            elif mask is not all_true:
+                ok = ok & mask
         if ok is None and any(n not in skip for n, _ in self._filter):
             return None  # no batch form among the plugins that run: nothing to gain
-        if ok is None:
-            ok = np.ones(len(rows), dtype=np.bool_)
-        return ok
+        return all_true if ok is None else ok
 
     def filter_rest_plan(self, state: CycleState) -> list[tuple[str, FilterFn]]:
         """The Filter plugins the cycle runs that have no batch form, in order."""

@@ -169,3 +169,27 @@ def test_the_extension_point_observer_looks_each_label_child_up_once() -> None:
     assert h.lookups == 2
     assert h.children["Filter", "Success", "p"].values == [1.0, 2.0]
     assert h.children["Score", "Success", "p"].values == [3.0]
+
+
+def test_batch_filters_say_every_row_with_the_shared_read_only_mask() -> None:
+    spec = NodeSpec(1000, 1024, 5, False, (), 0)
+    w = world([spec] * 4, [], [], batch=True, seed=0, start=0, percentage=0)
+    sched, fwk = w.scheduler, w.fwk
+    sched.cache.update_snapshot(sched.snapshot)
+    fwk.set_snapshot(sched.snapshot)
+    columns = sched.snapshot.columns()
+    rows = np.arange(4, dtype=np.int64)
+    every = columns.all_rows(4)
+    assert every.tolist() == [True] * 4 and not every.flags.writeable
+    assert columns.nodes_present(rows) is every  # no node is missing: nothing gathered
+    state = CycleState()
+    pod = make_pod("p").scheduler_name("default-scheduler").obj()  # requests nothing
+    _, status, _ = fwk.run_pre_filter_plugins(state, pod, sched.snapshot.list())
+    assert status.is_success()
+    mask = fwk.run_filter_columns(state, pod, columns, rows)
+    assert mask is not None and mask.tolist() == [True] * 4
+    big = make_pod("q").req(cpu="2").scheduler_name("default-scheduler").obj()
+    state = CycleState()
+    fwk.run_pre_filter_plugins(state, big, sched.snapshot.list())
+    mask = fwk.run_filter_columns(state, big, columns, rows)
+    assert mask is not None and mask.tolist() == [False] * 4 and mask is not every
