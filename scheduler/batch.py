@@ -224,11 +224,10 @@ def select_host_index(totals: IntArray, rng: random.Random) -> int:
         head = totals[:first]
         running = np.maximum.accumulate(head)
         before = int(np.count_nonzero(head[1:] == running[:-1]))
+    _skip_draws(rng, before)
     m = len(ties_at)
     if not m:
-        _skip_draws(rng, before)
         return first
-    _skip_draws(rng, before)
     # draw * ties < 1 with draw = x / 2**53 (x an integer below 2**53): the same comparison
     # as x * ties < 2**53 (scaling by a power of two is exact), one division fewer.
     x = _draw_numerators(rng, m)
@@ -241,7 +240,7 @@ def select_host_index(totals: IntArray, rng: random.Random) -> int:
 # random.Random.random(): two 32-bit outputs a, b of the Mersenne Twister, in that order,
 # (a >> 5) * 2**26 + (b >> 6) over 2**53 (CPython's random_random). getrandbits(64 * k)
 # consumes the same 2k outputs, the first in the least significant 32 bits, so k draws come
-# from one call instead of k (exactly, checked by tests/unit/scheduler/test_batch_equivalence).
+# from one call instead of k (exactly: tests/unit/scheduler/test_cycle_fast_paths.py).
 _TWO_26: Final = 67108864.0
 _TWO_53: Final = 9007199254740992.0
 _BULK_MIN: Final = 8
