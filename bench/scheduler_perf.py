@@ -1280,18 +1280,23 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="no cluster: schedule every pod of each workload in this process on the per-node "
         "and the batch path (same seed), compare every outcome, and time the cycles; exit 1 "
-        "on the first difference (bench.scheduler_perf_cycle)",
+        "on the first difference (bench.scheduler_perf_cycle); with --paths batch or "
+        "per-node, only that path runs (timed, nothing compared)",
     )
     parser.add_argument("--list", action="store_true", help="list the workloads and exit")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
     return parser
 
 
-def differential(workloads: Sequence[Workload], seed: int, json_path: str | None) -> int:
-    """--differential: bench.scheduler_perf_cycle over the chosen workloads."""
+def differential(
+    workloads: Sequence[Workload], seed: int, json_path: str | None, paths: str | None = None
+) -> int:
+    """--differential: bench.scheduler_perf_cycle over the chosen workloads (one path alone
+    with `paths` batch or per-node)."""
+    only = None if paths in (None, "both") else paths == BATCH
     results: list[DifferentialResult] = []
     for w in workloads:
-        results.append(run_differential(w, seed))
+        results.append(run_differential(w, seed, only=only))
     print(render_differential(results))
     if json_path:
         data = {"host": {"cpus": os.cpu_count()}, "differential": jsonable(results)}
@@ -1332,7 +1337,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("bench scheduler_perf: no workload selected", file=sys.stderr)
         return 2
     if args.differential:
-        return differential(chosen, args.seed, args.json)
+        return differential(chosen, args.seed, args.json, args.paths)
     if args.creators < 1:
         print("bench scheduler_perf: --creators must be at least 1", file=sys.stderr)
         return 2

@@ -13,7 +13,9 @@ preemption). Every outcome is compared: the node chosen, or the FitError's messa
 node's Status, or the error. The first difference is reported and the exit code is 1.
 
 The two schedulers alternate pod by pod, so the mean scheduling_algorithm time of each
-(schedule_pod, what the scheduler's histogram times) is measured under the same load.
+(schedule_pod, what the scheduler's histogram times) is measured under the same load. Each
+cycle starts as the scheduler's does (`Scheduler.new_cycle_state` with the PodInfo the queue
+would hold, built before the timer).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from kemu.component.clock import FakeClock
 from kemu.component.featuregate import FeatureGates
 from kemu.machinery.defaults import set_defaults
 from kemu.machinery.pod_strategy import default_requests_from_limits
-from kemu.scheduling.interface import CycleState, FitError, NodeToStatus
+from kemu.scheduling.interface import FitError, NodeToStatus
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.runtime import Framework
 from kemu.scheduling.snapshot import Snapshot
@@ -71,6 +73,7 @@ class DifferentialResult:
     unschedulable: int = 0
     mismatch: str = ""  # the first difference, "" when every outcome matched
     skipped: str = ""  # why the workload was not run (an op the run cannot do)
+    compared: bool = True  # False: one path alone ran (--paths batch / per-node)
     per_node_ms: float = math.nan  # mean schedule_pod time of the measured op (wall)
     batch_ms: float = math.nan
     per_node_cpu_ms: float = math.nan  # the same in this process's CPU time
@@ -81,10 +84,13 @@ def outcome(run: PathRun, pod: types_pb2.Pod, op_index: int) -> tuple[object, ..
     """One scheduling cycle's algorithm on `run`'s scheduler: ("host", node) after assuming
     the pod there, ("fit", message, statuses) or ("error", message)."""
     sched = run.scheduler
+    # As the scheduler: the queue built the pod's PodInfo when the pod arrived, and the cycle
+    # starts with it (Scheduler.new_cycle_state); the histogram times schedule_pod.
+    state = sched.new_cycle_state(sched.cache.pod_info(pod))
     start = time.perf_counter()
     cpu_start = time.process_time()
     try:
-        result = sched.schedule_pod(run.fwk, CycleState(), pod)
+        result = sched.schedule_pod(run.fwk, state, pod)
     except FitError as fit:
         return ("fit", str(fit), _statuses(fit.statuses))
     except SchedulingError as e:
@@ -153,8 +159,12 @@ def created_pods(op: CreatePods, index: int, first_uid: int) -> list[types_pb2.P
     return pods
 
 
-def run_differential(workload: Workload, seed: int) -> DifferentialResult:
-    """Both paths over the workload; see the module docstring."""
+def run_differential(
+    workload: Workload, seed: int, *, only: bool | None = None
+) -> DifferentialResult:
+    """Both paths over the workload; see the module docstring. `only`: the batch (True) or
+    the per-node (False) path alone, timed, nothing compared (its cycles then run back to
+    back, as the scheduler's do, instead of alternating with the other path's)."""
     r = DifferentialResult(workload.full_name)
     nodes: list[types_pb2.Node] = []
     for index, op in enumerate(workload.ops):
@@ -167,6 +177,8 @@ def run_differential(workload: Workload, seed: int) -> DifferentialResult:
             )
             return r
     r.nodes = len(nodes)
+    if only is not None:
+        return _run_one_path(workload, nodes, seed, only, r)
     runs = (new_path(workload, nodes, seed, False), new_path(workload, nodes, seed, True))
     uid = 0
     measured = -1
@@ -202,6 +214,37 @@ def run_differential(workload: Workload, seed: int) -> DifferentialResult:
     return r
 
 
+def _run_one_path(
+    workload: Workload, nodes: Sequence[types_pb2.Node], seed: int, batch: bool,
+    r: DifferentialResult,
+) -> DifferentialResult:  # fmt: skip
+    run = new_path(workload, nodes, seed, batch)
+    r.compared = False
+    uid = 0
+    measured = -1
+    for index, op in enumerate(workload.ops):
+        if not isinstance(op, CreatePods):
+            continue
+        if op.collect_metrics:
+            measured = index
+        pods = created_pods(op, index, uid)
+        uid += len(pods)
+        for pod in pods:
+            r.pods += 1
+            if outcome(run, pod, index)[0] == "host":
+                r.scheduled += 1
+            else:
+                r.unschedulable += 1
+    if measured >= 0:
+        ms = _mean_ms(run.seconds, run.pods, measured)
+        cpu = _mean_ms(run.cpu_seconds, run.pods, measured)
+        if batch:
+            r.batch_ms, r.batch_cpu_ms = ms, cpu
+        else:
+            r.per_node_ms, r.per_node_cpu_ms = ms, cpu
+    return r
+
+
 def _mean_ms(seconds: dict[int, float], pods: dict[int, int], index: int) -> float:
     count = pods.get(index, 0)
     return seconds.get(index, 0.0) / count * 1000 if count else math.nan
@@ -219,7 +262,13 @@ def render_differential(results: Sequence[DifferentialResult]) -> str:
             str(r.nodes),
             str(r.pods),
             f"{r.scheduled} / {r.unschedulable}",
-            "skipped" if r.skipped else "identical" if not r.mismatch else "DIFFERENT",
+            "skipped"
+            if r.skipped
+            else "not compared"
+            if not r.compared
+            else "identical"
+            if not r.mismatch
+            else "DIFFERENT",
             f"{fmt(r.per_node_ms, 3)} / {fmt(r.per_node_cpu_ms, 3)}",
             f"{fmt(r.batch_ms, 3)} / {fmt(r.batch_cpu_ms, 3)}",
             f"{fmt(ratio(r.per_node_ms, r.batch_ms), 2)} / "

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import random
 from operator import itemgetter
-from typing import Protocol
+from typing import Final, Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from kemu.api.v1 import types_pb2
 from kemu.scheduling.columns import BoolArray, IntArray, NodeColumns
@@ -100,11 +101,17 @@ def batch_filter(
     positions: list[IntArray] = []
     found = 0
     checked = n
+    # While every node from `start` on passed, the feasible nodes are the window
+    # [start, start + found) of the rotated order: a slice or two of `nodes`.
+    contiguous = True
     lo = 0
     chunk = max(to_find, MIN_CHUNK)
     while lo < n:
         hi = min(n, lo + chunk)
-        idx = (np.arange(lo, hi, dtype=np.int64) + start) % n
+        if start + hi <= n:
+            idx = np.arange(start + lo, start + hi, dtype=np.int64)
+        else:
+            idx = (np.arange(lo, hi, dtype=np.int64) + start) % n
         rows = idx if base is None else base[idx]
         ok = fwk.run_filter_columns(state, pod, columns, rows)
         if ok is None:
@@ -133,6 +140,7 @@ def batch_filter(
                     raise FilterError(status)
             positions.append(idx[passed])
             found += len(passed)
+            contiguous = False
             if stop >= 0 or found >= to_find:
                 checked = lo + (stop if stop >= 0 else len(ok))
                 break
@@ -141,7 +149,7 @@ def batch_filter(
             continue
         if ok.all():  # the common case: every row passes, nothing per node
             take = min(len(ok), to_find - found)
-            positions.append(idx[:take])
+            positions.append(idx if take == len(idx) else idx[:take])
             found += take
             if found >= to_find:
                 checked = lo + take
@@ -149,6 +157,7 @@ def batch_filter(
             lo = hi
             chunk *= 2
             continue
+        contiguous = False
         ok = ok.copy()
         # Every row the batch could not pass, in order, through the per-node path, as long
         # as the feasible nodes before it are fewer than wanted.
@@ -178,8 +187,17 @@ def batch_filter(
         chunk *= 2
     for name, status in rejected:
         statuses.set(name, status)
-    feasible_positions = np.concatenate(positions) if positions else np.zeros(0, np.int64)
-    feasible = _pick(nodes, feasible_positions.tolist())
+    if len(positions) == 1:
+        feasible_positions = positions[0]
+    elif positions:
+        feasible_positions = np.concatenate(positions)
+    else:
+        feasible_positions = np.zeros(0, np.int64)
+    if contiguous:
+        end = start + found
+        feasible = nodes[start:end] if end <= n else nodes[start:] + nodes[: end - n]
+    else:
+        feasible = _pick(nodes, feasible_positions.tolist())
     feasible_rows = feasible_positions if base is None else base[feasible_positions]
     return feasible, feasible_rows, checked
 
@@ -193,24 +211,67 @@ def _pick(nodes: list[NodeInfo], positions: list[int]) -> list[NodeInfo]:
 def select_host_index(totals: IntArray, rng: random.Random) -> int:
     """The index `Scheduler.select_host` would pick for these scores, with the same draws:
     walking in order, a score above the best so far takes its place (no draw); a score equal
-    to it draws `rng.random()` and takes its place if `draw * ties < 1`."""
-    n = len(totals)
-    running = np.maximum.accumulate(totals)
-    previous = np.empty(n, dtype=np.int64)
-    previous[0] = -1  # below every score: the first node never draws
-    previous[1:] = running[:-1]
-    draws = totals == previous
-    best_score = running[-1]
-    first = int(np.argmax(totals == best_score))
-    rand = rng.random
-    for _ in range(int(draws[:first].sum())):
-        rand()  # ties of a score later beaten: drawn, and forgotten
-    ties_at = np.flatnonzero(draws[first + 1 :])
-    if not len(ties_at):
+    to it draws `rng.random()` and takes its place if `draw * ties < 1`. Only the draws
+    for the final best score decide; the others are drawn and forgotten. Scores are never
+    negative (Score's range check)."""
+    first = int(totals.argmax())  # the first of the highest
+    best_score = totals[first]
+    ties_at = np.flatnonzero(totals[first + 1 :] == best_score)
+    # Draws before `first`: each score equal to the best so far (below the final best) drew
+    # once, and was forgotten when a higher score came.
+    before = 0
+    if first > 1:
+        head = totals[:first]
+        running = np.maximum.accumulate(head)
+        before = int(np.count_nonzero(head[1:] == running[:-1]))
+    _skip_draws(rng, before)
+    m = len(ties_at)
+    if not m:
         return first
-    values = np.array([rand() for _ in range(len(ties_at))], dtype=np.float64)
-    counts = np.arange(2, len(ties_at) + 2, dtype=np.float64)
-    taken = np.flatnonzero(values * counts < 1.0)
+    # draw * ties < 1 with draw = x / 2**53 (x an integer below 2**53): the same comparison
+    # as x * ties < 2**53 (scaling by a power of two is exact), one division fewer.
+    x = _draw_numerators(rng, m)
+    taken = np.flatnonzero(x * np.arange(2, m + 2, dtype=np.float64) < _TWO_53)
     if not len(taken):
         return first
     return first + 1 + int(ties_at[taken[-1]])
+
+
+# random.Random.random(): two 32-bit outputs a, b of the Mersenne Twister, in that order,
+# (a >> 5) * 2**26 + (b >> 6) over 2**53 (CPython's random_random). getrandbits(64 * k)
+# consumes the same 2k outputs, the first in the least significant 32 bits, so k draws come
+# from one call instead of k (exactly: tests/unit/scheduler/test_cycle_fast_paths.py).
+_TWO_26: Final = 67108864.0
+_TWO_53: Final = 9007199254740992.0
+_BULK_MIN: Final = 8
+
+
+def _draw_numerators(rng: random.Random, k: int) -> npt.NDArray[np.float64]:
+    """The next `k` values of `rng.random()` times 2**53 (integers, exact in float64), drawn:
+    the generator advances by k draws."""
+    if k < _BULK_MIN or type(rng) is not random.Random:
+        rand = rng.random
+        values = np.array([rand() for _ in range(k)], dtype=np.float64)
+        values *= _TWO_53
+        return values
+    words = np.frombuffer(rng.getrandbits(64 * k).to_bytes(8 * k, "little"), dtype="<u4")
+    high = (words[0::2] >> 5).astype(np.float64)
+    high *= _TWO_26
+    high += words[1::2] >> 6
+    return high
+
+
+def draws(rng: random.Random, k: int) -> npt.NDArray[np.float64]:
+    """The next `k` values of `rng.random()` (for tests: select_host_index's draws)."""
+    out: npt.NDArray[np.float64] = _draw_numerators(rng, k) / _TWO_53
+    return out
+
+
+def _skip_draws(rng: random.Random, k: int) -> None:
+    """Advances `rng` by `k` draws of `rng.random()`."""
+    if k < _BULK_MIN or type(rng) is not random.Random:
+        rand = rng.random
+        for _ in range(k):
+            rand()
+    else:
+        rng.getrandbits(64 * k)

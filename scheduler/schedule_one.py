@@ -55,13 +55,14 @@ from kemu.scheduling.interface import (
     NodeToStatus,
     QueuedPodInfo,
     SharedLister,
+    set_cycle_pod_info,
 )
 from kemu.scheduling.nominator import PodLister
 from kemu.scheduling.plugins import deferred_pod_scheduling
 from kemu.scheduling.runtime import NodePluginScores
 from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.status import Code, Status, as_error, unresolvable
-from kemu.scheduling.types import NodeInfo, PostFilterResult, PreFilterResult, pod_key
+from kemu.scheduling.types import NodeInfo, PodInfo, PostFilterResult, PreFilterResult, pod_key
 from scheduler.batch import ColumnFramework, FilterError, batch_filter, select_host_index
 from scheduler.cache.cache import CacheError
 from scheduler.cache.interface import SchedulerCache
@@ -119,6 +120,12 @@ class NoNodesAvailable(SchedulingError):
 
 
 # ---------------------------------------------------------------- what the scheduler drives
+
+
+class CounterMetric(Protocol):
+    """A labelled prometheus Counter's child."""
+
+    def inc(self, amount: float = 1) -> None: ...
 
 
 class FrameworkLike(ColumnFramework, Protocol):
@@ -241,6 +248,10 @@ class Scheduler:
         self.resize_preemption = resize_preemption_enabled(gates)
         # Nodes run through Filter in the current cycle (for the KEP-1923 metrics).
         self.cycle_filter_evaluations = 0
+        # The queue's PodInfo is built by the cache's rules; when they are the default ones,
+        # it is the PodInfo the plugins would build for the cycle (cycle_pod_info).
+        self._queue_pod_info_is_default = cache.in_place_resize and not cache.per_container_max
+        self._filter_evaluations: dict[str, CounterMetric] = {}
 
     # ------------------------------------------------------------ loop
 
@@ -276,7 +287,7 @@ class Scheduler:
         self.cycles += 1
         self.cycle_filter_evaluations = 0
         start = self.clock.monotonic()
-        state = CycleState()
+        state = self.new_cycle_state(qpi.pod_info)
         outcome = await self._scheduling_cycle(fwk, state, qpi, start)
         if outcome is None:
             self.queue.done(pod.metadata.uid)
@@ -286,6 +297,15 @@ class Scheduler:
         self._binding_tasks.start_soon(
             self._binding_cycle, fwk, state, qpi, assumed, node, start, name=f"bind {pod_key(pod)}"
         )
+
+    def new_cycle_state(self, pod_info: PodInfo) -> CycleState:
+        """The CycleState of a new cycle for `pod_info.pod`, `pod_info` being the queue's
+        (built by the cache's counting rules): when those are the default ones, it is the
+        PodInfo the plugins would build (cycle_pod_info), so it is given to them."""
+        state = CycleState()
+        if self._queue_pod_info_is_default:
+            set_cycle_pod_info(state, pod_info)
+        return state
 
     def _skip_pod_schedule(self, fwk: FrameworkLike, pod: types_pb2.Pod) -> bool:
         if pod.metadata.HasField("deletion_timestamp"):
@@ -520,8 +540,7 @@ class Scheduler:
             if found is not None:
                 feasible, rows, checked = found
                 self._feasible_rows = rows
-                self.metrics.filter_evaluations.labels(fwk.profile_name()).inc(checked)
-                self.cycle_filter_evaluations += checked
+                self._count_filter_evaluations(fwk, checked)
                 self.next_start_node_index = (start + checked) % n
                 return feasible
         if not fwk.has_filter_plugins():
@@ -542,11 +561,20 @@ class Scheduler:
                 statuses.set(node.name, status)
             else:
                 raise SchedulingError(status)
-        self.metrics.filter_evaluations.labels(fwk.profile_name()).inc(checked)
-        self.cycle_filter_evaluations += checked
+        self._count_filter_evaluations(fwk, checked)
         if rotate:
             self.next_start_node_index = (start + checked) % n
         return feasible
+
+    def _count_filter_evaluations(self, fwk: FrameworkLike, checked: int) -> None:
+        self.cycle_filter_evaluations += checked
+        profile = fwk.profile_name()
+        counter = self._filter_evaluations.get(profile)
+        if counter is None:  # `labels` takes a lock and checks the values: once per profile
+            counter = self._filter_evaluations[profile] = self.metrics.filter_evaluations.labels(
+                profile
+            )
+        counter.inc(checked)
 
     def _prioritize(
         self, fwk: FrameworkLike, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]

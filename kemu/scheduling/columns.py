@@ -48,12 +48,17 @@ _INT_FIELDS = (
     "nz_cpu",
     "nz_memory",
     "pods",
+    "free_cpu",
+    "free_memory",
+    "free_ephemeral",
+    "free_pods",
 )
 _BOOL_FIELDS = ("has_node", "unschedulable", "tainted")
 
 
 def _row(ni: NodeInfo) -> tuple[tuple[int, ...], tuple[bool, ...]]:
     a, r, nz = ni.allocatable, ni.requested, ni.non_zero_requested
+    pods = len(ni.pods)
     ints = (
         a.milli_cpu,
         a.memory,
@@ -64,7 +69,11 @@ def _row(ni: NodeInfo) -> tuple[tuple[int, ...], tuple[bool, ...]]:
         r.ephemeral_storage,
         nz.milli_cpu,
         nz.memory,
-        len(ni.pods),
+        pods,
+        a.milli_cpu - r.milli_cpu,
+        a.memory - r.memory,
+        a.ephemeral_storage - r.ephemeral_storage,
+        a.allowed_pod_number - pods,
     )
     return ints, (ni.node is not None, ni.unschedulable, bool(ni.taints))
 
@@ -72,12 +81,28 @@ def _row(ni: NodeInfo) -> tuple[tuple[int, ...], tuple[bool, ...]]:
 class NodeColumns:
     """One row per node of a snapshot, in its node order: allocatable and requested cpu,
     memory and ephemeral storage, allocatable pods and the pod count, the non-zero requests
-    of cpu and memory (scoring), whether the node object is there, unschedulable, tainted.
+    of cpu and memory (scoring), what is free of each (allocatable - requested; pods:
+    allocatable - count), whether the node object is there, unschedulable, tainted.
     `infos[row]` is the row's NodeInfo (the per-node path for rows a batch form cannot
     decide); `row_of` maps a node name to its row. Extended resources are not in columns:
-    a plugin that needs them declines the batch path for the pod."""
+    a plugin that needs them declines the batch path for the pod. The counts of rows without
+    a node object, unschedulable, tainted, and with no allocatable cpu or memory
+    (`missing_nodes`, `unschedulable_nodes`, `tainted_nodes`, `no_cpu_or_memory_nodes`) let
+    a batch form skip its columns or masks when no node has the property."""
 
-    __slots__ = ("_bools", "_ints", "infos", "row_of", *_INT_FIELDS, *_BOOL_FIELDS)
+    __slots__ = (
+        "_all_true",
+        "_bools",
+        "_ints",
+        "infos",
+        "missing_nodes",
+        "no_cpu_or_memory_nodes",
+        "row_of",
+        "tainted_nodes",
+        "unschedulable_nodes",
+        *_INT_FIELDS,
+        *_BOOL_FIELDS,
+    )
 
     alloc_cpu: IntArray
     alloc_memory: IntArray
@@ -89,6 +114,10 @@ class NodeColumns:
     nz_cpu: IntArray
     nz_memory: IntArray
     pods: IntArray
+    free_cpu: IntArray
+    free_memory: IntArray
+    free_ephemeral: IntArray
+    free_pods: IntArray
     has_node: BoolArray
     unschedulable: BoolArray
     tainted: BoolArray
@@ -106,6 +135,14 @@ class NodeColumns:
             setattr(self, name, ints[:, i])
         for i, name in enumerate(_BOOL_FIELDS):
             setattr(self, name, bools[:, i])
+        counts = bools.sum(axis=0).tolist() if n else [0, 0, 0]
+        self.missing_nodes: int = n - counts[0]
+        self.unschedulable_nodes: int = counts[1]
+        self.tainted_nodes: int = counts[2]
+        self._all_true: BoolArray = np.ones(0, dtype=np.bool_)
+        self.no_cpu_or_memory_nodes: int = (
+            int(np.count_nonzero((self.alloc_cpu == 0) | (self.alloc_memory == 0))) if n else 0
+        )
 
     def __len__(self) -> int:
         return len(self.infos)
@@ -113,8 +150,34 @@ class NodeColumns:
     def set_row(self, row: int, ni: NodeInfo) -> None:
         """The node at `row` is now `ni` (the snapshot's list already holds it)."""
         ints, bools = _row(ni)
+        old_node, old_unschedulable, old_tainted = self._bools[row].tolist()
+        old_cpu, old_memory = self._ints[row, :2].tolist()
         self._ints[row] = ints
         self._bools[row] = bools
+        has_node, unschedulable, tainted = bools
+        self.missing_nodes += old_node - has_node
+        self.unschedulable_nodes += unschedulable - old_unschedulable
+        self.tainted_nodes += tainted - old_tainted
+        self.no_cpu_or_memory_nodes += (not ints[0] or not ints[1]) - (
+            not old_cpu or not old_memory
+        )
+
+    def nodes_present(self, rows: IntArray) -> BoolArray:
+        """`has_node[rows]`, without the gather when every row has its node object."""
+        if self.missing_nodes:
+            out: BoolArray = self.has_node[rows]
+            return out
+        return self.all_rows(len(rows))
+
+    def all_rows(self, n: int) -> BoolArray:
+        """An all-True mask of `n` rows, read-only and shared (the last length asked): a batch
+        Filter returns it when every row passes, and the framework then skips combining it."""
+        mask = self._all_true
+        if len(mask) != n:
+            mask = np.ones(n, dtype=np.bool_)
+            mask.flags.writeable = False
+            self._all_true = mask
+        return mask
 
 
 # ---------------------------------------------------------------- the opt-in protocols
@@ -126,8 +189,9 @@ class ColumnFilterPlugin(Protocol):
 
     `filter_columns` gets the rows (indices into `columns`) to decide, and returns a bool
     array of the same length: True where `filter(state, pod, columns.infos[row])` would
-    return Success, False where it might not (the per-node Filter then decides). It runs after
-    the plugin's PreFilter, with the same CycleState. It returns None when it has no batch
+    return Success, False where it might not (the per-node Filter then decides); the caller
+    never writes to it, and `columns.all_rows(len(rows))` says "every row" at no cost. It
+    runs after the plugin's PreFilter, with the same CycleState. It returns None when it has no batch
     form for this pod (the cycle then uses the per-node path); that answer must be the same
     for every call of a cycle. It must not change `state`."""
 
@@ -196,18 +260,33 @@ def least_allocated_columns(
     reqs: Sequence[int],
     wc: int,
     wm: int,
+    dense: bool | None = None,
 ) -> IntArray:
     """resource_allocation.least_allocated_cpu_memory over arrays (integer arithmetic as
-    there: every value is non-negative, so floor division is Go's)."""
-    if wc + wm and cap_cpu.all() and cap_memory.all():  # every node has both: no masks
-        r_cpu = used_cpu + reqs[0]
-        r_mem = used_memory + reqs[1]
-        s_cpu = np.where(r_cpu <= cap_cpu, (cap_cpu - r_cpu) * MAX_NODE_SCORE // cap_cpu * wc, 0)
-        s_mem = np.where(
-            r_mem <= cap_memory, (cap_memory - r_mem) * MAX_NODE_SCORE // cap_memory * wm, 0
-        )
-        out: IntArray = (s_cpu + s_mem) // (wc + wm)
-        return out
+    there: every value is non-negative, so floor division is Go's). `dense`: every cap is
+    known to be non-zero (None: checked here)."""
+    if dense is None:
+        dense = bool(cap_cpu.all() and cap_memory.all())
+    if wc + wm and dense:  # every node has both: no masks
+        # (cap - requested) * 100 // cap, 0 when the request exceeds cap: clamping the
+        # difference at 0 gives that 0 (in place, to spare temporaries).
+        s_cpu = cap_cpu - used_cpu
+        s_cpu -= reqs[0]
+        np.maximum(s_cpu, 0, out=s_cpu)
+        s_cpu *= MAX_NODE_SCORE
+        s_cpu //= cap_cpu
+        s_mem = cap_memory - used_memory
+        s_mem -= reqs[1]
+        np.maximum(s_mem, 0, out=s_mem)
+        s_mem *= MAX_NODE_SCORE
+        s_mem //= cap_memory
+        if wc != 1:
+            s_cpu *= wc
+        if wm != 1:
+            s_mem *= wm
+        s_cpu += s_mem
+        s_cpu //= wc + wm
+        return s_cpu
     total = np.zeros(len(cap_cpu), dtype=np.int64)
     wsum = np.zeros(len(cap_cpu), dtype=np.int64)
     for used, cap, req, w in (
@@ -249,9 +328,24 @@ def most_allocated_columns(
 
 def balanced_cpu_memory_columns(
     used_cpu: IntArray, used_memory: IntArray, cap_cpu: IntArray, cap_memory: IntArray,
-    reqs: Sequence[int],
+    reqs: Sequence[int], dense: bool | None = None,
 ) -> IntArray:  # fmt: skip
-    """balanced_allocation._balanced_cpu_memory over arrays (the same float64 operations)."""
+    """balanced_allocation._balanced_cpu_memory over arrays (the same float64 operations).
+    `dense`: every cap is known to be non-zero (None: checked here)."""
+    if dense is None:
+        dense = bool(cap_cpu.all() and cap_memory.all())
+    if dense:  # every node has both: no masks
+        # int64 / int64 is the float64 division of the two converted (exact below 2**53).
+        f_cpu = np.true_divide(used_cpu + reqs[0], cap_cpu)
+        f_mem = np.true_divide(used_memory + reqs[1], cap_memory)
+        np.minimum(f_cpu, 1.0, out=f_cpu)
+        np.minimum(f_mem, 1.0, out=f_mem)
+        f_cpu -= f_mem
+        f_cpu /= 2
+        np.abs(f_cpu, out=f_cpu)
+        np.subtract(1, f_cpu, out=f_cpu)
+        f_cpu *= float(MAX_NODE_SCORE)
+        return f_cpu.astype(np.int64)  # truncates toward zero, as int() (never negative)
     both = (cap_cpu != 0) & (cap_memory != 0)
     f_cpu = (used_cpu + reqs[0]).astype(np.float64) / np.where(both, cap_cpu, 1).astype(np.float64)
     f_mem = (used_memory + reqs[1]).astype(np.float64) / np.where(both, cap_memory, 1).astype(

@@ -134,6 +134,13 @@ def cycle_pod_info(state: CycleState, pod: types_pb2.Pod) -> PodInfo:
     return info
 
 
+def set_cycle_pod_info(state: CycleState, info: PodInfo) -> None:
+    """Makes `info` the cycle's PodInfo for `info.pod` (what `cycle_pod_info` returns), for a
+    caller that has one already: it must equal `PodInfo(info.pod)` (the default counting
+    rules)."""
+    state.write(CYCLE_POD_INFO_KEY, _CyclePodInfo(info.pod, info))
+
+
 def cycle_pod_requests(state: CycleState, pod: types_pb2.Pod) -> tuple[Resource, Resource]:
     """`types.pod_requests(pod)` through `cycle_pod_info` (copies the caller may change)."""
     info = cycle_pod_info(state, pod)

@@ -43,4 +43,14 @@ class SchedulerCache(Protocol):
         """A PodInfo counted as this cache counts pods."""
         ...
 
+    @property
+    def in_place_resize(self) -> bool:
+        """The InPlacePodVerticalScaling rule of `pod_info`."""
+        ...
+
+    @property
+    def per_container_max(self) -> bool:
+        """The aggregation rule of `pod_info` (True before 1.37)."""
+        ...
+
     def update_snapshot(self, snapshot: Snapshot) -> None: ...

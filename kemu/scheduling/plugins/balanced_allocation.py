@@ -28,7 +28,7 @@ from kemu.scheduling.interface import (
     PreScorePlugin,
     ScoreExtensions,
     ScorePlugin,
-    cycle_pod_requests,
+    cycle_pod_info,
 )
 from kemu.scheduling.plugins.resource_allocation import (
     DEFAULT_RESOURCES,
@@ -87,7 +87,7 @@ def _balanced_cpu_memory_columns(
 ) -> IntArray:
     return balanced_cpu_memory_columns(
         cols.req_cpu[rows], cols.req_memory[rows], cols.alloc_cpu[rows], cols.alloc_memory[rows],
-        reqs,
+        reqs, dense=not cols.no_cpu_or_memory_nodes,
     )  # fmt: skip
 
 
@@ -116,8 +116,13 @@ class BalancedAllocation(PreScorePlugin, ScorePlugin):
     def name(self) -> str:
         return NAME
 
+    def _pod_requests(self, state: CycleState, pod: types_pb2.Pod) -> tuple[int, ...]:
+        """The scorer's requests of the cycle's pod (its PodInfo read, not copied)."""
+        info = cycle_pod_info(state, pod)
+        return self.scorer.pod_requests(info.requests, info.non_zero_requests)
+
     def pre_score(self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]) -> Status:
-        reqs = self.scorer.pod_requests(*cycle_pod_requests(state, pod))
+        reqs = self._pod_requests(state, pod)
         if not any(reqs):
             return st.SKIP
         state.write(PRE_SCORE_STATE_KEY, PreScoreState(reqs))
@@ -128,7 +133,7 @@ class BalancedAllocation(PreScorePlugin, ScorePlugin):
         if isinstance(s, PreScoreState):
             reqs = s.pod_requests
         else:
-            reqs = self.scorer.pod_requests(*cycle_pod_requests(state, pod))
+            reqs = self._pod_requests(state, pod)
             if not any(reqs):
                 return 0, st.SUCCESS
         return self.scorer.score(node, reqs), st.SUCCESS
@@ -140,7 +145,7 @@ class BalancedAllocation(PreScorePlugin, ScorePlugin):
         if isinstance(s, PreScoreState):
             reqs = s.pod_requests
         else:
-            reqs = self.scorer.pod_requests(*cycle_pod_requests(state, pod))
+            reqs = self._pod_requests(state, pod)
             if not any(reqs):
                 return [0] * len(nodes), st.SUCCESS
         score = self.scorer.score
@@ -156,7 +161,7 @@ class BalancedAllocation(PreScorePlugin, ScorePlugin):
         if isinstance(s, PreScoreState):
             reqs = s.pod_requests
         else:
-            reqs = self.scorer.pod_requests(*cycle_pod_requests(state, pod))
+            reqs = self._pod_requests(state, pod)
             if not any(reqs):
                 return np.zeros(len(rows), dtype=np.int64)
         return batch(columns, rows, reqs)

@@ -70,7 +70,7 @@ from kemu.scheduling.interface import (
     PreScorePlugin,
     ScoreExtensions,
     ScorePlugin,
-    cycle_pod_requests,
+    cycle_pod_info,
 )
 from kemu.scheduling.plugins.resource_allocation import (
     DEFAULT_RESOURCES,
@@ -346,10 +346,15 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
 
     # ------------------------------------------------------------ PreFilter / Filter
 
+    def _pod_requests(self, state: CycleState, pod: types_pb2.Pod) -> tuple[int, ...]:
+        """The scorer's requests of the cycle's pod (its PodInfo read, not copied)."""
+        info = cycle_pod_info(state, pod)
+        return self.scorer.pod_requests(info.requests, info.non_zero_requests)
+
     def pre_filter(
         self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status]:
-        request, _ = cycle_pod_requests(state, pod)
+        request = cycle_pod_info(state, pod).requests  # read only: PreFilterState keeps it
         # Upstream applies the delta rule to any pod bound to the evaluated node, not only to
         # Deferred ones; only those reach a cycle in the scheduler, simulations may pass others.
         assigned = pod.spec.node_name if self.resize_preemption else ""
@@ -404,28 +409,24 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
         s = state.read(PRE_FILTER_STATE_KEY)
         if not isinstance(s, PreFilterState) or s.assigned_node:
             return None
-        ok: BoolArray = columns.pods[rows] < columns.alloc_pods[rows]
-        if s.empty:
-            return ok
         if s.scalars:
             return np.zeros(len(rows), dtype=np.bool_)
+        ok: BoolArray = columns.free_pods[rows] > 0  # pods < allowed pods
+        if s.empty:
+            return ok
         # fits_request's test per resource: a resource the pod does not request always fits.
         if s.milli_cpu:
-            ok &= s.milli_cpu <= columns.alloc_cpu[rows] - columns.req_cpu[rows]
+            ok &= columns.free_cpu[rows] >= s.milli_cpu
         if s.memory:
-            ok &= s.memory <= columns.alloc_memory[rows] - columns.req_memory[rows]
+            ok &= columns.free_memory[rows] >= s.memory
         if s.ephemeral_storage:
-            free = columns.alloc_ephemeral[rows] - columns.req_ephemeral[rows]
-            ok &= s.ephemeral_storage <= free
+            ok &= columns.free_ephemeral[rows] >= s.ephemeral_storage
         return ok
 
     # ------------------------------------------------------------ PreScore / Score
 
     def pre_score(self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]) -> Status:
-        requests, non_zero = cycle_pod_requests(state, pod)
-        state.write(
-            PRE_SCORE_STATE_KEY, PreScoreState(self.scorer.pod_requests(requests, non_zero))
-        )
+        state.write(PRE_SCORE_STATE_KEY, PreScoreState(self._pod_requests(state, pod)))
         return st.SUCCESS
 
     def score(self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo) -> tuple[int, Status]:
@@ -433,7 +434,7 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
         if isinstance(s, PreScoreState):
             reqs = s.pod_requests
         else:
-            reqs = self.scorer.pod_requests(*cycle_pod_requests(state, pod))
+            reqs = self._pod_requests(state, pod)
         return self.scorer.score(node, reqs), st.SUCCESS
 
     def score_nodes(
@@ -443,7 +444,7 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
         if isinstance(s, PreScoreState):
             reqs = s.pod_requests
         else:
-            reqs = self.scorer.pod_requests(*cycle_pod_requests(state, pod))
+            reqs = self._pod_requests(state, pod)
         score = self.scorer.score
         return [score(node, reqs) for node in nodes], st.SUCCESS
 
@@ -457,7 +458,7 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
         if isinstance(s, PreScoreState):
             reqs = s.pod_requests
         else:
-            reqs = self.scorer.pod_requests(*cycle_pod_requests(state, pod))
+            reqs = self._pod_requests(state, pod)
         return batch(columns, rows, reqs)
 
     def score_extensions(self) -> ScoreExtensions | None:

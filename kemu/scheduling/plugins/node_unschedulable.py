@@ -67,8 +67,8 @@ class NodeUnschedulable(SkipsDeferredResizePods, FilterPlugin, EnqueueExtensions
     def filter_columns(
         self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
     ) -> BoolArray | None:
-        has_node = columns.has_node[rows]
-        if _tolerates_unschedulable(pod):
+        has_node = columns.nodes_present(rows)
+        if not columns.unschedulable_nodes or _tolerates_unschedulable(pod):
             return has_node
         ok: BoolArray = has_node & ~columns.unschedulable[rows]
         return ok

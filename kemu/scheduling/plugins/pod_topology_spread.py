@@ -371,6 +371,10 @@ class PodTopologySpread(
         self.skip_deferred = resize_preemption_enabled(gates)
         self._services: ObjectLister[types_pb2.Service] | None = None
         self._replica_sets: ObjectLister[types_pb2.ReplicaSet] | None = None
+        # The default constraints parsed, per action, once: they depend on the pod only
+        # through matchLabelKeys (then they are parsed per pod, as before).
+        self._parsed_defaults: dict[str, list[SpreadConstraint]] = {}
+        self._defaults_per_pod = any(c.match_label_keys for c in default_constraints)
         factory = handle.informer_factory()
         if default_constraints and factory is not None:
             # Without informers (a simulation) no pod has a default selector.
@@ -425,7 +429,13 @@ class PodTopologySpread(
     def build_default_constraints(self, pod: types_pb2.Pod, action: str) -> list[SpreadConstraint]:
         """The default constraints for `action` with the pod's default selector; none when that
         selector is empty (upstream buildDefaultConstraints)."""
-        constraints = self.filter_constraints(self.default_constraints, pod.metadata.labels, action)
+        constraints = self._parsed_defaults.get(action)
+        if constraints is None:
+            constraints = self.filter_constraints(
+                self.default_constraints, pod.metadata.labels, action
+            )
+            if not self._defaults_per_pod:
+                self._parsed_defaults[action] = constraints
         if not constraints:
             return []
         selector = default_selector(pod, self._services, self._replica_sets)

@@ -261,7 +261,7 @@ def least_allocated_cpu_memory_columns(wc: int, wm: int) -> ColumnScorer:
     def score(cols: NodeColumns, rows: IntArray, reqs: Sequence[int]) -> IntArray:
         return least_allocated_columns(
             cols.nz_cpu[rows], cols.nz_memory[rows], cols.alloc_cpu[rows],
-            cols.alloc_memory[rows], reqs, wc, wm,
+            cols.alloc_memory[rows], reqs, wc, wm, dense=not cols.no_cpu_or_memory_nodes,
         )  # fmt: skip
 
     return score

@@ -19,7 +19,12 @@ from typing import Final
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.errors import Invalid
-from kemu.machinery.labels import Selector, selector_from_label_selector, selector_from_set
+from kemu.machinery.labels import (
+    EVERYTHING,
+    Selector,
+    selector_from_label_selector,
+    selector_from_set,
+)
 from kemu.machinery.owners import controller_of
 from kemu.scheduling.interface import ObjectLister
 
@@ -55,7 +60,7 @@ def default_selector(
     for svc in pod_services(services, pod):
         # They all match the pod, so their labels cannot conflict: merging is safe.
         label_set.update(svc.spec.selector)
-    selector = selector_from_set(label_set)
+    selector = selector_from_set(label_set) if label_set else EVERYTHING
     owner = controller_of(pod)
     if owner is None or replica_sets is None:
         return selector

@@ -123,8 +123,11 @@ class TaintToleration(
         self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
     ) -> BoolArray | None:
         """Untainted nodes pass; tainted ones are checked one by one (most nodes have none)."""
-        ok: BoolArray = columns.has_node[rows] & ~columns.tainted[rows]
-        if not columns.tainted[rows].any():
+        if not columns.tainted_nodes:
+            return columns.nodes_present(rows)
+        tainted = columns.tainted[rows]
+        ok: BoolArray = columns.nodes_present(rows) & ~tainted
+        if not tainted.any():
             return ok
 
         def tolerated(node: NodeInfo) -> bool:
@@ -180,6 +183,8 @@ class TaintToleration(
         if not isinstance(s, _PreScoreState):
             return None  # the per-node path reports the error
         out = np.zeros(len(rows), dtype=np.int64)
+        if not columns.tainted_nodes:
+            return out
         tolerations = s.tolerations_prefer_no_schedule
         infos = columns.infos
         for i in np.flatnonzero(columns.tainted[rows]):

@@ -67,6 +67,19 @@ def test_both_paths_place_every_pod_alike_and_are_timed() -> None:
     assert r.scheduled == 80 and r.unschedulable == 150
 
 
+@pytest.mark.parametrize("batch", [True, False])
+def test_one_path_alone_is_timed_and_not_compared(batch: bool) -> None:
+    basic, _, _ = _workloads()
+    r = run_differential(basic, seed=3, only=batch)
+    assert not r.mismatch and not r.compared
+    assert (r.nodes, r.pods, r.scheduled, r.unschedulable) == (120, 70, 70, 0)
+    timed, untimed = (
+        (r.batch_cpu_ms, r.per_node_cpu_ms) if batch else (r.per_node_cpu_ms, r.batch_cpu_ms)
+    )
+    assert timed > 0 and math.isnan(untimed)
+    assert "not compared" in render_differential([r])
+
+
 def test_a_difference_is_reported_with_the_pod(monkeypatch: pytest.MonkeyPatch) -> None:
     basic, _, _ = _workloads()
     real = scheduler_perf_cycle.outcome

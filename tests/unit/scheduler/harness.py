@@ -162,7 +162,11 @@ async def settle() -> None:
 
 @asynccontextmanager
 async def env(
-    gates: FeatureGates | None = None, *, setup: object = None, profile: Profile | None = None
+    gates: FeatureGates | None = None,
+    *,
+    setup: object = None,
+    profile: Profile | None = None,
+    per_container_max: bool = False,
 ) -> AsyncIterator[Env]:
     """The scheduler's pieces over a FakeClient, informers started after `setup(client)`."""
     gates = gates if gates is not None else resize_gates(True)
@@ -176,7 +180,7 @@ async def env(
     informers.informer(types_pb2.PodDisruptionBudget)
     metrics = SchedulerMetrics(None)
     recorder = Recorder()
-    cache = Cache(clock, in_place_resize=True, per_container_max=False)
+    cache = Cache(clock, in_place_resize=True, per_container_max=per_container_max)
     fwk = Framework(
         profile or default_config().profiles[0],
         in_tree_registry(),

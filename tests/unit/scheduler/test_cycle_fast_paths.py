@@ -1,0 +1,195 @@
+"""The scheduling cycle's fast paths (issue #16): host selection's draws in bulk, the node
+columns' counts that let batch forms skip their columns, the feasible window as slices, the
+cycle's PodInfo taken from the queue, and the metrics' label children looked up once. The
+batch path's equivalence with the per-node path is test_batch_equivalence.py's."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kemu.api.v1 import types_pb2
+from kemu.scheduling.interface import CycleState, NodeToStatus, ObserverMetric, cycle_pod_info
+from kemu.scheduling.runtime import observer_from_histogram
+from kemu.scheduling.types import PodInfo
+from kemu.testing.builders import make_pod
+from scheduler.batch import draws, select_host_index
+from tests.unit.scheduler.harness import env
+from tests.unit.scheduler.test_batch_equivalence import NodeSpec, node_obj, world
+from tests.unit.scheduling.deferred_builders import SCHEDULER
+
+
+def _select_host(scores: list[int], rng: random.Random) -> int:
+    """Scheduler.select_host's walk, over indices."""
+    best, best_score, ties = -1, -1, 0
+    for i, score in enumerate(scores):
+        if score > best_score:
+            best, best_score, ties = i, score, 1
+        elif score == best_score:
+            ties += 1
+            if rng.random() * ties < 1.0:
+                best = i
+    return best
+
+
+@pytest.mark.parametrize("k", [0, 1, 7, 8, 9, 300])
+def test_bulk_draws_are_the_values_of_random_in_order(k: int) -> None:
+    a, b = random.Random(42), random.Random(42)
+    assert draws(a, k).tolist() == [b.random() for _ in range(k)]
+    assert a.random() == b.random()  # the generator advanced by exactly k draws
+
+
+@given(
+    scores=st.lists(st.integers(0, 3), min_size=1, max_size=600),
+    seed=st.integers(0, 2**16),
+)
+def test_select_host_index_with_many_ties_draws_and_picks_as_select_host(
+    scores: list[int], seed: int
+) -> None:
+    a, b = random.Random(seed), random.Random(seed)
+    expected = _select_host(scores, a)
+    assert select_host_index(np.array(scores, dtype=np.int64), b) == expected
+    assert a.random() == b.random()
+
+
+def test_select_host_index_with_a_random_subclass_calls_its_random() -> None:
+    class Counting(random.Random):
+        calls = 0
+
+        def random(self) -> float:
+            self.calls += 1
+            return super().random()
+
+    rng = Counting(3)
+    scores = [5] * 50 + [7] * 50  # 49 ties of 5 drawn and forgotten, then 49 of 7
+    got = select_host_index(np.array(scores, dtype=np.int64), rng)
+    assert rng.calls == 98
+    assert got == _select_host(scores, random.Random(3))
+
+
+def test_column_counts_follow_nodes_that_change() -> None:
+    spec = NodeSpec(1000, 1024, 5, False, (), 0)
+    w = world([spec, spec, spec], [], [], batch=True, seed=0, start=0, percentage=0)
+    cache, snap = w.scheduler.cache, w.scheduler.snapshot
+    cache.update_snapshot(snap)
+    columns = snap.columns()
+    assert (columns.missing_nodes, columns.unschedulable_nodes, columns.tainted_nodes) == (0, 0, 0)
+    assert columns.no_cpu_or_memory_nodes == 0
+    assert columns.free_cpu.tolist() == [1000] * 3 and columns.free_pods.tolist() == [5] * 3
+
+    changed = node_obj(1, NodeSpec(0, 1024, 5, True, (("a", "NoSchedule"),), 0))
+    cache.update_node(node_obj(1, spec), changed)
+    cache.update_snapshot(snap)
+    assert snap.columns() is columns  # a row replaced in place
+    assert (columns.unschedulable_nodes, columns.tainted_nodes) == (1, 1)
+    assert columns.no_cpu_or_memory_nodes == 1
+    rows = np.arange(3, dtype=np.int64)
+    assert columns.nodes_present(rows).tolist() == [True] * 3
+
+    cache.update_node(changed, node_obj(1, spec))
+    cache.update_snapshot(snap)
+    assert (columns.unschedulable_nodes, columns.tainted_nodes) == (0, 0)
+    assert columns.no_cpu_or_memory_nodes == 0
+
+
+@pytest.mark.parametrize("start", [0, 37, 149])
+def test_the_feasible_window_wraps_around_the_node_list_as_the_per_node_path(start: int) -> None:
+    spec = NodeSpec(4000, 4096, 10, False, (), 0)
+    nodes = [spec] * 150  # 100 to find (the minimum), from `start` on, wrapping
+    pod = make_pod("p").req(cpu="100m").scheduler_name("default-scheduler").obj()
+    found: list[list[str]] = []
+    for batch in (False, True):
+        w = world(nodes, [], [], batch=batch, seed=0, start=start, percentage=0)
+        sched, fwk = w.scheduler, w.fwk
+        sched.cache.update_snapshot(sched.snapshot)
+        fwk.set_snapshot(sched.snapshot)
+        state = CycleState()
+        _, status, _ = fwk.run_pre_filter_plugins(state, pod, sched.snapshot.list())
+        assert status.is_success()
+        feasible = sched._find_nodes_that_pass_filters(
+            fwk, state, pod, NodeToStatus(), sched.snapshot.list()
+        )
+        found.append([ni.name for ni in feasible])
+        assert sched.next_start_node_index == (start + 100) % 150
+        order = [ni.name for ni in sched.snapshot.list()]
+    assert found[0] == found[1]
+    assert found[1] == [order[(start + i) % 150] for i in range(100)]
+
+
+@pytest.mark.parametrize("per_container_max", [False, True])
+async def test_the_cycle_takes_the_queues_pod_info_under_the_default_counting_rules(
+    per_container_max: bool,
+) -> None:
+    async with env(per_container_max=per_container_max) as e:
+        e.node("n1", "4")
+        e.add(make_pod("p").req(cpu="100m").scheduler_name(SCHEDULER).obj())
+        qpi = await e.queue.pop()
+        assert qpi is not None
+        seen: list[PodInfo] = []
+        schedule_pod = e.scheduler.schedule_pod
+
+        def spy(fwk: object, state: CycleState, pod: types_pb2.Pod) -> object:
+            seen.append(cycle_pod_info(state, pod))
+            return schedule_pod(fwk, state, pod)  # type: ignore[arg-type]
+
+        e.scheduler.schedule_pod = spy  # type: ignore[assignment,method-assign]
+        await e.scheduler.schedule_one(qpi)
+        assert len(seen) == 1
+        # With the pre-1.37 rule the queue's PodInfo differs from the plugins' default one.
+        assert (seen[0] is qpi.pod_info) is not per_container_max
+        assert e.cache.is_assumed_pod(qpi.pod)
+
+
+def test_the_extension_point_observer_looks_each_label_child_up_once() -> None:
+    class Child:
+        def __init__(self) -> None:
+            self.values: list[float] = []
+
+        def observe(self, amount: float) -> None:
+            self.values.append(amount)
+
+    class Histogram:
+        def __init__(self) -> None:
+            self.lookups = 0
+            self.children: dict[tuple[str, ...], Child] = {}
+
+        def labels(self, *values: str) -> ObserverMetric:
+            self.lookups += 1
+            return self.children.setdefault(values, Child())
+
+    h = Histogram()
+    observe = observer_from_histogram(h)
+    observe("Filter", "Success", "p", 1.0)
+    observe("Filter", "Success", "p", 2.0)
+    observe("Score", "Success", "p", 3.0)
+    assert h.lookups == 2
+    assert h.children["Filter", "Success", "p"].values == [1.0, 2.0]
+    assert h.children["Score", "Success", "p"].values == [3.0]
+
+
+def test_batch_filters_say_every_row_with_the_shared_read_only_mask() -> None:
+    spec = NodeSpec(1000, 1024, 5, False, (), 0)
+    w = world([spec] * 4, [], [], batch=True, seed=0, start=0, percentage=0)
+    sched, fwk = w.scheduler, w.fwk
+    sched.cache.update_snapshot(sched.snapshot)
+    fwk.set_snapshot(sched.snapshot)
+    columns = sched.snapshot.columns()
+    rows = np.arange(4, dtype=np.int64)
+    every = columns.all_rows(4)
+    assert every.tolist() == [True] * 4 and not every.flags.writeable
+    assert columns.nodes_present(rows) is every  # no node is missing: nothing gathered
+    state = CycleState()
+    pod = make_pod("p").scheduler_name("default-scheduler").obj()  # requests nothing
+    _, status, _ = fwk.run_pre_filter_plugins(state, pod, sched.snapshot.list())
+    assert status.is_success()
+    mask = fwk.run_filter_columns(state, pod, columns, rows)
+    assert mask is not None and mask.tolist() == [True] * 4
+    big = make_pod("q").req(cpu="2").scheduler_name("default-scheduler").obj()
+    state = CycleState()
+    fwk.run_pre_filter_plugins(state, big, sched.snapshot.list())
+    mask = fwk.run_filter_columns(state, big, columns, rows)
+    assert mask is not None and mask.tolist() == [False] * 4 and mask is not every
