@@ -32,6 +32,8 @@ import numpy.typing as npt
 
 from kemu.api.v1 import types_pb2
 from kemu.scheduling.interface import CycleState
+from kemu.scheduling.status import Status
+from kemu.scheduling.topology_counts import Domains
 from kemu.scheduling.types import MAX_NODE_SCORE, NodeInfo
 
 IntArray = npt.NDArray[np.int64]
@@ -49,7 +51,7 @@ _INT_FIELDS = (
     "nz_memory",
     "pods",
 )
-_BOOL_FIELDS = ("has_node", "unschedulable", "tainted")
+_BOOL_FIELDS = ("has_node", "unschedulable", "tainted", "ports")
 
 
 def _row(ni: NodeInfo) -> tuple[tuple[int, ...], tuple[bool, ...]]:
@@ -66,18 +68,20 @@ def _row(ni: NodeInfo) -> tuple[tuple[int, ...], tuple[bool, ...]]:
         nz.memory,
         len(ni.pods),
     )
-    return ints, (ni.node is not None, ni.unschedulable, bool(ni.taints))
+    return ints, (ni.node is not None, ni.unschedulable, bool(ni.taints), bool(ni.used_ports))
 
 
 class NodeColumns:
     """One row per node of a snapshot, in its node order: allocatable and requested cpu,
     memory and ephemeral storage, allocatable pods and the pod count, the non-zero requests
-    of cpu and memory (scoring), whether the node object is there, unschedulable, tainted.
+    of cpu and memory (scoring), whether the node object is there, unschedulable, tainted,
+    has host ports in use;
+    and, per label key asked for (`domains`), each row's value id.
     `infos[row]` is the row's NodeInfo (the per-node path for rows a batch form cannot
     decide); `row_of` maps a node name to its row. Extended resources are not in columns:
     a plugin that needs them declines the batch path for the pod."""
 
-    __slots__ = ("_bools", "_ints", "infos", "row_of", *_INT_FIELDS, *_BOOL_FIELDS)
+    __slots__ = ("_bools", "_domains", "_ints", "infos", "row_of", *_INT_FIELDS, *_BOOL_FIELDS)
 
     alloc_cpu: IntArray
     alloc_memory: IntArray
@@ -92,6 +96,7 @@ class NodeColumns:
     has_node: BoolArray
     unschedulable: BoolArray
     tainted: BoolArray
+    ports: BoolArray
 
     def __init__(self, infos: list[NodeInfo], row_of: dict[str, int]) -> None:
         self.infos = infos
@@ -106,6 +111,8 @@ class NodeColumns:
             setattr(self, name, ints[:, i])
         for i, name in enumerate(_BOOL_FIELDS):
             setattr(self, name, bools[:, i])
+        # Per label key (built on first use): each row's value id (node label selectors).
+        self._domains: dict[str, Domains] = {}
 
     def __len__(self) -> int:
         return len(self.infos)
@@ -115,6 +122,15 @@ class NodeColumns:
         ints, bools = _row(ni)
         self._ints[row] = ints
         self._bools[row] = bools
+        for d in self._domains.values():
+            d.set_row(row, ni)
+
+    def domains(self, key: str) -> Domains:
+        """The values of the label `key` over the rows (`Domains.row_ids`: -1 without it)."""
+        d = self._domains.get(key)
+        if d is None:
+            d = self._domains[key] = Domains(key, self.infos)
+        return d
 
 
 # ---------------------------------------------------------------- the opt-in protocols
@@ -134,6 +150,22 @@ class ColumnFilterPlugin(Protocol):
     def filter_columns(
         self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
     ) -> BoolArray | None: ...
+
+
+@runtime_checkable
+class ColumnRejectPlugin(Protocol):
+    """The rejections of a batch Filter plugin, for the rows its `filter_columns` left False.
+
+    `reject_columns` returns, per row, an index into the returned statuses: k >= 0 where the
+    per-node `filter` would return exactly `statuses[k]` (a rejection: Unschedulable or
+    UnschedulableAndUnresolvable), -1 where it cannot tell (the per-node Filter then decides).
+    The framework uses it for a row only when every Filter plugin before this one in order has
+    a batch form that passed the row, so that the row's Status is this plugin's without
+    running any plugin per node (upstream's statuses for the nodes a cycle rejects)."""
+
+    def reject_columns(
+        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
+    ) -> tuple[IntArray, Sequence[Status]] | None: ...
 
 
 @runtime_checkable

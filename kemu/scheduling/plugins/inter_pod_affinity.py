@@ -537,6 +537,34 @@ class InterPodAffinity(
     ) -> BoolArray | None:
         """`filter` over rows: True where every node label check passes, from the counts
         per row (the PreFilter must have read the snapshot's index, over the same rows)."""
+        checks = self._row_checks(state, columns, rows)
+        if checks is None:
+            return None
+        has_node, affinity_ok, anti_ok, existing_ok = checks
+        out: BoolArray = has_node & affinity_ok & anti_ok & existing_ok
+        return out
+
+    def reject_columns(
+        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
+    ) -> tuple[IntArray, list[Status]] | None:
+        """`filter`'s rejection per row, in its order: affinity, anti-affinity, existing
+        pods' anti-affinity (kemu.scheduling.columns.ColumnRejectPlugin)."""
+        checks = self._row_checks(state, columns, rows)
+        if checks is None:
+            return None
+        has_node, affinity_ok, anti_ok, existing_ok = checks
+        which = np.full(len(rows), -1, dtype=np.int64)
+        which[~existing_ok] = 2
+        which[~anti_ok] = 1
+        which[~affinity_ok] = 0
+        which[~has_node] = -1  # an error per node, not a rejection
+        return which, [_AFFINITY_FAILED, _ANTI_AFFINITY_FAILED, _EXISTING_ANTI_AFFINITY_FAILED]
+
+    def _row_checks(
+        self, state: CycleState, columns: NodeColumns, rows: IntArray
+    ) -> tuple[BoolArray, BoolArray, BoolArray, BoolArray] | None:
+        """Per row: has a node, the affinity check, the anti-affinity check and the existing
+        pods' anti-affinity check pass (`filter`'s three checks, each on its own)."""
         s = state.read(PRE_FILTER_STATE_KEY)
         if (
             not isinstance(s, PreFilterState)
@@ -544,30 +572,34 @@ class InterPodAffinity(
             or s.index.infos is not columns.infos
         ):
             return None
-        counts = (s.affinity_counts, s.anti_affinity_counts, s.existing_anti_affinity_counts)
-        if not all(c.batchable() for c in counts):
+        affinity = s.affinity_counts
+        anti = s.anti_affinity_counts
+        existing = s.existing_anti_affinity_counts
+        if not (affinity.batchable() and anti.batchable() and existing.batchable()):
             return None
-        ok: BoolArray = columns.has_node[rows].copy()
+        n = len(rows)
         index = s.index
         pi = s.pod_info
+        affinity_ok = np.ones(n, dtype=np.bool_)
         terms = pi.required_affinity_terms
         if terms:
-            counts_ = s.affinity_counts
-            pods_exist = np.ones(len(rows), dtype=np.bool_)
+            keys_exist = np.ones(n, dtype=np.bool_)
+            pods_exist = np.ones(n, dtype=np.bool_)
             for t in terms:
-                ok &= index.domains(t.topology_key).row_ids[rows] >= 0
-                pods_exist &= counts_.per_row(t.topology_key, rows) > 0
-            if counts_ or not s.matches_own_affinity:
-                ok &= pods_exist
-        anti = s.anti_affinity_counts
+                keys_exist &= index.domains(t.topology_key).row_ids[rows] >= 0
+                pods_exist &= affinity.per_row(t.topology_key, rows) > 0
+            affinity_ok = keys_exist
+            if affinity or not s.matches_own_affinity:
+                affinity_ok = keys_exist & pods_exist
+        anti_ok = np.ones(n, dtype=np.bool_)
         if anti:
             for t in pi.required_anti_affinity_terms:
-                ok &= ~(anti.per_row(t.topology_key, rows) > 0)
-        existing = s.existing_anti_affinity_counts
+                anti_ok &= ~(anti.per_row(t.topology_key, rows) > 0)
+        existing_ok = np.ones(n, dtype=np.bool_)
         if existing:
             for key in s.existing_anti_affinity_keys:
-                ok &= ~(existing.per_row(key, rows) > 0)
-        return ok
+                existing_ok &= ~(existing.per_row(key, rows) > 0)
+        return columns.has_node[rows], affinity_ok, anti_ok, existing_ok
 
     # ------------------------------------------------------------ PreScore / Score
 

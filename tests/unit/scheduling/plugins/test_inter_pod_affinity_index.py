@@ -2,7 +2,7 @@
 against the walk over every pod (upstream's PreFilter/PreScore), on random clusters and pods
 with (anti-)affinity terms (hypothesis): the same PreFilter status, the same Filter Status on
 every node, before and after AddPod/RemovePod on cloned states (preemption's dry run, the
-nominated pods), the batch Filter equal to the per-node Filter, the same raw and normalized
+nominated pods), the batch Filter and its rejections equal to the per-node Filter, the same raw and normalized
 scores per node and over columns; and the index kept row by row equal to one built afresh."""
 
 from __future__ import annotations
@@ -234,6 +234,14 @@ def test_index_and_walk_filter_and_score_alike(
         mask = fast.filter_columns(fs, pod, columns, rows)
         assert mask is not None
         assert mask.tolist() == [code == "SUCCESS" for code, _ in expected]
+        rejected = fast.reject_columns(fs, pod, columns, rows)
+        assert rejected is not None
+        rejected_which, known = rejected
+        got = [
+            ("SUCCESS", ()) if k < 0 else (known[k].code.name, known[k].reasons)
+            for k in rejected_which.tolist()
+        ]
+        assert got == expected  # every rejection known from the counts, the per-node Status
         # AddPod/RemovePod on clones (preemption's dry run, the nominated pods' pass): the
         # clone changes, the original does not.
         wc, fc = ws.clone(), fs.clone()
