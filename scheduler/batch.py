@@ -56,7 +56,7 @@ class ColumnFramework(Protocol):
 
     def run_reject_columns(
         self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
-    ) -> list[Status | None]: ...
+    ) -> tuple[IntArray, list[Status]]: ...
 
     def filter_rest_plan(self, state: CycleState) -> list[tuple[str, FilterFn]]: ...
 
@@ -119,7 +119,9 @@ def batch_filter(
         if nominated_positions is not None:
             nominated_here = np.isin(idx, nominated_positions)
             ok = ok & ~nominated_here
-        known = _known_rejections(fwk, state, pod, columns, rows, ok, nominated_here)
+        known, known_statuses = _known_rejections(
+            fwk, state, pod, columns, rows, ok, nominated_here
+        )
         if rest:
             # Plugins without a batch form: every row in order through the per-node path,
             # only those plugins where the batch passed (the others would return Success).
@@ -132,10 +134,10 @@ def batch_filter(
                 node = nodes[int(idx[j])]
                 if batch_ok:
                     status = fwk.run_filter_rest(state, pod, node, rest)
+                elif known[j] >= 0:
+                    status = known_statuses[int(known[j])]
                 else:
-                    status = known.get(j) or fwk.run_filter_plugins_with_nominated_pods(
-                        state, pod, node
-                    )
+                    status = fwk.run_filter_plugins_with_nominated_pods(state, pod, node)
                 if status.is_success():
                     passed.append(j)
                 elif status.is_rejected():
@@ -165,17 +167,27 @@ def batch_filter(
         # as the feasible nodes before it are fewer than wanted.
         before = np.cumsum(ok)
         bad = np.flatnonzero(~ok)
-        if len(known) == len(bad):
+        if (known[bad] >= 0).all():
             # Every rejection is known from the batch forms: no row changes, no per-node call.
-            for j in bad[found + before[bad] < to_find].tolist():
-                rejected.append((nodes[int(idx[j])].name, known[j]))
+            reached = bad[found + before[bad] < to_find]
+            rejected.extend(
+                zip(
+                    [nodes[i].name for i in idx[reached].tolist()],
+                    [known_statuses[k] for k in known[reached].tolist()],
+                    strict=True,
+                )
+            )
             bad = bad[:0]
         extra = 0
         for j in bad.tolist():
             if found + int(before[j]) + extra >= to_find:
                 break
             node = nodes[int(idx[j])]
-            status = known.get(j) or fwk.run_filter_plugins_with_nominated_pods(state, pod, node)
+            k = int(known[j])
+            if k >= 0:
+                status = known_statuses[k]
+            else:
+                status = fwk.run_filter_plugins_with_nominated_pods(state, pod, node)
             if status.is_success():
                 ok[j] = True
                 extra += 1
@@ -209,15 +221,18 @@ def _known_rejections(
     rows: IntArray,
     ok: BoolArray,
     nominated: BoolArray | None,
-) -> dict[int, Status]:
-    """The per-node Status of the chunk's rejected rows that the batch forms know (not the
-    nodes with nominated pods: their two-pass filter runs per node), by chunk position."""
+) -> tuple[IntArray, list[Status]]:
+    """The per-node Status of the chunk's rejected rows that the batch forms know, by chunk
+    position (`statuses[which[j]]`, -1: not known), never for the nodes with nominated pods
+    (their two-pass filter runs per node)."""
+    which = np.full(len(rows), -1, dtype=np.int64)
     todo = ~ok if nominated is None else ~ok & ~nominated
     at = np.flatnonzero(todo)
     if not len(at):
-        return {}
-    statuses = fwk.run_reject_columns(state, pod, columns, rows[at])
-    return {j: s for j, s in zip(at.tolist(), statuses, strict=True) if s is not None}
+        return which, []
+    known, statuses = fwk.run_reject_columns(state, pod, columns, rows[at])
+    which[at] = known
+    return which, statuses
 
 
 def _pick(nodes: list[NodeInfo], positions: list[int]) -> list[NodeInfo]:

@@ -690,12 +690,14 @@ class Framework:
 
     def run_reject_columns(
         self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
-    ) -> list[Status | None]:
-        """For rows `run_filter_columns` left False: each row's per-node Filter Status where
-        the batch forms know it (kemu.scheduling.columns.ColumnRejectPlugin: the first plugin
-        in order that rejects the row knows its Status, and every plugin before it has a batch
-        form that passed the row), else None (the per-node path decides)."""
-        out: list[Status | None] = [None] * len(rows)
+    ) -> tuple[IntArray, list[Status]]:
+        """For rows `run_filter_columns` left False: (which, statuses), `statuses[which[i]]`
+        being row i's per-node Filter Status where the batch forms know it
+        (kemu.scheduling.columns.ColumnRejectPlugin: the first plugin in order that rejects
+        the row knows its Status, and every plugin before it has a batch form that passed the
+        row), `which[i]` -1 where they do not (the per-node path decides)."""
+        out = np.full(len(rows), -1, dtype=np.int64)
+        table: list[Status] = []
         undecided = np.arange(len(rows), dtype=np.int64)
         skip = state.skip_filter_plugins
         for name, _ in self._filter:
@@ -718,12 +720,14 @@ class Framework:
                 break
             if known is not None:
                 which, statuses = known
-                named = [s.with_plugin(name) if s.code in _REJECTED else None for s in statuses]
-                for pos, k in zip(failing.tolist(), which.tolist(), strict=True):
-                    if k >= 0:
-                        out[pos] = named[k]
+                remap = np.full(len(statuses) + 1, -1, dtype=np.int64)  # [-1] stays -1
+                for k, s in enumerate(statuses):
+                    if s.code in _REJECTED:
+                        remap[k] = len(table)
+                        table.append(s.with_plugin(name))
+                out[failing] = remap[which]
             undecided = undecided[mask]
-        return out
+        return out, table
 
     def filter_rest_plan(self, state: CycleState) -> list[tuple[str, FilterFn]]:
         """The Filter plugins the cycle runs that have no batch form, in order."""
