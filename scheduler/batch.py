@@ -6,7 +6,9 @@ number of feasible nodes (percentageOfNodesToScore), with the same Filter count.
 framework's batch Filter decides the rows it can (True: the per-node Filter would return
 Success); every other row it reaches in order, and every node with nominated pods, goes
 through the per-node path (`run_filter_plugins_with_nominated_pods`), which gives the
-failing nodes their exact Status (or raises the same error). Rows are evaluated in chunks
+failing nodes their exact Status (or raises the same error), except the rows whose Status the
+batch forms know (`Framework.run_reject_columns`: the first plugin in order to reject the row
+has a `reject_columns` form and every plugin before it passed the row in batch). Rows are evaluated in chunks
 of the rotated order, so that a cluster where most nodes fit does not pay for the rest.
 
 `select_host_index` is `Scheduler.select_host` (the highest score, ties broken by upstream's
@@ -52,6 +54,10 @@ class ColumnFramework(Protocol):
     ) -> Status: ...
 
     def nominated_node_names(self) -> set[str] | None: ...
+
+    def run_reject_columns(
+        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
+    ) -> tuple[IntArray, list[Status]]: ...
 
     def filter_rest_plan(self, state: CycleState) -> list[tuple[str, FilterFn]]: ...
 
@@ -116,8 +122,13 @@ def batch_filter(
         ok = fwk.run_filter_columns(state, pod, columns, rows)
         if ok is None:
             return None
+        nominated_here: BoolArray | None = None
         if nominated_positions is not None:
-            ok = ok & ~np.isin(idx, nominated_positions)
+            nominated_here = np.isin(idx, nominated_positions)
+            ok = ok & ~nominated_here
+        known, known_statuses = _known_rejections(
+            fwk, state, pod, columns, rows, ok, nominated_here
+        )
         if rest:
             # Plugins without a batch form: every row in order through the per-node path,
             # only those plugins where the batch passed (the others would return Success).
@@ -130,6 +141,8 @@ def batch_filter(
                 node = nodes[int(idx[j])]
                 if batch_ok:
                     status = fwk.run_filter_rest(state, pod, node, rest)
+                elif known[j] >= 0:
+                    status = known_statuses[int(known[j])]
                 else:
                     status = fwk.run_filter_plugins_with_nominated_pods(state, pod, node)
                 if status.is_success():
@@ -162,12 +175,28 @@ def batch_filter(
         # Every row the batch could not pass, in order, through the per-node path, as long
         # as the feasible nodes before it are fewer than wanted.
         before = np.cumsum(ok)
+        bad = np.flatnonzero(~ok)
+        if (known[bad] >= 0).all():
+            # Every rejection is known from the batch forms: no row changes, no per-node call.
+            reached = bad[found + before[bad] < to_find]
+            rejected.extend(
+                zip(
+                    [nodes[i].name for i in idx[reached].tolist()],
+                    [known_statuses[k] for k in known[reached].tolist()],
+                    strict=True,
+                )
+            )
+            bad = bad[:0]
         extra = 0
-        for j in np.flatnonzero(~ok).tolist():
+        for j in bad.tolist():
             if found + int(before[j]) + extra >= to_find:
                 break
             node = nodes[int(idx[j])]
-            status = fwk.run_filter_plugins_with_nominated_pods(state, pod, node)
+            k = int(known[j])
+            if k >= 0:
+                status = known_statuses[k]
+            else:
+                status = fwk.run_filter_plugins_with_nominated_pods(state, pod, node)
             if status.is_success():
                 ok[j] = True
                 extra += 1
@@ -200,6 +229,28 @@ def batch_filter(
         feasible = _pick(nodes, feasible_positions.tolist())
     feasible_rows = feasible_positions if base is None else base[feasible_positions]
     return feasible, feasible_rows, checked
+
+
+def _known_rejections(
+    fwk: ColumnFramework,
+    state: CycleState,
+    pod: types_pb2.Pod,
+    columns: NodeColumns,
+    rows: IntArray,
+    ok: BoolArray,
+    nominated: BoolArray | None,
+) -> tuple[IntArray, list[Status]]:
+    """The per-node Status of the chunk's rejected rows that the batch forms know, by chunk
+    position (`statuses[which[j]]`, -1: not known), never for the nodes with nominated pods
+    (their two-pass filter runs per node)."""
+    which = np.full(len(rows), -1, dtype=np.int64)
+    todo = ~ok if nominated is None else ~ok & ~nominated
+    at = np.flatnonzero(todo)
+    if not len(at):
+        return which, []
+    known, statuses = fwk.run_reject_columns(state, pod, columns, rows[at])
+    which[at] = known
+    return which, statuses
 
 
 def _pick(nodes: list[NodeInfo], positions: list[int]) -> list[NodeInfo]:

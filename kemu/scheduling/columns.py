@@ -32,6 +32,8 @@ import numpy.typing as npt
 
 from kemu.api.v1 import types_pb2
 from kemu.scheduling.interface import CycleState
+from kemu.scheduling.status import Status
+from kemu.scheduling.topology_counts import Domains
 from kemu.scheduling.types import MAX_NODE_SCORE, NodeInfo
 
 IntArray = npt.NDArray[np.int64]
@@ -53,7 +55,7 @@ _INT_FIELDS = (
     "free_ephemeral",
     "free_pods",
 )
-_BOOL_FIELDS = ("has_node", "unschedulable", "tainted")
+_BOOL_FIELDS = ("has_node", "unschedulable", "tainted", "ports")
 
 
 def _row(ni: NodeInfo) -> tuple[tuple[int, ...], tuple[bool, ...]]:
@@ -75,14 +77,15 @@ def _row(ni: NodeInfo) -> tuple[tuple[int, ...], tuple[bool, ...]]:
         a.ephemeral_storage - r.ephemeral_storage,
         a.allowed_pod_number - pods,
     )
-    return ints, (ni.node is not None, ni.unschedulable, bool(ni.taints))
+    return ints, (ni.node is not None, ni.unschedulable, bool(ni.taints), bool(ni.used_ports))
 
 
 class NodeColumns:
     """One row per node of a snapshot, in its node order: allocatable and requested cpu,
     memory and ephemeral storage, allocatable pods and the pod count, the non-zero requests
     of cpu and memory (scoring), what is free of each (allocatable - requested; pods:
-    allocatable - count), whether the node object is there, unschedulable, tainted.
+    allocatable - count), whether the node object is there, unschedulable, tainted, has host
+    ports in use; and, per label key asked for (`domains`), each row's value id.
     `infos[row]` is the row's NodeInfo (the per-node path for rows a batch form cannot
     decide); `row_of` maps a node name to its row. Extended resources are not in columns:
     a plugin that needs them declines the batch path for the pod. The counts of rows without
@@ -93,6 +96,7 @@ class NodeColumns:
     __slots__ = (
         "_all_true",
         "_bools",
+        "_domains",
         "_ints",
         "infos",
         "missing_nodes",
@@ -121,6 +125,7 @@ class NodeColumns:
     has_node: BoolArray
     unschedulable: BoolArray
     tainted: BoolArray
+    ports: BoolArray
 
     def __init__(self, infos: list[NodeInfo], row_of: dict[str, int]) -> None:
         self.infos = infos
@@ -135,7 +140,7 @@ class NodeColumns:
             setattr(self, name, ints[:, i])
         for i, name in enumerate(_BOOL_FIELDS):
             setattr(self, name, bools[:, i])
-        counts = bools.sum(axis=0).tolist() if n else [0, 0, 0]
+        counts = bools.sum(axis=0).tolist() if n else [0] * len(_BOOL_FIELDS)
         self.missing_nodes: int = n - counts[0]
         self.unschedulable_nodes: int = counts[1]
         self.tainted_nodes: int = counts[2]
@@ -143,6 +148,8 @@ class NodeColumns:
         self.no_cpu_or_memory_nodes: int = (
             int(np.count_nonzero((self.alloc_cpu == 0) | (self.alloc_memory == 0))) if n else 0
         )
+        # Per label key (built on first use): each row's value id (node label selectors).
+        self._domains: dict[str, Domains] = {}
 
     def __len__(self) -> int:
         return len(self.infos)
@@ -150,17 +157,26 @@ class NodeColumns:
     def set_row(self, row: int, ni: NodeInfo) -> None:
         """The node at `row` is now `ni` (the snapshot's list already holds it)."""
         ints, bools = _row(ni)
-        old_node, old_unschedulable, old_tainted = self._bools[row].tolist()
+        old_node, old_unschedulable, old_tainted = self._bools[row, :3].tolist()
         old_cpu, old_memory = self._ints[row, :2].tolist()
         self._ints[row] = ints
         self._bools[row] = bools
-        has_node, unschedulable, tainted = bools
+        has_node, unschedulable, tainted = bools[:3]
         self.missing_nodes += old_node - has_node
         self.unschedulable_nodes += unschedulable - old_unschedulable
         self.tainted_nodes += tainted - old_tainted
         self.no_cpu_or_memory_nodes += (not ints[0] or not ints[1]) - (
             not old_cpu or not old_memory
         )
+        for d in self._domains.values():
+            d.set_row(row, ni)
+
+    def domains(self, key: str) -> Domains:
+        """The values of the label `key` over the rows (`Domains.row_ids`: -1 without it)."""
+        d = self._domains.get(key)
+        if d is None:
+            d = self._domains[key] = Domains(key, self.infos)
+        return d
 
     def nodes_present(self, rows: IntArray) -> BoolArray:
         """`has_node[rows]`, without the gather when every row has its node object."""
@@ -198,6 +214,22 @@ class ColumnFilterPlugin(Protocol):
     def filter_columns(
         self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
     ) -> BoolArray | None: ...
+
+
+@runtime_checkable
+class ColumnRejectPlugin(Protocol):
+    """The rejections of a batch Filter plugin, for the rows its `filter_columns` left False.
+
+    `reject_columns` returns, per row, an index into the returned statuses: k >= 0 where the
+    per-node `filter` would return exactly `statuses[k]` (a rejection: Unschedulable or
+    UnschedulableAndUnresolvable), -1 where it cannot tell (the per-node Filter then decides).
+    The framework uses it for a row only when every Filter plugin before this one in order has
+    a batch form that passed the row, so that the row's Status is this plugin's without
+    running any plugin per node (upstream's statuses for the nodes a cycle rejects)."""
+
+    def reject_columns(
+        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
+    ) -> tuple[IntArray, Sequence[Status]] | None: ...
 
 
 @runtime_checkable

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import numpy as np
@@ -36,6 +36,7 @@ from kemu.scheduling.columns import (
     BoolArray,
     ColumnFilterPlugin,
     ColumnNormalizePlugin,
+    ColumnRejectPlugin,
     ColumnScorePlugin,
     IntArray,
     NodeColumns,
@@ -122,6 +123,10 @@ UnreserveFn = Callable[[CycleState, types_pb2.Pod, str], None]
 PermitFn = Callable[[CycleState, types_pb2.Pod, str], tuple[Status, float]]
 AsyncNodeNameFn = Callable[[CycleState, types_pb2.Pod, str], Coroutine[Any, Any, Status]]
 ColumnFilterFn = Callable[[CycleState, types_pb2.Pod, NodeColumns, IntArray], BoolArray | None]
+ColumnRejectFn = Callable[
+    [CycleState, types_pb2.Pod, NodeColumns, IntArray],
+    tuple[IntArray, Sequence[Status]] | None,
+]
 ColumnScoreFn = Callable[[CycleState, types_pb2.Pod, NodeColumns, IntArray], IntArray | None]
 ColumnNormalizeFn = Callable[[CycleState, types_pb2.Pod, IntArray], IntArray | None]
 P = TypeVar("P", bound=Plugin)
@@ -333,6 +338,11 @@ class Framework:
             n: p.filter_columns
             for n, p in plugins("filter", FilterPlugin)
             if isinstance(p, ColumnFilterPlugin)
+        }
+        self._reject_columns: dict[str, ColumnRejectFn] = {
+            n: p.reject_columns
+            for n, p in plugins("filter", FilterPlugin)
+            if isinstance(p, ColumnRejectPlugin)
         }
         self._score_columns: dict[str, ColumnScoreFn] = {
             n: p.score_columns for n, p in score if isinstance(p, ColumnScorePlugin)
@@ -687,6 +697,47 @@ class Framework:
         if ok is None and any(n not in skip for n, _ in self._filter):
             return None  # no batch form among the plugins that run: nothing to gain
         return all_true if ok is None else ok
+
+    def run_reject_columns(
+        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
+    ) -> tuple[IntArray, list[Status]]:
+        """For rows `run_filter_columns` left False: (which, statuses), `statuses[which[i]]`
+        being row i's per-node Filter Status where the batch forms know it
+        (kemu.scheduling.columns.ColumnRejectPlugin: the first plugin in order that rejects
+        the row knows its Status, and every plugin before it has a batch form that passed the
+        row), `which[i]` -1 where they do not (the per-node path decides)."""
+        out = np.full(len(rows), -1, dtype=np.int64)
+        table: list[Status] = []
+        undecided = np.arange(len(rows), dtype=np.int64)
+        skip = state.skip_filter_plugins
+        for name, _ in self._filter:
+            if name in skip:
+                continue
+            fn = self._filter_columns.get(name)
+            if fn is None or not len(undecided):
+                break
+            try:
+                mask = fn(state, pod, columns, rows[undecided])
+                failing = undecided[~mask] if mask is not None else undecided[:0]
+                reject = self._reject_columns.get(name)
+                known = (
+                    reject(state, pod, columns, rows[failing]) if reject and len(failing) else None
+                )
+            except Exception:
+                logger.exception("Filter plugin %s failed over columns for %s", name, _key(pod))
+                break
+            if mask is None:
+                break
+            if known is not None:
+                which, statuses = known
+                remap = np.full(len(statuses) + 1, -1, dtype=np.int64)  # [-1] stays -1
+                for k, s in enumerate(statuses):
+                    if s.code in _REJECTED:
+                        remap[k] = len(table)
+                        table.append(s.with_plugin(name))
+                out[failing] = remap[which]
+            undecided = undecided[mask]
+        return out, table
 
     def filter_rest_plan(self, state: CycleState) -> list[tuple[str, FilterFn]]:
         """The Filter plugins the cycle runs that have no batch form, in order."""

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from kemu.api.v1 import types_pb2
 from kemu.scheduling.columns import NodeColumns
 from kemu.scheduling.node_tree import NodeTree
+from kemu.scheduling.topology_counts import AffinityIndex
 from kemu.scheduling.types import NodeInfo, PodInfo
 
 
@@ -40,6 +41,7 @@ class Snapshot:
         "_anti_affinity",
         "_anti_affinity_rows",
         "_columns",
+        "_index",
         "_list",
         "_map",
         "_pos",
@@ -61,6 +63,9 @@ class Snapshot:
         # The nodes in columns for the batch path (kemu.scheduling.columns), built on first use
         # after the node list changed, then kept up to date row by row by `replace`.
         self._columns: NodeColumns | None = None
+        # InterPodAffinity's per-row counts (kemu.scheduling.topology_counts), built on first
+        # use after the node list changed, then kept up to date row by row by `replace`.
+        self._index: AffinityIndex | None = None
         # The newest NodeInfo generation this snapshot has seen (0: nothing yet).
         self.generation = 0
         # The NodeTree version the node order was built from (-1: never built).
@@ -128,6 +133,12 @@ class Snapshot:
             self._columns = NodeColumns(self._list, self._pos)
         return self._columns
 
+    def affinity_index(self) -> AffinityIndex:
+        """InterPodAffinity's counts over the rows of `list()` (kemu.scheduling.topology_counts)."""
+        if self._index is None:
+            self._index = AffinityIndex(self._list)
+        return self._index
+
     # ------------------------------------------------------------ maintenance (Cache only)
 
     def replace(self, name: str, clone: NodeInfo) -> tuple[bool, bool, bool]:
@@ -148,6 +159,8 @@ class Snapshot:
         self._list[pos] = clone
         if self._columns is not None:
             self._columns.set_row(pos, clone)
+        if self._index is not None:
+            self._index.replace(pos, clone)
         _place(
             self._affinity,
             self._affinity_rows,
@@ -173,6 +186,7 @@ class Snapshot:
         self._list = []
         self._pos = {}
         self._columns = None
+        self._index = None
         for name in order:
             ni = self._map.get(name)
             if ni is not None:

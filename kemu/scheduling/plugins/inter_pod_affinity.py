@@ -37,10 +37,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
+import numpy as np
+
 from kemu.api.v1 import types_pb2
 from kemu.machinery.labels import Requirement
 from kemu.machinery.resources import is_pod_resize_deferred
 from kemu.scheduling import status as st
+from kemu.scheduling.columns import BoolArray, IntArray, NodeColumns
 from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.events import (
     ActionType,
@@ -63,7 +66,17 @@ from kemu.scheduling.interface import (
     ScorePlugin,
     cycle_pod_info,
 )
+from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.status import Status
+from kemu.scheduling.topology_counts import (
+    PREFERRED_AFFINITY,
+    PREFERRED_ANTI,
+    REQUIRED_AFFINITY,
+    REQUIRED_ANTI,
+    AffinityIndex,
+    PairCounts,
+    query_term,
+)
 from kemu.scheduling.types import (
     MAX_NODE_SCORE,
     AffinityTerm,
@@ -91,8 +104,7 @@ _EXISTING_ANTI_AFFINITY_FAILED: Final = st.unschedulable(
     ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH
 )
 
-TopologyPair = tuple[str, str]
-Counts = dict[TopologyPair, int]
+Counts = PairCounts
 
 
 def pod_matches_all_affinity_terms(terms: Iterable[AffinityTerm], pod: types_pb2.Pod) -> bool:
@@ -172,16 +184,8 @@ def compile_term(term: AffinityTerm) -> Matcher:
 
 
 def _update(counts: Counts, labels: Mapping[str, str], key: str, value: int) -> None:
-    tv = labels.get(key)
-    if tv is None:
-        return
-    pair = (key, tv)
-    n = counts.get(pair, 0) + value
-    if n == 0:
-        # Counts go down on remove_pod; keep only live pairs.
-        counts.pop(pair, None)
-    else:
-        counts[pair] = n
+    # Counts go down on remove_pod; a pair at 0 is gone, as upstream deletes it.
+    counts.update(labels, key, value)
 
 
 def _selects(
@@ -197,10 +201,13 @@ class PreFilterState:
     __slots__ = (
         "affinity_counts",
         "affinity_matchers",
+        "affinity_terms",
         "anti_affinity_counts",
         "anti_affinity_matchers",
+        "anti_affinity_terms",
         "existing_anti_affinity_counts",
         "existing_anti_affinity_keys",
+        "index",
         "labels",
         "matches_own_affinity",
         "namespace",
@@ -215,10 +222,14 @@ class PreFilterState:
         affinity_terms: list[AffinityTerm] | None = None,
         anti_affinity_terms: list[AffinityTerm] | None = None,
         ns_labels: Mapping[str, str] | None = None,
+        index: AffinityIndex | None = None,
     ) -> None:
         """`affinity_terms` and `anti_affinity_terms`: the pod's required terms with their
         namespace selectors unrolled (default: as parsed); `ns_labels`: the labels of the
-        pod's namespace."""
+        pod's namespace; `index`: the snapshot's counts, when PreFilter reads them (the counts
+        are then over its rows, and the batch Filter can read them per row)."""
+        self.index = index
+        domains = index.domains if index is not None else None
         self.pod_info = pod_info
         meta = pod_info.pod.metadata
         self.namespace = meta.namespace
@@ -228,12 +239,14 @@ class PreFilterState:
             affinity_terms = pod_info.required_affinity_terms
         if anti_affinity_terms is None:
             anti_affinity_terms = pod_info.required_anti_affinity_terms
-        self.existing_anti_affinity_counts: Counts = {}
+        self.existing_anti_affinity_counts = PairCounts(domains)
         # Topology keys that ever appeared in existing_anti_affinity_counts: Filter checks the
         # node's value for these keys only.
         self.existing_anti_affinity_keys: set[str] = set()
-        self.affinity_counts: Counts = {}
-        self.anti_affinity_counts: Counts = {}
+        self.affinity_counts = PairCounts(domains)
+        self.anti_affinity_counts = PairCounts(domains)
+        self.affinity_terms = affinity_terms
+        self.anti_affinity_terms = anti_affinity_terms
         self.affinity_matchers = [(t.topology_key, compile_term(t)) for t in affinity_terms]
         self.anti_affinity_matchers = [
             (t.topology_key, compile_term(t)) for t in anti_affinity_terms
@@ -243,17 +256,82 @@ class PreFilterState:
     def clone(self) -> PreFilterState:
         c = PreFilterState.__new__(PreFilterState)
         c.pod_info = self.pod_info
+        c.index = self.index
         c.namespace = self.namespace
         c.ns_labels = self.ns_labels
         c.labels = self.labels
-        c.existing_anti_affinity_counts = dict(self.existing_anti_affinity_counts)
+        c.existing_anti_affinity_counts = self.existing_anti_affinity_counts.clone()
         c.existing_anti_affinity_keys = set(self.existing_anti_affinity_keys)
-        c.affinity_counts = dict(self.affinity_counts)
-        c.anti_affinity_counts = dict(self.anti_affinity_counts)
+        c.affinity_counts = self.affinity_counts.clone()
+        c.anti_affinity_counts = self.anti_affinity_counts.clone()
+        c.affinity_terms = self.affinity_terms
+        c.anti_affinity_terms = self.anti_affinity_terms
         c.affinity_matchers = self.affinity_matchers
         c.anti_affinity_matchers = self.anti_affinity_matchers
         c.matches_own_affinity = self.matches_own_affinity
         return c
+
+    def count_from_nodes(
+        self, with_required_anti: Iterable[NodeInfo], nodes: Iterable[NodeInfo]
+    ) -> None:
+        """The counts by walking the pods (upstream's PreFilter): the existing pods' required
+        anti-affinity terms on `with_required_anti`, every pod of `nodes` against the
+        incoming pod's terms."""
+        for ni in with_required_anti:
+            if ni.node is None:
+                continue
+            labels = ni.labels
+            for existing in ni.pods_with_required_anti_affinity:
+                self.add_existing_pod(existing, labels, 1)
+        pi = self.pod_info
+        if not (pi.required_affinity_terms or pi.required_anti_affinity_terms):
+            return
+        affinity, anti = self.affinity_matchers, self.anti_affinity_matchers
+        affinity_counts, anti_counts = self.affinity_counts, self.anti_affinity_counts
+        for ni in nodes:
+            if ni.node is None or not ni.pods:
+                continue
+            labels = ni.labels
+            for existing in ni.pods:
+                meta = existing.pod.metadata
+                ns, pod_labels = meta.namespace, meta.labels
+                if affinity and all(match(ns, pod_labels) for _, match in affinity):
+                    for key, _ in affinity:
+                        _update(affinity_counts, labels, key, 1)
+                for key, match in anti:
+                    if match(ns, pod_labels):
+                        _update(anti_counts, labels, key, 1)
+
+    def count_from_index(self, index: AffinityIndex, has_required: bool) -> None:
+        """The same counts from the snapshot's per-row counts: each distinct term of the
+        existing pods is matched once against the incoming pod, and the pods matching the
+        incoming pod's terms are counted per row by the index (kept across cycles)."""
+        existing: dict[str, IntArray] = {}
+        ns, ns_labels, labels = self.namespace, self.ns_labels, self.labels
+        for (kind, term, _), per_row in index.groups().items():
+            if kind == REQUIRED_ANTI and _selects(term, ns, ns_labels, labels):
+                key = term.topology_key
+                self.existing_anti_affinity_keys.add(key)
+                prev = existing.get(key)
+                existing[key] = per_row if prev is None else prev + per_row
+        for key, per_row in existing.items():
+            self.existing_anti_affinity_counts.add_per_row(key, per_row)
+        if not has_required:
+            return
+        if self.affinity_terms:
+            matched = index.query(
+                tuple(query_term(t) for t in self.affinity_terms),
+                [m for _, m in self.affinity_matchers],
+            )
+            if matched.any():
+                for t in self.affinity_terms:
+                    self.affinity_counts.add_per_row(t.topology_key, matched)
+        for t, (key, match) in zip(
+            self.anti_affinity_terms, self.anti_affinity_matchers, strict=True
+        ):
+            matched = index.query((query_term(t),), [match])
+            if matched.any():
+                self.anti_affinity_counts.add_per_row(key, matched)
 
     def add_existing_pod(self, pi: PodInfo, labels: Mapping[str, str], multiplier: int) -> None:
         """Counts `pi` (on a node with `labels`) in the existing anti-affinity counts."""
@@ -287,14 +365,18 @@ class PreFilterState:
         self.add_incoming_matches(pi, labels, multiplier)
 
 
-ScoreMap = dict[str, dict[str, int]]
-
-
 class PreScoreState:
-    __slots__ = ("topology_score",)
+    """upstream's topologyScore: the score of each topology pair (`topology_score`, keys in
+    `keys`); `index` when it was computed from the snapshot's index (its rows)."""
 
-    def __init__(self, topology_score: ScoreMap) -> None:
+    __slots__ = ("index", "keys", "topology_score")
+
+    def __init__(
+        self, topology_score: PairCounts, keys: set[str], index: AffinityIndex | None = None
+    ) -> None:
         self.topology_score = topology_score
+        self.keys = keys
+        self.index = index
 
     def clone(self) -> PreScoreState:
         return self
@@ -328,6 +410,9 @@ class InterPodAffinity(
         self.skip_deferred = skip_deferred
         self.hard_pod_affinity_weight = hard_pod_affinity_weight
         self.ignore_preferred_terms_of_existing_pods = ignore_preferred_terms_of_existing_pods
+        # Read the snapshot's pre-computed counts (kemu.scheduling.topology_counts) when the
+        # lister is a Snapshot; False walks the pods as upstream (the reference, for tests).
+        self.use_index = True
 
     def name(self) -> str:
         return NAME
@@ -359,6 +444,11 @@ class InterPodAffinity(
             return None, st.SKIP
         lister = self.handle.snapshot_shared_lister().node_infos()
         pod_info = cycle_pod_info(state, pod)
+        # The snapshot's pre-computed counts when PreFilter sees all of its nodes (the
+        # scheduler's cycle); otherwise (a simulation with another lister) the walk.
+        index = None
+        if self.use_index and isinstance(lister, Snapshot) and nodes is lister.list():
+            index = lister.affinity_index()
         s = PreFilterState(
             pod_info,
             affinity_terms=[self.merge_namespaces(t) for t in pod_info.required_affinity_terms],
@@ -366,32 +456,14 @@ class InterPodAffinity(
                 self.merge_namespaces(t) for t in pod_info.required_anti_affinity_terms
             ],
             ns_labels=self.namespace_labels(pod.metadata.namespace),
+            index=index,
         )
-        for ni in lister.have_pods_with_required_anti_affinity_list():
-            if ni.node is None:
-                continue
-            labels = ni.labels
-            for existing in ni.pods_with_required_anti_affinity:
-                s.add_existing_pod(existing, labels, 1)
         pi = s.pod_info
         has_required = bool(pi.required_affinity_terms or pi.required_anti_affinity_terms)
-        if has_required:
-            # add_incoming_matches inlined: this visits every pod in the cluster.
-            affinity, anti = s.affinity_matchers, s.anti_affinity_matchers
-            affinity_counts, anti_counts = s.affinity_counts, s.anti_affinity_counts
-            for ni in nodes:
-                if ni.node is None or not ni.pods:
-                    continue
-                labels = ni.labels
-                for existing in ni.pods:
-                    meta = existing.pod.metadata
-                    ns, pod_labels = meta.namespace, meta.labels
-                    if affinity and all(match(ns, pod_labels) for _, match in affinity):
-                        for key, _ in affinity:
-                            _update(affinity_counts, labels, key, 1)
-                    for key, match in anti:
-                        if match(ns, pod_labels):
-                            _update(anti_counts, labels, key, 1)
+        if index is not None:
+            s.count_from_index(index, has_required)
+        else:
+            s.count_from_nodes(lister.have_pods_with_required_anti_affinity_list(), nodes)
         if not s.existing_anti_affinity_counts and not has_required:
             return None, st.SKIP
         state.write(PRE_FILTER_STATE_KEY, s)
@@ -438,7 +510,7 @@ class InterPodAffinity(
                 if value is None:
                     # Every topology key must exist on the node.
                     return _AFFINITY_FAILED
-                if counts.get((t.topology_key, value), 0) <= 0:
+                if counts.get(t.topology_key, value) <= 0:
                     pods_exist = False
             # The first pod of a group with affinity to itself may go anywhere its topology
             # keys exist, as long as no pod matches the terms anywhere yet.
@@ -449,16 +521,85 @@ class InterPodAffinity(
         if anti:
             for t in pi.required_anti_affinity_terms:
                 value = labels.get(t.topology_key)
-                if value is not None and anti.get((t.topology_key, value), 0) > 0:
+                if value is not None and anti.get(t.topology_key, value) > 0:
                     return _ANTI_AFFINITY_FAILED
 
         existing = s.existing_anti_affinity_counts
         if existing:
             for key in s.existing_anti_affinity_keys:
                 value = labels.get(key)
-                if value is not None and existing.get((key, value), 0) > 0:
+                if value is not None and existing.get(key, value) > 0:
                     return _EXISTING_ANTI_AFFINITY_FAILED
         return st.SUCCESS
+
+    def filter_columns(
+        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
+    ) -> BoolArray | None:
+        """`filter` over rows: True where every node label check passes, from the counts
+        per row (the PreFilter must have read the snapshot's index, over the same rows)."""
+        checks = self._row_checks(state, columns, rows)
+        if checks is None:
+            return None
+        has_node, affinity_ok, anti_ok, existing_ok = checks
+        out: BoolArray = has_node & affinity_ok & anti_ok & existing_ok
+        return out
+
+    def reject_columns(
+        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
+    ) -> tuple[IntArray, list[Status]] | None:
+        """`filter`'s rejection per row, in its order: affinity, anti-affinity, existing
+        pods' anti-affinity (kemu.scheduling.columns.ColumnRejectPlugin)."""
+        checks = self._row_checks(state, columns, rows)
+        if checks is None:
+            return None
+        has_node, affinity_ok, anti_ok, existing_ok = checks
+        which = np.full(len(rows), -1, dtype=np.int64)
+        which[~existing_ok] = 2
+        which[~anti_ok] = 1
+        which[~affinity_ok] = 0
+        which[~has_node] = -1  # an error per node, not a rejection
+        return which, [_AFFINITY_FAILED, _ANTI_AFFINITY_FAILED, _EXISTING_ANTI_AFFINITY_FAILED]
+
+    def _row_checks(
+        self, state: CycleState, columns: NodeColumns, rows: IntArray
+    ) -> tuple[BoolArray, BoolArray, BoolArray, BoolArray] | None:
+        """Per row: has a node, the affinity check, the anti-affinity check and the existing
+        pods' anti-affinity check pass (`filter`'s three checks, each on its own)."""
+        s = state.read(PRE_FILTER_STATE_KEY)
+        if (
+            not isinstance(s, PreFilterState)
+            or s.index is None
+            or s.index.infos is not columns.infos
+        ):
+            return None
+        affinity = s.affinity_counts
+        anti = s.anti_affinity_counts
+        existing = s.existing_anti_affinity_counts
+        if not (affinity.batchable() and anti.batchable() and existing.batchable()):
+            return None
+        n = len(rows)
+        index = s.index
+        pi = s.pod_info
+        affinity_ok = np.ones(n, dtype=np.bool_)
+        terms = pi.required_affinity_terms
+        if terms:
+            keys_exist = np.ones(n, dtype=np.bool_)
+            pods_exist = np.ones(n, dtype=np.bool_)
+            for t in terms:
+                keys_exist &= index.domains(t.topology_key).row_ids[rows] >= 0
+                pods_exist &= affinity.per_row(t.topology_key, rows) > 0
+            affinity_ok = keys_exist
+            if affinity or not s.matches_own_affinity:
+                affinity_ok = keys_exist & pods_exist
+        anti_ok = np.ones(n, dtype=np.bool_)
+        if anti:
+            for t in pi.required_anti_affinity_terms:
+                anti_ok &= ~(anti.per_row(t.topology_key, rows) > 0)
+        existing_ok = np.ones(n, dtype=np.bool_)
+        if existing:
+            for key in s.existing_anti_affinity_keys:
+                existing_ok &= ~(existing.per_row(key, rows) > 0)
+        return columns.has_node[rows], affinity_ok, anti_ok, existing_ok
 
     # ------------------------------------------------------------ PreScore / Score
 
@@ -468,8 +609,6 @@ class InterPodAffinity(
         if self.ignore_preferred_terms_of_existing_pods and not has_constraints:
             return st.SKIP
         lister = self.handle.snapshot_shared_lister().node_infos()
-        # Without preferred terms of its own, only pods with affinity terms can score the pod.
-        all_nodes = lister.list() if has_constraints else lister.have_pods_with_affinity_list()
         scorer = _TopologyScorer(
             pi,
             self.hard_pod_affinity_weight,
@@ -483,17 +622,25 @@ class InterPodAffinity(
             ],
             ns_labels=self.namespace_labels(pod.metadata.namespace),
         )
-        for ni in all_nodes:
-            if ni.node is None:
-                continue
-            labels = ni.labels
-            if not labels:
-                continue
-            for existing in ni.pods if has_constraints else ni.pods_with_affinity:
-                scorer.process_existing_pod(existing, labels)
+        index = None
+        if self.use_index and isinstance(lister, Snapshot):
+            index = lister.affinity_index()
+        if index is not None:
+            scorer.score_from_index(index)
+        else:
+            # Without preferred terms of its own, only pods with affinity terms can score it.
+            all_nodes = lister.list() if has_constraints else lister.have_pods_with_affinity_list()
+            for ni in all_nodes:
+                if ni.node is None:
+                    continue
+                labels = ni.labels
+                if not labels:
+                    continue
+                for existing in ni.pods if has_constraints else ni.pods_with_affinity:
+                    scorer.process_existing_pod(existing, labels)
         if not scorer.touched:
             return st.SKIP
-        state.write(PRE_SCORE_STATE_KEY, PreScoreState(scorer.scores))
+        state.write(PRE_SCORE_STATE_KEY, PreScoreState(scorer.scores, scorer.keys, index))
         return st.SUCCESS
 
     def score(self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo) -> tuple[int, Status]:
@@ -504,11 +651,45 @@ class InterPodAffinity(
             return 0, st.as_error("node not found")
         labels = node.labels
         total = 0
-        for key, values in s.topology_score.items():
+        scores = s.topology_score
+        for key in s.keys:
             value = labels.get(key)
             if value is not None:
-                total += values.get(value, 0)
+                total += scores.get(key, value)
         return total, st.SUCCESS
+
+    def score_columns(
+        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
+    ) -> IntArray | None:
+        """`score` over rows, from the scores per topology domain."""
+        s = state.read(PRE_SCORE_STATE_KEY)
+        if (
+            not isinstance(s, PreScoreState)
+            or s.index is None
+            or s.index.infos is not columns.infos
+            or not s.topology_score.batchable()
+        ):
+            return None
+        total = np.zeros(len(rows), dtype=np.int64)
+        for key in s.keys:
+            total += s.topology_score.per_row(key, rows)
+        return total
+
+    def normalize_columns(
+        self, state: CycleState, pod: types_pb2.Pod, scores: IntArray
+    ) -> IntArray | None:
+        """`normalize_score` over an array (the same float64 operations)."""
+        s = state.read(PRE_SCORE_STATE_KEY)
+        if not isinstance(s, PreScoreState):
+            return None
+        if not s.keys or not len(scores):
+            return scores
+        lo = int(scores.min())
+        diff = int(scores.max()) - lo
+        if diff <= 0:
+            return np.zeros(len(scores), dtype=np.int64)
+        f = float(MAX_NODE_SCORE) * ((scores - lo).astype(np.float64) / float(diff))
+        return f.astype(np.int64)
 
     def score_extensions(self) -> ScoreExtensions | None:
         return self
@@ -521,7 +702,7 @@ class InterPodAffinity(
             return scores, st.as_error(
                 f"reading {PRE_SCORE_STATE_KEY!r} from cycleState: not found"
             )
-        if not s.topology_score or not scores:
+        if not s.keys or not scores:
             return scores, st.SUCCESS
         lo = min(ns.score for ns in scores)
         hi = max(ns.score for ns in scores)
@@ -623,17 +804,55 @@ class _TopologyScorer:
         self.ns_labels = ns_labels
         self.labels = dict(meta.labels)
         self.hard_weight = hard_pod_affinity_weight
+        self.preferred_terms = preferred
         self.preferred = [(key, weight, compile_term(t)) for key, weight, t in preferred]
-        self.scores: ScoreMap = {}
+        self.scores = PairCounts(None)
+        self.keys: set[str] = set()
         self.touched = False
 
     def _add(self, key: str, weight: int, labels: Mapping[str, str]) -> None:
         value = labels.get(key)
         if value is None:
             return
-        by_value = self.scores.setdefault(key, {})
-        by_value[value] = by_value.get(value, 0) + weight
+        self.scores.update(labels, key, weight)
+        self.keys.add(key)
         self.touched = True
+
+    def score_from_index(self, index: AffinityIndex) -> None:
+        """The scores from the snapshot's per-row counts: the incoming pod's preferred terms
+        through the index's queries, each distinct term of the existing pods matched once."""
+        per_key: dict[str, IntArray] = {}
+
+        def add(key: str, weight: int, per_row: IntArray) -> None:
+            d = index.domains(key)
+            if not ((per_row > 0) & (d.row_ids >= 0)).any():
+                return  # no matched pod on a node with the key: upstream adds nothing
+            self.touched = True
+            prev = per_key.get(key)
+            per_key[key] = weight * per_row if prev is None else prev + weight * per_row
+
+        for (key, weight, term), (_, _, match) in zip(
+            self.preferred_terms, self.preferred, strict=True
+        ):
+            add(key, weight, index.query((query_term(term),), [match]))
+        ns, ns_labels, incoming_labels = self.namespace, self.ns_labels, self.labels
+        for (kind, term, w), per_row in index.groups().items():
+            if kind == REQUIRED_AFFINITY:
+                if self.hard_weight <= 0:
+                    continue
+                weight = self.hard_weight
+            elif kind == PREFERRED_AFFINITY:
+                weight = w
+            elif kind == PREFERRED_ANTI:
+                weight = -w
+            else:
+                continue
+            if _selects(term, ns, ns_labels, incoming_labels):
+                add(term.topology_key, weight, per_row)
+        self.scores = PairCounts(index.domains)
+        for key, per_row in per_key.items():
+            self.scores.add_per_row(key, per_row)
+            self.keys.add(key)
 
     def process_existing_pod(self, existing: PodInfo, labels: Mapping[str, str]) -> None:
         """Adds what `existing`, on a node with `labels`, contributes."""

@@ -18,8 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
+import numpy as np
+
 from kemu.api.v1 import types_pb2
+from kemu.machinery.labels import Requirement, Selector
 from kemu.machinery.resources import is_pod_resize_deferred
+from kemu.scheduling.columns import BoolArray, IntArray, NodeColumns, per_node_rows
 from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.events import (
     ActionType,
@@ -65,6 +69,8 @@ ERR_REASON_POD: Final = "node(s) didn't match Pod's node affinity/selector"
 ERR_REASON_ENFORCED: Final = "node(s) didn't match scheduler-enforced node affinity"
 ERR_REASON_CONFLICT: Final = "pod affinity terms conflict"
 
+_POD_FAILED: Final = unresolvable(ERR_REASON_POD)
+
 
 @dataclass(frozen=True, slots=True)
 class _PreFilterState:
@@ -108,6 +114,78 @@ def _pinned_node_names(pod: types_pb2.Pod) -> frozenset[str] | None:
             return None
         names |= term_names
     return frozenset(names)
+
+
+# ---------------------------------------------------------------- over node columns
+
+
+def _requirement_rows(r: Requirement, columns: NodeColumns, rows: IntArray) -> BoolArray | None:
+    """`r.matches(labels)` per row from the label's value ids; None for gt/lt."""
+    op = r.operator
+    if op in ("gt", "lt"):
+        return None
+    d = columns.domains(r.key)
+    ids = d.row_ids[rows]
+    if op == "exists":
+        out: BoolArray = ids >= 0
+        return out
+    if op == "!":
+        out = ids < 0
+        return out
+    want = [d.ids[v] for v in r.values if v in d.ids]
+    hit: BoolArray = np.isin(ids, want) if want else np.zeros(len(rows), dtype=np.bool_)
+    if op in ("=", "==", "in"):
+        return hit
+    return ~hit  # != and notin: a node without the label matches
+
+
+def _selector_rows(sel: Selector, columns: NodeColumns, rows: IntArray) -> BoolArray | None:
+    if sel.nothing:
+        return np.zeros(len(rows), dtype=np.bool_)
+    out = np.ones(len(rows), dtype=np.bool_)
+    for r in sel.requirements:
+        m = _requirement_rows(r, columns, rows)
+        if m is None:
+            return None
+        out &= m
+    return out
+
+
+def _node_selector_rows(ns: NodeSelector, columns: NodeColumns, rows: IntArray) -> BoolArray | None:
+    """`ns.matches(node)` per row (ORed terms); None when a term has field requirements or
+    an operator the columns cannot answer (the per-node Filter then decides)."""
+    out = np.zeros(len(rows), dtype=np.bool_)
+    for t in ns.terms:
+        if t.error:
+            continue  # matches nothing
+        if t.fields:
+            return None
+        m = np.ones(len(rows), dtype=np.bool_)
+        for r in t.labels:
+            mr = _requirement_rows(r, columns, rows)
+            if mr is None:
+                return None
+            m &= mr
+        out |= m
+    return out
+
+
+def _required_rows(
+    required: RequiredNodeAffinity, columns: NodeColumns, rows: IntArray
+) -> BoolArray | None:
+    """`required.matches(node)` per row, or None when the columns cannot answer."""
+    out = np.ones(len(rows), dtype=np.bool_)
+    if required.label_selector is not None:
+        m = _selector_rows(required.label_selector, columns, rows)
+        if m is None:
+            return None
+        out &= m
+    if required.node_selector is not None:
+        m = _node_selector_rows(required.node_selector, columns, rows)
+        if m is None:
+            return None
+        out &= m
+    return out
 
 
 class NodeAffinity(
@@ -171,6 +249,40 @@ class NodeAffinity(
         if not required.matches(n):
             return unresolvable(ERR_REASON_POD)
         return SUCCESS
+
+    def filter_columns(
+        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
+    ) -> BoolArray | None:
+        """`filter` over rows from the columns' label value ids (kemu.scheduling.columns);
+        selectors the columns cannot answer (gt/lt, matchFields) are decided per node."""
+        s = state.read(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, _PreFilterState):
+            return None
+        match = _required_rows(s.required, columns, rows)
+        if match is not None and self._added_node_selector is not None:
+            added = _node_selector_rows(self._added_node_selector, columns, rows)
+            match = None if added is None else match & added
+        if match is None:
+            none = np.zeros(len(rows), dtype=np.bool_)
+            return per_node_rows(
+                rows, none, columns, lambda ni: self.filter(state, pod, ni).is_success()
+            )
+        out: BoolArray = match & columns.has_node[rows]
+        return out
+
+    def reject_columns(
+        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
+    ) -> tuple[IntArray, list[Status]] | None:
+        """The rejection of the rows the pod's own selector and affinity do not match (kemu.
+        scheduling.columns.ColumnRejectPlugin); none with a scheduler-enforced affinity."""
+        s = state.read(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, _PreFilterState) or self._added_node_selector is not None:
+            return None
+        match = _required_rows(s.required, columns, rows)
+        if match is None:
+            return None
+        which = np.where(~match & columns.has_node[rows], 0, -1).astype(np.int64)
+        return which, [_POD_FAILED]
 
     # ------------------------------------------------------------ score
 

@@ -20,8 +20,11 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+import numpy as np
+
 from kemu.api.v1 import types_pb2
 from kemu.machinery.resources import is_pod_resize_deferred
+from kemu.scheduling.columns import BoolArray, IntArray, NodeColumns, per_node_rows
 from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.events import (
     ActionType,
@@ -52,6 +55,7 @@ NAME: Final = "NodePorts"
 PRE_FILTER_STATE_KEY: Final = "PreFilter" + NAME
 
 ERR_REASON: Final = "node(s) didn't have free ports for the requested pod ports"
+_PORTS_FAILED: Final = unschedulable(ERR_REASON)
 
 
 class _PreFilterState:
@@ -104,6 +108,34 @@ class NodePorts(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
         if fits_ports(s.ports, node.used_ports):
             return SUCCESS
         return unschedulable(ERR_REASON)
+
+    def filter_columns(
+        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
+    ) -> BoolArray | None:
+        """`filter` over rows: a node with no host port in use fits; the others are checked
+        one by one (kemu.scheduling.columns)."""
+        s = state.read(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, _PreFilterState):
+            return None
+        ports = s.ports
+        free: BoolArray = ~columns.ports[rows]
+        return per_node_rows(rows, free, columns, lambda ni: fits_ports(ports, ni.used_ports))
+
+    def reject_columns(
+        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
+    ) -> tuple[IntArray, list[Status]] | None:
+        """The rows whose ports conflict get `filter`'s rejection
+        (kemu.scheduling.columns.ColumnRejectPlugin)."""
+        s = state.read(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, _PreFilterState):
+            return None
+        infos = columns.infos
+        which = np.fromiter(
+            (-1 if fits_ports(s.ports, infos[r].used_ports) else 0 for r in rows.tolist()),
+            dtype=np.int64,
+            count=len(rows),
+        )
+        return which, [_PORTS_FAILED]
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [

@@ -2,7 +2,8 @@
 random clusters and pods (hypothesis): the same feasible nodes in the same order, the same
 Status for every rejected node, the same scores, the same host for the same seed, the same
 rotating start index and Filter count, and the same errors; with nodes that have nominated
-pods, taints, unschedulable nodes, full nodes, extended resources and narrowed node lists."""
+pods, taints, unschedulable nodes, full nodes, extended resources, narrowed node lists, node
+selectors and required node affinity, host ports, and required pod (anti-)affinity."""
 
 from __future__ import annotations
 
@@ -51,8 +52,12 @@ class PodSpec:
     tolerations: tuple[tuple[str, str], ...]  # (key, effect); key "" with Exists: all
     tolerates_unschedulable: bool
     priority: int
-    zone: str = ""  # a nodeSelector on the zone label (NodeAffinity: no batch form)
+    zone: str = ""  # a nodeSelector on the zone label (NodeAffinity)
     anti: bool = False  # labelled app=db, required anti-affinity to app=db per node
+    # required node affinity on the zone label: "notin-z0", "exists", "gt" (per node), ""
+    node_affinity: str = ""
+    host_port: bool = False  # hostPort 8080 (NodePorts)
+    affinity: bool = False  # labelled app=web, required affinity to app=web per zone
 
 
 nodes_st = st.builds(
@@ -78,6 +83,9 @@ pods_st = st.builds(
     priority=st.sampled_from([0, 10]),
     zone=st.sampled_from(["", "", "", "z0", "z1"]),
     anti=st.sampled_from([False, False, True]),
+    node_affinity=st.sampled_from(["", "", "", "notin-z0", "exists", "gt"]),
+    host_port=st.sampled_from([False, False, True]),
+    affinity=st.sampled_from([False, False, False, True]),
 )
 
 
@@ -92,6 +100,7 @@ def node_obj(i: int, spec: NodeSpec) -> types_pb2.Node:
         b = b.unschedulable()
     if i % 3 == 0:
         b = b.label("topology.kubernetes.io/zone", f"z{i % 2}")
+    b = b.label("kubernetes.io/hostname", f"n{i}").label("rank", str(i % 4))
     return b.obj()
 
 
@@ -117,6 +126,30 @@ def pod_obj(name: str, spec: PodSpec, node: str = "") -> types_pb2.Pod:
     if node:
         b = b.node(node)
     pod = b.obj()
+    if spec.affinity:
+        pod.metadata.labels["web"] = "yes"
+        term = (
+            pod.spec.affinity.pod_affinity.required_during_scheduling_ignored_during_execution.add()
+        )
+        term.label_selector.match_labels["web"] = "yes"
+        term.topology_key = "topology.kubernetes.io/zone"
+    if spec.node_affinity:
+        required = (
+            pod.spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution
+        )
+        e = required.node_selector_terms.add().match_expressions.add()
+        e.key = "topology.kubernetes.io/zone"
+        if spec.node_affinity == "notin-z0":
+            e.operator, e.values[:] = "NotIn", ["z0"]
+        elif spec.node_affinity == "exists":
+            e.operator = "Exists"
+        else:
+            e.key, e.operator, e.values[:] = "rank", "Gt", ["1"]
+    if spec.host_port:
+        port = pod.spec.containers[0].ports.add()
+        port.container_port = 8080
+        port.host_port = 8080
+        port.protocol = "TCP"
     pod.spec.scheduler_name = "default-scheduler"
     return pod
 
@@ -268,6 +301,7 @@ def test_batch_filter_passes_only_nodes_the_per_node_filter_passes_and_scores_ag
     assert totals.tolist() == [s.total_score for s in scores]
 
 
+@settings(deadline=None)  # no time limit: on a loaded machine 200 ms is not a bound
 @given(scores=st.lists(st.integers(0, 5), min_size=1, max_size=40), seed=st.integers(0, 2**16))
 def test_select_host_index_draws_and_picks_as_select_host(scores: list[int], seed: int) -> None:
     sched = world([NodeSpec(1000, 1024, 5, False, (), 0)], [], [], batch=False, seed=seed,
