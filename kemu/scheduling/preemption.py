@@ -103,6 +103,13 @@ class PreemptionPolicy(Protocol):
         and Success; or why the node cannot be made to fit."""
         ...
 
+    def cannot_fit_on_node(self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo) -> bool:
+        """A cheap test on `node` itself (not a copy; nothing may change): True only when
+        `select_victims_on_node` is certain not to find victims there (the pod would not fit
+        even with every pod it may preempt gone); False when unsure. Not upstream: the dry
+        run skips those nodes, which upstream would have found to be no candidate anyway."""
+        ...
+
 
 # ---------------------------------------------------------------- ordering helpers
 
@@ -294,14 +301,16 @@ class Evaluator:
         statuses: NodeToStatus,
         pdbs: Sequence[types_pb2.PodDisruptionBudget],
     ) -> tuple[list[Candidate], NodeToStatus, list[Status]]:
-        """Dry-runs preemption on the nodes the cycle found Unschedulable."""
+        """Dry-runs preemption on the nodes the cycle found Unschedulable, with the policy's
+        pre-screen: when candidates are found, the statuses leave out the nodes it ruled out
+        (the caller reads them only when there are none)."""
         lister = self.handle.snapshot_shared_lister().node_infos()
         potential = statuses.nodes_for_status_code(lister, Code.UNSCHEDULABLE)
         if not potential:
             logger.debug("Preemption will not help schedule %s on any node", pod_key(pod))
             return [], NodeToStatus(), []
         offset, num = self.policy.get_offset_and_num_candidates(len(potential))
-        return self.dry_run_preemption(state, pod, potential, pdbs, offset, num)
+        return self.dry_run_preemption(state, pod, potential, pdbs, offset, num, pre_screen=True)
 
     def dry_run_preemption(
         self,
@@ -311,17 +320,53 @@ class Evaluator:
         pdbs: Sequence[types_pb2.PodDisruptionBudget],
         offset: int,
         num_candidates: int,
+        *,
+        pre_screen: bool = False,
     ) -> tuple[list[Candidate], NodeToStatus, list[Status]]:
         """Candidates without PDB violations first; stops once it has `num_candidates` with at
         least one of those. Returns them, the status of each node that is not a candidate,
-        and the Error statuses among those."""
+        and the Error statuses among those. With `pre_screen`, the nodes the policy's
+        `cannot_fit_on_node` rules out are not dry-run: the same candidates, but when there
+        are some the statuses leave those nodes out."""
+        candidates, statuses, errors, skipped = self._dry_run(
+            state, pod, potential, pdbs, offset, num_candidates, pre_screen
+        )
+        if candidates or not skipped:
+            return candidates, statuses, errors
+        # No candidate: the nodes the pre-screen ruled out need their exact statuses (the
+        # message and the first error depend on them): the walk upstream makes.
+        candidates, statuses, errors, _ = self._dry_run(
+            state, pod, potential, pdbs, offset, num_candidates, False
+        )
+        return candidates, statuses, errors
+
+    def _dry_run(
+        self,
+        state: CycleState,
+        pod: types_pb2.Pod,
+        potential: Sequence[NodeInfo],
+        pdbs: Sequence[types_pb2.PodDisruptionBudget],
+        offset: int,
+        num_candidates: int,
+        pre_screen: bool,
+    ) -> tuple[list[Candidate], NodeToStatus, list[Status], int]:
+        """One walk from `offset`. With `pre_screen`, the nodes the policy rules out cheaply
+        (`cannot_fit_on_node`) are skipped: they can be no candidate, so the candidates found
+        and where the walk stops are the same; only their statuses are missing (the last
+        value counts them), which matters only when no candidate is found."""
         non_violating: list[Candidate] = []
         violating: list[Candidate] = []
         statuses = NodeToStatus()
         errors: list[Status] = []
+        skipped = 0
         n = len(potential)
+        cannot_fit = self.policy.cannot_fit_on_node
         for i in range(n):
-            node = potential[(offset + i) % n].clone()
+            original = potential[(offset + i) % n]
+            if pre_screen and cannot_fit(state, pod, original):
+                skipped += 1
+                continue
+            node = original.clone()
             victims, violations, status = self.policy.select_victims_on_node(
                 state.clone(), pod, node, pdbs
             )
@@ -339,7 +384,7 @@ class Evaluator:
             if status.is_error():
                 errors.append(status)
             statuses.set(node.name, status)
-        return non_violating + violating, statuses, errors
+        return non_violating + violating, statuses, errors, skipped
 
     def select_candidate(self, candidates: Sequence[Candidate]) -> Candidate | None:
         if not candidates:
