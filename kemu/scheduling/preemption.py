@@ -132,7 +132,8 @@ def more_important_pod(a: types_pb2.Pod, b: types_pb2.Pod, now_ns: int) -> bool:
 
 def importance_key(pi: PodInfo, now_ns: int) -> tuple[int, int]:
     """A sort key putting the more important pod (more_important_pod) first."""
-    return (-pi.priority, pod_start_time_ns(pi.pod, now_ns))
+    started = pi.start_time_ns()
+    return (-pi.priority, now_ns if started is None else started)
 
 
 def earliest_pod_start_time_ns(victims: Victims, now_ns: int) -> int:

@@ -300,6 +300,7 @@ class PodInfo:
 
     __slots__ = (
         "_meta_view",
+        "_start_time_ns",
         "host_ports",
         "non_zero_requests",
         "pod",
@@ -309,6 +310,7 @@ class PodInfo:
         "requests",
         "required_affinity_terms",
         "required_anti_affinity_terms",
+        "uid",
     )
 
     def __init__(
@@ -320,6 +322,9 @@ class PodInfo:
         self.pod = pod
         # Read once: queue ordering, nominated-pod filtering and preemption ask for it often.
         self.priority = pod_priority(pod)
+        # Read in every NodeInfo.remove_pod and preemption's victim selection.
+        self.uid: str = pod.metadata.uid
+        self._start_time_ns: int | None = -1  # not read yet
         self.requests, self.non_zero_requests = pod_requests(
             pod, in_place_resize=in_place_resize, per_container_max=per_container_max
         )
@@ -358,9 +363,16 @@ class PodInfo:
             )
         return view
 
-    @property
-    def uid(self) -> str:
-        return self.pod.metadata.uid
+    def start_time_ns(self) -> int | None:
+        """status.startTime in nanoseconds, None when the pod has not started (read once:
+        preemption orders the victims of every candidate node by it)."""
+        t = self._start_time_ns
+        if t == -1:
+            status = self.pod.status
+            t = self._start_time_ns = (
+                int(status.start_time.ToNanoseconds()) if status.HasField("start_time") else None
+            )
+        return t
 
     def has_affinity(self) -> bool:
         return bool(

@@ -231,12 +231,13 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
                 memory -= r.memory
                 ephemeral -= r.ephemeral_storage
                 count -= 1
-        return self._fit_fails(fit, pod, node, cpu, memory, ephemeral, count)
+        return self._fit_fails(fit, priority, uid, node, cpu, memory, ephemeral, count)
 
     def _fit_fails(
         self,
         fit: node_resources_fit.PreFilterState,
-        pod: types_pb2.Pod,
+        priority: int,
+        uid: str,
         node: NodeInfo,
         cpu: int,
         memory: int,
@@ -247,9 +248,8 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         that request `cpu`, `memory` and `ephemeral`, with the pods of at least the pod's
         priority nominated to the node added, as run_filter_plugins_with_nominated_pods's
         first run does. Then that Filter run fails, whichever plugin rejects the pod first (or
-        errs): nothing in the dry run depends on which, only on its not being a success."""
-        priority = pod_priority(pod)
-        uid = pod.metadata.uid
+        errs): nothing in the dry run depends on which, only on its not being a success.
+        `priority` and `uid` are the pod's."""
         nominator = self._handle.nominator()
         if nominator is not None and node.node is not None:
             for pi in nominator.nominated_pods_for_node(node.name):
@@ -314,7 +314,8 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
                 used, r = node.requested, pi.requests
                 if self._fit_fails(
                     fit,
-                    pod,
+                    priority,
+                    uid,
                     node,
                     used.milli_cpu + r.milli_cpu,
                     used.memory + r.memory,

@@ -133,3 +133,39 @@ def test_no_candidate_reports_every_nodes_status_as_upstream() -> None:
     e = c.plugin.evaluator.evaluate(state, p, statuses, [])
     assert e.candidate is None
     assert "0/3 nodes are available: 3 Insufficient cpu." in e.status.message()
+
+
+@pytest.mark.parametrize("seed", range(50))
+def test_fit_filter_plain_status_is_fits_requests(seed: int) -> None:
+    """NodeResourcesFit's Filter on a failing node (the whole failed pass of a preemptor) gives
+    the Status fits_request's list makes: the same code and reasons in the same order."""
+    from kemu.scheduling.plugins import node_resources_fit as fit
+    from kemu.scheduling.types import NodeInfo
+    from kemu.testing.builders import make_node
+
+    rng = random.Random(seed)
+    node = NodeInfo(
+        make_node("n")
+        .capacity(
+            cpu=rng.choice(["1", "2", "4"]),
+            memory=rng.choice(["1Gi", "4Gi"]),
+            pods=rng.choice(["1", "2", "8"]),
+            **{"ephemeral-storage": rng.choice(["1Gi", "10Gi"])},
+        )
+        .obj()
+    )
+    for i in range(rng.randint(0, 3)):
+        node.add_pod(pod(f"p{i}", 0, cpu=rng.choice(["500m", "1", "2"]), node="n"))
+    p = pod("p", 0, cpu=rng.choice(["0", "100m", "1", "3", "5"]))
+    state = CycleState()
+    plugin = fit.Fit()
+    plugin.pre_filter(state, p, [node])
+    s = state.read(fit.PRE_FILTER_STATE_KEY)
+    assert isinstance(s, fit.PreFilterState)
+    got = plugin.filter(state, p, node)
+    insufficient = fit.fits_request(s, node)
+    if not insufficient:
+        assert got.is_success()
+        return
+    want = fit._status_of(insufficient)
+    assert (got.code, got.reasons) == (want.code, want.reasons)
