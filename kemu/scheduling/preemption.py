@@ -150,21 +150,29 @@ def pick_one_node_for_preemption(nodes_to_victims: dict[str, Victims], now_ns: i
     candidates = list(nodes_to_victims)
     if not candidates:
         return ""
+    # Each victim's priority, read once for the criteria that look at them.
+    priorities = {
+        node: [pod_priority(p) for p in victims.pods] for node, victims in nodes_to_victims.items()
+    }
 
     def pdb(node: str) -> int:
         return -nodes_to_victims[node].num_pdb_violations
 
     def highest_priority(node: str) -> int:
-        return -pod_priority(nodes_to_victims[node].pods[0])
+        return -priorities[node][0]
 
     def sum_priorities(node: str) -> int:
-        return -sum(pod_priority(p) + _PRIORITY_SHIFT for p in nodes_to_victims[node].pods)
+        return -sum(p + _PRIORITY_SHIFT for p in priorities[node])
 
     def count(node: str) -> int:
         return -len(nodes_to_victims[node].pods)
 
     def latest_start(node: str) -> int:
-        return earliest_pod_start_time_ns(nodes_to_victims[node], now_ns)
+        pods, prios = nodes_to_victims[node].pods, priorities[node]
+        top = max(prios)
+        return min(
+            pod_start_time_ns(p, now_ns) for p, q in zip(pods, prios, strict=True) if q == top
+        )
 
     for score in (pdb, highest_priority, sum_priorities, count, latest_start):
         scores = {node: score(node) for node in candidates}

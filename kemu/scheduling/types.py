@@ -470,10 +470,13 @@ class NodeInfo:
         for i, pi in enumerate(self.pods):
             if pi.uid == uid:
                 del self.pods[i]
-                self.pods_with_affinity = [p for p in self.pods_with_affinity if p.uid != uid]
-                self.pods_with_required_anti_affinity = [
-                    p for p in self.pods_with_required_anti_affinity if p.uid != uid
-                ]
+                # Only add_pod_info fills these lists, with the pods that qualify.
+                if pi.has_affinity():
+                    self.pods_with_affinity = [p for p in self.pods_with_affinity if p.uid != uid]
+                if pi.required_anti_affinity_terms:
+                    self.pods_with_required_anti_affinity = [
+                        p for p in self.pods_with_required_anti_affinity if p.uid != uid
+                    ]
                 self.requested.sub(pi.requests)
                 self.non_zero_requested.sub(pi.non_zero_requests)
                 for hp in pi.host_ports:
