@@ -497,7 +497,7 @@ class NodeInfo:
         c.pods_with_required_anti_affinity = list(self.pods_with_required_anti_affinity)
         c.requested = self.requested.clone()
         c.non_zero_requested = self.non_zero_requested.clone()
-        c.allocatable = self.allocatable.clone()
+        c.allocatable = self.allocatable  # never changed in place (set_node replaces it)
         c.used_ports = self.used_ports.clone()
         c.generation = self.generation
         return c
