@@ -20,6 +20,11 @@ BENCHMARKS: Final[dict[str, tuple[str, str]]] = {
         "PreemptionBasic, PreferNominatedNode and NominatedNodeNameForExpectation A/B), "
         "scheduling_algorithm_duration, victims, API calls, CPU and RSS of each process",
     ),
+    "preemption_cycle": (
+        "bench.preemption_cycle",
+        "PreemptionBasic's failed cycles in-process: CPU time of the Filter pass and the "
+        "preemption dry run per preemptor (no cluster)",
+    ),
     "kubelet": (
         "bench.kubelet",
         "one hollow kubelet with 1000 nodes: registration time, RSS, Lease renewal cadence, "
