@@ -26,6 +26,11 @@ BENCHMARKS: Final[dict[str, tuple[str, str]]] = {
         "scheduling_algorithm time in windows as the cluster fills, RSS of every process, "
         "the growth from 500 to 5000 nodes and 5,000 to 50,000 pods",
     ),
+    "preemption_cycle": (
+        "bench.preemption_cycle",
+        "PreemptionBasic's failed cycles in-process: CPU time of the Filter pass and the "
+        "preemption dry run per preemptor (no cluster)",
+    ),
     "kubelet": (
         "bench.kubelet",
         "one hollow kubelet with 1000 nodes: registration time, RSS, Lease renewal cadence, "

@@ -103,6 +103,13 @@ class PreemptionPolicy(Protocol):
         and Success; or why the node cannot be made to fit."""
         ...
 
+    def cannot_fit_on_node(self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo) -> bool:
+        """A cheap test on `node` itself (not a copy; nothing may change): True only when
+        `select_victims_on_node` is certain not to find victims there (the pod would not fit
+        even with every pod it may preempt gone); False when unsure. Not upstream: the dry
+        run skips those nodes, which upstream would have found to be no candidate anyway."""
+        ...
+
 
 # ---------------------------------------------------------------- ordering helpers
 
@@ -125,7 +132,8 @@ def more_important_pod(a: types_pb2.Pod, b: types_pb2.Pod, now_ns: int) -> bool:
 
 def importance_key(pi: PodInfo, now_ns: int) -> tuple[int, int]:
     """A sort key putting the more important pod (more_important_pod) first."""
-    return (-pi.priority, pod_start_time_ns(pi.pod, now_ns))
+    started = pi.start_time_ns()
+    return (-pi.priority, now_ns if started is None else started)
 
 
 def earliest_pod_start_time_ns(victims: Victims, now_ns: int) -> int:
@@ -142,21 +150,29 @@ def pick_one_node_for_preemption(nodes_to_victims: dict[str, Victims], now_ns: i
     candidates = list(nodes_to_victims)
     if not candidates:
         return ""
+    # Each victim's priority, read once for the criteria that look at them.
+    priorities = {
+        node: [pod_priority(p) for p in victims.pods] for node, victims in nodes_to_victims.items()
+    }
 
     def pdb(node: str) -> int:
         return -nodes_to_victims[node].num_pdb_violations
 
     def highest_priority(node: str) -> int:
-        return -pod_priority(nodes_to_victims[node].pods[0])
+        return -priorities[node][0]
 
     def sum_priorities(node: str) -> int:
-        return -sum(pod_priority(p) + _PRIORITY_SHIFT for p in nodes_to_victims[node].pods)
+        return -sum(p + _PRIORITY_SHIFT for p in priorities[node])
 
     def count(node: str) -> int:
         return -len(nodes_to_victims[node].pods)
 
     def latest_start(node: str) -> int:
-        return earliest_pod_start_time_ns(nodes_to_victims[node], now_ns)
+        pods, prios = nodes_to_victims[node].pods, priorities[node]
+        top = max(prios)
+        return min(
+            pod_start_time_ns(p, now_ns) for p, q in zip(pods, prios, strict=True) if q == top
+        )
 
     for score in (pdb, highest_priority, sum_priorities, count, latest_start):
         scores = {node: score(node) for node in candidates}
@@ -294,14 +310,16 @@ class Evaluator:
         statuses: NodeToStatus,
         pdbs: Sequence[types_pb2.PodDisruptionBudget],
     ) -> tuple[list[Candidate], NodeToStatus, list[Status]]:
-        """Dry-runs preemption on the nodes the cycle found Unschedulable."""
+        """Dry-runs preemption on the nodes the cycle found Unschedulable, with the policy's
+        pre-screen: when candidates are found, the statuses leave out the nodes it ruled out
+        (the caller reads them only when there are none)."""
         lister = self.handle.snapshot_shared_lister().node_infos()
         potential = statuses.nodes_for_status_code(lister, Code.UNSCHEDULABLE)
         if not potential:
             logger.debug("Preemption will not help schedule %s on any node", pod_key(pod))
             return [], NodeToStatus(), []
         offset, num = self.policy.get_offset_and_num_candidates(len(potential))
-        return self.dry_run_preemption(state, pod, potential, pdbs, offset, num)
+        return self.dry_run_preemption(state, pod, potential, pdbs, offset, num, pre_screen=True)
 
     def dry_run_preemption(
         self,
@@ -311,17 +329,53 @@ class Evaluator:
         pdbs: Sequence[types_pb2.PodDisruptionBudget],
         offset: int,
         num_candidates: int,
+        *,
+        pre_screen: bool = False,
     ) -> tuple[list[Candidate], NodeToStatus, list[Status]]:
         """Candidates without PDB violations first; stops once it has `num_candidates` with at
         least one of those. Returns them, the status of each node that is not a candidate,
-        and the Error statuses among those."""
+        and the Error statuses among those. With `pre_screen`, the nodes the policy's
+        `cannot_fit_on_node` rules out are not dry-run: the same candidates, but when there
+        are some the statuses leave those nodes out."""
+        candidates, statuses, errors, skipped = self._dry_run(
+            state, pod, potential, pdbs, offset, num_candidates, pre_screen
+        )
+        if candidates or not skipped:
+            return candidates, statuses, errors
+        # No candidate: the nodes the pre-screen ruled out need their exact statuses (the
+        # message and the first error depend on them): the walk upstream makes.
+        candidates, statuses, errors, _ = self._dry_run(
+            state, pod, potential, pdbs, offset, num_candidates, False
+        )
+        return candidates, statuses, errors
+
+    def _dry_run(
+        self,
+        state: CycleState,
+        pod: types_pb2.Pod,
+        potential: Sequence[NodeInfo],
+        pdbs: Sequence[types_pb2.PodDisruptionBudget],
+        offset: int,
+        num_candidates: int,
+        pre_screen: bool,
+    ) -> tuple[list[Candidate], NodeToStatus, list[Status], int]:
+        """One walk from `offset`. With `pre_screen`, the nodes the policy rules out cheaply
+        (`cannot_fit_on_node`) are skipped: they can be no candidate, so the candidates found
+        and where the walk stops are the same; only their statuses are missing (the last
+        value counts them), which matters only when no candidate is found."""
         non_violating: list[Candidate] = []
         violating: list[Candidate] = []
         statuses = NodeToStatus()
         errors: list[Status] = []
+        skipped = 0
         n = len(potential)
+        cannot_fit = self.policy.cannot_fit_on_node
         for i in range(n):
-            node = potential[(offset + i) % n].clone()
+            original = potential[(offset + i) % n]
+            if pre_screen and cannot_fit(state, pod, original):
+                skipped += 1
+                continue
+            node = original.clone()
             victims, violations, status = self.policy.select_victims_on_node(
                 state.clone(), pod, node, pdbs
             )
@@ -339,7 +393,7 @@ class Evaluator:
             if status.is_error():
                 errors.append(status)
             statuses.set(node.name, status)
-        return non_violating + violating, statuses, errors
+        return non_violating + violating, statuses, errors, skipped
 
     def select_candidate(self, candidates: Sequence[Candidate]) -> Candidate | None:
         if not candidates:

@@ -606,11 +606,14 @@ class Framework:
     def run_filter_plugins(self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo) -> Status:
         """Success if every Filter plugin (not skipped at PreFilter) accepts the node; else the
         first rejection, naming its plugin; any other code becomes an Error."""
+        return self._run_filter_plan(self._filter_plan(state), state, pod, node)
+
+    def _filter_plan(self, state: CycleState) -> list[tuple[str, FilterFn]]:
         plan = state.filter_plan
         if plan is None:
             skip = state.skip_filter_plugins
             plan = state.filter_plan = [(n, fn) for n, fn in self._filter if n not in skip]
-        return self._run_filter_plan(plan, state, pod, node)
+        return plan
 
     def _run_filter_plan(
         self,
@@ -654,6 +657,7 @@ class Framework:
             if pi.priority < priority or pi.uid == uid:
                 continue
             if node_out is None or state_out is None:
+                self._filter_plan(state)  # computed once, on the cycle's state, not the copy
                 node_out, state_out = node.clone(), state.clone()
             node_out.add_pod_info(pi)
             s = self.run_pre_filter_extension_add_pod(state_out, pod, pi, node_out)

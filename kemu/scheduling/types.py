@@ -300,6 +300,7 @@ class PodInfo:
 
     __slots__ = (
         "_meta_view",
+        "_start_time_ns",
         "host_ports",
         "non_zero_requests",
         "pod",
@@ -309,6 +310,7 @@ class PodInfo:
         "requests",
         "required_affinity_terms",
         "required_anti_affinity_terms",
+        "uid",
     )
 
     def __init__(
@@ -320,6 +322,9 @@ class PodInfo:
         self.pod = pod
         # Read once: queue ordering, nominated-pod filtering and preemption ask for it often.
         self.priority = pod_priority(pod)
+        # Read in every NodeInfo.remove_pod and preemption's victim selection.
+        self.uid: str = pod.metadata.uid
+        self._start_time_ns: int | None = -1  # not read yet
         self.requests, self.non_zero_requests = pod_requests(
             pod, in_place_resize=in_place_resize, per_container_max=per_container_max
         )
@@ -358,9 +363,16 @@ class PodInfo:
             )
         return view
 
-    @property
-    def uid(self) -> str:
-        return self.pod.metadata.uid
+    def start_time_ns(self) -> int | None:
+        """status.startTime in nanoseconds, None when the pod has not started (read once:
+        preemption orders the victims of every candidate node by it)."""
+        t = self._start_time_ns
+        if t == -1:
+            status = self.pod.status
+            t = self._start_time_ns = (
+                int(status.start_time.ToNanoseconds()) if status.HasField("start_time") else None
+            )
+        return t
 
     def has_affinity(self) -> bool:
         return bool(
@@ -458,10 +470,13 @@ class NodeInfo:
         for i, pi in enumerate(self.pods):
             if pi.uid == uid:
                 del self.pods[i]
-                self.pods_with_affinity = [p for p in self.pods_with_affinity if p.uid != uid]
-                self.pods_with_required_anti_affinity = [
-                    p for p in self.pods_with_required_anti_affinity if p.uid != uid
-                ]
+                # Only add_pod_info fills these lists, with the pods that qualify.
+                if pi.has_affinity():
+                    self.pods_with_affinity = [p for p in self.pods_with_affinity if p.uid != uid]
+                if pi.required_anti_affinity_terms:
+                    self.pods_with_required_anti_affinity = [
+                        p for p in self.pods_with_required_anti_affinity if p.uid != uid
+                    ]
                 self.requested.sub(pi.requests)
                 self.non_zero_requested.sub(pi.non_zero_requests)
                 for hp in pi.host_ports:
@@ -482,7 +497,7 @@ class NodeInfo:
         c.pods_with_required_anti_affinity = list(self.pods_with_required_anti_affinity)
         c.requested = self.requested.clone()
         c.non_zero_requested = self.non_zero_requested.clone()
-        c.allocatable = self.allocatable.clone()
+        c.allocatable = self.allocatable  # never changed in place (set_node replaces it)
         c.used_ports = self.used_ports.clone()
         c.generation = self.generation
         return c

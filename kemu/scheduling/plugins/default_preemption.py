@@ -46,6 +46,7 @@ from kemu.scheduling.interface import (
     PostFilterPlugin,
     PreEnqueuePlugin,
 )
+from kemu.scheduling.plugins import node_resources_fit
 from kemu.scheduling.plugins.helpers import check_arg_keys
 from kemu.scheduling.preemption import (
     Evaluator,
@@ -123,6 +124,10 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         self._percentage = min_candidate_nodes_percentage
         self._absolute = min_candidate_nodes_absolute
         self._rng = rng or random.Random()
+        # The dry run's resource shortcuts (cannot_fit_on_node, reprieve without Filter where
+        # NodeResourcesFit's arithmetic decides); tests turn them off to compare with
+        # upstream's steps.
+        self.resource_shortcuts = True
         self.async_preemption = handle.gates.enabled(SCHEDULER_ASYNC_PREEMPTION)
         pod_lister = pdb_lister = None
         factory = handle.informer_factory()
@@ -208,6 +213,65 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
                         return False, "not eligible due to a terminating pod on the nominated node."
         return True, ""
 
+    def cannot_fit_on_node(self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo) -> bool:
+        """NodeResourcesFit's test on the node as select_victims_on_node first filters it: every
+        pod it may preempt gone (see _fit_fails)."""
+        fit = _simple_fit_state(state) if self.resource_shortcuts else None
+        if fit is None:
+            return False
+        priority = pod_priority(pod)
+        uid = pod.metadata.uid
+        used = node.requested
+        cpu, memory, ephemeral = used.milli_cpu, used.memory, used.ephemeral_storage
+        count = len(node.pods)
+        for pi in node.pods:
+            if pi.priority < priority and pi.uid != uid:
+                r = pi.requests
+                cpu -= r.milli_cpu
+                memory -= r.memory
+                ephemeral -= r.ephemeral_storage
+                count -= 1
+        return self._fit_fails(fit, priority, uid, node, cpu, memory, ephemeral, count)
+
+    def _fit_fails(
+        self,
+        fit: node_resources_fit.PreFilterState,
+        priority: int,
+        uid: str,
+        node: NodeInfo,
+        cpu: int,
+        memory: int,
+        ephemeral: int,
+        count: int,
+    ) -> bool:
+        """Whether NodeResourcesFit rejects the pod (fits_request) on `node` holding `count` pods
+        that request `cpu`, `memory` and `ephemeral`, with the pods of at least the pod's
+        priority nominated to the node added, as run_filter_plugins_with_nominated_pods's
+        first run does. Then that Filter run fails, whichever plugin rejects the pod first (or
+        errs): nothing in the dry run depends on which, only on its not being a success.
+        `priority` and `uid` are the pod's."""
+        nominator = self._handle.nominator()
+        if nominator is not None and node.node is not None:
+            for pi in nominator.nominated_pods_for_node(node.name):
+                if pi.priority < priority or pi.uid == uid:
+                    continue
+                r = pi.requests
+                cpu += r.milli_cpu
+                memory += r.memory
+                ephemeral += r.ephemeral_storage
+                count += 1
+        alloc = node.allocatable
+        if count + 1 > alloc.allowed_pod_number:
+            return True
+        return (
+            (fit.milli_cpu > 0 and fit.milli_cpu > alloc.milli_cpu - cpu)
+            or (fit.memory > 0 and fit.memory > alloc.memory - memory)
+            or (
+                fit.ephemeral_storage > 0
+                and fit.ephemeral_storage > alloc.ephemeral_storage - ephemeral
+            )
+        )
+
     def select_victims_on_node(
         self,
         state: CycleState,
@@ -239,8 +303,27 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
         victims: list[PodInfo] = []
 
+        fit = _simple_fit_state(state) if self.resource_shortcuts else None
+
         def reprieve(pi: PodInfo) -> bool:
             """Puts `pi` back; keeps it if the pod still fits, else it is a victim."""
+            if fit is not None:
+                # Not upstream's steps, its outcome: where NodeResourcesFit alone rejects the
+                # pod beside `pi`, the Filter run fails; upstream adds `pi` (AddPod), filters
+                # and removes it again (RemovePod), which leaves the copies as they were.
+                used, r = node.requested, pi.requests
+                if self._fit_fails(
+                    fit,
+                    priority,
+                    uid,
+                    node,
+                    used.milli_cpu + r.milli_cpu,
+                    used.memory + r.memory,
+                    used.ephemeral_storage + r.ephemeral_storage,
+                    len(node.pods) + 1,
+                ):
+                    victims.append(pi)
+                    return False
             node.add_pod_info(pi)
             s = fh.run_pre_filter_extension_add_pod(state, pod, pi, node)
             if not s.is_success():
@@ -270,6 +353,19 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         if not node.remove_pod(pi.pod):
             return as_error(f"pod {pi.key} not found on node {node.name}")
         return self._handle.run_pre_filter_extension_remove_pod(state, pod, pi, node)
+
+
+def _simple_fit_state(state: CycleState) -> node_resources_fit.PreFilterState | None:
+    """NodeResourcesFit's PreFilter state when its Filter runs in this cycle and its test
+    is the plain comparison (the pod is not bound, KEP-5836, and requests no scalar
+    resource), so that the dry run may compute it; else None."""
+    plan = state.filter_plan
+    if plan is None or not any(name == node_resources_fit.NAME for name, _ in plan):
+        return None
+    s = state.read(node_resources_fit.PRE_FILTER_STATE_KEY)
+    if not isinstance(s, node_resources_fit.PreFilterState) or s.assigned_node or s.scalars:
+        return None
+    return s
 
 
 class _ExtensionError(Exception):

@@ -1,0 +1,171 @@
+"""The dry run's resource shortcuts (DefaultPreemption.resource_shortcuts: nodes ruled out by
+NodeResourcesFit's arithmetic are not dry-run, and a reprieve that the arithmetic rejects skips
+its AddPod/Filter/RemovePod) give upstream's outcome exactly: on random clusters, the same
+Evaluation (node, victims in order, PDB violations, status and message) as the steps upstream
+takes, and the same statuses of every node when there is no candidate."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from kemu.api.v1 import types_pb2
+from kemu.scheduling.interface import CycleState, NodeToStatus
+from kemu.scheduling.preemption import Evaluation
+from kemu.scheduling.types import PodInfo
+from tests.unit.scheduling.preemption_builders import names, pdb, pod
+from tests.unit.scheduling.test_preemption import Sim
+
+
+def _cluster(seed: int) -> tuple[Sim, types_pb2.Pod, list[types_pb2.PodDisruptionBudget]]:
+    rng = random.Random(seed)
+    c = Sim()
+    n_nodes = rng.randint(1, 8)
+    for i in range(n_nodes):
+        c.node(f"n{i}", cpu=str(rng.choice([2, 3, 4, 6])), pods=str(rng.choice([3, 4, 32])))
+    k = 0
+    for i in range(n_nodes):
+        for _ in range(rng.randint(0, 5)):
+            k += 1
+            started = 1_699_990_000 + rng.randint(0, 5000) if rng.random() < 0.8 else None
+            c.add(
+                pod(
+                    f"p{k}",
+                    rng.choice([0, 1, 5, 10, 20]),
+                    cpu=rng.choice(["100m", "500m", "900m", "1", "1500m"]),
+                    node=f"n{i}",
+                    started=started,
+                    labels={"app": rng.choice(["a", "b"])},
+                )
+            )
+    # Pods nominated to some nodes, of the preemptor's priority or not.
+    for j in range(rng.randint(0, 4)):
+        nominated = pod(f"nom{j}", rng.choice([5, 10, 20]), cpu=rng.choice(["500m", "1", "2"]))
+        nominated.status.nominated_node_name = f"n{rng.randrange(n_nodes)}"
+        c.nominate(nominated)
+    preemptor = c.add(pod("preemptor", 10, cpu=rng.choice(["1", "2", "3", "5"])))
+    pdbs = [pdb("guard", rng.randint(0, 2), app="a")] if rng.random() < 0.5 else []
+    return c, preemptor, pdbs
+
+
+def _evaluate(
+    c: Sim, p: types_pb2.Pod, pdbs: list[types_pb2.PodDisruptionBudget], shortcuts: bool
+) -> tuple[Evaluation, NodeToStatus] | None:
+    state, statuses = _cycle(c, p)
+    if state is None:
+        return None
+    c.plugin.resource_shortcuts = shortcuts
+    c.plugin._rng.seed(7)  # the same random offset both ways
+    return c.plugin.evaluator.evaluate(state, p, statuses, pdbs), statuses
+
+
+def _cycle(c: Sim, p: types_pb2.Pod) -> tuple[CycleState | None, NodeToStatus]:
+    """Sim.cycle, or (None, ...) when the pod fits somewhere (nothing to preempt for)."""
+    c.refresh()
+    state = CycleState()
+    statuses = NodeToStatus()
+    nodes = c.snapshot.list()
+    _, status, _ = c.fwk.run_pre_filter_plugins(state, p, nodes)
+    assert status.is_success()
+    for ni in nodes:
+        status = c.fwk.run_filter_plugins_with_nominated_pods(state, p, ni)
+        if status.is_success():
+            return None, statuses
+        statuses.set(ni.name, status)
+    return state, statuses
+
+
+def _outcome(e: Evaluation) -> tuple[object, ...]:
+    cand = e.candidate
+    return (
+        e.result,
+        e.status.code,
+        e.status.message(),
+        None
+        if cand is None
+        else (cand.name, names(cand.victims.pods), cand.victims.num_pdb_violations),
+    )
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_shortcuts_give_upstreams_evaluation(seed: int) -> None:
+    c, p, pdbs = _cluster(seed)
+    with_shortcuts = _evaluate(c, p, pdbs, True)
+    without = _evaluate(c, p, pdbs, False)
+    if with_shortcuts is None or without is None:
+        assert with_shortcuts is None and without is None
+        return
+    assert _outcome(with_shortcuts[0]) == _outcome(without[0])
+
+
+def test_a_node_whose_nominated_pod_leaves_no_room_is_ruled_out_without_a_dry_run() -> None:
+    c = Sim()
+    c.node("n0", cpu="4")
+    c.add(pod("low", 0, cpu="1", node="n0"))
+    nominated = pod("nom", 10, cpu="3")
+    nominated.status.nominated_node_name = "n0"
+    c.nominate(nominated)
+    p = c.add(pod("p", 10, cpu="3"))
+    state, _ = c.cycle(p)
+    node = c.node_info("n0")
+    assert c.plugin.cannot_fit_on_node(state, p, node)
+    c.plugin.resource_shortcuts = False
+    assert not c.plugin.cannot_fit_on_node(state, p, node)
+    # Without the nominated pod (or with a lower-priority one) the node could be a candidate.
+    c.nominator.delete_nominated_pod_if_exists(nominated)
+    c.plugin.resource_shortcuts = True
+    assert not c.plugin.cannot_fit_on_node(state, p, node)
+    lower = pod("lower", 5, cpu="3")
+    lower.status.nominated_node_name = "n0"
+    c.nominator.add_nominated_pod(PodInfo(lower), None)
+    assert not c.plugin.cannot_fit_on_node(state, p, node)
+
+
+def test_no_candidate_reports_every_nodes_status_as_upstream() -> None:
+    c = Sim()
+    for i in range(3):
+        c.node(f"n{i}", cpu="3")
+        c.add(pod(f"low{i}", 0, cpu="1", node=f"n{i}"))
+        c.add(pod(f"high{i}", 20, cpu="1", node=f"n{i}"))
+    p = c.add(pod("p", 10, cpu="3"))  # fits nowhere even with every victim gone
+    state, statuses = c.cycle(p)
+    e = c.plugin.evaluator.evaluate(state, p, statuses, [])
+    assert e.candidate is None
+    assert "0/3 nodes are available: 3 Insufficient cpu." in e.status.message()
+
+
+@pytest.mark.parametrize("seed", range(50))
+def test_fit_filter_plain_status_is_fits_requests(seed: int) -> None:
+    """NodeResourcesFit's Filter on a failing node (the whole failed pass of a preemptor) gives
+    the Status fits_request's list makes: the same code and reasons in the same order."""
+    from kemu.scheduling.plugins import node_resources_fit as fit
+    from kemu.scheduling.types import NodeInfo
+    from kemu.testing.builders import make_node
+
+    rng = random.Random(seed)
+    node = NodeInfo(
+        make_node("n")
+        .capacity(
+            cpu=rng.choice(["1", "2", "4"]),
+            memory=rng.choice(["1Gi", "4Gi"]),
+            pods=rng.choice(["1", "2", "8"]),
+            **{"ephemeral-storage": rng.choice(["1Gi", "10Gi"])},
+        )
+        .obj()
+    )
+    for i in range(rng.randint(0, 3)):
+        node.add_pod(pod(f"p{i}", 0, cpu=rng.choice(["500m", "1", "2"]), node="n"))
+    p = pod("p", 0, cpu=rng.choice(["0", "100m", "1", "3", "5"]))
+    state = CycleState()
+    plugin = fit.Fit()
+    plugin.pre_filter(state, p, [node])
+    s = state.read(fit.PRE_FILTER_STATE_KEY)
+    assert isinstance(s, fit.PreFilterState)
+    got = plugin.filter(state, p, node)
+    insufficient = fit.fits_request(s, node)
+    if not insufficient:
+        assert got.is_success()
+        return
+    want = fit._status_of(insufficient)
+    assert (got.code, got.reasons) == (want.code, want.reasons)
