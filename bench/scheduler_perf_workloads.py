@@ -29,21 +29,21 @@ from kemu.machinery.errors import Invalid
 from scheduler.config import config_from_dict
 
 WORKLOADS_DIR: Final = Path(__file__).parent / "workloads"
-# The files the runner reads unless told otherwise, laid out as upstream's scheduler_perf:
-# kemu's own workloads, then upstream's per-area files (their templates in templates/).
+# kemu's own workload files, read unless told otherwise: the basic, preemption and
+# nominated-node-name figures, the affinity workloads, and the workloads of every op.
+# upstream's files run from a checkout of kubernetes/kubernetes with --config.
 WORKLOADS_FILE: Final = WORKLOADS_DIR / "performance-config.yaml"
 WORKLOAD_FILES: Final = (
     WORKLOADS_FILE,
-    WORKLOADS_DIR / "affinity" / "performance-config.yaml",
-    WORKLOADS_DIR / "misc" / "performance-config.yaml",
-    WORKLOADS_DIR / "batching" / "performance-config.yaml",
+    WORKLOADS_DIR / "affinity.yaml",
+    WORKLOADS_DIR / "ops.yaml",
 )
 TEMPLATES_DIR: Final = WORKLOADS_DIR / "templates"
-# What an op without a template creates: upstream's templates/node-default.yaml (cpu 4,
-# memory 32Gi, pods 110, Ready) and templates/pod-default.yaml (one pause container with
-# containerPort 80, requests = limits = 100m / 500Mi), kept as data files there.
-DEFAULT_NODE_TEMPLATE_PATH: Final = TEMPLATES_DIR / "node-default.yaml"
-DEFAULT_POD_TEMPLATE_PATH: Final = TEMPLATES_DIR / "pod-default.yaml"
+# What an op without a template creates: a bare Ready node of cpu 4, memory 32Gi, pods 110,
+# and a pause pod asking 100m / 500Mi with containerPort 80 (the shape of upstream's
+# defaults), kept as data files there.
+DEFAULT_NODE_TEMPLATE_PATH: Final = TEMPLATES_DIR / "node-basic.yaml"
+DEFAULT_POD_TEMPLATE_PATH: Final = TEMPLATES_DIR / "pod-basic.yaml"
 
 
 # ---------------------------------------------------------------------- workloads
