@@ -19,6 +19,7 @@ from bench.scheduler_perf import (
     attempted,
     barrier_by_listing,
     churn,
+    churn_object,
     render,
     render_skipped,
     throughput_stats,
@@ -407,3 +408,23 @@ def test_upstreams_files_parse_unchanged(area: str) -> None:
         assert "PreemptionAsync/5000Nodes" in names
         churn_op = next(op for op in parsed.workloads[4].ops if isinstance(op, Churn))
         assert churn_op.interval == 0.2 and churn_op.mode == "create"
+
+
+def test_a_churned_pod_gets_its_priority_through_the_runs_priority_class(tmp_path: Path) -> None:
+    _file(tmp_path, "t/pod.yaml", POD)
+    text = """
+- name: T
+  workloadTemplate:
+  - {opcode: churn, mode: create, templatePaths: [t/pod.yaml]}
+  workloads:
+  - {name: w}
+"""
+    (w,) = parse_workloads(yaml.safe_load(text), base_dir=tmp_path)
+    assert w.priorities() == [7]
+    (op,) = w.ops
+    assert isinstance(op, Churn)
+    pod = churn_object(op.templates[0], 0, 5)
+    assert isinstance(pod, types_pb2.Pod)
+    assert pod.metadata.name == "p-0-5" and not pod.metadata.generate_name
+    assert pod.spec.priority_class_name == "scheduler-perf-priority-7"
+    assert not pod.spec.HasField("priority")
