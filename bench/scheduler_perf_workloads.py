@@ -838,7 +838,7 @@ def _create_pods(
         t_where = f"{where}.podTemplatePath"
         if path is None:
             path = default_pod or DEFAULT_POD_TEMPLATE_PATH
-            t_where = "defaultPodTemplatePath" if default_pod else where
+            t_where = f"{where} (defaultPodTemplatePath)" if default_pod else where
         data, text = _text_template(path, t_where, t_params, count)
     pod = _message(kinds.BY_KIND["Pod"], data, f"{where}.podTemplate")
     assert isinstance(pod, types_pb2.Pod)
