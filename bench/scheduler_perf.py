@@ -1216,6 +1216,17 @@ def render(results: Sequence[Result]) -> str:
     return "\n".join(lines)
 
 
+RUN_FAILURES: Final = (ProcessStartError, RuntimeError, TimeoutError, ApiError)
+
+
+def run_failure(raised: BaseException) -> BaseException | None:
+    """The failure of one run that the others survive (a timeout, an API error, ...), found
+    inside the exception groups of the run's task groups; None for anything else."""
+    while isinstance(raised, BaseExceptionGroup) and len(raised.exceptions) == 1:
+        raised = raised.exceptions[0]
+    return raised if isinstance(raised, RUN_FAILURES) else None
+
+
 def _selected(skipped: Skipped, names: Sequence[str]) -> bool:
     """Whether a skipped test case or workload is among those asked for by name (all when
     none is named)."""
@@ -1554,8 +1565,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                     log.info("workload %s %s %s", w.full_name, variant.name, path)
                     try:
                         results.append(run_workload(w, variant, opts, path))
-                    except (ProcessStartError, RuntimeError, TimeoutError, ApiError) as e:
-                        error = f"{type(e).__name__}: {e}"
+                    except Exception as raised:  # one run's failure, else re-raised
+                        failure = run_failure(raised)
+                        if failure is None:
+                            raise
+                        error = f"{type(failure).__name__}: {failure}"
                         results.append(
                             Result(w.full_name, variant=variant.name, path=path, error=error)
                         )

@@ -22,6 +22,7 @@ from bench.scheduler_perf import (
     churn_object,
     render,
     render_skipped,
+    run_failure,
     throughput_stats,
 )
 from bench.scheduler_perf_workloads import (
@@ -428,3 +429,12 @@ def test_a_churned_pod_gets_its_priority_through_the_runs_priority_class(tmp_pat
     assert pod.metadata.name == "p-0-5" and not pod.metadata.generate_name
     assert pod.spec.priority_class_name == "scheduler-perf-priority-7"
     assert not pod.spec.HasField("priority")
+
+
+def test_a_timeout_inside_the_runs_task_groups_fails_that_run_only() -> None:
+    timeout = TimeoutError("the pods of op 3 were not all bound within 900 s")
+    nested = ExceptionGroup("outer", [ExceptionGroup("inner", [timeout])])
+    assert run_failure(nested) is timeout
+    assert run_failure(timeout) is timeout
+    assert run_failure(ExceptionGroup("two", [timeout, ValueError("x")])) is None
+    assert run_failure(KeyError("bug")) is None
