@@ -58,6 +58,7 @@ from typing import Any, Final, Protocol
 import anyio
 import anyio.abc
 import yaml
+from google.protobuf.message import Message
 from prometheus_client.parser import text_string_to_metric_families
 
 from bench.common import (
@@ -76,21 +77,28 @@ from bench.common import (
 )
 from bench.scheduler_perf_cycle import DifferentialResult, render_differential, run_differential
 from bench.scheduler_perf_workloads import (
+    ATTEMPTED,
+    RECREATE,
     WORKLOAD_FILES,
     Barrier,
+    Churn,
     CreateNamespaces,
     CreateNodes,
     CreatePods,
     DeletePods,
     Op,
+    Skipped,
     Sleep,
+    StartCollectingMetrics,
+    StopCollectingMetrics,
     Variant,
     Workload,
     WorkloadError,
-    load_workload_files,
+    load_workload_file_set,
     namespace_objects,
     node_objects,
     pod_objects,
+    priority_class_name,
     priority_class_objects,
     select_workloads,
 )
@@ -98,7 +106,7 @@ from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.client.interface import ApiClient
 from kemu.component.version import DEFAULT_VERSION
-from kemu.machinery import quantity, resources
+from kemu.machinery import kinds, quantity, resources
 from kemu.machinery.errors import AlreadyExists, ApiError, Gone, NotFound
 from kemu.machinery.pod_strategy import default_requests_from_limits
 from kemu.testing.cluster import Cluster
@@ -110,6 +118,7 @@ log = logging.getLogger(__name__)
 DEFAULT_LABEL: Final = "performance"
 QUICK_LABEL: Final = "quick"
 CREATORS: Final = 16  # creates in flight
+BARRIER_POLL: Final = 0.2  # seconds between a barrier's pod lists (upstream polls every 1 s)
 SAMPLE_INTERVAL: Final = 1.0  # seconds per throughput sample, as scheduler_perf
 WAIT_TIMEOUT: Final = 600.0  # for the pods of one op to be bound
 ALGORITHM_DURATION: Final = "scheduler_scheduling_algorithm_duration_seconds"
@@ -387,6 +396,8 @@ class BindTracker:
         self._gone_unbound_in: Counter[str] = Counter()
         self._changed = anyio.Event()
         self.events = 0
+        # (time, namespace, labels) of each pod of the run's createPods ops seen bound.
+        self.bound_log: list[tuple[float, str, dict[str, str]]] = []
 
     def expect(self, op_index: int, pods: Sequence[types_pb2.Pod]) -> None:
         """Registers the pods an op is about to create (before creating them)."""
@@ -417,6 +428,7 @@ class BindTracker:
         op = self._owner.get(key)
         if op is None:
             return
+        self.bound_log.append((self._clock(), pod.metadata.namespace, dict(pod.metadata.labels)))
         self.bound_at[op].append(self._clock())
         self.bound_in[pod.metadata.namespace] += 1
         self._changed.set()
@@ -533,6 +545,10 @@ class Result:
     watch_events: int = 0
     load_avg_start: list[float] = field(default_factory=list)
     profile: dict[str, Any] = field(default_factory=dict)
+    # upstream's threshold (pods/s, the throughput average) and whether it was met.
+    threshold: float | None = None
+    threshold_met: bool | None = None
+    not_modelled_gates: list[str] = field(default_factory=list)
     error: str = ""
 
     @property
@@ -587,6 +603,8 @@ class Runner:
             measured_pods=workload.count(CreatePods, measured=True),
             expected_min_victims=expected_min_victims(workload),
             load_avg_start=list(os.getloadavg()),
+            threshold=workload.threshold,
+            not_modelled_gates=list(workload.not_modelled_gates),
         )
         self.pids: dict[str, int | None] = {
             "scheduler": cluster.processes["scheduler"].pid,
@@ -598,6 +616,8 @@ class Runner:
         self._background: anyio.abc.TaskGroup | None = None  # ops running on after their turn
         self._profiled: anyio.Event | None = None  # while a py-spy profile runs
         self.node_names: list[str] = []  # of the createNodes ops, in creation order
+        self._churn: anyio.abc.TaskGroup | None = None  # churn ops, until the ops are done
+        self._collecting: tuple[StartCollectingMetrics, float] | None = None
 
     async def run(self) -> Result:
         async with Client(self.cluster.server, user_agent="bench-scheduler-perf") as client:
@@ -611,8 +631,11 @@ class Runner:
                 # Ops that do not wait for completion (deletePods) finish before the run ends.
                 async with anyio.create_task_group() as background:
                     self._background = background
-                    for index, op in enumerate(self.workload.ops):
-                        await self.run_op(client, tracker, index, op)
+                    async with anyio.create_task_group() as churn:
+                        self._churn = churn
+                        for index, op in enumerate(self.workload.ops):
+                            await self.run_op(client, tracker, index, op)
+                        churn.cancel_scope.cancel()  # upstream's churn ends with the workload
                 if wants_bind_only_baseline(self.workload, self.opts.bind_only):
                     await self.bind_only(client, tracker)
                 if self._profiled is not None:
@@ -625,8 +648,25 @@ class Runner:
     async def run_op(self, client: Client, tracker: BindTracker, index: int, op: Op) -> None:
         opts = self.opts
         if isinstance(op, Barrier):
-            log.info("op %d: barrier", index)
-            await tracker.wait_namespaces(op.namespaces, opts.timeout)
+            log.info("op %d: barrier (%s)", index, op.stage)
+            if op.stage == ATTEMPTED or op.label_selector:
+                await barrier_by_listing(client, tracker, op, opts.timeout)
+            else:
+                await tracker.wait_namespaces(op.namespaces, opts.timeout)
+            return
+        if isinstance(op, Churn):
+            log.info("op %d: churn (%s) in %s", index, op.mode, op.namespace)
+            await ensure_namespace(client, op.namespace)
+            assert self._churn is not None
+            self._churn.start_soon(churn, client, op, index)
+            return
+        if isinstance(op, StartCollectingMetrics):
+            self._collecting = (op, time.monotonic())
+            return
+        if isinstance(op, StopCollectingMetrics):
+            assert self._collecting is not None
+            self.collected(tracker, *self._collecting)
+            self._collecting = None
             return
         if isinstance(op, CreateNodes):
             log.info("op %d: creating %d nodes", index, op.count)
@@ -707,6 +747,7 @@ class Runner:
         r.created_to_bound = rate(len(times), r.phase_seconds)
         r.samples = throughput_samples(times, start, end)
         r.throughput = throughput_stats(r.samples)
+        self.judge_threshold()
         # The attempt counter is incremented after the binding the watch has seen: scrape until
         # it has caught up (briefly).
         after = before
@@ -726,6 +767,30 @@ class Runner:
         r.nominated = nominated_figures(before, after)
         r.deleted_pods = tracker.deleted() - deleted_before
         r.api_calls = api_calls(api_before, api_after, POD_RESOURCES)
+
+    def judge_threshold(self) -> None:
+        r = self.result
+        if r.threshold is not None and not math.isnan(r.throughput.average):
+            r.threshold_met = r.throughput.average >= r.threshold
+
+    def collected(self, tracker: BindTracker, op: StartCollectingMetrics, start: float) -> None:
+        """startCollectingMetrics .. stopCollectingMetrics: the throughput of the pods bound in
+        the op's namespaces (matching its label selector) between the two."""
+        end = time.monotonic()
+        times = [
+            t
+            for t, ns, labels in tracker.bound_log
+            if start <= t <= end
+            and ns in op.namespaces
+            and all(labels.get(k) == v for k, v in op.label_selector.items())
+        ]
+        r = self.result
+        r.measured_pods = len(times)
+        r.phase_seconds = end - start
+        r.created_to_bound = rate(len(times), r.phase_seconds)
+        r.samples = throughput_samples(sorted(times), start, end)
+        r.throughput = throughput_stats(r.samples)
+        self.judge_threshold()
 
     async def bind_only(self, client: Client, tracker: BindTracker) -> None:
         """The bind-only baseline, after the workload's ops on the same cluster (so that its
@@ -882,6 +947,94 @@ async def create_namespaces(client: ApiClient, op: CreateNamespaces, creators: i
     _raise_errors(res.errors, res.first_error, "namespace")
 
 
+def churn_object(template: Message, op_index: int, serial: int) -> Message:
+    """An object of a churn op: the template named <generateName>churn-<op>-<serial>
+    (upstream lets the apiserver generate the suffix; kemu's names are deterministic)."""
+    obj = type(template)()
+    obj.CopyFrom(template)
+    meta = obj.metadata  # type: ignore[attr-defined]
+    prefix = meta.generate_name or meta.name or "churn-"
+    meta.generate_name = ""
+    meta.name = f"{prefix}{op_index}-{serial}"
+    if isinstance(obj, types_pb2.Pod):
+        if obj.spec.HasField("priority"):
+            # As createPods: the priority through the run's PriorityClass.
+            obj.spec.priority_class_name = priority_class_name(obj.spec.priority)
+            obj.spec.ClearField("priority")
+    return obj
+
+
+async def churn(client: ApiClient, op: Churn, op_index: int) -> None:
+    """upstream's churn op until cancelled: each tick (op.interval) creates one object of each
+    template (mode create, at most op.number ticks when it is not 0), or (mode recreate)
+    deletes the object in slot tick % number of each template if it holds one, else creates
+    one there. Failures are logged and churning goes on, as upstream's."""
+    serial = 0
+    slots: list[list[Message | None]] = [[None] * max(op.number, 1) for _ in op.templates]
+    tick = 0
+    start = time.monotonic()
+    while op.mode == RECREATE or not op.number or tick < op.number:
+        # A ticker: the first round one interval after the op, on an absolute schedule.
+        await anyio.sleep(max(0.0, start + (tick + 1) * op.interval - time.monotonic()))
+        for k, template in enumerate(op.templates):
+            try:
+                if op.mode == RECREATE:
+                    slot = tick % op.number
+                    held = slots[k][slot]
+                    if held is not None:
+                        slots[k][slot] = None
+                        meta = held.metadata  # type: ignore[attr-defined]
+                        await client.delete(type(held), meta.name, meta.namespace)
+                        continue
+                    obj = churn_object(template, op_index, serial)
+                    serial += 1
+                    slots[k][slot] = await _churn_create(client, obj, op.namespace)
+                else:
+                    obj = churn_object(template, op_index, serial)
+                    serial += 1
+                    await _churn_create(client, obj, op.namespace)
+            except ApiError as e:
+                log.warning("churn: %s", e)
+        tick += 1
+
+
+async def _churn_create(client: ApiClient, obj: Message, namespace: str) -> Message:
+    kind = kinds.BY_KIND[type(obj).__name__]
+    if kind.namespaced:
+        obj.metadata.namespace = namespace  # type: ignore[attr-defined]
+    return await client.create(obj)
+
+
+def _matches(pod: types_pb2.Pod, selector: Mapping[str, str]) -> bool:
+    return all(pod.metadata.labels.get(k) == v for k, v in selector.items())
+
+
+def attempted(pod: types_pb2.Pod) -> bool:
+    """Bound, or at least once through a scheduling cycle (or gated): PodScheduled=False."""
+    return bool(pod.spec.node_name) or any(
+        c.type == "PodScheduled" and c.status == "False" for c in pod.status.conditions
+    )
+
+
+async def barrier_by_listing(
+    client: ApiClient, tracker: BindTracker, op: Barrier, within: float
+) -> None:
+    """upstream's barrier with a stageRequirement or a labelSelector: polls the pods of each
+    namespace (those createPods ops made in it when none is given) until as many as the ops
+    created there are bound (Scheduled) or attempted (Attempted)."""
+    namespaces = list(op.namespaces) or sorted(tracker.created_in)
+    check = attempted if op.stage == ATTEMPTED else (lambda p: bool(p.spec.node_name))
+    with anyio.fail_after(within):
+        for ns in namespaces:
+            want = tracker.created_in[ns]
+            while True:
+                pods = (await client.list_all(types_pb2.Pod, ns)).items
+                done = sum(1 for p in pods if _matches(p, op.label_selector) and check(p))
+                if done >= want:
+                    break
+                await anyio.sleep(BARRIER_POLL)
+
+
 async def pods_to_delete(client: ApiClient, op: DeletePods) -> list[types_pb2.Pod]:
     """The pods a deletePods op deletes: those of its namespace (matching its label selector)
     that exist now."""
@@ -969,6 +1122,8 @@ def render(results: Sequence[Result]) -> str:
     if any(r.feature_gates or r.emulated_version not in ("", str(DEFAULT_VERSION)) for r in rs):
         row("emulated version", (r.emulated_version or "-" for r in rs))
         row("feature gates", (_gates_text(r.feature_gates) for r in rs))
+    if any(r.not_modelled_gates for r in rs):
+        row("gates not modelled", (", ".join(r.not_modelled_gates) or "-" for r in rs))
     row("nodes", (str(r.nodes) for r in rs))
     row("init pods / measured pods", (f"{r.init_pods} / {r.measured_pods}" for r in rs))
     row("node creates/s", (fmt(r.node_create_rate, 0) for r in rs))
@@ -979,6 +1134,8 @@ def render(results: Sequence[Result]) -> str:
         row("bind-only baseline pods/s", (fmt(r.bind_only_baseline, 1) for r in rs))
         row("scheduler / bind-only", (fmt(r.scheduler_to_limit, 2) for r in rs))
     row("throughput avg pods/s", (fmt(r.throughput.average, 1) for r in rs))
+    if any(r.threshold is not None for r in rs):
+        row("upstream threshold pods/s", (_threshold_text(r) for r in rs))
     row("throughput p50 / p90 / p99", (
         f"{fmt(r.throughput.p50, 0)} / {fmt(r.throughput.p90, 0)} / {fmt(r.throughput.p99, 0)}"
         for r in rs
@@ -1057,6 +1214,44 @@ def render(results: Sequence[Result]) -> str:
                 for frame, count in p[key]:
                     lines.append(f"    {100 * ratio(count, p['samples']):5.1f}%  {frame}")
     return "\n".join(lines)
+
+
+RUN_FAILURES: Final = (ProcessStartError, RuntimeError, TimeoutError, ApiError)
+
+
+def run_failure(raised: BaseException) -> BaseException | None:
+    """The failure of one run that the others survive (a timeout, an API error, ...), found
+    inside the exception groups of the run's task groups; None for anything else."""
+    while isinstance(raised, BaseExceptionGroup) and len(raised.exceptions) == 1:
+        raised = raised.exceptions[0]
+    return raised if isinstance(raised, RUN_FAILURES) else None
+
+
+def _selected(skipped: Skipped, names: Sequence[str]) -> bool:
+    """Whether a skipped test case or workload is among those asked for by name (all when
+    none is named)."""
+    if not names or "all" in names:
+        return True
+    case = skipped.name.split("/", 1)[0]
+    return any(n in (skipped.name, case) or skipped.name.startswith(n + "/") for n in names)
+
+
+def render_skipped(skipped: Sequence[Skipped]) -> str:
+    """The test cases and workloads that do not run, with the reasons."""
+    if not skipped:
+        return "skipped: none"
+    lines = [f"skipped ({len(skipped)}):"]
+    for s in skipped:
+        kind = "refused" if s.refused else "not modelled"
+        lines.append(f"  {s.name}: {kind}: {s.reason}")
+    return "\n".join(lines)
+
+
+def _threshold_text(r: Result) -> str:
+    if r.threshold is None:
+        return "-"
+    verdict = "-" if r.threshold_met is None else ("met" if r.threshold_met else "NOT met")
+    return f"{r.threshold:g} ({verdict}, {fmt(ratio(r.throughput.average, r.threshold), 2)}x)"
 
 
 def _gates_text(gates: Mapping[str, bool]) -> str:
@@ -1308,7 +1503,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         paths = [Path(p) for p in args.config] if args.config else list(WORKLOAD_FILES)
-        workloads = load_workload_files(paths)
+        # kemu's own files must run whole; a file given with --config (upstream's) runs what
+        # kemu can, and lists the rest as skipped with the reason.
+        loaded = load_workload_file_set(paths, strict=not args.config)
+        workloads = list(loaded.workloads)
+        skipped = [s for s in loaded.skipped if _selected(s, args.workload)]
         label = QUICK_LABEL if args.quick else (args.label or DEFAULT_LABEL)
         chosen = select_workloads(workloads, args.workload, label)
         if args.workload and (args.quick or args.label):  # both given: the named and labelled
@@ -1330,8 +1529,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 extra.append(f"{w.compare_gate} on vs off")
             if w.scheduler_config is not None:
                 extra.append("own scheduler config")
+            if w.threshold is not None:
+                extra.append(f"threshold {w.threshold:g} pods/s")
             tail = f"  ({'; '.join(extra)})" if extra else ""
             print(f"{w.full_name}  [{', '.join(w.labels)}]  {params}{tail}")
+        print(render_skipped(loaded.skipped))
         return 0
     if not chosen:
         print("bench scheduler_perf: no workload selected", file=sys.stderr)
@@ -1368,8 +1570,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                     log.info("workload %s %s %s", w.full_name, variant.name, path)
                     try:
                         results.append(run_workload(w, variant, opts, path))
-                    except (ProcessStartError, RuntimeError, TimeoutError, ApiError) as e:
-                        error = f"{type(e).__name__}: {e}"
+                    except Exception as raised:  # one run's failure, else re-raised
+                        failure = run_failure(raised)
+                        if failure is None:
+                            raise
+                        error = f"{type(failure).__name__}: {failure}"
                         results.append(
                             Result(w.full_name, variant=variant.name, path=path, error=error)
                         )
@@ -1378,7 +1583,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("bench scheduler_perf: interrupted; the cluster was stopped", file=sys.stderr)
         return 130
     print(render(results))
+    if skipped:
+        print(render_skipped(skipped))
     if opts.json_path:
-        data = {"host": {"cpus": os.cpu_count()}, "results": jsonable(results)}
+        data = {
+            "host": {"cpus": os.cpu_count()},
+            "results": jsonable(results),
+            "skipped": jsonable(skipped),
+        }
         Path(opts.json_path).write_text(json.dumps(data, indent=2) + "\n")
     return status

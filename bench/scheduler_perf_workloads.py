@@ -10,6 +10,8 @@ Anything the runner cannot do is a WorkloadError naming the field.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -19,7 +21,7 @@ import yaml
 from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
-from kemu.component.featuregate import FeatureGateError, FeatureGates
+from kemu.component.featuregate import FeatureGateError, FeatureGates, gate_modelled
 from kemu.component.version import DEFAULT_VERSION, Version, parse_emulated_version
 from kemu.machinery import convert, kinds
 from kemu.machinery.duration import DurationError, parse_duration
@@ -27,21 +29,21 @@ from kemu.machinery.errors import Invalid
 from scheduler.config import config_from_dict
 
 WORKLOADS_DIR: Final = Path(__file__).parent / "workloads"
-# The files the runner reads unless told otherwise, laid out as upstream's scheduler_perf:
-# kemu's own workloads, then upstream's per-area files (their templates in templates/).
+# kemu's own workload files, read unless told otherwise: the basic, preemption and
+# nominated-node-name figures, the affinity workloads, and the workloads of every op.
+# upstream's files run from a checkout of kubernetes/kubernetes with --config.
 WORKLOADS_FILE: Final = WORKLOADS_DIR / "performance-config.yaml"
 WORKLOAD_FILES: Final = (
     WORKLOADS_FILE,
-    WORKLOADS_DIR / "affinity" / "performance-config.yaml",
-    WORKLOADS_DIR / "misc" / "performance-config.yaml",
-    WORKLOADS_DIR / "batching" / "performance-config.yaml",
+    WORKLOADS_DIR / "affinity.yaml",
+    WORKLOADS_DIR / "ops.yaml",
 )
 TEMPLATES_DIR: Final = WORKLOADS_DIR / "templates"
-# What an op without a template creates: upstream's templates/node-default.yaml (cpu 4,
-# memory 32Gi, pods 110, Ready) and templates/pod-default.yaml (one pause container with
-# containerPort 80, requests = limits = 100m / 500Mi), kept as data files there.
-DEFAULT_NODE_TEMPLATE_PATH: Final = TEMPLATES_DIR / "node-default.yaml"
-DEFAULT_POD_TEMPLATE_PATH: Final = TEMPLATES_DIR / "pod-default.yaml"
+# What an op without a template creates: a bare Ready node of cpu 4, memory 32Gi, pods 110,
+# and a pause pod asking 100m / 500Mi with containerPort 80 (the shape of upstream's
+# defaults), kept as data files there.
+DEFAULT_NODE_TEMPLATE_PATH: Final = TEMPLATES_DIR / "node-basic.yaml"
+DEFAULT_POD_TEMPLATE_PATH: Final = TEMPLATES_DIR / "pod-basic.yaml"
 
 
 # ---------------------------------------------------------------------- workloads
@@ -60,10 +62,25 @@ class NodeLabels:
 
 
 @dataclass(frozen=True)
+class TemplateText:
+    """A template file with Go text/template actions (upstream renders pod and node templates
+    once per object with `.Index`, `.Count` and the op's templateParams): rendered per object."""
+
+    text: str
+    params: Mapping[str, Any]
+    where: str
+
+    def render(self, index: int, count: int) -> dict[str, Any]:
+        env = {**self.params, "Index": index, "Count": count}
+        return _yaml_mapping(render_template(self.text, env, self.where), self.where)
+
+
+@dataclass(frozen=True)
 class CreateNodes:
     count: int
     template: types_pb2.Node
     labels: NodeLabels | None = None
+    text: TemplateText | None = None  # when the template file has actions: rendered per node
 
 
 @dataclass(frozen=True)
@@ -89,11 +106,55 @@ class CreatePods:
     # The pods' priority, through the PriorityClass priority_class_name(priority) that the
     # run creates (the Priority admission plugin rejects a bare spec.priority).
     priority: int | None = None
+    text: TemplateText | None = None  # when the template file has actions: rendered per pod
+
+
+SCHEDULED: Final = "Scheduled"
+ATTEMPTED: Final = "Attempted"
 
 
 @dataclass(frozen=True)
 class Barrier:
+    """Waits until the pods createPods ops made in `namespaces` (all when empty) that match
+    `label_selector` are bound (stage Scheduled) or were at least once tried by the scheduler,
+    bound or PodScheduled=False (stage Attempted)."""
+
     namespaces: tuple[str, ...] = ()  # empty: every namespace
+    label_selector: Mapping[str, str] = field(default_factory=dict)
+    stage: str = SCHEDULED
+
+
+CREATE: Final = "create"
+RECREATE: Final = "recreate"
+
+
+@dataclass(frozen=True)
+class Churn:
+    """upstream's churn op, in the background until the workload ends: every `interval`
+    seconds one object of each template is created (mode create; at most `number` rounds,
+    unlimited when 0), or (mode recreate) round k creates slot k % number of each template
+    or, if that slot holds an object, deletes it."""
+
+    mode: str
+    number: int
+    interval: float
+    namespace: str
+    templates: tuple[Message, ...]
+
+
+@dataclass(frozen=True)
+class StartCollectingMetrics:
+    """Measures the pods bound in `namespaces` (matching `label_selector`) from here to the
+    stopCollectingMetrics op."""
+
+    name: str
+    namespaces: tuple[str, ...]
+    label_selector: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StopCollectingMetrics:
+    pass
 
 
 @dataclass(frozen=True)
@@ -113,7 +174,17 @@ class DeletePods:
     per_second: int = 0
 
 
-Op = CreateNodes | CreateNamespaces | CreatePods | Barrier | Sleep | DeletePods
+Op = (
+    CreateNodes
+    | CreateNamespaces
+    | CreatePods
+    | Barrier
+    | Sleep
+    | DeletePods
+    | Churn
+    | StartCollectingMetrics
+    | StopCollectingMetrics
+)
 
 
 @dataclass(frozen=True)
@@ -138,6 +209,10 @@ class Workload:
     scheduler_config: Mapping[str, Any] | None = None  # a KubeSchedulerConfiguration
     # A/B: the workload runs twice, this gate on then off, each on a fresh cluster.
     compare_gate: str | None = None
+    # upstream's threshold: the least SchedulingThroughput average (pods/s) expected.
+    threshold: float | None = None
+    # Gates the workload sets that kemu knows (upstream's lifecycle) but does not model.
+    not_modelled_gates: tuple[str, ...] = ()
 
     @property
     def full_name(self) -> str:
@@ -154,13 +229,15 @@ class Workload:
 
     def priorities(self) -> list[int]:
         """The pod priorities the run needs a PriorityClass for, ascending."""
-        return sorted(
-            {
-                op.priority
-                for op in self.ops
-                if isinstance(op, CreatePods) and op.priority is not None
-            }
-        )
+        found = {
+            op.priority for op in self.ops if isinstance(op, CreatePods) and op.priority is not None
+        }
+        for op in self.ops:
+            if isinstance(op, Churn):
+                for t in op.templates:
+                    if isinstance(t, types_pb2.Pod) and t.spec.HasField("priority"):
+                        found.add(t.spec.priority)
+        return sorted(found)
 
     @property
     def measured(self) -> CreatePods | None:
@@ -197,23 +274,56 @@ _CREATE_PODS_FIELDS: Final = frozenset(
         "collectMetrics",
         "skipWaitToCompletion",
         "priority",
+        "templateParams",
     }
 )
 _OP_FIELDS: Final[dict[str, frozenset[str]]] = {
     "createNodes": frozenset(
-        {"opcode", "count", "countParam", "nodeTemplate", "nodeTemplatePath", "labelNodePrepareStrategy"}
+        {"opcode", "count", "countParam", "nodeTemplate", "nodeTemplatePath",
+         "labelNodePrepareStrategy", "templateParams"}
     ),
     "createNamespaces": frozenset(
         {"opcode", "prefix", "count", "countParam", "namespaceTemplate", "namespaceTemplatePath"}
     ),
     "createPods": _CREATE_PODS_FIELDS,
     "createPodSets": frozenset({"opcode", "count", "countParam", "namespacePrefix", "createPodsOp"}),
-    "barrier": frozenset({"opcode", "namespaces"}),
+    "barrier": frozenset({"opcode", "namespaces", "labelSelector", "stageRequirement"}),
     "sleep": frozenset({"opcode", "duration"}),
     "deletePods": frozenset(
         {"opcode", "namespace", "labelSelector", "skipWaitToCompletion", "deletePodsPerSecond"}
     ),
+    "churn": frozenset(
+        {"opcode", "mode", "number", "intervalMilliseconds", "namespace", "templatePaths"}
+    ),
+    "startCollectingMetrics": frozenset({"opcode", "name", "namespaces", "labelSelector"}),
+    "stopCollectingMetrics": frozenset({"opcode"}),
 }  # fmt: skip
+# upstream's opcodes and fields kemu does not run: a workload using one is skipped with the
+# reason, not refused.
+_NOT_MODELLED_OPCODES: Final[Mapping[str, str]] = {
+    "createAny": "creates arbitrary objects (DRA classes, slices, claims)",
+    "createResourceClaims": "DRA is not modelled",
+    "createResourceDriver": "DRA is not modelled",
+    "allocResourceClaims": "DRA is not modelled",
+    "updateAny": "updates arbitrary objects",
+    "waitForPodGroups": "pod groups (gang scheduling) are not modelled",
+    "createPodGroups": "pod groups (gang scheduling) are not modelled",
+}
+_NOT_MODELLED_FIELDS: Final[Mapping[str, str]] = {
+    "persistentVolumeTemplatePath": "persistent volumes are not modelled",
+    "persistentVolumeClaimTemplatePath": "persistent volumes are not modelled",
+    "steadyState": "the steady-state mode of createPods is not modelled",
+    "steadyStateParam": "the steady-state mode of createPods is not modelled",
+    "duration": "the steady-state mode of createPods is not modelled",
+    "durationParam": "the steady-state mode of createPods is not modelled",
+    "countMultiplierParam": "pod groups (gang scheduling) are not modelled",
+    "signatureBatchSize": "opportunistic batching signatures are not modelled",
+    "signatureBatchSizeParam": "opportunistic batching signatures are not modelled",
+    "nodeAllocatableStrategy": "nodeAllocatableStrategy (CSINode allocatable) is not modelled",
+    "uniqueNodeLabelStrategy": "uniqueNodeLabelStrategy is not modelled",
+    "collectors": "collectors other than the throughput are not modelled",
+    "metricsCollectorConfig": "upstream's metrics collector configuration is not modelled",
+}
 _NODE_LABEL_FIELDS: Final = frozenset({"labelKey", "labelValues"})
 # Fields that set up the control plane, given by a test case and/or a workload (the
 # workload's win; featureGates are merged).
@@ -227,17 +337,49 @@ _CLUSTER_FIELDS: Final = frozenset(
     }
 )
 _TEST_CASE_FIELDS: Final = (
-    frozenset({"name", "labels", "defaultPodTemplatePath", "workloadTemplate", "workloads"})
+    frozenset(
+        {
+            "name",
+            "labels",
+            "defaultPodTemplatePath",
+            "workloadTemplate",
+            "workloads",
+            "thresholdMetricSelector",
+        }
+    )
     | _CLUSTER_FIELDS
 )
-_WORKLOAD_FIELDS: Final = frozenset({"name", "labels", "params"}) | _CLUSTER_FIELDS
+_WORKLOAD_FIELDS: Final = frozenset({"name", "labels", "params", "threshold"}) | _CLUSTER_FIELDS
+# upstream's default thresholdMetricSelector: the throughput average, the one kemu reports.
+_THRESHOLD_METRIC: Final = {"name": "SchedulingThroughput", "dataBucket": "Average"}
 # PriorityClass values users may create (upstream's HighestUserDefinablePriority and int32).
 MIN_PRIORITY: Final = -(2**31)
 MAX_PRIORITY: Final = 1_000_000_000
 
 
+class NotModelled(WorkloadError):
+    """A workload that uses something kemu does not model; the message says what."""
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A test case (`name` without a slash) or one workload that does not run: `refused` for an
+    error in the file (the reason names the field), else for something kemu does not model."""
+
+    name: str
+    reason: str
+    refused: bool = False
+
+
+@dataclass(frozen=True)
+class WorkloadFile:
+    workloads: tuple[Workload, ...]
+    skipped: tuple[Skipped, ...] = ()
+
+
 def load_workloads(path: Path) -> list[Workload]:
-    """Every workload of a performance-config YAML file (template paths are relative to it)."""
+    """Every workload of a performance-config YAML file (template paths are relative to it);
+    anything the runner cannot do is an error (kemu's own files)."""
     try:
         data = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as e:
@@ -248,62 +390,198 @@ def load_workloads(path: Path) -> list[Workload]:
         raise WorkloadError(f"{path}: {e}") from e
 
 
-def load_workload_files(paths: Sequence[Path]) -> list[Workload]:
+def load_workload_file(path: Path) -> WorkloadFile:
+    """The workloads of a performance-config YAML file that kemu can run, and the test cases
+    and workloads it skips with their reasons (upstream's files): one bad test case does not
+    refuse the others."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise WorkloadError(f"{path}: {e}") from e
+    try:
+        return parse_file(data, base_dir=path.parent)
+    except WorkloadError as e:
+        raise WorkloadError(f"{path}: {e}") from e
+
+
+def load_workload_files(paths: Sequence[Path], *, strict: bool = True) -> list[Workload]:
     """The workloads of several files, in order; a workload name must be unique over all."""
+    return list(load_workload_file_set(paths, strict=strict).workloads)
+
+
+def load_workload_file_set(paths: Sequence[Path], *, strict: bool = True) -> WorkloadFile:
+    """The workloads (and, unless `strict`, the skipped ones) of several files, in order; a
+    workload name must be unique over all."""
     out: list[Workload] = []
+    skipped: list[Skipped] = []
     where: dict[str, Path] = {}
     for path in paths:
-        for w in load_workloads(path):
+        if strict:
+            loaded = WorkloadFile(tuple(load_workloads(path)))
+        else:
+            loaded = load_workload_file(path)
+        skipped.extend(loaded.skipped)
+        for w in loaded.workloads:
             if w.full_name in where:
                 raise WorkloadError(
                     f"{path}: workload {w.full_name} is also in {where[w.full_name]}"
                 )
             where[w.full_name] = path
             out.append(w)
-    return out
+    return WorkloadFile(tuple(out), tuple(skipped))
 
 
 def parse_workloads(data: Any, *, base_dir: Path | None = None) -> list[Workload]:
     """The workloads of the parsed YAML `data`: a list of test cases, each with a
     `workloadTemplate` (ops) and `workloads` (name, labels, params), as upstream's
-    performance-config.yaml. `$name` in `countParam` is replaced by the workload's param."""
+    performance-config.yaml. `$name` in `countParam` is replaced by the workload's param.
+    Strict: the first test case or workload that cannot run is a WorkloadError."""
+    parsed = parse_file(data, base_dir=base_dir, strict=True)
+    return list(parsed.workloads)
+
+
+def parse_file(data: Any, *, base_dir: Path | None = None, strict: bool = False) -> WorkloadFile:
+    """As parse_workloads, but a test case or workload that cannot run is listed in `skipped`
+    with its reason while the others are parsed (unless `strict`)."""
     if not isinstance(data, list):
         raise WorkloadError(f"<root>: expected a list of test cases, got {_type_name(data)}")
     out: list[Workload] = []
+    skipped: list[Skipped] = []
     seen: set[str] = set()
     for i, case in enumerate(data):
         where = f"[{i}]"
-        case_map = _mapping(case, where, _TEST_CASE_FIELDS)
-        name = _string(case_map, "name", where)
-        where = f"[{i}] {name}"
-        case_labels = _labels(case_map, where)
-        default_pod = _load_template_path(case_map, "defaultPodTemplatePath", where, base_dir)
-        template = case_map.get("workloadTemplate")
-        if not isinstance(template, list) or not template:
-            raise WorkloadError(f"{where}.workloadTemplate: expected a non-empty list of ops")
-        workloads = case_map.get("workloads")
-        if not isinstance(workloads, list) or not workloads:
-            raise WorkloadError(f"{where}.workloads: expected a non-empty list of workloads")
-        for j, w in enumerate(workloads):
-            w_where = f"{where}.workloads[{j}]"
-            w_map = _mapping(w, w_where, _WORKLOAD_FIELDS)
-            w_name = _string(w_map, "name", w_where)
-            params = _params(w_map.get("params", {}), f"{w_where}.params")
-            ops = _parse_ops(template, where, params, w_name, default_pod, base_dir)
-            cluster = _cluster_settings(case_map, w_map, where, w_where, base_dir)
-            workload = Workload(
-                test_case=name,
-                name=w_name,
-                labels=tuple(dict.fromkeys([*case_labels, *_labels(w_map, w_where)])),
-                params=params,
-                ops=tuple(ops),
-                **cluster,
-            )
+        name = case.get("name") if isinstance(case, dict) else None
+        label = name if isinstance(name, str) and name else where
+        try:
+            workloads, case_skipped = _parse_test_case(case, where, base_dir, strict)
+        except WorkloadError as e:
+            if strict:
+                raise
+            skipped.append(Skipped(label, str(e), refused=not isinstance(e, NotModelled)))
+            continue
+        for workload in workloads:
             if workload.full_name in seen:
-                raise WorkloadError(f"{w_where}.name: duplicate workload {workload.full_name}")
+                error = WorkloadError(
+                    f"[{i}] {workload.test_case}.workloads: duplicate workload {workload.full_name}"
+                )
+                if strict:
+                    raise error
+                skipped.append(Skipped(workload.full_name, str(error), refused=True))
+                continue
             seen.add(workload.full_name)
             out.append(workload)
-    return out
+        skipped.extend(case_skipped)
+    return WorkloadFile(tuple(out), tuple(skipped))
+
+
+def _parse_test_case(
+    case: Any, where: str, base_dir: Path | None, strict: bool
+) -> tuple[list[Workload], list[Skipped]]:
+    """One test case's workloads, and those skipped (all of them, if for the same reason, as
+    the test case itself)."""
+    case_map = _mapping(case, where, _TEST_CASE_FIELDS)
+    name = _string(case_map, "name", where)
+    where = f"[{where[1:-1]}] {name}"
+    _threshold_selector(case_map, where)
+    case_labels = _labels(case_map, where)
+    default_pod_path = _path(case_map, "defaultPodTemplatePath", where, base_dir)
+    template = case_map.get("workloadTemplate")
+    if not isinstance(template, list) or not template:
+        raise WorkloadError(f"{where}.workloadTemplate: expected a non-empty list of ops")
+    workloads = case_map.get("workloads")
+    if not isinstance(workloads, list) or not workloads:
+        raise WorkloadError(f"{where}.workloads: expected a non-empty list of workloads")
+    out: list[Workload] = []
+    skipped: list[Skipped] = []
+    names: set[str] = set()
+    for j, w in enumerate(workloads):
+        w_where = f"{where}.workloads[{j}]"
+        w_name = w.get("name") if isinstance(w, dict) else None
+        full = f"{name}/{w_name}" if isinstance(w_name, str) and w_name else w_where
+        try:
+            if full in names:
+                raise WorkloadError(f"{w_where}.name: duplicate workload {full}")
+            names.add(full)
+            out.append(
+                _parse_workload(
+                    case_map,
+                    w,
+                    name,
+                    where,
+                    w_where,
+                    case_labels,
+                    template,
+                    default_pod_path,
+                    base_dir,
+                )
+            )
+        except WorkloadError as e:
+            if strict:
+                raise
+            skipped.append(Skipped(full, str(e), refused=not isinstance(e, NotModelled)))
+    if not out and skipped and all(s.refused is False for s in skipped):
+        reasons = {_strip_where(s.reason) for s in skipped}
+        if len(reasons) == 1:
+            return [], [Skipped(name, skipped[0].reason)]
+    return out, skipped
+
+
+def _strip_where(reason: str) -> str:
+    return reason.split(": ", 1)[-1]
+
+
+def _parse_workload(
+    case_map: Mapping[str, Any],
+    w: Any,
+    name: str,
+    where: str,
+    w_where: str,
+    case_labels: tuple[str, ...],
+    template: Sequence[Any],
+    default_pod_path: Path | None,
+    base_dir: Path | None,
+) -> Workload:
+    w_map = _mapping(w, w_where, _WORKLOAD_FIELDS)
+    w_name = _string(w_map, "name", w_where)
+    params = _params(w_map.get("params", {}), f"{w_where}.params")
+    threshold: float | None = None
+    if "threshold" in w_map:
+        value = w_map["threshold"]
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise WorkloadError(
+                f"{w_where}.threshold: expected a non-negative number (pods/s), got {value!r}"
+            )
+        threshold = float(value)
+    cluster = _cluster_settings(case_map, w_map, where, w_where, base_dir)
+    ops = _parse_ops(template, where, params, w_name, default_pod_path, base_dir)
+    return Workload(
+        test_case=name,
+        name=w_name,
+        labels=tuple(dict.fromkeys([*case_labels, *_labels(w_map, w_where)])),
+        params=params,
+        ops=tuple(ops),
+        threshold=threshold,
+        **cluster,
+    )
+
+
+def _threshold_selector(case: Mapping[str, Any], where: str) -> None:
+    """upstream's thresholdMetricSelector: only its default (the throughput average) is
+    what kemu measures."""
+    if "thresholdMetricSelector" not in case:
+        return
+    value = case["thresholdMetricSelector"]
+    s_where = f"{where}.thresholdMetricSelector"
+    if not isinstance(value, dict):
+        raise WorkloadError(f"{s_where}: expected a mapping, got {_type_name(value)}")
+    given = {k: v for k, v in value.items() if k in ("name", "dataBucket")}
+    if {**_THRESHOLD_METRIC, **given} != _THRESHOLD_METRIC or set(value) - {
+        "name",
+        "dataBucket",
+    }:
+        raise NotModelled(
+            f"{s_where}: kemu reports the threshold against SchedulingThroughput Average only"
+        )
 
 
 def select_workloads(
@@ -330,14 +608,16 @@ def _parse_ops(
     where: str,
     params: Mapping[str, int],
     workload: str,
-    default_pod: Mapping[str, Any] | None,
+    default_pod: Path | None,
     base_dir: Path | None,
 ) -> list[Op]:
     """The ops of one workload, createPodSets unrolled; checks what needs the ops together:
-    one measured op, and barriers on namespaces an earlier op creates."""
+    one measured op, barriers on namespaces an earlier op creates, collection started before
+    it stops."""
     ops: list[Op] = []
     known: set[str] = set()  # namespaces created so far
     measured: str | None = None
+    collecting: str | None = None
     for k, raw in enumerate(template):
         op_where = f"{where}.workloadTemplate[{k}]"
         for op in _parse_op(raw, op_where, len(ops), params, workload, default_pod, base_dir):
@@ -346,10 +626,10 @@ def _parse_ops(
             elif isinstance(op, CreatePods):
                 known.add(op.namespace)
                 if op.collect_metrics:
-                    if measured is not None:
+                    if measured is not None or collecting is not None:
                         raise WorkloadError(
                             f"{op_where}.collectMetrics: only one op per workload can collect "
-                            f"metrics ({measured} does)"
+                            f"metrics ({measured or collecting} does)"
                         )
                     measured = op_where
             elif isinstance(op, Barrier):
@@ -358,7 +638,22 @@ def _parse_ops(
                         raise WorkloadError(
                             f"{op_where}.namespaces: no op before the barrier creates {ns!r}"
                         )
+            elif isinstance(op, StartCollectingMetrics):
+                if collecting is not None or measured is not None:
+                    raise WorkloadError(
+                        f"{op_where}.opcode: metrics are already collected by "
+                        f"{collecting or measured}"
+                    )
+                collecting = op_where
+            elif isinstance(op, StopCollectingMetrics):
+                if collecting is None:
+                    raise WorkloadError(
+                        f"{op_where}.opcode: no startCollectingMetrics op before it"
+                    )
+                measured, collecting = collecting, None
             ops.append(op)
+    if collecting is not None:
+        raise WorkloadError(f"{collecting}.opcode: no stopCollectingMetrics op after it")
     return ops
 
 
@@ -368,7 +663,7 @@ def _parse_op(
     index: int,
     params: Mapping[str, int],
     workload: str,
-    default_pod: Mapping[str, Any] | None,
+    default_pod: Path | None,
     base_dir: Path | None,
 ) -> list[Op]:
     """The op(s) of one entry of a workloadTemplate: one, or for createPodSets one createPods
@@ -376,23 +671,36 @@ def _parse_op(
     if not isinstance(raw, dict):
         raise WorkloadError(f"{where}: expected a mapping, got {_type_name(raw)}")
     opcode = raw.get("opcode")
+    if isinstance(opcode, str) and opcode in _NOT_MODELLED_OPCODES:
+        raise NotModelled(f"{where}.opcode: {opcode}: {_NOT_MODELLED_OPCODES[opcode]}")
     if opcode not in _OP_FIELDS:
         raise WorkloadError(
             f"{where}.opcode: expected one of {', '.join(sorted(_OP_FIELDS))}, got {opcode!r}"
         )
-    _mapping(raw, where, _OP_FIELDS[opcode])
+    _op_mapping(raw, where, _OP_FIELDS[opcode])
     if opcode == "barrier":
-        namespaces = raw.get("namespaces", [])
-        if not isinstance(namespaces, list) or not all(isinstance(n, str) for n in namespaces):
-            raise WorkloadError(f"{where}.namespaces: expected a list of strings")
-        return [Barrier(tuple(namespaces))]
+        return [_barrier(raw, where)]
     if opcode == "sleep":
         return [_sleep(raw, where)]
     if opcode == "deletePods":
         return [_delete_pods(raw, where)]
+    if opcode == "churn":
+        return [_churn(raw, where, index, base_dir)]
+    if opcode == "startCollectingMetrics":
+        namespaces = _strings(raw, "namespaces", where)
+        if not namespaces:
+            raise WorkloadError(f"{where}.namespaces: expected a non-empty list of namespaces")
+        name = raw.get("name", "")
+        if not isinstance(name, str):
+            raise WorkloadError(f"{where}.name: expected a string, got {_type_name(name)}")
+        return [
+            StartCollectingMetrics(name, tuple(namespaces), _selector(raw, "labelSelector", where))
+        ]
+    if opcode == "stopCollectingMetrics":
+        return [StopCollectingMetrics()]
     count = _count(raw, where, params, workload)
     if opcode == "createNodes":
-        return [_create_nodes(raw, where, count, base_dir)]
+        return [_create_nodes(raw, where, count, params, base_dir)]
     if opcode == "createNamespaces":
         prefix = _string(raw, "prefix", where)
         data = _template(raw, "namespaceTemplate", where, base_dir) or {}
@@ -402,7 +710,7 @@ def _parse_op(
     if opcode == "createPodSets":
         prefix = _string(raw, "namespacePrefix", where)
         inner_where = f"{where}.createPodsOp"
-        inner = _mapping(raw.get("createPodsOp"), inner_where, _CREATE_PODS_FIELDS)
+        inner = _op_mapping(raw.get("createPodsOp"), inner_where, _CREATE_PODS_FIELDS)
         if inner.get("opcode") != "createPods":
             raise WorkloadError(
                 f"{inner_where}.opcode: expected createPods, got {inner.get('opcode')!r}"
@@ -418,15 +726,79 @@ def _parse_op(
     return [_create_pods(raw, where, index, params, workload, default_pod, base_dir)]
 
 
+def _op_mapping(raw: Any, where: str, allowed: frozenset[str]) -> dict[str, Any]:
+    """`raw` as an op's mapping: a field upstream has but kemu does not model is NotModelled,
+    any other unknown field an error."""
+    if isinstance(raw, dict):
+        for key in raw:
+            if key not in allowed and key in _NOT_MODELLED_FIELDS:
+                raise NotModelled(f"{where}.{key}: {_NOT_MODELLED_FIELDS[key]}")
+    return _mapping(raw, where, allowed)
+
+
+def _barrier(raw: Mapping[str, Any], where: str) -> Barrier:
+    namespaces = _strings(raw, "namespaces", where)
+    stage = raw.get("stageRequirement", SCHEDULED)
+    if stage not in (SCHEDULED, ATTEMPTED):
+        raise WorkloadError(
+            f"{where}.stageRequirement: expected {SCHEDULED} or {ATTEMPTED}, got {stage!r}"
+        )
+    return Barrier(tuple(namespaces), _selector(raw, "labelSelector", where), stage)
+
+
+_CHURN_KINDS: Final = ("Node", "Pod", "Service")
+
+
+def _churn(raw: Mapping[str, Any], where: str, index: int, base_dir: Path | None) -> Churn:
+    mode = raw.get("mode")
+    if mode not in (CREATE, RECREATE):
+        raise WorkloadError(f"{where}.mode: expected {CREATE} or {RECREATE}, got {mode!r}")
+    number = raw.get("number", 0)
+    if isinstance(number, bool) or not isinstance(number, int) or number < 0:
+        raise WorkloadError(f"{where}.number: expected a non-negative integer, got {number!r}")
+    if mode == RECREATE and number == 0:
+        raise WorkloadError(f"{where}.number: must be positive in mode {RECREATE}")
+    interval = raw.get("intervalMilliseconds", 0)
+    if isinstance(interval, bool) or not isinstance(interval, int) or interval < 0:
+        raise WorkloadError(
+            f"{where}.intervalMilliseconds: expected a non-negative integer, got {interval!r}"
+        )
+    namespace = raw.get("namespace", f"namespace-{index}")
+    if not isinstance(namespace, str) or not namespace:
+        raise WorkloadError(f"{where}.namespace: expected a non-empty string")
+    paths = _strings(raw, "templatePaths", where)
+    if not paths:
+        raise WorkloadError(f"{where}.templatePaths: expected a non-empty list of paths")
+    templates: list[Message] = []
+    for k, value in enumerate(paths):
+        t_where = f"{where}.templatePaths[{k}]"
+        path = Path(value) if base_dir is None else base_dir / value
+        data = _read_template(path, t_where)
+        kind = data.get("kind")
+        if kind not in _CHURN_KINDS:
+            raise WorkloadError(f"{t_where}: kind {kind!r}; kemu churns {', '.join(_CHURN_KINDS)}")
+        templates.append(_message(kinds.BY_KIND[kind], data, t_where))
+    # upstream's default interval is 500 ms.
+    return Churn(mode, number, (interval or 500) / 1000, namespace, tuple(templates))
+
+
 def _create_nodes(
-    raw: Mapping[str, Any], where: str, count: int, base_dir: Path | None
+    raw: Mapping[str, Any],
+    where: str,
+    count: int,
+    params: Mapping[str, int],
+    base_dir: Path | None,
 ) -> CreateNodes:
-    data = _template(raw, "nodeTemplate", where, base_dir) or _read_template(
-        DEFAULT_NODE_TEMPLATE_PATH, where
-    )
+    t_params = _template_params(raw, where, params)
+    text: TemplateText | None = None
+    if "nodeTemplate" in raw:
+        data = _template(raw, "nodeTemplate", where, base_dir) or {}
+    else:
+        path = _path(raw, "nodeTemplatePath", where, base_dir) or DEFAULT_NODE_TEMPLATE_PATH
+        data, text = _text_template(path, f"{where}.nodeTemplatePath", t_params, count)
     node = _message(kinds.BY_KIND["Node"], data, f"{where}.nodeTemplate")
     assert isinstance(node, types_pb2.Node)
-    if node.metadata.name and count > 1:
+    if node.metadata.name and count > 1 and text is None:
         raise WorkloadError(
             f"{where}.count: the node template names its node ({node.metadata.name}), so it "
             f"makes one node, not {count}; use metadata.generateName"
@@ -444,7 +816,7 @@ def _create_nodes(
         ):
             raise WorkloadError(f"{s_where}.labelValues: expected a non-empty list of strings")
         labels = NodeLabels(key, tuple(values))
-    return CreateNodes(count, node, labels)
+    return CreateNodes(count, node, labels, text)
 
 
 def _create_pods(
@@ -453,15 +825,21 @@ def _create_pods(
     index: int,
     params: Mapping[str, int],
     workload: str,
-    default_pod: Mapping[str, Any] | None,
+    default_pod: Path | None,
     base_dir: Path | None,
 ) -> CreatePods:
     count = _count(raw, where, params, workload)
-    data = (
-        _template(raw, "podTemplate", where, base_dir)
-        or default_pod
-        or _read_template(DEFAULT_POD_TEMPLATE_PATH, where)
-    )
+    t_params = _template_params(raw, where, params)
+    text: TemplateText | None = None
+    if "podTemplate" in raw:
+        data = _template(raw, "podTemplate", where, base_dir) or {}
+    else:
+        path = _path(raw, "podTemplatePath", where, base_dir)
+        t_where = f"{where}.podTemplatePath"
+        if path is None:
+            path = default_pod or DEFAULT_POD_TEMPLATE_PATH
+            t_where = f"{where} (defaultPodTemplatePath)" if default_pod else where
+        data, text = _text_template(path, t_where, t_params, count)
     pod = _message(kinds.BY_KIND["Pod"], data, f"{where}.podTemplate")
     assert isinstance(pod, types_pb2.Pod)
     namespace = raw.get("namespace", pod.metadata.namespace or f"namespace-{index}")
@@ -475,8 +853,154 @@ def _create_pods(
         )
     priority = _priority(raw, pod, where)
     return CreatePods(
-        count, pod, namespace, collect_metrics=collect, skip_wait=skip, priority=priority
+        count,
+        pod,
+        namespace,
+        collect_metrics=collect,
+        skip_wait=skip,
+        priority=priority,
+        text=text,
     )
+
+
+def _template_params(
+    raw: Mapping[str, Any], where: str, params: Mapping[str, int]
+) -> dict[str, Any]:
+    """An op's templateParams, a `$name` value replaced by the workload's param (upstream's
+    resolveTemplateParams)."""
+    value = raw.get("templateParams", {})
+    if not isinstance(value, dict):
+        raise WorkloadError(f"{where}.templateParams: expected a mapping, got {_type_name(value)}")
+    out: dict[str, Any] = {}
+    for key, v in value.items():
+        if isinstance(v, str) and v.startswith("$"):
+            if v[1:] not in params:
+                raise WorkloadError(f"{where}.templateParams.{key}: no param {v[1:]!r}")
+            v = params[v[1:]]
+        out[str(key)] = v
+    return out
+
+
+def _text_template(
+    path: Path, where: str, params: Mapping[str, Any], count: int
+) -> tuple[dict[str, Any], TemplateText | None]:
+    """A pod or node template file: its mapping (rendered for object 0 when it has actions,
+    to check it) and, when it has actions, the text to render per object."""
+    try:
+        content = path.read_text()
+    except OSError as e:
+        raise WorkloadError(f"{where}: {e}") from e
+    if "{{" not in content:
+        return _yaml_mapping(content, where, path), None
+    text = TemplateText(content, dict(params), where)
+    return text.render(0, count), text
+
+
+# ---------------------------------------------------------------------- templates
+
+# Go text/template as upstream's templates use it: {{.Name}} and {{Func arg...}} with the
+# functions upstream's getTemplateFuncs registers.
+_ACTION: Final = re.compile(r"{{-?\s*(.*?)\s*-?}}", re.S)
+
+
+def _to_float(value: Any, where: str) -> float:
+    if isinstance(value, bool):
+        raise WorkloadError(f"{where}: cannot use {value!r} as a number")
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    raise WorkloadError(f"{where}: cannot use {value!r} as a number")
+
+
+def _go_mod(a: float, b: float) -> int:
+    x, y = int(a), int(b)
+    if y == 0:
+        raise ZeroDivisionError("integer divide by zero")
+    return int(math.fmod(x, y))
+
+
+def _divide(a: float, b: float) -> float:
+    if b == 0:
+        raise ZeroDivisionError("division by zero")
+    return a / b
+
+
+_FUNCS: Final[Mapping[str, tuple[int | None, Any]]] = {
+    # name: (arity, None for variadic; function of floats)
+    "AddFloat": (None, lambda *xs: sum(xs)),
+    "AddInt": (None, lambda *xs: int(sum(xs))),
+    "SubtractFloat": (2, lambda a, b: a - b),
+    "SubtractInt": (2, lambda a, b: int(a - b)),
+    "MultiplyFloat": (None, lambda *xs: math.prod(xs)),
+    "MultiplyInt": (None, lambda *xs: int(math.prod(xs))),
+    "DivideFloat": (2, _divide),
+    "DivideInt": (2, lambda a, b: int(_divide(a, b))),
+    "Mod": (2, _go_mod),
+}
+
+
+def render_template(text: str, env: Mapping[str, Any], where: str) -> str:
+    """`text` with each action replaced: {{.Name}} by env[Name], {{Func a b}} by the function
+    of upstream's scheduler_perf (AddInt, SubtractInt, MultiplyInt, DivideInt, Mod and the
+    Float forms) of its arguments (.Name or number literals). WorkloadError names `where`."""
+
+    def arg(token: str) -> Any:
+        if token.startswith("."):
+            if token[1:] not in env:
+                raise WorkloadError(f"{where}: template {{{{{token}}}}}: no such value")
+            return env[token[1:]]
+        if len(token) >= 2 and token[0] == token[-1] == '"':
+            return token[1:-1]
+        try:
+            return int(token)
+        except ValueError:
+            return _to_float(token, f"{where}: template argument {token}")
+
+    def action(m: re.Match[str]) -> str:
+        tokens = m.group(1).split()
+        if not tokens:
+            raise WorkloadError(f"{where}: empty template action")
+        if len(tokens) == 1:
+            return _go_format(arg(tokens[0]))
+        fn = _FUNCS.get(tokens[0])
+        if fn is None:
+            raise WorkloadError(
+                f"{where}: template action {{{{{m.group(1)}}}}}: unknown function "
+                f"{tokens[0]!r} (known: {', '.join(_FUNCS)})"
+            )
+        arity, f = fn
+        args = [_to_float(arg(t), f"{where}: {tokens[0]}") for t in tokens[1:]]
+        if arity is not None and len(args) != arity:
+            raise WorkloadError(f"{where}: {tokens[0]} takes {arity} arguments, got {len(args)}")
+        try:
+            return _go_format(f(*args))
+        except ZeroDivisionError as e:
+            raise WorkloadError(f"{where}: {tokens[0]}: {e}") from e
+
+    return _ACTION.sub(action, text)
+
+
+def _go_format(value: Any) -> str:
+    """A value as Go's text/template prints it (a float64 without a trailing .0)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    return str(value)
+
+
+def _yaml_mapping(text: str, where: str, path: Path | None = None) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise WorkloadError(f"{where}: {e}") from e
+    if not isinstance(data, dict):
+        raise WorkloadError(f"{where}: {path or 'the template'} does not hold a mapping")
+    return data
 
 
 def _sleep(raw: Mapping[str, Any], where: str) -> Sleep:
@@ -491,11 +1015,7 @@ def _sleep(raw: Mapping[str, Any], where: str) -> Sleep:
 
 def _delete_pods(raw: Mapping[str, Any], where: str) -> DeletePods:
     namespace = _string(raw, "namespace", where)
-    selector = raw.get("labelSelector", {})
-    if not isinstance(selector, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in selector.items()
-    ):
-        raise WorkloadError(f"{where}.labelSelector: expected a mapping of label keys to values")
+    selector = _selector(raw, "labelSelector", where)
     rate = raw.get("deletePodsPerSecond", 0)
     if isinstance(rate, bool) or not isinstance(rate, int) or rate < 0:
         raise WorkloadError(
@@ -622,6 +1142,9 @@ def _cluster_settings(
         except FeatureGateError as e:
             w = where if key in workload or "emulatedVersion" in workload else case_where
             raise WorkloadError(f"{w}.{key}: {e}") from e
+    not_modelled = tuple(
+        name for name in [*gates, *([compare] if compare else [])] if not gate_modelled(name)
+    )
 
     config: Mapping[str, Any] | None = None
     for raw, w in ((workload, where), (case, case_where)):
@@ -637,6 +1160,7 @@ def _cluster_settings(
         "feature_gates": gates,
         "scheduler_config": config,
         "compare_gate": compare,
+        "not_modelled_gates": not_modelled,
     }
 
 
@@ -685,13 +1209,34 @@ def _template(
 def _load_template_path(
     raw: Mapping[str, Any], key: str, where: str, base_dir: Path | None
 ) -> Mapping[str, Any] | None:
+    path = _path(raw, key, where, base_dir)
+    return None if path is None else _read_template(path, f"{where}.{key}")
+
+
+def _path(raw: Mapping[str, Any], key: str, where: str, base_dir: Path | None) -> Path | None:
+    """The path `raw[key]`, relative to the file's directory as upstream resolves it."""
     if key not in raw:
         return None
     value = raw[key]
-    if not isinstance(value, str):
+    if not isinstance(value, str) or not value:
         raise WorkloadError(f"{where}.{key}: expected a path, got {_type_name(value)}")
-    path = Path(value) if base_dir is None else base_dir / value
-    return _read_template(path, f"{where}.{key}")
+    return Path(value) if base_dir is None else base_dir / value
+
+
+def _strings(raw: Mapping[str, Any], key: str, where: str) -> list[str]:
+    value = raw.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise WorkloadError(f"{where}.{key}: expected a list of strings")
+    return value
+
+
+def _selector(raw: Mapping[str, Any], key: str, where: str) -> dict[str, str]:
+    value = raw.get(key, {})
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise WorkloadError(f"{where}.{key}: expected a mapping of label keys to values")
+    return dict(value)
 
 
 def _read_template(path: Path, where: str) -> Mapping[str, Any]:
@@ -755,7 +1300,14 @@ def node_objects(op: CreateNodes, op_index: int) -> list[types_pb2.Node]:
     out = []
     for i in range(op.count):
         node = types_pb2.Node()
-        node.CopyFrom(op.template)
+        if op.text is not None:
+            rendered = _message(kinds.BY_KIND["Node"], op.text.render(i, op.count), op.text.where)
+            assert isinstance(rendered, types_pb2.Node)
+            node.CopyFrom(rendered)
+            fixed = node.metadata.name
+            prefix = node.metadata.generate_name or "node-"
+        else:
+            node.CopyFrom(op.template)
         node.metadata.generate_name = ""
         node.metadata.name = fixed or f"{prefix}{op_index}-{i}"
         node.metadata.labels["kubernetes.io/hostname"] = node.metadata.name
@@ -783,12 +1335,21 @@ def namespace_objects(op: CreateNamespaces) -> list[types_pb2.Namespace]:
 def pod_objects(op: CreatePods, op_index: int) -> list[types_pb2.Pod]:
     """The pods of a createPods op: named <generateName><op>-<i> in the op's namespace."""
     prefix = op.template.metadata.generate_name or op.template.metadata.name or "pod-"
+    if op.text is not None:
+        prefix = op.template.metadata.generate_name or "pod-"
     out = []
     for i in range(op.count):
         pod = types_pb2.Pod()
-        pod.CopyFrom(op.template)
+        if op.text is not None:
+            rendered = _message(kinds.BY_KIND["Pod"], op.text.render(i, op.count), op.text.where)
+            assert isinstance(rendered, types_pb2.Pod)
+            pod.CopyFrom(rendered)
+        else:
+            pod.CopyFrom(op.template)
+        # A template rendered per pod may name each pod itself ({{.Index}}), as upstream's.
+        name = pod.metadata.name if op.text is not None else ""
         pod.metadata.generate_name = ""
-        pod.metadata.name = f"{prefix}{op_index}-{i}"
+        pod.metadata.name = name or f"{prefix}{op_index}-{i}"
         pod.metadata.namespace = op.namespace
         if op.priority is not None:
             pod.spec.ClearField("priority")

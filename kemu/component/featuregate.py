@@ -50,6 +50,14 @@ MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD_SELECTOR_MERGE: Final = (
 )
 """KEP-3243: the apiserver merges a spread constraint's matchLabelKeys into its labelSelector
 when it creates the pod."""
+# Known, not modelled (GateDefinition.modelled False): upstream's scheduler_perf files set them.
+SCHEDULER_ASYNC_API_CALLS: Final = "SchedulerAsyncAPICalls"
+SCHEDULER_QUEUEING_HINTS: Final = "SchedulerQueueingHints"
+SCHEDULER_POP_FROM_BACKOFF_Q: Final = "SchedulerPopFromBackoffQ"
+OPPORTUNISTIC_BATCHING: Final = "OpportunisticBatching"
+NODE_DECLARED_FEATURES: Final = "NodeDeclaredFeatures"
+DYNAMIC_RESOURCE_ALLOCATION: Final = "DynamicResourceAllocation"
+DRA_EXTENDED_RESOURCE: Final = "DRAExtendedResource"
 
 
 class Stage(enum.StrEnum):
@@ -78,6 +86,10 @@ class GateDefinition:
     removed_in: Version | None = None
     enabled_after_removal: bool = True
     aliases: tuple[str, ...] = ()
+    # False: a gate of upstream that kemu knows (its lifecycle, so that settings are checked
+    # as upstream checks them) but whose behaviour it does not model; setting it changes
+    # nothing, and tools report it "not modelled".
+    modelled: bool = True
 
     @property
     def introduced_in(self) -> Version:
@@ -204,6 +216,59 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
                 MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD_SELECTOR_MERGE,
                 (FeatureSpec(_v(34), Stage.BETA, True),),
             ),
+            # upstream gates that upstream's scheduler_perf files set and kemu does not
+            # model (upstream's lifecycle, pkg/features/kube_features.go at 1.37).
+            GateDefinition(
+                SCHEDULER_ASYNC_API_CALLS,
+                (FeatureSpec(_v(34), Stage.BETA, False),),
+                modelled=False,
+            ),
+            GateDefinition(
+                SCHEDULER_QUEUEING_HINTS,
+                (
+                    FeatureSpec(_v(28), Stage.BETA, False),
+                    FeatureSpec(_v(32), Stage.BETA, True),
+                    FeatureSpec(_v(34), Stage.GA, True, locked=True),
+                ),
+                modelled=False,
+            ),
+            GateDefinition(
+                SCHEDULER_POP_FROM_BACKOFF_Q,
+                (FeatureSpec(_v(33), Stage.BETA, True),),
+                modelled=False,
+            ),
+            GateDefinition(
+                OPPORTUNISTIC_BATCHING,
+                (FeatureSpec(_v(35), Stage.BETA, True),),
+                modelled=False,
+            ),
+            GateDefinition(
+                NODE_DECLARED_FEATURES,
+                (
+                    FeatureSpec(_v(35), Stage.ALPHA, False),
+                    FeatureSpec(_v(36), Stage.BETA, True),
+                    FeatureSpec(_v(37), Stage.GA, True, locked=True),
+                ),
+                modelled=False,
+            ),
+            GateDefinition(
+                DYNAMIC_RESOURCE_ALLOCATION,
+                (
+                    FeatureSpec(_v(26), Stage.ALPHA, False),
+                    FeatureSpec(_v(32), Stage.BETA, False),
+                    FeatureSpec(_v(34), Stage.GA, True, locked=True),
+                ),
+                modelled=False,
+            ),
+            GateDefinition(
+                DRA_EXTENDED_RESOURCE,
+                (
+                    FeatureSpec(_v(34), Stage.ALPHA, False),
+                    FeatureSpec(_v(36), Stage.BETA, True),
+                    FeatureSpec(_v(37), Stage.GA, True, locked=True),
+                ),
+                modelled=False,
+            ),
         )
     }
 )
@@ -226,6 +291,13 @@ class GateState(NamedTuple):
     enabled: bool
     stage: Stage
     locked: bool
+
+
+def gate_modelled(name: str) -> bool:
+    """Whether kemu models the behaviour of gate `name` (or an alias); an unknown name is
+    not modelled."""
+    gate = GATES.get(canonical_name(name))
+    return gate is not None and gate.modelled
 
 
 def canonical_name(name: str) -> str:
@@ -403,7 +475,8 @@ def feature_gates_help(version: Version) -> str:
         spec = GATES[name].spec_at(version)
         if spec is not None:
             lock = ", locked" if spec.locked else ""
+            note = "" if GATES[name].modelled else ", not modelled"
             lines.append(
-                f"{name}=true|false ({spec.stage} - default={str(spec.default).lower()}{lock})"
+                f"{name}=true|false ({spec.stage} - default={str(spec.default).lower()}{lock}{note})"
             )
     return "\n".join(lines)

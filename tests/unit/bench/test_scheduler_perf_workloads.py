@@ -1,5 +1,5 @@
 """bench.scheduler_perf_workloads: upstream's ops for namespaces, pod sets, node labels,
-sleep and deletePods, the shipped per-area workload files and templates; and the runner's
+sleep and deletePods, kemu's own shipped workload files and templates; and the runner's
 helpers for those ops (namespaces, deletions) on a FakeClient."""
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from bench.scheduler_perf_workloads import (
     DEFAULT_POD_TEMPLATE_PATH,
     WORKLOAD_FILES,
     Barrier,
+    Churn,
     CreateNamespaces,
     CreateNodes,
     CreatePods,
@@ -203,70 +204,97 @@ def _shipped() -> dict[str, Any]:
     return {w.full_name: w for w in load_workload_files(WORKLOAD_FILES)}
 
 
-def test_the_shipped_files_have_upstreams_namespace_selector_workloads() -> None:
+def test_the_shipped_files_are_kemus_own_and_name_no_upstream_test_case() -> None:
     ws = _shipped()
-    w = ws["SchedulingRequiredPodAntiAffinityWithNSSelector/500Nodes"]
+    upstream = {
+        "SchedulingPodAntiAffinity",
+        "SchedulingDaemonset",
+        "HostPortConflict",
+        "SchedulingDeletedPodsWithFinalizers",
+        "SchedulingRequiredPodAntiAffinityWithNSSelector",
+    }
+    assert not upstream & {w.test_case for w in ws.values()}
+    assert not any(p.parent.name in ("affinity", "misc", "batching") for p in WORKLOAD_FILES)
+
+
+def test_the_shipped_tenant_workload_selects_namespaces_by_label() -> None:
+    w = _shipped()["TenantsBySelector/500Nodes"]
     namespaces = [op for op in w.ops if isinstance(op, CreateNamespaces)]
-    assert [(op.prefix, op.count) for op in namespaces] == [("init-ns", 10), ("measure-ns", 1)]
-    assert all(dict(op.template.metadata.labels) == {"team": "devops"} for op in namespaces)
-    assert w.count(CreateNodes) == 500
+    assert [(op.prefix, op.count) for op in namespaces] == [("tenant", 10), ("measured", 1)]
+    assert all(dict(op.template.metadata.labels) == {"tier": "tenant"} for op in namespaces)
     assert w.count(CreatePods, measured=False) == 40  # 4 pods in each of 10 namespaces
     measured = w.measured
-    assert measured is not None and measured.count == 100
-    assert measured.namespace == "measure-ns-0"
+    assert measured is not None and measured.namespace == "measured-0"
     (pod,) = pod_objects(measured, 0)[:1]
     (term,) = (
         pod.spec.affinity.pod_anti_affinity.required_during_scheduling_ignored_during_execution
     )
-    assert dict(term.namespace_selector.match_labels) == {"team": "devops"}
-    assert pod.spec.containers[0].ports[0].container_port == 80
-    for name in (
-        "SchedulingPreferredAntiAffinityWithNSSelector/500Nodes",
-        "SchedulingRequiredPodAffinityWithNSSelector/500Nodes",
-        "SchedulingPreferredAffinityWithNSSelector/500Nodes",
-    ):
-        assert ws[name].count(CreatePods, measured=False) == 40
-    affinity = ws["SchedulingRequiredPodAffinityWithNSSelector/500Nodes"].ops[0]
-    assert isinstance(affinity, CreateNodes) and affinity.labels is not None
-    assert affinity.labels.key == "topology.kubernetes.io/zone"
+    assert dict(term.namespace_selector.match_labels) == {"tier": "tenant"}
 
 
-def test_the_shipped_daemonset_workload_pins_every_pod_to_the_named_node() -> None:
-    ws = _shipped()
-    w = ws["SchedulingDaemonset/15000Nodes"]  # upstream's size, as given
+def test_the_shipped_pinned_workload_pins_every_pod_to_the_named_node() -> None:
+    w = _shipped()["PinnedToOneNode/1500Nodes"]
     named, others = (op for op in w.ops if isinstance(op, CreateNodes))
     (node,) = node_objects(named, 0)
-    assert node.metadata.name == "scheduler-perf-node"
-    assert node.status.capacity["pods"] == "90000"
-    assert others.count == 15000 and w.count(CreatePods, measured=True) == 30000
+    assert node.metadata.name == "kemu-pinned-node"
+    assert others.count == 1500 and w.count(CreatePods, measured=True) == 3000
     measured = w.measured
     assert measured is not None
     (term,) = (
         measured.template.spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution.node_selector_terms
     )
     (field,) = term.match_fields
-    assert (field.key, field.operator, list(field.values)) == (
-        "metadata.name",
-        "In",
-        ["scheduler-perf-node"],
-    )
+    assert (field.key, list(field.values)) == ("metadata.name", ["kemu-pinned-node"])
 
 
-def test_the_shipped_host_port_and_finalizer_workloads() -> None:
-    ws = _shipped()
-    hostport = ws["HostPortConflict/500Nodes_500Pods"].measured
-    assert hostport is not None
-    (port,) = hostport.template.spec.containers[0].ports
-    assert (port.container_port, port.host_port) == (80, 80)
-    deleting = ws["SchedulingDeletedPodsWithFinalizers/10Node_100DeletingPods"]
-    created, delete = deleting.ops[1], deleting.ops[2]
-    assert isinstance(created, CreatePods) and created.skip_wait
-    assert list(created.template.metadata.finalizers) == ["test.k8s.io/finalizer"]
-    assert delete == DeletePods("namespace-1", skip_wait=True, per_second=100)
-    assert created.namespace == delete.namespace
+def test_the_shipped_ops_file_exercises_every_op_and_field() -> None:
+    ws = list(_shipped().values())
+    ops = [op for w in ws for op in w.ops]
+    kinds = {type(op).__name__ for op in ops}
+    assert kinds == {
+        "CreateNodes",
+        "CreateNamespaces",
+        "CreatePods",
+        "Barrier",
+        "Sleep",
+        "DeletePods",
+        "Churn",
+        "StartCollectingMetrics",
+        "StopCollectingMetrics",
+    }
+    churns = [op for op in ops if isinstance(op, Churn)]
+    assert {c.mode for c in churns} == {"create", "recreate"}
+    assert {type(t).__name__ for c in churns for t in c.templates} == {"Node", "Pod", "Service"}
+    barriers = [op for op in ops if isinstance(op, Barrier)]
+    assert {b.stage for b in barriers} == {"Scheduled", "Attempted"}
+    assert any(b.label_selector for b in barriers)
+    deletes = [op for op in ops if isinstance(op, DeletePods)]
+    assert any(d.per_second and d.skip_wait for d in deletes)
+    assert any(d.label_selector and not d.per_second for d in deletes)
+    assert any(isinstance(op, CreatePods) and op.text is not None for op in ops)
+    assert any(isinstance(op, CreateNodes) and op.text is not None for op in ops)
+    assert any(isinstance(op, CreateNodes) and op.labels is not None for op in ops)
+    assert any(w.threshold is not None for w in ws)
+    assert any(w.not_modelled_gates for w in ws)
+    assert any(w.scheduler_config is not None for w in ws)
 
 
-def test_the_default_pod_is_upstreams_pod_default_with_its_port() -> None:
+def test_the_indexed_templates_render_per_object() -> None:
+    w = _shipped()["IndexedSlots/5Nodes"]
+    nodes_op = w.ops[0]
+    pods_op = next(op for op in w.ops if isinstance(op, CreatePods))
+    assert isinstance(nodes_op, CreateNodes)
+    nodes = node_objects(nodes_op, 0)
+    assert [dict(n.status.capacity).get(f"example.com/slot-{i}") for i, n in enumerate(nodes)] == [
+        "1"
+    ] * 5
+    assert {n.metadata.labels["rack"] for n in nodes} == {"r1"}
+    pods = pod_objects(pods_op, 3)
+    assert [p.metadata.name for p in pods][:2] == ["slot-pod-0-of-5", "slot-pod-1-of-5"]
+    assert dict(pods[4].spec.containers[0].resources.requests) == {"example.com/slot-4": "1"}
+
+
+def test_the_default_pod_has_its_port_and_requests() -> None:
     data = yaml.safe_load(DEFAULT_POD_TEMPLATE_PATH.read_text())
     assert data["spec"]["containers"][0]["ports"] == [{"containerPort": 80}]
     (w,) = _parse(NS_SELECTOR)
@@ -276,7 +304,7 @@ def test_the_default_pod_is_upstreams_pod_default_with_its_port() -> None:
     assert c.ports[0].container_port == 80 and c.resources.requests["cpu"] == "100m"
 
 
-def test_every_new_test_case_has_a_quick_workload() -> None:
+def test_every_test_case_has_a_quick_workload_and_the_labels_select_kemus_cases() -> None:
     ws = list(_shipped().values())
     quick = {w.test_case for w in select_workloads(ws, [], "quick")}
     cases = {w.test_case for w in ws}
@@ -285,6 +313,15 @@ def test_every_new_test_case_has_a_quick_workload() -> None:
         "SchedulingBasic/500Nodes",
         "SchedulingBasic/5000Nodes",
     }
+    assert {w.test_case for w in select_workloads(ws, [], "affinity")} == {
+        "AntiAffinityPerHost",
+        "AffinityInZone",
+        "NodeAffinityTwoZones",
+        "TenantsBySelector",
+    }
+    assert len(select_workloads(ws, [], "misc")) == 6
+    for label in ("preemption", "kep1923", "kep5278"):
+        assert select_workloads(ws, [], label)
 
 
 # ---------------------------------------------------------------------- the runner's helpers

@@ -32,8 +32,10 @@ MERGE = fg.MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD_SELECTOR_MERGE
 # The gates of the preemption and resize tables below; PodTopologySpread's have their own.
 PTS_GATES = frozenset({MIN_DOMAINS, INCLUSION, MATCH_KEYS, MERGE})
 SEPARATE_TAINT = fg.SEPARATE_TAINT_EVICTION_CONTROLLER
+# upstream gates kemu knows but does not model (upstream's scheduler_perf files set them).
+NOT_MODELLED = frozenset(name for name, gate in fg.GATES.items() if not gate.modelled)
 # Gates with tests of their own below; the generic tables leave them out.
-OWN_TESTS = PTS_GATES | {SEPARATE_TAINT}
+OWN_TESTS = PTS_GATES | {SEPARATE_TAINT} | NOT_MODELLED
 
 
 def defaults_at(minor: int, names: frozenset[str] | None = None) -> dict[str, bool]:
@@ -441,3 +443,31 @@ def test_separate_taint_eviction_controller_per_emulated_version(
     assert [s for s in gates.states() if s.name == SEPARATE_TAINT] == (
         [] if state is None else [state]
     )
+
+
+def test_not_modelled_gates_follow_upstreams_lifecycle() -> None:
+    assert NOT_MODELLED == {
+        fg.SCHEDULER_ASYNC_API_CALLS,
+        fg.SCHEDULER_QUEUEING_HINTS,
+        fg.SCHEDULER_POP_FROM_BACKOFF_Q,
+        fg.OPPORTUNISTIC_BATCHING,
+        fg.NODE_DECLARED_FEATURES,
+        fg.DYNAMIC_RESOURCE_ALLOCATION,
+        fg.DRA_EXTENDED_RESOURCE,
+    }
+    assert not fg.gate_modelled(fg.SCHEDULER_ASYNC_API_CALLS)
+    assert fg.gate_modelled(ASYNC)
+    assert not fg.gate_modelled("NoSuchGate")
+    # Settable as upstream allows: SchedulerAsyncAPICalls is beta (default off) from 1.34.
+    assert not gates_at(34).enabled(fg.SCHEDULER_ASYNC_API_CALLS)
+    assert gates_at(37, SchedulerAsyncAPICalls=True).enabled(fg.SCHEDULER_ASYNC_API_CALLS)
+    with pytest.raises(FeatureGateError, match="does not exist at emulated version 1.33"):
+        gates_at(33, SchedulerAsyncAPICalls=True)
+    # SchedulerQueueingHints: beta off at 1.28, on at 1.32, GA locked at 1.34.
+    assert not gates_at(28).enabled(fg.SCHEDULER_QUEUEING_HINTS)
+    assert gates_at(33, SchedulerQueueingHints=False).overrides == {
+        fg.SCHEDULER_QUEUEING_HINTS: False
+    }
+    with pytest.raises(FeatureGateError, match="locked to true"):
+        gates_at(34, SchedulerQueueingHints=False)
+    assert "not modelled" in fg.feature_gates_help(Version(1, 37))

@@ -1,0 +1,56 @@
+"""`python -m bench scheduler_perf`'s ops on a real cluster (etcd, apiserver, scheduler),
+with kemu's own tiny workloads of bench/workloads/ops.yaml: churn in both modes, barriers of
+stage Attempted and with a label selector, paced and labelled deletions, a collection
+window, text templates rendered per object, a threshold and a not-modelled gate."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from bench.scheduler_perf import Options, run_workload
+from bench.scheduler_perf_workloads import WORKLOADS_DIR, load_workloads
+
+pytestmark = [pytest.mark.integration]
+
+
+def _options(tmp_path: Path) -> Options:
+    return Options(
+        workloads=(),
+        json_path=None,
+        scheduler_config=None,
+        creators=8,
+        seed=1,
+        timeout=60,
+        py_spy=None,
+        py_spy_bin="",
+        py_spy_seconds=0,
+        keep_dir=str(tmp_path),
+        bind_only="never",
+    )
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "HeldWhileDeleting/2Nodes",
+        "ChurnWhileScheduling/5Nodes",
+        "IndexedSlots/5Nodes",
+        "OneHostPortPerNode/8Nodes",
+    ],
+)
+def test_kemus_own_op_workloads_run(tmp_path: Path, name: str) -> None:
+    (w,) = [w for w in load_workloads(WORKLOADS_DIR / "ops.yaml") if w.full_name == name]
+    (variant,) = w.variants()
+    result = run_workload(w, variant, _options(tmp_path))
+    assert result.error == ""
+    assert result.measured_pods > 0
+    assert result.throughput.samples >= 1 and not math.isnan(result.throughput.average)
+    if name == "HeldWhileDeleting/2Nodes":
+        assert result.not_modelled_gates == ["SchedulerAsyncAPICalls"]
+    if name == "IndexedSlots/5Nodes":
+        assert result.measured_pods == 5  # the collection window's pods, each on its node
+    if name == "OneHostPortPerNode/8Nodes":
+        assert result.threshold == 1.0 and result.threshold_met is True
