@@ -342,6 +342,12 @@ def _plain_status(s: PreFilterState, node: NodeInfo) -> Status:
         ephemeral > 0 and ephemeral > alloc.ephemeral_storage - used.ephemeral_storage,
         ephemeral > alloc.ephemeral_storage,
     )
+    return _plain_status_of(key)
+
+
+def _plain_status_of(key: tuple[bool, ...]) -> Status:
+    """The Status of one `_plain_status` key (too many pods, then per cpu, memory and
+    ephemeral storage: short, and asking more than allocatable), shared per key."""
     status = _PLAIN_STATUSES.get(key)
     if status is None:
         too_many, cpu_short, cpu_over, mem_short, mem_over, eph_short, eph_over = key
@@ -469,6 +475,38 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
         if s.ephemeral_storage:
             ok &= columns.free_ephemeral[rows] >= s.ephemeral_storage
         return ok
+
+    def reject_columns(
+        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
+    ) -> tuple[IntArray, list[Status]] | None:
+        """The rows `filter_columns` rejects get `filter`'s Status, the `_plain_status` of
+        their `_plain_status` key computed over the columns
+        (kemu.scheduling.columns.ColumnRejectPlugin): a preemptor's failed cycle then builds
+        no Status per node. Pods with extended resources or bound to a node: no batch form."""
+        s = state.read(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, PreFilterState) or s.assigned_node or s.scalars:
+            return None
+        bits = (columns.free_pods[rows] <= 0).astype(np.int64)
+        for shift, req, free, alloc in (
+            (1, s.milli_cpu, columns.free_cpu, columns.alloc_cpu),
+            (3, s.memory, columns.free_memory, columns.alloc_memory),
+            (5, s.ephemeral_storage, columns.free_ephemeral, columns.alloc_ephemeral),
+        ):
+            if req > 0:
+                bits |= (free[rows] < req).astype(np.int64) << shift
+                bits |= (alloc[rows] < req).astype(np.int64) << (shift + 1)
+        codes, which = np.unique(bits, return_inverse=True)
+        statuses: list[Status] = []
+        index = np.empty(len(codes), dtype=np.int64)
+        for i, code in enumerate(codes.tolist()):
+            status = _plain_status_of(tuple(bool(code >> b & 1) for b in range(7)))
+            if status.is_success():
+                index[i] = -1
+            else:
+                index[i] = len(statuses)
+                statuses.append(status)
+        out: IntArray = index[which.reshape(-1)]
+        return out, statuses
 
     # ------------------------------------------------------------ PreScore / Score
 

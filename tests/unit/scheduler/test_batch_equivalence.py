@@ -291,6 +291,12 @@ def test_batch_filter_passes_only_nodes_the_per_node_filter_passes_and_scores_ag
         # Where only resources, taints and unschedulable decide, the batch form is exact.
         if not pod.gpu and not rest:
             assert mask.tolist() == per_node
+        # The rejections the batch forms know are the per-node Filter's Statuses.
+        failing = rows[~mask]
+        which, table = fwk.run_reject_columns(state, p, columns, failing)
+        for row, k in zip(failing.tolist(), which.tolist(), strict=True):
+            if k >= 0:
+                assert table[k] == fwk.run_filter_plugins(state, p, infos[row])
     feasible = [ni for ni, ok in zip(infos, per_node, strict=True) if ok]
     if len(feasible) < 2 or not fwk.run_pre_score_plugins(state, p, feasible).is_success():
         return
