@@ -48,6 +48,7 @@ import anyio.abc
 
 from bench.common import (
     CpuMeter,
+    bench_main,
     fmt,
     format_table,
     jsonable,
@@ -865,7 +866,8 @@ def failed(results: Sequence[Result]) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     if args.list:
         try:
             workloads = load_workloads(Path(args.config))
@@ -875,19 +877,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         for w in workloads:
             print(f"{w.full_name}  [{', '.join(w.labels)}]")
         return 0
-    try:
-        opts = options_from_args(args)
-    except ValueError as e:
-        print(f"bench scale: {e}", file=sys.stderr)
-        return 2
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    # run() rewrites the --json file after each run itself, so bench_main writes none.
+    return bench_main(
+        "scale",
+        parser,
+        argv,
+        options_from_args,
+        run,
+        lambda _opts, results: render(results),
+        json_path=lambda _opts: None,
+        failed=failed,
     )
-    try:
-        results = run(opts)
-    except KeyboardInterrupt:
-        print("bench scale: interrupted; the cluster was stopped", file=sys.stderr)
-        return 130
-    print(render(results))
-    return 1 if failed(results) else 0
