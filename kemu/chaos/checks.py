@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from kemu.api.v1 import types_pb2
@@ -20,6 +21,9 @@ from kemu.testing.invariants import PodVersion
 
 Histories = Mapping[str, Sequence[PodVersion]]
 CHECKED_RESOURCES = ("cpu", "memory")
+UNCONFIRMED_GRACE = 30.0
+"""How long (seconds, from when the run's watcher first saw it bound) a binding the scheduler
+never saw succeed may stay out of the scheduler's view: its informer delivers the pod by then."""
 _SCHEDULER_VIEW = PodResourcesOptions(use_status_resources=True)
 
 
@@ -138,7 +142,10 @@ def _allocated(pod: types_pb2.Pod) -> Amounts:
 
 
 def check_node_capacity(
-    histories: Histories, allocatable: Mapping[str, Mapping[str, str]]
+    histories: Histories,
+    allocatable: Mapping[str, Mapping[str, str]],
+    unconfirmed: AbstractSet[str] = frozenset(),
+    seen_bound: Mapping[str, float] | None = None,
 ) -> list[str]:
     """No node over its allocatable (cpu, memory, pod count), replaying every recorded
     revision in resourceVersion order:
@@ -146,7 +153,15 @@ def check_node_capacity(
       that revision, counted as the scheduler counts them (the largest of desired, allocated
       and actual resources), plus the new pod, fit;
     - the kubelet's admitted view, at every revision: the pods the kubelet admitted, counted
-      at their allocated resources, fit."""
+      at their allocated resources, fit.
+
+    `unconfirmed` are the uids of pods whose binding committed although no scheduler saw its
+    Bind succeed (the call answered an error after the write, as when etcd is killed under
+    it, or the scheduler died): upstream's scheduler forgets such a pod until its informer
+    delivers the binding, and the kubelet's admission is the safety net in that window. So a
+    binding made within UNCONFIRMED_GRACE of such a pod (by `seen_bound`: uid -> when the run's
+    watcher first saw it bound) does not count it in the scheduler's view; the kubelet's view
+    always counts every pod."""
     limits = {n: amounts(a) for n, a in allocatable.items()}
     events = sorted(
         (v for vs in histories.values() for v in vs if v.resource_version is not None),
@@ -170,7 +185,11 @@ def check_node_capacity(
         limit = limits[node]
         rv = v.resource_version
         if newly_bound and _counts(pod):
-            others = [p for u, p in on_node.items() if u != uid]
+            others = [
+                p
+                for u, p in on_node.items()
+                if u != uid and not _forgotten(u, uid, unconfirmed, seen_bound)
+            ]
             need = pod_requests(pod, _SCHEDULER_VIEW)
             used = _sum(pod_requests(p, _SCHEDULER_VIEW) for p in others)
             for r in CHECKED_RESOURCES:
@@ -190,6 +209,29 @@ def check_node_capacity(
                         f"kubelet's view: {node} has {r} {used[r]} allocated of "
                         f"{limit.get(r, 0)} at resourceVersion {rv} ({_key(pod)})"
                     )
+    return out
+
+
+def _forgotten(
+    uid: str, binding: str, unconfirmed: AbstractSet[str], seen_bound: Mapping[str, float] | None
+) -> bool:
+    """Whether the scheduler may not have known pod `uid` when it bound pod `binding`: its
+    binding was unconfirmed and seen within UNCONFIRMED_GRACE of the new one."""
+    if uid not in unconfirmed:
+        return False
+    if seen_bound is None or uid not in seen_bound or binding not in seen_bound:
+        return True
+    return seen_bound[binding] - seen_bound[uid] < UNCONFIRMED_GRACE
+
+
+def unconfirmed_bindings(histories: Histories, confirmed: AbstractSet[tuple[str, str]]) -> set[str]:
+    """The uids of pods bound in the histories whose binding (namespace/name, node) is not in
+    `confirmed`, the bindings the schedulers logged as done."""
+    out = set()
+    for uid, versions in histories.items():
+        node = next((v.pod.spec.node_name for v in versions if v.pod.spec.node_name), "")
+        if node and (_key(versions[0].pod), node) not in confirmed:
+            out.add(uid)
     return out
 
 

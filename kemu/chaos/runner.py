@@ -362,7 +362,13 @@ class ChaosRun:
         violations += checks.check_watchers_agree("watcher A", a.versions, "watcher B", b.versions)
         violations += checks.check_acknowledged(self.state.acks, a.versions, "watcher A")
         violations += checks.check_acknowledged(self.state.acks, b.versions, "watcher B")
-        violations += checks.check_node_capacity(a.versions, allocatable)
+        logged = self._logged_bindings(cluster)
+        unconfirmed = checks.unconfirmed_bindings(a.versions, logged)
+        if unconfirmed and not logged:
+            # The exemption below rests on the schedulers' "bound" lines: without any, every
+            # binding would be exempt.
+            violations.append("the schedulers' logs name no binding (has the log line changed?)")
+        violations += checks.check_node_capacity(a.versions, allocatable, unconfirmed, a.bound_at)
         violations += check_invariants(
             a.versions,
             events.items,
@@ -407,6 +413,16 @@ class ChaosRun:
             settle_s=settle,
             settle_timeout=self.profile.settle_timeout,
         )
+
+    def _logged_bindings(self, cluster: Cluster) -> set[tuple[str, str]]:
+        """Every binding (namespace/name, node) a scheduler logged as done, over all its
+        lives (a restarted process appends to its log)."""
+        out = set()
+        for name in SCHEDULERS:
+            if name in cluster.processes:
+                for m in _BOUND.finditer(cluster.processes[name].logs()):
+                    out.add((f"{m.group(1)}/{m.group(2)}", m.group(3)))
+        return out
 
     def _check_paused_leaders(
         self, cluster: Cluster, history: TimedPodHistory, lease: LeaseRecorder
