@@ -18,6 +18,7 @@ from kemu.client.informer import InformerFactory
 from kemu.component.clock import FakeClock
 from kemu.machinery import apps
 from kemu.machinery.convert import timestamp
+from kemu.machinery.errors import Conflict
 from kemu.testing.builders import make_deployment, make_replica_set
 from kemu.testing.fake_time import wait_until
 
@@ -151,17 +152,25 @@ def replica_sets(fake: FakeClient) -> dict[str, types_pb2.ReplicaSet]:
 
 
 async def settle_replica_sets(fake: FakeClient) -> None:
-    """Plays the ReplicaSet controller: every ReplicaSet's pods exist and are available."""
-    for rs in replica_sets(fake).values():
-        if (rs.status.replicas, rs.status.available_replicas) != (rs.spec.replicas,) * 2 or (
-            rs.status.observed_generation != rs.metadata.generation
-        ):
-            st = types_pb2.ReplicaSet()
-            st.CopyFrom(rs)
-            st.status.replicas = st.status.ready_replicas = rs.spec.replicas
-            st.status.available_replicas = rs.spec.replicas
-            st.status.observed_generation = rs.metadata.generation
-            await fake.update_status(st)
+    """Plays the ReplicaSet controller: every ReplicaSet's pods exist and are available. A
+    ReplicaSet the deployment controller changed meanwhile (a Conflict) is read again, as the
+    ReplicaSet controller's next sync would."""
+    stale = True
+    while stale:
+        stale = False
+        for rs in replica_sets(fake).values():
+            if (rs.status.replicas, rs.status.available_replicas) != (rs.spec.replicas,) * 2 or (
+                rs.status.observed_generation != rs.metadata.generation
+            ):
+                st = types_pb2.ReplicaSet()
+                st.CopyFrom(rs)
+                st.status.replicas = st.status.ready_replicas = rs.spec.replicas
+                st.status.available_replicas = rs.spec.replicas
+                st.status.observed_generation = rs.metadata.generation
+                try:
+                    await fake.update_status(st)
+                except Conflict:
+                    stale = True
 
 
 @pytest.mark.anyio
