@@ -37,7 +37,7 @@ from kemu.api.v1 import types_pb2
 from kemu.machinery.convert import fill_message
 from kemu.machinery.errors import Invalid
 from kemu.machinery.quantity import format_resource, to_int
-from kemu.machinery.validation import validate_labels
+from kemu.machinery.validation.meta import validate_labels
 
 NODE_GROUP_LABEL: Final = "kemu.io/node-group"
 """The label every instance's Node carries: the name of its group."""

@@ -43,7 +43,7 @@ from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING, kind_of
 from kemu.machinery.labels import Selector
 from kemu.machinery.owners import controller_of
 from kemu.machinery.pod_conditions import is_pod_ready
-from kemu.machinery.validation import name_is_dns_subdomain
+from kemu.machinery.validation.names import name_is_dns_subdomain
 
 logger = logging.getLogger(__name__)
 

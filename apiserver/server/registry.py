@@ -67,7 +67,8 @@ from kemu.machinery.update_strategy import (
     bumps_generation,
     check_update_uid,
 )
-from kemu.machinery.validation import validate_object, validate_object_size
+from kemu.machinery.validation import validate_object
+from kemu.machinery.validation.meta import validate_object_size
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,8 @@ from typing import Final
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.errors import Invalid
-from kemu.machinery.validation import CLUSTER_IP_NONE, invalid
+from kemu.machinery.validation.core import CLUSTER_IP_NONE
+from kemu.machinery.validation.field import invalid
 
 SERVICE_CLUSTER_IP_RANGE: Final = ipaddress.IPv4Network("10.96.0.0/12")
 _RESERVED: Final = frozenset({SERVICE_CLUSTER_IP_RANGE[0], SERVICE_CLUSTER_IP_RANGE[1]})

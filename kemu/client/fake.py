@@ -96,7 +96,7 @@ from kemu.machinery.update_strategy import (
     bumps_generation,
     check_update_uid,
 )
-from kemu.machinery.validation import validate_no_new_finalizers
+from kemu.machinery.validation.meta import validate_no_new_finalizers
 
 _Key = tuple[str, str, str]  # resource, namespace, name
 

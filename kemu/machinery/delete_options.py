@@ -9,7 +9,7 @@ from typing import Final
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.errors import Cause, Conflict, Invalid
-from kemu.machinery.validation import invalid, not_supported
+from kemu.machinery.validation.field import invalid, not_supported
 
 
 def check_delete_preconditions(

@@ -25,7 +25,7 @@ from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.errors import BadRequest, Cause, Invalid
-from kemu.machinery.validation import is_qualified_name, is_valid_label_value
+from kemu.machinery.validation.names import is_qualified_name, is_valid_label_value
 
 Operator = Literal["=", "==", "!=", "in", "notin", "exists", "!", "gt", "lt"]
 

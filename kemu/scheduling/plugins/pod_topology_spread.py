@@ -58,14 +58,8 @@ from kemu.component.featuregate import (
 from kemu.machinery.errors import Cause, Invalid
 from kemu.machinery.labels import Selector, selector_from_label_selector, selector_from_set
 from kemu.machinery.resources import is_pod_resize_deferred
-from kemu.machinery.validation import (
-    duplicate,
-    forbidden,
-    invalid,
-    not_supported,
-    required,
-    validate_label_name,
-)
+from kemu.machinery.validation.field import duplicate, forbidden, invalid, not_supported, required
+from kemu.machinery.validation.meta import validate_label_name
 from kemu.scheduling import status as st
 from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.events import (

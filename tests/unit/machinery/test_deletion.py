@@ -17,7 +17,7 @@ from kemu.machinery.deletion import (
     should_delete_during_update,
 )
 from kemu.machinery.errors import Conflict, Invalid
-from kemu.machinery.validation import (
+from kemu.machinery.validation.meta import (
     validate_finalizers,
     validate_no_new_finalizers,
     validate_owner_references,

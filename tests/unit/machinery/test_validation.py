@@ -6,15 +6,15 @@ import pytest
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.errors import Cause, Invalid
-from kemu.machinery.validation import (
+from kemu.machinery.validation import validate_object
+from kemu.machinery.validation.field import raise_if_invalid
+from kemu.machinery.validation.meta import validate_object_size
+from kemu.machinery.validation.names import (
     MAX_OBJECT_SIZE,
     is_dns1123_label,
     is_dns1123_subdomain,
     is_qualified_name,
     is_valid_label_value,
-    raise_if_invalid,
-    validate_object,
-    validate_object_size,
 )
 
 

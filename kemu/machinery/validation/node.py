@@ -1,0 +1,70 @@
+"""Nodes and taints."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from kemu.api.v1 import types_pb2
+from kemu.machinery.errors import Cause
+from kemu.machinery.validation.field import duplicate, forbidden, invalid, too_many
+from kemu.machinery.validation.meta import (
+    validate_label_name,
+    validate_object_meta,
+    validate_qualified_name,
+)
+from kemu.machinery.validation.names import is_valid_label_value
+from kemu.machinery.validation.pod import validate_taint_effect
+from kemu.machinery.validation.resources import validate_resource_list
+
+# ---------------------------------------------------------------- nodes
+
+MAX_DISABLE_RESIZE_PREEMPTION: Final = 20
+
+
+def validate_taints(taints: Sequence[types_pb2.Taint], path: str) -> list[Cause]:
+    causes: list[Cause] = []
+    seen: set[tuple[str, str]] = set()
+    for i, taint in enumerate(taints):
+        p = f"{path}[{i}]"
+        causes.extend(validate_label_name(taint.key, f"{p}.key"))
+        errs = is_valid_label_value(taint.value)
+        if errs:
+            causes.append(invalid(f"{p}.value", taint.value, ";".join(errs)))
+        causes.extend(validate_taint_effect(taint.effect, f"{p}.effect", allow_empty=False))
+        if (taint.key, taint.effect) in seen:
+            causes.append(
+                duplicate(
+                    p, f"{taint.key}:{taint.effect}", "taints must be unique by key and effect pair"
+                )
+            )
+        seen.add((taint.key, taint.effect))
+    return causes
+
+
+def validate_node(node: types_pb2.Node) -> list[Cause]:
+    causes = validate_object_meta(node.metadata, namespaced=False)
+    causes.extend(validate_taints(node.spec.taints, "spec.taints"))
+    owners = node.spec.pod_preemption_policy.disable_resize_preemption
+    p = "spec.podPreemptionPolicy.disableResizePreemption"
+    if len(owners) > MAX_DISABLE_RESIZE_PREEMPTION:
+        causes.append(too_many(p, len(owners), MAX_DISABLE_RESIZE_PREEMPTION))
+    seen: set[str] = set()
+    for i, owner in enumerate(owners):
+        causes.extend(validate_qualified_name(owner, f"{p}[{i}]"))
+        if owner in seen:
+            causes.append(duplicate(f"{p}[{i}]", owner))
+        seen.add(owner)
+    for field in ("capacity", "allocatable"):
+        causes.extend(
+            validate_resource_list(getattr(node.status, field), f"status.{field}", key_style=False)
+        )
+    return causes
+
+
+def validate_node_update(new: types_pb2.Node, old: types_pb2.Node) -> list[Cause]:
+    if old.spec.pod_cidr and new.spec.pod_cidr != old.spec.pod_cidr:
+        return [
+            forbidden("spec.podCIDR", 'node updates may not change podCIDR except from "" to valid')
+        ]
+    return []
