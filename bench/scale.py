@@ -102,9 +102,10 @@ SEED: Final = 1
 WINDOWS: Final = 10
 SCRAPE_TIMEOUT: Final = 30.0
 TIMEOUT: Final = 3600.0  # for every measured pod to be bound (and Running)
-# Hollow nodes per kubelet process unless --kubelets says. One process carries 5000: every
-# hollow kubelet process watches every bound pod of the cluster (spec.nodeName!=, filtered in
-# memory), so K processes hold K copies of all the pods (bench/README.md "scale").
+# Hollow nodes per kubelet process unless --kubelets says. Each process holds only its own
+# nodes' pods (its informer drops the others' on arrival), but every process still receives and
+# decodes every bound pod of the cluster (one spec.nodeName!= watch), so more processes cost CPU,
+# and each carries its own base (bench/README.md "scale").
 NODES_PER_KUBELET: Final = 5000
 HOLLOW_PREFIX: Final = "hollow"
 RUNNING: Final = "Running"
