@@ -102,9 +102,10 @@ SEED: Final = 1
 WINDOWS: Final = 10
 SCRAPE_TIMEOUT: Final = 30.0
 TIMEOUT: Final = 3600.0  # for every measured pod to be bound (and Running)
-# Hollow nodes per kubelet process unless --kubelets says. One process carries 5000: every
-# hollow kubelet process watches every bound pod of the cluster (spec.nodeName!=, filtered in
-# memory), so K processes hold K copies of all the pods (bench/README.md "scale").
+# Hollow nodes per kubelet process unless --kubelets says. Each process holds only its own
+# nodes' pods (its informer drops the others' on arrival), but every process still receives and
+# decodes every bound pod of the cluster (one spec.nodeName!= watch), so more processes cost CPU,
+# and each carries its own base (bench/README.md "scale").
 NODES_PER_KUBELET: Final = 5000
 HOLLOW_PREFIX: Final = "hollow"
 RUNNING: Final = "Running"
@@ -408,7 +409,9 @@ class Runner:
         task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         """One watch of every pod: bindings into `tracker`, the first Running of each pod into
-        self.running; resumed from the last resourceVersion if it breaks."""
+        self.running; resumed from the last resourceVersion if it breaks, and from a fresh list
+        if that is Gone (the apiserver closes a watch that falls too far behind; a pod bound or
+        Running meanwhile is then seen at the list, later than it happened)."""
         rv = (await client.list(types_pb2.Pod, limit=1)).resource_version
         task_status.started()
         while True:
@@ -418,19 +421,25 @@ class Runner:
                         rv = event.object.metadata.resource_version or rv
                         if event.type == "BOOKMARK":
                             continue
-                        tracker.observe(event.object, event.type)
-                        self._pod_event.set()
-                        self._pod_event = anyio.Event()
-                        pod = event.object
-                        if pod.status.phase == RUNNING and pod.metadata.name not in self.running:
-                            self.running[pod.metadata.name] = time.monotonic()
-                            self._running_changed.set()
-                            self._running_changed = anyio.Event()
-            except Gone:
-                raise
+                        self._observe(tracker, event.object, event.type)
+            except Gone as e:
+                log.warning("the pod watch is gone (%s); relisting", e)
+                listed = await client.list_all(types_pb2.Pod)
+                for pod in listed.items:
+                    self._observe(tracker, pod, "MODIFIED")
+                rv = listed.resource_version
             except ApiError as e:
                 log.warning("the pod watch failed (%s); resuming from %s", e, rv)
                 await anyio.sleep(0.1)
+
+    def _observe(self, tracker: BindTracker, pod: types_pb2.Pod, event_type: str) -> None:
+        tracker.observe(pod, event_type)
+        self._pod_event.set()
+        self._pod_event = anyio.Event()
+        if pod.status.phase == RUNNING and pod.metadata.name not in self.running:
+            self.running[pod.metadata.name] = time.monotonic()
+            self._running_changed.set()
+            self._running_changed = anyio.Event()
 
     async def measure(self, client: Client, tracker: BindTracker) -> None:
         r, opts = self.result, self.opts
@@ -502,6 +511,14 @@ class Runner:
                 await self._running_changed.wait()
 
 
+def describe_error(e: BaseException) -> str:
+    """`Type: message` of an error; for an exception group (a task group's failure), of the
+    errors inside it, so that the report names the cause rather than the group."""
+    if isinstance(e, BaseExceptionGroup):
+        return "; ".join(describe_error(sub) for sub in e.exceptions)
+    return f"{type(e).__name__}: {e}"
+
+
 def run_one(workload: Workload, mode: str, opts: Options) -> Result:
     """One workload in one mode on a fresh cluster, stopped on return, error or Ctrl-C."""
     wall = time.monotonic()
@@ -521,7 +538,7 @@ def run_one(workload: Workload, mode: str, opts: Options) -> Result:
             result = anyio.run(runner.run)
         except Exception as e:  # the run's failure is its result; the others still run
             result = runner.result
-            result.error = f"{type(e).__name__}: {e}"
+            result.error = describe_error(e)
             result.rss_kib = runner.rss()
         result.wall_seconds = time.monotonic() - wall
         return result

@@ -2,9 +2,15 @@
 
 One process runs one node, or K hollow nodes (`--nodes K --node-name-prefix P`: P-0 .. P-(K-1)),
 each with its own Node, Lease, pods and checkpoint, sharing one client, one pod informer and
-one node informer (a single watch each, filtered in memory by node name), one work queue and
-one set of pod workers. /readyz is green once every node is registered and the pod informer
-has synced.
+one node informer, one work queue and one set of pod workers. /readyz is green once every node
+is registered and the pod informer has synced.
+
+The informers hold only the process's own objects. One node watches as upstream's kubelet does
+(fieldSelector spec.nodeName=<node> for pods, metadata.name=<node> for its Node). Hollow nodes
+watch every bound pod (spec.nodeName!=) and every Node in one watch each, since a field selector
+takes one value per field; the informer drops on arrival the objects of nodes the process does
+not run (`keep`, before they are stored), so K hollow nodes hold their own pods, not the
+cluster's.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import functools
 import logging
 import socket
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -319,6 +325,19 @@ async def run(settings: KubeletSettings, ctx: ComponentContext) -> None:
             await client.close()
 
 
+class OwnNodes:
+    """The names of the nodes a process runs: the `keep` predicates of its informers."""
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self.names = frozenset(names)
+
+    def pod(self, pod: types_pb2.Pod) -> bool:
+        return pod.spec.node_name in self.names
+
+    def node(self, node: types_pb2.Node) -> bool:
+        return node.metadata.name in self.names
+
+
 class Kubelet:
     """The parts of one kubelet process, wired; `run()` does the work."""
 
@@ -330,13 +349,17 @@ class Kubelet:
         self.recorder = EventRecorder(client, COMPONENT, host=host, clock=ctx.clock)
         self.informers = InformerFactory(client, clock=ctx.clock)
         # One watch per kind: a node's own pods by field selector, or every bound pod (and
-        # every node) for hollow nodes, dispatched in memory.
+        # every node) for hollow nodes, the other processes' dropped by the informer.
+        own = OwnNodes(config.name for config in settings.nodes)
         self.pod_informer = self.informers.informer(
             types_pb2.Pod,
             field_selector=f"spec.nodeName={host}" if single else "spec.nodeName!=",
+            keep=None if single else own.pod,
         )
         self.node_informer = self.informers.informer(
-            types_pb2.Node, field_selector=f"metadata.name={host}" if single else ""
+            types_pb2.Node,
+            field_selector=f"metadata.name={host}" if single else "",
+            keep=None if single else own.node,
         )
         self.agents = [
             NodeAgent(

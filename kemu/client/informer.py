@@ -10,6 +10,15 @@ for vanished ones.
 
 Objects handed to handlers and returned by the lister are the informer's own copies, shared
 by every reader: never mutate them; copy first (`m = type(obj)(); m.CopyFrom(obj)`).
+
+A `keep` predicate filters on the client what no server-side selector can express (a hollow
+kubelet running K nodes wants the pods of those K, and upstream's field selectors take one
+value per field): an object it rejects is neither stored nor handed to a handler, as if the
+server had filtered it, and one that stops being kept is delivered as a delete of the cached
+object (as the apiserver does when an object stops matching a watch's selector). A kept object
+is copied out of the list or watch response it came in: a decoded protobuf sub-message shares
+its whole response's memory, so without the copy one kept object would hold every dropped one
+of its batch.
 Handlers run synchronously in the informer's task, in event order; an exception in one is
 logged and does not stop the others or the informer.
 """
@@ -156,8 +165,10 @@ class Informer(Generic[M]):
         namespace: str = "",
         label_selector: str = "",
         field_selector: str = "",
+        keep: Callable[[M], bool] | None = None,
         clock: Clock | None = None,
     ) -> None:
+        """`keep`: see the module's docstring; None keeps every object the server sends."""
         self._client = client
         self._kind = kind
         k = kinds.kind_of(kind())
@@ -166,6 +177,9 @@ class Informer(Generic[M]):
         self._namespace = namespace if k.namespaced else ""
         self._label_selector = label_selector
         self._field_selector = field_selector
+        self._keep = keep
+        self.dropped = 0
+        """Objects (list items and watch events) the `keep` predicate rejected."""
         self._clock: Clock = clock or RealClock()
         self._items: dict[str, M] = {}
         self._by_namespace: dict[str, dict[str, None]] = {}
@@ -276,10 +290,25 @@ class Informer(Generic[M]):
         for h in list(self._handlers):
             self._call(h.on_delete, obj)
 
+    def _kept(self, obj: M) -> M | None:
+        """`obj`, or with a `keep` predicate its own copy if kept and None if not."""
+        keep = self._keep
+        if keep is None:
+            return obj
+        if not keep(obj):
+            self.dropped += 1
+            return None
+        own = self._kind()
+        own.CopyFrom(obj)
+        return own
+
     def _replace(self, items: Iterable[M], resource_version: str) -> None:
         """Makes the cache equal to a fresh list, delivering the differences."""
         seen: set[str] = set()
-        for obj in items:
+        for item in items:
+            obj = self._kept(item)
+            if obj is None:
+                continue
             key = object_key(obj)
             seen.add(key)
             old = self._store(key, obj)
@@ -301,14 +330,28 @@ class Informer(Generic[M]):
             return
         key = object_key(obj)
         if event_type in (ADDED, MODIFIED):
-            old = self._store(key, obj)
-            if old is None:
-                self._notify_add(obj)
+            own = self._kept(obj)
+            if own is not None:
+                old = self._store(key, own)
+                if old is None:
+                    self._notify_add(own)
+                else:
+                    self._notify_update(old, own)
             else:
-                self._notify_update(old, obj)
+                # No longer kept (or never was): gone from this informer's view.
+                gone = self._remove(key)
+                if gone is not None:
+                    self._notify_delete(gone)
         elif event_type == DELETED:
-            self._remove(key)
-            self._notify_delete(obj)
+            if self._keep is None:
+                self._remove(key)
+                self._notify_delete(obj)
+            else:
+                # Only what the cache holds was kept; the rest was never seen.
+                if self._remove(key) is not None:
+                    self._notify_delete(obj)
+                else:
+                    self.dropped += 1
         else:
             logger.warning("%s: ignoring a watch event of type %r", self.resource, event_type)
             return
@@ -444,6 +487,10 @@ class Informer(Generic[M]):
             )
 
 
+# kind, namespace, label selector, field selector, keep predicate.
+_FactoryKey = tuple[str, str, str, str, Callable[[Any], bool] | None]
+
+
 class InformerFactory:
     """One shared informer per (kind, namespace, selectors), as client-go's
     SharedInformerFactory. Ask for informers, then `await start(tg)`, then use the listers."""
@@ -451,8 +498,8 @@ class InformerFactory:
     def __init__(self, client: ApiClient, *, clock: Clock | None = None) -> None:
         self._client = client
         self._clock = clock
-        self._informers: dict[tuple[str, str, str, str], Informer[Any]] = {}
-        self._started: set[tuple[str, str, str, str]] = set()
+        self._informers: dict[_FactoryKey, Informer[Any]] = {}
+        self._started: set[_FactoryKey] = set()
 
     def informer(
         self,
@@ -461,8 +508,11 @@ class InformerFactory:
         namespace: str = "",
         label_selector: str = "",
         field_selector: str = "",
+        keep: Callable[[M], bool] | None = None,
     ) -> Informer[M]:
-        key = (kind.DESCRIPTOR.full_name, namespace, label_selector, field_selector)
+        """The shared informer; `keep` (see Informer) is part of its identity: the same
+        function object gives the same informer."""
+        key = (kind.DESCRIPTOR.full_name, namespace, label_selector, field_selector, keep)
         inf = self._informers.get(key)
         if inf is None:
             inf = Informer(
@@ -471,6 +521,7 @@ class InformerFactory:
                 namespace=namespace,
                 label_selector=label_selector,
                 field_selector=field_selector,
+                keep=keep,
                 clock=self._clock,
             )
             self._informers[key] = inf

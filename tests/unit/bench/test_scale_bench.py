@@ -17,6 +17,7 @@ from bench.scheduler_perf_workloads import (
     parse_workloads,
 )
 from kemu.api.v1 import types_pb2
+from kemu.machinery.errors import Gone
 
 
 def _hist(total_seconds: float, count: float) -> Samples:
@@ -177,3 +178,14 @@ def test_a_small_hollow_run_is_not_judged_against_the_5000_node_target() -> None
     r = scale.Result("S/a", "hollow", nodes=10, pods=100, rss_kib={"kubelets": 50 * 1024})
     (line,) = scale.render_targets(r)
     assert "the target is for 5000 nodes" in line and "met" not in line
+
+
+def test_a_failed_run_names_the_errors_inside_a_task_group():
+    group = ExceptionGroup(
+        "unhandled errors in a TaskGroup",
+        [Gone("too old resource version: 5 (9)"), ExceptionGroup("inner", [TimeoutError("t")])],
+    )
+    assert scale.describe_error(group) == ("Gone: too old resource version: 5 (9); TimeoutError: t")
+    assert scale.describe_error(RuntimeError("3 pod creates failed")) == (
+        "RuntimeError: 3 pod creates failed"
+    )

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import anyio
 import pytest
@@ -201,3 +202,90 @@ async def test_the_factory_shares_informers(tg: TaskGroup) -> None:
     assert factory.has_synced()
     assert nodes.lister.get("n1") is not None
     assert pods.lister.get("a") is not None
+
+
+def mine(p: Pod) -> bool:
+    return p.metadata.labels.get("owner") == "me"
+
+
+@pytest.mark.anyio
+async def test_keep_drops_other_objects_before_they_are_stored(tg: TaskGroup) -> None:
+    clock = FakeClock()
+    fake = FakeClient(pod("a", labels={"owner": "me"}), pod("b", labels={"owner": "you"}))
+    inf = Informer(fake, Pod, keep=mine, clock=clock)
+    rec = Recorder()
+    inf.add_event_handler(rec)
+    await tg.start(inf.run)
+    assert rec.events == [("add", "a")]
+    assert inf.lister.keys() == ["default/a"]
+    assert inf.dropped == 1
+
+    await fake.create(pod("c", labels={"owner": "you"}))
+    await fake.patch(Pod, "b", {"metadata": {"annotations": {"x": "1"}}})
+    await fake.delete(Pod, "c")  # unbound: marked, then deleted; none of it is seen
+    await fake.create(pod("d", labels={"owner": "me"}))
+    await wait_until(lambda: len(rec.events) == 2)
+    assert rec.events[1:] == [("add", "d")]
+    assert sorted(inf.lister.keys()) == ["default/a", "default/d"]
+    assert inf.dropped == 1 + 4  # c added, b updated, c marked and deleted
+    assert inf.last_resource_version == fake.resource_version  # dropped events count too
+
+    # An object that stops being kept is delivered as the delete of the cached one; one that
+    # starts being kept as an add.
+    await fake.patch(Pod, "a", {"metadata": {"labels": {"owner": "you"}}})
+    await fake.patch(Pod, "b", {"metadata": {"labels": {"owner": "me"}}})
+    await wait_until(lambda: len(rec.events) == 4)
+    assert rec.events[2:] == [("delete", "a"), ("add", "b")]
+    assert sorted(inf.lister.keys()) == ["default/b", "default/d"]
+    await fake.delete(Pod, "d")
+    await wait_until(lambda: len(rec.events) == 6)  # marked (update), then deleted
+    assert rec.events[4:] == [("update", "d"), ("delete", "d")]
+
+    # A relist applies the predicate too.
+    await wait_until(lambda: fake.open_watches == 1)
+    fake.drop_watches(Unavailable("connection reset"))
+    await fake.create(pod("e", labels={"owner": "you"}))
+    await fake.create(pod("f", labels={"owner": "me"}))
+    fake.compact()
+    await advance(clock, 15)
+    await wait_until(lambda: len(rec.events) == 7)
+    assert rec.events[6:] == [("add", "f")]
+    assert fake.verbs().count("list") == 2
+    assert sorted(inf.lister.keys()) == ["default/b", "default/f"]
+
+
+@pytest.mark.anyio
+async def test_kept_objects_are_copied_out_of_the_response(tg: TaskGroup) -> None:
+    # A decoded protobuf sub-message shares its whole response's memory: a cached object must
+    # be the informer's own, not the one the client returned (which the fake hands out too).
+    fake = FakeClient(pod("a", labels={"owner": "me"}), pod("b", labels={"owner": "you"}))
+    returned: list[Pod] = []
+    list_all = fake.list_all
+
+    async def recording_list_all(*args: Any, **kwargs: Any) -> Any:
+        result = await list_all(*args, **kwargs)
+        returned.extend(result.items)
+        return result
+
+    fake.list_all = recording_list_all  # type: ignore[method-assign]
+    inf = Informer(fake, Pod, keep=mine, clock=FakeClock())
+    await tg.start(inf.run)
+    (a_returned,) = [p for p in returned if p.metadata.name == "a"]
+    cached = inf.lister.get("a")
+    assert cached is not None and cached is not a_returned
+    assert cached == a_returned
+
+    # Without a predicate the informer stores what it receives, as before.
+    plain = Informer(fake, Pod, clock=FakeClock())
+    returned.clear()
+    await tg.start(plain.run)
+    (a_plain,) = [p for p in returned if p.metadata.name == "a"]
+    assert plain.lister.get("a") is a_plain
+
+
+@pytest.mark.anyio
+async def test_the_factory_keys_informers_by_their_keep_predicate(tg: TaskGroup) -> None:
+    factory = InformerFactory(FakeClient(), clock=FakeClock())
+    kept = factory.informer(Pod, keep=mine)
+    assert factory.informer(Pod, keep=mine) is kept
+    assert factory.informer(Pod) is not kept

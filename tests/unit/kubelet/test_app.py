@@ -127,3 +127,49 @@ async def test_a_hollow_kubelet_registers_its_nodes_and_runs_their_pods(tmp_path
         assert sorted(lease.metadata.name for lease in leases) == ["h-0", "h-1", "h-2"]
         ctx.request_stop()
     assert (tmp_path / "checkpoints" / "h-1.json").exists()
+
+
+async def test_hollow_nodes_hold_only_their_own_pods_and_nodes(tmp_path):
+    # Another process's node and pods arrive on the same watches (spec.nodeName!= and every
+    # Node): this process's informers drop them before storing them.
+    clock = FakeClock()
+    theirs = build_node(settings("--node-name", "other-0").nodes[0], 0.0)
+    fake = FakeClient(
+        theirs,
+        make_pod("theirs-before").node("other-0").obj(),
+        clock=clock,
+    )
+    s = settings("--nodes", "2", "--node-name-prefix", "h", "--root-dir", str(tmp_path))
+    options = ComponentOptions.for_tests("kubelet", shutdown_grace_period=5)
+    box: list[app.Kubelet] = []
+
+    async with anyio.create_task_group() as tg:
+
+        async def body(ctx: ComponentContext) -> None:
+            kubelet = app.Kubelet(fake, s, ctx)
+            box.append(kubelet)
+            ctx.add_readiness_check("kubelet", kubelet.ready)
+            await kubelet.run()
+
+        tg.start_soon(
+            functools.partial(
+                run_component_async, "kubelet", options, body, clock=clock, handle_signals=False
+            )
+        )
+        await wait_until(lambda: box)
+        kubelet = box[0]
+        for _ in range(200):
+            if len(kubelet.node_informer.lister) == 2:
+                break
+            await advance(clock, 0.01, step=0.01)
+        await wait_until(lambda: kubelet.pod_informer.has_synced())
+        await fake.create(make_pod("theirs-after").node("other-0").obj())
+        await fake.create(make_pod("mine").req(cpu="1").node("h-1").obj())
+        await advance(clock, 1)
+        assert (await fake.get(types_pb2.Pod, "mine")).status.phase == "Running"
+        assert kubelet.pod_informer.lister.keys() == ["default/mine"]
+        assert sorted(kubelet.node_informer.lister.keys()) == ["h-0", "h-1"]
+        assert kubelet.pod_informer.dropped >= 2
+        # theirs are untouched: no status written
+        assert (await fake.get(types_pb2.Pod, "theirs-after")).status.phase == ""
+        tg.cancel_scope.cancel()
