@@ -377,7 +377,7 @@ def expected_min_victims(workload: Workload) -> int | None:
 
 class BindTracker:
     """Fed with every pod the watch delivers; remembers when each expected pod was first seen
-    bound (spec.nodeName set), per op, and wakes whoever waits for an op or a namespace."""
+    bound (spec.nodeName set), per op, and wakes whoever waits for an op."""
 
     def __init__(self, clock: Clock = time.monotonic) -> None:
         self._clock = clock
@@ -456,20 +456,12 @@ class BindTracker:
         done = len(self.bound_at[op_index]) + self._gone_unbound[op_index]
         return done >= self._expected[op_index]
 
-    def namespaces_done(self, namespaces: Sequence[str]) -> bool:
-        names = namespaces or list(self.created_in)
-        return all(self.bound_in[n] + self._gone_unbound_in[n] >= self.created_in[n] for n in names)
-
     def pending(self) -> int:
         done = sum(self.bound_in.values()) + sum(self._gone_unbound_in.values())
         return sum(self.created_in.values()) - done
 
     async def wait_op(self, op_index: int, within: float) -> None:
         await self._wait(lambda: self.op_done(op_index), within, f"op {op_index}")
-
-    async def wait_namespaces(self, namespaces: Sequence[str], within: float) -> None:
-        what = ", ".join(namespaces) if namespaces else "every namespace"
-        await self._wait(lambda: self.namespaces_done(namespaces), within, what)
 
     async def _wait(self, done: Callable[[], bool], within: float, what: str) -> None:
         with anyio.move_on_after(within) as scope:
