@@ -109,9 +109,9 @@ from kemu.component.version import DEFAULT_VERSION, Version, parse_emulated_vers
 from kemu.machinery import kinds, quantity, resources
 from kemu.machinery.errors import AlreadyExists, ApiError, Gone, NotFound
 from kemu.machinery.pod_strategy import default_requests_from_limits
-from kemu.testing.cluster import Cluster
+from kemu.testing.cluster import Cluster, Component
 from kemu.testing.namespaces import ensure_namespace
-from kemu.testing.processes import ProcessStartError
+from kemu.testing.processes import ProcessStartError, http_get
 
 log = logging.getLogger(__name__)
 
@@ -709,8 +709,8 @@ class Runner:
         r = self.result
         scheduler = self.cluster.component("scheduler")
         apiserver = self.cluster.component("apiserver")
-        before = parse_metrics(await anyio.to_thread.run_sync(scheduler.scrape))
-        api_before = parse_metrics(await anyio.to_thread.run_sync(apiserver.scrape))
+        before = parse_metrics(await anyio.to_thread.run_sync(scrape, scheduler))
+        api_before = parse_metrics(await anyio.to_thread.run_sync(scrape, apiserver))
         deleted_before = tracker.deleted()
         meter = CpuMeter(self.pids)
         log.info(
@@ -748,11 +748,11 @@ class Runner:
         after = before
         with anyio.move_on_after(3):
             while True:
-                after = parse_metrics(await anyio.to_thread.run_sync(scheduler.scrape))
+                after = parse_metrics(await anyio.to_thread.run_sync(scrape, scheduler))
                 if metric_delta(before, after, SCHEDULE_ATTEMPTS, result="scheduled") >= len(pods):
                     break
                 await anyio.sleep(0.05)
-        api_after = parse_metrics(await anyio.to_thread.run_sync(apiserver.scrape))
+        api_after = parse_metrics(await anyio.to_thread.run_sync(scrape, apiserver))
         r.algorithm_ms = histogram_mean_delta(before, after, ALGORITHM_DURATION) * 1000
         r.attempt_ms = histogram_mean_delta(before, after, ATTEMPT_DURATION) * 1000
         r.attempts = delta_by_label(before, after, SCHEDULE_ATTEMPTS, "result")
@@ -1008,6 +1008,19 @@ def attempted(pod: types_pb2.Pod) -> bool:
     """Bound, or at least once through a scheduling cycle (or gated): it has a PodScheduled
     condition (upstream's isAttempted)."""
     return bool(pod.spec.node_name) or any(c.type == "PodScheduled" for c in pod.status.conditions)
+
+
+SCRAPE_TIMEOUT: Final = 30.0  # seconds; a loaded scheduler's /metrics may take a while
+
+
+def scrape(component: Component) -> str:
+    """The Prometheus text of `component`'s /metrics, waiting up to SCRAPE_TIMEOUT: a
+    scheduler working through a backlog on a loaded machine answers /metrics late, which
+    must not fail the run."""
+    status, body = http_get(component.metrics_url, timeout=SCRAPE_TIMEOUT)
+    if status != 200:
+        raise RuntimeError(f"{component.name}: GET {component.metrics_url} answered {status}")
+    return body.decode()
 
 
 class BarrierCounts:
