@@ -8,8 +8,8 @@ runs on a fresh cluster (etcd, the apiserver and `python -m scheduler`, started 
 harness in a temporary directory). Its ops run in order: `createNodes` creates bare Node
 objects (no kubelet), `createNamespaces` labelled namespaces, `createPods` creates pods as fast
 as the apiserver takes them (several creates in flight) and, unless told otherwise, waits until
-all of them are bound (`createPodSets`: one such op per namespace); `barrier` waits until every
-pod is bound, `sleep` sleeps, `deletePods` deletes a namespace's pods (at a rate, in the
+all of them are bound (`createPodSets`: one such op per namespace); `barrier` waits until the
+pods of the createPods ops that did not wait are bound (or tried), `sleep` sleeps, `deletePods` deletes a namespace's pods (at a rate, in the
 background if told).
 
 One watch of all pods, opened before the first op, records when each pod is first seen with
@@ -105,13 +105,13 @@ from bench.scheduler_perf_workloads import (
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.client.interface import ApiClient
-from kemu.component.version import DEFAULT_VERSION
+from kemu.component.version import DEFAULT_VERSION, Version, parse_emulated_version
 from kemu.machinery import kinds, quantity, resources
 from kemu.machinery.errors import AlreadyExists, ApiError, Gone, NotFound
 from kemu.machinery.pod_strategy import default_requests_from_limits
-from kemu.testing.cluster import Cluster
+from kemu.testing.cluster import Cluster, Component
 from kemu.testing.namespaces import ensure_namespace
-from kemu.testing.processes import ProcessStartError
+from kemu.testing.processes import ProcessStartError, http_get
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +119,7 @@ DEFAULT_LABEL: Final = "performance"
 QUICK_LABEL: Final = "quick"
 CREATORS: Final = 16  # creates in flight
 BARRIER_POLL: Final = 0.2  # seconds between a barrier's pod lists (upstream polls every 1 s)
+BARRIER_POLL_PODS: Final = 1000  # from this many pods in the namespace, every 1 s
 SAMPLE_INTERVAL: Final = 1.0  # seconds per throughput sample, as scheduler_perf
 WAIT_TIMEOUT: Final = 600.0  # for the pods of one op to be bound
 ALGORITHM_DURATION: Final = "scheduler_scheduling_algorithm_duration_seconds"
@@ -376,7 +377,7 @@ def expected_min_victims(workload: Workload) -> int | None:
 
 class BindTracker:
     """Fed with every pod the watch delivers; remembers when each expected pod was first seen
-    bound (spec.nodeName set), per op, and wakes whoever waits for an op or a namespace."""
+    bound (spec.nodeName set), per op, and wakes whoever waits for an op."""
 
     def __init__(self, clock: Clock = time.monotonic) -> None:
         self._clock = clock
@@ -455,20 +456,12 @@ class BindTracker:
         done = len(self.bound_at[op_index]) + self._gone_unbound[op_index]
         return done >= self._expected[op_index]
 
-    def namespaces_done(self, namespaces: Sequence[str]) -> bool:
-        names = namespaces or list(self.created_in)
-        return all(self.bound_in[n] + self._gone_unbound_in[n] >= self.created_in[n] for n in names)
-
     def pending(self) -> int:
         done = sum(self.bound_in.values()) + sum(self._gone_unbound_in.values())
         return sum(self.created_in.values()) - done
 
     async def wait_op(self, op_index: int, within: float) -> None:
         await self._wait(lambda: self.op_done(op_index), within, f"op {op_index}")
-
-    async def wait_namespaces(self, namespaces: Sequence[str], within: float) -> None:
-        what = ", ".join(namespaces) if namespaces else "every namespace"
-        await self._wait(lambda: self.namespaces_done(namespaces), within, what)
 
     async def _wait(self, done: Callable[[], bool], within: float, what: str) -> None:
         with anyio.move_on_after(within) as scope:
@@ -617,6 +610,7 @@ class Runner:
         self._profiled: anyio.Event | None = None  # while a py-spy profile runs
         self.node_names: list[str] = []  # of the createNodes ops, in creation order
         self._churn: anyio.abc.TaskGroup | None = None  # churn ops, until the ops are done
+        self.barrier_counts = BarrierCounts()
         self._collecting: tuple[StartCollectingMetrics, float] | None = None
 
     async def run(self) -> Result:
@@ -648,11 +642,10 @@ class Runner:
     async def run_op(self, client: Client, tracker: BindTracker, index: int, op: Op) -> None:
         opts = self.opts
         if isinstance(op, Barrier):
-            log.info("op %d: barrier (%s)", index, op.stage)
-            if op.stage == ATTEMPTED or op.label_selector:
-                await barrier_by_listing(client, tracker, op, opts.timeout)
-            else:
-                await tracker.wait_namespaces(op.namespaces, opts.timeout)
+            want = self.barrier_counts.targets(op)
+            log.info("op %d: barrier (%s) for %s", index, op.stage, want)
+            await barrier_by_listing(client, want, op, opts.timeout)
+            self.barrier_counts.passed(op)
             return
         if isinstance(op, Churn):
             log.info("op %d: churn (%s) in %s", index, op.mode, op.namespace)
@@ -680,6 +673,7 @@ class Runner:
         if isinstance(op, CreateNamespaces):
             log.info("op %d: creating %d namespaces %s-<i>", index, op.count, op.prefix)
             await create_namespaces(client, op, opts.creators)
+            self.barrier_counts.namespaces_created(op.names())
             return
         if isinstance(op, Sleep):
             log.info("op %d: sleeping %g s", index, op.seconds)
@@ -698,6 +692,7 @@ class Runner:
         await ensure_namespace(client, op.namespace)
         pods = pod_objects(op, index)
         tracker.expect(index, pods)
+        self.barrier_counts.pods_created(op)
         if op.collect_metrics:
             await self.measure(client, tracker, index, pods)
             return
@@ -714,8 +709,8 @@ class Runner:
         r = self.result
         scheduler = self.cluster.component("scheduler")
         apiserver = self.cluster.component("apiserver")
-        before = parse_metrics(await anyio.to_thread.run_sync(scheduler.scrape))
-        api_before = parse_metrics(await anyio.to_thread.run_sync(apiserver.scrape))
+        before = parse_metrics(await anyio.to_thread.run_sync(scrape, scheduler))
+        api_before = parse_metrics(await anyio.to_thread.run_sync(scrape, apiserver))
         deleted_before = tracker.deleted()
         meter = CpuMeter(self.pids)
         log.info(
@@ -753,11 +748,11 @@ class Runner:
         after = before
         with anyio.move_on_after(3):
             while True:
-                after = parse_metrics(await anyio.to_thread.run_sync(scheduler.scrape))
+                after = parse_metrics(await anyio.to_thread.run_sync(scrape, scheduler))
                 if metric_delta(before, after, SCHEDULE_ATTEMPTS, result="scheduled") >= len(pods):
                     break
                 await anyio.sleep(0.05)
-        api_after = parse_metrics(await anyio.to_thread.run_sync(apiserver.scrape))
+        api_after = parse_metrics(await anyio.to_thread.run_sync(scrape, apiserver))
         r.algorithm_ms = histogram_mean_delta(before, after, ALGORITHM_DURATION) * 1000
         r.attempt_ms = histogram_mean_delta(before, after, ATTEMPT_DURATION) * 1000
         r.attempts = delta_by_label(before, after, SCHEDULE_ATTEMPTS, "result")
@@ -1010,29 +1005,77 @@ def _matches(pod: types_pb2.Pod, selector: Mapping[str, str]) -> bool:
 
 
 def attempted(pod: types_pb2.Pod) -> bool:
-    """Bound, or at least once through a scheduling cycle (or gated): PodScheduled=False."""
-    return bool(pod.spec.node_name) or any(
-        c.type == "PodScheduled" and c.status == "False" for c in pod.status.conditions
-    )
+    """Bound, or at least once through a scheduling cycle (or gated): it has a PodScheduled
+    condition (upstream's isAttempted)."""
+    return bool(pod.spec.node_name) or any(c.type == "PodScheduled" for c in pod.status.conditions)
+
+
+SCRAPE_TIMEOUT: Final = 30.0  # seconds; a loaded scheduler's /metrics may take a while
+
+
+def scrape(component: Component) -> str:
+    """The Prometheus text of `component`'s /metrics, waiting up to SCRAPE_TIMEOUT: a
+    scheduler working through a backlog on a loaded machine answers /metrics late, which
+    must not fail the run."""
+    status, body = http_get(component.metrics_url, timeout=SCRAPE_TIMEOUT)
+    if status != 200:
+        raise RuntimeError(f"{component.name}: GET {component.metrics_url} answered {status}")
+    return body.decode()
+
+
+class BarrierCounts:
+    """upstream's numPodsScheduledPerNamespace: what a barrier waits for in each namespace.
+    A createNamespaces op makes its namespaces known (0 pods); a createPods op with
+    skipWaitToCompletion adds its pod count to its namespace (one that waits for its pods adds
+    nothing: they are bound already); a barrier of stage Scheduled forgets the namespaces it
+    waited on (all of them when it names none), one of stage Attempted forgets nothing."""
+
+    def __init__(self) -> None:
+        self.want: dict[str, int] = {}
+
+    def namespaces_created(self, names: Iterable[str]) -> None:
+        for name in names:
+            self.want.setdefault(name, 0)
+
+    def pods_created(self, op: CreatePods) -> None:
+        if op.skip_wait:
+            self.want[op.namespace] = self.want.get(op.namespace, 0) + op.count
+
+    def targets(self, op: Barrier) -> dict[str, int]:
+        """Namespace -> pods to wait for; ValueError names a namespace the barrier does not
+        know (the file check refuses such a barrier already)."""
+        names = list(op.namespaces) or sorted(self.want)
+        unknown = [n for n in names if n not in self.want]
+        if unknown:
+            raise ValueError(f"barrier: unknown namespace {unknown[0]}")
+        return {n: self.want[n] for n in names}
+
+    def passed(self, op: Barrier) -> None:
+        if op.stage == ATTEMPTED:
+            return
+        if not op.namespaces:
+            self.want.clear()
+        for name in op.namespaces:
+            self.want.pop(name, None)
 
 
 async def barrier_by_listing(
-    client: ApiClient, tracker: BindTracker, op: Barrier, within: float
+    client: ApiClient, want: Mapping[str, int], op: Barrier, within: float
 ) -> None:
-    """upstream's barrier with a stageRequirement or a labelSelector: polls the pods of each
-    namespace (those createPods ops made in it when none is given) until as many as the ops
-    created there are bound (Scheduled) or attempted (Attempted)."""
-    namespaces = list(op.namespaces) or sorted(tracker.created_in)
+    """upstream's barrier: polls the pods of each namespace of `want` until as many pods
+    matching the op's label selector as `want` says (every pod the ops created there, matching
+    or not, as upstream counts) are bound (stage Scheduled) or attempted (Attempted)."""
     check = attempted if op.stage == ATTEMPTED else (lambda p: bool(p.spec.node_name))
     with anyio.fail_after(within):
-        for ns in namespaces:
-            want = tracker.created_in[ns]
+        for ns, count in want.items():
             while True:
                 pods = (await client.list_all(types_pb2.Pod, ns)).items
                 done = sum(1 for p in pods if _matches(p, op.label_selector) and check(p))
-                if done >= want:
+                if done >= count:
                     break
-                await anyio.sleep(BARRIER_POLL)
+                # upstream polls its informer every 1 s; a list is dearer, but small
+                # namespaces are polled more often so that short workloads stay short.
+                await anyio.sleep(BARRIER_POLL if len(pods) < BARRIER_POLL_PODS else 1.0)
 
 
 async def pods_to_delete(client: ApiClient, op: DeletePods) -> list[types_pb2.Pod]:
@@ -1433,6 +1476,15 @@ def build_parser() -> argparse.ArgumentParser:
         + ")",
     )
     parser.add_argument("--scheduler-config", metavar="FILE", help="the scheduler's --config")
+    parser.add_argument(
+        "--emulated-version",
+        metavar="X.Y",
+        type=_emulated_version,
+        help="the --emulated-version of the apiserver and the scheduler for every workload "
+        "without its own emulatedVersion, and the version its feature gates are checked at "
+        "(default: the components' default, "
+        f"{DEFAULT_VERSION}); e.g. 1.33 for upstream's files that set SchedulerQueueingHints",
+    )
     parser.add_argument("--creators", type=int, default=CREATORS, help="creates in flight")
     parser.add_argument(
         "--timeout", type=float, default=WAIT_TIMEOUT, help="seconds for one op's pods to bind"
@@ -1499,13 +1551,22 @@ def differential(
     return 1 if any(r.mismatch for r in results) else 0
 
 
+def _emulated_version(text: str) -> Version:
+    try:
+        return parse_emulated_version(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         paths = [Path(p) for p in args.config] if args.config else list(WORKLOAD_FILES)
         # kemu's own files must run whole; a file given with --config (upstream's) runs what
         # kemu can, and lists the rest as skipped with the reason.
-        loaded = load_workload_file_set(paths, strict=not args.config)
+        loaded = load_workload_file_set(
+            paths, strict=not args.config, emulated_version=args.emulated_version
+        )
         workloads = list(loaded.workloads)
         skipped = [s for s in loaded.skipped if _selected(s, args.workload)]
         label = QUICK_LABEL if args.quick else (args.label or DEFAULT_LABEL)

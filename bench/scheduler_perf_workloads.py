@@ -21,8 +21,18 @@ import yaml
 from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
-from kemu.component.featuregate import FeatureGateError, FeatureGates, gate_modelled
-from kemu.component.version import DEFAULT_VERSION, Version, parse_emulated_version
+from kemu.component.featuregate import (
+    FeatureGateError,
+    FeatureGates,
+    gate_modelled,
+    newest_version_accepting,
+)
+from kemu.component.version import (
+    DEFAULT_VERSION,
+    MIN_VERSION,
+    Version,
+    parse_emulated_version,
+)
 from kemu.machinery import convert, kinds
 from kemu.machinery.duration import DurationError, parse_duration
 from kemu.machinery.errors import Invalid
@@ -115,9 +125,10 @@ ATTEMPTED: Final = "Attempted"
 
 @dataclass(frozen=True)
 class Barrier:
-    """Waits until the pods createPods ops made in `namespaces` (all when empty) that match
-    `label_selector` are bound (stage Scheduled) or were at least once tried by the scheduler,
-    bound or PodScheduled=False (stage Attempted)."""
+    """upstream's barrier: waits until, in each of `namespaces` (when empty, every namespace
+    it knows: see bench.scheduler_perf.BarrierCounts), as many pods matching `label_selector`
+    as the createPods ops that did not wait made there are bound (stage Scheduled) or were at
+    least once tried by the scheduler, bound or with a PodScheduled condition (Attempted)."""
 
     namespaces: tuple[str, ...] = ()  # empty: every namespace
     label_selector: Mapping[str, str] = field(default_factory=dict)
@@ -377,20 +388,22 @@ class WorkloadFile:
     skipped: tuple[Skipped, ...] = ()
 
 
-def load_workloads(path: Path) -> list[Workload]:
+def load_workloads(path: Path, *, emulated_version: Version | None = None) -> list[Workload]:
     """Every workload of a performance-config YAML file (template paths are relative to it);
-    anything the runner cannot do is an error (kemu's own files)."""
+    anything the runner cannot do is an error (kemu's own files). `emulated_version`: the
+    version of the workloads that do not give their own `emulatedVersion` (default: the
+    components' default)."""
     try:
         data = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as e:
         raise WorkloadError(f"{path}: {e}") from e
     try:
-        return parse_workloads(data, base_dir=path.parent)
+        return parse_workloads(data, base_dir=path.parent, emulated_version=emulated_version)
     except WorkloadError as e:
         raise WorkloadError(f"{path}: {e}") from e
 
 
-def load_workload_file(path: Path) -> WorkloadFile:
+def load_workload_file(path: Path, *, emulated_version: Version | None = None) -> WorkloadFile:
     """The workloads of a performance-config YAML file that kemu can run, and the test cases
     and workloads it skips with their reasons (upstream's files): one bad test case does not
     refuse the others."""
@@ -399,17 +412,23 @@ def load_workload_file(path: Path) -> WorkloadFile:
     except (OSError, yaml.YAMLError) as e:
         raise WorkloadError(f"{path}: {e}") from e
     try:
-        return parse_file(data, base_dir=path.parent)
+        return parse_file(data, base_dir=path.parent, emulated_version=emulated_version)
     except WorkloadError as e:
         raise WorkloadError(f"{path}: {e}") from e
 
 
-def load_workload_files(paths: Sequence[Path], *, strict: bool = True) -> list[Workload]:
+def load_workload_files(
+    paths: Sequence[Path], *, strict: bool = True, emulated_version: Version | None = None
+) -> list[Workload]:
     """The workloads of several files, in order; a workload name must be unique over all."""
-    return list(load_workload_file_set(paths, strict=strict).workloads)
+    return list(
+        load_workload_file_set(paths, strict=strict, emulated_version=emulated_version).workloads
+    )
 
 
-def load_workload_file_set(paths: Sequence[Path], *, strict: bool = True) -> WorkloadFile:
+def load_workload_file_set(
+    paths: Sequence[Path], *, strict: bool = True, emulated_version: Version | None = None
+) -> WorkloadFile:
     """The workloads (and, unless `strict`, the skipped ones) of several files, in order; a
     workload name must be unique over all."""
     out: list[Workload] = []
@@ -417,9 +436,9 @@ def load_workload_file_set(paths: Sequence[Path], *, strict: bool = True) -> Wor
     where: dict[str, Path] = {}
     for path in paths:
         if strict:
-            loaded = WorkloadFile(tuple(load_workloads(path)))
+            loaded = WorkloadFile(tuple(load_workloads(path, emulated_version=emulated_version)))
         else:
-            loaded = load_workload_file(path)
+            loaded = load_workload_file(path, emulated_version=emulated_version)
         skipped.extend(loaded.skipped)
         for w in loaded.workloads:
             if w.full_name in where:
@@ -431,18 +450,28 @@ def load_workload_file_set(paths: Sequence[Path], *, strict: bool = True) -> Wor
     return WorkloadFile(tuple(out), tuple(skipped))
 
 
-def parse_workloads(data: Any, *, base_dir: Path | None = None) -> list[Workload]:
+def parse_workloads(
+    data: Any, *, base_dir: Path | None = None, emulated_version: Version | None = None
+) -> list[Workload]:
     """The workloads of the parsed YAML `data`: a list of test cases, each with a
     `workloadTemplate` (ops) and `workloads` (name, labels, params), as upstream's
     performance-config.yaml. `$name` in `countParam` is replaced by the workload's param.
     Strict: the first test case or workload that cannot run is a WorkloadError."""
-    parsed = parse_file(data, base_dir=base_dir, strict=True)
+    parsed = parse_file(data, base_dir=base_dir, strict=True, emulated_version=emulated_version)
     return list(parsed.workloads)
 
 
-def parse_file(data: Any, *, base_dir: Path | None = None, strict: bool = False) -> WorkloadFile:
+def parse_file(
+    data: Any,
+    *,
+    base_dir: Path | None = None,
+    strict: bool = False,
+    emulated_version: Version | None = None,
+) -> WorkloadFile:
     """As parse_workloads, but a test case or workload that cannot run is listed in `skipped`
-    with its reason while the others are parsed (unless `strict`)."""
+    with its reason while the others are parsed (unless `strict`). `emulated_version` (the
+    bench's `--emulated-version`) is the version of every workload without its own
+    `emulatedVersion`: its gates are checked there and its components run at it."""
     if not isinstance(data, list):
         raise WorkloadError(f"<root>: expected a list of test cases, got {_type_name(data)}")
     out: list[Workload] = []
@@ -453,7 +482,9 @@ def parse_file(data: Any, *, base_dir: Path | None = None, strict: bool = False)
         name = case.get("name") if isinstance(case, dict) else None
         label = name if isinstance(name, str) and name else where
         try:
-            workloads, case_skipped = _parse_test_case(case, where, base_dir, strict)
+            workloads, case_skipped = _parse_test_case(
+                case, where, base_dir, strict, emulated_version
+            )
         except WorkloadError as e:
             if strict:
                 raise
@@ -475,7 +506,7 @@ def parse_file(data: Any, *, base_dir: Path | None = None, strict: bool = False)
 
 
 def _parse_test_case(
-    case: Any, where: str, base_dir: Path | None, strict: bool
+    case: Any, where: str, base_dir: Path | None, strict: bool, emulated_version: Version | None
 ) -> tuple[list[Workload], list[Skipped]]:
     """One test case's workloads, and those skipped (all of them, if for the same reason, as
     the test case itself)."""
@@ -513,6 +544,7 @@ def _parse_test_case(
                     template,
                     default_pod_path,
                     base_dir,
+                    emulated_version,
                 )
             )
         except WorkloadError as e:
@@ -540,6 +572,7 @@ def _parse_workload(
     template: Sequence[Any],
     default_pod_path: Path | None,
     base_dir: Path | None,
+    emulated_version: Version | None = None,
 ) -> Workload:
     w_map = _mapping(w, w_where, _WORKLOAD_FIELDS)
     w_name = _string(w_map, "name", w_where)
@@ -552,7 +585,7 @@ def _parse_workload(
                 f"{w_where}.threshold: expected a non-negative number (pods/s), got {value!r}"
             )
         threshold = float(value)
-    cluster = _cluster_settings(case_map, w_map, where, w_where, base_dir)
+    cluster = _cluster_settings(case_map, w_map, where, w_where, base_dir, emulated_version)
     ops = _parse_ops(template, where, params, w_name, default_pod_path, base_dir)
     return Workload(
         test_case=name,
@@ -612,10 +645,13 @@ def _parse_ops(
     base_dir: Path | None,
 ) -> list[Op]:
     """The ops of one workload, createPodSets unrolled; checks what needs the ops together:
-    one measured op, barriers on namespaces an earlier op creates, collection started before
-    it stops."""
+    one measured op, barriers on namespaces they know (as upstream's run does), collection
+    started before it stops."""
     ops: list[Op] = []
-    known: set[str] = set()  # namespaces created so far
+    # The namespaces a barrier knows (upstream's numPodsScheduledPerNamespace): those of
+    # createNamespaces ops and of createPods ops that do not wait for their pods, until a
+    # barrier of stage Scheduled has waited on them.
+    known: set[str] = set()
     measured: str | None = None
     collecting: str | None = None
     for k, raw in enumerate(template):
@@ -624,7 +660,8 @@ def _parse_ops(
             if isinstance(op, CreateNamespaces):
                 known.update(op.names())
             elif isinstance(op, CreatePods):
-                known.add(op.namespace)
+                if op.skip_wait:
+                    known.add(op.namespace)
                 if op.collect_metrics:
                     if measured is not None or collecting is not None:
                         raise WorkloadError(
@@ -636,8 +673,13 @@ def _parse_ops(
                 for ns in op.namespaces:
                     if ns not in known:
                         raise WorkloadError(
-                            f"{op_where}.namespaces: no op before the barrier creates {ns!r}"
+                            f"{op_where}.namespaces: no op before the barrier creates {ns!r} "
+                            "(a barrier knows the namespaces of createNamespaces ops and of "
+                            "createPods ops with skipWaitToCompletion, until a barrier of "
+                            "stage Scheduled has waited on them)"
                         )
+                if op.stage == SCHEDULED:
+                    known.difference_update(op.namespaces or set(known))
             elif isinstance(op, StartCollectingMetrics):
                 if collecting is not None or measured is not None:
                     raise WorkloadError(
@@ -1084,10 +1126,13 @@ def _cluster_settings(
     case_where: str,
     where: str,
     base_dir: Path | None,
+    default_version: Version | None = None,
 ) -> dict[str, Any]:
     """Workload fields emulated_version, feature_gates, scheduler_config and compare_gate from
-    the test case's and the workload's fields; the gates are checked at the version for every
-    variant, the scheduler configuration as the scheduler would."""
+    the test case's and the workload's fields (`default_version`, the bench's flag, when
+    neither gives `emulatedVersion`); the gates are checked at the version for every variant,
+    the scheduler configuration as the scheduler would. A gate setting refused at the version
+    names the newest older version that accepts every setting, and the flag."""
 
     def pick(key: str) -> tuple[Any, str] | None:
         for raw, w in ((workload, where), (case, case_where)):
@@ -1097,6 +1142,7 @@ def _cluster_settings(
 
     version: str | None = None
     found = pick("emulatedVersion")
+    found_version = found is not None
     if found is not None:
         value, w = found
         if not isinstance(value, str):
@@ -1107,6 +1153,8 @@ def _cluster_settings(
             version = str(parse_emulated_version(value))
         except ValueError as e:
             raise WorkloadError(f"{w}.emulatedVersion: {e}") from e
+    elif default_version is not None:
+        version = str(default_version)
 
     gates: dict[str, bool] = {}
     for raw, w in ((case, case_where), (workload, where)):
@@ -1141,7 +1189,8 @@ def _cluster_settings(
             FeatureGates.for_version(at, settings)
         except FeatureGateError as e:
             w = where if key in workload or "emulatedVersion" in workload else case_where
-            raise WorkloadError(f"{w}.{key}: {e}") from e
+            hint = _older_version_hint([s for _, s in checks], at, from_file=found_version)
+            raise WorkloadError(f"{w}.{key}: {e}; {hint}") from e
     not_modelled = tuple(
         name for name in [*gates, *([compare] if compare else [])] if not gate_modelled(name)
     )
@@ -1162,6 +1211,19 @@ def _cluster_settings(
         "compare_gate": compare,
         "not_modelled_gates": not_modelled,
     }
+
+
+def _older_version_hint(
+    settings: Sequence[Mapping[str, bool]], at: Version, *, from_file: bool
+) -> str:
+    """Where the refused gate settings would run: the newest older emulated version that
+    accepts all of them (upstream ran its files at the binary version of their commit, where
+    a gate locked or removed since could still be set), and how to choose it."""
+    older = newest_version_accepting(settings, below=at)
+    if older is None:
+        return f"no emulated version kemu supports ({MIN_VERSION} to {at}) accepts them all"
+    how = f'set emulatedVersion: "{older}"' if from_file else f"run with --emulated-version {older}"
+    return f"every gate setting of the workload is valid at emulated version {older}: {how}"
 
 
 def _count(raw: Mapping[str, Any], where: str, params: Mapping[str, int], workload: str) -> int:

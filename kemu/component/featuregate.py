@@ -18,12 +18,12 @@ Contract (after upstream k8s.io/component-base/featuregate VersionedSpecs):
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final, NamedTuple
 
-from kemu.component.version import DEFAULT_VERSION, Version
+from kemu.component.version import DEFAULT_VERSION, MIN_VERSION, Version
 
 PREFER_NOMINATED_NODE: Final = "PreferNominatedNode"
 NOMINATED_NODE_NAME_FOR_EXPECTATION: Final = "NominatedNodeNameForExpectation"
@@ -230,6 +230,9 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
                     FeatureSpec(_v(32), Stage.BETA, True),
                     FeatureSpec(_v(34), Stage.GA, True, locked=True),
                 ),
+                # Gone from upstream's table in the 1.37 cycle (three releases after GA).
+                removed_in=_v(37),
+                enabled_after_removal=True,
                 modelled=False,
             ),
             GateDefinition(
@@ -466,6 +469,25 @@ def _check_setting(gate: GateDefinition, given: str, value: bool, version: Versi
         f'feature gate "{given}" does not exist at emulated version {version} '
         f"(removed in {gate.removed_in}; its behaviour is {after})"
     )
+
+
+def newest_version_accepting(
+    settings: Sequence[Mapping[str, bool]], below: Version
+) -> Version | None:
+    """The newest emulated version older than `below` (and not older than MIN_VERSION) at
+    which every one of `settings` is accepted, or None. For a refusal's hint: upstream's test
+    helper likewise suggests emulating the version before a gate was locked."""
+    minor = below.minor - 1
+    while minor >= MIN_VERSION.minor:
+        version = Version(below.major, minor)
+        try:
+            for overrides in settings:
+                FeatureGates.for_version(version, overrides)
+        except FeatureGateError:
+            minor -= 1
+            continue
+        return version
+    return None
 
 
 def feature_gates_help(version: Version) -> str:

@@ -432,7 +432,7 @@ async def test_the_tracker_records_the_first_time_each_expected_pod_is_seen_boun
 
     tracker.observe(make_pod("p1").namespace("ns").node("n2").obj())
     assert tracker.bound_at[3] == [101.0, 102.0]
-    assert tracker.op_done(3) and tracker.namespaces_done([]) and tracker.pending() == 0
+    assert tracker.op_done(3) and tracker.pending() == 0
     assert tracker.events == 5
     await tracker.wait_op(3, within=0.1)  # already done: returns at once
 
@@ -442,7 +442,7 @@ async def test_waiting_for_pods_that_are_never_bound_times_out_with_the_count() 
     tracker = BindTracker(FakeClock())
     tracker.expect(1, [make_pod("p").namespace("a").obj()])
     with pytest.raises(TimeoutError, match="1 pods not bound"):
-        await tracker.wait_namespaces(["a"], within=0.01)
+        await tracker.wait_op(1, within=0.01)
 
 
 # ---------------------------------------------------------------------- py-spy and the table
@@ -762,7 +762,8 @@ async def test_the_tracker_counts_deleted_pods_and_unbound_deleted_pods_are_done
     assert tracker.pending() == 0 and tracker.deleted() == 2
     tracker.observe(make_pod("stranger").namespace("x").obj(), "DELETED")
     assert tracker.deleted() == 2
-    await tracker.wait_namespaces([], within=0.1)
+    await tracker.wait_op(1, within=0.1)
+    await tracker.wait_op(2, within=0.1)
 
 
 # ---------------------------------------------------------------------- A/B comparisons

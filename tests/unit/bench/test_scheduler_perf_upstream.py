@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from pathlib import Path
 
 import anyio
@@ -14,7 +15,7 @@ import pytest
 import yaml
 
 from bench.scheduler_perf import (
-    BindTracker,
+    BarrierCounts,
     Result,
     attempted,
     barrier_by_listing,
@@ -44,6 +45,7 @@ from bench.scheduler_perf_workloads import (
 )
 from kemu.api.v1 import types_pb2
 from kemu.client.fake import FakeClient
+from kemu.component.version import Version
 from kemu.testing.builders import make_pod
 
 ONE = """
@@ -107,6 +109,7 @@ def test_churn_barrier_and_collection_ops_parse(tmp_path: Path) -> None:
   - opcode: createPods
     countParam: $n
     namespace: ns
+    skipWaitToCompletion: true
   - opcode: barrier
     namespaces: [ns]
     labelSelector: {a: b}
@@ -225,8 +228,8 @@ MIXED = """
   - {opcode: createNodes, count: 1}
   - {opcode: createPods, count: 1, collectMetrics: true}
   workloads:
-  - {name: a, threshold: 35, featureGates: {SchedulerQueueingHints: true, SchedulerAsyncAPICalls: true}}
-  - {name: locked, featureGates: {SchedulerQueueingHints: false}}
+  - {name: a, threshold: 35, featureGates: {SchedulerPopFromBackoffQ: true, SchedulerAsyncAPICalls: true}}
+  - {name: locked, featureGates: {NodeDeclaredFeatures: false}}
   - {name: bad, params: {x: -1}}
 - name: Dra
   workloadTemplate:
@@ -262,12 +265,17 @@ def test_one_bad_test_case_does_not_refuse_the_others() -> None:
     assert [w.full_name for w in parsed.workloads] == ["Good/a", "AlsoGood/a"]
     good = parsed.workloads[0]
     assert good.threshold == 35.0
-    assert good.not_modelled_gates == ("SchedulerQueueingHints", "SchedulerAsyncAPICalls")
+    assert good.not_modelled_gates == ("SchedulerPopFromBackoffQ", "SchedulerAsyncAPICalls")
     by_name = {s.name: s for s in parsed.skipped}
     assert set(by_name) == {"Good/locked", "Good/bad", "Dra", "Volumes", "OtherMetric", "Broken"}
     locked = by_name["Good/locked"]
     assert locked.refused and "[0] Good.workloads[1].featureGates" in locked.reason
     assert "locked to true" in locked.reason
+    # The refusal names the newest version where the settings are valid, and the flag.
+    assert locked.reason.endswith(
+        "every gate setting of the workload is valid at emulated version 1.36: "
+        "run with --emulated-version 1.36"
+    )
     assert by_name["Good/bad"].refused and "workloads[2].params.x" in by_name["Good/bad"].reason
     # Not modelled: skipped with the reason, named at the test case when every workload is.
     assert by_name["Dra"] == Skipped(
@@ -291,7 +299,7 @@ def test_strict_parsing_refuses_the_first_bad_one() -> None:
         parse_workloads(yaml.safe_load(MIXED))
     with pytest.raises(NotModelled, match="createAny"):
         parse_workloads(yaml.safe_load(MIXED.split("- name: Volumes")[0].replace(
-            "  - {name: locked, featureGates: {SchedulerQueueingHints: false}}\n  - {name: bad, params: {x: -1}}\n", ""
+            "  - {name: locked, featureGates: {NodeDeclaredFeatures: false}}\n  - {name: bad, params: {x: -1}}\n", ""
         )))  # fmt: skip
 
 
@@ -341,13 +349,11 @@ async def test_churn_recreate_alternates_create_and_delete_per_slot() -> None:
 @pytest.mark.anyio
 async def test_a_barrier_of_stage_attempted_counts_pods_the_scheduler_tried() -> None:
     fake = FakeClient()
-    tracker = BindTracker()
     pods = [make_pod(f"p{i}").namespace("ns").label("a", "b").obj() for i in range(2)]
-    tracker.expect(0, pods)
     await fake.create(pods[0])  # untried, and pods[1] not there yet
     op = Barrier(("ns",), {"a": "b"}, "Attempted")
     with pytest.raises(TimeoutError):
-        await barrier_by_listing(fake, tracker, op, within=0.3)
+        await barrier_by_listing(fake, {"ns": 2}, op, within=0.3)
     await fake.delete(types_pb2.Pod, "p0", "ns")
     tried, bound = pods
     cond = tried.status.conditions.add()
@@ -357,9 +363,85 @@ async def test_a_barrier_of_stage_attempted_counts_pods_the_scheduler_tried() ->
         p.metadata.resource_version = ""
         await fake.create(p)
     assert attempted(tried) and attempted(bound)
-    await barrier_by_listing(fake, tracker, op, within=2)
+    assert not attempted(make_pod("new").obj())
+    await barrier_by_listing(fake, {"ns": 2}, op, within=2)
     with pytest.raises(TimeoutError):  # stage Scheduled: one is not bound
-        await barrier_by_listing(fake, tracker, Barrier(("ns",)), within=0.3)
+        await barrier_by_listing(fake, {"ns": 2}, Barrier(("ns",)), within=0.3)
+
+
+@pytest.mark.anyio
+async def test_a_barrier_with_a_selector_waits_for_as_many_matching_pods_as_were_created() -> None:
+    """upstream's want count is every pod the ops created in the namespace, the selector
+    only chooses which bound pods count towards it."""
+    fake = FakeClient()
+    for i, app in enumerate(["x", "x", "y"]):
+        await fake.create(make_pod(f"p{i}").namespace("ns").label("app", app).node("n1").obj())
+    op = Barrier(("ns",), {"app": "x"})
+    with pytest.raises(TimeoutError):  # 3 created, 2 of them match
+        await barrier_by_listing(fake, {"ns": 3}, op, within=0.3)
+    await fake.create(make_pod("p3").namespace("ns").label("app", "x").node("n2").obj())
+    await barrier_by_listing(fake, {"ns": 3}, op, within=2)
+    await barrier_by_listing(fake, {"ns": 0}, op, within=0.1)  # nothing to wait for
+
+
+def test_barrier_counts_follow_upstreams_pods_per_namespace() -> None:
+    counts = BarrierCounts()
+    counts.namespaces_created(["a-0", "a-1"])
+    counts.pods_created(CreatePods(3, types_pb2.Pod(), namespace="a-0", skip_wait=True))
+    counts.pods_created(CreatePods(5, types_pb2.Pod(), namespace="a-0"))  # waited: not counted
+    counts.pods_created(CreatePods(2, types_pb2.Pod(), namespace="b", skip_wait=True))
+    counts.pods_created(CreatePods(4, types_pb2.Pod(), namespace="b", skip_wait=True))
+    counts.pods_created(CreatePods(1, types_pb2.Pod(), namespace="c"))
+    assert counts.targets(Barrier()) == {"a-0": 3, "a-1": 0, "b": 6}
+    with pytest.raises(ValueError, match="unknown namespace c"):
+        counts.targets(Barrier(("c",)))
+    counts.passed(Barrier(("b",), stage="Attempted"))  # Attempted forgets nothing
+    assert counts.targets(Barrier(("b",))) == {"b": 6}
+    counts.passed(Barrier(("b",)))  # Scheduled forgets what it waited on
+    with pytest.raises(ValueError, match="unknown namespace b"):
+        counts.targets(Barrier(("b",)))
+    counts.pods_created(CreatePods(1, types_pb2.Pod(), namespace="b", skip_wait=True))
+    assert counts.targets(Barrier(("b",))) == {"b": 1}
+    counts.passed(Barrier())  # with no namespaces: all of them
+    assert counts.targets(Barrier()) == {}
+
+
+@pytest.mark.parametrize(
+    ("ops", "message"),
+    [
+        # createPods that waits for its pods does not make its namespace known
+        (
+            "  - {opcode: createPods, count: 1, namespace: w}\n  - {opcode: barrier, namespaces: [w]}",
+            "workloadTemplate[1].namespaces: no op before the barrier creates 'w'",
+        ),
+        # a barrier of stage Scheduled forgets the namespace, one of stage Attempted does not
+        (
+            "  - {opcode: createPods, count: 1, namespace: w, skipWaitToCompletion: true}\n  - {opcode: barrier, namespaces: [w]}\n  - {opcode: barrier, namespaces: [w]}",
+            "workloadTemplate[2].namespaces: no op before the barrier creates 'w'",
+        ),
+        (
+            "  - {opcode: createPods, count: 1, namespace: w, skipWaitToCompletion: true}\n  - {opcode: barrier}\n  - {opcode: barrier, namespaces: [w]}",
+            "workloadTemplate[2].namespaces: no op before the barrier creates 'w'",
+        ),
+    ],
+)
+def test_a_barrier_names_only_namespaces_upstream_would_know(ops: str, message: str) -> None:
+    text = f"""
+- name: T
+  workloadTemplate:
+{ops}
+  - {{opcode: createPods, count: 1, collectMetrics: true}}
+  workloads:
+  - {{name: w}}
+"""
+    with pytest.raises(WorkloadError, match=re.escape(message)):
+        parse_workloads(yaml.safe_load(text))
+    attempted_first = text.replace(
+        "  - {opcode: barrier, namespaces: [w]}\n  - {opcode: barrier",
+        "  - {opcode: barrier, namespaces: [w], stageRequirement: Attempted}\n  - {opcode: barrier",
+    )
+    if attempted_first != text and "skipWaitToCompletion" in text:
+        parse_workloads(yaml.safe_load(attempted_first))
 
 
 def test_the_threshold_is_reported_met_or_not() -> None:
@@ -386,9 +468,12 @@ UPSTREAM = (
     not (UPSTREAM / "misc" / "performance-config.yaml").exists(),
     reason="no kubernetes/kubernetes checkout (set KEMU_K8S_CHECKOUT to one; see bench/README.md)",
 )
-@pytest.mark.parametrize("area", ["misc", "default_preemption", "affinity"])
-def test_upstreams_files_parse_unchanged(area: str) -> None:
-    parsed = load_workload_file(UPSTREAM / area / "performance-config.yaml")
+@pytest.mark.parametrize(
+    ("area", "version"), [("misc", None), ("default_preemption", None), ("affinity", "1.33")]
+)
+def test_upstreams_files_parse_unchanged(area: str, version: str | None) -> None:
+    at = Version.parse(version) if version else None
+    parsed = load_workload_file(UPSTREAM / area / "performance-config.yaml", emulated_version=at)
     names = {w.full_name for w in parsed.workloads}
     assert names
     # Every test case runs at least one workload or is listed with its reason.
@@ -409,6 +494,28 @@ def test_upstreams_files_parse_unchanged(area: str) -> None:
         assert "PreemptionAsync/5000Nodes" in names
         churn_op = next(op for op in parsed.workloads[4].ops if isinstance(op, Churn))
         assert churn_op.interval == 0.2 and churn_op.mode == "create"
+
+
+@pytest.mark.skipif(
+    not (UPSTREAM / "misc" / "performance-config.yaml").exists(),
+    reason="no kubernetes/kubernetes checkout (set KEMU_K8S_CHECKOUT to one; see bench/README.md)",
+)
+@pytest.mark.parametrize("area", ["misc", "default_preemption", "affinity"])
+def test_every_workload_refused_for_its_gates_runs_at_the_version_its_refusal_names(
+    area: str,
+) -> None:
+    path = UPSTREAM / area / "performance-config.yaml"
+    refused = [s for s in load_workload_file(path).skipped if s.refused]
+    by_version: dict[str, set[str]] = {}
+    for s in refused:
+        found = re.search(r"run with --emulated-version (1\.\d+)$", s.reason)
+        assert found, s.reason
+        by_version.setdefault(found.group(1), set()).add(s.name)
+    for version, names in by_version.items():
+        at = load_workload_file(path, emulated_version=Version.parse(version))
+        ran = {w.full_name: w for w in at.workloads}
+        assert names <= set(ran)
+        assert {ran[n].emulated_version for n in names} == {version}
 
 
 def test_a_churned_pod_gets_its_priority_through_the_runs_priority_class(tmp_path: Path) -> None:

@@ -470,4 +470,33 @@ def test_not_modelled_gates_follow_upstreams_lifecycle() -> None:
     }
     with pytest.raises(FeatureGateError, match="locked to true"):
         gates_at(34, SchedulerQueueingHints=False)
+    # ... and gone from upstream's table in the 1.37 cycle: its behaviour stays.
+    assert gates_at(36, SchedulerQueueingHints=True).enabled(fg.SCHEDULER_QUEUEING_HINTS)
+    with pytest.raises(
+        FeatureGateError, match=r"removed in 1\.37; its behaviour is always enabled"
+    ):
+        gates_at(37, SchedulerQueueingHints=True)
+    assert gates_at(37).enabled(fg.SCHEDULER_QUEUEING_HINTS)
     assert "not modelled" in fg.feature_gates_help(Version(1, 37))
+
+
+def test_the_newest_older_version_accepting_settings_is_found() -> None:
+    """The hint of a refused setting: the version before a lock or a removal."""
+    v37 = Version(1, 37)
+    assert fg.newest_version_accepting([{"NodeDeclaredFeatures": False}], below=v37) == Version(
+        1, 36
+    )
+    assert fg.newest_version_accepting([{"SchedulerQueueingHints": True}], below=v37) == Version(
+        1, 36
+    )
+    # every setting at once: off is valid until the lock at 1.34
+    both = [{"SchedulerQueueingHints": True}, {"SchedulerQueueingHints": False}]
+    assert fg.newest_version_accepting(both, below=v37) == Version(1, 33)
+    # introduced at 1.34, locked from 1.34 on the other side: no version accepts both
+    assert (
+        fg.newest_version_accepting(
+            [{"SchedulerAsyncAPICalls": True, "SchedulerQueueingHints": False}], below=v37
+        )
+        is None
+    )
+    assert fg.newest_version_accepting([{"NoSuchGate": True}], below=v37) is None
