@@ -126,9 +126,15 @@ def batch_filter(
         if nominated_positions is not None:
             nominated_here = np.isin(idx, nominated_positions)
             ok = ok & ~nominated_here
-        known, known_statuses = _known_rejections(
-            fwk, state, pod, columns, rows, ok, nominated_here
-        )
+        all_ok = bool(ok.all())
+        known: IntArray
+        known_statuses: list[Status]
+        if all_ok:  # nothing rejected: no rejection to look up (never read below)
+            known, known_statuses = _NONE_KNOWN, []
+        else:
+            known, known_statuses = _known_rejections(
+                fwk, state, pod, columns, rows, ok, nominated_here
+            )
         if rest:
             # Plugins without a batch form: every row in order through the per-node path,
             # only those plugins where the batch passed (the others would return Success).
@@ -160,7 +166,7 @@ def batch_filter(
             lo = hi
             chunk *= 2
             continue
-        if ok.all():  # the common case: every row passes, nothing per node
+        if all_ok:  # the common case: every row passes, nothing per node
             take = min(len(ok), to_find - found)
             positions.append(idx if take == len(idx) else idx[:take])
             found += take
@@ -229,6 +235,9 @@ def batch_filter(
         feasible = _pick(nodes, feasible_positions.tolist())
     feasible_rows = feasible_positions if base is None else base[feasible_positions]
     return feasible, feasible_rows, checked
+
+
+_NONE_KNOWN: Final[IntArray] = np.zeros(0, dtype=np.int64)
 
 
 def _known_rejections(
