@@ -126,7 +126,7 @@ def batch_filter(
         if nominated_positions is not None:
             nominated_here = np.isin(idx, nominated_positions)
             ok = ok & ~nominated_here
-        all_ok = bool(ok.all())
+        all_ok = bool(np.logical_and.reduce(ok))
         known: IntArray
         known_statuses: list[Status]
         if all_ok:  # nothing rejected: no rejection to look up (never read below)
@@ -276,7 +276,7 @@ def select_host_index(totals: IntArray, rng: random.Random) -> int:
     negative (Score's range check)."""
     first = int(totals.argmax())  # the first of the highest
     best_score = totals[first]
-    ties_at = np.flatnonzero(totals[first + 1 :] == best_score)
+    ties_at = (totals[first + 1 :] == best_score).nonzero()[0]
     # Draws before `first`: each score equal to the best so far (below the final best) drew
     # once, and was forgotten when a higher score came.
     before = 0
@@ -291,7 +291,7 @@ def select_host_index(totals: IntArray, rng: random.Random) -> int:
     # draw * ties < 1 with draw = x / 2**53 (x an integer below 2**53): the same comparison
     # as x * ties < 2**53 (scaling by a power of two is exact), one division fewer.
     x = _draw_numerators(rng, m)
-    taken = np.flatnonzero(x * np.arange(2, m + 2, dtype=np.float64) < _TWO_53)
+    taken = (x * np.arange(2, m + 2, dtype=np.float64) < _TWO_53).nonzero()[0]
     if not len(taken):
         return first
     return first + 1 + int(ties_at[taken[-1]])
