@@ -4,8 +4,8 @@
 the same nodes in the same rotated order from the same start index, stopping at the same
 number of feasible nodes (percentageOfNodesToScore), with the same Filter count. The
 framework's batch Filter decides the rows it can (True: the per-node Filter would return
-Success); every other row it reaches in order, and every node with nominated pods, goes
-through the per-node path (`run_filter_plugins_with_nominated_pods`), which gives the
+Success); every other row it reaches in order, and every node with nominated pods of at
+least the pod's priority (other than the pod itself), goes through the per-node path (`run_filter_plugins_with_nominated_pods`), which gives the
 failing nodes their exact Status (or raises the same error), except the rows whose Status the
 batch forms know (`Framework.run_reject_columns`: the first plugin in order to reject the row
 has a `reject_columns` form and every plugin before it passed the row in batch). Rows are evaluated in chunks
@@ -53,7 +53,7 @@ class ColumnFramework(Protocol):
         self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo
     ) -> Status: ...
 
-    def nominated_node_names(self) -> set[str] | None: ...
+    def nominated_node_names(self, pod: types_pb2.Pod) -> set[str] | None: ...
 
     def run_reject_columns(
         self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
@@ -85,7 +85,7 @@ def batch_filter(
     this pod (nothing is changed then: the caller runs the per-node path). Rejected nodes
     get their per-node Status in `statuses`; a per-node error raises FilterError."""
     n = len(nodes)
-    nominated = fwk.nominated_node_names()
+    nominated = fwk.nominated_node_names(pod)
     if nominated is None:
         return None
     base: IntArray | None = None
