@@ -4,8 +4,8 @@
 the same nodes in the same rotated order from the same start index, stopping at the same
 number of feasible nodes (percentageOfNodesToScore), with the same Filter count. The
 framework's batch Filter decides the rows it can (True: the per-node Filter would return
-Success); every other row it reaches in order, and every node with nominated pods, goes
-through the per-node path (`run_filter_plugins_with_nominated_pods`), which gives the
+Success); every other row it reaches in order, and every node with nominated pods of at
+least the pod's priority (other than the pod itself), goes through the per-node path (`run_filter_plugins_with_nominated_pods`), which gives the
 failing nodes their exact Status (or raises the same error), except the rows whose Status the
 batch forms know (`Framework.run_reject_columns`: the first plugin in order to reject the row
 has a `reject_columns` form and every plugin before it passed the row in batch). Rows are evaluated in chunks
@@ -53,7 +53,7 @@ class ColumnFramework(Protocol):
         self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo
     ) -> Status: ...
 
-    def nominated_node_names(self) -> set[str] | None: ...
+    def nominated_node_names(self, pod: types_pb2.Pod) -> set[str] | None: ...
 
     def run_reject_columns(
         self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
@@ -85,7 +85,7 @@ def batch_filter(
     this pod (nothing is changed then: the caller runs the per-node path). Rejected nodes
     get their per-node Status in `statuses`; a per-node error raises FilterError."""
     n = len(nodes)
-    nominated = fwk.nominated_node_names()
+    nominated = fwk.nominated_node_names(pod)
     if nominated is None:
         return None
     base: IntArray | None = None
@@ -126,9 +126,15 @@ def batch_filter(
         if nominated_positions is not None:
             nominated_here = np.isin(idx, nominated_positions)
             ok = ok & ~nominated_here
-        known, known_statuses = _known_rejections(
-            fwk, state, pod, columns, rows, ok, nominated_here
-        )
+        all_ok = bool(np.logical_and.reduce(ok))
+        known: IntArray
+        known_statuses: list[Status]
+        if all_ok:  # nothing rejected: no rejection to look up (never read below)
+            known, known_statuses = _NONE_KNOWN, []
+        else:
+            known, known_statuses = _known_rejections(
+                fwk, state, pod, columns, rows, ok, nominated_here
+            )
         if rest:
             # Plugins without a batch form: every row in order through the per-node path,
             # only those plugins where the batch passed (the others would return Success).
@@ -160,7 +166,7 @@ def batch_filter(
             lo = hi
             chunk *= 2
             continue
-        if ok.all():  # the common case: every row passes, nothing per node
+        if all_ok:  # the common case: every row passes, nothing per node
             take = min(len(ok), to_find - found)
             positions.append(idx if take == len(idx) else idx[:take])
             found += take
@@ -231,6 +237,9 @@ def batch_filter(
     return feasible, feasible_rows, checked
 
 
+_NONE_KNOWN: Final[IntArray] = np.zeros(0, dtype=np.int64)
+
+
 def _known_rejections(
     fwk: ColumnFramework,
     state: CycleState,
@@ -267,7 +276,7 @@ def select_host_index(totals: IntArray, rng: random.Random) -> int:
     negative (Score's range check)."""
     first = int(totals.argmax())  # the first of the highest
     best_score = totals[first]
-    ties_at = np.flatnonzero(totals[first + 1 :] == best_score)
+    ties_at = (totals[first + 1 :] == best_score).nonzero()[0]
     # Draws before `first`: each score equal to the best so far (below the final best) drew
     # once, and was forgotten when a higher score came.
     before = 0
@@ -282,7 +291,7 @@ def select_host_index(totals: IntArray, rng: random.Random) -> int:
     # draw * ties < 1 with draw = x / 2**53 (x an integer below 2**53): the same comparison
     # as x * ties < 2**53 (scaling by a power of two is exact), one division fewer.
     x = _draw_numerators(rng, m)
-    taken = np.flatnonzero(x * np.arange(2, m + 2, dtype=np.float64) < _TWO_53)
+    taken = (x * np.arange(2, m + 2, dtype=np.float64) < _TWO_53).nonzero()[0]
     if not len(taken):
         return first
     return first + 1 + int(ties_at[taken[-1]])

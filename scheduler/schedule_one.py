@@ -329,13 +329,12 @@ class Scheduler:
         self, fwk: FrameworkLike, state: CycleState, qpi: QueuedPodInfo, start: float
     ) -> tuple[types_pb2.Pod, str] | None:
         pod = qpi.pod
-        algorithm_start = self.clock.monotonic()
+        # upstream's SchedulingAlgorithmLatency runs from the cycle's start (before its
+        # CycleState) to the end of SchedulePod, or, when SchedulePod fails, to the end of
+        # PostFilter (observed in a defer when schedulingCycle returns).
         try:
             result = self.schedule_pod(fwk, state, pod)
         except FitError as fit:
-            self.metrics.scheduling_algorithm_duration.observe(
-                self.clock.monotonic() - algorithm_start
-            )
             nominating: PostFilterResult | None = PostFilterResult("")
             if fwk.has_post_filter_plugins():
                 post_result, post_status = await fwk.run_post_filter_plugins(
@@ -346,18 +345,17 @@ class Scheduler:
                 if post_status.code == Code.ERROR:
                     log.error("PostFilter for %s failed: %s", pod_key(pod), post_status)
                 nominating = post_result
+            self.metrics.scheduling_algorithm_duration.observe(self.clock.monotonic() - start)
             status = Status(Code.UNSCHEDULABLE, (str(fit),))
             await self._handle_failure(
                 fwk, qpi, status, nominating, start, fit.unschedulable_plugins or _plugins_of(fit)
             )
             return None
         except SchedulingError as e:
-            self.metrics.scheduling_algorithm_duration.observe(
-                self.clock.monotonic() - algorithm_start
-            )
+            self.metrics.scheduling_algorithm_duration.observe(self.clock.monotonic() - start)
             await self._handle_failure(fwk, qpi, e.status, PostFilterResult(""), start, set())
             return None
-        algorithm_seconds = self.clock.monotonic() - algorithm_start
+        algorithm_seconds = self.clock.monotonic() - start
         self.metrics.scheduling_algorithm_duration.observe(algorithm_seconds)
         if pod.status.nominated_node_name:
             # What KEP-1923 saves: the final cycle of a nominated pod (kemu's A/B metrics).

@@ -275,7 +275,7 @@ class PerNode(Protocol):
 
 def default_normalize_columns(max_priority: int, reverse: bool, scores: IntArray) -> IntArray:
     """helpers.default_normalize_score over an array."""
-    highest = int(scores.max()) if len(scores) else 0
+    highest = int(np.maximum.reduce(scores)) if len(scores) else 0
     if highest == 0:
         if reverse:
             return np.full(len(scores), max_priority, dtype=np.int64)

@@ -158,6 +158,10 @@ class AffinityIndex:
             d = self._domains[key] = Domains(key, self.infos)
         return d
 
+    def has_required_anti_affinity(self) -> bool:
+        """Whether a term of kind REQUIRED_ANTI was ever counted (its counts may be zero now)."""
+        return any(k[0] == REQUIRED_ANTI for k in self._groups)
+
     def groups(self) -> Mapping[GroupKey, IntArray]:
         """The existing pods' terms: per (kind, term, weight), the occurrences per row."""
         return self._groups

@@ -449,6 +449,13 @@ class InterPodAffinity(
         index = None
         if self.use_index and isinstance(lister, Snapshot) and nodes is lister.list():
             index = lister.affinity_index()
+        has_required = bool(
+            pod_info.required_affinity_terms or pod_info.required_anti_affinity_terms
+        )
+        if index is not None and not has_required and not index.has_required_anti_affinity():
+            # No existing pod has a required anti-affinity term and the pod has no required
+            # term: the counts below would all be empty, so upstream's Skip, without them.
+            return None, st.SKIP
         s = PreFilterState(
             pod_info,
             affinity_terms=[self.merge_namespaces(t) for t in pod_info.required_affinity_terms],
@@ -458,8 +465,6 @@ class InterPodAffinity(
             ns_labels=self.namespace_labels(pod.metadata.namespace),
             index=index,
         )
-        pi = s.pod_info
-        has_required = bool(pi.required_affinity_terms or pi.required_anti_affinity_terms)
         if index is not None:
             s.count_from_index(index, has_required)
         else:
@@ -609,6 +614,15 @@ class InterPodAffinity(
         if self.ignore_preferred_terms_of_existing_pods and not has_constraints:
             return st.SKIP
         lister = self.handle.snapshot_shared_lister().node_infos()
+        if (
+            not has_constraints
+            and self.use_index
+            and isinstance(lister, Snapshot)
+            and not lister.affinity_index().groups()
+        ):
+            # No preferred term of its own and no existing pod with any term: nothing would
+            # be scored (upstream's Skip for an empty topologyScore), without the scorer.
+            return st.SKIP
         scorer = _TopologyScorer(
             pi,
             self.hard_pod_affinity_weight,

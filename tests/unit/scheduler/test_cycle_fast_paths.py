@@ -14,10 +14,13 @@ from hypothesis import strategies as st
 
 from kemu.api.v1 import types_pb2
 from kemu.scheduling.interface import CycleState, NodeToStatus, ObserverMetric, cycle_pod_info
-from kemu.scheduling.runtime import observer_from_histogram
+from kemu.scheduling.nominator import Nominator
+from kemu.scheduling.plugins.registry import in_tree_registry
+from kemu.scheduling.runtime import Framework, observer_from_histogram
 from kemu.scheduling.types import PodInfo
 from kemu.testing.builders import make_pod
 from scheduler.batch import draws, select_host_index
+from scheduler.config import default_config
 from tests.unit.scheduler.harness import env
 from tests.unit.scheduler.test_batch_equivalence import NodeSpec, node_obj, world
 from tests.unit.scheduling.deferred_builders import SCHEDULER
@@ -193,3 +196,26 @@ def test_batch_filters_say_every_row_with_the_shared_read_only_mask() -> None:
     fwk.run_pre_filter_plugins(state, big, sched.snapshot.list())
     mask = fwk.run_filter_columns(state, big, columns, rows)
     assert mask is not None and mask.tolist() == [False] * 4 and mask is not every
+
+
+def test_only_nodes_with_nominated_pods_of_at_least_the_pods_priority_are_filtered_twice() -> None:
+    # The batch path sends these nodes through the per-node two-pass filter; on the others
+    # that filter is the plain one, which the columns decide.
+    fwk = Framework(default_config().profiles[0], in_tree_registry(), rng=random.Random(0))
+    nominator = Nominator()
+    fwk.set_nominator(nominator)
+    pod = make_pod("p").uid("uid-p").priority(10).obj()
+
+    def nominate(name: str, priority: int, node: str) -> None:
+        nominator.add_nominated_pod(
+            PodInfo(make_pod(name).uid(f"uid-{name}").priority(priority).obj()), node
+        )
+
+    assert fwk.nominated_node_names(pod) == set()
+    nominate("low", 5, "n-low")
+    nominator.add_nominated_pod(PodInfo(pod), "n-self")
+    assert fwk.nominated_node_names(pod) == set()
+    nominate("same", 10, "n-same")
+    nominate("high", 20, "n-high")
+    nominate("low2", 0, "n-high")
+    assert fwk.nominated_node_names(pod) == {"n-same", "n-high"}

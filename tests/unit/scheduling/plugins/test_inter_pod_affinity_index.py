@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -341,3 +342,43 @@ def test_index_kept_row_by_row_equals_a_fresh_one(
         names = {i: v for v, i in d.ids.items()}
         fnames = {i: v for v, i in f.ids.items()}
         assert [names.get(int(r)) for r in d.row_ids] == [fnames.get(int(r)) for r in f.row_ids]
+
+
+def test_plain_pod_on_a_cluster_without_terms_skips_without_counting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_counting(*args: object, **kwargs: object) -> None:
+        raise AssertionError("counted: the fast path did not skip")
+
+    plain = PodSpec("default", "a", (), (), (), ())
+    snap = build([NodeSpec(True, "z0", "r0"), NodeSpec(True, "z1", "r1")], [(0, plain)])
+    infos = snap.list()
+    index = snap.affinity_index()
+    assert not index.groups() and not index.has_required_anti_affinity()
+    fast = plugin(snap, use_index=True)
+    monkeypatch.setattr(ipa, "PreFilterState", no_counting)
+    monkeypatch.setattr(ipa, "_TopologyScorer", no_counting)
+    state = CycleState()
+    _, status = fast.pre_filter(state, pod_obj("incoming", plain), infos)
+    assert status.code.name == "SKIP"
+    assert state.read(ipa.PRE_FILTER_STATE_KEY) is None
+    assert fast.pre_score(state, pod_obj("incoming", plain), infos).code.name == "SKIP"
+    assert state.read(ipa.PRE_SCORE_STATE_KEY) is None
+
+
+def test_existing_required_anti_affinity_term_takes_the_counting_path() -> None:
+    # The existing pod's term selects app=b: the plain app=a pod is not selected, so the
+    # counts are empty and PreFilter skips as upstream; an app=b pod is counted and filtered.
+    guard = PodSpec("default", "", (), (Term("b", HOST, "own"),), (), ())
+    snap = build([NodeSpec(True, "z0", "r0"), NodeSpec(True, "z1", "r1")], [(0, guard)])
+    infos = snap.list()
+    assert snap.affinity_index().has_required_anti_affinity()
+    fast, walk = plugin(snap, use_index=True), plugin(snap, use_index=False)
+    for app, code in (("a", "SKIP"), ("b", "SUCCESS")):
+        pod = pod_obj("incoming", PodSpec("default", app, (), (), (), ()))
+        fs, ws = CycleState(), CycleState()
+        assert fast.pre_filter(fs, pod, infos)[1].code.name == code
+        assert walk.pre_filter(ws, pod, infos)[1].code.name == code
+        if code == "SUCCESS":
+            assert statuses(fast, fs, pod, infos) == statuses(walk, ws, pod, infos)
+            assert statuses(fast, fs, pod, infos)[0][0] == "UNSCHEDULABLE"
