@@ -13,7 +13,9 @@ that come later see more nodes taken by nominations: the real run's order, where
 preemptor's first attempt comes before any final one.
 
 Reported: the mean process CPU time per preemptor of the failed Filter pass and of the dry run,
-and the victims chosen (3 per preemptor at these sizes). CPU time, not wall time, so that runs
+the victims chosen (3 per preemptor at these sizes), and a digest of every decision (each
+preemptor's node and its victims in order): two trees that decide alike print the same digest
+for the same seed. CPU time, not wall time, so that runs
 on a loaded machine can be compared side by side (the ratio; absolute times still grow with
 the load).
 """
@@ -21,6 +23,7 @@ the load).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import random
 import sys
 import time
@@ -74,8 +77,9 @@ def _pod(name: str, cpu: str, priority: int, node: str = "") -> types_pb2.Pod:
     return p
 
 
-def run(nodes: int, preemptors: int, seed: int) -> tuple[float, float, float]:
-    """(filter ms, dry run ms, victims) per preemptor."""
+def run(nodes: int, preemptors: int, seed: int) -> tuple[float, float, float, str]:
+    """(filter ms, dry run ms, victims) per preemptor, and a digest of every decision (each
+    preemptor's node and victims in order): equal digests, equal outcomes."""
     clock = FakeClock()
     gates = FeatureGates.default()
     cache = new_cache(clock, gates)
@@ -108,6 +112,7 @@ def run(nodes: int, preemptors: int, seed: int) -> tuple[float, float, float]:
     evaluator = plugin.evaluator
     filter_s = dry_run_s = 0.0
     victims = 0
+    digest = hashlib.sha256()
     for i in range(preemptors):
         pod = _pod(f"high-{i}", "3000m", 10)
         state = CycleState()
@@ -126,12 +131,14 @@ def run(nodes: int, preemptors: int, seed: int) -> tuple[float, float, float]:
         filter_s += t1 - t0
         dry_run_s += t2 - t1
         victims += len(best.victims.pods)
+        chosen = [pod.metadata.name, best.name, *(v.metadata.name for v in best.victims.pods)]
+        digest.update(" ".join(chosen).encode() + b"\n")
         pod.status.nominated_node_name = best.name
         queue.add_nominated_pod(cache.pod_info(pod), best.name)
         for v in best.victims.pods:
             cache.remove_pod(low[v.metadata.name])
     n = max(preemptors, 1)
-    return 1000 * filter_s / n, 1000 * dry_run_s / n, victims / n
+    return 1000 * filter_s / n, 1000 * dry_run_s / n, victims / n, digest.hexdigest()[:16]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -142,12 +149,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.nodes < 1 or not 0 <= args.preemptors <= args.nodes:
         parser.error("--nodes must be at least 1 and --preemptors between 0 and --nodes")
-    filter_ms, dry_run_ms, victims = run(args.nodes, args.preemptors, args.seed)
+    filter_ms, dry_run_ms, victims, digest = run(args.nodes, args.preemptors, args.seed)
     print(
         f"preemption_cycle: {args.nodes} nodes, {args.preemptors} preemptors: "
         f"failed Filter pass {filter_ms:.2f} ms, dry run {dry_run_ms:.2f} ms, "
         f"total {filter_ms + dry_run_ms:.2f} ms CPU per preemptor; "
-        f"victims per preemptor {victims:.2f}"
+        f"victims per preemptor {victims:.2f}; decisions {digest}"
     )
     return 0
 

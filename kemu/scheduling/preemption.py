@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
 from typing import Final, Protocol
 
 from kemu.api.v1 import types_pb2
@@ -54,6 +55,9 @@ class Victims:
 
     pods: tuple[types_pb2.Pod, ...]
     num_pdb_violations: int = 0
+    # The same pods' PodInfos when the dry run has them (priority and start time read once);
+    # empty otherwise.
+    infos: tuple[PodInfo, ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +107,23 @@ class PreemptionPolicy(Protocol):
         and Success; or why the node cannot be made to fit."""
         ...
 
+    def select_victim_infos_on_node(
+        self,
+        state: CycleState,
+        pod: types_pb2.Pod,
+        node: NodeInfo,
+        pdbs: Sequence[types_pb2.PodDisruptionBudget],
+    ) -> tuple[list[PodInfo], int, Status]:
+        """select_victims_on_node with the victims' PodInfos, on the snapshot's `node` itself,
+        which it must not change (it works on its own copy); `state` is a copy."""
+        ...
+
+    def walk(self, state: CycleState, pod: types_pb2.Pod) -> AbstractContextManager[None]:
+        """Entered around each walk of the dry run over the nodes (nothing changes the
+        snapshot or the nominator during it): the policy may compute once what its per-node
+        calls for this pod and cycle `state` share."""
+        ...
+
     def cannot_fit_on_node(self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo) -> bool:
         """A cheap test on `node` itself (not a copy; nothing may change): True only when
         `select_victims_on_node` is certain not to find victims there (the pod would not fit
@@ -150,10 +171,18 @@ def pick_one_node_for_preemption(nodes_to_victims: dict[str, Victims], now_ns: i
     candidates = list(nodes_to_victims)
     if not candidates:
         return ""
-    # Each victim's priority, read once for the criteria that look at them.
-    priorities = {
-        node: [pod_priority(p) for p in victims.pods] for node, victims in nodes_to_victims.items()
-    }
+    # Each victim's priority and start time, read once for the criteria that look at them
+    # (from the PodInfos when the dry run kept them).
+    priorities: dict[str, list[int]] = {}
+    starts: dict[str, list[int]] = {}
+    for node, victims in nodes_to_victims.items():
+        infos = victims.infos
+        if len(infos) == len(victims.pods):
+            priorities[node] = [pi.priority for pi in infos]
+            starts[node] = [now_ns if (t := pi.start_time_ns()) is None else t for pi in infos]
+        else:
+            priorities[node] = [pod_priority(p) for p in victims.pods]
+            starts[node] = [pod_start_time_ns(p, now_ns) for p in victims.pods]
 
     def pdb(node: str) -> int:
         return -nodes_to_victims[node].num_pdb_violations
@@ -168,11 +197,9 @@ def pick_one_node_for_preemption(nodes_to_victims: dict[str, Victims], now_ns: i
         return -len(nodes_to_victims[node].pods)
 
     def latest_start(node: str) -> int:
-        pods, prios = nodes_to_victims[node].pods, priorities[node]
+        prios = priorities[node]
         top = max(prios)
-        return min(
-            pod_start_time_ns(p, now_ns) for p, q in zip(pods, prios, strict=True) if q == top
-        )
+        return min(t for t, q in zip(starts[node], prios, strict=True) if q == top)
 
     for score in (pdb, highest_priority, sum_priorities, count, latest_start):
         scores = {node: score(node) for node in candidates}
@@ -337,17 +364,18 @@ class Evaluator:
         and the Error statuses among those. With `pre_screen`, the nodes the policy's
         `cannot_fit_on_node` rules out are not dry-run: the same candidates, but when there
         are some the statuses leave those nodes out."""
-        candidates, statuses, errors, skipped = self._dry_run(
-            state, pod, potential, pdbs, offset, num_candidates, pre_screen
-        )
-        if candidates or not skipped:
+        with self.policy.walk(state, pod):
+            candidates, statuses, errors, skipped = self._dry_run(
+                state, pod, potential, pdbs, offset, num_candidates, pre_screen
+            )
+            if candidates or not skipped:
+                return candidates, statuses, errors
+            # No candidate: the nodes the pre-screen ruled out need their exact statuses (the
+            # message and the first error depend on them): the walk upstream makes.
+            candidates, statuses, errors, _ = self._dry_run(
+                state, pod, potential, pdbs, offset, num_candidates, False
+            )
             return candidates, statuses, errors
-        # No candidate: the nodes the pre-screen ruled out need their exact statuses (the
-        # message and the first error depend on them): the walk upstream makes.
-        candidates, statuses, errors, _ = self._dry_run(
-            state, pod, potential, pdbs, offset, num_candidates, False
-        )
-        return candidates, statuses, errors
 
     def _dry_run(
         self,
@@ -370,17 +398,18 @@ class Evaluator:
         skipped = 0
         n = len(potential)
         cannot_fit = self.policy.cannot_fit_on_node
+        select = self.policy.select_victim_infos_on_node
         for i in range(n):
             original = potential[(offset + i) % n]
             if pre_screen and cannot_fit(state, pod, original):
                 skipped += 1
                 continue
-            node = original.clone()
-            victims, violations, status = self.policy.select_victims_on_node(
-                state.clone(), pod, node, pdbs
-            )
+            victims, violations, status = select(state.clone(), pod, original, pdbs)
             if status.is_success() and victims:
-                candidate = Candidate(node.name, Victims(tuple(victims), violations))
+                infos = tuple(victims)
+                candidate = Candidate(
+                    original.name, Victims(tuple(pi.pod for pi in infos), violations, infos)
+                )
                 if violations == 0:
                     non_violating.append(candidate)
                 elif len(non_violating) + len(violating) < num_candidates:
@@ -389,10 +418,10 @@ class Evaluator:
                     break
                 continue
             if status.is_success():
-                status = as_error(f'expected at least one victim pod on node "{node.name}"')
+                status = as_error(f'expected at least one victim pod on node "{original.name}"')
             if status.is_error():
                 errors.append(status)
-            statuses.set(node.name, status)
+            statuses.set(original.name, status)
         return non_violating + violating, statuses, errors, skipped
 
     def select_candidate(self, candidates: Sequence[Candidate]) -> Candidate | None:

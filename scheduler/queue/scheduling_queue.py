@@ -51,7 +51,7 @@ from kemu.scheduling.types import PodInfo, pod_key
 from scheduler.queue.active_queue import InFlightTracker
 from scheduler.queue.backoff_queue import BackoffQueue
 from scheduler.queue.heap import KeyedHeap
-from scheduler.queue.hints import QueueingHintMapPerProfile, plugin_events
+from scheduler.queue.hints import QueueingHintFunction, QueueingHintMapPerProfile, plugin_events
 from scheduler.queue.metrics import QueueMetricsSink
 from scheduler.queue.pod_events import (
     ASSIGNED_POD_ADD,
@@ -141,6 +141,12 @@ class PriorityQueue:
         self._pre_enqueue = pre_enqueue
         self._hint_map: QueueingHintMapPerProfile = queueing_hint_map or {}
         self._plugin_events = plugin_events(self._hint_map)
+        # What the (fixed) hint maps say about each event seen, computed on its first
+        # occurrence: every victim's deletion would otherwise match the event against every
+        # registration once per pod of the pool.
+        self._of_interest: dict[ClusterEvent, bool] = {}
+        self._hints_for: dict[tuple[str, ClusterEvent], list[QueueingHintFunction] | None] = {}
+        self._gating_interest: dict[tuple[str, ClusterEvent], bool] = {}
         self._max_in_unschedulable = pod_max_in_unschedulable_pods_duration
         self._pop_from_backoff_q = pop_from_backoff_q
         self._pod_info_factory = pod_info_factory
@@ -565,13 +571,33 @@ class PriorityQueue:
         return ACTIVE_Q if self._move_to_active_q(qpi, event) else UNSCHEDULABLE_Q
 
     def _is_event_of_interest(self, event: ClusterEvent) -> bool:
-        if _is_wildcard(event):
-            return True
-        return any(
-            registered.covers(event)
-            for hint_map in self._hint_map.values()
-            for registered in hint_map
+        known = self._of_interest.get(event)
+        if known is None:
+            known = self._of_interest[event] = _is_wildcard(event) or any(
+                registered.covers(event)
+                for hint_map in self._hint_map.values()
+                for registered in hint_map
+            )
+        return known
+
+    def _hint_fns(self, profile: str, event: ClusterEvent) -> list[QueueingHintFunction] | None:
+        """The hints the profile's plugins registered for events covering `event`, in the
+        hint map's order; None for a profile without a map."""
+        key = (profile, event)
+        try:
+            return self._hints_for[key]
+        except KeyError:
+            pass
+        hint_map = self._hint_map.get(profile)
+        fns = (
+            None
+            if hint_map is None
+            else [
+                fn for registered, fns in hint_map.items() if registered.covers(event) for fn in fns
+            ]
         )
+        self._hints_for[key] = fns
+        return fns
 
     def _is_pod_worth_requeuing(
         self, qpi: QueuedPodInfo, event: ClusterEvent, old_obj: Any, new_obj: Any
@@ -586,40 +612,41 @@ class PriorityQueue:
             if isinstance(new_obj, types_pb2.Pod) and new_obj.metadata.uid != qpi.pod.metadata.uid:
                 return _Strategy.SKIP  # a ForceActivate for another pod
             return _Strategy.AFTER_BACKOFF
-        hint_map = self._hint_map.get(qpi.pod.spec.scheduler_name)
-        if hint_map is None:
+        fns = self._hint_fns(qpi.pod.spec.scheduler_name, event)
+        if fns is None:
             logger.error("No queueing hints for profile %r", qpi.pod.spec.scheduler_name)
             return _Strategy.AFTER_BACKOFF
         strategy = _Strategy.SKIP
-        for registered, fns in hint_map.items():
-            if not registered.covers(event):
+        for fn in fns:
+            if fn.plugin_name not in rejectors:
                 continue
-            for fn in fns:
-                if fn.plugin_name not in rejectors:
-                    continue
-                try:
-                    hint = fn.hint_fn(qpi.pod, old_obj, new_obj)
-                except Exception:
-                    logger.exception(
-                        "Queueing hint of %s for %s on pod %s failed; queueing the pod",
-                        fn.plugin_name,
-                        event,
-                        _key(qpi),
-                    )
-                    hint = QueueingHint.QUEUE
-                if hint == QueueingHint.SKIP:
-                    continue
-                if fn.plugin_name in qpi.pending_plugins:
-                    return _Strategy.IMMEDIATELY
-                if not qpi.pending_plugins:
-                    return _Strategy.AFTER_BACKOFF
-                strategy = _Strategy.AFTER_BACKOFF
+            try:
+                hint = fn.hint_fn(qpi.pod, old_obj, new_obj)
+            except Exception:
+                logger.exception(
+                    "Queueing hint of %s for %s on pod %s failed; queueing the pod",
+                    fn.plugin_name,
+                    event,
+                    _key(qpi),
+                )
+                hint = QueueingHint.QUEUE
+            if hint == QueueingHint.SKIP:
+                continue
+            if fn.plugin_name in qpi.pending_plugins:
+                return _Strategy.IMMEDIATELY
+            if not qpi.pending_plugins:
+                return _Strategy.AFTER_BACKOFF
+            strategy = _Strategy.AFTER_BACKOFF
         return strategy
 
     def _gating_plugin_interested(self, qpi: QueuedPodInfo, event: ClusterEvent) -> bool:
-        if _is_wildcard(event):
-            return True
-        return any(e.covers(event) for e in self._plugin_events.get(qpi.gating_plugin, ()))
+        key = (qpi.gating_plugin, event)
+        known = self._gating_interest.get(key)
+        if known is None:
+            known = self._gating_interest[key] = _is_wildcard(event) or any(
+                e.covers(event) for e in self._plugin_events.get(qpi.gating_plugin, ())
+            )
+        return known
 
     def _move_pods_to_active_or_backoff_queue(
         self,

@@ -21,9 +21,11 @@ scheduler_preemption_victims).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from kemu.api.v1 import types_pb2
@@ -62,6 +64,10 @@ NAME: Final = "DefaultPreemption"
 
 DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE: Final = 10
 DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE: Final = 100
+
+# Entries of DefaultPreemption's per-node cache of what the lower-priority pods request before
+# it is emptied (nodes that left the cluster are not removed one by one).
+_KEPT_MAX: Final = 100_000
 
 NO_VICTIMS: Final = "No preemption victims found for incoming pod"
 WAITING_FOR_PREEMPTION: Final = "waiting for the preemption for this pod to be finished"
@@ -128,6 +134,11 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         # NodeResourcesFit's arithmetic decides); tests turn them off to compare with
         # upstream's steps.
         self.resource_shortcuts = True
+        # The walk under way (see walk()), and per node: (generation, priority, uid, and what
+        # the node holds without the pods of lower priority than that: cpu, memory, ephemeral
+        # storage, pods), for cannot_fit_on_node.
+        self._walk: _Walk | None = None
+        self._kept: dict[str, tuple[int, int, str, int, int, int, int]] = {}
         self.async_preemption = handle.gates.enabled(SCHEDULER_ASYNC_PREEMPTION)
         pod_lister = pdb_lister = None
         factory = handle.informer_factory()
@@ -213,31 +224,89 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
                         return False, "not eligible due to a terminating pod on the nominated node."
         return True, ""
 
+    @contextlib.contextmanager
+    def walk(self, state: CycleState, pod: types_pb2.Pod) -> Iterator[None]:
+        """One dry-run walk for `pod` over the cycle's `state`: what stays the same while it
+        runs (nothing changes the snapshot, the nominator or the PDBs during it) is computed
+        once for every node it tries: the pod's priority, NodeResourcesFit's PreFilter state,
+        the nominated pods counted on each node."""
+        previous = self._walk
+        self._walk = self._new_walk(state, pod)
+        try:
+            yield
+        finally:
+            self._walk = previous
+
+    def _new_walk(self, state: CycleState, pod: types_pb2.Pod) -> _Walk:
+        fit = _simple_fit_state(state) if self.resource_shortcuts else None
+        return _Walk(pod, pod_priority(pod), pod.metadata.uid, fit, {})
+
+    def _walk_for(self, state: CycleState, pod: types_pb2.Pod) -> _Walk:
+        """The current walk's, or (a direct call outside a walk) one for this call only."""
+        w = self._walk
+        if w is not None and w.pod is pod:
+            return w
+        return self._new_walk(state, pod)
+
     def cannot_fit_on_node(self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo) -> bool:
         """NodeResourcesFit's test on the node as select_victims_on_node first filters it: every
-        pod it may preempt gone (see _fit_fails)."""
-        fit = _simple_fit_state(state) if self.resource_shortcuts else None
+        pod it may preempt gone (see _fit_fails). What the node's pods of lower priority
+        request is kept per node while the node's generation, the priority and the pod stay
+        the same (later walks ask again for the same nodes)."""
+        w = self._walk_for(state, pod)
+        fit = w.fit
         if fit is None:
             return False
-        priority = pod_priority(pod)
-        uid = pod.metadata.uid
-        used = node.requested
-        cpu, memory, ephemeral = used.milli_cpu, used.memory, used.ephemeral_storage
-        count = len(node.pods)
-        for pi in node.pods:
-            if pi.priority < priority and pi.uid != uid:
-                r = pi.requests
-                cpu -= r.milli_cpu
-                memory -= r.memory
-                ephemeral -= r.ephemeral_storage
-                count -= 1
-        return self._fit_fails(fit, priority, uid, node, cpu, memory, ephemeral, count)
+        priority, uid = w.priority, w.uid
+        entry = self._kept.get(node.name)
+        if entry is None or entry[0] != node.generation or entry[1] != priority or entry[2] != uid:
+            used = node.requested
+            cpu, memory, ephemeral = used.milli_cpu, used.memory, used.ephemeral_storage
+            count = len(node.pods)
+            for pi in node.pods:
+                if pi.priority < priority and pi.uid != uid:
+                    r = pi.requests
+                    cpu -= r.milli_cpu
+                    memory -= r.memory
+                    ephemeral -= r.ephemeral_storage
+                    count -= 1
+            if len(self._kept) >= _KEPT_MAX:
+                self._kept.clear()
+            entry = self._kept[node.name] = (
+                node.generation,
+                priority,
+                uid,
+                cpu,
+                memory,
+                ephemeral,
+                count,
+            )
+        return self._fit_fails(w, fit, node, entry[3], entry[4], entry[5], entry[6])
+
+    def _nominated(self, w: _Walk, node: NodeInfo) -> tuple[int, int, int, int]:
+        """What the pods nominated to `node` with at least the pod's priority (not the pod
+        itself) request, and how many they are: run_filter_plugins_with_nominated_pods's
+        first run counts them."""
+        sums = w.nominated.get(node.name)
+        if sums is None:
+            cpu = memory = ephemeral = count = 0
+            nominator = self._handle.nominator()
+            if nominator is not None and node.node is not None:
+                for pi in nominator.nominated_pods_for_node(node.name):
+                    if pi.priority < w.priority or pi.uid == w.uid:
+                        continue
+                    r = pi.requests
+                    cpu += r.milli_cpu
+                    memory += r.memory
+                    ephemeral += r.ephemeral_storage
+                    count += 1
+            sums = w.nominated[node.name] = (cpu, memory, ephemeral, count)
+        return sums
 
     def _fit_fails(
         self,
+        w: _Walk,
         fit: node_resources_fit.PreFilterState,
-        priority: int,
-        uid: str,
         node: NodeInfo,
         cpu: int,
         memory: int,
@@ -248,27 +317,17 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         that request `cpu`, `memory` and `ephemeral`, with the pods of at least the pod's
         priority nominated to the node added, as run_filter_plugins_with_nominated_pods's
         first run does. Then that Filter run fails, whichever plugin rejects the pod first (or
-        errs): nothing in the dry run depends on which, only on its not being a success.
-        `priority` and `uid` are the pod's."""
-        nominator = self._handle.nominator()
-        if nominator is not None and node.node is not None:
-            for pi in nominator.nominated_pods_for_node(node.name):
-                if pi.priority < priority or pi.uid == uid:
-                    continue
-                r = pi.requests
-                cpu += r.milli_cpu
-                memory += r.memory
-                ephemeral += r.ephemeral_storage
-                count += 1
+        errs): nothing in the dry run depends on which, only on its not being a success."""
+        n_cpu, n_memory, n_ephemeral, n_count = self._nominated(w, node)
         alloc = node.allocatable
-        if count + 1 > alloc.allowed_pod_number:
+        if count + n_count + 1 > alloc.allowed_pod_number:
             return True
         return (
-            (fit.milli_cpu > 0 and fit.milli_cpu > alloc.milli_cpu - cpu)
-            or (fit.memory > 0 and fit.memory > alloc.memory - memory)
+            (fit.milli_cpu > 0 and fit.milli_cpu > alloc.milli_cpu - cpu - n_cpu)
+            or (fit.memory > 0 and fit.memory > alloc.memory - memory - n_memory)
             or (
                 fit.ephemeral_storage > 0
-                and fit.ephemeral_storage > alloc.ephemeral_storage - ephemeral
+                and fit.ephemeral_storage > alloc.ephemeral_storage - ephemeral - n_ephemeral
             )
         )
 
@@ -280,19 +339,52 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         pdbs: Sequence[types_pb2.PodDisruptionBudget],
     ) -> tuple[list[types_pb2.Pod], int, Status]:
         """See the module docstring; `node` and `state` are copies this may change."""
+        victims, violations, status = self._select(state, pod, node, pdbs, copy=False)
+        return [pi.pod for pi in victims], violations, status
+
+    def select_victim_infos_on_node(
+        self,
+        state: CycleState,
+        pod: types_pb2.Pod,
+        node: NodeInfo,
+        pdbs: Sequence[types_pb2.PodDisruptionBudget],
+    ) -> tuple[list[PodInfo], int, Status]:
+        """select_victims_on_node on the snapshot's `node`, left unchanged: the copy is made
+        here already without the pods it may preempt (NodeInfo.clone_without) rather than
+        cloned whole and emptied one pod at a time. The victims as their PodInfos."""
+        return self._select(state, pod, node, pdbs, copy=True)
+
+    def _select(
+        self,
+        state: CycleState,
+        pod: types_pb2.Pod,
+        node: NodeInfo,
+        pdbs: Sequence[types_pb2.PodDisruptionBudget],
+        *,
+        copy: bool,
+    ) -> tuple[list[PodInfo], int, Status]:
         fh = self._handle
-        priority = pod_priority(pod)
-        uid = pod.metadata.uid
+        w = self._walk_for(state, pod)
+        priority, uid = w.priority, w.uid
         # A running pod preempting for its Deferred resize (KEP-5836) is on this node itself;
         # its equal priority already keeps it out, the uid says so explicitly. Its cached copy
         # stays on the node: NodeResourcesFit counts only what the resize adds to it.
         potential = [pi for pi in node.pods if pi.priority < priority and pi.uid != uid]
-        for pi in potential:
-            status = self._remove(state, pod, pi, node)
-            if not status.is_success():
-                return [], 0, status
         if not potential:
             return [], 0, unresolvable(NO_VICTIMS)
+        if not copy:
+            for pi in potential:
+                status = self._remove(state, pod, pi, node)
+                if not status.is_success():
+                    return [], 0, status
+        else:
+            node = node.clone_without(potential)
+            # The PreFilter extensions see the node once all are gone rather than after each
+            # removal: they read the node's name and labels, which removals do not change.
+            for pi in potential:
+                status = fh.run_pre_filter_extension_remove_pod(state, pod, pi, node)
+                if not status.is_success():
+                    return [], 0, status
         status = fh.run_filter_plugins_with_nominated_pods(state, pod, node)
         if not status.is_success():
             # Even with every lower-priority pod gone the pod does not fit here.
@@ -300,10 +392,13 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
 
         now_ns = int(fh.clock.now() * 1e9)
         potential.sort(key=lambda pi: importance_key(pi, now_ns))
-        violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
+        if pdbs:
+            violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
+        else:
+            violating, non_violating = [], potential
         victims: list[PodInfo] = []
 
-        fit = _simple_fit_state(state) if self.resource_shortcuts else None
+        fit = w.fit
 
         def reprieve(pi: PodInfo) -> bool:
             """Puts `pi` back; keeps it if the pod still fits, else it is a victim."""
@@ -313,9 +408,8 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
                 # and removes it again (RemovePod), which leaves the copies as they were.
                 used, r = node.requested, pi.requests
                 if self._fit_fails(
+                    w,
                     fit,
-                    priority,
-                    uid,
                     node,
                     used.milli_cpu + r.milli_cpu,
                     used.memory + r.memory,
@@ -347,7 +441,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
             return [], 0, e.status
         if violating and non_violating:
             victims.sort(key=lambda pi: importance_key(pi, now_ns))
-        return [pi.pod for pi in victims], violations, SUCCESS
+        return victims, violations, SUCCESS
 
     def _remove(self, state: CycleState, pod: types_pb2.Pod, pi: PodInfo, node: NodeInfo) -> Status:
         if not node.remove_pod(pi.pod):
@@ -366,6 +460,20 @@ def _simple_fit_state(state: CycleState) -> node_resources_fit.PreFilterState | 
     if not isinstance(s, node_resources_fit.PreFilterState) or s.assigned_node or s.scalars:
         return None
     return s
+
+
+@dataclass(slots=True)
+class _Walk:
+    """What DefaultPreemption computes once per dry-run walk (see DefaultPreemption.walk):
+    the pod, its priority and uid, NodeResourcesFit's PreFilter state when the dry run may
+    do that plugin's arithmetic itself (_simple_fit_state), and per node what the nominated
+    pods that count there request (cpu, memory, ephemeral storage, pods)."""
+
+    pod: types_pb2.Pod
+    priority: int
+    uid: str
+    fit: node_resources_fit.PreFilterState | None
+    nominated: dict[str, tuple[int, int, int, int]]
 
 
 class _ExtensionError(Exception):

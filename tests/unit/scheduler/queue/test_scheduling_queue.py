@@ -784,3 +784,42 @@ async def test_unschedulable_pods_gauge_counts_queued_pods_per_rejecting_plugin(
     assert gauge(FIT) == 0
     q.delete(gated)
     assert gauge(GATES) == 0
+
+
+async def test_hints_matched_once_per_event_still_run_per_pod_and_its_rejectors() -> None:
+    """The queue keeps which registrations cover an event after its first occurrence; each
+    pod still gets the hints of its own rejecting plugins, every time, in the map's order."""
+    calls: list[tuple[str, str]] = []
+
+    def hint_of(plugin: str, answer: QueueingHint) -> QueueingHintFn:
+        def fn(p: types_pb2.Pod, old: Any, new: Any) -> QueueingHint:
+            calls.append((plugin, p.metadata.name))
+            return answer
+
+        return fn
+
+    q = new_queue(
+        FakeClock(),
+        queueing_hint_map=hints(
+            (NODE_ADD_OR_ALLOCATABLE, "A", hint_of("A", QueueingHint.SKIP)),
+            (NODE_ADD, "B", hint_of("B", QueueingHint.QUEUE)),
+            (NODE_LABEL_UPDATE, "C", hint_of("C", QueueingHint.QUEUE)),
+        ),
+    )
+    await fail(q, pod("ab"), "A", "B")
+    await fail(q, pod("a"), "A")
+    await fail(q, pod("c"), "C")
+    node = make_node("n").obj()
+    q.move_all_to_active_or_backoff_queue(NODE_ADD, None, node)
+    assert sorted(calls) == [("A", "a"), ("A", "ab"), ("B", "ab")]
+    assert (where(q, "ab"), where(q, "a"), where(q, "c")) == (
+        "backoff",
+        "unschedulable",
+        "unschedulable",
+    )
+    calls.clear()
+    q.move_all_to_active_or_backoff_queue(NODE_ADD, None, node)  # the same event again
+    assert calls == [("A", "a")]
+    q.move_all_to_active_or_backoff_queue(NODE_LABEL_UPDATE, node, node)
+    assert calls == [("A", "a"), ("C", "c")]
+    assert where(q, "c") == "backoff"
