@@ -95,8 +95,15 @@ def desired_allocation(pod: types_pb2.Pod) -> PodAllocation:
 def held_by_others(node: NodePods, uid: str) -> list[dict[str, int]]:
     """The requests every other active pod of the node holds: its allocation, or while a
     resize is actuated the larger of its allocated and actual sizes (kubelet_pod_requests,
-    kept in its runtime): what admission and the resize decision count next to a pod."""
-    return [rt.held() for rt in node.runtimes.values() if rt.active and rt.uid != uid]
+    kept in its runtime): what admission and the resize decision count next to a pod.
+
+    A pod gone from the API (deleted with grace 0, its runtime not yet cleaned up by its
+    worker) no longer counts, as upstream's HandlePodRemoves takes it out of the pod manager
+    that GetActivePods reads before the next addition is admitted."""
+    api = node.api_pods
+    return [
+        rt.held() for rt in node.runtimes.values() if rt.active and rt.uid != uid and rt.uid in api
+    ]
 
 
 def decide(

@@ -444,10 +444,13 @@ def test_other_active_pods_count_at_what_they_hold():
         ("growing", PodState.RUNNING, {"cpu": 3000}, {"cpu": 3000, "memory": GI}),
         ("starting", PodState.STARTING, {"cpu": 100}, None),
         ("done", PodState.SUCCEEDED, {"cpu": 4000}, None),
+        ("deleted", PodState.RUNNING, {"cpu": 700}, None),
     ):
         node.runtimes[uid] = PodRuntime(
             uid, "default", uid, state, requests=requests, held_requests=held
         )
+        if uid != "deleted":  # gone from the API; its worker has not cleaned up yet
+            node.api_pods[uid] = types_pb2.Pod()
     assert held_by_others(node, "self") == [
         {"cpu": 2000},
         {"cpu": 3000, "memory": GI},

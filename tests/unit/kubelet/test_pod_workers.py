@@ -110,6 +110,26 @@ async def test_a_pod_that_does_not_fit_is_rejected(existing, new, reason, messag
         assert not second.status.container_statuses
 
 
+async def test_a_pod_deleted_from_the_api_no_longer_counts_at_admission():
+    """S-PRE-9's race: a victim deleted with grace 0 is gone from the API at once and the
+    preemptor is bound right after; the kubelet's watch delivers the deletion first. Upstream's
+    HandlePodRemoves drops the pod from the pod manager at once, so admitting the preemptor
+    before the victim's worker has cleaned up must not count the victim (kemu counted it and
+    rejected the preemptor with OutOfcpu)."""
+    async with running_workers() as env:
+        victim = await start_running(env, "victim", cpu="3")
+        await env.fake.delete(types_pb2.Pod, "victim", grace_period_seconds=0)
+        preemptor = await env.fake.create(pod("preemptor", cpu="3"))
+        # Both events as the watch delivers them, with no worker turn in between.
+        env.workers.on_pod_delete(victim)
+        env.workers.on_pod(preemptor)
+        rt = env.node().runtimes[preemptor.metadata.uid]
+        assert rt.state is not PodState.REJECTED, rt.message
+        await advance(env.clock, 1)
+        assert await env.phase("preemptor") == "Running"
+        assert victim.metadata.uid not in env.node().runtimes
+
+
 async def test_pod_count_is_admitted_against_allocatable_pods():
     async with running_workers(nodes={"n1": {**ALLOCATABLE, "pods": 2}}) as env:
         for i in range(3):
