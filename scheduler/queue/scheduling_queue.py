@@ -64,6 +64,7 @@ from scheduler.queue.pod_events import (
     pod_event,
     pod_scheduling_properties_change,
 )
+from scheduler.queue.unschedulable_pods import UnschedulablePods
 
 logger = logging.getLogger(__name__)
 
@@ -154,7 +155,7 @@ class PriorityQueue:
 
         self._active: KeyedHeap[QueuedPodInfo] = KeyedHeap(_key, less)
         self._backoff = BackoffQueue(clock, pod_initial_backoff, pod_max_backoff, less)
-        self._unschedulable: dict[str, QueuedPodInfo] = {}
+        self._unschedulable = UnschedulablePods()
         self._in_flight = InFlightTracker(max_in_flight_events)
         self.nominator = Nominator(pod_lister)
 
@@ -218,7 +219,7 @@ class PriorityQueue:
         if removed is None:
             removed = self._backoff.delete(key)
         if removed is None:
-            removed = self._unschedulable.pop(key, None)
+            removed = self._unschedulable.pop(key)
         if removed is not None:
             self._count_rejectors(removed, -1)
             return
@@ -273,9 +274,8 @@ class PriorityQueue:
         ForceActivate whose `new_obj` is a pod moves only that pod."""
         if not self._is_event_of_interest(event):
             return
-        pods = [
-            qpi for qpi in self._unschedulable.values() if pre_check is None or pre_check(qpi.pod)
-        ]
+        pool = self._unschedulable.candidates(lambda plugin: self._gate_wants(plugin, event))
+        pods = pool if pre_check is None else [qpi for qpi in pool if pre_check(qpi.pod)]
         self._move_pods_to_active_or_backoff_queue(pods, event, old_obj, new_obj)
 
     # ------------------------------------------------------------ the scheduling loop
@@ -428,10 +428,10 @@ class PriorityQueue:
 
     def len_unschedulable(self) -> int:
         """Pods in the pool that are not gated."""
-        return sum(1 for qpi in self._unschedulable.values() if not qpi.gated)
+        return self._unschedulable.count_ungated()
 
     def len_gated(self) -> int:
-        return sum(1 for qpi in self._unschedulable.values() if qpi.gated)
+        return self._unschedulable.count_gated()
 
     def len_in_flight(self) -> int:
         return len(self._in_flight)
@@ -491,6 +491,7 @@ class PriorityQueue:
         if status.is_success():
             qpi.gated = False
             qpi.gating_plugin = ""
+            self._unschedulable.reindex(_key(qpi), qpi)
             return
         plugin = status.plugin or "PreEnqueue"
         if plugin not in qpi.unschedulable_plugins and plugin not in qpi.pending_plugins:
@@ -498,6 +499,7 @@ class PriorityQueue:
         qpi.unschedulable_plugins.add(plugin)
         qpi.gated = True
         qpi.gating_plugin = plugin
+        self._unschedulable.reindex(_key(qpi), qpi)
         if status.is_error():
             logger.error("PreEnqueue of pod %s failed: %s", _key(qpi), status)
         else:
@@ -517,7 +519,7 @@ class PriorityQueue:
             child.dec(-delta)
 
     def _add_to_unschedulable(self, qpi: QueuedPodInfo, event: str) -> None:
-        self._unschedulable[_key(qpi)] = qpi
+        self._unschedulable.add(_key(qpi), qpi)
         self._incoming(UNSCHEDULABLE_Q, event)
 
     def _move_to_active_q(
@@ -536,7 +538,7 @@ class PriorityQueue:
         if qpi.initial_attempt_timestamp is None:
             # Upstream starts the SLI clock when the pod first becomes schedulable.
             qpi.initial_attempt_timestamp = self._clock.monotonic()
-        self._unschedulable.pop(key, None)
+        self._unschedulable.pop(key)
         self._backoff.delete(key)
         self._active.add_or_update(qpi)
         self._incoming(ACTIVE_Q, event)
@@ -554,7 +556,7 @@ class PriorityQueue:
                 if key not in self._unschedulable:
                     self._add_to_unschedulable(qpi, event)
                 return False
-        self._unschedulable.pop(key, None)
+        self._unschedulable.pop(key)
         self._backoff.add(qpi)
         self._incoming(BACKOFF_Q, event)
         if self._pop_from_backoff_q:
@@ -640,11 +642,15 @@ class PriorityQueue:
         return strategy
 
     def _gating_plugin_interested(self, qpi: QueuedPodInfo, event: ClusterEvent) -> bool:
-        key = (qpi.gating_plugin, event)
+        return self._gate_wants(qpi.gating_plugin, event)
+
+    def _gate_wants(self, plugin: str, event: ClusterEvent) -> bool:
+        """Whether the gating `plugin` registered for `event` (or it is a wildcard)."""
+        key = (plugin, event)
         known = self._gating_interest.get(key)
         if known is None:
             known = self._gating_interest[key] = _is_wildcard(event) or any(
-                e.covers(event) for e in self._plugin_events.get(qpi.gating_plugin, ())
+                e.covers(event) for e in self._plugin_events.get(plugin, ())
             )
         return known
 
@@ -664,7 +670,7 @@ class PriorityQueue:
             strategy = self._is_pod_worth_requeuing(qpi, event, old_obj, new_obj)
             if strategy == _Strategy.SKIP:
                 continue
-            self._unschedulable.pop(_key(qpi), None)
+            self._unschedulable.pop(_key(qpi))
             self._requeue(qpi, strategy, label)
         # A pod in flight may come back rejected; it must see this event then.
         self._in_flight.add_event(event, old_obj, new_obj)
