@@ -132,6 +132,11 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=100, help="events per WatchResponse")
     parser.add_argument("--lag", type=int, default=300, help="steps between a pod's events")
     parser.add_argument("--copy", action=argparse.BooleanOptionalAction, default=False)
+    parser.add_argument(
+        "--relist",
+        action="store_true",
+        help="then relist (pages of 500 of the same pods, unchanged resourceVersions)",
+    )
     args = parser.parse_args()
     stream = responses(args.pods, args.batch, args.lag)
     size = len(versions(0)[2].SerializeToString())
@@ -146,6 +151,21 @@ def main() -> None:
     for data in stream:
         for event in api_pb2.WatchResponse.FromString(data).events:
             inf._apply(event.type, cast(types_pb2.Pod, kinds.unwrap(event.object)))
+    if args.relist:
+        page = api_pb2.ListResponse(items=[kinds.wrap(p) for p in inf.lister.list()])
+        pages = [
+            api_pb2.ListResponse(items=page.items[i : i + 500]).SerializeToString()
+            for i in range(0, len(page.items), 500)
+        ]
+        del page
+        items = [
+            cast(types_pb2.Pod, kinds.unwrap(o))
+            for data in pages
+            for o in api_pb2.ListResponse.FromString(data).items
+        ]
+        del pages
+        inf._replace(items, "relist")
+        del items
     # The scheduling cycles read every pod's labels (PodTopologySpread, InterPodAffinity).
     for ni in cache.dump().nodes.values():
         for pi in ni.pods:
@@ -155,7 +175,7 @@ def main() -> None:
     grown = rss() - base_rss
     n = cache.pod_count()
     print(
-        f"pods={n} batch={args.batch} copy={args.copy} pod_bytes={size} "
+        f"pods={n} batch={args.batch} copy={args.copy} relist={args.relist} pod_bytes={size} "
         f"rss_per_pod={grown / n:.0f} heap_per_pod={heap / n:.0f} "
         f"podinfo={PodInfo.__name__}"
     )

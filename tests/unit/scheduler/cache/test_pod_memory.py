@@ -8,10 +8,12 @@ from typing import Any, cast
 
 from kemu.api.v1 import api_pb2, types_pb2
 from kemu.client.informer import Informer
+from kemu.component.clock import FakeClock
 from kemu.machinery import kinds
 from kemu.scheduling.types import PodInfo
 from kemu.testing.builders import make_pod
 from scheduler.app import own_copy
+from scheduler.cache import Cache
 
 
 def _pod(name: str, cpu: str = "10m", memory: str = "50Mi") -> types_pb2.Pod:
@@ -80,3 +82,12 @@ def test_the_pod_informer_stores_a_copy_out_of_the_watch_response() -> None:
     assert stored == pods[0]
     assert stored is not decoded[0]
     assert inf.dropped == 0
+
+
+def test_the_cache_keys_a_pod_by_its_pod_infos_uid_string() -> None:
+    cache = Cache(FakeClock(), in_place_resize=True, per_container_max=False)
+    cache.add_pod(_pod("a"))
+    (ni,) = cache.dump().nodes.values()
+    (key,) = cache._pod_states
+    assert key == "uid-a"
+    assert key is ni.pods[0].uid
