@@ -11,6 +11,7 @@ Resources are exact integers: milli-CPU, bytes, counts.
 from __future__ import annotations
 
 import itertools
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final, NamedTuple
@@ -132,7 +133,8 @@ class Resource:
 def pod_requests(
     pod: types_pb2.Pod, *, in_place_resize: bool = True, per_container_max: bool = False
 ) -> tuple[Resource, Resource]:
-    """(requests, non-zero requests) of a pod as Resources: what
+    """(requests, non-zero requests) of a pod as Resources, shared with every pod of equal
+    requests (never mutate them; `clone()` first): what
     `kemu.machinery.resources.scheduler_pod_requests` computes (the in-place resize rules of
     reference §2.2, sidecars, overhead, the scoring defaults). The non-zero Resource holds cpu
     and memory only, as upstream's NonZeroRequested: nothing else is scored with defaults.
@@ -140,10 +142,24 @@ def pod_requests(
     requests, non_zero = scheduler_pod_requests(
         pod, in_place_resize=in_place_resize, per_container_max=per_container_max
     )
-    return (
-        Resource.from_amounts(requests),
-        Resource(non_zero.get(CPU, 0), non_zero.get(MEMORY, 0)),
-    )
+    key = (tuple(requests.items()), non_zero.get(CPU, 0), non_zero.get(MEMORY, 0))
+    shared = _shared_requests.get(key)
+    if shared is None:
+        if len(_shared_requests) >= _SHARED_REQUESTS_MAX:
+            _shared_requests.clear()
+        shared = _shared_requests[key] = (
+            Resource.from_amounts(requests),
+            Resource(key[1], key[2]),
+        )
+    return shared
+
+
+# Pods of one template have equal requests: their PodInfos share one pair of Resources
+# (read only, as every PodInfo's are), which saves two Resources and their dicts per bound pod.
+# Keyed by the requests in the order scheduler_pod_requests gives them; bounded, cleared when
+# full (a cleared entry only stops being shared).
+_SHARED_REQUESTS_MAX: Final = 4096
+_shared_requests: dict[tuple[tuple[tuple[str, int], ...], int, int], tuple[Resource, Resource]] = {}
 
 
 # ---------------------------------------------------------------- affinity terms
@@ -288,11 +304,15 @@ class HostPortInfo:
 
 
 class MetaView(NamedTuple):
-    """What label-selecting plugins read of an existing pod (PodInfo.meta_view)."""
+    """What label-selecting plugins read of an existing pod (PodInfo.meta_view); read only:
+    `labels` may be shared."""
 
     namespace: str
     labels: dict[str, str]
     terminating: bool
+
+
+_NO_LABELS: Final[dict[str, str]] = {}
 
 
 class PodInfo:
@@ -332,20 +352,21 @@ class PodInfo:
         self._meta_view: MetaView | None = None
         aff = pod.spec.affinity
         pa, paa = aff.pod_affinity, aff.pod_anti_affinity
-        self.required_affinity_terms = [
+        # Tuples: a pod without terms holds the empty tuple (one object for all), not 4 lists.
+        self.required_affinity_terms = tuple(
             _affinity_term(pod, t) for t in pa.required_during_scheduling_ignored_during_execution
-        ]
-        self.required_anti_affinity_terms = [
+        )
+        self.required_anti_affinity_terms = tuple(
             _affinity_term(pod, t) for t in paa.required_during_scheduling_ignored_during_execution
-        ]
-        self.preferred_affinity_terms = [
+        )
+        self.preferred_affinity_terms = tuple(
             WeightedAffinityTerm(_affinity_term(pod, w.pod_affinity_term), w.weight)
             for w in pa.preferred_during_scheduling_ignored_during_execution
-        ]
-        self.preferred_anti_affinity_terms = [
+        )
+        self.preferred_anti_affinity_terms = tuple(
             WeightedAffinityTerm(_affinity_term(pod, w.pod_affinity_term), w.weight)
             for w in paa.preferred_during_scheduling_ignored_during_execution
-        ]
+        )
 
     @property
     def key(self) -> str:
@@ -358,8 +379,13 @@ class PodInfo:
         view = self._meta_view
         if view is None:
             meta = self.pod.metadata
+            labels = meta.labels
+            # One string per namespace and one empty dict for all pods without labels, not
+            # one of each per bound pod (the view is read only).
             view = self._meta_view = MetaView(
-                meta.namespace, dict(meta.labels), meta.HasField("deletion_timestamp")
+                sys.intern(meta.namespace),
+                dict(labels) if labels else _NO_LABELS,
+                meta.HasField("deletion_timestamp"),
             )
         return view
 

@@ -311,9 +311,11 @@ class Cache:
         if ni is None:
             # The pod's node has not been seen yet: a NodeInfo without a node holds its pods.
             ni = self._nodes[name] = NodeInfo()
-        ni.add_pod_info(self.pod_info(pod))
+        pi = self.pod_info(pod)
+        ni.add_pod_info(pi)
         self._nodes.move_to_end(name)
-        self._pod_states[pod.metadata.uid] = _PodState(pod)
+        # Keyed by the PodInfo's uid string: every read of pod.metadata.uid makes a new one.
+        self._pod_states[pi.uid] = _PodState(pod)
 
     def _remove_pod(self, pod: types_pb2.Pod) -> None:
         """Removes `pod` (the cache's own object for it) from its node and from the states."""

@@ -34,7 +34,7 @@ queueing events.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -219,8 +219,8 @@ class PreFilterState:
         self,
         pod_info: PodInfo,
         *,
-        affinity_terms: list[AffinityTerm] | None = None,
-        anti_affinity_terms: list[AffinityTerm] | None = None,
+        affinity_terms: Sequence[AffinityTerm] | None = None,
+        anti_affinity_terms: Sequence[AffinityTerm] | None = None,
         ns_labels: Mapping[str, str] | None = None,
         index: AffinityIndex | None = None,
     ) -> None:
