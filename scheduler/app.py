@@ -76,13 +76,6 @@ def tune_gc(*, freeze: bool) -> None:
         gc.freeze()
 
 
-def own_copy(pod: types_pb2.Pod) -> bool:
-    """The pod informer's `keep`: every pod, each copied out of the list or watch response it
-    came in (kemu.client.informer), so that a stored pod does not pin its whole response: one
-    Running pod would otherwise keep the older versions of up to 500 pods batched with it."""
-    return True
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = new_parser(
         "scheduler", "kemu kube-scheduler", default_metrics_port=DEFAULT_METRICS_PORT
@@ -160,8 +153,10 @@ async def serve(
     batch: bool = True,
 ) -> None:
     metrics = SchedulerMetrics(ctx.registry)
-    informers = InformerFactory(client, clock=ctx.clock)
-    pods = informers.informer(types_pb2.Pod, field_selector=POD_FIELD_SELECTOR, keep=own_copy)
+    # Each stored object copied out of the response it came in (kemu.client.informer): a
+    # decoded pod would otherwise pin its whole WatchResponse, up to 500 pods' older versions.
+    informers = InformerFactory(client, clock=ctx.clock, copy_objects=True)
+    pods = informers.informer(types_pb2.Pod, field_selector=POD_FIELD_SELECTOR)
     nodes = informers.informer(types_pb2.Node)
     # Preemption (DefaultPreemption) reads PDBs and PriorityClasses through the handle's
     # informer factory; they are started and synced with the others.

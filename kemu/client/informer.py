@@ -18,7 +18,10 @@ server had filtered it, and one that stops being kept is delivered as a delete o
 object (as the apiserver does when an object stops matching a watch's selector). A kept object
 is copied out of the list or watch response it came in: a decoded protobuf sub-message shares
 its whole response's memory, so without the copy one kept object would hold every dropped one
-of its batch.
+of its batch. `copy_objects` copies every stored object the same way without filtering (the
+scheduler's informers: one Running pod would otherwise pin the older versions of up to 500
+pods batched with it); it is not part of an informer's identity in the factory, which gives it
+to all its informers.
 Handlers run synchronously in the informer's task, in event order; an exception in one is
 logged and does not stop the others or the informer.
 """
@@ -166,9 +169,11 @@ class Informer(Generic[M]):
         label_selector: str = "",
         field_selector: str = "",
         keep: Callable[[M], bool] | None = None,
+        copy_objects: bool = False,
         clock: Clock | None = None,
     ) -> None:
-        """`keep`: see the module's docstring; None keeps every object the server sends."""
+        """`keep`, `copy_objects`: see the module's docstring; without `keep` every object the
+        server sends is kept."""
         self._client = client
         self._kind = kind
         k = kinds.kind_of(kind())
@@ -178,6 +183,7 @@ class Informer(Generic[M]):
         self._label_selector = label_selector
         self._field_selector = field_selector
         self._keep = keep
+        self._copy = copy_objects
         self.dropped = 0
         """Objects (list items and watch events) the `keep` predicate rejected."""
         self._clock: Clock = clock or RealClock()
@@ -291,11 +297,13 @@ class Informer(Generic[M]):
             self._call(h.on_delete, obj)
 
     def _kept(self, obj: M) -> M | None:
-        """`obj`, or with a `keep` predicate its own copy if kept and None if not."""
+        """`obj`, or with a `keep` predicate its own copy if kept and None if not; with
+        `copy_objects`, its own copy."""
         keep = self._keep
         if keep is None:
-            return obj
-        if not keep(obj):
+            if not self._copy:
+                return obj
+        elif not keep(obj):
             self.dropped += 1
             return None
         own = self._kind()
@@ -495,9 +503,14 @@ class InformerFactory:
     """One shared informer per (kind, namespace, selectors), as client-go's
     SharedInformerFactory. Ask for informers, then `await start(tg)`, then use the listers."""
 
-    def __init__(self, client: ApiClient, *, clock: Clock | None = None) -> None:
+    def __init__(
+        self, client: ApiClient, *, clock: Clock | None = None, copy_objects: bool = False
+    ) -> None:
+        """`copy_objects`: every informer of the factory stores its own copies (see the
+        module's docstring)."""
         self._client = client
         self._clock = clock
+        self._copy = copy_objects
         self._informers: dict[_FactoryKey, Informer[Any]] = {}
         self._started: set[_FactoryKey] = set()
 
@@ -522,6 +535,7 @@ class InformerFactory:
                 label_selector=label_selector,
                 field_selector=field_selector,
                 keep=keep,
+                copy_objects=self._copy,
                 clock=self._clock,
             )
             self._informers[key] = inf

@@ -289,3 +289,19 @@ async def test_the_factory_keys_informers_by_their_keep_predicate(tg: TaskGroup)
     kept = factory.informer(Pod, keep=mine)
     assert factory.informer(Pod, keep=mine) is kept
     assert factory.informer(Pod) is not kept
+
+
+def test_copy_objects_is_the_factorys_and_not_part_of_an_informers_identity() -> None:
+    """The scheduler's factory copies every stored object; a plugin asking for the pod
+    informer by kind and selector must get the process's one informer, not a second, unstarted
+    one (DefaultPreemption's lister found no pods when copying was a `keep` predicate)."""
+    factory = InformerFactory(FakeClient(), copy_objects=True)
+    first = factory.informer(types_pb2.Pod, field_selector="status.phase!=Succeeded")
+    assert factory.informer(types_pb2.Pod, field_selector="status.phase!=Succeeded") is first
+    decoded = pod("a")
+    first._apply("ADDED", decoded)
+    stored = first.lister.get("a")
+    assert stored == decoded and stored is not decoded
+    plain = InformerFactory(FakeClient()).informer(types_pb2.Pod)
+    plain._apply("ADDED", decoded)
+    assert plain.lister.get("a") is decoded

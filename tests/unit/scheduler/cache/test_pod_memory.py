@@ -12,7 +12,6 @@ from kemu.component.clock import FakeClock
 from kemu.machinery import kinds
 from kemu.scheduling.types import PodInfo
 from kemu.testing.builders import make_pod
-from scheduler.app import own_copy
 from scheduler.cache import Cache
 
 
@@ -68,7 +67,7 @@ def test_meta_view_shares_namespace_and_empty_labels() -> None:
 
 
 def test_the_pod_informer_stores_a_copy_out_of_the_watch_response() -> None:
-    inf: Informer[types_pb2.Pod] = Informer(cast(Any, None), types_pb2.Pod, keep=own_copy)
+    inf: Informer[types_pb2.Pod] = Informer(cast(Any, None), types_pb2.Pod, copy_objects=True)
     pods = [_pod("a"), _pod("b")]
     response = api_pb2.WatchResponse.FromString(
         api_pb2.WatchResponse(
