@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import yaml
 from google.protobuf.message import Message
@@ -37,6 +37,8 @@ from kemu.machinery import convert, kinds
 from kemu.machinery.duration import DurationError, parse_duration
 from kemu.machinery.errors import Invalid
 from scheduler.config import config_from_dict
+
+_T = TypeVar("_T")
 
 WORKLOADS_DIR: Final = Path(__file__).parent / "workloads"
 # kemu's own workload files, read unless told otherwise: the basic, preemption and
@@ -393,26 +395,30 @@ def load_workloads(path: Path, *, emulated_version: Version | None = None) -> li
     anything the runner cannot do is an error (kemu's own files). `emulated_version`: the
     version of the workloads that do not give their own `emulatedVersion` (default: the
     components' default)."""
-    try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as e:
-        raise WorkloadError(f"{path}: {e}") from e
-    try:
-        return parse_workloads(data, base_dir=path.parent, emulated_version=emulated_version)
-    except WorkloadError as e:
-        raise WorkloadError(f"{path}: {e}") from e
+    return _load(
+        path,
+        lambda data: parse_workloads(data, base_dir=path.parent, emulated_version=emulated_version),
+    )
 
 
 def load_workload_file(path: Path, *, emulated_version: Version | None = None) -> WorkloadFile:
     """The workloads of a performance-config YAML file that kemu can run, and the test cases
     and workloads it skips with their reasons (upstream's files): one bad test case does not
     refuse the others."""
+    return _load(
+        path,
+        lambda data: parse_file(data, base_dir=path.parent, emulated_version=emulated_version),
+    )
+
+
+def _load(path: Path, parse: Callable[[Any], _T]) -> _T:
+    """Reads the YAML file and parses it; every error is prefixed with the file's path."""
     try:
         data = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as e:
         raise WorkloadError(f"{path}: {e}") from e
     try:
-        return parse_file(data, base_dir=path.parent, emulated_version=emulated_version)
+        return parse(data)
     except WorkloadError as e:
         raise WorkloadError(f"{path}: {e}") from e
 
