@@ -259,11 +259,10 @@ async def start_hollow_kubelet(
         *args,
     ]  # fmt: skip
     start = time.monotonic()
-    await anyio.to_thread.run_sync(
-        lambda: cluster.start_component(
-            KUBELET, name, argv, feature_gates=feature_gates, wait=False
-        )
-    )
+    # From this (the main) thread, not a worker thread: only a child started from the main
+    # thread dies with the bench (kemu.testing.processes: PDEATHSIG), so a bench killed by
+    # SIGTERM leaves no hollow kubelet behind. Without `wait` the start is a fork and exec.
+    cluster.start_component(KUBELET, name, argv, feature_gates=feature_gates, wait=False)
     log.info("kubelet started with %d nodes; waiting for them to be Ready", nodes)
     last_log = start
     with anyio.fail_after(REGISTRATION_TIMEOUT):

@@ -141,3 +141,37 @@ def test_render_names_the_targets_and_handles_a_failed_run() -> None:
 def test_main_refuses_bad_options(capsys: pytest.CaptureFixture[str]) -> None:
     assert kb.main(["--nodes", "0"]) == 2
     assert "--nodes" in capsys.readouterr().err
+
+
+def test_the_hollow_kubelet_is_started_from_the_main_thread_so_it_dies_with_the_bench() -> None:
+    """A child started from another thread gets no PDEATHSIG (kemu.testing.processes): a bench
+    killed by SIGTERM left its hollow kubelets running."""
+    import threading
+    from typing import Any
+
+    import anyio
+
+    from kemu.client.interface import ListResult
+
+    started_on: list[threading.Thread] = []
+
+    class Stop(Exception):
+        pass
+
+    class FakeCluster:
+        server = "127.0.0.1:1"
+
+        def start_component(self, *args: Any, **kwargs: Any) -> None:
+            started_on.append(threading.current_thread())
+            raise Stop
+
+    class FakeClient:
+        async def list(self, kind: Any) -> Any:
+            return ListResult[types_pb2.Node]([], "1", "")
+
+    async def main() -> None:
+        with pytest.raises(Stop):
+            await kb.start_hollow_kubelet(FakeCluster(), FakeClient(), 1, "n")  # type: ignore[arg-type]
+
+    anyio.run(main)
+    assert started_on == [threading.main_thread()]
