@@ -29,6 +29,11 @@ create to the binding of its last pod; it yields:
   KEP-1923 histograms: nodes through Filter, algorithm time), and the apiserver's pod calls per
   verb (apiserver_request_total scraped at both ends).
 
+After the ops, on the same cluster, a baseline may measure what the apiserver alone takes for the
+measured op's API calls (--bind-only-baseline): the bind-only baseline (SchedulingBasic: creates
+and bindings) or the preemption API baseline (PreemptionBasic: creates, the victims' PATCHes and
+DELETEs, the preemptors' status PATCHes, bindings and events; bench.scheduler_perf_baseline).
+
 A test case or workload may set the control plane's emulated version, feature gates and
 scheduler configuration, and name a gate to compare: the workload then runs twice (gate on,
 then off, a fresh cluster and the same scheduler seed each) and the two runs are compared.
@@ -567,7 +572,8 @@ class Result:
     preemption_api_baseline: float = math.nan
     preemption_baseline_pods: int = 0  # preemptors
     preemption_baseline_victims: int = 0  # per preemptor
-    # created_to_bound / the baseline measured (bind_only_baseline or preemption_api_baseline).
+    preemption_baseline_events_dropped: int = 0  # by its event writer, its queue full
+    # created_to_bound / the preemption API baseline when measured, else / the bind-only one.
     scheduler_to_limit: float = math.nan
     throughput: ThroughputStats = field(
         default_factory=lambda: ThroughputStats(math.nan, math.nan, math.nan, math.nan, 0)
@@ -686,11 +692,11 @@ class Runner:
                         for index, op in enumerate(self.workload.ops):
                             await self.run_op(client, tracker, index, op)
                         churn.cancel_scope.cancel()  # upstream's churn ends with the workload
-                kind = baseline_kind(self.workload, self.opts.bind_only)
-                if kind == BIND_ONLY:
-                    await self.bind_only(client, tracker)
-                elif kind == PREEMPTION_API:
-                    await self.preemption_baseline(client, tracker)
+                for kind in baselines(self.workload, self.opts.bind_only):
+                    if kind == BIND_ONLY:
+                        await self.bind_only(client, tracker)
+                    else:
+                        await self.preemption_baseline(client, tracker)
                 if self._profiled is not None:
                     await self._profiled.wait()
                 tg.cancel_scope.cancel()
@@ -873,7 +879,7 @@ class Runner:
         if measured is None or shape is None or not shape.victims or not self.node_names:
             return
         r = self.result
-        index = len(w.ops)  # a tracker key no op uses
+        index = len(w.ops) + 1  # a tracker key no op (nor the bind-only baseline) uses
         plan = preemption_plan(
             pod_objects(measured, index),
             pod_objects(shape.low, shape.low_index),
@@ -902,20 +908,28 @@ class Runner:
         apiserver = self.cluster.component("apiserver")
         before = parse_metrics(await anyio.to_thread.run_sync(scrape, apiserver))
         writer, recorder = scheduler_recorder(client)
-        async with anyio.create_task_group() as tg:
-            await tg.start(writer.run)
-            r.preemption_api_baseline = await preemption_api_baseline(
-                client,
-                tracker,
-                index,
-                plan,
-                victims,
-                self.opts.creators,
-                self.opts.timeout,
-                calls=calls,
-                recorder=recorder,
-            )
-            tg.cancel_scope.cancel()
+        # Its queue fills as the scheduler's may: the drops are counted, not logged one by one.
+        events_log = logging.getLogger("kemu.client.events")
+        level = events_log.level
+        events_log.setLevel(logging.ERROR)
+        try:
+            async with anyio.create_task_group() as tg:
+                await tg.start(writer.run)
+                r.preemption_api_baseline = await preemption_api_baseline(
+                    client,
+                    tracker,
+                    index,
+                    plan,
+                    victims,
+                    self.opts.creators,
+                    self.opts.timeout,
+                    calls=calls,
+                    recorder=recorder,
+                )
+                tg.cancel_scope.cancel()
+        finally:
+            events_log.setLevel(level)
+        r.preemption_baseline_events_dropped = writer.dropped
         after = parse_metrics(await anyio.to_thread.run_sync(scrape, apiserver))
         r.baseline_api_calls = api_calls(before, after, BASELINE_RESOURCES)
         r.preemption_baseline_pods = len(plan.preemptors)
@@ -976,31 +990,31 @@ class CreateBindClient(Protocol):
     async def bind(self, namespace: str, name: str, node_name: str, *, uid: str = "") -> None: ...
 
 
-def baseline_kind(workload: Workload, mode: str) -> str | None:
-    """The baseline a run measures after its ops, by `mode` (--bind-only-baseline): "never"
-    none; "auto" the bind-only baseline for the SchedulingBasic test cases (plain creates and
-    bindings) and the preemption API baseline for PreemptionBasic's (a PreemptionBasic-shaped
-    workload whose measured pods must preempt); "always" the preemption API baseline for a
-    workload of that shape and the bind-only baseline for any other. None without a measured
-    op."""
+def baselines(workload: Workload, mode: str) -> tuple[str, ...]:
+    """The baselines a run measures after its ops, in order, by `mode` (--bind-only-baseline):
+    "never" none; "auto" the bind-only baseline for the SchedulingBasic test cases (plain
+    creates and bindings) and the preemption API baseline for PreemptionBasic's (a
+    PreemptionBasic-shaped workload whose measured pods must preempt); "always" the bind-only
+    baseline and, for a workload of that shape, the preemption API baseline after it. None
+    without a measured op."""
     if mode not in BIND_ONLY_MODES:
         raise ValueError(f"bind-only mode: {mode!r} is not one of {', '.join(BIND_ONLY_MODES)}")
     if workload.measured is None or mode == "never":
-        return None
+        return ()
     shape = preemption_shape(workload)
     preempting = shape is not None and shape.victims > 0
     if mode == "always":
-        return PREEMPTION_API if preempting else BIND_ONLY
+        return (BIND_ONLY, PREEMPTION_API) if preempting else (BIND_ONLY,)
     if workload.test_case == "SchedulingBasic":
-        return BIND_ONLY
+        return (BIND_ONLY,)
     if workload.test_case == "PreemptionBasic" and preempting:
-        return PREEMPTION_API
-    return None
+        return (PREEMPTION_API,)
+    return ()
 
 
 def wants_bind_only_baseline(workload: Workload, mode: str) -> bool:
-    """Whether a run measures the bind-only baseline (baseline_kind)."""
-    return baseline_kind(workload, mode) == BIND_ONLY
+    """Whether a run measures the bind-only baseline (baselines)."""
+    return BIND_ONLY in baselines(workload, mode)
 
 
 def bind_only_pods(pods: Sequence[types_pb2.Pod]) -> list[types_pb2.Pod]:
@@ -1307,16 +1321,14 @@ def render(results: Sequence[Result]) -> str:
     if any(not math.isnan(r.bind_only_baseline) for r in rs):
         row("bind-only baseline pods/s", (fmt(r.bind_only_baseline, 1) for r in rs))
         row("scheduler / bind-only", (
-            fmt(r.scheduler_to_limit, 2) if not math.isnan(r.bind_only_baseline) else "-"
-            for r in rs
+            fmt(ratio(r.created_to_bound, r.bind_only_baseline), 2) for r in rs
         ))  # fmt: skip
     if any(not math.isnan(r.preemption_api_baseline) for r in rs):
         row("preemption API baseline preemptors/s", (
             fmt(r.preemption_api_baseline, 1) for r in rs
         ))  # fmt: skip
         row("scheduler / preemption API", (
-            fmt(r.scheduler_to_limit, 2) if not math.isnan(r.preemption_api_baseline) else "-"
-            for r in rs
+            fmt(ratio(r.created_to_bound, r.preemption_api_baseline), 2) for r in rs
         ))  # fmt: skip
     row("throughput avg pods/s", (fmt(r.throughput.average, 1) for r in rs))
     if any(r.threshold is not None for r in rs):
@@ -1364,6 +1376,10 @@ def render(results: Sequence[Result]) -> str:
     row("api pod calls", (_api_text(r.api_calls) for r in rs))
     if any(r.baseline_api_calls for r in rs):
         row("  of the baseline (with events)", (_api_text(r.baseline_api_calls) for r in rs))
+        row("  baseline events dropped", (
+            str(r.preemption_baseline_events_dropped) if r.baseline_api_calls else "-"
+            for r in rs
+        ))  # fmt: skip
         row("api event calls", (_api_text(r.event_calls) for r in rs))
     row("pod PATCHes / measured pod", (fmt(r.pod_patches_per_pod, 2) for r in rs))
     for name in ("scheduler", "apiserver", "etcd", "bench"):

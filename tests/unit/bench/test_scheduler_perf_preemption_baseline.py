@@ -22,7 +22,7 @@ from bench.scheduler_perf import (
     PREEMPTION_API,
     BindTracker,
     Result,
-    baseline_kind,
+    baselines,
     preemption_shape,
     render,
     wants_bind_only_baseline,
@@ -50,15 +50,16 @@ def test_auto_measures_the_preemption_baseline_for_preemptionbasic_only() -> Non
     basic = ws["SchedulingBasic/500Nodes"]
     preemption = ws["PreemptionBasic/10Nodes"]
     ab = ws["PreferNominatedNodeAB/20Nodes"]  # PreemptionBasic's shape, another test case
-    assert baseline_kind(basic, "auto") == BIND_ONLY
-    assert baseline_kind(preemption, "auto") == PREEMPTION_API
-    assert baseline_kind(ab, "auto") is None
-    assert baseline_kind(ab, "always") == PREEMPTION_API
-    assert baseline_kind(basic, "always") == BIND_ONLY
-    assert baseline_kind(preemption, "never") is None
+    assert baselines(basic, "auto") == (BIND_ONLY,)
+    assert baselines(preemption, "auto") == (PREEMPTION_API,)
+    assert baselines(ab, "auto") == ()
+    assert baselines(ab, "always") == (BIND_ONLY, PREEMPTION_API)
+    assert baselines(basic, "always") == (BIND_ONLY,)
+    assert baselines(preemption, "never") == ()
     assert not wants_bind_only_baseline(preemption, "auto")
+    assert wants_bind_only_baseline(preemption, "always")
     with pytest.raises(ValueError, match="bind-only mode: 'maybe'"):
-        baseline_kind(preemption, "maybe")
+        baselines(preemption, "maybe")
 
 
 def test_preemptionbasics_shape_names_its_low_op_victims_and_what_a_full_node_lacks() -> None:
@@ -289,8 +290,16 @@ def test_the_baseline_and_the_ratio_are_in_the_json_and_the_table() -> None:
     assert "preemption API baseline preemptors/s" in text and "80.0" in text
     assert "scheduler / preemption API" in text and "0.25" in text
     assert "of the baseline (with events)" in text and "event=2500 create=500" in text
+    assert "baseline events dropped" in text
     assert "bind-only" not in text
-    basic = Result("SchedulingBasic/5Nodes", bind_only_baseline=300.0, scheduler_to_limit=0.5)
+    basic = Result(
+        "SchedulingBasic/5Nodes",
+        created_to_bound=150.0,
+        bind_only_baseline=300.0,
+        scheduler_to_limit=0.5,
+    )
     both = render([basic, r])
     line = next(x for x in both.splitlines() if x.startswith("scheduler / preemption API"))
     assert line.split()[-2:] == ["-", "0.25"]
+    line = next(x for x in both.splitlines() if x.startswith("scheduler / bind-only"))
+    assert line.split()[-2:] == ["0.50", "-"]
