@@ -573,6 +573,8 @@ class Result:
     preemption_baseline_pods: int = 0  # preemptors
     preemption_baseline_victims: int = 0  # per preemptor
     preemption_baseline_events_dropped: int = 0  # by its event writer, its queue full
+    # CPU (cores) of each process over the preemption API baseline's timed part.
+    preemption_baseline_cpu_cores: dict[str, float] = field(default_factory=dict)
     # created_to_bound / the preemption API baseline when measured, else / the bind-only one.
     scheduler_to_limit: float = math.nan
     throughput: ThroughputStats = field(
@@ -912,9 +914,11 @@ class Runner:
         events_log = logging.getLogger("kemu.client.events")
         level = events_log.level
         events_log.setLevel(logging.ERROR)
+        meter = CpuMeter(self.pids)
         try:
             async with anyio.create_task_group() as tg:
                 await tg.start(writer.run)
+                meter.start()
                 r.preemption_api_baseline = await preemption_api_baseline(
                     client,
                     tracker,
@@ -926,6 +930,7 @@ class Runner:
                     calls=calls,
                     recorder=recorder,
                 )
+                r.preemption_baseline_cpu_cores = meter.stop()
                 tg.cancel_scope.cancel()
         finally:
             events_log.setLevel(level)
@@ -1384,6 +1389,11 @@ def render(results: Sequence[Result]) -> str:
     row("pod PATCHes / measured pod", (fmt(r.pod_patches_per_pod, 2) for r in rs))
     for name in ("scheduler", "apiserver", "etcd", "bench"):
         row(f"cpu {name} cores", (fmt(r.cpu_cores.get(name), 2) for r in rs))
+    if any(r.preemption_baseline_cpu_cores for r in rs):
+        for name in ("scheduler", "apiserver", "etcd", "bench"):
+            row(f"  preemption API baseline: cpu {name}", (
+                fmt(r.preemption_baseline_cpu_cores.get(name), 2) for r in rs
+            ))  # fmt: skip
     for name in ("scheduler", "apiserver", "etcd"):
         row(f"rss {name} MiB", (_mib(r.rss_kib.get(name)) for r in rs))
     row(

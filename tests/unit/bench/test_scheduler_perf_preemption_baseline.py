@@ -281,6 +281,7 @@ def test_the_baseline_and_the_ratio_are_in_the_json_and_the_table() -> None:
         scheduler_to_limit=0.25,
         baseline_api_calls={"create events": 2500.0, "create pods": 500.0},
         event_calls={"create events": 2500.0},
+        preemption_baseline_cpu_cores={"apiserver": 0.97},
     )
     data: dict[str, Any] = json.loads(json.dumps(jsonable([r])))[0]
     keys = list(data)
@@ -291,6 +292,7 @@ def test_the_baseline_and_the_ratio_are_in_the_json_and_the_table() -> None:
     assert "scheduler / preemption API" in text and "0.25" in text
     assert "of the baseline (with events)" in text and "event=2500 create=500" in text
     assert "baseline events dropped" in text
+    assert "preemption API baseline: cpu apiserver" in text and "0.97" in text
     assert "bind-only" not in text
     basic = Result(
         "SchedulingBasic/5Nodes",
