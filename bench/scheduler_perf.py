@@ -1690,7 +1690,8 @@ def build_parser() -> argparse.ArgumentParser:
         "PreemptionBasic-shaped workload, the preemption API baseline (victims set up, then "
         "each preemptor's create, victim PATCHes and DELETEs, status PATCH, binding and "
         "events); auto: bind-only for the SchedulingBasic test cases, preemption API for "
-        "PreemptionBasic (default); always: whichever fits the workload",
+        "PreemptionBasic (default); always: bind-only, and after it preemption API for a "
+        "PreemptionBasic-shaped workload",
     )
     parser.add_argument(
         "--paths",
