@@ -29,6 +29,11 @@ create to the binding of its last pod; it yields:
   KEP-1923 histograms: nodes through Filter, algorithm time), and the apiserver's pod calls per
   verb (apiserver_request_total scraped at both ends).
 
+After the ops, on the same cluster, a baseline may measure what the apiserver alone takes for the
+measured op's API calls (--bind-only-baseline): the bind-only baseline (SchedulingBasic: creates
+and bindings) or the preemption API baseline (PreemptionBasic: creates, the victims' PATCHes and
+DELETEs, the preemptors' status PATCHes, bindings and events; bench.scheduler_perf_baseline).
+
 A test case or workload may set the control plane's emulated version, feature gates and
 scheduler configuration, and name a gate to compare: the workload then runs twice (gate on,
 then off, a fresh cluster and the same scheduler seed each) and the two runs are compared.
@@ -75,6 +80,16 @@ from bench.common import (
     run_concurrent,
     summarize_stacks,
 )
+from bench.scheduler_perf_baseline import (
+    DEFAULT_SCHEDULER,
+    PREEMPTION_BASELINE_NAMESPACE,
+    Calls,
+    for_no_scheduler,
+    preemption_api_baseline,
+    preemption_plan,
+    scheduler_recorder,
+    set_up_victims,
+)
 from bench.scheduler_perf_cycle import DifferentialResult, render_differential, run_differential
 from bench.scheduler_perf_workloads import (
     ATTEMPTED,
@@ -105,6 +120,11 @@ from bench.scheduler_perf_workloads import (
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.client.interface import ApiClient
+from kemu.component.featuregate import (
+    POD_OBSERVED_GENERATION_TRACKING,
+    SCHEDULER_ASYNC_PREEMPTION,
+    FeatureGates,
+)
 from kemu.component.version import DEFAULT_VERSION, Version, parse_emulated_version
 from kemu.machinery import kinds, quantity, resources
 from kemu.machinery.errors import AlreadyExists, ApiError, Gone, NotFound
@@ -140,6 +160,9 @@ PY_SPY_SECONDS: Final = 20
 BIND_ONLY_NAMESPACE: Final = "bind-only"
 BIND_ONLY_SCHEDULER: Final = "kemu-bench-bind-only"  # no profile: the scheduler ignores them
 BIND_ONLY_MODES: Final = ("auto", "always", "never")
+BIND_ONLY: Final = "bind-only"  # the baselines (baseline_kind)
+PREEMPTION_API: Final = "preemption-api"
+BASELINE_RESOURCES: Final = (*POD_RESOURCES, "events")
 BATCH: Final = "batch"
 PER_NODE: Final = "per-node"
 PATH_CHOICES: Final = {BATCH: (BATCH,), PER_NODE: (PER_NODE,), "both": (PER_NODE, BATCH)}
@@ -333,8 +356,26 @@ def pod_requests(pod: types_pb2.Pod) -> dict[str, int]:
 
 
 def expected_min_victims(workload: Workload) -> int | None:
-    """The fewest victims each measured pod needs when the workload is PreemptionBasic-shaped:
-    one createNodes op, one other createPods op whose lower-priority pods are spread evenly
+    """preemption_shape's victims per measured pod (None for any other shape)."""
+    shape = preemption_shape(workload)
+    return shape.victims if shape is not None else None
+
+
+@dataclass(frozen=True)
+class PreemptionShape:
+    """A PreemptionBasic-shaped workload (preemption_shape): its low-priority op, the fewest
+    victims each measured pod needs, and the resources a full node has too little of for a
+    measured pod (the "Insufficient" reasons of its FitError)."""
+
+    low: CreatePods
+    low_index: int  # the low op's index in the workload's ops
+    victims: int
+    insufficient: tuple[str, ...]
+
+
+def preemption_shape(workload: Workload) -> PreemptionShape | None:
+    """The fewest victims each measured pod needs (and what it lacks on a full node) when the
+    workload is PreemptionBasic-shaped: one createNodes op, one other createPods op whose lower-priority pods are spread evenly
     over the nodes (count a multiple of the nodes, and fitting), and at most one measured pod
     per node. None for any other shape, so that nothing is claimed that was not computed.
 
@@ -347,6 +388,7 @@ def expected_min_victims(workload: Workload) -> int | None:
     if measured is None or len(node_ops) != 1 or len(others) != 1:
         return None
     (nodes,), (low,) = node_ops, others
+    low_index = next(i for i, op in enumerate(workload.ops) if op is low)
     if (low.priority or 0) >= (measured.priority or 0):
         return None
     if nodes.count == 0 or low.count % nodes.count or measured.count > nodes.count:
@@ -366,9 +408,16 @@ def expected_min_victims(workload: Workload) -> int | None:
 
     if not fits(per_node, preemptor=False):
         return None  # the low pods would not spread evenly
+    insufficient = tuple(
+        sorted(
+            r
+            for r in set(low_req) | set(pre_req)
+            if per_node * low_req.get(r, 0) + pre_req.get(r, 0) > alloc.get(r, 0)
+        )
+    )
     for victims in range(per_node + 1):
         if fits(per_node - victims, preemptor=True):
-            return victims
+            return PreemptionShape(low, low_index, victims, insufficient)
     return None  # the preemptor does not fit even on an empty node
 
 
@@ -517,7 +566,17 @@ class Result:
     # (bind_only_baseline below); NaN when not measured.
     bind_only_baseline: float = math.nan
     bind_only_pods: int = 0
-    scheduler_to_limit: float = math.nan  # created_to_bound / bind_only_baseline
+    # For PreemptionBasic: the same cluster's limit for the preemptors' API calls (creates,
+    # the victims' DisruptionTarget PATCHes and DELETEs, the preemptors' status PATCHes,
+    # bindings and the scheduler's events; bench.scheduler_perf_baseline), preemptors/s.
+    preemption_api_baseline: float = math.nan
+    preemption_baseline_pods: int = 0  # preemptors
+    preemption_baseline_victims: int = 0  # per preemptor
+    preemption_baseline_events_dropped: int = 0  # by its event writer, its queue full
+    # CPU (cores) of each process over the preemption API baseline's timed part.
+    preemption_baseline_cpu_cores: dict[str, float] = field(default_factory=dict)
+    # created_to_bound / the preemption API baseline when measured, else / the bind-only one.
+    scheduler_to_limit: float = math.nan
     throughput: ThroughputStats = field(
         default_factory=lambda: ThroughputStats(math.nan, math.nan, math.nan, math.nan, 0)
     )
@@ -533,6 +592,9 @@ class Result:
     expected_min_victims: int | None = None  # per measured pod, from the workload's sizes
     nominated: NominatedFigures | None = None
     api_calls: dict[str, float] = field(default_factory=dict)  # "verb resource" for pods
+    event_calls: dict[str, float] = field(default_factory=dict)  # "verb events", the phase's
+    # The baseline's calls ("verb resource" for pods and events), when measured.
+    baseline_api_calls: dict[str, float] = field(default_factory=dict)
     cpu_cores: dict[str, float] = field(default_factory=dict)
     rss_kib: dict[str, int | None] = field(default_factory=dict)
     watch_events: int = 0
@@ -572,7 +634,8 @@ class Options:
     py_spy_bin: str
     py_spy_seconds: int
     keep_dir: str | None = None  # keep each run's cluster directory (logs) under it
-    # Measure the bind-only baseline: "auto" for SchedulingBasic test cases, "always", "never".
+    # Measure the baseline (baseline_kind): "auto" (bind-only for the SchedulingBasic test
+    # cases, preemption API for PreemptionBasic), "always", "never".
     bind_only: str = "auto"
     # The scheduler's Filter/Score paths to run each workload with, in order ("batch",
     # "per-node"); () for the scheduler's default without a path label.
@@ -585,6 +648,7 @@ class Runner:
     ) -> None:
         self.cluster = cluster
         self.workload = workload
+        self.variant = variant
         self.opts = opts
         self.result = Result(
             workload.full_name,
@@ -630,8 +694,11 @@ class Runner:
                         for index, op in enumerate(self.workload.ops):
                             await self.run_op(client, tracker, index, op)
                         churn.cancel_scope.cancel()  # upstream's churn ends with the workload
-                if wants_bind_only_baseline(self.workload, self.opts.bind_only):
-                    await self.bind_only(client, tracker)
+                for kind in baselines(self.workload, self.opts.bind_only):
+                    if kind == BIND_ONLY:
+                        await self.bind_only(client, tracker)
+                    else:
+                        await self.preemption_baseline(client, tracker)
                 if self._profiled is not None:
                     await self._profiled.wait()
                 tg.cancel_scope.cancel()
@@ -762,6 +829,7 @@ class Runner:
         r.nominated = nominated_figures(before, after)
         r.deleted_pods = tracker.deleted() - deleted_before
         r.api_calls = api_calls(api_before, api_after, POD_RESOURCES)
+        r.event_calls = api_calls(api_before, api_after, ("events",))
 
     def judge_threshold(self) -> None:
         r = self.result
@@ -803,6 +871,75 @@ class Runner:
         )
         r.bind_only_pods = len(pods)
         r.scheduler_to_limit = ratio(r.created_to_bound, r.bind_only_baseline)
+
+    async def preemption_baseline(self, client: Client, tracker: BindTracker) -> None:
+        """The preemption API baseline (bench.scheduler_perf_baseline), after the workload's
+        ops on the same cluster: victims set up untimed, then the preemptors' calls timed; the
+        apiserver's pod and event calls of the timed part are scraped at both ends."""
+        w = self.workload
+        measured, shape = w.measured, preemption_shape(w)
+        if measured is None or shape is None or not shape.victims or not self.node_names:
+            return
+        r = self.result
+        index = len(w.ops) + 1  # a tracker key no op (nor the bind-only baseline) uses
+        plan = preemption_plan(
+            pod_objects(measured, index),
+            pod_objects(shape.low, shape.low_index),
+            self.node_names,
+            shape.victims,
+            BIND_ONLY_SCHEDULER,
+            shape.insufficient,
+        )
+        await ensure_namespace(client, PREEMPTION_BASELINE_NAMESPACE)
+        log.info(
+            "preemption API baseline: %d preemptors, %d victims each, on %d nodes",
+            len(plan.preemptors),
+            shape.victims,
+            len(self.node_names),
+        )
+        victims = await set_up_victims(client, plan, self.opts.creators)
+        version = parse_emulated_version(w.emulated_version) if w.emulated_version else None
+        gates = FeatureGates.for_version(
+            version or DEFAULT_VERSION, dict(self.variant.feature_gates)
+        )
+        calls = Calls(
+            scheduler_name=measured.template.spec.scheduler_name or DEFAULT_SCHEDULER,
+            async_preemption=gates.enabled(SCHEDULER_ASYNC_PREEMPTION),
+            tracking=gates.enabled(POD_OBSERVED_GENERATION_TRACKING),
+        )
+        apiserver = self.cluster.component("apiserver")
+        before = parse_metrics(await anyio.to_thread.run_sync(scrape, apiserver))
+        writer, recorder = scheduler_recorder(client)
+        # Its queue fills as the scheduler's may: the drops are counted, not logged one by one.
+        events_log = logging.getLogger("kemu.client.events")
+        level = events_log.level
+        events_log.setLevel(logging.ERROR)
+        meter = CpuMeter(self.pids)
+        try:
+            async with anyio.create_task_group() as tg:
+                await tg.start(writer.run)
+                meter.start()
+                r.preemption_api_baseline = await preemption_api_baseline(
+                    client,
+                    tracker,
+                    index,
+                    plan,
+                    victims,
+                    self.opts.creators,
+                    self.opts.timeout,
+                    calls=calls,
+                    recorder=recorder,
+                )
+                r.preemption_baseline_cpu_cores = meter.stop()
+                tg.cancel_scope.cancel()
+        finally:
+            events_log.setLevel(level)
+        r.preemption_baseline_events_dropped = writer.dropped
+        after = parse_metrics(await anyio.to_thread.run_sync(scrape, apiserver))
+        r.baseline_api_calls = api_calls(before, after, BASELINE_RESOURCES)
+        r.preemption_baseline_pods = len(plan.preemptors)
+        r.preemption_baseline_victims = shape.victims
+        r.scheduler_to_limit = ratio(r.created_to_bound, r.preemption_api_baseline)
 
     async def progress(self, tracker: BindTracker, index: int, total: int) -> None:
         last = 0
@@ -858,29 +995,42 @@ class CreateBindClient(Protocol):
     async def bind(self, namespace: str, name: str, node_name: str, *, uid: str = "") -> None: ...
 
 
-def wants_bind_only_baseline(workload: Workload, mode: str) -> bool:
-    """Whether a run measures the bind-only baseline: `mode` "always", "never", or "auto"
-    (the SchedulingBasic test cases, whose measured op is plain creates and bindings)."""
+def baselines(workload: Workload, mode: str) -> tuple[str, ...]:
+    """The baselines a run measures after its ops, in order, by `mode` (--bind-only-baseline):
+    "never" none; "auto" the bind-only baseline for the SchedulingBasic test cases (plain
+    creates and bindings) and the preemption API baseline for PreemptionBasic's (a
+    PreemptionBasic-shaped workload whose measured pods must preempt); "always" the bind-only
+    baseline and, for a workload of that shape, the preemption API baseline after it. None
+    without a measured op."""
     if mode not in BIND_ONLY_MODES:
         raise ValueError(f"bind-only mode: {mode!r} is not one of {', '.join(BIND_ONLY_MODES)}")
     if workload.measured is None or mode == "never":
-        return False
-    return mode == "always" or workload.test_case == "SchedulingBasic"
+        return ()
+    shape = preemption_shape(workload)
+    preempting = shape is not None and shape.victims > 0
+    if mode == "always":
+        return (BIND_ONLY, PREEMPTION_API) if preempting else (BIND_ONLY,)
+    if workload.test_case == "SchedulingBasic":
+        return (BIND_ONLY,)
+    if workload.test_case == "PreemptionBasic" and preempting:
+        return (PREEMPTION_API,)
+    return ()
+
+
+def wants_bind_only_baseline(workload: Workload, mode: str) -> bool:
+    """Whether a run measures the bind-only baseline (baselines)."""
+    return BIND_ONLY in baselines(workload, mode)
 
 
 def bind_only_pods(pods: Sequence[types_pb2.Pod]) -> list[types_pb2.Pod]:
     """Copies of the measured op's pods for the bind-only baseline: in their own namespace,
     renamed, and for a scheduler no profile serves (so the scheduler leaves them alone)."""
-    out = []
-    for pod in pods:
-        copy = types_pb2.Pod()
-        copy.CopyFrom(pod)
-        copy.metadata.namespace = BIND_ONLY_NAMESPACE
-        copy.metadata.name = f"bind-only-{pod.metadata.name}"
-        copy.spec.scheduler_name = BIND_ONLY_SCHEDULER
-        copy.spec.node_name = ""
-        out.append(copy)
-    return out
+    return [
+        for_no_scheduler(
+            pod, BIND_ONLY_NAMESPACE, f"bind-only-{pod.metadata.name}", BIND_ONLY_SCHEDULER
+        )
+        for pod in pods
+    ]
 
 
 async def bind_only_baseline(
@@ -1175,7 +1325,16 @@ def render(results: Sequence[Result]) -> str:
     row("created-to-bound pods/s", (fmt(r.created_to_bound, 1) for r in rs))
     if any(not math.isnan(r.bind_only_baseline) for r in rs):
         row("bind-only baseline pods/s", (fmt(r.bind_only_baseline, 1) for r in rs))
-        row("scheduler / bind-only", (fmt(r.scheduler_to_limit, 2) for r in rs))
+        row("scheduler / bind-only", (
+            fmt(ratio(r.created_to_bound, r.bind_only_baseline), 2) for r in rs
+        ))  # fmt: skip
+    if any(not math.isnan(r.preemption_api_baseline) for r in rs):
+        row("preemption API baseline preemptors/s", (
+            fmt(r.preemption_api_baseline, 1) for r in rs
+        ))  # fmt: skip
+        row("scheduler / preemption API", (
+            fmt(ratio(r.created_to_bound, r.preemption_api_baseline), 2) for r in rs
+        ))  # fmt: skip
     row("throughput avg pods/s", (fmt(r.throughput.average, 1) for r in rs))
     if any(r.threshold is not None for r in rs):
         row("upstream threshold pods/s", (_threshold_text(r) for r in rs))
@@ -1220,9 +1379,21 @@ def render(results: Sequence[Result]) -> str:
             fmt(r.nominated.algorithm_ms, 2) if r.nominated else "-" for r in rs
         ))  # fmt: skip
     row("api pod calls", (_api_text(r.api_calls) for r in rs))
+    if any(r.baseline_api_calls for r in rs):
+        row("  of the baseline (with events)", (_api_text(r.baseline_api_calls) for r in rs))
+        row("  baseline events dropped", (
+            str(r.preemption_baseline_events_dropped) if r.baseline_api_calls else "-"
+            for r in rs
+        ))  # fmt: skip
+        row("api event calls", (_api_text(r.event_calls) for r in rs))
     row("pod PATCHes / measured pod", (fmt(r.pod_patches_per_pod, 2) for r in rs))
     for name in ("scheduler", "apiserver", "etcd", "bench"):
         row(f"cpu {name} cores", (fmt(r.cpu_cores.get(name), 2) for r in rs))
+    if any(r.preemption_baseline_cpu_cores for r in rs):
+        for name in ("scheduler", "apiserver", "etcd", "bench"):
+            row(f"  preemption API baseline: cpu {name}", (
+                fmt(r.preemption_baseline_cpu_cores.get(name), 2) for r in rs
+            ))  # fmt: skip
     for name in ("scheduler", "apiserver", "etcd"):
         row(f"rss {name} MiB", (_mib(r.rss_kib.get(name)) for r in rs))
     row(
@@ -1307,7 +1478,7 @@ def _preemptions_text(r: Result) -> str:
 
 
 def _api_text(calls: Mapping[str, float]) -> str:
-    short = {"create pods/binding": "bind"}
+    short = {"create pods/binding": "bind", "create events": "event", "patch events": "event-patch"}
     return " ".join(f"{short.get(k, k.split()[0])}={v:.0f}" for k, v in calls.items()) or "-"
 
 
@@ -1340,7 +1511,9 @@ def render_path_comparison(per_node: Result, batch: Result) -> str:
         ("scheduling_algorithm avg ms", per_node.algorithm_ms, batch.algorithm_ms),
         ("created-to-bound pods/s", per_node.created_to_bound, batch.created_to_bound),
         ("bind-only baseline pods/s", per_node.bind_only_baseline, batch.bind_only_baseline),
-        ("scheduler / bind-only", per_node.scheduler_to_limit, batch.scheduler_to_limit),
+        ("preemption API baseline preemptors/s", per_node.preemption_api_baseline,
+         batch.preemption_api_baseline),
+        ("scheduler / baseline", per_node.scheduler_to_limit, batch.scheduler_to_limit),
         ("cpu scheduler cores", per_node.cpu_cores.get("scheduler", math.nan),
          batch.cpu_cores.get("scheduler", math.nan)),
     ]  # fmt: skip
@@ -1511,9 +1684,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--bind-only-baseline",
         choices=BIND_ONLY_MODES,
         default="auto",
-        help="after the ops, create the measured op's pods again for no scheduler and bind "
-        "them round-robin from the bench, on the same cluster (the apiserver's limit); auto: "
-        "for the SchedulingBasic test cases (default)",
+        help="after the ops, on the same cluster, the apiserver's limit for the measured "
+        "op's API calls with no scheduling: the bind-only baseline (the measured pods created "
+        "again for no scheduler and bound round-robin by the bench) or, for a "
+        "PreemptionBasic-shaped workload, the preemption API baseline (victims set up, then "
+        "each preemptor's create, victim PATCHes and DELETEs, status PATCH, binding and "
+        "events); auto: bind-only for the SchedulingBasic test cases, preemption API for "
+        "PreemptionBasic (default); always: bind-only, and after it preemption API for a "
+        "PreemptionBasic-shaped workload",
     )
     parser.add_argument(
         "--paths",

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from bench.scheduler_perf import Options, run_workload
-from bench.scheduler_perf_workloads import WORKLOADS_DIR, load_workloads
+from bench.scheduler_perf_workloads import WORKLOADS_DIR, WORKLOADS_FILE, load_workloads
 
 pytestmark = [pytest.mark.integration]
 
 
-def _options(tmp_path: Path) -> Options:
+def _options(tmp_path: Path, bind_only: str = "never") -> Options:
     return Options(
         workloads=(),
         json_path=None,
@@ -28,7 +28,7 @@ def _options(tmp_path: Path) -> Options:
         py_spy_bin="",
         py_spy_seconds=0,
         keep_dir=str(tmp_path),
-        bind_only="never",
+        bind_only=bind_only,
     )
 
 
@@ -54,3 +54,24 @@ def test_kemus_own_op_workloads_run(tmp_path: Path, name: str) -> None:
         assert result.measured_pods == 5  # the collection window's pods, each on its node
     if name == "OneHostPortPerNode/8Nodes":
         assert result.threshold == 1.0 and result.threshold_met is True
+
+
+def test_preemptionbasic_measures_its_preemption_api_baseline(tmp_path: Path) -> None:
+    """PreemptionBasic/10Nodes (--quick) with the default `auto`: after the measured phase,
+    the baseline's preemptors make the same pod calls as the scheduler did (create, 3 victim
+    PATCHes and DELETEs, the status PATCH, the binding per preemptor), and its rate and the
+    ratio are set."""
+    (w,) = [w for w in load_workloads(WORKLOADS_FILE) if w.full_name == "PreemptionBasic/10Nodes"]
+    (variant,) = w.variants()
+    result = run_workload(w, variant, _options(tmp_path, bind_only="auto"))
+    assert result.error == ""
+    # The scheduler's: create, 3 x (victim PATCH, DELETE), the status PATCH, bind each.
+    calls = {"create pods": 10, "create pods/binding": 10, "delete pods": 30, "patch pods": 40}
+    pod_calls = {k: v for k, v in result.baseline_api_calls.items() if not k.endswith("events")}
+    assert pod_calls == calls
+    assert result.api_calls.get("delete pods") == 30  # the measured phase's victims
+    assert result.baseline_api_calls.get("create events", 0) > 0
+    assert (result.preemption_baseline_pods, result.preemption_baseline_victims) == (10, 3)
+    assert result.preemption_api_baseline > 0
+    assert result.scheduler_to_limit == result.created_to_bound / result.preemption_api_baseline
+    assert math.isnan(result.bind_only_baseline)
