@@ -21,7 +21,9 @@ watches from the resourceVersion they last saw instead of relisting.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
+import itertools
 import logging
 import time
 from collections import deque
@@ -94,6 +96,10 @@ class CacheEvent:
             data = encoding.watch_frame(event_type, self.cur.envelope)
             self._frames[event_type] = data
         return data
+
+
+def _revision(ev: CacheEvent) -> int:
+    return ev.revision
 
 
 @dataclass(eq=False)
@@ -447,11 +453,13 @@ class WatchCache:
                     initial.append(data)
         else:
             w = Watcher(namespace, filter, resource_version, send)
-            for ev in self._history:
-                if ev.revision > resource_version:
-                    t = w.event_type(ev)
-                    if t is not None:
-                        initial.append(ev.frame(t))
+            # The history is in revision order and may hold ~100,000 events: find the first
+            # one to send rather than test them all.
+            first = bisect.bisect_right(self._history, resource_version, key=_revision)
+            for ev in itertools.islice(self._history, first, None):
+                t = w.event_type(ev)
+                if t is not None:
+                    initial.append(ev.frame(t))
             w.after = max(resource_version, self._event_revision)
         self._watchers.add(w)
         self._notify()

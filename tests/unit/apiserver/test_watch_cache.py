@@ -208,3 +208,17 @@ def test_bad_bounds_are_refused_naming_the_field() -> None:
             lower_bound_capacity=8,
             upper_bound_capacity=4,
         )
+
+
+@pytest.mark.anyio
+async def test_a_watch_from_a_revision_in_the_history_gets_exactly_the_later_events() -> None:
+    clock = _Clock()
+    cache = await _history_cache(clock)
+    for rv in range(2, 1002):
+        _put(cache, rv)
+    for since, expected in ((1, 1000), (500, 501), (1000, 1), (1001, 0)):
+        initial, stream, w = cache.watch(namespace="", filter=None, resource_version=since)
+        assert len(initial) == expected, since
+        assert initial == [e.frame("ADDED") for e in cache._history if e.revision > since]
+        cache.stop(w)
+        stream.close()
