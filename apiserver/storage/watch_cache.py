@@ -5,10 +5,12 @@ single etcd watch. The history is sized as upstream's watchCache sizes its event
 starts at 100 events; when it is full and its oldest event is younger than the event freshness
 duration (75 s) its capacity doubles, up to 100 * 1024 events; when it is full and the newest
 quarter of it reaches back beyond that duration its capacity halves, down to 100. So a burst
-keeps up to ~100,000 events resumable for 75 s, and a quiet resource keeps little. Every change is decoded once and, per event type, serialized once; the same
-bytes go to every watcher whose filter matches. Each watcher has a bounded buffer: a watcher too
-slow to drain it is closed (its client resumes from the last resourceVersion it saw, or
-relists), so a slow client never blocks the cache or other watchers.
+keeps up to ~100,000 events resumable for 75 s, and a quiet resource keeps little.
+
+Every change is decoded once and, per event type, serialized once; the same bytes go to every
+watcher whose filter matches. Each watcher has a bounded buffer: a watcher too slow to drain it
+is closed (its client resumes from the last resourceVersion it saw, or relists), so a slow
+client never blocks the cache or other watchers.
 
 Filtering follows the upstream cacher: an object that starts matching a watcher's selectors is
 sent as ADDED, one that stops matching as DELETED, otherwise MODIFIED.
