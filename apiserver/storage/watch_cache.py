@@ -1,10 +1,16 @@
 """The watch cache: one etcd watch per resource serving every gRPC watcher (upstream's cacher).
 
 The cache holds the current objects of one resource and a bounded history of changes, fed by a
-single etcd watch. Every change is decoded once and, per event type, serialized once; the same
-bytes go to every watcher whose filter matches. Each watcher has a bounded buffer: a watcher too
-slow to drain it is closed (its client resumes from the last resourceVersion it saw, or
-relists), so a slow client never blocks the cache or other watchers.
+single etcd watch. The history is sized as upstream's watchCache sizes its event window: it
+starts at 100 events; when it is full and its oldest event is younger than the event freshness
+duration (75 s) its capacity doubles, up to 100 * 1024 events; when it is full and the newest
+quarter of it reaches back beyond that duration its capacity halves, down to 100. So a burst
+keeps up to ~100,000 events resumable for 75 s, and a quiet resource keeps little.
+
+Every change is decoded once and, per event type, serialized once; the same bytes go to every
+watcher whose filter matches. Each watcher has a bounded buffer: a watcher too slow to drain it
+is closed (its client resumes from the last resourceVersion it saw, or relists), so a slow
+client never blocks the cache or other watchers.
 
 Filtering follows the upstream cacher: an object that starts matching a watcher's selectors is
 sent as ADDED, one that stops matching as DELETED, otherwise MODIFIED.
@@ -17,8 +23,11 @@ watches from the resourceVersion they last saw instead of relisting.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
+import itertools
 import logging
+import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -37,7 +46,11 @@ from kemu.machinery.kinds import INITIAL_EVENTS_END_ANNOTATION, Kind
 
 log = logging.getLogger(__name__)
 
-DEFAULT_HISTORY: Final = 20_000  # events kept for watchers that resume
+# The history's capacity bounds and freshness (upstream's cacher: defaultLowerBoundCapacity,
+# defaultUpperBoundCapacity, eventFreshDuration = the default bookmark frequency + 15 s).
+LOWER_BOUND_CAPACITY: Final = 100
+UPPER_BOUND_CAPACITY: Final = 100 * 1024
+EVENT_FRESH_DURATION: Final = 75.0
 DEFAULT_WATCHER_BUFFER: Final = 10_000  # events buffered per watcher before it is closed
 REPLAY_REVISIONS: Final = 20_000  # how far back a restarted cache replays
 FRESHNESS_POLL: Final = 0.1
@@ -75,6 +88,7 @@ class CacheEvent:
     cur: CachedObject  # the object after the change (its last state for DELETED)
     prev: CachedObject | None
     revision: int
+    record_time: float = 0.0  # when the cache received it (the history's sizing)
     _frames: dict[str, bytes] = field(default_factory=dict)
 
     def frame(self, event_type: str) -> bytes:
@@ -84,6 +98,10 @@ class CacheEvent:
             data = encoding.watch_frame(event_type, self.cur.envelope)
             self._frames[event_type] = data
         return data
+
+
+def _revision(ev: CacheEvent) -> int:
+    return ev.revision
 
 
 @dataclass(eq=False)
@@ -125,15 +143,32 @@ class WatchCache:
         store: EtcdStore,
         kind: Kind,
         *,
-        history: int = DEFAULT_HISTORY,
+        lower_bound_capacity: int = LOWER_BOUND_CAPACITY,
+        upper_bound_capacity: int = UPPER_BOUND_CAPACITY,
+        event_fresh_duration: float = EVENT_FRESH_DURATION,
         watcher_buffer: int = DEFAULT_WATCHER_BUFFER,
         on_watchers_changed: Callable[[str, int], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """The history's capacity stays within [lower_bound_capacity, upper_bound_capacity]
+        (see the module's docstring); `clock` stamps the events' record times."""
+        if lower_bound_capacity < 1:
+            raise ValueError(f"lower_bound_capacity must be >= 1, not {lower_bound_capacity}")
+        if upper_bound_capacity < lower_bound_capacity:
+            raise ValueError(
+                f"upper_bound_capacity ({upper_bound_capacity}) must be >= "
+                f"lower_bound_capacity ({lower_bound_capacity})"
+            )
         self._store = store
         self.kind = kind
         self.prefix = f"/registry/{kind.resource}/"
         self._field = api_pb2.Object.DESCRIPTOR.fields_by_name[kind.field].number
-        self._history_size = history
+        self._lower_bound_capacity = lower_bound_capacity
+        self._upper_bound_capacity = upper_bound_capacity
+        self._event_fresh_duration = event_fresh_duration
+        self._clock = clock
+        self.capacity = lower_bound_capacity
+        """How many events the history holds at most now (it moves between the bounds)."""
         self._watcher_buffer = watcher_buffer
         self._on_watchers_changed = on_watchers_changed
         self._objects: dict[str, CachedObject] = {}
@@ -335,12 +370,35 @@ class WatchCache:
                 last = self._restamp(prev, sev.revision)
                 ev = CacheEvent("DELETED", sev.key, last, prev, sev.revision)
             self.revision = max(self.revision, sev.revision)
-            self._history.append(ev)
-            if len(self._history) > self._history_size:
-                dropped = self._history.popleft()
-                self._history_start = dropped.revision
+            self._record(ev)
             self._dispatch(ev)
         self._moved()
+
+    def _record(self, ev: CacheEvent) -> None:
+        """Appends `ev` to the history, resizing it first and dropping its oldest event when
+        full (upstream's updateCache and resizeCacheLocked)."""
+        now = self._clock()
+        ev.record_time = now
+        history = self._history
+        if len(history) >= self.capacity:
+            if now - history[0].record_time < self._event_fresh_duration:
+                # Every event held is fresh: make room rather than forget one.
+                self.capacity = min(self.capacity * 2, self._upper_bound_capacity)
+            elif (
+                now - history[(len(history) - self.capacity // 4) % len(history)].record_time
+                > self._event_fresh_duration
+            ):
+                # Even the newest quarter is stale: halve (a quarter, not the oldest event,
+                # so that the size does not flap; below 4 events, the oldest, as upstream's
+                # ring index wraps).
+                capacity = max(self.capacity // 2, self._lower_bound_capacity)
+                if capacity < self.capacity:
+                    self.capacity = capacity
+                    while len(history) > capacity:
+                        self._history_start = history.popleft().revision
+        if len(history) >= self.capacity:
+            self._history_start = history.popleft().revision
+        history.append(ev)
 
     def _restamp(self, co: CachedObject, revision: int) -> CachedObject:
         obj = co.obj.__class__()
@@ -397,11 +455,13 @@ class WatchCache:
                     initial.append(data)
         else:
             w = Watcher(namespace, filter, resource_version, send)
-            for ev in self._history:
-                if ev.revision > resource_version:
-                    t = w.event_type(ev)
-                    if t is not None:
-                        initial.append(ev.frame(t))
+            # The history is in revision order and may hold ~100,000 events: find the first
+            # one to send rather than test them all.
+            first = bisect.bisect_right(self._history, resource_version, key=_revision)
+            for ev in itertools.islice(self._history, first, None):
+                t = w.event_type(ev)
+                if t is not None:
+                    initial.append(ev.frame(t))
             w.after = max(resource_version, self._event_revision)
         self._watchers.add(w)
         self._notify()

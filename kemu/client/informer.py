@@ -8,6 +8,15 @@ other error relists, and the relist is delivered as the differences against the 
 on_add for new objects, on_update for changed ones (a different resourceVersion), on_delete
 for vanished ones.
 
+A listed object whose resourceVersion equals the cached one's is the same version of the same
+object: the cache keeps the object it holds (the one every handler was given) and drops the
+listed copy, and no handler hears of it. Upstream's Replace stores the listed copy and gives it
+as an update only to handlers that asked for a periodic resync (sharedIndexInformer.OnUpdate
+treats a same-resourceVersion update as a sync; sharedProcessor.distribute skips non-resyncing
+listeners); kemu has no resync, so no handler would get it, and keeping the cached object means
+the informer and its handlers (the scheduler's cache, its queue) share one copy of each object
+after a relist instead of holding two.
+
 Objects handed to handlers and returned by the lister are the informer's own copies, shared
 by every reader: never mutate them; copy first (`m = type(obj)(); m.CopyFrom(obj)`).
 
@@ -314,15 +323,27 @@ class Informer(Generic[M]):
         """Makes the cache equal to a fresh list, delivering the differences."""
         seen: set[str] = set()
         for item in items:
+            key = object_key(item)
+            cached = self._items.get(key)
+            if (
+                cached is not None
+                and _meta(cached).resource_version == _meta(item).resource_version
+            ):
+                # Unchanged: keep the cached object (see the module's docstring), if the
+                # `keep` predicate still keeps it.
+                if self._keep is None or self._keep(item):
+                    seen.add(key)
+                else:
+                    self.dropped += 1
+                continue
             obj = self._kept(item)
             if obj is None:
                 continue
-            key = object_key(obj)
             seen.add(key)
             old = self._store(key, obj)
             if old is None:
                 self._notify_add(obj)
-            elif _meta(old).resource_version != _meta(obj).resource_version:
+            else:
                 self._notify_update(old, obj)
         for key in [k for k in self._items if k not in seen]:
             old = self._remove(key)

@@ -11,9 +11,11 @@ from typing import Any
 import anyio
 import pytest
 
+from apiserver.storage import watch_cache
 from apiserver.storage.etcd import Progress, RangeResult, StorageEvent
 from apiserver.storage.watch_cache import WatchCache
 from kemu.api.v1 import types_pb2
+from kemu.machinery.errors import Expired
 from kemu.machinery.kinds import kind_for_resource
 from kemu.testing.fake_time import wait_until
 
@@ -70,3 +72,153 @@ async def test_changes_sent_after_a_progress_notification_ahead_of_them_are_appl
     for stream in (from_rv, from_now):
         frames = [stream.receive_nowait() for _ in range(2)]
         assert len(frames) == 2  # the creation and the deletion, not skipped as older
+
+
+class _EmptyStore:
+    """An etcd with no object of the resource, at revision 1."""
+
+    async def current_revision(self) -> int:
+        return 1
+
+    async def range(self, prefix: str, **_: Any) -> RangeResult:
+        return RangeResult([], 1, False)
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+_RS = types_pb2.ReplicaSet(
+    metadata=types_pb2.ObjectMeta(name="rs", namespace="ns")
+).SerializeToString()
+
+
+async def _history_cache(clock: _Clock, **kwargs: Any) -> WatchCache:
+    cache = WatchCache(
+        _EmptyStore(),  # type: ignore[arg-type]
+        kind_for_resource("replicasets"),
+        clock=clock,
+        **kwargs,
+    )
+    await cache._initialize()
+    return cache
+
+
+def _put(cache: WatchCache, revision: int) -> None:
+    cache._apply(
+        [StorageEvent("PUT", f"/registry/replicasets/ns/rs-{revision}", _RS, None, revision)]
+    )
+
+
+def _resumable_from(cache: WatchCache, revision: int) -> bool:
+    try:
+        _, stream, w = cache.watch(namespace="", filter=None, resource_version=revision)
+    except Expired:
+        return False
+    cache.stop(w)
+    stream.close()
+    return True
+
+
+def test_the_history_bounds_are_upstreams() -> None:
+    assert (watch_cache.LOWER_BOUND_CAPACITY, watch_cache.UPPER_BOUND_CAPACITY) == (100, 102_400)
+    assert watch_cache.EVENT_FRESH_DURATION == 75.0
+
+
+@pytest.mark.anyio
+async def test_the_history_doubles_while_its_oldest_event_is_fresh_up_to_the_upper_bound() -> None:
+    clock = _Clock()
+    cache = await _history_cache(clock, lower_bound_capacity=4, upper_bound_capacity=16)
+    assert cache.capacity == 4
+    for rv in range(2, 6):  # 4 events fill it
+        _put(cache, rv)
+    assert (cache.capacity, len(cache._history)) == (4, 4)
+    clock.now = 74.0  # the oldest is still fresh: grow instead of forgetting it
+    _put(cache, 6)
+    assert (cache.capacity, len(cache._history)) == (8, 5)
+    assert _resumable_from(cache, 1)  # nothing was forgotten since the cache's start
+    for rv in range(7, 30):
+        _put(cache, rv)
+    # 16 at most: the oldest are forgotten past it, and a watch from before them is Gone.
+    assert (cache.capacity, len(cache._history)) == (16, 16)
+    assert [e.revision for e in cache._history] == list(range(14, 30))
+    assert _resumable_from(cache, 13)
+    assert not _resumable_from(cache, 12)
+
+
+@pytest.mark.anyio
+async def test_a_full_history_of_stale_events_is_not_grown_and_halves_when_its_newest_quarter_is_stale() -> (
+    None
+):
+    clock = _Clock()
+    cache = await _history_cache(clock, lower_bound_capacity=4, upper_bound_capacity=64)
+    for rv in range(2, 34):  # 32 events at t=0: capacity 32, full
+        _put(cache, rv)
+    assert (cache.capacity, len(cache._history)) == (32, 32)
+    clock.now = 75.5  # every event held is older than 75 s
+    _put(cache, 34)
+    # Not grown; the newest quarter is stale too, so halved: the newest 16 kept, then the
+    # oldest of those dropped to make room.
+    assert (cache.capacity, len(cache._history)) == (16, 16)
+    assert [e.revision for e in cache._history] == list(range(19, 35))
+    assert not _resumable_from(cache, 17)
+    assert _resumable_from(cache, 18)
+    for rv in range(35, 39):  # 5 fresh events now: the newest quarter (4) is fresh
+        _put(cache, rv)
+    assert cache.capacity == 8  # halved once more at 35 (its quarter, 2, was stale), not at 36+
+    assert [e.revision for e in cache._history][-5:] == list(range(34, 39))
+    for rv in range(39, 45):  # a quiet resource: an event every 80 s
+        clock.now += 80
+        _put(cache, rv)
+    assert cache.capacity == 4  # never below the lower bound
+    assert [e.revision for e in cache._history] == list(range(41, 45))
+    clock.now += 1
+    for rv in range(45, 48):  # a burst again: the oldest events held are still stale
+        _put(cache, rv)
+    assert (cache.capacity, [e.revision for e in cache._history]) == (4, list(range(44, 48)))
+    _put(cache, 48)  # now every event held is fresh: grow
+    assert (cache.capacity, len(cache._history)) == (8, 5)
+
+
+@pytest.mark.anyio
+async def test_a_burst_larger_than_the_old_fixed_history_stays_resumable() -> None:
+    """All at once (a 50,000-pod burst's creates and binds within 75 s): the history grows
+    with the burst, so a watcher that fell behind resumes instead of relisting."""
+    clock = _Clock()
+    cache = await _history_cache(clock)
+    for rv in range(2, 30_002):
+        clock.now += 0.001
+        _put(cache, rv)
+    assert cache.capacity == 51_200
+    assert len(cache._history) == 30_000
+    assert _resumable_from(cache, 1)
+
+
+def test_bad_bounds_are_refused_naming_the_field() -> None:
+    with pytest.raises(ValueError, match="lower_bound_capacity"):
+        WatchCache(_EmptyStore(), kind_for_resource("pods"), lower_bound_capacity=0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="upper_bound_capacity"):
+        WatchCache(
+            _EmptyStore(),  # type: ignore[arg-type]
+            kind_for_resource("pods"),
+            lower_bound_capacity=8,
+            upper_bound_capacity=4,
+        )
+
+
+@pytest.mark.anyio
+async def test_a_watch_from_a_revision_in_the_history_gets_exactly_the_later_events() -> None:
+    clock = _Clock()
+    cache = await _history_cache(clock)
+    for rv in range(2, 1002):
+        _put(cache, rv)
+    for since, expected in ((1, 1000), (500, 501), (1000, 1), (1001, 0)):
+        initial, stream, w = cache.watch(namespace="", filter=None, resource_version=since)
+        assert len(initial) == expected, since
+        assert initial == [e.frame("ADDED") for e in cache._history if e.revision > since]
+        cache.stop(w)
+        stream.close()

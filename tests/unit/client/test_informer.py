@@ -106,6 +106,7 @@ async def test_gone_relists_and_delivers_only_the_differences(tg: TaskGroup) -> 
     await tg.start(inf.run)
     assert len(rec.events) == 3
     old_rv = inf.lister.get("changed").metadata.resource_version  # type: ignore[union-attr]
+    same = inf.lister.get("same")
     await wait_until(lambda: fake.open_watches == 1)
 
     fake.drop_watches(Unavailable("connection reset"))
@@ -119,6 +120,8 @@ async def test_gone_relists_and_delivers_only_the_differences(tg: TaskGroup) -> 
     assert rec.updates == [(old_rv, inf.lister.get("changed").metadata.resource_version)]  # type: ignore[union-attr]
     assert fake.verbs().count("list") == 2
     assert sorted(inf.lister.keys()) == ["default/changed", "default/new", "default/same"]
+    # The unchanged object is still the one the handlers were given, not the listed copy.
+    assert inf.lister.get("same") is same
     # The watch after the relist starts from the relist's resourceVersion.
     await wait_until(lambda: fake.open_watches == 1)
     assert fake.actions[-1].verb == "watch"
@@ -305,3 +308,78 @@ def test_copy_objects_is_the_factorys_and_not_part_of_an_informers_identity() ->
     plain = InformerFactory(FakeClient()).informer(types_pb2.Pod)
     plain._apply("ADDED", decoded)
     assert plain.lister.get("a") is decoded
+
+
+@pytest.mark.anyio
+async def test_a_relist_keeps_the_cached_object_of_an_unchanged_version(tg: TaskGroup) -> None:
+    """As the scheduler's informers (copy_objects): after a relist the informer and its
+    handlers share one object per unchanged pod, the one the handlers were given, and the
+    listed copy is not stored; a changed pod is the listed (copied) one, given as an update."""
+    clock = FakeClock()
+    fake = FakeClient(pod("same"), pod("changed"))
+    inf = Informer(fake, Pod, copy_objects=True, clock=clock)
+    given: dict[str, Pod] = {}
+    updates: list[tuple[Pod, Pod]] = []
+
+    def on_update(old: Pod, new: Pod) -> None:
+        updates.append((old, new))
+        given[new.metadata.name] = new
+
+    inf.add_event_handler(
+        FuncHandler(on_add=lambda p: given.__setitem__(p.metadata.name, p), on_update=on_update)
+    )
+    listed: list[Pod] = []
+    list_all = fake.list_all
+
+    async def recording_list_all(*args: Any, **kwargs: Any) -> Any:
+        result = await list_all(*args, **kwargs)
+        listed.extend(result.items)
+        return result
+
+    fake.list_all = recording_list_all  # type: ignore[method-assign]
+    await tg.start(inf.run)
+    before = dict(given)
+    assert inf.lister.get("same") is before["same"]
+    await wait_until(lambda: fake.open_watches == 1)
+
+    fake.drop_watches(Unavailable("connection reset"))
+    await fake.patch(Pod, "changed", {"metadata": {"labels": {"v": "2"}}})
+    fake.compact()
+    listed.clear()
+    await advance(clock, 15)
+    await wait_until(lambda: len(updates) == 1)
+    assert fake.verbs().count("list") == 2
+    same_listed = next(p for p in listed if p.metadata.name == "same")
+    assert same_listed == before["same"]
+    assert inf.lister.get("same") is before["same"]  # not the listed copy
+    old, new = updates[0]
+    assert old is before["changed"] and new.metadata.labels["v"] == "2"
+    assert inf.lister.get("changed") is new is given["changed"]
+    assert all(n is not p for n in (new, before["same"]) for p in listed)  # own copies
+
+
+@pytest.mark.anyio
+async def test_a_relist_drops_an_unchanged_object_the_predicate_no_longer_keeps(
+    tg: TaskGroup,
+) -> None:
+    """`keep` may depend on more than the object (a kubelet's nodes): an unchanged version is
+    asked again, and one no longer kept is delivered as a delete."""
+    clock = FakeClock()
+    owners = {"me"}
+    fake = FakeClient(pod("a", labels={"owner": "me"}), pod("b", labels={"owner": "you"}))
+    inf = Informer(fake, Pod, keep=lambda p: p.metadata.labels["owner"] in owners, clock=clock)
+    rec = Recorder()
+    inf.add_event_handler(rec)
+    await tg.start(inf.run)
+    assert rec.events == [("add", "a")]
+    await wait_until(lambda: fake.open_watches == 1)
+
+    owners.clear()
+    fake.drop_watches(Unavailable("connection reset"))
+    await fake.create(pod("c", labels={"owner": "you"}))  # so that the compaction passes "a"
+    fake.compact()
+    await advance(clock, 15)
+    await wait_until(lambda: len(rec.events) == 2)
+    assert rec.events[1:] == [("delete", "a")]
+    assert inf.lister.keys() == []
+    assert fake.verbs().count("list") == 2
