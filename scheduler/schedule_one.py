@@ -22,7 +22,6 @@ alpha, no FailedScheduling event. A preemption it triggers still deletes its vic
 
 from __future__ import annotations
 
-import gc
 import logging
 import random
 from collections.abc import Callable
@@ -237,8 +236,6 @@ class Scheduler:
         # columns; scheduler.batch); False: always node by node (the reference path).
         self.batch = batch
         self.batch_min_nodes = BATCH_MIN_NODES  # tests lower it to compare on small clusters
-        # schedule_pod holds the cyclic collector off while it runs (see there).
-        self.defer_gc = True
         # The rows of the last cycle's feasible nodes, when they came from the batch path.
         self._feasible_rows: IntArray | None = None
         self._binding_tasks: TaskGroup | None = None
@@ -436,24 +433,7 @@ class Scheduler:
     def schedule_pod(
         self, fwk: FrameworkLike, state: CycleState, pod: types_pb2.Pod
     ) -> ScheduleResult:
-        """upstream schedulePod: the node for `pod`, or FitError / SchedulingError.
-
-        The cyclic garbage collector is held off while it runs (`defer_gc`, when it is
-        enabled): a collection the cycle's allocations would trigger runs at the first
-        allocation after it instead, outside the algorithm's span (Go's collector runs
-        concurrently with the cycle; CPython's stops it for 1-150 ms at 5000 nodes). Nothing
-        is skipped: the same collections run, between cycles."""
-        if not self.defer_gc or not gc.isenabled():
-            return self._schedule_pod(fwk, state, pod)
-        gc.disable()
-        try:
-            return self._schedule_pod(fwk, state, pod)
-        finally:
-            gc.enable()
-
-    def _schedule_pod(
-        self, fwk: FrameworkLike, state: CycleState, pod: types_pb2.Pod
-    ) -> ScheduleResult:
+        """upstream schedulePod: the node for `pod`, or FitError / SchedulingError."""
         self.cache.update_snapshot(self.snapshot)
         fwk.set_snapshot(self.snapshot)
         if self.snapshot.num_nodes() == 0:

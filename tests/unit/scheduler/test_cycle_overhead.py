@@ -1,10 +1,8 @@
 """The scheduling cycle's fixed costs cut without changing what it computes: the metrics'
-direct observe/inc, constant scores on the batch Score path, the collector held off during
-schedule_pod."""
+direct observe/inc, constant scores on the batch Score path."""
 
 from __future__ import annotations
 
-import gc
 import math
 import random
 
@@ -161,39 +159,3 @@ def test_taint_toleration_constant_score_is_what_its_columns_give(taint: bool) -
     totals = fwk.run_score_columns(state, pod, columns, rows)
     assert status.is_success() and totals is not None
     assert totals.tolist() == [s.total_score for s in scores]
-
-
-def test_schedule_pod_holds_the_collector_off_and_restores_it() -> None:
-    sched, fwk = _scheduler(40, taint=False)
-    seen: list[bool] = []
-    real = sched._schedule_pod
-
-    def spy(*args: object) -> object:
-        seen.append(gc.isenabled())
-        return real(*args)  # type: ignore[arg-type]
-
-    sched._schedule_pod = spy  # type: ignore[method-assign,assignment]
-    was = gc.isenabled()
-    gc.enable()
-    try:
-        pod = make_pod("p").req(cpu="100m", memory="64Mi").obj()
-        assert sched.schedule_pod(fwk, CycleState(), pod).suggested_host
-        assert seen == [False] and gc.isenabled()
-        # A failing cycle restores it too.
-        big = make_pod("big").req(cpu="100", memory="64Mi").obj()
-        with pytest.raises(Exception, match="Insufficient cpu"):
-            sched.schedule_pod(fwk, CycleState(), big)
-        assert gc.isenabled()
-        # Disabled by someone else: left as it is.
-        gc.disable()
-        sched.schedule_pod(fwk, CycleState(), pod)
-        assert seen[-1] is False and not gc.isenabled()
-        gc.enable()
-        sched.defer_gc = False
-        sched.schedule_pod(fwk, CycleState(), pod)
-        assert seen[-1] is True
-    finally:
-        if was:
-            gc.enable()
-        else:
-            gc.disable()
