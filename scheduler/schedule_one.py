@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
@@ -66,7 +67,7 @@ from kemu.scheduling.types import NodeInfo, PodInfo, PostFilterResult, PreFilter
 from scheduler.batch import ColumnFramework, FilterError, batch_filter, select_host_index
 from scheduler.cache.cache import CacheError
 from scheduler.cache.interface import SchedulerCache
-from scheduler.metrics import SchedulerMetrics
+from scheduler.metrics import SchedulerMetrics, fast_inc
 from scheduler.queue.interface import SchedulingQueue
 
 log = logging.getLogger(__name__)
@@ -120,12 +121,6 @@ class NoNodesAvailable(SchedulingError):
 
 
 # ---------------------------------------------------------------- what the scheduler drives
-
-
-class CounterMetric(Protocol):
-    """A labelled prometheus Counter's child."""
-
-    def inc(self, amount: float = 1) -> None: ...
 
 
 class FrameworkLike(ColumnFramework, Protocol):
@@ -251,7 +246,7 @@ class Scheduler:
         # The queue's PodInfo is built by the cache's rules; when they are the default ones,
         # it is the PodInfo the plugins would build for the cycle (cycle_pod_info).
         self._queue_pod_info_is_default = cache.in_place_resize and not cache.per_container_max
-        self._filter_evaluations: dict[str, CounterMetric] = {}
+        self._filter_evaluations: dict[str, Callable[[float], None]] = {}
 
     # ------------------------------------------------------------ loop
 
@@ -567,12 +562,12 @@ class Scheduler:
     def _count_filter_evaluations(self, fwk: FrameworkLike, checked: int) -> None:
         self.cycle_filter_evaluations += checked
         profile = fwk.profile_name()
-        counter = self._filter_evaluations.get(profile)
-        if counter is None:  # `labels` takes a lock and checks the values: once per profile
-            counter = self._filter_evaluations[profile] = self.metrics.filter_evaluations.labels(
-                profile
+        inc = self._filter_evaluations.get(profile)
+        if inc is None:  # `labels` takes a lock and checks the values: once per profile
+            inc = self._filter_evaluations[profile] = fast_inc(
+                self.metrics.filter_evaluations.labels(profile)
             )
-        counter.inc(checked)
+        inc(checked)
 
     def _prioritize(
         self, fwk: FrameworkLike, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]

@@ -20,11 +20,13 @@ Contracts, as upstream:
 
 from __future__ import annotations
 
+import bisect
 import logging
+import math
 import random
 import time
 from collections.abc import Callable, Coroutine, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 from anyio.abc import TaskGroup
@@ -129,6 +131,7 @@ ColumnRejectFn = Callable[
 ]
 ColumnScoreFn = Callable[[CycleState, types_pb2.Pod, NodeColumns, IntArray], IntArray | None]
 ColumnNormalizeFn = Callable[[CycleState, types_pb2.Pod, IntArray], IntArray | None]
+ColumnConstantScoreFn = Callable[[CycleState, types_pb2.Pod, NodeColumns], int | None]
 P = TypeVar("P", bound=Plugin)
 
 # Upstream's extension_point label values (pkg/scheduler/metrics).
@@ -159,18 +162,73 @@ _max_of: Final = np.maximum.reduce
 _min_of: Final = np.minimum.reduce
 
 
+def _out_of_range(raw: IntArray) -> bool:
+    """Whether a score is outside [MIN_NODE_SCORE, MAX_NODE_SCORE]: one reduction for both
+    bounds, MIN_NODE_SCORE being 0 (a negative int64 read as uint64 is above 2**63)."""
+    if raw.dtype == np.int64 and MIN_NODE_SCORE == 0:
+        return bool(_max_of(raw.view(np.uint64)) > MAX_NODE_SCORE)
+    return bool(_max_of(raw) > MAX_NODE_SCORE or _min_of(raw) < MIN_NODE_SCORE)
+
+
+@runtime_checkable
+class ColumnConstantScorePlugin(Protocol):
+    """A Score plugin with a batch form (kemu.scheduling.columns.ColumnScorePlugin) that can
+    tell, before looking at the rows, that every row gets the same final score this cycle
+    (TaintToleration on a cluster without taints, say): `constant_score_columns` returns
+    that score, after NormalizeScore if the plugin has one (what `score_columns` then
+    `normalize_columns` would give every row), or None when it depends on the rows (the
+    framework then calls `score_columns`). Same conditions as `score_columns`: after the
+    plugin's PreScore, `state` not changed."""
+
+    def constant_score_columns(
+        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns
+    ) -> int | None: ...
+
+
 def observer_from_histogram(histogram: LabelledObserver) -> ExtensionPointObserver:
     """An observer for a prometheus Histogram labelled (extension_point, status, profile).
     Each label combination's child is looked up once (`labels` takes a lock and validates
     the values: a few microseconds on every extension point of every cycle)."""
-    children: dict[tuple[str, str, str], ObserverMetric] = {}
+    children: dict[tuple[str, str, str], Callable[[float], None]] = {}
 
     def observe(extension_point: str, status: str, profile: str, seconds: float) -> None:
         key = (extension_point, status, profile)
         child = children.get(key)
         if child is None:
-            child = children[key] = histogram.labels(extension_point, status, profile)
-        child.observe(seconds)
+            child = children[key] = fast_observer(
+                histogram.labels(extension_point, status, profile)
+            )
+        child(seconds)
+
+    return observe
+
+
+def fast_observer(child: ObserverMetric) -> Callable[[float], None]:
+    """`child.observe` of a labelled prometheus_client Histogram child, done directly: the
+    first bucket whose upper bound is >= the value (a bisection instead of the library's
+    walk over the bounds) and the sum, through the same value objects, so the exposition is
+    the same. Any other observer (a test's, another library's) keeps its own `observe`."""
+    bounds = getattr(child, "_upper_bounds", None)
+    buckets = getattr(child, "_buckets", None)
+    total = getattr(child, "_sum", None)
+    if (
+        not isinstance(bounds, list)
+        or not isinstance(buckets, list)
+        or len(bounds) != len(buckets)
+        or not bounds
+        or bounds[-1] != math.inf
+        or total is None
+    ):
+        return child.observe
+    incs: list[Callable[[float], None]] = [b.inc for b in buckets]
+    add: Callable[[float], None] = total.inc
+    where = bisect.bisect_left
+
+    def observe(amount: float) -> None:
+        add(amount)
+        # prometheus_client: the first bound with amount <= bound (NaN: none).
+        if amount == amount:
+            incs[where(bounds, amount)](1)
 
     return observe
 
@@ -355,6 +413,11 @@ class Framework:
         }
         self._normalize_columns: dict[str, ColumnNormalizeFn] = {
             n: p.normalize_columns for n, p in score if isinstance(p, ColumnNormalizePlugin)
+        }
+        self._constant_score_columns: dict[str, ColumnConstantScoreFn] = {
+            n: p.constant_score_columns
+            for n, p in score
+            if isinstance(p, ColumnConstantScorePlugin) and n in self._score_columns
         }
         self._enabled = {point: tuple(profile.enabled[point]) for point in EXTENSION_POINTS}
 
@@ -937,16 +1000,32 @@ class Framework:
     def run_score_columns(
         self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
     ) -> IntArray | None:
-        """The batch form of run_score_plugins: each row's total weighted score, or None when
+        """The batch form of run_score_columns: each row's total weighted score, or None when
         a Score plugin the cycle runs has no batch form for the pod, or a score is out of
-        range (the per-node path then scores, and reports that error as upstream)."""
+        range (the per-node path then scores, and reports that error as upstream). A plugin
+        whose every row gets the same final score this cycle (`ColumnConstantScorePlugin`)
+        adds it to all rows at once, at the end."""
         start = time.perf_counter()
         skip = state.skip_score_plugins
         total: IntArray | None = None
+        offset = 0  # the constant scores, weighted
         weights = self._score_weights
+        constants = self._constant_score_columns
         for name, _ in self._score:
             if name in skip:
                 continue
+            constant = constants.get(name)
+            if constant is not None:
+                try:
+                    value = constant(state, pod, columns)
+                except Exception:
+                    logger.exception("Score plugin %s failed over columns for %s", name, _key(pod))
+                    return None
+                if value is not None:
+                    if value > MAX_NODE_SCORE or value < MIN_NODE_SCORE:
+                        return None
+                    offset += value * weights[name]
+                    continue
             fn = self._score_columns.get(name)
             if fn is None:
                 return None
@@ -960,7 +1039,7 @@ class Framework:
                 return None
             if raw is None:
                 return None
-            if len(raw) and (_max_of(raw) > MAX_NODE_SCORE or _min_of(raw) < MIN_NODE_SCORE):
+            if len(raw) and _out_of_range(raw):
                 return None
             weight = weights[name]
             if total is None:
@@ -970,7 +1049,11 @@ class Framework:
             else:
                 total += raw * weight
         self._observed(SCORE, SUCCESS, start)
-        return total if total is not None else np.zeros(len(rows), dtype=np.int64)
+        if total is None:
+            return np.full(len(rows), offset, dtype=np.int64)
+        if offset:
+            total += offset
+        return total
 
     # ------------------------------------------------------------ reserve, permit
 
@@ -1198,9 +1281,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_PERMIT_TIMEOUT",
+    "ColumnConstantScorePlugin",
     "ExtensionPointObserver",
     "Framework",
     "LessFunc",
     "NodePluginScores",
+    "fast_observer",
     "observer_from_histogram",
 ]

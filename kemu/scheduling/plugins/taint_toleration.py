@@ -197,6 +197,15 @@ class TaintToleration(
             out[i] = count
         return out
 
+    def constant_score_columns(
+        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns
+    ) -> int | None:
+        """Without a tainted node every raw score is 0, which NormalizeScore (reversed) makes
+        MAX_NODE_SCORE for every row (kemu.scheduling.runtime.ColumnConstantScorePlugin)."""
+        if columns.tainted_nodes or not isinstance(state.read(PRE_SCORE_STATE_KEY), _PreScoreState):
+            return None  # score_columns decides (and declines without the PreScore state)
+        return MAX_NODE_SCORE
+
     def normalize_columns(
         self, state: CycleState, pod: types_pb2.Pod, scores: IntArray
     ) -> IntArray | None:
