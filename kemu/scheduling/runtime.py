@@ -819,7 +819,10 @@ class Framework:
         which run_filter_columns and run_reject_columns are that pass's Filter. None when that
         would not be exact in this cycle: a PreFilter extension (AddPod) runs, a Filter plugin
         that runs has no batch form, or one does not opt in for these pods
-        (kemu.scheduling.columns.ColumnNominatedPlugin); the per-node path decides then."""
+        (kemu.scheduling.columns.ColumnNominatedPlugin); the per-node path decides then.
+        Computes the cycle's Filter plan on `state`, as the per-node path does when it reaches
+        such a node (preemption's dry run reads it: default_preemption._simple_fit_state)."""
+        self._filter_plan(state)
         skip = state.skip_filter_plugins
         if any(n not in skip for n, _ in self._pre_filter_extensions):
             return None

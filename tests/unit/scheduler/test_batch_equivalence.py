@@ -433,6 +433,14 @@ def test_nominated_pods_pass_runs_over_columns_without_the_per_node_path() -> No
     fit = got[0]
     assert isinstance(fit, tuple) and fit[0] == "fit"
     assert fit[1]["n0"] == ("UNSCHEDULABLE", ("Insufficient cpu",), "NodeResourcesFit")
+    # The cycle's Filter plan is on its state, as the per-node path leaves it (preemption's
+    # dry run reads it to do NodeResourcesFit's arithmetic itself).
+    state = CycleState()
+    try:
+        batch.scheduler.schedule_pod(batch.fwk, state, greedy)
+    except FitError:
+        pass
+    assert state.filter_plan is not None
 
 
 def test_nominated_pods_pass_falls_back_per_node_for_what_columns_do_not_hold() -> None:
