@@ -280,13 +280,13 @@ class _Nominated:
     (Framework.nominated_columns: the columns with the pods added, asked once, when a chunk
     first reaches such a node), the rest go through the per-node path."""
 
-    __slots__ = ("_columns_with", "_counted", "_asked", "positions", "with_node")
+    __slots__ = ("_asked", "_columns_with", "_counted", "at", "with_node")
 
     def __init__(
-        self, positions: IntArray, with_node: IntArray, counted: dict[str, list[PodInfo]]
+        self, at: BoolArray, with_node: BoolArray, counted: dict[str, list[PodInfo]]
     ) -> None:
-        self.positions = positions
-        self.with_node = with_node
+        self.at = at  # by position in `nodes`: counted nominated pods there
+        self.with_node = with_node  # and the node object is there
         self._counted = counted
         self._asked = False
         self._columns_with: NodeColumns | None = None
@@ -299,13 +299,14 @@ class _Nominated:
         counted: dict[str, list[PodInfo]],
     ) -> _Nominated | None:
         where = columns.row_of if base is None else {ni.name: i for i, ni in enumerate(nodes)}
-        found_at = sorted(where[name] for name in counted if name in where)
+        found_at = [where[name] for name in counted if name in where]
         if not found_at:
             return None
-        with_node = [p for p in found_at if nodes[p].node is not None]
-        return _Nominated(
-            np.array(found_at, dtype=np.int64), np.array(with_node, dtype=np.int64), counted
-        )
+        at = np.zeros(len(nodes), dtype=np.bool_)
+        at[found_at] = True
+        with_node = np.zeros(len(nodes), dtype=np.bool_)
+        with_node[[p for p in found_at if nodes[p].node is not None]] = True
+        return _Nominated(at, with_node, counted)
 
     def columns_with(
         self, fwk: ColumnFramework, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns
@@ -319,14 +320,10 @@ class _Nominated:
     def here(self, idx: IntArray) -> tuple[BoolArray, BoolArray] | None:
         """For the chunk of positions `idx`: where nominated pods are counted, and where the
         batch forms evaluate that (None: nowhere in the chunk)."""
-        at: BoolArray = np.isin(idx, self.positions)
-        if not at.any():
+        at: BoolArray = self.at[idx]
+        if not np.logical_or.reduce(at):
             return None
-        by_columns: BoolArray
-        if len(self.with_node):
-            by_columns = np.isin(idx, self.with_node)
-        else:
-            by_columns = np.zeros(len(idx), dtype=np.bool_)
+        by_columns: BoolArray = self.with_node[idx]
         return at, by_columns
 
     def filter(

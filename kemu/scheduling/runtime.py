@@ -815,7 +815,7 @@ class Framework:
     ) -> tuple[NodeColumns, IntArray] | None:
         """The batch form of run_filter_plugins_with_nominated_pods' first pass: `columns`
         with the `counted` pods' (counted_nominated_pods) requests and count added to their
-        nodes' rows, and those rows (sorted; the nodes in `columns` with a node object), over
+        nodes' rows, and those rows (the nodes in `columns` with a node object), over
         which run_filter_columns and run_reject_columns are that pass's Filter. None when that
         would not be exact in this cycle: a PreFilter extension (AddPod) runs, a Filter plugin
         that runs has no batch form, or one does not opt in for these pods
@@ -855,9 +855,8 @@ class Framework:
         except Exception:
             logger.exception("nominated_columns_exact failed for %s", _key(pod))
             return None
-        order = np.argsort(np.array(rows, dtype=np.int64), kind="stable")
-        at = np.array(rows, dtype=np.int64)[order]
-        adds = np.array(added, dtype=np.int64).reshape(len(rows), 6)[order]
+        at = np.array(rows, dtype=np.int64)
+        adds = np.array(added, dtype=np.int64).reshape(len(rows), 6)
         return columns.with_pods_added(at, adds), at
 
     async def run_post_filter_plugins(
