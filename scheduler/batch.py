@@ -4,12 +4,23 @@
 the same nodes in the same rotated order from the same start index, stopping at the same
 number of feasible nodes (percentageOfNodesToScore), with the same Filter count. The
 framework's batch Filter decides the rows it can (True: the per-node Filter would return
-Success); every other row it reaches in order, and every node with nominated pods of at
-least the pod's priority (other than the pod itself), goes through the per-node path (`run_filter_plugins_with_nominated_pods`), which gives the
-failing nodes their exact Status (or raises the same error), except the rows whose Status the
-batch forms know (`Framework.run_reject_columns`: the first plugin in order to reject the row
-has a `reject_columns` form and every plugin before it passed the row in batch). Rows are evaluated in chunks
-of the rotated order, so that a cluster where most nodes fit does not pay for the rest.
+Success); every other row it reaches in order goes through the per-node path
+(`run_filter_plugins_with_nominated_pods`), which gives the failing nodes their exact Status
+(or raises the same error), except the rows whose Status the batch forms know
+(`Framework.run_reject_columns`: the first plugin in order to reject the row has a
+`reject_columns` form and every plugin before it passed the row in batch). Rows are evaluated
+in chunks of the rotated order, so that a cluster where most nodes fit does not pay for the
+rest.
+
+A node with nominated pods of at least the pod's priority (other than the pod itself) takes
+upstream's two-pass filter (RunFilterPluginsWithNominatedPods: pass 1 on the node with them
+added, pass 2, if that passed, on the node as it is). When `Framework.nominated_columns` can
+make it exact for the cycle (no PreFilter AddPod extension runs, every Filter plugin that runs
+has a batch form and opts in: kemu.scheduling.columns.ColumnNominatedPlugin), pass 1 runs over
+the columns with those pods' requests and count added (`_Nominated`), pass 2 is the plain mask:
+a row passing both is feasible; a row failing pass 1 gets pass 1's Status, one passing it and
+failing pass 2 gets pass 2's, from the batch reject forms over the matching columns where they
+know it. Every other such row goes through the per-node two-pass filter, as the rows above.
 
 `select_host_index` is `Scheduler.select_host` (the highest score, ties broken by upstream's
 reservoir sampling) over an array of totals, drawing the same random numbers in the same
@@ -29,7 +40,7 @@ from kemu.api.v1 import types_pb2
 from kemu.scheduling.columns import BoolArray, IntArray, NodeColumns
 from kemu.scheduling.interface import CycleState, FilterFn, NodeToStatus
 from kemu.scheduling.status import Status
-from kemu.scheduling.types import NodeInfo
+from kemu.scheduling.types import NodeInfo, PodInfo
 
 __all__ = ["ColumnFramework", "FilterError", "batch_filter", "select_host_index"]
 
@@ -53,7 +64,15 @@ class ColumnFramework(Protocol):
         self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo
     ) -> Status: ...
 
-    def nominated_node_names(self, pod: types_pb2.Pod) -> set[str] | None: ...
+    def counted_nominated_pods(self, pod: types_pb2.Pod) -> dict[str, list[PodInfo]] | None: ...
+
+    def nominated_columns(
+        self,
+        state: CycleState,
+        pod: types_pb2.Pod,
+        columns: NodeColumns,
+        counted: dict[str, list[PodInfo]],
+    ) -> tuple[NodeColumns, IntArray] | None: ...
 
     def run_reject_columns(
         self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
@@ -85,22 +104,14 @@ def batch_filter(
     this pod (nothing is changed then: the caller runs the per-node path). Rejected nodes
     get their per-node Status in `statuses`; a per-node error raises FilterError."""
     n = len(nodes)
-    nominated = fwk.nominated_node_names(pod)
-    if nominated is None:
+    counted = fwk.counted_nominated_pods(pod)
+    if counted is None:
         return None
     base: IntArray | None = None
     if nodes is not columns.infos:
         row_of = columns.row_of
         base = np.fromiter((row_of[ni.name] for ni in nodes), dtype=np.int64, count=n)
-    nominated_positions: IntArray | None = None
-    if nominated:
-        if base is None:
-            where = columns.row_of
-        else:
-            where = {ni.name: i for i, ni in enumerate(nodes)}
-        found_at = [where[name] for name in nominated if name in where]
-        if found_at:
-            nominated_positions = np.array(sorted(found_at), dtype=np.int64)
+    nominated = _Nominated.of(columns, nodes, base, counted) if counted else None
 
     rest = fwk.filter_rest_plan(state)
     rejected: list[tuple[str, Status]] = []
@@ -122,19 +133,18 @@ def batch_filter(
         ok = fwk.run_filter_columns(state, pod, columns, rows)
         if ok is None:
             return None
-        nominated_here: BoolArray | None = None
-        if nominated_positions is not None:
-            nominated_here = np.isin(idx, nominated_positions)
-            ok = ok & ~nominated_here
-        all_ok = bool(np.logical_and.reduce(ok))
         known: IntArray
         known_statuses: list[Status]
-        if all_ok:  # nothing rejected: no rejection to look up (never read below)
-            known, known_statuses = _NONE_KNOWN, []
+        here = nominated.here(idx) if nominated is not None else None
+        if nominated is not None and here is not None:
+            ok, known, known_statuses = nominated.filter(fwk, state, pod, columns, rows, ok, here)
+            all_ok = bool(np.logical_and.reduce(ok))
         else:
-            known, known_statuses = _known_rejections(
-                fwk, state, pod, columns, rows, ok, nominated_here
-            )
+            all_ok = bool(np.logical_and.reduce(ok))
+            known, known_statuses = _NONE_KNOWN, []
+            if not all_ok:  # (all_ok: nothing rejected, `known` is never read below)
+                known = np.full(len(rows), -1, dtype=np.int64)
+                _add_rejections(fwk, state, pod, columns, rows, ~ok, known, known_statuses)
         if rest:
             # Plugins without a batch form: every row in order through the per-node path,
             # only those plugins where the batch passed (the others would return Success).
@@ -240,26 +250,115 @@ def batch_filter(
 _NONE_KNOWN: Final[IntArray] = np.zeros(0, dtype=np.int64)
 
 
-def _known_rejections(
+def _add_rejections(
     fwk: ColumnFramework,
     state: CycleState,
     pod: types_pb2.Pod,
     columns: NodeColumns,
     rows: IntArray,
-    ok: BoolArray,
-    nominated: BoolArray | None,
-) -> tuple[IntArray, list[Status]]:
-    """The per-node Status of the chunk's rejected rows that the batch forms know, by chunk
-    position (`statuses[which[j]]`, -1: not known), never for the nodes with nominated pods
-    (their two-pass filter runs per node)."""
-    which = np.full(len(rows), -1, dtype=np.int64)
-    todo = ~ok if nominated is None else ~ok & ~nominated
+    todo: BoolArray,
+    which: IntArray,
+    statuses: list[Status],
+) -> None:
+    """For the chunk positions in `todo`: the per-node Status of `rows` over `columns` where
+    the batch forms know it (run_reject_columns), as `statuses[which[j]]` (appended to
+    `statuses`); `which` is left as it is (-1: not known) elsewhere."""
     at = np.flatnonzero(todo)
     if not len(at):
-        return which, []
-    known, statuses = fwk.run_reject_columns(state, pod, columns, rows[at])
-    which[at] = known
-    return which, statuses
+        return
+    known, table = fwk.run_reject_columns(state, pod, columns, rows[at])
+    if table:
+        which[at] = np.where(known >= 0, known + len(statuses), -1)
+        statuses.extend(table)
+
+
+class _Nominated:
+    """The nodes of a batch_filter call where the pod's Filter counts nominated pods
+    (run_filter_plugins_with_nominated_pods: pass 1 on the node with them, then, if that
+    passes, pass 2 on the node as it is), by position in `nodes`; those with a node object
+    (`with_node`) the batch forms evaluate when the framework can make that exact
+    (Framework.nominated_columns: the columns with the pods added, asked once, when a chunk
+    first reaches such a node), the rest go through the per-node path."""
+
+    __slots__ = ("_asked", "_columns_with", "_counted", "at", "with_node")
+
+    def __init__(
+        self, at: BoolArray, with_node: BoolArray, counted: dict[str, list[PodInfo]]
+    ) -> None:
+        self.at = at  # by position in `nodes`: counted nominated pods there
+        self.with_node = with_node  # and the node object is there
+        self._counted = counted
+        self._asked = False
+        self._columns_with: NodeColumns | None = None
+
+    @staticmethod
+    def of(
+        columns: NodeColumns,
+        nodes: list[NodeInfo],
+        base: IntArray | None,
+        counted: dict[str, list[PodInfo]],
+    ) -> _Nominated | None:
+        where = columns.row_of if base is None else {ni.name: i for i, ni in enumerate(nodes)}
+        found_at = [where[name] for name in counted if name in where]
+        if not found_at:
+            return None
+        at = np.zeros(len(nodes), dtype=np.bool_)
+        at[found_at] = True
+        with_node = np.zeros(len(nodes), dtype=np.bool_)
+        with_node[[p for p in found_at if nodes[p].node is not None]] = True
+        return _Nominated(at, with_node, counted)
+
+    def columns_with(
+        self, fwk: ColumnFramework, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns
+    ) -> NodeColumns | None:
+        if not self._asked:
+            self._asked = True
+            batch = fwk.nominated_columns(state, pod, columns, self._counted)
+            self._columns_with = None if batch is None else batch[0]
+        return self._columns_with
+
+    def here(self, idx: IntArray) -> tuple[BoolArray, BoolArray] | None:
+        """For the chunk of positions `idx`: where nominated pods are counted, and where the
+        batch forms evaluate that (None: nowhere in the chunk)."""
+        at: BoolArray = self.at[idx]
+        if not np.logical_or.reduce(at):
+            return None
+        by_columns: BoolArray = self.with_node[idx]
+        return at, by_columns
+
+    def filter(
+        self,
+        fwk: ColumnFramework,
+        state: CycleState,
+        pod: types_pb2.Pod,
+        columns: NodeColumns,
+        rows: IntArray,
+        ok: BoolArray,
+        here: tuple[BoolArray, BoolArray],
+    ) -> tuple[BoolArray, IntArray, list[Status]]:
+        """The chunk's (ok, known, statuses) as batch_filter's plain chunk has them, for a
+        chunk with nominated pods (`here`): a row the batch forms evaluate is True when pass 1
+        (over `columns_with`) and pass 2 (`ok`, the plain batch mask) pass; its Status is
+        pass 1's when pass 1 rejects it, else pass 2's, where the batch forms know it. Every
+        other row with nominated pods is False with no known Status: the per-node path."""
+        nominated, by_columns = here
+        which = np.full(len(rows), -1, dtype=np.int64)
+        statuses: list[Status] = []
+        out = ok & ~nominated
+        at = np.flatnonzero(by_columns)
+        with_pods = self.columns_with(fwk, state, pod, columns) if len(at) else None
+        pass1: BoolArray | None = None
+        if with_pods is not None:
+            pass1 = fwk.run_filter_columns(state, pod, with_pods, rows[at])
+        plain_todo = ~ok & ~nominated
+        if pass1 is not None and with_pods is not None:
+            out[at] = pass1 & ok[at]
+            failed1 = np.zeros(len(rows), dtype=np.bool_)
+            failed1[at[~pass1]] = True
+            _add_rejections(fwk, state, pod, with_pods, rows, failed1, which, statuses)
+            plain_todo[at[pass1 & ~ok[at]]] = True  # pass 1 passed: pass 2's Status
+        _add_rejections(fwk, state, pod, columns, rows, plain_todo, which, statuses)
+        return out, which, statuses
 
 
 def _pick(nodes: list[NodeInfo], positions: list[int]) -> list[NodeInfo]:

@@ -30,6 +30,7 @@ from typing import Protocol
 
 from kemu.api.v1 import types_pb2
 from kemu.client.informer import FuncHandler, Informer
+from kemu.machinery.resources import is_pod_resize_infeasible
 from kemu.scheduling.deferred import is_deferred_resize_pod
 from kemu.scheduling.events import (
     ASSIGNED_POD_DELETE,
@@ -92,6 +93,8 @@ def pod_update_action(old: types_pb2.Pod, new: types_pb2.Pod) -> ActionType:
 
 
 def _requests_went_down(old: types_pb2.Pod, new: types_pb2.Pod) -> bool:
+    if _same_requests_inputs(old, new):
+        return False  # equal inputs, equal requests: most updates (conditions, phase, NNN)
     before, _ = pod_requests(old)
     after, _ = pod_requests(new)
     return (
@@ -99,6 +102,22 @@ def _requests_went_down(old: types_pb2.Pod, new: types_pb2.Pod) -> bool:
         or after.memory < before.memory
         or after.ephemeral_storage < before.ephemeral_storage
         or any(after.scalar.get(k, 0) < v for k, v in before.scalar.items())
+    )
+
+
+def _same_requests_inputs(old: types_pb2.Pod, new: types_pb2.Pod) -> bool:
+    """Whether everything pod_requests reads is equal in both: the containers, init
+    containers, overhead and pod-level resources of the spec, the container statuses (their
+    allocated and actual resources) and whether a resize is Infeasible (the conditions)."""
+    o, n = old.spec, new.spec
+    return (
+        o.containers == n.containers
+        and o.init_containers == n.init_containers
+        and o.overhead == n.overhead
+        and o.resources == n.resources
+        and old.status.container_statuses == new.status.container_statuses
+        and old.status.init_container_statuses == new.status.init_container_statuses
+        and is_pod_resize_infeasible(old) == is_pod_resize_infeasible(new)
     )
 
 

@@ -20,6 +20,11 @@ return Success for that node; False means it might not. The scheduler runs the p
 (with the nominated pods, reference §3.2) for every False row it reaches, in the rotated node
 order, so each failing node's Status, and any error, is exactly the per-node path's, computed
 only for the nodes that fail.
+
+The nominated pods' first pass (the node with the pods nominated there added) runs over
+`NodeColumns.with_pods_added` when every batch Filter plugin of the cycle opts in with
+`ColumnNominatedPlugin` (its batch forms read the node's pods only through the resource and
+pod-count columns) and nothing else runs (scheduler/batch.py).
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from kemu.api.v1 import types_pb2
 from kemu.scheduling.interface import CycleState
 from kemu.scheduling.status import Status
 from kemu.scheduling.topology_counts import Domains
-from kemu.scheduling.types import MAX_NODE_SCORE, NodeInfo
+from kemu.scheduling.types import MAX_NODE_SCORE, NodeInfo, PodInfo
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -171,6 +176,36 @@ class NodeColumns:
         for d in self._domains.values():
             d.set_row(row, ni)
 
+    def with_pods_added(self, rows: IntArray, added: IntArray) -> NodeColumns:
+        """A copy of these columns where each of `rows` (distinct) also holds pods whose
+        requests sum to the matching row of `added`: (cpu, memory, ephemeral storage,
+        non-zero cpu, non-zero memory, pod count), what `NodeInfo.add_pod_info` adds for
+        each (PodInfo.requests, non_zero_requests, one pod). Requested, free, the non-zero
+        requests and the pod count follow; everything else (allocatable, the node's own
+        masks, label domains, `infos`) is shared, read-only: `infos[row]` is still the node
+        without them. For the batch form of the nominated pods' pass
+        (Framework.nominated_columns)."""
+        c = NodeColumns.__new__(NodeColumns)
+        for name in NodeColumns.__slots__:
+            if name not in _INT_FIELDS and name != "_ints":
+                setattr(c, name, getattr(self, name))
+        ints = self._ints.copy()
+        cpu, memory, ephemeral, nz_cpu, nz_memory, count = added.T
+        ints[rows, 4] += cpu
+        ints[rows, 5] += memory
+        ints[rows, 6] += ephemeral
+        ints[rows, 7] += nz_cpu
+        ints[rows, 8] += nz_memory
+        ints[rows, 9] += count
+        ints[rows, 10] -= cpu
+        ints[rows, 11] -= memory
+        ints[rows, 12] -= ephemeral
+        ints[rows, 13] -= count
+        c._ints = ints
+        for i, name in enumerate(_INT_FIELDS):
+            setattr(c, name, ints[:, i])
+        return c
+
     def domains(self, key: str) -> Domains:
         """The values of the label `key` over the rows (`Domains.row_ids`: -1 without it)."""
         d = self._domains.get(key)
@@ -230,6 +265,28 @@ class ColumnRejectPlugin(Protocol):
     def reject_columns(
         self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
     ) -> tuple[IntArray, Sequence[Status]] | None: ...
+
+
+@runtime_checkable
+class ColumnNominatedPlugin(Protocol):
+    """The opt-in of a batch Filter plugin to the batch form of the nominated pods' pass.
+
+    Upstream's Filter with nominated pods (Framework.run_filter_plugins_with_nominated_pods)
+    first filters a copy of the node with the pods nominated there (of at least the pod's
+    priority) added. The framework evaluates that pass over `NodeColumns.with_pods_added`
+    (the nominated pods' requests and count added to their nodes' rows) only when every Filter
+    plugin the cycle runs has a batch form and opts in here. `nominated_columns_exact`
+    returns True when the plugin's `filter_columns` and `reject_columns` over those columns
+    are exact for the nodes plus `nominated` (every pod counted in this cycle's pass, on any
+    node): that is, when they read the node's pods only through the requested, free,
+    non-zero and pod-count columns, and read `infos[row]` (the node without them) only for
+    what the pods do not change (labels, taints). A plugin that reads more (host ports,
+    affinity terms) does not implement it, or returns True only for nominated pods that
+    change nothing it reads."""
+
+    def nominated_columns_exact(
+        self, state: CycleState, pod: types_pb2.Pod, nominated: Sequence[PodInfo]
+    ) -> bool: ...
 
 
 @runtime_checkable

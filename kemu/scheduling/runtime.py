@@ -37,6 +37,7 @@ from kemu.component.featuregate import FeatureGates
 from kemu.scheduling.columns import (
     BoolArray,
     ColumnFilterPlugin,
+    ColumnNominatedPlugin,
     ColumnNormalizePlugin,
     ColumnRejectPlugin,
     ColumnScorePlugin,
@@ -129,6 +130,7 @@ ColumnRejectFn = Callable[
     [CycleState, types_pb2.Pod, NodeColumns, IntArray],
     tuple[IntArray, Sequence[Status]] | None,
 ]
+NominatedColumnsFn = Callable[[CycleState, types_pb2.Pod, Sequence[PodInfo]], bool]
 ColumnScoreFn = Callable[[CycleState, types_pb2.Pod, NodeColumns, IntArray], IntArray | None]
 ColumnNormalizeFn = Callable[[CycleState, types_pb2.Pod, IntArray], IntArray | None]
 ColumnConstantScoreFn = Callable[[CycleState, types_pb2.Pod, NodeColumns], int | None]
@@ -407,6 +409,12 @@ class Framework:
             n: p.reject_columns
             for n, p in plugins("filter", FilterPlugin)
             if isinstance(p, ColumnRejectPlugin)
+        }
+        # The batch Filter plugins that opt in to the nominated pods' batch pass.
+        self._nominated_columns_exact: dict[str, NominatedColumnsFn] = {
+            n: p.nominated_columns_exact
+            for n, p in plugins("filter", FilterPlugin)
+            if isinstance(p, ColumnNominatedPlugin) and isinstance(p, ColumnFilterPlugin)
         }
         self._score_columns: dict[str, ColumnScoreFn] = {
             n: p.score_columns for n, p in score if isinstance(p, ColumnScorePlugin)
@@ -834,24 +842,85 @@ class Framework:
         run_filter_plugins_with_nominated_pods): those holding a pod nominated there, other
         than `pod`, of at least its priority. On every other node that filter is the plain
         one. None when the nominator cannot list them."""
+        by_node = self.counted_nominated_pods(pod)
+        return None if by_node is None else set(by_node)
+
+    def counted_nominated_pods(self, pod: types_pb2.Pod) -> dict[str, list[PodInfo]] | None:
+        """Per node where `pod`'s Filter counts nominated pods (nominated_node_names), the
+        pods it counts there, in nomination order. None when the nominator cannot list them."""
         nominator = self._nominator
         if nominator is None:
-            return set()
+            return {}
         if not isinstance(nominator, Nominator):
             return None
         names = nominator.nominated_node_names()
+        out: dict[str, list[PodInfo]] = {}
         if not names:
-            return names
+            return out
         priority = pod_priority(pod)
         uid = pod.metadata.uid
-        return {
-            name
-            for name in names
-            if any(
-                pi.priority >= priority and pi.uid != uid
+        for name in names:
+            counted = [
+                pi
                 for pi in nominator.nominated_pods_for_node(name)
-            )
-        }
+                if pi.priority >= priority and pi.uid != uid
+            ]
+            if counted:
+                out[name] = counted
+        return out
+
+    def nominated_columns(
+        self,
+        state: CycleState,
+        pod: types_pb2.Pod,
+        columns: NodeColumns,
+        counted: dict[str, list[PodInfo]],
+    ) -> tuple[NodeColumns, IntArray] | None:
+        """The batch form of run_filter_plugins_with_nominated_pods' first pass: `columns`
+        with the `counted` pods' (counted_nominated_pods) requests and count added to their
+        nodes' rows, and those rows (the nodes in `columns` with a node object), over
+        which run_filter_columns and run_reject_columns are that pass's Filter. None when that
+        would not be exact in this cycle: a PreFilter extension (AddPod) runs, a Filter plugin
+        that runs has no batch form, or one does not opt in for these pods
+        (kemu.scheduling.columns.ColumnNominatedPlugin); the per-node path decides then.
+        Computes the cycle's Filter plan on `state`, as the per-node path does when it reaches
+        such a node (preemption's dry run reads it: default_preemption._simple_fit_state)."""
+        self._filter_plan(state)
+        skip = state.skip_filter_plugins
+        if any(n not in skip for n, _ in self._pre_filter_extensions):
+            return None
+        running = [n for n, _ in self._filter if n not in skip]
+        exact = self._nominated_columns_exact
+        if any(n not in exact for n in running):
+            return None
+        row_of, infos = columns.row_of, columns.infos
+        rows: list[int] = []
+        added: list[tuple[int, int, int, int, int, int]] = []
+        everyone: list[PodInfo] = []
+        for name, pods in counted.items():
+            row = row_of.get(name)
+            if row is None or infos[row].node is None:
+                continue
+            cpu = memory = ephemeral = nz_cpu = nz_memory = 0
+            for pi in pods:
+                r, nz = pi.requests, pi.non_zero_requests
+                cpu += r.milli_cpu
+                memory += r.memory
+                ephemeral += r.ephemeral_storage
+                nz_cpu += nz.milli_cpu
+                nz_memory += nz.memory
+            rows.append(row)
+            added.append((cpu, memory, ephemeral, nz_cpu, nz_memory, len(pods)))
+            everyone.extend(pods)
+        try:
+            if not all(exact[n](state, pod, everyone) for n in running):
+                return None
+        except Exception:
+            logger.exception("nominated_columns_exact failed for %s", _key(pod))
+            return None
+        at = np.array(rows, dtype=np.int64)
+        adds = np.array(added, dtype=np.int64).reshape(len(rows), 6)
+        return columns.with_pods_added(at, adds), at
 
     async def run_post_filter_plugins(
         self, state: CycleState, pod: types_pb2.Pod, statuses: NodeToStatus

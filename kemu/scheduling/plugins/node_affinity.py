@@ -15,6 +15,7 @@ affinity in Score (upstream nodeaffinity/node_affinity.go).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -59,7 +60,13 @@ from kemu.scheduling.plugins.helpers import (
     required_node_affinity,
 )
 from kemu.scheduling.status import SKIP, SUCCESS, Status, as_error, unresolvable
-from kemu.scheduling.types import MAX_NODE_SCORE, NodeInfo, NodeScore, PreFilterResult
+from kemu.scheduling.types import (
+    MAX_NODE_SCORE,
+    NodeInfo,
+    NodeScore,
+    PodInfo,
+    PreFilterResult,
+)
 
 NAME: Final = "NodeAffinity"
 PRE_FILTER_STATE_KEY: Final = "PreFilter" + NAME
@@ -249,6 +256,13 @@ class NodeAffinity(
         if not required.matches(n):
             return unresolvable(ERR_REASON_POD)
         return SUCCESS
+
+    def nominated_columns_exact(
+        self, state: CycleState, pod: types_pb2.Pod, nominated: Sequence[PodInfo]
+    ) -> bool:
+        """Its batch forms are exact over columns with nominated pods added
+        (kemu.scheduling.columns.ColumnNominatedPlugin): It reads no pod of the node (labels and fields: `infos[row]` per node)."""
+        return True
 
     def filter_columns(
         self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray

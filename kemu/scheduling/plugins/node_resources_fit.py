@@ -452,6 +452,13 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
             return st.SUCCESS
         return _status_of(insufficient)
 
+    def nominated_columns_exact(
+        self, state: CycleState, pod: types_pb2.Pod, nominated: Sequence[PodInfo]
+    ) -> bool:
+        """Its batch forms are exact over columns with nominated pods added
+        (kemu.scheduling.columns.ColumnNominatedPlugin): It reads the node's pods through the requested, free and pod-count columns only."""
+        return True
+
     def filter_columns(
         self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
     ) -> BoolArray | None:

@@ -15,6 +15,7 @@ resize preemption on it. Every other pod gets Success at PreFilter.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Final
 
 from kemu.api.v1 import types_pb2
@@ -36,7 +37,7 @@ from kemu.scheduling.interface import (
 )
 from kemu.scheduling.plugins.helpers import UNSCHEDULABLE_TAINT, tolerations_tolerate_taint
 from kemu.scheduling.status import SUCCESS, Status, unresolvable
-from kemu.scheduling.types import NodeInfo
+from kemu.scheduling.types import NodeInfo, PodInfo
 
 NAME: Final = "NodeUnschedulable"
 
@@ -63,6 +64,13 @@ class NodeUnschedulable(SkipsDeferredResizePods, FilterPlugin, EnqueueExtensions
         if not node.unschedulable or _tolerates_unschedulable(pod):
             return SUCCESS
         return unresolvable(ERR_REASON_UNSCHEDULABLE)
+
+    def nominated_columns_exact(
+        self, state: CycleState, pod: types_pb2.Pod, nominated: Sequence[PodInfo]
+    ) -> bool:
+        """Its batch forms are exact over columns with nominated pods added
+        (kemu.scheduling.columns.ColumnNominatedPlugin): It reads no pod of the node."""
+        return True
 
     def filter_columns(
         self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray

@@ -21,6 +21,7 @@ preemption on its own node.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -60,7 +61,7 @@ from kemu.scheduling.plugins.helpers import (
     tolerations_tolerate_taint,
 )
 from kemu.scheduling.status import SUCCESS, Status, as_error, unresolvable
-from kemu.scheduling.types import MAX_NODE_SCORE, NodeInfo, NodeScore, pod_key
+from kemu.scheduling.types import MAX_NODE_SCORE, NodeInfo, NodeScore, PodInfo, pod_key
 
 logger = logging.getLogger(__name__)
 
@@ -118,6 +119,13 @@ class TaintToleration(
             pod_key(pod),
         )
         return unresolvable(ERR_REASON_UNTOLERATED)
+
+    def nominated_columns_exact(
+        self, state: CycleState, pod: types_pb2.Pod, nominated: Sequence[PodInfo]
+    ) -> bool:
+        """Its batch forms are exact over columns with nominated pods added
+        (kemu.scheduling.columns.ColumnNominatedPlugin): It reads no pod of the node (taints: `infos[row]` for tainted rows)."""
+        return True
 
     def filter_columns(
         self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray

@@ -3,7 +3,10 @@ random clusters and pods (hypothesis): the same feasible nodes in the same order
 Status for every rejected node, the same scores, the same host for the same seed, the same
 rotating start index and Filter count, and the same errors; with nodes that have nominated
 pods, taints, unschedulable nodes, full nodes, extended resources, narrowed node lists, node
-selectors and required node affinity, host ports, and required pod (anti-)affinity."""
+selectors and required node affinity, host ports, and required pod (anti-)affinity; and the
+nominated pods' first pass over columns with their requests added (many nominated nodes,
+counted or not, the pod's own nomination), which must leave no node to the per-node path
+where every plugin opts in."""
 
 from __future__ import annotations
 
@@ -17,11 +20,13 @@ from hypothesis import strategies as st
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import FakeClock
 from kemu.component.featuregate import FeatureGates
+from kemu.scheduling.columns import NodeColumns
 from kemu.scheduling.interface import CycleState, FitError, NodeToStatus
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.runtime import Framework
 from kemu.scheduling.snapshot import Snapshot
-from kemu.scheduling.types import PodInfo
+from kemu.scheduling.status import Status
+from kemu.scheduling.types import NodeInfo, PodInfo
 from kemu.testing.builders import make_node, make_pod
 from scheduler.app import new_cache
 from scheduler.batch import select_host_index
@@ -335,3 +340,155 @@ def test_columns_follow_the_snapshot_as_pods_are_assumed() -> None:
     cache.add_node(node_obj(2, spec))
     cache.update_snapshot(snap)
     assert len(snap.columns()) == 3  # rebuilt when the node list changes
+
+
+# ------------------------------------------------- the nominated pods' pass over columns
+
+# Pods whose nomination the batch pass can count (no host ports, no pod (anti-)affinity), and
+# now and then one it cannot (the per-node path then decides, exactly as before).
+countable_pods_st = pods_st.map(
+    lambda p: replace(p, anti=False, affinity=False, host_port=False, gpu=0)
+)
+nominated_pods_st = st.one_of(countable_pods_st, countable_pods_st, countable_pods_st, pods_st)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    nodes=st.lists(nodes_st, min_size=1, max_size=12),
+    bound=st.lists(st.tuples(st.integers(0, 200), pods_st), max_size=15),
+    nominated=st.lists(st.tuples(st.integers(0, 200), nominated_pods_st), max_size=14),
+    incoming=st.lists(countable_pods_st, min_size=1, max_size=5),
+    self_nominated=st.one_of(st.none(), st.integers(0, 200)),
+    seed=st.integers(0, 2**16),
+    start=st.integers(0, 50),
+    copies=st.sampled_from([1, 1, 12]),
+)
+def test_nominated_pods_pass_over_columns_agrees_with_the_per_node_path(
+    nodes: list[NodeSpec],
+    bound: list[tuple[int, PodSpec]],
+    nominated: list[tuple[int, PodSpec]],
+    incoming: list[PodSpec],
+    self_nominated: int | None,
+    seed: int,
+    start: int,
+    copies: int,
+) -> None:
+    """Many nodes with nominated pods of random priorities (some not counted: lower priority,
+    or the incoming pod itself nominated somewhere): the same outcome, statuses, start index
+    and Filter count on both paths."""
+    all_nodes = nodes * copies
+    pods = [pod_obj(f"p{k}", spec) for k, spec in enumerate(incoming)]
+    kwargs = {"seed": seed, "start": start, "percentage": 10 if copies > 1 else 0}
+    per_node = world(all_nodes, bound, nominated, batch=False, **kwargs)
+    batch = world(all_nodes, bound, nominated, batch=True, **kwargs)
+    if self_nominated is not None:
+        for w in (per_node, batch):
+            w.queue.nominator.add_nominated_pod(
+                PodInfo(pods[0]), f"n{self_nominated % len(all_nodes)}"
+            )
+    assert outcome(batch, pods) == outcome(per_node, pods)
+
+
+def _count_per_node_calls(fwk: Framework) -> list[str]:
+    calls: list[str] = []
+    original = fwk.run_filter_plugins_with_nominated_pods
+
+    def counting(state: CycleState, pod: types_pb2.Pod, node: NodeInfo) -> Status:
+        calls.append(node.name)
+        return original(state, pod, node)
+
+    fwk.run_filter_plugins_with_nominated_pods = counting  # type: ignore[method-assign]
+    return calls
+
+
+def test_nominated_pods_pass_runs_over_columns_without_the_per_node_path() -> None:
+    """Nodes full once their nominated pods count (pass 1 rejects: "Insufficient cpu"), one
+    with room beside them (feasible), one too small for the pod alone (pass 1 rejects with the
+    node's own shortage): no node goes through the per-node path, and the statuses are the
+    per-node path's."""
+    big = NodeSpec(2000, 4096, 10, False, (), 0)
+    small = NodeSpec(500, 4096, 10, False, (), 0)
+    nominee = PodSpec(1500, 64, 0, (), False, 10)
+    low = PodSpec(1500, 64, 0, (), False, 0)  # below the pod's priority: not counted
+    nodes = [big, big, big, small, big]
+    nominated = [(0, nominee), (1, nominee), (3, nominee), (4, low)]
+    pod = pod_obj("p", PodSpec(1000, 64, 0, (), False, 10))
+    kwargs = {"seed": 1, "start": 0, "percentage": 0}
+    per_node = world(nodes, [], nominated, batch=False, **kwargs)
+    batch = world(nodes, [], nominated, batch=True, **kwargs)
+    calls = _count_per_node_calls(batch.fwk)
+    got = outcome(batch, [pod])
+    assert got == outcome(per_node, [pod])
+    assert calls == []
+    assert got[0] == ("host", got[0][1]) and got[0][1].suggested_host in {"n2", "n4"}  # type: ignore[index]
+    # With a pod that fits nowhere: every status from the batch forms, as per node.
+    greedy = pod_obj("g", PodSpec(1900, 64, 0, (), False, 10))
+    everywhere = [(i, nominee) for i in range(len(nodes))]
+    per_node = world(nodes, [], everywhere, batch=False, **kwargs)
+    batch = world(nodes, [], everywhere, batch=True, **kwargs)
+    calls = _count_per_node_calls(batch.fwk)
+    got = outcome(batch, [greedy])
+    assert got == outcome(per_node, [greedy])
+    assert calls == []
+    fit = got[0]
+    assert isinstance(fit, tuple) and fit[0] == "fit"
+    assert fit[1]["n0"] == ("UNSCHEDULABLE", ("Insufficient cpu",), "NodeResourcesFit")
+    # The cycle's Filter plan is on its state, as the per-node path leaves it (preemption's
+    # dry run reads it to do NodeResourcesFit's arithmetic itself).
+    state = CycleState()
+    try:
+        batch.scheduler.schedule_pod(batch.fwk, state, greedy)
+    except FitError:
+        pass
+    assert state.filter_plan is not None
+
+
+def test_nominated_pods_pass_falls_back_per_node_for_what_columns_do_not_hold() -> None:
+    """A pod with host ports runs NodePorts, which does not opt in: the nodes with nominated
+    pods go through the per-node path, with the same outcome."""
+    spec = NodeSpec(2000, 4096, 10, False, (), 0)
+    nominated = [(0, PodSpec(100, 64, 0, (), False, 10, host_port=True))]
+    pod = pod_obj("p", PodSpec(100, 64, 0, (), False, 10, host_port=True))
+    kwargs = {"seed": 1, "start": 0, "percentage": 0}
+    per_node = world([spec, spec], [], nominated, batch=False, **kwargs)
+    batch = world([spec, spec], [], nominated, batch=True, **kwargs)
+    calls = _count_per_node_calls(batch.fwk)
+    assert outcome(batch, [pod]) == outcome(per_node, [pod])
+    assert calls == ["n0"]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    nodes=st.lists(nodes_st, min_size=1, max_size=10),
+    bound=st.lists(st.tuples(st.integers(0, 200), pods_st), max_size=10),
+    added=st.lists(st.tuples(st.integers(0, 200), pods_st), max_size=8),
+)
+def test_columns_with_pods_added_are_the_columns_of_the_nodes_with_them(
+    nodes: list[NodeSpec], bound: list[tuple[int, PodSpec]], added: list[tuple[int, PodSpec]]
+) -> None:
+    w = world(nodes, bound, [], batch=True, seed=0, start=0, percentage=0)
+    snap = w.scheduler.snapshot
+    w.scheduler.cache.update_snapshot(snap)
+    columns = snap.columns()
+    infos = [ni.clone() for ni in snap.list()]
+    sums: dict[int, list[int]] = {}
+    for k, (i, spec) in enumerate(added):
+        row = i % len(infos)
+        pi = PodInfo(pod_obj(f"a{k}", spec))
+        infos[row].add_pod_info(pi)
+        s = sums.setdefault(row, [0] * 6)
+        r, nz = pi.requests, pi.non_zero_requests
+        for j, v in enumerate((r.milli_cpu, r.memory, r.ephemeral_storage, nz.milli_cpu,
+                               nz.memory, 1)):  # fmt: skip
+            s[j] += v
+    rows = np.array(sorted(sums), dtype=np.int64)
+    adds = np.array([sums[r] for r in sorted(sums)], dtype=np.int64).reshape(len(rows), 6)
+    got = columns.with_pods_added(rows, adds)
+    expected = NodeColumns(infos, columns.row_of)
+    for name in ("alloc_cpu", "req_cpu", "req_memory", "req_ephemeral", "nz_cpu", "nz_memory",
+                 "pods", "free_cpu", "free_memory", "free_ephemeral", "free_pods", "has_node",
+                 "unschedulable", "tainted"):  # fmt: skip
+        assert getattr(got, name).tolist() == getattr(expected, name).tolist(), name
+    assert got.infos is columns.infos  # the nodes without them, shared
+    # The original columns are untouched.
+    assert columns.req_cpu.tolist() == NodeColumns(snap.list(), columns.row_of).req_cpu.tolist()
