@@ -34,7 +34,7 @@ import socket
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Final, Protocol
 
 import anyio
 from google.protobuf.message import Message
@@ -43,11 +43,9 @@ from bench.common import Clock, rate, run_concurrent
 from kemu.api.v1 import types_pb2
 from kemu.client.events import EventRecorder
 from kemu.client.interface import ApiClient
-from kemu.client.pod_status import patch_pod_status
-from kemu.machinery.convert import message_to_dict
+from kemu.client.pod_status import condition_change, patch_pod_status
 from kemu.machinery.errors import ApiError
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
-from kemu.machinery.pod_conditions import condition_observed_generation, update_pod_condition
 
 PREEMPTION_BASELINE_NAMESPACE: Final = "preemption-baseline"
 DISRUPTION_TARGET: Final = "DisruptionTarget"
@@ -223,25 +221,14 @@ async def preempt_victim(
     """The executor's preemption of one victim: DisruptionTarget=True by a status PATCH under
     the victim's resourceVersion (the conditions written whole), a DELETE with its uid, a
     Preempted event. Raises ApiError, or RuntimeError when the victim is already gone."""
-    message = f"{calls.scheduler_name}: preempting to accommodate a higher priority pod"
-    now = calls.now()
-
-    def change(current: types_pb2.Pod) -> dict[str, Any] | None:
-        status = types_pb2.PodStatus()
-        status.CopyFrom(current.status)
-        condition = types_pb2.PodCondition(
-            type=DISRUPTION_TARGET,
-            status="True",
-            reason=PREEMPTION_BY_SCHEDULER,
-            message=message,
-            observed_generation=condition_observed_generation(
-                current, DISRUPTION_TARGET, tracking=calls.tracking
-            ),
-        )
-        if not update_pod_condition(status, condition, now):
-            return None
-        return {"conditions": [message_to_dict(c) for c in status.conditions]}
-
+    change = condition_change(
+        DISRUPTION_TARGET,
+        "True",
+        PREEMPTION_BY_SCHEDULER,
+        f"{calls.scheduler_name}: preempting to accommodate a higher priority pod",
+        now=calls.now(),
+        tracking=calls.tracking,
+    )
     if not await patch_pod_status(client, victim, change):
         raise RuntimeError(f"victim {victim.metadata.name} is gone before its preemption")
     await client.delete(
@@ -269,28 +256,15 @@ async def mark_unschedulable(
     FailedScheduling event, then PodScheduled=False (Unschedulable, `message`) and
     status.nominatedNodeName by a status PATCH under its resourceVersion."""
     recorder.event(preemptor, EVENT_WARNING, "FailedScheduling", "Scheduling", message)
-    now = calls.now()
-
-    def change(current: types_pb2.Pod) -> dict[str, Any] | None:
-        status = types_pb2.PodStatus()
-        status.CopyFrom(current.status)
-        condition = types_pb2.PodCondition(
-            type=POD_SCHEDULED,
-            status="False",
-            reason=UNSCHEDULABLE,
-            message=message,
-            observed_generation=condition_observed_generation(
-                current, POD_SCHEDULED, tracking=calls.tracking
-            ),
-        )
-        changed = update_pod_condition(status, condition, now)
-        if not changed and current.status.nominated_node_name == node:
-            return None
-        return {
-            "conditions": [message_to_dict(c) for c in status.conditions],
-            "nominatedNodeName": node,
-        }
-
+    change = condition_change(
+        POD_SCHEDULED,
+        "False",
+        UNSCHEDULABLE,
+        message,
+        now=calls.now(),
+        tracking=calls.tracking,
+        nominated_node_name=node,
+    )
     if not await patch_pod_status(client, preemptor, change):
         raise RuntimeError(f"preemptor {preemptor.metadata.name} is gone before its status PATCH")
 

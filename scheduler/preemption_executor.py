@@ -29,18 +29,16 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Final
+from typing import Final
 
 import anyio
 
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import ApiClient
-from kemu.client.pod_status import patch_pod_status
+from kemu.client.pod_status import condition_change, patch_pod_status
 from kemu.component.featuregate import POD_OBSERVED_GENERATION_TRACKING
-from kemu.machinery.convert import message_to_dict
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.kinds import EVENT_NORMAL
-from kemu.machinery.pod_conditions import condition_observed_generation, update_pod_condition
 from kemu.scheduling.interface import Handle, PreemptionExecutor
 from kemu.scheduling.nominator import PodLister
 from kemu.scheduling.preemption import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER, Candidate
@@ -288,25 +286,14 @@ class Executor(PreemptionExecutor):
         message = (
             f"{preemptor.spec.scheduler_name}: preempting to accommodate a higher priority pod"
         )
-        tracking = self.handle.gates.enabled(POD_OBSERVED_GENERATION_TRACKING)
-        now = self.handle.clock.now()
-
-        def change(current: types_pb2.Pod) -> dict[str, Any] | None:
-            status = types_pb2.PodStatus()
-            status.CopyFrom(current.status)
-            condition = types_pb2.PodCondition(
-                type=DISRUPTION_TARGET,
-                status="True",
-                reason=PREEMPTION_BY_SCHEDULER,
-                message=message,
-                observed_generation=condition_observed_generation(
-                    current, DISRUPTION_TARGET, tracking=tracking
-                ),
-            )
-            if not update_pod_condition(status, condition, now):
-                return None
-            return {"conditions": [message_to_dict(c) for c in status.conditions]}
-
+        change = condition_change(
+            DISRUPTION_TARGET,
+            "True",
+            PREEMPTION_BY_SCHEDULER,
+            message,
+            now=self.handle.clock.now(),
+            tracking=self.handle.gates.enabled(POD_OBSERVED_GENERATION_TRACKING),
+        )
         return await patch_pod_status(
             self.client, victim, change, attempts=_CONDITION_PATCH_ATTEMPTS
         )

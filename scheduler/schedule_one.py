@@ -26,14 +26,14 @@ import logging
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Final, Protocol
 
 import anyio
 from anyio.abc import TaskGroup
 
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import ApiClient
-from kemu.client.pod_status import patch_pod_status
+from kemu.client.pod_status import condition_change, patch_pod_status
 from kemu.component.clock import Clock
 from kemu.component.featuregate import (
     NOMINATED_NODE_NAME_FOR_EXPECTATION,
@@ -42,10 +42,8 @@ from kemu.component.featuregate import (
     FeatureGates,
 )
 from kemu.component.version import Version
-from kemu.machinery.convert import message_to_dict
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
-from kemu.machinery.pod_conditions import condition_observed_generation, update_pod_condition
 from kemu.scheduling.columns import IntArray, NodeColumns
 from kemu.scheduling.deferred import is_deferred_resize_pod, resize_preemption_enabled
 from kemu.scheduling.events import ASSIGNED_POD_DELETE
@@ -780,30 +778,15 @@ class Scheduler:
         added meanwhile are kept (a resourceVersion CAS, retried on a fresh read). The
         condition carries observedGeneration as PodObservedGenerationTracking says. Errors
         are logged (the next cycle retries)."""
-        tracking = self.gates.enabled(POD_OBSERVED_GENERATION_TRACKING)
-        now = self.clock.now()
-
-        def change(current: types_pb2.Pod) -> dict[str, Any] | None:
-            status = types_pb2.PodStatus()
-            status.CopyFrom(current.status)
-            condition = types_pb2.PodCondition(
-                type=POD_SCHEDULED,
-                status="False",
-                reason=reason,
-                message=message,
-                observed_generation=condition_observed_generation(
-                    current, POD_SCHEDULED, tracking=tracking
-                ),
-            )
-            condition_changed = update_pod_condition(status, condition, now)
-            nnn_changed = nominated is not None and current.status.nominated_node_name != nominated
-            if not condition_changed and not nnn_changed:
-                return None
-            out: dict[str, Any] = {"conditions": [message_to_dict(c) for c in status.conditions]}
-            if nnn_changed:
-                out["nominatedNodeName"] = nominated or None
-            return out
-
+        change = condition_change(
+            POD_SCHEDULED,
+            "False",
+            reason,
+            message,
+            now=self.clock.now(),
+            tracking=self.gates.enabled(POD_OBSERVED_GENERATION_TRACKING),
+            nominated_node_name=nominated,
+        )
         try:
             await patch_pod_status(self.client, pod, change)
         except (NotFound, Conflict) as e:

@@ -13,7 +13,9 @@ from typing import Any, Final
 
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import ApiClient
+from kemu.machinery.convert import message_to_dict
 from kemu.machinery.errors import Conflict, NotFound
+from kemu.machinery.pod_conditions import condition_observed_generation, update_pod_condition
 
 logger = logging.getLogger(__name__)
 
@@ -22,6 +24,49 @@ ATTEMPTS: Final = 5
 # What to write to the status, given the pod as it is now: a merge patch of `status`
 # (conditions written whole), or None when nothing needs to change.
 StatusChange = Callable[[types_pb2.Pod], "dict[str, Any] | None"]
+
+
+def condition_change(
+    condition_type: str,
+    status: str,
+    reason: str,
+    message: str,
+    *,
+    now: float,
+    tracking: bool,
+    nominated_node_name: str | None = None,
+) -> StatusChange:
+    """The StatusChange that sets the condition `condition_type` (upstream UpdatePodCondition;
+    observedGeneration as PodObservedGenerationTracking, `tracking`, says; lastTransitionTime
+    `now` when it changes) and, when `nominated_node_name` is not None, status.nominatedNodeName
+    to it ("" clears it): the conditions written whole, the nomination only when it changes;
+    None when neither changes. The scheduler's PodScheduled and DisruptionTarget writes."""
+
+    def change(current: types_pb2.Pod) -> dict[str, Any] | None:
+        copy = types_pb2.PodStatus()
+        copy.CopyFrom(current.status)
+        condition = types_pb2.PodCondition(
+            type=condition_type,
+            status=status,
+            reason=reason,
+            message=message,
+            observed_generation=condition_observed_generation(
+                current, condition_type, tracking=tracking
+            ),
+        )
+        condition_changed = update_pod_condition(copy, condition, now)
+        nominated_changed = (
+            nominated_node_name is not None
+            and current.status.nominated_node_name != nominated_node_name
+        )
+        if not condition_changed and not nominated_changed:
+            return None
+        out: dict[str, Any] = {"conditions": [message_to_dict(c) for c in copy.conditions]}
+        if nominated_changed:
+            out["nominatedNodeName"] = nominated_node_name or None
+        return out
+
+    return change
 
 
 async def patch_pod_status(
