@@ -153,6 +153,7 @@ NOMINATED_ALGORITHM_DURATION: Final = (
     "scheduler_kemu_nominated_pod_scheduling_algorithm_duration_seconds"
 )
 FILTER_EVALUATIONS: Final = "scheduler_kemu_filter_evaluations_total"
+ALGORITHM_CPU: Final = "scheduler_kemu_scheduling_algorithm_cpu_seconds_total"
 API_REQUESTS: Final = "apiserver_request_total"
 POD_RESOURCES: Final = ("pods", "pods/binding")
 SEED: Final = 1  # the scheduler's --seed, the same for both runs of an A/B comparison
@@ -267,6 +268,16 @@ def histogram_mean_delta(before: Samples, after: Samples, histogram: str, **matc
     if count <= 0:
         return math.nan
     return metric_delta(before, after, histogram + "_sum", **match) / count
+
+
+def counter_mean_delta(before: Samples, after: Samples, counter: str, histogram: str) -> float:
+    """`counter`'s increase between two scrapes per observation of `histogram` in between,
+    in milliseconds (NaN when nothing was observed or the counter is not exposed: an older
+    scheduler)."""
+    count = metric_delta(before, after, histogram + "_count")
+    if count <= 0 or counter not in after:
+        return math.nan
+    return metric_delta(before, after, counter) / count * 1000
 
 
 def delta_by_label(before: Samples, after: Samples, name: str, label: str) -> dict[str, float]:
@@ -582,6 +593,9 @@ class Result:
     )
     samples: list[float] = field(default_factory=list)
     algorithm_ms: float = math.nan  # mean scheduling_algorithm_duration over the phase
+    # The scheduler thread's mean CPU time over those spans (kemu's counter): algorithm_ms
+    # less the time the process waited for a core on this machine.
+    algorithm_cpu_ms: float = math.nan
     attempt_ms: float = math.nan  # mean scheduling_attempt_duration over the phase
     attempts: dict[str, float] = field(default_factory=dict)
     pending_end: dict[str, float] = field(default_factory=dict)
@@ -821,6 +835,7 @@ class Runner:
                 await anyio.sleep(0.05)
         api_after = parse_metrics(await anyio.to_thread.run_sync(scrape, apiserver))
         r.algorithm_ms = histogram_mean_delta(before, after, ALGORITHM_DURATION) * 1000
+        r.algorithm_cpu_ms = counter_mean_delta(before, after, ALGORITHM_CPU, ALGORITHM_DURATION)
         r.attempt_ms = histogram_mean_delta(before, after, ATTEMPT_DURATION) * 1000
         r.attempts = delta_by_label(before, after, SCHEDULE_ATTEMPTS, "result")
         r.pending_end = by_label(after, PENDING_PODS, "queue")
@@ -1344,6 +1359,7 @@ def render(results: Sequence[Result]) -> str:
     ))  # fmt: skip
     row("throughput samples", (str(r.throughput.samples) for r in rs))
     row("scheduling_algorithm avg ms", (fmt(r.algorithm_ms, 2) for r in rs))
+    row("  of it CPU (scheduler thread) ms", (fmt(r.algorithm_cpu_ms, 2) for r in rs))
     row("scheduling_attempt avg ms", (fmt(r.attempt_ms, 2) for r in rs))
     row("attempts", (
         " ".join(f"{k}={v:.0f}" for k, v in sorted(r.attempts.items())) or "-" for r in rs

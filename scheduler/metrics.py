@@ -115,6 +115,14 @@ class SchedulerMetrics:
             buckets=_exponential(0.0001, 2, 16),
             registry=r,
         )
+        self.scheduling_algorithm_cpu = Counter(
+            _SUBSYSTEM + "kemu_scheduling_algorithm_cpu_seconds_total",
+            "kemu: CPU time of the scheduler's thread over the spans of "
+            "scheduling_algorithm_duration_seconds (its count is theirs): the wall-clock "
+            "figure less the time the process waited for a core. A failed cycle's span "
+            "includes what other tasks ran while PostFilter awaited.",
+            registry=r,
+        )
         self.filter_evaluations = Counter(
             _SUBSYSTEM + "kemu_filter_evaluations_total",
             "kemu: Filter plugin evaluations (node x plugin), for the KEP-1923 A/B benchmark.",

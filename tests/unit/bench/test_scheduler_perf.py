@@ -827,3 +827,18 @@ def test_the_table_shows_preemption_and_nominated_rows_only_when_there_are_any()
     assert "T/w: PreferNominatedNode on vs off" in text
     plain = render([Result("SchedulingBasic/50Nodes", measured_pods=10)])
     assert "victims" not in plain and "nominated" not in plain and "emulated" not in plain
+
+
+def test_the_algorithm_cpu_is_the_counters_delta_per_observed_span() -> None:
+    from bench.scheduler_perf import counter_mean_delta
+
+    name = "scheduler_kemu_scheduling_algorithm_cpu_seconds_total"
+    histogram = "scheduler_scheduling_algorithm_duration_seconds"
+    before = parse_metrics(BEFORE + f"# TYPE {name[:-6]} counter\n{name} 0.1\n")
+    after = parse_metrics(AFTER + f"# TYPE {name[:-6]} counter\n{name} 0.4\n")
+    assert counter_mean_delta(before, after, name, histogram) == pytest.approx(0.3 / 100 * 1000)
+    # An older scheduler without the counter, or no span observed: no figure.
+    assert math.isnan(
+        counter_mean_delta(parse_metrics(BEFORE), parse_metrics(AFTER), name, histogram)
+    )
+    assert math.isnan(counter_mean_delta(after, after, name, histogram))

@@ -4,6 +4,8 @@ SchedulePod; when SchedulePod fails with a FitError, to the end of PostFilter.""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from kemu.api.v1 import types_pb2
@@ -73,3 +75,31 @@ async def test_after_a_fit_error_the_span_covers_post_filter() -> None:
         await e.cycle()
         assert e.where("big") == "unschedulable"
         assert _observed(e) == (1.0, 0.5)
+
+
+async def test_the_threads_cpu_over_the_span_is_counted_beside_it() -> None:
+    """kemu's scheduler_kemu_scheduling_algorithm_cpu_seconds_total: the CPU the scheduler's
+    thread spent in the spans, so that a bench can tell the cycle's work from the time the
+    process waited for a core."""
+    async with env(GATES) as e:
+        e.node("n1", cpu="4")
+        e.add(_pod("p", "1"))
+        await settle()
+        original = e.scheduler.new_cycle_state
+        spent = 0.0
+
+        def busy_state(pod_info: PodInfo) -> CycleState:
+            nonlocal spent
+            begin = time.thread_time()
+            while time.thread_time() - begin < 0.02:  # 20 ms of this thread's CPU
+                pass
+            spent = time.thread_time() - begin
+            return original(pod_info)
+
+        e.scheduler.new_cycle_state = busy_state  # type: ignore[method-assign]
+        await e.cycle()
+        assert e.where("p") != "unschedulable"
+        assert _observed(e)[0] == 1.0
+        (family,) = e.metrics.scheduling_algorithm_cpu.collect()
+        (cpu,) = (s.value for s in family.samples if s.name.endswith("_total"))
+        assert spent <= cpu < spent + 0.05
