@@ -37,7 +37,6 @@ from dataclasses import dataclass
 from typing import Final, Protocol
 
 import anyio
-from google.protobuf.message import Message
 
 from bench.common import Clock, rate, run_concurrent
 from kemu.api.v1 import types_pb2
@@ -46,6 +45,8 @@ from kemu.client.interface import ApiClient
 from kemu.client.pod_status import condition_change, patch_pod_status
 from kemu.machinery.errors import ApiError
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
+from kemu.scheduling.interface import EventRecorder as EventRecorderLike
+from kemu.scheduling.interface import NoEvents
 
 PREEMPTION_BASELINE_NAMESPACE: Final = "preemption-baseline"
 DISRUPTION_TARGET: Final = "DisruptionTarget"
@@ -167,37 +168,6 @@ async def set_up_victims(
     return out
 
 
-class Recorder(Protocol):
-    """What the baseline needs of an event recorder (kemu.client.events)."""
-
-    def event(
-        self,
-        obj: Message,
-        event_type: str,
-        reason: str,
-        action: str,
-        message: str,
-        *,
-        related: Message | None = None,
-    ) -> None: ...
-
-
-class NoEvents:
-    """A recorder that records nothing (for a baseline without the scheduler's events)."""
-
-    def event(
-        self,
-        obj: Message,
-        event_type: str,
-        reason: str,
-        action: str,
-        message: str,
-        *,
-        related: Message | None = None,
-    ) -> None:
-        return None
-
-
 @dataclass(frozen=True)
 class Calls:
     """How the scheduler's calls are made: the profile that makes them (the bench's pods are
@@ -216,7 +186,7 @@ async def preempt_victim(
     victim: types_pb2.Pod,
     node: str,
     calls: Calls,
-    recorder: Recorder,
+    recorder: EventRecorderLike,
 ) -> None:
     """The executor's preemption of one victim: DisruptionTarget=True by a status PATCH under
     the victim's resourceVersion (the conditions written whole), a DELETE with its uid, a
@@ -250,7 +220,7 @@ async def mark_unschedulable(
     node: str,
     message: str,
     calls: Calls,
-    recorder: Recorder,
+    recorder: EventRecorderLike,
 ) -> None:
     """The scheduler's failure handling of a preemptor that nominated `node`: a
     FailedScheduling event, then PodScheduled=False (Unschedulable, `message`) and
@@ -276,7 +246,7 @@ async def preempt_and_bind(
     node: str,
     message: str,
     calls: Calls,
-    recorder: Recorder,
+    recorder: EventRecorderLike,
 ) -> None:
     """One preemptor's calls after its create, in the scheduler's order (module docstring),
     its binding last, once every other call has returned. Raises the first failure (ApiError,
@@ -336,7 +306,7 @@ async def preemption_api_baseline(
     within: float,
     *,
     calls: Calls | None = None,
-    recorder: Recorder | None = None,
+    recorder: EventRecorderLike | None = None,
     clock: Clock = time.monotonic,
 ) -> float:
     """Timed: the plan's preemptors created with `creators` in flight, each followed in its own
@@ -351,7 +321,7 @@ async def preemption_api_baseline(
     if len(victims) != len(pods) or any(not vs for vs in victims):
         raise ValueError("the preemption API baseline needs victims for every preemptor")
     calls = calls or Calls()
-    rec: Recorder = recorder if recorder is not None else NoEvents()
+    rec: EventRecorderLike = recorder if recorder is not None else NoEvents()
     tracker.expect(index, pods)
     failures: list[str] = []
 
@@ -386,7 +356,7 @@ async def preemption_api_baseline(
 
 def scheduler_recorder(
     client: ApiClient, scheduler_name: str = DEFAULT_SCHEDULER
-) -> tuple[EventRecorder, Recorder]:
+) -> tuple[EventRecorder, EventRecorderLike]:
     """An EventRecorder as the scheduler's (component kube-scheduler, one writer), and the
     recorder of its profile `scheduler_name` (reporting instance <scheduler_name>-<host>); the
     caller runs the first's writer (`run`)."""

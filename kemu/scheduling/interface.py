@@ -471,6 +471,23 @@ class EventRecorder(Protocol):
     ) -> None: ...
 
 
+class NoEvents:
+    """An EventRecorder that records nothing (a framework without a recorder, a benchmark
+    without the scheduler's events)."""
+
+    def event(
+        self,
+        obj: types_pb2.Pod,
+        event_type: str,
+        reason: str,
+        action: str,
+        message: str,
+        *,
+        related: types_pb2.Pod | None = None,
+    ) -> None:
+        return None
+
+
 class SchedulingApi(Protocol):
     """The API calls the library's plugins make: only DefaultBinder's pods/binding (the
     preemption executor, which writes to victims, is the scheduler's own). The library never

@@ -62,6 +62,7 @@ from kemu.scheduling.interface import (
     InformerFactory,
     LabelledObserver,
     NodeToStatus,
+    NoEvents,
     ObserverMetric,
     PermitPlugin,
     Plugin,
@@ -272,20 +273,6 @@ class NodePluginScores:
         return f"NodePluginScores({self.name}, total={self.total_score}, {self.scores})"
 
 
-class _NoEvents:
-    def event(
-        self,
-        obj: types_pb2.Pod,
-        event_type: str,
-        reason: str,
-        action: str,
-        message: str,
-        *,
-        related: types_pb2.Pod | None = None,
-    ) -> None:
-        pass
-
-
 class Framework:
     """The plugins of one profile, and the Handle they get. See the module docstring."""
 
@@ -312,7 +299,7 @@ class Framework:
         self._client = client
         self._clock: Clock = clock or RealClock()
         self._gates = gates or FeatureGates.default()
-        self._event_recorder: EventRecorder = event_recorder or _NoEvents()
+        self._event_recorder: EventRecorder = event_recorder or NoEvents()
         self._nominator = nominator
         self._informer_factory = informer_factory
         self._snapshot = snapshot
