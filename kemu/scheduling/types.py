@@ -511,13 +511,20 @@ class NodeInfo:
                 return True
         return False
 
-    def clone(self) -> NodeInfo:
+    def _same_node(self) -> NodeInfo:
+        """A new NodeInfo sharing this one's node-level fields (node, name, labels, taints,
+        unschedulable: replaced, never changed in place); clone and clone_without fill the
+        rest."""
         c = NodeInfo.__new__(NodeInfo)
         c.node = self.node
         c.name = self.name
         c.labels = self.labels
         c.taints = self.taints
         c.unschedulable = self.unschedulable
+        return c
+
+    def clone(self) -> NodeInfo:
+        c = self._same_node()
         c.pods = list(self.pods)
         c.pods_with_affinity = list(self.pods_with_affinity)
         c.pods_with_required_anti_affinity = list(self.pods_with_required_anti_affinity)
@@ -535,12 +542,7 @@ class NodeInfo:
         gone = {pi.uid: pi for pi in removed}
         if not gone:
             return self.clone()
-        c = NodeInfo.__new__(NodeInfo)
-        c.node = self.node
-        c.name = self.name
-        c.labels = self.labels
-        c.taints = self.taints
-        c.unschedulable = self.unschedulable
+        c = self._same_node()
         c.pods = [pi for pi in self.pods if pi.uid not in gone]
         if len(c.pods) + len(gone) != len(self.pods):
             here = {pi.uid for pi in self.pods}
