@@ -95,6 +95,11 @@ def pod_update_action(old: types_pb2.Pod, new: types_pb2.Pod) -> ActionType:
 def _requests_went_down(old: types_pb2.Pod, new: types_pb2.Pod) -> bool:
     if _same_requests_inputs(old, new):
         return False  # equal inputs, equal requests: most updates (conditions, phase, NNN)
+    return requests_went_down_computed(old, new)
+
+
+def requests_went_down_computed(old: types_pb2.Pod, new: types_pb2.Pod) -> bool:
+    """Whether any of the pod's requests went down, computed from both pods in full."""
     before, _ = pod_requests(old)
     after, _ = pod_requests(new)
     return (

@@ -11,7 +11,12 @@ from kemu.api.v1 import types_pb2
 from kemu.scheduling.events import ActionType
 from kemu.scheduling.types import pod_requests
 from kemu.testing.builders import make_pod
-from scheduler.event_handlers import _requests_went_down, _same_requests_inputs, pod_update_action
+from scheduler.event_handlers import (
+    _requests_went_down,
+    _same_requests_inputs,
+    pod_update_action,
+    requests_went_down_computed,
+)
 
 CPU = st.sampled_from(["", "100m", "200m"])
 
@@ -46,23 +51,12 @@ def pods(draw: st.DrawFn) -> types_pb2.Pod:
     return pod
 
 
-def _went_down_computed(old: types_pb2.Pod, new: types_pb2.Pod) -> bool:
-    before, _ = pod_requests(old)
-    after, _ = pod_requests(new)
-    return (
-        after.milli_cpu < before.milli_cpu
-        or after.memory < before.memory
-        or after.ephemeral_storage < before.ephemeral_storage
-        or any(after.scalar.get(k, 0) < v for k, v in before.scalar.items())
-    )
-
-
 @settings(max_examples=300, deadline=None)
 @given(old=pods(), new=pods())
 def test_scale_down_with_the_shortcut_is_the_computed_one(
     old: types_pb2.Pod, new: types_pb2.Pod
 ) -> None:
-    assert _requests_went_down(old, new) == _went_down_computed(old, new)
+    assert _requests_went_down(old, new) == requests_went_down_computed(old, new)
     if _same_requests_inputs(old, new):
         assert pod_requests(old) == pod_requests(new)
 
