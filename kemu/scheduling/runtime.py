@@ -824,17 +824,11 @@ class Framework:
         filter_rest_plan) runs, which gives the same Status (the others return Success)."""
         return self._run_filter_plan(plan, state, pod, node)
 
-    def nominated_node_names(self, pod: types_pb2.Pod) -> set[str] | None:
-        """The nodes where `pod`'s Filter counts nominated pods (the two-pass filter of
-        run_filter_plugins_with_nominated_pods): those holding a pod nominated there, other
-        than `pod`, of at least its priority. On every other node that filter is the plain
-        one. None when the nominator cannot list them."""
-        by_node = self.counted_nominated_pods(pod)
-        return None if by_node is None else set(by_node)
-
     def counted_nominated_pods(self, pod: types_pb2.Pod) -> dict[str, list[PodInfo]] | None:
-        """Per node where `pod`'s Filter counts nominated pods (nominated_node_names), the
-        pods it counts there, in nomination order. None when the nominator cannot list them."""
+        """Per node where `pod`'s Filter counts nominated pods (the two-pass filter of
+        run_filter_plugins_with_nominated_pods: a pod nominated there, other than `pod`, of at
+        least its priority; on every other node that filter is the plain one), the pods it
+        counts there, in nomination order. None when the nominator cannot list them."""
         nominator = self._nominator
         if nominator is None:
             return {}

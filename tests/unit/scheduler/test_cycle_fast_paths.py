@@ -211,11 +211,16 @@ def test_only_nodes_with_nominated_pods_of_at_least_the_pods_priority_are_filter
             PodInfo(make_pod(name).uid(f"uid-{name}").priority(priority).obj()), node
         )
 
-    assert fwk.nominated_node_names(pod) == set()
+    assert fwk.counted_nominated_pods(pod) == {}
     nominate("low", 5, "n-low")
     nominator.add_nominated_pod(PodInfo(pod), "n-self")
-    assert fwk.nominated_node_names(pod) == set()
+    assert fwk.counted_nominated_pods(pod) == {}
     nominate("same", 10, "n-same")
     nominate("high", 20, "n-high")
     nominate("low2", 0, "n-high")
-    assert fwk.nominated_node_names(pod) == {"n-same", "n-high"}
+    counted = fwk.counted_nominated_pods(pod)
+    assert counted is not None
+    assert {node: [pi.pod.metadata.name for pi in pis] for node, pis in counted.items()} == {
+        "n-same": ["same"],
+        "n-high": ["high"],
+    }
