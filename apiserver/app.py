@@ -3,7 +3,8 @@
 Start-up waits for etcd (it may start after us), fills one watch cache per resource, creates
 the system namespaces (default, kube-system, kube-public, kube-node-lease) and priority classes,
 then listens. /readyz turns green once etcd answers and every
-cache is filled. SIGTERM stops accepting calls and gives running ones the grace period.
+cache is filled. SIGTERM ends every watch at once (upstream's watch termination grace period
+0), stops accepting calls and gives the unary calls in flight the grace period.
 """
 
 from __future__ import annotations
@@ -206,7 +207,15 @@ async def _serve(args: argparse.Namespace, store: EtcdStore, ctx: ComponentConte
 
         tg.start_soon(health)
         await ctx.stopping.wait()
-        log.info("draining: no new calls, %gs for running ones", ctx.options.shutdown_grace_period)
+        # Upstream's defaults: no shutdown delay, watch termination grace period 0. The
+        # watches end now (a client that re-watches is refused); unary calls in flight get
+        # the grace period; the etcd client is closed after (run).
+        log.info(
+            "draining: no new calls, watches ended, %gs for running calls",
+            ctx.options.shutdown_grace_period,
+        )
+        for cache in caches.values():
+            cache.end_watches()
         with cleanup_scope(ctx.options.shutdown_grace_period + 1):
             await server.stop(ctx.options.shutdown_grace_period)
         tg.cancel_scope.cancel()

@@ -184,6 +184,7 @@ class WatchCache:
         self._event_revision = 0
         self._late_events = 0
         self._watchers: set[Watcher] = set()
+        self._watches_ended = False
         self._ready = anyio.Event()
         self._progress = anyio.Event()  # set (and replaced) whenever the revision moves
         # Asks the etcd watch for a progress notification (wait_fresh on a quiet resource).
@@ -439,6 +440,8 @@ class WatchCache:
         history, with upstream's message (the second number: the oldest revision one may
         watch from).
         """
+        if self._watches_ended:
+            raise Unavailable("the apiserver is shutting down")
         if not self.ready:
             raise Unavailable(f"the watch cache for {self.kind.resource} is not ready yet")
         if resource_version is not None and resource_version < self._history_start:
@@ -469,6 +472,14 @@ class WatchCache:
 
     def stop(self, w: Watcher) -> None:
         self._close(w)
+
+    def end_watches(self) -> None:
+        """On shutdown: ends every watch (its stream closes once the frames already queued
+        are sent) and refuses new ones (Unavailable), as upstream's apiserver ends its watches
+        when it stops rather than waiting for the clients to close them."""
+        self._watches_ended = True
+        for w in list(self._watchers):
+            self._close(w)
 
     def _close(self, w: Watcher) -> None:
         if w in self._watchers:

@@ -189,10 +189,27 @@ class Client:
         self._user_agent = user_agent
         self._channel: grpc.aio.Channel | None = None
         self._methods: dict[str, Any] = {}
+        self._base: Client | None = None
+
+    def one_attempt(self, timeout: float) -> Client:
+        """A view of this client, over the same channel, whose calls fail fast: one attempt
+        that does not wait for the server to be ready (Unavailable at once when it refuses
+        or is draining), bounded by `timeout` seconds. For a best-effort call on the way out
+        (the lease release on stop) where client-go's fails at once on a refused connection.
+        Closing the view does not close the channel."""
+        if not timeout > 0:
+            raise ValueError(f"one_attempt: timeout {timeout} must be > 0")
+        view = Client(
+            self.server, timeout=timeout, user_agent=self._user_agent, wait_for_server=False
+        )
+        view._base = self._base or self
+        return view
 
     # ------------------------------------------------------------ channel
 
     def _ensure_channel(self) -> grpc.aio.Channel:
+        if self._base is not None:
+            return self._base._ensure_channel()
         # Created lazily: a grpc.aio channel belongs to the running event loop.
         if self._channel is None:
             options = [*_CHANNEL_OPTIONS, ("grpc.primary_user_agent", self._user_agent)]
@@ -205,6 +222,8 @@ class Client:
     def _unary(
         self, name: str, response: type[Resp]
     ) -> grpc.aio.UnaryUnaryMultiCallable[Any, Resp]:
+        if self._base is not None:
+            return self._base._unary(name, response)
         method = self._methods.get(name)
         if method is None:
             method = self._ensure_channel().unary_unary(
@@ -216,6 +235,8 @@ class Client:
         return cast(grpc.aio.UnaryUnaryMultiCallable[Any, Resp], method)
 
     async def close(self) -> None:
+        if self._base is not None:
+            return  # a view: the channel is its base's
         if self._channel is not None:
             channel, self._channel = self._channel, None
             self._methods.clear()

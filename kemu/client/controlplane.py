@@ -10,7 +10,8 @@ the Version RPC reports, and running the work only while holding the lease.
 
 A leader that cannot renew exits with LeadershipLost (the runner makes that exit code 1, as
 upstream: another instance may already be leading); on SIGTERM the work is cancelled and the
-lease released.
+lease released by one attempt that does not wait for the apiserver (which may be draining too):
+if it fails the lease simply expires.
 """
 
 from __future__ import annotations
@@ -26,9 +27,15 @@ from typing import Final
 import anyio
 from prometheus_client import Gauge
 
+from kemu.client.client import Client
 from kemu.client.identity import run_identity_heartbeat
 from kemu.client.interface import ApiClient
-from kemu.client.leaderelection import LeaderElectionConfig, LeaderElector, LeadershipLost
+from kemu.client.leaderelection import (
+    RELEASE_TIMEOUT,
+    LeaderElectionConfig,
+    LeaderElector,
+    LeadershipLost,
+)
 from kemu.component.options import duration_flag
 from kemu.component.runner import ComponentContext, retry_until_ready
 from kemu.component.version import BINARY_VERSION
@@ -158,6 +165,12 @@ async def run_elected(
                         election,
                         ctx.clock,
                         on_leader_status=lambda leading: status.set(1 if leading else 0),
+                        # On stop the apiserver may be draining: one attempt, no waiting.
+                        release_client=(
+                            client.one_attempt(RELEASE_TIMEOUT)
+                            if isinstance(client, Client)
+                            else None
+                        ),
                     )
                     if elected is not None:
                         elected.elector = elector

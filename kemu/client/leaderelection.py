@@ -12,7 +12,11 @@ Once leader, `leading()` runs next to a renew loop. If the lease cannot be renew
 renew_deadline, `leading()` is cancelled and `run` raises LeadershipLost: the component must
 exit (as upstream's OnStoppedLeading does), because another may already lead. When `run` is
 cancelled, or `leading()` returns, a lease still held is released (holderIdentity "",
-leaseDurationSeconds 1) so that a successor need not wait (ReleaseOnCancel).
+leaseDurationSeconds 1) so that a successor need not wait (ReleaseOnCancel). The release is one
+attempt, as upstream's: on a stop the apiserver may be draining or gone, so it does not wait for
+the server (give the elector a `release_client` that fails fast, `Client.one_attempt`), is
+bounded by RELEASE_TIMEOUT, and on failure logs one line and returns: the lease then expires
+after its leaseDurationSeconds.
 """
 
 from __future__ import annotations
@@ -35,7 +39,8 @@ logger = logging.getLogger(__name__)
 
 JITTER_FACTOR: Final = 1.2
 DEFAULT_LOCK_NAMESPACE: Final = "kube-system"
-_RELEASE_TIMEOUT: Final = 5.0
+RELEASE_TIMEOUT: Final = 1.0
+"""Bounds the one release attempt on stop (an answering server takes milliseconds)."""
 
 
 class LeadershipLost(Exception):
@@ -78,11 +83,14 @@ class LeaderElector:
         *,
         on_new_leader: Callable[[str], None] | None = None,
         on_leader_status: Callable[[bool], None] | None = None,
+        release_client: ApiClient | None = None,
     ) -> None:
         """on_new_leader(identity) is called whenever the observed holder changes (itself
         included); on_leader_status(True/False) when this elector starts or stops leading (a
-        hook for a leader_election_master_status gauge)."""
+        hook for a leader_election_master_status gauge). `release_client` (default `client`)
+        makes the release on stop: one that does not wait for an unready server."""
         self._client = client
+        self._release_client = release_client if release_client is not None else client
         self.config = config
         self._clock: Clock = clock or RealClock()
         self._on_new_leader = on_new_leader
@@ -260,10 +268,27 @@ class LeaderElector:
         released.spec.lease_duration_seconds = 1
         released.spec.acquire_time.CopyFrom(now)
         released.spec.renew_time.CopyFrom(now)
-        try:
-            written = await self._client.update(released)
-        except ApiError as e:
-            logger.warning("lease %s/%s: release failed: %s", cfg.lock_namespace, cfg.lock_name, e)
+        written = None
+        with anyio.move_on_after(RELEASE_TIMEOUT):
+            try:
+                written = await self._release_client.update(released)
+            except ApiError as e:
+                logger.warning(
+                    "lease %s/%s: release failed, it will expire in %ds: %s",
+                    cfg.lock_namespace,
+                    cfg.lock_name,
+                    lease.spec.lease_duration_seconds,
+                    e,
+                )
+                return
+        if written is None:
+            logger.warning(
+                "lease %s/%s: release got no answer within %gs, it will expire in %ds",
+                cfg.lock_namespace,
+                cfg.lock_name,
+                RELEASE_TIMEOUT,
+                lease.spec.lease_duration_seconds,
+            )
             return
         self._observe(written)
         logger.info("released lease %s/%s", cfg.lock_namespace, cfg.lock_name)
@@ -298,7 +323,8 @@ class LeaderElector:
         finally:
             self._set_leading(False)
             if self.config.release_on_cancel and not lost:
-                with anyio.move_on_after(_RELEASE_TIMEOUT, shield=True):
+                # Shielded (the run is being cancelled); _release bounds itself.
+                with anyio.CancelScope(shield=True):
                     await self._release()
         if lost:
             raise LeadershipLost(f"lost lease {self.config.lock_namespace}/{self.config.lock_name}")

@@ -15,7 +15,7 @@ from apiserver.storage import watch_cache
 from apiserver.storage.etcd import Progress, RangeResult, StorageEvent
 from apiserver.storage.watch_cache import WatchCache
 from kemu.api.v1 import types_pb2
-from kemu.machinery.errors import Expired
+from kemu.machinery.errors import Expired, Unavailable
 from kemu.machinery.kinds import kind_for_resource
 from kemu.testing.fake_time import wait_until
 
@@ -222,3 +222,21 @@ async def test_a_watch_from_a_revision_in_the_history_gets_exactly_the_later_eve
         assert initial == [e.frame("ADDED") for e in cache._history if e.revision > since]
         cache.stop(w)
         stream.close()
+
+
+@pytest.mark.anyio
+async def test_end_watches_ends_every_stream_after_its_queued_frames_and_refuses_new_ones() -> None:
+    clock = _Clock()
+    cache = await _history_cache(clock)
+    _, first, _ = cache.watch(namespace="", filter=None, resource_version=None)
+    _, second, _ = cache.watch(namespace="ns", filter=None, resource_version=1)
+    _put(cache, 2)
+    assert cache.watcher_count == 2
+    cache.end_watches()
+    assert cache.watcher_count == 0
+    for stream in (first, second):
+        assert stream.receive_nowait()  # the change queued before the end is still sent
+        with pytest.raises(anyio.EndOfStream):
+            stream.receive_nowait()
+    with pytest.raises(Unavailable, match="shutting down"):
+        cache.watch(namespace="", filter=None, resource_version=None)

@@ -182,3 +182,40 @@ async def test_calls_wait_for_a_server_that_is_not_up_yet() -> None:
     finally:
         await client.close()
         await server.stop(None)
+
+
+@pytest.mark.anyio
+async def test_a_one_attempt_view_shares_the_channel_and_fails_fast_on_a_gone_server(
+    served: tuple[Client, _Servicer],
+) -> None:
+    client, _ = served
+    view = client.one_attempt(0.5)
+    assert (await view.version()).server.emulated_version == "1.37"
+    assert view._ensure_channel() is client._ensure_channel()
+    with pytest.raises(Conflict):  # errors come back as from the client itself
+        await view.update(pod("a"))
+    await view.close()  # a view does not close the channel it borrows
+    assert (await client.version()).server.emulated_version == "1.37"
+    with pytest.raises(ValueError, match="timeout"):
+        client.one_attempt(0)
+
+
+@pytest.mark.anyio
+async def test_a_one_attempt_view_does_not_wait_for_a_server_that_is_not_up() -> None:
+    first = grpc.aio.server()
+    port = first.add_insecure_port("127.0.0.1:0")
+    await first.start()
+    await first.stop(None)  # nothing listens on the port now
+    client = Client(f"127.0.0.1:{port}", timeout=5.0)
+    try:
+        view = client.one_attempt(3.0)
+        start = anyio.current_time()
+        with pytest.raises(Unavailable):
+            await view.update(pod("a"))
+        assert anyio.current_time() - start < 1.0  # refused at once, not after the timeout
+        # The client itself still waits for the server.
+        with anyio.move_on_after(0.3) as scope:
+            await client.update(pod("a"))
+        assert scope.cancelled_caught
+    finally:
+        await client.close()

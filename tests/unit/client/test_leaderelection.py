@@ -5,7 +5,9 @@ import pytest
 
 from kemu.api.v1 import types_pb2
 from kemu.client.fake import FakeClient
+from kemu.client.interface import M
 from kemu.client.leaderelection import (
+    RELEASE_TIMEOUT,
     LeaderElectionConfig,
     LeaderElector,
     LeadershipLost,
@@ -260,3 +262,57 @@ async def test_a_leader_frozen_past_its_lease_duration_stops_before_renewing() -
     assert leading.cancelled
     assert isinstance(outcome[0], LeadershipLost)
     assert (await lease(fake)).spec.renew_time == before.spec.renew_time
+
+
+class _Hanging(FakeClient):
+    """A server that takes the update and never answers (a frozen apiserver)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.updates = 0
+
+    async def update(self, obj: M) -> M:
+        self.updates += 1
+        await anyio.sleep_forever()
+        raise AssertionError
+
+
+@pytest.mark.anyio
+async def test_the_release_is_one_attempt_over_the_release_client(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = FakeClock()
+    fake = FakeClient(clock=clock)
+    releaser = FakeClient(clock=clock)
+    releaser.fail("update", Unavailable("the apiserver is draining"), resource="leases")
+    elector = LeaderElector(fake, config("a"), clock, release_client=releaser)
+
+    async def leading() -> None:
+        await settle()
+
+    with anyio.fail_after(2):
+        await elector.run(leading)
+    assert releaser.verbs("leases") == ["update"]  # one attempt, on the release client
+    assert fake.verbs("leases") == ["get", "create"]  # the acquisition only
+    # Not released: it still names "a" and expires after its duration, as upstream.
+    assert (await lease(fake)).spec.holder_identity == "a"
+    failed = [r.getMessage() for r in caplog.records if "release failed" in r.getMessage()]
+    assert len(failed) == 1 and "expire in 15s" in failed[0], failed
+
+
+@pytest.mark.anyio
+async def test_a_release_that_gets_no_answer_gives_up_after_the_release_timeout() -> None:
+    clock = FakeClock()
+    fake = FakeClient(clock=clock)
+    hanging = _Hanging()
+    elector = LeaderElector(fake, config("a"), clock, release_client=hanging)
+    leading = Leading()
+    start = anyio.current_time()
+    with anyio.fail_after(RELEASE_TIMEOUT + 2):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(elector.run, leading)
+            await leading.started.wait()
+            tg.cancel_scope.cancel()
+    assert hanging.updates == 1
+    assert anyio.current_time() - start >= RELEASE_TIMEOUT
+    assert (await lease(fake)).spec.holder_identity == "a"
