@@ -10,8 +10,11 @@ import signal
 import time
 from collections.abc import Callable
 
+import anyio
 import pytest
 
+from kemu.api.v1 import types_pb2
+from kemu.client.client import Client
 from kemu.testing import Cluster
 from kemu.testing.eventually import eventually_sync
 from kemu.testing.processes import url_ok
@@ -70,3 +73,23 @@ def test_sigterm_to_every_process_at_once_exits_cleanly_within_the_bound(
         log = proc.logs()
         assert "Traceback" not in log, f"{proc.name} logged a traceback:\n{proc.log_tail(60)}"
         assert "did not stop within" not in log, proc.log_tail(30)
+
+
+def test_a_leader_stopped_while_the_apiserver_runs_releases_its_lease(
+    cluster_factory: Callable[[], Cluster],
+) -> None:
+    cluster = cluster_factory()
+    cluster.start_etcd()
+    cluster.start_apiserver()
+    cluster.start_scheduler(leader_elect=True)
+    eventually_sync(lambda: _leading(cluster, "scheduler", "kube-scheduler"), timeout=20)
+
+    assert cluster.terminate("scheduler", timeout=EXIT_BOUND) == 0
+    assert "released lease kube-system/kube-scheduler" in cluster.component("scheduler").logs()
+
+    async def holder() -> str:
+        async with Client(cluster.server) as c:
+            lease = await c.get(types_pb2.Lease, "kube-scheduler", "kube-system")
+        return lease.spec.holder_identity
+
+    assert anyio.run(holder) == ""  # a successor need not wait for it to expire
