@@ -278,7 +278,9 @@ class WatchCache:
                 )
                 self._reset()
             except Unavailable as e:
-                log.warning(
+                # Once the apiserver stops, etcd going away too (make run's Ctrl-C) is expected.
+                log.log(
+                    logging.DEBUG if self._watches_ended else logging.WARNING,
                     "watch cache for %s lost etcd (%s); retrying in %.1fs",
                     self.kind.resource,
                     e,

@@ -73,6 +73,9 @@ def test_sigterm_to_every_process_at_once_exits_cleanly_within_the_bound(
         log = proc.logs()
         assert "Traceback" not in log, f"{proc.name} logged a traceback:\n{proc.log_tail(60)}"
         assert "did not stop within" not in log, proc.log_tail(30)
+    # etcd stopping with the apiserver is expected then, not worth a warning.
+    drain = cluster.component("apiserver").logs().split("draining: no new calls", 1)[1]
+    assert " lost etcd " not in drain, drain
 
 
 def test_a_leader_stopped_while_the_apiserver_runs_releases_its_lease(
