@@ -186,7 +186,9 @@ class WatchCache:
         self._watchers: set[Watcher] = set()
         self._watches_ended = False
         self._ready = anyio.Event()
-        self._progress = anyio.Event()  # set (and replaced) whenever the revision moves
+        # Set (and dropped) when the revision moves; made only while someone waits for it
+        # (wait_fresh), not for every batch of events.
+        self._progress: anyio.Event | None = None
         # Asks the etcd watch for a progress notification (wait_fresh on a quiet resource).
         self._progress_requests: asyncio.Queue[None] = asyncio.Queue(maxsize=1)
 
@@ -215,6 +217,8 @@ class WatchCache:
                 with contextlib.suppress(asyncio.QueueFull):
                     self._progress_requests.put_nowait(None)
                 with anyio.move_on_after(FRESHNESS_POLL):
+                    if self._progress is None:
+                        self._progress = anyio.Event()
                     await self._progress.wait()
             return True
         if revision <= await self._store.current_revision():
@@ -228,8 +232,9 @@ class WatchCache:
             self._moved()
 
     def _moved(self) -> None:
-        self._progress.set()
-        self._progress = anyio.Event()
+        if self._progress is not None:
+            self._progress.set()
+            self._progress = None
 
     def bookmark_frame(self, revision: int, *, initial_events_end: bool = False) -> bytes:
         """A BOOKMARK event: an object of the kind with only metadata.resourceVersion (and
