@@ -2,7 +2,8 @@
 
 A Registry over a `DryRunStore` runs defaulting, admission, validation and preconditions as
 usual; the store checks what etcd would check (the key exists or not, the revision is still
-the expected one) and writes nothing. As upstream, a dry-run create returns the object without
+the expected one; when it is not, the Conflict carries the key as it is, as etcd's failed
+transaction does) and writes nothing. As upstream, a dry-run create returns the object without
 a resourceVersion, and a dry-run update or delete returns it at the revision it was read at.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from apiserver.storage.etcd import KeyValue
+from apiserver.storage.etcd import KeyValue, StaleRevision
 from kemu.machinery.errors import Conflict, NotFound
 
 
@@ -48,5 +49,5 @@ class DryRunStore:
         if kv is None:
             raise NotFound(f"key {key} not found")
         if kv.mod_revision != expected_revision:
-            raise Conflict(f"key {key} was modified")
+            raise StaleRevision(f"key {key} was modified", kv)
         return expected_revision

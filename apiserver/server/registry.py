@@ -3,8 +3,15 @@ subresources (binding, resize, eviction) do to stored objects.
 
 Mirrors upstream's generic registry plus the per-kind strategies of pkg/registry: defaulting and
 admission on create, status and spec kept apart between update and updateStatus, graceful
-deletion of pods, and GuaranteedUpdate-style read-modify-CAS loops that retry on Conflict when
-the caller did not pin a resourceVersion.
+deletion of pods, and GuaranteedUpdate-style modify-CAS loops that retry on Conflict when the
+caller did not pin a resourceVersion.
+
+As upstream's Cacher and etcd3 store, a write starts from the watch cache's object for the key
+(when the cache has it) instead of reading etcd: the compare-and-swap checks that guess, and a
+failed one returns the key as it stands, on which the retry runs. So an uncontended write costs
+one etcd transaction. An outcome that a stale guess could have caused (an error from the
+mutation or a precondition, or nothing to write) is confirmed on the current state, read from
+etcd, before it is returned.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from apiserver.server.dry_run import DryRunStore, Store
 from apiserver.server.eviction import EvictionREST
 from apiserver.server.namespaces import NamespaceLifecycle, check_deletable
 from apiserver.storage import encoding
-from apiserver.storage.etcd import EtcdStore, KeyValue
+from apiserver.storage.etcd import EtcdStore, KeyValue, StaleRevision
 from apiserver.storage.watch_cache import WatchCache
 from kemu.api.v1 import api_pb2, types_pb2
 from kemu.component.featuregate import (
@@ -104,6 +111,16 @@ class Stored:
     revision: int
 
 
+@dataclass(frozen=True)
+class _Guess:
+    """Where a write loop stands: `stored` is the watch cache's object (shared with the cache:
+    never mutated nor returned) until `current`, i.e. read from etcd (by a read or by a failed
+    compare-and-swap), as upstream's origState and origStateIsCurrent."""
+
+    stored: Stored
+    current: bool
+
+
 class Registry:
     def __init__(
         self,
@@ -162,6 +179,18 @@ class Registry:
             raise NotFound(_not_found(kind, name))
         return Stored(self._decode(kind, kv), kv.mod_revision)
 
+    def _stored(self, kind: Kind, kv: KeyValue) -> Stored:
+        return Stored(self._decode(kind, kv), kv.mod_revision)
+
+    async def _first_guess(self, kind: Kind, namespace: str, name: str) -> _Guess:
+        """The watch cache's object for the key when it has one (upstream Cacher's
+        cachedExistingObject), else the object read from etcd (NotFound when it is not)."""
+        cache = self._caches.get(kind.resource)
+        co = cache.get(object_key(kind, namespace, name)) if cache is not None else None
+        if co is not None:
+            return _Guess(Stored(co.obj, co.revision), current=False)
+        return _Guess(await self.read(kind, namespace, name), current=True)
+
     async def get_bytes(self, kind: Kind, namespace: str, name: str) -> bytes:
         """The Object envelope of one object, straight from etcd without decoding it."""
         kv = await self._store.get(object_key(kind, namespace, name))
@@ -179,6 +208,8 @@ class Registry:
             rev = await self._store.update(key, data, expected)
         except NotFound:
             raise NotFound(_not_found(kind, meta.name)) from None
+        except StaleRevision as e:
+            raise StaleRevision(_conflict(kind, meta.name), e.current) from None
         except Conflict:
             raise Conflict(_conflict(kind, meta.name)) from None
         meta.resource_version = str(rev)
@@ -199,29 +230,44 @@ class Registry:
         *,
         precondition_rv: str = "",
     ) -> Message:
-        """Read, mutate a copy, compare-and-swap; retried on Conflict unless the caller pinned
-        a resourceVersion (then the Conflict is theirs)."""
+        """Mutate a copy of the object, compare-and-swap; retried on the current state when the
+        object changed, unless the caller pinned a resourceVersion (then the Conflict is
+        theirs). Starts from the watch cache's object (see the module docstring)."""
+        guess = await self._first_guess(kind, namespace, name)
         for _ in range(_CAS_RETRIES):
-            current = await self.read(kind, namespace, name)
-            if precondition_rv and precondition_rv != str(current.revision):
-                raise Conflict(_conflict(kind, name))
-            result = mutate(_copy(current.obj))
-            updated = await result if isinstance(result, Awaitable) else result
-            if updated.SerializeToString(deterministic=True) == current.obj.SerializeToString(
-                deterministic=True
-            ):
-                return current.obj  # no-op writes do not bump the resourceVersion, as upstream
+            state = guess.stored
             try:
-                if should_delete_during_update(current.obj, updated):
+                if precondition_rv and precondition_rv != str(state.revision):
+                    raise Conflict(_conflict(kind, name))
+                result = mutate(_copy(state.obj))
+                updated = await result if isinstance(result, Awaitable) else result
+            except Exception:
+                if guess.current:
+                    raise
+                # The guess may be stale: the error stands only if etcd still holds it.
+                guess = _Guess(await self.read(kind, namespace, name), current=True)
+                if guess.stored.revision == state.revision:
+                    raise
+                continue
+            if _same_stored(updated, state.obj):
+                # No-op writes do not bump the resourceVersion, as upstream; a stale guess
+                # is confirmed first (the write might not be a no-op on the current state).
+                if not guess.current:
+                    guess = _Guess(await self.read(kind, namespace, name), current=True)
+                    if not _same_stored(updated, guess.stored.obj):
+                        continue
+                return guess.stored.obj
+            try:
+                if should_delete_during_update(state.obj, updated):
                     # the last finalizer went: the object goes, the caller gets what it wrote
                     # (upstream deleteWithoutFinalizers)
                     log.debug("%s %s: last finalizer removed, deleted", kind.kind, name)
-                    return await self._remove(kind, updated, current.revision)
-                return await self._write(kind, updated, current.revision)
-            except Conflict:
-                if precondition_rv:
-                    raise
-                continue
+                    return await self._remove(kind, updated, state.revision)
+                return await self._write(kind, updated, state.revision)
+            except StaleRevision as e:
+                # The failed compare read the key: retry on that (a pinned resourceVersion
+                # no longer matches it, so the precondition above gives the Conflict).
+                guess = _Guess(self._stored(kind, e.current), current=True)
         raise Conflict(_conflict(kind, name) + ": too many concurrent writers")
 
     # ------------------------------------------------------------ namespaces
@@ -272,6 +318,8 @@ class Registry:
             rev = await self._store.delete(object_key(kind, meta.namespace, meta.name), revision)
         except NotFound:
             raise NotFound(_not_found(kind, meta.name)) from None
+        except StaleRevision as e:
+            raise StaleRevision(_conflict(kind, meta.name), e.current) from None
         except Conflict:
             raise Conflict(_conflict(kind, meta.name)) from None
         meta.resource_version = str(rev)
@@ -563,30 +611,42 @@ class Registry:
         options.validate()
         if kind is _NAMESPACE:
             return await self._delete_namespace(name, uid=uid, resource_version=resource_version)
+        # As guaranteed_update: from the watch cache's object, confirming on the current
+        # state an outcome a stale guess could have caused (upstream conditionalDelete).
+        guess = await self._first_guess(kind, namespace, name)
         for _ in range(_CAS_RETRIES):
-            current = await self.read(kind, namespace, name)
-            plan = plan_delete(current.obj, options, self._now())
+            current = guess.stored
             try:
-                if plan.outcome is Outcome.DELETE:
-                    rev = await self._store.delete(
-                        object_key(kind, namespace, name), current.revision
-                    )
-                    _meta(plan.obj).resource_version = str(rev)
-                    return plan.obj
-                if plan.outcome is Outcome.KEEP or plan.obj.SerializeToString(
-                    deterministic=True
-                ) == current.obj.SerializeToString(deterministic=True):
-                    return current.obj  # a graceful deletion is pending, or already marked
-                written = await self._write(kind, plan.obj, current.revision)
-                if plan.outcome is Outcome.UPDATE_AND_DELETE:
-                    return await self._delete_marked(kind, written, pinned=resource_version)
-                return written
-            except Conflict:
-                if resource_version is not None:
+                plan = plan_delete(current.obj, options, self._now())
+            except Exception:
+                if guess.current:
+                    raise
+                guess = _Guess(await self.read(kind, namespace, name), current=True)
+                if guess.stored.revision == current.revision:
                     raise
                 continue
-            except NotFound:
-                raise NotFound(_not_found(kind, name)) from None
+            if plan.outcome is Outcome.KEEP or (
+                plan.outcome is not Outcome.DELETE and _same_stored(plan.obj, current.obj)
+            ):
+                # a graceful deletion is pending, or already marked
+                if not guess.current:
+                    guess = _Guess(await self.read(kind, namespace, name), current=True)
+                    if guess.stored.revision != current.revision:
+                        continue
+                return guess.stored.obj
+            try:
+                if plan.outcome is Outcome.DELETE:
+                    # (a copy: the guess may be the watch cache's object)
+                    return await self._remove(kind, _copy(plan.obj), current.revision)
+                written = await self._write(kind, plan.obj, current.revision)
+            except StaleRevision as e:
+                # retried on what the failed compare read (a pinned resourceVersion then
+                # fails its precondition in plan_delete)
+                guess = _Guess(self._stored(kind, e.current), current=True)
+                continue
+            if plan.outcome is Outcome.UPDATE_AND_DELETE:
+                return await self._delete_marked(kind, written, pinned=resource_version)
+            return written
         raise Conflict(_conflict(kind, name))
 
     async def _delete_marked(self, kind: Kind, marked: Message, *, pinned: str | None) -> Message:
@@ -601,13 +661,10 @@ class Registry:
                 return await self._remove(kind, marked, revision)
             except NotFound:
                 return marked
-            except Conflict:
+            except StaleRevision as e:
                 if pinned is not None:
                     raise
-            try:
-                current = await self.read(kind, meta.namespace, meta.name)
-            except NotFound:
-                return marked
+                current = self._stored(kind, e.current)  # what the failed compare read
             if _meta(current.obj).uid != meta.uid:
                 return marked
             marked, revision = current.obj, current.revision
@@ -631,17 +688,14 @@ class Registry:
         # The binding's uid and resourceVersion are storage preconditions, as upstream's
         # BindingREST: a pod deleted and re-created under the same name is never bound to
         # the node chosen for the old one.
+        # (In the mutation: on a stale guess from the watch cache they are confirmed on the
+        # current pod before a Conflict is returned, as upstream's storage preconditions.)
         uid = binding.metadata.uid
         pinned = binding.metadata.resource_version
-        if pinned:
-            stored = await self.read(_POD, namespace, name)
-            assert isinstance(stored.obj, types_pb2.Pod)
-            stored.obj.metadata.resource_version = str(stored.revision)
-            check_binding_preconditions(stored.obj, uid=uid, resource_version=pinned)
 
         def mutate(obj: Message) -> Message:
             assert isinstance(obj, types_pb2.Pod)
-            check_binding_preconditions(obj, uid=uid, resource_version="")
+            check_binding_preconditions(obj, uid=uid, resource_version=pinned)
             check_bindable(obj)
             obj.spec.node_name = node
             for k, v in binding.metadata.annotations.items():
@@ -651,7 +705,7 @@ class Registry:
             set_pod_condition(obj, "PodScheduled", "True", now=self._now())
             return obj
 
-        await self.guaranteed_update(_POD, namespace, name, mutate, precondition_rv=pinned)
+        await self.guaranteed_update(_POD, namespace, name, mutate)
 
     # ------------------------------------------------------------ pods/resize
 
@@ -704,6 +758,18 @@ def set_pod_condition(
             return
     c = pod.status.conditions.add(type=ctype, status=status, reason=reason, message=message)
     c.last_transition_time.CopyFrom(convert.timestamp(now))
+
+
+def _same_stored(a: Message, b: Message) -> bool:
+    """Whether `a` and `b` store the same bytes (resourceVersion aside: etcd's mod revision
+    is, as upstream compares the data it would write with the data it read)."""
+    ma, mb = _meta(a), _meta(b)
+    rva, rvb = ma.resource_version, mb.resource_version
+    ma.resource_version = mb.resource_version = ""
+    try:
+        return a.SerializeToString(deterministic=True) == b.SerializeToString(deterministic=True)
+    finally:
+        ma.resource_version, mb.resource_version = rva, rvb
 
 
 def _not_found(kind: Kind, name: str) -> str:

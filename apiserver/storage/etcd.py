@@ -66,6 +66,16 @@ class RangeResult:
     more: bool
 
 
+class StaleRevision(Conflict):
+    """A compare-and-swap on a key that changed since the expected revision. `current` is the
+    key as the failed transaction read it (its failure branch), so that the caller's retry
+    needs no read of its own (upstream etcd3 store's OpGet in the Else of its Txn)."""
+
+    def __init__(self, message: str, current: KeyValue) -> None:
+        super().__init__(message)
+        self.current = current
+
+
 def prefix_end(prefix: bytes) -> bytes:
     """The range end that covers every key starting with `prefix`."""
     end = bytearray(prefix)
@@ -86,6 +96,16 @@ def _translate(err: grpc.aio.AioRpcError, what: str) -> Exception:
     if "future revision" in details:
         return Unavailable(f"etcd has not reached the requested revision yet: {details}")
     return InternalError(f"etcd {what} failed: {code.name}: {details}")
+
+
+def _raise_failed(key: str, resp: Any) -> None:
+    """A compare-and-swap Txn that failed: its failure branch read the key."""
+    kvs = resp.responses[0].response_range.kvs
+    if not kvs:
+        raise NotFound(f"key {key} not found")
+    kv = kvs[0]
+    current = KeyValue(key, kv.value, int(kv.mod_revision), int(kv.create_revision))
+    raise StaleRevision(f"key {key} was modified", current)
 
 
 class EtcdStore:
@@ -179,8 +199,8 @@ class EtcdStore:
     async def update(self, key: str, value: bytes, expected_revision: int) -> int:
         """Compare-and-swap on the mod revision; returns the new revision.
 
-        Raises NotFound when the key is gone and Conflict when it changed since
-        `expected_revision`.
+        Raises NotFound when the key is gone and StaleRevision (a Conflict carrying the key
+        as it now is) when it changed since `expected_revision`.
         """
         k = key.encode()
         req = rpc.TxnRequest(
@@ -190,17 +210,16 @@ class EtcdStore:
                 )
             ],
             success=[rpc.RequestOp(request_put=rpc.PutRequest(key=k, value=value))],
-            failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=k, keys_only=True))],
+            failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=k))],
         )
         resp = await self._call("update", self._kv.Txn, req)
         if not resp.succeeded:
-            if not resp.responses[0].response_range.kvs:
-                raise NotFound(f"key {key} not found")
-            raise Conflict(f"key {key} was modified")
+            _raise_failed(key, resp)
         return int(resp.header.revision)
 
     async def delete(self, key: str, expected_revision: int) -> int:
-        """Deletes `key` if it is still at `expected_revision`; returns the new revision."""
+        """Deletes `key` if it is still at `expected_revision`; returns the new revision.
+        NotFound and StaleRevision as `update`."""
         k = key.encode()
         req = rpc.TxnRequest(
             compare=[
@@ -209,13 +228,11 @@ class EtcdStore:
                 )
             ],
             success=[rpc.RequestOp(request_delete_range=rpc.DeleteRangeRequest(key=k))],
-            failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=k, keys_only=True))],
+            failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=k))],
         )
         resp = await self._call("delete", self._kv.Txn, req)
         if not resp.succeeded:
-            if not resp.responses[0].response_range.kvs:
-                raise NotFound(f"key {key} not found")
-            raise Conflict(f"key {key} was modified")
+            _raise_failed(key, resp)
         return int(resp.header.revision)
 
     async def compact(self, revision: int) -> None:
