@@ -251,10 +251,11 @@ class Registry:
                 continue
             if _same_stored(updated, state.obj):
                 # No-op writes do not bump the resourceVersion, as upstream; a stale guess
-                # is confirmed first (the write might not be a no-op on the current state).
+                # is confirmed first: when the object moved, the mutation runs again on the
+                # current state (it might not be a no-op there).
                 if not guess.current:
                     guess = _Guess(await self.read(kind, namespace, name), current=True)
-                    if not _same_stored(updated, guess.stored.obj):
+                    if guess.stored.revision != state.revision:
                         continue
                 return guess.stored.obj
             try:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from aetcd import rpc
+from google.protobuf.message import Message
 
 from apiserver.server.dry_run import DryRunStore
 from apiserver.server.registry import Registry, object_key
@@ -239,6 +240,28 @@ async def test_a_no_op_on_a_stale_guess_is_confirmed_and_written_when_it_is_not_
     await _relabel(env, "1")
     assert env.ops() == [("range", True), ("update", True)]
     assert env.stored_pod().metadata.labels["a"] == "1"
+
+
+async def test_a_no_op_on_a_stale_guess_runs_the_mutation_again_when_the_object_moved() -> None:
+    env = Env()
+    await env.start(_pod(a="1"))
+    # Another writer rewrites the same content at a new revision; the cache has not seen it.
+    await _relabel(env, "2")
+    await _relabel(env, "1")
+    env.store.calls.clear()
+    seen: list[str] = []
+
+    def mutate(obj: Message) -> Message:
+        assert isinstance(obj, types_pb2.Pod)
+        seen.append(obj.metadata.resource_version)
+        return obj
+
+    out = await env.registry.guaranteed_update(BY_KIND["Pod"], "default", "p", mutate)
+    # the no-op on the cached pod is confirmed by one read; the object moved, so the
+    # mutation runs again on what was read (as upstream's refresh-and-continue)
+    assert env.ops() == [("range", True)]
+    assert len(seen) == 2 and seen[0] != seen[1]
+    assert out.metadata.resource_version == seen[1]  # type: ignore[attr-defined]
 
 
 async def test_a_no_op_on_a_current_guess_writes_nothing_after_one_read() -> None:
