@@ -229,6 +229,7 @@ class CpuMeter:
         self._clock = clock
         self._start: dict[str, float | None] = {}
         self._t0 = 0.0
+        self.wall = math.nan  # seconds between the last start() and stop()
 
     def start(self) -> None:
         self._t0 = self._clock()
@@ -236,6 +237,7 @@ class CpuMeter:
 
     def stop(self) -> dict[str, float]:
         wall = self._clock() - self._t0
+        self.wall = wall
         out: dict[str, float] = {}
         for name, pid in self.pids.items():
             before, after = self._start.get(name), _cpu(pid)
@@ -244,6 +246,24 @@ class CpuMeter:
             else:
                 out[name] = (after - before) / wall
         return out
+
+
+def cpu_ms_per_item(cores: dict[str, float], wall: float, items: int) -> dict[str, float]:
+    """CPU milliseconds each process spent per item (pod, preemptor) over a span of `wall`
+    seconds in which it used `cores`: what one item costs each process."""
+    if items <= 0 or math.isnan(wall) or wall <= 0:
+        return {name: math.nan for name in cores}
+    return {name: c * wall * 1000 / items for name, c in cores.items()}
+
+
+def cpu_ceiling(ms_per_item: dict[str, float], cpus: int | None) -> float:
+    """Items/s at which the processes' CPU per item (`cpu_ms_per_item`) would keep every one of
+    the host's `cpus` cores busy: no run of that work can go faster on this host. NaN when a
+    process's figure is missing."""
+    total = math.fsum(ms_per_item.values())
+    if not ms_per_item or math.isnan(total) or total <= 0 or not cpus:
+        return math.nan
+    return cpus * 1000 / total
 
 
 def _cpu(pid: int | None) -> float | None:

@@ -69,6 +69,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from bench.common import (
     Clock,
     CpuMeter,
+    cpu_ceiling,
+    cpu_ms_per_item,
     fmt,
     format_table,
     jsonable,
@@ -584,8 +586,12 @@ class Result:
     preemption_baseline_pods: int = 0  # preemptors
     preemption_baseline_victims: int = 0  # per preemptor
     preemption_baseline_events_dropped: int = 0  # by its event writer, its queue full
-    # CPU (cores) of each process over the preemption API baseline's timed part.
+    # CPU (cores) of each process over the preemption API baseline's timed part, the CPU
+    # milliseconds each spent per preemptor, and the preemptors/s at which that CPU would use
+    # every core of the host (bench.common.cpu_ceiling): no scheduler can go faster here.
     preemption_baseline_cpu_cores: dict[str, float] = field(default_factory=dict)
+    preemption_baseline_cpu_ms_per_pod: dict[str, float] = field(default_factory=dict)
+    preemption_baseline_cpu_ceiling: float = math.nan
     # created_to_bound / the preemption API baseline when measured, else / the bind-only one.
     scheduler_to_limit: float = math.nan
     throughput: ThroughputStats = field(
@@ -610,6 +616,10 @@ class Result:
     # The baseline's calls ("verb resource" for pods and events), when measured.
     baseline_api_calls: dict[str, float] = field(default_factory=dict)
     cpu_cores: dict[str, float] = field(default_factory=dict)
+    # CPU milliseconds of each process per measured pod over the phase, and the pods/s at which
+    # that CPU would use every core of the host.
+    cpu_ms_per_pod: dict[str, float] = field(default_factory=dict)
+    cpu_ceiling: float = math.nan
     rss_kib: dict[str, int | None] = field(default_factory=dict)
     watch_events: int = 0
     load_avg_start: list[float] = field(default_factory=list)
@@ -817,6 +827,8 @@ class Runner:
             await tracker.wait_op(index, self.opts.timeout)
             r.cpu_cores = meter.stop()
             tg.cancel_scope.cancel()
+        r.cpu_ms_per_pod = cpu_ms_per_item(r.cpu_cores, meter.wall, len(pods))
+        r.cpu_ceiling = cpu_ceiling(r.cpu_ms_per_pod, os.cpu_count())
         times = tracker.bound_at[index]
         end = max(times, default=start)
         r.phase_seconds = end - start
@@ -949,6 +961,12 @@ class Runner:
                 tg.cancel_scope.cancel()
         finally:
             events_log.setLevel(level)
+        r.preemption_baseline_cpu_ms_per_pod = cpu_ms_per_item(
+            r.preemption_baseline_cpu_cores, meter.wall, len(plan.preemptors)
+        )
+        r.preemption_baseline_cpu_ceiling = cpu_ceiling(
+            r.preemption_baseline_cpu_ms_per_pod, os.cpu_count()
+        )
         r.preemption_baseline_events_dropped = writer.dropped
         after = parse_metrics(await anyio.to_thread.run_sync(scrape, apiserver))
         r.baseline_api_calls = api_calls(before, after, BASELINE_RESOURCES)
@@ -1405,11 +1423,21 @@ def render(results: Sequence[Result]) -> str:
     row("pod PATCHes / measured pod", (fmt(r.pod_patches_per_pod, 2) for r in rs))
     for name in ("scheduler", "apiserver", "etcd", "bench"):
         row(f"cpu {name} cores", (fmt(r.cpu_cores.get(name), 2) for r in rs))
+    for name in ("scheduler", "apiserver", "etcd", "bench"):
+        row(f"cpu {name} ms / measured pod", (fmt(r.cpu_ms_per_pod.get(name), 2) for r in rs))
+    row(f"CPU ceiling on {os.cpu_count()} cpus pods/s", (fmt(r.cpu_ceiling, 1) for r in rs))
     if any(r.preemption_baseline_cpu_cores for r in rs):
         for name in ("scheduler", "apiserver", "etcd", "bench"):
             row(f"  preemption API baseline: cpu {name}", (
                 fmt(r.preemption_baseline_cpu_cores.get(name), 2) for r in rs
             ))  # fmt: skip
+        for name in ("scheduler", "apiserver", "etcd", "bench"):
+            row(f"  preemption API baseline: cpu {name} ms / preemptor", (
+                fmt(r.preemption_baseline_cpu_ms_per_pod.get(name), 2) for r in rs
+            ))  # fmt: skip
+        row(f"  preemption API baseline: CPU ceiling on {os.cpu_count()} cpus", (
+            fmt(r.preemption_baseline_cpu_ceiling, 1) for r in rs
+        ))  # fmt: skip
     for name in ("scheduler", "apiserver", "etcd"):
         row(f"rss {name} MiB", (_mib(r.rss_kib.get(name)) for r in rs))
     row(

@@ -6,6 +6,7 @@ window, text templates rendered per object, a threshold and a not-modelled gate.
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,13 @@ def test_preemptionbasic_measures_its_preemption_api_baseline(tmp_path: Path) ->
     assert result.preemption_api_baseline > 0
     assert result.scheduler_to_limit == result.created_to_bound / result.preemption_api_baseline
     assert math.isnan(result.bind_only_baseline)
+    # Each process's CPU per preemptor, in the phase and in the baseline; the apiserver did
+    # work in both, and the ceiling is the rate at which that CPU fills the host's cores.
+    for per_pod, ceiling in (
+        (result.cpu_ms_per_pod, result.cpu_ceiling),
+        (result.preemption_baseline_cpu_ms_per_pod, result.preemption_baseline_cpu_ceiling),
+    ):
+        assert set(per_pod) == {"scheduler", "apiserver", "etcd", "bench"}
+        assert per_pod["apiserver"] > 0
+        cpus = os.cpu_count() or 1
+        assert ceiling == pytest.approx(cpus * 1000 / math.fsum(per_pod.values()))

@@ -16,6 +16,8 @@ from bench import watchers
 from bench.apiserver import Report, Row, WatchReport, add_ratios, render
 from bench.common import (
     CpuMeter,
+    cpu_ceiling,
+    cpu_ms_per_item,
     LatencyStats,
     bench_main,
     fmt,
@@ -153,6 +155,25 @@ def test_cpu_meter_reads_this_process() -> None:
     cores = meter.stop()
     assert cores["self"] >= 0.0
     assert math.isnan(cores["gone"])
+    assert meter.wall == 2.0
+
+
+def test_cpu_ms_per_item_is_each_process_cpu_time_over_the_items() -> None:
+    # 0.5 cores for 4 s over 100 pods: 2 cpu s, 20 ms a pod.
+    per = cpu_ms_per_item({"apiserver": 0.5, "etcd": 0.25}, 4.0, 100)
+    assert per == pytest.approx({"apiserver": 20.0, "etcd": 10.0})
+    assert all(math.isnan(v) for v in cpu_ms_per_item({"a": 0.5}, 4.0, 0).values())
+    assert all(math.isnan(v) for v in cpu_ms_per_item({"a": 0.5}, math.nan, 10).values())
+
+
+def test_cpu_ceiling_is_the_rate_that_keeps_every_core_busy() -> None:
+    # 20 + 5 ms of CPU per pod: 2 cores do 2000 ms/s, 80 pods/s.
+    assert cpu_ceiling({"apiserver": 20.0, "etcd": 5.0}, 2) == pytest.approx(80.0)
+    assert cpu_ceiling({"apiserver": 20.0, "etcd": 5.0}, 1) == pytest.approx(40.0)
+    # A missing figure makes the ceiling unknown, not higher.
+    assert math.isnan(cpu_ceiling({"apiserver": 20.0, "etcd": math.nan}, 2))
+    assert math.isnan(cpu_ceiling({}, 2))
+    assert math.isnan(cpu_ceiling({"a": 1.0}, None))
 
 
 def test_format_table_aligns_columns() -> None:
