@@ -16,10 +16,10 @@ from bench import watchers
 from bench.apiserver import Report, Row, WatchReport, add_ratios, render
 from bench.common import (
     CpuMeter,
-    cpu_ceiling,
-    cpu_ms_per_item,
     LatencyStats,
     bench_main,
+    cpu_ceiling,
+    cpu_ms_per_item,
     fmt,
     format_table,
     jsonable,
