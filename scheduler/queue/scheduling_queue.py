@@ -649,14 +649,23 @@ class PriorityQueue:
         self._hinted_plugins[key] = plugins
         return plugins
 
-    def _cannot_move(self, qpi: QueuedPodInfo, event: ClusterEvent) -> bool:
+    def _cannot_move(
+        self,
+        qpi: QueuedPodInfo,
+        event: ClusterEvent,
+        hinted_by_profile: dict[str, frozenset[str] | None],
+    ) -> bool:
         """A pod `_is_pod_worth_requeuing` would SKIP without running a hint: rejected, by
         plugins none of which has a hint for the (non-wildcard) event. Checked first on every
-        pool pod an event visits."""
+        pool pod an event visits; `hinted_by_profile` is the walk's memo of `_hinted`."""
         unschedulable, pending = qpi.unschedulable_plugins, qpi.pending_plugins
-        if not (unschedulable or pending) or _is_wildcard(event):
+        if not (unschedulable or pending):
             return False
-        hinted = self._hinted(qpi.pod.spec.scheduler_name, event)
+        profile = qpi.pod.spec.scheduler_name
+        try:
+            hinted = hinted_by_profile[profile]
+        except KeyError:
+            hinted = hinted_by_profile[profile] = self._hinted(profile, event)
         return (
             hinted is not None and unschedulable.isdisjoint(hinted) and pending.isdisjoint(hinted)
         )
@@ -724,10 +733,12 @@ class PriorityQueue:
         if not self._is_event_of_interest(event):
             return
         label = str(event)
+        skip_unhinted = self.skip_unhinted and not _is_wildcard(event)
+        hinted_by_profile: dict[str, frozenset[str] | None] = {}
         for qpi in pods:
             if qpi.gated and not self._gating_plugin_interested(qpi, event):
                 continue
-            if self.skip_unhinted and self._cannot_move(qpi, event):
+            if skip_unhinted and self._cannot_move(qpi, event, hinted_by_profile):
                 continue
             strategy = self._is_pod_worth_requeuing(qpi, event, old_obj, new_obj)
             if strategy == _Strategy.SKIP:
