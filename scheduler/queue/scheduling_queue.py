@@ -772,10 +772,15 @@ class PriorityQueue:
         """Pool pods whose required pod affinity `pod` matches, or that PodTopologySpread
         rejected in its namespace (upstream getUnschedulablePodsWithCrossTopologyTerm)."""
         out: list[QueuedPodInfo] = []
+        namespace: str | None = None  # read once, if some pod needs it
         for qpi in self._unschedulable.values():
-            if (
-                POD_TOPOLOGY_SPREAD in qpi.unschedulable_plugins
-                and qpi.pod.metadata.namespace == pod.metadata.namespace
-            ) or any(t.matches(pod) for t in qpi.pod_info.required_affinity_terms):
+            if POD_TOPOLOGY_SPREAD in qpi.unschedulable_plugins:
+                if namespace is None:
+                    namespace = pod.metadata.namespace
+                if qpi.pod.metadata.namespace == namespace:
+                    out.append(qpi)
+                    continue
+            terms = qpi.pod_info.required_affinity_terms
+            if terms and any(t.matches(pod) for t in terms):
                 out.append(qpi)
         return out
