@@ -30,7 +30,6 @@ from typing import Protocol
 
 from kemu.api.v1 import types_pb2
 from kemu.client.informer import FuncHandler, Informer
-from kemu.machinery.resources import is_pod_resize_infeasible
 from kemu.scheduling.deferred import is_deferred_resize_pod
 from kemu.scheduling.events import (
     ASSIGNED_POD_DELETE,
@@ -42,6 +41,7 @@ from kemu.scheduling.events import (
 from kemu.scheduling.types import pod_key, pod_priority, pod_requests
 from scheduler.cache.cache import CacheError
 from scheduler.cache.interface import SchedulerCache
+from scheduler.cache.pod_info import same_requests_inputs
 from scheduler.queue.interface import SchedulingQueue
 from scheduler.queue.pod_events import has_nominated_node_name_changed, le_priority_pre_check
 
@@ -93,7 +93,7 @@ def pod_update_action(old: types_pb2.Pod, new: types_pb2.Pod) -> ActionType:
 
 
 def _requests_went_down(old: types_pb2.Pod, new: types_pb2.Pod) -> bool:
-    if _same_requests_inputs(old, new):
+    if same_requests_inputs(old, new):
         return False  # equal inputs, equal requests: most updates (conditions, phase, NNN)
     return requests_went_down_computed(old, new)
 
@@ -107,22 +107,6 @@ def requests_went_down_computed(old: types_pb2.Pod, new: types_pb2.Pod) -> bool:
         or after.memory < before.memory
         or after.ephemeral_storage < before.ephemeral_storage
         or any(after.scalar.get(k, 0) < v for k, v in before.scalar.items())
-    )
-
-
-def _same_requests_inputs(old: types_pb2.Pod, new: types_pb2.Pod) -> bool:
-    """Whether everything pod_requests reads is equal in both: the containers, init
-    containers, overhead and pod-level resources of the spec, the container statuses (their
-    allocated and actual resources) and whether a resize is Infeasible (the conditions)."""
-    o, n = old.spec, new.spec
-    return (
-        o.containers == n.containers
-        and o.init_containers == n.init_containers
-        and o.overhead == n.overhead
-        and o.resources == n.resources
-        and old.status.container_statuses == new.status.container_statuses
-        and old.status.init_container_statuses == new.status.init_container_statuses
-        and is_pod_resize_infeasible(old) == is_pod_resize_infeasible(new)
     )
 
 

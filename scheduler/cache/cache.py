@@ -44,6 +44,7 @@ from kemu.component.clock import Clock
 from kemu.scheduling.node_tree import NodeTree
 from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.types import NodeInfo, PodInfo, pod_key
+from scheduler.cache.pod_info import refreshed_pod_info
 
 log = logging.getLogger(__name__)
 
@@ -68,10 +69,12 @@ class CacheError(Exception):
 
 
 class _PodState:
-    __slots__ = ("binding_finished", "deadline", "pod")
+    __slots__ = ("binding_finished", "deadline", "pod", "pod_info")
 
-    def __init__(self, pod: types_pb2.Pod) -> None:
+    def __init__(self, pod: types_pb2.Pod, pod_info: PodInfo) -> None:
         self.pod = pod
+        # The PodInfo counted on the pod's node (an update reuses what it computed).
+        self.pod_info = pod_info
         # Monotonic time after which an assumed pod expires; set by finish_binding.
         self.deadline: float | None = None
         self.binding_finished = False
@@ -262,8 +265,10 @@ class Cache:
         self._add_pod(pod)
 
     def update_pod(self, old: types_pb2.Pod, new: types_pb2.Pod) -> None:
-        """An assigned pod changed (labels, status, an in-place resize): its PodInfo is
-        recomputed, so what it counts on its node follows reference §2.2."""
+        """An assigned pod changed (labels, status, an in-place resize): it is counted again
+        as the new object, its PodInfo recomputed (reference §2.2) unless the update changed
+        nothing it is computed from (scheduler.cache.pod_info: then the previous PodInfo's
+        values are reused, equal to what recomputing gives)."""
         uid = old.metadata.uid
         ps = self._pod_states.get(uid)
         if ps is None:
@@ -279,8 +284,9 @@ class Cache:
                 new.spec.node_name,
                 ps.pod.spec.node_name,
             )
+        pi = refreshed_pod_info(ps.pod_info, new, self.pod_info)
         self._remove_pod(ps.pod)
-        self._add_pod(new)
+        self._add_pod(new, pi)
 
     def remove_pod(self, pod: types_pb2.Pod) -> None:
         """The pod was deleted (or is no longer assigned). Removes what the cache holds for its
@@ -305,17 +311,19 @@ class Cache:
         ps = self._pod_states.get(pod.metadata.uid)
         return ps.pod if ps is not None else None
 
-    def _add_pod(self, pod: types_pb2.Pod) -> None:
+    def _add_pod(self, pod: types_pb2.Pod, pi: PodInfo | None = None) -> None:
+        """Counts `pod` on its node, as `pi` (its PodInfo; computed when None)."""
         name = pod.spec.node_name
         ni = self._nodes.get(name)
         if ni is None:
             # The pod's node has not been seen yet: a NodeInfo without a node holds its pods.
             ni = self._nodes[name] = NodeInfo()
-        pi = self.pod_info(pod)
+        if pi is None:
+            pi = self.pod_info(pod)
         ni.add_pod_info(pi)
         self._nodes.move_to_end(name)
         # Keyed by the PodInfo's uid string: every read of pod.metadata.uid makes a new one.
-        self._pod_states[pi.uid] = _PodState(pod)
+        self._pod_states[pi.uid] = _PodState(pod, pi)
 
     def _remove_pod(self, pod: types_pb2.Pod) -> None:
         """Removes `pod` (the cache's own object for it) from its node and from the states."""

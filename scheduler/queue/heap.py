@@ -16,12 +16,15 @@ T = TypeVar("T")
 class KeyedHeap(Generic[T]):
     """Items ordered by `less` (the head is the item no other is less than), one per key."""
 
-    __slots__ = ("_index", "_items", "_key", "_less")
+    __slots__ = ("_index", "_items", "_key", "_keys", "_less")
 
     def __init__(self, key: Callable[[T], str], less: Callable[[T, T], bool]) -> None:
         self._key = key
         self._less = less
         self._items: list[T] = []
+        # Each item's key, at the item's position: a swap moves keys, never computes them
+        # (a pod's key is a new string each time it is asked for).
+        self._keys: list[str] = []
         self._index: dict[str, int] = {}
 
     def __len__(self) -> int:
@@ -47,6 +50,7 @@ class KeyedHeap(Generic[T]):
         i = self._index.get(key)
         if i is None:
             self._items.append(item)
+            self._keys.append(key)
             self._index[key] = len(self._items) - 1
             self._up(len(self._items) - 1)
         else:
@@ -69,7 +73,7 @@ class KeyedHeap(Generic[T]):
         if i != last:
             self._swap(i, last)
         item = self._items.pop()
-        del self._index[self._key(item)]
+        del self._index[self._keys.pop()]
         if i < len(self._items):
             self._fix(i)
         return item
@@ -79,10 +83,11 @@ class KeyedHeap(Generic[T]):
             self._up(i)
 
     def _swap(self, i: int, j: int) -> None:
-        items = self._items
+        items, keys = self._items, self._keys
         items[i], items[j] = items[j], items[i]
-        self._index[self._key(items[i])] = i
-        self._index[self._key(items[j])] = j
+        keys[i], keys[j] = keys[j], keys[i]
+        self._index[keys[i]] = i
+        self._index[keys[j]] = j
 
     def _up(self, i: int) -> None:
         while i > 0:

@@ -13,6 +13,7 @@ from typing import Final
 from kemu.api.v1 import types_pb2
 from kemu.scheduling.events import ActionType, ClusterEvent, EventResource
 from kemu.scheduling.types import pod_priority, pod_requests
+from scheduler.cache.pod_info import same_requests_inputs
 
 # Labels of queue moves that are not cluster events (for queue_incoming_pods_total{event}).
 SCHEDULE_ATTEMPT_FAILURE: Final = "ScheduleAttemptFailure"
@@ -53,6 +54,8 @@ def pod_event(resource: EventResource, action: ActionType) -> ClusterEvent:
 
 
 def _is_scaled_down(new: types_pb2.Pod, old: types_pb2.Pod, in_place_resize: bool) -> bool:
+    if same_requests_inputs(old, new):
+        return False  # equal inputs, equal requests: most updates (conditions, NNN, phase)
     new_req, _ = pod_requests(new, in_place_resize=in_place_resize)
     old_req, _ = pod_requests(old, in_place_resize=in_place_resize)
     return any(new_req.get(name) < old_req.get(name) for name in old_req.names())

@@ -48,6 +48,7 @@ from kemu.scheduling.interface import QueuedPodInfo
 from kemu.scheduling.nominator import Nominator, PodLister
 from kemu.scheduling.status import SUCCESS, Status
 from kemu.scheduling.types import PodInfo, pod_key
+from scheduler.cache.pod_info import refreshed_pod_info
 from scheduler.queue.active_queue import InFlightTracker
 from scheduler.queue.backoff_queue import BackoffQueue
 from scheduler.queue.heap import KeyedHeap
@@ -118,6 +119,10 @@ def _key(qpi: QueuedPodInfo) -> str:
 class PriorityQueue:
     """The scheduler's queue of pending pods. Implements framework PodNominator."""
 
+    # Whether an event's pool walk passes over pods no hint of the event can move without
+    # per-pod work (`_cannot_move`); off only in tests comparing the outcomes with and without.
+    skip_unhinted: bool = True
+
     def __init__(
         self,
         *,
@@ -148,6 +153,12 @@ class PriorityQueue:
         self._of_interest: dict[ClusterEvent, bool] = {}
         self._hints_for: dict[tuple[str, ClusterEvent], list[QueueingHintFunction] | None] = {}
         self._gating_interest: dict[tuple[str, ClusterEvent], bool] = {}
+        # The plugins of a profile with a hint for an event: a pod rejected by none of them
+        # stays in the pool without per-pod work (None: a profile without a hint map).
+        self._hinted_plugins: dict[tuple[str, ClusterEvent], frozenset[str] | None] = {}
+        # Metric children by label values: `labels()` costs more than the increment.
+        self._incoming_children: dict[tuple[str, str], Any] = {}
+        self._unschedulable_children: dict[tuple[str, str], Any] = {}
         self._max_in_unschedulable = pod_max_in_unschedulable_pods_duration
         self._pop_from_backoff_q = pop_from_backoff_q
         self._pod_info_factory = pod_info_factory
@@ -192,14 +203,14 @@ class PriorityQueue:
         for heap_get in (self._active.get, self._backoff.get):
             qpi = heap_get(key)
             if qpi is not None:
-                qpi.pod_info = self._pod_info_factory(new)
+                qpi.pod_info = self._refreshed(qpi.pod_info, new)
                 if key in self._active:
                     self._active.add_or_update(qpi)
                 self.nominator.update_nominated_pod(old, qpi.pod_info)
                 return
         qpi = self._unschedulable.get(key)
         if qpi is not None:
-            qpi.pod_info = self._pod_info_factory(new)
+            qpi.pod_info = self._refreshed(qpi.pod_info, new)
             self.nominator.update_nominated_pod(old, qpi.pod_info)
             for event in events:
                 strategy = self._is_pod_worth_requeuing(qpi, event, old, new)
@@ -338,7 +349,7 @@ class PriorityQueue:
                 return
             latest = self._in_flight.latest(uid)
             if latest is not None and latest is not qpi.pod:
-                qpi.pod_info = self._pod_info_factory(latest)
+                qpi.pod_info = self._refreshed(qpi.pod_info, latest)
             qpi.timestamp = self._clock.monotonic()
             self._count_rejectors(qpi, +1)
             strategy = self._hint_for_in_flight_pod(qpi)
@@ -468,6 +479,11 @@ class PriorityQueue:
 
     # ------------------------------------------------------------ internals
 
+    def _refreshed(self, prev: PodInfo, pod: types_pb2.Pod) -> PodInfo:
+        """The PodInfo of an update of `prev.pod` (computed only if the update changed what
+        it is computed from)."""
+        return refreshed_pod_info(prev, pod, self._pod_info_factory)
+
     def _new_queued_pod_info(self, pod: types_pb2.Pod) -> QueuedPodInfo:
         return QueuedPodInfo(self._pod_info_factory(pod), self._clock.monotonic())
 
@@ -480,10 +496,18 @@ class PriorityQueue:
             self._wakeup = None
 
     def _incoming(self, queue: str, event: str) -> None:
-        if self._metrics is not None:
-            self._metrics.queue_incoming_pods.labels(queue, event).inc()
+        if self._metrics is None:
+            return
+        child = self._incoming_children.get((queue, event))
+        if child is None:
+            child = self._incoming_children[(queue, event)] = (
+                self._metrics.queue_incoming_pods.labels(queue, event)
+            )
+        child.inc()
 
-    def _run_pre_enqueue(self, qpi: QueuedPodInfo) -> None:
+    def _run_pre_enqueue(self, qpi: QueuedPodInfo, key: str | None = None) -> None:
+        if key is None:
+            key = _key(qpi)
         pre_enqueue = self._pre_enqueue
         if isinstance(pre_enqueue, Mapping):
             pre_enqueue = pre_enqueue.get(qpi.pod.spec.scheduler_name, _always_enqueue)
@@ -491,7 +515,7 @@ class PriorityQueue:
         if status.is_success():
             qpi.gated = False
             qpi.gating_plugin = ""
-            self._unschedulable.reindex(_key(qpi), qpi)
+            self._unschedulable.reindex(key, qpi)
             return
         plugin = status.plugin or "PreEnqueue"
         if plugin not in qpi.unschedulable_plugins and plugin not in qpi.pending_plugins:
@@ -499,11 +523,11 @@ class PriorityQueue:
         qpi.unschedulable_plugins.add(plugin)
         qpi.gated = True
         qpi.gating_plugin = plugin
-        self._unschedulable.reindex(_key(qpi), qpi)
+        self._unschedulable.reindex(key, qpi)
         if status.is_error():
-            logger.error("PreEnqueue of pod %s failed: %s", _key(qpi), status)
+            logger.error("PreEnqueue of pod %s failed: %s", key, status)
         else:
-            logger.debug("Pod %s is gated: %s", _key(qpi), status)
+            logger.debug("Pod %s is gated: %s", key, status)
 
     def _count_rejectors(self, qpi: QueuedPodInfo, delta: int) -> None:
         for plugin in qpi.unschedulable_plugins | qpi.pending_plugins:
@@ -512,28 +536,35 @@ class PriorityQueue:
     def _unschedulable_gauge(self, plugin: str, qpi: QueuedPodInfo, delta: int) -> None:
         if self._metrics is None:
             return
-        child = self._metrics.unschedulable_pods.labels(plugin, qpi.pod.spec.scheduler_name)
+        labels = (plugin, qpi.pod.spec.scheduler_name)
+        child = self._unschedulable_children.get(labels)
+        if child is None:
+            child = self._unschedulable_children[labels] = self._metrics.unschedulable_pods.labels(
+                *labels
+            )
         if delta > 0:
             child.inc(delta)
         else:
             child.dec(-delta)
 
-    def _add_to_unschedulable(self, qpi: QueuedPodInfo, event: str) -> None:
-        self._unschedulable.add(_key(qpi), qpi)
+    def _add_to_unschedulable(self, qpi: QueuedPodInfo, event: str, key: str | None = None) -> None:
+        self._unschedulable.add(_key(qpi) if key is None else key, qpi)
         self._incoming(UNSCHEDULABLE_Q, event)
 
     def _move_to_active_q(
-        self, qpi: QueuedPodInfo, event: str, *, from_backoff: bool = False
+        self, qpi: QueuedPodInfo, event: str, *, from_backoff: bool = False, key: str | None = None
     ) -> bool:
         """activeQ if PreEnqueue lets it (skipped for a pod leaving backoffQ when PreEnqueue ran
-        on its way in), else the pool, gated. True when it went to activeQ."""
+        on its way in), else the pool, gated. True when it went to activeQ. `key`: the pod's
+        key, if the caller has it."""
+        if key is None:
+            key = _key(qpi)
         if not (self._pop_from_backoff_q and from_backoff):
-            self._run_pre_enqueue(qpi)
-        key = _key(qpi)
+            self._run_pre_enqueue(qpi, key)
         if qpi.gated:
             if key not in self._active and key not in self._backoff:
                 if key not in self._unschedulable:
-                    self._add_to_unschedulable(qpi, event)
+                    self._add_to_unschedulable(qpi, event, key)
             return False
         if qpi.initial_attempt_timestamp is None:
             # Upstream starts the SLI clock when the pod first becomes schedulable.
@@ -547,14 +578,15 @@ class PriorityQueue:
         self._broadcast()
         return True
 
-    def _move_to_backoff_q(self, qpi: QueuedPodInfo, event: str) -> bool:
+    def _move_to_backoff_q(self, qpi: QueuedPodInfo, event: str, key: str | None = None) -> bool:
         """backoffQ (with PopFromBackoffQ, PreEnqueue runs here and may gate it instead)."""
-        key = _key(qpi)
+        if key is None:
+            key = _key(qpi)
         if self._pop_from_backoff_q:
-            self._run_pre_enqueue(qpi)
+            self._run_pre_enqueue(qpi, key)
             if qpi.gated:
                 if key not in self._unschedulable:
-                    self._add_to_unschedulable(qpi, event)
+                    self._add_to_unschedulable(qpi, event, key)
                 return False
         self._unschedulable.pop(key)
         self._backoff.add(qpi)
@@ -563,14 +595,18 @@ class PriorityQueue:
             self._broadcast()
         return True
 
-    def _requeue(self, qpi: QueuedPodInfo, strategy: _Strategy, event: str) -> str:
+    def _requeue(
+        self, qpi: QueuedPodInfo, strategy: _Strategy, event: str, key: str | None = None
+    ) -> str:
         """Puts the pod where `strategy` says; returns the queue it went to."""
+        if key is None:
+            key = _key(qpi)
         if strategy == _Strategy.SKIP:
-            self._add_to_unschedulable(qpi, event)
+            self._add_to_unschedulable(qpi, event, key)
             return UNSCHEDULABLE_Q
         if strategy == _Strategy.AFTER_BACKOFF and self._backoff.is_backing_off(qpi):
-            return BACKOFF_Q if self._move_to_backoff_q(qpi, event) else UNSCHEDULABLE_Q
-        return ACTIVE_Q if self._move_to_active_q(qpi, event) else UNSCHEDULABLE_Q
+            return BACKOFF_Q if self._move_to_backoff_q(qpi, event, key) else UNSCHEDULABLE_Q
+        return ACTIVE_Q if self._move_to_active_q(qpi, event, key=key) else UNSCHEDULABLE_Q
 
     def _is_event_of_interest(self, event: ClusterEvent) -> bool:
         known = self._of_interest.get(event)
@@ -600,6 +636,39 @@ class PriorityQueue:
         )
         self._hints_for[key] = fns
         return fns
+
+    def _hinted(self, profile: str, event: ClusterEvent) -> frozenset[str] | None:
+        """The plugins with a hint the profile runs for `event` (None: no hint map)."""
+        key = (profile, event)
+        try:
+            return self._hinted_plugins[key]
+        except KeyError:
+            pass
+        fns = self._hint_fns(profile, event)
+        plugins = None if fns is None else frozenset(fn.plugin_name for fn in fns)
+        self._hinted_plugins[key] = plugins
+        return plugins
+
+    def _cannot_move(
+        self,
+        qpi: QueuedPodInfo,
+        event: ClusterEvent,
+        hinted_by_profile: dict[str, frozenset[str] | None],
+    ) -> bool:
+        """A pod `_is_pod_worth_requeuing` would SKIP without running a hint: rejected, by
+        plugins none of which has a hint for the (non-wildcard) event. Checked first on every
+        pool pod an event visits; `hinted_by_profile` is the walk's memo of `_hinted`."""
+        unschedulable, pending = qpi.unschedulable_plugins, qpi.pending_plugins
+        if not (unschedulable or pending):
+            return False
+        profile = qpi.pod.spec.scheduler_name
+        try:
+            hinted = hinted_by_profile[profile]
+        except KeyError:
+            hinted = hinted_by_profile[profile] = self._hinted(profile, event)
+        return (
+            hinted is not None and unschedulable.isdisjoint(hinted) and pending.isdisjoint(hinted)
+        )
 
     def _is_pod_worth_requeuing(
         self, qpi: QueuedPodInfo, event: ClusterEvent, old_obj: Any, new_obj: Any
@@ -664,14 +733,19 @@ class PriorityQueue:
         if not self._is_event_of_interest(event):
             return
         label = str(event)
+        skip_unhinted = self.skip_unhinted and not _is_wildcard(event)
+        hinted_by_profile: dict[str, frozenset[str] | None] = {}
         for qpi in pods:
             if qpi.gated and not self._gating_plugin_interested(qpi, event):
+                continue
+            if skip_unhinted and self._cannot_move(qpi, event, hinted_by_profile):
                 continue
             strategy = self._is_pod_worth_requeuing(qpi, event, old_obj, new_obj)
             if strategy == _Strategy.SKIP:
                 continue
-            self._unschedulable.pop(_key(qpi))
-            self._requeue(qpi, strategy, label)
+            key = _key(qpi)
+            self._unschedulable.pop(key)
+            self._requeue(qpi, strategy, label, key)
         # A pod in flight may come back rejected; it must see this event then.
         self._in_flight.add_event(event, old_obj, new_obj)
 
@@ -698,10 +772,15 @@ class PriorityQueue:
         """Pool pods whose required pod affinity `pod` matches, or that PodTopologySpread
         rejected in its namespace (upstream getUnschedulablePodsWithCrossTopologyTerm)."""
         out: list[QueuedPodInfo] = []
+        namespace: str | None = None  # read once, if some pod needs it
         for qpi in self._unschedulable.values():
-            if (
-                POD_TOPOLOGY_SPREAD in qpi.unschedulable_plugins
-                and qpi.pod.metadata.namespace == pod.metadata.namespace
-            ) or any(t.matches(pod) for t in qpi.pod_info.required_affinity_terms):
+            if POD_TOPOLOGY_SPREAD in qpi.unschedulable_plugins:
+                if namespace is None:
+                    namespace = pod.metadata.namespace
+                if qpi.pod.metadata.namespace == namespace:
+                    out.append(qpi)
+                    continue
+            terms = qpi.pod_info.required_affinity_terms
+            if terms and any(t.matches(pod) for t in terms):
                 out.append(qpi)
         return out

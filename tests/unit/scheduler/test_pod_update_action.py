@@ -11,12 +11,13 @@ from kemu.api.v1 import types_pb2
 from kemu.scheduling.events import ActionType
 from kemu.scheduling.types import pod_requests
 from kemu.testing.builders import make_pod
+from scheduler.cache.pod_info import same_requests_inputs
 from scheduler.event_handlers import (
     _requests_went_down,
-    _same_requests_inputs,
     pod_update_action,
     requests_went_down_computed,
 )
+from scheduler.queue.pod_events import _is_scaled_down
 
 CPU = st.sampled_from(["", "100m", "200m"])
 
@@ -57,7 +58,15 @@ def test_scale_down_with_the_shortcut_is_the_computed_one(
     old: types_pb2.Pod, new: types_pb2.Pod
 ) -> None:
     assert _requests_went_down(old, new) == requests_went_down_computed(old, new)
-    if _same_requests_inputs(old, new):
+    # The queue's own scale-down test (unscheduled pods' updates) takes the same shortcut.
+    for in_place in (True, False):
+        computed_old, _ = pod_requests(old, in_place_resize=in_place)
+        computed_new, _ = pod_requests(new, in_place_resize=in_place)
+        computed = any(
+            computed_new.get(name) < computed_old.get(name) for name in computed_old.names()
+        )
+        assert _is_scaled_down(new, old, in_place) == computed
+    if same_requests_inputs(old, new):
         assert pod_requests(old) == pod_requests(new)
 
 
@@ -67,8 +76,8 @@ def test_an_update_of_conditions_only_is_not_a_scale_down() -> None:
     new.CopyFrom(old)
     c = new.status.conditions.add()
     c.type, c.status = "DisruptionTarget", "True"
-    assert _same_requests_inputs(old, new)
+    assert same_requests_inputs(old, new)
     assert pod_update_action(old, new) == ActionType.UPDATE_POD_OTHER
     new.spec.containers[0].resources.requests["cpu"] = "50m"
-    assert not _same_requests_inputs(old, new)
+    assert not same_requests_inputs(old, new)
     assert pod_update_action(old, new) & ActionType.UPDATE_POD_SCALE_DOWN

@@ -30,6 +30,8 @@ def test_pops_in_order_after_random_adds_updates_and_deletes() -> None:
             assert head[1] == min(reference.values()), f"seed {seed}"
             del reference[head[0]]
         assert len(heap) == len(reference), f"seed {seed}"
+        # Every key finds its item: the index follows the swaps.
+        assert all(heap.get(k) == (k, v) for k, v in reference.items()), f"seed {seed}"
     drained = [heap.pop()[1] for _ in range(len(heap))]
     assert drained == sorted(reference.values()), f"seed {seed}"
 

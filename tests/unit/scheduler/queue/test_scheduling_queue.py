@@ -419,6 +419,37 @@ async def test_assigned_pod_added_moves_only_pods_whose_affinity_it_matches() ->
     assert where(q, "wants-db") == "backoff" and where(q, "wants-web") == "unschedulable"
 
 
+async def test_assigned_pod_added_moves_spread_rejected_pods_of_its_namespace() -> None:
+    """upstream getUnschedulablePodsWithCrossTopologyTerm: PodTopologySpread's rejections in
+    the added pod's namespace, and pods whose required affinity the pod matches."""
+    q = new_queue(
+        FakeClock(),
+        queueing_hint_map=hints(
+            (ASSIGNED_POD_ADD, "PodTopologySpread", None),
+            (ASSIGNED_POD_ADD, "InterPodAffinity", None),
+        ),
+    )
+    here = make_pod("spread-here").uid("u1").scheduler_name(PROFILE).obj()
+    there = make_pod("spread-there").uid("u2").namespace("other").scheduler_name(PROFILE).obj()
+    both = (
+        make_pod("both")
+        .uid("u3")
+        .namespace("other")
+        .scheduler_name(PROFILE)
+        .affinity({"app": "db"}, "zone")
+        .obj()
+    )
+    await fail(q, here, "PodTopologySpread")
+    await fail(q, there, "PodTopologySpread")
+    await fail(q, both, "PodTopologySpread", "InterPodAffinity")
+    q.assigned_pod_added(make_pod("db").label("app", "db").node("n1").obj())
+    assert where(q, "spread-here") == "backoff"
+    assert where(q, "spread-there") == "unschedulable"
+    assert where(q, "both") == "unschedulable"  # its term's scope is its own namespace
+    q.assigned_pod_added(make_pod("db2").namespace("other").label("app", "db").node("n1").obj())
+    assert where(q, "spread-there") == "backoff" and where(q, "both") == "backoff"
+
+
 async def test_assigned_pod_scale_down_moves_pods_rejected_for_resources() -> None:
     scale_down = ClusterEvent(EventResource.ASSIGNED_POD, ActionType.UPDATE_POD_SCALE_DOWN)
     q = new_queue(FakeClock(), queueing_hint_map=hints((scale_down, FIT, None)))
