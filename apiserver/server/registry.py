@@ -17,6 +17,7 @@ etcd, before it is returned.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import logging
 import secrets
@@ -27,6 +28,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
+from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 
 from apiserver.server import admission, services
@@ -543,11 +545,15 @@ class Registry:
             pinned = str(meta_patch["resourceVersion"])
 
         def mutate(current: Message) -> Message:
-            patched_dict = patches.apply(patch_type, convert.to_dict(current), patch, kind)
             if unknown is not None:
                 unknown.found.clear()  # this attempt's (the loop may retry)
             try:
-                patched = convert.from_dict(kind, patched_dict, unknown)
+                if patch_type == patches.MERGE and subresource == "status":
+                    # (the status strategy takes every other field from `current`)
+                    patched = merge_patched(kind, current, patch, unknown)
+                else:
+                    patched_dict = patches.apply(patch_type, convert.to_dict(current), patch, kind)
+                    patched = convert.from_dict(kind, patched_dict, unknown)
             except Invalid as e:
                 raise Invalid(f"the patch is invalid: {e.message}", e.causes) from None
             _meta(patched).resource_version = _meta(current).resource_version
@@ -759,6 +765,66 @@ def set_pod_condition(
             return
     c = pod.status.conditions.add(type=ctype, status=status, reason=reason, message=message)
     c.last_transition_time.CopyFrom(convert.timestamp(now))
+
+
+@functools.cache
+def _patchable_fields(desc: Descriptor) -> dict[str, str]:
+    """The top-level fields of a kind that a merge patch can rewrite one at a time: JSON name
+    to field name of each singular field of a plain message type (metadata, spec, status)."""
+    out = {}
+    for fd in sorted(desc.fields, key=lambda fd: fd.number):
+        sub = fd.message_type
+        if (
+            sub is None
+            or fd.is_repeated
+            or sub.full_name in ("google.protobuf.Timestamp", "kemu.api.v1.IntOrString")
+        ):
+            continue
+        out[fd.json_name] = fd.name
+    return out
+
+
+def merge_patched(
+    kind: Kind,
+    current: Message,
+    patch: dict[str, Any],
+    unknown: convert.UnknownFields | None = None,
+) -> Message:
+    """`from_dict(kind, merge_patch(to_dict(current), patch), unknown)`, converting only the
+    top-level fields the patch names (the status PATCHes of schedulers and kubelets convert
+    metadata and status, not the spec): a merge patch leaves every other top-level key as it
+    was. The patched fields are filled in the order the whole object's JSON would list them
+    (set fields in field order, then new ones in the patch's order), so the first Invalid
+    field and the unknown fields found are the same. A patch naming anything else
+    (apiVersion, kind, a scalar or unknown field) takes the whole round trip.
+
+    An untouched field is the current one, where the round trip would give back its JSON
+    reading: the same but for what the JSON cannot carry (an IntOrString holding neither an
+    int nor a string). So the registry uses this for the status subresource only, whose
+    strategy takes every field but the status (and the metadata the patch names) from the
+    stored object."""
+    fields = _patchable_fields(current.DESCRIPTOR)
+    if not all(key in fields for key in patch):
+        return convert.from_dict(
+            kind, patches.apply(patches.MERGE, convert.to_dict(current), patch, kind), unknown
+        )
+    present = [key for key in fields if key in patch and current.HasField(fields[key])]
+    absent = [key for key in patch if key not in present]
+    out = _copy(current)
+    for key in (*present, *absent):
+        name = fields[key]
+        value = patch[key]
+        if value is None:  # null removes the field
+            out.ClearField(name)
+            continue
+        before = convert.message_to_dict(getattr(current, name)) if key in present else None
+        out.ClearField(name)
+        child = getattr(out, name)
+        convert.fill_message(child, convert.merge_patch(before, value), key, unknown)
+        child.SetInParent()
+    if unknown is not None:
+        unknown.check()
+    return out
 
 
 def _same_stored(a: Message, b: Message) -> bool:
