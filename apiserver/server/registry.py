@@ -201,9 +201,13 @@ class Registry:
         field = api_pb2.Object.DESCRIPTOR.fields_by_name[kind.field].number
         return encoding.envelope(field, encoding.with_resource_version(kv.value, kv.mod_revision))
 
-    async def _write(self, kind: Kind, obj: Message, expected: int) -> Message:
+    async def _write(
+        self, kind: Kind, obj: Message, expected: int, data: bytes | None = None
+    ) -> Message:
+        """Compare-and-swap `obj` (its stored bytes `data` when the caller has them)."""
         meta = _meta(obj)
-        data = self._encode(obj)
+        if data is None:
+            data = self._encode(obj)
         self._check_size(kind, obj, len(data))
         key = object_key(kind, meta.namespace, meta.name)
         try:
@@ -251,7 +255,9 @@ class Registry:
                 if guess.stored.revision == state.revision:
                     raise
                 continue
-            if _same_stored(updated, state.obj):
+            # The bytes compared are the bytes written (one serialization, not two).
+            data = _stored_bytes(updated)
+            if data == _stored_bytes(state.obj):
                 # No-op writes do not bump the resourceVersion, as upstream; a stale guess
                 # is confirmed first: when the object moved, the mutation runs again on the
                 # current state (it might not be a no-op there).
@@ -266,7 +272,7 @@ class Registry:
                     # (upstream deleteWithoutFinalizers)
                     log.debug("%s %s: last finalizer removed, deleted", kind.kind, name)
                     return await self._remove(kind, updated, state.revision)
-                return await self._write(kind, updated, state.revision)
+                return await self._write(kind, updated, state.revision, data)
             except StaleRevision as e:
                 # The failed compare read the key: retry on that (a pinned resourceVersion
                 # no longer matches it, so the precondition above gives the Conflict).
@@ -465,10 +471,9 @@ class Registry:
             # updateStatus changes status only (labels and annotations too, as upstream allows
             # for nodes; we keep metadata from the old object for every kind but those whose
             # status updates write annotations: see kemu.machinery.update_strategy).
-            keep_status = _copy(result.status)  # type: ignore[attr-defined]
             sent = result
             result = _copy(current)
-            result.status.CopyFrom(keep_status)  # type: ignore[attr-defined]
+            result.status.CopyFrom(sent.status)  # type: ignore[attr-defined]
             apply_status_update_metadata(result, sent)
             if isinstance(result, types_pb2.Pod) and isinstance(current, types_pb2.Pod):
                 admission.drop_disabled_pod_status_fields(
@@ -632,8 +637,11 @@ class Registry:
                 if guess.stored.revision == current.revision:
                     raise
                 continue
+            data = None
+            if plan.outcome is not Outcome.KEEP and plan.outcome is not Outcome.DELETE:
+                data = _stored_bytes(plan.obj)
             if plan.outcome is Outcome.KEEP or (
-                plan.outcome is not Outcome.DELETE and _same_stored(plan.obj, current.obj)
+                data is not None and data == _stored_bytes(current.obj)
             ):
                 # a graceful deletion is pending, or already marked
                 if not guess.current:
@@ -645,7 +653,7 @@ class Registry:
                 if plan.outcome is Outcome.DELETE:
                     # (a copy: the guess may be the watch cache's object)
                     return await self._remove(kind, _copy(plan.obj), current.revision)
-                written = await self._write(kind, plan.obj, current.revision)
+                written = await self._write(kind, plan.obj, current.revision, data)
             except StaleRevision as e:
                 # retried on what the failed compare read (a pinned resourceVersion then
                 # fails its precondition in plan_delete)
@@ -827,16 +835,18 @@ def merge_patched(
     return out
 
 
-def _same_stored(a: Message, b: Message) -> bool:
-    """Whether `a` and `b` store the same bytes (resourceVersion aside: etcd's mod revision
-    is, as upstream compares the data it would write with the data it read)."""
-    ma, mb = _meta(a), _meta(b)
-    rva, rvb = ma.resource_version, mb.resource_version
-    ma.resource_version = mb.resource_version = ""
+def _stored_bytes(obj: Message) -> bytes:
+    """The bytes `obj` is stored as, deterministic (map entries in key order) so that equal
+    objects give equal bytes: two objects store the same data, resourceVersion aside (etcd's
+    mod revision is), when these are equal, as upstream compares the data it would write with
+    the data it read."""
+    meta = _meta(obj)
+    rv = meta.resource_version
+    meta.resource_version = ""
     try:
-        return a.SerializeToString(deterministic=True) == b.SerializeToString(deterministic=True)
+        return obj.SerializeToString(deterministic=True)
     finally:
-        ma.resource_version, mb.resource_version = rva, rvb
+        meta.resource_version = rv
 
 
 def _not_found(kind: Kind, name: str) -> str:

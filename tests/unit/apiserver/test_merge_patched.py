@@ -16,7 +16,7 @@ from kemu.machinery import convert
 from kemu.machinery import patch as patches
 from kemu.machinery.errors import ApiError
 from kemu.machinery.kinds import BY_KIND, Kind
-from tests.unit.apiserver.test_cached_update import Env, _pod
+from tests.unit.apiserver.test_cached_update import POD_KEY, Env, _pod
 
 POD = BY_KIND["Pod"]
 NODE = BY_KIND["Node"]
@@ -184,3 +184,28 @@ async def test_a_status_patch_stores_what_the_whole_round_trip_stored(
     stored = env.stored_pod()
     stored.metadata.resource_version = expected.metadata.resource_version  # (the write's)
     assert stored == expected
+
+
+@pytest.mark.anyio
+async def test_an_update_that_changes_nothing_writes_nothing_whatever_the_map_order() -> None:
+    """The no-op check compares the bytes it would write, map entries in key order: the same
+    labels set in another order are no change (no etcd write, the same resourceVersion); one
+    changed label is written, as those bytes."""
+    env = Env()
+    await env.start(_pod(a="1", b="2", c="3"))
+    current = env.stored_pod()
+    same = types_pb2.Pod()
+    same.CopyFrom(current)
+    same.metadata.labels.clear()
+    for k in ("c", "b", "a"):
+        same.metadata.labels[k] = current.metadata.labels[k]
+    out = await env.registry.update(same)
+    assert env.ops() == [("range", True)]  # the no-op confirmed on etcd, not written
+    assert out.metadata.resource_version == current.metadata.resource_version  # type: ignore[attr-defined]
+    same.metadata.labels["b"] = "x"
+    env.store.calls.clear()
+    await env.registry.update(same)
+    assert env.ops() == [("update", True)]
+    assert env.stored_pod().metadata.labels["b"] == "x"
+    stored = env.store.kvs[POD_KEY].value
+    assert types_pb2.Pod.FromString(stored).SerializeToString(deterministic=True) == stored
