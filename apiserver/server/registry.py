@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
-from google.protobuf.descriptor import Descriptor
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from apiserver.server import admission, services
@@ -792,6 +792,16 @@ def _patchable_fields(desc: Descriptor) -> dict[str, str]:
     return out
 
 
+@functools.cache
+def _string_fields(desc: Descriptor) -> dict[str, str]:
+    """JSON name to field name of a message's singular string fields."""
+    return {
+        fd.json_name: fd.name
+        for fd in desc.fields
+        if fd.type == FieldDescriptor.TYPE_STRING and not fd.is_repeated
+    }
+
+
 def merge_patched(
     kind: Kind,
     current: Message,
@@ -824,6 +834,19 @@ def merge_patched(
         value = patch[key]
         if value is None:  # null removes the field
             out.ClearField(name)
+            continue
+        strings = _string_fields(getattr(current, name).DESCRIPTOR)
+        if (
+            isinstance(value, dict)
+            and value
+            and all(k in strings and isinstance(v, str) for k, v in value.items())
+        ):
+            # Strings set, nothing else (a status PATCH's metadata.resourceVersion): what
+            # the round trip would give, without it.
+            child = getattr(out, name)
+            for k, v in value.items():
+                setattr(child, strings[k], v)
+            child.SetInParent()
             continue
         before = convert.message_to_dict(getattr(current, name)) if key in present else None
         out.ClearField(name)

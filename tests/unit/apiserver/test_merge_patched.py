@@ -96,6 +96,13 @@ PATCHES: list[dict[str, Any]] = [
     {"metadata": {"creationTimestamp": "not a time"}},
     # unknown fields
     {"status": {"bogus": 1}, "metadata": {"alsoBogus": {"x": 1}}},
+    # strings only: set without the round trip (also on a field the pod does not have)
+    {"metadata": {"resourceVersion": "7", "name": ""}, "status": {"phase": "Running"}},
+    {"metadata": {"resourceVersion": 7}},
+    {"metadata": {"resourceVersion": "7", "labels": {"x": "y"}}},
+    {"spec": {"nodeName": "n9", "hostname": "h"}},
+    {"status": {"nominatedNodeName": "n", "reason": None}},
+    {"status": {"message": "m"}, "spec": {"priorityClassName": ""}},
     # keys the shortcut leaves to the whole round trip
     {"kind": "Pod", "status": {"phase": "Running"}},
     {"apiVersion": "v2"},
