@@ -451,30 +451,15 @@ class Registry:
 
     def _merge_update(self, kind: Kind, current: Message, new: Message, *, status: bool) -> Message:
         """The object that an update of `current` to `new` stores (spec/status split)."""
-        result = _copy(new)
         old_meta = _meta(current)
-        meta = _meta(result)
-        # Identity and server-managed metadata cannot be changed by an update.
-        for f in ("name", "namespace", "generation"):
-            setattr(meta, f, getattr(old_meta, f))
-        # An update without a uid keeps the stored one; a patch that changes it is Invalid.
-        meta.uid = meta.uid or old_meta.uid
-        meta.creation_timestamp.CopyFrom(old_meta.creation_timestamp)
-        if old_meta.HasField("deletion_timestamp"):
-            meta.deletion_timestamp.CopyFrom(old_meta.deletion_timestamp)
-            meta.deletion_grace_period_seconds = old_meta.deletion_grace_period_seconds
-        else:
-            meta.ClearField("deletion_timestamp")
-            meta.ClearField("deletion_grace_period_seconds")
-        meta.resource_version = old_meta.resource_version
         if status:
             # updateStatus changes status only (labels and annotations too, as upstream allows
             # for nodes; we keep metadata from the old object for every kind but those whose
-            # status updates write annotations: see kemu.machinery.update_strategy).
-            sent = result
+            # status updates write annotations: see kemu.machinery.update_strategy). So the
+            # result is the stored object with `new`'s status (`new` is only read).
             result = _copy(current)
-            result.status.CopyFrom(sent.status)  # type: ignore[attr-defined]
-            apply_status_update_metadata(result, sent)
+            result.status.CopyFrom(new.status)  # type: ignore[attr-defined]
+            apply_status_update_metadata(result, new)
             if isinstance(result, types_pb2.Pod) and isinstance(current, types_pb2.Pod):
                 admission.drop_disabled_pod_status_fields(
                     result,
@@ -483,6 +468,21 @@ class Registry:
                 )
                 backfill_qos_class(result, current)
         else:
+            result = _copy(new)
+            meta = _meta(result)
+            # Identity and server-managed metadata cannot be changed by an update.
+            for f in ("name", "namespace", "generation"):
+                setattr(meta, f, getattr(old_meta, f))
+            # An update without a uid keeps the stored one; a patch that changes it is Invalid.
+            meta.uid = meta.uid or old_meta.uid
+            meta.creation_timestamp.CopyFrom(old_meta.creation_timestamp)
+            if old_meta.HasField("deletion_timestamp"):
+                meta.deletion_timestamp.CopyFrom(old_meta.deletion_timestamp)
+                meta.deletion_grace_period_seconds = old_meta.deletion_grace_period_seconds
+            else:
+                meta.ClearField("deletion_timestamp")
+                meta.ClearField("deletion_grace_period_seconds")
+            meta.resource_version = old_meta.resource_version
             if kind.has_status:
                 result.status.CopyFrom(current.status)  # type: ignore[attr-defined]
             set_defaults(result)  # upstream defaults every decoded object
@@ -493,7 +493,7 @@ class Registry:
                 meta.generation = old_meta.generation + 1
         causes = validate_object(result, old=current)
         if causes:
-            raise Invalid.from_causes(f'{kind.kind} "{meta.name}"', causes)
+            raise Invalid.from_causes(f'{kind.kind} "{old_meta.name}"', causes)
         return result
 
     def _validate_spec_update(self, kind: Kind, old: Message, new: Message) -> None:
