@@ -17,6 +17,7 @@ etcd, before it is returned.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import logging
 import secrets
@@ -27,6 +28,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from apiserver.server import admission, services
@@ -199,9 +201,13 @@ class Registry:
         field = api_pb2.Object.DESCRIPTOR.fields_by_name[kind.field].number
         return encoding.envelope(field, encoding.with_resource_version(kv.value, kv.mod_revision))
 
-    async def _write(self, kind: Kind, obj: Message, expected: int) -> Message:
+    async def _write(
+        self, kind: Kind, obj: Message, expected: int, data: bytes | None = None
+    ) -> Message:
+        """Compare-and-swap `obj` (its stored bytes `data` when the caller has them)."""
         meta = _meta(obj)
-        data = self._encode(obj)
+        if data is None:
+            data = self._encode(obj)
         self._check_size(kind, obj, len(data))
         key = object_key(kind, meta.namespace, meta.name)
         try:
@@ -249,7 +255,9 @@ class Registry:
                 if guess.stored.revision == state.revision:
                     raise
                 continue
-            if _same_stored(updated, state.obj):
+            # The bytes compared are the bytes written (one serialization, not two).
+            data = _stored_bytes(updated)
+            if data == _stored_bytes(state.obj):
                 # No-op writes do not bump the resourceVersion, as upstream; a stale guess
                 # is confirmed first: when the object moved, the mutation runs again on the
                 # current state (it might not be a no-op there).
@@ -264,7 +272,7 @@ class Registry:
                     # (upstream deleteWithoutFinalizers)
                     log.debug("%s %s: last finalizer removed, deleted", kind.kind, name)
                     return await self._remove(kind, updated, state.revision)
-                return await self._write(kind, updated, state.revision)
+                return await self._write(kind, updated, state.revision, data)
             except StaleRevision as e:
                 # The failed compare read the key: retry on that (a pinned resourceVersion
                 # no longer matches it, so the precondition above gives the Conflict).
@@ -443,31 +451,15 @@ class Registry:
 
     def _merge_update(self, kind: Kind, current: Message, new: Message, *, status: bool) -> Message:
         """The object that an update of `current` to `new` stores (spec/status split)."""
-        result = _copy(new)
         old_meta = _meta(current)
-        meta = _meta(result)
-        # Identity and server-managed metadata cannot be changed by an update.
-        for f in ("name", "namespace", "generation"):
-            setattr(meta, f, getattr(old_meta, f))
-        # An update without a uid keeps the stored one; a patch that changes it is Invalid.
-        meta.uid = meta.uid or old_meta.uid
-        meta.creation_timestamp.CopyFrom(old_meta.creation_timestamp)
-        if old_meta.HasField("deletion_timestamp"):
-            meta.deletion_timestamp.CopyFrom(old_meta.deletion_timestamp)
-            meta.deletion_grace_period_seconds = old_meta.deletion_grace_period_seconds
-        else:
-            meta.ClearField("deletion_timestamp")
-            meta.ClearField("deletion_grace_period_seconds")
-        meta.resource_version = old_meta.resource_version
         if status:
             # updateStatus changes status only (labels and annotations too, as upstream allows
             # for nodes; we keep metadata from the old object for every kind but those whose
-            # status updates write annotations: see kemu.machinery.update_strategy).
-            keep_status = _copy(result.status)  # type: ignore[attr-defined]
-            sent = result
+            # status updates write annotations: see kemu.machinery.update_strategy). So the
+            # result is the stored object with `new`'s status (`new` is only read).
             result = _copy(current)
-            result.status.CopyFrom(keep_status)  # type: ignore[attr-defined]
-            apply_status_update_metadata(result, sent)
+            result.status.CopyFrom(new.status)  # type: ignore[attr-defined]
+            apply_status_update_metadata(result, new)
             if isinstance(result, types_pb2.Pod) and isinstance(current, types_pb2.Pod):
                 admission.drop_disabled_pod_status_fields(
                     result,
@@ -476,6 +468,21 @@ class Registry:
                 )
                 backfill_qos_class(result, current)
         else:
+            result = _copy(new)
+            meta = _meta(result)
+            # Identity and server-managed metadata cannot be changed by an update.
+            for f in ("name", "namespace", "generation"):
+                setattr(meta, f, getattr(old_meta, f))
+            # An update without a uid keeps the stored one; a patch that changes it is Invalid.
+            meta.uid = meta.uid or old_meta.uid
+            meta.creation_timestamp.CopyFrom(old_meta.creation_timestamp)
+            if old_meta.HasField("deletion_timestamp"):
+                meta.deletion_timestamp.CopyFrom(old_meta.deletion_timestamp)
+                meta.deletion_grace_period_seconds = old_meta.deletion_grace_period_seconds
+            else:
+                meta.ClearField("deletion_timestamp")
+                meta.ClearField("deletion_grace_period_seconds")
+            meta.resource_version = old_meta.resource_version
             if kind.has_status:
                 result.status.CopyFrom(current.status)  # type: ignore[attr-defined]
             set_defaults(result)  # upstream defaults every decoded object
@@ -486,7 +493,7 @@ class Registry:
                 meta.generation = old_meta.generation + 1
         causes = validate_object(result, old=current)
         if causes:
-            raise Invalid.from_causes(f'{kind.kind} "{meta.name}"', causes)
+            raise Invalid.from_causes(f'{kind.kind} "{old_meta.name}"', causes)
         return result
 
     def _validate_spec_update(self, kind: Kind, old: Message, new: Message) -> None:
@@ -543,11 +550,15 @@ class Registry:
             pinned = str(meta_patch["resourceVersion"])
 
         def mutate(current: Message) -> Message:
-            patched_dict = patches.apply(patch_type, convert.to_dict(current), patch, kind)
             if unknown is not None:
                 unknown.found.clear()  # this attempt's (the loop may retry)
             try:
-                patched = convert.from_dict(kind, patched_dict, unknown)
+                if patch_type == patches.MERGE and subresource == "status":
+                    # (the status strategy takes every other field from `current`)
+                    patched = merge_patched(kind, current, patch, unknown)
+                else:
+                    patched_dict = patches.apply(patch_type, convert.to_dict(current), patch, kind)
+                    patched = convert.from_dict(kind, patched_dict, unknown)
             except Invalid as e:
                 raise Invalid(f"the patch is invalid: {e.message}", e.causes) from None
             _meta(patched).resource_version = _meta(current).resource_version
@@ -626,8 +637,11 @@ class Registry:
                 if guess.stored.revision == current.revision:
                     raise
                 continue
+            data = None
+            if plan.outcome is not Outcome.KEEP and plan.outcome is not Outcome.DELETE:
+                data = _stored_bytes(plan.obj)
             if plan.outcome is Outcome.KEEP or (
-                plan.outcome is not Outcome.DELETE and _same_stored(plan.obj, current.obj)
+                data is not None and data == _stored_bytes(current.obj)
             ):
                 # a graceful deletion is pending, or already marked
                 if not guess.current:
@@ -639,7 +653,7 @@ class Registry:
                 if plan.outcome is Outcome.DELETE:
                     # (a copy: the guess may be the watch cache's object)
                     return await self._remove(kind, _copy(plan.obj), current.revision)
-                written = await self._write(kind, plan.obj, current.revision)
+                written = await self._write(kind, plan.obj, current.revision, data)
             except StaleRevision as e:
                 # retried on what the failed compare read (a pinned resourceVersion then
                 # fails its precondition in plan_delete)
@@ -761,16 +775,101 @@ def set_pod_condition(
     c.last_transition_time.CopyFrom(convert.timestamp(now))
 
 
-def _same_stored(a: Message, b: Message) -> bool:
-    """Whether `a` and `b` store the same bytes (resourceVersion aside: etcd's mod revision
-    is, as upstream compares the data it would write with the data it read)."""
-    ma, mb = _meta(a), _meta(b)
-    rva, rvb = ma.resource_version, mb.resource_version
-    ma.resource_version = mb.resource_version = ""
+@functools.cache
+def _patchable_fields(desc: Descriptor) -> dict[str, str]:
+    """The top-level fields of a kind that a merge patch can rewrite one at a time: JSON name
+    to field name of each singular field of a plain message type (metadata, spec, status)."""
+    out = {}
+    for fd in sorted(desc.fields, key=lambda fd: fd.number):
+        sub = fd.message_type
+        if (
+            sub is None
+            or fd.is_repeated
+            or sub.full_name in ("google.protobuf.Timestamp", "kemu.api.v1.IntOrString")
+        ):
+            continue
+        out[fd.json_name] = fd.name
+    return out
+
+
+@functools.cache
+def _string_fields(desc: Descriptor) -> dict[str, str]:
+    """JSON name to field name of a message's singular string fields."""
+    return {
+        fd.json_name: fd.name
+        for fd in desc.fields
+        if fd.type == FieldDescriptor.TYPE_STRING and not fd.is_repeated
+    }
+
+
+def merge_patched(
+    kind: Kind,
+    current: Message,
+    patch: dict[str, Any],
+    unknown: convert.UnknownFields | None = None,
+) -> Message:
+    """`from_dict(kind, merge_patch(to_dict(current), patch), unknown)`, converting only the
+    top-level fields the patch names (the status PATCHes of schedulers and kubelets convert
+    metadata and status, not the spec): a merge patch leaves every other top-level key as it
+    was. The patched fields are filled in the order the whole object's JSON would list them
+    (set fields in field order, then new ones in the patch's order), so the first Invalid
+    field and the unknown fields found are the same. A patch naming anything else
+    (apiVersion, kind, a scalar or unknown field) takes the whole round trip.
+
+    An untouched field is the current one, where the round trip would give back its JSON
+    reading: the same but for what the JSON cannot carry (an IntOrString holding neither an
+    int nor a string). So the registry uses this for the status subresource only, whose
+    strategy takes every field but the status (and the metadata the patch names) from the
+    stored object."""
+    fields = _patchable_fields(current.DESCRIPTOR)
+    if not all(key in fields for key in patch):
+        return convert.from_dict(
+            kind, patches.apply(patches.MERGE, convert.to_dict(current), patch, kind), unknown
+        )
+    present = [key for key in fields if key in patch and current.HasField(fields[key])]
+    absent = [key for key in patch if key not in present]
+    out = _copy(current)
+    for key in (*present, *absent):
+        name = fields[key]
+        value = patch[key]
+        if value is None:  # null removes the field
+            out.ClearField(name)
+            continue
+        strings = _string_fields(getattr(current, name).DESCRIPTOR)
+        if (
+            isinstance(value, dict)
+            and value
+            and all(k in strings and isinstance(v, str) for k, v in value.items())
+        ):
+            # Strings set, nothing else (a status PATCH's metadata.resourceVersion): what
+            # the round trip would give, without it.
+            child = getattr(out, name)
+            for k, v in value.items():
+                setattr(child, strings[k], v)
+            child.SetInParent()
+            continue
+        before = convert.message_to_dict(getattr(current, name)) if key in present else None
+        out.ClearField(name)
+        child = getattr(out, name)
+        convert.fill_message(child, convert.merge_patch(before, value), key, unknown)
+        child.SetInParent()
+    if unknown is not None:
+        unknown.check()
+    return out
+
+
+def _stored_bytes(obj: Message) -> bytes:
+    """The bytes `obj` is stored as, deterministic (map entries in key order) so that equal
+    objects give equal bytes: two objects store the same data, resourceVersion aside (etcd's
+    mod revision is), when these are equal, as upstream compares the data it would write with
+    the data it read."""
+    meta = _meta(obj)
+    rv = meta.resource_version
+    meta.resource_version = ""
     try:
-        return a.SerializeToString(deterministic=True) == b.SerializeToString(deterministic=True)
+        return obj.SerializeToString(deterministic=True)
     finally:
-        ma.resource_version, mb.resource_version = rva, rvb
+        meta.resource_version = rv
 
 
 def _not_found(kind: Kind, name: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import builtins
+import functools
 import json
 import logging
 import math
@@ -174,10 +175,11 @@ class ApiService:
         which = envelope.WhichOneof("kind")
         return kind_of(getattr(envelope, which)).resource if which else ""
 
-    def _wrap(self, obj: Message) -> api_pb2.Object:
-        out = api_pb2.Object()
-        getattr(out, kind_of(obj).field).CopyFrom(obj)
-        return out
+    @staticmethod
+    def _wrap(obj: Message) -> bytes:
+        """The Object envelope of `obj` as bytes: the bytes of an Object holding it, without
+        copying it into one (see encoding)."""
+        return encoding.envelope(_field_number(kind_of(obj)), obj.SerializeToString())
 
     # ------------------------------------------------------------ verbs
 
@@ -204,20 +206,20 @@ class ApiService:
 
         return await self._serve("list", req.resource, context, call)
 
-    async def update(self, req: api_pb2.UpdateRequest, context: Any) -> api_pb2.Object:
-        async def call() -> api_pb2.Object:
+    async def update(self, req: api_pb2.UpdateRequest, context: Any) -> bytes:
+        async def call() -> bytes:
             return self._wrap(await self._registry.update(unwrap(req.object)))
 
         return await self._serve("update", self._resource_of(req.object), context, call)
 
-    async def update_status(self, req: api_pb2.UpdateRequest, context: Any) -> api_pb2.Object:
-        async def call() -> api_pb2.Object:
+    async def update_status(self, req: api_pb2.UpdateRequest, context: Any) -> bytes:
+        async def call() -> bytes:
             return self._wrap(await self._registry.update(unwrap(req.object), status=True))
 
         return await self._serve("update_status", self._resource_of(req.object), context, call)
 
-    async def patch(self, req: api_pb2.PatchRequest, context: Any) -> api_pb2.Object:
-        async def call() -> api_pb2.Object:
+    async def patch(self, req: api_pb2.PatchRequest, context: Any) -> bytes:
+        async def call() -> bytes:
             obj = await self._registry.patch(
                 req.resource, req.namespace, req.name, req.patch, req.subresource
             )
@@ -225,8 +227,8 @@ class ApiService:
 
         return await self._serve("patch", req.resource, context, call)
 
-    async def delete(self, req: api_pb2.DeleteRequest, context: Any) -> api_pb2.Object:
-        async def call() -> api_pb2.Object:
+    async def delete(self, req: api_pb2.DeleteRequest, context: Any) -> bytes:
+        async def call() -> bytes:
             obj = await self._registry.delete(
                 req.resource,
                 req.namespace,
@@ -258,8 +260,8 @@ class ApiService:
 
         return await self._serve("create", "pods/binding", context, call)
 
-    async def resize(self, req: api_pb2.UpdateRequest, context: Any) -> api_pb2.Object:
-        async def call() -> api_pb2.Object:
+    async def resize(self, req: api_pb2.UpdateRequest, context: Any) -> bytes:
+        async def call() -> bytes:
             pod = unwrap(req.object)
             if not isinstance(pod, types_pb2.Pod):
                 raise BadRequest("pods/resize takes a Pod")
@@ -424,13 +426,23 @@ class ApiService:
             async with receive:
                 while True:
                     frame = None
-                    with anyio.move_on_after(
-                        max(next_bookmark - time.monotonic(), 0) if bookmarks else math.inf
-                    ):
+                    if not bookmarks or time.monotonic() < next_bookmark:
+                        # A frame already buffered needs no timeout scope (the per-frame
+                        # cost of a busy stream).
                         try:
-                            frame = await receive.receive()
+                            frame = receive.receive_nowait()
+                        except anyio.WouldBlock:
+                            pass
                         except anyio.EndOfStream:
                             return
+                    if frame is None:
+                        with anyio.move_on_after(
+                            max(next_bookmark - time.monotonic(), 0) if bookmarks else math.inf
+                        ):
+                            try:
+                                frame = await receive.receive()
+                            except anyio.EndOfStream:
+                                return
                     if frame is None:
                         # Nothing is buffered: every change up to the cache's revision has
                         # been sent (dispatch is synchronous), so that revision is safe to
@@ -544,16 +556,21 @@ class ApiService:
                 request_deserializer=api_pb2.WatchRequest.FromString,
                 response_serializer=raw,
             ),
-            "Update": unary(self.update, api_pb2.UpdateRequest, ser),
-            "UpdateStatus": unary(self.update_status, api_pb2.UpdateRequest, ser),
-            "Patch": unary(self.patch, api_pb2.PatchRequest, ser),
-            "Delete": unary(self.delete, api_pb2.DeleteRequest, ser),
+            "Update": unary(self.update, api_pb2.UpdateRequest, raw),
+            "UpdateStatus": unary(self.update_status, api_pb2.UpdateRequest, raw),
+            "Patch": unary(self.patch, api_pb2.PatchRequest, raw),
+            "Delete": unary(self.delete, api_pb2.DeleteRequest, raw),
             "Bind": unary(self.bind, api_pb2.Binding, ser),
-            "Resize": unary(self.resize, api_pb2.UpdateRequest, ser),
+            "Resize": unary(self.resize, api_pb2.UpdateRequest, raw),
             "Evict": unary(self.evict, api_pb2.Eviction, ser),
             "Version": unary(self.version, api_pb2.VersionRequest, ser),
         }
         return grpc.method_handlers_generic_handler(SERVICE, handlers)
+
+
+@functools.cache
+def _field_number(kind: Kind) -> int:
+    return int(api_pb2.Object.DESCRIPTOR.fields_by_name[kind.field].number)
 
 
 def _serialize(msg: Message) -> bytes:
