@@ -114,8 +114,9 @@ class PreemptionPolicy(Protocol):
         node: NodeInfo,
         pdbs: Sequence[types_pb2.PodDisruptionBudget],
     ) -> tuple[list[PodInfo], int, Status]:
-        """select_victims_on_node with the victims' PodInfos, on the snapshot's `node` itself,
-        which it must not change (it works on its own copy); `state` is a copy."""
+        """select_victims_on_node with the victims' PodInfos, on the snapshot's `node` itself
+        and the cycle's `state`, which it must not change (it works on its own copies, made
+        only when it needs them)."""
         ...
 
     def walk(self, state: CycleState, pod: types_pb2.Pod) -> AbstractContextManager[None]:
@@ -404,7 +405,7 @@ class Evaluator:
             if pre_screen and cannot_fit(state, pod, original):
                 skipped += 1
                 continue
-            victims, violations, status = select(state.clone(), pod, original, pdbs)
+            victims, violations, status = select(state, pod, original, pdbs)
             if status.is_success() and victims:
                 infos = tuple(victims)
                 candidate = Candidate(

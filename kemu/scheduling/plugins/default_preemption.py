@@ -26,7 +26,7 @@ import logging
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol, runtime_checkable
 
 from kemu.api.v1 import types_pb2
 from kemu.component.featuregate import SCHEDULER_ASYNC_PREEMPTION
@@ -42,13 +42,20 @@ from kemu.scheduling.interface import (
     SCHEDULER_POD_FIELD_SELECTOR,
     CycleState,
     EnqueueExtensions,
+    FilterFn,
     Handle,
     NodeToStatus,
     PluginArgs,
     PostFilterPlugin,
     PreEnqueuePlugin,
 )
-from kemu.scheduling.plugins import node_resources_fit
+from kemu.scheduling.plugins import (
+    node_affinity,
+    node_name,
+    node_resources_fit,
+    node_unschedulable,
+    taint_toleration,
+)
 from kemu.scheduling.plugins.helpers import check_arg_keys
 from kemu.scheduling.preemption import (
     Evaluator,
@@ -238,8 +245,35 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
             self._walk = previous
 
     def _new_walk(self, state: CycleState, pod: types_pb2.Pod) -> _Walk:
-        fit = _simple_fit_state(state) if self.resource_shortcuts else None
-        return _Walk(pod, pod_priority(pod), pod.metadata.uid, fit, {})
+        fit = None
+        if self.resource_shortcuts:
+            handle = self._handle
+            if isinstance(handle, _PlanHandle):
+                handle.filter_plan(state)  # (the batch path may not have computed it)
+            fit = _simple_fit_state(state)
+        others = None if fit is None else self._node_only_filters(state)
+        return _Walk(pod, pod_priority(pod), pod.metadata.uid, fit, {}, others)
+
+    def _node_only_filters(self, state: CycleState) -> list[FilterFn] | None:
+        """The cycle's Filter plugins other than NodeResourcesFit when the pod's Filter on a
+        node depends on the node's pods only through NodeResourcesFit's arithmetic: every
+        other Filter plugin that runs reads the node object alone (_NODE_ONLY_FILTERS) and no
+        PreFilter extension runs (so AddPod/RemovePod change nothing a Filter reads, and
+        cannot fail). Then select_victim_infos_on_node may find the victims by that
+        arithmetic (_select_by_arithmetic). None otherwise."""
+        handle = self._handle
+        if not isinstance(handle, _PlanHandle) or handle.runs_pre_filter_extensions(state):
+            return None
+        plan = state.filter_plan or []
+        others: list[FilterFn] = []
+        for name, fn in plan:
+            owner = getattr(fn, "__self__", None)
+            if name == node_resources_fit.NAME and isinstance(owner, node_resources_fit.Fit):
+                continue
+            if type(owner) not in _NODE_ONLY_FILTERS or getattr(fn, "__name__", "") != "filter":
+                return None
+            others.append(fn)
+        return others
 
     def _walk_for(self, state: CycleState, pod: types_pb2.Pod) -> _Walk:
         """The current walk's, or (a direct call outside a walk) one for this call only."""
@@ -257,6 +291,13 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         fit = w.fit
         if fit is None:
             return False
+        entry = self._without_lower(w, node)
+        return self._fit_fails(w, fit, node, entry[3], entry[4], entry[5], entry[6])
+
+    def _without_lower(self, w: _Walk, node: NodeInfo) -> tuple[int, int, str, int, int, int, int]:
+        """(generation, priority, uid, then what `node` holds without the pods of lower
+        priority than the walk's pod, other than the pod itself: cpu, memory, ephemeral
+        storage, pods), kept per node while its generation, the priority and the pod stay."""
         priority, uid = w.priority, w.uid
         entry = self._kept.get(node.name)
         if entry is None or entry[0] != node.generation or entry[1] != priority or entry[2] != uid:
@@ -281,7 +322,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
                 ephemeral,
                 count,
             )
-        return self._fit_fails(w, fit, node, entry[3], entry[4], entry[5], entry[6])
+        return entry
 
     def _nominated(self, w: _Walk, node: NodeInfo) -> tuple[int, int, int, int]:
         """What the pods nominated to `node` with at least the pod's priority (not the pod
@@ -349,9 +390,12 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         node: NodeInfo,
         pdbs: Sequence[types_pb2.PodDisruptionBudget],
     ) -> tuple[list[PodInfo], int, Status]:
-        """select_victims_on_node on the snapshot's `node`, left unchanged: the copy is made
-        here already without the pods it may preempt (NodeInfo.clone_without) rather than
-        cloned whole and emptied one pod at a time. The victims as their PodInfos."""
+        """select_victims_on_node on the snapshot's `node` and the cycle's `state`, both left
+        unchanged: where the Filter depends on the node's pods only through NodeResourcesFit's
+        arithmetic, no copy is made (_select_by_arithmetic); otherwise the copy of the node is
+        made already without the pods it may preempt (NodeInfo.clone_without) rather than
+        cloned whole and emptied one pod at a time, and the state is cloned. The victims as
+        their PodInfos."""
         return self._select(state, pod, node, pdbs, copy=True)
 
     def _select(
@@ -372,17 +416,26 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         potential = [pi for pi in node.pods if pi.priority < priority and pi.uid != uid]
         if not potential:
             return [], 0, unresolvable(NO_VICTIMS)
-        if not copy:
-            for pi in potential:
-                status = self._remove(state, pod, pi, node)
-                if not status.is_success():
-                    return [], 0, status
-        else:
+        if copy:
+            if w.others is not None and w.fit is not None:
+                found = self._select_by_arithmetic(
+                    w, w.fit, w.others, state, pod, node, potential, pdbs
+                )
+                if found is not None:
+                    return found
+            # The copies the steps below change (the snapshot's node and the cycle's state
+            # stay as they are).
+            state = state.clone()
             node = node.clone_without(potential)
             # The PreFilter extensions see the node once all are gone rather than after each
             # removal: they read the node's name and labels, which removals do not change.
             for pi in potential:
                 status = fh.run_pre_filter_extension_remove_pod(state, pod, pi, node)
+                if not status.is_success():
+                    return [], 0, status
+        else:
+            for pi in potential:
+                status = self._remove(state, pod, pi, node)
                 if not status.is_success():
                     return [], 0, status
         status = fh.run_filter_plugins_with_nominated_pods(state, pod, node)
@@ -443,6 +496,57 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
             victims.sort(key=lambda pi: importance_key(pi, now_ns))
         return victims, violations, SUCCESS
 
+    def _select_by_arithmetic(
+        self,
+        w: _Walk,
+        fit: node_resources_fit.PreFilterState,
+        others: list[FilterFn],
+        state: CycleState,
+        pod: types_pb2.Pod,
+        node: NodeInfo,
+        potential: list[PodInfo],
+        pdbs: Sequence[types_pb2.PodDisruptionBudget],
+    ) -> tuple[list[PodInfo], int, Status] | None:
+        """_select's outcome without its copies, when the walk's Filter depends on the node's
+        pods only through NodeResourcesFit's arithmetic (_node_only_filters): the other
+        plugins' verdict is the same on every copy of the node (they read the node object),
+        so each Filter run of the steps (every victim removed, then each reprieve: the node
+        with the nominated pods that count added, then without them) succeeds exactly when
+        they accept the node and NodeResourcesFit's arithmetic (_fit_fails, which with the
+        nominated pods added also decides the run without them) passes. None when the pod
+        does not fit with every victim gone or another plugin rejects the node: the steps
+        then give the exact Status."""
+        cpu, memory, ephemeral, count = self._without_lower(w, node)[3:]
+        if self._fit_fails(w, fit, node, cpu, memory, ephemeral, count):
+            return None
+        for fn in others:
+            try:
+                if fn(state, pod, node).code is not Code.SUCCESS:
+                    return None
+            except Exception:
+                return None  # the steps report it as the runtime does
+        now_ns = int(self._handle.clock.now() * 1e9)
+        potential.sort(key=lambda pi: importance_key(pi, now_ns))
+        if pdbs:
+            violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
+        else:
+            violating, non_violating = [], potential
+        victims: list[PodInfo] = []
+        violations = 0
+        fit_fails = self._fit_fails
+        for group, violates in ((violating, True), (non_violating, False)):
+            for pi in group:
+                r = pi.requests
+                c, m, e = cpu + r.milli_cpu, memory + r.memory, ephemeral + r.ephemeral_storage
+                if fit_fails(w, fit, node, c, m, e, count + 1):
+                    victims.append(pi)
+                    violations += violates
+                else:  # reprieved: it stays on the node
+                    cpu, memory, ephemeral, count = c, m, e, count + 1
+        if violating and non_violating:
+            victims.sort(key=lambda pi: importance_key(pi, now_ns))
+        return victims, violations, SUCCESS
+
     def _remove(self, state: CycleState, pod: types_pb2.Pod, pi: PodInfo, node: NodeInfo) -> Status:
         if not node.remove_pod(pi.pod):
             return as_error(f"pod {pi.key} not found on node {node.name}")
@@ -474,6 +578,32 @@ class _Walk:
     uid: str
     fit: node_resources_fit.PreFilterState | None
     nominated: dict[str, tuple[int, int, int, int]]
+    # The other Filter plugins when the victims may be found by NodeResourcesFit's
+    # arithmetic (DefaultPreemption._node_only_filters), else None.
+    others: list[FilterFn] | None = None
+
+
+@runtime_checkable
+class _PlanHandle(Protocol):
+    """A Handle that gives a cycle's Filter plan and says whether PreFilter extensions run in
+    it (the runtime's Framework)."""
+
+    def filter_plan(self, state: CycleState) -> list[tuple[str, FilterFn]]: ...
+
+    def runs_pre_filter_extensions(self, state: CycleState) -> bool: ...
+
+
+# The Filter plugins whose verdict on a node reads the node object (name, labels, taints,
+# unschedulable) and the pod, never the node's pods: removing or adding pods on a copy of the
+# node does not change it.
+_NODE_ONLY_FILTERS: Final[frozenset[type]] = frozenset(
+    {
+        node_affinity.NodeAffinity,
+        node_name.NodeName,
+        node_unschedulable.NodeUnschedulable,
+        taint_toleration.TaintToleration,
+    }
+)
 
 
 class _ExtensionError(Exception):
