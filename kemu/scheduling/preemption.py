@@ -168,47 +168,47 @@ def pick_one_node_for_preemption(nodes_to_victims: dict[str, Victims], now_ns: i
     """upstream pickOneNodeForPreemption: each criterion keeps the nodes with the best score,
     until one node is left: fewest PDB violations, lowest highest-priority victim, smallest
     sum of (priority + 2^31), fewest victims, latest start of the earliest highest-priority
-    victim; then the first remaining candidate. "" when there are none."""
-    candidates = list(nodes_to_victims)
-    if not candidates:
-        return ""
-    # Each victim's priority and start time, read once for the criteria that look at them
-    # (from the PodInfos when the dry run kept them).
+    victim; then the first remaining candidate. "" when there are none.
+
+    Keeping the best of each criterion in turn is keeping the nodes whose scores, as a tuple
+    in that order, are the greatest: the first such node is the answer. The first four scores
+    are compared at once; the start times are read only for the nodes tied on them."""
+    if len(nodes_to_victims) <= 1:
+        return next(iter(nodes_to_victims), "")
+    # Each victim's priority, read once (from the PodInfos when the dry run kept them).
     priorities: dict[str, list[int]] = {}
-    starts: dict[str, list[int]] = {}
+    best: tuple[int, int, int, int] | None = None
+    tied: list[str] = []
+    shift = _PRIORITY_SHIFT
     for node, victims in nodes_to_victims.items():
         infos = victims.infos
         if len(infos) == len(victims.pods):
-            priorities[node] = [pi.priority for pi in infos]
-            starts[node] = [now_ns if (t := pi.start_time_ns()) is None else t for pi in infos]
+            prios = [pi.priority for pi in infos]
         else:
-            priorities[node] = [pod_priority(p) for p in victims.pods]
-            starts[node] = [pod_start_time_ns(p, now_ns) for p in victims.pods]
-
-    def pdb(node: str) -> int:
-        return -nodes_to_victims[node].num_pdb_violations
-
-    def highest_priority(node: str) -> int:
-        return -priorities[node][0]
-
-    def sum_priorities(node: str) -> int:
-        return -sum(p + _PRIORITY_SHIFT for p in priorities[node])
-
-    def count(node: str) -> int:
-        return -len(nodes_to_victims[node].pods)
+            prios = [pod_priority(p) for p in victims.pods]
+        priorities[node] = prios
+        n = len(prios)
+        key = (-victims.num_pdb_violations, -prios[0], -(sum(prios) + n * shift), -n)
+        if best is None or key > best:
+            best, tied = key, [node]
+        elif key == best:
+            tied.append(node)
+    if len(tied) == 1:
+        return tied[0]
 
     def latest_start(node: str) -> int:
+        victims = nodes_to_victims[node]
         prios = priorities[node]
         top = max(prios)
-        return min(t for t, q in zip(starts[node], prios, strict=True) if q == top)
+        infos = victims.infos
+        if len(infos) == len(victims.pods):
+            starts = [now_ns if (t := pi.start_time_ns()) is None else t for pi in infos]
+        else:
+            starts = [pod_start_time_ns(p, now_ns) for p in victims.pods]
+        return min(t for t, q in zip(starts, prios, strict=True) if q == top)
 
-    for score in (pdb, highest_priority, sum_priorities, count, latest_start):
-        scores = {node: score(node) for node in candidates}
-        best = max(scores.values())
-        candidates = [node for node in candidates if scores[node] == best]
-        if len(candidates) == 1:
-            return candidates[0]
-    return candidates[0]
+    # max() returns the first of the nodes with the greatest score.
+    return max(tied, key=latest_start)
 
 
 def pod_terminating_by_preemption(pod: types_pb2.Pod) -> bool:

@@ -531,18 +531,31 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
             violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
         else:
             violating, non_violating = [], potential
+        # _fit_fails for each reprieve, its per-node terms computed once: a victim put back
+        # stays when the node then still holds at most `max_count` pods and, for each
+        # resource the pod requests, at most what leaves room for it.
+        n_cpu, n_memory, n_ephemeral, n_count = self._nominated(w, node)
+        alloc = node.allocatable
+        max_count = alloc.allowed_pod_number - n_count - 1
+        big = 1 << 62  # no limit for a resource the pod does not request
+        max_cpu = alloc.milli_cpu - n_cpu - fit.milli_cpu if fit.milli_cpu > 0 else big
+        max_memory = alloc.memory - n_memory - fit.memory if fit.memory > 0 else big
+        max_ephemeral = (
+            alloc.ephemeral_storage - n_ephemeral - fit.ephemeral_storage
+            if fit.ephemeral_storage > 0
+            else big
+        )
         victims: list[PodInfo] = []
         violations = 0
-        fit_fails = self._fit_fails
         for group, violates in ((violating, True), (non_violating, False)):
             for pi in group:
                 r = pi.requests
                 c, m, e = cpu + r.milli_cpu, memory + r.memory, ephemeral + r.ephemeral_storage
-                if fit_fails(w, fit, node, c, m, e, count + 1):
+                if count < max_count and c <= max_cpu and m <= max_memory and e <= max_ephemeral:
+                    cpu, memory, ephemeral, count = c, m, e, count + 1  # reprieved: it stays
+                else:
                     victims.append(pi)
                     violations += violates
-                else:  # reprieved: it stays on the node
-                    cpu, memory, ephemeral, count = c, m, e, count + 1
         if violating and non_violating:
             victims.sort(key=lambda pi: importance_key(pi, now_ns))
         return victims, violations, SUCCESS
