@@ -25,7 +25,7 @@ import contextlib
 import logging
 import random
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, runtime_checkable
 
 from kemu.api.v1 import types_pb2
@@ -75,6 +75,8 @@ DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE: Final = 100
 # Entries of DefaultPreemption's per-node cache of what the lower-priority pods request before
 # it is emptied (nodes that left the cluster are not removed one by one).
 _KEPT_MAX: Final = 100_000
+# Victims kept per node and priority (one entry per distinct request and nominated sums).
+_VICTIMS_KEPT_MAX: Final = 64
 
 NO_VICTIMS: Final = "No preemption victims found for incoming pod"
 WAITING_FOR_PREEMPTION: Final = "waiting for the preemption for this pod to be finished"
@@ -141,11 +143,10 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         # NodeResourcesFit's arithmetic decides); tests turn them off to compare with
         # upstream's steps.
         self.resource_shortcuts = True
-        # The walk under way (see walk()), and per node: (generation, priority, uid, and what
-        # the node holds without the pods of lower priority than that: cpu, memory, ephemeral
-        # storage, pods), for cannot_fit_on_node.
+        # The walk under way (see walk()), and per node what its pods of lower priority than
+        # a preemptor's are and leave (_Lower), kept while the node and the priority stay.
         self._walk: _Walk | None = None
-        self._kept: dict[str, tuple[int, int, str, int, int, int, int]] = {}
+        self._kept: dict[str, _Lower] = {}
         self.async_preemption = handle.gates.enabled(SCHEDULER_ASYNC_PREEMPTION)
         pod_lister = pdb_lister = None
         factory = handle.informer_factory()
@@ -291,38 +292,42 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         fit = w.fit
         if fit is None:
             return False
-        entry = self._without_lower(w, node)
-        return self._fit_fails(w, fit, node, entry[3], entry[4], entry[5], entry[6])
+        e = self._without_lower(w, node)
+        return self._fit_fails(w, fit, node, e.cpu, e.memory, e.ephemeral, e.count)
 
-    def _without_lower(self, w: _Walk, node: NodeInfo) -> tuple[int, int, str, int, int, int, int]:
-        """(generation, priority, uid, then what `node` holds without the pods of lower
-        priority than the walk's pod, other than the pod itself: cpu, memory, ephemeral
-        storage, pods), kept per node while its generation, the priority and the pod stay."""
+    def _without_lower(self, w: _Walk, node: NodeInfo) -> _Lower:
+        """The pods of `node` of lower priority than the walk's pod, other than the pod
+        itself, and what the node holds without them (_Lower), kept per node while its
+        generation and the priority stay the same (the pod itself is on the node only for
+        a resize's preemption: then computed for this call alone)."""
         priority, uid = w.priority, w.uid
-        entry = self._kept.get(node.name)
-        if entry is None or entry[0] != node.generation or entry[1] != priority or entry[2] != uid:
+        e = self._kept.get(node.name)
+        if e is None or e.generation != node.generation or e.priority != priority:
             used = node.requested
             cpu, memory, ephemeral = used.milli_cpu, used.memory, used.ephemeral_storage
-            count = len(node.pods)
-            for pi in node.pods:
-                if pi.priority < priority and pi.uid != uid:
-                    r = pi.requests
-                    cpu -= r.milli_cpu
-                    memory -= r.memory
-                    ephemeral -= r.ephemeral_storage
-                    count -= 1
-            if len(self._kept) >= _KEPT_MAX:
-                self._kept.clear()
-            entry = self._kept[node.name] = (
+            lower = tuple(pi for pi in node.pods if pi.priority < priority)
+            for pi in lower:
+                r = pi.requests
+                cpu -= r.milli_cpu
+                memory -= r.memory
+                ephemeral -= r.ephemeral_storage
+            e = _Lower(
                 node.generation,
                 priority,
-                uid,
+                lower,
+                frozenset(pi.uid for pi in lower),
                 cpu,
                 memory,
                 ephemeral,
-                count,
+                len(node.pods) - len(lower),
             )
-        return entry
+            if len(self._kept) >= _KEPT_MAX:
+                self._kept.clear()
+            self._kept[node.name] = e
+        if uid in e.uids:
+            # Not kept: the same node without that one pod among those it lists.
+            e = _Lower.without(e, uid)
+        return e
 
     def _nominated(self, w: _Walk, node: NodeInfo) -> tuple[int, int, int, int]:
         """What the pods nominated to `node` with at least the pod's priority (not the pod
@@ -413,16 +418,14 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         # A running pod preempting for its Deferred resize (KEP-5836) is on this node itself;
         # its equal priority already keeps it out, the uid says so explicitly. Its cached copy
         # stays on the node: NodeResourcesFit counts only what the resize adds to it.
+        if copy and w.others is not None and w.fit is not None:
+            found = self._select_by_arithmetic(w, w.fit, w.others, state, pod, node, pdbs)
+            if found is not None:
+                return found
         potential = [pi for pi in node.pods if pi.priority < priority and pi.uid != uid]
         if not potential:
             return [], 0, unresolvable(NO_VICTIMS)
         if copy:
-            if w.others is not None and w.fit is not None:
-                found = self._select_by_arithmetic(
-                    w, w.fit, w.others, state, pod, node, potential, pdbs
-                )
-                if found is not None:
-                    return found
             # The copies the steps below change (the snapshot's node and the cycle's state
             # stay as they are).
             state = state.clone()
@@ -504,7 +507,6 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         state: CycleState,
         pod: types_pb2.Pod,
         node: NodeInfo,
-        potential: list[PodInfo],
         pdbs: Sequence[types_pb2.PodDisruptionBudget],
     ) -> tuple[list[PodInfo], int, Status] | None:
         """_select's outcome without its copies, when the walk's Filter depends on the node's
@@ -513,10 +515,18 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         so each Filter run of the steps (every victim removed, then each reprieve: the node
         with the nominated pods that count added, then without them) succeeds exactly when
         they accept the node and NodeResourcesFit's arithmetic (_fit_fails, which with the
-        nominated pods added also decides the run without them) passes. None when the pod
-        does not fit with every victim gone or another plugin rejects the node: the steps
-        then give the exact Status."""
-        cpu, memory, ephemeral, count = self._without_lower(w, node)[3:]
+        nominated pods added also decides the run without them) passes. None when there is
+        no pod to preempt, the pod does not fit with every victim gone or another plugin
+        rejects the node: the steps then give the exact Status.
+
+        Without PDBs the victims depend only on the node's lower-priority pods in importance
+        order (kept in _Lower when none of them lacks a start time: the order then does not
+        depend on the clock), the pod's requests and the nominated pods' sums on the node:
+        they are kept by those (later preemptors of the same priority revisit the node)."""
+        e = self._without_lower(w, node)
+        if not e.lower:
+            return None
+        cpu, memory, ephemeral, count = e.cpu, e.memory, e.ephemeral, e.count
         if self._fit_fails(w, fit, node, cpu, memory, ephemeral, count):
             return None
         for fn in others:
@@ -525,8 +535,20 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
                     return None
             except Exception:
                 return None  # the steps report it as the runtime does
+        nominated = self._nominated(w, node)
+        key = (fit.milli_cpu, fit.memory, fit.ephemeral_storage, *nominated)
+        if not pdbs:
+            kept = e.victims.get(key)
+            if kept is not None:
+                return list(kept), 0, SUCCESS
         now_ns = int(self._handle.clock.now() * 1e9)
-        potential.sort(key=lambda pi: importance_key(pi, now_ns))
+        ordered = e.ordered
+        if ordered is None:
+            potential = sorted(e.lower, key=lambda pi: importance_key(pi, now_ns))
+            if all(pi.start_time_ns() is not None for pi in potential):
+                e.ordered = tuple(potential)
+        else:
+            potential = list(ordered)
         if pdbs:
             violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
         else:
@@ -534,7 +556,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         # _fit_fails for each reprieve, its per-node terms computed once: a victim put back
         # stays when the node then still holds at most `max_count` pods and, for each
         # resource the pod requests, at most what leaves room for it.
-        n_cpu, n_memory, n_ephemeral, n_count = self._nominated(w, node)
+        n_cpu, n_memory, n_ephemeral, n_count = nominated
         alloc = node.allocatable
         max_count = alloc.allowed_pod_number - n_count - 1
         big = 1 << 62  # no limit for a resource the pod does not request
@@ -550,14 +572,18 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         for group, violates in ((violating, True), (non_violating, False)):
             for pi in group:
                 r = pi.requests
-                c, m, e = cpu + r.milli_cpu, memory + r.memory, ephemeral + r.ephemeral_storage
-                if count < max_count and c <= max_cpu and m <= max_memory and e <= max_ephemeral:
-                    cpu, memory, ephemeral, count = c, m, e, count + 1  # reprieved: it stays
+                c, m, ep = cpu + r.milli_cpu, memory + r.memory, ephemeral + r.ephemeral_storage
+                if count < max_count and c <= max_cpu and m <= max_memory and ep <= max_ephemeral:
+                    cpu, memory, ephemeral, count = c, m, ep, count + 1  # reprieved: it stays
                 else:
                     victims.append(pi)
                     violations += violates
         if violating and non_violating:
             victims.sort(key=lambda pi: importance_key(pi, now_ns))
+        if not pdbs and e.ordered is not None:
+            if len(e.victims) >= _VICTIMS_KEPT_MAX:
+                e.victims.clear()
+            e.victims[key] = tuple(victims)
         return victims, violations, SUCCESS
 
     def _remove(self, state: CycleState, pod: types_pb2.Pod, pi: PodInfo, node: NodeInfo) -> Status:
@@ -594,6 +620,46 @@ class _Walk:
     # The other Filter plugins when the victims may be found by NodeResourcesFit's
     # arithmetic (DefaultPreemption._node_only_filters), else None.
     others: list[FilterFn] | None = None
+
+
+@dataclass(slots=True)
+class _Lower:
+    """A node's pods of lower priority than `priority` (node order), their uids, what the
+    node holds without them (cpu, memory, ephemeral storage, pods), for the node at
+    `generation`; once computed, the same pods in importance order (when each has a start
+    time) and, per (the pod's cpu, memory and ephemeral storage requests, the nominated
+    pods' sums on the node), the victims chosen without PDBs."""
+
+    generation: int
+    priority: int
+    lower: tuple[PodInfo, ...]
+    uids: frozenset[str]
+    cpu: int
+    memory: int
+    ephemeral: int
+    count: int
+    ordered: tuple[PodInfo, ...] | None = None
+    victims: dict[tuple[int, ...], tuple[PodInfo, ...]] = field(default_factory=dict)
+
+    @staticmethod
+    def without(e: _Lower, uid: str) -> _Lower:
+        """`e` without the pod `uid` among `lower` (counted as staying on the node)."""
+        out = _Lower(
+            e.generation, e.priority, (), frozenset(), e.cpu, e.memory, e.ephemeral, e.count
+        )
+        lower: list[PodInfo] = []
+        for pi in e.lower:
+            if pi.uid == uid:
+                r = pi.requests
+                out.cpu += r.milli_cpu
+                out.memory += r.memory
+                out.ephemeral += r.ephemeral_storage
+                out.count += 1
+            else:
+                lower.append(pi)
+        out.lower = tuple(lower)
+        out.uids = frozenset(pi.uid for pi in lower)
+        return out
 
 
 @runtime_checkable

@@ -277,3 +277,75 @@ def test_victims_by_the_steps_when_a_pod_reading_plugin_runs(
     c.add(guarded)
     p = c.add(pod("p", 10, cpu="1", labels={"app": "guarded"}))
     assert _clones_in_dry_run(c, p, monkeypatch) == 1
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_preemptors_one_after_another_decide_as_upstreams_steps(seed: int) -> None:
+    """What the dry run keeps per node from one preemptor to the next (the lower-priority
+    pods, their order, the victims per request and nominated pods) gives each of a series of
+    preemptors over the same snapshot the Evaluation of upstream's steps, while they are
+    nominated one after the other."""
+    rng = random.Random(20_000 + seed)
+    c, first, pdbs = (_mixed_cluster if rng.random() < 0.5 else _cluster)(seed)
+    c._pods.pop(first.metadata.name)
+    for v in c._pods.values():  # most started: their order is kept from one walk to the next
+        if not v.status.HasField("start_time") and rng.random() < 0.7:
+            v.status.start_time.FromSeconds(1_699_990_000 + rng.randint(0, 5000))
+    c.refresh()
+    for i in range(12):
+        priority = 10 if i % 4 else rng.choice([5, 20])
+        p = pod(f"pre{i}", priority, cpu=rng.choice(["2", "3"]))
+        p.spec.tolerations.extend(first.spec.tolerations)
+        p.spec.node_selector.update(first.spec.node_selector)
+        state, statuses = _cycle_on_snapshot(c, p)
+        if state is None:
+            continue
+        evaluations = []
+        for shortcuts in (True, False):
+            c.plugin.resource_shortcuts = shortcuts
+            c.plugin._rng.seed(7)
+            evaluations.append(c.plugin.evaluator.evaluate(state, p, statuses, pdbs))
+        assert _outcome(evaluations[0]) == _outcome(evaluations[1])
+        cand = evaluations[0].candidate
+        if cand is not None and rng.random() < 0.3:
+            p.status.nominated_node_name = cand.name
+            c.nominate(p)
+
+
+def _cycle_on_snapshot(c: Sim, p: types_pb2.Pod) -> tuple[CycleState | None, NodeToStatus]:
+    """_cycle over the Sim's current snapshot (not rebuilt: its nodes keep their
+    generations, as a scheduler's snapshot does from one cycle to the next)."""
+    state, statuses = CycleState(), NodeToStatus()
+    nodes = c.snapshot.list()
+    _, status, _ = c.fwk.run_pre_filter_plugins(state, p, nodes)
+    assert status.is_success()
+    for ni in nodes:
+        status = c.fwk.run_filter_plugins_with_nominated_pods(state, p, ni)
+        if status.is_success():
+            return None, statuses
+        statuses.set(ni.name, status)
+    return state, statuses
+
+
+def test_victims_kept_for_a_node_follow_the_pods_nominated_there() -> None:
+    """The victims kept per node are kept per nominated pods' sums: a pod nominated to the
+    node after the first preemptor leaves less room to the next one, which then has one
+    victim more."""
+    c = Sim()
+    c.node("n0", cpu="4")
+    for k, name in enumerate("abcd"):
+        c.add(pod(name, 0, cpu="1", node="n0", started=1_699_990_000 + k))
+    c.refresh()
+    chosen = []
+    for name in ("p1", "p2"):
+        p = pod(name, 10, cpu="2")
+        state, statuses = _cycle_on_snapshot(c, p)
+        assert state is not None
+        e = c.plugin.evaluator.evaluate(state, p, statuses, [])
+        assert e.candidate is not None
+        chosen.append(names(e.candidate.victims.pods))
+        nominated = pod("nom", 10, cpu="1")
+        nominated.status.nominated_node_name = "n0"
+        c.nominate(nominated)
+    assert chosen == [["c", "d"], ["b", "c", "d"]]
+    assert c.plugin._kept["n0"].victims  # both answers came from the arithmetic
