@@ -201,11 +201,22 @@ def pick_one_node_for_preemption(nodes_to_victims: dict[str, Victims], now_ns: i
         prios = priorities[node]
         top = max(prios)
         infos = victims.infos
+        earliest: int | None = None
         if len(infos) == len(victims.pods):
-            starts = [now_ns if (t := pi.start_time_ns()) is None else t for pi in infos]
+            for pi, q in zip(infos, prios, strict=True):
+                if q == top:
+                    t = pi.start_time_ns()
+                    t = now_ns if t is None else t
+                    if earliest is None or t < earliest:
+                        earliest = t
         else:
-            starts = [pod_start_time_ns(p, now_ns) for p in victims.pods]
-        return min(t for t, q in zip(starts, prios, strict=True) if q == top)
+            for p, q in zip(victims.pods, prios, strict=True):
+                if q == top:
+                    t = pod_start_time_ns(p, now_ns)
+                    if earliest is None or t < earliest:
+                        earliest = t
+        assert earliest is not None  # `top` is one of them
+        return earliest
 
     # max() returns the first of the nodes with the greatest score.
     return max(tied, key=latest_start)

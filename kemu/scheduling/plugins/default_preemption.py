@@ -293,7 +293,10 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         if fit is None:
             return False
         e = self._without_lower(w, node)
-        return self._fit_fails(w, fit, node, e.cpu, e.memory, e.ephemeral, e.count)
+        if self._fit_fails(w, fit, node, e.cpu, e.memory, e.ephemeral, e.count):
+            return True
+        w.fits = node  # select_victim_infos_on_node, next, need not ask again
+        return False
 
     def _without_lower(self, w: _Walk, node: NodeInfo) -> _Lower:
         """The pods of `node` of lower priority than the walk's pod, other than the pod
@@ -527,7 +530,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         if not e.lower:
             return None
         cpu, memory, ephemeral, count = e.cpu, e.memory, e.ephemeral, e.count
-        if self._fit_fails(w, fit, node, cpu, memory, ephemeral, count):
+        if w.fits is not node and self._fit_fails(w, fit, node, cpu, memory, ephemeral, count):
             return None
         for fn in others:
             try:
@@ -620,6 +623,8 @@ class _Walk:
     # The other Filter plugins when the victims may be found by NodeResourcesFit's
     # arithmetic (DefaultPreemption._node_only_filters), else None.
     others: list[FilterFn] | None = None
+    # The node cannot_fit_on_node last found room on (nothing changes during a walk).
+    fits: NodeInfo | None = None
 
 
 @dataclass(slots=True)
