@@ -147,6 +147,8 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         # a preemptor's are and leave (_Lower), kept while the node and the priority stay.
         self._walk: _Walk | None = None
         self._kept: dict[str, _Lower] = {}
+        # The handle as a _PlanHandle when it is one (asked once: the check is slow).
+        self._plan_handle = handle if isinstance(handle, _PlanHandle) else None
         self.async_preemption = handle.gates.enabled(SCHEDULER_ASYNC_PREEMPTION)
         pod_lister = pdb_lister = None
         factory = handle.informer_factory()
@@ -248,8 +250,8 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
     def _new_walk(self, state: CycleState, pod: types_pb2.Pod) -> _Walk:
         fit = None
         if self.resource_shortcuts:
-            handle = self._handle
-            if isinstance(handle, _PlanHandle):
+            handle = self._plan_handle
+            if handle is not None:
                 handle.filter_plan(state)  # (the batch path may not have computed it)
             fit = _simple_fit_state(state)
         others = None if fit is None else self._node_only_filters(state)
@@ -262,8 +264,8 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         PreFilter extension runs (so AddPod/RemovePod change nothing a Filter reads, and
         cannot fail). Then select_victim_infos_on_node may find the victims by that
         arithmetic (_select_by_arithmetic). None otherwise."""
-        handle = self._handle
-        if not isinstance(handle, _PlanHandle) or handle.runs_pre_filter_extensions(state):
+        handle = self._plan_handle
+        if handle is None or handle.runs_pre_filter_extensions(state):
             return None
         plan = state.filter_plan or []
         others: list[FilterFn] = []
