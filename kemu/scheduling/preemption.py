@@ -44,6 +44,8 @@ logger = logging.getLogger(__name__)
 DISRUPTION_TARGET: Final = "DisruptionTarget"
 PREEMPTION_BY_SCHEDULER: Final = "PreemptionByScheduler"
 NOT_HELPFUL: Final = "Preemption is not helpful for scheduling"
+# Nodes whose last Candidate the dry run keeps (Evaluator._candidates) before it is emptied.
+_CANDIDATES_KEPT_MAX: Final = 100_000
 # Shift that makes every priority non-negative in the sum criterion (math.MaxInt32 + 1).
 _PRIORITY_SHIFT: Final = 2**31
 
@@ -113,10 +115,11 @@ class PreemptionPolicy(Protocol):
         pod: types_pb2.Pod,
         node: NodeInfo,
         pdbs: Sequence[types_pb2.PodDisruptionBudget],
-    ) -> tuple[list[PodInfo], int, Status]:
+    ) -> tuple[Sequence[PodInfo], int, Status]:
         """select_victims_on_node with the victims' PodInfos, on the snapshot's `node` itself
         and the cycle's `state`, which it must not change (it works on its own copies, made
-        only when it needs them)."""
+        only when it needs them). A tuple it returns again for the node (the same object)
+        means the same victims: the dry run then reuses its Candidate."""
         ...
 
     def walk(self, state: CycleState, pod: types_pb2.Pod) -> AbstractContextManager[None]:
@@ -259,6 +262,9 @@ class Evaluator:
         self.async_preemption = async_preemption
         self.pod_lister = pod_lister
         self.pdb_lister = pdb_lister
+        # Per node, the last victims tuple the policy returned and the Candidate made of it:
+        # the same tuple again (a policy's kept answer) is the same, immutable, Candidate.
+        self._candidates: dict[str, tuple[tuple[PodInfo, ...], int, Candidate]] = {}
 
     def _now_ns(self) -> int:
         return int(self.handle.clock.now() * 1e9)
@@ -411,6 +417,8 @@ class Evaluator:
         n = len(potential)
         cannot_fit = self.policy.cannot_fit_on_node
         select = self.policy.select_victim_infos_on_node
+        made_by_node = self._candidates
+        made_for = made_by_node.get
         for i in range(n):
             original = potential[(offset + i) % n]
             if pre_screen and cannot_fit(state, pod, original):
@@ -418,10 +426,18 @@ class Evaluator:
                 continue
             victims, violations, status = select(state, pod, original, pdbs)
             if status.is_success() and victims:
-                infos = tuple(victims)
-                candidate = Candidate(
-                    original.name, Victims(tuple(pi.pod for pi in infos), violations, infos)
-                )
+                made = made_for(original.name)
+                if made is not None and made[0] is victims and made[1] == violations:
+                    candidate = made[2]
+                else:
+                    infos = victims if type(victims) is tuple else tuple(victims)
+                    candidate = Candidate(
+                        original.name, Victims(tuple(pi.pod for pi in infos), violations, infos)
+                    )
+                    if type(victims) is tuple:
+                        if len(made_by_node) >= _CANDIDATES_KEPT_MAX:
+                            made_by_node.clear()
+                        made_by_node[original.name] = (infos, violations, candidate)
                 if violations == 0:
                     non_violating.append(candidate)
                 elif len(non_violating) + len(violating) < num_candidates:

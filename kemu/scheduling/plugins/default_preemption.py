@@ -399,7 +399,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         pod: types_pb2.Pod,
         node: NodeInfo,
         pdbs: Sequence[types_pb2.PodDisruptionBudget],
-    ) -> tuple[list[PodInfo], int, Status]:
+    ) -> tuple[Sequence[PodInfo], int, Status]:
         """select_victims_on_node on the snapshot's `node` and the cycle's `state`, both left
         unchanged: where the Filter depends on the node's pods only through NodeResourcesFit's
         arithmetic, no copy is made (_select_by_arithmetic); otherwise the copy of the node is
@@ -416,7 +416,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         pdbs: Sequence[types_pb2.PodDisruptionBudget],
         *,
         copy: bool,
-    ) -> tuple[list[PodInfo], int, Status]:
+    ) -> tuple[Sequence[PodInfo], int, Status]:
         fh = self._handle
         w = self._walk_for(state, pod)
         priority, uid = w.priority, w.uid
@@ -513,7 +513,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         pod: types_pb2.Pod,
         node: NodeInfo,
         pdbs: Sequence[types_pb2.PodDisruptionBudget],
-    ) -> tuple[list[PodInfo], int, Status] | None:
+    ) -> tuple[Sequence[PodInfo], int, Status] | None:
         """_select's outcome without its copies, when the walk's Filter depends on the node's
         pods only through NodeResourcesFit's arithmetic (_node_only_filters): the other
         plugins' verdict is the same on every copy of the node (they read the node object),
@@ -545,7 +545,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         if not pdbs:
             kept = e.victims.get(key)
             if kept is not None:
-                return list(kept), 0, SUCCESS
+                return kept, 0, SUCCESS  # the same tuple: the dry run reuses its Candidate
         now_ns = int(self._handle.clock.now() * 1e9)
         ordered = e.ordered
         if ordered is None:
@@ -588,7 +588,8 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         if not pdbs and e.ordered is not None:
             if len(e.victims) >= _VICTIMS_KEPT_MAX:
                 e.victims.clear()
-            e.victims[key] = tuple(victims)
+            kept = e.victims[key] = tuple(victims)
+            return kept, violations, SUCCESS
         return victims, violations, SUCCESS
 
     def _remove(self, state: CycleState, pod: types_pb2.Pod, pi: PodInfo, node: NodeInfo) -> Status:

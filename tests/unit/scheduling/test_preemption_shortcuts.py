@@ -349,3 +349,24 @@ def test_victims_kept_for_a_node_follow_the_pods_nominated_there() -> None:
         c.nominate(nominated)
     assert chosen == [["c", "d"], ["b", "c", "d"]]
     assert c.plugin._kept["n0"].victims  # both answers came from the arithmetic
+
+
+def test_the_same_kept_victims_give_the_same_candidate() -> None:
+    """A second preemptor finding the node's kept victims gets the Candidate made for the
+    first (immutable, equal); a different answer makes a new one."""
+    c = Sim()
+    c.node("n0", cpu="4")
+    for k, name in enumerate("abcd"):
+        c.add(pod(name, 0, cpu="1", node="n0", started=1_699_990_000 + k))
+    c.refresh()
+    found = []
+    for name, cpu in (("p1", "2"), ("p2", "2"), ("p3", "3")):
+        p = pod(name, 10, cpu=cpu)
+        state, statuses = _cycle_on_snapshot(c, p)
+        assert state is not None
+        e = c.plugin.evaluator.evaluate(state, p, statuses, [])
+        assert e.candidate is not None
+        found.append(e.candidate)
+    assert found[1] is found[0]
+    assert names(found[2].victims.pods) == ["b", "c", "d"]
+    assert names(found[0].victims.pods) == ["c", "d"]
