@@ -353,9 +353,12 @@ class _Nominated:
         plain_todo = ~ok & ~nominated
         if pass1 is not None and with_pods is not None:
             out[at] = pass1 & ok[at]
-            failed1 = np.zeros(len(rows), dtype=np.bool_)
+            # The rows failing pass 1 get its Status over `with_pods`; so do the rows without
+            # nominated pods, whose rows in `with_pods` are those of `columns`: one call.
+            failed1 = plain_todo.copy()
             failed1[at[~pass1]] = True
             _add_rejections(fwk, state, pod, with_pods, rows, failed1, which, statuses)
+            plain_todo = np.zeros(len(rows), dtype=np.bool_)
             plain_todo[at[pass1 & ~ok[at]]] = True  # pass 1 passed: pass 2's Status
         _add_rejections(fwk, state, pod, columns, rows, plain_todo, which, statuses)
         return out, which, statuses

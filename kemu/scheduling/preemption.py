@@ -44,6 +44,8 @@ logger = logging.getLogger(__name__)
 DISRUPTION_TARGET: Final = "DisruptionTarget"
 PREEMPTION_BY_SCHEDULER: Final = "PreemptionByScheduler"
 NOT_HELPFUL: Final = "Preemption is not helpful for scheduling"
+# Nodes whose last Candidate the dry run keeps (Evaluator._candidates) before it is emptied.
+_CANDIDATES_KEPT_MAX: Final = 100_000
 # Shift that makes every priority non-negative in the sum criterion (math.MaxInt32 + 1).
 _PRIORITY_SHIFT: Final = 2**31
 
@@ -113,9 +115,11 @@ class PreemptionPolicy(Protocol):
         pod: types_pb2.Pod,
         node: NodeInfo,
         pdbs: Sequence[types_pb2.PodDisruptionBudget],
-    ) -> tuple[list[PodInfo], int, Status]:
-        """select_victims_on_node with the victims' PodInfos, on the snapshot's `node` itself,
-        which it must not change (it works on its own copy); `state` is a copy."""
+    ) -> tuple[Sequence[PodInfo], int, Status]:
+        """select_victims_on_node with the victims' PodInfos, on the snapshot's `node` itself
+        and the cycle's `state`, which it must not change (it works on its own copies, made
+        only when it needs them). A tuple it returns again for the node (the same object)
+        means the same victims: the dry run then reuses its Candidate."""
         ...
 
     def walk(self, state: CycleState, pod: types_pb2.Pod) -> AbstractContextManager[None]:
@@ -167,47 +171,58 @@ def pick_one_node_for_preemption(nodes_to_victims: dict[str, Victims], now_ns: i
     """upstream pickOneNodeForPreemption: each criterion keeps the nodes with the best score,
     until one node is left: fewest PDB violations, lowest highest-priority victim, smallest
     sum of (priority + 2^31), fewest victims, latest start of the earliest highest-priority
-    victim; then the first remaining candidate. "" when there are none."""
-    candidates = list(nodes_to_victims)
-    if not candidates:
-        return ""
-    # Each victim's priority and start time, read once for the criteria that look at them
-    # (from the PodInfos when the dry run kept them).
+    victim; then the first remaining candidate. "" when there are none.
+
+    Keeping the best of each criterion in turn is keeping the nodes whose scores, as a tuple
+    in that order, are the greatest: the first such node is the answer. The first four scores
+    are compared at once; the start times are read only for the nodes tied on them."""
+    if len(nodes_to_victims) <= 1:
+        return next(iter(nodes_to_victims), "")
+    # Each victim's priority, read once (from the PodInfos when the dry run kept them).
     priorities: dict[str, list[int]] = {}
-    starts: dict[str, list[int]] = {}
+    best: tuple[int, int, int, int] | None = None
+    tied: list[str] = []
+    shift = _PRIORITY_SHIFT
     for node, victims in nodes_to_victims.items():
         infos = victims.infos
         if len(infos) == len(victims.pods):
-            priorities[node] = [pi.priority for pi in infos]
-            starts[node] = [now_ns if (t := pi.start_time_ns()) is None else t for pi in infos]
+            prios = [pi.priority for pi in infos]
         else:
-            priorities[node] = [pod_priority(p) for p in victims.pods]
-            starts[node] = [pod_start_time_ns(p, now_ns) for p in victims.pods]
-
-    def pdb(node: str) -> int:
-        return -nodes_to_victims[node].num_pdb_violations
-
-    def highest_priority(node: str) -> int:
-        return -priorities[node][0]
-
-    def sum_priorities(node: str) -> int:
-        return -sum(p + _PRIORITY_SHIFT for p in priorities[node])
-
-    def count(node: str) -> int:
-        return -len(nodes_to_victims[node].pods)
+            prios = [pod_priority(p) for p in victims.pods]
+        priorities[node] = prios
+        n = len(prios)
+        key = (-victims.num_pdb_violations, -prios[0], -(sum(prios) + n * shift), -n)
+        if best is None or key > best:
+            best, tied = key, [node]
+        elif key == best:
+            tied.append(node)
+    if len(tied) == 1:
+        return tied[0]
 
     def latest_start(node: str) -> int:
+        victims = nodes_to_victims[node]
         prios = priorities[node]
         top = max(prios)
-        return min(t for t, q in zip(starts[node], prios, strict=True) if q == top)
+        infos = victims.infos
+        earliest: int | None = None
+        if len(infos) == len(victims.pods):
+            for pi, q in zip(infos, prios, strict=True):
+                if q == top:
+                    t = pi.start_time_ns()
+                    t = now_ns if t is None else t
+                    if earliest is None or t < earliest:
+                        earliest = t
+        else:
+            for p, q in zip(victims.pods, prios, strict=True):
+                if q == top:
+                    t = pod_start_time_ns(p, now_ns)
+                    if earliest is None or t < earliest:
+                        earliest = t
+        assert earliest is not None  # `top` is one of them
+        return earliest
 
-    for score in (pdb, highest_priority, sum_priorities, count, latest_start):
-        scores = {node: score(node) for node in candidates}
-        best = max(scores.values())
-        candidates = [node for node in candidates if scores[node] == best]
-        if len(candidates) == 1:
-            return candidates[0]
-    return candidates[0]
+    # max() returns the first of the nodes with the greatest score.
+    return max(tied, key=latest_start)
 
 
 def pod_terminating_by_preemption(pod: types_pb2.Pod) -> bool:
@@ -247,6 +262,9 @@ class Evaluator:
         self.async_preemption = async_preemption
         self.pod_lister = pod_lister
         self.pdb_lister = pdb_lister
+        # Per node, the last victims tuple the policy returned and the Candidate made of it:
+        # the same tuple again (a policy's kept answer) is the same, immutable, Candidate.
+        self._candidates: dict[str, tuple[tuple[PodInfo, ...], int, Candidate]] = {}
 
     def _now_ns(self) -> int:
         return int(self.handle.clock.now() * 1e9)
@@ -399,17 +417,27 @@ class Evaluator:
         n = len(potential)
         cannot_fit = self.policy.cannot_fit_on_node
         select = self.policy.select_victim_infos_on_node
+        made_by_node = self._candidates
+        made_for = made_by_node.get
         for i in range(n):
             original = potential[(offset + i) % n]
             if pre_screen and cannot_fit(state, pod, original):
                 skipped += 1
                 continue
-            victims, violations, status = select(state.clone(), pod, original, pdbs)
+            victims, violations, status = select(state, pod, original, pdbs)
             if status.is_success() and victims:
-                infos = tuple(victims)
-                candidate = Candidate(
-                    original.name, Victims(tuple(pi.pod for pi in infos), violations, infos)
-                )
+                made = made_for(original.name)
+                if made is not None and made[0] is victims and made[1] == violations:
+                    candidate = made[2]
+                else:
+                    infos = victims if type(victims) is tuple else tuple(victims)
+                    candidate = Candidate(
+                        original.name, Victims(tuple(pi.pod for pi in infos), violations, infos)
+                    )
+                    if type(victims) is tuple:
+                        if len(made_by_node) >= _CANDIDATES_KEPT_MAX:
+                            made_by_node.clear()
+                        made_by_node[original.name] = (infos, violations, candidate)
                 if violations == 0:
                     non_violating.append(candidate)
                 elif len(non_violating) + len(violating) < num_candidates:

@@ -633,6 +633,17 @@ class Framework:
             state.filter_plan = None
             self._observed(PRE_FILTER, status, start)
 
+    def filter_plan(self, state: CycleState) -> list[tuple[str, FilterFn]]:
+        """The Filter plugins that run in the cycle of `state` (not skipped at PreFilter), in
+        order: computed once per cycle, after PreFilter."""
+        return self._filter_plan(state)
+
+    def runs_pre_filter_extensions(self, state: CycleState) -> bool:
+        """Whether a PreFilter extension (AddPod, RemovePod) runs in the cycle of `state`:
+        one of a plugin not skipped at PreFilter."""
+        skip = state.skip_filter_plugins
+        return any(n not in skip for n, _ in self._pre_filter_extensions)
+
     def run_pre_filter_extension_add_pod(
         self, state: CycleState, pod: types_pb2.Pod, pod_to_add: PodInfo, node: NodeInfo
     ) -> Status:

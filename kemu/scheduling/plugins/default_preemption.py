@@ -25,8 +25,8 @@ import contextlib
 import logging
 import random
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any, Final
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol, runtime_checkable
 
 from kemu.api.v1 import types_pb2
 from kemu.component.featuregate import SCHEDULER_ASYNC_PREEMPTION
@@ -42,13 +42,20 @@ from kemu.scheduling.interface import (
     SCHEDULER_POD_FIELD_SELECTOR,
     CycleState,
     EnqueueExtensions,
+    FilterFn,
     Handle,
     NodeToStatus,
     PluginArgs,
     PostFilterPlugin,
     PreEnqueuePlugin,
 )
-from kemu.scheduling.plugins import node_resources_fit
+from kemu.scheduling.plugins import (
+    node_affinity,
+    node_name,
+    node_resources_fit,
+    node_unschedulable,
+    taint_toleration,
+)
 from kemu.scheduling.plugins.helpers import check_arg_keys
 from kemu.scheduling.preemption import (
     Evaluator,
@@ -68,6 +75,8 @@ DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE: Final = 100
 # Entries of DefaultPreemption's per-node cache of what the lower-priority pods request before
 # it is emptied (nodes that left the cluster are not removed one by one).
 _KEPT_MAX: Final = 100_000
+# Victims kept per node and priority (one entry per distinct request and nominated sums).
+_VICTIMS_KEPT_MAX: Final = 64
 
 NO_VICTIMS: Final = "No preemption victims found for incoming pod"
 WAITING_FOR_PREEMPTION: Final = "waiting for the preemption for this pod to be finished"
@@ -134,11 +143,12 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         # NodeResourcesFit's arithmetic decides); tests turn them off to compare with
         # upstream's steps.
         self.resource_shortcuts = True
-        # The walk under way (see walk()), and per node: (generation, priority, uid, and what
-        # the node holds without the pods of lower priority than that: cpu, memory, ephemeral
-        # storage, pods), for cannot_fit_on_node.
+        # The walk under way (see walk()), and per node what its pods of lower priority than
+        # a preemptor's are and leave (_Lower), kept while the node and the priority stay.
         self._walk: _Walk | None = None
-        self._kept: dict[str, tuple[int, int, str, int, int, int, int]] = {}
+        self._kept: dict[str, _Lower] = {}
+        # The handle as a _PlanHandle when it is one (asked once: the check is slow).
+        self._plan_handle = handle if isinstance(handle, _PlanHandle) else None
         self.async_preemption = handle.gates.enabled(SCHEDULER_ASYNC_PREEMPTION)
         pod_lister = pdb_lister = None
         factory = handle.informer_factory()
@@ -238,8 +248,35 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
             self._walk = previous
 
     def _new_walk(self, state: CycleState, pod: types_pb2.Pod) -> _Walk:
-        fit = _simple_fit_state(state) if self.resource_shortcuts else None
-        return _Walk(pod, pod_priority(pod), pod.metadata.uid, fit, {})
+        fit = None
+        if self.resource_shortcuts:
+            handle = self._plan_handle
+            if handle is not None:
+                handle.filter_plan(state)  # (the batch path may not have computed it)
+            fit = _simple_fit_state(state)
+        others = None if fit is None else self._node_only_filters(state)
+        return _Walk(pod, pod_priority(pod), pod.metadata.uid, fit, {}, others)
+
+    def _node_only_filters(self, state: CycleState) -> list[FilterFn] | None:
+        """The cycle's Filter plugins other than NodeResourcesFit when the pod's Filter on a
+        node depends on the node's pods only through NodeResourcesFit's arithmetic: every
+        other Filter plugin that runs reads the node object alone (_NODE_ONLY_FILTERS) and no
+        PreFilter extension runs (so AddPod/RemovePod change nothing a Filter reads, and
+        cannot fail). Then select_victim_infos_on_node may find the victims by that
+        arithmetic (_select_by_arithmetic). None otherwise."""
+        handle = self._plan_handle
+        if handle is None or handle.runs_pre_filter_extensions(state):
+            return None
+        plan = state.filter_plan or []
+        others: list[FilterFn] = []
+        for name, fn in plan:
+            owner = getattr(fn, "__self__", None)
+            if name == node_resources_fit.NAME and isinstance(owner, node_resources_fit.Fit):
+                continue
+            if type(owner) not in _NODE_ONLY_FILTERS or getattr(fn, "__name__", "") != "filter":
+                return None
+            others.append(fn)
+        return others
 
     def _walk_for(self, state: CycleState, pod: types_pb2.Pod) -> _Walk:
         """The current walk's, or (a direct call outside a walk) one for this call only."""
@@ -257,31 +294,45 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         fit = w.fit
         if fit is None:
             return False
+        e = self._without_lower(w, node)
+        if self._fit_fails(w, fit, node, e.cpu, e.memory, e.ephemeral, e.count):
+            return True
+        w.fits = node  # select_victim_infos_on_node, next, need not ask again
+        return False
+
+    def _without_lower(self, w: _Walk, node: NodeInfo) -> _Lower:
+        """The pods of `node` of lower priority than the walk's pod, other than the pod
+        itself, and what the node holds without them (_Lower), kept per node while its
+        generation and the priority stay the same (the pod itself is on the node only for
+        a resize's preemption: then computed for this call alone)."""
         priority, uid = w.priority, w.uid
-        entry = self._kept.get(node.name)
-        if entry is None or entry[0] != node.generation or entry[1] != priority or entry[2] != uid:
+        e = self._kept.get(node.name)
+        if e is None or e.generation != node.generation or e.priority != priority:
             used = node.requested
             cpu, memory, ephemeral = used.milli_cpu, used.memory, used.ephemeral_storage
-            count = len(node.pods)
-            for pi in node.pods:
-                if pi.priority < priority and pi.uid != uid:
-                    r = pi.requests
-                    cpu -= r.milli_cpu
-                    memory -= r.memory
-                    ephemeral -= r.ephemeral_storage
-                    count -= 1
-            if len(self._kept) >= _KEPT_MAX:
-                self._kept.clear()
-            entry = self._kept[node.name] = (
+            lower = tuple(pi for pi in node.pods if pi.priority < priority)
+            for pi in lower:
+                r = pi.requests
+                cpu -= r.milli_cpu
+                memory -= r.memory
+                ephemeral -= r.ephemeral_storage
+            e = _Lower(
                 node.generation,
                 priority,
-                uid,
+                lower,
+                frozenset(pi.uid for pi in lower),
                 cpu,
                 memory,
                 ephemeral,
-                count,
+                len(node.pods) - len(lower),
             )
-        return self._fit_fails(w, fit, node, entry[3], entry[4], entry[5], entry[6])
+            if len(self._kept) >= _KEPT_MAX:
+                self._kept.clear()
+            self._kept[node.name] = e
+        if uid in e.uids:
+            # Not kept: the same node without that one pod among those it lists.
+            e = _Lower.without(e, uid)
+        return e
 
     def _nominated(self, w: _Walk, node: NodeInfo) -> tuple[int, int, int, int]:
         """What the pods nominated to `node` with at least the pod's priority (not the pod
@@ -348,10 +399,13 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         pod: types_pb2.Pod,
         node: NodeInfo,
         pdbs: Sequence[types_pb2.PodDisruptionBudget],
-    ) -> tuple[list[PodInfo], int, Status]:
-        """select_victims_on_node on the snapshot's `node`, left unchanged: the copy is made
-        here already without the pods it may preempt (NodeInfo.clone_without) rather than
-        cloned whole and emptied one pod at a time. The victims as their PodInfos."""
+    ) -> tuple[Sequence[PodInfo], int, Status]:
+        """select_victims_on_node on the snapshot's `node` and the cycle's `state`, both left
+        unchanged: where the Filter depends on the node's pods only through NodeResourcesFit's
+        arithmetic, no copy is made (_select_by_arithmetic); otherwise the copy of the node is
+        made already without the pods it may preempt (NodeInfo.clone_without) rather than
+        cloned whole and emptied one pod at a time, and the state is cloned. The victims as
+        their PodInfos."""
         return self._select(state, pod, node, pdbs, copy=True)
 
     def _select(
@@ -362,27 +416,34 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         pdbs: Sequence[types_pb2.PodDisruptionBudget],
         *,
         copy: bool,
-    ) -> tuple[list[PodInfo], int, Status]:
+    ) -> tuple[Sequence[PodInfo], int, Status]:
         fh = self._handle
         w = self._walk_for(state, pod)
         priority, uid = w.priority, w.uid
         # A running pod preempting for its Deferred resize (KEP-5836) is on this node itself;
         # its equal priority already keeps it out, the uid says so explicitly. Its cached copy
         # stays on the node: NodeResourcesFit counts only what the resize adds to it.
+        if copy and w.others is not None and w.fit is not None:
+            found = self._select_by_arithmetic(w, w.fit, w.others, state, pod, node, pdbs)
+            if found is not None:
+                return found
         potential = [pi for pi in node.pods if pi.priority < priority and pi.uid != uid]
         if not potential:
             return [], 0, unresolvable(NO_VICTIMS)
-        if not copy:
-            for pi in potential:
-                status = self._remove(state, pod, pi, node)
-                if not status.is_success():
-                    return [], 0, status
-        else:
+        if copy:
+            # The copies the steps below change (the snapshot's node and the cycle's state
+            # stay as they are).
+            state = state.clone()
             node = node.clone_without(potential)
             # The PreFilter extensions see the node once all are gone rather than after each
             # removal: they read the node's name and labels, which removals do not change.
             for pi in potential:
                 status = fh.run_pre_filter_extension_remove_pod(state, pod, pi, node)
+                if not status.is_success():
+                    return [], 0, status
+        else:
+            for pi in potential:
+                status = self._remove(state, pod, pi, node)
                 if not status.is_success():
                     return [], 0, status
         status = fh.run_filter_plugins_with_nominated_pods(state, pod, node)
@@ -443,6 +504,94 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
             victims.sort(key=lambda pi: importance_key(pi, now_ns))
         return victims, violations, SUCCESS
 
+    def _select_by_arithmetic(
+        self,
+        w: _Walk,
+        fit: node_resources_fit.PreFilterState,
+        others: list[FilterFn],
+        state: CycleState,
+        pod: types_pb2.Pod,
+        node: NodeInfo,
+        pdbs: Sequence[types_pb2.PodDisruptionBudget],
+    ) -> tuple[Sequence[PodInfo], int, Status] | None:
+        """_select's outcome without its copies, when the walk's Filter depends on the node's
+        pods only through NodeResourcesFit's arithmetic (_node_only_filters): the other
+        plugins' verdict is the same on every copy of the node (they read the node object),
+        so each Filter run of the steps (every victim removed, then each reprieve: the node
+        with the nominated pods that count added, then without them) succeeds exactly when
+        they accept the node and NodeResourcesFit's arithmetic (_fit_fails, which with the
+        nominated pods added also decides the run without them) passes. None when there is
+        no pod to preempt, the pod does not fit with every victim gone or another plugin
+        rejects the node: the steps then give the exact Status.
+
+        Without PDBs the victims depend only on the node's lower-priority pods in importance
+        order (kept in _Lower when none of them lacks a start time: the order then does not
+        depend on the clock), the pod's requests and the nominated pods' sums on the node:
+        they are kept by those (later preemptors of the same priority revisit the node)."""
+        e = self._without_lower(w, node)
+        if not e.lower:
+            return None
+        cpu, memory, ephemeral, count = e.cpu, e.memory, e.ephemeral, e.count
+        if w.fits is not node and self._fit_fails(w, fit, node, cpu, memory, ephemeral, count):
+            return None
+        for fn in others:
+            try:
+                if fn(state, pod, node).code is not Code.SUCCESS:
+                    return None
+            except Exception:
+                return None  # the steps report it as the runtime does
+        nominated = self._nominated(w, node)
+        key = (fit.milli_cpu, fit.memory, fit.ephemeral_storage, *nominated)
+        if not pdbs:
+            kept = e.victims.get(key)
+            if kept is not None:
+                return kept, 0, SUCCESS  # the same tuple: the dry run reuses its Candidate
+        now_ns = int(self._handle.clock.now() * 1e9)
+        ordered = e.ordered
+        if ordered is None:
+            potential = sorted(e.lower, key=lambda pi: importance_key(pi, now_ns))
+            if all(pi.start_time_ns() is not None for pi in potential):
+                e.ordered = tuple(potential)
+        else:
+            potential = list(ordered)
+        if pdbs:
+            violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
+        else:
+            violating, non_violating = [], potential
+        # _fit_fails for each reprieve, its per-node terms computed once: a victim put back
+        # stays when the node then still holds at most `max_count` pods and, for each
+        # resource the pod requests, at most what leaves room for it.
+        n_cpu, n_memory, n_ephemeral, n_count = nominated
+        alloc = node.allocatable
+        max_count = alloc.allowed_pod_number - n_count - 1
+        big = 1 << 62  # no limit for a resource the pod does not request
+        max_cpu = alloc.milli_cpu - n_cpu - fit.milli_cpu if fit.milli_cpu > 0 else big
+        max_memory = alloc.memory - n_memory - fit.memory if fit.memory > 0 else big
+        max_ephemeral = (
+            alloc.ephemeral_storage - n_ephemeral - fit.ephemeral_storage
+            if fit.ephemeral_storage > 0
+            else big
+        )
+        victims: list[PodInfo] = []
+        violations = 0
+        for group, violates in ((violating, True), (non_violating, False)):
+            for pi in group:
+                r = pi.requests
+                c, m, ep = cpu + r.milli_cpu, memory + r.memory, ephemeral + r.ephemeral_storage
+                if count < max_count and c <= max_cpu and m <= max_memory and ep <= max_ephemeral:
+                    cpu, memory, ephemeral, count = c, m, ep, count + 1  # reprieved: it stays
+                else:
+                    victims.append(pi)
+                    violations += violates
+        if violating and non_violating:
+            victims.sort(key=lambda pi: importance_key(pi, now_ns))
+        if not pdbs and e.ordered is not None:
+            if len(e.victims) >= _VICTIMS_KEPT_MAX:
+                e.victims.clear()
+            kept = e.victims[key] = tuple(victims)
+            return kept, violations, SUCCESS
+        return victims, violations, SUCCESS
+
     def _remove(self, state: CycleState, pod: types_pb2.Pod, pi: PodInfo, node: NodeInfo) -> Status:
         if not node.remove_pod(pi.pod):
             return as_error(f"pod {pi.key} not found on node {node.name}")
@@ -474,6 +623,74 @@ class _Walk:
     uid: str
     fit: node_resources_fit.PreFilterState | None
     nominated: dict[str, tuple[int, int, int, int]]
+    # The other Filter plugins when the victims may be found by NodeResourcesFit's
+    # arithmetic (DefaultPreemption._node_only_filters), else None.
+    others: list[FilterFn] | None = None
+    # The node cannot_fit_on_node last found room on (nothing changes during a walk).
+    fits: NodeInfo | None = None
+
+
+@dataclass(slots=True)
+class _Lower:
+    """A node's pods of lower priority than `priority` (node order), their uids, what the
+    node holds without them (cpu, memory, ephemeral storage, pods), for the node at
+    `generation`; once computed, the same pods in importance order (when each has a start
+    time) and, per (the pod's cpu, memory and ephemeral storage requests, the nominated
+    pods' sums on the node), the victims chosen without PDBs."""
+
+    generation: int
+    priority: int
+    lower: tuple[PodInfo, ...]
+    uids: frozenset[str]
+    cpu: int
+    memory: int
+    ephemeral: int
+    count: int
+    ordered: tuple[PodInfo, ...] | None = None
+    victims: dict[tuple[int, ...], tuple[PodInfo, ...]] = field(default_factory=dict)
+
+    @staticmethod
+    def without(e: _Lower, uid: str) -> _Lower:
+        """`e` without the pod `uid` among `lower` (counted as staying on the node)."""
+        out = _Lower(
+            e.generation, e.priority, (), frozenset(), e.cpu, e.memory, e.ephemeral, e.count
+        )
+        lower: list[PodInfo] = []
+        for pi in e.lower:
+            if pi.uid == uid:
+                r = pi.requests
+                out.cpu += r.milli_cpu
+                out.memory += r.memory
+                out.ephemeral += r.ephemeral_storage
+                out.count += 1
+            else:
+                lower.append(pi)
+        out.lower = tuple(lower)
+        out.uids = frozenset(pi.uid for pi in lower)
+        return out
+
+
+@runtime_checkable
+class _PlanHandle(Protocol):
+    """A Handle that gives a cycle's Filter plan and says whether PreFilter extensions run in
+    it (the runtime's Framework)."""
+
+    def filter_plan(self, state: CycleState) -> list[tuple[str, FilterFn]]: ...
+
+    def runs_pre_filter_extensions(self, state: CycleState) -> bool: ...
+
+
+# The Filter plugins whose verdict on a node reads the node object (name, labels, taints,
+# unschedulable) and the pod, never the node's pods: removing or adding pods on a copy of the
+# node does not change it.
+_NODE_ONLY_FILTERS: Final[frozenset[type]] = frozenset(
+    {
+        node_affinity.NodeAffinity,
+        node_name.NodeName,
+        node_unschedulable.NodeUnschedulable,
+        taint_toleration.TaintToleration,
+    }
+)
 
 
 class _ExtensionError(Exception):

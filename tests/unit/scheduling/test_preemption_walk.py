@@ -135,3 +135,56 @@ def test_cannot_fit_follows_the_nodes_changes() -> None:
     c.add(pod("low2", 0, cpu="2", node="n0"))  # the same room taken, now by a victim
     state, _ = c.cycle(p)
     assert not c.plugin.cannot_fit_on_node(state, p, c.node_info("n0"))
+
+
+def _pick_one_step_by_step(nodes_to_victims: dict[str, Victims], now_ns: int) -> str:
+    """upstream pickOneNodeForPreemption's steps: each criterion in turn keeps the nodes with
+    its best score, until one is left; then the first remaining."""
+    from kemu.scheduling.preemption import pod_start_time_ns
+    from kemu.scheduling.types import pod_priority
+
+    def latest_start(v: Victims) -> int:
+        top = max(pod_priority(p) for p in v.pods)
+        return min(pod_start_time_ns(p, now_ns) for p in v.pods if pod_priority(p) == top)
+
+    criteria = (
+        lambda v: -v.num_pdb_violations,
+        lambda v: -pod_priority(v.pods[0]),
+        lambda v: -sum(pod_priority(p) + 2**31 for p in v.pods),
+        lambda v: -len(v.pods),
+        latest_start,
+    )
+    candidates = list(nodes_to_victims)
+    for score in criteria:
+        scores = {n: score(nodes_to_victims[n]) for n in candidates}
+        best = max(scores.values())
+        candidates = [n for n in candidates if scores[n] == best]
+        if len(candidates) == 1:
+            break
+    return candidates[0]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_pick_one_node_is_upstreams_criteria_in_turn(seed: int) -> None:
+    """Many ties on every criterion: the lexicographic comparison picks the node the
+    criteria applied one after the other pick."""
+    rng = random.Random(seed)
+    for _ in range(100):
+        by_node: dict[str, Victims] = {}
+        for n in range(rng.randint(1, 8)):
+            pods = sorted(
+                (
+                    pod(
+                        f"v{n}-{k}",
+                        rng.choice([0, 1, 2, -5]),
+                        started=rng.choice([None, NOW - 100, NOW - 50]),
+                    )
+                    for k in range(rng.randint(1, 3))
+                ),
+                key=lambda p: -p.spec.priority,
+            )
+            infos = tuple(PodInfo(x) for x in pods) if rng.random() < 0.5 else ()
+            by_node[f"n{n}"] = Victims(tuple(pods), rng.choice([0, 0, 1]), infos)
+        assert pick_one_node_for_preemption(by_node, NOW_NS) == _pick_one_step_by_step(
+            by_node, NOW_NS
+        )
