@@ -426,23 +426,13 @@ class ApiService:
             async with receive:
                 while True:
                     frame = None
-                    if not bookmarks or time.monotonic() < next_bookmark:
-                        # A frame already buffered needs no timeout scope (the per-frame
-                        # cost of a busy stream).
+                    with anyio.move_on_after(
+                        max(next_bookmark - time.monotonic(), 0) if bookmarks else math.inf
+                    ):
                         try:
-                            frame = receive.receive_nowait()
-                        except anyio.WouldBlock:
-                            pass
+                            frame = await receive.receive()
                         except anyio.EndOfStream:
                             return
-                    if frame is None:
-                        with anyio.move_on_after(
-                            max(next_bookmark - time.monotonic(), 0) if bookmarks else math.inf
-                        ):
-                            try:
-                                frame = await receive.receive()
-                            except anyio.EndOfStream:
-                                return
                     if frame is None:
                         # Nothing is buffered: every change up to the cache's revision has
                         # been sent (dispatch is synchronous), so that revision is safe to

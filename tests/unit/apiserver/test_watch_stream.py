@@ -1,6 +1,6 @@
-"""The gRPC edge's watch stream (ApiService.watch) on a watch cache fed by hand: a frame
-already buffered is taken without a timeout scope, but a stream that is never idle still gets
-its periodic bookmark when it is due (upstream's cacher sends bookmarks on a busy watch too)."""
+"""The gRPC edge's watch stream (ApiService.watch) on a watch cache fed by hand: a stream
+that is never idle still gets its periodic bookmark when it is due (upstream's cacher sends
+bookmarks on a busy watch too)."""
 
 from __future__ import annotations
 
