@@ -96,6 +96,29 @@ def python_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def run_python_module(
+    module: str,
+    args: Sequence[str] = (),
+    *,
+    env: Mapping[str, str] | None = None,
+    stdin: str | None = None,
+    timeout: float = 60,
+) -> subprocess.CompletedProcess[str]:
+    """Runs `python -m module args...` to its end, as a user runs a command from the repo's
+    root (`env`: the whole environment, default `python_env()`); its exit code and text
+    output. A command still running after `timeout` seconds is killed (TimeoutExpired)."""
+    return subprocess.run(
+        python_module_argv(module, args),
+        cwd=REPO_ROOT,
+        env=dict(env) if env is not None else python_env(),
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 class ManagedProcess:
     """One child process with its log file.
 

@@ -10,26 +10,18 @@ the next async test ('Event loop is closed'; seen once in CI, in test_cloud's se
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from kemu.testing.processes import python_env, python_module_argv
+from kemu.testing.processes import run_python_module
 
 pytestmark = pytest.mark.integration
 
 
 def _scale(args: list[str]) -> str:
     """Runs `python -m bench scale args`; its stdout. A failure shows its stderr's tail."""
-    done = subprocess.run(
-        python_module_argv("bench", ["scale", *args]),
-        env=python_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = run_python_module("bench", ["scale", *args], timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 

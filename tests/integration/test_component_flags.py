@@ -3,24 +3,16 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 
 import pytest
 
-from kemu.testing.processes import REPO_ROOT, python_env
+from kemu.testing.processes import run_python_module
 
 pytestmark = pytest.mark.integration
 
 
 def _start(module: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", module, *args],
-        cwd=REPO_ROOT,
-        env=python_env(),
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    return run_python_module(module, args, timeout=30)
 
 
 @pytest.mark.parametrize("module", ["apiserver", "controllermanager"])

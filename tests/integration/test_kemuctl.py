@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from kemu.component.featuregate import (
 from kemu.testing import Cluster
 from kemu.testing.eventually import eventually_sync
 from kemu.testing.names import unique_name
-from kemu.testing.processes import REPO_ROOT, python_env
+from kemu.testing.processes import REPO_ROOT, python_env, run_python_module
 
 pytestmark = pytest.mark.integration
 
@@ -38,15 +37,7 @@ def kemuctl(
     cluster: Cluster, *args: str, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     env = python_env({"KEMU_SERVER": cluster.server})
-    return subprocess.run(
-        [sys.executable, "-m", "kemu.ctl", *args],
-        cwd=REPO_ROOT,
-        env=env,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_python_module("kemu.ctl", args, env=env, stdin=stdin)
 
 
 def kemuctl_create_namespace(cluster: Cluster, prefix: str) -> str:
@@ -174,14 +165,7 @@ def test_version_lists_server_and_components(cluster):
 
 def test_unreachable_server_is_one_line(cluster):
     env_server = "127.0.0.1:1"
-    done = subprocess.run(
-        [sys.executable, "-m", "kemu.ctl", "--server", env_server, "get", "nodes"],
-        cwd=REPO_ROOT,
-        env=python_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_python_module("kemu.ctl", ["--server", env_server, "get", "nodes"])
     assert done.returncode == 1
     assert len(done.stderr.strip().splitlines()) == 1 and "cannot reach" in done.stderr
 

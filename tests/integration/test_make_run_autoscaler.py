@@ -25,7 +25,7 @@ import anyio
 import pytest
 
 from kemu.testing import eventually
-from kemu.testing.processes import REPO_ROOT, python_env
+from kemu.testing.processes import REPO_ROOT, python_env, run_python_module
 
 pytestmark = [pytest.mark.integration, pytest.mark.long, pytest.mark.anyio]
 
@@ -90,14 +90,7 @@ def kemuctl(*args: str) -> subprocess.CompletedProcess[str]:
     """kemuctl as a user runs it next to `make run` (its default server, 127.0.0.1:6443)."""
     env = python_env()
     env.pop("KEMU_SERVER", None)
-    return subprocess.run(
-        [sys.executable, "-m", "kemu.ctl", *args],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_python_module("kemu.ctl", args, env=env)
 
 
 def get_json(*args: str) -> dict[str, Any]:

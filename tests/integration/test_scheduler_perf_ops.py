@@ -12,13 +12,12 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kemu.testing.processes import python_env, python_module_argv
+from kemu.testing.processes import run_python_module
 
 pytestmark = [pytest.mark.integration]
 
@@ -29,14 +28,7 @@ def _run(tmp_path: Path, name: str, bind_only: str = "never") -> dict[str, Any]:
     out = tmp_path / "result.json"
     args = ["scheduler_perf", "--workload", name, "--seed", "1", "--creators", "8"]
     args += ["--timeout", "60", "--keep-dir", str(tmp_path), "--bind-only-baseline", bind_only]
-    done = subprocess.run(
-        python_module_argv("bench", [*args, "--json", str(out)]),
-        env=python_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = run_python_module("bench", [*args, "--json", str(out)], timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     (result,) = json.loads(out.read_text())["results"]
     assert isinstance(result, dict)
