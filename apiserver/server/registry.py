@@ -163,17 +163,6 @@ class Registry:
     def _decode(self, kind: Kind, kv: KeyValue) -> Message:
         return kind.message.FromString(encoding.with_resource_version(kv.value, kv.mod_revision))
 
-    @staticmethod
-    def _encode(obj: Message) -> bytes:
-        """Stored bytes: the object without its resourceVersion (the mod revision is)."""
-        meta = _meta(obj)
-        rv = meta.resource_version
-        meta.resource_version = ""
-        try:
-            return obj.SerializeToString()
-        finally:
-            meta.resource_version = rv
-
     async def read(self, kind: Kind, namespace: str, name: str) -> Stored:
         key = object_key(kind, namespace, name)
         kv = await self._store.get(key)
@@ -207,7 +196,7 @@ class Registry:
         """Compare-and-swap `obj` (its stored bytes `data` when the caller has them)."""
         meta = _meta(obj)
         if data is None:
-            data = self._encode(obj)
+            data = _stored_bytes(obj)
         self._check_size(kind, obj, len(data))
         key = object_key(kind, meta.namespace, meta.name)
         try:
@@ -374,7 +363,7 @@ class Registry:
             raise Invalid.from_causes(f'{kind.kind} "{meta.name}"', causes)
         if isinstance(obj, types_pb2.Pod):
             obj.status.qos_class = compute_qos_class(obj)  # quantities are valid by now
-        data = self._encode(obj)
+        data = _stored_bytes(obj)
         self._check_size(kind, obj, len(data))
         try:
             rev = await self._store.create(object_key(kind, meta.namespace, meta.name), data)
