@@ -38,10 +38,10 @@ from kemu.scheduling.events import (
     ClusterEvent,
     EventResource,
 )
+from kemu.scheduling.pod_info import same_requests_inputs
 from kemu.scheduling.types import pod_key, pod_priority, pod_requests
 from scheduler.cache.cache import CacheError
 from scheduler.cache.interface import SchedulerCache
-from scheduler.cache.pod_info import same_requests_inputs
 from scheduler.queue.interface import SchedulingQueue
 from scheduler.queue.pod_events import has_nominated_node_name_changed, le_priority_pre_check
 

@@ -42,9 +42,9 @@ import anyio.abc
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import Clock
 from kemu.scheduling.node_tree import NodeTree
+from kemu.scheduling.pod_info import refreshed_pod_info
 from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.types import NodeInfo, PodInfo, pod_key
-from scheduler.cache.pod_info import refreshed_pod_info
 
 log = logging.getLogger(__name__)
 
@@ -267,7 +267,7 @@ class Cache:
     def update_pod(self, old: types_pb2.Pod, new: types_pb2.Pod) -> None:
         """An assigned pod changed (labels, status, an in-place resize): it is counted again
         as the new object, its PodInfo recomputed (reference §2.2) unless the update changed
-        nothing it is computed from (scheduler.cache.pod_info: then the previous PodInfo's
+        nothing it is computed from (kemu.scheduling.pod_info: then the previous PodInfo's
         values are reused, equal to what recomputing gives)."""
         uid = old.metadata.uid
         ps = self._pod_states.get(uid)

@@ -12,8 +12,8 @@ from typing import Final
 
 from kemu.api.v1 import types_pb2
 from kemu.scheduling.events import ActionType, ClusterEvent, EventResource
+from kemu.scheduling.pod_info import same_requests_inputs
 from kemu.scheduling.types import pod_priority, pod_requests
-from scheduler.cache.pod_info import same_requests_inputs
 
 # Labels of queue moves that are not cluster events (for queue_incoming_pods_total{event}).
 SCHEDULE_ATTEMPT_FAILURE: Final = "ScheduleAttemptFailure"

@@ -46,9 +46,9 @@ from kemu.scheduling.events import (
 )
 from kemu.scheduling.interface import QueuedPodInfo
 from kemu.scheduling.nominator import Nominator, PodLister
+from kemu.scheduling.pod_info import refreshed_pod_info
 from kemu.scheduling.status import SUCCESS, Status
 from kemu.scheduling.types import PodInfo, pod_key
-from scheduler.cache.pod_info import refreshed_pod_info
 from scheduler.queue.active_queue import InFlightTracker
 from scheduler.queue.backoff_queue import BackoffQueue
 from scheduler.queue.heap import KeyedHeap

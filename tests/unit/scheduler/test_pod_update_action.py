@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 from kemu.api.v1 import types_pb2
 from kemu.scheduling.events import ActionType
+from kemu.scheduling.pod_info import same_requests_inputs
 from kemu.scheduling.types import pod_requests
 from kemu.testing.builders import make_pod
-from scheduler.cache.pod_info import same_requests_inputs
 from scheduler.event_handlers import (
     _requests_went_down,
     pod_update_action,

@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import FakeClock
+from kemu.scheduling.pod_info import REUSABLE, refreshed_pod_info, same_computed_inputs
 from kemu.scheduling.types import PodInfo
 from kemu.testing.builders import make_node, make_pod
 from scheduler.cache import Cache
-from scheduler.cache.pod_info import REUSABLE, refreshed_pod_info, same_computed_inputs
 
 CPU = st.sampled_from(["", "100m", "200m"])
 
@@ -82,7 +82,7 @@ def slots(pi: PodInfo) -> dict[str, object]:
 
 def test_pod_info_has_the_slots_the_reuse_knows() -> None:
     """A slot added to PodInfo turns the reuse off; this test says which list to extend."""
-    assert REUSABLE, "PodInfo's slots changed: update scheduler/cache/pod_info.py"
+    assert REUSABLE, "PodInfo's slots changed: update kemu/scheduling/pod_info.py"
 
 
 @settings(max_examples=400, deadline=None)
