@@ -1,7 +1,7 @@
 """The fault side of a chaos run: the schedule's faults fired one after another in a worker
 thread (Cluster is synchronous), each role resolved to processes when it fires (schedule.py
-lists the roles), and a supervisor that restarts a process that exited on its own (a
-scheduler that lost its lease exits, as upstream's).
+lists the roles), and a supervisor that restarts a process that exited on its own (a leader
+that lost its lease restarts itself in place: kemu.component.runner.RestartInPlace).
 
 A group of processes (every apiserver, every etcd member) is killed together and restarted
 together: etcd members only become healthy once a quorum of them runs.

@@ -8,8 +8,10 @@ the Version RPC reports, and running the work only while holding the lease.
     election = leader_election_config(args, lease_name="kube-scheduler")   # None without --leader-elect
     await run_elected(client, ctx, component="kube-scheduler", election=election, work=work)
 
-A leader that cannot renew exits with LeadershipLost (the runner makes that exit code 1, as
-upstream: another instance may already be leading); on SIGTERM the work is cancelled and the
+A leader that cannot renew stops with LeadershipLost (another instance may already be
+leading): upstream's exits, kemu's runner starts the process again from nothing, a candidate
+again (kemu.component.runner.RestartInPlace), so that the local cluster under honcho, which
+stops everything when one process exits, keeps running; on SIGTERM the work is cancelled and the
 lease released by one attempt that does not wait for the apiserver (which may be draining too):
 if it fails the lease simply expires.
 """

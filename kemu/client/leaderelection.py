@@ -10,7 +10,8 @@ just means "try again later".
 
 Once leader, `leading()` runs next to a renew loop. If the lease cannot be renewed for
 renew_deadline, `leading()` is cancelled and `run` raises LeadershipLost: the component must
-exit (as upstream's OnStoppedLeading does), because another may already lead. Every write
+stop (as upstream's OnStoppedLeading exits), because another may already lead; kemu's runner
+then starts it again from nothing as a candidate (kemu.component.runner.RestartInPlace). Every write
 `leading()` makes carries the term's fencing token (kemu.client.fencing); with `fencing` the
 apiserver refuses those of an ended term, and the first refusal stops leading the same way. When `run` is
 cancelled, or `leading()` returns, a lease still held is released (holderIdentity "",
@@ -35,6 +36,7 @@ from kemu.api.v1 import types_pb2
 from kemu.client.fencing import Fence, leading_as
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock, RealClock
+from kemu.component.runner import RestartInPlace
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import AlreadyExists, ApiError, Conflict, Fenced, NotFound
 from kemu.machinery.fencing import FencingToken
@@ -47,8 +49,10 @@ RELEASE_TIMEOUT: Final = 1.0
 """Bounds the one release attempt on stop (an answering server takes milliseconds)."""
 
 
-class LeadershipLost(Exception):
-    """The lease could not be renewed within renew_deadline; the component must stop."""
+class LeadershipLost(RestartInPlace):
+    """The lease could not be renewed within renew_deadline, another holder was seen, or a
+    write of the term was fenced: the component must stop leading and drop what it built as
+    leader. The component runner starts it again from nothing, a candidate again."""
 
 
 @dataclass(frozen=True)
