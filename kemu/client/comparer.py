@@ -302,27 +302,43 @@ class CacheComparer:
             await self.compare_all()
 
     async def compare_all(self) -> list[Difference]:
-        """Compares every source now; logs and keeps the result; returns the differences."""
+        """Compares every source now, concurrently; logs and keeps the result (in the sources'
+        order); returns the differences. A source that fails is an error of the result, never
+        of the component."""
         result = _Result(self._triggers, self._clock.now())
+        sources = list(self._sources())
+        outcomes: list[tuple[int, list[Difference]] | str] = ["not compared"] * len(sources)
+
+        async def one(i: int, source: Source) -> None:
+            try:
+                outcomes[i] = await compare(
+                    source, clock=self._clock, catch_up=self._catch_up, interval=self._interval
+                )
+            except ApiError as e:
+                outcomes[i] = f"{e.reason}: {e}"
+            except Exception as e:  # a bug: logged, and the component goes on
+                log.exception("cache comparison of %s failed", source.cache)
+                outcomes[i] = f"{type(e).__name__}: {e}"
+
         self._running = True
         try:
-            for source in list(self._sources()):
-                try:
-                    count, found = await compare(
-                        source, clock=self._clock, catch_up=self._catch_up, interval=self._interval
-                    )
-                except ApiError as e:
-                    result.errors.append(f"{source.cache}: {e.reason}: {e}")
-                    log.warning("cache comparison of %s failed: %s", source.cache, e)
-                    continue
-                result.caches.append(
-                    {"cache": source.cache, "against": source.against, "objects": count}
-                )
-                for d in found:
-                    log.warning("Cache mismatch: %s", d.line())
-                result.differences += found
+            async with anyio.create_task_group() as tg:
+                for i, source in enumerate(sources):
+                    tg.start_soon(one, i, source)
         finally:
             self._running = False
+        for source, outcome in zip(sources, outcomes, strict=True):
+            if isinstance(outcome, str):
+                result.errors.append(f"{source.cache}: {outcome}")
+                log.warning("Cache comparison of %s failed: %s", source.cache, outcome)
+                continue
+            count, found = outcome
+            result.caches.append(
+                {"cache": source.cache, "against": source.against, "objects": count}
+            )
+            for d in found:
+                log.warning("Cache mismatch: %s", d.line())
+            result.differences += found
         result.finished = self._clock.now()
         self._last = result
         kinds = {
