@@ -14,8 +14,8 @@ scheduler adds its cache and queue (scheduler/cache/debugger.py).
 
 Per key, the view and a truth differ as:
 - missing: the truth has the object, the view does not;
-- redundant: the view has it, the truth does not (and the view's copy is not newer than the
-  whole list, i.e. created after it);
+- redundant: the view has it, the truth does not (unless the view's copy is newer than the
+  whole list: created after it);
 - stale: both have it and the view's resourceVersion is older than the truth's.
 A view's copy newer than the truth's agrees (the view moved on since the list). A view may hold a
 key with the version None: present in a state the comparison does not judge (the scheduler's
@@ -170,19 +170,28 @@ def differences(view: View, truth: Truth, keys: Iterable[str] | None = None) -> 
     return {k for k in keys if difference(view, truth, k) is not None}
 
 
+@dataclass(frozen=True)
+class Comparison:
+    """One source compared: `objects` in the first truth, the keys that `raced` (differed at
+    first, then agreed), and the `differences` that survived both rounds."""
+
+    objects: int
+    raced: int
+    differences: list[Difference]
+
+
 async def compare(
     source: Source,
     *,
     clock: Clock,
     catch_up: float = DEFAULT_CATCH_UP,
     interval: float = DEFAULT_INTERVAL,
-) -> tuple[int, list[Difference]]:
-    """The number of objects in the first truth, and the differences that survive both rounds
-    (see the module docstring)."""
+) -> Comparison:
+    """Compares `source`'s view with its truth in two rounds (see the module docstring)."""
     truth = await source.truth()
     count = len(truth.objects)
-    keys = differences(source.view(), truth)
-    keys = await _catch_up(source.view, truth, keys, clock, catch_up, interval)
+    first = differences(source.view(), truth)
+    keys = await _catch_up(source.view, truth, first, clock, catch_up, interval)
     if keys:
         truth = await source.truth()
         keys = await _catch_up(source.view, truth, keys, clock, catch_up, interval)
@@ -192,7 +201,7 @@ async def compare(
         found = difference(view, truth, key)
         if found is not None:
             out.append(Difference(source.cache, source.against, key, *found))
-    return count, out
+    return Comparison(count, len(first) - len(out), out)
 
 
 async def _catch_up(
@@ -307,7 +316,7 @@ class CacheComparer:
         of the component."""
         result = _Result(self._triggers, self._clock.now())
         sources = list(self._sources())
-        outcomes: list[tuple[int, list[Difference]] | str] = ["not compared"] * len(sources)
+        outcomes: list[Comparison | str] = ["not compared"] * len(sources)
 
         async def one(i: int, source: Source) -> None:
             try:
@@ -332,13 +341,17 @@ class CacheComparer:
                 result.errors.append(f"{source.cache}: {outcome}")
                 log.warning("Cache comparison of %s failed: %s", source.cache, outcome)
                 continue
-            count, found = outcome
             result.caches.append(
-                {"cache": source.cache, "against": source.against, "objects": count}
+                {
+                    "cache": source.cache,
+                    "against": source.against,
+                    "objects": outcome.objects,
+                    "raced": outcome.raced,
+                }
             )
-            for d in found:
+            for d in outcome.differences:
                 log.warning("Cache mismatch: %s", d.line())
-            result.differences += found
+            result.differences += outcome.differences
         result.finished = self._clock.now()
         self._last = result
         kinds = {
@@ -346,7 +359,7 @@ class CacheComparer:
         }
         log.info(
             "Cache comparison: %d caches, %d objects, %d differences "
-            "(%d missing, %d redundant, %d stale), %d errors",
+            "(%d missing, %d redundant, %d stale), %d errors; %d raced and caught up",
             len(result.caches),
             sum(c["objects"] for c in result.caches),
             len(result.differences),
@@ -354,6 +367,7 @@ class CacheComparer:
             kinds[REDUNDANT],
             kinds[STALE],
             len(result.errors),
+            sum(c["raced"] for c in result.caches),
         )
         return result.differences
 

@@ -17,6 +17,7 @@ from kemu.client.comparer import (
     REDUNDANT,
     STALE,
     CacheComparer,
+    Comparison,
     Difference,
     Source,
     Truth,
@@ -106,8 +107,8 @@ class Scripted:
         return self.truths[min(self.lists, len(self.truths)) - 1]
 
 
-async def _compare(clock: FakeClock, s: Scripted) -> tuple[int, list[Difference]]:
-    out: list[tuple[int, list[Difference]]] = []
+async def _compare(clock: FakeClock, s: Scripted) -> Comparison:
+    out: list[Comparison] = []
 
     async def run() -> None:
         out.append(await compare(s.source(), clock=clock, catch_up=5.0, interval=0.1))
@@ -122,7 +123,7 @@ async def _compare(clock: FakeClock, s: Scripted) -> tuple[int, list[Difference]
 async def test_equal_caches_take_one_list_and_no_wait() -> None:
     clock = FakeClock()
     s = Scripted(clock, lambda _: {"a": "5", "b": "6"}, [Truth({"a": "5", "b": "6"}, "9")])
-    assert await compare(s.source(), clock=clock) == (2, [])
+    assert await compare(s.source(), clock=clock) == Comparison(2, 0, [])
     assert s.lists == 1
 
 
@@ -134,9 +135,9 @@ async def test_a_missed_update_is_reported_with_the_second_lists_version() -> No
         lambda _: {"a": "5", "b": "6"},
         [Truth({"a": "7", "b": "6", "c": "8"}, "9"), Truth({"a": "11", "b": "6", "c": "8"}, "12")],
     )
-    count, found = await _compare(clock, s)
-    assert count == 3
-    assert [(d.key, d.kind, d.cached, d.actual) for d in found] == [
+    result = await _compare(clock, s)
+    assert (result.objects, result.raced) == (3, 0)
+    assert [(d.key, d.kind, d.cached, d.actual) for d in result.differences] == [
         ("a", STALE, "5", "11"),
         ("c", MISSING, "", "8"),
     ]
@@ -147,7 +148,7 @@ async def test_a_missed_update_is_reported_with_the_second_lists_version() -> No
 async def test_a_redundant_object_is_reported() -> None:
     clock = FakeClock()
     s = Scripted(clock, lambda _: {"a": "5", "gone": "3"}, [Truth({"a": "5"}, "9")])
-    _, found = await _compare(clock, s)
+    found = (await _compare(clock, s)).differences
     assert [(d.key, d.kind) for d in found] == [("gone", REDUNDANT)]
 
 
@@ -160,7 +161,7 @@ async def test_a_cache_that_catches_up_within_the_wait_is_a_race_not_a_differenc
         lambda t: {"a": "5", "gone": "3"} if t < 2 else {"a": "7", "c": "8"},
         [Truth({"a": "7", "c": "8"}, "9")],
     )
-    assert await _compare(clock, s) == (2, [])
+    assert await _compare(clock, s) == Comparison(2, 3, [])
     assert s.lists == 1
 
 
@@ -171,7 +172,7 @@ async def test_an_object_deleted_after_the_first_list_agrees_with_the_second() -
     s = Scripted(
         clock, lambda _: {"a": "5"}, [Truth({"a": "5", "c": "8"}, "9"), Truth({"a": "5"}, "10")]
     )
-    assert await _compare(clock, s) == (2, [])
+    assert await _compare(clock, s) == Comparison(2, 1, [])
     assert s.lists == 2
 
 
@@ -183,8 +184,8 @@ async def test_a_key_that_differs_only_in_the_second_list_is_not_reported() -> N
         lambda _: {"a": "5", "b": "6"},
         [Truth({"a": "7", "b": "6"}, "9"), Truth({"a": "7", "b": "10"}, "10")],
     )
-    _, found = await _compare(clock, s)
-    assert [d.key for d in found] == ["a"]
+    result = await _compare(clock, s)
+    assert [d.key for d in result.differences] == ["a"] and result.raced == 0
 
 
 # ---------------------------------------------------------------- informers
@@ -208,7 +209,7 @@ async def _run(clock: FakeClock, source: Source) -> list[Difference]:
     out: list[list[Difference]] = []
 
     async def run() -> None:
-        out.append((await compare(source, clock=clock, catch_up=5.0, interval=0.1))[1])
+        out.append((await compare(source, clock=clock, catch_up=5.0, interval=0.1)).differences)
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(run)
@@ -225,8 +226,8 @@ async def test_informers_agree_with_a_fresh_list(tg: TaskGroup) -> None:
         "informer nodes",
         "informer pods",
     ]
-    assert await compare(_source(factory, "informer pods"), clock=clock) == (2, [])
-    assert await compare(_source(factory, "informer nodes"), clock=clock) == (1, [])
+    assert await compare(_source(factory, "informer pods"), clock=clock) == Comparison(2, 0, [])
+    assert await compare(_source(factory, "informer nodes"), clock=clock) == Comparison(1, 0, [])
 
 
 @pytest.mark.anyio
@@ -298,9 +299,9 @@ async def test_the_comparer_runs_once_per_trigger_and_reports_the_last_result(
     last = report["last"]
     assert report["triggers"] == 1 and last["trigger"] == 1
     assert last["differences"] == [] and last["errors"] == []
-    assert sorted((c["cache"], c["objects"]) for c in last["caches"]) == [
-        ("informer nodes", 1),
-        ("informer pods", 1),
+    assert sorted((c["cache"], c["objects"], c["raced"]) for c in last["caches"]) == [
+        ("informer nodes", 1, 0),
+        ("informer pods", 1, 0),
     ]
 
     # A list that fails is an error of the comparison, not a difference.
