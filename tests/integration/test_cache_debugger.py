@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import anyio
 import pytest
 
 from kemu.api.v1 import types_pb2
@@ -68,6 +69,42 @@ async def test_a_healthy_cluster_has_no_cache_differences(cluster: Cluster) -> N
     assert last["differences"] == [] and any(
         x["cache"].startswith("informer pods") for x in last["caches"]
     ), last
+
+
+async def test_objects_changing_during_the_comparison_are_races_not_differences(
+    cluster: Cluster,
+) -> None:
+    """Pods created, relabelled and deleted without pause while the scheduler and the
+    controller-manager compare: their fresh lists are ahead of their informers, which catch up."""
+    async with Client(cluster.server) as c:
+        ns = await create_namespace(c, "churn")
+        writes = 0
+
+        async def churn() -> None:
+            nonlocal writes
+            i = 0
+            while True:
+                name = f"p{i % 5}"
+                if i < 5:
+                    await c.create(make_pod(name).namespace(ns).req(cpu="10m").obj())
+                elif i % 7 == 0:
+                    await c.delete(types_pb2.Pod, name, ns, grace_period_seconds=0)
+                    await c.create(make_pod(name).namespace(ns).req(cpu="10m").obj())
+                else:
+                    await c.patch(types_pb2.Pod, name, {"metadata": {"labels": {"i": str(i)}}}, ns)
+                i += 1
+                writes += 1
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(churn)
+            results = [
+                await caches.compare(cluster.component(name))
+                for name in ("scheduler", "controllermanager", "scheduler")
+            ]
+            tg.cancel_scope.cancel()
+    assert writes > 20
+    for result in results:
+        assert result["differences"] == [] and result["errors"] == [], result
 
 
 async def test_the_debug_signal_neither_drains_nor_stops_a_component(cluster: Cluster) -> None:
