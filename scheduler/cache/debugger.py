@@ -10,8 +10,10 @@ GET /debug/caches); this module gives it the scheduler's caches as sources:
   (upstream's field selector: not finished), of which it is responsible for the assigned ones
   (the cache) and the unassigned ones of its profiles (the queue). As upstream's
   CacheComparer.ComparePods, a pod counts wherever it is (cache or queue); a pod in both (a
-  KEP-5836 deferred resize) is judged by its older copy. The assumed pods are set aside
-  (present, not judged): in their binding cycle the cache holds them ahead of the API.
+  KEP-5836 deferred resize) is judged by its older copy. Set aside (present, not judged): the
+  assumed pods (in their binding cycle the cache holds them ahead of the API), and the
+  unassigned pods being deleted (a finalizer keeps them in the API; the queue holds one until
+  it is popped and skipped, upstream's skipPodSchedule, and never again).
 Upstream compares names only (comparer.go CompareNodes, ComparePods by UID); kemu compares
 resourceVersions too, so that a missed update, not only a missed add or delete, shows.
 
@@ -76,13 +78,23 @@ def pod_view(cache: DumpableCache, queue: PendingPods) -> View:
             put(key, None if key in dump.assumed_pods else pi.pod.metadata.resource_version)
     pending, _ = queue.pending_pods()
     for pod in [*pending, *queue.in_flight_pods()]:
-        put(pod_key(pod), pod.metadata.resource_version)
+        put(pod_key(pod), None if _unassigned_deleting(pod) else pod.metadata.resource_version)
     return view
 
 
+def _unassigned_deleting(pod: types_pb2.Pod) -> bool:
+    return not pod.spec.node_name and pod.metadata.HasField("deletion_timestamp")
+
+
 def _responsible(scheduler_names: frozenset[str]) -> Callable[[types_pb2.Pod], bool]:
+    """Whether the cache or the queue must hold the pod (see the module docstring)."""
+
     def responsible(pod: types_pb2.Pod) -> bool:
-        return bool(pod.spec.node_name) or pod.spec.scheduler_name in scheduler_names
+        if pod.spec.node_name:
+            return True
+        return pod.spec.scheduler_name in scheduler_names and not pod.metadata.HasField(
+            "deletion_timestamp"
+        )
 
     return responsible
 

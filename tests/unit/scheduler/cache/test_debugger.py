@@ -162,3 +162,24 @@ async def test_the_dumper_logs_every_node_and_the_queue(caplog: pytest.LogCaptur
         assert "Dump of cached NodeInfo: 1 nodes" in text
         assert "Node n1: requested cpu=1000m" in text and "default/bound" in text
         assert "Dump of scheduling queue: activeQ:1;" in text and "default/pending" in text
+
+
+@pytest.mark.anyio
+async def test_an_unassigned_pod_being_deleted_is_not_the_schedulers_business() -> None:
+    async with env() as e:
+        await _populated(e)
+        pod = make_pod("finalized").scheduler_name(SCHEDULER).req(cpu="1").obj()
+        pod.metadata.finalizers.append("example.com/keep")
+        e.add(pod)
+        await anyio.wait_all_tasks_blocked()
+        await e.client.delete(types_pb2.Pod, "finalized", "default")
+        await anyio.wait_all_tasks_blocked()
+        # Terminating, held by its finalizer: queued, then popped and skipped (upstream
+        # skipPodSchedule), after which the queue no longer holds it.
+        assert e.where("finalized") == "active"
+        assert await _differences(e) == []
+        while e.where("finalized"):
+            await e.cycle()
+        listed = _informers(e)[0].lister.get("finalized")
+        assert listed is not None and listed.metadata.HasField("deletion_timestamp")
+        assert await _differences(e) == []
