@@ -29,6 +29,7 @@ from apiserver.rest.request import (
     truthy,
 )
 from apiserver.rest.table import table, wants_table
+from apiserver.server import fencing
 from apiserver.server.eviction import DRY_RUN_ALL
 from apiserver.server.registry import Registry
 from apiserver.server.servicer import ApiService
@@ -37,6 +38,7 @@ from kemu.machinery import convert
 from kemu.machinery import patch as patches
 from kemu.machinery.convert import UnknownFields
 from kemu.machinery.errors import ApiError, BadRequest, InternalError, Invalid, NotFound
+from kemu.machinery.fencing import ENFORCE_KEY, TOKEN_KEY, FencingToken
 from kemu.machinery.kinds import unwrap
 
 log = logging.getLogger(__name__)
@@ -74,6 +76,14 @@ def parse_path(parts: list[str]) -> Target | None:
     return Target(kind, namespace, name, sub)
 
 
+def _fencing_token(request: web.BaseRequest) -> FencingToken | None:
+    """The fencing token of a leader's write, in the headers named as kemu's gRPC metadata
+    (kemu.machinery.fencing); BadRequest if malformed."""
+    return FencingToken.from_request(
+        request.headers.get(TOKEN_KEY, ""), request.headers.get(ENFORCE_KEY, "")
+    )
+
+
 class RestApi:
     def __init__(
         self,
@@ -93,7 +103,8 @@ class RestApi:
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         try:
-            return await self._route(request)
+            with fencing.serving(_fencing_token(request)):
+                return await self._route(request)
         except ApiError as e:
             return _error(e)
         except (ConnectionResetError, anyio.get_cancelled_exc_class()):
