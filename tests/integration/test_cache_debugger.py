@@ -5,15 +5,18 @@ differs, whatever the pods are doing (bound and running, pending, deleted)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 
 import anyio
+import anyio.to_thread
 import pytest
 
 from kemu.api.v1 import types_pb2
 from kemu.chaos import caches
 from kemu.client.client import Client
 from kemu.testing import Cluster, eventually, make_pod
+from kemu.testing.cluster import Component
 from kemu.testing.namespaces import create_namespace
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
@@ -113,3 +116,25 @@ async def test_the_debug_signal_neither_drains_nor_stops_a_component(cluster: Cl
         await caches.compare(scheduler)
     assert scheduler.running
     cluster.wait_ready("scheduler", timeout=5)
+
+
+async def test_a_process_that_exits_during_the_check_is_no_violation(
+    cluster_factory: Callable[..., Cluster],
+) -> None:
+    """A scheduler that finds its lease lost exits (as upstream's); if that happens while the
+    harness waits for its answer, there is no cache left to check."""
+    cluster = cluster_factory()
+    cluster.start_etcd()
+    cluster.start_apiserver()
+    scheduler = cluster.start_scheduler()
+    scheduler.pause()  # it cannot answer
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(anyio.to_thread.run_sync, _kill_after, scheduler)
+        with anyio.fail_after(30):
+            assert await caches.check(cluster) == []
+    assert not scheduler.running
+
+
+def _kill_after(proc: Component) -> None:
+    time.sleep(0.5)
+    proc.kill()
