@@ -44,7 +44,17 @@ async def _report(proc: Component) -> dict[str, Any]:
 async def compare(proc: Component, *, timeout: float = ANSWER_TIMEOUT) -> dict[str, Any]:  # noqa: ASYNC109
     """Sends `proc` SIGUSR2 and returns the comparison it made after the signal (the `last`
     of its GET /debug/caches). AssertionError if none within `timeout` seconds."""
-    before = await _report(proc)
+
+    async def reachable() -> dict[str, Any]:
+        # A process restarted just now may not listen yet.
+        try:
+            return await _report(proc)
+        except OSError as e:
+            if not proc.running:
+                raise RuntimeError(f"{proc.name} exited") from e
+            raise AssertionError(f"GET {debug_url(proc)}: {e}") from e
+
+    before = await eventually(reachable, timeout=timeout, interval=0.2)
     if proc.pid is None:
         raise RuntimeError(f"{proc.name} is not running")
     os.kill(proc.pid, signal.SIGUSR2)
