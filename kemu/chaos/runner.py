@@ -21,7 +21,7 @@ import anyio
 import anyio.to_thread
 
 from kemu.api.v1 import types_pb2
-from kemu.chaos import autoscaling, checks, leaders
+from kemu.chaos import autoscaling, caches, checks, leaders
 from kemu.chaos.faults import APISERVERS, LEASE_DURATION, SCHEDULERS, Injector, RunState
 from kemu.chaos.profiles import Profile
 from kemu.chaos.recorder import LEASE_NAMESPACE, LeaseRecorder, TimedPodHistory
@@ -355,6 +355,7 @@ class ChaosRun:
                 await h.sync(client, timeout=30)
             except AssertionError as e:
                 violations.append(f"{name}: {e}")
+        violations += await caches.check(cluster)
         allocatable = await self._allocatable(client)
         violations += checks.check_bound_once(a.versions)
         violations += checks.check_watch_order(a.versions, a.listed)

@@ -28,6 +28,10 @@ Contract of `run_component` / `run_component_async`:
   cluster. Run in-process (not as `python -m <component>`), `run_component` returns 1 instead.
 - Cancellation is never swallowed; cleanup that must run while cancelled belongs under
   `cleanup_scope()` (shielded, with a deadline).
+- SIGUSR2 (upstream kube-scheduler's cache debugger signal) calls every callback registered
+  with `ctx.on_debug_signal` (synchronous and quick: they start work in the component's own
+  tasks, see kemu.client.comparer); it neither drains nor stops. What the work finds is served
+  by `ctx.add_debug_handler(name, fn)` at GET /debug/<name> on the metrics port.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ from prometheus_client import CollectorRegistry
 
 from kemu.component.clock import Clock, RealClock
 from kemu.component.featuregate import FeatureGates
-from kemu.component.health import Check, HealthChecks, HealthServer
+from kemu.component.health import Check, DebugHandler, HealthChecks, HealthServer
 from kemu.component.logs import setup_logging
 from kemu.component.metrics import new_registry
 from kemu.component.options import ComponentOptions
@@ -81,6 +85,8 @@ class ComponentContext:
         """Set once the component must drain: a signal or request_stop()."""
         self.metrics_port: int | None = None
         """The bound port of the health server once it listens; None when disabled."""
+        self.debug_handlers: dict[str, DebugHandler] = {}
+        self._debug_callbacks: list[Callable[[], None]] = []
 
     @property
     def gates(self) -> FeatureGates:
@@ -91,6 +97,24 @@ class ComponentContext:
 
     def add_liveness_check(self, name: str, check: Check) -> None:
         self.checks.add_liveness_check(name, check)
+
+    def add_debug_handler(self, name: str, handler: DebugHandler) -> None:
+        """Serves `handler()`'s JSON document at GET /debug/<name>."""
+        if name in self.debug_handlers:
+            raise ValueError(f'debug handler "{name}" is already registered')
+        self.debug_handlers[name] = handler
+
+    def on_debug_signal(self, callback: Callable[[], None]) -> None:
+        """Calls `callback` on every SIGUSR2 (see the module docstring)."""
+        self._debug_callbacks.append(callback)
+
+    def debug_signal(self) -> None:
+        """What SIGUSR2 does: calls the debug callbacks (an exception is logged)."""
+        for callback in list(self._debug_callbacks):
+            try:
+                callback()
+            except Exception:
+                logger.exception("debug callback %r failed", callback)
 
     def request_stop(self) -> None:
         """Start draining as if SIGTERM had arrived (the grace period starts now)."""
@@ -192,6 +216,7 @@ async def run_component_async(
                 gates=gates,
                 registry=ctx.registry,
                 checks=ctx.checks,
+                debug=ctx.debug_handlers,
                 host=options.metrics_bind_address,
                 port=options.metrics_port,
             )
@@ -261,10 +286,14 @@ async def _watch_signals(
     *,
     task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGUSR2) as signals:
         task_status.started()
         async for signum in signals:
             signame = signal.Signals(signum).name
+            if signum == signal.SIGUSR2:
+                logger.info("received %s: running the debug actions", signame)
+                ctx.debug_signal()
+                continue
             if not ctx.stopping.is_set():
                 logger.info(
                     "received %s, draining (grace period %gs)",

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import logging
 import random
 import signal
@@ -306,3 +307,28 @@ async def test_grace_period_expiry_in_a_real_process_exits_1() -> None:
     assert code == 1, err
     assert out.splitlines()[1:] == ["draining", "cancelled"]
     assert "did not stop within its 0.2s grace period" in err
+
+
+async def test_sigusr2_runs_the_debug_callbacks_and_neither_drains_nor_stops() -> None:
+    with anyio.fail_after(10):
+        async with await anyio.open_process([sys.executable, str(CHILD), "drain", "10"]) as process:
+            child = Child(process)
+            assert process.stdout is not None
+            while not child.out.startswith("ready "):
+                child.out += (await process.stdout.receive()).decode()
+            port = int(child.out.split()[1].split("\n")[0])
+            for n in (1, 2):
+                process.send_signal(signal.SIGUSR2)
+                await child.wait_for_line(f"debug {n}")
+            status, headers, body = await http_request(port, "/debug/count")
+            assert (status, json.loads(body)) == (200, {"signals": 2})
+            assert headers["content-type"] == "application/json"
+            assert (await http_request(port, "/readyz"))[0] == 200
+            process.send_signal(signal.SIGTERM)
+            async for chunk in process.stdout:
+                child.out += chunk.decode()
+            err = await child.stderr()
+            code = await process.wait()
+    assert code == 0, err
+    assert child.out.splitlines()[1:] == ["debug 1", "debug 2", "draining", "drained"]
+    assert "received SIGUSR2: running the debug actions" in err
