@@ -85,10 +85,17 @@ def refused(what: str, failed: GuardFailed) -> Fenced:
     )
 
 
+NODE_LEASE_NAMESPACE: Final = "kube-node-lease"
+
+
 def companion(kind: Kind, obj: object, *, deleted: bool = False) -> Companion | None:
-    """The holder record written (or deleted) with a Lease; None for any other object."""
+    """The holder record written (or deleted) with a Lease; None for any other object, and for
+    the kubelets' heartbeats (kube-node-lease: never a lock, and the most frequent lease
+    writes: a token naming one is refused for want of a record)."""
     if kind.kind != "Lease":
         return None
     assert isinstance(obj, types_pb2.Lease)
+    if obj.metadata.namespace == NODE_LEASE_NAMESPACE:
+        return None
     key = holder_key(obj.metadata.namespace, obj.metadata.name)
     return Companion(key, None if deleted else holder_record(obj))

@@ -129,6 +129,19 @@ async def test_a_refused_write_is_a_409_conflict_status_on_the_rest_edge(cluster
     assert code == 201
 
 
+async def test_a_node_lease_has_no_holder_record_so_a_token_naming_one_is_refused(
+    cluster: Cluster,
+) -> None:
+    """kube-node-lease holds the kubelets' heartbeats, never a lock: no record is kept."""
+    async with Client(cluster.server) as client:
+        await ensure_namespace(client, NS)
+        lease = await client.get(types_pb2.Lease, "n1", "kube-node-lease")
+        token = FencingToken.of(lease, enforce=True)
+        with leading_as(Fence(token)), pytest.raises(Fenced) as err:
+            await client.create(make_pod("nl-1").namespace(NS).obj())
+        assert "is held by nobody (no holder record)" in str(err.value)
+
+
 async def test_a_malformed_token_is_a_bad_request_naming_the_header(cluster: Cluster) -> None:
     async with Client(cluster.server) as client:
         await ensure_namespace(client, NS)
