@@ -128,6 +128,7 @@ class MaxInflight:
         if metrics is not None:
             for kind in (READ_ONLY, MUTATING):
                 metrics.current.labels(kind).set_function(functools.partial(self.inflight, kind))
+                metrics.dropped.labels(kind)  # exported as 0 before the first refusal
 
     @property
     def limited(self) -> bool:
