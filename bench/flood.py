@@ -1,14 +1,15 @@
 """The apiserver under a flood of requests at several times its capacity (issue #28 item 5).
 
-    python -m bench flood [--rate R] [--duration S] [--processes P] [--max-pending N]
+    python -m bench flood [--rate R] [--duration S] [--processes P] [--max-pending N] [--edge grpc|rest]
                           [--max-requests-inflight N] [--max-mutating-requests-inflight N]
                           [--quick] [--json FILE]
 
 On a fresh cluster (etcd; the apiserver with the REST edge and the given in-flight limits; two
 schedulers and a controller-manager, all with --leader-elect) it waits for both leaders, then
 P processes of `bench.flood_clients` send R requests per second between them, open loop, for
-S seconds (half ConfigMap creates, half gets of created ones; kemu's client retries each 429
-after its Retry-After). Meanwhile this process:
+S seconds (half ConfigMap creates, half gets of created ones) to the gRPC edge with kemu's
+Client or, with `--edge rest`, to the REST edge as JSON; either way a 429 is retried after its
+Retry-After. Meanwhile this process:
 
 - probes the apiserver's /readyz on the REST edge every 100 ms (latency and status);
 - reads both leader-election Leases every 500 ms (holder, leaseTransitions, renewTime);
@@ -67,6 +68,7 @@ LEADER_TIMEOUT: Final = 60.0
 
 @dataclass(frozen=True)
 class Options:
+    edge: str  # "grpc" (kemu's Client) or "rest" (JSON over HTTP)
     rate: float  # requests per second offered, over every flood process
     duration: float
     processes: int
@@ -232,6 +234,8 @@ class Runner:
                 "--max-pending", str(opts.max_pending),
                 "--out", str(out),
             ]  # fmt: skip
+            if opts.edge == "rest":
+                argv += ["--rest-url", self.cluster.rest_url]
             procs.append((await anyio.open_process(argv), out))
         results = []
         for proc, out in procs:
@@ -336,7 +340,7 @@ def render(opts: Options, r: Result) -> str:
     limits = f"{opts.max_requests_inflight}/{opts.max_mutating_requests_inflight}"
     lines = [
         f"flood: {fmt(opts.rate, 0)} requests/s offered for {fmt(opts.duration, 0)} s by "
-        f"{opts.processes} processes; in-flight limits (read-only/mutating) {limits}",
+        f"{opts.processes} processes on the {opts.edge} edge; in-flight limits (read-only/mutating) {limits}",
     ]
     if r.error:
         lines.append(f"ERROR: {r.error}")
@@ -396,6 +400,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="the apiserver under a flood at several times its capacity: requests "
         "offered and served, 429s, /readyz latency, leader leases kept, nothing lost",
     )
+    parser.add_argument(
+        "--edge",
+        choices=("grpc", "rest"),
+        default="grpc",
+        help="flood the gRPC edge with kemu's Client (default) or the REST edge with JSON",
+    )
     parser.add_argument("--rate", type=float, help="requests/s offered (default 3000; quick 2000)")
     parser.add_argument("--duration", type=float, help="s of flood (default 30; quick 10)")
     parser.add_argument("--processes", type=int, default=2, help="flood processes (default 2)")
@@ -413,6 +423,7 @@ def build_parser() -> argparse.ArgumentParser:
 def options_from_args(args: argparse.Namespace) -> Options:
     quick = bool(args.quick)
     opts = Options(
+        edge=args.edge,
         rate=args.rate if args.rate is not None else (2000.0 if quick else 3000.0),
         duration=args.duration if args.duration is not None else (10.0 if quick else 30.0),
         processes=args.processes,
