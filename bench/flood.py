@@ -300,6 +300,8 @@ class Runner:
         r.offered = r.sent + r.shed
         r.seconds = max((float(out["offered_seconds"]) for out in outs), default=math.nan)
         r.wall_seconds = max((float(out["wall_seconds"]) for out in outs), default=math.nan)
+        for k, out in enumerate(outs):
+            r.cpu_cores[f"flood-{k}"] = float(out["cpu_seconds"]) / float(out["wall_seconds"])
         r.outcomes = dict(sorted(outcomes.items()))
         r.served = sum(n for k, n in outcomes.items() if k.endswith(" ok"))
         r.latency_ms = {verb: summarize(values).as_ms() for verb, values in latencies.items()}
@@ -354,7 +356,7 @@ def render(opts: Options, r: Result) -> str:
             fmt(rate(r.served, r.wall_seconds), 0) + "/s",
         ],
         ["429 answered (apiserver_dropped_requests_total)", fmt(r.refused_429, 0), ""],
-        ["calls handled (apiserver_request_total)", fmt(r.server_requests, 0), ""],
+        ["gRPC calls handled (apiserver_request_total)", fmt(r.server_requests, 0), ""],
     ]
     for verb, stats in r.latency_ms.items():
         rows.append([f"{verb} latency p50/p99 ms", "", f"{stats['p50_ms']} / {stats['p99_ms']}"])
@@ -386,7 +388,11 @@ def render(opts: Options, r: Result) -> str:
         ]
     )
     cpu = ", ".join(f"{n} {fmt(c, 2)}" for n, c in r.cpu_cores.items())
+    load = " -> ".join(
+        fmt(r.options.get(k, [math.nan])[0], 1) for k in ("load_avg_start", "load_avg_end")
+    )
     rows.append(["CPU (cores) during the flood", "", cpu])
+    rows.append(["load average (1 min) at start and end", "", load])
     lines.append(format_table(["", "n", "value"], rows))
     lines.append("outcomes: " + ", ".join(f"{k} {v}" for k, v in r.outcomes.items()))
     lines.extend(f"first {key}: {message}" for key, message in r.first_errors.items())

@@ -156,7 +156,7 @@ async def flood(
         finally:
             pending -= 1
 
-    wall0 = time.monotonic()
+    wall0, cpu0 = time.monotonic(), time.process_time()
     async with anyio.create_task_group() as tg:
         async for i, _ in pace(int(rate * duration), rate):
             if pending >= max_pending:
@@ -174,6 +174,7 @@ async def flood(
         "shed": shed,
         "offered_seconds": offered_seconds,
         "wall_seconds": time.monotonic() - wall0,
+        "cpu_seconds": time.process_time() - cpu0,
         "outcomes": dict(outcomes),
         "first_errors": first_errors,
         "latencies": latencies,
