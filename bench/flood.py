@@ -64,6 +64,7 @@ PROBE_INTERVAL: Final = 0.1
 PROBE_TIMEOUT: Final = 10.0
 LEASE_INTERVAL: Final = 0.5
 LEADER_TIMEOUT: Final = 60.0
+EXIT_LOG_LINES: Final = 8
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,9 @@ class LeaseReport:
 
     @property
     def kept(self) -> bool:
+        """The same holder and leaseTransitions before and after, and no other holder seen.
+        A leader that gave up (its renewal missed the renew deadline) before anyone took the
+        Lease over still counts as kept here; it shows as an exited component."""
         return (
             bool(self.before.holder)
             and self.before.holder == self.after.holder
@@ -122,6 +126,7 @@ class Result:
     probe_first_failure: str = ""
     leases: dict[str, LeaseReport] = field(default_factory=dict)
     exited: dict[str, int | None] = field(default_factory=dict)
+    exit_logs: dict[str, str] = field(default_factory=dict)  # the last lines of each exited
     acked: int = 0
     present: int = 0
     acked_missing: int = 0
@@ -205,6 +210,10 @@ class Runner:
             r.acked, r.present = len(acked), len(present)
             r.acked_missing = sum(1 for name in acked if name not in present)
         r.exited = {name: self.cluster.processes[name].returncode for name in COMPONENTS}
+        for name, code in r.exited.items():
+            if code is not None:
+                tail = self.cluster.processes[name].logs().splitlines()[-EXIT_LOG_LINES:]
+                r.exit_logs[name] = "\n".join(tail)
 
     async def wait_leader(self, client: Client, name: str) -> LeaseView:
         deadline = time.monotonic() + LEADER_TIMEOUT
@@ -372,7 +381,7 @@ def render(opts: Options, r: Result) -> str:
         rows.append(
             [
                 f"lease {name}",
-                "kept" if lease.kept else "LOST",
+                "same holder" if lease.kept else "CHANGED HANDS",
                 f"holder {lease.before.holder} -> {lease.after.holder}, transitions "
                 f"{lease.before.transitions} -> {lease.after.transitions}, renewals seen "
                 f"{lease.renewals_seen}, longest gap {fmt(lease.max_renew_gap_seconds, 1)} s",
@@ -396,6 +405,8 @@ def render(opts: Options, r: Result) -> str:
     lines.append(format_table(["", "n", "value"], rows))
     lines.append("outcomes: " + ", ".join(f"{k} {v}" for k, v in r.outcomes.items()))
     lines.extend(f"first {key}: {message}" for key, message in r.first_errors.items())
+    for name, tail in r.exit_logs.items():
+        lines.append(f"{name} exited; the end of its log:\n{tail}")
     lines.append("PASS" if r.ok else "FAIL")
     return "\n".join(lines)
 
