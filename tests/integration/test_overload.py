@@ -5,6 +5,8 @@ under a flood completes every call (nothing lost)."""
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.machinery import convert
-from kemu.machinery.errors import Timeout, TooManyRequests
+from kemu.machinery.errors import NotFound, Timeout, TooManyRequests
 from kemu.testing import eventually, make_pod
 from kemu.testing.cluster import Cluster
 from kemu.testing.namespaces import create_namespace
@@ -47,6 +49,17 @@ async def _metric(cluster: Cluster, name: str, kind: str) -> float:
     raise AssertionError(f"the apiserver exports no {name}{{request_kind={kind!r}}}")
 
 
+def _refused(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """The methods kemu's client retried after a 429 (it logs each retry at DEBUG)."""
+    return [
+        str(r.args[0])
+        for r in caplog.records
+        if r.name == "kemu.client.client"
+        and r.msg == "%s: too many requests, retrying in %.2fs"
+        and isinstance(r.args, tuple)
+    ]
+
+
 def _lease(name: str, namespace: str, holder: str) -> types_pb2.Lease:
     lease = types_pb2.Lease(metadata=types_pb2.ObjectMeta(name=name, namespace=namespace))
     lease.spec.holder_identity = holder
@@ -55,67 +68,79 @@ def _lease(name: str, namespace: str, holder: str) -> types_pb2.Lease:
 
 
 async def test_past_the_limit_both_edges_answer_429_and_probes_and_leases_are_served(
-    cluster: Cluster,
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async with Client(cluster.server, timeout=10.0) as client:
-        # One List waiting for a resourceVersion etcd has not reached holds the only
-        # read-only slot for ~3 s.
-        async def held_list() -> None:
-            with pytest.raises(Timeout):
-                await client.list(types_pb2.Pod, resource_version=_FAR_FUTURE_RV)
+    caplog.set_level(logging.DEBUG, logger="kemu.client.client")
+    lease_path = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler"
+    async with (
+        Client(cluster.server, timeout=10.0) as client,
+        aiohttp.ClientSession(cluster.rest_url) as http,
+    ):
+        await client.create(_lease("kube-scheduler", "kube-system", "a"))
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(held_list)
+        async def rest_get(path: str) -> tuple[int, str, Any]:
+            """Status, Retry-After and the body (JSON decoded when it is JSON)."""
+            async with http.get(path) as resp:
+                text = await resp.text()
+                body = json.loads(text) if resp.content_type == "application/json" else text
+                return resp.status, resp.headers.get("Retry-After", ""), body
 
-            async def slot_taken() -> bool:
-                inflight = "apiserver_current_inflight_requests"
-                return await _metric(cluster, inflight, "readOnly") == 1
+        async def slot_taken() -> bool:
+            inflight = "apiserver_current_inflight_requests"
+            return await _metric(cluster, inflight, "readOnly") == 1
 
-            await eventually(slot_taken, timeout=2.5, interval=0.02)
+        async def refused_while_held() -> bool:
+            """While one List holds the only read-only slot (~3 s: it waits for a
+            resourceVersion etcd has not reached), both edges refuse other reads and still
+            serve the probes and the Lease reads. False if the hold ended before the last
+            check (a slow machine): the caller tries again."""
 
-            # gRPC: RESOURCE_EXHAUSTED with reason TooManyRequests and a retry-after of 1 s
-            # (a one-attempt view gives up rather than wait past its 0.5 s).
-            with pytest.raises(TooManyRequests) as refused:
-                await client.one_attempt(0.5).get(types_pb2.Pod, "any")
-            assert refused.value.retry_after_seconds == 1
+            async def held_list() -> None:
+                with pytest.raises(Timeout):
+                    await client.list(types_pb2.Pod, resource_version=_FAR_FUTURE_RV)
 
-            # REST: 429, Retry-After: 1, a Status body.
-            async with aiohttp.ClientSession(cluster.rest_url) as http:
-                async with http.get("/api/v1/namespaces/default/pods/any") as resp:
-                    assert resp.status == 429
-                    assert resp.headers["Retry-After"] == "1"
-                    body: dict[str, Any] = await resp.json()
-                    assert (body["kind"], body["reason"], body["code"]) == (
-                        "Status",
-                        "TooManyRequests",
-                        429,
-                    )
-                    assert body["details"]["retryAfterSeconds"] == 1
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(held_list)
+                await eventually(slot_taken, timeout=2.5, interval=0.02)
+                # gRPC: RESOURCE_EXHAUSTED with reason TooManyRequests and a retry-after of
+                # 1 s (a one-attempt view gives up rather than wait past its 0.5 s).
+                try:
+                    await client.one_attempt(0.5).get(types_pb2.Pod, "any")
+                except TooManyRequests as e:
+                    assert e.retry_after_seconds == 1
+                except NotFound:
+                    return False  # served: the hold was over
                 for probe in ("/healthz", "/livez", "/readyz"):
-                    async with http.get(probe) as resp:
-                        assert resp.status == 200, probe
+                    assert (await rest_get(probe))[0] == 200, probe
+                # Lease reads and renewals (leader election, node heartbeats) are not counted:
+                # served at the first attempt (no retry after a 429).
+                got = await client.get(types_pb2.Lease, "kube-scheduler", "kube-system")
+                got.spec.holder_identity = "b" if got.spec.holder_identity == "a" else "a"
+                assert (await client.update(got)).spec.holder_identity == got.spec.holder_identity
+                assert _refused(caplog) == []
+                status, _, lease = await rest_get(lease_path)
+                assert status == 200 and lease["spec"]["holderIdentity"] == got.spec.holder_identity
+                # REST, last: 429, Retry-After: 1, a Status body; the slot was held throughout.
+                status, retry_after, body = await rest_get("/api/v1/namespaces/default/pods/any")
+                if status == 404:
+                    return False
+                assert (status, retry_after) == (429, "1")
+                assert (body["kind"], body["reason"], body["code"]) == (
+                    "Status",
+                    "TooManyRequests",
+                    429,
+                )
+                assert body["details"]["retryAfterSeconds"] == 1
+            return True
 
-                # Lease renewals (leader election, node heartbeats) are not counted.
-                lease = await client.create(_lease("kube-scheduler", "kube-system", "a"))
-                renew = client.one_attempt(2.0)
-                got = await renew.get(types_pb2.Lease, "kube-scheduler", "kube-system")
-                got.spec.holder_identity = "b"
-                assert (await renew.update(got)).spec.holder_identity == "b"
-                path = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler"
-                async with http.get(path) as resp:
-                    assert resp.status == 200
-                    assert (await resp.json())["spec"]["holderIdentity"] == "b"
-                assert lease.metadata.name == "kube-scheduler"
-
-            # A kemu Client waits its turn: served once the held List gives the slot back.
-            got_after = await client.list(types_pb2.Lease, "kube-system")
-            assert [x.metadata.name for x in got_after.items] == ["kube-scheduler"]
+        await eventually(refused_while_held, timeout=40, interval=0)
         assert await _metric(cluster, "apiserver_dropped_requests_total", "readOnly") >= 2
 
 
 async def test_under_a_flood_a_client_completes_every_call_and_leases_renew_first_time(
-    cluster: Cluster,
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.DEBUG, logger="kemu.client.client")
     async with Client(cluster.server, timeout=30.0) as client:
         ns = await create_namespace(client, "flood")
         node_lease = await client.create(_lease("n1", "kube-node-lease", "n1"))
@@ -124,12 +149,10 @@ async def test_under_a_flood_a_client_completes_every_call_and_leases_renew_firs
         created: list[str] = []
 
         async def renew(done: anyio.Event) -> None:
-            # Every renewal succeeds on its first attempt: one_attempt would raise on a 429.
             nonlocal renewals, node_lease
-            view = client.one_attempt(2.0)
             while not done.is_set():
                 node_lease.spec.lease_duration_seconds += 1
-                node_lease = await view.update(node_lease)
+                node_lease = await client.update(node_lease)
                 renewals += 1
                 await anyio.sleep(0.05)
 
@@ -158,6 +181,8 @@ async def test_under_a_flood_a_client_completes_every_call_and_leases_renew_firs
         listed = await client.list_all(types_pb2.Pod, ns)
         assert sorted(p.metadata.name for p in listed.items) == sorted(created)
         assert len(created) == 150 * (burst + 1) and renewals >= burst + 1
+        refused = set(_refused(caplog))
+        assert "Create" in refused and "Update" not in refused  # renewals: first attempt
 
         # The REST edge under the same flood: created, or refused with Retry-After.
         statuses: list[int] = []
