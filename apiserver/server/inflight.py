@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -156,14 +156,20 @@ class MaxInflight:
                 self._metrics.dropped.labels(kind).inc()
             raise TooManyRequests.retry_after(MESSAGE, RETRY_AFTER_SECONDS)
         self._inflight[kind] += 1
-        return self._slot(kind)
+        return _Slot(self._inflight, kind)
 
-    @contextlib.contextmanager
-    def _slot(self, kind: RequestKind) -> Iterator[None]:
-        try:
-            yield
-        finally:
-            self._inflight[kind] -= 1
+
+class _Slot(contextlib.AbstractContextManager[None]):
+    """A taken slot, given back on exit (a class: cheaper than a generator per request)."""
+
+    __slots__ = ("_counts", "_kind")
+
+    def __init__(self, counts: dict[RequestKind, int], kind: RequestKind) -> None:
+        self._counts = counts
+        self._kind = kind
+
+    def __exit__(self, *exc: object) -> None:
+        self._counts[self._kind] -= 1
 
 
 # ---------------------------------------------------------------------- the gRPC edge
