@@ -108,9 +108,9 @@ class MaxInflight:
 
     def __init__(
         self,
-        max_requests_inflight: int = DEFAULT_MAX_REQUESTS_INFLIGHT,
-        max_mutating_requests_inflight: int = DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,
-        metrics: InflightMetrics | None = None,
+        max_requests_inflight: int,
+        max_mutating_requests_inflight: int,
+        metrics: InflightMetrics,
     ) -> None:
         for flag, value in (
             ("--max-requests-inflight", max_requests_inflight),
@@ -123,12 +123,9 @@ class MaxInflight:
             MUTATING: max_mutating_requests_inflight,
         }
         self._inflight: dict[RequestKind, int] = {READ_ONLY: 0, MUTATING: 0}
-        self._dropped: dict[RequestKind, int] = {READ_ONLY: 0, MUTATING: 0}
-        self._metrics = metrics
-        if metrics is not None:
-            for kind in (READ_ONLY, MUTATING):
-                metrics.current.labels(kind).set_function(functools.partial(self.inflight, kind))
-                metrics.dropped.labels(kind)  # exported as 0 before the first refusal
+        self._dropped = {kind: metrics.dropped.labels(kind) for kind in (READ_ONLY, MUTATING)}
+        for kind in (READ_ONLY, MUTATING):
+            metrics.current.labels(kind).set_function(functools.partial(self.inflight, kind))
 
     @property
     def limited(self) -> bool:
@@ -136,9 +133,6 @@ class MaxInflight:
 
     def inflight(self, kind: RequestKind) -> int:
         return self._inflight[kind]
-
-    def dropped(self, kind: RequestKind) -> int:
-        return self._dropped[kind]
 
     def acquire(self, info: RequestInfo) -> contextlib.AbstractContextManager[None]:
         """A slot for `info`, to hold while the request is served; raises TooManyRequests
@@ -151,9 +145,7 @@ class MaxInflight:
         if not limit:
             return contextlib.nullcontext()
         if self._inflight[kind] >= limit:
-            self._dropped[kind] += 1
-            if self._metrics is not None:
-                self._metrics.dropped.labels(kind).inc()
+            self._dropped[kind].inc()
             raise TooManyRequests.retry_after(MESSAGE, RETRY_AFTER_SECONDS)
         self._inflight[kind] += 1
         return _Slot(self._inflight, kind)
