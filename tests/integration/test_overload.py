@@ -23,6 +23,7 @@ from kemu.machinery.errors import NotFound, Timeout, TooManyRequests
 from kemu.testing import eventually, make_pod
 from kemu.testing.cluster import Cluster
 from kemu.testing.namespaces import create_namespace
+from kemu.testing.processes import run_python_module
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -199,3 +200,10 @@ async def test_under_a_flood_a_client_completes_every_call_and_leases_renew_firs
                 for i in range(60):
                     tg.start_soon(rest_create, i)
         assert set(statuses) <= {201, 429} and 201 in statuses, statuses
+
+
+@pytest.mark.parametrize("flag", ["--max-requests-inflight", "--max-mutating-requests-inflight"])
+def test_a_negative_limit_stops_start_up_naming_the_flag(flag: str) -> None:
+    done = run_python_module("apiserver", [flag, "-1", "--metrics-port", "0"], timeout=30)
+    assert done.returncode == 1
+    assert done.stderr.strip() == f"apiserver: error: {flag}: -1 must be >= 0"
