@@ -9,6 +9,7 @@ from typing import Final
 
 from apiserver.server.inflight import RequestInfo
 
+_NAMESPACE_SUBRESOURCES: Final = frozenset({"status", "finalize"})
 _VERBS: Final = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
@@ -26,8 +27,9 @@ def request_info(method: str, path: str, query: Mapping[str, str]) -> RequestInf
     if rest[0] == "watch":  # the deprecated /watch/ prefix
         watch, rest = True, rest[1:]
     namespace = ""
-    # namespaces/NS/RESOURCE...; a bare namespaces/NS is the Namespace object itself
-    if len(rest) >= 3 and rest[0] == "namespaces":
+    # namespaces/NS/RESOURCE...; namespaces/NS, namespaces/NS/status and namespaces/NS/finalize
+    # are the Namespace object itself
+    if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] not in _NAMESPACE_SUBRESOURCES:
         namespace, rest = rest[1], rest[2:]
     resource = rest[0] if rest else ""
     named = len(rest) >= 2

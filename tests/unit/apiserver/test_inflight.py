@@ -112,6 +112,7 @@ def test_zero_means_no_limit_and_negative_limits_are_refused() -> None:
         ("DELETE", "/api/v1/namespaces/ns/pods", {}, RequestInfo("deletecollection", "pods", "ns")),
         ("PATCH", "/api/v1/nodes/n", {}, RequestInfo("patch", "nodes")),
         ("GET", "/api/v1/namespaces/ns", {}, RequestInfo("get", "namespaces")),
+        ("PUT", "/api/v1/namespaces/ns/finalize", {}, RequestInfo("update", "namespaces")),
         ("GET", "/readyz", {}, RequestInfo("get", path="/readyz")),
         ("GET", "/apis", {}, RequestInfo("get", path="/apis")),
     ],
