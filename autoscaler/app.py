@@ -7,7 +7,9 @@ cluster-autoscaler with --leader-elect. Every --scan-interval the loop of
 autoscaler/static_autoscaler.py runs: scale-up, then (when nothing was scaled up) scale-down
 (autoscaler/scaledown/).
 
-/readyz is green once the informers have synced (a standby is ready too).
+/readyz is green once the informers have synced (a standby is ready too). SIGUSR2 compares every
+informer's store with a fresh list from the apiserver (kemu.client.comparer; a standby has none)
+and serves the result at GET /debug/caches.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from autoscaler.status import StatusWriter
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.client.cloudprovider import CloudProviderClient
+from kemu.client.comparer import DEBUG_HANDLER, CacheComparer, informer_sources
 from kemu.client.controlplane import (
     Elected,
     add_leader_election_flags,
@@ -440,12 +443,20 @@ async def serve(
             )
             await autoscaler.run()
 
-    await run_elected(
-        client,
-        ctx,
-        component=COMPONENT,
-        election=election,
-        work=work,
-        identity=identity,
-        elected=elected,
+    comparer = CacheComparer(
+        COMPONENT, lambda: informer_sources(state.get("informers")), clock=ctx.clock
     )
+    ctx.add_debug_handler(DEBUG_HANDLER, comparer.report)
+    ctx.on_debug_signal(comparer.trigger)
+    async with anyio.create_task_group() as tg:
+        await tg.start(comparer.run)
+        await run_elected(
+            client,
+            ctx,
+            component=COMPONENT,
+            election=election,
+            work=work,
+            identity=identity,
+            elected=elected,
+        )
+        tg.cancel_scope.cancel()

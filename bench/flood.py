@@ -20,7 +20,8 @@ apiserver_dropped_requests_total), the outcome of every call, health probe laten
 and failures, for each Lease the holder and leaseTransitions before and after and the longest
 gap between two renewals seen, whether every component is still running, and the writes the
 clients saw acknowledged against the ConfigMaps present afterwards (nothing lost). The run
-fails if a leader lost its Lease, a component exited, a probe failed or an acknowledged
+fails if a Lease changed hands, a leader logged that it lost its election (it then starts
+again in place as a candidate), a component exited, a probe failed or an acknowledged
 write is missing. The cluster is always stopped at the end, also on Ctrl-C. See
 bench/README.md.
 """
@@ -65,6 +66,9 @@ PROBE_TIMEOUT: Final = 10.0
 LEASE_INTERVAL: Final = 0.5
 LEADER_TIMEOUT: Final = 60.0
 EXIT_LOG_LINES: Final = 8
+# What kemu.client.controlplane logs when a leader's renewal misses its renew deadline (it
+# then starts again in place as a candidate: the process does not exit).
+LEADERSHIP_LOST: Final = "leader election lost"
 
 
 @dataclass(frozen=True)
@@ -126,6 +130,7 @@ class Result:
     probe_first_failure: str = ""
     leases: dict[str, LeaseReport] = field(default_factory=dict)
     exited: dict[str, int | None] = field(default_factory=dict)
+    leadership_lost: dict[str, int] = field(default_factory=dict)  # times each logged it
     exit_logs: dict[str, str] = field(default_factory=dict)  # the last lines of each exited
     acked: int = 0
     present: int = 0
@@ -140,6 +145,7 @@ class Result:
             and self.probe_failures == 0
             and all(lease.kept for lease in self.leases.values())
             and not any(code is not None for code in self.exited.values())
+            and not any(self.leadership_lost.values())
             and self.acked_missing == 0
         )
 
@@ -210,6 +216,9 @@ class Runner:
             r.acked, r.present = len(acked), len(present)
             r.acked_missing = sum(1 for name in acked if name not in present)
         r.exited = {name: self.cluster.processes[name].returncode for name in COMPONENTS}
+        r.leadership_lost = {
+            name: self.cluster.processes[name].logs().count(LEADERSHIP_LOST) for name in COMPONENTS
+        }
         for name, code in r.exited.items():
             if code is not None:
                 tail = self.cluster.processes[name].logs().splitlines()[-EXIT_LOG_LINES:]
@@ -387,6 +396,14 @@ def render(opts: Options, r: Result) -> str:
                 f"{lease.renewals_seen}, longest gap {fmt(lease.max_renew_gap_seconds, 1)} s",
             ]
         )
+    lost = {n: c for n, c in r.leadership_lost.items() if c}
+    rows.append(
+        [
+            "leader elections lost (logged)",
+            str(sum(lost.values())),
+            json.dumps(lost) if lost else "",
+        ]
+    )
     exited = {n: c for n, c in r.exited.items() if c is not None}
     rows.append(["components exited", str(len(exited)), json.dumps(exited) if exited else ""])
     rows.append(

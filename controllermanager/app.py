@@ -12,6 +12,9 @@ its controllers, releases the lease and exits 0.
 /readyz: without leader election, ready once the informers have synced; with it, ready while
 the election runs and, when leading, once the informers have synced (a standby is ready: it is
 healthy and waiting for the lease).
+
+SIGUSR2 compares every informer's store with a fresh list from the apiserver
+(kemu.client.comparer; a standby has none) and serves the result at GET /debug/caches.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from controllermanager import (
 from controllermanager.controller import ControllerContext, ControllerInit
 from controllermanager.garbagecollector import garbagecollector
 from kemu.client.client import Client
+from kemu.client.comparer import DEBUG_HANDLER, CacheComparer, informer_sources
 from kemu.client.controlplane import (
     Elected,
     add_leader_election_flags,
@@ -255,12 +259,20 @@ async def run_with_client(
     """The body of the component over any ApiClient (tests pass a FakeClient)."""
     manager = ControllerManager(client, ctx, controllers)
     ctx.add_readiness_check("controllers", manager.ready)
-    await run_elected(
-        client,
-        ctx,
-        component=COMPONENT,
-        election=election,
-        work=manager.run_controllers,
-        identity=identity,
-        elected=manager.elected,
+    comparer = CacheComparer(
+        COMPONENT, lambda: informer_sources(manager.informers), clock=ctx.clock
     )
+    ctx.add_debug_handler(DEBUG_HANDLER, comparer.report)
+    ctx.on_debug_signal(comparer.trigger)
+    async with anyio.create_task_group() as tg:
+        await tg.start(comparer.run)
+        await run_elected(
+            client,
+            ctx,
+            component=COMPONENT,
+            election=election,
+            work=manager.run_controllers,
+            identity=identity,
+            elected=manager.elected,
+        )
+        tg.cancel_scope.cancel()

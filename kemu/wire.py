@@ -29,6 +29,7 @@ STATUS_CODES: Final[dict[str, grpc.StatusCode]] = {
     "NotFound": grpc.StatusCode.NOT_FOUND,
     "AlreadyExists": grpc.StatusCode.ALREADY_EXISTS,
     "Conflict": grpc.StatusCode.ABORTED,
+    "Fenced": grpc.StatusCode.ABORTED,
     "Invalid": grpc.StatusCode.INVALID_ARGUMENT,
     "BadRequest": grpc.StatusCode.INVALID_ARGUMENT,
     "Forbidden": grpc.StatusCode.PERMISSION_DENIED,
@@ -53,8 +54,9 @@ _REASON_BY_CODE: Final[dict[grpc.StatusCode, str]] = {
 
 def status_of(err: ApiError) -> tuple[grpc.StatusCode, str, tuple[tuple[str, str], ...]]:
     """(code, details, trailing metadata) for a server-side error."""
-    code = STATUS_CODES.get(err.reason, grpc.StatusCode.INTERNAL)
-    md: list[tuple[str, str]] = [(REASON_KEY, err.reason)]
+    reason = err.wire_reason()
+    code = STATUS_CODES.get(reason, grpc.StatusCode.INTERNAL)
+    md: list[tuple[str, str]] = [(REASON_KEY, reason)]
     if err.causes:
         md.append(
             (CAUSES_KEY, json.dumps([{"field": c.field, "message": c.message} for c in err.causes]))

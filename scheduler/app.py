@@ -3,6 +3,10 @@
 Informers for pods (not yet finished) and nodes feed the cache and the queue from start-up, so a
 standby replica has warm caches; only the holder of the Lease kube-system/kube-scheduler runs
 scheduling cycles. /readyz is green once the informers have synced (a standby is ready too).
+
+SIGUSR2 runs the cache debugger (scheduler/cache/debugger.py): every informer, the cache and the
+queue compared with the truth, the result logged and served at GET /debug/caches, and the cache
+and the queue dumped to the log.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import anyio
 
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
+from kemu.client.comparer import DEBUG_HANDLER, CacheComparer, informer_sources
 from kemu.client.controlplane import (
     Elected,
     add_leader_election_flags,
@@ -43,6 +48,7 @@ from kemu.scheduling.runtime import Framework, observer_from_histogram
 from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.waiting_pods import WaitingPodsMap
 from scheduler.cache.cache import Cache, assumed_pod_ttl_at
+from scheduler.cache.debugger import CacheDumper, cache_sources
 from scheduler.config import KubeSchedulerConfiguration, default_config, load_config
 from scheduler.event_handlers import EventHandlers
 from scheduler.metrics import SchedulerMetrics
@@ -244,6 +250,17 @@ async def serve(
         return True
 
     ctx.add_readiness_check("informers", ready)
+    comparer = CacheComparer(
+        COMPONENT,
+        lambda: [
+            *informer_sources(informers),
+            *cache_sources(cache, queue, pods, nodes, frameworks),
+        ],
+        clock=ctx.clock,
+    )
+    ctx.add_debug_handler(DEBUG_HANDLER, comparer.report)
+    ctx.on_debug_signal(comparer.trigger)
+    ctx.on_debug_signal(CacheDumper(cache, queue).dump_all)
 
     async def schedule() -> None:
         await informers.wait_for_cache_sync()
@@ -256,6 +273,7 @@ async def serve(
 
     async with anyio.create_task_group() as tg:
         await tg.start(recorder.run)
+        await tg.start(comparer.run)
         informers.start(tg)
         await run_elected(
             client, ctx, component=COMPONENT, election=election, work=schedule, elected=elected

@@ -30,6 +30,7 @@ from apiserver.rest.request import (
 )
 from apiserver.rest.request_info import request_info
 from apiserver.rest.table import table, wants_table
+from apiserver.server import fencing
 from apiserver.server.eviction import DRY_RUN_ALL
 from apiserver.server.inflight import MaxInflight
 from apiserver.server.registry import Registry
@@ -39,6 +40,7 @@ from kemu.machinery import convert
 from kemu.machinery import patch as patches
 from kemu.machinery.convert import UnknownFields
 from kemu.machinery.errors import ApiError, BadRequest, InternalError, Invalid, NotFound
+from kemu.machinery.fencing import ENFORCE_KEY, TOKEN_KEY, FencingToken
 from kemu.machinery.kinds import unwrap
 
 log = logging.getLogger(__name__)
@@ -79,6 +81,14 @@ def parse_path(parts: list[str]) -> Target | None:
     return Target(kind, namespace, name, sub)
 
 
+def _fencing_token(request: web.BaseRequest) -> FencingToken | None:
+    """The fencing token of a leader's write, in the headers named as kemu's gRPC metadata
+    (kemu.machinery.fencing); BadRequest if malformed."""
+    return FencingToken.from_request(
+        request.headers.get(TOKEN_KEY, ""), request.headers.get(ENFORCE_KEY, "")
+    )
+
+
 class RestApi:
     def __init__(
         self,
@@ -100,7 +110,10 @@ class RestApi:
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         try:
-            with self._inflight.acquire(request_info(request.method, request.path, request.query)):
+            with (
+                self._inflight.acquire(request_info(request.method, request.path, request.query)),
+                fencing.serving(_fencing_token(request)),
+            ):
                 return await self._route(request)
         except ApiError as e:
             return _error(e)

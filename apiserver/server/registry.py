@@ -31,12 +31,12 @@ from typing import Any, Final, TypeVar
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-from apiserver.server import admission, services
+from apiserver.server import admission, fencing, services
 from apiserver.server.dry_run import DryRunStore, Store
 from apiserver.server.eviction import EvictionREST
 from apiserver.server.namespaces import NamespaceLifecycle, check_deletable
 from apiserver.storage import encoding
-from apiserver.storage.etcd import EtcdStore, KeyValue, StaleRevision
+from apiserver.storage.etcd import EtcdStore, GuardFailed, KeyValue, StaleRevision
 from apiserver.storage.watch_cache import WatchCache
 from kemu.api.v1 import api_pb2, types_pb2
 from kemu.component.featuregate import (
@@ -199,8 +199,17 @@ class Registry:
             data = _stored_bytes(obj)
         self._check_size(kind, obj, len(data))
         key = object_key(kind, meta.namespace, meta.name)
+        what = f"update {_describe(kind, meta)}"
         try:
-            rev = await self._store.update(key, data, expected)
+            rev = await self._store.update(
+                key,
+                data,
+                expected,
+                guard=fencing.guard(what),
+                companion=fencing.companion(kind, obj),
+            )
+        except GuardFailed as e:
+            raise fencing.refused(what, e) from None
         except NotFound:
             raise NotFound(_not_found(kind, meta.name)) from None
         except StaleRevision as e:
@@ -312,8 +321,16 @@ class Registry:
 
     async def _remove(self, kind: Kind, obj: Message, revision: int) -> Message:
         meta = _meta(obj)
+        what = f"delete {_describe(kind, meta)}"
         try:
-            rev = await self._store.delete(object_key(kind, meta.namespace, meta.name), revision)
+            rev = await self._store.delete(
+                object_key(kind, meta.namespace, meta.name),
+                revision,
+                guard=fencing.guard(what),
+                companion=fencing.companion(kind, obj, deleted=True),
+            )
+        except GuardFailed as e:
+            raise fencing.refused(what, e) from None
         except NotFound:
             raise NotFound(_not_found(kind, meta.name)) from None
         except StaleRevision as e:
@@ -365,8 +382,16 @@ class Registry:
             obj.status.qos_class = compute_qos_class(obj)  # quantities are valid by now
         data = _stored_bytes(obj)
         self._check_size(kind, obj, len(data))
+        what = f"create {_describe(kind, meta)}"
         try:
-            rev = await self._store.create(object_key(kind, meta.namespace, meta.name), data)
+            rev = await self._store.create(
+                object_key(kind, meta.namespace, meta.name),
+                data,
+                guard=fencing.guard(what),
+                companion=fencing.companion(kind, obj),
+            )
+        except GuardFailed as e:
+            raise fencing.refused(what, e) from None
         except Conflict:
             raise AlreadyExists(f'{kind.resource} "{meta.name}" already exists') from None
         meta.resource_version = str(rev) if rev else ""  # 0: a dry run, as upstream
@@ -859,6 +884,12 @@ def _stored_bytes(obj: Message) -> bytes:
         return obj.SerializeToString(deterministic=True)
     finally:
         meta.resource_version = rv
+
+
+def _describe(kind: Kind, meta: types_pb2.ObjectMeta) -> str:
+    """A write's object in a log line: "pods ns/name", "nodes name"."""
+    name = f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
+    return f"{kind.resource} {name}"
 
 
 def _not_found(kind: Kind, name: str) -> str:

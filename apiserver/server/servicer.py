@@ -23,6 +23,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from google.protobuf.message import Message
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from apiserver.server import fencing
 from apiserver.server.registry import Registry
 from apiserver.storage import encoding
 from apiserver.storage.etcd import EtcdStore
@@ -31,6 +32,7 @@ from kemu import wire
 from kemu.api.v1 import api_pb2, types_pb2
 from kemu.component.featuregate import FeatureGates
 from kemu.machinery.errors import ApiError, BadRequest, Cause, InternalError, Invalid
+from kemu.machinery.fencing import ENFORCE_KEY, TOKEN_KEY, FencingToken
 from kemu.machinery.kinds import Kind, kind_for_resource, kind_of, unwrap
 from kemu.machinery.selection import RequestFilter
 
@@ -43,6 +45,17 @@ _WATCH_LINGER: Final = 0.005  # ...and waits this long to batch events
 COMPONENT_LABEL: Final = "kemu.io/component"
 DEFAULT_BOOKMARK_FREQUENCY: Final = 60.0  # upstream cacher's bookmarkFrequency (1 min)
 _R = TypeVar("_R")
+
+
+def _fencing_token(context: grpc.aio.ServicerContext[Any, Any]) -> FencingToken | None:
+    """The fencing token a leader's write carries in its metadata (BadRequest if malformed)."""
+    token = enforce = ""
+    for key, value in context.invocation_metadata() or ():
+        if key == TOKEN_KEY:
+            token = value if isinstance(value, str) else value.decode(errors="replace")
+        elif key == ENFORCE_KEY:
+            enforce = value if isinstance(value, str) else value.decode(errors="replace")
+    return FencingToken.from_request(token, enforce)
 
 
 class Metrics:
@@ -153,7 +166,8 @@ class ApiService:
         start = time.perf_counter()
         code = grpc.StatusCode.OK
         try:
-            return await call()
+            with fencing.serving(_fencing_token(context)):
+                return await call()
         except ApiError as e:
             code, details, md = wire.status_of(e)
             context.set_trailing_metadata(md)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 _EQUAL: Final = 0
 _TARGET_CREATE: Final = 1
 _TARGET_MOD: Final = 2
+_TARGET_VALUE: Final = 3
 _EVENT_PUT: Final = 0
 _MAX_MESSAGE: Final = 64 * 1024 * 1024
 
@@ -74,6 +75,87 @@ class StaleRevision(Conflict):
     def __init__(self, message: str, current: KeyValue) -> None:
         super().__init__(message)
         self.current = current
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A write's condition on another key, checked in the write's own transaction: the
+    fencing token of a write made as leader (apiserver/server/fencing.py) against the lease's
+    holder record.
+
+    Enforced, the write is made only while `key` holds `value` (else GuardFailed: etcd fails a
+    value comparison on a missing key too). Not enforced, the write is made anyway and the
+    transaction reads `key`: `on_mismatch(current, revision)` is told when it held something
+    else at the write's revision."""
+
+    key: str
+    value: bytes
+    enforce: bool
+    on_mismatch: Callable[[bytes | None, int], None] | None = None
+
+
+@dataclass(frozen=True)
+class Companion:
+    """A second key written in the same transaction as the object (`value` None: deleted)."""
+
+    key: str
+    value: bytes | None
+
+
+class GuardFailed(Exception):
+    """An enforced Guard did not hold; `current` is what its key held (None: missing). Not an
+    ApiError: the caller says what the guard meant."""
+
+    def __init__(self, current: bytes | None) -> None:
+        super().__init__("guard failed")
+        self.current = current
+
+
+def _guard_compare(guard: Guard | None) -> list[Any]:
+    if guard is None or not guard.enforce:
+        return []
+    return [
+        rpc.Compare(result=_EQUAL, target=_TARGET_VALUE, key=guard.key.encode(), value=guard.value)
+    ]
+
+
+def _companion_ops(companion: Companion | None) -> list[Any]:
+    if companion is None:
+        return []
+    k = companion.key.encode()
+    if companion.value is None:
+        return [rpc.RequestOp(request_delete_range=rpc.DeleteRangeRequest(key=k))]
+    return [rpc.RequestOp(request_put=rpc.PutRequest(key=k, value=companion.value))]
+
+
+def _guard_read(guard: Guard | None, *, enforce: bool) -> list[Any]:
+    """The read of the guard's key: in the failure branch of an enforced guard, in the success
+    branch of an observed one."""
+    if guard is None or guard.enforce != enforce:
+        return []
+    return [rpc.RequestOp(request_range=rpc.RangeRequest(key=guard.key.encode()))]
+
+
+def _range_value(op: Any) -> bytes | None:
+    kvs = op.response_range.kvs
+    return bytes(kvs[0].value) if kvs else None
+
+
+def _check_guard(guard: Guard | None, resp: Any) -> None:
+    """After a transaction: raises GuardFailed when an enforced guard is why it failed; tells
+    an observed guard's on_mismatch what its key held when the write succeeded."""
+    if guard is None:
+        return
+    if guard.enforce:
+        if not resp.succeeded:
+            current = _range_value(resp.responses[-1])
+            if current != guard.value:
+                raise GuardFailed(current)
+        return
+    if resp.succeeded and guard.on_mismatch is not None:
+        current = _range_value(resp.responses[-1])
+        if current != guard.value:
+            guard.on_mismatch(current, int(resp.header.revision))
 
 
 def prefix_end(prefix: bytes) -> bytes:
@@ -184,53 +266,95 @@ class EtcdStore:
 
     # ------------------------------------------------------------ writes
 
-    async def create(self, key: str, value: bytes) -> int:
-        """Puts `value` if `key` does not exist; returns the new revision. Conflict otherwise."""
+    async def create(
+        self,
+        key: str,
+        value: bytes,
+        *,
+        guard: Guard | None = None,
+        companion: Companion | None = None,
+    ) -> int:
+        """Puts `value` if `key` does not exist; returns the new revision. Conflict otherwise
+        (GuardFailed first when an enforced `guard` does not hold). `companion` is written in
+        the same transaction."""
         k = key.encode()
         req = rpc.TxnRequest(
-            compare=[rpc.Compare(result=_EQUAL, target=_TARGET_CREATE, key=k, create_revision=0)],
-            success=[rpc.RequestOp(request_put=rpc.PutRequest(key=k, value=value))],
+            compare=[
+                rpc.Compare(result=_EQUAL, target=_TARGET_CREATE, key=k, create_revision=0),
+                *_guard_compare(guard),
+            ],
+            success=[
+                rpc.RequestOp(request_put=rpc.PutRequest(key=k, value=value)),
+                *_companion_ops(companion),
+                *_guard_read(guard, enforce=False),
+            ],
+            failure=_guard_read(guard, enforce=True),
         )
         resp = await self._call("create", self._kv.Txn, req)
+        _check_guard(guard, resp)
         if not resp.succeeded:
             raise Conflict(f"key {key} already exists")
         return int(resp.header.revision)
 
-    async def update(self, key: str, value: bytes, expected_revision: int) -> int:
+    async def update(
+        self,
+        key: str,
+        value: bytes,
+        expected_revision: int,
+        *,
+        guard: Guard | None = None,
+        companion: Companion | None = None,
+    ) -> int:
         """Compare-and-swap on the mod revision; returns the new revision.
 
         Raises NotFound when the key is gone and StaleRevision (a Conflict carrying the key
-        as it now is) when it changed since `expected_revision`.
+        as it now is) when it changed since `expected_revision`; GuardFailed first when an
+        enforced `guard` does not hold. `companion` is written in the same transaction.
         """
-        k = key.encode()
-        req = rpc.TxnRequest(
-            compare=[
-                rpc.Compare(
-                    result=_EQUAL, target=_TARGET_MOD, key=k, mod_revision=expected_revision
-                )
-            ],
-            success=[rpc.RequestOp(request_put=rpc.PutRequest(key=k, value=value))],
-            failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=k))],
-        )
-        resp = await self._call("update", self._kv.Txn, req)
-        if not resp.succeeded:
-            _raise_failed(key, resp)
-        return int(resp.header.revision)
+        return await self._swap("update", key, value, expected_revision, guard, companion)
 
-    async def delete(self, key: str, expected_revision: int) -> int:
+    async def delete(
+        self,
+        key: str,
+        expected_revision: int,
+        *,
+        guard: Guard | None = None,
+        companion: Companion | None = None,
+    ) -> int:
         """Deletes `key` if it is still at `expected_revision`; returns the new revision.
-        NotFound and StaleRevision as `update`."""
+        NotFound, StaleRevision and GuardFailed as `update`."""
+        return await self._swap("delete", key, None, expected_revision, guard, companion)
+
+    async def _swap(
+        self,
+        what: str,
+        key: str,
+        value: bytes | None,
+        expected_revision: int,
+        guard: Guard | None,
+        companion: Companion | None,
+    ) -> int:
         k = key.encode()
+        write = (
+            rpc.RequestOp(request_delete_range=rpc.DeleteRangeRequest(key=k))
+            if value is None
+            else rpc.RequestOp(request_put=rpc.PutRequest(key=k, value=value))
+        )
         req = rpc.TxnRequest(
             compare=[
                 rpc.Compare(
                     result=_EQUAL, target=_TARGET_MOD, key=k, mod_revision=expected_revision
-                )
+                ),
+                *_guard_compare(guard),
             ],
-            success=[rpc.RequestOp(request_delete_range=rpc.DeleteRangeRequest(key=k))],
-            failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=k))],
+            success=[write, *_companion_ops(companion), *_guard_read(guard, enforce=False)],
+            failure=[
+                rpc.RequestOp(request_range=rpc.RangeRequest(key=k)),
+                *_guard_read(guard, enforce=True),
+            ],
         )
-        resp = await self._call("delete", self._kv.Txn, req)
+        resp = await self._call(what, self._kv.Txn, req)
+        _check_guard(guard, resp)
         if not resp.succeeded:
             _raise_failed(key, resp)
         return int(resp.header.revision)

@@ -1,6 +1,6 @@
-"""python -m kemu.chaos [--profile ci|full] [--seed N] [--json FILE] [--workload FILE]
-[--root DIR] [--quiet]: one chaos run; exit status 1 when an invariant broke, 2 for bad
-arguments."""
+"""python -m kemu.chaos [--profile ci|full] [--seed N] [--fencing] [--json FILE]
+[--workload FILE] [--root DIR] [--quiet]: one chaos run; exit status 1 when an invariant broke,
+2 for bad arguments."""
 
 from __future__ import annotations
 
@@ -24,6 +24,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--profile", choices=sorted(PROFILES), default="ci")
     parser.add_argument("--seed", type=int, help="the fault schedule's seed (default: random)")
+    parser.add_argument(
+        "--fencing",
+        action="store_true",
+        help="run the schedulers with --leader-elect-fencing: a stale leader write is then a "
+        "violation (by default they elect as upstream, and such writes are only counted)",
+    )
     parser.add_argument("--json", metavar="FILE", help="write the result as JSON to FILE")
     parser.add_argument(
         "--workload", metavar="FILE", help="a YAML workload (see kemu/chaos/workload.py)"
@@ -60,7 +66,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     root = Path(args.root) if args.root else Path(tempfile.mkdtemp(prefix="kemu-chaos-"))
     progress(f"profile {profile.name}, seed {seed}, cluster in {root}")
-    report = ChaosRun(root, profile, seed, workload, progress).run()
+    from kemu.chaos.leaders import Election
+
+    election = Election.FENCED if args.fencing else Election.UPSTREAM
+    progress(f"leader election: {election.value}")
+    report = ChaosRun(root, profile, seed, workload, progress, election).run()
     print(report.table())
     if args.json:
         report.write_json(args.json)

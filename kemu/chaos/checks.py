@@ -146,6 +146,7 @@ def check_node_capacity(
     allocatable: Mapping[str, Mapping[str, str]],
     unconfirmed: AbstractSet[str] = frozenset(),
     seen_bound: Mapping[str, float] | None = None,
+    stale: AbstractSet[str] = frozenset(),
 ) -> list[str]:
     """No node over its allocatable (cpu, memory, pod count), replaying every recorded
     revision in resourceVersion order:
@@ -161,7 +162,11 @@ def check_node_capacity(
     delivers the binding, and the kubelet's admission is the safety net in that window. So a
     binding made within UNCONFIRMED_GRACE of such a pod (by `seen_bound`: uid -> when the run's
     watcher first saw it bound) does not count it in the scheduler's view; the kubelet's view
-    always counts every pod."""
+    always counts every pod.
+
+    `stale` are the uids of pods bound by a stale leader (leaders.py): upstream does not fence
+    it, so its binding is not held to the scheduler's view (its cache was the one of a leader
+    that had lost the lease); the kubelet's admission is what upstream guarantees there."""
     limits = {n: amounts(a) for n, a in allocatable.items()}
     events = sorted(
         (v for vs in histories.values() for v in vs if v.resource_version is not None),
@@ -184,7 +189,7 @@ def check_node_capacity(
             on_node[uid] = pod
         limit = limits[node]
         rv = v.resource_version
-        if newly_bound and _counts(pod):
+        if newly_bound and _counts(pod) and uid not in stale:
             others = [
                 p
                 for u, p in on_node.items()

@@ -1,7 +1,7 @@
 """The fault side of a chaos run: the schedule's faults fired one after another in a worker
 thread (Cluster is synchronous), each role resolved to processes when it fires (schedule.py
-lists the roles), and a supervisor that restarts a process that exited on its own (a
-scheduler that lost its lease exits, as upstream's).
+lists the roles), and a supervisor that restarts a process that exited on its own (a leader
+that lost its lease restarts itself in place: kemu.component.runner.RestartInPlace).
 
 A group of processes (every apiserver, every etcd member) is killed together and restarted
 together: etcd members only become healthy once a quorum of them runs.
@@ -33,13 +33,6 @@ STATE_WAIT: Final = 15.0
 
 
 @dataclass
-class Pause:
-    process: str
-    resumed_at: float
-    log_offset: int
-
-
-@dataclass
 class RunState:
     """What the fault thread and the workload share."""
 
@@ -47,7 +40,6 @@ class RunState:
     timeline: list[TimelineEntry] = field(default_factory=list)
     restarts: list[float] = field(default_factory=list)
     leader_faults: list[tuple[float, str]] = field(default_factory=list)
-    pauses: list[Pause] = field(default_factory=list)
     acks: list[checks.Ack] = field(default_factory=list)
     failed_writes: int = 0
     injected: int = 0
@@ -180,7 +172,7 @@ class Injector:
     def _inject(self, fault: Fault, targets: list[str]) -> None:
         started = time.monotonic()
         is_leader = fault.role == "scheduler-leader"
-        holder = self.lease.versions[-1].holder if self.lease.versions else ""
+        holder = self.lease.holder
         if fault.action is Action.KILL:
             for target in targets:
                 self.state.note(f"SIGKILL {target}")
@@ -200,9 +192,7 @@ class Injector:
             self.state.note(f"SIGSTOP {target} for {fault.down:g}s")
             proc.pause()
             time.sleep(fault.down)
-            offset = proc.log_path.stat().st_size
             proc.resume()
-            self.state.pauses.append(Pause(target, time.monotonic(), offset))
             self.state.note(f"SIGCONT {target}")
         if is_leader:
             self.state.leader_faults.append((started, holder))

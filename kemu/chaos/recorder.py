@@ -1,17 +1,16 @@
 """What a chaos run records while it runs: two independent pod watchers (their histories
-are compared for gaps), binding times, and the scheduler lease's holders."""
+are compared for gaps), binding times, and every version of the scheduler lease (who held it
+at which revision)."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-
-import anyio
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 from kemu.api.v1 import types_pb2
-from kemu.client.interface import ApiClient
-from kemu.machinery.errors import ApiError
-from kemu.testing.invariants import PodHistory, PodVersion
+from kemu.client.interface import DELETED
+from kemu.testing.invariants import LeaseHistory, LeaseVersion, PodHistory, PodVersion
 
 SCHEDULER_LEASE = "kube-scheduler"
 LEASE_NAMESPACE = "kube-system"
@@ -33,43 +32,49 @@ class TimedPodHistory(PodHistory):
 
 
 @dataclass(frozen=True)
-class LeaseVersion:
+class Holding:
+    """One version of the scheduler lease: its holder from `resource_version` on."""
+
     resource_version: int
     holder: str
     seen_at: float
 
 
-@dataclass
-class LeaseRecorder:
-    """Polls the scheduler's lease; every version seen (a change of holder is what matters:
-    renewals between two polls are not all seen)."""
+class LeaseRecorder(LeaseHistory):
+    """Every version of the scheduler lease, through a watch of its namespace (record_leases):
+    a holder that held it for one renewal is seen too, which polling could miss."""
 
-    versions: list[LeaseVersion] = field(default_factory=list)
+    def __init__(self, holdings: Iterable[Holding] = ()) -> None:
+        super().__init__(LEASE_NAMESPACE)
+        self.holdings: list[Holding] = list(holdings)
 
-    async def run(self, client: ApiClient, interval: float = 0.1) -> None:
-        while True:
-            try:
-                lease = await client.get(types_pb2.Lease, SCHEDULER_LEASE, LEASE_NAMESPACE)
-            except ApiError:
-                pass
-            else:
-                rv = int(lease.metadata.resource_version)
-                if not self.versions or self.versions[-1].resource_version != rv:
-                    holder = lease.spec.holder_identity
-                    self.versions.append(LeaseVersion(rv, holder, time.monotonic()))
-            await anyio.sleep(interval)
+    def record(self, event_type: str, obj: types_pb2.Lease) -> LeaseVersion:
+        version = super().record(event_type, obj)
+        rv = version.resource_version
+        if obj.metadata.name == SCHEDULER_LEASE and event_type != DELETED and rv is not None:
+            if not self.holdings or self.holdings[-1].resource_version < rv:
+                holder = obj.spec.holder_identity
+                self.holdings.append(Holding(rv, holder, time.monotonic()))
+        return version
+
+    @property
+    def holder(self) -> str:
+        """The holder in the newest version seen ("" before any)."""
+        return self.holdings[-1].holder if self.holdings else ""
 
     def holder_at(self, resource_version: int) -> str | None:
-        """The holder in the newest recorded lease version older than `resource_version`."""
+        """The holder when the store was at `resource_version`: that of the newest lease
+        version older than it (None when none was recorded)."""
         holder = None
-        for v in self.versions:
-            if v.resource_version < resource_version:
-                holder = v.holder
+        for v in self.holdings:
+            if v.resource_version >= resource_version:
+                break
+            holder = v.holder
         return holder
 
     def first_change_after(self, t: float, holder: str) -> float | None:
         """When a holder other than `holder` (and not empty) was first seen after time t."""
-        for v in self.versions:
+        for v in self.holdings:
             if v.seen_at >= t and v.holder and v.holder != holder:
                 return v.seen_at
         return None

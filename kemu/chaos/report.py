@@ -36,6 +36,13 @@ class Report:
     faults_by_kind: dict[str, int] = field(default_factory=dict)
     scaling: dict[str, int] | None = None
     """The scaling phase's figures (waves, scale-ups, ...); None without one."""
+    stale_leader_writes: list[str] = field(default_factory=list)
+    """Writes made as leader while another held the lease (kemu.chaos.leaders): upstream's
+    window, a figure in the default mode; with fencing each is also a violation."""
+    fenced_writes: int = 0
+    """Writes the apiservers refused by their fencing token (with fencing: the stale leader
+    writes that did not land)."""
+    fencing: bool = False
 
     @property
     def ok(self) -> bool:
@@ -48,6 +55,7 @@ class Report:
         return {
             "seed": self.seed,
             "profile": self.profile,
+            "fencing": self.fencing,
             "faults": self.faults,
             "violations": self.violations,
             "pods_created": self.pods_created,
@@ -59,6 +67,9 @@ class Report:
             "recovery_s": {**self.stats(self.recovery_s), "count": len(self.recovery_s)},
             "leader_failover_s": {**self.stats(self.failover_s), "count": len(self.failover_s)},
             "settle_s": _round(self.settle_s),
+            "stale_leader_writes": len(self.stale_leader_writes),
+            "stale_leader_write_details": self.stale_leader_writes,
+            "fenced_writes": self.fenced_writes,
             "faults_by_kind": self.faults_by_kind,
             "scaling": self.scaling,
             "timeline": [{"at": round(e.at, 3), "what": e.what} for e in self.timeline],
@@ -76,7 +87,7 @@ class Report:
         )
         rows = [
             ("seed", str(self.seed)),
-            ("profile", self.profile),
+            ("profile", self.profile + (" (fencing)" if self.fencing else "")),
             ("faults injected", str(self.faults)),
             *((f"  {kind}", str(n)) for kind, n in self.faults_by_kind.items()),
             ("pods created", str(self.pods_created)),
@@ -92,6 +103,10 @@ class Report:
                 f"{_fmt(fail['p50'])} / {_fmt(fail['p99'])} (n={len(self.failover_s)})",
             ),
             ("all fitting pods bound after last fault", settle),
+            (
+                "stale leader writes / fenced",
+                f"{len(self.stale_leader_writes)} / {self.fenced_writes}",
+            ),
             *(
                 [("scaling (waves, ups, downs, nodes deleted)", _scaling(self.scaling))]
                 if self.scaling is not None
@@ -102,6 +117,14 @@ class Report:
         ]
         width = max(len(k) for k, _ in rows)
         lines = [f"{k:<{width}}  {v}" for k, v in rows]
+        if self.stale_leader_writes:
+            lines.append("")
+            lines.append(
+                "stale leader writes (made as leader while another held the lease):"
+                if self.fencing
+                else "stale leader writes (upstream's unfenced window, not a violation):"
+            )
+            lines += [f"  - {w}" for w in self.stale_leader_writes[:20]]
         if self.violations:
             lines.append("")
             lines.append("violations:")
@@ -114,6 +137,7 @@ class Report:
             lines.append("")
             lines.append(
                 f"replay: python -m kemu.chaos --profile {self.profile} --seed {self.seed}"
+                + (" --fencing" if self.fencing else "")
             )
         return "\n".join(lines)
 

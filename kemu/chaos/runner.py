@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import random
-import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,10 +21,10 @@ import anyio
 import anyio.to_thread
 
 from kemu.api.v1 import types_pb2
-from kemu.chaos import autoscaling, checks
+from kemu.chaos import autoscaling, caches, checks, leaders
 from kemu.chaos.faults import APISERVERS, LEASE_DURATION, SCHEDULERS, Injector, RunState
 from kemu.chaos.profiles import Profile
-from kemu.chaos.recorder import LeaseRecorder, TimedPodHistory
+from kemu.chaos.recorder import LEASE_NAMESPACE, LeaseRecorder, TimedPodHistory
 from kemu.chaos.report import Report
 from kemu.chaos.schedule import AUTOSCALING_ROLES, make_schedule
 from kemu.chaos.workload import Workload
@@ -36,7 +35,7 @@ from kemu.machinery.resources import amount
 from kemu.testing.builders import make_pod, make_priority_class
 from kemu.testing.cluster import Cluster
 from kemu.testing.eventually import eventually
-from kemu.testing.invariants import check_invariants, record_nodes, record_pods
+from kemu.testing.invariants import check_invariants, record_leases, record_nodes, record_pods
 from kemu.testing.scenarios import SHUTDOWN_ANNOTATION, priority_class_name
 
 log = logging.getLogger(__name__)
@@ -62,9 +61,6 @@ profiles:
       enabled:
       - name: SlowPreBind
 """
-_ACQUIRED: Final = re.compile(r"successfully acquired lease \S+ as (\S+)")
-_BOUND: Final = re.compile(r"bound (\S+)/(\S+) to (\S+)")
-_PREEMPTED: Final = re.compile(r"Preemptor \S+ preempted (\S+)/(\S+) on")
 
 
 class ChaosRun:
@@ -75,8 +71,10 @@ class ChaosRun:
         seed: int,
         workload: Workload | None = None,
         progress: Callable[[str], None] | None = None,
+        election: leaders.Election = leaders.Election.UPSTREAM,
     ) -> None:
         self.root = root
+        self.election = election
         self.profile = profile
         self.seed = seed
         self.workload = workload or profile.workload
@@ -104,7 +102,9 @@ class ChaosRun:
         config = self.root / "scheduler.yaml"
         config.write_text(SCHEDULER_CONFIG)
         for name in SCHEDULERS:
-            cluster.start_scheduler(name=name, config=config, extra_args=ELECTION, wait=False)
+            cluster.start_scheduler(
+                name=name, config=config, extra_args=ELECTION + self.election.args, wait=False
+            )
         cluster.start_controllermanager(wait=False)
         n = self.workload.nodes
         for node in self.nodes:
@@ -167,12 +167,12 @@ class ChaosRun:
             record_pods(watch_b, NAMESPACE, history=b),
             record_nodes(watch_scale, f"{autoscaling.GROUP_LABEL}={autoscaling.GROUP}") as nodes,
             record_pods(watch_scale, autoscaling.NAMESPACE) as scale_pods,
+            record_leases(client, LEASE_NAMESPACE, history=lease),
             anyio.create_task_group() as tg,
         ):
             if scale_record is not None:
                 scale_record.nodes, scale_record.pods = nodes, scale_pods
             a.listed, b.listed = len(a.versions), len(b.versions)
-            tg.start_soon(lease.run, client)
             if phase is not None:
                 tg.start_soon(phase.sample)
             self.state.t0 = time.monotonic()
@@ -355,6 +355,7 @@ class ChaosRun:
                 await h.sync(client, timeout=30)
             except AssertionError as e:
                 violations.append(f"{name}: {e}")
+        violations += await caches.check(cluster)
         allocatable = await self._allocatable(client)
         violations += checks.check_bound_once(a.versions)
         violations += checks.check_watch_order(a.versions, a.listed)
@@ -362,20 +363,36 @@ class ChaosRun:
         violations += checks.check_watchers_agree("watcher A", a.versions, "watcher B", b.versions)
         violations += checks.check_acknowledged(self.state.acks, a.versions, "watcher A")
         violations += checks.check_acknowledged(self.state.acks, b.versions, "watcher B")
+        try:
+            await lease.sync(client, timeout=30)
+        except AssertionError as e:
+            violations.append(f"lease history: {e}")
         logged = self._logged_bindings(cluster)
         unconfirmed = checks.unconfirmed_bindings(a.versions, logged)
         if unconfirmed and not logged:
             # The exemption below rests on the schedulers' "bound" lines: without any, every
             # binding would be exempt.
             violations.append("the schedulers' logs name no binding (has the log line changed?)")
-        violations += checks.check_node_capacity(a.versions, allocatable, unconfirmed, a.bound_at)
+        stale = self._stale_bindings(cluster, a, lease)
+        stale_uids = {w.uid for w, _ in stale}
+        apiserver_logs = {n: cluster.processes[n].logs() for n in APISERVERS}
+        stale_writes = leaders.all_stale(
+            stale, leaders.apiserver_lines(apiserver_logs, leaders.STALE_WRITE)
+        )
+        if self.election is leaders.Election.FENCED:
+            violations += [f"stale leader write despite fencing: {w}" for w in stale_writes]
+        # A stale leader bound with a view the real leader did not share, and the real leader
+        # may not have seen that binding yet when it bound next: both as for an unconfirmed
+        # binding (the kubelet's view still counts every pod).
+        violations += checks.check_node_capacity(
+            a.versions, allocatable, unconfirmed | stale_uids, a.bound_at, stale=stale_uids
+        )
         violations += check_invariants(
             a.versions,
             events.items,
             clearing_gate_on=True,
             externally_deleted=self.state.deleted_by_workload,
         )
-        violations += self._check_paused_leaders(cluster, a, lease)
         if settle is None:
             pending = checks.pending_that_fit(a.versions, allocatable)
             if pending:
@@ -412,6 +429,9 @@ class ChaosRun:
             failover_s=failovers,
             settle_s=settle,
             settle_timeout=self.profile.settle_timeout,
+            stale_leader_writes=stale_writes,
+            fenced_writes=len(leaders.apiserver_lines(apiserver_logs, leaders.FENCED)),
+            fencing=self.election is leaders.Election.FENCED,
         )
 
     def _logged_bindings(self, cluster: Cluster) -> set[tuple[str, str]]:
@@ -420,43 +440,18 @@ class ChaosRun:
         out = set()
         for name in SCHEDULERS:
             if name in cluster.processes:
-                for m in _BOUND.finditer(cluster.processes[name].logs()):
+                for m in leaders.BOUND.finditer(cluster.processes[name].logs()):
                     out.add((f"{m.group(1)}/{m.group(2)}", m.group(3)))
         return out
 
-    def _check_paused_leaders(
+    def _stale_bindings(
         self, cluster: Cluster, history: TimedPodHistory, lease: LeaseRecorder
-    ) -> list[str]:
-        """A paused scheduler that wakes up after its lease passed to the other scheduler does
-        not bind or preempt: no binding or victim deletion it logged after SIGCONT was
-        committed while the lease was another's."""
-        out = []
-        by_key = {
-            f"{vs[0].pod.metadata.namespace}/{vs[0].pod.metadata.name}": vs
-            for vs in history.versions.values()
-        }
-        for pause in self.state.pauses:
-            text = cluster.processes[pause.process].logs()
-            before, after = text[: pause.log_offset], text[pause.log_offset :]
-            identities = _ACQUIRED.findall(before)
-            if not identities:
-                continue  # it was not leading
-            me = identities[-1]
-            for line in after.splitlines():
-                if _ACQUIRED.search(line):
-                    break  # it leads again: later actions are legitimate
-                for pattern, what in ((_BOUND, "bound"), (_PREEMPTED, "preempted")):
-                    m = pattern.search(line)
-                    if m is None:
-                        continue
-                    versions = by_key.get(f"{m.group(1)}/{m.group(2)}", ())
-                    rv = checks.write_revision(versions, what)
-                    if rv is None:
-                        continue
-                    holder = lease.holder_at(rv)
-                    if holder and holder != me:
-                        out.append(
-                            f"{pause.process} ({me}) {what} {m.group(1)}/{m.group(2)} at "
-                            f"resourceVersion {rv} after waking up, while {holder} held the lease"
-                        )
-        return out
+    ) -> list[tuple[leaders.LeaderWrite, str]]:
+        """The bindings a scheduler made while the lease was another's (leaders.py)."""
+        writes = [
+            w
+            for name in SCHEDULERS
+            if name in cluster.processes
+            for w in leaders.bindings(name, cluster.processes[name].logs(), history.versions)
+        ]
+        return leaders.stale(writes, lease.holder_at)

@@ -33,6 +33,7 @@ from google.protobuf.message import Message
 
 from kemu import wire
 from kemu.api.v1 import api_pb2, types_pb2
+from kemu.client import fencing
 from kemu.client.endpoints import LB_POLICY, SEPARATOR, channel_target, parse_servers
 from kemu.client.interface import (
     DEFAULT_NAMESPACE,
@@ -49,7 +50,7 @@ from kemu.client.interface import (
     WatchEvent as WatchEvent,
 )
 from kemu.machinery import kinds
-from kemu.machinery.errors import ApiError, Gone, Timeout, TooManyRequests, Unavailable
+from kemu.machinery.errors import ApiError, Fenced, Gone, Timeout, TooManyRequests, Unavailable
 
 __all__ = ["Client", "ListResult", "M", "WatchEvent"]
 
@@ -71,6 +72,9 @@ _CHANNEL_OPTIONS: Final[list[tuple[str, Any]]] = [
     ("grpc.max_reconnect_backoff_ms", 2_000),
 ]
 
+_WRITES: Final = frozenset(
+    ("Create", "Update", "UpdateStatus", "Patch", "Delete", "Bind", "Resize", "Evict")
+)
 _EOF: Final[object] = grpc.aio.EOF  # type: ignore[attr-defined]
 _RETRY_INITIAL: Final = 0.05
 _RETRY_MAX: Final = 2.0
@@ -263,14 +267,22 @@ class Client:
         self, name: str, request: Message, response: type[Resp], seconds: float
     ) -> Resp:
         """One attempt, bounded by `seconds` (gRPC's deadline: an anyio scope cannot
-        interrupt the call), waiting for the server to be reachable."""
+        interrupt the call), waiting for the server to be reachable. A write made as leader
+        carries the term's fencing token (kemu.client.fencing)."""
+        fence = fencing.current() if name in _WRITES else None
         call = self._unary(name, response)(
-            request, timeout=seconds, wait_for_ready=self.wait_for_server
+            request,
+            timeout=seconds,
+            wait_for_ready=self.wait_for_server,
+            metadata=fence.token.metadata() if fence is not None else None,
         )
         try:
             return await call
         except grpc.aio.AioRpcError as e:
-            raise _error(e) from None
+            err = _error(e)
+            if fence is not None and isinstance(err, Fenced):
+                fence.refused(err)
+            raise err from None
         except asyncio.CancelledError:
             call.cancel()
             await anyio.lowlevel.checkpoint()

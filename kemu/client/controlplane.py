@@ -8,8 +8,10 @@ the Version RPC reports, and running the work only while holding the lease.
     election = leader_election_config(args, lease_name="kube-scheduler")   # None without --leader-elect
     await run_elected(client, ctx, component="kube-scheduler", election=election, work=work)
 
-A leader that cannot renew exits with LeadershipLost (the runner makes that exit code 1, as
-upstream: another instance may already be leading); on SIGTERM the work is cancelled and the
+A leader that cannot renew stops with LeadershipLost (another instance may already be
+leading): upstream's exits, kemu's runner starts the process again from nothing, a candidate
+again (kemu.component.runner.RestartInPlace), so that the local cluster under honcho, which
+stops everything when one process exits, keeps running; on SIGTERM the work is cancelled and the
 lease released by one attempt that does not wait for the apiserver (which may be draining too):
 if it fails the lease simply expires.
 """
@@ -59,6 +61,12 @@ def add_leader_election_flags(parser: argparse.ArgumentParser, *, lease_name: st
         help=f"do the work only while holding the lease {LEASE_NAMESPACE}/{lease_name}",
     )
     group.add_argument(
+        "--leader-elect-fencing",
+        action="store_true",
+        help="kemu only: the apiserver refuses this component's writes made as leader once "
+        "its lease term has ended (upstream lets a stale leader write until it notices)",
+    )
+    group.add_argument(
         "--leader-elect-lease-duration",
         type=duration_flag,
         default=15.0,
@@ -85,8 +93,11 @@ def leader_election_config(
     args: argparse.Namespace, *, lease_name: str
 ) -> LeaderElectionConfig | None:
     """The election of the flags above, or None without --leader-elect. ValueError when the
-    durations are inconsistent (renew deadline >= lease duration, ...)."""
+    durations are inconsistent (renew deadline >= lease duration, ...) or when
+    --leader-elect-fencing is given without --leader-elect."""
     if not args.leader_elect:
+        if args.leader_elect_fencing:
+            raise ValueError("--leader-elect-fencing needs --leader-elect")
         return None
     return LeaderElectionConfig(
         lock_namespace=LEASE_NAMESPACE,
@@ -95,6 +106,7 @@ def leader_election_config(
         lease_duration=args.leader_elect_lease_duration,
         renew_deadline=args.leader_elect_renew_deadline,
         retry_period=args.leader_elect_retry_period,
+        fencing=args.leader_elect_fencing,
     )
 
 

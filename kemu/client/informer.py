@@ -213,6 +213,20 @@ class Informer(Generic[M]):
         return f"Informer({self.resource}, namespace={self._namespace!r})"
 
     @property
+    def name(self) -> str:
+        """The resource, and the namespace and selectors when set: "pods",
+        "configmaps in kube-system", "pods [status.phase!=Failed,...]"."""
+        text = self.resource
+        if self._namespace:
+            text += f" in {self._namespace}"
+        selectors = ";".join(s for s in (self._label_selector, self._field_selector) if s)
+        if selectors:
+            text += f" [{selectors}]"
+        if self._keep is not None:
+            text += " (filtered)"
+        return text
+
+    @property
     def lister(self) -> Lister[M]:
         return self._lister
 
@@ -393,6 +407,21 @@ class Informer(Generic[M]):
             if self._synced_event is not None:
                 self._synced_event.set()
 
+    async def list_fresh(self) -> tuple[builtins.list[M], str]:
+        """What the cache should hold now, and the list's resourceVersion: a consistent list
+        from the apiserver with this informer's namespace and selectors, filtered by its `keep`
+        predicate (kemu.client.comparer checks caches against it). The objects are the
+        response's, not stored."""
+        result = await self._client.list_all(
+            self._kind,
+            self._namespace,
+            label_selector=self._label_selector,
+            field_selector=self._field_selector,
+        )
+        keep = self._keep
+        items = result.items if keep is None else [o for o in result.items if keep(o)]
+        return items, result.resource_version
+
     # ------------------------------------------------------------ the reflector
 
     async def _list(self) -> None:
@@ -561,6 +590,10 @@ class InformerFactory:
             )
             self._informers[key] = inf
         return cast(Informer[M], inf)
+
+    def informers(self) -> list[Informer[Any]]:
+        """Every informer asked for, in the order asked."""
+        return list(self._informers.values())
 
     def start(self, tg: TaskGroup) -> None:
         """Starts, in `tg`, every informer not started yet."""

@@ -10,7 +10,10 @@ just means "try again later".
 
 Once leader, `leading()` runs next to a renew loop. If the lease cannot be renewed for
 renew_deadline, `leading()` is cancelled and `run` raises LeadershipLost: the component must
-exit (as upstream's OnStoppedLeading does), because another may already lead. When `run` is
+stop (as upstream's OnStoppedLeading exits), because another may already lead; kemu's runner
+then starts it again from nothing as a candidate (kemu.component.runner.RestartInPlace). Every write
+`leading()` makes carries the term's fencing token (kemu.client.fencing); with `fencing` the
+apiserver refuses those of an ended term, and the first refusal stops leading the same way. When `run` is
 cancelled, or `leading()` returns, a lease still held is released (holderIdentity "",
 leaseDurationSeconds 1) so that a successor need not wait (ReleaseOnCancel). The release is one
 attempt, as upstream's: on a stop the apiserver may be draining or gone, so it does not wait for
@@ -30,10 +33,13 @@ from typing import Final
 import anyio
 
 from kemu.api.v1 import types_pb2
+from kemu.client.fencing import Fence, leading_as
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock, RealClock
+from kemu.component.runner import RestartInPlace
 from kemu.machinery.convert import timestamp
-from kemu.machinery.errors import AlreadyExists, ApiError, Conflict, NotFound
+from kemu.machinery.errors import AlreadyExists, ApiError, Conflict, Fenced, NotFound
+from kemu.machinery.fencing import FencingToken
 
 logger = logging.getLogger(__name__)
 
@@ -43,8 +49,10 @@ RELEASE_TIMEOUT: Final = 1.0
 """Bounds the one release attempt on stop (an answering server takes milliseconds)."""
 
 
-class LeadershipLost(Exception):
-    """The lease could not be renewed within renew_deadline; the component must stop."""
+class LeadershipLost(RestartInPlace):
+    """The lease could not be renewed within renew_deadline, another holder was seen, or a
+    write of the term was fenced: the component must stop leading and drop what it built as
+    leader. The component runner starts it again from nothing, a candidate again."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,10 @@ class LeaderElectionConfig:
     renew_deadline: float = 10.0
     retry_period: float = 2.0
     release_on_cancel: bool = True
+    fencing: bool = False
+    """--leader-elect-fencing (kemu only): the apiserver refuses the writes of a term that has
+    ended instead of letting them through as upstream does (kemu.machinery.fencing). Either
+    way the writes made while leading carry the term's token."""
 
     def __post_init__(self) -> None:
         if not self.lock_name:
@@ -302,6 +314,8 @@ class LeaderElector:
         lost = False
         try:
             await self._acquire()
+            assert self._lease is not None
+            fence = Fence(FencingToken.of(self._lease, enforce=self.config.fencing))
             async with anyio.create_task_group() as tg:
 
                 async def renew() -> None:
@@ -310,11 +324,28 @@ class LeaderElector:
                     lost = True
                     tg.cancel_scope.cancel()
 
+                async def fenced() -> None:
+                    await fence.lost.wait()
+                    tg.cancel_scope.cancel()
+
                 tg.start_soon(renew, name="leader-election renew")
+                tg.start_soon(fenced, name="leader-election fence")
                 try:
-                    await leading()
+                    # Every write `leading` makes, in any task it starts, carries the term.
+                    with leading_as(fence):
+                        await leading()
+                except Fenced:
+                    if not fence.lost.is_set():
+                        raise  # not a write of this term's (cannot be: the client marks it)
                 finally:
                     tg.cancel_scope.cancel()
+            if fence.lost.is_set():
+                logger.error(
+                    "lease %s: stopped leading: a write was refused: %s",
+                    fence.token.lease,
+                    fence.refusal,
+                )
+                lost = True
         except BaseExceptionGroup as eg:
             # Only the host task can fail (renew never raises): surface its own exception.
             if len(eg.exceptions) == 1:

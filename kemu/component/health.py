@@ -11,6 +11,9 @@ Contract:
 - `GET /metrics` is the Prometheus text of the component's own CollectorRegistry.
 - `GET /version` is JSON: component, emulatedVersion, binaryVersion, enabledFeatureGates and
   featureGates (name -> enabled, for gates that exist at the emulated version).
+- `GET /debug/<name>` is the JSON document of the debug handler registered as `name` (a
+  synchronous callable that returns what the component last found, e.g. its cache comparison;
+  like a check, it does no I/O); an unknown name is 404.
 - `await tg.start(server.serve)` returns the bound port once the socket listens (port 0 picks a
   free one); cancelling serve() closes the listener and every open connection.
 HTTP support is deliberately minimal: GET and HEAD, one request per connection.
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 from urllib.parse import parse_qs, urlsplit
@@ -36,6 +39,8 @@ from kemu.component.version import BINARY_VERSION
 logger = logging.getLogger(__name__)
 
 Check = Callable[[], bool]
+DebugHandler = Callable[[], object]
+"""Returns a JSON-serialisable document for GET /debug/<name>."""
 
 _MAX_REQUEST_HEAD: Final = 16 * 1024
 _REQUEST_TIMEOUT: Final = 10.0
@@ -115,7 +120,8 @@ def _text(status: int, text: str) -> _Response:
 
 
 class HealthServer:
-    """Serves /metrics, /healthz, /livez, /readyz and /version; see the module docstring."""
+    """Serves /metrics, /healthz, /livez, /readyz, /version and /debug/<name>; see the module
+    docstring."""
 
     def __init__(
         self,
@@ -124,13 +130,17 @@ class HealthServer:
         gates: FeatureGates,
         registry: CollectorRegistry,
         checks: HealthChecks,
+        debug: Mapping[str, DebugHandler] | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
+        """`debug`: the debug handlers by name, read at each request (handlers registered
+        later are served too)."""
         self.component = component
         self.gates = gates
         self.registry = registry
         self.checks = checks
+        self.debug: Mapping[str, DebugHandler] = debug if debug is not None else {}
         self.host = host
         self._requested_port = port
         self._port: int | None = None
@@ -192,6 +202,8 @@ class HealthServer:
         if path == "/readyz":
             return _checks_response("readyz", self.checks.readiness(), verbose)
         endpoint, _, name = path[1:].partition("/")
+        if endpoint == "debug" and name in self.debug:
+            return _debug_response(name, self.debug[name])
         if endpoint in ("healthz", "livez", "readyz") and name:
             result = self.checks.run_one(name)
             if result is not None:
@@ -208,6 +220,15 @@ class HealthServer:
             "featureGates": {s.name: s.enabled for s in states},
         }
         return (json.dumps(document, indent=2) + "\n").encode()
+
+
+def _debug_response(name: str, handler: DebugHandler) -> _Response:
+    try:
+        document = json.dumps(handler(), indent=2, sort_keys=True) + "\n"
+    except Exception as exc:  # a bug in the handler, not in the request
+        logger.exception("debug handler %s failed", name)
+        return _text(500, f"debug handler {name} failed: {exc}\n")
+    return _Response(200, document.encode(), "application/json")
 
 
 def _checks_response(endpoint: str, results: list[CheckResult], verbose: bool) -> _Response:

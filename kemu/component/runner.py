@@ -21,8 +21,17 @@ Contract of `run_component` / `run_component_async`:
 - Exit code: 0 when the body returned by itself (drained, or simply finished); 1 when the body
   raised (the traceback is logged here, once), when the grace period ran out or a second signal
   forced the stop (as upstream's second-signal exit), or when the metrics port cannot be bound.
+- A body that raises `RestartInPlace` (a leader that lost its lease) is started again from
+  nothing: once the event loop has closed, the process execs its own command line (same pid,
+  same log). Upstream's components exit there and what runs them (the kubelet, systemd)
+  starts them again; under honcho nothing would, and one exiting process stops the whole local
+  cluster. Run in-process (not as `python -m <component>`), `run_component` returns 1 instead.
 - Cancellation is never swallowed; cleanup that must run while cancelled belongs under
   `cleanup_scope()` (shielded, with a deadline).
+- SIGUSR2 (upstream kube-scheduler's cache debugger signal) calls every callback registered
+  with `ctx.on_debug_signal` (synchronous and quick: they start work in the component's own
+  tasks, see kemu.client.comparer); it neither drains nor stops. What the work finds is served
+  by `ctx.add_debug_handler(name, fn)` at GET /debug/<name> on the metrics port.
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ import logging
 import os
 import random
 import signal
+import sys
 from collections.abc import Awaitable, Callable
 from typing import Final, TypeVar
 
@@ -41,7 +51,7 @@ from prometheus_client import CollectorRegistry
 
 from kemu.component.clock import Clock, RealClock
 from kemu.component.featuregate import FeatureGates
-from kemu.component.health import Check, HealthChecks, HealthServer
+from kemu.component.health import Check, DebugHandler, HealthChecks, HealthServer
 from kemu.component.logs import setup_logging
 from kemu.component.metrics import new_registry
 from kemu.component.options import ComponentOptions
@@ -75,6 +85,8 @@ class ComponentContext:
         """Set once the component must drain: a signal or request_stop()."""
         self.metrics_port: int | None = None
         """The bound port of the health server once it listens; None when disabled."""
+        self.debug_handlers: dict[str, DebugHandler] = {}
+        self._debug_callbacks: list[Callable[[], None]] = []
 
     @property
     def gates(self) -> FeatureGates:
@@ -86,6 +98,24 @@ class ComponentContext:
     def add_liveness_check(self, name: str, check: Check) -> None:
         self.checks.add_liveness_check(name, check)
 
+    def add_debug_handler(self, name: str, handler: DebugHandler) -> None:
+        """Serves `handler()`'s JSON document at GET /debug/<name>."""
+        if name in self.debug_handlers:
+            raise ValueError(f'debug handler "{name}" is already registered')
+        self.debug_handlers[name] = handler
+
+    def on_debug_signal(self, callback: Callable[[], None]) -> None:
+        """Calls `callback` on every SIGUSR2 (see the module docstring)."""
+        self._debug_callbacks.append(callback)
+
+    def debug_signal(self) -> None:
+        """What SIGUSR2 does: calls the debug callbacks (an exception is logged)."""
+        for callback in list(self._debug_callbacks):
+            try:
+                callback()
+            except Exception:
+                logger.exception("debug callback %r failed", callback)
+
     def request_stop(self) -> None:
         """Start draining as if SIGTERM had arrived (the grace period starts now)."""
         self.stopping.set()
@@ -96,9 +126,14 @@ def cleanup_scope(timeout: float = DEFAULT_CLEANUP_TIMEOUT) -> anyio.CancelScope
     return anyio.move_on_after(timeout, shield=True)
 
 
+class RestartInPlace(Exception):
+    """Raised by a component's body to be started again as a fresh process (see above)."""
+
+
 class _Outcome:
     def __init__(self) -> None:
         self.code = 0
+        self.restart: RestartInPlace | None = None
 
 
 def run_component(
@@ -114,11 +149,24 @@ def run_component(
     loop on this machine); KEMU_UVLOOP=0 selects asyncio's own loop.
     """
     setup_logging(options.verbosity, name)
-    return anyio.run(
-        functools.partial(run_component_async, name, options, body, clock=clock),
+    outcome = _Outcome()
+    code = anyio.run(
+        functools.partial(run_component_async, name, options, body, clock=clock, outcome=outcome),
         backend="asyncio",
         backend_options={"use_uvloop": os.environ.get("KEMU_UVLOOP", "1") != "0"},
     )
+    if outcome.restart is not None and _is_process_entry():
+        logger.warning("%s: %s: starting again as a fresh process", name, outcome.restart)
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
+    return code
+
+
+def _is_process_entry() -> bool:
+    """Whether this process is `python -m <component>` (not a test calling main())."""
+    return os.path.basename(sys.argv[0]) == "__main__.py" and "-m" in sys.orig_argv
 
 
 async def run_component_async(
@@ -129,6 +177,7 @@ async def run_component_async(
     clock: Clock | None = None,
     registry: CollectorRegistry | None = None,
     handle_signals: bool = True,
+    outcome: _Outcome | None = None,
     task_status: TaskStatus[ComponentContext] = anyio.TASK_STATUS_IGNORED,
 ) -> int:
     """Run `body` under the lifecycle above and return the exit code.
@@ -156,7 +205,7 @@ async def run_component_async(
     for warning in gates.warnings:
         logger.warning("%s", warning)
 
-    outcome = _Outcome()
+    outcome = outcome if outcome is not None else _Outcome()
     async with anyio.create_task_group() as tg:
         if handle_signals:
             await tg.start(_watch_signals, ctx, outcome, tg.cancel_scope)
@@ -167,6 +216,7 @@ async def run_component_async(
                 gates=gates,
                 registry=ctx.registry,
                 checks=ctx.checks,
+                debug=ctx.debug_handlers,
                 host=options.metrics_bind_address,
                 port=options.metrics_port,
             )
@@ -204,12 +254,29 @@ async def _run_body(
 ) -> None:
     try:
         await body(ctx)
-    except Exception:
-        logger.exception("%s failed", name)
+    except Exception as e:
         outcome.code = 1
+        outcome.restart = _restart_asked(e)
+        if outcome.restart is None:
+            logger.exception("%s failed", name)
     finally:
         # The body is done (or cancelled): stop the server, the signal watcher and the timer.
         scope.cancel()
+
+
+def _restart_asked(exc: Exception) -> RestartInPlace | None:
+    """The RestartInPlace `exc` is, or the one its task groups raised with nothing else."""
+    if isinstance(exc, RestartInPlace):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        match, rest = exc.split(RestartInPlace)
+        if match is not None and rest is None:
+            leaf: BaseException = match
+            while isinstance(leaf, BaseExceptionGroup):
+                leaf = leaf.exceptions[0]
+            assert isinstance(leaf, RestartInPlace)
+            return leaf
+    return None
 
 
 async def _watch_signals(
@@ -219,10 +286,14 @@ async def _watch_signals(
     *,
     task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGUSR2) as signals:
         task_status.started()
         async for signum in signals:
             signame = signal.Signals(signum).name
+            if signum == signal.SIGUSR2:
+                logger.info("received %s: running the debug actions", signame)
+                ctx.debug_signal()
+                continue
             if not ctx.stopping.is_set():
                 logger.info(
                     "received %s, draining (grace period %gs)",

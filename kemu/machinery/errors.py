@@ -28,6 +28,13 @@ class ApiError(Exception):
 
     reason: ClassVar[str] = "InternalError"
     code: ClassVar[int] = 500
+    wire_name: ClassVar[str] = ""
+    """The name the error travels under on kemu's gRPC wire when it is not its reason (two
+    errors with one Kubernetes reason)."""
+
+    @classmethod
+    def wire_reason(cls) -> str:
+        return cls.wire_name or cls.reason
 
     def __post_init__(self) -> None:
         super().__init__(self.message)
@@ -49,6 +56,17 @@ class AlreadyExists(ApiError):
 class Conflict(ApiError):
     reason = "Conflict"
     code = 409
+
+
+class Fenced(ApiError):
+    """A write made as leader in a lease term that has ended, refused by the apiserver
+    (kemu.machinery.fencing; kemu only). Upstream's status is a 409 Conflict, but it is not a
+    resourceVersion or uid precondition failure, so it is not a Conflict: a caller that reads
+    Conflict as "the object changed under me" must not take it for one."""
+
+    reason = "Conflict"
+    code = 409
+    wire_name: ClassVar[str] = "Fenced"
 
 
 class Invalid(ApiError):
@@ -126,11 +144,12 @@ class Timeout(ApiError):
 
 
 ERROR_CLASSES: Final[dict[str, type[ApiError]]] = {
-    cls.reason: cls
+    cls.wire_reason(): cls
     for cls in (
         NotFound,
         AlreadyExists,
         Conflict,
+        Fenced,
         Invalid,
         BadRequest,
         Forbidden,
@@ -147,7 +166,7 @@ ERROR_CLASSES: Final[dict[str, type[ApiError]]] = {
 def error_for_reason(
     reason: str, message: str, causes: list[Cause] | None = None, retry_after_seconds: int = 0
 ) -> ApiError:
-    """Rebuilds the error a server raised from its reason (used by the client)."""
+    """Rebuilds the error a server raised from its wire reason (used by the client)."""
     cls = ERROR_CLASSES.get(reason, InternalError)
     err = cls(message, list(causes or []))
     if retry_after_seconds > 0 and isinstance(err, TooManyRequests):

@@ -141,8 +141,20 @@ class NodeVersion(NamedTuple):
         return _int_or_none(self.node.metadata.resource_version)
 
 
-_Obj = TypeVar("_Obj", types_pb2.Pod, types_pb2.Node)
-_Version = TypeVar("_Version", PodVersion, NodeVersion)
+class LeaseVersion(NamedTuple):
+    """One recorded version of a lease, as PodVersion."""
+
+    seq: int
+    type: str
+    lease: types_pb2.Lease
+
+    @property
+    def resource_version(self) -> int | None:
+        return _int_or_none(self.lease.metadata.resource_version)
+
+
+_Obj = TypeVar("_Obj", types_pb2.Pod, types_pb2.Node, types_pb2.Lease)
+_Version = TypeVar("_Version", PodVersion, NodeVersion, LeaseVersion)
 
 
 class _History(Generic[_Obj, _Version]):
@@ -351,6 +363,19 @@ class NodeHistory(_History[types_pb2.Node, NodeVersion]):
         return out
 
 
+class LeaseHistory(_History[types_pb2.Lease, LeaseVersion]):
+    """Every version of every lease of a namespace recorded, by uid (who held a lock when)."""
+
+    kind = types_pb2.Lease
+
+    def _version(self, seq: int, event_type: str, obj: types_pb2.Lease) -> LeaseVersion:
+        return LeaseVersion(seq, event_type, obj)
+
+    @staticmethod
+    def _obj(version: LeaseVersion) -> types_pb2.Lease:
+        return version.lease
+
+
 @asynccontextmanager
 async def record_pods(
     client: ApiClient, namespace: str, *, history: PodHistory | None = None
@@ -368,6 +393,17 @@ async def record_nodes(client: ApiClient, label_selector: str = "") -> AsyncIter
     """Records every version of the nodes matching `label_selector` while the block runs
     (for invariant (9)'s node policies); as `record_pods`."""
     history = NodeHistory(label_selector=label_selector)
+    async with history._recording(client):
+        yield history
+
+
+@asynccontextmanager
+async def record_leases(
+    client: ApiClient, namespace: str, *, history: LeaseHistory | None = None
+) -> AsyncIterator[LeaseHistory]:
+    """Records every version of the leases of `namespace` while the block runs, as
+    `record_pods`; `history` is an empty LeaseHistory (of a subclass) to record into."""
+    history = history if history is not None else LeaseHistory(namespace)
     async with history._recording(client):
         yield history
 
@@ -825,7 +861,7 @@ def _priority(pod: types_pb2.Pod) -> int:
     return pod.spec.priority if pod.spec.HasField("priority") else 0
 
 
-def _key(obj: types_pb2.Pod | types_pb2.Node) -> str:
+def _key(obj: types_pb2.Pod | types_pb2.Node | types_pb2.Lease) -> str:
     meta = obj.metadata
     return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
 

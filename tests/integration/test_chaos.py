@@ -4,9 +4,11 @@ cloud and the autoscaler; every client given both apiservers): tens of faults, e
 least once (SIGKILL and restart of every component, of one etcd member, of one apiserver, of
 the autoscaler mid-scale-up and mid-drain, a paused scheduler leader) during pod churn with
 priorities, preemption, slow PreBinds, resizes and deletions, and scale-ups and scale-downs
-of a node group; no invariant may break. A failure prints
-the seed and the fault timeline; `python -m kemu.chaos --profile ci --seed N` replays it (or
-KEMU_TEST_SEED=N for this test). About two minutes: the longest test of the suite."""
+of a node group; no invariant may break. By default the schedulers elect as upstream (a stale
+leader's write is counted, not a violation); with fencing none may land. A failure prints
+the seed and the fault timeline; `python -m kemu.chaos --profile ci --seed N [--fencing]`
+replays it (or KEMU_TEST_SEED=N for this test). About two minutes each: the longest tests of
+the suite."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from kemu.chaos.leaders import Election
 from kemu.chaos.profiles import CI
 from kemu.chaos.runner import ChaosRun
 from kemu.chaos.schedule import KINDS
@@ -24,9 +27,15 @@ pytestmark = [pytest.mark.integration, pytest.mark.long]
 
 # About two minutes on an idle machine; the limit is for a hang, not for speed.
 @pytest.mark.timeout(300)
-def test_chaos_ci_profile_breaks_no_invariant(tmp_path: Path, rng: SeededRandom) -> None:
+@pytest.mark.parametrize("election", list(Election), ids=[e.value for e in Election])
+def test_chaos_ci_profile_breaks_no_invariant(
+    tmp_path: Path, rng: SeededRandom, election: Election
+) -> None:
     seed = rng.randrange(1 << 31)
-    report = ChaosRun(tmp_path, CI, seed).run()
+    report = ChaosRun(tmp_path, CI, seed, election=election).run()
+    assert report.fencing is (election is Election.FENCED)
+    if report.fencing:
+        assert report.stale_leader_writes == [], "\n" + report.table()
     assert report.faults >= 15
     assert set(report.faults_by_kind) == set(KINDS), report.faults_by_kind
     assert report.scaling is not None and report.scaling["scale_ups"] > 0, report.scaling

@@ -16,7 +16,7 @@ from google.protobuf.message import Message
 from apiserver.server.dry_run import DryRunStore
 from apiserver.server.registry import Registry, object_key
 from apiserver.storage import encoding
-from apiserver.storage.etcd import EtcdStore, KeyValue, StaleRevision
+from apiserver.storage.etcd import Companion, EtcdStore, Guard, KeyValue, StaleRevision
 from apiserver.storage.watch_cache import CachedObject
 from kemu.api.v1 import api_pb2, types_pb2
 from kemu.component.featuregate import FeatureGates
@@ -43,17 +43,44 @@ class MemoryStore:
         self.calls.append(("range", key, True))
         return self.kvs.get(key)
 
-    async def create(self, key: str, value: bytes) -> int:
+    # Fencing guards and lease holder records are not modelled here (tests/integration/
+    # test_fencing.py runs them on etcd): none of these tests writes as a leader or a Lease.
+    async def create(
+        self,
+        key: str,
+        value: bytes,
+        *,
+        guard: Guard | None = None,
+        companion: Companion | None = None,
+    ) -> int:
+        assert guard is None and companion is None
         self.calls.append(("create", key, key not in self.kvs))
         if key in self.kvs:
             raise Conflict(f"key {key} already exists")
         return self._put(key, value)
 
-    async def update(self, key: str, value: bytes, expected_revision: int) -> int:
+    async def update(
+        self,
+        key: str,
+        value: bytes,
+        expected_revision: int,
+        *,
+        guard: Guard | None = None,
+        companion: Companion | None = None,
+    ) -> int:
+        assert guard is None and companion is None
         self._compare("update", key, expected_revision)
         return self._put(key, value)
 
-    async def delete(self, key: str, expected_revision: int) -> int:
+    async def delete(
+        self,
+        key: str,
+        expected_revision: int,
+        *,
+        guard: Guard | None = None,
+        companion: Companion | None = None,
+    ) -> int:
+        assert guard is None and companion is None
         self._compare("delete", key, expected_revision)
         del self.kvs[key]
         self.revision += 1

@@ -53,6 +53,8 @@ def test_a_run_fails_on_a_lost_lease_a_failed_probe_an_exit_or_a_missing_write()
     assert not result(probe_failures=1).ok
     assert not result(acked_missing=1).ok
     assert not result(exited={"scheduler-a": 1}).ok
+    assert not result(leadership_lost={"scheduler-a": 1}).ok
+    assert result(leadership_lost={"scheduler-a": 0}).ok
     assert not result(
         leases={"l": flood.LeaseReport(flood.LeaseView("a"), flood.LeaseView("b"), ["a", "b"])}
     ).ok

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kemu.api.v1 import types_pb2
 from kemu.chaos import checks
-from kemu.chaos.recorder import LeaseRecorder, LeaseVersion
+from kemu.chaos.recorder import Holding, LeaseRecorder
 from kemu.client.interface import ADDED, DELETED, MODIFIED
 from kemu.testing.builders import make_pod
 from kemu.testing.invariants import PodVersion
@@ -150,9 +150,52 @@ def test_write_revision_and_lease_holder() -> None:
     )["uid-a"]
     assert checks.write_revision(versions, "bound") == 4
     assert checks.write_revision(versions, "preempted") == 6
-    lease = LeaseRecorder([LeaseVersion(2, "a", 10.0), LeaseVersion(5, "b", 20.0)])
+    lease = LeaseRecorder([Holding(2, "a", 10.0), Holding(5, "b", 20.0)])
     assert lease.holder_at(4) == "a" and lease.holder_at(6) == "b"
+    assert lease.holder_at(5) == "a", "the lease write at 5 is not before revision 5"
+    assert lease.holder_at(2) is None and lease.holder == "b"
     assert lease.first_change_after(11.0, "a") == 20.0
+
+
+def test_the_lease_recorder_keeps_every_version_of_the_scheduler_lease_only() -> None:
+    lease = LeaseRecorder()
+
+    def version(name: str, rv: int, holder: str) -> types_pb2.Lease:
+        obj = types_pb2.Lease(spec=types_pb2.LeaseSpec(holder_identity=holder))
+        obj.metadata.name, obj.metadata.resource_version = name, str(rv)
+        obj.metadata.uid = f"uid-{name}"
+        return obj
+
+    lease.record(ADDED, version("kube-scheduler", 3, "a"))
+    lease.record(MODIFIED, version("kube-controller-manager", 4, "x"))
+    lease.record(MODIFIED, version("kube-scheduler", 5, "a"))  # a renewal
+    lease.record(MODIFIED, version("kube-scheduler", 6, "b"))
+    assert [(h.resource_version, h.holder) for h in lease.holdings] == [
+        (3, "a"),
+        (5, "a"),
+        (6, "b"),
+    ]
+    assert lease.holder_at(6) == "a" and lease.holder_at(7) == "b"
+
+
+def test_a_stale_leader_binding_is_not_held_to_the_scheduler_view() -> None:
+    """A scheduler that lost its lease binds c onto a node its successor filled: upstream does
+    not fence it, so its binding is left out of the scheduler's view; the kubelet's view is
+    what upstream guarantees (the kubelet rejects c: it never gets admitted)."""
+    over = history(
+        (MODIFIED, pod("a", 1, "n1")),
+        (MODIFIED, pod("b", 2, "n1")),
+        (MODIFIED, pod("c", 3, "n1", cpu="100m")),
+    )
+    assert len(checks.check_node_capacity(over, ALLOCATABLE)) == 1
+    assert checks.check_node_capacity(over, ALLOCATABLE, stale={"uid-c"}) == []
+    admitted = history(
+        (MODIFIED, pod("a", 1, "n1", phase="Running")),
+        (MODIFIED, pod("b", 2, "n1", phase="Running")),
+        (MODIFIED, pod("c", 3, "n1", cpu="100m", phase="Running")),
+    )
+    (v,) = checks.check_node_capacity(admitted, ALLOCATABLE, stale={"uid-c"})
+    assert v.startswith("kubelet's view: n1 has cpu 1100 allocated of 1000")
 
 
 def test_still_terminating() -> None:

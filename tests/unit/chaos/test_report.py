@@ -51,6 +51,25 @@ def test_the_json_has_the_documented_keys(tmp_path: Path) -> None:
     assert doc["leader_failover_s"]["p50"] is None
 
 
+def test_stale_leader_writes_are_a_figure_and_listed_and_fencing_is_in_the_replay(
+    tmp_path: Path,
+) -> None:
+    r = report([])
+    r.stale_leader_writes = ["scheduler-a (a-1) bound ns/b at resourceVersion 31 while b-1 held"]
+    r.fenced_writes = 2
+    text = r.table()
+    assert "stale leader writes / fenced" in text and "1 / 2" in text and "PASS" in text
+    assert "upstream's unfenced window, not a violation" in text
+    assert "  - scheduler-a (a-1) bound ns/b" in text
+    r.fencing, r.violations = True, ["stale leader write despite fencing: x"]
+    assert "--seed 9 --fencing" in r.table()
+    path = tmp_path / "out.json"
+    r.write_json(str(path))
+    doc = json.loads(path.read_text())
+    assert (doc["stale_leader_writes"], doc["fenced_writes"], doc["fencing"]) == (1, 2, True)
+    assert doc["stale_leader_write_details"] == r.stale_leader_writes
+
+
 def test_faults_by_kind_and_the_scaling_figures_are_in_the_table_and_the_json() -> None:
     r = report([])
     r.faults_by_kind = {"kill etcd-member": 2}

@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+import argparse
+
 import anyio
 import pytest
 
 from kemu.api.v1 import types_pb2
+from kemu.client import fencing
+from kemu.client.controlplane import add_leader_election_flags, leader_election_config
 from kemu.client.fake import FakeClient
 from kemu.client.interface import M
 from kemu.client.leaderelection import (
@@ -14,6 +18,7 @@ from kemu.client.leaderelection import (
 )
 from kemu.component.clock import FakeClock
 from kemu.machinery.errors import Unavailable
+from kemu.machinery.fencing import FencingToken
 from kemu.testing.fake_time import advance, settle, wait_until
 
 Lease = types_pb2.Lease
@@ -316,3 +321,48 @@ async def test_a_release_that_gets_no_answer_gives_up_after_the_release_timeout(
     assert hanging.updates == 1
     assert anyio.current_time() - start >= RELEASE_TIMEOUT
     assert (await lease(fake)).spec.holder_identity == "a"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("enforce", [False, True])
+async def test_what_leading_writes_carries_the_term_it_leads_in(enforce: bool) -> None:
+    """kemu.client.fencing: inside `leading`, and in the tasks it starts, the fence names the
+    lease, its leaseTransitions as acquired and the holder; outside it, nothing."""
+    fake = FakeClient()
+    seen: list[FencingToken | None] = []
+
+    async def leading() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: _note(seen))
+        _note_now(seen)
+
+    cfg = LeaderElectionConfig("kube-system", "kube-scheduler", "a", fencing=enforce)
+    with anyio.fail_after(5):
+        await LeaderElector(fake, cfg, FakeClock()).run(leading)
+    term = FencingToken("kube-system", "kube-scheduler", 0, "a", enforce)
+    assert seen == [term, term]
+    assert fencing.current() is None
+
+
+async def _note(seen: list[FencingToken | None]) -> None:
+    _note_now(seen)
+
+
+def _note_now(seen: list[FencingToken | None]) -> None:
+    fence = fencing.current()
+    seen.append(fence.token if fence is not None else None)
+
+
+def test_fencing_needs_leader_election() -> None:
+    parser = argparse.ArgumentParser()
+    add_leader_election_flags(parser, lease_name="kube-scheduler")
+    with pytest.raises(ValueError, match="--leader-elect-fencing needs --leader-elect"):
+        leader_election_config(
+            parser.parse_args(["--leader-elect-fencing"]), lease_name="kube-scheduler"
+        )
+    elected = leader_election_config(
+        parser.parse_args(["--leader-elect", "--leader-elect-fencing"]), lease_name="x"
+    )
+    assert elected is not None and elected.fencing
+    plain = leader_election_config(parser.parse_args(["--leader-elect"]), lease_name="x")
+    assert plain is not None and not plain.fencing

@@ -2,7 +2,8 @@
 
 Usage: signal_child.py MODE GRACE. Prints "ready <port>" once running, "draining" when
 ctx.stopping is set, then per MODE: "drain" returns after a short drain ("drained"); "stuck"
-ignores the request and prints "cancelled" when cancelled.
+ignores the request and prints "cancelled" when cancelled. Every SIGUSR2 prints "debug N" (N
+from 1) and sets GET /debug/count to {"signals": N}.
 """
 
 from __future__ import annotations
@@ -20,6 +21,15 @@ def main(argv: list[str]) -> int:
     options = ComponentOptions.for_tests("child", metrics_port=0, shutdown_grace_period=grace)
 
     async def body(ctx: ComponentContext) -> None:
+        signals = 0
+
+        def on_debug_signal() -> None:
+            nonlocal signals
+            signals += 1
+            print(f"debug {signals}", flush=True)
+
+        ctx.on_debug_signal(on_debug_signal)
+        ctx.add_debug_handler("count", lambda: {"signals": signals})
         print(f"ready {ctx.metrics_port}", flush=True)
         await ctx.stopping.wait()
         print("draining", flush=True)

@@ -1,14 +1,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 
 import anyio
 import pytest
 from prometheus_client import Counter
 
 from kemu.component.featuregate import FeatureGates
-from kemu.component.health import HealthChecks, HealthServer
+from kemu.component.health import DebugHandler, HealthChecks, HealthServer
 from kemu.component.metrics import new_registry
 from kemu.component.version import BINARY_VERSION, Version
 
@@ -17,13 +17,16 @@ from .http_get import http_request
 pytestmark = pytest.mark.anyio
 
 
-def make_server(component: str = "scheduler") -> HealthServer:
+def make_server(
+    component: str = "scheduler", debug: Mapping[str, DebugHandler] | None = None
+) -> HealthServer:
     gates = FeatureGates.for_version(Version(1, 35), {"SchedulerAsyncPreemption": False})
     return HealthServer(
         component=component,
         gates=gates,
         registry=new_registry(component, gates),
         checks=HealthChecks(),
+        debug=debug,
         port=0,
     )
 
@@ -164,3 +167,20 @@ async def test_port_is_unavailable_after_the_server_stops() -> None:
         _ = server.port
     with pytest.raises(OSError):
         await http_request(port, "/healthz")
+
+
+async def test_debug_handlers_serve_json_and_unknown_ones_are_404() -> None:
+    def broken() -> object:
+        raise RuntimeError("no comparison yet")
+
+    server = make_server(debug={"caches": lambda: {"last": None, "triggers": 0}, "broken": broken})
+    async with anyio.create_task_group() as tg:
+        port = await tg.start(server.serve)
+        status, headers, body = await http_request(port, "/debug/caches")
+        assert status == 200 and headers["content-type"] == "application/json"
+        assert json.loads(body) == {"last": None, "triggers": 0}
+        assert (await http_request(port, "/debug/nope"))[0] == 404
+        assert (await http_request(port, "/debug"))[0] == 404
+        status, _, body = await http_request(port, "/debug/broken")
+        assert status == 500 and b"no comparison yet" in body
+        tg.cancel_scope.cancel()

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import logging
 import random
 import signal
@@ -13,7 +14,13 @@ import pytest
 
 from kemu.component.clock import FakeClock
 from kemu.component.options import ComponentOptions
-from kemu.component.runner import ComponentContext, retry_until_ready, run_component_async
+from kemu.component.runner import (
+    ComponentContext,
+    RestartInPlace,
+    _Outcome,
+    retry_until_ready,
+    run_component_async,
+)
 
 from .http_get import http_request
 
@@ -93,6 +100,41 @@ async def test_an_exception_is_logged_once_and_exits_1(caplog: pytest.LogCapture
     failures = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert [r.getMessage() for r in failures] == ["broken failed"]
     assert failures[0].exc_info is not None
+
+
+@pytest.mark.parametrize("grouped", [False, True])
+async def test_a_restart_request_is_no_failure_and_is_kept_for_the_entry_point(
+    caplog: pytest.LogCaptureFixture, grouped: bool
+) -> None:
+    """A body raising RestartInPlace (alone, or as all a task group raised) is not logged as a
+    failure; run_component execs the command line again when it is the process entry."""
+
+    async def body(ctx: ComponentContext) -> None:
+        lost = RestartInPlace("lost lease kube-system/x")
+        if grouped:
+            raise ExceptionGroup("tg", [ExceptionGroup("inner", [lost])])
+        raise lost
+
+    codes: list[int] = []
+    outcome = _Outcome()
+    with anyio.fail_after(5), caplog.at_level(logging.INFO):
+        async with anyio.create_task_group() as tg:
+            await start(tg, ComponentOptions.for_tests("elected"), body, codes, outcome=outcome)
+    assert codes == [1]
+    assert str(outcome.restart) == "lost lease kube-system/x"
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+async def test_a_restart_request_mixed_with_a_failure_is_a_failure() -> None:
+    async def body(ctx: ComponentContext) -> None:
+        raise ExceptionGroup("tg", [RestartInPlace("lost"), RuntimeError("boom")])
+
+    codes: list[int] = []
+    outcome = _Outcome()
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            await start(tg, ComponentOptions.for_tests("mixed"), body, codes, outcome=outcome)
+    assert codes == [1] and outcome.restart is None
 
 
 async def test_grace_period_expiry_cancels_the_body_and_exits_1() -> None:
@@ -265,3 +307,28 @@ async def test_grace_period_expiry_in_a_real_process_exits_1() -> None:
     assert code == 1, err
     assert out.splitlines()[1:] == ["draining", "cancelled"]
     assert "did not stop within its 0.2s grace period" in err
+
+
+async def test_sigusr2_runs_the_debug_callbacks_and_neither_drains_nor_stops() -> None:
+    with anyio.fail_after(10):
+        async with await anyio.open_process([sys.executable, str(CHILD), "drain", "10"]) as process:
+            child = Child(process)
+            assert process.stdout is not None
+            while not child.out.startswith("ready "):
+                child.out += (await process.stdout.receive()).decode()
+            port = int(child.out.split()[1].split("\n")[0])
+            for n in (1, 2):
+                process.send_signal(signal.SIGUSR2)
+                await child.wait_for_line(f"debug {n}")
+            status, headers, body = await http_request(port, "/debug/count")
+            assert (status, json.loads(body)) == (200, {"signals": 2})
+            assert headers["content-type"] == "application/json"
+            assert (await http_request(port, "/readyz"))[0] == 200
+            process.send_signal(signal.SIGTERM)
+            async for chunk in process.stdout:
+                child.out += chunk.decode()
+            err = await child.stderr()
+            code = await process.wait()
+    assert code == 0, err
+    assert child.out.splitlines()[1:] == ["debug 1", "debug 2", "draining", "drained"]
+    assert "received SIGUSR2: running the debug actions" in err
