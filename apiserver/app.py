@@ -26,6 +26,13 @@ from apiserver.server.admission import (
     DefaultTolerationSeconds,
     system_priority_classes,
 )
+from apiserver.server.inflight import (
+    DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,
+    DEFAULT_MAX_REQUESTS_INFLIGHT,
+    InflightMetrics,
+    MaxInflight,
+    limit_grpc,
+)
 from apiserver.server.registry import Registry
 from apiserver.server.servicer import DEFAULT_BOOKMARK_FREQUENCY, ApiService, Metrics
 from apiserver.storage.etcd import EtcdStore
@@ -75,6 +82,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="kemu only (upstream fixes it at 1 minute): how often a watch that allows "
         "bookmarks gets one while idle (default 60)",
     )
+    parser.add_argument(
+        "--max-requests-inflight",
+        type=int,
+        default=DEFAULT_MAX_REQUESTS_INFLIGHT,
+        metavar="N",
+        help="the most read-only requests served at once; past it a request is refused with "
+        "429 and Retry-After (watches, health checks and Lease renewals are not counted); "
+        "0: no limit (default 400)",
+    )
+    parser.add_argument(
+        "--max-mutating-requests-inflight",
+        type=int,
+        default=DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,
+        metavar="N",
+        help="the most mutating requests served at once, as --max-requests-inflight; 0: no "
+        "limit (default 200)",
+    )
     for which in ("not-ready", "unreachable"):
         parser.add_argument(
             f"--default-{which}-toleration-seconds",
@@ -100,6 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, flag) < 0:
             name = "--" + flag.replace("_", "-")
             parser.error(f"{name}: {getattr(args, flag)} must be >= 0")
+    for flag in ("max_requests_inflight", "max_mutating_requests_inflight"):
+        if getattr(args, flag) < 0:
+            parser.error(f"--{flag.replace('_', '-')}: {getattr(args, flag)} must be >= 0")
     servers = [s.strip() for s in args.etcd_servers.split(",") if s.strip()]
     if not servers:
         parser.error("--etcd-servers: at least one URL is required")
@@ -171,7 +198,12 @@ async def _serve(args: argparse.Namespace, store: EtcdStore, ctx: ComponentConte
             ("grpc.so_reuseport", 0),
         ]
     )
-    server.add_generic_rpc_handlers((service.handler(),))
+    inflight = MaxInflight(
+        args.max_requests_inflight,
+        args.max_mutating_requests_inflight,
+        InflightMetrics(ctx.registry),
+    )
+    server.add_generic_rpc_handlers((limit_grpc(service.handler(), inflight),))
     address = f"{args.bind_address}:{args.port}"
     try:
         server.add_insecure_port(address)
@@ -189,6 +221,7 @@ async def _serve(args: argparse.Namespace, store: EtcdStore, ctx: ComponentConte
                 registry,
                 service,
                 ready=lambda: etcd_ok and all(c.ready for c in caches.values()),
+                inflight=inflight,
                 now=ctx.clock.now,
             )
             await tg.start(serve_rest, rest, args.bind_address, args.rest_port)

@@ -46,6 +46,12 @@ BENCHMARKS: Final[dict[str, tuple[str, str]]] = {
         "the cluster autoscaler: scale-up latency (pending to Running, provision delay 0) for "
         "100 pods, the loop's time and RSS at 1000 nodes / 10,000 pods",
     ),
+    "flood": (
+        "bench.flood",
+        "the apiserver flooded at several times its capacity (in-flight limits, 429 + "
+        "Retry-After): offered vs served, 429s, /readyz latency, leader leases kept, "
+        "nothing lost",
+    ),
 }
 
 

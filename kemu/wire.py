@@ -12,10 +12,18 @@ from typing import Final
 
 import grpc
 
-from kemu.machinery.errors import ApiError, Cause, InternalError, error_for_reason
+from kemu.machinery.errors import (
+    ApiError,
+    Cause,
+    InternalError,
+    TooManyRequests,
+    error_for_reason,
+)
 
 REASON_KEY: Final = "kemu-reason"
 CAUSES_KEY: Final = "kemu-causes"
+# Seconds the client should wait before trying again: the REST edge's Retry-After header.
+RETRY_AFTER_KEY: Final = "retry-after"
 
 STATUS_CODES: Final[dict[str, grpc.StatusCode]] = {
     "NotFound": grpc.StatusCode.NOT_FOUND,
@@ -53,6 +61,8 @@ def status_of(err: ApiError) -> tuple[grpc.StatusCode, str, tuple[tuple[str, str
         md.append(
             (CAUSES_KEY, json.dumps([{"field": c.field, "message": c.message} for c in err.causes]))
         )
+    if isinstance(err, TooManyRequests) and err.retry_after_seconds > 0:
+        md.append((RETRY_AFTER_KEY, str(err.retry_after_seconds)))
     return code, err.message, tuple(md)
 
 
@@ -72,4 +82,12 @@ def error_from_status(
             causes = [Cause(str(c["field"]), str(c["message"])) for c in json.loads(raw)]
         except (ValueError, KeyError, TypeError):
             causes = []
-    return error_for_reason(reason, message, causes)
+    return error_for_reason(reason, message, causes, _seconds(md.get(RETRY_AFTER_KEY)))
+
+
+def _seconds(raw: str | None) -> int:
+    """A retry-after hint in whole seconds; 0 (no hint) when absent or malformed."""
+    try:
+        return max(int(raw or 0), 0)
+    except ValueError:
+        return 0

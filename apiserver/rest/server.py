@@ -28,9 +28,11 @@ from apiserver.rest.request import (
     parse_json,
     truthy,
 )
+from apiserver.rest.request_info import request_info
 from apiserver.rest.table import table, wants_table
 from apiserver.server import fencing
 from apiserver.server.eviction import DRY_RUN_ALL
+from apiserver.server.inflight import MaxInflight
 from apiserver.server.registry import Registry
 from apiserver.server.servicer import ApiService
 from kemu.api.v1 import api_pb2
@@ -47,7 +49,10 @@ _SUBRESOURCES: Final = frozenset({"status", "binding", "eviction", "resize", "fi
 
 
 def _error(err: ApiError) -> web.Response:
-    return json_response(status.failure(err), err.code)
+    response = json_response(status.failure(err), err.code)
+    if status.retry_after(err):
+        response.headers["Retry-After"] = str(status.retry_after(err))
+    return response
 
 
 def parse_path(parts: list[str]) -> Target | None:
@@ -91,8 +96,10 @@ class RestApi:
         service: ApiService,
         *,
         ready: Callable[[], bool],
+        inflight: MaxInflight,
         now: Callable[[], float] = time.time,
     ) -> None:
+        self._inflight = inflight
         self._registry = registry
         self._service = service
         self._ready = ready
@@ -103,7 +110,10 @@ class RestApi:
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         try:
-            with fencing.serving(_fencing_token(request)):
+            with (
+                self._inflight.acquire(request_info(request.method, request.path, request.query)),
+                fencing.serving(_fencing_token(request)),
+            ):
                 return await self._route(request)
         except ApiError as e:
             return _error(e)

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from kemu.machinery.errors import ApiError
+from kemu.machinery.errors import ApiError, TooManyRequests
+
+
+def retry_after(err: ApiError) -> int:
+    """The seconds a client should wait before retrying `err`; 0 for none (upstream's
+    ErrorNegotiated sets the `Retry-After` header from details.retryAfterSeconds)."""
+    return err.retry_after_seconds if isinstance(err, TooManyRequests) else 0
 
 
 def failure(err: ApiError) -> dict[str, Any]:
@@ -25,6 +31,8 @@ def failure(err: ApiError) -> dict[str, Any]:
                 for c in err.causes
             ]
         }
+    if retry_after(err):
+        body.setdefault("details", {})["retryAfterSeconds"] = retry_after(err)
     return body
 
 

@@ -3,10 +3,13 @@
 Every call waits for the channel to be ready (`wait_for_ready`), so a component started
 before the apiserver, or talking to one that restarts, waits up to `timeout` instead of
 failing. Reads (get, list, version) are also retried with backoff while the server answers
-Unavailable. Every failure is raised as a kemu.machinery.errors.ApiError, never a grpc error.
+Unavailable. Every call, read or write, is retried while the server refuses it with
+TooManyRequests and a retry-after hint (the apiserver's in-flight limit), waiting at least the
+hint each time, within `timeout` (client-go's handling of 429 + Retry-After, rest/request.go).
+Every failure is raised as a kemu.machinery.errors.ApiError, never a grpc error.
 
 Cancellation: an anyio cancel scope cannot interrupt an awaited grpc.aio unary call by itself
-(grpc raises a fresh CancelledError that the scope does not recognise); `_call` re-enters the
+(grpc raises a fresh CancelledError that the scope does not recognise); `_attempt` re-enters the
 scope through a checkpoint before re-raising, so `move_on_after` around client calls works.
 """
 
@@ -47,7 +50,7 @@ from kemu.client.interface import (
     WatchEvent as WatchEvent,
 )
 from kemu.machinery import kinds
-from kemu.machinery.errors import ApiError, Fenced, Gone, Timeout, Unavailable
+from kemu.machinery.errors import ApiError, Fenced, Gone, Timeout, TooManyRequests, Unavailable
 
 __all__ = ["Client", "ListResult", "M", "WatchEvent"]
 
@@ -260,13 +263,16 @@ class Client:
 
     # ------------------------------------------------------------ calls
 
-    async def _call(self, name: str, request: Message, response: type[Resp]) -> Resp:
-        """One attempt, bounded by `timeout`, waiting for the server to be reachable. A write
-        made as leader carries the term's fencing token (kemu.client.fencing)."""
+    async def _attempt(
+        self, name: str, request: Message, response: type[Resp], seconds: float
+    ) -> Resp:
+        """One attempt, bounded by `seconds` (gRPC's deadline: an anyio scope cannot
+        interrupt the call), waiting for the server to be reachable. A write made as leader
+        carries the term's fencing token (kemu.client.fencing)."""
         fence = fencing.current() if name in _WRITES else None
         call = self._unary(name, response)(
             request,
-            timeout=self.timeout,
+            timeout=seconds,
             wait_for_ready=self.wait_for_server,
             metadata=fence.token.metadata() if fence is not None else None,
         )
@@ -282,19 +288,44 @@ class Client:
             await anyio.lowlevel.checkpoint()
             raise
 
-    async def _read(self, name: str, request: Message, response: type[Resp]) -> Resp:
-        """A call that is safe to repeat: retried while the server is Unavailable."""
+    async def _call(
+        self,
+        name: str,
+        request: Message,
+        response: type[Resp],
+        retry_on: tuple[type[ApiError], ...] = (),
+    ) -> Resp:
+        """One request within `timeout`: attempted again after a TooManyRequests that says
+        when to retry (the apiserver's in-flight limit: nothing of the request was processed,
+        so a write is safe to repeat, as client-go's checkWait), waiting at least that long,
+        and after the errors in `retry_on`, with backoff."""
         deadline = anyio.current_time() + self.timeout
         backoff = _Backoff()
         while True:
             try:
-                return await self._call(name, request, response)
-            except Unavailable as e:
+                return await self._attempt(
+                    name, request, response, max(deadline - anyio.current_time(), 0.001)
+                )
+            except TooManyRequests as e:
+                if not e.retry_after_seconds:
+                    raise
+                # Retry-After is a floor; the jitter spreads the clients refused together.
+                delay = max(float(e.retry_after_seconds), backoff.next()) * (
+                    1 + random.random() / 4
+                )
+                if anyio.current_time() + delay >= deadline:
+                    raise
+                logger.debug("%s: too many requests, retrying in %.2fs", name, delay)
+            except retry_on as e:
                 delay = backoff.next()
                 if not self.wait_for_server or anyio.current_time() + delay >= deadline:
                     raise
                 logger.debug("%s: server unavailable (%s), retrying in %.2fs", name, e, delay)
-                await anyio.sleep(delay)
+            await anyio.sleep(delay)
+
+    async def _read(self, name: str, request: Message, response: type[Resp]) -> Resp:
+        """A call that is safe to repeat: also retried while the server is Unavailable."""
+        return await self._call(name, request, response, (Unavailable,))
 
     async def wait_ready(self, timeout: float | None = None) -> api_pb2.VersionInfo:  # noqa: ASYNC109
         deadline = None if timeout is None else anyio.current_time() + timeout

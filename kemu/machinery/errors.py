@@ -110,8 +110,20 @@ class Expired(Gone):
 
 
 class TooManyRequests(ApiError):
+    """`retry_after_seconds` > 0 tells the client when to try again (upstream's
+    NewTooManyRequests: Status details.retryAfterSeconds and the `Retry-After` header); a
+    client retries a TooManyRequests only when it carries one, as client-go's checkWait."""
+
     reason = "TooManyRequests"
     code = 429
+
+    retry_after_seconds: int = 0
+
+    @classmethod
+    def retry_after(cls, message: str, seconds: int) -> TooManyRequests:
+        err = cls(message)
+        err.retry_after_seconds = seconds
+        return err
 
 
 class Unavailable(ApiError):
@@ -151,7 +163,12 @@ ERROR_CLASSES: Final[dict[str, type[ApiError]]] = {
 }
 
 
-def error_for_reason(reason: str, message: str, causes: list[Cause] | None = None) -> ApiError:
+def error_for_reason(
+    reason: str, message: str, causes: list[Cause] | None = None, retry_after_seconds: int = 0
+) -> ApiError:
     """Rebuilds the error a server raised from its wire reason (used by the client)."""
     cls = ERROR_CLASSES.get(reason, InternalError)
-    return cls(message, list(causes or []))
+    err = cls(message, list(causes or []))
+    if retry_after_seconds > 0 and isinstance(err, TooManyRequests):
+        err.retry_after_seconds = retry_after_seconds
+    return err

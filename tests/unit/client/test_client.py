@@ -14,7 +14,15 @@ from kemu import wire
 from kemu.api.v1 import api_pb2, api_pb2_grpc, types_pb2
 from kemu.client.client import Client
 from kemu.machinery import kinds
-from kemu.machinery.errors import ApiError, Cause, Conflict, Invalid, NotFound, Unavailable
+from kemu.machinery.errors import (
+    ApiError,
+    Cause,
+    Conflict,
+    Invalid,
+    NotFound,
+    TooManyRequests,
+    Unavailable,
+)
 from kemu.testing.fake_time import wait_until
 
 from .helpers import pod
@@ -31,6 +39,8 @@ class _Servicer(api_pb2_grpc.ApiServicer):
         self.watch_open = 0
         self.watch_closed = anyio.Event()
         self.list_requests: list[api_pb2.ListRequest] = []
+        self.refuse_patches = 0  # answer this many Patches 429 with Retry-After: 1
+        self.patch_times: list[float] = []
 
     async def Get(self, request: api_pb2.GetRequest, context: Any) -> api_pb2.Object:
         if self.unavailable_gets:
@@ -83,6 +93,18 @@ class _Servicer(api_pb2_grpc.ApiServicer):
         finally:
             self.watch_open -= 1
             self.watch_closed.set()
+
+    async def Patch(self, request: api_pb2.PatchRequest, context: Any) -> api_pb2.Object:
+        self.patch_times.append(anyio.current_time())
+        if self.refuse_patches:
+            self.refuse_patches -= 1
+            await _abort(context, TooManyRequests.retry_after("Too many requests", 1))
+        return kinds.wrap(pod(request.name, request.namespace))
+
+    async def Delete(self, request: api_pb2.DeleteRequest, context: Any) -> api_pb2.Object:
+        # A 429 without a hint (a PodDisruptionBudget refusing an eviction): not retried.
+        await _abort(context, TooManyRequests("Cannot evict pod"))
+        raise AssertionError
 
     async def Version(self, request: api_pb2.VersionRequest, context: Any) -> api_pb2.VersionInfo:
         return api_pb2.VersionInfo(server=api_pb2.ComponentVersion(emulated_version="1.37"))
@@ -219,3 +241,46 @@ async def test_a_one_attempt_view_does_not_wait_for_a_server_that_is_not_up() ->
         assert scope.cancelled_caught
     finally:
         await client.close()
+
+
+@pytest.mark.anyio
+async def test_a_write_refused_with_retry_after_is_sent_again_no_sooner(
+    served: tuple[Client, _Servicer],
+) -> None:
+    client, servicer = served
+    servicer.refuse_patches = 2
+    patched = await client.patch(types_pb2.Pod, "a", {"metadata": {"labels": {"x": "1"}}})
+    assert patched.metadata.name == "a"
+    assert servicer.refuse_patches == 0 and len(servicer.patch_times) == 3
+    gaps = [b - a for a, b in zip(servicer.patch_times, servicer.patch_times[1:], strict=False)]
+    assert all(gap >= 0.95 for gap in gaps), gaps  # Retry-After: 1 is a floor
+
+
+@pytest.mark.anyio
+async def test_retries_of_too_many_requests_stop_within_the_timeout(
+    served: tuple[Client, _Servicer],
+) -> None:
+    client, servicer = served
+    servicer.refuse_patches = 100
+    short = Client(client.server, timeout=1.5)
+    try:
+        start = anyio.current_time()
+        with pytest.raises(TooManyRequests) as info:
+            await short.patch(types_pb2.Pod, "a", {})
+        assert info.value.retry_after_seconds == 1
+        assert anyio.current_time() - start < 1.5
+        assert len(servicer.patch_times) <= 2
+    finally:
+        await short.close()
+
+
+@pytest.mark.anyio
+async def test_too_many_requests_without_retry_after_is_raised_at_once(
+    served: tuple[Client, _Servicer],
+) -> None:
+    client, _ = served
+    start = anyio.current_time()
+    with pytest.raises(TooManyRequests, match="Cannot evict") as info:
+        await client.delete(types_pb2.Pod, "a")
+    assert info.value.retry_after_seconds == 0
+    assert anyio.current_time() - start < 0.5
