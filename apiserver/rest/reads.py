@@ -44,6 +44,7 @@ class Reads:
     async def get_list(self, request: web.BaseRequest, t: Target) -> web.Response:
         q = request.query
         req = api_pb2.ListRequest(limit=int_param(q, "limit") or 0)
+        int_param(q, "timeoutSeconds")  # a list has no use for it, but it must parse (upstream)
         select(req, t, q)
         setattr(req, "continue", q.get("continue", ""))
         resp = api_pb2.ListResponse.FromString(await self._service.list_bytes(req))

@@ -18,25 +18,24 @@ import anyio
 from aiohttp import web
 from google.protobuf.message import Message
 
-from apiserver.rest import discovery, openapi, openapi_v2, protobuf, scale, status
+from apiserver.rest import discovery, openapi, openapi_v2, options, protobuf, scale, status
 from apiserver.rest.reads import Reads
 from apiserver.rest.request import (
     JSON_TYPE,
     Target,
-    int_param,
     json_response,
     parse_json,
+    read_body,
     truthy,
 )
 from apiserver.rest.table import table, wants_table
-from apiserver.server.eviction import DRY_RUN_ALL
 from apiserver.server.registry import Registry
 from apiserver.server.servicer import ApiService
 from kemu.api.v1 import api_pb2
-from kemu.machinery import convert
+from kemu.machinery import convert, jsonutil
 from kemu.machinery import patch as patches
 from kemu.machinery.convert import UnknownFields
-from kemu.machinery.errors import ApiError, BadRequest, InternalError, Invalid, NotFound
+from kemu.machinery.errors import ApiError, BadRequest, InternalError, NotFound
 from kemu.machinery.kinds import unwrap
 
 log = logging.getLogger(__name__)
@@ -230,7 +229,7 @@ class RestApi:
     async def _body(self, request: web.BaseRequest, unknown: UnknownFields | None = None) -> Any:
         """The request body as JSON; duplicate fields go to `unknown` (fieldValidation)."""
         content_type = request.headers.get("Content-Type", JSON_TYPE).split(";")[0].strip()
-        raw = await request.read()
+        raw = await read_body(request)
         if content_type == protobuf.CONTENT_TYPE and raw:
             decoded = protobuf.decode(raw)
             if decoded is None:
@@ -264,17 +263,11 @@ class RestApi:
             )
         return obj
 
-    def _registry_for(self, request: web.BaseRequest, body_values: Any = None) -> Registry:
-        """The registry, or its dry-run view when the request says dryRun=All (in the query or
-        in a DeleteOptions body)."""
-        values = list(request.query.getall("dryRun", []))
-        if isinstance(body_values, list):
-            values += [str(v) for v in body_values]
-        for value in values:
-            if value != DRY_RUN_ALL:
-                raise Invalid.field(
-                    "dryRun", f'Unsupported value: "{value}": supported values: "{DRY_RUN_ALL}"'
-                )
+    def _registry_for(self, request: web.BaseRequest, dry_run: list[str] | None = None) -> Registry:
+        """The registry, or its dry-run view when the request says dryRun=All (`dry_run`: a
+        DELETE's, query and body, validated; else the query's)."""
+        values = list(request.query.getall("dryRun", [])) if dry_run is None else dry_run
+        options.check_dry_run(values)
         return self._registry.dry_run() if values else self._registry
 
     async def _create(self, request: web.BaseRequest, t: Target) -> web.Response:
@@ -301,7 +294,7 @@ class RestApi:
         content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
         if content_type not in patches.PATCH_TYPES:
             raise _unsupported_media(content_type)
-        text = (await request.read()).decode()
+        text = jsonutil.decode(await read_body(request), "the patch")
         unknown = _field_validation(request)
         patched = await registry.patch(
             t.kind.resource, self._namespace(t), t.name, text, t.subresource, content_type, unknown
@@ -312,11 +305,10 @@ class RestApi:
         deleted = await self._delete_one(request, t, await self._delete_options(request))
         return self._object(request, t, deleted)
 
-    async def _delete_options(self, request: web.BaseRequest) -> dict[str, Any]:
-        body = await self._body(request) if request.can_read_body else {}
-        if not isinstance(body, dict):
-            raise BadRequest("DeleteOptions must be a JSON object")
-        return body
+    async def _delete_options(self, request: web.BaseRequest) -> options.DeleteOptions:
+        """The DELETE's options, every one checked before anything is deleted."""
+        body = await self._body(request) if request.can_read_body else None
+        return options.delete_options(request.query, body)
 
     async def _delete_collection(self, request: web.BaseRequest, t: Target) -> web.Response:
         """DELETE on a collection: each object the selectors match, deleted as by its own
@@ -341,24 +333,17 @@ class RestApi:
         return self._reads.list_body(request, t, deleted, listed.resource_version, "")
 
     async def _delete_one(
-        self, request: web.BaseRequest, t: Target, body: dict[str, Any]
+        self, request: web.BaseRequest, t: Target, o: options.DeleteOptions
     ) -> Message:
-        registry = self._registry_for(request, body.get("dryRun"))
-        grace = int_param(request.query, "gracePeriodSeconds")
-        if grace is None and body.get("gracePeriodSeconds") is not None:
-            grace = int(body["gracePeriodSeconds"])
-        pre = body.get("preconditions") or {}
-        policy = request.query.get("propagationPolicy") or body.get("propagationPolicy")
-        orphan = body.get("orphanDependents")
-        return await registry.delete(
+        return await self._registry_for(request, o.dry_run).delete(
             t.kind.resource,
             self._namespace(t),
             t.name,
-            grace_period=grace,
-            uid=pre.get("uid"),
-            resource_version=pre.get("resourceVersion"),
-            propagation_policy=policy,
-            orphan_dependents=orphan if isinstance(orphan, bool) else None,
+            grace_period=o.grace_period,
+            uid=o.uid,
+            resource_version=o.resource_version,
+            propagation_policy=o.propagation_policy,
+            orphan_dependents=o.orphan_dependents,
         )
 
     async def _scale(self, request: web.BaseRequest, t: Target) -> web.Response:
@@ -374,7 +359,8 @@ class RestApi:
             content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
             if content_type not in patches.PATCH_TYPES:
                 raise _unsupported_media(content_type)
-            desired = scale.patched(current, content_type, (await request.read()).decode())
+            text = jsonutil.decode(await read_body(request), "the patch")
+            desired = scale.patched(current, content_type, text)
         else:
             raise _method_not_allowed(request.method, t)
         written = await self._registry_for(request).patch(
@@ -394,22 +380,22 @@ class RestApi:
             binding.metadata.name = binding.metadata.name or t.name
             await self._registry_for(request).bind(binding)
         else:
-            options = body.pop("deleteOptions", None) or {}
+            o = options.from_body(body.pop("deleteOptions", None), "deleteOptions.")
+            options.validate(o, "deleteOptions.")
             eviction = api_pb2.Eviction()
             convert.fill_message(eviction, body)
             eviction.metadata.namespace = self._namespace(t)
             eviction.metadata.name = eviction.metadata.name or t.name
-            if options.get("gracePeriodSeconds") is not None:
-                eviction.grace_period_seconds = int(options["gracePeriodSeconds"])
-            pre = options.get("preconditions") or {}
-            if pre.get("uid"):
-                eviction.preconditions.uid = pre["uid"]
-            if pre.get("resourceVersion"):
-                eviction.preconditions.resource_version = pre["resourceVersion"]
-            if options.get("propagationPolicy"):
-                eviction.propagation_policy = options["propagationPolicy"]
+            if o.grace_period is not None:
+                eviction.grace_period_seconds = o.grace_period
+            if o.uid:
+                eviction.preconditions.uid = o.uid
+            if o.resource_version:
+                eviction.preconditions.resource_version = o.resource_version
+            if o.propagation_policy:
+                eviction.propagation_policy = o.propagation_policy
             # the eviction's own deleteOptions.dryRun, else the request's (as upstream)
-            eviction.dry_run.extend(options.get("dryRun") or request.query.getall("dryRun", []))
+            eviction.dry_run.extend(o.dry_run or request.query.getall("dryRun", []))
             await self._registry.evict(eviction)
         return json_response(status.success(201), 201)
 
@@ -429,10 +415,22 @@ def _field_validation(request: web.BaseRequest) -> UnknownFields:
     return UnknownFields(strict=value == "Strict", warn=value == "Warn")
 
 
+# upstream's warning recorder (k8s.io/apiserver pkg/endpoints/filters/warning.go): a warning
+# is cut to 256 runes, and the warnings of one response stop at 4 KiB in all, so that a body
+# full of unknown or very long field names cannot make headers no client reads.
+_WARNING_RUNES: Final = 256
+_WARNINGS_TOTAL_RUNES: Final = 4 * 1024
+
+
 def _warn(response: web.Response, unknown: UnknownFields) -> web.Response:
     """Warn: each dropped field as a `Warning: 299` header, as upstream."""
     if unknown.warn:
+        total = 0
         for text in unknown.found:
+            text = text[:_WARNING_RUNES]
+            total += len(text)
+            if total > _WARNINGS_TOTAL_RUNES:
+                break
             response.headers.add("Warning", "299 - " + json.dumps(text))
     return response
 

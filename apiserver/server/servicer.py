@@ -42,6 +42,7 @@ _WATCH_BUSY: Final = 0.02  # a watch that sent less than this ago is busy...
 _WATCH_LINGER: Final = 0.005  # ...and waits this long to batch events
 COMPONENT_LABEL: Final = "kemu.io/component"
 DEFAULT_BOOKMARK_FREQUENCY: Final = 60.0  # upstream cacher's bookmarkFrequency (1 min)
+_UINT64_MAX: Final = 2**64 - 1
 _R = TypeVar("_R")
 
 
@@ -528,11 +529,13 @@ class ApiService:
     # ------------------------------------------------------------ registration
 
     def handler(self) -> grpc.GenericRpcHandler[Any, Any]:
+        # Requests arrive as bytes and are decoded by wire.unary: one that does not decode
+        # is INVALID_ARGUMENT, not gRPC's UNKNOWN.
         def unary(
             fn: Any, req_cls: type[Message], resp_ser: Callable[[Any], bytes]
         ) -> grpc.RpcMethodHandler[Any, Any]:
             return grpc.unary_unary_rpc_method_handler(
-                fn, request_deserializer=req_cls.FromString, response_serializer=resp_ser
+                wire.unary(fn, req_cls), response_serializer=resp_ser
             )
 
         ser = _serialize
@@ -542,9 +545,7 @@ class ApiService:
             "Get": unary(self.get, api_pb2.GetRequest, raw),
             "List": unary(self.list, api_pb2.ListRequest, raw),
             "Watch": grpc.unary_stream_rpc_method_handler(
-                self.watch,
-                request_deserializer=api_pb2.WatchRequest.FromString,
-                response_serializer=raw,
+                wire.unary_stream(self.watch, api_pb2.WatchRequest), response_serializer=raw
             ),
             "Update": unary(self.update, api_pb2.UpdateRequest, raw),
             "UpdateStatus": unary(self.update_status, api_pb2.UpdateRequest, raw),
@@ -572,13 +573,15 @@ def _identity(data: bytes) -> bytes:
 
 
 def _parse_rv(rv: str) -> int:
-    try:
-        value = int(rv)
-    except ValueError:
-        raise BadRequest(f'invalid resourceVersion "{rv}": must be an integer') from None
-    if value < 0:
-        raise BadRequest(f'invalid resourceVersion "{rv}": must not be negative')
-    return value
+    """A resourceVersion as upstream's APIObjectVersioner.ParseResourceVersion reads it: an
+    unsigned 64-bit integer (strconv.ParseUint), anything else BadRequest at once (a number
+    beyond uint64 is not "too large a resourceVersion" to wait for)."""
+    shown = rv if len(rv) <= 64 else rv[:64] + "..."
+    if not rv.isascii() or not rv.isdigit():
+        raise BadRequest(f'invalid resourceVersion "{shown}": must be an unsigned integer')
+    if len(rv) > 20 or int(rv) > _UINT64_MAX:
+        raise BadRequest(f'invalid resourceVersion "{shown}": value out of range')
+    return int(rv)
 
 
 def _encode_continue(revision: int, key: str) -> str:
