@@ -17,13 +17,15 @@ import aiohttp
 import grpc
 
 from bench.fuzz.cases import HEALTH, Case, Grpc, Http, Raw
+from kemu import wire
 
 DROPPED: Final = "DROPPED"
 HUNG: Final = "HUNG"
 TIMEOUT: Final = 10.0
 
 # gRPC codes a refused request may end with; OK, INTERNAL, UNKNOWN, UNAVAILABLE (a dropped
-# connection), DEADLINE_EXCEEDED (a hang) and DATA_LOSS may not.
+# connection), DEADLINE_EXCEEDED (a hang) and DATA_LOSS may not, nor RESOURCE_EXHAUSTED but
+# as the server's TooManyRequests (gRPC's own, "metadata size exceeds", is a broken answer).
 REFUSALS: Final = frozenset(
     {
         "INVALID_ARGUMENT",
@@ -34,7 +36,7 @@ REFUSALS: Final = frozenset(
         "ABORTED",
         "OUT_OF_RANGE",
         "UNIMPLEMENTED",
-        "RESOURCE_EXHAUSTED",
+        "RESOURCE_EXHAUSTED/TooManyRequests",
     }
 )
 
@@ -132,5 +134,8 @@ async def call(channel: grpc.aio.Channel, case: Case) -> Outcome:
     except grpc.aio.AioRpcError as e:
         code = e.code()
         status = HUNG if code is grpc.StatusCode.DEADLINE_EXCEEDED else code.name
+        if code is grpc.StatusCode.RESOURCE_EXHAUSTED:
+            reason = dict(e.trailing_metadata() or ()).get(wire.REASON_KEY)
+            status += f"/{reason or 'grpc'}"
         return Outcome(case, status, e.details() or "")
     return Outcome(case, "OK", "")
