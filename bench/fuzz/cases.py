@@ -275,11 +275,14 @@ def create_invalid_utf8(rng: random.Random) -> Request:
 
 
 def create_oversized(rng: random.Random) -> Request:
-    """A pod whose annotations hold 1 to 4 MiB: Invalid (annotations are at most 256 KiB)
-    below the 3 MiB body limit, 413 above it."""
+    """A pod of 1 to 4 MiB: Invalid below the 3 MiB body limit (annotations are at most
+    256 KiB, an object at most 1.5 MiB), 413 above it."""
     doc = _pod_dict()
     size = rng.choice([MiB + 1, 2 * MiB, BODY_LIMIT - 200, BODY_LIMIT + 1, 4 * MiB])
-    doc["metadata"]["annotations"] = {"big": "x" * size}
+    if rng.random() < 0.5:
+        doc["metadata"]["annotations"] = {"big": "x" * size}
+    else:  # valid but for its size: more than etcd takes (1.5 MiB), or than the body limit
+        doc["spec"]["containers"][0]["command"] = ["x" * size]
     return Http("POST", _COLLECTION, _dumps(doc), JSON_TYPE)
 
 
@@ -529,7 +532,7 @@ def _varint(n: int) -> bytes:
             return bytes(out)
 
 
-def _field(number: int, value: bytes | int, wire: int | None = None) -> bytes:
+def field(number: int, value: bytes | int, wire: int | None = None) -> bytes:
     if isinstance(value, int):
         return _varint(number << 3 | (0 if wire is None else wire)) + _varint(value)
     return _varint(number << 3 | (2 if wire is None else wire)) + _varint(len(value)) + value
@@ -541,26 +544,26 @@ def _truncated(rng: random.Random, body: bytes, raw: bytes) -> bytes:
     return body[: rng.randrange(len(body) - len(raw), len(body))]
 
 
-def _envelope(api_version: bytes, kind: bytes, raw: bytes) -> bytes:
-    type_meta = _field(1, api_version) + _field(2, kind)
-    return b"k8s\x00" + _field(1, type_meta) + _field(2, raw)
+def envelope(api_version: bytes, kind: bytes, raw: bytes) -> bytes:
+    type_meta = field(1, api_version) + field(2, kind)
+    return b"k8s\x00" + field(1, type_meta) + field(2, raw)
 
 
 def _pb_pod(name: bytes = NEW.encode(), cpu: bytes = b"100m") -> bytes:
-    meta = _field(1, name) + _field(3, NS.encode())
-    quantity = _field(1, cpu)
-    requests = _field(1, _field(1, b"cpu") + _field(2, quantity))  # map entry
-    container = _field(1, b"c") + _field(2, b"img") + _field(8, requests)
-    spec = _field(2, container)
-    return _field(1, meta) + _field(2, spec)
+    meta = field(1, name) + field(3, NS.encode())
+    quantity = field(1, cpu)
+    requests = field(1, field(1, b"cpu") + field(2, quantity))  # map entry
+    container = field(1, b"c") + field(2, b"img") + field(8, requests)
+    spec = field(2, container)
+    return field(1, meta) + field(2, spec)
 
 
 def pb_create_invalid_utf8(rng: random.Random) -> Request:
     bad = _invalid_utf8(rng)
     raw = rng.choice([_pb_pod(name=b"fuzz" + bad), _pb_pod(cpu=b"1" + bad)])
     if rng.random() < 0.3:
-        return Http("POST", _COLLECTION, _envelope(b"v1", b"Po" + bad, raw), PROTOBUF_TYPE)
-    return Http("POST", _COLLECTION, _envelope(b"v1", b"Pod", raw), PROTOBUF_TYPE)
+        return Http("POST", _COLLECTION, envelope(b"v1", b"Po" + bad, raw), PROTOBUF_TYPE)
+    return Http("POST", _COLLECTION, envelope(b"v1", b"Pod", raw), PROTOBUF_TYPE)
 
 
 def pb_create_type_confused(rng: random.Random) -> Request:
@@ -568,32 +571,30 @@ def pb_create_type_confused(rng: random.Random) -> Request:
     string belongs, fixed64 where a varint does)."""
     choice = rng.randrange(6)
     if choice == 0:  # metadata as a varint
-        raw = _field(1, 5) + _pb_pod()[0:0]
+        raw = field(1, 5) + _pb_pod()[0:0]
     elif choice == 1:  # name as a varint
-        raw = _field(1, _field(1, 7))
+        raw = field(1, field(1, 7))
     elif choice == 2:  # containers as fixed32
-        raw = _field(1, _field(1, NEW.encode())) + _field(
-            2, _varint(2 << 3 | 5) + b"\x01\x02\x03\x04"
-        )
+        raw = field(1, field(1, NEW.encode())) + field(2, _varint(2 << 3 | 5) + b"\x01\x02\x03\x04")
     elif choice == 3:  # the typeMeta as a varint
         return Http(
-            "POST", _COLLECTION, b"k8s\x00" + _field(1, 3) + _field(2, _pb_pod()), PROTOBUF_TYPE
+            "POST", _COLLECTION, b"k8s\x00" + field(1, 3) + field(2, _pb_pod()), PROTOBUF_TYPE
         )
     elif choice == 4:  # raw as a varint
-        type_meta = _field(1, b"v1") + _field(2, b"Pod")
+        type_meta = field(1, b"v1") + field(2, b"Pod")
         return Http(
-            "POST", _COLLECTION, b"k8s\x00" + _field(1, type_meta) + _field(2, 9), PROTOBUF_TYPE
+            "POST", _COLLECTION, b"k8s\x00" + field(1, type_meta) + field(2, 9), PROTOBUF_TYPE
         )
     else:  # a quantity as a string instead of a message; a time as a varint
-        meta = _field(1, NEW.encode()) + _field(8, 12345)
-        raw = _field(1, meta)
-    return Http("POST", _COLLECTION, _envelope(b"v1", b"Pod", raw), PROTOBUF_TYPE)
+        meta = field(1, NEW.encode()) + field(8, 12345)
+        raw = field(1, meta)
+    return Http("POST", _COLLECTION, envelope(b"v1", b"Pod", raw), PROTOBUF_TYPE)
 
 
 def pb_create_truncated(rng: random.Random) -> Request:
     raw = _pb_pod()
     return Http(
-        "POST", _COLLECTION, _truncated(rng, _envelope(b"v1", b"Pod", raw), raw), PROTOBUF_TYPE
+        "POST", _COLLECTION, _truncated(rng, envelope(b"v1", b"Pod", raw), raw), PROTOBUF_TYPE
     )
 
 
@@ -616,46 +617,44 @@ def pb_create_unknown_type(rng: random.Random) -> Request:
     api_version, kind = rng.choice(
         [(b"v1", b"Bogus"), (b"v9", b"Pod"), (b"", b""), (b"apps/v1", b"Pod")]
     )
-    return Http("POST", _COLLECTION, _envelope(api_version, kind, _pb_pod()), PROTOBUF_TYPE)
+    return Http("POST", _COLLECTION, envelope(api_version, kind, _pb_pod()), PROTOBUF_TYPE)
 
 
 def pb_create_absurd_quantity(rng: random.Random) -> Request:
     cpu = rng.choice(ABSURD_QUANTITIES).encode()
-    return Http("POST", _COLLECTION, _envelope(b"v1", b"Pod", _pb_pod(cpu=cpu)), PROTOBUF_TYPE)
+    return Http("POST", _COLLECTION, envelope(b"v1", b"Pod", _pb_pod(cpu=cpu)), PROTOBUF_TYPE)
 
 
 def pb_bad_delete(rng: random.Random) -> Request:
     """A DELETE of a pod that exists with protobuf DeleteOptions that are truncated, of another
     type, or of the wrong wire types: the pod must stay."""
-    good = _field(1, 0) + _field(4, b"Background")
+    good = field(1, 0) + field(4, b"Background")
     choice = rng.randrange(5)
     if choice == 0:
-        raw = good + _field(5, b"All")
-        body = _truncated(rng, _envelope(b"meta.k8s.io/v1", b"DeleteOptions", raw), raw)
+        raw = good + field(5, b"All")
+        body = _truncated(rng, envelope(b"meta.k8s.io/v1", b"DeleteOptions", raw), raw)
     elif choice == 1:
-        body = _envelope(b"v1", b"Pod", _pb_pod())
+        body = envelope(b"v1", b"Pod", _pb_pod())
     elif choice == 2:
-        body = _envelope(b"meta.k8s.io/v1", b"DeleteOptions", _field(2, 7) + _field(3, b"x"))
+        body = envelope(b"meta.k8s.io/v1", b"DeleteOptions", field(2, 7) + field(3, b"x"))
     elif choice == 3:
-        body = _envelope(
-            b"meta.k8s.io/v1", b"DeleteOptions", _field(4, b"Bog" + _invalid_utf8(rng))
-        )
+        body = envelope(b"meta.k8s.io/v1", b"DeleteOptions", field(4, b"Bog" + _invalid_utf8(rng)))
     else:
-        body = _envelope(
-            b"meta.k8s.io/v1", b"DeleteOptions", _field(1, 2**64 - 1) + _field(4, b"Bogus")
+        body = envelope(
+            b"meta.k8s.io/v1", b"DeleteOptions", field(1, 2**64 - 1) + field(4, b"Bogus")
         )
     return Http("DELETE", _pods(rng), body, PROTOBUF_TYPE)
 
 
 def pb_bad_eviction(rng: random.Random) -> Request:
-    meta = _field(1, rng.choice(PODS).encode())
+    meta = field(1, rng.choice(PODS).encode())
     options = rng.choice(
-        [_field(5, b"Bogus"), _field(2, _field(1, b"not-the-uid")), _field(4, 5), _field(1, b"x")]
+        [field(5, b"Bogus"), field(2, field(1, b"not-the-uid")), field(4, 5), field(1, b"x")]
     )
-    raw = _field(1, meta) + _field(2, options)
-    body = _envelope(b"policy/v1", b"Eviction", raw)
+    raw = field(1, meta) + field(2, options)
+    body = envelope(b"policy/v1", b"Eviction", raw)
     if rng.random() < 0.3:
-        body = _truncated(rng, body, _field(2, options))
+        body = _truncated(rng, body, field(2, options))
     return Http("POST", _pods(rng, "eviction"), body, PROTOBUF_TYPE)
 
 
@@ -700,23 +699,23 @@ def grpc_invalid_utf8(rng: random.Random) -> Request:
     bad = _invalid_utf8(rng)
     method, body = rng.choice(
         [
-            ("Get", _field(1, b"pods") + _field(2, NS.encode()) + _field(3, b"x" + bad)),
-            ("List", _field(1, b"pods") + _field(3, b"a=" + bad)),
+            ("Get", field(1, b"pods") + field(2, NS.encode()) + field(3, b"x" + bad)),
+            ("List", field(1, b"pods") + field(3, b"a=" + bad)),
             (
                 "Patch",
-                _field(1, b"pods")
-                + _field(2, NS.encode())
-                + _field(3, PODS[0].encode())
-                + _field(4, b'{"a":"' + bad + b'"}'),
+                field(1, b"pods")
+                + field(2, NS.encode())
+                + field(3, PODS[0].encode())
+                + field(4, b'{"a":"' + bad + b'"}'),
             ),
             (
                 "Delete",
-                _field(1, b"pods")
-                + _field(2, NS.encode())
-                + _field(3, PODS[0].encode())
-                + _field(6, b"Orph" + bad),
+                field(1, b"pods")
+                + field(2, NS.encode())
+                + field(3, PODS[0].encode())
+                + field(6, b"Orph" + bad),
             ),
-            ("Create", _field(1, _field(1, _pb_pod(name=b"x" + bad)))),
+            ("Create", field(1, field(1, _pb_pod(name=b"x" + bad)))),
         ]
     )
     return Grpc(API + method, body)
@@ -725,11 +724,11 @@ def grpc_invalid_utf8(rng: random.Random) -> Request:
 def grpc_type_confused(rng: random.Random) -> Request:
     method, body = rng.choice(
         [
-            ("Get", _field(1, 5)),  # resource as a varint
-            ("List", _field(7, b"ten")),  # limit as bytes
-            ("Create", _field(1, 3)),  # object as a varint
-            ("Delete", _field(1, b"pods") + _field(5, 1)),  # preconditions as a varint
-            ("Bind", _field(2, 9)),
+            ("Get", field(1, 5)),  # resource as a varint
+            ("List", field(7, b"ten")),  # limit as bytes
+            ("Create", field(1, 3)),  # object as a varint
+            ("Delete", field(1, b"pods") + field(5, 1)),  # preconditions as a varint
+            ("Bind", field(2, 9)),
         ]
     )
     return Grpc(API + method, body)
@@ -890,8 +889,8 @@ def cloud_garbage(rng: random.Random) -> Request:
     if choice == 0:
         body = rng.randbytes(rng.randrange(1, 100))
     elif choice == 1:  # the id (or the node's providerID) not UTF-8
-        bad = _field(1 if method in _CLOUD_ID_FIRST else 2, b"x" + _invalid_utf8(rng))
-        body = _field(1, bad) if method == "NodeGroupForNode" else bad
+        bad = field(1 if method in _CLOUD_ID_FIRST else 2, b"x" + _invalid_utf8(rng))
+        body = field(1, bad) if method == "NodeGroupForNode" else bad
     elif choice == 2:
         body = _varint(2 << 3 | 2) + _varint(1000) + b"ab"
     else:

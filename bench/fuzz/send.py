@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 import aiohttp
 import grpc
@@ -84,6 +84,12 @@ async def http(session: aiohttp.ClientSession, base: str, case: Case) -> Outcome
         return Outcome(case, DROPPED, f"{type(e).__name__}: {e}")
 
 
+def metadata(e: grpc.aio.AioRpcError) -> dict[str, str]:
+    """The trailing metadata of a failed call (text values only)."""
+    md: Any = e.trailing_metadata() or ()
+    return {str(k): v for k, v in md if isinstance(v, str)}
+
+
 def _message(text: str) -> str:
     """A Status body's message, else the text (aiohttp's own 4xx answers are plain text)."""
     try:
@@ -135,7 +141,7 @@ async def call(channel: grpc.aio.Channel, case: Case) -> Outcome:
         code = e.code()
         status = HUNG if code is grpc.StatusCode.DEADLINE_EXCEEDED else code.name
         if code is grpc.StatusCode.RESOURCE_EXHAUSTED:
-            reason = dict(e.trailing_metadata() or ()).get(wire.REASON_KEY)
+            reason = metadata(e).get(wire.REASON_KEY)
             status += f"/{reason or 'grpc'}"
         return Outcome(case, status, e.details() or "")
     return Outcome(case, "OK", "")

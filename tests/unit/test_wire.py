@@ -19,6 +19,12 @@ from kemu.machinery.errors import BadRequest, Cause, Invalid
 
 pytestmark = pytest.mark.anyio
 
+
+def metadata(e: grpc.aio.AioRpcError) -> dict[str, str]:
+    md: Any = e.trailing_metadata() or ()
+    return {str(k): v for k, v in md if isinstance(v, str)}
+
+
 SERVICE = cloud_pb2.DESCRIPTOR.services_by_name["CloudProvider"]
 TARGET_SIZE = "/kemu.api.cloud.v1.CloudProvider/NodeGroupTargetSize"
 
@@ -80,7 +86,7 @@ async def test_requests_that_do_not_decode_are_invalid_argument_naming_the_type(
         await _call(channel, body)
     assert e.value.code() is grpc.StatusCode.INVALID_ARGUMENT
     assert "kemu.api.cloud.v1.NodeGroupTargetSizeRequest" in (e.value.details() or "")
-    assert dict(e.value.trailing_metadata() or ())[wire.REASON_KEY] == "BadRequest"
+    assert metadata(e.value)[wire.REASON_KEY] == "BadRequest"
 
 
 async def test_an_error_echoing_a_huge_input_fits_the_clients_metadata(
@@ -96,7 +102,7 @@ async def test_an_error_echoing_a_huge_input_fits_the_clients_metadata(
     details = e.value.details() or ""
     assert details.startswith("NodeGroup is invalid: id[0]: éé") and details.endswith("bytes)")
     assert len(details.encode()) <= wire.MAX_DETAILS_BYTES
-    md = dict(e.value.trailing_metadata() or ())
+    md = metadata(e.value)
     causes = json.loads(md[wire.CAUSES_KEY])
     assert 0 < len(causes) < 50 and len(md[wire.CAUSES_KEY]) <= wire.MAX_CAUSES_CHARS
     assert causes[0]["field"] == "id[0]"
