@@ -53,13 +53,16 @@ class Http:
     path: str
     body: bytes = b""
     content_type: str | None = None
+    chunked: bool = False  # sent in chunks without a Content-Length
 
 
 @dataclass(frozen=True)
 class Raw:
-    """Bytes written as they are to an HTTP socket (the health edge's own parser)."""
+    """Bytes written as they are to an HTTP socket: the health edge's own parser, or with
+    `rest` the REST edge's (aiohttp's)."""
 
     data: bytes
+    rest: bool = False
 
 
 @dataclass(frozen=True)
@@ -282,7 +285,7 @@ def create_oversized(rng: random.Random) -> Request:
     if rng.random() < 0.5:
         doc["metadata"]["annotations"] = {"big": "x" * size}
     else:  # valid but for its size: more than etcd takes (1.5 MiB), or than the body limit
-        doc["spec"]["containers"][0]["command"] = ["x" * size]
+        doc["spec"]["containers"][0]["command"] = ["x" * max(size, 2 * MiB)]
     return Http("POST", _COLLECTION, _dumps(doc), JSON_TYPE)
 
 
@@ -507,6 +510,33 @@ def bad_subresource_body(rng: random.Random) -> Request:
         ]
     )
     return Http("POST", _pods(rng, sub), _dumps(body), JSON_TYPE)
+
+
+def chunked_body(rng: random.Random) -> Request:
+    """Bodies without a Content-Length: over the limit (413 once read that far), or malformed."""
+    if rng.random() < 0.5:
+        body = b" " * (BODY_LIMIT + rng.choice([1, MiB])) + _dumps(_pod_dict())
+    else:
+        body = rng.choice([b"[" * 10_000, b'{"metadata":', b"\xff" * 100])
+    return Http("POST", _COLLECTION, body, JSON_TYPE, chunked=True)
+
+
+def rest_framing(rng: random.Random) -> Request:
+    """Requests the REST edge's HTTP parser must refuse (or answer) without a drop."""
+    data = rng.choice(
+        [
+            b"GET /api/v1/pods HTTP/1.1\r\nContent-Length: abc\r\n\r\n",
+            b"POST /api/v1/namespaces/fuzz/pods HTTP/1.1\r\nContent-Length: -5\r\n\r\n",
+            b"GET /api/v1/pods HTTP/1.1\r\nX: " + b"a" * 20_000 + b"\r\n\r\n",
+            b"GET /" + b"a" * 20_000 + b" HTTP/1.1\r\n\r\n",
+            b"\xff\xfe /api HTTP/1.1\r\n\r\n",
+            b"GET /api/v1/pods HTTP/1.1\r\nno-colon\r\n\r\n",
+            b"GET /api/v1/pods HTTP/9.9\r\n\r\n",
+            b"POST /api/v1/namespaces/fuzz/pods HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            b"POST /api/v1/namespaces/fuzz/pods HTTP/1.1\r\nContent-Length: 10\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        ]
+    )
+    return Raw(data, rest=True)
 
 
 def bad_field_validation(rng: random.Random) -> Request:
@@ -1029,6 +1059,8 @@ FAMILIES: Final[dict[str, tuple[str, Family]]] = {
                 bad_path_or_method,
                 bad_subresource_body,
                 bad_field_validation,
+                chunked_body,
+                rest_framing,
             ),
         ),
         (

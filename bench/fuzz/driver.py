@@ -70,7 +70,10 @@ class Target:
         if isinstance(r, Http):
             return await send.http(self.session, self.cluster.rest_url, case)
         if isinstance(r, Raw):
-            port = self.cluster.component("apiserver").metrics_port
+            apiserver = self.cluster.component("apiserver")
+            port = (
+                int(self.cluster.rest_url.rsplit(":", 1)[1]) if r.rest else apiserver.metrics_port
+            )
             return await send.raw("127.0.0.1", port, case)
         assert isinstance(r, Grpc)
         if r.method.startswith(cases.CLOUD):
