@@ -14,8 +14,7 @@ from apiserver.server.eviction import DRY_RUN_ALL
 from kemu.machinery.delete_options import validate_propagation
 from kemu.machinery.errors import BadRequest, Invalid
 
-_KINDS: Final = frozenset({"DeleteOptions"})
-_API_VERSIONS: Final = frozenset({"v1", "meta.k8s.io/v1"})
+_KIND: Final = "DeleteOptions"
 
 
 @dataclass(frozen=True)
@@ -63,15 +62,10 @@ def from_body(body: Any, prefix: str = "") -> DeleteOptions:
         return DeleteOptions()
     if not isinstance(body, dict):
         raise BadRequest(f"{prefix or 'the body of a DELETE'}: expected a DeleteOptions object")
-    kind, api_version = body.get("kind"), body.get("apiVersion")
-    if not prefix and (
-        (kind is not None and kind not in _KINDS)
-        or (api_version is not None and api_version not in _API_VERSIONS)
-    ):
-        raise BadRequest(
-            f'the body of a DELETE must be a DeleteOptions (meta.k8s.io/v1), not "{api_version}" '
-            f'"{kind}"'
-        )
+    # (upstream registers DeleteOptions in every group version: any apiVersion will do)
+    kind = _typed(body, "kind", str, "a string", prefix)
+    if not prefix and kind not in (None, "", _KIND):
+        raise BadRequest(f'the body of a DELETE must be a DeleteOptions, not a "{kind[:64]}"')
     grace = _typed(body, "gracePeriodSeconds", int, "an integer", prefix)
     if grace is not None and not INT64_MIN <= grace <= INT64_MAX:
         raise BadRequest(f"{prefix}gracePeriodSeconds: out of range (DeleteOptions)")

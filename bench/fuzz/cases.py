@@ -404,7 +404,7 @@ def bad_delete(rng: random.Random) -> Request:
                 {"propagationPolicy": "Orphan", "orphanDependents": True},
                 {"dryRun": rng.choice(["All", 5, {}, ["Bogus"], [5]])},
                 {"kind": rng.choice(["Pod", "Status", "Bogus"]), "apiVersion": "v1"},
-                {"apiVersion": "v9", "kind": "DeleteOptions"},
+                {"kind": rng.choice([5, ["DeleteOptions"], "deleteoptions"])},
             ]
         )
         return Http("DELETE", path, _dumps(options), JSON_TYPE)

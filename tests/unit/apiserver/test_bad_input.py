@@ -138,7 +138,13 @@ def test_resource_versions_beyond_uint64_or_not_numbers_are_bad_requests(rv: str
         ({}, {"dryRun": [5]}, BadRequest, "dryRun: expected an array of strings"),
         ({}, {"propagationPolicy": 5}, BadRequest, "propagationPolicy: expected a string"),
         ({}, {"propagationPolicy": "Orphan", "orphanDependents": True}, Invalid, "both"),
-        ({}, {"kind": "Pod", "apiVersion": "v1"}, BadRequest, "must be a DeleteOptions"),
+        (
+            {},
+            {"kind": "Pod", "apiVersion": "v1"},
+            BadRequest,
+            'must be a DeleteOptions, not a "Pod"',
+        ),
+        ({}, {"kind": 5}, BadRequest, "kind: expected a string, got a number"),
         ({}, [], BadRequest, "expected a DeleteOptions object"),
     ],
 )
@@ -171,6 +177,9 @@ def test_delete_options_that_parse() -> None:
         dry_run=["All"],
     )
     assert options.delete_options(MultiDict(), None) == options.DeleteOptions()
+    # DeleteOptions is registered in every group version upstream
+    apps = {"kind": "DeleteOptions", "apiVersion": "apps/v1", "propagationPolicy": "Orphan"}
+    assert options.delete_options(MultiDict(), apps).propagation_policy == "Orphan"
 
 
 def test_deep_merge_patches_are_bad_requests() -> None:
