@@ -13,8 +13,9 @@ the message type, not the UNKNOWN gRPC answers when its own deserializer fails.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any, Final, NoReturn, TypeVar
 
 import grpc
@@ -124,13 +125,18 @@ def unary(
 
 
 def unary_stream(
-    fn: Callable[[_Req, Any], AsyncIterator[_Resp]], request_type: type[_Req]
+    fn: Callable[[_Req, Any], AsyncGenerator[_Resp, None]], request_type: type[_Req]
 ) -> Callable[[bytes, Any], AsyncIterator[_Resp]]:
     """As `unary`, for a server stream."""
 
     async def behaviour(data: bytes, context: Any) -> AsyncIterator[_Resp]:
-        async for item in fn(await _decode(request_type, data, context), context):
-            yield item
+        # (aclosing: when gRPC closes this generator, `fn`'s is closed at once, so that its
+        # cleanup runs now rather than whenever it is collected)
+        async with contextlib.aclosing(
+            fn(await _decode(request_type, data, context), context)
+        ) as it:
+            async for item in it:
+                yield item
 
     return behaviour
 

@@ -14,7 +14,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, Final, TypeVar
 
 import anyio
@@ -401,7 +401,7 @@ class ApiService:
 
     # ------------------------------------------------------------ watch
 
-    async def watch(self, req: api_pb2.WatchRequest, context: Any) -> AsyncIterator[bytes]:
+    async def watch(self, req: api_pb2.WatchRequest, context: Any) -> AsyncGenerator[bytes, None]:
         try:
             cache, initial, receive, watcher = await self.open_watch(req)
         except ApiError as e:

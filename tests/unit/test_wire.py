@@ -5,9 +5,10 @@ metadata limit and comes back as the same class."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
+import anyio
 import grpc
 import grpc.aio
 import pytest
@@ -140,5 +141,47 @@ async def test_the_client_sees_the_bounded_refusal_as_its_class() -> None:
         async with Client(f"127.0.0.1:{port}", timeout=5.0, wait_for_server=False) as client:
             with pytest.raises(BadRequest, match=r"^no such name: x+\.\.\. \(50014 bytes\)$"):
                 await client.get(types_pb2.Pod, "p", "default")
+    finally:
+        await server.stop(None)
+
+
+async def test_a_cancelled_stream_closes_the_servicers_generator_at_once() -> None:
+    """wire.unary_stream wraps the servicer's generator: when the client goes, the inner one's
+    cleanup (a watch unregistering its watcher) runs then, not when it is garbage collected."""
+    closed = anyio.Event()
+
+    async def stream(
+        req: cloud_pb2.NodeGroupNodesRequest, context: Any
+    ) -> AsyncGenerator[bytes, None]:
+        try:
+            while True:
+                yield req.id.encode()
+                await anyio.sleep(0.01)
+        finally:
+            closed.set()
+
+    handler = grpc.method_handlers_generic_handler(
+        "t.S",
+        {
+            "Stream": grpc.unary_stream_rpc_method_handler(
+                wire.unary_stream(stream, cloud_pb2.NodeGroupNodesRequest)
+            )
+        },
+    )
+    server = grpc.aio.server()
+    server.add_generic_rpc_handlers((handler,))
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as ch:
+            call = ch.unary_stream("/t.S/Stream", None, None)(
+                cloud_pb2.NodeGroupNodesRequest(id="g").SerializeToString()
+            )
+            async for message in call:
+                assert message == b"g"
+                break
+            call.cancel()
+            with anyio.fail_after(5):
+                await closed.wait()
     finally:
         await server.stop(None)
