@@ -30,6 +30,7 @@ from apiserver.storage.watch_cache import WatchCache, Watcher
 from kemu import wire
 from kemu.api.v1 import api_pb2, types_pb2
 from kemu.component.featuregate import FeatureGates
+from kemu.machinery import jsonutil
 from kemu.machinery.errors import ApiError, BadRequest, Cause, InternalError, Invalid
 from kemu.machinery.kinds import Kind, kind_for_resource, kind_of, unwrap
 from kemu.machinery.selection import RequestFilter
@@ -43,6 +44,7 @@ _WATCH_LINGER: Final = 0.005  # ...and waits this long to batch events
 COMPONENT_LABEL: Final = "kemu.io/component"
 DEFAULT_BOOKMARK_FREQUENCY: Final = 60.0  # upstream cacher's bookmarkFrequency (1 min)
 _UINT64_MAX: Final = 2**64 - 1
+_INT64_MAX: Final = 2**63 - 1
 _R = TypeVar("_R")
 
 
@@ -591,10 +593,12 @@ def _encode_continue(revision: int, key: str) -> str:
 
 def _decode_continue(token: str, prefix: str) -> tuple[int, str]:
     try:
-        data = json.loads(base64.urlsafe_b64decode(token.encode()))
+        data = jsonutil.loads(base64.urlsafe_b64decode(token.encode()), "the continue key")
         revision, key = int(data["rv"]), str(data["start"])
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, BadRequest):
         raise BadRequest("continue key is not valid") from None
+    if not 0 < revision <= _INT64_MAX:  # (etcd revisions are positive int64s)
+        raise BadRequest("continue key is not valid: incorrect encoded start resourceVersion")
     if not key.startswith(prefix):
         raise BadRequest("continue key is not valid for this request")
     return revision, key

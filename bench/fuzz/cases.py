@@ -8,6 +8,7 @@ them: a DELETE with malformed options on a pod that exists must leave the pod wh
 
 from __future__ import annotations
 
+import base64
 import json
 import random
 from collections.abc import Callable
@@ -321,6 +322,22 @@ def update_mismatched(rng: random.Random) -> Request:
     return Http("PUT", f"{_COLLECTION}/{name}", _dumps(doc), JSON_TYPE)
 
 
+def _token(rv: int, start: str) -> str:
+    """A continue token in kemu's shape (for a revision no etcd can have)."""
+    return base64.urlsafe_b64encode(json.dumps({"rv": rv, "start": start}).encode()).decode()
+
+
+def update_bad_resource_version(rng: random.Random) -> Request:
+    """A PUT of a pod that exists whose resourceVersion no stored object can have."""
+    name = rng.choice(PODS)
+    doc = _pod_dict(name)
+    doc["metadata"]["resourceVersion"] = rng.choice(
+        ["abc", "-1", "0", str(2**64), "9" * 400, "1", " 5", rng.choice(_NOT_STRING)]
+    )
+    sub = rng.choice(["", "/status"])
+    return Http("PUT", f"{_COLLECTION}/{name}{sub}", _dumps(doc), JSON_TYPE)
+
+
 def bad_list_query(rng: random.Random) -> Request:
     param, value = rng.choice(
         [
@@ -339,6 +356,9 @@ def bad_list_query(rng: random.Random) -> Request:
             ("resourceVersionMatch", "Exact"),  # without a resourceVersion
             ("continue", "not-a-token"),
             ("continue", "eyJydiI6ICJ4In0="),
+            ("continue", base64.urlsafe_b64encode(b"[" * 5000 + b"]" * 5000).decode()),
+            ("continue", base64.urlsafe_b64encode(b'{"rv":1e400,"start":"x"}').decode()),
+            ("continue", _token(rng.choice([0, -1, 2**63, 10**300]), "/registry/pods/")),
             ("labelSelector", "a in ("),
             ("labelSelector", "!!"),
             ("labelSelector", "a=b=c"),
@@ -1050,6 +1070,7 @@ FAMILIES: Final[dict[str, tuple[str, Family]]] = {
                 create_wrong_content_type,
                 create_wrong_namespace_or_kind,
                 update_mismatched,
+                update_bad_resource_version,
                 bad_list_query,
                 bad_watch_query,
                 bad_delete,

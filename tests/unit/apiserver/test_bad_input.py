@@ -6,6 +6,7 @@ The live checks are in tests/integration/test_apiserver_fuzz.py."""
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from apiserver.rest import options, protobuf
 from apiserver.rest.protobuf_schema import SCHEMA
 from apiserver.rest.request import bool_param, int_param
 from apiserver.server.admission import parse_patch
-from apiserver.server.servicer import _parse_rv
+from apiserver.server.servicer import _decode_continue, _parse_rv
 from apiserver.storage.encoding import field_bytes, varint
 from kemu.machinery.errors import BadRequest, Invalid
 
@@ -186,3 +187,21 @@ def test_deep_merge_patches_are_bad_requests() -> None:
     """Before #28 a deep merge patch raised RecursionError: a 500 on REST, INTERNAL on gRPC."""
     with pytest.raises(BadRequest, match="nested too deeply"):
         parse_patch('{"metadata":' * 3000 + "1" + "}" * 3000)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"[" * 5000 + b"]" * 5000,
+        b'{"rv":1e400,"start":"/registry/pods/"}',
+        b"\xff",
+        b"[]",
+        b'{"rv":-1,"start":"/registry/pods/"}',
+        b'{"rv":0,"start":"/registry/pods/"}',
+        b'{"rv":9223372036854775808,"start":"/registry/pods/"}',
+    ],
+)
+def test_continue_tokens_that_are_not_ours_are_bad_requests(raw: bytes) -> None:
+    """Before #28 a deeply nested token was a RecursionError: INTERNAL, or a 500."""
+    with pytest.raises(BadRequest, match="^continue key is not valid"):
+        _decode_continue(base64.urlsafe_b64encode(raw).decode(), "/registry/pods/")
