@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Callable
 from typing import Any, Final
+from urllib.parse import unquote
 
 import anyio
 from aiohttp import web
@@ -45,6 +46,29 @@ _SUBRESOURCES: Final = frozenset({"status", "binding", "eviction", "resize", "fi
 
 def _error(err: ApiError) -> web.Response:
     return json_response(status.failure(err), err.code)
+
+
+def clean_path(raw_path: str) -> str:
+    """The path of a request, its segments percent-decoded one by one, without empty ones.
+    A segment "." or ".." or one holding "/" or "%" once decoded is BadRequest, as upstream's
+    IsValidPathSegmentName refuses such names (apimachinery pkg/api/validation/path), rather
+    than a 404 or, for an encoded "/", a segment read as two (`.../namespaces/a%2Fpods%2Fp`
+    naming pod p)."""
+    segments = []
+    for raw in raw_path.split("?", 1)[0].split("/"):
+        if not raw:
+            continue
+        try:
+            segment = unquote(raw, errors="strict")
+        except UnicodeDecodeError:
+            raise BadRequest(f'the path segment "{raw[:64]}" is not valid UTF-8') from None
+        if segment in (".", ".."):
+            raise BadRequest(f'invalid path segment "{raw[:64]}": may not be "{segment}"')
+        for c in ("/", "%"):
+            if c in segment:
+                raise BadRequest(f'invalid path segment "{raw[:64]}": may not contain "{c}"')
+        segments.append(segment)
+    return "/" + "/".join(segments)
 
 
 def parse_path(parts: list[str]) -> Target | None:
@@ -102,7 +126,7 @@ class RestApi:
             return _error(InternalError(f"internal error: {e}"))
 
     async def _route(self, request: web.BaseRequest) -> web.StreamResponse:
-        path = request.path.rstrip("/") or "/"
+        path = clean_path(request.raw_path)
         if path in ("/healthz", "/livez"):
             return web.Response(text="ok")
         if path == "/readyz":

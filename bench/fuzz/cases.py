@@ -302,6 +302,14 @@ def create_wrong_content_type(rng: random.Random) -> Request:
     return Http("POST", _COLLECTION, _dumps(_pod_dict()), ctype)
 
 
+def create_in_a_bad_namespace(rng: random.Random) -> Request:
+    """A pod in a namespace no object may have (or that does not exist)."""
+    ns = rng.choice(["Bad_NS", "x" * 300, "%2e%2e", "no-such-namespace", "-x"])
+    doc = _pod_dict()
+    doc["metadata"]["namespace"] = ns.replace("%2e", ".")
+    return Http("POST", f"/api/v1/namespaces/{ns}/pods", _dumps(doc), JSON_TYPE)
+
+
 def create_wrong_namespace_or_kind(rng: random.Random) -> Request:
     doc = _pod_dict()
     choice = rng.randrange(4)
@@ -510,6 +518,15 @@ def bad_path_or_method(rng: random.Random) -> Request:
             ("GET", "/api/v1/nodes/" + NODE + "/binding"),
             ("DELETE", f"{_COLLECTION}/{PODS[0]}/status"),
             ("OPTIONS", _COLLECTION),
+            ("GET", "/api/v1/namespaces/%00/pods/x"),
+            ("GET", "/api/v1/namespaces/..%2F..%2Fetc/pods/x"),
+            ("GET", f"{_COLLECTION}/..%2F..%2Fnodes%2F{NODE}"),
+            ("DELETE", f"{_COLLECTION}/%2E%2E"),
+            ("DELETE", f"{_COLLECTION}/.."),
+            ("DELETE", f"/api/v1/namespaces/{NS}%2Fpods%2F{PODS[0]}"),
+            ("GET", f"{_COLLECTION}/{PODS[0]}%2Fstatus"),
+            ("GET", "/api/v1/namespaces/" + "x" * 5000 + "/pods/x"),
+            ("GET", "/api/v1/nodes/" + "x" * 70_000),
         ]
     )
     return Http(method, path)
@@ -1069,6 +1086,7 @@ FAMILIES: Final[dict[str, tuple[str, Family]]] = {
                 create_not_an_object,
                 create_wrong_content_type,
                 create_wrong_namespace_or_kind,
+                create_in_a_bad_namespace,
                 update_mismatched,
                 update_bad_resource_version,
                 bad_list_query,

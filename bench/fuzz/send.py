@@ -16,6 +16,7 @@ from typing import Any, Final
 
 import aiohttp
 import grpc
+from yarl import URL
 
 from bench.fuzz.cases import HEALTH, Case, Grpc, Http, Raw
 from kemu import wire
@@ -74,7 +75,7 @@ async def http(session: aiohttp.ClientSession, base: str, case: Case) -> Outcome
     try:
         async with session.request(
             r.method,
-            base + r.path,
+            URL(base + r.path, encoded=True),  # (as given: not normalized, not re-quoted)
             data=data,
             headers=headers,
             timeout=aiohttp.ClientTimeout(total=TIMEOUT),

@@ -15,6 +15,7 @@ from multidict import MultiDict
 from apiserver.rest import options, protobuf
 from apiserver.rest.protobuf_schema import SCHEMA
 from apiserver.rest.request import bool_param, int_param
+from apiserver.rest.server import clean_path
 from apiserver.server.admission import parse_patch
 from apiserver.server.servicer import _decode_continue, _parse_rv
 from apiserver.storage.encoding import field_bytes, varint
@@ -205,3 +206,24 @@ def test_continue_tokens_that_are_not_ours_are_bad_requests(raw: bytes) -> None:
     """Before #28 a deeply nested token was a RecursionError: INTERNAL, or a 500."""
     with pytest.raises(BadRequest, match="^continue key is not valid"):
         _decode_continue(base64.urlsafe_b64encode(raw).decode(), "/registry/pods/")
+
+
+def test_paths_are_decoded_segment_by_segment() -> None:
+    assert clean_path("/api/v1/namespaces/ns/pods/p/?watch=1") == "/api/v1/namespaces/ns/pods/p"
+    assert clean_path("//api//v1/nodes/n%C3%BC") == "/api/v1/nodes/nü"
+    assert clean_path("/") == "/"
+
+
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        ("/api/v1/namespaces/ns/pods/..", 'may not be ".."'),
+        ("/api/v1/namespaces/ns/pods/%2E", 'may not be "."'),
+        ("/api/v1/namespaces/ns%2Fpods%2Fp", 'may not contain "/"'),
+        ("/api/v1/namespaces/ns/pods/p%2525", 'may not contain "%"'),
+        ("/api/v1/namespaces/ns/pods/%ff", "not valid UTF-8"),
+    ],
+)
+def test_path_segments_upstream_refuses_as_names_are_bad_requests(raw: str, problem: str) -> None:
+    with pytest.raises(BadRequest, match=problem):
+        clean_path(raw)
