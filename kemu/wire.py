@@ -31,7 +31,7 @@ MAX_DETAILS_BYTES: Final = 1024
 """The status message's UTF-8 bytes at most (percent-encoded on the wire: up to 3 KiB)."""
 MAX_CAUSES_CHARS: Final = 2048
 """The causes' JSON (ASCII) at most; causes that do not fit are left out."""
-_MAX_CAUSE_CHARS: Final = 256
+_MAX_CAUSE_BYTES: Final = 256
 
 _Req = TypeVar("_Req", bound=Message)
 _Resp = TypeVar("_Resp")
@@ -76,7 +76,8 @@ def bounded(text: str, limit: int) -> str:
     data = text.encode("utf-8", "replace")
     if len(data) <= limit:
         return text
-    return data[: limit - 20].decode("utf-8", "ignore") + f"... ({len(data)} bytes)"
+    suffix = f"... ({len(data)} bytes)"
+    return data[: max(limit - len(suffix), 0)].decode("utf-8", "ignore") + suffix
 
 
 def _causes_json(causes: list[Cause]) -> str:
@@ -84,8 +85,8 @@ def _causes_json(causes: list[Cause]) -> str:
     size = 2
     for c in causes:
         item = {
-            "field": bounded(c.field, _MAX_CAUSE_CHARS),
-            "message": bounded(c.message, _MAX_CAUSE_CHARS),
+            "field": bounded(c.field, _MAX_CAUSE_BYTES),
+            "message": bounded(c.message, _MAX_CAUSE_BYTES),
         }
         size += len(json.dumps(item)) + 2
         if size > MAX_CAUSES_CHARS:
