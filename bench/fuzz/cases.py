@@ -55,6 +55,7 @@ class Http:
     body: bytes = b""
     content_type: str | None = None
     chunked: bool = False  # sent in chunks without a Content-Length
+    accept: str | None = None
 
 
 @dataclass(frozen=True)
@@ -381,6 +382,15 @@ def bad_list_query(rng: random.Random) -> Request:
     )
     path = rng.choice([_COLLECTION, "/api/v1/pods", "/api/v1/nodes"])
     return Http("GET", f"{path}?{param}={quote(value)}")
+
+
+TABLE: Final = "application/json;as=Table;v=v1;g=meta.k8s.io"
+
+
+def bad_table_options(rng: random.Random) -> Request:
+    value = rng.choice(["Bogus", "object", "x" * 500, "Metadata,Object"])
+    path = rng.choice([_COLLECTION, "/api/v1/nodes"])
+    return Http("GET", f"{path}?includeObject={quote(value)}", accept=TABLE)
 
 
 def bad_watch_query(rng: random.Random) -> Request:
@@ -1091,6 +1101,7 @@ FAMILIES: Final[dict[str, tuple[str, Family]]] = {
                 update_bad_resource_version,
                 bad_list_query,
                 bad_watch_query,
+                bad_table_options,
                 bad_delete,
                 bad_delete_collection,
                 bad_patch,

@@ -69,6 +69,8 @@ async def http(session: aiohttp.ClientSession, base: str, case: Case) -> Outcome
     r = case.request
     assert isinstance(r, Http)
     headers = {} if r.content_type is None else {"Content-Type": r.content_type}
+    if r.accept is not None:
+        headers["Accept"] = r.accept
     data: Any = r.body if r.body or r.method in ("POST", "PUT", "PATCH") else None
     if r.chunked:
         data = _chunks(r.body)

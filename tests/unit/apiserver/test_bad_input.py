@@ -16,6 +16,7 @@ from apiserver.rest import options, protobuf
 from apiserver.rest.protobuf_schema import SCHEMA
 from apiserver.rest.request import bool_param, int_param
 from apiserver.rest.server import clean_path
+from apiserver.rest.table import include_object
 from apiserver.server.admission import parse_patch
 from apiserver.server.servicer import _decode_continue, _parse_rv
 from apiserver.storage.encoding import field_bytes, varint
@@ -227,3 +228,9 @@ def test_paths_are_decoded_segment_by_segment() -> None:
 def test_path_segments_upstream_refuses_as_names_are_bad_requests(raw: str, problem: str) -> None:
     with pytest.raises(BadRequest, match=problem):
         clean_path(raw)
+
+
+def test_table_options_are_checked() -> None:
+    assert [include_object(v) for v in ("", "None", "Object")] == ["Metadata", "None", "Object"]
+    with pytest.raises(Invalid, match='includeObject: Invalid value: "Bogus": must be'):
+        include_object("Bogus")
