@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-long unit integration lint gen check-gen bench bench-scale chaos skew clean
+.PHONY: run test test-long unit integration lint gen check-gen bench bench-scale chaos skew fuzz clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -60,6 +60,12 @@ bench-scale: $(STAMP)
 # The chaos harness's full profile (CHAOS_ARGS="--seed N --json FILE" to replay or save).
 chaos: $(STAMP)
 	$(BIN)/python -m kemu.chaos --profile full $(CHAOS_ARGS)
+
+# 10,000 malformed requests at every listening edge of a live cluster, then the figures
+# (bench/README.md "fuzz"); exits non-zero on any 5xx, INTERNAL, UNKNOWN, dropped connection,
+# hang or changed object. FUZZ_ARGS="--seed N --requests M" to replay or resize.
+fuzz: $(STAMP)
+	$(BIN)/python -m bench fuzz $(FUZZ_ARGS)
 
 # The whole version-skew matrix (kemu/skew/matrix.yaml): a table of cells x scenarios.
 skew: $(STAMP)

@@ -31,7 +31,6 @@ from apiserver.server.inflight import (
     DEFAULT_MAX_REQUESTS_INFLIGHT,
     InflightMetrics,
     MaxInflight,
-    limit_grpc,
 )
 from apiserver.server.registry import Registry
 from apiserver.server.servicer import DEFAULT_BOOKMARK_FREQUENCY, ApiService, Metrics
@@ -203,7 +202,7 @@ async def _serve(args: argparse.Namespace, store: EtcdStore, ctx: ComponentConte
         args.max_mutating_requests_inflight,
         InflightMetrics(ctx.registry),
     )
-    server.add_generic_rpc_handlers((limit_grpc(service.handler(), inflight),))
+    server.add_generic_rpc_handlers((service.handler(inflight),))
     address = f"{args.bind_address}:{args.port}"
     try:
         server.add_insecure_port(address)

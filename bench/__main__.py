@@ -41,6 +41,11 @@ BENCHMARKS: Final[dict[str, tuple[str, str]]] = {
         "KEP-5836 end to end on hollow kubelets: Deferred resizes completed by preemption on "
         "their node, latency and victims per resize, upstream alpha vs kubelet-like accounting",
     ),
+    "fuzz": (
+        "bench.fuzz.driver",
+        "10,000+ malformed requests across every listening edge (REST JSON and protobuf, gRPC "
+        "Api, cloud gRPC, health HTTP): answers by status, bad outcomes, objects changed",
+    ),
     "autoscaler": (
         "bench.autoscaler",
         "the cluster autoscaler: scale-up latency (pending to Running, provision delay 0) for "

@@ -31,7 +31,8 @@ from cloud.kubelets import KubeletProcesses
 from cloud.provider import Cloud
 from cloud.servicer import CloudProviderServicer
 from cloud.state import StateStore
-from kemu.api.cloud.v1 import cloud_pb2_grpc
+from kemu import wire
+from kemu.api.cloud.v1 import cloud_pb2
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.client.endpoints import add_server_flag
@@ -118,10 +119,10 @@ async def serve(
 
     ctx.add_readiness_check("cloud", ready)
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
-    # The generated registration function carries no annotations.
-    cloud_pb2_grpc.add_CloudProviderServicer_to_server(  # type: ignore[no-untyped-call]
-        CloudProviderServicer(cloud), server
-    )
+    # (wire.service_handler rather than the generated add_..._to_server: a request that does
+    # not decode is INVALID_ARGUMENT, not UNKNOWN)
+    service = cloud_pb2.DESCRIPTOR.services_by_name["CloudProvider"]
+    server.add_generic_rpc_handlers((wire.service_handler(service, CloudProviderServicer(cloud)),))
     address = f"{args.bind_address}:{args.port}"
     try:
         port = server.add_insecure_port(address)

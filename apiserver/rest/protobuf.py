@@ -27,76 +27,134 @@ _MAGIC: Final = b"k8s\x00"
 Fields = dict[int, list[Any]]
 
 
+class _Fixed(bytes):
+    """A fixed64 or fixed32 value (wire types 1 and 5), told apart from length-delimited
+    bytes so that a field sent with the wrong wire type is refused, not misread."""
+
+
 def _varint(data: bytes, i: int) -> tuple[int, int]:
     shift = value = 0
     while True:
         if i >= len(data):
             raise BadRequest("the protobuf body is truncated")
+        if shift > 63:
+            raise BadRequest("the protobuf body has a varint longer than 64 bits")
         b = data[i]
         i += 1
         value |= (b & 0x7F) << shift
         if not b & 0x80:
-            return value, i
+            return value & ((1 << 64) - 1), i
         shift += 7
 
 
+def _take(data: bytes, i: int, size: int) -> tuple[bytes, int]:
+    if size > len(data) - i:
+        raise BadRequest("the protobuf body is truncated")
+    return data[i : i + size], i + size
+
+
 def fields(data: bytes) -> Fields:
-    """Field number → values (ints for varints, bytes for length-delimited)."""
+    """Field number → values (ints for varints, bytes for length-delimited, _Fixed for the
+    fixed-size wire types); BadRequest for a truncated body or an unknown wire type."""
     out: Fields = {}
     i = 0
     while i < len(data):
         tag, i = _varint(data, i)
         number, wire = tag >> 3, tag & 7
+        value: Any
         if wire == 0:
-            value: Any
             value, i = _varint(data, i)
         elif wire == 2:
             size, i = _varint(data, i)
-            value, i = data[i : i + size], i + size
-        elif wire == 1:
-            value, i = data[i : i + 8], i + 8
-        elif wire == 5:
-            value, i = data[i : i + 4], i + 4
+            value, i = _take(data, i, size)
+        elif wire in (1, 5):
+            raw, i = _take(data, i, 8 if wire == 1 else 4)
+            value = _Fixed(raw)
         else:
-            raise BadRequest(f"unsupported protobuf wire type {wire}")
+            raise BadRequest(f"the protobuf body has an unsupported wire type {wire}")
+        if number == 0:
+            raise BadRequest("the protobuf body has a field number 0")
         out.setdefault(number, []).append(value)
     return out
 
 
-def _str(f: Fields, n: int) -> str | None:
-    return f[n][-1].decode() if n in f else None
+def _bytes(value: Any, where: str) -> bytes:
+    if isinstance(value, bytes) and not isinstance(value, _Fixed):
+        return value
+    raise BadRequest(f"the protobuf body has {where} of the wrong wire type")
+
+
+def _varint_value(value: Any, where: str) -> int:
+    if isinstance(value, int):
+        return value
+    raise BadRequest(f"the protobuf body has {where} of the wrong wire type")
+
+
+def _utf8(raw: bytes, where: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadRequest(f"the protobuf body has {where} that is not valid UTF-8") from None
+
+
+def _str(f: Fields, n: int, where: str) -> str | None:
+    return _utf8(_bytes(f[n][-1], where), where) if n in f else None
 
 
 def _int(value: int) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value  # int32/int64 are two's complement
 
 
-def _value(typ: str, raw: Any) -> Any:
-    if typ == "string":
-        return raw.decode()
+def _value(typ: str, raw: Any, where: str) -> Any:
     if typ == "int":
-        return _int(raw)
+        return _int(_varint_value(raw, where))
     if typ == "bool":
-        return bool(raw)
-    if typ == "bytes":
-        return base64.b64encode(raw).decode()
+        return bool(_varint_value(raw, where))
     if typ == "double":
+        if not isinstance(raw, _Fixed) or len(raw) != 8:
+            raise BadRequest(f"the protobuf body has {where} of the wrong wire type")
         return struct.unpack("<d", raw)[0]
+    data = _bytes(raw, where)
+    if typ == "string":
+        return _utf8(data, where)
+    if typ == "bytes":
+        return base64.b64encode(data).decode()
     if typ == "time":
-        f = fields(raw)
-        return format_time(
-            Timestamp(seconds=_int(f.get(1, [0])[-1]), nanos=_int(f.get(2, [0])[-1]))
-        )
+        f = fields(data)
+        seconds = _int(_varint_value(f.get(1, [0])[-1], where))
+        nanos = _int(_varint_value(f.get(2, [0])[-1], where))
+        if not -62135596800 <= seconds <= 253402300799 or not 0 <= nanos < 10**9:
+            raise BadRequest(f"the protobuf body has {where} out of range")
+        return format_time(Timestamp(seconds=seconds, nanos=nanos))
     if typ == "quantity":
-        return _str(fields(raw), 1) or ""
+        return _str(fields(data), 1, where) or ""
     if typ == "int_or_string":
-        f = fields(raw)
-        return _str(f, 3) or "" if f.get(1, [0])[-1] == 1 else _int(f.get(2, [0])[-1])
-    return message(typ, raw)
+        f = fields(data)
+        if _varint_value(f.get(1, [0])[-1], where) == 1:
+            return _str(f, 3, where) or ""
+        return _int(_varint_value(f.get(2, [0])[-1], where))
+    return message(typ, data)
+
+
+def _repeated(typ: str, values: list[Any], where: str) -> list[Any]:
+    if typ != "int":
+        return [_value(typ, v, where) for v in values]
+    out = []
+    for v in values:  # packed (one length-delimited run of varints) or not
+        if isinstance(v, bytes) and not isinstance(v, _Fixed):
+            i = 0
+            while i < len(v):
+                n, i = _varint(v, i)
+                out.append(_int(n))
+        else:
+            out.append(_value("int", v, where))
+    return out
 
 
 def message(name: str, raw: bytes) -> dict[str, Any]:
-    """One upstream message as its JSON object; fields kemu does not have are dropped."""
+    """One upstream message as its JSON object; fields kemu does not have are dropped. A
+    field of the wrong wire type, a truncated body or a string that is not UTF-8 is
+    BadRequest naming the field."""
     schema = SCHEMA[name]
     out: dict[str, Any] = {}
     for number, values in fields(raw).items():
@@ -104,18 +162,20 @@ def message(name: str, raw: bytes) -> dict[str, Any]:
         if entry is None:
             continue
         json_name, typ = entry
+        where = f"{name}.{json_name or typ.lstrip('~')}"
         if typ.startswith("~"):
-            out.update(message(typ[1:], values[-1]))
+            out.update(message(typ[1:], _bytes(values[-1], where)))
         elif typ.startswith("[]"):
-            out[json_name] = [_value(typ[2:], v) for v in values]
+            out[json_name] = _repeated(typ[2:], values, where)
         elif typ.startswith("map"):
             value_type = typ.partition("_")[2] or "string"
-            entries = [fields(v) for v in values]
+            entries = [fields(_bytes(v, where)) for v in values]
             out[json_name] = {
-                _str(e, 1) or "": _value(value_type, e[2][-1]) if 2 in e else "" for e in entries
+                _str(e, 1, where) or "": _value(value_type, e[2][-1], where) if 2 in e else ""
+                for e in entries
             }
         else:
-            out[json_name] = _value(typ, values[-1])
+            out[json_name] = _value(typ, values[-1], where)
     return out
 
 
@@ -138,10 +198,11 @@ def decode(body: bytes) -> dict[str, Any] | None:
     if not body.startswith(_MAGIC):
         raise BadRequest("the protobuf body lacks the k8s envelope")
     unknown = fields(body[len(_MAGIC) :])
-    type_meta = fields(unknown[1][-1]) if 1 in unknown else {}
-    api_version, kind = _str(type_meta, 1) or "", _str(type_meta, 2) or ""
+    type_meta = fields(_bytes(unknown[1][-1], "typeMeta")) if 1 in unknown else {}
+    api_version = _str(type_meta, 1, "typeMeta.apiVersion") or ""
+    kind = _str(type_meta, 2, "typeMeta.kind") or ""
     name = _TYPES.get((api_version, kind))
     if name is None:
         return None
-    raw = unknown[2][-1] if 2 in unknown else b""
+    raw = _bytes(unknown[2][-1], "raw") if 2 in unknown else b""
     return {"apiVersion": api_version, "kind": kind, **message(name, raw)}

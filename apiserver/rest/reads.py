@@ -15,7 +15,7 @@ from google.protobuf.message import Message
 
 from apiserver.rest import status
 from apiserver.rest.request import JSON_TYPE, Target, int_param, json_response, truthy
-from apiserver.rest.table import table, wants_table
+from apiserver.rest.table import include_object, table, wants_table
 from apiserver.server.servicer import ApiService
 from kemu.api.v1 import api_pb2
 from kemu.machinery import convert
@@ -44,6 +44,7 @@ class Reads:
     async def get_list(self, request: web.BaseRequest, t: Target) -> web.Response:
         q = request.query
         req = api_pb2.ListRequest(limit=int_param(q, "limit") or 0)
+        int_param(q, "timeoutSeconds")  # a list has no use for it, but it must parse (upstream)
         select(req, t, q)
         setattr(req, "continue", q.get("continue", ""))
         resp = api_pb2.ListResponse.FromString(await self._service.list_bytes(req))
@@ -66,7 +67,7 @@ class Reads:
                     self._now(),
                     resource_version=resource_version,
                     continue_=cont,
-                    include_object=request.query.get("includeObject", "Metadata"),
+                    include_object=include_object(request.query.get("includeObject", "")),
                 )
             )
         metadata: dict[str, Any] = {"resourceVersion": resource_version}

@@ -1,5 +1,5 @@
 """What the REST edge's handlers share: the Target a path names, JSON answers, query
-parameters."""
+parameters, request bodies (read within upstream's size limit)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,17 @@ from typing import Any, Final
 
 from aiohttp import web
 
+from kemu.machinery import jsonutil
 from kemu.machinery.convert import UnknownFields
-from kemu.machinery.errors import BadRequest
+from kemu.machinery.errors import ApiError, BadRequest
 from kemu.machinery.kinds import Kind
 
 JSON_TYPE: Final = "application/json"
+MAX_REQUEST_BODY_BYTES: Final = 3 * 1024 * 1024
+"""Upstream's MaxRequestBodyBytes (k8s.io/apiserver pkg/server/config.go): a larger body is
+413 RequestEntityTooLarge, read no further."""
+INT64_MIN: Final = -(2**63)
+INT64_MAX: Final = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -34,14 +40,59 @@ def json_response(body: Any, status_code: int = 200) -> web.Response:
     )
 
 
-def int_param(query: Any, name: str) -> int | None:
+class RequestEntityTooLarge(ApiError):
+    reason = "RequestEntityTooLarge"
+    code = 413
+
+
+async def read_body(request: web.BaseRequest) -> bytes:
+    """The request body, at most MAX_REQUEST_BODY_BYTES (upstream limitedReadBody): a larger
+    one, announced or sent, is RequestEntityTooLarge."""
+    limit = MAX_REQUEST_BODY_BYTES
+    too_large = RequestEntityTooLarge(f"Request entity too large: limit is {limit}")
+    if request.content_length is not None and request.content_length > limit:
+        raise too_large
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        chunk = await request.content.readany()
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > limit:
+            raise too_large
+        chunks.append(chunk)
+
+
+def _shown(value: str) -> str:
+    return value if len(value) <= 64 else value[:64] + "..."
+
+
+def int_param(query: Any, name: str, low: int = INT64_MIN, high: int = INT64_MAX) -> int | None:
+    """An integer query parameter (int64 unless told), None when absent; BadRequest naming it
+    otherwise (upstream's query parameter conversion, strconv.ParseInt)."""
     value = query.get(name)
     if value is None or value == "":
         return None
     try:
-        return int(value)
+        number = int(value, 10)
     except ValueError:
-        raise BadRequest(f'invalid value for {name}: "{value}"') from None
+        raise BadRequest(f'invalid value for {name}: "{_shown(value)}": not an integer') from None
+    if not low <= number <= high:
+        raise BadRequest(f'invalid value for {name}: "{_shown(value)}": out of range')
+    return number
+
+
+def bool_param(query: Any, name: str) -> bool | None:
+    """A boolean query parameter as Go's strconv.ParseBool reads it, None when absent."""
+    value = query.get(name)
+    if value is None or value == "":
+        return None
+    if value in ("1", "t", "T", "true", "TRUE", "True"):
+        return True
+    if value in ("0", "f", "F", "false", "FALSE", "False"):
+        return False
+    raise BadRequest(f'invalid value for {name}: "{_shown(value)}": not a boolean')
 
 
 def truthy(value: str | None) -> bool:
@@ -74,10 +125,7 @@ def parse_json(raw: bytes, unknown: UnknownFields | None = None) -> Any:
         marked.repeated = repeated
         return marked
 
-    try:
-        data = json.loads(raw, object_pairs_hook=pairs if unknown is not None else None)
-    except ValueError as e:
-        raise BadRequest(f"the request body is not valid JSON: {e}") from None
+    data = jsonutil.loads(raw, object_pairs_hook=pairs if unknown is not None else None)
     if unknown is not None and seen_any:
         _list_repeated(data, "", unknown)
     return data

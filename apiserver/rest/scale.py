@@ -10,7 +10,7 @@ from typing import Any, Final
 from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
-from kemu.machinery import convert
+from kemu.machinery import convert, jsonutil
 from kemu.machinery import patch as patches
 from kemu.machinery.errors import BadRequest, Invalid
 from kemu.machinery.kinds import Kind
@@ -41,10 +41,7 @@ def scale_of(obj: Message) -> dict[str, Any]:
 
 def patched(current: dict[str, Any], patch_type: str, text: str) -> dict[str, Any]:
     """A Scale after a PATCH of any type."""
-    try:
-        patch = json.loads(text)
-    except ValueError as e:
-        raise BadRequest(f"the patch is not valid JSON: {e}") from None
+    patch = jsonutil.loads(text, "the patch")
     if patch_type == patches.JSON:
         result = patches.json_patch(current, patch)
     elif isinstance(patch, dict):  # merge and strategic: a Scale has no list to merge

@@ -13,33 +13,33 @@ import logging
 import time
 from collections.abc import Callable
 from typing import Any, Final
+from urllib.parse import unquote
 
 import anyio
 from aiohttp import web
 from google.protobuf.message import Message
 
-from apiserver.rest import discovery, openapi, openapi_v2, protobuf, scale, status
+from apiserver.rest import discovery, openapi, openapi_v2, options, protobuf, scale, status
 from apiserver.rest.reads import Reads
 from apiserver.rest.request import (
     JSON_TYPE,
     Target,
-    int_param,
     json_response,
     parse_json,
+    read_body,
     truthy,
 )
 from apiserver.rest.request_info import request_info
 from apiserver.rest.table import table, wants_table
 from apiserver.server import fencing
-from apiserver.server.eviction import DRY_RUN_ALL
 from apiserver.server.inflight import MaxInflight
 from apiserver.server.registry import Registry
 from apiserver.server.servicer import ApiService
 from kemu.api.v1 import api_pb2
-from kemu.machinery import convert
+from kemu.machinery import convert, jsonutil
 from kemu.machinery import patch as patches
 from kemu.machinery.convert import UnknownFields
-from kemu.machinery.errors import ApiError, BadRequest, InternalError, Invalid, NotFound
+from kemu.machinery.errors import ApiError, BadRequest, InternalError, NotFound
 from kemu.machinery.fencing import ENFORCE_KEY, TOKEN_KEY, FencingToken
 from kemu.machinery.kinds import unwrap
 
@@ -53,6 +53,29 @@ def _error(err: ApiError) -> web.Response:
     if status.retry_after(err):
         response.headers["Retry-After"] = str(status.retry_after(err))
     return response
+
+
+def clean_path(raw_path: str) -> str:
+    """The path of a request, its segments percent-decoded one by one, without empty ones.
+    A segment "." or ".." or one holding "/" or "%" once decoded is BadRequest, as upstream's
+    IsValidPathSegmentName refuses such names (apimachinery pkg/api/validation/path), rather
+    than a 404 or, for an encoded "/", a segment read as two (`.../namespaces/a%2Fpods%2Fp`
+    naming pod p)."""
+    segments = []
+    for raw in raw_path.split("?", 1)[0].split("/"):
+        if not raw:
+            continue
+        try:
+            segment = unquote(raw, errors="strict")
+        except UnicodeDecodeError:
+            raise BadRequest(f'the path segment "{raw[:64]}" is not valid UTF-8') from None
+        if segment in (".", ".."):
+            raise BadRequest(f'invalid path segment "{raw[:64]}": may not be "{segment}"')
+        for c in ("/", "%"):
+            if c in segment:
+                raise BadRequest(f'invalid path segment "{raw[:64]}": may not contain "{c}"')
+        segments.append(segment)
+    return "/" + "/".join(segments)
 
 
 def parse_path(parts: list[str]) -> Target | None:
@@ -124,7 +147,7 @@ class RestApi:
             return _error(InternalError(f"internal error: {e}"))
 
     async def _route(self, request: web.BaseRequest) -> web.StreamResponse:
-        path = request.path.rstrip("/") or "/"
+        path = clean_path(request.raw_path)
         if path in ("/healthz", "/livez"):
             return web.Response(text="ok")
         if path == "/readyz":
@@ -251,7 +274,7 @@ class RestApi:
     async def _body(self, request: web.BaseRequest, unknown: UnknownFields | None = None) -> Any:
         """The request body as JSON; duplicate fields go to `unknown` (fieldValidation)."""
         content_type = request.headers.get("Content-Type", JSON_TYPE).split(";")[0].strip()
-        raw = await request.read()
+        raw = await read_body(request)
         if content_type == protobuf.CONTENT_TYPE and raw:
             decoded = protobuf.decode(raw)
             if decoded is None:
@@ -285,17 +308,11 @@ class RestApi:
             )
         return obj
 
-    def _registry_for(self, request: web.BaseRequest, body_values: Any = None) -> Registry:
-        """The registry, or its dry-run view when the request says dryRun=All (in the query or
-        in a DeleteOptions body)."""
-        values = list(request.query.getall("dryRun", []))
-        if isinstance(body_values, list):
-            values += [str(v) for v in body_values]
-        for value in values:
-            if value != DRY_RUN_ALL:
-                raise Invalid.field(
-                    "dryRun", f'Unsupported value: "{value}": supported values: "{DRY_RUN_ALL}"'
-                )
+    def _registry_for(self, request: web.BaseRequest, dry_run: list[str] | None = None) -> Registry:
+        """The registry, or its dry-run view when the request says dryRun=All (`dry_run`: a
+        DELETE's, query and body, validated; else the query's)."""
+        values = list(request.query.getall("dryRun", [])) if dry_run is None else dry_run
+        options.check_dry_run(values)
         return self._registry.dry_run() if values else self._registry
 
     async def _create(self, request: web.BaseRequest, t: Target) -> web.Response:
@@ -322,7 +339,7 @@ class RestApi:
         content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
         if content_type not in patches.PATCH_TYPES:
             raise _unsupported_media(content_type)
-        text = (await request.read()).decode()
+        text = jsonutil.decode(await read_body(request), "the patch")
         unknown = _field_validation(request)
         patched = await registry.patch(
             t.kind.resource, self._namespace(t), t.name, text, t.subresource, content_type, unknown
@@ -333,11 +350,10 @@ class RestApi:
         deleted = await self._delete_one(request, t, await self._delete_options(request))
         return self._object(request, t, deleted)
 
-    async def _delete_options(self, request: web.BaseRequest) -> dict[str, Any]:
-        body = await self._body(request) if request.can_read_body else {}
-        if not isinstance(body, dict):
-            raise BadRequest("DeleteOptions must be a JSON object")
-        return body
+    async def _delete_options(self, request: web.BaseRequest) -> options.DeleteOptions:
+        """The DELETE's options, every one checked before anything is deleted."""
+        body = await self._body(request) if request.can_read_body else None
+        return options.delete_options(request.query, body)
 
     async def _delete_collection(self, request: web.BaseRequest, t: Target) -> web.Response:
         """DELETE on a collection: each object the selectors match, deleted as by its own
@@ -362,24 +378,17 @@ class RestApi:
         return self._reads.list_body(request, t, deleted, listed.resource_version, "")
 
     async def _delete_one(
-        self, request: web.BaseRequest, t: Target, body: dict[str, Any]
+        self, request: web.BaseRequest, t: Target, o: options.DeleteOptions
     ) -> Message:
-        registry = self._registry_for(request, body.get("dryRun"))
-        grace = int_param(request.query, "gracePeriodSeconds")
-        if grace is None and body.get("gracePeriodSeconds") is not None:
-            grace = int(body["gracePeriodSeconds"])
-        pre = body.get("preconditions") or {}
-        policy = request.query.get("propagationPolicy") or body.get("propagationPolicy")
-        orphan = body.get("orphanDependents")
-        return await registry.delete(
+        return await self._registry_for(request, o.dry_run).delete(
             t.kind.resource,
             self._namespace(t),
             t.name,
-            grace_period=grace,
-            uid=pre.get("uid"),
-            resource_version=pre.get("resourceVersion"),
-            propagation_policy=policy,
-            orphan_dependents=orphan if isinstance(orphan, bool) else None,
+            grace_period=o.grace_period,
+            uid=o.uid,
+            resource_version=o.resource_version,
+            propagation_policy=o.propagation_policy,
+            orphan_dependents=o.orphan_dependents,
         )
 
     async def _scale(self, request: web.BaseRequest, t: Target) -> web.Response:
@@ -395,7 +404,8 @@ class RestApi:
             content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
             if content_type not in patches.PATCH_TYPES:
                 raise _unsupported_media(content_type)
-            desired = scale.patched(current, content_type, (await request.read()).decode())
+            text = jsonutil.decode(await read_body(request), "the patch")
+            desired = scale.patched(current, content_type, text)
         else:
             raise _method_not_allowed(request.method, t)
         written = await self._registry_for(request).patch(
@@ -415,22 +425,22 @@ class RestApi:
             binding.metadata.name = binding.metadata.name or t.name
             await self._registry_for(request).bind(binding)
         else:
-            options = body.pop("deleteOptions", None) or {}
+            o = options.from_body(body.pop("deleteOptions", None), "deleteOptions.")
+            options.validate(o, "deleteOptions.")
             eviction = api_pb2.Eviction()
             convert.fill_message(eviction, body)
             eviction.metadata.namespace = self._namespace(t)
             eviction.metadata.name = eviction.metadata.name or t.name
-            if options.get("gracePeriodSeconds") is not None:
-                eviction.grace_period_seconds = int(options["gracePeriodSeconds"])
-            pre = options.get("preconditions") or {}
-            if pre.get("uid"):
-                eviction.preconditions.uid = pre["uid"]
-            if pre.get("resourceVersion"):
-                eviction.preconditions.resource_version = pre["resourceVersion"]
-            if options.get("propagationPolicy"):
-                eviction.propagation_policy = options["propagationPolicy"]
+            if o.grace_period is not None:
+                eviction.grace_period_seconds = o.grace_period
+            if o.uid:
+                eviction.preconditions.uid = o.uid
+            if o.resource_version:
+                eviction.preconditions.resource_version = o.resource_version
+            if o.propagation_policy:
+                eviction.propagation_policy = o.propagation_policy
             # the eviction's own deleteOptions.dryRun, else the request's (as upstream)
-            eviction.dry_run.extend(options.get("dryRun") or request.query.getall("dryRun", []))
+            eviction.dry_run.extend(o.dry_run or request.query.getall("dryRun", []))
             await self._registry.evict(eviction)
         return json_response(status.success(201), 201)
 
@@ -450,10 +460,22 @@ def _field_validation(request: web.BaseRequest) -> UnknownFields:
     return UnknownFields(strict=value == "Strict", warn=value == "Warn")
 
 
+# upstream's warning recorder (k8s.io/apiserver pkg/endpoints/filters/warning.go): a warning
+# is cut to 256 runes, and the warnings of one response stop at 4 KiB in all, so that a body
+# full of unknown or very long field names cannot make headers no client reads.
+_WARNING_RUNES: Final = 256
+_WARNINGS_TOTAL_RUNES: Final = 4 * 1024
+
+
 def _warn(response: web.Response, unknown: UnknownFields) -> web.Response:
     """Warn: each dropped field as a `Warning: 299` header, as upstream."""
     if unknown.warn:
+        total = 0
         for text in unknown.found:
+            text = text[:_WARNING_RUNES]
+            total += len(text)
+            if total > _WARNINGS_TOTAL_RUNES:
+                break
             response.headers.add("Warning", "299 - " + json.dumps(text))
     return response
 

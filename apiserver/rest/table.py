@@ -5,14 +5,27 @@ of `-o wide` at priority 1 as upstream's TableConvertor."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from google.protobuf.message import Message
 
 from kemu.machinery import convert, printers
+from kemu.machinery.errors import Invalid
 from kemu.machinery.kinds import Kind
 
 TABLE_ACCEPT = "as=Table"
+_INCLUDE_OBJECT: Final = ("Metadata", "Object", "None", "")
+
+
+def include_object(value: str) -> str:
+    """TableOptions.includeObject, checked as upstream's ValidateTableOptions (422)."""
+    if value not in _INCLUDE_OBJECT:
+        shown = value if len(value) <= 64 else value[:64] + "..."
+        raise Invalid.field(
+            "includeObject",
+            f"Invalid value: \"{shown}\": must be 'Metadata', 'Object', 'None', or empty",
+        )
+    return value or "Metadata"
 
 
 def wants_table(accept: str) -> bool:

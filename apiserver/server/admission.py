@@ -8,12 +8,12 @@ ValidatePodResize), pkg/registry/core/pod.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery import jsonutil
 from kemu.machinery.errors import BadRequest, Cause, Invalid
 from kemu.machinery.qos import compute_qos_class
 
@@ -245,10 +245,7 @@ def drop_disabled_pod_status_fields(
 
 
 def parse_patch(text: str) -> dict[str, Any]:
-    try:
-        patch = json.loads(text)
-    except ValueError as e:
-        raise BadRequest(f"the patch is not valid JSON: {e}") from None
+    patch = jsonutil.loads(text, "the patch")
     if not isinstance(patch, dict):
         raise BadRequest("a merge patch must be a JSON object")
     return patch

@@ -18,7 +18,7 @@ Not counted, as upstream:
   of ordinary requests cannot starve a leader's renewal. kemu has no users to match on, so
   it matches the requests those FlowSchemas carry.
 
-One limiter serves both edges: the gRPC handlers are wrapped here (`limit_grpc`), the REST
+One limiter serves both edges: the gRPC methods are wrapped here (`limit_unary`), the REST
 edge calls `MaxInflight.acquire` with the RequestInfo it resolves from the URL.
 """
 
@@ -28,7 +28,7 @@ import contextlib
 import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 import grpc
 from prometheus_client import CollectorRegistry, Counter, Gauge
@@ -36,6 +36,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from kemu import wire
 from kemu.api.v1 import api_pb2
 from kemu.machinery.errors import TooManyRequests
+
+_Req = TypeVar("_Req")
+_Resp = TypeVar("_Resp")
 
 DEFAULT_MAX_REQUESTS_INFLIGHT: Final = 400
 DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT: Final = 200
@@ -200,54 +203,23 @@ def grpc_request_info(method: str, request: Any) -> RequestInfo:
     return RequestInfo(verb or "create", "pods")  # Bind, Evict
 
 
-class _LimitedHandler(grpc.GenericRpcHandler):  # type: ignore[type-arg]
-    """The Api service's handlers with every unary method behind the limiter; the streams
-    (Watch) are long-running and pass through."""
+def limit_unary(
+    method: str,
+    behaviour: Callable[[_Req, grpc.aio.ServicerContext[Any, Any]], Awaitable[_Resp]],
+    limiter: MaxInflight,
+) -> Callable[[_Req, grpc.aio.ServicerContext[Any, Any]], Awaitable[_Resp]]:
+    """The unary method `method` of the Api service (its decoded behaviour) behind `limiter`;
+    the behaviour itself when nothing is limited. The stream (Watch) is long-running: never
+    wrapped."""
+    if not limiter.limited:
+        return behaviour
 
-    def __init__(self, inner: grpc.GenericRpcHandler[Any, Any], limiter: MaxInflight) -> None:
-        self._inner = inner
-        self._limiter = limiter
-        self._wrapped: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
+    async def limited(request: _Req, context: grpc.aio.ServicerContext[Any, Any]) -> _Resp:
+        try:
+            slot = limiter.acquire(grpc_request_info(method, request))
+        except TooManyRequests as e:
+            await wire.abort(context, e)
+        with slot:
+            return await behaviour(request, context)
 
-    def service(
-        self, handler_call_details: grpc.HandlerCallDetails
-    ) -> grpc.RpcMethodHandler[Any, Any] | None:
-        method = handler_call_details.method
-        wrapped = self._wrapped.get(method)
-        if wrapped is not None:
-            return wrapped
-        handler = self._inner.service(handler_call_details)
-        if handler is None or handler.unary_unary is None:
-            return handler
-        wrapped = grpc.unary_unary_rpc_method_handler(
-            self._limit(method.rpartition("/")[2], handler.unary_unary),
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
-        self._wrapped[method] = wrapped
-        return wrapped
-
-    def _limit(
-        self, method: str, behaviour: Callable[[Any, Any], Any]
-    ) -> Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[Any]]:
-        limiter = self._limiter
-
-        async def limited(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-            try:
-                slot = limiter.acquire(grpc_request_info(method, request))
-            except TooManyRequests as e:
-                code, details, md = wire.status_of(e)
-                context.set_trailing_metadata(md)
-                await context.abort(code, details)
-                raise  # unreachable: abort raises
-            with slot:
-                return await behaviour(request, context)
-
-        return limited
-
-
-def limit_grpc(
-    handler: grpc.GenericRpcHandler[Any, Any], limiter: MaxInflight
-) -> grpc.GenericRpcHandler[Any, Any]:
-    """`handler` behind `limiter` (the handler itself when nothing is limited)."""
-    return _LimitedHandler(handler, limiter) if limiter.limited else handler
+    return limited

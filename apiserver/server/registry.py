@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import json
 import logging
 import secrets
 import string
@@ -49,7 +48,7 @@ from kemu.component.featuregate import (
     FeatureGates,
 )
 from kemu.component.version import DEFAULT_VERSION, Version
-from kemu.machinery import apps, batch, convert
+from kemu.machinery import apps, batch, convert, jsonutil
 from kemu.machinery import namespaces as ns_rules
 from kemu.machinery import patch as patches
 from kemu.machinery.defaults import set_defaults
@@ -544,10 +543,7 @@ class Registry:
         if patch_type == patches.MERGE:
             patch: Any = admission.parse_patch(patch_text)
         else:
-            try:
-                patch = json.loads(patch_text)
-            except ValueError as e:
-                raise BadRequest(f"the patch is not valid JSON: {e}") from None
+            patch = jsonutil.loads(patch_text, "the patch")
         if subresource not in ("", "status", "resize", ns_rules.FINALIZE_SUBRESOURCE):
             raise BadRequest(f'unknown subresource "{subresource}"')
         if subresource == ns_rules.FINALIZE_SUBRESOURCE and kind is not _NAMESPACE:

@@ -14,7 +14,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, Final, TypeVar
 
 import anyio
@@ -24,6 +24,7 @@ from google.protobuf.message import Message
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from apiserver.server import fencing
+from apiserver.server.inflight import MaxInflight, limit_unary
 from apiserver.server.registry import Registry
 from apiserver.storage import encoding
 from apiserver.storage.etcd import EtcdStore
@@ -31,6 +32,7 @@ from apiserver.storage.watch_cache import WatchCache, Watcher
 from kemu import wire
 from kemu.api.v1 import api_pb2, types_pb2
 from kemu.component.featuregate import FeatureGates
+from kemu.machinery import jsonutil
 from kemu.machinery.errors import ApiError, BadRequest, Cause, InternalError, Invalid
 from kemu.machinery.fencing import ENFORCE_KEY, TOKEN_KEY, FencingToken
 from kemu.machinery.kinds import Kind, kind_for_resource, kind_of, unwrap
@@ -44,6 +46,8 @@ _WATCH_BUSY: Final = 0.02  # a watch that sent less than this ago is busy...
 _WATCH_LINGER: Final = 0.005  # ...and waits this long to batch events
 COMPONENT_LABEL: Final = "kemu.io/component"
 DEFAULT_BOOKMARK_FREQUENCY: Final = 60.0  # upstream cacher's bookmarkFrequency (1 min)
+_UINT64_MAX: Final = 2**64 - 1
+_INT64_MAX: Final = 2**63 - 1
 _R = TypeVar("_R")
 
 
@@ -414,7 +418,7 @@ class ApiService:
 
     # ------------------------------------------------------------ watch
 
-    async def watch(self, req: api_pb2.WatchRequest, context: Any) -> AsyncIterator[bytes]:
+    async def watch(self, req: api_pb2.WatchRequest, context: Any) -> AsyncGenerator[bytes, None]:
         try:
             cache, initial, receive, watcher = await self.open_watch(req)
         except ApiError as e:
@@ -541,34 +545,41 @@ class ApiService:
 
     # ------------------------------------------------------------ registration
 
-    def handler(self) -> grpc.GenericRpcHandler[Any, Any]:
+    def handler(self, limiter: MaxInflight | None = None) -> grpc.GenericRpcHandler[Any, Any]:
+        """The Api service's handlers; every unary method behind `limiter` (the in-flight
+        limit, which reads the decoded request: a Lease write is exempt)."""
+
+        # Requests arrive as bytes and are decoded by wire.unary: one that does not decode
+        # is INVALID_ARGUMENT, not gRPC's UNKNOWN.
         def unary(
-            fn: Any, req_cls: type[Message], resp_ser: Callable[[Any], bytes]
+            name: str, fn: Any, req_cls: type[Message], resp_ser: Callable[[Any], bytes]
         ) -> grpc.RpcMethodHandler[Any, Any]:
+            if limiter is not None:
+                fn = limit_unary(name, fn, limiter)
             return grpc.unary_unary_rpc_method_handler(
-                fn, request_deserializer=req_cls.FromString, response_serializer=resp_ser
+                wire.unary(fn, req_cls), response_serializer=resp_ser
             )
 
         ser = _serialize
         raw = _identity
-        handlers = {
-            "Create": unary(self.create, api_pb2.CreateRequest, raw),
-            "Get": unary(self.get, api_pb2.GetRequest, raw),
-            "List": unary(self.list, api_pb2.ListRequest, raw),
-            "Watch": grpc.unary_stream_rpc_method_handler(
-                self.watch,
-                request_deserializer=api_pb2.WatchRequest.FromString,
-                response_serializer=raw,
-            ),
-            "Update": unary(self.update, api_pb2.UpdateRequest, raw),
-            "UpdateStatus": unary(self.update_status, api_pb2.UpdateRequest, raw),
-            "Patch": unary(self.patch, api_pb2.PatchRequest, raw),
-            "Delete": unary(self.delete, api_pb2.DeleteRequest, raw),
-            "Bind": unary(self.bind, api_pb2.Binding, ser),
-            "Resize": unary(self.resize, api_pb2.UpdateRequest, raw),
-            "Evict": unary(self.evict, api_pb2.Eviction, ser),
-            "Version": unary(self.version, api_pb2.VersionRequest, ser),
+        methods: dict[str, tuple[Any, type[Message], Callable[[Any], bytes]]] = {
+            "Create": (self.create, api_pb2.CreateRequest, raw),
+            "Get": (self.get, api_pb2.GetRequest, raw),
+            "List": (self.list, api_pb2.ListRequest, raw),
+            "Update": (self.update, api_pb2.UpdateRequest, raw),
+            "UpdateStatus": (self.update_status, api_pb2.UpdateRequest, raw),
+            "Patch": (self.patch, api_pb2.PatchRequest, raw),
+            "Delete": (self.delete, api_pb2.DeleteRequest, raw),
+            "Bind": (self.bind, api_pb2.Binding, ser),
+            "Resize": (self.resize, api_pb2.UpdateRequest, raw),
+            "Evict": (self.evict, api_pb2.Eviction, ser),
+            "Version": (self.version, api_pb2.VersionRequest, ser),
         }
+        handlers = {name: unary(name, *method) for name, method in methods.items()}
+        # A watch is long-running: never counted by the in-flight limit.
+        handlers["Watch"] = grpc.unary_stream_rpc_method_handler(
+            wire.unary_stream(self.watch, api_pb2.WatchRequest), response_serializer=raw
+        )
         return grpc.method_handlers_generic_handler(SERVICE, handlers)
 
 
@@ -586,13 +597,15 @@ def _identity(data: bytes) -> bytes:
 
 
 def _parse_rv(rv: str) -> int:
-    try:
-        value = int(rv)
-    except ValueError:
-        raise BadRequest(f'invalid resourceVersion "{rv}": must be an integer') from None
-    if value < 0:
-        raise BadRequest(f'invalid resourceVersion "{rv}": must not be negative')
-    return value
+    """A resourceVersion as upstream's APIObjectVersioner.ParseResourceVersion reads it: an
+    unsigned 64-bit integer (strconv.ParseUint), anything else BadRequest at once (a number
+    beyond uint64 is not "too large a resourceVersion" to wait for)."""
+    shown = rv if len(rv) <= 64 else rv[:64] + "..."
+    if not rv.isascii() or not rv.isdigit():
+        raise BadRequest(f'invalid resourceVersion "{shown}": must be an unsigned integer')
+    if len(rv) > 20 or int(rv) > _UINT64_MAX:
+        raise BadRequest(f'invalid resourceVersion "{shown}": value out of range')
+    return int(rv)
 
 
 def _encode_continue(revision: int, key: str) -> str:
@@ -602,10 +615,12 @@ def _encode_continue(revision: int, key: str) -> str:
 
 def _decode_continue(token: str, prefix: str) -> tuple[int, str]:
     try:
-        data = json.loads(base64.urlsafe_b64decode(token.encode()))
+        data = jsonutil.loads(base64.urlsafe_b64decode(token.encode()), "the continue key")
         revision, key = int(data["rv"]), str(data["start"])
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, BadRequest):
         raise BadRequest("continue key is not valid") from None
+    if not 0 < revision <= _INT64_MAX:  # (etcd revisions are positive int64s)
+        raise BadRequest("continue key is not valid: incorrect encoded start resourceVersion")
     if not key.startswith(prefix):
         raise BadRequest("continue key is not valid for this request")
     return revision, key

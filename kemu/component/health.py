@@ -16,7 +16,9 @@ Contract:
   like a check, it does no I/O); an unknown name is 404.
 - `await tg.start(server.serve)` returns the bound port once the socket listens (port 0 picks a
   free one); cancelling serve() closes the listener and every open connection.
-HTTP support is deliberately minimal: GET and HEAD, one request per connection.
+HTTP support is deliberately minimal: GET and HEAD, one request per connection. Malformed
+requests get a 4xx as Go's net/http gives them (400; 431 for a head over _MAX_REQUEST_HEAD),
+never a closed connection without an answer.
 """
 
 from __future__ import annotations
@@ -43,12 +45,14 @@ DebugHandler = Callable[[], object]
 """Returns a JSON-serialisable document for GET /debug/<name>."""
 
 _MAX_REQUEST_HEAD: Final = 16 * 1024
+_MAX_DRAIN: Final = 1024 * 1024
 _REQUEST_TIMEOUT: Final = 10.0
 _REASONS: Final = {
     200: "OK",
     400: "Bad Request",
     404: "Not Found",
     405: "Method Not Allowed",
+    431: "Request Header Fields Too Large",
     500: "Internal Server Error",
     503: "Service Unavailable",
 }
@@ -169,7 +173,13 @@ class HealthServer:
         async with stream:
             try:
                 with anyio.move_on_after(_REQUEST_TIMEOUT):
-                    head = await _read_head(stream)
+                    try:
+                        head = await _read_head(stream)
+                    except _HeadTooLarge:
+                        response = _text(431, "request header fields too large\n")
+                        await stream.send(_encode(response, include_body=True))
+                        await _drain(stream)
+                        return
                     if head is None:
                         return
                     method, response = self._respond(head)
@@ -240,17 +250,34 @@ def _checks_response(endpoint: str, results: list[CheckResult], verbose: bool) -
     return _text(200 if ok else 503, "\n".join(lines) + "\n")
 
 
+class _HeadTooLarge(Exception):
+    pass
+
+
 async def _read_head(stream: SocketStream) -> bytes | None:
-    """The request line and headers, or None if the client went away or sent too much."""
+    """The request line and headers, or None if the client went away sending nothing;
+    _HeadTooLarge past _MAX_REQUEST_HEAD."""
     data = b""
     while b"\r\n\r\n" not in data:
         if len(data) > _MAX_REQUEST_HEAD:
-            return None
+            raise _HeadTooLarge
         try:
             data += await stream.receive(4096)
         except anyio.EndOfStream:
             return data if data.strip() else None
     return data.split(b"\r\n\r\n", 1)[0]
+
+
+async def _drain(stream: SocketStream) -> None:
+    """Reads what the client still sends (briefly, boundedly) before the close: closing on
+    unread data resets the connection, and the client may lose the answer."""
+    received = 0
+    with anyio.move_on_after(1.0):
+        while received < _MAX_DRAIN:
+            try:
+                received += len(await stream.receive(65536))
+            except anyio.EndOfStream:
+                return
 
 
 def _encode(response: _Response, *, include_body: bool) -> bytes:

@@ -19,8 +19,9 @@ from apiserver.server.inflight import (
     MaxInflight,
     RequestInfo,
     grpc_request_info,
-    limit_grpc,
+    limit_unary,
 )
+from kemu import wire
 from kemu.api.v1 import api_pb2, types_pb2
 from kemu.client.client import Client
 from kemu.machinery import kinds
@@ -151,20 +152,20 @@ class _Held:
 @pytest.mark.anyio
 async def test_a_client_refused_by_the_limit_backs_off_and_is_served_once_a_slot_frees() -> None:
     held = _Held()
+    registry = CollectorRegistry()
+    limiter = MaxInflight(1, 1, InflightMetrics(registry))
+    # As ApiService.handler builds it: bytes decoded by wire.unary, then the limit.
     handler = grpc.method_handlers_generic_handler(
         "kemu.api.v1.Api",
         {
             "Version": grpc.unary_unary_rpc_method_handler(
-                held.version,
-                request_deserializer=api_pb2.VersionRequest.FromString,
+                wire.unary(limit_unary("Version", held.version, limiter), api_pb2.VersionRequest),
                 response_serializer=api_pb2.VersionInfo.SerializeToString,
             )
         },
     )
-    registry = CollectorRegistry()
-    limiter = MaxInflight(1, 1, InflightMetrics(registry))
     server = grpc.aio.server()
-    server.add_generic_rpc_handlers((limit_grpc(handler, limiter),))
+    server.add_generic_rpc_handlers((handler,))
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     client = Client(f"127.0.0.1:{port}", timeout=10.0)

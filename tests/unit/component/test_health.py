@@ -158,6 +158,22 @@ async def test_other_paths_methods_and_garbage(server: HealthServer) -> None:
     assert (await http_request(server.port, "/healthz"))[0] == 200
 
 
+async def test_a_head_too_large_is_431_not_a_closed_connection(server: HealthServer) -> None:
+    """Before #28 the server closed the connection on a head over 16 KiB without a word."""
+    with anyio.fail_after(5):
+        async with await anyio.connect_tcp("127.0.0.1", server.port) as stream:
+            await stream.send(b"GET /healthz HTTP/1.1\r\nX: " + b"a" * 100_000 + b"\r\n\r\n")
+            await stream.send_eof()
+            data = b""
+            while True:
+                try:
+                    data += await stream.receive()
+                except anyio.EndOfStream:
+                    break
+    assert data.startswith(b"HTTP/1.1 431 Request Header Fields Too Large\r\n")
+    assert (await http_request(server.port, "/healthz"))[0] == 200
+
+
 async def test_port_is_unavailable_after_the_server_stops() -> None:
     server = make_server()
     async with anyio.create_task_group() as tg:
