@@ -18,9 +18,11 @@ import anyio.from_thread
 
 from kemu.chaos import checks
 from kemu.chaos.autoscaling import DRAIN, UP, ScalingPhase
+from kemu.chaos.netfaults import NetworkFaults
 from kemu.chaos.recorder import LeaseRecorder
 from kemu.chaos.report import TimelineEntry
 from kemu.chaos.schedule import Action, Fault
+from kemu.client.interface import ApiClient
 from kemu.testing.cluster import Cluster
 from kemu.testing.processes import ProcessStartError
 
@@ -73,6 +75,7 @@ class Injector:
         lease: LeaseRecorder,
         scaling: ScalingPhase | None,
         progress: Callable[[str], None],
+        client: ApiClient,
     ) -> None:
         self.cluster = cluster
         self.state = state
@@ -80,6 +83,7 @@ class Injector:
         self.lease = lease
         self.scaling = scaling
         self.progress = progress
+        self.network = NetworkFaults(cluster, state.note, lease, client)
 
     def run(self, schedule: list[Fault]) -> None:
         for i, fault in enumerate(schedule):
@@ -94,8 +98,7 @@ class Injector:
                 continue
             self._inject(fault, targets)
             self.state.injected += 1
-            kind = f"{fault.action.value} {fault.role}"
-            self.state.by_kind[kind] = self.state.by_kind.get(kind, 0) + 1
+            self.state.by_kind[fault.kind] = self.state.by_kind.get(fault.kind, 0) + 1
             self.progress(
                 f"fault {i + 1}/{len(schedule)}: {fault.action.value} {', '.join(targets)} "
                 f"({fault.role}, t+{time.monotonic() - self.state.t0:.0f}s)"
@@ -133,7 +136,7 @@ class Injector:
             return [f"kubelet-{pool[fault.pick % len(pool)]}"]
         if role == "apiserver":
             return [n for n in APISERVERS if n in procs]
-        if role == "apiserver-one":
+        if role in ("apiserver-one", "watches"):
             return [self._busiest_apiserver(fault.pick)]
         if role == "etcd":
             return [m.name for m in self.cluster.etcd_members]
@@ -179,9 +182,16 @@ class Injector:
 
     def _inject(self, fault: Fault, targets: list[str]) -> None:
         started = time.monotonic()
-        is_leader = fault.role == "scheduler-leader"
+        # A fault that takes the leader away (not a skewed clock: it keeps leading).
+        is_leader = fault.role == "scheduler-leader" and fault.action in (
+            Action.KILL,
+            Action.PAUSE,
+            Action.PARTITION,
+        )
         holder = self.lease.versions[-1].holder if self.lease.versions else ""
-        if fault.action is Action.KILL:
+        if fault.action not in (Action.KILL, Action.PAUSE):
+            self.network.inject(fault, targets)
+        elif fault.action is Action.KILL:
             for target in targets:
                 self.state.note(f"SIGKILL {target}")
                 self.cluster.kill(target)
