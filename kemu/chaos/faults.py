@@ -4,7 +4,9 @@ lists the roles), and a supervisor that restarts a process that exited on its ow
 scheduler that lost its lease exits, as upstream's).
 
 A group of processes (every apiserver, every etcd member) is killed together and restarted
-together: etcd members only become healthy once a quorum of them runs.
+together: etcd members only become healthy once a quorum of them runs. Kills and pauses are
+here; the network and time faults (partitions, delays, skewed clocks, dropped watches) are
+in netfaults.py.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import anyio.from_thread
 
 from kemu.chaos import checks
 from kemu.chaos.autoscaling import DRAIN, UP, ScalingPhase
-from kemu.chaos.netfaults import NetworkFaults
+from kemu.chaos.netfaults import NetworkFaults, registered_watchers
 from kemu.chaos.recorder import LeaseRecorder
 from kemu.chaos.report import TimelineEntry
 from kemu.chaos.schedule import Action, Fault
@@ -163,18 +165,7 @@ class Injector:
     def _busiest_apiserver(self, pick: int) -> str:
         """The apiserver with the most watchers (the one most clients talk to: killing it
         makes them fail over); the seed's pick on a tie."""
-        counts = {}
-        for name in APISERVERS:
-            try:
-                text = self.cluster.component(name).scrape()
-            except (OSError, RuntimeError):
-                counts[name] = 0.0
-                continue
-            counts[name] = sum(
-                float(line.rsplit(" ", 1)[1])
-                for line in text.splitlines()
-                if line.startswith("apiserver_registered_watchers{")
-            )
+        counts = {name: registered_watchers(self.cluster.component(name)) for name in APISERVERS}
         ranked = sorted(APISERVERS, key=lambda n: -counts[n])
         if counts[ranked[0]] == counts[ranked[-1]]:
             return APISERVERS[pick % len(APISERVERS)]

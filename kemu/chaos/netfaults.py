@@ -176,8 +176,15 @@ class NetworkFaults:
 
     def _drop(self, targets: list[str]) -> None:
         (target,) = targets
-        self.cluster.processes[target].send_signal(signal.SIGUSR1)
-        self.note(f"SIGUSR1 {target}: every watch stream ended")
+        apiserver = self.cluster.component(target)
+        before = registered_watchers(apiserver)
+        apiserver.send_signal(signal.SIGUSR1)
+        self.note(f"SIGUSR1 {target}: every watch stream ended ({before:g} open)")
+        time.sleep(1.0)
+        self.note(
+            f"{target} {_status(apiserver.readyz_url)} after the drop, "
+            f"{registered_watchers(apiserver):g} watches open again"
+        )
 
     # ------------------------------------------------------------ observing
 
@@ -217,6 +224,19 @@ class NetworkFaults:
         wait = t - time.monotonic()
         if wait > 0:
             time.sleep(wait)
+
+
+def registered_watchers(apiserver: Component) -> float:
+    """The apiserver's apiserver_registered_watchers summed over resources (0: no answer)."""
+    try:
+        text = apiserver.scrape()
+    except (OSError, RuntimeError):
+        return 0.0
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("apiserver_registered_watchers{")
+    )
 
 
 def _status(url: str) -> str:
