@@ -20,7 +20,7 @@ import anyio.from_thread
 
 from kemu.chaos import checks
 from kemu.chaos.autoscaling import DRAIN, UP, ScalingPhase
-from kemu.chaos.netfaults import NetworkFaults, registered_watchers
+from kemu.chaos.netfaults import NetworkFaults, leads, registered_watchers
 from kemu.chaos.recorder import LeaseRecorder
 from kemu.chaos.report import TimelineEntry
 from kemu.chaos.schedule import Action, Fault
@@ -31,7 +31,9 @@ from kemu.testing.processes import ProcessStartError
 SCHEDULERS: Final = ("scheduler-a", "scheduler-b")
 APISERVERS: Final = ("apiserver-a", "apiserver-b")
 LEASE_DURATION: Final = 3.0
-LEADER_METRIC: Final = 'leader_election_master_status{name="kube-scheduler"} 1.0'
+LEADER_WAIT: Final = 15.0
+"""How long a scheduler fault waits for a leader (after a failover both schedulers may be
+restarting: the lease passes once one of them is up and the old holder's lease expired)."""
 STATE_WAIT: Final = 15.0
 """How long an autoscaler fault waits for its moment (a scale-up or a drain in flight)."""
 
@@ -108,19 +110,13 @@ class Injector:
         self.supervise()
 
     def leader(self) -> str | None:
-        for name in SCHEDULERS:
-            try:
-                if LEADER_METRIC in self.cluster.component(name).scrape():
-                    return name
-            except (OSError, RuntimeError):
-                continue
-        return None
+        return next((n for n in SCHEDULERS if leads(self.cluster.component(n))), None)
 
     def _resolve(self, fault: Fault) -> list[str]:
         procs = self.cluster.processes
         role = fault.role
         if role in ("scheduler-leader", "scheduler-follower"):
-            deadline = time.monotonic() + LEASE_DURATION + 2.0
+            deadline = time.monotonic() + LEADER_WAIT
             leader = self.leader()
             while leader is None and time.monotonic() < deadline:
                 time.sleep(0.2)  # just after a failover: the next leader is being elected
