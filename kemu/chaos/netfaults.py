@@ -85,7 +85,7 @@ class NetworkFaults:
                 node = target.removeprefix(KUBELET_PREFIX)
                 self._sleep_until(started + fault.down)
                 took = self._wait(lambda: self._node_ready(node), "Unknown", started)
-                self.note(f"node {node} Ready={took} of the cut")
+                self.note(f"node {node} Ready={took} of the cut; {self._pods_ready(node)}")
             elif fault.role == "apiserver-one":
                 readyz = self.cluster.component(target).readyz_url
                 took = self._wait(lambda: _status(readyz), "failing", started, fault.down)
@@ -198,6 +198,24 @@ class NetworkFaults:
             return next((c.status for c in obj.status.conditions if c.type == "Ready"), "")
 
         return anyio.from_thread.run(get)
+
+    def _pods_ready(self, node: str) -> str:
+        """How many of the node's pods are Ready=False now, for the timeline."""
+
+        async def count() -> str:
+            try:
+                listed = await self.client.list(
+                    types_pb2.Pod, field_selector=f"spec.nodeName={node}"
+                )
+            except ApiError as e:
+                return f"its pods unreadable ({e})"
+            ready = [
+                next((c.status for c in p.status.conditions if c.type == "Ready"), "")
+                for p in listed.items
+            ]
+            return f"{ready.count('False')} of its {len(ready)} pods Ready=False"
+
+        return anyio.from_thread.run(count)
 
     def _wait(
         self,
