@@ -5,6 +5,11 @@ the system namespaces (default, kube-system, kube-public, kube-node-lease) and p
 then listens. /readyz turns green once etcd answers and every
 cache is filled. SIGTERM ends every watch at once (upstream's watch termination grace period
 0), stops accepting calls and gives the unary calls in flight the grace period.
+
+SIGUSR1 (kemu only, a fault to inject: upstream has no such hook) ends every watch stream
+open now, on both edges, and the apiserver stays up: its clients watch again from their
+last resourceVersion, as after upstream's per-watch timeout (--min-request-timeout) or an
+apiserver's restart.
 """
 
 from __future__ import annotations
@@ -12,11 +17,14 @@ from __future__ import annotations
 import argparse
 import functools
 import logging
+import signal
+import threading
 from collections.abc import Sequence
 from typing import Final
 
 import anyio
 import grpc
+from anyio.abc import TaskStatus
 from google.protobuf.message import Message
 
 from apiserver.rest.server import RestApi
@@ -47,6 +55,8 @@ from kemu.machinery.namespaces import SYSTEM_NAMESPACES, new_namespace
 log = logging.getLogger(__name__)
 
 COMPONENT: Final = "kube-apiserver"
+ETCD_READYCHECK_TIMEOUT: Final = 2.0
+"""Upstream's --etcd-readycheck-timeout default: etcd not answering within it fails /readyz."""
 _MAX_MESSAGE: Final = 16 * 1024 * 1024
 
 
@@ -210,6 +220,8 @@ async def _serve(args: argparse.Namespace, store: EtcdStore, ctx: ComponentConte
         raise SystemExit(f"cannot listen on {address}: {e}") from None
 
     async with anyio.create_task_group() as tg:
+        if threading.current_thread() is threading.main_thread():  # not in-process tests
+            await tg.start(_drop_watches_on_signal, caches)
         for cache in caches.values():
             await tg.start(cache.run)
         await _bootstrap(registry, ctx)
@@ -231,7 +243,7 @@ async def _serve(args: argparse.Namespace, store: EtcdStore, ctx: ComponentConte
             nonlocal etcd_ok
             while True:
                 try:
-                    await store.status()
+                    await store.status(timeout=ETCD_READYCHECK_TIMEOUT)
                     etcd_ok = True
                 except Unavailable:
                     etcd_ok = False
@@ -251,6 +263,16 @@ async def _serve(args: argparse.Namespace, store: EtcdStore, ctx: ComponentConte
         with cleanup_scope(ctx.options.shutdown_grace_period + 1):
             await server.stop(ctx.options.shutdown_grace_period)
         tg.cancel_scope.cancel()
+
+
+async def _drop_watches_on_signal(
+    caches: dict[str, WatchCache], *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+) -> None:
+    with anyio.open_signal_receiver(signal.SIGUSR1) as signals:
+        task_status.started()
+        async for _ in signals:
+            ended = sum(cache.close_watches() for cache in caches.values())
+            log.warning("SIGUSR1: ended every watch (%d)", ended)
 
 
 async def _bootstrap(registry: Registry, ctx: ComponentContext) -> None:

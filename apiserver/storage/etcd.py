@@ -218,9 +218,16 @@ class EtcdStore:
     async def close(self) -> None:
         await self._channel.close(None)
 
-    async def _call(self, what: str, method: Any, request: Any) -> Any:
+    async def _call(
+        self,
+        what: str,
+        method: Any,
+        request: Any,
+        # gRPC's own deadline: an anyio scope around a unary grpc.aio call does not work.
+        timeout: float | None = None,  # noqa: ASYNC109
+    ) -> Any:
         try:
-            return await method(request, timeout=self._timeout, wait_for_ready=True)
+            return await method(request, timeout=timeout or self._timeout, wait_for_ready=True)
         except grpc.aio.AioRpcError as e:
             raise _translate(e, what) from None
         except asyncio.CancelledError:
@@ -237,9 +244,9 @@ class EtcdStore:
         )
         return int(resp.header.revision)
 
-    async def status(self) -> None:
-        """Raises Unavailable unless etcd answers (readiness)."""
-        await self._call("status", self._maintenance.Status, rpc.StatusRequest())
+    async def status(self, timeout: float | None = None) -> None:  # noqa: ASYNC109
+        """Raises Unavailable unless etcd answers within `timeout` (default: the store's)."""
+        await self._call("status", self._maintenance.Status, rpc.StatusRequest(), timeout)
 
     async def get(self, key: str, *, revision: int = 0) -> KeyValue | None:
         resp = await self._call(

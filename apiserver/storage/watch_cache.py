@@ -485,8 +485,16 @@ class WatchCache:
         are sent) and refuses new ones (Unavailable), as upstream's apiserver ends its watches
         when it stops rather than waiting for the clients to close them."""
         self._watches_ended = True
-        for w in list(self._watchers):
+        self.close_watches()
+
+    def close_watches(self) -> int:
+        """Ends every watch open now (each stream closes once the frames already queued are
+        sent; its client watches again from its last resourceVersion); new watches are
+        served. How many were ended."""
+        watchers = list(self._watchers)
+        for w in watchers:
             self._close(w)
+        return len(watchers)
 
     def _close(self, w: Watcher) -> None:
         if w in self._watchers:

@@ -4,7 +4,9 @@ lists the roles), and a supervisor that restarts a process that exited on its ow
 that lost its lease restarts itself in place: kemu.component.runner.RestartInPlace).
 
 A group of processes (every apiserver, every etcd member) is killed together and restarted
-together: etcd members only become healthy once a quorum of them runs.
+together: etcd members only become healthy once a quorum of them runs. Kills and pauses are
+here; the network and time faults (partitions, delays, skewed clocks, dropped watches) are
+in netfaults.py.
 """
 
 from __future__ import annotations
@@ -18,16 +20,20 @@ import anyio.from_thread
 
 from kemu.chaos import checks
 from kemu.chaos.autoscaling import DRAIN, UP, ScalingPhase
+from kemu.chaos.netfaults import NetworkFaults, leads, registered_watchers
 from kemu.chaos.recorder import LeaseRecorder
 from kemu.chaos.report import TimelineEntry
 from kemu.chaos.schedule import Action, Fault
+from kemu.client.interface import ApiClient
 from kemu.testing.cluster import Cluster
 from kemu.testing.processes import ProcessStartError
 
 SCHEDULERS: Final = ("scheduler-a", "scheduler-b")
 APISERVERS: Final = ("apiserver-a", "apiserver-b")
 LEASE_DURATION: Final = 3.0
-LEADER_METRIC: Final = 'leader_election_master_status{name="kube-scheduler"} 1.0'
+LEADER_WAIT: Final = 15.0
+"""How long a scheduler fault waits for a leader (after a failover both schedulers may be
+restarting: the lease passes once one of them is up and the old holder's lease expired)."""
 STATE_WAIT: Final = 15.0
 """How long an autoscaler fault waits for its moment (a scale-up or a drain in flight)."""
 
@@ -65,6 +71,7 @@ class Injector:
         lease: LeaseRecorder,
         scaling: ScalingPhase | None,
         progress: Callable[[str], None],
+        client: ApiClient,
     ) -> None:
         self.cluster = cluster
         self.state = state
@@ -72,6 +79,7 @@ class Injector:
         self.lease = lease
         self.scaling = scaling
         self.progress = progress
+        self.network = NetworkFaults(cluster, state.note, lease, client)
 
     def run(self, schedule: list[Fault]) -> None:
         for i, fault in enumerate(schedule):
@@ -86,8 +94,7 @@ class Injector:
                 continue
             self._inject(fault, targets)
             self.state.injected += 1
-            kind = f"{fault.action.value} {fault.role}"
-            self.state.by_kind[kind] = self.state.by_kind.get(kind, 0) + 1
+            self.state.by_kind[fault.kind] = self.state.by_kind.get(fault.kind, 0) + 1
             self.progress(
                 f"fault {i + 1}/{len(schedule)}: {fault.action.value} {', '.join(targets)} "
                 f"({fault.role}, t+{time.monotonic() - self.state.t0:.0f}s)"
@@ -95,19 +102,13 @@ class Injector:
         self.supervise()
 
     def leader(self) -> str | None:
-        for name in SCHEDULERS:
-            try:
-                if LEADER_METRIC in self.cluster.component(name).scrape():
-                    return name
-            except (OSError, RuntimeError):
-                continue
-        return None
+        return next((n for n in SCHEDULERS if leads(self.cluster.component(n))), None)
 
     def _resolve(self, fault: Fault) -> list[str]:
         procs = self.cluster.processes
         role = fault.role
         if role in ("scheduler-leader", "scheduler-follower"):
-            deadline = time.monotonic() + LEASE_DURATION + 2.0
+            deadline = time.monotonic() + LEADER_WAIT
             leader = self.leader()
             while leader is None and time.monotonic() < deadline:
                 time.sleep(0.2)  # just after a failover: the next leader is being elected
@@ -125,7 +126,7 @@ class Injector:
             return [f"kubelet-{pool[fault.pick % len(pool)]}"]
         if role == "apiserver":
             return [n for n in APISERVERS if n in procs]
-        if role == "apiserver-one":
+        if role in ("apiserver-one", "watches"):
             return [self._busiest_apiserver(fault.pick)]
         if role == "etcd":
             return [m.name for m in self.cluster.etcd_members]
@@ -152,18 +153,7 @@ class Injector:
     def _busiest_apiserver(self, pick: int) -> str:
         """The apiserver with the most watchers (the one most clients talk to: killing it
         makes them fail over); the seed's pick on a tie."""
-        counts = {}
-        for name in APISERVERS:
-            try:
-                text = self.cluster.component(name).scrape()
-            except (OSError, RuntimeError):
-                counts[name] = 0.0
-                continue
-            counts[name] = sum(
-                float(line.rsplit(" ", 1)[1])
-                for line in text.splitlines()
-                if line.startswith("apiserver_registered_watchers{")
-            )
+        counts = {name: registered_watchers(self.cluster.component(name)) for name in APISERVERS}
         ranked = sorted(APISERVERS, key=lambda n: -counts[n])
         if counts[ranked[0]] == counts[ranked[-1]]:
             return APISERVERS[pick % len(APISERVERS)]
@@ -171,9 +161,16 @@ class Injector:
 
     def _inject(self, fault: Fault, targets: list[str]) -> None:
         started = time.monotonic()
-        is_leader = fault.role == "scheduler-leader"
+        # A fault that takes the leader away (not a skewed clock: it keeps leading).
+        is_leader = fault.role == "scheduler-leader" and fault.action in (
+            Action.KILL,
+            Action.PAUSE,
+            Action.PARTITION,
+        )
         holder = self.lease.holder
-        if fault.action is Action.KILL:
+        if fault.action not in (Action.KILL, Action.PAUSE):
+            self.network.inject(fault, targets)
+        elif fault.action is Action.KILL:
             for target in targets:
                 self.state.note(f"SIGKILL {target}")
                 self.cluster.kill(target)

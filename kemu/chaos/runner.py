@@ -1,8 +1,9 @@
 """A chaos run on real processes: a cluster (three etcd members, two apiservers given all
 three, two schedulers with leader election and SlowPreBind, a controller-manager, kubelets,
 and with a scaling phase the cloud and the cluster autoscaler; every component and every
-client of the run is given both apiservers), a workload, the faults of the seed's schedule
-(faults.py), and the checks afterwards.
+client of the run is given both apiservers; every process dials the others through the
+cluster's fault proxy, the run's clients dial directly), a workload, the faults of the
+seed's schedule (faults.py, netfaults.py), and the checks afterwards.
 
 Faults run one after another in a worker thread (Cluster is synchronous); the workload and
 the recorders run in the event loop.
@@ -35,6 +36,7 @@ from kemu.machinery.resources import amount
 from kemu.testing.builders import make_pod, make_priority_class
 from kemu.testing.cluster import Cluster
 from kemu.testing.eventually import eventually
+from kemu.testing.faultproxy import FaultProxy
 from kemu.testing.invariants import check_invariants, record_leases, record_nodes, record_pods
 from kemu.testing.scenarios import SHUTDOWN_ANNOTATION, priority_class_name
 
@@ -51,6 +53,10 @@ ELECTION: Final = [
     "--leader-elect-renew-deadline", "2s",
     "--leader-elect-retry-period", "500ms",
 ]  # fmt: skip
+# Short enough that a partitioned kubelet's node goes Unknown within a fault (upstream's
+# defaults: 5s, 50s and 10s), long enough that a kubelet restarted by a kill keeps it Ready.
+NODE_MONITOR: Final = ["--node-monitor-period", "500ms", "--node-monitor-grace-period", "5s"]
+NODE_LEASE: Final = ["--node-lease-renew-interval", "1s"]
 SCHEDULER_CONFIG: Final = """\
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
@@ -105,13 +111,13 @@ class ChaosRun:
             cluster.start_scheduler(
                 name=name, config=config, extra_args=ELECTION + self.election.args, wait=False
             )
-        cluster.start_controllermanager(wait=False)
+        cluster.start_controllermanager(extra_args=NODE_MONITOR, wait=False)
         n = self.workload.nodes
         for node in self.nodes:
             cluster.start_kubelet(
                 node,
                 capacity={"cpu": n.cpu, "memory": n.memory, "pods": n.pods},
-                extra_args=["--node-labels", f"{NODE_LABEL}=true"],
+                extra_args=["--node-labels", f"{NODE_LABEL}=true", *NODE_LEASE],
                 wait=False,
             )
         if self.scaling is not None:
@@ -121,7 +127,7 @@ class ChaosRun:
 
     def run(self) -> Report:
         self.root.mkdir(parents=True, exist_ok=True)
-        with Cluster(self.root / "cluster") as cluster:
+        with Cluster(self.root / "cluster", proxy=FaultProxy()) as cluster:
             self._start(cluster)
             report = anyio.run(self._run, cluster)
             for proc in cluster.processes.values():
@@ -177,7 +183,9 @@ class ChaosRun:
                 tg.start_soon(phase.sample)
             self.state.t0 = time.monotonic()
             self.progress(f"seed {self.seed}: {len(self.schedule)} faults scheduled")
-            injector = Injector(cluster, self.state, self.nodes, lease, phase, self.progress)
+            injector = Injector(
+                cluster, self.state, self.nodes, lease, phase, self.progress, client
+            )
             faults_over = anyio.Event()
             async with anyio.create_task_group() as work:
                 work.start_soon(self._workload, client, a)

@@ -15,7 +15,13 @@ fires:
   mid-termination or mid-resize); else one drawn from the seed;
 - "autoscaler-scale-up" / "autoscaler-drain": the autoscaler, at a moment when a scale-up it
   asked for is not registered yet / a node it is removing is still there (waited for a while;
-  if none comes, killed anyway and noted).
+  if none comes, killed anyway and noted);
+- "watches": the apiserver with more watchers (its watch streams are dropped).
+
+Network and time faults go through the cluster's fault proxy (kemu/testing/faultproxy.py) and
+its wall-clock skew files: a partition cuts links for `down` seconds, then heals them; a
+delay adds latency for `down` seconds; a skew sets a process's wall clock `size` seconds off
+for `down` seconds, then back.
 
 Every profile's weights are a mapping of kind to weight (profiles.py); a mix may ask for every
 kind it weighs to fire at least once (`every_kind`), so that a short run covers them all.
@@ -23,6 +29,7 @@ kind it weighs to fire at least once (`every_kind`), so that a short run covers 
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,6 +42,16 @@ class Action(StrEnum):
     """SIGKILL, then a restart with the same flags and data after `down` seconds."""
     PAUSE = "pause"
     """SIGSTOP for `down` seconds (longer than the lease for a leader), then SIGCONT."""
+    PARTITION = "partition"
+    """Links cut for `down` seconds, then healed: a scheduler or a kubelet from every
+    apiserver, an apiserver from every etcd member, an etcd member from its peers."""
+    DELAY = "delay"
+    """`size` seconds (0.1 to 0.5) added to every round trip to etcd for `down` seconds."""
+    SKEW_CLOCK = "skew-clock"
+    """The process's wall clock `size` seconds off (up to 5 minutes, ahead or behind) for
+    `down` seconds, then right again."""
+    DROP = "drop"
+    """An apiserver ends every watch stream open (SIGUSR1) and stays up."""
 
 
 KINDS: Final[dict[str, tuple[Action, str]]] = {
@@ -52,6 +69,15 @@ KINDS: Final[dict[str, tuple[Action, str]]] = {
         (Action.KILL, "autoscaler-scale-up"),
         (Action.KILL, "autoscaler-drain"),
         (Action.KILL, "cloud"),
+        (Action.PARTITION, "scheduler-leader"),
+        (Action.PARTITION, "kubelet"),
+        (Action.PARTITION, "apiserver-one"),
+        (Action.PARTITION, "etcd-member"),
+        (Action.DELAY, "etcd"),
+        (Action.SKEW_CLOCK, "scheduler-leader"),
+        (Action.SKEW_CLOCK, "kubelet"),
+        (Action.SKEW_CLOCK, "controllermanager"),
+        (Action.DROP, "watches"),
     )
 }
 """Every fault kind, by name ("kill etcd-member"): what the weights of a mix are keyed by."""
@@ -68,12 +94,20 @@ class Fault:
     action: Action
     role: str
     down: float
-    """How long the process stays dead or frozen."""
+    """How long the fault lasts (the process dead or frozen, the links cut or slow, the
+    clock off); 0 for a drop."""
     pick: int
     """Drawn from the seed: which process to take when the role matches several."""
+    size: float = 0.0
+    """Drawn from the seed: the added round trip of a delay, the skew of a clock (seconds)."""
+
+    @property
+    def kind(self) -> str:
+        return f"{self.action.value} {self.role}"
 
     def describe(self) -> str:
-        return f"t+{self.at:6.1f}s {self.action.value:5} {self.role} ({self.down:.1f}s)"
+        size = f", {self.size:+g}s" if self.size else ""
+        return f"t+{self.at:6.1f}s {self.action.value:5} {self.role} ({self.down:.1f}s{size})"
 
 
 @dataclass(frozen=True)
@@ -87,7 +121,13 @@ class FaultMix:
     pause_down: float
     every_kind: bool = False
     """Every kind of positive weight fires at least once: the first faults are every kind
-    once, in an order drawn from the seed (if the window has room), then the weights draw."""
+    once, in an order drawn from the seed (past the window if it has no room for them all),
+    then the weights draw while the window lasts."""
+    partition_down: float = 6.0
+    """How long a partition lasts (longer than the scheduler's lease; a kubelet's is held
+    until its node is seen Unknown, see faults.py)."""
+    delay_down: float = 5.0
+    skew_down: float = 6.0
 
     def __post_init__(self) -> None:
         for name, weight in self.weights.items():
@@ -97,18 +137,38 @@ class FaultMix:
                 raise ValueError(f"weights.{name}: must be >= 0, not {weight}")
         if not any(w > 0 for w in self.weights.values()):
             raise ValueError("weights: at least one fault kind needs a positive weight")
+        for name in ("kill_down", "pause_down", "partition_down", "delay_down", "skew_down"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name}: must be >= 0, not {getattr(self, name)}")
+
+    def down(self, action: Action) -> float:
+        """How long a fault of `action` lasts."""
+        return {
+            Action.KILL: self.kill_down,
+            Action.PAUSE: self.pause_down,
+            Action.PARTITION: self.partition_down,
+            Action.DELAY: self.delay_down,
+            Action.SKEW_CLOCK: self.skew_down,
+            Action.DROP: 0.0,
+        }[action]
 
     def without(self, roles: tuple[str, ...]) -> FaultMix:
         """This mix without the kinds of `roles` (e.g. no autoscaler in the run)."""
         weights = {n: w for n, w in self.weights.items() if KINDS[n][1] not in roles}
-        return FaultMix(
-            weights, self.min_gap, self.max_gap, self.kill_down, self.pause_down, self.every_kind
-        )
+        return dataclasses.replace(self, weights=weights)
+
+
+MAX_SKEW: Final = 300.0
+"""A skewed clock is off by up to 5 minutes (at least MIN_SKEW), ahead or behind."""
+MIN_SKEW: Final = 30.0
+DELAY_RANGE: Final = (0.1, 0.5)
+"""The round trip a delay adds, in seconds."""
 
 
 def make_schedule(seed: int, duration: float, mix: FaultMix) -> list[Fault]:
-    """Faults from t=min_gap until `duration`, each after the previous one has ended plus a
-    gap drawn in [min_gap, max_gap]. Pure: depends on the arguments only."""
+    """Faults from t=min_gap until `duration` (longer while `every_kind` has kinds left),
+    each after the previous one has ended plus a gap drawn in [min_gap, max_gap]. Pure:
+    depends on the arguments only."""
     if duration < 0:
         raise ValueError(f"duration: must be >= 0, not {duration}")
     rng = random.Random(seed)
@@ -118,13 +178,19 @@ def make_schedule(seed: int, duration: float, mix: FaultMix) -> list[Fault]:
     rng.shuffle(unseen)
     out: list[Fault] = []
     t = rng.uniform(mix.min_gap, mix.max_gap)
-    while t < duration:
+    while t < duration or unseen:
         if unseen:
             name = unseen.pop()
         else:
             name = rng.choices(names, weights)[0]
         action, role = KINDS[name]
-        down = mix.pause_down if action is Action.PAUSE else mix.kill_down
-        out.append(Fault(round(t, 3), action, role, down, rng.randrange(1 << 16)))
+        down = mix.down(action)
+        pick = rng.randrange(1 << 16)
+        size = 0.0
+        if action is Action.DELAY:
+            size = round(rng.uniform(*DELAY_RANGE), 3)
+        elif action is Action.SKEW_CLOCK:
+            size = round(rng.choice((-1, 1)) * rng.uniform(MIN_SKEW, MAX_SKEW), 1)
+        out.append(Fault(round(t, 3), action, role, down, pick, size))
         t += down + rng.uniform(mix.min_gap, mix.max_gap)
     return out

@@ -6,17 +6,32 @@ waits `s` monotonic seconds (s <= 0 is just a checkpoint). `RealClock` is the pr
 `FakeClock` only moves when a test calls `advance()`: every sleeper whose deadline is reached
 is woken, in deadline order (ties in the order they went to sleep); the woken tasks run at the
 test's next checkpoint (for example `await anyio.wait_all_tasks_blocked()`).
+
+A skewed wall clock (kemu only, for fault injection: the chaos harness's `skew-clock`): when
+the environment names a file in KEMU_WALL_CLOCK_SKEW_FILE, `RealClock.now()` is time.time()
+plus the seconds written in it (a float, negative for behind), read again at most once a
+second; a missing or empty file is no skew. Only the wall clock moves, as a machine's clock
+set wrong: `monotonic()` and `sleep()` do not, and upstream's components measure their
+timeouts (leader election's observedTime, the node lifecycle controller's probe time) on the
+local monotonic clock for that reason.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
+import logging
+import os
 import time
-from typing import Protocol
+from typing import Final, Protocol
 
 import anyio
 import anyio.lowlevel
+
+log = logging.getLogger(__name__)
+
+SKEW_FILE_ENV: Final = "KEMU_WALL_CLOCK_SKEW_FILE"
+SKEW_REREAD: Final = 1.0
 
 
 class Clock(Protocol):
@@ -27,11 +42,62 @@ class Clock(Protocol):
     async def sleep(self, seconds: float) -> None: ...
 
 
+class WallClockSkew:
+    """Seconds the wall clock is off by, from the file `path` (see the module docstring)."""
+
+    def __init__(self, path: str | None, *, reread: float = SKEW_REREAD) -> None:
+        """`reread`: seconds between two reads of the file."""
+        self.path = path
+        self._reread = reread
+        self._seconds = 0.0
+        self._next_read = -float("inf")
+
+    @classmethod
+    def from_environ(cls) -> WallClockSkew:
+        return cls(os.environ.get(SKEW_FILE_ENV) or None)
+
+    def seconds(self) -> float:
+        if self.path is None:
+            return 0.0
+        now = time.monotonic()
+        if now >= self._next_read:
+            self._next_read = now + self._reread
+            self._seconds = self._read(self.path)
+        return self._seconds
+
+    def _read(self, path: str) -> float:
+        try:
+            with open(path) as f:
+                text = f.read().strip()
+        except FileNotFoundError:
+            return 0.0
+        except OSError as e:
+            log.warning("%s %s: cannot read it (%s); no skew", SKEW_FILE_ENV, path, e)
+            return 0.0
+        try:
+            seconds = float(text) if text else 0.0
+        except ValueError:
+            seconds = float("nan")
+        if seconds != seconds or abs(seconds) == float("inf"):  # NaN or infinite
+            log.warning("%s %s: %r is not a number of seconds; no skew", SKEW_FILE_ENV, path, text)
+            return 0.0
+        if seconds != self._seconds:
+            log.info("wall clock skewed by %+gs (%s)", seconds, path)
+        return seconds
+
+
+_PROCESS_SKEW: Final = WallClockSkew.from_environ()
+
+
 class RealClock:
-    """The process clock: time.time, time.monotonic and anyio.sleep."""
+    """The process clock: time.time (plus the process's wall-clock skew, if any),
+    time.monotonic and anyio.sleep."""
+
+    def __init__(self, skew: WallClockSkew = _PROCESS_SKEW) -> None:
+        self._skew = skew
 
     def now(self) -> float:
-        return time.time()
+        return time.time() + self._skew.seconds()
 
     def monotonic(self) -> float:
         return time.monotonic()

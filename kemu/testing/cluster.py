@@ -21,8 +21,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final
 
+from kemu.component.clock import SKEW_FILE_ENV
 from kemu.machinery import kubeconfig
 from kemu.testing.etcd import DEFAULT_QUOTA_BACKEND_BYTES, Etcd, cluster_members
+from kemu.testing.faultproxy import FaultProxy
 from kemu.testing.ports import LOOPBACK, free_port
 from kemu.testing.processes import (
     DEFAULT_STARTUP_TIMEOUT,
@@ -104,11 +106,21 @@ class Cluster:
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         stop_timeout: float = DEFAULT_STOP_TIMEOUT,
         env: Mapping[str, str] | None = None,
+        proxy: FaultProxy | None = None,
     ) -> None:
+        """With `proxy` (started here, closed by `stop()`), every address a process of the
+        cluster dials goes through a link of it, named by the dialer and the dialed
+        process: a component's apiservers, an apiserver's etcd members, an autoscaler's
+        cloud, and (members=N) each etcd member's peers; the proxy's rules cut or delay
+        them (kemu/testing/faultproxy.py). Clients of the test dial the processes
+        directly."""
         self.root = Path(root)
         self.startup_timeout = startup_timeout
         self.stop_timeout = stop_timeout
         self.env = python_env(env)
+        self.proxy = proxy
+        if proxy is not None:
+            proxy.start()
         self.processes: dict[str, ManagedProcess] = {}
         self._etcd: list[Etcd] = []
         self._apiservers: list[Component] = []
@@ -218,6 +230,7 @@ class Cluster:
                 quota_backend_bytes=quota_backend_bytes,
                 unsafe_no_fsync=unsafe_no_fsync,
                 extra_args=extra_args,
+                proxy=self.proxy,
             )
         self._etcd = procs
         # Every member first: none is healthy before a quorum of them runs.
@@ -249,7 +262,7 @@ class Cluster:
             if self._rest_url is None:
                 self._rest_url = f"http://{LOOPBACK}:{rest_port}"
         args = [
-            "--etcd-servers", self.etcd_servers,
+            "--etcd-servers", self._dialed(name, self.etcd_servers),
             "--bind-address", LOOPBACK,
             "--port", str(port),
             *rest_args,
@@ -303,7 +316,7 @@ class Cluster:
             python_module_argv(module, argv),
             metrics_port=metrics_port,
             log_path=self._log_path(name),
-            env={**self.env, **(env or {})},
+            env={**self.env, SKEW_FILE_ENV: str(self._skew_path(name)), **(env or {})},
             port=port,
         )
         self._launch(proc, wait)
@@ -323,7 +336,7 @@ class Cluster:
     ) -> Component:
         """`server` (HOST:PORT[,HOST:PORT...]) is the apiserver it talks to; by default
         `component_server`, else the cluster's first."""
-        args = ["--server", server or self._component_server()]
+        args = ["--server", self._dialed(name, server or self._component_server())]
         if config is not None:
             args += ["--config", str(config)]
         if leader_elect:
@@ -352,7 +365,7 @@ class Cluster:
         Its checkpoints live under the cluster's directory (kept across restart())."""
         process = name if name is not None else f"kubelet-{node_name}"
         args = [
-            "--server", self._component_server(),
+            "--server", self._dialed(process, self._component_server()),
             "--node-name", node_name,
             "--capacity", format_resources(capacity),
             "--root-dir", str(self.root / process),
@@ -376,7 +389,7 @@ class Cluster:
         extra_args: Sequence[str] = (),
         wait: bool = True,
     ) -> Component:
-        args = ["--server", self._component_server()]
+        args = ["--server", self._dialed(name, self._component_server())]
         if leader_elect:
             args.append("--leader-elect")
         return self.start_component(
@@ -409,7 +422,7 @@ class Cluster:
             path = config
         port = free_port()
         args = [
-            "--server", self._component_server(),
+            "--server", self._dialed(name, self._component_server()),
             "--config", str(path),
             "--state-dir", str(self.root / name),
             "--port", str(port),
@@ -445,8 +458,8 @@ class Cluster:
         else:
             address = cloud
         args = [
-            "--server", self._component_server(),
-            "--cloud-provider-address", address,
+            "--server", self._dialed(name, self._component_server()),
+            "--cloud-provider-address", self._dialed(name, address),
             "--scan-interval", scan_interval,
         ]  # fmt: skip
         return self.start_component(
@@ -471,6 +484,17 @@ class Cluster:
         self.processes[name].wait_ready(
             timeout=timeout if timeout is not None else self.startup_timeout
         )
+
+    def skew_clock(self, name: str, seconds: float) -> None:
+        """Set component `name`'s wall clock `seconds` off (negative: behind; 0: right),
+        from within a second on, without a restart (kemu.component.clock's skew file)."""
+        if not isinstance(self.processes.get(name), Component):
+            raise ValueError(f"{name!r} is not a kemu component of this cluster")
+        path = self._skew_path(name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(f"{seconds!r}\n")
+        tmp.replace(path)  # a reader never sees a half-written file
 
     def kill(self, name: str) -> int | None:
         """SIGKILL `name` (a crash); its exit code."""
@@ -511,6 +535,8 @@ class Cluster:
             for proc in order:
                 if proc.running:
                     proc.kill()
+            if self.proxy is not None:
+                self.proxy.close()
         return unclean
 
     # ------------------------------------------------------------------ logs
@@ -532,6 +558,29 @@ class Cluster:
 
     def _component_server(self) -> str:
         return self.component_server or self.server
+
+    def _dialed(self, dialer: str, addresses: str) -> str:
+        """`addresses` (HOST:PORT or URLs, comma-separated) as process `dialer` is given
+        them: each one of a process of this cluster through the proxy's link dialer ->
+        that process, when there is a proxy; any other address as it is."""
+        if self.proxy is None:
+            return addresses
+        by_address = {f"{LOOPBACK}:{c.port}": c.name for c in self._components() if c.port}
+        by_address.update({m.endpoint: m.name for m in self._etcd})
+        out = []
+        for address in addresses.split(","):
+            scheme, sep, hostport = address.rpartition("://")
+            dialed = by_address.get(hostport)
+            if dialed is not None:
+                address = scheme + sep + self.proxy.link(dialer, dialed, hostport)
+            out.append(address)
+        return ",".join(out)
+
+    def _components(self) -> list[Component]:
+        return [p for p in self.processes.values() if isinstance(p, Component)]
+
+    def _skew_path(self, name: str) -> Path:
+        return self.root / "clock" / f"{name}.skew"
 
     def _log_path(self, name: str) -> Path:
         return self.root / "logs" / f"{name}.log"

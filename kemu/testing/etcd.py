@@ -12,15 +12,18 @@ the leader).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
+from kemu.testing.faultproxy import FaultProxy, Identify
 from kemu.testing.ports import LOOPBACK, free_port
 from kemu.testing.processes import ManagedProcess, http_get
 
@@ -61,13 +64,17 @@ class Etcd(ManagedProcess):
         extra_args: list[str] | None = None,
         initial_cluster: str | None = None,
         cluster_token: str | None = None,
+        advertise_peer_url: str | None = None,
     ) -> None:
         """`initial_cluster` ("kemu-NAME=PEER_URL,...", every member's) and `cluster_token`
-        make this member one of a cluster (cluster_members); by default it is alone."""
+        make this member one of a cluster (cluster_members); by default it is alone.
+        `advertise_peer_url` is the URL its peers dial (a fault proxy's link to its
+        `peer_url`); by default `peer_url` itself."""
         self.data_dir = data_dir
         self.client_port = client_port if client_port is not None else free_port()
         self.peer_port = peer_port if peer_port is not None else free_port()
         peer_url = self.peer_url
+        self.advertise_peer_url = advertise_peer_url or peer_url
         self.member = member_name(name)
         member = self.member
         heartbeat, election = SINGLE_TIMERS if initial_cluster is None else CLUSTER_TIMERS
@@ -78,8 +85,8 @@ class Etcd(ManagedProcess):
             "--listen-client-urls", self.url,
             "--advertise-client-urls", self.url,
             "--listen-peer-urls", peer_url,
-            "--initial-advertise-peer-urls", peer_url,
-            "--initial-cluster", initial_cluster or f"{member}={peer_url}",
+            "--initial-advertise-peer-urls", self.advertise_peer_url,
+            "--initial-cluster", initial_cluster or f"{member}={self.advertise_peer_url}",
             "--initial-cluster-state", "new",
             "--initial-cluster-token", cluster_token or f"{member}-{self.client_port}",
             "--heartbeat-interval", str(heartbeat),
@@ -135,7 +142,7 @@ class Etcd(ManagedProcess):
             "revision": int(st["header"]["revision"]),
             "raft_index": int(st["raftIndex"]),
             "member_id": int(st["header"]["member_id"]),
-            "leader": int(st["leader"]),
+            "leader": int(st.get("leader", 0)),  # 0 (left out of the JSON): no leader
         }
 
 
@@ -159,6 +166,32 @@ def etcdctl(endpoints: Sequence[str], *args: str, timeout: float = 10.0) -> str:
     return done.stdout
 
 
+def member_id(peer_urls: Sequence[str], cluster_token: str) -> int:
+    """The ID etcd gives a member of a new cluster: the first 8 bytes (big-endian) of the
+    SHA-1 of its sorted peer URLs joined, then the cluster token (etcd's
+    server/etcdserver/api/membership/member.go, computeMemberID)."""
+    digest = hashlib.sha1(("".join(sorted(peer_urls)) + cluster_token).encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+_SERVER_FROM: Final = re.compile(rb"\r\nX-Server-From: *([0-9a-fA-F]+)\r\n", re.IGNORECASE)
+
+
+def peer_source(names_by_id: Mapping[int, str]) -> Identify:
+    """Which member dials, from a request head it sends on a peer connection: etcd's rafthttp
+    sets X-Server-From to the sender's ID (hex) on its stream, pipeline and snapshot
+    requests. None for a chunk without it (a version probe, the body of a message)."""
+
+    def identify(head: bytes) -> str | None:
+        m = _SERVER_FROM.search(head)
+        if m is None:
+            return None
+        ident = int(m.group(1), 16)
+        return names_by_id.get(ident, f"{ident:x}")
+
+    return identify
+
+
 def cluster_members(
     root: Path,
     names: Sequence[str],
@@ -167,15 +200,25 @@ def cluster_members(
     quota_backend_bytes: int = DEFAULT_QUOTA_BACKEND_BYTES,
     unsafe_no_fsync: bool = False,
     extra_args: Sequence[str] = (),
+    proxy: FaultProxy | None = None,
 ) -> list[Etcd]:
     """The members of one new etcd cluster, one per name (data in root/<name>, log in
     log_dir/<name>.log, their own client and peer ports on loopback), not started: start
-    them all, then wait for each (a member is healthy once a quorum has elected a leader)."""
+    them all, then wait for each (a member is healthy once a quorum has elected a leader).
+    With `proxy`, each member's peers dial it through a link of the proxy (source: the
+    dialing member, told by peer_source; destination: the member's name)."""
     if len(set(names)) != len(names) or not names:
         raise ValueError(f"members: distinct names are required, not {list(names)}")
     peers = {name: free_port() for name in names}
-    initial = ",".join(f"{member_name(n)}=http://{LOOPBACK}:{p}" for n, p in peers.items())
+    advertised = {n: f"http://{LOOPBACK}:{p}" for n, p in peers.items()}
     token = f"kemu-cluster-{peers[names[0]]}"
+    if proxy is not None:
+        by_id: dict[int, str] = {}
+        identify = peer_source(by_id)
+        for n, p in peers.items():
+            advertised[n] = "http://" + proxy.link(identify, n, f"{LOOPBACK}:{p}")
+            by_id[member_id([advertised[n]], token)] = n
+    initial = ",".join(f"{member_name(n)}={url}" for n, url in advertised.items())
     return [
         Etcd(
             root / name,
@@ -187,6 +230,7 @@ def cluster_members(
             extra_args=list(extra_args),
             initial_cluster=initial,
             cluster_token=token,
+            advertise_peer_url=advertised[name],
         )
         for name in names
     ]

@@ -248,6 +248,11 @@ class ManagedProcess:
         if self._popen is not None and self._popen.poll() is None:
             _signal_group(self._popen.pid, signal.SIGCONT)
 
+    def send_signal(self, sig: signal.Signals) -> None:
+        """Send `sig` to the process group (while it runs)."""
+        if self._popen is not None and self._popen.poll() is None:
+            _signal_group(self._popen.pid, sig)
+
     def terminate(self, timeout: float = DEFAULT_STOP_TIMEOUT) -> int | None:
         """SIGTERM the process group, SIGKILL it after `timeout` seconds; the exit code."""
         if self._popen is None:

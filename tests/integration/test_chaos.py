@@ -2,7 +2,9 @@
 two schedulers with leader election and SlowPreBind, a controller-manager, kubelets, the
 cloud and the autoscaler; every client given both apiservers): tens of faults, every kind at
 least once (SIGKILL and restart of every component, of one etcd member, of one apiserver, of
-the autoscaler mid-scale-up and mid-drain, a paused scheduler leader) during pod churn with
+the autoscaler mid-scale-up and mid-drain, a paused scheduler leader; partitions of the
+scheduler leader, a kubelet, an apiserver from etcd and an etcd member from its peers, a slow
+etcd, skewed clocks, dropped watches) during pod churn with
 priorities, preemption, slow PreBinds, resizes and deletions, and scale-ups and scale-downs
 of a node group; no invariant may break. By default the schedulers elect as upstream (a stale
 leader's write is counted, not a violation); with fencing none may land. A failure prints

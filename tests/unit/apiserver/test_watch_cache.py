@@ -240,3 +240,19 @@ async def test_end_watches_ends_every_stream_after_its_queued_frames_and_refuses
             stream.receive_nowait()
     with pytest.raises(Unavailable, match="shutting down"):
         cache.watch(namespace="", filter=None, resource_version=None)
+
+
+@pytest.mark.anyio
+async def test_close_watches_ends_every_stream_and_serves_the_watches_that_follow() -> None:
+    clock = _Clock()
+    cache = await _history_cache(clock)
+    _, first, _ = cache.watch(namespace="", filter=None, resource_version=None)
+    _put(cache, 2)
+    assert cache.close_watches() == 1
+    assert first.receive_nowait()  # the change queued before the drop is still sent
+    with pytest.raises(anyio.EndOfStream):
+        first.receive_nowait()
+    _, again, _ = cache.watch(namespace="", filter=None, resource_version=2)
+    assert cache.watcher_count == 1
+    _put(cache, 3)
+    assert again.receive_nowait()

@@ -3,7 +3,17 @@ from __future__ import annotations
 import pytest
 
 from kemu.chaos.profiles import CI, FULL, weights
-from kemu.chaos.schedule import AUTOSCALING_ROLES, KINDS, ROLES, Action, FaultMix, make_schedule
+from kemu.chaos.schedule import (
+    AUTOSCALING_ROLES,
+    DELAY_RANGE,
+    KINDS,
+    MAX_SKEW,
+    MIN_SKEW,
+    ROLES,
+    Action,
+    FaultMix,
+    make_schedule,
+)
 
 
 def test_the_same_seed_gives_the_same_timeline() -> None:
@@ -46,8 +56,50 @@ def test_a_negative_duration_is_refused() -> None:
 def test_the_ci_profile_fires_every_kind_of_fault(seed: int) -> None:
     w = CI.workload.pods
     faults = make_schedule(seed, w.total / w.rate, CI.mix)
-    assert {f"{f.action.value} {f.role}" for f in faults} == set(KINDS)
-    assert 15 <= len(faults) <= 25
+    assert {f.kind for f in faults} == set(KINDS)
+    assert len(KINDS) <= len(faults) <= len(KINDS) + 5
+
+
+def test_every_kind_fires_even_past_a_window_too_short_for_them_all() -> None:
+    faults = make_schedule(4, 10.0, CI.mix)
+    assert {f.kind for f in faults} == set(KINDS)
+    assert len(faults) == len(KINDS)  # no weighted draw once the window is over
+
+
+def test_the_network_and_time_faults_have_the_issues_names() -> None:
+    assert {
+        "partition scheduler-leader",
+        "partition kubelet",
+        "partition apiserver-one",
+        "partition etcd-member",
+        "delay etcd",
+        "skew-clock scheduler-leader",
+        "skew-clock kubelet",
+        "skew-clock controllermanager",
+        "drop watches",
+    } <= set(KINDS)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_delays_skews_and_partitions_are_sized_and_last_as_the_mix_says(seed: int) -> None:
+    from kemu.chaos.runner import LEASE_DURATION
+
+    faults = make_schedule(seed, 600.0, CI.mix)
+    for f in faults:
+        if f.action is Action.DELAY:
+            assert DELAY_RANGE[0] <= f.size <= DELAY_RANGE[1]
+            assert f.down == CI.mix.delay_down
+        elif f.action is Action.SKEW_CLOCK:
+            assert MIN_SKEW <= abs(f.size) <= MAX_SKEW
+            assert f.down == CI.mix.skew_down
+        elif f.action is Action.PARTITION:
+            assert f.down == CI.mix.partition_down > LEASE_DURATION
+        elif f.action is Action.DROP:
+            assert f.down == 0.0
+        else:
+            assert f.size == 0.0
+    skews = [f.size for f in faults if f.action is Action.SKEW_CLOCK]
+    assert skews and any(s > 0 for s in skews) or any(s < 0 for s in skews)
 
 
 def test_the_full_profile_kills_apiservers_often() -> None:
@@ -69,4 +121,8 @@ def test_weights_name_the_fault_kind() -> None:
         weights(kill_etc=1.0)
     with pytest.raises(ValueError, match="weights.kill nothing: unknown fault kind"):
         FaultMix({"kill nothing": 1.0}, 1.0, 2.0, 0.5, 5.0)
+    with pytest.raises(ValueError, match="partition_down: must be >= 0"):
+        FaultMix({"kill etcd": 1.0}, 1.0, 2.0, 0.5, 5.0, partition_down=-1.0)
+    assert weights(partition_etcd_member=2.0)["partition etcd-member"] == 2.0
+    assert weights(skew_clock_kubelet=0.0)["skew-clock kubelet"] == 0.0
     assert set(ROLES) == {role for _, role in KINDS.values()}

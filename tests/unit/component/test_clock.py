@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
 import anyio
 import pytest
 
-from kemu.component.clock import Clock, FakeClock, RealClock
+from kemu.component.clock import SKEW_FILE_ENV, Clock, FakeClock, RealClock, WallClockSkew
 
 
 def test_clocks_satisfy_the_protocol() -> None:
@@ -70,3 +73,42 @@ async def test_real_clock_sleeps() -> None:
     start = clock.monotonic()
     await clock.sleep(0.01)
     assert clock.monotonic() - start >= 0.009
+
+
+def test_a_skew_file_moves_the_wall_clock_and_not_the_monotonic_one(tmp_path: Path) -> None:
+    path = tmp_path / "skew"
+    clock = RealClock(WallClockSkew(str(path), reread=0.0))
+    assert abs(clock.now() - time.time()) < 1.0  # no file: no skew
+    path.write_text("-120.5\n")
+    assert clock.now() - time.time() == pytest.approx(-120.5, abs=1.0)
+    assert abs(clock.monotonic() - time.monotonic()) < 1.0
+    path.write_text("300")
+    assert clock.now() - time.time() == pytest.approx(300, abs=1.0)
+    path.write_text("")
+    assert abs(clock.now() - time.time()) < 1.0
+
+
+def test_the_skew_file_is_read_at_most_once_per_interval(tmp_path: Path) -> None:
+    path = tmp_path / "skew"
+    path.write_text("60")
+    skew = WallClockSkew(str(path), reread=3600.0)
+    assert skew.seconds() == 60.0
+    path.write_text("-60")
+    assert skew.seconds() == 60.0
+
+
+@pytest.mark.parametrize("text", ["soon", "nan", "inf"])
+def test_a_bad_skew_file_is_no_skew_and_named_in_a_warning(
+    tmp_path: Path, text: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "skew"
+    path.write_text(text)
+    assert WallClockSkew(str(path)).seconds() == 0.0
+    assert str(path) in caplog.text and "not a number of seconds" in caplog.text
+
+
+def test_the_skew_file_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(SKEW_FILE_ENV, "/some/file")
+    assert WallClockSkew.from_environ().path == "/some/file"
+    monkeypatch.delenv(SKEW_FILE_ENV)
+    assert WallClockSkew.from_environ().path is None

@@ -182,3 +182,19 @@ def test_an_etcd_cluster_has_named_members_and_every_url_goes_to_the_apiserver(t
             cluster.start_etcd()
         for m in members:
             m.wait_ready(timeout=20)
+
+
+def test_every_component_is_given_a_wall_clock_skew_file_the_cluster_writes(tmp_path):
+    from kemu.component.clock import SKEW_FILE_ENV, WallClockSkew
+
+    with Cluster(tmp_path) as cluster:
+        proc = cluster.start_component(STANDIN, "standin", ["--server", "127.0.0.1:1"])
+        assert proc.env is not None
+        skew = WallClockSkew(proc.env[SKEW_FILE_ENV], reread=0.0)
+        assert skew.seconds() == 0.0
+        cluster.skew_clock("standin", -90.5)
+        assert skew.seconds() == -90.5
+        cluster.skew_clock("standin", 0.0)
+        assert skew.seconds() == 0.0
+        with pytest.raises(ValueError, match="'nothing' is not a kemu component"):
+            cluster.skew_clock("nothing", 1.0)
