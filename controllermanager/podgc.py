@@ -9,7 +9,12 @@ will, every --pod-gc-check-period (upstream's fixed gcCheckPeriod, 20 s):
   carries the taint node.kubernetes.io/out-of-service (any effect; an operator's word that the
   node is down for good, KEP-2268) is marked Failed and deleted with grace 0, since its kubelet
   will never finish it;
-- gcOrphaned: the pods bound to a node that no longer exists, below.
+- gcOrphaned: the pods bound to a node that no longer exists, below;
+- gcUnscheduledTerminating: a pod being deleted that is bound to no node is marked Failed and
+  deleted with grace 0. The apiserver deletes an unbound pod in two writes, as upstream's
+  store (the deletionTimestamp with grace 0, then the removal): an apiserver that dies between
+  them leaves it terminating with no kubelet to finish it (found by the chaos harness's full
+  profile, an apiserver SIGKILLed under a workload's DELETE).
 
 A node name counts as missing from the moment the controller sees a pod bound to it while the
 node informer has no such node (on a pod event, when the node is deleted, or on the periodic
@@ -26,8 +31,7 @@ phase Failed and the condition DisruptionTarget=True, reason DeletionByPodGC, me
 "PodGC: node no longer exists". Each deletion is logged and recorded as a Warning Event on the
 pod (upstream only logs).
 
-Not modelled: gcUnscheduledTerminating (kemu's apiserver deletes unbound pods at once
-anyway). gcTerminating is not gated (upstream's NodeOutOfServiceVolumeDetach is GA since 1.28,
+gcTerminating is not gated (upstream's NodeOutOfServiceVolumeDetach is GA since 1.28,
 on by default since 1.26).
 """
 
@@ -146,6 +150,11 @@ def terminated_to_delete(pods: Iterable[types_pb2.Pod], threshold: int) -> list[
     if excess <= 0:
         return []
     return sorted(finished, key=gc_order)[:excess]
+
+
+def unscheduled_terminating(pods: Iterable[types_pb2.Pod]) -> list[types_pb2.Pod]:
+    """The pods being deleted that are bound to no node (upstream gcUnscheduledTerminating)."""
+    return [p for p in pods if p.metadata.HasField("deletion_timestamp") and not p.spec.node_name]
 
 
 def out_of_service(node: types_pb2.Node | None) -> bool:
@@ -321,7 +330,8 @@ class PodGCController:
             await self.gc()
 
     async def gc(self) -> None:
-        """One pass of upstream's gc: gcTerminated, gcTerminating, and gcOrphaned's scan."""
+        """One pass of upstream's gc: gcTerminated, gcTerminating, gcOrphaned's scan and
+        gcUnscheduledTerminating, in upstream's order."""
         pods = self._pods.lister.list()
         for pod in terminated_to_delete(pods, self.options.terminated_pod_gc_threshold):
             await self._delete(pod, "terminated", mark_failed=False)
@@ -335,6 +345,8 @@ class PodGCController:
         for pod in sorted(terminating, key=gc_order):
             await self._delete(pod, "terminating on an out-of-service node", mark_failed=True)
         self.check_all()
+        for pod in unscheduled_terminating(pods):
+            await self._delete(pod, "unscheduled and terminating", mark_failed=True)
 
     async def _delete(self, pod: types_pb2.Pod, why: str, *, mark_failed: bool) -> None:
         """markFailedAndDeletePod without a condition: errors are logged, not retried (the

@@ -209,3 +209,35 @@ async def test_before_pod_disruption_conditions_the_pod_is_only_deleted() -> Non
         await advance(clock, QUARANTINE + 1)
         await wait_until(lambda: not exists(fake, "orphan"))
         assert "update_status" not in fake.verbs("pods")
+
+
+async def test_an_unscheduled_pod_left_terminating_is_marked_failed_and_deleted() -> None:
+    """upstream gcUnscheduledTerminating: the apiserver deletes an unbound pod in two writes
+    (deletionTimestamp with grace 0, then the removal); one that dies in between leaves it
+    terminating with no kubelet to finish it. That state cannot be made through the API, so a
+    finalizer holds the same shape here (an unbound pod with a deletionTimestamp). A pending
+    pod, and a terminating pod on a node (its kubelet finishes it), are left alone."""
+    clock = FakeClock()
+    held = make_pod("stuck").obj()
+    held.metadata.finalizers.append("example.com/hold")
+    fake = RecordingClient(
+        make_node("n1").obj(),
+        held,
+        running_pod("bound", "n1"),
+        make_pod("pending").obj(),
+        clock=clock,
+    )
+    await fake.delete(types_pb2.Pod, "stuck")
+    await fake.delete(types_pb2.Pod, "bound", grace_period_seconds=30)
+    stuck = await fake.get(types_pb2.Pod, "stuck")
+    assert stuck.metadata.HasField("deletion_timestamp") and not stuck.spec.node_name
+    fake.deletes.clear()
+    async with running(fake, clock):
+        await advance(clock, 19.0, step=1.0)
+        assert fake.deletes == [], "before the first gc pass (20 s)"
+        await advance(clock, 2.0, step=0.5)
+        await wait_until(lambda: fake.deletes == [("stuck", 0, stuck.metadata.uid)])
+        assert exists(fake, "bound") and exists(fake, "pending")
+    failed = [a for a in fake.actions if a.verb == "update_status" and a.name == "stuck"]
+    assert failed and isinstance(failed[-1].object, types_pb2.Pod)
+    assert failed[-1].object.status.phase == "Failed"
