@@ -46,8 +46,13 @@ GROUP: Final = "chaos-pool"
 GROUP_LABEL: Final = "kemu.io/node-group"
 TO_BE_DELETED: Final = "ToBeDeletedByClusterAutoscaler"
 SHUTDOWN_ANNOTATION: Final = "kubelet.kemu.io/shutdown-duration"
+# Upstream's scale-down timers shortened together (10m unneeded, 20m unready: 2s and 4s): a
+# pool node that went NotReady for a moment (its kubelet starved or restarted with the cloud,
+# past the run's 5s node-monitor grace period) would otherwise stay unremovable for upstream's
+# 20 minutes, and no scale-down would follow in the run.
 AUTOSCALER_ARGS: Final = [
     "--scale-down-unneeded-time", "2s",
+    "--scale-down-unready-time", "4s",
     "--scale-down-delay-after-add", "2s",
     "--max-graceful-termination-sec", "5",
 ]  # fmt: skip
