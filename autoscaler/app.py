@@ -33,7 +33,7 @@ from autoscaler.status import StatusWriter
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.client.cloudprovider import CloudProviderClient
-from kemu.client.comparer import DEBUG_HANDLER, CacheComparer, informer_sources
+from kemu.client.comparer import CacheComparer, informer_sources
 from kemu.client.controlplane import (
     Elected,
     add_leader_election_flags,
@@ -443,11 +443,7 @@ async def serve(
             )
             await autoscaler.run()
 
-    comparer = CacheComparer(
-        COMPONENT, lambda: informer_sources(state.get("informers")), clock=ctx.clock
-    )
-    ctx.add_debug_handler(DEBUG_HANDLER, comparer.report)
-    ctx.on_debug_signal(comparer.trigger)
+    comparer = CacheComparer.wired(ctx, COMPONENT, lambda: informer_sources(state.get("informers")))
     async with anyio.create_task_group() as tg:
         await tg.start(comparer.run)
         await run_elected(

@@ -42,7 +42,7 @@ from controllermanager import (
 from controllermanager.controller import ControllerContext, ControllerInit
 from controllermanager.garbagecollector import garbagecollector
 from kemu.client.client import Client
-from kemu.client.comparer import DEBUG_HANDLER, CacheComparer, informer_sources
+from kemu.client.comparer import CacheComparer, informer_sources
 from kemu.client.controlplane import (
     Elected,
     add_leader_election_flags,
@@ -259,11 +259,7 @@ async def run_with_client(
     """The body of the component over any ApiClient (tests pass a FakeClient)."""
     manager = ControllerManager(client, ctx, controllers)
     ctx.add_readiness_check("controllers", manager.ready)
-    comparer = CacheComparer(
-        COMPONENT, lambda: informer_sources(manager.informers), clock=ctx.clock
-    )
-    ctx.add_debug_handler(DEBUG_HANDLER, comparer.report)
-    ctx.on_debug_signal(comparer.trigger)
+    comparer = CacheComparer.wired(ctx, COMPONENT, lambda: informer_sources(manager.informers))
     async with anyio.create_task_group() as tg:
         await tg.start(comparer.run)
         await run_elected(

@@ -24,7 +24,7 @@ import anyio
 
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
-from kemu.client.comparer import DEBUG_HANDLER, CacheComparer, informer_sources
+from kemu.client.comparer import CacheComparer, informer_sources
 from kemu.client.controlplane import (
     Elected,
     add_leader_election_flags,
@@ -250,16 +250,14 @@ async def serve(
         return True
 
     ctx.add_readiness_check("informers", ready)
-    comparer = CacheComparer(
+    comparer = CacheComparer.wired(
+        ctx,
         COMPONENT,
         lambda: [
             *informer_sources(informers),
             *cache_sources(cache, queue, pods, nodes, frameworks),
         ],
-        clock=ctx.clock,
     )
-    ctx.add_debug_handler(DEBUG_HANDLER, comparer.report)
-    ctx.on_debug_signal(comparer.trigger)
     ctx.on_debug_signal(CacheDumper(cache, queue).dump_all)
 
     async def schedule() -> None:

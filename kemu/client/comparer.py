@@ -49,6 +49,7 @@ from anyio.abc import TaskStatus
 
 from kemu.client.informer import Informer, InformerFactory, object_key
 from kemu.component.clock import Clock
+from kemu.component.runner import ComponentContext
 from kemu.machinery.errors import ApiError
 
 log = logging.getLogger(__name__)
@@ -296,6 +297,17 @@ class CacheComparer:
         self._wanted = anyio.Event()
         self._running = False
         self._last: _Result | None = None
+
+    @classmethod
+    def wired(
+        cls, ctx: ComponentContext, component: str, sources: Callable[[], Iterable[Source]]
+    ) -> CacheComparer:
+        """A comparer on the component's clock, run by its debug signal (SIGUSR2) and served
+        at /debug/caches; the component still runs `run` in its task group."""
+        comparer = cls(component, sources, clock=ctx.clock)
+        ctx.add_debug_handler(DEBUG_HANDLER, comparer.report)
+        ctx.on_debug_signal(comparer.trigger)
+        return comparer
 
     def trigger(self) -> None:
         """Asks `run` for a comparison (SIGUSR2). Triggers while one runs make one more."""
