@@ -197,14 +197,23 @@ class PodWorkers:
         self.queue.add(uid)
 
     def on_pod_delete(self, pod: types_pb2.Pod) -> None:
+        """HandlePodRemoves: the pod leaves the pod manager, so it no longer counts against
+        the node's other pods (`held_by_others`), and the Deferred resizes are retried at once
+        (upstream's RetryPendingResizes(pods_removed), in pkg/kubelet/kubelet.go), before any
+        pod's worker can decide a resize against the freed room. Its worker then forgets it."""
         node = self.nodes.get(pod.spec.node_name)
         if node is None:
             return
         uid = pod.metadata.uid
-        node.api_pods.pop(uid, None)
-        if uid in node.runtimes:
-            self._node_of[uid] = node
-            self.queue.add(uid)
+        if node.api_pods.pop(uid, None) is None or not self._started:
+            return
+        rt = node.runtimes.get(uid)
+        if rt is None:
+            return
+        self._node_of[uid] = node
+        self.queue.add(uid)
+        if rt.active:
+            self.allocation_manager.retry(node, TRIGGER_PODS_REMOVED)
 
     def _add_pod(self, node: NodePods, pod: types_pb2.Pod) -> None:
         """HandlePodAdditions for one pod: admits it (or not) and records the outcome."""
@@ -317,8 +326,6 @@ class PodWorkers:
         if rt.state != PodState.REJECTED:
             node.save()
         logger.info("node %s: pod %s is gone (was %s)", node.name, rt.key, rt.state)
-        if rt.active:
-            self.allocation_manager.retry(node, TRIGGER_PODS_REMOVED)
 
     def _update_runtime(
         self, node: NodePods, pod: types_pb2.Pod, rt: PodRuntime, now: float

@@ -27,6 +27,7 @@ from kubelet.pod_workers import PodWorkerOptions
 from kubelet.resize_retry import (
     TRIGGER_POD_RESIZED,
     TRIGGER_POD_TERMINATED,
+    TRIGGER_PODS_REMOVED,
     retry_key,
 )
 from kubelet.runtime import ContainerAllocation, PodRuntime, PodState
@@ -290,6 +291,35 @@ async def test_retry_order_higher_priority_is_accepted_and_the_older_stays_defer
         assert env.workers.allocation_manager.deferred_resizes_accepted == {
             TRIGGER_POD_TERMINATED: 1
         }
+
+
+async def test_a_removed_pod_frees_its_room_in_a_pods_removed_retry_at_once():
+    """S-IPR-3 with the removal seen alone (a watch that delivers the DELETE without the
+    write that marked the pod): HandlePodRemoves retries the Deferred resizes as it takes the
+    pod out of the pod manager, so b is accepted by that retry (trigger pods_removed) before
+    any worker runs, and never by a sync of its own that would find the room first and count
+    under no trigger."""
+    async with running_workers(nodes={"n1": NODE}) as env:
+        await start(
+            env,
+            pod("a", memory="100Mi", priority=0),
+            pod("b", memory="100Mi", priority=100),
+            pod("c", cpu="1", memory="100Mi"),
+            pod("d", cpu="1", memory="100Mi"),
+        )
+        await resize(env, "a", "2", "100Mi")
+        await settled_pod(env, "a")
+        await advance(env.clock, 1.0)
+        await resize(env, "b", "2", "100Mi")
+        await settled_pod(env, "b")
+        b_uid = (await env.pod("b")).metadata.uid
+        assert b_uid in env.node().deferred
+
+        env.workers.on_pod_delete(await env.pod("c"))  # no await between: no worker runs
+
+        assert env.workers.allocation_manager.deferred_resizes_accepted == {TRIGGER_PODS_REMOVED: 1}
+        assert b_uid not in env.node().deferred
+        assert env.node().runtimes[b_uid].requests["cpu"] == 2000
 
 
 async def test_chain_reaction_after_a_pod_is_deleted():
