@@ -46,13 +46,18 @@ GROUP: Final = "chaos-pool"
 GROUP_LABEL: Final = "kemu.io/node-group"
 TO_BE_DELETED: Final = "ToBeDeletedByClusterAutoscaler"
 SHUTDOWN_ANNOTATION: Final = "kubelet.kemu.io/shutdown-duration"
-# Upstream's scale-down timers shortened together (10m unneeded, 20m unready: 2s and 4s): a
-# pool node that went NotReady for a moment (its kubelet starved or restarted with the cloud,
-# past the run's 5s node-monitor grace period) would otherwise stay unremovable for upstream's
-# 20 minutes, and no scale-down would follow in the run.
+# Upstream's scale-down timers shortened together (10m unneeded, 20m unready, 5m unremovable
+# recheck: 2s, 4s and 1s): a pool node that went NotReady for a moment (its kubelet starved or
+# restarted with the cloud, past the run's 5s node-monitor grace period) would otherwise stay
+# unremovable for upstream's 20 minutes; and one whose pods had nowhere to go in a single
+# simulation (unready just after it registered, so not held to the utilization threshold:
+# NoPlaceToMovePods) is not simulated again for --unremovable-node-recheck-timeout
+# (cluster-autoscaler core/scaledown/planner/planner.go, unremovable.Nodes), upstream's 5
+# minutes: longer than the run, and no scale-down would follow in it.
 AUTOSCALER_ARGS: Final = [
     "--scale-down-unneeded-time", "2s",
     "--scale-down-unready-time", "4s",
+    "--unremovable-node-recheck-timeout", "1s",
     "--scale-down-delay-after-add", "2s",
     "--max-graceful-termination-sec", "5",
 ]  # fmt: skip
