@@ -1,20 +1,20 @@
 """The scheduling cycle's batch path: Filter and host selection over node columns.
 
-`batch_filter` is `Scheduler._find_nodes_that_pass_filters` over `kemu.scheduling.columns`:
+`batch_filter` is `Scheduler`'s per-node Filter pass over `kemu.scheduling.columns`:
 the same nodes in the same rotated order from the same start index, stopping at the same
 number of feasible nodes (percentageOfNodesToScore), with the same Filter count. The
 framework's batch Filter decides the rows it can (True: the per-node Filter would return
 Success); every other row it reaches in order goes through the per-node path
 (`run_filter_plugins_with_nominated_pods`), which gives the failing nodes their exact Status
 (or raises the same error), except the rows whose Status the batch forms know
-(`Framework.run_reject_columns`: the first plugin in order to reject the row has a
+(`ColumnRunner.run_reject_columns`: the first plugin in order to reject the row has a
 `reject_columns` form and every plugin before it passed the row in batch). Rows are evaluated
 in chunks of the rotated order, so that a cluster where most nodes fit does not pay for the
 rest.
 
 A node with nominated pods of at least the pod's priority (other than the pod itself) takes
 upstream's two-pass filter (RunFilterPluginsWithNominatedPods: pass 1 on the node with them
-added, pass 2, if that passed, on the node as it is). When `Framework.nominated_columns` can
+added, pass 2, if that passed, on the node as it is). When `ColumnRunner.nominated_columns` can
 make it exact for the cycle (no PreFilter AddPod extension runs, every Filter plugin that runs
 has a batch form and opts in: kemu.scheduling.columns.ColumnNominatedPlugin), pass 1 runs over
 the columns with those pods' requests and count added (`_Nominated`), pass 2 is the plain mask:
@@ -37,12 +37,13 @@ import numpy as np
 import numpy.typing as npt
 
 from kemu.api.v1 import types_pb2
+from kemu.scheduling.column_runner import ColumnRunner
 from kemu.scheduling.columns import BoolArray, IntArray, NodeColumns
 from kemu.scheduling.interface import CycleState, FilterFn, NodeToStatus
 from kemu.scheduling.status import Status
 from kemu.scheduling.types import NodeInfo, PodInfo
 
-__all__ = ["ColumnFramework", "FilterError", "batch_filter", "select_host_index"]
+__all__ = ["FilterError", "PerNodeFilter", "batch_filter", "select_host_index"]
 
 MIN_CHUNK = 64
 
@@ -55,42 +56,25 @@ class FilterError(Exception):
         self.status = status
 
 
-class ColumnFramework(Protocol):
-    def run_filter_columns(
-        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
-    ) -> BoolArray | None: ...
+class PerNodeFilter(Protocol):
+    """The per-node Filter of the Framework the batch path falls back to, row by row."""
 
     def run_filter_plugins_with_nominated_pods(
         self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo
     ) -> Status: ...
 
-    def counted_nominated_pods(self, pod: types_pb2.Pod) -> dict[str, list[PodInfo]] | None: ...
-
-    def nominated_columns(
+    def run_filter_plan(
         self,
-        state: CycleState,
-        pod: types_pb2.Pod,
-        columns: NodeColumns,
-        counted: dict[str, list[PodInfo]],
-    ) -> tuple[NodeColumns, IntArray] | None: ...
-
-    def run_reject_columns(
-        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
-    ) -> tuple[IntArray, list[Status]]: ...
-
-    def filter_rest_plan(self, state: CycleState) -> list[tuple[str, FilterFn]]: ...
-
-    def run_filter_rest(
-        self,
+        plan: list[tuple[str, FilterFn]],
         state: CycleState,
         pod: types_pb2.Pod,
         node: NodeInfo,
-        plan: list[tuple[str, FilterFn]],
     ) -> Status: ...
 
 
 def batch_filter(
-    fwk: ColumnFramework,
+    fwk: PerNodeFilter,
+    runner: ColumnRunner,
     state: CycleState,
     pod: types_pb2.Pod,
     columns: NodeColumns,
@@ -104,7 +88,7 @@ def batch_filter(
     this pod (nothing is changed then: the caller runs the per-node path). Rejected nodes
     get their per-node Status in `statuses`; a per-node error raises FilterError."""
     n = len(nodes)
-    counted = fwk.counted_nominated_pods(pod)
+    counted = runner.counted_nominated_pods(pod)
     if counted is None:
         return None
     base: IntArray | None = None
@@ -113,7 +97,7 @@ def batch_filter(
         base = np.fromiter((row_of[ni.name] for ni in nodes), dtype=np.int64, count=n)
     nominated = _Nominated.of(columns, nodes, base, counted) if counted else None
 
-    rest = fwk.filter_rest_plan(state)
+    rest = runner.filter_rest_plan(state)
     rejected: list[tuple[str, Status]] = []
     positions: list[IntArray] = []
     found = 0
@@ -130,21 +114,23 @@ def batch_filter(
         else:
             idx = (np.arange(lo, hi, dtype=np.int64) + start) % n
         rows = idx if base is None else base[idx]
-        ok = fwk.run_filter_columns(state, pod, columns, rows)
+        ok = runner.run_filter_columns(state, pod, columns, rows)
         if ok is None:
             return None
         known: IntArray
         known_statuses: list[Status]
         here = nominated.here(idx) if nominated is not None else None
         if nominated is not None and here is not None:
-            ok, known, known_statuses = nominated.filter(fwk, state, pod, columns, rows, ok, here)
+            ok, known, known_statuses = nominated.filter(
+                runner, state, pod, columns, rows, ok, here
+            )
             all_ok = bool(np.logical_and.reduce(ok))
         else:
             all_ok = bool(np.logical_and.reduce(ok))
             known, known_statuses = _NONE_KNOWN, []
             if not all_ok:  # (all_ok: nothing rejected, `known` is never read below)
                 known = np.full(len(rows), -1, dtype=np.int64)
-                _add_rejections(fwk, state, pod, columns, rows, ~ok, known, known_statuses)
+                _add_rejections(runner, state, pod, columns, rows, ~ok, known, known_statuses)
         if rest:
             # Plugins without a batch form: every row in order through the per-node path,
             # only those plugins where the batch passed (the others would return Success).
@@ -156,7 +142,7 @@ def batch_filter(
                     break
                 node = nodes[int(idx[j])]
                 if batch_ok:
-                    status = fwk.run_filter_rest(state, pod, node, rest)
+                    status = fwk.run_filter_plan(rest, state, pod, node)
                 elif known[j] >= 0:
                     status = known_statuses[int(known[j])]
                 else:
@@ -251,7 +237,7 @@ _NONE_KNOWN: Final[IntArray] = np.zeros(0, dtype=np.int64)
 
 
 def _add_rejections(
-    fwk: ColumnFramework,
+    runner: ColumnRunner,
     state: CycleState,
     pod: types_pb2.Pod,
     columns: NodeColumns,
@@ -266,7 +252,7 @@ def _add_rejections(
     at = np.flatnonzero(todo)
     if not len(at):
         return
-    known, table = fwk.run_reject_columns(state, pod, columns, rows[at])
+    known, table = runner.run_reject_columns(state, pod, columns, rows[at])
     if table:
         which[at] = np.where(known >= 0, known + len(statuses), -1)
         statuses.extend(table)
@@ -277,7 +263,7 @@ class _Nominated:
     (run_filter_plugins_with_nominated_pods: pass 1 on the node with them, then, if that
     passes, pass 2 on the node as it is), by position in `nodes`; those with a node object
     (`with_node`) the batch forms evaluate when the framework can make that exact
-    (Framework.nominated_columns: the columns with the pods added, asked once, when a chunk
+    (ColumnRunner.nominated_columns: the columns with the pods added, asked once, when a chunk
     first reaches such a node), the rest go through the per-node path."""
 
     __slots__ = ("_asked", "_columns_with", "_counted", "at", "with_node")
@@ -309,11 +295,11 @@ class _Nominated:
         return _Nominated(at, with_node, counted)
 
     def columns_with(
-        self, fwk: ColumnFramework, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns
+        self, runner: ColumnRunner, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns
     ) -> NodeColumns | None:
         if not self._asked:
             self._asked = True
-            batch = fwk.nominated_columns(state, pod, columns, self._counted)
+            batch = runner.nominated_columns(state, pod, columns, self._counted)
             self._columns_with = None if batch is None else batch[0]
         return self._columns_with
 
@@ -328,7 +314,7 @@ class _Nominated:
 
     def filter(
         self,
-        fwk: ColumnFramework,
+        runner: ColumnRunner,
         state: CycleState,
         pod: types_pb2.Pod,
         columns: NodeColumns,
@@ -346,10 +332,10 @@ class _Nominated:
         statuses: list[Status] = []
         out = ok & ~nominated
         at = np.flatnonzero(by_columns)
-        with_pods = self.columns_with(fwk, state, pod, columns) if len(at) else None
+        with_pods = self.columns_with(runner, state, pod, columns) if len(at) else None
         pass1: BoolArray | None = None
         if with_pods is not None:
-            pass1 = fwk.run_filter_columns(state, pod, with_pods, rows[at])
+            pass1 = runner.run_filter_columns(state, pod, with_pods, rows[at])
         plain_todo = ~ok & ~nominated
         if pass1 is not None and with_pods is not None:
             out[at] = pass1 & ok[at]
@@ -357,10 +343,10 @@ class _Nominated:
             # nominated pods, whose rows in `with_pods` are those of `columns`: one call.
             failed1 = plain_todo.copy()
             failed1[at[~pass1]] = True
-            _add_rejections(fwk, state, pod, with_pods, rows, failed1, which, statuses)
+            _add_rejections(runner, state, pod, with_pods, rows, failed1, which, statuses)
             plain_todo = np.zeros(len(rows), dtype=np.bool_)
             plain_todo[at[pass1 & ~ok[at]]] = True  # pass 1 passed: pass 2's Status
-        _add_rejections(fwk, state, pod, columns, rows, plain_todo, which, statuses)
+        _add_rejections(runner, state, pod, columns, rows, plain_todo, which, statuses)
         return out, which, statuses
 
 

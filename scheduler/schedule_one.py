@@ -45,7 +45,8 @@ from kemu.component.featuregate import (
 from kemu.component.version import Version
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
-from kemu.scheduling.columns import IntArray, NodeColumns
+from kemu.scheduling.column_runner import ColumnRunner
+from kemu.scheduling.columns import IntArray
 from kemu.scheduling.deferred import is_deferred_resize_pod, resize_preemption_enabled
 from kemu.scheduling.events import ASSIGNED_POD_DELETE
 from kemu.scheduling.interface import (
@@ -63,7 +64,7 @@ from kemu.scheduling.runtime import NodePluginScores
 from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.status import Code, Status, as_error, unresolvable
 from kemu.scheduling.types import NodeInfo, PodInfo, PostFilterResult, PreFilterResult, pod_key
-from scheduler.batch import ColumnFramework, FilterError, batch_filter, select_host_index
+from scheduler.batch import FilterError, PerNodeFilter, batch_filter, select_host_index
 from scheduler.cache.cache import CacheError
 from scheduler.cache.interface import SchedulerCache
 from scheduler.metrics import SchedulerMetrics, fast_inc
@@ -72,6 +73,7 @@ from scheduler.queue.interface import SchedulingQueue
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "FeasibleNodes",
     "FitError",
     "NoNodesAvailable",
     "ScheduleResult",
@@ -122,9 +124,9 @@ class NoNodesAvailable(SchedulingError):
 # ---------------------------------------------------------------- what the scheduler drives
 
 
-class FrameworkLike(ColumnFramework, Protocol):
-    """The subset of kemu.scheduling.runtime.Framework the cycles use (the batch path's
-    part, ColumnFramework, included)."""
+class FrameworkLike(PerNodeFilter, Protocol):
+    """The subset of kemu.scheduling.runtime.Framework the cycles use (the per-node Filter
+    the batch path falls back to, PerNodeFilter, included)."""
 
     def profile_name(self) -> str: ...
 
@@ -189,9 +191,17 @@ class FrameworkLike(ColumnFramework, Protocol):
 
     def run_post_bind_plugins(self, state: CycleState, pod: types_pb2.Pod, node: str) -> None: ...
 
-    def run_score_columns(
-        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
-    ) -> IntArray | None: ...
+    def column_runner(self) -> ColumnRunner: ...
+
+
+@dataclass(frozen=True, slots=True)
+class FeasibleNodes:
+    """What the Filter pass found (upstream findNodesThatPassFilters' feasible list): the
+    nodes, in the order found, and, when the batch path (scheduler.batch) found them, their
+    rows in the cycle's node columns, over which the batch Score then runs."""
+
+    nodes: list[NodeInfo]
+    rows: IntArray | None = None
 
 
 @dataclass(frozen=True)
@@ -219,6 +229,7 @@ class Scheduler:
         pod_lister: PodLister,
         rng: random.Random | None = None,
         batch: bool = True,
+        batch_min_nodes: int = BATCH_MIN_NODES,
     ) -> None:
         self.client = client
         self.cache = cache
@@ -232,11 +243,11 @@ class Scheduler:
         self.rng = rng or random.Random()
         self.next_start_node_index = 0
         # Filter and Score over node columns where the plugins allow it (kemu.scheduling.
-        # columns; scheduler.batch); False: always node by node (the reference path).
+        # columns; scheduler.batch) on clusters of at least `batch_min_nodes` nodes (below,
+        # the NumPy calls' fixed cost exceeds what they save); False: always node by node
+        # (the reference path).
         self.batch = batch
-        self.batch_min_nodes = BATCH_MIN_NODES  # tests lower it to compare on small clusters
-        # The rows of the last cycle's feasible nodes, when they came from the batch path.
-        self._feasible_rows: IntArray | None = None
+        self.batch_min_nodes = batch_min_nodes
         self._binding_tasks: TaskGroup | None = None
         self.cycles = 0
         self.resize_preemption = resize_preemption_enabled(gates)
@@ -447,7 +458,8 @@ class Scheduler:
         fwk.set_snapshot(self.snapshot)
         if self.snapshot.num_nodes() == 0:
             raise NoNodesAvailable()
-        feasible, statuses, unschedulable_plugins = self.find_nodes_that_fit_pod(fwk, state, pod)
+        found, statuses, unschedulable_plugins = self.find_nodes_that_fit_pod(fwk, state, pod)
+        feasible = found.nodes
         if not feasible:
             raise FitError(
                 pod,
@@ -461,10 +473,12 @@ class Scheduler:
         status = fwk.run_pre_score_plugins(state, pod, feasible)
         if not status.is_success():
             raise SchedulingError(status)
-        rows, self._feasible_rows = self._feasible_rows, None
         totals = None
-        if rows is not None and fwk.has_score_plugins():
-            totals = fwk.run_score_columns(state, pod, self.snapshot.columns(), rows)
+        if found.rows is not None and fwk.has_score_plugins():
+            # Found by the batch path: scored over the same rows (None: per node).
+            totals = fwk.column_runner().run_score_columns(
+                state, pod, self.snapshot.columns(), found.rows
+            )
         if totals is not None:
             host = feasible[select_host_index(totals, self.rng)].name
         else:
@@ -473,10 +487,9 @@ class Scheduler:
 
     def find_nodes_that_fit_pod(
         self, fwk: FrameworkLike, state: CycleState, pod: types_pb2.Pod
-    ) -> tuple[list[NodeInfo], NodeToStatus, set[str]]:
+    ) -> tuple[FeasibleNodes, NodeToStatus, set[str]]:
         all_nodes: list[NodeInfo] = self.snapshot.node_infos().list()
         statuses = NodeToStatus()
-        self._feasible_rows = None
         pre_result, status, unschedulable_plugins = fwk.run_pre_filter_plugins(
             state, pod, all_nodes
         )
@@ -486,7 +499,7 @@ class Scheduler:
             # Every node gets the PreFilter's rejection, so preemption sees one status.
             statuses.absent = status
             statuses.pre_filter_rejected = True
-            return [], statuses, unschedulable_plugins
+            return FeasibleNodes([]), statuses, unschedulable_plugins
 
         nnn = pod.status.nominated_node_name
         if nnn and self.gates.enabled(PREFER_NOMINATED_NODE):
@@ -495,7 +508,7 @@ class Scheduler:
                 feasible = self._find_nodes_that_pass_filters(
                     fwk, state, pod, NodeToStatus(), [node], rotate=False
                 )
-                if feasible:
+                if feasible.nodes:
                     return feasible, statuses, unschedulable_plugins
                 log.debug("nominated node %s of %s did not pass the filters", nnn, pod_key(pod))
 
@@ -525,31 +538,43 @@ class Scheduler:
         nodes: list[NodeInfo],
         *,
         rotate: bool = True,
-    ) -> list[NodeInfo]:
+    ) -> FeasibleNodes:
+        """upstream findNodesThatPassFilters: up to numFeasibleNodesToFind feasible nodes of
+        `nodes` from the rotating start index (`rotate`; the nominated node alone: from its
+        start, the index left alone); rejected nodes get their Status in `statuses`; an error
+        raises SchedulingError."""
         n = len(nodes)
         if n == 0:
-            return []
+            return FeasibleNodes([])
         to_find = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score(), n)
         start = self.next_start_node_index % n if rotate else 0
-        feasible: list[NodeInfo] = []
-        if self.batch and rotate and n >= self.batch_min_nodes and fwk.has_filter_plugins():
-            try:
-                found = batch_filter(
-                    fwk, state, pod, self.snapshot.columns(), nodes, start, to_find, statuses
-                )
-            except FilterError as e:
-                raise SchedulingError(e.status) from None
-            if found is not None:
-                feasible, rows, checked = found
-                self._feasible_rows = rows
-                self._count_filter_evaluations(fwk, checked)
-                self.next_start_node_index = (start + checked) % n
-                return feasible
         if not fwk.has_filter_plugins():
             feasible = [nodes[(start + i) % n] for i in range(min(to_find, n))]
             if rotate:
                 self.next_start_node_index = (start + len(feasible)) % n
-            return feasible
+            return FeasibleNodes(feasible)
+        if rotate and self.batch and n >= self.batch_min_nodes:
+            runner = fwk.column_runner()
+            try:
+                found = batch_filter(
+                    fwk,
+                    runner,
+                    state,
+                    pod,
+                    self.snapshot.columns(),
+                    nodes,
+                    start,
+                    to_find,
+                    statuses,
+                )
+            except FilterError as e:
+                raise SchedulingError(e.status) from None
+            if found is not None:  # None: no batch form for this pod, nothing changed
+                feasible, rows, checked = found
+                self._count_filter_evaluations(fwk, checked)
+                self.next_start_node_index = (start + checked) % n
+                return FeasibleNodes(feasible, rows)
+        feasible = []
         checked = 0
         for i in range(n):
             node = nodes[(start + i) % n]
@@ -566,7 +591,7 @@ class Scheduler:
         self._count_filter_evaluations(fwk, checked)
         if rotate:
             self.next_start_node_index = (start + checked) % n
-        return feasible
+        return FeasibleNodes(feasible)
 
     def _count_filter_evaluations(self, fwk: FrameworkLike, checked: int) -> None:
         self.cycle_filter_evaluations += checked

@@ -6,11 +6,11 @@ each node of a `Snapshot` in NumPy arrays, one row per node in the snapshot's no
 (`Snapshot.columns()`: built on first use after the node list changed, then updated one row
 at a time as the cache replaces a changed NodeInfo). A plugin opts in to the batch path by
 implementing `ColumnFilterPlugin` and/or `ColumnScorePlugin` (below). For Filter, the
-framework (`Framework.run_filter_columns`) combines the batch forms of the plugins the cycle
-runs, and the plugins without one run per node on the rows the batch passed (so one plugin
+framework's `ColumnRunner` (kemu.scheduling.column_runner: `run_filter_columns`) combines the
+batch forms of the plugins the cycle runs, and the plugins without one run per node on the rows the batch passed (so one plugin
 without a batch form does not send the whole cycle node by node); the cycle filters per node
 only when no plugin it runs has a batch form or one declines the pod. For Score
-(`Framework.run_score_columns`), every Score plugin the cycle runs must have the batch form,
+(`ColumnRunner.run_score_columns`), every Score plugin the cycle runs must have the batch form,
 else the cycle scores per node. The per-node plugin interface is unchanged and stays the
 reference: every batch form must agree with it exactly (tests/unit/scheduling/
 test_columns_equivalence.py compares them on random clusters and pods).
@@ -184,7 +184,7 @@ class NodeColumns:
         requests and the pod count follow; everything else (allocatable, the node's own
         masks, label domains, `infos`) is shared, read-only: `infos[row]` is still the node
         without them. For the batch form of the nominated pods' pass
-        (Framework.nominated_columns)."""
+        (ColumnRunner.nominated_columns)."""
         c = NodeColumns.__new__(NodeColumns)
         for name in NodeColumns.__slots__:
             if name not in _INT_FIELDS and name != "_ints":
@@ -308,6 +308,21 @@ class ColumnNormalizePlugin(Protocol):
     def normalize_columns(
         self, state: CycleState, pod: types_pb2.Pod, scores: IntArray
     ) -> IntArray | None: ...
+
+
+@runtime_checkable
+class ColumnConstantScorePlugin(Protocol):
+    """A Score plugin with a batch form (kemu.scheduling.columns.ColumnScorePlugin) that can
+    tell, before looking at the rows, that every row gets the same final score this cycle
+    (TaintToleration on a cluster without taints, say): `constant_score_columns` returns
+    that score, after NormalizeScore if the plugin has one (what `score_columns` then
+    `normalize_columns` would give every row), or None when it depends on the rows (the
+    framework then calls `score_columns`). Same conditions as `score_columns`: after the
+    plugin's PreScore, `state` not changed."""
+
+    def constant_score_columns(
+        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns
+    ) -> int | None: ...
 
 
 # ---------------------------------------------------------------- helpers for batch forms

@@ -209,7 +209,7 @@ class TaintToleration(
         self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns
     ) -> int | None:
         """Without a tainted node every raw score is 0, which NormalizeScore (reversed) makes
-        MAX_NODE_SCORE for every row (kemu.scheduling.runtime.ColumnConstantScorePlugin)."""
+        MAX_NODE_SCORE for every row (kemu.scheduling.columns.ColumnConstantScorePlugin)."""
         if columns.tainted_nodes or not isinstance(state.read(PRE_SCORE_STATE_KEY), _PreScoreState):
             return None  # score_columns decides (and declines without the PreScore state)
         return MAX_NODE_SCORE

@@ -203,9 +203,9 @@ def world(
         pod_lister=None,  # type: ignore[arg-type]
         rng=rng,
         batch=batch,
+        batch_min_nodes=0,  # the batch path on every cluster size
     )
     sched.next_start_node_index = start
-    sched.batch_min_nodes = 0  # the batch path on every cluster size
     return World(sched, fwk, queue)
 
 
@@ -286,19 +286,19 @@ def test_batch_filter_passes_only_nodes_the_per_node_filter_passes_and_scores_ag
         return
     columns = sched.snapshot.columns()
     rows = np.arange(len(infos), dtype=np.int64)
-    mask = fwk.run_filter_columns(state, p, columns, rows)
+    mask = fwk.column_runner().run_filter_columns(state, p, columns, rows)
     per_node = [fwk.run_filter_plugins(state, p, ni).is_success() for ni in infos]
-    rest = fwk.filter_rest_plan(state)
+    rest = fwk.column_runner().filter_rest_plan(state)
     if mask is not None:
         for ni, ok, expected in zip(infos, mask.tolist(), per_node, strict=True):
             # True: the plugins with a batch form pass, so the others alone decide.
-            assert not ok or expected == fwk.run_filter_rest(state, p, ni, rest).is_success()
+            assert not ok or expected == fwk.run_filter_plan(rest, state, p, ni).is_success()
         # Where only resources, taints and unschedulable decide, the batch form is exact.
         if not pod.gpu and not rest:
             assert mask.tolist() == per_node
         # The rejections the batch forms know are the per-node Filter's Statuses.
         failing = rows[~mask]
-        which, table = fwk.run_reject_columns(state, p, columns, failing)
+        which, table = fwk.column_runner().run_reject_columns(state, p, columns, failing)
         for row, k in zip(failing.tolist(), which.tolist(), strict=True):
             if k >= 0:
                 assert table[k] == fwk.run_filter_plugins(state, p, infos[row])
@@ -307,7 +307,7 @@ def test_batch_filter_passes_only_nodes_the_per_node_filter_passes_and_scores_ag
         return
     scores, score_status = fwk.run_score_plugins(state, p, feasible)
     feasible_rows = np.array([columns.row_of[ni.name] for ni in feasible], dtype=np.int64)
-    totals = fwk.run_score_columns(state, p, columns, feasible_rows)
+    totals = fwk.column_runner().run_score_columns(state, p, columns, feasible_rows)
     assert score_status.is_success() and totals is not None
     assert totals.tolist() == [s.total_score for s in scores]
 

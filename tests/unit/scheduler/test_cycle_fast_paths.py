@@ -115,7 +115,7 @@ def test_the_feasible_window_wraps_around_the_node_list_as_the_per_node_path(sta
         assert status.is_success()
         feasible = sched._find_nodes_that_pass_filters(
             fwk, state, pod, NodeToStatus(), sched.snapshot.list()
-        )
+        ).nodes
         found.append([ni.name for ni in feasible])
         assert sched.next_start_node_index == (start + 100) % 150
         order = [ni.name for ni in sched.snapshot.list()]
@@ -189,12 +189,12 @@ def test_batch_filters_say_every_row_with_the_shared_read_only_mask() -> None:
     pod = make_pod("p").scheduler_name("default-scheduler").obj()  # requests nothing
     _, status, _ = fwk.run_pre_filter_plugins(state, pod, sched.snapshot.list())
     assert status.is_success()
-    mask = fwk.run_filter_columns(state, pod, columns, rows)
+    mask = fwk.column_runner().run_filter_columns(state, pod, columns, rows)
     assert mask is not None and mask.tolist() == [True] * 4
     big = make_pod("q").req(cpu="2").scheduler_name("default-scheduler").obj()
     state = CycleState()
     fwk.run_pre_filter_plugins(state, big, sched.snapshot.list())
-    mask = fwk.run_filter_columns(state, big, columns, rows)
+    mask = fwk.column_runner().run_filter_columns(state, big, columns, rows)
     assert mask is not None and mask.tolist() == [False] * 4 and mask is not every
 
 
@@ -211,14 +211,14 @@ def test_only_nodes_with_nominated_pods_of_at_least_the_pods_priority_are_filter
             PodInfo(make_pod(name).uid(f"uid-{name}").priority(priority).obj()), node
         )
 
-    assert fwk.counted_nominated_pods(pod) == {}
+    assert fwk.column_runner().counted_nominated_pods(pod) == {}
     nominate("low", 5, "n-low")
     nominator.add_nominated_pod(PodInfo(pod), "n-self")
-    assert fwk.counted_nominated_pods(pod) == {}
+    assert fwk.column_runner().counted_nominated_pods(pod) == {}
     nominate("same", 10, "n-same")
     nominate("high", 20, "n-high")
     nominate("low2", 0, "n-high")
-    counted = fwk.counted_nominated_pods(pod)
+    counted = fwk.column_runner().counted_nominated_pods(pod)
     assert counted is not None
     assert {node: [pi.pod.metadata.name for pi in pis] for node, pis in counted.items()} == {
         "n-same": ["same"],

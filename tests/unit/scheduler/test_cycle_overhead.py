@@ -12,15 +12,11 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 
 from kemu.component.clock import FakeClock
 from kemu.component.featuregate import FeatureGates
+from kemu.scheduling.columns import ColumnConstantScorePlugin
 from kemu.scheduling.interface import CycleState
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.plugins.taint_toleration import TaintToleration
-from kemu.scheduling.runtime import (
-    ColumnConstantScorePlugin,
-    Framework,
-    fast_observer,
-    observer_from_histogram,
-)
+from kemu.scheduling.runtime import Framework, fast_observer, observer_from_histogram
 from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.types import MAX_NODE_SCORE
 from kemu.testing.builders import make_node, make_pod
@@ -121,8 +117,8 @@ def _scheduler(nodes: int, *, taint: bool) -> tuple[Scheduler, Framework]:
         metrics=SchedulerMetrics(None),
         pod_lister=None,  # type: ignore[arg-type]
         rng=rng,
+        batch_min_nodes=0,
     )
-    sched.batch_min_nodes = 0
     return sched, fwk
 
 
@@ -156,6 +152,6 @@ def test_taint_toleration_constant_score_is_what_its_columns_give(taint: bool) -
         assert normalized.tolist() == [constant] * len(infos)
     # The framework's totals are the per-node path's either way.
     scores, status = fwk.run_score_plugins(state, pod, infos)
-    totals = fwk.run_score_columns(state, pod, columns, rows)
+    totals = fwk.column_runner().run_score_columns(state, pod, columns, rows)
     assert status.is_success() and totals is not None
     assert totals.tolist() == [s.total_score for s in scores]
