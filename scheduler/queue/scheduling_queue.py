@@ -119,10 +119,6 @@ def _key(qpi: QueuedPodInfo) -> str:
 class PriorityQueue:
     """The scheduler's queue of pending pods. Implements framework PodNominator."""
 
-    # Whether an event's pool walk passes over pods no hint of the event can move without
-    # per-pod work (`_cannot_move`); off only in tests comparing the outcomes with and without.
-    skip_unhinted: bool = True
-
     def __init__(
         self,
         *,
@@ -140,8 +136,13 @@ class PriorityQueue:
         pod_info_factory: Callable[[types_pb2.Pod], PodInfo] = PodInfo,
         metrics: QueueMetricsSink | None = None,
         max_in_flight_events: int = 10_000,
+        skip_unhinted: bool = True,
     ) -> None:
         self._clock = clock
+        # Whether an event's pool walk passes over pods no hint of the event can move without
+        # per-pod work (`_cannot_move`); False: every pod is asked (the reference the shortcut
+        # is compared with).
+        self._skip_unhinted = skip_unhinted
         self._less = less
         # One function, or one per profile (a pod of an unknown profile is never gated).
         self._pre_enqueue = pre_enqueue
@@ -733,7 +734,7 @@ class PriorityQueue:
         if not self._is_event_of_interest(event):
             return
         label = str(event)
-        skip_unhinted = self.skip_unhinted and not _is_wildcard(event)
+        skip_unhinted = self._skip_unhinted and not _is_wildcard(event)
         hinted_by_profile: dict[str, frozenset[str] | None] = {}
         for qpi in pods:
             if qpi.gated and not self._gating_plugin_interested(qpi, event):

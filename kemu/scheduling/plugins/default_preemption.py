@@ -134,15 +134,16 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         min_candidate_nodes_percentage: int = DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE,
         min_candidate_nodes_absolute: int = DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE,
         rng: random.Random | None = None,
+        resource_shortcuts: bool = True,
     ) -> None:
         self._handle = handle
         self._percentage = min_candidate_nodes_percentage
         self._absolute = min_candidate_nodes_absolute
         self._rng = rng or random.Random()
         # The dry run's resource shortcuts (cannot_fit_on_node, reprieve without Filter where
-        # NodeResourcesFit's arithmetic decides); tests turn them off to compare with
-        # upstream's steps.
-        self.resource_shortcuts = True
+        # NodeResourcesFit's arithmetic decides); False: upstream's steps only (the reference
+        # the shortcuts are compared with).
+        self.resource_shortcuts = resource_shortcuts
         # The walk under way (see walk()), and per node what its pods of lower priority than
         # a preemptor's are and leave (_Lower), kept while the node and the priority stay.
         self._walk: _Walk | None = None

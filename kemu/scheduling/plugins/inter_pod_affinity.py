@@ -400,6 +400,7 @@ class InterPodAffinity(
         hard_pod_affinity_weight: int = DEFAULT_HARD_POD_AFFINITY_WEIGHT,
         ignore_preferred_terms_of_existing_pods: bool = False,
         skip_deferred: bool = False,
+        use_index: bool = True,
     ) -> None:
         self.handle = handle
         factory = handle.informer_factory()
@@ -411,8 +412,9 @@ class InterPodAffinity(
         self.hard_pod_affinity_weight = hard_pod_affinity_weight
         self.ignore_preferred_terms_of_existing_pods = ignore_preferred_terms_of_existing_pods
         # Read the snapshot's pre-computed counts (kemu.scheduling.topology_counts) when the
-        # lister is a Snapshot; False walks the pods as upstream (the reference, for tests).
-        self.use_index = True
+        # lister is a Snapshot; False walks the pods as upstream (the reference the index is
+        # compared with).
+        self.use_index = use_index
 
     def name(self) -> str:
         return NAME

@@ -1,4 +1,4 @@
-"""The dry run's resource shortcuts (DefaultPreemption.resource_shortcuts: nodes ruled out by
+"""The dry run's resource shortcuts (DefaultPreemption(resource_shortcuts=): nodes ruled out by
 NodeResourcesFit's arithmetic are not dry-run, and a reprieve that the arithmetic rejects skips
 its AddPod/Filter/RemovePod) give upstream's outcome exactly: on random clusters, the same
 Evaluation (node, victims in order, PDB violations, status and message) as the steps upstream
@@ -12,11 +12,20 @@ import pytest
 
 from kemu.api.v1 import types_pb2
 from kemu.scheduling.interface import CycleState, NodeToStatus
+from kemu.scheduling.plugins.default_preemption import DefaultPreemption
 from kemu.scheduling.preemption import Evaluation
 from kemu.scheduling.types import NodeInfo, PodInfo
 from kemu.testing.builders import make_node
 from tests.unit.scheduling.preemption_builders import names, pdb, pod
 from tests.unit.scheduling.test_preemption import Sim
+
+
+def _plugin(c: Sim, shortcuts: bool) -> DefaultPreemption:
+    """The profile's DefaultPreemption (the shortcuts on, as the scheduler has them), or one
+    built the same way over the same framework with them off."""
+    if shortcuts:
+        return c.plugin
+    return DefaultPreemption(c.fwk, rng=random.Random(), resource_shortcuts=False)
 
 
 def _cluster(seed: int) -> tuple[Sim, types_pb2.Pod, list[types_pb2.PodDisruptionBudget]]:
@@ -56,9 +65,9 @@ def _evaluate(
     state, statuses = _cycle(c, p)
     if state is None:
         return None
-    c.plugin.resource_shortcuts = shortcuts
-    c.plugin._rng.seed(7)  # the same random offset both ways
-    return c.plugin.evaluator.evaluate(state, p, statuses, pdbs), statuses
+    plugin = _plugin(c, shortcuts)
+    plugin._rng.seed(7)  # the same random offset both ways
+    return plugin.evaluator.evaluate(state, p, statuses, pdbs), statuses
 
 
 def _cycle(c: Sim, p: types_pb2.Pod) -> tuple[CycleState | None, NodeToStatus]:
@@ -111,11 +120,9 @@ def test_a_node_whose_nominated_pod_leaves_no_room_is_ruled_out_without_a_dry_ru
     state, _ = c.cycle(p)
     node = c.node_info("n0")
     assert c.plugin.cannot_fit_on_node(state, p, node)
-    c.plugin.resource_shortcuts = False
-    assert not c.plugin.cannot_fit_on_node(state, p, node)
+    assert not _plugin(c, False).cannot_fit_on_node(state, p, node)
     # Without the nominated pod (or with a lower-priority one) the node could be a candidate.
     c.nominator.delete_nominated_pod_if_exists(nominated)
-    c.plugin.resource_shortcuts = True
     assert not c.plugin.cannot_fit_on_node(state, p, node)
     lower = pod("lower", 5, cpu="3")
     lower.status.nominated_node_name = "n0"
@@ -302,9 +309,9 @@ def test_preemptors_one_after_another_decide_as_upstreams_steps(seed: int) -> No
             continue
         evaluations = []
         for shortcuts in (True, False):
-            c.plugin.resource_shortcuts = shortcuts
-            c.plugin._rng.seed(7)
-            evaluations.append(c.plugin.evaluator.evaluate(state, p, statuses, pdbs))
+            plugin = _plugin(c, shortcuts)
+            plugin._rng.seed(7)
+            evaluations.append(plugin.evaluator.evaluate(state, p, statuses, pdbs))
         assert _outcome(evaluations[0]) == _outcome(evaluations[1])
         cand = evaluations[0].candidate
         if cand is not None and rng.random() < 0.3:

@@ -1,4 +1,4 @@
-"""The pool walk's shortcut (`PriorityQueue.skip_unhinted`: a pod rejected only by plugins
+"""The pool walk's shortcut (`PriorityQueue(skip_unhinted=)`: a pod rejected only by plugins
 without a hint for the event is passed over without per-pod work) changes no outcome: on random
 pools and random event sequences, the queue with it and the queue without it make the same
 moves, in the same order, call the same hints with the same pods, and end with the same
@@ -123,8 +123,8 @@ def run(
         pre_enqueue=pre_enqueue,
         queueing_hint_map=hint_maps,
         metrics=QueueMetrics(registry),
+        skip_unhinted=skip_unhinted,
     )
-    q.skip_unhinted = skip_unhinted
     snapshots: list[Any] = []
 
     async def fill() -> None:

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kemu.api.v1 import types_pb2
+from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.interface import CycleState
 from kemu.scheduling.plugins import inter_pod_affinity as ipa
 from kemu.scheduling.snapshot import Snapshot
@@ -173,9 +174,12 @@ def node_obj(i: int, spec: NodeSpec) -> types_pb2.Node:
 def plugin(snap: Snapshot, *, use_index: bool, hard: int = 1) -> ipa.InterPodAffinity:
     handle = FakeHandle(informers=FakeInformerFactory(*NAMESPACE_OBJECTS))
     handle.shared_lister = snap  # type: ignore[assignment]  # a Snapshot is a SharedLister
-    p = ipa.new({"hardPodAffinityWeight": hard}, handle)
-    p.use_index = use_index
-    return p
+    return ipa.InterPodAffinity(
+        handle,
+        hard_pod_affinity_weight=hard,
+        skip_deferred=resize_preemption_enabled(handle.gates),
+        use_index=use_index,
+    )
 
 
 def statuses(
