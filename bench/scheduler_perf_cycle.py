@@ -41,11 +41,10 @@ from kemu.component.featuregate import FeatureGates
 from kemu.machinery.defaults import set_defaults
 from kemu.machinery.pod_strategy import default_requests_from_limits
 from kemu.scheduling.interface import FitError, NodeToStatus
-from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.runtime import Framework
 from kemu.scheduling.snapshot import Snapshot
 from scheduler.app import new_cache
-from scheduler.config import config_from_dict, default_config
+from scheduler.config import config_from_dict, default_config, scheduler_registry
 from scheduler.metrics import SchedulerMetrics
 from scheduler.queue.scheduling_queue import PriorityQueue
 from scheduler.schedule_one import Scheduler, SchedulingError
@@ -125,7 +124,7 @@ def new_path(
     )
     profile = config.profiles[0]  # the top-level percentageOfNodesToScore is its default
     rng = random.Random(seed)
-    fwk = Framework(profile, in_tree_registry(), clock=clock, gates=gates, rng=rng)
+    fwk = Framework(profile, scheduler_registry(), clock=clock, gates=gates, rng=rng)
     queue = PriorityQueue(clock=clock, less=fwk.queue_sort_func())
     fwk.set_nominator(queue.nominator)
     sched = Scheduler(

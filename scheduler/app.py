@@ -43,13 +43,17 @@ from kemu.component.runner import ComponentContext, cleanup_scope, run_component
 from kemu.machinery.resources import per_container_max_at
 from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.interface import SCHEDULER_POD_FIELD_SELECTOR
-from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.runtime import Framework, observer_from_histogram
 from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.waiting_pods import WaitingPodsMap
 from scheduler.cache.cache import Cache, assumed_pod_ttl_at
 from scheduler.cache.debugger import CacheDumper, cache_sources
-from scheduler.config import KubeSchedulerConfiguration, default_config, load_config
+from scheduler.config import (
+    KubeSchedulerConfiguration,
+    default_config,
+    load_config,
+    scheduler_registry,
+)
 from scheduler.event_handlers import EventHandlers
 from scheduler.metrics import SchedulerMetrics
 from scheduler.preemption_executor import Executor
@@ -180,7 +184,7 @@ async def serve(
     recorder = EventRecorder(client, COMPONENT, host=host, clock=ctx.clock)
     cache = new_cache(ctx.clock, ctx.gates)
     snapshot = Snapshot()
-    registry = in_tree_registry()
+    registry = scheduler_registry()
     waiting_pods = WaitingPodsMap()
     rng = random.Random(seed)
     frameworks = {

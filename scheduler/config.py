@@ -37,7 +37,8 @@ from typing import Any, Final
 import yaml
 
 from kemu.machinery.duration import DurationError, parse_duration
-from kemu.scheduling.plugins.registry import Registry, in_tree_registry
+from kemu.scheduling import emulation
+from kemu.scheduling.plugins.registry import Registry, in_tree_registry, merge
 from kemu.scheduling.profile import (
     ConfigError,
     Profile,
@@ -120,6 +121,12 @@ def parse_config(text: str, registry: Registry | None = None) -> KubeSchedulerCo
     return config_from_dict(as_mapping(data, ""), registry)
 
 
+def scheduler_registry() -> Registry:
+    """The scheduler's plugins: the in-tree registry merged with kemu's emulation plugins (as
+    upstream's scheduler.New merges its out-of-tree registry into the in-tree one)."""
+    return merge(in_tree_registry(), emulation.registry())
+
+
 def default_config(registry: Registry | None = None) -> KubeSchedulerConfiguration:
     """The configuration without a file: the default profile only."""
     return config_from_dict({"apiVersion": API_VERSION, "kind": KIND}, registry)
@@ -129,9 +136,10 @@ def config_from_dict(
     data: Mapping[str, Any], registry: Registry | None = None
 ) -> KubeSchedulerConfiguration:
     """Validates and defaults a decoded configuration (args may hold any Python values).
-    `registry` names the plugins that exist (the in-tree registry by default)."""
+    `registry` names the plugins that exist (the scheduler's, scheduler_registry, by
+    default)."""
     if registry is None:
-        registry = in_tree_registry()
+        registry = scheduler_registry()
     check_keys(
         data,
         {

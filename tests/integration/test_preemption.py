@@ -56,7 +56,7 @@ profiles:
   plugins: {TOKEN_PLUGIN}
 """
 
-# TokenFilter's labels and annotations (scheduler/framework/plugins/token_filter.py).
+# TokenFilter's labels and annotations (kemu/scheduling/emulation/token_filter.py).
 TOKENS = "scheduling.kemu.io/tokens"
 TOKEN = "scheduling.kemu.io/token"
 TOKEN_CHECK = "scheduling.kemu.io/token-check"

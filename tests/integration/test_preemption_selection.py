@@ -62,7 +62,7 @@ profiles:
   plugins: {SLOW_PRE_BIND}
 """
 
-# scheduler/framework/plugins/slow_pre_bind.py
+# kemu/scheduling/emulation/slow_pre_bind.py
 PREBIND_FAIL: Final = "scheduling.kemu.io/prebind-fail"
 
 LOW, MEDIUM, HIGH = 100, 200, 300

@@ -19,12 +19,12 @@ from prometheus_client.parser import text_string_to_metric_families
 from kemu.api.v1 import types_pb2
 from kemu.client.pod_status import patch_pod_status
 from kemu.machinery.convert import message_to_dict
-from kemu.scheduling.plugins.slow_pre_bind import (
+from kemu.scheduling.emulation.slow_pre_bind import (
     ANNOTATION_DELAY,
     ANNOTATION_FAIL,
     ANNOTATION_FAIL_STATUS,
 )
-from kemu.scheduling.plugins.waiting_permit import (
+from kemu.scheduling.emulation.waiting_permit import (
     ALLOW,
     ANNOTATION_DECISION,
     ANNOTATION_WAIT,

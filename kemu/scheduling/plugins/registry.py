@@ -1,5 +1,7 @@
 """The plugin registry: plugin name -> factory (upstream framework/runtime/registry.go and
-plugins/registry.go): a plain map built from the plugin modules' `NAME` and `new`.
+plugins/registry.go): a plain map built from the plugin modules' `NAME` and `new`. The in-tree
+registry holds upstream's plugins only; kemu's emulation plugins (kemu.scheduling.emulation)
+are merged in explicitly (`merge`), as upstream merges out-of-tree registries.
 
 `extension_points(factory)` says which extension points a plugin implements, from its class:
 the class is the factory itself, or the factory's return annotation (the convention
@@ -26,10 +28,7 @@ from kemu.scheduling.plugins import (
     pod_topology_spread,
     queue_sort,
     scheduling_gates,
-    slow_pre_bind,
     taint_toleration,
-    token_filter,
-    waiting_permit,
 )
 
 Registry = dict[str, PluginFactory]
@@ -52,10 +51,19 @@ def in_tree_registry() -> Registry:
         inter_pod_affinity.NAME: inter_pod_affinity.new,  # InterPodAffinity
         default_preemption.NAME: default_preemption.new,  # DefaultPreemption
         default_binder.NAME: default_binder.new,  # DefaultBinder
-        slow_pre_bind.NAME: slow_pre_bind.new,  # SlowPreBind (emulation, KEP-5278 scenarios)
-        waiting_permit.NAME: waiting_permit.new,  # WaitingPermit (emulation)
-        token_filter.NAME: token_filter.new,  # TokenFilter (emulation, S-PRE-2/3)
     }
+
+
+def merge(*registries: Registry) -> Registry:
+    """One registry of several (upstream Registry.Merge: the in-tree registry and the
+    out-of-tree ones, e.g. kemu.scheduling.emulation's); a name in two of them is an error."""
+    out: Registry = {}
+    for registry in registries:
+        for name, factory in registry.items():
+            if name in out:
+                raise ValueError(f"a plugin named {name} already exists")
+            out[name] = factory
+    return out
 
 
 def plugin_class(factory: PluginFactory) -> type:

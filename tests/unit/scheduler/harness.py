@@ -22,14 +22,13 @@ from kemu.component.featuregate import FeatureGates
 from kemu.machinery.errors import NotFound
 from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.interface import SCHEDULER_POD_FIELD_SELECTOR
-from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.profile import Profile
 from kemu.scheduling.runtime import Framework
 from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.waiting_pods import WaitingPodsMap
 from kemu.testing.builders import make_node
 from scheduler.cache.cache import Cache
-from scheduler.config import default_config
+from scheduler.config import default_config, scheduler_registry
 from scheduler.event_handlers import EventHandlers
 from scheduler.metrics import SchedulerMetrics
 from scheduler.preemption_executor import Executor
@@ -183,7 +182,7 @@ async def env(
     cache = Cache(clock, in_place_resize=True, per_container_max=per_container_max)
     fwk = Framework(
         profile or default_config().profiles[0],
-        in_tree_registry(),
+        scheduler_registry(),
         client=client,
         clock=clock,
         gates=gates,

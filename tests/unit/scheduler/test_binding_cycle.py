@@ -12,8 +12,8 @@ import pytest
 from kemu.api.v1 import types_pb2
 from kemu.component.featuregate import FeatureGates
 from kemu.component.version import Version
+from kemu.scheduling.emulation import slow_pre_bind
 from kemu.scheduling.interface import QueuedPodInfo
-from kemu.scheduling.plugins import slow_pre_bind
 from kemu.scheduling.profile import Profile
 from kemu.scheduling.types import PodInfo
 from kemu.testing.builders import make_pod

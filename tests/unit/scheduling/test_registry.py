@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from kemu.scheduling import emulation
 from kemu.scheduling.interface import FilterPlugin, Handle, PluginArgs, ScorePlugin
 from kemu.scheduling.plugins.registry import (
     extension_points,
     in_tree_registry,
+    merge,
     plugin_class,
 )
 from kemu.scheduling.runtime import Framework
-from scheduler.config import default_config
+from scheduler.config import default_config, scheduler_registry
 from tests.unit.scheduling.fakes import FakeFilterScore, FakePreBind
 
 IN_TREE = {
@@ -29,10 +31,8 @@ IN_TREE = {
     "InterPodAffinity",
     "DefaultPreemption",
     "DefaultBinder",
-    "SlowPreBind",
-    "WaitingPermit",
-    "TokenFilter",
 }
+EMULATION = {"SlowPreBind", "WaitingPermit", "TokenFilter"}
 
 
 def annotated_factory(args: PluginArgs, handle: Handle) -> FakePreBind:
@@ -66,9 +66,17 @@ def test_protocol_classes_alone_do_not_count_as_plugins_of_other_points() -> Non
     assert extension_points(FilterAndScore) == {"filter", "score"}  # type: ignore[arg-type]
 
 
+def test_the_scheduler_merges_the_emulation_plugins_into_the_in_tree_registry() -> None:
+    assert set(in_tree_registry()) == IN_TREE
+    assert set(emulation.registry()) == EMULATION
+    assert scheduler_registry() == {**in_tree_registry(), **emulation.registry()}
+    with pytest.raises(ValueError, match="a plugin named SlowPreBind already exists"):
+        merge(emulation.registry(), emulation.registry())
+
+
 def test_in_tree_registry_and_default_framework() -> None:
-    registry = in_tree_registry()
-    assert set(registry) == IN_TREE
+    registry = scheduler_registry()
+    assert set(registry) == IN_TREE | EMULATION
     config = default_config(registry)
     fwk = Framework(config.profiles[0], registry)
     plugins = fwk.list_plugins()
@@ -101,5 +109,5 @@ def test_in_tree_registry_and_default_framework() -> None:
     }
     assert plugins["permit"] == ("DeferredPodScheduling",)
     # The emulation plugins are registered but only run when a profile enables them.
-    for emulation in ("SlowPreBind", "WaitingPermit", "TokenFilter"):
-        assert all(emulation not in names for names in plugins.values())
+    for name in EMULATION:
+        assert all(name not in names for names in plugins.values())

@@ -9,16 +9,15 @@ from typing import Any
 import pytest
 
 from kemu.api.v1 import types_pb2
+from kemu.scheduling.emulation import token_filter as tf
 from kemu.scheduling.events import ActionType, EventResource, QueueingHint
 from kemu.scheduling.interface import CycleState
-from kemu.scheduling.plugins import token_filter as tf
-from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.runtime import Framework
 from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.status import Code, Status
 from kemu.scheduling.types import NodeInfo, PodInfo
 from kemu.testing.builders import make_node, make_pod
-from scheduler.config import API_VERSION, KIND, config_from_dict
+from scheduler.config import API_VERSION, KIND, config_from_dict, scheduler_registry
 from tests.unit.scheduling.fakes import FakeNominator
 from tests.unit.scheduling.plugins.fakes import FakeHandle
 
@@ -369,7 +368,7 @@ def test_hints_skip_pods_that_do_not_take_part() -> None:
 
 
 def framework(*nodes: NodeInfo, nominated: dict[str, list[PodInfo]] | None = None) -> Framework:
-    registry = in_tree_registry()
+    registry = scheduler_registry()
     config = config_from_dict(
         {
             "apiVersion": API_VERSION,

@@ -6,8 +6,8 @@ import anyio
 import pytest
 
 from kemu.api.v1 import types_pb2
+from kemu.scheduling.emulation import slow_pre_bind
 from kemu.scheduling.interface import CycleState
-from kemu.scheduling.plugins import slow_pre_bind
 from kemu.scheduling.status import Status
 from kemu.testing.builders import make_pod
 from tests.unit.scheduling.plugins.fakes import FakeHandle

@@ -5,9 +5,9 @@ from typing import Any
 import pytest
 
 from kemu.api.v1 import types_pb2
+from kemu.scheduling.emulation import waiting_permit
 from kemu.scheduling.events import ActionType, EventResource, QueueingHint
 from kemu.scheduling.interface import CycleState
-from kemu.scheduling.plugins import waiting_permit
 from kemu.scheduling.status import Code
 from kemu.testing.builders import make_pod
 from tests.unit.scheduling.plugins.fakes import FakeHandle, FakeInformerFactory
