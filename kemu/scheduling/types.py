@@ -127,14 +127,75 @@ class Resource:
         yield from (k for k, v in self.scalar.items() if v)
 
 
+class _ReadOnlyScalars(dict[str, int]):
+    """The extended resources of a SharedResource: a dict (reads as fast) that refuses writes."""
+
+    __slots__ = ()
+
+    def _read_only(self, *args: object, **kwargs: object) -> None:
+        raise TypeError("a SharedResource is read-only: clone() it first")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _read_only  # type: ignore[assignment]
+    __ior__ = _read_only  # type: ignore[assignment]
+
+
+class SharedResource(Resource):
+    """A Resource that may be shared (by every PodInfo of equal requests, `pod_requests`):
+    read-only. Its fields read as a Resource's; a write, `set`, `add`, `sub` or `set_max`
+    raises TypeError (`clone()` gives a Resource to change). Equal to a Resource of the same
+    amounts."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def of(r: Resource) -> SharedResource:
+        """A read-only copy of `r`."""
+        out = object.__new__(SharedResource)
+        init = object.__setattr__
+        init(out, "milli_cpu", r.milli_cpu)
+        init(out, "memory", r.memory)
+        init(out, "ephemeral_storage", r.ephemeral_storage)
+        init(out, "allowed_pod_number", r.allowed_pod_number)
+        init(out, "scalar", _ReadOnlyScalars(r.scalar))
+        return out
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise TypeError("a SharedResource is read-only: clone() it first")
+
+    def set(self, name: str, value: int) -> None:
+        raise TypeError("a SharedResource is read-only: clone() it first")
+
+    def add(self, other: Resource) -> None:
+        raise TypeError("a SharedResource is read-only: clone() it first")
+
+    def sub(self, other: Resource) -> None:
+        raise TypeError("a SharedResource is read-only: clone() it first")
+
+    def set_max(self, other: Resource) -> None:
+        raise TypeError("a SharedResource is read-only: clone() it first")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Resource):
+            return NotImplemented
+        return (
+            self.milli_cpu == other.milli_cpu
+            and self.memory == other.memory
+            and self.ephemeral_storage == other.ephemeral_storage
+            and self.allowed_pod_number == other.allowed_pod_number
+            and dict(self.scalar) == dict(other.scalar)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 # ---------------------------------------------------------------- pod requests
 
 
 def pod_requests(
     pod: types_pb2.Pod, *, in_place_resize: bool = True, per_container_max: bool = False
-) -> tuple[Resource, Resource]:
-    """(requests, non-zero requests) of a pod as Resources, shared with every pod of equal
-    requests (never mutate them; `clone()` first): what
+) -> tuple[SharedResource, SharedResource]:
+    """(requests, non-zero requests) of a pod as read-only Resources, shared with every pod of
+    equal requests (`clone()` to change one): what
     `kemu.machinery.resources.scheduler_pod_requests` computes (the in-place resize rules of
     reference §2.2, sidecars, overhead, the scoring defaults). The non-zero Resource holds cpu
     and memory only, as upstream's NonZeroRequested: nothing else is scored with defaults.
@@ -148,8 +209,8 @@ def pod_requests(
         if len(_shared_requests) >= _SHARED_REQUESTS_MAX:
             _shared_requests.clear()
         shared = _shared_requests[key] = (
-            Resource.from_amounts(requests),
-            Resource(key[1], key[2]),
+            SharedResource.of(Resource.from_amounts(requests)),
+            SharedResource.of(Resource(key[1], key[2])),
         )
     return shared
 
@@ -159,7 +220,9 @@ def pod_requests(
 # Keyed by the requests in the order scheduler_pod_requests gives them; bounded, cleared when
 # full (a cleared entry only stops being shared).
 _SHARED_REQUESTS_MAX: Final = 4096
-_shared_requests: dict[tuple[tuple[tuple[str, int], ...], int, int], tuple[Resource, Resource]] = {}
+_shared_requests: dict[
+    tuple[tuple[tuple[str, int], ...], int, int], tuple[SharedResource, SharedResource]
+] = {}
 
 
 # ---------------------------------------------------------------- affinity terms
