@@ -4,25 +4,10 @@ One Protocol per extension point; a plugin class subclasses the protocols it imp
 has a `NAME`. Per-node hot paths (PreFilter, Filter, PreScore, Score, Reserve, Permit,
 PreBindPreFlight) are synchronous and do no I/O; PostFilter, PreBind and Bind are async.
 
-Semantics, as upstream:
-- PreEnqueue: all must succeed for the pod to enter activeQ; otherwise it waits "gated".
-- QueueSort: exactly one plugin orders activeQ.
-- PreFilter: runs once per cycle; may return a PreFilterResult narrowing the candidate nodes;
-  Skip means its Filter is skipped for this pod; a rejection marks every node with it.
-  PreFilterExtensions.add_pod/remove_pod update the plugin's CycleState when a pod is added to
-  or removed from a node in a what-if (nominated pods, preemption).
-- Filter: all must succeed for a node to be feasible; the first rejection wins.
-- PostFilter: runs when no node is feasible (preemption); the first that succeeds or returns
-  UnschedulableAndUnresolvable ends the chain.
-- PreScore / Score / NormalizeScore: Skip at PreScore skips that plugin's Score; scores are
-  0..100 per plugin after normalisation, multiplied by the plugin's weight and summed.
-- Reserve / Unreserve: Reserve in order; on failure Unreserve runs for all in reverse order.
-- Permit: Success, Wait (with a timeout; the pod waits in the binding cycle until allowed or
-  rejected) or a rejection.
-- PreBindPreFlight: Success when the plugin will do work at PreBind, Skip when it will not
-  (KEP-5278 uses this to decide whether to set the expected NNN).
-- PreBind / Bind / PostBind: PreBind all must succeed; the first Bind that does not Skip binds;
-  PostBind is informational.
+Each method carries its contract, in kemu's words, as upstream's interface.go does: what each
+Status code means at that point, what Skip does, the score range, Unreserve's idempotence,
+Permit's Wait, PreBindPreFlight. The runtime (kemu.scheduling.runtime) enforces them: an
+exception or an unexpected code becomes an Error status naming the plugin.
 """
 
 from __future__ import annotations
@@ -279,59 +264,129 @@ class Plugin(Protocol):
 
 @runtime_checkable
 class PreEnqueuePlugin(Plugin, Protocol):
-    def pre_enqueue(self, pod: types_pb2.Pod) -> Status: ...
+    def pre_enqueue(self, pod: types_pb2.Pod) -> Status:
+        """Called before a pod enters activeQ (on add, and each time it would move there).
+        Success lets it in; anything else keeps it in the unschedulable pool, gated by this
+        plugin, until an event its EnqueueExtensions register lets it try again. Cheap and
+        without I/O: the queue calls it on every such move."""
+        ...
 
 
 @runtime_checkable
 class QueueSortPlugin(Plugin, Protocol):
-    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool: ...
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        """Whether `a` pops before `b`. Exactly one QueueSort plugin orders activeQ, and
+        every profile of a scheduler must use the same one (the queue is shared)."""
+        ...
 
 
 @runtime_checkable
 class EnqueueExtensions(Protocol):
-    def events_to_register(self) -> list[ClusterEventWithHint]: ...
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """The cluster events that may make a pod this plugin rejected schedulable, each with
+        an optional queueing hint (Queue or Skip for one event and pod). Asked once, when the
+        queue is built: the answer must not depend on the cluster's state. A plugin without
+        this extension is registered for every event."""
+        ...
 
 
 class PreFilterExtensions(Protocol):
+    """Incremental updates of what a plugin's PreFilter computed, for what-if evaluations
+    (the pods nominated to a node, preemption's victims). Called only after the plugin's
+    PreFilter, possibly on a clone of the cycle's state and several times before the next
+    Filter of a node; never for a plugin that returned Skip at PreFilter. Anything but
+    Success is an Error."""
+
     def add_pod(
         self, state: CycleState, pod: types_pb2.Pod, pod_to_add: PodInfo, node: NodeInfo
-    ) -> Status: ...
+    ) -> Status:
+        """`pod_to_add` now counts on `node` while `pod` is being scheduled."""
+        ...
 
     def remove_pod(
         self, state: CycleState, pod: types_pb2.Pod, pod_to_remove: PodInfo, node: NodeInfo
-    ) -> Status: ...
+    ) -> Status:
+        """`pod_to_remove` no longer counts on `node` while `pod` is being scheduled."""
+        ...
 
 
 @runtime_checkable
 class PreFilterPlugin(Plugin, Protocol):
     def pre_filter(
         self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
-    ) -> tuple[PreFilterResult | None, Status]: ...
+    ) -> tuple[PreFilterResult | None, Status]:
+        """Called once at the start of the cycle, with every node of the snapshot; computes
+        what the plugin's Filter (and Score) will read, into `state`.
 
-    def pre_filter_extensions(self) -> PreFilterExtensions | None: ...
+        - Success, with an optional PreFilterResult: None (or one with no node names) keeps
+          every node; a set of names restricts the cycle to them (what can be decided in O(1)
+          per node). The results of several plugins intersect; a node left out gets
+          UnschedulableAndUnresolvable, so preemption never considers it.
+        - Unschedulable: the pod does not fit, preemption may help; the other PreFilter
+          plugins still run. UnschedulableAndUnresolvable: preemption cannot help; the cycle
+          stops there. Either way every node gets that status.
+        - Skip: the plugin has nothing to do for this pod; its result is ignored, and its
+          Filter and PreFilterExtensions are not called in this cycle.
+        - Error (or any other code): the cycle fails; the pod backs off."""
+        ...
+
+    def pre_filter_extensions(self) -> PreFilterExtensions | None:
+        """The plugin's AddPod/RemovePod, or None when what PreFilter computed does not
+        depend on the other pods of a node."""
+        ...
 
 
 @runtime_checkable
 class FilterPlugin(Plugin, Protocol):
-    def filter(self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo) -> Status: ...
+    def filter(self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo) -> Status:
+        """Whether `pod` can run on `node`. Read the node only from `node`: it may be a copy
+        with pods added (nominated pods) or removed (preemption's victims), not what the
+        snapshot holds.
+
+        - Success: the node fits, as far as this plugin knows.
+        - Unschedulable: it does not, but preemption on this node might change that.
+        - UnschedulableAndUnresolvable: it does not, and preemption cannot help (a node
+          selector, a taint): preemption leaves the node out.
+        - Error: something went wrong; the whole cycle fails and the pod backs off.
+        Skip is not an answer here (PreFilter's Skip already keeps Filter from being called):
+        the runtime takes any other code for an Error. The first plugin to reject a node
+        decides its status; the others are not called for it."""
+        ...
 
 
 @runtime_checkable
 class PostFilterPlugin(Plugin, Protocol):
     async def post_filter(
         self, state: CycleState, pod: types_pb2.Pod, statuses: NodeToStatus
-    ) -> tuple[PostFilterResult | None, Status]: ...
+    ) -> tuple[PostFilterResult | None, Status]:
+        """Called when PreFilter or Filter found no node, with every node's status (even when
+        they are all UnschedulableAndUnresolvable: leaving those out is the plugin's job).
+
+        - Success: the pod can be made schedulable (preemption chose a node); the result
+          may carry the nominated node name the scheduler then writes. The chain stops.
+        - Unschedulable: the plugin ran but cannot help; the next one runs. Informational
+          plugins go first and always answer this.
+        - UnschedulableAndUnresolvable stops the chain; Error fails it."""
+        ...
 
 
 @runtime_checkable
 class PreScorePlugin(Plugin, Protocol):
-    def pre_score(self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]) -> Status: ...
+    def pre_score(self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]) -> Status:
+        """Called once with the feasible nodes (when there are at least two), before Score,
+        to compute what Score reads. Skip: the plugin's Score is not called in this cycle.
+        Anything but Success or Skip fails the cycle."""
+        ...
 
 
 class ScoreExtensions(Protocol):
     def normalize_score(
         self, state: CycleState, pod: types_pb2.Pod, scores: list[NodeScore]
-    ) -> tuple[list[NodeScore], Status]: ...
+    ) -> tuple[list[NodeScore], Status]:
+        """Called once with every node's raw score from the same plugin's Score; returns the
+        scores, in the same order, brought into [MIN_NODE_SCORE, MAX_NODE_SCORE] (0..100).
+        Anything but Success fails the cycle."""
+        ...
 
 
 @runtime_checkable
@@ -340,11 +395,16 @@ class ScorePlugin(Plugin, Protocol):
     scores of all `nodes` in order, which the runtime then calls once per cycle instead of
     `score` per node (a kemu extension: same results, less per-node call overhead)."""
 
-    def score(
-        self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo
-    ) -> tuple[int, Status]: ...
+    def score(self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo) -> tuple[int, Status]:
+        """The rank of one feasible node (higher is better). Without NormalizeScore it must
+        be in [MIN_NODE_SCORE, MAX_NODE_SCORE] (0..100); with it, NormalizeScore's output
+        must be. A score out of range, or anything but Success, fails the cycle. The
+        framework multiplies it by the plugin's weight and sums over plugins."""
+        ...
 
-    def score_extensions(self) -> ScoreExtensions | None: ...
+    def score_extensions(self) -> ScoreExtensions | None:
+        """The plugin's NormalizeScore, or None."""
+        ...
 
 
 @runtime_checkable
@@ -358,35 +418,66 @@ class BatchScorePlugin(Protocol):
 
 @runtime_checkable
 class ReservePlugin(Plugin, Protocol):
-    def reserve(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> Status: ...
+    def reserve(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> Status:
+        """Called once the scheduler cache counts the pod on `node_name` (assumed), for the
+        plugin to update its own state the same way. Success or Error are the expected
+        answers; anything but Success rejects the pod (a rejection keeps its code), and then
+        Unreserve runs for every Reserve plugin."""
+        ...
 
-    def unreserve(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> None: ...
+    def unreserve(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> None:
+        """Undoes Reserve: called, in reverse order, when Reserve or a later point failed,
+        Permit rejected or timed out, or the binding cycle failed. Must be idempotent, and
+        may be called without this plugin's Reserve having run for the pod."""
+        ...
 
 
 @runtime_checkable
 class PermitPlugin(Plugin, Protocol):
-    def permit(
-        self, state: CycleState, pod: types_pb2.Pod, node_name: str
-    ) -> tuple[Status, float]: ...
+    def permit(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> tuple[Status, float]:
+        """The last word before binding. Success lets the pod go; a rejection (or Error)
+        stops it (Unreserve runs); Wait, with a timeout in seconds (at most 15 minutes),
+        holds the pod in the waiting pods map, where the binding cycle waits until every
+        waiting plugin allowed it (Handle.get_waiting_pod(uid).allow(name)), someone
+        rejects it, or a timeout expires (then it is Unschedulable). A Wait takes effect only
+        after the remaining Permit plugins ran and none rejected the pod."""
+        ...
 
 
 @runtime_checkable
 class PreBindPlugin(Plugin, Protocol):
-    def pre_bind_pre_flight(
-        self, state: CycleState, pod: types_pb2.Pod, node_name: str
-    ) -> Status: ...
+    def pre_bind_pre_flight(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> Status:
+        """Before PreBind, and cheap (no work such as creating a volume): Success if this
+        plugin's PreBind will do something for the pod, Skip if it will not (its PreBind is
+        then not called), Error on failure; any other code is an Error. KEP-5278: when at
+        least one plugin answers Success, the scheduler writes the expected node as the
+        pod's nominatedNodeName before PreBind starts."""
+        ...
 
-    async def pre_bind(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> Status: ...
+    async def pre_bind(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> Status:
+        """Work before binding (provisioning, attaching). Every PreBind plugin that did not
+        Skip at its pre-flight must succeed, or the pod is not bound: the binding cycle fails
+        with an Error (retried after backoff), since nothing after Permit makes a pod
+        unschedulable."""
+        ...
 
 
 @runtime_checkable
 class BindPlugin(Plugin, Protocol):
-    async def bind(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> Status: ...
+    async def bind(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> Status:
+        """Binds the pod, after every PreBind succeeded. Bind plugins are tried in order: one
+        that does not handle the pod returns Skip and the next is tried; the first that does
+        not Skip decides (Success: bound; anything else: the binding cycle fails). If every
+        plugin skips, binding fails."""
+        ...
 
 
 @runtime_checkable
 class PostBindPlugin(Plugin, Protocol):
-    def post_bind(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> None: ...
+    def post_bind(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> None:
+        """Informational, after a successful Bind (cleaning up what the plugin kept for the
+        pod, say); it cannot fail the pod."""
+        ...
 
 
 # The extension points as spelled in KubeSchedulerConfiguration, in the order a pod meets them,
