@@ -15,6 +15,7 @@ and serves the result at GET /debug/caches.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import logging
 import random
@@ -48,8 +49,9 @@ from kemu.client.leaderelection import LeaderElectionConfig
 from kemu.component.featuregate import IN_PLACE_POD_VERTICAL_SCALING
 from kemu.component.options import duration_flag, new_parser, parse_component_args
 from kemu.component.runner import ComponentContext, cleanup_scope, run_component
+from kemu.component.version_rules import VersionRules
 from kemu.machinery.duration import format_duration
-from kemu.machinery.resources import per_container_max_at
+from kemu.machinery.resources import SCHEDULER_DEFAULTS
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.profile import default_profile
 from kemu.scheduling.runtime import Framework
@@ -331,8 +333,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         initial_node_group_backoff_duration=args.initial_node_group_backoff_duration,
         max_node_group_backoff_duration=args.max_node_group_backoff_duration,
         node_group_backoff_reset_timeout=args.node_group_backoff_reset_timeout,
-        in_place_resize=options.gates.enabled(IN_PLACE_POD_VERTICAL_SCALING),
-        per_container_max=per_container_max_at(version.major, version.minor),
+        counting=dataclasses.replace(
+            SCHEDULER_DEFAULTS,
+            use_status_resources=options.gates.enabled(IN_PLACE_POD_VERTICAL_SCALING),
+            per_container_max=VersionRules.at(version).per_container_max,
+        ),
         scale_down=scale_down,
     )
     return run_component("autoscaler", options, functools.partial(run, args, autoscaling, election))

@@ -1,6 +1,9 @@
 """Which pods the autoscaler counts, and where (upstream core/utils, processors/pods,
 the kubernetes listers' isUnschedulable), with nominatedNodeName handled by version:
 
+The version decides through kemu.component.version_rules (`autoscaler_nnn_in_cluster_state`),
+resolved once by the process:
+
 - before 1.37 (cluster-autoscaler before kubernetes/autoscaler#9607, the filterOutExpendable
   pod list processor): among the unschedulable, non-expendable pods, one whose
   status.nominatedNodeName names a node of the snapshot is "waiting for lower priority pods
@@ -18,12 +21,9 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from kemu.api.v1 import types_pb2
-from kemu.component.version import Version
+from kemu.component.version_rules import VersionRules
 from kemu.machinery.pod_conditions import get_pod_condition
 from kemu.scheduling.types import pod_priority
-
-NNN_IN_CLUSTER_STATE_SINCE: Final = Version(1, 37)
-"""kubernetes/autoscaler#9607: pods with NNN written to the snapshot in SetClusterState."""
 
 _TERMINAL: Final = frozenset({"Succeeded", "Failed"})
 
@@ -67,14 +67,14 @@ def sort_pods(
     pods: Iterable[types_pb2.Pod],
     node_names: set[str],
     *,
-    version: Version,
+    rules: VersionRules,
     expendable_cutoff: int,
     now: float,
     new_pod_scale_up_delay: float,
 ) -> PodSets:
     """Sorts the pods of the informer as the version's autoscaler does (module docstring)."""
     out = PodSets()
-    nnn_always = version >= NNN_IN_CLUSTER_STATE_SINCE
+    nnn_always = rules.autoscaler_nnn_in_cluster_state
     for pod in pods:
         if is_scheduled(pod):
             out.scheduled.append(pod)

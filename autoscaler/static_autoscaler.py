@@ -31,7 +31,7 @@ from autoscaler.backoff import Backoff
 from autoscaler.clusterstate import CloudApi, ClusterState, GroupState
 from autoscaler.expander import Expander
 from autoscaler.metrics import Metrics
-from autoscaler.pods import NNN_IN_CLUSTER_STATE_SINCE, PodSets, sort_pods
+from autoscaler.pods import PodSets, sort_pods
 from autoscaler.scale_up import (
     Recorder,
     ScaleUpOrchestrator,
@@ -47,8 +47,10 @@ from kemu.api.v1 import types_pb2
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
 from kemu.component.version import Version
+from kemu.component.version_rules import VersionRules
 from kemu.machinery.errors import ApiError
 from kemu.machinery.node_conditions import is_node_ready
+from kemu.machinery.resources import SCHEDULER_DEFAULTS, PodResourcesOptions
 from kemu.scheduling.runtime import Framework
 from kemu.scheduling.simulator import ClusterSnapshot, PredicateChecker
 from kemu.scheduling.types import pod_key, pod_priority
@@ -72,10 +74,15 @@ class AutoscalingOptions:
     initial_node_group_backoff_duration: float = 5 * 60.0
     max_node_group_backoff_duration: float = 30 * 60.0
     node_group_backoff_reset_timeout: float = 3 * 3600.0
-    in_place_resize: bool = True
-    """How pods are counted (the InPlacePodVerticalScaling gate), as the scheduler does."""
-    per_container_max: bool = False
+    counting: PodResourcesOptions = SCHEDULER_DEFAULTS
+    """How pods are counted (the InPlacePodVerticalScaling gate, the version's aggregation
+    rule), as the scheduler does."""
     scale_down: ScaleDownOptions = field(default_factory=ScaleDownOptions)
+    rules: VersionRules = field(init=False)
+    """The rules without a gate of `version` (kemu.component.version_rules), resolved once."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rules", VersionRules.at(self.version))
 
 
 @dataclass
@@ -147,7 +154,7 @@ class StaticAutoscaler:
                 clock=clock,
             )
             self.scale_down.actuator.nominated_counts = (
-                options.version >= NNN_IN_CLUSTER_STATE_SINCE
+                options.rules.autoscaler_nnn_in_cluster_state
             )
 
     @contextmanager
@@ -202,7 +209,7 @@ class StaticAutoscaler:
             pods = result.pods = sort_pods(
                 self._list_pods(),
                 {n.metadata.name for n in nodes},
-                version=opts.version,
+                rules=opts.rules,
                 expendable_cutoff=opts.expendable_pods_priority_cutoff,
                 now=self._clock.now(),
                 new_pod_scale_up_delay=opts.new_pod_scale_up_delay,
@@ -210,8 +217,7 @@ class StaticAutoscaler:
             snapshot = ClusterSnapshot.from_objects(
                 pods.scheduled,
                 nodes,
-                in_place_resize=opts.in_place_resize,
-                per_container_max=opts.per_container_max,
+                opts.counting,
             )
             for pod, node in pods.nominated:
                 snapshot.add_pod(pod, node)

@@ -62,6 +62,7 @@ from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
 from kemu.component.options import duration_flag
 from kemu.component.version import DEFAULT_VERSION, Version
+from kemu.component.version_rules import VersionRules
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
@@ -76,7 +77,6 @@ DEFAULT_NODE_MONITOR_PERIOD: Final = 5.0
 DEFAULT_NODE_MONITOR_GRACE_PERIOD: Final = 50.0
 """Upstream's default from 1.32 (kubernetes/kubernetes#126287); 40 s before."""
 LEGACY_NODE_MONITOR_GRACE_PERIOD: Final = 40.0
-GRACE_PERIOD_50S_SINCE: Final = Version(1, 32)
 NODE_UPDATE_WORKERS: Final = 8
 UPDATE_RETRIES: Final = 2
 
@@ -101,7 +101,7 @@ _OWN_TAINTS: Final = frozenset(
 
 def default_grace_period(version: Version) -> float:
     """--node-monitor-grace-period's default at an emulated version."""
-    if version >= GRACE_PERIOD_50S_SINCE:
+    if VersionRules.at(version).node_monitor_grace_period_50s:
         return DEFAULT_NODE_MONITOR_GRACE_PERIOD
     return LEGACY_NODE_MONITOR_GRACE_PERIOD
 

@@ -56,6 +56,7 @@ from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
 from kemu.component.options import duration_flag
 from kemu.component.version import Version
+from kemu.component.version_rules import VersionRules
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import ApiError, Conflict, Invalid, NotFound
 from kemu.machinery.kinds import EVENT_WARNING
@@ -76,7 +77,6 @@ EVICTED_REASON: Final = "Evicted"
 DISRUPTION_TARGET: Final = "DisruptionTarget"
 DELETION_BY_POD_GC: Final = "DeletionByPodGC"
 NODE_GONE_MESSAGE: Final = "PodGC: node no longer exists"
-POD_DISRUPTION_CONDITIONS_SINCE: Final = Version(1, 26)
 
 
 @dataclass(frozen=True)
@@ -206,7 +206,7 @@ class PodGCController:
         self._clock = clock
         self.options = options or PodGCOptions()
         self._disruption_condition = (
-            emulated_version is None or emulated_version >= POD_DISRUPTION_CONDITIONS_SINCE
+            emulated_version is None or VersionRules.at(emulated_version).podgc_disruption_condition
         )
         self._recorder = recorder or EventRecorder(
             client, EVENT_SOURCE, host=socket.gethostname(), clock=clock

@@ -23,6 +23,7 @@ from kemu.api.v1 import api_pb2, types_pb2
 from kemu.client.informer import Informer
 from kemu.machinery import kinds
 from kemu.machinery.pod_defaults import default_pod_spec
+from kemu.machinery.resources import SCHEDULER_DEFAULTS
 from kemu.scheduling.types import PodInfo
 from kemu.testing.builders import make_pod
 from kubelet.runtime import PodRuntime, PodState
@@ -146,7 +147,7 @@ def main() -> None:
 
     keep = (lambda pod: True) if args.copy else None
     inf: Informer[types_pb2.Pod] = Informer(cast(Any, None), types_pb2.Pod, keep=keep)
-    cache = Cache(clock=cast(Any, None), in_place_resize=True, per_container_max=False)
+    cache = Cache(clock=cast(Any, None), counting=SCHEDULER_DEFAULTS)
     inf.add_event_handler(cast(Any, _Handler(cache)))
     for data in stream:
         for event in api_pb2.WatchResponse.FromString(data).events:

@@ -12,6 +12,7 @@ and the queue dumped to the log.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import gc
 import logging
@@ -40,13 +41,14 @@ from kemu.component.clock import Clock
 from kemu.component.featuregate import IN_PLACE_POD_VERTICAL_SCALING, FeatureGates
 from kemu.component.options import new_parser, parse_component_args
 from kemu.component.runner import ComponentContext, cleanup_scope, run_component
-from kemu.machinery.resources import per_container_max_at
+from kemu.component.version_rules import VersionRules
+from kemu.machinery.resources import SCHEDULER_DEFAULTS
 from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.interface import SCHEDULER_POD_FIELD_SELECTOR
 from kemu.scheduling.runtime import Framework, observer_from_histogram
 from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.waiting_pods import WaitingPodsMap
-from scheduler.cache.cache import Cache, assumed_pod_ttl_at
+from scheduler.cache.cache import Cache, assumed_pod_ttl
 from scheduler.cache.debugger import CacheDumper, cache_sources
 from scheduler.config import (
     KubeSchedulerConfiguration,
@@ -144,12 +146,15 @@ def new_cache(clock: Clock, gates: FeatureGates) -> Cache:
     InPlacePodVerticalScaling gate, and the aggregation rule of the version (upstream changed
     it in 1.37 without a gate); its assumed pods expire as the version's did. Resolved once here; every PodInfo, the cache's and the
     queue's (`Cache.pod_info`), is built with them."""
-    version = gates.version
+    rules = VersionRules.at(gates.version)
     return Cache(
         clock=clock,
-        ttl=assumed_pod_ttl_at(version.major, version.minor),
-        in_place_resize=gates.enabled(IN_PLACE_POD_VERTICAL_SCALING),
-        per_container_max=per_container_max_at(version.major, version.minor),
+        ttl=assumed_pod_ttl(rules),
+        counting=dataclasses.replace(
+            SCHEDULER_DEFAULTS,
+            use_status_resources=gates.enabled(IN_PLACE_POD_VERTICAL_SCALING),
+            per_container_max=rules.per_container_max,
+        ),
     )
 
 
@@ -182,6 +187,7 @@ async def serve(
     # One writer; each profile reports as its schedulerName, as upstream's per-profile
     # recorders (reportingInstance "<schedulerName>-<host>").
     recorder = EventRecorder(client, COMPONENT, host=host, clock=ctx.clock)
+    rules = VersionRules.at(ctx.gates.version)
     cache = new_cache(ctx.clock, ctx.gates)
     snapshot = Snapshot()
     registry = scheduler_registry()
@@ -245,6 +251,7 @@ async def serve(
         pod_lister=pods.lister,
         rng=rng,
         batch=batch,
+        rules=rules,
     )
     elected = Elected()
 

@@ -42,9 +42,10 @@ from kemu.component.featuregate import (
     PREFER_NOMINATED_NODE,
     FeatureGates,
 )
-from kemu.component.version import Version
+from kemu.component.version_rules import VersionRules
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
+from kemu.machinery.resources import SCHEDULER_DEFAULTS
 from kemu.scheduling.column_runner import ColumnRunner
 from kemu.scheduling.columns import IntArray
 from kemu.scheduling.deferred import is_deferred_resize_pod, resize_preemption_enabled
@@ -230,6 +231,7 @@ class Scheduler:
         rng: random.Random | None = None,
         batch: bool = True,
         batch_min_nodes: int = BATCH_MIN_NODES,
+        rules: VersionRules | None = None,
     ) -> None:
         self.client = client
         self.cache = cache
@@ -238,6 +240,8 @@ class Scheduler:
         self.snapshot = snapshot
         self.clock = clock
         self.gates = gates
+        # The emulated version's rules without a gate (kemu.component.version_rules).
+        self.rules = rules if rules is not None else VersionRules.at(gates.version)
         self.metrics = metrics
         self.pod_lister = pod_lister  # the informer's lister of pods (latest API copies)
         self.rng = rng or random.Random()
@@ -256,7 +260,7 @@ class Scheduler:
         self._cycle_cpu_start = 0.0  # time.thread_time() at the current cycle's start
         # The queue's PodInfo is built by the cache's rules; when they are the default ones,
         # it is the PodInfo the plugins would build for the cycle (cycle_pod_info).
-        self._queue_pod_info_is_default = cache.in_place_resize and not cache.per_container_max
+        self._queue_pod_info_is_default = cache.counting == SCHEDULER_DEFAULTS
         self._filter_evaluations: dict[str, Callable[[float], None]] = {}
 
     # ------------------------------------------------------------ loop
@@ -743,9 +747,9 @@ class Scheduler:
 
     def _clears_nnn_on_failure(self) -> bool:
         """1.34 alpha of KEP-5278 kept NNN after failures when its gate was on (reference §3.4);
-        1.35 went back to clearing it."""
+        1.35 went back to clearing it (version_rules: nominated_node_name_kept_on_failure)."""
         return not (
-            self.gates.version == Version(1, 34)
+            self.rules.nominated_node_name_kept_on_failure
             and self.gates.enabled(NOMINATED_NODE_NAME_FOR_EXPECTATION)
         )
 

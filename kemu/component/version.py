@@ -2,9 +2,9 @@
 
 Contract: every component emulates exactly one `Version` between `MIN_VERSION` (1.21) and
 `MAX_VERSION` (1.37), chosen with `--emulated-version` and defaulting to `DEFAULT_VERSION`.
-The feature gates kemu models (kemu.component.featuregate) vary with it, and the few
-upstream changes no gate guards, which each process resolves once from its version into plain
-flags (e.g. kemu.machinery.resources.per_container_max_at). `BINARY_VERSION`
+The feature gates kemu models (kemu.component.featuregate) vary with it, and so do the few
+upstream changes no gate guards (kemu.component.version_rules), which each process resolves
+once from its version. `BINARY_VERSION`
 is what the binary itself reports, whatever it emulates (upstream's binary vs emulation version).
 """
 

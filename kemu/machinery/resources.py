@@ -17,8 +17,9 @@ In-place resize (KEP-1287) gives a running pod three sizes: desired (spec), allo
 InPlacePodVerticalScaling gate) a pod needs, per resource, the largest of the three; upstream
 changed *where* the largest is taken, without a feature gate (kubernetes commit 9d1c3c2,
 component-helpers 1e15266, for kubernetes issue #140046; first tagged kubernetes-1.37.0-beta.0,
-not in release-1.36), so the processes choose the rule from their emulated version
-(`per_container_max_at`) and pass it down as `per_container_max`:
+not in release-1.36), so the processes resolve the rule from their emulated version
+(kemu.component.version_rules, `max_of_sums`) and pass it down in
+`PodResourcesOptions.per_container_max`:
 
 * 1.37 and later (max of sums): desired, allocated and actual are each summed over the whole
   pod with the sidecar rules, and the pod needs the largest of the three sums; a container's
@@ -41,6 +42,7 @@ Protobuf maps cannot tell an absent ResourceList from an empty one; empty stands
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -65,18 +67,6 @@ DEFAULT_MEMORY_REQUEST: Final = 200 * 1024 * 1024
 NON_ZERO_DEFAULTS: Final[Mapping[str, int]] = MappingProxyType(
     {CPU: DEFAULT_MILLI_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQUEST}
 )
-
-MAX_OF_SUMS_SINCE: Final = (1, 37)
-"""The first (major, minor) release whose resource helpers take the maximum of the summed
-desired, allocated and actual sizes (component-helpers 1e15266, v0.37.0; no feature gate)."""
-
-
-def per_container_max_at(major: int, minor: int) -> bool:
-    """Whether a component emulating `major.minor` counts status resources with the
-    per-container maximum (1.36 and earlier) rather than the maximum of sums. Computed once by
-    each process from its emulated version and passed down as `per_container_max`."""
-    return (major, minor) < MAX_OF_SUMS_SINCE
-
 
 Amounts = dict[str, int]
 """Resource name -> exact integer amount."""
@@ -103,10 +93,15 @@ class PodResourcesOptions:
     """With `use_status_resources`: take the largest of desired, allocated and actual per
     container, then sum (upstream 1.36 and earlier, determineEffectiveRequests); False: sum each
     size over the pod, then take the largest (1.37 and later). Upstream has no such option (the
-    change was not gated): kemu keys it on the emulated version, see `per_container_max_at`."""
+    change was not gated): kemu keys it on the emulated version (kemu.component.version_rules,
+    `max_of_sums`)."""
 
 
 DEFAULT_OPTIONS: Final = PodResourcesOptions()
+SCHEDULER_DEFAULTS: Final = PodResourcesOptions(use_status_resources=True)
+"""How the scheduler counts pods by default (`scheduler_pod_requests`): the
+InPlacePodVerticalScaling gate on, PodLevelResources off, the newest aggregation rule. A process
+builds its own once from its gates and version and passes it down."""
 
 
 @functools.lru_cache(maxsize=4096)
@@ -493,35 +488,30 @@ def _non_missing_container_requests(
 
 
 def scheduler_pod_requests(
-    pod: types_pb2.Pod,
-    *,
-    in_place_resize: bool = True,
-    pod_level_resources: bool = False,
-    per_container_max: bool = False,
+    pod: types_pb2.Pod, opts: PodResourcesOptions = SCHEDULER_DEFAULTS
 ) -> tuple[Amounts, Amounts]:
     """(requests, non-zero requests) of a pod, as the scheduler counts it: what NodeInfo's
     Requested and NonZeroRequested add up (upstream framework PodInfo.CalculateResource).
 
-    `in_place_resize` is the InPlacePodVerticalScaling gate: a pending (Deferred) upsize is
-    reserved at its desired size on the pod's node, an Infeasible one is not.
-    `pod_level_resources` is the PodLevelResources gate. `per_container_max` is the
-    aggregation rule of the emulated version (True before 1.37, `per_container_max_at`).
+    `opts.use_status_resources` is the InPlacePodVerticalScaling gate: a pending (Deferred)
+    upsize is reserved at its desired size on the pod's node, an Infeasible one is not.
+    `opts.pod_level_resources` is the PodLevelResources gate, `opts.per_container_max` the
+    aggregation rule of the emulated version (True before 1.37). `exclude_overhead` and
+    `non_missing_container_requests` are the scheduler's own (overhead counted; the scoring
+    defaults below).
 
     The non-zero requests are for scoring only: a container that names no cpu or memory
     request counts at 100m / 200Mi (upstream GetNonzeroRequests), so that a node full of
     BestEffort pods does not look empty; an explicit request of 0 stays 0. Only their cpu and
     memory mean anything (upstream keeps just Non0CPU and Non0Mem).
     """
-    opts = PodResourcesOptions(
-        use_status_resources=in_place_resize,
-        pod_level_resources=pod_level_resources,
-        per_container_max=per_container_max,
-    )
+    if opts.exclude_overhead:
+        opts = dataclasses.replace(opts, exclude_overhead=False)
     # Parsed once, combined twice: this runs for every pod the scheduler's cache learns of.
-    sizes = _request_sizes(pod, in_place_resize, per_container_max)
+    sizes = _request_sizes(pod, opts.use_status_resources, opts.per_container_max)
     requests = _pod_totals(pod, sizes.effective(None), opts)
     non_missing = _non_missing_container_requests(
-        requests, pod_level_resources and is_pod_level_requests_set(pod)
+        requests, opts.pod_level_resources and is_pod_level_requests_set(pod)
     )
     if not non_missing:
         return requests, dict(requests)

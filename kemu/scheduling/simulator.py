@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.resources import SCHEDULER_DEFAULTS, PodResourcesOptions
 from kemu.scheduling.interface import CycleState
 from kemu.scheduling.runtime import Framework
 from kemu.scheduling.snapshot import Snapshot
@@ -27,29 +28,24 @@ from kemu.scheduling.types import NodeInfo, PodInfo, next_generation
 class ClusterSnapshot:
     """Nodes and the pods counted on them, for simulations. See the module docstring."""
 
-    __slots__ = ("_in_place_resize", "_per_container_max", "_snapshot")
+    __slots__ = ("_counting", "_snapshot")
 
     def __init__(
-        self, snapshot: Snapshot, *, in_place_resize: bool = True, per_container_max: bool = False
+        self, snapshot: Snapshot, counting: PodResourcesOptions = SCHEDULER_DEFAULTS
     ) -> None:
         self._snapshot = snapshot
-        self._in_place_resize = in_place_resize
-        self._per_container_max = per_container_max
+        self._counting = counting
 
     @classmethod
     def from_objects(
         cls,
         pods: Iterable[types_pb2.Pod],
         nodes: Iterable[types_pb2.Node],
-        *,
-        in_place_resize: bool = True,
-        per_container_max: bool = False,
+        counting: PodResourcesOptions = SCHEDULER_DEFAULTS,
     ) -> ClusterSnapshot:
-        """Nodes with the pods bound to them (spec.nodeName; pods of unknown nodes ignored)."""
-        snapshot = Snapshot.from_objects(
-            pods, nodes, in_place_resize=in_place_resize, per_container_max=per_container_max
-        )
-        return cls(snapshot, in_place_resize=in_place_resize, per_container_max=per_container_max)
+        """Nodes with the pods bound to them (spec.nodeName; pods of unknown nodes ignored),
+        counted by `counting` (the scheduler's rules)."""
+        return cls(Snapshot.from_objects(pods, nodes, counting), counting)
 
     @property
     def snapshot(self) -> Snapshot:
@@ -58,9 +54,7 @@ class ClusterSnapshot:
 
     def pod_info(self, pod: types_pb2.Pod) -> PodInfo:
         """The pod counted as this snapshot counts pods."""
-        return PodInfo(
-            pod, in_place_resize=self._in_place_resize, per_container_max=self._per_container_max
-        )
+        return PodInfo(pod, self._counting)
 
     def get(self, name: str) -> NodeInfo | None:
         return self._snapshot.get(name)
@@ -74,9 +68,7 @@ class ClusterSnapshot:
         infos = self._snapshot.list()
         s.reset({ni.name: ni for ni in infos}, [ni.name for ni in infos])
         s.generation = self._snapshot.generation
-        return ClusterSnapshot(
-            s, in_place_resize=self._in_place_resize, per_container_max=self._per_container_max
-        )
+        return ClusterSnapshot(s, self._counting)
 
     def add_node(self, node: types_pb2.Node) -> NodeInfo:
         """Adds a node without pods (ValueError if a node of that name exists)."""

@@ -22,6 +22,7 @@ from bisect import bisect_left
 from collections.abc import Iterable
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.resources import SCHEDULER_DEFAULTS, PodResourcesOptions
 from kemu.scheduling.columns import NodeColumns
 from kemu.scheduling.node_tree import NodeTree
 from kemu.scheduling.topology_counts import AffinityIndex
@@ -76,14 +77,12 @@ class Snapshot:
         cls,
         pods: Iterable[types_pb2.Pod],
         nodes: Iterable[types_pb2.Node],
-        *,
-        in_place_resize: bool = True,
-        per_container_max: bool = False,
+        counting: PodResourcesOptions = SCHEDULER_DEFAULTS,
     ) -> Snapshot:
         """A snapshot built directly from objects, for tests and simulations (upstream
         NewSnapshot). Pods count on the node named by spec.nodeName; pods on nodes not listed
-        are ignored. Node order as `Cache` would give it (zones spread). `in_place_resize` and
-        `per_container_max` count the pods as `Cache` does (the defaults: the newest rules)."""
+        are ignored. Node order as `Cache` would give it (zones spread). `counting` counts the
+        pods as `Cache` does (the default: the newest rules)."""
         tree = NodeTree()
         infos: dict[str, NodeInfo] = {}
         for node in nodes:
@@ -92,11 +91,7 @@ class Snapshot:
         for pod in pods:
             ni = infos.get(pod.spec.node_name)
             if ni is not None:
-                ni.add_pod_info(
-                    PodInfo(
-                        pod, in_place_resize=in_place_resize, per_container_max=per_container_max
-                    )
-                )
+                ni.add_pod_info(PodInfo(pod, counting))
         s = cls()
         s.reset(infos, tree.list())
         s.generation = max((ni.generation for ni in infos.values()), default=0)

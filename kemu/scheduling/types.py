@@ -19,7 +19,11 @@ from typing import Final, NamedTuple
 from kemu.api.v1 import types_pb2
 from kemu.machinery.labels import NOTHING, Selector, selector_from_label_selector
 from kemu.machinery.quantity import to_int
-from kemu.machinery.resources import scheduler_pod_requests
+from kemu.machinery.resources import (
+    SCHEDULER_DEFAULTS,
+    PodResourcesOptions,
+    scheduler_pod_requests,
+)
 
 CPU: Final = "cpu"
 MEMORY: Final = "memory"
@@ -192,17 +196,15 @@ class SharedResource(Resource):
 
 
 def pod_requests(
-    pod: types_pb2.Pod, *, in_place_resize: bool = True, per_container_max: bool = False
+    pod: types_pb2.Pod, counting: PodResourcesOptions = SCHEDULER_DEFAULTS
 ) -> tuple[SharedResource, SharedResource]:
     """(requests, non-zero requests) of a pod as read-only Resources, shared with every pod of
     equal requests (`clone()` to change one): what
     `kemu.machinery.resources.scheduler_pod_requests` computes (the in-place resize rules of
     reference §2.2, sidecars, overhead, the scoring defaults). The non-zero Resource holds cpu
     and memory only, as upstream's NonZeroRequested: nothing else is scored with defaults.
-    `per_container_max`: the aggregation rule before 1.37 (kemu.machinery.resources)."""
-    requests, non_zero = scheduler_pod_requests(
-        pod, in_place_resize=in_place_resize, per_container_max=per_container_max
-    )
+    `counting`: the scheduler's counting rules (its gates and version's, resolved once)."""
+    requests, non_zero = scheduler_pod_requests(pod, counting)
     key = (tuple(requests.items()), non_zero.get(CPU, 0), non_zero.get(MEMORY, 0))
     shared = _shared_requests.get(key)
     if shared is None:
@@ -397,20 +399,18 @@ class PodInfo:
     )
 
     def __init__(
-        self, pod: types_pb2.Pod, *, in_place_resize: bool = True, per_container_max: bool = False
+        self, pod: types_pb2.Pod, counting: PodResourcesOptions = SCHEDULER_DEFAULTS
     ) -> None:
-        """`in_place_resize` (the InPlacePodVerticalScaling gate) and `per_container_max` (the
-        emulated version's aggregation rule, True before 1.37) are resolved once by the
-        scheduler and passed as they are: this runs for every pod event."""
+        """`counting`, how the pod's requests are counted (the InPlacePodVerticalScaling gate
+        and the emulated version's aggregation rule), is resolved once by the scheduler and
+        passed as it is: this runs for every pod event."""
         self.pod = pod
         # Read once: queue ordering, nominated-pod filtering and preemption ask for it often.
         self.priority = pod_priority(pod)
         # Read in every NodeInfo.remove_pod and preemption's victim selection.
         self.uid: str = pod.metadata.uid
         self._start_time_ns: int | None = -1  # not read yet
-        self.requests, self.non_zero_requests = pod_requests(
-            pod, in_place_resize=in_place_resize, per_container_max=per_container_max
-        )
+        self.requests, self.non_zero_requests = pod_requests(pod, counting)
         self.host_ports = get_host_ports(pod)
         self._meta_view: MetaView | None = None
         aff = pod.spec.affinity

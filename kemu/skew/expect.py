@@ -22,13 +22,12 @@ from kemu.component.featuregate import (
     NOMINATED_NODE_NAME_FOR_EXPECTATION,
     PREFER_NOMINATED_NODE,
 )
-from kemu.component.version import MAX_VERSION, Version
+from kemu.component.version import MAX_VERSION
+from kemu.component.version_rules import VersionRules
 from kemu.skew.policy import Cell
 
 Facts = Mapping[str, object]
 
-NNN_IN_CLUSTER_STATE_SINCE: Final = Version(1, 37)
-"""kubernetes/autoscaler#9607 (as autoscaler.pods, which kemu.skew may not import)."""
 Result = Literal["pass", "fail", "expected-difference"]
 
 NEWEST: Final = Cell("newest", (MAX_VERSION,), MAX_VERSION, MAX_VERSION, MAX_VERSION)
@@ -107,8 +106,9 @@ def autoscaler_nnn(cell: Cell) -> Facts:
     and never triggers one from 1.37 (kubernetes/autoscaler#9607)."""
     return {
         "plain_pod_scales_up": True,
-        "pod_nominated_to_gone_node_scales_up": cell.autoscaler_version
-        < NNN_IN_CLUSTER_STATE_SINCE,
+        "pod_nominated_to_gone_node_scales_up": not VersionRules.at(
+            cell.autoscaler_version
+        ).autoscaler_nnn_in_cluster_state,
     }
 
 

@@ -41,6 +41,8 @@ import anyio.abc
 
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import Clock
+from kemu.component.version_rules import VersionRules
+from kemu.machinery.resources import PodResourcesOptions
 from kemu.scheduling.node_tree import NodeTree
 from kemu.scheduling.pod_info import refreshed_pod_info
 from kemu.scheduling.snapshot import Snapshot
@@ -51,13 +53,14 @@ log = logging.getLogger(__name__)
 DEFAULT_ASSUMED_POD_TTL: Final = 30.0
 
 
-def assumed_pod_ttl_at(major: int, minor: int) -> float:
-    """Upstream's durationToExpireAssumedPod at an emulated version, in seconds (0: never)."""
-    if (major, minor) <= (1, 22):
-        return 120.0
-    if (major, minor) == (1, 23):
+def assumed_pod_ttl(rules: VersionRules) -> float:
+    """Upstream's durationToExpireAssumedPod at an emulated version, in seconds (0: never):
+    2 minutes, 15 minutes in 1.23, never from 1.24 (kemu.component.version_rules)."""
+    if rules.assumed_pods_never_expire:
+        return 0.0
+    if rules.assumed_pod_ttl_15m:
         return 900.0
-    return 0.0
+    return 120.0
 
 
 CLEANUP_PERIOD: Final = 1.0
@@ -92,10 +95,9 @@ class CacheDump:
 class Cache:
     """Nodes and the pods on them, for the scheduler.
 
-    `in_place_resize` is the scheduler's InPlacePodVerticalScaling gate and
-    `per_container_max` its emulated version's aggregation rule (True before 1.37,
-    kemu.machinery.resources.per_container_max_at): they decide how a pod's requests are
-    counted (reference §2.2). `ttl` is how long an assumed pod lives after
+    `counting` is how a pod's requests are counted (reference §2.2): the scheduler's
+    InPlacePodVerticalScaling gate (`use_status_resources`) and its emulated version's
+    aggregation rule (`per_container_max`, kemu.component.version_rules). `ttl` is how long an assumed pod lives after
     `finish_binding` without the informer confirming it (0: forever).
     """
 
@@ -103,16 +105,14 @@ class Cache:
         self,
         clock: Clock,
         *,
-        in_place_resize: bool,
-        per_container_max: bool,
+        counting: PodResourcesOptions,
         ttl: float = DEFAULT_ASSUMED_POD_TTL,
         cleanup_period: float = CLEANUP_PERIOD,
     ) -> None:
         if ttl < 0:
             raise ValueError("ttl must be >= 0")
         self._clock = clock
-        self._in_place_resize = in_place_resize
-        self._per_container_max = per_container_max
+        self._counting = counting
         self._ttl = ttl
         self._cleanup_period = cleanup_period
         # Node name -> NodeInfo, ordered by recency of change: the most recently changed node
@@ -128,20 +128,12 @@ class Cache:
         self._assumed: set[str] = set()
 
     @property
-    def in_place_resize(self) -> bool:
-        return self._in_place_resize
-
-    @property
-    def per_container_max(self) -> bool:
-        return self._per_container_max
+    def counting(self) -> PodResourcesOptions:
+        return self._counting
 
     def pod_info(self, pod: types_pb2.Pod) -> PodInfo:
         """A PodInfo counted as this cache counts pods (the queue's pod-info factory too)."""
-        return PodInfo(
-            pod,
-            in_place_resize=self._in_place_resize,
-            per_container_max=self._per_container_max,
-        )
+        return PodInfo(pod, self._counting)
 
     @property
     def ttl(self) -> float:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.resources import PodResourcesOptions
 from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.types import PodInfo
 
@@ -44,13 +45,9 @@ class SchedulerCache(Protocol):
         ...
 
     @property
-    def in_place_resize(self) -> bool:
-        """The InPlacePodVerticalScaling rule of `pod_info`."""
-        ...
-
-    @property
-    def per_container_max(self) -> bool:
-        """The aggregation rule of `pod_info` (True before 1.37)."""
+    def counting(self) -> PodResourcesOptions:
+        """How `pod_info` counts a pod's requests (the InPlacePodVerticalScaling gate, the
+        emulated version's aggregation rule)."""
         ...
 
     def update_snapshot(self, snapshot: Snapshot) -> None: ...

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Final
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.resources import SCHEDULER_DEFAULTS, PodResourcesOptions
 from kemu.scheduling.events import ActionType, ClusterEvent, EventResource
 from kemu.scheduling.pod_info import same_requests_inputs
 from kemu.scheduling.types import pod_priority, pod_requests
@@ -53,16 +54,16 @@ def pod_event(resource: EventResource, action: ActionType) -> ClusterEvent:
     return ClusterEvent(resource, action, f"{resource}{_ACTION_LABELS.get(action, 'Update')}")
 
 
-def _is_scaled_down(new: types_pb2.Pod, old: types_pb2.Pod, in_place_resize: bool) -> bool:
+def _is_scaled_down(new: types_pb2.Pod, old: types_pb2.Pod, counting: PodResourcesOptions) -> bool:
     if same_requests_inputs(old, new):
         return False  # equal inputs, equal requests: most updates (conditions, NNN, phase)
-    new_req, _ = pod_requests(new, in_place_resize=in_place_resize)
-    old_req, _ = pod_requests(old, in_place_resize=in_place_resize)
+    new_req, _ = pod_requests(new, counting)
+    old_req, _ = pod_requests(old, counting)
     return any(new_req.get(name) < old_req.get(name) for name in old_req.names())
 
 
 def pod_scheduling_properties_change(
-    new: types_pb2.Pod, old: types_pb2.Pod, *, in_place_resize: bool = True
+    new: types_pb2.Pod, old: types_pb2.Pod, counting: PodResourcesOptions = SCHEDULER_DEFAULTS
 ) -> list[ClusterEvent]:
     """The events a pod update stands for (upstream PodSchedulingPropertiesChange).
 
@@ -74,7 +75,7 @@ def pod_scheduling_properties_change(
     actions: list[ActionType] = []
     if dict(new.metadata.labels) != dict(old.metadata.labels):
         actions.append(ActionType.UPDATE_POD_LABEL)
-    if _is_scaled_down(new, old, in_place_resize):
+    if _is_scaled_down(new, old, counting):
         actions.append(ActionType.UPDATE_POD_SCALE_DOWN)
     if not new.spec.scheduling_gates and old.spec.scheduling_gates:
         actions.append(ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)

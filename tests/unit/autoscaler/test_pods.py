@@ -7,6 +7,7 @@ import pytest
 from autoscaler.pods import is_unschedulable, sort_pods
 from kemu.api.v1 import types_pb2
 from kemu.component.version import Version
+from kemu.component.version_rules import VersionRules
 from kemu.testing.builders import make_pod
 
 
@@ -47,7 +48,7 @@ def test_sorting_by_version(version: str) -> None:
     out = sort_pods(
         pods,
         {"n1"},
-        version=Version.parse(version),
+        rules=VersionRules.at(Version.parse(version)),
         expendable_cutoff=-10,
         now=0.0,
         new_pod_scale_up_delay=0.0,

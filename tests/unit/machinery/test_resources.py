@@ -3,19 +3,23 @@ resource.PodRequests / PodLimits, the scheduler's CalculateResource, the kubelet
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from kemu.api.v1 import types_pb2
+from kemu.component.version import Version
+from kemu.component.version_rules import VersionRules
 from kemu.machinery.resources import (
     DEFAULT_MEMORY_REQUEST,
     DEFAULT_MILLI_CPU_REQUEST,
+    SCHEDULER_DEFAULTS,
     PodResourcesOptions,
     is_pod_resize_deferred,
     is_pod_resize_infeasible,
     kubelet_pod_requests,
     kubelet_pod_requests_from_status,
     max_resources,
-    per_container_max_at,
     pod_limits,
     pod_requests,
     scheduler_pod_requests,
@@ -230,13 +234,14 @@ def moved_cpu() -> types_pb2.Pod:
 def test_the_aggregation_rule_changed_in_1_37(
     version: tuple[int, int], per_container_max: bool
 ) -> None:
-    assert per_container_max_at(*version) is per_container_max
+    assert VersionRules.at(Version(*version)).per_container_max is per_container_max
 
 
 @pytest.mark.parametrize(("minor", "cpu"), [(36, 4000), (37, 3000)])
 def test_the_emulated_version_decides_where_the_maximum_is_taken(minor: int, cpu: int) -> None:
     opts = PodResourcesOptions(
-        use_status_resources=True, per_container_max=per_container_max_at(1, minor)
+        use_status_resources=True,
+        per_container_max=VersionRules.at(Version(1, minor)).per_container_max,
     )
     assert pod_requests(moved_cpu(), opts) == {"cpu": cpu}
 
@@ -328,19 +333,23 @@ def test_scheduler_counts_with_status_resources_when_the_gate_is_on() -> None:
     assert scheduler_pod_requests(pod)[0]["cpu"] == 3000
     resize_pending(pod, "Infeasible")
     assert scheduler_pod_requests(pod)[0]["cpu"] == 1000
-    assert scheduler_pod_requests(pod, in_place_resize=False)[0]["cpu"] == 3000
+    assert scheduler_pod_requests(pod, PodResourcesOptions())[0]["cpu"] == 3000
 
 
 @pytest.mark.parametrize(("minor", "cpu"), [(36, 4000), (37, 3000)])
 def test_scheduler_counts_with_the_emulated_versions_rule(minor: int, cpu: int) -> None:
     pod = moved_cpu()
     requests, non_zero = scheduler_pod_requests(
-        pod, per_container_max=per_container_max_at(1, minor)
+        pod,
+        PodResourcesOptions(
+            use_status_resources=True,
+            per_container_max=VersionRules.at(Version(1, minor)).per_container_max,
+        ),
     )
     assert requests == {"cpu": cpu}
     assert non_zero == {"cpu": cpu, "memory": 2 * DEFAULT_MEMORY_REQUEST}
     # Without the gate neither rule reads the status: the spec's 3 cpu.
-    assert scheduler_pod_requests(pod, in_place_resize=False, per_container_max=True)[0] == {
+    assert scheduler_pod_requests(pod, PodResourcesOptions(per_container_max=True))[0] == {
         "cpu": 3000
     }
 
@@ -379,7 +388,9 @@ def test_non_zero_requests_follow_init_sidecar_and_overhead_rules() -> None:
 def test_pod_level_requests_leave_the_defaults_only_for_what_they_miss() -> None:
     pod = make_pod("p").obj()
     pod.spec.resources.requests["cpu"] = "1"
-    requests, non_zero = scheduler_pod_requests(pod, pod_level_resources=True)
+    requests, non_zero = scheduler_pod_requests(
+        pod, dataclasses.replace(SCHEDULER_DEFAULTS, pod_level_resources=True)
+    )
     assert requests == {"cpu": 1000}
     assert non_zero == {"cpu": 1000, "memory": DEFAULT_MEMORY_REQUEST}
 
@@ -419,7 +430,7 @@ def test_kubelet_counts_with_the_emulated_versions_rule(minor: int, cpu: int) ->
     del pod.spec.containers[0]
     allocated = {"a": {"cpu": "1"}, "b": {"cpu": "2"}}
     actual = {"a": {"cpu": "2"}, "b": {"cpu": "1"}}
-    per_container_max = per_container_max_at(1, minor)
+    per_container_max = VersionRules.at(Version(1, minor)).per_container_max
     got = kubelet_pod_requests(pod, allocated, actual, per_container_max=per_container_max)
     assert got == {"cpu": cpu}
     # Not resizing: both rules count the allocation.

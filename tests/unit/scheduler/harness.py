@@ -20,6 +20,7 @@ from kemu.client.informer import InformerFactory
 from kemu.component.clock import FakeClock
 from kemu.component.featuregate import FeatureGates
 from kemu.machinery.errors import NotFound
+from kemu.machinery.resources import PodResourcesOptions
 from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.interface import SCHEDULER_POD_FIELD_SELECTOR
 from kemu.scheduling.profile import Profile
@@ -179,7 +180,12 @@ async def env(
     informers.informer(types_pb2.PodDisruptionBudget)
     metrics = SchedulerMetrics(None)
     recorder = Recorder()
-    cache = Cache(clock, in_place_resize=True, per_container_max=per_container_max)
+    cache = Cache(
+        clock,
+        counting=PodResourcesOptions(
+            use_status_resources=True, per_container_max=per_container_max
+        ),
+    )
     fwk = Framework(
         profile or default_config().profiles[0],
         scheduler_registry(),

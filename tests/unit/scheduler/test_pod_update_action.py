@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.resources import PodResourcesOptions
 from kemu.scheduling.events import ActionType
 from kemu.scheduling.pod_info import same_requests_inputs
 from kemu.scheduling.types import pod_requests
@@ -60,12 +61,13 @@ def test_scale_down_with_the_shortcut_is_the_computed_one(
     assert _requests_went_down(old, new) == requests_went_down_computed(old, new)
     # The queue's own scale-down test (unscheduled pods' updates) takes the same shortcut.
     for in_place in (True, False):
-        computed_old, _ = pod_requests(old, in_place_resize=in_place)
-        computed_new, _ = pod_requests(new, in_place_resize=in_place)
+        counting = PodResourcesOptions(use_status_resources=in_place)
+        computed_old, _ = pod_requests(old, counting)
+        computed_new, _ = pod_requests(new, counting)
         computed = any(
             computed_new.get(name) < computed_old.get(name) for name in computed_old.names()
         )
-        assert _is_scaled_down(new, old, in_place) == computed
+        assert _is_scaled_down(new, old, counting) == computed
     if same_requests_inputs(old, new):
         assert pod_requests(old) == pod_requests(new)
 

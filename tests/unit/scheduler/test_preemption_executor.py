@@ -29,6 +29,7 @@ from kemu.client.informer import InformerFactory, Lister
 from kemu.client.interface import M
 from kemu.component.clock import FakeClock
 from kemu.machinery.errors import NotFound, Unavailable
+from kemu.machinery.resources import SCHEDULER_DEFAULTS
 from kemu.scheduling.interface import (
     SCHEDULER_POD_FIELD_SELECTOR,
     CycleState,
@@ -287,7 +288,7 @@ async def cluster(*, async_preemption: bool = False, seed: int = 0) -> AsyncIter
     )
     nominator = Nominator(pod_lister)
     fwk.set_nominator(nominator)
-    cache = Cache(clock, in_place_resize=True, per_container_max=False)
+    cache = Cache(clock, counting=SCHEDULER_DEFAULTS)
     snapshot = Snapshot()
     scheduler = Scheduler(
         client=client,

@@ -10,6 +10,7 @@ import pytest
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import FakeClock
 from kemu.component.featuregate import FeatureGates
+from kemu.machinery.resources import SCHEDULER_DEFAULTS
 from kemu.scheduling.interface import CycleState, NodeToStatus
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.runtime import Framework
@@ -86,7 +87,7 @@ def _scheduler(
     seed: int = 0, nodes: int = 3, **node_capacity: str
 ) -> tuple[Scheduler, Framework, Cache]:
     clock = FakeClock()
-    cache = Cache(clock, in_place_resize=True, per_container_max=False)
+    cache = Cache(clock, counting=SCHEDULER_DEFAULTS)
     for i in range(nodes):
         cache.add_node(
             make_node(f"n{i}").capacity(cpu="4", memory="8Gi", pods="110", **node_capacity).obj()

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import FakeClock
+from kemu.machinery.resources import SCHEDULER_DEFAULTS, PodResourcesOptions
 from kemu.scheduling.pod_info import REUSABLE, refreshed_pod_info, same_computed_inputs
 from kemu.scheduling.types import PodInfo
 from kemu.testing.builders import make_node, make_pod
@@ -90,7 +91,12 @@ def test_pod_info_has_the_slots_the_reuse_knows() -> None:
 def test_a_reused_pod_info_is_the_one_built_from_the_new_pod(
     old: types_pb2.Pod, new: types_pb2.Pod, in_place: bool, per_container_max: bool
 ) -> None:
-    factory = partial(PodInfo, in_place_resize=in_place, per_container_max=per_container_max)
+    factory = partial(
+        PodInfo,
+        counting=PodResourcesOptions(
+            use_status_resources=in_place, per_container_max=per_container_max
+        ),
+    )
     prev = factory(old)
     got = refreshed_pod_info(prev, new, factory)
     want = factory(new)
@@ -128,7 +134,7 @@ def test_the_cache_counts_an_updated_pod_as_the_new_pod(
     old: types_pb2.Pod, new: types_pb2.Pod
 ) -> None:
     def cache() -> Cache:
-        c = Cache(FakeClock(), in_place_resize=True, per_container_max=False)
+        c = Cache(FakeClock(), counting=SCHEDULER_DEFAULTS)
         c.add_node(make_node("n0").obj())
         return c
 

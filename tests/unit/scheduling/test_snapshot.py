@@ -7,6 +7,7 @@ import time
 
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import FakeClock
+from kemu.machinery.resources import SCHEDULER_DEFAULTS, PodResourcesOptions
 from kemu.scheduling.interface import SharedLister
 from kemu.scheduling.node_tree import LABEL_ZONE
 from kemu.scheduling.snapshot import Snapshot
@@ -48,7 +49,7 @@ def preferred_affinity_pod(name: str, node_name: str) -> types_pb2.Pod:
 
 
 def new_cache(*nodes: types_pb2.Node) -> Cache:
-    cache = Cache(FakeClock(), in_place_resize=True, per_container_max=False)
+    cache = Cache(FakeClock(), counting=SCHEDULER_DEFAULTS)
     for n in nodes:
         cache.add_node(n)
     return cache
@@ -240,7 +241,11 @@ def test_snapshot_from_objects_counts_pods_by_the_given_aggregation_rule() -> No
         cs.resources.requests["cpu"] = held
         cs.allocated_resources["cpu"] = held
     for per_container_max, want in ((True, 4000), (False, 3000)):
-        snap = Snapshot.from_objects([p], [node("n1")], per_container_max=per_container_max)
+        snap = Snapshot.from_objects(
+            [p],
+            [node("n1")],
+            PodResourcesOptions(use_status_resources=True, per_container_max=per_container_max),
+        )
         n1 = snap.get("n1")
         assert n1 is not None and n1.requested.milli_cpu == want
 
@@ -365,7 +370,7 @@ def test_affinity_lists_updated_in_place_keep_the_node_order_of_a_rebuild() -> N
     """Nodes enter and leave the affinity lists one replace at a time (no rebuild per cycle);
     the lists stay what a full rebuild gives, in node order, and the columns follow."""
     rng = random.Random(7)
-    cache = Cache(FakeClock(), in_place_resize=True, per_container_max=False)
+    cache = Cache(FakeClock(), counting=SCHEDULER_DEFAULTS)
     names = [f"n{i}" for i in range(30)]
     for i, name in enumerate(names):
         cache.add_node(node(name, zone=f"z{i % 3}"))

@@ -7,8 +7,9 @@ import pytest
 from kemu.component.clock import FakeClock
 from kemu.component.featuregate import FeatureGates
 from kemu.component.version import Version
+from kemu.component.version_rules import VersionRules
 from scheduler.app import new_cache
-from scheduler.cache.cache import assumed_pod_ttl_at
+from scheduler.cache.cache import assumed_pod_ttl
 
 
 @pytest.mark.parametrize(
@@ -18,6 +19,5 @@ from scheduler.cache.cache import assumed_pod_ttl_at
 def test_the_scheduler_cache_expires_assumed_pods_as_its_version_did(
     version: str, ttl: float
 ) -> None:
-    major, minor = (int(x) for x in version.split("."))
-    assert assumed_pod_ttl_at(major, minor) == ttl
+    assert assumed_pod_ttl(VersionRules.at(Version.parse(version))) == ttl
     assert new_cache(FakeClock(), FeatureGates.for_version(Version.parse(version))).ttl == ttl

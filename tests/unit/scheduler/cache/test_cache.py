@@ -9,6 +9,7 @@ from kemu.api.v1 import types_pb2
 from kemu.component.clock import FakeClock
 from kemu.component.featuregate import FeatureGates
 from kemu.component.version import Version
+from kemu.machinery.resources import PodResourcesOptions
 from kemu.scheduling.snapshot import Snapshot
 from kemu.testing.builders import make_node, make_pod
 from scheduler.app import new_cache as new_scheduler_cache
@@ -37,8 +38,9 @@ def new_cache(
 ) -> Cache:
     return Cache(
         clock or FakeClock(),
-        in_place_resize=resize,
-        per_container_max=per_container_max,
+        counting=PodResourcesOptions(
+            use_status_resources=resize, per_container_max=per_container_max
+        ),
         ttl=ttl,
     )
 

@@ -10,6 +10,7 @@ from kemu.api.v1 import api_pb2, types_pb2
 from kemu.client.informer import Informer
 from kemu.component.clock import FakeClock
 from kemu.machinery import kinds
+from kemu.machinery.resources import SCHEDULER_DEFAULTS
 from kemu.scheduling.types import PodInfo
 from kemu.testing.builders import make_pod
 from scheduler.cache import Cache
@@ -84,7 +85,7 @@ def test_the_pod_informer_stores_a_copy_out_of_the_watch_response() -> None:
 
 
 def test_the_cache_keys_a_pod_by_its_pod_infos_uid_string() -> None:
-    cache = Cache(FakeClock(), in_place_resize=True, per_container_max=False)
+    cache = Cache(FakeClock(), counting=SCHEDULER_DEFAULTS)
     cache.add_pod(_pod("a"))
     (ni,) = cache.dump().nodes.values()
     (key,) = cache._pod_states

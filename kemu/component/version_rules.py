@@ -1,0 +1,110 @@
+"""The upstream changes no feature gate guards, by the version that made them.
+
+A feature gate (kemu.component.featuregate) says at which versions a feature is on and lets
+the user override it; some upstream behaviour changed with no gate at all (a default, a
+helper's arithmetic, a fix). kemu keys those on the emulated version too, all in the one
+table below (`RULES`), and, like the gates, each process resolves them once at start-up
+(`VersionRules.at(version)`) and passes the value down: no component compares versions where
+it uses a rule. (The apiserver's eviction rules are still its own constants.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Final
+
+from kemu.component.version import DEFAULT_VERSION, Version
+
+__all__ = ["RULES", "VersionRule", "VersionRules"]
+
+
+@dataclass(frozen=True, slots=True)
+class VersionRule:
+    """An upstream change without a gate: in effect from `since` (and before `until`, when
+    a later release reverted it); `change` cites it."""
+
+    since: Version
+    change: str
+    until: Version | None = None
+
+    def holds_at(self, version: Version) -> bool:
+        return self.since <= version and (self.until is None or version < self.until)
+
+
+RULES: Final[Mapping[str, VersionRule]] = MappingProxyType(
+    {
+        "max_of_sums": VersionRule(
+            Version(1, 37),
+            "component-helpers resource.PodRequests/PodLimits with UseStatusResources take the "
+            "largest of the summed desired, allocated and actual sizes, no longer the sum of "
+            "each container's largest (kubernetes commit 9d1c3c2, component-helpers 1e15266, "
+            "issue #140046; kemu.machinery.resources)",
+        ),
+        "assumed_pod_ttl_15m": VersionRule(
+            Version(1, 23),
+            "the scheduler cache's assumed pods expire after 15 minutes without the informer "
+            "confirming their binding, 2 minutes before (pkg/scheduler/scheduler.go "
+            "durationToExpireAssumedPod)",
+            until=Version(1, 24),
+        ),
+        "assumed_pods_never_expire": VersionRule(
+            Version(1, 24),
+            "the scheduler cache's assumed pods never expire (durationToExpireAssumedPod 0)",
+        ),
+        "podgc_disruption_condition": VersionRule(
+            Version(1, 26),
+            "PodGC adds the DisruptionTarget condition (reason DeletionByPodGC) before it "
+            "deletes an orphaned pod (pkg/controller/podgc/gc_controller.go, "
+            "PodDisruptionConditions beta)",
+        ),
+        "node_monitor_grace_period_50s": VersionRule(
+            Version(1, 32),
+            "--node-monitor-grace-period defaults to 50s, 40s before "
+            "(kubernetes/kubernetes#126287)",
+        ),
+        "nominated_node_name_kept_on_failure": VersionRule(
+            Version(1, 34),
+            "with NominatedNodeNameForExpectation on, a failed scheduling cycle leaves the "
+            "pod's nominatedNodeName as it is (KEP-5278's alpha, reference §3.4); 1.35 clears "
+            "it again",
+            until=Version(1, 35),
+        ),
+        "autoscaler_nnn_in_cluster_state": VersionRule(
+            Version(1, 37),
+            "cluster-autoscaler writes pods with a nominatedNodeName to the snapshot in "
+            "SetClusterState, and no such pod triggers a scale-up (kubernetes/autoscaler#9607)",
+        ),
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class VersionRules:
+    """Every rule of `RULES`, resolved for one emulated version (True: the change is in
+    effect). One field per entry of the table, of the same name."""
+
+    version: Version
+    max_of_sums: bool
+    assumed_pod_ttl_15m: bool
+    assumed_pods_never_expire: bool
+    podgc_disruption_condition: bool
+    node_monitor_grace_period_50s: bool
+    nominated_node_name_kept_on_failure: bool
+    autoscaler_nnn_in_cluster_state: bool
+
+    @classmethod
+    def at(cls, version: Version) -> VersionRules:
+        return cls(version, **{name: rule.holds_at(version) for name, rule in RULES.items()})
+
+    @classmethod
+    def default(cls) -> VersionRules:
+        """The rules of the default emulated version."""
+        return cls.at(DEFAULT_VERSION)
+
+    @property
+    def per_container_max(self) -> bool:
+        """How PodResourcesOptions.per_container_max is set at this version (the rule
+        before max_of_sums)."""
+        return not self.max_of_sums

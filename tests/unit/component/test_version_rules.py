@@ -1,0 +1,69 @@
+"""The upstream changes without a gate: one table, resolved per emulated version."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from kemu.component.version import MAX_VERSION, MIN_VERSION, Version
+from kemu.component.version_rules import RULES, VersionRules
+
+
+def test_every_rule_of_the_table_is_a_field_of_the_resolved_rules() -> None:
+    fields = [f.name for f in dataclasses.fields(VersionRules) if f.name != "version"]
+    assert fields == list(RULES)
+
+
+@pytest.mark.parametrize(
+    ("minor", "expected"),
+    [
+        (21, set()),
+        (23, {"assumed_pod_ttl_15m"}),
+        (26, {"assumed_pods_never_expire", "podgc_disruption_condition"}),
+        (
+            32,
+            {
+                "assumed_pods_never_expire",
+                "podgc_disruption_condition",
+                "node_monitor_grace_period_50s",
+            },
+        ),
+        (
+            34,
+            {
+                "assumed_pods_never_expire",
+                "podgc_disruption_condition",
+                "node_monitor_grace_period_50s",
+                "nominated_node_name_kept_on_failure",
+            },
+        ),
+        (
+            36,
+            {
+                "assumed_pods_never_expire",
+                "podgc_disruption_condition",
+                "node_monitor_grace_period_50s",
+            },
+        ),
+        (
+            37,
+            {
+                "max_of_sums",
+                "assumed_pods_never_expire",
+                "podgc_disruption_condition",
+                "node_monitor_grace_period_50s",
+                "autoscaler_nnn_in_cluster_state",
+            },
+        ),
+    ],
+)
+def test_the_rules_in_effect_at_a_version(minor: int, expected: set[str]) -> None:
+    rules = VersionRules.at(Version(1, minor))
+    assert {name for name in RULES if getattr(rules, name)} == expected
+    assert rules.per_container_max is not rules.max_of_sums
+
+
+def test_the_default_rules_are_those_of_the_default_version() -> None:
+    assert VersionRules.default() == VersionRules.at(MAX_VERSION)
+    assert all(MIN_VERSION <= rule.since <= MAX_VERSION for rule in RULES.values())
