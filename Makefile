@@ -18,8 +18,11 @@ run: $(STAMP)
 	$(BIN)/python -m kemu.machinery.kubeconfig .kemu/kubeconfig http://127.0.0.1:6445
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho start
 
+# The default suite mostly waits on processes: TEST_WORKERS pytest-xdist workers (a module's
+# cluster fixture stays on one worker: --dist loadfile), and the slowest tests listed at the end.
+TEST_WORKERS ?= 3
 test: $(STAMP) check-gen lint
-	$(BIN)/python -m pytest -q -m "not long" tests
+	$(BIN)/python -m pytest -q -m "not long" -n $(TEST_WORKERS) --dist loadfile --durations=15 tests
 
 # The CI slices of the long suites (chaos CI profile, skew slice, the make-run demo), ~6 minutes.
 test-long: $(STAMP)
