@@ -52,7 +52,7 @@ from kemu.machinery.errors import AlreadyExists, Unavailable
 from kemu.machinery.kinds import KINDS, kind_of
 from kemu.machinery.namespaces import SYSTEM_NAMESPACES, new_namespace
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 COMPONENT: Final = "kube-apiserver"
 ETCD_READYCHECK_TIMEOUT: Final = 2.0
@@ -226,7 +226,9 @@ async def _serve(args: argparse.Namespace, store: EtcdStore, ctx: ComponentConte
             await tg.start(cache.run)
         await _bootstrap(registry, ctx)
         await server.start()
-        log.info("serving the kemu API on %s (emulated version %s)", address, ctx.options.version)
+        logger.info(
+            "serving the kemu API on %s (emulated version %s)", address, ctx.options.version
+        )
         if args.rest_port:
             rest = RestApi(
                 registry,
@@ -254,7 +256,7 @@ async def _serve(args: argparse.Namespace, store: EtcdStore, ctx: ComponentConte
         # Upstream's defaults: no shutdown delay, watch termination grace period 0. The
         # watches end now (a client that re-watches is refused); unary calls in flight get
         # the grace period; the etcd client is closed after (run).
-        log.info(
+        logger.info(
             "draining: no new calls, watches ended, %gs for running calls",
             ctx.options.shutdown_grace_period,
         )
@@ -272,7 +274,7 @@ async def _drop_watches_on_signal(
         task_status.started()
         async for _ in signals:
             ended = sum(cache.close_watches() for cache in caches.values())
-            log.warning("SIGUSR1: ended every watch (%d)", ended)
+            logger.warning("SIGUSR1: ended every watch (%d)", ended)
 
 
 async def _bootstrap(registry: Registry, ctx: ComponentContext) -> None:
@@ -305,7 +307,7 @@ async def _compactor(
                 await store.compact(previous)
                 for cache in caches.values():
                     cache.compacted(previous)
-                log.info("compacted etcd to revision %d", previous)
+                logger.info("compacted etcd to revision %d", previous)
             previous = current
         except Exception as e:  # compaction is best effort: log and try next time
-            log.warning("etcd compaction failed: %s", e)
+            logger.warning("etcd compaction failed: %s", e)

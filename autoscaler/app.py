@@ -57,7 +57,7 @@ from kemu.scheduling.profile import default_profile
 from kemu.scheduling.runtime import Framework
 from kemu.scheduling.snapshot import Snapshot
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 COMPONENT: Final = "cluster-autoscaler"
 LEASE_NAME: Final = "cluster-autoscaler"
@@ -351,7 +351,7 @@ async def run(
 ) -> None:
     client = Client(args.server, user_agent=COMPONENT)
     cloud = CloudProviderClient(args.cloud_provider_address)
-    log.info("the cloud's node-group API: %s", cloud.address)
+    logger.info("the cloud's node-group API: %s", cloud.address)
     try:
         await serve(client, cloud, options, election, ctx, seed=args.seed)
     finally:
@@ -441,7 +441,7 @@ async def serve(
             state["informers"] = informers
             if status is not None:
                 await status.initializing()
-            log.info(
+            logger.info(
                 "caches synced; autoscaling every %gs (emulated %s)",
                 options.scan_interval,
                 options.version,

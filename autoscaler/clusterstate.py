@@ -20,7 +20,7 @@ from kemu.component.clock import Clock
 from kemu.machinery.errors import ApiError
 from kemu.machinery.node_conditions import is_node_ready
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 CREATING: Final = cloud_pb2.InstanceStatus.instanceCreating
 DELETING: Final = cloud_pb2.InstanceStatus.instanceDeleting
@@ -160,7 +160,7 @@ class ClusterState:
             self._metrics.failed_scale_ups.labels(
                 "timeout" if not failed[0][0].status.error_info.error_code else "cloudProviderError"
             ).inc()
-            log.warning(
+            logger.warning(
                 "node group %s: deleting %d failed instance(s) (%s: %s); backed off for %gs",
                 g.id,
                 len(failed),
@@ -174,7 +174,7 @@ class ClusterState:
                 )
                 deleted = True
             except ApiError as e:
-                log.warning("node group %s: deleting failed instances: %s", g.id, e)
+                logger.warning("node group %s: deleting failed instances: %s", g.id, e)
             for i, _ in failed:
                 self._creating_since.pop(i.id, None)
         return deleted

@@ -25,7 +25,7 @@ import yaml
 from kemu.api.v1 import types_pb2
 from kemu.scheduling.types import NodeInfo, Resource
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 LEAST_WASTE: Final = "least-waste"
 MOST_PODS: Final = "most-pods"
@@ -98,7 +98,7 @@ def priority_strategy(config: Callable[[], str | None]) -> Strategy:
     def choose(options: Sequence[Option]) -> list[Option]:
         text = config()
         if text is None:
-            log.warning(
+            logger.warning(
                 "priority expander: no %s in ConfigMap kube-system/%s",
                 PRIORITY_KEY,
                 PRIORITY_CONFIGMAP,
@@ -107,7 +107,7 @@ def priority_strategy(config: Callable[[], str | None]) -> Strategy:
         try:
             priorities = parse_priorities(text)
         except ValueError as e:
-            log.warning("priority expander: ConfigMap kube-system/%s: %s", PRIORITY_CONFIGMAP, e)
+            logger.warning("priority expander: ConfigMap kube-system/%s: %s", PRIORITY_CONFIGMAP, e)
             return list(options)
         for _, patterns in priorities:
             chosen = [o for o in options if any(p.fullmatch(o.group) for p in patterns)]

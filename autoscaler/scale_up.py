@@ -24,7 +24,7 @@ from kemu.scheduling.simulator import ClusterSnapshot, PredicateChecker
 from kemu.scheduling.status import Code
 from kemu.scheduling.types import NodeInfo, Resource, pod_key
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 TRIGGERED_SCALE_UP: Final = "TriggeredScaleUp"
 NOT_TRIGGER_SCALE_UP: Final = "NotTriggerScaleUp"
@@ -146,7 +146,7 @@ class ScaleUpOrchestrator:
         if best is not None:
             g = groups[best.group]
             result.before = g.target
-            log.info(
+            logger.info(
                 "scale-up: node group %s %d->%d (max %d) for %d pod(s) [%s] (expander %s, %d "
                 "option(s))",
                 best.group,
@@ -164,7 +164,7 @@ class ScaleUpOrchestrator:
                 now = self._clock.monotonic()
                 self._state.backoff.backoff(best.group, str(e), now, "cloudProviderError")
                 self._metrics.failed_scale_ups.labels("cloudProviderError").inc()
-                log.warning("scale-up of node group %s failed, backed off: %s", best.group, e)
+                logger.warning("scale-up of node group %s failed, backed off: %s", best.group, e)
                 for pod in best.pods:
                     result.reasons.setdefault(pod_key(pod), Counter())[
                         "failed to increase node group size"
@@ -196,7 +196,7 @@ class ScaleUpOrchestrator:
                 f"pod didn't trigger scale-up: {text}",
             )
         if result.option is None:
-            log.info(
+            logger.info(
                 "no scale-up for %d pod(s): %s",
                 len(pods),
                 "; ".join(

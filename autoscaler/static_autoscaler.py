@@ -55,7 +55,7 @@ from kemu.scheduling.runtime import Framework
 from kemu.scheduling.simulator import ClusterSnapshot, PredicateChecker
 from kemu.scheduling.types import pod_key, pod_priority
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -181,7 +181,7 @@ class StaticAutoscaler:
                 try:
                     await self.run_once()
                 except ApiError as e:
-                    log.warning("autoscaling loop failed: %s", e)
+                    logger.warning("autoscaling loop failed: %s", e)
                 await self._clock.sleep(
                     self.options.scan_interval - (self._clock.monotonic() - start)
                 )
@@ -221,19 +221,19 @@ class StaticAutoscaler:
             )
             for pod, node in pods.nominated:
                 snapshot.add_pod(pod, node)
-                log.info(
+                logger.info(
                     "pod %s is nominated to node %s: counted there, no scale-up for it",
                     pod_key(pod),
                     node,
                 )
             for pod in pods.nominated_elsewhere:
-                log.info(
+                logger.info(
                     "pod %s is nominated to node %s, which is gone: no scale-up for it",
                     pod_key(pod),
                     pod.status.nominated_node_name,
                 )
             for pod in pods.expendable:
-                log.info(
+                logger.info(
                     "pod %s is expendable (priority %d < cutoff %d): no scale-up for it",
                     pod_key(pod),
                     pod_priority(pod),
@@ -311,7 +311,7 @@ class StaticAutoscaler:
             snapshot.add_pod(pod, node)
             result.placements[pod_key(pod)] = node
         if result.placements:
-            log.info(
+            logger.info(
                 "%d pod(s) marked unschedulable fit existing or upcoming nodes, no scale-up "
                 "for them: %s",
                 len(result.placements),

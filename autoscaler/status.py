@@ -38,7 +38,7 @@ from kemu.component.clock import Clock
 from kemu.machinery.errors import AlreadyExists, ApiError, Conflict, NotFound
 from kemu.machinery.node_conditions import is_node_ready
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 STATUS_CONFIGMAP: Final = "cluster-autoscaler-status"
 STATUS_NAMESPACE: Final = "kube-system"
@@ -306,9 +306,9 @@ class StatusWriter:
                 return True
             except (Conflict, AlreadyExists) as e:
                 if attempt:
-                    log.warning("writing the status ConfigMap: %s", e)
+                    logger.warning("writing the status ConfigMap: %s", e)
             except ApiError as e:
-                log.warning("writing the status ConfigMap: %s", e)
+                logger.warning("writing the status ConfigMap: %s", e)
                 break
         return False
 

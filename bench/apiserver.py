@@ -62,7 +62,7 @@ from kemu.testing.cluster import Cluster
 from kemu.testing.namespaces import ensure_namespace
 from kemu.testing.processes import REPO_ROOT, ProcessStartError, python_env
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 CONCURRENCY: Final = (1, 16, 64)
 DEFAULT_N: Final = 2000
@@ -174,7 +174,7 @@ class Cells:
             first_error=result.first_error,
         )
         self.report.rows.append(row)
-        log.info(
+        logger.info(
             "%s %s x%d: %.0f ops/s, p50 %.2f ms, p99 %.2f ms, %d errors",
             system,
             op,
@@ -482,13 +482,13 @@ async def run(cluster: Cluster, opts: Options, tmp: Path) -> Report:
                 pool[c] = [shared]
         await warm_up(pool[max(CONCURRENCY)], etcd, min(WARMUP, opts.n))
         for c in CONCURRENCY:
-            log.info("concurrency %d", c)
+            logger.info("concurrency %d", c)
             value = await apiserver_cells(cells, pool[c], c, opts.n)
             report.value_bytes = len(value)
             await etcd_cells(cells, etcd, c, opts.n, value)
             if c == REST_CONCURRENCY:
                 await rest_create_cell(cells, cluster.rest_url, opts.n)
-        log.info("watch delivery")
+        logger.info("watch delivery")
         report.watch = await watch_delivery(shared, cluster.server, pids, opts, tmp)
         report.rss_kib = {name: rss_kib(pid) for name, pid in pids.items() if pid is not None}
         report.host["loadavg_end"] = list(os.getloadavg())

@@ -62,7 +62,7 @@ from kemu.testing.namespaces import ensure_namespace
 from kemu.testing.ports import LOOPBACK
 from kemu.testing.processes import ProcessStartError
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 GROUP_LABEL: Final = "kemu.io/node-group"
 NAMESPACE: Final = "bench-autoscaler"
@@ -364,7 +364,7 @@ def run(opts: Options) -> Result:
                 anyio.run(scale_up_phase, cluster, opts, r)
             except (ProcessStartError, RuntimeError, TimeoutError, ApiError) as e:
                 r.errors.append(f"scale-up: {type(e).__name__}: {e}")
-                log.error("%s\n%s", r.errors[-1], cluster.dump_logs(tail=20))
+                logger.error("%s\n%s", r.errors[-1], cluster.dump_logs(tail=20))
     if opts.only in ("", "loop"):
         with (
             tempfile.TemporaryDirectory(prefix="kemu-bench-autoscaler-") as tmp,
@@ -377,7 +377,7 @@ def run(opts: Options) -> Result:
                 anyio.run(loop_phase, cluster, opts, r)
             except (ProcessStartError, RuntimeError, TimeoutError, ApiError) as e:
                 r.errors.append(f"loop: {type(e).__name__}: {e}")
-                log.error("%s\n%s", r.errors[-1], cluster.dump_logs(tail=20))
+                logger.error("%s\n%s", r.errors[-1], cluster.dump_logs(tail=20))
     return r
 
 

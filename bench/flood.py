@@ -55,7 +55,7 @@ from kemu.testing.cluster import Cluster
 from kemu.testing.namespaces import ensure_namespace
 from kemu.testing.processes import ProcessStartError
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 NAMESPACE: Final = "bench-flood"
 LEASES: Final = ("kube-scheduler", "kube-controller-manager")
@@ -232,7 +232,7 @@ class Runner:
                 if lease.spec.holder_identity:
                     return _view(lease)
             except ApiError as e:
-                log.info("no %s lease yet: %s", name, e)
+                logger.info("no %s lease yet: %s", name, e)
             if time.monotonic() > deadline:
                 raise TimeoutError(f"no leader holds the {name} lease after {LEADER_TIMEOUT}s")
             await anyio.sleep(0.5)
@@ -290,7 +290,7 @@ class Runner:
             try:
                 lease = await client.get(types_pb2.Lease, name, LEASE_NAMESPACE)
             except ApiError as e:
-                log.warning("reading the %s lease: %s", name, e)
+                logger.warning("reading the %s lease: %s", name, e)
             else:
                 view = _view(lease)
                 if view.holder != holders[-1]:
@@ -348,7 +348,7 @@ def run(opts: Options) -> Result:
             anyio.run(Runner(cluster, opts, result, Path(tmp)).run)
         except (ProcessStartError, RuntimeError, TimeoutError, ApiError) as e:
             result.error = f"{type(e).__name__}: {e}"
-            log.error("the run failed: %s\n%s", result.error, cluster.dump_logs(tail=20))
+            logger.error("the run failed: %s\n%s", result.error, cluster.dump_logs(tail=20))
     result.options["load_avg_end"] = list(os.getloadavg())
     return result
 

@@ -65,7 +65,7 @@ from kemu.testing.cluster import Cluster
 from kemu.testing.namespaces import ensure_namespace
 from kemu.testing.processes import ProcessStartError
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 LEASE_NAMESPACE: Final = "kube-node-lease"
 POD_NAMESPACE: Final = "bench-kubelet"
@@ -263,7 +263,7 @@ async def start_hollow_kubelet(
     # thread dies with the bench (kemu.testing.processes: PDEATHSIG), so a bench killed by
     # SIGTERM leaves no hollow kubelet behind. Without `wait` the start is a fork and exec.
     cluster.start_component(KUBELET, name, argv, feature_gates=feature_gates, wait=False)
-    log.info("kubelet started with %d nodes; waiting for them to be Ready", nodes)
+    logger.info("kubelet started with %d nodes; waiting for them to be Ready", nodes)
     last_log = start
     with anyio.fail_after(REGISTRATION_TIMEOUT):
         async with client.watch(types_pb2.Node, resource_version=listed.resource_version) as events:
@@ -275,12 +275,12 @@ async def start_hollow_kubelet(
                     ready.add(node.metadata.name)
                 now = time.monotonic()
                 if now - last_log > 2:
-                    log.info("  %d/%d nodes Ready", len(ready & wanted), nodes)
+                    logger.info("  %d/%d nodes Ready", len(ready & wanted), nodes)
                     last_log = now
                 if wanted <= ready:
                     break
     elapsed = time.monotonic() - start
-    log.info("all %d nodes Ready in %.1fs", nodes, elapsed)
+    logger.info("all %d nodes Ready in %.1fs", nodes, elapsed)
     await anyio.to_thread.run_sync(lambda: cluster.wait_ready(name, timeout=REGISTRATION_TIMEOUT))
     return elapsed
 
@@ -445,7 +445,7 @@ class Runner:
                 errors.append(f"{type(e).__name__}: {e}")
             last_done = max(last_done, time.monotonic())
 
-        log.info("creating %d pods at %g/s", count, opts.pod_rate)
+        logger.info("creating %d pods at %g/s", count, opts.pod_rate)
         async with anyio.create_task_group() as tg:
             async for i, _late in pace(count, opts.pod_rate):
                 tg.start_soon(create, pods[i])
@@ -453,7 +453,7 @@ class Runner:
         r.create_rate = rate(count - len(errors), last_done - started)
         if errors:
             raise RuntimeError(f"{len(errors)} pod creates failed; the first: {errors[0]}")
-        log.info("created %d pods at %.1f/s", count, r.create_rate)
+        logger.info("created %d pods at %.1f/s", count, r.create_rate)
 
     async def sample_rss(self) -> None:
         pid = self.pids[KUBELET]
@@ -516,7 +516,7 @@ def run(opts: Options) -> Result:
             anyio.run(Runner(cluster, opts, result).run)
         except (ProcessStartError, RuntimeError, TimeoutError, ApiError) as e:
             result.error = f"{type(e).__name__}: {e}"
-            log.error("the run failed: %s\n%s", result.error, cluster.dump_logs(tail=20))
+            logger.error("the run failed: %s\n%s", result.error, cluster.dump_logs(tail=20))
     result.load_avg_end = list(os.getloadavg())
     return result
 

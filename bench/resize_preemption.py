@@ -84,7 +84,7 @@ from kemu.testing.cluster import Cluster
 from kemu.testing.namespaces import ensure_namespace
 from kemu.testing.processes import ProcessStartError
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 GATE: Final = IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION
 GATES: Final = {GATE: True}
@@ -554,7 +554,7 @@ class Runner:
             except Gone:
                 raise
             except ApiError as e:
-                log.warning("the pod watch failed (%s); resuming from %s", e, rv)
+                logger.warning("the pod watch failed (%s); resuming from %s", e, rv)
                 await anyio.sleep(0.1)
 
     async def setup(self, client: Client, tracker: Tracker) -> None:
@@ -564,7 +564,7 @@ class Runner:
         start = time.monotonic()
         await ensure_namespace(client, NAMESPACE)
         pods = pod_objects(shape)
-        log.info("creating %d pods on %d nodes", len(pods), shape.nodes)
+        logger.info("creating %d pods on %d nodes", len(pods), shape.nodes)
         res = await run_concurrent(len(pods), opts.creators, lambda i: client.create(pods[i]))
         if res.errors:
             raise RuntimeError(f"{res.errors} pod creates failed; the first: {res.first_error}")
@@ -573,7 +573,7 @@ class Runner:
             lambda: tracker.running.issuperset(names), SETUP_TIMEOUT, "every pod Running"
         )
         lows = [low_name(i, j) for i in range(shape.nodes) for j in range(shape.deferred)]
-        log.info("resizing %d low pods to %s cpu", len(lows), cpu_text(shape.low_to_m))
+        logger.info("resizing %d low pods to %s cpu", len(lows), cpu_text(shape.low_to_m))
         res = await run_concurrent(
             len(lows),
             opts.creators,
@@ -588,7 +588,7 @@ class Runner:
         )
         r.scheduler_settled = await self.scheduler_settled(len(lows))
         r.setup_seconds = time.monotonic() - start
-        log.info("setup done in %.1fs", r.setup_seconds)
+        logger.info("setup done in %.1fs", r.setup_seconds)
 
     async def scheduler_settled(self, deferred: int) -> bool:
         """Waits until the scheduler holds the `deferred` low pods in its unschedulable pool
@@ -609,7 +609,7 @@ class Runner:
                 ):
                     return True
                 await anyio.sleep(0.2)
-        log.warning("the scheduler did not settle: pending pods %s", pending)
+        logger.warning("the scheduler did not settle: pending pods %s", pending)
         return False
 
     async def resize(self, client: Client, tracker: Tracker, name: str, cpu_m: int) -> None:
@@ -636,7 +636,7 @@ class Runner:
         meter = CpuMeter(self.pids)
         meter.start()
         start = time.monotonic()
-        log.info("resizing %d high pods to %s cpu", len(highs), cpu_text(shape.high_to_m))
+        logger.info("resizing %d high pods to %s cpu", len(highs), cpu_text(shape.high_to_m))
         res = await run_concurrent(
             len(highs),
             opts.creators,
@@ -651,7 +651,7 @@ class Runner:
                 "every high pod's resize actuated",
             )
         except TimeoutError as e:
-            log.warning("%s", e)
+            logger.warning("%s", e)
         end = max((tracker.actuated[n] for n in highs if n in tracker.actuated), default=start)
         r.cpu_cores = meter.stop()
         r.phase_seconds = end - start
@@ -750,7 +750,7 @@ def run_variant(opts: Options, variant: Variant, round_: int) -> Result:
             anyio.run(Runner(cluster, opts, result).run)
         except (ProcessStartError, RuntimeError, TimeoutError, ApiError) as e:
             result.error = f"{type(e).__name__}: {e}"
-            log.error("run %s failed: %s\n%s", result.label, result.error, cluster.dump_logs(20))
+            logger.error("run %s failed: %s\n%s", result.label, result.error, cluster.dump_logs(20))
     result.load_avg_end = list(os.getloadavg())
     return result
 
@@ -995,7 +995,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for round_ in range(1, opts.rounds + 1):
             for name in opts.variants:
                 variant = VARIANTS[name]
-                log.info("run %s#%d (%s)", name, round_, variant.accounting)
+                logger.info("run %s#%d (%s)", name, round_, variant.accounting)
                 results.append(run_variant(opts, variant, round_))
     except KeyboardInterrupt:
         print("bench resize_preemption: interrupted; the cluster was stopped", file=sys.stderr)

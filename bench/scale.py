@@ -89,7 +89,7 @@ from kemu.testing.cluster import Cluster, Component
 from kemu.testing.namespaces import ensure_namespace
 from kemu.testing.processes import http_get
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 SCALE_FILE: Final = WORKLOADS_DIR / "scale-config.yaml"
 DEFAULT_LABEL: Final = "scale"
@@ -244,10 +244,10 @@ async def scrape(component: Component) -> Samples:
             lambda: http_get(component.metrics_url, timeout=SCRAPE_TIMEOUT)
         )
     except OSError as e:
-        log.warning("%s: /metrics did not answer (%s)", component.name, e)
+        logger.warning("%s: /metrics did not answer (%s)", component.name, e)
         return {}
     if status != 200:
-        log.warning("%s: /metrics answered %d", component.name, status)
+        logger.warning("%s: /metrics answered %d", component.name, status)
         return {}
     return parse_metrics(body.decode())
 
@@ -423,13 +423,13 @@ class Runner:
                             continue
                         self._observe(tracker, event.object, event.type)
             except Gone as e:
-                log.warning("the pod watch is gone (%s); relisting", e)
+                logger.warning("the pod watch is gone (%s); relisting", e)
                 listed = await client.list_all(types_pb2.Pod)
                 for pod in listed.items:
                     self._observe(tracker, pod, "MODIFIED")
                 rv = listed.resource_version
             except ApiError as e:
-                log.warning("the pod watch failed (%s); resuming from %s", e, rv)
+                logger.warning("the pod watch failed (%s); resuming from %s", e, rv)
                 await anyio.sleep(0.1)
 
     def _observe(self, tracker: BindTracker, pod: types_pb2.Pod, event_type: str) -> None:
@@ -462,7 +462,7 @@ class Runner:
                         pending.pop(0)
                     metrics = await scrape(scheduler)
                     snapshots.append(Snapshot(bound, metrics, self.rss()))
-                    log.info("  %d/%d bound", bound, len(pods))
+                    logger.info("  %d/%d bound", bound, len(pods))
                     continue
                 await anyio.sleep(0.25)
 
@@ -550,7 +550,7 @@ def run(opts: Options) -> list[Result]:
     results: list[Result] = []
     for workload in opts.workloads:
         for mode in opts.modes:
-            log.info("%s [%s]", workload.full_name, mode)
+            logger.info("%s [%s]", workload.full_name, mode)
             results.append(run_one(workload, mode, opts))
             if opts.json_path:
                 write_json(opts, results)

@@ -135,7 +135,7 @@ from kemu.testing.cluster import Cluster, Component
 from kemu.testing.namespaces import ensure_namespace
 from kemu.testing.processes import ProcessStartError, http_get
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 DEFAULT_LABEL: Final = "performance"
 QUICK_LABEL: Final = "quick"
@@ -552,7 +552,7 @@ class BindTracker:
             except Gone:
                 raise
             except ApiError as e:
-                log.warning("the pod watch failed (%s); resuming from %s", e, rv)
+                logger.warning("the pod watch failed (%s); resuming from %s", e, rv)
                 await anyio.sleep(0.1)
 
 
@@ -734,12 +734,12 @@ class Runner:
         opts = self.opts
         if isinstance(op, Barrier):
             want = self.barrier_counts.targets(op)
-            log.info("op %d: barrier (%s) for %s", index, op.stage, want)
+            logger.info("op %d: barrier (%s) for %s", index, op.stage, want)
             await barrier_by_listing(client, want, op, opts.timeout)
             self.barrier_counts.passed(op)
             return
         if isinstance(op, Churn):
-            log.info("op %d: churn (%s) in %s", index, op.mode, op.namespace)
+            logger.info("op %d: churn (%s) in %s", index, op.mode, op.namespace)
             await ensure_namespace(client, op.namespace)
             assert self._churn is not None
             self._churn.start_soon(churn, client, op, index)
@@ -753,27 +753,27 @@ class Runner:
             self._collecting = None
             return
         if isinstance(op, CreateNodes):
-            log.info("op %d: creating %d nodes", index, op.count)
+            logger.info("op %d: creating %d nodes", index, op.count)
             nodes = node_objects(op, index)
             self.node_names.extend(n.metadata.name for n in nodes)
             res = await run_concurrent(len(nodes), opts.creators, lambda i: client.create(nodes[i]))
             _raise_errors(res.errors, res.first_error, "node")
             self.result.node_create_rate = res.ops_per_second
-            log.info("op %d: %d nodes at %.0f/s", index, op.count, res.ops_per_second)
+            logger.info("op %d: %d nodes at %.0f/s", index, op.count, res.ops_per_second)
             return
         if isinstance(op, CreateNamespaces):
-            log.info("op %d: creating %d namespaces %s-<i>", index, op.count, op.prefix)
+            logger.info("op %d: creating %d namespaces %s-<i>", index, op.count, op.prefix)
             await create_namespaces(client, op, opts.creators)
             self.barrier_counts.namespaces_created(op.names())
             return
         if isinstance(op, Sleep):
-            log.info("op %d: sleeping %g s", index, op.seconds)
+            logger.info("op %d: sleeping %g s", index, op.seconds)
             await anyio.sleep(op.seconds)
             return
         if isinstance(op, DeletePods):
             victims = await pods_to_delete(client, op)
             tracker.expect_deletion(victims)
-            log.info("op %d: deleting %d pods of %s", index, len(victims), op.namespace)
+            logger.info("op %d: deleting %d pods of %s", index, len(victims), op.namespace)
             if op.skip_wait:
                 assert self._background is not None
                 self._background.start_soon(delete_pods, client, op, victims, opts.creators)
@@ -787,12 +787,12 @@ class Runner:
         if op.collect_metrics:
             await self.measure(client, tracker, index, pods)
             return
-        log.info("op %d: creating %d pods in %s", index, op.count, op.namespace)
+        logger.info("op %d: creating %d pods in %s", index, op.count, op.namespace)
         res = await run_concurrent(len(pods), opts.creators, lambda i: client.create(pods[i]))
         _raise_errors(res.errors, res.first_error, "pod")
         if not op.skip_wait:
             await tracker.wait_op(index, opts.timeout)
-            log.info("op %d: all %d pods bound", index, op.count)
+            logger.info("op %d: all %d pods bound", index, op.count)
 
     async def measure(
         self, client: Client, tracker: BindTracker, index: int, pods: Sequence[types_pb2.Pod]
@@ -804,7 +804,7 @@ class Runner:
         api_before = parse_metrics(await anyio.to_thread.run_sync(scrape, apiserver))
         deleted_before = tracker.deleted()
         meter = CpuMeter(self.pids)
-        log.info(
+        logger.info(
             "op %d: creating %d measured pods in %s",
             index,
             len(pods),
@@ -892,7 +892,7 @@ class Runner:
         index = len(self.workload.ops)  # a tracker key no op uses
         pods = bind_only_pods(pod_objects(measured, index))
         await ensure_namespace(client, BIND_ONLY_NAMESPACE)
-        log.info("bind-only baseline: %d pods on %d nodes", len(pods), len(self.node_names))
+        logger.info("bind-only baseline: %d pods on %d nodes", len(pods), len(self.node_names))
         r.bind_only_baseline = await bind_only_baseline(
             client, tracker, index, pods, self.node_names, self.opts.creators, self.opts.timeout
         )
@@ -918,7 +918,7 @@ class Runner:
             shape.insufficient,
         )
         await ensure_namespace(client, PREEMPTION_BASELINE_NAMESPACE)
-        log.info(
+        logger.info(
             "preemption API baseline: %d preemptors, %d victims each, on %d nodes",
             len(plan.preemptors),
             shape.victims,
@@ -979,7 +979,7 @@ class Runner:
         while True:
             await anyio.sleep(SAMPLE_INTERVAL)
             bound = len(tracker.bound_at[index])
-            log.info("  %d/%d bound (+%d)", bound, total, bound - last)
+            logger.info("  %d/%d bound (+%d)", bound, total, bound - last)
             last = bound
             if bound >= total:
                 return
@@ -1172,7 +1172,7 @@ async def churn(client: ApiClient, op: Churn, op_index: int) -> None:
                     serial += 1
                     await _churn_create(client, obj, op.namespace)
             except ApiError as e:
-                log.warning("churn: %s", e)
+                logger.warning("churn: %s", e)
         tick += 1
 
 
@@ -1282,7 +1282,7 @@ async def delete_pods(
         except NotFound:
             pass
         except ApiError as e:
-            log.warning("deletePods: cannot delete %s: %s", pod.metadata.name, e)
+            logger.warning("deletePods: cannot delete %s: %s", pod.metadata.name, e)
 
     if op.per_second > 0:
         async with anyio.create_task_group() as tg:
@@ -1850,7 +1850,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for w in chosen:
             for variant in w.variants():
                 for path in opts.paths or ("",):
-                    log.info("workload %s %s %s", w.full_name, variant.name, path)
+                    logger.info("workload %s %s %s", w.full_name, variant.name, path)
                     try:
                         results.append(run_workload(w, variant, opts, path))
                     except Exception as raised:  # one run's failure, else re-raised

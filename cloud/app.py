@@ -41,7 +41,7 @@ from kemu.client.interface import ApiClient
 from kemu.component.options import duration_flag, new_parser, parse_component_args
 from kemu.component.runner import ComponentContext, cleanup_scope, run_component
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 COMPONENT: Final = "cloud"
 DEFAULT_PORT: Final = 8086
@@ -142,7 +142,7 @@ async def serve(
             await server.start()
             tg.start_soon(reconcile, name="cloud reconcile")
             serving.set()
-            log.info(
+            logger.info(
                 "serving the cloud provider API on %s:%d: %d node group(s), %d instance(s)",
                 args.bind_address,
                 port,

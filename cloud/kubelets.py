@@ -24,7 +24,7 @@ import anyio
 
 from cloud.config import NODE_GROUP_LABEL, NodeGroupConfig
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 STOP_TIMEOUT: Final = 10.0
 
@@ -65,7 +65,7 @@ def kill_leftover(pid: int, name: str) -> None:
         return
     if b"kubelet" not in cmdline or name.encode() not in cmdline:
         return
-    log.info("instance %s: killing the previous cloud's kubelet (pid %d)", name, pid)
+    logger.info("instance %s: killing the previous cloud's kubelet (pid %d)", name, pid)
     try:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
@@ -100,7 +100,7 @@ class KubeletProcesses:
                 stderr=subprocess.STDOUT,
             )
         self._procs[name] = proc
-        log.info("instance %s: started its kubelet (pid %d)", name, proc.pid)
+        logger.info("instance %s: started its kubelet (pid %d)", name, proc.pid)
         return proc.pid
 
     def exited(self) -> list[tuple[str, int]]:
@@ -123,7 +123,7 @@ class KubeletProcesses:
         try:
             await anyio.to_thread.run_sync(functools.partial(proc.wait, grace))
         except subprocess.TimeoutExpired:
-            log.warning("instance %s: kubelet did not stop in %gs, killing it", name, grace)
+            logger.warning("instance %s: kubelet did not stop in %gs, killing it", name, grace)
             proc.kill()
             await anyio.to_thread.run_sync(proc.wait)
 

@@ -41,7 +41,7 @@ from kemu.client.interface import ApiClient
 from kemu.machinery.errors import Invalid, NotFound
 from kemu.machinery.node_conditions import is_node_ready
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 RUNNING: Final = "running"
 OUT_OF_RESOURCES_ERROR_CLASS: Final = 1
@@ -207,7 +207,7 @@ class Cloud:
                 self.state.instances[inst.name] = inst
                 names.append(inst.name)
             self._save()
-        log.info("node group %s: +%d instance(s): %s", group, delta, ", ".join(names))
+        logger.info("node group %s: +%d instance(s): %s", group, delta, ", ".join(names))
         await self.reconcile()
         return names
 
@@ -237,7 +237,7 @@ class Cloud:
             for inst in doomed:
                 inst.phase = DELETING
             self._save()
-        log.info("node group %s: deleting %s", group, ", ".join(i.name for i in doomed))
+        logger.info("node group %s: deleting %s", group, ", ".join(i.name for i in doomed))
         await self._finish(doomed)
 
     async def decrease_target_size(self, group: str, delta: int) -> None:
@@ -268,7 +268,7 @@ class Cloud:
         async with self._lock:
             self.state.groups[group].set_failures(failures)
             self._save()
-        log.info("node group %s: injected failures now %s", group, failures)
+        logger.info("node group %s: injected failures now %s", group, failures)
 
     async def _finish(self, doomed: Sequence[InstanceRecord]) -> None:
         """Carries the deletions through and returns when they are done. While the cloud runs
@@ -301,7 +301,7 @@ class Cloud:
         async with self._lock:
             self.state.instances.pop(inst.name, None)
             self._save()
-        log.info("instance %s deleted", inst.name)
+        logger.info("instance %s deleted", inst.name)
 
     async def _delete_node(self, name: str, provider_id: str) -> None:
         try:
@@ -312,7 +312,7 @@ class Cloud:
             return  # a namesake that is not ours
         try:
             await self._client.delete(types_pb2.Node, name, uid=node.metadata.uid)
-            log.info("node %s: deleted (its instance is gone)", name)
+            logger.info("node %s: deleted (its instance is gone)", name)
         except NotFound:
             pass
 
@@ -326,7 +326,7 @@ class Cloud:
         for inst in list(self.state.instances.values()):
             kill_leftover(inst.pid, inst.name)
             if self.config.group(inst.group) is None:
-                log.warning(
+                logger.warning(
                     "instance %s: group %s is not configured, deleting", inst.name, inst.group
                 )
                 inst.phase = DELETING
@@ -338,7 +338,7 @@ class Cloud:
         for group in self.config.node_groups:
             missing = group.min_size - self.target_size(group.name)
             if missing > 0:
-                log.info(
+                logger.info(
                     "node group %s: %d instance(s), below its min size %d: creating %d",
                     group.name,
                     group.min_size - missing,
@@ -361,7 +361,7 @@ class Cloud:
 
     async def reconcile(self) -> None:
         for name, code in self._kubelets.exited():
-            log.warning("instance %s: kubelet exited with code %d", name, code)
+            logger.warning("instance %s: kubelet exited with code %d", name, code)
         now = self._now()
         started = False
         for inst in list(self.state.instances.values()):

@@ -20,7 +20,7 @@ from kemu import wire
 from kemu.api.cloud.v1 import cloud_pb2, cloud_pb2_grpc
 from kemu.machinery.errors import ApiError, InternalError, Invalid
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -53,7 +53,7 @@ class CloudProviderServicer(cloud_pb2_grpc.CloudProviderServicer):
         except ApiError as e:
             err = e
         except Exception as e:
-            log.exception("cloud provider call failed")
+            logger.exception("cloud provider call failed")
             err = InternalError(f"internal error: {e}")
         code, details, md = wire.status_of(err)
         context.set_trailing_metadata(md)

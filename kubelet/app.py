@@ -64,7 +64,7 @@ from kubelet.pod_manager import NodePods
 from kubelet.pod_workers import DEFAULT_WORKERS, PodWorkerOptions, PodWorkers
 from kubelet.resize_retry import DEFAULT_RETRY_PERIOD, INITIAL_RETRY_DELAY
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 COMPONENT: Final = "kubelet"
 # Upstream's kubelet serves 10250 (and the read-only 10255); kemu's endpoint is /metrics and
@@ -423,7 +423,7 @@ class Kubelet:
             await self.informers.wait_for_cache_sync()
             await tg.start(self.pod_workers.run)
             self._synced = True
-            log.info(
+            logger.info(
                 "kubelet running %d node(s): %s",
                 count,
                 self.agents[0].name

@@ -63,7 +63,7 @@ from scheduler.queue.hints import build_queueing_hint_map
 from scheduler.queue.scheduling_queue import PriorityQueue
 from scheduler.schedule_one import Scheduler
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 COMPONENT: Final = "kube-scheduler"
 DEFAULT_METRICS_PORT: Final = 10259
@@ -274,7 +274,7 @@ async def serve(
     async def schedule() -> None:
         await informers.wait_for_cache_sync()
         tune_gc(freeze=True)
-        log.info("caches synced, scheduling (profiles: %s)", ", ".join(frameworks))
+        logger.info("caches synced, scheduling (profiles: %s)", ", ".join(frameworks))
         async with anyio.create_task_group() as tg:
             await tg.start(queue.run)
             await tg.start(cache.run)

@@ -45,7 +45,7 @@ from scheduler.cache.interface import SchedulerCache
 from scheduler.queue.interface import SchedulingQueue
 from scheduler.queue.pod_events import has_nominated_node_name_changed, le_priority_pre_check
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 
 class WaitingPods(Protocol):
@@ -115,7 +115,7 @@ def _cache_call(what: str, fn: Callable[..., object], *args: object) -> None:
     try:
         fn(*args)
     except CacheError as e:
-        log.error("scheduler cache %s failed: %s", what, e)
+        logger.error("scheduler cache %s failed: %s", what, e)
 
 
 class EventHandlers:
@@ -167,12 +167,12 @@ class EventHandlers:
             if was:
                 self.queue.update(old, new)
             else:
-                log.info(
+                logger.info(
                     "pod %s has a deferred resize: queued on %s", pod_key(new), new.spec.node_name
                 )
                 self.queue.add(new)
         elif was:
-            log.info("pod %s no longer has a deferred resize: dequeued", pod_key(new))
+            logger.info("pod %s no longer has a deferred resize: dequeued", pod_key(new))
             self.queue.delete(new)
 
     # ------------------------------------------------------------ pods
@@ -183,7 +183,7 @@ class EventHandlers:
             self.queue.assigned_pod_added(pod)
             if self._queues_deferred(pod):
                 # Typically at start-up: the resize was deferred before this scheduler ran.
-                log.info(
+                logger.info(
                     "pod %s has a deferred resize: queued on %s", pod_key(pod), pod.spec.node_name
                 )
                 self.queue.add(pod)
@@ -230,18 +230,18 @@ class EventHandlers:
         cycle ends (upstream handleAssumedPodDeletion)."""
         assumed = self.cache.get_pod(pod)
         if assumed is None:
-            log.debug("assumed pod %s was already forgotten", pod_key(pod))
+            logger.debug("assumed pod %s was already forgotten", pod_key(pod))
             return
         fwk = self.frameworks.get(assumed.spec.scheduler_name)
         if fwk is None:
-            log.error("no profile for the scheduler name of assumed pod %s", pod_key(pod))
+            logger.error("no profile for the scheduler name of assumed pod %s", pod_key(pod))
             return
         if fwk.reject_waiting_pod(assumed.metadata.uid):
             # Its binding cycle fails at WaitOnPermit and cleans up after itself.
-            log.info("rejected waiting pod %s: it is being deleted", pod_key(pod))
+            logger.info("rejected waiting pod %s: it is being deleted", pod_key(pod))
         else:
             # In PreBind or Bind: forgotten here so that the node is free at once.
-            log.info(
+            logger.info(
                 "forgot assumed pod %s on %s: it is being deleted",
                 pod_key(pod),
                 assumed.spec.node_name,

@@ -71,7 +71,7 @@ from scheduler.cache.interface import SchedulerCache
 from scheduler.metrics import SchedulerMetrics, fast_inc
 from scheduler.queue.interface import SchedulingQueue
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "FeasibleNodes",
@@ -286,7 +286,7 @@ class Scheduler:
         pod = qpi.pod
         fwk = self.profiles.get(pod.spec.scheduler_name)
         if fwk is None:
-            log.error(
+            logger.error(
                 "no profile for scheduler name %r of pod %s", pod.spec.scheduler_name, pod_key(pod)
             )
             self.queue.done(pod.metadata.uid)
@@ -336,10 +336,10 @@ class Scheduler:
                 "Scheduling",
                 f"skip schedule deleting pod: {pod_key(pod)}",
             )
-            log.debug("skipping %s: it is being deleted", pod_key(pod))
+            logger.debug("skipping %s: it is being deleted", pod_key(pod))
             return True
         if self.cache.is_assumed_pod(pod):
-            log.debug("skipping %s: it is assumed", pod_key(pod))
+            logger.debug("skipping %s: it is assumed", pod_key(pod))
             return True
         return False
 
@@ -363,7 +363,7 @@ class Scheduler:
                 msg = post_status.message()
                 fit.post_filter_msg = msg
                 if post_status.code == Code.ERROR:
-                    log.error("PostFilter for %s failed: %s", pod_key(pod), post_status)
+                    logger.error("PostFilter for %s failed: %s", pod_key(pod), post_status)
                 nominating = post_result
             self._observe_algorithm(start)
             status = Status(Code.UNSCHEDULABLE, (str(fit),))
@@ -514,7 +514,7 @@ class Scheduler:
                 )
                 if feasible.nodes:
                     return feasible, statuses, unschedulable_plugins
-                log.debug("nominated node %s of %s did not pass the filters", nnn, pod_key(pod))
+                logger.debug("nominated node %s of %s did not pass the filters", nnn, pod_key(pod))
 
         nodes = all_nodes
         if pre_result is not None and (allowed := pre_result.node_names) is not None:
@@ -674,7 +674,7 @@ class Scheduler:
         try:
             forgotten = self.cache.forget_pod(assumed)
         except CacheError as e:
-            log.error("scheduler cache ForgetPod failed: %s", e)
+            logger.error("scheduler cache ForgetPod failed: %s", e)
             forgotten = False
         if forgotten and not status.is_rejected():
             self.queue.move_all_to_active_or_backoff_queue(ASSIGNED_POD_DELETE, assumed, None)
@@ -741,7 +741,7 @@ class Scheduler:
             "Binding",
             f"Successfully assigned {pod_key(assumed)} to {node}",
         )
-        log.info("bound %s to %s", pod_key(assumed), node)
+        logger.info("bound %s to %s", pod_key(assumed), node)
 
     # ------------------------------------------------------------ failures
 
@@ -773,19 +773,21 @@ class Scheduler:
         reason = "Unschedulable" if rejected else "SchedulerError"
         message = status.message() or str(status)
         if message == NO_NODES_AVAILABLE:
-            log.info("unable to schedule %s: no nodes are registered to the cluster", pod_key(pod))
+            logger.info(
+                "unable to schedule %s: no nodes are registered to the cluster", pod_key(pod)
+            )
         elif rejected:
-            log.info("unable to schedule %s: %s", pod_key(pod), message)
+            logger.info("unable to schedule %s: %s", pod_key(pod), message)
         else:
-            log.warning("error scheduling %s: %s", pod_key(pod), message)
+            logger.warning("error scheduling %s: %s", pod_key(pod), message)
 
         current = self.pod_lister.get(pod.metadata.name, pod.metadata.namespace)
         if current is None:
-            log.debug("%s is gone, not requeued", pod_key(pod))
+            logger.debug("%s is gone, not requeued", pod_key(pod))
             return
         deferred = self._is_deferred(current)
         if current.spec.node_name and not deferred:
-            log.debug(
+            logger.debug(
                 "%s is already bound to %s, not requeued", pod_key(pod), current.spec.node_name
             )
             return
@@ -796,7 +798,7 @@ class Scheduler:
         self.queue.add_unschedulable_if_not_present(qpi, self.cycles)
         if deferred:
             # KEP-5836: bound and running; its nomination and PodScheduled are left alone.
-            log.debug("deferred resize of %s waits in the queue: %s", pod_key(pod), message)
+            logger.debug("deferred resize of %s waits in the queue: %s", pod_key(pod), message)
             return
 
         nominated: str | None = None
@@ -830,9 +832,9 @@ class Scheduler:
         try:
             await patch_pod_status(self.client, pod, change)
         except (NotFound, Conflict) as e:
-            log.debug("could not update the status of %s: %s", pod_key(pod), e)
+            logger.debug("could not update the status of %s: %s", pod_key(pod), e)
         except ApiError as e:
-            log.warning("could not update the status of %s: %s", pod_key(pod), e)
+            logger.warning("could not update the status of %s: %s", pod_key(pod), e)
 
     async def _patch_nominated_node(self, pod: types_pb2.Pod, node: str) -> None:
         current = self.pod_lister.get(pod.metadata.name, pod.metadata.namespace) or pod
@@ -847,7 +849,9 @@ class Scheduler:
                 subresource="status",
             )
         except ApiError as e:
-            log.warning("could not set the nominated node of %s to %s: %s", pod_key(pod), node, e)
+            logger.warning(
+                "could not set the nominated node of %s to %s: %s", pod_key(pod), node, e
+            )
 
 
 def _plugins_of(fit: FitError) -> set[str]:

@@ -43,7 +43,7 @@ from kemu.machinery.errors import ApiError, BadRequest, InternalError, NotFound
 from kemu.machinery.fencing import ENFORCE_KEY, TOKEN_KEY, FencingToken
 from kemu.machinery.kinds import unwrap
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 _SUBRESOURCES: Final = frozenset({"status", "binding", "eviction", "resize", "finalize", "scale"})
 
@@ -143,7 +143,7 @@ class RestApi:
         except (ConnectionResetError, anyio.get_cancelled_exc_class()):
             raise
         except Exception as e:
-            log.exception("%s %s failed", request.method, request.path)
+            logger.exception("%s %s failed", request.method, request.path)
             return _error(InternalError(f"internal error: {e}"))
 
     async def _route(self, request: web.BaseRequest) -> web.StreamResponse:
@@ -522,7 +522,7 @@ async def serve(
     except OSError as e:
         await runner.cleanup()
         raise SystemExit(f"cannot listen on {host}:{port}: {e}") from None
-    log.info("serving the Kubernetes REST API on http://%s:%d", host, port)
+    logger.info("serving the Kubernetes REST API on http://%s:%d", host, port)
     task_status.started()
     try:
         await anyio.sleep_forever()

@@ -33,7 +33,7 @@ from kemu.machinery.kinds import BY_KIND
 if TYPE_CHECKING:
     from apiserver.server.registry import Registry
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 _POD: Final = BY_KIND["Pod"]
 _PDB: Final = BY_KIND["PodDisruptionBudget"]
@@ -193,4 +193,4 @@ class EvictionREST:
             resource_version=options.resource_version,
             propagation_policy=options.propagation_policy,
         )
-        log.info("pod %s/%s evicted", namespace, name)
+        logger.info("pod %s/%s evicted", namespace, name)

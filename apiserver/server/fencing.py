@@ -25,7 +25,7 @@ from kemu.machinery.errors import Fenced
 from kemu.machinery.fencing import FencingToken, describe_record, holder_record
 from kemu.machinery.kinds import Kind
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 HOLDER_PREFIX: Final = "/kemu/lease-holders/"
 """Beside /registry: not an object of any resource, never listed or watched."""
@@ -55,7 +55,7 @@ def guard(what: str) -> Guard | None:
         return None
 
     def stale(current: bytes | None, revision: int) -> None:
-        log.warning(
+        logger.warning(
             "stale leader write: %s at revision %d by %s of lease %s, held by %s",
             what,
             revision,
@@ -73,7 +73,7 @@ def refused(what: str, failed: GuardFailed) -> Fenced:
     """The error of a write refused by its enforced token."""
     token = _TOKEN.get()
     assert token is not None, "a guard failed outside a fenced request"
-    log.info(
+    logger.info(
         "fenced: %s refused: lease %s is held by %s",
         what,
         token.lease,

@@ -78,7 +78,7 @@ from kemu.machinery.update_strategy import (
 from kemu.machinery.validation import validate_object
 from kemu.machinery.validation.meta import validate_object_size
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 M = TypeVar("M", bound=Message)
 
@@ -267,7 +267,7 @@ class Registry:
                 if should_delete_during_update(state.obj, updated):
                     # the last finalizer went: the object goes, the caller gets what it wrote
                     # (upstream deleteWithoutFinalizers)
-                    log.debug("%s %s: last finalizer removed, deleted", kind.kind, name)
+                    logger.debug("%s %s: last finalizer removed, deleted", kind.kind, name)
                     return await self._remove(kind, updated, state.revision)
                 return await self._write(kind, updated, state.revision, data)
             except StaleRevision as e:

@@ -38,7 +38,7 @@ from kemu.machinery.fencing import ENFORCE_KEY, TOKEN_KEY, FencingToken
 from kemu.machinery.kinds import Kind, kind_for_resource, kind_of, unwrap
 from kemu.machinery.selection import RequestFilter
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 SERVICE: Final = "kemu.api.v1.Api"
 _WATCH_BATCH: Final = 500  # events per WatchResponse at most
@@ -180,7 +180,7 @@ class ApiService:
         except grpc.aio.AbortError:
             raise
         except Exception as e:
-            log.exception("%s %s failed", verb, resource)
+            logger.exception("%s %s failed", verb, resource)
             code, details, md = wire.status_of(InternalError(f"internal error: {e}"))
             context.set_trailing_metadata(md)
             await context.abort(code, details)
@@ -331,7 +331,7 @@ class ApiService:
                         locked=bool(g.get("locked", False)),
                     )
             except (ValueError, KeyError, TypeError):
-                log.warning("identity lease %s has malformed feature gates", lease.metadata.name)
+                logger.warning("identity lease %s has malformed feature gates", lease.metadata.name)
             out.append(cv)
         out.sort(key=lambda c: (c.component, c.identity))
         return out

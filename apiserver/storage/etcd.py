@@ -24,7 +24,7 @@ from aetcd import rpc
 from kemu.client.endpoints import channel_target
 from kemu.machinery.errors import Conflict, Gone, InternalError, NotFound, Unavailable
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 _EQUAL: Final = 0
 _TARGET_CREATE: Final = 1

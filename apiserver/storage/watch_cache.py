@@ -44,7 +44,7 @@ from kemu.api.v1 import api_pb2
 from kemu.machinery.errors import Cause, Expired, Gone, Timeout, Unavailable
 from kemu.machinery.kinds import INITIAL_EVENTS_END_ANNOTATION, Kind
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 # The history's capacity bounds and freshness (upstream's cacher: defaultLowerBoundCapacity,
 # defaultUpperBoundCapacity, eventFreshDuration = the default bookmark frequency + 15 s).
@@ -276,7 +276,7 @@ class WatchCache:
                         self._apply(batch)
                     delay = 0.1
             except Gone as e:
-                log.warning(
+                logger.warning(
                     "watch cache for %s fell behind compaction, relisting: %s",
                     self.kind.resource,
                     e,
@@ -284,7 +284,7 @@ class WatchCache:
                 self._reset()
             except Unavailable as e:
                 # Once the apiserver stops, etcd going away too (make run's Ctrl-C) is expected.
-                log.log(
+                logger.log(
                     logging.DEBUG if self._watches_ended else logging.WARNING,
                     "watch cache for %s lost etcd (%s); retrying in %.1fs",
                     self.kind.resource,
@@ -309,7 +309,7 @@ class WatchCache:
         self._event_revision = start
         self._ready.set()
         self._moved()
-        log.info(
+        logger.info(
             "watch cache for %s holds %d objects at revision %d (etcd at %d)",
             self.kind.resource,
             len(objects),
@@ -353,7 +353,7 @@ class WatchCache:
             if sev.revision <= self.revision:
                 self._late_events += 1
             if sev.revision <= self.revision and self._late_events % 1000 == 1:
-                log.warning(
+                logger.warning(
                     "watch cache for %s: etcd sent the change at revision %d after a progress "
                     "notification at %d (etcd-io/etcd#15220; %d so far, logged every 1000th)",
                     self.kind.resource,
@@ -426,7 +426,7 @@ class WatchCache:
             try:
                 w.send.send_nowait(ev.frame(t))
             except anyio.WouldBlock:
-                log.warning(
+                logger.warning(
                     "closing a watch of %s that fell %d events behind",
                     self.kind.resource,
                     self._watcher_buffer,

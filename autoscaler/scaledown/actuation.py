@@ -36,7 +36,7 @@ from kemu.machinery.errors import ApiError, NotFound
 from kemu.machinery.pod_strategy import TERMINAL_PHASES
 from kemu.scheduling.types import pod_key, pod_priority
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 SCALE_DOWN: Final = "ScaleDown"
 SCALE_DOWN_EMPTY: Final = "ScaleDownEmpty"
@@ -174,7 +174,7 @@ class Actuator:
                         "ScaleDown",
                         f"removing empty node {n.metadata.name!r}",
                     )
-                log.info(
+                logger.info(
                     "scale-down: deleting %d empty node(s) of group %s: %s",
                     len(going),
                     group,
@@ -196,7 +196,7 @@ class Actuator:
         busy = await self._not_empty(name)
         if not busy:
             return True
-        log.info("scale-down: node %s is not empty any more (%s): not deleted", name, busy)
+        logger.info("scale-down: node %s is not empty any more (%s): not deleted", name, busy)
         self.deleting.pop(name, None)
         await self._untaint(name)
         return False
@@ -254,7 +254,7 @@ class Actuator:
         try:
             instances = await self._cloud.nodes(group)
         except ApiError as e:
-            log.warning("scale-down: node group %s: reading its instances: %s", group, e)
+            logger.warning("scale-down: node group %s: reading its instances: %s", group, e)
             return None
         return {i.id for i in instances if i.status.instance_state == DELETING}
 
@@ -272,7 +272,7 @@ class Actuator:
             self.unconfirmed.discard(name)
             self.deleting.pop(name, None)
             if found:
-                log.info("scale-down: node %s: the cloud is not deleting it", name)
+                logger.info("scale-down: node %s: the cloud is not deleting it", name)
                 await self._untaint(name)
 
     async def _pods_on(self, node: str) -> list[types_pb2.Pod]:
@@ -295,7 +295,7 @@ class Actuator:
                 types_pb2.Pod, field_selector=f"spec.nodeName={node}"
             )
         except ApiError as e:
-            log.warning("scale-down: node %s: listing its DaemonSet pods: %s", node, e)
+            logger.warning("scale-down: node %s: listing its DaemonSet pods: %s", node, e)
             return
         for pod in listed.items:
             if not is_daemonset_pod(pod) or is_mirror(pod) or pod.status.phase in TERMINAL_PHASES:
@@ -312,11 +312,11 @@ class Actuator:
                     pod.metadata.name,
                     grace_period_seconds=self._grace(pod),
                 )
-                log.info("scale-down: node %s: evicted DaemonSet pod %s", node, pod_key(pod))
+                logger.info("scale-down: node %s: evicted DaemonSet pod %s", node, pod_key(pod))
             except NotFound:
                 pass
             except ApiError as e:
-                log.warning(
+                logger.warning(
                     "scale-down: node %s: evicting DaemonSet pod %s: %s", node, pod_key(pod), e
                 )
 
@@ -341,12 +341,14 @@ class Actuator:
         try:
             await remove_taint(self._client, name, TO_BE_DELETED_TAINT)
         except ApiError as e:
-            log.warning("scale-down: node %s: removing taint %s: %s", name, TO_BE_DELETED_TAINT, e)
+            logger.warning(
+                "scale-down: node %s: removing taint %s: %s", name, TO_BE_DELETED_TAINT, e
+            )
 
     async def _drain(self, node: types_pb2.Node) -> None:
         name = node.metadata.name
         pods = await self._pods_on(name)
-        log.info(
+        logger.info(
             "scale-down: draining node %s: evicting %d pod(s) [%s]",
             name,
             len(pods),
@@ -366,7 +368,7 @@ class Actuator:
         while True:
             left = [p for p in left if not await self._gone(p, name)]
             if not left:
-                log.info("scale-down: all pods removed from node %s", name)
+                logger.info("scale-down: all pods removed from node %s", name)
                 return
             if self._clock.monotonic() >= deadline:
                 raise DrainFailed(
@@ -405,12 +407,12 @@ class Actuator:
                 return
             except ApiError as e:
                 if self._clock.monotonic() + self._opts.eviction_retry_time > until:
-                    log.warning("scale-down: failed to evict %s: %s", pod_key(pod), e)
+                    logger.warning("scale-down: failed to evict %s: %s", pod_key(pod), e)
                     errors.append(
                         f"failed to evict pod {pod_key(pod)} within allowed timeout (last error: {e})"
                     )
                     return
-                log.info("scale-down: eviction of %s refused, retrying: %s", pod_key(pod), e)
+                logger.info("scale-down: eviction of %s refused, retrying: %s", pod_key(pod), e)
             await self._clock.sleep(self._opts.eviction_retry_time)
 
     async def _delete_from_cloud(
@@ -423,13 +425,15 @@ class Actuator:
             self._recorder.event(
                 n, "Normal", SCALE_DOWN, "ScaleDown", "node removed by cluster autoscaler"
             )
-            log.info("scale-down: node %s of group %s deleted (%s)", n.metadata.name, group, reason)
+            logger.info(
+                "scale-down: node %s of group %s deleted (%s)", n.metadata.name, group, reason
+            )
         self._metrics.scaled_down_nodes.labels(reason).inc(len(nodes))
         self._metrics.last_activity.labels("scaleDown").set(self._clock.now())
 
     async def _failed(self, node: types_pb2.Node, message: str, *, untaint: bool = True) -> None:
         name = node.metadata.name
-        log.warning("scale-down: node %s: %s", name, message)
+        logger.warning("scale-down: node %s: %s", name, message)
         self._recorder.event(node, "Warning", SCALE_DOWN_FAILED, "ScaleDown", message)
         self.last_failure = self._clock.monotonic()
         if untaint:

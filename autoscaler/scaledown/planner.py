@@ -28,7 +28,7 @@ from kemu.machinery.node_conditions import is_node_ready
 from kemu.scheduling.simulator import ClusterSnapshot, PredicateChecker
 from kemu.scheduling.types import NodeInfo
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 
 @dataclass

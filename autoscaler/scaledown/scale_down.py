@@ -31,7 +31,7 @@ from kemu.component.clock import Clock
 from kemu.machinery.errors import ApiError
 from kemu.scheduling.simulator import ClusterSnapshot, PredicateChecker
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -111,11 +111,11 @@ class ScaleDown:
             name = node.metadata.name
             if node.spec.provider_id and node.spec.provider_id in going:
                 if has_taint(node, TO_BE_DELETED_TAINT):
-                    log.info("node %s: its instance is being deleted, its taints are kept", name)
+                    logger.info("node %s: its instance is being deleted, its taints are kept", name)
                 continue
             for key in (TO_BE_DELETED_TAINT, DELETION_CANDIDATE_TAINT):
                 if has_taint(node, key):
-                    log.info("removing leftover taint %s from node %s", key, name)
+                    logger.info("removing leftover taint %s from node %s", key, name)
                     await remove_taint(self._client, name, key)
 
     def _cooldown(self, last_scale_up: float | None) -> str:
@@ -159,7 +159,7 @@ class ScaleDown:
         cooldown = self._cooldown(last_scale_up)
         started: list[str] = []
         if cooldown:
-            log.info("scale-down in cooldown: %s", cooldown)
+            logger.info("scale-down in cooldown: %s", cooldown)
         else:
             self.planner.nodes_to_delete(
                 plan,
@@ -169,9 +169,9 @@ class ScaleDown:
                 monotonic=self._clock.monotonic(),
             )
             for c in plan.empty:
-                log.info("scale-down: removing empty node %s (group %s)", c.name, c.group)
+                logger.info("scale-down: removing empty node %s (group %s)", c.name, c.group)
             for c in plan.drain:
-                log.info(
+                logger.info(
                     "scale-down: removing node %s (group %s), utilization %.3g, its pods fit "
                     "elsewhere: %s",
                     c.name,
@@ -191,7 +191,7 @@ class ScaleDown:
 
     def _log_unremovable(self, plan: Plan) -> None:
         for name, (reason, message) in sorted(plan.unremovable.items()):
-            log.info("node %s is not removable: %s (%s)", name, reason, message)
+            logger.info("node %s is not removable: %s (%s)", name, reason, message)
 
     async def _soft_taints(self, plan: Plan, nodes: Sequence[types_pb2.Node]) -> None:
         """DeletionCandidate on the unneeded nodes, off the others (UpdateSoftDeletionTaints)."""
@@ -207,7 +207,7 @@ class ScaleDown:
                 elif name not in unneeded and tainted:
                     await remove_taint(self._client, name, DELETION_CANDIDATE_TAINT)
             except ApiError as e:
-                log.warning("node %s: updating taint %s: %s", name, DELETION_CANDIDATE_TAINT, e)
+                logger.warning("node %s: updating taint %s: %s", name, DELETION_CANDIDATE_TAINT, e)
 
     def _summary(self, plan: Plan, cooldown: str, started: list[str]) -> ScaleDownSummary:
         unneeded = []

@@ -12,7 +12,7 @@ from kemu.api.v1 import types_pb2
 from kemu.client.interface import ApiClient
 from kemu.machinery.errors import Conflict, NotFound
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 TO_BE_DELETED_TAINT: Final = "ToBeDeletedByClusterAutoscaler"
 DELETION_CANDIDATE_TAINT: Final = "DeletionCandidateOfClusterAutoscaler"

@@ -39,7 +39,7 @@ from kemu.testing.eventually import eventually
 from kemu.testing.invariants import NodeHistory, PodHistory, node_deletions_under_pods
 from kemu.testing.ports import LOOPBACK
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 NAMESPACE: Final = "chaos-scale"
 GROUP: Final = "chaos-pool"
@@ -264,7 +264,7 @@ class ScalingPhase:
                 return
             except ApiError as e:
                 if time.monotonic() > deadline:
-                    log.warning("%s: giving up: %s", what, e)
+                    logger.warning("%s: giving up: %s", what, e)
                     return
                 await anyio.sleep(0.5)
 

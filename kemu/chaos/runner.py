@@ -40,7 +40,7 @@ from kemu.testing.faultproxy import FaultProxy
 from kemu.testing.invariants import check_invariants, record_leases, record_nodes, record_pods
 from kemu.testing.scenarios import SHUTDOWN_ANNOTATION, priority_class_name
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 NAMESPACE: Final = "chaos"
 NODE_LABEL: Final = "chaos.kemu.io/node"
@@ -279,7 +279,7 @@ class ChaosRun:
             created = await client.create(pod)
         except ApiError as e:
             self.state.failed_writes += 1
-            log.info("create %s failed: %s", key, e)
+            logger.info("create %s failed: %s", key, e)
             return
         self._ack(created, f"create {key}")
         if resize_draw < p.resizeFraction:
@@ -294,7 +294,7 @@ class ChaosRun:
                 )
             except ApiError as e:
                 self.state.failed_writes += 1
-                log.info("delete %s failed: %s", key, e)
+                logger.info("delete %s failed: %s", key, e)
                 return
             if deleted.metadata.HasField("deletion_timestamp"):
                 self._ack(deleted, f"delete {key}")
@@ -315,7 +315,7 @@ class ChaosRun:
             resized = await client.resize(pod)
         except ApiError as e:
             self.state.failed_writes += 1
-            log.info("resize %s failed: %s", key, e)
+            logger.info("resize %s failed: %s", key, e)
             return
         self._ack(resized, f"resize {key}")
         if resized.spec.node_name:

@@ -52,7 +52,7 @@ from kemu.component.clock import Clock
 from kemu.component.runner import ComponentContext
 from kemu.machinery.errors import ApiError
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 DEBUG_HANDLER: Final = "caches"
 """The name of the comparison's debug handler: GET /debug/caches."""
@@ -338,7 +338,7 @@ class CacheComparer:
             except ApiError as e:
                 outcomes[i] = f"{e.reason}: {e}"
             except Exception as e:  # a bug: logged, and the component goes on
-                log.exception("cache comparison of %s failed", source.cache)
+                logger.exception("cache comparison of %s failed", source.cache)
                 outcomes[i] = f"{type(e).__name__}: {e}"
 
         self._running = True
@@ -351,7 +351,7 @@ class CacheComparer:
         for source, outcome in zip(sources, outcomes, strict=True):
             if isinstance(outcome, str):
                 result.errors.append(f"{source.cache}: {outcome}")
-                log.warning("Cache comparison of %s failed: %s", source.cache, outcome)
+                logger.warning("Cache comparison of %s failed: %s", source.cache, outcome)
                 continue
             result.caches.append(
                 {
@@ -362,14 +362,14 @@ class CacheComparer:
                 }
             )
             for d in outcome.differences:
-                log.warning("Cache mismatch: %s", d.line())
+                logger.warning("Cache mismatch: %s", d.line())
             result.differences += outcome.differences
         result.finished = self._clock.now()
         self._last = result
         kinds = {
             k: sum(d.kind == k for d in result.differences) for k in (MISSING, REDUNDANT, STALE)
         }
-        log.info(
+        logger.info(
             "Cache comparison: %d caches, %d objects, %d differences "
             "(%d missing, %d redundant, %d stale), %d errors; %d raced and caught up",
             len(result.caches),

@@ -28,7 +28,7 @@ from typing import Final, Protocol
 import anyio
 import anyio.lowlevel
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 SKEW_FILE_ENV: Final = "KEMU_WALL_CLOCK_SKEW_FILE"
 SKEW_REREAD: Final = 1.0
@@ -72,17 +72,19 @@ class WallClockSkew:
         except FileNotFoundError:
             return 0.0
         except OSError as e:
-            log.warning("%s %s: cannot read it (%s); no skew", SKEW_FILE_ENV, path, e)
+            logger.warning("%s %s: cannot read it (%s); no skew", SKEW_FILE_ENV, path, e)
             return 0.0
         try:
             seconds = float(text) if text else 0.0
         except ValueError:
             seconds = float("nan")
         if seconds != seconds or abs(seconds) == float("inf"):  # NaN or infinite
-            log.warning("%s %s: %r is not a number of seconds; no skew", SKEW_FILE_ENV, path, text)
+            logger.warning(
+                "%s %s: %r is not a number of seconds; no skew", SKEW_FILE_ENV, path, text
+            )
             return 0.0
         if seconds != self._seconds:
-            log.info("wall clock skewed by %+gs (%s)", seconds, path)
+            logger.info("wall clock skewed by %+gs (%s)", seconds, path)
         return seconds
 
 

@@ -12,7 +12,7 @@ from typing import Final
 
 from kemu.api.v1 import types_pb2
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 LABEL_ZONE: Final = "topology.kubernetes.io/zone"
 LABEL_REGION: Final = "topology.kubernetes.io/region"

@@ -17,7 +17,7 @@ from kemu.skew.scenarios import CLOUD_CONFIG, SCENARIO_FUNCS, SCHEDULER_CONFIG
 from kemu.testing.cluster import Cluster
 from kemu.testing.ports import LOOPBACK
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -103,7 +103,7 @@ async def _run_scenarios(cluster: Cluster, report: CellReport, scenarios: Sequen
         try:
             observed = await SCENARIO_FUNCS[name](cluster, report.cell)
         except Exception as e:  # a broken scenario is a failed one, reported with its reason
-            log.warning("cell %s scenario %s broke", report.cell.name, name, exc_info=True)
+            logger.warning("cell %s scenario %s broke", report.cell.name, name, exc_info=True)
             report.results[name] = "fail"
             report.details[name] = [f"{type(e).__name__}: {e}".splitlines()[0]]
             continue

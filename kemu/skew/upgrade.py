@@ -25,7 +25,7 @@ from kemu.testing.eventually import eventually
 from kemu.testing.invariants import assert_invariants, record_pods
 from kemu.testing.scenarios import Scenario
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 LOAD_INTERVAL: Final = 0.25
 LOAD_KEPT: Final = 8
@@ -146,7 +146,7 @@ async def rolling_upgrade(cluster: Cluster, cell: Cell) -> Facts:
             and cluster.processes[n].running
             for n in names
         )
-    log.info("rolling upgrade %s: %s; %d write errors", cell.name, steps, load.errors)
+    logger.info("rolling upgrade %s: %s; %d write errors", cell.name, steps, load.errors)
     return {
         "upgraded": upgraded and len(steps) == 2 + len(KUBELETS),
         "load_bound_and_invariants_held": True,

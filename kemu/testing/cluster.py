@@ -36,7 +36,7 @@ from kemu.testing.processes import (
     python_module_argv,
 )
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 DEFAULT_CAPACITY: Final = {"cpu": "4", "memory": "8Gi", "pods": "110"}
 
@@ -530,7 +530,7 @@ class Cluster:
                 if code is not None and code not in proc.clean_exit_codes:
                     unclean[proc.name] = code
                     how = "on SIGTERM" if was_running else "before the cluster was stopped"
-                    log.warning("%s exited with code %d %s", proc.name, code, how)
+                    logger.warning("%s exited with code %d %s", proc.name, code, how)
         finally:
             for proc in order:
                 if proc.running:

@@ -43,7 +43,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 
 from kemu.testing.ports import LOOPBACK
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 Identify = Callable[[bytes], str | None]
 """The source of a connection from a chunk it sends; None: this chunk does not tell."""

@@ -34,7 +34,7 @@ from typing import Final
 
 import kemu
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 # The directory holding the kemu package and the process packages (apiserver, scheduler, ...).
 REPO_ROOT: Final = Path(kemu.__file__).resolve().parent.parent
@@ -196,7 +196,7 @@ class ManagedProcess:
         _live.add(self)
         if prefix:
             _wait_for_exec(self._popen, prefix[0])
-        log.info("started %s (pid %d)", self.name, self._popen.pid)
+        logger.info("started %s (pid %d)", self.name, self._popen.pid)
 
     def wait_ready(
         self, check: ReadyCheck | None = None, timeout: float = DEFAULT_STARTUP_TIMEOUT
@@ -263,7 +263,7 @@ class ManagedProcess:
             try:
                 self._popen.wait(timeout)
             except subprocess.TimeoutExpired:
-                log.warning("%s did not exit %gs after SIGTERM: killing it", self.name, timeout)
+                logger.warning("%s did not exit %gs after SIGTERM: killing it", self.name, timeout)
         # Also reaps stragglers the process left in its group.
         _signal_group(self._popen.pid, signal.SIGKILL)
         code = self._popen.wait()
@@ -314,7 +314,7 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
 def _kill_leftovers() -> None:
     for proc in list(_live):
         if proc.running:
-            log.warning("killing leftover child %s (pid %s) at exit", proc.name, proc.pid)
+            logger.warning("killing leftover child %s (pid %s) at exit", proc.name, proc.pid)
             proc.kill()
 
 

@@ -48,7 +48,7 @@ from kemu.scheduling.pod_info import refreshed_pod_info
 from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.types import NodeInfo, PodInfo, pod_key
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 DEFAULT_ASSUMED_POD_TTL: Final = 30.0
 
@@ -247,7 +247,7 @@ class Cache:
         if uid not in self._assumed:
             raise CacheError(f"pod {pod_key(pod)} was already added to the cache")
         if ps.pod.spec.node_name != pod.spec.node_name:
-            log.info(
+            logger.info(
                 "Pod %s was added on node %s, not on node %s where it was assumed",
                 pod_key(pod),
                 pod.spec.node_name,
@@ -270,7 +270,7 @@ class Cache:
             raise CacheError(f"assumed pod {pod_key(old)} cannot be updated")
         if ps.pod.spec.node_name != new.spec.node_name:
             # nodeName is immutable once set: the cache missed an event.
-            log.error(
+            logger.error(
                 "Pod %s was updated on node %s but is cached on node %s; the cache was corrupted",
                 pod_key(new),
                 new.spec.node_name,
@@ -287,7 +287,7 @@ class Cache:
         if ps is None:
             raise CacheError(f"pod {pod_key(pod)} is not in the cache, so it cannot be removed")
         if pod.spec.node_name and ps.pod.spec.node_name != pod.spec.node_name:
-            log.error(
+            logger.error(
                 "Pod %s was removed from node %s but is cached on node %s; the cache was corrupted",
                 pod_key(pod),
                 pod.spec.node_name,
@@ -322,10 +322,10 @@ class Cache:
         name = pod.spec.node_name
         ni = self._nodes.get(name)
         if ni is None:
-            log.error("Node %s of pod %s is not in the cache", name, pod_key(pod))
+            logger.error("Node %s of pod %s is not in the cache", name, pod_key(pod))
         else:
             if not ni.remove_pod(pod):
-                log.error("Pod %s is not on node %s in the cache", pod_key(pod), name)
+                logger.error("Pod %s is not on node %s in the cache", pod_key(pod), name)
             if ni.node is None and not ni.pods:
                 del self._nodes[name]
             else:
@@ -348,7 +348,7 @@ class Cache:
             ps = self._pod_states[uid]
             if not ps.binding_finished or ps.deadline is None or now <= ps.deadline:
                 continue
-            log.warning(
+            logger.warning(
                 "Assumed pod %s on node %s expired: its binding was never confirmed",
                 pod_key(ps.pod),
                 ps.pod.spec.node_name,
@@ -400,7 +400,7 @@ class Cache:
 
         if snapshot.num_nodes() != self._tree.num_nodes:
             # Cannot happen unless the generations lie; recover with a full copy.
-            log.error(
+            logger.error(
                 "Snapshot has %d nodes but the cache has %d; rebuilding it",
                 snapshot.num_nodes(),
                 self._tree.num_nodes,

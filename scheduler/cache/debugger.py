@@ -33,7 +33,7 @@ from kemu.client.informer import Informer, object_key
 from kemu.scheduling.types import PodInfo, Resource, pod_key
 from scheduler.cache.cache import CacheDump
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 
 class DumpableCache(Protocol):
@@ -173,10 +173,10 @@ class CacheDumper:
 
     def dump_nodes(self) -> None:
         dump = self._cache.dump()
-        log.info("Dump of cached NodeInfo: %d nodes", len(dump.nodes))
+        logger.info("Dump of cached NodeInfo: %d nodes", len(dump.nodes))
         for name, ni in dump.nodes.items():
             nominated = self._queue.nominated_pods_for_node(name)
-            log.info(
+            logger.info(
                 "Node %s%s: requested %s; allocatable %s; %d pods: %s; %d nominated pods: %s",
                 name,
                 " (deleted)" if ni.node is None else "",
@@ -190,7 +190,7 @@ class CacheDumper:
 
     def dump_scheduling_queue(self) -> None:
         pending, summary = self._queue.pending_pods()
-        log.info(
+        logger.info(
             "Dump of scheduling queue: %s; pods: %s",
             summary,
             ", ".join(_pod(p) for p in pending) or "-",
