@@ -20,9 +20,10 @@ from autoscaler.metrics import Metrics
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import Clock
 from kemu.machinery.errors import ApiError
+from kemu.machinery.keys import object_key
 from kemu.scheduling.simulator import ClusterSnapshot, PredicateChecker
 from kemu.scheduling.status import Code
-from kemu.scheduling.types import NodeInfo, Resource, pod_key
+from kemu.scheduling.types import NodeInfo, Resource
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +95,7 @@ class ScaleUpOrchestrator:
         reasons: dict[str, Counter[str]],
     ) -> Option | None:
         def no(pod: types_pb2.Pod, why: str) -> None:
-            reasons.setdefault(pod_key(pod), Counter())[why] += 1
+            reasons.setdefault(object_key(pod), Counter())[why] += 1
 
         backed_off = self._state.backoff.backed_off(g.id, self._clock.monotonic())
         if backed_off is not None:
@@ -124,9 +125,9 @@ class ScaleUpOrchestrator:
         requests = Resource()
         for pod in est.pods:
             requests.add(snapshot.pod_info(pod).requests)
-        helped = {pod_key(p) for p in est.pods}
+        helped = {object_key(p) for p in est.pods}
         for pod in fitting:
-            if pod_key(pod) not in helped:
+            if object_key(pod) not in helped:
                 no(pod, "max node group size reached")
         return Option(g.id, est.node_count, est.pods, NodeInfo(template), requests)
 
@@ -154,7 +155,7 @@ class ScaleUpOrchestrator:
                 g.target + best.node_count,
                 g.max_size,
                 len(best.pods),
-                ", ".join(pod_key(p) for p in best.pods),
+                ", ".join(object_key(p) for p in best.pods),
                 self._expander.name,
                 len(options),
             )
@@ -166,7 +167,7 @@ class ScaleUpOrchestrator:
                 self._metrics.failed_scale_ups.labels("cloudProviderError").inc()
                 logger.warning("scale-up of node group %s failed, backed off: %s", best.group, e)
                 for pod in best.pods:
-                    result.reasons.setdefault(pod_key(pod), Counter())[
+                    result.reasons.setdefault(object_key(pod), Counter())[
                         "failed to increase node group size"
                     ] += 1
             else:
@@ -179,14 +180,14 @@ class ScaleUpOrchestrator:
                     f"{g.target + best.node_count} (max: {g.max_size})}}]"
                 )
                 for pod in best.pods:
-                    result.reasons.pop(pod_key(pod), None)
+                    result.reasons.pop(object_key(pod), None)
                     self._recorder.event(pod, "Normal", TRIGGERED_SCALE_UP, "ScaleUp", message)
         # A loop that attempts a scale-up (done or failed) emits no NotTriggerScaleUp, as
         # upstream's EventingScaleUpStatusProcessor: the pods left over get it in a later loop.
         for pod in pods if best is None else ():
-            why = result.reasons.get(pod_key(pod))
+            why = result.reasons.get(object_key(pod))
             if not why:
-                why = result.reasons[pod_key(pod)] = Counter({"no node groups": 1})
+                why = result.reasons[object_key(pod)] = Counter({"no node groups": 1})
             text = ", ".join(f"{n} {r}" for r, n in sorted(why.items()))
             self._recorder.event(
                 pod,

@@ -49,11 +49,12 @@ from kemu.component.clock import Clock
 from kemu.component.version import Version
 from kemu.component.version_rules import VersionRules
 from kemu.machinery.errors import ApiError
+from kemu.machinery.keys import object_key
 from kemu.machinery.node_conditions import is_node_ready
 from kemu.machinery.resources import SCHEDULER_DEFAULTS, PodResourcesOptions
 from kemu.scheduling.runtime import Framework
 from kemu.scheduling.simulator import ClusterSnapshot, PredicateChecker
-from kemu.scheduling.types import pod_key, pod_priority
+from kemu.scheduling.types import pod_priority
 
 logger = logging.getLogger(__name__)
 
@@ -223,19 +224,19 @@ class StaticAutoscaler:
                 snapshot.add_pod(pod, node)
                 logger.info(
                     "pod %s is nominated to node %s: counted there, no scale-up for it",
-                    pod_key(pod),
+                    object_key(pod),
                     node,
                 )
             for pod in pods.nominated_elsewhere:
                 logger.info(
                     "pod %s is nominated to node %s, which is gone: no scale-up for it",
-                    pod_key(pod),
+                    object_key(pod),
                     pod.status.nominated_node_name,
                 )
             for pod in pods.expendable:
                 logger.info(
                     "pod %s is expendable (priority %d < cutoff %d): no scale-up for it",
-                    pod_key(pod),
+                    object_key(pod),
                     pod_priority(pod),
                     opts.expendable_pods_priority_cutoff,
                 )
@@ -274,7 +275,7 @@ class StaticAutoscaler:
         nominations) or placed there by FilterOutSchedulable."""
         spared: dict[str, str] = {}
         for pod, node in pods.nominated:
-            spared.setdefault(node, f"pod {pod_key(pod)} is nominated to it")
+            spared.setdefault(node, f"pod {object_key(pod)} is nominated to it")
         for key, node in sorted(placements.items()):
             spared.setdefault(node, f"pending pod {key} fits it in simulation")
         return spared
@@ -309,7 +310,7 @@ class StaticAutoscaler:
                 remaining.append(pod)
                 continue
             snapshot.add_pod(pod, node)
-            result.placements[pod_key(pod)] = node
+            result.placements[object_key(pod)] = node
         if result.placements:
             logger.info(
                 "%d pod(s) marked unschedulable fit existing or upcoming nodes, no scale-up "

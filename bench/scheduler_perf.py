@@ -130,6 +130,7 @@ from kemu.component.featuregate import (
 from kemu.component.version import DEFAULT_VERSION, Version, parse_emulated_version
 from kemu.machinery import kinds, quantity, resources
 from kemu.machinery.errors import AlreadyExists, ApiError, Gone, NotFound
+from kemu.machinery.keys import object_key
 from kemu.machinery.pod_strategy import default_requests_from_limits
 from kemu.testing.cluster import Cluster, Component
 from kemu.testing.namespaces import ensure_namespace
@@ -465,7 +466,7 @@ class BindTracker:
     def expect(self, op_index: int, pods: Sequence[types_pb2.Pod]) -> None:
         """Registers the pods an op is about to create (before creating them)."""
         for pod in pods:
-            key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+            key = object_key(pod)
             self._owner[key] = op_index
             self.created_in[pod.metadata.namespace] += 1
             self._namespace_of[op_index] = pod.metadata.namespace
@@ -474,7 +475,7 @@ class BindTracker:
     def expect_deletion(self, pods: Sequence[types_pb2.Pod]) -> None:
         """Registers pods a deletePods op is about to delete: their deletions are the
         workload's, not preemption victims, so deleted() leaves them out."""
-        self._requested.update(f"{p.metadata.namespace}/{p.metadata.name}" for p in pods)
+        self._requested.update(object_key(p) for p in pods)
 
     def observe(self, pod: types_pb2.Pod, event_type: str = "MODIFIED") -> None:
         """One watch event (`event_type` ADDED, MODIFIED or DELETED) of `pod`."""
@@ -484,7 +485,7 @@ class BindTracker:
             return
         if not pod.spec.node_name:
             return
-        key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+        key = object_key(pod)
         if key in self._bound or key in self._deleted:
             return
         self._bound.add(key)
@@ -498,7 +499,7 @@ class BindTracker:
         self._changed = anyio.Event()
 
     def _observe_deleted(self, pod: types_pb2.Pod) -> None:
-        key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+        key = object_key(pod)
         op = self._owner.get(key)
         if op is None or key in self._deleted:
             return

@@ -35,10 +35,11 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from kemu.api.v1 import types_pb2
 from kemu.client.events import EventRecorder
-from kemu.client.informer import Informer, object_key
+from kemu.client.informer import Informer
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
 from kemu.machinery.errors import ApiError, Invalid, NotFound
+from kemu.machinery.keys import object_key
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING, kind_of
 from kemu.machinery.labels import Selector
 from kemu.machinery.owners import controller_of

@@ -41,12 +41,13 @@ from controllermanager.controller_utils import (
 )
 from kemu.api.v1 import types_pb2
 from kemu.client.events import EventRecorder
-from kemu.client.informer import FuncHandler, Informer, InformerFactory, object_key
+from kemu.client.informer import FuncHandler, Informer, InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import ApiError, Conflict, Invalid, NotFound
+from kemu.machinery.keys import object_key
 from kemu.machinery.labels import Selector, selector_of
 from kemu.machinery.owners import controller_of
 from kemu.machinery.pod_conditions import is_pod_ready

@@ -48,6 +48,7 @@ from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import Conflict, NotFound
+from kemu.machinery.keys import object_key
 from kemu.machinery.kinds import EVENT_NORMAL
 from kemu.scheduling.plugins.helpers import TAINT_NO_EXECUTE, tolerates_taint
 
@@ -125,10 +126,6 @@ class ScheduledEviction:
     fire_at: float
 
 
-def _key(pod: types_pb2.Pod) -> str:
-    return f"{pod.metadata.namespace}/{pod.metadata.name}"
-
-
 class TaintEvictionController:
     """Evicts pods from NoExecute-tainted nodes; see the module docstring."""
 
@@ -179,12 +176,12 @@ class TaintEvictionController:
     # ------------------------------------------------------------ event handlers
 
     def _on_pod(self, pod: types_pb2.Pod) -> None:
-        if pod.spec.node_name or _key(pod) in self.scheduled:
-            self.queue.add(_key(pod))
+        if pod.spec.node_name or object_key(pod) in self.scheduled:
+            self.queue.add(object_key(pod))
 
     def _on_node(self, node: types_pb2.Node) -> None:
         for pod in self._pods.lister.by_index(POD_NODE_NAME_INDEX, node.metadata.name):
-            self.queue.add(_key(pod))
+            self.queue.add(object_key(pod))
 
     def _on_node_update(self, old: types_pb2.Node, new: types_pb2.Node) -> None:
         if no_execute_taints(old) != no_execute_taints(new):

@@ -30,6 +30,7 @@ from typing import Protocol
 
 from kemu.api.v1 import types_pb2
 from kemu.client.informer import FuncHandler, Informer
+from kemu.machinery.keys import object_key
 from kemu.scheduling.deferred import is_deferred_resize_pod
 from kemu.scheduling.events import (
     ASSIGNED_POD_DELETE,
@@ -39,7 +40,7 @@ from kemu.scheduling.events import (
     EventResource,
 )
 from kemu.scheduling.pod_info import same_requests_inputs
-from kemu.scheduling.types import pod_key, pod_priority, pod_requests
+from kemu.scheduling.types import pod_priority, pod_requests
 from scheduler.cache.cache import CacheError
 from scheduler.cache.interface import SchedulerCache
 from scheduler.queue.interface import SchedulingQueue
@@ -168,11 +169,13 @@ class EventHandlers:
                 self.queue.update(old, new)
             else:
                 logger.info(
-                    "pod %s has a deferred resize: queued on %s", pod_key(new), new.spec.node_name
+                    "pod %s has a deferred resize: queued on %s",
+                    object_key(new),
+                    new.spec.node_name,
                 )
                 self.queue.add(new)
         elif was:
-            logger.info("pod %s no longer has a deferred resize: dequeued", pod_key(new))
+            logger.info("pod %s no longer has a deferred resize: dequeued", object_key(new))
             self.queue.delete(new)
 
     # ------------------------------------------------------------ pods
@@ -184,7 +187,9 @@ class EventHandlers:
             if self._queues_deferred(pod):
                 # Typically at start-up: the resize was deferred before this scheduler ran.
                 logger.info(
-                    "pod %s has a deferred resize: queued on %s", pod_key(pod), pod.spec.node_name
+                    "pod %s has a deferred resize: queued on %s",
+                    object_key(pod),
+                    pod.spec.node_name,
                 )
                 self.queue.add(pod)
         elif self._responsible(pod):
@@ -230,20 +235,20 @@ class EventHandlers:
         cycle ends (upstream handleAssumedPodDeletion)."""
         assumed = self.cache.get_pod(pod)
         if assumed is None:
-            logger.debug("assumed pod %s was already forgotten", pod_key(pod))
+            logger.debug("assumed pod %s was already forgotten", object_key(pod))
             return
         fwk = self.frameworks.get(assumed.spec.scheduler_name)
         if fwk is None:
-            logger.error("no profile for the scheduler name of assumed pod %s", pod_key(pod))
+            logger.error("no profile for the scheduler name of assumed pod %s", object_key(pod))
             return
         if fwk.reject_waiting_pod(assumed.metadata.uid):
             # Its binding cycle fails at WaitOnPermit and cleans up after itself.
-            logger.info("rejected waiting pod %s: it is being deleted", pod_key(pod))
+            logger.info("rejected waiting pod %s: it is being deleted", object_key(pod))
         else:
             # In PreBind or Bind: forgotten here so that the node is free at once.
             logger.info(
                 "forgot assumed pod %s on %s: it is being deleted",
-                pod_key(pod),
+                object_key(pod),
                 assumed.spec.node_name,
             )
             _cache_call("ForgetPod", self.cache.forget_pod, assumed)

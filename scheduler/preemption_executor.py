@@ -38,12 +38,13 @@ from kemu.client.interface import ApiClient
 from kemu.client.pod_status import condition_change, patch_pod_status
 from kemu.component.featuregate import POD_OBSERVED_GENERATION_TRACKING
 from kemu.machinery.errors import ApiError, Conflict, NotFound
+from kemu.machinery.keys import object_key
 from kemu.machinery.kinds import EVENT_NORMAL
 from kemu.scheduling.interface import Handle, PreemptionExecutor
 from kemu.scheduling.nominator import PodLister
 from kemu.scheduling.preemption import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER, Candidate
 from kemu.scheduling.status import SUCCESS, Status, as_error
-from kemu.scheduling.types import pod_key, pod_priority
+from kemu.scheduling.types import pod_priority
 from scheduler.metrics import SchedulerMetrics
 
 logger = logging.getLogger(__name__)
@@ -96,7 +97,7 @@ class Executor(PreemptionExecutor):
         async with anyio.create_task_group() as tg:
             for victim in candidate.victims.pods:
                 if victim.metadata.HasField("deletion_timestamp"):
-                    logger.debug("Victim %s is already being deleted", pod_key(victim))
+                    logger.debug("Victim %s is already being deleted", object_key(victim))
                     continue
                 tg.start_soon(one, victim)
         if errors:
@@ -147,7 +148,9 @@ class Executor(PreemptionExecutor):
                         tg.start_soon(one, victim)
                 if errors:
                     logger.error(
-                        "Asynchronous preemption for %s failed: %s", pod_key(preemptor), errors[0]
+                        "Asynchronous preemption for %s failed: %s",
+                        object_key(preemptor),
+                        errors[0],
                     )
                     result = "error"
                 else:
@@ -159,7 +162,7 @@ class Executor(PreemptionExecutor):
                     if errors:
                         logger.error(
                             "Asynchronous preemption of the last victim for %s failed: %s",
-                            pod_key(preemptor),
+                            object_key(preemptor),
                             errors[0],
                         )
                         result = "error"
@@ -181,7 +184,7 @@ class Executor(PreemptionExecutor):
                     metrics.preemption_goroutines_execution.labels(result).inc()
                 logger.info(
                     "Asynchronous preemption for %s on %s finished: %s",
-                    pod_key(preemptor),
+                    object_key(preemptor),
                     candidate.name,
                     result,
                 )
@@ -189,7 +192,7 @@ class Executor(PreemptionExecutor):
                 # It may otherwise wait in the unschedulable pool for an event that never comes.
                 self.handle.activate([preemptor])
 
-        self.handle.spawn(run, name=f"preempt for {pod_key(preemptor)}")
+        self.handle.spawn(run, name=f"preempt for {object_key(preemptor)}")
 
     def is_pod_running_preemption(self, uid: str) -> bool:
         """Whether the pod's asynchronous preemption is under way: its task is deleting the
@@ -239,13 +242,13 @@ class Executor(PreemptionExecutor):
             waiting.reject(plugin, "preempted")
             logger.info(
                 "Preemptor %s rejected waiting pod %s on %s",
-                pod_key(preemptor),
-                pod_key(victim),
+                object_key(preemptor),
+                object_key(victim),
                 candidate.name,
             )
         else:
             if not await self._add_disruption_target(preemptor, victim):
-                logger.debug("Victim %s is already deleted", pod_key(victim))
+                logger.debug("Victim %s is already deleted", object_key(victim))
                 return True
             try:
                 await self.client.delete(
@@ -255,16 +258,16 @@ class Executor(PreemptionExecutor):
                     uid=victim.metadata.uid,
                 )
             except NotFound:
-                logger.debug("Victim %s is already deleted", pod_key(victim))
+                logger.debug("Victim %s is already deleted", object_key(victim))
                 return True
             except Conflict:
                 # The uid precondition failed: the victim is gone and a namesake took its place.
-                logger.debug("Victim %s is already deleted (uid changed)", pod_key(victim))
+                logger.debug("Victim %s is already deleted (uid changed)", object_key(victim))
                 return True
             logger.info(
                 "Preemptor %s preempted %s on %s",
-                pod_key(preemptor),
-                pod_key(victim),
+                object_key(preemptor),
+                object_key(victim),
                 candidate.name,
             )
         self.handle.event_recorder.event(
@@ -321,13 +324,13 @@ class Executor(PreemptionExecutor):
                 )
                 logger.info(
                     "Cleared the nomination of %s to %s (lower priority than %s)",
-                    pod_key(pod),
+                    object_key(pod),
                     node,
-                    pod_key(preemptor),
+                    object_key(preemptor),
                 )
             except NotFound:
                 continue
             except ApiError as e:
-                logger.warning("Could not clear the nomination of %s: %s", pod_key(pod), e)
+                logger.warning("Could not clear the nomination of %s: %s", object_key(pod), e)
                 ok = False
         return ok

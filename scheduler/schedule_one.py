@@ -44,6 +44,7 @@ from kemu.component.featuregate import (
 )
 from kemu.component.version_rules import VersionRules
 from kemu.machinery.errors import ApiError, Conflict, NotFound
+from kemu.machinery.keys import object_key
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
 from kemu.machinery.resources import SCHEDULER_DEFAULTS
 from kemu.scheduling.column_runner import ColumnRunner
@@ -64,7 +65,7 @@ from kemu.scheduling.plugins import deferred_pod_scheduling
 from kemu.scheduling.runtime import NodePluginScores
 from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.status import Code, Status, as_error, unresolvable
-from kemu.scheduling.types import NodeInfo, PodInfo, PostFilterResult, PreFilterResult, pod_key
+from kemu.scheduling.types import NodeInfo, PodInfo, PostFilterResult, PreFilterResult
 from scheduler.batch import FilterError, PerNodeFilter, batch_filter, select_host_index
 from scheduler.cache.cache import CacheError
 from scheduler.cache.interface import SchedulerCache
@@ -287,7 +288,9 @@ class Scheduler:
         fwk = self.profiles.get(pod.spec.scheduler_name)
         if fwk is None:
             logger.error(
-                "no profile for scheduler name %r of pod %s", pod.spec.scheduler_name, pod_key(pod)
+                "no profile for scheduler name %r of pod %s",
+                pod.spec.scheduler_name,
+                object_key(pod),
             )
             self.queue.done(pod.metadata.uid)
             return
@@ -306,7 +309,14 @@ class Scheduler:
         assumed, node = outcome
         assert self._binding_tasks is not None
         self._binding_tasks.start_soon(
-            self._binding_cycle, fwk, state, qpi, assumed, node, start, name=f"bind {pod_key(pod)}"
+            self._binding_cycle,
+            fwk,
+            state,
+            qpi,
+            assumed,
+            node,
+            start,
+            name=f"bind {object_key(pod)}",
         )
 
     def _observe_algorithm(self, start: float) -> float:
@@ -334,12 +344,12 @@ class Scheduler:
                 EVENT_WARNING,
                 "FailedScheduling",
                 "Scheduling",
-                f"skip schedule deleting pod: {pod_key(pod)}",
+                f"skip schedule deleting pod: {object_key(pod)}",
             )
-            logger.debug("skipping %s: it is being deleted", pod_key(pod))
+            logger.debug("skipping %s: it is being deleted", object_key(pod))
             return True
         if self.cache.is_assumed_pod(pod):
-            logger.debug("skipping %s: it is assumed", pod_key(pod))
+            logger.debug("skipping %s: it is assumed", object_key(pod))
             return True
         return False
 
@@ -363,7 +373,7 @@ class Scheduler:
                 msg = post_status.message()
                 fit.post_filter_msg = msg
                 if post_status.code == Code.ERROR:
-                    logger.error("PostFilter for %s failed: %s", pod_key(pod), post_status)
+                    logger.error("PostFilter for %s failed: %s", object_key(pod), post_status)
                 nominating = post_result
             self._observe_algorithm(start)
             status = Status(Code.UNSCHEDULABLE, (str(fit),))
@@ -514,7 +524,9 @@ class Scheduler:
                 )
                 if feasible.nodes:
                     return feasible, statuses, unschedulable_plugins
-                logger.debug("nominated node %s of %s did not pass the filters", nnn, pod_key(pod))
+                logger.debug(
+                    "nominated node %s of %s did not pass the filters", nnn, object_key(pod)
+                )
 
         nodes = all_nodes
         if pre_result is not None and (allowed := pre_result.node_names) is not None:
@@ -739,9 +751,9 @@ class Scheduler:
             EVENT_NORMAL,
             "Scheduled",
             "Binding",
-            f"Successfully assigned {pod_key(assumed)} to {node}",
+            f"Successfully assigned {object_key(assumed)} to {node}",
         )
-        logger.info("bound %s to %s", pod_key(assumed), node)
+        logger.info("bound %s to %s", object_key(assumed), node)
 
     # ------------------------------------------------------------ failures
 
@@ -774,21 +786,21 @@ class Scheduler:
         message = status.message() or str(status)
         if message == NO_NODES_AVAILABLE:
             logger.info(
-                "unable to schedule %s: no nodes are registered to the cluster", pod_key(pod)
+                "unable to schedule %s: no nodes are registered to the cluster", object_key(pod)
             )
         elif rejected:
-            logger.info("unable to schedule %s: %s", pod_key(pod), message)
+            logger.info("unable to schedule %s: %s", object_key(pod), message)
         else:
-            logger.warning("error scheduling %s: %s", pod_key(pod), message)
+            logger.warning("error scheduling %s: %s", object_key(pod), message)
 
         current = self.pod_lister.get(pod.metadata.name, pod.metadata.namespace)
         if current is None:
-            logger.debug("%s is gone, not requeued", pod_key(pod))
+            logger.debug("%s is gone, not requeued", object_key(pod))
             return
         deferred = self._is_deferred(current)
         if current.spec.node_name and not deferred:
             logger.debug(
-                "%s is already bound to %s, not requeued", pod_key(pod), current.spec.node_name
+                "%s is already bound to %s, not requeued", object_key(pod), current.spec.node_name
             )
             return
         qpi.unschedulable_plugins = set(unschedulable_plugins) if rejected else set()
@@ -798,7 +810,7 @@ class Scheduler:
         self.queue.add_unschedulable_if_not_present(qpi, self.cycles)
         if deferred:
             # KEP-5836: bound and running; its nomination and PodScheduled are left alone.
-            logger.debug("deferred resize of %s waits in the queue: %s", pod_key(pod), message)
+            logger.debug("deferred resize of %s waits in the queue: %s", object_key(pod), message)
             return
 
         nominated: str | None = None
@@ -832,9 +844,9 @@ class Scheduler:
         try:
             await patch_pod_status(self.client, pod, change)
         except (NotFound, Conflict) as e:
-            logger.debug("could not update the status of %s: %s", pod_key(pod), e)
+            logger.debug("could not update the status of %s: %s", object_key(pod), e)
         except ApiError as e:
-            logger.warning("could not update the status of %s: %s", pod_key(pod), e)
+            logger.warning("could not update the status of %s: %s", object_key(pod), e)
 
     async def _patch_nominated_node(self, pod: types_pb2.Pod, node: str) -> None:
         current = self.pod_lister.get(pod.metadata.name, pod.metadata.namespace) or pod
@@ -850,7 +862,7 @@ class Scheduler:
             )
         except ApiError as e:
             logger.warning(
-                "could not set the nominated node of %s to %s: %s", pod_key(pod), node, e
+                "could not set the nominated node of %s to %s: %s", object_key(pod), node, e
             )
 
 

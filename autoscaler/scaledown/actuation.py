@@ -33,8 +33,9 @@ from kemu.api.v1 import types_pb2
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
 from kemu.machinery.errors import ApiError, NotFound
+from kemu.machinery.keys import object_key
 from kemu.machinery.pod_strategy import TERMINAL_PHASES
-from kemu.scheduling.types import pod_key, pod_priority
+from kemu.scheduling.types import pod_priority
 
 logger = logging.getLogger(__name__)
 
@@ -312,12 +313,12 @@ class Actuator:
                     pod.metadata.name,
                     grace_period_seconds=self._grace(pod),
                 )
-                logger.info("scale-down: node %s: evicted DaemonSet pod %s", node, pod_key(pod))
+                logger.info("scale-down: node %s: evicted DaemonSet pod %s", node, object_key(pod))
             except NotFound:
                 pass
             except ApiError as e:
                 logger.warning(
-                    "scale-down: node %s: evicting DaemonSet pod %s: %s", node, pod_key(pod), e
+                    "scale-down: node %s: evicting DaemonSet pod %s: %s", node, object_key(pod), e
                 )
 
     async def _not_empty(self, node: str) -> str:
@@ -326,7 +327,7 @@ class Actuator:
         "" if still empty."""
         for p in await self._pods_on(node):
             if pod_priority(p) >= self._expendable_cutoff:
-                return f"pod {pod_key(p)} is bound to it"
+                return f"pod {object_key(p)} is bound to it"
         if not self.nominated_counts:
             return ""
         unbound = await self._client.list_all(types_pb2.Pod, field_selector="spec.nodeName=")
@@ -334,7 +335,7 @@ class Actuator:
             if p.status.nominated_node_name == node and not p.metadata.HasField(
                 "deletion_timestamp"
             ):
-                return f"pod {pod_key(p)} is nominated to it"
+                return f"pod {object_key(p)} is nominated to it"
         return ""
 
     async def _untaint(self, name: str) -> None:
@@ -352,7 +353,7 @@ class Actuator:
             "scale-down: draining node %s: evicting %d pod(s) [%s]",
             name,
             len(pods),
-            ", ".join(pod_key(p) for p in pods),
+            ", ".join(object_key(p) for p in pods),
         )
         errors: list[str] = []
         grace_max = 0
@@ -372,7 +373,7 @@ class Actuator:
                 return
             if self._clock.monotonic() >= deadline:
                 raise DrainFailed(
-                    f"pods remaining after timeout: {', '.join(pod_key(p) for p in left)}"
+                    f"pods remaining after timeout: {', '.join(object_key(p) for p in left)}"
                 )
             await self._clock.sleep(POLL)
 
@@ -407,12 +408,12 @@ class Actuator:
                 return
             except ApiError as e:
                 if self._clock.monotonic() + self._opts.eviction_retry_time > until:
-                    logger.warning("scale-down: failed to evict %s: %s", pod_key(pod), e)
+                    logger.warning("scale-down: failed to evict %s: %s", object_key(pod), e)
                     errors.append(
-                        f"failed to evict pod {pod_key(pod)} within allowed timeout (last error: {e})"
+                        f"failed to evict pod {object_key(pod)} within allowed timeout (last error: {e})"
                     )
                     return
-                logger.info("scale-down: eviction of %s refused, retrying: %s", pod_key(pod), e)
+                logger.info("scale-down: eviction of %s refused, retrying: %s", object_key(pod), e)
             await self._clock.sleep(self._opts.eviction_retry_time)
 
     async def _delete_from_cloud(

@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.keys import object_key
 from kemu.scheduling.simulator import ClusterSnapshot, PredicateChecker
-from kemu.scheduling.types import NodeInfo, pod_key
+from kemu.scheduling.types import NodeInfo
 
 
 def simulate_removal(
@@ -35,8 +36,8 @@ def simulate_removal(
                 None,
                 placed,
                 f"can reschedule only {len(placed)} out of {len(pods)} pods: "
-                f"{pod_key(pod)} fits no other node ({why})",
+                f"{object_key(pod)} fits no other node ({why})",
             )
         sim.add_pod(moved, target)
-        placed[pod_key(pod)] = target
+        placed[object_key(pod)] = target
     return sim, placed, ""

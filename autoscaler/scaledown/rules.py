@@ -13,9 +13,10 @@ from typing import Final
 from autoscaler.scaledown.options import ScaleDownOptions
 from kemu.api.v1 import types_pb2
 from kemu.machinery.eviction import matching_pdbs
+from kemu.machinery.keys import object_key
 from kemu.machinery.owners import controller_of
 from kemu.machinery.pod_strategy import TERMINAL_PHASES
-from kemu.scheduling.types import pod_key, pod_priority
+from kemu.scheduling.types import pod_priority
 
 SAFE_TO_EVICT: Final = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 MIRROR_ANNOTATION: Final = "kubernetes.io/config.mirror"
@@ -83,11 +84,7 @@ class PdbTracker:
 
     def __init__(self, pdbs: Iterable[types_pb2.PodDisruptionBudget]) -> None:
         self._pdbs = list(pdbs)
-        self._left = {self._key(p): p.status.disruptions_allowed for p in self._pdbs}
-
-    @staticmethod
-    def _key(pdb: types_pb2.PodDisruptionBudget) -> str:
-        return f"{pdb.metadata.namespace}/{pdb.metadata.name}"
+        self._left = {object_key(p): p.status.disruptions_allowed for p in self._pdbs}
 
     def fork(self) -> PdbTracker:
         out = PdbTracker(())
@@ -104,9 +101,9 @@ class PdbTracker:
         left = dict(self._left)
         for pod in pods:
             for pdb in self.guarding(pod):
-                k = self._key(pdb)
+                k = object_key(pdb)
                 if left[k] < 1:
-                    return False, pod_key(pod)
+                    return False, object_key(pod)
                 left[k] -= 1
         self._left = left
         return True, ""
@@ -124,7 +121,7 @@ def classify(
     out = NodePods()
     guarded: list[types_pb2.Pod] = []  # safe-to-evict "true" pods skip the PDB rule
     for pod in pods:
-        key = pod_key(pod)
+        key = object_key(pod)
         ann = pod.metadata.annotations
         if is_mirror(pod) or is_daemonset_pod(pod):
             out.daemonset.append(pod)

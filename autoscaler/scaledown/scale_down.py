@@ -29,6 +29,7 @@ from kemu.api.v1 import types_pb2
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
 from kemu.machinery.errors import ApiError
+from kemu.machinery.keys import object_key
 from kemu.scheduling.simulator import ClusterSnapshot, PredicateChecker
 
 logger = logging.getLogger(__name__)
@@ -177,7 +178,7 @@ class ScaleDown:
                     c.name,
                     c.group,
                     c.utilization.value,
-                    ", ".join(f"{p.metadata.namespace}/{p.metadata.name}" for p in c.pods.movable),
+                    ", ".join(object_key(p) for p in c.pods.movable),
                 )
             started = await a.start_deletion(
                 [(c.node, c.group) for c in plan.empty], [(c.node, c.group) for c in plan.drain]

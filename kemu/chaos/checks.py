@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import DELETED
+from kemu.machinery.keys import object_key
 from kemu.machinery.pod_strategy import TERMINAL_PHASES
 from kemu.machinery.resources import Amounts, PodResourcesOptions, amounts, pod_requests
 from kemu.testing.invariants import PodVersion
@@ -36,10 +37,6 @@ class Ack:
     what: str
 
 
-def _key(pod: types_pb2.Pod) -> str:
-    return f"{pod.metadata.namespace}/{pod.metadata.name}"
-
-
 def check_bound_once(histories: Histories) -> list[str]:
     """No pod bound twice or moved: once a version has spec.nodeName, every later one has the
     same node."""
@@ -50,7 +47,7 @@ def check_bound_once(histories: Histories) -> list[str]:
             now = v.pod.spec.node_name
             if node and now != node:
                 out.append(
-                    f"{_key(v.pod)} was bound to {node} and then has nodeName {now!r} "
+                    f"{object_key(v.pod)} was bound to {node} and then has nodeName {now!r} "
                     f"(resourceVersion {v.pod.metadata.resource_version})"
                 )
                 break
@@ -70,10 +67,12 @@ def check_watch_order(histories: Histories, listed: int = 0) -> list[str]:
     for v in received:
         rv = v.resource_version
         if rv is None:
-            out.append(f"{_key(v.pod)}: resourceVersion {v.pod.metadata.resource_version!r}")
+            out.append(f"{object_key(v.pod)}: resourceVersion {v.pod.metadata.resource_version!r}")
             continue
         if rv <= last:
-            out.append(f"{_key(v.pod)}: {v.type} at resourceVersion {rv} received after {last}")
+            out.append(
+                f"{object_key(v.pod)}: {v.type} at resourceVersion {rv} received after {last}"
+            )
         last = max(last, rv)
     return out
 
@@ -88,7 +87,7 @@ def check_watchers_agree(name_a: str, a: Histories, name_b: str, b: Histories) -
         if ra != rb:
             pod = (a.get(uid) or b[uid])[0].pod
             out.append(
-                f"{_key(pod)}: versions only {name_a} saw {sorted(ra - rb)}, "
+                f"{object_key(pod)}: versions only {name_a} saw {sorted(ra - rb)}, "
                 f"only {name_b} saw {sorted(rb - ra)}"
             )
     return out
@@ -200,7 +199,7 @@ def check_node_capacity(
             for r in CHECKED_RESOURCES:
                 if need.get(r, 0) > 0 and used.get(r, 0) + need[r] > limit.get(r, 0):
                     out.append(
-                        f"scheduler's view: {_key(pod)} bound to {node} at resourceVersion {rv} "
+                        f"scheduler's view: {object_key(pod)} bound to {node} at resourceVersion {rv} "
                         f"needs {r} {need[r]} with {used.get(r, 0)} of {limit.get(r, 0)} in use"
                     )
             if "pods" in limit and len(others) + 1 > limit["pods"]:
@@ -212,7 +211,7 @@ def check_node_capacity(
                 if used.get(r, 0) > limit.get(r, 0):
                     out.append(
                         f"kubelet's view: {node} has {r} {used[r]} allocated of "
-                        f"{limit.get(r, 0)} at resourceVersion {rv} ({_key(pod)})"
+                        f"{limit.get(r, 0)} at resourceVersion {rv} ({object_key(pod)})"
                     )
     return out
 
@@ -235,7 +234,7 @@ def unconfirmed_bindings(histories: Histories, confirmed: AbstractSet[tuple[str,
     out = set()
     for uid, versions in histories.items():
         node = next((v.pod.spec.node_name for v in versions if v.pod.spec.node_name), "")
-        if node and (_key(versions[0].pod), node) not in confirmed:
+        if node and (object_key(versions[0].pod), node) not in confirmed:
             out.add(uid)
     return out
 
@@ -309,7 +308,7 @@ def pending_that_fit(
             continue
         need = pod_requests(pod, _SCHEDULER_VIEW)
         if any(_fits(need, f) for f in free.values()):
-            out.append(_key(pod))
+            out.append(object_key(pod))
     return sorted(out)
 
 
@@ -343,5 +342,5 @@ def still_terminating(histories: Histories) -> list[str]:
     for versions in histories.values():
         pod = _alive(versions)
         if pod is not None and pod.metadata.HasField("deletion_timestamp"):
-            out.append(_key(pod))
+            out.append(object_key(pod))
     return sorted(out)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from kemu.chaos import checks
+from kemu.machinery.keys import object_key
 
 
 class Election(enum.Enum):
@@ -78,7 +79,7 @@ def bindings(process: str, log: str, histories: checks.Histories) -> list[Leader
         pod = versions[0].pod
         rv = checks.write_revision(versions, "bound")
         if rv is not None:
-            first_bound[f"{pod.metadata.namespace}/{pod.metadata.name}"] = (uid, rv)
+            first_bound[object_key(pod)] = (uid, rv)
     out = []
     identity = ""
     for line in log.splitlines():

@@ -47,10 +47,11 @@ from typing import Any, Final
 import anyio
 from anyio.abc import TaskStatus
 
-from kemu.client.informer import Informer, InformerFactory, object_key
+from kemu.client.informer import Informer, InformerFactory
 from kemu.component.clock import Clock
 from kemu.component.runner import ComponentContext
 from kemu.machinery.errors import ApiError
+from kemu.machinery.keys import object_key
 
 logger = logging.getLogger(__name__)
 

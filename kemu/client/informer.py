@@ -59,6 +59,7 @@ from kemu.client.interface import (
 from kemu.component.clock import Clock, RealClock
 from kemu.machinery import kinds
 from kemu.machinery.errors import ApiError, Gone, Timeout, TooManyRequests, Unavailable
+from kemu.machinery.keys import object_key
 
 logger = logging.getLogger(__name__)
 
@@ -109,12 +110,6 @@ class FuncHandler(Generic[M]):
 
 def _meta(obj: Message) -> Any:
     return obj.metadata  # type: ignore[attr-defined]
-
-
-def object_key(obj: Message) -> str:
-    """ "namespace/name", or "name" for a cluster-scoped object (client-go's MetaNamespaceKey)."""
-    meta = _meta(obj)
-    return f"{meta.namespace}/{meta.name}" if meta.namespace else str(meta.name)
 
 
 class _Backoff:

@@ -20,6 +20,7 @@ from kemu.api.v1 import types_pb2
 from kemu.ctl.common import Context, CtlError
 from kemu.machinery.duration import DurationError, parse_duration
 from kemu.machinery.errors import ApiError, NotFound, TooManyRequests
+from kemu.machinery.keys import object_key
 from kemu.machinery.owners import controller_of
 from kemu.machinery.pod_strategy import TERMINAL_PHASES
 
@@ -161,7 +162,7 @@ def pods_for_deletion(pods: list[types_pb2.Pod], f: Filters) -> PodsForDeletion:
     deleted only if all agree, a filter that says no stops the chain for that pod."""
     out = PodsForDeletion()
     for pod in pods:
-        key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+        key = object_key(pod)
         delete = True
         for check in FILTERS:
             ok, message, fatal = check(pod, f)

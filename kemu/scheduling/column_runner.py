@@ -28,6 +28,7 @@ from typing import Final
 import numpy as np
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.keys import object_key
 from kemu.scheduling.columns import (
     BoolArray,
     ColumnConstantScorePlugin,
@@ -149,7 +150,9 @@ class ColumnRunner:
             try:
                 mask = fn(state, pod, columns, rows)
             except Exception:
-                logger.exception("Filter plugin %s failed over columns for %s", name, _key(pod))
+                logger.exception(
+                    "Filter plugin %s failed over columns for %s", name, object_key(pod)
+                )
                 return None  # the per-node path reports the error as upstream would
             if mask is None:
                 return None
@@ -187,7 +190,9 @@ class ColumnRunner:
                     reject(state, pod, columns, rows[failing]) if reject and len(failing) else None
                 )
             except Exception:
-                logger.exception("Filter plugin %s failed over columns for %s", name, _key(pod))
+                logger.exception(
+                    "Filter plugin %s failed over columns for %s", name, object_key(pod)
+                )
                 break
             if mask is None:
                 break
@@ -282,7 +287,7 @@ class ColumnRunner:
             if not all(exact[n](state, pod, everyone) for n in running):
                 return None
         except Exception:
-            logger.exception("nominated_columns_exact failed for %s", _key(pod))
+            logger.exception("nominated_columns_exact failed for %s", object_key(pod))
             return None
         at = np.array(rows, dtype=np.int64)
         adds = np.array(added, dtype=np.int64).reshape(len(rows), 6)
@@ -312,7 +317,9 @@ class ColumnRunner:
                 try:
                     value = constant(state, pod, columns)
                 except Exception:
-                    logger.exception("Score plugin %s failed over columns for %s", name, _key(pod))
+                    logger.exception(
+                        "Score plugin %s failed over columns for %s", name, object_key(pod)
+                    )
                     return None
                 if value is not None:
                     if value > MAX_NODE_SCORE or value < MIN_NODE_SCORE:
@@ -328,7 +335,9 @@ class ColumnRunner:
                     normalize = self._normalize_columns.get(name)
                     raw = None if normalize is None else normalize(state, pod, raw)
             except Exception:
-                logger.exception("Score plugin %s failed over columns for %s", name, _key(pod))
+                logger.exception(
+                    "Score plugin %s failed over columns for %s", name, object_key(pod)
+                )
                 return None
             if raw is None:
                 return None
@@ -347,7 +356,3 @@ class ColumnRunner:
         if offset:
             total += offset
         return total
-
-
-def _key(pod: types_pb2.Pod) -> str:
-    return f"{pod.metadata.namespace}/{pod.metadata.name}"

@@ -20,7 +20,8 @@ import logging
 from typing import Protocol
 
 from kemu.api.v1 import types_pb2
-from kemu.scheduling.types import PodInfo, pod_key
+from kemu.machinery.keys import object_key
+from kemu.scheduling.types import PodInfo
 
 logger = logging.getLogger(__name__)
 
@@ -52,12 +53,12 @@ class Nominator:
         if self._pod_lister is not None:
             current = self._pod_lister.get(pod.metadata.name, pod.metadata.namespace)
             if current is None:
-                logger.debug("Pod %s does not exist, not nominating it", pod_key(pod))
+                logger.debug("Pod %s does not exist, not nominating it", object_key(pod))
                 return
             if current.spec.node_name:
                 logger.debug(
                     "Pod %s is already bound to %s, not nominating it",
-                    pod_key(pod),
+                    object_key(pod),
                     current.spec.node_name,
                 )
                 return

@@ -32,10 +32,11 @@ from dataclasses import dataclass, field
 from typing import Final, Protocol
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.keys import object_key
 from kemu.scheduling.interface import CycleState, FitError, Handle, NodeToStatus, ObjectLister
 from kemu.scheduling.nominator import PodLister
 from kemu.scheduling.status import SUCCESS, Code, Status, as_error, unresolvable
-from kemu.scheduling.types import NodeInfo, PodInfo, PostFilterResult, pod_key, pod_priority
+from kemu.scheduling.types import NodeInfo, PodInfo, PostFilterResult, pod_priority
 
 logger = logging.getLogger(__name__)
 
@@ -280,7 +281,7 @@ class Evaluator:
         if self.pod_lister is not None:
             latest = self.pod_lister.get(pod.metadata.name, pod.metadata.namespace)
             if latest is None:
-                return None, as_error(f'pod "{pod_key(pod)}" not found')
+                return None, as_error(f'pod "{object_key(pod)}" not found')
             pod = latest
         pdbs = self.pdb_lister.list() if self.pdb_lister is not None else []
         evaluation = self.evaluate(state, pod, statuses, pdbs)
@@ -292,7 +293,7 @@ class Evaluator:
             # A simulation: report the node the scheduler would nominate, remove nothing.
             logger.debug(
                 "No preemption executor: %s would preempt %d pod(s) on %s",
-                pod_key(pod),
+                object_key(pod),
                 len(best.victims.pods),
                 best.name,
             )
@@ -301,7 +302,7 @@ class Evaluator:
             "Preempting %d pod(s) on %s for %s",
             len(best.victims.pods),
             best.name,
-            pod_key(pod),
+            object_key(pod),
         )
         if self.async_preemption:
             executor.prepare_candidate_async(self.plugin_name, best, pod)
@@ -326,7 +327,7 @@ class Evaluator:
         nominated_status = statuses.get(pod.status.nominated_node_name)
         ok, msg = self.policy.pod_eligible_to_preempt_others(pod, nominated_status)
         if not ok:
-            logger.debug("Pod %s is not eligible for preemption: %s", pod_key(pod), msg)
+            logger.debug("Pod %s is not eligible for preemption: %s", object_key(pod), msg)
             return Evaluation(None, Status(Code.UNSCHEDULABLE, (msg,)))
 
         all_nodes = self.handle.snapshot_shared_lister().node_infos().list()
@@ -338,7 +339,9 @@ class Evaluator:
                 return Evaluation(None, errors[0])
             dry_run_statuses.absent = unresolvable(NOT_HELPFUL)
             fit = FitError(pod, len(all_nodes), dry_run_statuses)
-            logger.info("No preemption candidate for %s; preemption is not helpful", pod_key(pod))
+            logger.info(
+                "No preemption candidate for %s; preemption is not helpful", object_key(pod)
+            )
             return Evaluation(PostFilterResult(""), Status(Code.UNSCHEDULABLE, (str(fit),)))
 
         best = self.select_candidate(candidates)
@@ -361,7 +364,7 @@ class Evaluator:
         lister = self.handle.snapshot_shared_lister().node_infos()
         potential = statuses.nodes_for_status_code(lister, Code.UNSCHEDULABLE)
         if not potential:
-            logger.debug("Preemption will not help schedule %s on any node", pod_key(pod))
+            logger.debug("Preemption will not help schedule %s on any node", object_key(pod))
             return [], NodeToStatus(), []
         offset, num = self.policy.get_offset_and_num_candidates(len(potential))
         return self.dry_run_preemption(state, pod, potential, pdbs, offset, num, pre_screen=True)

@@ -33,6 +33,7 @@ from anyio.abc import TaskGroup
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import Clock, RealClock
 from kemu.component.featuregate import FeatureGates
+from kemu.machinery.keys import object_key
 from kemu.scheduling.column_runner import ColumnRunner
 from kemu.scheduling.events import (
     ActionType,
@@ -504,7 +505,7 @@ class Framework:
             try:
                 s: Status = fn(pod)
             except Exception as err:
-                logger.exception("PreEnqueue plugin %s failed for pod %s", name, _key(pod))
+                logger.exception("PreEnqueue plugin %s failed for pod %s", name, object_key(pod))
                 status = _error(f'running PreEnqueue plugin "{name}"', name, err)
                 break
             if s.code is not Code.SUCCESS:
@@ -538,7 +539,7 @@ class Framework:
                 try:
                     r, s = fn(state, pod, nodes)
                 except Exception as err:
-                    logger.exception("PreFilter plugin %s failed for pod %s", name, _key(pod))
+                    logger.exception("PreFilter plugin %s failed for pod %s", name, object_key(pod))
                     status = _error(f'running PreFilter plugin "{name}"', name, err)
                     return None, status, set()
                 if s.code is Code.SKIP:
@@ -643,7 +644,10 @@ class Framework:
                 s: Status = fn(state, pod, node)
             except Exception as err:
                 logger.exception(
-                    "Filter plugin %s failed for pod %s on node %s", name, _key(pod), node.name
+                    "Filter plugin %s failed for pod %s on node %s",
+                    name,
+                    object_key(pod),
+                    node.name,
                 )
                 return _error(f'running "{name}" filter plugin', name, err)
             if s.code is not Code.SUCCESS:
@@ -713,7 +717,9 @@ class Framework:
                 try:
                     r, s = await fn(state, pod, statuses)
                 except Exception as err:
-                    logger.exception("PostFilter plugin %s failed for pod %s", name, _key(pod))
+                    logger.exception(
+                        "PostFilter plugin %s failed for pod %s", name, object_key(pod)
+                    )
                     status = _error(f'running PostFilter plugin "{name}"', name, err)
                     return None, status
                 if s.code is Code.SUCCESS:
@@ -749,7 +755,7 @@ class Framework:
                 try:
                     s: Status = fn(state, pod, nodes)
                 except Exception as err:
-                    logger.exception("PreScore plugin %s failed for pod %s", name, _key(pod))
+                    logger.exception("PreScore plugin %s failed for pod %s", name, object_key(pod))
                     status = _error(f'running PreScore plugin "{name}"', name, err)
                     return status
                 if s.code is Code.SKIP:
@@ -781,7 +787,7 @@ class Framework:
                     try:
                         raw, s = batch(state, pod, nodes)
                     except Exception as err:
-                        logger.exception("Score plugin %s failed for pod %s", name, _key(pod))
+                        logger.exception("Score plugin %s failed for pod %s", name, object_key(pod))
                         status = _error("running Score plugins", name, _wrap(name, err))
                         return [], status
                     if s.code is not Code.SUCCESS:
@@ -791,7 +797,7 @@ class Framework:
                     try:
                         score, s = fn(state, pod, node)
                     except Exception as err:
-                        logger.exception("Score plugin %s failed for pod %s", name, _key(pod))
+                        logger.exception("Score plugin %s failed for pod %s", name, object_key(pod))
                         status = _error("running Score plugins", name, _wrap(name, err))
                         return [], status
                     if s.code is not Code.SUCCESS:
@@ -804,7 +810,9 @@ class Framework:
                     try:
                         normalized, s = ext.normalize_score(state, pod, node_scores)
                     except Exception as err:
-                        logger.exception("NormalizeScore of %s failed for pod %s", name, _key(pod))
+                        logger.exception(
+                            "NormalizeScore of %s failed for pod %s", name, object_key(pod)
+                        )
                         status = _error(
                             "running Normalize on Score plugins", name, _wrap(name, err)
                         )
@@ -854,7 +862,7 @@ class Framework:
             try:
                 s: Status = fn(state, pod, node_name)
             except Exception as err:
-                logger.exception("Reserve plugin %s failed for pod %s", name, _key(pod))
+                logger.exception("Reserve plugin %s failed for pod %s", name, object_key(pod))
                 status = _error(f'running Reserve plugin "{name}"', name, err)
                 break
             if s.code is not Code.SUCCESS:
@@ -875,7 +883,7 @@ class Framework:
             try:
                 fn(state, pod, node_name)
             except Exception:
-                logger.exception("Unreserve of plugin %s failed for pod %s", name, _key(pod))
+                logger.exception("Unreserve of plugin %s failed for pod %s", name, object_key(pod))
         self._observed(UNRESERVE, SUCCESS, start)
 
     def run_permit_plugins(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> Status:
@@ -888,7 +896,7 @@ class Framework:
             try:
                 s, timeout = fn(state, pod, node_name)
             except Exception as err:
-                logger.exception("Permit plugin %s failed for pod %s", name, _key(pod))
+                logger.exception("Permit plugin %s failed for pod %s", name, object_key(pod))
                 status = _error(f'running Permit plugin "{name}"', name, err)
                 break
             if s.code is Code.SUCCESS:
@@ -948,7 +956,7 @@ class Framework:
             try:
                 s: Status = fn(state, pod, node_name)
             except Exception as err:
-                logger.exception("PreBindPreFlight of %s failed for pod %s", name, _key(pod))
+                logger.exception("PreBindPreFlight of %s failed for pod %s", name, object_key(pod))
                 status = _error(f'running PreBindPreFlight "{name}"', name, err)
                 break
             if s.code is Code.SUCCESS:
@@ -987,7 +995,7 @@ class Framework:
                 try:
                     s: Status = await fn(state, pod, node_name)
                 except Exception as err:
-                    logger.exception("PreBind plugin %s failed for pod %s", name, _key(pod))
+                    logger.exception("PreBind plugin %s failed for pod %s", name, object_key(pod))
                     status = _error(f'running PreBind plugin "{name}"', name, err)
                     return status
                 if s.code is not Code.SUCCESS:
@@ -1011,7 +1019,7 @@ class Framework:
                 try:
                     s: Status = await fn(state, pod, node_name)
                 except Exception as err:
-                    logger.exception("Bind plugin %s failed for pod %s", name, _key(pod))
+                    logger.exception("Bind plugin %s failed for pod %s", name, object_key(pod))
                     status = _error(f'running Bind plugin "{name}"', name, err)
                     return status
                 if s.code is Code.SKIP:
@@ -1035,7 +1043,7 @@ class Framework:
             try:
                 fn(state, pod, node_name)
             except Exception:
-                logger.exception("PostBind plugin %s failed for pod %s", name, _key(pod))
+                logger.exception("PostBind plugin %s failed for pod %s", name, object_key(pod))
         self._observed(POST_BIND, SUCCESS, start)
 
     def __repr__(self) -> str:
@@ -1053,10 +1061,6 @@ def _wrap(plugin: str, detail: Status | BaseException) -> Status:
         plugin,
         detail.error,
     )
-
-
-def _key(pod: types_pb2.Pod) -> str:
-    return f"{pod.metadata.namespace}/{pod.metadata.name}"
 
 
 if TYPE_CHECKING:

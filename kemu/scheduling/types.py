@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.keys import object_key
 from kemu.machinery.labels import NOTHING, Selector, selector_from_label_selector
 from kemu.machinery.quantity import to_int
 from kemu.machinery.resources import (
@@ -433,7 +434,7 @@ class PodInfo:
 
     @property
     def key(self) -> str:
-        return pod_key(self.pod)
+        return object_key(self.pod)
 
     def meta_view(self) -> MetaView:
         """The pod's namespace, labels (a plain dict) and whether it is terminating, read from
@@ -473,10 +474,6 @@ class PodInfo:
 
     def __repr__(self) -> str:
         return f"PodInfo({self.key})"
-
-
-def pod_key(pod: types_pb2.Pod) -> str:
-    return f"{pod.metadata.namespace}/{pod.metadata.name}"
 
 
 def pod_priority(pod: types_pb2.Pod) -> int:

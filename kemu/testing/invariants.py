@@ -93,6 +93,7 @@ import anyio
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import ADDED, BOOKMARK, DELETED, ApiClient, WatchEvent
 from kemu.machinery.errors import ApiError, Timeout, TooManyRequests, Unavailable
+from kemu.machinery.keys import object_key
 from kemu.machinery.pod_strategy import TERMINAL_PHASES
 from kemu.testing.eventually import eventually
 
@@ -212,7 +213,7 @@ class _History(Generic[_Obj, _Version]):
         for uid, obj in listed.items():
             last = self.latest(uid)
             if last is None:
-                return f"{_key(obj)} not recorded yet"
+                return f"{object_key(obj)} not recorded yet"
             if last.type == DELETED:
                 continue  # deleted after the list
             last_rv = self._obj(last).metadata.resource_version
@@ -224,7 +225,7 @@ class _History(Generic[_Obj, _Version]):
                 else last_rv != listed_rv
             )
             if behind:
-                return f"{_key(obj)} recorded at resourceVersion {last_rv}, listed at {listed_rv}"
+                return f"{object_key(obj)} recorded at resourceVersion {last_rv}, listed at {listed_rv}"
         list_rv = _int_or_none(list_resource_version)
         for uid, versions in self.versions.items():
             if versions[-1].type == DELETED or uid in listed:
@@ -232,7 +233,9 @@ class _History(Generic[_Obj, _Version]):
             first_rv = versions[0].resource_version
             if list_rv is not None and first_rv is not None and first_rv > list_rv:
                 continue  # created after the list
-            return f"{_key(self._obj(versions[-1]))} deleted but its deletion not recorded yet"
+            return (
+                f"{object_key(self._obj(versions[-1]))} deleted but its deletion not recorded yet"
+            )
         return ""
 
     async def sync(self, client: ApiClient, *, timeout: float = 10.0) -> None:  # noqa: ASYNC109
@@ -580,7 +583,7 @@ def _check_preemption(
         return out  # already terminating when chosen: the scheduler does not delete it
     if (
         victim.metadata.name in externally_deleted
-        or _key(victim) in externally_deleted
+        or object_key(victim) in externally_deleted
         or victim.metadata.uid in externally_deleted
     ):
         return out
@@ -660,9 +663,9 @@ def _check_no_deletions_while_terminating(
                 for v in x_window
             ):
                 out.append(
-                    f"preemption of {_ref_key(p.event)} by {_key(at_r.pod)} on {p.node}: "
+                    f"preemption of {_ref_key(p.event)} by {object_key(at_r.pod)} on {p.node}: "
                     f"the preemptor was nominated to {p.node}, which still held "
-                    f"{_key(x_at_r.pod)} (priority {_priority(x_at_r.pod)}), terminating "
+                    f"{object_key(x_at_r.pod)} (priority {_priority(x_at_r.pod)}), terminating "
                     "after a preemption by the scheduler"
                 )
                 break
@@ -680,12 +683,12 @@ def _check_binding(versions: Sequence[PodVersion], clearing_gate_on: bool) -> li
     out: list[str] = []
     if not any(c.type == POD_SCHEDULED and c.status == "True" for c in pod.status.conditions):
         out.append(
-            f"{_key(pod)} was bound to {pod.spec.node_name} (resourceVersion "
+            f"{object_key(pod)} was bound to {pod.spec.node_name} (resourceVersion "
             f"{pod.metadata.resource_version}) without PodScheduled=True in the same write"
         )
     if clearing_gate_on and pod.status.nominated_node_name:
         out.append(
-            f"{_key(pod)} was bound to {pod.spec.node_name} (resourceVersion "
+            f"{object_key(pod)} was bound to {pod.spec.node_name} (resourceVersion "
             f"{pod.metadata.resource_version}) keeping nominatedNodeName "
             f"{pod.status.nominated_node_name!r} (ClearingNominatedNodeNameAfterBinding is on)"
         )
@@ -704,13 +707,13 @@ def _check_deferred_pod(versions: Sequence[PodVersion]) -> list[str]:
             nnn = pod.status.nominated_node_name
             if nnn and previous is not None and nnn != previous.pod.status.nominated_node_name:
                 out.append(
-                    f"{_key(pod)}, Deferred on {seen.pod.spec.node_name} since resourceVersion "
+                    f"{object_key(pod)}, Deferred on {seen.pod.spec.node_name} since resourceVersion "
                     f"{seen.pod.metadata.resource_version}, got nominatedNodeName {nnn!r} "
                     f"(resourceVersion {pod.metadata.resource_version})"
                 )
             if _scheduled(seen.pod) and not _scheduled(pod):
                 out.append(
-                    f"{_key(pod)}, Deferred on {seen.pod.spec.node_name} since resourceVersion "
+                    f"{object_key(pod)}, Deferred on {seen.pod.spec.node_name} since resourceVersion "
                     f"{seen.pod.metadata.resource_version}, lost PodScheduled=True "
                     f"(resourceVersion {pod.metadata.resource_version})"
                 )
@@ -751,7 +754,7 @@ def _check_resize_preemption(
     if bound is None:
         return []
     node = bound.pod.spec.node_name
-    what = f"preemption of {_ref_key(p.event)} by {_key(bound.pod)} (bound to {node})"
+    what = f"preemption of {_ref_key(p.event)} by {object_key(bound.pod)} (bound to {node})"
     if not gate_on:
         return [
             f"{what} on {p.node}: a bound pod preempted with "
@@ -861,11 +864,6 @@ def _priority(pod: types_pb2.Pod) -> int:
     return pod.spec.priority if pod.spec.HasField("priority") else 0
 
 
-def _key(obj: types_pb2.Pod | types_pb2.Node | types_pb2.Lease) -> str:
-    meta = obj.metadata
-    return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
-
-
 def _int_or_none(text: str) -> int | None:
     try:
         return int(text)
@@ -879,4 +877,4 @@ def _ref_key(event: types_pb2.Event) -> str:
 
 
 def _pod_or_uid(pod: types_pb2.Pod | None, uid: str) -> str:
-    return _key(pod) if pod is not None else f"pod uid {uid}"
+    return object_key(pod) if pod is not None else f"pod uid {uid}"

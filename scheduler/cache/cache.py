@@ -42,11 +42,12 @@ import anyio.abc
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import Clock
 from kemu.component.version_rules import VersionRules
+from kemu.machinery.keys import object_key
 from kemu.machinery.resources import PodResourcesOptions
 from kemu.scheduling.node_tree import NodeTree
 from kemu.scheduling.pod_info import refreshed_pod_info
 from kemu.scheduling.snapshot import Snapshot
-from kemu.scheduling.types import NodeInfo, PodInfo, pod_key
+from kemu.scheduling.types import NodeInfo, PodInfo
 
 logger = logging.getLogger(__name__)
 
@@ -193,13 +194,13 @@ class Cache:
         """
         uid = pod.metadata.uid
         if uid in self._pod_states:
-            raise CacheError(f"pod {pod_key(pod)} is in the cache, so it cannot be assumed")
+            raise CacheError(f"pod {object_key(pod)} is in the cache, so it cannot be assumed")
         if node_name is not None:
             assumed = types_pb2.Pod()
             assumed.CopyFrom(pod)
             assumed.spec.node_name = node_name
         elif not pod.spec.node_name:
-            raise CacheError(f"pod {pod_key(pod)} has no node to be assumed on")
+            raise CacheError(f"pod {object_key(pod)} has no node to be assumed on")
         else:
             assumed = pod
         self._add_pod(assumed)
@@ -225,11 +226,11 @@ class Cache:
             return False
         if pod.spec.node_name and ps.pod.spec.node_name != pod.spec.node_name:
             raise CacheError(
-                f"pod {pod_key(pod)} was assumed on {ps.pod.spec.node_name} "
+                f"pod {object_key(pod)} was assumed on {ps.pod.spec.node_name} "
                 f"but forgotten on {pod.spec.node_name}"
             )
         if uid not in self._assumed:
-            raise CacheError(f"pod {pod_key(pod)} is not assumed, so it cannot be forgotten")
+            raise CacheError(f"pod {object_key(pod)} is not assumed, so it cannot be forgotten")
         self._remove_pod(ps.pod)
         return True
 
@@ -238,18 +239,18 @@ class Cache:
         informer's object, on the informer's node), or adds a pod this scheduler did not
         assume (another scheduler's, or one that expired)."""
         if not pod.spec.node_name:
-            raise CacheError(f"pod {pod_key(pod)} is not assigned to a node")
+            raise CacheError(f"pod {object_key(pod)} is not assigned to a node")
         uid = pod.metadata.uid
         ps = self._pod_states.get(uid)
         if ps is None:
             self._add_pod(pod)
             return
         if uid not in self._assumed:
-            raise CacheError(f"pod {pod_key(pod)} was already added to the cache")
+            raise CacheError(f"pod {object_key(pod)} was already added to the cache")
         if ps.pod.spec.node_name != pod.spec.node_name:
             logger.info(
                 "Pod %s was added on node %s, not on node %s where it was assumed",
-                pod_key(pod),
+                object_key(pod),
                 pod.spec.node_name,
                 ps.pod.spec.node_name,
             )
@@ -264,15 +265,15 @@ class Cache:
         uid = old.metadata.uid
         ps = self._pod_states.get(uid)
         if ps is None:
-            raise CacheError(f"pod {pod_key(old)} is not in the cache, so it cannot be updated")
+            raise CacheError(f"pod {object_key(old)} is not in the cache, so it cannot be updated")
         # An assumed pod gets an Add (confirming it) before any Update.
         if uid in self._assumed:
-            raise CacheError(f"assumed pod {pod_key(old)} cannot be updated")
+            raise CacheError(f"assumed pod {object_key(old)} cannot be updated")
         if ps.pod.spec.node_name != new.spec.node_name:
             # nodeName is immutable once set: the cache missed an event.
             logger.error(
                 "Pod %s was updated on node %s but is cached on node %s; the cache was corrupted",
-                pod_key(new),
+                object_key(new),
                 new.spec.node_name,
                 ps.pod.spec.node_name,
             )
@@ -285,11 +286,11 @@ class Cache:
         uid, wherever that is: a delete event may carry a stale last-known object."""
         ps = self._pod_states.get(pod.metadata.uid)
         if ps is None:
-            raise CacheError(f"pod {pod_key(pod)} is not in the cache, so it cannot be removed")
+            raise CacheError(f"pod {object_key(pod)} is not in the cache, so it cannot be removed")
         if pod.spec.node_name and ps.pod.spec.node_name != pod.spec.node_name:
             logger.error(
                 "Pod %s was removed from node %s but is cached on node %s; the cache was corrupted",
-                pod_key(pod),
+                object_key(pod),
                 pod.spec.node_name,
                 ps.pod.spec.node_name,
             )
@@ -322,10 +323,10 @@ class Cache:
         name = pod.spec.node_name
         ni = self._nodes.get(name)
         if ni is None:
-            logger.error("Node %s of pod %s is not in the cache", name, pod_key(pod))
+            logger.error("Node %s of pod %s is not in the cache", name, object_key(pod))
         else:
             if not ni.remove_pod(pod):
-                logger.error("Pod %s is not on node %s in the cache", pod_key(pod), name)
+                logger.error("Pod %s is not on node %s in the cache", object_key(pod), name)
             if ni.node is None and not ni.pods:
                 del self._nodes[name]
             else:
@@ -350,7 +351,7 @@ class Cache:
                 continue
             logger.warning(
                 "Assumed pod %s on node %s expired: its binding was never confirmed",
-                pod_key(ps.pod),
+                object_key(ps.pod),
                 ps.pod.spec.node_name,
             )
             expired.append(ps.pod)
@@ -431,7 +432,7 @@ class Cache:
         """Clones of everything, for debugging (O(nodes + pods): not for hot paths)."""
         return CacheDump(
             nodes={name: ni.clone() for name, ni in self._nodes.items()},
-            assumed_pods={pod_key(self._pod_states[uid].pod) for uid in self._assumed},
+            assumed_pods={object_key(self._pod_states[uid].pod) for uid in self._assumed},
         )
 
     def __repr__(self) -> str:

@@ -29,8 +29,9 @@ from typing import Protocol
 
 from kemu.api.v1 import types_pb2
 from kemu.client.comparer import APISERVER, INFORMERS, Source, Truth, View, older
-from kemu.client.informer import Informer, object_key
-from kemu.scheduling.types import PodInfo, Resource, pod_key
+from kemu.client.informer import Informer
+from kemu.machinery.keys import object_key
+from kemu.scheduling.types import PodInfo, Resource
 from scheduler.cache.cache import CacheDump
 
 logger = logging.getLogger(__name__)
@@ -74,11 +75,11 @@ def pod_view(cache: DumpableCache, queue: PendingPods) -> View:
     dump = cache.dump()
     for ni in dump.nodes.values():
         for pi in ni.pods:
-            key = pod_key(pi.pod)
+            key = object_key(pi.pod)
             put(key, None if key in dump.assumed_pods else pi.pod.metadata.resource_version)
     pending, _ = queue.pending_pods()
     for pod in [*pending, *queue.in_flight_pods()]:
-        put(pod_key(pod), None if _unassigned_deleting(pod) else pod.metadata.resource_version)
+        put(object_key(pod), None if _unassigned_deleting(pod) else pod.metadata.resource_version)
     return view
 
 
@@ -154,7 +155,7 @@ def _resources(r: Resource) -> str:
 
 
 def _pod(pod: types_pb2.Pod) -> str:
-    text = f"{pod_key(pod)} (uid {pod.metadata.uid}, phase {pod.status.phase or '-'}"
+    text = f"{object_key(pod)} (uid {pod.metadata.uid}, phase {pod.status.phase or '-'}"
     if pod.status.nominated_node_name:
         text += f", nominated to {pod.status.nominated_node_name}"
     return text + ")"

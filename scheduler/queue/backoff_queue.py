@@ -20,7 +20,8 @@ from kemu.scheduling.interface import QueuedPodInfo
 from scheduler.queue.heap import KeyedHeap
 
 
-def _key(qpi: QueuedPodInfo) -> str:
+def queued_key(qpi: QueuedPodInfo) -> str:
+    """A queued pod's key in the queue's heaps (its PodInfo's "namespace/name")."""
     return qpi.pod_info.key
 
 
@@ -36,8 +37,8 @@ class BackoffQueue:
         self.initial = initial
         self.maximum = maximum
         self._sort_less = less
-        self._heap: KeyedHeap[QueuedPodInfo] = KeyedHeap(_key, self._less)
-        self._errors: KeyedHeap[QueuedPodInfo] = KeyedHeap(_key, self._less_expiry)
+        self._heap: KeyedHeap[QueuedPodInfo] = KeyedHeap(queued_key, self._less)
+        self._errors: KeyedHeap[QueuedPodInfo] = KeyedHeap(queued_key, self._less_expiry)
 
     def duration(self, qpi: QueuedPodInfo) -> float:
         """The backoff a pod gets after `qpi.attempts` attempts."""
@@ -77,7 +78,7 @@ class BackoffQueue:
 
     def add(self, qpi: QueuedPodInfo) -> None:
         """Adds or updates the pod: in the error heap when nothing rejected it (an error)."""
-        key = _key(qpi)
+        key = queued_key(qpi)
         if not qpi.unschedulable_plugins and not qpi.pending_plugins:
             self._heap.delete(key)
             self._errors.add_or_update(qpi)

@@ -36,6 +36,7 @@ import anyio.abc
 
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import Clock
+from kemu.machinery.keys import object_key
 from kemu.scheduling.events import (
     FORCE_ACTIVATE,
     UNSCHEDULABLE_TIMEOUT,
@@ -48,9 +49,9 @@ from kemu.scheduling.interface import QueuedPodInfo
 from kemu.scheduling.nominator import Nominator, PodLister
 from kemu.scheduling.pod_info import refreshed_pod_info
 from kemu.scheduling.status import SUCCESS, Status
-from kemu.scheduling.types import PodInfo, pod_key
+from kemu.scheduling.types import PodInfo
 from scheduler.queue.active_queue import InFlightTracker
-from scheduler.queue.backoff_queue import BackoffQueue
+from scheduler.queue.backoff_queue import BackoffQueue, queued_key
 from scheduler.queue.heap import KeyedHeap
 from scheduler.queue.hints import QueueingHintFunction, QueueingHintMapPerProfile, plugin_events
 from scheduler.queue.metrics import QueueMetricsSink
@@ -112,10 +113,6 @@ def _is_wildcard(event: ClusterEvent) -> bool:
     return event.resource == EventResource.WILDCARD and event.action == ActionType.ALL
 
 
-def _key(qpi: QueuedPodInfo) -> str:
-    return qpi.pod_info.key
-
-
 class PriorityQueue:
     """The scheduler's queue of pending pods. Implements framework PodNominator."""
 
@@ -165,7 +162,7 @@ class PriorityQueue:
         self._pod_info_factory = pod_info_factory
         self._metrics = metrics
 
-        self._active: KeyedHeap[QueuedPodInfo] = KeyedHeap(_key, less)
+        self._active: KeyedHeap[QueuedPodInfo] = KeyedHeap(queued_key, less)
         self._backoff = BackoffQueue(clock, pod_initial_backoff, pod_max_backoff, less)
         self._unschedulable = UnschedulablePods()
         self._in_flight = InFlightTracker(max_in_flight_events)
@@ -198,9 +195,9 @@ class PriorityQueue:
         events = pod_scheduling_properties_change(new, old)
         if self._in_flight.add_pod_events(old, new, events):
             self._in_flight.set_latest(new)
-            logger.debug("Pod %s is in flight; its update is recorded", pod_key(new))
+            logger.debug("Pod %s is in flight; its update is recorded", object_key(new))
             return
-        key = pod_key(new)
+        key = object_key(new)
         for heap_get in (self._active.get, self._backoff.get):
             qpi = heap_get(key)
             if qpi is not None:
@@ -226,7 +223,7 @@ class PriorityQueue:
     def delete(self, pod: types_pb2.Pod) -> None:
         """The pod was deleted (or bound by someone else): forget it everywhere."""
         self.nominator.delete_nominated_pod_if_exists(pod)
-        key = pod_key(pod)
+        key = object_key(pod)
         removed = self._active.delete(key)
         if removed is None:
             removed = self._backoff.delete(key)
@@ -242,7 +239,7 @@ class PriorityQueue:
         """Moves the pods from the pool or backoffQ to activeQ (upstream Activate). A pod in
         flight gets a ForceActivate event so that it is retried when it comes back."""
         for pod in pods:
-            key = pod_key(pod)
+            key = object_key(pod)
             from_backoff = False
             qpi = self._unschedulable.get(key)
             if qpi is None:
@@ -311,7 +308,7 @@ class PriorityQueue:
                 self._incoming(ACTIVE_Q, POP_FROM_BACKOFF_Q)
             if self._in_flight.add_pod(qpi.pod):
                 break
-            logger.error("Pod %s is tracked twice by the queue; discarding it", _key(qpi))
+            logger.error("Pod %s is tracked twice by the queue; discarding it", qpi.pod_info.key)
         qpi.attempts += 1
         self._scheduling_cycle += 1
         self._count_rejectors(qpi, -1)
@@ -341,7 +338,7 @@ class PriorityQueue:
         hints make it unnecessary)."""
         uid = qpi.pod.metadata.uid
         try:
-            key = _key(qpi)
+            key = qpi.pod_info.key
             if key in self._unschedulable or key in self._active or key in self._backoff:
                 logger.warning("Pod %s is already in the scheduling queue", key)
                 return
@@ -508,7 +505,7 @@ class PriorityQueue:
 
     def _run_pre_enqueue(self, qpi: QueuedPodInfo, key: str | None = None) -> None:
         if key is None:
-            key = _key(qpi)
+            key = qpi.pod_info.key
         pre_enqueue = self._pre_enqueue
         if isinstance(pre_enqueue, Mapping):
             pre_enqueue = pre_enqueue.get(qpi.pod.spec.scheduler_name, _always_enqueue)
@@ -549,7 +546,7 @@ class PriorityQueue:
             child.dec(-delta)
 
     def _add_to_unschedulable(self, qpi: QueuedPodInfo, event: str, key: str | None = None) -> None:
-        self._unschedulable.add(_key(qpi) if key is None else key, qpi)
+        self._unschedulable.add(qpi.pod_info.key if key is None else key, qpi)
         self._incoming(UNSCHEDULABLE_Q, event)
 
     def _move_to_active_q(
@@ -559,7 +556,7 @@ class PriorityQueue:
         on its way in), else the pool, gated. True when it went to activeQ. `key`: the pod's
         key, if the caller has it."""
         if key is None:
-            key = _key(qpi)
+            key = qpi.pod_info.key
         if not (self._pop_from_backoff_q and from_backoff):
             self._run_pre_enqueue(qpi, key)
         if qpi.gated:
@@ -582,7 +579,7 @@ class PriorityQueue:
     def _move_to_backoff_q(self, qpi: QueuedPodInfo, event: str, key: str | None = None) -> bool:
         """backoffQ (with PopFromBackoffQ, PreEnqueue runs here and may gate it instead)."""
         if key is None:
-            key = _key(qpi)
+            key = qpi.pod_info.key
         if self._pop_from_backoff_q:
             self._run_pre_enqueue(qpi, key)
             if qpi.gated:
@@ -601,7 +598,7 @@ class PriorityQueue:
     ) -> str:
         """Puts the pod where `strategy` says; returns the queue it went to."""
         if key is None:
-            key = _key(qpi)
+            key = qpi.pod_info.key
         if strategy == _Strategy.SKIP:
             self._add_to_unschedulable(qpi, event, key)
             return UNSCHEDULABLE_Q
@@ -699,7 +696,7 @@ class PriorityQueue:
                     "Queueing hint of %s for %s on pod %s failed; queueing the pod",
                     fn.plugin_name,
                     event,
-                    _key(qpi),
+                    qpi.pod_info.key,
                 )
                 hint = QueueingHint.QUEUE
             if hint == QueueingHint.SKIP:
@@ -744,7 +741,7 @@ class PriorityQueue:
             strategy = self._is_pod_worth_requeuing(qpi, event, old_obj, new_obj)
             if strategy == _Strategy.SKIP:
                 continue
-            key = _key(qpi)
+            key = qpi.pod_info.key
             self._unschedulable.pop(key)
             self._requeue(qpi, strategy, label, key)
         # A pod in flight may come back rejected; it must see this event then.
@@ -756,7 +753,7 @@ class PriorityQueue:
             return _Strategy.AFTER_BACKOFF  # an error, not a rejection: retry
         events = self._in_flight.events_for(qpi.pod.metadata.uid)
         if events is None:
-            logger.warning("Events of in-flight pod %s are unknown; retrying it", _key(qpi))
+            logger.warning("Events of in-flight pod %s are unknown; retrying it", qpi.pod_info.key)
             return _Strategy.AFTER_BACKOFF
         strategy = _Strategy.SKIP
         for e in events:

@@ -35,6 +35,7 @@ import anyio
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.duration import parse_duration
+from kemu.machinery.keys import object_key
 from kemu.machinery.labels import Selector
 from kemu.scheduling.events import ClusterEventWithHint
 from kemu.scheduling.interface import (
@@ -46,7 +47,6 @@ from kemu.scheduling.interface import (
 )
 from kemu.scheduling.plugins.helpers import check_arg_keys, label_selector_from_args
 from kemu.scheduling.status import SKIP, SUCCESS, Code, Status, as_error
-from kemu.scheduling.types import pod_key
 
 logger = logging.getLogger(__name__)
 
@@ -131,10 +131,10 @@ class SlowPreBind(PreBindPlugin, EnqueueExtensions):
         except ValueError as e:
             return as_error(e)
         if plan.delay == math.inf:
-            logger.info("PreBind of %s on %s waits until cancelled", pod_key(pod), node_name)
+            logger.info("PreBind of %s on %s waits until cancelled", object_key(pod), node_name)
             await anyio.sleep_forever()
         elif plan.delay > 0:
-            logger.debug("PreBind of %s on %s takes %.3fs", pod_key(pod), node_name, plan.delay)
+            logger.debug("PreBind of %s on %s takes %.3fs", object_key(pod), node_name, plan.delay)
             await self._handle.clock.sleep(plan.delay)
         uid = pod.metadata.uid
         attempt = self._attempts.get(uid, 0) + 1
@@ -142,7 +142,7 @@ class SlowPreBind(PreBindPlugin, EnqueueExtensions):
         if attempt <= plan.failures:
             logger.info(
                 "PreBind of %s on %s fails as asked (attempt %d of %d failing)",
-                pod_key(pod),
+                object_key(pod),
                 node_name,
                 attempt,
                 plan.failures,

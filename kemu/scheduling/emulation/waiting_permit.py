@@ -25,6 +25,7 @@ from typing import Any, Final
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.duration import parse_duration
+from kemu.machinery.keys import object_key
 from kemu.machinery.labels import Selector
 from kemu.scheduling.events import (
     ActionType,
@@ -44,7 +45,6 @@ from kemu.scheduling.interface import (
 )
 from kemu.scheduling.plugins.helpers import check_arg_keys, label_selector_from_args
 from kemu.scheduling.status import SUCCESS, Status, as_error, unschedulable, wait
-from kemu.scheduling.types import pod_key
 
 logger = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ class WaitingPermit(PermitPlugin, EnqueueExtensions):
             except ValueError as e:
                 return as_error(f"annotation {ANNOTATION_WAIT}: {e}"), 0.0
         logger.debug(
-            "pod %s waits at Permit on %s for up to %.1fs", pod_key(pod), node_name, timeout
+            "pod %s waits at Permit on %s for up to %.1fs", object_key(pod), node_name, timeout
         )
         return wait(f"waiting for annotation {ANNOTATION_DECISION}"), timeout
 
@@ -147,10 +147,10 @@ class WaitingPermit(PermitPlugin, EnqueueExtensions):
         if waiting is None:
             return
         if value == ALLOW:
-            logger.info("pod %s allowed at Permit by annotation", pod_key(pod))
+            logger.info("pod %s allowed at Permit by annotation", object_key(pod))
             waiting.allow(NAME)
         else:
-            logger.info("pod %s rejected at Permit by annotation", pod_key(pod))
+            logger.info("pod %s rejected at Permit by annotation", object_key(pod))
             waiting.reject(NAME, REJECT_MESSAGE)
 
     # ------------------------------------------------------------ queueing hints

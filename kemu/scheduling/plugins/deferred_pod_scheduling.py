@@ -24,6 +24,7 @@ import logging
 from typing import Any, Final
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.keys import object_key
 from kemu.machinery.resources import is_pod_resize_deferred
 from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.events import (
@@ -45,7 +46,7 @@ from kemu.scheduling.interface import (
 )
 from kemu.scheduling.plugins.helpers import check_arg_keys
 from kemu.scheduling.status import SKIP, SUCCESS, Status, as_error, unresolvable
-from kemu.scheduling.types import NodeInfo, PreFilterResult, pod_key
+from kemu.scheduling.types import NodeInfo, PreFilterResult
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +99,7 @@ class DeferredPodScheduling(PreFilterPlugin, FilterPlugin, PermitPlugin, Enqueue
     def permit(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> tuple[Status, float]:
         if not self._deferred(pod):
             return SUCCESS, 0.0
-        logger.debug("Parking %s: its resize fits on %s", pod_key(pod), node_name)
+        logger.debug("Parking %s: its resize fits on %s", object_key(pod), node_name)
         return unresolvable(WAITING_FOR_KUBELET), 0.0
 
     # ------------------------------------------------------------ queueing hints

@@ -28,6 +28,7 @@ from typing import Any, Final
 import numpy as np
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.keys import object_key
 from kemu.scheduling.columns import (
     BoolArray,
     IntArray,
@@ -61,7 +62,7 @@ from kemu.scheduling.plugins.helpers import (
     tolerations_tolerate_taint,
 )
 from kemu.scheduling.status import SUCCESS, Status, as_error, unresolvable
-from kemu.scheduling.types import MAX_NODE_SCORE, NodeInfo, NodeScore, PodInfo, pod_key
+from kemu.scheduling.types import MAX_NODE_SCORE, NodeInfo, NodeScore, PodInfo
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +117,7 @@ class TaintToleration(
             node.name,
             taint.key,
             taint.value,
-            pod_key(pod),
+            object_key(pod),
         )
         return unresolvable(ERR_REASON_UNTOLERATED)
 

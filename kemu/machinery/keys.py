@@ -1,0 +1,19 @@
+"""The key of an API object in logs, caches and queues: "namespace/name", or "name" for a
+cluster-scoped object, as client-go's cache.MetaNamespaceKeyFunc
+(staging/src/k8s.io/client-go/tools/cache/store.go) builds it and klog.KObj prints it.
+
+The apiserver's storage key (the etcd path of a kind's object) is another thing:
+apiserver/server/registry.py builds it."""
+
+from __future__ import annotations
+
+from google.protobuf.message import Message
+
+from kemu.api.v1 import types_pb2
+
+
+def object_key(obj: Message) -> str:
+    """ "namespace/name" of an API object (every kind has `metadata`), or "name" for a
+    cluster-scoped one."""
+    meta: types_pb2.ObjectMeta = obj.metadata  # type: ignore[attr-defined]
+    return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
