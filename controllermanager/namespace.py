@@ -76,8 +76,6 @@ class NamespaceController:
         self._clock = clock
         self.queue = WorkQueue(clock, name=NAME)
         self._namespaces = informer
-        self.finalized: list[str] = []
-        """Namespaces whose finalizer this controller removed (for tests and logs)."""
         informer.add_event_handler(
             FuncHandler(self._enqueue, lambda _old, new: self._enqueue(new), None)
         )
@@ -160,7 +158,6 @@ class NamespaceController:
             )
         except NotFound:
             return
-        self.finalized.append(name)
         logger.info("namespace %s: content deleted, finalized", name)
 
     # ------------------------------------------------------------ workers

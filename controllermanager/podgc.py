@@ -217,8 +217,6 @@ class PodGCController:
         index_pods_by_node_name(self._pods)
         self._missing_since: dict[str, float] = {}
         """Node name -> when (monotonic) the controller first saw pods bound to it missing."""
-        self.deleted: list[str] = []
-        """namespace/name of every pod deleted (for tests and logs)."""
         self._pods.add_event_handler(FuncHandler(self._on_pod, lambda _old, new: self._on_pod(new)))
         self._nodes.add_event_handler(FuncHandler(self._on_node_add, None, self._on_node_delete))
 
@@ -310,7 +308,6 @@ class PodGCController:
             if self._pods.lister.get(meta.name, meta.namespace) is None:
                 return
             raise  # a changed pod (status) or another pod of that name: retried later
-        self.deleted.append(f"{meta.namespace}/{meta.name}")
         self._recorder.event(
             pod,
             EVENT_WARNING,
@@ -364,7 +361,6 @@ class PodGCController:
         except ApiError as e:
             logger.warning("pod %s/%s: could not delete it: %s", meta.namespace, meta.name, e)
             return
-        self.deleted.append(f"{meta.namespace}/{meta.name}")
 
     async def run(self) -> None:
         """Collects orphaned pods until cancelled; the informers must be running."""

@@ -149,8 +149,6 @@ class TaintEvictionController:
         index_pods_by_node_name(self._pods)
         self.scheduled: dict[str, ScheduledEviction] = {}
         """namespace/name -> its scheduled eviction; only the worker holding the key touches it."""
-        self.evicted: list[str] = []
-        """namespace/name of every pod evicted (for tests and logs)."""
         self._deletions = (
             None
             if registry is None
@@ -246,7 +244,6 @@ class TaintEvictionController:
                 return
             raise  # the pod changed under us: decided again on a fresh copy
         self.scheduled.pop(key, None)
-        self.evicted.append(key)
         if self._deletions is not None:
             self._deletions.inc()
         logger.info("pod %s: evicted from node %s (NoExecute taint)", key, pod.spec.node_name)
