@@ -33,8 +33,9 @@ from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import Conflict, NotFound
+from kemu.machinery.pod_conditions import condition_observed_generation, update_pod_condition
 from kemu.machinery.qos import compute_qos_class
-from kubelet.allocation import ResizeCondition, preemption_disabled_on, resize_conditions
+from kubelet.allocation import preemption_disabled_on, resize_conditions
 from kubelet.pod_manager import NodePods
 from kubelet.runtime import EXIT_OK, ContainerAllocation, PodRuntime, PodState
 
@@ -44,61 +45,11 @@ KUBELET_CONDITIONS: Final = ("PodReadyToStartContainers", "Initialized", "Ready"
 _WRITE_ATTEMPTS: Final = 5
 
 
-def _condition(status: types_pb2.PodStatus, type_: str) -> types_pb2.PodCondition | None:
-    return next((c for c in status.conditions if c.type == type_), None)
-
-
-def condition_observed_generation(
-    status: types_pb2.PodStatus, type_: str, generation: int, *, gate: bool
-) -> int:
-    """upstream's CalculatePodConditionObservedGeneration: `generation` with the gate, or
-    when the condition already carries one; 0 otherwise."""
-    if gate:
-        return generation
-    c = _condition(status, type_)
-    return generation if c is not None and c.observed_generation else 0
-
-
 def status_observed_generation(pod: types_pb2.Pod, *, gate: bool) -> int:
     """upstream's CalculatePodStatusObservedGeneration."""
     if gate or pod.status.observed_generation:
         return pod.metadata.generation
     return 0
-
-
-def _set_condition(
-    status: types_pb2.PodStatus,
-    type_: str,
-    value: str,
-    reason: str,
-    now: float,
-    observed_generation: int,
-) -> None:
-    c = _condition(status, type_)
-    if c is None:
-        c = status.conditions.add(type=type_, status=value)
-        c.last_transition_time.CopyFrom(timestamp(now))
-    elif c.status != value:
-        c.status = value
-        c.last_transition_time.CopyFrom(timestamp(now))
-    c.reason = reason
-    c.message = ""
-    c.observed_generation = observed_generation
-
-
-def _set_resize_condition(
-    status: types_pb2.PodStatus, type_: str, want: ResizeCondition, observed_generation: int
-) -> None:
-    c = _condition(status, type_)
-    if c is None:
-        c = status.conditions.add(type=type_)
-        c.last_transition_time.CopyFrom(timestamp(want.since))
-    if c.status != "True":
-        c.status = "True"
-        c.last_transition_time.CopyFrom(timestamp(want.since))
-    c.reason = want.reason
-    c.message = want.message
-    c.observed_generation = observed_generation
 
 
 def _drop_conditions(status: types_pb2.PodStatus, types: Iterable[str]) -> None:
@@ -195,16 +146,27 @@ def _admitted_status(
         ("Ready", ready, reason),
         ("ContainersReady", ready, reason),
     ):
-        observed = condition_observed_generation(status, type_, generation, gate=gate)
-        _set_condition(status, type_, value, why, now, observed)
+        observed = condition_observed_generation(status, type_, generation, tracking=gate)
+        condition = types_pb2.PodCondition(
+            type=type_, status=value, reason=why, observed_generation=observed
+        )
+        update_pod_condition(status, condition, now)
     for type_, want in resize_conditions(rt, now, options.preemption_disabled_on).items():
         if want is None:
             _drop_conditions(status, (type_,))
         else:
             observed = condition_observed_generation(
-                status, type_, want.observed_generation, gate=gate
+                status, type_, want.observed_generation, tracking=gate
             )
-            _set_resize_condition(status, type_, want, observed)
+            condition = types_pb2.PodCondition(
+                type=type_,
+                status="True",
+                reason=want.reason,
+                message=want.message,
+                observed_generation=observed,
+            )
+            # lastTransitionTime: when the resize came to this state, not now.
+            update_pod_condition(status, condition, want.since)
     report = options.report_resources
     del status.container_statuses[:]
     for c in pod.spec.containers:

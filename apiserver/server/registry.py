@@ -62,6 +62,7 @@ from kemu.machinery.errors import (
     NotFound,
 )
 from kemu.machinery.kinds import BY_KIND, Kind, kind_for_resource, kind_of
+from kemu.machinery.pod_conditions import set_scheduled
 from kemu.machinery.pod_strategy import (
     apply_scheduling_gated_condition,
     check_bindable,
@@ -727,7 +728,9 @@ class Registry:
                 obj.metadata.annotations[k] = v
             if clear_nnn:
                 obj.status.nominated_node_name = ""
-            set_pod_condition(obj, "PodScheduled", "True", now=self._now())
+            set_scheduled(
+                obj, self._now(), tracking=self._gates.enabled(POD_OBSERVED_GENERATION_TRACKING)
+            )
             return obj
 
         await self.guaranteed_update(_POD, namespace, name, mutate)
@@ -769,20 +772,6 @@ class Registry:
 
     async def evict(self, eviction: api_pb2.Eviction) -> None:
         await self.eviction.create(eviction)
-
-
-def set_pod_condition(
-    pod: types_pb2.Pod, ctype: str, status: str, *, now: float, reason: str = "", message: str = ""
-) -> None:
-    """Sets a condition; lastTransitionTime changes only when the status does."""
-    for c in pod.status.conditions:
-        if c.type == ctype:
-            if c.status != status:
-                c.last_transition_time.CopyFrom(convert.timestamp(now))
-            c.status, c.reason, c.message = status, reason, message
-            return
-    c = pod.status.conditions.add(type=ctype, status=status, reason=reason, message=message)
-    c.last_transition_time.CopyFrom(convert.timestamp(now))
 
 
 @functools.cache

@@ -64,7 +64,11 @@ from kemu.client.interface import (
     WatchEvent,
 )
 from kemu.component.clock import Clock, RealClock
-from kemu.component.featuregate import CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING, FeatureGates
+from kemu.component.featuregate import (
+    CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING,
+    POD_OBSERVED_GENERATION_TRACKING,
+    FeatureGates,
+)
 from kemu.component.version import DEFAULT_VERSION
 from kemu.machinery import convert, kinds
 from kemu.machinery import namespaces as ns_rules
@@ -88,6 +92,7 @@ from kemu.machinery.errors import (
 from kemu.machinery.eviction import add_disruption_target
 from kemu.machinery.kinds import INITIAL_EVENTS_END_ANNOTATION
 from kemu.machinery.namespaces import FINALIZE_SUBRESOURCE
+from kemu.machinery.pod_conditions import set_scheduled
 from kemu.machinery.pod_strategy import check_bindable, check_binding_preconditions
 from kemu.machinery.selection import RequestFilter
 from kemu.machinery.update_strategy import (
@@ -806,12 +811,9 @@ class FakeClient:
         new.metadata.annotations.update(annotations or {})
         if self.gates.enabled(CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING):
             new.status.nominated_node_name = ""
-        scheduled = next((c for c in new.status.conditions if c.type == "PodScheduled"), None)
-        if scheduled is None:
-            scheduled = new.status.conditions.add(type="PodScheduled")
-        if scheduled.status != "True" or not scheduled.HasField("last_transition_time"):
-            scheduled.last_transition_time.CopyFrom(timestamp(self.clock.now()))
-        scheduled.status, scheduled.reason, scheduled.message = "True", "", ""
+        set_scheduled(
+            new, self.clock.now(), tracking=self.gates.enabled(POD_OBSERVED_GENERATION_TRACKING)
+        )
         self._store(k, old, new, bump_generation=False)  # a binding is not a spec update
 
     async def resize(self, pod: types_pb2.Pod) -> types_pb2.Pod:

@@ -51,7 +51,7 @@ def condition_change(
             reason=reason,
             message=message,
             observed_generation=condition_observed_generation(
-                current, condition_type, tracking=tracking
+                current.status, condition_type, current.metadata.generation, tracking=tracking
             ),
         )
         condition_changed = update_pod_condition(copy, condition, now)

@@ -8,17 +8,16 @@ from kemu.machinery.convert import timestamp
 
 
 def condition_observed_generation(
-    pod: types_pb2.Pod, condition_type: str, *, tracking: bool
+    status: types_pb2.PodStatus, condition_type: str, generation: int, *, tracking: bool
 ) -> int:
-    """The observedGeneration a writer puts on its condition: the pod's generation when
+    """The observedGeneration a writer puts on its condition (upstream's
+    CalculatePodConditionObservedGeneration, pkg/api/v1/pod/util.go): `generation` when
     PodObservedGenerationTracking (`tracking`) is on, or when the condition already carries
     one (so that a writer with the gate off does not fight the apiserver over it); else 0."""
     if tracking:
-        return pod.metadata.generation
-    for c in pod.status.conditions:
-        if c.type == condition_type and c.observed_generation:
-            return pod.metadata.generation
-    return 0
+        return generation
+    old = get_pod_condition(status, condition_type)
+    return generation if old is not None and old.observed_generation else 0
 
 
 def get_pod_condition(
@@ -53,3 +52,16 @@ def update_pod_condition(
     changed = new != old
     old.CopyFrom(new)
     return changed
+
+
+def set_scheduled(pod: types_pb2.Pod, now: float, *, tracking: bool) -> None:
+    """The binding's PodScheduled=True (pkg/registry/core/pod/storage/storage.go
+    setPodNodeAndMetadata): written whole through update_pod_condition, its observedGeneration
+    as condition_observed_generation says (`tracking`: PodObservedGenerationTracking)."""
+    generation = condition_observed_generation(
+        pod.status, "PodScheduled", pod.metadata.generation, tracking=tracking
+    )
+    condition = types_pb2.PodCondition(
+        type="PodScheduled", status="True", observed_generation=generation
+    )
+    update_pod_condition(pod.status, condition, now)
