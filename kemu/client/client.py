@@ -34,6 +34,7 @@ from google.protobuf.message import Message
 from kemu import wire
 from kemu.api.v1 import api_pb2, types_pb2
 from kemu.client import fencing
+from kemu.client.backoff import Backoff
 from kemu.client.endpoints import LB_POLICY, SEPARATOR, channel_target, parse_servers
 from kemu.client.interface import (
     DEFAULT_NAMESPACE,
@@ -118,16 +119,6 @@ def _wrap(obj: Message) -> api_pb2.Object:
 def _error(e: grpc.aio.AioRpcError) -> ApiError:
     metadata = cast(list[tuple[str, str | bytes]], list(e.trailing_metadata() or ()))
     return wire.error_from_status(e.code(), e.details(), metadata)
-
-
-class _Backoff:
-    def __init__(self) -> None:
-        self._next = _RETRY_INITIAL
-
-    def next(self) -> float:
-        delay = self._next
-        self._next = min(self._next * 2, _RETRY_MAX)
-        return delay * (0.5 + random.random())
 
 
 class _WatchStream(AsyncIterator[WatchEvent[M]]):
@@ -300,7 +291,7 @@ class Client:
         so a write is safe to repeat, as client-go's checkWait), waiting at least that long,
         and after the errors in `retry_on`, with backoff."""
         deadline = anyio.current_time() + self.timeout
-        backoff = _Backoff()
+        backoff = Backoff(_RETRY_INITIAL, _RETRY_MAX, jitter=0.5)
         while True:
             try:
                 return await self._attempt(
@@ -329,7 +320,7 @@ class Client:
 
     async def wait_ready(self, timeout: float | None = None) -> api_pb2.VersionInfo:  # noqa: ASYNC109
         deadline = None if timeout is None else anyio.current_time() + timeout
-        backoff = _Backoff()
+        backoff = Backoff(_RETRY_INITIAL, _RETRY_MAX, jitter=0.5)
         while True:
             try:
                 return await self._call("Version", api_pb2.VersionRequest(), api_pb2.VersionInfo)

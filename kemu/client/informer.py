@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import builtins
 import logging
-import random
 from collections.abc import Callable, Iterable
 from typing import Any, Final, Generic, Protocol, TypeVar, cast
 
@@ -47,6 +46,7 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 from google.protobuf.message import Message
 
+from kemu.client.backoff import Backoff
 from kemu.client.interface import (
     ADDED,
     BOOKMARK,
@@ -110,19 +110,6 @@ class FuncHandler(Generic[M]):
 
 def _meta(obj: Message) -> Any:
     return obj.metadata  # type: ignore[attr-defined]
-
-
-class _Backoff:
-    def __init__(self) -> None:
-        self._next = _BACKOFF_INITIAL
-
-    def next(self) -> float:
-        delay = self._next
-        self._next = min(self._next * 2, _BACKOFF_MAX)
-        return delay * (0.8 + 0.4 * random.random())
-
-    def reset(self) -> None:
-        self._next = _BACKOFF_INITIAL
 
 
 class Lister(Generic[M]):
@@ -471,7 +458,7 @@ class Informer(Generic[M]):
             self._running = False
 
     async def _run(self, task_status: TaskStatus[None]) -> None:
-        backoff = _Backoff()
+        backoff = Backoff(_BACKOFF_INITIAL, _BACKOFF_MAX, jitter=0.2)
         need_list = True
         started = False
         while True:
