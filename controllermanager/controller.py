@@ -12,13 +12,14 @@ a bug and stops the process.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
+import anyio
 from prometheus_client import CollectorRegistry
 
-from kemu.client.informer import InformerFactory
+from kemu.client.informer import Informer, InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
@@ -67,3 +68,43 @@ async def process_work_items(
             queue.forget(key)
         finally:
             queue.done(key)
+
+
+Task = tuple[str, Callable[[], Coroutine[Any, Any, None]]]
+"""A task of a running controller: its name and what it runs."""
+
+
+def workers(name: str, count: int, work: Callable[[], Coroutine[Any, Any, None]]) -> list[Task]:
+    """`count` tasks running `work`, named "`name` worker i"."""
+    return [(f"{name} worker {i}", work) for i in range(count)]
+
+
+async def run_controller(
+    title: str,
+    logger: logging.Logger,
+    *,
+    synced: Sequence[Informer[Any]],
+    queues: Sequence[WorkQueue],
+    tasks: Sequence[Task],
+    on_synced: Callable[[], None] | None = None,
+) -> None:
+    """A controller's `run()`, as each of upstream's controllers' Run: logs "starting
+    `title`", waits until the `synced` informers' caches have synced (WaitForNamedCacheSync),
+    calls `on_synced`, then runs the `queues`' timers and the `tasks` (workers, periodic
+    loops, the event recorder) until cancelled; on the way out the queues shut down (their
+    workers return) and "`title` stopped" is logged."""
+    logger.info("starting %s", title)
+    for informer in synced:
+        await informer.wait_for_sync()
+    if on_synced is not None:
+        on_synced()
+    try:
+        async with anyio.create_task_group() as tg:
+            for queue in queues:
+                tg.start_soon(queue.run, name=f"{queue.name} queue timer")
+            for name, work in tasks:
+                tg.start_soon(work, name=name)
+    finally:
+        for queue in queues:
+            queue.shut_down()
+        logger.info("%s stopped", title)

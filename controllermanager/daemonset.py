@@ -35,7 +35,12 @@ from typing import Final
 import anyio
 
 from controllermanager import daemon_util
-from controllermanager.controller import ControllerContext, process_work_items
+from controllermanager.controller import (
+    ControllerContext,
+    process_work_items,
+    run_controller,
+    workers,
+)
 from controllermanager.controller_utils import (
     CONTROLLER_UID_INDEX,
     ControllerExpectations,
@@ -622,18 +627,16 @@ class DaemonSetController:
 
     async def run(self) -> None:
         """Syncs DaemonSets until cancelled; the informers must be running."""
-        logger.info("starting the daemonset controller")
-        for informer in (self._dss, self._pods, self._nodes):
-            await informer.wait_for_sync()
-        try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self.queue.run, name="daemonset queue timer")
-                tg.start_soon(self._recorder.run, name="daemonset events")
-                for i in range(self._workers):
-                    tg.start_soon(self._worker, name=f"daemonset worker {i}")
-        finally:
-            self.queue.shut_down()
-            logger.info("the daemonset controller stopped")
+        await run_controller(
+            "the daemonset controller",
+            logger,
+            synced=(self._dss, self._pods, self._nodes),
+            queues=(self.queue,),
+            tasks=[
+                ("daemonset events", self._recorder.run),
+                *workers("daemonset", self._workers, self._worker),
+            ],
+        )
 
 
 def _max_surge(ds: types_pb2.DaemonSet) -> int:

@@ -34,10 +34,13 @@ import logging
 from dataclasses import dataclass
 from typing import Final
 
-import anyio
-
 from controllermanager import deployment_util as util
-from controllermanager.controller import ControllerContext, process_work_items
+from controllermanager.controller import (
+    ControllerContext,
+    process_work_items,
+    run_controller,
+    workers,
+)
 from controllermanager.controller_utils import (
     CONTROLLER_UID_INDEX,
     ControllerRefManager,
@@ -648,18 +651,16 @@ class DeploymentController:
 
     async def run(self) -> None:
         """Syncs Deployments until cancelled; the informers must be running."""
-        logger.info("starting the deployment controller")
-        for inf in (self._deployments, self._rss, self._pods):
-            await inf.wait_for_sync()
-        try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self.queue.run, name="deployment queue timer")
-                tg.start_soon(self._recorder.run, name="deployment events")
-                for i in range(self._workers):
-                    tg.start_soon(self._worker, name=f"deployment worker {i}")
-        finally:
-            self.queue.shut_down()
-            logger.info("the deployment controller stopped")
+        await run_controller(
+            "the deployment controller",
+            logger,
+            synced=(self._deployments, self._rss, self._pods),
+            queues=(self.queue,),
+            tasks=[
+                ("deployment events", self._recorder.run),
+                *workers("deployment", self._workers, self._worker),
+            ],
+        )
 
 
 def new_controller(ctx: ControllerContext) -> DeploymentController:

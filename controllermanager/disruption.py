@@ -43,10 +43,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-import anyio
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from controllermanager.controller import ControllerContext, process_work_items
+from controllermanager.controller import (
+    ControllerContext,
+    process_work_items,
+    run_controller,
+    workers,
+)
 from kemu.api.v1 import types_pb2
 from kemu.client.informer import FuncHandler, Informer, InformerFactory
 from kemu.client.interface import ApiClient
@@ -426,17 +430,13 @@ class DisruptionController:
 
     async def run(self) -> None:
         """Syncs PDBs until cancelled; the informers must be running (and synced)."""
-        logger.info("starting the disruption controller")
-        await self._pdbs.wait_for_sync()
-        await self._pods.wait_for_sync()
-        try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self.queue.run, name="disruption queue timer")
-                tg.start_soon(self._resync, name="disruption resync")
-                await self._worker()
-        finally:
-            self.queue.shut_down()
-            logger.info("the disruption controller stopped")
+        await run_controller(
+            "the disruption controller",
+            logger,
+            synced=(self._pdbs, self._pods),
+            queues=(self.queue,),
+            tasks=[("disruption resync", self._resync), *workers("disruption", 1, self._worker)],
+        )
 
 
 def new_controller(ctx: ControllerContext) -> DisruptionController:

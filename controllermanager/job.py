@@ -48,7 +48,7 @@ from typing import Final
 
 import anyio
 
-from controllermanager.controller import ControllerContext
+from controllermanager.controller import ControllerContext, run_controller, workers
 from controllermanager.controller_utils import (
     ControllerExpectations,
     ControllerRefManager,
@@ -675,29 +675,24 @@ class JobController:
 
     async def run(self) -> None:
         """Syncs Jobs until cancelled; the informers must be running."""
-        logger.info("starting the job controller")
-        await self._jobs.wait_for_sync()
-        await self._pods.wait_for_sync()
-        try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self.queue.run, name="job queue timer")
-                tg.start_soon(self.orphan_queue.run, name="job orphan queue timer")
-                tg.start_soon(self._recorder.run, name="job events")
-                for i in range(self._workers):
-                    tg.start_soon(
-                        self._worker, self.queue, self.sync, "job", name=f"job worker {i}"
-                    )
-                tg.start_soon(
-                    self._worker,
-                    self.orphan_queue,
-                    self.sync_orphan_pod,
-                    "orphan pod",
-                    name="job orphan worker",
-                )
-        finally:
-            self.queue.shut_down()
-            self.orphan_queue.shut_down()
-            logger.info("the job controller stopped")
+
+        async def jobs() -> None:
+            await self._worker(self.queue, self.sync, "job")
+
+        async def orphans() -> None:
+            await self._worker(self.orphan_queue, self.sync_orphan_pod, "orphan pod")
+
+        await run_controller(
+            "the job controller",
+            logger,
+            synced=(self._jobs, self._pods),
+            queues=(self.queue, self.orphan_queue),
+            tasks=[
+                ("job events", self._recorder.run),
+                *workers("job", self._workers, jobs),
+                ("job orphan worker", orphans),
+            ],
+        )
 
 
 async def remove_tracking_finalizer(client: ApiClient, pod: types_pb2.Pod) -> None:

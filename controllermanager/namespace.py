@@ -21,9 +21,7 @@ from __future__ import annotations
 import logging
 from typing import Final
 
-import anyio
-
-from controllermanager.controller import ControllerContext
+from controllermanager.controller import ControllerContext, run_controller, workers
 from kemu.api.v1 import types_pb2
 from kemu.client.informer import FuncHandler, Informer
 from kemu.client.interface import ApiClient
@@ -178,16 +176,13 @@ class NamespaceController:
 
     async def run(self) -> None:
         """Empties terminating namespaces until cancelled; the informer must be running."""
-        logger.info("starting the namespace controller")
-        await self._namespaces.wait_for_sync()
-        try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self.queue.run, name="namespace queue timer")
-                for i in range(WORKERS):
-                    tg.start_soon(self._worker, name=f"namespace worker {i}")
-        finally:
-            self.queue.shut_down()
-            logger.info("the namespace controller stopped")
+        await run_controller(
+            "the namespace controller",
+            logger,
+            synced=(self._namespaces,),
+            queues=(self.queue,),
+            tasks=workers("namespace", WORKERS, self._worker),
+        )
 
 
 def new_controller(ctx: ControllerContext) -> NamespaceController:

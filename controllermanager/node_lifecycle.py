@@ -50,9 +50,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-import anyio
-
-from controllermanager.controller import ControllerContext, process_work_items
+from controllermanager.controller import (
+    ControllerContext,
+    process_work_items,
+    run_controller,
+    workers,
+)
 from controllermanager.controller_utils import POD_NODE_NAME_INDEX, index_pods_by_node_name
 from kemu.api.v1 import types_pb2
 from kemu.client.events import EventRecorder
@@ -443,24 +446,18 @@ class NodeLifecycleController:
 
     async def run(self) -> None:
         """Monitors nodes until cancelled; the informers must be running."""
-        logger.info(
-            "starting the node lifecycle controller (monitor period %gs, grace period %gs)",
-            self.options.node_monitor_period,
-            self.grace_period,
+        await run_controller(
+            f"the node lifecycle controller (monitor period "
+            f"{self.options.node_monitor_period:g}s, grace period {self.grace_period:g}s)",
+            logger,
+            synced=(self._nodes, self._leases, self._pods),
+            queues=(self.queue,),
+            tasks=[
+                ("nodelifecycle events", self._recorder.run),
+                ("nodelifecycle monitor", self._monitor),
+                *workers("nodelifecycle", NODE_UPDATE_WORKERS, self._worker),
+            ],
         )
-        await self._nodes.wait_for_sync()
-        await self._leases.wait_for_sync()
-        await self._pods.wait_for_sync()
-        try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self.queue.run, name="nodelifecycle queue timer")
-                tg.start_soon(self._recorder.run, name="nodelifecycle events")
-                tg.start_soon(self._monitor, name="nodelifecycle monitor")
-                for i in range(NODE_UPDATE_WORKERS):
-                    tg.start_soon(self._worker, name=f"nodelifecycle worker {i}")
-        finally:
-            self.queue.shut_down()
-            logger.info("the node lifecycle controller stopped")
 
 
 def new_controller(

@@ -44,9 +44,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-import anyio
-
-from controllermanager.controller import ControllerContext, process_work_items
+from controllermanager.controller import (
+    ControllerContext,
+    process_work_items,
+    run_controller,
+    workers,
+)
 from controllermanager.controller_utils import POD_NODE_NAME_INDEX, index_pods_by_node_name
 from kemu.api.v1 import types_pb2
 from kemu.client.events import EventRecorder
@@ -364,22 +367,19 @@ class PodGCController:
 
     async def run(self) -> None:
         """Collects orphaned pods until cancelled; the informers must be running."""
-        logger.info(
-            "starting the pod garbage collector (quarantine %gs, terminated pod threshold %d)",
-            self.options.quarantine,
-            self.options.terminated_pod_gc_threshold,
+        opts = self.options
+        await run_controller(
+            f"the pod garbage collector (quarantine {opts.quarantine:g}s, terminated pod "
+            f"threshold {opts.terminated_pod_gc_threshold})",
+            logger,
+            synced=(self._pods, self._nodes),
+            queues=(self.queue,),
+            tasks=[
+                ("podgc events", self._recorder.run),
+                ("podgc periodic check", self._periodic),
+                *workers("podgc", 1, self._worker),
+            ],
         )
-        await self._pods.wait_for_sync()
-        await self._nodes.wait_for_sync()
-        try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self.queue.run, name="podgc queue timer")
-                tg.start_soon(self._recorder.run, name="podgc events")
-                tg.start_soon(self._periodic, name="podgc periodic check")
-                await self._worker()
-        finally:
-            self.queue.shut_down()
-            logger.info("the pod garbage collector stopped")
 
 
 def new_controller(ctx: ControllerContext, options: PodGCOptions | None = None) -> PodGCController:

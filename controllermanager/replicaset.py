@@ -25,7 +25,12 @@ from typing import Final
 
 import anyio
 
-from controllermanager.controller import ControllerContext, process_work_items
+from controllermanager.controller import (
+    ControllerContext,
+    process_work_items,
+    run_controller,
+    workers,
+)
 from controllermanager.controller_utils import (
     CONTROLLER_UID_INDEX,
     ControllerExpectations,
@@ -371,18 +376,16 @@ class ReplicaSetController:
 
     async def run(self) -> None:
         """Syncs ReplicaSets until cancelled; the informers must be running."""
-        logger.info("starting the replicaset controller")
-        await self._rss.wait_for_sync()
-        await self._pods.wait_for_sync()
-        try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self.queue.run, name="replicaset queue timer")
-                tg.start_soon(self._recorder.run, name="replicaset events")
-                for i in range(self._workers):
-                    tg.start_soon(self._worker, name=f"replicaset worker {i}")
-        finally:
-            self.queue.shut_down()
-            logger.info("the replicaset controller stopped")
+        await run_controller(
+            "the replicaset controller",
+            logger,
+            synced=(self._rss, self._pods),
+            queues=(self.queue,),
+            tasks=[
+                ("replicaset events", self._recorder.run),
+                *workers("replicaset", self._workers, self._worker),
+            ],
+        )
 
 
 def new_controller(ctx: ControllerContext) -> ReplicaSetController:

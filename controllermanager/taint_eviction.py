@@ -35,10 +35,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-import anyio
 from prometheus_client import CollectorRegistry, Counter
 
-from controllermanager.controller import ControllerContext, process_work_items
+from controllermanager.controller import (
+    ControllerContext,
+    process_work_items,
+    run_controller,
+    workers,
+)
 from controllermanager.controller_utils import POD_NODE_NAME_INDEX, index_pods_by_node_name
 from kemu.api.v1 import types_pb2
 from kemu.client.events import EventRecorder
@@ -255,21 +259,23 @@ class TaintEvictionController:
 
     async def run(self) -> None:
         """Evicts pods until cancelled; the informers must be running."""
-        logger.info("starting the taint eviction controller")
-        await self._pods.wait_for_sync()
-        await self._nodes.wait_for_sync()
-        for node in self._nodes.lister.list():
-            if no_execute_taints(node):
-                self._on_node(node)
-        try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self.queue.run, name="taint eviction queue timer")
-                tg.start_soon(self._recorder.run, name="taint eviction events")
-                for i in range(WORKERS):
-                    tg.start_soon(self._worker, name=f"taint eviction worker {i}")
-        finally:
-            self.queue.shut_down()
-            logger.info("the taint eviction controller stopped")
+
+        def tainted_nodes() -> None:
+            for node in self._nodes.lister.list():
+                if no_execute_taints(node):
+                    self._on_node(node)
+
+        await run_controller(
+            "the taint eviction controller",
+            logger,
+            synced=(self._pods, self._nodes),
+            queues=(self.queue,),
+            tasks=[
+                ("taint eviction events", self._recorder.run),
+                *workers("taint eviction", WORKERS, self._worker),
+            ],
+            on_synced=tainted_nodes,
+        )
 
 
 def new_controller(ctx: ControllerContext) -> TaintEvictionController:
