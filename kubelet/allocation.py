@@ -10,7 +10,7 @@ decides (`decide`):
 * Deferred: it does not fit now next to every *other* active pod counted at what it holds, the
   larger of its allocated and actual requests (never at a pending desired size); the larger
   is taken per container before 1.37 and of the pod's sums from 1.37, as the emulated
-  version's PodRequests (kemu.machinery.resources, `per_container_max`);
+  version's PodRequests (kemu.machinery.resources, `counting`);
 * accepted: the allocation becomes the desired size, and the containers are resized after a
   simulated actuation delay.
 
@@ -42,7 +42,12 @@ from kemu.api.v1 import types_pb2
 from kemu.client.events import EventRecorder
 from kemu.component.clock import Clock
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
-from kemu.machinery.resources import kubelet_pod_requests, max_resources
+from kemu.machinery.resources import (
+    DEFAULT_OPTIONS,
+    PodResourcesOptions,
+    kubelet_pod_requests,
+    max_resources,
+)
 from kubelet.admission import (
     CPU,
     MEMORY,
@@ -227,13 +232,13 @@ class AllocationManager:
         enabled: bool = True,
         actuation_delay: float = DEFAULT_ACTUATION_DELAY,
         retry_period: float = DEFAULT_RETRY_PERIOD,
-        per_container_max: bool = False,
+        counting: PodResourcesOptions = DEFAULT_OPTIONS,
         recorder: EventRecorder | None = None,
         registry: CollectorRegistry | None = None,
     ) -> None:
         self._nodes = nodes
         # The emulated version's rule for what a pod being resized holds (kemu.machinery.resources).
-        self._per_container_max = per_container_max
+        self._counting = counting
         self._clock = clock
         self._enqueue = enqueue
         self.enabled = enabled
@@ -345,7 +350,7 @@ class AllocationManager:
                 pod,
                 requests_of(rt.allocation),
                 requests_of(rt.actual),
-                per_container_max=self._per_container_max,
+                opts=self._counting,
             )
             rt.actuate_at = now + self._actuation_delay
         if was_deferred and trigger:

@@ -45,6 +45,7 @@ from kemu.component.options import duration_flag, new_parser, parse_component_ar
 from kemu.component.runner import ComponentContext, cleanup_scope, run_component
 from kemu.component.version_rules import VersionRules
 from kemu.machinery.quantity import parse_capacity_flag
+from kemu.machinery.resources import PodResourcesOptions
 from kubelet.allocation import DEFAULT_ACTUATION_DELAY
 from kubelet.checkpoint import Checkpoint
 from kubelet.node_status import (
@@ -302,7 +303,7 @@ def pod_worker_options(options: PodWorkerOptions, gates: FeatureGates) -> PodWor
         report_resources=in_place_resize,
         observed_generation=gates.enabled(POD_OBSERVED_GENERATION_TRACKING),
         resize_preemption_policy=gates.enabled(IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION),
-        per_container_max=VersionRules.at(version).per_container_max,
+        counting=PodResourcesOptions(per_container_max=VersionRules.at(version).per_container_max),
     )
 
 

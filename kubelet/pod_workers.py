@@ -40,6 +40,7 @@ from kemu.component.clock import Clock
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.kinds import EVENT_WARNING
 from kemu.machinery.pod_strategy import TERMINAL_PHASES
+from kemu.machinery.resources import DEFAULT_OPTIONS, PodResourcesOptions
 from kubelet.admission import admit_pod
 from kubelet.allocation import DEFAULT_ACTUATION_DELAY, AllocationManager, held_by_others
 from kubelet.pod_manager import NodePods, resource_version
@@ -82,9 +83,10 @@ class PodWorkerOptions:
     workers: int = DEFAULT_WORKERS
     in_place_resize: bool = True
     """Gate InPlacePodVerticalScaling: resize running pods when their spec changes."""
-    per_container_max: bool = False
-    """The emulated version's rule for a resizing pod's allocated and actual sizes (True before
-    1.37: each container's larger one, summed; kemu.machinery.resources)."""
+    counting: PodResourcesOptions = DEFAULT_OPTIONS
+    """How a pod's sizes are counted, by the emulated version's rule for a resizing pod's
+    allocated and actual sizes (`per_container_max` before 1.37: each container's larger one,
+    summed; kemu.machinery.resources)."""
     resize_actuation_delay: float = DEFAULT_ACTUATION_DELAY
     """Seconds from accepting a resize to the containers running at the new size."""
     resize_retry_period: float = DEFAULT_RETRY_PERIOD
@@ -133,7 +135,7 @@ class PodWorkers:
             enabled=self.options.in_place_resize,
             actuation_delay=self.options.resize_actuation_delay,
             retry_period=self.options.resize_retry_period,
-            per_container_max=self.options.per_container_max,
+            counting=self.options.counting,
             recorder=recorder,
             registry=registry,
         )

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Final
 from google.protobuf.message import Message
 
 from kemu.api.v1 import api_pb2, types_pb2
-from kemu.component.version import Version
+from kemu.component.version_rules import VersionRules
 from kemu.machinery import eviction as rules
 from kemu.machinery.delete_options import check_delete_preconditions
 from kemu.machinery.deletion import DeleteOptions, plan_delete
@@ -41,8 +41,6 @@ _RETRIES: Final = 20  # upstream EvictionsRetry.Steps
 DRY_RUN_ALL: Final = "All"
 
 # Upstream changes no kemu gate models, by the version that turned them on by default.
-DISRUPTION_CONDITIONS_SINCE: Final = Version(1, 26)  # PodDisruptionConditions (beta)
-UNHEALTHY_POD_EVICTION_POLICY_SINCE: Final = Version(1, 27)  # PDBUnhealthyPodEvictionPolicy
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,10 +71,10 @@ class EvictionOptions:
 
 
 class EvictionREST:
-    def __init__(self, registry: Registry, version: Version) -> None:
+    def __init__(self, registry: Registry, rules: VersionRules) -> None:
         self._registry = registry
-        self._conditions = version >= DISRUPTION_CONDITIONS_SINCE
-        self._honour_policy = version >= UNHEALTHY_POD_EVICTION_POLICY_SINCE
+        self._conditions = rules.eviction_disruption_condition
+        self._honour_policy = rules.pdb_unhealthy_pod_eviction_policy
 
     async def create(self, eviction: api_pb2.Eviction) -> None:
         namespace = eviction.metadata.namespace or "default"

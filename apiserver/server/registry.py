@@ -48,6 +48,7 @@ from kemu.component.featuregate import (
     FeatureGates,
 )
 from kemu.component.version import DEFAULT_VERSION, Version
+from kemu.component.version_rules import VersionRules
 from kemu.machinery import apps, batch, convert, jsonutil
 from kemu.machinery import namespaces as ns_rules
 from kemu.machinery import patch as patches
@@ -142,7 +143,7 @@ class Registry:
         self._now = now
         self.lifecycle = NamespaceLifecycle(self._cached_namespace, self._live_namespace)
         self._version = version
-        self.eviction = EvictionREST(self, version)
+        self.eviction = EvictionREST(self, VersionRules.at(version))
 
     def now(self) -> float:
         return self._now()
@@ -152,7 +153,7 @@ class Registry:
         clone = copy.copy(self)
         clone._store = DryRunStore(self._store)
         clone._dry_run = True
-        clone.eviction = EvictionREST(clone, self._version)
+        clone.eviction = EvictionREST(clone, VersionRules.at(self._version))
         return clone
 
     def cache(self, kind: Kind) -> WatchCache:

@@ -5,7 +5,7 @@ the user override it; some upstream behaviour changed with no gate at all (a def
 helper's arithmetic, a fix). kemu keys those on the emulated version too, all in the one
 table below (`RULES`), and, like the gates, each process resolves them once at start-up
 (`VersionRules.at(version)`) and passes the value down: no component compares versions where
-it uses a rule. (The apiserver's eviction rules are still its own constants.)
+it uses a rule.
 """
 
 from __future__ import annotations
@@ -59,6 +59,18 @@ RULES: Final[Mapping[str, VersionRule]] = MappingProxyType(
             "deletes an orphaned pod (pkg/controller/podgc/gc_controller.go, "
             "PodDisruptionConditions beta)",
         ),
+        "eviction_disruption_condition": VersionRule(
+            Version(1, 26),
+            "the eviction API adds the DisruptionTarget condition (reason EvictionByEvictionAPI) "
+            "to the pod it deletes (pkg/registry/core/pod/storage/eviction.go "
+            "addConditionAndDeletePod, PodDisruptionConditions beta)",
+        ),
+        "pdb_unhealthy_pod_eviction_policy": VersionRule(
+            Version(1, 27),
+            "the eviction API honours a PodDisruptionBudget's unhealthyPodEvictionPolicy "
+            "(pkg/registry/core/pod/storage/eviction.go canIgnorePDB, "
+            "PDBUnhealthyPodEvictionPolicy beta)",
+        ),
         "node_monitor_grace_period_50s": VersionRule(
             Version(1, 32),
             "--node-monitor-grace-period defaults to 50s, 40s before "
@@ -90,6 +102,8 @@ class VersionRules:
     assumed_pod_ttl_15m: bool
     assumed_pods_never_expire: bool
     podgc_disruption_condition: bool
+    eviction_disruption_condition: bool
+    pdb_unhealthy_pod_eviction_policy: bool
     node_monitor_grace_period_50s: bool
     nominated_node_name_kept_on_failure: bool
     autoscaler_nnn_in_cluster_state: bool

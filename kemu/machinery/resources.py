@@ -558,7 +558,7 @@ def kubelet_pod_requests(
     allocated: ContainerResources | None = None,
     actual: ContainerResources | None = None,
     *,
-    per_container_max: bool = False,
+    opts: PodResourcesOptions = DEFAULT_OPTIONS,
 ) -> Amounts:
     """What a pod holds on its node, as the kubelet counts it when it admits a pod or decides
     a resize: upstream's allocation manager puts the checkpointed allocation into the pod's
@@ -566,8 +566,9 @@ def kubelet_pod_requests(
     resourcehelper.PodRequests and UseStatusResources. The status it reads is the kubelet's
     own (allocated = the allocation), so a pod needs the larger of its allocated and its
     actual sums (1.37 and later; each sum can be computed once and kept, `max_resources` of
-    the two is this), or with `per_container_max` (1.36 and earlier) the sum of each
-    container's larger size, a plain init container at its allocation.
+    the two is this), or with `opts.per_container_max` (1.36 and earlier) the sum of each
+    container's larger size, a plain init container at its allocation (the only field of
+    `opts` the kubelet's count reads).
 
     `allocated` and `actual` map container names to requests; a container missing from them
     is at its spec, as a pod not admitted yet; no `actual`: the containers run at their
@@ -575,7 +576,7 @@ def kubelet_pod_requests(
     scheduler, in contrast, reserves it).
     """
     allocated = allocated or {}
-    if per_container_max and actual:
+    if opts.per_container_max and actual:
         sizes = _per_container_sizes(
             pod, _larger_of(allocated, actual), _sized_of(allocated), {}, False
         )
@@ -590,7 +591,7 @@ def kubelet_pod_requests(
 
 
 def kubelet_pod_requests_from_status(
-    pod: types_pb2.Pod, *, per_container_max: bool = False
+    pod: types_pb2.Pod, *, opts: PodResourcesOptions = DEFAULT_OPTIONS
 ) -> Amounts:
     """`kubelet_pod_requests` with the allocated and actual sizes the pod's status reports:
     what the pod holds on its node as its kubelet counts it, for a reader that has only the
@@ -607,4 +608,4 @@ def kubelet_pod_requests_from_status(
             actual[name] = cs.resources.requests
         elif cs.allocated_resources:
             actual[name] = cs.allocated_resources
-    return kubelet_pod_requests(pod, allocated, actual, per_container_max=per_container_max)
+    return kubelet_pod_requests(pod, allocated, actual, opts=opts)

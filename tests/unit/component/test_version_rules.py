@@ -20,12 +20,30 @@ def test_every_rule_of_the_table_is_a_field_of_the_resolved_rules() -> None:
     [
         (21, set()),
         (23, {"assumed_pod_ttl_15m"}),
-        (26, {"assumed_pods_never_expire", "podgc_disruption_condition"}),
+        (
+            26,
+            {
+                "assumed_pods_never_expire",
+                "podgc_disruption_condition",
+                "eviction_disruption_condition",
+            },
+        ),
+        (
+            27,
+            {
+                "assumed_pods_never_expire",
+                "podgc_disruption_condition",
+                "eviction_disruption_condition",
+                "pdb_unhealthy_pod_eviction_policy",
+            },
+        ),
         (
             32,
             {
                 "assumed_pods_never_expire",
                 "podgc_disruption_condition",
+                "eviction_disruption_condition",
+                "pdb_unhealthy_pod_eviction_policy",
                 "node_monitor_grace_period_50s",
             },
         ),
@@ -34,6 +52,8 @@ def test_every_rule_of_the_table_is_a_field_of_the_resolved_rules() -> None:
             {
                 "assumed_pods_never_expire",
                 "podgc_disruption_condition",
+                "eviction_disruption_condition",
+                "pdb_unhealthy_pod_eviction_policy",
                 "node_monitor_grace_period_50s",
                 "nominated_node_name_kept_on_failure",
             },
@@ -43,6 +63,8 @@ def test_every_rule_of_the_table_is_a_field_of_the_resolved_rules() -> None:
             {
                 "assumed_pods_never_expire",
                 "podgc_disruption_condition",
+                "eviction_disruption_condition",
+                "pdb_unhealthy_pod_eviction_policy",
                 "node_monitor_grace_period_50s",
             },
         ),
@@ -52,6 +74,8 @@ def test_every_rule_of_the_table_is_a_field_of_the_resolved_rules() -> None:
                 "max_of_sums",
                 "assumed_pods_never_expire",
                 "podgc_disruption_condition",
+                "eviction_disruption_condition",
+                "pdb_unhealthy_pod_eviction_policy",
                 "node_monitor_grace_period_50s",
                 "autoscaler_nnn_in_cluster_state",
             },

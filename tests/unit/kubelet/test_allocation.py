@@ -421,7 +421,7 @@ async def test_a_resize_in_progress_holds_by_the_emulated_versions_rule(
         PodWorkerOptions(startup_delay=0.5, workers=4),
         FeatureGates.for_version(Version(1, minor)),
     )
-    assert options.per_container_max is (minor < 37)
+    assert options.counting.per_container_max is (minor < 37)
     async with running_workers(nodes={"n1": NODE}, options=options) as env:
         await start(env, two_containers("m", "2", "1"))
         m = await env.pod("m")

@@ -431,19 +431,23 @@ def test_kubelet_counts_with_the_emulated_versions_rule(minor: int, cpu: int) ->
     allocated = {"a": {"cpu": "1"}, "b": {"cpu": "2"}}
     actual = {"a": {"cpu": "2"}, "b": {"cpu": "1"}}
     per_container_max = VersionRules.at(Version(1, minor)).per_container_max
-    got = kubelet_pod_requests(pod, allocated, actual, per_container_max=per_container_max)
+    got = kubelet_pod_requests(
+        pod, allocated, actual, opts=PodResourcesOptions(per_container_max=per_container_max)
+    )
     assert got == {"cpu": cpu}
     # Not resizing: both rules count the allocation.
-    assert kubelet_pod_requests(pod, allocated, per_container_max=per_container_max) == {
-        "cpu": 3000
-    }
+    assert kubelet_pod_requests(
+        pod, allocated, opts=PodResourcesOptions(per_container_max=per_container_max)
+    ) == {"cpu": 3000}
 
 
 def test_kubelet_per_container_counts_a_plain_init_container_at_its_allocation() -> None:
     pod = make_pod("p").req(cpu="1").init_container("i").req(cpu="3").overhead(cpu="10m").obj()
     allocated = {"c": {"cpu": "1"}, "i": {"cpu": "2"}}
     actual = {"c": {"cpu": "1500m"}, "i": {"cpu": "4"}}
-    assert kubelet_pod_requests(pod, allocated, actual, per_container_max=True) == {"cpu": 2010}
+    assert kubelet_pod_requests(
+        pod, allocated, actual, opts=PodResourcesOptions(per_container_max=True)
+    ) == {"cpu": 2010}
 
 
 def test_kubelet_view_from_the_status_leaves_a_pending_desired_size_out() -> None:
