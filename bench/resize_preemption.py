@@ -6,7 +6,7 @@ lower-priority pods on the pod's node, on real (hollow) kubelets.
 
 Each run is on a fresh cluster: etcd, the apiserver, `python -m scheduler` and one hollow
 kubelet process serving the N nodes, all with InPlacePodVerticalScalingSchedulerPreemption on.
-The workload is reference §8.3 S-RPE-9 (the KEP's over-preemption example) on every node (see
+The workload is upstream's test/integration/scheduler/preemption/deferred_resize_preemption_test.go S-RPE-9 (the KEP's over-preemption example) on every node (see
 `Shape`):
 
 - a node of (K+1) cpu holds one high-priority pod and K low-priority pods, 1 cpu each (full);

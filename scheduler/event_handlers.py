@@ -12,14 +12,14 @@ Permit is rejected, any other is forgotten by the cache, and an AssignedPodDelet
 pods that may now fit; its PreBind and Bind go on and fail. So the binding cycle's own
 nominatedNodeName PATCH (KEP-5278) moves no other pod.
 
-KEP-5836 (`resize_preemption`, reference §8.2 item 1): an assigned pod of one of our profiles
+KEP-5836 (`resize_preemption`, KEP-5836's design, keps/sig-scheduling/5836-*): an assigned pod of one of our profiles
 whose resize is PodResizePending/Deferred is also in the queue, for a cycle on its own node:
 added when the informer adds it (scheduler start-up) or an update makes it Deferred, kept up
 to date by its updates (cache first, then queue, as the KEP asks), removed when the condition
 goes or the pod is deleted. It stays in the cache as an assigned pod throughout. The KEP's
 PodResizePreemptionDisabled condition is not read: the released scheduler reads the node's
 policy itself (DeferredPodScheduling's Filter), and whether the condition exists in the
-released API is unverified (reference §8.2 item 7, §13).
+released API is unverified (KEP-5836's README, keps/sig-scheduling/5836-*; not verified against a release).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The scheduler's Prometheus metrics, with upstream's names (pkg/scheduler/metrics, reference
-§11.1). One instance per process, on the component's own registry."""
+pkg/scheduler/metrics/metrics.go). One instance per process, on the component's own registry."""
 
 from __future__ import annotations
 

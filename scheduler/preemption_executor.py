@@ -1,5 +1,5 @@
 """The preemption executor (upstream pkg/scheduler/framework/preemption/executor.go): the API
-writes that carry out a preemption the library's dry run chose (reference §3.8). The dry run
+writes that carry out a preemption the library's dry run chose (pkg/scheduler/framework/preemption/preemption.go prepareCandidate). The dry run
 and the policy are kemu.scheduling.preemption and the DefaultPreemption plugin; they reach this
 through the framework Handle (`Handle.preemption_executor()`, a
 kemu.scheduling.interface.PreemptionExecutor), one executor per framework, built by

@@ -6,10 +6,10 @@ pods, PostFilter on failure, Score, host selection, assume, Reserve, Permit), th
 cycle in its own task (the KEP-5278 expected-placement NNN, WaitOnPermit, PreBind, Bind,
 PostBind), so that slow binding never holds up the next pod. Every Pop is paired with Done.
 
-NNN writes follow reference §3.4: the nominating info of a failed cycle says whether the
+NNN writes follow pkg/scheduler/schedule_one.go handleSchedulingFailure: the nominating info of a failed cycle says whether the
 pod's status.nominatedNodeName is set, cleared, or left alone.
 
-KEP-5836 (InPlacePodVerticalScalingSchedulerPreemption, reference §8.2 items 4-5): a running
+KEP-5836 (InPlacePodVerticalScalingSchedulerPreemption, KEP-5836's design, keps/sig-scheduling/5836-*): a running
 pod whose resize is Deferred comes through the same cycle, restricted to its node by the
 plugins (kemu.scheduling.deferred). It is already in the cache, bound: it is never assumed
 (the cache would refuse it) and goes through no Reserve (nothing is to be reserved for a
@@ -402,7 +402,7 @@ class Scheduler:
         assumed.CopyFrom(pod)
         assumed.spec.node_name = result.suggested_host
         self.cache.assume_pod(assumed)
-        # An assumed pod no longer reserves a node through its nomination (reference §3.3).
+        # An assumed pod no longer reserves a node through its nomination (pkg/scheduler/backend/queue/nominator.go).
         self.queue.delete_nominated_pod_if_exists(pod)
         node = result.suggested_host
         status = fwk.run_reserve_plugins_reserve(state, assumed, node)
@@ -758,7 +758,7 @@ class Scheduler:
     # ------------------------------------------------------------ failures
 
     def _clears_nnn_on_failure(self) -> bool:
-        """1.34 alpha of KEP-5278 kept NNN after failures when its gate was on (reference §3.4);
+        """1.34 alpha of KEP-5278 kept NNN after failures when its gate was on (pkg/scheduler/schedule_one.go handleSchedulingFailure);
         1.35 went back to clearing it (version_rules: nominated_node_name_kept_on_failure)."""
         return not (
             self.rules.nominated_node_name_kept_on_failure
@@ -819,7 +819,7 @@ class Scheduler:
             if nominated == "" and not self._clears_nnn_on_failure():
                 nominated = None
         # The nominator learns the outcome before the PATCH is sent, so that the next cycles
-        # already count (or no longer count) the reservation (reference §3.3).
+        # already count (or no longer count) the reservation (pkg/scheduler/backend/queue/nominator.go).
         self.queue.add_nominated_pod(qpi.pod_info, nominated)
         fwk.event_recorder.event(pod, EVENT_WARNING, "FailedScheduling", "Scheduling", message)
         await self.update_pod_status(current, reason, message, nominated)

@@ -1,7 +1,7 @@
 """Pure checks over what a chaos run recorded; each returns violations as sentences.
 
 The pod histories are kemu.testing.invariants' (every version of every pod, by uid, in the
-order one watch delivered them); §11b's invariants are kemu.testing.invariants'
+order one watch delivered them); the invariants are kemu.testing.invariants'
 check_invariants, run on the same histories by the runner.
 """
 

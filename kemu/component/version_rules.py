@@ -79,7 +79,7 @@ RULES: Final[Mapping[str, VersionRule]] = MappingProxyType(
         "nominated_node_name_kept_on_failure": VersionRule(
             Version(1, 34),
             "with NominatedNodeNameForExpectation on, a failed scheduling cycle leaves the "
-            "pod's nominatedNodeName as it is (KEP-5278's alpha, reference §3.4); 1.35 clears "
+            "pod's nominatedNodeName as it is (KEP-5278's alpha, pkg/scheduler/schedule_one.go handleSchedulingFailure); 1.35 clears "
             "it again",
             until=Version(1, 35),
         ),

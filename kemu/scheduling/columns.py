@@ -17,7 +17,7 @@ test_columns_equivalence.py compares them on random clusters and pods).
 
 The contract of a batch Filter is one-sided: True for a row means the per-node Filter would
 return Success for that node; False means it might not. The scheduler runs the per-node path
-(with the nominated pods, reference §3.2) for every False row it reaches, in the rotated node
+(with the nominated pods, pkg/scheduler/framework/runtime/framework.go RunFilterPluginsWithNominatedPods) for every False row it reaches, in the rotated node
 order, so each failing node's Status, and any error, is exactly the per-node path's, computed
 only for the nodes that fail.
 

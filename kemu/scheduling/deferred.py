@@ -1,4 +1,4 @@
-"""KEP-5836: scheduler preemption for Deferred in-place resizes (alpha in 1.37, reference §8).
+"""KEP-5836: scheduler preemption for Deferred in-place resizes (alpha in 1.37, KEP-5836, keps/sig-scheduling/5836-*).
 
 A running pod whose resize the kubelet could not fit is marked PodResizePending/Deferred. With
 the gate on, the scheduler queues that (already bound) pod and runs a cycle restricted to its

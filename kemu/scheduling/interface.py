@@ -541,7 +541,7 @@ class WaitingPod(Protocol):
 
 
 class PodNominator(Protocol):
-    """The scheduler's in-memory nominations (reference §3.3): kemu.scheduling.nominator."""
+    """The scheduler's in-memory nominations (pkg/scheduler/backend/queue/nominator.go): kemu.scheduling.nominator."""
 
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]: ...
 
@@ -669,7 +669,7 @@ class PreemptionExecutor(Protocol):
     """Carries out a preemption the dry run chose (upstream preemption.Executor): for each
     victim not already being deleted, reject it if it waits at Permit, else set DisruptionTarget
     and DELETE it gracefully; a Preempted event each; and clear the nominations of pods of
-    strictly lower priority nominated to the node (reference §3.8). Provided by the scheduler
+    strictly lower priority nominated to the node (pkg/scheduler/framework/preemption/preemption.go prepareCandidate). Provided by the scheduler
     process through `Handle.preemption_executor()`; absent in simulations, where PostFilter
     only reports the node it would nominate. `plugin` names the preemption plugin (a waiting
     victim is rejected in its name)."""

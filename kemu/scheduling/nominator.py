@@ -1,13 +1,13 @@
 """The scheduler's in-memory nominations (upstream backend/queue/nominator.go).
 
 A nominated pod reserves room on its node for pods of lower or equal priority (see reference
-§3.2, §3.3). The nominator is fed two ways:
+RunFilterPluginsWithNominatedPods, nominator.go). The nominator is fed two ways:
 - from the API: every add/update of an unscheduled pod nominates it to its
   status.nominatedNodeName (`nominated_node_name=None`, upstream ModeNoop);
 - from the scheduler: after preemption it nominates the pod to the chosen node (a string,
   upstream ModeOverride; "" clears) before the API PATCH, so the next cycles already see it.
 
-Rules (§3.3): when an update carries no NNN in both its old and new object but the pod is
+Rules (nominator.go): when an update carries no NNN in both its old and new object but the pod is
 nominated in memory, the in-memory nomination is kept (the PATCH has not arrived yet); when the
 API NNN changes or is removed, the nominator follows the API. A pod that no longer exists in the
 lister, or is already bound, is not nominated. A nomination to a node that does not exist is

@@ -1,6 +1,6 @@
 """Preemption's dry run (upstream pkg/scheduler/framework/preemption, the Evaluator without its
 Executor): which node to nominate a pod to, and which lower-priority pods would have to go
-there, computed over the cycle's snapshot (reference §3.5-§3.7). Pure: no API writes.
+there, computed over the cycle's snapshot (pkg/scheduler/framework/preemption/preemption.go Evaluator.Preempt, SelectVictimsOnNode, pickOneNodeForPreemption). Pure: no API writes.
 
 `Evaluator.evaluate` is upstream Preempt up to choosing the candidate; the policy (which pods
 may be victims, how many candidate nodes to try) comes from a PostFilter plugin through

@@ -660,7 +660,7 @@ class Framework:
         self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo
     ) -> Status:
         """Filter with the pods nominated to the node that have at least the pod's priority
-        counted as running, and, if that passes, again without them (reference §3.2): the pod
+        counted as running, and, if that passes, again without them (pkg/scheduler/framework/runtime/framework.go RunFilterPluginsWithNominatedPods): the pod
         must fit beside them (resources, anti-affinity) and must not depend on them
         (affinity)."""
         nominator = self._nominator

@@ -202,7 +202,7 @@ def pod_requests(
     """(requests, non-zero requests) of a pod as read-only Resources, shared with every pod of
     equal requests (`clone()` to change one): what
     `kemu.machinery.resources.scheduler_pod_requests` computes (the in-place resize rules of
-    reference §2.2, sidecars, overhead, the scoring defaults). The non-zero Resource holds cpu
+    component-helpers resource.PodRequests, staging/src/k8s.io/component-helpers/resource/helpers.go, sidecars, overhead, the scoring defaults). The non-zero Resource holds cpu
     and memory only, as upstream's NonZeroRequested: nothing else is scored with defaults.
     `counting`: the scheduler's counting rules (its gates and version's, resolved once)."""
     requests, non_zero = scheduler_pod_requests(pod, counting)

@@ -1,5 +1,5 @@
-"""Expectations of the scenario pack, computed from a cell's versions and gates (reference §1,
-§1.1, §3.9, §4, §7): never written per cell.
+"""Expectations of the scenario pack, computed from a cell's versions and gates (the feature gates' own tables, pkg/features/kube_features.go,
+the version skew policy, KEP-5278's binding cycle, KEP-1923, KEP-1287): never written per cell.
 
 Each scenario's expectation is a mapping of named facts to values; a scenario observes the
 same facts. Result of a scenario in a cell:
@@ -101,7 +101,7 @@ def resize_preemption(cell: Cell) -> Facts:
 
 
 def autoscaler_nnn(cell: Cell) -> Facts:
-    """The autoscaler's NNN handling (reference §9; autoscaler/pods.py): an unschedulable pod
+    """The autoscaler's NNN handling (kubernetes/autoscaler cluster-autoscaler; autoscaler/pods.py): an unschedulable pod
     nominated to a node that is gone is an ordinary one before 1.37 (it triggers a scale-up)
     and never triggers one from 1.37 (kubernetes/autoscaler#9607)."""
     return {

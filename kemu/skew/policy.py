@@ -1,5 +1,5 @@
 """A cell of the matrix (one version per component, per-component gates) and upstream's
-version skew policy (kubernetes.io/releases/version-skew-policy, reference §1.1) over it.
+version skew policy (kubernetes.io/releases/version-skew-policy) over it.
 
 `violations(cell)` lists the rules a cell breaks, each a sentence naming the components and
 versions: kemu.skew refuses to start such a cell (upstream's binaries do not check; the policy

@@ -1,6 +1,6 @@
 """The scenario pack: each scenario runs in its own namespace on its own kubelets (at the
 cell's kubelet version) and returns the facts it observed (the keys of kemu.skew.expect's),
-after checking the §11b invariants on the history of its pods (a violation raises)."""
+after checking the invariants on the history of its pods (a violation raises)."""
 
 from __future__ import annotations
 

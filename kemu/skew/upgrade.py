@@ -3,7 +3,7 @@
 scheduler, controller-manager and autoscaler, then the kubelets one by one, each drained first (cordoned,
 its pods deleted, restarted at n+1, uncordoned). A light load runs throughout: a pod created
 every LOAD_INTERVAL and the oldest deleted beyond LOAD_KEPT. After every step the pods
-created so far are all bound, and the §11b invariants hold on the history recorded during the
+created so far are all bound, and the invariants hold on the history recorded during the
 step (an apiserver restart breaks a watch, so each step has its own history)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Test support: object builders, eventually(), seeded randomness, the process harness, and
-the §11b invariant checks (record_pods, assert_invariants).
+the invariant checks (record_pods, assert_invariants).
 
 The pytest fixtures live in kemu.testing.pytest_plugin (it imports pytest, so it is not
 imported here).

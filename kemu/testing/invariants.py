@@ -1,4 +1,4 @@
-"""The observable invariants of preemption and nominated node names (reference §11b), checked
+"""The observable invariants of preemption and nominated node names (kemu.testing.invariants), checked
 from outside the cluster, through the API, after a scenario.
 
     async with record_pods(client, ns) as history:
@@ -12,7 +12,7 @@ node policies of (9). `assert_invariants` lists the namespace's Events, waits un
 history has caught up with a list of pods made after that, and runs `check_invariants`, which
 is pure and returns the violations as sentences.
 
-What is checked (numbers of §11b). A `Preempted` event names its victim (involvedObject, with
+What is checked (numbered as the checklist they come from). A `Preempted` event names its victim (involvedObject, with
 the resourceVersion of the victim as the scheduler saw it when it chose it: the "decision
 version") and, in its message "Preempted by pod <uid> on node <node>", the preemptor and node.
 
@@ -35,7 +35,7 @@ version") and, in its message "Preempted by pod <uid> on node <node>", the preem
     than the preemptor throughout [r, w), and the preemptor to be
     nominated to N from r until the victim's deletion completed (or, if it has not, to the end
     of the history, which assert_invariants syncs past the event). Then the scheduler saw X
-    and the preemptor was not eligible to preempt (§3.5, PodEligibleToPreemptOthers); had N
+    and the preemptor was not eligible to preempt (Evaluator.Preempt, PodEligibleToPreemptOthers); had N
     been UnschedulableAndUnresolvable for it, N would not have been a candidate at all.
     Bound preemptors (KEP-5836 resizes, whose double preemptions are a known limitation) are
     not checked. The price of soundness is coverage: r only bounds the snapshot from below, so a victim

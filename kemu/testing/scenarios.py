@@ -1,4 +1,4 @@
-"""Helpers for the scheduling scenario tests (reference §4-§6) on real processes.
+"""Helpers for the scheduling scenario tests (KEP-1923, KEP-5278 and DefaultPreemption) on real processes.
 
 A scenario runs in its own namespace on its own nodes, so that scenarios can share one
 cluster: `Scenario.nodes()` starts one kubelet per node (a real one: graceful termination, the
@@ -253,7 +253,7 @@ class Scenario:
 
     async def nominate(self, name: str, node: str | None) -> types_pb2.Pod:
         """Sets the pod's status.nominatedNodeName to the scenario node `node` (None or "":
-        clears it) through the status subresource, as an external writer may (reference §2.4).
+        clears it) through the status subresource, as an external writer may (KEP-5278, keps/sig-scheduling/5278-*).
         The node need not exist."""
         value = self.node_name(node) if node else None
         return await self.client.patch(

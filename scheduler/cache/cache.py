@@ -96,7 +96,7 @@ class CacheDump:
 class Cache:
     """Nodes and the pods on them, for the scheduler.
 
-    `counting` is how a pod's requests are counted (reference §2.2): the scheduler's
+    `counting` is how a pod's requests are counted (component-helpers resource.PodRequests, staging/src/k8s.io/component-helpers/resource/helpers.go): the scheduler's
     InPlacePodVerticalScaling gate (`use_status_resources`) and its emulated version's
     aggregation rule (`per_container_max`, kemu.component.version_rules). `ttl` is how long an assumed pod lives after
     `finish_binding` without the informer confirming it (0: forever).
@@ -259,7 +259,7 @@ class Cache:
 
     def update_pod(self, old: types_pb2.Pod, new: types_pb2.Pod) -> None:
         """An assigned pod changed (labels, status, an in-place resize): it is counted again
-        as the new object, its PodInfo recomputed (reference §2.2) unless the update changed
+        as the new object, its PodInfo recomputed (component-helpers resource.PodRequests, staging/src/k8s.io/component-helpers/resource/helpers.go) unless the update changed
         nothing it is computed from (kemu.scheduling.pod_info: then the previous PodInfo's
         values are reused, equal to what recomputing gives)."""
         uid = old.metadata.uid

@@ -1,4 +1,4 @@
-"""The scheduling queue's metrics (upstream pkg/scheduler/metrics, reference §11.1).
+"""The scheduling queue's metrics (upstream pkg/scheduler/metrics, pkg/scheduler/metrics/metrics.go).
 
 The queue takes any object with two prometheus metrics (the scheduler's SchedulerMetrics has
 them; `QueueMetrics` makes them on its own for a queue used alone):

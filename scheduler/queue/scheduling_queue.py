@@ -184,7 +184,7 @@ class PriorityQueue:
     def add(self, pod: types_pb2.Pod) -> None:
         """A new unscheduled pod: PreEnqueue, then activeQ (or the pool, gated)."""
         qpi = self._new_queued_pod_info(pod)
-        # Nominated from the API even when gated (reference §3.3).
+        # Nominated from the API even when gated (pkg/scheduler/backend/queue/nominator.go).
         self.nominator.add_nominated_pod(qpi.pod_info, None)
         self._move_to_active_q(qpi, str(UNSCHEDULED_POD_ADD))
 

@@ -169,7 +169,7 @@ async def nominate(
 
 def counted_on_nominated_node(version: str, *, unschedulable: bool, expendable: bool) -> bool:
     """Whether the autoscaler at `version` counts an unbound pod on the node its
-    status.nominatedNodeName names (when that node exists), per upstream-semantics §9: from
+    status.nominatedNodeName names (when that node exists), as cluster-autoscaler does: from
     1.37 (kubernetes/autoscaler#9607) every such pod; before, only an unschedulable
     (PodScheduled=False/Unschedulable), non-expendable one ("waiting for lower priority pods
     preemption"). A pod counted on its node keeps that node from being scaled down."""
@@ -181,6 +181,6 @@ def counted_on_nominated_node(version: str, *, unschedulable: bool, expendable: 
 
 def scales_up_for_nomination_to_a_gone_node(version: str) -> bool:
     """Whether an unschedulable pod nominated to a node that does not exist can trigger a
-    scale-up (§9: before #9607 it is an ordinary unschedulable pod; from 1.37 it never
+    scale-up (cluster-autoscaler: before #9607 it is an ordinary unschedulable pod; from 1.37 it never
     does)."""
     return not counted_on_nominated_node(version, unschedulable=False, expendable=False)

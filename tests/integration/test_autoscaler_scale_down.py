@@ -558,7 +558,7 @@ async def test_s_ca_4_a_nominated_pod_makes_its_node_non_empty(
 ) -> None:
     """A node with no pod bound to it, and one pod (200m: utilization 0.1) nominated to it:
     a preemptor waiting for its victims (unschedulable) or a pod in its binding cycle
-    (KEP-5278: nominated, not unschedulable). Where the version counts the pod there (§9), the
+    (KEP-5278: nominated, not unschedulable). Where the version counts the pod there (cluster-autoscaler), the
     node is not empty and stays; otherwise it goes as empty after the unneeded time."""
     api, cloud = clients
     autoscaler = autoscalers.use(version)
@@ -801,7 +801,7 @@ async def test_s_ca_2_a_preemptors_nominated_node_counts_as_used(
 ) -> None:
     """The preemptor waits for its victim (terminating for 12 s), nominated to the node: the
     autoscaler counts it there (utilization 0.3 + 0.75), so the node stays. Both versions
-    count an unschedulable, non-expendable pod on the node it is nominated to (§9)."""
+    count an unschedulable, non-expendable pod on the node it is nominated to (cluster-autoscaler)."""
     api, cloud = clients
     autoscaler = autoscalers.use(version)
     assert counted_on_nominated_node(version, unschedulable=True, expendable=False)

@@ -1,4 +1,4 @@
-"""Kubelet in-place resize scenarios (reference §7: S-IPR-1, -2, -3) and the node lifecycle of
+"""Kubelet in-place resize scenarios (KEP-1287, pkg/kubelet/allocation: S-IPR-1, -2, -3) and the node lifecycle of
 a killed kubelet, on real processes: etcd, apiserver, kubelets (one hollow kubelet gives every
 S-IPR-1 row its own node) and a controller-manager. Resizes go through the pods/resize
 subresource; what is asserted is what the API shows on the pod (conditions, allocatedResources,

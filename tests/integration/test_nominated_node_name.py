@@ -1,21 +1,21 @@
-"""Nominated node name scenarios of reference §4 (PreferNominatedNode, KEP-1923) and §5 (NNN
+"""Nominated node name scenarios of KEP-1923 (PreferNominatedNode, keps/sig-scheduling/1923-*) and KEP-5278 (NNN
 for expectation and clearing, KEP-5278) on real processes: etcd, two apiservers on it
 (ClearingNominatedNodeNameAfterBinding on and off), one scheduler process per combination of
 gates and emulated version, and one real kubelet per node.
 
 Each scheduler process has its own profile names, so that a pod picks its variant through
 spec.schedulerName; processes at 1.37 also have a "binding" profile with the SlowPreBind and
-WaitingPermit emulation plugins (reference §5's test plugins), kept out of their default-like
+WaitingPermit emulation plugins (KEP-5278, keps/sig-scheduling/5278-*'s test plugins), kept out of their default-like
 profile so that plain pods meet the default plugins only.
 
 A nomination that upstream's tests force (a test plugin, or a PATCH while the scheduler is
-stopped) is made here by an external writer, as reference §2.4 allows: the pod is created held
+stopped) is made here by an external writer, as KEP-5278, keps/sig-scheduling/5278-* allows: the pod is created held
 by a scheduling gate, its status.nominatedNodeName PATCHed, then the gate removed
 (`Scenario.create_nominated`), so that its first scheduling cycle already sees the nomination.
-A held pod is in the scheduler's nominator too (reference §3.3: nominated even when gated),
+A held pod is in the scheduler's nominator too (pkg/scheduler/backend/queue/nominator.go: nominated even when gated),
 which is how S-CLR-3 and S-NOM-1 keep a nominated pod pending while others are scheduled.
 
-Every scenario ends with the §11b invariants (kemu.testing.invariants) over the history of its
+Every scenario ends with the invariants (kemu.testing.invariants) over the history of its
 namespace's pods.
 """
 
@@ -152,7 +152,7 @@ NNE_VARIANTS: Final = [
     pytest.param(BINDING_NNE_ON, id="nne-on"),
     pytest.param(BINDING_NNE_OFF, id="nne-off"),
 ]
-# S-CLR-*: upstream runs each case with both KEP-5278 gates on and off (reference §10.1).
+# S-CLR-*: upstream runs each case with both KEP-5278 gates on and off (test/integration/scheduler/nominated_node_name/nominated_node_name_test.go).
 CLR_VARIANTS: Final = [
     pytest.param(DEFAULT, id="nne-on-clearing-on"),
     pytest.param(NNE_OFF, id="nne-off-clearing-on"),
@@ -281,7 +281,7 @@ async def wait_pending_with(s: Scenario, name: str, nnn: str | None) -> types_pb
     return result
 
 
-# ---------------------------------------------------------------- §4 PreferNominatedNode
+# ---------------------------------------------------------------- KEP-1923 PreferNominatedNode
 
 
 @pytest.mark.parametrize("v", PNN_VARIANTS)
@@ -338,7 +338,7 @@ async def test_s_pnn_4_nominated_node_missing(cluster: Cluster, v: Variant) -> N
         await s.create_nominated(fits, "ghost")
         assert await s.wait_bound("fits-pod") == s.node_name("node-1")
         # Nothing fits and preemption finds no candidate (evicting fits-pod would not make
-        # room): the NNN to the missing node is cleared (reference §3.4).
+        # room): the NNN to the missing node is cleared (pkg/scheduler/schedule_one.go handleSchedulingFailure).
         big = s.pod("big-pod", priority=300, cpu="1", memory="100").scheduler_name(v.profile)
         await s.create_nominated(big, "ghost")
         await wait_pending_with(s, "big-pod", None)
@@ -348,7 +348,7 @@ async def test_s_pnn_4_nominated_node_missing(cluster: Cluster, v: Variant) -> N
         await assert_invariants(s.client, history, s.ns, clearing_gate_on=v.clearing)
 
 
-# ---------------------------------------------------------------- §5 NNN for expectation
+# ---------------------------------------------------------------- KEP-5278 NNN for expectation
 
 
 @pytest.mark.parametrize("v", NNE_VARIANTS)
@@ -482,7 +482,7 @@ async def test_s_nne_6_nnn_survives_scheduler_restart_and_reserves_node(
         await assert_invariants(s.client, history, s.ns)
 
 
-# ---------------------------------------------------------------- §5 clearing
+# ---------------------------------------------------------------- KEP-5278 clearing
 
 
 @pytest.mark.parametrize("v", CLR_VARIANTS)
@@ -521,7 +521,7 @@ async def test_s_clr_2_scheduler_clears_nnn_when_pod_cannot_fit(
 
 @pytest.mark.skew
 async def test_s_clr_2_alpha_1_34_failed_cycle_keeps_nnn(cluster: Cluster) -> None:
-    """Reference §3.4, history note: with NominatedNodeNameForExpectation on at 1.34 (alpha),
+    """handleSchedulingFailure, history note: with NominatedNodeNameForExpectation on at 1.34 (alpha),
     a failed cycle leaves the NNN alone, so the reservation keeps blocking pod-fits."""
     v = NNE_ALPHA_1_34
     async with Scenario.open(cluster, "s-clr-2-alpha") as s, record_pods(s.client, s.ns) as history:
@@ -535,7 +535,7 @@ async def test_s_clr_2_alpha_1_34_failed_cycle_keeps_nnn(cluster: Cluster) -> No
         cond = (await wait_pending_with(s, "pod-fits", None)).status.conditions
         assert any("Insufficient cpu" in c.message for c in cond), cond
         assert (await s.get("pod-exceeds-capacity")).status.nominated_node_name == node
-        # Withdrawing the nomination retries pods of lower or equal priority (§3.10).
+        # Withdrawing the nomination retries pods of lower or equal priority (scheduling_queue.go's nominated-pod moves).
         await s.nominate("pod-exceeds-capacity", None)
         assert await s.wait_bound("pod-fits") == node
         await sync(history, s)
@@ -590,7 +590,7 @@ async def test_s_clr_4_non_preempting_pod_keeps_nnn(cluster: Cluster) -> None:
         await assert_invariants(s.client, history, s.ns, clearing_gate_on=v.clearing)
 
 
-# ---------------------------------------------------------------- §3.2 nominator
+# ---------------------------------------------------------------- RunFilterPluginsWithNominatedPods, the nominator
 
 
 async def test_s_nom_1_equal_priority_reservation(cluster: Cluster) -> None:
@@ -613,7 +613,7 @@ async def test_s_nom_1_equal_priority_reservation(cluster: Cluster) -> None:
         # A no longer fits (R + C + A = 5) and has nothing to preempt: it loses its NNN...
         await s.release("a")
         await wait_pending_with(s, "a", None)
-        # ...which retries B and D (§3.10), and they now fit (R + C + B + D = 4).
+        # ...which retries B and D (scheduling_queue.go's nominated-pod moves), and they now fit (R + C + B + D = 4).
         assert await s.wait_bound("b") == node
         assert await s.wait_bound("d") == node
         await sync(history, s)

@@ -1,4 +1,4 @@
-"""DefaultPreemption scenarios of reference §6 (S-PRE-1 … S-PRE-9) on real processes: etcd,
+"""DefaultPreemption scenarios of upstream's DefaultPreemption, pkg/scheduler/framework/plugins/defaultpreemption (S-PRE-1 … S-PRE-9) on real processes: etcd,
 apiserver, controller-manager (PDB status), one real kubelet per node (victims terminate
 gracefully), and two scheduler processes: the default one with asynchronous preemption (on, as
 at 1.37) and "sync-scheduler" with SchedulerAsyncPreemption off. Both have the TokenFilter
@@ -7,7 +7,7 @@ runs "no-preemption-scheduler", a profile without the DefaultPreemption PostFilt
 
 Scenarios that execute a preemption run on both schedulers; those where nothing is preempted
 are decided before any execution, so they run on the default one. Every scenario records its
-pods through a watch and ends with the §11b invariant checks (kemu.testing.invariants); the
+pods through a watch and ends with the invariant checks (kemu.testing.invariants); the
 "never" expectations (no nomination, never bound) are read from that complete history, after a
 bounded observation window where the scenario has had its chance to go wrong.
 """
@@ -90,7 +90,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 @asynccontextmanager
 async def scenario(cluster: Cluster, prefix: str) -> AsyncIterator[tuple[Scenario, PodHistory]]:
     """A Scenario whose pods are recorded from the start; once the block has succeeded, the
-    §11b invariants are checked on that history. Its pods still pending at the end are
+    invariants are checked on that history. Its pods still pending at the end are
     deleted, so that they do not linger in the shared schedulers' queues (every new node of a
     later scenario would retry them)."""
     async with Scenario.open(cluster, prefix) as s:

@@ -1,4 +1,4 @@
-"""DefaultPreemption scenarios of reference §6, S-PRE-10 … S-PRE-18 (node and victim selection,
+"""DefaultPreemption scenarios of upstream's DefaultPreemption, pkg/scheduler/framework/plugins/defaultpreemption, S-PRE-10 … S-PRE-18 (node and victim selection,
 nomination clean-up, PDBs, graceful termination, nominated pods), on real processes: etcd,
 apiserver, controller-manager (the disruption controller keeps PDB status), one real kubelet per
 node (victims terminate gracefully), and two scheduler processes with `--seed 1`:
@@ -11,7 +11,7 @@ Scenarios whose outcome may depend on how the preemption is executed (when victi
 when lower-priority nominations are cleared, the PreEnqueue hold) run on both; those decided by
 the selection alone (S-PRE-12, 13, 16) and those upstream states for async preemption (S-PRE-10,
 11) run on the default one. Every scenario records its pods through a watch from the start and
-ends with the §11b invariant checks (kemu.testing.invariants); "never" and ordering expectations
+ends with the invariant checks (kemu.testing.invariants); "never" and ordering expectations
 are read from that complete history.
 """
 
@@ -169,7 +169,7 @@ class Recorded:
 @asynccontextmanager
 async def scenario(cluster: Cluster, prefix: str) -> AsyncIterator[Recorded]:
     """A Scenario whose pods are recorded from the start; once the block has succeeded, the
-    §11b invariants are checked on that history."""
+    invariants are checked on that history."""
     async with Scenario.open(cluster, prefix) as s, record_pods(s.client, s.ns) as history:
         r = Recorded(s, history)
         yield r
@@ -540,7 +540,7 @@ async def test_s_pre_15_prebind_fails_unexpectedly(cluster: Cluster, scheduler: 
     """medium preempts low and is nominated; its first PreBind (SlowPreBind,
     `scheduling.kemu.io/prebind-fail: "1"`) fails. Upstream's test plugin returns
     Unschedulable, SlowPreBind an Error: either way the binding cycle fails and the failure
-    handling clears NNN (reference §3.4, last row), with PodScheduled=False reason
+    handling clears NNN (pkg/scheduler/schedule_one.go handleSchedulingFailure, last row), with PodScheduled=False reason
     SchedulerError here. The retry then binds."""
     profile = PREBIND_SCHEDULERS[scheduler]
     async with scenario(cluster, "s-pre-15") as r:

@@ -1,4 +1,4 @@
-"""KEP-5836 scenarios of reference §8.3 (S-RPE-1 … S-RPE-10), scheduler preemption for Deferred
+"""KEP-5836 scenarios of upstream's test/integration/scheduler/preemption/deferred_resize_preemption_test.go (S-RPE-1 … S-RPE-10), scheduler preemption for Deferred
 in-place resizes, in upstream's integration-test form
 (test/integration/scheduler/preemption/deferred_resize_preemption_test.go): no kubelet. Nodes
 are bare Node objects; the test plays the kubelet and writes the pods' statuses itself. A
@@ -14,7 +14,7 @@ spec.podPreemptionPolicy) and two scheduler processes: "scheduler" with the gate
 default-scheduler, and kubelet-like-scheduler: the same with NodeResourcesFit's
 kemuKubeletLikeResizeAccounting, which is NOT upstream) and "scheduler-gate-off" with it off
 (profile gate-off-scheduler); a pod picks one by its schedulerName. Each scenario runs in its own namespace on its own nodes,
-records its pods and nodes from the start, and ends with the §11b invariant checks, (9)
+records its pods and nodes from the start, and ends with the invariant checks, (9)
 included (kemu.testing.invariants).
 
 What the scheduler does with a deferred pod is read from its /metrics:

@@ -1,8 +1,8 @@
-"""KEP-5836 end to end on real kubelets (reference §8): the kubelet defers a resize that does not
+"""KEP-5836 end to end on real kubelets (KEP-5836, keps/sig-scheduling/5836-*): the kubelet defers a resize that does not
 fit, the scheduler preempts lower-priority pods on the pod's own node, and the kubelet then
 allocates and actuates the resize. The README's example (examples/resize-preemption.yaml) in
 this shape: a 2-cpu node holding two low-priority 900m pods and a high-priority 100m pod that is
-resized to 1 cpu. Then the other scenarios of reference §8.3 whose end-to-end form means
+resized to 1 cpu. Then the other scenarios of upstream's test/integration/scheduler/preemption/deferred_resize_preemption_test.go whose end-to-end form means
 something: S-RPE-2 (two victims), S-RPE-3 (preemptionPolicy Never), S-RPE-5 (the node's
 policy), S-RPE-9 (the KEP's over-preemption, with Deferred low pods) and S-RPE-10 (a
 competing resize takes the room), and S-RPE-6..8's handlers and hints on a third scheduler
@@ -15,7 +15,7 @@ InPlacePodVerticalScalingSchedulerPreemption on (and in the same process
 which is NOT upstream), "gate-off-scheduler" with it off (as by default at 1.37); a pod belongs
 to one of them through spec.schedulerName. The apiserver and the
 kubelets have the gate on too (the node policy field, the kubelet's policy condition). Every
-scenario records its pods through a watch and ends with the §11b invariant checks.
+scenario records its pods through a watch and ends with the invariant checks.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 async def scenario(
     cluster: Cluster, prefix: str, *, gate_on: bool
 ) -> AsyncIterator[tuple[Scenario, PodHistory]]:
-    """A Scenario whose pods and nodes are recorded from the start; the §11b invariants,
+    """A Scenario whose pods and nodes are recorded from the start; the invariants,
     (9) with the scheduler's gate as `gate_on`, are checked on that history at the end."""
     async with Scenario.open(cluster, prefix) as s:
         selector = f"{SCENARIO_LABEL}={s.ns}"

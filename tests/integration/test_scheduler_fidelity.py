@@ -3,7 +3,7 @@ on real processes: etcd, apiserver, kube-scheduler with the SlowPreBind emulatio
 default profile (only pods that ask for it take part); nodes are bare Node objects.
 
 Each test is a scenario (kemu.testing.scenarios) whose pods' every version is recorded and
-checked against the invariants of reference §11b (kemu.testing.invariants)."""
+checked against the invariants of kemu.testing.invariants (kemu.testing.invariants)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,12 @@
 """DefaultPreemption: the PostFilter plugin that preempts lower-priority pods (upstream
-plugins/defaultpreemption, reference §3.5-§3.8).
+plugins/defaultpreemption, pkg/scheduler/framework/preemption/preemption.go Evaluator.Preempt to prepareCandidate).
 
 The dry run is kemu.scheduling.preemption.Evaluator; this plugin is its policy:
 - a pod may preempt unless its preemptionPolicy is Never, or its nominated node (still
   feasible in principle, i.e. not UnschedulableAndUnresolvable) holds a lower-priority pod that
   the scheduler's preemption is already terminating (it waits for that room instead);
 - victims on a node are its pods of strictly lower priority: all are removed, the pod must
-  then fit (with the equal-or-higher-priority pods nominated to the node counted, §3.2), and
+  then fit (with the equal-or-higher-priority pods nominated to the node counted, RunFilterPluginsWithNominatedPods), and
   victims are reprieved one by one in importance order, PDB-protected ones first;
 - the dry run tries max(10% of the potential nodes, 100) candidates (pluginConfig
   minCandidateNodesPercentage / minCandidateNodesAbsolute) from a random offset.

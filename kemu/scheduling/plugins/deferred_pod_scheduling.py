@@ -1,5 +1,5 @@
 """DeferredPodScheduling: the cycle of a running pod whose in-place resize the kubelet deferred
-(KEP-5836, upstream plugins/deferredpodscheduling/deferred_pod_scheduling.go; reference §8.2).
+(KEP-5836, upstream plugins/deferredpodscheduling/deferred_pod_scheduling.go; KEP-5836's design, keps/sig-scheduling/5836-*).
 
 A no-op unless InPlacePodVerticalScalingSchedulerPreemption is on and the pod has
 PodResizePending/Deferred:

@@ -3,7 +3,7 @@
 PreFilter narrows the candidates to the named node (upstream 1.31+), or Skips when there is
 none. The pods the scheduler places have no nodeName; the ones that do are simulations' (the
 autoscaler) and, with KEP-5836's gate, running pods whose resize the kubelet deferred: their
-cycle is thereby restricted to their own node (reference §8.2 item 2), the other nodes being
+cycle is thereby restricted to their own node (KEP-5836's DeferredPodScheduling plugin, pkg/scheduler/framework/plugins/deferredpodscheduling), the other nodes being
 UnschedulableAndUnresolvable, so preemption looks for victims there only.
 """
 

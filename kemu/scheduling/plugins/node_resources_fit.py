@@ -3,7 +3,7 @@ noderesources/fit.go).
 
 PreFilter computes the pod's request once (with the in-place resize accounting of
 `types.pod_requests`); Filter compares it with each node's allocatable minus requested. Filter
-statuses (reference §2.3):
+statuses (pkg/scheduler/framework/plugins/noderesources/fit.go):
 - `len(pods) + 1 > allowed pods`: "Too many pods", Unschedulable;
 - cpu / memory / ephemeral-storage / scalar `request > allocatable - requested`:
   "Insufficient <resource>"; every failing resource adds a reason. The code is
@@ -12,7 +12,7 @@ statuses (reference §2.3):
 Extended resources named in `ignoredResources`, or whose domain is in `ignoredResourceGroups`,
 are not checked.
 
-KEP-5836 (InPlacePodVerticalScalingSchedulerPreemption, reference §8.2 item 3): a pod bound to
+KEP-5836 (InPlacePodVerticalScalingSchedulerPreemption, KEP-5836's NodeResourcesFit change, pkg/scheduler/framework/plugins/noderesources/fit.go): a pod bound to
 the evaluated node that the node's cache already holds (a running pod whose resize is Deferred)
 is counted there at max(desired, allocated, actual) already, so only `delta = max(0, request -
 cached request)` per resource must fit in `allocatable - requested`; the status is still
@@ -22,7 +22,7 @@ and the pod's own scale-down.
 
 NOT upstream: pluginConfig arg `kemuKubeletLikeResizeAccounting` (bool, default false) is kemu's
 emulation of the accounting KEP-5836 plans for beta (its "Risk of Additional Preemption";
-reference §8.2 item 3, S-RPE-9), hence the `kemu` prefix. With it, and only in the cycle of a
+KEP-5836's NodeResourcesFit change, pkg/scheduler/framework/plugins/noderesources/fit.go, S-RPE-9), hence the `kemu` prefix. With it, and only in the cycle of a
 pod bound to the evaluated node (a Deferred resize, on its own node), every *other* pod on the
 node counts at what it holds as the kubelet counts it (`kemu.machinery.resources.
 kubelet_pod_requests_from_status`: the larger of allocated and actual, no pending desired
@@ -282,7 +282,7 @@ def fits_request(
         in_use = used.scalar.get(name, 0)
         delta = req if cached is None else max(0, req - cached.scalar.get(name, 0))
         # Upstream decides Unresolvable on the delta for scalars (on the request for the
-        # others); reference §8.2 says the request, which kemu uses for every resource.
+        # others); KEP-5836's design, keps/sig-scheduling/5836-* says the request, which kemu uses for every resource.
         if delta > have - in_use:
             out.append(
                 InsufficientResource(name, f"Insufficient {name}", req, in_use, have, req > have)

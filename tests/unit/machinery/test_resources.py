@@ -172,7 +172,7 @@ def test_without_status_resources_only_the_spec_counts() -> None:
 
 
 def test_a_pending_upsize_counts_at_its_desired_size() -> None:
-    # desired > allocated: the scheduler reserves the resize on the node (reference §2.2).
+    # desired > allocated: the scheduler reserves the resize on the node (component-helpers resource.PodRequests, staging/src/k8s.io/component-helpers/resource/helpers.go).
     assert pod_requests(resized("3", allocated="1", actual="1"), WITH_STATUS)["cpu"] == 3000
 
 

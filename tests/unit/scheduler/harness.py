@@ -103,7 +103,7 @@ class Env:
 
     async def actuate_cpu(self, name: str, cpu: str) -> None:
         """A resize the kubelet also actuated: spec, allocated and actual all at `cpu` (the
-        scheduler counts the largest, reference §2.2)."""
+        scheduler counts the largest, component-helpers resource.PodRequests, staging/src/k8s.io/component-helpers/resource/helpers.go)."""
         await self.patch_spec_cpu(name, cpu)
         current = await self.get(name)
         assert current is not None

@@ -1,5 +1,5 @@
-"""KEP-5836 in the scheduler process (reference §8.2 items 1, 5, 6; §8.3 S-RPE-1, -3, -4, -6,
--7, -8; invariant 9 of §11b): the event handlers put a bound pod with a Deferred resize into the
+"""KEP-5836 in the scheduler process (KEP-5836's design, keps/sig-scheduling/5836-*; test/integration/scheduler/preemption/deferred_resize_preemption_test.go S-RPE-1, -3, -4, -6,
+-7, -8; invariant 9 of kemu.testing.invariants): the event handlers put a bound pod with a Deferred resize into the
 queue and take it out again, its cycle never assumes, nominates or writes PodScheduled=False,
 it always goes back to the queue, and only events on its own node bring it back.
 

@@ -1,5 +1,5 @@
 """Preemption in the scheduler process: the executor (scheduler.preemption_executor) that the
-DefaultPreemption plugin hands its chosen candidate to, against reference §3.5 and §3.8: the
+DefaultPreemption plugin hands its chosen candidate to, against pkg/scheduler/framework/preemption/preemption.go Evaluator.Preempt and prepareCandidate: the
 DisruptionTarget condition, graceful DELETE, waiting pods, Preempted events, clearing lower
 nominations, SchedulerAsyncPreemption, the plugin's reads of the informers and its metrics.
 
@@ -343,7 +343,7 @@ def condition_patches(c: Cluster, name: str) -> list[dict[str, Any]]:
     return out
 
 
-# ---------------------------------------------------------------- §3.5 / S-PRE-17: nothing written
+# ---------------------------------------------------------------- Evaluator.Preempt / S-PRE-17: nothing written
 
 
 async def terminating_on_nominated_node(
@@ -372,7 +372,7 @@ async def test_s_pre_17_not_eligible_through_post_filter_keeps_the_nomination() 
         assert writes(c) == []
 
 
-# ---------------------------------------------------------------- §3.5 / §3.8 Preempt, sync
+# ---------------------------------------------------------------- Evaluator.Preempt / prepareCandidate Preempt, sync
 
 
 async def two_victims(c: Cluster) -> types_pb2.Pod:
@@ -679,7 +679,7 @@ async def test_executor_prepares_the_candidate_it_is_given() -> None:
         assert c.sample("scheduler_preemption_victims_sum") == 1.0
 
 
-# ---------------------------------------------------------------- §3.8 async
+# ---------------------------------------------------------------- prepareCandidate async
 
 
 @pytest.mark.anyio

@@ -1,4 +1,4 @@
-"""Objects for the KEP-5836 tests (reference §8.3): a running pod whose resize the kubelet
+"""Objects for the KEP-5836 tests (upstream's test/integration/scheduler/preemption/deferred_resize_preemption_test.go): a running pod whose resize the kubelet
 deferred, the feature gates with resize preemption on or off, and a node that disables it."""
 
 from __future__ import annotations

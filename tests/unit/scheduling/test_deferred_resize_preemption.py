@@ -1,4 +1,4 @@
-"""KEP-5836's cycle and preemption dry run, by hand, on the scenario shapes of reference §8.3
+"""KEP-5836's cycle and preemption dry run, by hand, on the scenario shapes of upstream's test/integration/scheduler/preemption/deferred_resize_preemption_test.go
 (S-RPE-1..5) and the KEP's over-preemption example (S-RPE-9): a default-profile Framework with
 resize preemption on, over a Snapshot where the deferred pod is on its node at
 max(desired, allocated, actual), as the cache counts it. No scheduler process: the cycle is

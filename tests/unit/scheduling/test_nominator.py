@@ -1,4 +1,4 @@
-"""The nominator rules of reference §3.3."""
+"""The nominator rules of pkg/scheduler/backend/queue/nominator.go."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Preemption's dry run as a library: the Evaluator (kemu.scheduling.preemption) and its
-DefaultPreemption policy, against reference §2.1, §3.2-§3.7 and scenarios S-PRE-12, -13, -16,
+DefaultPreemption policy, against upstream's pod priority (component-helpers corev1 PodPriority), RunFilterPluginsWithNominatedPods (pkg/scheduler/framework/runtime/framework.go), the nominator (pkg/scheduler/backend/queue/nominator.go), handleSchedulingFailure and DefaultPreemption (pkg/scheduler/framework/preemption/preemption.go) and scenarios S-PRE-12, -13, -16,
 -17, -18.
 
 Everything runs on what a simulation has: a default-profile Framework with its plugins over a
@@ -146,7 +146,7 @@ def victims(*priorities: int, pdb: int = 0, started: float | None = None) -> Vic
     return Victims(tuple(pod(f"v{i}", p, started=started) for i, p in enumerate(priorities)), pdb)
 
 
-# ---------------------------------------------------------------- §3.7 / S-PRE-13
+# ---------------------------------------------------------------- pickOneNodeForPreemption / S-PRE-13
 
 
 @pytest.mark.parametrize(
@@ -191,7 +191,7 @@ def test_pick_one_node_start_time_of_victims_without_one_is_now() -> None:
     assert pick_one_node_for_preemption({"B": b, "A": a}, NOW_NS) == "A"
 
 
-# ---------------------------------------------------------------- §2.1 importance
+# ---------------------------------------------------------------- MoreImportantPod importance
 
 
 def test_more_important_pod_is_higher_priority_whatever_the_start_time() -> None:
@@ -242,7 +242,7 @@ def test_earliest_start_time_looks_only_at_the_highest_priority_victims() -> Non
     assert earliest_pod_start_time_ns(Victims((pod("x", 1),)), NOW_NS) == NOW_NS
 
 
-# ---------------------------------------------------------------- §3.6 PDB split
+# ---------------------------------------------------------------- SelectVictimsOnNode PDB split
 
 
 def infos(*pods: types_pb2.Pod) -> list[PodInfo]:
@@ -348,7 +348,7 @@ def test_offset_is_random_within_the_potential_nodes() -> None:
     assert offsets == set(range(7))
 
 
-# ---------------------------------------------------------------- §3.6 victims on one node
+# ---------------------------------------------------------------- SelectVictimsOnNode victims on one node
 
 
 def test_s_pre_12_victims_are_picked_greedily_by_importance() -> None:
@@ -448,7 +448,7 @@ def test_pdb_violating_victims_are_counted_and_victims_sorted_by_importance() ->
     assert (names(found), violations) == (["free-mid", "free-old", "guarded"], 1)
 
 
-# ---------------------------------------------------------------- §3.2 / S-PRE-18
+# ---------------------------------------------------------------- RunFilterPluginsWithNominatedPods / S-PRE-18
 
 
 def nominated_pods_scenario(c: Sim, h1_priority: int) -> list[str]:
@@ -498,7 +498,7 @@ def test_s_pre_18_a_nominated_pod_that_leaves_no_room_makes_the_node_useless() -
     assert status.code == Code.UNSCHEDULABLE
 
 
-# ---------------------------------------------------------------- §3.5 eligibility / S-PRE-17
+# ---------------------------------------------------------------- Evaluator.Preempt eligibility / S-PRE-17
 
 
 def test_preemption_policy_never_is_not_eligible() -> None:
@@ -554,7 +554,7 @@ def test_nominated_node_missing_from_the_snapshot_is_eligible() -> None:
     assert c.plugin.pod_eligible_to_preempt_others(p, unschedulable("x")) == (True, "")
 
 
-# ---------------------------------------------------------------- §3.5 dry run
+# ---------------------------------------------------------------- Evaluator.Preempt dry run
 
 
 def dry_run_cluster(c: Sim, guarded: set[int], n: int = 4) -> types_pb2.Pod:

@@ -275,7 +275,7 @@ def test_filter_failures_become_error_statuses_naming_the_plugin(
     assert s.is_error() and s.plugin == "A" and s.message() == message
 
 
-# ---------------------------------------------------------------- nominated pods (§3.2)
+# ---------------------------------------------------------------- nominated pods (RunFilterPluginsWithNominatedPods)
 
 
 class PodCount(FakePreFilter):

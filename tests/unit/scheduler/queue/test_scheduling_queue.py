@@ -719,7 +719,7 @@ LOW = make_pod("lpp").uid("lpp").priority(0).scheduler_name(PROFILE).obj()
     ids=["nnn-changed", "nnn-removed", "nominated-pod-deleted", "nnn-added-to-high"],
 )
 async def test_move_to_active_on_nominated_node_update(action: Any, want: set[str]) -> None:
-    """TestEventHandlers_MoveToActiveOnNominatedNodeUpdate (reference §3.10)."""
+    """TestEventHandlers_MoveToActiveOnNominatedNodeUpdate (pkg/scheduler/backend/queue/scheduling_queue.go)."""
 
     def on_delete(p: types_pb2.Pod, old: Any, new: Any) -> QueueingHint:
         assert isinstance(old, types_pb2.Pod)

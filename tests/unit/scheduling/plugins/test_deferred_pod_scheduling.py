@@ -1,4 +1,4 @@
-"""DeferredPodScheduling (KEP-5836, reference §8.2 item 2): PreFilter, Filter, Permit and the
+"""DeferredPodScheduling (KEP-5836, KEP-5836's DeferredPodScheduling plugin, pkg/scheduler/framework/plugins/deferredpodscheduling): PreFilter, Filter, Permit and the
 queueing hints, with the gate on and off; and the plugins that Skip a Deferred pod at
 PreFilter so that its cycle is about resources on its own node only."""
 

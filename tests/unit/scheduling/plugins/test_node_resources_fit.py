@@ -1,4 +1,4 @@
-"""NodeResourcesFit: Filter statuses (reference §2.3), scoring strategies, queueing hints.
+"""NodeResourcesFit: Filter statuses (pkg/scheduler/framework/plugins/noderesources/fit.go), scoring strategies, queueing hints.
 
 Tables ported from upstream noderesources/fit_test.go, least_allocated_test.go and
 most_allocated_test.go (node sizes as upstream: 10m cpu, 20 bytes memory, 32 pods, ...).
@@ -332,7 +332,7 @@ def test_prefilter_state_is_shared_by_clone() -> None:
     assert state.clone().read(fit.PRE_FILTER_STATE_KEY) is state.read(fit.PRE_FILTER_STATE_KEY)
 
 
-# ---------------------------------------------------------------- in-place resize (§2.2)
+# ---------------------------------------------------------------- in-place resize (PodRequests)
 
 
 def resized(desired_cpu: str, actual_cpu: str, *, infeasible: bool = False) -> types_pb2.Pod:
@@ -643,7 +643,7 @@ def test_pod_event_hint(old: types_pb2.Pod, new: types_pb2.Pod | None, hint: Que
     assert plugin().is_schedulable_after_pod_event(target, old, new) == hint
 
 
-# ---------------------------------------------------------------- KEP-5836 delta (§8.2 item 3)
+# ---------------------------------------------------------------- KEP-5836 delta (KEP-5836's fit.go)
 
 
 def resize_plugin(on: bool = True) -> fit.Fit:
@@ -657,7 +657,7 @@ def rpe_node(name: str = "node1", cpu: str = "300m", memory: str = "300") -> typ
 
 
 def on_node(node: types_pb2.Node, *pods: types_pb2.Pod) -> NodeInfo:
-    """The node as the cache has it: every pod (the deferred one too) at its §2.2 size."""
+    """The node as the cache has it: every pod (the deferred one too) at its PodRequests size."""
     ni = NodeInfo(node)
     for p in pods:
         ni.add_pod(p)
