@@ -160,7 +160,9 @@ async def _serve(args: argparse.Namespace, store: EtcdStore, ctx: ComponentConte
     await retry_until_ready(f"etcd at {args.etcd_servers}", check_etcd, clock=ctx.clock)
     metrics = Metrics(ctx.registry)
     caches = {
-        k.resource: WatchCache(store, k, on_watchers_changed=metrics.watchers_changed)
+        k.resource: WatchCache(
+            store, k, on_watchers_changed=metrics.watchers_changed, clock=ctx.clock
+        )
         for k in KINDS
     }
     ctx.add_readiness_check("etcd", lambda: etcd_ok)
@@ -169,7 +171,7 @@ async def _serve(args: argparse.Namespace, store: EtcdStore, ctx: ComponentConte
         store,
         caches,
         ctx.gates,
-        now=ctx.clock.now,
+        clock=ctx.clock,
         version=ctx.options.version,
         toleration_seconds=DefaultTolerationSeconds(
             not_ready=args.default_not_ready_toleration_seconds,
@@ -197,7 +199,7 @@ async def _serve(args: argparse.Namespace, store: EtcdStore, ctx: ComponentConte
         ctx.gates,
         metrics,
         version,
-        now=ctx.clock.now,
+        clock=ctx.clock,
         bookmark_frequency=args.watch_bookmark_frequency,
     )
     server = grpc.aio.server(
@@ -235,7 +237,7 @@ async def _serve(args: argparse.Namespace, store: EtcdStore, ctx: ComponentConte
                 service,
                 ready=lambda: etcd_ok and all(c.ready for c in caches.values()),
                 inflight=inflight,
-                now=ctx.clock.now,
+                clock=ctx.clock,
             )
             await tg.start(serve_rest, rest, args.bind_address, args.rest_port)
         if args.etcd_compaction_interval > 0:

@@ -5,8 +5,7 @@ as upstream's JSON lists, Tables and watch events (chunked JSON lines)."""
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
@@ -18,6 +17,7 @@ from apiserver.rest.request import JSON_TYPE, Target, int_param, json_response, 
 from apiserver.rest.table import include_object, table, wants_table
 from apiserver.server.servicer import ApiService
 from kemu.api.v1 import api_pb2
+from kemu.component.clock import Clock, RealClock
 from kemu.machinery import convert
 from kemu.machinery.errors import Gone
 from kemu.machinery.kinds import unwrap
@@ -37,9 +37,9 @@ def select(
 
 
 class Reads:
-    def __init__(self, service: ApiService, now: Callable[[], float] = time.time) -> None:
+    def __init__(self, service: ApiService, clock: Clock | None = None) -> None:
         self._service = service
-        self._now = now
+        self._now = (clock or RealClock()).now
 
     async def get_list(self, request: web.BaseRequest, t: Target) -> web.Response:
         q = request.query

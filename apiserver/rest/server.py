@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Callable
 from typing import Any, Final
 from urllib.parse import unquote
@@ -36,6 +35,7 @@ from apiserver.server.inflight import MaxInflight
 from apiserver.server.registry import Registry
 from apiserver.server.servicer import ApiService
 from kemu.api.v1 import api_pb2
+from kemu.component.clock import Clock, RealClock
 from kemu.machinery import convert, jsonutil
 from kemu.machinery import patch as patches
 from kemu.machinery.convert import UnknownFields
@@ -120,14 +120,14 @@ class RestApi:
         *,
         ready: Callable[[], bool],
         inflight: MaxInflight,
-        now: Callable[[], float] = time.time,
+        clock: Clock | None = None,
     ) -> None:
         self._inflight = inflight
         self._registry = registry
         self._service = service
         self._ready = ready
-        self._now = now
-        self._reads = Reads(service, now)
+        self._now = (clock or RealClock()).now
+        self._reads = Reads(service, clock)
 
     # ------------------------------------------------------------ entry
 

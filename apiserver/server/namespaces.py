@@ -11,11 +11,11 @@ Upstream: plugin namespace/lifecycle (admission.go) and pkg/registry/core/namesp
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable
 from typing import Final
 
 from kemu.api.v1 import types_pb2
+from kemu.component.clock import Clock, RealClock
 from kemu.machinery.errors import Forbidden, NotFound
 from kemu.machinery.namespaces import IMMORTAL_NAMESPACES, is_terminating
 
@@ -36,11 +36,11 @@ class NamespaceLifecycle:
         cached: LookUp,
         live: LiveLookUp,
         *,
-        now: Callable[[], float] = time.monotonic,
+        clock: Clock | None = None,
     ) -> None:
         self._cached = cached
         self._live = live
-        self._now = now
+        self._now = (clock or RealClock()).monotonic
         self._force_live: dict[str, float] = {}  # namespace -> until
 
     def deleting(self, name: str) -> None:

@@ -21,7 +21,6 @@ import functools
 import logging
 import secrets
 import string
-import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from apiserver.storage import encoding
 from apiserver.storage.etcd import EtcdStore, GuardFailed, KeyValue, StaleRevision
 from apiserver.storage.watch_cache import WatchCache
 from kemu.api.v1 import api_pb2, types_pb2
+from kemu.component.clock import Clock, RealClock
 from kemu.component.featuregate import (
     CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING,
     IN_PLACE_POD_VERTICAL_SCALING,
@@ -131,7 +131,7 @@ class Registry:
         caches: dict[str, WatchCache],
         gates: FeatureGates,
         *,
-        now: Callable[[], float] = time.time,
+        clock: Clock | None = None,
         version: Version = DEFAULT_VERSION,
         toleration_seconds: admission.DefaultTolerationSeconds = admission.DEFAULT_TOLERATIONS,
     ) -> None:
@@ -140,8 +140,11 @@ class Registry:
         self._toleration_seconds = toleration_seconds
         self._caches = caches
         self._gates = gates
-        self._now = now
-        self.lifecycle = NamespaceLifecycle(self._cached_namespace, self._live_namespace)
+        self._clock = clock or RealClock()
+        self._now = self._clock.now
+        self.lifecycle = NamespaceLifecycle(
+            self._cached_namespace, self._live_namespace, clock=self._clock
+        )
         self._version = version
         self.eviction = EvictionREST(self, VersionRules.at(version))
 

@@ -31,6 +31,7 @@ from apiserver.storage.etcd import EtcdStore
 from apiserver.storage.watch_cache import WatchCache, Watcher
 from kemu import wire
 from kemu.api.v1 import api_pb2, types_pb2
+from kemu.component.clock import Clock, RealClock
 from kemu.component.featuregate import FeatureGates
 from kemu.machinery import jsonutil
 from kemu.machinery.errors import ApiError, BadRequest, Cause, InternalError, Invalid
@@ -139,7 +140,7 @@ class ApiService:
         metrics: Metrics,
         version: Callable[[], api_pb2.ComponentVersion],
         *,
-        now: Callable[[], float] = time.time,
+        clock: Clock | None = None,
         bookmark_frequency: float = DEFAULT_BOOKMARK_FREQUENCY,
     ) -> None:
         self._bookmark_frequency = bookmark_frequency
@@ -149,7 +150,8 @@ class ApiService:
         self._gates = gates
         self._metrics = metrics
         self._version = version
-        self._now = now
+        self._clock = clock or RealClock()
+        self._now = self._clock.now
 
     @property
     def bookmark_frequency(self) -> float:
@@ -440,12 +442,12 @@ class ApiService:
                 yield b"".join(chunk)
                 sent.inc(len(chunk))
             last_send = 0.0
-            next_bookmark = time.monotonic() + self._bookmark_frequency
+            next_bookmark = self._clock.monotonic() + self._bookmark_frequency
             async with receive:
                 while True:
                     frame = None
                     with anyio.move_on_after(
-                        max(next_bookmark - time.monotonic(), 0) if bookmarks else math.inf
+                        max(next_bookmark - self._clock.monotonic(), 0) if bookmarks else math.inf
                     ):
                         try:
                             frame = await receive.receive()
@@ -456,11 +458,11 @@ class ApiService:
                         # been sent (dispatch is synchronous), so that revision is safe to
                         # resume from (upstream's periodic bookmark).
                         yield cache.bookmark_frame(cache.revision)
-                        next_bookmark = time.monotonic() + self._bookmark_frequency
+                        next_bookmark = self._clock.monotonic() + self._bookmark_frequency
                         continue
                     # A busy stream lingers a moment so that one message carries several
                     # events: per-message cost, not per-event cost, bounds fan-out.
-                    if time.monotonic() - last_send < _WATCH_BUSY:
+                    if self._clock.monotonic() - last_send < _WATCH_BUSY:
                         await anyio.sleep(_WATCH_LINGER)
                     batch = [frame]
                     while len(batch) < _WATCH_BATCH:
@@ -469,7 +471,7 @@ class ApiService:
                         except (anyio.WouldBlock, anyio.EndOfStream):
                             break
                     yield b"".join(batch)
-                    last_send = time.monotonic()
+                    last_send = self._clock.monotonic()
                     sent.inc(len(batch))
         finally:
             cache.stop(watcher)

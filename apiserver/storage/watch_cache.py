@@ -27,7 +27,6 @@ import bisect
 import contextlib
 import itertools
 import logging
-import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -41,6 +40,7 @@ from google.protobuf.message import Message
 from apiserver.storage import encoding
 from apiserver.storage.etcd import EtcdStore, Progress, StorageEvent
 from kemu.api.v1 import api_pb2
+from kemu.component.clock import Clock, RealClock
 from kemu.machinery.errors import Cause, Expired, Gone, Timeout, Unavailable
 from kemu.machinery.kinds import INITIAL_EVENTS_END_ANNOTATION, Kind
 
@@ -148,7 +148,7 @@ class WatchCache:
         event_fresh_duration: float = EVENT_FRESH_DURATION,
         watcher_buffer: int = DEFAULT_WATCHER_BUFFER,
         on_watchers_changed: Callable[[str, int], None] | None = None,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock | None = None,
     ) -> None:
         """The history's capacity stays within [lower_bound_capacity, upper_bound_capacity]
         (see the module's docstring); `clock` stamps the events' record times."""
@@ -166,7 +166,7 @@ class WatchCache:
         self._lower_bound_capacity = lower_bound_capacity
         self._upper_bound_capacity = upper_bound_capacity
         self._event_fresh_duration = event_fresh_duration
-        self._clock = clock
+        self._clock = clock or RealClock()
         self.capacity = lower_bound_capacity
         """How many events the history holds at most now (it moves between the bounds)."""
         self._watcher_buffer = watcher_buffer
@@ -385,7 +385,7 @@ class WatchCache:
     def _record(self, ev: CacheEvent) -> None:
         """Appends `ev` to the history, resizing it first and dropping its oldest event when
         full (upstream's updateCache and resizeCacheLocked)."""
-        now = self._clock()
+        now = self._clock.monotonic()
         ev.record_time = now
         history = self._history
         if len(history) >= self.capacity:

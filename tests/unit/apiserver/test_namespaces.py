@@ -7,6 +7,7 @@ import pytest
 
 from apiserver.server.namespaces import FORCE_LIVE_LOOKUP_TTL, NamespaceLifecycle, check_deletable
 from kemu.api.v1 import types_pb2
+from kemu.component.clock import FakeClock
 from kemu.machinery.errors import Forbidden, NotFound
 from kemu.machinery.namespaces import begin_deletion, new_namespace, prepare_for_create
 
@@ -24,14 +25,14 @@ class Stores:
         self.cache: dict[str, types_pb2.Namespace] = {}
         self.etcd: dict[str, types_pb2.Namespace] = {}
         self.live_reads: list[str] = []
-        self.now = 0.0
+        self.clock = FakeClock(monotonic=0.0)
 
     def lifecycle(self) -> NamespaceLifecycle:
         async def live(name: str) -> types_pb2.Namespace | None:
             self.live_reads.append(name)
             return self.etcd.get(name)
 
-        return NamespaceLifecycle(self.cache.get, live, now=lambda: self.now)
+        return NamespaceLifecycle(self.cache.get, live, clock=self.clock)
 
 
 async def test_missing_namespaces_are_not_found_after_a_live_read() -> None:
@@ -60,7 +61,7 @@ async def test_terminating_namespaces_are_forbidden_even_while_the_cache_lags() 
         'pods "p" is forbidden: unable to create new content in namespace x because it is '
         "being terminated"
     )
-    s.now += FORCE_LIVE_LOOKUP_TTL + 1  # after the TTL the cache is trusted again
+    s.clock.advance(FORCE_LIVE_LOOKUP_TTL + 1)  # after the TTL the cache is trusted again
     await lc.admit_create("pods", "p", "x")
 
 

@@ -15,6 +15,7 @@ from apiserver.storage import watch_cache
 from apiserver.storage.etcd import Progress, RangeResult, StorageEvent
 from apiserver.storage.watch_cache import WatchCache
 from kemu.api.v1 import types_pb2
+from kemu.component.clock import FakeClock
 from kemu.machinery.errors import Expired, Unavailable
 from kemu.machinery.kinds import kind_for_resource
 from kemu.testing.fake_time import wait_until
@@ -84,20 +85,12 @@ class _EmptyStore:
         return RangeResult([], 1, False)
 
 
-class _Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 _RS = types_pb2.ReplicaSet(
     metadata=types_pb2.ObjectMeta(name="rs", namespace="ns")
 ).SerializeToString()
 
 
-async def _history_cache(clock: _Clock, **kwargs: Any) -> WatchCache:
+async def _history_cache(clock: FakeClock, **kwargs: Any) -> WatchCache:
     cache = WatchCache(
         _EmptyStore(),  # type: ignore[arg-type]
         kind_for_resource("replicasets"),
@@ -131,13 +124,15 @@ def test_the_history_bounds_are_upstreams() -> None:
 
 @pytest.mark.anyio
 async def test_the_history_doubles_while_its_oldest_event_is_fresh_up_to_the_upper_bound() -> None:
-    clock = _Clock()
+    clock = FakeClock(monotonic=0.0)
     cache = await _history_cache(clock, lower_bound_capacity=4, upper_bound_capacity=16)
     assert cache.capacity == 4
     for rv in range(2, 6):  # 4 events fill it
         _put(cache, rv)
     assert (cache.capacity, len(cache._history)) == (4, 4)
-    clock.now = 74.0  # the oldest is still fresh: grow instead of forgetting it
+    clock.advance(
+        74.0 - clock.monotonic()
+    )  # the oldest is still fresh: grow instead of forgetting it
     _put(cache, 6)
     assert (cache.capacity, len(cache._history)) == (8, 5)
     assert _resumable_from(cache, 1)  # nothing was forgotten since the cache's start
@@ -154,12 +149,12 @@ async def test_the_history_doubles_while_its_oldest_event_is_fresh_up_to_the_upp
 async def test_a_full_history_of_stale_events_is_not_grown_and_halves_when_its_newest_quarter_is_stale() -> (
     None
 ):
-    clock = _Clock()
+    clock = FakeClock(monotonic=0.0)
     cache = await _history_cache(clock, lower_bound_capacity=4, upper_bound_capacity=64)
     for rv in range(2, 34):  # 32 events at t=0: capacity 32, full
         _put(cache, rv)
     assert (cache.capacity, len(cache._history)) == (32, 32)
-    clock.now = 75.5  # every event held is older than 75 s
+    clock.advance(75.5 - clock.monotonic())  # every event held is older than 75 s
     _put(cache, 34)
     # Not grown; the newest quarter is stale too, so halved: the newest 16 kept, then the
     # oldest of those dropped to make room.
@@ -172,11 +167,11 @@ async def test_a_full_history_of_stale_events_is_not_grown_and_halves_when_its_n
     assert cache.capacity == 8  # halved once more at 35 (its quarter, 2, was stale), not at 36+
     assert [e.revision for e in cache._history][-5:] == list(range(34, 39))
     for rv in range(39, 45):  # a quiet resource: an event every 80 s
-        clock.now += 80
+        clock.advance(80)
         _put(cache, rv)
     assert cache.capacity == 4  # never below the lower bound
     assert [e.revision for e in cache._history] == list(range(41, 45))
-    clock.now += 1
+    clock.advance(1)
     for rv in range(45, 48):  # a burst again: the oldest events held are still stale
         _put(cache, rv)
     assert (cache.capacity, [e.revision for e in cache._history]) == (4, list(range(44, 48)))
@@ -188,10 +183,10 @@ async def test_a_full_history_of_stale_events_is_not_grown_and_halves_when_its_n
 async def test_a_burst_larger_than_the_old_fixed_history_stays_resumable() -> None:
     """All at once (a 50,000-pod burst's creates and binds within 75 s): the history grows
     with the burst, so a watcher that fell behind resumes instead of relisting."""
-    clock = _Clock()
+    clock = FakeClock(monotonic=0.0)
     cache = await _history_cache(clock)
     for rv in range(2, 30_002):
-        clock.now += 0.001
+        clock.advance(0.001)
         _put(cache, rv)
     assert cache.capacity == 51_200
     assert len(cache._history) == 30_000
@@ -212,7 +207,7 @@ def test_bad_bounds_are_refused_naming_the_field() -> None:
 
 @pytest.mark.anyio
 async def test_a_watch_from_a_revision_in_the_history_gets_exactly_the_later_events() -> None:
-    clock = _Clock()
+    clock = FakeClock(monotonic=0.0)
     cache = await _history_cache(clock)
     for rv in range(2, 1002):
         _put(cache, rv)
@@ -226,7 +221,7 @@ async def test_a_watch_from_a_revision_in_the_history_gets_exactly_the_later_eve
 
 @pytest.mark.anyio
 async def test_end_watches_ends_every_stream_after_its_queued_frames_and_refuses_new_ones() -> None:
-    clock = _Clock()
+    clock = FakeClock(monotonic=0.0)
     cache = await _history_cache(clock)
     _, first, _ = cache.watch(namespace="", filter=None, resource_version=None)
     _, second, _ = cache.watch(namespace="ns", filter=None, resource_version=1)
@@ -244,7 +239,7 @@ async def test_end_watches_ends_every_stream_after_its_queued_frames_and_refuses
 
 @pytest.mark.anyio
 async def test_close_watches_ends_every_stream_and_serves_the_watches_that_follow() -> None:
-    clock = _Clock()
+    clock = FakeClock(monotonic=0.0)
     cache = await _history_cache(clock)
     _, first, _ = cache.watch(namespace="", filter=None, resource_version=None)
     _put(cache, 2)
