@@ -7,7 +7,7 @@ gone (leaderelection.go's renew stops leading only after RenewDeadline). So in t
 mode a chaos run counts such writes (a figure) and checks what upstream does guarantee around
 them: the apiserver never binds a bound pod, the kubelet never admits past allocatable,
 nothing acknowledged is lost (checks.py). With --leader-elect-fencing the apiserver refuses
-them (ARCHITECTURE.md, "Leader election and fencing"): any one seen is a violation.
+them (docs/controller-manager.md, "Leader election and fencing"): any one seen is a violation.
 
 The schedulers' bindings are judged here from outside: a scheduler logs "bound ns/name to
 node" after its Bind succeeded, the pod history says at which revision the binding was

@@ -1,4 +1,4 @@
-"""Fencing tokens on a real apiserver and etcd (kemu.machinery.fencing, ARCHITECTURE.md
+"""Fencing tokens on a real apiserver and etcd (kemu.machinery.fencing, docs/controller-manager.md
 "Leader election and fencing"): a write made as leader carries its lease term; enforced, a
 write of an ended term is refused in the write's own etcd transaction with a 409 naming the
 lease and its holder, on both edges, and the refusal stops the elector leading; not enforced
