@@ -12,7 +12,7 @@ Starts etcd and `python -m apiserver` with the test harness in a temporary direc
    at a paced rate; each pod carries its send time, each watcher its receive time.
 3. RSS of etcd, the apiserver and this process at the end; CPU (cores) of each per phase.
 
-The cluster is always stopped at the end, also on Ctrl-C. See bench/README.md for the columns.
+The cluster is always stopped at the end, also on Ctrl-C. See docs/benchmarks.md for the columns.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ against the targets of issue #16 (scheduler <= 500 MB, apiserver <= 1 GB, the ho
 of 5000 nodes <= 1 GB together), CPU over the phase, and a growth table over the runs.
 
 Reuses bench.scheduler_perf's tracker, metric parsing and throughput samples and
-bench.kubelet's hollow-kubelet start; see bench/README.md "scale".
+bench.kubelet's hollow-kubelet start; see docs/benchmarks.md "scale".
 """
 
 from __future__ import annotations

@@ -466,7 +466,7 @@ UPSTREAM = (
 
 @pytest.mark.skipif(
     not (UPSTREAM / "misc" / "performance-config.yaml").exists(),
-    reason="no kubernetes/kubernetes checkout (set KEMU_K8S_CHECKOUT to one; see bench/README.md)",
+    reason="no kubernetes/kubernetes checkout (set KEMU_K8S_CHECKOUT to one; see docs/benchmarks.md)",
 )
 @pytest.mark.parametrize(
     ("area", "version"), [("misc", None), ("default_preemption", None), ("affinity", "1.33")]
@@ -498,7 +498,7 @@ def test_upstreams_files_parse_unchanged(area: str, version: str | None) -> None
 
 @pytest.mark.skipif(
     not (UPSTREAM / "misc" / "performance-config.yaml").exists(),
-    reason="no kubernetes/kubernetes checkout (set KEMU_K8S_CHECKOUT to one; see bench/README.md)",
+    reason="no kubernetes/kubernetes checkout (set KEMU_K8S_CHECKOUT to one; see docs/benchmarks.md)",
 )
 @pytest.mark.parametrize("area", ["misc", "default_preemption", "affinity"])
 def test_every_workload_refused_for_its_gates_runs_at_the_version_its_refusal_names(
