@@ -22,6 +22,7 @@ alpha, no FailedScheduling event. A preemption it triggers still deletes its vic
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
 import time
@@ -204,6 +205,8 @@ class FeasibleNodes:
 
     nodes: list[NodeInfo]
     rows: IntArray | None = None
+    evaluated: int = 0
+    """Nodes run through Filter to find them (kemu's filter_evaluations metric)."""
 
 
 @dataclass(frozen=True)
@@ -211,6 +214,9 @@ class ScheduleResult:
     suggested_host: str
     evaluated_nodes: int
     feasible_nodes: int
+    filter_evaluations: int = 0
+    """Nodes run through Filter in the cycle, the nominated node's try included (the
+    KEP-1923 figure of kemu's metrics)."""
 
 
 # ---------------------------------------------------------------- the scheduler
@@ -256,8 +262,6 @@ class Scheduler:
         self._binding_tasks: TaskGroup | None = None
         self.cycles = 0
         self.resize_preemption = resize_preemption_enabled(gates)
-        # Nodes run through Filter in the current cycle (for the KEP-1923 metrics).
-        self.cycle_filter_evaluations = 0
         self._cycle_cpu_start = 0.0  # time.thread_time() at the current cycle's start
         # The queue's PodInfo is built by the cache's rules; when they are the default ones,
         # it is the PodInfo the plugins would build for the cycle (cycle_pod_info).
@@ -298,7 +302,6 @@ class Scheduler:
             self.queue.done(pod.metadata.uid)
             return
         self.cycles += 1
-        self.cycle_filter_evaluations = 0
         start = self.clock.monotonic()
         self._cycle_cpu_start = time.thread_time()
         state = self.new_cycle_state(qpi.pod_info)
@@ -390,7 +393,7 @@ class Scheduler:
             # What KEP-1923 saves: the final cycle of a nominated pod (kemu's A/B metrics).
             profile = fwk.profile_name()
             self.metrics.nominated_pod_filter_evaluations.labels(profile).observe(
-                self.cycle_filter_evaluations
+                result.filter_evaluations
             )
             self.metrics.nominated_pod_algorithm_duration.labels(profile).observe(algorithm_seconds)
 
@@ -483,7 +486,7 @@ class Scheduler:
                 unschedulable_plugins=unschedulable_plugins,
             )
         if len(feasible) == 1:
-            return ScheduleResult(feasible[0].name, 1 + len(statuses), 1)
+            return ScheduleResult(feasible[0].name, 1 + len(statuses), 1, found.evaluated)
         status = fwk.run_pre_score_plugins(state, pod, feasible)
         if not status.is_success():
             raise SchedulingError(status)
@@ -497,7 +500,7 @@ class Scheduler:
             host = feasible[select_host_index(totals, self.rng)].name
         else:
             host = self.select_host(self._prioritize(fwk, state, pod, feasible))
-        return ScheduleResult(host, len(feasible) + len(statuses), len(feasible))
+        return ScheduleResult(host, len(feasible) + len(statuses), len(feasible), found.evaluated)
 
     def find_nodes_that_fit_pod(
         self, fwk: FrameworkLike, state: CycleState, pod: types_pb2.Pod
@@ -516,6 +519,7 @@ class Scheduler:
             return FeasibleNodes([]), statuses, unschedulable_plugins
 
         nnn = pod.status.nominated_node_name
+        tried_nominated = 0
         if nnn and self.gates.enabled(PREFER_NOMINATED_NODE):
             node = self.snapshot.node_infos().get(nnn)
             if node is not None and node.node is not None:
@@ -524,6 +528,7 @@ class Scheduler:
                 )
                 if feasible.nodes:
                     return feasible, statuses, unschedulable_plugins
+                tried_nominated = feasible.evaluated
                 logger.debug(
                     "nominated node %s of %s did not pass the filters", nnn, object_key(pod)
                 )
@@ -540,6 +545,8 @@ class Scheduler:
                 if n.name not in allowed:
                     statuses.set(n.name, excluded)
         feasible = self._find_nodes_that_pass_filters(fwk, state, pod, statuses, nodes)
+        if tried_nominated:
+            feasible = dataclasses.replace(feasible, evaluated=feasible.evaluated + tried_nominated)
         for _, st in statuses.items():
             if st.plugin:
                 unschedulable_plugins.add(st.plugin)
@@ -589,7 +596,7 @@ class Scheduler:
                 feasible, rows, checked = found
                 self._count_filter_evaluations(fwk, checked)
                 self.next_start_node_index = (start + checked) % n
-                return FeasibleNodes(feasible, rows)
+                return FeasibleNodes(feasible, rows, checked)
         feasible = []
         checked = 0
         for i in range(n):
@@ -607,10 +614,9 @@ class Scheduler:
         self._count_filter_evaluations(fwk, checked)
         if rotate:
             self.next_start_node_index = (start + checked) % n
-        return FeasibleNodes(feasible)
+        return FeasibleNodes(feasible, evaluated=checked)
 
     def _count_filter_evaluations(self, fwk: FrameworkLike, checked: int) -> None:
-        self.cycle_filter_evaluations += checked
         profile = fwk.profile_name()
         inc = self._filter_evaluations.get(profile)
         if inc is None:  # `labels` takes a lock and checks the values: once per profile

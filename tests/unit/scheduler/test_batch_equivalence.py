@@ -14,8 +14,10 @@ import random
 from dataclasses import dataclass, replace
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry
 
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import FakeClock
@@ -164,6 +166,8 @@ class World:
     scheduler: Scheduler
     fwk: Framework
     queue: PriorityQueue
+    registry: CollectorRegistry
+    """The scheduler's metrics."""
 
 
 def world(
@@ -191,6 +195,7 @@ def world(
     for k, (i, pod_spec) in enumerate(nominated):
         pod = pod_obj(f"nominated-{k}", pod_spec)
         queue.nominator.add_nominated_pod(PodInfo(pod), f"n{i % len(nodes)}")
+    registry = CollectorRegistry()
     sched = Scheduler(
         client=None,  # type: ignore[arg-type]  # schedule_pod makes no API call
         cache=cache,
@@ -199,14 +204,22 @@ def world(
         snapshot=Snapshot(),
         clock=clock,
         gates=gates,
-        metrics=SchedulerMetrics(None),
+        metrics=SchedulerMetrics(registry),
         pod_lister=None,  # type: ignore[arg-type]
         rng=rng,
         batch=batch,
         batch_min_nodes=0,  # the batch path on every cluster size
     )
     sched.next_start_node_index = start
-    return World(sched, fwk, queue)
+    return World(sched, fwk, queue, registry)
+
+
+def filter_evaluations(w: World) -> float:
+    """The scheduler's filter_evaluations metric (nodes run through Filter) so far."""
+    value = w.registry.get_sample_value(
+        "scheduler_kemu_filter_evaluations_total", {"profile": w.fwk.profile_name()}
+    )
+    return value or 0.0
 
 
 def statuses_of(s: NodeToStatus) -> dict[str, tuple[str, tuple[str, ...], str]]:
@@ -218,7 +231,7 @@ def outcome(w: World, pods: list[types_pb2.Pod]) -> list[object]:
     error; the start index and Filter count after each."""
     out: list[object] = []
     for pod in pods:
-        before = w.scheduler.cycle_filter_evaluations
+        before = filter_evaluations(w)
         try:
             result = w.scheduler.schedule_pod(w.fwk, CycleState(), pod)
         except FitError as fit:
@@ -231,9 +244,7 @@ def outcome(w: World, pods: list[types_pb2.Pod]) -> list[object]:
             assumed.spec.node_name = result.suggested_host
             w.scheduler.cache.assume_pod(assumed)
             out.append(("host", result))
-        out.append(
-            (w.scheduler.next_start_node_index, w.scheduler.cycle_filter_evaluations - before)
-        )
+        out.append((w.scheduler.next_start_node_index, filter_evaluations(w) - before))
     return out
 
 
@@ -492,3 +503,33 @@ def test_columns_with_pods_added_are_the_columns_of_the_nodes_with_them(
     assert got.infos is columns.infos  # the nodes without them, shared
     # The original columns are untouched.
     assert columns.req_cpu.tolist() == NodeColumns(snap.list(), columns.row_of).req_cpu.tolist()
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["per-node", "batch"])
+def test_s_pnn_the_cycle_reports_the_nodes_it_filtered_the_nominated_one_first(
+    batch: bool,
+) -> None:
+    """KEP-1923's figure (kemu's nominated_pod_filter_evaluations): a pod whose nominated node
+    fits is filtered on that node alone; one whose nominated node does not fit is filtered
+    there and then on every node of the full pass. The count is the cycle's result, not
+    scheduler state, and the filter_evaluations metric counts the same nodes."""
+    big = NodeSpec(cpu=4000, memory=4096, pods=110, unschedulable=False, taints=(), gpu=0)
+    small = NodeSpec(cpu=500, memory=4096, pods=110, unschedulable=False, taints=(), gpu=0)
+    w = world([small, big, big, big, big], [], [], batch=batch, seed=1, start=0, percentage=100)
+    spec = PodSpec(cpu=1000, memory=64, gpu=0, tolerations=(), tolerates_unschedulable=False,
+                   priority=0)  # fmt: skip
+
+    fits = pod_obj("fits", spec)
+    fits.status.nominated_node_name = "n3"
+    before = filter_evaluations(w)
+    result = w.scheduler.schedule_pod(w.fwk, CycleState(), fits)
+    assert (result.suggested_host, result.filter_evaluations) == ("n3", 1)
+    assert filter_evaluations(w) - before == 1
+
+    misses = pod_obj("misses", spec)
+    misses.status.nominated_node_name = "n0"  # 500m: too small
+    before = filter_evaluations(w)
+    result = w.scheduler.schedule_pod(w.fwk, CycleState(), misses)
+    assert result.suggested_host != "n0"
+    assert result.filter_evaluations == 1 + 5
+    assert filter_evaluations(w) - before == 1 + 5
