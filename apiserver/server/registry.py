@@ -41,15 +41,13 @@ from kemu.component.clock import Clock, RealClock
 from kemu.component.featuregate import (
     CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING,
     IN_PLACE_POD_VERTICAL_SCALING,
-    IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
-    MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD_SELECTOR_MERGE,
     POD_OBSERVED_GENERATION_TRACKING,
-    POD_SCHEDULING_READINESS,
     FeatureGates,
 )
+from kemu.component.strategy_options import strategy_options
 from kemu.component.version import DEFAULT_VERSION, Version
 from kemu.component.version_rules import VersionRules
-from kemu.machinery import apps, batch, convert, jsonutil
+from kemu.machinery import convert, jsonutil
 from kemu.machinery import namespaces as ns_rules
 from kemu.machinery import patch as patches
 from kemu.machinery.defaults import set_defaults
@@ -65,12 +63,11 @@ from kemu.machinery.errors import (
 from kemu.machinery.kinds import BY_KIND, Kind, kind_for_resource, kind_of
 from kemu.machinery.pod_conditions import set_scheduled
 from kemu.machinery.pod_strategy import (
-    apply_scheduling_gated_condition,
     check_bindable,
     check_binding_preconditions,
-    merge_match_label_keys,
 )
 from kemu.machinery.qos import compute_qos_class
+from kemu.machinery.strategy import strategy_for
 from kemu.machinery.update_strategy import (
     apply_status_update_metadata,
     backfill_qos_class,
@@ -140,6 +137,7 @@ class Registry:
         self._toleration_seconds = toleration_seconds
         self._caches = caches
         self._gates = gates
+        self._strategy_options = strategy_options(gates)
         self._clock = clock or RealClock()
         self._now = self._clock.now
         self.lifecycle = NamespaceLifecycle(
@@ -403,37 +401,9 @@ class Registry:
         return obj, encoding.envelope(field, encoding.with_resource_version(data, rev))
 
     def _prepare_for_create(self, kind: Kind, obj: Message) -> None:
-        set_defaults(obj)
-        if isinstance(obj, types_pb2.Pod):
-            # Upstream resets a new pod's status: only the kubelet and scheduler write it.
-            obj.ClearField("status")
-            obj.status.phase = "Pending"
-            if self._gates.enabled(MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD_SELECTOR_MERGE):
-                merge_match_label_keys(obj)
-            # PodSchedulingReadiness (GA 1.30): before it, the field is dropped as unknown.
-            if self._gates.enabled(POD_SCHEDULING_READINESS):
-                apply_scheduling_gated_condition(obj, self._now())
-            else:
-                obj.spec.ClearField("scheduling_gates")
-        elif isinstance(obj, types_pb2.PodDisruptionBudget):
-            obj.ClearField("status")
-        elif isinstance(obj, types_pb2.ReplicaSet | types_pb2.Deployment):
-            obj.ClearField("status")
-        elif isinstance(obj, types_pb2.Job):
-            obj.ClearField("status")
-            if not batch.manual_selector(obj):
-                batch.generate_selector(obj)
-        elif isinstance(obj, types_pb2.DaemonSet):
-            obj.ClearField("status")
-            apps.prepare_daemon_set_for_create(obj)
-        elif isinstance(obj, types_pb2.Node):
-            if not self._gates.enabled(IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION):
-                obj.spec.ClearField("pod_preemption_policy")  # a disabled field is dropped
-        elif isinstance(obj, types_pb2.Namespace):
-            ns_rules.prepare_for_create(obj)
-        elif isinstance(obj, types_pb2.Service):
-            obj.ClearField("status")
-            services.default_service(obj)
+        strategy_for(kind).prepare_for_create(obj, self._strategy_options, self._now())
+        if isinstance(obj, types_pb2.Service):
+            # The service REST storage's allocators (BeginCreate), after the strategy.
             services.allocate(
                 obj,
                 (
@@ -506,27 +476,13 @@ class Registry:
             set_defaults(result)  # upstream defaults every decoded object
             if isinstance(result, types_pb2.Pod):  # admission runs on create and update
                 admission.admit_default_toleration_seconds(result, self._toleration_seconds)
-            self._validate_spec_update(kind, current, result)
+            strategy_for(kind).prepare_for_update(result, current, self._strategy_options)
             if bumps_generation(current, result):
                 meta.generation = old_meta.generation + 1
         causes = validate_object(result, old=current)
         if causes:
             raise Invalid.from_causes(f'{kind.kind} "{old_meta.name}"', causes)
         return result
-
-    def _validate_spec_update(self, kind: Kind, old: Message, new: Message) -> None:
-        if isinstance(old, types_pb2.DaemonSet) and isinstance(new, types_pb2.DaemonSet):
-            apps.prepare_daemon_set_for_update(new, old)
-        if isinstance(old, types_pb2.Namespace) and isinstance(new, types_pb2.Namespace):
-            ns_rules.prepare_for_update(new, old)
-        if isinstance(old, types_pb2.Service) and isinstance(new, types_pb2.Service):
-            services.default_service(new)
-            services.keep_allocated(new, old)
-        if isinstance(old, types_pb2.Node) and isinstance(new, types_pb2.Node):
-            if not self._gates.enabled(
-                IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION
-            ) and not old.spec.HasField("pod_preemption_policy"):
-                new.spec.ClearField("pod_preemption_policy")
 
     # ------------------------------------------------------------ patch
 

@@ -1,4 +1,5 @@
-"""Service defaulting and address allocation (SetDefaults_Service, the service REST strategy).
+"""Service address allocation (the service REST storage's allocators; the defaulting and
+the update rule are the Service strategy, kemu.machinery.services).
 
 kemu proxies nothing, but a Service gets what upstream's apiserver gives it: type ClusterIP,
 sessionAffinity None, each port's protocol TCP and targetPort = port, the traffic policies, and
@@ -25,23 +26,6 @@ SERVICE_CLUSTER_IP_RANGE: Final = ipaddress.IPv4Network("10.96.0.0/12")
 _RESERVED: Final = frozenset({SERVICE_CLUSTER_IP_RANGE[0], SERVICE_CLUSTER_IP_RANGE[1]})
 NODE_PORT_RANGE: Final = range(30000, 32768)
 _ATTEMPTS: Final = 64
-
-
-def default_service(svc: types_pb2.Service) -> None:
-    spec = svc.spec
-    spec.type = spec.type or "ClusterIP"
-    spec.session_affinity = spec.session_affinity or "None"
-    for port in spec.ports:
-        port.protocol = port.protocol or "TCP"
-        target = port.target_port
-        if target.WhichOneof("value") is None or (
-            target.WhichOneof("value") == "int_val" and target.int_val == 0
-        ):
-            target.int_val = port.port
-    if spec.type in ("NodePort", "LoadBalancer") and not spec.external_traffic_policy:
-        spec.external_traffic_policy = "Cluster"
-    if spec.type != "ExternalName" and not spec.HasField("internal_traffic_policy"):
-        spec.internal_traffic_policy = "Cluster"
 
 
 def allocate(svc: types_pb2.Service, existing: Iterable[types_pb2.Service]) -> None:
@@ -118,23 +102,3 @@ def _free_port(used: set[int]) -> int:
     if not free:
         raise Invalid.field("spec.ports", "failed to allocate a node port: range is full")
     return free[0]
-
-
-def keep_allocated(new: types_pb2.Service, old: types_pb2.Service) -> None:
-    """An update that leaves the allocated addresses out keeps them (upstream's
-    patchAllocatedValues); one that changes them is refused by validation."""
-    if new.spec.type == "ExternalName":
-        return
-    if not new.spec.cluster_ip and old.spec.cluster_ip:
-        new.spec.cluster_ip = old.spec.cluster_ip
-    if not new.spec.cluster_ips:
-        new.spec.cluster_ips.extend(old.spec.cluster_ips)
-    if not new.spec.ip_families:
-        new.spec.ip_families.extend(old.spec.ip_families)
-    if not new.spec.HasField("ip_family_policy") and old.spec.HasField("ip_family_policy"):
-        new.spec.ip_family_policy = old.spec.ip_family_policy
-    if new.spec.type in ("NodePort", "LoadBalancer"):
-        old_ports = {(p.protocol, p.port): p.node_port for p in old.spec.ports}
-        for port in new.spec.ports:
-            if not port.node_port:
-                port.node_port = old_ports.get((port.protocol, port.port), 0)

@@ -6,15 +6,10 @@ import ipaddress
 
 import pytest
 
-from apiserver.server.services import (
-    NODE_PORT_RANGE,
-    SERVICE_CLUSTER_IP_RANGE,
-    allocate,
-    default_service,
-    keep_allocated,
-)
+from apiserver.server.services import NODE_PORT_RANGE, SERVICE_CLUSTER_IP_RANGE, allocate
 from kemu.api.v1 import types_pb2
 from kemu.machinery.errors import Invalid
+from kemu.machinery.services import default_service, keep_allocated
 
 
 def svc(type_: str = "", cluster_ip: str = "", node_port: int = 0) -> types_pb2.Service:

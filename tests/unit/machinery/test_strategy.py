@@ -1,0 +1,68 @@
+"""The per-kind strategies (kemu.machinery.strategy, upstream's PrepareForCreate and
+PrepareForUpdate) the apiserver's registry looks up instead of testing an object's type."""
+
+from __future__ import annotations
+
+from kemu.api.v1 import types_pb2
+from kemu.machinery.kinds import BY_KIND, kind_of
+from kemu.machinery.strategy import (
+    DEFAULT_STRATEGY,
+    STRATEGIES,
+    StrategyOptions,
+    strategy_for,
+)
+from kemu.testing import make_node, make_pod
+
+ON = StrategyOptions()
+OFF = StrategyOptions(
+    match_label_keys_merge=False, pod_scheduling_readiness=False, node_pod_preemption_policy=False
+)
+
+
+def test_every_strategy_is_for_a_kind_kemu_serves_and_others_get_the_default() -> None:
+    assert set(STRATEGIES) <= set(BY_KIND)
+    assert strategy_for(BY_KIND["ConfigMap"]) is DEFAULT_STRATEGY
+    assert strategy_for(BY_KIND["Pod"]) is STRATEGIES["Pod"]
+
+
+def test_a_new_pods_status_is_the_servers_and_a_gated_pod_says_so() -> None:
+    pod = make_pod("p").gate("example.com/wait").obj()
+    pod.status.phase = "Running"
+    pod.status.nominated_node_name = "n1"
+    strategy_for(kind_of(pod)).prepare_for_create(pod, ON, 100.0)
+    assert pod.status.phase == "Pending" and not pod.status.nominated_node_name
+    (cond,) = pod.status.conditions
+    assert (cond.type, cond.status, cond.reason) == ("PodScheduled", "False", "SchedulingGated")
+    assert pod.spec.containers[0].image_pull_policy, "defaulted first"
+
+
+def test_without_pod_scheduling_readiness_the_gates_are_dropped() -> None:
+    pod = make_pod("p").gate("example.com/wait").obj()
+    strategy_for(kind_of(pod)).prepare_for_create(pod, OFF, 100.0)
+    assert not pod.spec.scheduling_gates and not pod.status.conditions
+
+
+def test_a_nodes_status_is_kept_and_a_disabled_field_dropped_unless_stored_before() -> None:
+    node = make_node("n1").capacity(cpu="4").obj()
+    node.spec.pod_preemption_policy.CopyFrom(types_pb2.NodePodPreemptionPolicy())
+    strategy = strategy_for(kind_of(node))
+    strategy.prepare_for_create(node, OFF, 100.0)
+    assert node.status.capacity["cpu"] == "4", "nodes may set their status on create"
+    assert not node.spec.HasField("pod_preemption_policy")
+
+    stored = make_node("n1").obj()
+    stored.spec.pod_preemption_policy.CopyFrom(types_pb2.NodePodPreemptionPolicy())
+    new = make_node("n1").obj()
+    new.spec.pod_preemption_policy.CopyFrom(types_pb2.NodePodPreemptionPolicy())
+    strategy.prepare_for_update(new, stored, OFF)
+    assert new.spec.HasField("pod_preemption_policy"), "a stored value survives the gate off"
+
+
+def test_workload_kinds_reset_their_status_on_create() -> None:
+    for name in ("ReplicaSet", "Deployment", "Job", "DaemonSet", "PodDisruptionBudget", "Service"):
+        obj = BY_KIND[name].message()
+        obj.metadata.name = "x"  # type: ignore[attr-defined]
+        obj.status.SetInParent()  # type: ignore[attr-defined]
+        assert obj.HasField("status")
+        strategy_for(BY_KIND[name]).prepare_for_create(obj, ON, 100.0)
+        assert not obj.HasField("status"), name
