@@ -51,6 +51,9 @@ async def test_a_scheduler_whose_lease_is_taken_restarts_in_place_and_leads_agai
             log = proc.logs()
             assert "starting again as a fresh process" in log, "no restart yet"
             assert log.count("starting kube-scheduler") == 2, "not started again yet"
+            # (its metrics endpoint listens a moment after the start line: scraped before
+            # that, the connection is refused)
+            assert log.count("serving metrics and health") == 2, "not serving again yet"
             return True
 
         await eventually(restarted, timeout=20)
