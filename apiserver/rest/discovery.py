@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from kemu.machinery import subresources
 from kemu.machinery.kinds import KINDS, Kind
 
 VERBS: Final = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
@@ -65,26 +66,15 @@ def api_group(group: str) -> dict[str, Any] | None:
     }
 
 
-# subresources whose kind is of another group (policy/v1 Eviction, autoscaling/v1 Scale)
-_OTHER_GROUP: Final = {"eviction": ("policy", "v1"), "scale": ("autoscaling", "v1")}
-
-
 def _subresources(k: Kind) -> list[tuple[str, str, list[str]]]:
-    """(name, kind, verbs) of a kind's subresources."""
-    out: list[tuple[str, str, list[str]]] = []
-    if k.has_status:
-        out.append(("status", k.kind, ["get", "patch", "update"]))
-    if k.kind == "Pod":
-        out += [
-            ("binding", "Binding", ["create"]),
-            ("eviction", "Eviction", ["create"]),
-            ("resize", "Pod", ["get", "patch", "update"]),
-        ]
-    if k.kind == "Namespace":
-        out.append(("finalize", "Namespace", ["update"]))
-    if k.kind in ("Deployment", "ReplicaSet"):
-        out.append(("scale", "Scale", ["get", "patch", "update"]))
-    return out
+    """(name, kind, verbs) of a kind's subresources (kemu.machinery.subresources)."""
+    return [(s.name, s.served_kind or k.kind, sorted(s.verbs)) for s in subresources.of_kind(k)]
+
+
+def _group_version(sub: str) -> tuple[str, str] | None:
+    """The group and version of a subresource's kind when of another group (policy/v1
+    Eviction, autoscaling/v1 Scale)."""
+    return subresources.SUBRESOURCES[sub].group_version
 
 
 def resource_list(group: str, version: str) -> dict[str, Any] | None:
@@ -113,8 +103,9 @@ def resource_list(group: str, version: str) -> dict[str, Any] | None:
                 "kind": sub_kind,
                 "verbs": verbs,
             }
-            if sub in _OTHER_GROUP:
-                item.update(group=_OTHER_GROUP[sub][0], version=_OTHER_GROUP[sub][1])
+            other = _group_version(sub)
+            if other is not None:
+                item.update(group=other[0], version=other[1])
             resources.append(item)
     return {
         "kind": "APIResourceList",
@@ -160,7 +151,7 @@ def _aggregated_resource(k: Kind) -> dict[str, Any]:
         entry["categories"] = ["all"]
     subs = []
     for sub, sub_kind, verbs in _subresources(k):
-        sub_group, sub_version = _OTHER_GROUP.get(sub, (group, version))
+        sub_group, sub_version = _group_version(sub) or (group, version)
         subs.append(
             {
                 "subresource": sub,

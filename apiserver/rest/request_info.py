@@ -8,8 +8,12 @@ from collections.abc import Mapping
 from typing import Final
 
 from apiserver.server.inflight import RequestInfo
+from kemu.machinery import subresources
+from kemu.machinery.kinds import BY_KIND
 
-_NAMESPACE_SUBRESOURCES: Final = frozenset({"status", "finalize"})
+_NAMESPACE_SUBRESOURCES: Final = frozenset(
+    s.name for s in subresources.of_kind(BY_KIND["Namespace"])
+)
 _VERBS: Final = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 

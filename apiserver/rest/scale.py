@@ -5,7 +5,7 @@ written back as a patch of spec.replicas through the registry (upstream's ScaleR
 from __future__ import annotations
 
 import json
-from typing import Any, Final
+from typing import Any
 
 from google.protobuf.message import Message
 
@@ -13,14 +13,7 @@ from kemu.api.v1 import types_pb2
 from kemu.machinery import convert, jsonutil
 from kemu.machinery import patch as patches
 from kemu.machinery.errors import BadRequest, Invalid
-from kemu.machinery.kinds import Kind
 from kemu.machinery.labels import selector_from_label_selector
-
-SCALABLE: Final = frozenset({"Deployment", "ReplicaSet"})
-
-
-def scalable(kind: Kind) -> bool:
-    return kind.kind in SCALABLE
 
 
 def scale_of(obj: Message) -> dict[str, Any]:

@@ -36,7 +36,7 @@ from apiserver.server.registry import Registry
 from apiserver.server.servicer import ApiService
 from kemu.api.v1 import api_pb2
 from kemu.component.clock import Clock, RealClock
-from kemu.machinery import convert, jsonutil
+from kemu.machinery import convert, jsonutil, subresources
 from kemu.machinery import patch as patches
 from kemu.machinery.convert import UnknownFields
 from kemu.machinery.errors import ApiError, BadRequest, InternalError, NotFound
@@ -45,7 +45,13 @@ from kemu.machinery.kinds import unwrap
 
 logger = logging.getLogger(__name__)
 
-_SUBRESOURCES: Final = frozenset({"status", "binding", "eviction", "resize", "finalize", "scale"})
+# An HTTP method on an object's subresource: the verb the subresource table serves.
+_VERBS: Final = {
+    "GET": subresources.GET,
+    "POST": subresources.CREATE,
+    "PUT": subresources.UPDATE,
+    "PATCH": subresources.PATCH,
+}
 
 
 def _error(err: ApiError) -> web.Response:
@@ -97,10 +103,10 @@ def parse_path(parts: list[str]) -> Target | None:
         return None
     name = rest[1] if len(rest) > 1 else ""
     sub = rest[2] if len(rest) > 2 else ""
-    if sub and sub not in _SUBRESOURCES:
-        return None
-    if sub == "scale" and not scale.scalable(kind):
-        return None
+    if sub:
+        known = subresources.SUBRESOURCES.get(sub)
+        if known is None or not known.exists_for(kind):
+            return None
     return Target(kind, namespace, name, sub)
 
 
@@ -241,12 +247,14 @@ class RestApi:
             if m == "DELETE":
                 return await self._delete_collection(request, t)
             raise _method_not_allowed(m, t)
-        if t.subresource == "scale":
-            return await self._scale(request, t)
-        if t.subresource in ("binding", "eviction"):
-            if m != "POST":
+        if t.subresource:
+            sub = subresources.SUBRESOURCES[t.subresource]  # (parse_path found it)
+            if _VERBS.get(m) not in sub.verbs:
                 raise _method_not_allowed(m, t)
-            return await self._pod_action(request, t)
+            if sub is subresources.SCALE:
+                return await self._scale(request, t)
+            if m == "POST":
+                return await self._pod_action(request, t)
         if m == "GET":
             return self._object(request, t, await self._get(t))
         if m == "PUT":
@@ -326,12 +334,7 @@ class RestApi:
         registry = self._registry_for(request)
         unknown = _field_validation(request)
         obj = await self._decode(request, t, unknown)
-        if t.subresource == "resize":
-            updated: Message = await registry.resize(obj)  # type: ignore[arg-type]
-        elif t.subresource in ("", "status"):
-            updated = await registry.update(obj, status=t.subresource == "status")
-        else:
-            raise _method_not_allowed("PUT", t)
+        updated = await registry.update(obj, subresource=t.subresource)
         return _warn(self._object(request, t, updated), unknown)
 
     async def _patch(self, request: web.BaseRequest, t: Target) -> web.Response:
@@ -418,7 +421,7 @@ class RestApi:
         if not isinstance(body, dict):
             raise BadRequest("the request body must be a JSON object")
         body = {k: v for k, v in body.items() if k not in ("apiVersion", "kind")}
-        if t.subresource == "binding":
+        if t.subresource == subresources.BINDING.name:
             binding = api_pb2.Binding()
             convert.fill_message(binding, body)
             binding.metadata.namespace = self._namespace(t)

@@ -224,26 +224,6 @@ def _check_running_containers_report_resources(pod: types_pb2.Pod) -> None:
             return
 
 
-def drop_disabled_pod_status_fields(
-    new: types_pb2.Pod, old: types_pb2.Pod | None, *, observed_generation: bool
-) -> None:
-    """upstream's dropDisabledPodStatusFields for PodObservedGenerationTracking: without the
-    gate, status.observedGeneration and the conditions' observedGeneration are dropped from a
-    status write unless the stored pod already uses them (so a value written while the gate
-    was on is never wiped by a writer that does not know it)."""
-    if observed_generation:
-        return
-    in_use = old is not None and (
-        old.status.observed_generation != 0
-        or any(c.observed_generation for c in old.status.conditions)
-    )
-    if in_use:
-        return
-    new.status.observed_generation = 0
-    for c in new.status.conditions:
-        c.observed_generation = 0
-
-
 def parse_patch(text: str) -> dict[str, Any]:
     patch = jsonutil.loads(text, "the patch")
     if not isinstance(patch, dict):

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from google.protobuf.message import Message
 
+from apiserver.server.namespaces import NamespaceLifecycle
+from apiserver.server.store import GenericStore
 from kemu.api.v1 import api_pb2, types_pb2
 from kemu.component.version_rules import VersionRules
 from kemu.machinery import eviction as rules
@@ -29,9 +31,6 @@ from kemu.machinery.delete_options import check_delete_preconditions
 from kemu.machinery.deletion import DeleteOptions, plan_delete
 from kemu.machinery.errors import BadRequest, Conflict, Invalid, Timeout
 from kemu.machinery.kinds import BY_KIND
-
-if TYPE_CHECKING:
-    from apiserver.server.registry import Registry
 
 logger = logging.getLogger(__name__)
 
@@ -71,8 +70,11 @@ class EvictionOptions:
 
 
 class EvictionREST:
-    def __init__(self, registry: Registry, rules: VersionRules) -> None:
-        self._registry = registry
+    def __init__(
+        self, store: GenericStore, lifecycle: NamespaceLifecycle, rules: VersionRules
+    ) -> None:
+        self._store = store
+        self._lifecycle = lifecycle
         self._conditions = rules.eviction_disruption_condition
         self._honour_policy = rules.pdb_unhealthy_pod_eviction_policy
 
@@ -83,7 +85,7 @@ class EvictionREST:
             raise BadRequest("name in URL does not match name in Eviction object")
         options = EvictionOptions.of(eviction)
         # pods/eviction is a create: NamespaceLifecycle applies
-        await self._registry.lifecycle.admit_create("pods", name, namespace)
+        await self._lifecycle.admit_create("pods", name, namespace)
         pinned = options.delete.resource_version is not None
         pod: types_pb2.Pod | None = None
         for _ in range(_RETRIES):
@@ -120,20 +122,20 @@ class EvictionREST:
             raise
 
     async def _read_pod(self, namespace: str, name: str) -> types_pb2.Pod:
-        pod = (await self._registry.read(_POD, namespace, name)).obj
+        pod = (await self._store.read(_POD, namespace, name)).obj
         assert isinstance(pod, types_pb2.Pod)
         return pod
 
     def _pdbs(self, namespace: str) -> list[types_pb2.PodDisruptionBudget]:
         return [
             co.obj
-            for co in self._registry.cache(_PDB).objects()
+            for co in self._store.cache(_PDB).objects()
             if isinstance(co.obj, types_pb2.PodDisruptionBudget)
             and co.obj.metadata.namespace == namespace
         ]
 
     async def _take_disruption(self, pdb_name: str, pod: types_pb2.Pod, dry_run: bool) -> None:
-        now = self._registry.now()
+        now = self._store.now()
 
         def mutate(obj: Message) -> Message:
             assert isinstance(obj, types_pb2.PodDisruptionBudget)
@@ -141,11 +143,11 @@ class EvictionREST:
             return obj
 
         if dry_run:
-            current = (await self._registry.read(_PDB, pod.metadata.namespace, pdb_name)).obj
+            current = (await self._store.read(_PDB, pod.metadata.namespace, pdb_name)).obj
             mutate(current)
             return
         try:
-            await self._registry.guaranteed_update(_PDB, pod.metadata.namespace, pdb_name, mutate)
+            await self._store.guaranteed_update(_PDB, pod.metadata.namespace, pdb_name, mutate)
         except Conflict:
             raise Timeout(
                 f'Timeout: couldn\'t update PodDisruptionBudget "{pdb_name}" due to conflicts'
@@ -158,11 +160,11 @@ class EvictionREST:
         DELETE's preconditions), then the DELETE (upstream addConditionAndDeletePod)."""
         namespace, name = pod.metadata.namespace, pod.metadata.name
         if dry_run:
-            current = await self._registry.read(_POD, namespace, name)
-            plan_delete(current.obj, options, self._registry.now())  # its checks, no write
+            current = await self._store.read(_POD, namespace, name)
+            plan_delete(current.obj, options, self._store.now())  # its checks, no write
             return
         if self._conditions:
-            now = self._registry.now()
+            now = self._store.now()
 
             def mutate(obj: Message) -> Message:
                 assert isinstance(obj, types_pb2.Pod)
@@ -175,20 +177,12 @@ class EvictionREST:
                 rules.add_disruption_target(obj, now)
                 return obj
 
-            written = await self._registry.guaranteed_update(_POD, namespace, name, mutate)
+            written = await self._store.guaranteed_update(_POD, namespace, name, mutate)
             if options.resource_version is not None:
                 # we wrote it: the DELETE is pinned to our write
                 options = dataclasses.replace(
                     options,
                     resource_version=written.metadata.resource_version,  # type: ignore[attr-defined]
                 )
-        await self._registry.delete(
-            "pods",
-            namespace,
-            name,
-            grace_period=options.grace_period,
-            uid=options.uid,
-            resource_version=options.resource_version,
-            propagation_policy=options.propagation_policy,
-        )
+        await self._store.delete(_POD, namespace, name, options)
         logger.info("pod %s/%s evicted", namespace, name)

@@ -38,6 +38,7 @@ from kemu.machinery.errors import ApiError, BadRequest, Cause, InternalError, In
 from kemu.machinery.fencing import ENFORCE_KEY, TOKEN_KEY, FencingToken
 from kemu.machinery.kinds import Kind, kind_for_resource, kind_of, unwrap
 from kemu.machinery.selection import RequestFilter
+from kemu.machinery.subresources import STATUS
 
 logger = logging.getLogger(__name__)
 
@@ -234,7 +235,8 @@ class ApiService:
 
     async def update_status(self, req: api_pb2.UpdateRequest, context: Any) -> bytes:
         async def call() -> bytes:
-            return self._wrap(await self._registry.update(unwrap(req.object), status=True))
+            obj = await self._registry.update(unwrap(req.object), subresource=STATUS.name)
+            return self._wrap(obj)
 
         return await self._serve("update_status", self._resource_of(req.object), context, call)
 

@@ -19,9 +19,13 @@ sets spec.nodeName and PodScheduled=True and clears status.nominatedNodeName iff
 ClearingNominatedNodeNameAfterBinding is enabled in `gates`; evict deletes the pod (no
 PodDisruptionBudget check).
 
-Simple where the apiserver runs admission: create does no defaulting, no Priority admission, no
-NamespaceLifecycle (objects may live in namespaces that do not exist, immortal namespaces may be
-deleted), no status reset and no validation, so tests can store objects in any state.
+The writes mean what the apiserver's do where the rules are pure: an update and a status update
+go through the kinds' strategies (kemu.machinery.strategy: before_update, what a status update
+may change), and a subresource is looked up in the one table (kemu.machinery.subresources).
+Simple where the apiserver runs admission or needs its store: create does no defaulting, no
+Priority admission, no NamespaceLifecycle (objects may live in namespaces that do not exist,
+immortal namespaces may be deleted), no status reset and no validation, so tests can store
+objects in any state (as client-go's fake clientset stores what it is given).
 
 List and watch filter by namespace, label selector and field selector, parsed and matched by
 the apiserver's own code (kemu.machinery.selection), so the same selectors are refused; a watch from a
@@ -69,8 +73,9 @@ from kemu.component.featuregate import (
     POD_OBSERVED_GENERATION_TRACKING,
     FeatureGates,
 )
+from kemu.component.strategy_options import strategy_options
 from kemu.component.version import DEFAULT_VERSION
-from kemu.machinery import convert, kinds
+from kemu.machinery import convert, kinds, subresources
 from kemu.machinery import namespaces as ns_rules
 from kemu.machinery.convert import timestamp
 from kemu.machinery.delete_options import check_delete_preconditions, check_preconditions
@@ -91,13 +96,11 @@ from kemu.machinery.errors import (
 )
 from kemu.machinery.eviction import add_disruption_target
 from kemu.machinery.kinds import INITIAL_EVENTS_END_ANNOTATION
-from kemu.machinery.namespaces import FINALIZE_SUBRESOURCE
 from kemu.machinery.pod_conditions import set_scheduled
 from kemu.machinery.pod_strategy import check_bindable, check_binding_preconditions
 from kemu.machinery.selection import RequestFilter
+from kemu.machinery.strategy import before_update, strategy_for
 from kemu.machinery.update_strategy import (
-    apply_status_update_metadata,
-    backfill_qos_class,
     bumps_generation,
     check_update_uid,
 )
@@ -175,10 +178,6 @@ def _not_found(kind: kinds.Kind, name: str) -> NotFound:
     return NotFound(f'{kind.resource} "{name}" not found')
 
 
-def _no_subresource(resource: str, subresource: str) -> NotFound:
-    return NotFound(f"the server could not find the requested resource ({resource}/{subresource})")
-
-
 class _Watch:
     def __init__(
         self,
@@ -250,7 +249,9 @@ class FakeClient:
     ) -> None:
         self.clock: Clock = clock or RealClock()
         self.gates = gates or FeatureGates.for_version(DEFAULT_VERSION)
-        """The apiserver's gates (ClearingNominatedNodeNameAfterBinding for bind)."""
+        """The apiserver's gates (ClearingNominatedNodeNameAfterBinding for bind, and those
+        the strategies read)."""
+        self._strategy = strategy_options(self.gates)
         self.history_limit = history_limit
         self.actions: list[Action] = []
         self.version_info = api_pb2.VersionInfo(
@@ -452,18 +453,10 @@ class FakeClient:
         old = self._stored(kind, _ns(kind, meta.namespace), meta.name)
         self._check_rv(kind, old, meta.resource_version)
         if status:
-            if not kind.has_status:
-                raise _no_subresource(kind.resource, "status")
-            new = _copy(old)
-            _copy_field(new, obj, "status")
-            apply_status_update_metadata(new, obj)
-            if isinstance(new, types_pb2.Pod) and isinstance(old, types_pb2.Pod):
-                backfill_qos_class(new, old)
-        else:
-            new = _copy(obj)
-            if kind.has_status:
-                _copy_field(new, old, "status")
-        return self._store(kind, old, new, bump_generation=not status)
+            subresources.check(kind, subresources.STATUS.name, subresources.UPDATE)
+            written = strategy_for(kind).prepare_for_status_update(obj, old, self._strategy)
+            return self._store(kind, old, written, bump_generation=False)
+        return self._store(kind, old, before_update(kind, old, obj, self._strategy))
 
     def _resize(self, pod: types_pb2.Pod) -> types_pb2.Pod:
         kind = kinds.kind_of(pod)
@@ -724,14 +717,9 @@ class FakeClient:
             raise BadRequest(f"the patch is not valid JSON: {e}") from None
         if not isinstance(data, dict):
             raise BadRequest("a merge patch must be a JSON object")
-        if subresource not in ("", "status", "resize", FINALIZE_SUBRESOURCE):
-            raise BadRequest(f'unknown subresource "{subresource}"')
-        if subresource == "status" and not k.has_status:
-            raise _no_subresource(k.resource, subresource)
-        if subresource == "resize" and k.kind != "Pod":
-            raise _no_subresource(k.resource, subresource)
-        if subresource == FINALIZE_SUBRESOURCE and k.kind != "Namespace":
-            raise _no_subresource(k.resource, subresource)
+        sub = subresources.check(k, subresource, subresources.PATCH)
+        if sub is subresources.SCALE:
+            raise BadRequest(f"{k.resource}/scale is served by the REST edge only")
         stored = self._stored(k, ns, name)
         patch_meta = data.get("metadata")
         if isinstance(patch_meta, dict) and patch_meta.get("resourceVersion"):
@@ -739,11 +727,11 @@ class FakeClient:
         merged = convert.merge_patch(convert.to_dict(stored), data)
         obj = convert.from_dict(k, merged)
         _meta(obj).resource_version = _meta(stored).resource_version
-        if subresource == "":
+        if sub is None:
             return cast(M, self._update(obj, status=False))
-        if subresource == "status":
+        if sub is subresources.STATUS:
             return cast(M, self._update(obj, status=True))
-        if subresource == FINALIZE_SUBRESOURCE:
+        if sub is subresources.FINALIZE:
             assert isinstance(obj, types_pb2.Namespace) and isinstance(stored, types_pb2.Namespace)
             return cast(M, self._finalize(stored, obj))
         assert isinstance(obj, types_pb2.Pod)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from kemu.component.featuregate import (
     IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
     MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD_SELECTOR_MERGE,
+    POD_OBSERVED_GENERATION_TRACKING,
     POD_SCHEDULING_READINESS,
     FeatureGates,
 )
@@ -21,4 +22,5 @@ def strategy_options(gates: FeatureGates) -> StrategyOptions:
         node_pod_preemption_policy=gates.enabled(
             IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION
         ),
+        pod_observed_generation=gates.enabled(POD_OBSERVED_GENERATION_TRACKING),
     )

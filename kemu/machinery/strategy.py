@@ -23,8 +23,17 @@ from kemu.machinery import apps, batch
 from kemu.machinery import namespaces as ns_rules
 from kemu.machinery.defaults import set_defaults
 from kemu.machinery.kinds import Kind
-from kemu.machinery.pod_strategy import apply_scheduling_gated_condition, merge_match_label_keys
+from kemu.machinery.pod_strategy import (
+    apply_scheduling_gated_condition,
+    drop_disabled_pod_status_fields,
+    merge_match_label_keys,
+)
 from kemu.machinery.services import default_service, keep_allocated
+from kemu.machinery.update_strategy import (
+    apply_status_update_metadata,
+    backfill_qos_class,
+    bumps_generation,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +48,9 @@ class StrategyOptions:
     node_pod_preemption_policy: bool = True
     """InPlacePodVerticalScalingSchedulerPreemption: without it a Node's
     spec.podPreemptionPolicy is dropped (a disabled field), unless it was stored before."""
+    pod_observed_generation: bool = True
+    """PodObservedGenerationTracking: without it a pod status write's observedGenerations are
+    dropped unless the stored pod uses them."""
 
 
 class Strategy:
@@ -53,7 +65,19 @@ class Strategy:
             obj.ClearField("status")
 
     def prepare_for_update(self, new: Message, old: Message, opts: StrategyOptions) -> None:
-        """After defaulting (the registry defaults every decoded object)."""
+        """The kind's own rules for an update (after defaulting: the registry defaults every
+        decoded object); `before_update` applies them with the rules every kind shares."""
+
+    def prepare_for_status_update(
+        self, sent: Message, old: Message, opts: StrategyOptions
+    ) -> Message:
+        """What a status update of `old` stores (upstream's <kind>StatusStrategy
+        PrepareForUpdate): the stored object with the sent status and the metadata a status
+        update may change for the kind; `sent` is only read."""
+        result = _copy(old)
+        _copy_field(result, sent, "status")
+        apply_status_update_metadata(result, sent)
+        return result
 
 
 class _StatusReset(Strategy):
@@ -74,6 +98,19 @@ class PodStrategy(Strategy):
             apply_scheduling_gated_condition(obj, now)
         else:
             obj.spec.ClearField("scheduling_gates")
+
+    def prepare_for_status_update(
+        self, sent: Message, old: Message, opts: StrategyOptions
+    ) -> Message:
+        """podStatusStrategy.PrepareForUpdate: dropDisabledPodStatusFields and the QoS class
+        backfilled when the request leaves it empty."""
+        result = super().prepare_for_status_update(sent, old, opts)
+        assert isinstance(result, types_pb2.Pod) and isinstance(old, types_pb2.Pod)
+        drop_disabled_pod_status_fields(
+            result, old, observed_generation=opts.pod_observed_generation
+        )
+        backfill_qos_class(result, old)
+        return result
 
 
 class JobStrategy(_StatusReset):
@@ -162,3 +199,49 @@ STRATEGIES: Final[Mapping[str, Strategy]] = MappingProxyType(
 
 def strategy_for(kind: Kind) -> Strategy:
     return STRATEGIES.get(kind.kind, DEFAULT_STRATEGY)
+
+
+def before_update(kind: Kind, old: Message, sent: Message, opts: StrategyOptions) -> Message:
+    """What an update of `old` to `sent` stores (upstream's rest.BeforeUpdate with the kind's
+    PrepareForUpdate): `sent` with the identity and server-managed metadata of `old` (name,
+    namespace, creationTimestamp, the deletion fields, generation, a missing uid), the stored
+    status (the status subresource writes it), the kind's own rules, and the generation bumped
+    when the spec changed. `sent` is only read; defaulting and admission come before."""
+    result = _copy(sent)
+    meta: types_pb2.ObjectMeta = result.metadata  # type: ignore[attr-defined]
+    old_meta: types_pb2.ObjectMeta = old.metadata  # type: ignore[attr-defined]
+    meta.name, meta.namespace, meta.generation = (
+        old_meta.name,
+        old_meta.namespace,
+        old_meta.generation,
+    )
+    meta.uid = meta.uid or old_meta.uid  # (a different one is a Conflict: check_update_uid)
+    meta.creation_timestamp.CopyFrom(old_meta.creation_timestamp)
+    if old_meta.HasField("deletion_timestamp"):
+        meta.deletion_timestamp.CopyFrom(old_meta.deletion_timestamp)
+        meta.deletion_grace_period_seconds = old_meta.deletion_grace_period_seconds
+    else:
+        meta.ClearField("deletion_timestamp")
+        meta.ClearField("deletion_grace_period_seconds")
+    meta.resource_version = old_meta.resource_version
+    if kind.has_status:
+        _copy_field(result, old, "status")
+    strategy_for(kind).prepare_for_update(result, old, opts)
+    if bumps_generation(old, result):
+        meta.generation = old_meta.generation + 1
+    return result
+
+
+def _copy(obj: Message) -> Message:
+    out = obj.__class__()
+    out.CopyFrom(obj)
+    return out
+
+
+def _copy_field(dst: Message, src: Message, name: str) -> None:
+    """dst.name = src.name, an unset field staying unset (a write that changes nothing then
+    stores the same bytes)."""
+    if src.HasField(name):
+        getattr(dst, name).CopyFrom(getattr(src, name))
+    else:
+        dst.ClearField(name)

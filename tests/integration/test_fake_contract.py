@@ -344,6 +344,9 @@ async def scenario(c: ApiClient, ns: str) -> dict[str, Any]:
         for part in r.steps["get namespace after finalize"]
     )
     await r.step("finalize a pod", c.patch(Pod, "c", {}, ns, subresource="finalize"))
+    # the subresource table (kemu.machinery.subresources) answers for both
+    await r.step("patch pods/binding", c.patch(Pod, "c", {}, ns, subresource="binding"))
+    await r.step("patch pods/widget", c.patch(Pod, "c", {}, ns, subresource="widget"))
     return r.steps
 
 
@@ -543,6 +546,8 @@ EXPECTED: dict[str, Any] = {
         "NotFound",
         "the server could not find the requested resource (pods/finalize)",
     ),
+    "patch pods/binding": ("BadRequest", "pods/binding does not serve patch (it serves create)"),
+    "patch pods/widget": ("BadRequest", 'unknown subresource "widget"'),
 }
 
 

@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from apiserver.server.admission import (
-    admit_default_toleration_seconds,
-    drop_disabled_pod_status_fields,
-    resize_pod,
-)
+from apiserver.server.admission import admit_default_toleration_seconds, resize_pod
 from kemu.api.v1 import types_pb2
 from kemu.machinery.errors import Invalid
+from kemu.machinery.pod_strategy import drop_disabled_pod_status_fields
 from kemu.testing.builders import make_pod
 
 NOT_READY = "node.kubernetes.io/not-ready"

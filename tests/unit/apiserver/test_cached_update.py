@@ -14,7 +14,8 @@ from aetcd import rpc
 from google.protobuf.message import Message
 
 from apiserver.server.dry_run import DryRunStore
-from apiserver.server.registry import Registry, object_key
+from apiserver.server.registry import Registry
+from apiserver.server.store import object_key
 from apiserver.storage import encoding
 from apiserver.storage.etcd import Companion, EtcdStore, Guard, KeyValue, StaleRevision
 from apiserver.storage.watch_cache import CachedObject

@@ -185,7 +185,7 @@ async def test_a_status_patch_stores_what_the_whole_round_trip_stored(
     sent = _whole(POD, current, patch, None)
     assert isinstance(sent, types_pb2.Pod)
     sent.metadata.resource_version = current.metadata.resource_version
-    expected = env.registry._merge_update(POD, current, sent, status=True)
+    expected = env.registry._update_status(POD, current, sent)
     assert isinstance(expected, types_pb2.Pod)
     await env.registry.patch("pods", "default", "p", json.dumps(patch), "status")
     stored = env.stored_pod()

@@ -9,14 +9,19 @@ from kemu.machinery.strategy import (
     DEFAULT_STRATEGY,
     STRATEGIES,
     StrategyOptions,
+    before_update,
     strategy_for,
 )
 from kemu.testing import make_node, make_pod
 
 ON = StrategyOptions()
 OFF = StrategyOptions(
-    match_label_keys_merge=False, pod_scheduling_readiness=False, node_pod_preemption_policy=False
+    match_label_keys_merge=False,
+    pod_scheduling_readiness=False,
+    node_pod_preemption_policy=False,
+    pod_observed_generation=False,
 )
+POD = BY_KIND["Pod"]
 
 
 def test_every_strategy_is_for_a_kind_kemu_serves_and_others_get_the_default() -> None:
@@ -66,3 +71,64 @@ def test_workload_kinds_reset_their_status_on_create() -> None:
         assert obj.HasField("status")
         strategy_for(BY_KIND[name]).prepare_for_create(obj, ON, 100.0)
         assert not obj.HasField("status"), name
+
+
+def _stored_pod() -> types_pb2.Pod:
+    pod = make_pod("p").namespace("ns").obj()
+    pod.metadata.uid = "u1"
+    pod.metadata.generation = 3
+    pod.metadata.resource_version = "7"
+    pod.metadata.creation_timestamp.seconds = 100
+    pod.status.phase = "Running"
+    pod.status.qos_class = "BestEffort"
+    return pod
+
+
+def test_an_update_keeps_identity_and_status_and_bumps_the_generation_on_a_spec_change() -> None:
+    old = _stored_pod()
+    sent = types_pb2.Pod()
+    sent.CopyFrom(old)
+    sent.metadata.name = "renamed"
+    sent.metadata.uid = ""
+    sent.metadata.generation = 99
+    sent.metadata.labels["a"] = "b"
+    sent.status.phase = "Failed"
+    labels_only = before_update(POD, old, sent, ON)
+    assert isinstance(labels_only, types_pb2.Pod)
+    assert (labels_only.metadata.name, labels_only.metadata.uid) == ("p", "u1")
+    assert labels_only.metadata.generation == 3  # metadata is no spec change
+    assert labels_only.metadata.labels["a"] == "b"
+    assert labels_only.status.phase == "Running"  # the status subresource's to write
+    sent.spec.active_deadline_seconds = 5
+    spec_change = before_update(POD, old, sent, ON)
+    assert spec_change.metadata.generation == 4  # type: ignore[attr-defined]
+    assert sent.metadata.name == "renamed"  # (only read)
+
+
+def test_a_pod_status_update_takes_the_status_and_backfills_the_qos_class() -> None:
+    old = _stored_pod()
+    sent = types_pb2.Pod()
+    sent.CopyFrom(old)
+    sent.spec.node_name = "elsewhere"
+    sent.status.phase = "Succeeded"
+    sent.status.qos_class = ""
+    sent.status.observed_generation = 3
+    written = strategy_for(POD).prepare_for_status_update(sent, old, ON)
+    assert isinstance(written, types_pb2.Pod)
+    assert written.spec.node_name == ""  # the spec is the stored one
+    assert (written.status.phase, written.status.qos_class) == ("Succeeded", "BestEffort")
+    assert written.status.observed_generation == 3
+    gated = strategy_for(POD).prepare_for_status_update(sent, old, OFF)
+    assert gated.status.observed_generation == 0  # type: ignore[attr-defined]
+
+
+def test_a_node_status_update_keeps_the_stored_metadata() -> None:
+    old = make_node("n").label("zone", "a").obj()
+    sent = types_pb2.Node()
+    sent.CopyFrom(old)
+    sent.metadata.labels["zone"] = "b"
+    sent.status.capacity["cpu"] = "4"
+    written = strategy_for(BY_KIND["Node"]).prepare_for_status_update(sent, old, ON)
+    assert isinstance(written, types_pb2.Node)
+    assert written.metadata.labels["zone"] == "a"
+    assert written.status.capacity["cpu"] == "4"

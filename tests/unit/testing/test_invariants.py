@@ -9,6 +9,11 @@ import pytest
 from kemu.api.v1 import types_pb2
 from kemu.client.fake import FakeClient
 from kemu.client.interface import ADDED, DELETED, MODIFIED
+from kemu.component.featuregate import (
+    IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
+    FeatureGates,
+)
+from kemu.component.version import DEFAULT_VERSION
 from kemu.machinery.errors import Gone, Unavailable
 from kemu.testing.builders import NodeBuilder, PodBuilder, make_node, make_pod
 from kemu.testing.eventually import eventually
@@ -588,7 +593,13 @@ def test_lag_names_what_is_not_recorded_yet():
 
 @pytest.mark.anyio
 async def test_record_nodes_records_the_selected_nodes():
-    fake = FakeClient(make_node("n1").label("scenario", "x").obj(), make_node("other").obj())
+    # (the Node strategy keeps spec.podPreemptionPolicy only with KEP-5836's gate)
+    gates = FeatureGates.for_version(
+        DEFAULT_VERSION, {IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION: True}
+    )
+    fake = FakeClient(
+        make_node("n1").label("scenario", "x").obj(), make_node("other").obj(), gates=gates
+    )
     async with record_nodes(fake, "scenario=x") as nodes:
         await fake.create(make_node("n2").label("scenario", "x").obj())
         n1 = await fake.get(types_pb2.Node, "n1")
