@@ -13,10 +13,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
+# CLOCK=virtual: the cluster on kemu's virtual clock (`kemuctl clock rate N` sets its speed).
+CLOCK ?= real
 run: $(STAMP)
 	mkdir -p .kemu
 	$(BIN)/python -m kemu.machinery.kubeconfig .kemu/kubeconfig http://127.0.0.1:6445
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho start
+	PATH="$(CURDIR)/$(BIN):$$PATH" KEMU_CLOCK_FLAGS="--clock $(CLOCK)" $(BIN)/honcho start
 
 # The default suite mostly waits on processes: TEST_WORKERS pytest-xdist workers (a module's
 # cluster fixture stays on one worker: --dist loadfile), and the slowest tests listed at the end.

@@ -34,6 +34,7 @@ from apiserver.server.admission import (
     DefaultTolerationSeconds,
     system_priority_classes,
 )
+from apiserver.server.clock import ClusterClock
 from apiserver.server.inflight import (
     DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,
     DEFAULT_MAX_REQUESTS_INFLIGHT,
@@ -48,9 +49,12 @@ from kemu.api.v1 import api_pb2
 from kemu.component.options import new_parser, parse_component_args
 from kemu.component.runner import ComponentContext, cleanup_scope, retry_until_ready, run_component
 from kemu.component.version import BINARY_VERSION
-from kemu.machinery.errors import AlreadyExists, Unavailable
+from kemu.component.virtual_clock import VirtualClock
+from kemu.machinery.convert import parse_time
+from kemu.machinery.errors import AlreadyExists, Invalid, Unavailable
 from kemu.machinery.kinds import KINDS, kind_of
 from kemu.machinery.namespaces import SYSTEM_NAMESPACES, new_namespace
+from kemu.machinery.virtual_time import ClockMode
 
 logger = logging.getLogger(__name__)
 
@@ -117,6 +121,13 @@ def build_parser() -> argparse.ArgumentParser:
             help=f"the tolerationSeconds of the {which} NoExecute toleration that "
             "DefaultTolerationSeconds adds to every pod without one (default 300)",
         )
+    parser.add_argument(
+        "--clock-start",
+        default="",
+        metavar="RFC3339",
+        help="kemu only, with --clock virtual: the virtual time a fresh cluster's clock starts "
+        "at (default: the apiserver's start); a cluster whose clock exists keeps it",
+    )
     return parser
 
 
@@ -136,6 +147,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     for flag in ("max_requests_inflight", "max_mutating_requests_inflight"):
         if getattr(args, flag) < 0:
             parser.error(f"--{flag.replace('_', '-')}: {getattr(args, flag)} must be >= 0")
+    args.clock_start_at = None
+    if args.clock_start:
+        if options.clock is not ClockMode.VIRTUAL:
+            parser.error("--clock-start: needs --clock virtual")
+        try:
+            args.clock_start_at = (
+                parse_time(args.clock_start, "--clock-start").ToNanoseconds() / 1e9
+            )
+        except Invalid as e:
+            parser.error(f"--clock-start: {e.causes[0].message if e.causes else e.message}")
     servers = [s.strip() for s in args.etcd_servers.split(",") if s.strip()]
     if not servers:
         parser.error("--etcd-servers: at least one URL is required")
@@ -158,6 +179,9 @@ async def _serve(args: argparse.Namespace, store: EtcdStore, ctx: ComponentConte
         await store.status()
 
     await retry_until_ready(f"etcd at {args.etcd_servers}", check_etcd, clock=ctx.clock)
+    cluster_clock = None
+    if isinstance(ctx.clock, VirtualClock):
+        cluster_clock = ClusterClock(store, ctx.clock, start=getattr(args, "clock_start_at", None))
     metrics = Metrics(ctx.registry)
     caches = {
         k.resource: WatchCache(
@@ -201,6 +225,7 @@ async def _serve(args: argparse.Namespace, store: EtcdStore, ctx: ComponentConte
         version,
         clock=ctx.clock,
         bookmark_frequency=args.watch_bookmark_frequency,
+        cluster_clock=cluster_clock,
     )
     server = grpc.aio.server(
         options=[
@@ -222,6 +247,8 @@ async def _serve(args: argparse.Namespace, store: EtcdStore, ctx: ComponentConte
         raise SystemExit(f"cannot listen on {address}: {e}") from None
 
     async with anyio.create_task_group() as tg:
+        if cluster_clock is not None:  # before anything reads the time
+            await tg.start(cluster_clock.run)
         if threading.current_thread() is threading.main_thread():  # not in-process tests
             await tg.start(_drop_watches_on_signal, caches)
         for cache in caches.values():

@@ -35,11 +35,13 @@ from kemu import wire
 from kemu.api.cloud.v1 import cloud_pb2
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
+from kemu.client.clock import follow_cluster_clock
 from kemu.client.endpoints import add_server_flag
 from kemu.client.informer import InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.component.options import duration_flag, new_parser, parse_component_args
 from kemu.component.runner import ComponentContext, cleanup_scope, run_component
+from kemu.component.virtual_clock import VirtualClock
 
 logger = logging.getLogger(__name__)
 
@@ -109,6 +111,8 @@ async def serve(
         nodes.lister,
         server=args.server,
         provision_delay=args.provision_delay,
+        clock=ctx.clock,
+        clock_mode=ctx.options.clock,
     )
     serving = anyio.Event()
 
@@ -136,6 +140,19 @@ async def serve(
 
     try:
         async with anyio.create_task_group() as tg:
+            if isinstance(ctx.clock, VirtualClock) and isinstance(client, Client):
+                # --clock virtual: on the cluster clock before the instances' times are read
+                await client.wait_ready()
+                await tg.start(
+                    functools.partial(
+                        follow_cluster_clock,
+                        client,
+                        ctx.clock,
+                        component=COMPONENT,
+                        identity=f"{args.bind_address}:{args.port}",
+                    ),
+                    name="clock session",
+                )
             informers.start(tg)
             await informers.wait_for_cache_sync()
             await cloud.start()

@@ -23,6 +23,7 @@ from typing import Final
 import anyio
 
 from cloud.config import NODE_GROUP_LABEL, NodeGroupConfig
+from kemu.machinery.virtual_time import ClockMode
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +31,13 @@ STOP_TIMEOUT: Final = 10.0
 
 
 def kubelet_argv(
-    server: str, group: NodeGroupConfig, name: str, provider_id: str, root_dir: Path
+    server: str,
+    group: NodeGroupConfig,
+    name: str,
+    provider_id: str,
+    root_dir: Path,
+    *,
+    clock_mode: ClockMode = ClockMode.REAL,
 ) -> list[str]:
     """The command line of an instance's kubelet."""
     template = group.template
@@ -51,6 +58,8 @@ def kubelet_argv(
     ]  # fmt: skip
     if taints:
         argv += ["--register-with-taints", taints]
+    if clock_mode is not ClockMode.REAL:
+        argv += ["--clock", clock_mode.value]
     return [*argv, *template.kubelet_args]
 
 

@@ -18,8 +18,7 @@ The autoscaler is expected to delete such instances (DeleteNodes by providerID).
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
@@ -38,8 +37,10 @@ from cloud.state import (
 )
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import ApiClient
+from kemu.component.clock import Clock, RealClock
 from kemu.machinery.errors import Invalid, NotFound
 from kemu.machinery.node_conditions import is_node_ready
+from kemu.machinery.virtual_time import ClockMode
 
 logger = logging.getLogger(__name__)
 
@@ -98,8 +99,11 @@ class Cloud:
         *,
         server: str,
         provision_delay: float = 0.0,
-        wall_clock: Callable[[], float] = time.time,
+        clock: Clock | None = None,
+        clock_mode: ClockMode = ClockMode.REAL,
     ) -> None:
+        """`clock`: the cloud's (its instances' creation times, the provisioning delay, the
+        reconcile period); `clock_mode`: its instances' kubelets run with the same."""
         self.config = config
         self._store = store
         self._kubelets = kubelets
@@ -107,7 +111,9 @@ class Cloud:
         self._nodes = nodes
         self._server = server
         self._provision_delay = provision_delay
-        self._now = wall_clock
+        self._clock: Clock = clock or RealClock()
+        self._now = self._clock.now
+        self._clock_mode = clock_mode
         self._lock = anyio.Lock()
         self._background: TaskGroup | None = None
         """`run`'s task group while it runs: where deletions go on."""
@@ -355,7 +361,7 @@ class Cloud:
             try:
                 while True:
                     await self.reconcile()
-                    await anyio.sleep(RECONCILE_PERIOD)
+                    await self._clock.sleep(RECONCILE_PERIOD)
             finally:
                 self._background = None
 
@@ -378,6 +384,7 @@ class Cloud:
                 inst.name,
                 inst.provider_id,
                 self._store.directory / "instances" / inst.name,
+                clock_mode=self._clock_mode,
             )
             inst.pid = self._kubelets.start(inst.name, argv)
             started = True

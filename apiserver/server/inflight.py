@@ -183,6 +183,8 @@ _GRPC_VERBS: Final[dict[str, str]] = {
     "Bind": "create",
     "Resize": "update",
     "Evict": "create",
+    "GetClock": "get",
+    "SetClockRate": "update",
 }
 
 
@@ -191,6 +193,8 @@ def grpc_request_info(method: str, request: Any) -> RequestInfo:
     verb = _GRPC_VERBS.get(method, "")
     if method == "Version":
         return RequestInfo(verb, path="/version")
+    if method in ("GetClock", "SetClockRate"):  # kemu's cluster clock: a non-resource path
+        return RequestInfo(verb, path="/clock")
     if isinstance(request, api_pb2.CreateRequest | api_pb2.UpdateRequest):
         which = request.object.WhichOneof("kind")
         if which == "lease":  # only a Lease can be exempt: nothing else needs decoding

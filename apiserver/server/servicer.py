@@ -14,16 +14,17 @@ import json
 import logging
 import math
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any, Final, TypeVar
 
 import anyio
 import grpc
 from anyio.streams.memory import MemoryObjectReceiveStream
-from google.protobuf.message import Message
+from google.protobuf.message import DecodeError, Message
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from apiserver.server import fencing
+from apiserver.server.clock import ClusterClock
 from apiserver.server.inflight import MaxInflight, limit_unary
 from apiserver.server.registry import Registry
 from apiserver.storage import encoding
@@ -39,6 +40,7 @@ from kemu.machinery.fencing import ENFORCE_KEY, TOKEN_KEY, FencingToken
 from kemu.machinery.kinds import Kind, kind_for_resource, kind_of, unwrap
 from kemu.machinery.selection import RequestFilter
 from kemu.machinery.subresources import STATUS
+from kemu.machinery.virtual_time import REAL_TIME_CLOCK, ClockMode
 
 logger = logging.getLogger(__name__)
 
@@ -143,7 +145,9 @@ class ApiService:
         *,
         clock: Clock | None = None,
         bookmark_frequency: float = DEFAULT_BOOKMARK_FREQUENCY,
+        cluster_clock: ClusterClock | None = None,
     ) -> None:
+        self._cluster_clock = cluster_clock
         self._bookmark_frequency = bookmark_frequency
         self._registry = registry
         self._store = store
@@ -305,6 +309,52 @@ class ApiService:
             return info
 
         return await self._serve("get", "version", context, call)
+
+    # ------------------------------------------------------------ the cluster clock
+
+    async def get_clock(self, req: api_pb2.ClockRequest, context: Any) -> api_pb2.ClockStatus:
+        async def call() -> api_pb2.ClockStatus:
+            if self._cluster_clock is None:
+                return api_pb2.ClockStatus(mode=ClockMode.REAL.value, now=self._now())
+            return self._cluster_clock.status()
+
+        return await self._serve("get", "clock", context, call)
+
+    async def set_clock_rate(
+        self, req: api_pb2.SetClockRateRequest, context: Any
+    ) -> api_pb2.ClockStatus:
+        async def call() -> api_pb2.ClockStatus:
+            await self._virtual_clock().set_rate(req.rate)
+            return self._virtual_clock().status()
+
+        return await self._serve("update", "clock", context, call)
+
+    def _virtual_clock(self) -> ClusterClock:
+        if self._cluster_clock is None:
+            raise BadRequest(REAL_TIME_CLOCK)
+        return self._cluster_clock
+
+    async def clock_session(
+        self, requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext[Any, Any]
+    ) -> None:
+        """A component's clock session (a stream of ClockReport in, ClockSegment out)."""
+
+        async def reports() -> AsyncIterator[api_pb2.ClockReport]:
+            async for data in requests:
+                try:
+                    yield api_pb2.ClockReport.FromString(data)
+                except DecodeError:
+                    raise BadRequest("a ClockReport that does not decode") from None
+
+        async def send(segment: api_pb2.ClockSegment) -> None:
+            await context.write(segment.SerializeToString())
+
+        try:
+            await self._virtual_clock().session(reports(), send)
+        except ApiError as e:
+            code, details, md = wire.status_of(e)
+            context.set_trailing_metadata(md)
+            await context.abort(code, details)
 
     def _components(self) -> builtins.list[api_pb2.ComponentVersion]:
         """Components that hold a live identity lease (see kemu.client.identity)."""
@@ -578,11 +628,17 @@ class ApiService:
             "Resize": (self.resize, api_pb2.UpdateRequest, raw),
             "Evict": (self.evict, api_pb2.Eviction, ser),
             "Version": (self.version, api_pb2.VersionRequest, ser),
+            "GetClock": (self.get_clock, api_pb2.ClockRequest, ser),
+            "SetClockRate": (self.set_clock_rate, api_pb2.SetClockRateRequest, ser),
         }
         handlers = {name: unary(name, *method) for name, method in methods.items()}
         # A watch is long-running: never counted by the in-flight limit.
         handlers["Watch"] = grpc.unary_stream_rpc_method_handler(
             wire.unary_stream(self.watch, api_pb2.WatchRequest), response_serializer=raw
+        )
+        # A clock session lasts as long as its component: never counted either.
+        handlers["ClockSession"] = grpc.stream_stream_rpc_method_handler(
+            self.clock_session, response_serializer=raw
         )
         return grpc.method_handlers_generic_handler(SERVICE, handlers)
 

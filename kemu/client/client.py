@@ -443,6 +443,38 @@ class Client:
         finally:
             stream.close()
 
+    # ------------------------------------------------------------ the cluster clock
+
+    async def clock_status(self) -> api_pb2.ClockStatus:
+        """The cluster clock: its mode, time and, in virtual time, segment and timers."""
+        return await self._read("GetClock", api_pb2.ClockRequest(), api_pb2.ClockStatus)
+
+    async def set_clock_rate(self, rate: float) -> api_pb2.ClockStatus:
+        """Sets how fast virtual time flows (0 holds it); BadRequest in real time."""
+        return await self._call(
+            "SetClockRate", api_pb2.SetClockRateRequest(rate=rate), api_pb2.ClockStatus
+        )
+
+    async def clock_session(
+        self, reports: AsyncIterator[api_pb2.ClockReport]
+    ) -> AsyncIterator[api_pb2.ClockSegment]:
+        """A component's clock session (kemu.client.clock): the segments the apiserver
+        streams while `reports` (the component's pending timers) flow to it. Ends with the
+        stream; errors as ApiError."""
+        method = self._ensure_channel().stream_stream(
+            _SERVICE + "ClockSession",
+            request_serializer=lambda m: m.SerializeToString(),
+            response_deserializer=api_pb2.ClockSegment.FromString,
+        )
+        call = method(reports, wait_for_ready=self.wait_for_server)
+        try:
+            async for segment in call:
+                yield segment
+        except grpc.aio.AioRpcError as e:
+            raise _error(e) from None
+        finally:
+            call.cancel()
+
     async def update(self, obj: M) -> M:
         out = await self._call("Update", api_pb2.UpdateRequest(object=_wrap(obj)), api_pb2.Object)
         return _unwrap(out, type(obj))

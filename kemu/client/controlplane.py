@@ -30,6 +30,7 @@ import anyio
 from prometheus_client import Gauge
 
 from kemu.client.client import Client
+from kemu.client.clock import follow_cluster_clock
 from kemu.client.identity import run_identity_heartbeat
 from kemu.client.interface import ApiClient
 from kemu.client.leaderelection import (
@@ -41,6 +42,7 @@ from kemu.client.leaderelection import (
 from kemu.component.options import duration_flag
 from kemu.component.runner import ComponentContext, retry_until_ready
 from kemu.component.version import BINARY_VERSION
+from kemu.component.virtual_clock import VirtualClock
 from kemu.machinery.errors import Timeout, Unavailable
 
 logger = logging.getLogger(__name__)
@@ -148,6 +150,18 @@ async def run_elected(
                 "the apiserver", client.wait_ready, clock=ctx.clock, retry_on=(Unavailable, Timeout)
             )
             logger.info("the apiserver is ready")
+            if isinstance(ctx.clock, VirtualClock) and isinstance(client, Client):
+                # --clock virtual: on the cluster clock before any work reads the time
+                await tg.start(
+                    functools.partial(
+                        follow_cluster_clock,
+                        client,
+                        ctx.clock,
+                        component=component,
+                        identity=identity,
+                    ),
+                    name="clock session",
+                )
             tg.start_soon(
                 functools.partial(
                     run_identity_heartbeat,

@@ -105,6 +105,7 @@ from kemu.machinery.update_strategy import (
     check_update_uid,
 )
 from kemu.machinery.validation.meta import validate_no_new_finalizers
+from kemu.machinery.virtual_time import REAL_TIME_CLOCK
 
 _Key = tuple[str, str, str]  # resource, namespace, name
 
@@ -526,6 +527,15 @@ class FakeClient:
         out = api_pb2.VersionInfo()
         out.CopyFrom(self.version_info)
         return out
+
+    async def clock_status(self) -> api_pb2.ClockStatus:
+        """The apiserver's in real time (`clock`'s time)."""
+        await self._enter(Action("clock_status", ""))
+        return api_pb2.ClockStatus(mode="real", now=self.clock.now())
+
+    async def set_clock_rate(self, rate: float) -> api_pb2.ClockStatus:
+        await self._enter(Action("set_clock_rate", ""))
+        raise BadRequest(REAL_TIME_CLOCK)
 
     async def create(self, obj: M) -> M:
         kind = kinds.kind_of(obj)

@@ -30,6 +30,7 @@ from kemu.component.version import (
     parse_emulated_version,
 )
 from kemu.machinery.duration import DurationError, parse_duration
+from kemu.machinery.virtual_time import ClockMode
 
 DEFAULT_METRICS_BIND_ADDRESS: Final = "127.0.0.1"
 DEFAULT_SHUTDOWN_GRACE_PERIOD: Final = 10.0
@@ -113,6 +114,14 @@ def add_component_flags(parser: argparse.ArgumentParser, *, default_metrics_port
         help="after SIGTERM, how long the component may drain before it is cancelled "
         f"(default {DEFAULT_SHUTDOWN_GRACE_PERIOD:g})",
     )
+    group.add_argument(
+        "--clock",
+        choices=[m.value for m in ClockMode],
+        default=ClockMode.REAL.value,
+        help="kemu only: real (the host's time) or virtual (the cluster clock the apiserver "
+        "keeps, whose rate `kemuctl clock rate` sets); every component of a cluster runs with "
+        "the same (default real)",
+    )
 
 
 @dataclass(frozen=True)
@@ -125,6 +134,7 @@ class ComponentOptions:
     metrics_port: int | None = None
     """None: no health/metrics endpoint (the flag's 0); 0 here means any free port (tests)."""
     shutdown_grace_period: float = DEFAULT_SHUTDOWN_GRACE_PERIOD
+    clock: ClockMode = ClockMode.REAL
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, component: str) -> ComponentOptions:
@@ -157,6 +167,7 @@ class ComponentOptions:
             metrics_bind_address=args.metrics_bind_address.strip(),
             metrics_port=args.metrics_port or None,
             shutdown_grace_period=grace,
+            clock=ClockMode(args.clock),
         )
 
     @classmethod

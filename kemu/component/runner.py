@@ -56,6 +56,8 @@ from kemu.component.logs import setup_logging
 from kemu.component.metrics import new_registry
 from kemu.component.options import ComponentOptions
 from kemu.component.version import BINARY_VERSION
+from kemu.component.virtual_clock import VirtualClock
+from kemu.machinery.virtual_time import ClockMode
 
 logger = logging.getLogger(__name__)
 
@@ -189,7 +191,7 @@ async def run_component_async(
     ctx = ComponentContext(
         name,
         options,
-        clock=clock or RealClock(),
+        clock=clock or (VirtualClock() if options.clock is ClockMode.VIRTUAL else RealClock()),
         registry=registry or new_registry(name, options.gates),
         checks=HealthChecks(),
     )

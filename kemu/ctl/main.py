@@ -17,7 +17,7 @@ import anyio
 
 from kemu.client.interface import DEFAULT_NAMESPACE, ApiClient
 from kemu.component.clock import Clock, RealClock
-from kemu.ctl import apply, describe, drain, edit, get, rollout, version, wait
+from kemu.ctl import apply, clock, describe, drain, edit, get, rollout, version, wait
 from kemu.ctl.common import Context, CtlError, format_api_error
 from kemu.ctl.connect import DEFAULT_SERVER, SERVER_ENV, server_address
 from kemu.machinery.duration import DurationError, parse_duration
@@ -43,6 +43,7 @@ COMMANDS: Final[dict[str, Command]] = {
     "uncordon": drain.cmd_uncordon,
     "drain": drain.cmd_drain,
     "version": version.cmd_version,
+    "clock": clock.cmd_clock,
 }
 
 
@@ -245,6 +246,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--pod-selector", default="", help="only the pods with these labels")
 
+    p = command("clock", "show the cluster clock, or set its rate in virtual time (kemu only)")
+    p.add_argument("verb", nargs="?", choices=["rate"], help="rate N: set the rate")
+    p.add_argument("value", nargs="?", help="virtual seconds per wall second; 0 holds the clock")
+    p.add_argument("-o", "--output", help="json or yaml")
     p = command("version", "print the client, server and component versions")
     p.add_argument("--client", action="store_true", help="only the client's version")
     p.add_argument("-o", "--output", help="json or yaml")

@@ -122,9 +122,11 @@ MICRO_TIME_FIELDS: Final = frozenset(
 def format_time(ts: Timestamp, precision: str = "stored") -> str:
     """RFC 3339 in UTC. "stored": microseconds only when present (lossless for kemu's own round
     trips); "second": metav1.Time as upstream serializes it; "micro": metav1.MicroTime, always
-    six digits."""
+    six digits; "milli": always three (kemu's clock)."""
     when = dt.datetime.fromtimestamp(ts.seconds, tz=dt.UTC)
     text = when.strftime("%Y-%m-%dT%H:%M:%S")
+    if precision == "milli":
+        return text + f".{ts.nanos // 1_000_000:03d}Z"
     if precision == "micro" or (precision == "stored" and ts.nanos):
         text += f".{ts.nanos // 1000:06d}"
     return text + "Z"

@@ -23,6 +23,7 @@ from typing import Final
 
 from kemu.component.clock import SKEW_FILE_ENV
 from kemu.machinery import kubeconfig
+from kemu.machinery.virtual_time import ClockMode
 from kemu.testing.etcd import DEFAULT_QUOTA_BACKEND_BYTES, Etcd, cluster_members
 from kemu.testing.faultproxy import FaultProxy
 from kemu.testing.ports import LOOPBACK, free_port
@@ -107,14 +108,17 @@ class Cluster:
         stop_timeout: float = DEFAULT_STOP_TIMEOUT,
         env: Mapping[str, str] | None = None,
         proxy: FaultProxy | None = None,
+        clock: ClockMode = ClockMode.REAL,
     ) -> None:
-        """With `proxy` (started here, closed by `stop()`), every address a process of the
+        """`clock`: every component started runs with `--clock` so (and the cloud's kubelets).
+        With `proxy` (started here, closed by `stop()`), every address a process of the
         cluster dials goes through a link of it, named by the dialer and the dialed
         process: a component's apiservers, an apiserver's etcd members, an autoscaler's
         cloud, and (members=N) each etcd member's peers; the proxy's rules cut or delay
         them (kemu/testing/faultproxy.py). Clients of the test dial the processes
         directly."""
         self.root = Path(root)
+        self.clock = clock
         self.startup_timeout = startup_timeout
         self.stop_timeout = stop_timeout
         self.env = python_env(env)
@@ -310,6 +314,8 @@ class Cluster:
         if feature_gates:
             argv += ["--feature-gates", format_feature_gates(feature_gates)]
         argv += ["--metrics-port", str(metrics_port)]
+        if self.clock is not ClockMode.REAL:
+            argv += ["--clock", self.clock.value]
         proc = Component(
             name,
             module,

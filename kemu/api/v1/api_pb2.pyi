@@ -232,3 +232,51 @@ class VersionInfo(_message.Message):
     server: ComponentVersion
     components: _containers.RepeatedCompositeFieldContainer[ComponentVersion]
     def __init__(self, server: _Optional[_Union[ComponentVersion, _Mapping]] = ..., components: _Optional[_Iterable[_Union[ComponentVersion, _Mapping]]] = ...) -> None: ...
+
+class ClockSegment(_message.Message):
+    __slots__ = ("base_wall", "base_virtual", "rate", "generation")
+    BASE_WALL_FIELD_NUMBER: _ClassVar[int]
+    BASE_VIRTUAL_FIELD_NUMBER: _ClassVar[int]
+    RATE_FIELD_NUMBER: _ClassVar[int]
+    GENERATION_FIELD_NUMBER: _ClassVar[int]
+    base_wall: float
+    base_virtual: float
+    rate: float
+    generation: int
+    def __init__(self, base_wall: _Optional[float] = ..., base_virtual: _Optional[float] = ..., rate: _Optional[float] = ..., generation: _Optional[int] = ...) -> None: ...
+
+class ClockReport(_message.Message):
+    __slots__ = ("component", "identity", "timers", "next_deadline")
+    COMPONENT_FIELD_NUMBER: _ClassVar[int]
+    IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    TIMERS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_DEADLINE_FIELD_NUMBER: _ClassVar[int]
+    component: str
+    identity: str
+    timers: int
+    next_deadline: float
+    def __init__(self, component: _Optional[str] = ..., identity: _Optional[str] = ..., timers: _Optional[int] = ..., next_deadline: _Optional[float] = ...) -> None: ...
+
+class ClockRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ClockStatus(_message.Message):
+    __slots__ = ("mode", "now", "segment", "timers", "sessions")
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    NOW_FIELD_NUMBER: _ClassVar[int]
+    SEGMENT_FIELD_NUMBER: _ClassVar[int]
+    TIMERS_FIELD_NUMBER: _ClassVar[int]
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    mode: str
+    now: float
+    segment: ClockSegment
+    timers: int
+    sessions: _containers.RepeatedCompositeFieldContainer[ClockReport]
+    def __init__(self, mode: _Optional[str] = ..., now: _Optional[float] = ..., segment: _Optional[_Union[ClockSegment, _Mapping]] = ..., timers: _Optional[int] = ..., sessions: _Optional[_Iterable[_Union[ClockReport, _Mapping]]] = ...) -> None: ...
+
+class SetClockRateRequest(_message.Message):
+    __slots__ = ("rate",)
+    RATE_FIELD_NUMBER: _ClassVar[int]
+    rate: float
+    def __init__(self, rate: _Optional[float] = ...) -> None: ...

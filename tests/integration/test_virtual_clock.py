@@ -1,0 +1,210 @@
+"""The cluster clock in virtual time (`--clock virtual`, issue #30's first part): the apiserver
+keeps it in etcd, every component follows it, `kemuctl clock` shows it and sets its rate.
+Timestamps, grace periods and holds are checked on the API's objects."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from kemu.api.v1 import api_pb2, types_pb2
+from kemu.client.client import Client
+from kemu.machinery.convert import parse_time
+from kemu.machinery.errors import NotFound
+from kemu.machinery.virtual_time import ClockMode
+from kemu.testing import Cluster, make_pod
+from kemu.testing.eventually import eventually
+from kemu.testing.names import unique_name
+from kemu.testing.namespaces import create_namespace
+from kemu.testing.processes import python_env, run_python_module
+from tests.integration.autoscaler_env import open_clients
+
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+
+START = "2031-01-02T03:04:05Z"
+START_AT = parse_time(START, "start").seconds
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with Cluster(tmp_path_factory.mktemp("virtual"), clock=ClockMode.VIRTUAL) as c:
+        c.start_etcd()
+        c.start_apiserver(extra_args=["--clock-start", START])
+        c.start_kubelet("n1")
+        c.start_scheduler()
+        c.start_controllermanager()
+        yield c
+
+
+def kemuctl(cluster: Cluster, *args: str) -> tuple[int, str, str]:
+    done = run_python_module("kemu.ctl", args, env=python_env({"KEMU_SERVER": cluster.server}))
+    return done.returncode, done.stdout, done.stderr
+
+
+async def test_kemuctl_clock_shows_the_virtual_clock_and_the_components_timers(
+    cluster: Cluster,
+) -> None:
+    async with Client(cluster.server) as client:
+        await client.set_clock_rate(1)
+
+        async def three_sessions() -> api_pb2.ClockStatus:
+            status = await client.clock_status()
+            names = sorted(r.component for r in status.sessions)
+            assert names == ["kube-controller-manager", "kube-scheduler", "kubelet"], names
+            assert all(r.timers > 0 for r in status.sessions), status.sessions
+            return status
+
+        await eventually(three_sessions, timeout=20)
+    rc, out, err = kemuctl(cluster, "clock", "-o", "json")
+    assert rc == 0, err
+    shown = json.loads(out)
+    assert set(shown) == {"mode", "now", "rate", "timers"}
+    assert shown["mode"] == "virtual" and shown["rate"] == 1 and shown["timers"] > 0
+    # the clock started at --clock-start, not at the host's time
+    assert START_AT <= parse_time(shown["now"], "now").seconds < START_AT + 3600
+
+
+async def test_at_rate_10_a_pods_30s_grace_period_passes_in_virtual_time(
+    cluster: Cluster,
+) -> None:
+    async with Client(cluster.server) as client:
+        await client.set_clock_rate(10)
+        ns = await create_namespace(client, "grace")
+        name = unique_name("p")
+        await client.create(make_pod(name).namespace(ns).obj())
+
+        async def running() -> bool:
+            pod = await client.get(types_pb2.Pod, name, ns)
+            assert pod.status.phase == "Running", pod.status.phase
+            return True
+
+        await eventually(running, timeout=20)
+        asked = (await client.clock_status()).now
+        deleting = await client.delete(types_pb2.Pod, name, ns)
+        deadline = deleting.metadata.deletion_timestamp.ToNanoseconds() / 1e9
+        assert deadline == pytest.approx(asked + 30, abs=2.0)  # virtual seconds
+
+        async def gone() -> bool:
+            try:
+                await client.get(types_pb2.Pod, name, ns)
+            except NotFound:
+                return True
+            raise AssertionError("still there")
+
+        # 30 s of grace at 10x: within this deadline only if the kubelet waits virtual time
+        await eventually(gone, timeout=20)
+        assert (await client.clock_status()).now >= deadline
+        await client.set_clock_rate(1)
+
+
+async def test_a_held_clock_stands_still_while_writes_and_scheduling_go_on(
+    cluster: Cluster,
+) -> None:
+    async with Client(cluster.server) as client:
+        held = await client.set_clock_rate(0)
+        now = held.segment.base_virtual
+        ns = await create_namespace(client, "held")
+        name = unique_name("p")
+        created = await client.create(make_pod(name).namespace(ns).obj())
+        assert created.metadata.creation_timestamp.ToNanoseconds() / 1e9 == pytest.approx(
+            now, abs=0.001
+        )
+
+        async def bound() -> types_pb2.Pod:
+            pod = await client.get(types_pb2.Pod, name, ns)
+            assert pod.spec.node_name == "n1", "not bound yet"
+            return pod
+
+        pod = await eventually(bound, timeout=20)
+        scheduled = [c for c in pod.status.conditions if c.type == "PodScheduled"]
+        assert scheduled and scheduled[0].last_transition_time.ToNanoseconds() / 1e9 == (
+            pytest.approx(now, abs=0.001)
+        )
+        assert (await client.clock_status()).now == now
+        await client.set_clock_rate(1)
+
+
+def test_the_clock_outlives_an_apiserver_restart(
+    cluster_factory: Callable[..., Cluster], anyio_backend: str
+) -> None:
+    import anyio
+
+    cluster = cluster_factory(clock=ClockMode.VIRTUAL)
+    cluster.start_etcd()
+    apiserver = cluster.start_apiserver(extra_args=["--clock-start", START])
+
+    async def hold() -> float:
+        async with Client(cluster.server) as client:
+            status = await client.set_clock_rate(0)
+            return status.segment.base_virtual
+
+    async def read() -> api_pb2.ClockStatus:
+        async with Client(cluster.server) as client:
+            return await client.clock_status()
+
+    held_at = anyio.run(hold)
+    assert START_AT <= held_at < START_AT + 60
+    apiserver.kill()
+    apiserver.start()
+    apiserver.wait_ready()
+    status = anyio.run(read)
+    assert status.mode == "virtual"
+    assert (status.now, status.segment.rate) == (held_at, 0.0)  # neither reset nor moved
+
+
+def test_a_virtual_time_component_refuses_a_real_time_apiserver(
+    cluster_factory: Callable[..., Cluster], tmp_path: Path
+) -> None:
+    cluster = cluster_factory(check_exits=False)
+    cluster.start_etcd()
+    cluster.start_apiserver()
+    rc, out, err = kemuctl(cluster, "clock", "-o", "json")
+    assert rc == 0, err
+    assert set(json.loads(out)) == {"mode", "now"} and json.loads(out)["mode"] == "real"
+    rc, out, err = kemuctl(cluster, "clock", "rate", "5")
+    assert rc == 1 and "the cluster clock is real time" in err
+    scheduler = cluster.start_scheduler(extra_args=["--clock", "virtual"], wait=False)
+
+    def exited() -> bool:
+        assert not scheduler.running, "still running"
+        return True
+
+    import anyio
+
+    anyio.run(eventually, exited)
+    assert scheduler.returncode not in (0, None)
+    assert "--clock virtual: the cluster clock is real time" in scheduler.logs()
+
+
+CLOUD = """
+nodeGroups:
+- name: pool-a
+  maxSize: 2
+  template:
+    capacity: {cpu: "2", memory: 4Gi, pods: "20"}
+"""
+
+
+async def test_the_clouds_instances_follow_the_cluster_clock(
+    cluster_factory: Callable[..., Cluster],
+) -> None:
+    cluster = cluster_factory(clock=ClockMode.VIRTUAL)
+    cluster.start_etcd()
+    cluster.start_apiserver(extra_args=["--clock-start", START])
+    cluster.start_cloud(CLOUD)
+    async with open_clients(cluster) as (api, provider):
+        await provider.increase_size("pool-a", 1)
+
+        async def instance_kubelet_in_session() -> api_pb2.ClockStatus:
+            status = await api.clock_status()
+            names = sorted(r.component for r in status.sessions)
+            assert names == ["cloud", "kubelet"], names
+            return status
+
+        await eventually(instance_kubelet_in_session, timeout=30)
+        node = (await api.list_all(types_pb2.Node)).items[0]
+        created = node.metadata.creation_timestamp.seconds
+        assert START_AT <= created < START_AT + 3600  # written on the virtual clock

@@ -1,0 +1,84 @@
+"""A process's VirtualClock (kemu/component/virtual_clock.py): virtual time from the cluster
+clock's segment, sleeps that follow rate changes, pending timers counted."""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+import pytest
+
+from kemu.component.virtual_clock import VirtualClock
+from kemu.machinery.virtual_time import ClockSegment
+
+pytestmark = pytest.mark.anyio
+
+START = 1_800_000_000.0
+
+
+def _segment(rate: float, generation: int = 1) -> ClockSegment:
+    return ClockSegment(base_wall=time.time(), base_virtual=START, rate=rate, generation=generation)
+
+
+async def test_until_attached_the_clock_is_the_hosts() -> None:
+    clock = VirtualClock()
+    attached = clock.attached
+    assert not attached
+    assert abs(clock.now() - time.time()) < 1.0
+    clock.set_segment(_segment(1.0))
+    assert clock.attached
+    assert START <= clock.now() < START + 1.0
+
+
+async def test_an_older_segment_is_ignored() -> None:
+    clock = VirtualClock()
+    assert clock.set_segment(_segment(1.0, generation=2))
+    assert not clock.set_segment(_segment(50.0, generation=1))
+    assert clock.segment is not None and clock.segment.rate == 1.0
+
+
+async def test_a_sleep_lasts_virtual_seconds_at_the_rate() -> None:
+    clock = VirtualClock()
+    clock.set_segment(_segment(1_000.0))
+    before = clock.monotonic()
+    with anyio.fail_after(5):  # 30 virtual seconds are 30 ms of wall time
+        await clock.sleep(30.0)
+    assert clock.monotonic() - before >= 30.0
+
+
+async def test_a_held_clock_keeps_its_sleepers_until_it_moves_again() -> None:
+    clock = VirtualClock()
+    clock.set_segment(_segment(0.0))
+    woke = anyio.Event()
+
+    async def sleeper() -> None:
+        await clock.sleep(5.0)
+        woke.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(sleeper)
+        await anyio.sleep(0.2)
+        assert not woke.is_set()
+        assert clock.timers == 1
+        assert clock.next_deadline() == pytest.approx(START + 5.0, abs=0.01)
+        held = clock.segment
+        assert held is not None
+        clock.set_segment(held.with_rate(1_000.0, time.time()))
+        with anyio.fail_after(5):
+            await woke.wait()
+    assert clock.timers == 0
+
+
+async def test_timer_changes_are_signalled_for_the_clock_session() -> None:
+    clock = VirtualClock()
+    clock.set_segment(_segment(0.0))
+    assert clock.take_timers() == (0, None)
+    changed = clock.timers_changed
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(clock.sleep, 1.0)
+        with anyio.fail_after(5):
+            await changed.wait()
+        count, deadline = clock.take_timers()
+        assert count == 1 and deadline == pytest.approx(START + 1.0, abs=0.01)
+        tg.cancel_scope.cancel()
+    assert clock.timers == 0 and clock.timers_changed.is_set()

@@ -1,0 +1,60 @@
+"""The virtual clock's segments (kemu/machinery/virtual_time.py)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from kemu.machinery.errors import Invalid
+from kemu.machinery.virtual_time import ClockSegment, parse_rate
+
+
+def test_virtual_time_follows_wall_time_at_the_rate_from_the_segments_start() -> None:
+    s = ClockSegment(base_wall=100.0, base_virtual=5_000.0, rate=10.0)
+    assert s.at(100.0) == 5_000.0
+    assert s.at(101.5) == 5_015.0
+    assert s.at(99.0) == 5_000.0  # a reader whose wall clock lags sees the base, not earlier
+    assert s.wall_at(5_015.0) == 101.5
+    assert s.wall_at(4_000.0) == 100.0
+
+
+def test_a_held_clock_never_reaches_a_later_instant() -> None:
+    s = ClockSegment(base_wall=100.0, base_virtual=5_000.0, rate=0.0)
+    assert s.at(1_000.0) == 5_000.0
+    assert s.wall_at(5_000.5) == math.inf
+
+
+def test_a_rate_change_continues_from_the_instant_reached() -> None:
+    s = ClockSegment(base_wall=100.0, base_virtual=5_000.0, rate=10.0, generation=3)
+    held = s.with_rate(0.0, 102.0)
+    assert (held.base_wall, held.base_virtual, held.rate, held.generation) == (
+        102.0,
+        5_020.0,
+        0.0,
+        4,
+    )
+    again = held.with_rate(2.0, 110.0)
+    assert again.at(111.0) == 5_022.0  # held for 8 wall seconds: no virtual time lost or skipped
+
+
+@pytest.mark.parametrize(("text", "rate"), [("1", 1.0), ("0", 0.0), ("10", 10.0), (" 2.5 ", 2.5)])
+def test_a_rate_is_a_number_of_virtual_seconds_per_wall_second(text: str, rate: float) -> None:
+    assert parse_rate(text) == rate
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("-1", "must be between 0 and"),
+        ("nan", "must be between 0 and"),
+        ("1e9", "must be between 0 and"),
+        ("fast", 'Invalid value: "fast": must be a number >= 0'),
+        ("max", "the event-driven clock is not available yet"),
+    ],
+)
+def test_a_bad_rate_is_invalid_naming_the_field(text: str, message: str) -> None:
+    with pytest.raises(Invalid) as e:
+        parse_rate(text)
+    assert e.value.causes[0].field == "rate"
+    assert message in e.value.causes[0].message
