@@ -191,6 +191,15 @@ async def _serve(args: argparse.Namespace, store: EtcdStore, ctx: ComponentConte
     }
     ctx.add_readiness_check("etcd", lambda: etcd_ok)
     ctx.add_readiness_check("watch-cache", lambda: all(c.ready for c in caches.values()))
+    if cluster_clock is not None:
+
+        def caught_up() -> bool:
+            """Every write of this apiserver seen by its watch cache, every frame taken."""
+            return all(
+                caches[r].event_revision >= rev for r, rev in registry.store.written.items()
+            ) and not any(c.buffered() for c in caches.values())
+
+        cluster_clock.watch_quiescence(caught_up)
     registry = Registry(
         store,
         caches,
@@ -278,7 +287,7 @@ async def _serve(args: argparse.Namespace, store: EtcdStore, ctx: ComponentConte
                     etcd_ok = True
                 except Unavailable:
                     etcd_ok = False
-                await ctx.clock.sleep(2.0)
+                await anyio.sleep(2.0)  # (wall time: etcd's health is a transport matter)
 
         tg.start_soon(health)
         await ctx.stopping.wait()

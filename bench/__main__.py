@@ -57,6 +57,11 @@ BENCHMARKS: Final[dict[str, tuple[str, str]]] = {
         "Retry-After): offered vs served, 429s, /readyz latency, leader leases kept, "
         "nothing lost",
     ),
+    "virtual_time": (
+        "bench.virtual_time",
+        "the event-driven virtual clock against wall time: an idle cluster of hollow nodes "
+        "advanced an hour, an autoscaler scale-up and scale-down at upstream's timers",
+    ),
 }
 
 

@@ -18,6 +18,7 @@ from apiserver.rest.table import include_object, table, wants_table
 from apiserver.server.servicer import ApiService
 from kemu.api.v1 import api_pb2
 from kemu.component.clock import Clock, RealClock
+from kemu.component.virtual_clock import move_on_after
 from kemu.machinery import convert
 from kemu.machinery.errors import Gone
 from kemu.machinery.kinds import unwrap
@@ -39,7 +40,8 @@ def select(
 class Reads:
     def __init__(self, service: ApiService, clock: Clock | None = None) -> None:
         self._service = service
-        self._now = (clock or RealClock()).now
+        self._clock: Clock = clock or RealClock()
+        self._now = self._clock.now
 
     async def get_list(self, request: web.BaseRequest, t: Target) -> web.Response:
         q = request.query
@@ -109,7 +111,9 @@ class Reads:
                 async with receive:
                     while True:
                         frame = None
-                        with anyio.move_on_after(frequency if bookmarks else float("inf")):
+                        async with move_on_after(
+                            self._clock, frequency if bookmarks else float("inf")
+                        ):
                             try:
                                 frame = await receive.receive()
                             except anyio.EndOfStream:

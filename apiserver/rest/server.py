@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any, Final
 from urllib.parse import unquote
 
@@ -139,10 +140,10 @@ class RestApi:
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         try:
-            with (
-                self._inflight.acquire(request_info(request.method, request.path, request.query)),
-                fencing.serving(_fencing_token(request)),
-            ):
+            info = request_info(request.method, request.path, request.query)
+            # a watch from outside the cluster does not hold the event-driven clock
+            counted = self._service.activity.request() if info.verb != "watch" else nullcontext()
+            with self._inflight.acquire(info), fencing.serving(_fencing_token(request)), counted:
                 return await self._route(request)
         except ApiError as e:
             return _error(e)

@@ -16,18 +16,22 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Final
 
 import anyio
 from anyio.abc import TaskStatus
+from anyio.streams.memory import MemoryObjectSendStream
 
+from apiserver.server.activity import Activity
 from apiserver.storage.etcd import EtcdStore, StaleRevision
 from kemu.api.v1 import api_pb2
 from kemu.component.virtual_clock import VirtualClock
 from kemu.machinery.convert import format_time, timestamp
-from kemu.machinery.errors import Conflict, InternalError, Unavailable
+from kemu.machinery.errors import Conflict, InternalError, Invalid, Unavailable
 from kemu.machinery.virtual_time import ClockMode, ClockSegment, check_rate
 
 logger = logging.getLogger(__name__)
@@ -35,6 +39,10 @@ logger = logging.getLogger(__name__)
 KEY: Final = "/kemu.io/clock"
 _CAS_RETRIES: Final = 16
 _WATCH_RETRY: Final = 0.5  # wall seconds between attempts to watch the key again
+_SETTLE: Final = 0.002  # wall seconds between two looks at a busy cluster (rate max)
+_PROBE_TIMEOUT: Final = 2.0  # wall seconds a probe waits for every session's answer
+_IDLE_RECHECK: Final = 0.5  # wall seconds between looks at a cluster without timers
+_MAX_ADVANCE: Final = 10 * 365 * 24 * 3600.0
 
 
 def encode(segment: ClockSegment) -> bytes:
@@ -44,6 +52,8 @@ def encode(segment: ClockSegment) -> bytes:
             "baseVirtual": segment.base_virtual,
             "rate": segment.rate,
             "generation": segment.generation,
+            "eventDriven": segment.event_driven,
+            "advanceUntil": segment.advance_until,
         }
     ).encode()
 
@@ -56,6 +66,8 @@ def decode(data: bytes) -> ClockSegment:
             base_virtual=float(raw["baseVirtual"]),
             rate=float(raw["rate"]),
             generation=int(raw["generation"]),
+            event_driven=bool(raw.get("eventDriven", False)),
+            advance_until=float(raw.get("advanceUntil", 0.0)),
         )
     except (ValueError, KeyError, TypeError) as e:
         raise InternalError(f"the cluster clock in etcd ({KEY}) is corrupt: {e}") from None
@@ -67,7 +79,20 @@ def to_proto(segment: ClockSegment) -> api_pb2.ClockSegment:
         base_virtual=segment.base_virtual,
         rate=segment.rate,
         generation=segment.generation,
+        event_driven=segment.event_driven,
+        advance_until=segment.advance_until,
     )
+
+
+@dataclass
+class _Session:
+    """One component's clock session: its identity, its last report and answers to probes."""
+
+    outbound: MemoryObjectSendStream[api_pb2.ClockUpdate]
+    identity: str = ""
+    component: str = ""
+    report: api_pb2.ClockReport = field(default_factory=api_pb2.ClockReport)
+    answers: dict[int, api_pb2.ClockReport] = field(default_factory=dict)
 
 
 class ClusterClock:
@@ -86,26 +111,38 @@ class ClusterClock:
         self._start = start
         self._wall = wall
         self._ids = itertools.count()
-        self._sessions: dict[int, api_pb2.ClockReport] = {}
+        self._sessions: dict[int, _Session] = {}
+        self._answered = anyio.Event()
+        self.activity = Activity()
+        self._quiet_check: Callable[[], bool] = lambda: True
+        self._probes = itertools.count(1)
+
+    def watch_quiescence(self, quiet: Callable[[], bool]) -> None:
+        """What else the apiserver must be for the cluster to be quiescent (its watch caches
+        caught up with its writes, no frame waiting for a watcher): see app.py."""
+        self._quiet_check = quiet
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Loads (or, on a fresh cluster, writes) the segment, then follows the key."""
+        """Loads (or, on a fresh cluster, writes) the segment, then follows the key and, at
+        rate max, moves the clock."""
         revision = await self._load()
-        task_status.started()
-        while True:
-            try:
-                async for batch in self._store.watch(KEY, revision + 1):
-                    if not isinstance(batch, list):
-                        continue
-                    for event in batch:
-                        if event.key == KEY and event.value is not None:
-                            self._follow(decode(event.value))
-                        revision = max(revision, event.revision)
-            except Unavailable as e:
-                logger.warning("watching the cluster clock: %s; watching again", e)
-            # (a compacted revision: the current value is what matters)
-            revision = await self._load()
-            await anyio.sleep(_WATCH_RETRY)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._drive, name="event-driven clock")
+            task_status.started()
+            while True:
+                try:
+                    async for batch in self._store.watch(KEY, revision + 1):
+                        if not isinstance(batch, list):
+                            continue
+                        for event in batch:
+                            if event.key == KEY and event.value is not None:
+                                self._follow(decode(event.value))
+                            revision = max(revision, event.revision)
+                except Unavailable as e:
+                    logger.warning("watching the cluster clock: %s; watching again", e)
+                # (a compacted revision: the current value is what matters)
+                revision = await self._load()
+                await anyio.sleep(_WATCH_RETRY)
 
     async def _load(self) -> int:
         kv = await self._store.get(KEY)
@@ -125,23 +162,35 @@ class ClusterClock:
         return kv.mod_revision
 
     def _follow(self, segment: ClockSegment) -> None:
-        if self.clock.set_segment(segment):
-            logger.info(
-                "virtual clock at %s, rate %g (generation %d)",
-                _rfc3339(self.clock.now()),
-                segment.rate,
-                segment.generation,
-            )
+        previous = self.clock.segment
+        if not self.clock.set_segment(segment):
+            return
+        if (
+            previous is not None
+            and previous.event_driven
+            and segment.event_driven
+            and segment.advance_until == previous.advance_until
+        ):
+            logger.debug("virtual clock jumped to %s", _rfc3339(segment.base_virtual))
+            return
+        logger.info(
+            "virtual clock at %s, rate %s%s (generation %d)",
+            _rfc3339(self.clock.now()),
+            segment.rate_text,
+            f", advancing to {_rfc3339(segment.advance_until)}" if segment.advance_until else "",
+            segment.generation,
+        )
 
-    async def set_rate(self, rate: float) -> ClockSegment:
-        """Continues the clock at `rate` from the instant it has reached (Invalid for a rate
-        out of range)."""
-        check_rate(rate)
+    async def _swap(self, change: Callable[[ClockSegment], ClockSegment | None]) -> ClockSegment:
+        """Compare-and-swap of the segment: `change` of the current one (None: no change)."""
         for _ in range(_CAS_RETRIES):
             kv = await self._store.get(KEY)
             if kv is None:
                 raise InternalError(f"the cluster clock ({KEY}) is missing from etcd")
-            segment = decode(kv.value).with_rate(rate, self._wall())
+            current = decode(kv.value)
+            segment = change(current)
+            if segment is None:
+                return current
             try:
                 await self._store.update(KEY, encode(segment), kv.mod_revision)
             except (StaleRevision, Conflict):
@@ -150,48 +199,170 @@ class ClusterClock:
             return segment
         raise Conflict("the cluster clock changed too often: try again")
 
+    async def set_rate(self, rate: float) -> ClockSegment:
+        """Continues the clock at `rate` (math.inf: max) from the instant it has reached
+        (Invalid for a rate out of range)."""
+        if rate != math.inf:
+            check_rate(rate)
+        return await self._swap(lambda s: s.with_rate(rate, self._wall()))
+
+    async def advance(self, seconds: float) -> ClockSegment:
+        """Runs the clock as rate max until `seconds` of virtual time have passed and the
+        work due then is done, then holds it; returns the held segment."""
+        if not (0 <= seconds <= _MAX_ADVANCE):  # also NaN
+            raise Invalid.field(
+                "seconds", f"Invalid value: {seconds:g}: must be between 0 and {_MAX_ADVANCE:g}"
+            )
+        until = self.clock.now() + seconds
+        await self._swap(lambda s: s.advancing(until, self._wall()))
+        while True:
+            changed = self.clock.next_change()
+            segment = self.clock.segment
+            assert segment is not None
+            if not segment.event_driven:
+                return segment  # held at `until` (or another rate was set meanwhile)
+            await changed.wait()
+
     # ------------------------------------------------------------ sessions
 
     async def session(
         self,
         reports: AsyncIterator[api_pb2.ClockReport],
-        send: Callable[[api_pb2.ClockSegment], Awaitable[None]],
+        send: Callable[[api_pb2.ClockUpdate], Awaitable[None]],
     ) -> None:
-        """One component's session: `send` the segment now and at every change, and keep its
-        last report (its pending timers) until the session ends."""
+        """One component's session: `send` the segment now and at every change, and the
+        probes of the event-driven clock; keep its reports until the session ends."""
         sid = next(self._ids)
-        self._sessions[sid] = api_pb2.ClockReport()
+        outbound, pending = anyio.create_memory_object_stream[api_pb2.ClockUpdate](64)
+        session = self._sessions[sid] = _Session(outbound)
 
         async def read_reports() -> None:
             async for report in reports:
-                self._sessions[sid] = report
+                session.identity = report.identity or session.identity
+                session.component = report.component or session.component
+                session.report = report
+                if report.probe:
+                    session.answers[report.probe] = report
+                    answered, self._answered = self._answered, anyio.Event()
+                    answered.set()
             tg.cancel_scope.cancel()  # the component closed its side
+
+        async def segments() -> None:
+            sent: ClockSegment | None = None
+            while True:
+                changed = self.clock.next_change()
+                segment = self.clock.segment
+                if segment is not None and segment != sent:
+                    sent = segment
+                    await outbound.send(api_pb2.ClockUpdate(segment=to_proto(segment)))
+                await changed.wait()
 
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(read_reports)
-                sent: ClockSegment | None = None
-                while True:
-                    changed = self.clock.next_change()
-                    segment = self.clock.segment
-                    if segment is not None and segment != sent:
-                        sent = segment
-                        await send(to_proto(segment))
-                    await changed.wait()
+                tg.start_soon(segments)
+                async with pending:
+                    async for update in pending:
+                        await send(update)
         finally:
             self._sessions.pop(sid, None)
+            answered, self._answered = self._answered, anyio.Event()
+            answered.set()  # a driver waiting for this session's answer stops waiting
 
     def status(self) -> api_pb2.ClockStatus:
         segment = self.clock.segment
         out = api_pb2.ClockStatus(
             mode=ClockMode.VIRTUAL.value,
             now=self.clock.now(),
-            timers=sum(r.timers for r in self._sessions.values()),
+            timers=sum(s.report.timers for s in self._sessions.values()) + self.clock.timers,
         )
         if segment is not None:
             out.segment.CopyFrom(to_proto(segment))
-        out.sessions.extend(r for r in self._sessions.values() if r.component)
+        out.sessions.extend(s.report for s in self._sessions.values() if s.component)
         return out
+
+    # ------------------------------------------------------------ rate max
+
+    def _locally_quiet(self) -> bool:
+        a = self.activity
+        return a.requests == 0 and a.sending == 0 and self._quiet_check()
+
+    async def _drive(self) -> None:
+        """At rate max: whenever the cluster is quiescent, jump to the earliest timer any
+        process holds (or to the end of an advance, and hold there)."""
+        while True:
+            segment = self.clock.segment
+            if segment is None or not segment.event_driven:
+                await self.clock.next_change().wait()
+                continue
+            quiet, deadline = await self._quiescence()
+            if not quiet:
+                continue
+            await self._step(segment, deadline)
+
+    async def _step(self, segment: ClockSegment, deadline: float | None) -> None:
+        """One move of the event-driven clock, the cluster being quiescent with its earliest
+        timer at `deadline`."""
+        now = self.clock.now()
+        until = segment.advance_until
+        if until and now >= until and (deadline is None or deadline > now):
+            # the end of the advance, and the work due then is done: hold
+            held = await self._swap(
+                lambda s: (
+                    s.with_rate(0.0, self._wall()) if s.generation == segment.generation else None
+                )
+            )
+            logger.info("virtual clock advanced to %s: holding", _rfc3339(held.base_virtual))
+            return
+        targets = [t for t in (deadline, until or None) if t is not None]
+        if not targets:  # nothing will happen by itself: wait for something to
+            with anyio.move_on_after(_IDLE_RECHECK):
+                await self.activity.next_change().wait()
+            return
+        target = min(targets)
+        if target <= now:
+            await anyio.sleep(_SETTLE)  # due already: its work is starting
+            return
+        await self._swap(
+            lambda s: s.jumped(target, self._wall()) if s.generation == segment.generation else None
+        )
+
+    async def _quiescence(self) -> tuple[bool, float | None]:
+        """Whether the cluster is quiescent, and then its earliest timer (None: none):
+        probes every session, which answers once all its tasks are blocked, and checks that
+        nothing happened meanwhile."""
+        while not self._locally_quiet():
+            with anyio.move_on_after(_SETTLE):
+                await self.activity.next_change().wait()
+        epoch = self.activity.epoch
+        probe = next(self._probes)
+        sessions = list(self._sessions.values())
+        for s in sessions:
+            try:
+                s.outbound.send_nowait(api_pb2.ClockUpdate(probe=probe))
+            except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                return False, None
+        with anyio.move_on_after(_PROBE_TIMEOUT):
+            while any(probe not in s.answers for s in sessions if s in self._sessions.values()):
+                await self._answered.wait()
+        answers = [s.answers.pop(probe, None) for s in sessions]
+        for s in sessions:
+            for old in [k for k in s.answers if k < probe]:
+                del s.answers[old]
+        busy = any(a is None or not a.idle for a in answers)
+        # (a component that has not received every event sent to it is not done with them)
+        behind = any(
+            a is not None and a.events_received != self.activity.sent.get(s.identity, 0)
+            for s, a in zip(sessions, answers, strict=True)
+        )
+        if busy or behind or self.activity.epoch != epoch or not self._locally_quiet():
+            await anyio.sleep(_SETTLE)
+            return False, None
+        deadlines = [a.next_deadline for a in answers if a is not None and a.timers]
+        own = self.clock.next_deadline()
+        if own is not None:
+            deadlines.append(own)
+        return True, min(deadlines) if deadlines else None
 
 
 def _rfc3339(t: float) -> str:

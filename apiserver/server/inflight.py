@@ -185,6 +185,7 @@ _GRPC_VERBS: Final[dict[str, str]] = {
     "Evict": "create",
     "GetClock": "get",
     "SetClockRate": "update",
+    "AdvanceClock": "update",
 }
 
 
@@ -193,7 +194,11 @@ def grpc_request_info(method: str, request: Any) -> RequestInfo:
     verb = _GRPC_VERBS.get(method, "")
     if method == "Version":
         return RequestInfo(verb, path="/version")
-    if method in ("GetClock", "SetClockRate"):  # kemu's cluster clock: a non-resource path
+    if method in (
+        "GetClock",
+        "SetClockRate",
+        "AdvanceClock",
+    ):  # kemu's cluster clock: a non-resource path
         return RequestInfo(verb, path="/clock")
     if isinstance(request, api_pb2.CreateRequest | api_pb2.UpdateRequest):
         which = request.object.WhichOneof("kind")

@@ -15,6 +15,7 @@ import logging
 import math
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from contextlib import nullcontext
 from typing import Any, Final, TypeVar
 
 import anyio
@@ -24,6 +25,7 @@ from google.protobuf.message import DecodeError, Message
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from apiserver.server import fencing
+from apiserver.server.activity import Activity
 from apiserver.server.clock import ClusterClock
 from apiserver.server.inflight import MaxInflight, limit_unary
 from apiserver.server.registry import Registry
@@ -34,13 +36,14 @@ from kemu import wire
 from kemu.api.v1 import api_pb2, types_pb2
 from kemu.component.clock import Clock, RealClock
 from kemu.component.featuregate import FeatureGates
+from kemu.component.virtual_clock import move_on_after
 from kemu.machinery import jsonutil
 from kemu.machinery.errors import ApiError, BadRequest, Cause, InternalError, Invalid
 from kemu.machinery.fencing import ENFORCE_KEY, TOKEN_KEY, FencingToken
 from kemu.machinery.kinds import Kind, kind_for_resource, kind_of, unwrap
 from kemu.machinery.selection import RequestFilter
 from kemu.machinery.subresources import STATUS
-from kemu.machinery.virtual_time import REAL_TIME_CLOCK, ClockMode
+from kemu.machinery.virtual_time import CLOCK_IDENTITY_KEY, REAL_TIME_CLOCK, ClockMode
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +56,13 @@ DEFAULT_BOOKMARK_FREQUENCY: Final = 60.0  # upstream cacher's bookmarkFrequency 
 _UINT64_MAX: Final = 2**64 - 1
 _INT64_MAX: Final = 2**63 - 1
 _R = TypeVar("_R")
+
+
+def _metadata(context: grpc.aio.ServicerContext[Any, Any], key: str) -> str:
+    for k, value in context.invocation_metadata() or ():
+        if k == key:
+            return value if isinstance(value, str) else value.decode(errors="replace")
+    return ""
 
 
 def _fencing_token(context: grpc.aio.ServicerContext[Any, Any]) -> FencingToken | None:
@@ -148,6 +158,7 @@ class ApiService:
         cluster_clock: ClusterClock | None = None,
     ) -> None:
         self._cluster_clock = cluster_clock
+        self._activity = cluster_clock.activity if cluster_clock is not None else Activity()
         self._bookmark_frequency = bookmark_frequency
         self._registry = registry
         self._store = store
@@ -157,6 +168,10 @@ class ApiService:
         self._version = version
         self._clock = clock or RealClock()
         self._now = self._clock.now
+
+    @property
+    def activity(self) -> Activity:
+        return self._activity
 
     @property
     def bookmark_frequency(self) -> float:
@@ -177,7 +192,9 @@ class ApiService:
         start = time.perf_counter()
         code = grpc.StatusCode.OK
         try:
-            with fencing.serving(_fencing_token(context)):
+            # (the clock's own calls, AdvanceClock waiting for time, are not the cluster's work)
+            counted = self._activity.request() if resource != "clock" else nullcontext()
+            with fencing.serving(_fencing_token(context)), counted:
                 return await call()
         except ApiError as e:
             code, details, md = wire.status_of(e)
@@ -324,7 +341,16 @@ class ApiService:
         self, req: api_pb2.SetClockRateRequest, context: Any
     ) -> api_pb2.ClockStatus:
         async def call() -> api_pb2.ClockStatus:
-            await self._virtual_clock().set_rate(req.rate)
+            await self._virtual_clock().set_rate(math.inf if req.max else req.rate)
+            return self._virtual_clock().status()
+
+        return await self._serve("update", "clock", context, call)
+
+    async def advance_clock(
+        self, req: api_pb2.AdvanceClockRequest, context: Any
+    ) -> api_pb2.ClockStatus:
+        async def call() -> api_pb2.ClockStatus:
+            await self._virtual_clock().advance(req.seconds)
             return self._virtual_clock().status()
 
         return await self._serve("update", "clock", context, call)
@@ -346,8 +372,8 @@ class ApiService:
                 except DecodeError:
                     raise BadRequest("a ClockReport that does not decode") from None
 
-        async def send(segment: api_pb2.ClockSegment) -> None:
-            await context.write(segment.SerializeToString())
+        async def send(update: api_pb2.ClockUpdate) -> None:
+            await context.write(update.SerializeToString())
 
         try:
             await self._virtual_clock().session(reports(), send)
@@ -488,18 +514,22 @@ class ApiService:
         self._metrics.requests.labels("watch", req.resource, "OK").inc()
         sent = self._metrics.watch_events.labels(req.resource)
         bookmarks = req.allow_watch_bookmarks
+        identity = _metadata(context, CLOCK_IDENTITY_KEY)
+        activity = self._activity
         try:
             for i in range(0, len(initial), _WATCH_BATCH):
                 chunk = initial[i : i + _WATCH_BATCH]
-                yield b"".join(chunk)
+                with activity.sending_events(identity, len(chunk)):
+                    yield b"".join(chunk)
                 sent.inc(len(chunk))
             last_send = 0.0
             next_bookmark = self._clock.monotonic() + self._bookmark_frequency
             async with receive:
                 while True:
                     frame = None
-                    with anyio.move_on_after(
-                        max(next_bookmark - self._clock.monotonic(), 0) if bookmarks else math.inf
+                    async with move_on_after(
+                        self._clock,
+                        max(next_bookmark - self._clock.monotonic(), 0) if bookmarks else math.inf,
                     ):
                         try:
                             frame = await receive.receive()
@@ -509,21 +539,25 @@ class ApiService:
                         # Nothing is buffered: every change up to the cache's revision has
                         # been sent (dispatch is synchronous), so that revision is safe to
                         # resume from (upstream's periodic bookmark).
-                        yield cache.bookmark_frame(cache.revision)
+                        with activity.sending_events(identity, 1):
+                            yield cache.bookmark_frame(cache.revision)
                         next_bookmark = self._clock.monotonic() + self._bookmark_frequency
                         continue
-                    # A busy stream lingers a moment so that one message carries several
-                    # events: per-message cost, not per-event cost, bounds fan-out.
-                    if self._clock.monotonic() - last_send < _WATCH_BUSY:
-                        await anyio.sleep(_WATCH_LINGER)
-                    batch = [frame]
-                    while len(batch) < _WATCH_BATCH:
-                        try:
-                            batch.append(receive.receive_nowait())
-                        except (anyio.WouldBlock, anyio.EndOfStream):
-                            break
-                    yield b"".join(batch)
-                    last_send = self._clock.monotonic()
+                    with activity.sending_events(identity, 0) as batch_sent:
+                        # A busy stream lingers a moment so that one message carries several
+                        # events: per-message cost, not per-event cost, bounds fan-out (wall
+                        # time: a transport matter).
+                        if time.monotonic() - last_send < _WATCH_BUSY:
+                            await anyio.sleep(_WATCH_LINGER)
+                        batch = [frame]
+                        while len(batch) < _WATCH_BATCH:
+                            try:
+                                batch.append(receive.receive_nowait())
+                            except (anyio.WouldBlock, anyio.EndOfStream):
+                                break
+                        batch_sent.count = len(batch)
+                        yield b"".join(batch)
+                    last_send = time.monotonic()
                     sent.inc(len(batch))
         finally:
             cache.stop(watcher)
@@ -630,6 +664,7 @@ class ApiService:
             "Version": (self.version, api_pb2.VersionRequest, ser),
             "GetClock": (self.get_clock, api_pb2.ClockRequest, ser),
             "SetClockRate": (self.set_clock_rate, api_pb2.SetClockRateRequest, ser),
+            "AdvanceClock": (self.advance_clock, api_pb2.AdvanceClockRequest, ser),
         }
         handlers = {name: unary(name, *method) for name, method in methods.items()}
         # A watch is long-running: never counted by the in-flight limit.

@@ -83,15 +83,28 @@ class _Guess:
 
 
 class GenericStore:
-    def __init__(self, store: Store, caches: Mapping[str, WatchCache], clock: Clock) -> None:
+    def __init__(
+        self,
+        store: Store,
+        caches: Mapping[str, WatchCache],
+        clock: Clock,
+        written: dict[str, int] | None = None,
+    ) -> None:
         self._store = store
         self._caches = caches
         self.clock = clock
         self.dry_run = isinstance(store, DryRunStore)
+        self.written: dict[str, int] = written if written is not None else {}
+        """Per resource, the etcd revision of this apiserver's last write (the event-driven
+        clock waits for the watch caches to have seen them)."""
 
     def dry_run_store(self) -> GenericStore:
         """This store with writes checked but not made (dryRun=All): see dry_run.py."""
-        return GenericStore(DryRunStore(self._store), self._caches, self.clock)
+        return GenericStore(DryRunStore(self._store), self._caches, self.clock, self.written)
+
+    def _wrote(self, kind: Kind, revision: int) -> None:
+        if revision and not self.dry_run:
+            self.written[kind.resource] = max(self.written.get(kind.resource, 0), revision)
 
     def now(self) -> float:
         return self.clock.now()
@@ -157,6 +170,7 @@ class GenericStore:
             raise fencing.refused(what, e) from None
         except Conflict:
             raise AlreadyExists(f'{kind.resource} "{meta.name}" already exists') from None
+        self._wrote(kind, rev)
         meta.resource_version = str(rev) if rev else ""  # 0: a dry run, as upstream
         field = api_pb2.Object.DESCRIPTOR.fields_by_name[kind.field].number
         return encoding.envelope(field, encoding.with_resource_version(data, rev))
@@ -189,6 +203,7 @@ class GenericStore:
             raise StaleRevision(conflict(kind, meta.name), e.current) from None
         except Conflict:
             raise Conflict(conflict(kind, meta.name)) from None
+        self._wrote(kind, rev)
         meta.resource_version = str(rev)
         return obj
 
@@ -333,6 +348,7 @@ class GenericStore:
             raise StaleRevision(conflict(kind, meta.name), e.current) from None
         except Conflict:
             raise Conflict(conflict(kind, meta.name)) from None
+        self._wrote(kind, rev)
         meta.resource_version = str(rev)
         return obj
 

@@ -511,3 +511,12 @@ class WatchCache:
     @property
     def watcher_count(self) -> int:
         return len(self._watchers)
+
+    def buffered(self) -> int:
+        """Frames queued for watchers that their senders have not taken yet."""
+        return sum(w.send.statistics().current_buffer_used for w in self._watchers)
+
+    @property
+    def event_revision(self) -> int:
+        """The revision of the last change etcd sent to this cache."""
+        return self._event_revision

@@ -19,6 +19,7 @@ import asyncio
 import collections
 import json
 import logging
+import math
 import random
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -52,6 +53,7 @@ from kemu.client.interface import (
 )
 from kemu.machinery import kinds
 from kemu.machinery.errors import ApiError, Fenced, Gone, Timeout, TooManyRequests, Unavailable
+from kemu.machinery.virtual_time import CLOCK_IDENTITY_KEY
 
 __all__ = ["Client", "ListResult", "M", "WatchEvent"]
 
@@ -79,6 +81,7 @@ _WRITES: Final = frozenset(
 _EOF: Final[object] = grpc.aio.EOF  # type: ignore[attr-defined]
 _RETRY_INITIAL: Final = 0.05
 _RETRY_MAX: Final = 2.0
+_ADVANCE_TIMEOUT: Final = 24 * 3600.0  # wall seconds an AdvanceClock may take at most
 
 Req = TypeVar("Req", bound=Message)
 Resp = TypeVar("Resp", bound=Message)
@@ -124,9 +127,16 @@ def _error(e: grpc.aio.AioRpcError) -> ApiError:
 class _WatchStream(AsyncIterator[WatchEvent[M]]):
     """The events of one Watch call, decoded; ends when the server closes the stream."""
 
-    def __init__(self, call: grpc.aio.UnaryStreamCall[Any, Any], kind: type[M]) -> None:
+    def __init__(
+        self,
+        call: grpc.aio.UnaryStreamCall[Any, Any],
+        kind: type[M],
+        counted: Client | None = None,
+    ) -> None:
+        """`counted`: the client whose events_received counts this stream's events."""
         self._call = call
         self._kind = kind
+        self._counted = counted
         self._closed = False
         self._pending: collections.deque[api_pb2.WatchEvent] = collections.deque()
 
@@ -154,7 +164,10 @@ class _WatchStream(AsyncIterator[WatchEvent[M]]):
         if msg is _EOF:
             self._closed = True
             raise StopAsyncIteration
-        self._pending.extend(cast(api_pb2.WatchResponse, msg).events)
+        events = cast(api_pb2.WatchResponse, msg).events
+        if self._counted is not None:
+            self._counted.events_received += len(events)
+        self._pending.extend(events)
 
     def close(self) -> None:
         self._closed = True
@@ -188,6 +201,12 @@ class Client:
         self._channel: grpc.aio.Channel | None = None
         self._methods: dict[str, Any] = {}
         self._base: Client | None = None
+        self.clock_identity = ""
+        """Set by a clock session (kemu.client.clock): watches opened from then on carry it,
+        and their events are counted in `events_received`, for the event-driven clock."""
+        self.events_received = 0
+        self.requests_in_flight = 0
+        """Calls being made (retries and their backoff included)."""
 
     def one_attempt(self, timeout: float) -> Client:
         """A view of this client, over the same channel, whose calls fail fast: one attempt
@@ -290,6 +309,20 @@ class Client:
         when to retry (the apiserver's in-flight limit: nothing of the request was processed,
         so a write is safe to repeat, as client-go's checkWait), waiting at least that long,
         and after the errors in `retry_on`, with backoff."""
+        root = self._base or self
+        root.requests_in_flight += 1
+        try:
+            return await self._retrying(name, request, response, retry_on)
+        finally:
+            root.requests_in_flight -= 1
+
+    async def _retrying(
+        self,
+        name: str,
+        request: Message,
+        response: type[Resp],
+        retry_on: tuple[type[ApiError], ...],
+    ) -> Resp:
         deadline = anyio.current_time() + self.timeout
         backoff = Backoff(_RETRY_INITIAL, _RETRY_MAX, jitter=0.5)
         while True:
@@ -434,10 +467,17 @@ class Client:
             )
             self._methods["Watch"] = method
         # No deadline: a watch lives as long as its reader wants it.
+        root = self._base or self
+        identity = root.clock_identity
         call = cast(
-            grpc.aio.UnaryStreamCall[Any, Any], method(req, wait_for_ready=self.wait_for_server)
+            grpc.aio.UnaryStreamCall[Any, Any],
+            method(
+                req,
+                wait_for_ready=self.wait_for_server,
+                metadata=((CLOCK_IDENTITY_KEY, identity),) if identity else None,
+            ),
         )
-        stream = _WatchStream(call, kind)
+        stream = _WatchStream(call, kind, root if identity else None)
         try:
             yield stream
         finally:
@@ -450,23 +490,42 @@ class Client:
         return await self._read("GetClock", api_pb2.ClockRequest(), api_pb2.ClockStatus)
 
     async def set_clock_rate(self, rate: float) -> api_pb2.ClockStatus:
-        """Sets how fast virtual time flows (0 holds it); BadRequest in real time."""
-        return await self._call(
-            "SetClockRate", api_pb2.SetClockRateRequest(rate=rate), api_pb2.ClockStatus
+        """Sets how fast virtual time flows (0 holds it, math.inf is rate max: the
+        event-driven clock); BadRequest in real time."""
+        request = (
+            api_pb2.SetClockRateRequest(max=True)
+            if rate == math.inf
+            else api_pb2.SetClockRateRequest(rate=rate)
+        )
+        return await self._call("SetClockRate", request, api_pb2.ClockStatus)
+
+    async def advance_clock(
+        self,
+        seconds: float,
+        timeout: float = _ADVANCE_TIMEOUT,  # noqa: ASYNC109
+    ) -> api_pb2.ClockStatus:
+        """Runs the cluster as at rate max until `seconds` of virtual time have passed and
+        the work due then is done, then holds the clock; one attempt (a retry would advance
+        again), bounded by `timeout` wall seconds."""
+        return await self._attempt(
+            "AdvanceClock",
+            api_pb2.AdvanceClockRequest(seconds=seconds),
+            api_pb2.ClockStatus,
+            timeout,
         )
 
     async def clock_session(
         self, reports: AsyncIterator[api_pb2.ClockReport]
-    ) -> AsyncIterator[api_pb2.ClockSegment]:
-        """A component's clock session (kemu.client.clock): the segments the apiserver
-        streams while `reports` (the component's pending timers) flow to it. Ends with the
-        stream; errors as ApiError."""
+    ) -> AsyncIterator[api_pb2.ClockUpdate]:
+        """A component's clock session (kemu.client.clock): the segments and probes the
+        apiserver streams while `reports` (the component's timers, its answers to probes)
+        flow to it. Ends with the stream; errors as ApiError."""
         method = self._ensure_channel().stream_stream(
             _SERVICE + "ClockSession",
             request_serializer=lambda m: m.SerializeToString(),
-            response_deserializer=api_pb2.ClockSegment.FromString,
+            response_deserializer=api_pb2.ClockUpdate.FromString,
         )
-        call = method(reports, wait_for_ready=self.wait_for_server)
+        call = method(reports, wait_for_ready=self.wait_for_server)  # (no deadline)
         try:
             async for segment in call:
                 yield segment

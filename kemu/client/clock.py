@@ -14,9 +14,10 @@ from anyio.abc import TaskStatus
 from kemu.api.v1 import api_pb2
 from kemu.client.backoff import Backoff
 from kemu.client.client import Client
+from kemu.component.quiescence import all_tasks_blocked
 from kemu.component.virtual_clock import VirtualClock
-from kemu.machinery.errors import BadRequest, Unavailable
-from kemu.machinery.virtual_time import ClockSegment
+from kemu.machinery.errors import ApiError, BadRequest
+from kemu.machinery.virtual_time import REAL_TIME_CLOCK, ClockMode, ClockSegment
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +35,8 @@ def from_proto(segment: api_pb2.ClockSegment) -> ClockSegment:
         base_virtual=segment.base_virtual,
         rate=segment.rate,
         generation=segment.generation,
+        event_driven=segment.event_driven,
+        advance_until=segment.advance_until,
     )
 
 
@@ -48,33 +51,69 @@ async def follow_cluster_clock(
     """Keeps `clock` on the cluster clock until cancelled; started once it follows it. While
     the apiserver is away the clock runs on its last segment and the session is opened again
     (wall-time backoff: transport, not behaviour). ClockModeMismatch if the apiserver runs
-    in real time."""
+    in real time.
+
+    The client's watches are tagged with `identity` from then on, and each probe of the
+    event-driven clock is answered once every other task of the process is blocked: idle
+    if no call of the client is in flight either, with the watch events received so far and
+    the pending timers."""
     started = False
     backoff = Backoff(0.05, 2.0, jitter=0.5)
+    client.clock_identity = identity
+    answers, outgoing = anyio.create_memory_object_stream[api_pb2.ClockReport](16)
+
+    def report(probe: int = 0, idle: bool = False) -> api_pb2.ClockReport:
+        timers, deadline = clock.take_timers()
+        return api_pb2.ClockReport(
+            component=component,
+            identity=identity,
+            timers=timers,
+            next_deadline=deadline or 0.0,
+            probe=probe,
+            idle=idle,
+            events_received=client.events_received,
+        )
 
     async def reports() -> AsyncIterator[api_pb2.ClockReport]:
+        yield report()
         while True:
-            timers, deadline = clock.take_timers()
-            yield api_pb2.ClockReport(
-                component=component,
-                identity=identity,
-                timers=timers,
-                next_deadline=deadline or 0.0,
-            )
-            await clock.timers_changed.wait()
-            await anyio.sleep(REPORT_DEBOUNCE)
+            # an answer to a probe goes at once; a change of timers within REPORT_DEBOUNCE
+            changed = clock.timers_changed
+            item = None
+            with anyio.move_on_after(REPORT_DEBOUNCE):
+                item = await outgoing.receive()
+            if item is not None:
+                yield item
+            elif changed.is_set():
+                yield report()
 
-    while True:
-        try:
-            async for segment in client.clock_session(reports()):
-                if clock.set_segment(from_proto(segment)) and not started:
-                    logger.info("following the cluster clock (rate %g)", segment.rate)
-                if not started:
-                    started = True
-                    task_status.started()
-                backoff.reset()
-        except BadRequest as e:
-            raise ClockModeMismatch(f"--clock virtual: {e.message}") from None
-        except Unavailable as e:
-            logger.warning("the clock session ended (%s); opening it again", e)
-        await anyio.sleep(backoff.next())
+    async def answer(probe: int) -> None:
+        await all_tasks_blocked()
+        await answers.send(report(probe, idle=client.requests_in_flight == 0))
+
+    async with anyio.create_task_group() as tg:
+        while True:
+            try:
+                # (a unary call first: its answer is certain, a refused stream's may not be)
+                status = await client.clock_status()
+                if status.mode != ClockMode.VIRTUAL.value:
+                    raise ClockModeMismatch(f"--clock virtual: {REAL_TIME_CLOCK}")
+                async for update in client.clock_session(reports()):
+                    if update.probe:
+                        tg.start_soon(answer, update.probe)
+                        continue
+                    segment = update.segment
+                    if clock.set_segment(from_proto(segment)) and not started:
+                        logger.info(
+                            "following the cluster clock (rate %s)",
+                            "max" if segment.event_driven else f"{segment.rate:g}",
+                        )
+                    if not started:
+                        started = True
+                        task_status.started()
+                    backoff.reset()
+            except BadRequest as e:
+                raise ClockModeMismatch(f"--clock virtual: {e.message}") from None
+            except ApiError as e:
+                logger.warning("the clock session ended (%s); opening it again", e)
+            await anyio.sleep(backoff.next())

@@ -537,6 +537,14 @@ class FakeClient:
         await self._enter(Action("set_clock_rate", ""))
         raise BadRequest(REAL_TIME_CLOCK)
 
+    async def advance_clock(
+        self,
+        seconds: float,
+        timeout: float = 0.0,  # noqa: ASYNC109
+    ) -> api_pb2.ClockStatus:
+        await self._enter(Action("advance_clock", ""))
+        raise BadRequest(REAL_TIME_CLOCK)
+
     async def create(self, obj: M) -> M:
         kind = kinds.kind_of(obj)
         meta = _meta(obj)

@@ -178,5 +178,15 @@ class ApiClient(Protocol):
         ...
 
     async def set_clock_rate(self, rate: float) -> api_pb2.ClockStatus:
-        """Sets the virtual clock's rate (0 holds it); BadRequest in real time."""
+        """Sets the virtual clock's rate (0 holds it, math.inf: rate max); BadRequest in real
+        time."""
+        ...
+
+    async def advance_clock(
+        self,
+        seconds: float,
+        timeout: float = ...,  # noqa: ASYNC109
+    ) -> api_pb2.ClockStatus:
+        """Runs the cluster as at rate max for `seconds` of virtual time, then holds the
+        clock; BadRequest in real time."""
         ...

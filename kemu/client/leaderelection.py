@@ -37,6 +37,7 @@ from kemu.client.fencing import Fence, leading_as
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock, RealClock
 from kemu.component.runner import RestartInPlace
+from kemu.component.virtual_clock import move_on_after
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import AlreadyExists, ApiError, Conflict, Fenced, NotFound
 from kemu.machinery.fencing import FencingToken
@@ -252,7 +253,9 @@ class LeaderElector:
                     )
                     return
                 # Bounds an attempt that hangs (a frozen server); calls answer in milliseconds.
-                with anyio.move_on_after(max(deadline - self._clock.monotonic(), 0.001)):
+                async with move_on_after(
+                    self._clock, max(deadline - self._clock.monotonic(), 0.001)
+                ):
                     if await self.try_acquire_or_renew():
                         renewed = self._clock.monotonic()
                         break

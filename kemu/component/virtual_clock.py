@@ -19,11 +19,13 @@ import itertools
 import math
 import time
 from collections.abc import Callable
+from types import TracebackType
 
 import anyio
+import anyio.abc
 import anyio.lowlevel
 
-from kemu.component.clock import _PROCESS_SKEW, WallClockSkew
+from kemu.component.clock import _PROCESS_SKEW, Clock, WallClockSkew
 from kemu.machinery.virtual_time import ClockSegment
 
 
@@ -111,3 +113,39 @@ class VirtualClock:
         `timers_changed` for the next change."""
         self.timers_changed = anyio.Event()
         return self.timers, self.next_deadline()
+
+
+class move_on_after:
+    """anyio.move_on_after, `seconds` measured on `clock`: on a VirtualClock a timer on it
+    cancels the scope (so a held clock never times out, a fast one sooner); on any other clock
+    anyio's own (the host's time, and no task per scope on a hot path)."""
+
+    def __init__(self, clock: Clock, seconds: float) -> None:
+        self._clock = clock
+        self._seconds = seconds
+        self._timed = isinstance(clock, VirtualClock) and seconds != math.inf
+        self._scope = anyio.CancelScope() if self._timed else anyio.move_on_after(seconds)
+        self._group: anyio.abc.TaskGroup | None = None
+
+    async def __aenter__(self) -> anyio.CancelScope:
+        if self._timed:
+            self._group = anyio.create_task_group()
+            await self._group.__aenter__()
+            self._group.start_soon(self._timer)
+        return self._scope.__enter__()
+
+    async def _timer(self) -> None:
+        await self._clock.sleep(self._seconds)
+        self._scope.cancel()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        swallowed = self._scope.__exit__(exc_type, exc, tb)
+        if self._group is not None:
+            self._group.cancel_scope.cancel()
+            await self._group.__aexit__(None, None, None)
+        return bool(swallowed)

@@ -247,8 +247,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pod-selector", default="", help="only the pods with these labels")
 
     p = command("clock", "show the cluster clock, or set its rate in virtual time (kemu only)")
-    p.add_argument("verb", nargs="?", choices=["rate"], help="rate N: set the rate")
-    p.add_argument("value", nargs="?", help="virtual seconds per wall second; 0 holds the clock")
+    p.add_argument(
+        "verb",
+        nargs="?",
+        choices=["rate", "advance"],
+        help="rate N|max: set the rate; advance DURATION: run until DURATION has passed",
+    )
+    p.add_argument(
+        "value",
+        nargs="?",
+        help="rate: virtual seconds per wall second, 0 (hold) or max; advance: a duration",
+    )
     p.add_argument("-o", "--output", help="json or yaml")
     p = command("version", "print the client, server and component versions")
     p.add_argument("--client", action="store_true", help="only the client's version")

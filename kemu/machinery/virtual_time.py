@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from kemu.machinery.errors import Invalid
@@ -25,9 +25,12 @@ MAX_RATE: Final = 1_000_000.0
 """A scaled clock runs at most this many times wall time."""
 
 
+CLOCK_IDENTITY_KEY: Final = "kemu-clock-identity"
+"""The gRPC metadata with which a component in a clock session tags its watches."""
+
 REAL_TIME_CLOCK: Final = (
     "the cluster clock is real time (the apiserver runs with --clock real): "
-    "start the cluster with --clock virtual to set its rate"
+    "start the cluster with --clock virtual to set its rate or advance it"
 )
 """The BadRequest of a rate change in real time."""
 
@@ -44,8 +47,13 @@ class ClockSegment:
     base_virtual: float
     """Virtual time (seconds since the epoch) at `base_wall`."""
     rate: float
-    """Virtual seconds per wall second (0: held)."""
+    """Virtual seconds per wall second (0: held, and between the jumps of rate max)."""
     generation: int = 1
+    event_driven: bool = False
+    """Rate max: virtual time moves only by jumps to the next timer, each a new segment, made
+    when the cluster is quiescent (apiserver/server/clock.py)."""
+    advance_until: float = 0.0
+    """While advancing: the virtual time at which the clock holds (0: not advancing)."""
 
     def at(self, wall: float) -> float:
         """Virtual time at wall time `wall` (not before the segment's start: a reader whose
@@ -61,27 +69,51 @@ class ClockSegment:
         return self.base_wall + (virtual - self.base_virtual) / self.rate
 
     def with_rate(self, rate: float, wall: float) -> ClockSegment:
-        """The segment that continues this one at `wall` with `rate`."""
+        """The segment that continues this one at `wall` with `rate` (math.inf: rate max)."""
+        if rate == math.inf:
+            return self.advancing(0.0, wall)
         return ClockSegment(
             base_wall=wall, base_virtual=self.at(wall), rate=rate, generation=self.generation + 1
         )
 
+    def advancing(self, until: float, wall: float) -> ClockSegment:
+        """The event-driven segment that continues this one at `wall`, holding at `until`
+        (0: rate max without end)."""
+        return ClockSegment(
+            base_wall=wall,
+            base_virtual=self.at(wall),
+            rate=0.0,
+            generation=self.generation + 1,
+            event_driven=True,
+            advance_until=until,
+        )
+
+    def jumped(self, virtual: float, wall: float) -> ClockSegment:
+        """The next segment of an event-driven clock: at `virtual` (never back) from `wall`."""
+        return replace(
+            self,
+            base_wall=wall,
+            base_virtual=max(virtual, self.at(wall)),
+            generation=self.generation + 1,
+        )
+
+    @property
+    def rate_text(self) -> str:
+        return "max" if self.event_driven else f"{self.rate:g}"
+
 
 def parse_rate(text: str, field: str = "rate") -> float:
-    """A rate as `kemuctl clock rate` takes it: a number >= 0 (0 holds the clock). Invalid
-    names `field`. The event-driven rate `max` is not served yet (issue #30)."""
+    """A rate as `kemuctl clock rate` takes it: a number >= 0 (0 holds the clock) or `max`
+    (the event-driven clock: math.inf). Invalid names `field`."""
     value = text.strip()
     if value == "max":
-        raise Invalid.field(
-            field,
-            'Unsupported value: "max": the event-driven clock is not available yet; '
-            "give a number of virtual seconds per wall second (0 holds the clock)",
-        )
+        return math.inf
     try:
         rate = float(value)
     except ValueError:
         raise Invalid.field(
-            field, f'Invalid value: "{value[:64]}": must be a number >= 0 (0 holds the clock)'
+            field,
+            f'Invalid value: "{value[:64]}": must be a number >= 0 (0 holds the clock) or max',
         ) from None
     check_rate(rate, field)
     return rate

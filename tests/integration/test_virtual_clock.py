@@ -5,6 +5,7 @@ Timestamps, grace periods and holds are checked on the API's objects."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -208,3 +209,55 @@ async def test_the_clouds_instances_follow_the_cluster_clock(
         node = (await api.list_all(types_pb2.Node)).items[0]
         created = node.metadata.creation_timestamp.seconds
         assert START_AT <= created < START_AT + 3600  # written on the virtual clock
+
+
+async def test_at_rate_max_time_jumps_to_each_timer_and_a_grace_period_passes(
+    cluster: Cluster,
+) -> None:
+    async with Client(cluster.server) as client:
+        await client.set_clock_rate(math.inf)
+        shown = json.loads(kemuctl(cluster, "clock", "-o", "json")[1])
+        assert shown["rate"] == "max"
+        ns = await create_namespace(client, "max")
+        name = unique_name("p")
+        await client.create(make_pod(name).namespace(ns).obj())
+
+        async def running() -> bool:
+            pod = await client.get(types_pb2.Pod, name, ns)
+            assert pod.status.phase == "Running", pod.status.phase
+            return True
+
+        await eventually(running, timeout=20)
+        deleting = await client.delete(types_pb2.Pod, name, ns)
+        deadline = deleting.metadata.deletion_timestamp.ToNanoseconds() / 1e9
+
+        async def gone() -> bool:
+            try:
+                await client.get(types_pb2.Pod, name, ns)
+            except NotFound:
+                return True
+            raise AssertionError("still there")
+
+        await eventually(gone, timeout=20)
+        assert (await client.clock_status()).now >= deadline
+        await client.set_clock_rate(1)
+
+
+async def test_advance_runs_the_cluster_for_the_duration_then_holds(cluster: Cluster) -> None:
+    async with Client(cluster.server) as client:
+        await client.set_clock_rate(0)
+        before = (await client.clock_status()).now
+        rc, out, err = kemuctl(cluster, "clock", "advance", "10m", "-o", "json")
+        assert rc == 0, err
+        shown = json.loads(out)
+        assert shown["rate"] == 0
+        held = (await client.clock_status()).now
+        assert held == pytest.approx(before + 600, abs=0.001)
+        # the kubelet ran all along: its node lease renewed within its 10 s period of the end,
+        # and the node monitor (50 s grace) never saw it silent
+        lease = await client.get(types_pb2.Lease, "n1", "kube-node-lease")
+        assert lease.spec.renew_time.ToNanoseconds() / 1e9 >= held - 11
+        node = await client.get(types_pb2.Node, "n1")
+        ready = [c for c in node.status.conditions if c.type == "Ready"]
+        assert ready and ready[0].status == "True"
+        await client.set_clock_rate(1)

@@ -234,28 +234,46 @@ class VersionInfo(_message.Message):
     def __init__(self, server: _Optional[_Union[ComponentVersion, _Mapping]] = ..., components: _Optional[_Iterable[_Union[ComponentVersion, _Mapping]]] = ...) -> None: ...
 
 class ClockSegment(_message.Message):
-    __slots__ = ("base_wall", "base_virtual", "rate", "generation")
+    __slots__ = ("base_wall", "base_virtual", "rate", "generation", "event_driven", "advance_until")
     BASE_WALL_FIELD_NUMBER: _ClassVar[int]
     BASE_VIRTUAL_FIELD_NUMBER: _ClassVar[int]
     RATE_FIELD_NUMBER: _ClassVar[int]
     GENERATION_FIELD_NUMBER: _ClassVar[int]
+    EVENT_DRIVEN_FIELD_NUMBER: _ClassVar[int]
+    ADVANCE_UNTIL_FIELD_NUMBER: _ClassVar[int]
     base_wall: float
     base_virtual: float
     rate: float
     generation: int
-    def __init__(self, base_wall: _Optional[float] = ..., base_virtual: _Optional[float] = ..., rate: _Optional[float] = ..., generation: _Optional[int] = ...) -> None: ...
+    event_driven: bool
+    advance_until: float
+    def __init__(self, base_wall: _Optional[float] = ..., base_virtual: _Optional[float] = ..., rate: _Optional[float] = ..., generation: _Optional[int] = ..., event_driven: _Optional[bool] = ..., advance_until: _Optional[float] = ...) -> None: ...
+
+class ClockUpdate(_message.Message):
+    __slots__ = ("segment", "probe")
+    SEGMENT_FIELD_NUMBER: _ClassVar[int]
+    PROBE_FIELD_NUMBER: _ClassVar[int]
+    segment: ClockSegment
+    probe: int
+    def __init__(self, segment: _Optional[_Union[ClockSegment, _Mapping]] = ..., probe: _Optional[int] = ...) -> None: ...
 
 class ClockReport(_message.Message):
-    __slots__ = ("component", "identity", "timers", "next_deadline")
+    __slots__ = ("component", "identity", "timers", "next_deadline", "probe", "idle", "events_received")
     COMPONENT_FIELD_NUMBER: _ClassVar[int]
     IDENTITY_FIELD_NUMBER: _ClassVar[int]
     TIMERS_FIELD_NUMBER: _ClassVar[int]
     NEXT_DEADLINE_FIELD_NUMBER: _ClassVar[int]
+    PROBE_FIELD_NUMBER: _ClassVar[int]
+    IDLE_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_RECEIVED_FIELD_NUMBER: _ClassVar[int]
     component: str
     identity: str
     timers: int
     next_deadline: float
-    def __init__(self, component: _Optional[str] = ..., identity: _Optional[str] = ..., timers: _Optional[int] = ..., next_deadline: _Optional[float] = ...) -> None: ...
+    probe: int
+    idle: bool
+    events_received: int
+    def __init__(self, component: _Optional[str] = ..., identity: _Optional[str] = ..., timers: _Optional[int] = ..., next_deadline: _Optional[float] = ..., probe: _Optional[int] = ..., idle: _Optional[bool] = ..., events_received: _Optional[int] = ...) -> None: ...
 
 class ClockRequest(_message.Message):
     __slots__ = ()
@@ -276,7 +294,15 @@ class ClockStatus(_message.Message):
     def __init__(self, mode: _Optional[str] = ..., now: _Optional[float] = ..., segment: _Optional[_Union[ClockSegment, _Mapping]] = ..., timers: _Optional[int] = ..., sessions: _Optional[_Iterable[_Union[ClockReport, _Mapping]]] = ...) -> None: ...
 
 class SetClockRateRequest(_message.Message):
-    __slots__ = ("rate",)
+    __slots__ = ("rate", "max")
     RATE_FIELD_NUMBER: _ClassVar[int]
+    MAX_FIELD_NUMBER: _ClassVar[int]
     rate: float
-    def __init__(self, rate: _Optional[float] = ...) -> None: ...
+    max: bool
+    def __init__(self, rate: _Optional[float] = ..., max: _Optional[bool] = ...) -> None: ...
+
+class AdvanceClockRequest(_message.Message):
+    __slots__ = ("seconds",)
+    SECONDS_FIELD_NUMBER: _ClassVar[int]
+    seconds: float
+    def __init__(self, seconds: _Optional[float] = ...) -> None: ...

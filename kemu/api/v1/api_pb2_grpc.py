@@ -104,10 +104,15 @@ class ApiStub:
                 request_serializer=kemu_dot_api_dot_v1_dot_api__pb2.SetClockRateRequest.SerializeToString,
                 response_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.ClockStatus.FromString,
                 _registered_method=True)
+        self.AdvanceClock = channel.unary_unary(
+                '/kemu.api.v1.Api/AdvanceClock',
+                request_serializer=kemu_dot_api_dot_v1_dot_api__pb2.AdvanceClockRequest.SerializeToString,
+                response_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.ClockStatus.FromString,
+                _registered_method=True)
         self.ClockSession = channel.stream_stream(
                 '/kemu.api.v1.Api/ClockSession',
                 request_serializer=kemu_dot_api_dot_v1_dot_api__pb2.ClockReport.SerializeToString,
-                response_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.ClockSegment.FromString,
+                response_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.ClockUpdate.FromString,
                 _registered_method=True)
 
 
@@ -203,6 +208,14 @@ class ApiServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AdvanceClock(self, request, context):
+        """Runs the clock as rate max until `seconds` of virtual time have passed and the work due
+        then is done, then holds it (rate 0); returns then.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ClockSession(self, request_iterator, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -282,10 +295,15 @@ def add_ApiServicer_to_server(servicer, server):
                     request_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.SetClockRateRequest.FromString,
                     response_serializer=kemu_dot_api_dot_v1_dot_api__pb2.ClockStatus.SerializeToString,
             ),
+            'AdvanceClock': grpc.unary_unary_rpc_method_handler(
+                    servicer.AdvanceClock,
+                    request_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.AdvanceClockRequest.FromString,
+                    response_serializer=kemu_dot_api_dot_v1_dot_api__pb2.ClockStatus.SerializeToString,
+            ),
             'ClockSession': grpc.stream_stream_rpc_method_handler(
                     servicer.ClockSession,
                     request_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.ClockReport.FromString,
-                    response_serializer=kemu_dot_api_dot_v1_dot_api__pb2.ClockSegment.SerializeToString,
+                    response_serializer=kemu_dot_api_dot_v1_dot_api__pb2.ClockUpdate.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -677,6 +695,33 @@ class Api:
             _registered_method=True)
 
     @staticmethod
+    def AdvanceClock(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kemu.api.v1.Api/AdvanceClock',
+            kemu_dot_api_dot_v1_dot_api__pb2.AdvanceClockRequest.SerializeToString,
+            kemu_dot_api_dot_v1_dot_api__pb2.ClockStatus.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
     def ClockSession(request_iterator,
             target,
             options=(),
@@ -692,7 +737,7 @@ class Api:
             target,
             '/kemu.api.v1.Api/ClockSession',
             kemu_dot_api_dot_v1_dot_api__pb2.ClockReport.SerializeToString,
-            kemu_dot_api_dot_v1_dot_api__pb2.ClockSegment.FromString,
+            kemu_dot_api_dot_v1_dot_api__pb2.ClockUpdate.FromString,
             options,
             channel_credentials,
             insecure,

@@ -36,6 +36,13 @@ def _put(revision: int) -> StorageEvent:
     )
 
 
+class _Context:
+    """A gRPC servicer context with no metadata (the watch reads none of the rest)."""
+
+    def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
+        return ()
+
+
 async def _types_seen(*, bookmarks: bool, seconds: float) -> list[str]:
     cache = WatchCache(_EmptyStore(), kind_for_resource("pods"))  # type: ignore[arg-type]
     await cache._initialize()
@@ -50,7 +57,7 @@ async def _types_seen(*, bookmarks: bool, seconds: float) -> list[str]:
     )
     req = api_pb2.WatchRequest(resource="pods", allow_watch_bookmarks=bookmarks)
     seen: list[str] = []
-    stream = service.watch(req, None)
+    stream = service.watch(req, _Context())
 
     async def busy_writer() -> None:
         revision = 2

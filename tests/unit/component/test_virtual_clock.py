@@ -8,7 +8,8 @@ import time
 import anyio
 import pytest
 
-from kemu.component.virtual_clock import VirtualClock
+from kemu.component.clock import RealClock
+from kemu.component.virtual_clock import VirtualClock, move_on_after
 from kemu.machinery.virtual_time import ClockSegment
 
 pytestmark = pytest.mark.anyio
@@ -82,3 +83,25 @@ async def test_timer_changes_are_signalled_for_the_clock_session() -> None:
         assert count == 1 and deadline == pytest.approx(START + 1.0, abs=0.01)
         tg.cancel_scope.cancel()
     assert clock.timers == 0 and clock.timers_changed.is_set()
+
+
+async def test_a_timeout_on_the_virtual_clock_follows_its_rate() -> None:
+    clock = VirtualClock()
+    clock.set_segment(_segment(0.0))
+    async with move_on_after(clock, 1.0) as held:
+        await anyio.sleep(0.2)  # a held clock never times out
+    assert not held.cancelled_caught
+    segment = clock.segment
+    assert segment is not None
+    clock.set_segment(segment.with_rate(1_000.0, time.time()))
+    with anyio.fail_after(5):
+        async with move_on_after(clock, 10.0) as fast:  # 10 virtual seconds: 10 ms
+            await anyio.sleep(3)
+    assert fast.cancelled_caught
+    assert clock.timers == 0  # the timer went with the scope
+
+
+async def test_a_timeout_on_the_host_clock_is_anyios() -> None:
+    async with move_on_after(RealClock(), 0.01) as scope:
+        await anyio.sleep(3)
+    assert scope.cancelled_caught

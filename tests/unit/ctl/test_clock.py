@@ -34,7 +34,8 @@ async def test_setting_the_rate_of_a_real_time_clock_is_refused_by_the_server() 
         (("clock", "rate"), "a rate is required"),
         (("clock", "rate", "fast"), 'clock rate: Invalid value: "fast"'),
         (("clock", "rate", "-3"), "must be between 0 and"),
-        (("clock", "rate", "max"), "the event-driven clock is not available yet"),
+        (("clock", "advance"), "a duration is required"),
+        (("clock", "advance", "10"), "clock advance: "),
         (("clock", "-o", "wide"), "--output must be 'yaml' or 'json'"),
     ],
 )

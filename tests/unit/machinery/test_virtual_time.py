@@ -38,7 +38,9 @@ def test_a_rate_change_continues_from_the_instant_reached() -> None:
     assert again.at(111.0) == 5_022.0  # held for 8 wall seconds: no virtual time lost or skipped
 
 
-@pytest.mark.parametrize(("text", "rate"), [("1", 1.0), ("0", 0.0), ("10", 10.0), (" 2.5 ", 2.5)])
+@pytest.mark.parametrize(
+    ("text", "rate"), [("1", 1.0), ("0", 0.0), ("10", 10.0), (" 2.5 ", 2.5), ("max", math.inf)]
+)
 def test_a_rate_is_a_number_of_virtual_seconds_per_wall_second(text: str, rate: float) -> None:
     assert parse_rate(text) == rate
 
@@ -50,7 +52,6 @@ def test_a_rate_is_a_number_of_virtual_seconds_per_wall_second(text: str, rate: 
         ("nan", "must be between 0 and"),
         ("1e9", "must be between 0 and"),
         ("fast", 'Invalid value: "fast": must be a number >= 0'),
-        ("max", "the event-driven clock is not available yet"),
     ],
 )
 def test_a_bad_rate_is_invalid_naming_the_field(text: str, message: str) -> None:
@@ -58,3 +59,17 @@ def test_a_bad_rate_is_invalid_naming_the_field(text: str, message: str) -> None
         parse_rate(text)
     assert e.value.causes[0].field == "rate"
     assert message in e.value.causes[0].message
+
+
+def test_the_event_driven_clock_holds_between_jumps_and_never_goes_back() -> None:
+    s = ClockSegment(base_wall=100.0, base_virtual=5_000.0, rate=2.0, generation=1)
+    driven = s.with_rate(math.inf, 101.0)
+    assert (driven.event_driven, driven.rate, driven.base_virtual) == (True, 0.0, 5_002.0)
+    assert driven.at(500.0) == 5_002.0  # held between jumps
+    jumped = driven.jumped(5_030.0, 102.0)
+    assert (jumped.base_virtual, jumped.generation, jumped.event_driven) == (5_030.0, 3, True)
+    assert driven.jumped(4_000.0, 102.0).base_virtual == 5_002.0  # never back
+    advancing = s.advancing(5_600.0, 101.0)
+    assert (advancing.event_driven, advancing.advance_until) == (True, 5_600.0)
+    assert advancing.with_rate(0.0, 103.0).event_driven is False
+    assert driven.rate_text == "max" and s.rate_text == "2"

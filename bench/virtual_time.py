@@ -1,0 +1,228 @@
+"""Virtual time against wall time (issue #30): how fast a cluster on the event-driven virtual
+clock (`--clock virtual`, `kemuctl clock advance`) gets through upstream's timers.
+
+    python -m bench virtual_time [--nodes K] [--hours H] [--only idle|autoscaler] [--json FILE]
+
+Each phase runs on a fresh cluster in virtual time, in a temporary directory (stopped at the
+end, also on Ctrl-C):
+
+1. idle: etcd, the apiserver, the controller-manager, the scheduler and one hollow kubelet with
+   K nodes (their heartbeats and Leases every 10 s, the node monitor, the leader leases); once
+   every node is Ready the clock is held, then advanced H virtual hours (`AdvanceClock`). Rows:
+   virtual seconds, wall seconds, their ratio, the jumps the clock made (segment generations),
+   and the nodes still Ready at the end (all: no heartbeat was late).
+2. autoscaler: etcd, the apiserver, the controller-manager, the scheduler, the cloud (group
+   pool-a, 3 nodes of 2 cpu at most, provisioning delay 0) and the cluster autoscaler at
+   upstream's default timers (10 s scan interval, 10 min unneeded time and delay after add).
+   At rate max: 3 pods of 1500m cpu are created (one node each) and the phase waits until they
+   run (scale-up), then deletes them and waits until the group's nodes are gone (scale-down).
+   Rows: virtual and wall seconds of each part. In real time the scale-down alone takes more
+   than 10 minutes.
+
+See bench/README.md ("virtual time").
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+import anyio
+
+from bench.common import bench_main, fmt, format_table
+from bench.kubelet import is_ready, start_hollow_kubelet
+from kemu.api.v1 import types_pb2
+from kemu.client.client import Client
+from kemu.machinery.errors import ApiError
+from kemu.machinery.virtual_time import ClockMode
+from kemu.testing.builders import make_pod
+from kemu.testing.cluster import Cluster
+from kemu.testing.eventually import eventually
+from kemu.testing.processes import ProcessStartError
+
+logger = logging.getLogger(__name__)
+
+GROUP_LABEL: Final = "kemu.io/node-group"
+AUTOSCALER_CLOUD: Final = """nodeGroups:
+- name: pool-a
+  minSize: 0
+  maxSize: 3
+  template:
+    capacity: {cpu: "2", memory: 4Gi, pods: "20"}
+    kubeletArgs: ["--pod-startup-delay", "0s"]
+"""
+PHASE_TIMEOUT: Final = 600.0  # wall seconds a phase may take at most
+
+
+@dataclass
+class Options:
+    nodes: int = 100
+    hours: float = 1.0
+    only: str = ""
+    json: str | None = None
+
+
+@dataclass
+class Span:
+    virtual: float
+    wall: float
+
+    @property
+    def ratio(self) -> float:
+        return self.virtual / self.wall if self.wall > 0 else math.inf
+
+
+@dataclass
+class Result:
+    idle: Span | None = None
+    idle_jumps: int = 0
+    idle_ready: int = 0
+    scale_up: Span | None = None
+    scale_down: Span | None = None
+    errors: list[str] = field(default_factory=list)
+
+
+class _Measure:
+    """Virtual and wall time from its start."""
+
+    def __init__(self, virtual: float) -> None:
+        self._virtual = virtual
+        self._wall = time.monotonic()
+
+    def span(self, virtual: float) -> Span:
+        return Span(virtual - self._virtual, time.monotonic() - self._wall)
+
+
+async def idle_phase(cluster: Cluster, opts: Options, r: Result) -> None:
+    async with Client(cluster.server) as client:
+        await start_hollow_kubelet(cluster, client, opts.nodes, "hollow")
+        held = await client.set_clock_rate(0)
+        start = _Measure(held.segment.base_virtual)
+        generation = held.segment.generation
+        logger.info("advancing %g virtual hours", opts.hours)
+        with anyio.fail_after(PHASE_TIMEOUT):
+            done = await client.advance_clock(opts.hours * 3600)
+        r.idle = start.span(done.now)
+        r.idle_jumps = done.segment.generation - generation
+        nodes = (await client.list_all(types_pb2.Node)).items
+        r.idle_ready = sum(1 for n in nodes if is_ready(n))
+
+
+async def autoscaler_phase(cluster: Cluster, r: Result) -> None:
+    async with Client(cluster.server) as client:
+        await client.set_clock_rate(math.inf)
+        begin = _Measure((await client.clock_status()).now)
+        names = [f"big-{i}" for i in range(3)]
+        for name in names:
+            pod = make_pod(name).namespace("default").req(cpu="1500m").obj()
+            await client.create(pod)
+
+        async def all_running() -> bool:
+            pods = (await client.list_all(types_pb2.Pod, "default")).items
+            return sum(1 for p in pods if p.status.phase == "Running") == len(names)
+
+        async def group_gone() -> bool:
+            nodes = await client.list_all(types_pb2.Node, label_selector=GROUP_LABEL)
+            return not nodes.items
+
+        await eventually(all_running, timeout=PHASE_TIMEOUT, interval=0.05)
+        r.scale_up = begin.span((await client.clock_status()).now)
+        logger.info("scale-up: %s virtual s in %s wall s", r.scale_up.virtual, r.scale_up.wall)
+        down = _Measure((await client.clock_status()).now)
+        for name in names:
+            await client.delete(types_pb2.Pod, name, "default", grace_period_seconds=0)
+        await eventually(group_gone, timeout=PHASE_TIMEOUT, interval=0.1)
+        r.scale_down = down.span((await client.clock_status()).now)
+
+
+def run(opts: Options) -> Result:
+    r = Result()
+    if opts.only in ("", "idle"):
+        with (
+            tempfile.TemporaryDirectory(prefix="kemu-bench-vt-") as tmp,
+            Cluster(Path(tmp), clock=ClockMode.VIRTUAL) as cluster,
+        ):
+            try:
+                cluster.start_etcd()
+                cluster.start_apiserver()
+                cluster.start_controllermanager()
+                cluster.start_scheduler()
+                anyio.run(idle_phase, cluster, opts, r)
+            except (ProcessStartError, RuntimeError, TimeoutError, ApiError, AssertionError) as e:
+                r.errors.append(f"idle: {type(e).__name__}: {e}")
+                logger.error("%s\n%s", r.errors[-1], cluster.dump_logs(tail=20))
+    if opts.only in ("", "autoscaler"):
+        with (
+            tempfile.TemporaryDirectory(prefix="kemu-bench-vt-") as tmp,
+            Cluster(Path(tmp), clock=ClockMode.VIRTUAL) as cluster,
+        ):
+            try:
+                cluster.start_etcd()
+                cluster.start_apiserver()
+                cluster.start_controllermanager()
+                cluster.start_scheduler()
+                cluster.start_cloud(AUTOSCALER_CLOUD, provision_delay="0s")
+                cluster.start_autoscaler(cluster.component("cloud"), scan_interval="10s")
+                anyio.run(autoscaler_phase, cluster, r)
+            except (ProcessStartError, RuntimeError, TimeoutError, ApiError, AssertionError) as e:
+                r.errors.append(f"autoscaler: {type(e).__name__}: {e}")
+                logger.error("%s\n%s", r.errors[-1], cluster.dump_logs(tail=20))
+    return r
+
+
+def render(opts: Options, r: Result) -> str:
+    rows = []
+    if r.idle is not None:
+        rows.append(
+            [
+                f"idle, {opts.nodes} hollow nodes, advance {opts.hours:g} h",
+                fmt(r.idle.virtual, 0),
+                fmt(r.idle.wall),
+                fmt(r.idle.ratio, 0),
+                f"{r.idle_jumps} jumps; {r.idle_ready}/{opts.nodes} nodes Ready after",
+            ]
+        )
+    for label, span in (
+        ("autoscaler scale-up, 3 nodes", r.scale_up),
+        ("autoscaler scale-down (10m unneeded)", r.scale_down),
+    ):
+        if span is not None:
+            rows.append([label, fmt(span.virtual, 0), fmt(span.wall), fmt(span.ratio, 0), ""])
+    text = format_table(["phase", "virtual s", "wall s", "virtual/wall", "notes"], rows)
+    if r.errors:
+        text += "\nerrors:\n" + "\n".join(f"  {e}" for e in r.errors)
+    return text
+
+
+def options_from_args(args: argparse.Namespace) -> Options:
+    if args.nodes < 1:
+        raise ValueError(f"--nodes: {args.nodes} must be >= 1")
+    if not args.hours > 0:
+        raise ValueError(f"--hours: {args.hours} must be > 0")
+    return Options(nodes=args.nodes, hours=args.hours, only=args.only, json=args.json)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench virtual_time", description=__doc__)
+    parser.add_argument("--nodes", type=int, default=100)
+    parser.add_argument("--hours", type=float, default=1.0)
+    parser.add_argument("--only", choices=["", "idle", "autoscaler"], default="")
+    parser.add_argument("--json", default=None)
+    parser.add_argument("-v", "--verbose", action="store_true")
+    return bench_main(
+        "virtual_time",
+        parser,
+        argv,
+        options_from_args,
+        run,
+        render,
+        json_path=lambda o: o.json,
+        failed=lambda r: bool(r.errors),
+    )
