@@ -300,6 +300,8 @@ async def _serve(args: argparse.Namespace, store: EtcdStore, ctx: ComponentConte
         )
         for cache in caches.values():
             cache.end_watches()
+        if cluster_clock is not None:  # (its components open theirs again elsewhere)
+            cluster_clock.end_sessions()
         with cleanup_scope(ctx.options.shutdown_grace_period + 1):
             await server.stop(ctx.options.shutdown_grace_period)
         tg.cancel_scope.cancel()

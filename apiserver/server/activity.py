@@ -2,8 +2,8 @@
 apiserver/server/clock.py): the cluster is quiescent only when no request is being served, no
 watch event waits to be sent, and every event sent to a component has been received by it.
 
-The gRPC edge counts its requests (but the clock's own) and the watch events it sends on the
-watches of each component in virtual time (tagged with the component's identity, the
+The gRPC edge counts its requests (but the clock's own) and the watch events it hands to the
+transport on the watches of each component in virtual time (tagged with the component's identity, the
 `kemu-clock-identity` metadata kemu.client sets once it has a clock session). `epoch` moves
 with every change, so that a quiescence seen twice with the same epoch saw nothing between.
 """
@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
-
-import anyio
 
 
 class Activity:
@@ -26,15 +24,9 @@ class Activity:
         self.sent: defaultdict[str, int] = defaultdict(int)
         """Watch events sent per component identity."""
         self.epoch = 0
-        self._changed = anyio.Event()
 
     def _bump(self) -> None:
         self.epoch += 1
-        changed, self._changed = self._changed, anyio.Event()
-        changed.set()
-
-    def next_change(self) -> anyio.Event:
-        return self._changed
 
     @contextmanager
     def request(self) -> Iterator[None]:
@@ -46,20 +38,25 @@ class Activity:
             self.requests -= 1
             self._bump()
 
+    def sent_events(self, identity: str, count: int) -> None:
+        """`count` watch events handed to the transport for `identity` ("": an untagged
+        watch, not counted: outside the cluster's sessions)."""
+        if identity:
+            self.sent[identity] += count
+        self._bump()
+
     @contextmanager
-    def sending_events(self, identity: str, count: int) -> Iterator[Batch]:
-        """Around the send of a batch of watch events to `identity` ("": an untagged watch);
-        `count` of them unless the batch's count is set meanwhile."""
+    def sending_events(self, identity: str) -> Iterator[Batch]:
+        """Around the making of a batch of watch events taken from a watcher's buffer, until
+        it is handed to the transport (the batch's count, set meanwhile, is then sent)."""
         self.sending += 1
         self._bump()
-        batch = Batch(count)
+        batch = Batch(0)
         try:
             yield batch
-            if identity:
-                self.sent[identity] += batch.count
         finally:
             self.sending -= 1
-            self._bump()
+            self.sent_events(identity, batch.count)
 
 
 class Batch:

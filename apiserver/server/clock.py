@@ -8,7 +8,13 @@ else at its own start, at rate 1), a rate change is a compare-and-swap of it, an
 follows it through an etcd watch into its own VirtualClock (which its registry, watch cache and
 leases read) and out to the components' clock sessions.
 
-The sessions report each component's pending timers; `status()` sums them.
+Every component in virtual time holds a session (`session`): the segment goes out to it at
+every change, its pending timers come back (`status()` sums them). At rate max the segment
+holds between jumps, and `_drive` makes them: once the cluster is quiescent (this apiserver idle,
+see activity.py, and every session answering a probe idle with every watch event sent to it
+received), it jumps to the earliest timer any process holds, or, while advancing
+(`advance`), holds at the end once the work due then is done. ARCHITECTURE.md ("Time") tells
+the whole protocol.
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ _CAS_RETRIES: Final = 16
 _WATCH_RETRY: Final = 0.5  # wall seconds between attempts to watch the key again
 _SETTLE: Final = 0.002  # wall seconds between two looks at a busy cluster (rate max)
 _PROBE_TIMEOUT: Final = 2.0  # wall seconds a probe waits for every session's answer
-_IDLE_RECHECK: Final = 0.5  # wall seconds between looks at a cluster without timers
+_IDLE_RECHECK: Final = 0.05  # wall seconds between looks at a cluster without timers
 _MAX_ADVANCE: Final = 10 * 365 * 24 * 3600.0
 
 
@@ -84,7 +90,7 @@ def to_proto(segment: ClockSegment) -> api_pb2.ClockSegment:
     )
 
 
-@dataclass
+@dataclass(eq=False)
 class _Session:
     """One component's clock session: its identity, its last report and answers to probes."""
 
@@ -116,6 +122,7 @@ class ClusterClock:
         self.activity = Activity()
         self._quiet_check: Callable[[], bool] = lambda: True
         self._probes = itertools.count(1)
+        self._ended = False
 
     def watch_quiescence(self, quiet: Callable[[], bool]) -> None:
         """What else the apiserver must be for the cluster to be quiescent (its watch caches
@@ -232,6 +239,8 @@ class ClusterClock:
     ) -> None:
         """One component's session: `send` the segment now and at every change, and the
         probes of the event-driven clock; keep its reports until the session ends."""
+        if self._ended:
+            raise Unavailable("the apiserver is shutting down")
         sid = next(self._ids)
         outbound, pending = anyio.create_memory_object_stream[api_pb2.ClockUpdate](64)
         session = self._sessions[sid] = _Session(outbound)
@@ -264,10 +273,18 @@ class ClusterClock:
                 async with pending:
                     async for update in pending:
                         await send(update)
+                tg.cancel_scope.cancel()  # ended (end_sessions)
         finally:
             self._sessions.pop(sid, None)
             answered, self._answered = self._answered, anyio.Event()
             answered.set()  # a driver waiting for this session's answer stops waiting
+
+    def end_sessions(self) -> None:
+        """On shutdown: ends every session and refuses new ones (Unavailable), as the
+        apiserver ends its watches."""
+        self._ended = True
+        for session in list(self._sessions.values()):
+            session.outbound.close()
 
     def status(self) -> api_pb2.ClockStatus:
         segment = self.clock.segment
@@ -315,9 +332,8 @@ class ClusterClock:
             logger.info("virtual clock advanced to %s: holding", _rfc3339(held.base_virtual))
             return
         targets = [t for t in (deadline, until or None) if t is not None]
-        if not targets:  # nothing will happen by itself: wait for something to
-            with anyio.move_on_after(_IDLE_RECHECK):
-                await self.activity.next_change().wait()
+        if not targets:  # nothing will happen by itself: look again in a moment
+            await anyio.sleep(_IDLE_RECHECK)
             return
         target = min(targets)
         if target <= now:
@@ -331,9 +347,19 @@ class ClusterClock:
         """Whether the cluster is quiescent, and then its earliest timer (None: none):
         probes every session, which answers once all its tasks are blocked, and checks that
         nothing happened meanwhile."""
+        waited = 0
         while not self._locally_quiet():
-            with anyio.move_on_after(_SETTLE):
-                await self.activity.next_change().wait()
+            waited += 1
+            if waited % 500 == 0:  # ~1 s of wall time
+                a = self.activity
+                logger.debug(
+                    "event-driven clock: waiting for this apiserver: %d requests, %d watch "
+                    "streams sending, caught up and nothing buffered: %s",
+                    a.requests,
+                    a.sending,
+                    self._quiet_check(),
+                )
+            await anyio.sleep(_SETTLE)
         epoch = self.activity.epoch
         probe = next(self._probes)
         sessions = list(self._sessions.values())
@@ -341,6 +367,9 @@ class ClusterClock:
             try:
                 s.outbound.send_nowait(api_pb2.ClockUpdate(probe=probe))
             except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                # a session ending or not reading: not quiescent (and never a loop that
+                # does not yield: the driver runs again only after a moment)
+                await anyio.sleep(_SETTLE)
                 return False, None
         with anyio.move_on_after(_PROBE_TIMEOUT):
             while any(probe not in s.answers for s in sessions if s in self._sessions.values()):

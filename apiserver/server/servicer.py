@@ -519,8 +519,8 @@ class ApiService:
         try:
             for i in range(0, len(initial), _WATCH_BATCH):
                 chunk = initial[i : i + _WATCH_BATCH]
-                with activity.sending_events(identity, len(chunk)):
-                    yield b"".join(chunk)
+                activity.sent_events(identity, len(chunk))
+                yield b"".join(chunk)
                 sent.inc(len(chunk))
             last_send = 0.0
             next_bookmark = self._clock.monotonic() + self._bookmark_frequency
@@ -539,11 +539,12 @@ class ApiService:
                         # Nothing is buffered: every change up to the cache's revision has
                         # been sent (dispatch is synchronous), so that revision is safe to
                         # resume from (upstream's periodic bookmark).
-                        with activity.sending_events(identity, 1):
-                            yield cache.bookmark_frame(cache.revision)
+                        activity.sent_events(identity, 1)
+                        yield cache.bookmark_frame(cache.revision)
                         next_bookmark = self._clock.monotonic() + self._bookmark_frequency
                         continue
-                    with activity.sending_events(identity, 0) as batch_sent:
+                    # (events taken from the buffer are being sent until handed over)
+                    with activity.sending_events(identity) as batch_sent:
                         # A busy stream lingers a moment so that one message carries several
                         # events: per-message cost, not per-event cost, bounds fan-out (wall
                         # time: a transport matter).
@@ -556,7 +557,7 @@ class ApiService:
                             except (anyio.WouldBlock, anyio.EndOfStream):
                                 break
                         batch_sent.count = len(batch)
-                        yield b"".join(batch)
+                    yield b"".join(batch)
                     last_send = time.monotonic()
                     sent.inc(len(batch))
         finally:

@@ -1,0 +1,95 @@
+"""The event-driven clock's quiescence check (apiserver/server/clock.py), without etcd: probes
+go out on the sessions, answers come back; a busy, lagging or dead session is no quiescence."""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+from apiserver.server.clock import ClusterClock, _Session
+from kemu.api.v1 import api_pb2
+from kemu.component.virtual_clock import VirtualClock
+from kemu.machinery.virtual_time import ClockSegment
+
+pytestmark = pytest.mark.anyio
+
+START = 1_800_000_000.0
+
+
+def _cluster_clock() -> ClusterClock:
+    clock = VirtualClock()
+    clock.set_segment(
+        ClockSegment(base_wall=time.time(), base_virtual=START, rate=0.0, event_driven=True)
+    )
+    return ClusterClock(None, clock)  # type: ignore[arg-type]  # (the check reads no etcd)
+
+
+async def _answering(
+    cc: ClusterClock, identity: str, *, idle: bool, received: int, deadline: float
+) -> None:
+    """A component's session that answers every probe so."""
+    send, receive = anyio.create_memory_object_stream[api_pb2.ClockUpdate](8)
+    session = cc._sessions[len(cc._sessions)] = _Session(send, identity=identity)
+    async with receive:
+        async for update in receive:
+            session.answers[update.probe] = api_pb2.ClockReport(
+                identity=identity,
+                probe=update.probe,
+                idle=idle,
+                events_received=received,
+                timers=1,
+                next_deadline=deadline,
+            )
+            answered, cc._answered = cc._answered, anyio.Event()
+            answered.set()
+
+
+async def test_idle_sessions_that_received_everything_give_the_earliest_timer() -> None:
+    cc = _cluster_clock()
+    cc.activity.sent["a"] = 3
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: _answering(cc, "a", idle=True, received=3, deadline=START + 7))
+        tg.start_soon(lambda: _answering(cc, "b", idle=True, received=0, deadline=START + 2))
+        await anyio.wait_all_tasks_blocked()
+        with anyio.fail_after(5):
+            assert await cc._quiescence() == (True, START + 2)
+        tg.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize(
+    ("idle", "received"), [(False, 3), (True, 2)], ids=["busy", "events on their way"]
+)
+async def test_a_busy_or_lagging_session_is_no_quiescence(idle: bool, received: int) -> None:
+    cc = _cluster_clock()
+    cc.activity.sent["a"] = 3
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: _answering(cc, "a", idle=idle, received=received, deadline=START))
+        await anyio.wait_all_tasks_blocked()
+        with anyio.fail_after(5):
+            assert await cc._quiescence() == (False, None)
+        tg.cancel_scope.cancel()
+
+
+async def test_a_dead_session_is_no_quiescence_and_the_check_yields_meanwhile() -> None:
+    cc = _cluster_clock()
+    send, receive = anyio.create_memory_object_stream[api_pb2.ClockUpdate](1)
+    receive.close()  # its component went away
+    cc._sessions[0] = _Session(send, identity="gone")
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await anyio.lowlevel.checkpoint()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ticker)
+        with anyio.fail_after(5):
+            for _ in range(3):  # as the driver calls it again and again
+                assert await cc._quiescence() == (False, None)
+        assert ticks >= 3  # the driver never starves the event loop
+        tg.cancel_scope.cancel()
