@@ -46,7 +46,7 @@ KEY: Final = "/kemu.io/clock"
 _CAS_RETRIES: Final = 16
 _WATCH_RETRY: Final = 0.5  # wall seconds between attempts to watch the key again
 _SETTLE: Final = 0.002  # wall seconds between two looks at a busy cluster (rate max)
-_PROBE_TIMEOUT: Final = 2.0  # wall seconds a probe waits for every session's answer
+_PROBE_TIMEOUT: Final = 5.0  # wall seconds a probe waits for a session's answer
 _IDLE_RECHECK: Final = 0.05  # wall seconds between looks at a cluster without timers
 _MAX_ADVANCE: Final = 10 * 365 * 24 * 3600.0
 
@@ -99,6 +99,9 @@ class _Session:
     component: str = ""
     report: api_pb2.ClockReport = field(default_factory=api_pb2.ClockReport)
     answers: dict[int, api_pb2.ClockReport] = field(default_factory=dict)
+    responsive: bool = True
+    """False once it left a probe unanswered (frozen or hung): not waited for until it
+    answers again."""
 
 
 class ClusterClock:
@@ -252,6 +255,7 @@ class ClusterClock:
                 session.report = report
                 if report.probe:
                     session.answers[report.probe] = report
+                    session.responsive = True
                     answered, self._answered = self._answered, anyio.Event()
                     answered.set()
             tg.cancel_scope.cancel()  # the component closed its side
@@ -371,23 +375,38 @@ class ClusterClock:
                 # does not yield: the driver runs again only after a moment)
                 await anyio.sleep(_SETTLE)
                 return False, None
+        awaited = [s for s in sessions if s.responsive]
         with anyio.move_on_after(_PROBE_TIMEOUT):
-            while any(probe not in s.answers for s in sessions if s in self._sessions.values()):
+            while any(probe not in s.answers for s in awaited if s in self._sessions.values()):
                 await self._answered.wait()
-        answers = [s.answers.pop(probe, None) for s in sessions]
+        answered: list[tuple[_Session, api_pb2.ClockReport]] = []
         for s in sessions:
+            answer = s.answers.pop(probe, None)
             for old in [k for k in s.answers if k < probe]:
                 del s.answers[old]
-        busy = any(a is None or not a.idle for a in answers)
+            if answer is not None:
+                answered.append((s, answer))
+            elif s.responsive and s in self._sessions.values():
+                # Frozen (SIGSTOP) or hung (a busy process answers busy): time goes on
+                # without it, as it would for a process paused in a real cluster; it counts
+                # again once it answers.
+                s.responsive = False
+                logger.info(
+                    "event-driven clock: %s (%s) left a probe unanswered for %gs: going on "
+                    "without it until it answers",
+                    s.component,
+                    s.identity,
+                    _PROBE_TIMEOUT,
+                )
+        busy = any(not a.idle for _, a in answered)
         # (a component that has not received every event sent to it is not done with them)
         behind = any(
-            a is not None and a.events_received != self.activity.sent.get(s.identity, 0)
-            for s, a in zip(sessions, answers, strict=True)
+            a.events_received != self.activity.sent.get(s.identity, 0) for s, a in answered
         )
         if busy or behind or self.activity.epoch != epoch or not self._locally_quiet():
             await anyio.sleep(_SETTLE)
             return False, None
-        deadlines = [a.next_deadline for a in answers if a is not None and a.timers]
+        deadlines = [a.next_deadline for _, a in answered if a.timers]
         own = self.clock.next_deadline()
         if own is not None:
             deadlines.append(own)

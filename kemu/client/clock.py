@@ -23,6 +23,8 @@ logger = logging.getLogger(__name__)
 
 REPORT_DEBOUNCE: Final = 0.05
 """Wall seconds a report waits for more timer changes before it is sent."""
+PROBE_PATIENCE: Final = 0.5
+"""Wall seconds a probe's answer waits for every task to block before it says busy."""
 
 
 class ClockModeMismatch(Exception):
@@ -88,8 +90,13 @@ async def follow_cluster_clock(
                 yield report()
 
     async def answer(probe: int) -> None:
-        await all_tasks_blocked()
-        await answers.send(report(probe, idle=client.requests_in_flight == 0))
+        blocked = False
+        with anyio.move_on_after(PROBE_PATIENCE):
+            await all_tasks_blocked()
+            blocked = True
+        # (a busy process answers busy rather than nothing: no answer means frozen)
+        idle = blocked and client.requests_in_flight == 0
+        await answers.send(report(probe, idle=idle))
 
     async with anyio.create_task_group() as tg:
         while True:

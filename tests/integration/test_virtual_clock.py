@@ -261,3 +261,32 @@ async def test_advance_runs_the_cluster_for_the_duration_then_holds(cluster: Clu
         ready = [c for c in node.status.conditions if c.type == "Ready"]
         assert ready and ready[0].status == "True"
         await client.set_clock_rate(1)
+
+
+async def test_time_goes_on_while_a_component_is_frozen(cluster: Cluster) -> None:
+    """A SIGSTOPped scheduler cannot answer the clock's probes: the event-driven clock goes
+    on without it (as time does for a paused process), and counts it again once resumed."""
+    scheduler = cluster.processes["scheduler"]
+    async with Client(cluster.server) as client:
+        await client.set_clock_rate(0)
+        before = (await client.clock_status()).now
+        scheduler.pause()
+        try:
+            done = await client.advance_clock(60, timeout=60)
+        finally:
+            scheduler.resume()
+        assert done.now == pytest.approx(before + 60, abs=0.001)
+
+        # resumed, it schedules again with the clock at rate max
+        await client.set_clock_rate(math.inf)
+        ns = await create_namespace(client, "frozen")
+        name = unique_name("p")
+        await client.create(make_pod(name).namespace(ns).obj())
+
+        async def bound() -> bool:
+            pod = await client.get(types_pb2.Pod, name, ns)
+            assert pod.spec.node_name == "n1", "not bound yet"
+            return True
+
+        await eventually(bound, timeout=20)
+        await client.set_clock_rate(1)

@@ -93,3 +93,24 @@ async def test_a_dead_session_is_no_quiescence_and_the_check_yields_meanwhile() 
                 assert await cc._quiescence() == (False, None)
         assert ticks >= 3  # the driver never starves the event loop
         tg.cancel_scope.cancel()
+
+
+async def test_a_session_that_does_not_answer_is_left_out_until_it_answers_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("apiserver.server.clock._PROBE_TIMEOUT", 0.2)
+    cc = _cluster_clock()
+    frozen_send, frozen_receive = anyio.create_memory_object_stream[api_pb2.ClockUpdate](64)
+    frozen = cc._sessions[99] = _Session(frozen_send, identity="frozen")
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: _answering(cc, "a", idle=True, received=0, deadline=START + 5))
+        await anyio.wait_all_tasks_blocked()
+        with anyio.fail_after(5):
+            assert await cc._quiescence() == (True, START + 5)  # after the probe timeout
+        assert not frozen.responsive
+        started = time.monotonic()
+        with anyio.fail_after(5):
+            assert await cc._quiescence() == (True, START + 5)
+        assert time.monotonic() - started < 0.2  # not waited for again
+        tg.cancel_scope.cancel()
+    frozen_receive.close()
