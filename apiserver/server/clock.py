@@ -38,7 +38,7 @@ from kemu.api.v1 import api_pb2
 from kemu.component.virtual_clock import VirtualClock
 from kemu.machinery.convert import format_time, timestamp
 from kemu.machinery.errors import Conflict, InternalError, Invalid, Unavailable
-from kemu.machinery.virtual_time import ClockMode, ClockSegment, check_rate
+from kemu.machinery.virtual_time import ClockMode, ClockSegment, check_rate, to_proto
 
 logger = logging.getLogger(__name__)
 
@@ -77,17 +77,6 @@ def decode(data: bytes) -> ClockSegment:
         )
     except (ValueError, KeyError, TypeError) as e:
         raise InternalError(f"the cluster clock in etcd ({KEY}) is corrupt: {e}") from None
-
-
-def to_proto(segment: ClockSegment) -> api_pb2.ClockSegment:
-    return api_pb2.ClockSegment(
-        base_wall=segment.base_wall,
-        base_virtual=segment.base_virtual,
-        rate=segment.rate,
-        generation=segment.generation,
-        event_driven=segment.event_driven,
-        advance_until=segment.advance_until,
-    )
 
 
 @dataclass(eq=False)

@@ -19,7 +19,8 @@ nothing (dryRun=All).
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Final, TypeVar
 
@@ -187,7 +188,7 @@ class GenericStore:
         _check_size(kind, obj, len(data))
         key = object_key(kind, meta.namespace, meta.name)
         what = f"update {_describe(kind, meta)}"
-        try:
+        with _translated(kind, meta.name, what):
             rev = await self._store.update(
                 key,
                 data,
@@ -195,14 +196,6 @@ class GenericStore:
                 guard=fencing.guard(what),
                 companion=fencing.companion(kind, obj),
             )
-        except GuardFailed as e:
-            raise fencing.refused(what, e) from None
-        except NotFound:
-            raise NotFound(not_found(kind, meta.name)) from None
-        except StaleRevision as e:
-            raise StaleRevision(conflict(kind, meta.name), e.current) from None
-        except Conflict:
-            raise Conflict(conflict(kind, meta.name)) from None
         self._wrote(kind, rev)
         meta.resource_version = str(rev)
         return obj
@@ -333,24 +326,31 @@ class GenericStore:
         """Removes the key if it is still at `revision` (StaleRevision when it moved)."""
         meta = meta_of(obj)
         what = f"delete {_describe(kind, meta)}"
-        try:
+        with _translated(kind, meta.name, what):
             rev = await self._store.delete(
                 object_key(kind, meta.namespace, meta.name),
                 revision,
                 guard=fencing.guard(what),
                 companion=fencing.companion(kind, obj, deleted=True),
             )
-        except GuardFailed as e:
-            raise fencing.refused(what, e) from None
-        except NotFound:
-            raise NotFound(not_found(kind, meta.name)) from None
-        except StaleRevision as e:
-            raise StaleRevision(conflict(kind, meta.name), e.current) from None
-        except Conflict:
-            raise Conflict(conflict(kind, meta.name)) from None
         self._wrote(kind, rev)
         meta.resource_version = str(rev)
         return obj
+
+
+@contextmanager
+def _translated(kind: Kind, name: str, what: str) -> Iterator[None]:
+    """The storage's errors of a write of `name` as the API's, with upstream's messages."""
+    try:
+        yield
+    except GuardFailed as e:
+        raise fencing.refused(what, e) from None
+    except NotFound:
+        raise NotFound(not_found(kind, name)) from None
+    except StaleRevision as e:
+        raise StaleRevision(conflict(kind, name), e.current) from None
+    except Conflict:
+        raise Conflict(conflict(kind, name)) from None
 
 
 def _check_size(kind: Kind, obj: Message, size: int) -> None:

@@ -17,7 +17,7 @@ from kemu.client.client import Client
 from kemu.component.quiescence import all_tasks_blocked
 from kemu.component.virtual_clock import VirtualClock
 from kemu.machinery.errors import ApiError, BadRequest
-from kemu.machinery.virtual_time import REAL_TIME_CLOCK, ClockMode, ClockSegment
+from kemu.machinery.virtual_time import REAL_TIME_CLOCK, ClockMode, from_proto
 
 logger = logging.getLogger(__name__)
 
@@ -29,17 +29,6 @@ PROBE_PATIENCE: Final = 0.5
 
 class ClockModeMismatch(Exception):
     """This component runs in virtual time and the apiserver in real time."""
-
-
-def from_proto(segment: api_pb2.ClockSegment) -> ClockSegment:
-    return ClockSegment(
-        base_wall=segment.base_wall,
-        base_virtual=segment.base_virtual,
-        rate=segment.rate,
-        generation=segment.generation,
-        event_driven=segment.event_driven,
-        advance_until=segment.advance_until,
-    )
 
 
 async def follow_cluster_clock(

@@ -158,15 +158,6 @@ def _copy(obj: M) -> M:
     return out
 
 
-def _copy_field(dst: Message, src: Message, name: str) -> None:
-    """dst.name = src.name, an unset field staying unset (so that a write that changes nothing
-    serializes the same)."""
-    if src.HasField(name):
-        getattr(dst, name).CopyFrom(getattr(src, name))
-    else:
-        dst.ClearField(name)
-
-
 def _kind(cls: type[Message]) -> kinds.Kind:
     return kinds.kind_of(cls())
 

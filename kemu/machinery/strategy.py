@@ -75,7 +75,7 @@ class Strategy:
         PrepareForUpdate): the stored object with the sent status and the metadata a status
         update may change for the kind; `sent` is only read."""
         result = _copy(old)
-        _copy_field(result, sent, "status")
+        copy_field(result, sent, "status")
         apply_status_update_metadata(result, sent)
         return result
 
@@ -225,7 +225,7 @@ def before_update(kind: Kind, old: Message, sent: Message, opts: StrategyOptions
         meta.ClearField("deletion_grace_period_seconds")
     meta.resource_version = old_meta.resource_version
     if kind.has_status:
-        _copy_field(result, old, "status")
+        copy_field(result, old, "status")
     strategy_for(kind).prepare_for_update(result, old, opts)
     if bumps_generation(old, result):
         meta.generation = old_meta.generation + 1
@@ -238,7 +238,7 @@ def _copy(obj: Message) -> Message:
     return out
 
 
-def _copy_field(dst: Message, src: Message, name: str) -> None:
+def copy_field(dst: Message, src: Message, name: str) -> None:
     """dst.name = src.name, an unset field staying unset (a write that changes nothing then
     stores the same bytes)."""
     if src.HasField(name):

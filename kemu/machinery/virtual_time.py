@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Final
 
+from kemu.api.v1 import api_pb2
 from kemu.machinery.errors import Invalid
 
 MAX_RATE: Final = 1_000_000.0
@@ -100,6 +101,28 @@ class ClockSegment:
     @property
     def rate_text(self) -> str:
         return "max" if self.event_driven else f"{self.rate:g}"
+
+
+def to_proto(segment: ClockSegment) -> api_pb2.ClockSegment:
+    return api_pb2.ClockSegment(
+        base_wall=segment.base_wall,
+        base_virtual=segment.base_virtual,
+        rate=segment.rate,
+        generation=segment.generation,
+        event_driven=segment.event_driven,
+        advance_until=segment.advance_until,
+    )
+
+
+def from_proto(segment: api_pb2.ClockSegment) -> ClockSegment:
+    return ClockSegment(
+        base_wall=segment.base_wall,
+        base_virtual=segment.base_virtual,
+        rate=segment.rate,
+        generation=segment.generation,
+        event_driven=segment.event_driven,
+        advance_until=segment.advance_until,
+    )
 
 
 def parse_rate(text: str, field: str = "rate") -> float:
