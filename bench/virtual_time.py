@@ -29,7 +29,8 @@ import logging
 import math
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -38,6 +39,7 @@ import anyio
 
 from bench.common import bench_main, fmt, format_table
 from bench.kubelet import is_ready, start_hollow_kubelet
+from cloud.config import NODE_GROUP_LABEL
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.machinery.errors import ApiError
@@ -49,7 +51,6 @@ from kemu.testing.processes import ProcessStartError
 
 logger = logging.getLogger(__name__)
 
-GROUP_LABEL: Final = "kemu.io/node-group"
 AUTOSCALER_CLOUD: Final = """nodeGroups:
 - name: pool-a
   minSize: 0
@@ -129,7 +130,7 @@ async def autoscaler_phase(cluster: Cluster, r: Result) -> None:
             return sum(1 for p in pods if p.status.phase == "Running") == len(names)
 
         async def group_gone() -> bool:
-            nodes = await client.list_all(types_pb2.Node, label_selector=GROUP_LABEL)
+            nodes = await client.list_all(types_pb2.Node, label_selector=NODE_GROUP_LABEL)
             return not nodes.items
 
         await eventually(all_running, timeout=PHASE_TIMEOUT, interval=0.05)
@@ -142,38 +143,35 @@ async def autoscaler_phase(cluster: Cluster, r: Result) -> None:
         r.scale_down = down.span((await client.clock_status()).now)
 
 
+@contextmanager
+def _virtual_cluster(phase: str, r: Result) -> Iterator[Cluster]:
+    """A fresh cluster in virtual time with etcd, the apiserver, the controller-manager and
+    the scheduler; what fails in the block is the phase's error, with the logs' tails."""
+    with (
+        tempfile.TemporaryDirectory(prefix="kemu-bench-vt-") as tmp,
+        Cluster(Path(tmp), clock=ClockMode.VIRTUAL) as cluster,
+    ):
+        try:
+            cluster.start_etcd()
+            cluster.start_apiserver()
+            cluster.start_controllermanager()
+            cluster.start_scheduler()
+            yield cluster
+        except (ProcessStartError, RuntimeError, TimeoutError, ApiError, AssertionError) as e:
+            r.errors.append(f"{phase}: {type(e).__name__}: {e}")
+            logger.error("%s\n%s", r.errors[-1], cluster.dump_logs(tail=20))
+
+
 def run(opts: Options) -> Result:
     r = Result()
     if opts.only in ("", "idle"):
-        with (
-            tempfile.TemporaryDirectory(prefix="kemu-bench-vt-") as tmp,
-            Cluster(Path(tmp), clock=ClockMode.VIRTUAL) as cluster,
-        ):
-            try:
-                cluster.start_etcd()
-                cluster.start_apiserver()
-                cluster.start_controllermanager()
-                cluster.start_scheduler()
-                anyio.run(idle_phase, cluster, opts, r)
-            except (ProcessStartError, RuntimeError, TimeoutError, ApiError, AssertionError) as e:
-                r.errors.append(f"idle: {type(e).__name__}: {e}")
-                logger.error("%s\n%s", r.errors[-1], cluster.dump_logs(tail=20))
+        with _virtual_cluster("idle", r) as cluster:
+            anyio.run(idle_phase, cluster, opts, r)
     if opts.only in ("", "autoscaler"):
-        with (
-            tempfile.TemporaryDirectory(prefix="kemu-bench-vt-") as tmp,
-            Cluster(Path(tmp), clock=ClockMode.VIRTUAL) as cluster,
-        ):
-            try:
-                cluster.start_etcd()
-                cluster.start_apiserver()
-                cluster.start_controllermanager()
-                cluster.start_scheduler()
-                cluster.start_cloud(AUTOSCALER_CLOUD, provision_delay="0s")
-                cluster.start_autoscaler(cluster.component("cloud"), scan_interval="10s")
-                anyio.run(autoscaler_phase, cluster, r)
-            except (ProcessStartError, RuntimeError, TimeoutError, ApiError, AssertionError) as e:
-                r.errors.append(f"autoscaler: {type(e).__name__}: {e}")
-                logger.error("%s\n%s", r.errors[-1], cluster.dump_logs(tail=20))
+        with _virtual_cluster("autoscaler", r) as cluster:
+            cluster.start_cloud(AUTOSCALER_CLOUD, provision_delay="0s")
+            cluster.start_autoscaler(cluster.component("cloud"), scan_interval="10s")
+            anyio.run(autoscaler_phase, cluster, r)
     return r
 
 

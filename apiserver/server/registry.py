@@ -67,6 +67,13 @@ _meta = meta_of
 _copy = copy_of
 
 _Write = Callable[[Kind, Message, Message], Message]
+_WRITES: Final = {
+    "": "_update_main",
+    subresources.STATUS.name: "_update_status",
+    subresources.RESIZE.name: "_resize",
+    subresources.FINALIZE.name: "_finalize",
+}
+"""What an update or patch of each subresource stores: the registry's method of that name."""
 
 
 class Registry:
@@ -91,12 +98,6 @@ class Registry:
             self._cached_namespace, self._live_namespace, clock=self._clock
         )
         self._eviction_rules = VersionRules.at(version)
-        self._writes: dict[str, _Write] = {
-            "": self._update_main,
-            subresources.STATUS.name: self._update_status,
-            subresources.RESIZE.name: self._resize,
-            subresources.FINALIZE.name: self._finalize,
-        }
         self.eviction = EvictionREST(self.store, self.lifecycle, self._eviction_rules)
 
     def now(self) -> float:
@@ -246,13 +247,14 @@ class Registry:
     # and the one sent (which is only read).
 
     def _write_of(self, kind: Kind, sub: Subresource | None) -> _Write:
-        write = self._writes.get(sub.name if sub is not None else "")
-        if write is None:
+        method = _WRITES.get(sub.name if sub is not None else "")
+        if method is None:
             assert sub is not None
             raise BadRequest(
                 f"{kind.resource}/{sub.name} is served by the REST edge only "
                 "(a Scale is not an Object of kemu's gRPC Api)"
             )
+        write: _Write = getattr(self, method)  # (this registry's: a dry-run view has its own)
         return write
 
     async def _after_write(self, subresource: str, written: Message) -> Message:

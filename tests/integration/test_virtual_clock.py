@@ -29,6 +29,20 @@ START = "2031-01-02T03:04:05Z"
 START_AT = parse_time(START, "start").seconds
 
 
+async def _running(client: Client, name: str, ns: str) -> bool:
+    pod = await client.get(types_pb2.Pod, name, ns)
+    assert pod.status.phase == "Running", pod.status.phase
+    return True
+
+
+async def _gone(client: Client, name: str, ns: str) -> bool:
+    try:
+        await client.get(types_pb2.Pod, name, ns)
+    except NotFound:
+        return True
+    raise AssertionError("still there")
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with Cluster(tmp_path_factory.mktemp("virtual"), clock=ClockMode.VIRTUAL) as c:
@@ -77,26 +91,14 @@ async def test_at_rate_10_a_pods_30s_grace_period_passes_in_virtual_time(
         name = unique_name("p")
         await client.create(make_pod(name).namespace(ns).obj())
 
-        async def running() -> bool:
-            pod = await client.get(types_pb2.Pod, name, ns)
-            assert pod.status.phase == "Running", pod.status.phase
-            return True
-
-        await eventually(running, timeout=20)
+        await eventually(lambda: _running(client, name, ns), timeout=20)
         asked = (await client.clock_status()).now
         deleting = await client.delete(types_pb2.Pod, name, ns)
         deadline = deleting.metadata.deletion_timestamp.ToNanoseconds() / 1e9
         assert deadline == pytest.approx(asked + 30, abs=2.0)  # virtual seconds
 
-        async def gone() -> bool:
-            try:
-                await client.get(types_pb2.Pod, name, ns)
-            except NotFound:
-                return True
-            raise AssertionError("still there")
-
         # 30 s of grace at 10x: within this deadline only if the kubelet waits virtual time
-        await eventually(gone, timeout=20)
+        await eventually(lambda: _gone(client, name, ns), timeout=20)
         # (the clock's float holds 1e9 s to ~0.2 us: a microsecond's tolerance)
         assert (await client.clock_status()).now >= deadline - 1e-6
         await client.set_clock_rate(1)
@@ -223,23 +225,11 @@ async def test_at_rate_max_time_jumps_to_each_timer_and_a_grace_period_passes(
         name = unique_name("p")
         await client.create(make_pod(name).namespace(ns).obj())
 
-        async def running() -> bool:
-            pod = await client.get(types_pb2.Pod, name, ns)
-            assert pod.status.phase == "Running", pod.status.phase
-            return True
-
-        await eventually(running, timeout=20)
+        await eventually(lambda: _running(client, name, ns), timeout=20)
         deleting = await client.delete(types_pb2.Pod, name, ns)
         deadline = deleting.metadata.deletion_timestamp.ToNanoseconds() / 1e9
 
-        async def gone() -> bool:
-            try:
-                await client.get(types_pb2.Pod, name, ns)
-            except NotFound:
-                return True
-            raise AssertionError("still there")
-
-        await eventually(gone, timeout=20)
+        await eventually(lambda: _gone(client, name, ns), timeout=20)
         # (the clock's float holds 1e9 s to ~0.2 us: a microsecond's tolerance)
         assert (await client.clock_status()).now >= deadline - 1e-6
         await client.set_clock_rate(1)
