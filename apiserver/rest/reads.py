@@ -119,7 +119,7 @@ class Reads:
                             except anyio.EndOfStream:
                                 break
                         if frame is None:
-                            frame = cache.bookmark_frame(cache.revision)
+                            frame = cache.bookmark(watcher)
                         frames = [frame]
                         while True:
                             try:

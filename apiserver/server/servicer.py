@@ -536,11 +536,9 @@ class ApiService:
                         except anyio.EndOfStream:
                             return
                     if frame is None:
-                        # Nothing is buffered: every change up to the cache's revision has
-                        # been sent (dispatch is synchronous), so that revision is safe to
-                        # resume from (upstream's periodic bookmark).
+                        # Nothing is buffered: upstream's periodic bookmark.
                         activity.sent_events(identity, 1)
-                        yield cache.bookmark_frame(cache.revision)
+                        yield cache.bookmark(watcher)
                         next_bookmark = self._clock.monotonic() + self._bookmark_frequency
                         continue
                     # (events taken from the buffer are being sent until handed over)

@@ -31,6 +31,7 @@ _TARGET_CREATE: Final = 1
 _TARGET_MOD: Final = 2
 _TARGET_VALUE: Final = 3
 _EVENT_PUT: Final = 0
+_ANY_WATCH: Final = -1  # the watch id of a requested progress notification's answer
 _MAX_MESSAGE: Final = 64 * 1024 * 1024
 
 
@@ -47,6 +48,16 @@ class Progress:
     """etcd's word that a watch has been sent every change up to `revision`."""
 
     revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class Writes:
+    """What a prefix holds at store revision `revision`: its number of keys, and how many of
+    them were written (created or updated) after the revision asked about."""
+
+    revision: int
+    keys: int
+    written_after: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,6 +282,19 @@ class EtcdStore:
         ]
         return RangeResult(kvs, int(resp.header.revision), bool(resp.more))
 
+    async def writes_since(self, prefix: str, revision: int) -> Writes:
+        """How many keys `prefix` holds now and how many of them were written after
+        `revision`. With the number of keys it held at `revision`, this tells whether anything
+        under `prefix` changed since: no key written after it and as many keys (a deletion
+        leaves one fewer). One keys-only range: etcd's count is of every key in the range,
+        its kvs those that pass the mod-revision filter."""
+        pfx = prefix.encode()
+        req = rpc.RangeRequest(
+            key=pfx, range_end=prefix_end(pfx), keys_only=True, min_mod_revision=revision + 1
+        )
+        resp = await self._call("range", self._kv.Range, req)
+        return Writes(int(resp.header.revision), int(resp.count), len(resp.kvs))
+
     # ------------------------------------------------------------ writes
 
     async def create(
@@ -374,15 +398,17 @@ class EtcdStore:
     # ------------------------------------------------------------ watch
 
     async def watch(
-        self,
-        prefix: str,
-        start_revision: int,
-        progress_requests: asyncio.Queue[None] | None = None,
+        self, prefix: str, start_revision: int
     ) -> AsyncIterator[list[StorageEvent] | Progress]:
         """Batches of changes under `prefix` from `start_revision` (inclusive), in order, and
-        `Progress(revision)` when etcd says every change up to `revision` has been sent (its
-        progress notifications; an item put in `progress_requests` asks for one now, as
-        upstream's RequestWatchProgress).
+        `Progress(revision)` when etcd says every change up to `revision` has been sent.
+
+        Only etcd's periodic progress notification of this watch says that: etcd sends it to a
+        watch that has been sent every change (a synced one), on the watch's own channel, so
+        after those changes. A requested one is not asked for: before 3.5.8, etcd answers a
+        progress request at once with its current revision (watch id -1), ahead of changes it
+        has not sent yet, all of them on a watch still catching up (etcd-io/etcd#15220);
+        `writes_since` tells instead whether a quiet prefix is up to date.
 
         Raises Gone when `start_revision` was compacted and Unavailable when the stream breaks;
         the caller resumes from the revision after the last one it saw.
@@ -401,12 +427,7 @@ class EtcdStore:
         async def requests() -> AsyncIterator[Any]:
             yield create
             # Keep the request side open: closing it ends the watch on the server.
-            if progress_requests is None:
-                await asyncio.Event().wait()
-                return
-            while True:
-                await progress_requests.get()
-                yield rpc.WatchRequest(progress_request=rpc.WatchProgressRequest())
+            await asyncio.Event().wait()
 
         call = self._watch.Watch(requests(), wait_for_ready=True)
         try:
@@ -419,8 +440,8 @@ class EtcdStore:
                         )
                     raise Unavailable(f"etcd cancelled the watch: {resp.cancel_reason}")
                 if not resp.events:
-                    if not resp.created:  # a progress notification
-                        yield Progress(int(resp.header.revision))
+                    if not resp.created and resp.watch_id != _ANY_WATCH:
+                        yield Progress(int(resp.header.revision))  # this watch's own
                     continue
                 batch = []
                 for ev in resp.events:

@@ -22,9 +22,7 @@ watches from the resourceVersion they last saw instead of relisting.
 
 from __future__ import annotations
 
-import asyncio
 import bisect
-import contextlib
 import itertools
 import logging
 from collections import deque
@@ -41,7 +39,7 @@ from apiserver.storage import encoding
 from apiserver.storage.etcd import EtcdStore, Progress, StorageEvent
 from kemu.api.v1 import api_pb2
 from kemu.component.clock import Clock, RealClock
-from kemu.machinery.errors import Cause, Expired, Gone, Timeout, Unavailable
+from kemu.machinery.errors import Cause, Expired, Gone, InternalError, Timeout, Unavailable
 from kemu.machinery.kinds import INITIAL_EVENTS_END_ANNOTATION, Kind
 
 logger = logging.getLogger(__name__)
@@ -54,7 +52,7 @@ EVENT_FRESH_DURATION: Final = 75.0
 DEFAULT_WATCHER_BUFFER: Final = 10_000  # events buffered per watcher before it is closed
 REPLAY_REVISIONS: Final = 20_000  # how far back a restarted cache replays
 FRESHNESS_POLL: Final = 0.1
-"""How often a wait for a resourceVersion asks etcd for a progress notification."""
+"""How often a wait for a resourceVersion checks with etcd whether a quiet resource is fresh."""
 FRESHNESS_TIMEOUT: Final = 3.0  # how long a request waits for a resourceVersion (upstream 3 s)
 
 
@@ -177,11 +175,12 @@ class WatchCache:
         self._history_start = 0
         self.revision = 0
         # The revision of the last change etcd sent (self.revision may be ahead of it: a
-        # progress notification): where a broken watch resumes, and below which a change is a
-        # repeat. etcd before 3.5.8 may send a progress notification ahead of changes it has
-        # not sent yet (a watch on a member catching up: etcd-io/etcd#15220); those changes,
-        # when they come, are applied, not dropped.
+        # progress notification, or etcd's word that nothing under the prefix changed since):
+        # where a broken watch resumes, and below which a change is a repeat.
         self._event_revision = 0
+        # Changes etcd sent at or below self.revision: none, unless a progress notification
+        # came ahead of them (what EtcdStore.watch and _confirm_quiet rule out); applied, not
+        # dropped, and logged, since a watcher that resumed past one never gets it.
         self._late_events = 0
         self._watchers: set[Watcher] = set()
         self._watches_ended = False
@@ -189,8 +188,8 @@ class WatchCache:
         # Set (and dropped) when the revision moves; made only while someone waits for it
         # (wait_fresh), not for every batch of events.
         self._progress: anyio.Event | None = None
-        # Asks the etcd watch for a progress notification (wait_fresh on a quiet resource).
-        self._progress_requests: asyncio.Queue[None] = asyncio.Queue(maxsize=1)
+        # One freshness check of a quiet resource against etcd at a time (wait_fresh).
+        self._confirming = anyio.Lock()
 
     # ------------------------------------------------------------ state
 
@@ -208,14 +207,17 @@ class WatchCache:
 
     async def wait_fresh(self, revision: int, timeout: float = FRESHNESS_TIMEOUT) -> bool:  # noqa: ASYNC109
         """Waits until the cache has reached `revision` (upstream's waitUntilFreshAndBlock): a
-        resource that does not change is brought to etcd's revision by a progress request on
-        its watch. True once fresh; after `timeout`, False if etcd has reached `revision` (a
-        list then reads etcd; a watch may start, every later event reaches it in order),
-        else Timeout "Too large resource version"."""
+        resource that does not change is brought to etcd's revision once etcd shows that
+        nothing under its prefix changed since the last change the watch sent
+        (`_confirm_quiet`). True once fresh; after `timeout`, False if etcd has reached
+        `revision` (a list then reads etcd; a watch may start, every later event reaches it in
+        order), else Timeout "Too large resource version"."""
         with anyio.move_on_after(timeout):
             while not (self.ready and self.revision >= revision):
-                with contextlib.suppress(asyncio.QueueFull):
-                    self._progress_requests.put_nowait(None)
+                if self.ready:
+                    await self._confirm_quiet(revision)
+                    if self.revision >= revision:
+                        break
                 with anyio.move_on_after(FRESHNESS_POLL):
                     if self._progress is None:
                         self._progress = anyio.Event()
@@ -224,6 +226,27 @@ class WatchCache:
         if revision <= await self._store.current_revision():
             return False
         raise too_large_resource_version(revision, self.revision)
+
+    async def _confirm_quiet(self, revision: int) -> None:
+        """Moves the cache to etcd's current revision if nothing under its prefix changed
+        after the last change its watch sent: no key written since and as many keys as the
+        cache holds. Every change up to etcd's revision is then applied, so a bookmark or a
+        list at it hides nothing. (etcd's answer to a progress request would say so sooner,
+        but before 3.5.8 it can come ahead of changes not sent yet: see EtcdStore.watch.)
+        One check at a time; a waiter that finds the cache fresh after its turn asks nothing."""
+        async with self._confirming:
+            seen, held = self._event_revision, len(self._objects)
+            if self.revision >= revision or seen == 0:  # fresh, or relisting after a Gone
+                return
+            try:
+                writes = await self._store.writes_since(self.prefix, seen)
+            except (Unavailable, InternalError) as e:
+                logger.debug(
+                    "watch cache for %s: freshness check failed: %s", self.kind.resource, e
+                )
+                return
+            if writes.written_after == 0 and writes.keys == held:
+                self._advance(writes.revision)
 
     def _advance(self, revision: int) -> None:
         """etcd has sent every change of this resource up to `revision`."""
@@ -248,6 +271,13 @@ class WatchCache:
             "BOOKMARK", encoding.envelope(self._field, obj.SerializeToString())
         )
 
+    def bookmark(self, w: Watcher) -> bytes:
+        """A periodic BOOKMARK for `w` while nothing is queued for it: every change up to the
+        cache's revision has been sent to it (dispatch is synchronous), and every change up
+        to the revision it started from was seen by its client before (a watch from a
+        revision etcd has and this cache has not reached), so the later of the two."""
+        return self.bookmark_frame(max(self.revision, w.after))
+
     def objects(self) -> Iterable[CachedObject]:
         return self._objects.values()
 
@@ -267,9 +297,7 @@ class WatchCache:
                 if not started:
                     started = True
                     task_status.started()
-                async for batch in self._store.watch(
-                    self.prefix, self._event_revision + 1, self._progress_requests
-                ):
+                async for batch in self._store.watch(self.prefix, self._event_revision + 1):
                     if isinstance(batch, Progress):
                         self._advance(batch.revision)
                     else:
@@ -354,8 +382,8 @@ class WatchCache:
                 self._late_events += 1
             if sev.revision <= self.revision and self._late_events % 1000 == 1:
                 logger.warning(
-                    "watch cache for %s: etcd sent the change at revision %d after a progress "
-                    "notification at %d (etcd-io/etcd#15220; %d so far, logged every 1000th)",
+                    "watch cache for %s: etcd sent the change at revision %d after the cache "
+                    "had moved to %d (etcd-io/etcd#15220?; %d so far, logged every 1000th)",
                     self.kind.resource,
                     sev.revision,
                     self.revision,

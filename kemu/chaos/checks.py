@@ -18,7 +18,7 @@ from kemu.client.interface import DELETED
 from kemu.machinery.keys import object_key
 from kemu.machinery.pod_strategy import TERMINAL_PHASES
 from kemu.machinery.resources import Amounts, PodResourcesOptions, amounts, pod_requests
-from kemu.testing.invariants import PodVersion
+from kemu.testing.invariants import PodVersion, WatchSpan
 
 Histories = Mapping[str, Sequence[PodVersion]]
 CHECKED_RESOURCES = ("cpu", "memory")
@@ -77,20 +77,47 @@ def check_watch_order(histories: Histories, listed: int = 0) -> list[str]:
     return out
 
 
-def check_watchers_agree(name_a: str, a: Histories, name_b: str, b: Histories) -> list[str]:
+def check_watchers_agree(
+    name_a: str,
+    a: Histories,
+    name_b: str,
+    b: Histories,
+    *,
+    watches: Mapping[str, Sequence[WatchSpan]] | None = None,
+    t0: float = 0.0,
+) -> list[str]:
     """Gap-free: two watchers that both ran from before the first pod saw the same versions
-    (by resourceVersion) of every pod; a version one has and the other lacks is a gap."""
+    (by resourceVersion) of every pod; a version one has and the other lacks is a gap. With
+    the watchers' `watches` (by name), each gap names the watch that should have carried it
+    (times as seconds after `t0`)."""
     out = []
     for uid in sorted(set(a) | set(b)):
         ra = {v.pod.metadata.resource_version for v in a.get(uid, ())}
         rb = {v.pod.metadata.resource_version for v in b.get(uid, ())}
         if ra != rb:
             pod = (a.get(uid) or b[uid])[0].pod
-            out.append(
+            line = (
                 f"{object_key(pod)}: versions only {name_a} saw {sorted(ra - rb)}, "
                 f"only {name_b} saw {sorted(rb - ra)}"
             )
+            for name, missing in ((name_a, rb - ra), (name_b, ra - rb)):
+                for rv in sorted(missing):
+                    line += f"; {name} lacks {rv}: " + _watch_of(
+                        rv, (watches or {}).get(name, ()), t0
+                    )
+            out.append(line)
     return out
+
+
+def _watch_of(rv: str, spans: Sequence[WatchSpan], t0: float) -> str:
+    """The watch during which version `rv` should have come, or where it fell between two."""
+    number = int(rv) if rv.isdigit() else None
+    if number is None or not spans:
+        return "no watch recorded"
+    for span in spans:
+        if span.covers(number):
+            return span.describe(t0)
+    return "in none of its watches (still open, or before the first)"
 
 
 def check_acknowledged(acks: Iterable[Ack], histories: Histories, watcher: str) -> list[str]:

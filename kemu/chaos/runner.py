@@ -368,7 +368,14 @@ class ChaosRun:
         violations += checks.check_bound_once(a.versions)
         violations += checks.check_watch_order(a.versions, a.listed)
         violations += checks.check_watch_order(b.versions, b.listed)
-        violations += checks.check_watchers_agree("watcher A", a.versions, "watcher B", b.versions)
+        violations += checks.check_watchers_agree(
+            "watcher A",
+            a.versions,
+            "watcher B",
+            b.versions,
+            watches={"watcher A": a.watches, "watcher B": b.watches},
+            t0=self.state.t0,
+        )
         violations += checks.check_acknowledged(self.state.acks, a.versions, "watcher A")
         violations += checks.check_acknowledged(self.state.acks, b.versions, "watcher B")
         try:

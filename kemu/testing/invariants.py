@@ -84,6 +84,7 @@ from __future__ import annotations
 import itertools
 import logging
 import re
+import time
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Final, Generic, NamedTuple, TypeVar
@@ -154,6 +155,34 @@ class LeaseVersion(NamedTuple):
         return _int_or_none(self.lease.metadata.resource_version)
 
 
+class WatchSpan(NamedTuple):
+    """One watch of a history's recorder: the resourceVersion it started from and the last
+    one it received (bookmarks included), what it received, when (time.monotonic) and why it
+    ended. A version one watcher lacks lies in one of its spans (the server did not send it)
+    or between two (a resume skipped it)."""
+
+    started: float
+    ended: float
+    from_rv: str
+    to_rv: str
+    events: int
+    bookmarks: int
+    end: str
+
+    def covers(self, rv: int) -> bool:
+        """Whether `rv` lies after this watch's start and at or before its last version."""
+        start, last = _int_or_none(self.from_rv), _int_or_none(self.to_rv)
+        return start is not None and last is not None and start < rv <= last
+
+    def describe(self, t0: float) -> str:
+        """The watch in a line, its times as seconds after `t0`."""
+        return (
+            f"its watch from resourceVersion {self.from_rv or '(none)'} to "
+            f"{self.to_rv or '(none)'} at t+{self.started - t0:.2f}s..{self.ended - t0:.2f}s "
+            f"({self.events} events, {self.bookmarks} bookmarks; ended: {self.end})"
+        )
+
+
 _Obj = TypeVar("_Obj", types_pb2.Pod, types_pb2.Node, types_pb2.Lease)
 _Version = TypeVar("_Version", PodVersion, NodeVersion, LeaseVersion)
 
@@ -172,6 +201,7 @@ class _History(Generic[_Obj, _Version]):
         self.error: ApiError | None = None
         self.recording = False
         self.resource_version = ""  # the last one received: where a resumed watch starts
+        self.watches: list[WatchSpan] = []  # every watch that ended, in order
         self._seq = itertools.count()
 
     def _version(self, seq: int, event_type: str, obj: _Obj) -> _Version:
@@ -276,29 +306,50 @@ class _History(Generic[_Obj, _Version]):
 
     async def _follow(self, client: ApiClient) -> None:
         """Watches from the last resourceVersion, resuming after the stream ends or the
-        connection is lost; stops (setting `error`) when that is impossible without a gap."""
+        connection is lost; stops (setting `error`) when that is impossible without a gap.
+        Every watch is noted in `watches`."""
         backoff = _BACKOFF_INITIAL
         what = f"{self.kind.__name__.lower()} history of {self.namespace!r}"
         try:
             while True:
-                received = 0
+                start, started = self.resource_version, time.monotonic()
+                received = bookmarks = 0
+                end = "the server ended it"
                 try:
                     async with client.watch(
                         self.kind,
                         self.namespace,
-                        resource_version=self.resource_version,
+                        resource_version=start,
                         label_selector=self.label_selector,
                         allow_watch_bookmarks=True,
                     ) as events:
                         async for event in events:
                             received += 1
+                            bookmarks += event.type == BOOKMARK
                             self._apply(event)
                 except _RESUMABLE as e:
                     logger.info("%s: watch interrupted: %s", what, e)
+                    end = f"{type(e).__name__}: {e}"
                 except ApiError as e:
                     logger.warning("%s: watch failed: %s", what, e)
                     self.error = e
+                    end = f"failed: {e}"
                     return
+                except BaseException:
+                    end = "stopped"
+                    raise
+                finally:
+                    self.watches.append(
+                        WatchSpan(
+                            started,
+                            time.monotonic(),
+                            start,
+                            self.resource_version,
+                            received - bookmarks,
+                            bookmarks,
+                            end,
+                        )
+                    )
                 if received:
                     backoff = _BACKOFF_INITIAL
                 else:

@@ -7,7 +7,7 @@ from kemu.chaos import checks
 from kemu.chaos.recorder import Holding, LeaseRecorder
 from kemu.client.interface import ADDED, DELETED, MODIFIED
 from kemu.testing.builders import make_pod
-from kemu.testing.invariants import PodVersion
+from kemu.testing.invariants import PodVersion, WatchSpan
 
 ALLOCATABLE = {"n1": {"cpu": "1", "memory": "1Gi", "pods": "10"}}
 
@@ -52,6 +52,25 @@ def test_watchers_agree() -> None:
     b = history((ADDED, pod("a", 1)))
     (v,) = checks.check_watchers_agree("A", a, "B", b)
     assert "only A saw ['2']" in v
+
+
+def test_a_gap_names_the_watch_that_should_have_carried_it() -> None:
+    a = history((ADDED, pod("a", 1)), (MODIFIED, pod("a", 5)), (MODIFIED, pod("a", 9)))
+    b = history((ADDED, pod("a", 1)), (MODIFIED, pod("a", 9)))
+    watches = {
+        "B": [
+            WatchSpan(100.0, 101.5, "1", "3", 0, 1, "the server ended it"),
+            WatchSpan(101.6, 104.0, "3", "9", 1, 2, "Unavailable: gone"),
+        ]
+    }
+    (v,) = checks.check_watchers_agree("A", a, "B", b, watches=watches, t0=100.0)
+    assert "only B saw []" in v
+    assert (
+        "B lacks 5: its watch from resourceVersion 3 to 9 at t+1.60s..4.00s "
+        "(1 events, 2 bookmarks; ended: Unavailable: gone)"
+    ) in v
+    (v,) = checks.check_watchers_agree("A", a, "B", b)
+    assert v.endswith("B lacks 5: no watch recorded")
 
 
 def test_acknowledged_writes() -> None:

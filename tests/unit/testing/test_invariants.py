@@ -650,6 +650,17 @@ async def test_record_pods_resumes_a_watch_that_ended_or_lost_its_connection():
         await history.sync(fake, timeout=5)
     assert len(history.uids_of("a")) == len(history.uids_of("b")) == 1
     assert history.error is None
+    # Every watch is noted: where it started, the last version it brought, why it ended.
+    [a] = history.uids_of("a")
+    [b] = history.uids_of("b")
+    rv_a = history.versions[a][0].pod.metadata.resource_version
+    rv_b = history.versions[b][0].pod.metadata.resource_version
+    first, second, third = history.watches
+    assert first.events == 0 and first.end == "the server ended it"
+    assert (second.from_rv, second.to_rv, second.events) == (first.to_rv, rv_a, 1)
+    assert second.end == "Unavailable: connection lost"
+    assert (third.from_rv, third.to_rv, third.events, third.end) == (rv_a, rv_b, 1, "stopped")
+    assert second.covers(int(rv_a)) and not third.covers(int(rv_a))
 
 
 @pytest.mark.anyio
