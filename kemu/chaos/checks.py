@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -118,6 +119,24 @@ def _watch_of(rv: str, spans: Sequence[WatchSpan], t0: float) -> str:
         if span.covers(number):
             return span.describe(t0)
     return "in none of its watches (still open, or before the first)"
+
+
+LATE_CHANGE = re.compile(
+    r"watch cache for (\S+): etcd sent the change at revision (\d+) after the cache had moved "
+    r"to (\d+)"
+)
+"""The apiserver's log line for a change its watch cache got after it had moved past it."""
+
+
+def check_no_late_changes(apiserver_logs: Mapping[str, str]) -> list[str]:
+    """No apiserver's watch cache was called fresh ahead of a change etcd had not sent it:
+    watchers given a bookmark or a list past that change would never get it."""
+    return [
+        f"{name}: the {m[1]} watch cache got the change at revision {m[2]} after it had moved "
+        f"to {m[3]}"
+        for name, text in sorted(apiserver_logs.items())
+        for m in LATE_CHANGE.finditer(text)
+    ]
 
 
 def check_acknowledged(acks: Iterable[Ack], histories: Histories, watcher: str) -> list[str]:

@@ -396,6 +396,7 @@ class ChaosRun:
         )
         if self.election is leaders.Election.FENCED:
             violations += [f"stale leader write despite fencing: {w}" for w in stale_writes]
+        violations += checks.check_no_late_changes(apiserver_logs)
         # A stale leader bound with a view the real leader did not share, and the real leader
         # may not have seen that binding yet when it bound next: both as for an unconfirmed
         # binding (the kubelet's view still counts every pod).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from apiserver.storage.watch_cache import LATE_CHANGE_LOG
 from kemu.api.v1 import types_pb2
 from kemu.chaos import checks
 from kemu.chaos.recorder import Holding, LeaseRecorder
@@ -71,6 +72,21 @@ def test_a_gap_names_the_watch_that_should_have_carried_it() -> None:
     ) in v
     (v,) = checks.check_watchers_agree("A", a, "B", b)
     assert v.endswith("B lacks 5: no watch recorded")
+
+
+def test_a_late_change_in_an_apiservers_log_is_a_violation() -> None:
+    line = "W1125 09:10:43.096706 31736 watch_cache.py:356] " + LATE_CHANGE_LOG % (
+        "nodes",
+        8980,
+        8991,
+        1,
+    )
+    logs = {"apiserver-a": "started\n" + line + "\n", "apiserver-b": "started\n"}
+    assert checks.check_no_late_changes(logs) == [
+        "apiserver-a: the nodes watch cache got the change at revision 8980 after it had moved "
+        "to 8991"
+    ]
+    assert checks.check_no_late_changes({"apiserver-a": "started\n"}) == []
 
 
 def test_acknowledged_writes() -> None:
