@@ -7,7 +7,7 @@ without those objects, and a client that resumed from such a bookmark never saw 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 import anyio
 import pytest
@@ -21,6 +21,18 @@ from kemu.testing.cluster import Cluster
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 PODS = 2000
+
+
+@pytest.fixture
+async def store(cluster_factory: Callable[[], Cluster]) -> AsyncIterator[EtcdStore]:
+    """A store on a fresh etcd."""
+    cluster = cluster_factory()
+    cluster.start_etcd()
+    s = EtcdStore([cluster.etcd.url])
+    try:
+        yield s
+    finally:
+        await s.close()
 
 
 def _pod(i: int) -> bytes:
@@ -51,72 +63,50 @@ async def _at(store: EtcdStore, i: int) -> int:
     return kv.mod_revision
 
 
-async def test_a_replaying_cache_is_fresh_only_once_it_holds_every_change(
-    cluster_factory: Callable[[], Cluster],
-) -> None:
-    cluster = cluster_factory()
-    cluster.start_etcd()
-    store = EtcdStore([cluster.etcd.url])
-    try:
-        current = await _fill(store, PODS)
-        cache = WatchCache(store, kind_for_resource("pods"))
-        async with anyio.create_task_group() as tg:
-            await tg.start(cache.run)  # ready at an old revision, replaying since
-            with anyio.fail_after(30):
-                assert await cache.wait_fresh(current)
-            held = len(list(cache.objects()))
-            assert held == PODS, f"fresh at {cache.revision} holding {held} of {PODS} pods"
-            # A watch from the revision the cache answered at gets no change it already holds.
-            initial, receive, watcher = cache.watch(
-                namespace="", filter=None, resource_version=cache.revision
-            )
-            assert initial == []
-            assert receive.statistics().current_buffer_used == 0
-            cache.stop(watcher)
-            tg.cancel_scope.cancel()
-    finally:
-        await store.close()
+async def test_a_replaying_cache_is_fresh_only_once_it_holds_every_change(store: EtcdStore) -> None:
+    current = await _fill(store, PODS)
+    cache = WatchCache(store, kind_for_resource("pods"))
+    async with anyio.create_task_group() as tg:
+        await tg.start(cache.run)  # ready at an old revision, replaying since
+        with anyio.fail_after(30):
+            assert await cache.wait_fresh(current)
+        held = len(list(cache.objects()))
+        assert held == PODS, f"fresh at {cache.revision} holding {held} of {PODS} pods"
+        # A watch from the revision the cache answered at gets no change it already holds.
+        initial, receive, watcher = cache.watch(
+            namespace="", filter=None, resource_version=cache.revision
+        )
+        assert initial == []
+        assert receive.statistics().current_buffer_used == 0
+        cache.stop(watcher)
+        tg.cancel_scope.cancel()
 
 
 async def test_writes_since_counts_the_keys_and_those_written_after_a_revision(
-    cluster_factory: Callable[[], Cluster],
+    store: EtcdStore,
 ) -> None:
-    cluster = cluster_factory()
-    cluster.start_etcd()
-    store = EtcdStore([cluster.etcd.url])
-    try:
-        filled = await _fill(store, 4)
-        assert await store.writes_since("/registry/pods/", filled) == Writes(filled, 4, 0)
-        updated = await store.update("/registry/pods/ns/p0002", _pod(2), await _at(store, 2))
-        elsewhere = await store.create("/registry/podsx/ns/a", b"")  # not under the prefix
-        assert await store.writes_since("/registry/pods/", filled) == Writes(elsewhere, 4, 1)
-        assert await store.writes_since("/registry/pods/", updated) == Writes(elsewhere, 4, 0)
-        deleted = await store.delete("/registry/pods/ns/p0000", await _at(store, 0))
-        # A deletion is seen in the count only.
-        assert await store.writes_since("/registry/pods/", updated) == Writes(deleted, 3, 0)
-    finally:
-        await store.close()
+    filled = await _fill(store, 4)
+    assert await store.writes_since("/registry/pods/", filled) == Writes(filled, 4, 0)
+    updated = await store.update("/registry/pods/ns/p0002", _pod(2), await _at(store, 2))
+    elsewhere = await store.create("/registry/podsx/ns/a", b"")  # not under the prefix
+    assert await store.writes_since("/registry/pods/", filled) == Writes(elsewhere, 4, 1)
+    assert await store.writes_since("/registry/pods/", updated) == Writes(elsewhere, 4, 0)
+    deleted = await store.delete("/registry/pods/ns/p0000", await _at(store, 0))
+    # A deletion is seen in the count only.
+    assert await store.writes_since("/registry/pods/", updated) == Writes(deleted, 3, 0)
 
 
-async def test_a_quiet_resource_is_brought_to_etcds_revision_and_a_busy_one_is_not(
-    cluster_factory: Callable[[], Cluster],
-) -> None:
-    cluster = cluster_factory()
-    cluster.start_etcd()
-    store = EtcdStore([cluster.etcd.url])
-    try:
-        await _fill(store, 10)
-        cache = WatchCache(store, kind_for_resource("pods"))
-        async with anyio.create_task_group() as tg:
-            await tg.start(cache.run)
-            with anyio.fail_after(10):
-                assert await cache.wait_fresh(await store.current_revision())
-            # Writes elsewhere move etcd's revision; the pods did not change.
-            for i in range(5):
-                other = await store.create(f"/registry/configmaps/ns/c{i}", b"")
-            with anyio.fail_after(10):
-                assert await cache.wait_fresh(other)
-            assert cache.revision >= other
-            tg.cancel_scope.cancel()
-    finally:
-        await store.close()
+async def test_a_quiet_resource_is_brought_to_etcds_revision(store: EtcdStore) -> None:
+    await _fill(store, 10)
+    cache = WatchCache(store, kind_for_resource("pods"))
+    async with anyio.create_task_group() as tg:
+        await tg.start(cache.run)
+        with anyio.fail_after(10):
+            assert await cache.wait_fresh(await store.current_revision())
+        # Writes elsewhere move etcd's revision; the pods did not change.
+        for i in range(5):
+            other = await store.create(f"/registry/configmaps/ns/c{i}", b"")
+        with anyio.fail_after(10):
+            assert await cache.wait_fresh(other)
+        assert cache.revision >= other
+        tg.cancel_scope.cancel()
