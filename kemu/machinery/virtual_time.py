@@ -103,26 +103,23 @@ class ClockSegment:
         return "max" if self.event_driven else f"{self.rate:g}"
 
 
+_SEGMENT_FIELDS: Final = (
+    "base_wall",
+    "base_virtual",
+    "rate",
+    "generation",
+    "event_driven",
+    "advance_until",
+)
+"""The fields a segment and its protobuf message share (the same names in both)."""
+
+
 def to_proto(segment: ClockSegment) -> api_pb2.ClockSegment:
-    return api_pb2.ClockSegment(
-        base_wall=segment.base_wall,
-        base_virtual=segment.base_virtual,
-        rate=segment.rate,
-        generation=segment.generation,
-        event_driven=segment.event_driven,
-        advance_until=segment.advance_until,
-    )
+    return api_pb2.ClockSegment(**{f: getattr(segment, f) for f in _SEGMENT_FIELDS})
 
 
 def from_proto(segment: api_pb2.ClockSegment) -> ClockSegment:
-    return ClockSegment(
-        base_wall=segment.base_wall,
-        base_virtual=segment.base_virtual,
-        rate=segment.rate,
-        generation=segment.generation,
-        event_driven=segment.event_driven,
-        advance_until=segment.advance_until,
-    )
+    return ClockSegment(**{f: getattr(segment, f) for f in _SEGMENT_FIELDS})
 
 
 def parse_rate(text: str, field: str = "rate") -> float:
