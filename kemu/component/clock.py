@@ -88,15 +88,25 @@ class WallClockSkew:
         return seconds
 
 
-_PROCESS_SKEW: Final = WallClockSkew.from_environ()
+_process_skew: WallClockSkew | None = None
+
+
+def process_skew() -> WallClockSkew:
+    """This process's skew, from its environment when first asked (not at import: the harness's
+    fork server imports this module once for every process it forks)."""
+    global _process_skew
+    if _process_skew is None:
+        _process_skew = WallClockSkew.from_environ()
+    return _process_skew
 
 
 class RealClock:
     """The process clock: time.time (plus the process's wall-clock skew, if any),
     time.monotonic and anyio.sleep."""
 
-    def __init__(self, skew: WallClockSkew = _PROCESS_SKEW) -> None:
-        self._skew = skew
+    def __init__(self, skew: WallClockSkew | None = None) -> None:
+        """`skew`: default the process's (`process_skew()`)."""
+        self._skew = skew if skew is not None else process_skew()
 
     def now(self) -> float:
         return time.time() + self._skew.seconds()

@@ -157,18 +157,24 @@ def run_component(
         backend="asyncio",
         backend_options={"use_uvloop": os.environ.get("KEMU_UVLOOP", "1") != "0"},
     )
-    if outcome.restart is not None and _is_process_entry():
+    module = _main_module()
+    if outcome.restart is not None and module is not None:
         logger.warning("%s: %s: starting again as a fresh process", name, outcome.restart)
         logging.shutdown()
         sys.stdout.flush()
         sys.stderr.flush()
-        os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
+        os.execv(sys.executable, [sys.executable, "-m", module, *sys.argv[1:]])
     return code
 
 
-def _is_process_entry() -> bool:
-    """Whether this process is `python -m <component>` (not a test calling main())."""
-    return os.path.basename(sys.argv[0]) == "__main__.py" and "-m" in sys.orig_argv
+def _main_module() -> str | None:
+    """The module this process runs as `python -m <module>` (also when the harness's fork server
+    forked it, whose own command line is in sys.orig_argv); None for a test calling main()."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    name = getattr(spec, "name", None)
+    if not isinstance(name, str) or os.path.basename(sys.argv[0]) != "__main__.py":
+        return None
+    return name.removesuffix(".__main__")
 
 
 async def run_component_async(

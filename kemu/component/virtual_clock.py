@@ -25,16 +25,17 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from kemu.component.clock import _PROCESS_SKEW, Clock, WallClockSkew
+from kemu.component.clock import Clock, WallClockSkew, process_skew
 from kemu.machinery.virtual_time import ClockSegment
 
 
 class VirtualClock:
     def __init__(
-        self, *, wall: Callable[[], float] = time.time, skew: WallClockSkew = _PROCESS_SKEW
+        self, *, wall: Callable[[], float] = time.time, skew: WallClockSkew | None = None
     ) -> None:
+        """`skew`: default the process's (`process_skew()`)."""
         self._wall = wall
-        self._skew = skew
+        self._skew = skew if skew is not None else process_skew()
         self._segment: ClockSegment | None = None
         self._changed = anyio.Event()
         self._seq = itertools.count()
