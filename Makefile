@@ -22,7 +22,7 @@ run: $(STAMP)
 
 # The default suite mostly waits on processes: TEST_WORKERS pytest-xdist workers (a module's
 # cluster fixture stays on one worker: --dist loadfile), and the slowest tests listed at the end.
-TEST_WORKERS ?= 3
+TEST_WORKERS ?= 4
 test: $(STAMP) check-gen lint
 	$(BIN)/python -m pytest -q -m "not long" -n $(TEST_WORKERS) --dist loadfile --durations=15 tests
 

@@ -26,6 +26,7 @@ from kemu.machinery import kubeconfig
 from kemu.machinery.virtual_time import ClockMode
 from kemu.testing.etcd import DEFAULT_QUOTA_BACKEND_BYTES, Etcd, cluster_members
 from kemu.testing.faultproxy import FaultProxy
+from kemu.testing.launch import ForkServer, Launch, shared_forkserver
 from kemu.testing.ports import LOOPBACK, free_port
 from kemu.testing.processes import (
     DEFAULT_STARTUP_TIMEOUT,
@@ -67,11 +68,14 @@ class Component(ManagedProcess):
         log_path: Path,
         env: Mapping[str, str],
         port: int | None = None,
+        forkserver: ForkServer | None = None,
     ) -> None:
         self.module = module
         self.metrics_port = metrics_port
         self.port = port  # the serving port, for the apiserver
-        super().__init__(name, argv, log_path=log_path, env=env, ready=self.readyz_url)
+        super().__init__(
+            name, argv, log_path=log_path, env=env, ready=self.readyz_url, forkserver=forkserver
+        )
 
     @property
     def metrics_url(self) -> str:
@@ -109,6 +113,7 @@ class Cluster:
         env: Mapping[str, str] | None = None,
         proxy: FaultProxy | None = None,
         clock: ClockMode = ClockMode.REAL,
+        launch: Launch | None = None,
     ) -> None:
         """`clock`: every component started runs with `--clock` so (and the cloud's kubelets).
         With `proxy` (started here, closed by `stop()`), every address a process of the
@@ -116,9 +121,12 @@ class Cluster:
         process: a component's apiservers, an apiserver's etcd members, an autoscaler's
         cloud, and (members=N) each etcd member's peers; the proxy's rules cut or delay
         them (kemu/testing/faultproxy.py). Clients of the test dial the processes
-        directly."""
+        directly. `launch` (default `KEMU_TEST_LAUNCH`, else fork): how kemu's processes
+        start (kemu/testing/launch.py)."""
         self.root = Path(root)
         self.clock = clock
+        launch = launch if launch is not None else Launch.from_env()
+        self._forkserver = shared_forkserver() if launch is Launch.FORK else None
         self.startup_timeout = startup_timeout
         self.stop_timeout = stop_timeout
         self.env = python_env(env)
@@ -324,6 +332,7 @@ class Cluster:
             log_path=self._log_path(name),
             env={**self.env, SKEW_FILE_ENV: str(self._skew_path(name)), **(env or {})},
             port=port,
+            forkserver=self._forkserver,
         )
         self._launch(proc, wait)
         return proc

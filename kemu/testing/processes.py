@@ -13,6 +13,9 @@ Python code in the child, and with gRPC traffic in flight in the test process (a
 client) the child breaks (SIGSEGV; 85 of 300 children in a test with a busy client, 0 of 300
 without the preexec_fn) and the parent's gRPC threads log epoll errors. Without setpriv there is
 no PDEATHSIG (the atexit handler remains).
+
+A `python -m` child of a process given a fork server is forked by that server instead
+(kemu/forkserver.py): it dies with the server, and the server with this process.
 """
 
 from __future__ import annotations
@@ -26,13 +29,15 @@ import subprocess
 import sys
 import threading
 import time
+import typing
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Final, Protocol
 
 import kemu
+from kemu.testing.launch import ForkServer
 
 logger = logging.getLogger(__name__)
 
@@ -119,12 +124,33 @@ def run_python_module(
     )
 
 
+class _Child(Protocol):
+    """What the harness needs of a started child: `subprocess.Popen` or a fork server's
+    `ForkedChild`."""
+
+    @property
+    def pid(self) -> int: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
+def python_module_target(argv: Sequence[str]) -> tuple[str, list[str]] | None:
+    """(module, args) when `argv` is `python_module_argv(module, args)`, else None."""
+    if len(argv) >= 3 and argv[0] == sys.executable and argv[1] == "-m":
+        return argv[2], list(argv[3:])
+    return None
+
+
 class ManagedProcess:
     """One child process with its log file.
 
     `start()` launches `argv`; `restart()` launches the same argv again, appending to the same
     log. `ready` is the default check for `wait_ready()`. `clean_exit_codes` are the exit codes
-    after SIGTERM that count as a clean shutdown (`stop_was_clean`).
+    after SIGTERM that count as a clean shutdown (`stop_was_clean`). With a `forkserver`, an
+    argv that runs `python -m module` is forked by it instead of exec'd (kemu/forkserver.py);
+    any other argv is exec'd.
     """
 
     def __init__(
@@ -137,6 +163,7 @@ class ManagedProcess:
         cwd: Path | None = None,
         ready: ReadyCheck | None = None,
         clean_exit_codes: Collection[int] = (0,),
+        forkserver: ForkServer | None = None,
     ) -> None:
         self.name = name
         self.argv = list(argv)
@@ -148,7 +175,8 @@ class ManagedProcess:
         self.starts = 0
         # True once the test asked this process to exit (kill/terminate), until the next start.
         self.stopped_deliberately = False
-        self._popen: subprocess.Popen[bytes] | None = None
+        self.forkserver = forkserver
+        self._popen: _Child | None = None
 
     def __repr__(self) -> str:
         return f"<ManagedProcess {self.name} pid={self.pid} returncode={self.returncode}>"
@@ -176,27 +204,42 @@ class ManagedProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.starts += 1
         self.stopped_deliberately = False
-        prefix = _die_with_parent_prefix()
-        argv = [*prefix, *self.argv]
         with open(self.log_path, "ab") as out:
             header = (
                 f"===== kemu harness: start #{self.starts} of {self.name}: {' '.join(self.argv)}\n"
             )
             out.write(header.encode())
             out.flush()
-            self._popen = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=self.env,
-                cwd=self.cwd,
-                start_new_session=True,
-            )
+            target = python_module_target(self.argv) if self.forkserver is not None else None
+            if self.forkserver is not None and target is not None:
+                module, args = target
+                self._popen = self.forkserver.spawn(
+                    module,
+                    args,
+                    env=self.env if self.env is not None else os.environ,
+                    cwd=self.cwd,
+                    log_fd=out.fileno(),
+                    server_env=python_env(),
+                )
+            else:
+                self._popen = self._exec(out)
         _live.add(self)
-        if prefix:
-            _wait_for_exec(self._popen, prefix[0])
         logger.info("started %s (pid %d)", self.name, self._popen.pid)
+
+    def _exec(self, out: typing.BinaryIO) -> subprocess.Popen[bytes]:
+        prefix = _die_with_parent_prefix()
+        popen = subprocess.Popen(
+            [*prefix, *self.argv],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=self.env,
+            cwd=self.cwd,
+            start_new_session=True,
+        )
+        if prefix:
+            _wait_for_exec(popen, prefix[0])
+        return popen
 
     def wait_ready(
         self, check: ReadyCheck | None = None, timeout: float = DEFAULT_STARTUP_TIMEOUT

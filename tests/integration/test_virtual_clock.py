@@ -209,7 +209,14 @@ async def test_the_clouds_instances_follow_the_cluster_clock(
             return status
 
         await eventually(instance_kubelet_in_session, timeout=30)
-        node = (await api.list_all(types_pb2.Node)).items[0]
+
+        async def registered() -> types_pb2.Node | None:
+            # (the kubelet joins the clock's session before it registers its node)
+            nodes = (await api.list_all(types_pb2.Node)).items
+            return nodes[0] if nodes else None
+
+        node = await eventually(registered, timeout=30)
+        assert node is not None
         created = node.metadata.creation_timestamp.seconds
         assert START_AT <= created < START_AT + 3600  # written on the virtual clock
 
