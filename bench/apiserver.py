@@ -57,8 +57,9 @@ from bench.common import (
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.machinery import convert
+from kemu.machinery.virtual_time import ClockMode
 from kemu.testing.builders import make_pod
-from kemu.testing.cluster import Cluster
+from kemu.testing.cluster import Cluster, add_clock_argument
 from kemu.testing.namespaces import ensure_namespace
 from kemu.testing.processes import REPO_ROOT, ProcessStartError, python_env
 
@@ -138,6 +139,7 @@ class Options:
     watch_rate: float
     client_per_worker: bool
     json_path: str | None
+    clock: ClockMode = ClockMode.REAL
 
 
 # ---------------------------------------------------------------------- apiserver and etcd cells
@@ -629,6 +631,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--watch-rate", type=float, default=WATCH_RATE, help="writes/s")
     parser.add_argument("--watch-seconds", type=float, default=None, help="watch phase length")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
+    add_clock_argument(parser)
     return parser
 
 
@@ -642,6 +645,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if watch_seconds is None:
         watch_seconds = QUICK_WATCH_SECONDS if args.quick else WATCH_SECONDS
     opts = Options(
+        clock=ClockMode(args.clock),
         quick=args.quick,
         n=n,
         watch_seconds=watch_seconds,
@@ -656,7 +660,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with (
             tempfile.TemporaryDirectory(prefix="kemu-bench-") as tmp,
-            Cluster(Path(tmp)) as cluster,
+            Cluster(Path(tmp), clock=opts.clock) as cluster,
         ):
             cluster.start_etcd()
             cluster.start_apiserver(rest=True)

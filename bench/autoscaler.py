@@ -57,7 +57,8 @@ from kemu.client.client import Client
 from kemu.client.cloudprovider import CloudProviderClient
 from kemu.machinery.duration import format_duration, parse_duration
 from kemu.machinery.errors import ApiError
-from kemu.testing.cluster import Cluster
+from kemu.machinery.virtual_time import ClockMode
+from kemu.testing.cluster import Cluster, add_clock_argument
 from kemu.testing.namespaces import ensure_namespace
 from kemu.testing.ports import LOOPBACK
 from kemu.testing.processes import ProcessStartError
@@ -184,6 +185,7 @@ class Options:
     non_empty_candidates: int = 30
     only: str = ""
     json_path: str = ""
+    clock: ClockMode = ClockMode.REAL
 
 
 @dataclass
@@ -350,7 +352,7 @@ def run(opts: Options) -> Result:
     if opts.only in ("", "scale-up"):
         with (
             tempfile.TemporaryDirectory(prefix="kemu-bench-autoscaler-") as tmp,
-            Cluster(Path(tmp)) as cluster,
+            Cluster(Path(tmp), clock=opts.clock) as cluster,
         ):
             try:
                 cluster.start_etcd()
@@ -368,7 +370,7 @@ def run(opts: Options) -> Result:
     if opts.only in ("", "loop"):
         with (
             tempfile.TemporaryDirectory(prefix="kemu-bench-autoscaler-") as tmp,
-            Cluster(Path(tmp)) as cluster,
+            Cluster(Path(tmp), clock=opts.clock) as cluster,
         ):
             try:
                 cluster.start_etcd()
@@ -458,6 +460,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--only", choices=("scale-up", "loop"), default="", help="one phase only")
     p.add_argument("--json", dest="json_path", default="", help="also write the figures here")
     p.add_argument("-v", "--verbose", action="store_true")
+    add_clock_argument(p)
     return p
 
 
@@ -466,6 +469,7 @@ def options_from_args(args: argparse.Namespace) -> Options:
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')}: must be at least 1")
     return Options(
+        clock=ClockMode(args.clock),
         pods=args.pods,
         nodes=args.nodes,
         pods_per_node=args.pods_per_node,

@@ -8,6 +8,7 @@ Latencies are in seconds everywhere inside; only the printed table shows millise
 from __future__ import annotations
 
 import argparse
+import enum
 import json
 import logging
 import math
@@ -313,6 +314,8 @@ def jsonable(value: Any) -> Any:
         return [jsonable(v) for v in value]
     if isinstance(value, float) and math.isnan(value):
         return None
+    if isinstance(value, enum.Enum):
+        return value.value
     return value
 
 

@@ -51,7 +51,8 @@ from bench.common import CpuMeter, bench_main, fmt, format_table, rate, summariz
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.machinery.errors import ApiError
-from kemu.testing.cluster import Cluster
+from kemu.machinery.virtual_time import ClockMode
+from kemu.testing.cluster import Cluster, add_clock_argument
 from kemu.testing.namespaces import ensure_namespace
 from kemu.testing.processes import ProcessStartError
 
@@ -81,6 +82,7 @@ class Options:
     max_requests_inflight: int
     max_mutating_requests_inflight: int
     json_path: str | None
+    clock: ClockMode = ClockMode.REAL
 
 
 @dataclass
@@ -331,7 +333,7 @@ def run(opts: Options) -> Result:
     result = Result(options={"load_avg_start": list(os.getloadavg())})
     with (
         tempfile.TemporaryDirectory(prefix="kemu-bench-flood-") as tmp,
-        Cluster(Path(tmp)) as cluster,
+        Cluster(Path(tmp), clock=opts.clock) as cluster,
     ):
         try:
             cluster.start_etcd()
@@ -451,12 +453,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--quick", action="store_true", help="2000/s for 10 s")
     parser.add_argument("--json", metavar="FILE", help="also write the result as JSON")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
+    add_clock_argument(parser)
     return parser
 
 
 def options_from_args(args: argparse.Namespace) -> Options:
     quick = bool(args.quick)
     opts = Options(
+        clock=ClockMode(args.clock),
         edge=args.edge,
         rate=args.rate if args.rate is not None else (2000.0 if quick else 3000.0),
         duration=args.duration if args.duration is not None else (10.0 if quick else 30.0),

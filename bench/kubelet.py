@@ -61,7 +61,8 @@ from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.machinery.duration import format_duration
 from kemu.machinery.errors import ApiError
-from kemu.testing.cluster import Cluster
+from kemu.machinery.virtual_time import ClockMode
+from kemu.testing.cluster import Cluster, add_clock_argument
 from kemu.testing.namespaces import ensure_namespace
 from kemu.testing.processes import ProcessStartError
 
@@ -323,6 +324,7 @@ class Options:
     py_spy: str | None
     py_spy_bin: str
     py_spy_seconds: int
+    clock: ClockMode = ClockMode.REAL
 
 
 class Runner:
@@ -508,7 +510,7 @@ def run(opts: Options) -> Result:
     )
     with (
         tempfile.TemporaryDirectory(prefix="kemu-bench-kubelet-") as tmp,
-        Cluster(Path(tmp)) as cluster,
+        Cluster(Path(tmp), clock=opts.clock) as cluster,
     ):
         try:
             cluster.start_etcd()
@@ -628,6 +630,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--py-spy-bin", default=shutil.which("py-spy") or "py-spy")
     parser.add_argument("--py-spy-seconds", type=int, default=PY_SPY_SECONDS)
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
+    add_clock_argument(parser)
     return parser
 
 
@@ -639,6 +642,7 @@ def options_from_args(args: argparse.Namespace) -> Options:
         return value if value is not None else (small if quick else full)
 
     opts = Options(
+        clock=ClockMode(args.clock),
         nodes=int(pick(args.nodes, 1000, 100)),
         renew_interval=pick(args.renew_interval, 10.0, 2.0),
         startup_delay=args.startup_delay,

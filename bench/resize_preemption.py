@@ -80,7 +80,8 @@ from kemu.component.featuregate import IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_P
 from kemu.machinery import quantity
 from kemu.machinery.duration import format_duration
 from kemu.machinery.errors import ApiError, Conflict, Gone
-from kemu.testing.cluster import Cluster
+from kemu.machinery.virtual_time import ClockMode
+from kemu.testing.cluster import Cluster, add_clock_argument
 from kemu.testing.namespaces import ensure_namespace
 from kemu.testing.processes import ProcessStartError
 
@@ -496,6 +497,7 @@ class Options:
     seed: int
     json_path: str | None
     keep_dir: str | None
+    clock: ClockMode = ClockMode.REAL
 
 
 class Runner:
@@ -734,7 +736,7 @@ def run_variant(opts: Options, variant: Variant, round_: int) -> Result:
             tmp = str(Path(opts.keep_dir) / f"{variant.name}-{round_}")
             shutil.rmtree(tmp, ignore_errors=True)
             Path(tmp).mkdir(parents=True)
-        cluster = stack.enter_context(Cluster(Path(tmp)))
+        cluster = stack.enter_context(Cluster(Path(tmp), clock=opts.clock))
         try:
             config_path: str | None = None
             config = scheduler_config(variant.kubelet_like)
@@ -936,6 +938,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     parser.add_argument("--keep-dir", metavar="DIR", help="keep each run's cluster (logs) here")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
+    add_clock_argument(parser)
     return parser
 
 
@@ -965,6 +968,7 @@ def options_from_args(args: argparse.Namespace) -> Options:
     if args.creators < 1:
         raise ValueError("--creators must be at least 1")
     return Options(
+        clock=ClockMode(args.clock),
         shape=shape,
         variants=variants,
         rounds=rounds,

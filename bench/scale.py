@@ -85,7 +85,8 @@ from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.machinery.duration import DurationError, format_duration, parse_duration
 from kemu.machinery.errors import ApiError, Gone
-from kemu.testing.cluster import Cluster, Component
+from kemu.machinery.virtual_time import ClockMode
+from kemu.testing.cluster import Cluster, Component, add_clock_argument
 from kemu.testing.namespaces import ensure_namespace
 from kemu.testing.processes import http_get
 
@@ -305,6 +306,7 @@ class Options:
     timeout: float = TIMEOUT
     json_path: str | None = None
     keep_dir: str | None = None
+    clock: ClockMode = ClockMode.REAL
 
 
 class Runner:
@@ -529,7 +531,7 @@ def run_one(workload: Workload, mode: str, opts: Options) -> Result:
             tmp = str(Path(opts.keep_dir) / f"{workload.full_name}-{mode}".replace("/", "-"))
             shutil.rmtree(tmp, ignore_errors=True)
             Path(tmp).mkdir(parents=True)
-        cluster = stack.enter_context(Cluster(Path(tmp)))
+        cluster = stack.enter_context(Cluster(Path(tmp), clock=opts.clock))
         cluster.start_etcd()
         cluster.start_apiserver()
         cluster.start_scheduler(extra_args=["--seed", str(opts.seed)])
@@ -827,6 +829,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep-dir", default=None, metavar="DIR", help="keep each run's cluster")
     p.add_argument("-v", "--verbose", action="store_true", help="log progress")
     p.add_argument("--list", action="store_true", help="list the workloads and exit")
+    add_clock_argument(p)
     return p
 
 
@@ -864,6 +867,7 @@ def options_from_args(args: argparse.Namespace) -> Options:
     if lease <= 0:
         raise ValueError("--lease-renew-interval: must be positive")
     return Options(
+        clock=ClockMode(args.clock),
         workloads=tuple(chosen),
         modes=MODE_CHOICES[args.mode],
         windows=args.windows,

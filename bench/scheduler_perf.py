@@ -132,7 +132,8 @@ from kemu.machinery import kinds, quantity, resources
 from kemu.machinery.errors import AlreadyExists, ApiError, Gone, NotFound
 from kemu.machinery.keys import object_key
 from kemu.machinery.pod_strategy import default_requests_from_limits
-from kemu.testing.cluster import Cluster, Component
+from kemu.machinery.virtual_time import ClockMode
+from kemu.testing.cluster import Cluster, Component, add_clock_argument
 from kemu.testing.namespaces import ensure_namespace
 from kemu.testing.processes import ProcessStartError, http_get
 
@@ -665,6 +666,7 @@ class Options:
     # The scheduler's Filter/Score paths to run each workload with, in order ("batch",
     # "per-node"); () for the scheduler's default without a path label.
     paths: tuple[str, ...] = ()
+    clock: ClockMode = ClockMode.REAL
 
 
 class Runner:
@@ -1311,7 +1313,7 @@ def run_workload(workload: Workload, variant: Variant, opts: Options, path: str 
             tmp = str(Path(opts.keep_dir) / name.replace("/", "-"))
             shutil.rmtree(tmp, ignore_errors=True)
             Path(tmp).mkdir(parents=True)
-        cluster = stack.enter_context(Cluster(Path(tmp)))
+        cluster = stack.enter_context(Cluster(Path(tmp), clock=opts.clock))
         config: str | None = opts.scheduler_config
         if workload.scheduler_config is not None:
             config_file = Path(tmp) / "scheduler-config.yaml"
@@ -1755,6 +1757,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--list", action="store_true", help="list the workloads and exit")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
+    add_clock_argument(parser)
     return parser
 
 
@@ -1828,6 +1831,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("bench scheduler_perf: --creators must be at least 1", file=sys.stderr)
         return 2
     opts = Options(
+        clock=ClockMode(args.clock),
         workloads=tuple(chosen),
         json_path=args.json,
         scheduler_config=args.scheduler_config,

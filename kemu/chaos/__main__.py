@@ -1,5 +1,5 @@
-"""python -m kemu.chaos [--profile ci|full] [--seed N] [--fencing] [--json FILE]
-[--workload FILE] [--root DIR] [--quiet]: one chaos run; exit status 1 when an invariant broke,
+"""python -m kemu.chaos [--profile ci|full] [--seed N] [--fencing] [--clock real|virtual]
+[--json FILE] [--workload FILE] [--root DIR] [--quiet]: one chaos run; exit status 1 when an invariant broke,
 2 for bad arguments."""
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from pathlib import Path
 
 from kemu.chaos.profiles import PROFILES
 from kemu.chaos.workload import WorkloadError, parse_workload
+from kemu.machinery.virtual_time import ClockMode
+from kemu.testing.cluster import add_clock_argument
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the schedulers with --leader-elect-fencing: a stale leader write is then a "
         "violation (by default they elect as upstream, and such writes are only counted)",
     )
+    add_clock_argument(parser)
     parser.add_argument("--json", metavar="FILE", help="write the result as JSON to FILE")
     parser.add_argument(
         "--workload", metavar="FILE", help="a YAML workload (see kemu/chaos/workload.py)"
@@ -69,8 +72,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from kemu.chaos.leaders import Election
 
     election = Election.FENCED if args.fencing else Election.UPSTREAM
-    progress(f"leader election: {election.value}")
-    report = ChaosRun(root, profile, seed, workload, progress, election).run()
+    progress(f"leader election: {election.value}, clock: {args.clock}")
+    clock = ClockMode(args.clock)
+    report = ChaosRun(root, profile, seed, workload, progress, election, clock).run()
     print(report.table())
     if args.json:
         report.write_json(args.json)

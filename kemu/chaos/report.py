@@ -43,6 +43,8 @@ class Report:
     """Writes the apiservers refused by their fencing token (with fencing: the stale leader
     writes that did not land)."""
     fencing: bool = False
+    clock: str = "real"
+    """The cluster's clock mode (`--clock`)."""
 
     @property
     def ok(self) -> bool:
@@ -56,6 +58,7 @@ class Report:
             "seed": self.seed,
             "profile": self.profile,
             "fencing": self.fencing,
+            "clock": self.clock,
             "faults": self.faults,
             "violations": self.violations,
             "pods_created": self.pods_created,
@@ -88,6 +91,7 @@ class Report:
         rows = [
             ("seed", str(self.seed)),
             ("profile", self.profile + (" (fencing)" if self.fencing else "")),
+            ("clock", self.clock),
             ("faults injected", str(self.faults)),
             *((f"  {kind}", str(n)) for kind, n in self.faults_by_kind.items()),
             ("pods created", str(self.pods_created)),
@@ -138,6 +142,7 @@ class Report:
             lines.append(
                 f"replay: python -m kemu.chaos --profile {self.profile} --seed {self.seed}"
                 + (" --fencing" if self.fencing else "")
+                + (f" --clock {self.clock}" if self.clock != "real" else "")
             )
         return "\n".join(lines)
 

@@ -33,6 +33,7 @@ from kemu.client.client import Client
 from kemu.client.cloudprovider import CloudProviderClient
 from kemu.machinery.errors import AlreadyExists, ApiError
 from kemu.machinery.resources import amount
+from kemu.machinery.virtual_time import ClockMode
 from kemu.testing.builders import make_pod, make_priority_class
 from kemu.testing.cluster import Cluster
 from kemu.testing.eventually import eventually
@@ -78,9 +79,13 @@ class ChaosRun:
         workload: Workload | None = None,
         progress: Callable[[str], None] | None = None,
         election: leaders.Election = leaders.Election.UPSTREAM,
+        clock: ClockMode = ClockMode.REAL,
     ) -> None:
+        """`clock`: the cluster's clock mode (virtual: at rate 1; the fault schedule and the
+        workload's pace are wall time either way)."""
         self.root = root
         self.election = election
+        self.clock = clock
         self.profile = profile
         self.seed = seed
         self.workload = workload or profile.workload
@@ -127,7 +132,7 @@ class ChaosRun:
 
     def run(self) -> Report:
         self.root.mkdir(parents=True, exist_ok=True)
-        with Cluster(self.root / "cluster", proxy=FaultProxy()) as cluster:
+        with Cluster(self.root / "cluster", proxy=FaultProxy(), clock=self.clock) as cluster:
             self._start(cluster)
             report = anyio.run(self._run, cluster)
             for proc in cluster.processes.values():
@@ -448,6 +453,7 @@ class ChaosRun:
             stale_leader_writes=stale_writes,
             fenced_writes=len(leaders.apiserver_lines(apiserver_logs, leaders.FENCED)),
             fencing=self.election is leaders.Election.FENCED,
+            clock=self.clock.value,
         )
 
     def _logged_bindings(self, cluster: Cluster) -> set[tuple[str, str]]:

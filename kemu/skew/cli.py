@@ -1,4 +1,5 @@
-"""python -m kemu.skew [--list] [--slice] [--cell NAME ...] [--matrix FILE] [--json FILE]
+"""python -m kemu.skew [--list] [--slice] [--cell NAME ...] [--matrix FILE] [--clock real|virtual]
+[--json FILE]
 
 Runs cells of the version-skew matrix (matrix.yaml) and prints a Markdown table of cells ×
 scenarios on stdout; exit status 1 when any result is "fail". Without --cell: every cell of the
@@ -17,10 +18,12 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from kemu.machinery.virtual_time import ClockMode
 from kemu.skew import expect
 from kemu.skew.matrix import DEFAULT_MATRIX, Matrix, MatrixError, load
 from kemu.skew.policy import Cell
 from kemu.skew.runner import CellReport, run_cell
+from kemu.testing.cluster import add_clock_argument
 
 COLUMNS = ("apiserver", "apiserver-2", "scheduler", "controllermanager", "kubelet", "autoscaler")
 SHORT = {"pass": "pass", "fail": "**FAIL**", "expected-difference": "exp-diff"}
@@ -76,6 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--matrix", type=Path, default=DEFAULT_MATRIX, metavar="FILE", help="the matrix file"
     )
+    add_clock_argument(parser)
     parser.add_argument(
         "--json",
         type=Path,
@@ -99,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     start = time.monotonic()
     reports = []
     for i, (cell, unsupported) in enumerate(cells, 1):
-        report = run_cell(cell, unsupported=unsupported)
+        report = run_cell(cell, unsupported=unsupported, clock=ClockMode(args.clock))
         reports.append(report)
         bad = [s for s, r in report.results.items() if r == "fail"]
         print(
@@ -113,5 +117,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     failed = sum(r == "fail" for rep in reports for r in rep.results.values())
     print(f"\n{len(reports)} cells, {failed} failed results, {time.monotonic() - start:.0f}s")
     if args.json:
-        args.json.write_text(json.dumps({"cells": [r.to_json() for r in reports]}, indent=2) + "\n")
+        args.json.write_text(
+            json.dumps({"clock": args.clock, "cells": [r.to_json() for r in reports]}, indent=2)
+            + "\n"
+        )
     return 1 if failed else 0

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import anyio
 
+from kemu.machinery.virtual_time import ClockMode
 from kemu.skew import expect
 from kemu.skew.policy import Cell, UnsupportedCellError, check
 from kemu.skew.scenarios import CLOUD_CONFIG, SCENARIO_FUNCS, SCHEDULER_CONFIG
@@ -117,15 +118,16 @@ def run_cell(
     unsupported: bool = False,
     scenarios: Sequence[str] | None = None,
     root: Path | None = None,
+    clock: ClockMode = ClockMode.REAL,
 ) -> CellReport:
-    """Runs `cell` (its scenario pack, or `scenarios`); an `unsupported` cell passes the
-    "policy" scenario when it is refused."""
+    """Runs `cell` (its scenario pack, or `scenarios`) on a cluster whose clock is `clock`;
+    an `unsupported` cell passes the "policy" scenario when it is refused."""
     if scenarios is None:
         scenarios = (expect.UPGRADE,) if cell.upgrade_to is not None else expect.SCENARIOS
     report = CellReport(cell)
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"kemu-skew-{cell.name}-", dir=root) as tmp:
-        with Cluster(Path(tmp), startup_timeout=60.0, stop_timeout=10.0) as cluster:
+        with Cluster(Path(tmp), startup_timeout=60.0, stop_timeout=10.0, clock=clock) as cluster:
             try:
                 report.warnings = start_cell(cluster, cell)
             except UnsupportedCellError as e:

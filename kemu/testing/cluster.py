@@ -15,6 +15,7 @@ port M, and is ready when `GET http://127.0.0.1:M/readyz` answers 200.
 
 from __future__ import annotations
 
+import argparse
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -53,6 +54,19 @@ def format_resources(resources: Mapping[str, str] | str) -> str:
     if isinstance(resources, str):
         return resources
     return ",".join(f"{name}={value}" for name, value in resources.items())
+
+
+def add_clock_argument(parser: argparse.ArgumentParser) -> None:
+    """A driver's `--clock real|virtual` (bench, kemu.chaos, kemu.skew): the mode of its
+    cluster's clock, passed to every component it starts (`Cluster(clock=...)`); read it back
+    with `ClockMode(args.clock)`."""
+    parser.add_argument(
+        "--clock",
+        choices=[m.value for m in ClockMode],
+        default=ClockMode.REAL.value,
+        help="the cluster's clock: real (the host's time; default) or virtual (the cluster "
+        "clock the apiserver keeps, at rate 1 until `kemuctl clock rate` changes it)",
+    )
 
 
 class Component(ManagedProcess):

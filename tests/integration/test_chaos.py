@@ -9,8 +9,9 @@ priorities, preemption, slow PreBinds, resizes and deletions, and scale-ups and 
 of a node group; no invariant may break. By default the schedulers elect as upstream (a stale
 leader's write is counted, not a violation); with fencing none may land. A failure prints
 the seed and the fault timeline; `python -m kemu.chaos --profile ci --seed N [--fencing]`
-replays it (or KEMU_TEST_SEED=N for this test). About two minutes each: the longest tests of
-the suite."""
+replays it (or KEMU_TEST_SEED=N for this test). Also with the cluster on the virtual clock
+(`--clock virtual`, rate 1: every apiserver kill must keep the clock). About two minutes each:
+the longest tests of the suite."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from kemu.chaos.leaders import Election
 from kemu.chaos.profiles import CI
 from kemu.chaos.runner import ChaosRun
 from kemu.chaos.schedule import KINDS
+from kemu.machinery.virtual_time import ClockMode
 from kemu.testing.rand import SeededRandom
 
 pytestmark = [pytest.mark.integration, pytest.mark.long]
@@ -29,13 +31,22 @@ pytestmark = [pytest.mark.integration, pytest.mark.long]
 
 # About two minutes on an idle machine; the limit is for a hang, not for speed.
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("election", list(Election), ids=[e.value for e in Election])
+@pytest.mark.parametrize(
+    ("election", "clock"),
+    [
+        (Election.UPSTREAM, ClockMode.REAL),
+        (Election.FENCED, ClockMode.REAL),
+        (Election.UPSTREAM, ClockMode.VIRTUAL),
+    ],
+    ids=["upstream", "fencing", "upstream-virtual-clock"],
+)
 def test_chaos_ci_profile_breaks_no_invariant(
-    tmp_path: Path, rng: SeededRandom, election: Election
+    tmp_path: Path, rng: SeededRandom, election: Election, clock: ClockMode
 ) -> None:
     seed = rng.randrange(1 << 31)
-    report = ChaosRun(tmp_path, CI, seed, election=election).run()
+    report = ChaosRun(tmp_path, CI, seed, election=election, clock=clock).run()
     assert report.fencing is (election is Election.FENCED)
+    assert report.clock == clock.value
     if report.fencing:
         assert report.stale_leader_writes == [], "\n" + report.table()
     assert report.faults >= 15

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from kemu.machinery.virtual_time import ClockMode
 from kemu.skew import expect
 from kemu.skew.matrix import load
 from kemu.skew.runner import run_cell
@@ -21,6 +22,16 @@ MATRIX = load()
 @pytest.mark.parametrize("cell", MATRIX.slice, ids=lambda c: c.name)
 def test_skew_slice_cell(cell, tmp_path: Path) -> None:
     report = run_cell(cell, root=tmp_path)
+    assert set(report.results) == {expect.POLICY, *expect.SCENARIOS}
+    failed = {s: report.details.get(s) for s, r in report.results.items() if r == "fail"}
+    assert not failed, failed
+
+
+@pytest.mark.timeout(120)
+def test_skew_slice_cell_in_virtual_time(tmp_path: Path) -> None:
+    """`python -m kemu.skew --clock virtual`: the slice's first cell, its cluster on the
+    virtual clock (rate 1), gives the same results."""
+    report = run_cell(MATRIX.slice[0], root=tmp_path, clock=ClockMode.VIRTUAL)
     assert set(report.results) == {expect.POLICY, *expect.SCENARIOS}
     failed = {s: report.details.get(s) for s, r in report.results.items() if r == "fail"}
     assert not failed, failed

@@ -15,6 +15,7 @@ from kemu.chaos.__main__ import main
         (["--seed", "-1"], "--seed: must be >= 0"),
         (["--workload", "/nonexistent/w.yaml"], "--workload: No such file or directory"),
         (["--bogus"], "unrecognized arguments: --bogus"),
+        (["--clock", "sundial"], "--clock: invalid choice: 'sundial'"),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line(

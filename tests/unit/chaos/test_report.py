@@ -80,3 +80,14 @@ def test_faults_by_kind_and_the_scaling_figures_are_in_the_table_and_the_json() 
     doc = r.to_json()
     assert doc["faults_by_kind"] == {"kill etcd-member": 2}
     assert doc["scaling"]["nodes_deleted"] == 5
+
+
+def test_the_clock_mode_is_in_the_table_the_json_and_the_replay() -> None:
+    real = report(["x"])
+    assert "--clock" not in real.table() and real.to_json()["clock"] == "real"
+    virtual = report(["x"])
+    virtual.clock = "virtual"
+    text = virtual.table()
+    assert "clock                                    virtual" in text
+    assert "replay: python -m kemu.chaos --profile ci --seed 9 --clock virtual" in text
+    assert virtual.to_json()["clock"] == "virtual"

@@ -269,6 +269,18 @@ def test_cli_refuses_an_unsupported_cell_without_starting_it(
     assert "| kubelet-four-older |" in out and "kubelet 1.33 is 4 minors older" in out
 
 
+def test_cli_clock_is_in_the_json_and_an_unknown_one_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "skew.json"
+    assert main(["--cell", "kubelet-four-older", "--clock", "virtual", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["clock"] == "virtual"
+    with pytest.raises(SystemExit) as e:
+        main(["--clock", "sundial"])
+    assert e.value.code == 2
+    assert "--clock: invalid choice: 'sundial'" in capsys.readouterr().err
+
+
 def test_an_upgrade_goes_one_minor_from_one_version() -> None:
     ok = Cell("u", (v("1.36"),), v("1.36"), v("1.36"), v("1.36"), upgrade_to=v("1.37"))
     assert violations(ok) == []
