@@ -26,6 +26,11 @@ Contract of `run_component` / `run_component_async`:
   same log). Upstream's components exit there and what runs them (the kubelet, systemd)
   starts them again; under honcho nothing would, and one exiting process stops the whole local
   cluster. Run in-process (not as `python -m <component>`), `run_component` returns 1 instead.
+- Run as `python -m <component>`, the process ends with its exit code once the event loop has
+  closed and the logs are flushed, without the interpreter's finalization: grpc's C core still
+  has threads then (connection backoff, its event engine), and tearing modules down under them
+  aborted a scheduler that had drained and released its lease (SIGABRT, "Check failed:
+  wakeup_fd_->Wakeup().ok()", once in a CI run of SIGTERM to every process at once).
 - Cancellation is never swallowed; cleanup that must run while cancelled belongs under
   `cleanup_scope()` (shielded, with a deadline).
 - SIGUSR2 (upstream kube-scheduler's cache debugger signal) calls every callback registered
@@ -164,6 +169,11 @@ def run_component(
         sys.stdout.flush()
         sys.stderr.flush()
         os.execv(sys.executable, [sys.executable, "-m", module, *sys.argv[1:]])
+    if module is not None:
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     return code
 
 

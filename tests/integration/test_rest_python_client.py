@@ -128,7 +128,8 @@ def test_python_client_watch_resumes_from_a_resource_version(core: k8s.CoreV1Api
     assert seen[-1] == ("DELETED", "first")
 
 
-def test_rest_and_grpc_watches_see_the_same_events_in_order(
+@pytest.mark.anyio
+async def test_rest_and_grpc_watches_see_the_same_events_in_order(
     core: k8s.CoreV1Api, cluster: Cluster
 ) -> None:
     ns = _namespace(core, "same")
@@ -147,19 +148,16 @@ def test_rest_and_grpc_watches_see_the_same_events_in_order(
         if obj.metadata.name == "last":
             w.stop()
 
-    async def grpc_events() -> list[tuple[str, str, str]]:
-        out = []
-        async with Client(cluster.server) as c:
-            async with c.watch(types_pb2.Pod, ns, resource_version=rv) as stream:
-                with anyio.fail_after(10):
-                    async for ev in stream:
-                        meta = ev.object.metadata
-                        out.append((ev.type, meta.name, meta.resource_version))
-                        if meta.name == "last":
-                            break
-        return out
-
-    assert rest_events == anyio.run(grpc_events)
+    grpc_events = []
+    async with Client(cluster.server) as c:
+        async with c.watch(types_pb2.Pod, ns, resource_version=rv) as stream:
+            with anyio.fail_after(10):
+                async for ev in stream:
+                    meta = ev.object.metadata
+                    grpc_events.append((ev.type, meta.name, meta.resource_version))
+                    if meta.name == "last":
+                        break
+    assert rest_events == grpc_events
     assert [e[:2] for e in rest_events][:3] == [("ADDED", "p1"), ("ADDED", "p2"), ("ADDED", "p3")]
 
 

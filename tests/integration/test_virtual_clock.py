@@ -131,35 +131,25 @@ async def test_a_held_clock_stands_still_while_writes_and_scheduling_go_on(
         await client.set_clock_rate(1)
 
 
-def test_the_clock_outlives_an_apiserver_restart(
-    cluster_factory: Callable[..., Cluster], anyio_backend: str
+async def test_the_clock_outlives_an_apiserver_restart(
+    cluster_factory: Callable[..., Cluster],
 ) -> None:
-    import anyio
-
     cluster = cluster_factory(clock=ClockMode.VIRTUAL)
     cluster.start_etcd()
     apiserver = cluster.start_apiserver(extra_args=["--clock-start", START])
-
-    async def hold() -> float:
-        async with Client(cluster.server) as client:
-            status = await client.set_clock_rate(0)
-            return status.segment.base_virtual
-
-    async def read() -> api_pb2.ClockStatus:
-        async with Client(cluster.server) as client:
-            return await client.clock_status()
-
-    held_at = anyio.run(hold)
+    async with Client(cluster.server) as client:
+        held_at = (await client.set_clock_rate(0)).segment.base_virtual
     assert START_AT <= held_at < START_AT + 60
     apiserver.kill()
     apiserver.start()
     apiserver.wait_ready()
-    status = anyio.run(read)
+    async with Client(cluster.server) as client:
+        status = await client.clock_status()
     assert status.mode == "virtual"
     assert (status.now, status.segment.rate) == (held_at, 0.0)  # neither reset nor moved
 
 
-def test_a_virtual_time_component_refuses_a_real_time_apiserver(
+async def test_a_virtual_time_component_refuses_a_real_time_apiserver(
     cluster_factory: Callable[..., Cluster], tmp_path: Path
 ) -> None:
     cluster = cluster_factory(check_exits=False)
@@ -176,9 +166,7 @@ def test_a_virtual_time_component_refuses_a_real_time_apiserver(
         assert not scheduler.running, "still running"
         return True
 
-    import anyio
-
-    anyio.run(eventually, exited)
+    await eventually(exited)
     assert scheduler.returncode not in (0, None)
     assert "--clock virtual: the cluster clock is real time" in scheduler.logs()
 
