@@ -16,7 +16,8 @@ pkg/kubelet/nodelease (the lease controller).
   the Node) is renewed every --node-lease-renew-interval on absolute deadlines
   (first + n * interval), so renewals do not drift; a renewal that fails is retried with
   backoff and the next one keeps to the grid. In a hollow kubelet each node's grid starts at its
-  own offset in the interval, so renewals are spread evenly.
+  own offset in the interval, so renewals are spread evenly. Both loops' ticks have upstream's
+  jitter (PERIOD_JITTER) as their slack on the virtual clock.
 """
 
 from __future__ import annotations
@@ -44,6 +45,12 @@ DEFAULT_LEASE_RENEW_INTERVAL: Final = 10.0
 DEFAULT_STATUS_UPDATE_FREQUENCY: Final = 10.0
 DEFAULT_STATUS_REPORT_FREQUENCY: Final = 300.0
 DEFAULT_MAX_PODS: Final = "110"
+PERIOD_JITTER: Final = 0.04
+"""Upstream runs both loops as wait.JitterUntil(period, 0.04, sliding): each period is up to 4%
+longer (component-helpers/apimachinery/lease/controller.go, pkg/kubelet/kubelet.go's
+syncNodeStatus). kemu keeps them on a grid and uses the 4% as the timer's slack: on the host's
+clock a tick comes at its grid instant; the event-driven virtual clock may serve it up to 4%
+of a period later, with the ticks of other nodes due by then (one jump for several nodes)."""
 
 HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
 OS_LABEL: Final = "kubernetes.io/os"
@@ -191,8 +198,8 @@ def status_differs(node: types_pb2.Node, config: NodeConfig) -> bool:
     return False
 
 
-async def sleep_until(clock: Clock, deadline: float) -> None:
-    await clock.sleep(deadline - clock.monotonic())
+async def sleep_until(clock: Clock, deadline: float, *, slack: float = 0.0) -> None:
+    await clock.sleep(deadline - clock.monotonic(), slack=slack)
 
 
 def next_on_grid(deadline: float, interval: float, now: float) -> float:
@@ -365,7 +372,7 @@ class NodeAgent:
         interval = self.timing.status_update_frequency
         deadline = first
         while True:
-            await sleep_until(self._clock, deadline)
+            await sleep_until(self._clock, deadline, slack=interval * PERIOD_JITTER)
             try:
                 await self.sync_status()
             except NotFound:
@@ -429,6 +436,6 @@ class NodeAgent:
         interval = self.timing.lease_renew_interval
         deadline = first
         while True:
-            await sleep_until(self._clock, deadline)
+            await sleep_until(self._clock, deadline, slack=interval * PERIOD_JITTER)
             await self._renew_until_done()
             deadline = next_on_grid(deadline, interval, self._clock.monotonic())

@@ -14,6 +14,8 @@ from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import anyio
+
 
 class Activity:
     def __init__(self) -> None:
@@ -24,9 +26,19 @@ class Activity:
         self.sent: defaultdict[str, int] = defaultdict(int)
         """Watch events sent per component identity."""
         self.epoch = 0
+        self._changed: anyio.Event | None = None
 
     def _bump(self) -> None:
         self.epoch += 1
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
+
+    def next_change(self) -> anyio.Event:
+        """Set at the next change (for the clock's driver, waiting for the apiserver to go idle)."""
+        if self._changed is None:
+            self._changed = anyio.Event()
+        return self._changed
 
     @contextmanager
     def request(self) -> Iterator[None]:

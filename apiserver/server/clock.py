@@ -79,6 +79,12 @@ def decode(data: bytes) -> ClockSegment:
         raise InternalError(f"the cluster clock in etcd ({KEY}) is corrupt: {e}") from None
 
 
+@dataclass(frozen=True, slots=True)
+class _Known:
+    segment: ClockSegment
+    revision: int
+
+
 @dataclass(eq=False)
 class _Session:
     """One component's clock session: its identity, its last report and answers to probes."""
@@ -91,6 +97,14 @@ class _Session:
     responsive: bool = True
     """False once it left a probe unanswered (frozen or hung): not waited for until it
     answers again."""
+    sent_generation: int = 0
+    """The generation of the last segment sent to it."""
+
+    def send_segment(self, segment: ClockSegment) -> None:
+        """Queues `segment` for it unless it has it (WouldBlock when its queue is full)."""
+        if segment.generation > self.sent_generation:
+            self.outbound.send_nowait(api_pb2.ClockUpdate(segment=to_proto(segment)))
+            self.sent_generation = segment.generation
 
 
 class ClusterClock:
@@ -115,6 +129,8 @@ class ClusterClock:
         self._quiet_check: Callable[[], bool] = lambda: True
         self._probes = itertools.count(1)
         self._ended = False
+        self._known: _Known | None = None
+        """The segment in etcd and its mod revision, as last written or seen."""
 
     def watch_quiescence(self, quiet: Callable[[], bool]) -> None:
         """What else the apiserver must be for the cluster to be quiescent (its watch caches
@@ -135,7 +151,9 @@ class ClusterClock:
                             continue
                         for event in batch:
                             if event.key == KEY and event.value is not None:
-                                self._follow(decode(event.value))
+                                segment = decode(event.value)
+                                self._remember(segment, event.revision)
+                                self._follow(segment)
                             revision = max(revision, event.revision)
                 except Unavailable as e:
                     logger.warning("watching the cluster clock: %s; watching again", e)
@@ -155,9 +173,12 @@ class ClusterClock:
             except Conflict:  # another apiserver wrote it first
                 return await self._load()
             logger.info("virtual clock started at %s, rate 1", _rfc3339(segment.base_virtual))
+            self._remember(segment, revision)
             self._follow(segment)
             return revision
-        self._follow(decode(kv.value))
+        segment = decode(kv.value)
+        self._remember(segment, kv.mod_revision)
+        self._follow(segment)
         return kv.mod_revision
 
     def _follow(self, segment: ClockSegment) -> None:
@@ -181,22 +202,35 @@ class ClusterClock:
         )
 
     async def _swap(self, change: Callable[[ClockSegment], ClockSegment | None]) -> ClockSegment:
-        """Compare-and-swap of the segment: `change` of the current one (None: no change)."""
+        """Compare-and-swap of the segment: `change` of the current one (None: no change).
+        One transaction when the key is as last seen (this apiserver's own writes and its
+        watch keep `_known`); a failed one carries the key as it is for the retry."""
+        known = self._known
         for _ in range(_CAS_RETRIES):
-            kv = await self._store.get(KEY)
-            if kv is None:
-                raise InternalError(f"the cluster clock ({KEY}) is missing from etcd")
-            current = decode(kv.value)
-            segment = change(current)
+            if known is None:
+                kv = await self._store.get(KEY)
+                if kv is None:
+                    raise InternalError(f"the cluster clock ({KEY}) is missing from etcd")
+                known = _Known(decode(kv.value), kv.mod_revision)
+            segment = change(known.segment)
             if segment is None:
-                return current
+                return known.segment
             try:
-                await self._store.update(KEY, encode(segment), kv.mod_revision)
-            except (StaleRevision, Conflict):
+                revision = await self._store.update(KEY, encode(segment), known.revision)
+            except StaleRevision as e:
+                known = _Known(decode(e.current.value), e.current.mod_revision)
                 continue
+            except Conflict:
+                known = None
+                continue
+            self._remember(segment, revision)
             self._follow(segment)
             return segment
         raise Conflict("the cluster clock changed too often: try again")
+
+    def _remember(self, segment: ClockSegment, revision: int) -> None:
+        if self._known is None or revision > self._known.revision:
+            self._known = _Known(segment, revision)
 
     async def set_rate(self, rate: float) -> ClockSegment:
         """Continues the clock at `rate` (math.inf: max) from the instant it has reached
@@ -250,13 +284,12 @@ class ClusterClock:
             tg.cancel_scope.cancel()  # the component closed its side
 
         async def segments() -> None:
-            sent: ClockSegment | None = None
             while True:
                 changed = self.clock.next_change()
                 segment = self.clock.segment
-                if segment is not None and segment != sent:
-                    sent = segment
+                if segment is not None and segment.generation > session.sent_generation:
                     await outbound.send(api_pb2.ClockUpdate(segment=to_proto(segment)))
+                    session.sent_generation = max(session.sent_generation, segment.generation)
                 await changed.wait()
 
         try:
@@ -352,12 +385,19 @@ class ClusterClock:
                     a.sending,
                     self._quiet_check(),
                 )
-            await anyio.sleep(_SETTLE)
+            # (woken by the end of a request; the watch caches' catching up is looked at again)
+            with anyio.move_on_after(_SETTLE):
+                await self.activity.next_change().wait()
         epoch = self.activity.epoch
         probe = next(self._probes)
         sessions = list(self._sessions.values())
+        segment = self.clock.segment
         for s in sessions:
             try:
+                # (the segment first: a probe answered on the last one would report the
+                # timers the jump has just ended)
+                if segment is not None:
+                    s.send_segment(segment)
                 s.outbound.send_nowait(api_pb2.ClockUpdate(probe=probe))
             except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
                 # a session ending or not reading: not quiescent (and never a loop that

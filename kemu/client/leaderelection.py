@@ -25,7 +25,6 @@ after its leaseDurationSeconds.
 from __future__ import annotations
 
 import logging
-import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final
@@ -37,7 +36,7 @@ from kemu.client.fencing import Fence, leading_as
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock, RealClock
 from kemu.component.runner import RestartInPlace
-from kemu.component.virtual_clock import move_on_after
+from kemu.component.virtual_clock import move_on_after, sleep_jittered
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import AlreadyExists, ApiError, Conflict, Fenced, NotFound
 from kemu.machinery.fencing import FencingToken
@@ -223,8 +222,7 @@ class LeaderElector:
         cfg = self.config
         logger.info("attempting to acquire leader lease %s/%s", cfg.lock_namespace, cfg.lock_name)
         while not await self.try_acquire_or_renew():
-            jitter = random.random() * JITTER_FACTOR * cfg.retry_period
-            await self._clock.sleep(cfg.retry_period + jitter)
+            await sleep_jittered(self._clock, cfg.retry_period, JITTER_FACTOR)
         logger.info(
             "successfully acquired lease %s/%s as %s",
             cfg.lock_namespace,

@@ -2,7 +2,11 @@
 
 Contract: `Clock.now()` is wall time in seconds since the epoch (for timestamps written to
 objects), `Clock.monotonic()` is for measuring intervals and deadlines, `await Clock.sleep(s)`
-waits `s` monotonic seconds (s <= 0 is just a checkpoint). `RealClock` is the process clock.
+waits `s` monotonic seconds (s <= 0 is just a checkpoint), or up to `slack` seconds more: a
+timer whose exact instant does not matter says so (upstream's wait.JitterUntil periods, which
+vary by their jitter factor anyway), and the event-driven virtual clock serves every timer due
+within one jump (kemu/component/virtual_clock.py); the host's and the fake clock end it at `s`.
+`RealClock` is the process clock.
 `FakeClock` only moves when a test calls `advance()`: every sleeper whose deadline is reached
 is woken, in deadline order (ties in the order they went to sleep); the woken tasks run at the
 test's next checkpoint (for example `await anyio.wait_all_tasks_blocked()`).
@@ -39,7 +43,7 @@ class Clock(Protocol):
 
     def monotonic(self) -> float: ...
 
-    async def sleep(self, seconds: float) -> None: ...
+    async def sleep(self, seconds: float, *, slack: float = 0.0) -> None: ...
 
 
 class WallClockSkew:
@@ -114,7 +118,7 @@ class RealClock:
     def monotonic(self) -> float:
         return time.monotonic()
 
-    async def sleep(self, seconds: float) -> None:
+    async def sleep(self, seconds: float, *, slack: float = 0.0) -> None:
         await anyio.sleep(max(0.0, seconds))
 
 
@@ -142,7 +146,7 @@ class FakeClock:
         """The monotonic time the earliest pending sleep ends, or None."""
         return self._sleepers[0][0] if self._sleepers else None
 
-    async def sleep(self, seconds: float) -> None:
+    async def sleep(self, seconds: float, *, slack: float = 0.0) -> None:
         if seconds <= 0:
             await anyio.lowlevel.checkpoint()
             return

@@ -15,8 +15,11 @@ that changes, for the clock session to report them.
 
 from __future__ import annotations
 
+import asyncio
+import heapq
 import itertools
 import math
+import random
 import time
 from collections.abc import Callable
 from types import TracebackType
@@ -25,8 +28,20 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from kemu.component.clock import Clock, WallClockSkew, process_skew
+from kemu.component.clock import Clock, RealClock, WallClockSkew, process_skew
 from kemu.machinery.virtual_time import ClockSegment
+
+
+class _Sleeper:
+    """One pending sleep: due at virtual `target`, at the latest `latest` (its slack)."""
+
+    __slots__ = ("target", "latest", "woken", "pending")
+
+    def __init__(self, target: float, latest: float) -> None:
+        self.target = target
+        self.latest = latest
+        self.woken = anyio.Event()
+        self.pending = True
 
 
 class VirtualClock:
@@ -39,7 +54,13 @@ class VirtualClock:
         self._segment: ClockSegment | None = None
         self._changed = anyio.Event()
         self._seq = itertools.count()
-        self._deadlines: dict[int, float] = {}
+        # Two heaps of the pending sleeps, by target (to wake them) and by latest instant
+        # (to report); an entry whose sleep ended stays until it reaches the top.
+        self._by_target: list[tuple[float, int, _Sleeper]] = []
+        self._by_latest: list[tuple[float, int, _Sleeper]] = []
+        self._pending = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._alarm: asyncio.TimerHandle | None = None
         self.timers_changed = anyio.Event()
         """Set when the pending sleeps change (replaced by a fresh one on `take_timers`)."""
 
@@ -59,7 +80,8 @@ class VirtualClock:
             return False
         self._segment = segment
         changed, self._changed = self._changed, anyio.Event()
-        changed.set()  # every sleeper recomputes its wall deadline
+        changed.set()
+        self._wake_due()
         return True
 
     def next_change(self) -> anyio.Event:
@@ -76,7 +98,10 @@ class VirtualClock:
     def now(self) -> float:
         return self.monotonic() + self._skew.seconds()
 
-    async def sleep(self, seconds: float) -> None:
+    async def sleep(self, seconds: float, *, slack: float = 0.0) -> None:
+        """Returns once virtual time has moved `seconds`. `slack`: how much later than that it
+        may return (see kemu/component/clock.py): at rate max the clock jumps to the earliest
+        instant some sleep must end by, and every sleep due by then ends with it."""
         if seconds <= 0 or seconds != seconds:
             await anyio.lowlevel.checkpoint()
             return
@@ -84,30 +109,69 @@ class VirtualClock:
             await anyio.sleep(seconds)
             return
         target = self.monotonic() + seconds
-        token = next(self._seq)
-        self._deadlines[token] = target
+        sleeper = _Sleeper(target, target + slack if slack > 0 else target)
+        seq = next(self._seq)
+        heapq.heappush(self._by_target, (target, seq, sleeper))
+        heapq.heappush(self._by_latest, (sleeper.latest, seq, sleeper))
+        self._pending += 1
         self.timers_changed.set()
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+        if self._by_target[0][2] is sleeper:
+            self._wake_due()
         try:
-            while True:
-                segment, changed = self._segment, self._changed
-                wall = self._wall()
-                if segment.at(wall) >= target:
-                    return
-                remaining = segment.wall_at(target) - wall
-                with anyio.move_on_after(remaining if remaining < math.inf else math.inf):
-                    await changed.wait()
+            await sleeper.woken.wait()
         finally:
-            del self._deadlines[token]
+            if sleeper.pending:  # cancelled
+                sleeper.pending = False
+                self._pending -= 1
+                self.timers_changed.set()
+
+    def _wake_due(self) -> None:
+        """Ends every sleep whose target the clock has reached, and sets the alarm for the
+        next one (one loop timer per clock, however many sleep: a jump or a rate change
+        touches only the sleeps it ends)."""
+        if self._alarm is not None:
+            self._alarm.cancel()
+            self._alarm = None
+        segment = self._segment
+        if segment is None:
+            return
+        wall = self._wall()
+        now = segment.at(wall)
+        heap = self._by_target
+        woke = False
+        while heap:
+            target, _, sleeper = heap[0]
+            if not sleeper.pending:
+                heapq.heappop(heap)
+                continue
+            if target > now:
+                break
+            heapq.heappop(heap)
+            sleeper.pending = False
+            self._pending -= 1
+            sleeper.woken.set()
+            woke = True
+        if woke:
             self.timers_changed.set()
+        if heap and self._loop is not None:
+            due = segment.wall_at(heap[0][0])
+            if due < math.inf:
+                self._alarm = self._loop.call_later(max(due - wall, 0.0), self._wake_due)
 
     # ------------------------------------------------------------ reporting
 
     @property
     def timers(self) -> int:
-        return len(self._deadlines)
+        return self._pending
 
     def next_deadline(self) -> float | None:
-        return min(self._deadlines.values(), default=None)
+        """The earliest virtual instant by which some pending sleep must end."""
+        heap = self._by_latest
+        while heap and not heap[0][2].pending:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
 
     def take_timers(self) -> tuple[int, float | None]:
         """The pending sleeps now (count, earliest virtual deadline), resetting
@@ -116,15 +180,30 @@ class VirtualClock:
         return self.timers, self.next_deadline()
 
 
+async def sleep_jittered(
+    clock: Clock, seconds: float, max_factor: float, rng: random.Random | None = None
+) -> None:
+    """Upstream's sleep for wait.Jitter(seconds, max_factor): between `seconds` and
+    seconds * (1 + max_factor). On the host's (or a fake) clock a uniform draw from `rng`
+    (default the process's); on a VirtualClock the whole range is the sleep's slack, so that a
+    run in virtual time draws nothing (the event-driven clock ends it where it serves the most
+    timers, a flowing one at its start)."""
+    if isinstance(clock, VirtualClock):
+        await clock.sleep(seconds, slack=seconds * max_factor)
+        return
+    draw = (rng or random).random()
+    await clock.sleep(seconds * (1 + max_factor * draw))
+
+
 class move_on_after:
-    """anyio.move_on_after, `seconds` measured on `clock`: on a VirtualClock a timer on it
-    cancels the scope (so a held clock never times out, a fast one sooner); on any other clock
-    anyio's own (the host's time, and no task per scope on a hot path)."""
+    """anyio.move_on_after, `seconds` measured on `clock`: on the host's clock (RealClock)
+    anyio's own (no task per scope on a hot path); on any other a timer on it cancels the scope
+    (a held virtual clock never times out, a fast one sooner; a fake one when advanced)."""
 
     def __init__(self, clock: Clock, seconds: float) -> None:
         self._clock = clock
         self._seconds = seconds
-        self._timed = isinstance(clock, VirtualClock) and seconds != math.inf
+        self._timed = not isinstance(clock, RealClock) and seconds != math.inf
         self._scope = anyio.CancelScope() if self._timed else anyio.move_on_after(seconds)
         self._group: anyio.abc.TaskGroup | None = None
 

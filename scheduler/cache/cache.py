@@ -41,6 +41,7 @@ import anyio.abc
 
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import Clock
+from kemu.component.ticker import Ticker
 from kemu.component.version_rules import VersionRules
 from kemu.machinery.keys import object_key
 from kemu.machinery.resources import PodResourcesOptions
@@ -115,7 +116,9 @@ class Cache:
         self._clock = clock
         self._counting = counting
         self._ttl = ttl
-        self._cleanup_period = cleanup_period
+        self._cleanup = Ticker(
+            clock, cleanup_period, self.cleanup_expired_assumed_pods, self._next_expiry
+        )
         # Node name -> NodeInfo, ordered by recency of change: the most recently changed node
         # is last. update_snapshot walks it backwards and stops at the first node the snapshot
         # already has, so a cycle costs O(nodes changed), not O(nodes). (Upstream keeps a
@@ -215,6 +218,8 @@ class Cache:
             return
         ps.deadline = self._clock.monotonic() + self._ttl
         ps.binding_finished = True
+        if self._ttl:
+            self._cleanup.wake(ps.deadline)
 
     def forget_pod(self, pod: types_pb2.Pod) -> bool:
         """Undoes `assume_pod` (the binding cycle failed, or the pod was deleted while
@@ -358,15 +363,25 @@ class Cache:
             self._remove_pod(ps.pod)
         return expired
 
+    def _next_expiry(self) -> float | None:
+        """When an assumed pod can next expire (None: none can)."""
+        if self._ttl == 0:
+            return None
+        deadlines = [
+            ps.deadline
+            for uid in self._assumed
+            if (ps := self._pod_states[uid]).binding_finished and ps.deadline is not None
+        ]
+        return min(deadlines, default=None)
+
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
-        """Expires assumed pods every `cleanup_period` seconds (on the injected clock) until
-        cancelled. Start it with `await tg.start(cache.run)`."""
+        """Expires assumed pods every `cleanup_period` seconds (on the injected clock; only the
+        ticks at which one can have expired, see kemu.component.ticker) until cancelled. Start
+        it with `await tg.start(cache.run)`."""
         task_status.started()
-        while True:
-            await self._clock.sleep(self._cleanup_period)
-            self.cleanup_expired_assumed_pods()
+        await self._cleanup.run()
 
     # ------------------------------------------------------------ snapshot
 

@@ -100,6 +100,11 @@ class BackoffQueue:
         none (see `poppable`)."""
         return self._heap.pop()
 
+    def next_expiry(self) -> float | None:
+        """The monotonic time the first backoff ends (None: no pod backs off)."""
+        heads = [h for h in (self._heap.peek(), self._errors.peek()) if h is not None]
+        return min((self.expiry(h) for h in heads), default=None)
+
     def pop_all_completed(self) -> list[QueuedPodInfo]:
         out: list[QueuedPodInfo] = []
         for heap in (self._heap, self._errors):

@@ -36,6 +36,7 @@ import anyio.abc
 
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import Clock
+from kemu.component.ticker import Ticker
 from kemu.machinery.keys import object_key
 from kemu.scheduling.events import (
     FORCE_ACTIVATE,
@@ -167,6 +168,17 @@ class PriorityQueue:
         self._unschedulable = UnschedulablePods()
         self._in_flight = InFlightTracker(max_in_flight_events)
         self.nominator = Nominator(pod_lister)
+
+        # The periodic flushes, ticking only when something can have come due (kemu.component.ticker)
+        self._backoff_flush = Ticker(
+            clock, BACKOFF_FLUSH_INTERVAL, self.flush_backoff_q_completed, self._backoff.next_expiry
+        )
+        self._leftover_flush = Ticker(
+            clock,
+            UNSCHEDULABLE_FLUSH_INTERVAL,
+            self.flush_unschedulable_pods_leftover,
+            self._next_leftover,
+        )
 
         self._scheduling_cycle = 0
         self._closed = False
@@ -373,25 +385,22 @@ class PriorityQueue:
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
-        """The periodic flushes: expired backoff every second, the pool's leftovers every 30 s.
-        Returns when the queue is closed."""
+        """The periodic flushes: expired backoff every second, the pool's leftovers every 30 s
+        (on upstream's grid, skipping the ticks at which nothing can have come due: see
+        kemu.component.ticker). Returns when the queue is closed."""
         with anyio.CancelScope() as scope:
             self._run_scope = scope
             if self._closed:
                 scope.cancel()
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._every, BACKOFF_FLUSH_INTERVAL, self.flush_backoff_q_completed)
-                tg.start_soon(
-                    self._every,
-                    UNSCHEDULABLE_FLUSH_INTERVAL,
-                    self.flush_unschedulable_pods_leftover,
-                )
+                tg.start_soon(self._backoff_flush.run)
+                tg.start_soon(self._leftover_flush.run)
                 task_status.started()
 
-    async def _every(self, interval: float, fn: Callable[[], None]) -> None:
-        while True:
-            await self._clock.sleep(interval)
-            fn()
+    def _next_leftover(self) -> float | None:
+        """When a pod of the pool can next have stayed longer than the maximum: at the next
+        tick while the pool holds pods (as upstream's every 30 s), never while it is empty."""
+        return self._clock.monotonic() if len(self._unschedulable) else None
 
     def flush_backoff_q_completed(self) -> None:
         """Moves the pods whose backoff has ended to activeQ."""
@@ -547,6 +556,7 @@ class PriorityQueue:
 
     def _add_to_unschedulable(self, qpi: QueuedPodInfo, event: str, key: str | None = None) -> None:
         self._unschedulable.add(qpi.pod_info.key if key is None else key, qpi)
+        self._leftover_flush.wake(self._clock.monotonic() + self._max_in_unschedulable)
         self._incoming(UNSCHEDULABLE_Q, event)
 
     def _move_to_active_q(
@@ -588,6 +598,7 @@ class PriorityQueue:
                 return False
         self._unschedulable.pop(key)
         self._backoff.add(qpi)
+        self._backoff_flush.wake(self._backoff.expiry(qpi))
         self._incoming(BACKOFF_Q, event)
         if self._pop_from_backoff_q:
             self._broadcast()

@@ -3,13 +3,14 @@ clock's segment, sleeps that follow rate changes, pending timers counted."""
 
 from __future__ import annotations
 
+import random
 import time
 
 import anyio
 import pytest
 
-from kemu.component.clock import RealClock
-from kemu.component.virtual_clock import VirtualClock, move_on_after
+from kemu.component.clock import FakeClock, RealClock
+from kemu.component.virtual_clock import VirtualClock, move_on_after, sleep_jittered
 from kemu.machinery.virtual_time import ClockSegment
 
 pytestmark = pytest.mark.anyio
@@ -105,3 +106,81 @@ async def test_a_timeout_on_the_host_clock_is_anyios() -> None:
     async with move_on_after(RealClock(), 0.01) as scope:
         await anyio.sleep(3)
     assert scope.cancelled_caught
+
+
+def _held_at(clock: VirtualClock, virtual: float) -> None:
+    """An event-driven jump: the clock held at `virtual` (a newer generation)."""
+    segment = clock.segment
+    assert segment is not None
+    clock.set_segment(segment.advancing(0.0, time.time()).jumped(virtual, time.time()))
+
+
+async def test_a_jump_ends_the_sleeps_it_reaches_in_deadline_order() -> None:
+    clock = VirtualClock()
+    clock.set_segment(_segment(0.0))
+    woken: list[float] = []
+
+    async def sleeper(seconds: float) -> None:
+        await clock.sleep(seconds)
+        woken.append(seconds)
+
+    async with anyio.create_task_group() as tg:
+        for seconds in (3.0, 1.0, 2.0):
+            tg.start_soon(sleeper, seconds)
+        await anyio.wait_all_tasks_blocked()
+        assert clock.timers == 3
+        _held_at(clock, START + 2.0)
+        await anyio.wait_all_tasks_blocked()
+        assert woken == [1.0, 2.0]
+        assert clock.timers == 1 and clock.next_deadline() == pytest.approx(START + 3.0)
+        _held_at(clock, START + 3.0)
+    assert woken == [1.0, 2.0, 3.0] and clock.timers == 0
+
+
+async def test_a_sleep_with_slack_may_end_up_to_its_slack_later() -> None:
+    # The clock reports the latest instant a sleep must end by; a jump to it ends every sleep
+    # due by then (the event-driven clock's one jump for several timers).
+    clock = VirtualClock()
+    clock.set_segment(_segment(0.0))
+    woken: list[str] = []
+
+    async def sleeper(name: str, seconds: float, slack: float) -> None:
+        await clock.sleep(seconds, slack=slack)
+        woken.append(name)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(sleeper, "a", 10.0, 0.4)
+        tg.start_soon(sleeper, "b", 10.3, 0.4)
+        tg.start_soon(sleeper, "c", 10.5, 0.4)
+        await anyio.wait_all_tasks_blocked()
+        assert clock.next_deadline() == pytest.approx(START + 10.4)
+        _held_at(clock, START + 10.4)
+        await anyio.wait_all_tasks_blocked()
+        assert woken == ["a", "b"]
+        assert clock.next_deadline() == pytest.approx(START + 10.9)
+        tg.cancel_scope.cancel()
+    assert clock.timers == 0 and clock.next_deadline() is None
+
+
+async def test_a_jittered_sleep_on_the_virtual_clock_is_all_slack() -> None:
+    # Upstream's wait.Jitter(2s, 1.2) sleeps 2 to 4.4 s: on the virtual clock nothing is drawn,
+    # the whole range is slack (the same run twice waits the same).
+    clock = VirtualClock()
+    clock.set_segment(_segment(0.0))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(sleep_jittered, clock, 2.0, 1.2)
+        await anyio.wait_all_tasks_blocked()
+        assert clock.next_deadline() == pytest.approx(START + 4.4)
+        _held_at(clock, START + 2.0)
+    assert clock.timers == 0
+
+
+async def test_a_jittered_sleep_on_the_fake_clock_draws_from_its_range() -> None:
+    clock = FakeClock()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(sleep_jittered, clock, 2.0, 1.2, random.Random(7))
+        await anyio.wait_all_tasks_blocked()
+        deadline = clock.next_deadline()
+        assert deadline is not None
+        assert 2.0 <= deadline - clock.monotonic() <= 4.4
+        clock.advance(4.4)

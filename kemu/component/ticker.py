@@ -1,0 +1,82 @@
+"""Upstream's `wait.Until(fn, period)` for a periodic `fn` that only acts on what has come due
+(the scheduling queue's flushes, the scheduler cache's cleanup).
+
+`Ticker` keeps upstream's grid, `fn` at the start and then every `period` (start + k * period),
+but sleeps through the ticks at which `due()` says nothing can have come due: the next tick it
+runs `fn` at is the first one at or after `due()`, and with nothing pending (`due()` None) it
+holds no timer at all. Whoever makes something due sooner than the instant the ticker waits for
+calls `wake(instant)`. What `fn` does, and when, is what a tick every period would do (a tick
+at which nothing is due does nothing); an idle component holds no timer, so the event-driven
+virtual clock makes no jump for it (kemu/component/virtual_clock.py), and a process on the
+host's clock wakes less often.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Final
+
+import anyio
+
+from kemu.component.clock import Clock
+from kemu.component.virtual_clock import move_on_after
+
+_EPSILON: Final = 1e-9
+"""Of a period: a target on the grid but for rounding is that tick, not the next."""
+
+
+class Ticker:
+    def __init__(
+        self,
+        clock: Clock,
+        period: float,
+        fn: Callable[[], object],
+        due: Callable[[], float | None],
+    ) -> None:
+        """`due()`: the earliest monotonic instant at which `fn` may act (None: nothing
+        pending; an instant already passed: at the next tick)."""
+        if period <= 0:
+            raise ValueError(f"ticker: period {period} must be positive")
+        self._clock = clock
+        self.period = period
+        self._fn = fn
+        self._due = due
+        self._woken = anyio.Event()
+        self._waiting_for: float | None = math.inf
+        """The tick the ticker sleeps until (inf: it waits for a wake)."""
+
+    def wake(self, instant: float | None = None) -> None:
+        """Something may come due at `instant` (None: now): the ticker looks again if it
+        waits for a later tick."""
+        if self._waiting_for is None:  # looking already
+            return
+        if instant is None or instant < self._waiting_for:
+            self._woken.set()
+
+    async def run(self) -> None:
+        clock, period = self._clock, self.period
+        start = clock.monotonic()
+        last = start
+        self._fn()
+        while True:
+            self._waiting_for = None
+            self._woken = anyio.Event()
+            due = self._due()
+            if due is None:
+                self._waiting_for = math.inf
+                await self._woken.wait()
+                continue
+            # the first tick of the grid at or after `due`, after the last one and not past
+            target = max(due, last + period, clock.monotonic())
+            tick = start + math.ceil((target - start) / period - _EPSILON) * period
+            remaining = tick - clock.monotonic()
+            if remaining > 0:
+                self._waiting_for = tick
+                async with move_on_after(clock, remaining):
+                    await self._woken.wait()
+                if self._woken.is_set() and clock.monotonic() < tick:
+                    continue  # woken for something due sooner: look again
+            last = tick
+            self._waiting_for = None
+            self._fn()

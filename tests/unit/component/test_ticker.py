@@ -1,0 +1,99 @@
+"""kemu.component.ticker: upstream's wait.Until grid, without the ticks at which nothing is due."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from kemu.component.clock import FakeClock
+from kemu.component.ticker import Ticker
+
+pytestmark = pytest.mark.anyio
+
+
+class _Work:
+    """Items due at monotonic instants; `tick` records when it ran and takes what is due."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self.items: list[float] = []
+        self.ticks: list[float] = []
+        self.taken: list[tuple[float, float]] = []  # (item, tick that took it)
+
+    def due(self) -> float | None:
+        return min(self.items, default=None)
+
+    def tick(self) -> None:
+        now = self.clock.monotonic()
+        self.ticks.append(now)
+        for item in [i for i in self.items if i <= now]:
+            self.items.remove(item)
+            self.taken.append((item, now))
+
+
+async def _step(clock: FakeClock, seconds: float) -> None:
+    """Time passing in quarter seconds (exact in binary: the instants compared are exact)."""
+    for _ in range(int(seconds * 4)):
+        clock.advance(0.25)
+        await anyio.wait_all_tasks_blocked()
+
+
+async def test_with_nothing_due_it_holds_no_timer_and_does_not_tick() -> None:
+    clock = FakeClock(monotonic=100.0)
+    work = _Work(clock)
+    ticker = Ticker(clock, 1.0, work.tick, work.due)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ticker.run)
+        await anyio.wait_all_tasks_blocked()
+        await _step(clock, 5)
+        assert work.ticks == [100.0]  # wait.Until runs it at the start
+        assert clock.sleepers == 0
+        tg.cancel_scope.cancel()
+
+
+async def test_an_item_is_taken_at_the_first_tick_of_the_grid_at_or_after_it() -> None:
+    # As a tick every second from the start would: at 103.0 for an item due at 102.25 (added
+    # at 100.5), at 106.0 for one due at 106.0.
+    clock = FakeClock(monotonic=100.0)
+    work = _Work(clock)
+    ticker = Ticker(clock, 1.0, work.tick, work.due)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ticker.run)
+        await anyio.wait_all_tasks_blocked()  # started at 100.0: its grid is 100 + k
+        await _step(clock, 0.5)
+        work.items.append(102.25)
+        ticker.wake(102.25)
+        await _step(clock, 3)
+        assert work.taken == [(102.25, 103.0)]
+        work.items.append(106.0)
+        ticker.wake(106.0)
+        await _step(clock, 3)
+        assert [t for _, t in work.taken] == [103.0, 106.0]
+        # every tick it made took something: none at 101, 102, 104 or 105
+        assert work.ticks == [100.0, 103.0, 106.0]
+        tg.cancel_scope.cancel()
+
+
+async def test_a_wake_for_an_earlier_item_cuts_a_longer_wait_short() -> None:
+    clock = FakeClock(monotonic=0.0)
+    work = _Work(clock)
+    ticker = Ticker(clock, 1.0, work.tick, work.due)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ticker.run)
+        await anyio.wait_all_tasks_blocked()
+        work.items.append(10.0)
+        ticker.wake(10.0)
+        await _step(clock, 1.0)
+        work.items.append(2.5)
+        ticker.wake(2.5)
+        await _step(clock, 2.5)
+        assert work.taken == [(2.5, 3.0)]
+        ticker.wake(50.0)  # later than what it waits for (10.0): nothing to look at again
+        await _step(clock, 8)
+        assert [i for i, _ in work.taken] == [2.5, 10.0]
+        tg.cancel_scope.cancel()
+
+
+def test_a_period_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="period"):
+        Ticker(FakeClock(), 0.0, lambda: None, lambda: None)
