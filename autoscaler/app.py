@@ -459,5 +459,7 @@ async def serve(
             work=work,
             identity=identity,
             elected=elected,
+            # (a call to the cloud in flight is the autoscaler's work: the clock waits for it)
+            busy=lambda: cloud.requests_in_flight > 0,
         )
         tg.cancel_scope.cancel()

@@ -30,6 +30,9 @@ class CloudApi(Protocol):
     """What the autoscaler asks of the cloud (kemu.client.cloudprovider.CloudProviderClient;
     a fake in unit tests)."""
 
+    requests_in_flight: int
+    """Calls being made (the event-driven clock waits for them: kemu.client.clock)."""
+
     async def refresh(self) -> None: ...
 
     async def node_groups(self) -> list[cloud_pb2.NodeGroup]: ...

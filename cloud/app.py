@@ -150,6 +150,8 @@ async def serve(
                         ctx.clock,
                         component=COMPONENT,
                         identity=f"{args.bind_address}:{args.port}",
+                        # (a kubelet booting is the cloud's work until it is in session)
+                        busy=cloud.booting,
                     ),
                     name="clock session",
                 )

@@ -18,6 +18,7 @@ The autoscaler is expected to delete such instances (DeleteNodes by providerID).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
@@ -38,6 +39,7 @@ from cloud.state import (
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock, RealClock
+from kemu.component.ticker import Ticker
 from kemu.machinery.errors import Invalid, NotFound
 from kemu.machinery.node_conditions import is_node_ready
 from kemu.machinery.virtual_time import ClockMode
@@ -49,6 +51,13 @@ OUT_OF_RESOURCES_ERROR_CLASS: Final = 1
 """upstream's cloudprovider.OutOfResourcesErrorClass."""
 OUT_OF_CAPACITY_CODE: Final = "OUT_OF_CAPACITY"
 RECONCILE_PERIOD: Final = 0.5
+"""Seconds between two looks at the instances that need a kubelet started and at Nodes
+without an instance (on the cloud's clock; only while there is something to do)."""
+WATCH_PERIOD: Final = 0.5
+"""Wall seconds between two looks for a kubelet process that exited or a Node without an
+instance (the operating system's events, not the cluster's time)."""
+BOOT_WAIT: Final = 30.0
+"""Wall seconds a started kubelet counts as booting (see `booting`) at most."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +124,10 @@ class Cloud:
         self._now = self._clock.now
         self._clock_mode = clock_mode
         self._lock = anyio.Lock()
+        self._reconciler = Ticker(self._clock, RECONCILE_PERIOD, self.reconcile, self._next_due)
+        self._booting: dict[str, float] = {}
+        """Instances whose kubelet was started and whose Node is not registered yet: the
+        wall time it was started."""
         self._background: TaskGroup | None = None
         """`run`'s task group while it runs: where deletions go on."""
         self.state = store.load()
@@ -215,6 +228,7 @@ class Cloud:
             self._save()
         logger.info("node group %s: +%d instance(s): %s", group, delta, ", ".join(names))
         await self.reconcile()
+        self._reconciler.wake(self._next_due())
         return names
 
     async def delete_nodes(self, group: str, nodes: Sequence[tuple[str, str]]) -> None:
@@ -355,24 +369,83 @@ class Cloud:
 
     async def run(self) -> None:
         """Keeps the kubelets of the instances running and deletes the Nodes of instances the
-        cloud does not have, every RECONCILE_PERIOD seconds; runs the deletions."""
+        cloud does not have, every RECONCILE_PERIOD seconds while there is such work
+        (kemu.component.ticker); runs the deletions."""
         async with anyio.create_task_group() as tg:
             self._background = tg
             try:
-                while True:
-                    await self.reconcile()
-                    await self._clock.sleep(RECONCILE_PERIOD)
+                tg.start_soon(self._watch)
+                await self._reconciler.run()
             finally:
                 self._background = None
+
+    async def _watch(self) -> None:
+        """Wakes the reconciler when a kubelet has exited or a Node has no instance: process
+        exits are the host's, so they are looked for on its clock."""
+        while True:
+            await anyio.sleep(WATCH_PERIOD)
+            due = self._next_due()
+            if due is not None:
+                self._reconciler.wake(due)
+
+    def _next_due(self) -> float | None:
+        """When `reconcile` next has something to do (monotonic; None: nothing)."""
+        offset = self._clock.now() - self._clock.monotonic()
+        due: float | None = None
+        for inst in self.state.instances.values():
+            if not inst.runs_kubelet or self._kubelets.running(inst.name):
+                continue
+            group = self.config.group(inst.group)
+            if group is None or group.external_nodes:
+                continue
+            at = inst.created_at + self._provision_delay - offset
+            due = at if due is None else min(due, at)
+        if due is None and self._orphan_nodes():
+            due = self._clock.monotonic()
+        return due
+
+    def _orphan_nodes(self) -> list[types_pb2.Node]:
+        """The Nodes of this cloud's groups whose instance it does not have."""
+        out = []
+        for node in self._nodes.list():
+            parsed = parse_provider_id(node.spec.provider_id)
+            if parsed is None or node.metadata.labels.get(NODE_GROUP_LABEL) != parsed[0]:
+                continue
+            if parsed[1] not in self.state.instances and node.metadata.name == parsed[1]:
+                out.append(node)
+        return out
+
+    def booting(self) -> bool:
+        """Whether a kubelet this cloud started has not registered its Node yet (for at
+        most BOOT_WAIT wall seconds): the event-driven clock waits for it, as for any work
+        of the cloud (kemu.client.clock)."""
+        now = time.monotonic()
+        for name, started in list(self._booting.items()):
+            if self._nodes.get(name) is not None or not self._kubelets.running(name):
+                del self._booting[name]
+            elif now - started > BOOT_WAIT:
+                logger.warning(
+                    "instance %s: its kubelet has not registered its Node within %gs; the "
+                    "clock no longer waits for it",
+                    name,
+                    BOOT_WAIT,
+                )
+                del self._booting[name]
+        return bool(self._booting)
 
     async def reconcile(self) -> None:
         for name, code in self._kubelets.exited():
             logger.warning("instance %s: kubelet exited with code %d", name, code)
         now = self._now()
         started = False
-        for inst in list(self.state.instances.values()):
+        for inst in sorted(self.state.instances.values(), key=_creation_order):
             if not inst.runs_kubelet or self._kubelets.running(inst.name):
                 continue
+            if self._clock_mode is ClockMode.VIRTUAL and self.booting():
+                # One at a time, in the order the instances were created: the clock holds
+                # while one boots, so they all come up at the same virtual instant, and in
+                # an order that is the same in every run (no race between their kubelets).
+                break
             if now < inst.created_at + self._provision_delay:
                 continue
             group = self.config.group(inst.group)
@@ -387,22 +460,23 @@ class Cloud:
                 clock_mode=self._clock_mode,
             )
             inst.pid = self._kubelets.start(inst.name, argv)
+            self._booting[inst.name] = time.monotonic()
             started = True
         if started:
             async with self._lock:
                 self._save()
-        for node in self._nodes.list():
-            parsed = parse_provider_id(node.spec.provider_id)
-            if parsed is None or node.metadata.labels.get(NODE_GROUP_LABEL) != parsed[0]:
-                continue
-            if parsed[1] not in self.state.instances and node.metadata.name == parsed[1]:
-                await self._delete_node(node.metadata.name, node.spec.provider_id)
+        for node in self._orphan_nodes():
+            await self._delete_node(node.metadata.name, node.spec.provider_id)
 
     async def shutdown(self) -> None:
         await self._kubelets.stop_all()
 
     def _save(self) -> None:
         self._store.save(self.state)
+
+
+def _creation_order(inst: InstanceRecord) -> tuple[float, str, int]:
+    return (inst.created_at, inst.group, _index(inst))
 
 
 def _index(inst: InstanceRecord) -> int:

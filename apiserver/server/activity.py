@@ -2,10 +2,11 @@
 apiserver/server/clock.py): the cluster is quiescent only when no request is being served, no
 watch event waits to be sent, and every event sent to a component has been received by it.
 
-The gRPC edge counts its requests (but the clock's own) and the watch events it hands to the
-transport on the watches of each component in virtual time (tagged with the component's identity, the
-`kemu-clock-identity` metadata kemu.client sets once it has a clock session). `epoch` moves
-with every change, so that a quiescence seen twice with the same epoch saw nothing between.
+The gRPC edge counts its requests (but the clock's own), per component in virtual time, and the
+watch events it hands to the transport on the watches of each (both tagged with the
+component's identity, the `kemu-clock-identity` metadata kemu.client sets once it has a clock
+session); requests from outside the sessions (the REST edge's, untagged clients') are counted
+together. `next_change()` is an event set at the next change.
 """
 
 from __future__ import annotations
@@ -25,11 +26,14 @@ class Activity:
         """Watch streams holding events they have not handed to the transport yet."""
         self.sent: defaultdict[str, int] = defaultdict(int)
         """Watch events sent per component identity."""
-        self.epoch = 0
+        self.received: defaultdict[str, int] = defaultdict(int)
+        """Requests received per component identity."""
+        self.outside = 0
+        """Requests received from clients outside the clock's sessions (kemuctl, kubectl,
+        a test's or a driver's client)."""
         self._changed: anyio.Event | None = None
 
     def _bump(self) -> None:
-        self.epoch += 1
         if self._changed is not None:
             self._changed.set()
             self._changed = None
@@ -41,7 +45,20 @@ class Activity:
         return self._changed
 
     @contextmanager
-    def request(self) -> Iterator[None]:
+    def request(self, identity: str = "", *, in_flight: bool = True) -> Iterator[None]:
+        """Around the serving of a request of the component `identity` ("": from outside).
+        `in_flight` False: the clock's own calls (an AdvanceClock waits for time to pass),
+        counted only as a component's call received."""
+        if not in_flight:
+            if identity:  # (an outsider's kemuctl clock is not the cluster's work)
+                self.received[identity] += 1
+                self._bump()
+            yield
+            return
+        if identity:
+            self.received[identity] += 1
+        else:
+            self.outside += 1
         self.requests += 1
         self._bump()
         try:

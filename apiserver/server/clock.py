@@ -47,6 +47,7 @@ _CAS_RETRIES: Final = 16
 _WATCH_RETRY: Final = 0.5  # wall seconds between attempts to watch the key again
 _SETTLE: Final = 0.002  # wall seconds between two looks at a busy cluster (rate max)
 _PROBE_TIMEOUT: Final = 5.0  # wall seconds a probe waits for a session's answer
+_REPROBES: Final = 64  # probes of the sessions whose answers do not square, at most, per look
 _IDLE_RECHECK: Final = 0.05  # wall seconds between looks at a cluster without timers
 _MAX_ADVANCE: Final = 10 * 365 * 24 * 3600.0
 
@@ -99,6 +100,8 @@ class _Session:
     answers again."""
     sent_generation: int = 0
     """The generation of the last segment sent to it."""
+    awaiting: bool = False
+    """A probe was sent to it that it has not answered yet."""
 
     def send_segment(self, segment: ClockSegment) -> None:
         """Queues `segment` for it unless it has it (WouldBlock when its queue is full)."""
@@ -279,6 +282,7 @@ class ClusterClock:
                 if report.probe:
                     session.answers[report.probe] = report
                     session.responsive = True
+                    session.awaiting = False
                     answered, self._answered = self._answered, anyio.Event()
                     answered.set()
             tg.cancel_scope.cancel()  # the component closed its side
@@ -371,26 +375,56 @@ class ClusterClock:
 
     async def _quiescence(self) -> tuple[bool, float | None]:
         """Whether the cluster is quiescent, and then its earliest timer (None: none):
-        probes every session, which answers once all its tasks are blocked, and checks that
-        nothing happened meanwhile."""
-        waited = 0
-        while not self._locally_quiet():
-            waited += 1
-            if waited % 500 == 0:  # ~1 s of wall time
-                a = self.activity
-                logger.debug(
-                    "event-driven clock: waiting for this apiserver: %d requests, %d watch "
-                    "streams sending, caught up and nothing buffered: %s",
-                    a.requests,
-                    a.sending,
-                    self._quiet_check(),
-                )
-            # (woken by the end of a request; the watch caches' catching up is looked at again)
-            with anyio.move_on_after(_SETTLE):
-                await self.activity.next_change().wait()
-        epoch = self.activity.epoch
+        probes every session (each answers once its process is idle, with the calls it made
+        and the watch events it received), waits for this apiserver to be idle too, and
+        checks that every call made was received and every event sent was received: nothing
+        is in flight between any two processes. A session whose answer does not square with
+        the apiserver's counts (an event was on its way to it, or it made a call since) is
+        probed again, alone: the others did nothing since their answers and were sent
+        nothing, or their counts would not square either. ARCHITECTURE.md ("Time") tells why
+        that is quiescence."""
+        outside = self.activity.outside
+        latest: dict[_Session, api_pb2.ClockReport] = {}
+        to_probe = list(self._sessions.values())
+        for _ in range(_REPROBES):
+            if not await self._probe(to_probe, latest):
+                return False, None
+            if any(not answer.idle for answer in latest.values()):
+                break
+            await self._locally_idle()
+            to_probe = [s for s, answer in latest.items() if not self._squares(s, answer)]
+            if not to_probe:
+                break
+        a = self.activity
+        if (
+            to_probe
+            or any(not answer.idle for answer in latest.values())
+            or a.outside != outside
+            or not self._locally_quiet()
+        ):
+            await anyio.sleep(_SETTLE)
+            return False, None
+        deadlines = [answer.next_deadline for answer in latest.values() if answer.timers]
+        own = self.clock.next_deadline()
+        if own is not None:
+            deadlines.append(own)
+        return True, min(deadlines) if deadlines else None
+
+    def _squares(self, session: _Session, answer: api_pb2.ClockReport) -> bool:
+        """Whether the apiserver received every call the session's answer counts, and no
+        other, and the session received every watch event sent to it."""
+        a = self.activity
+        return answer.events_received == a.sent.get(
+            session.identity, 0
+        ) and answer.requests_sent == a.received.get(session.identity, 0)
+
+    async def _probe(
+        self, sessions: list[_Session], latest: dict[_Session, api_pb2.ClockReport]
+    ) -> bool:
+        """Probes `sessions` and puts their answers in `latest`; False when one cannot be
+        probed (ending, or not reading). A session that leaves the probe unanswered for
+        _PROBE_TIMEOUT is frozen or hung: left out from then on, until it answers again."""
         probe = next(self._probes)
-        sessions = list(self._sessions.values())
         segment = self.clock.segment
         for s in sessions:
             try:
@@ -398,28 +432,32 @@ class ClusterClock:
                 # timers the jump has just ended)
                 if segment is not None:
                     s.send_segment(segment)
-                s.outbound.send_nowait(api_pb2.ClockUpdate(probe=probe))
+                if s.responsive or not s.awaiting:
+                    # (a frozen one has a probe already: its answer, when it comes, says
+                    # it runs again)
+                    s.outbound.send_nowait(api_pb2.ClockUpdate(probe=probe))
+                    s.awaiting = True
             except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                # a session ending or not reading: not quiescent (and never a loop that
-                # does not yield: the driver runs again only after a moment)
+                # (and never a loop that does not yield: the driver runs again only after
+                # a moment)
                 await anyio.sleep(_SETTLE)
-                return False, None
+                return False
         awaited = [s for s in sessions if s.responsive]
         with anyio.move_on_after(_PROBE_TIMEOUT):
             while any(probe not in s.answers for s in awaited if s in self._sessions.values()):
                 await self._answered.wait()
-        answered: list[tuple[_Session, api_pb2.ClockReport]] = []
         for s in sessions:
             answer = s.answers.pop(probe, None)
             for old in [k for k in s.answers if k < probe]:
                 del s.answers[old]
             if answer is not None:
-                answered.append((s, answer))
+                latest[s] = answer
             elif s.responsive and s in self._sessions.values():
                 # Frozen (SIGSTOP) or hung (a busy process answers busy): time goes on
                 # without it, as it would for a process paused in a real cluster; it counts
                 # again once it answers.
                 s.responsive = False
+                latest.pop(s, None)
                 logger.info(
                     "event-driven clock: %s (%s) left a probe unanswered for %gs: going on "
                     "without it until it answers",
@@ -427,19 +465,30 @@ class ClusterClock:
                     s.identity,
                     _PROBE_TIMEOUT,
                 )
-        busy = any(not a.idle for _, a in answered)
-        # (a component that has not received every event sent to it is not done with them)
-        behind = any(
-            a.events_received != self.activity.sent.get(s.identity, 0) for s, a in answered
-        )
-        if busy or behind or self.activity.epoch != epoch or not self._locally_quiet():
-            await anyio.sleep(_SETTLE)
-            return False, None
-        deadlines = [a.next_deadline for _, a in answered if a.timers]
-        own = self.clock.next_deadline()
-        if own is not None:
-            deadlines.append(own)
-        return True, min(deadlines) if deadlines else None
+            else:
+                latest.pop(s, None)
+        return True
+
+    async def _locally_idle(self) -> None:
+        """Returns once this apiserver serves no request and has nothing to send (or after
+        _PROBE_TIMEOUT: the caller looks again)."""
+        waited = 0
+        with anyio.move_on_after(_PROBE_TIMEOUT):
+            while not self._locally_quiet():
+                waited += 1
+                if waited % 500 == 0:
+                    a = self.activity
+                    logger.debug(
+                        "event-driven clock: waiting for this apiserver: %d requests, %d watch "
+                        "streams sending, caught up and nothing buffered: %s",
+                        a.requests,
+                        a.sending,
+                        self._quiet_check(),
+                    )
+                # (woken by the end of a request; the watch caches' catching up is looked
+                # at again)
+                with anyio.move_on_after(_SETTLE):
+                    await self.activity.next_change().wait()
 
 
 def _rfc3339(t: float) -> str:

@@ -15,7 +15,6 @@ import logging
 import math
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
-from contextlib import nullcontext
 from typing import Any, Final, TypeVar
 
 import anyio
@@ -193,7 +192,9 @@ class ApiService:
         code = grpc.StatusCode.OK
         try:
             # (the clock's own calls, AdvanceClock waiting for time, are not the cluster's work)
-            counted = self._activity.request() if resource != "clock" else nullcontext()
+            counted = self._activity.request(
+                _metadata(context, CLOCK_IDENTITY_KEY), in_flight=resource != "clock"
+            )
             with fencing.serving(_fencing_token(context)), counted:
                 return await call()
         except ApiError as e:

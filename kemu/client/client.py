@@ -202,11 +202,15 @@ class Client:
         self._methods: dict[str, Any] = {}
         self._base: Client | None = None
         self.clock_identity = ""
-        """Set by a clock session (kemu.client.clock): watches opened from then on carry it,
-        and their events are counted in `events_received`, for the event-driven clock."""
+        """Set by a clock session (kemu.client.clock): calls and watches made from then on
+        carry it, and their events are counted in `events_received`, for the event-driven
+        clock."""
         self.events_received = 0
         self.requests_in_flight = 0
         """Calls being made (retries and their backoff included)."""
+        self.requests_sent = 0
+        """Calls made tagged with `clock_identity` (attempts: a retry is another): the
+        apiserver counts those it received, for the event-driven clock."""
 
     def one_attempt(self, timeout: float) -> Client:
         """A view of this client, over the same channel, whose calls fail fast: one attempt
@@ -280,11 +284,17 @@ class Client:
         interrupt the call), waiting for the server to be reachable. A write made as leader
         carries the term's fencing token (kemu.client.fencing)."""
         fence = fencing.current() if name in _WRITES else None
+        metadata = fence.token.metadata() if fence is not None else ()
+        root = self._base or self
+        if root.clock_identity:
+            # (the apiserver counts them per identity, for the event-driven clock)
+            metadata = (*metadata, (CLOCK_IDENTITY_KEY, root.clock_identity))
+            root.requests_sent += 1
         call = self._unary(name, response)(
             request,
             timeout=seconds,
             wait_for_ready=self.wait_for_server,
-            metadata=fence.token.metadata() if fence is not None else None,
+            metadata=metadata or None,
         )
         try:
             return await call

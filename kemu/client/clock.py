@@ -5,7 +5,7 @@ pending timers to it (`kemuctl clock` shows their count)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Final
 
 import anyio
@@ -24,7 +24,9 @@ logger = logging.getLogger(__name__)
 REPORT_DEBOUNCE: Final = 0.05
 """Wall seconds a report waits for more timer changes before it is sent."""
 PROBE_PATIENCE: Final = 0.5
-"""Wall seconds a probe's answer waits for every task to block before it says busy."""
+"""Wall seconds a probe's answer waits for the process to be idle before it says busy."""
+IDLE_POLL: Final = 0.001
+"""Wall seconds between two looks at a process whose calls are in flight."""
 
 
 class ClockModeMismatch(Exception):
@@ -37,6 +39,7 @@ async def follow_cluster_clock(
     *,
     component: str,
     identity: str,
+    busy: Callable[[], bool] = lambda: False,
     task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Keeps `clock` on the cluster clock until cancelled; started once it follows it. While
@@ -44,10 +47,11 @@ async def follow_cluster_clock(
     (wall-time backoff: transport, not behaviour). ClockModeMismatch if the apiserver runs
     in real time.
 
-    The client's watches are tagged with `identity` from then on, and each probe of the
-    event-driven clock is answered once every other task of the process is blocked: idle
-    if no call of the client is in flight either, with the watch events received so far and
-    the pending timers."""
+    The client's calls and watches are tagged with `identity` from then on, and each probe
+    of the event-driven clock is answered once the process is idle (every other task
+    blocked, no call of the client in flight and `busy()` False: work the clock cannot see,
+    such as the cloud's kubelets booting), or busy after PROBE_PATIENCE, with the calls made
+    and watch events received so far and the pending timers."""
     started = False
     backoff = Backoff(0.05, 2.0, jitter=0.5)
     client.clock_identity = identity
@@ -63,6 +67,7 @@ async def follow_cluster_clock(
             probe=probe,
             idle=idle,
             events_received=client.events_received,
+            requests_sent=client.requests_sent,
         )
 
     async def reports() -> AsyncIterator[api_pb2.ClockReport]:
@@ -79,12 +84,16 @@ async def follow_cluster_clock(
                 yield report()
 
     async def answer(probe: int) -> None:
-        blocked = False
+        idle = False
         with anyio.move_on_after(PROBE_PATIENCE):
-            await all_tasks_blocked()
-            blocked = True
-        # (a busy process answers busy rather than nothing: no answer means frozen)
-        idle = blocked and client.requests_in_flight == 0
+            while True:
+                await all_tasks_blocked()
+                if client.requests_in_flight == 0 and not busy():
+                    idle = True
+                    break
+                await anyio.sleep(IDLE_POLL)
+        # (the report is made at once: nothing runs between the look and the counts it
+        # sends; a busy process answers busy rather than nothing: no answer means frozen)
         await answers.send(report(probe, idle=idle))
 
     async with anyio.create_task_group() as tg:

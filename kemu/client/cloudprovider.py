@@ -27,6 +27,9 @@ class CloudProviderClient:
         self.address = address
         self.timeout = timeout
         self._channel = grpc.aio.insecure_channel(address)
+        self.requests_in_flight = 0
+        """Calls being made (the autoscaler's work the event-driven clock waits for: the
+        cloud is not the apiserver, whose calls the clock counts itself)."""
 
     async def close(self) -> None:
         await self._channel.close(None)
@@ -37,6 +40,7 @@ class CloudProviderClient:
             request_serializer=lambda m: m.SerializeToString(),
             response_deserializer=response.FromString,
         )(request, timeout=self.timeout, wait_for_ready=True)
+        self.requests_in_flight += 1
         try:
             return await call  # type: ignore[no-any-return]
         except grpc.aio.AioRpcError as e:
@@ -46,6 +50,8 @@ class CloudProviderClient:
             call.cancel()
             await anyio.lowlevel.checkpoint()
             raise
+        finally:
+            self.requests_in_flight -= 1
 
     async def node_groups(self) -> list[cloud_pb2.NodeGroup]:
         out = await self._call(

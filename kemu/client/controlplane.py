@@ -131,9 +131,11 @@ async def run_elected(
     work: Callable[[], Awaitable[None]],
     identity: str | None = None,
     elected: Elected | None = None,
+    busy: Callable[[], bool] = lambda: False,
 ) -> None:
     """Waits for the apiserver, keeps the identity lease, and runs `work` (only while leading
-    when `election` is given) until SIGTERM; raises LeadershipLost when the lease is lost."""
+    when `election` is given) until SIGTERM; raises LeadershipLost when the lease is lost.
+    `busy`: work of the process the event-driven clock cannot see (kemu.client.clock)."""
     identity = identity or (election.identity if election is not None else new_identity())
     lost: LeadershipLost | None = None
     async with anyio.create_task_group() as tg:
@@ -159,6 +161,7 @@ async def run_elected(
                         ctx.clock,
                         component=component,
                         identity=identity,
+                        busy=busy,
                     ),
                     name="clock session",
                 )

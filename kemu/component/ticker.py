@@ -13,8 +13,9 @@ host's clock wakes less often.
 
 from __future__ import annotations
 
+import inspect
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Final
 
 import anyio
@@ -31,11 +32,12 @@ class Ticker:
         self,
         clock: Clock,
         period: float,
-        fn: Callable[[], object],
+        fn: Callable[[], object] | Callable[[], Awaitable[object]],
         due: Callable[[], float | None],
     ) -> None:
-        """`due()`: the earliest monotonic instant at which `fn` may act (None: nothing
-        pending; an instant already passed: at the next tick)."""
+        """`fn`: a function or a coroutine function. `due()`: the earliest monotonic instant
+        at which `fn` may act (None: nothing pending; an instant already passed: at the next
+        tick)."""
         if period <= 0:
             raise ValueError(f"ticker: period {period} must be positive")
         self._clock = clock
@@ -58,7 +60,7 @@ class Ticker:
         clock, period = self._clock, self.period
         start = clock.monotonic()
         last = start
-        self._fn()
+        await self._tick()
         while True:
             self._waiting_for = None
             self._woken = anyio.Event()
@@ -79,4 +81,9 @@ class Ticker:
                     continue  # woken for something due sooner: look again
             last = tick
             self._waiting_for = None
-            self._fn()
+            await self._tick()
+
+    async def _tick(self) -> None:
+        result = self._fn()
+        if inspect.isawaitable(result):
+            await result

@@ -258,7 +258,7 @@ class ClockUpdate(_message.Message):
     def __init__(self, segment: _Optional[_Union[ClockSegment, _Mapping]] = ..., probe: _Optional[int] = ...) -> None: ...
 
 class ClockReport(_message.Message):
-    __slots__ = ("component", "identity", "timers", "next_deadline", "probe", "idle", "events_received")
+    __slots__ = ("component", "identity", "timers", "next_deadline", "probe", "idle", "events_received", "requests_sent")
     COMPONENT_FIELD_NUMBER: _ClassVar[int]
     IDENTITY_FIELD_NUMBER: _ClassVar[int]
     TIMERS_FIELD_NUMBER: _ClassVar[int]
@@ -266,6 +266,7 @@ class ClockReport(_message.Message):
     PROBE_FIELD_NUMBER: _ClassVar[int]
     IDLE_FIELD_NUMBER: _ClassVar[int]
     EVENTS_RECEIVED_FIELD_NUMBER: _ClassVar[int]
+    REQUESTS_SENT_FIELD_NUMBER: _ClassVar[int]
     component: str
     identity: str
     timers: int
@@ -273,7 +274,8 @@ class ClockReport(_message.Message):
     probe: int
     idle: bool
     events_received: int
-    def __init__(self, component: _Optional[str] = ..., identity: _Optional[str] = ..., timers: _Optional[int] = ..., next_deadline: _Optional[float] = ..., probe: _Optional[int] = ..., idle: _Optional[bool] = ..., events_received: _Optional[int] = ...) -> None: ...
+    requests_sent: int
+    def __init__(self, component: _Optional[str] = ..., identity: _Optional[str] = ..., timers: _Optional[int] = ..., next_deadline: _Optional[float] = ..., probe: _Optional[int] = ..., idle: _Optional[bool] = ..., events_received: _Optional[int] = ..., requests_sent: _Optional[int] = ...) -> None: ...
 
 class ClockRequest(_message.Message):
     __slots__ = ()

@@ -1,9 +1,11 @@
 """The event-driven clock's quiescence check (apiserver/server/clock.py), without etcd: probes
-go out on the sessions, answers come back; a busy, lagging or dead session is no quiescence."""
+go out on the sessions, answers come back; a busy, lagging or dead session is no quiescence,
+nor is a call or an event between two processes that one side counted and the other not."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import anyio
 import anyio.lowlevel
@@ -28,18 +30,30 @@ def _cluster_clock() -> ClusterClock:
 
 
 async def _answering(
-    cc: ClusterClock, identity: str, *, idle: bool, received: int, deadline: float
+    cc: ClusterClock,
+    identity: str,
+    *,
+    idle: bool,
+    received: int,
+    deadline: float,
+    sent: int = 0,
+    on_probe: Callable[[], None] = lambda: None,
 ) -> None:
-    """A component's session that answers every probe so."""
+    """A component's session that answers every probe so (`sent`: the calls it says it made;
+    `on_probe` runs before each answer)."""
     send, receive = anyio.create_memory_object_stream[api_pb2.ClockUpdate](8)
     session = cc._sessions[len(cc._sessions)] = _Session(send, identity=identity)
     async with receive:
         async for update in receive:
+            if not update.probe:
+                continue  # a segment
+            on_probe()
             session.answers[update.probe] = api_pb2.ClockReport(
                 identity=identity,
                 probe=update.probe,
                 idle=idle,
                 events_received=received,
+                requests_sent=sent,
                 timers=1,
                 next_deadline=deadline,
             )
@@ -67,6 +81,48 @@ async def test_a_busy_or_lagging_session_is_no_quiescence(idle: bool, received: 
     cc.activity.sent["a"] = 3
     async with anyio.create_task_group() as tg:
         tg.start_soon(lambda: _answering(cc, "a", idle=idle, received=received, deadline=START))
+        await anyio.wait_all_tasks_blocked()
+        with anyio.fail_after(5):
+            assert await cc._quiescence() == (False, None)
+        tg.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize(
+    ("sent", "received"),
+    [(4, 3), (3, 4)],
+    ids=["a call on its way to the apiserver", "a call made after the answer"],
+)
+async def test_a_call_one_side_counted_and_the_other_not_is_no_quiescence(
+    sent: int, received: int
+) -> None:
+    cc = _cluster_clock()
+    cc.activity.received["a"] = received
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(
+            lambda: _answering(cc, "a", idle=True, received=0, sent=sent, deadline=START + 1)
+        )
+        await anyio.wait_all_tasks_blocked()
+        with anyio.fail_after(5):
+            assert await cc._quiescence() == (False, None)
+        cc.activity.received["a"] = sent  # every call received, none since: quiescent
+        with anyio.fail_after(5):
+            assert await cc._quiescence() == (True, START + 1)
+        tg.cancel_scope.cancel()
+
+
+async def test_a_call_from_outside_the_sessions_during_the_probe_is_no_quiescence() -> None:
+    cc = _cluster_clock()
+
+    def kemuctl_call() -> None:
+        with cc.activity.request():  # untagged: kemuctl, kubectl, a driver's client
+            pass
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(
+            lambda: _answering(
+                cc, "a", idle=True, received=0, deadline=START + 1, on_probe=kemuctl_call
+            )
+        )
         await anyio.wait_all_tasks_blocked()
         with anyio.fail_after(5):
             assert await cc._quiescence() == (False, None)

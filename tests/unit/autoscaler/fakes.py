@@ -31,6 +31,7 @@ class FakeGroup:
 class FakeCloud:
     def __init__(self, *groups: FakeGroup) -> None:
         self.groups = {g.id: g for g in groups}
+        self.requests_in_flight = 0
         self.calls: list[tuple[str, str, object]] = []
         self.failures: dict[str, ApiError] = {}
         """Method name ("delete_nodes", "nodes") -> the error it raises while set."""
