@@ -461,5 +461,6 @@ async def serve(
             elected=elected,
             # (a call to the cloud in flight is the autoscaler's work: the clock waits for it)
             busy=lambda: cloud.requests_in_flight > 0,
+            peers=cloud.peer_calls,
         )
         tg.cancel_scope.cancel()

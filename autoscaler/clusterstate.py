@@ -16,6 +16,7 @@ from autoscaler.backoff import Backoff
 from autoscaler.metrics import Metrics
 from kemu.api.cloud.v1 import cloud_pb2
 from kemu.api.v1 import types_pb2
+from kemu.client.clock import PeerCalls
 from kemu.component.clock import Clock
 from kemu.machinery.errors import ApiError
 from kemu.machinery.node_conditions import is_node_ready
@@ -32,6 +33,8 @@ class CloudApi(Protocol):
 
     requests_in_flight: int
     """Calls being made (the event-driven clock waits for them: kemu.client.clock)."""
+    peer_calls: PeerCalls
+    """The calls made, counted for the event-driven clock."""
 
     async def refresh(self) -> None: ...
 

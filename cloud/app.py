@@ -19,9 +19,9 @@ from __future__ import annotations
 import argparse
 import functools
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import anyio
 import grpc
@@ -35,7 +35,7 @@ from kemu import wire
 from kemu.api.cloud.v1 import cloud_pb2
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
-from kemu.client.clock import follow_cluster_clock
+from kemu.client.clock import PeerCalls, follow_cluster_clock
 from kemu.client.endpoints import add_server_flag
 from kemu.client.informer import InformerFactory
 from kemu.client.interface import ApiClient
@@ -122,7 +122,8 @@ async def serve(
         return True
 
     ctx.add_readiness_check("cloud", ready)
-    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+    peers = PeerCalls()
+    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)], interceptors=[_CountCalls(peers)])
     # (wire.service_handler rather than the generated add_..._to_server: a request that does
     # not decode is INVALID_ARGUMENT, not UNKNOWN)
     service = cloud_pb2.DESCRIPTOR.services_by_name["CloudProvider"]
@@ -152,6 +153,7 @@ async def serve(
                         identity=f"{args.bind_address}:{args.port}",
                         # (a kubelet booting is the cloud's work until it is in session)
                         busy=cloud.booting,
+                        peers=peers,
                     ),
                     name="clock session",
                 )
@@ -179,3 +181,20 @@ async def serve(
     finally:
         with cleanup_scope(15):
             await cloud.shutdown()
+
+
+class _CountCalls(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]  # (not generic at run time)
+    """Counts the calls served (the autoscaler's), for the event-driven clock."""
+
+    def __init__(self, peers: PeerCalls) -> None:
+        self._peers = peers
+
+    async def intercept_service(
+        self,
+        continuation: Callable[
+            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any]]
+        ],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Any, Any]:
+        self._peers.served(handler_call_details.invocation_metadata or ())
+        return await continuation(handler_call_details)

@@ -393,6 +393,14 @@ class ClusterClock:
                 break
             await self._locally_idle()
             to_probe = [s for s, answer in latest.items() if not self._squares(s, answer)]
+            if not to_probe and not _peer_calls_square(latest):
+                # a call between two components (the autoscaler's to the cloud) was on its
+                # way, or served after its callee answered: both sides again
+                to_probe = [
+                    s
+                    for s, answer in latest.items()
+                    if answer.peer_calls_sent or answer.peer_calls_received
+                ]
             if not to_probe:
                 break
         a = self.activity
@@ -489,6 +497,20 @@ class ClusterClock:
                 # at again)
                 with anyio.move_on_after(_SETTLE):
                     await self.activity.next_change().wait()
+
+
+def _peer_calls_square(latest: dict[_Session, api_pb2.ClockReport]) -> bool:
+    """Every call a component in session made to another (not the apiserver) was served by
+    one that answered, and no more."""
+    received: dict[str, int] = {}
+    for answer in latest.values():
+        for caller, n in answer.peer_calls_received.items():
+            received[caller] = received.get(caller, 0) + n
+    return all(
+        answer.peer_calls_sent == received.get(s.identity, 0)
+        for s, answer in latest.items()
+        if answer.peer_calls_sent or s.identity in received
+    )
 
 
 def _rfc3339(t: float) -> str:

@@ -5,7 +5,8 @@ pending timers to it (`kemuctl clock` shows their count)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Final
 
 import anyio
@@ -17,7 +18,12 @@ from kemu.client.client import Client
 from kemu.component.quiescence import all_tasks_blocked
 from kemu.component.virtual_clock import VirtualClock
 from kemu.machinery.errors import ApiError, BadRequest
-from kemu.machinery.virtual_time import REAL_TIME_CLOCK, ClockMode, from_proto
+from kemu.machinery.virtual_time import (
+    CLOCK_IDENTITY_KEY,
+    REAL_TIME_CLOCK,
+    ClockMode,
+    from_proto,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +33,34 @@ PROBE_PATIENCE: Final = 0.5
 """Wall seconds a probe's answer waits for the process to be idle before it says busy."""
 IDLE_POLL: Final = 0.001
 """Wall seconds between two looks at a process whose calls are in flight."""
+
+
+@dataclass
+class PeerCalls:
+    """Calls between two components that do not go through the apiserver (the autoscaler's
+    to the cloud): the caller counts those it made (tagged with `identity`, its clock
+    session's, set once that session starts), the callee those it served by caller, and the
+    event-driven clock's driver checks that they square (a call on its way, or served after
+    the callee answered a probe, is work the apiserver cannot see)."""
+
+    identity: str = ""
+    sent: int = 0
+    received: dict[str, int] = field(default_factory=dict)
+
+    def metadata(self) -> tuple[tuple[str, str], ...]:
+        """A call's metadata (counting it as made), empty before a clock session."""
+        if not self.identity:
+            return ()
+        self.sent += 1
+        return ((CLOCK_IDENTITY_KEY, self.identity),)
+
+    def served(self, metadata: Iterable[tuple[str, str | bytes]]) -> None:
+        """A call served, with its metadata (untagged: not a component in session)."""
+        for key, value in metadata:
+            if key == CLOCK_IDENTITY_KEY:
+                caller = value if isinstance(value, str) else value.decode(errors="replace")
+                self.received[caller] = self.received.get(caller, 0) + 1
+                return
 
 
 class ClockModeMismatch(Exception):
@@ -40,6 +74,7 @@ async def follow_cluster_clock(
     component: str,
     identity: str,
     busy: Callable[[], bool] = lambda: False,
+    peers: PeerCalls | None = None,
     task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Keeps `clock` on the cluster clock until cancelled; started once it follows it. While
@@ -51,10 +86,13 @@ async def follow_cluster_clock(
     of the event-driven clock is answered once the process is idle (every other task
     blocked, no call of the client in flight and `busy()` False: work the clock cannot see,
     such as the cloud's kubelets booting), or busy after PROBE_PATIENCE, with the calls made
-    and watch events received so far and the pending timers."""
+    and watch events received so far, the calls to and from other components (`peers`) and
+    the pending timers."""
     started = False
     backoff = Backoff(0.05, 2.0, jitter=0.5)
     client.clock_identity = identity
+    if peers is not None:
+        peers.identity = identity
     answers, outgoing = anyio.create_memory_object_stream[api_pb2.ClockReport](16)
 
     def report(probe: int = 0, idle: bool = False) -> api_pb2.ClockReport:
@@ -68,6 +106,8 @@ async def follow_cluster_clock(
             idle=idle,
             events_received=client.events_received,
             requests_sent=client.requests_sent,
+            peer_calls_sent=peers.sent if peers is not None else 0,
+            peer_calls_received=peers.received if peers is not None else {},
         )
 
     async def reports() -> AsyncIterator[api_pb2.ClockReport]:

@@ -15,6 +15,7 @@ from google.protobuf.message import Message
 from kemu import wire
 from kemu.api.cloud.v1 import cloud_pb2
 from kemu.api.v1 import types_pb2
+from kemu.client.clock import PeerCalls
 
 _SERVICE: Final = "/kemu.api.cloud.v1.CloudProvider/"
 DEFAULT_TIMEOUT: Final = 30.0
@@ -30,6 +31,8 @@ class CloudProviderClient:
         self.requests_in_flight = 0
         """Calls being made (the autoscaler's work the event-driven clock waits for: the
         cloud is not the apiserver, whose calls the clock counts itself)."""
+        self.peer_calls = PeerCalls()
+        """The calls made, for the event-driven clock (kemu.client.clock)."""
 
     async def close(self) -> None:
         await self._channel.close(None)
@@ -39,7 +42,12 @@ class CloudProviderClient:
             _SERVICE + method,
             request_serializer=lambda m: m.SerializeToString(),
             response_deserializer=response.FromString,
-        )(request, timeout=self.timeout, wait_for_ready=True)
+        )(
+            request,
+            timeout=self.timeout,
+            wait_for_ready=True,
+            metadata=self.peer_calls.metadata() or None,
+        )
         self.requests_in_flight += 1
         try:
             return await call  # type: ignore[no-any-return]

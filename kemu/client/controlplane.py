@@ -30,7 +30,7 @@ import anyio
 from prometheus_client import Gauge
 
 from kemu.client.client import Client
-from kemu.client.clock import follow_cluster_clock
+from kemu.client.clock import PeerCalls, follow_cluster_clock
 from kemu.client.identity import run_identity_heartbeat
 from kemu.client.interface import ApiClient
 from kemu.client.leaderelection import (
@@ -132,10 +132,12 @@ async def run_elected(
     identity: str | None = None,
     elected: Elected | None = None,
     busy: Callable[[], bool] = lambda: False,
+    peers: PeerCalls | None = None,
 ) -> None:
     """Waits for the apiserver, keeps the identity lease, and runs `work` (only while leading
     when `election` is given) until SIGTERM; raises LeadershipLost when the lease is lost.
-    `busy`: work of the process the event-driven clock cannot see (kemu.client.clock)."""
+    `busy` and `peers`: work of the process the event-driven clock cannot see, calls to
+    components other than the apiserver (kemu.client.clock)."""
     identity = identity or (election.identity if election is not None else new_identity())
     lost: LeadershipLost | None = None
     async with anyio.create_task_group() as tg:
@@ -162,6 +164,7 @@ async def run_elected(
                         component=component,
                         identity=identity,
                         busy=busy,
+                        peers=peers,
                     ),
                     name="clock session",
                 )

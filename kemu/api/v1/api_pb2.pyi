@@ -258,7 +258,14 @@ class ClockUpdate(_message.Message):
     def __init__(self, segment: _Optional[_Union[ClockSegment, _Mapping]] = ..., probe: _Optional[int] = ...) -> None: ...
 
 class ClockReport(_message.Message):
-    __slots__ = ("component", "identity", "timers", "next_deadline", "probe", "idle", "events_received", "requests_sent")
+    __slots__ = ("component", "identity", "timers", "next_deadline", "probe", "idle", "events_received", "requests_sent", "peer_calls_sent", "peer_calls_received")
+    class PeerCallsReceivedEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     COMPONENT_FIELD_NUMBER: _ClassVar[int]
     IDENTITY_FIELD_NUMBER: _ClassVar[int]
     TIMERS_FIELD_NUMBER: _ClassVar[int]
@@ -267,6 +274,8 @@ class ClockReport(_message.Message):
     IDLE_FIELD_NUMBER: _ClassVar[int]
     EVENTS_RECEIVED_FIELD_NUMBER: _ClassVar[int]
     REQUESTS_SENT_FIELD_NUMBER: _ClassVar[int]
+    PEER_CALLS_SENT_FIELD_NUMBER: _ClassVar[int]
+    PEER_CALLS_RECEIVED_FIELD_NUMBER: _ClassVar[int]
     component: str
     identity: str
     timers: int
@@ -275,7 +284,9 @@ class ClockReport(_message.Message):
     idle: bool
     events_received: int
     requests_sent: int
-    def __init__(self, component: _Optional[str] = ..., identity: _Optional[str] = ..., timers: _Optional[int] = ..., next_deadline: _Optional[float] = ..., probe: _Optional[int] = ..., idle: _Optional[bool] = ..., events_received: _Optional[int] = ..., requests_sent: _Optional[int] = ...) -> None: ...
+    peer_calls_sent: int
+    peer_calls_received: _containers.ScalarMap[str, int]
+    def __init__(self, component: _Optional[str] = ..., identity: _Optional[str] = ..., timers: _Optional[int] = ..., next_deadline: _Optional[float] = ..., probe: _Optional[int] = ..., idle: _Optional[bool] = ..., events_received: _Optional[int] = ..., requests_sent: _Optional[int] = ..., peer_calls_sent: _Optional[int] = ..., peer_calls_received: _Optional[_Mapping[str, int]] = ...) -> None: ...
 
 class ClockRequest(_message.Message):
     __slots__ = ()

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from kemu.api.cloud.v1 import cloud_pb2
 from kemu.api.v1 import types_pb2
+from kemu.client.clock import PeerCalls
 from kemu.machinery.errors import ApiError, Invalid
 from kemu.testing.builders import make_node
 
@@ -32,6 +33,7 @@ class FakeCloud:
     def __init__(self, *groups: FakeGroup) -> None:
         self.groups = {g.id: g for g in groups}
         self.requests_in_flight = 0
+        self.peer_calls = PeerCalls()
         self.calls: list[tuple[str, str, object]] = []
         self.failures: dict[str, ApiError] = {}
         """Method name ("delete_nodes", "nodes") -> the error it raises while set."""
