@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 import anyio
 import pytest
 
@@ -38,28 +41,30 @@ async def _step(clock: FakeClock, seconds: float) -> None:
         await anyio.wait_all_tasks_blocked()
 
 
-async def test_with_nothing_due_it_holds_no_timer_and_does_not_tick() -> None:
-    clock = FakeClock(monotonic=100.0)
+@asynccontextmanager
+async def _ticking(start: float) -> AsyncIterator[tuple[FakeClock, _Work, Ticker]]:
+    """A ticker of period 1 s over `_Work`, started at `start` (its grid is start + k)."""
+    clock = FakeClock(monotonic=start)
     work = _Work(clock)
     ticker = Ticker(clock, 1.0, work.tick, work.due)
     async with anyio.create_task_group() as tg:
         tg.start_soon(ticker.run)
         await anyio.wait_all_tasks_blocked()
+        yield clock, work, ticker
+        tg.cancel_scope.cancel()
+
+
+async def test_with_nothing_due_it_holds_no_timer_and_does_not_tick() -> None:
+    async with _ticking(100.0) as (clock, work, _):
         await _step(clock, 5)
         assert work.ticks == [100.0]  # wait.Until runs it at the start
         assert clock.sleepers == 0
-        tg.cancel_scope.cancel()
 
 
 async def test_an_item_is_taken_at_the_first_tick_of_the_grid_at_or_after_it() -> None:
     # As a tick every second from the start would: at 103.0 for an item due at 102.25 (added
     # at 100.5), at 106.0 for one due at 106.0.
-    clock = FakeClock(monotonic=100.0)
-    work = _Work(clock)
-    ticker = Ticker(clock, 1.0, work.tick, work.due)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(ticker.run)
-        await anyio.wait_all_tasks_blocked()  # started at 100.0: its grid is 100 + k
+    async with _ticking(100.0) as (clock, work, ticker):
         await _step(clock, 0.5)
         work.items.append(102.25)
         ticker.wake(102.25)
@@ -71,16 +76,10 @@ async def test_an_item_is_taken_at_the_first_tick_of_the_grid_at_or_after_it() -
         assert [t for _, t in work.taken] == [103.0, 106.0]
         # every tick it made took something: none at 101, 102, 104 or 105
         assert work.ticks == [100.0, 103.0, 106.0]
-        tg.cancel_scope.cancel()
 
 
 async def test_a_wake_for_an_earlier_item_cuts_a_longer_wait_short() -> None:
-    clock = FakeClock(monotonic=0.0)
-    work = _Work(clock)
-    ticker = Ticker(clock, 1.0, work.tick, work.due)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(ticker.run)
-        await anyio.wait_all_tasks_blocked()
+    async with _ticking(0.0) as (clock, work, ticker):
         work.items.append(10.0)
         ticker.wake(10.0)
         await _step(clock, 1.0)
@@ -91,7 +90,6 @@ async def test_a_wake_for_an_earlier_item_cuts_a_longer_wait_short() -> None:
         ticker.wake(50.0)  # later than what it waits for (10.0): nothing to look at again
         await _step(clock, 8)
         assert [i for i, _ in work.taken] == [2.5, 10.0]
-        tg.cancel_scope.cancel()
 
 
 def test_a_period_must_be_positive() -> None:
