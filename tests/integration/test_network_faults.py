@@ -33,7 +33,8 @@ GRACE = 3.0
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with Cluster(tmp_path_factory.mktemp("netfaults"), proxy=FaultProxy()) as c:
-        c.start_etcd(members=3)
+        # etcd at info: a failure's logs show the members' elections and slow requests.
+        c.start_etcd(members=3, extra_args=["--log-level", "info"])
         c.start_apiserver()
         c.start_controllermanager(
             extra_args=[
