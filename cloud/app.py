@@ -36,6 +36,7 @@ from kemu.api.cloud.v1 import cloud_pb2
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.client.clock import PeerCalls, follow_cluster_clock
+from kemu.client.controlplane import new_identity
 from kemu.client.endpoints import add_server_flag
 from kemu.client.informer import InformerFactory
 from kemu.client.interface import ApiClient
@@ -150,7 +151,9 @@ async def serve(
                         client,
                         ctx.clock,
                         component=COMPONENT,
-                        identity=f"{args.bind_address}:{args.port}",
+                        # (one per process: the apiserver counts a session's calls by it,
+                        # and a restarted cloud on the same address is another session)
+                        identity=new_identity(),
                         # (a kubelet booting is the cloud's work until it is in session)
                         busy=cloud.booting,
                         peers=peers,

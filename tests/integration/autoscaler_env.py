@@ -16,6 +16,7 @@ from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.client.cloudprovider import CloudProviderClient
 from kemu.machinery.pod_conditions import get_pod_condition
+from kemu.machinery.virtual_time import ClockMode
 from kemu.testing import Cluster, eventually
 from kemu.testing.ports import LOOPBACK
 
@@ -34,10 +35,12 @@ def cloud_cluster(
     *,
     provision_delay: str = "0s",
     controllermanager_args: Sequence[str] = (),
+    clock: ClockMode = ClockMode.REAL,
 ) -> Iterator[Cluster]:
     """etcd, the apiserver, the scheduler, the controller-manager and the cloud (`config`),
-    stopped at the end; the caller starts the autoscaler (or `Autoscalers` does)."""
-    with Cluster(root) as c:
+    stopped at the end, every process on `clock`; the caller starts the autoscaler (or
+    `Autoscalers` does)."""
+    with Cluster(root, clock=clock) as c:
         c.start_etcd()
         c.start_apiserver()
         c.start_scheduler()

@@ -38,9 +38,32 @@ hook finds the shared `Cluster` among the test's fixture values and prints its l
             ns = await create_namespace(c, "ns")
             await c.create(make_pod("p").namespace(ns).obj())
         await eventually(bound, timeout=10)
+
+A test that waits on the cluster's timers (grace periods, the autoscaler's, the node
+monitor's) runs on the virtual clock (issue #30): `Cluster(root, clock=ClockMode.VIRTUAL)`,
+then either the module's tests request `rate_max` (the event-driven clock: timers fire as soon
+as the cluster is idle; windows with kemu.testing.cluster_time.elapse), or they hold the clock
+and move it themselves (`set_clock_rate(0)`, then cluster_time.advance_to).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import AsyncIterator
+
+import pytest
+
+from kemu.client.client import Client
+from kemu.testing import Cluster
+
 # The fixtures (cluster_factory, rng) and the log-printing hook come from
 # kemu.testing.pytest_plugin, registered for the whole suite in tests/conftest.py.
+
+
+@pytest.fixture(scope="module")
+async def rate_max(cluster: Cluster) -> AsyncIterator[None]:
+    """The module's `cluster` (on the virtual clock) at rate max for the whole module (a
+    virtual cluster starts at rate 1)."""
+    async with Client(cluster.server) as api:
+        await api.set_clock_rate(math.inf)
+        yield

@@ -4,7 +4,9 @@ pods trigger nothing) and S-CA-2 (a preemptor waiting for its victims, its nomin
 set on a node that exists, causes no scale-up), each at both versions of the autoscaler
 (1.36, before kubernetes/autoscaler#9607, and 1.37); pending pods that fit
 nowhere scaling pool-a up, ending Running on the new nodes, never above its max, and an
-instance that never comes up deleted after --max-node-provision-time, its group backed off."""
+instance that never comes up deleted after --max-node-provision-time, its group backed off.
+The cluster runs on the virtual clock at rate max (the `rate_max` fixture): the autoscaler's
+timers take no wall time beyond the work they cause."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.client.cloudprovider import CloudProviderClient
 from kemu.ctl.manifests import parse
+from kemu.machinery.virtual_time import ClockMode
 from kemu.testing import Cluster, eventually, make_pod
 from kemu.testing.builders import make_priority_class
 from kemu.testing.namespaces import create_namespace
@@ -59,7 +62,7 @@ EXAMPLE = Path(__file__).parents[2] / "examples" / "pending-pods.yaml"
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    with cloud_cluster(tmp_path_factory.mktemp("autoscaler"), CONFIG) as c:
+    with cloud_cluster(tmp_path_factory.mktemp("autoscaler"), CONFIG, clock=ClockMode.VIRTUAL) as c:
         yield c
 
 
@@ -69,7 +72,9 @@ def autoscalers(cluster: Cluster) -> Autoscalers:
 
 
 @pytest.fixture
-async def clients(cluster: Cluster) -> AsyncIterator[tuple[Client, CloudProviderClient]]:
+async def clients(
+    cluster: Cluster, rate_max: None
+) -> AsyncIterator[tuple[Client, CloudProviderClient]]:
     async with open_clients(cluster) as c:
         yield c
 

@@ -12,7 +12,11 @@ preemptor waiting for its victim counts on its node); and the autoscaler SIGKILL
 middle of a drain, or while the cloud is deleting a node it asked for (the restarted one keeps
 that node's taint). Each scenario is checked against a recorded history of nodes and pods:
 no node deleted while a pod is bound to it (or nominated to it, where the new behaviour
-promises that), pool-a never above its max, pool-min never below its min."""
+promises that), pool-a never above its max, pool-min never below its min.
+
+The cluster runs on the virtual clock at rate max (issue #30): the autoscaler's timers, the
+graceful terminations and the cloud's deletions take no wall time beyond the work they cause,
+and a window in which nothing may happen is a span of the cluster's time (`elapse`)."""
 
 from __future__ import annotations
 
@@ -20,12 +24,10 @@ import contextlib
 import json
 import os
 import signal
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-import anyio
 import pytest
 
 from kemu.api.cloud.v1 import cloud_pb2
@@ -33,6 +35,7 @@ from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.client.cloudprovider import CloudProviderClient
 from kemu.machinery.node_conditions import is_node_ready
+from kemu.machinery.virtual_time import ClockMode
 from kemu.testing import Cluster, eventually, make_pod
 from kemu.testing.builders import (
     make_pdb,
@@ -40,6 +43,7 @@ from kemu.testing.builders import (
     make_replica_set,
     owner_reference,
 )
+from kemu.testing.cluster_time import cluster_now, elapse
 from kemu.testing.invariants import (
     NodeHistory,
     PodHistory,
@@ -80,6 +84,7 @@ EXPENDABLE_CUTOFF = -10
 """--expendable-pods-priority-cutoff's default."""
 UNNEEDED = 2.0
 DELAY_AFTER_ADD = 6.0
+VICTIM_GRACE = 600
 RECHECK = 3.0
 """--unremovable-node-recheck-timeout: a blocked node is checked again 3 s later."""
 CONFIG = f"""
@@ -125,7 +130,7 @@ def autoscaler_args() -> list[str]:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     root = tmp_path_factory.mktemp("scale-down")
-    with cloud_cluster(root, CONFIG) as c:
+    with cloud_cluster(root, CONFIG, clock=ClockMode.VIRTUAL) as c:
         for gate in ("on", "off"):
             config = root / f"prebind-{gate}.yaml"
             config.write_text(PREBIND_SCHEDULER.format(name=f"prebind-nne-{gate}"))
@@ -145,7 +150,9 @@ def autoscalers(cluster: Cluster) -> Autoscalers:
 
 
 @pytest.fixture
-async def clients(cluster: Cluster) -> AsyncIterator[tuple[Client, CloudProviderClient]]:
+async def clients(
+    cluster: Cluster, rate_max: None
+) -> AsyncIterator[tuple[Client, CloudProviderClient]]:
     async with open_clients(cluster) as (api, cloud):
         yield api, cloud
         # Every test leaves pool-a empty: its nodes go once their pods are gone.
@@ -348,12 +355,18 @@ async def test_empty_nodes_are_deleted_in_bulk_and_min_size_is_kept(
         await eventually(min_kept, timeout=10, interval=0.2)
         assert [x.metadata.name for x in await group_nodes(api, MIN_GROUP)] == [min_node]
     assert violations(nodes, pods) == []
-    log = autoscalers.log()
+
     # Empty nodes go in bulk, without a drain; under load they may become unneeded in
-    # different loops, so they may go in more than one bulk deletion.
-    assert f"empty node(s) of group {GROUP}: " in log, log
-    for name in names:
-        assert f"scale-down: node {name} of group {GROUP} deleted (empty)" in log, name
+    # different loops, so they may go in more than one bulk deletion. (The autoscaler logs a
+    # deletion once the cloud has answered, which may be after the Node is gone.)
+    def logged() -> bool:
+        log = autoscalers.log()
+        assert f"empty node(s) of group {GROUP}: " in log, log
+        for name in names:
+            assert f"scale-down: node {name} of group {GROUP} deleted (empty)" in log, name
+        return True
+
+    await eventually(logged, timeout=10, interval=0.1)
     # The soft taint marked them unneeded before they went.
     for name in names:
         assert any(
@@ -387,7 +400,7 @@ async def test_blocking_pods_and_the_disabled_annotation_keep_their_nodes(
         guarded, not_safe = (
             next(p for p, node in running.items() if node == n) for n in (pdb_node, nse_node)
         )
-        start = time.monotonic()
+        start = await cluster_now(api)
         for n in (pdb_node, nse_node, bare_node):
             await api.patch(
                 types_pb2.Node, n, {"metadata": {"annotations": {SCALE_DOWN_DISABLED: None}}}
@@ -417,7 +430,7 @@ async def test_blocking_pods_and_the_disabled_annotation_keep_their_nodes(
 
         await eventually(rechecked_later, timeout=5, interval=0.2)
         # Kept well past the unneeded time (a bounded window, checked from the history).
-        await anyio.sleep(max(0.0, UNNEEDED + 2 - (time.monotonic() - start)))
+        await elapse(api, max(0.0, UNNEEDED + 2 - (await cluster_now(api) - start)))
         assert len(await group_nodes(api, GROUP)) == 4
         deleted = [
             v.node.metadata.name
@@ -570,7 +583,7 @@ async def test_s_ca_4_a_nominated_pod_makes_its_node_non_empty(
         (node,) = await grow(api, cloud, 1)
         pod = make_pod("held").namespace(ns).req(cpu="200m").grace(0).obj()
         await nominate(api, pod, node, unschedulable=unschedulable)
-        start = time.monotonic()
+        start = await cluster_now(api)
         await unprotect(api, node)
         if counted:
 
@@ -582,7 +595,7 @@ async def test_s_ca_4_a_nominated_pod_makes_its_node_non_empty(
                 )
 
             await eventually(spared, timeout=10, interval=0.2)
-            await anyio.sleep(max(0.0, UNNEEDED + 2 - (time.monotonic() - start)))
+            await elapse(api, max(0.0, UNNEEDED + 2 - (await cluster_now(api) - start)))
             assert [x.metadata.name for x in await group_nodes(api, GROUP)] == [node]
         else:
             await eventually(lambda: pool_empty(api), timeout=15, interval=0.2)
@@ -625,7 +638,7 @@ async def test_s_ca_3_an_expendable_pod_nominated_to_a_node(
             .obj()
         )
         await nominate(api, pod, node, unschedulable=True)
-        start = time.monotonic()
+        start = await cluster_now(api)
         await unprotect(api, node)
         if counted:
 
@@ -633,7 +646,7 @@ async def test_s_ca_3_an_expendable_pod_nominated_to_a_node(
                 return f"(pod {ns}/low is nominated to it)" in autoscalers.log()
 
             await eventually(spared, timeout=10, interval=0.2)
-            await anyio.sleep(max(0.0, UNNEEDED + 2 - (time.monotonic() - start)))
+            await elapse(api, max(0.0, UNNEEDED + 2 - (await cluster_now(api) - start)))
             assert [x.metadata.name for x in await group_nodes(api, GROUP)] == [node]
         else:
             await eventually(lambda: pool_empty(api), timeout=15, interval=0.2)
@@ -692,7 +705,7 @@ async def test_s_ca_1_the_node_under_a_pod_in_prebind(
         await eventually(in_prebind, timeout=10, interval=0.1)
         pod = await api.get(types_pb2.Pod, "slow", ns)
         assert pod.status.nominated_node_name == (node if gate == "on" else "")
-        start = time.monotonic()
+        start = await cluster_now(api)
         await api.patch(
             types_pb2.Node, node, {"metadata": {"annotations": {SCALE_DOWN_DISABLED: None}}}
         )
@@ -704,7 +717,7 @@ async def test_s_ca_1_the_node_under_a_pod_in_prebind(
                 return f"node {node} is not removable: NotUnderutilized" in after
 
             await eventually(counted, timeout=10, interval=0.2)
-            await anyio.sleep(max(0.0, UNNEEDED + 2 - (time.monotonic() - start)))
+            await elapse(api, max(0.0, UNNEEDED + 2 - (await cluster_now(api) - start)))
             assert [x.metadata.name for x in await group_nodes(api, GROUP)] == [node]
         else:
             await eventually(lambda: pool_empty(api), timeout=10, interval=0.2)
@@ -799,7 +812,8 @@ async def test_s_ca_2_a_preemptors_nominated_node_counts_as_used(
     clients: tuple[Client, CloudProviderClient],
     version: str,
 ) -> None:
-    """The preemptor waits for its victim (terminating for 12 s), nominated to the node: the
+    """The preemptor waits for its victim (terminating for 10 virtual minutes, far past the
+    window, the clock running at max), nominated to the node: the
     autoscaler counts it there (utilization 0.3 + 0.75), so the node stays. Both versions
     count an unschedulable, non-expendable pod on the node it is nominated to (cluster-autoscaler)."""
     api, cloud = clients
@@ -814,8 +828,8 @@ async def test_s_ca_2_a_preemptors_nominated_node_counts_as_used(
             .namespace(ns)
             .req(cpu="600m")
             .node(node)
-            .grace(12)
-            .annotation(SHUTDOWN_ANNOTATION, "12s")
+            .grace(VICTIM_GRACE)
+            .annotation(SHUTDOWN_ANNOTATION, f"{VICTIM_GRACE}s")
             .obj()
         )
         victim.metadata.owner_references.append(await a_controller(api, ns))
@@ -838,7 +852,7 @@ async def test_s_ca_2_a_preemptors_nominated_node_counts_as_used(
             )
 
         await eventually(waiting, timeout=15, interval=0.2)
-        start = time.monotonic()
+        start = await cluster_now(api)
         await unprotect(api, node)
 
         def spared() -> bool:
@@ -846,11 +860,12 @@ async def test_s_ca_2_a_preemptors_nominated_node_counts_as_used(
             return f"node {node} is not removable: NotUnderutilized (utilization 1.05 " in log
 
         await eventually(spared, timeout=10, interval=0.2)
-        await anyio.sleep(max(0.0, UNNEEDED + 2 - (time.monotonic() - start)))
+        await elapse(api, max(0.0, UNNEEDED + 2 - (await cluster_now(api) - start)))
         assert [x.metadata.name for x in await group_nodes(api, GROUP)] == [node]
         # Still waiting: the window saw the S-CA-2 state.
         assert await waiting()
         await api.delete(types_pb2.Pod, "preemptor", ns, grace_period_seconds=0)
+        await api.delete(types_pb2.Pod, "victim", ns, grace_period_seconds=0)
         await eventually(lambda: pool_empty(api), timeout=30, interval=0.3)
     assert violations(nodes, pods) == []
 

@@ -1,6 +1,10 @@
 """The emulated cloud (`python -m cloud`) on real processes: its instances are real kubelets
 whose Nodes run pods; deleting an instance takes its Node and pods; a SIGKILLed cloud comes
-back with the same instances; injected failures show in the instances' states."""
+back with the same instances; injected failures show in the instances' states. On the
+virtual clock at rate max (`rate_max`): the pod GC's quarantine of the deleted instance's pod
+passes as soon as the cluster is idle, and only if the restarted cloud's clock session
+squares with what the apiserver counted (a session's calls are counted by its identity, one
+per process)."""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.client.cloudprovider import CloudProviderClient
 from kemu.machinery.errors import Invalid, NotFound
+from kemu.machinery.virtual_time import ClockMode
 from kemu.testing import Cluster, eventually, make_pod
 from kemu.testing.namespaces import create_namespace
 from tests.integration.autoscaler_env import GROUP_LABEL, cloud_cluster, open_clients
@@ -50,12 +55,15 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         tmp_path_factory.mktemp("cloud"),
         CONFIG,
         controllermanager_args=["--pod-gc-quarantine", "1s", "--pod-gc-check-period", "500ms"],
+        clock=ClockMode.VIRTUAL,
     ) as c:
         yield c
 
 
 @pytest.fixture
-async def clients(cluster: Cluster) -> AsyncIterator[tuple[Client, CloudProviderClient]]:
+async def clients(
+    cluster: Cluster, rate_max: None
+) -> AsyncIterator[tuple[Client, CloudProviderClient]]:
     async with open_clients(cluster) as c:
         yield c
 

@@ -21,6 +21,7 @@ from kemu.client.client import Client
 from kemu.machinery.errors import NotFound
 from kemu.machinery.virtual_time import ClockMode
 from kemu.testing import Cluster, eventually, make_node, make_pod
+from kemu.testing.cluster_time import advance_to, cluster_now
 from kemu.testing.invariants import record_nodes
 from kemu.testing.names import unique_name
 from kemu.testing.namespaces import create_namespace
@@ -76,15 +77,6 @@ async def c(cluster: Cluster) -> AsyncIterator[Client]:
         yield client
 
 
-async def _now(c: Client) -> float:
-    return (await c.clock_status()).now
-
-
-async def _advance_to(c: Client, instant: float) -> None:
-    """Runs the cluster until virtual time `instant` (the work due then done); holds there."""
-    await c.advance_clock(max(0.0, instant - await _now(c)))
-
-
 class FakeKubelet:
     """Writes what a kubelet writes for its node: the Node (Ready, heartbeat) and its Lease,
     stamped with the cluster's time. `renewed_at` is its last lease renewal's."""
@@ -95,7 +87,7 @@ class FakeKubelet:
         self.renewed_at = 0.0
 
     async def _stamp(self, *stamps: Timestamp) -> float:
-        now = await _now(self.client)
+        now = await cluster_now(self.client)
         for ts in stamps:
             ts.FromNanoseconds(round(now * 1e9))
         return now
@@ -120,8 +112,8 @@ class FakeKubelet:
 
     async def renew_for(self, seconds: float) -> None:
         """Renews every RENEW_INTERVAL of virtual time for `seconds`, the clock moved along."""
-        until = await _now(self.client) + seconds
-        while await _now(self.client) < until:
+        until = await cluster_now(self.client) + seconds
+        while await cluster_now(self.client) < until:
             await self.renew()
             await self.client.advance_clock(RENEW_INTERVAL)
 
@@ -164,9 +156,9 @@ async def test_a_silent_node_goes_unknown_and_tainted_and_recovers(c: Client) ->
 
     # Silent: Ready up to the grace period after its last renewal, Unknown with both
     # unreachable taints a monitor period later.
-    await _advance_to(c, kubelet.renewed_at + GRACE - MARGIN)
+    await advance_to(c, kubelet.renewed_at + GRACE - MARGIN)
     assert await _node(c, name) == ("True", set()), "not before the grace period"
-    await _advance_to(c, kubelet.renewed_at + GRACE + PERIOD + MARGIN)
+    await advance_to(c, kubelet.renewed_at + GRACE + PERIOD + MARGIN)
     assert await _node(c, name) == ("Unknown", UNREACHABLE)
     node = await c.get(types_pb2.Node, name)
     ready = next(cond for cond in node.status.conditions if cond.type == "Ready")
@@ -218,13 +210,13 @@ async def test_pods_bound_to_missing_nodes_are_deleted_after_the_quarantine(c: C
     for pod_name, node_name in (("orphan", ghost), ("kept", real), ("doomed", real)):
         await c.create(make_pod(pod_name).namespace(ns).obj())
         await c.bind(ns, pod_name, node_name)
-    bound_at = await _now(c)
+    bound_at = await cluster_now(c)
 
     # The orphan is quarantined from the first check that sees its node missing, and
     # deleted at the first check after the quarantine.
-    await _advance_to(c, bound_at + QUARANTINE - MARGIN)
+    await advance_to(c, bound_at + QUARANTINE - MARGIN)
     assert not await _gone(c, "orphan", ns), "not before the quarantine"
-    await _advance_to(c, bound_at + QUARANTINE + 2 * GC_PERIOD + MARGIN)
+    await advance_to(c, bound_at + QUARANTINE + 2 * GC_PERIOD + MARGIN)
     assert await _gone(c, "orphan", ns)
     assert not await _gone(c, "kept", ns), "a pod on an existing node stays"
 
@@ -234,10 +226,10 @@ async def test_pods_bound_to_missing_nodes_are_deleted_after_the_quarantine(c: C
     doomed = await c.get(types_pb2.Pod, "doomed", ns)
     assert doomed.metadata.HasField("deletion_timestamp")
     await c.delete(types_pb2.Node, real)
-    deleted_at = await _now(c)
-    await _advance_to(c, deleted_at + QUARANTINE - MARGIN)
+    deleted_at = await cluster_now(c)
+    await advance_to(c, deleted_at + QUARANTINE - MARGIN)
     assert not await _gone(c, "kept", ns), "not before the quarantine"
-    await _advance_to(c, deleted_at + QUARANTINE + 2 * GC_PERIOD + MARGIN)
+    await advance_to(c, deleted_at + QUARANTINE + 2 * GC_PERIOD + MARGIN)
     assert await _gone(c, "kept", ns)
     assert await _gone(c, "doomed", ns)
 
@@ -284,9 +276,9 @@ async def test_pods_of_a_silent_node_are_marked_not_ready_and_evicted_after_thei
         pod = await c.get(types_pb2.Pod, pod_name, ns)
         return pod if pod.metadata.HasField("deletion_timestamp") else None
 
-    await _advance_to(c, kubelet.renewed_at + GRACE - MARGIN)
+    await advance_to(c, kubelet.renewed_at + GRACE - MARGIN)
     assert await evicted("short") is None, "not before the grace period"
-    await _advance_to(c, kubelet.renewed_at + GRACE + PERIOD + 1 + MARGIN)
+    await advance_to(c, kubelet.renewed_at + GRACE + PERIOD + 1 + MARGIN)
     short = await evicted("short")
     assert short is not None, short
     cond = _condition(short, "DisruptionTarget")
@@ -304,9 +296,9 @@ async def test_pods_of_a_silent_node_are_marked_not_ready_and_evicted_after_thei
     pod = await c.get(types_pb2.Pod, "default", ns)
     ready = _condition(pod, "Ready")
     assert ready is not None and ready.status == "False", pod.status
-    await _advance_to(c, tainted_at + UNREACHABLE_TOLERATION - MARGIN)
+    await advance_to(c, tainted_at + UNREACHABLE_TOLERATION - MARGIN)
     assert await evicted("default") is None, "not before its toleration"
-    await _advance_to(c, tainted_at + UNREACHABLE_TOLERATION + MARGIN)
+    await advance_to(c, tainted_at + UNREACHABLE_TOLERATION + MARGIN)
     assert await evicted("default") is not None
 
     events = await c.list(types_pb2.Event, ns)

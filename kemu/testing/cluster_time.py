@@ -1,0 +1,41 @@
+"""A test's view of the cluster clock (ARCHITECTURE.md, "Time"), for tests on the virtual
+clock: what time it is in the cluster, and windows of virtual time.
+
+Two ways to move a virtual clock, after the two ways a test can run one:
+- held (rate 0), the test moves it: `advance_to(client, instant)` runs the cluster to
+  `instant` and holds it there, the work due then done (`advance_clock`). Exact: a timer is
+  checked a moment before and a moment after its instant.
+- running (rate max, or a scaled rate), the cluster moves it: `elapse(client, seconds)` waits
+  until that much virtual time has passed, for "nothing happens over the window" checks, which
+  are then bounded in the cluster's time rather than the host's.
+"""
+
+from __future__ import annotations
+
+from kemu.client.interface import ApiClient
+from kemu.testing.eventually import eventually
+
+
+async def cluster_now(client: ApiClient) -> float:
+    """The cluster's time, in seconds since the epoch (virtual time in virtual mode)."""
+    return (await client.clock_status()).now
+
+
+async def advance_to(client: ApiClient, instant: float) -> None:
+    """Runs the cluster until virtual time `instant` (the work due then done) and holds the
+    clock there; at once if the clock is past it."""
+    await client.advance_clock(max(0.0, instant - await cluster_now(client)))
+
+
+async def elapse(client: ApiClient, seconds: float, *, timeout: float = 60.0) -> float:  # noqa: ASYNC109
+    """Waits until `seconds` of the cluster's time have passed from now, as the running clock
+    moves; the cluster's time then. `timeout` is wall seconds (a held clock never gets
+    there: AssertionError)."""
+    until = await cluster_now(client) + seconds
+
+    async def passed() -> float:
+        now = await cluster_now(client)
+        assert now >= until, f"the cluster's clock is at {now:.3f}, waiting for {until:.3f}"
+        return now
+
+    return await eventually(passed, timeout=timeout, interval=0.05)
