@@ -18,6 +18,7 @@ bounded observation window for something that must not happen (a preemption, a b
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Final, TypeVar
@@ -29,6 +30,7 @@ from kemu.client.client import Client
 from kemu.machinery.errors import AlreadyExists
 from kemu.testing.builders import PodBuilder, PriorityClassBuilder, make_node, make_pod
 from kemu.testing.cluster import Cluster
+from kemu.testing.cluster_time import cluster_now
 from kemu.testing.eventually import eventually
 from kemu.testing.namespaces import create_namespace
 
@@ -38,6 +40,8 @@ DEFAULT_SHUTDOWN: Final = "200ms"
 DEFAULT_TIMEOUT: Final = 30.0
 # How long `Scenario.holds` watches for something that must not happen.
 DEFAULT_OBSERVATION: Final = 3.0
+WINDOW_TIMEOUT: Final = 60.0
+"""Wall seconds an observation window may take beyond its length (a slow virtual clock)."""
 PRIORITY_CLASS_PREFIX: Final = "kemu-prio-"
 NEVER_SUFFIX: Final = "-never"
 HOLD_GATE: Final = "scheduling.kemu.io/hold"
@@ -317,12 +321,22 @@ class Scenario:
         interval: float = 0.1,
     ) -> None:
         """The converse of `eventually`: runs `check` (which asserts) over and over for
-        `seconds`, a bounded observation window for "nothing happens" (no preemption, no
-        binding); its first AssertionError fails the test at once."""
-        with anyio.move_on_after(seconds):
-            while True:
-                await check()
-                await anyio.sleep(interval)
+        `seconds` of the cluster's time, a bounded observation window for "nothing happens"
+        (no preemption, no binding); its first AssertionError fails the test at once. On
+        the virtual clock at rate max the window is over as soon as the cluster has done its
+        work and moved its clock that far: what was due in it has happened (a clock that
+        holds would never get there: AssertionError after WINDOW_TIMEOUT wall seconds)."""
+        until = await cluster_now(self.client) + seconds
+        deadline = time.monotonic() + seconds + WINDOW_TIMEOUT
+        while True:
+            await check()
+            now = await cluster_now(self.client)
+            if now >= until:
+                return
+            assert time.monotonic() < deadline, (
+                f"the cluster's clock is at {now:.3f}, short of the window's end {until:.3f}"
+            )
+            await anyio.sleep(interval)
 
 
 def priority_class_name(value: int, *, never: bool = False) -> str:

@@ -16,6 +16,10 @@ which is NOT upstream), "gate-off-scheduler" with it off (as by default at 1.37)
 to one of them through spec.schedulerName. The apiserver and the
 kubelets have the gate on too (the node policy field, the kubelet's policy condition). Every
 scenario records its pods through a watch and ends with the invariant checks.
+
+The cluster runs on the virtual clock at rate max (`rate_max`): the kubelet's resize retries,
+the graceful terminations and the observation windows ("nothing is evicted") are spans of the
+cluster's time, over as soon as the cluster has done its work and moved its clock that far.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import pytest
 
 from kemu.api.v1 import types_pb2
 from kemu.component.featuregate import IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION
+from kemu.machinery.virtual_time import ClockMode
 from kemu.testing import Cluster
 from kemu.testing.invariants import (
     PodHistory,
@@ -40,7 +45,7 @@ from kemu.testing.scenarios import SCENARIO_LABEL, Scenario, disruption_target
 from tests.integration.test_resize_preemption import Rpe, delete_all
 from tests.integration.test_resize_preemption import config as metrics_config
 
-pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+pytestmark = [pytest.mark.integration, pytest.mark.anyio, pytest.mark.usefixtures("rate_max")]
 
 GATE_ON = {IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION: True}
 GATE_OFF_SCHEDULER = "gate-off-scheduler"
@@ -87,7 +92,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     gate_on_config.write_text(GATE_ON_CONFIG)
     hints_config = root / "hints.yaml"
     hints_config.write_text(metrics_config(HINTS_SCHEDULER))
-    with Cluster(root) as c:
+    with Cluster(root, clock=ClockMode.VIRTUAL) as c:
         c.start_etcd()
         c.start_apiserver(feature_gates=GATE_ON)
         c.start_scheduler(
