@@ -241,6 +241,11 @@ def _add_scale_down_flags(parser: argparse.ArgumentParser) -> None:
             "kube-system pods (no PDB) block a node's removal",
         ),
         (
+            "--scale-down-unready-enabled",
+            d.unready_enabled,
+            "unready nodes may be scaled down",
+        ),
+        (
             "--skip-nodes-with-local-storage",
             d.skip_nodes_with_local_storage,
             "pods with emptyDir or hostPath volumes block a node's removal",
@@ -285,6 +290,7 @@ def _scale_down_options(
         utilization_threshold=args.scale_down_utilization_threshold,
         unneeded_time=args.scale_down_unneeded_time,
         unready_time=args.scale_down_unready_time,
+        unready_enabled=args.scale_down_unready_enabled,
         delay_after_add=args.scale_down_delay_after_add,
         delay_after_delete=args.scale_down_delay_after_delete,
         delay_after_failure=args.scale_down_delay_after_failure,

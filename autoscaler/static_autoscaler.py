@@ -1,8 +1,9 @@
 """The autoscaler's loop (upstream core/static_autoscaler.go RunOnce), scale-up half:
 
 1. the cloud's groups and instances (failed instances deleted, their groups backed off);
-2. a ClusterSnapshot of the Nodes and the pods bound to them (informers), the pods with a
-   nominatedNodeName added on their nodes as the emulated version says (autoscaler/pods.py),
+2. a ClusterSnapshot of the Nodes and the pods bound to them (informers) but the expendable
+   ones (priority below --expendable-pods-priority-cutoff: their room is free), the pods with
+   a nominatedNodeName added on their nodes as the emulated version says (autoscaler/pods.py),
    and one template node per upcoming node (asked for, not registered);
 3. the unschedulable pods, minus the expendable ones (priority below the cutoff), the
    nominated ones (per version) and those younger than --new-pod-scale-up-delay;
@@ -31,7 +32,7 @@ from autoscaler.backoff import Backoff
 from autoscaler.clusterstate import CloudApi, ClusterState, GroupState
 from autoscaler.expander import Expander
 from autoscaler.metrics import Metrics
-from autoscaler.pods import PodSets, sort_pods
+from autoscaler.pods import PodSets, is_expendable, sort_pods
 from autoscaler.scale_up import (
     Recorder,
     ScaleUpOrchestrator,
@@ -215,8 +216,15 @@ class StaticAutoscaler:
                 now=self._clock.now(),
                 new_pod_scale_up_delay=opts.new_pod_scale_up_delay,
             )
+            # Expendable pods are invisible to the simulation (upstream RunOnce:
+            # FilterOutExpendablePods before initializeClusterSnapshot): their room is free,
+            # to a pending pod (the scheduler will preempt them) and to a drained one.
             snapshot = ClusterSnapshot.from_objects(
-                pods.scheduled,
+                [
+                    p
+                    for p in pods.scheduled
+                    if not is_expendable(p, opts.expendable_pods_priority_cutoff)
+                ],
                 nodes,
                 opts.counting,
             )

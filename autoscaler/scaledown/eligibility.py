@@ -1,9 +1,11 @@
 """The checks of a node before any removal simulation (upstream core/scaledown/eligibility and
-simulator/utilization): the scale-down-disabled annotation, a node already being deleted, a
-node of no node group, and utilization: max(cpu, memory) requests over allocatable of the
-pods counted on it in the snapshot (bound pods, pods force-added on their nominated node,
-pods placed there in simulation; DaemonSet and mirror pods included, as upstream by
-default), expendable pods left out. Unready nodes are not held to the threshold."""
+simulator/utilization), in upstream's order, the first that fails naming the reason: a node
+already being deleted, the scale-down-disabled annotation, a node of no node group, an unready
+node while --scale-down-unready-enabled is false, and utilization: max(cpu, memory) requests
+over allocatable of the pods counted on it in the snapshot (bound pods, pods force-added on
+their nominated node, pods placed there in simulation; DaemonSet and mirror pods included, as
+upstream by default), expendable pods left out, held to the threshold whether the node is
+ready or not (readiness only picks the waiting time: --scale-down-unready-time)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import enum
 from dataclasses import dataclass
 from typing import Final
 
+from autoscaler.scaledown.options import ScaleDownOptions
 from autoscaler.scaledown.taints import TO_BE_DELETED_TAINT, has_taint
 from kemu.machinery.node_conditions import is_node_ready
 from kemu.scheduling.types import NodeInfo
@@ -24,6 +27,7 @@ class UnremovableReason(enum.StrEnum):
     RECENTLY_UNREMOVABLE = "RecentlyUnremovable"
     SCALE_DOWN_DISABLED_ANNOTATION = "ScaleDownDisabledAnnotation"
     NOT_AUTOSCALED = "NotAutoscaled"
+    SCALE_DOWN_UNREADY_DISABLED = "ScaleDownUnreadyDisabled"
     CURRENTLY_BEING_DELETED = "CurrentlyBeingDeleted"
     NOT_UNDERUTILIZED = "NotUnderutilized"
     NOT_UNNEEDED_LONG_ENOUGH = "NotUnneededLongEnough"
@@ -59,28 +63,34 @@ def utilization(ni: NodeInfo, expendable_cutoff: int) -> Utilization:
 
 
 def check(
-    ni: NodeInfo, *, in_group: bool, threshold: float, expendable_cutoff: int
+    ni: NodeInfo, *, in_group: bool, opts: ScaleDownOptions, expendable_cutoff: int
 ) -> tuple[UnremovableReason | None, str, Utilization]:
     """None when the node may go on to the removal simulation; else the reason and a message
     for the log."""
     node = ni.node
     assert node is not None
     util = utilization(ni, expendable_cutoff)
+    if has_taint(node, TO_BE_DELETED_TAINT):
+        return UnremovableReason.CURRENTLY_BEING_DELETED, "being deleted", util
     if node.metadata.annotations.get(SCALE_DOWN_DISABLED) == "true":
         return (
             UnremovableReason.SCALE_DOWN_DISABLED_ANNOTATION,
             f"annotated {SCALE_DOWN_DISABLED}: true",
             util,
         )
-    if has_taint(node, TO_BE_DELETED_TAINT):
-        return UnremovableReason.CURRENTLY_BEING_DELETED, "being deleted", util
     if not in_group:
         return UnremovableReason.NOT_AUTOSCALED, "in no autoscaled node group", util
-    if is_node_ready(node) and util.value >= threshold:
+    if not opts.unready_enabled and not is_node_ready(node):
+        return (
+            UnremovableReason.SCALE_DOWN_UNREADY_DISABLED,
+            "unready, and --scale-down-unready-enabled is false",
+            util,
+        )
+    if util.value >= opts.utilization_threshold:
         return (
             UnremovableReason.NOT_UNDERUTILIZED,
             f"utilization {util.value:.3g} (cpu {util.cpu:.3g}, memory {util.memory:.3g}) is "
-            f"not below the threshold {threshold:g}",
+            f"not below the threshold {opts.utilization_threshold:g}",
             util,
         )
     return None, "", util

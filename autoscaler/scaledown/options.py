@@ -14,6 +14,9 @@ class ScaleDownOptions:
     """--scale-down-unneeded-time."""
     unready_time: float = 20 * 60.0
     """--scale-down-unready-time: how long an unready node stays unneeded before removal."""
+    unready_enabled: bool = True
+    """--scale-down-unready-enabled: unready nodes may be removed (else they are
+    ScaleDownUnreadyDisabled)."""
     delay_after_add: float = 10 * 60.0
     """--scale-down-delay-after-add."""
     delay_after_delete: float = 0.0

@@ -123,7 +123,7 @@ class Planner:
             reason, message, util = check(
                 ni,
                 in_group=name in group_of,
-                threshold=self._opts.utilization_threshold,
+                opts=self._opts,
                 expendable_cutoff=self._cutoff,
             )
             if reason is not None:

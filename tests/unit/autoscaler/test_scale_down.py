@@ -69,7 +69,8 @@ def rs_pod(name: str, node: str, cpu: str = "500m") -> PodBuilder:
 class Env:
     """A StaticAutoscaler over a FakeClient (nodes, pods, PDBs, taints, evictions) and a
     FakeCloud group of `size` registered nodes; deletions go on right after the taint unless
-    `delay_after_taint` (--node-delete-delay-after-taint) is given."""
+    `delay_after_taint` (--node-delete-delay-after-taint) is given; `expendable_cutoff` is
+    --expendable-pods-priority-cutoff."""
 
     def __init__(
         self,
@@ -79,6 +80,7 @@ class Env:
         version: str = "1.37",
         scale_down: ScaleDownOptions | None = None,
         delay_after_taint: float = 0.0,
+        expendable_cutoff: int = -10,
     ) -> None:
         self.clock = FakeClock()
         self.cloud = FakeCloud(FakeGroup(GROUP, min_size, 10, template(GROUP)))
@@ -94,7 +96,11 @@ class Env:
             node_delete_delay_after_taint=delay_after_taint,
         )
         self.autoscaler = StaticAutoscaler(
-            AutoscalingOptions(version=Version.parse(version), scale_down=opts),
+            AutoscalingOptions(
+                version=Version.parse(version),
+                scale_down=opts,
+                expendable_pods_priority_cutoff=expendable_cutoff,
+            ),
             self.cloud,
             Framework(default_profile(registry), registry),
             list_nodes=lambda: self.nodes,
@@ -380,6 +386,70 @@ async def test_s_ca_3_a_node_of_expendable_pods_only_is_empty() -> None:
     s = await env.summary()
     assert s.started == ("pool-a-0",)
     assert ("pool-a-0", "ScaleDownEmpty", "removing empty node 'pool-a-0'") in env.events
+
+
+async def test_s_ca_3_a_drained_pod_may_move_into_the_room_of_expendable_pods() -> None:
+    """pool-a-0 (2 cpu) is full: an expendable pod (1 cpu, priority -20) and a 1-cpu one
+    (utilization 0.5, not underutilized); pool-a-1 runs a 900m pod (0.45). pool-a-1's pod fits
+    pool-a-0 only where the expendable pod runs: upstream's snapshot leaves expendable pods
+    out (RunOnce, and the scale-down actuator's createSnapshot), so pool-a-1 is removable and
+    drained; at a cutoff below -20 the expendable pod counts, and the pod has nowhere to go."""
+    for cutoff, started in ((-10, ("pool-a-1",)), (-30, ())):
+        env = Env(2, scale_down=ScaleDownOptions(unneeded_time=0), expendable_cutoff=cutoff)
+        env.add(
+            rs_pod("cheap", "pool-a-0", cpu="1").priority(-20).obj(),
+            rs_pod("kept", "pool-a-0", cpu="1").obj(),
+            rs_pod("moved", "pool-a-1", cpu="900m").obj(),
+        )
+        s = await env.summary()
+        assert s.started == started, (cutoff, unremovable(s))
+
+
+async def _set_unready(env: Env, name: str) -> None:
+    node = await env.node(name)
+    for cond in node.status.conditions:
+        if cond.type == "Ready":
+            cond.status, cond.reason = "False", "KubeletNotReady"
+    await env.client.update_status(node)
+
+
+async def test_an_unready_node_is_held_to_the_utilization_threshold() -> None:
+    """Upstream's eligibility: readiness picks only the waiting time (--scale-down-unready-
+    time). pool-a-0 is ready at 0.6; unready pool-a-1 at 0.8 is NotUnderutilized as a ready
+    node would be (not simulated), and unready pool-a-2 at 0.15 is unneeded (its pod fits
+    pool-a-0) and removed after the unready time, not the unneeded time."""
+    env = Env(3, scale_down=ScaleDownOptions(unneeded_time=600, unready_time=0))
+    env.add(
+        rs_pod("steady", "pool-a-0", cpu="1200m").obj(),
+        rs_pod("busy", "pool-a-1", cpu="1600m").obj(),
+        rs_pod("idle", "pool-a-2", cpu="300m").obj(),
+    )
+    for name in ("pool-a-1", "pool-a-2"):
+        await _set_unready(env, name)
+    s = await env.summary()
+    assert unremovable(s) == {"pool-a-0": "NotUnderutilized", "pool-a-1": "NotUnderutilized"}
+    assert s.started == ("pool-a-2",)
+
+
+async def test_scale_down_unready_disabled_keeps_unready_nodes() -> None:
+    env = Env(1, scale_down=ScaleDownOptions(unneeded_time=0, unready_enabled=False))
+    await _set_unready(env, "pool-a-0")
+    s = await env.summary()
+    assert unremovable(s) == {"pool-a-0": "ScaleDownUnreadyDisabled"}
+    assert s.started == ()
+
+
+async def test_a_node_being_deleted_is_reported_so_before_its_annotation() -> None:
+    """Upstream's order of the checks: CurrentlyBeingDeleted, then the scale-down-disabled
+    annotation, then NotAutoscaled, ScaleDownUnreadyDisabled and NotUnderutilized."""
+    env = Env(1)
+    node = await env.node("pool-a-0")
+    node.metadata.annotations[SCALE_DOWN_DISABLED] = "true"
+    node.spec.taints.add(key=TO_BE_DELETED_TAINT, value="1", effect="NoSchedule")
+    await env.client.update(node)
+    env.cloud.groups[GROUP].instances[0].status.instance_state = DELETING
+    s = await env.summary()
+    assert unremovable(s) == {"pool-a-0": "CurrentlyBeingDeleted"}
 
 
 async def test_the_first_loop_removes_leftover_taints() -> None:

@@ -203,6 +203,33 @@ async def test_s_ca_3_expendable_pods_trigger_nothing() -> None:
     assert env.increases() == [("pool-a", 1)]
 
 
+async def test_s_ca_3_the_room_of_expendable_pods_is_free_to_the_simulation() -> None:
+    """Upstream's RunOnce leaves expendable pods out of the cluster snapshot
+    (FilterOutExpendablePods before initializeClusterSnapshot): a pending pod that fits n1
+    only where an expendable pod runs fits it in simulation (the scheduler will preempt the
+    expendable pod), so it triggers no scale-up; below a lower cutoff the same bound pod
+    counts, and the pending one needs a node."""
+    bound = make_pod("cheap").uid("uid-cheap").req(cpu="1500m").priority(-20).node("n1").obj()
+    bound.status.phase = "Running"
+    env = Env(pool(3), nodes=[static_node("n1")], pods=[bound, unschedulable("p", "1500m").obj()])
+    result = await env.loop()
+    assert result.placements == {"default/p": "n1"}
+    assert env.increases() == []
+    snapshot = env.autoscaler.last_snapshot
+    assert snapshot is not None
+    n1 = snapshot.get("n1")
+    assert n1 is not None and [pi.pod.metadata.name for pi in n1.pods] == ["p"]
+
+    env = Env(
+        pool(3),
+        nodes=[static_node("n1")],
+        pods=[bound, unschedulable("p", "1500m").obj()],
+        expendable_pods_priority_cutoff=-30,
+    )
+    await env.loop()
+    assert env.increases() == [("pool-a", 1)]
+
+
 def preemptor(nominated: str) -> types_pb2.Pod:
     return unschedulable("preemptor", "1500m", priority=100).nominated(nominated).obj()
 
