@@ -136,7 +136,11 @@ class Planner:
             assert current is not None
             trial = budgets.fork()
             pods = classify(
-                [pi.pod for pi in current.pods], trial, self._opts, expendable_cutoff=self._cutoff
+                [pi.pod for pi in current.pods],
+                trial,
+                self._opts,
+                expendable_cutoff=self._cutoff,
+                now=wall,
             )
             if pods.blocking is not None:
                 plan.unremovable[name] = (UnremovableReason.BLOCKED_BY_POD, pods.blocking.message)

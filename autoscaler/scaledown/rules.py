@@ -1,7 +1,11 @@
 """The drainability rules (upstream simulator/drainability/rules, in their order): for each pod
-counted on a node, whether it is left alone (mirror pods, DaemonSet pods, expendable pods,
-pods that ended), re-placed elsewhere in simulation and evicted (the others), or whether it
-blocks the node's removal, and why (upstream drain.BlockingPodReason)."""
+counted on a node, whether it is left alone (mirror pods, pods terminating for longer than
+their grace period and 30 s (longterminating), DaemonSet pods, expendable pods, pods that
+ended), re-placed elsewhere in simulation and evicted (the others), or whether it blocks the
+node's removal, and why (upstream drain.BlockingPodReason, with upstream's messages: the
+kube-system, not-safe-to-evict and local-storage ones name the pod alone). Local storage is an
+emptyDir not in memory or a hostPath volume, but those the pod's
+cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes annotation lists."""
 
 from __future__ import annotations
 
@@ -19,6 +23,12 @@ from kemu.machinery.pod_strategy import TERMINAL_PHASES
 from kemu.scheduling.types import pod_priority
 
 SAFE_TO_EVICT: Final = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+SAFE_TO_EVICT_LOCAL_VOLUMES: Final = "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes"
+"""Comma-separated names of the pod's local volumes that do not block its node's removal."""
+LONG_TERMINATING_EXTRA: Final = 30.0
+"""Seconds past its grace period after which a terminating pod is left alone (upstream
+drain.PodLongTerminatingExtraThreshold)."""
+DEFAULT_GRACE_PERIOD: Final = 30
 MIRROR_ANNOTATION: Final = "kubernetes.io/config.mirror"
 KUBE_SYSTEM: Final = "kube-system"
 
@@ -55,7 +65,7 @@ class NodePods:
     daemonset: list[types_pb2.Pod] = field(default_factory=list)
     """DaemonSet and mirror pods: not moved (they go with the node)."""
     ignored: list[types_pb2.Pod] = field(default_factory=list)
-    """Expendable or finished pods: evicted without a place elsewhere."""
+    """Expendable, finished or long-terminating pods: not re-placed."""
     blocking: BlockingPod | None = None
 
 
@@ -68,13 +78,29 @@ def is_daemonset_pod(pod: types_pb2.Pod) -> bool:
     return ref is not None and ref.kind == "DaemonSet"
 
 
-def _has_local_storage(pod: types_pb2.Pod) -> bool:
+def _has_blocking_local_storage(pod: types_pb2.Pod) -> bool:
+    listed = pod.metadata.annotations.get(SAFE_TO_EVICT_LOCAL_VOLUMES, "")
+    safe = set(listed.split(",")) if listed else set()
     for v in pod.spec.volumes:
-        if v.HasField("host_path"):
-            return True
-        if v.HasField("empty_dir") and v.empty_dir.medium != "Memory":
+        local = v.HasField("host_path") or (
+            v.HasField("empty_dir") and v.empty_dir.medium != "Memory"
+        )
+        if local and v.name not in safe:
             return True
     return False
+
+
+def is_long_terminating(pod: types_pb2.Pod, now: float) -> bool:
+    """Deleted more than its grace period (30 s if unset) and LONG_TERMINATING_EXTRA ago."""
+    if not pod.metadata.HasField("deletion_timestamp"):
+        return False
+    grace = (
+        pod.spec.termination_grace_period_seconds
+        if pod.spec.HasField("termination_grace_period_seconds")
+        else DEFAULT_GRACE_PERIOD
+    )
+    deleted = pod.metadata.deletion_timestamp.ToNanoseconds() / 1e9
+    return deleted + grace + LONG_TERMINATING_EXTRA < now
 
 
 class PdbTracker:
@@ -115,15 +141,24 @@ def classify(
     options: ScaleDownOptions,
     *,
     expendable_cutoff: int,
+    now: float,
 ) -> NodePods:
-    """Sorts a node's pods by the rules; stops at the first blocking pod. The PDBs are checked
-    for all movable pods together (and used up in `pdbs` when they allow it)."""
+    """Sorts a node's pods by the rules at time `now`; stops at the first blocking pod. The
+    PDBs are checked for all movable pods together (and used up in `pdbs` when they allow
+    it)."""
     out = NodePods()
     guarded: list[types_pb2.Pod] = []  # safe-to-evict "true" pods skip the PDB rule
     for pod in pods:
         key = object_key(pod)
+        name = pod.metadata.name
         ann = pod.metadata.annotations
-        if is_mirror(pod) or is_daemonset_pod(pod):
+        if is_mirror(pod):
+            out.daemonset.append(pod)
+            continue
+        if is_long_terminating(pod, now):
+            out.ignored.append(pod)
+            continue
+        if is_daemonset_pod(pod):
             out.daemonset.append(pod)
             continue
         if pod.status.phase in TERMINAL_PHASES or pod_priority(pod) < expendable_cutoff:
@@ -148,21 +183,21 @@ def classify(
             out.blocking = BlockingPod(
                 key,
                 BlockingReason.UNMOVABLE_KUBE_SYSTEM_POD,
-                f"non-daemonset, non-mirrored, non-pdb-assigned kube-system pod present: {key}",
+                f"non-daemonset, non-mirrored, non-pdb-assigned kube-system pod present: {name}",
             )
             return out
         if ann.get(SAFE_TO_EVICT) == "false":
             out.blocking = BlockingPod(
                 key,
                 BlockingReason.NOT_SAFE_TO_EVICT_ANNOTATION,
-                f"pod annotated as not safe to evict present: {key}",
+                f"pod annotated as not safe to evict present: {name}",
             )
             return out
-        if options.skip_nodes_with_local_storage and _has_local_storage(pod):
+        if options.skip_nodes_with_local_storage and _has_blocking_local_storage(pod):
             out.blocking = BlockingPod(
                 key,
                 BlockingReason.LOCAL_STORAGE_REQUESTED,
-                f"pod with local storage present: {key}",
+                f"pod with local storage present: {name}",
             )
             return out
         out.movable.append(pod)

@@ -408,7 +408,7 @@ async def test_blocking_pods_and_the_disabled_annotation_keep_their_nodes(
         autoscaler = autoscalers.current
         expected = {
             pdb_node: f"BlockedByPod (not enough pod disruption budget to move {ns}/{guarded})",
-            nse_node: f"BlockedByPod (pod annotated as not safe to evict present: {ns}/{not_safe})",
+            nse_node: f"BlockedByPod (pod annotated as not safe to evict present: {not_safe})",
             bare_node: f"BlockedByPod ({ns}/bare is not replicated)",
             disabled_node: "ScaleDownDisabledAnnotation",
         }
