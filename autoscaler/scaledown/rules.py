@@ -122,16 +122,20 @@ class PdbTracker:
         return matching_pdbs(pod, self._pdbs)
 
     def can_disrupt(self, pods: Iterable[types_pb2.Pod]) -> tuple[bool, str]:
-        """Whether every pod may go, using up the budgets (only when all may); else False
-        and the first pod that may not."""
-        left = dict(self._left)
+        """Whether every pod may go: each PDB that guards one has a disruption left (upstream's
+        pdb drainability rule; a node whose pods together need more than that is still
+        removable, only not in parallel: its drain's evictions wait for the budget); else
+        False and the first pod that may not. When all may, the budgets are used up by one per
+        pod, below zero if need be (upstream RemainingPdbTracker.RemovePods): a later node
+        that needs them is blocked."""
+        pods = list(pods)
         for pod in pods:
             for pdb in self.guarding(pod):
-                k = object_key(pdb)
-                if left[k] < 1:
+                if self._left[object_key(pdb)] < 1:
                     return False, object_key(pod)
-                left[k] -= 1
-        self._left = left
+        for pod in pods:
+            for pdb in self.guarding(pod):
+                self._left[object_key(pdb)] -= 1
         return True, ""
 
 

@@ -125,3 +125,18 @@ def test_a_pod_terminating_past_its_grace_period_and_30s_is_left_alone(
         assert out.blocking is None and [p.metadata.name for p in out.ignored] == ["stuck"]
     else:
         assert out.blocking is not None and out.blocking.message == "apps/stuck is not replicated"
+
+
+def test_a_pdb_with_one_disruption_lets_a_node_of_two_of_its_pods_go() -> None:
+    """Upstream's pdb rule asks each pod whether its PDBs allow one disruption: two pods under
+    a budget of one are both drainable (the drain evicts them one after the other as the
+    budget allows); the budget is then used up, below zero, and a third pod is blocked."""
+    pdb = make_pdb("guard").namespace("apps").selector(app="web").min_available(1).obj()
+    pdb.status.disruptions_allowed = 1
+    tracker = PdbTracker((pdb,))
+    pods = [replicated(f"web-{i}").label("app", "web").obj() for i in range(3)]
+    out = classify(pods[:2], tracker, ScaleDownOptions(), expendable_cutoff=-10, now=NOW)
+    assert out.blocking is None
+    assert [p.metadata.name for p in out.movable] == ["web-0", "web-1"]
+    out = classify(pods[2:], tracker, ScaleDownOptions(), expendable_cutoff=-10, now=NOW)
+    assert out.blocking is not None and out.blocking.pod == "apps/web-2"
