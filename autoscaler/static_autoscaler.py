@@ -10,8 +10,9 @@
 4. the pods that fit an existing or upcoming node in simulation are placed there, in the
    snapshot (FilterOutSchedulable: `last_placements` remembers where, for scale-down);
 5. a scale-up for the rest (autoscaler/scale_up.py);
-6. when no scale-up happened in this loop, scale-down (autoscaler/scaledown/): the nodes a
-   pod is nominated to (as counted in step 2) or placed on in step 4 are spared.
+6. when no scale-up happened in this loop, scale-down (autoscaler/scaledown/) on the same
+   snapshot: a pod nominated to a node (as counted in step 2) or placed on it in step 4
+   counts in its utilization and must fit elsewhere for the node to go, as a bound one.
 
 Deletions (drains) run in the background, in run()'s task group, while later loops go on.
 """
@@ -265,28 +266,15 @@ class StaticAutoscaler:
                 # No scale-down in a loop that scaled up (upstream RunOnce).
                 return result
         if opts.scale_down_enabled and self.scale_down is not None:
-            spared = self._spared(pods, result.placements)
             with self._timed("scaleDown"):
                 result.scale_down = await self.scale_down.run(
                     snapshot,
                     nodes,
                     groups,
                     self._list_pdbs(),
-                    spared=spared,
                     last_scale_up=self.last_scale_up,
                 )
         return result
-
-    @staticmethod
-    def _spared(pods: PodSets, placements: dict[str, str]) -> dict[str, str]:
-        """Nodes that a pod is about to land on: nominated to them (as the version counts
-        nominations) or placed there by FilterOutSchedulable."""
-        spared: dict[str, str] = {}
-        for pod, node in pods.nominated:
-            spared.setdefault(node, f"pod {object_key(pod)} is nominated to it")
-        for key, node in sorted(placements.items()):
-            spared.setdefault(node, f"pending pod {key} fits it in simulation")
-        return spared
 
     def _count_nodes(self, nodes: Sequence[types_pb2.Node], groups: dict[str, GroupState]) -> None:
         ready = sum(1 for n in nodes if is_node_ready(n))

@@ -4,7 +4,8 @@ already being deleted, the scale-down-disabled annotation, a node of no node gro
 node while --scale-down-unready-enabled is false, and utilization: max(cpu, memory) requests
 over allocatable of the pods counted on it in the snapshot (bound pods, pods force-added on
 their nominated node, pods placed there in simulation; DaemonSet and mirror pods included, as
-upstream by default), expendable pods left out, held to the threshold whether the node is
+upstream by default; expendable pods are not in the snapshot, but for one nominated to
+the node where the version counts it there), held to the threshold whether the node is
 ready or not (readiness only picks the waiting time: --scale-down-unready-time)."""
 
 from __future__ import annotations
@@ -48,11 +49,9 @@ class Utilization:
         return max(self.cpu, self.memory)
 
 
-def utilization(ni: NodeInfo, expendable_cutoff: int) -> Utilization:
+def utilization(ni: NodeInfo) -> Utilization:
     cpu = mem = 0
     for pi in ni.pods:
-        if pi.priority < expendable_cutoff:
-            continue
         cpu += pi.requests.milli_cpu
         mem += pi.requests.memory
     alloc = ni.allocatable
@@ -63,13 +62,13 @@ def utilization(ni: NodeInfo, expendable_cutoff: int) -> Utilization:
 
 
 def check(
-    ni: NodeInfo, *, in_group: bool, opts: ScaleDownOptions, expendable_cutoff: int
+    ni: NodeInfo, *, in_group: bool, opts: ScaleDownOptions
 ) -> tuple[UnremovableReason | None, str, Utilization]:
     """None when the node may go on to the removal simulation; else the reason and a message
     for the log."""
     node = ni.node
     assert node is not None
-    util = utilization(ni, expendable_cutoff)
+    util = utilization(ni)
     if has_taint(node, TO_BE_DELETED_TAINT):
         return UnremovableReason.CURRENTLY_BEING_DELETED, "being deleted", util
     if node.metadata.annotations.get(SCALE_DOWN_DISABLED) == "true":

@@ -64,12 +64,9 @@ class Planner:
         self,
         options: ScaleDownOptions,
         checker: PredicateChecker,
-        *,
-        expendable_cutoff: int,
     ) -> None:
         self._opts = options
         self._checker = checker
-        self._cutoff = expendable_cutoff
         self.unneeded = UnneededNodes()
         self.recheck_at: dict[str, float] = {}
         """Node -> monotonic time before which it is RecentlyUnremovable."""
@@ -81,14 +78,15 @@ class Planner:
         groups: Mapping[str, GroupState],
         pdbs: Sequence[types_pb2.PodDisruptionBudget],
         *,
-        spared: Mapping[str, str],
         deleting: Mapping[str, str],
         monotonic: float,
         wall: float,
     ) -> Plan:
-        """Finds the unneeded nodes (upstream UpdateClusterState). `spared`: node -> why it
-        must stay (a pod nominated or placed there in simulation); `deleting`: node -> group
-        of the deletions in progress. It yields to the event loop between nodes, so that a
+        """Finds the unneeded nodes (upstream UpdateClusterState). A pod counted on a node in
+        the snapshot (bound, nominated there as the version counts, or placed there in
+        simulation) counts in its utilization and must fit elsewhere for the node to go, as
+        upstream's; no node is spared for it. `deleting`: node -> group of the deletions in
+        progress. It yields to the event loop between nodes, so that a
         loop over a large cluster does not hold /metrics, health checks or SIGTERM."""
         plan = Plan()
         group_of = {n.metadata.name: g.id for g in groups.values() for n in g.nodes}
@@ -124,13 +122,9 @@ class Planner:
                 ni,
                 in_group=name in group_of,
                 opts=self._opts,
-                expendable_cutoff=self._cutoff,
             )
             if reason is not None:
                 plan.unremovable[name] = (reason, message)
-                continue
-            if name in spared:
-                plan.unremovable[name] = (UnremovableReason.NOT_UNNEEDED_OTHER_REASON, spared[name])
                 continue
             current = working.get(name)
             assert current is not None
@@ -139,7 +133,6 @@ class Planner:
                 [pi.pod for pi in current.pods],
                 trial,
                 self._opts,
-                expendable_cutoff=self._cutoff,
                 now=wall,
             )
             if pods.blocking is not None:

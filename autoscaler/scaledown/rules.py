@@ -1,7 +1,8 @@
 """The drainability rules (upstream simulator/drainability/rules, in their order): for each pod
 counted on a node, whether it is left alone (mirror pods, pods terminating for longer than
-their grace period and 30 s (longterminating), DaemonSet pods, expendable pods, pods that
-ended), re-placed elsewhere in simulation and evicted (the others), or whether it blocks the
+their grace period and 30 s (longterminating), DaemonSet pods, pods that ended; expendable
+pods never get here: they are not in the snapshot, but for one nominated to the node where
+the version counts it there, which is a pod as any other), re-placed elsewhere in simulation and evicted (the others), or whether it blocks the
 node's removal, and why (upstream drain.BlockingPodReason, with upstream's messages: the
 kube-system, not-safe-to-evict and local-storage ones name the pod alone). Local storage is an
 emptyDir not in memory or a hostPath volume, but those the pod's
@@ -20,7 +21,6 @@ from kemu.machinery.eviction import matching_pdbs
 from kemu.machinery.keys import object_key
 from kemu.machinery.owners import controller_of
 from kemu.machinery.pod_strategy import TERMINAL_PHASES
-from kemu.scheduling.types import pod_priority
 
 SAFE_TO_EVICT: Final = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 SAFE_TO_EVICT_LOCAL_VOLUMES: Final = "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes"
@@ -65,7 +65,7 @@ class NodePods:
     daemonset: list[types_pb2.Pod] = field(default_factory=list)
     """DaemonSet and mirror pods: not moved (they go with the node)."""
     ignored: list[types_pb2.Pod] = field(default_factory=list)
-    """Expendable, finished or long-terminating pods: not re-placed."""
+    """Finished or long-terminating pods: not re-placed."""
     blocking: BlockingPod | None = None
 
 
@@ -144,7 +144,6 @@ def classify(
     pdbs: PdbTracker,
     options: ScaleDownOptions,
     *,
-    expendable_cutoff: int,
     now: float,
 ) -> NodePods:
     """Sorts a node's pods by the rules at time `now`; stops at the first blocking pod. The
@@ -165,7 +164,7 @@ def classify(
         if is_daemonset_pod(pod):
             out.daemonset.append(pod)
             continue
-        if pod.status.phase in TERMINAL_PHASES or pod_priority(pod) < expendable_cutoff:
+        if pod.status.phase in TERMINAL_PHASES:
             out.ignored.append(pod)
             continue
         if ann.get(SAFE_TO_EVICT) == "true":

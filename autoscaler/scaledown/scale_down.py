@@ -82,7 +82,7 @@ class ScaleDown:
         self._client = client
         self._clock = clock
         self._metrics = metrics
-        self.planner = Planner(options, checker, expendable_cutoff=expendable_cutoff)
+        self.planner = Planner(options, checker)
         self.actuator = Actuator(
             options,
             client,
@@ -138,7 +138,6 @@ class ScaleDown:
         groups: Mapping[str, GroupState],
         pdbs: Sequence[types_pb2.PodDisruptionBudget],
         *,
-        spared: Mapping[str, str],
         last_scale_up: float | None,
     ) -> ScaleDownSummary:
         if not self._cleaned:
@@ -151,7 +150,6 @@ class ScaleDown:
             nodes,
             groups,
             pdbs,
-            spared=spared,
             deleting=a.deleting,
             monotonic=self._clock.monotonic(),
             wall=self._clock.now(),

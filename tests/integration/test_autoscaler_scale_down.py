@@ -571,8 +571,9 @@ async def test_s_ca_4_a_nominated_pod_makes_its_node_non_empty(
 ) -> None:
     """A node with no pod bound to it, and one pod (200m: utilization 0.1) nominated to it:
     a preemptor waiting for its victims (unschedulable) or a pod in its binding cycle
-    (KEP-5278: nominated, not unschedulable). Where the version counts the pod there (cluster-autoscaler), the
-    node is not empty and stays; otherwise it goes as empty after the unneeded time."""
+    (KEP-5278: nominated, not unschedulable). Where the version counts the pod there
+    (cluster-autoscaler), the node is not empty: the pod, bare, cannot be moved, so the node
+    stays; otherwise it goes as empty after the unneeded time."""
     api, cloud = clients
     autoscaler = autoscalers.use(version)
     counted = counted_on_nominated_node(version, unschedulable=unschedulable, expendable=False)
@@ -586,12 +587,13 @@ async def test_s_ca_4_a_nominated_pod_makes_its_node_non_empty(
         start = await cluster_now(api)
         await unprotect(api, node)
         if counted:
-
+            # Counted there, the bare pod is one of the node's pods: it would have to move,
+            # and the rules do not let it (upstream's replicated rule).
             def spared() -> bool:
                 log = autoscalers.log().split(f"{node} is not removable: ScaleDownDisabled")[-1]
                 return (
-                    f"node {node} is not removable: NotUnneededOtherReason "
-                    f"(pod {ns}/held is nominated to it)" in log
+                    f"node {node} is not removable: BlockedByPod "
+                    f"({ns}/held is not replicated)" in log
                 )
 
             await eventually(spared, timeout=10, interval=0.2)
@@ -643,7 +645,10 @@ async def test_s_ca_3_an_expendable_pod_nominated_to_a_node(
         if counted:
 
             def spared() -> bool:
-                return f"(pod {ns}/low is nominated to it)" in autoscalers.log()
+                return (
+                    f"node {node} is not removable: BlockedByPod ({ns}/low is not replicated)"
+                    in autoscalers.log()
+                )
 
             await eventually(spared, timeout=10, interval=0.2)
             await elapse(api, max(0.0, UNNEEDED + 2 - (await cluster_now(api) - start)))

@@ -30,7 +30,7 @@ def replicated(name: str, namespace: str = "apps") -> PodBuilder:
 
 
 def sort(*pods: types_pb2.Pod, pdbs: tuple[types_pb2.PodDisruptionBudget, ...] = ()) -> NodePods:
-    return classify(pods, PdbTracker(pdbs), ScaleDownOptions(), expendable_cutoff=-10, now=NOW)
+    return classify(pods, PdbTracker(pdbs), ScaleDownOptions(), now=NOW)
 
 
 def with_volumes(pod: PodBuilder, *volumes: tuple[str, str]) -> types_pb2.Pod:
@@ -135,8 +135,8 @@ def test_a_pdb_with_one_disruption_lets_a_node_of_two_of_its_pods_go() -> None:
     pdb.status.disruptions_allowed = 1
     tracker = PdbTracker((pdb,))
     pods = [replicated(f"web-{i}").label("app", "web").obj() for i in range(3)]
-    out = classify(pods[:2], tracker, ScaleDownOptions(), expendable_cutoff=-10, now=NOW)
+    out = classify(pods[:2], tracker, ScaleDownOptions(), now=NOW)
     assert out.blocking is None
     assert [p.metadata.name for p in out.movable] == ["web-0", "web-1"]
-    out = classify(pods[2:], tracker, ScaleDownOptions(), expendable_cutoff=-10, now=NOW)
+    out = classify(pods[2:], tracker, ScaleDownOptions(), now=NOW)
     assert out.blocking is not None and out.blocking.pod == "apps/web-2"

@@ -361,23 +361,42 @@ async def test_s_ca_1_a_pod_in_prebind_with_nnn_spares_its_node_from_1_37(versio
         assert s.started == ("pool-a-0",)
 
 
-@pytest.mark.parametrize("version", ["1.37", "1.36"])
-async def test_s_ca_2_a_preemptor_nominated_node_counts_as_used(version: str) -> None:
-    env = Env(1, version=version, scale_down=ScaleDownOptions(unneeded_time=0))
-    env.add(
+def _preemptor(node: str) -> types_pb2.Pod:
+    return (
         make_pod("preemptor")
         .namespace("default")
         .uid("uid-pre")
         .req(cpu="100m")
         .priority(100)
         .owner("ReplicaSet", "rs", "uid-rs")
-        .nominated("pool-a-0")
+        .nominated(node)
         .condition("PodScheduled", "False", "Unschedulable")
         .obj()
     )
+
+
+@pytest.mark.parametrize("version", ["1.37", "1.36"])
+async def test_s_ca_2_a_preemptor_nominated_node_counts_as_used(version: str) -> None:
+    """Both versions count an unschedulable, non-expendable preemptor on its nominated node:
+    it must fit elsewhere for the node to go, as a bound pod must; alone in the group, it
+    has nowhere to go (upstream has no rule that spares the node for it)."""
+    env = Env(1, version=version, scale_down=ScaleDownOptions(unneeded_time=0))
+    env.add(_preemptor("pool-a-0"))
     s = await env.summary()
     assert s.started == ()
-    assert unremovable(s) == {"pool-a-0": "NotUnneededOtherReason"}
+    assert unremovable(s) == {"pool-a-0": "NoPlaceToMovePods"}
+
+
+async def test_a_node_a_pod_is_nominated_to_goes_when_the_pod_fits_elsewhere() -> None:
+    """No sparing: with room for the preemptor on pool-a-1 (0.6 used), pool-a-0 (the
+    preemptor's 0.05 only) is unneeded and removed; the preemptor is not evicted (it is not
+    bound there: the drain evicts the pods bound to the node)."""
+    env = Env(2, scale_down=ScaleDownOptions(unneeded_time=0))
+    env.add(rs_pod("steady", "pool-a-1", cpu="1200m").obj(), _preemptor("pool-a-0"))
+    s = await env.summary()
+    assert s.started == ("pool-a-0",)
+    assert unremovable(s) == {"pool-a-1": "NotUnderutilized"}
+    assert (await env.client.get(types_pb2.Pod, "preemptor", "default")) is not None
 
 
 async def test_s_ca_3_a_node_of_expendable_pods_only_is_empty() -> None:
