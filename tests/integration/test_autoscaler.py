@@ -162,6 +162,48 @@ async def test_s_ca_2_preemptor_waiting_for_victims_causes_no_scale_up(
         await api.delete(types_pb2.Pod, name, ns, grace_period_seconds=0)
 
 
+async def test_s_ca_3_the_room_of_an_expendable_pod_is_free_to_a_pending_pod(
+    cluster: Cluster, autoscalers: Autoscalers, clients: tuple[Client, CloudProviderClient]
+) -> None:
+    """Upstream's RunOnce leaves expendable pods out of its cluster snapshot
+    (FilterOutExpendablePods): a node full with an expendable pod has room, in simulation,
+    for a pending pod, which the scheduler would place there by preempting it; so the pending
+    pod triggers no scale-up. (Its scheduler does not run: nothing preempts meanwhile.)"""
+    api, cloud = clients
+    autoscaler = autoscalers.use("1.37")
+    ns = await create_namespace(api, "ca3-room")
+    node = f"{ns}-n"
+    cluster.start_kubelet(node, capacity={"cpu": "2", "memory": "4Gi", "pods": "20"})
+    await api.create(make_priority_class(f"{ns}-expendable", -20).obj())
+    await api.create(
+        make_pod("cheap")
+        .namespace(ns)
+        .req(cpu="1500m")
+        .priority_class(f"{ns}-expendable")
+        .node_selector({"kubernetes.io/hostname": node})
+        .grace(0)
+        .obj()
+    )
+
+    async def cheap_running() -> bool:
+        return (await api.get(types_pb2.Pod, "cheap", ns)).status.phase == "Running"
+
+    await eventually(cheap_running, timeout=15, interval=0.2)
+    # A pending pod that fits the node only in the expendable pod's room (and a pool-a node).
+    pending = make_pod("pending").namespace(ns).req(cpu="1500m").scheduler_name("elsewhere")
+    created = await api.create(pending.obj())
+    created.status.conditions.add(type="PodScheduled", status="False", reason="Unschedulable")
+    await api.update_status(created)
+    await two_more_loops(cluster, autoscaler)
+    assert await cloud.target_size(GROUP) == 0
+    assert await events(api, ns, "TriggeredScaleUp") == {}
+    assert f"{ns}/pending -> {node}" in cluster.logs()[autoscaler]
+    cluster.terminate(f"kubelet-{node}")
+    await api.delete(types_pb2.Node, node)
+    for name in ("cheap", "pending"):
+        await api.delete(types_pb2.Pod, name, ns, grace_period_seconds=0)
+
+
 async def test_pending_pods_scale_the_group_up_to_its_max_and_run_on_the_new_nodes(
     cluster: Cluster, autoscalers: Autoscalers, clients: tuple[Client, CloudProviderClient]
 ) -> None:

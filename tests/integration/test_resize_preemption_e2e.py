@@ -24,6 +24,7 @@ cluster's time, over as soon as the cluster has done its work and moved its cloc
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager
 
@@ -471,17 +472,24 @@ async def test_s_rpe_10_e2e_a_competing_resize_takes_the_room(cluster):
         await s.run(s.pod("c", priority=HIGH, never=True, cpu="100m", memory="64Mi"))
         await s.run(s.pod("d", priority=150, cpu="100m", memory="64Mi"))
         await s.run(s.pod("a", priority=200, cpu="300m", memory="64Mi"))
-        await resize_cpu(s, "a", "600m")
+        # The clock holds from a's resize until c's is issued: the deferral and b's eviction
+        # are work, not timers, so they happen; b's 3 s shutdown waits (at rate max the clock
+        # would jump past it as soon as the cluster is idle, before the test resizes c).
+        await s.client.set_clock_rate(0)
+        try:
+            await resize_cpu(s, "a", "600m")
 
-        async def b_evicted() -> bool:
-            pod = await s.get("b")
-            assert preempted(pod) and pod.metadata.HasField("deletion_timestamp"), pod.status
-            return True
+            async def b_evicted() -> bool:
+                pod = await s.get("b")
+                assert preempted(pod) and pod.metadata.HasField("deletion_timestamp"), pod.status
+                return True
 
-        await s.eventually(b_evicted, timeout=TIMEOUT)
-        await resize_cpu(s, "c", "400m")
-        # c's resize was issued while b was still there (terminating).
-        assert "b" in await s.pods()
+            await s.eventually(b_evicted, timeout=TIMEOUT)
+            await resize_cpu(s, "c", "400m")
+            # c's resize was issued while b was still there (terminating).
+            assert "b" in await s.pods()
+        finally:
+            await s.client.set_clock_rate(math.inf)
         await wait_resized(s, "c", "400m")
         await wait_resized(s, "a", "600m")
         for name in ("b", "d"):
