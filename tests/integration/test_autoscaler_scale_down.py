@@ -5,7 +5,8 @@ cloud at its start), the autoscaler at --scan-interval
 drained (graceful termination on its kubelet) and deleted, its pod re-created elsewhere by its
 ReplicaSet; empty nodes deleted in bulk; the blocking rules (PDB, safe-to-evict "false", a
 bare pod, scale-down-disabled) and the min size; delay-after-add and the unneeded time
-(S-CA-4); expendable pods (S-CA-3); S-CA-1 (kubernetes/kubernetes#125491: a pod waiting in
+(S-CA-4); expendable pods (S-CA-3); local volumes and the safe-to-evict-local-volumes
+annotation; an unready node held to the utilization threshold; S-CA-1 (kubernetes/kubernetes#125491: a pod waiting in
 PreBind, SlowPreBind standing in for volume provisioning) as a matrix of the scheduler's
 NominatedNodeNameForExpectation × the autoscaler's version; S-CA-2's scale-down half (a
 preemptor waiting for its victim counts on its node); and the autoscaler SIGKILLed in the
@@ -75,6 +76,7 @@ MIN_GROUP = "pool-min"
 MAX = 4
 PREBIND_DELAY = "scheduling.kemu.io/prebind-delay"
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+SAFE_TO_EVICT_LOCAL_VOLUMES = "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes"
 SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
 HOSTNAME = "kubernetes.io/hostname"
 TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler"
@@ -449,6 +451,90 @@ async def test_blocking_pods_and_the_disabled_annotation_keep_their_nodes(
         )
         await eventually(lambda: pool_empty(api), timeout=20, interval=0.3)
     assert violations(nodes, pods) == []
+
+
+async def test_local_volumes_block_unless_listed_safe_to_evict(
+    cluster: Cluster, autoscalers: Autoscalers, clients: tuple[Client, CloudProviderClient]
+) -> None:
+    """Upstream's localstorage rule: a pod with an emptyDir on disk blocks its node's removal
+    ("pod with local storage present: NAME", the pod's name alone), unless the pod's
+    cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes annotation lists the
+    volume. The listed one's node is not blocked: its pod, pinned there, has no place to
+    go (NoPlaceToMovePods), a reason that comes after the rules."""
+    api, cloud = clients
+    autoscalers.use("1.37")
+    ns = await create_namespace(api, "local-volumes")
+    async with recorded(api) as (nodes, pods):
+        listed_node, unlisted_node = await grow(api, cloud, 2)
+        for name, node, ann in (
+            ("listed", listed_node, {SAFE_TO_EVICT_LOCAL_VOLUMES: "scratch"}),
+            ("unlisted", unlisted_node, {}),
+        ):
+            obj = pinned_rs(ns, name, node, ann)
+            obj.spec.template.spec.volumes.add(name="scratch").empty_dir.SetInParent()
+            await api.create(obj)
+        await eventually(lambda: _all_running(api, ns, 2), timeout=15, interval=0.2)
+        running = await running_pods(api, ns)
+        unlisted = next(p for p, node in running.items() if node == unlisted_node)
+        await unprotect(api, listed_node, unlisted_node)
+        expected = {
+            listed_node: "NoPlaceToMovePods",
+            unlisted_node: f"BlockedByPod (pod with local storage present: {unlisted})",
+        }
+
+        def logged() -> bool:
+            log = autoscalers.log()
+            for node, why in expected.items():
+                assert f"node {node} is not removable: {why}" in log, why
+            return True
+
+        await eventually(logged, timeout=10, interval=0.2)
+        for name in ("listed", "unlisted"):
+            await api.delete(types_pb2.ReplicaSet, name, ns)
+        await eventually(lambda: pool_empty(api), timeout=20, interval=0.3)
+    assert violations(nodes, pods) == []
+
+
+async def test_an_unready_node_is_held_to_the_utilization_threshold(
+    cluster: Cluster, autoscalers: Autoscalers, clients: tuple[Client, CloudProviderClient]
+) -> None:
+    """Upstream's eligibility checks the utilization of every node, ready or not (readiness
+    only picks --scale-down-unready-time over --scale-down-unneeded-time): a node whose
+    kubelet stopped (SIGSTOP: its node goes Unknown) with a pod using 0.6 of its cpu is
+    NotUnderutilized, as it would be ready."""
+    api, cloud = clients
+    autoscalers.use("1.37")
+    ns = await create_namespace(api, "unready")
+    async with recorded(api) as (nodes, pods):
+        (node,) = await grow(api, cloud, 1)
+        await api.create(rs(ns, "busy", "1200m"))
+        await eventually(lambda: _all_running(api, ns, 1), timeout=15, interval=0.2)
+        pid = kubelet_pid(cluster, node)
+        os.kill(pid, signal.SIGSTOP)
+        try:
+
+            async def unready() -> bool:
+                assert not is_node_ready(await api.get(types_pb2.Node, node))
+                return True
+
+            await eventually(unready, timeout=30, interval=0.2)
+            await unprotect(api, node)
+
+            def held() -> bool:
+                log = autoscalers.log().split(f"{node} is not removable: ScaleDownDisabled")[-1]
+                return f"node {node} is not removable: NotUnderutilized (utilization 0.6" in log
+
+            await eventually(held, timeout=10, interval=0.2)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        await eventually(lambda: _ready(api, node), timeout=30, interval=0.2)
+        await api.delete(types_pb2.ReplicaSet, "busy", ns)
+        await eventually(lambda: pool_empty(api), timeout=30, interval=0.3)
+    assert violations(nodes, pods) == []
+
+
+async def _ready(api: Client, node: str) -> bool:
+    return is_node_ready(await api.get(types_pb2.Node, node))
 
 
 def pinned_rs(
