@@ -6,7 +6,8 @@ drained (graceful termination on its kubelet) and deleted, its pod re-created el
 ReplicaSet; empty nodes deleted in bulk; the blocking rules (PDB, safe-to-evict "false", a
 bare pod, scale-down-disabled) and the min size; delay-after-add and the unneeded time
 (S-CA-4); expendable pods (S-CA-3); local volumes and the safe-to-evict-local-volumes
-annotation; an unready node held to the utilization threshold; S-CA-1 (kubernetes/kubernetes#125491: a pod waiting in
+annotation; an unready node held to the utilization threshold; a PDB allowing one
+disruption that lets a node of two of its pods go; S-CA-1 (kubernetes/kubernetes#125491: a pod waiting in
 PreBind, SlowPreBind standing in for volume provisioning) as a matrix of the scheduler's
 NominatedNodeNameForExpectation × the autoscaler's version; S-CA-2's scale-down half (a
 preemptor waiting for its victim counts on its node); and the autoscaler SIGKILLed in the
@@ -451,6 +452,60 @@ async def test_blocking_pods_and_the_disabled_annotation_keep_their_nodes(
         )
         await eventually(lambda: pool_empty(api), timeout=20, interval=0.3)
     assert violations(nodes, pods) == []
+
+
+async def test_a_pdb_allowing_one_disruption_lets_a_node_of_two_of_its_pods_go(
+    cluster: Cluster, autoscalers: Autoscalers, clients: tuple[Client, CloudProviderClient]
+) -> None:
+    """Upstream's pdb rule asks, for each pod, whether its PDBs allow a disruption; a node
+    whose pods together need more than the budget is still removable, and its drain retries
+    the eviction the PDB refuses until the budget allows it again. Two pods of a ReplicaSet
+    (PDB minAvailable 1 of 2: one disruption) on one node: the node is drained (one pod
+    evicted, the other once the first's replacement runs elsewhere) and deleted."""
+    api, cloud = clients
+    autoscalers.use("1.37")
+    ns = await create_namespace(api, "pdb-pair")
+    async with recorded(api) as (nodes, pods):
+        target, other = await grow(api, cloud, 2)
+        # steady (0.6) on the other node, the pair (0.3) on the target, by cordoning.
+        await api.patch(types_pb2.Node, target, {"spec": {"unschedulable": True}})
+        await api.create(rs(ns, "steady", "1200m"))
+        assert await eventually(lambda: _one_running(api, ns, "steady"), timeout=15) == other
+        await api.patch(types_pb2.Node, target, {"spec": {"unschedulable": False}})
+        await api.patch(types_pb2.Node, other, {"spec": {"unschedulable": True}})
+        pair = rs(ns, "pair", "300m")
+        pair.spec.replicas = 2
+        await api.create(pair)
+
+        async def pair_on(node: str) -> bool:
+            running = await running_pods(api, ns)
+            on = [n for p, n in running.items() if p.startswith("pair")]
+            assert on == [node, node], running
+            return True
+
+        await eventually(lambda: pair_on(target), timeout=15, interval=0.2)
+        await api.patch(types_pb2.Node, other, {"spec": {"unschedulable": False}})
+        await api.create(make_pdb("pair").namespace(ns).selector(app="pair").min_available(1).obj())
+
+        async def one_disruption() -> bool:
+            pdb = await api.get(types_pb2.PodDisruptionBudget, "pair", ns)
+            assert pdb.status.disruptions_allowed == 1, pdb.status
+            return True
+
+        await eventually(one_disruption, timeout=15, interval=0.2)
+        await unprotect(api, target, other)
+
+        async def drained() -> bool:
+            assert [x.metadata.name for x in await group_nodes(api, GROUP)] == [other]
+            await pair_on(other)
+            return True
+
+        await eventually(drained, timeout=60, interval=0.3)
+        for name in ("steady", "pair"):
+            await api.delete(types_pb2.ReplicaSet, name, ns)
+        await eventually(lambda: pool_empty(api), timeout=30, interval=0.3)
+    assert violations(nodes, pods) == []
+    assert f"scale-down: removing node {target} (group {GROUP})" in autoscalers.log()
 
 
 async def test_local_volumes_block_unless_listed_safe_to_evict(
