@@ -167,6 +167,14 @@ async def pool_empty(api: Client) -> bool:
     return True
 
 
+async def delete_until_empty(api: Client, ns: str, *replica_sets: str) -> None:
+    """Deletes the ReplicaSets and waits until pool-a is empty (their nodes gone after the
+    unneeded time)."""
+    for name in replica_sets:
+        await api.delete(types_pb2.ReplicaSet, name, ns)
+    await eventually(lambda: pool_empty(api), timeout=30, interval=0.3)
+
+
 async def grow(
     api: Client, cloud: CloudProviderClient, n: int, group: str = GROUP, *, protect: bool = True
 ) -> list[str]:
@@ -319,9 +327,7 @@ async def test_an_underused_node_is_drained_and_deleted_and_its_pod_recreated_el
             if any(t.key == TO_BE_DELETED for t in v.node.spec.taints)
         ]
         assert tainted and tainted[0].spec.taints[-1].effect == "NoSchedule"
-        await api.delete(types_pb2.ReplicaSet, "big", ns)
-        await api.delete(types_pb2.ReplicaSet, "small", ns)
-        await eventually(lambda: pool_empty(api), timeout=20, interval=0.3)
+        await delete_until_empty(api, ns, "big", "small")
     assert violations(nodes, pods) == []
     log = autoscalers.log()
     assert f"scale-down: removing node {small_node} (group {GROUP})" in log
@@ -501,9 +507,7 @@ async def test_a_pdb_allowing_one_disruption_lets_a_node_of_two_of_its_pods_go(
             return True
 
         await eventually(drained, timeout=60, interval=0.3)
-        for name in ("steady", "pair"):
-            await api.delete(types_pb2.ReplicaSet, name, ns)
-        await eventually(lambda: pool_empty(api), timeout=30, interval=0.3)
+        await delete_until_empty(api, ns, "steady", "pair")
     assert violations(nodes, pods) == []
     assert f"scale-down: removing node {target} (group {GROUP})" in autoscalers.log()
 
@@ -544,9 +548,7 @@ async def test_local_volumes_block_unless_listed_safe_to_evict(
             return True
 
         await eventually(logged, timeout=10, interval=0.2)
-        for name in ("listed", "unlisted"):
-            await api.delete(types_pb2.ReplicaSet, name, ns)
-        await eventually(lambda: pool_empty(api), timeout=20, interval=0.3)
+        await delete_until_empty(api, ns, "listed", "unlisted")
     assert violations(nodes, pods) == []
 
 
@@ -583,8 +585,7 @@ async def test_an_unready_node_is_held_to_the_utilization_threshold(
         finally:
             os.kill(pid, signal.SIGCONT)
         await eventually(lambda: _ready(api, node), timeout=30, interval=0.2)
-        await api.delete(types_pb2.ReplicaSet, "busy", ns)
-        await eventually(lambda: pool_empty(api), timeout=30, interval=0.3)
+        await delete_until_empty(api, ns, "busy")
     assert violations(nodes, pods) == []
 
 
@@ -941,9 +942,7 @@ async def test_chaos_autoscaler_killed_during_a_drain_resumes_cleanly(
             return True
 
         await eventually(finished, timeout=30, interval=0.3)
-        await api.delete(types_pb2.ReplicaSet, "big", ns)
-        await api.delete(types_pb2.ReplicaSet, "small", ns)
-        await eventually(lambda: pool_empty(api), timeout=20, interval=0.3)
+        await delete_until_empty(api, ns, "big", "small")
     assert violations(nodes, pods) == []
     assert (
         f"removing leftover taint {TO_BE_DELETED} from node {small_node}"
