@@ -34,7 +34,7 @@ from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
 from kemu.machinery.errors import ApiError, NotFound
 from kemu.machinery.keys import object_key
-from kemu.machinery.pod_strategy import TERMINAL_PHASES
+from kemu.machinery.pod_strategy import TERMINAL_PHASES, spec_grace_seconds
 from kemu.scheduling.types import pod_priority
 
 logger = logging.getLogger(__name__)
@@ -43,7 +43,6 @@ SCALE_DOWN: Final = "ScaleDown"
 SCALE_DOWN_EMPTY: Final = "ScaleDownEmpty"
 SCALE_DOWN_FAILED: Final = "ScaleDownFailed"
 ENABLE_DS_EVICTION: Final = "cluster-autoscaler.kubernetes.io/enable-ds-eviction"
-DEFAULT_GRACE: Final = 30
 """apiv1.DefaultTerminationGracePeriodSeconds"""
 POLL: Final = 1.0
 """How often the evicted pods are looked for (upstream: 5 s)."""
@@ -386,12 +385,7 @@ class Actuator:
         return now.metadata.uid != pod.metadata.uid or now.spec.node_name != node
 
     def _grace(self, pod: types_pb2.Pod) -> int:
-        grace = (
-            pod.spec.termination_grace_period_seconds
-            if pod.spec.HasField("termination_grace_period_seconds")
-            else DEFAULT_GRACE
-        )
-        return min(grace, self._opts.max_graceful_termination_sec)
+        return min(spec_grace_seconds(pod), self._opts.max_graceful_termination_sec)
 
     async def _evict(self, pod: types_pb2.Pod, grace: int, errors: list[str]) -> None:
         self._recorder.event(

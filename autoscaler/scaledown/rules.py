@@ -20,7 +20,7 @@ from kemu.api.v1 import types_pb2
 from kemu.machinery.eviction import matching_pdbs
 from kemu.machinery.keys import object_key
 from kemu.machinery.owners import controller_of
-from kemu.machinery.pod_strategy import TERMINAL_PHASES
+from kemu.machinery.pod_strategy import TERMINAL_PHASES, spec_grace_seconds
 
 SAFE_TO_EVICT: Final = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 SAFE_TO_EVICT_LOCAL_VOLUMES: Final = "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes"
@@ -28,7 +28,6 @@ SAFE_TO_EVICT_LOCAL_VOLUMES: Final = "cluster-autoscaler.kubernetes.io/safe-to-e
 LONG_TERMINATING_EXTRA: Final = 30.0
 """Seconds past its grace period after which a terminating pod is left alone (upstream
 drain.PodLongTerminatingExtraThreshold)."""
-DEFAULT_GRACE_PERIOD: Final = 30
 MIRROR_ANNOTATION: Final = "kubernetes.io/config.mirror"
 KUBE_SYSTEM: Final = "kube-system"
 
@@ -94,13 +93,8 @@ def is_long_terminating(pod: types_pb2.Pod, now: float) -> bool:
     """Deleted more than its grace period (30 s if unset) and LONG_TERMINATING_EXTRA ago."""
     if not pod.metadata.HasField("deletion_timestamp"):
         return False
-    grace = (
-        pod.spec.termination_grace_period_seconds
-        if pod.spec.HasField("termination_grace_period_seconds")
-        else DEFAULT_GRACE_PERIOD
-    )
     deleted = pod.metadata.deletion_timestamp.ToNanoseconds() / 1e9
-    return deleted + grace + LONG_TERMINATING_EXTRA < now
+    return deleted + spec_grace_seconds(pod) + LONG_TERMINATING_EXTRA < now
 
 
 class PdbTracker:

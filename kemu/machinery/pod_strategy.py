@@ -35,6 +35,13 @@ def check_graceful_delete(pod: types_pb2.Pod, requested: int | None) -> int:
     return 1 if period < 0 else period
 
 
+def spec_grace_seconds(pod: types_pb2.Pod) -> int:
+    """The pod's spec.terminationGracePeriodSeconds, the default (30) where it is unset."""
+    if pod.spec.HasField("termination_grace_period_seconds"):
+        return pod.spec.termination_grace_period_seconds
+    return DEFAULT_TERMINATION_GRACE_SECONDS
+
+
 def normalize_grace(requested: int | None) -> int | None:
     """A negative gracePeriodSeconds means 1 s on the delete path (upstream BeforeDelete)."""
     if requested is not None and requested < 0:
