@@ -4,7 +4,7 @@ A sync of one DaemonSet (upstream syncDaemonSet):
 - its pods (claimed as the ReplicaSet controller claims them) are grouped by target node
   (spec.nodeName, or the node of the `metadata.name` matchFields term of a pod not yet
   bound);
-- `manage`: for every node, by daemon_util.node_should_run_daemon_pod, a node that should run
+- `manage`: for every node, by daemon.node_should_run_daemon_pod, a node that should run
   the pod and has none gets one; a node where it should not continue running has its pods
   deleted; failed daemon pods are deleted (with a per-node backoff from 1 s doubling to
   15 min, upstream's failedPodsBackoff) and replaced, succeeded ones deleted; of several
@@ -65,6 +65,7 @@ from kemu.machinery.kinds import EVENT_WARNING
 from kemu.machinery.labels import Selector, selector_of
 from kemu.machinery.owners import controller_of
 from kemu.machinery.pod_conditions import is_pod_ready
+from kemu.scheduling import daemon
 
 logger = logging.getLogger(__name__)
 
@@ -199,7 +200,7 @@ class DaemonSetController:
 
     def _on_node_add(self, node: types_pb2.Node) -> None:
         for ds in self._dss.lister.list():
-            if daemon_util.node_should_run_daemon_pod(node, ds)[0]:
+            if daemon.node_should_run_daemon_pod(node, ds)[0]:
                 self._enqueue(ds)
 
     def _on_node_update(self, old: types_pb2.Node, new: types_pb2.Node) -> None:
@@ -210,9 +211,9 @@ class DaemonSetController:
         ):
             return  # upstream shouldIgnoreNodeUpdate: nothing the predicates read changed
         for ds in self._dss.lister.list():
-            if daemon_util.node_should_run_daemon_pod(
-                old, ds
-            ) != daemon_util.node_should_run_daemon_pod(new, ds):
+            if daemon.node_should_run_daemon_pod(old, ds) != daemon.node_should_run_daemon_pod(
+                new, ds
+            ):
                 self._enqueue(ds)
 
     def _on_node_delete(self, node: types_pb2.Node) -> None:
@@ -300,7 +301,7 @@ class DaemonSetController:
         hash_: str,
     ) -> tuple[bool, list[types_pb2.Pod]]:
         """upstream podsShouldBeOnNode: (needs a pod, pods to delete)."""
-        should_run, should_continue = daemon_util.node_should_run_daemon_pod(node, ds)
+        should_run, should_continue = daemon.node_should_run_daemon_pod(node, ds)
         name = node.metadata.name
         daemon_pods = by_node.get(name)
         if should_run and not daemon_pods:
@@ -465,7 +466,7 @@ class DaemonSetController:
         self, ds: types_pb2.DaemonSet, nodes: list[types_pb2.Node]
     ) -> tuple[int, int, int]:
         """upstream updatedDesiredNodeCounts: (maxSurge, maxUnavailable, desired)."""
-        desired = sum(1 for n in nodes if daemon_util.node_should_run_daemon_pod(n, ds)[0])
+        desired = sum(1 for n in nodes if daemon.node_should_run_daemon_pod(n, ds)[0])
         ru = ds.spec.update_strategy.rolling_update
         surge = (
             apps.scaled_value(ru.max_surge, desired, round_up=True)
@@ -547,7 +548,7 @@ class DaemonSetController:
             if new is None:
                 if not is_pod_available(old, mrs, now):
                     node = node_by_name.get(node_name)
-                    if node is None or not daemon_util.node_should_run_daemon_pod(node, ds)[0]:
+                    if node is None or not daemon.node_should_run_daemon_pod(node, ds)[0]:
                         should_not_run.append(old)
                         continue
                     allowed_nodes.append(node_name)
@@ -580,7 +581,7 @@ class DaemonSetController:
         generation = apps.template_generation(ds)
         desired = current = misscheduled = ready = available = updated = 0
         for node in nodes:
-            should_run, _ = daemon_util.node_should_run_daemon_pod(node, ds)
+            should_run, _ = daemon.node_should_run_daemon_pod(node, ds)
             node_pods = by_node.get(node.metadata.name, [])
             if not should_run:
                 if node_pods:

@@ -69,6 +69,7 @@ from kemu.component.version_rules import VersionRules
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
+from kemu.machinery.taints import TAINT_NODE_NOT_READY, TAINT_NODE_UNREACHABLE
 
 logger = logging.getLogger(__name__)
 
@@ -91,13 +92,11 @@ UNKNOWN: Final = "Unknown"
 NODE_STATUS_UNKNOWN_REASON: Final = "NodeStatusUnknown"
 NODE_STATUS_UNKNOWN_MESSAGE: Final = "Kubelet stopped posting node status."
 
-UNREACHABLE_TAINT_KEY: Final = "node.kubernetes.io/unreachable"
-NOT_READY_TAINT_KEY: Final = "node.kubernetes.io/not-ready"
 NO_SCHEDULE: Final = "NoSchedule"
 NO_EXECUTE: Final = "NoExecute"
 _OWN_TAINTS: Final = frozenset(
     (key, effect)
-    for key in (UNREACHABLE_TAINT_KEY, NOT_READY_TAINT_KEY)
+    for key in (TAINT_NODE_UNREACHABLE, TAINT_NODE_NOT_READY)
     for effect in (NO_SCHEDULE, NO_EXECUTE)
 )
 
@@ -191,9 +190,9 @@ def mark_unknown(node: types_pb2.Node, now: float) -> types_pb2.Node | None:
 def wanted_taints(ready_status: str) -> frozenset[tuple[str, str]]:
     """The (key, effect) taints of this controller a node with this Ready status carries."""
     if ready_status == UNKNOWN:
-        key = UNREACHABLE_TAINT_KEY
+        key = TAINT_NODE_UNREACHABLE
     elif ready_status == "False":
-        key = NOT_READY_TAINT_KEY
+        key = TAINT_NODE_NOT_READY
     else:
         return frozenset()
     return frozenset({(key, NO_SCHEDULE), (key, NO_EXECUTE)})

@@ -16,6 +16,7 @@ from kemu.api.v1 import types_pb2
 from kemu.machinery import jsonutil
 from kemu.machinery.errors import BadRequest, Cause, Invalid
 from kemu.machinery.qos import compute_qos_class
+from kemu.machinery.taints import TAINT_NODE_NOT_READY, TAINT_NODE_UNREACHABLE
 
 PREEMPT_LOWER_PRIORITY: Final = "PreemptLowerPriority"
 
@@ -26,8 +27,6 @@ SYSTEM_PRIORITY_CLASSES: Final = (SYSTEM_NODE_CRITICAL, SYSTEM_CLUSTER_CRITICAL)
 
 _RESIZABLE: Final = ("cpu", "memory")
 
-NOT_READY_TAINT_KEY: Final = "node.kubernetes.io/not-ready"
-UNREACHABLE_TAINT_KEY: Final = "node.kubernetes.io/unreachable"
 DEFAULT_TOLERATION_SECONDS: Final = 300
 """Upstream's --default-not-ready-toleration-seconds and --default-unreachable-toleration-seconds."""
 
@@ -104,8 +103,8 @@ def admit_default_toleration_seconds(
     that long after its node went not ready or unreachable. A toleration with an empty key
     (every taint) or an empty effect (every effect) already tolerates them."""
     for key, seconds in (
-        (NOT_READY_TAINT_KEY, settings.not_ready),
-        (UNREACHABLE_TAINT_KEY, settings.unreachable),
+        (TAINT_NODE_NOT_READY, settings.not_ready),
+        (TAINT_NODE_UNREACHABLE, settings.unreachable),
     ):
         if not any(
             t.key in ("", key) and t.effect in ("", "NoExecute") for t in pod.spec.tolerations

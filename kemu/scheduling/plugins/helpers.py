@@ -33,6 +33,7 @@ from kemu.machinery.labels import (
     selector_from_label_selector,
     selector_from_set,
 )
+from kemu.machinery.taints import TAINT_NODE_UNSCHEDULABLE
 from kemu.scheduling.types import NodeScore
 
 # ---------------------------------------------------------------- taints and tolerations
@@ -40,7 +41,6 @@ from kemu.scheduling.types import NodeScore
 TAINT_NO_SCHEDULE: Final = "NoSchedule"
 TAINT_PREFER_NO_SCHEDULE: Final = "PreferNoSchedule"
 TAINT_NO_EXECUTE: Final = "NoExecute"
-TAINT_NODE_UNSCHEDULABLE: Final = "node.kubernetes.io/unschedulable"
 
 TOLERATION_OP_EXISTS: Final = "Exists"
 TOLERATION_OP_EQUAL: Final = "Equal"

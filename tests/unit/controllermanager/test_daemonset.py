@@ -16,6 +16,7 @@ from kemu.client.fake import FakeClient
 from kemu.client.informer import InformerFactory
 from kemu.component.clock import FakeClock
 from kemu.machinery import apps
+from kemu.scheduling import daemon
 from kemu.testing.builders import make_daemon_set, make_node
 from kemu.testing.fake_time import wait_until
 
@@ -59,13 +60,13 @@ def ds_status(fake: FakeClient, name: str = "agent") -> types_pb2.DaemonSetStatu
 def test_node_should_run_daemon_pod_follows_selector_affinity_and_taints() -> None:
     ds = make_daemon_set("agent").node_selector(role="worker").obj()
     worker = make_node("w").labels(role="worker").obj()
-    assert daemon_util.node_should_run_daemon_pod(worker, ds) == (True, True)
+    assert daemon.node_should_run_daemon_pod(worker, ds) == (True, True)
     other = make_node("o").labels(role="db").obj()
-    assert daemon_util.node_should_run_daemon_pod(other, ds) == (False, False)
+    assert daemon.node_should_run_daemon_pod(other, ds) == (False, False)
     no_schedule = make_node("t").labels(role="worker").taint("dedicated", "x", "NoSchedule").obj()
-    assert daemon_util.node_should_run_daemon_pod(no_schedule, ds) == (False, True)
+    assert daemon.node_should_run_daemon_pod(no_schedule, ds) == (False, True)
     no_execute = make_node("e").labels(role="worker").taint("dedicated", "x", "NoExecute").obj()
-    assert daemon_util.node_should_run_daemon_pod(no_execute, ds) == (False, False)
+    assert daemon.node_should_run_daemon_pod(no_execute, ds) == (False, False)
     # The tolerations every daemon pod gets: a cordoned or not-ready node keeps its daemon.
     cordoned = (
         make_node("c")
@@ -73,9 +74,9 @@ def test_node_should_run_daemon_pod_follows_selector_affinity_and_taints() -> No
         .taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
         .obj()
     )
-    assert daemon_util.node_should_run_daemon_pod(cordoned, ds) == (True, True)
+    assert daemon.node_should_run_daemon_pod(cordoned, ds) == (True, True)
     tolerating = make_daemon_set("agent").toleration("dedicated").obj()
-    assert daemon_util.node_should_run_daemon_pod(no_execute, tolerating) == (True, True)
+    assert daemon.node_should_run_daemon_pod(no_execute, tolerating) == (True, True)
 
 
 async def test_one_pod_per_eligible_node_with_affinity_tolerations_and_labels() -> None:

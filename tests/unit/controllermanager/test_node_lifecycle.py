@@ -16,8 +16,6 @@ from controllermanager.node_lifecycle import (
     NODE_LEASE_NAMESPACE,
     NODE_STATUS_UNKNOWN_MESSAGE,
     NODE_STATUS_UNKNOWN_REASON,
-    NOT_READY_TAINT_KEY,
-    UNREACHABLE_TAINT_KEY,
     NodeLifecycleController,
     NodeLifecycleOptions,
     reconcile_taints,
@@ -29,6 +27,7 @@ from kemu.client.informer import InformerFactory
 from kemu.component.clock import FakeClock
 from kemu.component.featuregate import FeatureGates
 from kemu.machinery.errors import Conflict
+from kemu.machinery.taints import TAINT_NODE_NOT_READY, TAINT_NODE_UNREACHABLE
 from kemu.testing.builders import make_node
 from kemu.testing.fake_time import advance, settle, wait_until
 
@@ -36,7 +35,7 @@ pytestmark = pytest.mark.anyio
 
 GRACE = 40.0
 PERIOD = 5.0
-UNREACHABLE = {(UNREACHABLE_TAINT_KEY, "NoSchedule"), (UNREACHABLE_TAINT_KEY, "NoExecute")}
+UNREACHABLE = {(TAINT_NODE_UNREACHABLE, "NoSchedule"), (TAINT_NODE_UNREACHABLE, "NoExecute")}
 
 
 @asynccontextmanager
@@ -119,7 +118,7 @@ def own_taints(fake: FakeClient, name: str) -> set[tuple[str, str]]:
     return {
         (t.key, t.effect)
         for t in node_of(fake, name).spec.taints
-        if t.key in (UNREACHABLE_TAINT_KEY, NOT_READY_TAINT_KEY)
+        if t.key in (TAINT_NODE_UNREACHABLE, TAINT_NODE_NOT_READY)
     }
 
 
@@ -164,7 +163,7 @@ async def test_a_silent_node_becomes_unknown_with_both_unreachable_taints() -> N
         assert [c.type for c in node.status.conditions] == ["Ready", "MemoryPressure"]
         taints = {(t.key, t.effect): t for t in node.spec.taints}
         assert ("user", "NoSchedule") in taints, "other taints are kept"
-        assert taints[(UNREACHABLE_TAINT_KEY, "NoExecute")].time_added.ToSeconds() == int(
+        assert taints[(TAINT_NODE_UNREACHABLE, "NoExecute")].time_added.ToSeconds() == int(
             clock.now()
         )
         await wait_until(lambda: len(events(fake)) == 1)
@@ -255,7 +254,7 @@ async def test_a_node_its_kubelet_reports_not_ready_gets_the_not_ready_taints() 
         node.status.conditions[0].status = "False"
         node.status.conditions[0].reason = "KubeletNotReady"
         await fake.update_status(node)
-        not_ready = {(NOT_READY_TAINT_KEY, "NoSchedule"), (NOT_READY_TAINT_KEY, "NoExecute")}
+        not_ready = {(TAINT_NODE_NOT_READY, "NoSchedule"), (TAINT_NODE_NOT_READY, "NoExecute")}
         await wait_until(lambda: own_taints(fake, "n1") == not_ready)
 
         # Then silent: the not-ready taints are swapped for the unreachable ones.
@@ -303,19 +302,19 @@ async def test_a_deleted_node_is_forgotten() -> None:
 
 def test_taint_reconciliation_keeps_other_taints_and_their_times() -> None:
     now = 1_700_000_000.0
-    old = types_pb2.Taint(key=UNREACHABLE_TAINT_KEY, effect="NoExecute")
+    old = types_pb2.Taint(key=TAINT_NODE_UNREACHABLE, effect="NoExecute")
     old.time_added.FromSeconds(123)
     taints = [
         types_pb2.Taint(key="user", effect="NoExecute"),
-        types_pb2.Taint(key=NOT_READY_TAINT_KEY, effect="NoSchedule"),
+        types_pb2.Taint(key=TAINT_NODE_NOT_READY, effect="NoSchedule"),
         old,
     ]
     result = reconcile_taints(taints, wanted_taints("Unknown"), now)
     assert result is not None
     assert [(t.key, t.effect, t.time_added.seconds) for t in result] == [
         ("user", "NoExecute", 0),
-        (UNREACHABLE_TAINT_KEY, "NoExecute", 123),
-        (UNREACHABLE_TAINT_KEY, "NoSchedule", 0),
+        (TAINT_NODE_UNREACHABLE, "NoExecute", 123),
+        (TAINT_NODE_UNREACHABLE, "NoSchedule", 0),
     ]
     assert reconcile_taints(result, wanted_taints("Unknown"), now) is None
     assert reconcile_taints(taints[:1], wanted_taints("True"), now) is None
