@@ -397,6 +397,7 @@ async def serve(
         nodes = informers.informer(types_pb2.Node)
         pods = informers.informer(types_pb2.Pod)
         pdbs = informers.informer(types_pb2.PodDisruptionBudget)
+        daemonsets = informers.informer(types_pb2.DaemonSet)
         configmaps = informers.informer(types_pb2.ConfigMap, namespace="kube-system")
         # What the default profile's plugins read through the handle, as in the scheduler.
         for kind in (
@@ -439,6 +440,7 @@ async def serve(
             status=status,
             client=client,
             list_pdbs=pdbs.lister.list,
+            list_daemonsets=daemonsets.lister.list,
         )
         async with anyio.create_task_group() as tg:
             await tg.start(recorder.run)

@@ -1,7 +1,7 @@
 """How many nodes of a group the pods need (upstream estimator/binpacking_estimator.go,
 BinpackingNodeEstimator): pods, largest first (their cpu and memory requests relative to the
 template's allocatable), go on the first new node they fit, in simulation; a pod that fits none
-opens a new template node while the limit allows. The count is the number of new nodes that got
+opens a new template node (with the template's daemon pods) while the limit allows. The count is the number of new nodes that got
 pods."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from autoscaler.templates import TemplateNodeInfo
 from kemu.api.v1 import types_pb2
 from kemu.scheduling.simulator import ClusterSnapshot, PredicateChecker
 from kemu.scheduling.status import Code
@@ -35,15 +36,15 @@ def _score(pod: types_pb2.Pod, snapshot: ClusterSnapshot, template: NodeInfo) ->
 def estimate(
     checker: PredicateChecker,
     snapshot: ClusterSnapshot,
-    template: types_pb2.Node,
+    template: TemplateNodeInfo,
     pods: Sequence[types_pb2.Pod],
     *,
     max_nodes: int,
 ) -> Estimate:
-    """Bin-packs `pods` onto at most `max_nodes` copies of `template` added to a fork of
-    `snapshot` (named `<template name>-<i>`)."""
+    """Bin-packs `pods` onto at most `max_nodes` copies of `template` (each with its daemon
+    pods) added to a fork of `snapshot` (named `<template name>-<i>`)."""
     sim = snapshot.fork()
-    template_info = NodeInfo(template)
+    template_info = NodeInfo(template.node)
     ordered = sorted(pods, key=lambda p: _score(p, snapshot, template_info), reverse=True)
     new_nodes: list[str] = []
     new_set: set[str] = set()
@@ -62,11 +63,8 @@ def estimate(
             # reused by the next pod rather than added again.
             empty = next((n for n in new_nodes if n not in used), None)
             if empty is None:
-                copy = types_pb2.Node()
-                copy.CopyFrom(template)
-                copy.metadata.name = f"{template.metadata.name}-{len(new_nodes)}"
-                sim.add_node(copy)
-                empty = copy.metadata.name
+                empty = f"{template.name}-{len(new_nodes)}"
+                template.add_copy(sim, empty)
                 new_nodes.append(empty)
                 new_set.add(empty)
             if checker.check_predicates(sim, pod, empty).code is not Code.SUCCESS:

@@ -17,6 +17,7 @@ from autoscaler.clusterstate import CloudApi, ClusterState, GroupState
 from autoscaler.estimator import estimate
 from autoscaler.expander import Expander, Option
 from autoscaler.metrics import Metrics
+from autoscaler.templates import TemplateNodeInfo
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import Clock
 from kemu.machinery.errors import ApiError
@@ -45,18 +46,6 @@ class Recorder(Protocol):
         *,
         related: Message | None = None,
     ) -> None: ...
-
-
-def template_name(group: str) -> str:
-    return f"template-node-for-{group}"
-
-
-def named_template(template: types_pb2.Node, name: str) -> types_pb2.Node:
-    node = types_pb2.Node()
-    node.CopyFrom(template)
-    node.metadata.name = name
-    node.metadata.labels["kubernetes.io/hostname"] = name
-    return node
 
 
 @dataclass
@@ -90,6 +79,7 @@ class ScaleUpOrchestrator:
     async def _option(
         self,
         g: GroupState,
+        template: TemplateNodeInfo,
         snapshot: ClusterSnapshot,
         pods: Sequence[types_pb2.Pod],
         reasons: dict[str, Counter[str]],
@@ -107,12 +97,11 @@ class ScaleUpOrchestrator:
             for pod in pods:
                 no(pod, "max node group size reached")
             return None
-        template = named_template(await self._state.template(g.id), template_name(g.id))
         sim = snapshot.fork()
-        sim.add_node(template)
+        template.add_copy(sim, template.name)
         fitting: list[types_pb2.Pod] = []
         for pod in pods:
-            s = self._checker.check_predicates(sim, pod, template.metadata.name)
+            s = self._checker.check_predicates(sim, pod, template.name)
             if s.code is Code.SUCCESS:
                 fitting.append(pod)
             else:
@@ -129,18 +118,20 @@ class ScaleUpOrchestrator:
         for pod in fitting:
             if object_key(pod) not in helped:
                 no(pod, "max node group size reached")
-        return Option(g.id, est.node_count, est.pods, NodeInfo(template), requests)
+        return Option(g.id, est.node_count, est.pods, NodeInfo(template.node), requests)
 
     async def scale_up(
         self,
         pods: Sequence[types_pb2.Pod],
         snapshot: ClusterSnapshot,
         groups: Mapping[str, GroupState],
+        templates: Mapping[str, TemplateNodeInfo],
     ) -> ScaleUpResult:
+        """`templates`: every group's template with its daemon pods (autoscaler/templates.py)."""
         result = ScaleUpResult()
         options: list[Option] = []
         for g in sorted(groups.values(), key=lambda g: g.id):
-            option = await self._option(g, snapshot, pods, result.reasons)
+            option = await self._option(g, templates[g.id], snapshot, pods, result.reasons)
             if option is not None:
                 options.append(option)
         best = self._expander.best_option(options)

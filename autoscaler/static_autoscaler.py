@@ -4,7 +4,8 @@
 2. a ClusterSnapshot of the Nodes and the pods bound to them (informers) but the expendable
    ones (priority below --expendable-pods-priority-cutoff: their room is free), the pods with
    a nominatedNodeName added on their nodes as the emulated version says (autoscaler/pods.py),
-   and one template node per upcoming node (asked for, not registered);
+   and one template node per upcoming node (asked for, not registered), each with the pods of
+   the DaemonSets that would run on it (autoscaler/templates.py);
 3. the unschedulable pods, minus the expendable ones (priority below the cutoff), the
    nominated ones (per version) and those younger than --new-pod-scale-up-delay;
 4. the pods that fit an existing or upcoming node in simulation are placed there, in the
@@ -34,17 +35,12 @@ from autoscaler.clusterstate import CloudApi, ClusterState, GroupState
 from autoscaler.expander import Expander
 from autoscaler.metrics import Metrics
 from autoscaler.pods import PodSets, is_expendable, sort_pods
-from autoscaler.scale_up import (
-    Recorder,
-    ScaleUpOrchestrator,
-    ScaleUpResult,
-    named_template,
-    template_name,
-)
+from autoscaler.scale_up import Recorder, ScaleUpOrchestrator, ScaleUpResult
 from autoscaler.scaledown.actuation import Task
 from autoscaler.scaledown.options import ScaleDownOptions
 from autoscaler.scaledown.scale_down import ScaleDown, ScaleDownSummary
 from autoscaler.status import StatusWriter
+from autoscaler.templates import TemplateNodeInfo, template_name, template_node_info
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
@@ -116,6 +112,7 @@ class StaticAutoscaler:
         status: StatusWriter | None = None,
         client: ApiClient | None = None,
         list_pdbs: Callable[[], Sequence[types_pb2.PodDisruptionBudget]] = lambda: (),
+        list_daemonsets: Callable[[], Sequence[types_pb2.DaemonSet]] = lambda: (),
     ) -> None:
         """`client` writes taints and evictions: without one there is no scale-down."""
         self.options = options
@@ -141,6 +138,7 @@ class StaticAutoscaler:
         self.status = status
         """Writes kube-system/cluster-autoscaler-status after every loop (autoscaler/status.py)."""
         self._list_pdbs = list_pdbs
+        self._list_daemonsets = list_daemonsets
         self.last_scale_up: float | None = None
         """Monotonic time of the last successful scale-up (upstream lastScaleUpTime)."""
         self.scale_down: ScaleDown | None = None
@@ -249,7 +247,8 @@ class StaticAutoscaler:
                     pod_priority(pod),
                     opts.expendable_pods_priority_cutoff,
                 )
-            await self._add_upcoming_nodes(snapshot, groups)
+            templates = await self._templates(groups)
+            self._add_upcoming_nodes(snapshot, groups, templates)
         self._metrics.unschedulable_pods_count.labels("unschedulable").set(
             len(pods.unschedulable) + len(pods.too_young) + len(pods.nominated_elsewhere)
         )
@@ -260,7 +259,9 @@ class StaticAutoscaler:
         self.last_placements = result.placements
         if remaining:
             with self._timed("scaleUp"):
-                result.scale_up = await self._scale_up.scale_up(remaining, snapshot, groups)
+                result.scale_up = await self._scale_up.scale_up(
+                    remaining, snapshot, groups, templates
+                )
             if result.scale_up.option is not None:
                 self.last_scale_up = self._clock.monotonic()
                 # No scale-down in a loop that scaled up (upstream RunOnce).
@@ -283,15 +284,24 @@ class StaticAutoscaler:
         self._metrics.nodes_count.labels("unready").set(len(nodes) - ready)
         self._metrics.nodes_count.labels("notStarted").set(unregistered)
 
-    async def _add_upcoming_nodes(
-        self, snapshot: ClusterSnapshot, groups: dict[str, GroupState]
+    async def _templates(self, groups: dict[str, GroupState]) -> dict[str, TemplateNodeInfo]:
+        """Every group's template node with the pods of the DaemonSets that would run on it,
+        built anew each loop (the DaemonSets change; the cloud's template is asked once)."""
+        daemonsets = self._list_daemonsets()
+        return {
+            g: template_node_info(g, await self.cluster_state.template(g), daemonsets)
+            for g in groups
+        }
+
+    @staticmethod
+    def _add_upcoming_nodes(
+        snapshot: ClusterSnapshot,
+        groups: dict[str, GroupState],
+        templates: dict[str, TemplateNodeInfo],
     ) -> None:
         for g in groups.values():
-            if g.upcoming == 0:
-                continue
-            template = await self.cluster_state.template(g.id)
             for i in range(g.upcoming):
-                snapshot.add_node(named_template(template, f"{template_name(g.id)}-upcoming-{i}"))
+                templates[g.id].add_copy(snapshot, f"{template_name(g.id)}-upcoming-{i}")
 
     async def _filter_out_schedulable(
         self, snapshot: ClusterSnapshot, pods: Sequence[types_pb2.Pod], result: LoopResult

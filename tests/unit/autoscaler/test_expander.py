@@ -10,6 +10,7 @@ import pytest
 from autoscaler.backoff import Backoff
 from autoscaler.estimator import estimate
 from autoscaler.expander import Expander, Option, parse_priorities
+from autoscaler.templates import TemplateNodeInfo
 from kemu.api.v1 import types_pb2
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.profile import default_profile
@@ -63,7 +64,7 @@ def test_binpacking_estimate_counts_nodes_up_to_the_limit() -> None:
     registry = in_tree_registry()
     checker = PredicateChecker(Framework(default_profile(registry), registry))
     snap = ClusterSnapshot.from_objects([], [])
-    tmpl = template("g", cpu="2")
+    tmpl = TemplateNodeInfo(template("g", cpu="2"))
     pods = [
         make_pod(f"p{i}").uid(f"u{i}").req(cpu=c).obj()
         for i, c in enumerate(["1500m", "500m", "1", "1", "1500m"])

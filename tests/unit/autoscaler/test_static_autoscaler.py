@@ -23,7 +23,7 @@ from kemu.component.version import Version
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.profile import default_profile
 from kemu.scheduling.runtime import Framework
-from kemu.testing.builders import PodBuilder, make_node, make_pod
+from kemu.testing.builders import PodBuilder, make_daemon_set, make_node, make_pod
 from kemu.testing.eventually import eventually
 from tests.unit.autoscaler.fakes import FakeCloud, FakeGroup, template
 
@@ -53,12 +53,14 @@ class Env:
         version: str = "1.37",
         nodes: Sequence[types_pb2.Node] = (),
         pods: Sequence[types_pb2.Pod] = (),
+        daemonsets: Sequence[types_pb2.DaemonSet] = (),
         recorder: object | None = None,
         **options: object,
     ) -> None:
         self.cloud = FakeCloud(*groups)
         self.nodes = list(nodes)
         self.pods = list(pods)
+        self.daemonsets = list(daemonsets)
         self.events: list[tuple[str, str, str]] = []
         self.clock = FakeClock()
         self.registry = CollectorRegistry()
@@ -73,6 +75,7 @@ class Env:
             metrics=Metrics(self.registry),
             clock=self.clock,
             rng=random.Random(1),
+            list_daemonsets=lambda: self.daemonsets,
         )
 
     def event(
@@ -174,6 +177,73 @@ async def test_a_pod_too_big_for_every_template_gets_the_filter_reason() -> None
     assert result.scale_up is not None and result.scale_up.option is None
     assert env.events == [
         ("big", NOT_TRIGGER_SCALE_UP, "pod didn't trigger scale-up: 1 Insufficient cpu")
+    ]
+
+
+async def test_templates_carry_their_daemonset_pods_in_the_estimate() -> None:
+    """Upstream TemplateNodeInfoFromNodeGroupTemplate forces DaemonSets: two 800m pods share
+    a 2-cpu template alone, but not beside a 500m daemon pod (2 nodes, not 1)."""
+    agent = make_daemon_set("agent").req(cpu="500m").obj()
+    env = Env(pool(5), pods=[unschedulable(f"p{i}", "800m").obj() for i in range(2)])
+    await env.loop()
+    assert env.increases() == [("pool-a", 1)]
+    env = Env(
+        pool(5),
+        pods=[unschedulable(f"p{i}", "800m").obj() for i in range(2)],
+        daemonsets=[agent],
+    )
+    await env.loop()
+    assert env.increases() == [("pool-a", 2)]
+
+
+async def test_a_pod_that_fits_a_template_only_without_its_daemons_triggers_no_scale_up() -> None:
+    env = Env(
+        pool(3),
+        pods=[unschedulable("big", "1800m").obj()],
+        daemonsets=[make_daemon_set("agent").req(cpu="500m").obj()],
+    )
+    result = await env.loop()
+    assert env.increases() == []
+    assert result.scale_up is not None and result.scale_up.option is None
+    assert env.events == [
+        ("big", NOT_TRIGGER_SCALE_UP, "pod didn't trigger scale-up: 1 Insufficient cpu")
+    ]
+
+
+async def test_only_the_daemonsets_that_would_run_on_a_template_count() -> None:
+    """A DaemonSet whose node selector the template does not match, or whose pod does not
+    tolerate the template's taint, adds nothing (NodeShouldRunDaemonPod)."""
+    env = Env(
+        pool(3),
+        pods=[unschedulable("big", "1800m").obj()],
+        daemonsets=[
+            make_daemon_set("gpu-agent").req(cpu="500m").node_selector(gpu="yes").obj(),
+        ],
+    )
+    await env.loop()
+    assert env.increases() == [("pool-a", 1)]
+
+
+async def test_upcoming_nodes_carry_the_daemon_pods_of_their_template() -> None:
+    env = Env(
+        pool(5),
+        pods=[unschedulable("p0", "1").obj()],
+        daemonsets=[make_daemon_set("agent").req(cpu="500m").obj()],
+    )
+    await env.loop()
+    assert env.increases() == [("pool-a", 1)]
+    # The upcoming node holds the daemon pod and p0: a 1-cpu pod no longer fits beside them.
+    env.pods.append(unschedulable("p1", "1").obj())
+    result = await env.loop()
+    assert result.placements == {"default/p0": "template-node-for-pool-a-upcoming-0"}
+    assert env.increases() == [("pool-a", 1), ("pool-a", 1)]
+    snapshot = env.autoscaler.last_snapshot
+    assert snapshot is not None
+    upcoming = snapshot.get("template-node-for-pool-a-upcoming-0")
+    assert upcoming is not None
+    assert sorted(p.pod.metadata.name for p in upcoming.pods) == [
+        "agent-pod-template-node-for-pool-a-upcoming-0",
+        "p0",
     ]
 
 
