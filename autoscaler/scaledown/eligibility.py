@@ -5,8 +5,10 @@ node while --scale-down-unready-enabled is false, and utilization: max(cpu, memo
 over allocatable of the pods counted on it in the snapshot (bound pods, pods force-added on
 their nominated node, pods placed there in simulation; DaemonSet and mirror pods included, as
 upstream by default; expendable pods are not in the snapshot, but for one nominated to
-the node where the version counts it there), held to the threshold whether the node is
-ready or not (readiness only picks the waiting time: --scale-down-unready-time)."""
+the node where the version counts it there; a pod terminating for longer than its grace
+period and 30 s is not counted, as upstream's utilization.Calculate skips
+drain.IsPodLongTerminating), held to the threshold whether the node is ready or not
+(readiness only picks the waiting time: --scale-down-unready-time)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from autoscaler.scaledown.options import ScaleDownOptions
+from autoscaler.scaledown.rules import is_long_terminating
 from autoscaler.scaledown.taints import TO_BE_DELETED_TAINT, has_taint
 from kemu.machinery.node_conditions import is_node_ready
 from kemu.scheduling.types import NodeInfo
@@ -49,9 +52,13 @@ class Utilization:
         return max(self.cpu, self.memory)
 
 
-def utilization(ni: NodeInfo) -> Utilization:
+def utilization(ni: NodeInfo, now: float) -> Utilization:
+    """The requests of the node's pods over its allocatable, the pods terminating for too
+    long at wall time `now` left out."""
     cpu = mem = 0
     for pi in ni.pods:
+        if is_long_terminating(pi.pod, now):
+            continue
         cpu += pi.requests.milli_cpu
         mem += pi.requests.memory
     alloc = ni.allocatable
@@ -62,13 +69,13 @@ def utilization(ni: NodeInfo) -> Utilization:
 
 
 def check(
-    ni: NodeInfo, *, in_group: bool, opts: ScaleDownOptions
+    ni: NodeInfo, *, in_group: bool, opts: ScaleDownOptions, now: float
 ) -> tuple[UnremovableReason | None, str, Utilization]:
     """None when the node may go on to the removal simulation; else the reason and a message
-    for the log."""
+    for the log (`now`: wall time, for the long-terminating pods)."""
     node = ni.node
     assert node is not None
-    util = utilization(ni)
+    util = utilization(ni, now)
     if has_taint(node, TO_BE_DELETED_TAINT):
         return UnremovableReason.CURRENTLY_BEING_DELETED, "being deleted", util
     if node.metadata.annotations.get(SCALE_DOWN_DISABLED) == "true":

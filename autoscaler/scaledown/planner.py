@@ -122,6 +122,7 @@ class Planner:
                 ni,
                 in_group=name in group_of,
                 opts=self._opts,
+                now=wall,
             )
             if reason is not None:
                 plan.unremovable[name] = (reason, message)

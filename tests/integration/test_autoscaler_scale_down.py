@@ -6,7 +6,8 @@ drained (graceful termination on its kubelet) and deleted, its pod re-created el
 ReplicaSet; empty nodes deleted in bulk; the blocking rules (PDB, safe-to-evict "false", a
 bare pod, scale-down-disabled) and the min size; delay-after-add and the unneeded time
 (S-CA-4); expendable pods (S-CA-3); local volumes and the safe-to-evict-local-volumes
-annotation; an unready node held to the utilization threshold; a PDB allowing one
+annotation; an unready node held to the utilization threshold; a pod terminating for too long
+neither blocking its node nor counting in its utilization; a PDB allowing one
 disruption that lets a node of two of its pods go; S-CA-1 (kubernetes/kubernetes#125491: a pod waiting in
 PreBind, SlowPreBind standing in for volume provisioning) as a matrix of the scheduler's
 NominatedNodeNameForExpectation × the autoscaler's version; S-CA-2's scale-down half (a
@@ -586,6 +587,45 @@ async def test_an_unready_node_is_held_to_the_utilization_threshold(
             os.kill(pid, signal.SIGCONT)
         await eventually(lambda: _ready(api, node), timeout=30, interval=0.2)
         await delete_until_empty(api, ns, "busy")
+    assert violations(nodes, pods) == []
+
+
+async def test_a_pod_terminating_past_its_grace_period_and_30s_neither_blocks_nor_counts(
+    cluster: Cluster, autoscalers: Autoscalers, clients: tuple[Client, CloudProviderClient]
+) -> None:
+    """Upstream's longterminating rule and utilization.Calculate: a pod deleted more than its
+    grace period and 30 s ago (its kubelet stopped: SIGSTOP, the node goes Unknown, so
+    nothing finishes it) is skipped by the drainability rules, bare as it is (else "is not
+    replicated"), and left out of the node's utilization (else 0.6, NotUnderutilized): the
+    unready node is unneeded and waits for --scale-down-unready-time."""
+    api, cloud = clients
+    autoscalers.use("1.37")
+    ns = await create_namespace(api, "long-terminating")
+    async with recorded(api) as (nodes, pods):
+        (node,) = await grow(api, cloud, 1)
+        stuck = make_pod("stuck").namespace(ns).req(cpu="1200m").grace(1).node(node).obj()
+        await api.create(stuck)
+        await eventually(lambda: _all_running(api, ns, 1), timeout=15, interval=0.2)
+        pid = kubelet_pid(cluster, node)
+        os.kill(pid, signal.SIGSTOP)
+        try:
+
+            async def unready() -> bool:
+                assert not is_node_ready(await api.get(types_pb2.Node, node))
+                return True
+
+            await eventually(unready, timeout=30, interval=0.2)
+            await api.delete(types_pb2.Pod, "stuck", ns)
+            await unprotect(api, node)
+
+            def unneeded() -> bool:
+                log = autoscalers.log().split(f"{node} is not removable: ScaleDownDisabled")[-1]
+                return f"node {node} is not removable: NotUnreadyLongEnough" in log
+
+            await eventually(unneeded, timeout=20, interval=0.2)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        await eventually(lambda: pool_empty(api), timeout=30, interval=0.3)
     assert violations(nodes, pods) == []
 
 

@@ -1,10 +1,12 @@
 """The drainability rules in upstream's words (simulator/drainability/rules): the blocking
-messages, the safe-to-evict-local-volumes annotation, and the long-terminating rule."""
+messages, the safe-to-evict-local-volumes annotation, and the long-terminating rule (in the
+drainability rules and in utilization)."""
 
 from __future__ import annotations
 
 import pytest
 
+from autoscaler.scaledown.eligibility import utilization
 from autoscaler.scaledown.options import ScaleDownOptions
 from autoscaler.scaledown.rules import (
     SAFE_TO_EVICT,
@@ -14,7 +16,8 @@ from autoscaler.scaledown.rules import (
     classify,
 )
 from kemu.api.v1 import types_pb2
-from kemu.testing.builders import PodBuilder, make_pdb, make_pod
+from kemu.scheduling.types import NodeInfo
+from kemu.testing.builders import PodBuilder, make_node, make_pdb, make_pod
 
 NOW = 1_000_000.0
 
@@ -125,6 +128,18 @@ def test_a_pod_terminating_past_its_grace_period_and_30s_is_left_alone(
         assert out.blocking is None and [p.metadata.name for p in out.ignored] == ["stuck"]
     else:
         assert out.blocking is not None and out.blocking.message == "apps/stuck is not replicated"
+
+
+def test_a_long_terminating_pod_is_left_out_of_its_nodes_utilization() -> None:
+    """Upstream's utilization.Calculate skips drain.IsPodLongTerminating pods: a node whose
+    only busy pod was deleted 31 s past its grace period is empty by utilization."""
+    node = make_node("n").capacity(cpu="2", memory="4Gi", pods=20).obj()
+    stuck = make_pod("stuck").namespace("apps").req(cpu="1200m").grace(1).obj()
+    stuck.metadata.deletion_timestamp.FromNanoseconds(round((NOW - 31.5) * 1e9))
+    ni = NodeInfo(node)
+    ni.add_pod(stuck)
+    assert utilization(ni, NOW).value == 0.0
+    assert utilization(ni, NOW - 1.0).value == pytest.approx(0.6)
 
 
 def test_a_pdb_with_one_disruption_lets_a_node_of_two_of_its_pods_go() -> None:
