@@ -8,7 +8,9 @@ failure decides: the pod count first, then cpu, memory, ephemeral-storage and ex
 resources, each only when the pod requests a positive amount (extended resources the node does
 not know are ignored, as upstream removes them). The pod is then rejected with reason
 `OutOf<resource>` and the message of InsufficientResourceError:
-"Node didn't have enough resource: cpu, requested: 2000, used: 3000, capacity: 4000".
+"Node didn't have enough resource: cpu, requested: 2000, used: 3000, capacity: 4000", unless
+its failure handler makes room first (upstream HandleAdmissionFailure: kubelet.preemption
+evicts pods for a critical one).
 
 What a pod needs is kemu.machinery.resources.kubelet_pod_requests (the scheduler's model, at
 the kubelet's allocation). Resources are exact integers: milli-CPU for cpu, base units (bytes,
@@ -18,9 +20,9 @@ one name space) to the requests and limits the kubelet admitted it with.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Protocol
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.resources import kubelet_pod_requests
@@ -74,13 +76,27 @@ class AdmitResult:
 ADMITTED: Final = AdmitResult(True)
 
 
-def insufficient(resource: str, requested: int, used: int, capacity: int) -> AdmitResult:
-    return AdmitResult(
-        False,
-        f"{REASON_PREFIX}{resource}",
-        f"Node didn't have enough resource: {resource}, requested: {requested}, "
-        f"used: {used}, capacity: {capacity}",
-    )
+@dataclass(frozen=True)
+class InsufficientResource:
+    """One resource the node lacks for a pod (upstream lifecycle.InsufficientResourceError)."""
+
+    resource: str
+    requested: int
+    used: int
+    capacity: int
+
+    @property
+    def amount(self) -> int:
+        """How much more would have to be free (GetInsufficientAmount)."""
+        return self.requested - (self.capacity - self.used)
+
+    def result(self) -> AdmitResult:
+        return AdmitResult(
+            False,
+            f"{REASON_PREFIX}{self.resource}",
+            f"Node didn't have enough resource: {self.resource}, requested: {self.requested}, "
+            f"used: {self.used}, capacity: {self.capacity}",
+        )
 
 
 def used_by(admitted: Iterable[Mapping[str, int]]) -> tuple[dict[str, int], int]:
@@ -93,16 +109,19 @@ def used_by(admitted: Iterable[Mapping[str, int]]) -> tuple[dict[str, int], int]
     return used, count
 
 
-def fits(
+def fit_failures(
     requests: Mapping[str, int],
     used: Mapping[str, int],
     pod_count: int,
     allocatable: Mapping[str, int],
-) -> AdmitResult:
-    """Whether a pod requesting `requests` fits next to `pod_count` pods using `used`."""
+) -> list[InsufficientResource]:
+    """Every resource a pod requesting `requests` lacks next to `pod_count` pods using
+    `used`, in upstream's order (noderesources.Fits): the pod count, cpu, memory,
+    ephemeral-storage, then extended resources by name."""
+    out: list[InsufficientResource] = []
     allowed = allocatable.get(PODS, 0)
     if pod_count + 1 > allowed:
-        return insufficient(PODS, 1, pod_count, allowed)
+        out.append(InsufficientResource(PODS, 1, pod_count, allowed))
     extended = sorted(n for n in requests if n not in _NATIVE and n != PODS)
     for name in (*_NATIVE, *extended):
         wanted = requests.get(name, 0)
@@ -113,8 +132,44 @@ def fits(
         capacity = allocatable.get(name, 0)
         in_use = used.get(name, 0)
         if wanted > capacity - in_use:
-            return insufficient(name, wanted, in_use, capacity)
-    return ADMITTED
+            out.append(InsufficientResource(name, wanted, in_use, capacity))
+    return out
+
+
+def fits(
+    requests: Mapping[str, int],
+    used: Mapping[str, int],
+    pod_count: int,
+    allocatable: Mapping[str, int],
+) -> AdmitResult:
+    """Whether a pod requesting `requests` fits next to `pod_count` pods using `used`; the
+    first failure names the reason."""
+    failures = fit_failures(requests, used, pod_count, allocatable)
+    return failures[0].result() if failures else ADMITTED
+
+
+class AdmissionError(Exception):
+    """An admission failure handler could not make room: the pod is rejected with this
+    reason and message (upstream UnexpectedAdmissionError)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+class AdmissionFailureHandler(Protocol):
+    """What the kubelet does when a pod does not fit (upstream AdmissionFailureHandler,
+    kubelet.preemption's for critical pods)."""
+
+    def __call__(
+        self, pod: types_pb2.Pod, failures: Sequence[InsufficientResource]
+    ) -> float | None:
+        """None: the failures stand (the pod is rejected with the first). Else the room was
+        made, the pod is admitted, and its containers start no earlier than the instant
+        returned (when what made way has stopped). AdmissionError: rejected with its
+        reason."""
+        ...
 
 
 def admit_pod(
@@ -124,12 +179,13 @@ def admit_pod(
     *,
     now: float,
     startup_delay: float,
+    on_failure: AdmissionFailureHandler | None = None,
 ) -> PodRuntime:
     """The kubelet's record of a pod that arrives on the node, in the state it starts in:
     STARTING (admitted at its spec's allocation; its containers run after the start-up delay,
     unless its annotation says otherwise), REJECTED (it does not fit next to `held_by_others`,
-    the requests every other active pod holds), or TERMINATED (deleted before it ever ran
-    here: nothing to start or stop)."""
+    the requests every other active pod holds, and `on_failure` made no room), or TERMINATED
+    (deleted before it ever ran here: nothing to start or stop)."""
     meta = pod.metadata
     rt = PodRuntime(meta.uid, meta.namespace, meta.name, PodState.STARTING, admitted_at=now)
     if meta.HasField("deletion_timestamp"):
@@ -140,13 +196,22 @@ def admit_pod(
     # Resized pods count at their new allocation (or their actual size, if larger): a pod
     # bound into room a resize took is rejected (KEP-1287's kubelet-side race).
     used, count = used_by(held_by_others)
-    result = fits(requests, used, count, allocatable)
-    if not result.admit:
-        rt.state = PodState.REJECTED
-        rt.reason, rt.message = result.reason, result.message
-        return rt
+    failures = fit_failures(requests, used, count, allocatable)
+    free_at: float | None = None
+    if failures:
+        try:
+            free_at = None if on_failure is None else on_failure(pod, failures)
+        except AdmissionError as e:
+            rt.state = PodState.REJECTED
+            rt.reason, rt.message = e.reason, e.message
+            return rt
+        if free_at is None:
+            result = failures[0].result()
+            rt.state = PodState.REJECTED
+            rt.reason, rt.message = result.reason, result.message
+            return rt
     delay = annotation_seconds(pod, STARTUP_DELAY_ANNOTATION)
     rt.allocation = allocation_from_spec(pod)
     rt.requests = requests
-    rt.start_at = now + (startup_delay if delay is None else delay)
+    rt.start_at = max(now + (startup_delay if delay is None else delay), free_at or 0.0)
     return rt

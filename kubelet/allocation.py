@@ -51,8 +51,11 @@ from kemu.machinery.resources import (
 from kubelet.admission import (
     CPU,
     MEMORY,
+    AdmissionError,
+    AdmissionFailureHandler,
+    InsufficientResource,
     allocation_from_spec,
-    fits,
+    fit_failures,
     requests_of,
     used_by,
 )
@@ -88,6 +91,8 @@ class Decision:
 
     pending: Pending | None
     message: str = ""
+    failures: tuple[InsufficientResource, ...] = ()
+    """What a Deferred resize lacks (for an admission failure handler)."""
 
 
 ACCEPTED: Final = Decision(None)
@@ -131,9 +136,9 @@ def decide(
                 f"capacity: {capacity}",
             )
     used, count = used_by(others)
-    result = fits(max_resources(desired, own_held or {}), used, count, allocatable)
-    if not result.admit:
-        return Decision(Pending.DEFERRED, result.message)
+    failures = fit_failures(max_resources(desired, own_held or {}), used, count, allocatable)
+    if failures:
+        return Decision(Pending.DEFERRED, failures[0].result().message, tuple(failures))
     return ACCEPTED
 
 
@@ -235,8 +240,13 @@ class AllocationManager:
         counting: PodResourcesOptions = DEFAULT_OPTIONS,
         recorder: EventRecorder | None = None,
         registry: CollectorRegistry | None = None,
+        on_failure: Callable[[NodePods], AdmissionFailureHandler] | None = None,
     ) -> None:
+        """`on_failure`: the node's admission failure handler a resize that does not fit
+        goes through, as upstream's canResizePod runs the admit handlers (the critical-pod
+        preemption; None with KEP-5836's gate on, where the scheduler preempts instead)."""
         self._nodes = nodes
+        self._on_failure = on_failure
         # The emulated version's rule for what a pod being resized holds (kemu.machinery.resources).
         self._counting = counting
         self._clock = clock
@@ -320,8 +330,16 @@ class AllocationManager:
         # The pod itself counts at the larger of desired and what it holds now (its allocated
         # and actual sizes, by the emulated version's rule).
         decision = decide(wanted, rt.held(), held_by_others(node, rt.uid), node.allocatable)
+        free_at = now
+        if decision.pending == Pending.DEFERRED and self._on_failure is not None:
+            try:
+                made_room = self._on_failure(node)(pod, decision.failures)
+            except AdmissionError as e:
+                return self._pend(node, pod, rt, Pending.DEFERRED, e.message, now)
+            if made_room is not None:
+                decision, free_at = ACCEPTED, made_room
         if decision.pending is None:
-            self._accept(node, pod, rt, desired, wanted, now, trigger)
+            self._accept(node, pod, rt, desired, wanted, now, trigger, free_at)
             return True
         return self._pend(node, pod, rt, decision.pending, decision.message, now)
 
@@ -334,7 +352,10 @@ class AllocationManager:
         wanted: dict[str, int],
         now: float,
         trigger: str,
+        free_at: float,
     ) -> None:
+        """Accepts the resize; it is actuated after the actuation delay, and not before
+        `free_at` (when the pods preempted for it have stopped)."""
         was_deferred = rt.pending_reason == Pending.DEFERRED
         self._clear_pending(node, rt)
         if rt.actual is None:
@@ -352,7 +373,7 @@ class AllocationManager:
                 requests_of(rt.actual),
                 opts=self._counting,
             )
-            rt.actuate_at = now + self._actuation_delay
+            rt.actuate_at = max(now + self._actuation_delay, free_at)
         if was_deferred and trigger:
             self.deferred_resizes_accepted[trigger] = (
                 self.deferred_resizes_accepted.get(trigger, 0) + 1

@@ -293,9 +293,10 @@ def settings_from_args(args: argparse.Namespace, kubelet_version: str) -> Kubele
 def pod_worker_options(options: PodWorkerOptions, gates: FeatureGates) -> PodWorkerOptions:
     """`options` (from the flags) with what the emulated version decides, resolved once: the
     resize gates (a kubelet without in-place resize does not report container resources, so
-    the apiserver refuses to resize its pods), PodObservedGenerationTracking, and the aggregation rule of a resizing pod's sizes (upstream changed it in
+    the apiserver refuses to resize its pods), PodObservedGenerationTracking, PodDisruptionConditions (the DisruptionTarget of a pod
+    preempted for a critical one), and the aggregation rule of a resizing pod's sizes (upstream changed it in
     1.37 without a gate; kemu.component.version_rules)."""
-    version = gates.version
+    rules = VersionRules.at(gates.version)
     in_place_resize = gates.enabled(IN_PLACE_POD_VERTICAL_SCALING)
     return dataclasses.replace(
         options,
@@ -303,7 +304,8 @@ def pod_worker_options(options: PodWorkerOptions, gates: FeatureGates) -> PodWor
         report_resources=in_place_resize,
         observed_generation=gates.enabled(POD_OBSERVED_GENERATION_TRACKING),
         resize_preemption_policy=gates.enabled(IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION),
-        counting=PodResourcesOptions(per_container_max=VersionRules.at(version).per_container_max),
+        counting=PodResourcesOptions(per_container_max=rules.per_container_max),
+        disruption_conditions=rules.eviction_disruption_condition,
     )
 
 

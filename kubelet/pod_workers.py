@@ -39,11 +39,17 @@ from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.kinds import EVENT_WARNING
-from kemu.machinery.pod_strategy import TERMINAL_PHASES
+from kemu.machinery.pod_strategy import TERMINAL_PHASES, spec_grace_seconds
 from kemu.machinery.resources import DEFAULT_OPTIONS, PodResourcesOptions
 from kubelet.admission import admit_pod
 from kubelet.allocation import DEFAULT_ACTUATION_DELAY, AllocationManager, held_by_others
 from kubelet.pod_manager import NodePods, resource_version
+from kubelet.preemption import (
+    PREEMPT_MESSAGE,
+    PREEMPT_REASON,
+    Candidate,
+    CriticalPodAdmissionHandler,
+)
 from kubelet.resize_retry import (
     DEFAULT_RETRY_PERIOD,
     TRIGGER_POD_RESIZED,
@@ -104,6 +110,9 @@ class PodWorkerOptions:
     """Gate InPlacePodVerticalScalingSchedulerPreemption: Deferred pods on a node whose
     spec.podPreemptionPolicy.disableResizePreemption is non-empty get the condition
     PodResizePreemptionDisabled (KEP-5836)."""
+    disruption_conditions: bool = True
+    """Gate PodDisruptionConditions: a pod the kubelet preempts for a critical one gets the
+    condition DisruptionTarget (kubelet.preemption)."""
 
 
 class PodWorkers:
@@ -138,6 +147,10 @@ class PodWorkers:
             counting=self.options.counting,
             recorder=recorder,
             registry=registry,
+            # KEP-5836: with its gate on, a Deferred resize waits for the scheduler's
+            # preemption, and the kubelet preempts for none (upstream's
+            # CriticalPodAdmissionHandler returns the failures for a resize).
+            on_failure=None if self.options.resize_preemption_policy else self._admission_handler,
         )
         self.status_manager = StatusManager(
             client,
@@ -145,6 +158,7 @@ class PodWorkers:
             resize_preemption_policy=self.options.resize_preemption_policy,
             observed_generation=self.options.observed_generation,
             report_resources=self.options.report_resources,
+            disruption_conditions=self.options.disruption_conditions,
         )
         self._started = False
         self.syncs = 0
@@ -227,6 +241,7 @@ class PodWorkers:
             node.allocatable,
             now=self._clock.now(),
             startup_delay=self.options.startup_delay,
+            on_failure=self._admission_handler(node),
         )
         node.runtimes[rt.uid] = rt
         if rt.state == PodState.REJECTED:
@@ -238,6 +253,33 @@ class PodWorkers:
         elif rt.state == PodState.STARTING:
             node.save()
             logger.debug("node %s: admitted pod %s", node.name, rt.key)
+
+    def _admission_handler(self, node: NodePods) -> CriticalPodAdmissionHandler:
+        """The node's admission failure handler: the critical-pod preemption."""
+        return CriticalPodAdmissionHandler(
+            lambda: active_candidates(node), lambda victim: self._preempt(node, victim)
+        )
+
+    def _preempt(self, node: NodePods, victim: types_pb2.Pod) -> float:
+        """Kills `victim` for a critical pod (upstream killPodFunc with the Preempting
+        status): its containers get its grace period; returns when they will have
+        stopped."""
+        rt = node.runtimes[victim.metadata.uid]
+        now = self._clock.now()
+        logger.info("node %s: preempting pod %s for a critical pod", node.name, rt.key)
+        if self._recorder is not None:
+            self._recorder.event(victim, EVENT_WARNING, PREEMPT_REASON, "", PREEMPT_MESSAGE)
+        rt.reason, rt.message = PREEMPT_REASON, PREEMPT_MESSAGE
+        begin_termination(
+            victim,
+            rt,
+            now,
+            grace=spec_grace_seconds(victim),
+            shutdown_duration=self.options.shutdown_duration,
+        )
+        node.save()
+        self.queue.add(rt.uid)
+        return rt.stop_at() if rt.state == PodState.TERMINATING else now
 
     # ------------------------------------------------------------ workers
 
@@ -379,6 +421,17 @@ class PodWorkers:
             pass  # already gone (or a new pod took the name)
 
 
+def active_candidates(node: NodePods) -> list[Candidate]:
+    """The node's active pods the API still has, with what each holds (upstream
+    GetActivePods, for the critical-pod preemption), in admission order."""
+    api = node.api_pods
+    return [
+        Candidate(api[rt.uid], rt.held())
+        for rt in node.runtimes.values()
+        if rt.active and rt.uid in api
+    ]
+
+
 def differs_semantically(old: types_pb2.Pod, new: types_pb2.Pod) -> bool:
     """Whether a pod event is an update for HandlePodUpdates (upstream's pod config
     checkAndUpdatePod): its spec, labels, annotations or deletion changed. A status-only
@@ -433,15 +486,28 @@ def advance(
 def _terminate(
     pod: types_pb2.Pod, rt: PodRuntime, now: float, shutdown_duration: float | None
 ) -> bool:
-    """The pod was deleted: a pod still starting never runs, a running one's containers get
-    SIGTERM and a kill deadline, and a later delete with a shorter grace period brings a
-    terminating pod's deadline forward. True if rt changed."""
+    """The pod was deleted: its termination begins with the deletion's grace period."""
     meta = pod.metadata
     grace = (
         meta.deletion_grace_period_seconds
         if meta.HasField("deletion_grace_period_seconds")
         else DEFAULT_GRACE_PERIOD
     )
+    return begin_termination(pod, rt, now, grace=grace, shutdown_duration=shutdown_duration)
+
+
+def begin_termination(
+    pod: types_pb2.Pod,
+    rt: PodRuntime,
+    now: float,
+    *,
+    grace: int,
+    shutdown_duration: float | None,
+) -> bool:
+    """The pod is to stop (deleted, or preempted by the kubelet): a pod still starting never
+    runs, a running one's containers get SIGTERM and a kill deadline `grace` seconds away,
+    and a later stop with a shorter grace period brings a terminating pod's deadline
+    forward. True if rt changed."""
     if rt.state == PodState.STARTING:
         rt.state = PodState.TERMINATED
         rt.finished_at = now

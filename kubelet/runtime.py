@@ -46,9 +46,11 @@ class PodState(enum.StrEnum):
     """Admitted; containers are being created until start_at."""
     RUNNING = "Running"
     TERMINATING = "Terminating"
-    """Deleted; containers got SIGTERM and stop at min(shutdown_at, kill_at)."""
+    """Deleted (or preempted by the kubelet for a critical pod: `reason` Preempting);
+    containers got SIGTERM and stop at min(shutdown_at, kill_at)."""
     TERMINATED = "Terminated"
-    """Deleted and every container stopped: the pod is removed from the API next."""
+    """Every container stopped: a deleted pod is removed from the API next; a preempted one
+    stays there, Failed."""
     SUCCEEDED = "Succeeded"
     """Ran its run duration and exited (0, or the exit-code annotation's code: then its phase
     is Failed); stays in the API until someone deletes it."""

@@ -33,10 +33,17 @@ from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import Conflict, NotFound
+from kemu.machinery.eviction import DISRUPTION_TARGET
 from kemu.machinery.pod_conditions import condition_observed_generation, update_pod_condition
 from kemu.machinery.qos import compute_qos_class
 from kubelet.allocation import preemption_disabled_on, resize_conditions
 from kubelet.pod_manager import NodePods
+from kubelet.preemption import (
+    DISRUPTION_MESSAGE,
+    DISRUPTION_REASON,
+    PREEMPT_MESSAGE,
+    PREEMPT_REASON,
+)
 from kubelet.runtime import EXIT_OK, ContainerAllocation, PodRuntime, PodState
 
 KUBELET_CONDITIONS: Final = ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady")
@@ -119,6 +126,35 @@ class StatusOptions:
     """Gate PodObservedGenerationTracking."""
     report_resources: bool = True
     """Gate InPlacePodVerticalScaling: containerStatuses[].resources and allocatedResources."""
+    disruption_conditions: bool = True
+    """Gate PodDisruptionConditions: DisruptionTarget on a pod the kubelet preempted."""
+
+
+def preempted(rt: PodRuntime) -> bool:
+    """Whether the kubelet is killing (or killed) the pod for a critical one."""
+    return rt.reason == PREEMPT_REASON and rt.state in (PodState.TERMINATING, PodState.TERMINATED)
+
+
+def _preempted_status(
+    status: types_pb2.PodStatus, pod: types_pb2.Pod, now: float, options: StatusOptions
+) -> None:
+    """What upstream's killPodFunc status function writes on a victim, from the start of
+    its termination: Failed, Preempting, and DisruptionTarget/TerminationByKubelet."""
+    status.phase = "Failed"
+    status.reason = PREEMPT_REASON
+    status.message = PREEMPT_MESSAGE
+    if options.disruption_conditions:
+        observed = condition_observed_generation(
+            status, DISRUPTION_TARGET, pod.metadata.generation, tracking=options.observed_generation
+        )
+        condition = types_pb2.PodCondition(
+            type=DISRUPTION_TARGET,
+            status="True",
+            reason=DISRUPTION_REASON,
+            message=DISRUPTION_MESSAGE,
+            observed_generation=observed,
+        )
+        update_pod_condition(status, condition, now)
 
 
 def _admitted_status(
@@ -218,6 +254,8 @@ def build_status(
         _rejected_status(status, rt)
     else:
         _admitted_status(status, pod, rt, now, options)
+        if preempted(rt):
+            _preempted_status(status, pod, now, options)
     return status
 
 
@@ -232,17 +270,19 @@ class StatusManager:
         resize_preemption_policy: bool = False,
         observed_generation: bool = True,
         report_resources: bool = True,
+        disruption_conditions: bool = True,
     ) -> None:
         self._client = client
         self._clock = clock
         self._resize_preemption_policy = resize_preemption_policy
         self._observed_generation = observed_generation
         self._report_resources = report_resources
+        self._disruption_conditions = disruption_conditions
 
     @staticmethod
     def reports(rt: PodRuntime) -> bool:
         """Whether a pod in rt's state has a status to report."""
-        if rt.state in (PodState.RUNNING, PodState.SUCCEEDED, PodState.REJECTED):
+        if rt.state in (PodState.RUNNING, PodState.SUCCEEDED, PodState.REJECTED) or preempted(rt):
             return True
         # A terminated pod whose containers ran reports how they ended, just before it goes.
         return rt.state == PodState.TERMINATED and rt.started_at is not None
@@ -255,6 +295,7 @@ class StatusManager:
             preemption_disabled_on=preemption_disabled_on(node, self._resize_preemption_policy),
             observed_generation=self._observed_generation,
             report_resources=self._report_resources,
+            disruption_conditions=self._disruption_conditions,
         )
         for _ in range(_WRITE_ATTEMPTS):
             status = build_status(pod, rt, self._clock.now(), options)

@@ -27,7 +27,7 @@ from autoscaler.clusterstate import DELETING, CloudApi, GroupState, instance_nam
 from autoscaler.metrics import Metrics
 from autoscaler.scale_up import Recorder
 from autoscaler.scaledown.options import ScaleDownOptions
-from autoscaler.scaledown.rules import is_daemonset_pod, is_mirror
+from autoscaler.scaledown.rules import is_daemonset_pod
 from autoscaler.scaledown.taints import TO_BE_DELETED_TAINT, add_taint, remove_taint
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import ApiClient
@@ -35,6 +35,7 @@ from kemu.component.clock import Clock
 from kemu.machinery.errors import ApiError, NotFound
 from kemu.machinery.keys import object_key
 from kemu.machinery.pod_strategy import TERMINAL_PHASES, spec_grace_seconds
+from kemu.machinery.pod_types import is_mirror_pod
 from kemu.scheduling.types import pod_priority
 
 logger = logging.getLogger(__name__)
@@ -282,7 +283,7 @@ class Actuator:
         return [
             p
             for p in listed.items
-            if not is_mirror(p)
+            if not is_mirror_pod(p)
             and not is_daemonset_pod(p)
             and p.status.phase not in TERMINAL_PHASES
         ]
@@ -298,7 +299,11 @@ class Actuator:
             logger.warning("scale-down: node %s: listing its DaemonSet pods: %s", node, e)
             return
         for pod in listed.items:
-            if not is_daemonset_pod(pod) or is_mirror(pod) or pod.status.phase in TERMINAL_PHASES:
+            if (
+                not is_daemonset_pod(pod)
+                or is_mirror_pod(pod)
+                or pod.status.phase in TERMINAL_PHASES
+            ):
                 continue
             wanted = pod.metadata.annotations.get(ENABLE_DS_EVICTION, str(enabled).lower())
             if wanted != "true":

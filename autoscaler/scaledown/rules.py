@@ -21,6 +21,7 @@ from kemu.machinery.eviction import matching_pdbs
 from kemu.machinery.keys import object_key
 from kemu.machinery.owners import controller_of
 from kemu.machinery.pod_strategy import TERMINAL_PHASES, spec_grace_seconds
+from kemu.machinery.pod_types import is_mirror_pod
 
 SAFE_TO_EVICT: Final = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 SAFE_TO_EVICT_LOCAL_VOLUMES: Final = "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes"
@@ -28,7 +29,6 @@ SAFE_TO_EVICT_LOCAL_VOLUMES: Final = "cluster-autoscaler.kubernetes.io/safe-to-e
 LONG_TERMINATING_EXTRA: Final = 30.0
 """Seconds past its grace period after which a terminating pod is left alone (upstream
 drain.PodLongTerminatingExtraThreshold)."""
-MIRROR_ANNOTATION: Final = "kubernetes.io/config.mirror"
 KUBE_SYSTEM: Final = "kube-system"
 
 
@@ -66,10 +66,6 @@ class NodePods:
     ignored: list[types_pb2.Pod] = field(default_factory=list)
     """Finished or long-terminating pods: not re-placed."""
     blocking: BlockingPod | None = None
-
-
-def is_mirror(pod: types_pb2.Pod) -> bool:
-    return MIRROR_ANNOTATION in pod.metadata.annotations
 
 
 def is_daemonset_pod(pod: types_pb2.Pod) -> bool:
@@ -149,7 +145,7 @@ def classify(
         key = object_key(pod)
         name = pod.metadata.name
         ann = pod.metadata.annotations
-        if is_mirror(pod):
+        if is_mirror_pod(pod):
             out.daemonset.append(pod)
             continue
         if is_long_terminating(pod, now):

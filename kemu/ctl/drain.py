@@ -23,10 +23,10 @@ from kemu.machinery.errors import ApiError, NotFound, TooManyRequests
 from kemu.machinery.keys import object_key
 from kemu.machinery.owners import controller_of
 from kemu.machinery.pod_strategy import TERMINAL_PHASES
+from kemu.machinery.pod_types import is_mirror_pod
 
 EVICTION_RETRY: Final = 5.0  # kubectl waits 5 s after a 429
 DELETE_POLL: Final = 1.0  # kubectl polls for the pod's deletion every second
-MIRROR_ANNOTATION: Final = "kubernetes.io/config.mirror"
 
 DAEMONSET_FATAL: Final = "DaemonSet-managed Pods (use --ignore-daemonsets to ignore)"
 DAEMONSET_WARNING: Final = "ignoring DaemonSet-managed Pods"
@@ -130,7 +130,7 @@ def _daemonset(pod: types_pb2.Pod, f: Filters) -> Verdict:
 
 
 def _mirror(pod: types_pb2.Pod, f: Filters) -> Verdict:
-    return MIRROR_ANNOTATION not in pod.metadata.annotations, "", False
+    return not is_mirror_pod(pod), "", False
 
 
 def _local_storage(pod: types_pb2.Pod, f: Filters) -> Verdict:

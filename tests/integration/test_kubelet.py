@@ -112,6 +112,51 @@ async def test_a_pod_that_does_not_fit_fails_with_out_of_cpu(cluster):
         assert pod.status.message.endswith(", capacity: 3900")
 
 
+async def test_the_kubelet_preempts_lower_priority_pods_to_admit_a_critical_pod(cluster):
+    """Upstream's CriticalPodAdmissionHandler (pkg/kubelet/preemption): a
+    system-cluster-critical pod bound to a full node is not rejected; the kubelet kills the
+    Burstable pod whose cpu it needs (Failed, Preempting, DisruptionTarget
+    TerminationByKubelet, a Warning event) and runs it. The BestEffort pod, which frees no
+    cpu, stays. A node of its own, tainted so that the scheduler leaves it alone."""
+    cluster.start_kubelet(
+        "crit",
+        capacity={"cpu": "2", "memory": "4Gi", "pods": "10"},
+        extra_args=["--register-with-taints", "kemu.io/test=crit:NoSchedule"],
+    )
+    async with Client(cluster.server, timeout=10.0) as c:
+        ns = await create_namespace(c, "critical")
+        await c.create(make_pod("low").namespace(ns).node("crit").req(cpu="1500m").grace(1).obj())
+        await c.create(make_pod("best-effort").namespace(ns).node("crit").obj())
+        for name in ("low", "best-effort"):
+            await eventually(functools.partial(_running, c, ns, name), timeout=10)
+        critical = make_pod("critical").namespace(ns).node("crit").req(cpu="1")
+        await c.create(critical.priority_class("system-cluster-critical").obj())
+        await eventually(functools.partial(_running, c, ns, "critical"), timeout=10)
+
+        async def preempted() -> types_pb2.Pod:
+            pod = await c.get(types_pb2.Pod, "low", ns)
+            assert pod.status.phase == "Failed", pod.status
+            return pod
+
+        low = await eventually(preempted, timeout=10)
+        assert (low.status.reason, low.status.message) == (
+            "Preempting",
+            "Preempted in order to admit critical pod",
+        )
+        target = next(x for x in low.status.conditions if x.type == "DisruptionTarget")
+        assert (target.status, target.reason, target.message) == (
+            "True",
+            "TerminationByKubelet",
+            "Pod was preempted by Kubelet to accommodate a critical pod.",
+        )
+        assert not low.metadata.HasField("deletion_timestamp")  # killed, not deleted
+        assert (await _running(c, ns, "best-effort")).status.phase == "Running"
+        events = (await c.list(types_pb2.Event, ns)).items
+        assert [
+            (e.involved_object.name, e.type, e.message) for e in events if e.reason == "Preempting"
+        ] == [("low", "Warning", "Preempted in order to admit critical pod")]
+
+
 async def test_graceful_termination_follows_shutdown_and_grace_periods(cluster):
     async with Client(cluster.server, timeout=10.0) as c:
         ns = await create_namespace(c, "term")
@@ -235,6 +280,59 @@ async def _resize(c: Client, ns: str, name: str, cpu: str) -> types_pb2.Pod:
     pod = await c.get(types_pb2.Pod, name, ns)
     pod.spec.containers[0].resources.requests["cpu"] = cpu
     return await c.resize(pod)
+
+
+@pytest.mark.parametrize("kep_5836", [False, True], ids=["gate-off", "gate-on"])
+async def test_a_critical_pods_resize_preempts_on_the_kubelet_unless_kep_5836_is_on(
+    cluster, kep_5836
+):
+    """Upstream's canResizePod runs the admit handlers, the critical-pod preemption among
+    them: a system-cluster-critical pod's resize that does not fit kills the lower-priority
+    pod it needs the room of and is accepted. With InPlacePodVerticalScalingSchedulerPreemption
+    (KEP-5836) the kubelet preempts for no resize: it stays Deferred for the scheduler."""
+    node = unique_name("crit-resize")
+    cluster.start_kubelet(
+        node,
+        capacity={"cpu": "2", "memory": "4Gi", "pods": "10"},
+        feature_gates={"InPlacePodVerticalScalingSchedulerPreemption": kep_5836},
+        extra_args=[
+            "--register-with-taints", "kemu.io/test=crit:NoSchedule",
+            "--pod-startup-delay", "100ms",
+            "--resize-actuation-delay", "100ms",
+        ],
+    )  # fmt: skip
+    async with Client(cluster.server, timeout=10.0) as c:
+        ns = await create_namespace(c, "crit-resize")
+        await c.create(make_pod("low").namespace(ns).node(node).req(cpu="1").grace(1).obj())
+        critical = make_pod("critical").namespace(ns).node(node).req(cpu="500m")
+        await c.create(critical.priority_class("system-cluster-critical").obj())
+        for name in ("low", "critical"):
+            await eventually(functools.partial(_running, c, ns, name), timeout=10)
+        await _resize(c, ns, "critical", "1500m")
+
+        async def decided() -> types_pb2.Pod:
+            pod = await c.get(types_pb2.Pod, "critical", ns)
+            (cs,) = pod.status.container_statuses
+            if kep_5836:
+                pending = _resize_conditions(pod).get("PodResizePending")
+                assert pending is not None and pending.reason == "Deferred", pod.status
+            else:
+                assert cs.resources.requests["cpu"] == "1500m", cs
+            return pod
+
+        await eventually(decided, timeout=10, interval=0.05)
+
+        async def low_is(phase: str, reason: str) -> bool:
+            low = await c.get(types_pb2.Pod, "low", ns)
+            assert (low.status.phase, low.status.reason) == (phase, reason), low.status
+            return True
+
+        # Gate on: Deferred, not accepted, is the kubelet's whole decision (a preemption
+        # would have accepted it); low keeps running.
+        await eventually(
+            lambda: low_is("Running", "") if kep_5836 else low_is("Failed", "Preempting"),
+            timeout=10,
+        )
 
 
 async def test_in_place_resize_is_allocated_then_actuated_or_deferred_until_room_appears(
