@@ -56,6 +56,7 @@ from scheduler.config import (
     load_config,
     scheduler_registry,
 )
+from scheduler.decisions import DEBUG_HANDLER, DecisionLog
 from scheduler.event_handlers import EventHandlers
 from scheduler.metrics import SchedulerMetrics
 from scheduler.preemption_executor import Executor
@@ -109,6 +110,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="filter and score node by node only, never over node columns (the reference "
         "path the batch path must agree with; for differential runs)",
     )
+    parser.add_argument(
+        "--record-decisions",
+        action="store_true",
+        help="kemu only: record every scheduling attempt (nodes evaluated, each reason with "
+        "its node count, the node chosen, preemption's victims, the binding) in memory, "
+        f"bounded, served as JSON at /debug/{DEBUG_HANDLER}?pod=NAMESPACE/NAME on the "
+        "metrics port (kemuctl why)",
+    )
     add_leader_election_flags(parser, lease_name=LEASE_NAME)
     return parser
 
@@ -135,7 +144,15 @@ async def run(
 ) -> None:
     client = Client(args.server, user_agent=COMPONENT)
     try:
-        await serve(client, config, election, ctx, seed=args.seed, batch=args.batch)
+        await serve(
+            client,
+            config,
+            election,
+            ctx,
+            seed=args.seed,
+            batch=args.batch,
+            decisions=DecisionLog() if args.record_decisions else None,
+        )
     finally:
         with cleanup_scope():
             await client.close()
@@ -166,7 +183,10 @@ async def serve(
     *,
     seed: int | None = None,
     batch: bool = True,
+    decisions: DecisionLog | None = None,
 ) -> None:
+    """`decisions`: the record of every attempt (--record-decisions), served at
+    /debug/decisions; None: none kept."""
     metrics = SchedulerMetrics(ctx.registry)
     # Each stored object copied out of the response it came in (kemu.client.informer): a
     # decoded pod would otherwise pin its whole WatchResponse, up to 500 pods' older versions.
@@ -252,7 +272,10 @@ async def serve(
         rng=rng,
         batch=batch,
         rules=rules,
+        decisions=decisions,
     )
+    if decisions is not None:
+        ctx.add_debug_handler(DEBUG_HANDLER, decisions.report)
     elected = Elected()
 
     def ready() -> bool:

@@ -70,6 +70,17 @@ from kemu.scheduling.types import NodeInfo, PodInfo, PostFilterResult, PreFilter
 from scheduler.batch import FilterError, PerNodeFilter, batch_filter, select_host_index
 from scheduler.cache.cache import CacheError
 from scheduler.cache.interface import SchedulerCache
+from scheduler.decisions import (
+    DEFERRED_RESIZE,
+    ERROR,
+    PARKED,
+    SCHEDULE,
+    SCHEDULED,
+    UNSCHEDULABLE,
+    Attempt,
+    DecisionLog,
+    Victim,
+)
 from scheduler.metrics import SchedulerMetrics, fast_inc
 from scheduler.queue.interface import SchedulingQueue
 
@@ -239,8 +250,11 @@ class Scheduler:
         batch: bool = True,
         batch_min_nodes: int = BATCH_MIN_NODES,
         rules: VersionRules | None = None,
+        decisions: DecisionLog | None = None,
     ) -> None:
+        """`decisions`: where each attempt is recorded (--record-decisions); None: nowhere."""
         self.client = client
+        self.decisions = decisions
         self.cache = cache
         self.queue = queue
         self.profiles = profiles
@@ -305,7 +319,17 @@ class Scheduler:
         start = self.clock.monotonic()
         self._cycle_cpu_start = time.thread_time()
         state = self.new_cycle_state(qpi.pod_info)
-        outcome = await self._scheduling_cycle(fwk, state, qpi, start)
+        attempt = None
+        if self.decisions is not None:
+            attempt = self.decisions.begin(
+                pod.metadata.uid,
+                object_key(pod),
+                time=self.clock.now(),
+                profile=fwk.profile_name(),
+                cycle=DEFERRED_RESIZE if self._is_deferred(pod) else SCHEDULE,
+                nominated=pod.status.nominated_node_name,
+            )
+        outcome = await self._scheduling_cycle(fwk, state, qpi, start, attempt)
         if outcome is None:
             self.queue.done(pod.metadata.uid)
             return
@@ -319,6 +343,7 @@ class Scheduler:
             assumed,
             node,
             start,
+            attempt,
             name=f"bind {object_key(pod)}",
         )
 
@@ -359,7 +384,12 @@ class Scheduler:
     # ------------------------------------------------------------ scheduling cycle
 
     async def _scheduling_cycle(
-        self, fwk: FrameworkLike, state: CycleState, qpi: QueuedPodInfo, start: float
+        self,
+        fwk: FrameworkLike,
+        state: CycleState,
+        qpi: QueuedPodInfo,
+        start: float,
+        attempt: Attempt | None = None,
     ) -> tuple[types_pb2.Pod, str] | None:
         pod = qpi.pod
         # upstream's SchedulingAlgorithmLatency runs from the cycle's start (before its
@@ -379,16 +409,32 @@ class Scheduler:
                     logger.error("PostFilter for %s failed: %s", object_key(pod), post_status)
                 nominating = post_result
             self._observe_algorithm(start)
+            if attempt is not None:
+                record_unschedulable(attempt, fit, nominating)
             status = Status(Code.UNSCHEDULABLE, (str(fit),))
             await self._handle_failure(
-                fwk, qpi, status, nominating, start, fit.unschedulable_plugins or _plugins_of(fit)
+                fwk,
+                qpi,
+                status,
+                nominating,
+                start,
+                fit.unschedulable_plugins or _plugins_of(fit),
+                attempt,
             )
             return None
         except SchedulingError as e:
             self._observe_algorithm(start)
-            await self._handle_failure(fwk, qpi, e.status, PostFilterResult(""), start, set())
+            await self._handle_failure(
+                fwk, qpi, e.status, PostFilterResult(""), start, set(), attempt
+            )
             return None
         algorithm_seconds = self._observe_algorithm(start)
+        if attempt is not None:
+            attempt.nodes = self.snapshot.num_nodes()
+            attempt.evaluated = result.filter_evaluations
+            attempt.feasible = result.feasible_nodes
+            attempt.node = result.suggested_host
+            attempt.result = SCHEDULED
         if pod.status.nominated_node_name:
             # What KEP-1923 saves: the final cycle of a nominated pod (kemu's A/B metrics).
             profile = fwk.profile_name()
@@ -398,6 +444,8 @@ class Scheduler:
             self.metrics.nominated_pod_algorithm_duration.labels(profile).observe(algorithm_seconds)
 
         if self._is_deferred(pod):
+            if attempt is not None:
+                attempt.result = PARKED
             await self._park_deferred(fwk, state, qpi, result.suggested_host, start)
             return None
         # Assume: the cache counts the pod on the node before it is bound.
@@ -419,6 +467,7 @@ class Scheduler:
                 PostFilterResult(""),
                 start,
                 {status.plugin} if status.is_rejected() else set(),
+                attempt,
             )
             return None
         status = fwk.run_permit_plugins(state, assumed, node)
@@ -432,6 +481,7 @@ class Scheduler:
                 PostFilterResult(""),
                 start,
                 {status.plugin} if status.is_rejected() else set(),
+                attempt,
             )
             return None
         return assumed, node
@@ -658,14 +708,19 @@ class Scheduler:
         assumed: types_pb2.Pod,
         node: str,
         start: float,
+        attempt: Attempt | None = None,
     ) -> None:
         try:
             status, rejected_at_permit = await self._bind(fwk, state, assumed, node)
             if status.is_success():
+                if attempt is not None:
+                    attempt.bound = True
                 self._scheduled(fwk, qpi, assumed, node, start)
                 return
+            if attempt is not None:
+                attempt.bound = False
             await self._handle_binding_cycle_error(
-                fwk, state, qpi, assumed, node, start, status, rejected_at_permit
+                fwk, state, qpi, assumed, node, start, status, rejected_at_permit, attempt
             )
         finally:
             # Normally done already, after WaitOnPermit or by the failure handler.
@@ -681,6 +736,7 @@ class Scheduler:
         start: float,
         status: Status,
         rejected_at_permit: bool,
+        attempt: Attempt | None = None,
     ) -> None:
         """Upstream handleBindingCycleError: unreserve, forget, and tell the queue that the
         resources the assumed pod held are free (an AssignedPodDelete). Only a rejection at
@@ -697,7 +753,7 @@ class Scheduler:
         if forgotten and not status.is_rejected():
             self.queue.move_all_to_active_or_backoff_queue(ASSIGNED_POD_DELETE, assumed, None)
         plugins = {status.plugin} if rejected_at_permit and status.plugin else set()
-        await self._handle_failure(fwk, qpi, status, PostFilterResult(""), start, plugins)
+        await self._handle_failure(fwk, qpi, status, PostFilterResult(""), start, plugins, attempt)
         if forgotten and status.is_rejected():
             uid = assumed.metadata.uid
             self.queue.move_all_to_active_or_backoff_queue(
@@ -779,11 +835,16 @@ class Scheduler:
         nominating: PostFilterResult | None,
         start: float,
         unschedulable_plugins: set[str],
+        attempt: Attempt | None = None,
     ) -> None:
         pod = qpi.pod
         profile = fwk.profile_name()
         rejected = status.is_rejected()
         result = "unschedulable" if rejected else "error"
+        if attempt is not None and attempt.result in ("", SCHEDULED):
+            # Failed after a node was found (Reserve, Permit, binding) or without a FitError.
+            attempt.result = UNSCHEDULABLE if rejected else ERROR
+            attempt.message = status.message() or str(status)
         self.metrics.schedule_attempts.labels(result, profile).inc()
         self.metrics.scheduling_attempt_duration.labels(result, profile).observe(
             self.clock.monotonic() - start
@@ -870,6 +931,21 @@ class Scheduler:
             logger.warning(
                 "could not set the nominated node of %s to %s: %s", object_key(pod), node, e
             )
+
+
+def record_unschedulable(
+    attempt: Attempt, fit: FitError, nominating: PostFilterResult | None
+) -> None:
+    """What the decision record keeps of a FitError and its PostFilter."""
+    attempt.result = UNSCHEDULABLE
+    attempt.nodes = fit.num_all_nodes
+    attempt.evaluated = len(fit.statuses)
+    attempt.reasons = fit.reasons()
+    attempt.message = str(fit)
+    if nominating is not None and nominating.nominated_node_name is not None:
+        attempt.post_filter_nominated = nominating.nominated_node_name
+        attempt.victims = tuple(Victim(object_key(v), v.spec.priority) for v in nominating.victims)
+        attempt.pdb_violations = nominating.pdb_violations
 
 
 def _plugins_of(fit: FitError) -> set[str]:

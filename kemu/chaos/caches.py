@@ -9,7 +9,6 @@ answered, unless the process exited meanwhile.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 from typing import Any, Final
@@ -20,8 +19,6 @@ import anyio.to_thread
 from kemu.client.comparer import DEBUG_HANDLER, Difference
 from kemu.testing.cluster import Cluster, Component
 from kemu.testing.eventually import eventually
-from kemu.testing.ports import LOOPBACK
-from kemu.testing.processes import http_get
 
 CHECKED_MODULES: Final = ("scheduler", "controllermanager", "autoscaler")
 ANSWER_TIMEOUT: Final = 60.0
@@ -30,14 +27,11 @@ and the fresh lists)."""
 
 
 def debug_url(proc: Component) -> str:
-    return f"http://{LOOPBACK}:{proc.metrics_port}/debug/{DEBUG_HANDLER}"
+    return proc.debug_url(DEBUG_HANDLER)
 
 
 async def _report(proc: Component) -> dict[str, Any]:
-    status, body = await anyio.to_thread.run_sync(http_get, debug_url(proc))
-    if status != 200:
-        raise RuntimeError(f"GET {debug_url(proc)} answered {status}: {body[:200]!r}")
-    document: dict[str, Any] = json.loads(body)
+    document: dict[str, Any] = await anyio.to_thread.run_sync(proc.debug, DEBUG_HANDLER)
     return document
 
 

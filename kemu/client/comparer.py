@@ -384,7 +384,7 @@ class CacheComparer:
         )
         return result.differences
 
-    def report(self) -> dict[str, Any]:
+    def report(self, _query: Mapping[str, str] | None = None) -> dict[str, Any]:
         """The JSON of GET /debug/caches: `triggers` received so far, whether a comparison is
         `running`, and the `last` result (None before the first), whose `trigger` is the
         number of triggers received when it started: a reader that saw `triggers` N, sent

@@ -41,8 +41,14 @@ from kemu.component.version import BINARY_VERSION
 logger = logging.getLogger(__name__)
 
 Check = Callable[[], bool]
-DebugHandler = Callable[[], object]
-"""Returns a JSON-serialisable document for GET /debug/<name>."""
+DebugHandler = Callable[[Mapping[str, str]], object]
+"""Returns a JSON-serialisable document for GET /debug/<name>?<query> (the query's parameters,
+the first value of each); raises DebugRequestError for a query it cannot answer (400)."""
+
+
+class DebugRequestError(ValueError):
+    """A debug request that names something wrong: its message is the 400 response."""
+
 
 _MAX_REQUEST_HEAD: Final = 16 * 1024
 _MAX_DRAIN: Final = 1024 * 1024
@@ -198,11 +204,13 @@ class HealthServer:
         if method not in ("GET", "HEAD"):
             return method, _Response(405, b"method not allowed\n", headers=(("Allow", "GET"),))
         url = urlsplit(target)
-        verbose = "verbose" in parse_qs(url.query, keep_blank_values=True)
+        query = parse_qs(url.query, keep_blank_values=True)
         logger.log(V(5), "health server: %s %s", method, target)
-        return method, self._route(url.path.rstrip("/") or "/", verbose)
+        params = {k: v[0] for k, v in query.items()}
+        return method, self._route(url.path.rstrip("/") or "/", params)
 
-    def _route(self, path: str, verbose: bool) -> _Response:
+    def _route(self, path: str, params: Mapping[str, str]) -> _Response:
+        verbose = "verbose" in params
         if path == "/metrics":
             return _Response(200, generate_latest(self.registry), CONTENT_TYPE_LATEST)
         if path == "/version":
@@ -213,7 +221,7 @@ class HealthServer:
             return _checks_response("readyz", self.checks.readiness(), verbose)
         endpoint, _, name = path[1:].partition("/")
         if endpoint == "debug" and name in self.debug:
-            return _debug_response(name, self.debug[name])
+            return _debug_response(name, self.debug[name], params)
         if endpoint in ("healthz", "livez", "readyz") and name:
             result = self.checks.run_one(name)
             if result is not None:
@@ -232,9 +240,11 @@ class HealthServer:
         return (json.dumps(document, indent=2) + "\n").encode()
 
 
-def _debug_response(name: str, handler: DebugHandler) -> _Response:
+def _debug_response(name: str, handler: DebugHandler, params: Mapping[str, str]) -> _Response:
     try:
-        document = json.dumps(handler(), indent=2, sort_keys=True) + "\n"
+        document = json.dumps(handler(params), indent=2, sort_keys=True) + "\n"
+    except DebugRequestError as exc:
+        return _text(400, f"{exc}\n")
     except Exception as exc:  # a bug in the handler, not in the request
         logger.exception("debug handler %s failed", name)
         return _text(500, f"debug handler {name} failed: {exc}\n")

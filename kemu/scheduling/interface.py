@@ -212,20 +212,26 @@ class FitError(Exception):
         self.post_filter_msg = ""
         self.unschedulable_plugins = set(unschedulable_plugins or ())
 
+    def reasons(self) -> dict[str, int]:
+        """Reason -> the number of nodes that gave it (a PreFilter rejection: every node)."""
+        if self.pre_filter_msg:
+            return {self.pre_filter_msg: self.num_all_nodes}
+        histogram: Counter[str] = Counter()
+        for _, status in self.statuses.items():
+            for reason in status.reasons:
+                histogram[reason] += 1
+        absent = self.num_all_nodes - len(self.statuses)
+        if absent > 0:
+            for reason in self.statuses.absent.reasons:
+                histogram[reason] += absent
+        return dict(histogram)
+
     def __str__(self) -> str:
         msg = f"0/{self.num_all_nodes} nodes are available:"
         if self.pre_filter_msg:
             msg += f" {self.pre_filter_msg}."
         else:
-            histogram: Counter[str] = Counter()
-            for _, status in self.statuses.items():
-                for reason in status.reasons:
-                    histogram[reason] += 1
-            absent = self.num_all_nodes - len(self.statuses)
-            if absent > 0:
-                for reason in self.statuses.absent.reasons:
-                    histogram[reason] += absent
-            reasons = sorted(f"{count} {reason}" for reason, count in histogram.items())
+            reasons = sorted(f"{count} {reason}" for reason, count in self.reasons().items())
             if reasons:
                 msg += " " + ", ".join(reasons) + "."
         if self.post_filter_msg:

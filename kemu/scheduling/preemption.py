@@ -349,7 +349,10 @@ class Evaluator:
             return Evaluation(
                 None, Status(Code.UNSCHEDULABLE, ("no candidate node for preemption",))
             )
-        return Evaluation(PostFilterResult(best.name), SUCCESS, best)
+        result = PostFilterResult(
+            best.name, best.victims.pods, pdb_violations=best.victims.num_pdb_violations
+        )
+        return Evaluation(result, SUCCESS, best)
 
     def find_candidates(
         self,

@@ -657,9 +657,14 @@ class PreFilterResult:
 @dataclass(frozen=True, slots=True)
 class PostFilterResult:
     """What PostFilter decided: the node the pod is nominated to ("" clears it), or None for
-    'leave the nomination alone' (upstream NominatingInfo with ModeOverride vs ModeNoop)."""
+    'leave the nomination alone' (upstream NominatingInfo with ModeOverride vs ModeNoop).
+    `victims` and `pdb_violations` (kemu's, for the scheduler's decision record; upstream's
+    PostFilterResult has no such fields): the pods preemption chose on that node, and how
+    many of them a PodDisruptionBudget protects."""
 
     nominated_node_name: str | None = None
+    victims: tuple[types_pb2.Pod, ...] = field(default=(), compare=False)
+    pdb_violations: int = field(default=0, compare=False)
 
 
 MAX_NODE_SCORE: Final = 100

@@ -16,11 +16,13 @@ port M, and is ready when `GET http://127.0.0.1:M/readyz` answers 200.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Final
+from typing import Any, Final
+from urllib.parse import urlencode
 
 from kemu.component.clock import SKEW_FILE_ENV
 from kemu.machinery import kubeconfig
@@ -102,6 +104,19 @@ class Component(ManagedProcess):
     @property
     def healthz_url(self) -> str:
         return f"http://{LOOPBACK}:{self.metrics_port}/healthz"
+
+    def debug_url(self, name: str, query: Mapping[str, str] | None = None) -> str:
+        url = f"http://{LOOPBACK}:{self.metrics_port}/debug/{name}"
+        return f"{url}?{urlencode(query)}" if query else url
+
+    def debug(self, name: str, query: Mapping[str, str] | None = None) -> Any:
+        """The JSON document of GET /debug/<name>?<query>; RuntimeError unless it answers
+        200 (blocking: call it from a thread in async code)."""
+        url = self.debug_url(name, query)
+        status, body = http_get(url)
+        if status != 200:
+            raise RuntimeError(f"GET {url} answered {status}: {body[:200]!r}")
+        return json.loads(body)
 
     def scrape(self) -> str:
         """The Prometheus text from /metrics; RuntimeError unless it answers 200."""

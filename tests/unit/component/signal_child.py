@@ -29,7 +29,7 @@ def main(argv: list[str]) -> int:
             print(f"debug {signals}", flush=True)
 
         ctx.on_debug_signal(on_debug_signal)
-        ctx.add_debug_handler("count", lambda: {"signals": signals})
+        ctx.add_debug_handler("count", lambda _q: {"signals": signals})
         print(f"ready {ctx.metrics_port}", flush=True)
         await ctx.stopping.wait()
         print("draining", flush=True)

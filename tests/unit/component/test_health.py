@@ -8,7 +8,7 @@ import pytest
 from prometheus_client import Counter
 
 from kemu.component.featuregate import FeatureGates
-from kemu.component.health import DebugHandler, HealthChecks, HealthServer
+from kemu.component.health import DebugHandler, DebugRequestError, HealthChecks, HealthServer
 from kemu.component.metrics import new_registry
 from kemu.component.version import BINARY_VERSION, Version
 
@@ -186,10 +186,21 @@ async def test_port_is_unavailable_after_the_server_stops() -> None:
 
 
 async def test_debug_handlers_serve_json_and_unknown_ones_are_404() -> None:
-    def broken() -> object:
+    def broken(_query: Mapping[str, str]) -> object:
         raise RuntimeError("no comparison yet")
 
-    server = make_server(debug={"caches": lambda: {"last": None, "triggers": 0}, "broken": broken})
+    def echo(query: Mapping[str, str]) -> object:
+        if "bad" in query:
+            raise DebugRequestError("bad: not a thing")
+        return dict(query)
+
+    server = make_server(
+        debug={
+            "caches": lambda _q: {"last": None, "triggers": 0},
+            "broken": broken,
+            "echo": echo,
+        }
+    )
     async with anyio.create_task_group() as tg:
         port = await tg.start(server.serve)
         status, headers, body = await http_request(port, "/debug/caches")
@@ -199,4 +210,8 @@ async def test_debug_handlers_serve_json_and_unknown_ones_are_404() -> None:
         assert (await http_request(port, "/debug"))[0] == 404
         status, _, body = await http_request(port, "/debug/broken")
         assert status == 500 and b"no comparison yet" in body
+        status, _, body = await http_request(port, "/debug/echo?pod=ns/a&x=1&x=2")
+        assert status == 200 and json.loads(body) == {"pod": "ns/a", "x": "1"}
+        status, _, body = await http_request(port, "/debug/echo?bad")
+        assert (status, body) == (400, b"bad: not a thing\n")
         tg.cancel_scope.cancel()

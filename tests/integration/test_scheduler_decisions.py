@@ -1,0 +1,137 @@
+"""The scheduler's decision record (`--record-decisions`, GET /debug/decisions) on real
+processes: etcd, the apiserver and the scheduler; nodes are bare Node objects, as in
+scheduler_perf. Every pod bound in a 1,000-pod run has the node it was bound to as its recorded
+choice; an unschedulable pod's record has upstream's reasons with their node counts and the
+FailedScheduling message; a preemptor's record has the node preemption nominated and the
+victims with their priorities."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import pytest
+
+from kemu.api.v1 import types_pb2
+from kemu.client.client import Client
+from kemu.machinery.pod_conditions import get_pod_condition
+from kemu.testing import Cluster, eventually, make_node, make_pod
+from kemu.testing.builders import make_priority_class
+from kemu.testing.namespaces import create_namespace
+
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+
+PODS = 1000
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with Cluster(tmp_path_factory.mktemp("decisions")) as c:
+        c.start_etcd()
+        c.start_apiserver()
+        c.start_scheduler(extra_args=["--seed", "1", "--record-decisions"])
+        yield c
+
+
+async def decisions(cluster: Cluster, pod: str) -> dict[str, Any]:
+    document: dict[str, Any] = await anyio.to_thread.run_sync(
+        cluster.component("scheduler").debug, "decisions", {"pod": pod}
+    )
+    return document
+
+
+async def test_every_bound_pod_was_recorded_with_the_node_it_was_bound_to(
+    cluster: Cluster,
+) -> None:
+    async with Client(cluster.server, timeout=30.0) as c:
+        ns = await create_namespace(c, "bound")
+        for i in range(10):
+            builder = make_node(f"bound-{i}").capacity(cpu="32", memory="64Gi", pods="200")
+            await c.create(builder.labels(group="bound").obj())
+        limiter = anyio.CapacityLimiter(16)
+
+        async def create(i: int) -> None:
+            async with limiter:
+                pod = make_pod(f"p{i:04}").namespace(ns).req(cpu="10m")
+                await c.create(pod.node_selector(group="bound").obj())
+
+        async with anyio.create_task_group() as tg:
+            for i in range(PODS):
+                tg.start_soon(create, i)
+
+        async def all_bound() -> dict[str, str]:
+            pods = (await c.list(types_pb2.Pod, ns)).items
+            bound = {p.metadata.name: p.spec.node_name for p in pods if p.spec.node_name}
+            assert len(bound) == PODS, len(bound)
+            return bound
+
+        bound = await eventually(all_bound, timeout=120, interval=0.5)
+        wrong: list[str] = []
+        for name, on in sorted(bound.items()):
+            record = await decisions(cluster, f"{ns}/{name}")
+            last = record["attempts"][-1]
+            if (last["result"], last["node"], last.get("bound")) != ("scheduled", on, True):
+                wrong.append(f"{name} on {on}: {last}")
+        assert wrong == []
+        summary = await anyio.to_thread.run_sync(cluster.component("scheduler").debug, "decisions")
+        assert summary["pods"] >= PODS
+
+
+async def test_an_unschedulable_pods_record_has_upstreams_reasons_and_message(
+    cluster: Cluster,
+) -> None:
+    async with Client(cluster.server, timeout=10.0) as c:
+        ns = await create_namespace(c, "reasons")
+        await c.create(make_pod("big").namespace(ns).req(cpu="64").obj())
+
+        async def failed() -> str:
+            pod = await c.get(types_pb2.Pod, "big", ns)
+            cond = get_pod_condition(pod.status, "PodScheduled")
+            assert cond is not None and cond.reason == "Unschedulable", pod.status
+            return cond.message
+
+        message = await eventually(failed, timeout=10)
+        record = await decisions(cluster, f"{ns}/big")
+        first = record["attempts"][0]
+        nodes = first["nodes"]
+        assert first["result"] == "unschedulable" and first["node"] is None
+        assert first["reasons"] == {"Insufficient cpu": nodes}, first
+        assert first["message"] == message
+        assert message.startswith(f"0/{nodes} nodes are available: {nodes} Insufficient cpu.")
+        assert first["cycle"] == "schedule" and first["profile"] == "default-scheduler"
+
+
+async def test_a_preemptors_record_names_the_node_and_the_victims(cluster: Cluster) -> None:
+    async with Client(cluster.server, timeout=10.0) as c:
+        ns = await create_namespace(c, "preempt")
+        await c.create(make_priority_class(f"{ns}-low", 10).obj())
+        await c.create(make_priority_class(f"{ns}-high", 1000).obj())
+        await c.create(make_node(f"{ns}-node").capacity(cpu="1", memory="4Gi", pods="10").obj())
+        pin = {"kubernetes.io/hostname": f"{ns}-node"}
+        low = make_pod("low").namespace(ns).req(cpu="800m").priority_class(f"{ns}-low")
+        await c.create(low.node_selector(pin).obj())
+
+        async def low_bound() -> bool:
+            assert (await c.get(types_pb2.Pod, "low", ns)).spec.node_name == f"{ns}-node"
+            return True
+
+        await eventually(low_bound, timeout=10)
+        high = make_pod("high").namespace(ns).req(cpu="800m").priority_class(f"{ns}-high")
+        await c.create(high.node_selector(pin).obj())
+
+        async def nominated() -> dict[str, Any]:
+            record = await decisions(cluster, f"{ns}/high")
+            preemption = record["attempts"][0].get("preemption")
+            assert preemption is not None, record
+            return dict(preemption)
+
+        preemption = await eventually(nominated, timeout=10)
+        assert preemption == {
+            "nominatedNodeName": f"{ns}-node",
+            "victims": [{"pod": f"{ns}/low", "priority": 10}],
+            "pdbViolations": 0,
+        }
+        record = await decisions(cluster, f"{ns}/high")
+        assert record["attempts"][0]["victims"] == [f"{ns}/low"]
