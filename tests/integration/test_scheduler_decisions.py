@@ -68,13 +68,20 @@ async def test_every_bound_pod_was_recorded_with_the_node_it_was_bound_to(
             return bound
 
         bound = await eventually(all_bound, timeout=120, interval=0.5)
-        wrong: list[str] = []
-        for name, on in sorted(bound.items()):
-            record = await decisions(cluster, f"{ns}/{name}")
-            last = record["attempts"][-1]
-            if (last["result"], last["node"], last.get("bound")) != ("scheduled", on, True):
-                wrong.append(f"{name} on {on}: {last}")
-        assert wrong == []
+
+        async def recorded_as_bound() -> bool:
+            # (The scheduler marks an attempt bound once the binding's answer is back, a
+            # moment after the API shows the pod bound.)
+            wrong: list[str] = []
+            for name, on in sorted(bound.items()):
+                record = await decisions(cluster, f"{ns}/{name}")
+                last = record["attempts"][-1]
+                if (last["result"], last["node"], last.get("bound")) != ("scheduled", on, True):
+                    wrong.append(f"{name} on {on}: {last}")
+            assert wrong == []
+            return True
+
+        await eventually(recorded_as_bound, timeout=30, interval=0.5)
         summary = await anyio.to_thread.run_sync(cluster.component("scheduler").debug, "decisions")
         assert summary["pods"] >= PODS
 
@@ -93,6 +100,7 @@ async def test_an_unschedulable_pods_record_has_upstreams_reasons_and_message(
             return cond.message
 
         message = await eventually(failed, timeout=10)
+        # The condition is written after the attempt is recorded.
         record = await decisions(cluster, f"{ns}/big")
         first = record["attempts"][0]
         nodes = first["nodes"]
@@ -123,6 +131,7 @@ async def test_a_preemptors_record_names_the_node_and_the_victims(cluster: Clust
 
         async def nominated() -> dict[str, Any]:
             record = await decisions(cluster, f"{ns}/high")
+            assert record["attempts"], record  # not attempted yet
             preemption = record["attempts"][0].get("preemption")
             assert preemption is not None, record
             return dict(preemption)
