@@ -1,11 +1,18 @@
 """Pod status: what the kubelet reports for a pod (`build_status`) and how it is written
 (`StatusManager.write`), as upstream's generateAPIPodStatus and status manager.
 
-The kubelet owns the phase, startTime, container statuses and the conditions Initialized,
-Ready, ContainersReady and PodReadyToStartContainers; every other condition (PodScheduled,
-DisruptionTarget, ...) is kept as the API has it, except the resize conditions PodResizePending,
-PodResizeInProgress and (with its gate on) PodResizePreemptionDisabled, which the kubelet owns
-too (what they should be is kubelet.allocation's `resize_conditions`). Container statuses report
+The kubelet owns the phase, startTime, container statuses and the conditions PodScheduled,
+Initialized, Ready, ContainersReady and PodReadyToStartContainers (upstream's
+PodConditionsByKubelet); every other condition (DisruptionTarget, ...) is kept as the API has
+it, except the resize conditions PodResizePending, PodResizeInProgress and (with its gate on)
+PodResizePreemptionDisabled, which the kubelet owns too (what they should be is
+kubelet.allocation's `resize_conditions`). A pod it runs is PodScheduled=True, also one created
+with spec.nodeName that no scheduler saw (its lastTransitionTime the kubelet's first write; a
+scheduled pod keeps the binding's); a rejected pod has none, as upstream's status manager drops
+the kubelet's conditions that rejectPod's status lacks (mergePodStatus).
+
+Addresses (kubelet.network): hostIP/hostIPs are the node's IP; podIP/podIPs the pod's IP from
+the node's pod CIDR, or the node's IP for a hostNetwork pod, which keeps the first it got. Container statuses report
 each container's allocated resources and its actual ones (the allocation, or the size it still
 runs at while a resize is being actuated).
 
@@ -39,7 +46,13 @@ from kubelet.allocation import preemption_disabled_on, resize_conditions
 from kubelet.pod_manager import NodePods
 from kubelet.runtime import EXIT_OK, ContainerAllocation, PodRuntime, PodState
 
-KUBELET_CONDITIONS: Final = ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady")
+KUBELET_CONDITIONS: Final = (
+    "PodScheduled",
+    "PodReadyToStartContainers",
+    "Initialized",
+    "Ready",
+    "ContainersReady",
+)
 """The pod conditions the kubelet owns besides the resize ones; it never touches the others."""
 
 _WRITE_ATTEMPTS: Final = 5
@@ -119,6 +132,8 @@ class StatusOptions:
     """Gate PodObservedGenerationTracking."""
     report_resources: bool = True
     """Gate InPlacePodVerticalScaling: containerStatuses[].resources and allocatedResources."""
+    host_ip: str = ""
+    """The node's IP (status.hostIP, hostIPs); "" reports none."""
 
 
 def _admitted_status(
@@ -141,6 +156,7 @@ def _admitted_status(
         ready, reason = "False", "PodCompleted"
     gate, generation = options.observed_generation, pod.metadata.generation
     for type_, value, why in (
+        ("PodScheduled", "True", ""),
         ("PodReadyToStartContainers", "True" if running else "False", ""),
         ("Initialized", "True", reason),
         ("Ready", ready, reason),
@@ -167,6 +183,7 @@ def _admitted_status(
             )
             # lastTransitionTime: when the resize came to this state, not now.
             update_pod_condition(status, condition, want.since)
+    _set_addresses(status, pod, rt, options.host_ip)
     report = options.report_resources
     del status.container_statuses[:]
     for c in pod.spec.containers:
@@ -202,6 +219,24 @@ def _admitted_status(
                 report_resources=report,
             )
         status.init_container_statuses.append(cs)
+
+
+def _set_addresses(
+    status: types_pb2.PodStatus, pod: types_pb2.Pod, rt: PodRuntime, host_ip: str
+) -> None:
+    """generateAPIPodStatus's addresses: hostIP/hostIPs the node's, podIP/podIPs the pod's
+    (kubelet.network); a hostNetwork pod's IP is the host's, set once."""
+    if host_ip:
+        status.host_ip = host_ip
+        del status.host_ips[:]
+        status.host_ips.add(ip=host_ip)
+    pod_ip = rt.pod_ip
+    if pod.spec.host_network:
+        pod_ip = status.pod_ip or host_ip
+    if pod_ip:
+        status.pod_ip = pod_ip
+        del status.pod_ips[:]
+        status.pod_ips.add(ip=pod_ip)
 
 
 def build_status(
@@ -255,6 +290,7 @@ class StatusManager:
             preemption_disabled_on=preemption_disabled_on(node, self._resize_preemption_policy),
             observed_generation=self._observed_generation,
             report_resources=self._report_resources,
+            host_ip=node.node_ip,
         )
         for _ in range(_WRITE_ATTEMPTS):
             status = build_status(pod, rt, self._clock.now(), options)
