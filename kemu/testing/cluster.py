@@ -42,8 +42,10 @@ from kemu.testing.processes import (
 logger = logging.getLogger(__name__)
 
 DEFAULT_CAPACITY: Final = {"cpu": "4", "memory": "8Gi", "pods": "110"}
-DEFAULT_CLUSTER_CIDR: Final = "10.244.0.0/16"
-"""The pod network of a test cluster's controller-manager (--cluster-cidr; kind's default)."""
+DEFAULT_CLUSTER_CIDR: Final = "10.128.0.0/11"
+"""The pod network of a test cluster's controller-manager (--cluster-cidr): 8192 /24 node
+ranges, for the benchmarks' thousands of hollow nodes (the Procfile's 10.244.0.0/16, kind's,
+has 256); outside the apiserver's service range 10.96.0.0/12."""
 
 
 def format_feature_gates(gates: Mapping[str, bool]) -> str:
