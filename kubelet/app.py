@@ -38,6 +38,7 @@ from kemu.client.interface import ApiClient
 from kemu.component.featuregate import (
     IN_PLACE_POD_VERTICAL_SCALING,
     IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
+    POD_HOST_IPS,
     POD_OBSERVED_GENERATION_TRACKING,
     FeatureGates,
 )
@@ -321,7 +322,7 @@ def _node_ips(args: argparse.Namespace, names: Sequence[str]) -> list[str]:
 def pod_worker_options(options: PodWorkerOptions, gates: FeatureGates) -> PodWorkerOptions:
     """`options` (from the flags) with what the emulated version decides, resolved once: the
     resize gates (a kubelet without in-place resize does not report container resources, so
-    the apiserver refuses to resize its pods), PodObservedGenerationTracking, and the aggregation rule of a resizing pod's sizes (upstream changed it in
+    the apiserver refuses to resize its pods), PodObservedGenerationTracking, PodHostIPs, and the aggregation rule of a resizing pod's sizes (upstream changed it in
     1.37 without a gate; kemu.component.version_rules)."""
     version = gates.version
     in_place_resize = gates.enabled(IN_PLACE_POD_VERTICAL_SCALING)
@@ -330,6 +331,7 @@ def pod_worker_options(options: PodWorkerOptions, gates: FeatureGates) -> PodWor
         in_place_resize=in_place_resize,
         report_resources=in_place_resize,
         observed_generation=gates.enabled(POD_OBSERVED_GENERATION_TRACKING),
+        host_ips=gates.enabled(POD_HOST_IPS),
         resize_preemption_policy=gates.enabled(IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION),
         counting=PodResourcesOptions(per_container_max=VersionRules.at(version).per_container_max),
     )

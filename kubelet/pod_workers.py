@@ -63,7 +63,7 @@ from kubelet.runtime import (
     annotation_exit_code,
     annotation_seconds,
 )
-from kubelet.status_manager import StatusManager
+from kubelet.status_manager import StatusManager, StatusOptions
 
 logger = logging.getLogger(__name__)
 
@@ -100,6 +100,8 @@ class PodWorkerOptions:
     """Report containerStatuses[].resources and allocatedResources: upstream's kubelet does
     only with InPlacePodVerticalScaling on, and the apiserver refuses to resize a running pod
     whose kubelet does not (KEP-1287's skew rule)."""
+    host_ips: bool = True
+    """Gate PodHostIPs: report status.hostIPs besides hostIP."""
     resize_preemption_policy: bool = False
     """Gate InPlacePodVerticalScalingSchedulerPreemption: Deferred pods on a node whose
     spec.podPreemptionPolicy.disableResizePreemption is non-empty get the condition
@@ -142,9 +144,12 @@ class PodWorkers:
         self.status_manager = StatusManager(
             client,
             clock=clock,
+            options=StatusOptions(
+                observed_generation=self.options.observed_generation,
+                report_resources=self.options.report_resources,
+                host_ips=self.options.host_ips,
+            ),
             resize_preemption_policy=self.options.resize_preemption_policy,
-            observed_generation=self.options.observed_generation,
-            report_resources=self.options.report_resources,
         )
         self._started = False
         self.syncs = 0

@@ -31,6 +31,7 @@ kept.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
@@ -134,6 +135,8 @@ class StatusOptions:
     """Gate InPlacePodVerticalScaling: containerStatuses[].resources and allocatedResources."""
     host_ip: str = ""
     """The node's IP (status.hostIP, hostIPs); "" reports none."""
+    host_ips: bool = True
+    """Gate PodHostIPs (KEP-2681): report status.hostIPs besides hostIP."""
 
 
 def _admitted_status(
@@ -183,7 +186,7 @@ def _admitted_status(
             )
             # lastTransitionTime: when the resize came to this state, not now.
             update_pod_condition(status, condition, want.since)
-    _set_addresses(status, pod, rt, options.host_ip)
+    _set_addresses(status, pod, rt, options)
     report = options.report_resources
     del status.container_statuses[:]
     for c in pod.spec.containers:
@@ -222,14 +225,17 @@ def _admitted_status(
 
 
 def _set_addresses(
-    status: types_pb2.PodStatus, pod: types_pb2.Pod, rt: PodRuntime, host_ip: str
+    status: types_pb2.PodStatus, pod: types_pb2.Pod, rt: PodRuntime, options: StatusOptions
 ) -> None:
-    """generateAPIPodStatus's addresses: hostIP/hostIPs the node's, podIP/podIPs the pod's
-    (kubelet.network); a hostNetwork pod's IP is the host's, set once."""
+    """generateAPIPodStatus's addresses: hostIP/hostIPs (with PodHostIPs) the node's,
+    podIP/podIPs the pod's (kubelet.network); a hostNetwork pod's IP is the host's, set
+    once."""
+    host_ip = options.host_ip
     if host_ip:
         status.host_ip = host_ip
-        del status.host_ips[:]
-        status.host_ips.add(ip=host_ip)
+        if options.host_ips:
+            del status.host_ips[:]
+            status.host_ips.add(ip=host_ip)
     pod_ip = rt.pod_ip
     if pod.spec.host_network:
         pod_ip = status.pod_ip or host_ip
@@ -264,15 +270,16 @@ class StatusManager:
         client: ApiClient,
         *,
         clock: Clock,
+        options: StatusOptions | None = None,
         resize_preemption_policy: bool = False,
-        observed_generation: bool = True,
-        report_resources: bool = True,
     ) -> None:
+        """`options`: what the version and gates make the kubelet report (its per-node
+        fields are filled in for each write); `resize_preemption_policy`: the gate of
+        PodResizePreemptionDisabled (kubelet.allocation.preemption_disabled_on)."""
         self._client = client
         self._clock = clock
+        self._options = options or StatusOptions()
         self._resize_preemption_policy = resize_preemption_policy
-        self._observed_generation = observed_generation
-        self._report_resources = report_resources
 
     @staticmethod
     def reports(rt: PodRuntime) -> bool:
@@ -286,10 +293,9 @@ class StatusManager:
         self, node: NodePods, pod: types_pb2.Pod, rt: PodRuntime
     ) -> types_pb2.Pod | None:
         """Makes the API's status match rt; the pod as written, or None if it is gone."""
-        options = StatusOptions(
+        options = dataclasses.replace(
+            self._options,
             preemption_disabled_on=preemption_disabled_on(node, self._resize_preemption_policy),
-            observed_generation=self._observed_generation,
-            report_resources=self._report_resources,
             host_ip=node.node_ip,
         )
         for _ in range(_WRITE_ATTEMPTS):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -158,3 +159,17 @@ async def test_node_ipam_restarted_controller_manager_hands_no_range_twice(
         cluster.restart("controllermanager")
         cidr = await _wait_pod_cidr(c, "n3")
         assert cidr not in taken
+
+
+async def test_pod_host_ips_before_1_29_the_status_has_host_ip_only(tmp_path: Path) -> None:
+    """PodHostIPs (KEP-2681) is off by default before 1.29: the kubelet reports hostIP only,
+    and the apiserver drops hostIPs from status writes (dropDisabledPodStatusFields)."""
+    with Cluster(tmp_path) as c:
+        c.start_etcd(unsafe_no_fsync=True)
+        c.start_apiserver(emulated_version="1.28")
+        c.start_kubelet("old", emulated_version="1.28", extra_args=["--node-ip", "172.18.0.9"])
+        async with Client(c.server, timeout=10.0) as client:
+            ns = await create_namespace(client, "old")
+            (pod,) = await _run_pods(client, ns, make_pod("p").node("old").obj())
+            assert pod.status.host_ip == "172.18.0.9"
+            assert not pod.status.host_ips

@@ -73,6 +73,9 @@ def test_a_pod_created_on_its_node_is_scheduled_and_has_the_addresses() -> None:
     assert scheduled.last_transition_time.seconds == NOW
     assert (status.host_ip, [i.ip for i in status.host_ips]) == ("172.18.0.2", ["172.18.0.2"])
     assert (status.pod_ip, [i.ip for i in status.pod_ips]) == ("10.244.1.2", ["10.244.1.2"])
+    # Without PodHostIPs (before 1.29) a kubelet reports hostIP only.
+    old = build_status(p, rt, NOW, StatusOptions(host_ip="172.18.0.2", host_ips=False))
+    assert (old.host_ip, list(old.host_ips)) == ("172.18.0.2", [])
 
 
 def test_a_scheduled_pod_keeps_the_binding_transition_time() -> None:
