@@ -322,8 +322,9 @@ def _node_ips(args: argparse.Namespace, names: Sequence[str]) -> list[str]:
 def pod_worker_options(options: PodWorkerOptions, gates: FeatureGates) -> PodWorkerOptions:
     """`options` (from the flags) with what the emulated version decides, resolved once: the
     resize gates (a kubelet without in-place resize does not report container resources, so
-    the apiserver refuses to resize its pods), PodObservedGenerationTracking, PodHostIPs, and the aggregation rule of a resizing pod's sizes (upstream changed it in
-    1.37 without a gate; kemu.component.version_rules)."""
+    the apiserver refuses to resize its pods), PodObservedGenerationTracking, PodHostIPs, and
+    the aggregation rule of a resizing pod's sizes (upstream changed it in 1.37 without a
+    gate; kemu.component.version_rules)."""
     version = gates.version
     in_place_resize = gates.enabled(IN_PLACE_POD_VERTICAL_SCALING)
     return dataclasses.replace(

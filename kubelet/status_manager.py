@@ -12,9 +12,10 @@ scheduled pod keeps the binding's); a rejected pod has none, as upstream's statu
 the kubelet's conditions that rejectPod's status lacks (mergePodStatus).
 
 Addresses (kubelet.network): hostIP/hostIPs are the node's IP; podIP/podIPs the pod's IP from
-the node's pod CIDR, or the node's IP for a hostNetwork pod, which keeps the first it got. Container statuses report
-each container's allocated resources and its actual ones (the allocation, or the size it still
-runs at while a resize is being actuated).
+the node's pod CIDR, or the node's IP for a hostNetwork pod, which keeps the first it got.
+
+Container statuses report each container's allocated resources and its actual ones (the
+allocation, or the size it still runs at while a resize is being actuated).
 
 With PodObservedGenerationTracking (KEP-5067) the status carries observedGeneration, the pod
 generation the kubelet last synced (so a resize, which bumps the generation, can be seen to have
