@@ -34,6 +34,7 @@ from controllermanager import (
     disruption,
     job,
     namespace,
+    node_ipam,
     node_lifecycle,
     podgc,
     replicaset,
@@ -72,6 +73,7 @@ CONTROLLERS: Final[dict[str, ControllerInit]] = {
     garbagecollector.NAME: garbagecollector.new_controller,
     namespace.NAME: namespace.new_controller,
     node_lifecycle.NAME: node_lifecycle.new_controller,
+    node_ipam.NAME: node_ipam.new_controller,
     podgc.NAME: podgc.new_controller,
     replicaset.NAME: replicaset.new_controller,
     deployment.NAME: deployment.new_controller,
@@ -138,6 +140,13 @@ def configure_controllers(
         configured[garbagecollector.NAME] = functools.partial(
             garbagecollector.new_controller, options=garbagecollector.options_from_args(args)
         )
+    if node_ipam.NAME in configured:
+        ipam = node_ipam.options_from_args(args)
+        if ipam is None:
+            # upstream's startNodeIpamController: not started without --allocate-node-cidrs
+            del configured[node_ipam.NAME]
+        else:
+            configured[node_ipam.NAME] = functools.partial(node_ipam.new_controller, options=ipam)
     if podgc.NAME in configured:
         configured[podgc.NAME] = functools.partial(
             podgc.new_controller, options=podgc.options_from_args(args)
@@ -163,6 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
     node_lifecycle.add_flags(parser)
     podgc.add_flags(parser)
     garbagecollector.add_flags(parser)
+    node_ipam.add_flags(parser)
     return parser
 
 

@@ -38,6 +38,7 @@ from kemu.client.interface import ApiClient
 from kemu.component.featuregate import (
     IN_PLACE_POD_VERTICAL_SCALING,
     IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
+    POD_HOST_IPS,
     POD_OBSERVED_GENERATION_TRACKING,
     FeatureGates,
 )
@@ -48,6 +49,7 @@ from kemu.machinery.quantity import parse_capacity_flag
 from kemu.machinery.resources import PodResourcesOptions
 from kubelet.allocation import DEFAULT_ACTUATION_DELAY
 from kubelet.checkpoint import Checkpoint
+from kubelet.network import DEFAULT_NODE_IP_RANGE, default_node_ip, parse_node_ip
 from kubelet.node_status import (
     DEFAULT_LEASE_DURATION_SECONDS,
     DEFAULT_LEASE_RENEW_INTERVAL,
@@ -122,6 +124,14 @@ def build_parser() -> argparse.ArgumentParser:
         default="",
         metavar="K[=V]:EFFECT[,...]",
         help="taints the node registers with",
+    )
+    nodes.add_argument(
+        "--node-ip",
+        default="",
+        metavar="IP",
+        help="the node's IP address, its InternalIP and its pods' hostIP; with --nodes the "
+        "first node's, the others' following it (default: an address in "
+        f"{DEFAULT_NODE_IP_RANGE} derived from the node name, or the name prefix)",
     )
     nodes.add_argument(
         "--provider-id",
@@ -258,6 +268,7 @@ def settings_from_args(args: argparse.Namespace, kubelet_version: str) -> Kubele
     if not args.resize_retry_period > 0:
         raise ValueError("--resize-retry-period: must be positive")
     allocatable = allocatable_of(capacity, reserved)
+    node_ips = _node_ips(args, names)
     nodes = tuple(
         NodeConfig(
             name=name,
@@ -267,8 +278,9 @@ def settings_from_args(args: argparse.Namespace, kubelet_version: str) -> Kubele
             labels=labels,
             taints=tuple(taints),
             provider_id=args.provider_id,
+            node_ip=node_ip,
         )
-        for name in names
+        for name, node_ip in zip(names, node_ips, strict=True)
     )
     return KubeletSettings(
         server=args.server,
@@ -290,12 +302,30 @@ def settings_from_args(args: argparse.Namespace, kubelet_version: str) -> Kubele
     )
 
 
+def _node_ips(args: argparse.Namespace, names: Sequence[str]) -> list[str]:
+    """Each node's IP: --node-ip, or one derived from the node's name (hollow nodes: from the
+    name prefix), and the following addresses for the further hollow nodes."""
+    if args.node_ip:
+        try:
+            first = parse_node_ip(args.node_ip)
+        except ValueError as e:
+            raise ValueError(f"--node-ip: {e}") from None
+    else:
+        seed = args.node_name_prefix if args.nodes is not None else names[0]
+        first = default_node_ip(seed, len(names))
+    try:
+        return [str(first + i) for i in range(len(names))]
+    except ValueError:  # ipaddress's overflow past the family's last address
+        raise ValueError(f"--node-ip: {len(names)} addresses from {first} overflow") from None
+
+
 def pod_worker_options(options: PodWorkerOptions, gates: FeatureGates) -> PodWorkerOptions:
     """`options` (from the flags) with what the emulated version decides, resolved once: the
     resize gates (a kubelet without in-place resize does not report container resources, so
-    the apiserver refuses to resize its pods), PodObservedGenerationTracking, PodDisruptionConditions (the DisruptionTarget of a pod
-    preempted for a critical one), and the aggregation rule of a resizing pod's sizes (upstream changed it in
-    1.37 without a gate; kemu.component.version_rules)."""
+    the apiserver refuses to resize its pods), PodObservedGenerationTracking, PodHostIPs,
+    PodDisruptionConditions (the DisruptionTarget of a pod preempted for a critical one), and
+    the aggregation rule of a resizing pod's sizes (upstream changed it in 1.37 without a
+    gate; kemu.component.version_rules)."""
     rules = VersionRules.at(gates.version)
     in_place_resize = gates.enabled(IN_PLACE_POD_VERTICAL_SCALING)
     return dataclasses.replace(
@@ -303,6 +333,7 @@ def pod_worker_options(options: PodWorkerOptions, gates: FeatureGates) -> PodWor
         in_place_resize=in_place_resize,
         report_resources=in_place_resize,
         observed_generation=gates.enabled(POD_OBSERVED_GENERATION_TRACKING),
+        host_ips=gates.enabled(POD_HOST_IPS),
         resize_preemption_policy=gates.enabled(IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION),
         counting=PodResourcesOptions(per_container_max=rules.per_container_max),
         disruption_conditions=rules.eviction_disruption_condition,
@@ -381,6 +412,7 @@ class Kubelet:
                     config.name,
                     config.allocatable_ints(),
                     Checkpoint(settings.root_dir, config.name),
+                    node_ip=config.node_ip,
                 )
                 for config in settings.nodes
             ],
@@ -403,6 +435,8 @@ class Kubelet:
         self.pod_workers.set_resize_preemption_disabled(
             node.metadata.name, bool(node.spec.pod_preemption_policy.disable_resize_preemption)
         )
+        # upstream's kubelet passes its Node's podCIDR to the runtime (updatePodCIDR)
+        self.pod_workers.set_pod_cidr(node.metadata.name, node.spec.pod_cidr)
 
     def ready(self) -> bool:
         if not all(a.ready.is_set() for a in self.agents):

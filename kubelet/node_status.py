@@ -8,6 +8,9 @@ pkg/kubelet/nodelease (the lease controller).
   --node-labels), --register-with-taints and a Ready status. If the Node exists (a restarted
   kubelet), its labels are reconciled and its status rewritten; its spec (taints the node
   lifecycle controller may have added) is left alone, as upstream.
+- Addresses: status.addresses is the node's InternalIP (--node-ip, kubelet.network) and its
+  Hostname (the node name), as upstream's NodeAddress setter without a cloud provider
+  (pkg/kubelet/nodestatus/setters.go).
 - Node status: every --node-status-update-frequency (10s) the kubelet compares the status it
   would report with the Node it sees (its node informer) and writes it only when they differ or
   --node-status-report-frequency (5m) has passed since the last write, as upstream does since
@@ -88,6 +91,17 @@ class NodeConfig:
     taints: Sequence[types_pb2.Taint] = ()
     provider_id: str = ""
     """spec.providerID, set at registration (upstream's --provider-id); "" leaves it unset."""
+    node_ip: str = ""
+    """The node's InternalIP address (--node-ip); "" reports no addresses."""
+
+    def addresses(self) -> list[types_pb2.NodeAddress]:
+        """status.addresses: InternalIP, then Hostname (upstream's NodeAddress setter)."""
+        if not self.node_ip:
+            return []
+        return [
+            types_pb2.NodeAddress(type="InternalIP", address=self.node_ip),
+            types_pb2.NodeAddress(type="Hostname", address=self.name),
+        ]
 
     def allocatable_ints(self) -> dict[str, int]:
         return {name: to_int(name, text) for name, text in self.allocatable.items()}
@@ -162,6 +176,8 @@ def set_status(status: types_pb2.NodeStatus, config: NodeConfig, now: float) -> 
     status.capacity.update(config.capacity)
     status.allocatable.clear()
     status.allocatable.update(config.allocatable)
+    del status.addresses[:]
+    status.addresses.extend(config.addresses())
     status.node_info.kubelet_version = config.kubelet_version
     status.node_info.operating_system = OS
     status.node_info.architecture = ARCH
@@ -182,6 +198,8 @@ def status_differs(node: types_pb2.Node, config: NodeConfig) -> bool:
     if dict(status.capacity) != dict(config.capacity):
         return True
     if dict(status.allocatable) != dict(config.allocatable):
+        return True
+    if list(status.addresses) != config.addresses():
         return True
     info = status.node_info
     if (info.kubelet_version, info.operating_system, info.architecture) != (

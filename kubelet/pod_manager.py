@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 from kemu.api.v1 import types_pb2
 from kubelet.checkpoint import Checkpoint
+from kubelet.network import PodAddresses
 from kubelet.runtime import PodRuntime, PodState
 
 logger = logging.getLogger(__name__)
@@ -31,11 +32,20 @@ class NodePods:
     """The pods of one node: what the API says (latest seen) and what the kubelet knows."""
 
     def __init__(
-        self, name: str, allocatable: Mapping[str, int], checkpoint: Checkpoint | None = None
+        self,
+        name: str,
+        allocatable: Mapping[str, int],
+        checkpoint: Checkpoint | None = None,
+        *,
+        node_ip: str = "",
     ) -> None:
         self.name = name
         self.allocatable = dict(allocatable)
         self.checkpoint = checkpoint or Checkpoint(None, name)
+        self.node_ip = node_ip
+        """The node's InternalIP: its pods' hostIP, and a hostNetwork pod's IP."""
+        self.addresses = PodAddresses(name)
+        """The node's pod IPs (kubelet.network)."""
         self.api_pods: dict[str, types_pb2.Pod] = {}
         self.runtimes: dict[str, PodRuntime] = {}
         self.deferred: set[str] = set()
@@ -48,6 +58,8 @@ class NodePods:
         restored = self.checkpoint.load()
         for rt in restored:
             self.runtimes[rt.uid] = rt
+            if rt.active and rt.pod_ip:
+                self.addresses.occupy(rt.uid, rt.pod_ip)
         if restored:
             logger.info(
                 "node %s: restored %d pods from %s", self.name, len(restored), self.checkpoint.path

@@ -69,7 +69,7 @@ from kubelet.runtime import (
     annotation_exit_code,
     annotation_seconds,
 )
-from kubelet.status_manager import StatusManager
+from kubelet.status_manager import StatusManager, StatusOptions
 
 logger = logging.getLogger(__name__)
 
@@ -106,6 +106,8 @@ class PodWorkerOptions:
     """Report containerStatuses[].resources and allocatedResources: upstream's kubelet does
     only with InPlacePodVerticalScaling on, and the apiserver refuses to resize a running pod
     whose kubelet does not (KEP-1287's skew rule)."""
+    host_ips: bool = True
+    """Gate PodHostIPs: report status.hostIPs besides hostIP."""
     resize_preemption_policy: bool = False
     """Gate InPlacePodVerticalScalingSchedulerPreemption: Deferred pods on a node whose
     spec.podPreemptionPolicy.disableResizePreemption is non-empty get the condition
@@ -155,10 +157,13 @@ class PodWorkers:
         self.status_manager = StatusManager(
             client,
             clock=clock,
+            options=StatusOptions(
+                observed_generation=self.options.observed_generation,
+                report_resources=self.options.report_resources,
+                host_ips=self.options.host_ips,
+                disruption_conditions=self.options.disruption_conditions,
+            ),
             resize_preemption_policy=self.options.resize_preemption_policy,
-            observed_generation=self.options.observed_generation,
-            report_resources=self.options.report_resources,
-            disruption_conditions=self.options.disruption_conditions,
         )
         self._started = False
         self.syncs = 0
@@ -187,6 +192,17 @@ class PodWorkers:
         if self._started and self.options.resize_preemption_policy:
             for uid in node.deferred:
                 self.queue.add(uid)
+
+    def set_pod_cidr(self, node_name: str, pod_cidr: str) -> None:
+        """The node's spec.podCIDR (feed it from a node informer): once it is known, the
+        node's running pods that have no IP get one (kubelet.network)."""
+        node = self.nodes.get(node_name)
+        if node is None or not node.addresses.set_pod_cidr(pod_cidr):
+            return
+        if self._started:
+            for uid, rt in node.runtimes.items():
+                if rt.active and not rt.pod_ip:
+                    self.queue.add(uid)
 
     def runtime(self, uid: str) -> PodRuntime | None:
         node = self._node_of.get(uid)
@@ -292,6 +308,7 @@ class PodWorkers:
             self._forget_gone_restored_pods(node)
             new = [p for uid, p in node.api_pods.items() if uid not in node.runtimes]
             new.sort(key=lambda p: (p.metadata.creation_timestamp.ToNanoseconds(), p.metadata.name))
+            self._adopt_pod_ips(node)
             for pod in new:
                 self._add_pod(node, pod)
             # HandlePodAdditions retries when the pods it adds have resizes pending: after a
@@ -311,10 +328,24 @@ class PodWorkers:
         finally:
             self.queue.shut_down()
 
+    @staticmethod
+    def _adopt_pod_ips(node: NodePods) -> None:
+        """Restored pods whose record has no IP keep the one their status shows (a pod's IP
+        never changes while it runs), before any pod is given a new one."""
+        for uid, rt in node.runtimes.items():
+            pod = node.api_pods.get(uid)
+            if pod is None or not rt.active or rt.pod_ip or pod.spec.host_network:
+                continue
+            ip = pod.status.pod_ip
+            if ip and not node.addresses.in_use(ip):
+                rt.pod_ip = ip
+                node.addresses.occupy(uid, ip)
+
     def _forget_gone_restored_pods(self, node: NodePods) -> None:
         gone = [uid for uid in node.runtimes if uid not in node.api_pods]
         for uid in gone:
             rt = node.runtimes.pop(uid)
+            node.addresses.release(uid)
             self._node_of.pop(uid, None)
             logger.info("node %s: restored pod %s is gone (was %s)", node.name, rt.key, rt.state)
         if gone:
@@ -367,6 +398,7 @@ class PodWorkers:
             return
         del node.runtimes[uid]
         node.deferred.discard(uid)
+        node.addresses.release(uid)
         if rt.state != PodState.REJECTED:
             node.save()
         logger.info("node %s: pod %s is gone (was %s)", node.name, rt.key, rt.state)
@@ -380,6 +412,7 @@ class PodWorkers:
         changed = advance(pod, rt, now, shutdown_duration=self.options.shutdown_duration)
         actuated = self.allocation_manager.actuate(pod, rt, now)
         changed = self.allocation_manager.handle_resize(node, pod, rt, now) or changed
+        changed = sync_pod_ip(node, pod, rt) or changed
         if changed or actuated:
             node.save()
         if was_active and not rt.active:
@@ -430,6 +463,19 @@ def active_candidates(node: NodePods) -> list[Candidate]:
         for rt in node.runtimes.values()
         if rt.active and rt.uid in api
     ]
+
+
+def sync_pod_ip(node: NodePods, pod: types_pb2.Pod, rt: PodRuntime) -> bool:
+    """An active pod on the pod network holds an IP from the node's pod CIDR, given when its
+    sandbox is created (admission) or, on a node that had no pod CIDR then, once it has one;
+    a pod that stopped frees it (its record and status keep it). True if rt changed."""
+    if not rt.active:
+        node.addresses.release(rt.uid)
+        return False
+    if rt.pod_ip or pod.spec.host_network:
+        return False
+    rt.pod_ip = node.addresses.assign(rt.uid, preferred=pod.status.pod_ip)
+    return bool(rt.pod_ip)
 
 
 def differs_semantically(old: types_pb2.Pod, new: types_pb2.Pod) -> bool:

@@ -164,6 +164,10 @@ class PodRuntime:
     """Container name -> restartCount (a resize whose policy is RestartContainer)."""
     restarted_at: dict[str, float] = field(default_factory=dict)
     """Container name -> when it last started, if it restarted after the pod started."""
+    pod_ip: str = ""
+    """The IP the pod got from the node's pod CIDR (kubelet.network; "" for none yet, and
+    for a hostNetwork pod, whose IP is the node's); kept after the pod ends, as its status
+    keeps it."""
 
     def restart_container(self, name: str, now: float) -> None:
         """The container was killed and started again (kubelet.resize_action)."""
@@ -241,6 +245,8 @@ class PodRuntime:
         if self.restarts:
             data["restarts"] = dict(self.restarts)
             data["restartedAt"] = dict(self.restarted_at)
+        if self.pod_ip:
+            data["podIP"] = self.pod_ip
         return data
 
     @classmethod
@@ -285,6 +291,7 @@ class PodRuntime:
             pending_generation=int(pending.get("generation", 0)),
             restarts={k: int(v) for k, v in dict(data.get("restarts", {})).items()},
             restarted_at={k: float(v) for k, v in dict(data.get("restartedAt", {})).items()},
+            pod_ip=str(data.get("podIP", "")),
         )
 
 

@@ -1,13 +1,21 @@
 """Pod status: what the kubelet reports for a pod (`build_status`) and how it is written
 (`StatusManager.write`), as upstream's generateAPIPodStatus and status manager.
 
-The kubelet owns the phase, startTime, container statuses and the conditions Initialized,
-Ready, ContainersReady and PodReadyToStartContainers; every other condition (PodScheduled,
-DisruptionTarget, ...) is kept as the API has it, except the resize conditions PodResizePending,
-PodResizeInProgress and (with its gate on) PodResizePreemptionDisabled, which the kubelet owns
-too (what they should be is kubelet.allocation's `resize_conditions`). Container statuses report
-each container's allocated resources and its actual ones (the allocation, or the size it still
-runs at while a resize is being actuated).
+The kubelet owns the phase, startTime, container statuses and the conditions PodScheduled,
+Initialized, Ready, ContainersReady and PodReadyToStartContainers (upstream's
+PodConditionsByKubelet); every other condition (DisruptionTarget, ...) is kept as the API has
+it, except the resize conditions PodResizePending, PodResizeInProgress and (with its gate on)
+PodResizePreemptionDisabled, which the kubelet owns too (what they should be is
+kubelet.allocation's `resize_conditions`). A pod it runs is PodScheduled=True, also one created
+with spec.nodeName that no scheduler saw (its lastTransitionTime the kubelet's first write; a
+scheduled pod keeps the binding's); a rejected pod has none, as upstream's status manager drops
+the kubelet's conditions that rejectPod's status lacks (mergePodStatus).
+
+Addresses (kubelet.network): hostIP/hostIPs are the node's IP; podIP/podIPs the pod's IP from
+the node's pod CIDR, or the node's IP for a hostNetwork pod, which keeps the first it got.
+
+Container statuses report each container's allocated resources and its actual ones (the
+allocation, or the size it still runs at while a resize is being actuated).
 
 With PodObservedGenerationTracking (KEP-5067) the status carries observedGeneration, the pod
 generation the kubelet last synced (so a resize, which bumps the generation, can be seen to have
@@ -24,6 +32,7 @@ kept.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
@@ -46,7 +55,13 @@ from kubelet.preemption import (
 )
 from kubelet.runtime import EXIT_OK, ContainerAllocation, PodRuntime, PodState
 
-KUBELET_CONDITIONS: Final = ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady")
+KUBELET_CONDITIONS: Final = (
+    "PodScheduled",
+    "PodReadyToStartContainers",
+    "Initialized",
+    "Ready",
+    "ContainersReady",
+)
 """The pod conditions the kubelet owns besides the resize ones; it never touches the others."""
 
 _WRITE_ATTEMPTS: Final = 5
@@ -126,6 +141,10 @@ class StatusOptions:
     """Gate PodObservedGenerationTracking."""
     report_resources: bool = True
     """Gate InPlacePodVerticalScaling: containerStatuses[].resources and allocatedResources."""
+    host_ip: str = ""
+    """The node's IP (status.hostIP, hostIPs); "" reports none."""
+    host_ips: bool = True
+    """Gate PodHostIPs (KEP-2681): report status.hostIPs besides hostIP."""
     disruption_conditions: bool = True
     """Gate PodDisruptionConditions: DisruptionTarget on a pod the kubelet preempted."""
 
@@ -177,6 +196,7 @@ def _admitted_status(
         ready, reason = "False", "PodCompleted"
     gate, generation = options.observed_generation, pod.metadata.generation
     for type_, value, why in (
+        ("PodScheduled", "True", ""),
         ("PodReadyToStartContainers", "True" if running else "False", ""),
         ("Initialized", "True", reason),
         ("Ready", ready, reason),
@@ -203,6 +223,7 @@ def _admitted_status(
             )
             # lastTransitionTime: when the resize came to this state, not now.
             update_pod_condition(status, condition, want.since)
+    _set_addresses(status, pod, rt, options)
     report = options.report_resources
     del status.container_statuses[:]
     for c in pod.spec.containers:
@@ -240,6 +261,27 @@ def _admitted_status(
         status.init_container_statuses.append(cs)
 
 
+def _set_addresses(
+    status: types_pb2.PodStatus, pod: types_pb2.Pod, rt: PodRuntime, options: StatusOptions
+) -> None:
+    """generateAPIPodStatus's addresses: hostIP/hostIPs (with PodHostIPs) the node's,
+    podIP/podIPs the pod's (kubelet.network); a hostNetwork pod's IP is the host's, set
+    once."""
+    host_ip = options.host_ip
+    if host_ip:
+        status.host_ip = host_ip
+        if options.host_ips:
+            del status.host_ips[:]
+            status.host_ips.add(ip=host_ip)
+    pod_ip = rt.pod_ip
+    if pod.spec.host_network:
+        pod_ip = status.pod_ip or host_ip
+    if pod_ip:
+        status.pod_ip = pod_ip
+        del status.pod_ips[:]
+        status.pod_ips.add(ip=pod_ip)
+
+
 def build_status(
     pod: types_pb2.Pod, rt: PodRuntime, now: float, options: StatusOptions | None = None
 ) -> types_pb2.PodStatus:
@@ -267,17 +309,16 @@ class StatusManager:
         client: ApiClient,
         *,
         clock: Clock,
+        options: StatusOptions | None = None,
         resize_preemption_policy: bool = False,
-        observed_generation: bool = True,
-        report_resources: bool = True,
-        disruption_conditions: bool = True,
     ) -> None:
+        """`options`: what the version and gates make the kubelet report (its per-node
+        fields are filled in for each write); `resize_preemption_policy`: the gate of
+        PodResizePreemptionDisabled (kubelet.allocation.preemption_disabled_on)."""
         self._client = client
         self._clock = clock
+        self._options = options or StatusOptions()
         self._resize_preemption_policy = resize_preemption_policy
-        self._observed_generation = observed_generation
-        self._report_resources = report_resources
-        self._disruption_conditions = disruption_conditions
 
     @staticmethod
     def reports(rt: PodRuntime) -> bool:
@@ -291,11 +332,10 @@ class StatusManager:
         self, node: NodePods, pod: types_pb2.Pod, rt: PodRuntime
     ) -> types_pb2.Pod | None:
         """Makes the API's status match rt; the pod as written, or None if it is gone."""
-        options = StatusOptions(
+        options = dataclasses.replace(
+            self._options,
             preemption_disabled_on=preemption_disabled_on(node, self._resize_preemption_policy),
-            observed_generation=self._observed_generation,
-            report_resources=self._report_resources,
-            disruption_conditions=self._disruption_conditions,
+            host_ip=node.node_ip,
         )
         for _ in range(_WRITE_ATTEMPTS):
             status = build_status(pod, rt, self._clock.now(), options)

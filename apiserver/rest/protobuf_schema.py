@@ -240,6 +240,7 @@ SCHEMA: Final[dict[str, dict[int, tuple[str, str]]]] = {
     },
     "HTTPHeader": {1: ("name", "string"), 2: ("value", "string")},
     "HostAlias": {1: ("ip", "string"), 2: ("hostnames", "[]string")},
+    "HostIP": {1: ("ip", "string")},
     "HostPathVolumeSource": {1: ("path", "string"), 2: ("type", "string")},
     "Job": {1: ("metadata", "ObjectMeta"), 2: ("spec", "JobSpec"), 3: ("status", "JobStatus")},
     "JobCondition": {
@@ -344,9 +345,13 @@ SCHEMA: Final[dict[str, dict[int, tuple[str, str]]]] = {
         1: ("matchExpressions", "[]NodeSelectorRequirement"),
         2: ("matchFields", "[]NodeSelectorRequirement"),
     },
+    "NodeAddress": {1: ("type", "string"), 2: ("address", "string")},
     "NodeSpec": {
+        1: ("podCIDR", "string"),
+        3: ("providerID", "string"),
         4: ("unschedulable", "bool"),
         5: ("taints", "[]Taint"),
+        7: ("podCIDRs", "[]string"),
         8: ("podPreemptionPolicy", "NodePodPreemptionPolicy"),
     },
     "NodeStatus": {
@@ -354,6 +359,7 @@ SCHEMA: Final[dict[str, dict[int, tuple[str, str]]]] = {
         2: ("allocatable", "map_quantity"),
         3: ("phase", "string"),
         4: ("conditions", "[]NodeCondition"),
+        5: ("addresses", "[]NodeAddress"),
         7: ("nodeInfo", "NodeSystemInfo"),
     },
     "NodeSystemInfo": {
@@ -425,6 +431,7 @@ SCHEMA: Final[dict[str, dict[int, tuple[str, str]]]] = {
         3: ("options", "[]PodDNSConfigOption"),
     },
     "PodDNSConfigOption": {1: ("name", "string"), 2: ("value", "string")},
+    "PodIP": {1: ("ip", "string")},
     "PodDisruptionBudget": {
         1: ("metadata", "ObjectMeta"),
         2: ("spec", "PodDisruptionBudgetSpec"),
@@ -515,7 +522,9 @@ SCHEMA: Final[dict[str, dict[int, tuple[str, str]]]] = {
         9: ("qosClass", "string"),
         10: ("initContainerStatuses", "[]ContainerStatus"),
         11: ("nominatedNodeName", "string"),
+        12: ("podIPs", "[]PodIP"),
         14: ("resize", "string"),
+        16: ("hostIPs", "[]HostIP"),
         17: ("observedGeneration", "int"),
     },
     "PodTemplateSpec": {1: ("metadata", "ObjectMeta"), 2: ("spec", "PodSpec")},

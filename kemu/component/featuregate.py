@@ -39,6 +39,8 @@ POD_OBSERVED_GENERATION_TRACKING: Final = "PodObservedGenerationTracking"
 """KEP-5067: status.observedGeneration of pods and of the conditions the kubelet and the
 scheduler write, kept or dropped on status writes (apiserver)."""
 POD_SCHEDULING_READINESS: Final = "PodSchedulingReadiness"
+POD_HOST_IPS: Final = "PodHostIPs"
+"""KEP-2681: status.hostIPs, written by the kubelet and kept by the apiserver."""
 SEPARATE_TAINT_EVICTION_CONTROLLER: Final = "SeparateTaintEvictionController"
 """KEP-3902: the NoExecute taint eviction is its own controller, `taint-eviction-controller`
 (beta 1.29, GA 1.34, removed 1.37); without it the node lifecycle controller runs it."""
@@ -158,6 +160,16 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
                     FeatureSpec(_v(34), Stage.BETA, True),
                     FeatureSpec(_v(35), Stage.GA, True, locked=True),
                 ),
+            ),
+            GateDefinition(
+                POD_HOST_IPS,
+                (
+                    FeatureSpec(_v(28), Stage.ALPHA, False),
+                    FeatureSpec(_v(29), Stage.BETA, True),
+                    FeatureSpec(_v(30), Stage.GA, True, locked=True),
+                ),
+                removed_in=_v(32),
+                enabled_after_removal=True,
             ),
             GateDefinition(
                 POD_SCHEDULING_READINESS,

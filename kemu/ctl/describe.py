@@ -431,6 +431,12 @@ def describe_pod(pod: types_pb2.Pod, events: list[types_pb2.Event], now: float) 
     if pod.status.message:
         w.line(0, "Message:", " ".join(pod.status.message.split()))
     w.line(0, "IP:", pod.status.pod_ip or NONE)
+    if pod.status.pod_ips:
+        w.line(0, "IPs:")
+        for ip in pod.status.pod_ips:
+            w.line(1, "IP:", ip.ip)
+    else:
+        w.line(0, "IPs:", NONE)
     w.line(0, "Nominated Node Name:", pod.status.nominated_node_name or NONE)
     if pod.status.resize:
         w.line(0, "Resize:", pod.status.resize)
@@ -551,6 +557,10 @@ def describe_node(
             )
     else:
         w.line(0, "Conditions:", NONE)
+    if node.status.addresses:
+        w.line(0, "Addresses:")
+        for address in node.status.addresses:
+            w.line(1, f"{address.type}:", address.address)
     _resource_block(w, 0, "Capacity", node.status.capacity)
     _resource_block(w, 0, "Allocatable", node.status.allocatable)
     info = node.status.node_info
@@ -564,6 +574,7 @@ def describe_node(
             w.line(1, "Architecture:", info.architecture)
     if node.spec.pod_cidr:
         w.line(0, "PodCIDR:", node.spec.pod_cidr)
+        w.line(0, "PodCIDRs:", ",".join(node.spec.pod_cidrs or [node.spec.pod_cidr]))
     if node.spec.provider_id:
         w.line(0, "ProviderID:", node.spec.provider_id)
 

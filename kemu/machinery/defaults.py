@@ -17,6 +17,7 @@ def set_defaults(obj: Message) -> None:
     as they are."""
     if isinstance(obj, types_pb2.Pod):
         default_pod_spec(obj.spec)
+        pair_pod_ips(obj.status)
     elif isinstance(obj, types_pb2.ReplicaSet):
         apps.set_defaults_replica_set(obj)
         _default_template(obj.spec)
@@ -31,6 +32,31 @@ def set_defaults(obj: Message) -> None:
         _default_template(obj.spec)
     elif isinstance(obj, types_pb2.Namespace):
         default_namespace(obj)
+    elif isinstance(obj, types_pb2.Node):
+        pair_pod_cidrs(obj.spec)
+
+
+def pair_pod_ips(status: types_pb2.PodStatus) -> None:
+    """podIP is podIPs[0] and hostIP hostIPs[0]: a client that sets only the singular field
+    gets the list of it, and the list wins when both are set (core/v1's conversion to the
+    internal type, which has only the lists, and back: pkg/apis/core/v1/conversion.go
+    Convert_v1_PodStatus_To_core_PodStatus)."""
+    if status.pod_ip and not status.pod_ips:
+        status.pod_ips.add(ip=status.pod_ip)
+    if status.pod_ips:
+        status.pod_ip = status.pod_ips[0].ip
+    if status.host_ip and not status.host_ips:
+        status.host_ips.add(ip=status.host_ip)
+    if status.host_ips:
+        status.host_ip = status.host_ips[0].ip
+
+
+def pair_pod_cidrs(spec: types_pb2.NodeSpec) -> None:
+    """podCIDR is podCIDRs[0], as pair_pod_ips (Convert_v1_NodeSpec_To_core_NodeSpec)."""
+    if spec.pod_cidr and not spec.pod_cidrs:
+        spec.pod_cidrs.append(spec.pod_cidr)
+    if spec.pod_cidrs:
+        spec.pod_cidr = spec.pod_cidrs[0]
 
 
 def _default_template(

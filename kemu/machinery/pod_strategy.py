@@ -148,12 +148,19 @@ def merge_match_label_keys(pod: types_pb2.Pod) -> None:
 
 
 def drop_disabled_pod_status_fields(
-    new: types_pb2.Pod, old: types_pb2.Pod | None, *, observed_generation: bool
+    new: types_pb2.Pod,
+    old: types_pb2.Pod | None,
+    *,
+    observed_generation: bool,
+    host_ips: bool = True,
 ) -> None:
-    """upstream's dropDisabledPodStatusFields for PodObservedGenerationTracking: without the
-    gate, status.observedGeneration and the conditions' observedGeneration are dropped from a
-    status write unless the stored pod already uses them (so a value written while the gate
-    was on is never wiped by a writer that does not know it)."""
+    """upstream's dropDisabledPodStatusFields for PodHostIPs and PodObservedGenerationTracking:
+    without a gate, its fields (status.hostIPs; status.observedGeneration and the conditions'
+    observedGeneration) are dropped from a status write unless the stored pod already uses
+    them (so a value written while the gate was on is never wiped by a writer that does not
+    know it)."""
+    if not host_ips and (old is None or not old.status.host_ips):
+        del new.status.host_ips[:]
     if observed_generation:
         return
     in_use = old is not None and (

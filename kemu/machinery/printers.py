@@ -23,6 +23,7 @@ def meta(obj: Message) -> types_pb2.ObjectMeta:
 
 
 NONE = "<none>"
+UNKNOWN = "<unknown>"
 
 # ---------------------------------------------------------------- times
 
@@ -67,7 +68,7 @@ def seconds_of(ts: Timestamp) -> float:
 def age(ts: Timestamp, now: float, *, present: bool = True) -> str:
     """The time since `ts`, or <unknown> for an unset time."""
     if not present or (ts.seconds == 0 and ts.nanos == 0):
-        return "<unknown>"
+        return UNKNOWN
     return human_duration(now - seconds_of(ts))
 
 
@@ -203,9 +204,17 @@ def _node_row(node: types_pb2.Node, now: float, wide: bool) -> list[str]:
         node.status.node_info.kubelet_version,
     ]
     if wide:
-        alloc = node.status.allocatable
-        row += [alloc.get("cpu", NONE), alloc.get("memory", NONE), alloc.get("pods", NONE)]
+        # OS-IMAGE, KERNEL-VERSION, CONTAINER-RUNTIME: kemu's nodes report none of them
+        # (nodeInfo has no such fields), shown as upstream shows empty ones.
+        row += [node_address(node, "InternalIP"), node_address(node, "ExternalIP")]
+        row += [UNKNOWN] * 3
     return row
+
+
+def node_address(node: types_pb2.Node, address_type: str) -> str:
+    """The node's first address of the type (INTERNAL-IP, EXTERNAL-IP of `get nodes -o
+    wide`: upstream printers.go getNodeInternalIP / getNodeExternalIP)."""
+    return next((a.address for a in node.status.addresses if a.type == address_type), NONE)
 
 
 # ---------------------------------------------------------------- the others
@@ -298,7 +307,7 @@ def service_external_ip(svc: types_pb2.Service) -> str:
         return ",".join(ips) or "<pending>"
     if spec.type == "ExternalName":
         return spec.external_name
-    return "<unknown>"
+    return UNKNOWN
 
 
 def service_ports(svc: types_pb2.Service) -> str:
@@ -453,7 +462,7 @@ TABLES: dict[str, TableSpec] = {
     ),
     "Node": TableSpec(
         ("NAME", "STATUS", "ROLES", "AGE", "VERSION"),
-        ("ALLOCATABLE CPU", "ALLOCATABLE MEMORY", "ALLOCATABLE PODS"),
+        ("INTERNAL-IP", "EXTERNAL-IP", "OS-IMAGE", "KERNEL-VERSION", "CONTAINER-RUNTIME"),
         _node_row,
     ),
     "PriorityClass": TableSpec(

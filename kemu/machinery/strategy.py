@@ -51,6 +51,9 @@ class StrategyOptions:
     pod_observed_generation: bool = True
     """PodObservedGenerationTracking: without it a pod status write's observedGenerations are
     dropped unless the stored pod uses them."""
+    pod_host_ips: bool = True
+    """PodHostIPs (KEP-2681): without it a pod status write's hostIPs are dropped unless the
+    stored pod has some."""
 
 
 class Strategy:
@@ -107,7 +110,10 @@ class PodStrategy(Strategy):
         result = super().prepare_for_status_update(sent, old, opts)
         assert isinstance(result, types_pb2.Pod) and isinstance(old, types_pb2.Pod)
         drop_disabled_pod_status_fields(
-            result, old, observed_generation=opts.pod_observed_generation
+            result,
+            old,
+            observed_generation=opts.pod_observed_generation,
+            host_ips=opts.pod_host_ips,
         )
         backfill_qos_class(result, old)
         return result

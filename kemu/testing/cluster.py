@@ -44,6 +44,10 @@ from kemu.testing.processes import (
 logger = logging.getLogger(__name__)
 
 DEFAULT_CAPACITY: Final = {"cpu": "4", "memory": "8Gi", "pods": "110"}
+DEFAULT_CLUSTER_CIDR: Final = "10.128.0.0/11"
+"""The pod network of a test cluster's controller-manager (--cluster-cidr): 8192 /24 node
+ranges, for the benchmarks' thousands of hollow nodes (the Procfile's 10.244.0.0/16, kind's,
+has 256); outside the apiserver's service range 10.96.0.0/12."""
 
 
 def format_feature_gates(gates: Mapping[str, bool]) -> str:
@@ -432,10 +436,15 @@ class Cluster:
         feature_gates: Mapping[str, bool] | None = None,
         extra_args: Sequence[str] = (),
         wait: bool = True,
+        cluster_cidr: str | None = DEFAULT_CLUSTER_CIDR,
     ) -> Component:
+        """`cluster_cidr`: the nodes get pod CIDRs from it (--allocate-node-cidrs, as a
+        kubeadm cluster given a pod network); None: no node IPAM (upstream's default)."""
         args = ["--server", self._dialed(name, self._component_server())]
         if leader_elect:
             args.append("--leader-elect")
+        if cluster_cidr is not None:
+            args += ["--allocate-node-cidrs", "--cluster-cidr", cluster_cidr]
         return self.start_component(
             "controllermanager",
             name,

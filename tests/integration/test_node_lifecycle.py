@@ -194,7 +194,9 @@ def _ready_of(node: types_pb2.Node) -> str:
 async def test_a_bare_node_without_a_kubelet_is_left_alone(c: Client) -> None:
     name = unique_name("bare")
     await c.create(make_node(name).capacity(cpu="4").ready().obj())
+    await c.advance_clock(0)  # the node IPAM controller's podCIDR, the one write it gets
     created = await c.get(types_pb2.Node, name)
+    assert created.spec.pod_cidr
     # Several grace periods of virtual time: nothing happens to a node without a lease.
     await c.advance_clock(3 * GRACE)
     node = await c.get(types_pb2.Node, name)

@@ -5,6 +5,7 @@ Skipped when kubectl is not on PATH (it is on every machine of kemu's CI).
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import shutil
@@ -25,6 +26,7 @@ pytestmark = [
     pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed (not on PATH)"),
 ]
 NODE = "n1"
+NODE_IP = "172.18.0.2"
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +34,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with Cluster(tmp_path_factory.mktemp("rest")) as c:
         c.start_etcd(unsafe_no_fsync=True)
         c.start_apiserver(rest=True)
-        c.start_kubelet(NODE)
+        c.start_controllermanager(extra_args=["--controllers", "nodeipam"])
+        c.start_kubelet(NODE, extra_args=["--node-ip", NODE_IP])
         c.write_kubeconfig()
         yield c
 
@@ -180,6 +183,42 @@ def test_kubectl_patch_merge_json_strategic_and_status(kubectl: Kubectl) -> None
     assert {"m": "1", "j": "2", "s": "3"}.items() <= pod["metadata"]["labels"].items()
     assert [c["image"] for c in pod["spec"]["containers"]] == ["nginx:2"]
     assert pod["status"]["phase"] == "Running"
+
+
+def _wide_rows(kubectl: Kubectl, *args: str) -> list[dict[str, str]]:
+    """`kubectl get ARGS -o wide` as one dict per row, by header (upstream's column
+    positions: headers and cells are aligned on the same offsets)."""
+    header, *rows = kubectl.run("get", *args, "-o", "wide").stdout.splitlines()
+    names = header.split("   ")
+    starts = [header.index(n.strip()) for n in names if n.strip()]
+    ends = [*starts[1:], None]
+    return [
+        {header[a:b].strip(): row[a:b].strip() for a, b in zip(starts, ends, strict=True)}
+        for row in rows
+    ]
+
+
+def test_kubectl_get_wide_shows_node_and_pod_addresses(kubectl: Kubectl) -> None:
+    """As on a real cluster: the node's INTERNAL-IP (status.addresses, NodeAddress setter) and
+    the pod's IP from the node's podCIDR (nodeipam, generateAPIPodStatus)."""
+    (node,) = _wide_rows(kubectl, "nodes")
+    assert (node["NAME"], node["INTERNAL-IP"], node["EXTERNAL-IP"]) == (NODE, NODE_IP, "<none>")
+    deadline = time.monotonic() + 20
+    while not kubectl.json("get", "node", NODE)["spec"].get("podCIDR"):
+        assert time.monotonic() < deadline, "the node got no podCIDR"
+        time.sleep(0.1)
+    spec = kubectl.json("get", "node", NODE)["spec"]
+    assert spec["podCIDRs"] == [spec["podCIDR"]]
+    ns = kubectl.namespace("wide")
+    kubectl.run("apply", "-f", "-", stdin=pod_manifest("p", ns, node=NODE))
+    kubectl.run("wait", "--for=condition=Ready", "pod/p", "-n", ns, "--timeout=20s", timeout=30)
+    status = kubectl.json("get", "pod", "p", "-n", ns)["status"]
+    assert status["podIPs"] == [{"ip": status["podIP"]}]
+    assert status["hostIPs"] == [{"ip": NODE_IP}] and status["hostIP"] == NODE_IP
+    network = ipaddress.ip_network(spec["podCIDR"])
+    assert ipaddress.ip_address(status["podIP"]) in network
+    (pod,) = _wide_rows(kubectl, "pods", "-n", ns)
+    assert (pod["IP"], pod["NODE"]) == (status["podIP"], NODE)
 
 
 def test_kubectl_wait_for_condition_and_delete_with_grace_period(kubectl: Kubectl) -> None:

@@ -1055,8 +1055,20 @@ class ContainerStatus(_message.Message):
     resources: ResourceRequirements
     def __init__(self, name: _Optional[str] = ..., state: _Optional[_Union[ContainerState, _Mapping]] = ..., ready: _Optional[bool] = ..., restart_count: _Optional[int] = ..., image: _Optional[str] = ..., started: _Optional[bool] = ..., allocated_resources: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[ResourceRequirements, _Mapping]] = ...) -> None: ...
 
+class PodIP(_message.Message):
+    __slots__ = ("ip",)
+    IP_FIELD_NUMBER: _ClassVar[int]
+    ip: str
+    def __init__(self, ip: _Optional[str] = ...) -> None: ...
+
+class HostIP(_message.Message):
+    __slots__ = ("ip",)
+    IP_FIELD_NUMBER: _ClassVar[int]
+    ip: str
+    def __init__(self, ip: _Optional[str] = ...) -> None: ...
+
 class PodStatus(_message.Message):
-    __slots__ = ("phase", "conditions", "message", "reason", "nominated_node_name", "host_ip", "pod_ip", "start_time", "init_container_statuses", "container_statuses", "qos_class", "observed_generation", "resize")
+    __slots__ = ("phase", "conditions", "message", "reason", "nominated_node_name", "host_ip", "pod_ip", "start_time", "init_container_statuses", "container_statuses", "qos_class", "observed_generation", "resize", "pod_ips", "host_ips")
     PHASE_FIELD_NUMBER: _ClassVar[int]
     CONDITIONS_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
@@ -1070,6 +1082,8 @@ class PodStatus(_message.Message):
     QOS_CLASS_FIELD_NUMBER: _ClassVar[int]
     OBSERVED_GENERATION_FIELD_NUMBER: _ClassVar[int]
     RESIZE_FIELD_NUMBER: _ClassVar[int]
+    POD_IPS_FIELD_NUMBER: _ClassVar[int]
+    HOST_IPS_FIELD_NUMBER: _ClassVar[int]
     phase: str
     conditions: _containers.RepeatedCompositeFieldContainer[PodCondition]
     message: str
@@ -1083,7 +1097,9 @@ class PodStatus(_message.Message):
     qos_class: str
     observed_generation: int
     resize: str
-    def __init__(self, phase: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[PodCondition, _Mapping]]] = ..., message: _Optional[str] = ..., reason: _Optional[str] = ..., nominated_node_name: _Optional[str] = ..., host_ip: _Optional[str] = ..., pod_ip: _Optional[str] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., init_container_statuses: _Optional[_Iterable[_Union[ContainerStatus, _Mapping]]] = ..., container_statuses: _Optional[_Iterable[_Union[ContainerStatus, _Mapping]]] = ..., qos_class: _Optional[str] = ..., observed_generation: _Optional[int] = ..., resize: _Optional[str] = ...) -> None: ...
+    pod_ips: _containers.RepeatedCompositeFieldContainer[PodIP]
+    host_ips: _containers.RepeatedCompositeFieldContainer[HostIP]
+    def __init__(self, phase: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[PodCondition, _Mapping]]] = ..., message: _Optional[str] = ..., reason: _Optional[str] = ..., nominated_node_name: _Optional[str] = ..., host_ip: _Optional[str] = ..., pod_ip: _Optional[str] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., init_container_statuses: _Optional[_Iterable[_Union[ContainerStatus, _Mapping]]] = ..., container_statuses: _Optional[_Iterable[_Union[ContainerStatus, _Mapping]]] = ..., qos_class: _Optional[str] = ..., observed_generation: _Optional[int] = ..., resize: _Optional[str] = ..., pod_ips: _Optional[_Iterable[_Union[PodIP, _Mapping]]] = ..., host_ips: _Optional[_Iterable[_Union[HostIP, _Mapping]]] = ...) -> None: ...
 
 class Pod(_message.Message):
     __slots__ = ("metadata", "spec", "status")
@@ -1114,18 +1130,20 @@ class NodePodPreemptionPolicy(_message.Message):
     def __init__(self, disable_resize_preemption: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class NodeSpec(_message.Message):
-    __slots__ = ("unschedulable", "taints", "provider_id", "pod_preemption_policy", "pod_cidr")
+    __slots__ = ("unschedulable", "taints", "provider_id", "pod_preemption_policy", "pod_cidr", "pod_cidrs")
     UNSCHEDULABLE_FIELD_NUMBER: _ClassVar[int]
     TAINTS_FIELD_NUMBER: _ClassVar[int]
     PROVIDER_ID_FIELD_NUMBER: _ClassVar[int]
     POD_PREEMPTION_POLICY_FIELD_NUMBER: _ClassVar[int]
     POD_CIDR_FIELD_NUMBER: _ClassVar[int]
+    POD_CIDRS_FIELD_NUMBER: _ClassVar[int]
     unschedulable: bool
     taints: _containers.RepeatedCompositeFieldContainer[Taint]
     provider_id: str
     pod_preemption_policy: NodePodPreemptionPolicy
     pod_cidr: str
-    def __init__(self, unschedulable: _Optional[bool] = ..., taints: _Optional[_Iterable[_Union[Taint, _Mapping]]] = ..., provider_id: _Optional[str] = ..., pod_preemption_policy: _Optional[_Union[NodePodPreemptionPolicy, _Mapping]] = ..., pod_cidr: _Optional[str] = ...) -> None: ...
+    pod_cidrs: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, unschedulable: _Optional[bool] = ..., taints: _Optional[_Iterable[_Union[Taint, _Mapping]]] = ..., provider_id: _Optional[str] = ..., pod_preemption_policy: _Optional[_Union[NodePodPreemptionPolicy, _Mapping]] = ..., pod_cidr: _Optional[str] = ..., pod_cidrs: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class NodeCondition(_message.Message):
     __slots__ = ("type", "status", "last_heartbeat_time", "last_transition_time", "reason", "message")
@@ -1153,8 +1171,16 @@ class NodeSystemInfo(_message.Message):
     architecture: str
     def __init__(self, kubelet_version: _Optional[str] = ..., operating_system: _Optional[str] = ..., architecture: _Optional[str] = ...) -> None: ...
 
+class NodeAddress(_message.Message):
+    __slots__ = ("type", "address")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    address: str
+    def __init__(self, type: _Optional[str] = ..., address: _Optional[str] = ...) -> None: ...
+
 class NodeStatus(_message.Message):
-    __slots__ = ("capacity", "allocatable", "conditions", "node_info", "phase")
+    __slots__ = ("capacity", "allocatable", "conditions", "node_info", "phase", "addresses")
     class CapacityEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -1174,12 +1200,14 @@ class NodeStatus(_message.Message):
     CONDITIONS_FIELD_NUMBER: _ClassVar[int]
     NODE_INFO_FIELD_NUMBER: _ClassVar[int]
     PHASE_FIELD_NUMBER: _ClassVar[int]
+    ADDRESSES_FIELD_NUMBER: _ClassVar[int]
     capacity: _containers.ScalarMap[str, str]
     allocatable: _containers.ScalarMap[str, str]
     conditions: _containers.RepeatedCompositeFieldContainer[NodeCondition]
     node_info: NodeSystemInfo
     phase: str
-    def __init__(self, capacity: _Optional[_Mapping[str, str]] = ..., allocatable: _Optional[_Mapping[str, str]] = ..., conditions: _Optional[_Iterable[_Union[NodeCondition, _Mapping]]] = ..., node_info: _Optional[_Union[NodeSystemInfo, _Mapping]] = ..., phase: _Optional[str] = ...) -> None: ...
+    addresses: _containers.RepeatedCompositeFieldContainer[NodeAddress]
+    def __init__(self, capacity: _Optional[_Mapping[str, str]] = ..., allocatable: _Optional[_Mapping[str, str]] = ..., conditions: _Optional[_Iterable[_Union[NodeCondition, _Mapping]]] = ..., node_info: _Optional[_Union[NodeSystemInfo, _Mapping]] = ..., phase: _Optional[str] = ..., addresses: _Optional[_Iterable[_Union[NodeAddress, _Mapping]]] = ...) -> None: ...
 
 class Node(_message.Message):
     __slots__ = ("metadata", "spec", "status")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network
 from typing import Final
 
 from kemu.api.v1 import types_pb2
@@ -27,6 +28,9 @@ from kemu.machinery.validation.names import (
     name_is_dns_subdomain,
 )
 from kemu.machinery.validation.resources import validate_resource_quantity
+
+IPAddress = IPv4Address | IPv6Address
+IPNetwork = IPv4Network | IPv6Network
 
 # ---------------------------------------------------------------- containers, volumes (core/v1)
 
@@ -174,6 +178,34 @@ def _validate_ip(value: str, path: str) -> list[Cause]:
     if _is_valid_ip(value):
         return []
     return [invalid(path, value, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)")]
+
+
+def validate_dual_stack(
+    values: Sequence[str], path: str, *, parse: Callable[[str], IPAddress | IPNetwork], what: str
+) -> list[Cause]:
+    """A list of IPs (status.podIPs, hostIPs) or CIDRs (a Node's spec.podCIDRs), as upstream's
+    validatePodIPs / validateHostIPs / ValidateNode: each one valid (`parse` raises ValueError
+    otherwise), and more than one only as a dual-stack pair without duplicates."""
+    causes: list[Cause] = []
+    families: list[int] = []
+    for i, value in enumerate(values):
+        try:
+            families.append(parse(value).version)
+        except ValueError:
+            causes.append(invalid(f"{path}[{i}]", value, f"must be a valid {what}"))
+    if len(values) > 1:
+        if len(values) > 2 or len(set(families)) != len(families):
+            causes.append(
+                invalid(
+                    path, list(values), f"may specify no more than one {what} for each IP family"
+                )
+            )
+        seen: set[str] = set()
+        for i, value in enumerate(values):
+            if value in seen:
+                causes.append(duplicate(f"{path}[{i}]", value))
+            seen.add(value)
+    return causes
 
 
 def _validate_id(value: int, path: str) -> list[Cause]:

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Sequence
 from typing import Final
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.errors import Cause
-from kemu.machinery.validation.field import duplicate, forbidden, invalid, too_many
+from kemu.machinery.validation.container import validate_dual_stack
+from kemu.machinery.validation.field import (
+    duplicate,
+    forbidden,
+    invalid,
+    too_many,
+)
 from kemu.machinery.validation.meta import (
     validate_label_name,
     validate_object_meta,
@@ -55,6 +62,9 @@ def validate_node(node: types_pb2.Node) -> list[Cause]:
         if owner in seen:
             causes.append(duplicate(f"{p}[{i}]", owner))
         seen.add(owner)
+    causes.extend(
+        validate_dual_stack(node.spec.pod_cidrs, "spec.podCIDRs", parse=_parse_cidr, what="CIDR")
+    )
     for field in ("capacity", "allocatable"):
         causes.extend(
             validate_resource_list(getattr(node.status, field), f"status.{field}", key_style=False)
@@ -62,9 +72,17 @@ def validate_node(node: types_pb2.Node) -> list[Cause]:
     return causes
 
 
+def _parse_cidr(value: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+    """net.ParseCIDR: host bits may be set."""
+    return ipaddress.ip_network(value, strict=False)
+
+
 def validate_node_update(new: types_pb2.Node, old: types_pb2.Node) -> list[Cause]:
-    if old.spec.pod_cidr and new.spec.pod_cidr != old.spec.pod_cidr:
+    """ValidateNodeUpdate: the controller-manager may give a node its pod CIDRs once."""
+    if old.spec.pod_cidrs and list(new.spec.pod_cidrs) != list(old.spec.pod_cidrs):
         return [
-            forbidden("spec.podCIDR", 'node updates may not change podCIDR except from "" to valid')
+            forbidden(
+                "spec.podCIDRs", 'node updates may not change podCIDR except from "" to valid'
+            )
         ]
     return []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import ipaddress
 from collections.abc import Mapping, Sequence
 from typing import Final
 
@@ -29,6 +30,7 @@ from kemu.machinery.validation.container import (
     _validate_probe,
     _validate_security_context,
     _validate_volume_mounts,
+    validate_dual_stack,
     validate_volumes,
 )
 from kemu.machinery.validation.field import duplicate, forbidden, invalid, not_supported, required
@@ -656,6 +658,15 @@ def validate_pod(pod: types_pb2.Pod) -> list[Cause]:
         causes.extend(
             invalid("status.nominatedNodeName", pod.status.nominated_node_name, m)
             for m in name_is_dns_subdomain(pod.status.nominated_node_name)
+        )
+    for path, ips in (
+        ("status.podIPs", pod.status.pod_ips),
+        ("status.hostIPs", pod.status.host_ips),
+    ):
+        causes.extend(
+            validate_dual_stack(
+                [p.ip for p in ips], path, parse=ipaddress.ip_address, what="IP address"
+            )
         )
     return causes
 

@@ -95,3 +95,17 @@ def test_observed_generation_is_dropped_without_the_gate_unless_in_use():
     again.CopyFrom(kept)
     drop_disabled_pod_status_fields(again, in_use, observed_generation=False)
     assert again.status.observed_generation == 3
+
+
+def test_host_ips_are_dropped_without_pod_host_ips_unless_in_use():
+    """dropDisabledPodStatusFields for PodHostIPs (KEP-2681, before 1.29 by default)."""
+    old = make_pod("p").obj()
+    new = make_pod("p").obj()
+    new.status.host_ip = "172.18.0.2"
+    new.status.host_ips.add(ip="172.18.0.2")
+    drop_disabled_pod_status_fields(new, old, observed_generation=True, host_ips=False)
+    assert new.status.host_ip == "172.18.0.2" and not new.status.host_ips
+    old.status.host_ips.add(ip="172.18.0.2")
+    new.status.host_ips.add(ip="172.18.0.2")
+    drop_disabled_pod_status_fields(new, old, observed_generation=True, host_ips=False)
+    assert [i.ip for i in new.status.host_ips] == ["172.18.0.2"]

@@ -32,10 +32,11 @@ MERGE = fg.MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD_SELECTOR_MERGE
 # The gates of the preemption and resize tables below; PodTopologySpread's have their own.
 PTS_GATES = frozenset({MIN_DOMAINS, INCLUSION, MATCH_KEYS, MERGE})
 SEPARATE_TAINT = fg.SEPARATE_TAINT_EVICTION_CONTROLLER
+HOST_IPS = fg.POD_HOST_IPS
 # upstream gates kemu knows but does not model (upstream's scheduler_perf files set them).
 NOT_MODELLED = frozenset(name for name, gate in fg.GATES.items() if not gate.modelled)
 # Gates with tests of their own below; the generic tables leave them out.
-OWN_TESTS = PTS_GATES | {SEPARATE_TAINT} | NOT_MODELLED
+OWN_TESTS = PTS_GATES | {SEPARATE_TAINT, HOST_IPS} | NOT_MODELLED
 
 
 def defaults_at(minor: int, names: frozenset[str] | None = None) -> dict[str, bool]:
@@ -271,6 +272,19 @@ def test_pod_topology_spread_gates_per_emulated_version(
     minor: int, expected: dict[str, bool]
 ) -> None:
     assert defaults_at(minor, PTS_GATES) == expected
+
+
+def test_pod_host_ips_alpha_1_28_beta_1_29_ga_1_30_removed_1_32() -> None:
+    """KEP-2681 (status.hostIPs), as upstream's versioned_kube_features.go."""
+    assert not gates_at(27).enabled(HOST_IPS)
+    assert not gates_at(28).enabled(HOST_IPS)
+    assert gates_at(28, PodHostIPs=True).enabled(HOST_IPS)
+    assert gates_at(29).enabled(HOST_IPS)
+    with pytest.raises(FeatureGateError, match="locked to true"):
+        gates_at(30, PodHostIPs=False)
+    assert gates_at(37).enabled(HOST_IPS)
+    with pytest.raises(FeatureGateError, match="removed in 1.32"):
+        gates_at(32, PodHostIPs=True)
 
 
 def test_pod_topology_spread_gates_lock_and_removal() -> None:

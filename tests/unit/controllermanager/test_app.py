@@ -162,7 +162,10 @@ class Probe:
 
 
 def controllers(owner: str, running: set[str]) -> Mapping[str, ControllerInit]:
-    return {**CONTROLLERS, "probe": lambda ctx: Probe(owner, running)}
+    """Every controller as the default flags configure them (nodeipam left out), and a
+    probe."""
+    configured = app.configure_controllers(CONTROLLERS, app.build_parser().parse_args([]))
+    return {**configured, "probe": lambda ctx: Probe(owner, running)}
 
 
 def election(identity: str) -> LeaderElectionConfig:

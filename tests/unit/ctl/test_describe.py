@@ -253,3 +253,28 @@ async def test_describe_node_shows_the_autoscalers_taints_and_annotations_as_kub
         "DeletionCandidateOfClusterAutoscaler=1699999000:PreferNoSchedule",
     ]
     assert all(li[:column].strip() == "" for li in lines[start + 1 : start + 3])
+
+
+@pytest.mark.anyio
+async def test_describe_shows_node_addresses_pod_cidrs_and_pod_ips_as_kubectl() -> None:
+    node = make_node("n1").capacity(cpu="4").ready().obj()
+    node.status.addresses.add(type="InternalIP", address="172.18.0.2")
+    node.status.addresses.add(type="Hostname", address="n1")
+    node.spec.pod_cidr = "10.244.1.0/24"
+    node.spec.pod_cidrs.append("10.244.1.0/24")
+    pod = make_pod("p").node("n1").phase("Running").obj()
+    pod.status.pod_ip = "10.244.1.2"
+    pod.status.pod_ips.add(ip="10.244.1.2")
+    client = fake(node, pod, make_pod("q").obj())
+    lines = (await ctl(client, "describe", "node", "n1")).out.splitlines()
+    at = lines.index("Addresses:")
+    assert [li.split() for li in lines[at + 1 : at + 3]] == [
+        ["InternalIP:", "172.18.0.2"],
+        ["Hostname:", "n1"],
+    ]
+    assert any(li.split() == ["PodCIDRs:", "10.244.1.0/24"] for li in lines)
+    lines = (await ctl(client, "describe", "pod", "p")).out.splitlines()
+    at = lines.index("IPs:")
+    assert lines[at + 1].split() == ["IP:", "10.244.1.2"]
+    lines = (await ctl(client, "describe", "pod", "q")).out.splitlines()
+    assert any(li.split() == ["IPs:", "<none>"] for li in lines)

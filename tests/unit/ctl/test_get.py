@@ -67,6 +67,8 @@ async def test_ages_follow_the_clock_and_all_namespaces_adds_a_column() -> None:
 async def test_tables_of_the_other_kinds() -> None:
     node = make_node("n1").capacity(cpu="4", memory="8Gi", pods="110").ready().obj()
     node.status.node_info.kubelet_version = "v1.37.0-kemu"
+    node.status.addresses.add(type="InternalIP", address="172.18.0.2")
+    node.status.addresses.add(type="Hostname", address="n1")
     lease = types_pb2.Lease(
         metadata=types_pb2.ObjectMeta(name="kube-scheduler", namespace="default")
     )
@@ -80,8 +82,8 @@ async def test_tables_of_the_other_kinds() -> None:
     )
     nodes = await ctl(client, "get", "nodes", "-o", "wide")
     assert nodes.out.splitlines() == [
-        "NAME   STATUS   ROLES    AGE   VERSION        ALLOCATABLE CPU   ALLOCATABLE MEMORY   ALLOCATABLE PODS",
-        "n1     Ready    <none>   0s    v1.37.0-kemu   4                 8Gi                  110",
+        "NAME   STATUS   ROLES    AGE   VERSION        INTERNAL-IP   EXTERNAL-IP   OS-IMAGE    KERNEL-VERSION   CONTAINER-RUNTIME",
+        "n1     Ready    <none>   0s    v1.37.0-kemu   172.18.0.2    <none>        <unknown>   <unknown>        <unknown>",
     ]
     pcs = await ctl(client, "get", "pc")
     assert pcs.out.splitlines() == [

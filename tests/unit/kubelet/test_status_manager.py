@@ -40,7 +40,16 @@ def conditions(status: types_pb2.PodStatus) -> list[tuple[str, str, str]]:
 
 
 def test_a_rejected_pod_fails_and_loses_only_the_kubelet_conditions() -> None:
-    p = make_pod("p").node("n1").condition("PodScheduled").condition("Ready").obj()
+    """PodScheduled is the kubelet's too (PodConditionsByKubelet): rejectPod's status has
+    none, and mergePodStatus keeps only the others' conditions."""
+    p = (
+        make_pod("p")
+        .node("n1")
+        .condition("PodScheduled")
+        .condition("Ready")
+        .condition("DisruptionTarget")
+        .obj()
+    )
     rt = PodRuntime("u", "default", "p", PodState.REJECTED, reason="OutOfcpu", message="no room")
     status = build_status(p, rt, NOW)
     assert (status.phase, status.reason, status.message) == (
@@ -48,8 +57,41 @@ def test_a_rejected_pod_fails_and_loses_only_the_kubelet_conditions() -> None:
         "OutOfcpu",
         "Pod was rejected: no room",
     )
-    assert conditions(status) == [("PodScheduled", "True", "")]
+    assert conditions(status) == [("DisruptionTarget", "True", "")]
     assert not status.container_statuses
+    assert not status.host_ip and not status.pod_ip
+
+
+def test_a_pod_created_on_its_node_is_scheduled_and_has_the_addresses() -> None:
+    """generateAPIPodStatus: PodScheduled=True on every pod the kubelet runs, also one no
+    scheduler saw; hostIP(s) the node's, podIP(s) its own."""
+    p = make_pod("p").node("n1").obj()
+    rt = running(p, pod_ip="10.244.1.2")
+    status = build_status(p, rt, NOW, StatusOptions(host_ip="172.18.0.2"))
+    scheduled = next(c for c in status.conditions if c.type == "PodScheduled")
+    assert (scheduled.status, scheduled.reason) == ("True", "")
+    assert scheduled.last_transition_time.seconds == NOW
+    assert (status.host_ip, [i.ip for i in status.host_ips]) == ("172.18.0.2", ["172.18.0.2"])
+    assert (status.pod_ip, [i.ip for i in status.pod_ips]) == ("10.244.1.2", ["10.244.1.2"])
+    # Without PodHostIPs (before 1.29) a kubelet reports hostIP only.
+    old = build_status(p, rt, NOW, StatusOptions(host_ip="172.18.0.2", host_ips=False))
+    assert (old.host_ip, list(old.host_ips)) == ("172.18.0.2", [])
+
+
+def test_a_scheduled_pod_keeps_the_binding_transition_time() -> None:
+    p = make_pod("p").node("n1").obj()
+    bound = p.status.conditions.add(type="PodScheduled", status="True")
+    bound.last_transition_time.seconds = int(NOW) - 60
+    status = build_status(p, running(p), NOW)
+    (scheduled,) = (c for c in status.conditions if c.type == "PodScheduled")
+    assert scheduled.last_transition_time.seconds == NOW - 60
+
+
+def test_a_host_network_pod_has_the_node_ip() -> None:
+    p = make_pod("p").node("n1").obj()
+    p.spec.host_network = True
+    status = build_status(p, running(p), NOW, StatusOptions(host_ip="172.18.0.2"))
+    assert (status.pod_ip, [i.ip for i in status.pod_ips]) == ("172.18.0.2", ["172.18.0.2"])
 
 
 def test_a_resize_in_progress_reports_allocated_and_actual_resources_and_its_conditions() -> None:

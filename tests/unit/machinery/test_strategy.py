@@ -4,6 +4,7 @@ PrepareForUpdate) the apiserver's registry looks up instead of testing an object
 from __future__ import annotations
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.defaults import set_defaults
 from kemu.machinery.kinds import BY_KIND, kind_of
 from kemu.machinery.strategy import (
     DEFAULT_STRATEGY,
@@ -132,3 +133,21 @@ def test_a_node_status_update_keeps_the_stored_metadata() -> None:
     assert isinstance(written, types_pb2.Node)
     assert written.metadata.labels["zone"] == "a"
     assert written.status.capacity["cpu"] == "4"
+
+
+def test_singular_ip_and_cidr_fields_pair_with_their_lists() -> None:
+    """core/v1's conversion: podIP/hostIP/podCIDR is the list's first, and a client that sets
+    only the singular field gets a list of it."""
+    p = types_pb2.Pod()
+    p.status.pod_ip = "10.244.0.5"
+    p.status.host_ips.add(ip="172.18.0.2")
+    set_defaults(p)
+    assert [i.ip for i in p.status.pod_ips] == ["10.244.0.5"]
+    assert p.status.host_ip == "172.18.0.2"
+    node = types_pb2.Node()
+    node.spec.pod_cidr = "10.244.3.0/24"
+    set_defaults(node)
+    assert list(node.spec.pod_cidrs) == ["10.244.3.0/24"]
+    node.spec.pod_cidr = ""
+    set_defaults(node)
+    assert node.spec.pod_cidr == "10.244.3.0/24"

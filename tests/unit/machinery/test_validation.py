@@ -606,3 +606,42 @@ def test_leases_and_events() -> None:
 def test_validate_object_rejects_non_kinds() -> None:
     with pytest.raises(TypeError):
         validate_object(types_pb2.ObjectMeta())
+
+
+# ---------------------------------------------------------------- addresses
+
+
+def test_pod_ips_one_per_family() -> None:
+    """validatePodIPs / validateHostIPs: valid IPs, several only as a dual-stack pair."""
+    p = pod()
+    p.status.pod_ips.add(ip="10.244.0.2")
+    p.status.pod_ips.add(ip="fd00::2")
+    p.status.host_ips.add(ip="172.18.0.2")
+    assert validate_object(p) == []
+    p.status.pod_ips.add(ip="10.244.0.3")
+    (cause,) = validate_object(p)
+    assert cause.field == "status.podIPs"
+    assert cause.message.endswith("may specify no more than one IP address for each IP family")
+    del p.status.pod_ips[:]
+    p.status.host_ips[0].ip = "not-an-ip"
+    assert by_field(validate_object(p)) == {
+        "status.hostIPs[0]": 'Invalid value: "not-an-ip": must be a valid IP address'
+    }
+
+
+def test_node_pod_cidrs_are_set_once() -> None:
+    """ValidateNode and ValidateNodeUpdate: podCIDRs are CIDRs, and once set never change."""
+    old = types_pb2.Node()
+    old.metadata.name = "n1"
+    new = types_pb2.Node()
+    new.CopyFrom(old)
+    new.spec.pod_cidrs.append("10.244.1.0/24")
+    assert validate_object(new, old=old) == []
+    changed = types_pb2.Node()
+    changed.CopyFrom(new)
+    changed.spec.pod_cidrs[0] = "10.244.2.0/24"
+    assert only(validate_object(changed, old=new)).field == "spec.podCIDRs"
+    new.spec.pod_cidrs[0] = "10.244.1.0/33"
+    assert by_field(validate_object(new)) == {
+        "spec.podCIDRs[0]": 'Invalid value: "10.244.1.0/33": must be a valid CIDR'
+    }
