@@ -26,7 +26,8 @@ A node that reappears ends the quarantine. The quarantine is per node name, as u
 pod bound to a node that has already been missing for a while goes with the others.
 
 Before deleting a pod that has not ended, the controller writes what upstream's
-markFailedAndDeletePodWithCondition writes (PodDisruptionConditions, emulated 1.26 and later):
+markFailedAndDeletePodWithCondition writes when PodDisruptionConditions is on (beta, on by default,
+from 1.26; unconditional from 1.34):
 phase Failed and the condition DisruptionTarget=True, reason DeletionByPodGC, message
 "PodGC: node no longer exists". Each deletion is logged and recorded as a Warning Event on the
 pod (upstream only logs).
@@ -57,9 +58,8 @@ from kemu.client.informer import FuncHandler, Informer, InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
+from kemu.component.featuregate import POD_DISRUPTION_CONDITIONS
 from kemu.component.options import duration_flag
-from kemu.component.version import Version
-from kemu.component.version_rules import VersionRules
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import ApiError, Conflict, Invalid, NotFound
 from kemu.machinery.kinds import EVENT_WARNING
@@ -202,15 +202,13 @@ class PodGCController:
         clock: Clock,
         *,
         options: PodGCOptions | None = None,
-        emulated_version: Version | None = None,
+        disruption_conditions: bool = True,
         recorder: EventRecorder | None = None,
     ) -> None:
         self._client = client
         self._clock = clock
         self.options = options or PodGCOptions()
-        self._disruption_condition = (
-            emulated_version is None or VersionRules.at(emulated_version).podgc_disruption_condition
-        )
+        self._disruption_condition = disruption_conditions
         self._recorder = recorder or EventRecorder(
             client, EVENT_SOURCE, host=socket.gethostname(), clock=clock
         )
@@ -385,5 +383,9 @@ class PodGCController:
 def new_controller(ctx: ControllerContext, options: PodGCOptions | None = None) -> PodGCController:
     """The init function registered as "podgc" (app.py binds the flags' options)."""
     return PodGCController(
-        ctx.client, ctx.informers, ctx.clock, options=options, emulated_version=ctx.gates.version
+        ctx.client,
+        ctx.informers,
+        ctx.clock,
+        options=options,
+        disruption_conditions=ctx.gates.enabled(POD_DISRUPTION_CONDITIONS),
     )

@@ -14,7 +14,8 @@ processPodOnNode):
   the taints change (not-ready becoming unreachable does not restart the clock).
 
 Evicting writes the condition DisruptionTarget=True, reason DeletionByTaintManager, message
-"Taint manager: deleting due to NoExecute taint" (unless already there), records the Event
+"Taint manager: deleting due to NoExecute taint" (unless already there; only with
+PodDisruptionConditions, on by default from 1.26, unconditional from 1.34), records the Event
 TaintManagerEviction "Marking for deletion Pod ns/name", and deletes the pod with its own grace
 period, as upstream. A pod on a node that is down stays Terminating until its node comes back,
 is deleted, or is tainted out-of-service (controllermanager.podgc).
@@ -50,6 +51,7 @@ from kemu.client.informer import FuncHandler, Informer, InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
+from kemu.component.featuregate import POD_DISRUPTION_CONDITIONS
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import Conflict, NotFound
 from kemu.machinery.keys import object_key
@@ -141,9 +143,11 @@ class TaintEvictionController:
         *,
         recorder: EventRecorder | None = None,
         registry: CollectorRegistry | None = None,
+        disruption_conditions: bool = True,
     ) -> None:
         self._client = client
         self._clock = clock
+        self._disruption_conditions = disruption_conditions
         self._recorder = recorder or EventRecorder(
             client, EVENT_SOURCE, host=socket.gethostname(), clock=clock
         )
@@ -236,7 +240,11 @@ class TaintEvictionController:
         self._recorder.event(pod, EVENT_NORMAL, EVENT_REASON, "", f"Marking for deletion Pod {key}")
         meta = pod.metadata
         try:
-            marked = evicted_by_taint_manager(pod, self._clock.now())
+            marked = (
+                evicted_by_taint_manager(pod, self._clock.now())
+                if self._disruption_conditions
+                else None
+            )
             if marked is not None:
                 await self._client.update_status(marked)
             await self._client.delete(types_pb2.Pod, meta.name, meta.namespace, uid=meta.uid)
@@ -280,4 +288,10 @@ class TaintEvictionController:
 
 def new_controller(ctx: ControllerContext) -> TaintEvictionController:
     """The init function registered as "taint-eviction-controller"."""
-    return TaintEvictionController(ctx.client, ctx.informers, ctx.clock, registry=ctx.registry)
+    return TaintEvictionController(
+        ctx.client,
+        ctx.informers,
+        ctx.clock,
+        registry=ctx.registry,
+        disruption_conditions=ctx.gates.enabled(POD_DISRUPTION_CONDITIONS),
+    )

@@ -38,6 +38,7 @@ from kemu.client.interface import ApiClient
 from kemu.component.featuregate import (
     IN_PLACE_POD_VERTICAL_SCALING,
     IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
+    POD_DISRUPTION_CONDITIONS,
     POD_HOST_IPS,
     POD_OBSERVED_GENERATION_TRACKING,
     FeatureGates,
@@ -336,7 +337,7 @@ def pod_worker_options(options: PodWorkerOptions, gates: FeatureGates) -> PodWor
         host_ips=gates.enabled(POD_HOST_IPS),
         resize_preemption_policy=gates.enabled(IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION),
         counting=PodResourcesOptions(per_container_max=rules.per_container_max),
-        disruption_conditions=rules.eviction_disruption_condition,
+        disruption_conditions=gates.enabled(POD_DISRUPTION_CONDITIONS),
     )
 
 

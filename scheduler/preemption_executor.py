@@ -7,7 +7,10 @@ kemu.scheduling.interface.PreemptionExecutor), one executor per framework, built
 
 For each victim not already being deleted: a victim held at Permit is rejected; any other gets
 the DisruptionTarget condition (a compare-and-swap on its resourceVersion, retried, keeping the
-conditions others wrote) and a graceful DELETE with a uid precondition; a Preempted event each.
+conditions others wrote; only with PodDisruptionConditions, whose alpha 1.25 is off by default;
+reason PreemptionByKubeScheduler before 1.27, PreemptionByScheduler since: version rule
+`preemption_by_scheduler`) and a graceful DELETE with a uid precondition; a Preempted event
+each.
 Pods of strictly lower priority nominated to the node lose their nomination. Synchronous in the
 cycle, or with SchedulerAsyncPreemption in a background task of the scheduler's task group
 (`Handle.spawn`): the preemptor is then held at PreEnqueue (`is_pod_running_preemption`) until
@@ -42,7 +45,7 @@ from kemu.machinery.keys import object_key
 from kemu.machinery.kinds import EVENT_NORMAL
 from kemu.scheduling.interface import Handle, PreemptionExecutor
 from kemu.scheduling.nominator import PodLister
-from kemu.scheduling.preemption import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER, Candidate
+from kemu.scheduling.preemption import DISRUPTION_TARGET, Candidate, preemption_disruption_reason
 from kemu.scheduling.status import SUCCESS, Status, as_error
 from kemu.scheduling.types import pod_priority
 from scheduler.metrics import SchedulerMetrics
@@ -70,6 +73,8 @@ class Executor(PreemptionExecutor):
         self.client = client
         self.pod_lister = pod_lister
         self.metrics = metrics
+        # The reason of the victims' DisruptionTarget at this version (None: no condition).
+        self._reason = preemption_disruption_reason(handle.gates)
         # Preemptors whose asynchronous preemption task is running (uid), and for those whose
         # last victim's deletion the informer has not yet shown, that victim (namespace, name,
         # uid): kept after the task ends until the informer shows it.
@@ -281,18 +286,21 @@ class Executor(PreemptionExecutor):
         return waiting is None
 
     async def _add_disruption_target(self, preemptor: types_pb2.Pod, victim: types_pb2.Pod) -> bool:
-        """Adds DisruptionTarget=True (PreemptionByScheduler) to the victim's status unless it
-        has it already (upstream UpdatePodCondition, observedGeneration as
-        PodObservedGenerationTracking says); a compare-and-swap on its resourceVersion so that
-        conditions written meanwhile (the kubelet's) are kept. False when the victim no longer
-        exists."""
+        """Adds DisruptionTarget=True (PreemptionByScheduler; PreemptionByKubeScheduler before
+        1.27) to the victim's status unless it has it already (upstream UpdatePodCondition,
+        observedGeneration as PodObservedGenerationTracking says); a compare-and-swap on its
+        resourceVersion so that conditions written meanwhile (the kubelet's) are kept. False
+        when the victim no longer exists. With PodDisruptionConditions off, nothing is written
+        (True: the DELETE decides whether it still exists)."""
+        if self._reason is None:
+            return True
         message = (
             f"{preemptor.spec.scheduler_name}: preempting to accommodate a higher priority pod"
         )
         change = condition_change(
             DISRUPTION_TARGET,
             "True",
-            PREEMPTION_BY_SCHEDULER,
+            self._reason,
             message,
             now=self.handle.clock.now(),
             tracking=self.handle.gates.enabled(POD_OBSERVED_GENERATION_TRACKING),

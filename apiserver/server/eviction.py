@@ -9,9 +9,9 @@ pkg/registry/core/pod/storage/eviction.go, EvictionREST.Create).
    DELETE then pinned to the resourceVersion read (a Conflict becomes 429: it may have turned
    ready); else the PDB's status must allow a disruption, which is taken (a CAS write of the
    PDB's status, retried on Conflict) before the delete.
-3. The pod gets DisruptionTarget=True/EvictionByEvictionAPI (from 1.26, when
-   PodDisruptionConditions is on by default), then the DELETE with the eviction's
-   deleteOptions. A dry run checks everything and writes nothing.
+3. The pod gets DisruptionTarget=True/EvictionByEvictionAPI when PodDisruptionConditions is
+   on (beta, on by default, from 1.26; unconditional from 1.34), then the DELETE with the
+   eviction's deleteOptions. A dry run checks everything and writes nothing.
 """
 
 from __future__ import annotations
@@ -71,11 +71,16 @@ class EvictionOptions:
 
 class EvictionREST:
     def __init__(
-        self, store: GenericStore, lifecycle: NamespaceLifecycle, rules: VersionRules
+        self,
+        store: GenericStore,
+        lifecycle: NamespaceLifecycle,
+        rules: VersionRules,
+        *,
+        disruption_conditions: bool,
     ) -> None:
         self._store = store
         self._lifecycle = lifecycle
-        self._conditions = rules.eviction_disruption_condition
+        self._conditions = disruption_conditions
         self._honour_policy = rules.pdb_unhealthy_pod_eviction_policy
 
     async def create(self, eviction: api_pb2.Eviction) -> None:

@@ -34,6 +34,7 @@ from kemu.component.clock import Clock, RealClock
 from kemu.component.featuregate import (
     CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING,
     IN_PLACE_POD_VERTICAL_SCALING,
+    POD_DISRUPTION_CONDITIONS,
     POD_OBSERVED_GENERATION_TRACKING,
     FeatureGates,
 )
@@ -98,7 +99,7 @@ class Registry:
             self._cached_namespace, self._live_namespace, clock=self._clock
         )
         self._eviction_rules = VersionRules.at(version)
-        self.eviction = EvictionREST(self.store, self.lifecycle, self._eviction_rules)
+        self.eviction = self._eviction_rest()
 
     def now(self) -> float:
         return self._now()
@@ -107,8 +108,16 @@ class Registry:
         """This registry with writes checked but not made (dryRun=All): see dry_run.py."""
         clone = copy.copy(self)
         clone.store = self.store.dry_run_store()
-        clone.eviction = EvictionREST(clone.store, clone.lifecycle, self._eviction_rules)
+        clone.eviction = clone._eviction_rest()
         return clone
+
+    def _eviction_rest(self) -> EvictionREST:
+        return EvictionREST(
+            self.store,
+            self.lifecycle,
+            self._eviction_rules,
+            disruption_conditions=self._gates.enabled(POD_DISRUPTION_CONDITIONS),
+        )
 
     async def read(self, kind: Kind, namespace: str, name: str) -> Stored:
         return await self.store.read(kind, namespace, name)

@@ -11,8 +11,9 @@ Contract (after upstream k8s.io/component-base/featuregate VersionedSpecs):
 - `FeatureGates.for_version(version, overrides)` checks everything at once and raises one
   `FeatureGateError` listing every problem, each naming the gate and the version. The result is
   immutable; there is no global gate state to patch.
-- `SchedulerPreemptionForPodResize` (the KEP-5836 text) is an alias of the shipped name
-  `InPlacePodVerticalScalingSchedulerPreemption`: setting or querying either means the same gate.
+- Only names upstream's table has are gates: a name upstream refuses (as the KEP-5836 text's
+  `SchedulerPreemptionForPodResize`, shipped as `InPlacePodVerticalScalingSchedulerPreemption`)
+  is refused here too, as any unknown name.
 """
 
 from __future__ import annotations
@@ -32,9 +33,14 @@ IN_PLACE_POD_VERTICAL_SCALING: Final = "InPlacePodVerticalScaling"
 IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION: Final = (
     "InPlacePodVerticalScalingSchedulerPreemption"
 )
-SCHEDULER_PREEMPTION_FOR_POD_RESIZE: Final = "SchedulerPreemptionForPodResize"
-"""Alias of IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION (the name in the KEP-5836 text)."""
 SCHEDULER_ASYNC_PREEMPTION: Final = "SchedulerAsyncPreemption"
+POD_DISRUPTION_CONDITIONS: Final = "PodDisruptionConditions"
+"""KEP-3329: the DisruptionTarget condition on a pod deleted for a disruption: the scheduler's
+preemption victims (PreemptionByKubeScheduler until 1.26, PreemptionByScheduler from 1.27:
+version rule `preemption_by_scheduler`), the eviction API (EvictionByEvictionAPI), PodGC
+(DeletionByPodGC, and phase Failed) and the taint manager (DeletionByTaintManager). Off, no
+component writes it, and from 1.27 DefaultPreemption then waits for any terminating
+lower-priority pod on the nominated node, as before 1.27."""
 POD_OBSERVED_GENERATION_TRACKING: Final = "PodObservedGenerationTracking"
 """KEP-5067: status.observedGeneration of pods and of the conditions the kubelet and the
 scheduler write, kept or dropped on status writes (apiserver)."""
@@ -60,6 +66,13 @@ OPPORTUNISTIC_BATCHING: Final = "OpportunisticBatching"
 NODE_DECLARED_FEATURES: Final = "NodeDeclaredFeatures"
 DYNAMIC_RESOURCE_ALLOCATION: Final = "DynamicResourceAllocation"
 DRA_EXTENDED_RESOURCE: Final = "DRAExtendedResource"
+# Known, not modelled: the in-place resize family beside InPlacePodVerticalScaling (kubelet
+# features kemu's kubelet does not have: exclusive CPUs and memory of the CPU and memory
+# managers' static policies, resizing pod-level resources, the old allocatedResources gate).
+IN_PLACE_POD_VERTICAL_SCALING_ALLOCATED_STATUS: Final = "InPlacePodVerticalScalingAllocatedStatus"
+IN_PLACE_POD_VERTICAL_SCALING_EXCLUSIVE_CPUS: Final = "InPlacePodVerticalScalingExclusiveCPUs"
+IN_PLACE_POD_VERTICAL_SCALING_EXCLUSIVE_MEMORY: Final = "InPlacePodVerticalScalingExclusiveMemory"
+IN_PLACE_POD_LEVEL_RESOURCES_VERTICAL_SCALING: Final = "InPlacePodLevelResourcesVerticalScaling"
 
 
 class Stage(enum.StrEnum):
@@ -87,7 +100,6 @@ class GateDefinition:
     specs: tuple[FeatureSpec, ...]
     removed_in: Version | None = None
     enabled_after_removal: bool = True
-    aliases: tuple[str, ...] = ()
     # False: a gate of upstream that kemu knows (its lifecycle, so that settings are checked
     # as upstream checks them) but whose behaviour it does not model; setting it changes
     # nothing, and tools report it "not modelled".
@@ -151,7 +163,6 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
             GateDefinition(
                 IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
                 (FeatureSpec(_v(37), Stage.ALPHA, False),),
-                aliases=(SCHEDULER_PREEMPTION_FOR_POD_RESIZE,),
             ),
             GateDefinition(
                 POD_OBSERVED_GENERATION_TRACKING,
@@ -188,6 +199,18 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
                     FeatureSpec(_v(34), Stage.GA, True, locked=True),
                 ),
                 removed_in=_v(37),
+                enabled_after_removal=True,
+            ),
+            GateDefinition(
+                POD_DISRUPTION_CONDITIONS,
+                (
+                    FeatureSpec(_v(25), Stage.ALPHA, False),
+                    FeatureSpec(_v(26), Stage.BETA, True),
+                    FeatureSpec(_v(31), Stage.GA, True, locked=True),
+                ),
+                # "remove in 1.33" in the table, last there in 1.33 (kubernetes#132148 took it
+                # out in the 1.34 cycle): the behaviour is unconditional since.
+                removed_in=_v(34),
                 enabled_after_removal=True,
             ),
             GateDefinition(
@@ -271,7 +294,8 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
                 (
                     FeatureSpec(_v(26), Stage.ALPHA, False),
                     FeatureSpec(_v(32), Stage.BETA, False),
-                    FeatureSpec(_v(34), Stage.GA, True, locked=True),
+                    FeatureSpec(_v(34), Stage.GA, True),
+                    FeatureSpec(_v(35), Stage.GA, True, locked=True),
                 ),
                 modelled=False,
             ),
@@ -284,12 +308,41 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
                 ),
                 modelled=False,
             ),
+            # The in-place resize family (KEP-1287, KEP-5419) kemu's kubelet has no part of.
+            # PodLevelResources (KEP-2837) is not one of them: kemu models it.
+            GateDefinition(
+                IN_PLACE_POD_VERTICAL_SCALING_ALLOCATED_STATUS,
+                (
+                    FeatureSpec(_v(32), Stage.ALPHA, False),
+                    FeatureSpec(_v(33), Stage.DEPRECATED, False),
+                ),
+                # Unused since 1.33 (kubernetes#130880: allocatedResources is reported
+                # whenever InPlacePodVerticalScaling is on), gone in the 1.36 cycle
+                # (kubernetes#136959).
+                removed_in=_v(36),
+                enabled_after_removal=True,
+                modelled=False,
+            ),
+            GateDefinition(
+                IN_PLACE_POD_VERTICAL_SCALING_EXCLUSIVE_CPUS,
+                (FeatureSpec(_v(32), Stage.ALPHA, False),),
+                modelled=False,
+            ),
+            GateDefinition(
+                IN_PLACE_POD_VERTICAL_SCALING_EXCLUSIVE_MEMORY,
+                (FeatureSpec(_v(34), Stage.ALPHA, False),),
+                modelled=False,
+            ),
+            GateDefinition(
+                IN_PLACE_POD_LEVEL_RESOURCES_VERTICAL_SCALING,
+                (
+                    FeatureSpec(_v(35), Stage.ALPHA, False),
+                    FeatureSpec(_v(36), Stage.BETA, True),
+                ),
+                modelled=False,
+            ),
         )
     }
-)
-
-ALIASES: Final[Mapping[str, str]] = MappingProxyType(
-    {alias: gate.name for gate in GATES.values() for alias in gate.aliases}
 )
 
 
@@ -309,15 +362,9 @@ class GateState(NamedTuple):
 
 
 def gate_modelled(name: str) -> bool:
-    """Whether kemu models the behaviour of gate `name` (or an alias); an unknown name is
-    not modelled."""
-    gate = GATES.get(canonical_name(name))
+    """Whether kemu models the behaviour of gate `name`; an unknown name is not modelled."""
+    gate = GATES.get(name)
     return gate is not None and gate.modelled
-
-
-def canonical_name(name: str) -> str:
-    """The table name for `name` or its alias; unknown names are returned unchanged."""
-    return ALIASES.get(name, name)
 
 
 _TRUE: Final = frozenset({"1", "t", "T", "true", "TRUE", "True"})
@@ -369,9 +416,9 @@ class FeatureGates:
 
     version: Version
     overrides: Mapping[str, bool]
-    """Explicitly set gates, by canonical name; read-only."""
+    """Explicitly set gates, by name; read-only."""
     warnings: tuple[str, ...] = field(default=(), compare=False)
-    """Accepted but noteworthy settings (a GA or deprecated gate set, an alias used)."""
+    """Accepted but noteworthy settings (a GA or deprecated gate set)."""
     _enabled: Mapping[str, bool] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -389,41 +436,30 @@ class FeatureGates:
     def for_version(
         cls, version: Version, overrides: Mapping[str, bool] | None = None
     ) -> FeatureGates:
-        """Validate `overrides` (names or aliases) at `version`; FeatureGateError lists all."""
+        """Validate `overrides` (gate names) at `version`; FeatureGateError lists all."""
         errors: list[str] = []
         warnings: list[str] = []
         resolved: dict[str, bool] = {}
-        via: dict[str, str] = {}
-        for given, value in (overrides or {}).items():
-            name = canonical_name(given)
+        for name, value in (overrides or {}).items():
             gate = GATES.get(name)
             if gate is None:
                 errors.append(
-                    f'unrecognized feature gate "{given}" at emulated version {version} '
+                    f'unrecognized feature gate "{name}" at emulated version {version} '
                     f"(known gates: {', '.join(sorted(GATES))})"
                 )
                 continue
-            if name in resolved and resolved[name] != value:
-                errors.append(
-                    f'feature gate "{name}" is set to both true and false '
-                    f'(as "{via[name]}" and "{given}")'
-                )
-                continue
-            error = _check_setting(gate, given, value, version)
+            error = _check_setting(gate, name, value, version)
             if error is not None:
                 errors.append(error)
                 continue
             spec = gate.spec_at(version)
             assert spec is not None  # _check_setting rejected every other case
-            if given != name:
-                warnings.append(f'feature gate "{given}" is an alias of "{name}"')
-            if spec.stage in (Stage.GA, Stage.DEPRECATED) and name not in resolved:
+            if spec.stage in (Stage.GA, Stage.DEPRECATED):
                 warnings.append(
                     f"Setting {spec.stage} feature gate {name}={str(value).lower()}. "
                     "It will be removed in a future release."
                 )
             resolved[name] = value
-            via[name] = given
         if errors:
             raise FeatureGateError(errors)
         return cls(version, MappingProxyType(resolved), tuple(warnings))
@@ -434,12 +470,12 @@ class FeatureGates:
         return cls.for_version(DEFAULT_VERSION)
 
     def enabled(self, name: str) -> bool:
-        """Whether the behaviour behind gate `name` (or an alias) is on at this version.
+        """Whether the behaviour behind gate `name` is on at this version.
 
         An unknown name is a programming error and raises FeatureGateError.
         """
         try:
-            return self._enabled[canonical_name(name)]
+            return self._enabled[name]
         except KeyError:
             raise FeatureGateError(f'unknown feature gate "{name}"') from None
 

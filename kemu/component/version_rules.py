@@ -53,17 +53,14 @@ RULES: Final[Mapping[str, VersionRule]] = MappingProxyType(
             Version(1, 24),
             "the scheduler cache's assumed pods never expire (durationToExpireAssumedPod 0)",
         ),
-        "podgc_disruption_condition": VersionRule(
-            Version(1, 26),
-            "PodGC adds the DisruptionTarget condition (reason DeletionByPodGC) before it "
-            "deletes an orphaned pod (pkg/controller/podgc/gc_controller.go, "
-            "PodDisruptionConditions beta)",
-        ),
-        "eviction_disruption_condition": VersionRule(
-            Version(1, 26),
-            "the eviction API adds the DisruptionTarget condition (reason EvictionByEvictionAPI) "
-            "to the pod it deletes (pkg/registry/core/pod/storage/eviction.go "
-            "addConditionAndDeletePod, PodDisruptionConditions beta)",
+        "preemption_by_scheduler": VersionRule(
+            Version(1, 27),
+            "the scheduler's DisruptionTarget reason is PreemptionByScheduler "
+            "(PreemptionByKubeScheduler before), and with PodDisruptionConditions on, only a "
+            "lower-priority pod on the nominated node that terminates with that condition makes "
+            "a preemptor wait; before, any terminating lower-priority pod there did "
+            "(kubernetes#114623; pkg/scheduler/framework/plugins/defaultpreemption "
+            "PodEligibleToPreemptOthers, podTerminatingByPreemption)",
         ),
         "pdb_unhealthy_pod_eviction_policy": VersionRule(
             Version(1, 27),
@@ -101,8 +98,7 @@ class VersionRules:
     max_of_sums: bool
     assumed_pod_ttl_15m: bool
     assumed_pods_never_expire: bool
-    podgc_disruption_condition: bool
-    eviction_disruption_condition: bool
+    preemption_by_scheduler: bool
     pdb_unhealthy_pod_eviction_policy: bool
     node_monitor_grace_period_50s: bool
     nominated_node_name_kept_on_failure: bool

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from typing import Final, Protocol
 
 from kemu.api.v1 import types_pb2
+from kemu.component.featuregate import POD_DISRUPTION_CONDITIONS, FeatureGates
+from kemu.component.version_rules import VersionRules
 from kemu.machinery.keys import object_key
 from kemu.scheduling.interface import CycleState, FitError, Handle, NodeToStatus, ObjectLister
 from kemu.scheduling.nominator import PodLister
@@ -44,6 +46,21 @@ logger = logging.getLogger(__name__)
 # (a pod terminating for this reason is room being made for a preemptor).
 DISRUPTION_TARGET: Final = "DisruptionTarget"
 PREEMPTION_BY_SCHEDULER: Final = "PreemptionByScheduler"
+# Its name before kubernetes#114623 (1.25 and 1.26; version rule `preemption_by_scheduler`).
+PREEMPTION_BY_KUBE_SCHEDULER: Final = "PreemptionByKubeScheduler"
+
+
+def preemption_disruption_reason(gates: FeatureGates) -> str | None:
+    """The reason of the DisruptionTarget condition a scheduler with `gates` puts on its
+    victims: None without PodDisruptionConditions (no condition), PreemptionByKubeScheduler
+    before 1.27, PreemptionByScheduler since."""
+    if not gates.enabled(POD_DISRUPTION_CONDITIONS):
+        return None
+    if VersionRules.at(gates.version).preemption_by_scheduler:
+        return PREEMPTION_BY_SCHEDULER
+    return PREEMPTION_BY_KUBE_SCHEDULER
+
+
 NOT_HELPFUL: Final = "Preemption is not helpful for scheduling"
 # Nodes whose last Candidate the dry run keeps (Evaluator._candidates) before it is emptied.
 _CANDIDATES_KEPT_MAX: Final = 100_000

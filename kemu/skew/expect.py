@@ -24,6 +24,7 @@ from kemu.component.featuregate import (
 )
 from kemu.component.version import MAX_VERSION
 from kemu.component.version_rules import VersionRules
+from kemu.scheduling.preemption import preemption_disruption_reason
 from kemu.skew.policy import Cell
 
 Facts = Mapping[str, object]
@@ -57,6 +58,12 @@ def binding_nnn(cell: Cell) -> Facts:
         "prebind_pod_nnn_after_binding": nne and not cleared,
         "nominated_pod_nnn_after_binding": not cleared,
     }
+
+
+def disruption_reason(cell: Cell) -> str | None:
+    """The reason of the DisruptionTarget the cell's scheduler puts on its victims (None: no
+    condition; PodDisruptionConditions is off before 1.26)."""
+    return preemption_disruption_reason(cell.feature_gates("scheduler"))
 
 
 def preemption_nnn(cell: Cell) -> Facts:

@@ -8,12 +8,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Final
 
 from kemu.api.v1 import types_pb2
+from kemu.client.interface import DELETED
 from kemu.component.featuregate import (
     IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
     POD_SCHEDULING_READINESS,
 )
 from kemu.machinery.errors import Invalid, NotFound
-from kemu.skew.expect import Facts, clearing
+from kemu.skew.expect import Facts, clearing, disruption_reason
 from kemu.skew.policy import Cell
 from kemu.skew.upgrade import rolling_upgrade
 from kemu.testing.builders import PodBuilder, make_pod
@@ -83,7 +84,13 @@ async def binding_nnn(cluster: Cluster, cell: Cell) -> Facts:
         for name in ("prebind-pod", "nominated-pod"):
             await s.wait_bound(name, TIMEOUT)
         await history.sync(s.client, timeout=TIMEOUT)
-        await assert_invariants(s.client, history, s.ns, clearing_gate_on=clearing(cell))
+        await assert_invariants(
+            s.client,
+            history,
+            s.ns,
+            clearing_gate_on=clearing(cell),
+            disruption_reason=disruption_reason(cell),
+        )
         return {
             "nnn_set_at_prebind": node in _nnns(history, s, "prebind-pod"),
             "prebind_pod_nnn_after_binding": (await s.get("prebind-pod")).status.nominated_node_name
@@ -106,14 +113,28 @@ async def preemption_nnn(cluster: Cluster, cell: Cell) -> Facts:
         await s.create(s.pod("preemptor", priority=300, cpu="500m", memory="100Mi"))
         bound = await s.wait_bound("preemptor", TIMEOUT)
         await history.sync(s.client, timeout=TIMEOUT)
-        await assert_invariants(s.client, history, s.ns, clearing_gate_on=clearing(cell))
-        victims = [v.pod for uid in history.uids_of("victim", s.ns) for v in history.versions[uid]]
+        await assert_invariants(
+            s.client,
+            history,
+            s.ns,
+            clearing_gate_on=clearing(cell),
+            disruption_reason=disruption_reason(cell),
+        )
+        victims = [v for uid in history.uids_of("victim", s.ns) for v in history.versions[uid]]
+        deleted = any(
+            v.type == DELETED or v.pod.metadata.HasField("deletion_timestamp") for v in victims
+        )
+        marks = {
+            c.reason
+            for v in victims
+            if (c := disruption_target(v.pod)) is not None and c.status == "True"
+        }
+        reason = disruption_reason(cell)
         return {
             "preemptor_nominated": node in _nnns(history, s, "preemptor"),
-            "victim_preempted": any(
-                (c := disruption_target(p)) is not None and c.reason == "PreemptionByScheduler"
-                for p in victims
-            ),
+            # Deleted with the condition the scheduler writes at its version (none before
+            # PodDisruptionConditions, PreemptionByKubeScheduler before 1.27).
+            "victim_preempted": deleted and marks == ({reason} if reason else set()),
             "preemptor_bound_to_node": bound == node,
             "preemptor_nnn_after_binding": (await s.get("preemptor")).status.nominated_node_name
             == node,
@@ -131,7 +152,13 @@ async def prefer_nominated(cluster: Cluster, cell: Cell) -> Facts:
         await create_nominated(cluster, cell, s, s.pod("pod", cpu="100m", memory="100Mi"), "node-a")
         bound = await s.wait_bound("pod", TIMEOUT)
         await history.sync(s.client, timeout=TIMEOUT)
-        await assert_invariants(s.client, history, s.ns, clearing_gate_on=clearing(cell))
+        await assert_invariants(
+            s.client,
+            history,
+            s.ns,
+            clearing_gate_on=clearing(cell),
+            disruption_reason=disruption_reason(cell),
+        )
         return {"bound_to_nominated_node": bound == s.node_name("node-a")}
 
 
@@ -237,6 +264,7 @@ async def resize_preemption(cluster: Cluster, cell: Cell) -> Facts:
             history,
             s.ns,
             clearing_gate_on=clearing(cell),
+            disruption_reason=disruption_reason(cell),
             resize_preemption_gate_on=cell.feature_gates("scheduler").enabled(
                 IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION
             ),

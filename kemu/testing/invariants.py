@@ -21,6 +21,9 @@ version") and, in its message "Preempted by pod <uid> on node <node>", the preem
     has a deletionTimestamp (or in its DELETED object when the deletion was immediate).
     Victims that were unbound in the decision version (held at Permit, or still being bound)
     are exempt: they are rejected rather than deleted, or may be.
+    The reason is `disruption_reason` (default PreemptionByScheduler; a scheduler emulating
+    1.25 or 1.26 writes PreemptionByKubeScheduler); with None (PodDisruptionConditions off)
+    the victim must carry neither.
 (3) The victim's priority is strictly lower than the preemptor's (when the preemptor is in the
     history), and a victim bound in its decision version is bound to the event's node.
 (4) A pod with preemptionPolicy Never is never the preemptor of a Preempted event.
@@ -38,7 +41,8 @@ version") and, in its message "Preempted by pod <uid> on node <node>", the preem
     and the preemptor was not eligible to preempt (Evaluator.Preempt, PodEligibleToPreemptOthers); had N
     been UnschedulableAndUnresolvable for it, N would not have been a candidate at all.
     Bound preemptors (KEP-5836 resizes, whose double preemptions are a known limitation) are
-    not checked. The price of soundness is coverage: r only bounds the snapshot from below, so a victim
+    not checked, nor is anything with `disruption_reason` None (nothing marks the
+    scheduler's victims then). The price of soundness is coverage: r only bounds the snapshot from below, so a victim
     that has not changed since before X began terminating proves nothing. Caught: a new
     deletion of a pod created, bound or updated after X began terminating (the usual "fill
     the node again while the victims terminate" scenario). Not caught: a second preemption
@@ -103,6 +107,8 @@ logger = logging.getLogger(__name__)
 PREEMPTED: Final = "Preempted"
 DISRUPTION_TARGET: Final = "DisruptionTarget"
 PREEMPTION_BY_SCHEDULER: Final = "PreemptionByScheduler"
+# Its name before 1.27 (kubernetes#114623).
+PREEMPTION_BY_KUBE_SCHEDULER: Final = "PreemptionByKubeScheduler"
 POD_SCHEDULED: Final = "PodScheduled"
 PREEMPTION_POLICY_NEVER: Final = "Never"
 POD_RESIZE_PENDING: Final = "PodResizePending"
@@ -472,6 +478,7 @@ async def assert_invariants(
     nodes: NodeHistory | None = None,
     externally_deleted: Collection[str] = (),
     sync_timeout: float = 10.0,
+    disruption_reason: str | None = PREEMPTION_BY_SCHEDULER,
 ) -> None:
     """Checks the invariants on `history` and the Events of `namespace`; raises AssertionError
     listing every violation. Call it inside `record_pods`' block, once the scenario is done:
@@ -495,6 +502,7 @@ async def assert_invariants(
         resize_preemption_gate_on=resize_preemption_gate_on,
         nodes=nodes.by_name() if nodes is not None else None,
         externally_deleted=externally_deleted,
+        disruption_reason=disruption_reason,
     )
     if violations:
         lines = "\n".join(f"- {v}" for v in violations)
@@ -563,10 +571,13 @@ def check_invariants(
     resize_preemption_gate_on: bool = False,
     nodes: Mapping[str, Sequence[NodeVersion]] | None = None,
     externally_deleted: Collection[str] = (),
+    disruption_reason: str | None = PREEMPTION_BY_SCHEDULER,
 ) -> list[str]:
     """The violations of the invariants described in the module docstring; [] if none.
     `externally_deleted` names pods (by name, or namespace/name) that something other than
-    the scheduler deleted: they are exempt from (2). `resize_preemption_gate_on` is the
+    the scheduler deleted: they are exempt from (2). `disruption_reason` is the reason of the
+    DisruptionTarget the scheduler puts on its victims (`preemption_disruption_reason` of its
+    gates: PreemptionByKubeScheduler before 1.27, None without PodDisruptionConditions). `resize_preemption_gate_on` is the
     scheduler's InPlacePodVerticalScalingSchedulerPreemption, `nodes` the recorded versions of
     the nodes by name (None: (9)'s node policy clause is not checked)."""
     violations: list[str] = []
@@ -584,8 +595,13 @@ def check_invariants(
         preemptions.append(_Preemption(ev, ev.involved_object.uid, m.group(1), m.group(2)))
 
     for p in preemptions:
-        violations.extend(_check_preemption(versions_by_uid, p, externally_deleted))
-    violations.extend(_check_no_deletions_while_terminating(versions_by_uid, preemptions))
+        violations.extend(
+            _check_preemption(versions_by_uid, p, externally_deleted, disruption_reason)
+        )
+    if disruption_reason is not None:
+        violations.extend(
+            _check_no_deletions_while_terminating(versions_by_uid, preemptions, disruption_reason)
+        )
     for versions in versions_by_uid.values():
         violations.extend(_check_binding(versions, clearing_gate_on))
     for versions in versions_by_uid.values():
@@ -601,6 +617,7 @@ def _check_preemption(
     versions_by_uid: Mapping[str, Sequence[PodVersion]],
     p: _Preemption,
     externally_deleted: Collection[str],
+    disruption_reason: str | None,
 ) -> list[str]:
     """(2), (3) and (4) for one Preempted event."""
     out: list[str] = []
@@ -647,18 +664,32 @@ def _check_preemption(
         ),
         None,
     )
-    if deletion is not None and not _preempted_by_scheduler(deletion.pod):
-        state = "deleted" if deletion.type == DELETED else "terminating"
+    if deletion is None:
+        return out
+    state = "deleted" if deletion.type == DELETED else "terminating"
+    if disruption_reason is None:
+        if _preempted_by_scheduler(deletion.pod, PREEMPTION_BY_SCHEDULER) or (
+            _preempted_by_scheduler(deletion.pod, PREEMPTION_BY_KUBE_SCHEDULER)
+        ):
+            out.append(
+                f"{what} on {p.node}: the victim was {state} (resourceVersion "
+                f"{deletion.pod.metadata.resource_version}) with the scheduler's "
+                f"{DISRUPTION_TARGET} condition, which it writes only with "
+                "PodDisruptionConditions"
+            )
+    elif not _preempted_by_scheduler(deletion.pod, disruption_reason):
         out.append(
             f"{what} on {p.node}: the victim was {state} (resourceVersion "
             f"{deletion.pod.metadata.resource_version}) without the condition "
-            f"{DISRUPTION_TARGET}=True reason {PREEMPTION_BY_SCHEDULER}"
+            f"{DISRUPTION_TARGET}=True reason {disruption_reason}"
         )
     return out
 
 
 def _check_no_deletions_while_terminating(
-    versions_by_uid: Mapping[str, Sequence[PodVersion]], preemptions: Sequence[_Preemption]
+    versions_by_uid: Mapping[str, Sequence[PodVersion]],
+    preemptions: Sequence[_Preemption],
+    disruption_reason: str,
 ) -> list[str]:
     """(5); see the module docstring for why this has no false alarms."""
     out: list[str] = []
@@ -710,7 +741,7 @@ def _check_no_deletions_while_terminating(
                 and _priority(v.pod) < preemptor_priority
                 and v.pod.status.phase not in TERMINAL_PHASES
                 and v.pod.metadata.HasField("deletion_timestamp")
-                and _preempted_by_scheduler(v.pod)
+                and _preempted_by_scheduler(v.pod, disruption_reason)
                 for v in x_window
             ):
                 out.append(
@@ -904,9 +935,9 @@ def _resize_preemption_disabled(node: types_pb2.Node) -> bool:
     return len(node.spec.pod_preemption_policy.disable_resize_preemption) > 0
 
 
-def _preempted_by_scheduler(pod: types_pb2.Pod) -> bool:
+def _preempted_by_scheduler(pod: types_pb2.Pod, reason: str) -> bool:
     return any(
-        c.type == DISRUPTION_TARGET and c.status == "True" and c.reason == PREEMPTION_BY_SCHEDULER
+        c.type == DISRUPTION_TARGET and c.status == "True" and c.reason == reason
         for c in pod.status.conditions
     )
 

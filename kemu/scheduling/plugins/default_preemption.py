@@ -4,7 +4,11 @@ plugins/defaultpreemption, pkg/scheduler/framework/preemption/preemption.go Eval
 The dry run is kemu.scheduling.preemption.Evaluator; this plugin is its policy:
 - a pod may preempt unless its preemptionPolicy is Never, or its nominated node (still
   feasible in principle, i.e. not UnschedulableAndUnresolvable) holds a lower-priority pod that
-  the scheduler's preemption is already terminating (it waits for that room instead);
+  the scheduler's preemption is already terminating (it waits for that room instead). Which
+  terminating pods count is upstream's by version (kubernetes#114623, version rule
+  `preemption_by_scheduler`): from 1.27 with PodDisruptionConditions on, those with
+  DisruptionTarget=True/PreemptionByScheduler; before 1.27, or with the gate off, any
+  terminating lower-priority pod;
 - victims on a node are its pods of strictly lower priority: all are removed, the pod must
   then fit (with the equal-or-higher-priority pods nominated to the node counted, RunFilterPluginsWithNominatedPods), and
   victims are reprieved one by one in importance order, PDB-protected ones first;
@@ -29,7 +33,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, runtime_checkable
 
 from kemu.api.v1 import types_pb2
-from kemu.component.featuregate import SCHEDULER_ASYNC_PREEMPTION
+from kemu.component.featuregate import POD_DISRUPTION_CONDITIONS, SCHEDULER_ASYNC_PREEMPTION
+from kemu.component.version_rules import VersionRules
 from kemu.machinery.labels import selector_from_label_selector
 from kemu.scheduling.events import (
     ActionType,
@@ -117,6 +122,10 @@ def filter_pods_with_pdb_violation(
     return violating, non_violating
 
 
+def _terminating(pod: types_pb2.Pod) -> bool:
+    return pod.metadata.HasField("deletion_timestamp")
+
+
 def calculate_num_candidates(num_nodes: int, percentage: int, absolute: int) -> int:
     """min(num_nodes, max(num_nodes * percentage / 100, absolute))."""
     n = num_nodes * percentage // 100
@@ -151,6 +160,11 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         # The handle as a _PlanHandle when it is one (asked once: the check is slow).
         self._plan_handle = handle if isinstance(handle, _PlanHandle) else None
         self.async_preemption = handle.gates.enabled(SCHEDULER_ASYNC_PREEMPTION)
+        # Whether only pods terminating with the scheduler's DisruptionTarget make a preemptor
+        # wait (else any terminating lower-priority pod on its nominated node does).
+        self._wait_for_victims_only = VersionRules.at(
+            handle.gates.version
+        ).preemption_by_scheduler and handle.gates.enabled(POD_DISRUPTION_CONDITIONS)
         pod_lister = pdb_lister = None
         factory = handle.informer_factory()
         if factory is not None:
@@ -230,8 +244,11 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
             node = self._handle.snapshot_shared_lister().node_infos().get(nominated)
             if node is not None:
                 priority = pod_priority(pod)
+                terminating = (
+                    pod_terminating_by_preemption if self._wait_for_victims_only else _terminating
+                )
                 for pi in node.pods:
-                    if pi.priority < priority and pod_terminating_by_preemption(pi.pod):
+                    if pi.priority < priority and terminating(pi.pod):
                         return False, "not eligible due to a terminating pod on the nominated node."
         return True, ""
 

@@ -33,10 +33,11 @@ MERGE = fg.MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD_SELECTOR_MERGE
 PTS_GATES = frozenset({MIN_DOMAINS, INCLUSION, MATCH_KEYS, MERGE})
 SEPARATE_TAINT = fg.SEPARATE_TAINT_EVICTION_CONTROLLER
 HOST_IPS = fg.POD_HOST_IPS
+PDC = fg.POD_DISRUPTION_CONDITIONS
 # upstream gates kemu knows but does not model (upstream's scheduler_perf files set them).
 NOT_MODELLED = frozenset(name for name, gate in fg.GATES.items() if not gate.modelled)
 # Gates with tests of their own below; the generic tables leave them out.
-OWN_TESTS = PTS_GATES | {SEPARATE_TAINT, HOST_IPS} | NOT_MODELLED
+OWN_TESTS = PTS_GATES | {SEPARATE_TAINT, HOST_IPS, PDC} | NOT_MODELLED
 
 
 def defaults_at(minor: int, names: frozenset[str] | None = None) -> dict[str, bool]:
@@ -368,26 +369,20 @@ def test_every_problem_is_reported_at_once() -> None:
     assert all("1.33" in error for error in info.value.errors)
 
 
-def test_kep_name_is_an_alias_of_the_shipped_gate() -> None:
-    gates = gates_at(37, SchedulerPreemptionForPodResize=True)
-    assert gates.enabled(PREEMPT_RESIZE)
-    assert gates.enabled(fg.SCHEDULER_PREEMPTION_FOR_POD_RESIZE)
-    assert gates.overrides == {PREEMPT_RESIZE: True}
-    assert gates.to_flag() == "InPlacePodVerticalScalingSchedulerPreemption=true"
-    assert any("alias" in warning for warning in gates.warnings)
-    assert gates == gates_at(37, InPlacePodVerticalScalingSchedulerPreemption=True)
-    assert not gates_at(37).enabled(fg.SCHEDULER_PREEMPTION_FOR_POD_RESIZE)
-    with pytest.raises(
-        FeatureGateError,
-        match='"SchedulerPreemptionForPodResize" does not exist at emulated version 1.36',
-    ):
-        gates_at(36, SchedulerPreemptionForPodResize=True)
-    # Both names with the same value is fine; with different values it is an error.
-    both = {PREEMPT_RESIZE: True, fg.SCHEDULER_PREEMPTION_FOR_POD_RESIZE: True}
-    assert FeatureGates.for_version(Version(1, 37), both).enabled(PREEMPT_RESIZE)
-    both[fg.SCHEDULER_PREEMPTION_FOR_POD_RESIZE] = False
-    with pytest.raises(FeatureGateError, match="set to both true and false"):
-        FeatureGates.for_version(Version(1, 37), both)
+def test_the_kep_name_of_the_resize_preemption_gate_is_not_a_gate() -> None:
+    """KEP-5836's text says SchedulerPreemptionForPodResize; upstream shipped
+    InPlacePodVerticalScalingSchedulerPreemption and refuses the other name."""
+    for minor in (36, 37):
+        with pytest.raises(FeatureGateError) as info:
+            gates_at(minor, SchedulerPreemptionForPodResize=True)
+        assert str(info.value).startswith(
+            f'unrecognized feature gate "SchedulerPreemptionForPodResize" at emulated version '
+            f"1.{minor}"
+        )
+    with pytest.raises(FeatureGateError, match='unknown feature gate "SchedulerPreemption'):
+        gates_at(37).enabled("SchedulerPreemptionForPodResize")
+    assert gates_at(37, InPlacePodVerticalScalingSchedulerPreemption=True).enabled(PREEMPT_RESIZE)
+    assert not hasattr(fg, "ALIASES")
 
 
 def test_gates_are_immutable_values() -> None:
@@ -468,6 +463,10 @@ def test_not_modelled_gates_follow_upstreams_lifecycle() -> None:
         fg.NODE_DECLARED_FEATURES,
         fg.DYNAMIC_RESOURCE_ALLOCATION,
         fg.DRA_EXTENDED_RESOURCE,
+        fg.IN_PLACE_POD_VERTICAL_SCALING_ALLOCATED_STATUS,
+        fg.IN_PLACE_POD_VERTICAL_SCALING_EXCLUSIVE_CPUS,
+        fg.IN_PLACE_POD_VERTICAL_SCALING_EXCLUSIVE_MEMORY,
+        fg.IN_PLACE_POD_LEVEL_RESOURCES_VERTICAL_SCALING,
     }
     assert not fg.gate_modelled(fg.SCHEDULER_ASYNC_API_CALLS)
     assert fg.gate_modelled(ASYNC)
@@ -492,6 +491,103 @@ def test_not_modelled_gates_follow_upstreams_lifecycle() -> None:
         gates_at(37, SchedulerQueueingHints=True)
     assert gates_at(37).enabled(fg.SCHEDULER_QUEUEING_HINTS)
     assert "not modelled" in fg.feature_gates_help(Version(1, 37))
+
+
+def test_dynamic_resource_allocation_is_locked_from_1_35() -> None:
+    """GA (on) at 1.34 and still settable; locked to true from 1.35."""
+    gates = gates_at(34, DynamicResourceAllocation=False)
+    assert not gates.enabled(fg.DYNAMIC_RESOURCE_ALLOCATION)
+    assert gates.warnings == (
+        "Setting GA feature gate DynamicResourceAllocation=false. "
+        "It will be removed in a future release.",
+    )
+    assert gates_at(34).enabled(fg.DYNAMIC_RESOURCE_ALLOCATION)
+    with pytest.raises(FeatureGateError, match="locked to true \\(GA\\) at emulated version 1.35"):
+        gates_at(35, DynamicResourceAllocation=False)
+    assert gates_at(35, DynamicResourceAllocation=True).enabled(fg.DYNAMIC_RESOURCE_ALLOCATION)
+    assert not gates_at(33).enabled(fg.DYNAMIC_RESOURCE_ALLOCATION)
+
+
+@pytest.mark.parametrize(
+    ("gate", "states", "removed"),
+    [
+        # (minor, stage, default) from the gate's first version on; `removed` the first
+        # version without it.
+        (
+            fg.IN_PLACE_POD_VERTICAL_SCALING_ALLOCATED_STATUS,
+            [
+                (32, Stage.ALPHA, False),
+                (33, Stage.DEPRECATED, False),
+                (35, Stage.DEPRECATED, False),
+            ],
+            36,
+        ),
+        (fg.IN_PLACE_POD_VERTICAL_SCALING_EXCLUSIVE_CPUS, [(32, Stage.ALPHA, False)], None),
+        (fg.IN_PLACE_POD_VERTICAL_SCALING_EXCLUSIVE_MEMORY, [(34, Stage.ALPHA, False)], None),
+        (
+            fg.IN_PLACE_POD_LEVEL_RESOURCES_VERTICAL_SCALING,
+            [(35, Stage.ALPHA, False), (36, Stage.BETA, True)],
+            None,
+        ),
+    ],
+)
+def test_the_in_place_resize_family_follows_upstreams_lifecycle(
+    gate: str, states: list[tuple[int, Stage, bool]], removed: int | None
+) -> None:
+    """pkg/features/kube_features.go: known (settable either way, never locked) but not
+    modelled; absent before its first version and from its removal on."""
+    first = states[0][0]
+    with pytest.raises(FeatureGateError, match=f"introduced in 1.{first}"):
+        gates_at(first - 1, **{gate: True})
+    assert not gates_at(first - 1).enabled(gate)
+    for minor, stage, default in states:
+        assert [s for s in gates_at(minor).states() if s.name == gate] == [
+            GateState(gate, default, stage, False)
+        ]
+        for value in (True, False):
+            assert gates_at(minor, **{gate: value}).enabled(gate) is value
+    last = removed if removed is not None else 38
+    assert gates_at(last - 1, **{gate: True}).enabled(gate)
+    if removed is not None:
+        with pytest.raises(FeatureGateError, match=f"removed in 1.{removed}"):
+            gates_at(removed, **{gate: True})
+    assert not fg.gate_modelled(gate)
+
+
+@pytest.mark.parametrize(
+    ("minor", "enabled", "state"),
+    [
+        (24, False, None),
+        (25, False, GateState(PDC, False, Stage.ALPHA, False)),
+        (26, True, GateState(PDC, True, Stage.BETA, False)),
+        (30, True, GateState(PDC, True, Stage.BETA, False)),
+        (31, True, GateState(PDC, True, Stage.GA, True)),
+        (33, True, GateState(PDC, True, Stage.GA, True)),
+        (34, True, None),
+        (37, True, None),
+    ],
+)
+def test_pod_disruption_conditions_per_emulated_version(
+    minor: int, enabled: bool, state: GateState | None
+) -> None:
+    """KEP-3329: alpha (off) 1.25, beta (on) 1.26, GA locked 1.31, last in 1.33's table."""
+    gates = gates_at(minor)
+    assert gates.enabled(PDC) is enabled
+    assert [s for s in gates.states() if s.name == PDC] == ([] if state is None else [state])
+    assert fg.gate_modelled(PDC)
+
+
+def test_pod_disruption_conditions_settings() -> None:
+    assert gates_at(25, PodDisruptionConditions=True).enabled(PDC)
+    assert not gates_at(30, PodDisruptionConditions=False).enabled(PDC)
+    with pytest.raises(FeatureGateError, match="locked to true"):
+        gates_at(31, PodDisruptionConditions=False)
+    with pytest.raises(
+        FeatureGateError, match=r"removed in 1\.34; its behaviour is always enabled"
+    ):
+        gates_at(34, PodDisruptionConditions=True)
+    with pytest.raises(FeatureGateError, match=r"introduced in 1\.25"):
+        gates_at(24, PodDisruptionConditions=True)
 
 
 def test_the_newest_older_version_accepting_settings_is_found() -> None:

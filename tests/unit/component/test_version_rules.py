@@ -20,20 +20,12 @@ def test_every_rule_of_the_table_is_a_field_of_the_resolved_rules() -> None:
     [
         (21, set()),
         (23, {"assumed_pod_ttl_15m"}),
-        (
-            26,
-            {
-                "assumed_pods_never_expire",
-                "podgc_disruption_condition",
-                "eviction_disruption_condition",
-            },
-        ),
+        (26, {"assumed_pods_never_expire"}),
         (
             27,
             {
                 "assumed_pods_never_expire",
-                "podgc_disruption_condition",
-                "eviction_disruption_condition",
+                "preemption_by_scheduler",
                 "pdb_unhealthy_pod_eviction_policy",
             },
         ),
@@ -41,8 +33,7 @@ def test_every_rule_of_the_table_is_a_field_of_the_resolved_rules() -> None:
             32,
             {
                 "assumed_pods_never_expire",
-                "podgc_disruption_condition",
-                "eviction_disruption_condition",
+                "preemption_by_scheduler",
                 "pdb_unhealthy_pod_eviction_policy",
                 "node_monitor_grace_period_50s",
             },
@@ -51,8 +42,7 @@ def test_every_rule_of_the_table_is_a_field_of_the_resolved_rules() -> None:
             34,
             {
                 "assumed_pods_never_expire",
-                "podgc_disruption_condition",
-                "eviction_disruption_condition",
+                "preemption_by_scheduler",
                 "pdb_unhealthy_pod_eviction_policy",
                 "node_monitor_grace_period_50s",
                 "nominated_node_name_kept_on_failure",
@@ -62,8 +52,7 @@ def test_every_rule_of_the_table_is_a_field_of_the_resolved_rules() -> None:
             36,
             {
                 "assumed_pods_never_expire",
-                "podgc_disruption_condition",
-                "eviction_disruption_condition",
+                "preemption_by_scheduler",
                 "pdb_unhealthy_pod_eviction_policy",
                 "node_monitor_grace_period_50s",
             },
@@ -73,8 +62,7 @@ def test_every_rule_of_the_table_is_a_field_of_the_resolved_rules() -> None:
             {
                 "max_of_sums",
                 "assumed_pods_never_expire",
-                "podgc_disruption_condition",
-                "eviction_disruption_condition",
+                "preemption_by_scheduler",
                 "pdb_unhealthy_pod_eviction_policy",
                 "node_monitor_grace_period_50s",
                 "autoscaler_nnn_in_cluster_state",

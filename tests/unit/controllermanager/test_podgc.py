@@ -21,7 +21,6 @@ from kemu.api.v1 import types_pb2
 from kemu.client.fake import FakeClient
 from kemu.client.informer import InformerFactory
 from kemu.component.clock import FakeClock
-from kemu.component.version import Version
 from kemu.testing.builders import make_node, make_pod
 from kemu.testing.fake_time import advance, settle, wait_until
 
@@ -65,7 +64,7 @@ class RecordingClient(FakeClient):
 
 @asynccontextmanager
 async def running(
-    fake: FakeClient, clock: FakeClock, *, version: Version | None = None
+    fake: FakeClient, clock: FakeClock, *, disruption_conditions: bool = True
 ) -> AsyncIterator[PodGCController]:
     informers = InformerFactory(fake, clock=clock)
     gc = PodGCController(
@@ -73,7 +72,7 @@ async def running(
         informers,
         clock,
         options=PodGCOptions(quarantine=QUARANTINE),
-        emulated_version=version,
+        disruption_conditions=disruption_conditions,
     )
     async with anyio.create_task_group() as tg:
         informers.start(tg)
@@ -201,10 +200,10 @@ async def test_a_pod_bound_later_to_a_missing_node_is_found_by_its_event() -> No
         await wait_until(lambda: not exists(fake, "p"))
 
 
-async def test_before_pod_disruption_conditions_the_pod_is_only_deleted() -> None:
+async def test_without_pod_disruption_conditions_the_pod_is_only_deleted() -> None:
     clock = FakeClock()
     fake = RecordingClient(running_pod("orphan", "gone"), clock=clock)
-    async with running(fake, clock, version=Version(1, 25)):
+    async with running(fake, clock, disruption_conditions=False):
         await advance(clock, QUARANTINE + 1)
         await wait_until(lambda: not exists(fake, "orphan"))
         assert "update_status" not in fake.verbs("pods")

@@ -193,6 +193,25 @@ async def test_pods_are_evicted_after_their_toleration_seconds_and_untolerated_o
         )
 
 
+async def test_without_pod_disruption_conditions_the_pod_is_only_deleted():
+    """upstream addConditionAndDeletePod: the condition only with PodDisruptionConditions."""
+    clock = FakeClock()
+    node = make_node("n1").obj()
+    node.spec.taints.append(taint(UNREACHABLE))
+    fake = FakeClient(node, make_pod("bare").node("n1").obj(), clock=clock)
+    async with running_controller(
+        fake,
+        clock,
+        lambda inf: TaintEvictionController(fake, inf, clock, disruption_conditions=False),
+    ):
+        await settle(100)
+        assert evicted(fake) == ["default/bare"]
+        assert [a for a in fake.actions if a.verb == "update_status"] == []
+        pod = await fake.get(types_pb2.Pod, "bare")
+        assert pod.metadata.HasField("deletion_timestamp")
+        assert not [c for c in pod.status.conditions if c.type == "DisruptionTarget"]
+
+
 async def test_removing_the_taint_cancels_a_scheduled_eviction():
     clock = FakeClock()
     node = make_node("n1").obj()

@@ -28,6 +28,8 @@ from kemu.client.fake import FakeClient
 from kemu.client.informer import InformerFactory, Lister
 from kemu.client.interface import M
 from kemu.component.clock import FakeClock
+from kemu.component.featuregate import FeatureGates
+from kemu.component.version import Version
 from kemu.machinery.errors import NotFound, Unavailable
 from kemu.machinery.resources import SCHEDULER_DEFAULTS
 from kemu.scheduling.interface import (
@@ -259,7 +261,12 @@ async def settle() -> None:
 
 
 @asynccontextmanager
-async def cluster(*, async_preemption: bool = False, seed: int = 0) -> AsyncIterator[Cluster]:
+async def cluster(
+    *,
+    async_preemption: bool = False,
+    seed: int = 0,
+    feature_gates: FeatureGates | None = None,
+) -> AsyncIterator[Cluster]:
     clock = FakeClock()
     client = GatedClient(clock)
     informers = InformerFactory(client, clock=clock)
@@ -267,7 +274,7 @@ async def cluster(*, async_preemption: bool = False, seed: int = 0) -> AsyncIter
     metrics = SchedulerMetrics(registry)
     recorder = Recorder()
     waiting = WaitingPodsMap()
-    fg = gates(async_preemption=async_preemption)
+    fg = feature_gates or gates(async_preemption=async_preemption)
     pod_lister = informers.informer(
         types_pb2.Pod, field_selector=SCHEDULER_POD_FIELD_SELECTOR
     ).lister
@@ -403,6 +410,41 @@ async def test_sync_preemption_marks_victims_then_deletes_them() -> None:
                 "message": PREEMPTING_MESSAGE,
             }
         assert c.activated == []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("minor", "overrides", "reason"),
+    [
+        (25, {}, None),
+        (25, {"PodDisruptionConditions": True}, "PreemptionByKubeScheduler"),
+        (26, {}, "PreemptionByKubeScheduler"),
+        (26, {"PodDisruptionConditions": False}, None),
+        (27, {}, PREEMPTION_BY_SCHEDULER),
+        (30, {"PodDisruptionConditions": False}, None),
+        (34, {"SchedulerAsyncPreemption": False}, PREEMPTION_BY_SCHEDULER),
+    ],
+)
+async def test_the_victims_condition_by_version(
+    minor: int, overrides: dict[str, bool], reason: str | None
+) -> None:
+    """PodDisruptionConditions (alpha off 1.25, beta on 1.26): without it the victims are only
+    deleted; the reason is PreemptionByKubeScheduler until kubernetes#114623 (1.27)."""
+    fg = FeatureGates.for_version(Version(1, minor), overrides)
+    async with cluster(feature_gates=fg) as c:
+        p = await two_victims(c)
+        state, statuses = c.cycle(p)
+        result, status = await c.plugin.post_filter(state, p, statuses)
+
+        assert (result, status) == (PostFilterResult("n1"), SUCCESS)
+        for name in ("v1", "v2"):
+            assert await c.stored(name) is None
+            if reason is None:
+                assert c.actions_on(name) == [("delete", "")]
+            else:
+                assert c.actions_on(name) == [("patch", "status"), ("delete", "")]
+                (cond,) = condition_patches(c, name)
+                assert (cond["status"], cond["reason"]) == ("True", reason)
 
 
 @pytest.mark.anyio

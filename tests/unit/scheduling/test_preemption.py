@@ -19,6 +19,8 @@ import pytest
 
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import FakeClock
+from kemu.component.featuregate import FeatureGates
+from kemu.component.version import Version
 from kemu.scheduling.events import ActionType, ClusterEvent, EventResource, QueueingHint
 from kemu.scheduling.interface import CycleState, NodeToStatus
 from kemu.scheduling.nominator import Nominator
@@ -68,7 +70,9 @@ class Sim:
     """A default-profile Framework over a Snapshot of the objects added so far, with a
     Nominator: nothing a scheduler process adds (no client, queue, informers or executor)."""
 
-    def __init__(self, *, async_preemption: bool = False) -> None:
+    def __init__(
+        self, *, async_preemption: bool = False, feature_gates: FeatureGates | None = None
+    ) -> None:
         self.clock = FakeClock()
         self.nominator = Nominator()
         registry = in_tree_registry()
@@ -76,7 +80,7 @@ class Sim:
             default_profile(registry),
             registry,
             clock=self.clock,
-            gates=gates(async_preemption=async_preemption),
+            gates=feature_gates or gates(async_preemption=async_preemption),
             nominator=self.nominator,
         )
         self._nodes: dict[str, types_pb2.Node] = {}
@@ -538,6 +542,37 @@ def test_terminating_pod_of_equal_priority_does_not_block() -> None:
     c = Sim()
     p = terminating_on_nominated_node(c, priority=10)
     assert c.plugin.pod_eligible_to_preempt_others(p, unschedulable("x")) == (True, "")
+
+
+@pytest.mark.parametrize(
+    ("minor", "overrides", "blocks"),
+    [
+        (25, {}, True),
+        (26, {}, True),
+        (26, {"PodDisruptionConditions": False}, True),
+        (27, {}, False),
+        (27, {"PodDisruptionConditions": False}, True),
+        (30, {"PodDisruptionConditions": False}, True),
+        (31, {}, False),
+        (34, {}, False),
+    ],
+)
+def test_which_terminating_pods_block_by_version(
+    minor: int, overrides: dict[str, bool], blocks: bool
+) -> None:
+    """kubernetes#114623 (1.27): before it any terminating lower-priority pod on the nominated
+    node makes the preemptor wait; after it only one terminating by preemption
+    (DisruptionTarget=True/PreemptionByScheduler), unless PodDisruptionConditions is off."""
+    c = Sim(feature_gates=FeatureGates.for_version(Version(1, minor), overrides))
+    p = terminating_on_nominated_node(c, by_preemption=False)
+    want = (False, "not eligible due to a terminating pod on the nominated node.")
+    assert c.plugin.pod_eligible_to_preempt_others(p, unschedulable("x")) == (
+        want if blocks else (True, "")
+    )
+    # A pod terminating with the condition blocks at every version.
+    c = Sim(feature_gates=FeatureGates.for_version(Version(1, minor), overrides))
+    p = terminating_on_nominated_node(c)
+    assert c.plugin.pod_eligible_to_preempt_others(p, unschedulable("x")) == want
 
 
 def test_s_pre_17_unresolvable_nominated_node_is_eligible() -> None:

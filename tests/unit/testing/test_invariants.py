@@ -55,11 +55,11 @@ class Story:
         new.CopyFrom(pod)
         return new
 
-    def mark_disruption_target(self, pod: types_pb2.Pod) -> types_pb2.Pod:
+    def mark_disruption_target(
+        self, pod: types_pb2.Pod, reason: str = "PreemptionByScheduler"
+    ) -> types_pb2.Pod:
         new = self.update(pod)
-        new.status.conditions.add(
-            type="DisruptionTarget", status="True", reason="PreemptionByScheduler"
-        )
+        new.status.conditions.add(type="DisruptionTarget", status="True", reason=reason)
         return self.write(new)
 
     def terminate(self, pod: types_pb2.Pod) -> types_pb2.Pod:
@@ -181,6 +181,33 @@ def test_2_victim_deleted_at_once_without_disruption_target_is_caught():
     s.remove(victim)
     [violation] = s.check()
     assert "deleted" in violation and "DisruptionTarget" in violation
+
+
+def test_2_before_1_27_the_victims_reason_is_preemption_by_kube_scheduler():
+    """A scheduler emulating 1.25 (gate on) or 1.26 writes PreemptionByKubeScheduler
+    (kubernetes#114623 renamed it in 1.27)."""
+    s = Story()
+    victim = s.create(low("v"))
+    preemptor = s.create(high())
+    s.preempt(victim, preemptor, "n1")
+    v = s.terminate(s.mark_disruption_target(victim, reason="PreemptionByKubeScheduler"))
+    s.remove(v)
+    assert s.check(disruption_reason="PreemptionByKubeScheduler") == []
+    [violation] = s.check()
+    assert "without the condition DisruptionTarget=True reason PreemptionByScheduler" in violation
+
+
+def test_2_without_pod_disruption_conditions_the_victim_carries_no_condition():
+    s = Story()
+    victim = s.create(low("v"))
+    preemptor = s.create(high())
+    s.preempt(victim, preemptor, "n1")
+    s.remove(s.terminate(victim))
+    assert s.check(disruption_reason=None) == []
+    s = Story()
+    correct_preemption(s)
+    [violation] = s.check(disruption_reason=None)
+    assert "only with PodDisruptionConditions" in violation
 
 
 def test_2_victim_held_at_permit_is_exempt():
