@@ -26,6 +26,7 @@ from typing import Final
 import anyio
 
 from autoscaler.clusterstate import CloudApi
+from autoscaler.decisions import LoopDecisionLog
 from autoscaler.expander import EXPANDERS, LEAST_WASTE, PRIORITY_CONFIGMAP, PRIORITY_KEY
 from autoscaler.metrics import Metrics
 from autoscaler.scaledown.options import ScaleDownOptions
@@ -47,7 +48,13 @@ from kemu.client.informer import InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.client.leaderelection import LeaderElectionConfig
 from kemu.component.featuregate import IN_PLACE_POD_VERTICAL_SCALING
-from kemu.component.options import duration_flag, new_parser, parse_component_args
+from kemu.component.options import (
+    DECISIONS_DEBUG_HANDLER,
+    add_record_decisions_flag,
+    duration_flag,
+    new_parser,
+    parse_component_args,
+)
 from kemu.component.runner import ComponentContext, cleanup_scope, run_component
 from kemu.component.version_rules import VersionRules
 from kemu.machinery.duration import format_duration
@@ -155,6 +162,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="a failure this long after the last one starts the back-off over (3h)",
     )
     parser.add_argument("--seed", type=int, default=None, help="seed of the random expander")
+    add_record_decisions_flag(
+        parser,
+        what="every loop (pods considered and placed, scale-up options and the choice, each "
+        "node's scale-down verdict; ?node=NAME for a node's verdicts over time)",
+    )
     return parser
 
 
@@ -359,7 +371,15 @@ async def run(
     cloud = CloudProviderClient(args.cloud_provider_address)
     logger.info("the cloud's node-group API: %s", cloud.address)
     try:
-        await serve(client, cloud, options, election, ctx, seed=args.seed)
+        await serve(
+            client,
+            cloud,
+            options,
+            election,
+            ctx,
+            seed=args.seed,
+            decisions=LoopDecisionLog() if args.record_decisions else None,
+        )
     finally:
         with cleanup_scope():
             await cloud.close()
@@ -375,9 +395,13 @@ async def serve(
     *,
     seed: int | None = None,
     identity: str | None = None,
+    decisions: LoopDecisionLog | None = None,
 ) -> None:
-    """The body of the component over any ApiClient and cloud (tests pass fakes)."""
+    """The body of the component over any ApiClient and cloud (tests pass fakes).
+    `decisions`: the record of every loop (--record-decisions), at /debug/decisions."""
     elected = Elected()
+    if decisions is not None:
+        ctx.add_debug_handler(DECISIONS_DEBUG_HANDLER, decisions.report)
     state: dict[str, InformerFactory] = {}
 
     def ready() -> bool:
@@ -441,6 +465,7 @@ async def serve(
             client=client,
             list_pdbs=pdbs.lister.list,
             list_daemonsets=daemonsets.lister.list,
+            decisions=decisions,
         )
         async with anyio.create_task_group() as tg:
             await tg.start(recorder.run)

@@ -55,6 +55,8 @@ class ScaleUpResult:
     before: int = 0
     reasons: dict[str, Counter[str]] = field(default_factory=dict)
     """Per pod (namespace/name) that no option helps: why, counted over groups."""
+    options: list[Option] = field(default_factory=list)
+    """Every group that could help, as the expander saw them."""
 
 
 class ScaleUpOrchestrator:
@@ -134,6 +136,7 @@ class ScaleUpOrchestrator:
             option = await self._option(g, templates[g.id], snapshot, pods, result.reasons)
             if option is not None:
                 options.append(option)
+        result.options = options
         best = self._expander.best_option(options)
         if best is not None:
             g = groups[best.group]

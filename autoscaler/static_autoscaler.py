@@ -32,6 +32,7 @@ import anyio.lowlevel
 
 from autoscaler.backoff import Backoff
 from autoscaler.clusterstate import CloudApi, ClusterState, GroupState
+from autoscaler.decisions import LoopDecisionLog
 from autoscaler.expander import Expander
 from autoscaler.metrics import Metrics
 from autoscaler.pods import PodSets, is_expendable, sort_pods
@@ -113,8 +114,11 @@ class StaticAutoscaler:
         client: ApiClient | None = None,
         list_pdbs: Callable[[], Sequence[types_pb2.PodDisruptionBudget]] = lambda: (),
         list_daemonsets: Callable[[], Sequence[types_pb2.DaemonSet]] = lambda: (),
+        decisions: LoopDecisionLog | None = None,
     ) -> None:
-        """`client` writes taints and evictions: without one there is no scale-down."""
+        """`client` writes taints and evictions: without one there is no scale-down.
+        `decisions`: where each loop is recorded (--record-decisions); None: nowhere."""
+        self.decisions = decisions
         self.options = options
         self._list_nodes = list_nodes
         self._list_pods = list_pods
@@ -191,6 +195,8 @@ class StaticAutoscaler:
         self._metrics.last_activity.labels("main").set(self._clock.now())
         with self._timed("main"):
             result = await self._run_once()
+            if self.decisions is not None:
+                self._record(result)
             if self.status is not None:
                 await self.status.write(
                     result.groups,
@@ -276,6 +282,27 @@ class StaticAutoscaler:
                     last_scale_up=self.last_scale_up,
                 )
         return result
+
+    def _record(self, result: LoopResult) -> None:
+        pods = result.pods
+        left_out = {object_key(p): "expendable" for p in pods.expendable}
+        left_out.update(
+            (object_key(p), "younger than --new-pod-scale-up-delay") for p in pods.too_young
+        )
+        left_out.update((object_key(p), f"nominated to {n}") for p, n in pods.nominated)
+        left_out.update(
+            (object_key(p), "nominated to a node that is gone") for p in pods.nominated_elsewhere
+        )
+        assert self.decisions is not None
+        self.decisions.record(
+            time=self._clock.now(),
+            considered=tuple(object_key(p) for p in pods.unschedulable),
+            left_out=left_out,
+            placements=result.placements,
+            scale_up=result.scale_up,
+            expander=self.expander.name,
+            scale_down=result.scale_down,
+        )
 
     def _count_nodes(self, nodes: Sequence[types_pb2.Node], groups: dict[str, GroupState]) -> None:
         ready = sum(1 for n in nodes if is_node_ready(n))

@@ -39,7 +39,12 @@ from kemu.client.interface import ApiClient
 from kemu.client.leaderelection import LeaderElectionConfig
 from kemu.component.clock import Clock
 from kemu.component.featuregate import IN_PLACE_POD_VERTICAL_SCALING, FeatureGates
-from kemu.component.options import new_parser, parse_component_args
+from kemu.component.options import (
+    DECISIONS_DEBUG_HANDLER,
+    add_record_decisions_flag,
+    new_parser,
+    parse_component_args,
+)
 from kemu.component.runner import ComponentContext, cleanup_scope, run_component
 from kemu.component.version_rules import VersionRules
 from kemu.machinery.resources import SCHEDULER_DEFAULTS
@@ -56,7 +61,7 @@ from scheduler.config import (
     load_config,
     scheduler_registry,
 )
-from scheduler.decisions import DEBUG_HANDLER, DecisionLog
+from scheduler.decisions import DecisionLog
 from scheduler.event_handlers import EventHandlers
 from scheduler.metrics import SchedulerMetrics
 from scheduler.preemption_executor import Executor
@@ -110,13 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="filter and score node by node only, never over node columns (the reference "
         "path the batch path must agree with; for differential runs)",
     )
-    parser.add_argument(
-        "--record-decisions",
-        action="store_true",
-        help="kemu only: record every scheduling attempt (nodes evaluated, each reason with "
-        "its node count, the node chosen, preemption's victims, the binding) in memory, "
-        f"bounded, served as JSON at /debug/{DEBUG_HANDLER}?pod=NAMESPACE/NAME on the "
-        "metrics port (kemuctl why)",
+    add_record_decisions_flag(
+        parser,
+        what="every scheduling attempt (nodes evaluated, each reason with its node count, the "
+        "node chosen, preemption's victims, the binding; ?pod=NAMESPACE/NAME)",
     )
     add_leader_election_flags(parser, lease_name=LEASE_NAME)
     return parser
@@ -275,7 +277,7 @@ async def serve(
         decisions=decisions,
     )
     if decisions is not None:
-        ctx.add_debug_handler(DEBUG_HANDLER, decisions.report)
+        ctx.add_debug_handler(DECISIONS_DEBUG_HANDLER, decisions.report)
     elected = Elected()
 
     def ready() -> bool:

@@ -31,7 +31,6 @@ from typing import Any, Final
 
 from kemu.component.health import DebugRequestError
 
-DEBUG_HANDLER: Final = "decisions"
 DEFAULT_MAX_PODS: Final = 10_000
 DEFAULT_MAX_ATTEMPTS_PER_POD: Final = 16
 

@@ -54,6 +54,8 @@ class ScaleDownSummary:
     unneeded: tuple[UnneededNode, ...] = ()
     unremovable: tuple[tuple[str, str], ...] = ()
     """(node, upstream UnremovableReason) of the nodes considered and kept."""
+    unremovable_messages: tuple[tuple[str, str], ...] = ()
+    """(node, why, in words) of the same nodes."""
     started: tuple[str, ...] = ()
     """Nodes whose deletion started this loop."""
     deleting: tuple[str, ...] = ()
@@ -229,6 +231,9 @@ class ScaleDown:
             unneeded=tuple(unneeded),
             unremovable=tuple(
                 (n, str(r)) for n, (r, _) in sorted(plan.unremovable.items()) if n not in started
+            ),
+            unremovable_messages=tuple(
+                (n, m) for n, (_, m) in sorted(plan.unremovable.items()) if n not in started
             ),
             started=tuple(started),
             deleting=tuple(sorted(self.actuator.deleting)),

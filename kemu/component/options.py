@@ -66,6 +66,21 @@ def new_parser(
     return parser
 
 
+DECISIONS_DEBUG_HANDLER: Final = "decisions"
+"""Where a component serves its decision record: GET /debug/decisions on the metrics port."""
+
+
+def add_record_decisions_flag(parser: argparse.ArgumentParser, *, what: str) -> None:
+    """--record-decisions (kemu only): keep a bounded record of `what` in memory, served as
+    JSON at /debug/decisions on the metrics port (read by kemuctl why)."""
+    parser.add_argument(
+        "--record-decisions",
+        action="store_true",
+        help=f"kemu only: record {what} in memory (bounded), served as JSON at "
+        f"/debug/{DECISIONS_DEBUG_HANDLER} on the metrics port",
+    )
+
+
 def add_component_flags(parser: argparse.ArgumentParser, *, default_metrics_port: int) -> None:
     group = parser.add_argument_group("component flags")
     group.add_argument(

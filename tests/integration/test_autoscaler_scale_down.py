@@ -128,6 +128,7 @@ def autoscaler_args() -> list[str]:
         # upstream's 5 s wait after the taint, shortened as the other times are; the unit
         # tests and the chaos profile keep the default.
         "--node-delete-delay-after-taint", "1s",
+        "--record-decisions",
     ]  # fmt: skip
 
 
@@ -332,6 +333,20 @@ async def test_an_underused_node_is_drained_and_deleted_and_its_pod_recreated_el
     assert violations(nodes, pods) == []
     log = autoscalers.log()
     assert f"scale-down: removing node {small_node} (group {GROUP})" in log
+    # The decision record (issue #32): the node's verdicts over time, changes only.
+    autoscaler = cluster.component(autoscalers.current)
+    history = [
+        v["verdict"] for v in autoscaler.debug("decisions", {"node": small_node})["verdicts"]
+    ]
+    assert history[0] == "ScaleDownDisabledAnnotation" and history[-2:] == [
+        "Unneeded",
+        "DeletionStarted",
+    ], history
+    assert all(a != b for a, b in zip(history, history[1:], strict=False)), history
+    loops = autoscaler.debug("decisions", {"loops": "1000"})["loops"]
+    assert any(
+        small_node in (loop["scaleDown"] or {}).get("deletionsStarted", []) for loop in loops
+    )
 
 
 async def _one_running(api: Client, ns: str, prefix: str) -> str:
