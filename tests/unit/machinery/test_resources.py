@@ -403,6 +403,16 @@ def test_kubelet_counts_a_new_pod_at_its_spec() -> None:
     assert kubelet_pod_requests(pod.overhead(cpu="100m").obj()) == {"cpu": 2100}
 
 
+def test_kubelet_counts_pod_level_requests_with_the_gate_overhead_on_top() -> None:
+    pod = make_pod("p").req(cpu="1", memory="1Gi").pod_req(cpu="3").overhead(cpu="100m").obj()
+    gated = PodResourcesOptions(pod_level_resources=True)
+    assert kubelet_pod_requests(pod) == {"cpu": 1100, "memory": GI}
+    assert kubelet_pod_requests(pod, opts=gated) == {"cpu": 3100, "memory": GI}
+    # An allocation or a running size of the containers does not move the pod-level cpu.
+    allocation = {"c": {"cpu": "2", "memory": "1Gi"}}
+    assert kubelet_pod_requests(pod, allocation, allocation, opts=gated)["cpu"] == 3100
+
+
 def test_kubelet_counts_its_allocation_not_the_desired_size() -> None:
     pod = resized("3", allocated="1", actual="1")
     resize_pending(pod, "Deferred")
