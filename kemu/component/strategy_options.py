@@ -6,6 +6,7 @@ from __future__ import annotations
 from kemu.component.featuregate import (
     IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
     MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD_SELECTOR_MERGE,
+    POD_LEVEL_RESOURCES,
     POD_OBSERVED_GENERATION_TRACKING,
     POD_SCHEDULING_READINESS,
     FeatureGates,
@@ -23,4 +24,5 @@ def strategy_options(gates: FeatureGates) -> StrategyOptions:
             IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION
         ),
         pod_observed_generation=gates.enabled(POD_OBSERVED_GENERATION_TRACKING),
+        pod_level_resources=gates.enabled(POD_LEVEL_RESOURCES),
     )

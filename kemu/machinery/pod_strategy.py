@@ -147,6 +147,20 @@ def merge_match_label_keys(pod: types_pb2.Pod) -> None:
                 )
 
 
+def drop_disabled_pod_level_resources(
+    new: types_pb2.PodSpec, old: types_pb2.PodSpec | None, *, enabled: bool
+) -> None:
+    """upstream's dropDisabledPodLevelResources (pkg/api/pod/util.go): without the
+    PodLevelResources gate, spec.resources is dropped from a create or an update unless the
+    stored pod already uses it (non-empty requests or limits), so a pod written while the gate
+    was on keeps it."""
+    if enabled:
+        return
+    if old is not None and (old.resources.requests or old.resources.limits):
+        return
+    new.ClearField("resources")
+
+
 def drop_disabled_pod_status_fields(
     new: types_pb2.Pod, old: types_pb2.Pod | None, *, observed_generation: bool
 ) -> None:

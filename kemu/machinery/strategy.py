@@ -25,6 +25,7 @@ from kemu.machinery.defaults import set_defaults
 from kemu.machinery.kinds import Kind
 from kemu.machinery.pod_strategy import (
     apply_scheduling_gated_condition,
+    drop_disabled_pod_level_resources,
     drop_disabled_pod_status_fields,
     merge_match_label_keys,
 )
@@ -51,6 +52,9 @@ class StrategyOptions:
     pod_observed_generation: bool = True
     """PodObservedGenerationTracking: without it a pod status write's observedGenerations are
     dropped unless the stored pod uses them."""
+    pod_level_resources: bool = True
+    """PodLevelResources: without it a pod's spec.resources is dropped unless the stored pod
+    uses it; with it the pod-level requests and limits decide the QoS class."""
 
 
 class Strategy:
@@ -98,6 +102,12 @@ class PodStrategy(Strategy):
             apply_scheduling_gated_condition(obj, now)
         else:
             obj.spec.ClearField("scheduling_gates")
+        drop_disabled_pod_level_resources(obj.spec, None, enabled=opts.pod_level_resources)
+
+    def prepare_for_update(self, new: Message, old: Message, opts: StrategyOptions) -> None:
+        """podStrategy.PrepareForUpdate's dropDisabledPodFields."""
+        assert isinstance(new, types_pb2.Pod) and isinstance(old, types_pb2.Pod)
+        drop_disabled_pod_level_resources(new.spec, old.spec, enabled=opts.pod_level_resources)
 
     def prepare_for_status_update(
         self, sent: Message, old: Message, opts: StrategyOptions

@@ -20,6 +20,7 @@ OFF = StrategyOptions(
     pod_scheduling_readiness=False,
     node_pod_preemption_policy=False,
     pod_observed_generation=False,
+    pod_level_resources=False,
 )
 POD = BY_KIND["Pod"]
 
@@ -45,6 +46,24 @@ def test_without_pod_scheduling_readiness_the_gates_are_dropped() -> None:
     pod = make_pod("p").gate("example.com/wait").obj()
     strategy_for(kind_of(pod)).prepare_for_create(pod, OFF, 100.0)
     assert not pod.spec.scheduling_gates and not pod.status.conditions
+
+
+def test_without_pod_level_resources_spec_resources_is_dropped_unless_stored_before() -> None:
+    """dropDisabledPodLevelResources (pkg/api/pod/util.go)."""
+    strategy = strategy_for(POD)
+    pod = make_pod("p").req(cpu="1").pod_req(cpu="3").obj()
+    strategy.prepare_for_create(pod, OFF, 100.0)
+    assert not pod.spec.HasField("resources")
+    kept = make_pod("p").req(cpu="1").pod_req(cpu="3").obj()
+    strategy.prepare_for_create(kept, ON, 100.0)
+    assert kept.spec.resources.requests["cpu"] == "3"
+
+    new = make_pod("p").pod_lim(memory="1Gi").obj()
+    strategy.prepare_for_update(new, make_pod("p").obj(), OFF)
+    assert not new.spec.HasField("resources"), "dropped: the stored pod does not use it"
+    new = make_pod("p").pod_lim(memory="1Gi").obj()
+    strategy.prepare_for_update(new, make_pod("p").pod_lim(memory="1Gi").obj(), OFF)
+    assert new.spec.resources.limits["memory"] == "1Gi", "a stored value survives the gate off"
 
 
 def test_a_nodes_status_is_kept_and_a_disabled_field_dropped_unless_stored_before() -> None:
