@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from kemu.api.v1 import types_pb2
-from kemu.machinery.resources import kubelet_pod_requests
+from kemu.machinery.resources import DEFAULT_OPTIONS, PodResourcesOptions, kubelet_pod_requests
 from kubelet.runtime import (
     STARTUP_DELAY_ANNOTATION,
     ContainerAllocation,
@@ -124,19 +124,22 @@ def admit_pod(
     *,
     now: float,
     startup_delay: float,
+    counting: PodResourcesOptions = DEFAULT_OPTIONS,
 ) -> PodRuntime:
     """The kubelet's record of a pod that arrives on the node, in the state it starts in:
     STARTING (admitted at its spec's allocation; its containers run after the start-up delay,
     unless its annotation says otherwise), REJECTED (it does not fit next to `held_by_others`,
     the requests every other active pod holds), or TERMINATED (deleted before it ever ran
-    here: nothing to start or stop)."""
+    here: nothing to start or stop). `counting`: the kubelet's rules (its PodLevelResources
+    gate: a pod's spec.resources requests replace its containers' sum, as upstream's
+    predicateAdmitHandler counts it through the scheduler's NodeInfo)."""
     meta = pod.metadata
     rt = PodRuntime(meta.uid, meta.namespace, meta.name, PodState.STARTING, admitted_at=now)
     if meta.HasField("deletion_timestamp"):
         rt.state = PodState.TERMINATED
         rt.finished_at = now
         return rt
-    requests = kubelet_pod_requests(pod)
+    requests = kubelet_pod_requests(pod, opts=counting)
     # Resized pods count at their new allocation (or their actual size, if larger): a pod
     # bound into room a resize took is rejected (KEP-1287's kubelet-side race).
     used, count = used_by(held_by_others)

@@ -42,10 +42,9 @@ from kemu.component.featuregate import (
     FeatureGates,
 )
 from kemu.component.options import duration_flag, new_parser, parse_component_args
+from kemu.component.pod_resources import pod_resources_options
 from kemu.component.runner import ComponentContext, cleanup_scope, run_component
-from kemu.component.version_rules import VersionRules
 from kemu.machinery.quantity import parse_capacity_flag
-from kemu.machinery.resources import PodResourcesOptions
 from kubelet.allocation import DEFAULT_ACTUATION_DELAY
 from kubelet.checkpoint import Checkpoint
 from kubelet.node_status import (
@@ -293,9 +292,9 @@ def settings_from_args(args: argparse.Namespace, kubelet_version: str) -> Kubele
 def pod_worker_options(options: PodWorkerOptions, gates: FeatureGates) -> PodWorkerOptions:
     """`options` (from the flags) with what the emulated version decides, resolved once: the
     resize gates (a kubelet without in-place resize does not report container resources, so
-    the apiserver refuses to resize its pods), PodObservedGenerationTracking, and the aggregation rule of a resizing pod's sizes (upstream changed it in
-    1.37 without a gate; kemu.component.version_rules)."""
-    version = gates.version
+    the apiserver refuses to resize its pods), PodObservedGenerationTracking, and how pods
+    are counted (kemu.component.pod_resources: PodLevelResources and the aggregation rule of a
+    resizing pod's sizes, which upstream changed in 1.37 without a gate)."""
     in_place_resize = gates.enabled(IN_PLACE_POD_VERTICAL_SCALING)
     return dataclasses.replace(
         options,
@@ -303,7 +302,7 @@ def pod_worker_options(options: PodWorkerOptions, gates: FeatureGates) -> PodWor
         report_resources=in_place_resize,
         observed_generation=gates.enabled(POD_OBSERVED_GENERATION_TRACKING),
         resize_preemption_policy=gates.enabled(IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION),
-        counting=PodResourcesOptions(per_container_max=VersionRules.at(version).per_container_max),
+        counting=pod_resources_options(gates),
     )
 
 

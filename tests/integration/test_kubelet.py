@@ -112,6 +112,28 @@ async def test_a_pod_that_does_not_fit_fails_with_out_of_cpu(cluster):
         assert pod.status.message.endswith(", capacity: 3900")
 
 
+async def test_the_kubelet_admits_a_pod_by_its_pod_level_requests(cluster):
+    """KEP-2837 (PodLevelResources on from 1.34): the kubelet's predicateAdmitHandler counts
+    a pod as the scheduler's NodeInfo does, its spec.resources requests replacing the
+    containers' sum: a pod bound to the node (spec.nodeName, no scheduler) asking 64 cpu at
+    pod level and 100m in its container is rejected OutOfcpu, requested 64000."""
+    async with Client(cluster.server, timeout=10.0) as c:
+        ns = await create_namespace(c, "pod-level")
+        pod = make_pod("big").namespace(ns).req(cpu="100m").pod_req(cpu="64").node("n1")
+        await c.create(pod.obj())
+
+        async def rejected() -> types_pb2.Pod:
+            pod = await c.get(types_pb2.Pod, "big", ns)
+            assert pod.status.phase == "Failed", pod.status
+            return pod
+
+        pod = await eventually(rejected, timeout=10)
+        assert pod.status.reason == "OutOfcpu"
+        assert pod.status.message.startswith(
+            "Pod was rejected: Node didn't have enough resource: cpu, requested: 64000, used: "
+        )
+
+
 async def test_graceful_termination_follows_shutdown_and_grace_periods(cluster):
     async with Client(cluster.server, timeout=10.0) as c:
         ns = await create_namespace(c, "term")
