@@ -119,8 +119,8 @@ async def test_the_kubelet_admits_a_pod_by_its_pod_level_requests(cluster):
     pod level and 100m in its container is rejected OutOfcpu, requested 64000."""
     async with Client(cluster.server, timeout=10.0) as c:
         ns = await create_namespace(c, "pod-level")
-        pod = make_pod("big").namespace(ns).req(cpu="100m").pod_req(cpu="64").node("n1")
-        await c.create(pod.obj())
+        big = make_pod("big").namespace(ns).req(cpu="100m").pod_req(cpu="64").node("n1")
+        await c.create(big.obj())
 
         async def rejected() -> types_pb2.Pod:
             pod = await c.get(types_pb2.Pod, "big", ns)

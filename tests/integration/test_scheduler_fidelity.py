@@ -19,6 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from kemu.api.v1 import types_pb2
 from kemu.client.pod_status import patch_pod_status
 from kemu.machinery.convert import message_to_dict
+from kemu.machinery.errors import Invalid
 from kemu.scheduling.emulation.slow_pre_bind import (
     ANNOTATION_DELAY,
     ANNOTATION_FAIL,
@@ -467,13 +468,14 @@ async def test_pod_level_requests_are_what_node_resources_fit_counts(cluster: Cl
     """KEP-2837 (PodLevelResources, beta and on from 1.34): spec.resources requests replace
     the containers' sum (noderesources fit.go computePodResourceRequest, SkipPodLevelResources
     false): a pod asking 3 cpu at pod level (1 cpu in its container) stays unschedulable on a
-    2-cpu node, Insufficient cpu; one asking 2 cpu at pod level (3 in its containers) fits."""
+    2-cpu node, Insufficient cpu; one asking 2 cpu at pod level (1500m in its containers)
+    fits."""
     async with scenario(cluster, "pod-level") as (s, _):
         await s.bare_node("node", cpu="2", memory="1Gi", pods="10")
         await s.create(s.pod("big", cpu="1").pod_req(cpu="3"))
         cond = await s.wait_unschedulable("big", timeout=TIMEOUT)
         assert "Insufficient cpu" in cond.message, cond.message
-        small = s.pod("small", cpu="2").container("second").req(cpu="1").pod_req(cpu="2")
+        small = s.pod("small", cpu="1").container("second").req(cpu="500m").pod_req(cpu="2")
         await s.create(small)
         assert await s.wait_bound("small", timeout=TIMEOUT) == s.node_name("node")
         stored = await s.get("big")
@@ -484,6 +486,16 @@ async def test_pod_level_requests_are_what_node_resources_fit_counts(cluster: Cl
             assert not (await s.get("big")).spec.node_name
 
         await s.holds(still_pending, seconds=1.0)
+        # validatePodResourceConsistency: pod-level requests cover the containers' aggregate.
+        with pytest.raises(Invalid) as refused:
+            await s.create(s.pod("under", cpu="1").container("b").req(cpu="1").pod_req(cpu="1"))
+        assert [(c.field, c.message) for c in refused.value.causes] == [
+            (
+                "spec.resources.requests[cpu]",
+                'Invalid value: "1": must be greater than or equal to aggregate container '
+                "requests of 2",
+            )
+        ]
 
 
 async def test_without_pod_level_resources_at_1_33_spec_resources_is_dropped(
