@@ -86,9 +86,9 @@ class PodResourcesOptions:
     non_missing_container_requests: Mapping[str, int] | None = None
     """Amounts for containers that do not name a resource at all; an explicit request, even
     zero, is kept (NonMissingContainerRequests; the scheduler's scoring defaults)."""
-    pod_level_resources: bool = False
+    pod_level_resources: bool = True
     """Honour spec.resources (the PodLevelResources gate; upstream's SkipPodLevelResources is
-    its negation)."""
+    its negation, so upstream's zero value honours it too)."""
     per_container_max: bool = False
     """With `use_status_resources`: take the largest of desired, allocated and actual per
     container, then sum (upstream 1.36 and earlier, determineEffectiveRequests); False: sum each
@@ -98,7 +98,7 @@ class PodResourcesOptions:
 
 
 DEFAULT_OPTIONS: Final = PodResourcesOptions()
-SCHEDULER_DEFAULTS: Final = PodResourcesOptions(use_status_resources=True, pod_level_resources=True)
+SCHEDULER_DEFAULTS: Final = PodResourcesOptions(use_status_resources=True)
 """How the scheduler counts pods by default (`scheduler_pod_requests`): as at the default
 emulated version, the InPlacePodVerticalScaling and PodLevelResources gates on and the newest
 aggregation rule. A process builds its own once from its gates and version

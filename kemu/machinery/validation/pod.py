@@ -675,7 +675,7 @@ def _validate_pod_resource_consistency(spec: types_pb2.PodSpec, path: str) -> li
     return causes
 
 
-_CONTAINERS_ONLY: Final = PodResourcesOptions(exclude_overhead=True)
+_CONTAINERS_ONLY: Final = PodResourcesOptions(exclude_overhead=True, pod_level_resources=False)
 """The containers' requests aggregated: no status, no pod-level values, no overhead."""
 
 

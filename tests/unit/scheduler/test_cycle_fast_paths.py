@@ -234,7 +234,7 @@ def test_a_plugin_counting_otherwise_builds_its_own_cycle_pod_info() -> None:
     one that reads no requests) and builds another for a plugin counting otherwise."""
     pod = make_pod("p").req(cpu="1").pod_req(cpu="3").obj()
     on = PodResourcesOptions(use_status_resources=True, pod_level_resources=True)
-    off = PodResourcesOptions(use_status_resources=True)
+    off = PodResourcesOptions(use_status_resources=True, pod_level_resources=False)
     state = CycleState()
     first = cycle_pod_info(state, pod, on)
     assert first.requests.milli_cpu == 3000
