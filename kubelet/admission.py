@@ -23,7 +23,12 @@ from dataclasses import dataclass
 from typing import Final
 
 from kemu.api.v1 import types_pb2
-from kemu.machinery.resources import DEFAULT_OPTIONS, PodResourcesOptions, kubelet_pod_requests
+from kemu.machinery.resources import (
+    DEFAULT_OPTIONS,
+    PodResourcesOptions,
+    is_pod_level_resources_set,
+    kubelet_pod_requests,
+)
 from kubelet.runtime import (
     STARTUP_DELAY_ANNOTATION,
     ContainerAllocation,
@@ -117,6 +122,21 @@ def fits(
     return ADMITTED
 
 
+POD_LEVEL_RESOURCES_NOT_ADMITTED: Final = "PodLevelResourcesNotSupported"
+"""Upstream's PodLevelResourcesNotAdmittedReason (pkg/kubelet/lifecycle)."""
+
+
+def pod_features_admit(pod: types_pb2.Pod, counting: PodResourcesOptions) -> AdmitResult:
+    """Upstream's podFeaturesAdmitHandler (pkg/kubelet/lifecycle, after the resource fit): a
+    kubelet without the PodLevelResources gate refuses a pod that sets spec.resources (one a
+    newer apiserver kept)."""
+    if not counting.pod_level_resources and is_pod_level_resources_set(pod):
+        return AdmitResult(
+            False, POD_LEVEL_RESOURCES_NOT_ADMITTED, "PodLevelResources feature gate is disabled"
+        )
+    return ADMITTED
+
+
 def admit_pod(
     pod: types_pb2.Pod,
     held_by_others: Iterable[Mapping[str, int]],
@@ -144,6 +164,8 @@ def admit_pod(
     # bound into room a resize took is rejected (KEP-1287's kubelet-side race).
     used, count = used_by(held_by_others)
     result = fits(requests, used, count, allocatable)
+    if result.admit:
+        result = pod_features_admit(pod, counting)
     if not result.admit:
         rt.state = PodState.REJECTED
         rt.reason, rt.message = result.reason, result.message
