@@ -25,6 +25,7 @@ from kemu.machinery.defaults import set_defaults
 from kemu.machinery.kinds import Kind
 from kemu.machinery.pod_strategy import (
     apply_scheduling_gated_condition,
+    default_pod_level_resources,
     drop_disabled_pod_level_resources,
     drop_disabled_pod_status_fields,
     merge_match_label_keys,
@@ -102,12 +103,12 @@ class PodStrategy(Strategy):
             apply_scheduling_gated_condition(obj, now)
         else:
             obj.spec.ClearField("scheduling_gates")
-        drop_disabled_pod_level_resources(obj.spec, None, enabled=opts.pod_level_resources)
+        _pod_level_resources(obj, None, opts)
 
     def prepare_for_update(self, new: Message, old: Message, opts: StrategyOptions) -> None:
         """podStrategy.PrepareForUpdate's dropDisabledPodFields."""
         assert isinstance(new, types_pb2.Pod) and isinstance(old, types_pb2.Pod)
-        drop_disabled_pod_level_resources(new.spec, old.spec, enabled=opts.pod_level_resources)
+        _pod_level_resources(new, old, opts)
 
     def prepare_for_status_update(
         self, sent: Message, old: Message, opts: StrategyOptions
@@ -121,6 +122,18 @@ class PodStrategy(Strategy):
         )
         backfill_qos_class(result, old)
         return result
+
+
+def _pod_level_resources(
+    pod: types_pb2.Pod, old: types_pb2.Pod | None, opts: StrategyOptions
+) -> None:
+    """With PodLevelResources the decoder's pod-level defaults (SetDefaults_Pod), without it
+    the field dropped unless the stored pod uses it."""
+    if opts.pod_level_resources:
+        default_pod_level_resources(pod)
+    drop_disabled_pod_level_resources(
+        pod.spec, None if old is None else old.spec, enabled=opts.pod_level_resources
+    )
 
 
 class JobStrategy(_StatusReset):

@@ -469,7 +469,9 @@ async def test_pod_level_requests_are_what_node_resources_fit_counts(cluster: Cl
     the containers' sum (noderesources fit.go computePodResourceRequest, SkipPodLevelResources
     false): a pod asking 3 cpu at pod level (1 cpu in its container) stays unschedulable on a
     2-cpu node, Insufficient cpu; one asking 2 cpu at pod level (1500m in its containers)
-    fits."""
+    fits; a pod-level limit of 3 cpu alone defaults its request to 3 (SetDefaults_Pod's
+    defaultPodRequests) and stays pending; a pod-level request under its containers'
+    aggregate is refused."""
     async with scenario(cluster, "pod-level") as (s, _):
         await s.bare_node("node", cpu="2", memory="1Gi", pods="10")
         await s.create(s.pod("big", cpu="1").pod_req(cpu="3"))
@@ -486,6 +488,11 @@ async def test_pod_level_requests_are_what_node_resources_fit_counts(cluster: Cl
             assert not (await s.get("big")).spec.node_name
 
         await s.holds(still_pending, seconds=1.0)
+        # defaultPodRequests: a pod-level limit alone defaults the pod-level request.
+        limited = await s.create(s.pod("limited").pod_lim(cpu="3"))
+        assert dict(limited.spec.resources.requests) == {"cpu": "3"}
+        cond = await s.wait_unschedulable("limited", timeout=TIMEOUT)
+        assert "Insufficient cpu" in cond.message, cond.message
         # validatePodResourceConsistency: pod-level requests cover the containers' aggregate.
         with pytest.raises(Invalid) as refused:
             await s.create(s.pod("under", cpu="1").container("b").req(cpu="1").pod_req(cpu="1"))
