@@ -15,7 +15,6 @@ and serves the result at GET /debug/caches.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import functools
 import logging
 import random
@@ -47,7 +46,6 @@ from kemu.client.events import EventRecorder
 from kemu.client.informer import InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.client.leaderelection import LeaderElectionConfig
-from kemu.component.featuregate import IN_PLACE_POD_VERTICAL_SCALING
 from kemu.component.options import (
     DECISIONS_DEBUG_HANDLER,
     add_record_decisions_flag,
@@ -55,10 +53,9 @@ from kemu.component.options import (
     new_parser,
     parse_component_args,
 )
+from kemu.component.pod_resources import pod_resources_options
 from kemu.component.runner import ComponentContext, cleanup_scope, run_component
-from kemu.component.version_rules import VersionRules
 from kemu.machinery.duration import format_duration
-from kemu.machinery.resources import SCHEDULER_DEFAULTS
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.profile import default_profile
 from kemu.scheduling.runtime import Framework
@@ -351,11 +348,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         initial_node_group_backoff_duration=args.initial_node_group_backoff_duration,
         max_node_group_backoff_duration=args.max_node_group_backoff_duration,
         node_group_backoff_reset_timeout=args.node_group_backoff_reset_timeout,
-        counting=dataclasses.replace(
-            SCHEDULER_DEFAULTS,
-            use_status_resources=options.gates.enabled(IN_PLACE_POD_VERTICAL_SCALING),
-            per_container_max=VersionRules.at(version).per_container_max,
-        ),
+        counting=pod_resources_options(options.gates),
         scale_down=scale_down,
     )
     return run_component("autoscaler", options, functools.partial(run, args, autoscaling, election))

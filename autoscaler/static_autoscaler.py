@@ -75,8 +75,8 @@ class AutoscalingOptions:
     max_node_group_backoff_duration: float = 30 * 60.0
     node_group_backoff_reset_timeout: float = 3 * 3600.0
     counting: PodResourcesOptions = SCHEDULER_DEFAULTS
-    """How pods are counted (the InPlacePodVerticalScaling gate, the version's aggregation
-    rule), as the scheduler does."""
+    """How pods are counted (kemu.component.pod_resources: the InPlacePodVerticalScaling and
+    PodLevelResources gates, the version's aggregation rule), as the scheduler does."""
     scale_down: ScaleDownOptions = field(default_factory=ScaleDownOptions)
     rules: VersionRules = field(init=False)
     """The rules without a gate of `version` (kemu.component.version_rules), resolved once."""

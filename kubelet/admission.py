@@ -25,7 +25,12 @@ from dataclasses import dataclass
 from typing import Final, Protocol
 
 from kemu.api.v1 import types_pb2
-from kemu.machinery.resources import kubelet_pod_requests
+from kemu.machinery.resources import (
+    DEFAULT_OPTIONS,
+    PodResourcesOptions,
+    is_pod_level_resources_set,
+    kubelet_pod_requests,
+)
 from kubelet.runtime import (
     STARTUP_DELAY_ANNOTATION,
     ContainerAllocation,
@@ -172,6 +177,21 @@ class AdmissionFailureHandler(Protocol):
         ...
 
 
+POD_LEVEL_RESOURCES_NOT_ADMITTED: Final = "PodLevelResourcesNotSupported"
+"""Upstream's PodLevelResourcesNotAdmittedReason (pkg/kubelet/lifecycle)."""
+
+
+def pod_features_admit(pod: types_pb2.Pod, counting: PodResourcesOptions) -> AdmitResult:
+    """Upstream's podFeaturesAdmitHandler (pkg/kubelet/lifecycle, after the resource fit): a
+    kubelet without the PodLevelResources gate refuses a pod that sets spec.resources (one a
+    newer apiserver kept)."""
+    if not counting.pod_level_resources and is_pod_level_resources_set(pod):
+        return AdmitResult(
+            False, POD_LEVEL_RESOURCES_NOT_ADMITTED, "PodLevelResources feature gate is disabled"
+        )
+    return ADMITTED
+
+
 def admit_pod(
     pod: types_pb2.Pod,
     held_by_others: Iterable[Mapping[str, int]],
@@ -180,27 +200,34 @@ def admit_pod(
     now: float,
     startup_delay: float,
     on_failure: AdmissionFailureHandler | None = None,
+    counting: PodResourcesOptions = DEFAULT_OPTIONS,
 ) -> PodRuntime:
     """The kubelet's record of a pod that arrives on the node, in the state it starts in:
     STARTING (admitted at its spec's allocation; its containers run after the start-up delay,
     unless its annotation says otherwise), REJECTED (it does not fit next to `held_by_others`,
     the requests every other active pod holds, and `on_failure` made no room), or TERMINATED
-    (deleted before it ever ran here: nothing to start or stop)."""
+    (deleted before it ever ran here: nothing to start or stop). `counting`: the kubelet's
+    rules (its PodLevelResources gate: a pod's spec.resources requests replace its
+    containers' sum, as upstream's predicateAdmitHandler counts it through the scheduler's
+    NodeInfo)."""
     meta = pod.metadata
     rt = PodRuntime(meta.uid, meta.namespace, meta.name, PodState.STARTING, admitted_at=now)
     if meta.HasField("deletion_timestamp"):
         rt.state = PodState.TERMINATED
         rt.finished_at = now
         return rt
-    requests = kubelet_pod_requests(pod)
+    requests = kubelet_pod_requests(pod, opts=counting)
     # Resized pods count at their new allocation (or their actual size, if larger): a pod
     # bound into room a resize took is rejected (KEP-1287's kubelet-side race).
     used, count = used_by(held_by_others)
     failures = fit_failures(requests, used, count, allocatable)
     free_at: float | None = None
+    features = pod_features_admit(pod, counting)
     if failures:
+        # No pod makes way for one the node refuses anyway (its features).
+        handler = on_failure if features.admit else None
         try:
-            free_at = None if on_failure is None else on_failure(pod, failures)
+            free_at = None if handler is None else handler(pod, failures)
         except AdmissionError as e:
             rt.state = PodState.REJECTED
             rt.reason, rt.message = e.reason, e.message
@@ -210,6 +237,10 @@ def admit_pod(
             rt.state = PodState.REJECTED
             rt.reason, rt.message = result.reason, result.message
             return rt
+    if not features.admit:
+        rt.state = PodState.REJECTED
+        rt.reason, rt.message = features.reason, features.message
+        return rt
     delay = annotation_seconds(pod, STARTUP_DELAY_ANNOTATION)
     rt.allocation = allocation_from_spec(pod)
     rt.requests = requests

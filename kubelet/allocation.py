@@ -326,7 +326,8 @@ class AllocationManager:
         desired = desired_allocation(pod)
         if desired == rt.allocation:
             return self._clear_pending(node, rt)
-        wanted = kubelet_pod_requests(pod)  # at the desired allocation: the spec
+        # At the desired allocation: the spec (its pod-level requests with the gate).
+        wanted = kubelet_pod_requests(pod, opts=self._counting)
         # The pod itself counts at the larger of desired and what it holds now (its allocated
         # and actual sizes, by the emulated version's rule).
         decision = decide(wanted, rt.held(), held_by_others(node, rt.uid), node.allocatable)
@@ -461,7 +462,8 @@ class AllocationManager:
             if pod is None or rt is None:
                 node.deferred.discard(uid)
                 continue
-            candidates.append((retry_key(pod, rt.requests, rt.pending_since), uid))
+            key = retry_key(pod, rt.requests, rt.pending_since, self._counting)
+            candidates.append((key, uid))
         candidates.sort()
         now = self._clock.now()
         changed = False

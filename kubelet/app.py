@@ -44,10 +44,9 @@ from kemu.component.featuregate import (
     FeatureGates,
 )
 from kemu.component.options import duration_flag, new_parser, parse_component_args
+from kemu.component.pod_resources import pod_resources_options
 from kemu.component.runner import ComponentContext, cleanup_scope, run_component
-from kemu.component.version_rules import VersionRules
 from kemu.machinery.quantity import parse_capacity_flag
-from kemu.machinery.resources import PodResourcesOptions
 from kubelet.allocation import DEFAULT_ACTUATION_DELAY
 from kubelet.checkpoint import Checkpoint
 from kubelet.network import DEFAULT_NODE_IP_RANGE, default_node_ip, parse_node_ip
@@ -325,9 +324,8 @@ def pod_worker_options(options: PodWorkerOptions, gates: FeatureGates) -> PodWor
     resize gates (a kubelet without in-place resize does not report container resources, so
     the apiserver refuses to resize its pods), PodObservedGenerationTracking, PodHostIPs,
     PodDisruptionConditions (the DisruptionTarget of a pod preempted for a critical one), and
-    the aggregation rule of a resizing pod's sizes (upstream changed it in 1.37 without a
-    gate; kemu.component.version_rules)."""
-    rules = VersionRules.at(gates.version)
+    how pods are counted (kemu.component.pod_resources: PodLevelResources and the aggregation
+    rule of a resizing pod's sizes, which upstream changed in 1.37 without a gate)."""
     in_place_resize = gates.enabled(IN_PLACE_POD_VERTICAL_SCALING)
     return dataclasses.replace(
         options,
@@ -336,7 +334,7 @@ def pod_worker_options(options: PodWorkerOptions, gates: FeatureGates) -> PodWor
         observed_generation=gates.enabled(POD_OBSERVED_GENERATION_TRACKING),
         host_ips=gates.enabled(POD_HOST_IPS),
         resize_preemption_policy=gates.enabled(IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION),
-        counting=PodResourcesOptions(per_container_max=rules.per_container_max),
+        counting=pod_resources_options(gates),
         disruption_conditions=gates.enabled(POD_DISRUPTION_CONDITIONS),
     )
 

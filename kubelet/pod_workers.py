@@ -90,9 +90,10 @@ class PodWorkerOptions:
     in_place_resize: bool = True
     """Gate InPlacePodVerticalScaling: resize running pods when their spec changes."""
     counting: PodResourcesOptions = DEFAULT_OPTIONS
-    """How a pod's sizes are counted, by the emulated version's rule for a resizing pod's
-    allocated and actual sizes (`per_container_max` before 1.37: each container's larger one,
-    summed; kemu.machinery.resources)."""
+    """How a pod's sizes are counted (kemu.component.pod_resources): the PodLevelResources
+    gate (spec.resources requests replace the containers' sum) and the emulated version's rule
+    for a resizing pod's allocated and actual sizes (`per_container_max` before 1.37: each
+    container's larger one, summed; kemu.machinery.resources)."""
     resize_actuation_delay: float = DEFAULT_ACTUATION_DELAY
     """Seconds from accepting a resize to the containers running at the new size."""
     resize_retry_period: float = DEFAULT_RETRY_PERIOD
@@ -258,6 +259,7 @@ class PodWorkers:
             now=self._clock.now(),
             startup_delay=self.options.startup_delay,
             on_failure=self._admission_handler(node),
+            counting=self.options.counting,
         )
         node.runtimes[rt.uid] = rt
         if rt.state == PodState.REJECTED:

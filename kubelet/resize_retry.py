@@ -21,7 +21,7 @@ from typing import Final
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.qos import GUARANTEED, compute_qos_class
-from kemu.machinery.resources import pod_requests
+from kemu.machinery.resources import DEFAULT_OPTIONS, PodResourcesOptions, kubelet_pod_requests
 from kubelet.admission import CPU, MEMORY
 
 INITIAL_RETRY_DELAY: Final = 30.0
@@ -44,15 +44,20 @@ def increases(desired: Mapping[str, int], allocated: Mapping[str, int]) -> bool:
 
 
 def retry_key(
-    pod: types_pb2.Pod, allocated: Mapping[str, int], pending_since: float | None
+    pod: types_pb2.Pod,
+    allocated: Mapping[str, int],
+    pending_since: float | None,
+    counting: PodResourcesOptions = DEFAULT_OPTIONS,
 ) -> tuple[bool, int, bool, float]:
     """The order of the retry list (upstream's podsWithPendingResizes): resizes that raise no
     cpu/memory request first, then higher priority, then Guaranteed pods, then the oldest
-    PodResizePending (pods without one last)."""
+    PodResizePending (pods without one last). `counting`: the kubelet's (its
+    PodLevelResources gate: pod-level requests and the QoS class they make)."""
     # Upstream compares the spec's requests with the allocation's, neither with status.
-    raises = increases(pod_requests(pod), allocated)
+    raises = increases(kubelet_pod_requests(pod, opts=counting), allocated)
     priority = pod.spec.priority if pod.spec.HasField("priority") else 0
-    guaranteed = compute_qos_class(pod) == GUARANTEED
+    qos = compute_qos_class(pod, pod_level_resources=counting.pod_level_resources)
+    guaranteed = qos == GUARANTEED
     since = pending_since if pending_since is not None else float("inf")
     return (raises, -priority, not guaranteed, since)
 

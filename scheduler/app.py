@@ -12,7 +12,6 @@ and the queue dumped to the log.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import functools
 import gc
 import logging
@@ -38,16 +37,16 @@ from kemu.client.informer import InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.client.leaderelection import LeaderElectionConfig
 from kemu.component.clock import Clock
-from kemu.component.featuregate import IN_PLACE_POD_VERTICAL_SCALING, FeatureGates
+from kemu.component.featuregate import FeatureGates
 from kemu.component.options import (
     DECISIONS_DEBUG_HANDLER,
     add_record_decisions_flag,
     new_parser,
     parse_component_args,
 )
+from kemu.component.pod_resources import pod_resources_options
 from kemu.component.runner import ComponentContext, cleanup_scope, run_component
 from kemu.component.version_rules import VersionRules
-from kemu.machinery.resources import SCHEDULER_DEFAULTS
 from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.interface import SCHEDULER_POD_FIELD_SELECTOR
 from kemu.scheduling.runtime import Framework, observer_from_histogram
@@ -161,19 +160,15 @@ async def run(
 
 
 def new_cache(clock: Clock, gates: FeatureGates) -> Cache:
-    """The scheduler's cache, counting pods as the emulated version does: the
-    InPlacePodVerticalScaling gate, and the aggregation rule of the version (upstream changed
-    it in 1.37 without a gate); its assumed pods expire as the version's did. Resolved once here; every PodInfo, the cache's and the
-    queue's (`Cache.pod_info`), is built with them."""
-    rules = VersionRules.at(gates.version)
+    """The scheduler's cache, counting pods as the emulated version does
+    (kemu.component.pod_resources: InPlacePodVerticalScaling, PodLevelResources and the
+    version's aggregation rule, which upstream changed in 1.37 without a gate); its assumed
+    pods expire as the version's did. Resolved once here; every PodInfo, the cache's and the
+    queue's (`Cache.pod_info`), is built with them, as the plugins' own are."""
     return Cache(
         clock=clock,
-        ttl=assumed_pod_ttl(rules),
-        counting=dataclasses.replace(
-            SCHEDULER_DEFAULTS,
-            use_status_resources=gates.enabled(IN_PLACE_POD_VERTICAL_SCALING),
-            per_container_max=rules.per_container_max,
-        ),
+        ttl=assumed_pod_ttl(VersionRules.at(gates.version)),
+        counting=pod_resources_options(gates),
     )
 
 

@@ -47,7 +47,6 @@ from kemu.component.version_rules import VersionRules
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.keys import object_key
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
-from kemu.machinery.resources import SCHEDULER_DEFAULTS
 from kemu.scheduling.column_runner import ColumnRunner
 from kemu.scheduling.columns import IntArray
 from kemu.scheduling.deferred import is_deferred_resize_pod, resize_preemption_enabled
@@ -277,9 +276,6 @@ class Scheduler:
         self.cycles = 0
         self.resize_preemption = resize_preemption_enabled(gates)
         self._cycle_cpu_start = 0.0  # time.thread_time() at the current cycle's start
-        # The queue's PodInfo is built by the cache's rules; when they are the default ones,
-        # it is the PodInfo the plugins would build for the cycle (cycle_pod_info).
-        self._queue_pod_info_is_default = cache.counting == SCHEDULER_DEFAULTS
         self._filter_evaluations: dict[str, Callable[[float], None]] = {}
 
     # ------------------------------------------------------------ loop
@@ -358,11 +354,11 @@ class Scheduler:
 
     def new_cycle_state(self, pod_info: PodInfo) -> CycleState:
         """The CycleState of a new cycle for `pod_info.pod`, `pod_info` being the queue's
-        (built by the cache's counting rules): when those are the default ones, it is the
-        PodInfo the plugins would build (cycle_pod_info), so it is given to them."""
+        (built by the cache's counting rules, which are the plugins' when both come from the
+        scheduler's gates): the plugins read it (cycle_pod_info) instead of building their
+        own."""
         state = CycleState()
-        if self._queue_pod_info_is_default:
-            set_cycle_pod_info(state, pod_info)
+        set_cycle_pod_info(state, pod_info, self.cache.counting)
         return state
 
     def _skip_pod_schedule(self, fwk: FrameworkLike, pod: types_pb2.Pod) -> bool:

@@ -201,9 +201,14 @@ def _set_resources(target: types_pb2.Container, desired: types_pb2.Container) ->
         target.ClearField("resources")
 
 
-def check_resize_qos(current: types_pb2.Pod, resized: types_pb2.Pod) -> None:
-    """Call once the resized pod's quantities are known to be valid."""
-    if compute_qos_class(resized) != compute_qos_class(current):
+def check_resize_qos(
+    current: types_pb2.Pod, resized: types_pb2.Pod, *, pod_level_resources: bool
+) -> None:
+    """Call once the resized pod's quantities are known to be valid. `pod_level_resources`:
+    the PodLevelResources gate (the pod-level requests and limits decide the class)."""
+    if compute_qos_class(resized, pod_level_resources=pod_level_resources) != compute_qos_class(
+        current, pod_level_resources=pod_level_resources
+    ):
         raise Invalid.field(
             "spec", "Forbidden: Pod QOS Class may not change as a result of resizing"
         )

@@ -213,7 +213,10 @@ class Registry:
         if causes:
             raise Invalid.from_causes(f'{kind.kind} "{meta.name}"', causes)
         if isinstance(obj, types_pb2.Pod):
-            obj.status.qos_class = compute_qos_class(obj)  # quantities are valid by now
+            # Quantities are valid by now; pod-level resources decide with their gate.
+            obj.status.qos_class = compute_qos_class(
+                obj, pod_level_resources=self._strategy_options.pod_level_resources
+            )
         return obj, await self.store.create(kind, obj)
 
     def _prepare_for_create(self, kind: Kind, obj: Message) -> None:
@@ -441,7 +444,9 @@ class Registry:
         causes = validate_object(result)
         if causes:
             raise Invalid.from_causes(f'Pod "{current.metadata.name}"', causes)
-        admission.check_resize_qos(current, result)
+        admission.check_resize_qos(
+            current, result, pod_level_resources=self._strategy_options.pod_level_resources
+        )
         return result
 
     # ------------------------------------------------------------ pods/eviction

@@ -47,6 +47,10 @@ scheduler write, kept or dropped on status writes (apiserver)."""
 POD_SCHEDULING_READINESS: Final = "PodSchedulingReadiness"
 POD_HOST_IPS: Final = "PodHostIPs"
 """KEP-2681: status.hostIPs, written by the kubelet and kept by the apiserver."""
+POD_LEVEL_RESOURCES: Final = "PodLevelResources"
+"""KEP-2837: spec.resources (cpu, memory, hugepages for the whole pod) counted instead of the
+containers' sum by the scheduler, the kubelet and the autoscaler; without it the apiserver
+drops the field (kemu.component.pod_resources)."""
 SEPARATE_TAINT_EVICTION_CONTROLLER: Final = "SeparateTaintEvictionController"
 """KEP-3902: the NoExecute taint eviction is its own controller, `taint-eviction-controller`
 (beta 1.29, GA 1.34, removed 1.37); without it the node lifecycle controller runs it."""
@@ -191,6 +195,14 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
                 ),
                 removed_in=_v(32),
                 enabled_after_removal=True,
+            ),
+            # KEP-2837 (pkg/features/kube_features.go: no GA through the 1.37 cycle).
+            GateDefinition(
+                POD_LEVEL_RESOURCES,
+                (
+                    FeatureSpec(_v(32), Stage.ALPHA, False),
+                    FeatureSpec(_v(34), Stage.BETA, True),
+                ),
             ),
             GateDefinition(
                 SEPARATE_TAINT_EVICTION_CONTROLLER,

@@ -7,6 +7,7 @@ from kemu.component.featuregate import (
     IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
     MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD_SELECTOR_MERGE,
     POD_HOST_IPS,
+    POD_LEVEL_RESOURCES,
     POD_OBSERVED_GENERATION_TRACKING,
     POD_SCHEDULING_READINESS,
     FeatureGates,
@@ -25,4 +26,5 @@ def strategy_options(gates: FeatureGates) -> StrategyOptions:
         ),
         pod_observed_generation=gates.enabled(POD_OBSERVED_GENERATION_TRACKING),
         pod_host_ips=gates.enabled(POD_HOST_IPS),
+        pod_level_resources=gates.enabled(POD_LEVEL_RESOURCES),
     )

@@ -483,14 +483,20 @@ def _add_into(target: dict[str, int], other: Mapping[str, int]) -> None:
 
 # kubectl counts client-side with the resource helpers vendored in its own release, whatever
 # the cluster emulates; kemuctl is a 1.37 client, so it always takes the newest rule (the
-# maximum of the summed desired, allocated and actual sizes), not the cluster's.
-_WITH_STATUS = resources.PodResourcesOptions(use_status_resources=True, per_container_max=False)
+# maximum of the summed desired, allocated and actual sizes), not the cluster's, and honours
+# pod-level resources (component-helpers' PodResourcesOptions{}: SkipPodLevelResources false;
+# an apiserver without the PodLevelResources gate has dropped spec.resources already).
+_WITH_STATUS = resources.PodResourcesOptions(
+    use_status_resources=True, pod_level_resources=True, per_container_max=False
+)
 
 
 def pod_requests_and_limits(pod: types_pb2.Pod) -> tuple[dict[str, int], dict[str, int]]:
     """What a pod holds on its node, as kubectl describe node shows it: upstream's
     resourcehelper.PodRequests and PodLimits with status resources (an in-place resize counts
-    at the largest of its desired, allocated and actual sizes, unless it is Infeasible)."""
+    at the largest of its desired, allocated and actual sizes, unless it is Infeasible) and
+    pod-level resources (spec.resources replaces the containers' sum for cpu, memory and
+    hugepages)."""
     try:
         return (
             resources.pod_requests(pod, _WITH_STATUS),

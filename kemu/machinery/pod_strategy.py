@@ -8,7 +8,15 @@ from typing import Final
 from kemu.api.v1 import types_pb2
 from kemu.machinery.convert import timestamp
 from kemu.machinery.delete_options import check_preconditions
-from kemu.machinery.errors import Conflict
+from kemu.machinery.errors import Conflict, Invalid
+from kemu.machinery.quantity import format_resource
+from kemu.machinery.resources import (
+    HUGEPAGES_PREFIX,
+    PodResourcesOptions,
+    is_supported_pod_level_resource,
+    pod_limits,
+    pod_requests,
+)
 
 # spec.terminationGracePeriodSeconds when the pod does not set it (upstream's default).
 DEFAULT_TERMINATION_GRACE_SECONDS: Final = 30
@@ -145,6 +153,65 @@ def merge_match_label_keys(pod: types_pb2.Pod) -> None:
                 constraint.label_selector.match_expressions.add(
                     key=key, operator="In", values=[labels[key]]
                 )
+
+
+_CONTAINERS_ONLY: Final = PodResourcesOptions(exclude_overhead=True, pod_level_resources=False)
+"""The containers aggregated (upstream AggregateContainerRequests/Limits): no status, no
+pod-level values, no overhead."""
+
+
+def default_pod_level_resources(pod: types_pb2.Pod) -> None:
+    """SetDefaults_Pod's pod-level part with the PodLevelResources gate (pkg/apis/core/v1/
+    defaults.go, after the containers' requests were defaulted from their limits), only for a
+    pod that sets some pod-level value:
+
+    * defaultHugePagePodLimits: a hugepages size the containers limit, with neither a
+      pod-level request nor limit for it, gets the containers' aggregated limit;
+    * defaultPodRequests (only with pod-level limits): a resource without a pod-level request
+      gets the containers' aggregated request (cpu and memory: the overcommittable ones), or
+      else its pod-level limit.
+
+    Not modelled: defaultPodLimits (pod-level cpu and memory limits from the containers', a
+    later addition whose first version kemu has not placed). Quantities the aggregation makes
+    are written in kemu's canonical form (`format_resource`)."""
+    res = pod.spec.resources
+    if not res.limits and not res.requests:
+        return
+    try:
+        aggregated_limits = pod_limits(pod, _CONTAINERS_ONLY)
+        aggregated_requests = pod_requests(pod, _CONTAINERS_ONLY)
+    except Invalid:
+        return  # validation reports the containers' quantities
+    for name, value in sorted(aggregated_limits.items()):
+        if (
+            name.startswith(HUGEPAGES_PREFIX)
+            and name not in res.requests
+            and name not in res.limits
+        ):
+            res.limits[name] = format_resource(name, value)
+    if not res.limits:
+        return
+    for name, value in sorted(aggregated_requests.items()):
+        overcommit = not name.startswith(HUGEPAGES_PREFIX)
+        if name not in res.requests and is_supported_pod_level_resource(name) and overcommit:
+            res.requests[name] = format_resource(name, value)
+    for name, text in res.limits.items():
+        if name not in res.requests and is_supported_pod_level_resource(name):
+            res.requests[name] = text
+
+
+def drop_disabled_pod_level_resources(
+    new: types_pb2.PodSpec, old: types_pb2.PodSpec | None, *, enabled: bool
+) -> None:
+    """upstream's dropDisabledPodLevelResources (pkg/api/pod/util.go): without the
+    PodLevelResources gate, spec.resources is dropped from a create or an update unless the
+    stored pod already uses it (non-empty requests or limits), so a pod written while the gate
+    was on keeps it."""
+    if enabled:
+        return
+    if old is not None and (old.resources.requests or old.resources.limits):
+        return
+    new.ClearField("resources")
 
 
 def drop_disabled_pod_status_fields(

@@ -86,9 +86,9 @@ class PodResourcesOptions:
     non_missing_container_requests: Mapping[str, int] | None = None
     """Amounts for containers that do not name a resource at all; an explicit request, even
     zero, is kept (NonMissingContainerRequests; the scheduler's scoring defaults)."""
-    pod_level_resources: bool = False
+    pod_level_resources: bool = True
     """Honour spec.resources (the PodLevelResources gate; upstream's SkipPodLevelResources is
-    its negation)."""
+    its negation, so upstream's zero value honours it too)."""
     per_container_max: bool = False
     """With `use_status_resources`: take the largest of desired, allocated and actual per
     container, then sum (upstream 1.36 and earlier, determineEffectiveRequests); False: sum each
@@ -99,9 +99,10 @@ class PodResourcesOptions:
 
 DEFAULT_OPTIONS: Final = PodResourcesOptions()
 SCHEDULER_DEFAULTS: Final = PodResourcesOptions(use_status_resources=True)
-"""How the scheduler counts pods by default (`scheduler_pod_requests`): the
-InPlacePodVerticalScaling gate on, PodLevelResources off, the newest aggregation rule. A process
-builds its own once from its gates and version and passes it down."""
+"""How the scheduler counts pods by default (`scheduler_pod_requests`): as at the default
+emulated version, the InPlacePodVerticalScaling and PodLevelResources gates on and the newest
+aggregation rule. A process builds its own once from its gates and version
+(kemu.component.pod_resources) and passes it down."""
 
 
 @functools.lru_cache(maxsize=4096)
@@ -567,8 +568,11 @@ def kubelet_pod_requests(
     own (allocated = the allocation), so a pod needs the larger of its allocated and its
     actual sums (1.37 and later; each sum can be computed once and kept, `max_resources` of
     the two is this), or with `opts.per_container_max` (1.36 and earlier) the sum of each
-    container's larger size, a plain init container at its allocation (the only field of
-    `opts` the kubelet's count reads).
+    container's larger size, a plain init container at its allocation. With
+    `opts.pod_level_resources` (the PodLevelResources gate) the pod's spec.resources requests
+    replace the containers' sum for cpu, memory and hugepages (kemu has no pod-level
+    allocation: InPlacePodLevelResourcesVerticalScaling is not modelled); the overhead is added
+    last. `use_status_resources` is not read: the kubelet's sizes are its own.
 
     `allocated` and `actual` map container names to requests; a container missing from them
     is at its spec, as a pod not admitted yet; no `actual`: the containers run at their
@@ -585,9 +589,7 @@ def kubelet_pod_requests(
         held = _combine(_sizes(pod, _sized(allocated), None, False), None)
         if actual:
             held = max_resources(held, _combine(_sizes(pod, _sized(actual), None, False), None))
-    if pod.spec.overhead:
-        _add(held, amounts(pod.spec.overhead))
-    return held
+    return _pod_totals(pod, held, opts)
 
 
 def kubelet_pod_requests_from_status(

@@ -25,6 +25,8 @@ from kemu.machinery.defaults import set_defaults
 from kemu.machinery.kinds import Kind
 from kemu.machinery.pod_strategy import (
     apply_scheduling_gated_condition,
+    default_pod_level_resources,
+    drop_disabled_pod_level_resources,
     drop_disabled_pod_status_fields,
     merge_match_label_keys,
 )
@@ -54,6 +56,9 @@ class StrategyOptions:
     pod_host_ips: bool = True
     """PodHostIPs (KEP-2681): without it a pod status write's hostIPs are dropped unless the
     stored pod has some."""
+    pod_level_resources: bool = True
+    """PodLevelResources: without it a pod's spec.resources is dropped unless the stored pod
+    uses it; with it the pod-level requests and limits decide the QoS class."""
 
 
 class Strategy:
@@ -101,6 +106,12 @@ class PodStrategy(Strategy):
             apply_scheduling_gated_condition(obj, now)
         else:
             obj.spec.ClearField("scheduling_gates")
+        _pod_level_resources(obj, None, opts)
+
+    def prepare_for_update(self, new: Message, old: Message, opts: StrategyOptions) -> None:
+        """podStrategy.PrepareForUpdate's dropDisabledPodFields."""
+        assert isinstance(new, types_pb2.Pod) and isinstance(old, types_pb2.Pod)
+        _pod_level_resources(new, old, opts)
 
     def prepare_for_status_update(
         self, sent: Message, old: Message, opts: StrategyOptions
@@ -117,6 +128,18 @@ class PodStrategy(Strategy):
         )
         backfill_qos_class(result, old)
         return result
+
+
+def _pod_level_resources(
+    pod: types_pb2.Pod, old: types_pb2.Pod | None, opts: StrategyOptions
+) -> None:
+    """With PodLevelResources the decoder's pod-level defaults (SetDefaults_Pod), without it
+    the field dropped unless the stored pod uses it."""
+    if opts.pod_level_resources:
+        default_pod_level_resources(pod)
+    drop_disabled_pod_level_resources(
+        pod.spec, None if old is None else old.spec, enabled=opts.pod_level_resources
+    )
 
 
 class JobStrategy(_StatusReset):

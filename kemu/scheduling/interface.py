@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar, runtim
 from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.resources import SCHEDULER_DEFAULTS, PodResourcesOptions
 from kemu.scheduling.events import ClusterEventWithHint
 from kemu.scheduling.status import Code, Status
 from kemu.scheduling.types import (
@@ -94,11 +95,12 @@ class CycleState:
 class _CyclePodInfo:
     """The PodInfo of the cycle's pod, computed once per cycle (`cycle_pod_info`)."""
 
-    __slots__ = ("info", "pod")
+    __slots__ = ("counting", "info", "pod")
 
-    def __init__(self, pod: types_pb2.Pod, info: PodInfo) -> None:
+    def __init__(self, pod: types_pb2.Pod, info: PodInfo, counting: PodResourcesOptions) -> None:
         self.pod = pod
         self.info = info
+        self.counting = counting
 
     def clone(self) -> _CyclePodInfo:
         return self  # PodInfo is never mutated
@@ -107,28 +109,41 @@ class _CyclePodInfo:
 CYCLE_POD_INFO_KEY: Final = "kemu/CyclePodInfo"
 
 
-def cycle_pod_info(state: CycleState, pod: types_pb2.Pod) -> PodInfo:
-    """`PodInfo(pod)` (the default counting rules), shared by the plugins of one cycle: its
-    requests and terms are computed once instead of in each plugin's PreFilter and PreScore.
-    Never mutate it (clone the Resources to change them)."""
+def cycle_pod_info(
+    state: CycleState, pod: types_pb2.Pod, counting: PodResourcesOptions | None = None
+) -> PodInfo:
+    """`PodInfo(pod, counting)`, shared by the plugins of one cycle: its requests and terms
+    are computed once instead of in each plugin's PreFilter and PreScore. `counting` is how
+    the requesting plugin counts pods (its gates', kemu.component.pod_resources, as upstream
+    hands NodeResourcesFit and BalancedAllocation their `feature.Features`); None: a plugin
+    that reads no requests (the terms only), which any counting's PodInfo serves (built with
+    SCHEDULER_DEFAULTS when there is none yet). Never mutate it (clone the Resources to
+    change them)."""
     d = state.read(CYCLE_POD_INFO_KEY)
-    if isinstance(d, _CyclePodInfo) and d.pod is pod:
+    if (
+        isinstance(d, _CyclePodInfo)
+        and d.pod is pod
+        and (counting is None or d.counting is counting or d.counting == counting)
+    ):
         return d.info
-    info = PodInfo(pod)
-    state.write(CYCLE_POD_INFO_KEY, _CyclePodInfo(pod, info))
+    counting = SCHEDULER_DEFAULTS if counting is None else counting
+    info = PodInfo(pod, counting)
+    state.write(CYCLE_POD_INFO_KEY, _CyclePodInfo(pod, info, counting))
     return info
 
 
-def set_cycle_pod_info(state: CycleState, info: PodInfo) -> None:
+def set_cycle_pod_info(state: CycleState, info: PodInfo, counting: PodResourcesOptions) -> None:
     """Makes `info` the cycle's PodInfo for `info.pod` (what `cycle_pod_info` returns), for a
-    caller that has one already: it must equal `PodInfo(info.pod)` (the default counting
-    rules)."""
-    state.write(CYCLE_POD_INFO_KEY, _CyclePodInfo(info.pod, info))
+    caller that has one already, built with `counting` (the scheduler's queue: its cache's)."""
+    state.write(CYCLE_POD_INFO_KEY, _CyclePodInfo(info.pod, info, counting))
 
 
-def cycle_pod_requests(state: CycleState, pod: types_pb2.Pod) -> tuple[Resource, Resource]:
-    """`types.pod_requests(pod)` through `cycle_pod_info` (copies the caller may change)."""
-    info = cycle_pod_info(state, pod)
+def cycle_pod_requests(
+    state: CycleState, pod: types_pb2.Pod, counting: PodResourcesOptions = SCHEDULER_DEFAULTS
+) -> tuple[Resource, Resource]:
+    """`types.pod_requests(pod, counting)` through `cycle_pod_info` (copies the caller may
+    change)."""
+    info = cycle_pod_info(state, pod, counting)
     return info.requests.clone(), info.non_zero_requests.clone()
 
 

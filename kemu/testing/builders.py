@@ -144,6 +144,16 @@ class PodBuilder:
         self._pod.spec.overhead.update(_resources(resources, kwargs))
         return self
 
+    def pod_req(self, resources: Mapping[str, str] | None = None, /, **kwargs: str | int) -> Self:
+        """Pod-level requests (spec.resources, KEP-2837)."""
+        self._pod.spec.resources.requests.update(_resources(resources, kwargs))
+        return self
+
+    def pod_lim(self, resources: Mapping[str, str] | None = None, /, **kwargs: str | int) -> Self:
+        """Pod-level limits (spec.resources, KEP-2837)."""
+        self._pod.spec.resources.limits.update(_resources(resources, kwargs))
+        return self
+
     # scheduling
     def priority(self, value: int) -> Self:
         self._pod.spec.priority = value

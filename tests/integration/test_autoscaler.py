@@ -204,6 +204,34 @@ async def test_s_ca_3_the_room_of_an_expendable_pod_is_free_to_a_pending_pod(
         await api.delete(types_pb2.Pod, name, ns, grace_period_seconds=0)
 
 
+async def test_a_pod_whose_pod_level_request_fits_no_template_triggers_no_scale_up(
+    cluster: Cluster, autoscalers: Autoscalers, clients: tuple[Client, CloudProviderClient]
+) -> None:
+    """KEP-2837 in cluster-autoscaler's simulation (its scheduler framework counts pods with
+    PodLevelResources, on from 1.34): a pod asking 3 cpu at pod level and 1 cpu in its
+    container fits no pool-a node (2 cpu), so it triggers no scale-up and is told why. (Run
+    before pool-a is scaled up by the test below.)"""
+    api, cloud = clients
+    autoscaler = autoscalers.use("1.37")
+    ns = await create_namespace(api, "pod-level")
+    pod = make_pod("big").namespace(ns).req(cpu="1").pod_req(cpu="3")
+    await api.create(pod.node_selector({GROUP_LABEL: GROUP}).obj())
+
+    async def told_why() -> str:
+        msg = (await events(api, ns, "NotTriggerScaleUp")).get("big", "")
+        assert msg == (
+            "pod didn't trigger scale-up: 1 Insufficient cpu, "
+            "1 node(s) didn't match Pod's node affinity/selector"
+        ), msg
+        return msg
+
+    await eventually(told_why, timeout=15, interval=0.2)
+    await two_more_loops(cluster, autoscaler)
+    assert await cloud.target_size(GROUP) == 0
+    assert await events(api, ns, "TriggeredScaleUp") == {}
+    await api.delete(types_pb2.Pod, "big", ns, grace_period_seconds=0)
+
+
 async def test_pending_pods_scale_the_group_up_to_its_max_and_run_on_the_new_nodes(
     cluster: Cluster, autoscalers: Autoscalers, clients: tuple[Client, CloudProviderClient]
 ) -> None:

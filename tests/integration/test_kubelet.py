@@ -157,6 +157,28 @@ async def test_the_kubelet_preempts_lower_priority_pods_to_admit_a_critical_pod(
         ] == [("low", "Warning", "Preempted in order to admit critical pod")]
 
 
+async def test_the_kubelet_admits_a_pod_by_its_pod_level_requests(cluster):
+    """KEP-2837 (PodLevelResources on from 1.34): the kubelet's predicateAdmitHandler counts
+    a pod as the scheduler's NodeInfo does, its spec.resources requests replacing the
+    containers' sum: a pod bound to the node (spec.nodeName, no scheduler) asking 64 cpu at
+    pod level and 100m in its container is rejected OutOfcpu, requested 64000."""
+    async with Client(cluster.server, timeout=10.0) as c:
+        ns = await create_namespace(c, "pod-level")
+        big = make_pod("big").namespace(ns).req(cpu="100m").pod_req(cpu="64").node("n1")
+        await c.create(big.obj())
+
+        async def rejected() -> types_pb2.Pod:
+            pod = await c.get(types_pb2.Pod, "big", ns)
+            assert pod.status.phase == "Failed", pod.status
+            return pod
+
+        pod = await eventually(rejected, timeout=10)
+        assert pod.status.reason == "OutOfcpu"
+        assert pod.status.message.startswith(
+            "Pod was rejected: Node didn't have enough resource: cpu, requested: 64000, used: "
+        )
+
+
 async def test_graceful_termination_follows_shutdown_and_grace_periods(cluster):
     async with Client(cluster.server, timeout=10.0) as c:
         ns = await create_namespace(c, "term")
@@ -613,3 +635,35 @@ async def test_skew_a_kubelet_without_in_place_resize_gets_no_resizes(tmp_path):
                     await _resize(c, ns, name, "200m")
                 assert "Pod running on node without support for resize" in str(e.value)
             assert (await _resize(c, ns, "new", "200m")).metadata.generation == 2
+
+
+@pytest.mark.skew
+async def test_skew_a_kubelet_without_pod_level_resources_refuses_a_pod_that_sets_them(tmp_path):
+    """A 1.37 apiserver keeps spec.resources; a kubelet emulating 1.33 (PodLevelResources
+    alpha, off) refuses such a pod at admission (upstream's podFeaturesAdmitHandler:
+    PodLevelResourcesNotSupported) and runs one without it."""
+    with Cluster(tmp_path) as cl:
+        cl.start_etcd()
+        cl.start_apiserver()
+        cl.start_kubelet(
+            "old",
+            emulated_version="1.33",
+            extra_args=["--root-dir", str(tmp_path / "old"), "--pod-startup-delay", "100ms"],
+        )
+        async with Client(cl.server, timeout=10.0) as c:
+            ns = await create_namespace(c, "skew-pod-level")
+            with_pod_level = make_pod("pl").namespace(ns).node("old").req(cpu="100m")
+            await c.create(with_pod_level.pod_req(cpu="200m").obj())
+            await c.create(make_pod("plain").namespace(ns).node("old").req(cpu="100m").obj())
+
+            async def refused() -> types_pb2.Pod:
+                pod = await c.get(types_pb2.Pod, "pl", ns)
+                assert pod.status.phase == "Failed", pod.status
+                return pod
+
+            pod = await eventually(refused, timeout=15)
+            assert (pod.status.reason, pod.status.message) == (
+                "PodLevelResourcesNotSupported",
+                "Pod was rejected: PodLevelResources feature gate is disabled",
+            )
+            await eventually(functools.partial(_running, c, ns, "plain"), timeout=15)

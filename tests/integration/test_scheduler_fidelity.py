@@ -19,6 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from kemu.api.v1 import types_pb2
 from kemu.client.pod_status import patch_pod_status
 from kemu.machinery.convert import message_to_dict
+from kemu.machinery.errors import Invalid
 from kemu.scheduling.emulation.slow_pre_bind import (
     ANNOTATION_DELAY,
     ANNOTATION_FAIL,
@@ -461,3 +462,61 @@ async def test_a_deleting_pending_pod_is_skipped_with_upstreams_event(cluster: C
         await s.holds(unbound, seconds=2.0)
         await s.client.patch(types_pb2.Pod, "p", {"metadata": {"finalizers": None}}, s.ns)
         await s.wait_gone("p", timeout=TIMEOUT)
+
+
+async def test_pod_level_requests_are_what_node_resources_fit_counts(cluster: Cluster) -> None:
+    """KEP-2837 (PodLevelResources, beta and on from 1.34): spec.resources requests replace
+    the containers' sum (noderesources fit.go computePodResourceRequest, SkipPodLevelResources
+    false): a pod asking 3 cpu at pod level (1 cpu in its container) stays unschedulable on a
+    2-cpu node, Insufficient cpu; one asking 2 cpu at pod level (1500m in its containers)
+    fits; a pod-level limit of 3 cpu alone defaults its request to 3 (SetDefaults_Pod's
+    defaultPodRequests) and stays pending; a pod-level request under its containers'
+    aggregate is refused."""
+    async with scenario(cluster, "pod-level") as (s, _):
+        await s.bare_node("node", cpu="2", memory="1Gi", pods="10")
+        await s.create(s.pod("big", cpu="1").pod_req(cpu="3"))
+        cond = await s.wait_unschedulable("big", timeout=TIMEOUT)
+        assert "Insufficient cpu" in cond.message, cond.message
+        small = s.pod("small", cpu="1").container("second").req(cpu="500m").pod_req(cpu="2")
+        await s.create(small)
+        assert await s.wait_bound("small", timeout=TIMEOUT) == s.node_name("node")
+        stored = await s.get("big")
+        assert dict(stored.spec.resources.requests) == {"cpu": "3"}
+        assert stored.status.qos_class == "Burstable"
+
+        async def still_pending() -> None:
+            assert not (await s.get("big")).spec.node_name
+
+        await s.holds(still_pending, seconds=1.0)
+        # defaultPodRequests: a pod-level limit alone defaults the pod-level request.
+        limited = await s.create(s.pod("limited").pod_lim(cpu="3"))
+        assert dict(limited.spec.resources.requests) == {"cpu": "3"}
+        cond = await s.wait_unschedulable("limited", timeout=TIMEOUT)
+        assert "Insufficient cpu" in cond.message, cond.message
+        # validatePodResourceConsistency: pod-level requests cover the containers' aggregate.
+        with pytest.raises(Invalid) as refused:
+            await s.create(s.pod("under", cpu="1").container("b").req(cpu="1").pod_req(cpu="1"))
+        assert [(c.field, c.message) for c in refused.value.causes] == [
+            (
+                "spec.resources.requests[cpu]",
+                'Invalid value: "1": must be greater than or equal to aggregate container '
+                "requests of 2",
+            )
+        ]
+
+
+async def test_without_pod_level_resources_at_1_33_spec_resources_is_dropped(
+    tmp_path: Path,
+) -> None:
+    """PodLevelResources is alpha (off) at 1.33: the apiserver drops spec.resources from a
+    new pod (pkg/api/pod/util.go dropDisabledPodLevelResources), so a pod asking 3 cpu at pod
+    level and 1 in its container is scheduled by its container onto a 2-cpu node."""
+    with Cluster(tmp_path) as c:
+        c.start_etcd()
+        c.start_apiserver(emulated_version="1.33")
+        c.start_scheduler(emulated_version="1.33")
+        async with Scenario.open(c, "pod-level-off") as s:
+            await s.bare_node("node", cpu="2", memory="1Gi", pods="10")
+            created = await s.create(s.pod("big", cpu="1").pod_req(cpu="3"))
+            assert not created.spec.HasField("resources"), created.spec.resources
+            assert await s.wait_bound("big", timeout=TIMEOUT) == s.node_name("node")

@@ -8,8 +8,9 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from kemu.api.v1 import types_pb2
-from kemu.machinery.errors import Cause
-from kemu.machinery.quantity import NEGATIVE_ERROR
+from kemu.machinery.errors import Cause, Invalid
+from kemu.machinery.quantity import NEGATIVE_ERROR, from_int, to_int
+from kemu.machinery.resources import PodResourcesOptions, pod_requests
 from kemu.machinery.validation.container import (
     _NOT_FOR_INIT,
     DNS_POLICIES,
@@ -640,15 +641,44 @@ def validate_pod_spec(spec: types_pb2.PodSpec, path: str = "spec") -> list[Cause
         )
     )
     if spec.HasField("resources"):
-        causes.extend(
-            validate_resource_requirements(
-                spec.resources,
-                f"{path}.resources",
-                standard=_POD_LEVEL_RESOURCES,
-                what="must be a supported pod-level resource",
-            )
+        pod_level = validate_resource_requirements(
+            spec.resources,
+            f"{path}.resources",
+            standard=_POD_LEVEL_RESOURCES,
+            what="must be a supported pod-level resource",
         )
+        causes.extend(pod_level or _validate_pod_resource_consistency(spec, path))
     return causes
+
+
+def _validate_pod_resource_consistency(spec: types_pb2.PodSpec, path: str) -> list[Cause]:
+    """A pod-level request covers what the containers request together (upstream
+    validatePodResourceConsistency's first rule: the containers aggregated as
+    AggregateContainerRequests does, sidecars and init containers included, no overhead).
+    Called once the pod-level quantities are known to be valid; a container's invalid
+    quantity is reported by the containers' own validation, not here. (Not modelled: its
+    hugepage-limit and container-limit rules.)"""
+    try:
+        aggregate = pod_requests(types_pb2.Pod(spec=spec), _CONTAINERS_ONLY)
+    except Invalid:
+        return []
+    causes: list[Cause] = []
+    for name, text in sorted(spec.resources.requests.items()):
+        total = aggregate.get(name)
+        if total is not None and total > to_int(name, text):
+            causes.append(
+                invalid(
+                    f"{path}.resources.requests[{name}]",
+                    text,
+                    "must be greater than or equal to aggregate container requests of "
+                    f"{from_int(name, total)}",
+                )
+            )
+    return causes
+
+
+_CONTAINERS_ONLY: Final = PodResourcesOptions(exclude_overhead=True, pod_level_resources=False)
+"""The containers' requests aggregated: no status, no pod-level values, no overhead."""
 
 
 def validate_pod(pod: types_pb2.Pod) -> list[Cause]:

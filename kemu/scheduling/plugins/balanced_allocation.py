@@ -19,6 +19,8 @@ from typing import Final
 import numpy as np
 
 from kemu.api.v1 import types_pb2
+from kemu.component.pod_resources import pod_resources_options
+from kemu.machinery.resources import SCHEDULER_DEFAULTS, PodResourcesOptions
 from kemu.scheduling import status as st
 from kemu.scheduling.columns import IntArray, NodeColumns, balanced_cpu_memory_columns
 from kemu.scheduling.interface import (
@@ -102,7 +104,13 @@ class PreScoreState:
 class BalancedAllocation(PreScorePlugin, ScorePlugin):
     NAME = NAME
 
-    def __init__(self, resources: Sequence[ResourceSpec] = DEFAULT_RESOURCES) -> None:
+    def __init__(
+        self,
+        resources: Sequence[ResourceSpec] = DEFAULT_RESOURCES,
+        counting: PodResourcesOptions = SCHEDULER_DEFAULTS,
+    ) -> None:
+        # How pods are counted (the scheduler's gates, as upstream's fts: PodLevelResources).
+        self.counting = counting
         cpu_memory = tuple(r.name for r in resources) == (CPU, MEMORY)
         self.scorer = ResourceAllocationScorer(
             NAME,
@@ -118,7 +126,7 @@ class BalancedAllocation(PreScorePlugin, ScorePlugin):
 
     def _pod_requests(self, state: CycleState, pod: types_pb2.Pod) -> tuple[int, ...]:
         """The scorer's requests of the cycle's pod (its PodInfo read, not copied)."""
-        info = cycle_pod_info(state, pod)
+        info = cycle_pod_info(state, pod, self.counting)
         return self.scorer.pod_requests(info.requests, info.non_zero_requests)
 
     def pre_score(self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]) -> Status:
@@ -177,5 +185,6 @@ def new(args: PluginArgs, handle: Handle) -> BalancedAllocation:
     return BalancedAllocation(
         parse_resources(
             args.get("resources"), "resources", default=DEFAULT_RESOURCES, weight_must_be_one=True
-        )
+        ),
+        pod_resources_options(handle.gates),
     )

@@ -2,7 +2,8 @@
 noderesources/fit.go).
 
 PreFilter computes the pod's request once (with the in-place resize accounting of
-`types.pod_requests`); Filter compares it with each node's allocatable minus requested. Filter
+`types.pod_requests`, and the pod-level requests of KEP-2837 with the PodLevelResources gate:
+the plugin's `counting`, from the scheduler's gates as upstream's `feature.Features`); Filter compares it with each node's allocatable minus requested. Filter
 statuses (pkg/scheduler/framework/plugins/noderesources/fit.go):
 - `len(pods) + 1 > allowed pods`: "Too many pods", Unschedulable;
 - cpu / memory / ephemeral-storage / scalar `request > allocatable - requested`:
@@ -48,7 +49,12 @@ from typing import Any, Final
 import numpy as np
 
 from kemu.api.v1 import types_pb2
-from kemu.machinery.resources import kubelet_pod_requests_from_status
+from kemu.component.pod_resources import pod_resources_options
+from kemu.machinery.resources import (
+    SCHEDULER_DEFAULTS,
+    PodResourcesOptions,
+    kubelet_pod_requests_from_status,
+)
 from kemu.scheduling import status as st
 from kemu.scheduling.columns import BoolArray, IntArray, NodeColumns
 from kemu.scheduling.deferred import resize_preemption_enabled
@@ -143,16 +149,19 @@ class HeldRequests:
     asks again after every removal and reprieve. Keyed by PodInfo identity (a PodInfo and its
     pod never change; a cycle's NodeInfo copies share them)."""
 
-    __slots__ = ("_held",)
+    __slots__ = ("_counting", "_held")
 
-    def __init__(self) -> None:
+    def __init__(self, counting: PodResourcesOptions = SCHEDULER_DEFAULTS) -> None:
         self._held: dict[PodInfo, Resource] = {}
+        self._counting = counting
 
     def of(self, pi: PodInfo) -> Resource:
         held = self._held.get(pi)
         if held is None:
             # 1.37's aggregation rule: the gate that makes this reachable exists from 1.37.
-            held = Resource.from_amounts(kubelet_pod_requests_from_status(pi.pod))
+            held = Resource.from_amounts(
+                kubelet_pod_requests_from_status(pi.pod, opts=self._counting)
+            )
             self._held[pi] = held
         return held
 
@@ -290,9 +299,11 @@ def fits_request(
     return out
 
 
-def fits(pod: types_pb2.Pod, node: NodeInfo) -> list[InsufficientResource]:
+def fits(
+    pod: types_pb2.Pod, node: NodeInfo, counting: PodResourcesOptions = SCHEDULER_DEFAULTS
+) -> list[InsufficientResource]:
     """What `pod` lacks on `node`, ignoring nothing (upstream Fits; for hints and simulations)."""
-    return fits_request(PreFilterState(pod_requests(pod)[0]), node)
+    return fits_request(PreFilterState(pod_requests(pod, counting)[0]), node)
 
 
 def _filter_assigned(s: PreFilterState, node: NodeInfo) -> Status:
@@ -383,6 +394,7 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
         scorer: ResourceAllocationScorer | None = None,
         resize_preemption: bool = False,
         kubelet_like_resize_accounting: bool = False,
+        counting: PodResourcesOptions = SCHEDULER_DEFAULTS,
     ) -> None:
         self.ignored_resources = ignored_resources
         self.ignored_resource_groups = ignored_resource_groups
@@ -391,6 +403,9 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
         self.resize_preemption = resize_preemption
         # Not upstream: kemuKubeletLikeResizeAccounting (module docstring).
         self.kubelet_like_resize_accounting = kubelet_like_resize_accounting
+        # How pods are counted (the scheduler's gates: InPlacePodVerticalScaling,
+        # PodLevelResources; upstream's fts.EnablePodLevelResources and friends).
+        self.counting = counting
 
     def name(self) -> str:
         return NAME
@@ -399,17 +414,22 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
 
     def _pod_requests(self, state: CycleState, pod: types_pb2.Pod) -> tuple[int, ...]:
         """The scorer's requests of the cycle's pod (its PodInfo read, not copied)."""
-        info = cycle_pod_info(state, pod)
+        info = cycle_pod_info(state, pod, self.counting)
         return self.scorer.pod_requests(info.requests, info.non_zero_requests)
 
     def pre_filter(
         self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status]:
-        request = cycle_pod_info(state, pod).requests  # read only: PreFilterState keeps it
+        # Read only: PreFilterState keeps it.
+        request = cycle_pod_info(state, pod, self.counting).requests
         # Upstream applies the delta rule to any pod bound to the evaluated node, not only to
         # Deferred ones; only those reach a cycle in the scheduler, simulations may pass others.
         assigned = pod.spec.node_name if self.resize_preemption else ""
-        held = HeldRequests() if assigned and self.kubelet_like_resize_accounting else None
+        held = (
+            HeldRequests(self.counting)
+            if assigned and self.kubelet_like_resize_accounting
+            else None
+        )
         state.write(
             PRE_FILTER_STATE_KEY,
             PreFilterState(
@@ -599,7 +619,7 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
             return QueueingHint.QUEUE
         if bound_to and new.metadata.uid != pod.metadata.uid and new.spec.node_name != bound_to:
             return QueueingHint.SKIP
-        if _is_schedulable_after_pod_scale_down(pod, old, new):
+        if _is_schedulable_after_pod_scale_down(pod, old, new, self.counting):
             return QueueingHint.QUEUE
         return QueueingHint.SKIP
 
@@ -611,7 +631,7 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
         bound_to = self._node_bound(pod)
         if bound_to and new.metadata.name != bound_to:
             return QueueingHint.SKIP
-        request, _ = pod_requests(pod)
+        request, _ = pod_requests(pod, self.counting)
         if fits_request(PreFilterState(request), NodeInfo(new)):
             # It would not fit even on the empty node.
             return QueueingHint.SKIP
@@ -625,16 +645,16 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
 
 
 def _is_schedulable_after_pod_scale_down(
-    target: types_pb2.Pod, old: types_pb2.Pod, new: types_pb2.Pod
+    target: types_pb2.Pod, old: types_pb2.Pod, new: types_pb2.Pod, counting: PodResourcesOptions
 ) -> bool:
     """The target itself scaled down, or a bound pod released some resource the target needs."""
     if new.metadata.uid == target.metadata.uid:
         return True
     if not new.spec.node_name:
         return False
-    before, _ = pod_requests(old)
-    after, _ = pod_requests(new)
-    wanted, _ = pod_requests(target)
+    before, _ = pod_requests(old, counting)
+    after, _ = pod_requests(new, counting)
+    wanted, _ = pod_requests(target, counting)
     if wanted.milli_cpu and before.milli_cpu > after.milli_cpu:
         return True
     if wanted.memory and before.memory > after.memory:
@@ -758,4 +778,5 @@ def new(args: PluginArgs, handle: Handle) -> Fit:
         scorer=scorer_from_args(args.get("scoringStrategy")),
         resize_preemption=resize_preemption_enabled(handle.gates),
         kubelet_like_resize_accounting=_bool_arg(args, KUBELET_LIKE_RESIZE_ACCOUNTING),
+        counting=pod_resources_options(handle.gates),
     )

@@ -34,10 +34,11 @@ PTS_GATES = frozenset({MIN_DOMAINS, INCLUSION, MATCH_KEYS, MERGE})
 SEPARATE_TAINT = fg.SEPARATE_TAINT_EVICTION_CONTROLLER
 HOST_IPS = fg.POD_HOST_IPS
 PDC = fg.POD_DISRUPTION_CONDITIONS
+POD_LEVEL = fg.POD_LEVEL_RESOURCES
 # upstream gates kemu knows but does not model (upstream's scheduler_perf files set them).
 NOT_MODELLED = frozenset(name for name, gate in fg.GATES.items() if not gate.modelled)
 # Gates with tests of their own below; the generic tables leave them out.
-OWN_TESTS = PTS_GATES | {SEPARATE_TAINT, HOST_IPS, PDC} | NOT_MODELLED
+OWN_TESTS = PTS_GATES | {SEPARATE_TAINT, HOST_IPS, PDC, POD_LEVEL} | NOT_MODELLED
 
 
 def defaults_at(minor: int, names: frozenset[str] | None = None) -> dict[str, bool]:
@@ -452,6 +453,29 @@ def test_separate_taint_eviction_controller_per_emulated_version(
     assert [s for s in gates.states() if s.name == SEPARATE_TAINT] == (
         [] if state is None else [state]
     )
+
+
+@pytest.mark.parametrize(
+    ("minor", "enabled", "state"),
+    [
+        (31, False, None),
+        (32, False, GateState(POD_LEVEL, False, Stage.ALPHA, False)),
+        (33, False, GateState(POD_LEVEL, False, Stage.ALPHA, False)),
+        (34, True, GateState(POD_LEVEL, True, Stage.BETA, False)),
+        (37, True, GateState(POD_LEVEL, True, Stage.BETA, False)),
+    ],
+)
+def test_pod_level_resources_per_emulated_version(
+    minor: int, enabled: bool, state: GateState | None
+) -> None:
+    """KEP-2837: alpha (off) 1.32, beta (on) 1.34, still beta in the 1.37 cycle."""
+    gates = gates_at(minor)
+    assert gates.enabled(POD_LEVEL) is enabled
+    assert [s for s in gates.states() if s.name == POD_LEVEL] == ([] if state is None else [state])
+    assert gates_at(33, PodLevelResources=True).enabled(POD_LEVEL)
+    assert not gates_at(36, PodLevelResources=False).enabled(POD_LEVEL)
+    with pytest.raises(FeatureGateError, match="introduced in 1.32"):
+        gates_at(31, PodLevelResources=True)
 
 
 def test_not_modelled_gates_follow_upstreams_lifecycle() -> None:

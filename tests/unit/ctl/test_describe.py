@@ -152,6 +152,19 @@ async def test_describe_node_lists_its_pods_the_allocated_sum_and_nominated_pods
 
 
 @pytest.mark.anyio
+async def test_describe_node_counts_pod_level_resources_as_upstream_resource_helpers_do() -> None:
+    """kubectl describe node sums component-helpers' PodRequests/PodLimits, which honour
+    spec.resources (KEP-2837) for cpu, memory and hugepages."""
+    node = make_node("n1").capacity(cpu="4", memory="8Gi", pods="110").ready().obj()
+    pod = make_pod("a").req(cpu="1", memory="1Gi").pod_req(cpu="3").pod_lim(cpu="4")
+    result = await ctl(fake(node, pod.node("n1").phase("Running").obj()), "describe", "node", "n1")
+    assert result.rc == 0, result.err
+    lines = result.out.splitlines()
+    rows = {li.split()[1]: li.split()[2:] for li in lines if li.startswith("  default ")}
+    assert rows["a"][:6] == ["3", "(75%)", "4", "(100%)", "1Gi", "(12%)"]
+
+
+@pytest.mark.anyio
 async def test_describe_node_counts_a_resized_pod_as_upstream_resource_helpers_do() -> None:
     # Behaviour change: an Infeasible resize's desired size is left out (spec 1 cpu, allocated
     # and actual 500m: 500m; describe used to show 1), and a pending one counts at its desired

@@ -3,7 +3,7 @@ an arriving pod starts in."""
 
 from __future__ import annotations
 
-from kemu.machinery.resources import kubelet_pod_requests
+from kemu.machinery.resources import PodResourcesOptions, kubelet_pod_requests
 from kemu.testing.builders import make_pod
 from kubelet.admission import (
     admit_pod,
@@ -77,6 +77,39 @@ def test_admit_pod_rejects_a_pod_that_does_not_fit_next_to_the_others():
         "Node didn't have enough resource: cpu, requested: 2000, used: 2500, capacity: 4000"
     )
     assert rt.allocation == {}, "a rejected pod holds nothing"
+
+
+def test_admit_pod_counts_pod_level_requests_with_the_gate():
+    """KEP-2837: spec.resources requests replace the containers' sum for cpu and memory
+    (upstream's predicateAdmitHandler through the scheduler's NodeInfo), overhead on top."""
+    pod = make_pod("p").req(cpu="1").pod_req(cpu="3").overhead(cpu="100m").node("n1").obj()
+    rt = admit_pod(pod, [{"cpu": 1000}], NODE, now=100.0, startup_delay=0.5)
+    assert (rt.state, rt.reason) == (PodState.REJECTED, "OutOfcpu")
+    assert rt.message == (
+        "Node didn't have enough resource: cpu, requested: 3100, used: 1000, capacity: 4000"
+    )
+    fitting = make_pod("q").req(cpu="1").pod_req(cpu="2").node("n1").obj()
+    rt = admit_pod(fitting, [{"cpu": 1000}], NODE, now=100.0, startup_delay=0.5)
+    assert (rt.state, rt.requests) == (PodState.STARTING, {"cpu": 2000})
+
+
+def test_a_kubelet_without_pod_level_resources_refuses_a_pod_that_sets_them():
+    """podFeaturesAdmitHandler, after the fit (counted by the containers): reason
+    PodLevelResourcesNotSupported."""
+    ungated = PodResourcesOptions(pod_level_resources=False)
+    pod = make_pod("p").req(cpu="1").pod_req(cpu="3").node("n1").obj()
+    rt = admit_pod(pod, [{"cpu": 1000}], NODE, now=100.0, startup_delay=0.5, counting=ungated)
+    assert (rt.state, rt.reason, rt.message) == (
+        PodState.REJECTED,
+        "PodLevelResourcesNotSupported",
+        "PodLevelResources feature gate is disabled",
+    )
+    huge = make_pod("h").req(cpu="64").pod_req(cpu="64").node("n1").obj()
+    rt = admit_pod(huge, [], NODE, now=100.0, startup_delay=0.5, counting=ungated)
+    assert rt.reason == "OutOfcpu", "the fit is checked first"
+    plain = make_pod("q").req(cpu="1").node("n1").obj()
+    rt = admit_pod(plain, [], NODE, now=100.0, startup_delay=0.5, counting=ungated)
+    assert rt.state == PodState.STARTING
 
 
 def test_admit_pod_does_not_start_a_pod_deleted_before_it_ran():

@@ -145,11 +145,12 @@ def test_pod_level_requests_replace_the_containers_only_with_the_gate() -> None:
     pod = make_pod("p").req(cpu="1", memory="1Gi").container("d").req(cpu="1").obj()
     pod.spec.resources.requests.update({"cpu": "3", "ephemeral-storage": "1Gi"})
     pod.spec.resources.limits["memory"] = "4Gi"
-    assert pod_requests(pod) == {"cpu": 2000, "memory": GI}
-    gated = PodResourcesOptions(pod_level_resources=True)
-    # Only cpu, memory and hugepages are pod-level resources.
-    assert pod_requests(pod, gated) == {"cpu": 3000, "memory": GI}
-    assert pod_limits(pod, gated) == {"memory": 4 * GI}
+    ungated = PodResourcesOptions(pod_level_resources=False)
+    assert pod_requests(pod, ungated) == {"cpu": 2000, "memory": GI}
+    # Only cpu, memory and hugepages are pod-level resources (upstream's zero value honours
+    # them: SkipPodLevelResources false).
+    assert pod_requests(pod) == {"cpu": 3000, "memory": GI}
+    assert pod_limits(pod) == {"memory": 4 * GI}
 
 
 # ---------------------------------------------------------------- in-place resize
@@ -401,6 +402,16 @@ def test_pod_level_requests_leave_the_defaults_only_for_what_they_miss() -> None
 def test_kubelet_counts_a_new_pod_at_its_spec() -> None:
     pod = make_pod("p").req(cpu="1").init_container("s", restart_policy="Always").req(cpu="1")
     assert kubelet_pod_requests(pod.overhead(cpu="100m").obj()) == {"cpu": 2100}
+
+
+def test_kubelet_counts_pod_level_requests_with_the_gate_overhead_on_top() -> None:
+    pod = make_pod("p").req(cpu="1", memory="1Gi").pod_req(cpu="3").overhead(cpu="100m").obj()
+    ungated = PodResourcesOptions(pod_level_resources=False)
+    assert kubelet_pod_requests(pod, opts=ungated) == {"cpu": 1100, "memory": GI}
+    assert kubelet_pod_requests(pod) == {"cpu": 3100, "memory": GI}
+    # An allocation or a running size of the containers does not move the pod-level cpu.
+    allocation = {"c": {"cpu": "2", "memory": "1Gi"}}
+    assert kubelet_pod_requests(pod, allocation, allocation)["cpu"] == 3100
 
 
 def test_kubelet_counts_its_allocation_not_the_desired_size() -> None:

@@ -21,6 +21,7 @@ OFF = StrategyOptions(
     pod_scheduling_readiness=False,
     node_pod_preemption_policy=False,
     pod_observed_generation=False,
+    pod_level_resources=False,
 )
 POD = BY_KIND["Pod"]
 
@@ -46,6 +47,46 @@ def test_without_pod_scheduling_readiness_the_gates_are_dropped() -> None:
     pod = make_pod("p").gate("example.com/wait").obj()
     strategy_for(kind_of(pod)).prepare_for_create(pod, OFF, 100.0)
     assert not pod.spec.scheduling_gates and not pod.status.conditions
+
+
+def test_without_pod_level_resources_spec_resources_is_dropped_unless_stored_before() -> None:
+    """dropDisabledPodLevelResources (pkg/api/pod/util.go)."""
+    strategy = strategy_for(POD)
+    pod = make_pod("p").req(cpu="1").pod_req(cpu="3").obj()
+    strategy.prepare_for_create(pod, OFF, 100.0)
+    assert not pod.spec.HasField("resources")
+    kept = make_pod("p").req(cpu="1").pod_req(cpu="3").obj()
+    strategy.prepare_for_create(kept, ON, 100.0)
+    assert kept.spec.resources.requests["cpu"] == "3"
+
+    new = make_pod("p").pod_lim(memory="1Gi").obj()
+    strategy.prepare_for_update(new, make_pod("p").obj(), OFF)
+    assert not new.spec.HasField("resources"), "dropped: the stored pod does not use it"
+    new = make_pod("p").pod_lim(memory="1Gi").obj()
+    strategy.prepare_for_update(new, make_pod("p").pod_lim(memory="1Gi").obj(), OFF)
+    assert new.spec.resources.limits["memory"] == "1Gi", "a stored value survives the gate off"
+
+
+def test_pod_level_requests_default_from_the_containers_or_the_pod_limits() -> None:
+    """SetDefaults_Pod with PodLevelResources (defaultPodRequests, defaultHugePagePodLimits):
+    only for a pod with pod-level values; without the gate nothing is defaulted (dropped)."""
+    strategy = strategy_for(POD)
+    pod = make_pod("p").req(cpu="1").container("b").req(cpu="500m").pod_lim(cpu="4", memory="2Gi")
+    created = pod.obj()
+    strategy.prepare_for_create(created, ON, 100.0)
+    # cpu: the containers' aggregate; memory: nothing requested, so the pod-level limit.
+    assert dict(created.spec.resources.requests) == {"cpu": "1500m", "memory": "2Gi"}
+    huge = make_pod("h").lim({"hugepages-2Mi": "4Mi"}, memory="1Gi").pod_req(cpu="2").obj()
+    strategy.prepare_for_create(huge, ON, 100.0)
+    assert dict(huge.spec.resources.limits) == {"hugepages-2Mi": "4Mi"}
+    assert dict(huge.spec.resources.requests) == {
+        "cpu": "2",
+        "memory": "1Gi",
+        "hugepages-2Mi": "4Mi",
+    }
+    plain = make_pod("q").req(cpu="1").obj()
+    strategy.prepare_for_create(plain, ON, 100.0)
+    assert not plain.spec.HasField("resources")
 
 
 def test_a_nodes_status_is_kept_and_a_disabled_field_dropped_unless_stored_before() -> None:

@@ -16,6 +16,7 @@ from kemu.machinery.validation.names import (
     is_qualified_name,
     is_valid_label_value,
 )
+from kemu.testing.builders import make_pod
 
 
 def pod(**resources: dict[str, str]) -> types_pb2.Pod:
@@ -235,6 +236,21 @@ def test_extended_resources_must_be_integers() -> None:
             'Invalid value: "1500m": must be an integer'
         ),
     }
+
+
+def test_pod_level_requests_must_cover_the_containers_aggregate() -> None:
+    """validatePodResourceConsistency: a pod-level request below what the containers request
+    together (sidecars counted) is invalid; one above, or a resource the containers do not
+    request, is not."""
+    p = make_pod("p").req(cpu="1", memory="1Gi").init_container("s", restart_policy="Always")
+    p.req(cpu="500m").pod_req(cpu="1", memory="2Gi")
+    assert by_field(validate_object(p.obj())) == {
+        "spec.resources.requests[cpu]": (
+            'Invalid value: "1": must be greater than or equal to aggregate container '
+            "requests of 1500m"
+        )
+    }
+    assert validate_object(make_pod("q").req(cpu="1").pod_req(cpu="3", memory="1Gi").obj()) == []
 
 
 def test_valid_container_resources() -> None:

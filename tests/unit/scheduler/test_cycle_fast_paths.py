@@ -5,6 +5,7 @@ batch path's equivalence with the per-node path is test_batch_equivalence.py's."
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import numpy as np
@@ -13,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.resources import PodResourcesOptions
 from kemu.scheduling.interface import CycleState, NodeToStatus, ObserverMetric, cycle_pod_info
 from kemu.scheduling.nominator import Nominator
 from kemu.scheduling.plugins.registry import in_tree_registry
@@ -124,7 +126,7 @@ def test_the_feasible_window_wraps_around_the_node_list_as_the_per_node_path(sta
 
 
 @pytest.mark.parametrize("per_container_max", [False, True])
-async def test_the_cycle_takes_the_queues_pod_info_under_the_default_counting_rules(
+async def test_the_cycle_takes_the_queues_pod_info_under_any_counting_rules(
     per_container_max: bool,
 ) -> None:
     async with env(per_container_max=per_container_max) as e:
@@ -142,8 +144,9 @@ async def test_the_cycle_takes_the_queues_pod_info_under_the_default_counting_ru
         e.scheduler.schedule_pod = spy  # type: ignore[assignment,method-assign]
         await e.scheduler.schedule_one(qpi)
         assert len(seen) == 1
-        # With the pre-1.37 rule the queue's PodInfo differs from the plugins' default one.
-        assert (seen[0] is qpi.pod_info) is not per_container_max
+        # The queue's PodInfo, counted by the cache's rules, is the cycle's (plugins of
+        # other rules, which the scheduler's own never are, build theirs: cycle_pod_info).
+        assert seen[0] is qpi.pod_info
         assert e.cache.is_assumed_pod(qpi.pod)
 
 
@@ -224,3 +227,18 @@ def test_only_nodes_with_nominated_pods_of_at_least_the_pods_priority_are_filter
         "n-same": ["same"],
         "n-high": ["high"],
     }
+
+
+def test_a_plugin_counting_otherwise_builds_its_own_cycle_pod_info() -> None:
+    """cycle_pod_info serves the cycle's PodInfo to a plugin of the same counting rules (or
+    one that reads no requests) and builds another for a plugin counting otherwise."""
+    pod = make_pod("p").req(cpu="1").pod_req(cpu="3").obj()
+    on = PodResourcesOptions(use_status_resources=True, pod_level_resources=True)
+    off = PodResourcesOptions(use_status_resources=True, pod_level_resources=False)
+    state = CycleState()
+    first = cycle_pod_info(state, pod, on)
+    assert first.requests.milli_cpu == 3000
+    assert cycle_pod_info(state, pod, dataclasses.replace(on)) is first
+    assert cycle_pod_info(state, pod) is first, "terms only: any counting serves"
+    other = cycle_pod_info(state, pod, off)
+    assert other is not first and other.requests.milli_cpu == 1000

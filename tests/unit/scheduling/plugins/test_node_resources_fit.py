@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 
 from kemu.api.v1 import types_pb2
+from kemu.component.featuregate import POD_LEVEL_RESOURCES, FeatureGates
+from kemu.component.version import DEFAULT_VERSION
 from kemu.scheduling.events import ActionType, EventResource, QueueingHint
 from kemu.scheduling.interface import CycleState
 from kemu.scheduling.plugins import node_resources_fit as fit
@@ -904,3 +906,41 @@ def test_s_rpe_6_node_hints_look_at_the_deferred_pods_node_only(
     old: types_pb2.Node | None, new: types_pb2.Node, expected: str
 ) -> None:
     assert resize_plugin().is_schedulable_after_node_change(DEFERRED, old, new).name == expected
+
+
+# ---------------------------------------------------------------- pod-level resources
+
+
+def pod_level_plugin(enabled: bool) -> fit.Fit:
+    handle = FakeHandle()
+    handle.fake_gates = FeatureGates.for_version(DEFAULT_VERSION, {POD_LEVEL_RESOURCES: enabled})
+    return fit.new({}, handle)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_filter_counts_pod_level_requests_with_the_gate(enabled: bool) -> None:
+    """KEP-2837 (noderesources fit.go computePodResourceRequest with
+    SkipPodLevelResources: !EnablePodLevelResources): spec.resources requests replace the
+    containers' sum, so a pod asking 3 cpu at pod level does not fit 2 cpu."""
+    incoming = make_pod("p").req(cpu="1").pod_req(cpu="3").obj()
+    node = big_node("n", "2", "1Gi", {"pods": "10"})
+    status = run_filter(pod_level_plugin(enabled), incoming, node)
+    if enabled:
+        assert status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        assert status.reasons == ("Insufficient cpu",)
+    else:
+        assert status.is_success()
+
+
+def test_scoring_takes_pod_level_requests_and_defaults_only_what_they_miss() -> None:
+    """Scoring's non-zero requests: the pod-level cpu, and the default memory (200Mi) for a
+    pod that requests memory nowhere."""
+    incoming = make_pod("p").pod_req(cpu="3").obj()
+    nodes = [big_node("n", "4", "1Gi")]
+    assert scores(pod_level_plugin(True), incoming, nodes) != scores(
+        pod_level_plugin(False), incoming, nodes
+    )
+    state = CycleState()
+    p = pod_level_plugin(True)
+    assert p.pre_score(state, incoming, nodes).is_success()
+    assert p._pod_requests(state, incoming) == (3000, 200 * 1024 * 1024)
