@@ -33,11 +33,10 @@ from kemu.client.client import Client
 from kemu.client.controlplane import run_elected
 from kemu.client.endpoints import add_server_flag
 from kemu.client.events import EventRecorder
-from kemu.client.informer import FuncHandler, InformerFactory
+from kemu.client.informer import InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.component.featuregate import (
     IN_PLACE_POD_VERTICAL_SCALING,
-    IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
     POD_OBSERVED_GENERATION_TRACKING,
     FeatureGates,
 )
@@ -302,7 +301,6 @@ def pod_worker_options(options: PodWorkerOptions, gates: FeatureGates) -> PodWor
         in_place_resize=in_place_resize,
         report_resources=in_place_resize,
         observed_generation=gates.enabled(POD_OBSERVED_GENERATION_TRACKING),
-        resize_preemption_policy=gates.enabled(IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION),
         counting=PodResourcesOptions(per_container_max=VersionRules.at(version).per_container_max),
     )
 
@@ -389,18 +387,7 @@ class Kubelet:
         )
         self.pod_workers.restore()
         self.pod_informer.add_event_handler(self.pod_workers.handler())
-        self.node_informer.add_event_handler(
-            FuncHandler(
-                on_add=self._on_node,
-                on_update=lambda _old, new: self._on_node(new),
-            )
-        )
         self._synced = False
-
-    def _on_node(self, node: types_pb2.Node) -> None:
-        self.pod_workers.set_resize_preemption_disabled(
-            node.metadata.name, bool(node.spec.pod_preemption_policy.disable_resize_preemption)
-        )
 
     def ready(self) -> bool:
         if not all(a.ready.is_set() for a in self.agents):

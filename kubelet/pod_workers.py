@@ -100,10 +100,6 @@ class PodWorkerOptions:
     """Report containerStatuses[].resources and allocatedResources: upstream's kubelet does
     only with InPlacePodVerticalScaling on, and the apiserver refuses to resize a running pod
     whose kubelet does not (KEP-1287's skew rule)."""
-    resize_preemption_policy: bool = False
-    """Gate InPlacePodVerticalScalingSchedulerPreemption: Deferred pods on a node whose
-    spec.podPreemptionPolicy.disableResizePreemption is non-empty get the condition
-    PodResizePreemptionDisabled (KEP-5836)."""
 
 
 class PodWorkers:
@@ -142,7 +138,6 @@ class PodWorkers:
         self.status_manager = StatusManager(
             client,
             clock=clock,
-            resize_preemption_policy=self.options.resize_preemption_policy,
             observed_generation=self.options.observed_generation,
             report_resources=self.options.report_resources,
         )
@@ -162,17 +157,6 @@ class PodWorkers:
             for rt in node.restore():
                 self._node_of[rt.uid] = node
             self.allocation_manager.restore(node)
-
-    def set_resize_preemption_disabled(self, node_name: str, disabled: bool) -> None:
-        """The node's spec.podPreemptionPolicy.disableResizePreemption is (or is no longer)
-        non-empty: feed it from a node informer. Deferred pods get their condition rewritten."""
-        node = self.nodes.get(node_name)
-        if node is None or node.resize_preemption_disabled == disabled:
-            return
-        node.resize_preemption_disabled = disabled
-        if self._started and self.options.resize_preemption_policy:
-            for uid in node.deferred:
-                self.queue.add(uid)
 
     def runtime(self, uid: str) -> PodRuntime | None:
         node = self._node_of.get(uid)

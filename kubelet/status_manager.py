@@ -3,9 +3,10 @@
 
 The kubelet owns the phase, startTime, container statuses and the conditions Initialized,
 Ready, ContainersReady and PodReadyToStartContainers; every other condition (PodScheduled,
-DisruptionTarget, ...) is kept as the API has it, except the resize conditions PodResizePending,
-PodResizeInProgress and (with its gate on) PodResizePreemptionDisabled, which the kubelet owns
-too (what they should be is kubelet.allocation's `resize_conditions`). Container statuses report
+DisruptionTarget, ...) is kept as the API has it, except the resize conditions PodResizePending
+and PodResizeInProgress, which the kubelet owns too (what they should be is
+kubelet.allocation's `resize_conditions`; no PodResizePreemptionDisabled, as the merged
+KEP-5836 kubelet). Container statuses report
 each container's allocated resources and its actual ones (the allocation, or the size it still
 runs at while a resize is being actuated).
 
@@ -35,7 +36,7 @@ from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import Conflict, NotFound
 from kemu.machinery.pod_conditions import condition_observed_generation, update_pod_condition
 from kemu.machinery.qos import compute_qos_class
-from kubelet.allocation import preemption_disabled_on, resize_conditions
+from kubelet.allocation import resize_conditions
 from kubelet.pod_manager import NodePods
 from kubelet.runtime import EXIT_OK, ContainerAllocation, PodRuntime, PodState
 
@@ -113,8 +114,6 @@ def _rejected_status(status: types_pb2.PodStatus, rt: PodRuntime) -> None:
 class StatusOptions:
     """What the kubelet's version and gates make it report."""
 
-    preemption_disabled_on: str | None = None
-    """See kubelet.allocation.resize_conditions."""
     observed_generation: bool = True
     """Gate PodObservedGenerationTracking."""
     report_resources: bool = True
@@ -151,7 +150,7 @@ def _admitted_status(
             type=type_, status=value, reason=why, observed_generation=observed
         )
         update_pod_condition(status, condition, now)
-    for type_, want in resize_conditions(rt, now, options.preemption_disabled_on).items():
+    for type_, want in resize_conditions(rt, now).items():
         if want is None:
             _drop_conditions(status, (type_,))
         else:
@@ -229,13 +228,11 @@ class StatusManager:
         client: ApiClient,
         *,
         clock: Clock,
-        resize_preemption_policy: bool = False,
         observed_generation: bool = True,
         report_resources: bool = True,
     ) -> None:
         self._client = client
         self._clock = clock
-        self._resize_preemption_policy = resize_preemption_policy
         self._observed_generation = observed_generation
         self._report_resources = report_resources
 
@@ -252,7 +249,6 @@ class StatusManager:
     ) -> types_pb2.Pod | None:
         """Makes the API's status match rt; the pod as written, or None if it is gone."""
         options = StatusOptions(
-            preemption_disabled_on=preemption_disabled_on(node, self._resize_preemption_policy),
             observed_generation=self._observed_generation,
             report_resources=self._report_resources,
         )
