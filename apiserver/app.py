@@ -62,6 +62,14 @@ COMPONENT: Final = "kube-apiserver"
 ETCD_READYCHECK_TIMEOUT: Final = 2.0
 """Upstream's --etcd-readycheck-timeout default: etcd not answering within it fails /readyz."""
 _MAX_MESSAGE: Final = 16 * 1024 * 1024
+_NO_BACKLOG_LIMIT: Final = 2**31 - 1
+"""gRPC core's pending-request backlog (grpc.server.max_pending_requests and its hard limit,
+1000 and 3000 by default): calls that arrived but that the server has not picked up yet. Past
+the limits core refuses new calls (at random, then all), which a client sees as CANCELLED: a
+burst of a scheduler's binds (PreemptionAsync/5000Nodes) failed so. Upstream's apiserver has
+no such refusal (its HTTP/2 server hands every stream to a handler) and sheds load only in the
+max-in-flight filter, 429 with Retry-After, which clients retry (here `inflight.MaxInflight`);
+so the backlog is unbounded."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -241,6 +249,8 @@ async def _serve(args: argparse.Namespace, store: EtcdStore, ctx: ComponentConte
             ("grpc.max_receive_message_length", _MAX_MESSAGE),
             ("grpc.max_send_message_length", _MAX_MESSAGE),
             ("grpc.so_reuseport", 0),
+            ("grpc.server.max_pending_requests", _NO_BACKLOG_LIMIT),
+            ("grpc.server.max_pending_requests_hard_limit", _NO_BACKLOG_LIMIT),
         ]
     )
     inflight = MaxInflight(

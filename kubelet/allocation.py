@@ -69,8 +69,6 @@ logger = logging.getLogger(__name__)
 
 POD_RESIZE_PENDING: Final = "PodResizePending"
 POD_RESIZE_IN_PROGRESS: Final = "PodResizeInProgress"
-POD_RESIZE_PREEMPTION_DISABLED: Final = "PodResizePreemptionDisabled"
-REASON_PREEMPTION_DISABLED_BY_NODE_POLICY: Final = "PreemptionDisabledByNodePolicy"
 
 EVENT_RESIZE_STARTED: Final = "ResizeStarted"
 EVENT_RESIZE_DEFERRED: Final = "ResizeDeferred"
@@ -156,21 +154,16 @@ class ResizeCondition:
     """Its lastTransitionTime if it becomes True now."""
 
 
-def preemption_disabled_on(node: NodePods, gate: bool) -> str | None:
-    """KEP-5836: the node's name if its policy disables resize preemption, "" if not, None if
-    the gate is off (PodResizePreemptionDisabled is then left as it is)."""
-    if not gate:
-        return None
-    return node.name if node.resize_preemption_disabled else ""
-
-
-def resize_conditions(
-    rt: PodRuntime, now: float, preemption_disabled_on: str | None
-) -> dict[str, ResizeCondition | None]:
+def resize_conditions(rt: PodRuntime, now: float) -> dict[str, ResizeCondition | None]:
     """The resize conditions the kubelet owns, in the order it writes them, each with what it
-    should be (None: absent): PodResizePending and PodResizeInProgress as rt says, and
-    PodResizePreemptionDisabled unless `preemption_disabled_on` is None."""
-    conditions: dict[str, ResizeCondition | None] = {
+    should be (None: absent): PodResizePending and PodResizeInProgress as rt says.
+
+    No PodResizePreemptionDisabled: KEP-5836's README lists that pod condition among the
+    rejected alternatives ("Pod-Level Preemption Disabled Condition"), and the merged kubelet
+    (kubernetes#140000; pkg/kubelet/allocation/allocation_manager.go handlePodResourcesResize)
+    writes only PodResizePending and PodResizeInProgress. The scheduler reads the node's
+    spec.podPreemptionPolicy itself (DeferredPodScheduling)."""
+    return {
         POD_RESIZE_PENDING: ResizeCondition(
             rt.pending_reason,
             rt.pending_message,
@@ -183,19 +176,6 @@ def resize_conditions(
         if rt.actual is not None
         else None,
     }
-    if preemption_disabled_on is not None:
-        conditions[POD_RESIZE_PREEMPTION_DISABLED] = (
-            ResizeCondition(
-                REASON_PREEMPTION_DISABLED_BY_NODE_POLICY,
-                f"Preemption for in-place pod resize is disabled on node "
-                f"'{preemption_disabled_on}' by preemption policy.",
-                rt.pending_generation,
-                now,
-            )
-            if preemption_disabled_on and rt.pending_reason == Pending.DEFERRED
-            else None
-        )
-    return conditions
 
 
 def _resize_started_message(

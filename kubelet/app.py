@@ -33,7 +33,7 @@ from kemu.client.client import Client
 from kemu.client.controlplane import run_elected
 from kemu.client.endpoints import add_server_flag
 from kemu.client.events import EventRecorder
-from kemu.client.informer import FuncHandler, InformerFactory
+from kemu.client.informer import InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.component.featuregate import (
     IN_PLACE_POD_VERTICAL_SCALING,
@@ -333,7 +333,9 @@ def pod_worker_options(options: PodWorkerOptions, gates: FeatureGates) -> PodWor
         report_resources=in_place_resize,
         observed_generation=gates.enabled(POD_OBSERVED_GENERATION_TRACKING),
         host_ips=gates.enabled(POD_HOST_IPS),
-        resize_preemption_policy=gates.enabled(IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION),
+        scheduler_preempts_for_resizes=gates.enabled(
+            IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION
+        ),
         counting=pod_resources_options(gates),
         disruption_conditions=gates.enabled(POD_DISRUPTION_CONDITIONS),
     )
@@ -422,18 +424,9 @@ class Kubelet:
         )
         self.pod_workers.restore()
         self.pod_informer.add_event_handler(self.pod_workers.handler())
-        self.node_informer.add_event_handler(
-            FuncHandler(
-                on_add=self._on_node,
-                on_update=lambda _old, new: self._on_node(new),
-            )
-        )
         self._synced = False
 
     def _on_node(self, node: types_pb2.Node) -> None:
-        self.pod_workers.set_resize_preemption_disabled(
-            node.metadata.name, bool(node.spec.pod_preemption_policy.disable_resize_preemption)
-        )
         # upstream's kubelet passes its Node's podCIDR to the runtime (updatePodCIDR)
         self.pod_workers.set_pod_cidr(node.metadata.name, node.spec.pod_cidr)
 

@@ -50,8 +50,6 @@ class NodePods:
         self.runtimes: dict[str, PodRuntime] = {}
         self.deferred: set[str] = set()
         """Pods whose resize is Deferred: the retry list (kubelet.allocation)."""
-        self.resize_preemption_disabled = False
-        """The Node's spec.podPreemptionPolicy.disableResizePreemption is non-empty."""
 
     def restore(self) -> list[PodRuntime]:
         """Loads the checkpoint into `runtimes`; the pods it held."""

@@ -109,10 +109,10 @@ class PodWorkerOptions:
     whose kubelet does not (KEP-1287's skew rule)."""
     host_ips: bool = True
     """Gate PodHostIPs: report status.hostIPs besides hostIP."""
-    resize_preemption_policy: bool = False
-    """Gate InPlacePodVerticalScalingSchedulerPreemption: Deferred pods on a node whose
-    spec.podPreemptionPolicy.disableResizePreemption is non-empty get the condition
-    PodResizePreemptionDisabled (KEP-5836)."""
+    scheduler_preempts_for_resizes: bool = False
+    """Gate InPlacePodVerticalScalingSchedulerPreemption (KEP-5836): the scheduler preempts
+    for a Deferred resize, and the kubelet, which otherwise preempts for a critical pod's
+    resize (kubelet.preemption), preempts for none."""
     disruption_conditions: bool = True
     """Gate PodDisruptionConditions: a pod the kubelet preempts for a critical one gets the
     condition DisruptionTarget (kubelet.preemption)."""
@@ -153,7 +153,9 @@ class PodWorkers:
             # KEP-5836: with its gate on, a Deferred resize waits for the scheduler's
             # preemption, and the kubelet preempts for none (upstream's
             # CriticalPodAdmissionHandler returns the failures for a resize).
-            on_failure=None if self.options.resize_preemption_policy else self._admission_handler,
+            on_failure=None
+            if self.options.scheduler_preempts_for_resizes
+            else self._admission_handler,
         )
         self.status_manager = StatusManager(
             client,
@@ -164,7 +166,6 @@ class PodWorkers:
                 host_ips=self.options.host_ips,
                 disruption_conditions=self.options.disruption_conditions,
             ),
-            resize_preemption_policy=self.options.resize_preemption_policy,
         )
         self._started = False
         self.syncs = 0
@@ -182,17 +183,6 @@ class PodWorkers:
             for rt in node.restore():
                 self._node_of[rt.uid] = node
             self.allocation_manager.restore(node)
-
-    def set_resize_preemption_disabled(self, node_name: str, disabled: bool) -> None:
-        """The node's spec.podPreemptionPolicy.disableResizePreemption is (or is no longer)
-        non-empty: feed it from a node informer. Deferred pods get their condition rewritten."""
-        node = self.nodes.get(node_name)
-        if node is None or node.resize_preemption_disabled == disabled:
-            return
-        node.resize_preemption_disabled = disabled
-        if self._started and self.options.resize_preemption_policy:
-            for uid in node.deferred:
-                self.queue.add(uid)
 
     def set_pod_cidr(self, node_name: str, pod_cidr: str) -> None:
         """The node's spec.podCIDR (feed it from a node informer): once it is known, the

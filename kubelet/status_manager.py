@@ -4,12 +4,13 @@
 The kubelet owns the phase, startTime, container statuses and the conditions PodScheduled,
 Initialized, Ready, ContainersReady and PodReadyToStartContainers (upstream's
 PodConditionsByKubelet); every other condition (DisruptionTarget, ...) is kept as the API has
-it, except the resize conditions PodResizePending, PodResizeInProgress and (with its gate on)
-PodResizePreemptionDisabled, which the kubelet owns too (what they should be is
-kubelet.allocation's `resize_conditions`). A pod it runs is PodScheduled=True, also one created
-with spec.nodeName that no scheduler saw (its lastTransitionTime the kubelet's first write; a
-scheduled pod keeps the binding's); a rejected pod has none, as upstream's status manager drops
-the kubelet's conditions that rejectPod's status lacks (mergePodStatus).
+it, except the resize conditions PodResizePending and PodResizeInProgress, which the kubelet
+owns too (what they should be is kubelet.allocation's `resize_conditions`; no
+PodResizePreemptionDisabled, as the merged KEP-5836 kubelet). A pod it runs is
+PodScheduled=True, also one created with spec.nodeName that no scheduler saw (its
+lastTransitionTime the kubelet's first write; a scheduled pod keeps the binding's); a rejected
+pod has none, as upstream's status manager drops the kubelet's conditions that rejectPod's
+status lacks (mergePodStatus).
 
 Addresses (kubelet.network): hostIP/hostIPs are the node's IP; podIP/podIPs the pod's IP from
 the node's pod CIDR, or the node's IP for a hostNetwork pod, which keeps the first it got.
@@ -45,7 +46,7 @@ from kemu.machinery.errors import Conflict, NotFound
 from kemu.machinery.eviction import DISRUPTION_TARGET
 from kemu.machinery.pod_conditions import condition_observed_generation, update_pod_condition
 from kemu.machinery.qos import compute_qos_class
-from kubelet.allocation import preemption_disabled_on, resize_conditions
+from kubelet.allocation import resize_conditions
 from kubelet.pod_manager import NodePods
 from kubelet.preemption import (
     DISRUPTION_MESSAGE,
@@ -135,8 +136,6 @@ def _rejected_status(status: types_pb2.PodStatus, rt: PodRuntime) -> None:
 class StatusOptions:
     """What the kubelet's version and gates make it report."""
 
-    preemption_disabled_on: str | None = None
-    """See kubelet.allocation.resize_conditions."""
     observed_generation: bool = True
     """Gate PodObservedGenerationTracking."""
     report_resources: bool = True
@@ -207,7 +206,7 @@ def _admitted_status(
             type=type_, status=value, reason=why, observed_generation=observed
         )
         update_pod_condition(status, condition, now)
-    for type_, want in resize_conditions(rt, now, options.preemption_disabled_on).items():
+    for type_, want in resize_conditions(rt, now).items():
         if want is None:
             _drop_conditions(status, (type_,))
         else:
@@ -310,15 +309,12 @@ class StatusManager:
         *,
         clock: Clock,
         options: StatusOptions | None = None,
-        resize_preemption_policy: bool = False,
     ) -> None:
         """`options`: what the version and gates make the kubelet report (its per-node
-        fields are filled in for each write); `resize_preemption_policy`: the gate of
-        PodResizePreemptionDisabled (kubelet.allocation.preemption_disabled_on)."""
+        fields are filled in for each write)."""
         self._client = client
         self._clock = clock
         self._options = options or StatusOptions()
-        self._resize_preemption_policy = resize_preemption_policy
 
     @staticmethod
     def reports(rt: PodRuntime) -> bool:
@@ -334,7 +330,6 @@ class StatusManager:
         """Makes the API's status match rt; the pod as written, or None if it is gone."""
         options = dataclasses.replace(
             self._options,
-            preemption_disabled_on=preemption_disabled_on(node, self._resize_preemption_policy),
             host_ip=node.node_ip,
         )
         for _ in range(_WRITE_ATTEMPTS):

@@ -16,10 +16,10 @@ KEP-5836 (`resize_preemption`, KEP-5836's design, keps/sig-scheduling/5836-*): a
 whose resize is PodResizePending/Deferred is also in the queue, for a cycle on its own node:
 added when the informer adds it (scheduler start-up) or an update makes it Deferred, kept up
 to date by its updates (cache first, then queue, as the KEP asks), removed when the condition
-goes or the pod is deleted. It stays in the cache as an assigned pod throughout. The KEP's
-PodResizePreemptionDisabled condition is not read: the released scheduler reads the node's
-policy itself (DeferredPodScheduling's Filter), and whether the condition exists in the
-released API is unverified (KEP-5836's README, keps/sig-scheduling/5836-*; not verified against a release).
+goes or the pod is deleted. It stays in the cache as an assigned pod throughout. No
+PodResizePreemptionDisabled pod condition is read: the merged scheduler (kubernetes#140000)
+reads the node's policy itself (DeferredPodScheduling's Filter and node hints), and KEP-5836's
+README lists that condition among the rejected alternatives; no kubelet writes it.
 """
 
 from __future__ import annotations
@@ -39,12 +39,15 @@ from kemu.scheduling.events import (
     ClusterEvent,
     EventResource,
 )
-from kemu.scheduling.pod_info import same_requests_inputs
-from kemu.scheduling.types import pod_priority, pod_requests
+from kemu.scheduling.types import pod_priority
 from scheduler.cache.cache import CacheError
 from scheduler.cache.interface import SchedulerCache
 from scheduler.queue.interface import SchedulingQueue
-from scheduler.queue.pod_events import has_nominated_node_name_changed, le_priority_pre_check
+from scheduler.queue.pod_events import (
+    has_nominated_node_name_changed,
+    le_priority_pre_check,
+    resize_actions,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -84,31 +87,12 @@ def pod_update_action(old: types_pb2.Pod, new: types_pb2.Pod) -> ActionType:
     action = ActionType(0)
     if dict(old.metadata.labels) != dict(new.metadata.labels):
         action |= ActionType.UPDATE_POD_LABEL
-    if _requests_went_down(old, new):
-        action |= ActionType.UPDATE_POD_SCALE_DOWN
+    action |= resize_actions(new, old)
     if list(old.spec.tolerations) != list(new.spec.tolerations):
         action |= ActionType.UPDATE_POD_TOLERATION
     if old.spec.scheduling_gates and not new.spec.scheduling_gates:
         action |= ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED
     return action or ActionType.UPDATE_POD_OTHER
-
-
-def _requests_went_down(old: types_pb2.Pod, new: types_pb2.Pod) -> bool:
-    if same_requests_inputs(old, new):
-        return False  # equal inputs, equal requests: most updates (conditions, phase, NNN)
-    return requests_went_down_computed(old, new)
-
-
-def requests_went_down_computed(old: types_pb2.Pod, new: types_pb2.Pod) -> bool:
-    """Whether any of the pod's requests went down, computed from both pods in full."""
-    before, _ = pod_requests(old)
-    after, _ = pod_requests(new)
-    return (
-        after.milli_cpu < before.milli_cpu
-        or after.memory < before.memory
-        or after.ephemeral_storage < before.ephemeral_storage
-        or any(after.scalar.get(k, 0) < v for k, v in before.scalar.items())
-    )
 
 
 def _cache_call(what: str, fn: Callable[..., object], *args: object) -> None:

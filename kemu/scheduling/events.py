@@ -31,6 +31,9 @@ class ActionType(enum.IntFlag):
     UPDATE_POD_OTHER = 2048  # any other pod update (e.g. its nominated node)
     # KEP-5836: spec.podPreemptionPolicy changed (upstream UpdateNodePreemptionPolicy).
     UPDATE_NODE_PREEMPTION_POLICY = 4096
+    # KEP-5836: a pod's requests went up (upstream UpdatePodScaleUp); NodeResourcesFit
+    # registers it for deferred-resize pods only.
+    UPDATE_POD_SCALE_UP = 8192
 
     UPDATE = (
         UPDATE_NODE_ALLOCATABLE
@@ -44,6 +47,7 @@ class ActionType(enum.IntFlag):
         | UPDATE_POD_SCHEDULING_GATES_ELIMINATED
         | UPDATE_POD_OTHER
         | UPDATE_NODE_PREEMPTION_POLICY
+        | UPDATE_POD_SCALE_UP
     )
     ALL = ADD | DELETE | UPDATE
 

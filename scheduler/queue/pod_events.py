@@ -38,6 +38,7 @@ UNSCHEDULED_POD_DELETE: Final = ClusterEvent(
 _ACTION_LABELS: Final = {
     ActionType.UPDATE_POD_LABEL: "UpdatePodLabel",
     ActionType.UPDATE_POD_SCALE_DOWN: "UpdatePodScaleDown",
+    ActionType.UPDATE_POD_SCALE_UP: "UpdatePodScaleUp",
     ActionType.UPDATE_POD_TOLERATION: "UpdatePodToleration",
     ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED: "UpdatePodSchedulingGatesEliminated",
     ActionType.UPDATE_POD_OTHER: "Update",
@@ -54,12 +55,26 @@ def pod_event(resource: EventResource, action: ActionType) -> ClusterEvent:
     return ClusterEvent(resource, action, f"{resource}{_ACTION_LABELS.get(action, 'Update')}")
 
 
-def _is_scaled_down(new: types_pb2.Pod, old: types_pb2.Pod, counting: PodResourcesOptions) -> bool:
+def resize_actions(
+    new: types_pb2.Pod, old: types_pb2.Pod, counting: PodResourcesOptions = SCHEDULER_DEFAULTS
+) -> ActionType:
+    """UPDATE_POD_SCALE_DOWN when some request of the pod went down, UPDATE_POD_SCALE_UP when
+    some went up (both for a resize that moves two resources apart), none otherwise
+    (upstream extractPodScaleDown and extractPodScaleUp, pkg/scheduler/framework/events.go;
+    the scale-up event is KEP-5836's, which NodeResourcesFit registers with
+    InPlacePodVerticalScalingSchedulerPreemption, noderesources/fit.go EventsToRegister)."""
     if same_requests_inputs(old, new):
-        return False  # equal inputs, equal requests: most updates (conditions, NNN, phase)
+        return ActionType(0)  # equal inputs, equal requests: most updates (conditions, NNN, phase)
     new_req, _ = pod_requests(new, counting)
     old_req, _ = pod_requests(old, counting)
-    return any(new_req.get(name) < old_req.get(name) for name in old_req.names())
+    action = ActionType(0)
+    for name in {*old_req.names(), *new_req.names()}:
+        before, after = old_req.get(name), new_req.get(name)
+        if after < before:
+            action |= ActionType.UPDATE_POD_SCALE_DOWN
+        elif after > before:
+            action |= ActionType.UPDATE_POD_SCALE_UP
+    return action
 
 
 def pod_scheduling_properties_change(
@@ -75,8 +90,11 @@ def pod_scheduling_properties_change(
     actions: list[ActionType] = []
     if dict(new.metadata.labels) != dict(old.metadata.labels):
         actions.append(ActionType.UPDATE_POD_LABEL)
-    if _is_scaled_down(new, old, counting):
+    resized = resize_actions(new, old, counting)
+    if resized & ActionType.UPDATE_POD_SCALE_DOWN:
         actions.append(ActionType.UPDATE_POD_SCALE_DOWN)
+    if resized & ActionType.UPDATE_POD_SCALE_UP:
+        actions.append(ActionType.UPDATE_POD_SCALE_UP)
     if not new.spec.scheduling_gates and old.spec.scheduling_gates:
         actions.append(ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
     # Validation lets tolerations only be added, so a length change is every change.

@@ -272,11 +272,18 @@ class PriorityQueue:
     ) -> None:
         """A bound pod changed; `event` is one of pod_scheduling_properties_change(new, old)
         (or its action, made an AssignedPod event). A scale-down may help any pod
-        (resources); other changes only pods whose affinity the pod matches."""
+        (resources), and a scale-up may take the room a parked deferred-resize pod on the
+        same node counted on (KEP-5836: NodeResourcesFit's UpdatePodScaleUp hint, upstream's
+        "assigned pod scale up on same node wakes queue" in
+        test/integration/scheduler/preemption/deferred_resize_preemption_test.go): both go to
+        the hints of every pod of the pool; other changes only to pods whose affinity the pod
+        matches."""
         if isinstance(event, ActionType):
             event = pod_event(EventResource.ASSIGNED_POD, event)
-        scale_down = ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_SCALE_DOWN)
-        if scale_down.covers(event):
+        resized = ClusterEvent(
+            EventResource.POD, ActionType.UPDATE_POD_SCALE_DOWN | ActionType.UPDATE_POD_SCALE_UP
+        )
+        if resized.covers(event):
             self.move_all_to_active_or_backoff_queue(event, old, new)
         else:
             pods = self._pods_with_cross_topology_term(new)

@@ -439,65 +439,6 @@ async def test_in_place_resize_is_allocated_then_actuated_or_deferred_until_room
         await eventually(b_resized, timeout=5, interval=0.05)
 
 
-async def test_resize_preemption_disabled_condition_follows_the_node_policy(tmp_path):
-    """KEP-5836 (gate InPlacePodVerticalScalingSchedulerPreemption, alpha in 1.37): a Deferred
-    pod on a node whose policy disables resize preemption gets PodResizePreemptionDisabled;
-    never on a kubelet that emulates 1.36."""
-    gate = {"InPlacePodVerticalScalingSchedulerPreemption": True}
-    policy = {"spec": {"podPreemptionPolicy": {"disableResizePreemption": ["example.com/vpa"]}}}
-    with Cluster(tmp_path) as cl:
-        cl.start_etcd()
-        cl.start_apiserver(feature_gates=gate)
-        for node, kw in (("on", {"feature_gates": gate}), ("old", {"emulated_version": "1.36"})):
-            cl.start_kubelet(
-                node,
-                capacity={"cpu": "2", "memory": "4Gi"},
-                extra_args=["--pod-startup-delay", "100ms"],
-                **kw,
-            )
-        async with Client(cl.server, timeout=10.0) as c:
-            for node in ("on", "old"):
-                await c.patch(types_pb2.Node, node, policy)
-                for name in ("a", "b"):
-                    await c.create(
-                        make_pod(f"{node}-{name}").node(node).req(cpu="1", memory="1Gi").obj()
-                    )
-            for name in ("on-a", "on-b", "old-a", "old-b"):
-                await eventually(functools.partial(_running, c, "default", name), timeout=10)
-            for node in ("on", "old"):
-                await _resize(c, "default", f"{node}-a", "1500m")
-
-            def disabled(pod: types_pb2.Pod) -> types_pb2.PodCondition | None:
-                return next(
-                    (x for x in pod.status.conditions if x.type == "PodResizePreemptionDisabled"),
-                    None,
-                )
-
-            async def condition_is(name: str, present: bool) -> bool:
-                pod = await c.get(types_pb2.Pod, name, "default")
-                pending = _resize_conditions(pod).get("PodResizePending")
-                assert pending is not None and pending.reason == "Deferred", pod.status
-                cond = disabled(pod)
-                assert (cond is not None) == present, pod.status.conditions
-                if cond is not None:
-                    assert cond.reason == "PreemptionDisabledByNodePolicy"
-                    assert cond.message == (
-                        "Preemption for in-place pod resize is disabled on node 'on' by "
-                        "preemption policy."
-                    )
-                return True
-
-            await eventually(lambda: condition_is("on-a", True), timeout=10, interval=0.05)
-            await eventually(lambda: condition_is("old-a", False), timeout=10, interval=0.05)
-            # The list empties: the condition goes, the resize stays Deferred.
-            await c.patch(
-                types_pb2.Node,
-                "on",
-                {"spec": {"podPreemptionPolicy": {"disableResizePreemption": []}}},
-            )
-            await eventually(lambda: condition_is("on-a", False), timeout=10, interval=0.05)
-
-
 async def test_a_resize_in_progress_survives_a_kubelet_kill(cluster, tmp_path):
     node = unique_name("resize-kill")
     cluster.start_kubelet(

@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.machinery import convert
-from kemu.machinery.errors import NotFound, Timeout, TooManyRequests
+from kemu.machinery.errors import ApiError, NotFound, Timeout, TooManyRequests
 from kemu.testing import eventually, make_pod
 from kemu.testing.cluster import Cluster
 from kemu.testing.namespaces import create_namespace
@@ -207,3 +207,96 @@ def test_a_negative_limit_stops_start_up_naming_the_flag(flag: str) -> None:
     done = run_python_module("apiserver", [flag, "-1", "--metrics-port", "0"], timeout=30)
     assert done.returncode == 1
     assert done.stderr.strip() == f"apiserver: error: {flag}: -1 must be >= 0"
+
+
+# ---------------------------------------------------------------- a burst past gRPC's backlog
+
+# More calls at once than gRPC core's pending-request backlog holds (1000 soft, 3000 hard,
+# grpc.server.max_pending_requests): with it, the server refused the excess with CANCELLED.
+_BURST = 3000
+
+
+@pytest.fixture(scope="module")
+def default_limits(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """etcd and an apiserver with the default in-flight limits (400 / 200); each test starts
+    what else it needs."""
+    with Cluster(tmp_path_factory.mktemp("burst")) as c:
+        c.start_etcd()
+        c.start_apiserver()
+        yield c
+
+
+async def _create_pods(client: Client, ns: str, count: int) -> None:
+    """`count` pending pods p-0..p-<count-1> of 10m cpu, 100 creates in flight."""
+    limit = anyio.Semaphore(100)
+
+    async def create(i: int) -> None:
+        async with limit:
+            await client.create(make_pod(f"p-{i}").namespace(ns).req(cpu="10m").obj())
+
+    async with anyio.create_task_group() as tg:
+        for i in range(count):
+            tg.start_soon(create, i)
+
+
+async def test_a_burst_of_calls_is_served_or_told_to_retry_never_refused_by_the_transport(
+    default_limits: Cluster,
+) -> None:
+    """Upstream's apiserver sheds load only in its max-in-flight filter (429 with Retry-After,
+    which client-go retries; k8s.io/apiserver/pkg/server/filters/maxinflight.go): its HTTP/2
+    server hands every stream to a handler. So 3000 binds sent at once by one client all
+    succeed, past the in-flight limit (retried) and past gRPC's pending-request backlog."""
+    async with Client(default_limits.server, timeout=60.0) as client:
+        ns = await create_namespace(client, "bind-burst")
+        await client.create(types_pb2.Node(metadata=types_pb2.ObjectMeta(name="burst-node")))
+        await _create_pods(client, ns, _BURST)
+        failures: list[str] = []
+
+        async def bind(i: int) -> None:
+            try:
+                await client.bind(ns, f"p-{i}", "burst-node")
+            except ApiError as e:
+                failures.append(f"{type(e).__name__}: {e}")
+
+        async with anyio.create_task_group() as tg:
+            for i in range(_BURST):
+                tg.start_soon(bind, i)
+        assert not failures, f"{len(failures)} of {_BURST} binds failed: {set(failures)}"
+        listed = await client.list_all(types_pb2.Pod, ns)
+        assert all(p.spec.node_name == "burst-node" for p in listed.items)
+        assert len(listed.items) == _BURST
+
+
+async def test_the_scheduler_binds_a_burst_of_pods_without_an_error(
+    default_limits: Cluster,
+) -> None:
+    """PreemptionAsync/5000Nodes' scheduling errors, reduced: a scheduler that finds 3000
+    pending pods at start-up binds them in a burst of concurrent binding cycles, and no
+    attempt ends with result="error" (each Bind either succeeds or is retried after a 429 by
+    the client), as upstream's scheduler against its apiserver."""
+    async with Client(default_limits.server, timeout=60.0) as client:
+        ns = await create_namespace(client, "sched-burst")
+        for i in range(20):
+            node = types_pb2.Node(metadata=types_pb2.ObjectMeta(name=f"sched-burst-{i}"))
+            node.status.capacity.update({"cpu": "1000", "memory": "1000Gi", "pods": "1000"})
+            node.status.allocatable.update(node.status.capacity)
+            await client.create(node)
+        await _create_pods(client, ns, _BURST)
+        await anyio.to_thread.run_sync(lambda: default_limits.start_scheduler())
+
+        async def all_bound() -> bool:
+            listed = await client.list_all(types_pb2.Pod, ns)
+            unbound = [p.metadata.name for p in listed.items if not p.spec.node_name]
+            assert not unbound, f"{len(unbound)} pods unbound"
+            return True
+
+        await eventually(all_bound, timeout=120, interval=1.0)
+        text = await anyio.to_thread.run_sync(default_limits.component("scheduler").scrape)
+        results = {
+            s.labels["result"]: s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+            if s.name == "scheduler_schedule_attempts_total"
+        }
+        assert results.get("error", 0) == 0, results
+        assert results.get("scheduled", 0) >= _BURST, results

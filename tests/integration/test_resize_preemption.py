@@ -19,7 +19,11 @@ included (kemu.testing.invariants).
 
 What the scheduler does with a deferred pod is read from its /metrics:
 - "in the queue": `scheduler_pending_pods{queue}` (active, backoff, unschedulable, gated) of
-  the process; "parked" is `{queue="unschedulable"}`. The gauge is per process, so each
+  the process; "parked" is `{queue="unschedulable"}` plus `{queue="gated"}` (upstream's
+  UnschedulablePods(), which these tests' upstream forms check, holds pods gated at
+  PreEnqueue too: a preemptor whose asynchronous preemption is still running, which
+  NodeResourcesFit's UpdatePodScaleUp hint can requeue into that state, as in S-RPE-10). The
+  gauge is per process, so each
   scenario deletes its pods at the end and starts only once the queues are empty again: then
   what the gauge counts is the scenario's deferred pods.
 - "attempts" (upstream's QueuedPodInfo.Attempts): `scheduler_schedule_attempts_total` of the
@@ -46,6 +50,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Final
 
 import anyio
@@ -345,12 +350,12 @@ class Rpe:
         return await failed_attempts(self.cluster, self.scheduler, self.process)
 
     async def wait_parked(self, count: int = 1) -> int:
-        """Until `count` pods are in the unschedulable pool and no other queue; the failed
-        attempts then."""
+        """Until `count` pods are in the unschedulable pool (gated or not) and no other
+        queue; the failed attempts then."""
 
         async def parked() -> bool:
             q = await self.queued()
-            assert q.get("unschedulable", 0) == count and _others(q) == 0, (
+            assert _parked(q) == count and _others(q) == 0, (
                 f"{self.process}: queues {q}, want {count} unschedulable"
             )
             return True
@@ -398,7 +403,7 @@ class Rpe:
 
         async def still_parked() -> None:
             q = await self.queued()
-            assert q.get("unschedulable", 0) == 1 and _others(q) == 0, f"queues {q}"
+            assert _parked(q) == 1 and _others(q) == 0, f"queues {q}"
             n = await self.attempts()
             assert n == since, f"{self.scheduler}: retried ({since} -> {n} failed attempts)"
 
@@ -469,8 +474,13 @@ class Rpe:
         assert not later, f"{pod.metadata.name} written after the test's last write: {later}"
 
 
+def _parked(q: Mapping[str, int]) -> int:
+    """Pods in the unschedulable pool, gated ones included (see the module docstring)."""
+    return q.get("unschedulable", 0) + q.get("gated", 0)
+
+
 def _others(q: Mapping[str, int]) -> int:
-    return sum(n for queue, n in q.items() if queue != "unschedulable")
+    return sum(n for queue, n in q.items() if queue not in ("unschedulable", "gated"))
 
 
 def _deferred(pod: types_pb2.Pod) -> bool:
@@ -581,7 +591,7 @@ async def expect_evictions(r: Rpe, preemptor: types_pb2.Pod, victims: set[str]) 
                     f"{pod.metadata.name} is terminating"
                 )
             q = await r.queued()
-            assert q.get("unschedulable", 0) == 1, f"queues {q}"
+            assert _parked(q) == 1, f"queues {q}"
 
         await r.s.holds(nothing_evicted, seconds=OBSERVATION)
     else:
@@ -678,15 +688,29 @@ async def test_s_rpe_5_node_policy_disables_resize_preemption(
 # ---------------------------------------------------------------- S-RPE-6, 7
 
 
-async def hint_setup(r: Rpe, *, node1_disabled: bool = False) -> types_pb2.Pod:
-    """Upstream's setUpPreemptionTestWithContext: node1 cpu 200m with other-pod (high, 200m)
-    and the deferred pod (low, spec 100m, allocated and actual 50m): parked, nothing to
-    preempt. node2 cpu 500m with irrelevant-pod (high, 200m)."""
-    await r.node("node1", cpu="200m", disabled=node1_disabled)
+@dataclass(frozen=True)
+class HintSizes:
+    """The cpu of node1, other-pod and the deferred pod's desired size in hint_setup
+    (upstream's setUpPreemptionTest parameters; its defaults)."""
+
+    node1: str = "200m"
+    other: str = "200m"
+    deferred: str = "100m"
+
+
+async def hint_setup(
+    r: Rpe, *, node1_disabled: bool = False, sizes: HintSizes = HintSizes()
+) -> types_pb2.Pod:
+    """Upstream's setUpPreemptionTest: node1 (cpu 200m) with other-pod (high, 200m) and the
+    deferred pod (low, spec 100m, allocated and actual 50m): parked, nothing to preempt.
+    node2 cpu 500m with irrelevant-pod (high, 200m)."""
+    await r.node("node1", cpu=sizes.node1, disabled=node1_disabled)
     await r.node("node2", cpu="500m")
-    await r.bound("other-pod", "node1", priority=HIGH, cpu="200m")
+    await r.bound("other-pod", "node1", priority=HIGH, cpu=sizes.other)
     await r.bound("irrelevant-pod", "node2", priority=HIGH, cpu="200m")
-    return await r.deferred("deferred-pod", "node1", priority=LOW, cpu="100m", allocated_cpu="50m")
+    return await r.deferred(
+        "deferred-pod", "node1", priority=LOW, cpu=sizes.deferred, allocated_cpu="50m"
+    )
 
 
 async def label_other_pod(r: Rpe) -> None:
@@ -703,25 +727,43 @@ async def grow_node1(r: Rpe) -> None:
 
 
 Trigger = Callable[[Rpe], Awaitable[object]]
-HINT_ROWS: Final[dict[str, tuple[Trigger, bool]]] = {
-    # row id: (trigger, retried?)
-    "irrelevant-pod-scaled-down": (lambda r: r.resize("irrelevant-pod", cpu="100m"), False),
-    "other-pod-scaled-down": (lambda r: r.resize("other-pod", cpu="100m"), True),
-    "irrelevant-pod-deleted": (lambda r: r.force_delete("irrelevant-pod"), False),
-    "other-pod-deleted": (lambda r: r.force_delete("other-pod"), True),
-    "other-pod-labelled": (label_other_pod, False),
-    "node1-allocatable-increased": (grow_node1, True),
-    "own-spec-scaled-down": (lambda r: r.resize("deferred-pod", cpu="80m"), True),
+# The scale-up rows of upstream's TestDeferredResizeQueueingHints as merged by
+# kubernetes#140000 (NodeResourcesFit's UpdatePodScaleUp hints): node1 300m, the deferred pod
+# desires 200m (parked: 200 + 200 > 300), or node1 500m and 400m for its own scale-up.
+SCALE_UP: Final = HintSizes(node1="300m", deferred="200m")
+OWN_SCALE_UP: Final = HintSizes(node1="500m", deferred="400m")
+HINT_ROWS: Final[dict[str, tuple[Trigger, bool, HintSizes]]] = {
+    # row id: (trigger, retried?, sizes)
+    "irrelevant-pod-scaled-down": (
+        lambda r: r.resize("irrelevant-pod", cpu="100m"),
+        False,
+        HintSizes(),
+    ),
+    "other-pod-scaled-down": (lambda r: r.resize("other-pod", cpu="100m"), True, HintSizes()),
+    "irrelevant-pod-deleted": (lambda r: r.force_delete("irrelevant-pod"), False, HintSizes()),
+    "other-pod-deleted": (lambda r: r.force_delete("other-pod"), True, HintSizes()),
+    "irrelevant-pod-scaled-up": (
+        lambda r: r.resize("irrelevant-pod", cpu="300m"),
+        False,
+        SCALE_UP,
+    ),
+    "other-pod-scaled-up": (lambda r: r.resize("other-pod", cpu="250m"), True, SCALE_UP),
+    "other-pod-labelled": (label_other_pod, False, HintSizes()),
+    "node1-allocatable-increased": (grow_node1, True, HintSizes()),
+    "own-spec-scaled-down": (lambda r: r.resize("deferred-pod", cpu="80m"), True, HintSizes()),
+    "own-spec-scaled-up": (lambda r: r.resize("deferred-pod", cpu="450m"), True, OWN_SCALE_UP),
 }
 
 
 @pytest.mark.parametrize("row", list(HINT_ROWS), ids=list(HINT_ROWS))
 async def test_s_rpe_6_queueing_hints(cluster: Cluster, row: str) -> None:
     """The parked deferred pod is retried (attempts grow) on events on its own node that may
-    make room, and not on events elsewhere or label changes."""
-    trigger, retried = HINT_ROWS[row]
+    make room or take it (another pod there scaling up, or its own scale-up: NodeResourcesFit's
+    UpdatePodScaleUp hints, as merged by kubernetes#140000), and not on events elsewhere or
+    label changes."""
+    trigger, retried, sizes = HINT_ROWS[row]
     async with scenario(cluster, "s-rpe-6") as r:
-        await hint_setup(r)
+        await hint_setup(r, sizes=sizes)
         attempts = await r.wait_parked()
         await trigger(r)
         if retried:
@@ -937,9 +979,10 @@ async def test_s_rpe_10_competing_resize_takes_the_room(cluster: Cluster) -> Non
     """Node 1000m. A (medium) resizes 300m → 600m, Deferred; B (low, 300m), C (high, 100m,
     running), D (150, 100m). A's preemption evicts B only (D, more important than B, is
     reprieved: 600 + 100 + 100 ≤ 1000). While B terminates, C's resize to 400m is requested
-    and the kubelet actuates it (C is more important). When B is gone A is retried:
-    600 + 400 + 100 > 1000, so it preempts again and D goes. When D is gone A fits and is
-    parked; it leaves the queue only when the kubelet accepts its resize."""
+    and the kubelet actuates it (C is more important). A is retried (at C's scale-up, by
+    NodeResourcesFit's UpdatePodScaleUp hint as merged by kubernetes#140000, or when B is
+    gone): 600 + 400 + 100 > 1000, so it preempts again and D goes. When D is gone A fits and
+    is parked; it leaves the queue only when the kubelet accepts its resize."""
     async with scenario(cluster, "s-rpe-10") as r:
         await r.node("node1", cpu="1000m", memory="1000")
         await r.bound("b", "node1", priority=LOW, cpu="300m")

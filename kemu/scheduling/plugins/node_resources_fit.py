@@ -19,7 +19,11 @@ is counted there at max(desired, allocated, actual) already, so only `delta = ma
 cached request)` per resource must fit in `allocatable - requested`; the status is still
 Unresolvable only when the request itself exceeds allocatable. The queueing hints of such a pod
 look only at its own node: pods deleted or scaled down there, the node's allocatable growing,
-and the pod's own scale-down.
+the pod's own scale-down, and (registered only with the gate on, as merged by
+kubernetes#140000) a scale-up of another pod there or of the pod itself (UpdatePodScaleUp):
+whether the hint requeues a parked deferred pod when another pod on its node grows was an open
+point of the KEP; the merged fit.go does (isSchedulableAfterAssignedPodScaleUp), and KEP-5836's
+README lists that hint as the alpha behaviour beta drops.
 
 NOT upstream: pluginConfig arg `kemuKubeletLikeResizeAccounting` (bool, default false) is kemu's
 emulation of the accounting KEP-5836 plans for beta (its "Risk of Additional Preemption";
@@ -53,6 +57,7 @@ from kemu.component.pod_resources import pod_resources_options
 from kemu.machinery.resources import (
     SCHEDULER_DEFAULTS,
     PodResourcesOptions,
+    is_pod_resize_deferred,
     kubelet_pod_requests_from_status,
 )
 from kemu.scheduling import status as st
@@ -580,7 +585,7 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         # In-place resize is GA (locked on), so a pod scaling down can free room.
-        return [
+        events = [
             ClusterEventWithHint(
                 ClusterEvent(
                     EventResource.POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN
@@ -594,6 +599,17 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
                 self.is_schedulable_after_node_change,
             ),
         ]
+        if self.resize_preemption:
+            # KEP-5836 as merged (kubernetes#140000, noderesources/fit.go EventsToRegister:
+            # AssignedPod and TargetPod UpdatePodScaleUp): a scale-up can take the room a
+            # parked deferred pod counted on, or its own scale-up can need a preemption.
+            events.append(
+                ClusterEventWithHint(
+                    ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_SCALE_UP),
+                    self.is_schedulable_after_pod_scale_up,
+                )
+            )
+        return events
 
     def _node_bound(self, pod: types_pb2.Pod) -> str:
         """The node of a pod that is already bound (a Deferred resize, KEP-5836): its hints
@@ -622,6 +638,24 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
         if _is_schedulable_after_pod_scale_down(pod, old, new, self.counting):
             return QueueingHint.QUEUE
         return QueueingHint.SKIP
+
+    def is_schedulable_after_pod_scale_up(
+        self, pod: types_pb2.Pod, old: Any, new: Any
+    ) -> QueueingHint:
+        """A pod's requests went up (upstream isSchedulableAfterTargetPodScaleUp and
+        isSchedulableAfterAssignedPodScaleUp, noderesources/fit.go as merged by
+        kubernetes#140000): only a deferred-resize pod cares, about its own scale-up (it may
+        now need a preemption) and a scale-up of another pod on its node (it may take the
+        room the pod was parked with); every other pod skips it."""
+        if not is_pod_resize_deferred(pod):
+            return QueueingHint.SKIP
+        if not isinstance(new, types_pb2.Pod):
+            return QueueingHint.QUEUE
+        if new.metadata.uid == pod.metadata.uid:
+            return QueueingHint.QUEUE
+        if new.spec.node_name != pod.spec.node_name:
+            return QueueingHint.SKIP
+        return QueueingHint.QUEUE
 
     def is_schedulable_after_node_change(
         self, pod: types_pb2.Pod, old: Any, new: Any

@@ -505,41 +505,11 @@ def preemption_disabled(p: types_pb2.Pod) -> types_pb2.PodCondition | None:
     return next((c for c in p.status.conditions if c.type == DISABLED), None)
 
 
-async def test_deferred_pods_get_preemption_disabled_while_the_node_policy_says_so():
-    async with running_workers(
-        nodes={"n1": NODE},
-        options=PodWorkerOptions(startup_delay=0.5, resize_preemption_policy=True),
-    ) as env:
-        await start(env, pod("a"), pod("b"), pod("c"))
-        env.workers.set_resize_preemption_disabled("n1", True)
-        await resize(env, "a", "3", "1Gi")  # Deferred
-        await resize(env, "b", "5", "1Gi")  # Infeasible: no condition
-        a = await settled_pod(env, "a")
-        cond = preemption_disabled(a)
-        assert cond is not None
-        assert (cond.status, cond.reason) == ("True", "PreemptionDisabledByNodePolicy")
-        assert cond.message == (
-            "Preemption for in-place pod resize is disabled on node 'n1' by preemption policy."
-        )
-        assert preemption_disabled(await settled_pod(env, "b")) is None
-        # The list empties: cleared; it fills again: set again.
-        env.workers.set_resize_preemption_disabled("n1", False)
-        a = await settled_pod(env, "a")
-        assert preemption_disabled(a) is None
-        assert conditions(a)[PENDING].reason == "Deferred"
-        env.workers.set_resize_preemption_disabled("n1", True)
-        assert preemption_disabled(await settled_pod(env, "a")) is not None
-        # The resize resolves (c goes, a fits): cleared.
-        await env.fake.delete(types_pb2.Pod, "c", grace_period_seconds=0)
-        a = await settled_pod(env, "a")
-        assert allocated(a)["cpu"] == "3"
-        assert preemption_disabled(a) is None and PENDING not in conditions(a)
-
-
-async def test_no_preemption_disabled_condition_with_the_gate_off():
+async def test_a_deferred_pod_gets_no_preemption_disabled_condition():
+    """KEP-5836 as merged (kubernetes#140000): the kubelet writes PodResizePending and
+    PodResizeInProgress only; the KEP rejected a PodResizePreemptionDisabled pod condition."""
     async with running_workers(nodes={"n1": NODE}) as env:
         await start(env, pod("a"), pod("b"))
-        env.workers.set_resize_preemption_disabled("n1", True)
         await resize(env, "a", "3500m", "1Gi")
         a = await settled_pod(env, "a")
         assert conditions(a)[PENDING].reason == "Deferred"

@@ -117,15 +117,12 @@ def test_a_resize_in_progress_reports_allocated_and_actual_resources_and_its_con
     assert pending.last_transition_time.ToMicroseconds() == (NOW - 5) * 1_000_000
     assert by_type["PodResizeInProgress"].observed_generation == 2
     assert [c.type for c in status.conditions][:1] == ["PodScheduled"]
-    # The gate off leaves PodResizePreemptionDisabled alone; on, it follows the node's policy.
+    # The kubelet writes no PodResizePreemptionDisabled (KEP-5836 as merged), and does not
+    # own one another writer put there: it is kept as it is.
     assert "PodResizePreemptionDisabled" not in by_type
-    disabled = build_status(p, rt, NOW, StatusOptions(preemption_disabled_on="n1"))
-    assert {c.type for c in disabled.conditions} >= {"PodResizePreemptionDisabled"}
-    p.status.CopyFrom(disabled)
-    assert not any(
-        c.type == "PodResizePreemptionDisabled"
-        for c in build_status(p, rt, NOW, StatusOptions(preemption_disabled_on="")).conditions
-    )
+    p.status.conditions.add(type="PodResizePreemptionDisabled", status="True", reason="X")
+    kept = {c.type: c for c in build_status(p, rt, NOW).conditions}
+    assert kept["PodResizePreemptionDisabled"].reason == "X"
 
 
 def test_a_finished_resize_drops_its_conditions_and_reports_the_allocation() -> None:

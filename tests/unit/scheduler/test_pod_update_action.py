@@ -1,6 +1,6 @@
-"""pod_update_action's scale-down test (upstream extractPodScaleDown): the shortcut that skips
-computing the requests when nothing they are computed from changed gives the same answer as
-computing them, on random pairs of pods (hypothesis)."""
+"""pod_update_action's resize test (upstream extractPodScaleDown and extractPodScaleUp): the
+shortcut that skips computing the requests when nothing they are computed from changed gives the
+same answer as computing them, on random pairs of pods (hypothesis)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,8 @@ from kemu.scheduling.events import ActionType
 from kemu.scheduling.pod_info import same_requests_inputs
 from kemu.scheduling.types import pod_requests
 from kemu.testing.builders import make_pod
-from scheduler.event_handlers import (
-    _requests_went_down,
-    pod_update_action,
-    requests_went_down_computed,
-)
-from scheduler.queue.pod_events import _is_scaled_down
+from scheduler.event_handlers import pod_update_action
+from scheduler.queue.pod_events import resize_actions
 
 CPU = st.sampled_from(["", "100m", "200m"])
 
@@ -55,19 +51,19 @@ def pods(draw: st.DrawFn) -> types_pb2.Pod:
 
 @settings(max_examples=300, deadline=None)
 @given(old=pods(), new=pods())
-def test_scale_down_with_the_shortcut_is_the_computed_one(
+def test_resize_actions_with_the_shortcut_are_the_computed_ones(
     old: types_pb2.Pod, new: types_pb2.Pod
 ) -> None:
-    assert _requests_went_down(old, new) == requests_went_down_computed(old, new)
-    # The queue's own scale-down test (unscheduled pods' updates) takes the same shortcut.
     for in_place in (True, False):
         counting = PodResourcesOptions(use_status_resources=in_place)
         computed_old, _ = pod_requests(old, counting)
         computed_new, _ = pod_requests(new, counting)
-        computed = any(
-            computed_new.get(name) < computed_old.get(name) for name in computed_old.names()
-        )
-        assert _is_scaled_down(new, old, counting) == computed
+        names = {*computed_old.names(), *computed_new.names()}
+        down = any(computed_new.get(n) < computed_old.get(n) for n in names)
+        up = any(computed_new.get(n) > computed_old.get(n) for n in names)
+        got = resize_actions(new, old, counting)
+        assert bool(got & ActionType.UPDATE_POD_SCALE_DOWN) == down
+        assert bool(got & ActionType.UPDATE_POD_SCALE_UP) == up
     if same_requests_inputs(old, new):
         assert pod_requests(old) == pod_requests(new)
 
@@ -83,3 +79,15 @@ def test_an_update_of_conditions_only_is_not_a_scale_down() -> None:
     new.spec.containers[0].resources.requests["cpu"] = "50m"
     assert not same_requests_inputs(old, new)
     assert pod_update_action(old, new) & ActionType.UPDATE_POD_SCALE_DOWN
+
+
+def test_a_request_going_up_is_a_scale_up() -> None:
+    """KEP-5836's UpdatePodScaleUp (noderesources/fit.go as merged by kubernetes#140000)."""
+    old = make_pod("p").uid("u").node("n0").req(cpu="100m", memory="1Gi").obj()
+    new = types_pb2.Pod()
+    new.CopyFrom(old)
+    new.spec.containers[0].resources.requests["cpu"] = "250m"
+    assert pod_update_action(old, new) == ActionType.UPDATE_POD_SCALE_UP
+    new.spec.containers[0].resources.requests["memory"] = "512Mi"
+    both = ActionType.UPDATE_POD_SCALE_UP | ActionType.UPDATE_POD_SCALE_DOWN
+    assert pod_update_action(old, new) == both

@@ -33,7 +33,7 @@ def _with(fn: object) -> types_pb2.Pod:
         ),
         (
             lambda p: p.spec.containers[0].resources.requests.update({"cpu": "2"}),
-            [ActionType.UPDATE_POD_OTHER],
+            [ActionType.UPDATE_POD_SCALE_UP],
         ),
         (lambda p: p.spec.tolerations.add(key="k"), [ActionType.UPDATE_POD_TOLERATION]),
         (lambda p: setattr(p.status, "nominated_node_name", "n1"), [ActionType.UPDATE_POD_OTHER]),

@@ -15,7 +15,7 @@ import pytest
 from kemu.api.v1 import types_pb2
 from kemu.component.featuregate import POD_LEVEL_RESOURCES, FeatureGates
 from kemu.component.version import DEFAULT_VERSION
-from kemu.scheduling.events import ActionType, EventResource, QueueingHint
+from kemu.scheduling.events import ActionType, ClusterEvent, EventResource, QueueingHint
 from kemu.scheduling.interface import CycleState
 from kemu.scheduling.plugins import node_resources_fit as fit
 from kemu.scheduling.status import Code, Status
@@ -879,6 +879,37 @@ def test_s_rpe_6_pod_event_hints_look_at_the_deferred_pods_node_only(
     old: types_pb2.Pod, new: types_pb2.Pod | None, expected: str
 ) -> None:
     assert resize_plugin().is_schedulable_after_pod_event(DEFERRED, old, new).name == expected
+
+
+PENDING_POD = make_pod("pending").uid("pending").req(cpu="100m").obj()
+
+
+@pytest.mark.parametrize(
+    ("target", "old", "new", "expected"),
+    [
+        pytest.param(DEFERRED, OTHER, scaled(OTHER, "250m"), "QUEUE", id="same-node-scale-up"),
+        pytest.param(
+            DEFERRED, IRRELEVANT, scaled(IRRELEVANT, "300m"), "SKIP", id="other-node-scale-up"
+        ),
+        pytest.param(DEFERRED, DEFERRED, scaled(DEFERRED, "450m"), "QUEUE", id="own-scale-up"),
+        pytest.param(PENDING_POD, OTHER, scaled(OTHER, "250m"), "SKIP", id="not-deferred"),
+    ],
+)
+def test_s_rpe_6_scale_up_hints_as_merged(
+    target: types_pb2.Pod, old: types_pb2.Pod, new: types_pb2.Pod, expected: str
+) -> None:
+    """kubernetes#140000's fit.go: isSchedulableAfterAssignedPodScaleUp (same node only) and
+    isSchedulableAfterTargetPodScaleUp, for deferred-resize pods only."""
+    assert resize_plugin().is_schedulable_after_pod_scale_up(target, old, new).name == expected
+
+
+def test_s_rpe_6_scale_up_is_registered_only_with_the_gate() -> None:
+    def registers_scale_up(plugin: fit.Fit) -> bool:
+        up = ClusterEvent(EventResource.ASSIGNED_POD, ActionType.UPDATE_POD_SCALE_UP)
+        return any(e.event.covers(up) for e in plugin.events_to_register())
+
+    assert registers_scale_up(resize_plugin())
+    assert not registers_scale_up(resize_plugin(on=False))
 
 
 def test_s_rpe_6_without_the_gate_other_nodes_still_count() -> None:
