@@ -33,7 +33,7 @@ from kemu.client.client import Client
 from kemu.client.controlplane import run_elected
 from kemu.client.endpoints import add_server_flag
 from kemu.client.events import EventRecorder
-from kemu.client.informer import InformerFactory
+from kemu.client.informer import FuncHandler, InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.component.featuregate import (
     IN_PLACE_POD_VERTICAL_SCALING,
@@ -424,6 +424,12 @@ class Kubelet:
         )
         self.pod_workers.restore()
         self.pod_informer.add_event_handler(self.pod_workers.handler())
+        self.node_informer.add_event_handler(
+            FuncHandler(
+                on_add=self._on_node,
+                on_update=lambda _old, new: self._on_node(new),
+            )
+        )
         self._synced = False
 
     def _on_node(self, node: types_pb2.Node) -> None:
