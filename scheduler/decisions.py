@@ -76,6 +76,9 @@ class Attempt:
     """How many of them a PodDisruptionBudget protects."""
     bound: bool | None = None
     """After a `scheduled` cycle: True once bound, False if the binding cycle failed."""
+    expected_node: str | None = None
+    """KEP-5278: the node the binding cycle set nominatedNodeName to (the expected
+    placement) before PreBind or Permit's wait; None when it set none."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -100,6 +103,8 @@ class Attempt:
             }
         if self.bound is not None:
             out["bound"] = self.bound
+        if self.expected_node is not None:
+            out["expectedNodeName"] = self.expected_node
         return out
 
 

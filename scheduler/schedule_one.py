@@ -707,7 +707,7 @@ class Scheduler:
         attempt: Attempt | None = None,
     ) -> None:
         try:
-            status, rejected_at_permit = await self._bind(fwk, state, assumed, node)
+            status, rejected_at_permit = await self._bind(fwk, state, assumed, node, attempt)
             if status.is_success():
                 if attempt is not None:
                     attempt.bound = True
@@ -757,7 +757,12 @@ class Scheduler:
             )
 
     async def _bind(
-        self, fwk: FrameworkLike, state: CycleState, assumed: types_pb2.Pod, node: str
+        self,
+        fwk: FrameworkLike,
+        state: CycleState,
+        assumed: types_pb2.Pod,
+        node: str,
+        attempt: Attempt | None = None,
     ) -> tuple[Status, bool]:
         """The binding cycle's extension points; the status, and whether it is a rejection
         at WaitOnPermit (the only point of the binding cycle that makes a pod
@@ -769,6 +774,8 @@ class Scheduler:
             if preflight.is_success() or fwk.will_wait_on_permit(assumed):
                 # KEP-5278: the expected placement is visible while PreBind works or Permit waits.
                 await self._patch_nominated_node(assumed, node)
+                if attempt is not None:
+                    attempt.expected_node = node
         status = await fwk.wait_on_permit(assumed)
         if not status.is_success():
             return status, status.is_rejected()

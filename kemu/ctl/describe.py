@@ -107,7 +107,7 @@ def _resource_block(w: Writer, level: int, title: str, resources: Mapping[str, s
 # ---------------------------------------------------------------- events
 
 
-def _events_for(events: Iterable[types_pb2.Event], obj: Message) -> list[types_pb2.Event]:
+def events_for(events: Iterable[types_pb2.Event], obj: Message) -> list[types_pb2.Event]:
     kind = kinds.kind_of(obj)
     m = meta(obj)
     out = []
@@ -730,7 +730,7 @@ async def describe_object(ctx: Context, obj: Message) -> str:
     events: list[types_pb2.Event] = []
     if kind.kind != "Event":
         listed = await ctx.client.list_all(types_pb2.Event, meta(obj).namespace)
-        events = _events_for(listed.items, obj)
+        events = events_for(listed.items, obj)
     if isinstance(obj, types_pb2.Pod):
         return describe_pod(obj, events, now)
     if isinstance(obj, types_pb2.Node):

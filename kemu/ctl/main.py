@@ -17,7 +17,7 @@ import anyio
 
 from kemu.client.interface import DEFAULT_NAMESPACE, ApiClient
 from kemu.component.clock import Clock, RealClock
-from kemu.ctl import apply, clock, describe, drain, edit, get, rollout, version, wait
+from kemu.ctl import apply, clock, describe, drain, edit, get, rollout, version, wait, why
 from kemu.ctl.common import Context, CtlError, format_api_error
 from kemu.ctl.connect import DEFAULT_SERVER, SERVER_ENV, server_address
 from kemu.machinery.duration import DurationError, parse_duration
@@ -44,6 +44,7 @@ COMMANDS: Final[dict[str, Command]] = {
     "drain": drain.cmd_drain,
     "version": version.cmd_version,
     "clock": clock.cmd_clock,
+    "why": why.cmd_why,
 }
 
 
@@ -259,6 +260,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="rate: virtual seconds per wall second, 0 (hold) or max; advance: a duration",
     )
     p.add_argument("-o", "--output", help="json or yaml")
+    p = command(
+        "why",
+        "tell a pod's scheduling story or a node's autoscaling verdicts (kemu only; the "
+        "components' --record-decisions)",
+    )
+    p.add_argument("targets", nargs="*", metavar="pod/NAME | node/NAME")
+    p.add_argument("-o", "--output", help="json")
+    p.add_argument(
+        "--scheduler",
+        help=f"the scheduler's metrics endpoint (default ${why.SCHEDULER_ENV} or "
+        f"{why.DEFAULT_SCHEDULER})",
+    )
+    p.add_argument(
+        "--autoscaler",
+        help=f"the autoscaler's metrics endpoint (default ${why.AUTOSCALER_ENV} or "
+        f"{why.DEFAULT_AUTOSCALER})",
+    )
+
     p = command("version", "print the client, server and component versions")
     p.add_argument("--client", action="store_true", help="only the client's version")
     p.add_argument("-o", "--output", help="json or yaml")

@@ -53,6 +53,12 @@ async def _running(c: Client, ns: str, name: str) -> types_pb2.Pod:
     return pod
 
 
+async def _failed(c: Client, ns: str, name: str) -> types_pb2.Pod:
+    pod = await c.get(types_pb2.Pod, name, ns)
+    assert pod.status.phase == "Failed", pod.status
+    return pod
+
+
 async def _gone_after(c: Client, ns: str, name: str, within: float) -> float:
     start = time.monotonic()
 
@@ -99,12 +105,7 @@ async def test_a_pod_that_does_not_fit_fails_with_out_of_cpu(cluster):
         ns = await create_namespace(c, "big")
         await c.create(make_pod("big").namespace(ns).req(cpu="64").node("n1").obj())
 
-        async def rejected() -> types_pb2.Pod:
-            pod = await c.get(types_pb2.Pod, "big", ns)
-            assert pod.status.phase == "Failed", pod.status
-            return pod
-
-        pod = await eventually(rejected, timeout=10)
+        pod = await eventually(functools.partial(_failed, c, ns, "big"), timeout=10)
         assert pod.status.reason == "OutOfcpu"
         assert pod.status.message.startswith(
             "Pod was rejected: Node didn't have enough resource: cpu, requested: 64000, used: "
@@ -133,12 +134,7 @@ async def test_the_kubelet_preempts_lower_priority_pods_to_admit_a_critical_pod(
         await c.create(critical.priority_class("system-cluster-critical").obj())
         await eventually(functools.partial(_running, c, ns, "critical"), timeout=10)
 
-        async def preempted() -> types_pb2.Pod:
-            pod = await c.get(types_pb2.Pod, "low", ns)
-            assert pod.status.phase == "Failed", pod.status
-            return pod
-
-        low = await eventually(preempted, timeout=10)
+        low = await eventually(functools.partial(_failed, c, ns, "low"), timeout=10)
         assert (low.status.reason, low.status.message) == (
             "Preempting",
             "Preempted in order to admit critical pod",
@@ -167,12 +163,7 @@ async def test_the_kubelet_admits_a_pod_by_its_pod_level_requests(cluster):
         big = make_pod("big").namespace(ns).req(cpu="100m").pod_req(cpu="64").node("n1")
         await c.create(big.obj())
 
-        async def rejected() -> types_pb2.Pod:
-            pod = await c.get(types_pb2.Pod, "big", ns)
-            assert pod.status.phase == "Failed", pod.status
-            return pod
-
-        pod = await eventually(rejected, timeout=10)
+        pod = await eventually(functools.partial(_failed, c, ns, "big"), timeout=10)
         assert pod.status.reason == "OutOfcpu"
         assert pod.status.message.startswith(
             "Pod was rejected: Node didn't have enough resource: cpu, requested: 64000, used: "
@@ -597,12 +588,7 @@ async def test_skew_a_kubelet_without_pod_level_resources_refuses_a_pod_that_set
             await c.create(with_pod_level.pod_req(cpu="200m").obj())
             await c.create(make_pod("plain").namespace(ns).node("old").req(cpu="100m").obj())
 
-            async def refused() -> types_pb2.Pod:
-                pod = await c.get(types_pb2.Pod, "pl", ns)
-                assert pod.status.phase == "Failed", pod.status
-                return pod
-
-            pod = await eventually(refused, timeout=15)
+            pod = await eventually(functools.partial(_failed, c, ns, "pl"), timeout=15)
             assert (pod.status.reason, pod.status.message) == (
                 "PodLevelResourcesNotSupported",
                 "Pod was rejected: PodLevelResources feature gate is disabled",

@@ -7,6 +7,7 @@ victims with their priorities."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,6 +21,7 @@ from kemu.machinery.pod_conditions import get_pod_condition
 from kemu.testing import Cluster, eventually, make_node, make_pod
 from kemu.testing.builders import make_priority_class
 from kemu.testing.namespaces import create_namespace
+from tests.integration.test_kemuctl import kemuctl
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -91,6 +93,8 @@ async def test_an_unschedulable_pods_record_has_upstreams_reasons_and_message(
 ) -> None:
     async with Client(cluster.server, timeout=10.0) as c:
         ns = await create_namespace(c, "reasons")
+        for i in range(2):  # (and whatever nodes the module's other tests made: none fits)
+            await c.create(make_node(f"{ns}-{i}").capacity(cpu="4", memory="8Gi", pods="10").obj())
         await c.create(make_pod("big").namespace(ns).req(cpu="64").obj())
 
         async def failed() -> str:
@@ -99,14 +103,16 @@ async def test_an_unschedulable_pods_record_has_upstreams_reasons_and_message(
             assert cond is not None and cond.reason == "Unschedulable", pod.status
             return cond.message
 
-        message = await eventually(failed, timeout=10)
-        # The condition is written after the attempt is recorded.
+        message = await eventually(failed, timeout=30)
+        # The condition is written after the attempt is recorded: the attempt whose message
+        # the condition carries is there.
         record = await decisions(cluster, f"{ns}/big")
-        first = record["attempts"][0]
+        told = [a for a in record["attempts"] if a["message"] == message]
+        assert told, (message, record)
+        first = told[0]
         nodes = first["nodes"]
         assert first["result"] == "unschedulable" and first["node"] is None
         assert first["reasons"] == {"Insufficient cpu": nodes}, first
-        assert first["message"] == message
         assert message.startswith(f"0/{nodes} nodes are available: {nodes} Insufficient cpu.")
         assert first["cycle"] == "schedule" and first["profile"] == "default-scheduler"
 
@@ -125,7 +131,7 @@ async def test_a_preemptors_record_names_the_node_and_the_victims(cluster: Clust
             assert (await c.get(types_pb2.Pod, "low", ns)).spec.node_name == f"{ns}-node"
             return True
 
-        await eventually(low_bound, timeout=10)
+        await eventually(low_bound, timeout=30)
         high = make_pod("high").namespace(ns).req(cpu="800m").priority_class(f"{ns}-high")
         await c.create(high.node_selector(pin).obj())
 
@@ -136,7 +142,7 @@ async def test_a_preemptors_record_names_the_node_and_the_victims(cluster: Clust
             assert preemption is not None, record
             return dict(preemption)
 
-        preemption = await eventually(nominated, timeout=10)
+        preemption = await eventually(nominated, timeout=30)
         assert preemption == {
             "nominatedNodeName": f"{ns}-node",
             "victims": [{"pod": f"{ns}/low", "priority": 10}],
@@ -144,3 +150,57 @@ async def test_a_preemptors_record_names_the_node_and_the_victims(cluster: Clust
         }
         record = await decisions(cluster, f"{ns}/high")
         assert record["attempts"][0]["victims"] == [f"{ns}/low"]
+
+        # kemuctl why tells the story: no kubelet finishes the victim, so it is removed
+        # by hand; the preemptor then binds to the node it was nominated to, and the
+        # apiserver clears the nomination (ClearingNominatedNodeNameAfterBinding).
+        await c.delete(types_pb2.Pod, "low", ns, grace_period_seconds=0)
+
+        async def bound() -> bool:
+            assert (await c.get(types_pb2.Pod, "high", ns)).spec.node_name == f"{ns}-node"
+            return True
+
+        await eventually(bound, timeout=30)
+        scheduler = f"http://127.0.0.1:{cluster.component('scheduler').metrics_port}"
+
+        async def told() -> dict[str, Any]:
+            done = await anyio.to_thread.run_sync(
+                lambda: kemuctl(
+                    cluster, "why", "pod/high", "-n", ns, "-o", "json", "--scheduler", scheduler
+                )
+            )
+            assert done.returncode == 0, done.stderr
+            story: dict[str, Any] = json.loads(done.stdout)
+            assert story["attempts"][-1].get("bound") is True, story["attempts"]
+            # (Events reach the API a moment after what they tell.)
+            assert any(e["reason"] == "Scheduled" for e in story["events"]), story["events"]
+            return story
+
+        story = await eventually(told, timeout=30)
+        assert story["node"] == f"{ns}-node" and story["nominatedNodeName"] is None
+        first, last = story["attempts"][0], story["attempts"][-1]
+        assert (first["result"], first["victims"]) == ("unschedulable", [f"{ns}/low"])
+        assert (last["result"], last["node"]) == ("scheduled", f"{ns}-node")
+        assert [(n["action"], n["node"], n["by"]) for n in story["nominations"]] == [
+            ("set", f"{ns}-node", "scheduler (preemption)"),
+            ("cleared", f"{ns}-node", "apiserver (binding, KEP-5278)"),
+        ]
+        text = kemuctl(cluster, "why", "pod/high", "-n", ns, "--scheduler", scheduler).stdout
+        assert f"preemption: node {ns}-node, victims: {ns}/low (priority 10)" in text
+        assert f"nominatedNodeName cleared ({ns}-node) by the apiserver" in text
+        assert text.rstrip().endswith(f"now: bound to {ns}-node")
+
+
+def test_kemuctl_why_without_a_record_warns_and_tells_what_the_api_knows(
+    cluster: Cluster,
+) -> None:
+    nowhere = "http://127.0.0.1:1"  # nothing listens there
+    done = kemuctl(cluster, "why", "node/none-such", "--autoscaler", nowhere)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["Node none-such (deleted)", "  nothing recorded"]
+    assert done.stderr.startswith(f"warning: the autoscaler at {nowhere} does not answer")
+    bad = kemuctl(cluster, "why", "deployment/x")
+    assert (bad.returncode, bad.stderr.strip()) == (
+        1,
+        "error: why: only pods and nodes have a story, not deployments",
+    )

@@ -1,0 +1,270 @@
+"""`kemuctl why pod/NAME` and `kemuctl why node/NAME` (kemu only; issue #32): the story of a
+decision, from the decision records the scheduler and the autoscaler keep with
+`--record-decisions` (GET /debug/decisions on their metrics ports) and the API's objects and
+events.
+
+`why pod/NAME` prints, in order: the pod's creation; each scheduling attempt with its outcome in
+upstream's words (`0/5000 nodes are available: 4990 Insufficient cpu, ...`), the nodes
+evaluated, preemption's node and victims; nominatedNodeName set and cleared, and by whom (the
+scheduler's preemption, the scheduler at binding start under KEP-5278, the apiserver at
+binding); the binding; the pod's events (scheduled, preempted, resized, killed, ...); its
+deletion. `why node/NAME` prints the autoscaler's verdicts on the node as they changed (unneeded
+since when, or upstream's unremovable reason and why, deletion started) and the node's events.
+
+`-o json` gives the same as one document. For a pod: `pod`, `uid`, `created`, `node` (bound to,
+or null), `nominatedNodeName` (now), `deleted` (or null), `attempts` (the scheduler's records,
+oldest first: `time`, `result`, `node` or null, `reasons` (reason -> node count), `victims`
+(pod names), `message`, `nodes`, `evaluatedNodes`, `feasibleNodes`, `preemption`, `bound`,
+`expectedNodeName`), `nominations` (each `action` "set" or "cleared", `node`, `by`, `time`) and
+`events` (each `time`, `type`, `reason`, `from`, `message`), all in order. For a node: `node`,
+`gone` (true once deleted: its verdicts and events outlive it), `verdicts` (`time`,
+`verdict`, `message`) and `events`. Times are RFC 3339.
+
+Where the records are: `--scheduler URL` and `--autoscaler URL` (the components' metrics
+endpoints; defaults: $KEMU_SCHEDULER_URL or http://127.0.0.1:10259, $KEMU_AUTOSCALER_URL or
+http://127.0.0.1:8085, `make run`'s). A component that does not answer, or keeps no record, is
+a one-line warning on stderr: the story is then told from the API alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import anyio.to_thread
+
+from kemu.api.v1 import types_pb2
+from kemu.ctl.common import Context, CtlError, format_api_error, split_targets
+from kemu.ctl.describe import events_for
+from kemu.ctl.printers import dump_json
+from kemu.machinery import printers
+from kemu.machinery.convert import format_time, timestamp
+from kemu.machinery.errors import ApiError, NotFound
+from kemu.machinery.keys import object_key
+
+SCHEDULER_ENV: Final = "KEMU_SCHEDULER_URL"
+AUTOSCALER_ENV: Final = "KEMU_AUTOSCALER_URL"
+DEFAULT_SCHEDULER: Final = "http://127.0.0.1:10259"
+DEFAULT_AUTOSCALER: Final = "http://127.0.0.1:8085"
+_TIMEOUT: Final = 5.0
+
+BY_PREEMPTION: Final = "scheduler (preemption)"
+BY_BINDING_START: Final = "scheduler (binding: the expected placement, KEP-5278)"
+BY_APISERVER: Final = "apiserver (binding, KEP-5278)"
+
+
+def _time(seconds: float) -> str:
+    return format_time(timestamp(seconds), "milli")
+
+
+def _get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=_TIMEOUT) as resp:
+        return json.loads(resp.read())
+
+
+async def _record(ctx: Context, base: str, query: Mapping[str, str], what: str) -> Any | None:
+    url = f"{base.rstrip('/')}/debug/decisions?{urllib.parse.urlencode(query)}"
+    try:
+        return await anyio.to_thread.run_sync(_get_json, url)
+    except urllib.error.HTTPError as e:
+        why = "no record kept (start it with --record-decisions)" if e.code == 404 else str(e)
+        ctx.warn(f"warning: {what} at {base}: {why}")
+    except (OSError, ValueError) as e:
+        ctx.warn(f"warning: {what} at {base} does not answer: {e}")
+    return None
+
+
+def _events_json(events: Sequence[types_pb2.Event]) -> list[dict[str, Any]]:
+    return [
+        {
+            "time": _time(printers.seconds_of(printers.event_last_seen(e))),
+            "type": e.type,
+            "reason": e.reason,
+            "from": e.source.component or e.reporting_component,
+            "message": e.message,
+        }
+        for e in events
+    ]
+
+
+def nominations(pod: types_pb2.Pod, attempts: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Who set and cleared the pod's nominatedNodeName, from the scheduler's attempts and the
+    pod as it is now: preemption's nomination (or its clearing when preemption cannot help),
+    the expected placement at binding start (KEP-5278), and the apiserver's clearing at
+    binding (a bound pod whose nomination is gone)."""
+    out: list[dict[str, Any]] = []
+    current = ""
+    for a in attempts:
+        preemption = a.get("preemption")
+        if preemption is not None:
+            node = preemption.get("nominatedNodeName")
+            if node:
+                out.append(_nomination("set", node, BY_PREEMPTION, a["time"]))
+            elif current:
+                out.append(_nomination("cleared", current, BY_PREEMPTION, a["time"]))
+            current = node or ""
+        expected = a.get("expectedNodeName")
+        if expected and expected != current:
+            out.append(_nomination("set", expected, BY_BINDING_START, a["time"]))
+            current = expected
+    if pod.spec.node_name and current and not pod.status.nominated_node_name:
+        out.append(_nomination("cleared", current, BY_APISERVER, None))
+    return out
+
+
+def _nomination(action: str, node: str, by: str, time: float | None) -> dict[str, Any]:
+    return {"action": action, "node": node, "by": by, "time": None if time is None else _time(time)}
+
+
+def pod_story(
+    pod: types_pb2.Pod, attempts: Sequence[Mapping[str, Any]], events: Sequence[types_pb2.Event]
+) -> dict[str, Any]:
+    meta = pod.metadata
+    return {
+        "pod": object_key(pod),
+        "uid": meta.uid,
+        "created": format_time(meta.creation_timestamp, "second"),
+        "node": pod.spec.node_name or None,
+        "nominatedNodeName": pod.status.nominated_node_name or None,
+        "deleted": format_time(meta.deletion_timestamp, "second")
+        if meta.HasField("deletion_timestamp")
+        else None,
+        "attempts": [{**a, "time": _time(a["time"])} for a in attempts],
+        "nominations": nominations(pod, attempts),
+        "events": _events_json(events),
+    }
+
+
+def _attempt_lines(i: int, a: Mapping[str, Any]) -> list[str]:
+    head = f"attempt {i} ({a['cycle']}, profile {a['profile']})"
+    result = a["result"]
+    if result == "scheduled":
+        bound = {True: ", bound", False: ", binding failed", None: ""}[a.get("bound")]
+        line = (
+            f"{head}: scheduled on {a['node']} ({a['evaluatedNodes']} of {a['nodes']} nodes "
+            f"evaluated, {a['feasibleNodes']} feasible){bound}"
+        )
+    elif result == "parked":
+        line = f"{head}: its resize fits on {a['node']}: parked until its kubelet resizes it"
+    elif result == "running":
+        line = f"{head}: in progress"
+    else:
+        line = f"{head}: {result}: {a['message']}"
+    lines = [line]
+    preemption = a.get("preemption")
+    if preemption is not None and preemption.get("nominatedNodeName"):
+        victims = ", ".join(f"{v['pod']} (priority {v['priority']})" for v in preemption["victims"])
+        lines.append(
+            f"  preemption: node {preemption['nominatedNodeName']}, victims: {victims or 'none'}"
+            + (
+                f", {preemption['pdbViolations']} PDB violation(s)"
+                if preemption["pdbViolations"]
+                else ""
+            )
+        )
+    return lines
+
+
+def print_pod_story(ctx: Context, story: Mapping[str, Any]) -> None:
+    entries: list[tuple[str, int, list[str]]] = [(story["created"], 0, ["created"])]
+    for i, a in enumerate(story["attempts"], 1):
+        entries.append((a["time"], 1, _attempt_lines(i, a)))
+    for n in story["nominations"]:
+        text = f"nominatedNodeName {n['action']} ({n['node']}) by the {n['by']}"
+        entries.append((n["time"] or "", 2, [text]))
+    for e in story["events"]:
+        entries.append((e["time"], 3, [f"event {e['type']} {e['reason']}: {e['message']}"]))
+    if story["deleted"]:
+        entries.append((story["deleted"], 4, ["deleted"]))
+    # Undated entries (the apiserver's clearing at binding) go after the rest of their kind.
+    entries.sort(key=lambda t: (t[0] or "~", t[1]))
+    ctx.print(f"Pod {story['pod']} (uid {story['uid']})")
+    for when, _, lines in entries:
+        ctx.print(f"  {when or '(at binding)':<24} {lines[0]}")
+        for more in lines[1:]:
+            ctx.print(f"  {'':<24} {more}")
+    ctx.print(f"  now: {'bound to ' + story['node'] if story['node'] else 'not bound'}")
+
+
+def print_node_story(ctx: Context, story: Mapping[str, Any]) -> None:
+    ctx.print(f"Node {story['node']}" + (" (deleted)" if story["gone"] else ""))
+    entries = [
+        (_time(v["time"]), f"{v['verdict']}: {v['message']}".rstrip(": "))
+        for v in story["verdicts"]
+    ]
+    entries += [
+        (e["time"], f"event {e['type']} {e['reason']}: {e['message']}") for e in story["events"]
+    ]
+    for when, text in sorted(entries):
+        ctx.print(f"  {when:<24} {text}")
+    if not entries:
+        ctx.print("  nothing recorded")
+
+
+async def cmd_why(ctx: Context, args: argparse.Namespace) -> int:
+    if args.output not in (None, "json"):
+        raise CtlError(f"--output must be 'json', got {args.output!r}")
+    ((kind, name),) = _one_target(args.targets)
+    try:
+        if kind.message is types_pb2.Pod:
+            pod = await ctx.client.get(types_pb2.Pod, name, ctx.namespace)
+            base = args.scheduler or os.environ.get(SCHEDULER_ENV) or DEFAULT_SCHEDULER
+            record = await _record(ctx, base, {"pod": object_key(pod)}, "the scheduler")
+            attempts = []
+            if record is not None and record.get("uid") in (None, pod.metadata.uid):
+                attempts = record.get("attempts", [])
+            listed = await ctx.client.list_all(types_pb2.Event, pod.metadata.namespace)
+            story = pod_story(pod, attempts, events_for(listed.items, pod))
+            if args.output == "json":
+                ctx.print(dump_json(story))
+            else:
+                print_pod_story(ctx, story)
+            return 0
+    except ApiError as e:
+        raise CtlError(format_api_error(e)) from None
+    try:
+        node = await ctx.client.get(types_pb2.Node, name)
+        gone = False
+    except NotFound:
+        # A node the autoscaler removed: its verdicts and events outlive it.
+        node, gone = types_pb2.Node(), True
+        node.metadata.name = name
+    except ApiError as e:
+        raise CtlError(format_api_error(e)) from None
+    base = args.autoscaler or os.environ.get(AUTOSCALER_ENV) or DEFAULT_AUTOSCALER
+    record = await _record(ctx, base, {"node": name}, "the autoscaler")
+    listed = await ctx.client.list_all(types_pb2.Event, "")
+    node_story = {
+        "node": name,
+        "gone": gone,
+        "verdicts": [] if record is None else record.get("verdicts", []),
+        "events": _events_json(events_for(listed.items, node)),
+    }
+    if args.output == "json":
+        ctx.print(
+            dump_json(
+                {
+                    **node_story,
+                    "verdicts": [{**v, "time": _time(v["time"])} for v in node_story["verdicts"]],
+                }
+            )
+        )
+    else:
+        print_node_story(ctx, node_story)
+    return 0
+
+
+def _one_target(targets: list[str]) -> list[tuple[Any, str]]:
+    pairs = split_targets(targets, require_name=True)
+    if len(pairs) != 1:
+        raise CtlError("why: exactly one pod/NAME or node/NAME")
+    kind, name = pairs[0]
+    if kind.message not in (types_pb2.Pod, types_pb2.Node) or name is None:
+        raise CtlError(f"why: only pods and nodes have a story, not {kind.kind.lower()}s")
+    return [(kind, name)]
