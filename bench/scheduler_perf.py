@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import logging
 import math
@@ -171,6 +172,8 @@ BASELINE_RESOURCES: Final = (*POD_RESOURCES, "events")
 BATCH: Final = "batch"
 PER_NODE: Final = "per-node"
 PATH_CHOICES: Final = {BATCH: (BATCH,), PER_NODE: (PER_NODE,), "both": (PER_NODE, BATCH)}
+RECORD_CHOICES: Final = {"off": (False,), "on": (True,), "both": (False, True)}
+"""--record-decisions: the scheduler without and/or with its decision record (issue #32)."""
 
 # ---------------------------------------------------------------------- measurement (pure)
 
@@ -568,6 +571,10 @@ class Result:
     # The scheduler's Filter and Score path when --paths compares them: "batch" (node
     # columns, the default) or "per-node" (--no-batch); "" when not compared.
     path: str = ""
+    record_decisions: bool = False
+    """The scheduler ran with --record-decisions."""
+    record_bytes_per_attempt: float = math.nan
+    """What one decision record held on average at the end of the run (its summary)."""
     emulated_version: str = ""
     feature_gates: dict[str, bool] = field(default_factory=dict)
     nodes: int = 0
@@ -667,6 +674,8 @@ class Options:
     # "per-node"); () for the scheduler's default without a path label.
     paths: tuple[str, ...] = ()
     clock: ClockMode = ClockMode.REAL
+    # The scheduler without/with --record-decisions, in order.
+    record: tuple[bool, ...] = (False,)
 
 
 class Runner:
@@ -1300,7 +1309,9 @@ def _raise_errors(errors: int, first_error: str, what: str) -> None:
         raise RuntimeError(f"{errors} {what} creates failed; the first: {first_error}")
 
 
-def run_workload(workload: Workload, variant: Variant, opts: Options, path: str = "") -> Result:
+def run_workload(
+    workload: Workload, variant: Variant, opts: Options, path: str = "", record: bool = False
+) -> Result:
     """One run of a workload on a fresh cluster (the apiserver and the scheduler at the
     workload's emulated version with the variant's feature gates); the cluster is stopped on
     return, error or Ctrl-C."""
@@ -1326,10 +1337,19 @@ def run_workload(workload: Workload, variant: Variant, opts: Options, path: str 
             config=config,
             emulated_version=workload.emulated_version,
             feature_gates=gates,
-            extra_args=["--seed", str(opts.seed), *(["--no-batch"] if path == PER_NODE else [])],
+            extra_args=[
+                "--seed",
+                str(opts.seed),
+                *(["--no-batch"] if path == PER_NODE else []),
+                *(["--record-decisions"] if record else []),
+            ],
         )
         result = anyio.run(Runner(cluster, workload, variant, opts).run)
         result.path = path
+        result.record_decisions = record
+        if record:
+            summary = cluster.component("scheduler").debug("decisions")
+            result.record_bytes_per_attempt = float(summary["bytesPerAttempt"])
         return result
 
 
@@ -1353,6 +1373,9 @@ def render(results: Sequence[Result]) -> str:
         row("feature gates", (_gates_text(r.feature_gates) for r in rs))
     if any(r.not_modelled_gates for r in rs):
         row("gates not modelled", (", ".join(r.not_modelled_gates) or "-" for r in rs))
+    if any(r.record_decisions for r in rs):
+        row("decision record", ("on" if r.record_decisions else "off" for r in rs))
+        row("  bytes per attempt", (fmt(r.record_bytes_per_attempt, 0) for r in rs))
     row("nodes", (str(r.nodes) for r in rs))
     row("init pods / measured pods", (f"{r.init_pods} / {r.measured_pods}" for r in rs))
     row("node creates/s", (fmt(r.node_create_rate, 0) for r in rs))
@@ -1748,6 +1771,14 @@ def build_parser() -> argparse.ArgumentParser:
         "the same seed each), side by side in the table",
     )
     parser.add_argument(
+        "--record-decisions",
+        choices=RECORD_CHOICES,
+        default="off",
+        help="the scheduler without (off, the default) or with (on) its decision record "
+        "(--record-decisions), or both: each workload runs without then with it, side by side "
+        "in the table with the record's bytes per attempt",
+    )
+    parser.add_argument(
         "--differential",
         action="store_true",
         help="no cluster: schedule every pod of each workload in this process on the per-node "
@@ -1844,6 +1875,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         keep_dir=args.keep_dir,
         bind_only=args.bind_only_baseline,
         paths=PATH_CHOICES[args.paths] if args.paths else (),
+        record=RECORD_CHOICES[args.record_decisions],
     )
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
@@ -1854,10 +1886,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         for w in chosen:
             for variant in w.variants():
-                for path in opts.paths or ("",):
+                for path, record in itertools.product(opts.paths or ("",), opts.record):
                     logger.info("workload %s %s %s", w.full_name, variant.name, path)
                     try:
-                        results.append(run_workload(w, variant, opts, path))
+                        results.append(run_workload(w, variant, opts, path, record))
                     except Exception as raised:  # one run's failure, else re-raised
                         failure = run_failure(raised)
                         if failure is None:

@@ -19,11 +19,12 @@ scheduler holds no log and records nothing.
 
 Served: `GET /debug/decisions?pod=NAMESPACE/NAME` -> {"pod", "uid", "attempts": [...]} (the
 pod's latest uid); without `pod`, {"pods": count, "attempts": count, "maxPods",
-"maxAttemptsPerPod"}.
+"maxAttemptsPerPod", "bytesPerAttempt": what a record holds on average (`Attempt.size`)}.
 """
 
 from __future__ import annotations
 
+import sys
 from collections import OrderedDict, deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -107,6 +108,28 @@ class Attempt:
             out["expectedNodeName"] = self.expected_node
         return out
 
+    def size(self) -> int:
+        """Bytes this record holds (the object, its strings, reasons and victims; strings
+        shared with the rest of the process, such as interned node names, counted anyway)."""
+        total = sys.getsizeof(self)
+        for value in (
+            self.profile,
+            self.cycle,
+            self.nominated,
+            self.result,
+            self.node,
+            self.message,
+            self.post_filter_nominated,
+            self.expected_node,
+        ):
+            if value is not None:
+                total += sys.getsizeof(value)
+        total += sys.getsizeof(self.reasons)
+        total += sum(sys.getsizeof(k) + sys.getsizeof(v) for k, v in self.reasons.items())
+        total += sys.getsizeof(self.victims)
+        total += sum(sys.getsizeof(v) + sys.getsizeof(v.pod) for v in self.victims)
+        return total
+
 
 @dataclass
 class _PodRecord:
@@ -160,11 +183,14 @@ class DecisionLog:
         """GET /debug/decisions (see the module docstring)."""
         key = query.get("pod")
         if key is None:
+            attempts = [a for r in self._pods.values() for a in r.attempts]
+            size = sum(a.size() for a in attempts)
             return {
                 "pods": len(self._pods),
-                "attempts": sum(len(r.attempts) for r in self._pods.values()),
+                "attempts": len(attempts),
                 "maxPods": self.max_pods,
                 "maxAttemptsPerPod": self.max_attempts_per_pod,
+                "bytesPerAttempt": round(size / len(attempts)) if attempts else 0,
             }
         namespace, sep, name = key.partition("/")
         if not sep or not namespace or not name or "/" in name:
