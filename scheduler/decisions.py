@@ -7,7 +7,7 @@ in the snapshot, the nodes evaluated (through Filter, the nominated node's try i
 percentageOfNodesToScore and KEP-1923 show here) and the feasible ones, the nominatedNodeName
 the pod came with, and its outcome: `scheduled` on `node` (then `bound`, or the binding's
 error), `unschedulable` with `reasons` (reason -> node count, upstream's FailedScheduling
-words; the message too) and what PostFilter did (the node preemption nominated, its victims
+words, with the first few nodes that gave each; the message too) and what PostFilter did (the node preemption nominated, its victims
 with their priorities, how many a PodDisruptionBudget protects), `parked` (a deferred resize that fits,
 waiting for its kubelet), or `error`. The result labels are upstream's
 schedule_attempts_total ones: a binding that fails turns a `scheduled` attempt into `error`.
@@ -34,6 +34,8 @@ from kemu.component.health import DebugRequestError
 
 DEFAULT_MAX_PODS: Final = 10_000
 DEFAULT_MAX_ATTEMPTS_PER_POD: Final = 16
+EXAMPLE_NODES: Final = 3
+"""Nodes named per reason of an unschedulable attempt (the first that gave it)."""
 
 SCHEDULE: Final = "schedule"
 DEFERRED_RESIZE: Final = "deferred-resize"
@@ -68,6 +70,8 @@ class Attempt:
     """"" while the scheduling cycle runs; then scheduled, unschedulable, parked or error."""
     node: str | None = None
     reasons: dict[str, int] = field(default_factory=dict)
+    examples: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Reason -> up to EXAMPLE_NODES nodes that gave it (in the order they were filtered)."""
     message: str = ""
     post_filter_nominated: str | None = None
     """The node PostFilter (preemption) nominated; "" when it cleared the nomination."""
@@ -93,6 +97,7 @@ class Attempt:
             "result": self.result or "running",
             "node": self.node,
             "reasons": dict(sorted(self.reasons.items())),
+            "exampleNodes": {r: list(n) for r, n in sorted(self.examples.items())},
             "message": self.message,
             "victims": [v.pod for v in self.victims],
         }
@@ -126,6 +131,10 @@ class Attempt:
                 total += sys.getsizeof(value)
         total += sys.getsizeof(self.reasons)
         total += sum(sys.getsizeof(k) + sys.getsizeof(v) for k, v in self.reasons.items())
+        total += sys.getsizeof(self.examples)
+        total += sum(
+            sys.getsizeof(v) + sum(sys.getsizeof(n) for n in v) for v in self.examples.values()
+        )
         total += sys.getsizeof(self.victims)
         total += sum(sys.getsizeof(v) + sys.getsizeof(v.pod) for v in self.victims)
         return total

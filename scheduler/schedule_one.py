@@ -72,6 +72,7 @@ from scheduler.cache.interface import SchedulerCache
 from scheduler.decisions import (
     DEFERRED_RESIZE,
     ERROR,
+    EXAMPLE_NODES,
     PARKED,
     SCHEDULE,
     SCHEDULED,
@@ -944,6 +945,13 @@ def record_unschedulable(
     attempt.nodes = fit.num_all_nodes
     attempt.evaluated = len(fit.statuses)
     attempt.reasons = fit.reasons()
+    examples: dict[str, list[str]] = {}
+    for node, status in fit.statuses.items():
+        for reason in status.reasons:
+            named = examples.setdefault(reason, [])
+            if len(named) < EXAMPLE_NODES:
+                named.append(node)
+    attempt.examples = {r: tuple(n) for r, n in examples.items()}
     attempt.message = str(fit)
     if nominating is not None and nominating.nominated_node_name is not None:
         attempt.post_filter_nominated = nominating.nominated_node_name

@@ -14,7 +14,7 @@ since when, or upstream's unremovable reason and why, deletion started) and the 
 `-o json` gives the same as one document. For a pod: `pod`, `uid`, `created`, `node` (bound to,
 or null), `nominatedNodeName` (now), `deleted` (or null), `attempts` (the scheduler's records,
 oldest first: `time`, `result`, `node` or null, `reasons` (reason -> node count), `victims`
-(pod names), `message`, `nodes`, `evaluatedNodes`, `feasibleNodes`, `preemption`, `bound`,
+(pod names), `exampleNodes` (reason -> the first few nodes that gave it), `message`, `nodes`, `evaluatedNodes`, `feasibleNodes`, `preemption`, `bound`,
 `expectedNodeName`), `nominations` (each `action` "set" or "cleared", `node`, `by`, `time`) and
 `events` (each `time`, `type`, `reason`, `from`, `message`), all in order. For a node: `node`,
 `gone` (true once deleted: its verdicts and events outlive it), `verdicts` (`time`,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 from collections.abc import Iterator
@@ -170,6 +171,30 @@ def test_unreachable_server_is_one_line(cluster):
     assert len(done.stderr.strip().splitlines()) == 1 and "cannot reach" in done.stderr
 
 
+def slow_shutdown(c: Cluster, ns: str, *pods: str) -> None:
+    """The README's batch pods shut down in 5 s; a describe under load can take 2 s, so the
+    stories' tests give the victims 20 s to be seen Terminating (the kubelet reads the
+    annotation when it stops the pod)."""
+    for name in pods:
+        done = kemuctl(
+            c, "patch", "pod", name, "-n", ns,
+            "-p", '{"metadata":{"annotations":{"kubelet.kemu.io/shutdown-duration":"20s"}}}',
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+
+
+def victim_story(c: Cluster, ns: str) -> str:
+    """The describe of the batch pod being preempted: Terminating, DisruptionTarget,
+    Preempted."""
+    for name in ("batch-1", "batch-2"):
+        text = kemuctl(c, "describe", "pod", name, "-n", ns).stdout
+        if "Terminating" in text:
+            assert "DisruptionTarget" in text and "PreemptionByScheduler" in text, text
+            assert "Preempted by pod" in text and "on node node-c" in text, text
+            return text
+    raise AssertionError("no batch pod is terminating")
+
+
 def test_describe_tells_the_preemption_story_of_the_readme_example(cluster_factory):
     """The README's preemption example with kemuctl: the preemptor's nominated node and its
     FailedScheduling then Scheduled events; the victim's DisruptionTarget condition,
@@ -192,19 +217,11 @@ def test_describe_tells_the_preemption_story_of_the_readme_example(cluster_facto
             "--timeout", "30s",
         )  # fmt: skip
         assert running.returncode == 0, running.stderr
+    slow_shutdown(c, ns, "batch-1", "batch-2")
     done = kemuctl(c, "apply", "-n", ns, "-f", str(EXAMPLES / "preemptor.yaml"))
     assert done.returncode == 0, done.stderr
 
-    def victim_story() -> str:
-        for name in ("batch-1", "batch-2"):
-            text = kemuctl(c, "describe", "pod", name, "-n", ns).stdout
-            if "Terminating" in text:
-                assert "DisruptionTarget" in text and "PreemptionByScheduler" in text, text
-                assert "Preempted by pod" in text and "on node node-c" in text, text
-                return text
-        raise AssertionError("no batch pod is terminating")
-
-    eventually_sync(victim_story, timeout=30)
+    eventually_sync(functools.partial(victim_story, c, ns), timeout=30)
 
     def nominated() -> str:
         text = kemuctl(c, "describe", "pod", "preemptor", "-n", ns).stdout
@@ -220,7 +237,7 @@ def test_describe_tells_the_preemption_story_of_the_readme_example(cluster_facto
         assert f"Successfully assigned {ns}/preemptor to node-c" in text, text
         return text
 
-    eventually_sync(scheduled, timeout=30)
+    eventually_sync(scheduled, timeout=60)
     table = kemuctl(c, "get", "pods", "-n", ns, "-o", "wide").stdout
     assert len([line for line in table.splitlines() if line.startswith("batch-")]) == 1, table
 
@@ -251,19 +268,11 @@ def test_describe_tells_the_resize_preemption_story_of_the_readme_example(cluste
             "--timeout", "30s",
         )  # fmt: skip
         assert running.returncode == 0, running.stderr
+    slow_shutdown(c, ns, "batch-1", "batch-2")
     done = kemuctl(c, "resize", "pod", "serving", "-n", ns, "--requests", "cpu=1")
     assert done.returncode == 0, done.stderr
 
-    def victim_story() -> str:
-        for name in ("batch-1", "batch-2"):
-            text = kemuctl(c, "describe", "pod", name, "-n", ns).stdout
-            if "Terminating" in text:
-                assert "DisruptionTarget" in text and "PreemptionByScheduler" in text, text
-                assert "Preempted by pod" in text and "on node node-c" in text, text
-                return text
-        raise AssertionError("no batch pod is terminating")
-
-    eventually_sync(victim_story, timeout=30)
+    eventually_sync(functools.partial(victim_story, c, ns), timeout=30)
 
     def resized() -> str:
         text = kemuctl(c, "describe", "pod", "serving", "-n", ns).stdout
@@ -272,7 +281,7 @@ def test_describe_tells_the_resize_preemption_story_of_the_readme_example(cluste
         assert allocated.split() == ["cpu:", "1"], text
         return text
 
-    text = eventually_sync(resized, timeout=30)
+    text = eventually_sync(resized, timeout=60)
     assert "Nominated Node Name:  <none>" in text, text
     table = kemuctl(c, "get", "pods", "-n", ns, "-o", "wide").stdout
     assert len([line for line in table.splitlines() if line.startswith("batch-")]) == 1, table

@@ -50,11 +50,13 @@ def test_an_attempt_as_json() -> None:
     a = log.begin("u", "ns/p", time=5.0, profile="p", cycle=SCHEDULE, nominated="n1")
     a.result, a.nodes, a.evaluated = UNSCHEDULABLE, 3, 3
     a.reasons = {"Insufficient cpu": 2, "node(s) had untolerated taint {x: y}": 1}
+    a.examples = {"Insufficient cpu": ("n1", "n3")}
     a.post_filter_nominated = "n2"
     a.victims = (Victim("ns/low", 10),)
     doc = log.report({"pod": "ns/p"})["attempts"][0]
     assert doc["result"] == "unschedulable" and doc["node"] is None
     assert doc["nominatedNodeName"] == "n1" and doc["victims"] == ["ns/low"]
+    assert doc["exampleNodes"] == {"Insufficient cpu": ["n1", "n3"]}
     assert doc["preemption"] == {
         "nominatedNodeName": "n2",
         "victims": [{"pod": "ns/low", "priority": 10}],
