@@ -17,6 +17,7 @@ from kemu.client.informer import Informer
 from kemu.machinery.errors import AlreadyExists, ApiError, InternalError, Unavailable
 from kemu.testing import eventually, make_pod
 from kemu.testing.cluster import Cluster
+from kemu.testing.etcd import Etcd
 from kemu.testing.faultproxy import FaultProxy, Mode, Rule
 from kemu.testing.invariants import record_nodes
 from kemu.testing.namespaces import ensure_namespace
@@ -57,10 +58,27 @@ async def client(cluster: Cluster) -> AsyncIterator[Client]:
         # Each test starts from a healthy cluster. A fault an earlier test healed can leave
         # the node Unknown for a while: writes that timed out on an etcd member cut from its
         # peers (a third of them, round robin) included lease renewals, and the node is Ready
-        # again only at the kubelet's next node status.
+        # again only at the kubelet's next node status. And every etcd member answers a
+        # linearizable read (its /health): CI run T saw a member, healed after a cut, keep a
+        # stream to the leader down for seconds afterwards, so that the apiserver's writes
+        # through it timed out in the next test (the node's lease renewals among them).
+        await eventually(lambda: anyio.to_thread.run_sync(_members_healthy, cluster), timeout=30)
         await eventually(_until("True", c, types_pb2.Node, NODE), timeout=30)
         yield c
     cluster.proxy.heal()
+
+
+def _healthy(member: Etcd) -> bool:
+    try:
+        return member.healthy()  # etcd 3.5's /health: a linearizable read through the member
+    except OSError:  # its 1 s timeout
+        return False
+
+
+def _members_healthy(cluster: Cluster) -> bool:
+    sick = [m.name for m in cluster.etcd_members if not _healthy(m)]
+    assert not sick, f"etcd members without a leader or a quorum read: {sick}"
+    return True
 
 
 async def _ready(
