@@ -100,12 +100,18 @@ async def test_objects_changing_during_the_comparison_are_races_not_differences(
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(churn)
+            # The churn is under way (past its creates) before the comparisons start, and goes
+            # on through them (how many writes fit in them depends on the machine's load: CI
+            # run U's made 19 where a fixed 20 was asked for).
+            await eventually(lambda: writes >= 10, timeout=30)
+            before = writes
             results = [
                 await caches.compare(cluster.component(name))
                 for name in ("scheduler", "controllermanager", "scheduler")
             ]
+            during = writes - before
             tg.cancel_scope.cancel()
-    assert writes > 20
+    assert during >= 3, during
     for result in results:
         assert result["differences"] == [] and result["errors"] == [], result
 
