@@ -214,6 +214,9 @@ async def test_a_pod_whose_pod_level_request_fits_no_template_triggers_no_scale_
     api, cloud = clients
     autoscaler = autoscalers.use("1.37")
     ns = await create_namespace(api, "pod-level")
+    # pool-a may still hold the node an earlier test scaled it up for (its scale-down takes
+    # the unneeded time): this pod must add none.
+    before = await cloud.target_size(GROUP)
     pod = make_pod("big").namespace(ns).req(cpu="1").pod_req(cpu="3")
     await api.create(pod.node_selector({GROUP_LABEL: GROUP}).obj())
 
@@ -227,7 +230,7 @@ async def test_a_pod_whose_pod_level_request_fits_no_template_triggers_no_scale_
 
     await eventually(told_why, timeout=15, interval=0.2)
     await two_more_loops(cluster, autoscaler)
-    assert await cloud.target_size(GROUP) == 0
+    assert await cloud.target_size(GROUP) <= before
     assert await events(api, ns, "TriggeredScaleUp") == {}
     await api.delete(types_pb2.Pod, "big", ns, grace_period_seconds=0)
 
