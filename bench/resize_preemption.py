@@ -80,6 +80,7 @@ from kemu.component.featuregate import IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_P
 from kemu.machinery import quantity
 from kemu.machinery.duration import format_duration
 from kemu.machinery.errors import ApiError, Conflict, Gone
+from kemu.machinery.eviction import DISRUPTION_TARGET
 from kemu.machinery.virtual_time import ClockMode
 from kemu.testing.cluster import Cluster, add_clock_argument
 from kemu.testing.namespaces import ensure_namespace
@@ -102,7 +103,6 @@ RUNNING: Final = "Running"
 POD_RESIZE_PENDING: Final = "PodResizePending"
 POD_RESIZE_IN_PROGRESS: Final = "PodResizeInProgress"
 DEFERRED: Final = "Deferred"
-DISRUPTION_TARGET: Final = "DisruptionTarget"
 PREEMPTION_BY_SCHEDULER: Final = "PreemptionByScheduler"
 PREEMPTED_EVENT: Final = "Preempted"
 PENDING_PODS: Final = "scheduler_pending_pods"

@@ -44,12 +44,12 @@ from kemu.client.events import EventRecorder
 from kemu.client.interface import ApiClient
 from kemu.client.pod_status import condition_change, patch_pod_status
 from kemu.machinery.errors import ApiError
+from kemu.machinery.eviction import DISRUPTION_TARGET
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
 from kemu.scheduling.interface import EventRecorder as EventRecorderLike
 from kemu.scheduling.interface import NoEvents
 
 PREEMPTION_BASELINE_NAMESPACE: Final = "preemption-baseline"
-DISRUPTION_TARGET: Final = "DisruptionTarget"
 PREEMPTION_BY_SCHEDULER: Final = "PreemptionByScheduler"
 POD_SCHEDULED: Final = "PodScheduled"
 UNSCHEDULABLE: Final = "Unschedulable"

@@ -62,6 +62,7 @@ from kemu.component.featuregate import POD_DISRUPTION_CONDITIONS
 from kemu.component.options import duration_flag
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import ApiError, Conflict, Invalid, NotFound
+from kemu.machinery.eviction import DISRUPTION_TARGET
 from kemu.machinery.kinds import EVENT_WARNING
 from kemu.machinery.pod_strategy import TERMINAL_PHASES
 
@@ -77,7 +78,6 @@ DEFAULT_TERMINATED_POD_GC_THRESHOLD: Final = 12500
 OUT_OF_SERVICE_TAINT_KEY: Final = "node.kubernetes.io/out-of-service"
 EVICTED_REASON: Final = "Evicted"
 
-DISRUPTION_TARGET: Final = "DisruptionTarget"
 DELETION_BY_POD_GC: Final = "DeletionByPodGC"
 NODE_GONE_MESSAGE: Final = "PodGC: node no longer exists"
 

@@ -54,6 +54,7 @@ from kemu.component.clock import Clock
 from kemu.component.featuregate import POD_DISRUPTION_CONDITIONS
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import Conflict, NotFound
+from kemu.machinery.eviction import DISRUPTION_TARGET
 from kemu.machinery.keys import object_key
 from kemu.machinery.kinds import EVENT_NORMAL
 from kemu.scheduling.plugins.helpers import TAINT_NO_EXECUTE, tolerates_taint
@@ -63,7 +64,6 @@ logger = logging.getLogger(__name__)
 NAME: Final = "taint-eviction-controller"
 EVENT_SOURCE: Final = "taint-eviction-controller"
 EVENT_REASON: Final = "TaintManagerEviction"
-DISRUPTION_TARGET: Final = "DisruptionTarget"
 DELETION_BY_TAINT_MANAGER: Final = "DeletionByTaintManager"
 DELETION_MESSAGE: Final = "Taint manager: deleting due to NoExecute taint"
 WORKERS: Final = 8

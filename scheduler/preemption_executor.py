@@ -41,11 +41,12 @@ from kemu.client.interface import ApiClient
 from kemu.client.pod_status import condition_change, patch_pod_status
 from kemu.component.featuregate import POD_OBSERVED_GENERATION_TRACKING
 from kemu.machinery.errors import ApiError, Conflict, NotFound
+from kemu.machinery.eviction import DISRUPTION_TARGET
 from kemu.machinery.keys import object_key
 from kemu.machinery.kinds import EVENT_NORMAL
 from kemu.scheduling.interface import Handle, PreemptionExecutor
 from kemu.scheduling.nominator import PodLister
-from kemu.scheduling.preemption import DISRUPTION_TARGET, Candidate, preemption_disruption_reason
+from kemu.scheduling.preemption import Candidate, preemption_disruption_reason
 from kemu.scheduling.status import SUCCESS, Status, as_error
 from kemu.scheduling.types import pod_priority
 from scheduler.metrics import SchedulerMetrics

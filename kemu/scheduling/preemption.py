@@ -34,6 +34,7 @@ from typing import Final, Protocol
 from kemu.api.v1 import types_pb2
 from kemu.component.featuregate import POD_DISRUPTION_CONDITIONS, FeatureGates
 from kemu.component.version_rules import VersionRules
+from kemu.machinery.eviction import DISRUPTION_TARGET
 from kemu.machinery.keys import object_key
 from kemu.scheduling.interface import CycleState, FitError, Handle, NodeToStatus, ObjectLister
 from kemu.scheduling.nominator import PodLister
@@ -44,7 +45,6 @@ logger = logging.getLogger(__name__)
 
 # The condition the executor puts on a victim before deleting it; eligibility reads it back
 # (a pod terminating for this reason is room being made for a preemptor).
-DISRUPTION_TARGET: Final = "DisruptionTarget"
 PREEMPTION_BY_SCHEDULER: Final = "PreemptionByScheduler"
 # Its name before kubernetes#114623 (1.25 and 1.26; version rule `preemption_by_scheduler`).
 PREEMPTION_BY_KUBE_SCHEDULER: Final = "PreemptionByKubeScheduler"

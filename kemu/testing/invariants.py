@@ -98,6 +98,7 @@ import anyio
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import ADDED, BOOKMARK, DELETED, ApiClient, WatchEvent
 from kemu.machinery.errors import ApiError, Timeout, TooManyRequests, Unavailable
+from kemu.machinery.eviction import DISRUPTION_TARGET
 from kemu.machinery.keys import object_key
 from kemu.machinery.pod_strategy import TERMINAL_PHASES
 from kemu.testing.eventually import eventually
@@ -105,7 +106,6 @@ from kemu.testing.eventually import eventually
 logger = logging.getLogger(__name__)
 
 PREEMPTED: Final = "Preempted"
-DISRUPTION_TARGET: Final = "DisruptionTarget"
 PREEMPTION_BY_SCHEDULER: Final = "PreemptionByScheduler"
 # Its name before 1.27 (kubernetes#114623).
 PREEMPTION_BY_KUBE_SCHEDULER: Final = "PreemptionByKubeScheduler"

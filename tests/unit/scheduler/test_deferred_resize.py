@@ -20,8 +20,8 @@ from kemu.api.v1 import types_pb2
 from kemu.client.fake import FakeClient
 from kemu.component.featuregate import FeatureGates
 from kemu.component.version import Version
+from kemu.machinery.eviction import DISRUPTION_TARGET
 from kemu.scheduling.plugins import deferred_pod_scheduling, node_resources_fit
-from kemu.scheduling.preemption import DISRUPTION_TARGET
 from kemu.testing.builders import make_node
 from tests.unit.scheduler.harness import Env, env, settle
 from tests.unit.scheduling.deferred_builders import (

@@ -31,6 +31,7 @@ from kemu.component.clock import FakeClock
 from kemu.component.featuregate import FeatureGates
 from kemu.component.version import Version
 from kemu.machinery.errors import NotFound, Unavailable
+from kemu.machinery.eviction import DISRUPTION_TARGET
 from kemu.machinery.resources import SCHEDULER_DEFAULTS
 from kemu.scheduling.interface import (
     SCHEDULER_POD_FIELD_SELECTOR,
@@ -43,7 +44,6 @@ from kemu.scheduling.plugins import default_preemption
 from kemu.scheduling.plugins.default_preemption import WAITING_FOR_PREEMPTION, DefaultPreemption
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.preemption import (
-    DISRUPTION_TARGET,
     PREEMPTION_BY_SCHEDULER,
     Candidate,
     Victims,

@@ -8,7 +8,8 @@ from typing import Any
 from kemu.api.v1 import types_pb2
 from kemu.component.featuregate import SCHEDULER_ASYNC_PREEMPTION, FeatureGates
 from kemu.component.version import DEFAULT_VERSION
-from kemu.scheduling.preemption import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER
+from kemu.machinery.eviction import DISRUPTION_TARGET
+from kemu.scheduling.preemption import PREEMPTION_BY_SCHEDULER
 from kemu.testing.builders import make_pdb, make_pod
 
 SCHEDULER: str = "default-scheduler"

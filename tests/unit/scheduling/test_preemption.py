@@ -21,6 +21,7 @@ from kemu.api.v1 import types_pb2
 from kemu.component.clock import FakeClock
 from kemu.component.featuregate import FeatureGates
 from kemu.component.version import Version
+from kemu.machinery.eviction import DISRUPTION_TARGET
 from kemu.scheduling.events import ActionType, ClusterEvent, EventResource, QueueingHint
 from kemu.scheduling.interface import CycleState, NodeToStatus
 from kemu.scheduling.nominator import Nominator
@@ -33,7 +34,6 @@ from kemu.scheduling.plugins.default_preemption import (
 )
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.preemption import (
-    DISRUPTION_TARGET,
     PREEMPTION_BY_SCHEDULER,
     Candidate,
     Evaluator,
