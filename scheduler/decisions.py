@@ -3,42 +3,65 @@ scheduling attempt of a pod (plain and KEP-5836 deferred-resize cycles alike), k
 bounded, and served as JSON at GET /debug/decisions on the metrics port.
 
 An attempt says when it started (the cluster's clock), the profile, the cycle kind, the nodes
-in the snapshot, the nodes evaluated (through Filter, the nominated node's try included:
-percentageOfNodesToScore and KEP-1923 show here) and the feasible ones, the nominatedNodeName
-the pod came with, and its outcome: `scheduled` on `node` (then `bound`, or the binding's
-error), `unschedulable` with `reasons` (reason -> node count, upstream's FailedScheduling
-words, with the first few nodes that gave each; the message too) and what PostFilter did (the node preemption nominated, its victims
-with their priorities, how many a PodDisruptionBudget protects), `parked` (a deferred resize that fits,
-waiting for its kubelet), or `error`. The result labels are upstream's
-schedule_attempts_total ones: a binding that fails turns a `scheduled` attempt into `error`.
+in the snapshot, how many PreFilter left (its PreFilterResult), the nodes evaluated (through
+Filter, the nominated node's try included: percentageOfNodesToScore and KEP-1923 show here)
+and the feasible ones, the nominatedNodeName the pod came with, and its outcome:
+- `scheduled` on `node`, with the best scored `candidates` (the chosen node first; each Score
+  plugin's weighted score and the total), then the `phases` after the choice (Reserve, Permit,
+  WaitOnPermit, PreBind, Bind: code, plugin, seconds), the KEP-5278 expected node set at
+  binding start, and `bound` (or the binding's error);
+- `unschedulable` with `reasons` (reason -> node count, upstream's FailedScheduling words, with
+  the first few nodes that gave each; the message too) and what PostFilter did: the node
+  preemption nominated, how many candidates the dry run found and which of upstream's criteria
+  chose the node, each victim with its priority and the PodDisruptionBudgets it breaks, the
+  lower-priority nominations to that node it clears;
+- `parked` (a deferred resize that fits, waiting for its kubelet), or `error`.
+The result labels are upstream's schedule_attempts_total ones: a binding that fails turns a
+`scheduled` attempt into `error`.
 
 Bounds: the last `max_attempts_per_pod` attempts of each of the last `max_pods` pods (least
-recently attempted pods go first); an attempt holds no per-node data, so its size does not grow
-with the cluster (its reasons are distinct reasons, not nodes). Off (the default), the
+recently attempted pods go first); an attempt holds no per-node data beyond a few named nodes,
+so its size does not grow with the cluster (its reasons are distinct reasons, not nodes). Off (the default), the
 scheduler holds no log and records nothing.
 
 Served: `GET /debug/decisions?pod=NAMESPACE/NAME` -> {"pod", "uid", "attempts": [...]} (the
 pod's latest uid); without `pod`, {"pods": count, "attempts": count, "maxPods",
-"maxAttemptsPerPod", "bytesPerAttempt": what a record holds on average (`Attempt.size`)}.
+"maxAttemptsPerPod", "bytesPerAttempt": the log's memory (`deep_size`: its records, the pods'
+lists, the indexes; each shared string once) over the attempts it holds}.
 """
 
 from __future__ import annotations
 
+import heapq
 import sys
-from collections import OrderedDict, deque
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, is_dataclass
+from types import MappingProxyType
 from typing import Any, Final
 
+import numpy as np
+
 from kemu.component.health import DebugRequestError
+from kemu.scheduling.columns import IntArray
+from kemu.scheduling.runtime import NodePluginScores
+from kemu.scheduling.types import NodeInfo
 
 DEFAULT_MAX_PODS: Final = 10_000
 DEFAULT_MAX_ATTEMPTS_PER_POD: Final = 16
 EXAMPLE_NODES: Final = 3
 """Nodes named per reason of an unschedulable attempt (the first that gave it)."""
+TOP_CANDIDATES: Final = 3
+"""Scored nodes kept per attempt: the chosen node and the best of the others."""
 
 SCHEDULE: Final = "schedule"
 DEFERRED_RESIZE: Final = "deferred-resize"
+
+RESERVE: Final = "Reserve"
+PERMIT: Final = "Permit"
+WAIT_ON_PERMIT: Final = "WaitOnPermit"
+PRE_BIND: Final = "PreBind"
+BIND: Final = "Bind"
 
 SCHEDULED: Final = "scheduled"
 UNSCHEDULABLE: Final = "unschedulable"
@@ -46,12 +69,55 @@ ERROR: Final = "error"
 PARKED: Final = "parked"
 
 
+_NONE: Final[Mapping[str, Any]] = MappingProxyType({})
+"""The empty reasons and examples every attempt without them shares."""
+
+
 @dataclass(frozen=True, slots=True)
 class Victim:
-    """A pod preemption chose to remove for the attempt's pod."""
+    """A pod preemption chose to remove for the attempt's pod, and the PodDisruptionBudgets
+    (namespace/name) that select it and that removing the node's victims would take below
+    zero disruptions allowed."""
 
     pod: str
     priority: int
+    pdbs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredNode:
+    """One of an attempt's best scored nodes: each Score plugin's weighted score (after
+    NormalizeScore, times the plugin's weight; in the order of the attempt's
+    `score_plugins`) and their total."""
+
+    node: str
+    total: int
+    scores: tuple[int, ...]
+
+    def to_json(self, plugins: Sequence[str]) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "total": self.total,
+            "scores": dict(zip(plugins, self.scores, strict=True)),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    """An extension point after the node was chosen (Reserve, Permit, WaitOnPermit, PreBind,
+    Bind): its status code in upstream's words (Success, Wait, Unschedulable, Error, ...),
+    the plugin that gave a non-success, and how long it took on the scheduler's clock."""
+
+    point: str
+    code: str
+    seconds: float
+    plugin: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"point": self.point, "code": self.code, "seconds": self.seconds}
+        if self.plugin:
+            out["plugin"] = self.plugin
+        return out
 
 
 @dataclass(slots=True)
@@ -64,13 +130,20 @@ class Attempt:
     nominated: str
     """status.nominatedNodeName at the cycle's start ("" for none)."""
     nodes: int = 0
+    pre_filter_nodes: int | None = None
+    """Nodes PreFilter left (its PreFilterResult); None when it left all of them."""
     evaluated: int = 0
     feasible: int = 0
     result: str = ""
     """"" while the scheduling cycle runs; then scheduled, unschedulable, parked or error."""
     node: str | None = None
-    reasons: dict[str, int] = field(default_factory=dict)
-    examples: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    candidates: tuple[ScoredNode, ...] = ()
+    """The chosen node first, then the best other scored nodes (none when only one node was
+    feasible: upstream does not score it)."""
+    score_plugins: tuple[str, ...] = ()
+    """The Score plugins the candidates' scores are of, in that order."""
+    reasons: Mapping[str, int] = field(default_factory=lambda: _NONE)
+    examples: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: _NONE)
     """Reason -> up to EXAMPLE_NODES nodes that gave it (in the order they were filtered)."""
     message: str = ""
     post_filter_nominated: str | None = None
@@ -78,12 +151,20 @@ class Attempt:
     victims: tuple[Victim, ...] = ()
     """The pods preemption chose on that node, most important first."""
     pdb_violations: int = 0
-    """How many of them a PodDisruptionBudget protects."""
+    """How many of them a PodDisruptionBudget protects (upstream's count, the first criterion)."""
+    preemption_candidates: int = 0
+    """Nodes where the dry run found victims that make the pod fit."""
+    preemption_criterion: str = ""
+    """Which of upstream's pickOneNodeForPreemption criteria chose the node among them."""
+    cleared_nominations: tuple[str, ...] = ()
+    """Lower-priority pods nominated to that node, whose nomination preemption clears."""
     bound: bool | None = None
     """After a `scheduled` cycle: True once bound, False if the binding cycle failed."""
     expected_node: str | None = None
     """KEP-5278: the node the binding cycle set nominatedNodeName to (the expected
     placement) before PreBind or Permit's wait; None when it set none."""
+    phases: tuple[Phase, ...] = ()
+    """Reserve, Permit and the binding cycle's points, in order, as far as they ran."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -92,20 +173,29 @@ class Attempt:
             "cycle": self.cycle,
             "nominatedNodeName": self.nominated or None,
             "nodes": self.nodes,
+            "preFilterNodes": self.pre_filter_nodes,
             "evaluatedNodes": self.evaluated,
             "feasibleNodes": self.feasible,
             "result": self.result or "running",
             "node": self.node,
+            "candidates": [c.to_json(self.score_plugins) for c in self.candidates],
             "reasons": dict(sorted(self.reasons.items())),
             "exampleNodes": {r: list(n) for r, n in sorted(self.examples.items())},
             "message": self.message,
             "victims": [v.pod for v in self.victims],
+            "phases": [p.to_json() for p in self.phases],
         }
         if self.post_filter_nominated is not None:
             out["preemption"] = {
                 "nominatedNodeName": self.post_filter_nominated or None,
-                "victims": [{"pod": v.pod, "priority": v.priority} for v in self.victims],
+                "victims": [
+                    {"pod": v.pod, "priority": v.priority, "pdbs": list(v.pdbs)}
+                    for v in self.victims
+                ],
                 "pdbViolations": self.pdb_violations,
+                "candidates": self.preemption_candidates,
+                "criterion": self.preemption_criterion or None,
+                "clearedNominations": list(self.cleared_nominations),
             }
         if self.bound is not None:
             out["bound"] = self.bound
@@ -113,38 +203,86 @@ class Attempt:
             out["expectedNodeName"] = self.expected_node
         return out
 
-    def size(self) -> int:
-        """Bytes this record holds (the object, its strings, reasons and victims; strings
-        shared with the rest of the process, such as interned node names, counted anyway)."""
-        total = sys.getsizeof(self)
-        for value in (
-            self.profile,
-            self.cycle,
-            self.nominated,
-            self.result,
-            self.node,
-            self.message,
-            self.post_filter_nominated,
-            self.expected_node,
-        ):
-            if value is not None:
-                total += sys.getsizeof(value)
-        total += sys.getsizeof(self.reasons)
-        total += sum(sys.getsizeof(k) + sys.getsizeof(v) for k, v in self.reasons.items())
-        total += sys.getsizeof(self.examples)
-        total += sum(
-            sys.getsizeof(v) + sum(sys.getsizeof(n) for n in v) for v in self.examples.values()
+
+def deep_size(roots: Iterable[object]) -> int:
+    """Bytes of every object reachable from `roots` through containers and dataclass fields,
+    each distinct object counted once (a node name or a plugin name many records share
+    costs its bytes once; None, True and False nothing): what holding them costs."""
+    seen: set[int] = {id(None), id(True), id(False)}
+    stack = list(roots)
+    total = 0
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        total += sys.getsizeof(obj)
+        if isinstance(obj, str | bytes | int | float):
+            continue
+        if isinstance(obj, dict | MappingProxyType):
+            stack.extend(obj.keys())
+            stack.extend(obj.values())
+        elif isinstance(obj, tuple | list | set | frozenset):
+            stack.extend(obj)
+        elif is_dataclass(obj):
+            stack.extend(getattr(obj, f.name) for f in fields(obj))
+    return total
+
+
+_PLUGIN_ORDERS: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+
+def _plugin_order(names: tuple[str, ...]) -> tuple[str, ...]:
+    """One tuple per distinct order of Score plugins (a handful per profile, for the plugins
+    PreScore skips), shared by every attempt that scored with it."""
+    return _PLUGIN_ORDERS.setdefault(names, names)
+
+
+def top_column_scores(
+    feasible: Sequence[NodeInfo],
+    totals: IntArray,
+    per_plugin: Mapping[str, IntArray | int],
+    chosen: int,
+) -> tuple[tuple[ScoredNode, ...], tuple[str, ...]]:
+    """The batch path's best scored nodes and the plugins of their scores: `chosen` (an
+    index of `feasible`, whose order the score arrays follow) first, then the other best by
+    total."""
+    k = min(TOP_CANDIDATES, len(totals))
+    best = np.argpartition(-totals, k - 1)[:k] if len(totals) > k else range(len(totals))
+    others = sorted((int(i) for i in best if i != chosen), key=lambda i: -int(totals[i]))
+    columns = tuple(per_plugin.values())
+    nodes = tuple(
+        ScoredNode(
+            feasible[i].name,
+            int(totals[i]),
+            tuple(v if isinstance(v, int) else int(v[i]) for v in columns),
         )
-        total += sys.getsizeof(self.victims)
-        total += sum(sys.getsizeof(v) + sys.getsizeof(v.pod) for v in self.victims)
-        return total
+        for i in [chosen, *others[: TOP_CANDIDATES - 1]]
+    )
+    return nodes, _plugin_order(tuple(per_plugin))
+
+
+def top_node_scores(
+    scores: Sequence[NodePluginScores], chosen: str
+) -> tuple[tuple[ScoredNode, ...], tuple[str, ...]]:
+    """The per-node path's best scored nodes and the plugins of their scores: `chosen`
+    first, then the other best by total."""
+    best = heapq.nlargest(TOP_CANDIDATES, scores, key=lambda s: s.total_score)
+    first = [s for s in scores if s.name == chosen][:1]
+    others = [s for s in best if s.name != chosen][: TOP_CANDIDATES - len(first)]
+    picked = [*first, *others]
+    plugins = _plugin_order(tuple(picked[0].scores)) if picked else ()
+    nodes = tuple(ScoredNode(s.name, s.total_score, tuple(s.scores.values())) for s in picked)
+    return nodes, plugins
 
 
 @dataclass
 class _PodRecord:
     key: str
     uid: str
-    attempts: deque[Attempt]
+    attempts: list[Attempt]
+    """Oldest first, at most the log's max_attempts_per_pod (a list: a deque's blocks would
+    cost a pod 760 bytes however few its attempts)."""
 
 
 class DecisionLog:
@@ -169,7 +307,7 @@ class DecisionLog:
         """A new attempt of pod `uid` (namespace/name `key`), recorded at once."""
         record = self._pods.get(uid)
         if record is None:
-            record = self._pods[uid] = _PodRecord(key, uid, deque(maxlen=self.max_attempts_per_pod))
+            record = self._pods[uid] = _PodRecord(key, uid, [])
             while len(self._pods) > self.max_pods:
                 _, old = self._pods.popitem(last=False)
                 if self._by_key.get(old.key) == old.uid:
@@ -179,6 +317,8 @@ class DecisionLog:
         self._by_key[key] = uid
         attempt = Attempt(time, profile, cycle, nominated)
         record.attempts.append(attempt)
+        if len(record.attempts) > self.max_attempts_per_pod:
+            del record.attempts[0]
         return attempt
 
     def attempts(self, key: str) -> tuple[str, list[Attempt]] | None:
@@ -192,14 +332,14 @@ class DecisionLog:
         """GET /debug/decisions (see the module docstring)."""
         key = query.get("pod")
         if key is None:
-            attempts = [a for r in self._pods.values() for a in r.attempts]
-            size = sum(a.size() for a in attempts)
+            count = sum(len(r.attempts) for r in self._pods.values())
+            size = deep_size([self._pods, self._by_key])
             return {
                 "pods": len(self._pods),
-                "attempts": len(attempts),
+                "attempts": count,
                 "maxPods": self.max_pods,
                 "maxAttemptsPerPod": self.max_attempts_per_pod,
-                "bytesPerAttempt": round(size / len(attempts)) if attempts else 0,
+                "bytesPerAttempt": round(size / count) if count else 0,
             }
         namespace, sep, name = key.partition("/")
         if not sep or not namespace or not name or "/" in name:

@@ -46,9 +46,13 @@ from kemu.machinery.keys import object_key
 from kemu.machinery.kinds import EVENT_NORMAL
 from kemu.scheduling.interface import Handle, PreemptionExecutor
 from kemu.scheduling.nominator import PodLister
-from kemu.scheduling.preemption import Candidate, preemption_disruption_reason
+from kemu.scheduling.preemption import (
+    Candidate,
+    lower_priority_nominated_pods,
+    preemption_disruption_reason,
+    victims_to_delete,
+)
 from kemu.scheduling.status import SUCCESS, Status, as_error
-from kemu.scheduling.types import pod_priority
 from scheduler.metrics import SchedulerMetrics
 
 logger = logging.getLogger(__name__)
@@ -118,9 +122,7 @@ class Executor(PreemptionExecutor):
         until the informer shows the last victim's deletion (or the task failed, or that
         victim was held at Permit and only rejected: then the hold ends with the task; after
         a failure the preemptor is activated at once)."""
-        victims = [
-            v for v in candidate.victims.pods if not v.metadata.HasField("deletion_timestamp")
-        ]
+        victims = victims_to_delete(candidate.victims.pods)
         if not victims:
             return
         self._observe_victims(len(candidate.victims.pods))
@@ -314,15 +316,8 @@ class Executor(PreemptionExecutor):
         """Pods of lower priority nominated to `node` may no longer fit there: their
         nomination is cleared so that they look elsewhere sooner. Equal priority keeps it.
         False if a PATCH failed (not fatal)."""
-        nominator = self.handle.nominator()
-        if nominator is None:
-            return True
-        priority = pod_priority(preemptor)
         ok = True
-        for pi in nominator.nominated_pods_for_node(node):
-            pod = pi.pod
-            if pod_priority(pod) >= priority or not pod.status.nominated_node_name:
-                continue
+        for pod in lower_priority_nominated_pods(self.handle.nominator(), preemptor, node):
             try:
                 await self.client.patch(
                     types_pb2.Pod,

@@ -70,16 +70,24 @@ from scheduler.batch import FilterError, PerNodeFilter, batch_filter, select_hos
 from scheduler.cache.cache import CacheError
 from scheduler.cache.interface import SchedulerCache
 from scheduler.decisions import (
+    BIND,
     DEFERRED_RESIZE,
     ERROR,
     EXAMPLE_NODES,
     PARKED,
+    PERMIT,
+    PRE_BIND,
+    RESERVE,
     SCHEDULE,
     SCHEDULED,
     UNSCHEDULABLE,
+    WAIT_ON_PERMIT,
     Attempt,
     DecisionLog,
+    Phase,
     Victim,
+    top_column_scores,
+    top_node_scores,
 )
 from scheduler.metrics import SchedulerMetrics, fast_inc
 from scheduler.queue.interface import SchedulingQueue
@@ -393,7 +401,7 @@ class Scheduler:
         # CycleState) to the end of SchedulePod, or, when SchedulePod fails, to the end of
         # PostFilter (observed in a defer when schedulingCycle returns).
         try:
-            result = self.schedule_pod(fwk, state, pod)
+            result = self.schedule_pod(fwk, state, pod, attempt)
         except FitError as fit:
             nominating: PostFilterResult | None = PostFilterResult("")
             if fwk.has_post_filter_plugins():
@@ -453,7 +461,9 @@ class Scheduler:
         # An assumed pod no longer reserves a node through its nomination (pkg/scheduler/backend/queue/nominator.go).
         self.queue.delete_nominated_pod_if_exists(pod)
         node = result.suggested_host
+        since = self.clock.monotonic()
         status = fwk.run_reserve_plugins_reserve(state, assumed, node)
+        self._phase(attempt, RESERVE, status, since)
         if not status.is_success():
             fwk.run_reserve_plugins_unreserve(state, assumed, node)
             self.cache.forget_pod(assumed)
@@ -467,7 +477,9 @@ class Scheduler:
                 attempt,
             )
             return None
+        since = self.clock.monotonic()
         status = fwk.run_permit_plugins(state, assumed, node)
+        self._phase(attempt, PERMIT, status, since)
         if not status.is_success() and not status.is_wait():
             fwk.run_reserve_plugins_unreserve(state, assumed, node)
             self.cache.forget_pod(assumed)
@@ -515,14 +527,21 @@ class Scheduler:
         )
 
     def schedule_pod(
-        self, fwk: FrameworkLike, state: CycleState, pod: types_pb2.Pod
+        self,
+        fwk: FrameworkLike,
+        state: CycleState,
+        pod: types_pb2.Pod,
+        attempt: Attempt | None = None,
     ) -> ScheduleResult:
-        """upstream schedulePod: the node for `pod`, or FitError / SchedulingError."""
+        """upstream schedulePod: the node for `pod`, or FitError / SchedulingError. With an
+        `attempt` (--record-decisions), what PreFilter left and the best scored nodes go in it."""
         self.cache.update_snapshot(self.snapshot)
         fwk.set_snapshot(self.snapshot)
         if self.snapshot.num_nodes() == 0:
             raise NoNodesAvailable()
-        found, statuses, unschedulable_plugins = self.find_nodes_that_fit_pod(fwk, state, pod)
+        found, statuses, unschedulable_plugins = self.find_nodes_that_fit_pod(
+            fwk, state, pod, attempt
+        )
         feasible = found.nodes
         if not feasible:
             raise FitError(
@@ -538,19 +557,31 @@ class Scheduler:
         if not status.is_success():
             raise SchedulingError(status)
         totals = None
+        per_plugin: dict[str, IntArray | int] | None = None if attempt is None else {}
         if found.rows is not None and fwk.has_score_plugins():
             # Found by the batch path: scored over the same rows (None: per node).
             totals = fwk.column_runner().run_score_columns(
-                state, pod, self.snapshot.columns(), found.rows
+                state, pod, self.snapshot.columns(), found.rows, per_plugin
             )
         if totals is not None:
-            host = feasible[select_host_index(totals, self.rng)].name
+            index = select_host_index(totals, self.rng)
+            host = feasible[index].name
+            if attempt is not None and per_plugin is not None:
+                found_scores = top_column_scores(feasible, totals, per_plugin, index)
+                attempt.candidates, attempt.score_plugins = found_scores
         else:
-            host = self.select_host(self._prioritize(fwk, state, pod, feasible))
+            scores = self._prioritize(fwk, state, pod, feasible)
+            host = self.select_host([(s.name, s.total_score) for s in scores])
+            if attempt is not None:
+                attempt.candidates, attempt.score_plugins = top_node_scores(scores, host)
         return ScheduleResult(host, len(feasible) + len(statuses), len(feasible), found.evaluated)
 
     def find_nodes_that_fit_pod(
-        self, fwk: FrameworkLike, state: CycleState, pod: types_pb2.Pod
+        self,
+        fwk: FrameworkLike,
+        state: CycleState,
+        pod: types_pb2.Pod,
+        attempt: Attempt | None = None,
     ) -> tuple[FeasibleNodes, NodeToStatus, set[str]]:
         all_nodes: list[NodeInfo] = self.snapshot.node_infos().list()
         statuses = NodeToStatus()
@@ -583,6 +614,8 @@ class Scheduler:
         nodes = all_nodes
         if pre_result is not None and (allowed := pre_result.node_names) is not None:
             nodes = [n for n in all_nodes if n.name in allowed]
+            if attempt is not None:
+                attempt.pre_filter_nodes = len(nodes)
             excluded = unresolvable(
                 f"node(s) didn't satisfy plugin(s) [{', '.join(sorted(unschedulable_plugins))}]"
                 if unschedulable_plugins
@@ -674,13 +707,13 @@ class Scheduler:
 
     def _prioritize(
         self, fwk: FrameworkLike, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
-    ) -> list[tuple[str, int]]:
+    ) -> list[NodePluginScores]:
         if not fwk.has_score_plugins():
-            return [(node.name, 1) for node in nodes]
+            return [NodePluginScores(node.name, 1) for node in nodes]
         scores, status = fwk.run_score_plugins(state, pod, nodes)
         if not status.is_success():
             raise SchedulingError(status)
-        return [(s.name, s.total_score) for s in scores]
+        return scores
 
     def select_host(self, scores: list[tuple[str, int]]) -> str:
         """The highest score; ties broken uniformly at random (reservoir sampling, as upstream)."""
@@ -777,16 +810,24 @@ class Scheduler:
                 await self._patch_nominated_node(assumed, node)
                 if attempt is not None:
                     attempt.expected_node = node
+        since = self.clock.monotonic()
+        waited = attempt is not None and fwk.will_wait_on_permit(assumed)
         status = await fwk.wait_on_permit(assumed)
+        if waited:  # (a pod no Permit plugin holds passes at once: nothing to tell)
+            self._phase(attempt, WAIT_ON_PERMIT, status, since)
         if not status.is_success():
             return status, status.is_rejected()
         # Nothing after Permit makes the pod unschedulable, so the in-flight events are no
         # longer needed: Done now, as upstream, frees them while PreBind and Bind run.
         self.queue.done(assumed.metadata.uid)
+        since = self.clock.monotonic()
         status = await fwk.run_pre_bind_plugins(state, assumed, node)
+        self._phase(attempt, PRE_BIND, status, since)
         if not status.is_success():
             return status, False
+        since = self.clock.monotonic()
         status = await fwk.run_bind_plugins(state, assumed, node)
+        self._phase(attempt, BIND, status, since)
         if status.is_skip():
             return as_error("all bind plugins skipped"), False
         if not status.is_success():
@@ -794,6 +835,13 @@ class Scheduler:
         self.cache.finish_binding(assumed)
         fwk.run_post_bind_plugins(state, assumed, node)
         return status, False
+
+    def _phase(self, attempt: Attempt | None, point: str, status: Status, since: float) -> None:
+        """The decision record's note of an extension point that ran from `since`."""
+        if attempt is not None:
+            plugin = "" if status.is_success() else status.plugin
+            seconds = round(self.clock.monotonic() - since, 6)
+            attempt.phases += (Phase(point, status.code_name(), seconds, plugin),)
 
     def _scheduled(
         self,
@@ -955,8 +1003,17 @@ def record_unschedulable(
     attempt.message = str(fit)
     if nominating is not None and nominating.nominated_node_name is not None:
         attempt.post_filter_nominated = nominating.nominated_node_name
-        attempt.victims = tuple(Victim(object_key(v), v.spec.priority) for v in nominating.victims)
+        detail = nominating.detail
+        pdbs = detail.victim_pdbs if detail is not None else ()
+        attempt.victims = tuple(
+            Victim(object_key(v), v.spec.priority, pdbs[i] if i < len(pdbs) else ())
+            for i, v in enumerate(nominating.victims)
+        )
         attempt.pdb_violations = nominating.pdb_violations
+        if detail is not None:
+            attempt.preemption_candidates = detail.candidates
+            attempt.preemption_criterion = detail.criterion
+            attempt.cleared_nominations = detail.cleared_nominations
 
 
 def _plugins_of(fit: FitError) -> set[str]:

@@ -5,7 +5,9 @@ events.
 
 `why pod/NAME` prints, in order: the pod's creation; each scheduling attempt with its outcome in
 upstream's words (`0/5000 nodes are available: 4990 Insufficient cpu, ...`), the nodes
-evaluated, preemption's node and victims; nominatedNodeName set and cleared, and by whom (the
+evaluated, the chosen node's and the runners-up's scores per plugin, Reserve/Permit/PreBind/Bind
+with their durations, preemption's node (and the criterion that chose it) and victims (and the
+budgets they break), the lower-priority nominations it cleared; nominatedNodeName set and cleared, and by whom (the
 scheduler's preemption, the scheduler at binding start under KEP-5278, the apiserver at
 binding); the binding; the pod's events (scheduled, preempted, resized, killed, ...); its
 deletion. `why node/NAME` prints the autoscaler's verdicts on the node as they changed (unneeded
@@ -14,8 +16,12 @@ since when, or upstream's unremovable reason and why, deletion started) and the 
 `-o json` gives the same as one document. For a pod: `pod`, `uid`, `created`, `node` (bound to,
 or null), `nominatedNodeName` (now), `deleted` (or null), `attempts` (the scheduler's records,
 oldest first: `time`, `result`, `node` or null, `reasons` (reason -> node count), `victims`
-(pod names), `exampleNodes` (reason -> the first few nodes that gave it), `message`, `nodes`, `evaluatedNodes`, `feasibleNodes`, `preemption`, `bound`,
-`expectedNodeName`), `nominations` (each `action` "set" or "cleared", `node`, `by`, `time`) and
+(pod names), `exampleNodes` (reason -> the first few nodes that gave it), `message`, `nodes`,
+`preFilterNodes`, `evaluatedNodes`, `feasibleNodes`, `candidates` (the chosen node first, then
+the best others: `node`, `total`, `scores` plugin -> weighted score), `phases` (`point`,
+`code`, `plugin`, `seconds`), `preemption` (`nominatedNodeName`, `victims` with `pod`,
+`priority`, `pdbs`; `pdbViolations`, `candidates`, `criterion`, `clearedNominations`), `bound`,
+`expectedNodeName`: scheduler/decisions.py), `nominations` (each `action` "set" or "cleared", `node`, `by`, `time`) and
 `events` (each `time`, `type`, `reason`, `from`, `message`), all in order. For a node: `node`,
 `gone` (true once deleted: its verdicts and events outlive it), `verdicts` (`time`,
 `verdict`, `message`) and `events`. Times are RFC 3339.
@@ -141,7 +147,7 @@ def pod_story(
     }
 
 
-def _attempt_lines(i: int, a: Mapping[str, Any]) -> list[str]:
+def attempt_lines(i: int, a: Mapping[str, Any]) -> list[str]:
     head = f"attempt {i} ({a['cycle']}, profile {a['profile']})"
     result = a["result"]
     if result == "scheduled":
@@ -157,24 +163,68 @@ def _attempt_lines(i: int, a: Mapping[str, Any]) -> list[str]:
     else:
         line = f"{head}: {result}: {a['message']}"
     lines = [line]
+    if a.get("preFilterNodes") is not None:
+        lines.append(f"  PreFilter left {a['preFilterNodes']} of {a['nodes']} nodes")
+    for j, c in enumerate(a.get("candidates", [])):
+        scores = ", ".join(f"{plugin} {score}" for plugin, score in c["scores"].items())
+        label = "chosen" if j == 0 else "next"
+        lines.append(f"  {label}: {c['node']} score {c['total']} ({scores})")
+    phases = a.get("phases", [])
+    if phases:
+        lines.append("  " + ", ".join(_phase_text(p) for p in phases))
     preemption = a.get("preemption")
     if preemption is not None and preemption.get("nominatedNodeName"):
-        victims = ", ".join(f"{v['pod']} (priority {v['priority']})" for v in preemption["victims"])
         lines.append(
-            f"  preemption: node {preemption['nominatedNodeName']}, victims: {victims or 'none'}"
+            f"  preemption: node {preemption['nominatedNodeName']} "
+            f"({_criterion_text(preemption)}), victims: "
+            + (", ".join(_victim_text(v) for v in preemption["victims"]) or "none")
             + (
                 f", {preemption['pdbViolations']} PDB violation(s)"
                 if preemption["pdbViolations"]
                 else ""
             )
         )
+        if preemption.get("clearedNominations"):
+            cleared = ", ".join(preemption["clearedNominations"])
+            lines.append(f"  nominations of lower priority to that node cleared: {cleared}")
     return lines
+
+
+CRITERION_WORDS: Final = {
+    "onlyCandidate": "the only candidate",
+    "fewestPDBViolations": "fewest PDB violations",
+    "lowestHighestPriorityVictim": "lowest highest-priority victim",
+    "lowestPrioritySum": "smallest sum of victim priorities",
+    "fewestVictims": "fewest victims",
+    "latestStartTime": "latest start of its highest-priority victims",
+    "firstCandidate": "first of the tied candidates",
+}
+"""pickOneNodeForPreemption's criteria (kemu.scheduling.preemption.CRITERIA) in words."""
+
+
+def _criterion_text(preemption: Mapping[str, Any]) -> str:
+    criterion = preemption.get("criterion")
+    if not criterion:
+        return "chosen by preemption"
+    n = preemption.get("candidates", 0)
+    return f"{CRITERION_WORDS.get(criterion, criterion)}, of {n} candidate node(s)"
+
+
+def _victim_text(v: Mapping[str, Any]) -> str:
+    pdbs = v.get("pdbs") or []
+    broken = f", breaks PDB {', '.join(pdbs)}" if pdbs else ""
+    return f"{v['pod']} (priority {v['priority']}{broken})"
+
+
+def _phase_text(p: Mapping[str, Any]) -> str:
+    plugin = f" by {p['plugin']}" if p.get("plugin") else ""
+    return f"{p['point']} {p['code']}{plugin} in {p['seconds'] * 1000:.1f} ms"
 
 
 def print_pod_story(ctx: Context, story: Mapping[str, Any]) -> None:
     entries: list[tuple[str, int, list[str]]] = [(story["created"], 0, ["created"])]
     for i, a in enumerate(story["attempts"], 1):
-        entries.append((a["time"], 1, _attempt_lines(i, a)))
+        entries.append((a["time"], 1, attempt_lines(i, a)))
     for n in story["nominations"]:
         text = f"nominatedNodeName {n['action']} ({n['node']}) by the {n['by']}"
         entries.append((n["time"] or "", 2, [text]))
@@ -210,7 +260,7 @@ def print_node_story(ctx: Context, story: Mapping[str, Any]) -> None:
 async def cmd_why(ctx: Context, args: argparse.Namespace) -> int:
     if args.output not in (None, "json"):
         raise CtlError(f"--output must be 'json', got {args.output!r}")
-    ((kind, name),) = _one_target(args.targets)
+    kind, name = _one_target(args.targets)
     try:
         if kind.message is types_pb2.Pod:
             pod = await ctx.client.get(types_pb2.Pod, name, ctx.namespace)
@@ -260,11 +310,11 @@ async def cmd_why(ctx: Context, args: argparse.Namespace) -> int:
     return 0
 
 
-def _one_target(targets: list[str]) -> list[tuple[Any, str]]:
+def _one_target(targets: list[str]) -> tuple[Any, str]:
     pairs = split_targets(targets, require_name=True)
     if len(pairs) != 1:
         raise CtlError("why: exactly one pod/NAME or node/NAME")
     kind, name = pairs[0]
     if kind.message not in (types_pb2.Pod, types_pb2.Node) or name is None:
         raise CtlError(f"why: only pods and nodes have a story, not {kind.kind.lower()}s")
-    return [(kind, name)]
+    return kind, name

@@ -296,13 +296,19 @@ class ColumnRunner:
     # ------------------------------------------------------------ score
 
     def run_score_columns(
-        self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
+        self,
+        state: CycleState,
+        pod: types_pb2.Pod,
+        columns: NodeColumns,
+        rows: IntArray,
+        per_plugin: dict[str, IntArray | int] | None = None,
     ) -> IntArray | None:
         """The batch form of the Framework's run_score_plugins: each row's total weighted
         score, or None when a Score plugin the cycle runs has no batch form for the pod, or a
         score is out of range (the per-node path then scores, and reports that error as
         upstream). A plugin whose every row gets the same final score this cycle (`ColumnConstantScorePlugin`)
-        adds it to all rows at once, at the end."""
+        adds it to all rows at once, at the end. `per_plugin` (the decision record's), when
+        given, gets each plugin's weighted scores: an array over `rows`, or one int for all."""
         start = time.perf_counter()
         skip = state.skip_score_plugins
         total: IntArray | None = None
@@ -325,6 +331,8 @@ class ColumnRunner:
                     if value > MAX_NODE_SCORE or value < MIN_NODE_SCORE:
                         return None
                     offset += value * weights[name]
+                    if per_plugin is not None:
+                        per_plugin[name] = value * weights[name]
                     continue
             fn = self._score_columns.get(name)
             if fn is None:
@@ -344,6 +352,8 @@ class ColumnRunner:
             if len(raw) and _out_of_range(raw):
                 return None
             weight = weights[name]
+            if per_plugin is not None:
+                per_plugin[name] = raw * weight
             if total is None:
                 total = raw * weight  # a new array: `raw` may be the plugin's
             elif weight == 1:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final, Protocol
 
 from kemu.api.v1 import types_pb2
@@ -36,10 +36,24 @@ from kemu.component.featuregate import POD_DISRUPTION_CONDITIONS, FeatureGates
 from kemu.component.version_rules import VersionRules
 from kemu.machinery.eviction import DISRUPTION_TARGET
 from kemu.machinery.keys import object_key
-from kemu.scheduling.interface import CycleState, FitError, Handle, NodeToStatus, ObjectLister
+from kemu.machinery.labels import selector_from_label_selector
+from kemu.scheduling.interface import (
+    CycleState,
+    FitError,
+    Handle,
+    NodeToStatus,
+    ObjectLister,
+    PodNominator,
+)
 from kemu.scheduling.nominator import PodLister
 from kemu.scheduling.status import SUCCESS, Code, Status, as_error, unresolvable
-from kemu.scheduling.types import NodeInfo, PodInfo, PostFilterResult, pod_priority
+from kemu.scheduling.types import (
+    NodeInfo,
+    PodInfo,
+    PostFilterResult,
+    PreemptionDetail,
+    pod_priority,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -243,6 +257,94 @@ def pick_one_node_for_preemption(nodes_to_victims: dict[str, Victims], now_ns: i
     return max(tied, key=latest_start)
 
 
+ONLY_CANDIDATE: Final = "onlyCandidate"
+CRITERIA: Final = (
+    "fewestPDBViolations",
+    "lowestHighestPriorityVictim",
+    "lowestPrioritySum",
+    "fewestVictims",
+    "latestStartTime",
+    "firstCandidate",
+)
+"""pick_one_node_for_preemption's criteria in upstream's order, as the decision record names
+them (upstream's comments in pickOneNodeForPreemption say them in words)."""
+
+
+def preemption_criterion(nodes_to_victims: dict[str, Victims], chosen: str, now_ns: int) -> str:
+    """Which criterion of pick_one_node_for_preemption left `chosen` as the only node (the
+    first at which no other node remained tied with it); ONLY_CANDIDATE for a single one."""
+    if len(nodes_to_victims) <= 1:
+        return ONLY_CANDIDATE
+    shift = _PRIORITY_SHIFT
+    remaining = list(nodes_to_victims)
+
+    def keep_best(score: dict[str, int]) -> list[str]:
+        best = max(score[n] for n in remaining)
+        return [n for n in remaining if score[n] == best]
+
+    prios = {n: [pod_priority(p) for p in v.pods] for n, v in nodes_to_victims.items()}
+    scores: tuple[dict[str, int], ...] = (
+        {n: -v.num_pdb_violations for n, v in nodes_to_victims.items()},
+        {n: -max(p, default=0) for n, p in prios.items()},
+        {n: -(sum(p) + len(p) * shift) for n, p in prios.items()},
+        {n: -len(p) for n, p in prios.items()},
+        {n: earliest_pod_start_time_ns(v, now_ns) for n, v in nodes_to_victims.items()},
+    )
+    for criterion, score in zip(CRITERIA, scores, strict=False):
+        remaining = keep_best(score)
+        if remaining == [chosen]:
+            return criterion
+    return CRITERIA[-1]
+
+
+def violated_budgets(
+    victims: Sequence[types_pb2.Pod], pdbs: Sequence[types_pb2.PodDisruptionBudget]
+) -> tuple[tuple[str, ...], ...]:
+    """Per victim, the PodDisruptionBudgets (namespace/name) that select it and whose
+    disruptionsAllowed removing all of `victims` would take below zero (a pod already in a
+    budget's disruptedPods spends nothing of it, as filterPodsWithPDBViolation counts)."""
+    names: list[list[str]] = [[] for _ in victims]
+    for pdb in pdbs:
+        sel = pdb.spec.selector
+        if not sel.match_labels and not sel.match_expressions:
+            continue
+        selector = selector_from_label_selector(sel)
+        spending = [
+            j
+            for j, pod in enumerate(victims)
+            if pod.metadata.namespace == pdb.metadata.namespace
+            and pod.metadata.name not in pdb.status.disrupted_pods
+            and selector.matches(pod.metadata.labels)
+        ]
+        if len(spending) > pdb.status.disruptions_allowed:
+            for j in spending:
+                names[j].append(object_key(pdb))
+    return tuple(tuple(n) for n in names)
+
+
+def victims_to_delete(victims: Sequence[types_pb2.Pod]) -> list[types_pb2.Pod]:
+    """The victims whose deletion has not started: the asynchronous preparation sends no
+    second deletion, and does nothing (nominations included) when none is left (upstream
+    prepareCandidateAsync)."""
+    return [v for v in victims if not v.metadata.HasField("deletion_timestamp")]
+
+
+def lower_priority_nominated_pods(
+    nominator: PodNominator | None, preemptor: types_pb2.Pod, node: str
+) -> list[types_pb2.Pod]:
+    """The pods nominated to `node` with a lower priority than `preemptor`: they may no longer
+    fit there once it runs, so preemption clears their nomination (upstream prepareCandidate,
+    getLowerPriorityNominatedPods). Equal priority keeps it."""
+    if nominator is None:
+        return []
+    priority = pod_priority(preemptor)
+    return [
+        pi.pod
+        for pi in nominator.nominated_pods_for_node(node)
+        if pod_priority(pi.pod) < priority and pi.pod.status.nominated_node_name
+    ]
+
+
 def pod_terminating_by_preemption(pod: types_pb2.Pod) -> bool:
     """Being deleted, and the scheduler's preemption is why (DisruptionTarget=True with reason
     PreemptionByScheduler)."""
@@ -321,13 +423,23 @@ class Evaluator:
             best.name,
             object_key(pod),
         )
+        # The nominations the preparation clears, for the decision record: none when the
+        # asynchronous one has no victim left to delete (it then does nothing at all).
+        clears = not self.async_preemption or bool(victims_to_delete(best.victims.pods))
+        cleared = lower_priority_nominated_pods(self.handle.nominator(), pod, best.name)
         if self.async_preemption:
             executor.prepare_candidate_async(self.plugin_name, best, pod)
         else:
             status = await executor.prepare_candidate(self.plugin_name, best, pod)
             if not status.is_success():
                 return None, status
-        return evaluation.result, evaluation.status
+        result = evaluation.result
+        if result is not None and result.detail is not None and clears and cleared:
+            detail = replace(
+                result.detail, cleared_nominations=tuple(object_key(p) for p in cleared)
+            )
+            result = replace(result, detail=detail)
+        return result, evaluation.status
 
     # ------------------------------------------------------------ the dry run
 
@@ -366,8 +478,16 @@ class Evaluator:
             return Evaluation(
                 None, Status(Code.UNSCHEDULABLE, ("no candidate node for preemption",))
             )
+        victims = best.victims.pods
+        detail = PreemptionDetail(
+            len(candidates),
+            preemption_criterion(
+                {c.name: c.victims for c in candidates}, best.name, self._now_ns()
+            ),
+            violated_budgets(victims, pdbs),
+        )
         result = PostFilterResult(
-            best.name, best.victims.pods, pdb_violations=best.victims.num_pdb_violations
+            best.name, victims, pdb_violations=best.victims.num_pdb_violations, detail=detail
         )
         return Evaluation(result, SUCCESS, best)
 

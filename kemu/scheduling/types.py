@@ -655,16 +655,31 @@ class PreFilterResult:
 
 
 @dataclass(frozen=True, slots=True)
+class PreemptionDetail:
+    """What the scheduler's decision record tells of a preemption (kemu's; upstream's
+    PostFilterResult has no such fields): how many candidate nodes the dry run found, which of
+    pickOneNodeForPreemption's criteria chose the node among them, per victim (in the
+    result's order) the PodDisruptionBudgets its removal breaks, and the lower-priority pods
+    nominated to the node, whose nominations preemption clears."""
+
+    candidates: int
+    criterion: str
+    victim_pdbs: tuple[tuple[str, ...], ...] = ()
+    cleared_nominations: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class PostFilterResult:
     """What PostFilter decided: the node the pod is nominated to ("" clears it), or None for
     'leave the nomination alone' (upstream NominatingInfo with ModeOverride vs ModeNoop).
-    `victims` and `pdb_violations` (kemu's, for the scheduler's decision record; upstream's
-    PostFilterResult has no such fields): the pods preemption chose on that node, and how
-    many of them a PodDisruptionBudget protects."""
+    `victims`, `pdb_violations` and `detail` (kemu's, for the scheduler's decision record;
+    upstream's PostFilterResult has no such fields): the pods preemption chose on that node,
+    how many of them a PodDisruptionBudget protects, and the rest of the story."""
 
     nominated_node_name: str | None = None
     victims: tuple[types_pb2.Pod, ...] = field(default=(), compare=False)
     pdb_violations: int = field(default=0, compare=False)
+    detail: PreemptionDetail | None = field(default=None, compare=False)
 
 
 MAX_NODE_SCORE: Final = 100

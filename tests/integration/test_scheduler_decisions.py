@@ -19,13 +19,14 @@ from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.machinery.pod_conditions import get_pod_condition
 from kemu.testing import Cluster, eventually, make_node, make_pod
-from kemu.testing.builders import make_priority_class
+from kemu.testing.builders import make_pdb, make_priority_class
 from kemu.testing.namespaces import create_namespace
 from tests.integration.test_kemuctl import kemuctl
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 PODS = 1000
+PHASES = ("Reserve", "Permit", "PreBind", "Bind")  # (WaitOnPermit: only when a pod waits)
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +81,18 @@ async def test_every_bound_pod_was_recorded_with_the_node_it_was_bound_to(
                 last = record["attempts"][-1]
                 if (last["result"], last["node"], last.get("bound")) != ("scheduled", on, True):
                     wrong.append(f"{name} on {on}: {last}")
+                # The chosen node leads the scored candidates (each the sum of its plugins'
+                # weighted scores), and the binding cycle's points all ran and succeeded.
+                candidates = last["candidates"]
+                if last["feasibleNodes"] > 1 and (
+                    not candidates
+                    or candidates[0]["node"] != on
+                    or any(c["total"] != sum(c["scores"].values()) for c in candidates)
+                ):
+                    wrong.append(f"{name} on {on}: candidates {candidates}")
+                points = [(p["point"], p["code"]) for p in last["phases"]]
+                if points != [(point, "Success") for point in PHASES]:
+                    wrong.append(f"{name} on {on}: phases {points}")
             assert wrong == []
             return True
 
@@ -120,43 +133,75 @@ async def test_an_unschedulable_pods_record_has_upstreams_reasons_and_message(
 
 
 async def test_a_preemptors_record_names_the_node_and_the_victims(cluster: Cluster) -> None:
+    """On a 2-cpu node run low (priority 10, 1 cpu) and guarded (20, 800m), under a
+    PodDisruptionBudget that allows no disruption (no controller computes it here:
+    disruptionsAllowed stays 0). mid (500, 1 cpu) preempts low alone and is nominated to the
+    node while low terminates (no kubelet finishes it). high (1000, 1500m) then needs both
+    gone: it preempts guarded, breaking the budget, and clears mid's nomination, of lower
+    priority (upstream prepareCandidate)."""
     async with Client(cluster.server, timeout=10.0) as c:
         ns = await create_namespace(c, "preempt")
-        await c.create(make_priority_class(f"{ns}-low", 10).obj())
-        await c.create(make_priority_class(f"{ns}-high", 1000).obj())
-        await c.create(make_node(f"{ns}-node").capacity(cpu="1", memory="4Gi", pods="10").obj())
+        for name, value in [("low", 10), ("guarded", 20), ("mid", 500), ("high", 1000)]:
+            await c.create(make_priority_class(f"{ns}-{name}", value).obj())
+        await c.create(make_node(f"{ns}-node").capacity(cpu="2", memory="4Gi", pods="10").obj())
+        budget = make_pdb("budget").namespace(ns).selector(app="guarded").min_available(1)
+        await c.create(budget.obj())
         pin = {"kubernetes.io/hostname": f"{ns}-node"}
-        low = make_pod("low").namespace(ns).req(cpu="800m").priority_class(f"{ns}-low")
-        await c.create(low.node_selector(pin).obj())
 
-        async def low_bound() -> bool:
-            assert (await c.get(types_pb2.Pod, "low", ns)).spec.node_name == f"{ns}-node"
+        def pod(name: str, cpu: str) -> Any:
+            builder = make_pod(name).namespace(ns).req(cpu=cpu).priority_class(f"{ns}-{name}")
+            return builder.labels(app=name).node_selector(pin).obj()
+
+        await c.create(pod("low", "1"))
+        await c.create(pod("guarded", "800m"))
+
+        async def running() -> bool:
+            for name in ("low", "guarded"):
+                assert (await c.get(types_pb2.Pod, name, ns)).spec.node_name == f"{ns}-node"
             return True
 
-        await eventually(low_bound, timeout=30)
-        high = make_pod("high").namespace(ns).req(cpu="800m").priority_class(f"{ns}-high")
-        await c.create(high.node_selector(pin).obj())
+        await eventually(running, timeout=30)
 
-        async def nominated() -> dict[str, Any]:
-            record = await decisions(cluster, f"{ns}/high")
+        async def preempted(name: str) -> dict[str, Any]:
+            record = await decisions(cluster, f"{ns}/{name}")
             assert record["attempts"], record  # not attempted yet
             preemption = record["attempts"][0].get("preemption")
             assert preemption is not None, record
+            pod = await c.get(types_pb2.Pod, name, ns)
+            assert pod.status.nominated_node_name == f"{ns}-node", pod.status
             return dict(preemption)
 
-        preemption = await eventually(nominated, timeout=30)
+        await c.create(pod("mid", "1"))
+        preemption = await eventually(lambda: preempted("mid"), timeout=30)
+        assert preemption["victims"] == [{"pod": f"{ns}/low", "priority": 10, "pdbs": []}]
+        assert preemption["clearedNominations"] == []
+        await c.create(pod("high", "1500m"))
+        preemption = await eventually(lambda: preempted("high"), timeout=30)
         assert preemption == {
             "nominatedNodeName": f"{ns}-node",
-            "victims": [{"pod": f"{ns}/low", "priority": 10}],
-            "pdbViolations": 0,
+            "victims": [
+                {"pod": f"{ns}/guarded", "priority": 20, "pdbs": [f"{ns}/budget"]},
+                {"pod": f"{ns}/low", "priority": 10, "pdbs": []},
+            ],
+            "pdbViolations": 1,
+            "candidates": 1,
+            "criterion": "onlyCandidate",
+            "clearedNominations": [f"{ns}/mid"],
         }
         record = await decisions(cluster, f"{ns}/high")
-        assert record["attempts"][0]["victims"] == [f"{ns}/low"]
+        assert record["attempts"][0]["victims"] == [f"{ns}/guarded", f"{ns}/low"]
+
+        async def mid_cleared() -> bool:
+            assert (await c.get(types_pb2.Pod, "mid", ns)).status.nominated_node_name == ""
+            return True
+
+        await eventually(mid_cleared, timeout=30)
 
         # kemuctl why tells the story: no kubelet finishes the victim, so it is removed
         # by hand; the preemptor then binds to the node it was nominated to, and the
         # apiserver clears the nomination (ClearingNominatedNodeNameAfterBinding).
-        await c.delete(types_pb2.Pod, "low", ns, grace_period_seconds=0)
+        for victim in ("guarded", "low"):
+            await c.delete(types_pb2.Pod, victim, ns, grace_period_seconds=0)
 
         async def bound() -> bool:
             assert (await c.get(types_pb2.Pod, "high", ns)).spec.node_name == f"{ns}-node"
@@ -181,14 +226,20 @@ async def test_a_preemptors_record_names_the_node_and_the_victims(cluster: Clust
         story = await eventually(told, timeout=30)
         assert story["node"] == f"{ns}-node" and story["nominatedNodeName"] is None
         first, last = story["attempts"][0], story["attempts"][-1]
-        assert (first["result"], first["victims"]) == ("unschedulable", [f"{ns}/low"])
+        victims = [f"{ns}/guarded", f"{ns}/low"]
+        assert (first["result"], first["victims"]) == ("unschedulable", victims)
         assert (last["result"], last["node"]) == ("scheduled", f"{ns}-node")
         assert [(n["action"], n["node"], n["by"]) for n in story["nominations"]] == [
             ("set", f"{ns}-node", "scheduler (preemption)"),
             ("cleared", f"{ns}-node", "apiserver (binding, KEP-5278)"),
         ]
         text = kemuctl(cluster, "why", "pod/high", "-n", ns, "--scheduler", scheduler).stdout
-        assert f"preemption: node {ns}-node, victims: {ns}/low (priority 10)" in text
+        assert (
+            f"preemption: node {ns}-node (the only candidate, of 1 candidate node(s)), victims: "
+            f"{ns}/guarded (priority 20, breaks PDB {ns}/budget), {ns}/low (priority 10), "
+            "1 PDB violation(s)"
+        ) in text
+        assert f"nominations of lower priority to that node cleared: {ns}/mid" in text
         assert f"nominatedNodeName cleared ({ns}-node) by the apiserver" in text
         assert text.rstrip().endswith(f"now: bound to {ns}-node")
 

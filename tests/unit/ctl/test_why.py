@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kemu.ctl.why import BY_APISERVER, BY_BINDING_START, BY_PREEMPTION, nominations
+from kemu.ctl.why import BY_APISERVER, BY_BINDING_START, BY_PREEMPTION, attempt_lines, nominations
 from kemu.testing.builders import make_pod
 
 
@@ -42,3 +42,52 @@ def test_preemption_not_helpful_clears_and_binding_start_sets() -> None:
         ("set", "n2", BY_BINDING_START),
     ]
     assert nominations(pending, [])[:1] == []
+
+
+def test_an_attempts_lines_tell_the_scores_the_phases_and_the_preemption() -> None:
+    scheduled = {
+        "cycle": "schedule",
+        "profile": "default-scheduler",
+        "result": "scheduled",
+        "node": "n2",
+        "bound": True,
+        "nodes": 10,
+        "preFilterNodes": 4,
+        "evaluatedNodes": 4,
+        "feasibleNodes": 2,
+        "candidates": [
+            {"node": "n2", "total": 150, "scores": {"NodeResourcesFit": 100, "ImageLocality": 50}},
+            {"node": "n3", "total": 120, "scores": {"NodeResourcesFit": 90, "ImageLocality": 30}},
+        ],
+        "phases": [
+            {"point": "Reserve", "code": "Success", "seconds": 0.0001},
+            {"point": "PreBind", "code": "Success", "seconds": 2.5},
+        ],
+    }
+    assert attempt_lines(1, scheduled) == [
+        "attempt 1 (schedule, profile default-scheduler): scheduled on n2 (4 of 10 nodes "
+        "evaluated, 2 feasible), bound",
+        "  PreFilter left 4 of 10 nodes",
+        "  chosen: n2 score 150 (NodeResourcesFit 100, ImageLocality 50)",
+        "  next: n3 score 120 (NodeResourcesFit 90, ImageLocality 30)",
+        "  Reserve Success in 0.1 ms, PreBind Success in 2500.0 ms",
+    ]
+    preempting = {
+        "cycle": "schedule",
+        "profile": "default-scheduler",
+        "result": "unschedulable",
+        "message": "0/2 nodes are available: 2 Insufficient cpu.",
+        "preemption": {
+            "nominatedNodeName": "n1",
+            "victims": [{"pod": "ns/low", "priority": 1, "pdbs": ["ns/web"]}],
+            "pdbViolations": 1,
+            "candidates": 2,
+            "criterion": "lowestHighestPriorityVictim",
+            "clearedNominations": ["ns/lower"],
+        },
+    }
+    assert attempt_lines(2, preempting)[1:] == [
+        "  preemption: node n1 (lowest highest-priority victim, of 2 candidate node(s)), "
+        "victims: ns/low (priority 1, breaks PDB ns/web), 1 PDB violation(s)",
+        "  nominations of lower priority to that node cleared: ns/lower",
+    ]

@@ -137,9 +137,9 @@ async def test_the_cycle_takes_the_queues_pod_info_under_any_counting_rules(
         seen: list[PodInfo] = []
         schedule_pod = e.scheduler.schedule_pod
 
-        def spy(fwk: object, state: CycleState, pod: types_pb2.Pod) -> object:
+        def spy(fwk: object, state: CycleState, pod: types_pb2.Pod, attempt: object) -> object:
             seen.append(cycle_pod_info(state, pod))
-            return schedule_pod(fwk, state, pod)  # type: ignore[arg-type]
+            return schedule_pod(fwk, state, pod, attempt)  # type: ignore[arg-type]
 
         e.scheduler.schedule_pod = spy  # type: ignore[assignment,method-assign]
         await e.scheduler.schedule_one(qpi)

@@ -34,15 +34,20 @@ from kemu.scheduling.plugins.default_preemption import (
 )
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.preemption import (
+    CRITERIA,
+    ONLY_CANDIDATE,
     PREEMPTION_BY_SCHEDULER,
     Candidate,
     Evaluator,
     Victims,
     earliest_pod_start_time_ns,
     importance_key,
+    lower_priority_nominated_pods,
     more_important_pod,
     pick_one_node_for_preemption,
     pod_terminating_by_preemption,
+    preemption_criterion,
+    violated_budgets,
 )
 from kemu.scheduling.profile import default_profile
 from kemu.scheduling.runtime import Framework
@@ -173,15 +178,50 @@ def victims(*priorities: int, pdb: int = 0, started: float | None = None) -> Vic
         ),
     ],
 )
-def test_s_pre_13_pick_one_node_for_preemption(a: Victims, b: Victims, chosen: str) -> None:
+def test_s_pre_13_pick_one_node_for_preemption(
+    a: Victims, b: Victims, chosen: str, request: pytest.FixtureRequest
+) -> None:
     assert pick_one_node_for_preemption({"A": a, "B": b}, NOW_NS) == chosen
     assert pick_one_node_for_preemption({"B": b, "A": a}, NOW_NS) == chosen
+    # The decision record names the criterion that decided: the id's number, upstream's order.
+    criterion = CRITERIA[int(request.node.callspec.id[0]) - 1]
+    assert preemption_criterion({"A": a, "B": b}, chosen, NOW_NS) == criterion
+    assert preemption_criterion({"B": b, "A": a}, chosen, NOW_NS) == criterion
 
 
 def test_s_pre_13_full_tie_takes_the_first_candidate() -> None:
     same = victims(3, 1, started=NOW - 60)
     assert pick_one_node_for_preemption({"B": same, "A": same, "C": same}, NOW_NS) == "B"
     assert pick_one_node_for_preemption({"C": same, "A": same}, NOW_NS) == "C"
+    assert preemption_criterion({"B": same, "A": same}, "B", NOW_NS) == "firstCandidate"
+    assert preemption_criterion({"B": same}, "B", NOW_NS) == ONLY_CANDIDATE
+
+
+def test_violated_budgets_names_the_budgets_each_victim_breaks() -> None:
+    a = pod("a", 1, labels={"app": "web"})
+    b = pod("b", 1, labels={"app": "web"})
+    c = pod("c", 1, labels={"app": "db"})
+    budgets = [
+        pdb("web", 1, app="web"),  # two victims spend 2 of 1 allowed: broken
+        pdb("db", 1, app="db"),  # one of one: kept
+        pdb("everything", 0),  # an empty selector selects nothing
+        pdb("web-disrupted", 1, disrupted=("a",), app="web"),  # a already counted: b alone
+        pdb("elsewhere", 0, namespace="other", app="web"),
+    ]
+    assert violated_budgets([a, b, c], budgets) == (("default/web",), ("default/web",), ())
+    assert violated_budgets([c], [pdb("db", 0, app="db")]) == (("default/db",),)
+
+
+def test_lower_priority_nominated_pods_are_those_preemption_clears() -> None:
+    nominator = Nominator()
+    for name, priority in [("low", 1), ("equal", 5), ("high", 9)]:
+        p = pod(name, priority)
+        p.status.nominated_node_name = "n1"
+        nominator.add_nominated_pod(PodInfo(p), "n1")
+    preemptor = pod("preemptor", 5)
+    assert names(lower_priority_nominated_pods(nominator, preemptor, "n1")) == ["low"]
+    assert lower_priority_nominated_pods(nominator, preemptor, "n2") == []
+    assert lower_priority_nominated_pods(None, preemptor, "n1") == []
 
 
 def test_pick_one_node_with_no_candidates_is_empty() -> None:
