@@ -12,7 +12,8 @@ spec.nodeName set, so only the kubelet is measured) it records, in one run:
   (overlapping the pod phase, so renewals are measured under load). Per node, the intervals
   between successive spec.renewTime values (the one listed at the start included): mean, p50,
   p99, max and the drift (mean - the configured interval); and renewals per one-second window
-  of renewTime (K / interval when the renewals are spread evenly);
+  of renewTime (K / interval when the renewals are spread evenly: the hollow kubelet renews in
+  phases of 100 nodes, so with fewer windows than phases a window holds a phase's burst);
 - created-to-Running: pods spread round-robin over the nodes, created on an absolute schedule
   at --pod-rate for --duration (each create in its own task, so a slow create does not hold
   back the next); for each pod, the time from just before its create call to the watch event in

@@ -18,8 +18,9 @@ pkg/kubelet/nodelease (the lease controller).
 - The Lease kube-node-lease/<node> (holderIdentity = node name, leaseDurationSeconds 40, owned by
   the Node) is renewed every --node-lease-renew-interval on absolute deadlines
   (first + n * interval), so renewals do not drift; a renewal that fails is retried with
-  backoff and the next one keeps to the grid. In a hollow kubelet each node's grid starts at its
-  own offset in the interval, so renewals are spread evenly. Both loops' ticks have upstream's
+  backoff and the next one keeps to the grid. In a hollow kubelet each node's grid starts at the
+  offset of its phase (kubelet/app.py NODES_PER_PHASE: up to 100 nodes share one), the phases
+  spread evenly over the interval. Both loops' ticks have upstream's
   jitter (PERIOD_JITTER) as their slack on the virtual clock.
 """
 

@@ -15,6 +15,7 @@ from kemu.component.runner import ComponentContext, run_component_async
 from kemu.testing.builders import make_pod
 from kemu.testing.fake_time import wait_until
 from kubelet import app
+from kubelet.app import renewal_offsets
 from kubelet.node_status import build_node
 
 from .helpers import advance
@@ -173,3 +174,12 @@ async def test_hollow_nodes_hold_only_their_own_pods_and_nodes(tmp_path):
         # theirs are untouched: no status written
         assert (await fake.get(types_pb2.Pod, "theirs-after")).status.phase == ""
         tg.cancel_scope.cancel()
+
+
+def test_a_hollow_kubelets_nodes_renew_in_phases_of_at_most_a_hundred() -> None:
+    # One phase for a hundred nodes: the event-driven clock serves them in one jump.
+    assert set(renewal_offsets(100, 10.0)) == {0.0}
+    offsets = renewal_offsets(250, 10.0)
+    assert offsets[:100] == [0.0] * 100 and offsets[100:200] == [10 / 3] * 100
+    assert offsets[200:] == [20 / 3] * 50
+    assert renewal_offsets(0, 10.0) == []
