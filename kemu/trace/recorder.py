@@ -191,6 +191,28 @@ class Recorder:
         self.index.setdefault(gvk, {})[key[1]] = stable_hash(sanitized)
         self._event(ts).applied.append(sanitized)
 
+    def reconcile(self, message: type[Message], listed: Sequence[Message], ts: float) -> None:
+        """The tracked objects of one kind as a list shows them at `ts`: each one new or
+        changed applied, each one recorded but gone deleted."""
+        kind = kinds.kind_of(message())
+        gvk = f"{kind.api_version}.{kind.kind}"
+        present = set()
+        for obj in listed:
+            meta: Any = obj.metadata  # type: ignore[attr-defined]
+            present.add((gvk, f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name))
+            self.object(obj, MODIFIED, ts)
+        for key in [k for k in self._generations if k[0] == gvk and k not in present]:
+            self._generations.pop(key)
+            namespace, _, name = key[1].rpartition("/")
+            gone: dict[str, Any] = {
+                "apiVersion": kind.api_version,
+                "kind": kind.kind,
+                "metadata": {"name": name},
+            }
+            if namespace:
+                gone["metadata"]["namespace"] = namespace
+            self._event(ts).deleted.append(gone)
+
     def intermediate(self, obj: Message, event_type: str, ts: float | None) -> None:
         """A ReplicaSet or a Job: which tracked object its pods belong to."""
         meta: Any = obj.metadata  # type: ignore[attr-defined]
@@ -208,7 +230,7 @@ class Recorder:
             owner = self._pod_owner(pod)
             if owner is None:
                 return
-            spec_hash = stable_hash(convert.to_dict(pod.spec)) if owner[0] != POD_GVK else 0
+            spec_hash = stable_hash(convert.message_to_dict(pod.spec)) if owner[0] != POD_GVK else 0
             created = (int(meta.creation_timestamp.seconds), int(meta.resource_version or 0))
             seen = self._pods[meta.uid] = _PodSeen(owner, spec_hash, created)
         lifecycle = lifecycle_of(pod)
@@ -283,6 +305,23 @@ async def record(
                 with anyio.move_on_after(0.2):
                     await stop.wait()
         tg.cancel_scope.cancel()
+    await _catch_up(client, recorder, served, await now())
+
+
+async def _catch_up(
+    client: ApiClient, recorder: Recorder, served: Sequence[type[Message]], now: float
+) -> None:
+    """What the watches had not delivered yet when the recording stopped (the cluster does
+    not wait for an outside watcher), from lists: changes and deletions of the tracked
+    objects at `now`, and the pods' last lifecycles."""
+    for owner in (types_pb2.ReplicaSet, types_pb2.Job):
+        for obj in (await client.list_all(owner)).items:
+            recorder.intermediate(obj, MODIFIED, now)
+    for message in served:
+        listed = (await client.list_all(message)).items
+        recorder.reconcile(message, listed, now)
+    for pod in (await client.list_all(types_pb2.Pod)).items:
+        recorder.pod(pod, MODIFIED, now)
 
 
 async def _follow_timed(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 import msgpack
@@ -97,7 +98,7 @@ def test_another_version_or_a_broken_file_is_an_error_naming_what() -> None:
         simkube.read(b"\x81\xc1")
 
 
-def _record(time: str, event: str, resource: dict[str, object]) -> str:
+def _record(time: str, event: str, resource: Mapping[str, object]) -> str:
     return json.dumps({"time": time, "event": event, "resource": resource})
 
 
