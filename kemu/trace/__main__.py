@@ -1,0 +1,248 @@
+"""python -m kemu.trace record --server ADDR --out FILE [--duration D] [--track KIND ...]
+python -m kemu.trace replay FILE [--cluster CLUSTER.yaml] [--json OUT] [--html OUT]
+                               [--speed N] [--tail D] [--root DIR] [--quiet]
+
+record: what a running kemu cluster does, as a SimKube trace (SIGINT or --duration ends it;
+the file is written either way). replay: a SimKube trace or a kube-scheduler-simulator record
+on a fresh cluster in virtual time, and its report. Errors are one line on stderr, exit
+status 2 for bad arguments or files, 1 when the cluster failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from kemu.machinery.duration import DurationError, parse_duration
+from kemu.trace import cluster_config, files, objects
+from kemu.trace.model import Trace
+
+PROG = "python -m kemu.trace"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Record a kemu cluster as a SimKube trace; replay a trace."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    rec = sub.add_parser("record", help="record a running kemu cluster as a SimKube trace")
+    rec.add_argument("--server", default="127.0.0.1:6443", help="the apiserver (HOST:PORT)")
+    rec.add_argument("--out", required=True, metavar="FILE", help="the trace file to write")
+    rec.add_argument(
+        "--duration",
+        metavar="D",
+        help="how long to record, in the cluster's time (virtual or real): 10m, 90s; "
+        "default: until SIGINT",
+    )
+    rec.add_argument(
+        "--track",
+        action="append",
+        metavar="KIND",
+        help="a kind to track (repeatable; default Deployment, StatefulSet, DaemonSet, Job, "
+        "CronJob and bare Pod)",
+    )
+    rep = sub.add_parser("replay", help="replay a trace on a fresh cluster and report")
+    add_replay_arguments(rep)
+    rep.add_argument("file", metavar="FILE", help="a SimKube trace or a KSS record")
+    rep.add_argument("--cluster", metavar="CLUSTER.yaml", help="the cluster (docs/traces.md)")
+    rep.add_argument("--json", metavar="OUT", help="write the report as JSON")
+    rep.add_argument("--html", metavar="OUT", help="write the report as a self-contained page")
+    return parser
+
+
+def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options a replay takes (kemu.whatif's too)."""
+    parser.add_argument(
+        "--speed",
+        type=float,
+        metavar="N",
+        help="replay at N times real time (default: as fast as the work allows, repeatable)",
+    )
+    parser.add_argument(
+        "--tail",
+        default="60s",
+        metavar="D",
+        help="how long the cluster runs after the last event, in its time (default 60s)",
+    )
+    parser.add_argument("--root", metavar="DIR", help="the cluster's data and logs (default: tmp)")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    raise SystemExit(code)
+
+
+def duration_arg(flag: str, text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        seconds = parse_duration(text)
+    except DurationError as e:
+        fail(f"{flag}: {e}")
+    if seconds < 0:
+        fail(f"{flag}: {text} is negative")
+    return seconds
+
+
+def load_trace(path: str) -> tuple[Trace, dict[str, Any]]:
+    try:
+        trace, fmt = files.load(Path(path))
+    except files.TraceFileError as e:
+        fail(str(e))
+    if not trace.events:
+        fail(f"{path}: the trace has no events")
+    info = {
+        "file": str(path),
+        "format": fmt,
+        "events": len(trace.events),
+        "applied": trace.objects_applied(),
+        "deleted": trace.objects_deleted(),
+        "kinds": trace.kinds(),
+    }
+    return trace, info
+
+
+def load_cluster(path: str | None, trace: Trace) -> cluster_config.ClusterConfig:
+    """CLUSTER.yaml, or a cluster sized to the trace."""
+    if path is None:
+        return cluster_config.fitted(*objects.peak_demand(trace))
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        fail(f"{path}: {e.strerror}")
+    try:
+        return cluster_config.parse(text)
+    except cluster_config.ClusterConfigError as e:
+        fail(f"{path}: {e}")
+
+
+def progress_printer(quiet: bool, tag: str = "trace") -> Any:
+    def progress(line: str) -> None:
+        if not quiet:
+            print(f"[{tag}] {line}", file=sys.stderr, flush=True)
+
+    return progress
+
+
+def replay_options(args: argparse.Namespace, root: Path | None, tag: str = "trace") -> Any:
+    from kemu.trace.replay import ReplayOptions
+
+    if args.speed is not None and not args.speed > 0:
+        fail("--speed: must be > 0")
+    tail = duration_arg("--tail", args.tail)
+    assert tail is not None
+    return ReplayOptions(
+        speed=args.speed, tail=tail, root=root, progress=progress_printer(args.quiet, tag)
+    )
+
+
+def write_outputs(report: dict[str, Any], json_out: str | None, html_out: str | None) -> None:
+    if json_out:
+        Path(json_out).write_text(json.dumps(report, indent=2, sort_keys=False) + "\n")
+    if html_out:
+        from kemu.trace import html
+
+        Path(html_out).write_text(html.replay_page(report))
+
+
+def sigterm_as_interrupt() -> None:
+    """SIGTERM ends a run as SIGINT does: the cluster is stopped on the way out."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    trace, info = load_trace(args.file)
+    config = load_cluster(args.cluster, trace)
+    options = replay_options(args, Path(args.root) if args.root else None)
+    from kemu.trace.replay import Replay  # after the arguments are checked: it loads gRPC
+    from kemu.trace.report import table
+
+    sigterm_as_interrupt()
+    try:
+        report = Replay(trace, config, options, info).run()
+    except KeyboardInterrupt:
+        fail("interrupted", 130)
+    print(table(report))
+    write_outputs(report, args.json, args.html)
+    return 0
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    from kemu.trace import recorder
+
+    duration = duration_arg("--duration", args.duration)
+    try:
+        tracked = [recorder.tracked_gvk(k) for k in args.track or recorder.DEFAULT_TRACKED]
+    except ValueError as e:
+        fail(f"--track: {e}")
+    out = Path(args.out)
+    if not out.parent.is_dir():
+        fail(f"--out: {out.parent}: no such directory")
+    import anyio
+
+    from kemu.client.client import Client
+    from kemu.machinery.errors import ApiError
+
+    rec = recorder.Recorder(tracked)
+
+    async def run() -> None:
+        stop = anyio.Event()
+        async with Client(args.server, timeout=10.0) as client:
+            await client.wait_ready(timeout=10)
+            async with anyio.create_task_group() as tg:
+
+                async def signals() -> None:
+                    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+                        async for _ in received:
+                            stop.set()
+                            return
+
+                tg.start_soon(signals)
+                await recorder.record(
+                    client,
+                    rec,
+                    duration=duration,
+                    stop=stop,
+                    on_started=lambda t: print(
+                        f"[trace] recording from {t:.3f} ({', '.join(tracked)})",
+                        file=sys.stderr,
+                        flush=True,
+                    ),
+                )
+                tg.cancel_scope.cancel()
+
+    try:
+        anyio.run(run)
+    except ApiError as e:
+        fail(f"--server {args.server}: {e}", 1)
+    trace = rec.trace()
+    files.save(out, trace)
+    print(
+        f"{out}: {len(trace.events)} events, {trace.objects_applied()} objects applied, "
+        f"{trace.objects_deleted()} deleted, {trace.span:.0f} s",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if args.command == "record":
+        return cmd_record(args)
+    return cmd_replay(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,265 @@
+"""CLUSTER.yaml: the cluster a replay starts (README "Traces", docs/traces.md).
+
+    nodes:                           # static node pools; each is one kubelet process of
+    - name: pool                     #   `count` hollow nodes pool-0 .. pool-(count-1)
+      count: 3
+      capacity: {cpu: "4", memory: 8Gi, pods: "110"}
+      labels: {zone: a}
+      taints: [{key: dedicated, value: batch, effect: NoSchedule}]
+    nodeGroups:                      # the cloud's format (cloud/config.py); turns the
+    - name: pool-a                   #   cluster autoscaler on
+      minSize: 0
+      maxSize: 5
+      template: {capacity: {cpu: "2", memory: 4Gi, pods: "20"}}
+    versions: {scheduler: "1.36"}    # --emulated-version per component
+    featureGates:                    # --feature-gates per component
+      scheduler: {SchedulerAsyncPreemption: false}
+    schedulerConfig:                 # an inline KubeSchedulerConfiguration
+      apiVersion: kubescheduler.config.k8s.io/v1
+      kind: KubeSchedulerConfiguration
+      profiles: [...]
+    autoscaler: {scan-interval: 10s, expander: least-waste}   # its flags
+    seed: 1                          # the scheduler's and the autoscaler's --seed (default 1)
+
+Components are apiserver, scheduler, controllermanager, kubelet, cloud and autoscaler.
+Everything is checked before anything starts, and an error names the key
+(`nodes[0].count: must be >= 1`): versions and gates against kemu's table at that version,
+the scheduler config with the scheduler's own reader, the node groups with the cloud's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import yaml
+
+from kemu.component.featuregate import FeatureGateError, FeatureGates
+from kemu.component.version import DEFAULT_VERSION, parse_emulated_version
+from kemu.machinery.errors import Invalid
+from kemu.machinery.quantity import parse_quantity
+from kemu.machinery.validation.meta import validate_labels
+
+COMPONENTS: Final = (
+    "apiserver",
+    "scheduler",
+    "controllermanager",
+    "kubelet",
+    "cloud",
+    "autoscaler",
+)
+_KEYS: Final = frozenset(
+    {"nodes", "nodeGroups", "versions", "featureGates", "schedulerConfig", "autoscaler", "seed"}
+)
+_POOL_KEYS: Final = frozenset({"name", "count", "capacity", "labels", "taints"})
+_TAINT_EFFECTS: Final = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+DEFAULT_CAPACITY: Final = {"cpu": "4", "memory": "8Gi", "pods": "110"}
+
+
+class ClusterConfigError(ValueError):
+    """CLUSTER.yaml is malformed; the message names the key."""
+
+
+@dataclass(frozen=True)
+class NodePool:
+    name: str
+    count: int
+    capacity: Mapping[str, str]
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[str, ...] = ()
+    """As the kubelet's --register-with-taints takes them: key=value:Effect."""
+
+    def node_names(self) -> list[str]:
+        return [f"{self.name}-{i}" for i in range(self.count)]
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    nodes: tuple[NodePool, ...] = ()
+    node_groups: str | None = None
+    """The cloud's config (YAML text), None without an autoscaler."""
+    versions: Mapping[str, str] = field(default_factory=dict)
+    feature_gates: Mapping[str, Mapping[str, bool]] = field(default_factory=dict)
+    scheduler_config: str | None = None
+    """The KubeSchedulerConfiguration (YAML text)."""
+    autoscaler_flags: tuple[str, ...] = ()
+    seed: int = 1
+
+    @property
+    def autoscaling(self) -> bool:
+        return self.node_groups is not None
+
+    def node_count(self) -> int:
+        return sum(p.count for p in self.nodes)
+
+
+def parse(text: str) -> ClusterConfig:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ClusterConfigError(f"not YAML: {e}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ClusterConfigError("expected a mapping at the top")
+    _check_keys(data, _KEYS, "")
+    pools = tuple(_pool(p, f"nodes[{i}]") for i, p in enumerate(_list(data.get("nodes"), "nodes")))
+    names = [p.name for p in pools]
+    for name in names:
+        if names.count(name) > 1:
+            raise ClusterConfigError(f"nodes: the pool name {name!r} is used twice")
+    versions = _versions(data.get("versions"))
+    gates = _gates(data.get("featureGates"), versions)
+    node_groups = None
+    if data.get("nodeGroups") is not None:
+        node_groups = yaml.safe_dump({"nodeGroups": data["nodeGroups"]}, sort_keys=False)
+        from cloud.config import ConfigError, parse_config
+
+        try:
+            parse_config(node_groups)
+        except ConfigError as e:
+            raise ClusterConfigError(str(e)) from None
+    scheduler_config = None
+    if data.get("schedulerConfig") is not None:
+        scheduler_config = yaml.safe_dump(data["schedulerConfig"], sort_keys=False)
+        from scheduler.config import parse_config as parse_scheduler_config
+
+        try:
+            parse_scheduler_config(scheduler_config)
+        except ValueError as e:
+            raise ClusterConfigError(f"schedulerConfig: {e}") from None
+    flags = _flags(data.get("autoscaler"))
+    if flags and node_groups is None:
+        raise ClusterConfigError("autoscaler: its flags need nodeGroups (no autoscaler runs)")
+    seed = data.get("seed", 1)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ClusterConfigError("seed: expected an integer >= 0")
+    return ClusterConfig(pools, node_groups, versions, gates, scheduler_config, flags, seed)
+
+
+def _check_keys(data: Mapping[str, Any], known: frozenset[str], path: str) -> None:
+    for key in data:
+        if key not in known:
+            where = f"{path}.{key}" if path else str(key)
+            raise ClusterConfigError(f"{where}: unknown key (known: {', '.join(sorted(known))})")
+
+
+def _list(value: Any, path: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ClusterConfigError(f"{path}: expected a list")
+    return value
+
+
+def _mapping(value: Any, path: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ClusterConfigError(f"{path}: expected a mapping")
+    return {str(k): v for k, v in value.items()}
+
+
+def _pool(value: Any, path: str) -> NodePool:
+    data = _mapping(value, path)
+    _check_keys(data, _POOL_KEYS, path)
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        raise ClusterConfigError(f"{path}.name: required (a DNS label)")
+    count = data.get("count", 1)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ClusterConfigError(f"{path}.count: must be an integer >= 1")
+    capacity = {k: str(v) for k, v in _mapping(data.get("capacity"), f"{path}.capacity").items()}
+    for resource, quantity in capacity.items():
+        try:
+            parse_quantity(quantity, f"{path}.capacity.{resource}")
+        except Invalid as e:
+            raise ClusterConfigError(str(e)) from None
+    labels = {k: str(v) for k, v in _mapping(data.get("labels"), f"{path}.labels").items()}
+    errors = validate_labels(labels, f"{path}.labels")
+    if errors:
+        raise ClusterConfigError(str(errors[0]))
+    taints = []
+    for i, t in enumerate(_list(data.get("taints"), f"{path}.taints")):
+        tpath = f"{path}.taints[{i}]"
+        taint = _mapping(t, tpath)
+        _check_keys(taint, frozenset({"key", "value", "effect"}), tpath)
+        if not taint.get("key"):
+            raise ClusterConfigError(f"{tpath}.key: required")
+        if taint.get("effect") not in _TAINT_EFFECTS:
+            raise ClusterConfigError(f"{tpath}.effect: one of {', '.join(_TAINT_EFFECTS)}")
+        value = f"={taint['value']}" if taint.get("value") else ""
+        taints.append(f"{taint['key']}{value}:{taint['effect']}")
+    return NodePool(name, count, {**DEFAULT_CAPACITY, **capacity}, labels, tuple(taints))
+
+
+def _component(name: str, path: str) -> str:
+    normal = name.replace("-", "").lower()
+    if normal not in COMPONENTS:
+        raise ClusterConfigError(f"{path}: unknown component (known: {', '.join(COMPONENTS)})")
+    return normal
+
+
+def _versions(value: Any) -> dict[str, str]:
+    out = {}
+    for name, version in _mapping(value, "versions").items():
+        path = f"versions.{name}"
+        component = _component(name, path)
+        try:
+            parse_emulated_version(str(version))
+        except ValueError as e:
+            raise ClusterConfigError(f"{path}: {e}") from None
+        out[component] = str(version)
+    return out
+
+
+def _gates(value: Any, versions: Mapping[str, str]) -> dict[str, dict[str, bool]]:
+    out: dict[str, dict[str, bool]] = {}
+    for name, gates in _mapping(value, "featureGates").items():
+        path = f"featureGates.{name}"
+        component = _component(name, path)
+        settings = {}
+        for gate, on in _mapping(gates, path).items():
+            if not isinstance(on, bool):
+                raise ClusterConfigError(f"{path}.{gate}: expected true or false")
+            settings[gate] = on
+        text = versions.get(component)
+        version = parse_emulated_version(text) if text else DEFAULT_VERSION
+        try:
+            FeatureGates.for_version(version, settings)
+        except FeatureGateError as e:
+            raise ClusterConfigError(f"{path}: {e}") from None
+        out[component] = settings
+    return out
+
+
+def _flags(value: Any) -> tuple[str, ...]:
+    flags: list[str] = []
+    for name, flag_value in _mapping(value, "autoscaler").items():
+        flag = name if name.startswith("--") else f"--{name}"
+        if flag in ("--server", "--cloud-provider-address", "--metrics-port", "--clock"):
+            raise ClusterConfigError(f"autoscaler.{name}: set by the replay")
+        if isinstance(flag_value, bool):
+            if flag_value:
+                flags.append(flag)
+            continue
+        flags += [flag, str(flag_value)]
+    return tuple(flags)
+
+
+def fitted(peak_requests: Mapping[str, int], pods: int) -> ClusterConfig:
+    """A cluster sized to a trace without CLUSTER.yaml: static nodes of DEFAULT_CAPACITY,
+    enough of them for the trace's peak requests (`peak_requests`: milli-cpu, memory bytes,
+    as kemu.machinery.resources counts them; `pods`: the peak pod count) with a tenth more
+    for what packing leaves unused, at least one; no autoscaler."""
+    cpu = parse_quantity(DEFAULT_CAPACITY["cpu"]).milli_value()
+    memory = parse_quantity(DEFAULT_CAPACITY["memory"]).value()
+    per_node_pods = int(DEFAULT_CAPACITY["pods"])
+    needed = max(
+        1,
+        -(-peak_requests.get("cpu", 0) // cpu),
+        -(-peak_requests.get("memory", 0) // memory),
+        -(-pods // per_node_pods),
+    )
+    return ClusterConfig(nodes=(NodePool("node", -(-needed * 11 // 10), dict(DEFAULT_CAPACITY)),))

@@ -1,0 +1,210 @@
+"""Traces on real processes (issue #33): SimKube's example traces replay on a fresh cluster
+in virtual time, a trace recorded from a running kemu cluster replays, and kemu.whatif of a
+configuration against itself finds nothing while two scoring strategies differ. The commands
+run as a user runs them (`python -m kemu.trace`, `python -m kemu.whatif`), each starting its
+own cluster."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import pytest
+
+from kemu.api.v1 import types_pb2
+from kemu.client.client import Client
+from kemu.machinery.virtual_time import ClockMode
+from kemu.testing.builders import make_pod
+from kemu.testing.cluster import Cluster
+from kemu.testing.processes import REPO_ROOT, python_env, python_module_argv, run_python_module
+from kemu.trace import files, simkube
+from kemu.trace.model import Trace, TraceEvent, TrackedObject
+
+pytestmark = [pytest.mark.integration]
+
+FIXTURES = REPO_ROOT / "tests" / "fixtures" / "simkube"
+EXAMPLES = REPO_ROOT / "examples" / "traces"
+
+
+def _replay(trace: Path, tmp_path: Path, *extra: str) -> dict[str, Any]:
+    out = tmp_path / "report.json"
+    done = run_python_module(
+        "kemu.trace",
+        ["replay", str(trace), "--json", str(out), "--root", str(tmp_path / "run"), "--quiet",
+         *extra],
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report: dict[str, Any] = json.loads(out.read_text())
+    return report
+
+
+def test_simkubes_bare_pods_example_replays_faster_than_it_happened(tmp_path: Path) -> None:
+    report = _replay(FIXTURES / "bare-pods.sktrace", tmp_path, "--html", str(tmp_path / "r.html"))
+    assert report["span_s"] == 162
+    assert 0 < report["wall_s"] < report["span_s"]
+    assert report["startup_s"] > 0
+    assert (report["pods_created"], report["pods_bound"]) == (4, 4)
+    assert report["unschedulable_at_end"] == []
+    assert report["unsupported"] == {"kinds": {}, "fields": {}}
+    assert report["refused"] == []
+    pods = {p["name"]: p for p in report["pods"]}
+    # each pod created at its event's time in the trace, bound at once (virtual time)
+    assert sorted(p["created"] for p in pods.values()) == [0.0, 42.0, 102.0, 162.0]
+    # the first three finished their recorded run (12, 30, 30 s); the last still runs
+    assert [pods[k]["phase"] for k in sorted(pods)] == ["Succeeded"] * 3 + ["Running"]
+    assert [o["kind"] for o in report["objects"]] == ["Pod"] * 4
+    assert report["time_to_bind_s"]["count"] == 4
+    assert report["nodes_over_time"][-1][1] == report["cluster"]["nodes"][0]["count"]
+    assert "<svg" in (tmp_path / "r.html").read_text()
+
+
+def test_simkubes_cronjob_example_lists_its_kind_as_unsupported_and_replays(
+    tmp_path: Path,
+) -> None:
+    report = _replay(FIXTURES / "cronjob.sktrace", tmp_path)
+    assert report["unsupported"]["kinds"] == {"batch/v1.CronJob": 2}
+    assert report["pods_created"] == 0 and report["objects"] == []
+
+
+def test_a_bad_cluster_file_is_one_line_naming_the_key(tmp_path: Path) -> None:
+    bad = tmp_path / "cluster.yaml"
+    bad.write_text("nodes: [{name: a, count: 0}]\n")
+    done = run_python_module(
+        "kemu.trace", ["replay", str(FIXTURES / "bare-pods.sktrace"), "--cluster", str(bad)]
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"python -m kemu.trace: error: {bad}: nodes[0].count: must be an integer >= 1"
+    ]
+
+
+def _deployment(name: str, replicas: int, cpu: str) -> dict[str, Any]:
+    labels = {"app": name}
+    container = {"name": "c", "image": "nginx", "resources": {"requests": {"cpu": cpu}}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "shop"},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
+        },
+    }
+
+
+def _scoring_trace(path: Path) -> Path:
+    """Two Deployments and a scale-up: with two 4-cpu nodes, MostAllocated and
+    LeastAllocated place some of their pods on different nodes."""
+    trace = Trace(
+        tracked={"apps/v1.Deployment": TrackedObject(("/spec/template",))},
+        events=[
+            TraceEvent(1_800_000_000),
+            TraceEvent(1_800_000_000, applied=[_deployment("web", 3, "1")]),
+            TraceEvent(1_800_000_030, applied=[_deployment("api", 2, "1500m")]),
+            TraceEvent(1_800_000_090, applied=[_deployment("web", 4, "1")]),
+        ],
+    )
+    path.write_bytes(simkube.write(trace))
+    return path
+
+
+def _whatif(trace: Path, a: Path, b: Path, tmp_path: Path) -> tuple[int, dict[str, Any]]:
+    out = tmp_path / "whatif.json"
+    done = run_python_module(
+        "kemu.whatif",
+        [str(trace), "--a", str(a), "--b", str(b), "--json", str(out), "--fail-on-diff",
+         "--quiet", "--root", str(tmp_path / "runs")],
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr
+    result: dict[str, Any] = json.loads(out.read_text())
+    return done.returncode, result
+
+
+def test_whatif_of_a_configuration_against_itself_finds_no_difference(tmp_path: Path) -> None:
+    trace = _scoring_trace(tmp_path / "scoring.sktrace")
+    config = EXAMPLES / "most-allocated.yaml"
+    code, result = _whatif(trace, config, config, tmp_path)
+    assert result["diff"] == []
+    assert code == 0
+    assert result["a"]["pods_bound"] == result["b"]["pods_bound"] == 6
+
+
+def test_whatif_of_two_scoring_strategies_shows_pods_placed_elsewhere(tmp_path: Path) -> None:
+    trace = _scoring_trace(tmp_path / "scoring.sktrace")
+    code, result = _whatif(
+        trace, EXAMPLES / "most-allocated.yaml", EXAMPLES / "least-allocated.yaml", tmp_path
+    )
+    assert code == 1  # --fail-on-diff, and the reports written all the same
+    assert result["diff"], "MostAllocated and LeastAllocated placed every pod alike"
+    assert {d["what"] for d in result["diff"]} == {"node"}
+    assert all(d["pod"].startswith("Deployment/shop/") for d in result["diff"])
+
+
+@pytest.mark.anyio
+async def test_a_recorded_kemu_cluster_replays(tmp_path: Path) -> None:
+    out = tmp_path / "recorded.sktrace"
+    with Cluster(tmp_path / "cluster", clock=ClockMode.VIRTUAL) as c:
+        c.start_etcd(unsafe_no_fsync=True)
+        c.start_apiserver(extra_args=["--clock-start", "2030-01-01T00:00:00Z"])
+        async with Client(c.server) as client:
+            await client.set_clock_rate(0)
+            c.start_scheduler()
+            c.start_controllermanager()
+            c.start_kubelet("n1")
+            await client.advance_clock(0)
+            await client.create(types_pb2.Namespace(metadata=types_pb2.ObjectMeta(name="shop")))
+            argv = python_module_argv(
+                "kemu.trace", ["record", "--server", c.server, "--out", str(out)]
+            )
+            async with await anyio.open_process(
+                argv, cwd=REPO_ROOT, env=python_env(), stderr=subprocess.PIPE
+            ) as recorder:
+                assert recorder.stderr is not None
+                seen = b""
+                with anyio.fail_after(30):
+                    while b"recording from" not in seen:
+                        seen += await recorder.stderr.receive()
+                web = _deployment("web", 2, "500m")
+                from kemu.machinery import convert, kinds
+
+                await client.create(convert.from_dict(kinds.BY_KIND["Deployment"], web))
+                await client.advance_clock(10)
+                await client.patch(types_pb2.Deployment, "web", {"spec": {"replicas": 3}}, "shop")
+                await client.advance_clock(10)
+                bare = make_pod("batch-1").namespace("shop").req(cpu="100m")
+                bare = bare.annotation("kubelet.kemu.io/run-duration", "5s")
+                await client.create(bare.obj())
+                await client.advance_clock(20)
+                recorder.send_signal(signal.SIGINT)
+                with anyio.fail_after(30):
+                    code = await recorder.wait()
+                    async for chunk in recorder.stderr:
+                        seen += chunk
+                assert code == 0, seen.decode(errors="replace")
+    trace, fmt = files.load(out)
+    assert fmt == "simkube"
+    applied = [(o["kind"], o["metadata"]["name"]) for e in trace.events for o in e.applied]
+    assert applied == [("Deployment", "web"), ("Deployment", "web"), ("Pod", "batch-1")]
+    assert trace.events[0].applied == [] and trace.span >= 20
+    lifecycles = trace.lifecycles_of("v1.Pod", "shop/batch-1")
+    assert [lc.duration for lc in lifecycles] == [5]
+    assert len(trace.lifecycles_of("apps/v1.Deployment", "shop/web")) == 3
+
+    report = await anyio.to_thread.run_sync(_replay, out, tmp_path / "replay")
+    pods = report["pods"]
+    assert report["pods_bound"] == report["pods_created"] == 4
+    assert sorted(p["owner"] for p in pods) == ["", *["Deployment/shop/web"] * 3]
+    assert {o["name"]: o["desired_replicas"] for o in report["objects"]} == {
+        "web": 3,
+        "batch-1": 1,
+    }
+    batch = next(p for p in pods if p["owner"] == "")
+    assert batch["phase"] == "Succeeded"  # its recorded 5 s run, replayed
