@@ -11,14 +11,15 @@ which also names the preemptor and the node). Per node (by name): the spans it e
 those it was not Ready. Over time: the pending pods (not bound, not terminating, deleted or
 finished) and the nodes, a sample at each change. Markers: faults and notes the driver adds
 (`mark`), and the cluster autoscaler's scale-ups and scale-downs, read from its Events
-(TriggeredScaleUp on the pods that triggered one; ScaleDown on a node it drains,
-ScaleDownEmpty on an empty one it removes).
+(TriggeredScaleUp on the pods that triggered one; ScaleDown on a node it taints for removal,
+ScaleDownEmpty when it removes an empty one, ScaleDown again when it removes a drained one).
 
 Pure: no I/O, nothing but the API types and the machinery; kemu.timeline.render draws it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import Callable
@@ -176,6 +177,8 @@ class Timeline:
         self._early: dict[str, tuple[float, str, str]] = {}
         """Preempted events seen before their victim: uid -> (time, preemptor uid, node)."""
         self._scale_ups: dict[str, float] = {}
+        self._scale_downs: dict[str, int] = {}
+        """Node -> the index of its scale-down marker, while the node lives."""
 
     @property
     def first(self) -> float:
@@ -302,6 +305,7 @@ class Timeline:
             open_gap.end = t
 
     def _node_gone(self, name: str, t: float) -> None:
+        self._scale_downs.pop(name, None)
         track = self.nodes.get(name)
         if track is None or not track.live:
             return
@@ -340,10 +344,27 @@ class Timeline:
             m = _SCALE_UP.search(event.message)
             label = f"{m.group(1)} {m.group(2)}->{m.group(3)}" if m else event.message
             self.mark(MarkerKind.SCALE_UP, label, at=t)
-        elif event.reason == SCALE_DOWN:
-            self.mark(MarkerKind.SCALE_DOWN, f"drain {event.involved_object.name}", at=t)
-        elif event.reason == SCALE_DOWN_EMPTY:
-            self.mark(MarkerKind.SCALE_DOWN, f"remove empty {event.involved_object.name}", at=t)
+        elif event.involved_object.kind in ("", "Node"):
+            # ScaleDown on each pod a drain evicts is left out: one marker per node.
+            self._scale_down(event, t)
+
+    def _scale_down(self, event: types_pb2.Event, t: float) -> None:
+        """One marker per node the autoscaler removes, at its first Event (ScaleDown: the
+        node tainted), its label completed by the later ones (ScaleDownEmpty: removed empty;
+        ScaleDown "node removed": drained)."""
+        node = event.involved_object.name
+        how = ""
+        if event.reason == SCALE_DOWN_EMPTY:
+            how = " (empty)"
+        elif "removed" in event.message:
+            how = " (drained)"
+        label = f"{node}{how}"
+        index = self._scale_downs.get(node)
+        if index is None:
+            self._scale_downs[node] = len(self.markers)
+            self.mark(MarkerKind.SCALE_DOWN, label, at=t)
+        elif how:
+            self.markers[index] = dataclasses.replace(self.markers[index], label=label)
 
     def _preempted(self, victim: PodTrack, t: float, preemptor_uid: str, node: str) -> None:
         if victim.preempted is None or t < victim.preempted:

@@ -143,7 +143,8 @@ def _natural(name: str) -> list[object]:
 
 def format_offset(seconds: float) -> str:
     """t+12.3s, t-0.4s."""
-    return f"t{'-' if seconds < 0 else '+'}{abs(seconds):.1f}s"
+    text = f"{abs(seconds):.1f}"
+    return f"t{'-' if seconds < 0 and text != '0.0' else '+'}{text}s"
 
 
 def _tick_step(span: float) -> float:
@@ -190,7 +191,7 @@ class _Section:
         self.number = number
         tl = timeline
         self.lo = min(tl.first, tl.origin)
-        self.hi = max(tl.last, self.lo + 1.0)
+        self.hi = max(tl.last, self.lo + 0.01)
         self.pods = list(tl.pods.values())
         self.index = {p.uid: i for i, p in enumerate(self.pods)}
         self.by_key = {p.key: i for i, p in enumerate(self.pods)}
@@ -206,11 +207,10 @@ class _Section:
     # ------------------------------------------------------------ lanes
 
     def lane_names(self) -> list[str]:
+        """The nodes of no group, then each node group's, by name (node-2 before node-10);
+        then the names only a binding or a nomination gave (no Node object seen)."""
         nodes = self.tl.nodes
-        named = sorted(
-            nodes.values(),
-            key=lambda n: (n.lives[0].start if n.lives else self.hi, _natural(n.name)),
-        )
+        named = sorted(nodes.values(), key=lambda n: (n.group, _natural(n.name)))
         names = [n.name for n in named]
         known = set(names)
         extra = {p.node for p in self.pods if p.node and p.node not in known}
@@ -264,7 +264,7 @@ class _Section:
         out += self.chart(chart_top)
         out += self.lanes(names, items, lane_h, row_h, pad, lanes_top)
         out += self.fault_marks(faults, fault_top, lanes_top + lanes_h)
-        out += self.scale_marks(scales, scale_top)
+        out += self.scale_marks(scales, scale_top, fault_top, _strip_label(faults))
         out += self.axis(lanes_top + lanes_h + 14)
         out.append("</svg>")
         stories = [self.story(p) for p in self.pods]
@@ -286,17 +286,24 @@ class _Section:
         bound = sum(1 for p in pods if p.bound is not None)
         preempted = sum(1 for p in pods if p.preempted is not None)
         nominated = sum(1 for p in pods if p.nominations)
-        ups = sum(1 for m in tl.markers if m.kind is MarkerKind.SCALE_UP)
+        ups = sum(1 for m in scales if m.kind is MarkerKind.SCALE_UP)
         figures = [
             f"{len(names)} nodes",
             f"{len(pods)} pods",
             f"{bound} bound",
             f"{nominated} nominated",
             f"{preempted} preempted",
-            f"{sum(1 for m in tl.markers if m.kind is MarkerKind.FAULT)} faults",
-            f"{ups} scale-ups, {len(scales) - ups} scale-downs",
-            f"from {format_offset(self.rel(self.lo))} to {format_offset(self.rel(self.hi))}",
         ]
+        counted = {
+            "faults": sum(1 for m in faults if m.kind is MarkerKind.FAULT),
+            "notes": sum(1 for m in faults if m.kind is MarkerKind.NOTE),
+            "scale-ups": ups,
+            "scale-downs": len(scales) - ups,
+        }
+        figures += [f"{n} {what}" for what, n in counted.items() if n]
+        figures.append(
+            f"from {format_offset(self.rel(self.lo))} to {format_offset(self.rel(self.hi))}"
+        )
         notes = "".join(f"<li>{_e(n)}</li>" for n in tl.notes)
         return f'<p class="facts">{_e(", ".join(figures))}</p>' + (
             f'<ul class="notes">{notes}</ul>' if notes else ""
@@ -533,14 +540,16 @@ class _Section:
         out.append("</g>")
         return out
 
-    def scale_marks(self, scales: Sequence[Marker], top: float) -> list[str]:
+    def scale_marks(
+        self, scales: Sequence[Marker], top: float, fault_top: float, fault_label: str
+    ) -> list[str]:
         out = ['<g class="scales">']
         out.append(
             f'<text class="strip-label" x="{LABEL_W - 6}" y="{_f(top + 11)}" text-anchor="end">autoscaler</text>'
         )
         out.append(
-            f'<text class="strip-label" x="{LABEL_W - 6}" y="{_f(top - FAULT_ROWS * FAULT_ROW_H + 8)}" '
-            'text-anchor="end">faults</text>'
+            f'<text class="strip-label" x="{LABEL_W - 6}" y="{_f(fault_top + 10)}" '
+            f'text-anchor="end">{fault_label}</text>'
         )
         for m in scales:
             at, label, kind = m.at, m.label, m.kind
@@ -570,7 +579,14 @@ class _Section:
         tail = f"<p>... and {more} more</p>" if more > 0 else ""
         if not items:
             return ""
-        return f'<details class="marker-list" open><summary>faults and notes</summary><ol>{"".join(items)}</ol>{tail}</details>'
+        return f'<details class="marker-list" open><summary>{_strip_label(faults)}</summary><ol>{"".join(items)}</ol>{tail}</details>'
+
+
+def _strip_label(marks: Sequence[Marker]) -> str:
+    kinds = {m.kind for m in marks}
+    if kinds == {MarkerKind.NOTE}:
+        return "notes"
+    return "faults, notes" if MarkerKind.NOTE in kinds else "faults"
 
 
 def _pack(items: list[_Item]) -> None:

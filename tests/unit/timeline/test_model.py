@@ -208,7 +208,7 @@ def test_nodes_lives_readiness_groups_and_the_count() -> None:
     assert tl.node_count == [(100.0, 0), (100.0, 1), (110.0, 0), (111.0, 1)]
 
 
-def test_autoscaler_events_are_scale_markers_one_per_scale_up_and_per_node() -> None:
+def test_autoscaler_events_are_scale_markers_one_per_scale_up_and_per_node_removed() -> None:
     clock = Clock()
     tl = Timeline("run", clock)
     message = "pod triggered scale-up: [{pool 1->3 (max: 4)}]"
@@ -217,18 +217,35 @@ def test_autoscaler_events_are_scale_markers_one_per_scale_up_and_per_node() -> 
     tl.event_seen(event(TRIGGERED_SCALE_UP, message, involved="b"))  # the same loop's
     clock.t = 120.0
     tl.event_seen(event(TRIGGERED_SCALE_UP, message, involved="c"))  # a later one
-    tl.event_seen(event(SCALE_DOWN, "marked the node as toBeDeleted", involved="pool-2"))
+
+    def on_node(reason: str, message: str, node: str, kind: str = "Node") -> None:
+        e = event(reason, message, involved=node)
+        e.involved_object.kind = kind
+        tl.event_seen(e)
+
+    tl.node_added(make_node("pool-1").obj())
+    tl.node_added(make_node("pool-2").obj())
+    on_node(SCALE_DOWN, "marked the node as toBeDeleted/unschedulable", "pool-2")
+    on_node(SCALE_DOWN, "deleting pod for node scale down", "a-pod", kind="Pod")
     failed = event(SCALE_DOWN, "failed to mark the node", involved="pool-3")
     failed.type = "Warning"
     tl.event_seen(failed)
-    tl.event_seen(event(SCALE_DOWN_EMPTY, "removing empty node", involved="pool-1"))
+    clock.t = 121.0
+    on_node(SCALE_DOWN, "marked the node as toBeDeleted/unschedulable", "pool-1")
+    on_node(SCALE_DOWN_EMPTY, "removing empty node 'pool-1'", "pool-1")
+    on_node(SCALE_DOWN, "node removed by cluster autoscaler", "pool-2")
     tl.event_seen(event("Scheduled", "bound", involved="a"))
+    tl.node_deleted(make_node("pool-1").obj())
+    clock.t = 130.0
+    tl.node_added(make_node("pool-1").obj())  # a namesake, scaled down in turn
+    on_node(SCALE_DOWN, "marked the node as toBeDeleted/unschedulable", "pool-1")
     got = [(m.kind, m.at, m.label) for m in tl.markers]
     assert got == [
         (MarkerKind.SCALE_UP, 100.0, "pool 1->3"),
         (MarkerKind.SCALE_UP, 120.0, "pool 1->3"),
-        (MarkerKind.SCALE_DOWN, 120.0, "drain pool-2"),
-        (MarkerKind.SCALE_DOWN, 120.0, "remove empty pool-1"),
+        (MarkerKind.SCALE_DOWN, 120.0, "pool-2 (drained)"),
+        (MarkerKind.SCALE_DOWN, 121.0, "pool-1 (empty)"),
+        (MarkerKind.SCALE_DOWN, 130.0, "pool-1"),
     ]
 
 

@@ -17,10 +17,12 @@ import pytest
 from kemu.api.v1 import types_pb2
 from kemu.testing.builders import make_node, make_pod
 from kemu.timeline.model import PREEMPTED, MarkerKind, Timeline
+from kemu.timeline.page import read_page
 from kemu.timeline.render import (
     LABEL_GAP,
     OutputPathError,
     check_output_path,
+    format_offset,
     priority_colours,
     render_page,
     write_page,
@@ -208,6 +210,15 @@ def test_names_are_escaped_and_nothing_is_loaded_from_outside() -> None:
     assert "</" not in blob and f"ns/{HOSTILE}" in [s[0] for s in json.loads(blob)]
 
 
+def test_offsets_read_as_times_from_the_origin() -> None:
+    assert [format_offset(t) for t in (0.0, -0.01, 12.34, -3.0)] == [
+        "t+0.0s",
+        "t+0.0s",
+        "t+12.3s",
+        "t-3.0s",
+    ]
+
+
 def test_priorities_get_their_colours_in_order_and_share_them_past_the_palette() -> None:
     assert priority_colours([5]) == {5: 4}
     assert priority_colours([1, 10, 100]) == {1: 0, 10: 4, 100: 7}
@@ -248,6 +259,26 @@ def test_hundreds_of_nodes_keep_a_lane_each_and_thin_out_their_labels() -> None:
     assert len(page) < 3000 * 600  # about 0.4 KB per pod, a little per node
 
 
+def test_a_page_read_back_gives_what_it_drew_and_whether_its_script_ran() -> None:
+    page = render_page([handcrafted()])
+    drawn = read_page(page)
+    assert not drawn.script_ran and drawn.script_lanes is None
+    (run,) = drawn.runs
+    assert (run.id, run.title) == ("run-0", "handcrafted <run>")
+    assert run.lanes == ["n1", "n2", "pool-1", "gone-node"]
+    assert sorted(run.bars) == sorted(["ns/victim", "ns/a", "ns/b", f"ns/{HOSTILE}", "ns/pre"])
+    assert sorted(run.nominated) == ["ns/lost", "ns/pre"] and run.victims == ["ns/victim"]
+    assert run.markers == {"fault": 1, "note": 1, "scale-up": 1, "scale-down": 1}
+    assert len(run.stories) == 6
+    # As a browser's DOM after the script ran (chromium --dump-dom).
+    dom = page.replace(
+        '<p id="drawn" data-lanes="" data-bars="">',
+        '<p id="drawn" data-lanes="4" data-bars="5" data-ready="true">',
+    )
+    after = read_page(dom)
+    assert (after.script_ran, after.script_lanes, after.script_bars) == (True, 4, 5)
+
+
 def test_several_runs_are_sections_of_one_page_and_none_is_said() -> None:
     found = Elements(render_page([handcrafted(), handcrafted()], "two runs"))
     sections = [a["id"] for t, a in found.tags if t == "section"]
@@ -278,6 +309,7 @@ def test_the_model_and_the_renderer_load_no_grpc_no_event_loop_and_no_client() -
         import json, sys
         from kemu.api.v1 import types_pb2
         from kemu.timeline.model import Timeline
+        from kemu.timeline.page import read_page
         from kemu.timeline.render import render_page
 
         tl = Timeline("x")
@@ -287,15 +319,16 @@ def test_the_model_and_the_renderer_load_no_grpc_no_event_loop_and_no_client() -
         tl.pod_added(p)
         tl.finish()
         page = render_page([tl])
+        (run,) = read_page(page).runs
         loaded = sorted(
             m for m in sys.modules
             if m.split(".")[0] in ("grpc", "anyio", "prometheus_client")
             or m.startswith(("kemu.client", "kemu.component", "kemu.testing"))
         )
-        print(json.dumps({"bars": page.count("data-pod="), "loaded": loaded}))
+        print(json.dumps({"bars": run.bars, "loaded": loaded}))
         """
     )
     done = subprocess.run(
         [sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=True
     )
-    assert json.loads(done.stdout) == {"bars": 1, "loaded": []}
+    assert json.loads(done.stdout) == {"bars": ["ns/p"], "loaded": []}
