@@ -178,7 +178,8 @@ class Timeline:
         """Preempted events seen before their victim: uid -> (time, preemptor uid, node)."""
         self._scale_ups: dict[str, float] = {}
         self._scale_downs: dict[str, int] = {}
-        """Node -> the index of its scale-down marker, while the node lives."""
+        """Node -> the index of its scale-down marker, until a node of that name is added
+        again (the Event of a drained node's removal comes after its deletion)."""
 
     @property
     def first(self) -> float:
@@ -295,6 +296,7 @@ class Timeline:
         if not track.live:
             track.lives.append(Span(t))
             self._count_nodes(t)
+            self._scale_downs.pop(name, None)  # a new node of that name: scaled down anew
         ready = any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)
         open_gap = (
             track.not_ready[-1] if track.not_ready and track.not_ready[-1].end is None else None
@@ -305,7 +307,6 @@ class Timeline:
             open_gap.end = t
 
     def _node_gone(self, name: str, t: float) -> None:
-        self._scale_downs.pop(name, None)
         track = self.nodes.get(name)
         if track is None or not track.live:
             return

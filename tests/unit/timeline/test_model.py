@@ -233,6 +233,7 @@ def test_autoscaler_events_are_scale_markers_one_per_scale_up_and_per_node_remov
     clock.t = 121.0
     on_node(SCALE_DOWN, "marked the node as toBeDeleted/unschedulable", "pool-1")
     on_node(SCALE_DOWN_EMPTY, "removing empty node 'pool-1'", "pool-1")
+    tl.node_deleted(make_node("pool-2").obj())  # before the Event that says so
     on_node(SCALE_DOWN, "node removed by cluster autoscaler", "pool-2")
     tl.event_seen(event("Scheduled", "bound", involved="a"))
     tl.node_deleted(make_node("pool-1").obj())
