@@ -1,6 +1,7 @@
 """Scale: kube-scheduler, the apiserver and hollow kubelets at up to 5000 nodes and 50,000 pods.
 
     python -m bench scale [--workload NAME ...] [--mode bare|hollow|both] [--quick] [--json FILE]
+                          [--html FILE]
 
 The workloads are in bench/workloads/scale-config.yaml (upstream's scheduler_perf format, read
 by bench.scheduler_perf_workloads): one createNodes op and one measured createPods op.

@@ -1,6 +1,6 @@
 """Scheduling throughput of kemu's kube-scheduler, in the manner of upstream's scheduler_perf.
 
-    python -m bench scheduler_perf [--workload NAME ...] [--quick] [--json FILE]
+    python -m bench scheduler_perf [--workload NAME ...] [--quick] [--json FILE] [--html FILE]
 
 Each workload of bench/workloads/performance-config.yaml and of the per-area files beside it
 (affinity/, misc/, batching/: upstream's test cases; bench.scheduler_perf_workloads reads them)
@@ -37,6 +37,9 @@ DELETEs, the preemptors' status PATCHes, bindings and events; bench.scheduler_pe
 A test case or workload may set the control plane's emulated version, feature gates and
 scheduler configuration, and name a gate to compare: the workload then runs twice (gate on,
 then off, a fresh cluster and the same scheduler seed each) and the two runs are compared.
+
+With --html FILE each run's timeline is recorded (kemu.timeline: every pod, node and
+preemption) and the runs are drawn as the sections of one HTML page.
 
 The cluster is always stopped at the end, also on Ctrl-C. See bench/README.md.
 """
