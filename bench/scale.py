@@ -1,6 +1,7 @@
 """Scale: kube-scheduler, the apiserver and hollow kubelets at up to 5000 nodes and 50,000 pods.
 
     python -m bench scale [--workload NAME ...] [--mode bare|hollow|both] [--quick] [--json FILE]
+                          [--html FILE]
 
 The workloads are in bench/workloads/scale-config.yaml (upstream's scheduler_perf format, read
 by bench.scheduler_perf_workloads): one createNodes op and one measured createPods op.
@@ -89,6 +90,9 @@ from kemu.machinery.virtual_time import ClockMode
 from kemu.testing.cluster import Cluster, Component, add_clock_argument
 from kemu.testing.namespaces import ensure_namespace
 from kemu.testing.processes import http_get
+from kemu.timeline.model import MarkerKind, Timeline
+from kemu.timeline.record import record_timeline
+from kemu.timeline.render import OutputPathError, check_output_path, write_page
 
 logger = logging.getLogger(__name__)
 
@@ -307,6 +311,7 @@ class Options:
     json_path: str | None = None
     keep_dir: str | None = None
     clock: ClockMode = ClockMode.REAL
+    html_path: str | None = None  # each run's timeline, a section of one page (kemu.timeline)
 
 
 class Runner:
@@ -335,27 +340,45 @@ class Runner:
         self.running: dict[str, float] = {}
         self._running_changed = anyio.Event()
         self._pod_event = anyio.Event()  # set (and replaced) on every pod event
+        self.timeline: Timeline | None = None
+        """Recorded while the run lasts when set (--html)."""
 
     def rss(self) -> dict[str, int | None]:
         return group_rss({n: rss_kib(p) for n, p in self.pids.items() if p is not None})
+
+    async def _run(self, client: Client) -> None:
+        r = self.result
+        tracker = BindTracker()
+        async with anyio.create_task_group() as tg:
+            await tg.start(self.watch_pods, client, tracker)
+            started = time.monotonic()
+            if self.mode == HOLLOW:
+                await self.start_kubelets(client)
+            else:
+                await self.create_nodes(client)
+            r.nodes_seconds = time.monotonic() - started
+            await self.wait_scheduler_nodes(client)
+            self.mark(f"{self.nodes_op.count} nodes up", started)
+            r.rss_kib_nodes = self.rss()
+            started = time.monotonic()
+            await self.measure(client, tracker)
+            self.mark(f"measured phase: {self.pods_op.count} pods", started)
+            tg.cancel_scope.cancel()
+
+    def mark(self, label: str, start: float) -> None:
+        """A phase of the run on its timeline (--html): from `start` to now."""
+        if self.timeline is not None:
+            self.timeline.mark(MarkerKind.NOTE, label, at=start, until=time.monotonic())
 
     async def run(self) -> Result:
         r = self.result
         async with Client(self.cluster.server, user_agent="bench-scale") as client:
             await client.wait_ready(timeout=30)
-            tracker = BindTracker()
-            async with anyio.create_task_group() as tg:
-                await tg.start(self.watch_pods, client, tracker)
-                started = time.monotonic()
-                if self.mode == HOLLOW:
-                    await self.start_kubelets(client)
-                else:
-                    await self.create_nodes(client)
-                r.nodes_seconds = time.monotonic() - started
-                await self.wait_scheduler_nodes(client)
-                r.rss_kib_nodes = self.rss()
-                await self.measure(client, tracker)
-                tg.cancel_scope.cancel()
+            if self.timeline is None:
+                await self._run(client)
+            else:
+                async with record_timeline(client, self.timeline):
+                    await self._run(client)
         r.rss_kib = self.rss()
         r.load_avg_end = list(os.getloadavg())
         return r
@@ -521,8 +544,11 @@ def describe_error(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"
 
 
-def run_one(workload: Workload, mode: str, opts: Options) -> Result:
-    """One workload in one mode on a fresh cluster, stopped on return, error or Ctrl-C."""
+def run_one(
+    workload: Workload, mode: str, opts: Options, timelines: list[Timeline] | None = None
+) -> Result:
+    """One workload in one mode on a fresh cluster, stopped on return, error or Ctrl-C. With
+    `timelines` (--html), the run's timeline is appended to it, a failed run's too."""
     wall = time.monotonic()
     with contextlib.ExitStack() as stack:
         if opts.keep_dir is None:
@@ -536,6 +562,14 @@ def run_one(workload: Workload, mode: str, opts: Options) -> Result:
         cluster.start_apiserver()
         cluster.start_scheduler(extra_args=["--seed", str(opts.seed)])
         runner = Runner(cluster, workload, mode, opts)
+        if timelines is not None:
+            runner.timeline = Timeline(runner.result.label)
+            runner.timeline.notes.append(
+                f"{runner.nodes_op.count} {mode} nodes, {runner.pods_op.count} pods; "
+                f"scheduler --seed {opts.seed}"
+                + (f"; {runner.result.kubelets} hollow kubelets" if mode == HOLLOW else "")
+            )
+            timelines.append(runner.timeline)
         try:
             result = anyio.run(runner.run)
         except Exception as e:  # the run's failure is its result; the others still run
@@ -547,15 +581,21 @@ def run_one(workload: Workload, mode: str, opts: Options) -> Result:
 
 
 def run(opts: Options) -> list[Result]:
-    """Every workload in every mode, in order; the --json file is rewritten after each run, so
-    a long matrix stopped part way keeps the runs it finished."""
+    """Every workload in every mode, in order; the --json and --html files are rewritten after
+    each run, so a long matrix stopped part way keeps the runs it finished."""
     results: list[Result] = []
+    timelines: list[Timeline] | None = [] if opts.html_path else None
     for workload in opts.workloads:
         for mode in opts.modes:
             logger.info("%s [%s]", workload.full_name, mode)
-            results.append(run_one(workload, mode, opts))
+            results.append(run_one(workload, mode, opts, timelines))
             if opts.json_path:
                 write_json(opts, results)
+            if opts.html_path and timelines is not None:
+                try:
+                    write_page(opts.html_path, timelines, "bench scale")
+                except OSError as e:  # checked before the runs: the disk, or a removed directory
+                    print(f"bench scale: --html: {e}", file=sys.stderr)
     return results
 
 
@@ -826,6 +866,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=SEED, help="the scheduler's --seed (1)")
     p.add_argument("--timeout", type=float, default=TIMEOUT, help="seconds for the pods (3600)")
     p.add_argument("--json", default=None, metavar="FILE", help="also write the figures as JSON")
+    p.add_argument(
+        "--html",
+        default=None,
+        metavar="FILE",
+        help="also record each run's timeline (every pod and node, through watches of this "
+        "process: its CPU and RSS figures include them) and write them to FILE, one "
+        "self-contained HTML page with a section per run (workload and mode), rewritten after "
+        "each: a lane per node, pods as bars from binding on, pending pods and nodes over "
+        "time, each pod's story on hover or click (about 0.4 KB per pod)",
+    )
     p.add_argument("--keep-dir", default=None, metavar="DIR", help="keep each run's cluster")
     p.add_argument("-v", "--verbose", action="store_true", help="log progress")
     p.add_argument("--list", action="store_true", help="list the workloads and exit")
@@ -860,6 +910,11 @@ def options_from_args(args: argparse.Namespace) -> Options:
         raise ValueError("--max-pending: must be 0 (no limit) or positive")
     if args.timeout <= 0:
         raise ValueError("--timeout: must be positive")
+    if args.html is not None:
+        try:
+            check_output_path(args.html)
+        except OutputPathError as e:
+            raise ValueError(f"--html: {e}") from e
     try:
         lease = parse_duration(args.lease_renew_interval)
     except DurationError as e:
@@ -879,6 +934,7 @@ def options_from_args(args: argparse.Namespace) -> Options:
         timeout=args.timeout,
         json_path=args.json,
         keep_dir=args.keep_dir,
+        html_path=args.html,
     )
 
 

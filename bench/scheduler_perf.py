@@ -1,6 +1,6 @@
 """Scheduling throughput of kemu's kube-scheduler, in the manner of upstream's scheduler_perf.
 
-    python -m bench scheduler_perf [--workload NAME ...] [--quick] [--json FILE]
+    python -m bench scheduler_perf [--workload NAME ...] [--quick] [--json FILE] [--html FILE]
 
 Each workload of bench/workloads/performance-config.yaml and of the per-area files beside it
 (affinity/, misc/, batching/: upstream's test cases; bench.scheduler_perf_workloads reads them)
@@ -37,6 +37,9 @@ DELETEs, the preemptors' status PATCHes, bindings and events; bench.scheduler_pe
 A test case or workload may set the control plane's emulated version, feature gates and
 scheduler configuration, and name a gate to compare: the workload then runs twice (gate on,
 then off, a fresh cluster and the same scheduler seed each) and the two runs are compared.
+
+With --html FILE each run's timeline is recorded (kemu.timeline: every pod, node and
+preemption) and the runs are drawn as the sections of one HTML page.
 
 The cluster is always stopped at the end, also on Ctrl-C. See bench/README.md.
 """
@@ -137,6 +140,9 @@ from kemu.machinery.virtual_time import ClockMode
 from kemu.testing.cluster import Cluster, Component, add_clock_argument
 from kemu.testing.namespaces import ensure_namespace
 from kemu.testing.processes import ProcessStartError, http_get
+from kemu.timeline.model import MarkerKind, Timeline
+from kemu.timeline.record import record_timeline
+from kemu.timeline.render import OutputPathError, check_output_path, write_page
 
 logger = logging.getLogger(__name__)
 
@@ -676,6 +682,8 @@ class Options:
     clock: ClockMode = ClockMode.REAL
     # The scheduler without/with --record-decisions, in order.
     record: tuple[bool, ...] = (False,)
+    # --html FILE: each run's timeline recorded (kemu.timeline) and drawn as a section of it.
+    html_path: str | None = None
 
 
 class Runner:
@@ -712,33 +720,48 @@ class Runner:
         self._churn: anyio.abc.TaskGroup | None = None  # churn ops, until the ops are done
         self.barrier_counts = BarrierCounts()
         self._collecting: tuple[StartCollectingMetrics, float] | None = None
+        self.timeline: Timeline | None = None
+        """Recorded while the run lasts when set (--html)."""
 
     async def run(self) -> Result:
         async with Client(self.cluster.server, user_agent="bench-scheduler-perf") as client:
             await client.wait_ready(timeout=30)
-            tracker = BindTracker()
-            for pc in priority_class_objects(self.workload):
-                await client.create(pc)
-            async with anyio.create_task_group() as tg:
-                self._tg = tg
-                await tg.start(tracker.run, client)
-                # Ops that do not wait for completion (deletePods) finish before the run ends.
-                async with anyio.create_task_group() as background:
-                    self._background = background
-                    async with anyio.create_task_group() as churn:
-                        self._churn = churn
-                        for index, op in enumerate(self.workload.ops):
-                            await self.run_op(client, tracker, index, op)
-                        churn.cancel_scope.cancel()  # upstream's churn ends with the workload
-                for kind in baselines(self.workload, self.opts.bind_only):
-                    if kind == BIND_ONLY:
-                        await self.bind_only(client, tracker)
-                    else:
-                        await self.preemption_baseline(client, tracker)
-                if self._profiled is not None:
-                    await self._profiled.wait()
-                tg.cancel_scope.cancel()
-            self.result.watch_events = tracker.events
+            if self.timeline is None:
+                return await self._run(client)
+            async with record_timeline(client, self.timeline):
+                return await self._run(client)
+
+    def mark(self, label: str, start: float) -> None:
+        """A phase of the run on its timeline (--html): from `start` to now."""
+        if self.timeline is not None:
+            self.timeline.mark(MarkerKind.NOTE, label, at=start, until=time.monotonic())
+
+    async def _run(self, client: Client) -> Result:
+        tracker = BindTracker()
+        for pc in priority_class_objects(self.workload):
+            await client.create(pc)
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            await tg.start(tracker.run, client)
+            # Ops that do not wait for completion (deletePods) finish before the run ends.
+            async with anyio.create_task_group() as background:
+                self._background = background
+                async with anyio.create_task_group() as churn:
+                    self._churn = churn
+                    for index, op in enumerate(self.workload.ops):
+                        await self.run_op(client, tracker, index, op)
+                    churn.cancel_scope.cancel()  # upstream's churn ends with the workload
+            for kind in baselines(self.workload, self.opts.bind_only):
+                start = time.monotonic()
+                if kind == BIND_ONLY:
+                    await self.bind_only(client, tracker)
+                else:
+                    await self.preemption_baseline(client, tracker)
+                self.mark(f"{kind} baseline", start)
+            if self._profiled is not None:
+                await self._profiled.wait()
+            tg.cancel_scope.cancel()
+        self.result.watch_events = tracker.events
         self.result.rss_kib = {n: rss_kib(p) for n, p in self.pids.items() if p is not None}
         return self.result
 
@@ -839,6 +862,7 @@ class Runner:
             await tracker.wait_op(index, self.opts.timeout)
             r.cpu_cores = meter.stop()
             tg.cancel_scope.cancel()
+        self.mark(f"measured phase: {len(pods)} pods (op {index})", start)
         r.cpu_ms_per_pod = cpu_ms_per_item(r.cpu_cores, meter.wall, len(pods))
         r.cpu_ceiling = cpu_ceiling(r.cpu_ms_per_pod, os.cpu_count())
         times = tracker.bound_at[index]
@@ -1310,11 +1334,17 @@ def _raise_errors(errors: int, first_error: str, what: str) -> None:
 
 
 def run_workload(
-    workload: Workload, variant: Variant, opts: Options, path: str = "", record: bool = False
+    workload: Workload,
+    variant: Variant,
+    opts: Options,
+    path: str = "",
+    record: bool = False,
+    timelines: list[Timeline] | None = None,
 ) -> Result:
     """One run of a workload on a fresh cluster (the apiserver and the scheduler at the
     workload's emulated version with the variant's feature gates); the cluster is stopped on
-    return, error or Ctrl-C."""
+    return, error or Ctrl-C. With `timelines` (--html), the run's timeline is appended to it,
+    also when the run fails (up to the failure)."""
     with contextlib.ExitStack() as stack:
         if opts.keep_dir is None:
             tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="kemu-bench-sched-"))
@@ -1344,13 +1374,37 @@ def run_workload(
                 *(["--record-decisions"] if record else []),
             ],
         )
-        result = anyio.run(Runner(cluster, workload, variant, opts).run)
+        runner = Runner(cluster, workload, variant, opts)
+        if timelines is not None:
+            runner.timeline = run_timeline(workload, variant, path, record, opts.seed)
+        try:
+            result = anyio.run(runner.run)
+        finally:
+            if runner.timeline is not None and timelines is not None:
+                timelines.append(runner.timeline)
         result.path = path
         result.record_decisions = record
         if record:
             summary = cluster.component("scheduler").debug("decisions")
             result.record_bytes_per_attempt = float(summary["bytesPerAttempt"])
         return result
+
+
+def run_timeline(
+    workload: Workload, variant: Variant, path: str, record: bool, seed: int
+) -> Timeline:
+    """An empty timeline for one run, titled as its column of the table."""
+    title = Result(workload.full_name, variant=variant.name, path=path).label
+    if record:
+        title += " [decision record]"
+    timeline = Timeline(title)
+    timeline.notes.append(
+        f"{workload.count(CreateNodes)} nodes, {workload.count(CreatePods, measured=False)} "
+        f"pods before the measured op, {workload.count(CreatePods, measured=True)} measured; "
+        f"emulated {workload.emulated_version or DEFAULT_VERSION}; scheduler --seed {seed}"
+        + (f"; {_gates_text(variant.feature_gates)}" if variant.feature_gates else "")
+    )
+    return timeline
 
 
 # ---------------------------------------------------------------------- output
@@ -1711,6 +1765,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     parser.add_argument(
+        "--html",
+        metavar="FILE",
+        help="also record each run's timeline (every pod, node and preemption, through a "
+        "watch of this process: its CPU and RSS figures include it) and write them to FILE, "
+        "one self-contained HTML page with a section per run (workload, variant, path), in "
+        "the order run: a lane per node, pods as bars from binding to deletion coloured by "
+        "priority, nominatedNodeName spans, preemptions, pending pods and nodes over time, "
+        "the measured phase and the baselines marked, each pod's story on hover or click",
+    )
+    parser.add_argument(
         "--config",
         metavar="FILE",
         action="append",
@@ -1857,7 +1921,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("bench scheduler_perf: no workload selected", file=sys.stderr)
         return 2
     if args.differential:
+        if args.html:
+            print(
+                "bench scheduler_perf: --html: not with --differential (no cluster runs)",
+                file=sys.stderr,
+            )
+            return 2
         return differential(chosen, args.seed, args.json, args.paths)
+    if args.html is not None:
+        try:
+            check_output_path(args.html)
+        except OutputPathError as e:
+            print(f"bench scheduler_perf: --html: {e}", file=sys.stderr)
+            return 2
     if args.creators < 1:
         print("bench scheduler_perf: --creators must be at least 1", file=sys.stderr)
         return 2
@@ -1876,12 +1952,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         bind_only=args.bind_only_baseline,
         paths=PATH_CHOICES[args.paths] if args.paths else (),
         record=RECORD_CHOICES[args.record_decisions],
+        html_path=args.html,
     )
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     results: list[Result] = []
+    timelines: list[Timeline] | None = [] if opts.html_path else None
     status = 0
     try:
         for w in chosen:
@@ -1889,7 +1967,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for path, record in itertools.product(opts.paths or ("",), opts.record):
                     logger.info("workload %s %s %s", w.full_name, variant.name, path)
                     try:
-                        results.append(run_workload(w, variant, opts, path, record))
+                        results.append(run_workload(w, variant, opts, path, record, timelines))
                     except Exception as raised:  # one run's failure, else re-raised
                         failure = run_failure(raised)
                         if failure is None:
@@ -1912,4 +1990,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             "skipped": jsonable(skipped),
         }
         Path(opts.json_path).write_text(json.dumps(data, indent=2) + "\n")
+    if opts.html_path and timelines is not None:
+        try:
+            write_page(opts.html_path, timelines, "bench scheduler_perf")
+        except OSError as e:
+            print(f"bench scheduler_perf: --html: {e}", file=sys.stderr)
+            return 1
     return status

@@ -1,6 +1,7 @@
 """python -m kemu.chaos [--profile ci|full] [--seed N] [--fencing] [--clock real|virtual]
-[--json FILE] [--workload FILE] [--root DIR] [--quiet]: one chaos run; exit status 1 when an invariant broke,
-2 for bad arguments."""
+[--json FILE] [--html FILE] [--workload FILE] [--root DIR] [--quiet]: one chaos run; exit
+status 1 when an invariant broke (or the --html file could not be written), 2 for bad
+arguments."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from kemu.chaos.profiles import PROFILES
 from kemu.chaos.workload import WorkloadError, parse_workload
 from kemu.machinery.virtual_time import ClockMode
 from kemu.testing.cluster import add_clock_argument
+from kemu.timeline.render import OutputPathError, check_output_path, write_page
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,6 +36,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_clock_argument(parser)
     parser.add_argument("--json", metavar="FILE", help="write the result as JSON to FILE")
+    parser.add_argument(
+        "--html",
+        metavar="FILE",
+        help="record the run's timeline and write its picture to FILE: one self-contained "
+        "HTML page (no network needed to open it) with a lane per node, pods as bars from "
+        "binding to deletion coloured by priority, nominatedNodeName spans, preemptions, "
+        "pending pods and nodes over time, the faults and the autoscaler's scale-ups and "
+        "downs, and each pod's story on hover or click",
+    )
     parser.add_argument(
         "--workload", metavar="FILE", help="a YAML workload (see kemu/chaos/workload.py)"
     )
@@ -58,6 +69,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"--workload {args.workload}: {e}")
     if args.seed is not None and args.seed < 0:
         parser.error("--seed: must be >= 0")
+    if args.html is not None:
+        try:
+            check_output_path(args.html)
+        except OutputPathError as e:
+            print(f"python -m kemu.chaos: error: --html: {e}", file=sys.stderr)
+            return 2
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
@@ -74,10 +91,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     election = Election.FENCED if args.fencing else Election.UPSTREAM
     progress(f"leader election: {election.value}, clock: {args.clock}")
     clock = ClockMode(args.clock)
-    report = ChaosRun(root, profile, seed, workload, progress, election, clock).run()
+    run = ChaosRun(
+        root, profile, seed, workload, progress, election, clock, timeline=args.html is not None
+    )
+    report = run.run()
     print(report.table())
     if args.json:
         report.write_json(args.json)
+    if args.html is not None and run.timeline is not None:
+        try:
+            size = write_page(args.html, [run.timeline], "kemu.chaos")
+        except OSError as e:
+            print(f"python -m kemu.chaos: error: --html: {e}", file=sys.stderr)
+            return 1
+        progress(f"timeline written to {args.html} ({size} bytes)")
     return 0 if report.ok else 1
 
 

@@ -319,6 +319,7 @@ class ScalingPhase:
             "waves": self.record.waves_done,
             "scale_ups": ups,
             "scale_downs": downs,
+            "nodes_seen": len(self.record.nodes.versions),
             "nodes_deleted": deleted,
             "max_target": max(targets, default=0),
         }

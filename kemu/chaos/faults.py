@@ -38,6 +38,16 @@ STATE_WAIT: Final = 15.0
 """How long an autoscaler fault waits for its moment (a scale-up or a drain in flight)."""
 
 
+@dataclass(frozen=True)
+class FaultWindow:
+    """One injected fault: from its start to the moment it was over (the process restarted
+    and ready, resumed, the links healed, the clock right again), time.monotonic."""
+
+    start: float
+    end: float
+    what: str
+
+
 @dataclass
 class RunState:
     """What the fault thread and the workload share."""
@@ -57,6 +67,8 @@ class RunState:
     """Pods (namespace/name) the workload sent a DELETE for, answered or not (an apiserver
     killed mid-call may have applied it): deleted by a user, not by the scheduler, so a
     preemption that chose one of them is exempt from invariant (2)."""
+    fault_windows: list[FaultWindow] = field(default_factory=list)
+    """Every fault injected, in order: the picture's markers (--html)."""
 
     def note(self, what: str) -> None:
         self.timeline.append(TimelineEntry(time.monotonic() - self.t0, what))
@@ -193,6 +205,8 @@ class Injector:
             self.state.note(f"SIGCONT {target}")
         if is_leader:
             self.state.leader_faults.append((started, holder))
+        what = f"{fault.kind}: {', '.join(targets)}"
+        self.state.fault_windows.append(FaultWindow(started, time.monotonic(), what))
 
     def _wait_ready(self, name: str) -> None:
         try:

@@ -26,6 +26,7 @@ class Report:
     pods_created: int
     pods_expected: int
     pods_bound: int
+    """Pods that exist at the end and are bound."""
     failed_writes: int
     acknowledged_writes: int
     recorded_versions: int
@@ -45,6 +46,9 @@ class Report:
     fencing: bool = False
     clock: str = "real"
     """The cluster's clock mode (`--clock`)."""
+    pods_ever_bound: int = 0
+    """Pods bound at some time in the run (also those deleted since: the churn's, the
+    preemptions' victims)."""
 
     @property
     def ok(self) -> bool:
@@ -64,6 +68,7 @@ class Report:
             "pods_created": self.pods_created,
             "pods_expected": self.pods_expected,
             "pods_bound": self.pods_bound,
+            "pods_ever_bound": self.pods_ever_bound,
             "acknowledged_writes": self.acknowledged_writes,
             "failed_writes": self.failed_writes,
             "recorded_versions": self.recorded_versions,
@@ -96,6 +101,7 @@ class Report:
             *((f"  {kind}", str(n)) for kind, n in self.faults_by_kind.items()),
             ("pods created", str(self.pods_created)),
             ("pods expected bound / bound", f"{self.pods_expected} / {self.pods_bound}"),
+            ("pods ever bound", str(self.pods_ever_bound)),
             ("writes acknowledged / failed", f"{self.acknowledged_writes} / {self.failed_writes}"),
             ("pod versions recorded", str(self.recorded_versions)),
             (

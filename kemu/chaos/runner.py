@@ -11,10 +11,11 @@ the recorders run in the event loop.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Final
 
@@ -40,6 +41,8 @@ from kemu.testing.eventually import eventually
 from kemu.testing.faultproxy import FaultProxy
 from kemu.testing.invariants import check_invariants, record_leases, record_nodes, record_pods
 from kemu.testing.scenarios import SHUTDOWN_ANNOTATION, priority_class_name
+from kemu.timeline.model import MarkerKind, Timeline
+from kemu.timeline.record import record_timeline
 
 logger = logging.getLogger(__name__)
 
@@ -80,10 +83,15 @@ class ChaosRun:
         progress: Callable[[str], None] | None = None,
         election: leaders.Election = leaders.Election.UPSTREAM,
         clock: ClockMode = ClockMode.REAL,
+        timeline: bool = False,
     ) -> None:
         """`clock`: the cluster's clock mode (virtual: at rate 1; the fault schedule and the
-        workload's pace are wall time either way)."""
+        workload's pace are wall time either way). `timeline`: record the run's timeline
+        (every pod and node, the autoscaler's Events, the faults) into `self.timeline`, for
+        its picture (kemu.timeline.render)."""
         self.root = root
+        self.record_timeline = timeline
+        self.timeline: Timeline | None = None
         self.election = election
         self.clock = clock
         self.profile = profile
@@ -174,6 +182,7 @@ class ChaosRun:
         a, b = TimedPodHistory(NAMESPACE), TimedPodHistory(NAMESPACE)
         scale_record = phase.record if phase is not None else None
         async with (
+            self._recording_timeline(cluster) as timeline,
             record_pods(watch_a, NAMESPACE, history=a),
             record_pods(watch_b, NAMESPACE, history=b),
             record_nodes(watch_scale, f"{autoscaling.GROUP_LABEL}={autoscaling.GROUP}") as nodes,
@@ -187,6 +196,8 @@ class ChaosRun:
             if phase is not None:
                 tg.start_soon(phase.sample)
             self.state.t0 = time.monotonic()
+            if timeline is not None:
+                timeline.origin = self.state.t0
             self.progress(f"seed {self.seed}: {len(self.schedule)} faults scheduled")
             injector = Injector(
                 cluster, self.state, self.nodes, lease, phase, self.progress, client
@@ -213,7 +224,35 @@ class ChaosRun:
             if phase is not None:
                 report.scaling = phase.figures()
             tg.cancel_scope.cancel()
+        if timeline is not None:
+            for w in self.state.fault_windows:
+                timeline.mark(MarkerKind.FAULT, w.what, at=w.start, until=w.end)
         return report
+
+    @contextlib.asynccontextmanager
+    async def _recording_timeline(self, cluster: Cluster) -> AsyncIterator[Timeline | None]:
+        """With --html, the run's timeline recorded through a client of its own (its watches
+        do not slow the checked ones); else nothing."""
+        if not self.record_timeline:
+            yield None
+            return
+        self.timeline = Timeline(
+            f"--profile {self.profile.name} --seed {self.seed}"
+            + (" --fencing" if self.election is leaders.Election.FENCED else "")
+            + (f" --clock {self.clock.value}" if self.clock is not ClockMode.REAL else "")
+        )
+        w = self.workload
+        self.timeline.notes.append(
+            f"{w.nodes.count} nodes of {w.nodes.cpu} CPU; {w.pods.total} pods at "
+            f"{w.pods.rate:g}/s, priorities {', '.join(map(str, w.pods.priorities))}; "
+            f"{len(self.schedule)} faults scheduled"
+            + (f"; {w.scaling.waves} scaling waves" if self.scaling is not None else "")
+        )
+        async with (
+            Client(cluster.servers, timeout=10.0) as client,
+            record_timeline(client, self.timeline) as timeline,
+        ):
+            yield timeline
 
     async def _prepare(self, client: Client) -> None:
         await client.wait_ready(timeout=30)
@@ -443,6 +482,9 @@ class ChaosRun:
             pods_created=len(a.versions),
             pods_expected=expected,
             pods_bound=bound,
+            pods_ever_bound=sum(
+                1 for vs in a.versions.values() if any(v.pod.spec.node_name for v in vs)
+            ),
             failed_writes=self.state.failed_writes,
             acknowledged_writes=len(self.state.acks),
             recorded_versions=sum(len(v) for v in a.versions.values()),

@@ -4,6 +4,7 @@ RSS grouping and targets, options and rendering."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -147,6 +148,16 @@ def test_bad_options_are_refused_naming_the_flag(argv: list[str], flag: str) -> 
 def test_main_refuses_bad_options(capsys: pytest.CaptureFixture[str]) -> None:
     assert scale.main(["--windows", "0"]) == 2
     assert "--windows" in capsys.readouterr().err
+
+
+def test_a_bad_html_path_is_refused_in_one_line_before_any_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert scale.main(["--quick", "--html", str(tmp_path / "no" / "t.html")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"bench scale: --html: {tmp_path / 'no'}: no such directory\n"
+    opts = scale.options_from_args(scale.build_parser().parse_args(["--html", "t.html"]))
+    assert opts.html_path == "t.html"
 
 
 def test_main_lists_the_workloads(capsys: pytest.CaptureFixture[str]) -> None:

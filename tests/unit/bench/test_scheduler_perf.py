@@ -842,3 +842,15 @@ def test_the_algorithm_cpu_is_the_counters_delta_per_observed_span() -> None:
         counter_mean_delta(parse_metrics(BEFORE), parse_metrics(AFTER), name, histogram)
     )
     assert math.isnan(counter_mean_delta(after, after, name, histogram))
+
+
+def test_a_bad_html_path_is_refused_in_one_line_before_any_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench.scheduler_perf import main
+
+    assert main(["--quick", "--html", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == f"bench scheduler_perf: --html: {tmp_path} is a directory\n"
+    assert main(["--quick", "--differential", "--html", str(tmp_path / "t.html")]) == 2
+    assert "not with --differential" in capsys.readouterr().err
+    assert not (tmp_path / "t.html").exists()

@@ -34,3 +34,21 @@ def test_a_bad_workload_names_the_field(tmp_path: Path, capsys: pytest.CaptureFi
         main(["--workload", str(path)])
     assert e.value.code == 2
     assert "pods.rate: must be > 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ("missing/t.html", "missing: no such directory"),
+        (".", "is a directory"),
+    ],
+)
+def test_a_bad_html_path_is_one_line_before_any_cluster_starts(
+    tmp_path: Path, where: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / where
+    assert main(["--html", str(path), "--root", str(tmp_path / "root")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("python -m kemu.chaos: error: --html: ") and message in err
+    assert err.count("\n") == 1
+    assert not (tmp_path / "root").exists()

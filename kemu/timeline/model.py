@@ -1,0 +1,385 @@
+"""The record a picture is drawn from: what happened to each pod and node of a run, and when.
+
+Fed with API objects as a watch delivers them (kemu.timeline.record: informers' add, update
+and delete), each stamped with the time it was seen (the injected `clock`; the drivers give
+time.monotonic). Kept per pod (by uid): when it was first seen, its priority, every
+nominatedNodeName span (set until changed or cleared, on the nominated node), its binding
+(node and time), when it began terminating, finished (Succeeded or Failed) and was deleted,
+and whether the scheduler preempted it (its DisruptionTarget condition, reason
+PreemptionByScheduler or, before 1.27, PreemptionByKubeScheduler; or a Preempted event,
+which also names the preemptor and the node). Per node (by name): the spans it existed and
+those it was not Ready. Over time: the pending pods (not bound, not terminating, deleted or
+finished) and the nodes, a sample at each change. Markers: faults and notes the driver adds
+(`mark`), and the cluster autoscaler's scale-ups and scale-downs, read from its Events
+(TriggeredScaleUp on the pods that triggered one; ScaleDown on a node it taints for removal,
+ScaleDownEmpty when it removes an empty one, ScaleDown again when it removes a drained one).
+
+Pure: no I/O, nothing but the API types and the machinery; kemu.timeline.render draws it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Final
+
+from kemu.api.v1 import types_pb2
+from kemu.machinery.eviction import DISRUPTION_TARGET
+from kemu.machinery.keys import object_key
+from kemu.machinery.pod_strategy import TERMINAL_PHASES
+
+# API-visible strings as their writers write them: a reader's copies, so that the record stays
+# pure (tests/unit/timeline/test_model.py checks them against the writers' constants). The
+# reasons of a preemption victim's DisruptionTarget condition (kemu.scheduling.preemption;
+# PreemptionByKubeScheduler before 1.27), and the reasons of the Events of the scheduler's
+# preemption executor, cluster-autoscaler's scale-up and its scale-down actuator.
+PREEMPTION_BY_SCHEDULER: Final = "PreemptionByScheduler"
+PREEMPTION_BY_KUBE_SCHEDULER: Final = "PreemptionByKubeScheduler"
+PREEMPTED: Final = "Preempted"
+TRIGGERED_SCALE_UP: Final = "TriggeredScaleUp"
+SCALE_DOWN: Final = "ScaleDown"
+SCALE_DOWN_EMPTY: Final = "ScaleDownEmpty"
+EVENT_REASONS: Final = frozenset({PREEMPTED, TRIGGERED_SCALE_UP, SCALE_DOWN, SCALE_DOWN_EMPTY})
+"""The Events a timeline reads (kemu.timeline.record watches no others)."""
+NODE_GROUP_LABEL: Final = "kemu.io/node-group"
+"""The label the cloud puts on its nodes (cloud.config.NODE_GROUP_LABEL)."""
+
+_PREEMPTED_BY: Final = re.compile(r"Preempted by pod (\S+) on node (\S+)")
+_SCALE_UP: Final = re.compile(r"\{(\S+) (\d+)->(\d+)")
+SCALE_UP_REPEAT: Final = 5.0
+"""Seconds within which the same scale-up message is one scale-up: the autoscaler records
+TriggeredScaleUp on every pod that triggered it."""
+
+
+class MarkerKind(StrEnum):
+    FAULT = "fault"
+    """A fault the driver injected (kemu.chaos: a kill, a pause, a partition, ...)."""
+    SCALE_UP = "scale-up"
+    SCALE_DOWN = "scale-down"
+    NOTE = "note"
+    """Anything else a driver wants on the time axis (a phase of a benchmark)."""
+
+
+@dataclass(frozen=True)
+class Marker:
+    kind: MarkerKind
+    at: float
+    label: str
+    until: float | None = None
+    """The end of a marker that lasts (a partition healed, a killed process restarted)."""
+
+
+@dataclass
+class Span:
+    start: float
+    end: float | None = None
+    """None while it lasts (at the end of the run: up to the end)."""
+
+
+@dataclass
+class Nomination(Span):
+    node: str = ""
+
+
+@dataclass
+class PodTrack:
+    """One pod (one uid) over the run."""
+
+    key: str
+    """namespace/name."""
+    uid: str
+    priority: int
+    seen: float
+    """When it was first seen: its creation, or the recorder's start for a pod that existed."""
+    nominations: list[Nomination] = field(default_factory=list)
+    node: str = ""
+    bound: float | None = None
+    terminating: float | None = None
+    finished: float | None = None
+    phase: str = ""
+    """Succeeded or Failed once finished."""
+    deleted: float | None = None
+    preempted: float | None = None
+    preempted_by: str = ""
+    """The preemptor's namespace/name, when its Preempted event was seen."""
+    preempted_on: str = ""
+    victims: list[tuple[float, str]] = field(default_factory=list)
+    """The pods this one preempted (when, namespace/name), from their Preempted events."""
+
+    @property
+    def gone(self) -> float | None:
+        """When it stopped using its node: finished or deleted, whichever came first."""
+        ends = [t for t in (self.finished, self.deleted) if t is not None]
+        return min(ends) if ends else None
+
+    def steps(self) -> list[tuple[float, str]]:
+        """Its story: each step and when, in order."""
+        out: list[tuple[float, str]] = [(self.seen, "first seen")]
+        for n in self.nominations:
+            out.append((n.start, f"nominated to {n.node}"))
+            if n.end is not None and n.end != self.bound:
+                out.append((n.end, f"nomination to {n.node} cleared"))
+        if self.bound is not None:
+            out.append((self.bound, f"bound to {self.node}"))
+        if self.preempted is not None:
+            by = f" by {self.preempted_by}" if self.preempted_by else ""
+            on = f" on {self.preempted_on}" if self.preempted_on else ""
+            out.append((self.preempted, f"preempted{by}{on}"))
+        out += [(t, f"preempted {victim}") for t, victim in self.victims]
+        if self.terminating is not None:
+            out.append((self.terminating, "terminating"))
+        if self.finished is not None:
+            out.append((self.finished, self.phase))
+        if self.deleted is not None:
+            out.append((self.deleted, "deleted"))
+        return sorted(out, key=lambda s: s[0])
+
+
+@dataclass
+class NodeTrack:
+    """One node name over the run: each time it existed, and when it was not Ready."""
+
+    name: str
+    group: str = ""
+    """Its node group (the cloud's label), "" for a node of no group."""
+    lives: list[Span] = field(default_factory=list)
+    not_ready: list[Span] = field(default_factory=list)
+
+    @property
+    def live(self) -> bool:
+        return bool(self.lives) and self.lives[-1].end is None
+
+
+class Timeline:
+    def __init__(self, title: str, clock: Callable[[], float] = time.monotonic) -> None:
+        """`clock`: the time each observation is stamped with (seconds; only differences
+        count). The origin (t=0 in the picture) is the clock's value now; a driver whose own
+        t=0 comes later sets `origin`."""
+        self.title = title
+        self.clock = clock
+        self.origin = clock()
+        self.end: float | None = None
+        self.notes: list[str] = []
+        """Lines about the run shown under its title (the cluster's clock, the workload)."""
+        self.pods: dict[str, PodTrack] = {}
+        """By uid, in the order first seen."""
+        self.nodes: dict[str, NodeTrack] = {}
+        """By name, in the order first seen."""
+        self.markers: list[Marker] = []
+        self.pending: list[tuple[float, int]] = [(self.origin, 0)]
+        """(time, pods pending from then on), at each change."""
+        self.node_count: list[tuple[float, int]] = [(self.origin, 0)]
+        self._pending: set[str] = set()
+        self._early: dict[str, tuple[float, str, str]] = {}
+        """Preempted events seen before their victim: uid -> (time, preemptor uid, node)."""
+        self._scale_ups: dict[str, float] = {}
+        self._scale_downs: dict[str, int] = {}
+        """Node -> the index of its scale-down marker, until a node of that name is added
+        again (the Event of a drained node's removal comes after its deletion)."""
+
+    @property
+    def first(self) -> float:
+        """The earliest time recorded (the origin, or an observation before it)."""
+        times = [self.origin]
+        times += [p.seen for p in self.pods.values()]
+        times += [n.lives[0].start for n in self.nodes.values() if n.lives]
+        times += [m.at for m in self.markers]
+        return min(times)
+
+    def finish(self, at: float | None = None) -> None:
+        """The run is over (now, or at `at`): what still lasts is drawn up to here."""
+        self.end = self.clock() if at is None else at
+
+    @property
+    def last(self) -> float:
+        """The end of the run, or the latest time recorded while it goes on."""
+        if self.end is not None:
+            return self.end
+        times = [self.origin, self.pending[-1][0], self.node_count[-1][0]]
+        times += [m.until if m.until is not None else m.at for m in self.markers]
+        return max(times)
+
+    # ------------------------------------------------------------ pods
+
+    def pod_added(self, pod: types_pb2.Pod) -> None:
+        self._observe_pod(pod, self.clock())
+
+    def pod_updated(self, old: types_pb2.Pod, new: types_pb2.Pod) -> None:
+        if old.metadata.uid != new.metadata.uid:
+            # Deleted and created again under the same name between two versions seen.
+            self.pod_deleted(old)
+        self._observe_pod(new, self.clock())
+
+    def pod_deleted(self, pod: types_pb2.Pod) -> None:
+        t = self.clock()
+        track = self._observe_pod(pod, t)
+        if track.deleted is None:
+            track.deleted = t
+        self._close_nomination(track, t)
+        self._set_pending(track, False, t)
+
+    def _observe_pod(self, pod: types_pb2.Pod, t: float) -> PodTrack:
+        uid = pod.metadata.uid
+        track = self.pods.get(uid)
+        if track is None:
+            track = PodTrack(object_key(pod), uid, pod.spec.priority, t)
+            self.pods[uid] = track
+            early = self._early.pop(uid, None)
+            if early is not None:
+                self._preempted(track, *early)
+        nominated = pod.status.nominated_node_name
+        current = track.nominations[-1] if track.nominations else None
+        if current is not None and current.end is None and current.node != nominated:
+            current.end = t
+            current = None
+        if nominated and track.bound is None and (current is None or current.end is not None):
+            track.nominations.append(Nomination(t, node=nominated))
+        if pod.spec.node_name and track.bound is None:
+            track.bound, track.node = t, pod.spec.node_name
+            self._close_nomination(track, t)
+        if pod.metadata.HasField("deletion_timestamp") and track.terminating is None:
+            track.terminating = t
+        if pod.status.phase in TERMINAL_PHASES and track.finished is None:
+            track.finished, track.phase = t, pod.status.phase
+        if track.preempted is None and any(
+            c.type == DISRUPTION_TARGET
+            and c.status == "True"
+            and c.reason in (PREEMPTION_BY_SCHEDULER, PREEMPTION_BY_KUBE_SCHEDULER)
+            for c in pod.status.conditions
+        ):
+            track.preempted = t
+        pending = (
+            track.bound is None
+            and track.terminating is None
+            and track.finished is None
+            and track.deleted is None
+        )
+        self._set_pending(track, pending, t)
+        return track
+
+    @staticmethod
+    def _close_nomination(track: PodTrack, t: float) -> None:
+        if track.nominations and track.nominations[-1].end is None:
+            track.nominations[-1].end = t
+
+    def _set_pending(self, track: PodTrack, pending: bool, t: float) -> None:
+        before = len(self._pending)
+        if pending:
+            self._pending.add(track.uid)
+        else:
+            self._pending.discard(track.uid)
+        if len(self._pending) != before:
+            self.pending.append((t, len(self._pending)))
+
+    # ------------------------------------------------------------ nodes
+
+    def node_added(self, node: types_pb2.Node) -> None:
+        self._observe_node(node, self.clock())
+
+    def node_updated(self, old: types_pb2.Node, new: types_pb2.Node) -> None:
+        t = self.clock()
+        if old.metadata.uid != new.metadata.uid:
+            self._node_gone(old.metadata.name, t)
+        self._observe_node(new, t)
+
+    def node_deleted(self, node: types_pb2.Node) -> None:
+        self._node_gone(node.metadata.name, self.clock())
+
+    def _observe_node(self, node: types_pb2.Node, t: float) -> None:
+        name = node.metadata.name
+        track = self.nodes.setdefault(name, NodeTrack(name))
+        track.group = node.metadata.labels.get(NODE_GROUP_LABEL, track.group)
+        if not track.live:
+            track.lives.append(Span(t))
+            self._count_nodes(t)
+            self._scale_downs.pop(name, None)  # a new node of that name: scaled down anew
+        ready = any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)
+        open_gap = (
+            track.not_ready[-1] if track.not_ready and track.not_ready[-1].end is None else None
+        )
+        if not ready and open_gap is None:
+            track.not_ready.append(Span(t))
+        elif ready and open_gap is not None:
+            open_gap.end = t
+
+    def _node_gone(self, name: str, t: float) -> None:
+        track = self.nodes.get(name)
+        if track is None or not track.live:
+            return
+        track.lives[-1].end = t
+        if track.not_ready and track.not_ready[-1].end is None:
+            track.not_ready[-1].end = t
+        self._count_nodes(t)
+
+    def _count_nodes(self, t: float) -> None:
+        self.node_count.append((t, sum(1 for n in self.nodes.values() if n.live)))
+
+    # ------------------------------------------------------------ events
+
+    def event_seen(self, event: types_pb2.Event) -> None:
+        """One occurrence of an Event (a new one, or a count that went up)."""
+        if event.reason not in EVENT_REASONS:
+            return
+        t = self.clock()
+        if event.reason == PREEMPTED:
+            m = _PREEMPTED_BY.search(event.message)
+            preemptor = event.related.uid or (m.group(1) if m else "")
+            node = m.group(2) if m else ""
+            victim = self.pods.get(event.involved_object.uid)
+            if victim is None:
+                self._early[event.involved_object.uid] = (t, preemptor, node)
+            else:
+                self._preempted(victim, t, preemptor, node)
+            return
+        if event.type == "Warning":
+            return  # a failed scale-down step (ScaleDown: failed to mark the node)
+        if event.reason == TRIGGERED_SCALE_UP:
+            last = self._scale_ups.get(event.message)
+            if last is not None and t - last < SCALE_UP_REPEAT:
+                return
+            self._scale_ups[event.message] = t
+            m = _SCALE_UP.search(event.message)
+            label = f"{m.group(1)} {m.group(2)}->{m.group(3)}" if m else event.message
+            self.mark(MarkerKind.SCALE_UP, label, at=t)
+        elif event.involved_object.kind in ("", "Node"):
+            # ScaleDown on each pod a drain evicts is left out: one marker per node.
+            self._scale_down(event, t)
+
+    def _scale_down(self, event: types_pb2.Event, t: float) -> None:
+        """One marker per node the autoscaler removes, at its first Event (ScaleDown: the
+        node tainted), its label completed by the later ones (ScaleDownEmpty: removed empty;
+        ScaleDown "node removed": drained)."""
+        node = event.involved_object.name
+        how = ""
+        if event.reason == SCALE_DOWN_EMPTY:
+            how = " (empty)"
+        elif "removed" in event.message:
+            how = " (drained)"
+        label = f"{node}{how}"
+        index = self._scale_downs.get(node)
+        if index is None:
+            self._scale_downs[node] = len(self.markers)
+            self.mark(MarkerKind.SCALE_DOWN, label, at=t)
+        elif how:
+            self.markers[index] = dataclasses.replace(self.markers[index], label=label)
+
+    def _preempted(self, victim: PodTrack, t: float, preemptor_uid: str, node: str) -> None:
+        if victim.preempted is None or t < victim.preempted:
+            victim.preempted = t
+        victim.preempted_on = victim.preempted_on or node
+        preemptor = self.pods.get(preemptor_uid)
+        if preemptor is not None and not victim.preempted_by:
+            victim.preempted_by = preemptor.key
+            preemptor.victims.append((t, victim.key))
+
+    # ------------------------------------------------------------ markers
+
+    def mark(
+        self, kind: MarkerKind, label: str, *, at: float | None = None, until: float | None = None
+    ) -> None:
+        """A marker at `at` (default now), lasting until `until` if given."""
+        self.markers.append(Marker(kind, self.clock() if at is None else at, label, until))

@@ -1,0 +1,263 @@
+"""kemu.timeline.model: what a timeline keeps of the pods, nodes and Events it is fed, on a
+fake clock."""
+
+from __future__ import annotations
+
+from kemu.api.v1 import types_pb2
+from kemu.testing.builders import make_node, make_pod
+from kemu.timeline.model import (
+    NODE_GROUP_LABEL,
+    PREEMPTED,
+    PREEMPTION_BY_KUBE_SCHEDULER,
+    PREEMPTION_BY_SCHEDULER,
+    SCALE_DOWN,
+    SCALE_DOWN_EMPTY,
+    TRIGGERED_SCALE_UP,
+    MarkerKind,
+    Timeline,
+)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def pod(name: str, uid: str = "", priority: int = 0) -> types_pb2.Pod:
+    return make_pod(name).namespace("ns").uid(uid or f"uid-{name}").priority(priority).obj()
+
+
+def with_(p: types_pb2.Pod, *, node: str = "", nominated: str = "") -> types_pb2.Pod:
+    out = types_pb2.Pod()
+    out.CopyFrom(p)
+    if node:
+        out.spec.node_name = node
+    out.status.nominated_node_name = nominated
+    return out
+
+
+def event(reason: str, message: str = "", *, involved: str = "", uid: str = "") -> types_pb2.Event:
+    e = types_pb2.Event(reason=reason, message=message, type="Normal")
+    e.involved_object.name, e.involved_object.uid = involved, uid
+    return e
+
+
+def test_the_reasons_and_labels_it_reads_are_those_their_writers_write() -> None:
+    from autoscaler.scale_up import TRIGGERED_SCALE_UP as WRITTEN_SCALE_UP
+    from autoscaler.scaledown.actuation import SCALE_DOWN as WRITTEN_DOWN
+    from autoscaler.scaledown.actuation import SCALE_DOWN_EMPTY as WRITTEN_EMPTY
+    from cloud.config import NODE_GROUP_LABEL as WRITTEN_LABEL
+    from kemu.scheduling import preemption
+    from kemu.testing.invariants import PREEMPTED as READ_BY_INVARIANTS
+
+    assert (TRIGGERED_SCALE_UP, SCALE_DOWN, SCALE_DOWN_EMPTY) == (
+        WRITTEN_SCALE_UP,
+        WRITTEN_DOWN,
+        WRITTEN_EMPTY,
+    )
+    assert NODE_GROUP_LABEL == WRITTEN_LABEL
+    assert PREEMPTED == READ_BY_INVARIANTS
+    assert (PREEMPTION_BY_SCHEDULER, PREEMPTION_BY_KUBE_SCHEDULER) == (
+        preemption.PREEMPTION_BY_SCHEDULER,
+        preemption.PREEMPTION_BY_KUBE_SCHEDULER,
+    )
+
+
+def test_a_pod_nominated_then_bound_then_deleted() -> None:
+    clock = Clock()
+    tl = Timeline("run", clock)
+    p = pod("a", priority=10)
+    tl.pod_added(p)
+    clock.t = 101.0
+    nominated = with_(p, nominated="n1")
+    tl.pod_updated(p, nominated)
+    clock.t = 102.0
+    # The binding clears the nomination in the same write (KEP-5278's apiserver clearing).
+    bound = with_(p, node="n1")
+    tl.pod_updated(nominated, bound)
+    clock.t = 105.0
+    tl.pod_deleted(bound)
+    (track,) = tl.pods.values()
+    assert (track.key, track.priority, track.seen) == ("ns/a", 10, 100.0)
+    assert [(n.node, n.start, n.end) for n in track.nominations] == [("n1", 101.0, 102.0)]
+    assert (track.node, track.bound, track.deleted, track.gone) == ("n1", 102.0, 105.0, 105.0)
+    assert track.steps() == [
+        (100.0, "first seen"),
+        (101.0, "nominated to n1"),
+        (102.0, "bound to n1"),
+        (105.0, "deleted"),
+    ]
+    assert tl.pending == [(100.0, 0), (100.0, 1), (102.0, 0)]
+
+
+def test_a_nomination_moved_to_another_node_and_one_cleared_are_spans_of_their_own() -> None:
+    clock = Clock()
+    tl = Timeline("run", clock)
+    p = pod("a")
+    tl.pod_added(p)
+    versions = [("n1", 101.0), ("n2", 102.0), ("", 103.0), ("n2", 104.0)]
+    old = p
+    for nominated, t in versions:
+        clock.t = t
+        new = with_(p, nominated=nominated)
+        tl.pod_updated(old, new)
+        old = new
+    (track,) = tl.pods.values()
+    spans = [(n.node, n.start, n.end) for n in track.nominations]
+    assert spans == [("n1", 101.0, 102.0), ("n2", 102.0, 103.0), ("n2", 104.0, None)]
+    assert (103.0, "nomination to n2 cleared") in track.steps()
+    assert track.bound is None and tl.pending[-1] == (100.0, 1)
+
+
+def test_preempted_from_the_condition_and_from_the_event_with_its_preemptor() -> None:
+    clock = Clock()
+    tl = Timeline("run", clock)
+    victim = with_(pod("low", priority=1), node="n1")
+    preemptor = pod("high", priority=100)
+    tl.pod_added(victim)
+    tl.pod_added(preemptor)
+    clock.t = 101.0
+    tl.event_seen(
+        event(PREEMPTED, "Preempted by pod uid-high on node n1", uid="uid-low", involved="low")
+    )
+    clock.t = 102.0
+    marked = make_pod("low").namespace("ns").uid("uid-low").priority(1).node("n1")
+    marked = marked.condition("DisruptionTarget", "True", PREEMPTION_BY_SCHEDULER)
+    tl.pod_updated(victim, marked.obj())
+    low, high = tl.pods["uid-low"], tl.pods["uid-high"]
+    assert (low.preempted, low.preempted_by, low.preempted_on) == (101.0, "ns/high", "n1")
+    assert high.victims == [(101.0, "ns/low")]
+    assert (101.0, "preempted by ns/high on n1") in low.steps()
+    assert (101.0, "preempted ns/low") in high.steps()
+
+
+def test_a_victim_whose_event_came_first_and_one_marked_by_the_old_reason() -> None:
+    clock = Clock()
+    tl = Timeline("run", clock)
+    tl.event_seen(event(PREEMPTED, "Preempted by pod x on node n2", uid="uid-early"))
+    clock.t = 101.0
+    tl.pod_added(with_(pod("early"), node="n2"))
+    assert tl.pods["uid-early"].preempted == 100.0
+    assert tl.pods["uid-early"].preempted_on == "n2"
+    old = make_pod("old").namespace("ns").uid("uid-old").node("n1")
+    tl.pod_added(old.condition("DisruptionTarget", "True", PREEMPTION_BY_KUBE_SCHEDULER).obj())
+    evicted = make_pod("evicted").namespace("ns").uid("uid-ev").node("n1")
+    tl.pod_added(evicted.condition("DisruptionTarget", "True", "EvictionByEvictionAPI").obj())
+    assert tl.pods["uid-old"].preempted == 101.0
+    assert tl.pods["uid-ev"].preempted is None
+
+
+def test_a_namesake_created_again_is_a_new_pod_and_the_old_one_deleted() -> None:
+    clock = Clock()
+    tl = Timeline("run", clock)
+    first = with_(pod("a", uid="u1"), node="n1")
+    tl.pod_added(first)
+    clock.t = 103.0
+    tl.pod_updated(first, pod("a", uid="u2"))
+    assert tl.pods["u1"].deleted == 103.0
+    assert tl.pods["u2"].bound is None and tl.pending[-1] == (103.0, 1)
+
+
+def test_finished_and_terminating_pods_are_not_pending_and_their_bar_ends_when_they_finish() -> (
+    None
+):
+    clock = Clock()
+    tl = Timeline("run", clock)
+    done = make_pod("done").namespace("ns").uid("u-done").node("n1")
+    tl.pod_added(done.obj())
+    clock.t = 104.0
+    tl.pod_updated(done.obj(), done.phase("Succeeded").obj())
+    clock.t = 106.0
+    tl.pod_deleted(done.obj())
+    track = tl.pods["u-done"]
+    assert (track.finished, track.phase, track.deleted, track.gone) == (
+        104.0,
+        "Succeeded",
+        106.0,
+        104.0,
+    )
+    unbound = pod("gone")
+    tl.pod_added(unbound)
+    terminating = types_pb2.Pod()
+    terminating.CopyFrom(unbound)
+    terminating.metadata.deletion_timestamp.seconds = 1
+    clock.t = 107.0
+    tl.pod_updated(unbound, terminating)
+    assert tl.pods["uid-gone"].terminating == 107.0
+    assert tl.pending[-2:] == [(106.0, 1), (107.0, 0)]
+
+
+def test_nodes_lives_readiness_groups_and_the_count() -> None:
+    clock = Clock()
+    tl = Timeline("run", clock)
+    ready = make_node("pool-1").label(NODE_GROUP_LABEL, "pool").ready()
+    tl.node_added(make_node("pool-1").label(NODE_GROUP_LABEL, "pool").obj())
+    clock.t = 102.0
+    tl.node_updated(make_node("pool-1").obj(), ready.obj())
+    clock.t = 110.0
+    tl.node_deleted(ready.obj())
+    clock.t = 111.0
+    tl.node_added(ready.obj())  # the same name again
+    track = tl.nodes["pool-1"]
+    assert track.group == "pool"
+    assert [(s.start, s.end) for s in track.lives] == [(100.0, 110.0), (111.0, None)]
+    assert [(s.start, s.end) for s in track.not_ready] == [(100.0, 102.0)]
+    assert tl.node_count == [(100.0, 0), (100.0, 1), (110.0, 0), (111.0, 1)]
+
+
+def test_autoscaler_events_are_scale_markers_one_per_scale_up_and_per_node_removed() -> None:
+    clock = Clock()
+    tl = Timeline("run", clock)
+    message = "pod triggered scale-up: [{pool 1->3 (max: 4)}]"
+    tl.event_seen(event(TRIGGERED_SCALE_UP, message, involved="a"))
+    clock.t = 101.0
+    tl.event_seen(event(TRIGGERED_SCALE_UP, message, involved="b"))  # the same loop's
+    clock.t = 120.0
+    tl.event_seen(event(TRIGGERED_SCALE_UP, message, involved="c"))  # a later one
+
+    def on_node(reason: str, message: str, node: str, kind: str = "Node") -> None:
+        e = event(reason, message, involved=node)
+        e.involved_object.kind = kind
+        tl.event_seen(e)
+
+    tl.node_added(make_node("pool-1").obj())
+    tl.node_added(make_node("pool-2").obj())
+    on_node(SCALE_DOWN, "marked the node as toBeDeleted/unschedulable", "pool-2")
+    on_node(SCALE_DOWN, "deleting pod for node scale down", "a-pod", kind="Pod")
+    failed = event(SCALE_DOWN, "failed to mark the node", involved="pool-3")
+    failed.type = "Warning"
+    tl.event_seen(failed)
+    clock.t = 121.0
+    on_node(SCALE_DOWN, "marked the node as toBeDeleted/unschedulable", "pool-1")
+    on_node(SCALE_DOWN_EMPTY, "removing empty node 'pool-1'", "pool-1")
+    tl.node_deleted(make_node("pool-2").obj())  # before the Event that says so
+    on_node(SCALE_DOWN, "node removed by cluster autoscaler", "pool-2")
+    tl.event_seen(event("Scheduled", "bound", involved="a"))
+    tl.node_deleted(make_node("pool-1").obj())
+    clock.t = 130.0
+    tl.node_added(make_node("pool-1").obj())  # a namesake, scaled down in turn
+    on_node(SCALE_DOWN, "marked the node as toBeDeleted/unschedulable", "pool-1")
+    got = [(m.kind, m.at, m.label) for m in tl.markers]
+    assert got == [
+        (MarkerKind.SCALE_UP, 100.0, "pool 1->3"),
+        (MarkerKind.SCALE_UP, 120.0, "pool 1->3"),
+        (MarkerKind.SCALE_DOWN, 120.0, "pool-2 (drained)"),
+        (MarkerKind.SCALE_DOWN, 121.0, "pool-1 (empty)"),
+        (MarkerKind.SCALE_DOWN, 130.0, "pool-1"),
+    ]
+
+
+def test_first_last_and_finish() -> None:
+    clock = Clock()
+    tl = Timeline("run", clock)
+    tl.pod_added(pod("a"))
+    clock.t = 103.0
+    tl.origin = 102.0  # the driver's t=0 came after the recorder's start
+    tl.mark(MarkerKind.FAULT, "kill x", until=105.0)
+    assert (tl.first, tl.last) == (100.0, 105.0)
+    clock.t = 108.0
+    tl.finish()
+    assert tl.last == 108.0
