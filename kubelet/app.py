@@ -460,11 +460,13 @@ class Kubelet:
         limiter = anyio.CapacityLimiter(REGISTRATION_CONCURRENCY)
         async with anyio.create_task_group() as tg:
             await tg.start(self.recorder.run)
+            previous: anyio.Event | None = None
             for agent, offset in zip(self.agents, offsets, strict=True):
                 tg.start_soon(
-                    functools.partial(agent.run, offset=offset, limiter=limiter),
+                    functools.partial(agent.run, offset=offset, limiter=limiter, after=previous),
                     name=f"node {agent.name}",
                 )
+                previous = agent.registered
             self.informers.start(tg)
             await self.informers.wait_for_cache_sync()
             await tg.start(self.pod_workers.run)

@@ -268,12 +268,20 @@ class NodeAgent:
         return self.config.name
 
     async def run(
-        self, *, offset: float = 0.0, limiter: anyio.CapacityLimiter | None = None
+        self,
+        *,
+        offset: float = 0.0,
+        limiter: anyio.CapacityLimiter | None = None,
+        after: anyio.Event | None = None,
     ) -> None:
         """Registers and creates the Lease (retrying until both succeed), then keeps the Lease
         and status current. `offset` (0 <= offset < interval) places this node's renewals in
-        the interval."""
+        the interval. `after`: registers once it is set (a hollow kubelet's previous node is
+        registered), so that the Nodes are created in a fixed order: the scheduler lists them
+        in it, and a seeded run is repeatable."""
         start = self._clock.monotonic()
+        if after is not None:
+            await after.wait()
         if limiter is None:
             await self._start()
         else:

@@ -18,6 +18,7 @@ import pytest
 
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
+from kemu.machinery import convert, kinds
 from kemu.machinery.virtual_time import ClockMode
 from kemu.testing.builders import make_pod
 from kemu.testing.cluster import Cluster
@@ -173,8 +174,6 @@ async def test_a_recorded_kemu_cluster_replays(tmp_path: Path) -> None:
                     while b"recording from" not in seen:
                         seen += await recorder.stderr.receive()
                 web = _deployment("web", 2, "500m")
-                from kemu.machinery import convert, kinds
-
                 await client.create(convert.from_dict(kinds.BY_KIND["Deployment"], web))
                 await client.advance_clock(10)
                 await client.patch(types_pb2.Deployment, "web", {"spec": {"replicas": 3}}, "shop")

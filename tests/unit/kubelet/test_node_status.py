@@ -219,3 +219,32 @@ def test_taint_flag_parsing():
         parse_taints("a=b:Sometimes")
     with pytest.raises(ValueError, match="expected KEY"):
         parse_taints("a=b")
+
+
+async def test_nodes_chained_by_after_are_created_in_their_order_however_slow_each_create() -> None:
+    clock = FakeClock()
+    fake = FakeClient(clock=clock)
+    created: list[str] = []
+    create = fake.create
+
+    async def slow_create(obj: types_pb2.Node) -> types_pb2.Node:
+        if not isinstance(obj, types_pb2.Node):  # (the Leases)
+            return await create(obj)
+        # the first node's create is the slowest: unchained, the last would be created first
+        await anyio.sleep(0.002 * (5 - int(obj.metadata.name[-1])))
+        out = await create(obj)
+        created.append(obj.metadata.name)
+        return out
+
+    fake.create = slow_create  # type: ignore[method-assign,assignment]
+    agents = [NodeAgent(fake, config(f"h-{i}"), clock=clock) for i in range(5)]
+    limiter = anyio.CapacityLimiter(5)
+    async with anyio.create_task_group() as tg:
+        previous: anyio.Event | None = None
+        for agent in agents:
+            tg.start_soon(functools.partial(agent.run, limiter=limiter, after=previous))
+            previous = agent.registered
+        with anyio.fail_after(5):
+            await agents[-1].ready.wait()
+        tg.cancel_scope.cancel()
+    assert created == [f"h-{i}" for i in range(5)]
