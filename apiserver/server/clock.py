@@ -48,6 +48,7 @@ _WATCH_RETRY: Final = 0.5  # wall seconds between attempts to watch the key agai
 _SETTLE: Final = 0.002  # wall seconds between two looks at a busy cluster (rate max)
 _PROBE_TIMEOUT: Final = 5.0  # wall seconds a probe waits for a session's answer
 _REPROBES: Final = 64  # probes of the sessions whose answers do not square, at most, per look
+_MAX_BOOT_TTL: Final = 3600.0  # wall seconds an announced component may take to boot, at most
 _IDLE_RECHECK: Final = 0.05  # wall seconds between looks at a cluster without timers
 _MAX_ADVANCE: Final = 10 * 365 * 24 * 3600.0
 
@@ -132,6 +133,7 @@ class ClusterClock:
         self._quiet_check: Callable[[], bool] = lambda: True
         self._probes = itertools.count(1)
         self._ended = False
+        self._expected: dict[str, float] = {}  # boot token -> wall deadline
         self._known: _Known | None = None
         """The segment in etcd and its mod revision, as last written or seen."""
 
@@ -309,6 +311,34 @@ class ClusterClock:
             answered, self._answered = self._answered, anyio.Event()
             answered.set()  # a driver waiting for this session's answer stops waiting
 
+    def expect(self, token: str, ttl: float) -> None:
+        """A launcher is starting a component that will report `token` in its session: the
+        event-driven clock holds until that session answers a probe idle (its boot done), or
+        for `ttl` wall seconds (a process that died while booting)."""
+        if not token:
+            raise Invalid.field("bootToken", "Required value")
+        if not (0 < ttl <= _MAX_BOOT_TTL):  # also NaN
+            raise Invalid.field(
+                "ttlSeconds",
+                f"Invalid value: {ttl:g}: must be above 0 and at most {_MAX_BOOT_TTL:g}",
+            )
+        self._expected[token] = self._wall() + ttl
+
+    def _booting(self) -> bool:
+        """Whether an announced component has not finished booting (expired ones dropped)."""
+        if not self._expected:
+            return False
+        now = self._wall()
+        for token, deadline in list(self._expected.items()):
+            if deadline <= now:
+                del self._expected[token]
+                logger.warning(
+                    "event-driven clock: the component announced as %s opened no clock "
+                    "session in time: going on without it",
+                    token,
+                )
+        return bool(self._expected)
+
     def end_sessions(self) -> None:
         """On shutdown: ends every session and refuses new ones (Unavailable), as the
         apiserver ends its watches."""
@@ -409,6 +439,9 @@ class ClusterClock:
             or any(not answer.idle for answer in latest.values())
             or a.outside != outside
             or not self._locally_quiet()
+            # a component announced as starting has not answered idle yet (its boot is work
+            # no session shows; the probes go on, so that its first idle answer is seen)
+            or self._booting()
         ):
             await anyio.sleep(_SETTLE)
             return False, None
@@ -460,6 +493,8 @@ class ClusterClock:
                 del s.answers[old]
             if answer is not None:
                 latest[s] = answer
+                if answer.idle and answer.boot_token:
+                    self._expected.pop(answer.boot_token, None)  # its boot is done
             elif s.responsive and s in self._sessions.values():
                 # Frozen (SIGSTOP) or hung (a busy process answers busy): time goes on
                 # without it, as it would for a process paused in a real cluster; it counts

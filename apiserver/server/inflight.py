@@ -186,6 +186,7 @@ _GRPC_VERBS: Final[dict[str, str]] = {
     "GetClock": "get",
     "SetClockRate": "update",
     "AdvanceClock": "update",
+    "ExpectClockSession": "update",
 }
 
 

@@ -356,6 +356,15 @@ class ApiService:
 
         return await self._serve("update", "clock", context, call)
 
+    async def expect_clock_session(
+        self, req: api_pb2.ExpectClockSessionRequest, context: Any
+    ) -> api_pb2.ClockStatus:
+        async def call() -> api_pb2.ClockStatus:
+            self._virtual_clock().expect(req.boot_token, req.ttl_seconds)
+            return self._virtual_clock().status()
+
+        return await self._serve("update", "clock", context, call)
+
     def _virtual_clock(self) -> ClusterClock:
         if self._cluster_clock is None:
             raise BadRequest(REAL_TIME_CLOCK)
@@ -665,6 +674,11 @@ class ApiService:
             "GetClock": (self.get_clock, api_pb2.ClockRequest, ser),
             "SetClockRate": (self.set_clock_rate, api_pb2.SetClockRateRequest, ser),
             "AdvanceClock": (self.advance_clock, api_pb2.AdvanceClockRequest, ser),
+            "ExpectClockSession": (
+                self.expect_clock_session,
+                api_pb2.ExpectClockSessionRequest,
+                ser,
+            ),
         }
         handlers = {name: unary(name, *method) for name, method in methods.items()}
         # A watch is long-running: never counted by the in-flight limit.

@@ -5,6 +5,7 @@ pending timers to it (`kemuctl clock` shows their count)."""
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Final
@@ -19,6 +20,7 @@ from kemu.component.quiescence import all_tasks_blocked
 from kemu.component.virtual_clock import VirtualClock
 from kemu.machinery.errors import ApiError, BadRequest
 from kemu.machinery.virtual_time import (
+    BOOT_TOKEN_ENV,
     CLOCK_IDENTITY_KEY,
     REAL_TIME_CLOCK,
     ClockMode,
@@ -95,9 +97,13 @@ async def follow_cluster_clock(
         peers.identity = identity
     answers, outgoing = anyio.create_memory_object_stream[api_pb2.ClockReport](16)
 
+    # (announced by its launcher: until this session answers idle, the clock holds for its boot)
+    boot_token = os.environ.get(BOOT_TOKEN_ENV, "")
+
     def report(probe: int = 0, idle: bool = False) -> api_pb2.ClockReport:
         timers, deadline = clock.take_timers()
         return api_pb2.ClockReport(
+            boot_token=boot_token,
             component=component,
             identity=identity,
             timers=timers,

@@ -29,6 +29,10 @@ MAX_RATE: Final = 1_000_000.0
 CLOCK_IDENTITY_KEY: Final = "kemu-clock-identity"
 """The gRPC metadata with which a component in a clock session tags its watches."""
 
+BOOT_TOKEN_ENV: Final = "KEMU_CLOCK_BOOT_TOKEN"
+"""The environment variable with which a launcher (the harness) gives a component the token it
+announced it with (Api.ExpectClockSession); the component reports it in its clock session."""
+
 REAL_TIME_CLOCK: Final = (
     "the cluster clock is real time (the apiserver runs with --clock real): "
     "start the cluster with --clock virtual to set its rate or advance it"

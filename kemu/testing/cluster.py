@@ -18,15 +18,19 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 from urllib.parse import urlencode
 
+import grpc
+
 from kemu.component.clock import SKEW_FILE_ENV
 from kemu.machinery import kubeconfig
-from kemu.machinery.virtual_time import ClockMode
+from kemu.machinery.virtual_time import BOOT_TOKEN_ENV, ClockMode
+from kemu.testing.cluster_time import announce_boot
 from kemu.testing.etcd import DEFAULT_QUOTA_BACKEND_BYTES, Etcd, cluster_members
 from kemu.testing.faultproxy import FaultProxy
 from kemu.testing.launch import ForkServer, Launch, shared_forkserver
@@ -592,6 +596,27 @@ class Cluster:
                 self.proxy.close()
         return unclean
 
+    def _announce_boot(self, proc: ManagedProcess) -> None:
+        """In virtual time, tells the apiserver that a component is starting, so that the
+        event-driven clock does not jump past its boot (issue #30: a booting component is
+        pending work); the process reports the token in its clock session. Not for the
+        apiservers, nor before one runs; an apiserver that does not answer is logged and the
+        component starts unannounced."""
+        if (
+            self.clock is ClockMode.REAL
+            or not isinstance(proc, Component)
+            or proc in self._apiservers
+            or self._apiserver is None
+            or not self._apiserver.running
+        ):
+            return
+        token = f"{proc.name}-{uuid.uuid4().hex[:12]}"
+        proc.env = {**(proc.env or {}), BOOT_TOKEN_ENV: token}
+        try:
+            announce_boot(self.server, token, ttl=self.startup_timeout)
+        except grpc.RpcError as e:
+            logger.warning("could not announce %s to the cluster clock: %s", proc.name, e)
+
     # ------------------------------------------------------------------ logs
 
     def logs(self) -> dict[str, str]:
@@ -644,6 +669,7 @@ class Cluster:
 
     def _launch(self, proc: ManagedProcess, wait: bool) -> None:
         self.processes[proc.name] = proc
+        self._announce_boot(proc)
         proc.start()
         if wait:
             try:

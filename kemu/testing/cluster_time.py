@@ -12,8 +12,29 @@ Two ways to move a virtual clock, after the two ways a test can run one:
 
 from __future__ import annotations
 
+import grpc
+
+from kemu.api.v1 import api_pb2
 from kemu.client.interface import ApiClient
 from kemu.testing.eventually import eventually
+
+_ANNOUNCE_TIMEOUT = 5.0  # wall seconds
+
+
+def announce_boot(server: str, token: str, *, ttl: float) -> None:
+    """Tells the apiserver at `server` (HOST:PORT) that a component reporting `token` in its
+    clock session is starting (Api.ExpectClockSession): the event-driven clock holds until
+    it answers idle, or for `ttl` wall seconds. Synchronous: the harness's launches are."""
+    with grpc.insecure_channel(server) as channel:
+        call = channel.unary_unary(
+            "/kemu.api.v1.Api/ExpectClockSession",
+            request_serializer=api_pb2.ExpectClockSessionRequest.SerializeToString,
+            response_deserializer=api_pb2.ClockStatus.FromString,
+        )
+        call(
+            api_pb2.ExpectClockSessionRequest(boot_token=token, ttl_seconds=ttl),
+            timeout=_ANNOUNCE_TIMEOUT,
+        )
 
 
 async def cluster_now(client: ApiClient) -> float:

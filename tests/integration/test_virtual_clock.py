@@ -277,3 +277,23 @@ async def test_time_goes_on_while_a_component_is_frozen(cluster: Cluster) -> Non
 
         await eventually(bound, timeout=20)
         await client.set_clock_rate(1)
+
+
+async def test_at_rate_max_the_clock_does_not_jump_past_a_booting_kubelet(
+    cluster: Cluster,
+) -> None:
+    """The harness announces a component it starts (Api.ExpectClockSession): until the new
+    kubelet's session answers idle, its boot is pending work, and the clock at rate max, which
+    would otherwise serve n1's lease and the node monitor's timers meanwhile, holds."""
+    async with Client(cluster.server) as client:
+        await client.set_clock_rate(math.inf)
+        before = (await client.clock_status()).now
+        try:
+            cluster.start_kubelet("n2")
+            node = await client.get(types_pb2.Node, "n2")
+            created = node.metadata.creation_timestamp.seconds  # (whole seconds, as upstream)
+            assert created <= before < created + 1, (before, created)
+        finally:
+            await client.set_clock_rate(1)
+            cluster.terminate("kubelet-n2")
+            await client.delete(types_pb2.Node, "n2")

@@ -114,6 +114,11 @@ class ApiStub:
                 request_serializer=kemu_dot_api_dot_v1_dot_api__pb2.ClockReport.SerializeToString,
                 response_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.ClockUpdate.FromString,
                 _registered_method=True)
+        self.ExpectClockSession = channel.unary_unary(
+                '/kemu.api.v1.Api/ExpectClockSession',
+                request_serializer=kemu_dot_api_dot_v1_dot_api__pb2.ExpectClockSessionRequest.SerializeToString,
+                response_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.ClockStatus.FromString,
+                _registered_method=True)
 
 
 class ApiServicer:
@@ -222,6 +227,14 @@ class ApiServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ExpectClockSession(self, request, context):
+        """A component is starting (its process has not yet opened its session): the clock at rate
+        max does not jump past its boot.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ApiServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -304,6 +317,11 @@ def add_ApiServicer_to_server(servicer, server):
                     servicer.ClockSession,
                     request_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.ClockReport.FromString,
                     response_serializer=kemu_dot_api_dot_v1_dot_api__pb2.ClockUpdate.SerializeToString,
+            ),
+            'ExpectClockSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExpectClockSession,
+                    request_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.ExpectClockSessionRequest.FromString,
+                    response_serializer=kemu_dot_api_dot_v1_dot_api__pb2.ClockStatus.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -738,6 +756,33 @@ class Api:
             '/kemu.api.v1.Api/ClockSession',
             kemu_dot_api_dot_v1_dot_api__pb2.ClockReport.SerializeToString,
             kemu_dot_api_dot_v1_dot_api__pb2.ClockUpdate.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExpectClockSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kemu.api.v1.Api/ExpectClockSession',
+            kemu_dot_api_dot_v1_dot_api__pb2.ExpectClockSessionRequest.SerializeToString,
+            kemu_dot_api_dot_v1_dot_api__pb2.ClockStatus.FromString,
             options,
             channel_credentials,
             insecure,

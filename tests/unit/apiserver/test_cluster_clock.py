@@ -14,6 +14,7 @@ import pytest
 from apiserver.server.clock import ClusterClock, _Session
 from kemu.api.v1 import api_pb2
 from kemu.component.virtual_clock import VirtualClock
+from kemu.machinery.errors import Invalid
 from kemu.machinery.virtual_time import ClockSegment
 
 pytestmark = pytest.mark.anyio
@@ -170,3 +171,54 @@ async def test_a_session_that_does_not_answer_is_left_out_until_it_answers_again
         assert time.monotonic() - started < 0.2  # not waited for again
         tg.cancel_scope.cancel()
     frozen_receive.close()
+
+
+async def test_an_announced_component_holds_the_clock_until_its_session_answers_idle() -> None:
+    """Api.ExpectClockSession: a component being started is pending work until a session
+    reporting its boot token answers a probe idle; an announcement whose component never
+    comes expires after its ttl (wall time)."""
+    wall = [1000.0]
+    cc = _cluster_clock()
+    cc._wall = lambda: wall[0]
+    cc.expect("kubelet-n2-abc", ttl=30)
+    cc.expect("gone-def", ttl=10)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: _answering(cc, "a", idle=True, received=0, deadline=START + 5))
+        await anyio.wait_all_tasks_blocked()
+        with anyio.fail_after(5):
+            assert await cc._quiescence() == (False, None)  # two still booting
+        send, receive = anyio.create_memory_object_stream[api_pb2.ClockUpdate](8)
+        booted = cc._sessions[len(cc._sessions)] = _Session(send, identity="n2")
+
+        async def answer_with_token() -> None:
+            async with receive:
+                async for update in receive:
+                    if update.probe:
+                        booted.answers[update.probe] = api_pb2.ClockReport(
+                            identity="n2",
+                            probe=update.probe,
+                            idle=True,
+                            boot_token="kubelet-n2-abc",
+                        )
+                        answered, cc._answered = cc._answered, anyio.Event()
+                        answered.set()
+
+        tg.start_soon(answer_with_token)
+        await anyio.wait_all_tasks_blocked()
+        with anyio.fail_after(5):
+            assert await cc._quiescence() == (False, None)  # n2 booted, "gone" not yet
+        wall[0] += 11  # "gone" never came: its announcement expires
+        with anyio.fail_after(5):
+            assert await cc._quiescence() == (True, START + 5)
+        tg.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize(
+    ("token", "ttl", "field"),
+    [("", 10.0, "bootToken"), ("t", 0.0, "ttlSeconds"), ("t", float("nan"), "ttlSeconds")],
+)
+def test_an_announcement_without_a_token_or_with_a_bad_ttl_is_refused(
+    token: str, ttl: float, field: str
+) -> None:
+    with pytest.raises(Invalid, match=field):
+        _cluster_clock().expect(token, ttl)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import anyio
 import pytest
@@ -227,7 +228,7 @@ async def test_nodes_chained_by_after_are_created_in_their_order_however_slow_ea
     created: list[str] = []
     create = fake.create
 
-    async def slow_create(obj: types_pb2.Node) -> types_pb2.Node:
+    async def slow_create(obj: Any) -> Any:
         if not isinstance(obj, types_pb2.Node):  # (the Leases)
             return await create(obj)
         # the first node's create is the slowest: unchained, the last would be created first
@@ -236,7 +237,7 @@ async def test_nodes_chained_by_after_are_created_in_their_order_however_slow_ea
         created.append(obj.metadata.name)
         return out
 
-    fake.create = slow_create  # type: ignore[method-assign,assignment]
+    fake.create = slow_create  # type: ignore[method-assign]
     agents = [NodeAgent(fake, config(f"h-{i}"), clock=clock) for i in range(5)]
     limiter = anyio.CapacityLimiter(5)
     async with anyio.create_task_group() as tg:
