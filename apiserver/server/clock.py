@@ -13,7 +13,7 @@ every change, its pending timers come back (`status()` sums them). At rate max t
 holds between jumps, and `_drive` makes them: once the cluster is quiescent (this apiserver idle,
 see activity.py, and every session answering a probe idle with every watch event sent to it
 received), it jumps to the earliest timer any process holds, or, while advancing
-(`advance`), holds at the end once the work due then is done. ARCHITECTURE.md ("Time") tells
+(`advance`), holds at the end once the work due then is done. docs/virtual-time.md tells
 the whole protocol.
 """
 
@@ -411,7 +411,7 @@ class ClusterClock:
         is in flight between any two processes. A session whose answer does not square with
         the apiserver's counts (an event was on its way to it, or it made a call since) is
         probed again, alone: the others did nothing since their answers and were sent
-        nothing, or their counts would not square either. ARCHITECTURE.md ("Time") tells why
+        nothing, or their counts would not square either. docs/virtual-time.md tells why
         that is quiescence."""
         outside = self.activity.outside
         latest: dict[_Session, api_pb2.ClockReport] = {}

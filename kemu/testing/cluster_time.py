@@ -1,4 +1,4 @@
-"""A test's view of the cluster clock (ARCHITECTURE.md, "Time"), for tests on the virtual
+"""A test's view of the cluster clock (docs/virtual-time.md), for tests on the virtual
 clock: what time it is in the cluster, and windows of virtual time.
 
 Two ways to move a virtual clock, after the two ways a test can run one:

@@ -10,7 +10,7 @@ high-priority pod of 1.5 cpu at the group's maximum, which preempts a low one. E
 starts while the clock holds, so that all their timers start at one virtual instant, and the
 driver lets the cluster settle (`advance_clock(0)`: the work due now is done) before the
 scenario and after each object it writes: writes at one held instant would otherwise race
-with the cluster's reactions to each other (ARCHITECTURE.md, "Time").
+with the cluster's reactions to each other (docs/virtual-time.md).
 """
 
 from __future__ import annotations
