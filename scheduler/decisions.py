@@ -11,7 +11,7 @@ and the feasible ones, the nominatedNodeName the pod came with, and its outcome:
   WaitOnPermit, PreBind, Bind: code, plugin, seconds), the KEP-5278 expected node set at
   binding start, and `bound` (or the binding's error);
 - `unschedulable` with `reasons` (reason -> node count, upstream's FailedScheduling words, with
-  the first few nodes that gave each; the message too) and what PostFilter did: the node
+  the first few nodes that gave each; the message too), `rejectedBy` (Filter plugin -> nodes) and what PostFilter did: the node
   preemption nominated, how many candidates the dry run found and which of upstream's criteria
   chose the node, each victim with its priority and the PodDisruptionBudgets it breaks, the
   lower-priority nominations to that node it clears;
@@ -144,6 +144,9 @@ class Attempt:
     """The Score plugins the candidates' scores are of, in that order."""
     reasons: Mapping[str, int] = field(default_factory=lambda: _NONE)
     examples: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: _NONE)
+    rejected_by: Mapping[str, int] = field(default_factory=lambda: _NONE)
+    """Filter plugin -> the nodes it rejected (upstream's Status plugin of each node's
+    rejection; "PreFilter" for nodes a PreFilter result left out without one)."""
     """Reason -> up to EXAMPLE_NODES nodes that gave it (in the order they were filtered)."""
     message: str = ""
     post_filter_nominated: str | None = None
@@ -181,6 +184,7 @@ class Attempt:
             "candidates": [c.to_json(self.score_plugins) for c in self.candidates],
             "reasons": dict(sorted(self.reasons.items())),
             "exampleNodes": {r: list(n) for r, n in sorted(self.examples.items())},
+            "rejectedBy": dict(sorted(self.rejected_by.items())),
             "message": self.message,
             "victims": [v.pod for v in self.victims],
             "phases": [p.to_json() for p in self.phases],

@@ -994,12 +994,16 @@ def record_unschedulable(
     attempt.evaluated = len(fit.statuses)
     attempt.reasons = fit.reasons()
     examples: dict[str, list[str]] = {}
+    rejected_by: dict[str, int] = {}
     for node, status in fit.statuses.items():
+        plugin = status.plugin or "PreFilter"
+        rejected_by[plugin] = rejected_by.get(plugin, 0) + 1
         for reason in status.reasons:
             named = examples.setdefault(reason, [])
             if len(named) < EXAMPLE_NODES:
                 named.append(node)
     attempt.examples = {r: tuple(n) for r, n in examples.items()}
+    attempt.rejected_by = rejected_by
     attempt.message = str(fit)
     if nominating is not None and nominating.nominated_node_name is not None:
         attempt.post_filter_nominated = nominating.nominated_node_name

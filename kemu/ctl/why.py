@@ -16,7 +16,8 @@ since when, or upstream's unremovable reason and why, deletion started) and the 
 `-o json` gives the same as one document. For a pod: `pod`, `uid`, `created`, `node` (bound to,
 or null), `nominatedNodeName` (now), `deleted` (or null), `attempts` (the scheduler's records,
 oldest first: `time`, `result`, `node` or null, `reasons` (reason -> node count), `victims`
-(pod names), `exampleNodes` (reason -> the first few nodes that gave it), `message`, `nodes`,
+(pod names), `exampleNodes` (reason -> the first few nodes that gave it), `rejectedBy` (Filter
+plugin -> nodes it rejected), `message`, `nodes`,
 `preFilterNodes`, `evaluatedNodes`, `feasibleNodes`, `candidates` (the chosen node first, then
 the best others: `node`, `total`, `scores` plugin -> weighted score), `phases` (`point`,
 `code`, `plugin`, `seconds`), `preemption` (`nominatedNodeName`, `victims` with `pod`,
@@ -163,6 +164,9 @@ def attempt_lines(i: int, a: Mapping[str, Any]) -> list[str]:
     else:
         line = f"{head}: {result}: {a['message']}"
     lines = [line]
+    if a.get("rejectedBy"):
+        by = ", ".join(f"{plugin} {n}" for plugin, n in a["rejectedBy"].items())
+        lines.append(f"  nodes rejected by: {by}")
     if a.get("preFilterNodes") is not None:
         lines.append(f"  PreFilter left {a['preFilterNodes']} of {a['nodes']} nodes")
     for j, c in enumerate(a.get("candidates", [])):

@@ -126,6 +126,7 @@ async def test_an_unschedulable_pods_record_has_upstreams_reasons_and_message(
         nodes = first["nodes"]
         assert first["result"] == "unschedulable" and first["node"] is None
         assert first["reasons"] == {"Insufficient cpu": nodes}, first
+        assert first["rejectedBy"] == {"NodeResourcesFit": nodes}, first
         (examples,) = first["exampleNodes"].values()
         assert len(examples) == min(3, nodes) and len(set(examples)) == len(examples), first
         assert message.startswith(f"0/{nodes} nodes are available: {nodes} Insufficient cpu.")

@@ -77,6 +77,7 @@ def test_an_attempts_lines_tell_the_scores_the_phases_and_the_preemption() -> No
         "profile": "default-scheduler",
         "result": "unschedulable",
         "message": "0/2 nodes are available: 2 Insufficient cpu.",
+        "rejectedBy": {"NodeResourcesFit": 2},
         "preemption": {
             "nominatedNodeName": "n1",
             "victims": [{"pod": "ns/low", "priority": 1, "pdbs": ["ns/web"]}],
@@ -87,6 +88,7 @@ def test_an_attempts_lines_tell_the_scores_the_phases_and_the_preemption() -> No
         },
     }
     assert attempt_lines(2, preempting)[1:] == [
+        "  nodes rejected by: NodeResourcesFit 2",
         "  preemption: node n1 (lowest highest-priority victim, of 2 candidate node(s)), "
         "victims: ns/low (priority 1, breaks PDB ns/web), 1 PDB violation(s)",
         "  nominations of lower priority to that node cleared: ns/lower",

@@ -74,6 +74,7 @@ def test_an_attempt_as_json() -> None:
     assert doc["nominatedNodeName"] == "n1" and doc["victims"] == ["ns/low", "ns/lower"]
     assert doc["exampleNodes"] == {"Insufficient cpu": ["n1", "n3"]}
     assert doc["preFilterNodes"] is None and doc["candidates"] == [] and doc["phases"] == []
+    assert doc["rejectedBy"] == {}
     assert doc["preemption"] == {
         "nominatedNodeName": "n2",
         "victims": [
