@@ -115,6 +115,7 @@ from bench.scheduler_perf_workloads import (
     Variant,
     Workload,
     WorkloadError,
+    WorkloadFile,
     load_workload_file_set,
     namespace_objects,
     node_objects,
@@ -131,7 +132,13 @@ from kemu.component.featuregate import (
     SCHEDULER_ASYNC_PREEMPTION,
     FeatureGates,
 )
-from kemu.component.version import DEFAULT_VERSION, Version, parse_emulated_version
+from kemu.component.version import (
+    DEFAULT_VERSION,
+    MAX_VERSION,
+    MIN_VERSION,
+    Version,
+    parse_emulated_version,
+)
 from kemu.machinery import kinds, quantity, resources
 from kemu.machinery.errors import AlreadyExists, ApiError, Gone, NotFound
 from kemu.machinery.keys import object_key
@@ -1872,6 +1879,59 @@ def differential(
     return 1 if any(r.mismatch for r in results) else 0
 
 
+def refused_by_name(
+    names: Sequence[str],
+    loaded: WorkloadFile,
+    paths: Sequence[Path],
+    config: Sequence[str] | None,
+    emulated_version: Version | None,
+) -> str:
+    """For a workload or test case named with --workload that none of the loaded workloads
+    is but a skipped one is: why it does not run, and the emulated versions at which it does
+    (each of kemu's versions tried, newest first); "" when every name runs or is unknown."""
+    at = emulated_version or DEFAULT_VERSION
+    for name in names:
+        if name == "all" or any(name in (w.full_name, w.test_case) for w in loaded.workloads):
+            continue
+        why = [s for s in loaded.skipped if _selected(s, [name])]
+        if not why:
+            continue
+        accepted = [
+            v
+            for v in (
+                Version(1, minor) for minor in range(MAX_VERSION.minor, MIN_VERSION.minor - 1, -1)
+            )
+            if v != at and _runs_at(name, paths, config, v)
+        ]
+        where = (
+            f"the emulated versions that run it: {_version_ranges(accepted)}"
+            if accepted
+            else f"it runs at no emulated version kemu has ({MIN_VERSION} to {MAX_VERSION})"
+        )
+        reasons = "; ".join(s.reason for s in why[:3])
+        return f"{name} does not run at emulated version {at}: {reasons}; {where}"
+    return ""
+
+
+def _version_ranges(versions: Sequence[Version]) -> str:
+    """ "1.21 to 1.33, 1.36" for versions given newest first."""
+    ranges: list[list[Version]] = []
+    for v in sorted(versions):
+        if ranges and v.minor == ranges[-1][-1].minor + 1:
+            ranges[-1].append(v)
+        else:
+            ranges.append([v])
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]} to {r[-1]}" for r in ranges)
+
+
+def _runs_at(name: str, paths: Sequence[Path], config: Sequence[str] | None, v: Version) -> bool:
+    try:
+        loaded = load_workload_file_set(paths, strict=not config, emulated_version=v)
+    except WorkloadError:
+        return False
+    return any(name in (w.full_name, w.test_case) for w in loaded.workloads)
+
+
 def _emulated_version(text: str) -> Version:
     try:
         return parse_emulated_version(text)
@@ -1890,6 +1950,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         workloads = list(loaded.workloads)
         skipped = [s for s in loaded.skipped if _selected(s, args.workload)]
+        refused = refused_by_name(args.workload, loaded, paths, args.config, args.emulated_version)
+        if refused:
+            print(f"bench scheduler_perf: {refused}", file=sys.stderr)
+            return 2
         label = QUICK_LABEL if args.quick else (args.label or DEFAULT_LABEL)
         chosen = select_workloads(workloads, args.workload, label)
         if args.workload and (args.quick or args.label):  # both given: the named and labelled

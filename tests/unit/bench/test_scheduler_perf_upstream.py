@@ -545,3 +545,28 @@ def test_a_timeout_inside_the_runs_task_groups_fails_that_run_only() -> None:
     assert run_failure(timeout) is timeout
     assert run_failure(ExceptionGroup("two", [timeout, ValueError("x")])) is None
     assert run_failure(KeyError("bug")) is None
+
+
+def test_a_refused_workload_named_with_workload_says_why_and_which_versions_run_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench.scheduler_perf import main
+
+    path = tmp_path / "mixed.yaml"
+    path.write_text(MIXED)
+    assert main(["--config", str(path), "--workload", "Good/locked"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "bench scheduler_perf: Good/locked does not run at emulated version 1.37: "
+    )
+    assert "locked to true" in err
+    # (NodeDeclaredFeatures came in 1.35, and is locked from 1.37)
+    assert err.rstrip().endswith("the emulated versions that run it: 1.35 to 1.36"), err
+    assert len(err.splitlines()) == 1
+    # Not modelled at any version: said so, not "no workload".
+    assert main(["--config", str(path), "--workload", "Dra"]) == 2
+    err = capsys.readouterr().err
+    assert "createAny" in err and "it runs at no emulated version kemu has (1.21 to 1.37)" in err
+    # An unknown name is still one.
+    assert main(["--config", str(path), "--workload", "Nope"]) == 2
+    assert "no workload 'Nope'" in capsys.readouterr().err
