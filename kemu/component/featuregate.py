@@ -128,179 +128,78 @@ def _v(minor: int) -> Version:
     return Version(1, minor)
 
 
+def _gate(
+    name: str,
+    *,
+    alpha: int | None = None,
+    beta_off: int | None = None,
+    beta: int | None = None,
+    ga: int | None = None,
+    removed: int | None = None,
+    modelled: bool = True,
+) -> GateDefinition:
+    """A gate of upstream's usual lifecycle, by the minor versions (1.x) at which it became
+    alpha (off), beta off by default, beta (on), GA (on, locked) and was removed (its
+    behaviour on since); the rows that do not follow it are spelled out."""
+    specs = [
+        FeatureSpec(_v(minor), stage, default, locked=stage is Stage.GA)
+        for minor, stage, default in (
+            (alpha, Stage.ALPHA, False),
+            (beta_off, Stage.BETA, False),
+            (beta, Stage.BETA, True),
+            (ga, Stage.GA, True),
+        )
+        if minor is not None
+    ]
+    return GateDefinition(
+        name,
+        tuple(specs),
+        removed_in=None if removed is None else _v(removed),
+        modelled=modelled,
+    )
+
+
 GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
     {
         gate.name: gate
         for gate in (
-            GateDefinition(
-                PREFER_NOMINATED_NODE,
-                (
-                    FeatureSpec(_v(21), Stage.ALPHA, False),
-                    FeatureSpec(_v(22), Stage.BETA, True),
-                    FeatureSpec(_v(24), Stage.GA, True, locked=True),
-                ),
-                removed_in=_v(26),
-                enabled_after_removal=True,
-            ),
-            GateDefinition(
-                NOMINATED_NODE_NAME_FOR_EXPECTATION,
-                (
-                    FeatureSpec(_v(34), Stage.ALPHA, False),
-                    FeatureSpec(_v(35), Stage.BETA, True),
-                ),
-            ),
-            GateDefinition(
-                CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING,
-                (
-                    FeatureSpec(_v(34), Stage.ALPHA, False),
-                    FeatureSpec(_v(35), Stage.BETA, True),
-                ),
-            ),
-            GateDefinition(
-                IN_PLACE_POD_VERTICAL_SCALING,
-                (
-                    FeatureSpec(_v(27), Stage.ALPHA, False),
-                    FeatureSpec(_v(33), Stage.BETA, True),
-                    FeatureSpec(_v(35), Stage.GA, True, locked=True),
-                ),
-            ),
-            GateDefinition(
-                IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
-                (FeatureSpec(_v(37), Stage.ALPHA, False),),
-            ),
-            GateDefinition(
-                POD_OBSERVED_GENERATION_TRACKING,
-                (
-                    FeatureSpec(_v(33), Stage.ALPHA, False),
-                    FeatureSpec(_v(34), Stage.BETA, True),
-                    FeatureSpec(_v(35), Stage.GA, True, locked=True),
-                ),
-            ),
-            GateDefinition(
-                POD_HOST_IPS,
-                (
-                    FeatureSpec(_v(28), Stage.ALPHA, False),
-                    FeatureSpec(_v(29), Stage.BETA, True),
-                    FeatureSpec(_v(30), Stage.GA, True, locked=True),
-                ),
-                removed_in=_v(32),
-                enabled_after_removal=True,
-            ),
-            GateDefinition(
-                POD_SCHEDULING_READINESS,
-                (
-                    FeatureSpec(_v(26), Stage.ALPHA, False),
-                    FeatureSpec(_v(27), Stage.BETA, True),
-                    FeatureSpec(_v(30), Stage.GA, True, locked=True),
-                ),
-                removed_in=_v(32),
-                enabled_after_removal=True,
-            ),
+            _gate(PREFER_NOMINATED_NODE, alpha=21, beta=22, ga=24, removed=26),
+            _gate(NOMINATED_NODE_NAME_FOR_EXPECTATION, alpha=34, beta=35),
+            _gate(CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING, alpha=34, beta=35),
+            _gate(IN_PLACE_POD_VERTICAL_SCALING, alpha=27, beta=33, ga=35),
+            _gate(IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION, alpha=37),
+            _gate(POD_OBSERVED_GENERATION_TRACKING, alpha=33, beta=34, ga=35),
+            _gate(POD_HOST_IPS, alpha=28, beta=29, ga=30, removed=32),
+            _gate(POD_SCHEDULING_READINESS, alpha=26, beta=27, ga=30, removed=32),
             # KEP-2837 (pkg/features/kube_features.go: no GA through the 1.37 cycle).
-            GateDefinition(
-                POD_LEVEL_RESOURCES,
-                (
-                    FeatureSpec(_v(32), Stage.ALPHA, False),
-                    FeatureSpec(_v(34), Stage.BETA, True),
-                ),
-            ),
-            GateDefinition(
-                SEPARATE_TAINT_EVICTION_CONTROLLER,
-                (
-                    FeatureSpec(_v(29), Stage.BETA, True),
-                    FeatureSpec(_v(34), Stage.GA, True, locked=True),
-                ),
-                removed_in=_v(37),
-                enabled_after_removal=True,
-            ),
-            GateDefinition(
-                POD_DISRUPTION_CONDITIONS,
-                (
-                    FeatureSpec(_v(25), Stage.ALPHA, False),
-                    FeatureSpec(_v(26), Stage.BETA, True),
-                    FeatureSpec(_v(31), Stage.GA, True, locked=True),
-                ),
-                # "remove in 1.33" in the table, last there in 1.33 (kubernetes#132148 took it
-                # out in the 1.34 cycle): the behaviour is unconditional since.
-                removed_in=_v(34),
-                enabled_after_removal=True,
-            ),
-            GateDefinition(
-                SCHEDULER_ASYNC_PREEMPTION,
-                (
-                    FeatureSpec(_v(32), Stage.ALPHA, False),
-                    FeatureSpec(_v(33), Stage.BETA, True),
-                ),
-            ),
+            _gate(POD_LEVEL_RESOURCES, alpha=32, beta=34),
+            _gate(SEPARATE_TAINT_EVICTION_CONTROLLER, beta=29, ga=34, removed=37),
+            # "remove in 1.33" in the table, last there in 1.33 (kubernetes#132148 took it
+            # out in the 1.34 cycle): the behaviour is unconditional since.
+            _gate(POD_DISRUPTION_CONDITIONS, alpha=25, beta=26, ga=31, removed=34),
+            _gate(SCHEDULER_ASYNC_PREEMPTION, alpha=32, beta=33),
             # PodTopologySpread's (kemu.scheduling.plugins.pod_topology_spread).
-            GateDefinition(
+            _gate(
                 MIN_DOMAINS_IN_POD_TOPOLOGY_SPREAD,
-                (
-                    FeatureSpec(_v(24), Stage.ALPHA, False),
-                    FeatureSpec(_v(25), Stage.BETA, False),
-                    FeatureSpec(_v(27), Stage.BETA, True),
-                    FeatureSpec(_v(30), Stage.GA, True, locked=True),
-                ),
-                removed_in=_v(32),
-                enabled_after_removal=True,
+                alpha=24,
+                beta_off=25,
+                beta=27,
+                ga=30,
+                removed=32,
             ),
-            GateDefinition(
-                NODE_INCLUSION_POLICY_IN_POD_TOPOLOGY_SPREAD,
-                (
-                    FeatureSpec(_v(25), Stage.ALPHA, False),
-                    FeatureSpec(_v(26), Stage.BETA, True),
-                    FeatureSpec(_v(33), Stage.GA, True, locked=True),
-                ),
-            ),
-            GateDefinition(
-                MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD,
-                (
-                    FeatureSpec(_v(25), Stage.ALPHA, False),
-                    FeatureSpec(_v(27), Stage.BETA, True),
-                ),
-            ),
-            GateDefinition(
-                MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD_SELECTOR_MERGE,
-                (FeatureSpec(_v(34), Stage.BETA, True),),
-            ),
+            _gate(NODE_INCLUSION_POLICY_IN_POD_TOPOLOGY_SPREAD, alpha=25, beta=26, ga=33),
+            _gate(MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD, alpha=25, beta=27),
+            _gate(MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD_SELECTOR_MERGE, beta=34),
             # upstream gates that upstream's scheduler_perf files set and kemu does not
             # model (upstream's lifecycle, pkg/features/kube_features.go at 1.37).
-            GateDefinition(
-                SCHEDULER_ASYNC_API_CALLS,
-                (FeatureSpec(_v(34), Stage.BETA, False),),
-                modelled=False,
+            _gate(SCHEDULER_ASYNC_API_CALLS, beta_off=34, modelled=False),
+            # Gone from upstream's table in the 1.37 cycle (three releases after GA).
+            _gate(
+                SCHEDULER_QUEUEING_HINTS, beta_off=28, beta=32, ga=34, removed=37, modelled=False
             ),
-            GateDefinition(
-                SCHEDULER_QUEUEING_HINTS,
-                (
-                    FeatureSpec(_v(28), Stage.BETA, False),
-                    FeatureSpec(_v(32), Stage.BETA, True),
-                    FeatureSpec(_v(34), Stage.GA, True, locked=True),
-                ),
-                # Gone from upstream's table in the 1.37 cycle (three releases after GA).
-                removed_in=_v(37),
-                enabled_after_removal=True,
-                modelled=False,
-            ),
-            GateDefinition(
-                SCHEDULER_POP_FROM_BACKOFF_Q,
-                (FeatureSpec(_v(33), Stage.BETA, True),),
-                modelled=False,
-            ),
-            GateDefinition(
-                OPPORTUNISTIC_BATCHING,
-                (FeatureSpec(_v(35), Stage.BETA, True),),
-                modelled=False,
-            ),
-            GateDefinition(
-                NODE_DECLARED_FEATURES,
-                (
-                    FeatureSpec(_v(35), Stage.ALPHA, False),
-                    FeatureSpec(_v(36), Stage.BETA, True),
-                    FeatureSpec(_v(37), Stage.GA, True, locked=True),
-                ),
-                modelled=False,
-            ),
+            _gate(SCHEDULER_POP_FROM_BACKOFF_Q, beta=33, modelled=False),
+            _gate(OPPORTUNISTIC_BATCHING, beta=35, modelled=False),
+            _gate(NODE_DECLARED_FEATURES, alpha=35, beta=36, ga=37, modelled=False),
             GateDefinition(
                 DYNAMIC_RESOURCE_ALLOCATION,
                 (
@@ -311,15 +210,7 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
                 ),
                 modelled=False,
             ),
-            GateDefinition(
-                DRA_EXTENDED_RESOURCE,
-                (
-                    FeatureSpec(_v(34), Stage.ALPHA, False),
-                    FeatureSpec(_v(36), Stage.BETA, True),
-                    FeatureSpec(_v(37), Stage.GA, True, locked=True),
-                ),
-                modelled=False,
-            ),
+            _gate(DRA_EXTENDED_RESOURCE, alpha=34, beta=36, ga=37, modelled=False),
             # The in-place resize family (KEP-1287, KEP-5419) kemu's kubelet has no part of.
             # PodLevelResources (KEP-2837) is not one of them: kemu models it.
             GateDefinition(
@@ -335,24 +226,9 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
                 enabled_after_removal=True,
                 modelled=False,
             ),
-            GateDefinition(
-                IN_PLACE_POD_VERTICAL_SCALING_EXCLUSIVE_CPUS,
-                (FeatureSpec(_v(32), Stage.ALPHA, False),),
-                modelled=False,
-            ),
-            GateDefinition(
-                IN_PLACE_POD_VERTICAL_SCALING_EXCLUSIVE_MEMORY,
-                (FeatureSpec(_v(34), Stage.ALPHA, False),),
-                modelled=False,
-            ),
-            GateDefinition(
-                IN_PLACE_POD_LEVEL_RESOURCES_VERTICAL_SCALING,
-                (
-                    FeatureSpec(_v(35), Stage.ALPHA, False),
-                    FeatureSpec(_v(36), Stage.BETA, True),
-                ),
-                modelled=False,
-            ),
+            _gate(IN_PLACE_POD_VERTICAL_SCALING_EXCLUSIVE_CPUS, alpha=32, modelled=False),
+            _gate(IN_PLACE_POD_VERTICAL_SCALING_EXCLUSIVE_MEMORY, alpha=34, modelled=False),
+            _gate(IN_PLACE_POD_LEVEL_RESOURCES_VERTICAL_SCALING, alpha=35, beta=36, modelled=False),
         )
     }
 )
