@@ -341,7 +341,10 @@ async def test_an_underused_node_is_drained_and_deleted_and_its_pod_recreated_el
     ]
     # (A loop may see the new node empty, Unneeded, before the test annotates it.)
     assert "ScaleDownDisabledAnnotation" in history[:2], history
-    assert history[-2:] == ["Unneeded", "DeletionStarted"], history
+    # (A loop between the deletion's start and the node's removal sees it being deleted:
+    # upstream's CurrentlyBeingDeleted; CI Z's loaded machine ran one.)
+    ended = history[:-1] if history[-1] == "CurrentlyBeingDeleted" else history
+    assert ended[-2:] == ["Unneeded", "DeletionStarted"], history
     assert all(a != b for a, b in zip(history, history[1:], strict=False)), history
     loops = autoscaler.debug("decisions", {"loops": "1000"})["loops"]
     assert any(
