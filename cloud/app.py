@@ -156,6 +156,7 @@ async def serve(
                         identity=new_identity(),
                         # (a kubelet booting is the cloud's work until it is in session)
                         busy=cloud.booting,
+                        ready=ctx.checks.is_ready,
                         peers=peers,
                     ),
                     name="clock session",

@@ -314,9 +314,13 @@ class ClusterClock:
     def expect(self, token: str, ttl: float) -> None:
         """A launcher is starting a component that will report `token` in its session: the
         event-driven clock holds until that session answers a probe idle (its boot done), or
-        for `ttl` wall seconds (a process that died while booting)."""
+        for `ttl` wall seconds (a process that died while booting); `ttl` 0 withdraws the
+        announcement (the launcher saw the process fail)."""
         if not token:
             raise Invalid.field("bootToken", "Required value")
+        if ttl == 0:
+            self._expected.pop(token, None)
+            return
         if not (0 < ttl <= _MAX_BOOT_TTL):  # also NaN
             raise Invalid.field(
                 "ttlSeconds",
@@ -493,7 +497,7 @@ class ClusterClock:
                 del s.answers[old]
             if answer is not None:
                 latest[s] = answer
-                if answer.idle and answer.boot_token:
+                if answer.idle and answer.ready and answer.boot_token:
                     self._expected.pop(answer.boot_token, None)  # its boot is done
             elif s.responsive and s in self._sessions.values():
                 # Frozen (SIGSTOP) or hung (a busy process answers busy): time goes on

@@ -76,6 +76,7 @@ async def follow_cluster_clock(
     component: str,
     identity: str,
     busy: Callable[[], bool] = lambda: False,
+    ready: Callable[[], bool] = lambda: True,
     peers: PeerCalls | None = None,
     task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -97,13 +98,19 @@ async def follow_cluster_clock(
         peers.identity = identity
     answers, outgoing = anyio.create_memory_object_stream[api_pb2.ClockReport](16)
 
-    # (announced by its launcher: until this session answers idle, the clock holds for its boot)
+    # (announced by its launcher: until this session answers idle and `ready()`, the clock
+    # holds for its boot)
     boot_token = os.environ.get(BOOT_TOKEN_ENV, "")
+    booted = not boot_token
 
     def report(probe: int = 0, idle: bool = False) -> api_pb2.ClockReport:
+        nonlocal booted
+        if not booted:
+            booted = ready()
         timers, deadline = clock.take_timers()
         return api_pb2.ClockReport(
             boot_token=boot_token,
+            ready=booted,
             component=component,
             identity=identity,
             timers=timers,

@@ -164,6 +164,7 @@ async def run_elected(
                         component=component,
                         identity=identity,
                         busy=busy,
+                        ready=ctx.checks.is_ready,
                         peers=peers,
                     ),
                     name="clock session",

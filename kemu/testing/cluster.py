@@ -173,6 +173,7 @@ class Cluster:
         self.processes: dict[str, ManagedProcess] = {}
         self._etcd: list[Etcd] = []
         self._apiservers: list[Component] = []
+        self._boot_tokens: dict[str, str] = {}  # process name -> its last start's announcement
         self._apiserver: Component | None = None
         self._rest_url: str | None = None
         self.component_server: str | None = None
@@ -555,11 +556,15 @@ class Cluster:
 
     def kill(self, name: str) -> int | None:
         """SIGKILL `name` (a crash); its exit code."""
-        return self.processes[name].kill()
+        code = self.processes[name].kill()
+        self._withdraw_boot(name)
+        return code
 
     def terminate(self, name: str, timeout: float | None = None) -> int | None:
         """SIGTERM `name`, SIGKILL after the stop timeout; its exit code."""
-        return self.processes[name].terminate(timeout if timeout is not None else self.stop_timeout)
+        code = self.processes[name].terminate(timeout if timeout is not None else self.stop_timeout)
+        self._withdraw_boot(name)
+        return code
 
     def restart(self, name: str, *, wait: bool = True) -> ManagedProcess:
         """Start `name` again with the same argv and ports (terminating it first if running)."""
@@ -616,6 +621,20 @@ class Cluster:
             announce_boot(self.server, token, ttl=self.startup_timeout)
         except grpc.RpcError as e:
             logger.warning("could not announce %s to the cluster clock: %s", proc.name, e)
+            return
+        self._boot_tokens[proc.name] = token
+
+    def _withdraw_boot(self, name: str) -> None:
+        """Withdraws the announcement of `name`'s last start, if any (a no-op at the apiserver
+        once the component has booted): a process stopped or failed while booting is no
+        longer pending work."""
+        token = self._boot_tokens.pop(name, None)
+        if token is None or self._apiserver is None or not self._apiserver.running:
+            return
+        try:
+            announce_boot(self.server, token, ttl=0)
+        except grpc.RpcError as e:
+            logger.warning("could not withdraw the announcement %s: %s", token, e)
 
     # ------------------------------------------------------------------ logs
 
@@ -676,4 +695,5 @@ class Cluster:
                 proc.wait_ready(timeout=self.startup_timeout)
             except ProcessStartError:
                 proc.kill()  # the error already tells; stop() need not report it again
+                self._withdraw_boot(proc.name)  # nothing will boot: the clock need not wait
                 raise

@@ -20,7 +20,7 @@ from kemu.testing import Cluster, make_pod
 from kemu.testing.eventually import eventually
 from kemu.testing.names import unique_name
 from kemu.testing.namespaces import create_namespace
-from kemu.testing.processes import python_env, run_python_module
+from kemu.testing.processes import ProcessStartError, python_env, run_python_module
 from tests.integration.autoscaler_env import open_clients
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
@@ -283,17 +283,49 @@ async def test_at_rate_max_the_clock_does_not_jump_past_a_booting_kubelet(
     cluster: Cluster,
 ) -> None:
     """The harness announces a component it starts (Api.ExpectClockSession): until the new
-    kubelet's session answers idle, its boot is pending work, and the clock at rate max, which
-    would otherwise serve n1's lease and the node monitor's timers meanwhile, holds."""
+    kubelet's session answers idle and ready, its boot is pending work, and the clock at rate
+    max, which would otherwise serve n1's lease and the node monitor's timers meanwhile,
+    holds; once it is ready, the clock runs again."""
     async with Client(cluster.server) as client:
-        await client.set_clock_rate(math.inf)
-        before = (await client.clock_status()).now
+        await client.set_clock_rate(0)
         try:
-            cluster.start_kubelet("n2")
-            node = await client.get(types_pb2.Node, "n2")
+            # (announced while the clock holds, so that no jump comes before it)
+            cluster.start_kubelet("n2", wait=False)
+            await client.set_clock_rate(math.inf)
+            held = (await client.clock_status()).now
+
+            async def registered() -> types_pb2.Node:
+                try:
+                    return await client.get(types_pb2.Node, "n2")
+                except NotFound:
+                    raise AssertionError("n2 is not registered yet") from None
+
+            node = await eventually(registered, timeout=30)
             created = node.metadata.creation_timestamp.seconds  # (whole seconds, as upstream)
-            assert created <= before < created + 1, (before, created)
+            assert created <= held < created + 1, (held, created)
+            cluster.processes["kubelet-n2"].wait_ready(timeout=30)
+
+            async def running_again() -> bool:
+                assert (await client.clock_status()).now > held + 1, "the clock holds"
+                return True
+
+            await eventually(running_again, timeout=10)
         finally:
             await client.set_clock_rate(1)
             cluster.terminate("kubelet-n2")
             await client.delete(types_pb2.Node, "n2")
+
+
+async def test_a_component_that_fails_to_start_does_not_hold_the_clock(cluster: Cluster) -> None:
+    """The harness withdraws the announcement of a component whose start failed: the clock
+    does not wait out the announcement's ttl (the harness's 30 s startup timeout)."""
+    async with Client(cluster.server) as client:
+        await client.set_clock_rate(0)
+        with pytest.raises(ProcessStartError):
+            cluster.start_component(
+                "scheduler", "bad-scheduler", ["--server", cluster.server, "--no-such-flag"]
+            )
+        before = (await client.clock_status()).now
+        done = await client.advance_clock(30, timeout=15)
+        assert done.now == pytest.approx(before + 30, abs=0.001)
+        await client.set_clock_rate(1)

@@ -258,7 +258,7 @@ class ClockUpdate(_message.Message):
     def __init__(self, segment: _Optional[_Union[ClockSegment, _Mapping]] = ..., probe: _Optional[int] = ...) -> None: ...
 
 class ClockReport(_message.Message):
-    __slots__ = ("component", "identity", "timers", "next_deadline", "probe", "idle", "events_received", "requests_sent", "peer_calls_sent", "peer_calls_received", "boot_token")
+    __slots__ = ("component", "identity", "timers", "next_deadline", "probe", "idle", "events_received", "requests_sent", "peer_calls_sent", "peer_calls_received", "boot_token", "ready")
     class PeerCallsReceivedEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -277,6 +277,7 @@ class ClockReport(_message.Message):
     PEER_CALLS_SENT_FIELD_NUMBER: _ClassVar[int]
     PEER_CALLS_RECEIVED_FIELD_NUMBER: _ClassVar[int]
     BOOT_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    READY_FIELD_NUMBER: _ClassVar[int]
     component: str
     identity: str
     timers: int
@@ -288,7 +289,8 @@ class ClockReport(_message.Message):
     peer_calls_sent: int
     peer_calls_received: _containers.ScalarMap[str, int]
     boot_token: str
-    def __init__(self, component: _Optional[str] = ..., identity: _Optional[str] = ..., timers: _Optional[int] = ..., next_deadline: _Optional[float] = ..., probe: _Optional[int] = ..., idle: _Optional[bool] = ..., events_received: _Optional[int] = ..., requests_sent: _Optional[int] = ..., peer_calls_sent: _Optional[int] = ..., peer_calls_received: _Optional[_Mapping[str, int]] = ..., boot_token: _Optional[str] = ...) -> None: ...
+    ready: bool
+    def __init__(self, component: _Optional[str] = ..., identity: _Optional[str] = ..., timers: _Optional[int] = ..., next_deadline: _Optional[float] = ..., probe: _Optional[int] = ..., idle: _Optional[bool] = ..., events_received: _Optional[int] = ..., requests_sent: _Optional[int] = ..., peer_calls_sent: _Optional[int] = ..., peer_calls_received: _Optional[_Mapping[str, int]] = ..., boot_token: _Optional[str] = ..., ready: _Optional[bool] = ...) -> None: ...
 
 class ClockRequest(_message.Message):
     __slots__ = ()

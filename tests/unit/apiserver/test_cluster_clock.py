@@ -198,6 +198,7 @@ async def test_an_announced_component_holds_the_clock_until_its_session_answers_
                             identity="n2",
                             probe=update.probe,
                             idle=True,
+                            ready=True,
                             boot_token="kubelet-n2-abc",
                         )
                         answered, cc._answered = cc._answered, anyio.Event()
@@ -207,6 +208,8 @@ async def test_an_announced_component_holds_the_clock_until_its_session_answers_
         await anyio.wait_all_tasks_blocked()
         with anyio.fail_after(5):
             assert await cc._quiescence() == (False, None)  # n2 booted, "gone" not yet
+        cc.expect("failed-ghi", ttl=30)
+        cc.expect("failed-ghi", ttl=0)  # its launcher saw it fail: withdrawn
         wall[0] += 11  # "gone" never came: its announcement expires
         with anyio.fail_after(5):
             assert await cc._quiescence() == (True, START + 5)
@@ -215,7 +218,7 @@ async def test_an_announced_component_holds_the_clock_until_its_session_answers_
 
 @pytest.mark.parametrize(
     ("token", "ttl", "field"),
-    [("", 10.0, "bootToken"), ("t", 0.0, "ttlSeconds"), ("t", float("nan"), "ttlSeconds")],
+    [("", 10.0, "bootToken"), ("t", -1.0, "ttlSeconds"), ("t", float("nan"), "ttlSeconds")],
 )
 def test_an_announcement_without_a_token_or_with_a_bad_ttl_is_refused(
     token: str, ttl: float, field: str
