@@ -171,7 +171,7 @@ def test_a_pods_story_is_its_bars_title_and_in_the_json() -> None:
     victim = next(t for t in found.titles if t.startswith("ns/victim"))
     assert victim.splitlines() == [
         "ns/victim (priority 1)",
-        "t+0.0s first seen",
+        "t+0.0s created",
         "t+0.0s bound to n1",
         "t+5.5s preempted by ns/pre on n1",
         "t+6.0s deleted",
@@ -182,7 +182,7 @@ def test_a_pods_story_is_its_bars_title_and_in_the_json() -> None:
     pre = by_key["ns/pre"]
     assert pre[1:3] == [1000, "n1"]
     assert [step[1] for step in pre[3]] == [
-        "first seen",
+        "created",
         "nominated to n1",
         "preempted ns/victim",
         "bound to n1",
