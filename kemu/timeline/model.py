@@ -274,8 +274,9 @@ class Timeline:
         uid = pod.metadata.uid
         track = self.pods.get(uid)
         if track is None:
-            created = self._dated(dating.created(pod.metadata), seen, self.start)
-            existed = dating.created(pod.metadata) is not None and created == self.start
+            stamped = dating.created(pod.metadata)
+            created = self._dated(stamped, seen, self.start)
+            existed = stamped is not None and stamped < self.start
             track = PodTrack(object_key(pod), uid, pod.spec.priority, created, existed=existed)
             self.pods[uid] = track
             early = self._early.pop(uid, None)
