@@ -741,7 +741,8 @@ class Runner:
     def mark(self, label: str, start: float) -> None:
         """A phase of the run on its timeline (--html): from `start` to now."""
         if self.timeline is not None:
-            self.timeline.mark(MarkerKind.NOTE, label, at=start, until=time.monotonic())
+            tl = self.timeline
+            tl.mark(MarkerKind.NOTE, label, at=tl.since_monotonic(start), until=tl.clock())
 
     async def _run(self, client: Client) -> Result:
         tracker = BindTracker()

@@ -197,7 +197,7 @@ class ChaosRun:
                 tg.start_soon(phase.sample)
             self.state.t0 = time.monotonic()
             if timeline is not None:
-                timeline.origin = self.state.t0
+                timeline.origin = timeline.since_monotonic(self.state.t0)
             self.progress(f"seed {self.seed}: {len(self.schedule)} faults scheduled")
             injector = Injector(
                 cluster, self.state, self.nodes, lease, phase, self.progress, client
@@ -226,7 +226,12 @@ class ChaosRun:
             tg.cancel_scope.cancel()
         if timeline is not None:
             for w in self.state.fault_windows:
-                timeline.mark(MarkerKind.FAULT, w.what, at=w.start, until=w.end)
+                timeline.mark(
+                    MarkerKind.FAULT,
+                    w.what,
+                    at=timeline.since_monotonic(w.start),
+                    until=timeline.since_monotonic(w.end),
+                )
         return report
 
     @contextlib.asynccontextmanager

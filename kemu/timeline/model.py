@@ -1,8 +1,14 @@
 """The record a picture is drawn from: what happened to each pod and node of a run, and when.
 
 Fed with API objects as a watch delivers them (kemu.timeline.record: informers' add, update
-and delete), each stamped with the time it was seen (the injected `clock`; the drivers give
-time.monotonic). Kept per pod (by uid): when it was first seen, its priority, every
+and delete; kemu.trace.replay: its observer's watches), on the cluster's clock: each change is
+dated by the object where it carries the time (kemu.timeline.dating: creationTimestamp,
+PodScheduled's and DisruptionTarget's lastTransitionTime, deletionTimestamp, the containers'
+finishedAt, a node's Ready transition, an Event's lastTimestamp), else by the time the
+recorder saw it (`at`, or the injected `clock`: the recorder's kemu.testing.cluster_time
+ClusterClock), so a replay at rate max is drawn on its virtual time, not on when the changes
+reached the recorder. Nothing is drawn before `start` (what existed when the record began is
+drawn from there). Kept per pod (by uid): when it was created, its priority, every
 nominatedNodeName span (set until changed or cleared, on the nominated node), its binding
 (node and time), when it began terminating, finished (Succeeded or Failed) and was deleted,
 and whether the scheduler preempted it (its DisruptionTarget condition, reason
@@ -19,6 +25,7 @@ Pure: no I/O, nothing but the API types and the machinery; kemu.timeline.render 
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import re
 import time
@@ -28,9 +35,9 @@ from enum import StrEnum
 from typing import Final
 
 from kemu.api.v1 import types_pb2
-from kemu.machinery.eviction import DISRUPTION_TARGET
 from kemu.machinery.keys import object_key
 from kemu.machinery.pod_strategy import TERMINAL_PHASES
+from kemu.timeline import dating
 
 # API-visible strings as their writers write them: a reader's copies, so that the record stays
 # pure (tests/unit/timeline/test_model.py checks them against the writers' constants). The
@@ -94,7 +101,9 @@ class PodTrack:
     uid: str
     priority: int
     seen: float
-    """When it was first seen: its creation, or the recorder's start for a pod that existed."""
+    """Its creation, or the record's start for a pod created before (`existed`)."""
+    existed: bool = False
+    """Created before the record's start."""
     nominations: list[Nomination] = field(default_factory=list)
     node: str = ""
     bound: float | None = None
@@ -118,7 +127,9 @@ class PodTrack:
 
     def steps(self) -> list[tuple[float, str]]:
         """Its story: each step and when, in order."""
-        out: list[tuple[float, str]] = [(self.seen, "first seen")]
+        out: list[tuple[float, str]] = [
+            (self.seen, "there at the start" if self.existed else "created")
+        ]
         for n in self.nominations:
             out.append((n.start, f"nominated to {n.node}"))
             if n.end is not None and n.end != self.bound:
@@ -155,16 +166,20 @@ class NodeTrack:
 
 
 class Timeline:
-    def __init__(self, title: str, clock: Callable[[], float] = time.monotonic) -> None:
-        """`clock`: the time each observation is stamped with (seconds; only differences
-        count). The origin (t=0 in the picture) is the clock's value now; a driver whose own
-        t=0 comes later sets `origin`."""
+    def __init__(self, title: str, clock: Callable[[], float] = time.time) -> None:
+        """`clock`: the cluster's time (epoch seconds), for what the objects do not date
+        (the wall clock is a real-time cluster's; the recorder gives the cluster's,
+        `begin`). The origin (t=0 in the picture) and the start (nothing is drawn before it)
+        are the clock's value now; a driver whose own t=0 comes later sets `origin`."""
         self.title = title
         self.clock = clock
-        self.origin = clock()
+        self.origin = self.start = clock()
         self.end: float | None = None
         self.notes: list[str] = []
         """Lines about the run shown under its title (the cluster's clock, the workload)."""
+        self.facts: list[tuple[str, str]] = []
+        """Figures of the run the driver measured (name, value), drawn as a table in its
+        section (a replay's report)."""
         self.pods: dict[str, PodTrack] = {}
         """By uid, in the order first seen."""
         self.nodes: dict[str, NodeTrack] = {}
@@ -180,6 +195,23 @@ class Timeline:
         self._scale_downs: dict[str, int] = {}
         """Node -> the index of its scale-down marker, until a node of that name is added
         again (the Event of a drained node's removal comes after its deletion)."""
+        self._event_counts: dict[str, int] = {}
+        """Event uid -> the count seen: an occurrence is an Event new or counted again."""
+
+    def begin(self, clock: Callable[[], float], at: float | None = None) -> None:
+        """The record starts on `clock` (the recorder's: the cluster's) at `at` (default its
+        now): origin and start there. Before anything is recorded."""
+        assert not self.pods and not self.nodes and not self.markers, "already recording"
+        self.clock = clock
+        self.origin = self.start = clock() if at is None else at
+        self.pending = [(self.origin, 0)]
+        self.node_count = [(self.origin, 0)]
+
+    def since_monotonic(self, t: float) -> float:
+        """A time.monotonic() instant of this process (a driver's phase, a fault) on the
+        timeline's clock: as many seconds before the clock's now (exact while the cluster's
+        clock runs at the host's pace: real time, or virtual at rate 1)."""
+        return self.clock() - (time.monotonic() - t)
 
     @property
     def first(self) -> float:
@@ -205,126 +237,170 @@ class Timeline:
 
     # ------------------------------------------------------------ pods
 
-    def pod_added(self, pod: types_pb2.Pod) -> None:
-        self._observe_pod(pod, self.clock())
+    # Every observation takes `at`, the cluster's time the recorder saw the change (default
+    # the clock's now); what the object dates is dated by it (kemu.timeline.dating).
 
-    def pod_updated(self, old: types_pb2.Pod, new: types_pb2.Pod) -> None:
+    def pod_added(self, pod: types_pb2.Pod, at: float | None = None) -> None:
+        self.pod_seen(pod, at)
+
+    def pod_updated(self, old: types_pb2.Pod, new: types_pb2.Pod, at: float | None = None) -> None:
+        seen = self._now(at)
         if old.metadata.uid != new.metadata.uid:
             # Deleted and created again under the same name between two versions seen.
-            self.pod_deleted(old)
-        self._observe_pod(new, self.clock())
+            self.pod_deleted(old, seen)
+        self.pod_seen(new, seen)
 
-    def pod_deleted(self, pod: types_pb2.Pod) -> None:
-        t = self.clock()
-        track = self._observe_pod(pod, t)
+    def pod_seen(self, pod: types_pb2.Pod, at: float | None = None) -> None:
+        """A version of a pod (new or changed)."""
+        self._observe_pod(pod, self._now(at))
+
+    def pod_deleted(self, pod: types_pb2.Pod, at: float | None = None) -> None:
+        seen = self._now(at)
+        track = self._observe_pod(pod, seen)
         if track.deleted is None:
-            track.deleted = t
-        self._close_nomination(track, t)
-        self._set_pending(track, False, t)
+            floor = max(t for t in (track.seen, track.bound, track.terminating) if t is not None)
+            track.deleted = dating.removed(pod.metadata, seen, floor)
+        self._close_nomination(track, track.deleted)
+        self._set_pending(track, False, track.deleted)
 
-    def _observe_pod(self, pod: types_pb2.Pod, t: float) -> PodTrack:
+    def _now(self, at: float | None) -> float:
+        return self.clock() if at is None else at
+
+    def _dated(self, t: float | None, seen: float, floor: float) -> float:
+        """The object's time `t` if it has one, else `seen`; never before `floor`."""
+        return max(seen if t is None else t, floor)
+
+    def _observe_pod(self, pod: types_pb2.Pod, seen: float) -> PodTrack:
         uid = pod.metadata.uid
         track = self.pods.get(uid)
         if track is None:
-            track = PodTrack(object_key(pod), uid, pod.spec.priority, t)
+            stamped = dating.created(pod.metadata)
+            created = self._dated(stamped, seen, self.start)
+            existed = stamped is not None and stamped < self.start
+            track = PodTrack(object_key(pod), uid, pod.spec.priority, created, existed=existed)
             self.pods[uid] = track
             early = self._early.pop(uid, None)
             if early is not None:
                 self._preempted(track, *early)
         nominated = pod.status.nominated_node_name
         current = track.nominations[-1] if track.nominations else None
+        if pod.spec.node_name and track.bound is None:
+            track.bound = self._dated(dating.bound(pod), seen, track.seen)
+            track.node = pod.spec.node_name
         if current is not None and current.end is None and current.node != nominated:
-            current.end = t
+            # Cleared or moved: by the binding (KEP-5278's clearing) or when seen.
+            current.end = max(track.bound if track.bound is not None else seen, current.start)
             current = None
         if nominated and track.bound is None and (current is None or current.end is not None):
-            track.nominations.append(Nomination(t, node=nominated))
-        if pod.spec.node_name and track.bound is None:
-            track.bound, track.node = t, pod.spec.node_name
-            self._close_nomination(track, t)
+            track.nominations.append(Nomination(max(seen, track.seen), node=nominated))
+        if track.bound is not None:
+            self._close_nomination(track, track.bound)
         if pod.metadata.HasField("deletion_timestamp") and track.terminating is None:
-            track.terminating = t
+            requested = dating.deletion_requested(pod.metadata)
+            track.terminating = self._dated(requested, seen, track.seen)
         if pod.status.phase in TERMINAL_PHASES and track.finished is None:
-            track.finished, track.phase = t, pod.status.phase
-        if track.preempted is None and any(
-            c.type == DISRUPTION_TARGET
-            and c.status == "True"
-            and c.reason in (PREEMPTION_BY_SCHEDULER, PREEMPTION_BY_KUBE_SCHEDULER)
-            for c in pod.status.conditions
+            track.finished = self._dated(dating.finished(pod), seen, track.bound or track.seen)
+            track.phase = pod.status.phase
+        disrupted = dating.disruption(pod)
+        if (
+            track.preempted is None
+            and disrupted is not None
+            and disrupted[0] in (PREEMPTION_BY_SCHEDULER, PREEMPTION_BY_KUBE_SCHEDULER)
         ):
-            track.preempted = t
-        pending = (
-            track.bound is None
-            and track.terminating is None
-            and track.finished is None
-            and track.deleted is None
-        )
-        self._set_pending(track, pending, t)
+            track.preempted = self._dated(disrupted[1], seen, track.seen)
+        if track.bound is not None:
+            self._set_pending(track, False, track.bound)
+        else:
+            gone = [t for t in (track.terminating, track.finished, track.deleted) if t is not None]
+            if gone:
+                self._set_pending(track, False, min(gone))
+            else:
+                self._set_pending(track, True, track.seen)
         return track
 
     @staticmethod
     def _close_nomination(track: PodTrack, t: float) -> None:
         if track.nominations and track.nominations[-1].end is None:
-            track.nominations[-1].end = t
+            track.nominations[-1].end = max(t, track.nominations[-1].start)
 
     def _set_pending(self, track: PodTrack, pending: bool, t: float) -> None:
+        """The pod pending from `t` on, or no longer. The samples stay in order of time: a
+        change dated before the latest sample (objects dated apart from when they were seen)
+        is inserted in its place and the counts after it shifted."""
         before = len(self._pending)
         if pending:
             self._pending.add(track.uid)
         else:
             self._pending.discard(track.uid)
-        if len(self._pending) != before:
-            self.pending.append((t, len(self._pending)))
+        delta = len(self._pending) - before
+        if delta:
+            _step(self.pending, t, delta)
 
     # ------------------------------------------------------------ nodes
 
-    def node_added(self, node: types_pb2.Node) -> None:
-        self._observe_node(node, self.clock())
+    def node_added(self, node: types_pb2.Node, at: float | None = None) -> None:
+        self.node_seen(node, at)
 
-    def node_updated(self, old: types_pb2.Node, new: types_pb2.Node) -> None:
-        t = self.clock()
+    def node_updated(
+        self, old: types_pb2.Node, new: types_pb2.Node, at: float | None = None
+    ) -> None:
+        seen = self._now(at)
         if old.metadata.uid != new.metadata.uid:
-            self._node_gone(old.metadata.name, t)
-        self._observe_node(new, t)
+            self.node_deleted(old, seen)
+        self.node_seen(new, seen)
 
-    def node_deleted(self, node: types_pb2.Node) -> None:
-        self._node_gone(node.metadata.name, self.clock())
-
-    def _observe_node(self, node: types_pb2.Node, t: float) -> None:
+    def node_seen(self, node: types_pb2.Node, at: float | None = None) -> None:
+        """A version of a node (new or changed)."""
+        seen = self._now(at)
         name = node.metadata.name
         track = self.nodes.setdefault(name, NodeTrack(name))
         track.group = node.metadata.labels.get(NODE_GROUP_LABEL, track.group)
-        if not track.live:
-            track.lives.append(Span(t))
-            self._count_nodes(t)
+        born = not track.live
+        if born:
+            floor = (
+                max(self.start, track.lives[-1].end or self.start) if track.lives else self.start
+            )
+            track.lives.append(Span(self._dated(dating.created(node.metadata), seen, floor)))
+            self._count_nodes(track.lives[-1].start, 1)
             self._scale_downs.pop(name, None)  # a new node of that name: scaled down anew
-        ready = any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)
+        life = track.lives[-1].start
+        ready, since = dating.node_ready(node)
         open_gap = (
             track.not_ready[-1] if track.not_ready and track.not_ready[-1].end is None else None
         )
         if not ready and open_gap is None:
-            track.not_ready.append(Span(t))
+            last = track.not_ready[-1].end if track.not_ready else None
+            floor = max(life, last or life)
+            # A node seen not Ready as it appears, and saying since when, was so from its start.
+            track.not_ready.append(Span(self._dated(since, life if born else seen, floor)))
         elif ready and open_gap is not None:
-            open_gap.end = t
+            open_gap.end = self._dated(since, seen, open_gap.start)
 
-    def _node_gone(self, name: str, t: float) -> None:
-        track = self.nodes.get(name)
+    def node_deleted(self, node: types_pb2.Node, at: float | None = None) -> None:
+        track = self.nodes.get(node.metadata.name)
         if track is None or not track.live:
             return
-        track.lives[-1].end = t
+        gone = dating.removed(node.metadata, self._now(at), track.lives[-1].start)
+        track.lives[-1].end = gone
         if track.not_ready and track.not_ready[-1].end is None:
-            track.not_ready[-1].end = t
-        self._count_nodes(t)
+            track.not_ready[-1].end = max(gone, track.not_ready[-1].start)
+        self._count_nodes(gone, -1)
 
-    def _count_nodes(self, t: float) -> None:
-        self.node_count.append((t, sum(1 for n in self.nodes.values() if n.live)))
+    def _count_nodes(self, t: float, delta: int) -> None:
+        _step(self.node_count, t, delta)
 
     # ------------------------------------------------------------ events
 
-    def event_seen(self, event: types_pb2.Event) -> None:
-        """One occurrence of an Event (a new one, or a count that went up)."""
+    def event_seen(self, event: types_pb2.Event, at: float | None = None) -> None:
+        """A version of an Event: an occurrence if it is new or its count went up."""
         if event.reason not in EVENT_REASONS:
             return
-        t = self.clock()
+        uid = event.metadata.uid
+        if uid:
+            if self._event_counts.get(uid) == event.count:
+                return
+            self._event_counts[uid] = event.count
+        t = self._dated(dating.event_occurred(event), self._now(at), self.start)
         if event.reason == PREEMPTED:
             m = _PREEMPTED_BY.search(event.message)
             preemptor = event.related.uid or (m.group(1) if m else "")
@@ -382,4 +458,18 @@ class Timeline:
         self, kind: MarkerKind, label: str, *, at: float | None = None, until: float | None = None
     ) -> None:
         """A marker at `at` (default now), lasting until `until` if given."""
-        self.markers.append(Marker(kind, self.clock() if at is None else at, label, until))
+        self.markers.append(Marker(kind, self._now(at), label, until))
+
+
+def _step(series: list[tuple[float, int]], t: float, delta: int) -> None:
+    """A step function sampled at its changes, [(time, value from then on)] in order of time:
+    `delta` from `t` on. A change at the latest sample's time or later is appended (the usual
+    case: one sample per change); an earlier one goes in its place, the later samples moved
+    by `delta`."""
+    if not series or t >= series[-1][0]:
+        series.append((t, (series[-1][1] if series else 0) + delta))
+        return
+    i = bisect.bisect_right(series, t, key=lambda s: s[0])
+    series.insert(i, (t, (series[i - 1][1] if i else 0) + delta))
+    for j in range(i + 1, len(series)):
+        series[j] = (series[j][0], series[j][1] + delta)

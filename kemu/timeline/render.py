@@ -15,7 +15,11 @@ one page). Each section, on one time axis (seconds from the run's origin):
   outlined bar on the nominated node's lane (`data-nominated`); a red cross where a
   preemption victim's bar ends (`data-victim`).
 
-A pod's story (seen, nominated, bound, preempted, terminating, deleted, with times) is the
+Under the section's title: its figures (counts, the time span), the driver's notes and, when
+the driver measured the run itself, its facts as a table (`Timeline.facts`: a replay's
+report). After the sections, tables of the page (`Table`: kemu.whatif's differences).
+
+A pod's story (created, nominated, bound, preempted, terminating, deleted, with times) is the
 tooltip of its bar (an SVG <title>); a click on any of its marks opens a side panel filled by
 the script from the section's JSON (with links to the preemptor and the victims). The script
 also counts what was drawn into `#drawn` (`data-lanes`, `data-bars`).
@@ -69,6 +73,17 @@ PALETTE: Final = (
 """Priority colours, lowest to highest (viridis)."""
 
 
+@dataclass(frozen=True)
+class Table:
+    """A table of its own on the page, after the runs' sections (kemu.whatif's differences)."""
+
+    title: str
+    header: tuple[str, ...]
+    rows: Sequence[Sequence[object]]
+    empty: str = "(none)"
+    """What the section says when there are no rows."""
+
+
 class OutputPathError(ValueError):
     """An --html path that cannot be written; the message says why."""
 
@@ -87,9 +102,14 @@ def check_output_path(path: str) -> None:
         raise OutputPathError(f"{path}: permission denied")
 
 
-def write_page(path: str, timelines: Sequence[Timeline], title: str = "kemu timeline") -> int:
+def write_page(
+    path: str,
+    timelines: Sequence[Timeline],
+    title: str = "kemu timeline",
+    tables: Sequence[Table] = (),
+) -> int:
     """Renders and writes the page; its size in bytes. OSError as open() raises it."""
-    text = render_page(timelines, title)
+    text = render_page(timelines, title, tables)
     data = text.encode()
     with open(path, "wb") as f:
         f.write(data)
@@ -99,10 +119,13 @@ def write_page(path: str, timelines: Sequence[Timeline], title: str = "kemu time
 # ---------------------------------------------------------------------- the page
 
 
-def render_page(timelines: Sequence[Timeline], title: str = "kemu timeline") -> str:
+def render_page(
+    timelines: Sequence[Timeline], title: str = "kemu timeline", tables: Sequence[Table] = ()
+) -> str:
     sections = "\n".join(_Section(t, i).render() for i, t in enumerate(timelines))
     if not timelines:
         sections = '<p class="empty">No run was recorded.</p>'
+    sections += "".join(f"\n{_table_section(t, i)}" for i, t in enumerate(tables))
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -122,6 +145,33 @@ def render_page(timelines: Sequence[Timeline], title: str = "kemu timeline") -> 
 </body>
 </html>
 """
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3f}".rstrip("0").rstrip(".")
+    return str(value)
+
+
+def _rows_html(rows: Iterable[Sequence[object]]) -> str:
+    return "".join(
+        "<tr>" + "".join(f"<td>{_e(_cell(c))}</td>" for c in row) + "</tr>" for row in rows
+    )
+
+
+def _table_section(table: Table, number: int) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in table.header)
+    body = (
+        f"<table><thead><tr>{head}</tr></thead><tbody>{_rows_html(table.rows)}</tbody></table>"
+        if table.rows
+        else f'<p class="empty">{_e(table.empty)}</p>'
+    )
+    return (
+        f'<section class="table" id="table-{number}" data-table="{number}">\n'
+        f"<h2>{_e(table.title)} ({len(table.rows)})</h2>\n{body}\n</section>"
+    )
 
 
 def _e(text: object) -> str:
@@ -270,9 +320,10 @@ class _Section:
         stories = [self.story(p) for p in self.pods]
         sid = f"run-{self.number}"
         return (
-            f'<section class="run" id="{sid}" data-run="{self.number}">\n'
+            f'<section class="run" id="{sid}" data-run="{self.number}" '
+            f'data-from="{self.rel(self.lo):.3f}" data-to="{self.rel(self.hi):.3f}">\n'
             f"<h2>{_e(tl.title)}</h2>\n"
-            f"{self.facts(names, faults, scales)}\n{self.legend()}\n"
+            f"{self.facts(names, faults, scales)}\n{self.figures()}{self.legend()}\n"
             f'<div class="scroll">{"".join(out)}</div>\n'
             f"{self.marker_list(faults, scales)}\n"
             f'<script type="application/json" class="stories">{_json(stories)}</script>\n'
@@ -308,6 +359,12 @@ class _Section:
         return f'<p class="facts">{_e(", ".join(figures))}</p>' + (
             f'<ul class="notes">{notes}</ul>' if notes else ""
         )
+
+    def figures(self) -> str:
+        """The driver's facts of the run (`Timeline.facts`) as a table, "" without any."""
+        if not self.tl.facts:
+            return ""
+        return f'<table class="figures"><tbody>{_rows_html(self.tl.facts)}</tbody></table>\n'
 
     def legend(self) -> str:
         by_colour: dict[int, list[int]] = {}
@@ -680,6 +737,9 @@ svg.timeline{display:block;font-size:10px}
 .fault-line{stroke:#d62728;stroke-dasharray:3 2}
 rect[data-i],path[data-i]{cursor:pointer}
 .sel{stroke:#000!important;stroke-width:2!important}
+main table{border-collapse:collapse;margin:6px 0 10px;font-size:12px}
+main td,main th{border:1px solid #ddd;padding:2px 8px;text-align:left;font-variant-numeric:tabular-nums}
+main th{background:#f3f3f3}.figures td:first-child{color:#555}
 .marker-list{font-size:12px;color:#444;margin:6px 0}.marker-list ol{columns:2;margin:4px 0}
 #story{position:fixed;top:8px;right:8px;width:360px;max-height:90vh;overflow:auto;background:#fff;
 border:1px solid #999;box-shadow:0 2px 10px rgba(0,0,0,.2);padding:10px 12px;font-size:12px}

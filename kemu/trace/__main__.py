@@ -17,11 +17,15 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from kemu.machinery.duration import DurationError, parse_duration
+from kemu.timeline.render import OutputPathError, check_output_path
 from kemu.trace import cluster_config, files, objects
 from kemu.trace.model import Trace
+
+if TYPE_CHECKING:
+    from kemu.trace.replay import ReplayResult
 
 PROG = "python -m kemu.trace"
 
@@ -52,7 +56,12 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("file", metavar="FILE", help="a SimKube trace or a KSS record")
     rep.add_argument("--cluster", metavar="CLUSTER.yaml", help="the cluster (docs/traces.md)")
     rep.add_argument("--json", metavar="OUT", help="write the report as JSON")
-    rep.add_argument("--html", metavar="OUT", help="write the report as a self-contained page")
+    rep.add_argument(
+        "--html",
+        metavar="OUT",
+        help="write the run's picture (kemu.timeline, on the cluster's clock) with the "
+        "report's figures as a self-contained page",
+    )
     return parser
 
 
@@ -143,13 +152,22 @@ def replay_options(args: argparse.Namespace, root: Path | None, tag: str = "trac
     )
 
 
-def write_outputs(report: dict[str, Any], json_out: str | None, html_out: str | None) -> None:
-    if json_out:
-        Path(json_out).write_text(json.dumps(report, indent=2, sort_keys=False) + "\n")
-    if html_out:
-        from kemu.trace import html
+def check_html(path: str | None) -> None:
+    """An --html path that cannot be written is refused before anything starts."""
+    if path is not None:
+        try:
+            check_output_path(path)
+        except OutputPathError as e:
+            fail(f"--html: {e}")
 
-        Path(html_out).write_text(html.replay_page(report))
+
+def write_outputs(result: ReplayResult, json_out: str | None, html_out: str | None) -> None:
+    if json_out:
+        Path(json_out).write_text(json.dumps(result.report, indent=2, sort_keys=False) + "\n")
+    if html_out:
+        from kemu.timeline.render import write_page
+
+        write_page(html_out, [result.timeline], "kemu trace replay")
 
 
 def sigterm_as_interrupt() -> None:
@@ -165,16 +183,17 @@ def cmd_replay(args: argparse.Namespace) -> int:
     trace, info = load_trace(args.file)
     config = load_cluster(args.cluster, trace)
     options = replay_options(args, Path(args.root) if args.root else None)
+    check_html(args.html)
     from kemu.trace.replay import Replay  # after the arguments are checked: it loads gRPC
     from kemu.trace.report import table
 
     sigterm_as_interrupt()
     try:
-        report = Replay(trace, config, options, info).run()
+        result = Replay(trace, config, options, info).run()
     except KeyboardInterrupt:
         fail("interrupted", 130)
-    print(table(report))
-    write_outputs(report, args.json, args.html)
+    print(table(result.report))
+    write_outputs(result, args.json, args.html)
     return 0
 
 

@@ -1,44 +1,41 @@
 """What a replay sees of its cluster: every pod, node, ReplicaSet and Preempted event through
 watches (a list, then a watch from its resourceVersion, resumed after an interruption), kept
-as the few facts the report needs (`report.py` computes from them).
+as the few facts the report needs (`report.py` computes from them). The replay's one
+recorder: its watches also feed the replay's picture (a kemu.timeline Timeline).
 
-Times are the cluster's (virtual) clock, from the objects themselves wherever they carry one:
-a pod's creationTimestamp, its binding (PodScheduled=True's lastTransitionTime), its
-DisruptionTarget condition's (preemption or eviction), a graceful deletion's
-deletionTimestamp, a node's creationTimestamp, a Preempted event's time. What carries none (a
-node's or a pod's removal without a deletionTimestamp) is the cluster's time when the watch
-delivered it (`now`), which may be later by one jump of the clock.
+Times are the cluster's (virtual) clock, dated as kemu.timeline.dating dates them (the one
+way, shared with the pictures): from the objects themselves wherever they carry one (a pod's
+creationTimestamp, its binding, its DisruptionTarget condition, a graceful deletion's
+deletionTimestamp, a node's creationTimestamp, a Preempted event's time); what carries none
+(a removal without a deletionTimestamp) is the cluster's time when the watch delivered it
+(`now`, kemu.testing.cluster_time.ClusterClock), which may be later by one jump of the clock.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final, TypeVar
 
 import anyio
 from google.protobuf.message import Message
-from google.protobuf.timestamp_pb2 import Timestamp
 
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import ADDED, BOOKMARK, DELETED, ApiClient, WatchEvent
 from kemu.machinery.errors import ApiError, Gone, Timeout, Unavailable
-from kemu.machinery.eviction import DISRUPTION_TARGET
-from kemu.machinery.pod_conditions import get_pod_condition
-from kemu.scheduling.preemption import PREEMPTION_BY_SCHEDULER
+from kemu.timeline import dating
+from kemu.timeline.model import (
+    NODE_GROUP_LABEL,
+    PREEMPTION_BY_KUBE_SCHEDULER,
+    PREEMPTION_BY_SCHEDULER,
+    Timeline,
+)
 
 logger = logging.getLogger(__name__)
 
-NODE_GROUP_LABEL: Final = "kemu.io/node-group"
-_PREEMPTION_REASONS: Final = (PREEMPTION_BY_SCHEDULER, "PreemptionByKubeScheduler")
+_PREEMPTION_REASONS: Final = (PREEMPTION_BY_SCHEDULER, PREEMPTION_BY_KUBE_SCHEDULER)
 M = TypeVar("M", bound=Message)
-
-
-def _seconds(ts: Timestamp) -> float | None:
-    if ts.seconds == 0 and ts.nanos == 0:
-        return None
-    return float(ts.seconds) + ts.nanos / 1e9
 
 
 @dataclass
@@ -89,12 +86,19 @@ class Observed:
     """namespace/name of a ReplicaSet -> (kind, name) of its owner."""
     preemptions: dict[tuple[str, str], Preemption] = field(default_factory=dict)
     """By (preemptor uid, node)."""
+    timeline: Timeline | None = None
+    """The run's picture, fed with every change of a pod, a node or an Event as well."""
 
-    def pod(self, pod: types_pb2.Pod, event_type: str, now: float | None) -> None:
+    def pod(self, pod: types_pb2.Pod, event_type: str, now: float) -> None:
+        if self.timeline is not None:
+            if event_type == DELETED:
+                self.timeline.pod_deleted(pod, now)
+            else:
+                self.timeline.pod_seen(pod, now)
         meta = pod.metadata
         rec = self.pods.get(meta.uid)
         if rec is None:
-            created = _seconds(meta.creation_timestamp) or now or 0.0
+            created = dating.created(meta) or now
             rec = PodRecord(
                 key=f"{meta.namespace}/{meta.name}",
                 uid=meta.uid,
@@ -107,45 +111,48 @@ class Observed:
             self.pods[meta.uid] = rec
         if pod.spec.node_name:
             rec.node = pod.spec.node_name
-        scheduled = get_pod_condition(pod.status, "PodScheduled")
-        if scheduled is not None and scheduled.status == "True" and rec.bound is None:
-            rec.bound = _seconds(scheduled.last_transition_time) or now
+        if pod.spec.node_name and rec.bound is None:
+            rec.bound = dating.bound(pod) or now
         rec.phase = pod.status.phase
         nnn = pod.status.nominated_node_name
         if nnn != (rec.nominated[-1] if rec.nominated else ""):
             rec.nominated.append(nnn)
-        target = get_pod_condition(pod.status, DISRUPTION_TARGET)
-        if target is not None and target.status == "True":
-            at = _seconds(target.last_transition_time) or now
-            if target.reason in _PREEMPTION_REASONS:
+        disrupted = dating.disruption(pod)
+        if disrupted is not None:
+            reason, at = disrupted[0], disrupted[1] or now
+            if reason in _PREEMPTION_REASONS:
                 rec.preempted = rec.preempted or at
             elif rec.evicted is None:
-                rec.evicted, rec.evicted_reason = at, target.reason
+                rec.evicted, rec.evicted_reason = at, reason
         if event_type == DELETED and rec.deleted is None:
-            # both bound it from above: the removal is at the end of the grace period at the
-            # latest, and no later than the watch delivered it
-            bounds = [t for t in (_seconds(meta.deletion_timestamp), now) if t is not None]
-            rec.deleted = max(min(bounds, default=rec.created), rec.bound or rec.created)
+            rec.deleted = dating.removed(meta, now, rec.bound or rec.created)
 
-    def node(self, node: types_pb2.Node, event_type: str, now: float | None) -> None:
+    def node(self, node: types_pb2.Node, event_type: str, now: float) -> None:
+        if self.timeline is not None:
+            if event_type == DELETED:
+                self.timeline.node_deleted(node, now)
+            else:
+                self.timeline.node_seen(node, now)
         rec = self.nodes.get(node.metadata.name)
         if rec is None or (rec.deleted is not None and event_type == ADDED):
             rec = NodeRecord(
                 name=node.metadata.name,
                 group=node.metadata.labels.get(NODE_GROUP_LABEL, ""),
-                created=_seconds(node.metadata.creation_timestamp) or now or 0.0,
+                created=dating.created(node.metadata) or now,
             )
             self.nodes[node.metadata.name] = rec
         if event_type == DELETED:
-            rec.deleted = now if now is not None else rec.created
+            rec.deleted = dating.removed(node.metadata, now, rec.created)
 
-    def replica_set(self, rs: types_pb2.ReplicaSet, event_type: str, now: float | None) -> None:
+    def replica_set(self, rs: types_pb2.ReplicaSet, event_type: str, now: float) -> None:
         for ref in rs.metadata.owner_references:
             if ref.controller:
                 key = f"{rs.metadata.namespace}/{rs.metadata.name}"
                 self.replica_set_owners[key] = (ref.kind, ref.name)
 
-    def event(self, ev: types_pb2.Event, event_type: str, now: float | None) -> None:
+    def event(self, ev: types_pb2.Event, event_type: str, now: float) -> None:
+        if self.timeline is not None and event_type != DELETED:
+            self.timeline.event_seen(ev, now)
         if ev.reason != "Preempted" or event_type == DELETED:
             return
         # "Preempted by pod <uid> on node <node>" (upstream's message)
@@ -153,7 +160,7 @@ class Observed:
         if len(words) < 7 or words[:3] != ["Preempted", "by", "pod"]:
             return
         uid, node = words[3], words[-1]
-        at = _seconds(ev.first_timestamp) or _seconds(ev.last_timestamp) or now or 0.0
+        at = dating.seconds(ev.first_timestamp) or dating.event_occurred(ev) or now
         preemptor = f"{ev.related.namespace}/{ev.related.name}" if ev.related.name else uid
         entry = self.preemptions.setdefault(
             (uid, node), Preemption(at=at, preemptor_uid=uid, preemptor=preemptor, node=node)
@@ -181,21 +188,21 @@ _RESUMABLE: Final = (Gone, Timeout, Unavailable)
 async def follow(
     client: ApiClient,
     kind: type[M],
-    handle: Callable[[M, str, float | None], None],
-    now: Callable[[], Awaitable[float]],
+    handle: Callable[[M, str, float], None],
+    now: Callable[[], float],
     *,
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Lists `kind` (every namespace) and watches it from there until cancelled, resuming
     from the last resourceVersion (relisting after Gone); started once listed. `handle`
-    gets each object, its event type and the cluster's time (read for deletions only, None
-    otherwise)."""
+    gets each object, its event type and the cluster's time (`now`: a ClusterClock's) when it
+    was delivered."""
     started = False
     resource_version = ""
     while True:
         if not resource_version:
             listed = await client.list_all(kind)
-            listed_at = await now()
+            listed_at = now()
             for obj in listed.items:
                 handle(obj, ADDED, listed_at)
             resource_version = listed.resource_version
@@ -213,8 +220,7 @@ async def follow(
                         resource_version = rv
                     if event.type == BOOKMARK:
                         continue
-                    t: float | None = await now() if event.type == DELETED else None
-                    handle(event.object, event.type, t)
+                    handle(event.object, event.type, now())
         except Gone:
             resource_version = ""
         except _RESUMABLE as e:

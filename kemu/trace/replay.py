@@ -37,8 +37,9 @@ from kemu.machinery.errors import AlreadyExists, ApiError, NotFound
 from kemu.machinery.namespaces import new_namespace
 from kemu.machinery.virtual_time import ClockMode
 from kemu.testing.cluster import Cluster
-from kemu.testing.cluster_time import advance_to, cluster_now
+from kemu.testing.cluster_time import ClusterClock, advance_to, cluster_now
 from kemu.testing.eventually import eventually
+from kemu.timeline.model import Timeline
 from kemu.trace import objects, report
 from kemu.trace.cluster_config import ClusterConfig
 from kemu.trace.model import Trace, gvk_of, ns_name
@@ -60,6 +61,15 @@ class ReplayOptions:
     root: Path | None = None
     """Where the cluster's data and logs go (default: a temporary directory)."""
     progress: Callable[[str], None] = field(default=lambda _: None)
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    report: dict[str, Any]
+    """The report (docs/traces.md lists its keys)."""
+    timeline: Timeline
+    """The run's picture (kemu.timeline), t=0 the trace's first event, the report's figures
+    as its facts."""
 
 
 def _rfc3339(seconds: float) -> str:
@@ -90,8 +100,8 @@ class Replay:
         """The cluster's time of the trace's first event (the trace's own: the clock is
         started LEAD seconds before it)."""
 
-    def run(self) -> dict[str, Any]:
-        """Starts the cluster, replays, stops it; the report."""
+    def run(self) -> ReplayResult:
+        """Starts the cluster, replays, stops it; the report and the picture."""
         root = self.options.root or Path(tempfile.mkdtemp(prefix="kemu-replay-"))
         root.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
@@ -171,7 +181,7 @@ class Replay:
 
     # ------------------------------------------------------------ the replay
 
-    async def _run(self, cluster: Cluster, started: float) -> dict[str, Any]:
+    async def _run(self, cluster: Cluster, started: float) -> ReplayResult:
         async with (
             Client(cluster.server, timeout=30.0) as client,
             Client(cluster.server, timeout=30.0) as watcher,
@@ -186,12 +196,19 @@ class Replay:
                     await client.create(new_namespace(namespace))
                 except AlreadyExists:
                     pass
-            observed = Observed()
-
-            async def now() -> float:
-                return await cluster_now(watcher)
-
+            clock = ClusterClock(await watcher.clock_status())
+            timeline = Timeline(f"replay of {self.trace_info.get('file', 'the trace')}")
+            # t=0 and the picture's start: the trace's first event (the cluster's nodes came
+            # up in the minute before it)
+            timeline.begin(clock.now, at=self.origin)
+            timeline.notes.append(
+                "on the cluster's virtual clock; t=0 is the trace's first event, "
+                f"{_rfc3339(self.origin)}"
+            )
+            observed = Observed(timeline=timeline)
+            now = clock.now
             async with anyio.create_task_group() as tg:
+                await tg.start(clock.follow, watcher)
                 await tg.start(follow, watcher, types_pb2.Node, observed.node, now)
                 await tg.start(follow, watcher, types_pb2.ReplicaSet, observed.replica_set, now)
                 await tg.start(follow, watcher, types_pb2.Event, observed.event, now)
@@ -208,7 +225,8 @@ class Replay:
                 states = await self._end_states(client)
                 await self._catch_up(client, observed)
                 tg.cancel_scope.cancel()
-        return report.build(
+        timeline.finish(end)
+        built = report.build(
             observed,
             origin=self.origin,
             end=end,
@@ -221,6 +239,8 @@ class Replay:
             trace_info=self.trace_info,
             cluster_info=self._cluster_info(),
         )
+        timeline.facts = report.figures(built)
+        return ReplayResult(built, timeline)
 
     async def _replay(self, client: Client) -> None:
         speed = self.options.speed

@@ -183,31 +183,48 @@ def build(
     }
 
 
-def table(report: dict[str, Any]) -> str:
-    """The report's figures, one per line, for the terminal."""
+def figures(report: dict[str, Any]) -> list[tuple[str, str]]:
+    """The report's figures (name, value as shown): the terminal's table and the facts of
+    the replay's picture."""
     ttb = report["time_to_bind_s"]
     nnn = report["nominated_node_name_s"]
     unsupported = report["unsupported"]
-    lines = [
-        f"trace span            {report['span_s']:.1f} s ({report['trace'].get('events', 0)} events)",
-        f"wall time             {report['wall_s']:.1f} s (start-up {report['startup_s']:.1f} s apart)",
-        f"pods created/bound    {report['pods_created']} / {report['pods_bound']}",
-        f"time to bind p50/p90/p99  {_fmt(ttb['p50'])} / {_fmt(ttb['p90'])} / {_fmt(ttb['p99'])} s",
-        f"preemptions/victims   {len(report['preemptions'])} / {len(report['victims'])}",
-        f"nominatedNodeName p50/p99  {_fmt(nnn['p50'])} / {_fmt(nnn['p99'])} s",
-        f"nodes (peak)          {max((n for _, n in report['nodes_over_time']), default=0)}",
-        f"node-hours            {report['node_hours']:.3f}",
-        f"evictions             {len(report['evictions'])}",
-        f"unschedulable at end  {len(report['unschedulable_at_end'])}",
+    out = [
+        ("trace span", f"{report['span_s']:.1f} s ({report['trace'].get('events', 0)} events)"),
+        (
+            "wall time",
+            f"{report['wall_s']:.1f} s (start-up {report['startup_s']:.1f} s apart), "
+            f"{_fmt_speedup(report['speedup'])}",
+        ),
+        ("pods created/bound", f"{report['pods_created']} / {report['pods_bound']}"),
+        (
+            "time to bind p50/p90/p99",
+            f"{_fmt(ttb['p50'])} / {_fmt(ttb['p90'])} / {_fmt(ttb['p99'])} s",
+        ),
+        ("preemptions/victims", f"{len(report['preemptions'])} / {len(report['victims'])}"),
+        ("nominatedNodeName p50/p99", f"{_fmt(nnn['p50'])} / {_fmt(nnn['p99'])} s"),
+        ("nodes (peak)", str(max((n for _, n in report["nodes_over_time"]), default=0))),
+        ("node-hours", f"{report['node_hours']:.3f}"),
+        ("evictions", str(len(report["evictions"]))),
+        ("unschedulable at end", str(len(report["unschedulable_at_end"]))),
     ]
     if unsupported["kinds"] or unsupported["fields"]:
         skipped = [f"{k} x{n}" for k, n in unsupported["kinds"].items()]
         skipped += [f"{f} x{n}" for f, n in unsupported["fields"].items()]
-        lines.append("unsupported (skipped) " + ", ".join(skipped))
+        out.append(("unsupported (skipped)", ", ".join(skipped)))
     if report["refused"]:
-        lines.append(f"refused               {len(report['refused'])} (see --json)")
-    return "\n".join(lines)
+        out.append(("refused", f"{len(report['refused'])} (see --json)"))
+    return out
+
+
+def table(report: dict[str, Any]) -> str:
+    """The report's figures, one per line, for the terminal."""
+    return "\n".join(f"{name:<26}{value}" for name, value in figures(report))
 
 
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
+
+
+def _fmt_speedup(speedup: float | None) -> str:
+    return "-" if speedup is None else f"{speedup:g}x the trace's pace"

@@ -23,6 +23,7 @@ from kemu.machinery.virtual_time import ClockMode
 from kemu.testing.builders import make_pod
 from kemu.testing.cluster import Cluster
 from kemu.testing.processes import REPO_ROOT, python_env, python_module_argv, run_python_module
+from kemu.timeline.page import read_page
 from kemu.trace import files, simkube
 from kemu.trace.model import Trace, TraceEvent, TrackedObject
 
@@ -62,7 +63,21 @@ def test_simkubes_bare_pods_example_replays_faster_than_it_happened(tmp_path: Pa
     assert [o["kind"] for o in report["objects"]] == ["Pod"] * 4
     assert report["time_to_bind_s"]["count"] == 4
     assert report["nodes_over_time"][-1][1] == report["cluster"]["nodes"][0]["count"]
-    assert "<svg" in (tmp_path / "r.html").read_text()
+    # The picture: kemu.timeline's, on the cluster's (virtual) clock
+    (run,) = read_page((tmp_path / "r.html").read_text()).runs
+    assert len(run.lanes) == report["cluster"]["nodes"][0]["count"]
+    assert sorted(run.bars) == sorted(pods)
+    assert run.facts["pods created/bound"] == "4 / 4"
+    assert run.span is not None
+    start, end = run.span
+    tail = 60.0
+    assert abs(start) < 1 and abs(end - (report["span_s"] + tail)) < 1, run.span
+    created: list[float] = []
+    for story in run.stories:
+        steps = story[3]
+        assert isinstance(steps, list)
+        created += [float(t) for t, what in steps if what == "created"]
+    assert [round(t) for t in sorted(created)] == [0, 42, 102, 162]
 
 
 def test_simkubes_cronjob_example_lists_its_kind_as_unsupported_and_replays(
@@ -116,12 +131,14 @@ def _scoring_trace(path: Path) -> Path:
     return path
 
 
-def _whatif(trace: Path, a: Path, b: Path, tmp_path: Path) -> tuple[int, dict[str, Any]]:
+def _whatif(
+    trace: Path, a: Path, b: Path, tmp_path: Path, *extra: str
+) -> tuple[int, dict[str, Any]]:
     out = tmp_path / "whatif.json"
     done = run_python_module(
         "kemu.whatif",
         [str(trace), "--a", str(a), "--b", str(b), "--json", str(out), "--fail-on-diff",
-         "--quiet", "--root", str(tmp_path / "runs")],
+         "--quiet", "--root", str(tmp_path / "runs"), *extra],
         timeout=120,
     )  # fmt: skip
     assert done.returncode in (0, 1), done.stderr
@@ -140,13 +157,25 @@ def test_whatif_of_a_configuration_against_itself_finds_no_difference(tmp_path: 
 
 def test_whatif_of_two_scoring_strategies_shows_pods_placed_elsewhere(tmp_path: Path) -> None:
     trace = _scoring_trace(tmp_path / "scoring.sktrace")
+    html = tmp_path / "whatif.html"
     code, result = _whatif(
-        trace, EXAMPLES / "most-allocated.yaml", EXAMPLES / "least-allocated.yaml", tmp_path
+        trace,
+        EXAMPLES / "most-allocated.yaml",
+        EXAMPLES / "least-allocated.yaml",
+        tmp_path,
+        "--html",
+        str(html),
     )
     assert code == 1  # --fail-on-diff, and the reports written all the same
     assert result["diff"], "MostAllocated and LeastAllocated placed every pod alike"
     assert {d["what"] for d in result["diff"]} == {"node"}
     assert all(d["pod"].startswith("Deployment/shop/") for d in result["diff"])
+    drawn = read_page(html.read_text())
+    a, b = drawn.runs
+    assert a.title.startswith("A: ") and b.title.startswith("B: ")
+    assert len(a.bars) == result["a"]["pods_bound"] and len(b.bars) == result["b"]["pods_bound"]
+    (table,) = drawn.tables
+    assert [row[:2] for row in table.rows] == [[d["pod"], d["what"]] for d in result["diff"]]
 
 
 @pytest.mark.anyio

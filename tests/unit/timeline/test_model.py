@@ -85,7 +85,7 @@ def test_a_pod_nominated_then_bound_then_deleted() -> None:
     assert [(n.node, n.start, n.end) for n in track.nominations] == [("n1", 101.0, 102.0)]
     assert (track.node, track.bound, track.deleted, track.gone) == ("n1", 102.0, 105.0, 105.0)
     assert track.steps() == [
-        (100.0, "first seen"),
+        (100.0, "created"),
         (101.0, "nominated to n1"),
         (102.0, "bound to n1"),
         (105.0, "deleted"),
@@ -183,8 +183,10 @@ def test_finished_and_terminating_pods_are_not_pending_and_their_bar_ends_when_t
     tl.pod_added(unbound)
     terminating = types_pb2.Pod()
     terminating.CopyFrom(unbound)
-    terminating.metadata.deletion_timestamp.seconds = 1
-    clock.t = 107.0
+    # asked at 107 with a grace period of 30 s; seen later
+    terminating.metadata.deletion_timestamp.seconds = 137
+    terminating.metadata.deletion_grace_period_seconds = 30
+    clock.t = 109.0
     tl.pod_updated(unbound, terminating)
     assert tl.pods["uid-gone"].terminating == 107.0
     assert tl.pending[-2:] == [(106.0, 1), (107.0, 0)]
@@ -261,3 +263,109 @@ def test_first_last_and_finish() -> None:
     clock.t = 108.0
     tl.finish()
     assert tl.last == 108.0
+
+
+def _at(ts: object, seconds: float) -> None:
+    from google.protobuf.timestamp_pb2 import Timestamp
+
+    assert isinstance(ts, Timestamp)
+    ts.FromNanoseconds(int(seconds * 1e9))
+
+
+def _dated_versions() -> tuple[types_pb2.Pod, types_pb2.Pod, types_pb2.Pod]:
+    """A pod created at 110, bound at 112 and deleted at 120 (grace 0), by its own fields."""
+    created = pod("a", priority=5)
+    _at(created.metadata.creation_timestamp, 110.0)
+    builder = make_pod("a").namespace("ns").uid("uid-a").priority(5).node("n1")
+    bound = builder.condition("PodScheduled", "True").obj()
+    _at(bound.metadata.creation_timestamp, 110.0)
+    _at(bound.status.conditions[0].last_transition_time, 112.0)
+    deleted = types_pb2.Pod()
+    deleted.CopyFrom(bound)
+    _at(deleted.metadata.deletion_timestamp, 120.0)
+    deleted.metadata.deletion_grace_period_seconds = 0
+    return created, bound, deleted
+
+
+def test_a_pod_is_dated_by_its_own_timestamps_whenever_it_is_seen() -> None:
+    """The cluster's clock on the time axis: a replay at rate max delivers changes late (the
+    virtual clock jumps meanwhile), a real-time recorder by its queue."""
+    created, bound, deleted = _dated_versions()
+    tracks = []
+    for seen in ((111.0, 150.0, 400.0), (130.0, 131.0, 132.0), (119.0, 119.5, 120.0)):
+        clock = Clock()
+        tl = Timeline("run", clock)
+        clock.t = seen[0]
+        tl.pod_added(created)
+        clock.t = seen[1]
+        tl.pod_updated(created, bound)
+        clock.t = seen[2]
+        tl.pod_deleted(deleted)
+        (track,) = tl.pods.values()
+        assert (track.seen, track.bound, track.terminating, track.deleted) == (
+            110.0,
+            112.0,
+            120.0,
+            120.0,
+        ), seen
+        assert tl.pending == [(100.0, 0), (110.0, 1), (112.0, 0)]
+        tracks.append(track)
+    assert tracks[0] == tracks[1] == tracks[2]
+
+
+def test_only_what_the_objects_do_not_date_takes_the_time_it_was_seen() -> None:
+    clock = Clock()
+    tl = Timeline("run", clock)
+    created, bound, _ = _dated_versions()
+    clock.t = 111.0
+    tl.pod_added(with_(created, nominated="n1"))  # no object time for a nomination
+    clock.t = 140.0  # the binding seen late: it ends the nomination at its own time
+    tl.pod_updated(created, bound)
+    clock.t = 150.0
+    tl.pod_deleted(bound)  # removed with no deletionTimestamp: when seen
+    (track,) = tl.pods.values()
+    assert [(n.node, n.start, n.end) for n in track.nominations] == [("n1", 111.0, 112.0)]
+    assert (track.bound, track.deleted) == (112.0, 150.0)
+
+
+def test_preemption_finish_and_nodes_are_dated_by_their_conditions_and_events() -> None:
+    clock = Clock()
+    clock.t = 500.0
+    tl = Timeline("run", clock)
+    tl.begin(clock, at=100.0)  # a replay's: drawn from its trace's first event
+    node = make_node("n1").obj()
+    _at(node.metadata.creation_timestamp, 90.0)  # before the start: drawn from it
+    ready = make_node("n1").ready().obj()
+    _at(ready.metadata.creation_timestamp, 90.0)
+    _at(ready.status.conditions[0].last_transition_time, 104.0)
+    tl.node_added(node)
+    tl.node_updated(node, ready)
+    assert [(s.start, s.end) for s in tl.nodes["n1"].lives] == [(100.0, None)]
+    assert [(s.start, s.end) for s in tl.nodes["n1"].not_ready] == [(100.0, 104.0)]
+    low_pod = make_pod("low").namespace("ns").uid("uid-low").node("n1")
+    victim = low_pod.condition("DisruptionTarget", "True", PREEMPTION_BY_SCHEDULER).obj()
+    _at(victim.metadata.creation_timestamp, 101.0)
+    _at(victim.status.conditions[0].last_transition_time, 130.0)
+    tl.pod_added(victim)
+    low = tl.pods["uid-low"]
+    assert (low.seen, low.existed, low.preempted) == (101.0, False, 130.0)
+    old = pod("old")
+    _at(old.metadata.creation_timestamp, 50.0)
+    tl.pod_added(old)
+    assert (tl.pods["uid-old"].seen, tl.pods["uid-old"].existed) == (100.0, True)
+    assert tl.pods["uid-old"].steps()[0] == (100.0, "there at the start")
+    done_pod = make_pod("done").namespace("ns").uid("uid-done").node("n1").phase("Succeeded")
+    done = done_pod.condition("PodScheduled", "True").obj()
+    _at(done.metadata.creation_timestamp, 101.0)
+    _at(done.status.conditions[0].last_transition_time, 102.0)
+    terminated = done.status.container_statuses.add(name="c")
+    _at(terminated.state.terminated.finished_at, 140.0)
+    tl.pod_added(done)
+    assert tl.pods["uid-done"].finished == 140.0
+    message = "pod triggered scale-up: [{pool 1->2 (max: 4)}]"
+    up = event(TRIGGERED_SCALE_UP, message, involved="a")
+    up.metadata.uid, up.count = "e1", 1
+    _at(up.last_timestamp, 120.0)
+    tl.event_seen(up)
+    tl.event_seen(up)  # the same occurrence again (another field changed): not a new one
+    assert [(m.kind, m.at) for m in tl.markers] == [(MarkerKind.SCALE_UP, 120.0)]

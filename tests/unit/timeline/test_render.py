@@ -21,6 +21,7 @@ from kemu.timeline.page import read_page
 from kemu.timeline.render import (
     LABEL_GAP,
     OutputPathError,
+    Table,
     check_output_path,
     format_offset,
     priority_colours,
@@ -171,7 +172,7 @@ def test_a_pods_story_is_its_bars_title_and_in_the_json() -> None:
     victim = next(t for t in found.titles if t.startswith("ns/victim"))
     assert victim.splitlines() == [
         "ns/victim (priority 1)",
-        "t+0.0s first seen",
+        "t+0.0s created",
         "t+0.0s bound to n1",
         "t+5.5s preempted by ns/pre on n1",
         "t+6.0s deleted",
@@ -182,7 +183,7 @@ def test_a_pods_story_is_its_bars_title_and_in_the_json() -> None:
     pre = by_key["ns/pre"]
     assert pre[1:3] == [1000, "n1"]
     assert [step[1] for step in pre[3]] == [
-        "first seen",
+        "created",
         "nominated to n1",
         "preempted ns/victim",
         "bound to n1",
@@ -332,3 +333,28 @@ def test_the_model_and_the_renderer_load_no_grpc_no_event_loop_and_no_client() -
         [sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=True
     )
     assert json.loads(done.stdout) == {"bars": ["ns/p"], "loaded": []}
+
+
+def test_a_runs_facts_its_time_span_and_the_pages_tables_are_drawn_and_read_back() -> None:
+    tl = handcrafted()
+    tl.origin = 1.0  # the driver's t=0 after the record's start
+    tl.facts = [("pods created/bound", "7 / 6"), ("trace span", "<162> s")]
+    page = render_page(
+        [tl],
+        tables=[
+            Table("Differences", ("pod", "what", "a", "b"), [("ns/x", "node", "n1", None)]),
+            Table("Nothing", ("pod",), [], empty="none here"),
+        ],
+    )
+    assert "<162>" not in page
+    drawn = read_page(page)
+    (run,) = drawn.runs
+    assert run.span == (-1.0, 9.0)
+    assert run.facts == {"pods created/bound": "7 / 6", "trace span": "<162> s"}
+    assert [(t.title, t.header, t.rows) for t in drawn.tables] == [
+        ("Differences (1)", ["pod", "what", "a", "b"], [["ns/x", "node", "n1", "-"]]),
+        ("Nothing (0)", [], []),  # no table drawn: its "empty" line
+    ]
+    assert "none here" in page
+    plain = read_page(render_page([handcrafted()]))
+    assert plain.runs[0].facts == {} and plain.tables == []

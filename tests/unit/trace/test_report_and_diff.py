@@ -95,7 +95,7 @@ def test_the_report_has_the_documented_keys_and_figures() -> None:
     assert r["nodes_over_time"] == [[-50.0, 1], [30.0, 2], [60.0, 1], [100.0, 1]]
     assert r["node_hours"] == round((150 + 30) / 3600, 4)
     assert r["speedup"] == 30.0
-    assert "pods created/bound    4 / 3" in report.table(r)
+    assert "pods created/bound        4 / 3" in report.table(r)
 
 
 def test_a_report_compared_with_itself_differs_in_nothing() -> None:
