@@ -22,7 +22,9 @@ The rules (docs/traces.md "Alibaba's GPU trace"):
   deletion_time (empty or 0: never); without time columns every pod is created at EPOCH in
   the file's order and never deleted (as the paper's simulator schedules them). One container
   requests and limits (the data set's own pod_csv_to_yaml.py sets limits to the requests)
-  `cpu_milli`m, `memory_mib`Mi and `nvidia.com/gpu` num_gpu; a zero is left out.
+  `cpu_milli`m, `memory_mib`Mi and `nvidia.com/gpu` num_gpu; a zero is left out. Its
+  containers exit at once when it is deleted (SHUTDOWN_DURATION), so that its resources are
+  free at deletion_time.
 - A GPU-sharing pod (num_gpu 1, gpu_milli below 1000) cannot ask for a fraction of an integer
   extended resource: with GpuSharing.WHOLE it asks for a whole GPU and keeps its share in
   the annotation `alibabacloud.com/gpu-milli` (the data set's own name for it), with
@@ -64,6 +66,9 @@ ANNOTATION_PREFIX: Final = "openb.kemu.io/"
 EPOCH: Final = 1_672_531_200
 """The trace's time 0 as Unix seconds (2023-01-01T00:00:00Z; the data set does not say when
 it starts): SimKube's `ts` are Unix seconds."""
+SHUTDOWN_DURATION: Final = "kubelet.kemu.io/shutdown-duration"
+"""kemu's kubelet (kubelet/runtime.py): how long a deleted pod's containers take to exit. "0s":
+a pod frees its resources at its deletion_time, not a grace period (30 s) later."""
 DEFAULT_NAMESPACE: Final = "openb"
 IMAGE: Final = "openb/task"
 """The containers' image (kemu's kubelet runs none; the data set has none)."""
@@ -319,7 +324,7 @@ def _resources(cpu_milli: int, memory_mib: int, gpus: int) -> dict[str, str]:
 def pod_object(pod: PodRow, namespace: str) -> dict[str, Any]:
     """The row as a Pod (Kubernetes JSON, as a trace holds it)."""
     resources = _resources(pod.cpu_milli, pod.memory_mib, pod.num_gpu)
-    annotations = {}
+    annotations = {SHUTDOWN_DURATION: "0s"}
     if pod.shares_gpu:
         annotations[GPU_MILLI_ANNOTATION] = str(pod.gpu_milli)
     for key, value in (
@@ -345,9 +350,7 @@ def pod_object(pod: PodRow, namespace: str) -> dict[str, Any]:
                 }
             }
         }
-    metadata: dict[str, Any] = {"name": pod.name, "namespace": namespace}
-    if annotations:
-        metadata["annotations"] = annotations
+    metadata = {"name": pod.name, "namespace": namespace, "annotations": annotations}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 

@@ -110,6 +110,7 @@ def test_gpus_are_whole_nvidia_gpus_requested_and_limited() -> None:
     assert _requests(pods["openb-pod-0006"])["nvidia.com/gpu"] == "4"
     annotations = pods["openb-pod-0003"]["metadata"]["annotations"]
     assert annotations == {
+        "kubelet.kemu.io/shutdown-duration": "0s",  # its GPUs are free at its deletion_time
         "openb.kemu.io/qos": "LS",
         "openb.kemu.io/pod-phase": "Running",
         "openb.kemu.io/creation-time": "30",
