@@ -2,10 +2,15 @@
 python -m kemu.trace replay FILE [--cluster CLUSTER.yaml] [--json OUT] [--html OUT]
                                [--speed N] [--tail D] [--root DIR] [--quiet]
 
+python -m kemu.trace convert-openb --nodes NODES.csv --pods PODS.csv --out FILE
+                               [--cluster-out CLUSTER.yaml] [--gpu-sharing whole|skip]
+                               [--start S] [--end E] [--limit N] [--namespace NS]
+
 record: what a running kemu cluster does, as a SimKube trace (SIGINT or --duration ends it;
 the file is written either way). replay: a SimKube trace or a kube-scheduler-simulator record
-on a fresh cluster in virtual time, and its report. Errors are one line on stderr, exit
-status 2 for bad arguments or files, 1 when the cluster failed.
+on a fresh cluster in virtual time, and its report. convert-openb: Alibaba's GPU trace of 2023
+(kemu/trace/openb.py) as a SimKube trace and the CLUSTER.yaml of its nodes. Errors are one
+line on stderr, exit status 2 for bad arguments or files, 1 when the cluster failed.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from kemu.machinery.duration import DurationError, parse_duration
 from kemu.timeline.render import OutputPathError, check_output_path
-from kemu.trace import cluster_config, files, objects
+from kemu.trace import cluster_config, files, objects, openb
 from kemu.trace.model import Trace
 
 if TYPE_CHECKING:
@@ -62,7 +67,57 @@ def build_parser() -> argparse.ArgumentParser:
         help="write the run's picture (kemu.timeline, on the cluster's clock) with the "
         "report's figures as a self-contained page",
     )
+    add_convert_openb(sub)
     return parser
+
+
+def add_convert_openb(sub: Any) -> None:
+    conv = sub.add_parser(
+        "convert-openb",
+        help="convert Alibaba's GPU cluster trace of 2023 (openb CSVs) into a trace",
+        description="Alibaba's GPU cluster trace of 2023 (alibaba/clusterdata, "
+        "cluster-trace-gpu-v2023; research use only, not shipped with kemu) as a SimKube "
+        "trace of bare pods, created and deleted at their times, requesting cpu, memory and "
+        f"{openb.GPU}, and the CLUSTER.yaml of its nodes (docs/traces.md). A pod sharing a "
+        "GPU (num_gpu 1, gpu_milli < 1000) asks for a whole GPU, its share in the annotation "
+        f"{openb.GPU_MILLI_ANNOTATION} (--gpu-sharing whole, the default), or is left out "
+        "(--gpu-sharing skip). Replay: python -m kemu.trace replay FILE --cluster "
+        "CLUSTER.yaml.",
+    )
+    conv.add_argument("--nodes", required=True, metavar="CSV", help="an openb_node_list_*.csv")
+    conv.add_argument("--pods", required=True, metavar="CSV", help="an openb_pod_list_*.csv")
+    conv.add_argument("--out", required=True, metavar="FILE", help="the trace file to write")
+    conv.add_argument(
+        "--cluster-out",
+        metavar="CLUSTER.yaml",
+        help="where the nodes go (default: beside the trace, FILE without its suffix "
+        "+ .cluster.yaml)",
+    )
+    conv.add_argument(
+        "--gpu-sharing",
+        choices=[m.value for m in openb.GpuSharing],
+        default=openb.GpuSharing.WHOLE.value,
+        help="a pod sharing a GPU: asks for a whole one (whole, the default) or is left out (skip)",
+    )
+    conv.add_argument(
+        "--start",
+        metavar="S",
+        help="only pods created at or after S (the trace's seconds, or a duration: 72h)",
+    )
+    conv.add_argument(
+        "--end",
+        metavar="E",
+        help="only pods created before E; a deletion at or after E is left out",
+    )
+    conv.add_argument(
+        "--limit", type=int, metavar="N", help="only the N pods created first (of those kept)"
+    )
+    conv.add_argument(
+        "--namespace",
+        default=openb.DEFAULT_NAMESPACE,
+        metavar="NS",
+        help=f"the pods' namespace (default {openb.DEFAULT_NAMESPACE})",
+    )
 
 
 def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
@@ -255,11 +310,74 @@ def cmd_record(args: argparse.Namespace) -> int:
     return 0
 
 
+def trace_seconds(flag: str, text: str | None) -> int | None:
+    """--start/--end: the trace's seconds (as its CSV has them) or a duration."""
+    if text is None:
+        return None
+    if text.isdigit():
+        return int(text)
+    seconds = duration_arg(flag, text)
+    assert seconds is not None
+    return int(seconds)
+
+
+def cmd_convert_openb(args: argparse.Namespace) -> int:
+    from kemu.machinery.validation.names import is_dns1123_label
+    from kemu.trace import openb
+
+    start = trace_seconds("--start", args.start)
+    end = trace_seconds("--end", args.end)
+    if start is not None and end is not None and end <= start:
+        fail(f"--end: {args.end} is not after --start {args.start}")
+    if args.limit is not None and args.limit < 1:
+        fail("--limit: must be >= 1")
+    if is_dns1123_label(args.namespace):
+        fail(f"--namespace: {args.namespace!r} is not a namespace name (a DNS label)")
+    out = Path(args.out)
+    cluster_out = Path(args.cluster_out) if args.cluster_out else out.with_suffix(".cluster.yaml")
+    for flag, path in (("--out", out), ("--cluster-out", cluster_out)):
+        if not path.parent.is_dir():
+            fail(f"{flag}: {path.parent}: no such directory")
+    texts = {}
+    for flag in ("nodes", "pods"):
+        path = getattr(args, flag)
+        try:
+            texts[flag] = Path(path).read_text(encoding="utf-8-sig")
+        except OSError as e:
+            fail(f"--{flag}: {path}: {e.strerror}")
+        except UnicodeDecodeError:
+            fail(f"--{flag}: {path}: not a UTF-8 text file")
+    sharing = openb.GpuSharing(args.gpu_sharing)
+    try:
+        nodes = openb.read_nodes(texts["nodes"], args.nodes)
+        pods = openb.read_pods(texts["pods"], args.pods)
+    except openb.OpenbError as e:
+        fail(str(e))
+    if (start is not None or end is not None) and pods and pods[0].creation_time is None:
+        fail(f"--start/--end: {args.pods} has no creation_time column")
+    options = openb.Options(args.namespace, sharing, start, end, args.limit)
+    converted = openb.convert(nodes, pods, options)
+    if not converted.trace.events:
+        fail(f"{args.pods}: no pod to convert ({openb.describe(converted.summary, sharing)})")
+    files.save(out, converted.trace)
+    tmp = cluster_out.with_name(cluster_out.name + ".tmp")
+    tmp.write_text(converted.cluster_yaml())
+    tmp.replace(cluster_out)
+    print(
+        f"{out}, {cluster_out}: {openb.describe(converted.summary, sharing)}; "
+        f"{len(converted.trace.events)} events over {converted.trace.span:.0f} s",
+        file=sys.stderr,
+    )
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if args.command == "record":
         return cmd_record(args)
+    if args.command == "convert-openb":
+        return cmd_convert_openb(args)
     return cmd_replay(args)
 
 

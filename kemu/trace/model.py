@@ -10,6 +10,8 @@ the boundary where `Any` is honest.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -17,6 +19,7 @@ CURRENT_VERSION: Final = 2
 """SimKube's CURRENT_TRACE_FORMAT_VERSION."""
 
 POD_GVK: Final = "v1.Pod"
+_HASH_MASK: Final = (1 << 64) - 1
 
 POD_SPEC_TEMPLATE_PATHS: Final[dict[str, tuple[str, ...]]] = {
     # SimKube's KNOWN_GVKS_METADATA: where each well-known kind keeps its pod template (its
@@ -29,6 +32,12 @@ POD_SPEC_TEMPLATE_PATHS: Final[dict[str, tuple[str, ...]]] = {
     "batch/v1.CronJob": ("/spec/jobTemplate/spec/template",),
     POD_GVK: ("",),
 }
+
+
+def stable_hash(value: Any) -> int:
+    """A u64 of the value's JSON (SimKube's index and pod hashes are opaque to a replay)."""
+    digest = hashlib.sha256(json.dumps(value, sort_keys=True).encode()).digest()
+    return int.from_bytes(digest[:8], "big") & _HASH_MASK
 
 
 def gvk_of(obj: dict[str, Any]) -> str:

@@ -18,8 +18,6 @@ ReplicaSet, a Job through its CronJob), in the order the pods were created.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +38,7 @@ from kemu.trace.model import (
     TrackedObject,
     gvk_of,
     ns_name,
+    stable_hash,
 )
 from kemu.trace.observe import follow
 
@@ -61,7 +60,6 @@ _GROUPS: Final = {
     "Job": "batch/v1",
     "CronJob": "batch/v1",
 }
-_HASH_MASK: Final = (1 << 64) - 1
 
 
 def tracked_gvk(name: str) -> str:
@@ -79,12 +77,6 @@ def tracked_gvk(name: str) -> str:
                 return f"{group}.{known}"
         raise ValueError(f"unknown kind {name!r}") from None
     return f"{kind.api_version}.{kind.kind}"
-
-
-def stable_hash(value: Any) -> int:
-    """A u64 of the value's JSON (SimKube's index and pod hashes are opaque to a replay)."""
-    digest = hashlib.sha256(json.dumps(value, sort_keys=True).encode()).digest()
-    return int.from_bytes(digest[:8], "big") & _HASH_MASK
 
 
 def sanitize(obj: Message) -> dict[str, Any]:

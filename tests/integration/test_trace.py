@@ -236,3 +236,56 @@ async def test_a_recorded_kemu_cluster_replays(tmp_path: Path) -> None:
     }
     batch = next(p for p in pods if p["owner"] == "")
     assert batch["phase"] == "Succeeded"  # its recorded 5 s run, replayed
+
+
+OPENB = REPO_ROOT / "tests" / "fixtures" / "openb"
+
+
+def test_an_openb_gpu_trace_converts_and_replays_with_gpus_respected(tmp_path: Path) -> None:
+    """tests/fixtures/openb's synthetic pair (the columns of Alibaba's GPU trace of 2023):
+    three nodes with 0, 1 and 2 GPUs; a 2-GPU pod lands on the 2-GPU node only, a 4-GPU pod
+    never binds, pods wait for GPUs that deletions free, and no node ever holds more GPU
+    pods than its GPUs."""
+    out = tmp_path / "openb.sktrace"
+    done = run_python_module(
+        "kemu.trace",
+        ["convert-openb", "--nodes", str(OPENB / "openb_node_list_test.csv"),
+         "--pods", str(OPENB / "openb_pod_list_test.csv"), "--out", str(out)],
+        timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    cluster = tmp_path / "openb.cluster.yaml"
+    report = _replay(out, tmp_path, "--cluster", str(cluster))
+    assert report["refused"] == [] and report["unsupported"] == {"kinds": {}, "fields": {}}
+    pods = {p["name"].removeprefix("openb/"): p for p in report["pods"]}
+    assert len(pods) == 12
+    gpus = {"cpu-8c-32g": 0, "t4x1-16c-64g": 1, "v100m32x2-32c-128g": 2}
+
+    def pool(pod: str) -> str:
+        node = pods[pod]["node"]
+        return next(p for p in gpus if node.startswith(p + "-"))
+
+    assert pool("openb-pod-0001") == "v100m32x2-32c-128g"  # 2 GPUs: the only node with 2
+    assert pods["openb-pod-0006"]["bound"] is None  # 4 GPUs: no node has them
+    assert pool("openb-pod-0002") == "t4x1-16c-64g"  # the only GPU left at 20 s
+    # V100M32 asked for, the V100 node's GPUs held by openb-pod-0001 until 400 s
+    assert pool("openb-pod-0003") == "v100m32x2-32c-128g"
+    # (the pods' containers exit at once when deleted: the GPUs are free at the deletion)
+    assert 400 <= pods["openb-pod-0003"]["bound"] < 430
+    assert 400 <= pods["openb-pod-0004"]["bound"] < 430
+    assert pool("openb-pod-0009") in ("t4x1-16c-64g", "v100m32x2-32c-128g")
+    assert 650 <= pods["openb-pod-0011"]["bound"] < 680  # every GPU taken from 620 to 650 s
+    assert report["unschedulable_at_end"] == []
+    # at every binding, the pods on a node ask for no more GPUs than it has
+    asks = {"0001": 2, "0002": 1, "0003": 1, "0004": 1, "0009": 1, "0011": 1}
+    for name, pod in pods.items():
+        if pod["bound"] is None:
+            continue
+        at, node = pod["bound"], pod["node"]
+        held = sum(
+            asks.get(other.removeprefix("openb-pod-"), 0)
+            for other, o in pods.items()
+            if o["node"] == node and o["bound"] is not None and o["bound"] <= at
+            and (o["deleted"] is None or o["deleted"] > at)
+        )  # fmt: skip
+        assert held <= gpus[pool(name)], (name, node, at)
