@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from kemu.machinery.duration import DurationError, parse_duration
+from kemu.machinery.validation.names import is_dns1123_label
 from kemu.timeline.render import OutputPathError, check_output_path
 from kemu.trace import cluster_config, files, objects, openb
 from kemu.trace.model import Trace
@@ -322,9 +323,6 @@ def trace_seconds(flag: str, text: str | None) -> int | None:
 
 
 def cmd_convert_openb(args: argparse.Namespace) -> int:
-    from kemu.machinery.validation.names import is_dns1123_label
-    from kemu.trace import openb
-
     start = trace_seconds("--start", args.start)
     end = trace_seconds("--end", args.end)
     if start is not None and end is not None and end <= start:
