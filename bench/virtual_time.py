@@ -7,8 +7,9 @@ Each phase runs on a fresh cluster in virtual time, in a temporary directory (st
 end, also on Ctrl-C):
 
 1. idle: etcd, the apiserver, the controller-manager, the scheduler and one hollow kubelet with
-   K nodes (their heartbeats and Leases every 10 s, the node monitor, the leader leases); once
-   every node is Ready the clock is held, then advanced H virtual hours (`AdvanceClock`). Rows:
+   K nodes (their heartbeats and Leases every 10 s, the node monitor, the leader leases), all
+   started while the clock holds (one phase for their timers; a hollow kubelet renews in phases
+   of 100 nodes), then advanced H virtual hours (`AdvanceClock`). Rows:
    virtual seconds, wall seconds, their ratio, the jumps the clock made (segment generations),
    and the nodes still Ready at the end (all: no heartbeat was late).
 2. autoscaler: etcd, the apiserver, the controller-manager, the scheduler, the cloud (group
@@ -103,9 +104,7 @@ class _Measure:
 
 async def idle_phase(cluster: Cluster, opts: Options, r: Result) -> None:
     async with Client(cluster.server) as client:
-        # The nodes start while the clock holds (the harness's rule: one phase for all their
-        # timers, as at rate max, where a booting kubelet holds the clock).
-        await client.set_clock_rate(0)
+        # (the clock holds: the nodes start in the components' phase)
         await start_hollow_kubelet(cluster, client, opts.nodes, "hollow")
         held = await client.set_clock_rate(0)
         start = _Measure(held.segment.base_virtual)
@@ -146,6 +145,11 @@ async def autoscaler_phase(cluster: Cluster, r: Result) -> None:
         r.scale_down = down.span((await client.clock_status()).now)
 
 
+async def _hold_clock(server: str) -> None:
+    async with Client(server) as client:
+        await client.set_clock_rate(0)
+
+
 @contextmanager
 def _virtual_cluster(phase: str, r: Result) -> Iterator[Cluster]:
     """A fresh cluster in virtual time with etcd, the apiserver, the controller-manager and
@@ -157,6 +161,9 @@ def _virtual_cluster(phase: str, r: Result) -> Iterator[Cluster]:
         try:
             cluster.start_etcd()
             cluster.start_apiserver()
+            # The components start while the clock holds (docs/virtual-time.md's rule: one
+            # phase for all their timers, e.g. the two leader leases renewed at one instant).
+            anyio.run(_hold_clock, cluster.server)
             cluster.start_controllermanager()
             cluster.start_scheduler()
             yield cluster
