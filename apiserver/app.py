@@ -189,7 +189,12 @@ async def _serve(args: argparse.Namespace, store: EtcdStore, ctx: ComponentConte
     await retry_until_ready(f"etcd at {args.etcd_servers}", check_etcd, clock=ctx.clock)
     cluster_clock = None
     if isinstance(ctx.clock, VirtualClock):
-        cluster_clock = ClusterClock(store, ctx.clock, start=getattr(args, "clock_start_at", None))
+        cluster_clock = ClusterClock(
+            store,
+            ctx.clock,
+            start=getattr(args, "clock_start_at", None),
+            identity=f"{args.bind_address}:{args.port}",
+        )
     metrics = Metrics(ctx.registry)
     caches = {
         k.resource: WatchCache(

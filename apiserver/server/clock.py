@@ -37,7 +37,14 @@ from apiserver.storage.etcd import EtcdStore, StaleRevision
 from kemu.api.v1 import api_pb2
 from kemu.component.virtual_clock import VirtualClock
 from kemu.machinery.convert import format_time, timestamp
-from kemu.machinery.errors import Conflict, InternalError, Invalid, Unavailable
+from kemu.machinery.errors import (
+    ApiError,
+    BadRequest,
+    Conflict,
+    InternalError,
+    Invalid,
+    Unavailable,
+)
 from kemu.machinery.virtual_time import ClockMode, ClockSegment, check_rate, to_proto
 
 logger = logging.getLogger(__name__)
@@ -49,6 +56,11 @@ _SETTLE: Final = 0.002  # wall seconds between two looks at a busy cluster (rate
 _PROBE_TIMEOUT: Final = 5.0  # wall seconds a probe waits for a session's answer
 _REPROBES: Final = 64  # probes of the sessions whose answers do not square, at most, per look
 _MAX_BOOT_TTL: Final = 3600.0  # wall seconds an announced component may take to boot, at most
+_PEER_HEARTBEAT: Final = 2.0  # wall seconds between two writes of an apiserver's PEERS key
+_PEER_EXPIRY: Final = 6.0  # wall seconds after which a PEERS key no longer counts
+PEERS: Final = "/kemu.io/clock-apiservers/"
+"""One key per apiserver serving the virtual cluster (its host:port), its last heartbeat's
+wall time: the event-driven clock needs to be the only one."""
 _IDLE_RECHECK: Final = 0.05  # wall seconds between looks at a cluster without timers
 _MAX_ADVANCE: Final = 10 * 365 * 24 * 3600.0
 
@@ -121,8 +133,12 @@ class ClusterClock:
         *,
         start: float | None = None,
         wall: Callable[[], float] = time.time,
+        identity: str = "",
     ) -> None:
         self._store = store
+        self._identity = identity
+        self._others = 0  # other apiservers serving the cluster, as last seen (PEERS)
+        self._warned_others = False
         self.clock = clock
         self._start = start
         self._wall = wall
@@ -147,6 +163,9 @@ class ClusterClock:
         rate max, moves the clock."""
         revision = await self._load()
         async with anyio.create_task_group() as tg:
+            if self._identity:
+                await self._heartbeat_once()
+                tg.start_soon(self._heartbeat, name="clock apiserver heartbeat")
             tg.start_soon(self._drive, name="event-driven clock")
             task_status.started()
             while True:
@@ -237,11 +256,69 @@ class ClusterClock:
         if self._known is None or revision > self._known.revision:
             self._known = _Known(segment, revision)
 
+    # ------------------------------------------------------------ apiservers
+
+    async def _heartbeat(self) -> None:
+        """Keeps this apiserver's key under PEERS current and counts the others' (wall
+        time: transport, not behaviour), until cancelled; then removes the key."""
+        try:
+            while True:
+                await anyio.sleep(_PEER_HEARTBEAT)
+                try:
+                    await self._heartbeat_once()
+                except (Unavailable, Conflict) as e:
+                    logger.debug("clock heartbeat: %s", e)
+        finally:
+            with anyio.move_on_after(2, shield=True):
+                key = PEERS + self._identity
+                kv = await self._store.get(key)
+                if kv is not None:
+                    try:
+                        await self._store.delete(key, kv.mod_revision)
+                    except ApiError:
+                        pass
+
+    async def _heartbeat_once(self) -> None:
+        key = PEERS + self._identity
+        value = repr(self._wall()).encode()
+        kv = await self._store.get(key)
+        if kv is None:
+            await self._store.create(key, value)
+        else:
+            await self._store.update(key, value, kv.mod_revision)
+        await self._count_others()
+
+    async def _count_others(self) -> int:
+        """The other apiservers whose PEERS key is current (and remembers the count)."""
+        now = self._wall()
+        own = PEERS + self._identity
+        listed = await self._store.range(PEERS)
+        self._others = sum(
+            1
+            for kv in listed.kvs
+            if kv.key != own and now - float(kv.value.decode() or 0) < _PEER_EXPIRY
+        )
+        return self._others
+
+    async def _check_single_driver(self) -> None:
+        """The event-driven clock counts the work of this apiserver's clock sessions and
+        requests only: with several apiservers serving the cluster it cannot know the cluster
+        is quiescent (not supported yet: docs/virtual-time.md)."""
+        others = await self._count_others() if self._identity else 0
+        if others:
+            raise BadRequest(
+                "the event-driven clock (rate max, advance) needs a cluster served by one "
+                f"apiserver: {others} other apiserver(s) serve this one; a scaled rate "
+                "(kemuctl clock rate N) works with several"
+            )
+
     async def set_rate(self, rate: float) -> ClockSegment:
         """Continues the clock at `rate` (math.inf: max) from the instant it has reached
-        (Invalid for a rate out of range)."""
+        (Invalid for a rate out of range; BadRequest for max with several apiservers)."""
         if rate != math.inf:
             check_rate(rate)
+        else:
+            await self._check_single_driver()
         return await self._swap(lambda s: s.with_rate(rate, self._wall()))
 
     async def advance(self, seconds: float) -> ClockSegment:
@@ -251,6 +328,7 @@ class ClusterClock:
             raise Invalid.field(
                 "seconds", f"Invalid value: {seconds:g}: must be between 0 and {_MAX_ADVANCE:g}"
             )
+        await self._check_single_driver()
         until = self.clock.now() + seconds
         await self._swap(lambda s: s.advancing(until, self._wall()))
         while True:
@@ -376,6 +454,19 @@ class ClusterClock:
             if segment is None or not segment.event_driven:
                 await self.clock.next_change().wait()
                 continue
+            if self._others:
+                # (set at max before another apiserver came: none of them drives; the
+                # clock holds until the rate is changed or the others are gone)
+                if not self._warned_others:
+                    logger.warning(
+                        "event-driven clock: %d other apiserver(s) serve the cluster: not "
+                        "moving the clock (rate max needs one apiserver)",
+                        self._others,
+                    )
+                    self._warned_others = True
+                await anyio.sleep(_IDLE_RECHECK)
+                continue
+            self._warned_others = False
             quiet, deadline = await self._quiescence()
             if not quiet:
                 continue

@@ -329,3 +329,32 @@ async def test_a_component_that_fails_to_start_does_not_hold_the_clock(cluster: 
         done = await client.advance_clock(30, timeout=15)
         assert done.now == pytest.approx(before + 30, abs=0.001)
         await client.set_clock_rate(1)
+
+
+async def test_rate_max_is_refused_while_a_second_apiserver_serves_the_cluster(
+    cluster: Cluster,
+) -> None:
+    """The event-driven clock counts the work of its apiserver's sessions only: with another
+    apiserver serving the cluster, rate max and advance are refused (a scaled rate is not),
+    and once that apiserver is gone they work again."""
+    second = cluster.start_apiserver(name="apiserver-2")
+    try:
+        async with Client(cluster.server) as client:
+
+            async def refused() -> str:
+                rc, _, err = kemuctl(cluster, "clock", "rate", "max")
+                assert rc != 0, "rate max accepted"
+                return err
+
+            err = await eventually(refused, timeout=15)
+            assert "needs a cluster served by one apiserver: 1 other" in err, err
+            assert len(err.strip().splitlines()) == 1, err
+            rc, _, err = kemuctl(cluster, "clock", "rate", "5")
+            assert rc == 0, err
+            await client.set_clock_rate(1)
+    finally:
+        cluster.terminate(second.name)
+    rc, _, err = kemuctl(cluster, "clock", "advance", "1s")
+    assert rc == 0, err
+    async with Client(cluster.server) as client:
+        await client.set_clock_rate(1)

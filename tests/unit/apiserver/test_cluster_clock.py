@@ -4,6 +4,7 @@ nor is a call or an event between two processes that one side counted and the ot
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 
@@ -14,7 +15,7 @@ import pytest
 from apiserver.server.clock import ClusterClock, _Session
 from kemu.api.v1 import api_pb2
 from kemu.component.virtual_clock import VirtualClock
-from kemu.machinery.errors import Invalid
+from kemu.machinery.errors import BadRequest, Invalid
 from kemu.machinery.virtual_time import ClockSegment
 
 pytestmark = pytest.mark.anyio
@@ -225,3 +226,17 @@ def test_an_announcement_without_a_token_or_with_a_bad_ttl_is_refused(
 ) -> None:
     with pytest.raises(Invalid, match=field):
         _cluster_clock().expect(token, ttl)
+
+
+async def test_the_event_driven_clock_is_refused_while_other_apiservers_serve_the_cluster() -> None:
+    cc = _cluster_clock()
+    cc._identity = "127.0.0.1:1"
+
+    async def one_other() -> int:
+        return 1
+
+    cc._count_others = one_other  # type: ignore[method-assign]  # (the read of PEERS)
+    with pytest.raises(BadRequest, match="needs a cluster served by one apiserver: 1 other"):
+        await cc.set_rate(math.inf)
+    with pytest.raises(BadRequest, match="rate max, advance"):
+        await cc.advance(10)
