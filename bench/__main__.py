@@ -20,6 +20,11 @@ BENCHMARKS: Final[dict[str, tuple[str, str]]] = {
         "PreemptionBasic, PreferNominatedNode and NominatedNodeNameForExpectation A/B), "
         "scheduling_algorithm_duration, victims, API calls, CPU and RSS of each process",
     ),
+    "thresholds": (
+        "bench.thresholds",
+        "every thresholded workload of upstream's scheduler_perf files at the newest emulated "
+        "version that accepts it: pods/s against the threshold and the CPU ceiling (issue #36)",
+    ),
     "scale": (
         "bench.scale",
         "5000 nodes x 50,000 pods, bare nodes and hollow kubelets: pods/s and "

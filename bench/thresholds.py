@@ -1,0 +1,264 @@
+"""Upstream's scheduler_perf thresholds on this machine (issue #36): every workload of
+upstream's misc/, default_preemption/ and affinity/ performance-config files that carries a
+`threshold`, each run at the newest emulated version that accepts its settings, through
+`python -m bench scheduler_perf`, and one table of the results.
+
+    python -m bench thresholds [--k8s DIR] [--files misc,default_preemption,affinity]
+        [--workload NAME ...] [--list] [--json FILE] [--timeout SECONDS]
+
+`--k8s` is a kubernetes/kubernetes checkout (default: $KEMU_K8S_CHECKOUT, else
+/work/k8s/kubernetes); its files are read from test/integration/scheduler_perf/<file>/
+performance-config.yaml. `--list` prints the plan (each thresholded workload, the emulated
+version it runs at, or why it runs at none) without running anything. The table's columns:
+pods/s (the measured phase's average throughput, upstream's SchedulingThroughput Average),
+the threshold, their ratio, the CPU ceiling (the rate at which the run's own CPU per pod would
+fill every core: `bench.common.cpu_ceiling`), pods/s over the ceiling, and the load average
+when the run started. A run takes as long as its workload (the 50,000-pod ones minutes
+each); `--workload` picks some. See docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from bench.common import fmt, jsonable, ratio
+from bench.scheduler_perf_workloads import WorkloadError, load_workload_file
+from kemu.component.version import MAX_VERSION, MIN_VERSION, Version
+
+FILES: Final = ("misc", "default_preemption", "affinity")
+CHECKOUT_ENV: Final = "KEMU_K8S_CHECKOUT"
+DEFAULT_CHECKOUT: Final = "/work/k8s/kubernetes"
+SCHEDULER_PERF_DIR: Final = Path("test/integration/scheduler_perf")
+DEFAULT_TIMEOUT: Final = 3600.0
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A thresholded workload and the emulated version it runs at (None: at none, `reason`)."""
+
+    workload: str
+    file: Path
+    threshold: float
+    version: Version | None
+    reason: str = ""
+
+
+@dataclass
+class Row:
+    """One workload's figures (NaN where the run gave none; `error` when it failed)."""
+
+    workload: str
+    version: str
+    threshold: float
+    pods_per_s: float = math.nan
+    cpu_ceiling: float = math.nan
+    load_at_start: float = math.nan
+    error: str = ""
+
+    @property
+    def ratio(self) -> float:
+        return ratio(self.pods_per_s, self.threshold)
+
+    @property
+    def of_ceiling(self) -> float:
+        return ratio(self.pods_per_s, self.cpu_ceiling)
+
+
+def config_path(checkout: Path, name: str) -> Path:
+    return checkout / SCHEDULER_PERF_DIR / name / "performance-config.yaml"
+
+
+def thresholded(path: Path) -> dict[str, float]:
+    """Every `TestCase/Workload` of the file that carries a threshold, read from the YAML
+    itself (a workload kemu refuses at every version still has one to report)."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise WorkloadError(f"{path}: {e}") from None
+    out: dict[str, float] = {}
+    for case in data if isinstance(data, list) else []:
+        if not isinstance(case, dict):
+            continue
+        for w in case.get("workloads") or []:
+            if isinstance(w, dict) and isinstance(w.get("threshold"), int | float):
+                out[f"{case.get('name')}/{w.get('name')}"] = float(w["threshold"])
+    return out
+
+
+def plan(paths: Sequence[Path]) -> list[Planned]:
+    """Each thresholded workload of `paths` at the newest of kemu's emulated versions at
+    which its file's settings are accepted, in file order; or why it runs at none (the
+    reason kemu gives at its newest version)."""
+    versions = [Version(1, m) for m in range(MAX_VERSION.minor, MIN_VERSION.minor - 1, -1)]
+    out: list[Planned] = []
+    for path in paths:
+        wanted = thresholded(path)
+        found: dict[str, Version] = {}
+        reasons: dict[str, str] = {}
+        for v in versions:
+            loaded = load_workload_file(path, emulated_version=v)
+            for w in loaded.workloads:
+                found.setdefault(w.full_name, v)
+            if v == MAX_VERSION:
+                for s in loaded.skipped:
+                    for name in wanted:
+                        if name == s.name or name.startswith(s.name + "/"):
+                            reasons.setdefault(name, s.reason)
+        for name, threshold in wanted.items():
+            out.append(
+                Planned(name, path, threshold, found.get(name), reasons.get(name, "unknown"))
+            )
+    return out
+
+
+def run_planned(p: Planned, timeout: float) -> Row:
+    """Runs one planned workload through `bench scheduler_perf` and reads its --json."""
+    from bench import scheduler_perf  # (loads the cluster harness: only when running)
+
+    assert p.version is not None
+    row = Row(p.workload, str(p.version), p.threshold)
+    with tempfile.TemporaryDirectory(prefix="kemu-bench-thresholds-") as tmp:
+        out = Path(tmp) / "result.json"
+        argv = [
+            "--config", str(p.file),
+            "--workload", p.workload,
+            "--emulated-version", str(p.version),
+            "--timeout", str(timeout),
+            "--json", str(out),
+        ]  # fmt: skip
+        code = scheduler_perf.main(argv)
+        if not out.exists():
+            row.error = f"bench scheduler_perf exited {code} without a result"
+            return row
+        results: list[dict[str, Any]] = json.loads(out.read_text())["results"]
+    if not results:
+        row.error = "no result"
+        return row
+    first = results[0]
+    row.error = first.get("error") or ""
+    row.pods_per_s = _number((first.get("throughput") or {}).get("average"))
+    row.cpu_ceiling = _number(first.get("cpu_ceiling"))
+    loads = first.get("load_avg_start") or []
+    row.load_at_start = _number(loads[0] if loads else None)
+    return row
+
+
+def _number(value: object) -> float:
+    return float(value) if isinstance(value, int | float) else math.nan
+
+
+def render(rows: Sequence[Row], refused: Sequence[Planned]) -> str:
+    header = ("workload", "emulated", "pods/s", "threshold", "ratio", "CPU ceiling",
+              "of ceiling", "load at start")  # fmt: skip
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for r in rows:
+        if r.error:
+            cells = [r.workload, r.version, "error", f"{r.threshold:g}", r.error, "", "", ""]
+        else:
+            cells = [
+                r.workload,
+                r.version,
+                fmt(r.pods_per_s, 1),
+                f"{r.threshold:g}",
+                f"{fmt(r.ratio, 2)}x",
+                fmt(r.cpu_ceiling, 1),
+                fmt(r.of_ceiling, 2),
+                fmt(r.load_at_start, 2),
+            ]
+        lines.append("| " + " | ".join(cells) + " |")
+    for p in refused:
+        lines.append(f"| {p.workload} | none | - | {p.threshold:g} | {p.reason} | | | |")
+    return "\n".join(lines)
+
+
+def render_plan(planned: Sequence[Planned]) -> str:
+    return "\n".join(
+        f"{p.workload}  threshold {p.threshold:g} pods/s  "
+        + (f"at emulated version {p.version}" if p.version else f"runs at none: {p.reason}")
+        for p in planned
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench thresholds",
+        description="every thresholded workload of upstream's scheduler_perf files, at the "
+        "newest emulated version that accepts it, and one table (issue #36)",
+    )
+    parser.add_argument(
+        "--k8s",
+        metavar="DIR",
+        default=os.environ.get(CHECKOUT_ENV) or DEFAULT_CHECKOUT,
+        help=f"a kubernetes/kubernetes checkout (default: ${CHECKOUT_ENV} or {DEFAULT_CHECKOUT})",
+    )
+    parser.add_argument(
+        "--files",
+        default=",".join(FILES),
+        help="which of upstream's scheduler_perf directories (default: %(default)s)",
+    )
+    parser.add_argument("--workload", action="append", default=[], help="only these (repeat)")
+    parser.add_argument("--list", action="store_true", help="print the plan, run nothing")
+    parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
+    parser.add_argument(
+        "--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds for one workload"
+    )
+    return parser
+
+
+def main(
+    argv: Sequence[str] | None = None, run: Callable[[Planned, float], Row] = run_planned
+) -> int:
+    args = build_parser().parse_args(argv)
+    names = [n.strip() for n in args.files.split(",") if n.strip()]
+    unknown = [n for n in names if n not in FILES]
+    if unknown:
+        print(f"bench thresholds: --files: unknown {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    paths = [config_path(Path(args.k8s), n) for n in names]
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        print(f"bench thresholds: --k8s: no {missing[0]}", file=sys.stderr)
+        return 2
+    try:
+        planned = plan(paths)
+    except WorkloadError as e:
+        print(f"bench thresholds: {e}", file=sys.stderr)
+        return 2
+    if args.workload:
+        known = {p.workload for p in planned}
+        if bad := [w for w in args.workload if w not in known]:
+            print(f"bench thresholds: --workload: no thresholded {bad[0]!r}", file=sys.stderr)
+            return 2
+        planned = [p for p in planned if p.workload in args.workload]
+    if args.list:
+        print(render_plan(planned))
+        return 0
+    rows = [run(p, args.timeout) for p in planned if p.version is not None]
+    refused = [p for p in planned if p.version is None]
+    print(render(rows, refused))
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "rows": jsonable(rows),
+                    "refused": [
+                        {"workload": p.workload, "threshold": p.threshold, "reason": p.reason}
+                        for p in refused
+                    ],
+                },
+                indent=2,
+            )
+            + "\n"
+        )
+    return 1 if any(r.error for r in rows) else 0

@@ -1,0 +1,99 @@
+"""bench thresholds (issue #36): the plan puts each thresholded workload of upstream's files
+at the newest emulated version that accepts it, or says why none does; the table reads the
+runs' figures. The runs are faked here (each takes a cluster); test_bench_thresholds in the
+integration suite runs one for real."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from bench.thresholds import Planned, Row, config_path, main, plan
+from kemu.component.version import Version
+
+FILE = """
+- name: Good
+  workloadTemplate:
+  - {opcode: createNodes, count: 1}
+  - {opcode: createPods, count: 1, collectMetrics: true}
+  workloads:
+  - {name: fast, threshold: 100}
+  - {name: locked, threshold: 50, featureGates: {NodeDeclaredFeatures: false}}
+  - {name: untimed}
+- name: Dra
+  workloadTemplate:
+  - {opcode: createAny, templatePath: t.yaml}
+  workloads:
+  - {name: a, threshold: 10}
+"""
+
+
+@pytest.fixture
+def checkout(tmp_path: Path) -> Path:
+    path = config_path(tmp_path, "misc")
+    path.parent.mkdir(parents=True)
+    path.write_text(FILE)
+    return tmp_path
+
+
+def test_each_thresholded_workload_runs_at_the_newest_version_that_accepts_it(
+    checkout: Path,
+) -> None:
+    planned = {p.workload: p for p in plan([config_path(checkout, "misc")])}
+    assert set(planned) == {"Good/fast", "Good/locked", "Dra/a"}  # untimed has none
+    assert planned["Good/fast"].version == Version(1, 37)
+    # NodeDeclaredFeatures is locked to true at 1.37: the newest version it can be off is 1.36
+    assert planned["Good/locked"].version == Version(1, 36)
+    assert planned["Dra/a"].version is None and "createAny" in planned["Dra/a"].reason
+
+
+def test_the_table_has_each_run_and_each_workload_that_runs_nowhere(
+    checkout: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ran: list[tuple[str, str]] = []
+
+    def fake_run(p: Planned, timeout: float) -> Row:
+        ran.append((p.workload, str(p.version)))
+        return Row(p.workload, str(p.version), p.threshold, 150.0, 300.0, 1.5)
+
+    out = tmp_path / "t.json"
+    assert main(["--k8s", str(checkout), "--files", "misc", "--json", str(out)], fake_run) == 0
+    assert ran == [("Good/fast", "1.37"), ("Good/locked", "1.36")]
+    table = capsys.readouterr().out
+    assert "| Good/fast | 1.37 | 150.0 | 100 | 1.50x | 300.0 | 0.50 | 1.50 |" in table
+    assert "| Good/locked | 1.36 | 150.0 | 50 | 3.00x |" in table
+    assert "| Dra/a | none | - | 10 |" in table
+    data = json.loads(out.read_text())
+    assert [r["workload"] for r in data["rows"]] == ["Good/fast", "Good/locked"]
+    assert data["refused"][0]["workload"] == "Dra/a"
+
+
+def test_list_runs_nothing_and_bad_arguments_are_one_line(
+    checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def no_run(p: Planned, timeout: float) -> Row:
+        raise AssertionError("ran")
+
+    assert main(["--k8s", str(checkout), "--files", "misc", "--list"], no_run) == 0
+    assert "Good/locked  threshold 50 pods/s  at emulated version 1.36" in capsys.readouterr().out
+    assert main(["--k8s", str(checkout), "--files", "nope"], no_run) == 2
+    assert capsys.readouterr().err == "bench thresholds: --files: unknown nope\n"
+    assert main(["--k8s", str(checkout / "x"), "--files", "misc"], no_run) == 2
+    assert "--k8s: no " in capsys.readouterr().err
+    assert main(["--k8s", str(checkout), "--files", "misc", "--workload", "X/y"], no_run) == 2
+    assert "no thresholded 'X/y'" in capsys.readouterr().err
+
+
+def test_a_failed_run_is_a_row_with_its_error_and_a_non_zero_exit(
+    checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def failing(p: Planned, timeout: float) -> Row:
+        return Row(p.workload, str(p.version), p.threshold, error="TimeoutError: 3600 s")
+
+    argv = ["--k8s", str(checkout), "--files", "misc", "--workload", "Good/fast"]
+    assert main(argv, failing) == 1
+    assert "| Good/fast | 1.37 | error | 100 | TimeoutError: 3600 s |" in capsys.readouterr().out
+    assert math.isnan(Row("w", "1.37", 1.0).ratio)
