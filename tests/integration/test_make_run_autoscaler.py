@@ -4,7 +4,10 @@ of hack/cloud.yaml (so that `.kemu/` goes there); examples/pending-pods.yaml app
 kemuctl scales pool-a up to its max (3), three of its pods run on the new nodes and the fourth
 is told why it triggers no scale-up; deleted with kemuctl, the pods leave empty nodes that the
 autoscaler removes (the Procfile's 30 s unneeded time and delay-after-add, 10 s scan
-interval). Skipped when one of the Procfile's fixed ports is taken (another `make run`)."""
+interval). Run twice: in real time, and as `make run CLOCK=virtual` runs it, on the virtual
+clock at upstream's default timers (10 minutes unneeded and after add) with `kemuctl clock
+rate max`, where the scale-down comes after 10 virtual minutes in seconds of wall time (issue
+#30). Skipped when one of the Procfile's fixed ports is taken (another `make run`)."""
 
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ from typing import Any
 import anyio
 import pytest
 
+from kemu.machinery.convert import parse_time
 from kemu.testing import eventually
 from kemu.testing.processes import REPO_ROOT, python_env, run_python_module
 
@@ -49,9 +53,13 @@ def taken(port: int) -> bool:
     return False
 
 
-@pytest.fixture(scope="module")
-def make_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """honcho running the Procfile in a temporary directory; its combined log's path."""
+@pytest.fixture(scope="module", params=["real", "virtual"])
+def make_run(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Path, str]]:
+    """honcho running the Procfile in a temporary directory, with the environment `make run
+    CLOCK=<param>` gives it; its combined log's path and the clock."""
+    clock: str = request.param
     text = (REPO_ROOT / "Procfile").read_text()
     busy = sorted(p for p in procfile_ports(text) if taken(p))
     if busy:
@@ -63,6 +71,8 @@ def make_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     (root / ".kemu").mkdir()
     bin_dir = Path(sys.executable).parent
     env = python_env({"PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"})
+    if clock == "virtual":  # (as the Makefile's run target sets them for CLOCK=virtual)
+        env.update(KEMU_CLOCK_FLAGS="--clock virtual", KEMU_AUTOSCALER_TIMERS="")
     log_path = root / "honcho.log"
     with log_path.open("w") as log:
         proc = subprocess.Popen(
@@ -74,7 +84,7 @@ def make_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             start_new_session=True,
         )
     try:
-        yield log_path
+        yield log_path, clock
     finally:
         # honcho passes SIGTERM on to every process and waits for them (the cloud stops its
         # kubelets); what is left after that in honcho's session is killed.
@@ -107,7 +117,17 @@ def ready(node: dict[str, Any]) -> bool:
     )
 
 
-async def test_make_run_scales_pool_a_up_and_down_driven_only_by_kemuctl(make_run: Path) -> None:
+def cluster_now() -> float:
+    done = kemuctl("clock", "-o", "json")
+    assert done.returncode == 0, done.stderr
+    return parse_time(json.loads(done.stdout)["now"], "now").seconds + 0.0
+
+
+async def test_make_run_scales_pool_a_up_and_down_driven_only_by_kemuctl(
+    make_run: tuple[Path, str],
+) -> None:
+    log_path, clock = make_run
+
     def static_nodes_ready() -> bool:
         nodes = get_json("nodes")["items"]
         names = {n["metadata"]["name"] for n in nodes if ready(n)}
@@ -115,6 +135,9 @@ async def test_make_run_scales_pool_a_up_and_down_driven_only_by_kemuctl(make_ru
         return True
 
     await eventually(static_nodes_ready, timeout=90, interval=1)
+    if clock == "virtual":
+        done = kemuctl("clock", "rate", "max")
+        assert done.returncode == 0, done.stderr
     done = kemuctl("apply", "-f", str(EXAMPLE))
     assert done.returncode == 0, done.stderr
     applied = time.monotonic()
@@ -150,6 +173,7 @@ async def test_make_run_scales_pool_a_up_and_down_driven_only_by_kemuctl(make_ru
     done = kemuctl("delete", "-f", str(EXAMPLE))
     assert done.returncode == 0, done.stderr
     deleted = time.monotonic()
+    deleted_at = cluster_now()
 
     def pool_gone() -> bool:
         left = get_json("nodes", "-l", f"{GROUP_LABEL}=pool-a")["items"]
@@ -158,13 +182,17 @@ async def test_make_run_scales_pool_a_up_and_down_driven_only_by_kemuctl(make_ru
 
     await eventually(pool_gone, timeout=180, interval=1)
     scaled_down_in = time.monotonic() - deleted
-    log = await anyio.Path(make_run).read_text()
+    virtual = cluster_now() - deleted_at
+    if clock == "virtual":
+        # upstream's default unneeded time: ten virtual minutes went by, in far less wall time
+        assert virtual >= 600, virtual
+    log = await anyio.Path(log_path).read_text()
     # honcho prefixes each line with the process's name.
     assert re.search(r"autoscaler.*scale-up: node group pool-a \d+->3", log), log[-3000:]
     for name in ("pool-a-0", "pool-a-1", "pool-a-2"):
         assert re.search(rf"autoscaler.*scale-down: node {name} of group pool-a deleted", log), name
     # (Not asserted: timings are measured in bench/; printed for the README's claims.)
     print(
-        f"make run: 3 Running {scaled_up_in:.0f} s after apply, pool-a empty "
-        f"{scaled_down_in:.0f} s after delete"
+        f"make run ({clock} clock): 3 Running {scaled_up_in:.0f} s after apply, pool-a empty "
+        f"{scaled_down_in:.0f} s after delete ({virtual:.0f} s of the cluster's time)"
     )
