@@ -19,7 +19,17 @@ import anyio
 from aiohttp import web
 from google.protobuf.message import Message
 
-from apiserver.rest import discovery, openapi, openapi_v2, options, protobuf, scale, status
+from apiserver.rest import (
+    authorization,
+    discovery,
+    openapi,
+    openapi_v2,
+    options,
+    protobuf,
+    scale,
+    status,
+)
+from apiserver.rest.discovery import OtherResource
 from apiserver.rest.reads import Reads
 from apiserver.rest.request import (
     JSON_TYPE,
@@ -111,6 +121,21 @@ def parse_path(parts: list[str]) -> Target | None:
     return Target(kind, namespace, name, sub)
 
 
+def parse_other_path(parts: list[str]) -> tuple[OtherResource, str, str] | None:
+    """["apis", group, version, ("namespaces", NS,) resource (, name)] naming one of
+    discovery's OTHER_RESOURCES, as (resource, namespace, name); None otherwise."""
+    if parts[:1] != ["apis"] or len(parts) < 4:
+        return None
+    group, version, rest = parts[1], parts[2], parts[3:]
+    namespace = ""
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        namespace, rest = rest[1], rest[2:]
+    r = discovery.other_resource(group, version, rest[0])
+    if r is None or len(rest) > 2 or (namespace and not r.namespaced):
+        return None
+    return r, namespace, rest[1] if len(rest) > 1 else ""
+
+
 def _fencing_token(request: web.BaseRequest) -> FencingToken | None:
     """The fencing token of a leader's write, in the headers named as kemu's gRPC metadata
     (kemu.machinery.fencing); BadRequest if malformed."""
@@ -183,7 +208,11 @@ class RestApi:
             doc = self._discovery(path)
             if doc is not None:
                 return json_response(doc)
-        target = parse_path([p for p in path.split("/") if p])
+        parts = [p for p in path.split("/") if p]
+        other = parse_other_path(parts)
+        if other is not None:
+            return await self._other(request, *other)
+        target = parse_path(parts)
         if target is None:
             raise NotFound("the server could not find the requested resource")
         return await self._resource(request, target)
@@ -233,6 +262,26 @@ class RestApi:
         if len(parts) == 3 and parts[0] == "apis":
             return discovery.resource_list(parts[1], parts[2])
         return None
+
+    # ------------------------------------------------------------ other resources
+
+    async def _other(
+        self, request: web.BaseRequest, r: OtherResource, namespace: str, name: str
+    ) -> web.StreamResponse:
+        """One of discovery's OTHER_RESOURCES: the verbs it lists, else 405."""
+        verb = _OTHER_VERBS.get((request.method, bool(name)), "")
+        if verb == "list" and truthy(request.query.get("watch")):
+            verb = "watch"
+        if verb not in r.verbs:
+            raise MethodNotAllowed(
+                "the server does not allow this method on the requested resource "
+                f"({request.method} {r.resource}.{r.group})"
+            )
+        if r is discovery.SELF_SUBJECT_ACCESS_REVIEWS:
+            return json_response(authorization.access_review(await self._body(request), r), 201)
+        if r is discovery.SELF_SUBJECT_RULES_REVIEWS:
+            return json_response(authorization.rules_review(await self._body(request), r), 201)
+        raise NotFound("the server could not find the requested resource")
 
     # ------------------------------------------------------------ resources
 
@@ -448,6 +497,13 @@ class RestApi:
             await self._registry.evict(eviction)
         return json_response(status.success(201), 201)
 
+
+# (method, named) -> the verb of a request on one of discovery's OTHER_RESOURCES
+_OTHER_VERBS: Final = {
+    ("GET", False): "list",
+    ("GET", True): "get",
+    ("POST", False): "create",
+}
 
 _FIELD_VALIDATION: Final = ("Ignore", "Warn", "Strict")
 

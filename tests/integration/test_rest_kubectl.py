@@ -490,3 +490,19 @@ def test_kubectl_scale_through_the_scale_subresource(kubectl: Kubectl) -> None:
     # with a resourceVersion, kubectl PUTs the Scale it read (a precondition on the write)
     kubectl.run("scale", "deployment", "d", "-n", ns, "--replicas=1", f"--resource-version={rv}")
     assert kubectl.json("get", "deployment", "d", "-n", ns)["spec"]["replicas"] == 1
+
+
+def test_kubectl_auth_can_i_is_allowed_as_without_authorization(kubectl: Kubectl) -> None:
+    """SelfSubjectAccessReview and SelfSubjectRulesReview answered as upstream's AlwaysAllow
+    authorizer (kubectl sends both in protobuf)."""
+    for args in (
+        ("create", "pods"),
+        ("delete", "nodes"),
+        ("list", "events.events.k8s.io", "-n", "kube-system"),
+        ("get", "/logs"),
+    ):
+        proc = kubectl.run("auth", "can-i", *args)
+        assert (proc.returncode, proc.stdout.strip()) == (0, "yes"), args
+    listed = kubectl.run("auth", "can-i", "--list").stdout.splitlines()
+    assert listed[0].split() == ["Resources", "Non-Resource", "URLs", "Resource", "Names", "Verbs"]
+    assert [row.split() for row in listed[1:]] == [["*.*", "[]", "[]", "[*]"], ["[*]", "[]", "[*]"]]
