@@ -22,6 +22,7 @@ from google.protobuf.message import Message
 from apiserver.rest import (
     authorization,
     discovery,
+    events,
     openapi,
     openapi_v2,
     options,
@@ -52,7 +53,7 @@ from kemu.machinery import patch as patches
 from kemu.machinery.convert import UnknownFields
 from kemu.machinery.errors import ApiError, BadRequest, InternalError, NotFound
 from kemu.machinery.fencing import ENFORCE_KEY, TOKEN_KEY, FencingToken
-from kemu.machinery.kinds import unwrap
+from kemu.machinery.kinds import BY_KIND, unwrap
 
 logger = logging.getLogger(__name__)
 
@@ -281,6 +282,13 @@ class RestApi:
             return json_response(authorization.access_review(await self._body(request), r), 201)
         if r is discovery.SELF_SUBJECT_RULES_REVIEWS:
             return json_response(authorization.rules_review(await self._body(request), r), 201)
+        if r is discovery.EVENTS_V1:
+            t = Target(BY_KIND["Event"], namespace, name, "", events.EVENTS_V1_VIEW)
+            if verb == "watch":
+                return await self._reads.watch(request, t)
+            if verb == "list":
+                return await self._reads.get_list(request, t)
+            return self._object(request, t, await self._get(t))
         raise NotFound("the server could not find the requested resource")
 
     # ------------------------------------------------------------ resources
@@ -326,8 +334,8 @@ class RestApi:
         self, request: web.BaseRequest, t: Target, obj: Message, code: int = 200
     ) -> web.Response:
         if wants_table(request.headers.get("Accept", "")):
-            return json_response(table(t.kind, [obj], self._now()), code)
-        return json_response(convert.to_dict(obj, wire=True), code)
+            return json_response(table(t.kind, [obj], self._now(), render=t.render), code)
+        return json_response(t.render(obj), code)
 
     async def _body(self, request: web.BaseRequest, unknown: UnknownFields | None = None) -> Any:
         """The request body as JSON; duplicate fields go to `unknown` (fieldValidation)."""

@@ -10,6 +10,7 @@ import pytest
 from apiserver.rest import (
     authorization,
     discovery,
+    events,
     openapi,
     openapi_v2,
     protobuf,
@@ -19,6 +20,7 @@ from apiserver.rest.request import parse_json
 from apiserver.rest.server import parse_other_path, parse_path
 from apiserver.rest.table import table, wants_table
 from apiserver.storage.encoding import field_bytes, varint
+from kemu.api.v1 import types_pb2
 from kemu.machinery.convert import UnknownFields
 from kemu.machinery.errors import BadRequest, Invalid
 from kemu.machinery.kinds import BY_RESOURCE, KINDS
@@ -326,3 +328,34 @@ def test_duplicate_fields_are_listed_by_path_and_the_last_value_kept() -> None:
     with pytest.raises(BadRequest, match='strict decoding error: duplicate field "metadata.name"'):
         unknown.check()
     assert parse_json(b'{"a":1,"a":2}') == {"a": 2}  # without fieldValidation: JSON's rule
+
+
+def test_events_v1_view_renames_core_fields_as_upstream_conversion() -> None:
+    ev = types_pb2.Event(reason="Scheduled", message="m", type="Normal", action="Binding", count=2)
+    ev.metadata.name, ev.metadata.namespace = "e", "ns"
+    ev.involved_object.kind, ev.involved_object.name = "Pod", "p"
+    ev.source.component, ev.reporting_component = "default-scheduler", "default-scheduler"
+    ev.first_timestamp.seconds = ev.last_timestamp.seconds = 1_700_000_000
+    out = events.to_events_v1(ev)
+    assert (out["apiVersion"], out["kind"]) == ("events.k8s.io/v1", "Event")
+    assert out["note"] == "m" and out["regarding"] == {"kind": "Pod", "name": "p"}
+    assert out["reportingController"] == "default-scheduler"
+    assert out["deprecatedSource"] == {"component": "default-scheduler"}
+    assert out["deprecatedCount"] == 2
+    assert (
+        out["deprecatedFirstTimestamp"] == out["deprecatedLastTimestamp"] == "2023-11-14T22:13:20Z"
+    )
+    assert out["eventTime"] is None
+    assert not {"message", "involvedObject", "source", "count", "reportingComponent"} & out.keys()
+    assert events.to_events_v1(types_pb2.Event())["regarding"] == {}
+
+
+def test_events_v1_field_selectors_are_renamed_to_the_stored_labels() -> None:
+    view = events.EVENTS_V1_VIEW
+    assert view.field_selector("regarding.name=p,type!=Normal,reportingController=x") == (
+        "involvedObject.name=p,type!=Normal,reportingComponent=x"
+    )
+    with pytest.raises(BadRequest, match="field label not supported: involvedObject.name"):
+        view.field_selector("involvedObject.name=p")
+    with pytest.raises(BadRequest, match="can't understand"):
+        view.field_selector("regarding.name")
