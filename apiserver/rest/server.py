@@ -23,6 +23,7 @@ from apiserver.rest import (
     authorization,
     discovery,
     events,
+    metrics,
     openapi,
     openapi_v2,
     options,
@@ -46,7 +47,7 @@ from apiserver.server import fencing
 from apiserver.server.inflight import MaxInflight
 from apiserver.server.registry import Registry
 from apiserver.server.servicer import ApiService
-from kemu.api.v1 import api_pb2
+from kemu.api.v1 import api_pb2, types_pb2
 from kemu.component.clock import Clock, RealClock
 from kemu.machinery import convert, jsonutil, subresources
 from kemu.machinery import patch as patches
@@ -289,7 +290,57 @@ class RestApi:
             if verb == "list":
                 return await self._reads.get_list(request, t)
             return self._object(request, t, await self._get(t))
+        if r is discovery.POD_METRICS:
+            return await self._pod_metrics(request, namespace, name)
+        if r is discovery.NODE_METRICS:
+            return await self._node_metrics(request, name)
         raise NotFound("the server could not find the requested resource")
+
+    async def _list(self, request: web.BaseRequest, kind: str, namespace: str = "") -> list[Any]:
+        """The objects of `kind` the request's label and field selectors match."""
+        req = api_pb2.ListRequest(resource=BY_KIND[kind].resource, namespace=namespace)
+        req.label_selector = request.query.get("labelSelector", "")
+        req.field_selector = request.query.get("fieldSelector", "")
+        listed = api_pb2.ListResponse.FromString(await self._service.list_bytes(req))
+        return [unwrap(item) for item in listed.items]
+
+    async def _pod_metrics(
+        self, request: web.BaseRequest, namespace: str, name: str
+    ) -> web.Response:
+        if name:
+            try:
+                pod = await self._get(Target(BY_KIND["Pod"], namespace, name, ""))
+            except NotFound:
+                pod = None
+            if not isinstance(pod, types_pb2.Pod) or not metrics.has_metrics(pod):
+                raise NotFound(f'podmetrics.{discovery.METRICS} "{name}" not found')
+            return json_response(metrics.pod_metrics(pod, self._now()))
+        now = self._now()
+        pods = await self._list(request, "Pod", namespace)
+        items = [metrics.pod_metrics(p, now) for p in pods if metrics.has_metrics(p)]
+        return json_response(metrics.metrics_list(discovery.POD_METRICS.kind, items))
+
+    async def _node_metrics(self, request: web.BaseRequest, name: str) -> web.Response:
+        now = self._now()
+        if name:
+            try:
+                node = await self._get(Target(BY_KIND["Node"], "", name, ""))
+            except NotFound:
+                raise NotFound(f'nodemetrics.{discovery.METRICS} "{name}" not found') from None
+            req = api_pb2.ListRequest(resource="pods", field_selector=f"spec.nodeName={name}")
+            listed = api_pb2.ListResponse.FromString(await self._service.list_bytes(req))
+            assert isinstance(node, types_pb2.Node)
+            pods = [item.pod for item in listed.items]
+            return json_response(metrics.node_metrics(node, pods, now))
+        nodes = await self._list(request, "Node")
+        listed = api_pb2.ListResponse.FromString(
+            await self._service.list_bytes(api_pb2.ListRequest(resource="pods"))
+        )
+        by_node: dict[str, list[types_pb2.Pod]] = {}
+        for item in listed.items:
+            by_node.setdefault(item.pod.spec.node_name, []).append(item.pod)
+        items = [metrics.node_metrics(n, by_node.get(n.metadata.name, []), now) for n in nodes]
+        return json_response(metrics.metrics_list(discovery.NODE_METRICS.kind, items))
 
     # ------------------------------------------------------------ resources
 

@@ -142,3 +142,53 @@ def test_events_k8s_io_v1_is_a_view_of_the_core_events(kubectl: Kubectl, cluster
         ("ADDED", "events.k8s.io/v1")
     }
     assert name in {w["object"]["metadata"]["name"] for w in watched}
+
+
+def _table(text: str) -> dict[str, list[str]]:
+    lines = text.splitlines()
+    return {row.split()[0]: row.split()[1:] for row in lines[1:]}
+
+
+def test_kubectl_top_pods_and_nodes_from_the_simulated_usage(kubectl: Kubectl) -> None:
+    ns = kubectl.namespace("top")
+    halves = [{"cpu": "300m", "memory": "64Mi"}, {"cpu": "100m", "memory": "32Mi"}]
+    kubectl.run("apply", "-f", "-", stdin=pod("halves", ns, halves))
+    usage = {"kubelet.kemu.io/cpu-usage": "1500m", "kubelet.kemu.io/memory-usage": "1Gi"}
+    kubectl.run("apply", "-f", "-", stdin=pod("annotated", ns, [{}, {}], usage))
+    running(kubectl, ns, "halves", "annotated")
+
+    top = kubectl.run("top", "pods", "-n", ns).stdout
+    assert top.splitlines()[0].split() == ["NAME", "CPU(cores)", "MEMORY(bytes)"]
+    assert _table(top) == {"halves": ["200m", "48Mi"], "annotated": ["1500m", "1024Mi"]}
+    containers = kubectl.run("top", "pods", "-n", ns, "--containers").stdout.splitlines()
+    assert [r.split() for r in containers[1:]] == [
+        ["annotated", "c0", "750m", "512Mi"],
+        ["annotated", "c1", "750m", "512Mi"],
+        ["halves", "c0", "150m", "32Mi"],
+        ["halves", "c1", "50m", "16Mi"],
+    ]
+    missing = kubectl.run("top", "pod", "nope", "-n", ns, check=False)
+    assert (
+        missing.returncode != 0 and 'podmetrics.metrics.k8s.io "nope" not found' in missing.stderr
+    )
+
+    # the node: the sum over every running pod bound to it (the module's other pods too)
+    cpu = memory = 0
+    for line in kubectl.run("top", "pods", "-A", "--no-headers").stdout.splitlines():
+        _, _, c, m = line.split()
+        cpu += int(c.removesuffix("m"))
+        memory += int(m.removesuffix("Mi"))  # every pod here uses whole MiB
+    assert cpu >= 1700
+    nodes = _table(kubectl.run("top", "nodes").stdout)
+    assert nodes[NODE][0] == f"{cpu}m" and nodes[NODE][2] == f"{memory}Mi", nodes
+    assert nodes[NODE][1] == f"{cpu * 100 // 8000}%"  # of the allocatable 8 cpus
+
+    # a usage annotation changed on a running pod changes what top shows
+    kubectl.run("annotate", "pod", "halves", "-n", ns, "--overwrite", "kubelet.kemu.io/cpu-usage=2")
+    assert _table(kubectl.run("top", "pods", "-n", ns).stdout)["halves"] == ["2000m", "48Mi"]
+    bad = kubectl.run(
+        "annotate", "pod", "halves", "-n", ns, "--overwrite", "kubelet.kemu.io/memory-usage=lots",
+        check=False,
+    )  # fmt: skip
+    assert bad.returncode != 0
+    assert "metadata.annotations[kubelet.kemu.io/memory-usage]: Invalid value" in bad.stderr

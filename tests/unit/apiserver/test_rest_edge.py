@@ -11,6 +11,7 @@ from apiserver.rest import (
     authorization,
     discovery,
     events,
+    metrics,
     openapi,
     openapi_v2,
     protobuf,
@@ -24,6 +25,7 @@ from kemu.api.v1 import types_pb2
 from kemu.machinery.convert import UnknownFields
 from kemu.machinery.errors import BadRequest, Invalid
 from kemu.machinery.kinds import BY_RESOURCE, KINDS
+from kemu.machinery.usage import CPU_USAGE_ANNOTATION
 from kemu.testing.builders import make_pod
 
 
@@ -359,3 +361,35 @@ def test_events_v1_field_selectors_are_renamed_to_the_stored_labels() -> None:
         view.field_selector("involvedObject.name=p")
     with pytest.raises(BadRequest, match="can't understand"):
         view.field_selector("regarding.name")
+
+
+def test_node_metrics_sum_the_running_pods_bound_to_the_node() -> None:
+    now = 1_700_000_000.0
+    running = make_pod("a").req(cpu="1", memory="2Gi").node("n1").phase("Running").obj()
+    other = make_pod("b").req(cpu="1").annotation(CPU_USAGE_ANNOTATION, "3").node("n1")
+    pending = make_pod("c").req(cpu="8").node("n1").phase("Pending").obj()
+    elsewhere = make_pod("d").req(cpu="8").node("n2").phase("Running").obj()
+    pods = [running, other.phase("Running").obj(), pending, elsewhere]
+    node = types_pb2.Node()
+    node.metadata.name = "n1"
+    node.metadata.labels["zone"] = "z"
+    out = metrics.node_metrics(node, pods, now)
+    assert out["usage"] == {"cpu": "3500m", "memory": "1Gi"}
+    assert (out["kind"], out["apiVersion"]) == ("NodeMetrics", "metrics.k8s.io/v1beta1")
+    assert out["metadata"] == {
+        "name": "n1", "creationTimestamp": "2023-11-14T22:13:20Z", "labels": {"zone": "z"},
+    }  # fmt: skip
+    assert (out["timestamp"], out["window"]) == ("2023-11-14T22:13:20Z", "15s")
+    assert metrics.node_metrics(node, [], now)["usage"] == {"cpu": "0", "memory": "0"}
+    assert [metrics.has_metrics(p) for p in pods] == [True, True, False, True]
+    assert not metrics.has_metrics(make_pod("e").phase("Running").obj())  # not bound
+
+
+def test_pod_metrics_list_each_running_container() -> None:
+    pod = make_pod("p").req(cpu="250m", memory="100Mi").container("b").node("n1").obj()
+    out = metrics.pod_metrics(pod, 1_700_000_000.0)
+    assert out["metadata"]["namespace"] == "default" and out["metadata"]["name"] == "p"
+    assert out["containers"] == [
+        {"name": "c", "usage": {"cpu": "125m", "memory": "50Mi"}},
+        {"name": "b", "usage": {"cpu": "0", "memory": "0"}},
+    ]
