@@ -23,6 +23,7 @@ from apiserver.rest import (
     authorization,
     discovery,
     events,
+    logs,
     metrics,
     openapi,
     openapi_v2,
@@ -362,6 +363,10 @@ class RestApi:
                 raise _method_not_allowed(m, t)
             if sub is subresources.SCALE:
                 return await self._scale(request, t)
+            if sub is subresources.LOG:
+                pod = await self._get(t)
+                assert isinstance(pod, types_pb2.Pod)
+                return await logs.serve(request, self._service, pod, self._now())
             if m == "POST":
                 return await self._pod_action(request, t)
         if m == "GET":

@@ -192,3 +192,38 @@ def test_kubectl_top_pods_and_nodes_from_the_simulated_usage(kubectl: Kubectl) -
     )  # fmt: skip
     assert bad.returncode != 0
     assert "metadata.annotations[kubelet.kemu.io/memory-usage]: Invalid value" in bad.stderr
+
+
+def test_kubectl_logs_shows_the_simulated_containers_lines(kubectl: Kubectl) -> None:
+    ns = kubectl.namespace("logs")
+    kubectl.run("apply", "-f", "-", stdin=pod("two", ns, [{}, {}]))
+    ends = {"kubelet.kemu.io/run-duration": "3s", "kubelet.kemu.io/exit-code": "3"}
+    one = json.loads(pod("ends", ns, [{}], ends))
+    one["spec"]["restartPolicy"] = "Never"
+    running(kubectl, ns, "two")
+
+    first = kubectl.run("logs", "two", "-n", ns)
+    assert first.stdout.splitlines() == [
+        "kemu: container c0 started (image nginx, restart count 0); "
+        "a simulated container runs no process"
+    ]
+    assert 'Defaulted container "c0" out of: c0, c1' in first.stderr
+    stamped = kubectl.run("logs", "two", "-n", ns, "-c", "c1", "--timestamps").stdout
+    at, text = stamped.rstrip("\n").split(" ", 1)
+    assert text.startswith("kemu: container c1 started") and at.endswith("Z") and "T" in at
+    started = kubectl.json("get", "pod", "two", "-n", ns)["status"]["containerStatuses"][1]
+    assert at.startswith(started["state"]["running"]["startedAt"].removesuffix("Z"))
+    for args, message in (
+        (("-c", "nope"), "container nope is not valid for pod two"),
+        (("-c", "c0", "--previous"), 'previous terminated container "c0" in pod "two" not found'),
+    ):
+        proc = kubectl.run("logs", "two", "-n", ns, *args, check=False)
+        assert proc.returncode != 0 and message in proc.stderr, proc.stderr
+
+    # -f follows the container until it exits
+    kubectl.run("apply", "-f", "-", stdin=json.dumps(one))
+    running(kubectl, ns, "ends")
+    followed = kubectl.run("logs", "-f", "ends", "-n", ns, timeout=20).stdout.splitlines()
+    assert len(followed) == 2 and followed[0].startswith("kemu: container c0 started")
+    assert followed[1] == "kemu: container c0 exited with code 3 (Error)"
+    assert kubectl.run("logs", "ends", "-n", ns, "--tail", "1").stdout.splitlines() == followed[1:]
