@@ -297,13 +297,16 @@ class RestApi:
             return await self._node_metrics(request, name)
         raise NotFound("the server could not find the requested resource")
 
-    async def _list(self, request: web.BaseRequest, kind: str, namespace: str = "") -> list[Any]:
-        """The objects of `kind` the request's label and field selectors match."""
+    async def _list(
+        self, request: web.BaseRequest, kind: str, namespace: str = ""
+    ) -> list[api_pb2.Object]:
+        """The objects of `kind` the request's label and field selectors match (in their
+        envelopes)."""
         req = api_pb2.ListRequest(resource=BY_KIND[kind].resource, namespace=namespace)
         req.label_selector = request.query.get("labelSelector", "")
         req.field_selector = request.query.get("fieldSelector", "")
         listed = api_pb2.ListResponse.FromString(await self._service.list_bytes(req))
-        return [unwrap(item) for item in listed.items]
+        return list(listed.items)
 
     async def _pod_metrics(
         self, request: web.BaseRequest, namespace: str, name: str
@@ -317,7 +320,7 @@ class RestApi:
                 raise NotFound(f'podmetrics.{discovery.METRICS} "{name}" not found')
             return json_response(metrics.pod_metrics(pod, self._now()))
         now = self._now()
-        pods = await self._list(request, "Pod", namespace)
+        pods = [item.pod for item in await self._list(request, "Pod", namespace)]
         items = [metrics.pod_metrics(p, now) for p in pods if metrics.has_metrics(p)]
         return json_response(metrics.metrics_list(discovery.POD_METRICS.kind, items))
 
@@ -333,7 +336,7 @@ class RestApi:
             assert isinstance(node, types_pb2.Node)
             pods = [item.pod for item in listed.items]
             return json_response(metrics.node_metrics(node, pods, now))
-        nodes = await self._list(request, "Node")
+        nodes = [item.node for item in await self._list(request, "Node")]
         listed = api_pb2.ListResponse.FromString(
             await self._service.list_bytes(api_pb2.ListRequest(resource="pods"))
         )
