@@ -1,6 +1,11 @@
 """Discovery documents of the REST edge (/api, /apis, /api/v1, /apis/<group>/<version>),
 built from kemu.machinery.kinds: every kind kemu serves, its scope, verbs and subresources.
 
+Beside the stored kinds, a few resources are served that no kind of kemu.machinery.kinds
+stands for (`OTHER_RESOURCES`): the authorization reviews (create only, nothing stored), the
+events.k8s.io/v1 view of core/v1 Events and metrics.k8s.io/v1beta1's NodeMetrics and PodMetrics
+(computed); the REST edge routes each to its handler.
+
 Two forms, as upstream: the legacy documents (one request per group version), and aggregated
 discovery (apidiscovery.k8s.io v2, or v2beta1 for older clients: one APIGroupDiscoveryList on
 /api and one on /apis), which kubectl 1.32 asks for in its Accept header.
@@ -8,6 +13,7 @@ discovery (apidiscovery.k8s.io v2, or v2beta1 for older clients: one APIGroupDis
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Final
 
 from kemu.machinery import subresources
@@ -16,6 +22,53 @@ from kemu.machinery.kinds import KINDS, Kind
 VERBS: Final = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 AGGREGATED_GROUP: Final = "apidiscovery.k8s.io"
 AGGREGATED_VERSIONS: Final = ("v2", "v2beta1")  # preferred first
+
+
+@dataclass(frozen=True)
+class OtherResource:
+    """A resource served without a kind of its own in kemu.machinery.kinds."""
+
+    group: str
+    version: str
+    resource: str
+    kind: str
+    namespaced: bool
+    verbs: tuple[str, ...]
+    short_names: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return self.group, self.version, self.resource
+
+
+AUTHORIZATION: Final = "authorization.k8s.io"
+EVENTS: Final = "events.k8s.io"
+METRICS: Final = "metrics.k8s.io"
+
+SELF_SUBJECT_ACCESS_REVIEWS: Final = OtherResource(
+    AUTHORIZATION, "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False, ("create",)
+)
+SELF_SUBJECT_RULES_REVIEWS: Final = OtherResource(
+    AUTHORIZATION, "v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview", False, ("create",)
+)
+EVENTS_V1: Final = OtherResource(
+    EVENTS, "v1", "events", "Event", True, ("get", "list", "watch"), ("ev",)
+)
+NODE_METRICS: Final = OtherResource(
+    METRICS, "v1beta1", "nodes", "NodeMetrics", False, ("get", "list")
+)
+POD_METRICS: Final = OtherResource(METRICS, "v1beta1", "pods", "PodMetrics", True, ("get", "list"))
+OTHER_RESOURCES: Final = (
+    SELF_SUBJECT_ACCESS_REVIEWS,
+    SELF_SUBJECT_RULES_REVIEWS,
+    EVENTS_V1,
+    NODE_METRICS,
+    POD_METRICS,
+)
+
+
+def other_resource(group: str, version: str, resource: str) -> OtherResource | None:
+    return next((r for r in OTHER_RESOURCES if r.key == (group, version, resource)), None)
 
 
 def group_version(kind: Kind) -> tuple[str, str]:
@@ -27,14 +80,25 @@ def kinds_of(group: str, version: str) -> list[Kind]:
     return [k for k in KINDS if group_version(k) == (group, version)]
 
 
-def groups() -> list[str]:
-    """The named groups in the order of KINDS (the core group is served under /api)."""
-    out: list[str] = []
-    for k in KINDS:
-        g = group_version(k)[0]
-        if g and g not in out:
-            out.append(g)
+def others_of(group: str, version: str) -> list[OtherResource]:
+    return [r for r in OTHER_RESOURCES if (r.group, r.version) == (group, version)]
+
+
+def group_versions() -> dict[str, list[str]]:
+    """Every group (the core group "" first) and its versions, preferred first, in the order
+    of KINDS then OTHER_RESOURCES."""
+    out: dict[str, list[str]] = {"": []}
+    pairs = [group_version(k) for k in KINDS] + [(r.group, r.version) for r in OTHER_RESOURCES]
+    for group, version in pairs:
+        versions = out.setdefault(group, [])
+        if version not in versions:
+            versions.append(version)
     return out
+
+
+def groups() -> list[str]:
+    """The named groups (the core group is served under /api)."""
+    return [g for g in group_versions() if g]
 
 
 def api_versions() -> dict[str, Any]:
@@ -45,25 +109,21 @@ def api_versions() -> dict[str, Any]:
     }
 
 
+def _group(group: str, versions: list[str]) -> dict[str, Any]:
+    gvs = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+    return {"name": group, "versions": gvs, "preferredVersion": gvs[0]}
+
+
 def api_group_list() -> dict[str, Any]:
-    items = []
-    for g in groups():
-        gv = {"groupVersion": f"{g}/v1", "version": "v1"}
-        items.append({"name": g, "versions": [gv], "preferredVersion": gv})
+    items = [_group(g, vs) for g, vs in group_versions().items() if g]
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": items}
 
 
 def api_group(group: str) -> dict[str, Any] | None:
-    if group not in groups():
+    versions = group_versions().get(group) if group else None
+    if not versions:
         return None
-    gv = {"groupVersion": f"{group}/v1", "version": "v1"}
-    return {
-        "kind": "APIGroup",
-        "apiVersion": "v1",
-        "name": group,
-        "versions": [gv],
-        "preferredVersion": gv,
-    }
+    return {"kind": "APIGroup", "apiVersion": "v1", **_group(group, versions)}
 
 
 def _subresources(k: Kind) -> list[tuple[str, str, list[str]]]:
@@ -79,7 +139,8 @@ def _group_version(sub: str) -> tuple[str, str] | None:
 
 def resource_list(group: str, version: str) -> dict[str, Any] | None:
     served = kinds_of(group, version)
-    if not served:
+    others = others_of(group, version)
+    if not served and not others:
         return None
     resources: list[dict[str, Any]] = []
     for k in served:
@@ -107,6 +168,17 @@ def resource_list(group: str, version: str) -> dict[str, Any] | None:
             if other is not None:
                 item.update(group=other[0], version=other[1])
             resources.append(item)
+    for r in others:
+        entry = {
+            "name": r.resource,
+            "singularName": r.kind.lower(),
+            "namespaced": r.namespaced,
+            "kind": r.kind,
+            "verbs": list(r.verbs),
+        }
+        if r.short_names:
+            entry["shortNames"] = list(r.short_names)
+        resources.append(entry)
     return {
         "kind": "APIResourceList",
         "apiVersion": "v1",
@@ -164,18 +236,31 @@ def _aggregated_resource(k: Kind) -> dict[str, Any]:
     return entry
 
 
+def _aggregated_other(r: OtherResource) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "resource": r.resource,
+        "responseKind": {"group": r.group, "version": r.version, "kind": r.kind},
+        "scope": "Namespaced" if r.namespaced else "Cluster",
+        "singularResource": r.kind.lower(),
+        "verbs": list(r.verbs),
+    }
+    if r.short_names:
+        entry["shortNames"] = list(r.short_names)
+    return entry
+
+
 def aggregated(legacy_core: bool, version: str) -> dict[str, Any]:
     """The APIGroupDiscoveryList of /api (legacy_core) or of /apis."""
-    names = [""] if legacy_core else groups()
     items = []
-    for g in names:
-        resources = [_aggregated_resource(k) for k in kinds_of(g, "v1")]
-        items.append(
-            {
-                "metadata": {"name": g} if g else {},
-                "versions": [{"version": "v1", "resources": resources, "freshness": "Current"}],
-            }
-        )
+    for g, versions in group_versions().items():
+        if (g == "") != legacy_core:
+            continue
+        served = []
+        for v in versions:
+            resources = [_aggregated_resource(k) for k in kinds_of(g, v)]
+            resources += [_aggregated_other(r) for r in others_of(g, v)]
+            served.append({"version": v, "resources": resources, "freshness": "Current"})
+        items.append({"metadata": {"name": g} if g else {}, "versions": served})
     return {
         "kind": "APIGroupDiscoveryList",
         "apiVersion": f"{AGGREGATED_GROUP}/{version}",

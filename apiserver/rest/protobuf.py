@@ -163,6 +163,8 @@ def message(name: str, raw: bytes) -> dict[str, Any]:
             continue
         json_name, typ = entry
         where = f"{name}.{json_name or typ.lstrip('~')}"
+        if typ == "time" and values[-1] == b"":
+            continue  # the zero time, as upstream's Time.Unmarshal reads an empty one: unset
         if typ.startswith("~"):
             out.update(message(typ[1:], _bytes(values[-1], where)))
         elif typ.startswith("[]"):
@@ -179,9 +181,12 @@ def message(name: str, raw: bytes) -> dict[str, Any]:
     return out
 
 
-# the types kemu reads: its kinds, and the options of deletes and evictions
+# the types kemu reads: its kinds, the options of deletes and evictions, the reviews of
+# `kubectl auth can-i`
 _TYPES: Final[dict[tuple[str, str], str]] = {
     **{(k.api_version, k.kind): k.kind for k in KINDS},
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): "SelfSubjectAccessReview",
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): "SelfSubjectRulesReview",
     ("policy/v1", "Eviction"): "Eviction",
     ("v1", "DeleteOptions"): "DeleteOptions",
     ("meta.k8s.io/v1", "DeleteOptions"): "DeleteOptions",

@@ -726,4 +726,43 @@ SCHEMA: Final[dict[str, dict[int, tuple[str, str]]]] = {
         3: ("runAsUserName", "string"),
         4: ("hostProcess", "bool"),
     },
+    # authorization.k8s.io/v1: the reviews `kubectl auth can-i` creates (apiserver/rest/authorization.py)
+    "SelfSubjectAccessReview": {
+        1: ("metadata", "ObjectMeta"),
+        2: ("spec", "SelfSubjectAccessReviewSpec"),
+    },
+    "SelfSubjectAccessReviewSpec": {
+        1: ("resourceAttributes", "ResourceAttributes"),
+        2: ("nonResourceAttributes", "NonResourceAttributes"),
+    },
+    "ResourceAttributes": {
+        1: ("namespace", "string"),
+        2: ("verb", "string"),
+        3: ("group", "string"),
+        4: ("version", "string"),
+        5: ("resource", "string"),
+        6: ("subresource", "string"),
+        7: ("name", "string"),
+        8: ("fieldSelector", "FieldSelectorAttributes"),
+        9: ("labelSelector", "LabelSelectorAttributes"),
+    },
+    "FieldSelectorAttributes": {
+        1: ("rawSelector", "string"),
+        2: ("requirements", "[]FieldSelectorRequirement"),
+    },
+    "FieldSelectorRequirement": {
+        1: ("key", "string"),
+        2: ("operator", "string"),
+        3: ("values", "[]string"),
+    },
+    "LabelSelectorAttributes": {
+        1: ("rawSelector", "string"),
+        2: ("requirements", "[]LabelSelectorRequirement"),
+    },
+    "NonResourceAttributes": {1: ("path", "string"), 2: ("verb", "string")},
+    "SelfSubjectRulesReview": {
+        1: ("metadata", "ObjectMeta"),
+        2: ("spec", "SelfSubjectRulesReviewSpec"),
+    },
+    "SelfSubjectRulesReviewSpec": {1: ("namespace", "string")},
 }

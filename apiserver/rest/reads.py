@@ -19,7 +19,6 @@ from apiserver.server.servicer import ApiService
 from kemu.api.v1 import api_pb2
 from kemu.component.clock import Clock, RealClock
 from kemu.component.virtual_clock import move_on_after
-from kemu.machinery import convert
 from kemu.machinery.errors import Gone
 from kemu.machinery.kinds import unwrap
 
@@ -32,7 +31,7 @@ def select(
     req.resource = t.kind.resource
     req.namespace = t.namespace
     req.label_selector = q.get("labelSelector", "")
-    req.field_selector = q.get("fieldSelector", "")
+    req.field_selector = t.field_selector(q.get("fieldSelector", ""))
     req.resource_version = q.get("resourceVersion", "")
     req.resource_version_match = q.get("resourceVersionMatch", "")
 
@@ -70,6 +69,7 @@ class Reads:
                     resource_version=resource_version,
                     continue_=cont,
                     include_object=include_object(request.query.get("includeObject", "")),
+                    render=t.render,
                 )
             )
         metadata: dict[str, Any] = {"resourceVersion": resource_version}
@@ -78,9 +78,9 @@ class Reads:
         return json_response(
             {
                 "kind": f"{t.kind.kind}List",
-                "apiVersion": t.kind.api_version,
+                "apiVersion": t.api_version,
                 "metadata": metadata,
-                "items": [convert.to_dict(o, wire=True) for o in objs],
+                "items": [t.render(o) for o in objs],
             }
         )
 
@@ -143,9 +143,9 @@ class Reads:
         for ev in events:
             obj = unwrap(ev.object)
             if as_table and ev.type != "BOOKMARK":
-                rendered = table(t.kind, [obj], now)
+                rendered = table(t.kind, [obj], now, render=t.render)
             else:
-                rendered = convert.to_dict(obj, wire=True)
+                rendered = t.render(obj)
             out.append(self._line(ev.type, rendered))
         await response.write(b"".join(out))
 

@@ -8,8 +8,10 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from aiohttp import web
+from google.protobuf.message import Message
 
-from kemu.machinery import jsonutil
+from apiserver.rest.events import View
+from kemu.machinery import convert, jsonutil
 from kemu.machinery.convert import UnknownFields
 from kemu.machinery.errors import ApiError, BadRequest
 from kemu.machinery.kinds import Kind
@@ -30,6 +32,20 @@ class Target:
     namespace: str  # "" for cluster-scoped kinds and lists across namespaces
     name: str
     subresource: str
+    view: View | None = None
+    """The group version the stored kind is served as, when not its own (events.k8s.io/v1)."""
+
+    @property
+    def api_version(self) -> str:
+        return self.view.api_version if self.view else self.kind.api_version
+
+    def render(self, obj: Message) -> dict[str, Any]:
+        """An object as upstream's JSON in the group version the request named."""
+        return self.view.render(obj) if self.view else convert.to_dict(obj, wire=True)
+
+    def field_selector(self, text: str) -> str:
+        """A fieldSelector in the stored kind's field labels."""
+        return self.view.field_selector(text) if self.view and text else text
 
 
 def json_response(body: Any, status_code: int = 200) -> web.Response:

@@ -19,7 +19,20 @@ import anyio
 from aiohttp import web
 from google.protobuf.message import Message
 
-from apiserver.rest import discovery, openapi, openapi_v2, options, protobuf, scale, status
+from apiserver.rest import (
+    authorization,
+    discovery,
+    events,
+    logs,
+    metrics,
+    openapi,
+    openapi_v2,
+    options,
+    protobuf,
+    scale,
+    status,
+)
+from apiserver.rest.discovery import OtherResource
 from apiserver.rest.reads import Reads
 from apiserver.rest.request import (
     JSON_TYPE,
@@ -35,14 +48,14 @@ from apiserver.server import fencing
 from apiserver.server.inflight import MaxInflight
 from apiserver.server.registry import Registry
 from apiserver.server.servicer import ApiService
-from kemu.api.v1 import api_pb2
+from kemu.api.v1 import api_pb2, types_pb2
 from kemu.component.clock import Clock, RealClock
 from kemu.machinery import convert, jsonutil, subresources
 from kemu.machinery import patch as patches
 from kemu.machinery.convert import UnknownFields
 from kemu.machinery.errors import ApiError, BadRequest, InternalError, NotFound
 from kemu.machinery.fencing import ENFORCE_KEY, TOKEN_KEY, FencingToken
-from kemu.machinery.kinds import unwrap
+from kemu.machinery.kinds import BY_KIND, unwrap
 
 logger = logging.getLogger(__name__)
 
@@ -109,6 +122,21 @@ def parse_path(parts: list[str]) -> Target | None:
         if known is None or not known.exists_for(kind):
             return None
     return Target(kind, namespace, name, sub)
+
+
+def parse_other_path(parts: list[str]) -> tuple[OtherResource, str, str] | None:
+    """["apis", group, version, ("namespaces", NS,) resource (, name)] naming one of
+    discovery's OTHER_RESOURCES, as (resource, namespace, name); None otherwise."""
+    if parts[:1] != ["apis"] or len(parts) < 4:
+        return None
+    group, version, rest = parts[1], parts[2], parts[3:]
+    namespace = ""
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        namespace, rest = rest[1], rest[2:]
+    r = discovery.other_resource(group, version, rest[0])
+    if r is None or len(rest) > 2 or (namespace and not r.namespaced):
+        return None
+    return r, namespace, rest[1] if len(rest) > 1 else ""
 
 
 def _fencing_token(request: web.BaseRequest) -> FencingToken | None:
@@ -183,7 +211,11 @@ class RestApi:
             doc = self._discovery(path)
             if doc is not None:
                 return json_response(doc)
-        target = parse_path([p for p in path.split("/") if p])
+        parts = [p for p in path.split("/") if p]
+        other = parse_other_path(parts)
+        if other is not None:
+            return await self._other(request, *other)
+        target = parse_path(parts)
         if target is None:
             raise NotFound("the server could not find the requested resource")
         return await self._resource(request, target)
@@ -234,6 +266,86 @@ class RestApi:
             return discovery.resource_list(parts[1], parts[2])
         return None
 
+    # ------------------------------------------------------------ other resources
+
+    async def _other(
+        self, request: web.BaseRequest, r: OtherResource, namespace: str, name: str
+    ) -> web.StreamResponse:
+        """One of discovery's OTHER_RESOURCES: the verbs it lists, else 405."""
+        verb = _OTHER_VERBS.get((request.method, bool(name)), "")
+        if verb == "list" and truthy(request.query.get("watch")):
+            verb = "watch"
+        if verb not in r.verbs:
+            raise MethodNotAllowed(
+                "the server does not allow this method on the requested resource "
+                f"({request.method} {r.resource}.{r.group})"
+            )
+        if r is discovery.SELF_SUBJECT_ACCESS_REVIEWS:
+            return json_response(authorization.access_review(await self._body(request), r), 201)
+        if r is discovery.SELF_SUBJECT_RULES_REVIEWS:
+            return json_response(authorization.rules_review(await self._body(request), r), 201)
+        if r is discovery.EVENTS_V1:
+            t = Target(BY_KIND["Event"], namespace, name, "", events.EVENTS_V1_VIEW)
+            if verb == "watch":
+                return await self._reads.watch(request, t)
+            if verb == "list":
+                return await self._reads.get_list(request, t)
+            return self._object(request, t, await self._get(t))
+        if r is discovery.POD_METRICS:
+            return await self._pod_metrics(request, namespace, name)
+        if r is discovery.NODE_METRICS:
+            return await self._node_metrics(request, name)
+        raise NotFound("the server could not find the requested resource")
+
+    async def _list(
+        self, request: web.BaseRequest, kind: str, namespace: str = ""
+    ) -> list[api_pb2.Object]:
+        """The objects of `kind` the request's label and field selectors match (in their
+        envelopes)."""
+        req = api_pb2.ListRequest(resource=BY_KIND[kind].resource, namespace=namespace)
+        req.label_selector = request.query.get("labelSelector", "")
+        req.field_selector = request.query.get("fieldSelector", "")
+        listed = api_pb2.ListResponse.FromString(await self._service.list_bytes(req))
+        return list(listed.items)
+
+    async def _pod_metrics(
+        self, request: web.BaseRequest, namespace: str, name: str
+    ) -> web.Response:
+        if name:
+            try:
+                pod = await self._get(Target(BY_KIND["Pod"], namespace, name, ""))
+            except NotFound:
+                pod = None
+            if not isinstance(pod, types_pb2.Pod) or not metrics.has_metrics(pod):
+                raise NotFound(f'podmetrics.{discovery.METRICS} "{name}" not found')
+            return json_response(metrics.pod_metrics(pod, self._now()))
+        now = self._now()
+        pods = [item.pod for item in await self._list(request, "Pod", namespace)]
+        items = [metrics.pod_metrics(p, now) for p in pods if metrics.has_metrics(p)]
+        return json_response(metrics.metrics_list(discovery.POD_METRICS.kind, items))
+
+    async def _node_metrics(self, request: web.BaseRequest, name: str) -> web.Response:
+        now = self._now()
+        if name:
+            try:
+                node = await self._get(Target(BY_KIND["Node"], "", name, ""))
+            except NotFound:
+                raise NotFound(f'nodemetrics.{discovery.METRICS} "{name}" not found') from None
+            req = api_pb2.ListRequest(resource="pods", field_selector=f"spec.nodeName={name}")
+            listed = api_pb2.ListResponse.FromString(await self._service.list_bytes(req))
+            assert isinstance(node, types_pb2.Node)
+            pods = [item.pod for item in listed.items]
+            return json_response(metrics.node_metrics(node, pods, now))
+        nodes = [item.node for item in await self._list(request, "Node")]
+        listed = api_pb2.ListResponse.FromString(
+            await self._service.list_bytes(api_pb2.ListRequest(resource="pods"))
+        )
+        by_node: dict[str, list[types_pb2.Pod]] = {}
+        for item in listed.items:
+            by_node.setdefault(item.pod.spec.node_name, []).append(item.pod)
+        items = [metrics.node_metrics(n, by_node.get(n.metadata.name, []), now) for n in nodes]
+        return json_response(metrics.metrics_list(discovery.NODE_METRICS.kind, items))
+
     # ------------------------------------------------------------ resources
 
     async def _resource(self, request: web.BaseRequest, t: Target) -> web.StreamResponse:
@@ -254,6 +366,10 @@ class RestApi:
                 raise _method_not_allowed(m, t)
             if sub is subresources.SCALE:
                 return await self._scale(request, t)
+            if sub is subresources.LOG:
+                pod = await self._get(t)
+                assert isinstance(pod, types_pb2.Pod)
+                return await logs.serve(request, self._service, pod, self._now())
             if m == "POST":
                 return await self._pod_action(request, t)
         if m == "GET":
@@ -277,8 +393,8 @@ class RestApi:
         self, request: web.BaseRequest, t: Target, obj: Message, code: int = 200
     ) -> web.Response:
         if wants_table(request.headers.get("Accept", "")):
-            return json_response(table(t.kind, [obj], self._now()), code)
-        return json_response(convert.to_dict(obj, wire=True), code)
+            return json_response(table(t.kind, [obj], self._now(), render=t.render), code)
+        return json_response(t.render(obj), code)
 
     async def _body(self, request: web.BaseRequest, unknown: UnknownFields | None = None) -> Any:
         """The request body as JSON; duplicate fields go to `unknown` (fieldValidation)."""
@@ -448,6 +564,13 @@ class RestApi:
             await self._registry.evict(eviction)
         return json_response(status.success(201), 201)
 
+
+# (method, named) -> the verb of a request on one of discovery's OTHER_RESOURCES
+_OTHER_VERBS: Final = {
+    ("GET", False): "list",
+    ("GET", True): "get",
+    ("POST", False): "create",
+}
 
 _FIELD_VALIDATION: Final = ("Ignore", "Warn", "Strict")
 

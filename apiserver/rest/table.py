@@ -4,7 +4,7 @@ of `-o wide` at priority 1 as upstream's TableConvertor."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from google.protobuf.message import Message
@@ -40,7 +40,10 @@ def table(
     resource_version: str = "",
     continue_: str = "",
     include_object: str = "Metadata",
+    render: Callable[[Message], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
+    """The Table of `objs`; `render` writes a row's object (includeObject=Object) in the group
+    version the request named (default: the kind's own)."""
     narrow = printers.headers(kind, wide=False, with_namespace=False)
     wide = printers.headers(kind, wide=True, with_namespace=False)
     columns = [
@@ -59,7 +62,7 @@ def table(
             "cells": printers.row(kind, obj, now, wide=True, with_namespace=False)
         }
         if include_object == "Object":
-            row["object"] = convert.to_dict(obj, wire=True)
+            row["object"] = render(obj) if render else convert.to_dict(obj, wire=True)
         elif include_object != "None":
             row["object"] = {
                 "kind": "PartialObjectMetadata",

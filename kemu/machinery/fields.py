@@ -12,7 +12,7 @@ the apiserver to serve the selection from an index.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -228,3 +228,23 @@ def parse_field_selector(resource: str, text: str) -> FieldSelector:
             raise BadRequest(f"field label not supported: {field}")
         reqs.append(FieldRequirement(field, op, _unescape(raw, text)))
     return FieldSelector(resource, tuple(reqs))
+
+
+def rename_fields(text: str, names: Mapping[str, str]) -> str:
+    """A field selector written in another group version's field labels, in the stored kind's
+    (upstream's field label conversion funcs, e.g. events.k8s.io/v1's `regarding.name` to
+    core's `involvedObject.name`); BadRequest naming a label `names` lacks, or for a term
+    that does not parse."""
+    out = []
+    for term in _split_terms(text):
+        if not term.strip():
+            continue
+        split = _split_term(term)
+        if split is None:
+            raise BadRequest(f"invalid field selector: '{text}': can't understand '{term}'")
+        field, op, raw = split
+        stored = names.get(field.strip())
+        if stored is None:
+            raise BadRequest(f"field label not supported: {field.strip()}")
+        out.append(f"{stored}{op}{raw}")
+    return ",".join(out)

@@ -55,8 +55,11 @@ SCALE: Final = Subresource(
     ("autoscaling", "v1"),
 )
 
+LOG: Final = Subresource("log", frozenset({GET}), frozenset({"Pod"}))
+"""A container's log (text/plain; the REST edge only: kemu.machinery.container_log)."""
+
 SUBRESOURCES: Final[Mapping[str, Subresource]] = MappingProxyType(
-    {s.name: s for s in (STATUS, BINDING, EVICTION, RESIZE, FINALIZE, SCALE)}
+    {s.name: s for s in (STATUS, BINDING, EVICTION, RESIZE, FINALIZE, SCALE, LOG)}
 )
 
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import os
-import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -19,8 +17,8 @@ import pytest
 from kemu.machinery.kinds import KINDS
 from kemu.testing.cluster import Cluster
 from kemu.testing.names import unique_name
+from tests.integration.kubectl_env import KUBECTL, Kubectl
 
-KUBECTL = shutil.which("kubectl")
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed (not on PATH)"),
@@ -38,36 +36,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         c.start_kubelet(NODE, extra_args=["--node-ip", NODE_IP])
         c.write_kubeconfig()
         yield c
-
-
-class Kubectl:
-    def __init__(self, cluster: Cluster) -> None:
-        self.env = {**os.environ, "KUBECONFIG": str(cluster.root / "kubeconfig")}
-        self.dir = cluster.root
-
-    def run(
-        self, *args: str, check: bool = True, stdin: str | None = None, timeout: float = 30
-    ) -> subprocess.CompletedProcess[str]:
-        assert KUBECTL is not None
-        proc = subprocess.run(
-            [KUBECTL, *args],
-            env=self.env,
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-        if check and proc.returncode != 0:
-            raise AssertionError(f"kubectl {' '.join(args)}: rc {proc.returncode}\n{proc.stderr}")
-        return proc
-
-    def json(self, *args: str) -> Any:
-        return json.loads(self.run(*args, "-o", "json").stdout)
-
-    def namespace(self, prefix: str) -> str:
-        ns = unique_name(prefix)
-        self.run("create", "namespace", ns)  # a protobuf body (kubectl's typed client)
-        return ns
 
 
 @pytest.fixture
@@ -490,3 +458,19 @@ def test_kubectl_scale_through_the_scale_subresource(kubectl: Kubectl) -> None:
     # with a resourceVersion, kubectl PUTs the Scale it read (a precondition on the write)
     kubectl.run("scale", "deployment", "d", "-n", ns, "--replicas=1", f"--resource-version={rv}")
     assert kubectl.json("get", "deployment", "d", "-n", ns)["spec"]["replicas"] == 1
+
+
+def test_kubectl_auth_can_i_is_allowed_as_without_authorization(kubectl: Kubectl) -> None:
+    """SelfSubjectAccessReview and SelfSubjectRulesReview answered as upstream's AlwaysAllow
+    authorizer (kubectl sends both in protobuf)."""
+    for args in (
+        ("create", "pods"),
+        ("delete", "nodes"),
+        ("list", "events.events.k8s.io", "-n", "kube-system"),
+        ("get", "/logs"),
+    ):
+        proc = kubectl.run("auth", "can-i", *args)
+        assert (proc.returncode, proc.stdout.strip()) == (0, "yes"), args
+    listed = kubectl.run("auth", "can-i", "--list").stdout.splitlines()
+    assert listed[0].split() == ["Resources", "Non-Resource", "URLs", "Resource", "Names", "Verbs"]
+    assert [row.split() for row in listed[1:]] == [["*.*", "[]", "[]", "[*]"], ["[*]", "[]", "[*]"]]

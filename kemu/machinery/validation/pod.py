@@ -9,8 +9,9 @@ from typing import Final
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.errors import Cause, Invalid
-from kemu.machinery.quantity import NEGATIVE_ERROR, from_int, to_int
+from kemu.machinery.quantity import ERR_FORMAT, NEGATIVE_ERROR, from_int, parse_quantity, to_int
 from kemu.machinery.resources import PodResourcesOptions, pod_requests
+from kemu.machinery.usage import USAGE_ANNOTATIONS
 from kemu.machinery.validation.container import (
     _NOT_FOR_INIT,
     DNS_POLICIES,
@@ -683,6 +684,7 @@ _CONTAINERS_ONLY: Final = PodResourcesOptions(exclude_overhead=True, pod_level_r
 
 def validate_pod(pod: types_pb2.Pod) -> list[Cause]:
     causes = validate_object_meta(pod.metadata, namespaced=True)
+    causes.extend(validate_usage_annotations(pod.metadata.annotations))
     causes.extend(_validate_pod_spec_cached(pod.spec.SerializeToString(deterministic=True)))
     if pod.status.nominated_node_name:
         causes.extend(
@@ -698,6 +700,25 @@ def validate_pod(pod: types_pb2.Pod) -> list[Cause]:
                 [p.ip for p in ips], path, parse=ipaddress.ip_address, what="IP address"
             )
         )
+    return causes
+
+
+def validate_usage_annotations(annotations: Mapping[str, str]) -> list[Cause]:
+    """kemu's simulated-usage annotations (`kemu.machinery.usage`) must be non-negative
+    quantities, so that a typo is refused at the write rather than silently ignored by
+    `kubectl top`."""
+    causes = []
+    for key in USAGE_ANNOTATIONS:
+        if key not in annotations:
+            continue
+        path, value = f"metadata.annotations[{key}]", annotations[key]
+        try:
+            negative = parse_quantity(value).sign() < 0
+        except Invalid:
+            causes.append(invalid(path, value, f"must be a quantity ({ERR_FORMAT})"))
+            continue
+        if negative:
+            causes.append(invalid(path, value, NEGATIVE_ERROR))
     return causes
 
 

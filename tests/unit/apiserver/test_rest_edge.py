@@ -7,14 +7,25 @@ import json
 
 import pytest
 
-from apiserver.rest import discovery, openapi, openapi_v2, protobuf, protobuf_schema
+from apiserver.rest import (
+    authorization,
+    discovery,
+    events,
+    metrics,
+    openapi,
+    openapi_v2,
+    protobuf,
+    protobuf_schema,
+)
 from apiserver.rest.request import parse_json
-from apiserver.rest.server import parse_path
+from apiserver.rest.server import parse_other_path, parse_path
 from apiserver.rest.table import table, wants_table
 from apiserver.storage.encoding import field_bytes, varint
+from kemu.api.v1 import types_pb2
 from kemu.machinery.convert import UnknownFields
-from kemu.machinery.errors import BadRequest
+from kemu.machinery.errors import BadRequest, Invalid
 from kemu.machinery.kinds import BY_RESOURCE, KINDS
+from kemu.machinery.usage import CPU_USAGE_ANNOTATION
 from kemu.testing.builders import make_pod
 
 
@@ -34,15 +45,117 @@ def test_paths_name_kinds_namespaces_names_and_subresources() -> None:
 
 def test_discovery_lists_every_kind_once_with_subresources() -> None:
     names = []
-    for group in ["", *discovery.groups()]:
-        doc = discovery.resource_list(group, "v1")
-        assert doc is not None
-        names += [r["name"] for r in doc["resources"] if "/" not in r["name"]]
-    assert sorted(names) == sorted(k.resource for k in KINDS)
+    for group, versions in discovery.group_versions().items():
+        for version in versions:
+            doc = discovery.resource_list(group, version)
+            assert doc is not None
+            names += [r["name"] for r in doc["resources"] if "/" not in r["name"]]
+    others = [r.resource for r in discovery.OTHER_RESOURCES]
+    assert sorted(names) == sorted([k.resource for k in KINDS] + others)
     core = discovery.resource_list("", "v1")
     assert core is not None
     subs = {r["name"] for r in core["resources"] if "/" in r["name"]}
     assert {"pods/status", "pods/binding", "pods/eviction", "pods/resize"} <= subs
+
+
+def test_discovery_lists_the_other_resources_in_their_group_versions() -> None:
+    groups = {g["name"]: g for g in discovery.api_group_list()["groups"]}
+    assert groups["metrics.k8s.io"]["preferredVersion"]["groupVersion"] == "metrics.k8s.io/v1beta1"
+    assert groups["authorization.k8s.io"]["versions"] == [
+        {"groupVersion": "authorization.k8s.io/v1", "version": "v1"}
+    ]
+    assert discovery.api_group("events.k8s.io") is not None
+    assert discovery.resource_list("metrics.k8s.io", "v1") is None
+    doc = discovery.resource_list("authorization.k8s.io", "v1")
+    assert doc is not None
+    verbs = {r["name"]: r["verbs"] for r in doc["resources"]}
+    assert verbs == {"selfsubjectaccessreviews": ["create"], "selfsubjectrulesreviews": ["create"]}
+    metrics = discovery.resource_list("metrics.k8s.io", "v1beta1")
+    assert metrics is not None
+    assert {(r["name"], r["kind"], r["namespaced"]) for r in metrics["resources"]} == {
+        ("nodes", "NodeMetrics", False),
+        ("pods", "PodMetrics", True),
+    }
+
+
+def test_other_paths_name_their_resource_namespace_and_name() -> None:
+    assert parse_other_path("apis metrics.k8s.io v1beta1 namespaces ns pods p".split()) == (
+        discovery.POD_METRICS, "ns", "p",
+    )  # fmt: skip
+    assert parse_other_path("apis metrics.k8s.io v1beta1 nodes".split()) == (
+        discovery.NODE_METRICS, "", "",
+    )  # fmt: skip
+    assert parse_other_path("apis metrics.k8s.io v1beta1 namespaces ns nodes".split()) is None
+    assert parse_other_path("apis metrics.k8s.io v1 nodes".split()) is None
+    assert parse_other_path("apis events.k8s.io v1 events e x".split()) is None
+
+
+def test_self_subject_access_review_is_allowed_and_echoes_its_spec() -> None:
+    r = discovery.SELF_SUBJECT_ACCESS_REVIEWS
+    spec = {"resourceAttributes": {"verb": "create", "resource": "pods", "namespace": "ns"}}
+    answer = authorization.access_review({"spec": spec, "metadata": {"name": ""}}, r)
+    assert answer["kind"] == "SelfSubjectAccessReview"
+    assert answer["apiVersion"] == "authorization.k8s.io/v1"
+    assert answer["spec"] == spec and answer["status"] == {"allowed": True}
+    url = {"nonResourceAttributes": {"path": "/logs", "verb": "get"}}
+    assert authorization.access_review({"spec": url}, r)["status"]["allowed"] is True
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"spec": {}}, "spec.resourceAttributes"),
+        (
+            {"spec": {"resourceAttributes": {}, "nonResourceAttributes": {}}},
+            "spec.nonResourceAttributes",
+        ),
+        ({"spec": {"resourceAttributes": {}}, "metadata": {"name": "x"}}, "metadata"),
+    ],
+)
+def test_self_subject_access_review_is_validated_as_upstream(body: object, field: str) -> None:
+    with pytest.raises(Invalid) as e:
+        authorization.access_review(body, discovery.SELF_SUBJECT_ACCESS_REVIEWS)
+    assert [c.field for c in e.value.causes] == [field]
+
+
+def test_self_subject_access_review_refuses_another_kind_or_shape() -> None:
+    r = discovery.SELF_SUBJECT_ACCESS_REVIEWS
+    bodies: list[object] = [
+        {"kind": "Pod", "spec": {}},
+        {"spec": "x"},
+        {"spec": {"resourceAttributes": 1}},
+    ]
+    for body in bodies:
+        with pytest.raises(BadRequest):
+            authorization.access_review(body, r)
+
+
+def test_self_subject_rules_review_allows_everything_in_a_namespace() -> None:
+    r = discovery.SELF_SUBJECT_RULES_REVIEWS
+    status = authorization.rules_review({"spec": {"namespace": "default"}}, r)["status"]
+    assert status == {
+        "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+        "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+        "incomplete": False,
+    }
+    with pytest.raises(BadRequest, match="no namespace on request"):
+        authorization.rules_review({"spec": {}}, r)
+
+
+def test_protobuf_self_subject_access_review_as_kubectl_auth_can_i_sends_it() -> None:
+    attributes = field_bytes(1, b"ns") + field_bytes(2, b"create") + field_bytes(5, b"pods")
+    meta = field_bytes(1, b"") + field_bytes(8, b"")  # empty name, zero creationTimestamp
+    body = field_bytes(1, meta) + field_bytes(2, field_bytes(1, attributes))
+    decoded = protobuf.decode(
+        _k8s_protobuf("authorization.k8s.io/v1", "SelfSubjectAccessReview", body)
+    )
+    assert decoded is not None
+    assert decoded["metadata"] == {"name": ""}
+    assert decoded["spec"] == {
+        "resourceAttributes": {"namespace": "ns", "verb": "create", "resource": "pods"}
+    }
+    answer = authorization.access_review(decoded, discovery.SELF_SUBJECT_ACCESS_REVIEWS)
+    assert answer["status"]["allowed"] is True
 
 
 def test_aggregated_discovery_as_kubectl_asks_for_it() -> None:
@@ -64,7 +177,11 @@ def test_aggregated_discovery_as_kubectl_asks_for_it() -> None:
         for v in item["versions"]
         for r in v["resources"]
     }
-    assert served == {(discovery.group_version(k)[0], k.resource) for k in KINDS}
+    assert served == {(discovery.group_version(k)[0], k.resource) for k in KINDS} | {
+        (r.group, r.resource) for r in discovery.OTHER_RESOURCES
+    }
+    metrics = next(i for i in apis["items"] if i["metadata"]["name"] == "metrics.k8s.io")
+    assert [v["version"] for v in metrics["versions"]] == ["v1beta1"]
     pods = next(r for r in core["items"][0]["versions"][0]["resources"] if r["resource"] == "pods")
     eviction = next(s for s in pods["subresources"] if s["subresource"] == "eviction")
     assert eviction["responseKind"] == {"group": "policy", "version": "v1", "kind": "Eviction"}
@@ -213,3 +330,66 @@ def test_duplicate_fields_are_listed_by_path_and_the_last_value_kept() -> None:
     with pytest.raises(BadRequest, match='strict decoding error: duplicate field "metadata.name"'):
         unknown.check()
     assert parse_json(b'{"a":1,"a":2}') == {"a": 2}  # without fieldValidation: JSON's rule
+
+
+def test_events_v1_view_renames_core_fields_as_upstream_conversion() -> None:
+    ev = types_pb2.Event(reason="Scheduled", message="m", type="Normal", action="Binding", count=2)
+    ev.metadata.name, ev.metadata.namespace = "e", "ns"
+    ev.involved_object.kind, ev.involved_object.name = "Pod", "p"
+    ev.source.component, ev.reporting_component = "default-scheduler", "default-scheduler"
+    ev.first_timestamp.seconds = ev.last_timestamp.seconds = 1_700_000_000
+    out = events.to_events_v1(ev)
+    assert (out["apiVersion"], out["kind"]) == ("events.k8s.io/v1", "Event")
+    assert out["note"] == "m" and out["regarding"] == {"kind": "Pod", "name": "p"}
+    assert out["reportingController"] == "default-scheduler"
+    assert out["deprecatedSource"] == {"component": "default-scheduler"}
+    assert out["deprecatedCount"] == 2
+    assert (
+        out["deprecatedFirstTimestamp"] == out["deprecatedLastTimestamp"] == "2023-11-14T22:13:20Z"
+    )
+    assert out["eventTime"] is None
+    assert not {"message", "involvedObject", "source", "count", "reportingComponent"} & out.keys()
+    assert events.to_events_v1(types_pb2.Event())["regarding"] == {}
+
+
+def test_events_v1_field_selectors_are_renamed_to_the_stored_labels() -> None:
+    view = events.EVENTS_V1_VIEW
+    assert view.field_selector("regarding.name=p,type!=Normal,reportingController=x") == (
+        "involvedObject.name=p,type!=Normal,reportingComponent=x"
+    )
+    with pytest.raises(BadRequest, match="field label not supported: involvedObject.name"):
+        view.field_selector("involvedObject.name=p")
+    with pytest.raises(BadRequest, match="can't understand"):
+        view.field_selector("regarding.name")
+
+
+def test_node_metrics_sum_the_running_pods_bound_to_the_node() -> None:
+    now = 1_700_000_000.0
+    running = make_pod("a").req(cpu="1", memory="2Gi").node("n1").phase("Running").obj()
+    other = make_pod("b").req(cpu="1").annotation(CPU_USAGE_ANNOTATION, "3").node("n1")
+    pending = make_pod("c").req(cpu="8").node("n1").phase("Pending").obj()
+    elsewhere = make_pod("d").req(cpu="8").node("n2").phase("Running").obj()
+    pods = [running, other.phase("Running").obj(), pending, elsewhere]
+    node = types_pb2.Node()
+    node.metadata.name = "n1"
+    node.metadata.labels["zone"] = "z"
+    out = metrics.node_metrics(node, pods, now)
+    assert out["usage"] == {"cpu": "3500m", "memory": "1Gi"}
+    assert (out["kind"], out["apiVersion"]) == ("NodeMetrics", "metrics.k8s.io/v1beta1")
+    assert out["metadata"] == {
+        "name": "n1", "creationTimestamp": "2023-11-14T22:13:20Z", "labels": {"zone": "z"},
+    }  # fmt: skip
+    assert (out["timestamp"], out["window"]) == ("2023-11-14T22:13:20Z", "15s")
+    assert metrics.node_metrics(node, [], now)["usage"] == {"cpu": "0", "memory": "0"}
+    assert [metrics.has_metrics(p) for p in pods] == [True, True, False, True]
+    assert not metrics.has_metrics(make_pod("e").phase("Running").obj())  # not bound
+
+
+def test_pod_metrics_list_each_running_container() -> None:
+    pod = make_pod("p").req(cpu="250m", memory="100Mi").container("b").node("n1").obj()
+    out = metrics.pod_metrics(pod, 1_700_000_000.0)
+    assert out["metadata"]["namespace"] == "default" and out["metadata"]["name"] == "p"
+    assert out["containers"] == [
+        {"name": "c", "usage": {"cpu": "125m", "memory": "50Mi"}},
+        {"name": "b", "usage": {"cpu": "0", "memory": "0"}},
+    ]

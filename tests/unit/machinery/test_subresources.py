@@ -16,7 +16,7 @@ PRIORITY_CLASS = BY_KIND["PriorityClass"]
 
 def test_each_kind_has_upstreams_subresources() -> None:
     names = {k: [s.name for s in subresources.of_kind(BY_KIND[k])] for k in BY_KIND}
-    assert names["Pod"] == ["status", "binding", "eviction", "resize"]
+    assert names["Pod"] == ["status", "binding", "eviction", "resize", "log"]
     assert names["Namespace"] == ["status", "finalize"]
     assert names["Deployment"] == ["status", "scale"]
     assert names["ReplicaSet"] == ["status", "scale"]
@@ -63,3 +63,9 @@ def test_a_served_verb_gives_the_subresource() -> None:
     assert subresources.check(POD, "resize", subresources.UPDATE) is subresources.RESIZE
     assert subresources.check(NAMESPACE, "finalize", subresources.UPDATE) is subresources.FINALIZE
     assert subresources.check(DEPLOYMENT, "scale", subresources.GET) is subresources.SCALE
+
+
+def test_pods_log_is_read_only() -> None:
+    assert subresources.check(POD, "log", subresources.GET) is subresources.LOG
+    with pytest.raises(BadRequest, match="pods/log does not serve patch"):
+        subresources.check(POD, "log", subresources.PATCH)
