@@ -43,6 +43,7 @@ from kemu.machinery.errors import (
     Conflict,
     InternalError,
     Invalid,
+    Timeout,
     Unavailable,
 )
 from kemu.machinery.virtual_time import ClockMode, ClockSegment, check_rate, to_proto
@@ -161,10 +162,9 @@ class ClusterClock:
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Loads (or, on a fresh cluster, writes) the segment, then follows the key and, at
         rate max, moves the clock."""
-        revision = await self._load()
+        revision = await self._load_until_done()
         async with anyio.create_task_group() as tg:
             if self._identity:
-                await self._heartbeat_once()
                 tg.start_soon(self._heartbeat, name="clock apiserver heartbeat")
             tg.start_soon(self._drive, name="event-driven clock")
             task_status.started()
@@ -182,7 +182,18 @@ class ClusterClock:
                 except Unavailable as e:
                     logger.warning("watching the cluster clock: %s; watching again", e)
                 # (a compacted revision: the current value is what matters)
-                revision = await self._load()
+                revision = await self._load_until_done()
+                await anyio.sleep(_WATCH_RETRY)
+
+    async def _load_until_done(self) -> int:
+        """`_load`, again every _WATCH_RETRY while etcd does not answer (all its members
+        restarting, an election): an apiserver waits for etcd rather than exiting, and its
+        clock runs on the segment it has meanwhile."""
+        while True:
+            try:
+                return await self._load()
+            except (Unavailable, Timeout) as e:
+                logger.warning("loading the cluster clock: %s; trying again", e)
                 await anyio.sleep(_WATCH_RETRY)
 
     async def _load(self) -> int:
@@ -261,22 +272,23 @@ class ClusterClock:
     async def _heartbeat(self) -> None:
         """Keeps this apiserver's key under PEERS current and counts the others' (wall
         time: transport, not behaviour), until cancelled; then removes the key."""
+        # (never fatal: etcd away or a race with another writer only delays the next beat)
         try:
             while True:
-                await anyio.sleep(_PEER_HEARTBEAT)
                 try:
                     await self._heartbeat_once()
-                except (Unavailable, Conflict) as e:
+                except ApiError as e:
                     logger.debug("clock heartbeat: %s", e)
+                await anyio.sleep(_PEER_HEARTBEAT)
         finally:
             with anyio.move_on_after(2, shield=True):
                 key = PEERS + self._identity
-                kv = await self._store.get(key)
-                if kv is not None:
-                    try:
+                try:
+                    kv = await self._store.get(key)
+                    if kv is not None:
                         await self._store.delete(key, kv.mod_revision)
-                    except ApiError:
-                        pass
+                except ApiError:
+                    pass
 
     async def _heartbeat_once(self) -> None:
         key = PEERS + self._identity

@@ -12,10 +12,11 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from apiserver.server.clock import ClusterClock, _Session
+from apiserver.server.clock import ClusterClock, _Session, encode
+from apiserver.storage.etcd import KeyValue
 from kemu.api.v1 import api_pb2
 from kemu.component.virtual_clock import VirtualClock
-from kemu.machinery.errors import BadRequest, Invalid
+from kemu.machinery.errors import BadRequest, Invalid, Unavailable
 from kemu.machinery.virtual_time import ClockSegment
 
 pytestmark = pytest.mark.anyio
@@ -240,3 +241,24 @@ async def test_the_event_driven_clock_is_refused_while_other_apiservers_serve_th
         await cc.set_rate(math.inf)
     with pytest.raises(BadRequest, match="rate max, advance"):
         await cc.advance(10)
+
+
+async def test_loading_the_clock_waits_for_etcd_rather_than_failing() -> None:
+    """All of etcd restarting while the apiserver reloads the segment (chaos CI, CI AD: the
+    apiserver exited, and the components waiting on it timed out): it tries again."""
+    segment = ClockSegment(base_wall=time.time(), base_virtual=START, rate=1.0)
+
+    class Flaky:
+        calls = 0
+
+        async def get(self, key: str) -> KeyValue:
+            self.calls += 1
+            if self.calls < 3:
+                raise Unavailable("etcd is unavailable: Stream removed (Socket closed)")
+            return KeyValue(key, encode(segment), 7, 1)
+
+    store = Flaky()
+    cc = ClusterClock(store, VirtualClock())  # type: ignore[arg-type]
+    with anyio.fail_after(5):
+        assert await cc._load_until_done() == 7
+    assert store.calls == 3 and cc.clock.segment == segment
