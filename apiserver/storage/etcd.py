@@ -33,6 +33,7 @@ _TARGET_VALUE: Final = 3
 _EVENT_PUT: Final = 0
 _ANY_WATCH: Final = -1  # the watch id of a requested progress notification's answer
 _MAX_MESSAGE: Final = 64 * 1024 * 1024
+_REQUIRE_LEADER: Final = "hasleader"  # etcd rpctypes.MetadataRequireLeaderKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +185,8 @@ def _translate(err: grpc.aio.AioRpcError, what: str) -> Exception:
     code = err.code()
     if "compacted" in details:
         return Gone(f"too old resource version: {what}: {details}")
+    if "no leader" in details:
+        return Unavailable(f"etcd member has no leader: {details}")
     if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
         return Unavailable(f"etcd is unavailable: {details}")
     if "future revision" in details:
@@ -424,12 +427,21 @@ class EtcdStore:
             )
         )
 
+        ended = asyncio.Event()
+
         async def requests() -> AsyncIterator[Any]:
             yield create
-            # Keep the request side open: closing it ends the watch on the server.
-            await asyncio.Event().wait()
+            # Keep the request side open while the watch lasts: closing it ends the watch on
+            # the server. Then end, so that gRPC's task reading it finishes with the call
+            # (left waiting, it is destroyed pending when the channel closes).
+            await ended.wait()
 
-        call = self._watch.Watch(requests(), wait_for_ready=True)
+        # As upstream's etcd3 watcher (clientv3.WithRequireLeader in createWatchChan): a member
+        # that has lost its leader (cut from its peers) ends the stream, "etcdserver: no
+        # leader", instead of keeping it open and silent; the caller resumes on another.
+        call = self._watch.Watch(
+            requests(), wait_for_ready=True, metadata=((_REQUIRE_LEADER, "true"),)
+        )
         try:
             async for resp in call:
                 if resp.canceled:
@@ -459,5 +471,6 @@ class EtcdStore:
         except grpc.aio.AioRpcError as e:
             raise _translate(e, "watch") from None
         finally:
+            ended.set()
             call.cancel()
         raise Unavailable("etcd watch stream ended")

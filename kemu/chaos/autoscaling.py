@@ -6,7 +6,8 @@ size and instances by polling), and the checks over that record:
 - the group never above its maxSize nor below its minSize: the cloud's target size, and its
   instances that are not being deleted (upstream's bounds are on the target size; an instance
   being deleted, and its Node until the cloud removes it, may coexist with its replacement);
-  no Node deleted (at any recorded revision) when that leaves fewer than minSize;
+  no Node deleted (at any recorded revision) when that leaves fewer than minSize Nodes and
+  booting instances;
 - no Node deleted while a live pod is bound or nominated to it (the autoscaler of 1.37 counts
   a pod nominated to a node as running there);
 - no instance lost or leaked at the end: every instance has its Node and every Node of the
@@ -92,9 +93,14 @@ def cloud_address(cluster: Cluster) -> str:
 
 @dataclass(frozen=True)
 class CloudSample:
+    """The cloud polled at `at`: the group's target size and the ids of its instances not
+    being deleted; `node_events` is how many events the group's Node history held then (the
+    sample came after those, and before the next)."""
+
     at: float
     target: int
-    instances: int
+    instances: frozenset[str]
+    node_events: int
 
 
 @dataclass
@@ -172,11 +178,13 @@ class ScalingPhase:
         while True:
             try:
                 target = await self.cloud.target_size(GROUP)
-                instances = len(await self._instances())
+                instances = frozenset(i.id for i in await self._instances())
             except ApiError:
                 pass
             else:
-                self.record.samples.append(CloudSample(time.monotonic(), target, instances))
+                self.record.samples.append(
+                    CloudSample(time.monotonic(), target, instances, self.record.nodes.recorded)
+                )
             await anyio.sleep(0.2)
 
     def request(self, step: str) -> None:
@@ -307,7 +315,7 @@ class ScalingPhase:
 
     def check(self) -> list[str]:
         return check_bounds(self.record.samples, self.scaling) + check_node_deletions(
-            self.record.nodes, self.record.pods, self.scaling
+            self.record.nodes, self.record.pods, self.record.samples, self.scaling
         )
 
     def figures(self) -> dict[str, int]:
@@ -329,7 +337,7 @@ def check_bounds(samples: list[CloudSample], s: Scaling) -> list[str]:
     """The cloud's target size and instances stayed within [minSize, maxSize]."""
     out = []
     for sample in samples:
-        for what, value in (("target size", sample.target), ("instances", sample.instances)):
+        for what, value in (("target size", sample.target), ("instances", len(sample.instances))):
             if value > s.maxSize:
                 out.append(f"{GROUP} {what} {value} above its maxSize {s.maxSize}")
             if what == "target size" and value < s.minSize:
@@ -337,23 +345,36 @@ def check_bounds(samples: list[CloudSample], s: Scaling) -> list[str]:
     return sorted(set(out))
 
 
-def check_node_deletions(nodes: NodeHistory, pods: PodHistory, s: Scaling) -> list[str]:
-    """Ordered by resourceVersion: no Node deleted when that leaves fewer than minSize, nor
-    while a live pod (not terminal, not deleted) is bound or nominated to it."""
+def check_node_deletions(
+    nodes: NodeHistory, pods: PodHistory, samples: list[CloudSample], s: Scaling
+) -> list[str]:
+    """Ordered by resourceVersion: no Node deleted when that leaves the group fewer than
+    minSize members, nor while a live pod (not terminal, not deleted) is bound or nominated to
+    it. A member is a live Node, or an instance still booting: one the cloud listed (not being
+    deleted) in its last sample before the deletion was recorded, that no Node has registered
+    for yet. Upstream bounds the target size, not the Nodes (the scale-down planner's
+    NodeGroupMinSizeReached: target size minus deletions in progress), so an unready node may
+    go while its replacement boots (CI AG: chaos-pool-4 deleted, chaos-pool-5 booting)."""
     out: list[str] = []
     node_events = sorted(
-        ((v.resource_version or 0, v.type, v.node) for vs in nodes.versions.values() for v in vs),
-        key=lambda t: t[0],
+        (v for vs in nodes.versions.values() for v in vs),
+        key=lambda v: (v.resource_version or 0, v.seq),
     )
     live: set[str] = set()
-    for rv, kind, node in node_events:
-        if kind != "DELETED":
+    registered: set[str] = set()  # the provider ids of every Node seen so far
+    for version in node_events:
+        node = version.node
+        registered.add(node.spec.provider_id)
+        if version.type != "DELETED":
             live.add(node.metadata.uid)
             continue
         live.discard(node.metadata.uid)
-        if len(live) < s.minSize:
+        before = [x for x in samples if x.node_events <= version.seq]
+        booting = before[-1].instances - registered if before else frozenset()
+        if len(live) + len(booting) < s.minSize:
             out.append(
-                f"{node.metadata.name} deleted at rv {rv}: {len(live)} Nodes left "
+                f"{node.metadata.name} deleted at rv {version.resource_version}: "
+                f"{len(live)} Nodes left and {len(booting)} instances booting "
                 f"(minSize {s.minSize})"
             )
     return out + node_deletions_under_pods(nodes, pods)

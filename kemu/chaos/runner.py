@@ -211,13 +211,20 @@ class ChaosRun:
                 faults_over.set()
             last_fault = time.monotonic()
             self.state.note("last fault over; settling")
+            self.progress("last fault over; settling")
             settle = await self._settle(client, a, last_fault)
             scale_violations: list[str] = []
             if phase is not None:
+                self.progress(f"pods settled ({settle}); the node group settling")
                 scale_violations = await phase.settle(self.profile.settle_timeout)
-                await nodes.sync(client)
-                await scale_pods.sync(client)
+                for name, history in (("node group", nodes), ("scaling pods", scale_pods)):
+                    self.progress(f"{name} history catching up")
+                    try:
+                        await history.sync(client)
+                    except AssertionError as e:
+                        scale_violations.append(f"{name} history: {e}")
                 scale_violations += phase.check()
+            self.progress("checking")
             report = await self._check(client, cluster, a, b, lease, settle)
             report.violations += scale_violations + self.state.failed_restarts
             report.faults_by_kind = dict(sorted(self.state.by_kind.items()))

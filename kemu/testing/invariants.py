@@ -85,12 +85,12 @@ names them in `externally_deleted`, which exempts them from (2).
 
 from __future__ import annotations
 
-import itertools
 import logging
 import re
 import time
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Final, Generic, NamedTuple, TypeVar
 
 import anyio
@@ -189,6 +189,27 @@ class WatchSpan(NamedTuple):
         )
 
 
+@dataclass
+class _OpenWatch:
+    """A recorder's watch while it is open: where it started, what it has received."""
+
+    started: float
+    from_rv: str
+    events: int = 0
+    bookmarks: int = 0
+    last: float = 0.0  # when it last received anything (time.monotonic)
+
+    def received(self, bookmark: bool) -> None:
+        self.last = time.monotonic()
+        if bookmark:
+            self.bookmarks += 1
+        else:
+            self.events += 1
+
+    def span(self, to_rv: str, ended: float, end: str) -> WatchSpan:
+        return WatchSpan(self.started, ended, self.from_rv, to_rv, self.events, self.bookmarks, end)
+
+
 _Obj = TypeVar("_Obj", types_pb2.Pod, types_pb2.Node, types_pb2.Lease)
 _Version = TypeVar("_Version", PodVersion, NodeVersion, LeaseVersion)
 
@@ -208,7 +229,8 @@ class _History(Generic[_Obj, _Version]):
         self.recording = False
         self.resource_version = ""  # the last one received: where a resumed watch starts
         self.watches: list[WatchSpan] = []  # every watch that ended, in order
-        self._seq = itertools.count()
+        self.open_watch: _OpenWatch | None = None  # the one open now
+        self.recorded = 0  # events recorded so far: the next one's seq
 
     def _version(self, seq: int, event_type: str, obj: _Obj) -> _Version:
         raise NotImplementedError
@@ -221,7 +243,8 @@ class _History(Generic[_Obj, _Version]):
         """Appends a copy of `obj` to its uid's versions."""
         copy = type(obj)()
         copy.CopyFrom(obj)
-        version = self._version(next(self._seq), event_type, copy)
+        version = self._version(self.recorded, event_type, copy)
+        self.recorded += 1
         self.versions.setdefault(obj.metadata.uid, []).append(version)
         return version
 
@@ -276,10 +299,12 @@ class _History(Generic[_Obj, _Version]):
 
     async def sync(self, client: ApiClient, *, timeout: float = 10.0) -> None:  # noqa: ASYNC109
         """Waits until every change up to now (a fresh list) has been recorded. Raises
-        AssertionError if the recorder stopped with an error or does not catch up."""
+        AssertionError if the recorder stopped with an error or does not catch up (naming
+        where its watches stood)."""
         listed = await client.list_all(
             self.kind, self.namespace, label_selector=self.label_selector
         )
+        what = f"the {self.kind.__name__.lower()} history"
 
         def caught_up() -> bool:
             if self.error is not None or not self.recording:
@@ -288,19 +313,30 @@ class _History(Generic[_Obj, _Version]):
             assert not lag, lag
             return True
 
-        await eventually(
-            caught_up,
-            timeout=timeout,
-            interval=0.01,
-            message=f"the {self.kind.__name__.lower()} history catching up",
-        )
-        if self.error is not None:
-            raise AssertionError(
-                f"the {self.kind.__name__.lower()} history is incomplete: its watch failed: "
-                f"{self.error}"
+        try:
+            await eventually(
+                caught_up, timeout=timeout, interval=0.01, message=f"{what} catching up"
             )
+        except AssertionError as e:
+            raise AssertionError(f"{e}; {self.describe_watches()}") from e
+        if self.error is not None:
+            raise AssertionError(f"{what} is incomplete: its watch failed: {self.error}")
         if not self.recording:
-            raise AssertionError(f"the {self.kind.__name__.lower()} history is no longer recording")
+            raise AssertionError(f"{what} is no longer recording")
+
+    def describe_watches(self, last: int = 3) -> str:
+        """The open watch and the `last` that ended, for a failure message (seconds are
+        time.monotonic's)."""
+        first = self.watches[0] if self.watches else self.open_watch
+        t0 = first.started if first is not None else 0.0
+        parts = [f"ended: {w.describe(t0)}" for w in self.watches[-last:]]
+        if self.open_watch is None:
+            parts.append("no watch open")
+        else:
+            w = self.open_watch
+            span = w.span(self.resource_version, max(w.last, w.started), "open")
+            parts.append(f"open (to its last event): {span.describe(t0)}")
+        return f"{len(self.watches)} watches ended; " + "; ".join(parts)
 
     # ------------------------------------------------------------ recording
 
@@ -318,20 +354,19 @@ class _History(Generic[_Obj, _Version]):
         what = f"{self.kind.__name__.lower()} history of {self.namespace!r}"
         try:
             while True:
-                start, started = self.resource_version, time.monotonic()
-                received = bookmarks = 0
+                watch = _OpenWatch(time.monotonic(), self.resource_version)
                 end = "the server ended it"
+                self.open_watch = watch
                 try:
                     async with client.watch(
                         self.kind,
                         self.namespace,
-                        resource_version=start,
+                        resource_version=watch.from_rv,
                         label_selector=self.label_selector,
                         allow_watch_bookmarks=True,
                     ) as events:
                         async for event in events:
-                            received += 1
-                            bookmarks += event.type == BOOKMARK
+                            watch.received(event.type == BOOKMARK)
                             self._apply(event)
                 except _RESUMABLE as e:
                     logger.info("%s: watch interrupted: %s", what, e)
@@ -345,18 +380,9 @@ class _History(Generic[_Obj, _Version]):
                     end = "stopped"
                     raise
                 finally:
-                    self.watches.append(
-                        WatchSpan(
-                            started,
-                            time.monotonic(),
-                            start,
-                            self.resource_version,
-                            received - bookmarks,
-                            bookmarks,
-                            end,
-                        )
-                    )
-                if received:
+                    self.open_watch = None
+                    self.watches.append(watch.span(self.resource_version, time.monotonic(), end))
+                if watch.events or watch.bookmarks:
                     backoff = _BACKOFF_INITIAL
                 else:
                     await anyio.sleep(backoff)

@@ -15,6 +15,8 @@ the longest tests of the suite."""
 
 from __future__ import annotations
 
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -44,7 +46,13 @@ def test_chaos_ci_profile_breaks_no_invariant(
     tmp_path: Path, rng: SeededRandom, election: Election, clock: ClockMode
 ) -> None:
     seed = rng.randrange(1 << 31)
-    report = ChaosRun(tmp_path, CI, seed, election=election, clock=clock).run()
+    started = time.monotonic()
+
+    def progress(line: str) -> None:  # shown with a failure, a timeout's too
+        print(f"[chaos t+{time.monotonic() - started:.1f}s] {line}", file=sys.stderr, flush=True)
+
+    run = ChaosRun(tmp_path, CI, seed, progress=progress, election=election, clock=clock)
+    report = run.run()
     assert report.fencing is (election is Election.FENCED)
     assert report.clock == clock.value
     if report.fencing:

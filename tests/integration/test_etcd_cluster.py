@@ -1,9 +1,11 @@
 """A 3-member etcd cluster under the apiserver (given every member in --etcd-servers): one
 member SIGKILLed during writes and restarted on its data dir; the cluster keeps serving on a
-quorum of two, no acknowledged write is lost, and the restarted member catches up."""
+quorum of two, no acknowledged write is lost, and the restarted member catches up. A watch on
+a member cut from its peers ends ("no leader") instead of staying open and silent."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import anyio
@@ -16,6 +18,7 @@ from kemu.machinery.errors import ApiError, Unavailable
 from kemu.testing import eventually, make_pod
 from kemu.testing.cluster import Cluster
 from kemu.testing.etcd import Etcd
+from kemu.testing.faultproxy import FaultProxy, Mode, Rule
 from kemu.testing.namespaces import create_namespace
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
@@ -122,3 +125,34 @@ async def test_apiserver_on_three_etcd_members_keeps_every_acknowledged_write(
         lost = {name: rv for name, rv in acked.items() if stored.get(name) != rv}
         assert not lost, f"acknowledged writes lost or changed: {lost} ({len(failed)} failed)"
     await _caught_up(victim, [m for m in members if m is not victim])
+
+
+async def test_the_storage_layers_watch_on_a_member_cut_from_its_peers_ends_no_leader(
+    cluster_factory: Callable[..., Cluster],
+) -> None:
+    # Upstream's etcd3 watcher requires a leader (clientv3.WithRequireLeader): etcd ends such a
+    # watch once its member has had no leader for three election timeouts, and the watch
+    # cache resumes on another member. Without it, a watch on the lone member stays open and
+    # silent for the whole cut while the quorum goes on writing.
+    # A cluster of its own: a member healed after a cut may time writes out for a while
+    # (test_network_faults.py's client fixture), which would reach into the next test.
+    cluster = cluster_factory(proxy=FaultProxy())
+    cluster.start_etcd(members=3)
+    assert cluster.proxy is not None
+    lone, peers = cluster.etcd_members[0], [m.name for m in cluster.etcd_members[1:]]
+    store = EtcdStore([lone.url], timeout=5.0)
+    rules = [Rule(Mode.CUT, src=lone.name, dst=p) for p in peers]
+    rules += [Rule(Mode.CUT, src=p, dst=lone.name) for p in peers]
+    try:
+        start = await store.current_revision()
+        for rule in rules:
+            cluster.proxy.add(rule)
+        cut = time.monotonic()
+        with anyio.fail_after(30), pytest.raises(Unavailable, match="no leader"):
+            async for _ in store.watch("/registry/", start + 1):
+                pass
+        assert time.monotonic() - cut < 30
+    finally:
+        for rule in rules:
+            cluster.proxy.remove(rule)
+        await store.close()

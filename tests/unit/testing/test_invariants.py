@@ -665,6 +665,28 @@ async def test_sync_waits_for_a_deletion_the_watch_has_not_delivered():
 
 
 @pytest.mark.anyio
+async def test_a_sync_that_does_not_catch_up_says_where_its_watches_stand():
+    fake = FakeClient()
+    async with record_pods(fake, NS) as history:
+        await eventually(lambda: fake.open_watches == 1, timeout=5, interval=0.01)
+        fake.drop_watches()  # one watch ended, its successor open
+        await fake.create(make_pod("a").namespace(NS).obj())
+        await history.sync(fake, timeout=5)
+        fake.hold_watches("pods")
+        await fake.create(make_pod("b").namespace(NS).obj())
+        with pytest.raises(AssertionError) as failure:
+            await history.sync(fake, timeout=0.3)
+        fake.release_watches("pods")
+    message = str(failure.value)
+    assert "ns/b not recorded yet" in message
+    [a] = history.uids_of("a")
+    rv_a = history.versions[a][0].pod.metadata.resource_version
+    assert "1 watches ended; ended: its watch from resourceVersion" in message
+    assert "open (to its last event): its watch from resourceVersion" in message
+    assert f"to {rv_a} " in message and "(1 events, 0 bookmarks; ended: open)" in message
+
+
+@pytest.mark.anyio
 async def test_record_pods_resumes_a_watch_that_ended_or_lost_its_connection():
     fake = FakeClient()
     async with record_pods(fake, NS) as history:
