@@ -37,6 +37,7 @@ from kemu.machinery.resources import amount
 from kemu.machinery.virtual_time import ClockMode
 from kemu.testing.builders import make_pod, make_priority_class
 from kemu.testing.cluster import Cluster
+from kemu.testing.etcd import CRASH_CONSISTENT
 from kemu.testing.eventually import eventually
 from kemu.testing.faultproxy import FaultProxy
 from kemu.testing.invariants import check_invariants, record_leases, record_nodes, record_pods
@@ -112,8 +113,9 @@ class ChaosRun:
     # ------------------------------------------------------------ cluster
 
     def _start(self, cluster: Cluster) -> None:
-        # Three etcd members under two apiservers; every client is given both apiservers.
-        cluster.start_etcd(members=ETCD_MEMBERS)
+        # Three etcd members under two apiservers; every client is given both apiservers. The
+        # members are SIGKILLed under writes: CRASH_CONSISTENT keeps etcd 3.5.1 consistent then.
+        cluster.start_etcd(members=ETCD_MEMBERS, extra_args=CRASH_CONSISTENT)
         # Started together and then waited for: each waits for what it depends on.
         for name in APISERVERS:
             cluster.start_apiserver(name=name, wait=False)

@@ -17,7 +17,7 @@ from kemu.client.client import Client
 from kemu.machinery.errors import ApiError, Unavailable
 from kemu.testing import eventually, make_pod
 from kemu.testing.cluster import Cluster
-from kemu.testing.etcd import Etcd
+from kemu.testing.etcd import CRASH_CONSISTENT, Etcd
 from kemu.testing.faultproxy import FaultProxy, Mode, Rule
 from kemu.testing.namespaces import create_namespace
 
@@ -43,7 +43,7 @@ async def test_the_storage_layer_fails_over_between_etcd_members(
     cluster_factory: Callable[[], Cluster],
 ) -> None:
     cluster = cluster_factory()
-    cluster.start_etcd(members=3)
+    cluster.start_etcd(members=3, extra_args=CRASH_CONSISTENT)
     members = cluster.etcd_members
     store = EtcdStore([m.url for m in members], timeout=5.0)
     acked: dict[str, int] = {}
@@ -82,7 +82,7 @@ async def test_apiserver_on_three_etcd_members_keeps_every_acknowledged_write(
     cluster_factory: Callable[[], Cluster],
 ) -> None:
     cluster = cluster_factory()
-    cluster.start_etcd(members=3)
+    cluster.start_etcd(members=3, extra_args=CRASH_CONSISTENT)
     cluster.start_apiserver()
     assert cluster.etcd_servers.count(",") == 2
     members = cluster.etcd_members
