@@ -20,6 +20,7 @@ import logging
 import random
 import socket
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Final
 
 import anyio
@@ -52,12 +53,19 @@ from kemu.component.options import (
     duration_flag,
     new_parser,
     parse_component_args,
+    refuse_config,
 )
 from kemu.component.pod_resources import pod_resources_options
-from kemu.component.runner import ComponentContext, cleanup_scope, run_component
+from kemu.component.runner import (
+    ComponentContext,
+    ConfigRefused,
+    cleanup_scope,
+    run_component,
+)
 from kemu.machinery.duration import format_duration
-from kemu.scheduling.plugins.registry import in_tree_registry
-from kemu.scheduling.profile import default_profile
+from kemu.scheduling.config import default_config, load_config, scheduler_registry
+from kemu.scheduling.plugins.registry import Registry, in_tree_registry
+from kemu.scheduling.profile import Profile, default_profile
 from kemu.scheduling.runtime import Framework
 from kemu.scheduling.snapshot import Snapshot
 
@@ -77,6 +85,15 @@ def _bool_flag(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"{text!r} is not a boolean (true or false)")
 
 
+@dataclass(frozen=True)
+class Simulation:
+    """What the autoscaler's scheduling simulations run: a profile and the plugins it names
+    (upstream's --scheduler-config-file; kemu's also loads out-of-tree plugins)."""
+
+    profile: Profile
+    registry: Registry
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = new_parser(
         "autoscaler", "kemu's cluster autoscaler", default_metrics_port=DEFAULT_METRICS_PORT
@@ -89,6 +106,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="the cloud's node-group gRPC API (python -m cloud --port)",
     )
     add_leader_election_flags(parser, lease_name=LEASE_NAME)
+    parser.add_argument(
+        "--scheduler-config-file",
+        metavar="FILE",
+        help="a KubeSchedulerConfiguration whose first profile the simulations run (its plugins, "
+        "in-tree or installed, and their args); default: the default profile",
+    )
     parser.add_argument(
         "--scan-interval",
         type=duration_flag,
@@ -318,9 +341,24 @@ def _scale_down_options(
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, out_of_tree: Registry | None = None) -> int:
+    """`out_of_tree`: scheduler plugins by name (their factories) for the simulations, besides
+    the in-tree, emulation and installed ones (as the scheduler's main)."""
     parser = build_parser()
     args, options = parse_component_args(parser, argv, "autoscaler")
+    try:
+        registry = scheduler_registry(out_of_tree)
+    except ValueError as e:
+        refuse_config(parser, "plugins", e)
+    try:
+        config = (
+            load_config(args.scheduler_config_file, registry)
+            if args.scheduler_config_file
+            else default_config(registry)
+        )
+        profile = config.profiles[0]
+    except (OSError, ValueError) as e:
+        refuse_config(parser, "--scheduler-config-file", e)
     if args.expander not in EXPANDERS:
         parser.error(
             f"--expander: unknown expander {args.expander!r}: one of {', '.join(EXPANDERS)}"
@@ -351,12 +389,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         counting=pod_resources_options(options.gates),
         scale_down=scale_down,
     )
-    return run_component("autoscaler", options, functools.partial(run, args, autoscaling, election))
+    simulation = Simulation(profile, registry)
+    return run_component(
+        "autoscaler", options, functools.partial(run, args, autoscaling, simulation, election)
+    )
 
 
 async def run(
     args: argparse.Namespace,
     options: AutoscalingOptions,
+    simulation: Simulation,
     election: LeaderElectionConfig | None,
     ctx: ComponentContext,
 ) -> None:
@@ -370,6 +412,7 @@ async def run(
             options,
             election,
             ctx,
+            simulation=simulation,
             seed=args.seed,
             decisions=LoopDecisionLog() if args.record_decisions else None,
         )
@@ -386,12 +429,17 @@ async def serve(
     election: LeaderElectionConfig | None,
     ctx: ComponentContext,
     *,
+    simulation: Simulation | None = None,
     seed: int | None = None,
     identity: str | None = None,
     decisions: LoopDecisionLog | None = None,
 ) -> None:
     """The body of the component over any ApiClient and cloud (tests pass fakes).
+    `simulation`: the profile the simulations run (the in-tree default profile by default).
     `decisions`: the record of every loop (--record-decisions), at /debug/decisions."""
+    if simulation is None:
+        registry = in_tree_registry()
+        simulation = Simulation(default_profile(registry), registry)
     elected = Elected()
     if decisions is not None:
         ctx.add_debug_handler(DECISIONS_DEBUG_HANDLER, decisions.report)
@@ -424,15 +472,17 @@ async def serve(
             types_pb2.PriorityClass,
         ):
             informers.informer(kind)
-        registry = in_tree_registry()
-        framework = Framework(
-            default_profile(registry),
-            registry,
-            clock=ctx.clock,
-            gates=ctx.gates,
-            informer_factory=informers,
-            snapshot=Snapshot(),
-        )
+        try:
+            framework = Framework(
+                simulation.profile,
+                simulation.registry,
+                clock=ctx.clock,
+                gates=ctx.gates,
+                informer_factory=informers,
+                snapshot=Snapshot(),
+            )
+        except ValueError as e:  # a plugin factory refused its args
+            raise ConfigRefused(f"--scheduler-config-file: {e}") from None
 
         def priority_config() -> str | None:
             cm = configmaps.lister.get(PRIORITY_CONFIGMAP, "kube-system")

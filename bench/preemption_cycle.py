@@ -33,6 +33,7 @@ from kemu.api.v1 import types_pb2
 from kemu.component.clock import FakeClock
 from kemu.component.featuregate import FeatureGates
 from kemu.machinery.defaults import set_defaults
+from kemu.scheduling.config import default_config
 from kemu.scheduling.interface import CycleState, FitError
 from kemu.scheduling.plugins.default_preemption import NAME as DEFAULT_PREEMPTION
 from kemu.scheduling.plugins.default_preemption import DefaultPreemption
@@ -40,7 +41,6 @@ from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.runtime import Framework
 from kemu.scheduling.snapshot import Snapshot
 from scheduler.app import new_cache
-from scheduler.config import default_config
 from scheduler.metrics import SchedulerMetrics
 from scheduler.queue.scheduling_queue import PriorityQueue
 from scheduler.schedule_one import Scheduler

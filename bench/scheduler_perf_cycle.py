@@ -40,11 +40,11 @@ from kemu.component.clock import FakeClock
 from kemu.component.featuregate import FeatureGates
 from kemu.machinery.defaults import set_defaults
 from kemu.machinery.pod_strategy import default_requests_from_limits
+from kemu.scheduling.config import config_from_dict, default_config, scheduler_registry
 from kemu.scheduling.interface import FitError, NodeToStatus
 from kemu.scheduling.runtime import Framework
 from kemu.scheduling.snapshot import Snapshot
 from scheduler.app import new_cache
-from scheduler.config import config_from_dict, default_config, scheduler_registry
 from scheduler.metrics import SchedulerMetrics
 from scheduler.queue.scheduling_queue import PriorityQueue
 from scheduler.schedule_one import Scheduler, SchedulingError

@@ -36,7 +36,7 @@ from kemu.component.version import (
 from kemu.machinery import convert, kinds
 from kemu.machinery.duration import DurationError, parse_duration
 from kemu.machinery.errors import Invalid
-from scheduler.config import config_from_dict
+from kemu.scheduling.config import config_from_dict
 
 _T = TypeVar("_T")
 

@@ -43,23 +43,30 @@ from kemu.component.options import (
     add_record_decisions_flag,
     new_parser,
     parse_component_args,
+    refuse_config,
 )
 from kemu.component.pod_resources import pod_resources_options
-from kemu.component.runner import ComponentContext, cleanup_scope, run_component
+from kemu.component.runner import (
+    ComponentContext,
+    ConfigRefused,
+    cleanup_scope,
+    run_component,
+)
 from kemu.component.version_rules import VersionRules
-from kemu.scheduling.deferred import resize_preemption_enabled
-from kemu.scheduling.interface import SCHEDULER_POD_FIELD_SELECTOR
-from kemu.scheduling.runtime import Framework, observer_from_histogram
-from kemu.scheduling.snapshot import Snapshot
-from kemu.scheduling.waiting_pods import WaitingPodsMap
-from scheduler.cache.cache import Cache, assumed_pod_ttl
-from scheduler.cache.debugger import CacheDumper, cache_sources
-from scheduler.config import (
+from kemu.scheduling.config import (
     KubeSchedulerConfiguration,
     default_config,
     load_config,
     scheduler_registry,
 )
+from kemu.scheduling.deferred import resize_preemption_enabled
+from kemu.scheduling.interface import SCHEDULER_POD_FIELD_SELECTOR
+from kemu.scheduling.plugins.registry import Registry
+from kemu.scheduling.runtime import Framework, observer_from_histogram
+from kemu.scheduling.snapshot import Snapshot
+from kemu.scheduling.waiting_pods import WaitingPodsMap
+from scheduler.cache.cache import Cache, assumed_pod_ttl
+from scheduler.cache.debugger import CacheDumper, cache_sources
 from scheduler.decisions import DecisionLog
 from scheduler.event_handlers import EventHandlers
 from scheduler.metrics import SchedulerMetrics
@@ -123,23 +130,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, out_of_tree: Registry | None = None) -> int:
+    """`out_of_tree`: plugins by name (their factories), besides the in-tree, emulation and
+    installed ones (upstream's app.NewSchedulerCommand(app.WithPlugin(name, factory)))."""
     parser = build_parser()
     args, options = parse_component_args(parser, argv, COMPONENT)
     try:
-        config = load_config(args.config) if args.config else default_config()
+        registry = scheduler_registry(out_of_tree)
+    except ValueError as e:
+        refuse_config(parser, "plugins", e)
+    try:
+        config = load_config(args.config, registry) if args.config else default_config(registry)
     except (OSError, ValueError) as e:
-        parser.error(f"--config: {e}")
+        refuse_config(parser, "--config", e)
     try:
         election = leader_election_config(args, lease_name=LEASE_NAME)
     except ValueError as e:
         parser.error(str(e))
-    return run_component(COMPONENT, options, functools.partial(run, args, config, election))
+    return run_component(
+        COMPONENT, options, functools.partial(run, args, config, registry, election)
+    )
 
 
 async def run(
     args: argparse.Namespace,
     config: KubeSchedulerConfiguration,
+    registry: Registry,
     election: LeaderElectionConfig | None,
     ctx: ComponentContext,
 ) -> None:
@@ -150,6 +166,7 @@ async def run(
             config,
             election,
             ctx,
+            registry=registry,
             seed=args.seed,
             batch=args.batch,
             decisions=DecisionLog() if args.record_decisions else None,
@@ -178,12 +195,14 @@ async def serve(
     election: LeaderElectionConfig | None,
     ctx: ComponentContext,
     *,
+    registry: Registry | None = None,
     seed: int | None = None,
     batch: bool = True,
     decisions: DecisionLog | None = None,
 ) -> None:
-    """`decisions`: the record of every attempt (--record-decisions), served at
-    /debug/decisions; None: none kept."""
+    """`registry`: the plugins that exist (scheduler_registry() by default). `decisions`: the
+    record of every attempt (--record-decisions), served at /debug/decisions; None: none
+    kept."""
     metrics = SchedulerMetrics(ctx.registry)
     # Each stored object copied out of the response it came in (kemu.client.informer): a
     # decoded pod would otherwise pin its whole WatchResponse, up to 500 pods' older versions.
@@ -207,30 +226,35 @@ async def serve(
     rules = VersionRules.at(ctx.gates.version)
     cache = new_cache(ctx.clock, ctx.gates)
     snapshot = Snapshot()
-    registry = scheduler_registry()
+    registry = registry if registry is not None else scheduler_registry()
     waiting_pods = WaitingPodsMap()
     rng = random.Random(seed)
-    frameworks = {
-        profile.scheduler_name: Framework(
-            profile,
-            registry,
-            client=client,
-            clock=ctx.clock,
-            gates=ctx.gates,
-            event_recorder=recorder.for_component(
-                profile.scheduler_name, f"{profile.scheduler_name}-{host}"
-            ),
-            informer_factory=informers,
-            waiting_pods=waiting_pods,
-            observe=observer_from_histogram(metrics.framework_extension_point_duration),
-            metrics=metrics,
-            rng=rng,
-            preemption_executor=functools.partial(
-                Executor, client=client, pod_lister=pods.lister, metrics=metrics
-            ),
-        )
-        for profile in config.profiles
-    }
+    try:
+        frameworks = {
+            profile.scheduler_name: Framework(
+                profile,
+                registry,
+                client=client,
+                clock=ctx.clock,
+                gates=ctx.gates,
+                event_recorder=recorder.for_component(
+                    profile.scheduler_name, f"{profile.scheduler_name}-{host}"
+                ),
+                informer_factory=informers,
+                waiting_pods=waiting_pods,
+                observe=observer_from_histogram(metrics.framework_extension_point_duration),
+                metrics=metrics,
+                rng=rng,
+                preemption_executor=functools.partial(
+                    Executor, client=client, pod_lister=pods.lister, metrics=metrics
+                ),
+            )
+            for profile in config.profiles
+        }
+    except ValueError as e:
+        # A plugin factory refused its args (or a plugin lacks a point the profile names):
+        # upstream's scheduler.New fails the start the same way.
+        raise ConfigRefused(f"--config: {e}") from None
     first = next(iter(frameworks.values()))
     queue = PriorityQueue(
         clock=ctx.clock,

@@ -1,12 +1,11 @@
-"""Suite-wide pytest configuration: anyio on asyncio, and the multi-process harness plugin."""
+"""Suite-wide pytest configuration: anyio on asyncio. kemu's pytest plugin (the fixtures and the
+failure reports, kemu.testing.pytest_plugin) comes with the installed package (pytest11)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
 import pytest
-
-pytest_plugins = ["kemu.testing.pytest_plugin"]
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,10 @@ Contract:
 - Exit codes: a command line error is one line "<prog>: error: <message>" on stderr and exit
   code 1 (not argparse's 2, and without the usage text) when the parser is a
   `ComponentArgumentParser` (see `new_parser`); `parse_component_args` reports validation
-  errors the same way. `--help` still exits 0.
+  errors the same way. `--help` still exits 0. A configuration file whose plugins cannot run
+  (a plugin no registry holds, or args its factory refuses: `refuse_config`, and the runner's
+  `ConfigRefused`) is one such line too, exit code 2 (`CONFIG_REFUSED_EXIT`), as the
+  out-of-tree plugin issue asks.
 """
 
 from __future__ import annotations
@@ -219,3 +222,16 @@ def parse_component_args(
     except OptionsError as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         raise SystemExit(1) from None
+
+
+CONFIG_REFUSED_EXIT: Final = 2
+"""The exit status of a component whose configuration file names a plugin that does not exist
+or gives a plugin args it refuses (the scheduler's --config, the autoscaler's
+--scheduler-config-file); flag errors exit 1."""
+
+
+def refuse_config(parser: argparse.ArgumentParser, flag: str, error: Exception) -> NoReturn:
+    """Reports a configuration file the component cannot run in one line naming `flag`, and
+    exits CONFIG_REFUSED_EXIT."""
+    print(f"{parser.prog}: error: {flag}: {error}", file=sys.stderr)
+    raise SystemExit(CONFIG_REFUSED_EXIT)

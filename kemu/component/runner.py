@@ -21,6 +21,9 @@ Contract of `run_component` / `run_component_async`:
 - Exit code: 0 when the body returned by itself (drained, or simply finished); 1 when the body
   raised (the traceback is logged here, once), when the grace period ran out or a second signal
   forced the stop (as upstream's second-signal exit), or when the metrics port cannot be bound.
+- A body that raises `ConfigRefused` (its configuration named something it cannot run: a
+  plugin whose factory refused its args) exits CONFIG_REFUSED_EXIT (2) with the one line it
+  carries, no traceback.
 - A body that raises `RestartInPlace` (a leader that lost its lease) is started again from
   nothing: once the event loop has closed, the process execs its own command line (same pid,
   same log). Upstream's components exit there and what runs them (the kubelet, systemd)
@@ -59,7 +62,7 @@ from kemu.component.featuregate import FeatureGates
 from kemu.component.health import Check, DebugHandler, HealthChecks, HealthServer
 from kemu.component.logs import setup_logging
 from kemu.component.metrics import new_registry
-from kemu.component.options import ComponentOptions
+from kemu.component.options import CONFIG_REFUSED_EXIT, ComponentOptions
 from kemu.component.version import BINARY_VERSION
 from kemu.component.virtual_clock import VirtualClock
 from kemu.machinery.virtual_time import ClockMode
@@ -135,6 +138,11 @@ def cleanup_scope(timeout: float = DEFAULT_CLEANUP_TIMEOUT) -> anyio.CancelScope
 
 class RestartInPlace(Exception):
     """Raised by a component's body to be started again as a fresh process (see above)."""
+
+
+class ConfigRefused(Exception):
+    """Raised by a component's body when its configuration cannot run (see above); the message
+    names the flag and what it refused."""
 
 
 class _Outcome:
@@ -273,8 +281,13 @@ async def _run_body(
     try:
         await body(ctx)
     except Exception as e:
+        refused = _only(e, ConfigRefused)
+        if refused is not None:
+            outcome.code = CONFIG_REFUSED_EXIT
+            logger.error("%s: error: %s", name, refused)
+            return
         outcome.code = 1
-        outcome.restart = _restart_asked(e)
+        outcome.restart = _only(e, RestartInPlace)
         if outcome.restart is None:
             logger.exception("%s failed", name)
     finally:
@@ -282,17 +295,20 @@ async def _run_body(
         scope.cancel()
 
 
-def _restart_asked(exc: Exception) -> RestartInPlace | None:
-    """The RestartInPlace `exc` is, or the one its task groups raised with nothing else."""
-    if isinstance(exc, RestartInPlace):
+_E = TypeVar("_E", bound=Exception)
+
+
+def _only(exc: Exception, kind: type[_E]) -> _E | None:
+    """The `kind` exception `exc` is, or the one its task groups raised with nothing else."""
+    if isinstance(exc, kind):
         return exc
     if isinstance(exc, BaseExceptionGroup):
-        match, rest = exc.split(RestartInPlace)
+        match, rest = exc.split(kind)
         if match is not None and rest is None:
             leaf: BaseException = match
             while isinstance(leaf, BaseExceptionGroup):
                 leaf = leaf.exceptions[0]
-            assert isinstance(leaf, RestartInPlace)
+            assert isinstance(leaf, kind)
             return leaf
     return None
 

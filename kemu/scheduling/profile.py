@@ -1,7 +1,7 @@
 """Scheduling profiles (upstream pkg/scheduler/apis/config and framework/runtime's profile
 expansion): a KubeSchedulerConfiguration profile's plugins, defaulted, merged, expanded and
 validated against a plugin registry. The scheduler process reads the file
-(scheduler/config.py); the autoscaler builds the same profiles for its simulations.
+(kemu/scheduling/config.py); the autoscaler builds the same profiles for its simulations.
 
 Semantics are upstream's (pkg/scheduler/apis/config/v1 defaults, framework/runtime expansion):
 - Every profile starts from the default profile `default-scheduler`, whose plugins are all

@@ -1,7 +1,7 @@
 """The framework runtime: one `Framework` per profile runs the plugins at each extension point
 (upstream framework/runtime/framework.go), and is the `Handle` plugins get.
 
-Built from a `Profile` (scheduler.config: plugin names per extension point, after multiPoint
+Built from a `Profile` (kemu.scheduling.config: plugin names per extension point, after multiPoint
 expansion, and score weights) and a registry: each plugin is instantiated once, with its
 pluginConfig args and this framework as its handle, even when it serves several points.
 

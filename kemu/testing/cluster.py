@@ -554,6 +554,15 @@ class Cluster:
         tmp.write_text(f"{seconds!r}\n")
         tmp.replace(path)  # a reader never sees a half-written file
 
+    def pause(self, name: str) -> None:
+        """SIGSTOP `name` (a frozen process: its connections stay open, it answers nothing)
+        until `resume(name)`."""
+        self.processes[name].pause()
+
+    def resume(self, name: str) -> None:
+        """SIGCONT `name` after `pause(name)`."""
+        self.processes[name].resume()
+
     def kill(self, name: str) -> int | None:
         """SIGKILL `name` (a crash); its exit code."""
         code = self.processes[name].kill()

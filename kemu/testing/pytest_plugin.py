@@ -1,17 +1,30 @@
-"""pytest glue for kemu's process-level tests: fixtures and failure reports.
+"""kemu's pytest plugin (entry point `pytest11`: installed with kemu, active in every pytest
+run of its environment): real-process clusters as fixtures, and failure reports.
 
-- `cluster_factory` (function scope): `cluster_factory()` returns a new `Cluster` under the
-  test's tmp_path; every cluster it made is stopped at teardown, and a process that exits
-  uncleanly (non-zero on SIGTERM, or died on its own) fails the test's teardown unless the
-  cluster was made with `cluster_factory(check_exits=False)`.
+- `kemu_cluster` (function scope): a running cluster, a `Cluster` (kemu.testing.cluster):
+  etcd, an apiserver, a scheduler, a controller-manager and the nodes' kubelets, shaped by the
+  test's marker (each option may be left out; kemu.testing.spec.ClusterSpec):
+
+      @pytest.mark.kemu(nodes=3, version="1.34", gates={"SchedulerAsyncPreemption": True},
+                        scheduler_config=YAML_OR_PATH, clock="virtual",
+                        capacity={"cpu": "4", "memory": "8Gi", "pods": "110"},
+                        labels={"disk": "ssd"})
+
+  `cluster.server` is the apiserver's address for `kemu.client.Client`; `cluster.kill(name)`,
+  `restart(name)`, `pause(name)`, `resume(name)` act on a component ("scheduler",
+  "controllermanager", "kubelet-node-0", "apiserver", "etcd"); `kemu.testing.eventually` waits
+  for a condition with a deadline; `kemu.testing.record_pods` and `assert_invariants` record
+  every version of a namespace's pods and check kemu's invariants over them (docs/testing.md).
+- `kemu_cluster_factory` (function scope): `kemu_cluster_factory()` returns a new, empty
+  `Cluster` under the test's tmp_path, for tests that start their own processes or several
+  clusters; every cluster it made is stopped at teardown, and a process that exits uncleanly
+  (non-zero on SIGTERM, or died on its own) fails the test's teardown unless the cluster was
+  made with `kemu_cluster_factory(check_exits=False)`.
 - `rng` (function scope): a `SeededRandom`; a failing test's report shows its seed.
 - `pytest_runtest_makereport`: when a test fails, its report gets one section per process of
-  every cluster it used — clusters made by `cluster_factory` and any `Cluster` that a fixture
-  of any scope handed to the test — with the process's log (its last $KEMU_TEST_LOG_LINES
-  lines, default 400; 0 means all).
-
-A conftest enables all of it with `pytest_plugins = ["kemu.testing.pytest_plugin"]` (top-level
-conftest only) or by importing the three names.
+  every cluster it used (clusters made by these fixtures and any `Cluster` that a fixture of
+  any scope handed to the test) with the process's log (its last $KEMU_TEST_LOG_LINES lines,
+  default 400; 0 means all).
 """
 
 from __future__ import annotations
@@ -25,16 +38,32 @@ import pytest
 
 from kemu.testing.cluster import Cluster
 from kemu.testing.rand import SeededRandom
+from kemu.testing.spec import ClusterSpec, start_cluster
 
-__all__ = ["cluster_factory", "pytest_runtest_makereport", "rng"]
+__all__ = [
+    "kemu_cluster",
+    "kemu_cluster_factory",
+    "pytest_configure",
+    "pytest_runtest_makereport",
+    "rng",
+]
 
 _CLUSTERS: Final = pytest.StashKey[list[Cluster]]()
 _SEED: Final = pytest.StashKey[SeededRandom]()
 LOG_LINES_ENV: Final = "KEMU_TEST_LOG_LINES"
+MARKER: Final = "kemu"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}(nodes=1, version=None, gates={{}}, scheduler_config=None, clock='real', "
+        "capacity=None, labels={}): the shape of the kemu_cluster fixture's cluster",
+    )
 
 
 @pytest.fixture
-def cluster_factory(
+def kemu_cluster_factory(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> Iterator[Callable[..., Cluster]]:
     made: list[tuple[Cluster, bool]] = []
@@ -56,6 +85,22 @@ def cluster_factory(
             problems.append(f"{cluster.root}: unclean exits {unclean}")
     if problems:
         pytest.fail("\n".join(problems), pytrace=False)
+
+
+@pytest.fixture
+def kemu_cluster(
+    request: pytest.FixtureRequest, kemu_cluster_factory: Callable[..., Cluster]
+) -> Cluster:
+    marker = request.node.get_closest_marker(MARKER)
+    if marker is not None and marker.args:
+        pytest.fail(f"@pytest.mark.{MARKER} takes keyword arguments only", pytrace=False)
+    try:
+        spec = ClusterSpec.from_options(**(marker.kwargs if marker is not None else {}))
+    except ValueError as e:
+        pytest.fail(str(e), pytrace=False)
+    cluster = kemu_cluster_factory(clock=spec.clock)
+    start_cluster(cluster, spec)
+    return cluster
 
 
 @pytest.fixture

@@ -123,7 +123,7 @@ def parse(text: str) -> ClusterConfig:
     scheduler_config = None
     if data.get("schedulerConfig") is not None:
         scheduler_config = yaml.safe_dump(data["schedulerConfig"], sort_keys=False)
-        from scheduler.config import parse_config as parse_scheduler_config
+        from kemu.scheduling.config import parse_config as parse_scheduler_config
 
         try:
             parse_scheduler_config(scheduler_config)

@@ -48,8 +48,8 @@ async def _churn(client: Client, prefix: str) -> None:
     await client.delete(types_pb2.Pod, f"{prefix}1", NS)
 
 
-async def test_apiserver_sigkill_restart_loses_nothing_and_watches_resume(cluster_factory):
-    cluster: Cluster = cluster_factory()
+async def test_apiserver_sigkill_restart_loses_nothing_and_watches_resume(kemu_cluster_factory):
+    cluster: Cluster = kemu_cluster_factory()
     cluster.start_etcd()
     cluster.start_apiserver()
     async with Client(cluster.server, timeout=30.0) as client, anyio.create_task_group() as tg:
@@ -71,8 +71,8 @@ async def test_apiserver_sigkill_restart_loses_nothing_and_watches_resume(cluste
         tg.cancel_scope.cancel()
 
 
-async def test_etcd_sigkill_restart_on_the_same_data_keeps_everything(cluster_factory):
-    cluster: Cluster = cluster_factory()
+async def test_etcd_sigkill_restart_on_the_same_data_keeps_everything(kemu_cluster_factory):
+    cluster: Cluster = kemu_cluster_factory()
     cluster.start_etcd()
     cluster.start_apiserver()
     async with Client(cluster.server, timeout=30.0) as client, anyio.create_task_group() as tg:
@@ -93,8 +93,8 @@ async def test_etcd_sigkill_restart_on_the_same_data_keeps_everything(cluster_fa
         tg.cancel_scope.cancel()
 
 
-async def test_watch_from_a_compacted_revision_is_gone_and_informers_relist(cluster_factory):
-    cluster: Cluster = cluster_factory()
+async def test_watch_from_a_compacted_revision_is_gone_and_informers_relist(kemu_cluster_factory):
+    cluster: Cluster = kemu_cluster_factory()
     cluster.start_etcd()
     cluster.start_apiserver()
     # A second apiserver on the same etcd keeps the cluster writable while the first is down.

@@ -1,13 +1,18 @@
 """Fixtures for integration tests: real etcd, apiserver and components.
 
-`cluster_factory` (function scope) builds clusters under the test's tmp_path and always stops
-them; the log of every process of a failed test is added to its report (see
-kemu.testing.pytest_plugin, which also provides `rng`). Mark the tests
-`@pytest.mark.integration`.
+`kemu_cluster` (function scope) is a running cluster shaped by the test's
+`@pytest.mark.kemu(...)`; `kemu_cluster_factory` builds empty clusters under the test's tmp_path
+for tests that start their own processes; both always stop them, and the log of every process
+of a failed test is added to its report (see kemu.testing.pytest_plugin, which also provides
+`rng`). Mark the tests `@pytest.mark.integration`.
 
     @pytest.mark.integration
-    def test_preemption_nominates_the_node(cluster_factory):
-        cluster = cluster_factory()
+    @pytest.mark.kemu(nodes=2, gates={"SchedulerAsyncPreemption": True})
+    def test_preemption_nominates_the_node(kemu_cluster): ...
+
+    @pytest.mark.integration
+    def test_preemption_nominates_the_node(kemu_cluster_factory):
+        cluster = kemu_cluster_factory()
         cluster.start_etcd()
         cluster.start_apiserver(feature_gates={"SchedulerAsyncPreemption": True})
         cluster.start_scheduler()
@@ -56,8 +61,8 @@ import pytest
 from kemu.client.client import Client
 from kemu.testing import Cluster
 
-# The fixtures (cluster_factory, rng) and the log-printing hook come from
-# kemu.testing.pytest_plugin, registered for the whole suite in tests/conftest.py.
+# The fixtures (kemu_cluster, kemu_cluster_factory, rng) and the log-printing hook come from
+# kemu.testing.pytest_plugin, installed with kemu (its pytest11 entry point).
 
 
 @pytest.fixture(scope="module")

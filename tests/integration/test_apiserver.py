@@ -301,12 +301,12 @@ async def test_s_clr_1_bind_clears_nominated_node_name_and_rebinding_conflicts(c
     [("1.37", True), ("1.27", True), ("1.26", False)],
 )
 async def test_a_gated_pod_is_created_scheduling_gated_as_pod_scheduling_readiness(
-    cluster_factory, version, gated
+    kemu_cluster_factory, version, gated
 ):
     """upstream's pod strategy PrepareForCreate: PodScheduled=False reason SchedulingGated on
     a new pod with scheduling gates (PodSchedulingReadiness: beta and on from 1.27, GA 1.30);
     while the gate is off (1.26) the field is dropped, so nothing is gated."""
-    cl = cluster_factory()
+    cl = kemu_cluster_factory()
     cl.start_etcd()
     cl.start_apiserver(emulated_version=version)
     async with Client(cl.server, timeout=10.0) as c:
@@ -348,9 +348,9 @@ async def test_bind_refuses_gated_and_terminating_pods(cluster):
     ],
 )
 async def test_s_clr_1_clearing_follows_the_apiserver_gate_and_version(
-    cluster_factory, version, gates, cleared
+    kemu_cluster_factory, version, gates, cleared
 ):
-    cl = cluster_factory()
+    cl = kemu_cluster_factory()
     cl.start_etcd()
     cl.start_apiserver(emulated_version=version, feature_gates=gates)
     async with Client(cl.server, timeout=10.0) as c:
@@ -516,9 +516,9 @@ async def test_a_negative_grace_period_means_one_second_and_an_unknown_kind_is_r
     ],
 )
 async def test_version_reports_the_gates_of_the_emulated_version(
-    cluster_factory, version, expected
+    kemu_cluster_factory, version, expected
 ):
-    cl = cluster_factory()
+    cl = kemu_cluster_factory()
     cl.start_etcd()
     cl.start_apiserver(emulated_version=version)
     async with Client(cl.server, timeout=10.0) as c:

@@ -36,9 +36,9 @@ async def _all_running(client: Client, ns: str, names: list[str], timeout: float
 
 
 async def test_components_given_both_apiservers_keep_working_while_one_is_killed(
-    cluster_factory: Callable[[], Cluster],
+    kemu_cluster_factory: Callable[[], Cluster],
 ) -> None:
-    cluster = cluster_factory()
+    cluster = kemu_cluster_factory()
     cluster.start_etcd()
     cluster.start_apiserver(name="apiserver-a")
     cluster.start_apiserver(name="apiserver-b")

@@ -125,11 +125,11 @@ async def test_the_debug_signal_neither_drains_nor_stops_a_component(cluster: Cl
 
 
 async def test_a_process_that_exits_during_the_check_is_no_violation(
-    cluster_factory: Callable[..., Cluster],
+    kemu_cluster_factory: Callable[..., Cluster],
 ) -> None:
     """A scheduler that finds its lease lost exits (as upstream's); if that happens while the
     harness waits for its answer, there is no cache left to check."""
-    cluster = cluster_factory()
+    cluster = kemu_cluster_factory()
     cluster.start_etcd()
     cluster.start_apiserver()
     scheduler = cluster.start_scheduler()

@@ -40,9 +40,9 @@ async def _caught_up(restarted: Etcd, others: list[Etcd]) -> None:
 
 
 async def test_the_storage_layer_fails_over_between_etcd_members(
-    cluster_factory: Callable[[], Cluster],
+    kemu_cluster_factory: Callable[[], Cluster],
 ) -> None:
-    cluster = cluster_factory()
+    cluster = kemu_cluster_factory()
     cluster.start_etcd(members=3, extra_args=CRASH_CONSISTENT)
     members = cluster.etcd_members
     store = EtcdStore([m.url for m in members], timeout=5.0)
@@ -79,9 +79,9 @@ async def test_the_storage_layer_fails_over_between_etcd_members(
 
 
 async def test_apiserver_on_three_etcd_members_keeps_every_acknowledged_write(
-    cluster_factory: Callable[[], Cluster],
+    kemu_cluster_factory: Callable[[], Cluster],
 ) -> None:
-    cluster = cluster_factory()
+    cluster = kemu_cluster_factory()
     cluster.start_etcd(members=3, extra_args=CRASH_CONSISTENT)
     cluster.start_apiserver()
     assert cluster.etcd_servers.count(",") == 2
@@ -128,7 +128,7 @@ async def test_apiserver_on_three_etcd_members_keeps_every_acknowledged_write(
 
 
 async def test_the_storage_layers_watch_on_a_member_cut_from_its_peers_ends_no_leader(
-    cluster_factory: Callable[..., Cluster],
+    kemu_cluster_factory: Callable[..., Cluster],
 ) -> None:
     # Upstream's etcd3 watcher requires a leader (clientv3.WithRequireLeader): etcd ends such a
     # watch once its member has had no leader for three election timeouts, and the watch
@@ -136,7 +136,7 @@ async def test_the_storage_layers_watch_on_a_member_cut_from_its_peers_ends_no_l
     # silent for the whole cut while the quorum goes on writing.
     # A cluster of its own: a member healed after a cut may time writes out for a while
     # (test_network_faults.py's client fixture), which would reach into the next test.
-    cluster = cluster_factory(proxy=FaultProxy())
+    cluster = kemu_cluster_factory(proxy=FaultProxy())
     cluster.start_etcd(members=3)
     assert cluster.proxy is not None
     lone, peers = cluster.etcd_members[0], [m.name for m in cluster.etcd_members[1:]]

@@ -563,13 +563,13 @@ async def test_fake_and_apiserver_give_the_same_outcomes(factory: Factory) -> No
 
 @pytest.mark.parametrize("backend", ["fake", "apiserver"])
 async def test_binding_keeps_the_nomination_when_the_clearing_gate_is_off(
-    backend: str, cluster_factory: Callable[[], Cluster]
+    backend: str, kemu_cluster_factory: Callable[[], Cluster]
 ) -> None:
     gates = {CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING: False}
     if backend == "fake":
         factory = _fake_factory(gates)
     else:
-        cl = cluster_factory()
+        cl = kemu_cluster_factory()
         cl.start_etcd()
         cl.start_apiserver(feature_gates=gates)
         factory = _server_factory(cl.server)

@@ -7,6 +7,7 @@ import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, Final
 
 import pytest
 import yaml
@@ -195,18 +196,20 @@ def victim_story(c: Cluster, ns: str) -> str:
     raise AssertionError("no batch pod is terminating")
 
 
-def test_describe_tells_the_preemption_story_of_the_readme_example(cluster_factory):
+# node-c of the Procfile: cpu 2, labelled disk=ssd.
+NODE_C: Final[dict[str, Any]] = {
+    "nodes": ["node-c"],
+    "capacity": {"cpu": "2", "memory": "4Gi", "pods": "20"},
+    "labels": {"disk": "ssd"},
+}
+
+
+@pytest.mark.kemu(**NODE_C)
+def test_describe_tells_the_preemption_story_of_the_readme_example(kemu_cluster: Cluster) -> None:
     """The README's preemption example with kemuctl: the preemptor's nominated node and its
     FailedScheduling then Scheduled events; the victim's DisruptionTarget condition,
     Terminating status and Preempted event."""
-    c: Cluster = cluster_factory()
-    c.start_etcd()
-    c.start_apiserver()
-    c.start_scheduler()
-    # node-c of the Procfile: cpu 2, labelled disk=ssd.
-    c.start_kubelet(
-        "node-c", capacity="cpu=2,memory=4Gi,pods=20", extra_args=["--node-labels", "disk=ssd"]
-    )
+    c = kemu_cluster
     ns = kemuctl_create_namespace(c, "story")
     assert kemuctl(c, "apply", "-f", str(EXAMPLES / "priorityclasses.yaml")).returncode == 0
     done = kemuctl(c, "apply", "-n", ns, "-f", str(EXAMPLES / "preemption.yaml"))
@@ -242,22 +245,15 @@ def test_describe_tells_the_preemption_story_of_the_readme_example(cluster_facto
     assert len([line for line in table.splitlines() if line.startswith("batch-")]) == 1, table
 
 
-def test_describe_tells_the_resize_preemption_story_of_the_readme_example(cluster_factory):
+@pytest.mark.kemu(**NODE_C, gates={IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION: True})
+def test_describe_tells_the_resize_preemption_story_of_the_readme_example(
+    kemu_cluster: Cluster,
+) -> None:
     """The README's KEP-5836 example with kemuctl, as the Procfile runs it (the alpha gate on):
     the resized pod's describe shows the Deferred resize, then the resize started and the new
     allocation; a batch pod's describe shows DisruptionTarget, Terminating and Preempted; no
     pod gets a nominated node."""
-    gates = {IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION: True}
-    c: Cluster = cluster_factory()
-    c.start_etcd()
-    c.start_apiserver(feature_gates=gates)
-    c.start_scheduler(feature_gates=gates)
-    c.start_kubelet(
-        "node-c",
-        capacity="cpu=2,memory=4Gi,pods=20",
-        feature_gates=gates,
-        extra_args=["--node-labels", "disk=ssd"],
-    )
+    c = kemu_cluster
     ns = kemuctl_create_namespace(c, "resize-story")
     assert kemuctl(c, "apply", "-f", str(EXAMPLES / "priorityclasses.yaml")).returncode == 0
     done = kemuctl(c, "apply", "-n", ns, "-f", str(EXAMPLES / "resize-preemption.yaml"))

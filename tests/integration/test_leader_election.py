@@ -26,9 +26,9 @@ LEADER = 'leader_election_master_status{name="kube-scheduler"} 1.0'
 
 
 async def test_a_scheduler_whose_lease_is_taken_restarts_in_place_and_leads_again(
-    cluster_factory: Callable[..., Cluster],
+    kemu_cluster_factory: Callable[..., Cluster],
 ) -> None:
-    cluster = cluster_factory()
+    cluster = kemu_cluster_factory()
     cluster.start_etcd()
     cluster.start_apiserver()
     cluster.start_kubelet("n1")

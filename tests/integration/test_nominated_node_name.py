@@ -437,9 +437,9 @@ async def test_s_nne_5_binding_failure_clears_expectation_nnn(cluster: Cluster, 
 
 
 async def test_s_nne_6_nnn_survives_scheduler_restart_and_reserves_node(
-    cluster_factory: Callable[..., Cluster], tmp_path: Path
+    kemu_cluster_factory: Callable[..., Cluster], tmp_path: Path
 ) -> None:
-    cl = cluster_factory()
+    cl = kemu_cluster_factory()
     cl.start_etcd()
     cl.start_apiserver()
     spec = SchedulerSpec("scheduler", ("default-scheduler",), binding_profile="binding-scheduler")

@@ -220,9 +220,9 @@ async def test_slow_prebind_and_waiting_permit_hold_only_their_own_pods(cluster)
 
 
 async def test_two_replicas_with_leader_election_survive_the_leader_dying(
-    cluster_factory, tmp_path: Path
+    kemu_cluster_factory, tmp_path: Path
 ):
-    cl: Cluster = cluster_factory()
+    cl: Cluster = kemu_cluster_factory()
     cl.start_etcd()
     cl.start_apiserver()
     election = [

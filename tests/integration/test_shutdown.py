@@ -31,9 +31,9 @@ def _leading(cluster: Cluster, name: str, lease: str) -> bool:
 
 
 def test_sigterm_to_every_process_at_once_exits_cleanly_within_the_bound(
-    cluster_factory: Callable[[], Cluster],
+    kemu_cluster_factory: Callable[[], Cluster],
 ) -> None:
-    cluster = cluster_factory()
+    cluster = kemu_cluster_factory()
     cluster.start_etcd()
     cluster.start_apiserver()
     cluster.start_scheduler(leader_elect=True)
@@ -79,9 +79,9 @@ def test_sigterm_to_every_process_at_once_exits_cleanly_within_the_bound(
 
 @pytest.mark.anyio
 async def test_a_leader_stopped_while_the_apiserver_runs_releases_its_lease(
-    cluster_factory: Callable[[], Cluster],
+    kemu_cluster_factory: Callable[[], Cluster],
 ) -> None:
-    cluster = cluster_factory()
+    cluster = kemu_cluster_factory()
     cluster.start_etcd()
     cluster.start_apiserver()
     cluster.start_scheduler(leader_elect=True)

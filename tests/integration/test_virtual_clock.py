@@ -132,9 +132,9 @@ async def test_a_held_clock_stands_still_while_writes_and_scheduling_go_on(
 
 
 async def test_the_clock_outlives_an_apiserver_restart(
-    cluster_factory: Callable[..., Cluster],
+    kemu_cluster_factory: Callable[..., Cluster],
 ) -> None:
-    cluster = cluster_factory(clock=ClockMode.VIRTUAL)
+    cluster = kemu_cluster_factory(clock=ClockMode.VIRTUAL)
     cluster.start_etcd()
     apiserver = cluster.start_apiserver(extra_args=["--clock-start", START])
     async with Client(cluster.server) as client:
@@ -150,9 +150,9 @@ async def test_the_clock_outlives_an_apiserver_restart(
 
 
 async def test_a_virtual_time_component_refuses_a_real_time_apiserver(
-    cluster_factory: Callable[..., Cluster], tmp_path: Path
+    kemu_cluster_factory: Callable[..., Cluster], tmp_path: Path
 ) -> None:
-    cluster = cluster_factory(check_exits=False)
+    cluster = kemu_cluster_factory(check_exits=False)
     cluster.start_etcd()
     cluster.start_apiserver()
     rc, out, err = kemuctl(cluster, "clock", "-o", "json")
@@ -181,9 +181,9 @@ nodeGroups:
 
 
 async def test_the_clouds_instances_follow_the_cluster_clock(
-    cluster_factory: Callable[..., Cluster],
+    kemu_cluster_factory: Callable[..., Cluster],
 ) -> None:
-    cluster = cluster_factory(clock=ClockMode.VIRTUAL)
+    cluster = kemu_cluster_factory(clock=ClockMode.VIRTUAL)
     cluster.start_etcd()
     cluster.start_apiserver(extra_args=["--clock-start", START])
     cluster.start_cloud(CLOUD)

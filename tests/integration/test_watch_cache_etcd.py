@@ -24,9 +24,9 @@ PODS = 2000
 
 
 @pytest.fixture
-async def store(cluster_factory: Callable[[], Cluster]) -> AsyncIterator[EtcdStore]:
+async def store(kemu_cluster_factory: Callable[[], Cluster]) -> AsyncIterator[EtcdStore]:
     """A store on a fresh etcd."""
-    cluster = cluster_factory()
+    cluster = kemu_cluster_factory()
     cluster.start_etcd()
     s = EtcdStore([cluster.etcd.url])
     try:

@@ -11,7 +11,7 @@ provisioning reproducible in a cluster of emulated processes.
 None runs unless a profile enables it. Like upstream's out-of-tree plugins (cmd/kube-scheduler
 app.WithPlugin, merged with the in-tree registry by framework/runtime Registry.Merge), they are
 merged explicitly where a registry is built: `registry()` here, `merge` in
-kemu.scheduling.plugins.registry, and scheduler.config.scheduler_registry.
+kemu.scheduling.plugins.registry, and kemu.scheduling.config.scheduler_registry.
 """
 
 from __future__ import annotations

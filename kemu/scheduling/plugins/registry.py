@@ -11,7 +11,9 @@ runtime checks each instance against the point's protocol with isinstance.
 
 from __future__ import annotations
 
+import importlib.metadata
 import inspect
+from typing import Final
 
 from kemu.scheduling.interface import PluginFactory, implemented_points
 from kemu.scheduling.plugins import (
@@ -33,6 +35,10 @@ from kemu.scheduling.plugins import (
 
 Registry = dict[str, PluginFactory]
 
+ENTRY_POINT_GROUP: Final = "kemu.scheduler.plugins"
+"""The entry-point group through which an installed package registers plugins: each entry
+names a plugin and points at its factory, `new(args, handle)` (docs/plugins.md)."""
+
 
 def in_tree_registry() -> Registry:
     """Every in-tree plugin, by name (upstream NewInTreeRegistry)."""
@@ -52,6 +58,28 @@ def in_tree_registry() -> Registry:
         default_preemption.NAME: default_preemption.new,  # DefaultPreemption
         default_binder.NAME: default_binder.new,  # DefaultBinder
     }
+
+
+def installed_registry(group: str = ENTRY_POINT_GROUP) -> Registry:
+    """The plugins installed packages register under `group`, by name (the out-of-tree
+    registry upstream builds with app.WithPlugin). ValueError naming an entry that does not
+    load or is not a factory."""
+    out: Registry = {}
+    for entry in sorted(importlib.metadata.entry_points(group=group), key=lambda e: e.name):
+        try:
+            factory = entry.load()
+        except Exception as err:
+            raise ValueError(
+                f"plugin {entry.name} ({entry.value}, entry point group {group}) does not load: "
+                f"{type(err).__name__}: {err}"
+            ) from err
+        if not callable(factory):
+            raise ValueError(
+                f"plugin {entry.name} ({entry.value}, entry point group {group}) is not a "
+                f"factory: {factory!r}"
+            )
+        out[entry.name] = factory
+    return out
 
 
 def merge(*registries: Registry) -> Registry:

@@ -13,7 +13,7 @@ from bench import resize_preemption as rp
 from bench.__main__ import BENCHMARKS
 from bench.kubelet import distribution
 from kemu.api.v1 import types_pb2
-from scheduler.config import config_from_dict
+from kemu.scheduling.config import config_from_dict
 
 
 class Clock:

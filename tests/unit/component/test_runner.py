@@ -16,6 +16,7 @@ from kemu.component.clock import FakeClock
 from kemu.component.options import ComponentOptions
 from kemu.component.runner import (
     ComponentContext,
+    ConfigRefused,
     RestartInPlace,
     _Outcome,
     retry_until_ready,
@@ -123,6 +124,31 @@ async def test_a_restart_request_is_no_failure_and_is_kept_for_the_entry_point(
     assert codes == [1]
     assert str(outcome.restart) == "lost lease kube-system/x"
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+@pytest.mark.parametrize("grouped", [False, True])
+async def test_a_refused_configuration_exits_2_with_one_line(
+    caplog: pytest.LogCaptureFixture, grouped: bool
+) -> None:
+    """A body raising ConfigRefused (a plugin factory refused its args), alone or as all a task
+    group raised: exit status 2 and the one line, no traceback."""
+
+    async def body(ctx: ComponentContext) -> None:
+        refused = ConfigRefused('--config: initializing plugin "Gang": permitWaitingTime: bad')
+        if grouped:
+            raise ExceptionGroup("tg", [refused])
+        raise refused
+
+    codes: list[int] = []
+    with anyio.fail_after(5), caplog.at_level(logging.INFO):
+        async with anyio.create_task_group() as tg:
+            await start(tg, ComponentOptions.for_tests("refusing"), body, codes)
+    assert codes == [2]
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert [r.getMessage() for r in errors] == [
+        'refusing: error: --config: initializing plugin "Gang": permitWaitingTime: bad'
+    ]
+    assert errors[0].exc_info is None
 
 
 async def test_a_restart_request_mixed_with_a_failure_is_a_failure() -> None:

@@ -21,6 +21,7 @@ from kemu.component.clock import FakeClock
 from kemu.component.featuregate import FeatureGates
 from kemu.machinery.errors import NotFound
 from kemu.machinery.resources import PodResourcesOptions
+from kemu.scheduling.config import default_config, scheduler_registry
 from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.interface import SCHEDULER_POD_FIELD_SELECTOR
 from kemu.scheduling.profile import Profile
@@ -29,7 +30,6 @@ from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.waiting_pods import WaitingPodsMap
 from kemu.testing.builders import make_node
 from scheduler.cache.cache import Cache
-from scheduler.config import default_config, scheduler_registry
 from scheduler.event_handlers import EventHandlers
 from scheduler.metrics import SchedulerMetrics
 from scheduler.preemption_executor import Executor

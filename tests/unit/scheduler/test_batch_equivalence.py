@@ -23,6 +23,7 @@ from kemu.api.v1 import types_pb2
 from kemu.component.clock import FakeClock
 from kemu.component.featuregate import FeatureGates
 from kemu.scheduling.columns import NodeColumns
+from kemu.scheduling.config import default_config
 from kemu.scheduling.interface import CycleState, FitError, NodeToStatus
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.runtime import Framework
@@ -32,7 +33,6 @@ from kemu.scheduling.types import NodeInfo, PodInfo
 from kemu.testing.builders import make_node, make_pod
 from scheduler.app import new_cache
 from scheduler.batch import select_host_index
-from scheduler.config import default_config
 from scheduler.metrics import SchedulerMetrics
 from scheduler.queue.scheduling_queue import PriorityQueue
 from scheduler.schedule_one import Scheduler, SchedulingError

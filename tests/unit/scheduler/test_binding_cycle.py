@@ -12,12 +12,12 @@ import pytest
 from kemu.api.v1 import types_pb2
 from kemu.component.featuregate import FeatureGates
 from kemu.component.version import Version
+from kemu.scheduling.config import parse_config
 from kemu.scheduling.emulation import slow_pre_bind
 from kemu.scheduling.interface import QueuedPodInfo
 from kemu.scheduling.profile import Profile
 from kemu.scheduling.types import PodInfo
 from kemu.testing.builders import make_pod
-from scheduler.config import parse_config
 from tests.unit.scheduler.harness import Env, env, settle
 from tests.unit.scheduling.deferred_builders import SCHEDULER
 

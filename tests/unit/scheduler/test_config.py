@@ -7,11 +7,7 @@ from typing import Any
 
 import pytest
 
-from kemu.scheduling.plugins.node_resources_fit import Fit
-from kemu.scheduling.plugins.registry import Registry, in_tree_registry
-from kemu.scheduling.profile import ConfigError
-from kemu.scheduling.runtime import Framework
-from scheduler.config import (
+from kemu.scheduling.config import (
     API_VERSION,
     KIND,
     LeaderElection,
@@ -20,6 +16,10 @@ from scheduler.config import (
     load_config,
     parse_config,
 )
+from kemu.scheduling.plugins.node_resources_fit import Fit
+from kemu.scheduling.plugins.registry import Registry, in_tree_registry
+from kemu.scheduling.profile import ConfigError
+from kemu.scheduling.runtime import Framework
 from tests.unit.scheduling.fakes import (
     FakeBinder,
     FakeFilter,

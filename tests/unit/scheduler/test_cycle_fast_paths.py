@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.resources import PodResourcesOptions
+from kemu.scheduling.config import default_config
 from kemu.scheduling.interface import CycleState, NodeToStatus, ObserverMetric, cycle_pod_info
 from kemu.scheduling.nominator import Nominator
 from kemu.scheduling.plugins.registry import in_tree_registry
@@ -22,7 +23,6 @@ from kemu.scheduling.runtime import Framework, observer_from_histogram
 from kemu.scheduling.types import PodInfo
 from kemu.testing.builders import make_pod
 from scheduler.batch import draws, select_host_index
-from scheduler.config import default_config
 from tests.unit.scheduler.harness import env
 from tests.unit.scheduler.test_batch_equivalence import NodeSpec, node_obj, world
 from tests.unit.scheduling.deferred_builders import SCHEDULER

@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from kemu.component.clock import FakeClock
 from kemu.component.featuregate import FeatureGates
 from kemu.scheduling.columns import ColumnConstantScorePlugin
+from kemu.scheduling.config import default_config
 from kemu.scheduling.interface import CycleState
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.plugins.taint_toleration import TaintToleration
@@ -21,7 +22,6 @@ from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.types import MAX_NODE_SCORE
 from kemu.testing.builders import make_node, make_pod
 from scheduler.app import new_cache
-from scheduler.config import default_config
 from scheduler.metrics import SchedulerMetrics, fast_inc
 from scheduler.queue.scheduling_queue import PriorityQueue
 from scheduler.schedule_one import Scheduler

@@ -33,6 +33,7 @@ from kemu.component.version import Version
 from kemu.machinery.errors import NotFound, Unavailable
 from kemu.machinery.eviction import DISRUPTION_TARGET
 from kemu.machinery.resources import SCHEDULER_DEFAULTS
+from kemu.scheduling.config import default_config
 from kemu.scheduling.interface import (
     SCHEDULER_POD_FIELD_SELECTOR,
     CycleState,
@@ -55,7 +56,6 @@ from kemu.scheduling.types import NodeInfo, PodInfo, PostFilterResult
 from kemu.scheduling.waiting_pods import WaitingPod, WaitingPodsMap
 from kemu.testing.builders import make_node, make_pod
 from scheduler.cache.cache import Cache
-from scheduler.config import default_config
 from scheduler.metrics import SchedulerMetrics
 from scheduler.preemption_executor import Executor
 from scheduler.schedule_one import Scheduler

@@ -11,6 +11,7 @@ from kemu.api.v1 import types_pb2
 from kemu.component.clock import FakeClock
 from kemu.component.featuregate import FeatureGates
 from kemu.machinery.resources import SCHEDULER_DEFAULTS
+from kemu.scheduling.config import default_config
 from kemu.scheduling.interface import CycleState, NodeToStatus
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.runtime import Framework
@@ -18,7 +19,6 @@ from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.status import Code, unresolvable, unschedulable
 from kemu.testing import make_node, make_pod
 from scheduler.cache.cache import Cache
-from scheduler.config import default_config
 from scheduler.metrics import SchedulerMetrics
 from scheduler.schedule_one import (
     FitError,

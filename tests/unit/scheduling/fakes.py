@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
 from kemu.api.v1 import types_pb2
+from kemu.scheduling.config import API_VERSION, KIND, config_from_dict
 from kemu.scheduling.interface import (
     BindPlugin,
     CycleState,
@@ -45,7 +46,6 @@ from kemu.scheduling.types import (
     PreFilterResult,
     pod_priority,
 )
-from scheduler.config import API_VERSION, KIND, config_from_dict
 
 
 class Fake:

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kemu.scheduling import emulation
+from kemu.scheduling.config import default_config, scheduler_registry
 from kemu.scheduling.interface import FilterPlugin, Handle, PluginArgs, ScorePlugin
 from kemu.scheduling.plugins.registry import (
+    ENTRY_POINT_GROUP,
     extension_points,
     in_tree_registry,
+    installed_registry,
     merge,
     plugin_class,
 )
 from kemu.scheduling.runtime import Framework
-from scheduler.config import default_config, scheduler_registry
 from tests.unit.scheduling.fakes import FakeFilterScore, FakePreBind
 
 IN_TREE = {
@@ -111,3 +115,48 @@ def test_in_tree_registry_and_default_framework() -> None:
     # The emulation plugins are registered but only run when a profile enables them.
     for name in EMULATION:
         assert all(name not in names for names in plugins.values())
+
+
+# ---------------------------------------------------------------- installed (out-of-tree)
+
+
+def _install(root: Path, name: str, entries: dict[str, str]) -> None:
+    """A distribution's metadata as pip leaves it: NAME.dist-info with its entry points."""
+    info = root / f"{name}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    lines = [f"[{ENTRY_POINT_GROUP}]", *(f"{k} = {v}" for k, v in entries.items())]
+    (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
+
+
+def test_installed_plugins_are_found_by_entry_point_and_merged_by_the_scheduler(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "my_plugins.py").write_text(
+        "from tests.unit.scheduling.fakes import FakeFilterScore\n"
+        "def new(args, handle) -> FakeFilterScore:\n"
+        "    return FakeFilterScore(args, handle)\n"
+    )
+    _install(tmp_path, "my_plugins", {"MyFilter": "my_plugins:new"})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    installed = installed_registry()
+    assert set(installed) == {"MyFilter"}
+    assert extension_points(installed["MyFilter"]) >= {"filter", "score"}
+    registry = scheduler_registry()
+    assert set(registry) == IN_TREE | EMULATION | {"MyFilter"}
+    # Given in code too (upstream's app.WithPlugin); a name taken twice is refused.
+    assert "Mine" in scheduler_registry({"Mine": installed["MyFilter"]})
+    with pytest.raises(ValueError, match="a plugin named MyFilter already exists"):
+        scheduler_registry({"MyFilter": installed["MyFilter"]})
+
+
+def test_an_installed_plugin_that_does_not_load_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _install(tmp_path, "broken_plugins", {"Broken": "no_such_module_here:new"})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ValueError) as raised:
+        installed_registry()
+    message = str(raised.value)
+    assert message.startswith("plugin Broken (no_such_module_here:new, entry point group ")
+    assert "does not load: ModuleNotFoundError" in message

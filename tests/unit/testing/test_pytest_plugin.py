@@ -1,4 +1,5 @@
-"""The pytest glue, exercised by running pytest on a small failing suite in a subprocess."""
+"""The pytest glue, exercised by running pytest on a small failing suite in a subprocess (the
+plugin comes from kemu's pytest11 entry point: the suite has no conftest)."""
 
 import subprocess
 import sys
@@ -22,8 +23,8 @@ SUITE = textwrap.dedent(
             yield c
 
 
-    def test_factory_cluster_fails(cluster_factory, rng):
-        cluster = cluster_factory()
+    def test_factory_cluster_fails(kemu_cluster_factory, rng):
+        cluster = kemu_cluster_factory()
         cluster.start_component(STANDIN, "standin", ["--marker-one"])
         assert rng.random() < 0
 
@@ -32,14 +33,13 @@ SUITE = textwrap.dedent(
         assert not shared.processes
 
 
-    def test_unclean_exit_fails_the_teardown(cluster_factory):
-        cluster_factory().start_component(STANDIN, "unclean", ["--exit-code-on-term", "4"])
+    def test_unclean_exit_fails_the_teardown(kemu_cluster_factory):
+        kemu_cluster_factory().start_component(STANDIN, "unclean", ["--exit-code-on-term", "4"])
     """
 )
 
 
 def test_failed_tests_report_process_logs_seed_and_unclean_exits(tmp_path):
-    (tmp_path / "conftest.py").write_text('pytest_plugins = ["kemu.testing.pytest_plugin"]\n')
     (tmp_path / "test_suite.py").write_text(SUITE)
     env = python_env({"KEMU_TEST_SEED": "77"})
     env.pop("PYTEST_ADDOPTS", None)

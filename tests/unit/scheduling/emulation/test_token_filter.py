@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from kemu.api.v1 import types_pb2
+from kemu.scheduling.config import API_VERSION, KIND, config_from_dict, scheduler_registry
 from kemu.scheduling.emulation import token_filter as tf
 from kemu.scheduling.events import ActionType, EventResource, QueueingHint
 from kemu.scheduling.interface import CycleState
@@ -17,7 +18,6 @@ from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.status import Code, Status
 from kemu.scheduling.types import NodeInfo, PodInfo
 from kemu.testing.builders import make_node, make_pod
-from scheduler.config import API_VERSION, KIND, config_from_dict, scheduler_registry
 from tests.unit.scheduling.fakes import FakeNominator
 from tests.unit.scheduling.plugins.fakes import FakeHandle
 

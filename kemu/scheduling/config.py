@@ -1,5 +1,6 @@
-"""The scheduler's configuration file (`--config`): a KubeSchedulerConfiguration, as upstream
-(apiVersion kubescheduler.config.k8s.io/v1).
+"""The scheduler's configuration file (the scheduler's `--config`, the autoscaler's
+`--scheduler-config-file`): a KubeSchedulerConfiguration, as upstream (apiVersion
+kubescheduler.config.k8s.io/v1).
 
     apiVersion: kubescheduler.config.k8s.io/v1
     kind: KubeSchedulerConfiguration
@@ -38,7 +39,12 @@ import yaml
 
 from kemu.machinery.duration import DurationError, parse_duration
 from kemu.scheduling import emulation
-from kemu.scheduling.plugins.registry import Registry, in_tree_registry, merge
+from kemu.scheduling.plugins.registry import (
+    Registry,
+    in_tree_registry,
+    installed_registry,
+    merge,
+)
 from kemu.scheduling.profile import (
     ConfigError,
     Profile,
@@ -121,10 +127,12 @@ def parse_config(text: str, registry: Registry | None = None) -> KubeSchedulerCo
     return config_from_dict(as_mapping(data, ""), registry)
 
 
-def scheduler_registry() -> Registry:
-    """The scheduler's plugins: the in-tree registry merged with kemu's emulation plugins (as
-    upstream's scheduler.New merges its out-of-tree registry into the in-tree one)."""
-    return merge(in_tree_registry(), emulation.registry())
+def scheduler_registry(out_of_tree: Registry | None = None) -> Registry:
+    """The scheduler's plugins: the in-tree registry merged with kemu's emulation plugins, the
+    plugins installed packages register (entry points kemu.scheduler.plugins) and the caller's
+    `out_of_tree` ones (as upstream's scheduler.New merges its out-of-tree registry, given by
+    app.WithPlugin, into the in-tree one). A name in two of them is a ValueError."""
+    return merge(in_tree_registry(), emulation.registry(), installed_registry(), out_of_tree or {})
 
 
 def default_config(registry: Registry | None = None) -> KubeSchedulerConfiguration:

@@ -1,0 +1,66 @@
+"""kemu's pytest plugin as a user meets it: a test file of their own, no conftest, run by
+pytest in a subprocess; the `kemu_cluster` fixture starts the cluster its marker asks for (real
+processes) and a bad marker fails the test with one line naming the option."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kemu.testing.processes import python_env
+
+pytestmark = pytest.mark.integration
+
+# The README's example, with a second node, a gate and a bad marker added.
+USER_TESTS = textwrap.dedent(
+    """
+    import pytest
+
+    from kemu.api.v1.types_pb2 import Node, Pod
+    from kemu.client.client import Client
+    from kemu.testing import assert_invariants, eventually, make_pod, record_pods
+
+
+    @pytest.mark.anyio
+    @pytest.mark.kemu(nodes=2, version="1.34", gates={"SchedulerAsyncPreemption": True})
+    async def test_my_pod_is_bound(kemu_cluster):
+        async with Client(kemu_cluster.server) as client, record_pods(client, "default") as pods:
+            assert len((await client.list(Node)).items) == 2
+            await client.create(make_pod("web").req(cpu="1").obj())
+
+            async def bound() -> bool:
+                pod = await client.get(Pod, "web", "default")
+                assert pod.spec.node_name in ("node-0", "node-1"), pod.spec.node_name
+                return True
+
+            await eventually(bound, timeout=30)
+            await assert_invariants(client, pods, "default")
+
+
+    @pytest.mark.kemu(nodes="three")
+    def test_a_bad_marker(kemu_cluster):
+        pass
+    """
+)
+
+
+def test_a_users_test_runs_on_the_cluster_its_marker_asks_for(tmp_path: Path) -> None:
+    (tmp_path / "test_mine.py").write_text(USER_TESTS)
+    env = python_env()
+    env.pop("PYTEST_ADDOPTS", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    out = done.stdout
+    assert "1 passed, 1 error" in out, out + done.stderr
+    assert "kemu: nodes must be a count or a list of names, not 'three'" in out, out
