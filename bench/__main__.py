@@ -62,6 +62,11 @@ BENCHMARKS: Final[dict[str, tuple[str, str]]] = {
         "Retry-After): offered vs served, 429s, /readyz latency, leader leases kept, "
         "nothing lost",
     ),
+    "traces": (
+        "bench.traces",
+        "traces replayed in virtual time: the example traces, a synthetic day of N nodes, and "
+        "that day under two autoscaler expanders (kemu.whatif): span, wall, ratio, pods, RSS",
+    ),
     "virtual_time": (
         "bench.virtual_time",
         "the event-driven virtual clock against wall time: an idle cluster of hollow nodes "

@@ -24,6 +24,8 @@ from typing import Any, Final, TypeVar
 
 import anyio
 
+from kemu.testing.processes import status_kib
+
 Clock = Callable[[], float]
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -185,12 +187,7 @@ async def pace(
 
 def parse_vmrss_kib(status_text: str) -> int:
     """VmRSS in KiB from the text of /proc/<pid>/status."""
-    for line in status_text.splitlines():
-        if line.startswith("VmRSS:"):
-            fields = line.split()
-            if len(fields) >= 2:
-                return int(fields[1])
-    raise ValueError("no VmRSS line")
+    return status_kib(status_text, "VmRSS")
 
 
 def parse_stat_cpu_ticks(stat_text: str) -> int:

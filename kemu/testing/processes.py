@@ -388,3 +388,25 @@ def _die_with_parent_prefix() -> list[str]:
     if setpriv is None:
         return []
     return [setpriv, "--pdeathsig", "KILL", "--"]
+
+
+def status_kib(status_text: str, field: str) -> int:
+    """A memory field ("VmRSS", "VmHWM": the peak) in KiB from the text of /proc/<pid>/status;
+    ValueError when the text has none."""
+    for line in status_text.splitlines():
+        if line.startswith(f"{field}:"):
+            parts = line.split()
+            if len(parts) >= 2:
+                return int(parts[1])
+    raise ValueError(f"no {field} line")
+
+
+def memory_kib(pid: int) -> dict[str, int] | None:
+    """{"rss_kib": now, "peak_rss_kib": the most so far} of a live process; None if it cannot
+    be read (gone, or not Linux)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            text = f.read()
+        return {"rss_kib": status_kib(text, "VmRSS"), "peak_rss_kib": status_kib(text, "VmHWM")}
+    except (OSError, ValueError):
+        return None

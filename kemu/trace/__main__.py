@@ -2,13 +2,17 @@
 python -m kemu.trace replay FILE [--cluster CLUSTER.yaml] [--json OUT] [--html OUT]
                                [--speed N] [--tail D] [--root DIR] [--quiet]
 
+python -m kemu.trace synthetic --out FILE [--nodes N] [--span D] [--seed S]
+                               [--cluster-out CLUSTER.yaml] [--expander NAME]
 python -m kemu.trace convert-openb --nodes NODES.csv --pods PODS.csv --out FILE
                                [--cluster-out CLUSTER.yaml] [--gpu-sharing whole|skip]
                                [--start S] [--end E] [--limit N] [--namespace NS]
 
 record: what a running kemu cluster does, as a SimKube trace (SIGINT or --duration ends it;
 the file is written either way). replay: a SimKube trace or a kube-scheduler-simulator record
-on a fresh cluster in virtual time, and its report. convert-openb: Alibaba's GPU trace of 2023
+on a fresh cluster in virtual time, and its report. synthetic: a day of services scaling with
+the hour and batch pods at three priorities, sized to N nodes (kemu/trace/synthetic.py), and
+its CLUSTER.yaml (with --expander, half the nodes in two autoscaled node groups). convert-openb: Alibaba's GPU trace of 2023
 (kemu/trace/openb.py) as a SimKube trace and the CLUSTER.yaml of its nodes. Errors are one
 line on stderr, exit status 2 for bad arguments or files, 1 when the cluster failed.
 """
@@ -24,10 +28,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+import yaml
+
+from autoscaler.expander import EXPANDERS
 from kemu.machinery.duration import DurationError, parse_duration
 from kemu.machinery.validation.names import is_dns1123_label
 from kemu.timeline.render import OutputPathError, check_output_path
-from kemu.trace import cluster_config, files, objects, openb
+from kemu.trace import cluster_config, files, objects, openb, synthetic
 from kemu.trace.model import Trace
 
 if TYPE_CHECKING:
@@ -68,8 +75,31 @@ def build_parser() -> argparse.ArgumentParser:
         help="write the run's picture (kemu.timeline, on the cluster's clock) with the "
         "report's figures as a self-contained page",
     )
+    add_synthetic(sub)
     add_convert_openb(sub)
     return parser
+
+
+def add_synthetic(sub: Any) -> None:
+    syn = sub.add_parser(
+        "synthetic",
+        help="write a synthetic day (services scaling, batch pods, priorities) as a trace",
+    )
+    syn.add_argument("--out", required=True, metavar="FILE", help="the trace file to write")
+    syn.add_argument("--nodes", type=int, default=1000, metavar="N", help="nodes (default 1000)")
+    syn.add_argument("--span", default="24h", metavar="D", help="the trace's length (24h)")
+    syn.add_argument("--seed", type=int, default=1, metavar="S", help="(default 1)")
+    syn.add_argument(
+        "--cluster-out",
+        metavar="CLUSTER.yaml",
+        help="where its cluster goes (default: FILE without its suffix + .cluster.yaml)",
+    )
+    syn.add_argument(
+        "--expander",
+        metavar="NAME",
+        help="half the nodes in two node groups (small, large) the autoscaler grows with this "
+        "expander (least-waste, most-pods, random, priority)",
+    )
 
 
 def add_convert_openb(sub: Any) -> None:
@@ -369,6 +399,36 @@ def cmd_convert_openb(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_synthetic(args: argparse.Namespace) -> int:
+    span = duration_arg("--span", args.span)
+    out = Path(args.out)
+    cluster_out = Path(args.cluster_out) if args.cluster_out else out.with_suffix(".cluster.yaml")
+    for flag, path in (("--out", out), ("--cluster-out", cluster_out)):
+        if not path.parent.is_dir():
+            fail(f"{flag}: {path.parent}: no such directory")
+    if args.expander is not None and args.expander not in EXPANDERS:
+        fail(f"--expander: unknown expander {args.expander!r}: one of {', '.join(EXPANDERS)}")
+    try:
+        shape = synthetic.DayShape(
+            nodes=args.nodes, span=span if span is not None else 86400.0, seed=args.seed
+        )
+    except ValueError as e:
+        fail(f"--nodes/--span: {e}")
+    trace, cluster = synthetic.synthetic_day(shape)
+    if args.expander is not None:
+        cluster = synthetic.with_autoscaler(cluster, args.expander)
+    files.save(out, trace)
+    tmp = cluster_out.with_name(cluster_out.name + ".tmp")
+    tmp.write_text(yaml.safe_dump(cluster, sort_keys=False))
+    tmp.replace(cluster_out)
+    print(
+        f"{out}, {cluster_out}: {trace.objects_applied()} objects applied and "
+        f"{trace.objects_deleted()} deleted in {len(trace.events)} events over {trace.span:.0f} s",
+        file=sys.stderr,
+    )
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -376,6 +436,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_record(args)
     if args.command == "convert-openb":
         return cmd_convert_openb(args)
+    if args.command == "synthetic":
+        return cmd_synthetic(args)
     return cmd_replay(args)
 
 

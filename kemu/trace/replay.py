@@ -39,6 +39,7 @@ from kemu.machinery.virtual_time import ClockMode
 from kemu.testing.cluster import Cluster
 from kemu.testing.cluster_time import ClusterClock, advance_to, cluster_now
 from kemu.testing.eventually import eventually
+from kemu.testing.processes import memory_kib
 from kemu.timeline.model import Timeline
 from kemu.trace import objects, report
 from kemu.trace.cluster_config import ClusterConfig
@@ -224,6 +225,11 @@ class Replay:
                 wall = time.monotonic() - first
                 states = await self._end_states(client)
                 await self._catch_up(client, observed)
+                memory = {
+                    name: m
+                    for name, proc in cluster.processes.items()
+                    if proc.pid is not None and (m := memory_kib(proc.pid)) is not None
+                }
                 tg.cancel_scope.cancel()
         timeline.finish(end)
         built = report.build(
@@ -238,6 +244,7 @@ class Replay:
             refused=self.refused,
             trace_info=self.trace_info,
             cluster_info=self._cluster_info(),
+            processes=memory,
         )
         timeline.facts = report.figures(built)
         return ReplayResult(built, timeline)

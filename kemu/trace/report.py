@@ -86,9 +86,10 @@ def build(
     refused: list[dict[str, str]],
     trace_info: dict[str, Any],
     cluster_info: dict[str, Any],
+    processes: dict[str, dict[str, int]] | None = None,
 ) -> dict[str, Any]:
     """The report. `origin`: the trace's first event in the cluster's time; `end`: the
-    cluster's time when the replay ended."""
+    cluster's time when the replay ended; `processes`: each process's memory then."""
 
     def rel(t: float | None) -> float | None:
         return None if t is None else round(t - origin, 3)
@@ -160,6 +161,7 @@ def build(
         "startup_s": round(startup, 3),
         "virtual_s": round(end - origin, 3),
         "speedup": round(span / wall, 2) if wall > 0 else None,
+        "processes": dict(sorted((processes or {}).items())),
         "objects": object_rows,
         "pods_created": len(records),
         "pods_bound": sum(r.bound is not None for r in records),

@@ -1,0 +1,179 @@
+"""Traces replayed (issue #33's figures): each example trace (tests/fixtures/simkube), a synthetic
+day (kemu/trace/synthetic.py) on N static nodes, and a what-if of that day with half its nodes
+in two autoscaled node groups under two expanders. Every run goes through the commands a user
+types (`python -m kemu.trace replay`, `python -m kemu.whatif`), each on a fresh cluster in
+virtual time.
+
+    python -m bench traces [--nodes 100] [--span 6h] [--expanders least-waste,most-pods]
+                           [--only examples|day|whatif] [--json OUT]
+
+Per replay: the trace's span, the wall time from its first event to the end (start-up apart),
+their ratio, pods bound of created, and the peak RSS of every process (kubelets summed). The
+what-if adds both runs' node-hours and pods bound, and the number of pods that differ.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from bench.common import format_table
+from kemu.machinery.duration import DurationError, parse_duration
+from kemu.testing.processes import REPO_ROOT, python_env
+
+EXAMPLES: Final = REPO_ROOT / "tests" / "fixtures" / "simkube"
+PARTS: Final = ("examples", "day", "whatif")
+
+
+def _run(module: str, args: Sequence[str]) -> None:
+    argv = [sys.executable, "-m", module, *args, "--quiet"]
+    done = subprocess.run(argv, env=python_env(), capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} exited {done.returncode}: {done.stderr[-2000:]}")
+
+
+def replay(trace: Path, cluster: Path | None, out: Path) -> dict[str, Any]:
+    args = [str(trace), "--json", str(out)]
+    if cluster is not None:
+        args += ["--cluster", str(cluster)]
+    _run("kemu.trace", ["replay", *args])
+    report: dict[str, Any] = json.loads(out.read_text())
+    return report
+
+
+def peak_rss_mib(report: dict[str, Any]) -> dict[str, float]:
+    """Each process's peak RSS in MiB, the kubelets' (one process per pool) summed."""
+    out: dict[str, float] = {}
+    for name, memory in report.get("processes", {}).items():
+        key = "kubelets" if name.startswith("kubelet") else name
+        out[key] = out.get(key, 0.0) + memory["peak_rss_kib"] / 1024
+    return out
+
+
+def row(name: str, report: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "trace": name,
+        "span_s": report["span_s"],
+        "wall_s": report["wall_s"],
+        "startup_s": report["startup_s"],
+        "speedup": report["speedup"],
+        "pods_bound": report["pods_bound"],
+        "pods_created": report["pods_created"],
+        "preemptions": len(report["preemptions"]),
+        "node_hours": report["node_hours"],
+        "peak_rss_mib": {k: round(v, 1) for k, v in peak_rss_mib(report).items()},
+    }
+
+
+def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    results: dict[str, Any] = {"replays": [], "whatif": None}
+    if args.only in (None, "examples"):
+        for trace in sorted(EXAMPLES.glob("*.sktrace")):
+            report = replay(trace, None, work / f"{trace.stem}.json")
+            results["replays"].append(row(trace.name, report))
+            print(f"replayed {trace.name}", file=sys.stderr)
+    day = work / "day.sktrace"
+    shape = ["--nodes", str(args.nodes), "--span", args.span]
+    if args.only in (None, "day", "whatif"):
+        _run("kemu.trace", ["synthetic", "--out", str(day), *shape])
+    if args.only in (None, "day"):
+        report = replay(day, work / "day.cluster.yaml", work / "day.json")
+        results["replays"].append(row(f"synthetic day ({args.nodes} nodes)", report))
+        print("replayed the synthetic day", file=sys.stderr)
+    if args.only in (None, "whatif"):
+        a, b = args.expanders
+        for expander in (a, b):
+            cluster = work / f"day-{expander}.yaml"
+            _run("kemu.trace", ["synthetic", "--out", str(day), *shape, "--expander", expander,
+                                "--cluster-out", str(cluster)])  # fmt: skip
+        out = work / "whatif.json"
+        _run(
+            "kemu.whatif",
+            [str(day), "--a", str(work / f"day-{a}.yaml"), "--b", str(work / f"day-{b}.yaml"),
+             "--json", str(out)],
+        )  # fmt: skip
+        compared = json.loads(out.read_text())
+        results["whatif"] = {
+            "expanders": [a, b],
+            "a": row(f"day, {a}", compared["a"]),
+            "b": row(f"day, {b}", compared["b"]),
+            "pods_that_differ": len(compared["diff"]),
+            "differences": sorted({d["what"] for d in compared["diff"]}),
+        }
+        print("compared the expanders", file=sys.stderr)
+    return results
+
+
+def table(results: dict[str, Any]) -> str:
+    rows = list(results["replays"])
+    whatif = results["whatif"]
+    if whatif is not None:
+        rows += [whatif["a"], whatif["b"]]
+    header = [
+        "trace",
+        "span s",
+        "wall s",
+        "ratio",
+        "bound/created",
+        "preempt",
+        "node-h",
+        "peak RSS MiB",
+    ]
+    lines = [
+        [
+            r["trace"],
+            f"{r['span_s']:.0f}",
+            f"{r['wall_s']:.1f}",
+            f"{r['speedup']}x",
+            f"{r['pods_bound']}/{r['pods_created']}",
+            str(r["preemptions"]),
+            f"{r['node_hours']:.1f}",
+            ", ".join(f"{k} {v:.0f}" for k, v in sorted(r["peak_rss_mib"].items())),
+        ]
+        for r in rows
+    ]
+    text = format_table(header, lines)
+    if whatif is not None:
+        text += (
+            f"\nwhat-if {whatif['expanders'][0]} vs {whatif['expanders'][1]}: "
+            f"{whatif['pods_that_differ']} pods differ ({', '.join(whatif['differences']) or '-'})"
+        )
+    return text
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench traces", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--nodes", type=int, default=100, help="the synthetic day's nodes (100)")
+    parser.add_argument("--span", default="6h", help="the synthetic day's span (6h)")
+    parser.add_argument(
+        "--expanders", default="least-waste,most-pods", help="the what-if's two expanders"
+    )
+    parser.add_argument("--only", choices=PARTS, help="one part only")
+    parser.add_argument("--json", metavar="OUT", help="write the figures as JSON")
+    args = parser.parse_args(argv)
+    try:
+        parse_duration(args.span)
+    except DurationError as e:
+        parser.error(f"--span: {e}")
+    expanders = args.expanders.split(",")
+    if len(expanders) != 2:
+        parser.error("--expanders: two names, comma-separated")
+    args.expanders = expanders
+    with tempfile.TemporaryDirectory(prefix="kemu-bench-traces-") as tmp:
+        results = run(args, Path(tmp))
+    print(table(results))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
