@@ -32,14 +32,14 @@ PARTS: Final = ("examples", "day", "whatif")
 
 
 def _run(module: str, args: Sequence[str]) -> None:
-    argv = [sys.executable, "-m", module, *args, "--quiet"]
+    argv = [sys.executable, "-m", module, *args]
     done = subprocess.run(argv, env=python_env(), capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} exited {done.returncode}: {done.stderr[-2000:]}")
 
 
 def replay(trace: Path, cluster: Path | None, out: Path) -> dict[str, Any]:
-    args = [str(trace), "--json", str(out)]
+    args = [str(trace), "--json", str(out), "--quiet"]
     if cluster is not None:
         args += ["--cluster", str(cluster)]
     _run("kemu.trace", ["replay", *args])
@@ -96,7 +96,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         _run(
             "kemu.whatif",
             [str(day), "--a", str(work / f"day-{a}.yaml"), "--b", str(work / f"day-{b}.yaml"),
-             "--json", str(out)],
+             "--json", str(out), "--quiet"],
         )  # fmt: skip
         compared = json.loads(out.read_text())
         results["whatif"] = {
