@@ -84,6 +84,29 @@ def url_ok(url: str) -> bool:
     return status == 200
 
 
+def run_pytest(
+    args: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 300,
+) -> subprocess.CompletedProcess[str]:
+    """Runs `python -m pytest -q -p no:cacheprovider args...` in `cwd` to its end, as a user
+    runs their own suite (`env`: default `python_env()`; the caller's PYTEST_ADDOPTS left out);
+    its exit code and text output. kemu's pytest plugin loads through its entry point."""
+    environment = dict(env) if env is not None else python_env()
+    environment.pop("PYTEST_ADDOPTS", None)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 def python_module_argv(module: str, args: Sequence[str] = ()) -> list[str]:
     """The argv that runs `python -m module args...` with this interpreter."""
     return [sys.executable, "-m", module, *args]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kemu.testing.processes import REPO_ROOT, python_env, run_python_module
+from kemu.testing.processes import REPO_ROOT, python_env, run_pytest, run_python_module
 
 pytestmark = pytest.mark.integration
 
@@ -38,22 +38,13 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     assert "kemu.scheduler.plugins" in (info / "entry_points.txt").read_text()
     out = python_env()
     out["PYTHONPATH"] = f"{site}{os.pathsep}{out['PYTHONPATH']}"
-    out.pop("PYTEST_ADDOPTS", None)
     return out
 
 
 def test_the_example_plugin_installs_with_pip_and_its_tests_pass(
     tmp_path: Path, env: dict[str, str]
 ) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(EXAMPLE / "tests")],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = run_pytest([str(EXAMPLE / "tests")], cwd=tmp_path, env=env)
     assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout + done.stderr
 
 

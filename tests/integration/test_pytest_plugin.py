@@ -4,14 +4,12 @@ processes) and a bad marker fails the test with one line naming the option."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from kemu.testing.processes import python_env
+from kemu.testing.processes import run_pytest
 
 pytestmark = pytest.mark.integration
 
@@ -50,17 +48,7 @@ USER_TESTS = textwrap.dedent(
 
 def test_a_users_test_runs_on_the_cluster_its_marker_asks_for(tmp_path: Path) -> None:
     (tmp_path / "test_mine.py").write_text(USER_TESTS)
-    env = python_env()
-    env.pop("PYTEST_ADDOPTS", None)
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
+    done = run_pytest(["-p", "no:randomly"], cwd=tmp_path, timeout=180)
     out = done.stdout
     assert "1 passed, 1 error" in out, out + done.stderr
     assert "kemu: nodes must be a count or a list of names, not 'three'" in out, out

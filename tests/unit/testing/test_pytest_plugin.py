@@ -1,11 +1,9 @@
 """The pytest glue, exercised by running pytest on a small failing suite in a subprocess (the
 plugin comes from kemu's pytest11 entry point: the suite has no conftest)."""
 
-import subprocess
-import sys
 import textwrap
 
-from kemu.testing.processes import python_env
+from kemu.testing.processes import python_env, run_pytest
 
 SUITE = textwrap.dedent(
     """
@@ -42,16 +40,7 @@ SUITE = textwrap.dedent(
 def test_failed_tests_report_process_logs_seed_and_unclean_exits(tmp_path):
     (tmp_path / "test_suite.py").write_text(SUITE)
     env = python_env({"KEMU_TEST_SEED": "77"})
-    env.pop("PYTEST_ADDOPTS", None)
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_suite.py"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = run_pytest(["test_suite.py"], cwd=tmp_path, env=env, timeout=60)
     out = done.stdout
     assert done.returncode == 1, out + done.stderr
     assert "2 failed, 1 passed, 1 error" in out, out
