@@ -1792,3 +1792,480 @@ class DaemonSet(_message.Message):
     spec: DaemonSetSpec
     status: DaemonSetStatus
     def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[DaemonSetSpec, _Mapping]] = ..., status: _Optional[_Union[DaemonSetStatus, _Mapping]] = ...) -> None: ...
+
+class TypedLocalObjectReference(_message.Message):
+    __slots__ = ("api_group", "kind", "name")
+    API_GROUP_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    api_group: str
+    kind: str
+    name: str
+    def __init__(self, api_group: _Optional[str] = ..., kind: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class TypedObjectReference(_message.Message):
+    __slots__ = ("api_group", "kind", "name", "namespace")
+    API_GROUP_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    api_group: str
+    kind: str
+    name: str
+    namespace: str
+    def __init__(self, api_group: _Optional[str] = ..., kind: _Optional[str] = ..., name: _Optional[str] = ..., namespace: _Optional[str] = ...) -> None: ...
+
+class VolumeNodeAffinity(_message.Message):
+    __slots__ = ("required",)
+    REQUIRED_FIELD_NUMBER: _ClassVar[int]
+    required: NodeSelector
+    def __init__(self, required: _Optional[_Union[NodeSelector, _Mapping]] = ...) -> None: ...
+
+class CSIPersistentVolumeSource(_message.Message):
+    __slots__ = ("driver", "volume_handle", "read_only", "fs_type", "volume_attributes")
+    class VolumeAttributesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    DRIVER_FIELD_NUMBER: _ClassVar[int]
+    VOLUME_HANDLE_FIELD_NUMBER: _ClassVar[int]
+    READ_ONLY_FIELD_NUMBER: _ClassVar[int]
+    FS_TYPE_FIELD_NUMBER: _ClassVar[int]
+    VOLUME_ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
+    driver: str
+    volume_handle: str
+    read_only: bool
+    fs_type: str
+    volume_attributes: _containers.ScalarMap[str, str]
+    def __init__(self, driver: _Optional[str] = ..., volume_handle: _Optional[str] = ..., read_only: _Optional[bool] = ..., fs_type: _Optional[str] = ..., volume_attributes: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class LocalVolumeSource(_message.Message):
+    __slots__ = ("path", "fs_type")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    FS_TYPE_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    fs_type: str
+    def __init__(self, path: _Optional[str] = ..., fs_type: _Optional[str] = ...) -> None: ...
+
+class PersistentVolumeSpec(_message.Message):
+    __slots__ = ("capacity", "access_modes", "claim_ref", "persistent_volume_reclaim_policy", "storage_class_name", "mount_options", "volume_mode", "node_affinity", "volume_attributes_class_name", "host_path", "local", "csi")
+    class CapacityEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    ACCESS_MODES_FIELD_NUMBER: _ClassVar[int]
+    CLAIM_REF_FIELD_NUMBER: _ClassVar[int]
+    PERSISTENT_VOLUME_RECLAIM_POLICY_FIELD_NUMBER: _ClassVar[int]
+    STORAGE_CLASS_NAME_FIELD_NUMBER: _ClassVar[int]
+    MOUNT_OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    VOLUME_MODE_FIELD_NUMBER: _ClassVar[int]
+    NODE_AFFINITY_FIELD_NUMBER: _ClassVar[int]
+    VOLUME_ATTRIBUTES_CLASS_NAME_FIELD_NUMBER: _ClassVar[int]
+    HOST_PATH_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_FIELD_NUMBER: _ClassVar[int]
+    CSI_FIELD_NUMBER: _ClassVar[int]
+    capacity: _containers.ScalarMap[str, str]
+    access_modes: _containers.RepeatedScalarFieldContainer[str]
+    claim_ref: ObjectReference
+    persistent_volume_reclaim_policy: str
+    storage_class_name: str
+    mount_options: _containers.RepeatedScalarFieldContainer[str]
+    volume_mode: str
+    node_affinity: VolumeNodeAffinity
+    volume_attributes_class_name: str
+    host_path: HostPathVolumeSource
+    local: LocalVolumeSource
+    csi: CSIPersistentVolumeSource
+    def __init__(self, capacity: _Optional[_Mapping[str, str]] = ..., access_modes: _Optional[_Iterable[str]] = ..., claim_ref: _Optional[_Union[ObjectReference, _Mapping]] = ..., persistent_volume_reclaim_policy: _Optional[str] = ..., storage_class_name: _Optional[str] = ..., mount_options: _Optional[_Iterable[str]] = ..., volume_mode: _Optional[str] = ..., node_affinity: _Optional[_Union[VolumeNodeAffinity, _Mapping]] = ..., volume_attributes_class_name: _Optional[str] = ..., host_path: _Optional[_Union[HostPathVolumeSource, _Mapping]] = ..., local: _Optional[_Union[LocalVolumeSource, _Mapping]] = ..., csi: _Optional[_Union[CSIPersistentVolumeSource, _Mapping]] = ...) -> None: ...
+
+class PersistentVolumeStatus(_message.Message):
+    __slots__ = ("phase", "message", "reason", "last_phase_transition_time")
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    LAST_PHASE_TRANSITION_TIME_FIELD_NUMBER: _ClassVar[int]
+    phase: str
+    message: str
+    reason: str
+    last_phase_transition_time: _timestamp_pb2.Timestamp
+    def __init__(self, phase: _Optional[str] = ..., message: _Optional[str] = ..., reason: _Optional[str] = ..., last_phase_transition_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class PersistentVolume(_message.Message):
+    __slots__ = ("metadata", "spec", "status")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    spec: PersistentVolumeSpec
+    status: PersistentVolumeStatus
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[PersistentVolumeSpec, _Mapping]] = ..., status: _Optional[_Union[PersistentVolumeStatus, _Mapping]] = ...) -> None: ...
+
+class VolumeResourceRequirements(_message.Message):
+    __slots__ = ("requests", "limits")
+    class RequestsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class LimitsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    LIMITS_FIELD_NUMBER: _ClassVar[int]
+    requests: _containers.ScalarMap[str, str]
+    limits: _containers.ScalarMap[str, str]
+    def __init__(self, requests: _Optional[_Mapping[str, str]] = ..., limits: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class PersistentVolumeClaimSpec(_message.Message):
+    __slots__ = ("access_modes", "selector", "resources", "volume_name", "storage_class_name", "volume_mode", "data_source", "data_source_ref", "volume_attributes_class_name")
+    ACCESS_MODES_FIELD_NUMBER: _ClassVar[int]
+    SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    VOLUME_NAME_FIELD_NUMBER: _ClassVar[int]
+    STORAGE_CLASS_NAME_FIELD_NUMBER: _ClassVar[int]
+    VOLUME_MODE_FIELD_NUMBER: _ClassVar[int]
+    DATA_SOURCE_FIELD_NUMBER: _ClassVar[int]
+    DATA_SOURCE_REF_FIELD_NUMBER: _ClassVar[int]
+    VOLUME_ATTRIBUTES_CLASS_NAME_FIELD_NUMBER: _ClassVar[int]
+    access_modes: _containers.RepeatedScalarFieldContainer[str]
+    selector: LabelSelector
+    resources: VolumeResourceRequirements
+    volume_name: str
+    storage_class_name: str
+    volume_mode: str
+    data_source: TypedLocalObjectReference
+    data_source_ref: TypedObjectReference
+    volume_attributes_class_name: str
+    def __init__(self, access_modes: _Optional[_Iterable[str]] = ..., selector: _Optional[_Union[LabelSelector, _Mapping]] = ..., resources: _Optional[_Union[VolumeResourceRequirements, _Mapping]] = ..., volume_name: _Optional[str] = ..., storage_class_name: _Optional[str] = ..., volume_mode: _Optional[str] = ..., data_source: _Optional[_Union[TypedLocalObjectReference, _Mapping]] = ..., data_source_ref: _Optional[_Union[TypedObjectReference, _Mapping]] = ..., volume_attributes_class_name: _Optional[str] = ...) -> None: ...
+
+class PersistentVolumeClaimCondition(_message.Message):
+    __slots__ = ("type", "status", "last_probe_time", "last_transition_time", "reason", "message")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    LAST_PROBE_TIME_FIELD_NUMBER: _ClassVar[int]
+    LAST_TRANSITION_TIME_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    status: str
+    last_probe_time: _timestamp_pb2.Timestamp
+    last_transition_time: _timestamp_pb2.Timestamp
+    reason: str
+    message: str
+    def __init__(self, type: _Optional[str] = ..., status: _Optional[str] = ..., last_probe_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_transition_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+
+class PersistentVolumeClaimStatus(_message.Message):
+    __slots__ = ("phase", "access_modes", "capacity", "conditions", "allocated_resources")
+    class CapacityEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class AllocatedResourcesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    ACCESS_MODES_FIELD_NUMBER: _ClassVar[int]
+    CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATED_RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    phase: str
+    access_modes: _containers.RepeatedScalarFieldContainer[str]
+    capacity: _containers.ScalarMap[str, str]
+    conditions: _containers.RepeatedCompositeFieldContainer[PersistentVolumeClaimCondition]
+    allocated_resources: _containers.ScalarMap[str, str]
+    def __init__(self, phase: _Optional[str] = ..., access_modes: _Optional[_Iterable[str]] = ..., capacity: _Optional[_Mapping[str, str]] = ..., conditions: _Optional[_Iterable[_Union[PersistentVolumeClaimCondition, _Mapping]]] = ..., allocated_resources: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class PersistentVolumeClaim(_message.Message):
+    __slots__ = ("metadata", "spec", "status")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    spec: PersistentVolumeClaimSpec
+    status: PersistentVolumeClaimStatus
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[PersistentVolumeClaimSpec, _Mapping]] = ..., status: _Optional[_Union[PersistentVolumeClaimStatus, _Mapping]] = ...) -> None: ...
+
+class TopologySelectorLabelRequirement(_message.Message):
+    __slots__ = ("key", "values")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    values: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, key: _Optional[str] = ..., values: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class TopologySelectorTerm(_message.Message):
+    __slots__ = ("match_label_expressions",)
+    MATCH_LABEL_EXPRESSIONS_FIELD_NUMBER: _ClassVar[int]
+    match_label_expressions: _containers.RepeatedCompositeFieldContainer[TopologySelectorLabelRequirement]
+    def __init__(self, match_label_expressions: _Optional[_Iterable[_Union[TopologySelectorLabelRequirement, _Mapping]]] = ...) -> None: ...
+
+class StorageClass(_message.Message):
+    __slots__ = ("metadata", "provisioner", "parameters", "reclaim_policy", "mount_options", "allow_volume_expansion", "volume_binding_mode", "allowed_topologies")
+    class ParametersEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    PROVISIONER_FIELD_NUMBER: _ClassVar[int]
+    PARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    RECLAIM_POLICY_FIELD_NUMBER: _ClassVar[int]
+    MOUNT_OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_VOLUME_EXPANSION_FIELD_NUMBER: _ClassVar[int]
+    VOLUME_BINDING_MODE_FIELD_NUMBER: _ClassVar[int]
+    ALLOWED_TOPOLOGIES_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    provisioner: str
+    parameters: _containers.ScalarMap[str, str]
+    reclaim_policy: str
+    mount_options: _containers.RepeatedScalarFieldContainer[str]
+    allow_volume_expansion: bool
+    volume_binding_mode: str
+    allowed_topologies: _containers.RepeatedCompositeFieldContainer[TopologySelectorTerm]
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., provisioner: _Optional[str] = ..., parameters: _Optional[_Mapping[str, str]] = ..., reclaim_policy: _Optional[str] = ..., mount_options: _Optional[_Iterable[str]] = ..., allow_volume_expansion: _Optional[bool] = ..., volume_binding_mode: _Optional[str] = ..., allowed_topologies: _Optional[_Iterable[_Union[TopologySelectorTerm, _Mapping]]] = ...) -> None: ...
+
+class VolumeNodeResources(_message.Message):
+    __slots__ = ("count",)
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    count: int
+    def __init__(self, count: _Optional[int] = ...) -> None: ...
+
+class CSINodeDriver(_message.Message):
+    __slots__ = ("name", "node_id", "topology_keys", "allocatable")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    TOPOLOGY_KEYS_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATABLE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    node_id: str
+    topology_keys: _containers.RepeatedScalarFieldContainer[str]
+    allocatable: VolumeNodeResources
+    def __init__(self, name: _Optional[str] = ..., node_id: _Optional[str] = ..., topology_keys: _Optional[_Iterable[str]] = ..., allocatable: _Optional[_Union[VolumeNodeResources, _Mapping]] = ...) -> None: ...
+
+class CSINodeSpec(_message.Message):
+    __slots__ = ("drivers",)
+    DRIVERS_FIELD_NUMBER: _ClassVar[int]
+    drivers: _containers.RepeatedCompositeFieldContainer[CSINodeDriver]
+    def __init__(self, drivers: _Optional[_Iterable[_Union[CSINodeDriver, _Mapping]]] = ...) -> None: ...
+
+class CSINode(_message.Message):
+    __slots__ = ("metadata", "spec")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    spec: CSINodeSpec
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[CSINodeSpec, _Mapping]] = ...) -> None: ...
+
+class ServiceAccount(_message.Message):
+    __slots__ = ("metadata", "secrets", "image_pull_secrets", "automount_service_account_token")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SECRETS_FIELD_NUMBER: _ClassVar[int]
+    IMAGE_PULL_SECRETS_FIELD_NUMBER: _ClassVar[int]
+    AUTOMOUNT_SERVICE_ACCOUNT_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    secrets: _containers.RepeatedCompositeFieldContainer[ObjectReference]
+    image_pull_secrets: _containers.RepeatedCompositeFieldContainer[LocalObjectReference]
+    automount_service_account_token: bool
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., secrets: _Optional[_Iterable[_Union[ObjectReference, _Mapping]]] = ..., image_pull_secrets: _Optional[_Iterable[_Union[LocalObjectReference, _Mapping]]] = ..., automount_service_account_token: _Optional[bool] = ...) -> None: ...
+
+class Secret(_message.Message):
+    __slots__ = ("metadata", "data", "string_data", "type", "immutable")
+    class DataEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: bytes
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[bytes] = ...) -> None: ...
+    class StringDataEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    STRING_DATA_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    IMMUTABLE_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    data: _containers.ScalarMap[str, bytes]
+    string_data: _containers.ScalarMap[str, str]
+    type: str
+    immutable: bool
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., data: _Optional[_Mapping[str, bytes]] = ..., string_data: _Optional[_Mapping[str, str]] = ..., type: _Optional[str] = ..., immutable: _Optional[bool] = ...) -> None: ...
+
+class RollingUpdateStatefulSetStrategy(_message.Message):
+    __slots__ = ("partition", "max_unavailable")
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    MAX_UNAVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    partition: int
+    max_unavailable: IntOrString
+    def __init__(self, partition: _Optional[int] = ..., max_unavailable: _Optional[_Union[IntOrString, _Mapping]] = ...) -> None: ...
+
+class StatefulSetUpdateStrategy(_message.Message):
+    __slots__ = ("type", "rolling_update")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    ROLLING_UPDATE_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    rolling_update: RollingUpdateStatefulSetStrategy
+    def __init__(self, type: _Optional[str] = ..., rolling_update: _Optional[_Union[RollingUpdateStatefulSetStrategy, _Mapping]] = ...) -> None: ...
+
+class StatefulSetPersistentVolumeClaimRetentionPolicy(_message.Message):
+    __slots__ = ("when_deleted", "when_scaled")
+    WHEN_DELETED_FIELD_NUMBER: _ClassVar[int]
+    WHEN_SCALED_FIELD_NUMBER: _ClassVar[int]
+    when_deleted: str
+    when_scaled: str
+    def __init__(self, when_deleted: _Optional[str] = ..., when_scaled: _Optional[str] = ...) -> None: ...
+
+class StatefulSetOrdinals(_message.Message):
+    __slots__ = ("start",)
+    START_FIELD_NUMBER: _ClassVar[int]
+    start: int
+    def __init__(self, start: _Optional[int] = ...) -> None: ...
+
+class StatefulSetSpec(_message.Message):
+    __slots__ = ("replicas", "selector", "template", "volume_claim_templates", "service_name", "pod_management_policy", "update_strategy", "revision_history_limit", "min_ready_seconds", "persistent_volume_claim_retention_policy", "ordinals")
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    TEMPLATE_FIELD_NUMBER: _ClassVar[int]
+    VOLUME_CLAIM_TEMPLATES_FIELD_NUMBER: _ClassVar[int]
+    SERVICE_NAME_FIELD_NUMBER: _ClassVar[int]
+    POD_MANAGEMENT_POLICY_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_STRATEGY_FIELD_NUMBER: _ClassVar[int]
+    REVISION_HISTORY_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    MIN_READY_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    PERSISTENT_VOLUME_CLAIM_RETENTION_POLICY_FIELD_NUMBER: _ClassVar[int]
+    ORDINALS_FIELD_NUMBER: _ClassVar[int]
+    replicas: int
+    selector: LabelSelector
+    template: PodTemplateSpec
+    volume_claim_templates: _containers.RepeatedCompositeFieldContainer[PersistentVolumeClaim]
+    service_name: str
+    pod_management_policy: str
+    update_strategy: StatefulSetUpdateStrategy
+    revision_history_limit: int
+    min_ready_seconds: int
+    persistent_volume_claim_retention_policy: StatefulSetPersistentVolumeClaimRetentionPolicy
+    ordinals: StatefulSetOrdinals
+    def __init__(self, replicas: _Optional[int] = ..., selector: _Optional[_Union[LabelSelector, _Mapping]] = ..., template: _Optional[_Union[PodTemplateSpec, _Mapping]] = ..., volume_claim_templates: _Optional[_Iterable[_Union[PersistentVolumeClaim, _Mapping]]] = ..., service_name: _Optional[str] = ..., pod_management_policy: _Optional[str] = ..., update_strategy: _Optional[_Union[StatefulSetUpdateStrategy, _Mapping]] = ..., revision_history_limit: _Optional[int] = ..., min_ready_seconds: _Optional[int] = ..., persistent_volume_claim_retention_policy: _Optional[_Union[StatefulSetPersistentVolumeClaimRetentionPolicy, _Mapping]] = ..., ordinals: _Optional[_Union[StatefulSetOrdinals, _Mapping]] = ...) -> None: ...
+
+class StatefulSetCondition(_message.Message):
+    __slots__ = ("type", "status", "last_transition_time", "reason", "message")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    LAST_TRANSITION_TIME_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    status: str
+    last_transition_time: _timestamp_pb2.Timestamp
+    reason: str
+    message: str
+    def __init__(self, type: _Optional[str] = ..., status: _Optional[str] = ..., last_transition_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+
+class StatefulSetStatus(_message.Message):
+    __slots__ = ("observed_generation", "replicas", "ready_replicas", "current_replicas", "updated_replicas", "current_revision", "update_revision", "collision_count", "conditions", "available_replicas")
+    OBSERVED_GENERATION_FIELD_NUMBER: _ClassVar[int]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    READY_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_REVISION_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_REVISION_FIELD_NUMBER: _ClassVar[int]
+    COLLISION_COUNT_FIELD_NUMBER: _ClassVar[int]
+    CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    AVAILABLE_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    observed_generation: int
+    replicas: int
+    ready_replicas: int
+    current_replicas: int
+    updated_replicas: int
+    current_revision: str
+    update_revision: str
+    collision_count: int
+    conditions: _containers.RepeatedCompositeFieldContainer[StatefulSetCondition]
+    available_replicas: int
+    def __init__(self, observed_generation: _Optional[int] = ..., replicas: _Optional[int] = ..., ready_replicas: _Optional[int] = ..., current_replicas: _Optional[int] = ..., updated_replicas: _Optional[int] = ..., current_revision: _Optional[str] = ..., update_revision: _Optional[str] = ..., collision_count: _Optional[int] = ..., conditions: _Optional[_Iterable[_Union[StatefulSetCondition, _Mapping]]] = ..., available_replicas: _Optional[int] = ...) -> None: ...
+
+class StatefulSet(_message.Message):
+    __slots__ = ("metadata", "spec", "status")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    spec: StatefulSetSpec
+    status: StatefulSetStatus
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[StatefulSetSpec, _Mapping]] = ..., status: _Optional[_Union[StatefulSetStatus, _Mapping]] = ...) -> None: ...
+
+class JobTemplateSpec(_message.Message):
+    __slots__ = ("metadata", "spec")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    spec: JobSpec
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ...) -> None: ...
+
+class CronJobSpec(_message.Message):
+    __slots__ = ("schedule", "time_zone", "starting_deadline_seconds", "concurrency_policy", "suspend", "job_template", "successful_jobs_history_limit", "failed_jobs_history_limit")
+    SCHEDULE_FIELD_NUMBER: _ClassVar[int]
+    TIME_ZONE_FIELD_NUMBER: _ClassVar[int]
+    STARTING_DEADLINE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    CONCURRENCY_POLICY_FIELD_NUMBER: _ClassVar[int]
+    SUSPEND_FIELD_NUMBER: _ClassVar[int]
+    JOB_TEMPLATE_FIELD_NUMBER: _ClassVar[int]
+    SUCCESSFUL_JOBS_HISTORY_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    FAILED_JOBS_HISTORY_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    schedule: str
+    time_zone: str
+    starting_deadline_seconds: int
+    concurrency_policy: str
+    suspend: bool
+    job_template: JobTemplateSpec
+    successful_jobs_history_limit: int
+    failed_jobs_history_limit: int
+    def __init__(self, schedule: _Optional[str] = ..., time_zone: _Optional[str] = ..., starting_deadline_seconds: _Optional[int] = ..., concurrency_policy: _Optional[str] = ..., suspend: _Optional[bool] = ..., job_template: _Optional[_Union[JobTemplateSpec, _Mapping]] = ..., successful_jobs_history_limit: _Optional[int] = ..., failed_jobs_history_limit: _Optional[int] = ...) -> None: ...
+
+class CronJobStatus(_message.Message):
+    __slots__ = ("active", "last_schedule_time", "last_successful_time")
+    ACTIVE_FIELD_NUMBER: _ClassVar[int]
+    LAST_SCHEDULE_TIME_FIELD_NUMBER: _ClassVar[int]
+    LAST_SUCCESSFUL_TIME_FIELD_NUMBER: _ClassVar[int]
+    active: _containers.RepeatedCompositeFieldContainer[ObjectReference]
+    last_schedule_time: _timestamp_pb2.Timestamp
+    last_successful_time: _timestamp_pb2.Timestamp
+    def __init__(self, active: _Optional[_Iterable[_Union[ObjectReference, _Mapping]]] = ..., last_schedule_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_successful_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class CronJob(_message.Message):
+    __slots__ = ("metadata", "spec", "status")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    spec: CronJobSpec
+    status: CronJobStatus
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[CronJobSpec, _Mapping]] = ..., status: _Optional[_Union[CronJobStatus, _Mapping]] = ...) -> None: ...
