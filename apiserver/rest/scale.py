@@ -1,4 +1,4 @@
-"""The scale subresource (autoscaling/v1 Scale) of Deployments and ReplicaSets, which
+"""The scale subresource (autoscaling/v1 Scale) of Deployments, ReplicaSets and StatefulSets, which
 `kubectl scale` reads and patches: a view of spec.replicas, status.replicas and the selector,
 written back as a patch of spec.replicas through the registry (upstream's ScaleREST)."""
 
@@ -17,7 +17,7 @@ from kemu.machinery.labels import selector_from_label_selector
 
 
 def scale_of(obj: Message) -> dict[str, Any]:
-    assert isinstance(obj, types_pb2.Deployment | types_pb2.ReplicaSet)
+    assert isinstance(obj, types_pb2.Deployment | types_pb2.ReplicaSet | types_pb2.StatefulSet)
     meta = convert.message_to_dict(obj.metadata, wire=True)
     keep = ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
     return {

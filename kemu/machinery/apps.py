@@ -216,3 +216,34 @@ def prepare_daemon_set_for_update(new: types_pb2.DaemonSet, old: types_pb2.Daemo
     ) != old.spec.template.SerializeToString(deterministic=True):
         generation += 1
     new.metadata.annotations[TEMPLATE_GENERATION_ANNOTATION] = str(generation)
+
+
+# ---------------------------------------------------------------- StatefulSets
+
+ORDERED_READY: Final = "OrderedReady"
+PARALLEL: Final = "Parallel"
+RETAIN_PVC: Final = "Retain"
+DELETE_PVC: Final = "Delete"
+"""StatefulSetPersistentVolumeClaimRetentionPolicy's values."""
+
+
+def set_defaults_stateful_set(sts: types_pb2.StatefulSet) -> None:
+    """SetDefaults_StatefulSet: podManagementPolicy OrderedReady, RollingUpdate with partition
+    0, replicas 1, revisionHistoryLimit 10, the claim retention policy Retain/Retain."""
+    spec = sts.spec
+    if not spec.pod_management_policy:
+        spec.pod_management_policy = ORDERED_READY
+    strategy = spec.update_strategy
+    if not strategy.type:
+        strategy.type = ROLLING_UPDATE
+    if strategy.type == ROLLING_UPDATE and not strategy.rolling_update.HasField("partition"):
+        strategy.rolling_update.partition = 0
+    policy = spec.persistent_volume_claim_retention_policy
+    if not policy.when_deleted:
+        policy.when_deleted = RETAIN_PVC
+    if not policy.when_scaled:
+        policy.when_scaled = RETAIN_PVC
+    if not spec.HasField("replicas"):
+        spec.replicas = DEFAULT_REPLICAS
+    if not spec.HasField("revision_history_limit"):
+        spec.revision_history_limit = DEFAULT_REVISION_HISTORY_LIMIT

@@ -97,3 +97,26 @@ def is_finished(job: types_pb2.Job) -> bool:
 
 def is_suspended(job: types_pb2.Job) -> bool:
     return job.spec.HasField("suspend") and job.spec.suspend
+
+
+# ---------------------------------------------------------------- CronJobs
+
+ALLOW_CONCURRENT: Final = "Allow"
+FORBID_CONCURRENT: Final = "Forbid"
+REPLACE_CONCURRENT: Final = "Replace"
+CONCURRENCY_POLICIES: Final = (ALLOW_CONCURRENT, FORBID_CONCURRENT, REPLACE_CONCURRENT)
+DEFAULT_SUCCESSFUL_JOBS_HISTORY_LIMIT: Final = 3
+DEFAULT_FAILED_JOBS_HISTORY_LIMIT: Final = 1
+
+
+def set_defaults_cron_job(cj: types_pb2.CronJob) -> None:
+    """SetDefaults_CronJob: concurrencyPolicy Allow, suspend false, history limits 3 and 1."""
+    spec = cj.spec
+    if not spec.concurrency_policy:
+        spec.concurrency_policy = ALLOW_CONCURRENT
+    if not spec.HasField("suspend"):
+        spec.suspend = False
+    if not spec.HasField("successful_jobs_history_limit"):
+        spec.successful_jobs_history_limit = DEFAULT_SUCCESSFUL_JOBS_HISTORY_LIMIT
+    if not spec.HasField("failed_jobs_history_limit"):
+        spec.failed_jobs_history_limit = DEFAULT_FAILED_JOBS_HISTORY_LIMIT

@@ -7,7 +7,7 @@ from __future__ import annotations
 from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
-from kemu.machinery import apps, batch
+from kemu.machinery import apps, batch, storage
 from kemu.machinery.namespaces import default_namespace
 from kemu.machinery.pod_defaults import default_pod_spec
 
@@ -30,6 +30,23 @@ def set_defaults(obj: Message) -> None:
     elif isinstance(obj, types_pb2.DaemonSet):
         apps.set_defaults_daemon_set(obj)
         _default_template(obj.spec)
+    elif isinstance(obj, types_pb2.StatefulSet):
+        apps.set_defaults_stateful_set(obj)
+        _default_template(obj.spec)
+        for claim in obj.spec.volume_claim_templates:
+            storage.set_defaults_claim_spec(claim.spec)
+    elif isinstance(obj, types_pb2.CronJob):
+        batch.set_defaults_cron_job(obj)
+        if obj.spec.HasField("job_template"):
+            _default_template(obj.spec.job_template.spec)
+    elif isinstance(obj, types_pb2.PersistentVolume):
+        storage.set_defaults_persistent_volume(obj)
+    elif isinstance(obj, types_pb2.PersistentVolumeClaim):
+        storage.set_defaults_claim_spec(obj.spec)
+    elif isinstance(obj, types_pb2.StorageClass):
+        storage.set_defaults_storage_class(obj)
+    elif isinstance(obj, types_pb2.Secret):
+        storage.set_defaults_secret(obj)
     elif isinstance(obj, types_pb2.Namespace):
         default_namespace(obj)
     elif isinstance(obj, types_pb2.Node):
@@ -63,7 +80,8 @@ def _default_template(
     spec: types_pb2.ReplicaSetSpec
     | types_pb2.DeploymentSpec
     | types_pb2.JobSpec
-    | types_pb2.DaemonSetSpec,
+    | types_pb2.DaemonSetSpec
+    | types_pb2.StatefulSetSpec,
 ) -> None:
     if spec.HasField("template"):
         default_pod_spec(spec.template.spec)

@@ -4,7 +4,7 @@ meta.k8s.io Tables (one place for both), with ages as kubectl prints them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,9 +12,10 @@ from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from kemu.api.v1 import types_pb2
-from kemu.machinery import kinds
+from kemu.machinery import kinds, storage
 from kemu.machinery.errors import Invalid
 from kemu.machinery.labels import selector_from_label_selector
+from kemu.machinery.quantity import parse_quantity
 
 
 def meta(obj: Message) -> types_pb2.ObjectMeta:
@@ -441,6 +442,127 @@ def _daemon_set_row(ds: types_pb2.DaemonSet, now: float, wide: bool) -> list[str
     return row
 
 
+# ---------------------------------------------------------------- storage, apps/v1, batch/v1 (#34)
+
+UNSET = "<unset>"
+
+
+def _storage_quantity(capacity: Mapping[str, str]) -> str:
+    """The storage entry of a capacity map as Quantity.String() prints it ("0" when absent)."""
+    text = capacity.get(storage.STORAGE)
+    if text is None:
+        return "0"
+    try:
+        return str(parse_quantity(text))
+    except Invalid:
+        return text
+
+
+def _persistent_volume_row(pv: types_pb2.PersistentVolume, now: float, wide: bool) -> list[str]:
+    """printPersistentVolume."""
+    spec = pv.spec
+    claim = (
+        f"{spec.claim_ref.namespace}/{spec.claim_ref.name}" if spec.HasField("claim_ref") else ""
+    )
+    phase = "Terminating" if pv.metadata.HasField("deletion_timestamp") else pv.status.phase
+    row = [
+        meta(pv).name,
+        _storage_quantity(spec.capacity),
+        storage.access_modes_string(list(spec.access_modes)),
+        spec.persistent_volume_reclaim_policy,
+        phase,
+        claim,
+        storage.volume_class(pv),
+        spec.volume_attributes_class_name
+        if spec.HasField("volume_attributes_class_name")
+        else UNSET,
+        pv.status.reason,
+        _created(pv, now),
+    ]
+    if wide:
+        row.append(spec.volume_mode if spec.HasField("volume_mode") else UNSET)
+    return row
+
+
+def _persistent_volume_claim_row(
+    pvc: types_pb2.PersistentVolumeClaim, now: float, wide: bool
+) -> list[str]:
+    """printPersistentVolumeClaim: capacity and access modes from the status once bound."""
+    spec = pvc.spec
+    phase = "Terminating" if pvc.metadata.HasField("deletion_timestamp") else pvc.status.phase
+    capacity = modes = ""
+    if spec.volume_name:
+        modes = storage.access_modes_string(list(pvc.status.access_modes))
+        capacity = _storage_quantity(pvc.status.capacity)
+    row = [
+        meta(pvc).name,
+        phase,
+        spec.volume_name,
+        capacity,
+        modes,
+        storage.claim_class(pvc),
+        spec.volume_attributes_class_name
+        if spec.HasField("volume_attributes_class_name")
+        else UNSET,
+        _created(pvc, now),
+    ]
+    if wide:
+        row.append(spec.volume_mode if spec.HasField("volume_mode") else UNSET)
+    return row
+
+
+def _storage_class_row(sc: types_pb2.StorageClass, now: float, wide: bool) -> list[str]:
+    """printStorageClass: "(default)" after the default class's name."""
+    name = meta(sc).name + (" (default)" if storage.is_default_class(sc) else "")
+    return [
+        name,
+        sc.provisioner,
+        sc.reclaim_policy if sc.HasField("reclaim_policy") else storage.DELETE,
+        sc.volume_binding_mode if sc.HasField("volume_binding_mode") else storage.IMMEDIATE,
+        "true" if sc.HasField("allow_volume_expansion") and sc.allow_volume_expansion else "false",
+        _created(sc, now),
+    ]
+
+
+def _csi_node_row(node: types_pb2.CSINode, now: float, wide: bool) -> list[str]:
+    return [meta(node).name, str(len(node.spec.drivers)), _created(node, now)]
+
+
+def _stateful_set_row(sts: types_pb2.StatefulSet, now: float, wide: bool) -> list[str]:
+    """printStatefulSet: READY is ready/desired; -o wide adds containers and images."""
+    row = [meta(sts).name, f"{sts.status.ready_replicas}/{sts.spec.replicas}", _created(sts, now)]
+    if wide:
+        row += _template_wide(sts.spec.template, sts.spec.selector)[:2]
+    return row
+
+
+def _service_account_row(sa: types_pb2.ServiceAccount, now: float, wide: bool) -> list[str]:
+    return [meta(sa).name, str(len(sa.secrets)), _created(sa, now)]
+
+
+def _secret_row(secret: types_pb2.Secret, now: float, wide: bool) -> list[str]:
+    return [meta(secret).name, secret.type, str(len(secret.data)), _created(secret, now)]
+
+
+def _cron_job_row(cj: types_pb2.CronJob, now: float, wide: bool) -> list[str]:
+    """printCronJob: TIMEZONE <none> when unset, SUSPEND <unset> when unset."""
+    spec, st = cj.spec, cj.status
+    last = age(st.last_schedule_time, now) if st.HasField("last_schedule_time") else NONE
+    row = [
+        meta(cj).name,
+        spec.schedule,
+        spec.time_zone if spec.HasField("time_zone") else NONE,
+        ("true" if spec.suspend else "false") if spec.HasField("suspend") else UNSET,
+        str(len(st.active)),
+        last,
+        _created(cj, now),
+    ]
+    if wide:
+        job = spec.job_template.spec
+        row += _template_wide(job.template, job.selector)
+    return row
+
+
 # ---------------------------------------------------------------- tables
 
 
@@ -506,6 +628,57 @@ TABLES: dict[str, TableSpec] = {
         ),
         ("CONTAINERS", "IMAGES", "SELECTOR"),
         _daemon_set_row,
+    ),
+    "PersistentVolume": TableSpec(
+        (
+            "NAME",
+            "CAPACITY",
+            "ACCESS MODES",
+            "RECLAIM POLICY",
+            "STATUS",
+            "CLAIM",
+            "STORAGECLASS",
+            "VOLUMEATTRIBUTESCLASS",
+            "REASON",
+            "AGE",
+        ),
+        ("VOLUMEMODE",),
+        _persistent_volume_row,
+    ),
+    "PersistentVolumeClaim": TableSpec(
+        (
+            "NAME",
+            "STATUS",
+            "VOLUME",
+            "CAPACITY",
+            "ACCESS MODES",
+            "STORAGECLASS",
+            "VOLUMEATTRIBUTESCLASS",
+            "AGE",
+        ),
+        ("VOLUMEMODE",),
+        _persistent_volume_claim_row,
+    ),
+    "StorageClass": TableSpec(
+        (
+            "NAME",
+            "PROVISIONER",
+            "RECLAIMPOLICY",
+            "VOLUMEBINDINGMODE",
+            "ALLOWVOLUMEEXPANSION",
+            "AGE",
+        ),
+        (),
+        _storage_class_row,
+    ),
+    "CSINode": TableSpec(("NAME", "DRIVERS", "AGE"), (), _csi_node_row),
+    "StatefulSet": TableSpec(("NAME", "READY", "AGE"), ("CONTAINERS", "IMAGES"), _stateful_set_row),
+    "ServiceAccount": TableSpec(("NAME", "SECRETS", "AGE"), (), _service_account_row),
+    "Secret": TableSpec(("NAME", "TYPE", "DATA", "AGE"), (), _secret_row),
+    "CronJob": TableSpec(
+        ("NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "AGE"),
+        ("CONTAINERS", "IMAGES", "SELECTOR"),
+        _cron_job_row,
     ),
 }
 # `get events -o wide` reorders the tail, as kubectl does.

@@ -19,7 +19,7 @@ from typing import Final
 from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
-from kemu.machinery import apps, batch
+from kemu.machinery import apps, batch, storage
 from kemu.machinery import namespaces as ns_rules
 from kemu.machinery.defaults import set_defaults
 from kemu.machinery.kinds import Kind
@@ -208,6 +208,25 @@ class ServiceStrategy(_StatusReset):
         keep_allocated(new, old)
 
 
+class PersistentVolumeStrategy(_StatusReset):
+    """pkg/registry/core/persistentvolume/strategy.go: a new volume is Pending (its status
+    reset; the PersistentVolume controller makes it Available)."""
+
+    def prepare_for_create(self, obj: Message, opts: StrategyOptions, now: float) -> None:
+        super().prepare_for_create(obj, opts, now)
+        assert isinstance(obj, types_pb2.PersistentVolume)
+        obj.status.phase = storage.VOLUME_PENDING
+
+
+class PersistentVolumeClaimStrategy(_StatusReset):
+    """pkg/registry/core/persistentvolumeclaim/strategy.go: a new claim is Pending."""
+
+    def prepare_for_create(self, obj: Message, opts: StrategyOptions, now: float) -> None:
+        super().prepare_for_create(obj, opts, now)
+        assert isinstance(obj, types_pb2.PersistentVolumeClaim)
+        obj.status.phase = storage.CLAIM_PENDING
+
+
 DEFAULT_STRATEGY: Final = Strategy()
 
 STRATEGIES: Final[Mapping[str, Strategy]] = MappingProxyType(
@@ -221,6 +240,10 @@ STRATEGIES: Final[Mapping[str, Strategy]] = MappingProxyType(
         "Node": NodeStrategy(),
         "Namespace": NamespaceStrategy(),
         "Service": ServiceStrategy(),
+        "PersistentVolume": PersistentVolumeStrategy(),
+        "PersistentVolumeClaim": PersistentVolumeClaimStrategy(),
+        "StatefulSet": _StatusReset(),
+        "CronJob": _StatusReset(),
     }
 )
 """Kind name -> its strategy; every other kind has DEFAULT_STRATEGY."""

@@ -3,7 +3,7 @@ serves. The apiserver's two edges (gRPC and REST) and kemu.client's FakeClient l
 subresource up here instead of each testing names of its own. Upstream registers each as its own
 REST storage beside its kind's (pkg/registry/core/rest/storage_core.go: `storage["pods/status"]
 = podStorage.Status`, `"pods/binding"`, `"pods/eviction"`, `"pods/resize"`,
-`"namespaces/finalize"`; pkg/registry/apps/rest: `"deployments/scale"`, ...); what a write of
+`"namespaces/finalize"`; pkg/registry/apps/rest: `"deployments/scale"`, `"statefulsets/scale"`, ...); what a write of
 each does is the registry's (apiserver/server/registry.py)."""
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ FINALIZE: Final = Subresource("finalize", frozenset({UPDATE, PATCH}), frozenset(
 SCALE: Final = Subresource(
     "scale",
     frozenset({GET, UPDATE, PATCH}),
-    frozenset({"Deployment", "ReplicaSet"}),
+    frozenset({"Deployment", "ReplicaSet", "StatefulSet"}),
     "Scale",
     ("autoscaling", "v1"),
 )

@@ -32,9 +32,13 @@ from kemu.machinery.validation.core import (
     validate_lease,
     validate_namespace,
     validate_namespace_update,
+    validate_secret,
+    validate_secret_update,
     validate_service,
+    validate_service_account,
     validate_service_update,
 )
+from kemu.machinery.validation.cronjobs import validate_cron_job
 from kemu.machinery.validation.meta import validate_object_meta_update
 from kemu.machinery.validation.node import validate_node, validate_node_update
 from kemu.machinery.validation.pod import validate_pod, validate_pod_update
@@ -42,6 +46,20 @@ from kemu.machinery.validation.policy import (
     validate_pod_disruption_budget,
     validate_priority_class,
     validate_priority_class_update,
+)
+from kemu.machinery.validation.statefulsets import (
+    validate_stateful_set,
+    validate_stateful_set_update,
+)
+from kemu.machinery.validation.storage import (
+    validate_csi_node,
+    validate_csi_node_update,
+    validate_persistent_volume,
+    validate_persistent_volume_claim,
+    validate_persistent_volume_claim_update,
+    validate_persistent_volume_update,
+    validate_storage_class,
+    validate_storage_class_update,
 )
 from kemu.machinery.validation.workloads import (
     validate_daemon_set,
@@ -74,6 +92,17 @@ _VALIDATORS: Final[
     "kemu.api.v1.Deployment": (validate_deployment, validate_workload_update),
     "kemu.api.v1.Job": (validate_job, validate_job_update),
     "kemu.api.v1.DaemonSet": (validate_daemon_set, validate_workload_update),
+    "kemu.api.v1.PersistentVolume": (validate_persistent_volume, validate_persistent_volume_update),
+    "kemu.api.v1.PersistentVolumeClaim": (
+        validate_persistent_volume_claim,
+        validate_persistent_volume_claim_update,
+    ),
+    "kemu.api.v1.StorageClass": (validate_storage_class, validate_storage_class_update),
+    "kemu.api.v1.CSINode": (validate_csi_node, validate_csi_node_update),
+    "kemu.api.v1.StatefulSet": (validate_stateful_set, validate_stateful_set_update),
+    "kemu.api.v1.ServiceAccount": (validate_service_account, _no_update_rules),
+    "kemu.api.v1.Secret": (validate_secret, validate_secret_update),
+    "kemu.api.v1.CronJob": (validate_cron_job, _no_update_rules),
 }
 
 

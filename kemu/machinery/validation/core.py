@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Final
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery import storage
 from kemu.machinery.errors import Cause
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
 from kemu.machinery.namespaces import NAMESPACE_ACTIVE, NAMESPACE_TERMINATING
@@ -250,3 +251,61 @@ def validate_config_map_update(new: types_pb2.ConfigMap, old: types_pb2.ConfigMa
     if dict(new.binary_data) != dict(old.binary_data):
         causes.append(forbidden("binaryData", "field is immutable when `immutable` is set"))
     return causes
+
+
+# ---------------------------------------------------------------- secrets, service accounts
+
+# Each type's required data keys (ValidateSecret): one of the keys must be present.
+_SECRET_REQUIRED_KEYS: Final[dict[str, tuple[str, ...]]] = {
+    storage.SECRET_DOCKERCFG: (".dockercfg",),
+    storage.SECRET_DOCKER_CONFIG_JSON: (".dockerconfigjson",),
+    storage.SECRET_SSH_AUTH: ("ssh-privatekey",),
+}
+_SERVICE_ACCOUNT_NAME_ANNOTATION: Final = "kubernetes.io/service-account.name"
+
+
+def validate_secret(secret: types_pb2.Secret) -> list[Cause]:
+    """ValidateSecret: keys as a ConfigMap's, at most 1 MiB of data, each type's keys (a
+    service-account token names its account, TLS holds tls.crt and tls.key, basic-auth a
+    username or a password)."""
+    causes = validate_object_meta(secret.metadata, namespaced=True)
+    size = 0
+    for key, value in sorted(secret.data.items()):
+        causes.extend(invalid(f"data[{key}]", key, m) for m in is_config_map_key(key))
+        size += len(value)
+    if size > storage.MAX_SECRET_SIZE:
+        causes.append(too_long("data", storage.MAX_SECRET_SIZE))
+    kind = secret.type
+    if kind == storage.SECRET_SERVICE_ACCOUNT_TOKEN:
+        if not secret.metadata.annotations.get(_SERVICE_ACCOUNT_NAME_ANNOTATION):
+            causes.append(required(f"metadata.annotations[{_SERVICE_ACCOUNT_NAME_ANNOTATION}]"))
+    elif kind in _SECRET_REQUIRED_KEYS:
+        (key,) = _SECRET_REQUIRED_KEYS[kind]
+        if key not in secret.data:
+            causes.append(required(f"data[{key}]"))
+    elif kind == storage.SECRET_BASIC_AUTH:
+        if "username" not in secret.data and "password" not in secret.data:
+            causes.append(required("data[username]", "either username or password is required"))
+    elif kind == storage.SECRET_TLS:
+        causes.extend(
+            required(f"data[{k}]") for k in ("tls.crt", "tls.key") if k not in secret.data
+        )
+    return causes
+
+
+def validate_secret_update(new: types_pb2.Secret, old: types_pb2.Secret) -> list[Cause]:
+    """ValidateSecretUpdate: the type is immutable, and the data once `immutable` is set."""
+    causes: list[Cause] = []
+    if new.type != old.type:
+        causes.append(invalid("type", new.type, "field is immutable"))
+    if old.HasField("immutable") and old.immutable:
+        if not (new.HasField("immutable") and new.immutable):
+            causes.append(forbidden("immutable", "field is immutable when `immutable` is set"))
+        if dict(new.data) != dict(old.data):
+            causes.append(forbidden("data", "field is immutable when `immutable` is set"))
+    return causes
+
+
+def validate_service_account(sa: types_pb2.ServiceAccount) -> list[Cause]:
+    """ValidateServiceAccount: the metadata (the rest is stored as given)."""
+    return validate_object_meta(sa.metadata, namespaced=True)

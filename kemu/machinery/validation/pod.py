@@ -201,20 +201,30 @@ def _validate_pod_affinity_term(term: types_pb2.PodAffinityTerm, path: str) -> l
     return causes
 
 
+def validate_node_selector(selector: types_pb2.NodeSelector, path: str) -> list[Cause]:
+    """ValidateNodeSelector: at least one term, each valid (a pod's required node affinity,
+    a PersistentVolume's spec.nodeAffinity.required)."""
+    terms = selector.node_selector_terms
+    if not terms:
+        return [required(f"{path}.nodeSelectorTerms", "must have at least one node selector term")]
+    causes: list[Cause] = []
+    for i, term in enumerate(terms):
+        causes.extend(_validate_node_selector_term(term, f"{path}.nodeSelectorTerms[{i}]"))
+    return causes
+
+
 def validate_affinity(affinity: types_pb2.Affinity, path: str) -> list[Cause]:
     causes: list[Cause] = []
     if affinity.HasField("node_affinity"):
         na = affinity.node_affinity
         p = f"{path}.nodeAffinity"
         if na.HasField("required_during_scheduling_ignored_during_execution"):
-            rp = f"{p}.requiredDuringSchedulingIgnoredDuringExecution"
-            terms = na.required_during_scheduling_ignored_during_execution.node_selector_terms
-            if not terms:
-                causes.append(
-                    required(f"{rp}.nodeSelectorTerms", "must have at least one node selector term")
+            causes.extend(
+                validate_node_selector(
+                    na.required_during_scheduling_ignored_during_execution,
+                    f"{p}.requiredDuringSchedulingIgnoredDuringExecution",
                 )
-            for i, term in enumerate(terms):
-                causes.extend(_validate_node_selector_term(term, f"{rp}.nodeSelectorTerms[{i}]"))
+            )
         for i, pref in enumerate(na.preferred_during_scheduling_ignored_during_execution):
             pp = f"{p}.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
             causes.extend(_validate_weight(pref.weight, f"{pp}.weight"))

@@ -48,47 +48,60 @@ def _validate_workload_selector_and_template(
     *,
     owner: str = "deployment",
     restart_policies: tuple[str, ...] = ("Always",),
+    prefix: str = "spec",
 ) -> list[Cause]:
-    """The selector and template rules shared by ReplicaSet, Deployment, DaemonSet and Job
-    specs (upstream ValidateReplicaSetSpec / ValidateDeploymentSpec / ValidateDaemonSetSpec /
-    ValidateJobSpec and ValidatePodTemplateSpecForReplicaSet): `owner` names the kind in the
-    empty-selector message, `restart_policies` are the template's allowed restartPolicy."""
+    """The selector and template rules shared by ReplicaSet, Deployment, DaemonSet,
+    StatefulSet and Job specs (upstream ValidateReplicaSetSpec / ValidateDeploymentSpec /
+    ValidateDaemonSetSpec / ValidateStatefulSetSpec / ValidateJobSpec and
+    ValidatePodTemplateSpecForReplicaSet): `owner` names the kind in the empty-selector
+    message, `restart_policies` are the template's allowed restartPolicy, `prefix` the spec's
+    path (a CronJob's job template is spec.jobTemplate.spec)."""
     # labels imports this module; importing it at the top would be circular.
     from kemu.machinery.labels import selector_from_label_selector
 
     causes: list[Cause] = []
     if selector is None:
-        causes.append(required("spec.selector"))
+        causes.append(required(f"{prefix}.selector"))
     else:
-        causes.extend(validate_label_selector(selector, "spec.selector"))
+        causes.extend(validate_label_selector(selector, f"{prefix}.selector"))
         if not selector.match_labels and not selector.match_expressions:
-            causes.append(invalid("spec.selector", "{}", f"empty selector is invalid for {owner}"))
+            causes.append(
+                invalid(f"{prefix}.selector", "{}", f"empty selector is invalid for {owner}")
+            )
     if template is None:
-        causes.append(required("spec.template"))
+        causes.append(required(f"{prefix}.template"))
         return causes
     if selector is not None and not causes:
         try:
-            parsed = selector_from_label_selector(selector, path="spec.selector")
+            parsed = selector_from_label_selector(selector, path=f"{prefix}.selector")
         except Invalid:
-            causes.append(invalid("spec.selector", "", "invalid label selector"))
+            causes.append(invalid(f"{prefix}.selector", "", "invalid label selector"))
         else:
             if not parsed.empty and not parsed.matches(template.metadata.labels):
                 causes.append(
                     invalid(
-                        "spec.template.metadata.labels",
+                        f"{prefix}.template.metadata.labels",
                         dict(template.metadata.labels),
                         "`selector` does not match template `labels`",
                     )
                 )
-    causes.extend(validate_labels(template.metadata.labels, "spec.template.metadata.labels"))
+    causes.extend(validate_pod_template(template, f"{prefix}.template", restart_policies))
+    return causes
+
+
+def validate_pod_template(
+    template: types_pb2.PodTemplateSpec, path: str, restart_policies: tuple[str, ...]
+) -> list[Cause]:
+    """A workload's pod template: its labels, annotations, pod spec and restartPolicy."""
+    causes = validate_labels(template.metadata.labels, f"{path}.metadata.labels")
     causes.extend(
-        validate_annotations(template.metadata.annotations, "spec.template.metadata.annotations")
+        validate_annotations(template.metadata.annotations, f"{path}.metadata.annotations")
     )
-    causes.extend(validate_pod_spec(template.spec, "spec.template.spec"))
+    causes.extend(validate_pod_spec(template.spec, f"{path}.spec"))
     if template.spec.restart_policy not in restart_policies:
         causes.append(
             not_supported(
-                "spec.template.spec.restartPolicy", template.spec.restart_policy, restart_policies
+                f"{path}.spec.restartPolicy", template.spec.restart_policy, restart_policies
             )
         )
     return causes
@@ -253,12 +266,10 @@ _JOB_CONTROLLER_UID_LABEL: Final = "batch.kubernetes.io/controller-uid"
 _JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
 
 
-def validate_job(job: types_pb2.Job) -> list[Cause]:
-    """ValidateJob: non-negative counts, completionMode (kemu runs NonIndexed Jobs only),
-    podReplacementPolicy, the selector (generated unless manualSelector: it must hold the
-    Job's uid) matching the template, restartPolicy OnFailure or Never."""
-    causes = validate_object_meta(job.metadata, namespaced=True)
-    spec = job.spec
+def validate_job_spec_fields(spec: types_pb2.JobSpec, path: str) -> list[Cause]:
+    """The rules of a Job's spec beside its selector and template (a Job's, a CronJob's job
+    template's): non-negative counts, completionMode, podReplacementPolicy."""
+    causes: list[Cause] = []
     for name, field in (
         ("parallelism", "parallelism"),
         ("completions", "completions"),
@@ -267,12 +278,12 @@ def validate_job(job: types_pb2.Job) -> list[Cause]:
         ("ttlSecondsAfterFinished", "ttl_seconds_after_finished"),
     ):
         if spec.HasField(field):
-            causes.extend(_validate_nonnegative(getattr(spec, field), f"spec.{name}"))
+            causes.extend(_validate_nonnegative(getattr(spec, field), f"{path}.{name}"))
     if spec.HasField("completion_mode"):
         if spec.completion_mode == "Indexed":
             causes.append(
                 invalid(
-                    "spec.completionMode",
+                    f"{path}.completionMode",
                     spec.completion_mode,
                     "Indexed Jobs are not supported by kemu",
                 )
@@ -280,7 +291,7 @@ def validate_job(job: types_pb2.Job) -> list[Cause]:
         elif spec.completion_mode != "NonIndexed":
             causes.append(
                 not_supported(
-                    "spec.completionMode", spec.completion_mode, ("NonIndexed", "Indexed")
+                    f"{path}.completionMode", spec.completion_mode, ("NonIndexed", "Indexed")
                 )
             )
     if spec.HasField("pod_replacement_policy") and spec.pod_replacement_policy not in (
@@ -289,11 +300,21 @@ def validate_job(job: types_pb2.Job) -> list[Cause]:
     ):
         causes.append(
             not_supported(
-                "spec.podReplacementPolicy",
+                f"{path}.podReplacementPolicy",
                 spec.pod_replacement_policy,
                 ("Failed", "TerminatingOrFailed"),
             )
         )
+    return causes
+
+
+def validate_job(job: types_pb2.Job) -> list[Cause]:
+    """ValidateJob: non-negative counts, completionMode (kemu runs NonIndexed Jobs only),
+    podReplacementPolicy, the selector (generated unless manualSelector: it must hold the
+    Job's uid) matching the template, restartPolicy OnFailure or Never."""
+    causes = validate_object_meta(job.metadata, namespaced=True)
+    spec = job.spec
+    causes.extend(validate_job_spec_fields(spec, "spec"))
     manual = spec.HasField("manual_selector") and spec.manual_selector
     if not manual and spec.HasField("selector"):
         uid = job.metadata.uid
