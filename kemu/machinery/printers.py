@@ -545,14 +545,14 @@ def _secret_row(secret: types_pb2.Secret, now: float, wide: bool) -> list[str]:
 
 
 def _cron_job_row(cj: types_pb2.CronJob, now: float, wide: bool) -> list[str]:
-    """printCronJob: TIMEZONE <none> when unset, SUSPEND <unset> when unset."""
+    """printCronJob: TIMEZONE <none> when unset, SUSPEND True, False or <unset>."""
     spec, st = cj.spec, cj.status
     last = age(st.last_schedule_time, now) if st.HasField("last_schedule_time") else NONE
     row = [
         meta(cj).name,
         spec.schedule,
         spec.time_zone if spec.HasField("time_zone") else NONE,
-        ("true" if spec.suspend else "false") if spec.HasField("suspend") else UNSET,
+        ("True" if spec.suspend else "False") if spec.HasField("suspend") else UNSET,
         str(len(st.active)),
         last,
         _created(cj, now),

@@ -23,7 +23,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
+from urllib.error import URLError
 from urllib.parse import urlencode
+from urllib.request import urlopen
 
 import grpc
 
@@ -32,6 +34,7 @@ from kemu.machinery import kubeconfig
 from kemu.machinery.virtual_time import BOOT_TOKEN_ENV, ClockMode
 from kemu.testing.cluster_time import announce_boot
 from kemu.testing.etcd import DEFAULT_QUOTA_BACKEND_BYTES, Etcd, cluster_members
+from kemu.testing.eventually import eventually_sync
 from kemu.testing.faultproxy import FaultProxy
 from kemu.testing.launch import ForkServer, Launch, shared_forkserver
 from kemu.testing.ports import LOOPBACK, free_port
@@ -327,6 +330,10 @@ class Cluster:
             wait=wait,
             port=port,
         )
+        if rest and wait:
+            # the REST edge listens just after the gRPC server the readiness wait saw
+            url = f"http://{LOOPBACK}:{rest_port}/readyz"
+            eventually_sync(lambda: _answers(url), message=f"the REST edge at {url}")
         if self._apiserver is None:
             self._apiserver = proc
         self._apiservers.append(proc)
@@ -706,3 +713,12 @@ class Cluster:
                 proc.kill()  # the error already tells; stop() need not report it again
                 self._withdraw_boot(proc.name)  # nothing will boot: the clock need not wait
                 raise
+
+
+def _answers(url: str) -> bool:
+    """Whether an HTTP GET of `url` answers 200."""
+    try:
+        with urlopen(url, timeout=2) as response:
+            return bool(response.status == 200)
+    except (URLError, OSError):
+        return False

@@ -8,13 +8,17 @@ from kemu.api.v1 import types_pb2
 from kemu.machinery import apps
 from kemu.machinery.errors import Cause
 from kemu.machinery.validation.field import forbidden, invalid, not_supported, required
-from kemu.machinery.validation.meta import validate_labels, validate_object_meta
+from kemu.machinery.validation.meta import (
+    validate_annotations,
+    validate_labels,
+    validate_object_meta,
+)
 from kemu.machinery.validation.storage import validate_claim_spec
 from kemu.machinery.validation.workloads import (
     _int_or_percent_value,
     _validate_nonnegative,
     _validate_positive_int_or_percent,
-    _validate_workload_selector_and_template,
+    validate_selector_matching_template,
 )
 
 _RETENTION_POLICIES: Final = (apps.RETAIN_PVC, apps.DELETE_PVC)
@@ -58,8 +62,9 @@ def _validate_update_strategy(strategy: types_pb2.StatefulSetUpdateStrategy) -> 
 def validate_stateful_set(sts: types_pb2.StatefulSet) -> list[Cause]:
     """ValidateStatefulSetSpec: podManagementPolicy, the update strategy, the claim retention
     policy, non-negative replicas, minReadySeconds, ordinals.start and revisionHistoryLimit,
-    the selector matching the template (restartPolicy Always, no activeDeadlineSeconds), and
-    each volumeClaimTemplate as a claim."""
+    the selector matching the template (its labels and annotations valid, restartPolicy
+    Always, no activeDeadlineSeconds; its pod spec is validated when the controller creates
+    the pods), and each volumeClaimTemplate as a claim."""
     causes = validate_object_meta(sts.metadata, namespaced=True)
     spec = sts.spec
     if not spec.pod_management_policy:
@@ -89,13 +94,24 @@ def validate_stateful_set(sts: types_pb2.StatefulSet) -> list[Cause]:
         causes.extend(
             _validate_nonnegative(spec.revision_history_limit, "spec.revisionHistoryLimit")
         )
+    # ValidatePodTemplateSpecForStatefulSet checks the template's labels and annotations,
+    # not its pod spec (whose volume mounts name the claim templates, not its volumes).
     causes.extend(
-        _validate_workload_selector_and_template(
+        validate_selector_matching_template(
             spec.selector if spec.HasField("selector") else None,
             spec.template if spec.HasField("template") else None,
             owner="statefulset",
         )
     )
+    template = spec.template
+    causes.extend(validate_labels(template.metadata.labels, "spec.template.labels"))
+    causes.extend(validate_annotations(template.metadata.annotations, "spec.template.annotations"))
+    if template.spec.restart_policy != "Always":
+        causes.append(
+            not_supported(
+                "spec.template.spec.restartPolicy", template.spec.restart_policy, ["Always"]
+            )
+        )
     if spec.template.spec.HasField("active_deadline_seconds"):
         causes.append(
             forbidden(

@@ -50,12 +50,26 @@ def _validate_workload_selector_and_template(
     restart_policies: tuple[str, ...] = ("Always",),
     prefix: str = "spec",
 ) -> list[Cause]:
-    """The selector and template rules shared by ReplicaSet, Deployment, DaemonSet,
-    StatefulSet and Job specs (upstream ValidateReplicaSetSpec / ValidateDeploymentSpec /
-    ValidateDaemonSetSpec / ValidateStatefulSetSpec / ValidateJobSpec and
-    ValidatePodTemplateSpecForReplicaSet): `owner` names the kind in the empty-selector
-    message, `restart_policies` are the template's allowed restartPolicy, `prefix` the spec's
-    path (a CronJob's job template is spec.jobTemplate.spec)."""
+    """The selector and template rules shared by ReplicaSet, Deployment, DaemonSet and Job
+    specs (upstream ValidateReplicaSetSpec / ValidateDeploymentSpec / ValidateDaemonSetSpec /
+    ValidateJobSpec and ValidatePodTemplateSpecForReplicaSet): `owner` names the kind in the
+    empty-selector message, `restart_policies` are the template's allowed restartPolicy,
+    `prefix` the spec's path (a CronJob's job template is spec.jobTemplate.spec)."""
+    causes = validate_selector_matching_template(selector, template, owner=owner, prefix=prefix)
+    if template is not None:
+        causes.extend(validate_pod_template(template, f"{prefix}.template", restart_policies))
+    return causes
+
+
+def validate_selector_matching_template(
+    selector: types_pb2.LabelSelector | None,
+    template: types_pb2.PodTemplateSpec | None,
+    *,
+    owner: str,
+    prefix: str = "spec",
+) -> list[Cause]:
+    """A workload's selector: required, valid, not empty, matching the template's labels
+    (the template required too)."""
     # labels imports this module; importing it at the top would be circular.
     from kemu.machinery.labels import selector_from_label_selector
 
@@ -85,7 +99,6 @@ def _validate_workload_selector_and_template(
                         "`selector` does not match template `labels`",
                     )
                 )
-    causes.extend(validate_pod_template(template, f"{prefix}.template", restart_policies))
     return causes
 
 

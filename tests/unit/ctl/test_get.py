@@ -201,3 +201,47 @@ async def test_several_kinds_separated_by_commas_print_a_table_each_with_kind_na
     assert one.out.splitlines()[1].split()[0] == "web"  # one kind: plain names
     bad = await ctl(client, "get", "po,nothing")
     assert bad.rc != 0 and 'the server doesn\'t have a resource type "nothing"' in bad.err
+
+
+@pytest.mark.anyio
+async def test_get_the_storage_kinds_by_short_name() -> None:
+    """Issue #34: kemuctl serves the new kinds by name and short name (pvc, pv, sc, sts, sa,
+    cj) with kubectl's columns."""
+    pvc = types_pb2.PersistentVolumeClaim(
+        metadata=types_pb2.ObjectMeta(name="data", namespace="default"),
+        spec=types_pb2.PersistentVolumeClaimSpec(
+            access_modes=["ReadWriteOnce"], volume_name="pv1", storage_class_name="fast"
+        ),
+        status=types_pb2.PersistentVolumeClaimStatus(
+            phase="Bound", access_modes=["ReadWriteOnce"], capacity={"storage": "1Gi"}
+        ),
+    )
+    pv = types_pb2.PersistentVolume(
+        metadata=types_pb2.ObjectMeta(name="pv1"),
+        spec=types_pb2.PersistentVolumeSpec(
+            capacity={"storage": "1Gi"},
+            access_modes=["ReadWriteOnce"],
+            persistent_volume_reclaim_policy="Delete",
+            claim_ref=types_pb2.ObjectReference(namespace="default", name="data"),
+        ),
+        status=types_pb2.PersistentVolumeStatus(phase="Bound"),
+    )
+    sts = types_pb2.StatefulSet(
+        metadata=types_pb2.ObjectMeta(name="db", namespace="default"),
+        spec=types_pb2.StatefulSetSpec(replicas=3),
+        status=types_pb2.StatefulSetStatus(ready_replicas=2),
+    )
+    client = fake(pvc, pv, sts)
+    claims = (await ctl(client, "get", "pvc")).out.splitlines()
+    assert claims[0].split() == [
+        "NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS", "MODES", "STORAGECLASS",
+        "VOLUMEATTRIBUTESCLASS", "AGE",
+    ]  # fmt: skip
+    assert claims[1].split()[:6] == ["data", "Bound", "pv1", "1Gi", "RWO", "fast"]
+    volumes = (await ctl(client, "get", "pv")).out.splitlines()
+    assert volumes[1].split()[:6] == ["pv1", "1Gi", "RWO", "Delete", "Bound", "default/data"]
+    sets = (await ctl(client, "get", "sts")).out.splitlines()
+    assert sets[1].split()[:2] == ["db", "2/3"]
+    for name in ("sc", "sa", "cj", "secrets", "csinodes"):
+        result = await ctl(client, "get", name, "-A")
+        assert result.rc == 0 and not result.err.startswith("error"), (name, result.err)

@@ -487,6 +487,6 @@ def test_class_node_set_account_secret_and_cron_tables() -> None:
     assert (cells(secret)["TYPE"], cells(secret)["DATA"]) == ("Opaque", "2")
     cj = cells(created(CRON), wide=True)
     assert (cj["SCHEDULE"], cj["TIMEZONE"], cj["SUSPEND"], cj["ACTIVE"], cj["LAST SCHEDULE"]) == (
-        "*/5 * * * *", "<none>", "false", "0", "<none>"
+        "*/5 * * * *", "<none>", "False", "0", "<none>"
     )  # fmt: skip
     assert (cj["CONTAINERS"], cj["IMAGES"], cj["SELECTOR"]) == ("b", "busybox", "<none>")
