@@ -57,6 +57,10 @@ MERGE_KEYS: Final[dict[tuple[str, str], str]] = {
     ("DaemonSetStatus", "conditions"): "type",
     ("JobStatus", "conditions"): "type",
     ("PodDisruptionBudgetStatus", "conditions"): "type",
+    ("PersistentVolumeClaimStatus", "conditions"): "type",
+    ("StatefulSetStatus", "conditions"): "type",
+    ("ServiceAccount", "secrets"): "name",
+    ("CSINodeSpec", "drivers"): "name",
 }
 # Lists of scalars upstream merges (patchStrategy merge without a key).
 MERGED_SCALAR_LISTS: Final = frozenset({("ObjectMeta", "finalizers"), ("NodeSpec", "podCIDRs")})
