@@ -20,6 +20,11 @@ from kemu.machinery import subresources
 from kemu.machinery.kinds import KINDS, Kind
 
 VERBS: Final = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+IN_CATEGORY_ALL: Final = frozenset(
+    {"Pod", "Service", "DaemonSet", "Deployment", "ReplicaSet", "StatefulSet", "Job", "CronJob"}
+)
+"""The kinds `kubectl get all` lists: those whose upstream REST storage names the category
+"all" (its Categories(); of upstream's, kemu lacks ReplicationControllers and HPAs)."""
 AGGREGATED_GROUP: Final = "apidiscovery.k8s.io"
 AGGREGATED_VERSIONS: Final = ("v2", "v2beta1")  # preferred first
 
@@ -153,7 +158,7 @@ def resource_list(group: str, version: str) -> dict[str, Any] | None:
         }
         if k.short_names:
             entry["shortNames"] = list(k.short_names)
-        if k.kind == "Pod":
+        if k.kind in IN_CATEGORY_ALL:
             entry["categories"] = ["all"]
         resources.append(entry)
         for sub, sub_kind, verbs in _subresources(k):
@@ -219,7 +224,7 @@ def _aggregated_resource(k: Kind) -> dict[str, Any]:
     }
     if k.short_names:
         entry["shortNames"] = list(k.short_names)
-    if k.kind == "Pod":
+    if k.kind in IN_CATEGORY_ALL:
         entry["categories"] = ["all"]
     subs = []
     for sub, sub_kind, verbs in _subresources(k):

@@ -34,7 +34,7 @@ def set_defaults(obj: Message) -> None:
         apps.set_defaults_stateful_set(obj)
         _default_template(obj.spec)
         for claim in obj.spec.volume_claim_templates:
-            storage.set_defaults_claim_spec(claim.spec)
+            storage.set_defaults_claim(claim)
     elif isinstance(obj, types_pb2.CronJob):
         batch.set_defaults_cron_job(obj)
         if obj.spec.HasField("job_template"):
@@ -42,7 +42,7 @@ def set_defaults(obj: Message) -> None:
     elif isinstance(obj, types_pb2.PersistentVolume):
         storage.set_defaults_persistent_volume(obj)
     elif isinstance(obj, types_pb2.PersistentVolumeClaim):
-        storage.set_defaults_claim_spec(obj.spec)
+        storage.set_defaults_claim(obj)
     elif isinstance(obj, types_pb2.StorageClass):
         storage.set_defaults_storage_class(obj)
     elif isinstance(obj, types_pb2.Secret):

@@ -64,18 +64,23 @@ MAX_SECRET_SIZE: Final = 1024 * 1024
 
 
 def set_defaults_persistent_volume(pv: types_pb2.PersistentVolume) -> None:
-    """SetDefaults_PersistentVolume: reclaim policy Retain, volumeMode Filesystem."""
+    """SetDefaults_PersistentVolume: phase Pending, reclaim policy Retain, volumeMode
+    Filesystem."""
+    if not pv.status.phase:
+        pv.status.phase = VOLUME_PENDING
     if not pv.spec.persistent_volume_reclaim_policy:
         pv.spec.persistent_volume_reclaim_policy = RETAIN
     if not pv.spec.HasField("volume_mode"):
         pv.spec.volume_mode = FILESYSTEM
 
 
-def set_defaults_claim_spec(spec: types_pb2.PersistentVolumeClaimSpec) -> None:
-    """SetDefaults_PersistentVolumeClaimSpec: volumeMode Filesystem (a StatefulSet's claim
-    templates get it too)."""
-    if not spec.HasField("volume_mode"):
-        spec.volume_mode = FILESYSTEM
+def set_defaults_claim(claim: types_pb2.PersistentVolumeClaim) -> None:
+    """SetDefaults_PersistentVolumeClaim (phase Pending) and _PersistentVolumeClaimSpec
+    (volumeMode Filesystem); a StatefulSet's claim templates get them too."""
+    if not claim.status.phase:
+        claim.status.phase = CLAIM_PENDING
+    if not claim.spec.HasField("volume_mode"):
+        claim.spec.volume_mode = FILESYSTEM
 
 
 def set_defaults_storage_class(sc: types_pb2.StorageClass) -> None:

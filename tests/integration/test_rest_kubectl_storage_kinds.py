@@ -240,7 +240,8 @@ def test_a_charts_manifest_of_every_new_kind_applies_lists_and_deletes(kubectl: 
         "whenDeleted": "Retain",
         "whenScaled": "Retain",
     }
-    assert spec["volumeClaimTemplates"][0]["spec"]["volumeMode"] == "Filesystem"
+    claim = spec["volumeClaimTemplates"][0]
+    assert (claim["spec"]["volumeMode"], claim["status"]) == ("Filesystem", {"phase": "Pending"})
     assert sts["metadata"]["generation"] == 1
     cron = kubectl.json("get", "cronjob", "db-backup", "-n", ns)["spec"]
     assert (
@@ -399,3 +400,14 @@ def test_kubectl_explain_the_new_kinds(kubectl: Kubectl) -> None:
     assert "CronJob" in cron and "schedule" in cron
     sc = kubectl.run("explain", "storageclass.volumeBindingMode").stdout
     assert "StorageClass" in sc and "volumeBindingMode" in sc
+
+
+def test_kubectl_get_all_lists_the_workloads_of_category_all(kubectl: Kubectl) -> None:
+    """Upstream's category "all": pods, services and the workload kinds, StatefulSets and
+    CronJobs among them (not Secrets, ServiceAccounts or claims)."""
+    ns = kubectl.namespace("all")
+    kubectl.run("create", "cronjob", "cj", "-n", ns, "--image=busybox", "--schedule=@daily")
+    kubectl.run("create", "secret", "generic", "s", "-n", ns, "--from-literal=k=v")
+    kubectl.run("create", "deployment", "d", "-n", ns, "--image=nginx")
+    listed = kubectl.run("get", "all", "-n", ns, "-o", "name").stdout.split()
+    assert sorted(listed) == ["cronjob.batch/cj", "deployment.apps/d"]

@@ -38,7 +38,11 @@ from kemu.machinery.validation.core import (
     validate_service_account,
     validate_service_update,
 )
-from kemu.machinery.validation.cronjobs import validate_cron_job
+from kemu.machinery.validation.cronjobs import (
+    validate_cron_job,
+    validate_cron_job_create,
+    validate_cron_job_update,
+)
 from kemu.machinery.validation.meta import validate_object_meta_update
 from kemu.machinery.validation.node import validate_node, validate_node_update
 from kemu.machinery.validation.pod import validate_pod, validate_pod_update
@@ -102,12 +106,19 @@ _VALIDATORS: Final[
     "kemu.api.v1.StatefulSet": (validate_stateful_set, validate_stateful_set_update),
     "kemu.api.v1.ServiceAccount": (validate_service_account, _no_update_rules),
     "kemu.api.v1.Secret": (validate_secret, validate_secret_update),
-    "kemu.api.v1.CronJob": (validate_cron_job, _no_update_rules),
+    "kemu.api.v1.CronJob": (validate_cron_job, validate_cron_job_update),
+}
+
+
+# Per kind: the rules of a create only (upstream's Validate<Kind>Create beside the update's).
+_CREATE_VALIDATORS: Final[dict[str, Callable[[Any], list[Cause]]]] = {
+    "kemu.api.v1.CronJob": validate_cron_job_create,
 }
 
 
 def validate_object(obj: Message, *, old: Message | None = None) -> list[Cause]:
-    """Validates an object of any kind; with `old`, also the rules of a main-resource update.
+    """Validates an object of any kind; with `old`, also the rules of a main-resource update,
+    without it also those of a create.
 
     Raises TypeError for a message that is not an API kind (a bug in the caller).
     """
@@ -117,7 +128,11 @@ def validate_object(obj: Message, *, old: Message | None = None) -> list[Cause]:
         raise TypeError(f"validate_object: {name} is not an API kind")
     validate, validate_update = entry
     causes = validate(obj)
-    if old is not None:
+    if old is None:
+        create_rules = _CREATE_VALIDATORS.get(name)
+        if create_rules is not None:
+            causes.extend(create_rules(obj))
+    else:
         if old.DESCRIPTOR.full_name != name:
             raise TypeError(f"validate_object: old is {old.DESCRIPTOR.full_name}, not {name}")
         causes.extend(

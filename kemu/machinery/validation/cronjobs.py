@@ -16,7 +16,6 @@ from kemu.machinery.validation.field import invalid, not_supported, required
 from kemu.machinery.validation.meta import validate_object_meta
 from kemu.machinery.validation.workloads import (
     _validate_nonnegative,
-    _validate_workload_selector_and_template,
     validate_job_spec_fields,
     validate_pod_template,
 )
@@ -124,8 +123,9 @@ def parse_schedule(spec: str) -> None:
 
 
 def _load_location(name: str) -> None:
-    """time.LoadLocation: "UTC" and "" are UTC; otherwise an IANA name of the tz database."""
-    if name in ("", "UTC"):
+    """time.LoadLocation: "" and "UTC" are UTC, "Local" the local zone; otherwise an IANA name
+    of the tz database."""
+    if name in ("", "UTC", "Local"):
         return
     try:
         zoneinfo.ZoneInfo(name)
@@ -134,9 +134,13 @@ def _load_location(name: str) -> None:
 
 
 def _validate_time_zone(tz: str, path: str) -> list[Cause]:
-    """validateTimeZone: non-empty, not Local, IANA characters, a zone the database has."""
+    """validateTimeZone: non-empty, IANA characters per path element, not Local, a zone the
+    tz database has."""
     if not tz:
         return [invalid(path, tz, "timeZone must be nil or non-empty string")]
+    for part in tz.split("/"):
+        if part in (".", "..") or part.startswith("-") or not _TIME_ZONE_CHARS.fullmatch(part):
+            return [invalid(path, tz, f"unknown time zone {tz}")]
     if tz.lower() == "local":
         return [
             invalid(
@@ -146,9 +150,6 @@ def _validate_time_zone(tz: str, path: str) -> list[Cause]:
                 "https://www.iana.org/time-zones",
             )
         ]
-    for part in tz.split("/"):
-        if part in (".", "..") or not _TIME_ZONE_CHARS.fullmatch(part):
-            return [invalid(path, tz, f"unknown time zone {tz}")]
     try:
         _load_location(tz)
     except ScheduleError as e:
@@ -157,41 +158,38 @@ def _validate_time_zone(tz: str, path: str) -> list[Cause]:
 
 
 def _validate_job_template(template: types_pb2.JobTemplateSpec) -> list[Cause]:
-    """ValidateJobTemplateSpec at spec.jobTemplate: the job spec's fields, its selector (when
-    given) matching the pod template, restartPolicy OnFailure or Never, no manualSelector."""
+    """ValidateJobTemplateSpec at spec.jobTemplate: the job spec's fields and pod template
+    (restartPolicy OnFailure or Never); no selector (the Job's is generated), no
+    manualSelector."""
     path = "spec.jobTemplate.spec"
     spec = template.spec
     causes = validate_job_spec_fields(spec, path)
+    causes.extend(validate_pod_template(spec.template, f"{path}.template", _JOB_RESTART_POLICIES))
     if spec.HasField("selector"):
-        causes.extend(
-            _validate_workload_selector_and_template(
-                spec.selector,
-                spec.template if spec.HasField("template") else None,
-                owner="job",
-                restart_policies=_JOB_RESTART_POLICIES,
-                prefix=path,
-            )
-        )
-    else:
-        causes.extend(
-            validate_pod_template(spec.template, f"{path}.template", _JOB_RESTART_POLICIES)
-        )
+        causes.append(invalid(f"{path}.selector", "", "`selector` will be auto-generated"))
     if spec.HasField("manual_selector") and spec.manual_selector:
         causes.append(not_supported(f"{path}.manualSelector", True, ["nil", "false"]))
     return causes
 
 
+def _validate_tz_in_schedule(schedule: str, time_zone: bool, *, allowed: bool) -> list[Cause]:
+    """validateScheduleFormat's TZ rule: TZ or CRON_TZ in a schedule only on an update of one
+    that had it (and then not beside a timeZone)."""
+    if "TZ" not in schedule:
+        return []
+    if not allowed:
+        detail = "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"
+    elif time_zone:
+        detail = "cannot use both timeZone field and TZ or CRON_TZ in schedule"
+    else:
+        return []
+    return [invalid("spec.schedule", schedule, detail)]
+
+
 def validate_cron_job(cj: types_pb2.CronJob) -> list[Cause]:
-    """ValidateCronJob: a name of at most 52 characters, the schedule (robfig's standard
-    parser; TZ or CRON_TZ in it refused beside a timeZone), the time zone, concurrencyPolicy,
-    the non-negative deadline and history limits, the job template as a Job's."""
+    """validateCronJobSpec's rules of every write: the schedule (robfig's standard parser),
+    concurrencyPolicy, the non-negative deadline and history limits, the job template."""
     causes = validate_object_meta(cj.metadata, namespaced=True)
-    if len(cj.metadata.name) > _MAX_NAME:
-        causes.append(
-            invalid(
-                "metadata.name", cj.metadata.name, f"must be no more than {_MAX_NAME} characters"
-            )
-        )
     spec = cj.spec
     if not spec.schedule:
         causes.append(required("spec.schedule"))
@@ -200,16 +198,10 @@ def validate_cron_job(cj: types_pb2.CronJob) -> list[Cause]:
             parse_schedule(spec.schedule)
         except ScheduleError as e:
             causes.append(invalid("spec.schedule", spec.schedule, str(e)))
-        if "TZ" in spec.schedule and spec.HasField("time_zone"):
-            causes.append(
-                invalid(
-                    "spec.schedule",
-                    spec.schedule,
-                    "cannot use both timeZone field and TZ or CRON_TZ in schedule",
-                )
-            )
-    if spec.HasField("time_zone"):
-        causes.extend(_validate_time_zone(spec.time_zone, "spec.timeZone"))
+    if spec.HasField("starting_deadline_seconds"):
+        causes.extend(
+            _validate_nonnegative(spec.starting_deadline_seconds, "spec.startingDeadlineSeconds")
+        )
     if not spec.concurrency_policy:
         causes.append(required("spec.concurrencyPolicy"))
     elif spec.concurrency_policy not in batch.CONCURRENCY_POLICIES:
@@ -218,12 +210,42 @@ def validate_cron_job(cj: types_pb2.CronJob) -> list[Cause]:
                 "spec.concurrencyPolicy", spec.concurrency_policy, batch.CONCURRENCY_POLICIES
             )
         )
+    causes.extend(_validate_job_template(spec.job_template))
     for name, field in (
-        ("startingDeadlineSeconds", "starting_deadline_seconds"),
         ("successfulJobsHistoryLimit", "successful_jobs_history_limit"),
         ("failedJobsHistoryLimit", "failed_jobs_history_limit"),
     ):
         if spec.HasField(field):
             causes.extend(_validate_nonnegative(getattr(spec, field), f"spec.{name}"))
-    causes.extend(_validate_job_template(spec.job_template))
+    return causes
+
+
+def validate_cron_job_create(cj: types_pb2.CronJob) -> list[Cause]:
+    """ValidateCronJobCreate's own rules: no TZ or CRON_TZ in the schedule, the time zone,
+    a name of at most 52 characters (its Jobs add an 11-character suffix)."""
+    spec = cj.spec
+    causes = _validate_tz_in_schedule(spec.schedule, spec.HasField("time_zone"), allowed=False)
+    if spec.HasField("time_zone"):
+        causes.extend(_validate_time_zone(spec.time_zone, "spec.timeZone"))
+    if len(cj.metadata.name) > _MAX_NAME:
+        causes.append(
+            invalid(
+                "metadata.name", cj.metadata.name, f"must be no more than {_MAX_NAME} characters"
+            )
+        )
+    return causes
+
+
+def validate_cron_job_update(new: types_pb2.CronJob, old: types_pb2.CronJob) -> list[Cause]:
+    """ValidateCronJobUpdate's own rules: TZ in the schedule only if the old one had it, the
+    time zone when it changed (no name length: an old long name stays updatable)."""
+    spec = new.spec
+    causes = _validate_tz_in_schedule(
+        spec.schedule, spec.HasField("time_zone"), allowed="TZ" in old.spec.schedule
+    )
+    changed = spec.HasField("time_zone") != old.spec.HasField("time_zone") or (
+        spec.time_zone != old.spec.time_zone
+    )
+    if changed and spec.HasField("time_zone"):
+        causes.extend(_validate_time_zone(spec.time_zone, "spec.timeZone"))
     return causes

@@ -45,7 +45,20 @@ def _content(ns: str) -> list[object]:
     # A batch/v1 Job orphans by default: deleted Background, as upstream, it holds nothing up.
     job = make_job("job").manual_selector().obj()
     job.metadata.namespace = ns
+    meta = types_pb2.ObjectMeta(name="data", namespace=ns)
+    claim = types_pb2.PersistentVolumeClaim(metadata=meta)
+    claim.spec.access_modes.append("ReadWriteOnce")
+    claim.spec.resources.requests["storage"] = "1Gi"
+    # issue #34's namespaced kinds are emptied too
+    storage_and_apps: list[object] = [
+        claim,
+        types_pb2.Secret(metadata=meta, data={"k": b"v"}),
+        types_pb2.ServiceAccount(metadata=meta),
+        types_pb2.StatefulSet(metadata=meta),
+        types_pb2.CronJob(metadata=meta),
+    ]
     return [
+        *storage_and_apps,
         job,
         make_pod("pending").namespace(ns).obj(),
         make_pod("running").namespace(ns).node("n1").grace(10).phase("Running").obj(),
@@ -84,6 +97,8 @@ async def test_a_terminating_namespace_is_emptied_then_finalized_and_removed() -
         assert pod.metadata.HasField("deletion_timestamp")
         assert (await fake.list(types_pb2.ConfigMap, "doomed")).items == []
         assert (await fake.list(types_pb2.PodDisruptionBudget, "doomed")).items == []
+        assert (await fake.list(types_pb2.PersistentVolumeClaim, "doomed")).items == []
+        assert (await fake.list(types_pb2.StatefulSet, "doomed")).items == []
         ns = await fake.get(types_pb2.Namespace, "doomed")
         assert list(ns.spec.finalizers) == ["kubernetes"] and finalized(fake) == []
         # Its kubelet finishes the pod; the controller looks again after 10/2+1 seconds.

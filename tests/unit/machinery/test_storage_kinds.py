@@ -166,6 +166,7 @@ def test_storage_class_stateful_set_and_cron_job_defaults() -> None:
     retention = spec.persistent_volume_claim_retention_policy
     assert (retention.when_deleted, retention.when_scaled) == ("Retain", "Retain")
     assert spec.volume_claim_templates[0].spec.volume_mode == "Filesystem"
+    assert spec.volume_claim_templates[0].status.phase == "Pending"  # as the claims' defaults
     assert spec.template.spec.restart_policy == "Always"  # the pod template's defaults
     assert sts.status.replicas == 0  # reset on create
     cj = created(CRON)
@@ -382,10 +383,26 @@ def test_cron_job_rules() -> None:
     assert errors(created(CRON, spec__schedule="61 * * * *")) == [
         'spec.schedule: Invalid value: "61 * * * *": end of range (61) above maximum (59): 61'
     ]
+    with_tz = created(CRON, spec__schedule="CRON_TZ=UTC 0 * * * *")
+    assert errors(with_tz) == [
+        'spec.schedule: Invalid value: "CRON_TZ=UTC 0 * * * *": cannot use TZ or CRON_TZ in '
+        "schedule, use timeZone field instead"
+    ]
+    # an old CronJob that has one may keep it, but not beside a timeZone
+    assert errors(with_tz, with_tz) == []
     both = created(CRON, spec__schedule="CRON_TZ=UTC 0 * * * *", spec__timeZone="UTC")
-    assert errors(both) == [
+    assert errors(both, with_tz) == [
         'spec.schedule: Invalid value: "CRON_TZ=UTC 0 * * * *": cannot use both timeZone field '
         "and TZ or CRON_TZ in schedule"
+    ]
+    assert errors(created(CRON, spec__schedule="CRON_TZ=Nowhere/Land 0 * * * *"))[0] == (
+        'spec.schedule: Invalid value: "CRON_TZ=Nowhere/Land 0 * * * *": provided bad location '
+        "Nowhere/Land: unknown time zone Nowhere/Land"
+    )
+    selector = copy.deepcopy(CRON["spec"]["jobTemplate"])
+    selector["spec"]["selector"] = {"matchLabels": {"a": "b"}}
+    assert errors(created(CRON, spec__jobTemplate=selector)) == [
+        'spec.jobTemplate.spec.selector: Invalid value: "": `selector` will be auto-generated'
     ]
     assert errors(created(CRON, spec__timeZone="Europe/Berlin")) == []
     assert errors(created(CRON, spec__timeZone="Mars/Olympus")) == [
@@ -405,6 +422,7 @@ def test_cron_job_rules() -> None:
     assert errors(long_name) == [
         f'metadata.name: Invalid value: "{"x" * 53}": must be no more than 52 characters'
     ]
+    assert errors(long_name, long_name) == []  # an old long name stays updatable
 
 
 def test_secret_rules() -> None:
