@@ -1,7 +1,8 @@
-"""Leases, Events, Namespaces, Services and ConfigMaps."""
+"""Leases, Events, Namespaces, Services, ConfigMaps, Secrets and ServiceAccounts."""
 
 from __future__ import annotations
 
+import json
 from typing import Final
 
 from kemu.api.v1 import types_pb2
@@ -255,19 +256,44 @@ def validate_config_map_update(new: types_pb2.ConfigMap, old: types_pb2.ConfigMa
 
 # ---------------------------------------------------------------- secrets, service accounts
 
-# Each type's required data keys (ValidateSecret): one of the keys must be present.
-_SECRET_REQUIRED_KEYS: Final[dict[str, tuple[str, ...]]] = {
-    storage.SECRET_DOCKERCFG: (".dockercfg",),
-    storage.SECRET_DOCKER_CONFIG_JSON: (".dockerconfigjson",),
-    storage.SECRET_SSH_AUTH: ("ssh-privatekey",),
+_DOCKER_CONFIG_KEYS: Final = {
+    storage.SECRET_DOCKERCFG: ".dockercfg",
+    storage.SECRET_DOCKER_CONFIG_JSON: ".dockerconfigjson",
 }
 _SERVICE_ACCOUNT_NAME_ANNOTATION: Final = "kubernetes.io/service-account.name"
+
+
+def _validate_secret_type(secret: types_pb2.Secret) -> list[Cause]:
+    """ValidateSecret's rules per type: the keys each needs."""
+    kind, data = secret.type, secret.data
+    if kind == storage.SECRET_SERVICE_ACCOUNT_TOKEN:
+        if not secret.metadata.annotations.get(_SERVICE_ACCOUNT_NAME_ANNOTATION):
+            return [required(f"metadata.annotations[{_SERVICE_ACCOUNT_NAME_ANNOTATION}]")]
+    elif kind in _DOCKER_CONFIG_KEYS:
+        key = _DOCKER_CONFIG_KEYS[kind]
+        if key not in data:
+            return [required(f"data[{key}]")]
+        try:
+            parsed = json.loads(data[key])
+        except ValueError as e:
+            return [invalid(f"data[{key}]", "<secret contents redacted>", str(e))]
+        if not isinstance(parsed, dict):
+            return [invalid(f"data[{key}]", "<secret contents redacted>", "not a JSON object")]
+    elif kind == storage.SECRET_BASIC_AUTH:
+        if "username" not in data and "password" not in data:
+            return [required("data[username]"), required("data[password]")]
+    elif kind == storage.SECRET_SSH_AUTH:
+        if not data.get("ssh-privatekey"):
+            return [required("data[ssh-privatekey]")]
+    elif kind == storage.SECRET_TLS:
+        return [required(f"data[{k}]") for k in ("tls.crt", "tls.key") if k not in data]
+    return []
 
 
 def validate_secret(secret: types_pb2.Secret) -> list[Cause]:
     """ValidateSecret: keys as a ConfigMap's, at most 1 MiB of data, each type's keys (a
     service-account token names its account, TLS holds tls.crt and tls.key, basic-auth a
-    username or a password)."""
+    username or a password, docker configs JSON)."""
     causes = validate_object_meta(secret.metadata, namespaced=True)
     size = 0
     for key, value in sorted(secret.data.items()):
@@ -275,21 +301,7 @@ def validate_secret(secret: types_pb2.Secret) -> list[Cause]:
         size += len(value)
     if size > storage.MAX_SECRET_SIZE:
         causes.append(too_long("data", storage.MAX_SECRET_SIZE))
-    kind = secret.type
-    if kind == storage.SECRET_SERVICE_ACCOUNT_TOKEN:
-        if not secret.metadata.annotations.get(_SERVICE_ACCOUNT_NAME_ANNOTATION):
-            causes.append(required(f"metadata.annotations[{_SERVICE_ACCOUNT_NAME_ANNOTATION}]"))
-    elif kind in _SECRET_REQUIRED_KEYS:
-        (key,) = _SECRET_REQUIRED_KEYS[kind]
-        if key not in secret.data:
-            causes.append(required(f"data[{key}]"))
-    elif kind == storage.SECRET_BASIC_AUTH:
-        if "username" not in secret.data and "password" not in secret.data:
-            causes.append(required("data[username]", "either username or password is required"))
-    elif kind == storage.SECRET_TLS:
-        causes.extend(
-            required(f"data[{k}]") for k in ("tls.crt", "tls.key") if k not in secret.data
-        )
+    causes.extend(_validate_secret_type(secret))
     return causes
 
 

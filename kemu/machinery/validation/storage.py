@@ -4,6 +4,7 @@ ValidatePersistentVolumeClaim(Spec|Update)) and pkg/apis/storage/validation."""
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Sequence
 from typing import Final
 
@@ -36,11 +37,11 @@ _PROVISIONER_MAX: Final = 63
 _FIELD_IMMUTABLE: Final = "field is immutable"
 
 
-def _validate_access_modes(modes: Sequence[str], path: str) -> list[Cause]:
-    """The access modes of a volume or a claim: at least one, each supported, and
-    ReadWriteOncePod alone."""
+def _validate_access_modes(modes: Sequence[str], path: str, *, missing: str) -> list[Cause]:
+    """The access modes of a volume or a claim: at least one (`missing` the detail when there
+    is none), each supported, and ReadWriteOncePod alone."""
     if not modes:
-        return [required(path, "at least 1 access mode is required")]
+        return [required(path, missing)]
     causes = [
         not_supported(path, mode, storage.ACCESS_MODES)
         for mode in modes
@@ -92,10 +93,13 @@ def _validate_pv_source(spec: types_pb2.PersistentVolumeSpec) -> list[Cause]:
         if spec.host_path.type not in HOST_PATH_TYPES:
             causes.append(not_supported(f"{path}.type", spec.host_path.type, HOST_PATH_TYPES[1:]))
     elif field == "local":
-        if not spec.local.path:
+        local = spec.local.path
+        if not local:
             causes.append(required(f"{path}.path"))
-        elif ".." in spec.local.path.split("/"):
-            causes.append(invalid(f"{path}.path", spec.local.path, "must not contain '..'"))
+        elif not local.startswith("/"):
+            causes.append(invalid(f"{path}.path", local, "must be an absolute path"))
+        elif ".." in local.split("/"):
+            causes.append(invalid(f"{path}.path", local, "must not contain '..'"))
         if not spec.HasField("node_affinity"):
             causes.append(required("spec.nodeAffinity", "Local volume requires node affinity"))
     else:
@@ -107,31 +111,30 @@ def _validate_pv_source(spec: types_pb2.PersistentVolumeSpec) -> list[Cause]:
 
 def validate_persistent_volume(pv: types_pb2.PersistentVolume) -> list[Cause]:
     """ValidatePersistentVolume(Spec): access modes, a capacity of storage only and positive,
-    the reclaim policy, the class name, exactly one source, volumeMode, node affinity."""
+    the reclaim policy, node affinity, exactly one source, the class name, volumeMode."""
     causes = validate_object_meta(pv.metadata, namespaced=False)
     spec = pv.spec
-    causes.extend(_validate_access_modes(spec.access_modes, "spec.accessModes"))
+    causes.extend(_validate_access_modes(spec.access_modes, "spec.accessModes", missing=""))
     if not spec.capacity:
         causes.append(required("spec.capacity"))
-    elif storage.STORAGE not in spec.capacity or len(spec.capacity) > 1:
-        causes.append(
-            not_supported("spec.capacity", ",".join(sorted(spec.capacity)), [storage.STORAGE])
-        )
+    if storage.STORAGE not in spec.capacity or len(spec.capacity) > 1:
+        causes.append(not_supported("spec.capacity", dict(spec.capacity), [storage.STORAGE]))
     for name, text in sorted(spec.capacity.items()):
         path = f"spec.capacity[{name}]"
         try:
-            if parse_quantity(text, path).value() <= 0:
-                causes.append(invalid(path, text, "must be greater than zero"))
+            q = parse_quantity(text, path)
         except Invalid as e:
             causes.extend(e.causes)
+            continue
+        if q.value() <= 0:  # validateBasicResource, then ValidatePositiveQuantityValue
+            causes.append(invalid(path, q.value(), "must be a valid resource quantity"))
+        if q.sign() <= 0:
+            causes.append(invalid(path, str(q), "must be greater than zero"))
     policy = spec.persistent_volume_reclaim_policy
     if policy and policy not in storage.PV_RECLAIM_POLICIES:
         causes.append(
             not_supported("spec.persistentVolumeReclaimPolicy", policy, storage.PV_RECLAIM_POLICIES)
         )
-    causes.extend(_validate_class_name(spec.storage_class_name, "spec.storageClassName"))
-    causes.extend(_validate_pv_source(spec))
-    causes.extend(_validate_volume_mode(spec, "spec.volumeMode"))
     if spec.HasField("node_affinity"):
         if not spec.node_affinity.HasField("required"):
             causes.append(
@@ -141,8 +144,20 @@ def validate_persistent_volume(pv: types_pb2.PersistentVolume) -> list[Cause]:
             causes.extend(
                 validate_node_selector(spec.node_affinity.required, "spec.nodeAffinity.required")
             )
-    if spec.HasField("claim_ref") and not spec.claim_ref.name:
-        causes.append(required("spec.claimRef.name"))
+    causes.extend(_validate_pv_source(spec))
+    if (
+        spec.HasField("host_path")
+        and posixpath.normpath(spec.host_path.path) == "/"
+        and policy == storage.RECYCLE
+    ):
+        causes.append(
+            forbidden(
+                "spec.persistentVolumeReclaimPolicy",
+                "may not be 'recycle' for a hostPath mount of '/'",
+            )
+        )
+    causes.extend(_validate_class_name(spec.storage_class_name, "spec.storageClassName"))
+    causes.extend(_validate_volume_mode(spec, "spec.volumeMode"))
     return causes
 
 
@@ -158,7 +173,8 @@ def validate_persistent_volume_update(
     new: types_pb2.PersistentVolume, old: types_pb2.PersistentVolume
 ) -> list[Cause]:
     """ValidatePersistentVolumeUpdate: the source and volumeMode are immutable, and node
-    affinity once set (the rest of the spec, claimRef above all, may change)."""
+    affinity once set (the rest of the spec, claimRef above all, may change). The paths are
+    upstream's ("volumeMode", "nodeAffinity")."""
     causes: list[Cause] = []
     if _source_bytes(new.spec) != _source_bytes(old.spec):
         causes.append(
@@ -168,9 +184,9 @@ def validate_persistent_volume_update(
             )
         )
     if new.spec.volume_mode != old.spec.volume_mode:
-        causes.append(invalid("spec.volumeMode", new.spec.volume_mode, _FIELD_IMMUTABLE))
+        causes.append(invalid("volumeMode", new.spec.volume_mode, _FIELD_IMMUTABLE))
     if old.spec.HasField("node_affinity") and new.spec.node_affinity != old.spec.node_affinity:
-        causes.append(invalid("spec.nodeAffinity", "", _FIELD_IMMUTABLE))
+        causes.append(invalid("nodeAffinity", "", _FIELD_IMMUTABLE))
     return causes
 
 
@@ -180,7 +196,9 @@ def validate_persistent_volume_update(
 def validate_claim_spec(spec: types_pb2.PersistentVolumeClaimSpec, path: str) -> list[Cause]:
     """ValidatePersistentVolumeClaimSpec: access modes, the selector, a positive storage
     request, the class name, volumeMode, the data sources' kind and name."""
-    causes = _validate_access_modes(spec.access_modes, f"{path}.accessModes")
+    causes = _validate_access_modes(
+        spec.access_modes, f"{path}.accessModes", missing="at least 1 access mode is required"
+    )
     if spec.HasField("selector"):
         causes.extend(validate_label_selector(spec.selector, f"{path}.selector"))
     request_path = f"{path}.resources[{storage.STORAGE}]"
@@ -193,10 +211,8 @@ def validate_claim_spec(spec: types_pb2.PersistentVolumeClaimSpec, path: str) ->
         except Invalid as e:
             causes.extend(e.causes)
         else:
-            if q.sign() < 0:
-                causes.append(invalid(request_path, text, NEGATIVE_ERROR))
-            elif q.sign() == 0:
-                causes.append(invalid(request_path, text, "must be greater than zero"))
+            if q.sign() <= 0:  # ValidatePositiveQuantityValue
+                causes.append(invalid(request_path, str(q), "must be greater than zero"))
     if spec.HasField("storage_class_name"):
         causes.extend(_validate_class_name(spec.storage_class_name, f"{path}.storageClassName"))
     causes.extend(_validate_volume_mode(spec, f"{path}.volumeMode"))
@@ -207,6 +223,19 @@ def validate_claim_spec(spec: types_pb2.PersistentVolumeClaimSpec, path: str) ->
                 causes.append(required(f"{path}.{name}.name"))
             if not ref.kind:
                 causes.append(required(f"{path}.{name}.kind"))
+            if not ref.api_group and ref.kind != "PersistentVolumeClaim":
+                causes.append(
+                    invalid(
+                        f"{path}.{name}",
+                        ref.kind,
+                        "must be 'PersistentVolumeClaim' when referencing the default apiGroup",
+                    )
+                )
+            elif ref.api_group:
+                causes.extend(
+                    invalid(f"{path}.{name}.apiGroup", ref.api_group, m)
+                    for m in is_dns1123_subdomain(ref.api_group)
+                )
     return causes
 
 
@@ -226,14 +255,21 @@ def validate_persistent_volume_claim_update(
     new: types_pb2.PersistentVolumeClaim, old: types_pb2.PersistentVolumeClaim
 ) -> list[Cause]:
     """ValidatePersistentVolumeClaimUpdate: the spec is immutable but for the storage request
-    of a bound claim (growing: a smaller one is refused), volumeAttributesClassName, and a
-    volumeName set on a claim that had none (binding)."""
+    of a bound claim (growing: a smaller one is refused), volumeAttributesClassName, a
+    volumeName set on a claim that had none (binding) and a class set on a claim that had
+    none, field or annotation (the retroactive default class); volumeMode immutable."""
     causes: list[Cause] = []
     a = types_pb2.PersistentVolumeClaimSpec()
     a.CopyFrom(new.spec)
     b = old.spec
     if not b.volume_name:
         a.volume_name = b.volume_name
+    if (
+        storage.BETA_STORAGE_CLASS_ANNOTATION not in old.metadata.annotations
+        and not b.HasField("storage_class_name")
+        and a.storage_class_name
+    ):
+        a.ClearField("storage_class_name")  # validateStorageClassUpgradeFromNil
     if new.status.phase == storage.CLAIM_BOUND and storage.STORAGE in a.resources.requests:
         if storage.STORAGE in b.resources.requests:
             a.resources.requests[storage.STORAGE] = b.resources.requests[storage.STORAGE]
@@ -246,6 +282,8 @@ def validate_persistent_volume_claim_update(
             a.ClearField("volume_attributes_class_name")
     if a.SerializeToString(deterministic=True) != b.SerializeToString(deterministic=True):
         causes.append(forbidden("spec", _CLAIM_SPEC_FORBIDDEN))
+    if new.spec.volume_mode != b.volume_mode:
+        causes.append(invalid("volumeMode", new.spec.volume_mode, _FIELD_IMMUTABLE))
     old_size = b.resources.requests.get(storage.STORAGE)
     new_size = new.spec.resources.requests.get(storage.STORAGE)
     if old_size is not None and new_size is not None:

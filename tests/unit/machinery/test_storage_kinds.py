@@ -190,12 +190,21 @@ def test_a_secrets_string_data_is_merged_into_data_and_never_stored() -> None:
 
 
 def test_volume_validation_names_the_field() -> None:
-    assert errors(obj(PV, spec__accessModes=[])) == [
-        "spec.accessModes: Required value: at least 1 access mode is required"
-    ]
-    assert errors(obj(PV, spec__capacity={})) == ["spec.capacity: Required value"]
+    assert errors(obj(PV, spec__accessModes=[])) == ["spec.accessModes: Required value"]
+    assert errors(obj(PV, spec__capacity={}))[0] == "spec.capacity: Required value"
     assert errors(obj(PV, spec__capacity={"storage": "0"})) == [
-        'spec.capacity[storage]: Invalid value: "0": must be greater than zero'
+        "spec.capacity[storage]: Invalid value: 0: must be a valid resource quantity",
+        'spec.capacity[storage]: Invalid value: "0": must be greater than zero',
+    ]
+    assert errors(obj(PV, spec__capacity={"storage": "1Gi", "cpu": "1"}))[0].startswith(
+        "spec.capacity: Unsupported value: "
+    )
+    recycle_root = obj(
+        PV, spec__hostPath={"path": "/"}, spec__persistentVolumeReclaimPolicy="Recycle"
+    )
+    assert errors(recycle_root) == [
+        "spec.persistentVolumeReclaimPolicy: Forbidden: may not be 'recycle' for a hostPath "
+        "mount of '/'"
     ]
     assert errors(obj(PV, spec__hostPath=None)) == [
         "spec: Required value: must specify a volume type"
@@ -244,6 +253,14 @@ def test_claim_validation_names_the_field() -> None:
     assert errors(obj(PVC, spec__accessModes=["ReadWriteOncePod", "ReadWriteOnce"])) == [
         "spec.accessModes: Forbidden: may not use ReadWriteOncePod with other access modes"
     ]
+    assert errors(obj(PVC, spec__resources={"requests": {"storage": "-1Gi"}})) == [
+        'spec.resources[storage]: Invalid value: "-1Gi": must be greater than zero'
+    ]
+    snapshot = obj(PVC, spec__dataSource={"kind": "VolumeSnapshot", "name": "snap"})
+    assert errors(snapshot) == [
+        "spec.dataSource: Invalid value: \"VolumeSnapshot\": must be 'PersistentVolumeClaim' "
+        "when referencing the default apiGroup"
+    ]
     assert errors(obj(PVC, spec__accessModes=["WriteSometimes"]))[0].startswith(
         'spec.accessModes: Unsupported value: "WriteSometimes"'
     )
@@ -256,11 +273,14 @@ def test_a_claims_spec_is_immutable_but_for_binding_and_a_bound_claims_growth() 
     assert errors(bound, old) == []  # the binder sets volumeName once
     classed = obj(PVC, spec__storageClassName="fast")
     set_defaults(classed)
+    assert errors(classed, old) == []  # a claim of no class gets the default one later
+    reclassed = obj(PVC, spec__storageClassName="slow")
+    set_defaults(reclassed)
     forbidden = (
         "spec: Forbidden: spec is immutable after creation except resources.requests and "
         "volumeAttributesClassName for bound claims"
     )
-    assert errors(classed, old) == [forbidden]
+    assert errors(reclassed, classed) == [forbidden]
     grown = obj(PVC, spec__resources={"requests": {"storage": "2Gi"}})
     set_defaults(grown)
     assert errors(grown, old) == [forbidden]  # not bound yet
@@ -434,6 +454,17 @@ def test_secret_rules() -> None:
     assert errors(big) == ["data: Too long: must have at most 1048576 bytes"]
     tls = created(SECRET, type="kubernetes.io/tls")
     assert errors(tls) == ["data[tls.crt]: Required value", "data[tls.key]: Required value"]
+    basic = created(SECRET, type="kubernetes.io/basic-auth")
+    assert errors(basic) == ["data[username]: Required value", "data[password]: Required value"]
+    docker = created(
+        SECRET,
+        type="kubernetes.io/dockerconfigjson",
+        data={".dockerconfigjson": base64.b64encode(b"{not json").decode()},
+        stringData=None,
+    )
+    assert errors(docker)[0].startswith(
+        'data[.dockerconfigjson]: Invalid value: "<secret contents redacted>": '
+    )
     old = created(SECRET, immutable=True)
     changed = created(SECRET, immutable=True, stringData={"b": "changed"})
     assert errors(changed, old) == ["data: Forbidden: field is immutable when `immutable` is set"]
