@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from kemu.testing.cluster import Cluster
+from kemu.testing.processes import python_env, run_python_module
 from tests.integration.kubectl_env import KUBECTL, Kubectl
 
 pytestmark = [
@@ -287,6 +288,20 @@ def test_a_charts_manifest_of_every_new_kind_applies_lists_and_deletes(kubectl: 
     assert cjs[0][:3] == ["NAME", "SCHEDULE", "TIMEZONE"]
     assert cjs[1][:8] == ["db-backup", "0", "3", "*", "*", "*", "Europe/Berlin", "False"]
 
+    # describe (kubectl's describers read each kind with its typed client)
+    for args in (
+        ["sts", "db", "-n", ns],
+        ["pvc", "db-backup", "-n", ns],
+        ["pv", f"local-{suffix}"],
+        ["sc", f"fast-{suffix}"],
+        ["sa", "db", "-n", ns],
+        ["cronjob", "db-backup", "-n", ns],
+        ["csinode", f"node-{suffix}"],
+    ):
+        assert kubectl.run("describe", *args).stdout.startswith("Name:"), args
+    described = kubectl.run("describe", "secret", "db-auth", "-n", ns).stdout
+    assert "password:  6 bytes" in described and "s3cret" not in described
+
     # delete
     kubectl.run("delete", "-f", "-", stdin=manifest)
     for kind, name, scope in (
@@ -411,3 +426,31 @@ def test_kubectl_get_all_lists_the_workloads_of_category_all(kubectl: Kubectl) -
     kubectl.run("create", "deployment", "d", "-n", ns, "--image=nginx")
     listed = kubectl.run("get", "all", "-n", ns, "-o", "name").stdout.split()
     assert sorted(listed) == ["cronjob.batch/cj", "deployment.apps/d"]
+
+
+def test_kemuctl_applies_and_lists_the_chart_through_the_grpc_edge(
+    kubectl: Kubectl, cluster: Cluster
+) -> None:
+    """kemuctl (gRPC) applies the same manifest (created, then unchanged: it compares the
+    defaulted objects, stringData merged) and prints the tables."""
+    ns = kubectl.namespace("ctl")
+    suffix = ns.rsplit("-", 1)[-1] + "c"
+    manifest = chart(ns, suffix)
+    env = python_env({"KEMU_SERVER": cluster.server})
+
+    def kemuctl(*args: str) -> str:
+        done = run_python_module("kemu.ctl", args, env=env, stdin=manifest)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    first = kemuctl("apply", "-f", "-").splitlines()
+    assert len(first) == 8 and all(line.endswith(" created") for line in first), first
+    again = kemuctl("apply", "-f", "-").splitlines()
+    assert all(line.endswith(" unchanged") for line in again), again
+    claims = kemuctl("get", "pvc", "-n", ns).splitlines()
+    assert claims[1].split()[:3] == ["db-backup", "Pending", f"fast-{suffix}"]
+    assert kemuctl("get", "sts", "-n", ns).splitlines()[1].split()[:2] == ["db", "0/1"]
+    assert kemuctl("get", "cj", "-n", ns).splitlines()[1].split()[0] == "db-backup"
+    assert f"fast-{suffix}" in kemuctl("get", "sc")
+    kemuctl("delete", "-f", "-")
+    assert "db-backup" not in kemuctl("get", "pvc", "-n", ns)
