@@ -10,11 +10,11 @@ A claim without `pv.kubernetes.io/bind-completed` is unbound (syncUnboundClaim):
   its class, selector and volume mode that covers the request, among the volumes with the
   fewest access modes that include the claim's) is bound. With none: a claim of no class gets
   the default StorageClass (`storageclass.kubernetes.io/is-default-class`; the newest when
-  several) and is synced again; a WaitForFirstConsumer claim without
+  several; RetroactiveDefaultStorageClass, on from 1.26) and is synced again; a WaitForFirstConsumer claim without
   `volume.kubernetes.io/selected-node` waits (the event WaitForFirstConsumer, or
   WaitForPodScheduled naming the unscheduled pods that use it: the scheduler binds or sets
   the node); a claim of a class is provisioned (provisionClaim: the annotations
-  `volume.kubernetes.io/storage-provisioner` and its beta name, then the event
+  `volume.kubernetes.io/storage-provisioner` (from 1.23) and its beta name, then the event
   ExternalProvisioning: every provisioner is external, the simulated one included; a class
   that does not exist, or an in-tree `kubernetes.io/` provisioner, gives ProvisioningFailed);
   a claim of no class gets FailedBinding. The claim stays Pending;
@@ -31,13 +31,9 @@ the binding is completed again if half-written.
 
 A volume (syncVolume) without claimRef, or pre-bound by the user (claimRef without uid), is
 Available; one whose claim is bound to it is Bound; one whose claim is gone (checked against
-the API before anything is reclaimed) is Released and reclaimed by its policy: Retain keeps
-it Released; Delete of a volume an external provisioner made (`pv.kubernetes.io/provisioned-by`
-not `kubernetes.io/...`) is left to that provisioner (kemu's simulated one); Delete of another
-volume is done here only for a hostPath under /tmp/ (upstream's hostPath deleter; kemu has no
-data to erase) and otherwise fails (VolumeFailedDelete, phase Failed); Recycle fails as
-upstream without a recycler (VolumeFailedRecycle); an unknown policy is
-VolumeUnknownReclaimPolicy. A volume whose claim is bound to another volume is unbound, or,
+the API before anything is reclaimed) is Released and reclaimed by its policy (reclaim.py:
+Retain keeps it, Delete is left to the external provisioner that made it, Recycle and a Delete
+kemu cannot do fail the volume). A volume whose claim is bound to another volume is unbound, or,
 dynamically provisioned with policy Delete, released and reclaimed.
 
 Not modelled: the in-tree volume plugins and their provisioners, CSI migration, the
@@ -61,13 +57,16 @@ from controllermanager.controller import (
     workers,
 )
 from controllermanager.persistentvolume.binding import VolumeWriter
+from controllermanager.persistentvolume.reclaim import Reclaimer
 from kemu.api.v1 import types_pb2
 from kemu.client.events import EventRecorder
 from kemu.client.informer import FuncHandler, Informer, InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
+from kemu.component.featuregate import RETROACTIVE_DEFAULT_STORAGE_CLASS, FeatureGates
 from kemu.component.options import duration_flag
+from kemu.component.version_rules import VersionRules
 from kemu.machinery.errors import NotFound
 from kemu.machinery.keys import object_key
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
@@ -81,8 +80,6 @@ from kemu.scheduling.pv_helpers import (
     CLAIM_LOST,
     CLAIM_PENDING,
     RECLAIM_DELETE,
-    RECLAIM_RECYCLE,
-    RECLAIM_RETAIN,
     VOLUME_AVAILABLE,
     VOLUME_BINDING_WAIT_FOR_FIRST_CONSUMER,
     VOLUME_BOUND,
@@ -116,13 +113,8 @@ WAIT_FOR_FIRST_CONSUMER: Final = "WaitForFirstConsumer"
 WAIT_FOR_POD_SCHEDULED: Final = "WaitForPodScheduled"
 EXTERNAL_PROVISIONING: Final = "ExternalProvisioning"
 PROVISIONING_FAILED: Final = "ProvisioningFailed"
-VOLUME_FAILED_DELETE: Final = "VolumeFailedDelete"
-VOLUME_FAILED_RECYCLE: Final = "VolumeFailedRecycle"
-VOLUME_UNKNOWN_RECLAIM_POLICY: Final = "VolumeUnknownReclaimPolicy"
 CLAIM_LOST_REASON: Final = "ClaimLost"
 CLAIM_MISBOUND: Final = "ClaimMisbound"
-
-HOST_PATH_DELETABLE_PREFIX: Final = "/tmp/"
 
 
 @dataclass(frozen=True)
@@ -151,12 +143,37 @@ def options_from_args(args: argparse.Namespace) -> PVBinderOptions:
     return PVBinderOptions(sync_period=args.pvclaimbinder_sync_period)
 
 
-def external_provisioning_message(provisioner: str) -> str:
-    return (
-        f"Waiting for a volume to be created either by the external provisioner '{provisioner}' "
-        "or manually by the system administrator. If volume creation is delayed, please "
-        "verify that the provisioner is running and correctly registered."
-    )
+@dataclass(frozen=True)
+class BinderBehaviour:
+    """What the emulated version and its gates change in the controller (resolved once)."""
+
+    retroactive_default_class: bool = True
+    """RetroactiveDefaultStorageClass: a claim of no class gets the default class."""
+    ga_provisioner_annotation: bool = True
+    """Version rule storage_provisioner_annotation: the GA annotation beside the beta one."""
+    external_provisioning_message_1_28: bool = True
+    """Version rule external_provisioning_message_1_28: the ExternalProvisioning wording."""
+
+    @classmethod
+    def of(cls, gates: FeatureGates) -> BinderBehaviour:
+        rules = VersionRules.at(gates.version)
+        return cls(
+            retroactive_default_class=gates.enabled(RETROACTIVE_DEFAULT_STORAGE_CLASS),
+            ga_provisioner_annotation=rules.storage_provisioner_annotation,
+            external_provisioning_message_1_28=rules.external_provisioning_message_1_28,
+        )
+
+    def external_provisioning_message(self, provisioner: str) -> str:
+        if not self.external_provisioning_message_1_28:
+            return (
+                f'waiting for a volume to be created, either by external provisioner "{provisioner}" '
+                "or manually created by system administrator"
+            )
+        return (
+            f"Waiting for a volume to be created either by the external provisioner '{provisioner}' "
+            "or manually by the system administrator. If volume creation is delayed, please "
+            "verify that the provisioner is running and correctly registered."
+        )
 
 
 def pod_claim_keys(pod: types_pb2.Pod) -> list[str]:
@@ -196,11 +213,13 @@ class PersistentVolumeController:
         clock: Clock,
         *,
         options: PVBinderOptions | None = None,
+        behaviour: BinderBehaviour | None = None,
         recorder: EventRecorder | None = None,
     ) -> None:
         self._client = client
         self._clock = clock
         self.options = options or PVBinderOptions()
+        self._behaviour = behaviour or BinderBehaviour()
         self._recorder = recorder or EventRecorder(
             client, EVENT_SOURCE, host=socket.gethostname(), clock=clock
         )
@@ -215,6 +234,7 @@ class PersistentVolumeController:
         )
         self._classes: Informer[types_pb2.StorageClass] = informers.informer(types_pb2.StorageClass)
         self._pods: Informer[types_pb2.Pod] = informers.informer(types_pb2.Pod)
+        self._reclaimer = Reclaimer(client, self._writer, self._claims.lister)
         try:
             self._pods.add_indexer(POD_PVC_INDEX, pod_claim_keys)
         except ValueError:
@@ -385,7 +405,7 @@ class PersistentVolumeController:
     async def _assign_default_class(self, claim: types_pb2.PersistentVolumeClaim) -> bool:
         """assignDefaultStorageClass (RetroactiveDefaultStorageClass): a claim that asked for
         no class gets the default one; True when the claim was updated."""
-        if claim_has_class(claim):
+        if not self._behaviour.retroactive_default_class or claim_has_class(claim):
             return False
         cls = default_class(self._classes.lister.list())
         if cls is None:
@@ -444,22 +464,21 @@ class PersistentVolumeController:
                 f"no volume plugin matched name: {provisioner}",
             )
             return claim
-        ann = claim.metadata.annotations
-        if (
-            ann.get(ANN_STORAGE_PROVISIONER) != provisioner
-            or ann.get(ANN_BETA_STORAGE_PROVISIONER) != provisioner
-        ):
+        keys = [ANN_BETA_STORAGE_PROVISIONER]
+        if self._behaviour.ga_provisioner_annotation:
+            keys.append(ANN_STORAGE_PROVISIONER)
+        if any(claim.metadata.annotations.get(k) != provisioner for k in keys):
             new = types_pb2.PersistentVolumeClaim()
             new.CopyFrom(claim)
-            new.metadata.annotations[ANN_STORAGE_PROVISIONER] = provisioner
-            new.metadata.annotations[ANN_BETA_STORAGE_PROVISIONER] = provisioner
+            for k in keys:
+                new.metadata.annotations[k] = provisioner
             claim = await self._client.update(new)
         self._recorder.event(
             claim,
             EVENT_NORMAL,
             EXTERNAL_PROVISIONING,
             "",
-            external_provisioning_message(provisioner),
+            self._behaviour.external_provisioning_message(provisioner),
         )
         return claim
 
@@ -505,7 +524,7 @@ class PersistentVolumeController:
                     volume_reclaim_policy(volume),
                 )
                 volume = await self._writer.update_volume_phase(volume, VOLUME_RELEASED)
-            await self._reclaim_volume(volume)
+            await self._reclaimer.reclaim_volume(volume)
             return
         if not claim.spec.volume_name:
             if check_volume_mode_mismatches(claim.spec, volume.spec):
@@ -539,75 +558,9 @@ class PersistentVolumeController:
         ):
             if volume.status.phase not in (VOLUME_RELEASED, VOLUME_FAILED):
                 volume = await self._writer.update_volume_phase(volume, VOLUME_RELEASED)
-            await self._reclaim_volume(volume)
+            await self._reclaimer.reclaim_volume(volume)
             return
         await self._writer.unbind_volume(volume)
-
-    async def _reclaim_volume(self, volume: types_pb2.PersistentVolume) -> None:
-        """reclaimVolume by the volume's policy."""
-        policy = volume_reclaim_policy(volume)
-        if policy == RECLAIM_RETAIN:
-            return
-        if policy == RECLAIM_RECYCLE:
-            await self._writer.update_volume_phase_with_event(
-                volume,
-                VOLUME_FAILED,
-                EVENT_WARNING,
-                VOLUME_FAILED_RECYCLE,
-                "No recycler plugin found for the volume!",
-            )
-            return
-        if policy == RECLAIM_DELETE:
-            await self._delete_volume_operation(volume)
-            return
-        await self._writer.update_volume_phase_with_event(
-            volume,
-            VOLUME_FAILED,
-            EVENT_WARNING,
-            VOLUME_UNKNOWN_RECLAIM_POLICY,
-            "Volume has unrecognized PersistentVolumeReclaimPolicy",
-        )
-
-    def _is_volume_released(self, volume: types_pb2.PersistentVolume) -> bool:
-        """isVolumeReleased: bound to a claim (uid set) that is gone, was replaced, or is
-        bound to another volume."""
-        if not volume.spec.HasField("claim_ref") or not volume.spec.claim_ref.uid:
-            return False
-        ref = volume.spec.claim_ref
-        claim = self._claims.lister.get(ref.name, ref.namespace)
-        if claim is not None and claim.metadata.uid == ref.uid:
-            return bool(claim.spec.volume_name) and claim.spec.volume_name != volume.metadata.name
-        return True
-
-    async def _delete_volume_operation(self, volume: types_pb2.PersistentVolume) -> None:
-        """deleteVolumeOperation: re-reads the volume; an external provisioner's volume is
-        left to it; a volume kemu can delete (a hostPath under /tmp/) is deleted; any other
-        fails (VolumeFailedDelete, Failed; tried again on every sync)."""
-        try:
-            fresh = await self._client.get(types_pb2.PersistentVolume, volume.metadata.name)
-        except NotFound:
-            return
-        if fresh.metadata.HasField("deletion_timestamp") or not self._is_volume_released(fresh):
-            return
-        provisioned_by = fresh.metadata.annotations.get(ANN_DYNAMICALLY_PROVISIONED, "")
-        if provisioned_by and not provisioned_by.startswith("kubernetes.io/"):
-            logger.debug(
-                "volume %s: external deleter %s requested", volume.metadata.name, provisioned_by
-            )
-            return
-        error = _deleter_error(fresh)
-        if error:
-            await self._writer.update_volume_phase_with_event(
-                fresh, VOLUME_FAILED, EVENT_WARNING, VOLUME_FAILED_DELETE, error
-            )
-            return
-        try:
-            await self._client.delete(
-                types_pb2.PersistentVolume, fresh.metadata.name, uid=fresh.metadata.uid
-            )
-        except NotFound:
-            return
-        logger.info("volume %s deleted", fresh.metadata.name)
 
     # ------------------------------------------------------------ running
 
@@ -637,24 +590,14 @@ class PersistentVolumeController:
         )
 
 
-def _deleter_error(volume: types_pb2.PersistentVolume) -> str:
-    """Why no deleter can delete the volume ("" when one can): findDeletablePlugin and the
-    hostPath deleter's rule."""
-    if volume.spec.HasField("host_path"):
-        path = volume.spec.host_path.path
-        if path.startswith(HOST_PATH_DELETABLE_PREFIX) and len(path) > len(
-            HOST_PATH_DELETABLE_PREFIX
-        ):
-            return ""
-        return f"host_path deleter only supports /tmp/.+ but received provided {path}"
-    return (
-        f'error getting deleter volume plugin for volume "{volume.metadata.name}": '
-        "no deletable volume plugin matched"
-    )
-
-
 def new_controller(
     ctx: ControllerContext, options: PVBinderOptions | None = None
 ) -> PersistentVolumeController:
     """The init function registered as "persistentvolume-binder"."""
-    return PersistentVolumeController(ctx.client, ctx.informers, ctx.clock, options=options)
+    return PersistentVolumeController(
+        ctx.client,
+        ctx.informers,
+        ctx.clock,
+        options=options,
+        behaviour=BinderBehaviour.of(ctx.gates),
+    )

@@ -10,11 +10,16 @@ import anyio
 import pytest
 from google.protobuf.message import Message
 
-from controllermanager.persistentvolume.pv_controller import PersistentVolumeController
+from controllermanager.persistentvolume.pv_controller import (
+    BinderBehaviour,
+    PersistentVolumeController,
+)
 from kemu.api.v1 import types_pb2
 from kemu.client.fake import FakeClient
 from kemu.client.informer import InformerFactory
 from kemu.component.clock import FakeClock
+from kemu.component.featuregate import FeatureGates
+from kemu.component.version import DEFAULT_VERSION, Version
 from kemu.testing.builders import make_pod
 from kemu.testing.fake_time import settle, wait_until
 from tests.unit.controllermanager.pv_objects import claim, storage_class, volume
@@ -23,9 +28,12 @@ pytestmark = pytest.mark.anyio
 
 
 @asynccontextmanager
-async def running(fake: FakeClient, clock: FakeClock) -> AsyncIterator[None]:
+async def running(
+    fake: FakeClient, clock: FakeClock, *, version: Version = DEFAULT_VERSION
+) -> AsyncIterator[None]:
     informers = InformerFactory(fake, clock=clock)
-    ctrl = PersistentVolumeController(fake, informers, clock)
+    behaviour = BinderBehaviour.of(FeatureGates.for_version(version))
+    ctrl = PersistentVolumeController(fake, informers, clock, behaviour=behaviour)
     async with anyio.create_task_group() as tg:
         informers.start(tg)
         await informers.wait_for_cache_sync()
@@ -58,7 +66,10 @@ def reasons(fake: FakeClient, name: str) -> list[str]:
     ]
 
 
-def event_message(fake: FakeClient, name: str, reason: str) -> str:
+async def event_message(fake: FakeClient, name: str, reason: str) -> str:
+    """The message of the event `reason` on `name`, once written (events are written by the
+    recorder's own task, after the write they accompany)."""
+    await wait_until(lambda: reason in reasons(fake, name))
     return next(
         o.message
         for o in fake._objects.values()
@@ -107,7 +118,7 @@ async def test_a_claim_of_an_external_provisioner_is_annotated_and_waits() -> No
         ann = pvc(fake, "data").metadata.annotations
         assert ann["volume.kubernetes.io/storage-provisioner"] == "kemu.io/simulated"
         assert ann["volume.beta.kubernetes.io/storage-provisioner"] == "kemu.io/simulated"
-        assert "'kemu.io/simulated'" in event_message(fake, "data", "ExternalProvisioning")
+        assert "'kemu.io/simulated'" in await event_message(fake, "data", "ExternalProvisioning")
         assert pvc(fake, "data").status.phase == "Pending"
 
 
@@ -121,7 +132,7 @@ async def test_a_wait_for_first_consumer_claim_waits_for_a_selected_node() -> No
     )
     async with running(fake, clock):
         await wait_until(lambda: "WaitForFirstConsumer" in reasons(fake, "data"))
-        assert event_message(fake, "data", "WaitForFirstConsumer") == (
+        assert await event_message(fake, "data", "WaitForFirstConsumer") == (
             "waiting for first consumer to be created before binding"
         )
         c = pvc(fake, "data")
@@ -135,7 +146,7 @@ async def test_a_wait_for_first_consumer_claim_waits_for_a_selected_node() -> No
         c.metadata.labels["touch"] = "1"
         c = await fake.update(c)
         await wait_until(lambda: "WaitForPodScheduled" in reasons(fake, "data"))
-        assert event_message(fake, "data", "WaitForPodScheduled") == (
+        assert await event_message(fake, "data", "WaitForPodScheduled") == (
             "waiting for pod user to be scheduled"
         )
         # The scheduler picked a node and needs provisioning.
@@ -149,7 +160,7 @@ async def test_a_claim_of_no_class_gets_the_default_class_or_fails_binding() -> 
     fake = FakeClient(claim("orphan", "1Gi"), clock=clock)
     async with running(fake, clock):
         await wait_until(lambda: "FailedBinding" in reasons(fake, "orphan"))
-        assert event_message(fake, "orphan", "FailedBinding") == (
+        assert await event_message(fake, "orphan", "FailedBinding") == (
             "no persistent volumes available for this claim and no storage class is set"
         )
         await fake.create(storage_class("standard", default=True))
@@ -168,11 +179,11 @@ async def test_a_missing_class_and_an_in_tree_provisioner_fail_provisioning() ->
     )
     async with running(fake, clock):
         await wait_until(lambda: "ProvisioningFailed" in reasons(fake, "nowhere"))
-        assert event_message(fake, "nowhere", "ProvisioningFailed") == (
+        assert await event_message(fake, "nowhere", "ProvisioningFailed") == (
             'storageclass.storage.k8s.io "missing" not found'
         )
         await wait_until(lambda: "ProvisioningFailed" in reasons(fake, "intree"))
-        assert event_message(fake, "intree", "ProvisioningFailed") == (
+        assert await event_message(fake, "intree", "ProvisioningFailed") == (
             "no volume plugin matched name: kubernetes.io/no-provisioner"
         )
 
@@ -188,7 +199,7 @@ async def test_a_requested_volume_that_does_not_fit_is_a_mismatch() -> None:
     )
     async with running(fake, clock):
         await wait_until(lambda: "VolumeMismatch" in reasons(fake, "data"))
-        assert event_message(fake, "data", "VolumeMismatch") == (
+        assert await event_message(fake, "data", "VolumeMismatch") == (
             'Cannot bind to requested volume "small": requested PV is too small'
         )
         await wait_until(lambda: pvc(fake, "named").status.phase == "Bound")
@@ -221,13 +232,14 @@ async def test_a_deleted_claim_releases_its_volume_by_the_reclaim_policy() -> No
         await wait_until(
             lambda: (v := pv(fake, "elsewhere")) is not None and v.status.phase == "Failed"
         )
-        assert event_message(fake, "elsewhere", "VolumeFailedDelete") == (
+        await wait_until(lambda: "VolumeFailedDelete" in reasons(fake, "elsewhere"))
+        assert await event_message(fake, "elsewhere", "VolumeFailedDelete") == (
             "host_path deleter only supports /tmp/.+ but received provided /srv/data"
         )
         await wait_until(
             lambda: (v := pv(fake, "recycle")) is not None and v.status.phase == "Failed"
         )
-        assert "VolumeFailedRecycle" in reasons(fake, "recycle")
+        await wait_until(lambda: "VolumeFailedRecycle" in reasons(fake, "recycle"))
         await wait_until(
             lambda: (v := pv(fake, "retain")) is not None and v.status.phase == "Released"
         )
@@ -260,7 +272,35 @@ async def test_a_bound_claim_whose_volume_is_gone_is_lost() -> None:
         await bound_pair(fake, "data", reclaim="Retain")
         await fake.delete(types_pb2.PersistentVolume, "data")
         await wait_until(lambda: pvc(fake, "data").status.phase == "Lost")
-        assert event_message(fake, "data", "ClaimLost") == (
+        await wait_until(lambda: "ClaimLost" in reasons(fake, "data"))
+        assert await event_message(fake, "data", "ClaimLost") == (
             "Bound claim has lost its PersistentVolume. Data on the volume is lost!"
         )
         assert not pvc(fake, "data").status.capacity
+
+
+async def test_before_1_23_only_the_beta_provisioner_annotation_and_the_old_message() -> None:
+    clock = FakeClock()
+    fake = FakeClient(
+        storage_class("fast", "example.com/csi"),
+        claim("data", "1Gi", storage_class="fast"),
+        clock=clock,
+    )
+    async with running(fake, clock, version=Version(1, 22)):
+        await wait_until(lambda: "ExternalProvisioning" in reasons(fake, "data"))
+        ann = pvc(fake, "data").metadata.annotations
+        assert ann["volume.beta.kubernetes.io/storage-provisioner"] == "example.com/csi"
+        assert "volume.kubernetes.io/storage-provisioner" not in ann
+        assert await event_message(fake, "data", "ExternalProvisioning") == (
+            'waiting for a volume to be created, either by external provisioner "example.com/csi" '
+            "or manually created by system administrator"
+        )
+
+
+async def test_without_retroactive_default_storage_class_a_claim_keeps_no_class() -> None:
+    """RetroactiveDefaultStorageClass is alpha (off) at 1.25: the claim stays of no class."""
+    clock = FakeClock()
+    fake = FakeClient(storage_class("standard", default=True), claim("data", "1Gi"), clock=clock)
+    async with running(fake, clock, version=Version(1, 25)):
+        await wait_until(lambda: "FailedBinding" in reasons(fake, "data"))
+        assert not pvc(fake, "data").spec.HasField("storage_class_name")

@@ -85,10 +85,10 @@ async def test_an_immediate_claim_is_provisioned_and_bound() -> None:
         assert (v.spec.csi.driver, v.spec.csi.fs_type) == ("kemu.io/simulated", "xfs")
         assert not v.spec.HasField("node_affinity")
         assert v.spec.claim_ref.uid == uid(fake, "data")
-        assert event_message(fake, "data", "Provisioning") == (
+        assert await event_message(fake, "data", "Provisioning") == (
             'External provisioner is provisioning volume for claim "default/data"'
         )
-        assert event_message(fake, "data", "ProvisioningSucceeded") == (
+        assert await event_message(fake, "data", "ProvisioningSucceeded") == (
             f"Successfully provisioned volume {name}"
         )
 
@@ -118,7 +118,7 @@ async def test_fail_next_fails_the_first_attempts_then_backs_off_and_succeeds() 
     )
     async with running(fake, clock):
         await wait_until(lambda: count(fake, "data", "ProvisioningFailed") == 1)
-        assert event_message(fake, "data", "ProvisioningFailed") == (
+        assert await event_message(fake, "data", "ProvisioningFailed") == (
             'failed to provision volume with StorageClass "flaky": rpc error: code = Internal '
             "desc = simulated provisioning failure (failNext 1 of 2)"
         )
@@ -129,8 +129,8 @@ async def test_fail_next_fails_the_first_attempts_then_backs_off_and_succeeds() 
         assert pv(fake, f"pvc-{uid(fake, 'data')}") is None, "still backing off"
         await advance(clock, 0.5, step=0.25)
         await wait_until(lambda: pvc(fake, "data").status.phase == "Bound")
+        await wait_until(lambda: count(fake, "data", "Provisioning") == 3)
         assert count(fake, "data", "ProvisioningFailed") == 2
-        assert count(fake, "data", "Provisioning") == 3
         # The class's next claim is not failed any more.
         await fake.create(claim("next", "1Gi", storage_class="flaky"))
         await wait_until(lambda: pvc(fake, "next").status.phase == "Bound")
@@ -187,7 +187,7 @@ async def test_a_bad_parameter_is_reported_as_provisioning_failed() -> None:
     )
     async with running(fake, clock):
         await wait_until(lambda: "ProvisioningFailed" in reasons(fake, "data"))
-        assert "code = InvalidArgument desc = parameter failureRate" in event_message(
+        assert "code = InvalidArgument desc = parameter failureRate" in await event_message(
             fake, "data", "ProvisioningFailed"
         )
 
@@ -224,7 +224,7 @@ async def test_the_volume_is_pinned_to_the_selected_node_by_the_topology_key() -
             (expr,) = term.match_expressions
             assert (expr.key, expr.operator, list(expr.values)) == (key, "In", [value])
         await wait_until(lambda: "ProvisioningFailed" in reasons(fake, "no-rack"))
-        assert 'node "n1" has no label "example.com/rack"' in event_message(
+        assert 'node "n1" has no label "example.com/rack"' in await event_message(
             fake, "no-rack", "ProvisioningFailed"
         )
 
@@ -242,7 +242,7 @@ async def test_a_selected_node_that_does_not_exist_is_rescheduled() -> None:
                 "volume.kubernetes.io/selected-node" not in pvc(fake, "data").metadata.annotations
             )
         )
-        assert event_message(fake, "data", "ProvisioningFailed") == 'node "gone" not found'
+        assert await event_message(fake, "data", "ProvisioningFailed") == 'node "gone" not found'
         assert pvc(fake, "data").status.phase == "Pending"
 
 
