@@ -295,8 +295,13 @@ class SimulatedProvisioner:
         self._rngs: dict[str, random.Random] = {}
         """Class uid -> its failureRate source."""
         self._claims.add_event_handler(
-            FuncHandler(self._enqueue_claim, lambda _old, new: self._enqueue_claim(new))
+            FuncHandler(
+                self._enqueue_claim,
+                lambda _old, new: self._enqueue_claim(new),
+                self._forget_claim,
+            )
         )
+        self._classes.add_event_handler(FuncHandler(on_delete=self._forget_class))
         self._volumes.add_event_handler(
             FuncHandler(self._enqueue_volume, lambda _old, new: self._enqueue_volume(new))
         )
@@ -312,6 +317,15 @@ class SimulatedProvisioner:
     def _enqueue_volume(self, volume: types_pb2.PersistentVolume) -> None:
         if volume.metadata.annotations.get(ANN_DYNAMICALLY_PROVISIONED) == PROVISIONER:
             self.volume_queue.add(volume.metadata.name)
+
+    def _forget_claim(self, claim: types_pb2.PersistentVolumeClaim) -> None:
+        """A deleted claim's attempt in progress goes with it."""
+        self._attempts.pop(claim.metadata.uid, None)
+
+    def _forget_class(self, cls: types_pb2.StorageClass) -> None:
+        """A deleted class's failNext count and failureRate source go with it."""
+        self._failed_next.pop(cls.metadata.uid, None)
+        self._rngs.pop(cls.metadata.uid, None)
 
     @staticmethod
     def _annotated_provisioner(claim: types_pb2.PersistentVolumeClaim) -> str:

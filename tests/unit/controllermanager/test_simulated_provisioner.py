@@ -35,7 +35,9 @@ WFFC = "WaitForFirstConsumer"
 
 
 @asynccontextmanager
-async def running(fake: FakeClient, clock: FakeClock, seed: int = 0) -> AsyncIterator[None]:
+async def running(
+    fake: FakeClient, clock: FakeClock, seed: int = 0
+) -> AsyncIterator[SimulatedProvisioner]:
     informers = InformerFactory(fake, clock=clock)
     binder = PersistentVolumeController(fake, informers, clock)
     provisioner = SimulatedProvisioner(
@@ -47,7 +49,7 @@ async def running(fake: FakeClient, clock: FakeClock, seed: int = 0) -> AsyncIte
         tg.start_soon(binder.run)
         tg.start_soon(provisioner.run)
         await settle()
-        yield
+        yield provisioner
         tg.cancel_scope.cancel()
 
 
@@ -265,3 +267,19 @@ async def test_a_released_volume_is_deleted_by_delete_and_kept_by_retain() -> No
         await wait_until(lambda: (v := pv(fake, b)) is not None and v.status.phase == "Released")
         await settle()
         assert pv(fake, b) is not None
+
+
+async def test_a_claim_deleted_during_its_provision_delay_gets_no_volume() -> None:
+    clock = FakeClock()
+    fake = FakeClient(
+        storage_class("slow", parameters={"provisionDelay": "30s"}),
+        claim("data", "1Gi", storage_class="slow"),
+        clock=clock,
+    )
+    async with running(fake, clock) as provisioner:
+        await wait_until(lambda: "Provisioning" in reasons(fake, "data"))
+        name = f"pvc-{uid(fake, 'data')}"
+        await fake.delete(types_pb2.PersistentVolumeClaim, "data", "default")
+        await wait_until(lambda: not provisioner._attempts)
+        await advance(clock, 31, step=5)
+        assert pv(fake, name) is None
