@@ -42,7 +42,7 @@ from controllermanager import (
 )
 from controllermanager.controller import ControllerContext, ControllerInit
 from controllermanager.garbagecollector import garbagecollector
-from controllermanager.persistentvolume import pv_controller, simulated_provisioner
+from controllermanager.persistentvolume import protection, pv_controller, simulated_provisioner
 from kemu.client.client import Client
 from kemu.client.comparer import CacheComparer, informer_sources
 from kemu.client.controlplane import (
@@ -83,6 +83,8 @@ CONTROLLERS: Final[dict[str, ControllerInit]] = {
     taint_eviction.NAME: taint_eviction.new_controller,
     pv_controller.NAME: pv_controller.new_controller,
     simulated_provisioner.NAME: simulated_provisioner.new_controller,
+    protection.PVC_PROTECTION: protection.new_pvc_protection_controller,
+    protection.PV_PROTECTION: protection.new_pv_protection_controller,
 }
 """Every controller by name, as upstream's NewControllerDescriptors: add new ones here."""
 

@@ -36,10 +36,9 @@ Retain keeps it, Delete is left to the external provisioner that made it, Recycl
 kemu cannot do fail the volume). A volume whose claim is bound to another volume is unbound, or,
 dynamically provisioned with policy Delete, released and reclaimed.
 
-Not modelled: the in-tree volume plugins and their provisioners, CSI migration, the
-`kubernetes.io/pv-protection` and `kubernetes.io/pvc-protection` finalizers (the
-pv-protection and pvc-protection controllers and the apiserver's StorageObjectInUseProtection
-admission), volume attributes classes, and the metrics.
+Not modelled: the in-tree volume plugins and their provisioners, CSI migration, volume
+attributes classes, and the metrics. The finalizers `kubernetes.io/pvc-protection` and
+`kubernetes.io/pv-protection` are protection.py's.
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """The PersistentVolume controller and the simulated CSI provisioner on real processes
-(apiserver + a controller-manager running persistentvolume-binder and
-simulated-csi-provisioner; no scheduler: where the scheduler's volume binding would set
+(apiserver + a controller-manager running persistentvolume-binder,
+simulated-csi-provisioner, pvc-protection and pv-protection; no scheduler: where the scheduler's volume binding would set
 `volume.kubernetes.io/selected-node`, the test writes it).
 
 Static binding picks the smallest fit; a `kemu.io/simulated` claim gets `pvc-<uid>` and both
 are Bound; WaitForFirstConsumer waits until a node is selected, then the volume is pinned to
 that node's hostname; failNext gives ProvisioningFailed and then success; deleting claims
-deletes a Delete volume and leaves a Retain one Released; provisionDelay passes in virtual
-time.
+deletes a Delete volume and leaves a Retain one Released (through the protection finalizers);
+a claim a scheduled pod uses is kept until the pod goes; provisionDelay passes in virtual time.
 
 The apiserver must accept the storage kinds (their validation and strategies come with the
 storage kinds' part of #34): on a tree without them, creating a PersistentVolume fails.
@@ -23,7 +23,7 @@ from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.machinery.errors import NotFound
 from kemu.machinery.virtual_time import ClockMode
-from kemu.testing import Cluster, eventually, make_node
+from kemu.testing import Cluster, eventually, make_node, make_pod
 from kemu.testing.cluster_time import advance_to, cluster_now
 from kemu.testing.names import unique_name
 from kemu.testing.namespaces import create_namespace
@@ -33,6 +33,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 PVC, PV = types_pb2.PersistentVolumeClaim, types_pb2.PersistentVolume
 TIMEOUT = 20.0
+CONTROLLERS = "persistentvolume-binder,simulated-csi-provisioner,pvc-protection,pv-protection"
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +42,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         c.start_etcd()
         c.start_apiserver()
         c.start_controllermanager(
-            extra_args=["--controllers", "persistentvolume-binder,simulated-csi-provisioner"],
+            extra_args=["--controllers", CONTROLLERS],
             cluster_cidr=None,
         )
         yield c
@@ -206,13 +207,61 @@ async def test_deleting_claims_deletes_a_delete_volume_and_releases_a_retain_one
     assert kept.spec.persistent_volume_reclaim_policy == "Retain"
 
 
+async def test_a_claim_in_use_is_kept_until_its_pod_goes(client: Client) -> None:
+    ns = await create_namespace(client, "pv-inuse")
+    cls = unique_name("fast")
+    await client.create(storage_class(cls))
+    await client.create(claim("data", "1Gi", storage_class=cls, namespace=ns))
+    volume_name = (await bound_claim(client, "data", ns)).spec.volume_name
+    pod = make_pod("user").namespace(ns).node(unique_name("node")).obj()
+    pod.spec.volumes.add(name="data").persistent_volume_claim.claim_name = "data"
+    await client.create(pod)
+    # A witness: an unused claim deleted after it. pvc-protection has one worker and a FIFO
+    # queue fed by one watch, so once the witness is gone the claim's deletion was handled.
+    await client.create(claim("witness", "1Gi", storage_class="", namespace=ns))
+
+    async def protected(name: str) -> bool:
+        c = await client.get(PVC, name, ns)
+        return "kubernetes.io/pvc-protection" in c.metadata.finalizers
+
+    await eventually(lambda: protected("data"), timeout=TIMEOUT, message="data protected")
+    await eventually(lambda: protected("witness"), timeout=TIMEOUT, message="witness protected")
+    await client.delete(PVC, "data", ns)
+    await client.delete(PVC, "witness", ns)
+
+    async def gone(name: str) -> bool:
+        try:
+            await client.get(PVC, name, ns)
+        except NotFound:
+            return True
+        return False
+
+    await eventually(lambda: gone("witness"), timeout=TIMEOUT, message="the witness deleted")
+    kept = await client.get(PVC, "data", ns)
+    assert kept.metadata.HasField("deletion_timestamp")
+    assert list(kept.metadata.finalizers) == ["kubernetes.io/pvc-protection"]
+    await volume_in_phase(client, volume_name, "Bound")
+    await client.delete(types_pb2.Pod, "user", ns, grace_period_seconds=0)
+
+    await eventually(lambda: gone("data"), timeout=TIMEOUT, message="deleted once the pod is gone")
+
+    async def volume_gone() -> bool:
+        try:
+            await client.get(PV, volume_name)
+        except NotFound:
+            return True
+        return False
+
+    await eventually(volume_gone, timeout=TIMEOUT, message="its Delete volume deleted")
+
+
 @pytest.fixture(scope="module")
 def virtual_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with Cluster(tmp_path_factory.mktemp("pv-virtual"), clock=ClockMode.VIRTUAL) as c:
         c.start_etcd()
         c.start_apiserver()
         c.start_controllermanager(
-            extra_args=["--controllers", "persistentvolume-binder,simulated-csi-provisioner"],
+            extra_args=["--controllers", CONTROLLERS],
             cluster_cidr=None,
         )
         yield c
