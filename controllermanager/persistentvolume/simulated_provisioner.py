@@ -16,7 +16,9 @@ csi-provisioner pkg/controller/controller.go Provision):
   ProvisioningFailed ("failed to provision volume with StorageClass ...: rpc error: ...") and
   the claim is tried again after a per-claim exponential backoff, 1 s doubling up to 5 min
   (external-provisioner's --retry-interval-start and --retry-interval-max);
-- a success creates the PersistentVolume `pvc-<claim uid>`: the request's capacity, the
+- a claim with a selector fails ("claim Selector is not supported", as csi-provisioner);
+- a success creates the PersistentVolume `pvc-<claim uid>`: the request's capacity (in bytes,
+  printed BinarySI as csi-provisioner does: 1Gi stays 1Gi, 1G is 1000000000), the
   claim's access modes and volume mode, the class's reclaim policy (Delete when unset) and
   mount options, spec.csi with the driver `kemu.io/simulated`, the claimRef pre-bound to the
   claim and `pv.kubernetes.io/provisioned-by`; then ProvisioningSucceeded ("Successfully
@@ -59,6 +61,7 @@ from kemu.machinery.duration import DurationError, parse_duration
 from kemu.machinery.errors import AlreadyExists, ApiError, NotFound
 from kemu.machinery.keys import object_key
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
+from kemu.machinery.quantity import BINARY_SI, Quantity
 from kemu.scheduling.pv_helpers import (
     ANN_BETA_STORAGE_PROVISIONER,
     ANN_DYNAMICALLY_PROVISIONED,
@@ -71,6 +74,7 @@ from kemu.scheduling.pv_helpers import (
     binding_mode,
     claim_class,
     class_reclaim_policy,
+    storage_quantity,
     volume_reclaim_policy,
 )
 
@@ -211,8 +215,9 @@ def build_volume(
     pv.metadata.name = provisioned_volume_name(claim)
     pv.metadata.annotations[ANN_DYNAMICALLY_PROVISIONED] = PROVISIONER
     spec = pv.spec
-    request = claim.spec.resources.requests.get(STORAGE, "0")
-    spec.capacity[STORAGE] = request
+    # The driver's answer in bytes, printed as csi-provisioner does (BinarySI).
+    requested = storage_quantity(claim.spec.resources.requests, "spec.resources.requests")
+    spec.capacity[STORAGE] = str(Quantity.from_int(requested.value(), BINARY_SI))
     spec.access_modes.extend(claim.spec.access_modes)
     spec.claim_ref.CopyFrom(claim_reference(claim))
     spec.persistent_volume_reclaim_policy = class_reclaim_policy(cls)
@@ -393,6 +398,8 @@ class SimulatedProvisioner:
             return False
         del self._attempts[uid]
         try:
+            if claim.spec.HasField("selector"):
+                raise ProvisioningError("claim Selector is not supported")
             self._simulate_outcome(cls, params)
             pv = build_volume(claim, cls, params, node_affinity_for(cls, params, node))
         except ProvisioningError as e:

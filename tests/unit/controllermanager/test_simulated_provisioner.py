@@ -283,3 +283,21 @@ async def test_a_claim_deleted_during_its_provision_delay_gets_no_volume() -> No
         await wait_until(lambda: not provisioner._attempts)
         await advance(clock, 31, step=5)
         assert pv(fake, name) is None
+
+
+async def test_capacity_is_printed_in_bytes_and_a_selector_is_refused() -> None:
+    clock = FakeClock()
+    fake = FakeClient(
+        storage_class("fast"),
+        claim("decimal", "1G", storage_class="fast"),
+        claim("picky", "1Gi", storage_class="fast", selector={"tier": "gold"}),
+        clock=clock,
+    )
+    async with running(fake, clock):
+        await wait_until(lambda: pvc(fake, "decimal").status.phase == "Bound")
+        v = pv(fake, f"pvc-{uid(fake, 'decimal')}")
+        assert v is not None and dict(v.spec.capacity) == {"storage": "1000000000"}
+        assert await event_message(fake, "picky", "ProvisioningFailed") == (
+            'failed to provision volume with StorageClass "fast": claim Selector is not supported'
+        )
+        assert pv(fake, f"pvc-{uid(fake, 'picky')}") is None
