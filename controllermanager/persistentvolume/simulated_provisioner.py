@@ -37,6 +37,11 @@ driver refuses it: InvalidArgument, in the ProvisioningFailed event):
 - `failNext`: the class's first N attempts fail (counted per class uid, in this process's
   memory: a new leader counts afresh);
 - `topologyKey`: the node label the volume is pinned by (default `kubernetes.io/hostname`).
+
+Not modelled: the PersistentVolume finalizer `external-provisioner.volume.kubernetes.io/finalizer`
+(HonorPVReclaimPolicy), secrets, data sources (clones, snapshots, populators), storage capacity
+tracking (CSIStorageCapacity), expansion, and CSINode's topology keys (the class says which
+label pins a volume).
 """
 
 from __future__ import annotations
