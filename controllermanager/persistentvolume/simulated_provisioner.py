@@ -20,7 +20,8 @@ csi-provisioner pkg/controller/controller.go Provision):
 - a success creates the PersistentVolume `pvc-<claim uid>`: the request's capacity (in bytes,
   printed BinarySI as csi-provisioner does: 1Gi stays 1Gi, 1G is 1000000000), the
   claim's access modes and volume mode, the class's reclaim policy (Delete when unset) and
-  mount options, spec.csi with the driver `kemu.io/simulated`, the claimRef pre-bound to the
+  mount options, spec.csi with the driver `simulated.kemu.io` (a CSI driver name is a DNS
+  subdomain: the provisioner's name cannot be one), the claimRef pre-bound to the
   claim and `pv.kubernetes.io/provisioned-by`; then ProvisioningSucceeded ("Successfully
   provisioned volume pvc-..."). The PersistentVolume controller binds the claim to it. With a
   selected node, the volume's node affinity requires the node's value of `topologyKey`;
@@ -87,6 +88,11 @@ logger = logging.getLogger(__name__)
 
 NAME: Final = "simulated-csi-provisioner"
 PROVISIONER: Final = "kemu.io/simulated"
+CSI_DRIVER: Final = "simulated.kemu.io"
+"""The volumes' spec.csi.driver. Upstream's provisioner name is its CSI driver's, but a driver
+name is a DNS subdomain (validateCSIDriverName) and the issue's provisioner has a slash: the
+driver is named in the DNS form of it, and `pv.kubernetes.io/provisioned-by` keeps the
+provisioner's name (which the PersistentVolume controller and the deletion go by)."""
 DEFAULT_TOPOLOGY_KEY: Final = "kubernetes.io/hostname"
 RETRY_INTERVAL_START: Final = 1.0
 RETRY_INTERVAL_MAX: Final = 300.0
@@ -232,7 +238,7 @@ def build_volume(
         spec.volume_mode = claim.spec.volume_mode
     if affinity is not None:
         spec.node_affinity.CopyFrom(affinity)
-    spec.csi.driver = PROVISIONER
+    spec.csi.driver = CSI_DRIVER
     spec.csi.volume_handle = f"sim-{claim.metadata.uid}"
     if params.fs_type:
         spec.csi.fs_type = params.fs_type

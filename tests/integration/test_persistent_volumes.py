@@ -120,7 +120,7 @@ async def test_an_immediate_simulated_claim_is_provisioned_and_bound(client: Cli
     name = f"pvc-{created.metadata.uid}"
     assert bound.spec.volume_name == name
     v = await volume_in_phase(client, name, "Bound")
-    assert v.spec.csi.driver == "kemu.io/simulated"
+    assert v.spec.csi.driver == "simulated.kemu.io"
     assert v.metadata.annotations["pv.kubernetes.io/provisioned-by"] == "kemu.io/simulated"
     assert v.spec.claim_ref.uid == created.metadata.uid
     await events_recorded(

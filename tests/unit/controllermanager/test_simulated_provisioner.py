@@ -84,7 +84,7 @@ async def test_an_immediate_claim_is_provisioned_and_bound() -> None:
         assert list(v.spec.access_modes) == ["ReadWriteOnce"]
         assert v.spec.persistent_volume_reclaim_policy == "Delete"
         assert v.spec.storage_class_name == "fast"
-        assert (v.spec.csi.driver, v.spec.csi.fs_type) == ("kemu.io/simulated", "xfs")
+        assert (v.spec.csi.driver, v.spec.csi.fs_type) == ("simulated.kemu.io", "xfs")
         assert not v.spec.HasField("node_affinity")
         assert v.spec.claim_ref.uid == uid(fake, "data")
         assert await event_message(fake, "data", "Provisioning") == (
