@@ -28,7 +28,11 @@ from controllermanager.controller import (
     run_controller,
     workers,
 )
-from controllermanager.persistentvolume.pv_controller import POD_PVC_INDEX, pod_claim_keys
+from controllermanager.persistentvolume.common import (
+    POD_PVC_INDEX,
+    index_pods_by_claim,
+    pod_claim_keys,
+)
 from kemu.api.v1 import types_pb2
 from kemu.client.informer import FuncHandler, Informer, InformerFactory
 from kemu.client.interface import ApiClient
@@ -105,10 +109,7 @@ class PVCProtectionController:
             types_pb2.PersistentVolumeClaim
         )
         self._pods: Informer[types_pb2.Pod] = informers.informer(types_pb2.Pod)
-        try:
-            self._pods.add_indexer(POD_PVC_INDEX, pod_claim_keys)
-        except ValueError:
-            pass  # the PersistentVolume controller added it
+        index_pods_by_claim(self._pods)
         self._claims.add_event_handler(
             FuncHandler(self._on_claim, lambda _old, new: self._on_claim(new))
         )

@@ -13,7 +13,7 @@ A claim without `pv.kubernetes.io/bind-completed` is unbound (syncUnboundClaim):
   several; RetroactiveDefaultStorageClass, on from 1.26) and is synced again; a WaitForFirstConsumer claim without
   `volume.kubernetes.io/selected-node` waits (the event WaitForFirstConsumer, or
   WaitForPodScheduled naming the unscheduled pods that use it: the scheduler binds or sets
-  the node); a claim of a class is provisioned (provisionClaim: the annotations
+  the node); a claim of a class is provisioned (provisioning.py, provisionClaim: the annotations
   `volume.kubernetes.io/storage-provisioner` (from 1.23) and its beta name, then the event
   ExternalProvisioning: every provisioner is external, the simulated one included; a class
   that does not exist, or an in-tree `kubernetes.io/` provisioner, gives ProvisioningFailed);
@@ -56,6 +56,8 @@ from controllermanager.controller import (
     workers,
 )
 from controllermanager.persistentvolume.binding import VolumeWriter
+from controllermanager.persistentvolume.common import index_pods_by_claim
+from controllermanager.persistentvolume.provisioning import BinderBehaviour, ClaimProvisioning
 from controllermanager.persistentvolume.reclaim import Reclaimer
 from kemu.api.v1 import types_pb2
 from kemu.client.events import EventRecorder
@@ -63,19 +65,14 @@ from kemu.client.informer import FuncHandler, Informer, InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
-from kemu.component.featuregate import RETROACTIVE_DEFAULT_STORAGE_CLASS, FeatureGates
 from kemu.component.options import duration_flag
-from kemu.component.version_rules import VersionRules
 from kemu.machinery.errors import NotFound
 from kemu.machinery.keys import object_key
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
-from kemu.machinery.pod_strategy import TERMINAL_PHASES
 from kemu.scheduling.pv_helpers import (
-    ANN_BETA_STORAGE_PROVISIONER,
     ANN_BIND_COMPLETED,
     ANN_BOUND_BY_CONTROLLER,
     ANN_DYNAMICALLY_PROVISIONED,
-    ANN_STORAGE_PROVISIONER,
     CLAIM_LOST,
     CLAIM_PENDING,
     RECLAIM_DELETE,
@@ -88,8 +85,6 @@ from kemu.scheduling.pv_helpers import (
     check_access_modes,
     check_volume_mode_mismatches,
     claim_class,
-    claim_has_class,
-    default_class,
     find_best_match_for_claim,
     is_delay_binding_provisioning,
     is_volume_bound_to_claim,
@@ -103,15 +98,10 @@ logger = logging.getLogger(__name__)
 NAME: Final = "persistentvolume-binder"
 EVENT_SOURCE: Final = "persistentvolume-controller"
 DEFAULT_SYNC_PERIOD: Final = 15.0
-POD_PVC_INDEX: Final = "pod-pvc-index"
 
 # Event reasons (upstream pkg/controller/volume/events).
 FAILED_BINDING: Final = "FailedBinding"
 VOLUME_MISMATCH: Final = "VolumeMismatch"
-WAIT_FOR_FIRST_CONSUMER: Final = "WaitForFirstConsumer"
-WAIT_FOR_POD_SCHEDULED: Final = "WaitForPodScheduled"
-EXTERNAL_PROVISIONING: Final = "ExternalProvisioning"
-PROVISIONING_FAILED: Final = "ProvisioningFailed"
 CLAIM_LOST_REASON: Final = "ClaimLost"
 CLAIM_MISBOUND: Final = "ClaimMisbound"
 
@@ -140,49 +130,6 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
 def options_from_args(args: argparse.Namespace) -> PVBinderOptions:
     """ValueError for an invalid value."""
     return PVBinderOptions(sync_period=args.pvclaimbinder_sync_period)
-
-
-@dataclass(frozen=True)
-class BinderBehaviour:
-    """What the emulated version and its gates change in the controller (resolved once)."""
-
-    retroactive_default_class: bool = True
-    """RetroactiveDefaultStorageClass: a claim of no class gets the default class."""
-    ga_provisioner_annotation: bool = True
-    """Version rule storage_provisioner_annotation: the GA annotation beside the beta one."""
-    external_provisioning_message_1_28: bool = True
-    """Version rule external_provisioning_message_1_28: the ExternalProvisioning wording."""
-
-    @classmethod
-    def of(cls, gates: FeatureGates) -> BinderBehaviour:
-        rules = VersionRules.at(gates.version)
-        return cls(
-            retroactive_default_class=gates.enabled(RETROACTIVE_DEFAULT_STORAGE_CLASS),
-            ga_provisioner_annotation=rules.storage_provisioner_annotation,
-            external_provisioning_message_1_28=rules.external_provisioning_message_1_28,
-        )
-
-    def external_provisioning_message(self, provisioner: str) -> str:
-        if not self.external_provisioning_message_1_28:
-            return (
-                f'waiting for a volume to be created, either by external provisioner "{provisioner}" '
-                "or manually created by system administrator"
-            )
-        return (
-            f"Waiting for a volume to be created either by the external provisioner '{provisioner}' "
-            "or manually by the system administrator. If volume creation is delayed, please "
-            "verify that the provisioner is running and correctly registered."
-        )
-
-
-def pod_claim_keys(pod: types_pb2.Pod) -> list[str]:
-    """The "namespace/name" keys of the claims a pod uses (upstream's PodPVCIndexFunc)."""
-    ns = pod.metadata.namespace
-    return [
-        f"{ns}/{v.persistent_volume_claim.claim_name}"
-        for v in pod.spec.volumes
-        if v.HasField("persistent_volume_claim") and v.persistent_volume_claim.claim_name
-    ]
 
 
 def check_volume_satisfies_claim(
@@ -218,7 +165,6 @@ class PersistentVolumeController:
         self._client = client
         self._clock = clock
         self.options = options or PVBinderOptions()
-        self._behaviour = behaviour or BinderBehaviour()
         self._recorder = recorder or EventRecorder(
             client, EVENT_SOURCE, host=socket.gethostname(), clock=clock
         )
@@ -234,10 +180,14 @@ class PersistentVolumeController:
         self._classes: Informer[types_pb2.StorageClass] = informers.informer(types_pb2.StorageClass)
         self._pods: Informer[types_pb2.Pod] = informers.informer(types_pb2.Pod)
         self._reclaimer = Reclaimer(client, self._writer, self._claims.lister)
-        try:
-            self._pods.add_indexer(POD_PVC_INDEX, pod_claim_keys)
-        except ValueError:
-            pass  # another controller added it
+        self._provisioning = ClaimProvisioning(
+            client,
+            self._recorder,
+            self._classes.lister,
+            self._pods.lister,
+            behaviour or BinderBehaviour(),
+        )
+        index_pods_by_claim(self._pods)
         self._volumes.add_event_handler(
             FuncHandler(self._enqueue_volume, self._on_volume_update, self._on_volume_delete)
         )
@@ -321,12 +271,12 @@ class PersistentVolumeController:
         if volume is not None:
             await self._writer.bind(volume, claim)
             return
-        if await self._assign_default_class(claim):
+        if await self._provisioning.assign_default_class(claim):
             return
         if delay_binding and not is_delay_binding_provisioning(claim):
-            self._emit_delay_binding_event(claim)
+            self._provisioning.emit_delay_binding_event(claim)
         elif claim_class(claim):
-            claim = await self._provision_claim(claim)
+            claim = await self._provisioning.provision_claim(claim)
         else:
             self._recorder.event(
                 claim,
@@ -400,86 +350,6 @@ class PersistentVolumeController:
             CLAIM_MISBOUND,
             "Two claims are bound to the same volume, this one is bound incorrectly",
         )
-
-    async def _assign_default_class(self, claim: types_pb2.PersistentVolumeClaim) -> bool:
-        """assignDefaultStorageClass (RetroactiveDefaultStorageClass): a claim that asked for
-        no class gets the default one; True when the claim was updated."""
-        if not self._behaviour.retroactive_default_class or claim_has_class(claim):
-            return False
-        cls = default_class(self._classes.lister.list())
-        if cls is None:
-            return False
-        new = types_pb2.PersistentVolumeClaim()
-        new.CopyFrom(claim)
-        new.spec.storage_class_name = cls.metadata.name
-        await self._client.update(new)
-        logger.info(
-            "claim %s: assigned the default StorageClass %s", object_key(claim), cls.metadata.name
-        )
-        return True
-
-    def _emit_delay_binding_event(self, claim: types_pb2.PersistentVolumeClaim) -> None:
-        """emitEventForUnboundDelayBindingClaim."""
-        pods = [
-            p.metadata.name
-            for p in self._pods.lister.by_index(POD_PVC_INDEX, object_key(claim))
-            if p.status.phase not in TERMINAL_PHASES and not p.spec.node_name
-        ]
-        if not pods:
-            reason, message = (
-                WAIT_FOR_FIRST_CONSUMER,
-                "waiting for first consumer to be created before binding",
-            )
-        elif len(pods) == 1:
-            reason, message = WAIT_FOR_POD_SCHEDULED, f"waiting for pod {pods[0]} to be scheduled"
-        else:
-            reason = WAIT_FOR_POD_SCHEDULED
-            message = f"waiting for pods {','.join(sorted(pods))} to be scheduled"
-        self._recorder.event(claim, EVENT_NORMAL, reason, "", message)
-
-    async def _provision_claim(
-        self, claim: types_pb2.PersistentVolumeClaim
-    ) -> types_pb2.PersistentVolumeClaim:
-        """provisionClaim with an external provisioner (provisionClaimOperationExternal): the
-        claim is annotated with the class's provisioner, which creates the volume."""
-        cls = self._class_of(claim)
-        if cls is None:
-            self._recorder.event(
-                claim,
-                EVENT_WARNING,
-                PROVISIONING_FAILED,
-                "",
-                f'storageclass.storage.k8s.io "{claim_class(claim)}" not found',
-            )
-            return claim
-        provisioner = cls.provisioner
-        if provisioner.startswith("kubernetes.io/"):
-            # kemu has no in-tree volume plugin (upstream's FindProvisionablePluginByName).
-            self._recorder.event(
-                claim,
-                EVENT_WARNING,
-                PROVISIONING_FAILED,
-                "",
-                f"no volume plugin matched name: {provisioner}",
-            )
-            return claim
-        keys = [ANN_BETA_STORAGE_PROVISIONER]
-        if self._behaviour.ga_provisioner_annotation:
-            keys.append(ANN_STORAGE_PROVISIONER)
-        if any(claim.metadata.annotations.get(k) != provisioner for k in keys):
-            new = types_pb2.PersistentVolumeClaim()
-            new.CopyFrom(claim)
-            for k in keys:
-                new.metadata.annotations[k] = provisioner
-            claim = await self._client.update(new)
-        self._recorder.event(
-            claim,
-            EVENT_NORMAL,
-            EXTERNAL_PROVISIONING,
-            "",
-            self._behaviour.external_provisioning_message(provisioner),
-        )
-        return claim
 
     # ------------------------------------------------------------ volumes
 

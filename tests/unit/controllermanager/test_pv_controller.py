@@ -10,10 +10,8 @@ import anyio
 import pytest
 from google.protobuf.message import Message
 
-from controllermanager.persistentvolume.pv_controller import (
-    BinderBehaviour,
-    PersistentVolumeController,
-)
+from controllermanager.persistentvolume.provisioning import BinderBehaviour
+from controllermanager.persistentvolume.pv_controller import PersistentVolumeController
 from kemu.api.v1 import types_pb2
 from kemu.client.fake import FakeClient
 from kemu.client.informer import InformerFactory
