@@ -42,6 +42,7 @@ from controllermanager import (
 )
 from controllermanager.controller import ControllerContext, ControllerInit
 from controllermanager.garbagecollector import garbagecollector
+from controllermanager.persistentvolume import protection, pv_controller, simulated_provisioner
 from kemu.client.client import Client
 from kemu.client.comparer import CacheComparer, informer_sources
 from kemu.client.controlplane import (
@@ -80,6 +81,10 @@ CONTROLLERS: Final[dict[str, ControllerInit]] = {
     job.NAME: job.new_controller,
     daemonset.NAME: daemonset.new_controller,
     taint_eviction.NAME: taint_eviction.new_controller,
+    pv_controller.NAME: pv_controller.new_controller,
+    simulated_provisioner.NAME: simulated_provisioner.new_controller,
+    protection.PVC_PROTECTION: protection.new_pvc_protection_controller,
+    protection.PV_PROTECTION: protection.new_pv_protection_controller,
 }
 """Every controller by name, as upstream's NewControllerDescriptors: add new ones here."""
 
@@ -151,6 +156,15 @@ def configure_controllers(
         configured[podgc.NAME] = functools.partial(
             podgc.new_controller, options=podgc.options_from_args(args)
         )
+    if pv_controller.NAME in configured:
+        configured[pv_controller.NAME] = functools.partial(
+            pv_controller.new_controller, options=pv_controller.options_from_args(args)
+        )
+    if simulated_provisioner.NAME in configured:
+        configured[simulated_provisioner.NAME] = functools.partial(
+            simulated_provisioner.new_controller,
+            options=simulated_provisioner.options_from_args(args),
+        )
     return configured
 
 
@@ -173,6 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
     podgc.add_flags(parser)
     garbagecollector.add_flags(parser)
     node_ipam.add_flags(parser)
+    pv_controller.add_flags(parser)
+    simulated_provisioner.add_flags(parser)
     return parser
 
 

@@ -27,12 +27,13 @@ from kemu.api.v1 import types_pb2
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock, RealClock
 from kemu.machinery.convert import format_time, timestamp
-from kemu.machinery.errors import ApiError, NotFound
+from kemu.machinery.errors import AlreadyExists, ApiError, NotFound
 from kemu.machinery.kinds import kind_of
 
 logger = logging.getLogger(__name__)
 
 _CACHE_SIZE: Final = 4096
+_NAME_ATTEMPTS: Final = 8
 
 
 @dataclass(frozen=True)
@@ -184,13 +185,21 @@ class EventRecorder:
         if p.related is not None:
             ev.related.CopyFrom(p.related)
         ev.metadata.namespace = namespace
-        # <object>.<hex nanoseconds> as upstream, made unique within this recorder.
-        ev.metadata.name = f"{p.involved.name}.{int(p.when * 1e9) + next(self._seq):x}"
         ev.source.component = p.component
         ev.source.host = self._host
         ev.first_timestamp.CopyFrom(timestamp(p.when))
         ev.last_timestamp.CopyFrom(timestamp(p.when))
-        created = await self._client.create(ev)
+        for attempt in range(_NAME_ATTEMPTS):
+            # <object>.<hex nanoseconds> as upstream, made unique within this recorder; two
+            # recorders (two controllers of one process) may still meet on one object at one
+            # instant of a held virtual clock: the next name is tried.
+            ev.metadata.name = f"{p.involved.name}.{int(p.when * 1e9) + next(self._seq):x}"
+            try:
+                created = await self._client.create(ev)
+                break
+            except AlreadyExists:
+                if attempt == _NAME_ATTEMPTS - 1:
+                    raise
         self._seen[key] = (namespace, created.metadata.name, 1)
         if len(self._seen) > _CACHE_SIZE:
             self._seen.popitem(last=False)

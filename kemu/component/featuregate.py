@@ -34,6 +34,9 @@ IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION: Final = (
     "InPlacePodVerticalScalingSchedulerPreemption"
 )
 SCHEDULER_ASYNC_PREEMPTION: Final = "SchedulerAsyncPreemption"
+RETROACTIVE_DEFAULT_STORAGE_CLASS: Final = "RetroactiveDefaultStorageClass"
+"""KEP-3333: the PersistentVolume controller gives the default StorageClass to an unbound claim
+that asked for no class (controllermanager/persistentvolume/pv_controller.py)."""
 POD_DISRUPTION_CONDITIONS: Final = "PodDisruptionConditions"
 """KEP-3329: the DisruptionTarget condition on a pod deleted for a disruption: the scheduler's
 preemption victims (PreemptionByKubeScheduler until 1.26, PreemptionByScheduler from 1.27:
@@ -178,6 +181,8 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
             # out in the 1.34 cycle): the behaviour is unconditional since.
             _gate(POD_DISRUPTION_CONDITIONS, alpha=25, beta=26, ga=31, removed=34),
             _gate(SCHEDULER_ASYNC_PREEMPTION, alpha=32, beta=33),
+            # "remove in 1.29" in upstream's 1.28 table.
+            _gate(RETROACTIVE_DEFAULT_STORAGE_CLASS, alpha=25, beta=26, ga=28, removed=29),
             # PodTopologySpread's (kemu.scheduling.plugins.pod_topology_spread).
             _gate(
                 MIN_DOMAINS_IN_POD_TOPOLOGY_SPREAD,

@@ -80,6 +80,20 @@ RULES: Final[Mapping[str, VersionRule]] = MappingProxyType(
             "it again",
             until=Version(1, 35),
         ),
+        "storage_provisioner_annotation": VersionRule(
+            Version(1, 23),
+            "the PersistentVolume controller annotates a claim for its external provisioner "
+            "with volume.kubernetes.io/storage-provisioner as well as the beta name, only the "
+            "beta one before (kubernetes#104590; pv_controller.go setClaimProvisioner)",
+        ),
+        "external_provisioning_message_1_28": VersionRule(
+            Version(1, 28),
+            "the PersistentVolume controller's ExternalProvisioning event reads \"Waiting for a "
+            "volume to be created either by the external provisioner '...' or manually by the "
+            'system administrator. ..."; before, "waiting for a volume to be created, either by '
+            'external provisioner ... or manually created by system administrator" '
+            "(kubernetes#118262)",
+        ),
         "autoscaler_nnn_in_cluster_state": VersionRule(
             Version(1, 37),
             "cluster-autoscaler writes pods with a nominatedNodeName to the snapshot in "
@@ -102,6 +116,8 @@ class VersionRules:
     pdb_unhealthy_pod_eviction_policy: bool
     node_monitor_grace_period_50s: bool
     nominated_node_name_kept_on_failure: bool
+    storage_provisioner_annotation: bool
+    external_provisioning_message_1_28: bool
     autoscaler_nnn_in_cluster_state: bool
 
     @classmethod

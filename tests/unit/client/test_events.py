@@ -80,3 +80,26 @@ async def test_a_component_view_reports_as_its_component_with_a_related_object()
     )
     assert event.source.component == "other-scheduler"
     assert (event.related.name, event.related.uid) == ("preemptor", preemptor.metadata.uid)
+
+
+async def test_two_recorders_at_one_instant_do_not_lose_an_event_to_a_name_clash() -> None:
+    """Two controllers of one process record on one object while a virtual clock holds: the
+    names `<object>.<hex nanoseconds>` meet, and the second is written under the next name."""
+    client = FakeClient()
+    pod = await client.create(make_pod("p").namespace("ns").obj())
+    clock = FakeClock()
+    first = EventRecorder(client, "persistentvolume-controller", clock=clock)
+    second = EventRecorder(client, "kemu.io/simulated_host", clock=clock)
+    async with anyio.create_task_group() as tg:
+        await tg.start(first.run)
+        await tg.start(second.run)
+        first.event(pod, EVENT_NORMAL, "ExternalProvisioning", "", "waiting")
+        second.event(pod, EVENT_NORMAL, "Provisioning", "", "provisioning")
+
+        async def written() -> bool:
+            events = (await client.list(types_pb2.Event, "ns")).items
+            assert sorted(e.reason for e in events) == ["ExternalProvisioning", "Provisioning"]
+            return True
+
+        await eventually(written, timeout=2)
+        tg.cancel_scope.cancel()

@@ -35,10 +35,11 @@ SEPARATE_TAINT = fg.SEPARATE_TAINT_EVICTION_CONTROLLER
 HOST_IPS = fg.POD_HOST_IPS
 PDC = fg.POD_DISRUPTION_CONDITIONS
 POD_LEVEL = fg.POD_LEVEL_RESOURCES
+RETRO = fg.RETROACTIVE_DEFAULT_STORAGE_CLASS
 # upstream gates kemu knows but does not model (upstream's scheduler_perf files set them).
 NOT_MODELLED = frozenset(name for name, gate in fg.GATES.items() if not gate.modelled)
 # Gates with tests of their own below; the generic tables leave them out.
-OWN_TESTS = PTS_GATES | {SEPARATE_TAINT, HOST_IPS, PDC, POD_LEVEL} | NOT_MODELLED
+OWN_TESTS = PTS_GATES | {SEPARATE_TAINT, HOST_IPS, PDC, POD_LEVEL, RETRO} | NOT_MODELLED
 
 
 def defaults_at(minor: int, names: frozenset[str] | None = None) -> dict[str, bool]:
@@ -612,6 +613,29 @@ def test_pod_disruption_conditions_settings() -> None:
         gates_at(34, PodDisruptionConditions=True)
     with pytest.raises(FeatureGateError, match=r"introduced in 1\.25"):
         gates_at(24, PodDisruptionConditions=True)
+
+
+@pytest.mark.parametrize(
+    ("minor", "enabled", "state"),
+    [
+        (24, False, None),
+        (25, False, GateState(RETRO, False, Stage.ALPHA, False)),
+        (26, True, GateState(RETRO, True, Stage.BETA, False)),
+        (28, True, GateState(RETRO, True, Stage.GA, True)),
+        (29, True, None),
+        (37, True, None),
+    ],
+)
+def test_retroactive_default_storage_class_per_emulated_version(
+    minor: int, enabled: bool, state: GateState | None
+) -> None:
+    """KEP-3333: alpha (off) 1.25, beta (on) 1.26, GA locked 1.28, gone from 1.29 (always on)."""
+    gates = gates_at(minor)
+    assert gates.enabled(RETRO) is enabled
+    assert [s for s in gates.states() if s.name == RETRO] == ([] if state is None else [state])
+    with pytest.raises(FeatureGateError, match="locked to true"):
+        gates_at(28, RetroactiveDefaultStorageClass=False)
+    assert not gates_at(27, RetroactiveDefaultStorageClass=False).enabled(RETRO)
 
 
 def test_the_newest_older_version_accepting_settings_is_found() -> None:

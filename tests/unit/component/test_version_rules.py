@@ -19,12 +19,13 @@ def test_every_rule_of_the_table_is_a_field_of_the_resolved_rules() -> None:
     ("minor", "expected"),
     [
         (21, set()),
-        (23, {"assumed_pod_ttl_15m"}),
-        (26, {"assumed_pods_never_expire"}),
+        (23, {"assumed_pod_ttl_15m", "storage_provisioner_annotation"}),
+        (26, {"assumed_pods_never_expire", "storage_provisioner_annotation"}),
         (
             27,
             {
                 "assumed_pods_never_expire",
+                "storage_provisioner_annotation",
                 "preemption_by_scheduler",
                 "pdb_unhealthy_pod_eviction_policy",
             },
@@ -33,6 +34,8 @@ def test_every_rule_of_the_table_is_a_field_of_the_resolved_rules() -> None:
             32,
             {
                 "assumed_pods_never_expire",
+                "storage_provisioner_annotation",
+                "external_provisioning_message_1_28",
                 "preemption_by_scheduler",
                 "pdb_unhealthy_pod_eviction_policy",
                 "node_monitor_grace_period_50s",
@@ -42,6 +45,8 @@ def test_every_rule_of_the_table_is_a_field_of_the_resolved_rules() -> None:
             34,
             {
                 "assumed_pods_never_expire",
+                "storage_provisioner_annotation",
+                "external_provisioning_message_1_28",
                 "preemption_by_scheduler",
                 "pdb_unhealthy_pod_eviction_policy",
                 "node_monitor_grace_period_50s",
@@ -52,6 +57,8 @@ def test_every_rule_of_the_table_is_a_field_of_the_resolved_rules() -> None:
             36,
             {
                 "assumed_pods_never_expire",
+                "storage_provisioner_annotation",
+                "external_provisioning_message_1_28",
                 "preemption_by_scheduler",
                 "pdb_unhealthy_pod_eviction_policy",
                 "node_monitor_grace_period_50s",
@@ -62,6 +69,8 @@ def test_every_rule_of_the_table_is_a_field_of_the_resolved_rules() -> None:
             {
                 "max_of_sums",
                 "assumed_pods_never_expire",
+                "storage_provisioner_annotation",
+                "external_provisioning_message_1_28",
                 "preemption_by_scheduler",
                 "pdb_unhealthy_pod_eviction_policy",
                 "node_monitor_grace_period_50s",

@@ -1,0 +1,2 @@
+"""The PersistentVolume controller (upstream pkg/controller/volume/persistentvolume) and kemu's
+simulated CSI provisioner."""
