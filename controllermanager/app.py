@@ -38,6 +38,7 @@ from controllermanager import (
     node_lifecycle,
     podgc,
     replicaset,
+    stateful_set,
     taint_eviction,
 )
 from controllermanager.controller import ControllerContext, ControllerInit
@@ -79,6 +80,7 @@ CONTROLLERS: Final[dict[str, ControllerInit]] = {
     deployment.NAME: deployment.new_controller,
     job.NAME: job.new_controller,
     daemonset.NAME: daemonset.new_controller,
+    stateful_set.NAME: stateful_set.new_controller,
     taint_eviction.NAME: taint_eviction.new_controller,
 }
 """Every controller by name, as upstream's NewControllerDescriptors: add new ones here."""
