@@ -29,6 +29,7 @@ import anyio
 from anyio.abc import TaskStatus
 
 from controllermanager import (
+    cronjob,
     daemonset,
     deployment,
     disruption,
@@ -81,6 +82,7 @@ CONTROLLERS: Final[dict[str, ControllerInit]] = {
     job.NAME: job.new_controller,
     daemonset.NAME: daemonset.new_controller,
     stateful_set.NAME: stateful_set.new_controller,
+    cronjob.NAME: cronjob.new_controller,
     taint_eviction.NAME: taint_eviction.new_controller,
 }
 """Every controller by name, as upstream's NewControllerDescriptors: add new ones here."""
