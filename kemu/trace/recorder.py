@@ -7,8 +7,7 @@ at the start are applied at the first instant (after SimKube's empty first event
 object or a change of its spec (its metadata.generation) is applied at the cluster's time
 the watch delivered it, a deletion deleted. Objects are written as SimKube's tracer
 sanitizes them: apiVersion, kind, metadata name, namespace, labels and annotations, spec.
-Kinds the cluster does not serve (kemu runs no StatefulSets or CronJobs) stay in the
-config, with nothing recorded.
+Kinds the cluster does not serve stay in the config, with nothing recorded.
 
 Pod lifecycles (SimKube's `pod_lifecycles`) are kept for the pods of tracked objects and
 bare pods: the earliest container start and, once every container has terminated, the

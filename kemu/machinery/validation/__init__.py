@@ -24,6 +24,7 @@ from typing import Any, Final
 
 from google.protobuf.message import Message
 
+from kemu.api.v1 import types_pb2
 from kemu.machinery.errors import Cause
 from kemu.machinery.validation.core import (
     validate_config_map,
@@ -35,7 +36,7 @@ from kemu.machinery.validation.core import (
     validate_service,
     validate_service_update,
 )
-from kemu.machinery.validation.meta import validate_object_meta_update
+from kemu.machinery.validation.meta import validate_object_meta, validate_object_meta_update
 from kemu.machinery.validation.node import validate_node, validate_node_update
 from kemu.machinery.validation.pod import validate_pod, validate_pod_update
 from kemu.machinery.validation.policy import (
@@ -57,6 +58,13 @@ def _no_update_rules(new: Message, old: Message) -> list[Cause]:
     return []
 
 
+def _object_meta_only(obj: Any) -> list[Cause]:
+    """The kinds of issue #34 whose own validation comes with their kinds' work (the
+    StatefulSet and CronJob controllers need them served): their ObjectMeta only."""
+    meta: types_pb2.ObjectMeta = obj.metadata
+    return validate_object_meta(meta, namespaced=True)
+
+
 # Per kind: (validate, extra rules of an update). Validators take the concrete message type.
 _VALIDATORS: Final[
     dict[str, tuple[Callable[[Any], list[Cause]], Callable[[Any, Any], list[Cause]]]]
@@ -74,6 +82,9 @@ _VALIDATORS: Final[
     "kemu.api.v1.Deployment": (validate_deployment, validate_workload_update),
     "kemu.api.v1.Job": (validate_job, validate_job_update),
     "kemu.api.v1.DaemonSet": (validate_daemon_set, validate_workload_update),
+    "kemu.api.v1.StatefulSet": (_object_meta_only, _no_update_rules),
+    "kemu.api.v1.CronJob": (_object_meta_only, _no_update_rules),
+    "kemu.api.v1.PersistentVolumeClaim": (_object_meta_only, _no_update_rules),
 }
 
 

@@ -39,8 +39,8 @@ def test_what_the_recorded_cluster_wrote_is_stripped_and_unknown_fields_listed()
 
 
 def test_a_kind_kemu_does_not_run_is_not_prepared() -> None:
-    cronjob = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "c"}}
-    assert objects.prepare(cronjob) is None
+    ingress = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "i"}}
+    assert objects.prepare(ingress) is None
     # the same kind under another group is not kemu's either
     assert objects.prepare({"apiVersion": "extensions/v1beta1", "kind": "Deployment"}) is None
 
@@ -52,6 +52,16 @@ def test_every_object_of_the_simkube_examples_applies_unchanged() -> None:
             for obj in event.applied:
                 prepared = objects.prepare(obj)
                 assert prepared is not None and prepared.dropped == (), obj["metadata"]
+
+
+def test_the_cronjob_example_runs_its_recorded_30_s_on_the_job_template() -> None:
+    trace = simkube.read((FIXTURES / "cronjob.sktrace").read_bytes())
+    (cronjob,) = [obj for event in trace.events for obj in event.applied]
+    assert objects.run_duration(trace, cronjob) == 30
+    prepared = objects.prepare(cronjob, run_duration=30)
+    assert prepared is not None and prepared.kind.kind == "CronJob"
+    template = prepared.obj.spec.job_template.spec.template  # type: ignore[attr-defined]
+    assert template.metadata.annotations[objects.RUN_DURATION] == "30s"
 
 
 def test_a_finished_lifecycle_becomes_the_kubelets_run_duration() -> None:
