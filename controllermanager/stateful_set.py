@@ -86,6 +86,7 @@ class StatefulSetController:
         self._pods.add_event_handler(
             FuncHandler(self._on_pod_add, self._on_pod_update, self._on_pod_delete)
         )
+        self._claims.add_event_handler(FuncHandler(on_delete=self._on_claim_delete))
 
     @property
     def name(self) -> str:
@@ -162,6 +163,17 @@ class StatefulSetController:
         s = self._resolve(pod)
         if s is not None:
             self._enqueue(s)
+
+    def _on_claim_delete(self, claim: types_pb2.PersistentVolumeClaim) -> None:
+        """kemu's: a claim `<template>-<set>-<ordinal>` gone queues its set, which may wait
+        for it (a stale claim blocks its ordinal's pod under whenScaled Delete until the
+        garbage collector deletes it); upstream waits for another event or a resync."""
+        name = claim.metadata.name
+        for s in self._sets.lister.list(claim.metadata.namespace):
+            for template in s.spec.volume_claim_templates:
+                prefix = f"{template.metadata.name}-{s.metadata.name}-"
+                if name.startswith(prefix) and name[len(prefix) :].isdigit():
+                    self._enqueue(s)
 
     # ------------------------------------------------------------ sync
 

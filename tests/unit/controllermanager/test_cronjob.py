@@ -266,6 +266,20 @@ async def test_the_schedule_is_read_in_the_time_zone() -> None:
         )
 
 
+async def test_without_cron_job_time_zone_the_schedule_is_utc() -> None:
+    # Before 1.24 (or with the gate off) spec.timeZone is not read: 09:00 is 09:00 UTC.
+    clock = FakeClock(now=START)
+    fake = FakeClient(make_cronjob(schedule="0 9 * * *", timeZone="Asia/Tokyo"), clock=clock)
+    off = CronJobOptions(time_zones=False, scheduled_annotation=False)
+    async with running(fake, clock, off):
+        nine = 1_700_038_800.0  # 2023-11-15T09:00:00Z
+        await advance(clock, 1_700_006_400.0 - START + 5, step=60)
+        assert jobs(fake) == {}  # not at 00:00 UTC
+        await advance(clock, nine - clock.now() + 1, step=60)
+        await wait_until(lambda: list(jobs(fake)) == [name_at(nine)])
+        assert not jobs(fake)[name_at(nine)].metadata.annotations
+
+
 async def test_an_unknown_time_zone_or_a_bad_schedule_is_an_event_not_a_job() -> None:
     clock = FakeClock(now=START)
     fake = FakeClient(

@@ -330,6 +330,32 @@ async def test_when_scaled_delete_hands_a_condemned_pods_claims_to_the_pod() -> 
         assert not claims(fake)["www-web-0"].metadata.owner_references
 
 
+async def test_a_stale_claim_blocks_its_ordinal_until_it_is_gone() -> None:
+    # whenScaled Delete: scaled down, web-1's claim belongs to the deleted pod (the garbage
+    # collector's to delete). Scaled up again before that, web-1 waits for the claim to go.
+    clock = FakeClock()
+    s = make_set(
+        replicas=2, policy="Parallel", retention={"whenDeleted": "Retain", "whenScaled": "Delete"}
+    )
+    fake = FakeClient(s, clock=clock)
+    async with running(fake, clock):
+        await wait_until(lambda: sorted(pods(fake)) == ["web-0", "web-1"])
+        old_uid = pods(fake)["web-1"].metadata.uid
+        await fake.patch(types_pb2.StatefulSet, "web", {"spec": {"replicas": 1}}, "default")
+        await wait_until(lambda: "web-1" not in pods(fake))
+        await wait_until(
+            lambda: (
+                [r.uid for r in claims(fake)["www-web-1"].metadata.owner_references] == [old_uid]
+            )
+        )
+        await fake.patch(types_pb2.StatefulSet, "web", {"spec": {"replicas": 2}}, "default")
+        await settle()
+        assert "web-1" not in pods(fake)
+        await fake.delete(types_pb2.PersistentVolumeClaim, "www-web-1", "default")
+        await wait_until(lambda: "web-1" in pods(fake) and "www-web-1" in claims(fake))
+        assert not claims(fake)["www-web-1"].metadata.owner_references
+
+
 async def test_the_retention_policy_is_ignored_without_its_gate() -> None:
     clock = FakeClock()
     s = make_set(replicas=1, retention={"whenDeleted": "Delete", "whenScaled": "Delete"})
