@@ -20,7 +20,9 @@ update revision (newVersionedStatefulSetPod). Then, unless the set is being dele
    one is gone;
 4. OnDelete stops here; RollingUpdate deletes the highest-ordinal replica at or above the
    partition that is not at the update revision, one at a time, waiting for each replica
-   above it to be available again (it is recreated at the update revision by step 1).
+   above it to be available again (it is recreated at the update revision by step 1); with
+   MaxUnavailableStatefulSet (beta from 1.35), as many at once as rollingUpdate.maxUnavailable
+   (default 1) leaves room for, counting the replicas already unavailable.
 
 The status (replicas: created pods; ready: Running and Ready; available: ready for
 minReadySeconds; current and updated: of each revision; currentRevision, updateRevision,
@@ -33,8 +35,7 @@ a live pod of that revision (its labels, annotations and spec without what the c
 the scheduler and admission added), and, without one, creates the pod at the update
 revision. Revision history (revisionHistoryLimit, `rollout undo`) is not modelled.
 
-Not modelled: maxUnavailable (MaxUnavailableStatefulSet: rolling updates go one pod at a
-time), StatefulSet conditions.
+Not modelled: StatefulSet conditions.
 """
 
 from __future__ import annotations
@@ -273,7 +274,10 @@ class StatefulSetControl:
             return
         if not ssu.is_rolling_update(s):
             return  # OnDelete: pods are updated when they are deleted
-        await self._rolling_update(sync)
+        if opts.max_unavailable:
+            await self._rolling_update_max_unavailable(sync)
+        else:
+            await self._rolling_update(sync)
 
     async def _process_replica(self, sync: _Sync, pod: types_pb2.Pod) -> bool:
         """processReplica: True when the sync must stop here."""
@@ -357,6 +361,38 @@ class StatefulSetControl:
                 return
             if ssu.is_unavailable(pod, s.spec.min_ready_seconds, now):
                 return
+
+    async def _rolling_update_max_unavailable(self, sync: _Sync) -> None:
+        """updateStatefulSetAfterInvariantEstablished (MaxUnavailableStatefulSet): with
+        `unavailable` replicas not available, up to maxUnavailable - unavailable replicas at
+        or above the partition that are not at the update revision are deleted, the highest
+        ordinals first (none while more than maxUnavailable are unavailable)."""
+        s, status = sync.s, sync.status
+        now = self._clock.now()
+        limit = ssu.max_unavailable(s)
+        unavailable = sum(
+            ssu.is_unavailable(p, s.spec.min_ready_seconds, now) for p in sync.replicas
+        )
+        if unavailable > limit:
+            return
+        budget = limit - unavailable
+        for target in range(len(sync.replicas) - 1, ssu.partition(s) - 1, -1):
+            if budget <= 0:
+                return
+            pod = sync.replicas[target]
+            if ssu.pod_revision(pod) != sync.update_revision and not ssu.is_terminating(pod):
+                logger.info(
+                    "statefulset %s: deleting pod %s for update to revision %s",
+                    object_key(s),
+                    pod.metadata.name,
+                    sync.update_revision,
+                )
+                try:
+                    await self._pods.delete_stateful_pod(s, pod)
+                except NotFound:
+                    pass
+                budget -= 1
+                status.current_replicas -= 1
 
 
 async def _run_for_all(count: int, fn: Callable[[int], Awaitable[bool]], monotonic: bool) -> bool:

@@ -29,6 +29,7 @@ from typing import Final
 from controllermanager.controller_utils import is_pod_available, new_controller_ref
 from kemu.api.v1 import types_pb2
 from kemu.component.featuregate import (
+    MAX_UNAVAILABLE_STATEFUL_SET,
     POD_INDEX_LABEL,
     STATEFUL_SET_AUTO_DELETE_PVC,
     STATEFUL_SET_START_ORDINAL,
@@ -58,6 +59,8 @@ class StatefulSetOptions:
     """StatefulSetStartOrdinal: spec.ordinals.start is honoured."""
     pod_index_label: bool = True
     """PodIndexLabel: pods get apps.kubernetes.io/pod-index."""
+    max_unavailable: bool = True
+    """MaxUnavailableStatefulSet: rollingUpdate.maxUnavailable pods are replaced at once."""
 
     @classmethod
     def from_gates(cls, gates: FeatureGates) -> StatefulSetOptions:
@@ -65,6 +68,7 @@ class StatefulSetOptions:
             retention_policy=gates.enabled(STATEFUL_SET_AUTO_DELETE_PVC),
             start_ordinal=gates.enabled(STATEFUL_SET_START_ORDINAL),
             pod_index_label=gates.enabled(POD_INDEX_LABEL),
+            max_unavailable=gates.enabled(MAX_UNAVAILABLE_STATEFUL_SET),
         )
 
 
@@ -99,6 +103,18 @@ def partition(s: types_pb2.StatefulSet) -> int:
     if not is_rolling_update(s):
         return 0
     return s.spec.update_strategy.rolling_update.partition
+
+
+def max_unavailable(s: types_pb2.StatefulSet) -> int:
+    """getStatefulSetMaxUnavailable: rollingUpdate.maxUnavailable of spec.replicas, rounded
+    down, at least 1 (1 when unset)."""
+    ru = s.spec.update_strategy.rolling_update
+    if not ru.HasField("max_unavailable"):
+        return 1
+    try:
+        return max(1, apps.scaled_value(ru.max_unavailable, replicas(s), round_up=False))
+    except ValueError:
+        return 1  # validation refuses it
 
 
 def retention_policy(s: types_pb2.StatefulSet) -> tuple[str, str]:

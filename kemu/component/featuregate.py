@@ -68,6 +68,8 @@ spec.persistentVolumeClaimRetentionPolicy (controllermanager/stateful_set_utils.
 leaves them alone."""
 STATEFUL_SET_START_ORDINAL: Final = "StatefulSetStartOrdinal"
 """KEP-3335: spec.ordinals.start is the StatefulSet's first ordinal; off, 0."""
+MAX_UNAVAILABLE_STATEFUL_SET: Final = "MaxUnavailableStatefulSet"
+"""KEP-961: a StatefulSet's rollingUpdate.maxUnavailable pods (default 1) are replaced at once."""
 POD_INDEX_LABEL: Final = "PodIndexLabel"
 """KEP-4017: StatefulSet pods get the label apps.kubernetes.io/pod-index (their ordinal)."""
 CRON_JOB_TIME_ZONE: Final = "CronJobTimeZone"
@@ -208,6 +210,7 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
             # "remove in" comments).
             _gate(STATEFUL_SET_AUTO_DELETE_PVC, alpha=23, beta=27, ga=32, removed=35),
             _gate(STATEFUL_SET_START_ORDINAL, alpha=26, beta=27, ga=31, removed=33),
+            _gate(MAX_UNAVAILABLE_STATEFUL_SET, alpha=24, beta=35),
             _gate(POD_INDEX_LABEL, beta=28, ga=32, removed=35),
             _gate(CRON_JOB_TIME_ZONE, alpha=24, beta=25, ga=27, removed=29),
             _gate(CRON_JOBS_SCHEDULED_ANNOTATION, beta=28, ga=32, removed=35),

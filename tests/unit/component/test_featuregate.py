@@ -43,6 +43,7 @@ WORKLOAD_GATES = frozenset(
     {
         fg.STATEFUL_SET_AUTO_DELETE_PVC,
         fg.STATEFUL_SET_START_ORDINAL,
+        fg.MAX_UNAVAILABLE_STATEFUL_SET,
         fg.POD_INDEX_LABEL,
         fg.CRON_JOB_TIME_ZONE,
         fg.CRON_JOBS_SCHEDULED_ANNOTATION,
@@ -272,16 +273,18 @@ def test_states_list_only_gates_that_exist_at_the_version(
     ("minor", "expected"),
     [
         # (StatefulSetAutoDeletePVC, StatefulSetStartOrdinal, PodIndexLabel, CronJobTimeZone,
-        # CronJobsScheduledAnnotation); a removed gate's behaviour stays on.
-        (21, (False, False, False, False, False)),
-        (23, (False, False, False, False, False)),
-        (24, (False, False, False, False, False)),
-        (25, (False, False, False, True, False)),
-        (26, (False, False, False, True, False)),
-        (27, (True, True, False, True, False)),
-        (28, (True, True, True, True, True)),
-        (33, (True, True, True, True, True)),
-        (37, (True, True, True, True, True)),
+        # CronJobsScheduledAnnotation, MaxUnavailableStatefulSet); a removed gate's
+        # behaviour stays on.
+        (21, (False, False, False, False, False, False)),
+        (23, (False, False, False, False, False, False)),
+        (24, (False, False, False, False, False, False)),
+        (25, (False, False, False, True, False, False)),
+        (26, (False, False, False, True, False, False)),
+        (27, (True, True, False, True, False, False)),
+        (28, (True, True, True, True, True, False)),
+        (34, (True, True, True, True, True, False)),
+        (35, (True, True, True, True, True, True)),
+        (37, (True, True, True, True, True, True)),
     ],
 )
 def test_workload_controller_gates_per_emulated_version(
@@ -293,6 +296,7 @@ def test_workload_controller_gates_per_emulated_version(
         fg.POD_INDEX_LABEL,
         fg.CRON_JOB_TIME_ZONE,
         fg.CRON_JOBS_SCHEDULED_ANNOTATION,
+        fg.MAX_UNAVAILABLE_STATEFUL_SET,
     )
     assert tuple(gates_at(minor).enabled(name) for name in order) == expected
 

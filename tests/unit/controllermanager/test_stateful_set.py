@@ -429,6 +429,53 @@ async def test_rolling_update_goes_from_the_highest_ordinal_down_to_the_partitio
         assert stored_set(fake).status.current_replicas == 3
 
 
+V2 = {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "v2"}]}}}}
+
+
+def deleted_pods(fake: FakeClient) -> list[str]:
+    return [a.name for a in fake.actions if a.verb == "delete" and a.resource == "pods"]
+
+
+async def test_max_unavailable_replaces_that_many_pods_at_once() -> None:
+    clock = FakeClock()
+    strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}}
+    fake = FakeClient(make_set(strategy=strategy), clock=clock)
+    async with running(fake, clock):
+        await _three_ready(fake)
+        fake.clear_actions()
+        await fake.patch(types_pb2.StatefulSet, "web", V2, "default")
+        await wait_until(lambda: sorted(deleted_pods(fake)) == ["web-1", "web-2"])
+        await settle()
+        # Two are unavailable: web-0 waits for them.
+        assert deleted_pods(fake) == ["web-2", "web-1"]
+        new = stored_set(fake).status.update_revision
+        await wait_until(lambda: revisions(fake).get("web-1") == new)
+        await make_ready(fake, "web-1")
+        await wait_until(lambda: revisions(fake).get("web-2") == new)
+        await settle()
+        assert "web-0" not in deleted_pods(fake)
+        await make_ready(fake, "web-2")
+        await wait_until(lambda: revisions(fake).get("web-0") == new)
+
+
+async def test_without_max_unavailable_stateful_set_one_pod_at_a_time() -> None:
+    clock = FakeClock()
+    strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}}
+    fake = FakeClient(make_set(strategy=strategy), clock=clock)
+    before_1_35 = ssu.StatefulSetOptions(max_unavailable=False)
+    async with running(fake, clock, before_1_35):
+        await _three_ready(fake)
+        fake.clear_actions()
+        await fake.patch(types_pb2.StatefulSet, "web", V2, "default")
+        await wait_until(lambda: deleted_pods(fake) == ["web-2"])
+        new = stored_set(fake).status.update_revision
+        await wait_until(lambda: revisions(fake).get("web-2") == new)
+        await settle()
+        assert deleted_pods(fake) == ["web-2"]
+        await make_ready(fake, "web-2")
+        await wait_until(lambda: deleted_pods(fake) == ["web-2", "web-1"])
+
+
 async def test_on_delete_waits_for_the_user_to_delete_pods() -> None:
     clock = FakeClock()
     fake = FakeClient(make_set(strategy={"type": "OnDelete"}), clock=clock)
