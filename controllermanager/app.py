@@ -29,6 +29,7 @@ import anyio
 from anyio.abc import TaskStatus
 
 from controllermanager import (
+    cronjob,
     daemonset,
     deployment,
     disruption,
@@ -38,6 +39,7 @@ from controllermanager import (
     node_lifecycle,
     podgc,
     replicaset,
+    stateful_set,
     taint_eviction,
 )
 from controllermanager.controller import ControllerContext, ControllerInit
@@ -80,6 +82,8 @@ CONTROLLERS: Final[dict[str, ControllerInit]] = {
     deployment.NAME: deployment.new_controller,
     job.NAME: job.new_controller,
     daemonset.NAME: daemonset.new_controller,
+    stateful_set.NAME: stateful_set.new_controller,
+    cronjob.NAME: cronjob.new_controller,
     taint_eviction.NAME: taint_eviction.new_controller,
     pv_controller.NAME: pv_controller.new_controller,
     simulated_provisioner.NAME: simulated_provisioner.new_controller,

@@ -65,6 +65,22 @@ MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD_SELECTOR_MERGE: Final = (
 )
 """KEP-3243: the apiserver merges a spread constraint's matchLabelKeys into its labelSelector
 when it creates the pod."""
+STATEFUL_SET_AUTO_DELETE_PVC: Final = "StatefulSetAutoDeletePVC"
+"""KEP-1847: the StatefulSet controller sets the claims' ownerReferences after
+spec.persistentVolumeClaimRetentionPolicy (controllermanager/stateful_set_utils.py); off, it
+leaves them alone."""
+STATEFUL_SET_START_ORDINAL: Final = "StatefulSetStartOrdinal"
+"""KEP-3335: spec.ordinals.start is the StatefulSet's first ordinal; off, 0."""
+MAX_UNAVAILABLE_STATEFUL_SET: Final = "MaxUnavailableStatefulSet"
+"""KEP-961: a StatefulSet's rollingUpdate.maxUnavailable pods (default 1) are replaced at once."""
+POD_INDEX_LABEL: Final = "PodIndexLabel"
+"""KEP-4017: StatefulSet pods get the label apps.kubernetes.io/pod-index (their ordinal)."""
+CRON_JOB_TIME_ZONE: Final = "CronJobTimeZone"
+"""KEP-3140: a CronJob's spec.timeZone is the zone its schedule is read in; off, the
+controller's (kemu's: UTC)."""
+CRON_JOBS_SCHEDULED_ANNOTATION: Final = "CronJobsScheduledAnnotation"
+"""KEP-4006 (kubernetes#118137): a CronJob's Jobs carry the annotation
+batch.kubernetes.io/cronjob-scheduled-timestamp."""
 # Known, not modelled (GateDefinition.modelled False): upstream's scheduler_perf files set them.
 SCHEDULER_ASYNC_API_CALLS: Final = "SchedulerAsyncAPICalls"
 SCHEDULER_QUEUEING_HINTS: Final = "SchedulerQueueingHints"
@@ -195,6 +211,14 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
             _gate(NODE_INCLUSION_POLICY_IN_POD_TOPOLOGY_SPREAD, alpha=25, beta=26, ga=33),
             _gate(MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD, alpha=25, beta=27),
             _gate(MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD_SELECTOR_MERGE, beta=34),
+            # The workload controllers' (pkg/features/kube_features.go; removals as its
+            # "remove in" comments).
+            _gate(STATEFUL_SET_AUTO_DELETE_PVC, alpha=23, beta=27, ga=32, removed=35),
+            _gate(STATEFUL_SET_START_ORDINAL, alpha=26, beta=27, ga=31, removed=33),
+            _gate(MAX_UNAVAILABLE_STATEFUL_SET, alpha=24, beta=35),
+            _gate(POD_INDEX_LABEL, beta=28, ga=32, removed=35),
+            _gate(CRON_JOB_TIME_ZONE, alpha=24, beta=25, ga=27, removed=29),
+            _gate(CRON_JOBS_SCHEDULED_ANNOTATION, beta=28, ga=32, removed=35),
             # upstream gates that upstream's scheduler_perf files set and kemu does not
             # model (upstream's lifecycle, pkg/features/kube_features.go at 1.37).
             _gate(SCHEDULER_ASYNC_API_CALLS, beta_off=34, modelled=False),

@@ -10,8 +10,8 @@ recorded cluster is what the replay finds anew) and spec.priority (admission com
 the priority class, and refuses a pod whose value differs from it).
 
 Pod lifecycles become the kubelet's simulated run (`kubelet.kemu.io/run-duration`): a bare
-pod's own finished lifecycle, and for a Job or CronJob the first finished lifecycle of its
-pods on its template (kemu's kubelet runs every pod of a template alike).
+pod's own finished lifecycle, and for a Job, CronJob or StatefulSet the first finished
+lifecycle of its pods on its template (kemu's kubelet runs every pod of a template alike).
 """
 
 from __future__ import annotations
@@ -46,6 +46,8 @@ _SERVER_METADATA: Final = (
 _TEMPLATE_PATH: Final[dict[str, tuple[str, ...]]] = {
     # where a lifecycle's duration goes, per owner kind kemu runs
     "batch/v1.Job": ("spec", "template"),
+    "batch/v1.CronJob": ("spec", "jobTemplate", "spec", "template"),
+    "apps/v1.StatefulSet": ("spec", "template"),
 }
 _INDEX: Final = re.compile(r"\[\d+\]")
 _UNKNOWN: Final = re.compile(r'^unknown field "(.*)"$')
@@ -171,12 +173,15 @@ def _demand(prepared: Prepared) -> tuple[int, types_pb2.PodSpec | None]:
     kind = prepared.kind.kind
     if kind == "Pod":
         return 1, obj.spec
-    if kind in ("Deployment", "ReplicaSet"):
+    if kind in ("Deployment", "ReplicaSet", "StatefulSet"):
         return (obj.spec.replicas if obj.spec.HasField("replicas") else 1), obj.spec.template.spec
     if kind == "Job":
         return (
             obj.spec.parallelism if obj.spec.HasField("parallelism") else 1
         ), obj.spec.template.spec
+    if kind == "CronJob":  # one Job at a time counted (Allow may run more)
+        job = obj.spec.job_template.spec
+        return (job.parallelism if job.HasField("parallelism") else 1), job.template.spec
     return 0, None
 
 

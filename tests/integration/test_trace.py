@@ -80,12 +80,23 @@ def test_simkubes_bare_pods_example_replays_faster_than_it_happened(tmp_path: Pa
     assert [round(t) for t in sorted(created)] == [0, 42, 102, 162]
 
 
-def test_simkubes_cronjob_example_replays_its_cron_job(tmp_path: Path) -> None:
-    """batch/v1 CronJobs are served (issue #34): the trace's CronJob is created, nothing is
-    unsupported (what its Jobs do is the CronJob controller's)."""
+def test_simkubes_cronjob_example_replays_with_a_job_at_each_scheduled_minute(
+    tmp_path: Path,
+) -> None:
+    # "* * * * *" from 1743286823 until its deletion 205 s later: the Jobs of the minutes
+    # 1743286860, ...920 and ...980, as in the recorded cluster (its pods started at 861,
+    # 921, 981 and ran 30 s), each named <cronjob>-<minutes since the epoch>.
     report = _replay(FIXTURES / "cronjob.sktrace", tmp_path)
-    assert report["unsupported"]["kinds"] == {}
-    assert [(o["kind"], o["name"]) for o in report["objects"]] == [("CronJob", "hello-simkube")]
+    assert report["unsupported"] == {"kinds": {}, "fields": {}}
+    assert report["refused"] == []
+    assert [o["kind"] for o in report["objects"]] == ["CronJob"]
+    pods = sorted(report["pods"], key=lambda p: p["created"])
+    minutes = [1743286860 // 60 + i for i in range(3)]
+    assert [p["owner"] for p in pods] == [f"Job/default/hello-simkube-{m}" for m in minutes]
+    origin = 1743286823
+    for pod, minute in zip(pods, minutes, strict=True):
+        assert minute * 60 - origin <= pod["created"] < minute * 60 - origin + 5, pod
+        assert pod["phase"] == "Succeeded"
 
 
 def test_a_bad_cluster_file_is_one_line_naming_the_key(tmp_path: Path) -> None:

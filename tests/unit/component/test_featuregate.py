@@ -39,7 +39,18 @@ RETRO = fg.RETROACTIVE_DEFAULT_STORAGE_CLASS
 # upstream gates kemu knows but does not model (upstream's scheduler_perf files set them).
 NOT_MODELLED = frozenset(name for name, gate in fg.GATES.items() if not gate.modelled)
 # Gates with tests of their own below; the generic tables leave them out.
-OWN_TESTS = PTS_GATES | {SEPARATE_TAINT, HOST_IPS, PDC, POD_LEVEL, RETRO} | NOT_MODELLED
+# The workload controllers' gates (StatefulSet, CronJob).
+WORKLOAD_GATES = frozenset(
+    {
+        fg.STATEFUL_SET_AUTO_DELETE_PVC,
+        fg.STATEFUL_SET_START_ORDINAL,
+        fg.MAX_UNAVAILABLE_STATEFUL_SET,
+        fg.POD_INDEX_LABEL,
+        fg.CRON_JOB_TIME_ZONE,
+        fg.CRON_JOBS_SCHEDULED_ANNOTATION,
+    }
+)
+OWN_TESTS = PTS_GATES | WORKLOAD_GATES | {SEPARATE_TAINT, HOST_IPS, PDC, POD_LEVEL, RETRO} | NOT_MODELLED
 
 
 def defaults_at(minor: int, names: frozenset[str] | None = None) -> dict[str, bool]:
@@ -257,6 +268,38 @@ def test_states_list_only_gates_that_exist_at_the_version(
     minor: int, states: list[GateState]
 ) -> None:
     assert [s for s in gates_at(minor).states() if s.name not in OWN_TESTS] == states
+
+
+@pytest.mark.parametrize(
+    ("minor", "expected"),
+    [
+        # (StatefulSetAutoDeletePVC, StatefulSetStartOrdinal, PodIndexLabel, CronJobTimeZone,
+        # CronJobsScheduledAnnotation, MaxUnavailableStatefulSet); a removed gate's
+        # behaviour stays on.
+        (21, (False, False, False, False, False, False)),
+        (23, (False, False, False, False, False, False)),
+        (24, (False, False, False, False, False, False)),
+        (25, (False, False, False, True, False, False)),
+        (26, (False, False, False, True, False, False)),
+        (27, (True, True, False, True, False, False)),
+        (28, (True, True, True, True, True, False)),
+        (34, (True, True, True, True, True, False)),
+        (35, (True, True, True, True, True, True)),
+        (37, (True, True, True, True, True, True)),
+    ],
+)
+def test_workload_controller_gates_per_emulated_version(
+    minor: int, expected: tuple[bool, ...]
+) -> None:
+    order = (
+        fg.STATEFUL_SET_AUTO_DELETE_PVC,
+        fg.STATEFUL_SET_START_ORDINAL,
+        fg.POD_INDEX_LABEL,
+        fg.CRON_JOB_TIME_ZONE,
+        fg.CRON_JOBS_SCHEDULED_ANNOTATION,
+        fg.MAX_UNAVAILABLE_STATEFUL_SET,
+    )
+    assert tuple(gates_at(minor).enabled(name) for name in order) == expected
 
 
 @pytest.mark.parametrize(

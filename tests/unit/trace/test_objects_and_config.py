@@ -54,6 +54,16 @@ def test_every_object_of_the_simkube_examples_applies_unchanged() -> None:
                 assert prepared is not None and prepared.dropped == (), obj["metadata"]
 
 
+def test_the_cronjob_example_runs_its_recorded_30_s_on_the_job_template() -> None:
+    trace = simkube.read((FIXTURES / "cronjob.sktrace").read_bytes())
+    (cronjob,) = [obj for event in trace.events for obj in event.applied]
+    assert objects.run_duration(trace, cronjob) == 30
+    prepared = objects.prepare(cronjob, run_duration=30)
+    assert prepared is not None and prepared.kind.kind == "CronJob"
+    template = prepared.obj.spec.job_template.spec.template  # type: ignore[attr-defined]
+    assert template.metadata.annotations[objects.RUN_DURATION] == "30s"
+
+
 def test_a_finished_lifecycle_becomes_the_kubelets_run_duration() -> None:
     trace = simkube.read((FIXTURES / "bare-pods.sktrace").read_bytes())
     first = trace.events[0].applied[0]
