@@ -111,7 +111,7 @@ def parse_standard(text: str) -> Schedule:
         return _parse_descriptor(spec, loc)
     fields = spec.split()
     if len(fields) != 5:
-        raise CronError(f"expected exactly 5 fields, found {len(fields)}: {fields}")
+        raise CronError(f"expected exactly 5 fields, found {len(fields)}: [{' '.join(fields)}]")
     return SpecSchedule(
         minute=_field(fields[0], _MINUTE),
         hour=_field(fields[1], _HOUR),

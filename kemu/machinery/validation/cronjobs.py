@@ -5,12 +5,11 @@ descriptor such as @daily or @every 1h), which upstream validates a schedule wit
 from __future__ import annotations
 
 import re
-import zoneinfo
 from typing import Final
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery import batch
-from kemu.machinery.duration import parse_duration
+from kemu.machinery.cron import CronError, load_location, parse_standard
 from kemu.machinery.errors import Cause
 from kemu.machinery.validation.field import invalid, not_supported, required
 from kemu.machinery.validation.meta import validate_object_meta
@@ -22,115 +21,9 @@ from kemu.machinery.validation.workloads import (
 
 _MAX_NAME: Final = 52
 """A CronJob's name leaves 11 characters of a DNS-1035 label for its Jobs' suffix."""
-_DESCRIPTORS: Final = frozenset(
-    {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
-)
 _JOB_RESTART_POLICIES: Final = ("OnFailure", "Never")
 _TIME_ZONE_CHARS: Final = re.compile(r"^[A-Za-z\.\-_0-9+]{1,14}$")
 """validTimeZoneCharacters: each path element of an IANA name."""
-
-# robfig's field bounds and names (minute, hour, day of month, month, day of week).
-_BOUNDS: Final[tuple[tuple[int, int, dict[str, int]], ...]] = (
-    (0, 59, {}),
-    (0, 23, {}),
-    (1, 31, {}),
-    (
-        1,
-        12,
-        {m: i + 1 for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split())},
-    ),
-    (0, 6, {d: i for i, d in enumerate("sun mon tue wed thu fri sat".split())}),
-)
-
-
-class ScheduleError(ValueError):
-    """A schedule robfig/cron's standard parser refuses (the message is its error's)."""
-
-
-def _atoi(text: str, expr: str) -> int:
-    if not re.fullmatch(r"[+-]?[0-9]+", text):
-        raise ScheduleError(
-            f'failed to parse int from {text}: strconv.Atoi: parsing "{text}": invalid syntax'
-        )
-    value = int(text)
-    if value < 0:
-        raise ScheduleError(f"negative number ({value}) not allowed: {expr}")
-    return value
-
-
-def _parse_range(expr: str, low: int, high: int, names: dict[str, int]) -> None:
-    """robfig getRange: `*`, `?`, N, N-M, each with an optional /step."""
-    range_and_step = expr.split("/")
-    low_and_high = range_and_step[0].split("-")
-    single = len(low_and_high) == 1
-    if low_and_high[0] in ("*", "?"):
-        start, end = low, high
-    else:
-        named = names.get(low_and_high[0].lower())
-        start = named if named is not None else _atoi(low_and_high[0], expr)
-        if len(low_and_high) == 1:
-            end = start
-        elif len(low_and_high) == 2:
-            value = names.get(low_and_high[1].lower())
-            end = value if value is not None else _atoi(low_and_high[1], expr)
-        else:
-            raise ScheduleError(f"too many hyphens: {expr}")
-    if len(range_and_step) == 2:
-        step = _atoi(range_and_step[1], expr)
-        if single and low_and_high[0] not in ("*", "?"):
-            end = high  # N/step means N-max/step
-        if step == 0:
-            raise ScheduleError(f"step of range should be a positive number: {expr}")
-    elif len(range_and_step) > 2:
-        raise ScheduleError(f"too many slashes: {expr}")
-    if start < low:
-        raise ScheduleError(f"beginning of range ({start}) below minimum ({low}): {expr}")
-    if end > high:
-        raise ScheduleError(f"end of range ({end}) above maximum ({high}): {expr}")
-    if start > end:
-        raise ScheduleError(f"beginning of range ({start}) beyond end of range ({end}): {expr}")
-
-
-def parse_schedule(spec: str) -> None:
-    """Checks `spec` as robfig/cron's ParseStandard does; ScheduleError with its message."""
-    if not spec:
-        raise ScheduleError("empty spec string")
-    if spec.startswith(("TZ=", "CRON_TZ=")):
-        head, _, spec = spec.partition(" ")
-        name = head.partition("=")[2]
-        try:
-            _load_location(name)
-        except ScheduleError as e:
-            raise ScheduleError(f"provided bad location {name}: {e}") from None
-        spec = spec.strip()
-    if spec.startswith("@"):
-        if spec in _DESCRIPTORS:
-            return
-        if spec.startswith("@every "):
-            text = spec[len("@every ") :]
-            try:
-                parse_duration(text)
-            except ValueError as e:
-                raise ScheduleError(f"failed to parse duration {spec}: {e}") from None
-            return
-        raise ScheduleError(f"unrecognized descriptor: {spec}")
-    fields = spec.split()
-    if len(fields) != 5:
-        raise ScheduleError(f"expected exactly 5 fields, found {len(fields)}: [{' '.join(fields)}]")
-    for field, (low, high, names) in zip(fields, _BOUNDS, strict=True):
-        for expr in field.split(","):
-            _parse_range(expr, low, high, names)
-
-
-def _load_location(name: str) -> None:
-    """time.LoadLocation: "" and "UTC" are UTC, "Local" the local zone; otherwise an IANA name
-    of the tz database."""
-    if name in ("", "UTC", "Local"):
-        return
-    try:
-        zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        raise ScheduleError(f"unknown time zone {name}") from None
 
 
 def _validate_time_zone(tz: str, path: str) -> list[Cause]:
@@ -151,8 +44,8 @@ def _validate_time_zone(tz: str, path: str) -> list[Cause]:
             )
         ]
     try:
-        _load_location(tz)
-    except ScheduleError as e:
+        load_location(tz)
+    except CronError as e:
         return [invalid(path, tz, str(e))]
     return []
 
@@ -195,8 +88,8 @@ def validate_cron_job(cj: types_pb2.CronJob) -> list[Cause]:
         causes.append(required("spec.schedule"))
     else:
         try:
-            parse_schedule(spec.schedule)
-        except ScheduleError as e:
+            parse_standard(spec.schedule)
+        except CronError as e:
             causes.append(invalid("spec.schedule", spec.schedule, str(e)))
     if spec.HasField("starting_deadline_seconds"):
         causes.extend(

@@ -50,7 +50,9 @@ WORKLOAD_GATES = frozenset(
         fg.CRON_JOBS_SCHEDULED_ANNOTATION,
     }
 )
-OWN_TESTS = PTS_GATES | WORKLOAD_GATES | {SEPARATE_TAINT, HOST_IPS, PDC, POD_LEVEL, RETRO} | NOT_MODELLED
+OWN_TESTS = (
+    PTS_GATES | WORKLOAD_GATES | {SEPARATE_TAINT, HOST_IPS, PDC, POD_LEVEL, RETRO} | NOT_MODELLED
+)
 
 
 def defaults_at(minor: int, names: frozenset[str] | None = None) -> dict[str, bool]:

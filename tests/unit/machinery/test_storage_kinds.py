@@ -14,11 +14,11 @@ from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery import convert, printers
+from kemu.machinery.cron import CronError, parse_standard
 from kemu.machinery.defaults import set_defaults
 from kemu.machinery.kinds import BY_KIND, kind_of
 from kemu.machinery.strategy import StrategyOptions, before_update, strategy_for
 from kemu.machinery.validation import validate_object
-from kemu.machinery.validation.cronjobs import ScheduleError, parse_schedule
 
 ON = StrategyOptions()
 
@@ -377,7 +377,7 @@ def test_a_stateful_sets_spec_change_bumps_its_generation_not_its_status() -> No
     ["*/5 * * * *", "0 3 * * 1-5", "15 2 1 jan,jul *", "0 0 * * SUN", "@daily", "@every 1h30m"],
 )
 def test_standard_cron_schedules_parse(schedule: str) -> None:
-    parse_schedule(schedule)
+    parse_standard(schedule)
 
 
 @pytest.mark.parametrize(
@@ -394,8 +394,8 @@ def test_standard_cron_schedules_parse(schedule: str) -> None:
     ],
 )
 def test_bad_cron_schedules_fail_with_robfigs_message(schedule: str, message: str) -> None:
-    with pytest.raises(ScheduleError) as e:
-        parse_schedule(schedule)
+    with pytest.raises(CronError) as e:
+        parse_standard(schedule)
     assert str(e.value) == message
 
 
