@@ -17,6 +17,7 @@ pod has, which volumes would serve them on a node, what to assume and what to wr
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final, Generic, TypeVar
 
@@ -108,6 +109,11 @@ class PodVolumeClaims:
     bound: tuple[types_pb2.PersistentVolumeClaim, ...] = ()
     to_bind: tuple[types_pb2.PersistentVolumeClaim, ...] = ()
     unbound_immediate: tuple[types_pb2.PersistentVolumeClaim, ...] = ()
+    # The volumes of each class of `to_bind`, read once per cycle (upstream's
+    # unboundVolumesDelayBinding): Filter looks only at these on each node.
+    volumes_by_class: Mapping[str, tuple[types_pb2.PersistentVolume, ...]] = field(
+        default_factory=dict
+    )
 
 
 @dataclass(slots=True)
@@ -148,7 +154,19 @@ class Binder:
                 to_bind.append(claim)
             else:
                 immediate.append(claim)
-        return PodVolumeClaims(tuple(bound), tuple(to_bind), tuple(immediate))
+        by_class: dict[str, list[types_pb2.PersistentVolume]] = {}
+        if to_bind:
+            wanted = {claim_class(c) for c in to_bind}
+            by_class = {k: [] for k in wanted}
+            for pv in self.volumes.list():
+                if pv.spec.storage_class_name in wanted:
+                    by_class[pv.spec.storage_class_name].append(pv)
+        return PodVolumeClaims(
+            tuple(bound),
+            tuple(to_bind),
+            tuple(immediate),
+            {k: tuple(v) for k, v in by_class.items()},
+        )
 
     def find_pod_volumes(
         self, claims: PodVolumeClaims, node: types_pb2.Node
@@ -168,22 +186,17 @@ class Binder:
             reasons.append(ERR_REASON_PV_NOT_EXIST)
         elif not satisfied:
             reasons.append(ERR_REASON_NODE_CONFLICT)
-        if claims.to_bind and not self._find_unbound(claims.to_bind, node, volumes):
+        if claims.to_bind and not self._find_unbound(claims, node, volumes):
             reasons.append(ERR_REASON_BIND_CONFLICT)
         return volumes, reasons
 
-    def _find_unbound(
-        self,
-        to_bind: tuple[types_pb2.PersistentVolumeClaim, ...],
-        node: types_pb2.Node,
-        out: PodVolumes,
-    ) -> bool:
+    def _find_unbound(self, claims: PodVolumeClaims, node: types_pb2.Node, out: PodVolumes) -> bool:
         chosen: set[str] = set()
-        all_volumes = self.volumes.list()
         node_name = node.metadata.name
         # Smallest request first, as upstream sorts them (byPVCSize).
-        for claim in sorted(to_bind, key=storage_request):
-            pv = find_matching_volume(claim, all_volumes, node, chosen)
+        for claim in sorted(claims.to_bind, key=storage_request):
+            candidates = claims.volumes_by_class.get(claim_class(claim), ())
+            pv = find_matching_volume(claim, candidates, node, chosen)
             if pv is not None:
                 chosen.add(pv.metadata.name)
                 out.static_bindings.append((_with_claim_ref(pv, claim), claim))
@@ -303,7 +316,7 @@ def _claim_selector(claim: types_pb2.PersistentVolumeClaim) -> Selector | None:
 
 def find_matching_volume(
     claim: types_pb2.PersistentVolumeClaim,
-    volumes: list[types_pb2.PersistentVolume],
+    volumes: Iterable[types_pb2.PersistentVolume],
     node: types_pb2.Node,
     excluded: set[str],
 ) -> types_pb2.PersistentVolume | None:
