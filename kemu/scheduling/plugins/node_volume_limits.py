@@ -14,16 +14,22 @@ Unschedulable "node(s) exceed max volume count" (preemption may free room). A cl
 not exist is UnschedulableAndUnresolvable with its NotFound message; the node's pods' missing
 claims are not counted.
 
-Events: a CSINode added or updated, an assigned pod deleted, a claim added.
+Events: a CSINode added or updated, a bound pod with claims deleted, a claim added.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Final
+from typing import Any, Final
 
 from kemu.api.v1 import types_pb2
-from kemu.scheduling.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource
+from kemu.scheduling.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
 from kemu.scheduling.interface import (
     CycleState,
     EnqueueExtensions,
@@ -130,9 +136,23 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
             ClusterEventWithHint(
                 ClusterEvent(EventResource.CSI_NODE, ActionType.ADD | ActionType.UPDATE_OBJECT)
             ),
-            ClusterEventWithHint(ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE)),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.POD, ActionType.DELETE),
+                self.is_schedulable_after_pod_deleted,
+            ),
             ClusterEventWithHint(ClusterEvent(EventResource.PVC, ActionType.ADD)),
         ]
+
+    def is_schedulable_after_pod_deleted(
+        self, pod: types_pb2.Pod, old: Any, new: Any
+    ) -> QueueingHint:
+        """Queue when the deleted pod was on a node and used claims (it may have held an
+        attachment)."""
+        if not isinstance(old, types_pb2.Pod):
+            return QueueingHint.QUEUE
+        if old.spec.node_name and has_claims(old):
+            return QueueingHint.QUEUE
+        return QueueingHint.SKIP
 
 
 def new(args: PluginArgs, handle: Handle) -> NodeVolumeLimits:

@@ -20,7 +20,7 @@ volume_binder.py).
   binding went wrong (the provisioner reset the selected node), and the pod is retried.
 
 Events (EventsToRegister): StorageClass added or updated, a claim or PV added or updated, a
-node added or its labels or taints changed, a CSINode added or updated. A claim's event queues
+node added or its labels changed, a CSINode added or updated. A claim's event queues
 only the pods that use it.
 
 The plugin has no Score (upstream's scores only with the alpha StorageCapacityScoring) and no
@@ -219,10 +219,8 @@ class VolumeBinding(
             ),
             ClusterEventWithHint(ClusterEvent(EventResource.PV, update)),
             ClusterEventWithHint(
-                ClusterEvent(
-                    EventResource.NODE,
-                    ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT,
-                )
+                # (Upstream adds UpdateNodeTaint only without queueing hints.)
+                ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)
             ),
             ClusterEventWithHint(ClusterEvent(EventResource.CSI_NODE, update)),
         ]

@@ -14,8 +14,8 @@ ReadWriteOncePod access mode" on every node while the count is positive. The con
 cluster-wide, but preemption's dry run on the holder's node removes the holder (RemovePod
 lowers the count), so the preemptor may evict it there (S-PRE-19).
 
-Events: an assigned pod deleted that used one of the pod's claims; a claim of the pod added or
-updated; a node added.
+Events (upstream's, with queueing hints): a pod deleted that used one of the pod's claims; a
+claim of the pod added; a node added.
 """
 
 from __future__ import annotations
@@ -162,12 +162,14 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin, PreFilterExtensions, Enq
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [
+            # spec.volumes is immutable: only a deletion releases a claim.
             ClusterEventWithHint(
-                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE),
+                ClusterEvent(EventResource.POD, ActionType.DELETE),
                 self.is_schedulable_after_pod_deleted,
             ),
+            # A claim must exist for its access modes to be read.
             ClusterEventWithHint(
-                ClusterEvent(EventResource.PVC, ActionType.ADD | ActionType.UPDATE_OBJECT),
+                ClusterEvent(EventResource.PVC, ActionType.ADD),
                 self.is_schedulable_after_claim_change,
             ),
             ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD)),
@@ -177,8 +179,10 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin, PreFilterExtensions, Enq
         self, pod: types_pb2.Pod, old: Any, new: Any
     ) -> QueueingHint:
         """Queue when the deleted pod used one of the pod's claims."""
-        if not isinstance(old, types_pb2.Pod) or old.metadata.namespace != pod.metadata.namespace:
-            return QueueingHint.SKIP if isinstance(old, types_pb2.Pod) else QueueingHint.QUEUE
+        if not isinstance(old, types_pb2.Pod):
+            return QueueingHint.QUEUE
+        if old.metadata.namespace != pod.metadata.namespace:
+            return QueueingHint.SKIP
         mine = set(pod_claim_names(pod))
         if any(name in mine for name in pod_claim_names(old)):
             return QueueingHint.QUEUE

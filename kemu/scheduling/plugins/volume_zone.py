@@ -176,10 +176,8 @@ class VolumeZone(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
                 self.is_schedulable_after_storage_class_added,
             ),
             ClusterEventWithHint(
-                ClusterEvent(
-                    EventResource.NODE,
-                    ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT,
-                )
+                # (Upstream adds UpdateNodeTaint only without queueing hints.)
+                ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)
             ),
             ClusterEventWithHint(
                 ClusterEvent(EventResource.PVC, ActionType.ADD | ActionType.UPDATE_OBJECT),

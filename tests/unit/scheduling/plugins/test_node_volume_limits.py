@@ -5,6 +5,7 @@ claims counted through their class's provisioner, no CSINode or no count means n
 from __future__ import annotations
 
 from kemu.api.v1 import types_pb2
+from kemu.scheduling.events import QueueingHint
 from kemu.scheduling.interface import CycleState
 from kemu.scheduling.plugins import node_volume_limits
 from kemu.scheduling.status import Code
@@ -85,3 +86,15 @@ def test_missing_claim() -> None:
         Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
         ('persistentvolumeclaim "nope" not found',),
     )
+
+
+def test_pod_deleted_hint() -> None:
+    pl = node_volume_limits.NodeVolumeLimits(listers())
+    bound = pod("gone", "c-a")
+    bound.spec.node_name = "n"
+    assert pl.is_schedulable_after_pod_deleted(pod("p", "c-b"), bound, None) is QueueingHint.QUEUE
+    unbound = pod("pending", "c-a")
+    assert pl.is_schedulable_after_pod_deleted(pod("p", "c-b"), unbound, None) is QueueingHint.SKIP
+    plain = pod("plain")
+    plain.spec.node_name = "n"
+    assert pl.is_schedulable_after_pod_deleted(pod("p", "c-b"), plain, None) is QueueingHint.SKIP
