@@ -10,9 +10,10 @@ integration tests do (kemu.testing.storage: `complete_binding`, `provision_when_
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Final
 
+import anyio
 import pytest
 
 from kemu.api.v1 import types_pb2
@@ -20,13 +21,14 @@ from kemu.client.interface import DELETED
 from kemu.testing import Cluster, storage
 from kemu.testing.builders import PodBuilder
 from kemu.testing.eventually import eventually
-from kemu.testing.invariants import assert_invariants, record_pods
+from kemu.testing.invariants import PodHistory, assert_invariants, record_pods
 from kemu.testing.scenarios import Scenario
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 TIMEOUT: Final = 30.0
 ZONE: Final = "topology.kubernetes.io/zone"
+HOSTNAME: Final = "kubernetes.io/hostname"
 PROVISIONER: Final = "provisioner.kemu.test"
 CSI_DRIVER: Final = "csi.kemu.test"
 
@@ -45,6 +47,16 @@ def with_claims(b: PodBuilder, *claims: str) -> types_pb2.Pod:
     for i, name in enumerate(claims):
         pod.spec.volumes.add(name=f"v{i}").persistent_volume_claim.claim_name = name
     return pod
+
+
+def nnn_changes(history: PodHistory, name: str) -> list[str]:
+    """The pod's successive status.nominatedNodeName values, each change once ("" = none)."""
+    out: list[str] = []
+    for uid in history.uids_of(name):
+        for v in history.versions[uid]:
+            if v.type != DELETED and (not out or out[-1] != v.pod.status.nominated_node_name):
+                out.append(v.pod.status.nominated_node_name)
+    return out
 
 
 async def failed_scheduling(s: Scenario, name: str, reason: str) -> types_pb2.Event:
@@ -84,14 +96,60 @@ async def test_kep_5278_volume_binding_prebind_shows_nnn(cluster: Cluster) -> No
         assert await s.wait_bound("test-pod", timeout=TIMEOUT) == node
 
         await history.sync(api, timeout=TIMEOUT)
-        nnn: list[str] = []
-        for uid in history.uids_of("test-pod"):
-            for v in history.versions[uid]:
-                if v.type != DELETED and (not nnn or nnn[-1] != v.pod.status.nominated_node_name):
-                    nnn.append(v.pod.status.nominated_node_name)
-        assert nnn == ["", node, ""]
+        assert nnn_changes(history, "test-pod") == ["", node, ""]
         bound = await s.get("test-pod")
         assert bound.status.nominated_node_name == ""
+        await assert_invariants(api, history, s.ns, clearing_gate_on=True)
+
+
+async def test_s_nne_6_volume_binding_nnn_survives_scheduler_restart(
+    kemu_cluster_factory: Callable[..., Cluster],
+) -> None:
+    """S-NNE-6 (TestPartialBindingFailureRetriedWithNNN) with VolumeBinding: two nodes of one
+    pod each, a WaitForFirstConsumer class with a provisioner, two pods of equal priority that
+    prefer node-0, each with its own claim. pod1 goes to node-0 and waits in PreBind for its
+    volume (NNN node-0, the claim's selected node node-0); the scheduler dies there. The
+    provisioner then provisions pod1's volume on node-0, pod2 is created and the scheduler
+    restarted: pod2 (first in the restarted queue) goes to node-1, since pod1's NNN reserves
+    node-0, and waits in PreBind for its own volume; pod1, its claim bound to a volume of node-0,
+    binds there. Both NNNs are cleared by the bindings."""
+    cl = kemu_cluster_factory()
+    cl.start_etcd()
+    cl.start_apiserver()
+    cl.start_scheduler()
+    async with Scenario.open(cl, "s-nne-6-vol") as s, record_pods(s.client, s.ns) as history:
+        node0, node1 = await s.nodes("node-0", "node-1", cpu="1", memory="1Gi", pods="1")
+        api = s.client
+        sc = storage.storage_class(f"{s.ns}-wffc", PROVISIONER)
+        await api.create(sc)
+
+        async def create(name: str, claim: str) -> None:
+            await api.create(storage.claim(s.ns, claim, sc.metadata.name))
+            b = s.pod(name).node_affinity_preferred(HOSTNAME, [node0], 100)
+            await s.create(with_claims(b, claim))
+
+        await create("test-pod1", "data1")
+
+        async def in_pre_bind() -> bool:
+            c = await api.get(types_pb2.PersistentVolumeClaim, "data1", s.ns)
+            assert c.metadata.annotations.get(storage.ANN_SELECTED_NODE) == node0
+            p = await s.get("test-pod1")
+            assert p.status.nominated_node_name == node0 and not p.spec.node_name
+            return True
+
+        await eventually(in_pre_bind, timeout=TIMEOUT)
+        cl.kill("scheduler")
+        assert await storage.provision_when_selected(api, s.ns, "data1", CSI_DRIVER) == node0
+        # A name sorting before pod1's: the restarted scheduler queues pod2 first (as upstream's
+        # test sorts it first), so without pod1's reservation pod2 would take node-0.
+        await create("a-test-pod2", "data2")
+        await anyio.to_thread.run_sync(cl.restart, "scheduler")
+        assert await storage.provision_when_selected(api, s.ns, "data2", CSI_DRIVER) == node1
+        assert await s.wait_bound("a-test-pod2", timeout=TIMEOUT) == node1
+        assert await s.wait_bound("test-pod1", timeout=TIMEOUT) == node0
+        await history.sync(api, timeout=TIMEOUT)
+        assert nnn_changes(history, "test-pod1") == ["", node0, ""]
+        assert nnn_changes(history, "a-test-pod2") == ["", node1, ""]
         await assert_invariants(api, history, s.ns, clearing_gate_on=True)
 
 
