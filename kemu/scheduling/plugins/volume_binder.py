@@ -62,7 +62,8 @@ def _rv(obj: Message) -> int:
 class AssumeCache(Generic[M]):
     """An informer's lister with assumed versions laid over it (upstream AssumeCache): an
     assumed object is returned until the informer holds a newer version (or the same one, when
-    the assumption came from the API's answer)."""
+    the assumption came from the API's answer); an object the informer no longer has takes
+    its assumption with it."""
 
     def __init__(self, lister: ObjectLister[M]) -> None:
         self.lister = lister
@@ -75,8 +76,9 @@ class AssumeCache(Generic[M]):
         if entry is None:
             return current
         assumed, from_api = entry
-        if current is None:
-            return assumed
+        if current is None:  # deleted: the assumption goes with it
+            del self._assumed[(namespace, name)]
+            return None
         a, c = _rv(assumed), _rv(current)
         if c > a or (c == a and from_api):
             del self._assumed[(namespace, name)]
@@ -102,6 +104,11 @@ class AssumeCache(Generic[M]):
 
     def assumed_count(self) -> int:
         return len(self._assumed)
+
+    def prune(self) -> None:
+        """Drops the assumptions the informer has caught up with or whose object is gone."""
+        for namespace, name in list(self._assumed):
+            self.get(name, namespace)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +147,10 @@ class Binder:
 
     def pod_volume_claims(self, pod: types_pb2.Pod, names: list[str]) -> PodVolumeClaims:
         """Every claim must exist (checked by the caller)."""
+        if self.claims.assumed_count():
+            self.claims.prune()
+        if self.volumes.assumed_count():
+            self.volumes.prune()
         bound: list[types_pb2.PersistentVolumeClaim] = []
         to_bind: list[types_pb2.PersistentVolumeClaim] = []
         immediate: list[types_pb2.PersistentVolumeClaim] = []

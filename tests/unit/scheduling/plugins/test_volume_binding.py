@@ -205,3 +205,30 @@ def test_args() -> None:
         volume_binding.new({"bindTimeoutSeconds": -1}, FakeHandle())
     with pytest.raises(ValueError, match='unknown field "bogus"'):
         volume_binding.new({"bogus": 1}, FakeHandle())
+
+
+def test_assume_cache() -> None:
+    base = available(storage.volume("pv", "sc"))
+    lister = Lister([base])
+    cache: volume_binder.AssumeCache[types_pb2.PersistentVolume] = volume_binder.AssumeCache(lister)
+    local = types_pb2.PersistentVolume()
+    local.CopyFrom(base)
+    local.spec.claim_ref.name = "c"
+    cache.assume(local)
+    got = cache.get("pv")
+    assert got is not None and got.spec.claim_ref.name == "c"  # same version: the assumption
+    # The API's answer is newer; the informer has not seen it yet.
+    written = types_pb2.PersistentVolume()
+    written.CopyFrom(local)
+    written.metadata.resource_version = "2"
+    cache.assume(written, from_api=True)
+    got = cache.get("pv")
+    assert got is not None and got.metadata.resource_version == "2"
+    # The informer catches up: its version, the assumption dropped.
+    lister.put(written)
+    assert cache.get("pv") is written and cache.assumed_count() == 0
+    # An object deleted takes its assumption with it.
+    cache.assume(local)
+    del lister.objs[("", "pv")]
+    cache.prune()
+    assert cache.assumed_count() == 0 and cache.get("pv") is None
