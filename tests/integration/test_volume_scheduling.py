@@ -69,8 +69,9 @@ async def failed_scheduling(s: Scenario, name: str, reason: str) -> types_pb2.Ev
     return event
 
 
-async def test_kep_5278_volume_binding_prebind_shows_nnn(cluster: Cluster) -> None:
-    """A pod with a WaitForFirstConsumer claim whose class has a provisioner: the scheduler
+async def test_s_nne_1_volume_binding_prebind_shows_nnn(cluster: Cluster) -> None:
+    """S-NNE-1 with VolumeBinding in place of SlowPreBind (KEP-5278). A pod with a
+    WaitForFirstConsumer claim whose class has a provisioner: the scheduler
     selects a node (the claim's selected-node annotation), PreBindPreFlight says PreBind has
     work, so the pod shows nominatedNodeName = that node, unbound, while PreBind waits for the
     provisioner; once the claim is bound the pod binds there and the binding clears the NNN."""
