@@ -152,7 +152,8 @@ class VolumeBinding(
             return SUCCESS  # PreFilter skipped: no claims
         volumes = s.by_node.get(node_name)
         if volumes is None:
-            return as_error(f"no pod volumes found for node {node_name!r}")
+            s.all_bound = True  # as upstream's Reserve: nothing known to do on this node
+            return SUCCESS
         s.chosen = volumes
         s.all_bound = volumes.empty()
         if not s.all_bound:
@@ -168,8 +169,10 @@ class VolumeBinding(
 
     def pre_bind_pre_flight(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> Status:
         s = state.read(STATE_KEY)
-        if not isinstance(s, _State) or s.all_bound or s.chosen is None:
+        if not isinstance(s, _State) or s.all_bound:
             return SKIP
+        if node_name not in s.by_node:
+            return as_error(f'no pod volumes found for node "{node_name}"')
         return SUCCESS
 
     async def pre_bind(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> Status:
