@@ -68,7 +68,7 @@ from kemu.scheduling.waiting_pods import WaitingPodsMap
 from scheduler.cache.cache import Cache, assumed_pod_ttl
 from scheduler.cache.debugger import CacheDumper, cache_sources
 from scheduler.decisions import DecisionLog
-from scheduler.event_handlers import EventHandlers
+from scheduler.event_handlers import STORAGE_KINDS, EventHandlers
 from scheduler.metrics import SchedulerMetrics
 from scheduler.preemption_executor import Executor
 from scheduler.queue.hints import build_queueing_hint_map
@@ -219,6 +219,9 @@ async def serve(
     # ReplicaSet (upstream DefaultSelector; kemu has no ReplicationControllers or StatefulSets).
     informers.informer(types_pb2.Service)
     informers.informer(types_pb2.ReplicaSet)
+    # The volume plugins read claims, PVs, StorageClasses and CSINodes; their changes requeue
+    # the pods waiting for them (EventHandlers.register_storage).
+    storage = [informers.informer(kind) for kind in STORAGE_KINDS]
     host = socket.gethostname()
     # One writer; each profile reports as its schedulerName, as upstream's per-profile
     # recorders (reportingInstance "<schedulerName>-<host>").
@@ -280,6 +283,7 @@ async def serve(
         resize_preemption=resize_preemption_enabled(ctx.gates),
     )
     handlers.register(pods, nodes)
+    handlers.register_storage(*storage)
     scheduler = Scheduler(
         client=client,
         cache=cache,

@@ -24,9 +24,12 @@ README lists that condition among the rejected alternatives; no kubelet writes i
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from typing import Protocol
+from typing import Any, Final, Protocol
+
+from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
 from kemu.client.informer import FuncHandler, Informer
@@ -50,6 +53,15 @@ from scheduler.queue.pod_events import (
 )
 
 logger = logging.getLogger(__name__)
+
+# The storage kinds whose changes are cluster events (the volume plugins register for them).
+_STORAGE_RESOURCES: Final[Mapping[type[Message], EventResource]] = {
+    types_pb2.PersistentVolumeClaim: EventResource.PVC,
+    types_pb2.PersistentVolume: EventResource.PV,
+    types_pb2.StorageClass: EventResource.STORAGE_CLASS,
+    types_pb2.CSINode: EventResource.CSI_NODE,
+}
+STORAGE_KINDS: Final = tuple(_STORAGE_RESOURCES)
 
 
 class WaitingPods(Protocol):
@@ -137,6 +149,32 @@ class EventHandlers:
                 on_delete=self.on_node_delete,
             )
         )
+
+    def register_storage(self, *informers: Informer[Any]) -> None:
+        """Subscribes the queue to the storage kinds the volume plugins read (claims, PVs,
+        StorageClasses, CSINodes): each add, update and delete is a cluster event of its kind
+        (upstream addAllEventHandlers' buildEvtResHandler)."""
+        for informer in informers:
+            resource = _STORAGE_RESOURCES[informer.kind]
+            informer.add_event_handler(
+                FuncHandler(
+                    on_add=functools.partial(self._on_object_add, resource),
+                    on_update=functools.partial(self._on_object_update, resource),
+                    on_delete=functools.partial(self._on_object_delete, resource),
+                )
+            )
+
+    def _on_object_add(self, resource: EventResource, obj: Message) -> None:
+        event = ClusterEvent(resource, ActionType.ADD, f"{resource}Add")
+        self.queue.move_all_to_active_or_backoff_queue(event, None, obj)
+
+    def _on_object_update(self, resource: EventResource, old: Message, new: Message) -> None:
+        event = ClusterEvent(resource, ActionType.UPDATE_OBJECT, f"{resource}Update")
+        self.queue.move_all_to_active_or_backoff_queue(event, old, new)
+
+    def _on_object_delete(self, resource: EventResource, obj: Message) -> None:
+        event = ClusterEvent(resource, ActionType.DELETE, f"{resource}Delete")
+        self.queue.move_all_to_active_or_backoff_queue(event, obj, None)
 
     def _responsible(self, pod: types_pb2.Pod) -> bool:
         return pod.spec.scheduler_name in self.scheduler_names

@@ -8,7 +8,8 @@ node_tree (the cycle's view of the cluster), nominator (in-memory nominations), 
 (the dry run: candidates, victims, the chosen node).
 
 Pure: no gRPC, no prometheus, no process code and no client implementation. The scheduler
-process fills in the two ways out: `interface.SchedulingApi` (its client, for binding) and
+process fills in the two ways out: `interface.SchedulingApi` (its client, for binding and
+VolumeBinding's PV and claim updates) and
 `interface.PreemptionExecutor` (its preemption writes); a simulation (the autoscaler) builds
 frameworks without either. Import the submodules directly; this
 package re-exports nothing.

@@ -34,6 +34,9 @@ class ActionType(enum.IntFlag):
     # KEP-5836: a pod's requests went up (upstream UpdatePodScaleUp); NodeResourcesFit
     # registers it for deferred-resize pods only.
     UPDATE_POD_SCALE_UP = 8192
+    # An update of a kind with no finer action types (upstream's plain Update): the storage
+    # kinds the volume plugins watch.
+    UPDATE_OBJECT = 16384
 
     UPDATE = (
         UPDATE_NODE_ALLOCATABLE
@@ -48,6 +51,7 @@ class ActionType(enum.IntFlag):
         | UPDATE_POD_OTHER
         | UPDATE_NODE_PREEMPTION_POLICY
         | UPDATE_POD_SCALE_UP
+        | UPDATE_OBJECT
     )
     ALL = ADD | DELETE | UPDATE
 
@@ -58,6 +62,10 @@ class EventResource(enum.StrEnum):
     UNSCHEDULED_POD = "UnschedulablePod"
     NODE = "Node"
     PDB = "PodDisruptionBudget"
+    PVC = "PersistentVolumeClaim"
+    PV = "PersistentVolume"
+    STORAGE_CLASS = "storage.k8s.io/StorageClass"
+    CSI_NODE = "storage.k8s.io/CSINode"
     WILDCARD = "*"
 
 

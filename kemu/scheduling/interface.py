@@ -600,9 +600,13 @@ class NoEvents:
         return None
 
 
+_Obj = TypeVar("_Obj", bound=Message)
+
+
 class SchedulingApi(Protocol):
-    """The API calls the library's plugins make: only DefaultBinder's pods/binding (the
-    preemption executor, which writes to victims, is the scheduler's own). The library never
+    """The API calls the library's plugins make: DefaultBinder's pods/binding and
+    VolumeBinding's updates of PersistentVolumes and claims (the preemption executor, which
+    writes to victims, is the scheduler's own). The library never
     imports a client: the scheduler process passes its kemu.client.Client, which has this
     method (and more); simulations pass none."""
 
@@ -616,6 +620,10 @@ class SchedulingApi(Protocol):
         uid: str = "",
         resource_version: str = "",
     ) -> None: ...
+
+    async def update(self, obj: _Obj) -> _Obj:
+        """PUT of the object (its resourceVersion a precondition); the stored object."""
+        ...
 
 
 # ---------------------------------------------------------------- informers and metrics

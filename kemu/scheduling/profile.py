@@ -7,12 +7,13 @@ Semantics are upstream's (pkg/scheduler/apis/config/v1 defaults, framework/runti
 - Every profile starts from the default profile `default-scheduler`, whose plugins are all
   enabled through `multiPoint` (upstream v1 default_plugins.go, in upstream's order):
   SchedulingGates, PrioritySort, NodeUnschedulable, NodeName, TaintToleration (score weight 3),
-  NodeAffinity (2), NodePorts, DeferredPodScheduling, NodeResourcesFit (1), PodTopologySpread
-  (2), InterPodAffinity (2), DefaultPreemption, NodeResourcesBalancedAllocation (1),
-  DefaultBinder. kemu leaves out the plugins it does not implement: the volume plugins
-  (VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone, EBS/GCE/Azure limits,
-  which upstream lists between NodeResourcesFit and PodTopologySpread), DynamicResources and
-  ImageLocality; DefaultPreemption and DeferredPodScheduling are listed
+  NodeAffinity (2), NodePorts, DeferredPodScheduling, NodeResourcesFit (1), VolumeRestrictions,
+  NodeVolumeLimits, VolumeBinding, VolumeZone, PodTopologySpread (2), InterPodAffinity (2),
+  DefaultPreemption, NodeResourcesBalancedAllocation (1), DefaultBinder. The four volume
+  plugins are in upstream's default profile at every version kemu emulates (1.21-1.37). kemu
+  leaves out the plugins it does not implement: the in-tree EBS/GCE/Azure volume limits
+  (their volume sources are not in kemu's pod spec), DynamicResources and ImageLocality;
+  DefaultPreemption, DeferredPodScheduling and the volume plugins are listed
   only when the registry has them. DeferredPodScheduling (KEP-5836, a no-op unless its gate is
   on) must filter before NodeResourcesFit: on a node that disables resize preemption its
   UnschedulableAndUnresolvable, not NodeResourcesFit's Unschedulable, has to be the node's
@@ -53,8 +54,11 @@ _PLUGIN_SET_KEYS: Final = (MULTI_POINT, *EXTENSION_POINTS)
 
 DEFAULT_PREEMPTION: Final = "DefaultPreemption"
 DEFERRED_POD_SCHEDULING: Final = "DeferredPodScheduling"
+VOLUME_PLUGINS: Final = ("VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone")
 # Default plugins a registry may lack (a test's or a simulation's): left out rather than an error.
-_OPTIONAL_DEFAULTS: Final = frozenset({DEFAULT_PREEMPTION, DEFERRED_POD_SCHEDULING})
+_OPTIONAL_DEFAULTS: Final = frozenset(
+    {DEFAULT_PREEMPTION, DEFERRED_POD_SCHEDULING, *VOLUME_PLUGINS}
+)
 
 # Upstream's default multiPoint plugins that kemu implements, in upstream's order; (name, weight).
 DEFAULT_MULTI_POINT: Final[tuple[tuple[str, int | None], ...]] = (
@@ -67,6 +71,10 @@ DEFAULT_MULTI_POINT: Final[tuple[tuple[str, int | None], ...]] = (
     ("NodePorts", None),
     (DEFERRED_POD_SCHEDULING, None),
     ("NodeResourcesFit", 1),
+    ("VolumeRestrictions", None),
+    ("NodeVolumeLimits", None),
+    ("VolumeBinding", None),
+    ("VolumeZone", None),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
     (DEFAULT_PREEMPTION, None),

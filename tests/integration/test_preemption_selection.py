@@ -27,8 +27,8 @@ import pytest
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import DELETED
 from kemu.component.featuregate import SCHEDULER_ASYNC_PREEMPTION
-from kemu.testing import Cluster
-from kemu.testing.builders import make_pdb
+from kemu.testing import Cluster, storage
+from kemu.testing.builders import PodBuilder, make_pdb
 from kemu.testing.invariants import PodHistory, PodVersion, assert_invariants, record_pods
 from kemu.testing.scenarios import Scenario, disruption_target
 
@@ -75,6 +75,10 @@ STUCK_GRACE: Final = 300
 NOT_ELIGIBLE_TERMINATING: Final = "not eligible due to a terminating pod on the nominated node"
 NOT_HELPFUL: Final = "Preemption is not helpful for scheduling"
 NO_NODES: Final = "no nodes available to schedule pods"
+RWOP: Final = "ReadWriteOncePod"
+RWOP_CONFLICT: Final = (
+    "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+)
 
 
 @pytest.fixture(scope="module")
@@ -845,9 +849,38 @@ async def test_s_pre_18_lower_priority_nomination_cleared(cluster: Cluster, sche
         assert r.nnn_changes("h2") == ["", "node", ""]
 
 
-@pytest.mark.skip(
-    reason="S-PRE-19 (ReadWriteOncePod preemption through VolumeRestrictions) needs PVCs, which "
-    "kemu does not model; the reference allows skipping it"
-)
-async def test_s_pre_19_read_write_once_pod() -> None:
-    raise AssertionError("not reached")
+@BOTH
+async def test_s_pre_19_read_write_once_pod(cluster: Cluster, scheduler: str) -> None:
+    """TestReadWriteOncePodPreemption: a claim with ReadWriteOncePod, bound to its volume, is
+    used by V (prio 100) running on node1; node2 is empty. P (prio 300) uses the same claim:
+    VolumeRestrictions rejects it on every node while V holds the claim, and preemption's dry
+    run on node1 removes V (RemovePod) → V is the only victim, P is nominated to node1 and
+    binds there once V is gone (the claim is free on any node then, and node1 keeps P's
+    nomination)."""
+    async with scenario(cluster, "s-pre-19") as r:
+        s = r.s
+        await s.nodes("node1", "node2", cpu="4", memory="8Gi", pods="32")
+        api = s.client
+        sc = storage.storage_class(f"{s.ns}-rwop")
+        await api.create(sc)
+        pv = storage.volume(f"{s.ns}-pv", sc.metadata.name, access_modes=[RWOP])
+        await storage.create_available(api, pv)
+        await api.create(storage.claim(s.ns, "rwop", sc.metadata.name, access_modes=[RWOP]))
+        # The PV controller's bind, done by the test (no PV controller runs here).
+        await storage.complete_binding(api, pv.metadata.name, s.ns, "rwop")
+
+        def with_claim(b: PodBuilder) -> types_pb2.Pod:
+            pod = b.scheduler_name(scheduler).obj()
+            pod.spec.volumes.add(name="data").persistent_volume_claim.claim_name = "rwop"
+            return pod
+
+        await s.run(with_claim(s.pod("v", priority=LOW, cpu="100m")), node="node1")
+        await s.create(with_claim(s.pod("p", priority=HIGH, cpu="100m")))
+        await s.wait_nominated("p", "node1", timeout=TIMEOUT)
+        await s.wait_gone("v", timeout=TIMEOUT)
+        assert await s.wait_bound("p", timeout=TIMEOUT) == s.node_name("node1")
+        await wait_event(s, "FailedScheduling", "p", RWOP_CONFLICT)
+
+        await r.sync()
+        assert_only("preempted", r.preempted(), {"v"})
+        assert r.nnn_changes("p") == ["", "node1", ""]

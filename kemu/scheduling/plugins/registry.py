@@ -27,10 +27,14 @@ from kemu.scheduling.plugins import (
     node_ports,
     node_resources_fit,
     node_unschedulable,
+    node_volume_limits,
     pod_topology_spread,
     queue_sort,
     scheduling_gates,
     taint_toleration,
+    volume_binding,
+    volume_restrictions,
+    volume_zone,
 )
 
 Registry = dict[str, PluginFactory]
@@ -52,6 +56,10 @@ def in_tree_registry() -> Registry:
         node_ports.NAME: node_ports.new,  # NodePorts
         deferred_pod_scheduling.NAME: deferred_pod_scheduling.new,  # DeferredPodScheduling
         node_resources_fit.NAME: node_resources_fit.new,  # NodeResourcesFit
+        volume_restrictions.NAME: volume_restrictions.new,  # VolumeRestrictions
+        node_volume_limits.NAME: node_volume_limits.new,  # NodeVolumeLimits
+        volume_binding.NAME: volume_binding.new,  # VolumeBinding
+        volume_zone.NAME: volume_zone.new,  # VolumeZone
         pod_topology_spread.NAME: pod_topology_spread.new,  # PodTopologySpread
         balanced_allocation.NAME: balanced_allocation.new,  # NodeResourcesBalancedAllocation
         inter_pod_affinity.NAME: inter_pod_affinity.new,  # InterPodAffinity

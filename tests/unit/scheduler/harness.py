@@ -30,7 +30,7 @@ from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.waiting_pods import WaitingPodsMap
 from kemu.testing.builders import make_node
 from scheduler.cache.cache import Cache
-from scheduler.event_handlers import EventHandlers
+from scheduler.event_handlers import STORAGE_KINDS, EventHandlers
 from scheduler.metrics import SchedulerMetrics
 from scheduler.preemption_executor import Executor
 from scheduler.queue.hints import build_queueing_hint_map
@@ -178,6 +178,7 @@ async def env(
     pods = informers.informer(types_pb2.Pod, field_selector=SCHEDULER_POD_FIELD_SELECTOR)
     nodes = informers.informer(types_pb2.Node)
     informers.informer(types_pb2.PodDisruptionBudget)
+    storage = [informers.informer(kind) for kind in STORAGE_KINDS]
     metrics = SchedulerMetrics(None)
     recorder = Recorder()
     cache = Cache(
@@ -218,6 +219,7 @@ async def env(
         resize_preemption=resize_preemption_enabled(gates),
     )
     handlers.register(pods, nodes)
+    handlers.register_storage(*storage)
     scheduler = Scheduler(
         client=client,
         cache=cache,

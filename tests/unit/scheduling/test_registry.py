@@ -30,6 +30,10 @@ IN_TREE = {
     "NodePorts",
     "DeferredPodScheduling",
     "NodeResourcesFit",
+    "VolumeRestrictions",
+    "NodeVolumeLimits",
+    "VolumeBinding",
+    "VolumeZone",
     "NodeResourcesBalancedAllocation",
     "PodTopologySpread",
     "InterPodAffinity",
@@ -99,9 +103,16 @@ def test_in_tree_registry_and_default_framework() -> None:
         "NodePorts",
         "DeferredPodScheduling",
         "NodeResourcesFit",
+        "VolumeRestrictions",
+        "NodeVolumeLimits",
+        "VolumeBinding",
+        "VolumeZone",
         "PodTopologySpread",
         "InterPodAffinity",
     )
+    # The volume plugins in upstream's order; VolumeBinding reserves, pre-binds and unreserves.
+    assert plugins["reserve"] == ("VolumeBinding",)
+    assert plugins["preBind"] == ("VolumeBinding",)
     # Upstream's default score weights (v1 default_plugins.go).
     assert dict(config.profiles[0].score_weights) == {
         "TaintToleration": 3,
