@@ -16,13 +16,15 @@ from kemu.api.v1 import types_pb2
 from kemu.client.events import EventRecorder, object_reference
 from kemu.client.interface import ApiClient
 from kemu.machinery.errors import Invalid
-from kemu.scheduling.pv_helpers import (
+from kemu.machinery.storage import (
     ANN_BIND_COMPLETED,
     ANN_BOUND_BY_CONTROLLER,
     CLAIM_BOUND,
     STORAGE,
     VOLUME_AVAILABLE,
     VOLUME_BOUND,
+)
+from kemu.scheduling.pv_helpers import (
     is_volume_bound_to_claim,
 )
 

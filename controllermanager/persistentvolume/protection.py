@@ -41,7 +41,9 @@ from kemu.component.clock import Clock
 from kemu.machinery.errors import NotFound
 from kemu.machinery.keys import object_key
 from kemu.machinery.pod_strategy import TERMINAL_PHASES
-from kemu.scheduling.pv_helpers import VOLUME_BOUND
+from kemu.machinery.storage import (
+    VOLUME_BOUND,
+)
 
 logger = logging.getLogger(__name__)
 

@@ -24,10 +24,12 @@ from kemu.component.version_rules import VersionRules
 from kemu.machinery.keys import object_key
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
 from kemu.machinery.pod_strategy import TERMINAL_PHASES
-from kemu.scheduling.pv_helpers import (
+from kemu.machinery.storage import (
     ANN_BETA_STORAGE_PROVISIONER,
     ANN_STORAGE_PROVISIONER,
     claim_class,
+)
+from kemu.scheduling.pv_helpers import (
     claim_has_class,
     default_class,
 )

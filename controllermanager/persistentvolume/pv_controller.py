@@ -69,27 +69,29 @@ from kemu.component.options import duration_flag
 from kemu.machinery.errors import NotFound
 from kemu.machinery.keys import object_key
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
-from kemu.scheduling.pv_helpers import (
+from kemu.machinery.storage import (
     ANN_BIND_COMPLETED,
     ANN_BOUND_BY_CONTROLLER,
     ANN_DYNAMICALLY_PROVISIONED,
     CLAIM_LOST,
     CLAIM_PENDING,
-    RECLAIM_DELETE,
+    DELETE,
     VOLUME_AVAILABLE,
-    VOLUME_BINDING_WAIT_FOR_FIRST_CONSUMER,
     VOLUME_BOUND,
     VOLUME_FAILED,
     VOLUME_RELEASED,
+    WAIT_FOR_FIRST_CONSUMER,
+    claim_class,
+    volume_class,
+)
+from kemu.scheduling.pv_helpers import (
     binding_mode,
     check_access_modes,
     check_volume_mode_mismatches,
-    claim_class,
     find_best_match_for_claim,
     is_delay_binding_provisioning,
     is_volume_bound_to_claim,
     storage_quantity,
-    volume_class,
     volume_reclaim_policy,
 )
 
@@ -258,7 +260,7 @@ class PersistentVolumeController:
     def _is_delay_binding_mode(self, claim: types_pb2.PersistentVolumeClaim) -> bool:
         """IsDelayBindingMode: the claim's class exists and binds WaitForFirstConsumer."""
         cls = self._class_of(claim)
-        return cls is not None and binding_mode(cls) == VOLUME_BINDING_WAIT_FOR_FIRST_CONSUMER
+        return cls is not None and binding_mode(cls) == WAIT_FOR_FIRST_CONSUMER
 
     async def _sync_unbound_claim(self, claim: types_pb2.PersistentVolumeClaim) -> None:
         if claim.spec.volume_name:
@@ -423,7 +425,7 @@ class PersistentVolumeController:
         # The claim is bound to another volume.
         if (
             ANN_DYNAMICALLY_PROVISIONED in volume.metadata.annotations
-            and volume_reclaim_policy(volume) == RECLAIM_DELETE
+            and volume_reclaim_policy(volume) == DELETE
         ):
             if volume.status.phase not in (VOLUME_RELEASED, VOLUME_FAILED):
                 volume = await self._writer.update_volume_phase(volume, VOLUME_RELEASED)

@@ -21,12 +21,14 @@ from kemu.api.v1 import types_pb2
 from kemu.client.interface import ApiClient
 from kemu.machinery.errors import NotFound
 from kemu.machinery.kinds import EVENT_WARNING
-from kemu.scheduling.pv_helpers import (
+from kemu.machinery.storage import (
     ANN_DYNAMICALLY_PROVISIONED,
-    RECLAIM_DELETE,
-    RECLAIM_RECYCLE,
-    RECLAIM_RETAIN,
+    DELETE,
+    RECYCLE,
+    RETAIN,
     VOLUME_FAILED,
+)
+from kemu.scheduling.pv_helpers import (
     volume_reclaim_policy,
 )
 
@@ -55,9 +57,9 @@ class Reclaimer:
     async def reclaim_volume(self, volume: types_pb2.PersistentVolume) -> None:
         """reclaimVolume by the volume's policy."""
         policy = volume_reclaim_policy(volume)
-        if policy == RECLAIM_RETAIN:
+        if policy == RETAIN:
             return
-        if policy == RECLAIM_RECYCLE:
+        if policy == RECYCLE:
             await self._writer.update_volume_phase_with_event(
                 volume,
                 VOLUME_FAILED,
@@ -66,7 +68,7 @@ class Reclaimer:
                 "No recycler plugin found for the volume!",
             )
             return
-        if policy == RECLAIM_DELETE:
+        if policy == DELETE:
             await self._delete_volume_operation(volume)
             return
         await self._writer.update_volume_phase_with_event(

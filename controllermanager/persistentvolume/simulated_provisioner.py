@@ -68,17 +68,19 @@ from kemu.machinery.errors import AlreadyExists, ApiError, NotFound
 from kemu.machinery.keys import object_key
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
 from kemu.machinery.quantity import BINARY_SI, Quantity
-from kemu.scheduling.pv_helpers import (
+from kemu.machinery.storage import (
     ANN_BETA_STORAGE_PROVISIONER,
     ANN_DYNAMICALLY_PROVISIONED,
     ANN_SELECTED_NODE,
     ANN_STORAGE_PROVISIONER,
-    RECLAIM_DELETE,
+    DELETE,
     STORAGE,
-    VOLUME_BINDING_WAIT_FOR_FIRST_CONSUMER,
     VOLUME_RELEASED,
-    binding_mode,
+    WAIT_FOR_FIRST_CONSUMER,
     claim_class,
+)
+from kemu.scheduling.pv_helpers import (
+    binding_mode,
     class_reclaim_policy,
     storage_quantity,
     volume_reclaim_policy,
@@ -358,7 +360,7 @@ class SimulatedProvisioner:
             return False
         if self._annotated_provisioner(claim) != PROVISIONER or cls.provisioner != PROVISIONER:
             return False
-        if binding_mode(cls) == VOLUME_BINDING_WAIT_FOR_FIRST_CONSUMER:
+        if binding_mode(cls) == WAIT_FOR_FIRST_CONSUMER:
             return ANN_SELECTED_NODE in claim.metadata.annotations
         return True
 
@@ -496,7 +498,7 @@ class SimulatedProvisioner:
             return True
         if (
             volume.status.phase != VOLUME_RELEASED
-            or volume_reclaim_policy(volume) != RECLAIM_DELETE
+            or volume_reclaim_policy(volume) != DELETE
             or volume.metadata.annotations.get(ANN_DYNAMICALLY_PROVISIONED) != PROVISIONER
         ):
             return True

@@ -48,6 +48,18 @@ CLAIM_LOST: Final = "Lost"
 STORAGE: Final = "storage"
 """The resource name of a volume's capacity and a claim's request."""
 
+# The binding annotations (upstream pkg/controller/volume/persistentvolume/util, shared by the
+# PersistentVolume controller, the provisioners and the scheduler's VolumeBinding).
+ANN_BIND_COMPLETED: Final = "pv.kubernetes.io/bind-completed"
+"""On a claim: the controller finished binding it (syncClaim tells bound from unbound by it)."""
+ANN_BOUND_BY_CONTROLLER: Final = "pv.kubernetes.io/bound-by-controller"
+"""On a volume or claim: the controller, not the user, made the binding."""
+ANN_DYNAMICALLY_PROVISIONED: Final = "pv.kubernetes.io/provisioned-by"
+ANN_STORAGE_PROVISIONER: Final = "volume.kubernetes.io/storage-provisioner"
+ANN_BETA_STORAGE_PROVISIONER: Final = "volume.beta.kubernetes.io/storage-provisioner"
+ANN_SELECTED_NODE: Final = "volume.kubernetes.io/selected-node"
+NOT_SUPPORTED_PROVISIONER: Final = "kubernetes.io/no-provisioner"
+"""A class whose volumes are all created by hand: nothing provisions them."""
 DEFAULT_CLASS_ANNOTATION: Final = "storageclass.kubernetes.io/is-default-class"
 BETA_DEFAULT_CLASS_ANNOTATION: Final = "storageclass.beta.kubernetes.io/is-default-class"
 BETA_STORAGE_CLASS_ANNOTATION: Final = "volume.beta.kubernetes.io/storage-class"

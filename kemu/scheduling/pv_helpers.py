@@ -9,73 +9,32 @@ Pure: no I/O. Quantities are compared exactly (kemu.machinery.quantity).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Final
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.errors import Invalid
 from kemu.machinery.labels import Selector, selector_from_label_selector
 from kemu.machinery.quantity import Quantity
+from kemu.machinery.storage import (
+    ANN_SELECTED_NODE,
+    BETA_STORAGE_CLASS_ANNOTATION,
+    DELETE,
+    FILESYSTEM,
+    IMMEDIATE,
+    RETAIN,
+    STORAGE,
+    VOLUME_AVAILABLE,
+    claim_class,
+    is_default_class,
+    volume_class,
+)
 from kemu.scheduling.plugins.helpers import node_selector
-
-ANN_BIND_COMPLETED: Final = "pv.kubernetes.io/bind-completed"
-"""On a claim: the controller finished binding it (syncClaim tells bound from unbound by it)."""
-ANN_BOUND_BY_CONTROLLER: Final = "pv.kubernetes.io/bound-by-controller"
-"""On a volume or claim: the controller, not the user, made the binding."""
-ANN_DYNAMICALLY_PROVISIONED: Final = "pv.kubernetes.io/provisioned-by"
-ANN_STORAGE_PROVISIONER: Final = "volume.kubernetes.io/storage-provisioner"
-ANN_BETA_STORAGE_PROVISIONER: Final = "volume.beta.kubernetes.io/storage-provisioner"
-ANN_SELECTED_NODE: Final = "volume.kubernetes.io/selected-node"
-ANN_BETA_STORAGE_CLASS: Final = "volume.beta.kubernetes.io/storage-class"
-ANN_IS_DEFAULT_CLASS: Final = "storageclass.kubernetes.io/is-default-class"
-ANN_BETA_IS_DEFAULT_CLASS: Final = "storageclass.beta.kubernetes.io/is-default-class"
-
-VOLUME_BINDING_IMMEDIATE: Final = "Immediate"
-VOLUME_BINDING_WAIT_FOR_FIRST_CONSUMER: Final = "WaitForFirstConsumer"
-
-RECLAIM_RETAIN: Final = "Retain"
-RECLAIM_DELETE: Final = "Delete"
-RECLAIM_RECYCLE: Final = "Recycle"
-
-FILESYSTEM: Final = "Filesystem"
-STORAGE: Final = "storage"
-
-# Phases (core/v1).
-CLAIM_PENDING: Final = "Pending"
-CLAIM_BOUND: Final = "Bound"
-CLAIM_LOST: Final = "Lost"
-VOLUME_PENDING: Final = "Pending"
-VOLUME_AVAILABLE: Final = "Available"
-VOLUME_BOUND: Final = "Bound"
-VOLUME_RELEASED: Final = "Released"
-VOLUME_FAILED: Final = "Failed"
-
-
-def claim_class(claim: types_pb2.PersistentVolumeClaim) -> str:
-    """GetPersistentVolumeClaimClass: the beta annotation first, then spec.storageClassName
-    ("" when neither: a claim of no class)."""
-    ann = claim.metadata.annotations.get(ANN_BETA_STORAGE_CLASS)
-    if ann is not None:
-        return ann
-    return claim.spec.storage_class_name if claim.spec.HasField("storage_class_name") else ""
 
 
 def claim_has_class(claim: types_pb2.PersistentVolumeClaim) -> bool:
     """PersistentVolumeClaimHasClass: the claim asked for a class, "" included."""
-    return ANN_BETA_STORAGE_CLASS in claim.metadata.annotations or claim.spec.HasField(
+    return BETA_STORAGE_CLASS_ANNOTATION in claim.metadata.annotations or claim.spec.HasField(
         "storage_class_name"
     )
-
-
-def volume_class(volume: types_pb2.PersistentVolume) -> str:
-    """GetPersistentVolumeClass: the beta annotation first, then spec.storageClassName."""
-    ann = volume.metadata.annotations.get(ANN_BETA_STORAGE_CLASS)
-    return ann if ann is not None else volume.spec.storage_class_name
-
-
-def is_default_class(cls: types_pb2.StorageClass) -> bool:
-    """IsDefaultAnnotation: the class's default annotation (or its beta) is "true"."""
-    ann = cls.metadata.annotations
-    return ann.get(ANN_IS_DEFAULT_CLASS) == "true" or ann.get(ANN_BETA_IS_DEFAULT_CLASS) == "true"
 
 
 def default_class(classes: Iterable[types_pb2.StorageClass]) -> types_pb2.StorageClass | None:
@@ -94,17 +53,17 @@ def binding_mode(cls: types_pb2.StorageClass) -> str:
     """The class's volumeBindingMode, Immediate when unset (the apiserver's default)."""
     if cls.HasField("volume_binding_mode"):
         return cls.volume_binding_mode
-    return VOLUME_BINDING_IMMEDIATE
+    return IMMEDIATE
 
 
 def class_reclaim_policy(cls: types_pb2.StorageClass) -> str:
     """The class's reclaimPolicy, Delete when unset (the apiserver's default)."""
-    return cls.reclaim_policy if cls.HasField("reclaim_policy") else RECLAIM_DELETE
+    return cls.reclaim_policy if cls.HasField("reclaim_policy") else DELETE
 
 
 def volume_reclaim_policy(volume: types_pb2.PersistentVolume) -> str:
     """The volume's reclaim policy, Retain when unset (the apiserver's default)."""
-    return volume.spec.persistent_volume_reclaim_policy or RECLAIM_RETAIN
+    return volume.spec.persistent_volume_reclaim_policy or RETAIN
 
 
 def is_delay_binding_provisioning(claim: types_pb2.PersistentVolumeClaim) -> bool:

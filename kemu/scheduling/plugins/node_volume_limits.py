@@ -23,6 +23,9 @@ from collections import Counter
 from typing import Any, Final
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.storage import (
+    claim_class,
+)
 from kemu.scheduling.events import (
     ActionType,
     ClusterEvent,
@@ -41,7 +44,6 @@ from kemu.scheduling.interface import (
 )
 from kemu.scheduling.plugins.volumes import (
     VolumeListers,
-    claim_class,
     has_claims,
     pod_claim_names,
     volume_listers,

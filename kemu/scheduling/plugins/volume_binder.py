@@ -17,7 +17,7 @@ pod has, which volumes would serve them on a node, what to assume and what to wr
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final, Generic, TypeVar
 
@@ -25,20 +25,23 @@ from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.errors import Invalid
-from kemu.machinery.labels import Selector, selector_from_label_selector
-from kemu.scheduling.interface import ObjectLister
-from kemu.scheduling.plugins.volumes import (
+from kemu.machinery.storage import (
     ANN_BOUND_BY_CONTROLLER,
     ANN_SELECTED_NODE,
     NOT_SUPPORTED_PROVISIONER,
-    VolumeListers,
     claim_class,
-    claim_ref_matches,
+)
+from kemu.scheduling.interface import ObjectLister
+from kemu.scheduling.plugins.volumes import (
+    VolumeListers,
     is_delay_binding,
     is_fully_bound,
-    pv_capacity,
-    pv_node_affinity_matches,
     storage_request,
+)
+from kemu.scheduling.pv_helpers import (
+    check_node_affinity,
+    find_matching_volume,
+    is_volume_bound_to_claim,
 )
 
 ERR_REASON_BIND_CONFLICT: Final = "node(s) didn't find available persistent volumes to bind"
@@ -48,8 +51,6 @@ ERR_REASON_PV_NOT_EXIST: Final = (
 )
 ERR_REASON_UNBOUND_IMMEDIATE: Final = "pod has unbound immediate PersistentVolumeClaims"
 
-VOLUME_AVAILABLE: Final = "Available"
-FILESYSTEM: Final = "Filesystem"
 
 M = TypeVar("M", bound=Message)
 
@@ -191,7 +192,7 @@ class Binder:
             if pv is None:
                 found = False
                 break
-            if not pv_node_affinity_matches(pv, node):
+            if not check_node_affinity(pv, node):
                 satisfied = False
         if not found:
             reasons.append(ERR_REASON_PV_NOT_EXIST)
@@ -207,7 +208,10 @@ class Binder:
         # Smallest request first, as upstream sorts them (byPVCSize).
         for claim in sorted(claims.to_bind, key=storage_request):
             candidates = claims.volumes_by_class.get(claim_class(claim), ())
-            pv = find_matching_volume(claim, candidates, node, chosen)
+            try:
+                pv = find_matching_volume(claim, candidates, node=node, excluded=frozenset(chosen))
+            except Invalid:  # a claim selector that does not parse matches nothing
+                pv = None
             if pv is not None:
                 chosen.add(pv.metadata.name)
                 out.static_bindings.append((_with_claim_ref(pv, claim), claim))
@@ -254,7 +258,7 @@ class Binder:
                 )
             if _rv(pv_assumed) > _rv(pv):
                 return False
-            if node is not None and not pv_node_affinity_matches(pv, node):
+            if node is not None and not check_node_affinity(pv, node):
                 raise BindingFailed(
                     f'pv "{pv.metadata.name}" node affinity doesn\'t match node "{node_name}"'
                 )
@@ -282,7 +286,7 @@ class Binder:
                 pv = self.volumes.get(current.spec.volume_name)
                 if pv is None:
                     return False  # not seen yet
-                if node is not None and not pv_node_affinity_matches(pv, node):
+                if node is not None and not check_node_affinity(pv, node):
                     raise BindingFailed(
                         f'pv "{pv.metadata.name}" node affinity doesn\'t match node "{node_name}"'
                     )
@@ -301,7 +305,7 @@ def _with_claim_ref(
     """The PV bound to the claim, as the PV controller's GetBindVolumeToClaim makes it."""
     out = types_pb2.PersistentVolume()
     out.CopyFrom(pv)
-    if not claim_ref_matches(pv, claim) or not pv.spec.claim_ref.uid:
+    if not is_volume_bound_to_claim(pv, claim) or not pv.spec.claim_ref.uid:
         ref = out.spec.claim_ref
         ref.Clear()
         ref.kind = "PersistentVolumeClaim"
@@ -312,61 +316,6 @@ def _with_claim_ref(
         ref.resource_version = claim.metadata.resource_version
         out.metadata.annotations[ANN_BOUND_BY_CONTROLLER] = "yes"
     return out
-
-
-def _volume_mode(mode: str) -> str:
-    return mode or FILESYSTEM
-
-
-def _claim_selector(claim: types_pb2.PersistentVolumeClaim) -> Selector | None:
-    """The claim's volume selector; Invalid when it does not parse (it then matches none)."""
-    if not claim.spec.HasField("selector"):
-        return None
-    return selector_from_label_selector(claim.spec.selector, path="spec.selector")
-
-
-def find_matching_volume(
-    claim: types_pb2.PersistentVolumeClaim,
-    volumes: Iterable[types_pb2.PersistentVolume],
-    node: types_pb2.Node,
-    excluded: set[str],
-) -> types_pb2.PersistentVolume | None:
-    """The smallest volume that serves the claim on the node (upstream FindMatchingVolume with
-    delayBinding): a volume pre-bound to the claim wins outright."""
-    want = storage_request(claim)
-    klass = claim_class(claim)
-    modes = set(claim.spec.access_modes)
-    mode = _volume_mode(claim.spec.volume_mode)
-    try:
-        selector = _claim_selector(claim)
-    except Invalid:
-        return None
-    best: types_pb2.PersistentVolume | None = None
-    for pv in volumes:
-        if pv.metadata.name in excluded:
-            continue
-        if _volume_mode(pv.spec.volume_mode) != mode:
-            continue
-        if not pv_node_affinity_matches(pv, node):
-            continue
-        if pv.spec.HasField("claim_ref") and pv.spec.claim_ref.name:
-            if claim_ref_matches(pv, claim):
-                return pv
-            continue
-        if pv.status.phase != VOLUME_AVAILABLE:
-            continue
-        if selector is not None and not selector.matches(pv.metadata.labels):
-            continue
-        if pv.spec.storage_class_name != klass:
-            continue
-        if not modes <= set(pv.spec.access_modes):
-            continue
-        capacity = pv_capacity(pv)
-        if capacity < want:
-            continue
-        if best is None or capacity < pv_capacity(best):
-            best = pv
-    return best
 
 
 def _topology_allows(sc: types_pb2.StorageClass, node: types_pb2.Node) -> bool:

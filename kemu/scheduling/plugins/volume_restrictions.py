@@ -23,6 +23,9 @@ from __future__ import annotations
 from typing import Any, Final
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.storage import (
+    READ_WRITE_ONCE_POD,
+)
 from kemu.scheduling.events import (
     ActionType,
     ClusterEvent,
@@ -40,7 +43,6 @@ from kemu.scheduling.interface import (
     PreFilterPlugin,
 )
 from kemu.scheduling.plugins.volumes import (
-    READ_WRITE_ONCE_POD,
     VolumeListers,
     claim_key,
     has_claims,

@@ -20,6 +20,10 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.storage import (
+    WAIT_FOR_FIRST_CONSUMER,
+    claim_class,
+)
 from kemu.scheduling.events import (
     ActionType,
     ClusterEvent,
@@ -37,9 +41,7 @@ from kemu.scheduling.interface import (
     PreFilterPlugin,
 )
 from kemu.scheduling.plugins.volumes import (
-    WAIT_FOR_FIRST_CONSUMER,
     VolumeListers,
-    claim_class,
     has_claims,
     pod_claim_names,
     volume_listers,

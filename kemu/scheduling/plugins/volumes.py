@@ -20,20 +20,8 @@ from google.protobuf.message import Message
 from kemu.api.v1 import types_pb2
 from kemu.machinery.errors import Invalid
 from kemu.machinery.quantity import Quantity, parse_quantity
+from kemu.machinery.storage import ANN_BIND_COMPLETED, WAIT_FOR_FIRST_CONSUMER, claim_class
 from kemu.scheduling.interface import Handle, ObjectLister
-from kemu.scheduling.plugins.helpers import node_selector
-
-# The claim annotations of upstream's pkg/controller/volume/persistentvolume/util.
-ANN_SELECTED_NODE: Final = "volume.kubernetes.io/selected-node"
-ANN_BIND_COMPLETED: Final = "pv.kubernetes.io/bind-completed"
-ANN_BOUND_BY_CONTROLLER: Final = "pv.kubernetes.io/bound-by-controller"
-# The beta class annotation, read before spec.storageClassName (GetPersistentVolumeClaimClass).
-ANN_BETA_STORAGE_CLASS: Final = "volume.beta.kubernetes.io/storage-class"
-# A class whose volumes are all created by hand: nothing provisions them.
-NOT_SUPPORTED_PROVISIONER: Final = "kubernetes.io/no-provisioner"
-
-WAIT_FOR_FIRST_CONSUMER: Final = "WaitForFirstConsumer"
-READ_WRITE_ONCE_POD: Final = "ReadWriteOncePod"
 
 M = TypeVar("M", bound=Message)
 
@@ -93,15 +81,6 @@ def claim_key(namespace: str, name: str) -> str:
     return f"{namespace}/{name}"
 
 
-def claim_class(claim: types_pb2.PersistentVolumeClaim) -> str:
-    """The claim's class (storagehelpers.GetPersistentVolumeClaimClass): the beta annotation,
-    else spec.storageClassName, else ""."""
-    beta = claim.metadata.annotations.get(ANN_BETA_STORAGE_CLASS)
-    if beta is not None:
-        return beta
-    return claim.spec.storage_class_name if claim.spec.HasField("storage_class_name") else ""
-
-
 def is_delay_binding(
     claim: types_pb2.PersistentVolumeClaim, classes: ObjectLister[types_pb2.StorageClass]
 ) -> bool:
@@ -118,14 +97,6 @@ def is_fully_bound(claim: types_pb2.PersistentVolumeClaim) -> bool:
     """The claim names its volume and the PV controller finished the binding (upstream
     isPVCFullyBound: the bind-completed annotation)."""
     return bool(claim.spec.volume_name) and ANN_BIND_COMPLETED in claim.metadata.annotations
-
-
-def pv_node_affinity_matches(pv: types_pb2.PersistentVolume, node: types_pb2.Node) -> bool:
-    """The volume can be reached from the node (volumeutil.CheckNodeAffinity): no required
-    node affinity, or one of its terms matches the node's labels and name."""
-    if not pv.spec.HasField("node_affinity") or not pv.spec.node_affinity.HasField("required"):
-        return True
-    return node_selector(pv.spec.node_affinity.required).matches(node)
 
 
 def _storage(text: str | None) -> Quantity:
@@ -152,13 +123,3 @@ def pv_capacity(pv: types_pb2.PersistentVolume) -> Quantity:
 
 def claim_access_modes(claim: types_pb2.PersistentVolumeClaim) -> frozenset[str]:
     return frozenset(claim.spec.access_modes)
-
-
-def claim_ref_matches(
-    pv: types_pb2.PersistentVolume, claim: types_pb2.PersistentVolumeClaim
-) -> bool:
-    """The volume's claimRef names the claim (and its uid, when the ref has one)."""
-    ref = pv.spec.claim_ref
-    if ref.name != claim.metadata.name or ref.namespace != claim.metadata.namespace:
-        return False
-    return not ref.uid or ref.uid == claim.metadata.uid

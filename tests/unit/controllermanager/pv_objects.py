@@ -6,7 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from kemu.api.v1 import types_pb2
-from kemu.scheduling.pv_helpers import ANN_IS_DEFAULT_CLASS, ANN_SELECTED_NODE
+from kemu.machinery.storage import (
+    ANN_SELECTED_NODE,
+    DEFAULT_CLASS_ANNOTATION,
+)
 
 RWO = "ReadWriteOnce"
 ROX = "ReadOnlyMany"
@@ -31,7 +34,7 @@ def storage_class(
         cls.reclaim_policy = reclaim
     cls.parameters.update(parameters or {})
     if default:
-        cls.metadata.annotations[ANN_IS_DEFAULT_CLASS] = "true"
+        cls.metadata.annotations[DEFAULT_CLASS_ANNOTATION] = "true"
     if allowed_zones:
         term = cls.allowed_topologies.add()
         term.match_label_expressions.add(key="topology.kubernetes.io/zone", values=allowed_zones)

@@ -6,8 +6,10 @@ affinity on the scheduler's path."""
 from __future__ import annotations
 
 from kemu.api.v1 import types_pb2
-from kemu.scheduling.pv_helpers import (
+from kemu.machinery.storage import (
     claim_class,
+)
+from kemu.scheduling.pv_helpers import (
     default_class,
     find_best_match_for_claim,
     find_matching_volume,

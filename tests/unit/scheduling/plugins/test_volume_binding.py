@@ -10,9 +10,14 @@ import anyio
 import pytest
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.storage import (
+    ANN_SELECTED_NODE,
+)
 from kemu.scheduling.interface import CycleState
 from kemu.scheduling.plugins import volume_binder, volume_binding
-from kemu.scheduling.plugins.volumes import ANN_SELECTED_NODE, VolumeListers
+from kemu.scheduling.plugins.volumes import (
+    VolumeListers,
+)
 from kemu.scheduling.status import Code
 from kemu.scheduling.types import NodeInfo
 from kemu.testing import storage

@@ -7,7 +7,12 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from kemu.api.v1 import types_pb2
-from kemu.scheduling.plugins.volumes import ANN_BIND_COMPLETED, VolumeListers
+from kemu.machinery.storage import (
+    ANN_BIND_COMPLETED,
+)
+from kemu.scheduling.plugins.volumes import (
+    VolumeListers,
+)
 from kemu.testing import storage
 
 
