@@ -285,7 +285,9 @@ class Registry:
 
     def _update_status(self, kind: Kind, current: Message, new: Message) -> Message:
         strategy = strategy_for(kind)
-        written = strategy.prepare_for_status_update(new, current, self._strategy_options)
+        written = strategy.prepare_for_status_update(
+            new, current, self._strategy_options, self._now()
+        )
         return self._validated(kind, current, written)
 
     @staticmethod

@@ -446,7 +446,9 @@ class FakeClient:
         self._check_rv(kind, old, meta.resource_version)
         if status:
             subresources.check(kind, subresources.STATUS.name, subresources.UPDATE)
-            written = strategy_for(kind).prepare_for_status_update(obj, old, self._strategy)
+            written = strategy_for(kind).prepare_for_status_update(
+                obj, old, self._strategy, self.clock.now()
+            )
             return self._store(kind, old, written, bump_generation=False)
         return self._store(kind, old, before_update(kind, old, obj, self._strategy))
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Final
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.convert import timestamp
 
 READ_WRITE_ONCE: Final = "ReadWriteOnce"
 READ_ONLY_MANY: Final = "ReadOnlyMany"
@@ -144,3 +145,19 @@ def is_default_class(sc: types_pb2.StorageClass) -> bool:
         annotations.get(DEFAULT_CLASS_ANNOTATION) == "true"
         or annotations.get(BETA_DEFAULT_CLASS_ANNOTATION) == "true"
     )
+
+
+def record_phase_transition(
+    new: types_pb2.PersistentVolumeStatus, old: types_pb2.PersistentVolumeStatus, now: float
+) -> None:
+    """persistentvolumeStatusStrategy.PrepareForUpdate: a status update that keeps the phase
+    and leaves lastPhaseTransitionTime unset keeps the stored one; one that changes the phase
+    without setting a new time (unset, or the old one) records `now`."""
+    sent = new.HasField("last_phase_transition_time")
+    if new.phase == old.phase and not sent:
+        if old.HasField("last_phase_transition_time"):
+            new.last_phase_transition_time.CopyFrom(old.last_phase_transition_time)
+    elif new.phase != old.phase and (
+        not sent or new.last_phase_transition_time == old.last_phase_transition_time
+    ):
+        new.last_phase_transition_time.CopyFrom(timestamp(now))

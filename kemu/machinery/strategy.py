@@ -21,6 +21,7 @@ from google.protobuf.message import Message
 from kemu.api.v1 import types_pb2
 from kemu.machinery import apps, batch, storage
 from kemu.machinery import namespaces as ns_rules
+from kemu.machinery.convert import timestamp
 from kemu.machinery.defaults import set_defaults
 from kemu.machinery.kinds import Kind
 from kemu.machinery.pod_strategy import (
@@ -77,7 +78,7 @@ class Strategy:
         decoded object); `before_update` applies them with the rules every kind shares."""
 
     def prepare_for_status_update(
-        self, sent: Message, old: Message, opts: StrategyOptions
+        self, sent: Message, old: Message, opts: StrategyOptions, now: float
     ) -> Message:
         """What a status update of `old` stores (upstream's <kind>StatusStrategy
         PrepareForUpdate): the stored object with the sent status and the metadata a status
@@ -114,11 +115,11 @@ class PodStrategy(Strategy):
         _pod_level_resources(new, old, opts)
 
     def prepare_for_status_update(
-        self, sent: Message, old: Message, opts: StrategyOptions
+        self, sent: Message, old: Message, opts: StrategyOptions, now: float
     ) -> Message:
         """podStatusStrategy.PrepareForUpdate: dropDisabledPodStatusFields and the QoS class
         backfilled when the request leaves it empty."""
-        result = super().prepare_for_status_update(sent, old, opts)
+        result = super().prepare_for_status_update(sent, old, opts, now)
         assert isinstance(result, types_pb2.Pod) and isinstance(old, types_pb2.Pod)
         drop_disabled_pod_status_fields(
             result,
@@ -210,12 +211,24 @@ class ServiceStrategy(_StatusReset):
 
 class PersistentVolumeStrategy(_StatusReset):
     """pkg/registry/core/persistentvolume/strategy.go: a new volume is Pending (its status
-    reset; the PersistentVolume controller makes it Available)."""
+    reset; the PersistentVolume controller makes it Available) since now, and a status
+    update that changes the phase records when (PersistentVolumeLastPhaseTransitionTime, on
+    by default from 1.29: kemu applies it at every emulated version)."""
 
     def prepare_for_create(self, obj: Message, opts: StrategyOptions, now: float) -> None:
         super().prepare_for_create(obj, opts, now)
         assert isinstance(obj, types_pb2.PersistentVolume)
         obj.status.phase = storage.VOLUME_PENDING
+        obj.status.last_phase_transition_time.CopyFrom(timestamp(now))
+
+    def prepare_for_status_update(
+        self, sent: Message, old: Message, opts: StrategyOptions, now: float
+    ) -> Message:
+        result = super().prepare_for_status_update(sent, old, opts, now)
+        assert isinstance(result, types_pb2.PersistentVolume)
+        assert isinstance(old, types_pb2.PersistentVolume)
+        storage.record_phase_transition(result.status, old.status, now)
+        return result
 
 
 class PersistentVolumeClaimStrategy(_StatusReset):

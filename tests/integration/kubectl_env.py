@@ -18,7 +18,15 @@ KUBECTL = shutil.which("kubectl")
 
 class Kubectl:
     def __init__(self, cluster: Cluster) -> None:
-        self.env = {**os.environ, "KUBECONFIG": str(cluster.root / "kubeconfig")}
+        # The discovery and OpenAPI caches are the cluster's own: kubectl's default
+        # (~/.kube/cache/<host_port>) outlives the cluster, and an apiserver of other code
+        # later on the same port would be answered from it (`get all` expands the category
+        # from the cache without asking again).
+        self.env = {
+            **os.environ,
+            "KUBECONFIG": str(cluster.root / "kubeconfig"),
+            "KUBECACHEDIR": str(cluster.root / "kube-cache"),
+        }
         self.dir = cluster.root
 
     def run(

@@ -255,7 +255,7 @@ def test_a_charts_manifest_of_every_new_kind_applies_lists_and_deletes(kubectl: 
         1,
     )
     pv = kubectl.json("get", "pv", f"local-{suffix}")
-    assert pv["status"] == {"phase": "Pending"}
+    assert pv["status"]["phase"] == "Pending" and "lastPhaseTransitionTime" in pv["status"]
     assert pv["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
     assert kubectl.json("get", "pvc", "db-backup", "-n", ns)["status"] == {"phase": "Pending"}
     sc = kubectl.json("get", "storageclass", f"fast-{suffix}")

@@ -250,3 +250,25 @@ async def test_an_api_error_is_retried_with_backoff() -> None:
         assert exists(fake, Lease, "dep")
         await advance(clock, 1.0)
         await wait_until(lambda: not exists(fake, Lease, "dep"))
+
+
+async def test_a_stateful_sets_pods_and_claims_go_with_it_and_a_cron_jobs_jobs() -> None:
+    """Issue #34's kinds are in the graph: a StatefulSet's pods and its claims (the claims'
+    retention policy Delete puts the reference there), a CronJob's Jobs."""
+    clock = FakeClock()
+    fake = FakeClient(clock=clock)
+    meta = types_pb2.ObjectMeta
+    sts = fake.add(types_pb2.StatefulSet(metadata=meta(name="db", namespace="default")))
+    cron = fake.add(types_pb2.CronJob(metadata=meta(name="backup", namespace="default")))
+    fake.add(owned(make_pod("db-0").obj(), owner_reference(sts, controller=True)))
+    claim = types_pb2.PersistentVolumeClaim(metadata=meta(name="data-db-0", namespace="default"))
+    fake.add(owned(claim, owner_reference(sts)))
+    job = types_pb2.Job(metadata=meta(name="backup-1", namespace="default"))
+    fake.add(owned(job, owner_reference(cron, controller=True)))
+    async with running(fake, clock):
+        await fake.delete(types_pb2.StatefulSet, "db", "default")
+        await wait_until(lambda: not exists(fake, Pod, "db-0"))
+        await wait_until(lambda: not exists(fake, types_pb2.PersistentVolumeClaim, "data-db-0"))
+        assert exists(fake, types_pb2.Job, "backup-1")
+        await fake.delete(types_pb2.CronJob, "backup", "default")
+        await wait_until(lambda: not exists(fake, types_pb2.Job, "backup-1"))

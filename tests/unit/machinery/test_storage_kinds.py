@@ -151,6 +151,30 @@ def test_a_new_volume_and_claim_are_pending_with_upstreams_defaults() -> None:
     assert not pvc.spec.HasField("storage_class_name")  # unset: the default class's to fill
 
 
+def test_a_volumes_phase_transitions_are_timed() -> None:
+    """PersistentVolumeLastPhaseTransitionTime: set on create, and by a status update that
+    changes the phase without a time of its own; kept when the phase stays."""
+    pv = created(PV)
+    assert isinstance(pv, types_pb2.PersistentVolume)
+    assert pv.status.last_phase_transition_time.seconds == 100
+    strategy = strategy_for(kind_of(pv))
+    same = types_pb2.PersistentVolume()
+    same.CopyFrom(pv)
+    same.status.ClearField("last_phase_transition_time")
+    kept = strategy.prepare_for_status_update(same, pv, ON, 200.0)
+    assert isinstance(kept, types_pb2.PersistentVolume)
+    assert kept.status.last_phase_transition_time.seconds == 100
+    available = types_pb2.PersistentVolume()
+    available.CopyFrom(pv)
+    available.status.phase = "Available"
+    moved = strategy.prepare_for_status_update(available, pv, ON, 300.0)
+    assert isinstance(moved, types_pb2.PersistentVolume)
+    assert (moved.status.phase, moved.status.last_phase_transition_time.seconds) == (
+        "Available",
+        300,
+    )
+
+
 def test_storage_class_stateful_set_and_cron_job_defaults() -> None:
     sc = created(SC)
     assert isinstance(sc, types_pb2.StorageClass)

@@ -155,12 +155,12 @@ def test_a_pod_status_update_takes_the_status_and_backfills_the_qos_class() -> N
     sent.status.phase = "Succeeded"
     sent.status.qos_class = ""
     sent.status.observed_generation = 3
-    written = strategy_for(POD).prepare_for_status_update(sent, old, ON)
+    written = strategy_for(POD).prepare_for_status_update(sent, old, ON, 0.0)
     assert isinstance(written, types_pb2.Pod)
     assert written.spec.node_name == ""  # the spec is the stored one
     assert (written.status.phase, written.status.qos_class) == ("Succeeded", "BestEffort")
     assert written.status.observed_generation == 3
-    gated = strategy_for(POD).prepare_for_status_update(sent, old, OFF)
+    gated = strategy_for(POD).prepare_for_status_update(sent, old, OFF, 0.0)
     assert gated.status.observed_generation == 0  # type: ignore[attr-defined]
 
 
@@ -170,7 +170,7 @@ def test_a_node_status_update_keeps_the_stored_metadata() -> None:
     sent.CopyFrom(old)
     sent.metadata.labels["zone"] = "b"
     sent.status.capacity["cpu"] = "4"
-    written = strategy_for(BY_KIND["Node"]).prepare_for_status_update(sent, old, ON)
+    written = strategy_for(BY_KIND["Node"]).prepare_for_status_update(sent, old, ON, 0.0)
     assert isinstance(written, types_pb2.Node)
     assert written.metadata.labels["zone"] == "a"
     assert written.status.capacity["cpu"] == "4"
