@@ -6,7 +6,8 @@ together; `provision_when_selected` is an external provisioner for one claim (it
 scheduler's `volume.kubernetes.io/selected-node`, creates a CSI volume reachable from that
 node only and binds it).
 
-Where a cluster runs a PersistentVolume controller, these steps are its own.
+Where a cluster runs a PersistentVolume controller (its controller-manager), these steps are
+its own: create the objects and `wait_claim_bound`.
 """
 
 from __future__ import annotations
@@ -17,12 +18,15 @@ from typing import Final
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.machinery.errors import Conflict
+from kemu.machinery.storage import (
+    ANN_BIND_COMPLETED,
+    ANN_BOUND_BY_CONTROLLER,
+    ANN_SELECTED_NODE,
+    NOT_SUPPORTED_PROVISIONER,
+)
 from kemu.testing.eventually import eventually
 
-ANN_SELECTED_NODE: Final = "volume.kubernetes.io/selected-node"
-ANN_BIND_COMPLETED: Final = "pv.kubernetes.io/bind-completed"
-ANN_BOUND_BY_CONTROLLER: Final = "pv.kubernetes.io/bound-by-controller"
-NO_PROVISIONER: Final = "kubernetes.io/no-provisioner"
+NO_PROVISIONER: Final = NOT_SUPPORTED_PROVISIONER
 OBJECT_NAME_FIELD: Final = "metadata.name"
 
 
@@ -87,6 +91,24 @@ async def create_available(client: Client, pv: types_pb2.PersistentVolume) -> No
     created = await client.create(pv)
     created.status.phase = "Available"
     await client.update_status(created)
+
+
+async def wait_claim_bound(
+    client: Client,
+    namespace: str,
+    claim_name: str,
+    *,
+    timeout: float = 30.0,  # noqa: ASYNC109
+) -> types_pb2.PersistentVolumeClaim:
+    """Waits until the claim is Bound (by the cluster's PersistentVolume controller)."""
+
+    async def bound() -> types_pb2.PersistentVolumeClaim:
+        c = await client.get(types_pb2.PersistentVolumeClaim, claim_name, namespace)
+        assert c.status.phase == "Bound", f"{namespace}/{claim_name} is {c.status.phase!r}"
+        return c
+
+    claim: types_pb2.PersistentVolumeClaim = await eventually(bound, timeout=timeout)
+    return claim
 
 
 async def complete_binding(

@@ -861,13 +861,12 @@ async def test_s_pre_19_read_write_once_pod(cluster: Cluster, scheduler: str) ->
         s = r.s
         await s.nodes("node1", "node2", cpu="4", memory="8Gi", pods="32")
         api = s.client
-        sc = storage.storage_class(f"{s.ns}-rwop")
+        sc = storage.storage_class(f"{s.ns}-rwop", wait_for_first_consumer=False)
         await api.create(sc)
-        pv = storage.volume(f"{s.ns}-pv", sc.metadata.name, access_modes=[RWOP])
-        await storage.create_available(api, pv)
+        await api.create(storage.volume(f"{s.ns}-pv", sc.metadata.name, access_modes=[RWOP]))
         await api.create(storage.claim(s.ns, "rwop", sc.metadata.name, access_modes=[RWOP]))
-        # The PV controller's bind, done by the test (no PV controller runs here).
-        await storage.complete_binding(api, pv.metadata.name, s.ns, "rwop")
+        # The cluster's PersistentVolume controller binds the Immediate claim to the volume.
+        await storage.wait_claim_bound(api, s.ns, "rwop", timeout=TIMEOUT)
 
         def with_claim(b: PodBuilder) -> types_pb2.Pod:
             pod = b.scheduler_name(scheduler).obj()

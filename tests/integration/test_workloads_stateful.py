@@ -2,12 +2,15 @@
 two kubelets and the controller-manager's statefulset, cronjob, job, garbage collector and pod
 GC controllers, on the virtual clock at rate max (timers fire as soon as the cluster is idle).
 
-No PersistentVolume controller runs here: the claims stay Pending, and the scheduler does not
-look at them yet, so the pods schedule. Every pod and Job version is recorded by a watch, and
-the orders are checked on the recorded history."""
+The claims are of a `kemu.io/simulated` class that binds at the first consumer: the scheduler
+selects each pod's node, the simulated CSI provisioner provisions the volume there after its
+provisionDelay (virtual seconds), the PersistentVolume controller binds it, and VolumeBinding's
+PreBind lets the pod bind. Every pod and Job version is recorded by a watch, and the orders are
+checked on the recorded history."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -18,6 +21,7 @@ from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.client.interface import ADDED, DELETED
 from kemu.machinery import convert, kinds
+from kemu.machinery.errors import AlreadyExists
 from kemu.machinery.virtual_time import ClockMode
 from kemu.testing import Cluster, eventually
 from kemu.testing.cluster_time import cluster_now, elapse
@@ -44,14 +48,27 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                 extra_args=["--pod-startup-delay", f"{STARTUP:g}s"],
             )
         c.start_controllermanager(
-            extra_args=["--controllers", "statefulset,cronjob,job,garbagecollector,podgc"]
+            extra_args=["--controllers",
+                "statefulset,cronjob,job,garbagecollector,podgc,persistentvolume-binder,"
+                "simulated-csi-provisioner,pvc-protection,pv-protection",]
         )
         yield c
+
+
+STORAGE_CLASS = "simulated-wffc"
+PROVISION_DELAY = "2s"
 
 
 @pytest.fixture
 async def api(cluster: Cluster, rate_max: None) -> AsyncIterator[Client]:
     async with Client(cluster.server, timeout=10.0) as client:
+        sc = types_pb2.StorageClass(
+            provisioner="kemu.io/simulated", volume_binding_mode="WaitForFirstConsumer"
+        )
+        sc.metadata.name = STORAGE_CLASS
+        sc.parameters["provisionDelay"] = PROVISION_DELAY
+        with contextlib.suppress(AlreadyExists):  # one class for the module's tests
+            await client.create(sc)
         yield client
 
 
@@ -98,6 +115,7 @@ def _stateful_set(
                     {
                         "metadata": {"name": "www"},
                         "spec": {
+                            "storageClassName": STORAGE_CLASS,
                             "accessModes": ["ReadWriteOnce"],
                             "resources": {"requests": {"storage": "1Gi"}},
                         },
