@@ -48,9 +48,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                 extra_args=["--pod-startup-delay", f"{STARTUP:g}s"],
             )
         c.start_controllermanager(
-            extra_args=["--controllers",
+            extra_args=[
+                "--controllers",
                 "statefulset,cronjob,job,garbagecollector,podgc,persistentvolume-binder,"
-                "simulated-csi-provisioner,pvc-protection,pv-protection",]
+                "simulated-csi-provisioner,pvc-protection,pv-protection",
+            ]
         )
         yield c
 
