@@ -18,6 +18,7 @@ import pytest
 
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import DELETED
+from kemu.machinery.storage import ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE
 from kemu.testing import Cluster, storage
 from kemu.testing.builders import PodBuilder
 from kemu.testing.eventually import eventually
@@ -85,7 +86,7 @@ async def test_s_nne_1_volume_binding_prebind_shows_nnn(cluster: Cluster) -> Non
 
         async def waiting_in_pre_bind() -> types_pb2.Pod:
             c = await api.get(types_pb2.PersistentVolumeClaim, "data", s.ns)
-            assert c.metadata.annotations.get(storage.ANN_SELECTED_NODE) == node, "not selected"
+            assert c.metadata.annotations.get(ANN_SELECTED_NODE) == node, "not selected"
             p = await s.get("test-pod")
             assert p.status.nominated_node_name == node, "no NNN"
             return p
@@ -133,7 +134,7 @@ async def test_s_nne_6_volume_binding_nnn_survives_scheduler_restart(
 
         async def in_pre_bind() -> bool:
             c = await api.get(types_pb2.PersistentVolumeClaim, "data1", s.ns)
-            assert c.metadata.annotations.get(storage.ANN_SELECTED_NODE) == node0
+            assert c.metadata.annotations.get(ANN_SELECTED_NODE) == node0
             p = await s.get("test-pod1")
             assert p.status.nominated_node_name == node0 and not p.spec.node_name
             return True
@@ -172,7 +173,7 @@ async def test_static_volume_node_affinity_steers_the_pod(cluster: Cluster) -> N
         async def claimed() -> bool:
             got = await api.get(types_pb2.PersistentVolume, pv.metadata.name)
             assert got.spec.claim_ref.name == "data", "PV not claimed yet"
-            assert got.metadata.annotations.get(storage.ANN_BOUND_BY_CONTROLLER) == "yes"
+            assert got.metadata.annotations.get(ANN_BOUND_BY_CONTROLLER) == "yes"
             return True
 
         await eventually(claimed, timeout=TIMEOUT)

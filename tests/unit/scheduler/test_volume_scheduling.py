@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from kemu.api.v1 import types_pb2
 from kemu.component.featuregate import FeatureGates
+from kemu.machinery.storage import ANN_BIND_COMPLETED, ANN_SELECTED_NODE
 from kemu.testing import storage
 from kemu.testing.builders import make_pod
 from tests.unit.scheduler.harness import Env, env, settle
@@ -26,7 +27,7 @@ async def bind_claim(e: Env, name: str, pv: str) -> None:
     """The PV controller's bind of the claim (its volumeName and bind-completed)."""
     c = await e.client.get(types_pb2.PersistentVolumeClaim, name, "default")
     c.spec.volume_name = pv
-    c.metadata.annotations[storage.ANN_BIND_COMPLETED] = "yes"
+    c.metadata.annotations[ANN_BIND_COMPLETED] = "yes"
     await e.client.update(c)
 
 
@@ -69,7 +70,7 @@ async def test_wait_for_first_consumer_claim_is_provisioned_before_binding() -> 
         assert await e.cycle() == "p"
         # PreBind wrote the selected node and polls; KEP-5278 showed the NNN before it.
         claim = await e.client.get(types_pb2.PersistentVolumeClaim, "data", "default")
-        assert claim.metadata.annotations[storage.ANN_SELECTED_NODE] == "n1"
+        assert claim.metadata.annotations[ANN_SELECTED_NODE] == "n1"
         waiting = await e.get("p")
         assert waiting is not None and not waiting.spec.node_name
         assert waiting.status.nominated_node_name == "n1"

@@ -11,6 +11,7 @@ import pytest
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.storage import (
+    ANN_BIND_COMPLETED,
     ANN_SELECTED_NODE,
 )
 from kemu.scheduling.interface import CycleState
@@ -180,7 +181,7 @@ async def test_pre_bind_writes_the_selected_node_and_waits_for_the_binding() -> 
         bound = types_pb2.PersistentVolumeClaim()
         bound.CopyFrom(written)
         bound.spec.volume_name = "pv"
-        bound.metadata.annotations[storage.ANN_BIND_COMPLETED] = "yes"
+        bound.metadata.annotations[ANN_BIND_COMPLETED] = "yes"
         bound.metadata.resource_version = str(int(written.metadata.resource_version) + 1)
         claims.put(bound)
         handle.clock.advance(1.0)
