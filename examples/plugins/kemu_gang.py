@@ -7,8 +7,9 @@ the pod's namespace) and `scheduling.example.com/gang-size` (how many pods the g
 - PreFilter: a gang with fewer pods than its size cannot run; its pods are
   UnschedulableAndUnresolvable ("gang train: 2 of 3 pods exist"). The cluster autoscaler's
   simulations run PreFilter too, so an incomplete gang asks for no new node. Once the gang is
-  complete, the first member through PreFilter activates the others (the scheduler has no
-  event for "a pod of my gang was created").
+  complete, the first member through PreFilter activates the members this plugin turned away
+  (the scheduler has no event for "a pod of my gang was created"); once each, so that two
+  members that do not fit for another reason do not wake each other in turn.
 - Permit: a gang member waits (up to `permitWaitingTime` seconds, pluginConfig args; default
   60) until the gang's pods that are bound, or waiting at Permit, reach its size; the last
   one in allows the others, and they bind together.
@@ -60,6 +61,8 @@ class Gang:
             raise ValueError(f"permitWaitingTime: must be a positive number, not {timeout!r}")
         self._timeout = float(timeout)
         self._handle = handle
+        self._turned_away: set[str] = set()
+        """uids of the pods PreFilter turned away because their gang was incomplete."""
         factory = handle.informer_factory()
         if factory is None:
             raise ValueError("Gang needs the pods: run it with an informer factory")
@@ -90,13 +93,18 @@ class Gang:
         name, size = gang
         members = self._members(pod, name)
         if len(members) < size:
+            self._turned_away.add(pod.metadata.uid)
             reason = f"gang {name}: {len(members)} of {size} pods exist"
             return None, unresolvable(reason, plugin=NAME)
         # The gang is complete: its members this plugin turned away wait in the unschedulable
-        # pool for an event; bring them back now (Coscheduling's ActivateSiblings).
-        self._handle.activate(
-            p for p in members if not p.spec.node_name and p.metadata.uid != pod.metadata.uid
-        )
+        # pool for an event; bring them back now (Coscheduling's ActivateSiblings), once.
+        self._turned_away.discard(pod.metadata.uid)
+        waiting = [
+            p for p in members if not p.spec.node_name and p.metadata.uid in self._turned_away
+        ]
+        self._turned_away.difference_update(p.metadata.uid for p in waiting)
+        if waiting:
+            self._handle.activate(waiting)
         return None, SUCCESS
 
     def pre_filter_extensions(self) -> PreFilterExtensions | None:

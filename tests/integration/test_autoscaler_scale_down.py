@@ -1159,14 +1159,16 @@ async def test_chaos_a_restarted_autoscaler_keeps_the_taint_of_a_node_the_cloud_
                 return f"deleting 1 empty node(s) of group {GROUP}: {node}" in log
 
             await eventually(deleting, timeout=20, interval=0.05)
-            cluster.kill(autoscaler)
 
             async def instance_deleting() -> bool:
                 (inst,) = [i for i in await cloud.nodes(GROUP) if i.id.endswith(f"/{node}")]
                 assert inst.status.instance_state == DELETING_STATE
                 return True
 
-            await eventually(instance_deleting, timeout=5, interval=0.05)
+            # The log line comes before the cloud's call: the kill waits for the call's effect
+            # (a kill between the two left nothing to delete under load).
+            await eventually(instance_deleting, timeout=20, interval=0.05)
+            cluster.kill(autoscaler)
             cluster.restart(autoscaler)
             # A pod that fits only that node (its hostname): bound there if the taint goes.
             await api.create(
