@@ -6,7 +6,7 @@ drained (graceful termination on its kubelet) and deleted, its pod re-created el
 ReplicaSet; empty nodes deleted in bulk; the blocking rules (PDB, safe-to-evict "false", a
 bare pod, scale-down-disabled) and the min size; delay-after-add and the unneeded time
 (S-CA-4); expendable pods (S-CA-3); local volumes and the safe-to-evict-local-volumes
-annotation; an unready node held to the utilization threshold; a pod terminating for too long
+annotation; a pod whose volume is pinned to its node (NoPlaceToMovePods); an unready node held to the utilization threshold; a pod terminating for too long
 neither blocking its node nor counting in its utilization; a PDB allowing one
 disruption that lets a node of two of its pods go; S-CA-1 (kubernetes/kubernetes#125491: a pod waiting in
 PreBind, SlowPreBind standing in for volume provisioning) as a matrix of the scheduler's

@@ -4,7 +4,8 @@ SchedulerBasedPredicateChecker does on the shared informers' listers.
 
 - Scale-up: a pending pod's WaitForFirstConsumer claim is provisionable on a group's template
   only where the class's allowedTopologies match the template's labels (upstream binder's
-  checkVolumeProvisions); a claim no class can provision triggers nothing. The estimator packs
+  checkVolumeProvisions), a bound claim's volume must reach the template (its node affinity);
+  a claim no class can provision triggers nothing. The estimator packs
   pods with a claim each as pods without. Nothing is assumed or written (no Reserve/PreBind).
 - Scale-down: a pod whose claim is bound to a PV pinned to its node fits no other node
   ("node(s) had volume node affinity conflict"), so its node is not removable; a PV reachable
@@ -79,19 +80,34 @@ def with_claim(pod: types_pb2.Pod, claim: str) -> types_pb2.Pod:
     return pod
 
 
-async def test_a_wait_for_first_consumer_claim_scales_up_the_group_its_class_can_reach() -> None:
+@pytest.mark.parametrize("zone", ["zone-a", "zone-b"])
+async def test_a_wait_for_first_consumer_claim_scales_up_the_group_its_class_can_reach(
+    zone: str,
+) -> None:
     """Upstream checkVolumeProvisions on the template node: the class's allowedTopologies
-    name zone-b only, so zone-a's template is refused and zone-b grows; the claim is left
-    as it was (the simulation assumes nothing and writes nothing)."""
-    objs = (zonal_class("zonal", "zone-b"), unbound_claim("data", "zonal"))
+    name one zone, so the other zone's template is refused and that zone grows; the claim is
+    left as it was (the simulation assumes nothing and writes nothing)."""
+    objs = (zonal_class("zonal", zone), unbound_claim("data", "zonal"))
     async with informers(*objs) as (factory, client):
         pod = with_claim(unschedulable("p").namespace("default").obj(), "data")
         env = Env(zone_group("zone-a"), zone_group("zone-b"), pods=[pod], informers=factory)
         await env.loop()
-        assert env.increases() == [("zone-b", 1)]
+        assert env.increases() == [(zone, 1)]
         assert set(client.verbs()) <= {"list", "watch"}
         claim = await client.get(types_pb2.PersistentVolumeClaim, "data", "default")
         assert ANN_SELECTED_NODE not in claim.metadata.annotations
+
+
+@pytest.mark.parametrize("zone", ["zone-a", "zone-b"])
+async def test_a_claim_bound_to_a_zonal_volume_scales_up_the_group_of_its_zone(zone: str) -> None:
+    """A bound claim's PV node affinity is checked against the template's labels (the
+    binder's checkBoundClaims): the volume's zone grows, the other does not."""
+    objs = (pv_in("zonal", zone=zone), bound_claim("data", "zonal", "zonal"))
+    async with informers(*objs) as (factory, _):
+        pod = with_claim(unschedulable("p").namespace("default").obj(), "data")
+        env = Env(zone_group("zone-a"), zone_group("zone-b"), pods=[pod], informers=factory)
+        await env.loop()
+        assert env.increases() == [(zone, 1)]
 
 
 async def test_a_claim_no_class_can_provision_triggers_nothing() -> None:
