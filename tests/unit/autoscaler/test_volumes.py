@@ -5,8 +5,9 @@ SchedulerBasedPredicateChecker does on the shared informers' listers.
 - Scale-up: a pending pod's WaitForFirstConsumer claim is provisionable on a group's template
   only where the class's allowedTopologies match the template's labels (upstream binder's
   checkVolumeProvisions), a bound claim's volume must reach the template (its node affinity);
-  a claim no class can provision triggers nothing. The estimator packs
-  pods with a claim each as pods without. Nothing is assumed or written (no Reserve/PreBind).
+  a claim no class can provision triggers nothing. The estimator packs pods with a claim each
+  as pods without; a ReadWriteOncePod claim two pods share is one pod's (VolumeRestrictions on
+  the simulated snapshot). Nothing is assumed or written (no Reserve/PreBind).
 - Scale-down: a pod whose claim is bound to a PV pinned to its node fits no other node
   ("node(s) had volume node affinity conflict"), so its node is not removable; a PV reachable
   from the zone lets the pod move to a node of that zone.
@@ -141,6 +142,36 @@ async def test_pods_with_a_claim_each_are_packed_by_their_requests() -> None:
         env = Env(zone_group("zone-a", 5), pods=pods, informers=factory)
         await env.loop()
         assert env.increases() == [("zone-a", 2)]
+
+
+@pytest.mark.parametrize(
+    ("claims", "access_mode", "nodes"),
+    [
+        (("data-0", "data-1"), "ReadWriteOnce", 2),  # a claim each
+        (("data", "data"), "ReadWriteOnce", 2),  # shared: the scheduler would share it too
+        (("data", "data"), "ReadWriteOncePod", 1),  # one pod at most: the second waits
+    ],
+)
+async def test_the_estimate_counts_a_shared_read_write_once_pod_claim_once(
+    claims: tuple[str, str], access_mode: str, nodes: int
+) -> None:
+    """Two 1500m pods (one per 2-cpu node): with a claim each, or sharing a ReadWriteOnce
+    claim, they need two nodes; sharing a ReadWriteOncePod claim, the second conflicts with
+    the first placed in the simulation (VolumeRestrictions on the simulated snapshot), so
+    one node."""
+    made = []
+    for name in sorted(set(claims)):
+        c = unbound_claim(name, "zonal")
+        c.spec.access_modes[:] = [access_mode]
+        made.append(c)
+    async with informers(zonal_class("zonal", "zone-a"), *made) as (factory, _):
+        pods = [
+            with_claim(unschedulable(f"p{i}", "1500m").namespace("default").obj(), name)
+            for i, name in enumerate(claims)
+        ]
+        env = Env(zone_group("zone-a", 5), pods=pods, informers=factory)
+        await env.loop()
+        assert env.increases() == [("zone-a", nodes)]
 
 
 def node(name: str, zone: str) -> types_pb2.Node:
