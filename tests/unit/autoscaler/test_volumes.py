@@ -99,12 +99,18 @@ async def test_a_wait_for_first_consumer_claim_scales_up_the_group_its_class_can
         assert ANN_SELECTED_NODE not in claim.metadata.annotations
 
 
+@pytest.mark.parametrize("by", ["node affinity", "label"])
 @pytest.mark.parametrize("zone", ["zone-a", "zone-b"])
-async def test_a_claim_bound_to_a_zonal_volume_scales_up_the_group_of_its_zone(zone: str) -> None:
-    """A bound claim's PV node affinity is checked against the template's labels (the
-    binder's checkBoundClaims): the volume's zone grows, the other does not."""
-    objs = (pv_in("zonal", zone=zone), bound_claim("data", "zonal", "zonal"))
-    async with informers(*objs) as (factory, _):
+async def test_a_claim_bound_to_a_zonal_volume_scales_up_the_group_of_its_zone(
+    zone: str, by: str
+) -> None:
+    """A bound claim's volume must reach the template: its node affinity against the
+    template's labels (VolumeBinding, the binder's checkBoundClaims) or its zone label
+    (VolumeZone): the volume's zone grows, the other does not."""
+    pv = pv_in("zonal", zone=zone) if by == "node affinity" else pv_in("zonal")
+    if by == "label":
+        pv.metadata.labels[ZONE] = zone
+    async with informers(pv, bound_claim("data", "zonal", "zonal")) as (factory, _):
         pod = with_claim(unschedulable("p").namespace("default").obj(), "data")
         env = Env(zone_group("zone-a"), zone_group("zone-b"), pods=[pod], informers=factory)
         await env.loop()
