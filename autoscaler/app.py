@@ -65,6 +65,7 @@ from kemu.component.runner import (
 from kemu.machinery.duration import format_duration
 from kemu.scheduling.config import default_config, load_config, scheduler_registry
 from kemu.scheduling.plugins.registry import Registry, in_tree_registry
+from kemu.scheduling.plugins.volumes import STORAGE_KINDS
 from kemu.scheduling.profile import Profile, default_profile
 from kemu.scheduling.runtime import Framework
 from kemu.scheduling.snapshot import Snapshot
@@ -464,12 +465,15 @@ async def serve(
         pdbs = informers.informer(types_pb2.PodDisruptionBudget)
         daemonsets = informers.informer(types_pb2.DaemonSet)
         configmaps = informers.informer(types_pb2.ConfigMap, namespace="kube-system")
-        # What the default profile's plugins read through the handle, as in the scheduler.
+        # What the default profile's plugins read through the handle, as in the scheduler:
+        # the volume plugins' claims, PVs, classes and CSINodes too (upstream's predicate
+        # checker runs VolumeBinding's PreFilter and Filter on the shared informers' listers).
         for kind in (
             types_pb2.Namespace,
             types_pb2.Service,
             types_pb2.ReplicaSet,
             types_pb2.PriorityClass,
+            *STORAGE_KINDS,
         ):
             informers.informer(kind)
         try:

@@ -62,13 +62,14 @@ from kemu.scheduling.config import (
 from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.interface import SCHEDULER_POD_FIELD_SELECTOR
 from kemu.scheduling.plugins.registry import Registry
+from kemu.scheduling.plugins.volumes import STORAGE_KINDS
 from kemu.scheduling.runtime import Framework, observer_from_histogram
 from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.waiting_pods import WaitingPodsMap
 from scheduler.cache.cache import Cache, assumed_pod_ttl
 from scheduler.cache.debugger import CacheDumper, cache_sources
 from scheduler.decisions import DecisionLog
-from scheduler.event_handlers import STORAGE_KINDS, EventHandlers
+from scheduler.event_handlers import EventHandlers
 from scheduler.metrics import SchedulerMetrics
 from scheduler.preemption_executor import Executor
 from scheduler.queue.hints import build_queueing_hint_map

@@ -61,7 +61,6 @@ _STORAGE_RESOURCES: Final[Mapping[type[Message], EventResource]] = {
     types_pb2.StorageClass: EventResource.STORAGE_CLASS,
     types_pb2.CSINode: EventResource.CSI_NODE,
 }
-STORAGE_KINDS: Final = tuple(_STORAGE_RESOURCES)
 
 
 class WaitingPods(Protocol):

@@ -9,7 +9,9 @@ replaces the node's NodeInfo with a changed clone (the Snapshot contract).
 
 `PredicateChecker` runs the PreFilter and Filter plugins of a Framework (the default profile's,
 in the autoscaler) on a ClusterSnapshot: nothing here knows what a Filter checks, so the
-simulation says what the scheduler would say.
+simulation says what the scheduler would say. Only those two run: no Reserve or PreBind, so
+VolumeBinding assumes and writes nothing (its Filter reads the handle's storage listers; a
+template node is checked by its labels, as upstream's binder checks provisioning).
 """
 
 from __future__ import annotations

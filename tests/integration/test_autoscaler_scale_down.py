@@ -6,7 +6,7 @@ drained (graceful termination on its kubelet) and deleted, its pod re-created el
 ReplicaSet; empty nodes deleted in bulk; the blocking rules (PDB, safe-to-evict "false", a
 bare pod, scale-down-disabled) and the min size; delay-after-add and the unneeded time
 (S-CA-4); expendable pods (S-CA-3); local volumes and the safe-to-evict-local-volumes
-annotation; an unready node held to the utilization threshold; a pod terminating for too long
+annotation; a pod whose volume is pinned to its node (NoPlaceToMovePods); an unready node held to the utilization threshold; a pod terminating for too long
 neither blocking its node nor counting in its utilization; a PDB allowing one
 disruption that lets a node of two of its pods go; S-CA-1 (kubernetes/kubernetes#125491: a pod waiting in
 PreBind, SlowPreBind standing in for volume provisioning) as a matrix of the scheduler's
@@ -39,7 +39,7 @@ from kemu.client.client import Client
 from kemu.client.cloudprovider import CloudProviderClient
 from kemu.machinery.node_conditions import is_node_ready
 from kemu.machinery.virtual_time import ClockMode
-from kemu.testing import Cluster, eventually, make_pod
+from kemu.testing import Cluster, eventually, make_pod, storage
 from kemu.testing.builders import (
     make_pdb,
     make_priority_class,
@@ -82,6 +82,7 @@ SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 SAFE_TO_EVICT_LOCAL_VOLUMES = "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes"
 SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
 HOSTNAME = "kubernetes.io/hostname"
+SIMULATED_PROVISIONER = "kemu.io/simulated"
 TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler"
 DELETION_CANDIDATE = "DeletionCandidateOfClusterAutoscaler"
 DELETING_STATE = cloud_pb2.InstanceStatus.instanceDeleting
@@ -576,6 +577,71 @@ async def test_local_volumes_block_unless_listed_safe_to_evict(
 
         await eventually(logged, timeout=10, interval=0.2)
         await delete_until_empty(api, ns, "listed", "unlisted")
+    assert violations(nodes, pods) == []
+
+
+@pytest.mark.parametrize(("topology_key", "moves"), [(HOSTNAME, False), (GROUP_LABEL, True)])
+async def test_a_pod_whose_volume_is_pinned_to_its_node_keeps_the_node(
+    cluster: Cluster,
+    autoscalers: Autoscalers,
+    clients: tuple[Client, CloudProviderClient],
+    topology_key: str,
+    moves: bool,
+) -> None:
+    """Upstream's drain simulation re-runs the scheduler's Filters on the other nodes,
+    VolumeBinding's too: a pod whose claim is bound to a volume the simulated provisioner
+    pinned to its node (topologyKey kubernetes.io/hostname) fits no other node, so its
+    underused node is NoPlaceToMovePods (the log, the decision record, `kemuctl why`) and
+    stays; the same pod with its volume pinned to the node group (topologyKey
+    kemu.io/node-group) moves to the other node, and its node goes."""
+    api, cloud = clients
+    autoscalers.use("1.37")
+    ns = await create_namespace(api, "pinned-volume")
+    async with recorded(api) as (nodes, pods):
+        first, second = await grow(api, cloud, 2)
+        sc = storage.storage_class(f"{ns}-sc", SIMULATED_PROVISIONER)
+        sc.parameters["topologyKey"] = topology_key
+        await api.create(sc)
+        await api.create(storage.claim(ns, "data", sc.metadata.name))
+        obj = rs(ns, "data", "100m")
+        obj.spec.template.spec.volumes.add(name="data").persistent_volume_claim.claim_name = "data"
+        await api.create(obj)
+        await eventually(lambda: _all_running(api, ns, 1), timeout=15, interval=0.2)
+        (home,) = (await running_pods(api, ns)).values()
+        other = second if home == first else first
+        claim = await api.get(types_pb2.PersistentVolumeClaim, "data", ns)
+        pv = await api.get(types_pb2.PersistentVolume, claim.spec.volume_name)
+        (term,) = pv.spec.node_affinity.required.node_selector_terms
+        assert [(e.key, list(e.values)) for e in term.match_expressions] == [
+            (topology_key, [home if topology_key == HOSTNAME else GROUP])
+        ]
+        await unprotect(api, home)
+        if moves:
+
+            async def moved() -> bool:
+                assert [x.metadata.name for x in await group_nodes(api, GROUP)] == [other]
+                assert list((await running_pods(api, ns)).values()) == [other]
+                return True
+
+            await eventually(moved, timeout=30, interval=0.3)
+        else:
+
+            def blocked() -> bool:
+                assert f"node {home} is not removable: NoPlaceToMovePods" in autoscalers.log()
+                return True
+
+            await eventually(blocked, timeout=10, interval=0.2)
+            autoscaler = cluster.component(autoscalers.current)
+            verdicts = autoscaler.debug("decisions", {"node": home})["verdicts"]
+            assert "NoPlaceToMovePods" in [v["verdict"] for v in verdicts], verdicts
+            url = f"http://127.0.0.1:{autoscaler.metrics_port}"
+            why = kemuctl(cluster, "why", f"node/{home}", "--autoscaler", url)
+            assert why.returncode == 0 and "NoPlaceToMovePods" in why.stdout, why
+            names = sorted(x.metadata.name for x in await group_nodes(api, GROUP))
+            assert names == sorted((home, other))
+            assert f"removing node {home}" not in autoscalers.log()
+        await unprotect(api, other)
+        await delete_until_empty(api, ns, "data")
     assert violations(nodes, pods) == []
 
 

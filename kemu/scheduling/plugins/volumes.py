@@ -50,6 +50,16 @@ class VolumeListers:
         return cls(_EmptyLister(), _EmptyLister(), _EmptyLister(), _EmptyLister())
 
 
+STORAGE_KINDS: Final = (
+    types_pb2.PersistentVolumeClaim,
+    types_pb2.PersistentVolume,
+    types_pb2.StorageClass,
+    types_pb2.CSINode,
+)
+"""The kinds `volume_listers` reads: a process that runs the volume plugins (the scheduler,
+the autoscaler's simulations) starts an informer of each."""
+
+
 def volume_listers(handle: Handle) -> VolumeListers:
     """The handle's informers' listers of the four kinds (the scheduler starts them with the
     others); empty ones when the handle has no informers."""

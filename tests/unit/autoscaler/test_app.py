@@ -65,6 +65,8 @@ def test_scale_down_flags_default_to_upstream() -> None:
     assert args.write_status_configmap is False
     assert args.skip_nodes_with_system_pods is True
     assert args.skip_nodes_with_local_storage is True
+    args = app.build_parser().parse_args([*CLOUD, "--skip-nodes-with-local-storage=false"])
+    assert args.skip_nodes_with_local_storage is False
     args = app.build_parser().parse_args([*CLOUD, "--scale-down-unneeded-time", "2s"])
     assert args.scale_down_unneeded_time == 2
 

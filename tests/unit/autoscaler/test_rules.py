@@ -155,3 +155,18 @@ def test_a_pdb_with_one_disruption_lets_a_node_of_two_of_its_pods_go() -> None:
     assert [p.metadata.name for p in out.movable] == ["web-0", "web-1"]
     out = classify(pods[2:], tracker, ScaleDownOptions(), now=NOW)
     assert out.blocking is not None and out.blocking.pod == "apps/web-2"
+
+
+@pytest.mark.parametrize("skip", [True, False])
+@pytest.mark.parametrize("kind", ["disk", "host"])
+def test_local_storage_blocks_only_under_skip_nodes_with_local_storage(
+    kind: str, skip: bool
+) -> None:
+    """Upstream registers the localstorage rule only with --skip-nodes-with-local-storage
+    (true by default): under false an emptyDir on disk or a hostPath pod is moved as any."""
+    pod = with_volumes(replicated("p"), ("scratch", kind))
+    out = classify(
+        [pod], PdbTracker(()), ScaleDownOptions(skip_nodes_with_local_storage=skip), now=NOW
+    )
+    assert (out.blocking is not None) is skip
+    assert [p.metadata.name for p in out.movable] == ([] if skip else ["p"])

@@ -18,6 +18,7 @@ from autoscaler.static_autoscaler import AutoscalingOptions, LoopResult, StaticA
 from kemu.api.v1 import types_pb2
 from kemu.client.events import EventRecorder
 from kemu.client.fake import FakeClient
+from kemu.client.informer import InformerFactory
 from kemu.component.clock import FakeClock
 from kemu.component.version import Version
 from kemu.scheduling.plugins.registry import in_tree_registry
@@ -55,6 +56,7 @@ class Env:
         pods: Sequence[types_pb2.Pod] = (),
         daemonsets: Sequence[types_pb2.DaemonSet] = (),
         recorder: object | None = None,
+        informers: InformerFactory | None = None,
         **options: object,
     ) -> None:
         self.cloud = FakeCloud(*groups)
@@ -68,7 +70,7 @@ class Env:
         self.autoscaler = StaticAutoscaler(
             AutoscalingOptions(version=Version.parse(version), **options),  # type: ignore[arg-type]
             self.cloud,
-            Framework(default_profile(registry), registry),
+            Framework(default_profile(registry), registry, informer_factory=informers),
             list_nodes=lambda: self.nodes,
             list_pods=lambda: self.pods,
             recorder=recorder or self,  # type: ignore[arg-type]

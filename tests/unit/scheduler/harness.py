@@ -24,13 +24,14 @@ from kemu.machinery.resources import PodResourcesOptions
 from kemu.scheduling.config import default_config, scheduler_registry
 from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.interface import SCHEDULER_POD_FIELD_SELECTOR
+from kemu.scheduling.plugins.volumes import STORAGE_KINDS
 from kemu.scheduling.profile import Profile
 from kemu.scheduling.runtime import Framework
 from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.waiting_pods import WaitingPodsMap
 from kemu.testing.builders import make_node
 from scheduler.cache.cache import Cache
-from scheduler.event_handlers import STORAGE_KINDS, EventHandlers
+from scheduler.event_handlers import EventHandlers
 from scheduler.metrics import SchedulerMetrics
 from scheduler.preemption_executor import Executor
 from scheduler.queue.hints import build_queueing_hint_map
