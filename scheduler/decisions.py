@@ -144,10 +144,10 @@ class Attempt:
     """The Score plugins the candidates' scores are of, in that order."""
     reasons: Mapping[str, int] = field(default_factory=lambda: _NONE)
     examples: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: _NONE)
+    """Reason -> up to EXAMPLE_NODES nodes that gave it (in the order they were filtered)."""
     rejected_by: Mapping[str, int] = field(default_factory=lambda: _NONE)
     """Filter plugin -> the nodes it rejected (upstream's Status plugin of each node's
     rejection; "PreFilter" for nodes a PreFilter result left out without one)."""
-    """Reason -> up to EXAMPLE_NODES nodes that gave it (in the order they were filtered)."""
     message: str = ""
     post_filter_nominated: str | None = None
     """The node PostFilter (preemption) nominated; "" when it cleared the nomination."""
