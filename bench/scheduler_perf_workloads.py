@@ -240,7 +240,7 @@ class Workload:
     test_case: str
     name: str
     labels: tuple[str, ...]
-    params: Mapping[str, int]
+    params: Mapping[str, Any]
     ops: tuple[Op, ...]
     # The control plane (apiserver and scheduler) of every run of the workload.
     emulated_version: str | None = None  # None: the components' default
@@ -631,8 +631,10 @@ def _parse_workload(
                 f"{w_where}.threshold: expected a non-negative number (pods/s), got {value!r}"
             )
         threshold = float(value)
-    cluster = _cluster_settings(case_map, w_map, where, w_where, base_dir, emulated_version)
+    # The ops first: a workload kemu cannot run at any version (an op not modelled) is
+    # skipped for that, not refused for its gates.
     ops = _parse_ops(template, where, params, w_name, default_pod_path, base_dir)
+    cluster = _cluster_settings(case_map, w_map, where, w_where, base_dir, emulated_version)
     return Workload(
         test_case=name,
         name=w_name,
@@ -685,7 +687,7 @@ def select_workloads(
 def _parse_ops(
     template: Sequence[Any],
     where: str,
-    params: Mapping[str, int],
+    params: Mapping[str, Any],
     workload: str,
     default_pod: Path | None,
     base_dir: Path | None,
@@ -749,7 +751,7 @@ def _parse_op(
     raw: Any,
     where: str,
     index: int,
-    params: Mapping[str, int],
+    params: Mapping[str, Any],
     workload: str,
     default_pod: Path | None,
     base_dir: Path | None,
@@ -874,7 +876,7 @@ def _create_nodes(
     raw: Mapping[str, Any],
     where: str,
     count: int,
-    params: Mapping[str, int],
+    params: Mapping[str, Any],
     base_dir: Path | None,
 ) -> CreateNodes:
     t_params = _template_params(raw, where, params)
@@ -949,7 +951,7 @@ def _create_pods(
     raw: Mapping[str, Any],
     where: str,
     index: int,
-    params: Mapping[str, int],
+    params: Mapping[str, Any],
     workload: str,
     default_pod: Path | None,
     base_dir: Path | None,
@@ -1024,7 +1026,7 @@ def _pod_volumes(raw: Mapping[str, Any], where: str, base_dir: Path | None) -> P
 
 
 def _template_params(
-    raw: Mapping[str, Any], where: str, params: Mapping[str, int]
+    raw: Mapping[str, Any], where: str, params: Mapping[str, Any]
 ) -> dict[str, Any]:
     """An op's templateParams, a `$name` value replaced by the workload's param (upstream's
     resolveTemplateParams)."""
@@ -1344,7 +1346,7 @@ def _older_version_hint(
     return f"every gate setting of the workload is valid at emulated version {older}: {how}"
 
 
-def _count(raw: Mapping[str, Any], where: str, params: Mapping[str, int], workload: str) -> int:
+def _count(raw: Mapping[str, Any], where: str, params: Mapping[str, Any], workload: str) -> int:
     if "count" in raw and "countParam" in raw:
         raise WorkloadError(f"{where}.countParam: give count or countParam, not both")
     if "countParam" in raw:
@@ -1353,7 +1355,13 @@ def _count(raw: Mapping[str, Any], where: str, params: Mapping[str, int], worklo
             raise WorkloadError(f"{where}.countParam: expected $name, got {ref!r}")
         if ref[1:] not in params:
             raise WorkloadError(f"{where}.countParam: workload {workload} has no param {ref[1:]!r}")
-        return params[ref[1:]]
+        value = params[ref[1:]]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise WorkloadError(
+                f"{where}.countParam: param {ref[1:]!r} of workload {workload} is a count: "
+                f"expected a non-negative integer, got {value!r}"
+            )
+        return value
     if "count" not in raw:
         raise WorkloadError(f"{where}.count: required (or countParam)")
     value = raw["count"]
@@ -1362,13 +1370,17 @@ def _count(raw: Mapping[str, Any], where: str, params: Mapping[str, int], worklo
     return value
 
 
-def _params(raw: Any, where: str) -> dict[str, int]:
+def _params(raw: Any, where: str) -> dict[str, Any]:
+    """A workload's params: upstream's are a map[string]any (counts, and e.g. strings for
+    templateParams); a param used as a count must be an integer (see _count)."""
     if not isinstance(raw, dict):
         raise WorkloadError(f"{where}: expected a mapping, got {_type_name(raw)}")
-    out: dict[str, int] = {}
+    out: dict[str, Any] = {}
     for key, value in raw.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise WorkloadError(f"{where}.{key}: expected a non-negative integer, got {value!r}")
+        if not isinstance(value, str | int | float | bool) and value is not None:
+            raise WorkloadError(
+                f"{where}.{key}: expected a number or a string, got {_type_name(value)}"
+            )
         out[str(key)] = value
     return out
 
