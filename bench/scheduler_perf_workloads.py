@@ -36,6 +36,7 @@ from kemu.component.version import (
 from kemu.machinery import convert, kinds
 from kemu.machinery.duration import DurationError, parse_duration
 from kemu.machinery.errors import Invalid
+from kemu.machinery.storage import ANN_MIGRATED_PLUGINS, CLAIM_BOUND, VOLUME_BOUND
 from kemu.scheduling.config import config_from_dict
 
 _T = TypeVar("_T")
@@ -88,11 +89,35 @@ class TemplateText:
 
 
 @dataclass(frozen=True)
+class NodeAllocatable:
+    """upstream's nodeAllocatableStrategy (test/utils/runners.go NodeAllocatableStrategy):
+    `allocatable` set in each node's status.allocatable, and a CSINode named after the node
+    whose drivers are `csi_drivers` (name: allocatable count, None for no count) with the
+    migrated-plugins annotation listing `migrated_plugins`."""
+
+    allocatable: Mapping[str, str]
+    csi_drivers: Mapping[str, int | None]
+    migrated_plugins: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class CreateNodes:
     count: int
     template: types_pb2.Node
     labels: NodeLabels | None = None
     text: TemplateText | None = None  # when the template file has actions: rendered per node
+    allocatable: NodeAllocatable | None = None
+
+
+@dataclass(frozen=True)
+class PodVolumes:
+    """upstream's persistentVolumeTemplatePath and persistentVolumeClaimTemplatePath of a
+    createPods op (scheduler_perf.go getPodStrategy, test/utils CreatePodWithPersistentVolume
+    with bindVolume): pod i gets claim pvc-<i> and volume <namespace>-vol-<i>, made from these
+    templates, created bound to each other before the pod (see volume_objects)."""
+
+    volume: types_pb2.PersistentVolume
+    claim: types_pb2.PersistentVolumeClaim
 
 
 @dataclass(frozen=True)
@@ -119,6 +144,7 @@ class CreatePods:
     # run creates (the Priority admission plugin rejects a bare spec.priority).
     priority: int | None = None
     text: TemplateText | None = None  # when the template file has actions: rendered per pod
+    volumes: PodVolumes | None = None
 
 
 SCHEDULED: Final = "Scheduled"
@@ -214,7 +240,7 @@ class Workload:
     test_case: str
     name: str
     labels: tuple[str, ...]
-    params: Mapping[str, int]
+    params: Mapping[str, Any]
     ops: tuple[Op, ...]
     # The control plane (apiserver and scheduler) of every run of the workload.
     emulated_version: str | None = None  # None: the components' default
@@ -288,12 +314,14 @@ _CREATE_PODS_FIELDS: Final = frozenset(
         "skipWaitToCompletion",
         "priority",
         "templateParams",
+        "persistentVolumeTemplatePath",
+        "persistentVolumeClaimTemplatePath",
     }
 )
 _OP_FIELDS: Final[dict[str, frozenset[str]]] = {
     "createNodes": frozenset(
         {"opcode", "count", "countParam", "nodeTemplate", "nodeTemplatePath",
-         "labelNodePrepareStrategy", "templateParams"}
+         "labelNodePrepareStrategy", "nodeAllocatableStrategy", "templateParams"}
     ),
     "createNamespaces": frozenset(
         {"opcode", "prefix", "count", "countParam", "namespaceTemplate", "namespaceTemplatePath"}
@@ -323,8 +351,6 @@ _NOT_MODELLED_OPCODES: Final[Mapping[str, str]] = {
     "createPodGroups": "pod groups (gang scheduling) are not modelled",
 }
 _NOT_MODELLED_FIELDS: Final[Mapping[str, str]] = {
-    "persistentVolumeTemplatePath": "persistent volumes are not modelled",
-    "persistentVolumeClaimTemplatePath": "persistent volumes are not modelled",
     "steadyState": "the steady-state mode of createPods is not modelled",
     "steadyStateParam": "the steady-state mode of createPods is not modelled",
     "duration": "the steady-state mode of createPods is not modelled",
@@ -332,12 +358,26 @@ _NOT_MODELLED_FIELDS: Final[Mapping[str, str]] = {
     "countMultiplierParam": "pod groups (gang scheduling) are not modelled",
     "signatureBatchSize": "opportunistic batching signatures are not modelled",
     "signatureBatchSizeParam": "opportunistic batching signatures are not modelled",
-    "nodeAllocatableStrategy": "nodeAllocatableStrategy (CSINode allocatable) is not modelled",
     "uniqueNodeLabelStrategy": "uniqueNodeLabelStrategy is not modelled",
     "collectors": "collectors other than the throughput are not modelled",
     "metricsCollectorConfig": "upstream's metrics collector configuration is not modelled",
 }
 _NODE_LABEL_FIELDS: Final = frozenset({"labelKey", "labelValues"})
+_NODE_ALLOCATABLE_FIELDS: Final = frozenset(
+    {"nodeAllocatable", "csiNodeAllocatable", "migratedPlugins"}
+)
+# upstream's in-tree PersistentVolume sources (core/v1 PersistentVolumeSource): kemu's volume
+# has hostPath, local and csi only. upstream's NodeVolumeLimits counts an in-tree volume whose
+# plugin is migrated (the node's CSINode lists it) as its CSI driver's (csi-translation-lib);
+# kemu models neither the sources nor the translation, so a template with one does not run.
+_IN_TREE_PV_SOURCES: Final = frozenset(
+    {
+        "awsElasticBlockStore", "azureDisk", "azureFile", "cephfs", "cinder", "fc",
+        "flexVolume", "flocker", "gcePersistentDisk", "glusterfs", "iscsi", "nfs",
+        "photonPersistentDisk", "portworxVolume", "quobyte", "rbd", "scaleIO", "storageos",
+        "vsphereVolume",
+    }
+)  # fmt: skip
 # Fields that set up the control plane, given by a test case and/or a workload (the
 # workload's win; featureGates are merged).
 _CLUSTER_FIELDS: Final = frozenset(
@@ -591,8 +631,10 @@ def _parse_workload(
                 f"{w_where}.threshold: expected a non-negative number (pods/s), got {value!r}"
             )
         threshold = float(value)
-    cluster = _cluster_settings(case_map, w_map, where, w_where, base_dir, emulated_version)
+    # The ops first: a workload kemu cannot run at any version (an op not modelled) is
+    # skipped for that, not refused for its gates.
     ops = _parse_ops(template, where, params, w_name, default_pod_path, base_dir)
+    cluster = _cluster_settings(case_map, w_map, where, w_where, base_dir, emulated_version)
     return Workload(
         test_case=name,
         name=w_name,
@@ -645,7 +687,7 @@ def select_workloads(
 def _parse_ops(
     template: Sequence[Any],
     where: str,
-    params: Mapping[str, int],
+    params: Mapping[str, Any],
     workload: str,
     default_pod: Path | None,
     base_dir: Path | None,
@@ -709,7 +751,7 @@ def _parse_op(
     raw: Any,
     where: str,
     index: int,
-    params: Mapping[str, int],
+    params: Mapping[str, Any],
     workload: str,
     default_pod: Path | None,
     base_dir: Path | None,
@@ -834,7 +876,7 @@ def _create_nodes(
     raw: Mapping[str, Any],
     where: str,
     count: int,
-    params: Mapping[str, int],
+    params: Mapping[str, Any],
     base_dir: Path | None,
 ) -> CreateNodes:
     t_params = _template_params(raw, where, params)
@@ -864,14 +906,52 @@ def _create_nodes(
         ):
             raise WorkloadError(f"{s_where}.labelValues: expected a non-empty list of strings")
         labels = NodeLabels(key, tuple(values))
-    return CreateNodes(count, node, labels, text)
+    allocatable: NodeAllocatable | None = None
+    if "nodeAllocatableStrategy" in raw:
+        allocatable = _node_allocatable(
+            raw["nodeAllocatableStrategy"], f"{where}.nodeAllocatableStrategy"
+        )
+    return CreateNodes(count, node, labels, text, allocatable)
+
+
+def _node_allocatable(raw: Any, where: str) -> NodeAllocatable:
+    """upstream's NodeAllocatableStrategy: nodeAllocatable (resource name: quantity),
+    csiNodeAllocatable (driver: {count}), migratedPlugins (in-tree plugin names)."""
+    strategy = _mapping(raw, where, _NODE_ALLOCATABLE_FIELDS)
+    allocatable = strategy.get("nodeAllocatable", {})
+    if not isinstance(allocatable, dict) or not all(
+        isinstance(k, str) and k and isinstance(v, str) and v for k, v in allocatable.items()
+    ):
+        raise WorkloadError(
+            f"{where}.nodeAllocatable: expected a mapping of resource names to quantities (strings)"
+        )
+    drivers_raw = strategy.get("csiNodeAllocatable", {})
+    if not isinstance(drivers_raw, dict):
+        raise WorkloadError(
+            f"{where}.csiNodeAllocatable: expected a mapping of CSI driver names to "
+            f"{{count: N}}, got {_type_name(drivers_raw)}"
+        )
+    drivers: dict[str, int | None] = {}
+    for driver, value in drivers_raw.items():
+        d_where = f"{where}.csiNodeAllocatable.{driver}"
+        if not isinstance(driver, str) or not driver:
+            raise WorkloadError(f"{d_where}: expected a CSI driver name")
+        resources = _mapping({} if value is None else value, d_where, frozenset({"count"}))
+        count = resources.get("count")
+        if count is not None and (
+            isinstance(count, bool) or not isinstance(count, int) or count < 0
+        ):
+            raise WorkloadError(f"{d_where}.count: expected a non-negative integer, got {count!r}")
+        drivers[driver] = count
+    plugins = _strings(strategy, "migratedPlugins", where)
+    return NodeAllocatable(dict(allocatable), drivers, tuple(plugins))
 
 
 def _create_pods(
     raw: Mapping[str, Any],
     where: str,
     index: int,
-    params: Mapping[str, int],
+    params: Mapping[str, Any],
     workload: str,
     default_pod: Path | None,
     base_dir: Path | None,
@@ -908,11 +988,45 @@ def _create_pods(
         skip_wait=skip,
         priority=priority,
         text=text,
+        volumes=_pod_volumes(raw, where, base_dir),
     )
 
 
+def _pod_volumes(raw: Mapping[str, Any], where: str, base_dir: Path | None) -> PodVolumes | None:
+    """The op's volume and claim templates, both or neither (upstream ignores a volume
+    template without a claim one and fails on a claim template without a volume one)."""
+    pv_key, pvc_key = "persistentVolumeTemplatePath", "persistentVolumeClaimTemplatePath"
+    if pv_key not in raw and pvc_key not in raw:
+        return None
+    for key, other in ((pv_key, pvc_key), (pvc_key, pv_key)):
+        if key not in raw:
+            raise WorkloadError(f"{where}.{key}: required with {other}")
+    pv_data = _load_template_path(raw, pv_key, where, base_dir)
+    pvc_data = _load_template_path(raw, pvc_key, where, base_dir)
+    assert pv_data is not None and pvc_data is not None
+    pv_where, pvc_where = f"{where}.{pv_key}", f"{where}.{pvc_key}"
+    for data, t_where, kind in ((pv_data, pv_where, "PersistentVolume"),
+                                (pvc_data, pvc_where, "PersistentVolumeClaim")):  # fmt: skip
+        if data.get("kind", kind) != kind:
+            raise WorkloadError(f"{t_where}: expected kind {kind}, got {data.get('kind')!r}")
+    spec = pv_data.get("spec")
+    if isinstance(spec, dict):
+        in_tree = sorted(_IN_TREE_PV_SOURCES.intersection(spec))
+        if in_tree:
+            raise NotModelled(
+                f"{pv_where}: spec.{in_tree[0]}: kemu's PersistentVolume has the hostPath, "
+                "local and csi sources, not upstream's in-tree ones (nor their migration to "
+                "CSI drivers)"
+            )
+    pv = _message(kinds.BY_KIND["PersistentVolume"], pv_data, pv_where)
+    pvc = _message(kinds.BY_KIND["PersistentVolumeClaim"], pvc_data, pvc_where)
+    assert isinstance(pv, types_pb2.PersistentVolume)
+    assert isinstance(pvc, types_pb2.PersistentVolumeClaim)
+    return PodVolumes(pv, pvc)
+
+
 def _template_params(
-    raw: Mapping[str, Any], where: str, params: Mapping[str, int]
+    raw: Mapping[str, Any], where: str, params: Mapping[str, Any]
 ) -> dict[str, Any]:
     """An op's templateParams, a `$name` value replaced by the workload's param (upstream's
     resolveTemplateParams)."""
@@ -1232,7 +1346,7 @@ def _older_version_hint(
     return f"every gate setting of the workload is valid at emulated version {older}: {how}"
 
 
-def _count(raw: Mapping[str, Any], where: str, params: Mapping[str, int], workload: str) -> int:
+def _count(raw: Mapping[str, Any], where: str, params: Mapping[str, Any], workload: str) -> int:
     if "count" in raw and "countParam" in raw:
         raise WorkloadError(f"{where}.countParam: give count or countParam, not both")
     if "countParam" in raw:
@@ -1241,7 +1355,13 @@ def _count(raw: Mapping[str, Any], where: str, params: Mapping[str, int], worklo
             raise WorkloadError(f"{where}.countParam: expected $name, got {ref!r}")
         if ref[1:] not in params:
             raise WorkloadError(f"{where}.countParam: workload {workload} has no param {ref[1:]!r}")
-        return params[ref[1:]]
+        value = params[ref[1:]]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise WorkloadError(
+                f"{where}.countParam: param {ref[1:]!r} of workload {workload} is a count: "
+                f"expected a non-negative integer, got {value!r}"
+            )
+        return value
     if "count" not in raw:
         raise WorkloadError(f"{where}.count: required (or countParam)")
     value = raw["count"]
@@ -1250,13 +1370,17 @@ def _count(raw: Mapping[str, Any], where: str, params: Mapping[str, int], worklo
     return value
 
 
-def _params(raw: Any, where: str) -> dict[str, int]:
+def _params(raw: Any, where: str) -> dict[str, Any]:
+    """A workload's params: upstream's are a map[string]any (counts, and e.g. strings for
+    templateParams); a param used as a count must be an integer (see _count)."""
     if not isinstance(raw, dict):
         raise WorkloadError(f"{where}: expected a mapping, got {_type_name(raw)}")
-    out: dict[str, int] = {}
+    out: dict[str, Any] = {}
     for key, value in raw.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise WorkloadError(f"{where}.{key}: expected a non-negative integer, got {value!r}")
+        if not isinstance(value, str | int | float | bool) and value is not None:
+            raise WorkloadError(
+                f"{where}.{key}: expected a number or a string, got {_type_name(value)}"
+            )
         out[str(key)] = value
     return out
 
@@ -1384,8 +1508,67 @@ def node_objects(op: CreateNodes, op_index: int) -> list[types_pb2.Node]:
             node.metadata.labels[op.labels.key] = values[i % len(values)]
         if not node.status.allocatable:
             node.status.allocatable.update(node.status.capacity)
+        if op.allocatable is not None:
+            node.status.allocatable.update(op.allocatable.allocatable)
         out.append(node)
     return out
+
+
+def csinode_objects(op: CreateNodes, nodes: Sequence[types_pb2.Node]) -> list[types_pb2.CSINode]:
+    """The CSINodes of a createNodes op's nodeAllocatableStrategy (upstream's
+    NodeAllocatableStrategy.createCSINode): one per node, named after it, with a driver of
+    nodeID the node's name per csiNodeAllocatable entry and the migrated-plugins annotation
+    (set, "" when the list is empty, as upstream does)."""
+    strategy = op.allocatable
+    if strategy is None:
+        return []
+    out = []
+    for node in nodes:
+        csinode = types_pb2.CSINode()
+        csinode.metadata.name = node.metadata.name
+        csinode.metadata.annotations[ANN_MIGRATED_PLUGINS] = ",".join(strategy.migrated_plugins)
+        for driver, count in strategy.csi_drivers.items():
+            d = csinode.spec.drivers.add(name=driver, node_id=node.metadata.name)
+            d.allocatable.SetInParent()
+            if count is not None:
+                d.allocatable.count = count
+        out.append(csinode)
+    return out
+
+
+def volume_objects(
+    op: CreatePods, index: int
+) -> tuple[types_pb2.PersistentVolumeClaim, types_pb2.PersistentVolume]:
+    """Pod `index`'s claim and volume of a createPods op with volume templates, as upstream's
+    CreatePodWithPersistentVolume (bindVolume) makes them: claim pvc-<index> in the op's
+    namespace with spec.volumeName the volume's and phase Bound; volume <namespace>-vol-<index>
+    (a CSI source's volumeHandle is the volume's name) with a claimRef to the claim and phase
+    Bound. Created in this order, each status written after the create (which resets it); no
+    controller binds them: the scheduler's VolumeBinding sees them bound."""
+    assert op.volumes is not None
+    claim = types_pb2.PersistentVolumeClaim()
+    claim.CopyFrom(op.volumes.claim)
+    claim.metadata.generate_name = ""
+    claim.metadata.name = f"pvc-{index}"
+    claim.metadata.namespace = op.namespace
+    volume = types_pb2.PersistentVolume()
+    volume.CopyFrom(op.volumes.volume)
+    volume.metadata.generate_name = ""
+    volume.metadata.name = f"{op.namespace}-vol-{index}"
+    if volume.spec.HasField("csi"):
+        volume.spec.csi.volume_handle = volume.metadata.name
+    volume.spec.claim_ref.CopyFrom(
+        types_pb2.ObjectReference(
+            kind="PersistentVolumeClaim",
+            namespace=op.namespace,
+            name=claim.metadata.name,
+            api_version="v1",
+        )
+    )
+    volume.status.phase = VOLUME_BOUND
+    claim.spec.volume_name = volume.metadata.name
+    claim.status.phase = CLAIM_BOUND
+    return claim, volume
 
 
 def namespace_objects(op: CreateNamespaces) -> list[types_pb2.Namespace]:
@@ -1422,5 +1605,14 @@ def pod_objects(op: CreatePods, op_index: int) -> list[types_pb2.Pod]:
         if op.priority is not None:
             pod.spec.ClearField("priority")
             pod.spec.priority_class_name = priority_class_name(op.priority)
+        if op.volumes is not None:
+            # upstream replaces the template's volumes with the one claim.
+            del pod.spec.volumes[:]
+            pod.spec.volumes.add(
+                name="vol",
+                persistent_volume_claim=types_pb2.PersistentVolumeClaimVolumeSource(
+                    claim_name=f"pvc-{i}"
+                ),
+            )
         out.append(pod)
     return out

@@ -22,11 +22,13 @@ from kemu.testing.processes import run_python_module
 pytestmark = [pytest.mark.integration]
 
 
-def _run(tmp_path: Path, name: str, bind_only: str = "never") -> dict[str, Any]:
-    """Runs `python -m bench scheduler_perf --workload name` (seed 1, 8 creators); its one
-    result from `--json`. A failure shows the tail of its stderr."""
+def _run(
+    tmp_path: Path, name: str, bind_only: str = "never", extra: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """Runs `python -m bench scheduler_perf --workload name` (seed 1, 8 creators, `extra`
+    arguments); its one result from `--json`. A failure shows the tail of its stderr."""
     out = tmp_path / "result.json"
-    args = ["scheduler_perf", "--workload", name, "--seed", "1", "--creators", "8"]
+    args = ["scheduler_perf", "--workload", name, "--seed", "1", "--creators", "8", *extra]
     args += ["--timeout", "60", "--keep-dir", str(tmp_path), "--bind-only-baseline", bind_only]
     done = run_python_module("bench", [*args, "--json", str(out)], timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -42,6 +44,8 @@ def _run(tmp_path: Path, name: str, bind_only: str = "never") -> dict[str, Any]:
         "ChurnWhileScheduling/5Nodes",
         "IndexedSlots/5Nodes",
         "OneHostPortPerNode/8Nodes",
+        "SecretVolumes/5Nodes",
+        "CSIVolumesToTheLimit/5Nodes",
     ],
 )
 def test_kemus_own_op_workloads_run(tmp_path: Path, name: str) -> None:
@@ -57,6 +61,35 @@ def test_kemus_own_op_workloads_run(tmp_path: Path, name: str) -> None:
         assert result["measured_pods"] == 5  # the collection window's pods, each on its node
     if name == "OneHostPortPerNode/8Nodes":
         assert result["threshold"] == 1.0 and result["threshold_met"] is True
+    if name in ("SecretVolumes/5Nodes", "CSIVolumesToTheLimit/5Nodes"):
+        # Every pod bound: with volumes, each to its claim's bound volume, on nodes whose
+        # CSINodes allow two of the driver's volumes (ten in all, as many as the pods).
+        counts = {"SecretVolumes/5Nodes": (5, 10), "CSIVolumesToTheLimit/5Nodes": (5, 5)}
+        assert (result["init_pods"], result["measured_pods"]) == counts[name]
+        # No attempt failed; one may have been unschedulable, as in upstream: a pod reaching
+        # the scheduler before its volume (another watch) waits for the volume's arrival.
+        assert "error" not in result["attempts"]
+
+
+UPSTREAM_VOLUMES = (
+    Path(os.environ.get("KEMU_K8S_CHECKOUT", "/work/k8s/kubernetes"))
+    / "test/integration/scheduler_perf/volumes/performance-config.yaml"
+)
+
+
+@pytest.mark.skipif(
+    not UPSTREAM_VOLUMES.exists(),
+    reason="no kubernetes/kubernetes checkout (set KEMU_K8S_CHECKOUT to one; see docs/benchmarks.md)",
+)
+@pytest.mark.parametrize("name", ["SchedulingSecrets/5Nodes", "SchedulingCSIPVs/5Nodes"])
+def test_upstreams_volumes_file_runs_unchanged(tmp_path: Path, name: str) -> None:
+    """upstream's volumes/performance-config.yaml, its smallest workloads at the newest
+    version their gates allow (SchedulerQueueingHints=false: 1.33)."""
+    extra = ("--config", str(UPSTREAM_VOLUMES), "--emulated-version", "1.33")
+    result = _run(tmp_path, name, extra=extra)
+    assert result["error"] == ""
+    assert (result["nodes"], result["init_pods"], result["measured_pods"]) == (5, 5, 10)
+    assert "error" not in result["attempts"]  # no attempt failed (see above)
 
 
 def test_preemptionbasic_measures_its_preemption_api_baseline(tmp_path: Path) -> None:

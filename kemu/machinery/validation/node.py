@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Final
 
 from kemu.api.v1 import types_pb2
@@ -22,7 +22,7 @@ from kemu.machinery.validation.meta import (
 )
 from kemu.machinery.validation.names import is_valid_label_value
 from kemu.machinery.validation.pod import validate_taint_effect
-from kemu.machinery.validation.resources import validate_resource_list
+from kemu.machinery.validation.resources import validate_resource_quantity
 
 # ---------------------------------------------------------------- nodes
 
@@ -65,10 +65,12 @@ def validate_node(node: types_pb2.Node) -> list[Cause]:
     causes.extend(
         validate_dual_stack(node.spec.pod_cidrs, "spec.podCIDRs", parse=_parse_cidr, what="CIDR")
     )
+    # upstream's ValidateNodeResources checks the quantities only, not the names: a kubelet
+    # reports resources such as attachable-volumes-csi-<driver> (pkg/apis/core/validation).
     for field in ("capacity", "allocatable"):
-        causes.extend(
-            validate_resource_list(getattr(node.status, field), f"status.{field}", key_style=False)
-        )
+        resources: Mapping[str, str] = getattr(node.status, field)
+        for name, text in sorted(resources.items()):
+            causes.extend(validate_resource_quantity(name, text, f"status.{field}.{name}")[1])
     return causes
 
 

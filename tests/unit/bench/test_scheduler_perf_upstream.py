@@ -231,16 +231,16 @@ MIXED = """
   workloads:
   - {name: a, threshold: 35, featureGates: {SchedulerPopFromBackoffQ: true, SchedulerAsyncAPICalls: true}}
   - {name: locked, featureGates: {NodeDeclaredFeatures: false}}
-  - {name: bad, params: {x: -1}}
+  - {name: bad, params: {x: [-1]}}
 - name: Dra
   workloadTemplate:
   - {opcode: createAny, templatePath: t.yaml}
   workloads:
   - {name: a}
   - {name: b}
-- name: Volumes
+- name: SteadyState
   workloadTemplate:
-  - {opcode: createPods, count: 1, persistentVolumeClaimTemplatePath: pvc.yaml}
+  - {opcode: createPods, count: 1, steadyState: true}
   workloads:
   - {name: a}
 - name: OtherMetric
@@ -268,7 +268,14 @@ def test_one_bad_test_case_does_not_refuse_the_others() -> None:
     assert good.threshold == 35.0
     assert good.not_modelled_gates == ("SchedulerPopFromBackoffQ", "SchedulerAsyncAPICalls")
     by_name = {s.name: s for s in parsed.skipped}
-    assert set(by_name) == {"Good/locked", "Good/bad", "Dra", "Volumes", "OtherMetric", "Broken"}
+    assert set(by_name) == {
+        "Good/locked",
+        "Good/bad",
+        "Dra",
+        "SteadyState",
+        "OtherMetric",
+        "Broken",
+    }
     locked = by_name["Good/locked"]
     assert locked.refused and "[0] Good.workloads[1].featureGates" in locked.reason
     assert "locked to true" in locked.reason
@@ -284,9 +291,9 @@ def test_one_bad_test_case_does_not_refuse_the_others() -> None:
         "[1] Dra.workloadTemplate[0].opcode: createAny: creates arbitrary objects (DRA "
         "classes, slices, claims)",
     )
-    assert not by_name["Volumes"].refused
-    assert "persistentVolumeClaimTemplatePath: persistent volumes are not modelled" in (
-        by_name["Volumes"].reason
+    assert not by_name["SteadyState"].refused
+    assert "steadyState: the steady-state mode of createPods is not modelled" in (
+        by_name["SteadyState"].reason
     )
     assert not by_name["OtherMetric"].refused
     assert "thresholdMetricSelector" in by_name["OtherMetric"].reason
@@ -300,7 +307,7 @@ def test_strict_parsing_refuses_the_first_bad_one() -> None:
         parse_workloads(yaml.safe_load(MIXED))
     with pytest.raises(NotModelled, match="createAny"):
         parse_workloads(yaml.safe_load(MIXED.split("- name: Volumes")[0].replace(
-            "  - {name: locked, featureGates: {NodeDeclaredFeatures: false}}\n  - {name: bad, params: {x: -1}}\n", ""
+            "  - {name: locked, featureGates: {NodeDeclaredFeatures: false}}\n  - {name: bad, params: {x: [-1]}}\n", ""
         )))  # fmt: skip
 
 

@@ -472,7 +472,9 @@ def test_node_validation() -> None:
     n = node()
     n.status.capacity["cpu"] = "-4"
     n.status.capacity["pods"] = "1.5"
-    n.status.allocatable["gpu"] = "1"
+    n.status.allocatable["gpu"] = "1.5"  # upstream checks a node's quantities, not its names
+    n.status.allocatable["example.com/gpu"] = "1.5"
+    n.status.allocatable["attachable-volumes-csi-ebs.csi.aws.com"] = "39"
     n.spec.taints.add(key="k", effect="NoSchedule")
     n.spec.taints.add(key="k", effect="NoSchedule")
     n.spec.taints.add(key="k2", effect="")
@@ -481,9 +483,7 @@ def test_node_validation() -> None:
     assert causes == {
         "status.capacity.cpu": 'Invalid value: "-4": must be greater than or equal to 0',
         "status.capacity.pods": 'Invalid value: "1.5": must be an integer',
-        "status.allocatable.gpu": (
-            'Invalid value: "gpu": must be a standard resource type or fully qualified'
-        ),
+        "status.allocatable.example.com/gpu": 'Invalid value: "1.5": must be an integer',
         "spec.taints[1]": (
             'Duplicate value: "k:NoSchedule": taints must be unique by key and effect pair'
         ),
