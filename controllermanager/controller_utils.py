@@ -25,7 +25,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, TypeVar
 
@@ -35,13 +35,13 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from kemu.api.v1 import types_pb2
 from kemu.client.events import EventRecorder
-from kemu.client.informer import Informer
+from kemu.client.informer import Informer, Lister
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
 from kemu.machinery.errors import ApiError, Invalid, NotFound
 from kemu.machinery.keys import object_key
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING, kind_of
-from kemu.machinery.labels import Selector
+from kemu.machinery.labels import Selector, selector_of
 from kemu.machinery.owners import controller_of
 from kemu.machinery.pod_conditions import is_pod_ready
 from kemu.machinery.validation.names import name_is_dns_subdomain
@@ -150,6 +150,45 @@ def index_by_controller_uid(informer: Informer[D]) -> None:
 def _controller_uid(obj: Message) -> list[str]:
     ref = controller_of(obj)
     return [ref.uid] if ref is not None else []
+
+
+W = TypeVar("W", bound=Message)
+"""A workload kind (ReplicaSet, Deployment, Job, DaemonSet, StatefulSet, CronJob)."""
+_SPEC: Final = "spec"  # every workload kind's message has one
+
+
+def resolve_controller_ref(
+    lister: Lister[W], kind: str, namespace: str, ref: types_pb2.OwnerReference | None
+) -> W | None:
+    """upstream resolveControllerRef: the object of `kind` the controllerRef names, if the
+    lister has it with the ref's uid (a recreated owner of the same name is not the owner)."""
+    if ref is None or ref.kind != kind:
+        return None
+    owner = lister.get(ref.name, namespace)
+    if owner is None or _meta(owner).uid != ref.uid:
+        return None
+    return owner
+
+
+def owner_selector(owner: Message) -> Selector | None:
+    """The workload's spec.selector; None when it does not parse (the apiserver validates it:
+    such an owner selects nothing)."""
+    try:
+        spec: Message = getattr(owner, _SPEC)
+        return selector_of(spec, "selector")
+    except Invalid:
+        return None
+
+
+def owners_selecting(lister: Lister[W], namespace: str, labels: Mapping[str, str]) -> list[W]:
+    """The namespace's owners whose non-empty selector matches the labels (upstream's
+    Get<Kind>sForPod and its orphan adoption)."""
+    out = []
+    for owner in lister.list(namespace):
+        selector = owner_selector(owner)
+        if selector is not None and not selector.empty and selector.matches(labels):
+            out.append(owner)
+    return out
 
 
 def new_controller_ref(owner: Message) -> types_pb2.OwnerReference:

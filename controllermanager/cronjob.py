@@ -43,6 +43,9 @@ from controllermanager.controller import (
     run_controller,
     workers,
 )
+from controllermanager.controller_utils import (
+    resolve_controller_ref,
+)
 from kemu.api.v1 import types_pb2
 from kemu.client.events import EventRecorder
 from kemu.client.informer import FuncHandler, Informer, InformerFactory
@@ -156,12 +159,7 @@ class CronJobController:
 
     def _resolve(self, job: types_pb2.Job) -> types_pb2.CronJob | None:
         ref = controller_of(job)
-        if ref is None or ref.kind != "CronJob":
-            return None
-        cj = self._cronjobs.lister.get(ref.name, job.metadata.namespace)
-        if cj is None or cj.metadata.uid != ref.uid:
-            return None
-        return cj
+        return resolve_controller_ref(self._cronjobs.lister, "CronJob", job.metadata.namespace, ref)
 
     def _on_job_add(self, job: types_pb2.Job) -> None:
         cj = self._resolve(job)

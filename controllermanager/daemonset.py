@@ -49,7 +49,10 @@ from controllermanager.controller_utils import (
     index_by_controller_uid,
     is_pod_available,
     new_controller_ref,
+    owner_selector,
+    owners_selecting,
     recheck_owner,
+    resolve_controller_ref,
     run_slow_start,
 )
 from kemu.api.v1 import types_pb2
@@ -59,10 +62,9 @@ from kemu.client.interface import ApiClient
 from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
 from kemu.machinery import apps
-from kemu.machinery.errors import ApiError, Conflict, Invalid, NotFound
+from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.keys import object_key
 from kemu.machinery.kinds import EVENT_WARNING
-from kemu.machinery.labels import Selector, selector_of
 from kemu.machinery.owners import controller_of
 from kemu.machinery.pod_conditions import is_pod_ready
 from kemu.scheduling import daemon
@@ -138,26 +140,10 @@ class DaemonSetController:
 
     def _resolve(self, pod: types_pb2.Pod) -> types_pb2.DaemonSet | None:
         ref = controller_of(pod)
-        if ref is None or ref.kind != "DaemonSet":
-            return None
-        ds = self._dss.lister.get(ref.name, pod.metadata.namespace)
-        if ds is None or ds.metadata.uid != ref.uid:
-            return None
-        return ds
-
-    def _selector(self, ds: types_pb2.DaemonSet) -> Selector | None:
-        try:
-            return selector_of(ds.spec, "selector")
-        except Invalid:
-            return None
+        return resolve_controller_ref(self._dss.lister, "DaemonSet", pod.metadata.namespace, ref)
 
     def _matching(self, pod: types_pb2.Pod) -> list[types_pb2.DaemonSet]:
-        out = []
-        for ds in self._dss.lister.list(pod.metadata.namespace):
-            sel = self._selector(ds)
-            if sel is not None and not sel.empty and sel.matches(pod.metadata.labels):
-                out.append(ds)
-        return out
+        return owners_selecting(self._dss.lister, pod.metadata.namespace, pod.metadata.labels)
 
     def _on_pod_add(self, pod: types_pb2.Pod) -> None:
         if pod.metadata.HasField("deletion_timestamp"):
@@ -245,7 +231,7 @@ class DaemonSetController:
         if ds is None:
             self.expectations.delete(key)
             return
-        selector = self._selector(ds)
+        selector = owner_selector(ds)
         if selector is None or selector.empty:
             logger.warning("daemonset %s: invalid or empty selector, not syncing it", key)
             return

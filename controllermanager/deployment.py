@@ -46,7 +46,10 @@ from controllermanager.controller_utils import (
     ControllerRefManager,
     index_by_controller_uid,
     new_controller_ref,
+    owner_selector,
+    owners_selecting,
     recheck_owner,
+    resolve_controller_ref,
 )
 from kemu.api.v1 import types_pb2
 from kemu.client.events import EventRecorder
@@ -55,10 +58,10 @@ from kemu.client.interface import ApiClient
 from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
 from kemu.machinery import apps
-from kemu.machinery.errors import AlreadyExists, ApiError, Invalid, NotFound
+from kemu.machinery.errors import AlreadyExists, ApiError, NotFound
 from kemu.machinery.keys import object_key
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
-from kemu.machinery.labels import Selector, selector_of
+from kemu.machinery.labels import Selector
 from kemu.machinery.owners import controller_of
 
 logger = logging.getLogger(__name__)
@@ -121,27 +124,10 @@ class DeploymentController:
         self.queue.add(object_key(d))
 
     def _resolve(self, namespace: str, ref: types_pb2.OwnerReference | None) -> Deployment | None:
-        if ref is None or ref.kind != "Deployment":
-            return None
-        d = self._deployments.lister.get(ref.name, namespace)
-        if d is None or d.metadata.uid != ref.uid:
-            return None
-        return d
-
-    @staticmethod
-    def _selector(d: Deployment) -> Selector | None:
-        try:
-            return selector_of(d.spec, "selector")
-        except Invalid:
-            return None
+        return resolve_controller_ref(self._deployments.lister, "Deployment", namespace, ref)
 
     def _deployments_for_orphan(self, rs: RS) -> list[Deployment]:
-        out = []
-        for d in self._deployments.lister.list(rs.metadata.namespace):
-            selector = self._selector(d)
-            if selector is not None and not selector.empty and selector.matches(rs.metadata.labels):
-                out.append(d)
-        return out
+        return owners_selecting(self._deployments.lister, rs.metadata.namespace, rs.metadata.labels)
 
     def _on_rs_add(self, rs: RS) -> None:
         if rs.metadata.HasField("deletion_timestamp"):
@@ -202,7 +188,7 @@ class DeploymentController:
         d = Deployment()
         d.CopyFrom(cached)
         s = _Sync(d, key)
-        selector = self._selector(d)
+        selector = owner_selector(d)
         if selector is None or selector.empty:
             self._recorder.event(
                 d, EVENT_WARNING, "SelectingAll", "Sync",

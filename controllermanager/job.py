@@ -56,8 +56,11 @@ from controllermanager.controller_utils import (
     index_by_controller_uid,
     is_pod_active,
     new_controller_ref,
+    owner_selector,
+    owners_selecting,
     pods_to_delete,
     recheck_owner,
+    resolve_controller_ref,
     run_slow_start,
 )
 from controllermanager.job_util import (
@@ -78,10 +81,10 @@ from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
 from kemu.machinery import batch
 from kemu.machinery.convert import timestamp
-from kemu.machinery.errors import ApiError, Conflict, Invalid, NotFound
+from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.keys import object_key
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
-from kemu.machinery.labels import Selector, selector_of
+from kemu.machinery.labels import Selector
 from kemu.machinery.owners import controller_of
 from kemu.machinery.pod_conditions import is_pod_ready
 
@@ -192,18 +195,7 @@ class JobController:
     def _resolve(
         self, namespace: str, ref: types_pb2.OwnerReference | None
     ) -> types_pb2.Job | None:
-        if ref is None or ref.kind != "Job":
-            return None
-        job = self._jobs.lister.get(ref.name, namespace)
-        if job is None or job.metadata.uid != ref.uid:
-            return None
-        return job
-
-    def _selector(self, job: types_pb2.Job) -> Selector | None:
-        try:
-            return selector_of(job.spec, "selector")
-        except Invalid:
-            return None
+        return resolve_controller_ref(self._jobs.lister, "Job", namespace, ref)
 
     def _check_orphan(self, pod: types_pb2.Pod) -> types_pb2.Job | None:
         """The pod's Job; a pod with the finalizer whose Job is gone or finished is queued
@@ -261,16 +253,7 @@ class JobController:
         self.queue.add(key)
 
     def _matching_jobs(self, pod: types_pb2.Pod) -> list[types_pb2.Job]:
-        out = []
-        for job in self._jobs.lister.list(pod.metadata.namespace):
-            selector = self._selector(job)
-            if (
-                selector is not None
-                and not selector.empty
-                and selector.matches(pod.metadata.labels)
-            ):
-                out.append(job)
-        return out
+        return owners_selecting(self._jobs.lister, pod.metadata.namespace, pod.metadata.labels)
 
     # ------------------------------------------------------------ sync
 
@@ -294,7 +277,7 @@ class JobController:
             return
         job = types_pb2.Job()
         job.CopyFrom(stored)
-        selector = self._selector(job)
+        selector = owner_selector(job)
         if selector is None:
             logger.warning("job %s: invalid selector, not syncing it", key)
             return

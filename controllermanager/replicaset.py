@@ -40,8 +40,11 @@ from controllermanager.controller_utils import (
     index_by_controller_uid,
     is_pod_available,
     new_controller_ref,
+    owner_selector,
+    owners_selecting,
     pods_to_delete,
     recheck_owner,
+    resolve_controller_ref,
     run_slow_start,
 )
 from kemu.api.v1 import types_pb2
@@ -51,9 +54,8 @@ from kemu.client.interface import ApiClient
 from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
 from kemu.machinery.convert import timestamp
-from kemu.machinery.errors import ApiError, Conflict, Invalid, NotFound
+from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.keys import object_key
-from kemu.machinery.labels import Selector, selector_of
 from kemu.machinery.owners import controller_of
 from kemu.machinery.pod_conditions import is_pod_ready
 
@@ -160,33 +162,11 @@ class ReplicaSetController:
     def _resolve(
         self, namespace: str, ref: types_pb2.OwnerReference | None
     ) -> types_pb2.ReplicaSet | None:
-        """The ReplicaSet a controllerRef names, if it is one of ours (upstream
-        resolveControllerRef: the kind and the uid must match)."""
-        if ref is None or ref.kind != "ReplicaSet":
-            return None
-        rs = self._rss.lister.get(ref.name, namespace)
-        if rs is None or rs.metadata.uid != ref.uid:
-            return None
-        return rs
-
-    def _selector(self, rs: types_pb2.ReplicaSet) -> Selector | None:
-        try:
-            return selector_of(rs.spec, "selector")
-        except Invalid:
-            return None
+        return resolve_controller_ref(self._rss.lister, "ReplicaSet", namespace, ref)
 
     def _matching_replica_sets(self, pod: types_pb2.Pod) -> list[types_pb2.ReplicaSet]:
         """upstream GetPodReplicaSets: the ReplicaSets whose selector matches an orphan."""
-        out = []
-        for rs in self._rss.lister.list(pod.metadata.namespace):
-            selector = self._selector(rs)
-            if (
-                selector is not None
-                and not selector.empty
-                and selector.matches(pod.metadata.labels)
-            ):
-                out.append(rs)
-        return out
+        return owners_selecting(self._rss.lister, pod.metadata.namespace, pod.metadata.labels)
 
     def _on_pod_add(self, pod: types_pb2.Pod) -> None:
         if pod.metadata.HasField("deletion_timestamp"):
@@ -266,7 +246,7 @@ class ReplicaSetController:
             self.expectations.delete(key)
             return
         needs_sync = self.expectations.satisfied(key)
-        selector = self._selector(rs)
+        selector = owner_selector(rs)
         if selector is None:
             logger.warning("replicaset %s: invalid selector, not syncing it", key)
             return

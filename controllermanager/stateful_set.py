@@ -31,7 +31,10 @@ from controllermanager.controller import (
 from controllermanager.controller_utils import (
     ControllerRefManager,
     index_by_controller_uid,
+    owner_selector,
+    owners_selecting,
     recheck_owner,
+    resolve_controller_ref,
 )
 from controllermanager.stateful_pod_control import StatefulPodControl
 from controllermanager.stateful_set_control import StatefulSetControl
@@ -41,9 +44,8 @@ from kemu.client.informer import FuncHandler, Informer, InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
-from kemu.machinery.errors import Conflict, Invalid
+from kemu.machinery.errors import Conflict
 from kemu.machinery.keys import object_key
-from kemu.machinery.labels import Selector, selector_of
 from kemu.machinery.owners import controller_of
 from kemu.machinery.pod_conditions import is_pod_ready
 
@@ -108,27 +110,11 @@ class StatefulSetController:
 
     def _resolve(self, pod: types_pb2.Pod) -> types_pb2.StatefulSet | None:
         ref = controller_of(pod)
-        if ref is None or ref.kind != "StatefulSet":
-            return None
-        s = self._sets.lister.get(ref.name, pod.metadata.namespace)
-        if s is None or s.metadata.uid != ref.uid:
-            return None
-        return s
-
-    def _selector(self, s: types_pb2.StatefulSet) -> Selector | None:
-        try:
-            return selector_of(s.spec, "selector")
-        except Invalid:
-            return None
+        return resolve_controller_ref(self._sets.lister, "StatefulSet", pod.metadata.namespace, ref)
 
     def _matching(self, pod: types_pb2.Pod) -> list[types_pb2.StatefulSet]:
         """getStatefulSetsForPod: the sets whose selector matches an orphan."""
-        out = []
-        for s in self._sets.lister.list(pod.metadata.namespace):
-            sel = self._selector(s)
-            if sel is not None and not sel.empty and sel.matches(pod.metadata.labels):
-                out.append(s)
-        return out
+        return owners_selecting(self._sets.lister, pod.metadata.namespace, pod.metadata.labels)
 
     def _on_pod_add(self, pod: types_pb2.Pod) -> None:
         if pod.metadata.HasField("deletion_timestamp"):
@@ -183,7 +169,7 @@ class StatefulSetController:
         s = self._sets.lister.get(name, namespace)
         if s is None:
             return
-        selector = self._selector(s)
+        selector = owner_selector(s)
         if selector is None or selector.empty:
             logger.warning("statefulset %s: invalid or empty selector, not syncing it", key)
             return
