@@ -366,13 +366,13 @@ _NODE_LABEL_FIELDS: Final = frozenset({"labelKey", "labelValues"})
 _NODE_ALLOCATABLE_FIELDS: Final = frozenset(
     {"nodeAllocatable", "csiNodeAllocatable", "migratedPlugins"}
 )
-# upstream's in-tree PersistentVolume sources (core/v1 PersistentVolumeSource): kemu's volume
-# has hostPath, local and csi only. upstream's NodeVolumeLimits counts an in-tree volume whose
-# plugin is migrated (the node's CSINode lists it) as its CSI driver's (csi-translation-lib);
-# kemu models neither the sources nor the translation, so a template with one does not run.
+# upstream's in-tree PersistentVolume sources (core/v1 PersistentVolumeSource) kemu's volume
+# does not have: it has awsElasticBlockStore (counted by NodeVolumeLimits as ebs.csi.aws.com's
+# where the node's CSINode lists kubernetes.io/aws-ebs as migrated), hostPath, local and csi;
+# a template with another in-tree source does not run.
 _IN_TREE_PV_SOURCES: Final = frozenset(
     {
-        "awsElasticBlockStore", "azureDisk", "azureFile", "cephfs", "cinder", "fc",
+        "azureDisk", "azureFile", "cephfs", "cinder", "fc",
         "flexVolume", "flocker", "gcePersistentDisk", "glusterfs", "iscsi", "nfs",
         "photonPersistentDisk", "portworxVolume", "quobyte", "rbd", "scaleIO", "storageos",
         "vsphereVolume",
@@ -1014,9 +1014,9 @@ def _pod_volumes(raw: Mapping[str, Any], where: str, base_dir: Path | None) -> P
         in_tree = sorted(_IN_TREE_PV_SOURCES.intersection(spec))
         if in_tree:
             raise NotModelled(
-                f"{pv_where}: spec.{in_tree[0]}: kemu's PersistentVolume has the hostPath, "
-                "local and csi sources, not upstream's in-tree ones (nor their migration to "
-                "CSI drivers)"
+                f"{pv_where}: spec.{in_tree[0]}: kemu's PersistentVolume has the "
+                "awsElasticBlockStore, hostPath, local and csi sources, not upstream's other "
+                "in-tree ones"
             )
     pv = _message(kinds.BY_KIND["PersistentVolume"], pv_data, pv_where)
     pvc = _message(kinds.BY_KIND["PersistentVolumeClaim"], pvc_data, pvc_where)
@@ -1542,7 +1542,7 @@ def volume_objects(
     """Pod `index`'s claim and volume of a createPods op with volume templates, as upstream's
     CreatePodWithPersistentVolume (bindVolume) makes them: claim pvc-<index> in the op's
     namespace with spec.volumeName the volume's and phase Bound; volume <namespace>-vol-<index>
-    (a CSI source's volumeHandle is the volume's name) with a claimRef to the claim and phase
+    (a CSI source's volumeHandle, an EBS source's volumeID, is the volume's name) with a claimRef to the claim and phase
     Bound. Created in this order, each status written after the create (which resets it); no
     controller binds them: the scheduler's VolumeBinding sees them bound."""
     assert op.volumes is not None
@@ -1557,6 +1557,8 @@ def volume_objects(
     volume.metadata.name = f"{op.namespace}-vol-{index}"
     if volume.spec.HasField("csi"):
         volume.spec.csi.volume_handle = volume.metadata.name
+    elif volume.spec.HasField("aws_elastic_block_store"):
+        volume.spec.aws_elastic_block_store.volume_id = volume.metadata.name
     volume.spec.claim_ref.CopyFrom(
         types_pb2.ObjectReference(
             kind="PersistentVolumeClaim",

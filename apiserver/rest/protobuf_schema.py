@@ -746,11 +746,18 @@ SCHEMA: Final[dict[str, dict[int, tuple[str, str]]]] = {
         10: ("volumeAttributesClassName", "string"),
     },
     "PersistentVolumeSource": {
+        2: ("awsElasticBlockStore", "AWSElasticBlockStoreVolumeSource"),
         3: ("hostPath", "HostPathVolumeSource"),
         20: ("local", "LocalVolumeSource"),
         22: ("csi", "CSIPersistentVolumeSource"),
     },
     "LocalVolumeSource": {1: ("path", "string"), 2: ("fsType", "string")},
+    "AWSElasticBlockStoreVolumeSource": {
+        1: ("volumeID", "string"),
+        2: ("fsType", "string"),
+        3: ("partition", "int"),
+        4: ("readOnly", "bool"),
+    },
     "CSIPersistentVolumeSource": {
         1: ("driver", "string"),
         2: ("volumeHandle", "string"),

@@ -1850,8 +1850,20 @@ class LocalVolumeSource(_message.Message):
     fs_type: str
     def __init__(self, path: _Optional[str] = ..., fs_type: _Optional[str] = ...) -> None: ...
 
+class AWSElasticBlockStoreVolumeSource(_message.Message):
+    __slots__ = ("volume_id", "fs_type", "partition", "read_only")
+    VOLUME_ID_FIELD_NUMBER: _ClassVar[int]
+    FS_TYPE_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    READ_ONLY_FIELD_NUMBER: _ClassVar[int]
+    volume_id: str
+    fs_type: str
+    partition: int
+    read_only: bool
+    def __init__(self, volume_id: _Optional[str] = ..., fs_type: _Optional[str] = ..., partition: _Optional[int] = ..., read_only: _Optional[bool] = ...) -> None: ...
+
 class PersistentVolumeSpec(_message.Message):
-    __slots__ = ("capacity", "access_modes", "claim_ref", "persistent_volume_reclaim_policy", "storage_class_name", "mount_options", "volume_mode", "node_affinity", "volume_attributes_class_name", "host_path", "local", "csi")
+    __slots__ = ("capacity", "access_modes", "claim_ref", "persistent_volume_reclaim_policy", "storage_class_name", "mount_options", "volume_mode", "node_affinity", "volume_attributes_class_name", "host_path", "local", "csi", "aws_elastic_block_store")
     class CapacityEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -1871,6 +1883,7 @@ class PersistentVolumeSpec(_message.Message):
     HOST_PATH_FIELD_NUMBER: _ClassVar[int]
     LOCAL_FIELD_NUMBER: _ClassVar[int]
     CSI_FIELD_NUMBER: _ClassVar[int]
+    AWS_ELASTIC_BLOCK_STORE_FIELD_NUMBER: _ClassVar[int]
     capacity: _containers.ScalarMap[str, str]
     access_modes: _containers.RepeatedScalarFieldContainer[str]
     claim_ref: ObjectReference
@@ -1883,7 +1896,8 @@ class PersistentVolumeSpec(_message.Message):
     host_path: HostPathVolumeSource
     local: LocalVolumeSource
     csi: CSIPersistentVolumeSource
-    def __init__(self, capacity: _Optional[_Mapping[str, str]] = ..., access_modes: _Optional[_Iterable[str]] = ..., claim_ref: _Optional[_Union[ObjectReference, _Mapping]] = ..., persistent_volume_reclaim_policy: _Optional[str] = ..., storage_class_name: _Optional[str] = ..., mount_options: _Optional[_Iterable[str]] = ..., volume_mode: _Optional[str] = ..., node_affinity: _Optional[_Union[VolumeNodeAffinity, _Mapping]] = ..., volume_attributes_class_name: _Optional[str] = ..., host_path: _Optional[_Union[HostPathVolumeSource, _Mapping]] = ..., local: _Optional[_Union[LocalVolumeSource, _Mapping]] = ..., csi: _Optional[_Union[CSIPersistentVolumeSource, _Mapping]] = ...) -> None: ...
+    aws_elastic_block_store: AWSElasticBlockStoreVolumeSource
+    def __init__(self, capacity: _Optional[_Mapping[str, str]] = ..., access_modes: _Optional[_Iterable[str]] = ..., claim_ref: _Optional[_Union[ObjectReference, _Mapping]] = ..., persistent_volume_reclaim_policy: _Optional[str] = ..., storage_class_name: _Optional[str] = ..., mount_options: _Optional[_Iterable[str]] = ..., volume_mode: _Optional[str] = ..., node_affinity: _Optional[_Union[VolumeNodeAffinity, _Mapping]] = ..., volume_attributes_class_name: _Optional[str] = ..., host_path: _Optional[_Union[HostPathVolumeSource, _Mapping]] = ..., local: _Optional[_Union[LocalVolumeSource, _Mapping]] = ..., csi: _Optional[_Union[CSIPersistentVolumeSource, _Mapping]] = ..., aws_elastic_block_store: _Optional[_Union[AWSElasticBlockStoreVolumeSource, _Mapping]] = ...) -> None: ...
 
 class PersistentVolumeStatus(_message.Message):
     __slots__ = ("phase", "message", "reason", "last_phase_transition_time")

@@ -30,7 +30,12 @@ from kemu.machinery.validation.meta import (
 from kemu.machinery.validation.names import is_dns1123_subdomain, is_qualified_name
 from kemu.machinery.validation.pod import validate_node_selector
 
-_PV_SOURCES: Final = (("host_path", "hostPath"), ("local", "local"), ("csi", "csi"))
+_PV_SOURCES: Final = (
+    ("aws_elastic_block_store", "awsElasticBlockStore"),
+    ("host_path", "hostPath"),
+    ("local", "local"),
+    ("csi", "csi"),
+)
 _CSI_DRIVER_NAME_MAX: Final = 63
 _CSI_NODE_ID_MAX: Final = 192
 _PROVISIONER_MAX: Final = 63
@@ -75,7 +80,8 @@ def _validate_csi_driver_name(name: str, path: str) -> list[Cause]:
 
 
 def _validate_pv_source(spec: types_pb2.PersistentVolumeSpec) -> list[Cause]:
-    """Exactly one volume source, each valid (kemu has hostPath, local and csi)."""
+    """Exactly one volume source, each valid (kemu has awsElasticBlockStore, hostPath, local
+    and csi)."""
     present = [(f, j) for f, j in _PV_SOURCES if spec.HasField(f)]
     if not present:
         return [required("spec", "must specify a volume type")]
@@ -102,6 +108,15 @@ def _validate_pv_source(spec: types_pb2.PersistentVolumeSpec) -> list[Cause]:
             causes.append(invalid(f"{path}.path", local, "must not contain '..'"))
         if not spec.HasField("node_affinity"):
             causes.append(required("spec.nodeAffinity", "Local volume requires node affinity"))
+    elif field == "aws_elastic_block_store":
+        # validateAWSElasticBlockStoreVolumeSource
+        ebs = spec.aws_elastic_block_store
+        if not ebs.volume_id:
+            causes.append(required(f"{path}.volumeID"))
+        if ebs.partition < 0 or ebs.partition > 255:
+            causes.append(
+                invalid(f"{path}.partition", ebs.partition, "must be between 1 and 255, inclusive")
+            )
     else:
         causes.extend(_validate_csi_driver_name(spec.csi.driver, f"{path}.driver"))
         if not spec.csi.volume_handle:

@@ -1,9 +1,11 @@
 """NodeVolumeLimits: a node attaches at most its CSINode's allocatable count of each CSI
-driver's volumes (upstream nodevolumelimits/csi.go, CSILimits). The in-tree drivers' limits
-and their migration to CSI have no volume sources in kemu and are not modelled.
+driver's volumes (upstream nodevolumelimits/csi.go, CSILimits). Of the in-tree sources kemu
+has AWS EBS: counted through its CSI migration (below); the in-tree plugins' own limits are
+gone upstream.
 
 A volume is counted once per node by its unique name, "driver/handle": a bound claim's volume
-is its PV's CSI driver and volumeHandle (a volume of another source is not counted); an unbound
+is its PV's CSI driver and volumeHandle (an EBS volume's ebs.csi.aws.com and volume ID where
+the node migrated kubernetes.io/aws-ebs; a volume of another source is not counted); an unbound
 claim's is its class's provisioner and a handle made of the claim's namespace and name, as
 upstream counts a volume about to be provisioned.
 
@@ -24,6 +26,9 @@ from typing import Any, Final
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.storage import (
+    ANN_MIGRATED_PLUGINS,
+    AWS_EBS_CSI_DRIVER,
+    AWS_EBS_PLUGIN,
     claim_class,
 )
 from kemu.scheduling.events import (
@@ -60,6 +65,22 @@ class _ClaimNotFound(Exception):
     pass
 
 
+def migrated_plugins(csi_node: types_pb2.CSINode | None) -> frozenset[str]:
+    """The in-tree plugins the node's CSINode lists as migrated to CSI (its
+    storage.alpha.kubernetes.io/migrated-plugins annotation, comma-separated)."""
+    if csi_node is None:
+        return frozenset()
+    text = csi_node.metadata.annotations.get(ANN_MIGRATED_PLUGINS, "")
+    return frozenset(p.strip() for p in text.split(",") if p.strip())
+
+
+def ebs_volume_handle(volume_id: str) -> str:
+    """csi-translation-lib's EBS handle: the volume ID without an aws://<zone>/ prefix."""
+    if volume_id.startswith("aws://"):
+        return volume_id.rsplit("/", 1)[-1]
+    return volume_id
+
+
 class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
     NAME = NAME
 
@@ -69,9 +90,14 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
     def name(self) -> str:
         return NAME
 
-    def attachable_volumes(self, pod: types_pb2.Pod, *, new_pod: bool) -> dict[str, str]:
+    def attachable_volumes(
+        self, pod: types_pb2.Pod, *, new_pod: bool, migrated: frozenset[str] = frozenset()
+    ) -> dict[str, str]:
         """ "driver/handle" -> driver of the pod's CSI volumes (filterAttachableVolumes).
-        _ClaimNotFound for a missing claim of the new pod; an existing pod's is skipped."""
+        _ClaimNotFound for a missing claim of the new pod; an existing pod's is skipped. An
+        in-tree AWS EBS volume counts as ebs.csi.aws.com's, its handle the volume ID, on a node
+        whose CSINode lists kubernetes.io/aws-ebs among its `migrated` plugins (upstream
+        getCSIDriverInfo with CSI migration); elsewhere not at all."""
         out: dict[str, str] = {}
         ns = pod.metadata.namespace
         for name in pod_claim_names(pod):
@@ -85,6 +111,13 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
                 pv = self.listers.volumes.get(claim.spec.volume_name)
                 if pv is not None and pv.spec.HasField("csi"):
                     driver, handle = pv.spec.csi.driver, pv.spec.csi.volume_handle
+                elif (
+                    pv is not None
+                    and pv.spec.HasField("aws_elastic_block_store")
+                    and AWS_EBS_PLUGIN in migrated
+                ):
+                    driver = AWS_EBS_CSI_DRIVER
+                    handle = ebs_volume_handle(pv.spec.aws_elastic_block_store.volume_id)
             else:
                 sc = self.listers.classes.get(claim_class(claim))
                 if sc is not None:
@@ -105,14 +138,13 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
         return None
 
     def filter(self, state: CycleState, pod: types_pb2.Pod, node: NodeInfo) -> Status:
+        csi_node = self.listers.csi_nodes.get(node.name)
+        migrated = migrated_plugins(csi_node)
         try:
-            wanted = self.attachable_volumes(pod, new_pod=True)
+            wanted = self.attachable_volumes(pod, new_pod=True, migrated=migrated)
         except _ClaimNotFound as e:
             return unresolvable(str(e))
-        if not wanted:
-            return SUCCESS
-        csi_node = self.listers.csi_nodes.get(node.name)
-        if csi_node is None:
+        if not wanted or csi_node is None:
             return SUCCESS
         limits = {
             d.name: d.allocatable.count
@@ -124,7 +156,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
         attached: dict[str, str] = {}
         for pi in node.pods:
             if pi.pod.spec.volumes:
-                attached.update(self.attachable_volumes(pi.pod, new_pod=False))
+                attached.update(self.attachable_volumes(pi.pod, new_pod=False, migrated=migrated))
         attached_count = Counter(attached.values())
         new_count = Counter(d for key, d in wanted.items() if key not in attached)
         for driver, count in new_count.items():

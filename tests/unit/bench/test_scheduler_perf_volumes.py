@@ -176,17 +176,30 @@ def test_volume_op_errors_name_the_field(tmp_path: Path, old: str, new: str, mes
     assert message in str(e.value)
 
 
-def test_an_in_tree_volume_source_is_not_modelled_and_says_so(tmp_path: Path) -> None:
-    """upstream's pv-aws.yaml: kemu's volume has no awsElasticBlockStore source, so the test
-    case is skipped (not refused as a bad file) with the reason naming the source."""
-    parsed = parse_file(yaml.safe_load(_case(tmp_path, PV_AWS)), base_dir=tmp_path)
+def test_an_in_tree_volume_source_kemu_lacks_is_not_modelled_and_says_so(tmp_path: Path) -> None:
+    """A gcePersistentDisk volume: kemu's volume has no such source, so the test case is
+    skipped (not refused as a bad file) with the reason naming the source."""
+    pv_gce = PV_AWS.replace(
+        "awsElasticBlockStore: {volumeID: <volume-id>}", "gcePersistentDisk: {pdName: d}"
+    )
+    parsed = parse_file(yaml.safe_load(_case(tmp_path, pv_gce)), base_dir=tmp_path)
     assert parsed.workloads == ()
     (skipped,) = parsed.skipped
     assert skipped.name == "Volumes" and skipped.refused is False
     assert skipped.reason.startswith(
-        "[0] Volumes.workloadTemplate[1].persistentVolumeTemplatePath: spec.awsElasticBlockStore: "
-        "kemu's PersistentVolume has the hostPath, local and csi sources"
+        "[0] Volumes.workloadTemplate[1].persistentVolumeTemplatePath: spec.gcePersistentDisk: "
+        "kemu's PersistentVolume has the awsElasticBlockStore, hostPath, local and csi sources"
     )
+
+
+def test_an_ebs_volume_gets_its_name_as_volume_id(tmp_path: Path) -> None:
+    """upstream's pv-aws.yaml runs: each pod's volume is named per pod and its volumeID is that
+    name (upstream getCustomVolumeFactory)."""
+    parsed = parse_file(yaml.safe_load(_case(tmp_path, PV_AWS)), base_dir=tmp_path)
+    (workload,) = parsed.workloads
+    op = next(o for o in workload.ops if isinstance(o, CreatePods) and o.volumes is not None)
+    _, volume = volume_objects(op, 3)
+    assert volume.spec.aws_elastic_block_store.volume_id == volume.metadata.name
 
 
 def test_string_params_pass_to_templates_and_counts_must_be_integers(tmp_path: Path) -> None:
@@ -261,15 +274,17 @@ UPSTREAM_VOLUMES = (
     not UPSTREAM_VOLUMES.exists(),
     reason="no kubernetes/kubernetes checkout (set KEMU_K8S_CHECKOUT to one; see docs/benchmarks.md)",
 )
-def test_upstreams_volumes_file_runs_its_csi_and_secret_cases_and_says_why_not_the_others() -> None:
+def test_upstreams_volumes_file_runs_every_case() -> None:
     parsed = load_workload_file(UPSTREAM_VOLUMES, emulated_version=Version.parse("1.33"))
     cases = {w.test_case for w in parsed.workloads}
-    assert cases == {"SchedulingSecrets", "SchedulingCSIPVs"}
-    assert len(parsed.workloads) == 12  # every workload of the two, at 1.33
-    skipped = {s.name: s for s in parsed.skipped}
-    assert set(skipped) == {"SchedulingInTreePVs", "SchedulingMigratedInTreePVs", "PreemptionPVs"}
-    for s in skipped.values():
-        assert not s.refused and "spec.awsElasticBlockStore: kemu's PersistentVolume" in s.reason
+    assert cases == {
+        "SchedulingSecrets",
+        "SchedulingInTreePVs",
+        "SchedulingMigratedInTreePVs",
+        "SchedulingCSIPVs",
+        "PreemptionPVs",
+    }
+    assert not [s for s in parsed.skipped if not s.refused]  # none for what kemu lacks
     csi = next(w for w in parsed.workloads if w.full_name == "SchedulingCSIPVs/5Nodes")
     nodes, init, measured = csi.ops
     assert isinstance(nodes, CreateNodes) and nodes.allocatable is not None

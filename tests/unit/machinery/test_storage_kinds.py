@@ -249,6 +249,13 @@ def test_volume_validation_names_the_field() -> None:
     assert errors(local) == [
         "spec.nodeAffinity: Required value: Local volume requires node affinity"
     ]
+    ebs = obj(PV, spec__hostPath=None, spec__awsElasticBlockStore={"partition": 256})
+    assert errors(ebs) == [
+        "spec.awsElasticBlockStore.volumeID: Required value",
+        "spec.awsElasticBlockStore.partition: Invalid value: 256: must be between 1 and 255, "
+        "inclusive",
+    ]
+    assert errors(obj(PV, spec__hostPath=None, spec__awsElasticBlockStore={"volumeID": "v"})) == []
     affinity = obj(PV, spec__nodeAffinity={"required": {"nodeSelectorTerms": []}})
     assert errors(affinity) == [
         "spec.nodeAffinity.required.nodeSelectorTerms: Required value: must have at least one "

@@ -98,3 +98,41 @@ def test_pod_deleted_hint() -> None:
     plain = pod("plain")
     plain.spec.node_name = "n"
     assert pl.is_schedulable_after_pod_deleted(pod("p", "c-b"), plain, None) is QueueingHint.SKIP
+
+
+def _ebs(name: str, volume_id: str) -> types_pb2.PersistentVolume:
+    pv = types_pb2.PersistentVolume()
+    pv.metadata.name = name
+    pv.spec.storage_class_name = "sc"
+    pv.spec.capacity["storage"] = "1Gi"
+    pv.spec.access_modes.append("ReadWriteOnce")
+    pv.spec.aws_elastic_block_store.volume_id = volume_id
+    return pv
+
+
+def test_in_tree_ebs_counts_as_the_csi_driver_only_where_the_node_migrated_it() -> None:
+    """csi.go getCSIDriverInfo: an in-tree EBS volume is ebs.csi.aws.com's (its handle the
+    volume ID, an aws://zone/ prefix dropped) on a node whose CSINode lists
+    kubernetes.io/aws-ebs as migrated; on another node it is not counted."""
+    volumes = [_ebs("e1", "vol-1"), _ebs("e2", "aws://us-east-1a/vol-2"), _ebs("e3", "vol-1")]
+    claims = [bound_claim(f"c-{pv.metadata.name}", pv.metadata.name) for pv in volumes]
+
+    def filter_code(migrated: bool) -> Code:
+        n = types_pb2.CSINode()
+        n.metadata.name = "n"
+        n.spec.drivers.add(name="ebs.csi.aws.com", node_id="n").allocatable.count = 1
+        if migrated:
+            n.metadata.annotations["storage.alpha.kubernetes.io/migrated-plugins"] = (
+                "kubernetes.io/aws-ebs"
+            )
+        pl = node_volume_limits.NodeVolumeLimits(
+            listers(claims=claims, volumes=volumes, csi_nodes=[n])
+        )
+        ni = NodeInfo(make_node("n").obj())
+        ni.add_pod(pod("r", "c-e1"))
+        return pl.filter(CycleState(), pod("p", "c-e2"), ni).code
+
+    assert filter_code(migrated=True) is Code.UNSCHEDULABLE
+    assert filter_code(migrated=False) is Code.SUCCESS
+    # The same volume ID is one attachment.
+    assert node_volume_limits.ebs_volume_handle("aws://us-east-1a/vol-2") == "vol-2"
