@@ -46,6 +46,7 @@ def _run(
         "OneHostPortPerNode/8Nodes",
         "SecretVolumes/5Nodes",
         "CSIVolumesToTheLimit/5Nodes",
+        "MigratedEBSVolumesToTheLimit/5Nodes",
     ],
 )
 def test_kemus_own_op_workloads_run(tmp_path: Path, name: str) -> None:
@@ -61,10 +62,18 @@ def test_kemus_own_op_workloads_run(tmp_path: Path, name: str) -> None:
         assert result["measured_pods"] == 5  # the collection window's pods, each on its node
     if name == "OneHostPortPerNode/8Nodes":
         assert result["threshold"] == 1.0 and result["threshold_met"] is True
-    if name in ("SecretVolumes/5Nodes", "CSIVolumesToTheLimit/5Nodes"):
+    if name in (
+        "SecretVolumes/5Nodes",
+        "CSIVolumesToTheLimit/5Nodes",
+        "MigratedEBSVolumesToTheLimit/5Nodes",
+    ):
         # Every pod bound: with volumes, each to its claim's bound volume, on nodes whose
         # CSINodes allow two of the driver's volumes (ten in all, as many as the pods).
-        counts = {"SecretVolumes/5Nodes": (5, 10), "CSIVolumesToTheLimit/5Nodes": (5, 5)}
+        counts = {
+            "SecretVolumes/5Nodes": (5, 10),
+            "CSIVolumesToTheLimit/5Nodes": (5, 5),
+            "MigratedEBSVolumesToTheLimit/5Nodes": (5, 5),
+        }
         assert (result["init_pods"], result["measured_pods"]) == counts[name]
         # No attempt failed; one may have been unschedulable, as in upstream: a pod reaching
         # the scheduler before its volume (another watch) waits for the volume's arrival.
@@ -81,14 +90,25 @@ UPSTREAM_VOLUMES = (
     not UPSTREAM_VOLUMES.exists(),
     reason="no kubernetes/kubernetes checkout (set KEMU_K8S_CHECKOUT to one; see docs/benchmarks.md)",
 )
-@pytest.mark.parametrize("name", ["SchedulingSecrets/5Nodes", "SchedulingCSIPVs/5Nodes"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "SchedulingSecrets/5Nodes",
+        "SchedulingInTreePVs/5Nodes",
+        "SchedulingMigratedInTreePVs/5Nodes",
+        "SchedulingCSIPVs/5Nodes",
+        "PreemptionPVs/5Nodes",
+    ],
+)
 def test_upstreams_volumes_file_runs_unchanged(tmp_path: Path, name: str) -> None:
     """upstream's volumes/performance-config.yaml, its smallest workloads at the newest
     version their gates allow (SchedulerQueueingHints=false: 1.33)."""
     extra = ("--config", str(UPSTREAM_VOLUMES), "--emulated-version", "1.33")
     result = _run(tmp_path, name, extra=extra)
     assert result["error"] == ""
-    assert (result["nodes"], result["init_pods"], result["measured_pods"]) == (5, 5, 10)
+    # PreemptionPVs: 20 low-priority pods, then 5 high-priority ones with volumes preempting.
+    want = (5, 20, 5) if name == "PreemptionPVs/5Nodes" else (5, 5, 10)
+    assert (result["nodes"], result["init_pods"], result["measured_pods"]) == want
     assert "error" not in result["attempts"]  # no attempt failed (see above)
 
 
