@@ -140,10 +140,12 @@ async def follow_cluster_clock(
         idle = False
         with anyio.move_on_after(PROBE_PATIENCE):
             while True:
-                await all_tasks_blocked()
+                # (the cheap looks first: a look at every task waits for calls to end)
                 if client.requests_in_flight == 0 and not busy():
-                    idle = True
-                    break
+                    await all_tasks_blocked()
+                    if client.requests_in_flight == 0 and not busy():
+                        idle = True
+                        break
                 await anyio.sleep(IDLE_POLL)
         # (the report is made at once: nothing runs between the look and the counts it
         # sends; a busy process answers busy rather than nothing: no answer means frozen)
