@@ -5,7 +5,8 @@ types (`python -m kemu.trace replay`, `python -m kemu.whatif`), each on a fresh 
 virtual time.
 
     python -m bench traces [--nodes 100] [--span 6h] [--expanders least-waste,most-pods]
-                           [--only examples|day|whatif] [--json OUT]
+                           [--node-lease-duration-seconds S] [--only examples|day|whatif]
+                           [--json OUT]
 
 Per replay: the trace's span, the wall time from its first event to the end (start-up apart),
 their ratio, pods bound of created, and the peak RSS of every process (kubelets summed). The
@@ -80,6 +81,8 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             print(f"replayed {trace.name}", file=sys.stderr)
     day = work / "day.sktrace"
     shape = ["--nodes", str(args.nodes), "--span", args.span]
+    if args.node_lease_duration_seconds is not None:
+        shape += ["--node-lease-duration-seconds", str(args.node_lease_duration_seconds)]
     if args.only in (None, "day", "whatif"):
         _run("kemu.trace", ["synthetic", "--out", str(day), *shape])
     if args.only in (None, "day"):
@@ -155,6 +158,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--span", default="6h", help="the synthetic day's span (6h)")
     parser.add_argument(
         "--expanders", default="least-waste,most-pods", help="the what-if's two expanders"
+    )
+    parser.add_argument(
+        "--node-lease-duration-seconds",
+        type=int,
+        metavar="S",
+        help="the synthetic day's nodes' Lease duration (kemu.trace synthetic's flag; default: "
+        "the kubelet's 40)",
     )
     parser.add_argument("--only", choices=PARTS, help="one part only")
     parser.add_argument("--json", metavar="OUT", help="write the figures as JSON")

@@ -52,10 +52,10 @@ from kubelet.checkpoint import Checkpoint
 from kubelet.network import DEFAULT_NODE_IP_RANGE, default_node_ip, parse_node_ip
 from kubelet.node_status import (
     DEFAULT_LEASE_DURATION_SECONDS,
-    DEFAULT_LEASE_RENEW_INTERVAL,
     DEFAULT_MAX_PODS,
     DEFAULT_STATUS_REPORT_FREQUENCY,
     DEFAULT_STATUS_UPDATE_FREQUENCY,
+    LEASE_RENEW_INTERVAL_FRACTION,
     NodeAgent,
     NodeConfig,
     NodeTiming,
@@ -155,9 +155,11 @@ def build_parser() -> argparse.ArgumentParser:
     timing.add_argument(
         "--node-lease-renew-interval",
         type=duration_flag,
-        default=DEFAULT_LEASE_RENEW_INTERVAL,
+        default=None,
         metavar="DURATION",
-        help="how often the node Lease is renewed (default 10s)",
+        help="how often the node Lease is renewed (default: a quarter of "
+        "--node-lease-duration-seconds, 10s at its default, as upstream's "
+        "nodeLeaseRenewIntervalFraction)",
     )
     timing.add_argument(
         "--node-lease-duration-seconds",
@@ -263,15 +265,18 @@ def settings_from_args(args: argparse.Namespace, kubelet_version: str) -> Kubele
         taints = parse_taints(args.register_with_taints)
     except ValueError as e:
         raise ValueError(f"--register-with-taints: {e}") from None
+    if args.node_lease_duration_seconds < 1:
+        raise ValueError("--node-lease-duration-seconds: must be at least 1")
+    renew_interval = args.node_lease_renew_interval
+    if renew_interval is None:
+        renew_interval = args.node_lease_duration_seconds * LEASE_RENEW_INTERVAL_FRACTION
     for flag, value in (
-        ("--node-lease-renew-interval", args.node_lease_renew_interval),
+        ("--node-lease-renew-interval", renew_interval),
         ("--node-status-update-frequency", args.node_status_update_frequency),
         ("--node-status-report-frequency", args.node_status_report_frequency),
     ):
         if not value > 0:
             raise ValueError(f"{flag}: must be positive")
-    if args.node_lease_duration_seconds < 1:
-        raise ValueError("--node-lease-duration-seconds: must be at least 1")
     if args.pod_workers < 1:
         raise ValueError("--pod-workers: must be at least 1")
     if args.resize_actuation_delay < 0:
@@ -297,7 +302,7 @@ def settings_from_args(args: argparse.Namespace, kubelet_version: str) -> Kubele
         server=args.server,
         nodes=nodes,
         timing=NodeTiming(
-            lease_renew_interval=args.node_lease_renew_interval,
+            lease_renew_interval=renew_interval,
             lease_duration_seconds=args.node_lease_duration_seconds,
             status_update_frequency=args.node_status_update_frequency,
             status_report_frequency=args.node_status_report_frequency,

@@ -45,7 +45,10 @@ logger = logging.getLogger(__name__)
 
 NODE_LEASE_NAMESPACE: Final = "kube-node-lease"
 DEFAULT_LEASE_DURATION_SECONDS: Final = 40
-DEFAULT_LEASE_RENEW_INTERVAL: Final = 10.0
+LEASE_RENEW_INTERVAL_FRACTION: Final = 0.25
+"""The Lease is renewed every this much of its duration unless --node-lease-renew-interval
+says otherwise (upstream pkg/kubelet/kubelet.go nodeLeaseRenewIntervalFraction)."""
+DEFAULT_LEASE_RENEW_INTERVAL: Final = DEFAULT_LEASE_DURATION_SECONDS * LEASE_RENEW_INTERVAL_FRACTION
 DEFAULT_STATUS_UPDATE_FREQUENCY: Final = 10.0
 DEFAULT_STATUS_REPORT_FREQUENCY: Final = 300.0
 DEFAULT_MAX_PODS: Final = "110"

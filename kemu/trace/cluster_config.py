@@ -6,6 +6,7 @@
       capacity: {cpu: "4", memory: 8Gi, pods: "110"}
       labels: {zone: a}
       taints: [{key: dedicated, value: batch, effect: NoSchedule}]
+      kubeletArgs: ["--node-lease-duration-seconds", "40"]   # further kubelet flags
     nodeGroups:                      # the cloud's format (cloud/config.py); turns the
     - name: pool-a                   #   cluster autoscaler on
       minSize: 0
@@ -19,19 +20,23 @@
       kind: KubeSchedulerConfiguration
       profiles: [...]
     autoscaler: {scan-interval: 10s, expander: least-waste}   # its flags
+    args:                            # further flags of the control plane's components
+      controllermanager: ["--node-monitor-grace-period", "50s"]
     seed: 1                          # the scheduler's and the autoscaler's --seed (default 1)
 
 Components are apiserver, scheduler, controllermanager, kubelet, cloud and autoscaler.
 Everything is checked before anything starts, and an error names the key
 (`nodes[0].count: must be >= 1`): versions and gates against kemu's table at that version,
-the scheduler config with the scheduler's own reader, the node groups with the cloud's.
+the scheduler config with the scheduler's own reader, the node groups with the cloud's,
+`kubeletArgs` and `args` with the component's own flag parser (a flag the replay sets itself,
+such as --server, is refused).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 import yaml
 
@@ -50,9 +55,45 @@ COMPONENTS: Final = (
     "autoscaler",
 )
 _KEYS: Final = frozenset(
-    {"nodes", "nodeGroups", "versions", "featureGates", "schedulerConfig", "autoscaler", "seed"}
+    {
+        "nodes",
+        "nodeGroups",
+        "versions",
+        "featureGates",
+        "schedulerConfig",
+        "autoscaler",
+        "args",
+        "seed",
+    }
 )
-_POOL_KEYS: Final = frozenset({"name", "count", "capacity", "labels", "taints"})
+_POOL_KEYS: Final = frozenset({"name", "count", "capacity", "labels", "taints", "kubeletArgs"})
+_ARGS_COMPONENTS: Final = ("apiserver", "scheduler", "controllermanager")
+"""The components `args` is for (the kubelets' are each pool's kubeletArgs, the cloud's
+instances' their template's, the autoscaler's its own key)."""
+_SET_BY_REPLAY: Final = {
+    "apiserver": (
+        "--etcd-servers",
+        "--port",
+        "--rest-port",
+        "--metrics-port",
+        "--clock",
+        "--clock-start",
+    ),
+    "scheduler": ("--server", "--config", "--metrics-port", "--clock", "--seed"),
+    "controllermanager": ("--server", "--metrics-port", "--clock"),
+    "kubelet": (
+        "--server",
+        "--nodes",
+        "--node-name",
+        "--node-name-prefix",
+        "--capacity",
+        "--node-labels",
+        "--register-with-taints",
+        "--root-dir",
+        "--metrics-port",
+        "--clock",
+    ),
+}
 _TAINT_EFFECTS: Final = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 DEFAULT_CAPACITY: Final = {"cpu": "4", "memory": "8Gi", "pods": "110"}
 
@@ -69,6 +110,7 @@ class NodePool:
     labels: Mapping[str, str] = field(default_factory=dict)
     taints: tuple[str, ...] = ()
     """As the kubelet's --register-with-taints takes them: key=value:Effect."""
+    kubelet_args: tuple[str, ...] = ()
 
     def node_names(self) -> list[str]:
         return [f"{self.name}-{i}" for i in range(self.count)]
@@ -85,6 +127,8 @@ class ClusterConfig:
     """The KubeSchedulerConfiguration (YAML text)."""
     autoscaler_flags: tuple[str, ...] = ()
     seed: int = 1
+    args: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Further flags of the apiserver, the scheduler and the controller-manager."""
 
     @property
     def autoscaling(self) -> bool:
@@ -135,7 +179,12 @@ def parse(text: str) -> ClusterConfig:
     seed = data.get("seed", 1)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ClusterConfigError("seed: expected an integer >= 0")
-    return ClusterConfig(pools, node_groups, versions, gates, scheduler_config, flags, seed)
+    args = {
+        component: _args(value, f"args.{name}", component)
+        for name, value in _mapping(data.get("args"), "args").items()
+        if (component := _component(name, f"args.{name}", _ARGS_COMPONENTS))
+    }
+    return ClusterConfig(pools, node_groups, versions, gates, scheduler_config, flags, seed, args)
 
 
 def _check_keys(data: Mapping[str, Any], known: frozenset[str], path: str) -> None:
@@ -191,14 +240,51 @@ def _pool(value: Any, path: str) -> NodePool:
             raise ClusterConfigError(f"{tpath}.effect: one of {', '.join(_TAINT_EFFECTS)}")
         value = f"={taint['value']}" if taint.get("value") else ""
         taints.append(f"{taint['key']}{value}:{taint['effect']}")
-    return NodePool(name, count, {**DEFAULT_CAPACITY, **capacity}, labels, tuple(taints))
+    kubelet_args = _args(data.get("kubeletArgs"), f"{path}.kubeletArgs", "kubelet")
+    return NodePool(
+        name, count, {**DEFAULT_CAPACITY, **capacity}, labels, tuple(taints), kubelet_args
+    )
 
 
-def _component(name: str, path: str) -> str:
+def _component(name: str, path: str, known: tuple[str, ...] = COMPONENTS) -> str:
     normal = name.replace("-", "").lower()
-    if normal not in COMPONENTS:
-        raise ClusterConfigError(f"{path}: unknown component (known: {', '.join(COMPONENTS)})")
+    if normal not in known:
+        raise ClusterConfigError(f"{path}: unknown component (known: {', '.join(known)})")
     return normal
+
+
+def _args(value: Any, path: str, component: str) -> tuple[str, ...]:
+    """A component's further flags, checked by its own parser."""
+    args = _list(value, path)
+    if not all(isinstance(a, str) for a in args):
+        raise ClusterConfigError(f"{path}: expected a list of strings")
+    for i, arg in enumerate(args):
+        flag = arg.split("=", 1)[0]
+        if flag in _SET_BY_REPLAY[component]:
+            raise ClusterConfigError(f"{path}[{i}]: {flag} is set by the replay")
+        if flag in ("--emulated-version", "--feature-gates"):
+            raise ClusterConfigError(f"{path}[{i}]: {flag}: set it in versions or featureGates")
+    if args:
+        _check_flags(component, args, path)
+    return tuple(args)
+
+
+def _check_flags(component: str, args: list[str], path: str) -> None:
+    import importlib
+
+    app = importlib.import_module(f"{component}.app")
+    parser = app.build_parser()
+
+    def refuse(message: str) -> NoReturn:
+        raise ClusterConfigError(f"{path}: {message}")
+
+    parser.error = refuse  # (argparse reports every flag error through it)
+    parsed = parser.parse_args(args)
+    if component == "kubelet":
+        try:
+            app.settings_from_args(parsed, "v0.0.0")
+        except ValueError as e:
+            raise ClusterConfigError(f"{path}: {e}") from None
 
 
 def _versions(value: Any) -> dict[str, str]:

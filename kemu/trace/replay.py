@@ -109,7 +109,11 @@ class Replay:
         with Cluster(root / "cluster", clock=ClockMode.VIRTUAL) as cluster:
             cluster.start_etcd(unsafe_no_fsync=True)
             cluster.start_apiserver(
-                extra_args=["--clock-start", _rfc3339(self.origin - LEAD)],
+                extra_args=[
+                    "--clock-start",
+                    _rfc3339(self.origin - LEAD),
+                    *self.config.args.get("apiserver", ()),
+                ],
                 **self._component("apiserver"),
             )
             self.options.progress(f"cluster in {root}")
@@ -132,9 +136,16 @@ class Replay:
             scheduler_config = cluster.root / "scheduler.yaml"
             scheduler_config.write_text(config.scheduler_config)
         cluster.start_scheduler(
-            config=scheduler_config, extra_args=seed, wait=False, **self._component("scheduler")
+            config=scheduler_config,
+            extra_args=[*seed, *config.args.get("scheduler", ())],
+            wait=False,
+            **self._component("scheduler"),
         )
-        cluster.start_controllermanager(wait=False, **self._component("controllermanager"))
+        cluster.start_controllermanager(
+            extra_args=list(config.args.get("controllermanager", ())),
+            wait=False,
+            **self._component("controllermanager"),
+        )
         for pool in config.nodes:
             args = [
                 "--server", cluster.server,
@@ -147,6 +158,7 @@ class Replay:
                 args += ["--node-labels", ",".join(f"{k}={v}" for k, v in pool.labels.items())]
             if pool.taints:
                 args += ["--register-with-taints", ",".join(pool.taints)]
+            args += pool.kubelet_args
             cluster.start_component(
                 "kubelet", f"kubelet-{pool.name}", args, wait=False, **self._component("kubelet")
             )

@@ -84,8 +84,22 @@ def test_bad_flags_exit_1_with_one_line(argv, message, capsys):
 def test_parser_defaults():
     args = app.build_parser().parse_args([])
     assert args.metrics_port == 10255
-    assert args.node_lease_renew_interval == 10.0
+    assert args.node_lease_renew_interval is None
     assert args.node_status_update_frequency == 10.0
+
+
+@pytest.mark.parametrize(
+    ("argv", "renew", "duration"),
+    [
+        ((), 10.0, 40),  # upstream's defaults
+        (("--node-lease-duration-seconds", "240"), 60.0, 240),  # a quarter of the duration
+        (("--node-lease-duration-seconds", "240", "--node-lease-renew-interval", "5s"), 5.0, 240),
+    ],
+)
+def test_the_lease_is_renewed_at_a_quarter_of_its_duration_unless_told(argv, renew, duration):
+    s = settings("--node-name", "n1", *argv)
+    assert s.timing.lease_renew_interval == renew
+    assert s.timing.lease_duration_seconds == duration
 
 
 async def test_a_hollow_kubelet_registers_its_nodes_and_runs_their_pods(tmp_path):

@@ -107,6 +107,8 @@ def test_the_readme_cluster_example_parses() -> None:
     assert config.autoscaling and config.scheduler_config is not None
     assert config.versions == {"scheduler": "1.36"}
     assert config.autoscaler_flags == ("--scan-interval", "10s", "--expander", "least-waste")
+    assert config.nodes[0].kubelet_args == ("--node-lease-duration-seconds", "40")
+    assert config.args == {"controllermanager": ("--node-monitor-grace-period", "50s")}
 
 
 @pytest.mark.parametrize(
@@ -124,6 +126,22 @@ def test_the_readme_cluster_example_parses() -> None:
         ("autoscaler: {expander: random}", r"autoscaler: its flags need nodeGroups"),
         ("node: []", r"node: unknown key"),
         ("seed: -1", r"seed: "),
+        (
+            "nodes: [{name: a, kubeletArgs: [--node-lease-duration-seconds, '0']}]",
+            r"nodes\[0\]\.kubeletArgs: --node-lease-duration-seconds: must be at least 1",
+        ),
+        (
+            "nodes: [{name: a, kubeletArgs: [--no-such-flag]}]",
+            r"nodes\[0\]\.kubeletArgs: unrecognized arguments: --no-such-flag",
+        ),
+        ("nodes: [{name: a, kubeletArgs: [--server=x]}]", r"kubeletArgs\[0\]: --server is set"),
+        (
+            "args: {controllermanager: [--node-monitor-grace-period, five]}",
+            r"args\.controllermanager: argument --node-monitor-grace-period: ",
+        ),
+        ("args: {kubelet: []}", r"args\.kubelet: unknown component"),
+        ("args: {scheduler: [--config, x.yaml]}", r"args\.scheduler\[0\]: --config is set"),
+        ("args: {apiserver: [--emulated-version, '1.30']}", r"versions or featureGates"),
     ],
 )
 def test_a_bad_cluster_file_names_the_key(text: str, message: str) -> None:

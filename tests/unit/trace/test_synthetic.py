@@ -17,6 +17,7 @@ from kemu.trace.synthetic import (
     replicas_at,
     synthetic_day,
     with_autoscaler,
+    with_lease_duration,
 )
 
 SMALL = DayShape(nodes=20, span=4 * 3600.0, seed=7)
@@ -69,6 +70,19 @@ def test_the_autoscaled_cluster_moves_half_the_nodes_into_two_groups() -> None:
     assert config.node_groups is not None
 
 
+def test_a_longer_lease_reaches_every_kubelet_and_the_node_monitor() -> None:
+    _, cluster = synthetic_day(SMALL)
+    longer = with_lease_duration(with_autoscaler(cluster, "most-pods"), 240)
+    config = cluster_config.parse(yaml.safe_dump(longer))
+    assert config.nodes[0].kubelet_args == ("--node-lease-duration-seconds", "240")
+    assert config.args == {"controllermanager": ("--node-monitor-grace-period", "300s")}
+    assert config.node_groups is not None
+    groups = yaml.safe_load(config.node_groups)["nodeGroups"]
+    assert [g["template"]["kubeletArgs"] for g in groups] == [
+        ["--node-lease-duration-seconds", "240"]
+    ] * 2
+
+
 def test_the_command_writes_the_trace_and_its_cluster(tmp_path: Path) -> None:
     out = tmp_path / "day.sktrace"
     assert main(["synthetic", "--out", str(out), "--nodes", "20", "--span", "4h",
@@ -84,6 +98,7 @@ def test_the_command_writes_the_trace_and_its_cluster(tmp_path: Path) -> None:
         (["--nodes", "5"], "--nodes/--span: nodes: must be at least 10, not 5"),
         (["--span", "a day"], "--span: "),
         (["--expander", "cheapest"], "--expander: unknown expander 'cheapest'"),
+        (["--node-lease-duration-seconds", "0"], "--node-lease-duration-seconds: must be at"),
     ],
 )
 def test_bad_arguments_are_named(
