@@ -5,7 +5,8 @@ types (`python -m kemu.trace replay`, `python -m kemu.whatif`), each on a fresh 
 virtual time.
 
     python -m bench traces [--nodes 100] [--span 6h] [--expanders least-waste,most-pods]
-                           [--node-lease-duration-seconds S] [--only examples|day|whatif]
+                           [--node-lease-duration-seconds S] [--static-nodes N]
+                           [--only examples|day|whatif]
                            [--json OUT]
 
 Per replay: the trace's span, the wall time from its first event to the end (start-up apart),
@@ -83,6 +84,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     shape = ["--nodes", str(args.nodes), "--span", args.span]
     if args.node_lease_duration_seconds is not None:
         shape += ["--node-lease-duration-seconds", str(args.node_lease_duration_seconds)]
+    static = [] if args.static_nodes is None else ["--static-nodes", str(args.static_nodes)]
     if args.only in (None, "day", "whatif"):
         _run("kemu.trace", ["synthetic", "--out", str(day), *shape])
     if args.only in (None, "day"):
@@ -94,7 +96,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         for expander in (a, b):
             cluster = work / f"day-{expander}.yaml"
             _run("kemu.trace", ["synthetic", "--out", str(day), *shape, "--expander", expander,
-                                "--cluster-out", str(cluster)])  # fmt: skip
+                                *static, "--cluster-out", str(cluster)])  # fmt: skip
         out = work / "whatif.json"
         _run(
             "kemu.whatif",
@@ -165,6 +167,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="S",
         help="the synthetic day's nodes' Lease duration (kemu.trace synthetic's flag; default: "
         "the kubelet's 40)",
+    )
+    parser.add_argument(
+        "--static-nodes",
+        type=int,
+        metavar="N",
+        help="the what-if's static nodes (default half; the cloud runs a kubelet process for "
+        "each instance of its groups)",
     )
     parser.add_argument("--only", choices=PARTS, help="one part only")
     parser.add_argument("--json", metavar="OUT", help="write the figures as JSON")

@@ -4,7 +4,7 @@ python -m kemu.trace replay FILE [--cluster CLUSTER.yaml] [--json OUT] [--html O
 
 python -m kemu.trace synthetic --out FILE [--nodes N] [--span D] [--seed S]
                                [--cluster-out CLUSTER.yaml] [--expander NAME]
-                               [--node-lease-duration-seconds S]
+                               [--static-nodes N] [--node-lease-duration-seconds S]
 python -m kemu.trace convert-openb --nodes NODES.csv --pods PODS.csv --out FILE
                                [--cluster-out CLUSTER.yaml] [--gpu-sharing whole|skip]
                                [--start S] [--end E] [--limit N] [--namespace NS]
@@ -100,6 +100,13 @@ def add_synthetic(sub: Any) -> None:
         metavar="NAME",
         help="half the nodes in two node groups (small, large) the autoscaler grows with this "
         "expander (least-waste, most-pods, random, priority)",
+    )
+    syn.add_argument(
+        "--static-nodes",
+        type=int,
+        metavar="N",
+        help="with --expander: the nodes that stay static (default half; the others' "
+        "capacity is in the node groups)",
     )
     syn.add_argument(
         "--node-lease-duration-seconds",
@@ -424,8 +431,13 @@ def cmd_synthetic(args: argparse.Namespace) -> int:
     except ValueError as e:
         fail(f"--nodes/--span: {e}")
     trace, cluster = synthetic.synthetic_day(shape)
+    if args.static_nodes is not None and args.expander is None:
+        fail("--static-nodes: only with --expander")
     if args.expander is not None:
-        cluster = synthetic.with_autoscaler(cluster, args.expander)
+        try:
+            cluster = synthetic.with_autoscaler(cluster, args.expander, args.static_nodes)
+        except ValueError as e:
+            fail(f"--static-nodes: {e}")
     if args.node_lease_duration_seconds is not None:
         if args.node_lease_duration_seconds < 1:
             fail("--node-lease-duration-seconds: must be at least 1")

@@ -168,11 +168,18 @@ def synthetic_day(shape: DayShape) -> tuple[Trace, dict[str, Any]]:
     return trace, cluster
 
 
-def with_autoscaler(cluster: dict[str, Any], expander: str) -> dict[str, Any]:
-    """The cluster with half its static nodes moved into two node groups the autoscaler grows
-    (a small and a large shape, each able to take the other half), at `expander`."""
+def with_autoscaler(
+    cluster: dict[str, Any], expander: str, static: int | None = None
+) -> dict[str, Any]:
+    """The cluster with its static nodes but `static` (default half) moved into two node
+    groups the autoscaler grows (a small and a large shape, each able to take all the nodes
+    moved), at `expander`. The cloud runs a kubelet process for each instance, so a large
+    day keeps most of its nodes static."""
     (pool,) = cluster["nodes"]
-    static = max(1, pool["count"] // 2)
+    if static is None:
+        static = max(1, pool["count"] // 2)
+    if not 1 <= static < pool["count"]:
+        raise ValueError(f"static nodes: must be from 1 to {pool['count'] - 1}, not {static}")
     rest = pool["count"] - static
     groups = [
         {"name": "small", "minSize": 0, "maxSize": rest * 2, "template": {"capacity": {

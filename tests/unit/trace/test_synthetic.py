@@ -70,6 +70,15 @@ def test_the_autoscaled_cluster_moves_half_the_nodes_into_two_groups() -> None:
     assert config.node_groups is not None
 
 
+def test_a_large_day_keeps_most_nodes_static() -> None:
+    _, cluster = synthetic_day(SMALL)
+    scaled = with_autoscaler(cluster, "least-waste", static=16)
+    assert scaled["nodes"][0]["count"] == 16
+    assert [g["maxSize"] for g in scaled["nodeGroups"]] == [8, 2]  # 4 nodes' capacity each
+    with pytest.raises(ValueError, match="static nodes: must be from 1 to 19, not 20"):
+        with_autoscaler(cluster, "least-waste", static=20)
+
+
 def test_a_longer_lease_reaches_every_kubelet_and_the_node_monitor() -> None:
     _, cluster = synthetic_day(SMALL)
     longer = with_lease_duration(with_autoscaler(cluster, "most-pods"), 240)
@@ -99,6 +108,8 @@ def test_the_command_writes_the_trace_and_its_cluster(tmp_path: Path) -> None:
         (["--span", "a day"], "--span: "),
         (["--expander", "cheapest"], "--expander: unknown expander 'cheapest'"),
         (["--node-lease-duration-seconds", "0"], "--node-lease-duration-seconds: must be at"),
+        (["--static-nodes", "5"], "--static-nodes: only with --expander"),
+        (["--expander", "most-pods", "--static-nodes", "0"], "--static-nodes: static nodes: "),
     ],
 )
 def test_bad_arguments_are_named(
