@@ -613,17 +613,16 @@ class Scheduler:
 
         nodes = all_nodes
         if pre_result is not None and (allowed := pre_result.node_names) is not None:
-            nodes = [n for n in all_nodes if n.name in allowed]
+            # (upstream: the named nodes from the snapshot, one status for every other node,
+            # SetAbsentNodesStatus: a DaemonSet pod's cycle costs its node, not the cluster's)
+            nodes = self.snapshot.in_order(allowed)
             if attempt is not None:
                 attempt.pre_filter_nodes = len(nodes)
-            excluded = unresolvable(
+            statuses.absent = unresolvable(
                 f"node(s) didn't satisfy plugin(s) [{', '.join(sorted(unschedulable_plugins))}]"
                 if unschedulable_plugins
                 else "node(s) didn't satisfy plugin(s)"
             )
-            for n in all_nodes:
-                if n.name not in allowed:
-                    statuses.set(n.name, excluded)
         feasible = self._find_nodes_that_pass_filters(fwk, state, pod, statuses, nodes)
         if tried_nominated:
             feasible = dataclasses.replace(feasible, evaluated=feasible.evaluated + tried_nominated)
@@ -1002,6 +1001,11 @@ def record_unschedulable(
             named = examples.setdefault(reason, [])
             if len(named) < EXAMPLE_NODES:
                 named.append(node)
+    absent = fit.num_all_nodes - len(fit.statuses)
+    if absent > 0 and fit.statuses.absent.reasons and not fit.statuses.pre_filter_rejected:
+        # (the nodes a PreFilterResult left out share one status)
+        plugin = fit.statuses.absent.plugin or "PreFilter"
+        rejected_by[plugin] = rejected_by.get(plugin, 0) + absent
     attempt.examples = {r: tuple(n) for r, n in examples.items()}
     attempt.rejected_by = rejected_by
     attempt.message = str(fit)

@@ -16,7 +16,13 @@ from hypothesis import strategies as st
 from kemu.api.v1 import types_pb2
 from kemu.machinery.resources import PodResourcesOptions
 from kemu.scheduling.config import default_config
-from kemu.scheduling.interface import CycleState, NodeToStatus, ObserverMetric, cycle_pod_info
+from kemu.scheduling.interface import (
+    CycleState,
+    FitError,
+    NodeToStatus,
+    ObserverMetric,
+    cycle_pod_info,
+)
 from kemu.scheduling.nominator import Nominator
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.runtime import Framework, observer_from_histogram
@@ -242,3 +248,37 @@ def test_a_plugin_counting_otherwise_builds_its_own_cycle_pod_info() -> None:
     assert cycle_pod_info(state, pod) is first, "terms only: any counting serves"
     other = cycle_pod_info(state, pod, off)
     assert other is not first and other.requests.milli_cpu == 1000
+
+
+def _pinned(name: str, node: str, cpu: str) -> types_pb2.Pod:
+    """A DaemonSet controller's pod: required node affinity on metadata.name."""
+    pod = make_pod(name).req(cpu=cpu).scheduler_name("default-scheduler").obj()
+    terms = pod.spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution
+    terms.node_selector_terms.add().match_fields.add(
+        key="metadata.name", operator="In", values=[node]
+    )
+    return pod
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_a_pod_pinned_to_one_node_is_filtered_on_that_node_alone(batch: bool) -> None:
+    # upstream findNodesThatFitPod: the PreFilterResult's nodes from the snapshot and one
+    # status for all others (SetAbsentNodesStatus), not a pass over the cluster's nodes
+    room, full = NodeSpec(4000, 4096, 10, False, (), 0), NodeSpec(100, 4096, 10, False, (), 0)
+    w = world([room] * 7 + [full] + [room] * 52, [], [], batch=batch, seed=0, start=0, percentage=0)
+    sched, fwk = w.scheduler, w.fwk
+    result = sched.schedule_pod(fwk, CycleState(), _pinned("ds-a", "n3", "500m"))
+    assert (result.suggested_host, result.feasible_nodes, result.filter_evaluations) == ("n3", 1, 1)
+    assert result.evaluated_nodes == 1  # upstream: 1 + NodeToStatus.Len(), the absent apart
+    with pytest.raises(FitError) as raised:
+        sched.schedule_pod(fwk, CycleState(), _pinned("ds-b", "n7", "500m"))
+    fit = raised.value
+    assert [name for name, _ in fit.statuses.items()] == ["n7"]
+    assert str(fit) == (
+        "0/60 nodes are available: 1 Insufficient cpu, "
+        "59 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+    )
+    assert sched.snapshot.in_order(["n9", "gone", "n2"]) == [
+        sched.snapshot.get("n2"),
+        sched.snapshot.get("n9"),
+    ]
