@@ -29,6 +29,8 @@ from kemu.scheduling.runtime import Framework, observer_from_histogram
 from kemu.scheduling.types import PodInfo
 from kemu.testing.builders import make_pod
 from scheduler.batch import draws, select_host_index
+from scheduler.decisions import Attempt
+from scheduler.schedule_one import record_unschedulable
 from tests.unit.scheduler.harness import env
 from tests.unit.scheduler.test_batch_equivalence import NodeSpec, node_obj, world
 from tests.unit.scheduling.deferred_builders import SCHEDULER
@@ -278,6 +280,10 @@ def test_a_pod_pinned_to_one_node_is_filtered_on_that_node_alone(batch: bool) ->
         "0/60 nodes are available: 1 Insufficient cpu, "
         "59 node(s) didn't satisfy plugin(s) [NodeAffinity]."
     )
+    attempt = Attempt(time=0.0, profile="default-scheduler", cycle="1", nominated="")
+    record_unschedulable(attempt, fit, None)
+    assert attempt.rejected_by == {"NodeResourcesFit": 1, "PreFilter": 59}
+    assert attempt.examples == {"Insufficient cpu": ("n7",)}
     assert sched.snapshot.in_order(["n9", "gone", "n2"]) == [
         sched.snapshot.get("n2"),
         sched.snapshot.get("n9"),
