@@ -67,6 +67,15 @@ class Activity:
             self.requests -= 1
             self._bump()
 
+    def refused(self, identity: str = "") -> None:
+        """A request of `identity` refused before it was served (the in-flight limit's 429):
+        received all the same, for the caller counts every attempt it makes."""
+        if identity:
+            self.received[identity] += 1
+        else:
+            self.outside += 1
+        self._bump()
+
     def sent_events(self, identity: str, count: int) -> None:
         """`count` watch events handed to the transport for `identity` ("": an untagged
         watch, not counted: outside the cluster's sessions)."""

@@ -217,10 +217,12 @@ def limit_unary(
     method: str,
     behaviour: Callable[[_Req, grpc.aio.ServicerContext[Any, Any]], Awaitable[_Resp]],
     limiter: MaxInflight,
+    refused: Callable[[grpc.aio.ServicerContext[Any, Any]], None] = lambda _context: None,
 ) -> Callable[[_Req, grpc.aio.ServicerContext[Any, Any]], Awaitable[_Resp]]:
     """The unary method `method` of the Api service (its decoded behaviour) behind `limiter`;
     the behaviour itself when nothing is limited. The stream (Watch) is long-running: never
-    wrapped."""
+    wrapped. `refused` is told of each call refused (the event-driven clock counts it as
+    received: its caller counts it as made)."""
     if not limiter.limited:
         return behaviour
 
@@ -228,6 +230,7 @@ def limit_unary(
         try:
             slot = limiter.acquire(grpc_request_info(method, request))
         except TooManyRequests as e:
+            refused(context)
             await wire.abort(context, e)
         with slot:
             return await behaviour(request, context)

@@ -213,6 +213,11 @@ class ApiService:
         finally:
             self._metrics.observe(verb, resource or "", code.name, time.perf_counter() - start)
 
+    def _refused(self, context: grpc.aio.ServicerContext[Any, Any]) -> None:
+        # (a component in a clock session counted the call as made: were it not counted as
+        # received, the event-driven clock would wait for it for ever)
+        self._activity.refused(_metadata(context, CLOCK_IDENTITY_KEY))
+
     @staticmethod
     def _resource_of(envelope: api_pb2.Object) -> str:
         which = envelope.WhichOneof("kind")
@@ -652,7 +657,7 @@ class ApiService:
             name: str, fn: Any, req_cls: type[Message], resp_ser: Callable[[Any], bytes]
         ) -> grpc.RpcMethodHandler[Any, Any]:
             if limiter is not None:
-                fn = limit_unary(name, fn, limiter)
+                fn = limit_unary(name, fn, limiter, refused=self._refused)
             return grpc.unary_unary_rpc_method_handler(
                 wire.unary(fn, req_cls), response_serializer=resp_ser
             )

@@ -21,11 +21,13 @@ from apiserver.server.inflight import (
     grpc_request_info,
     limit_unary,
 )
+from apiserver.server.activity import Activity
 from kemu import wire
 from kemu.api.v1 import api_pb2, types_pb2
 from kemu.client.client import Client
 from kemu.machinery import kinds
 from kemu.machinery.errors import TooManyRequests
+from kemu.machinery.virtual_time import CLOCK_IDENTITY_KEY
 from kemu.testing.fake_time import wait_until
 
 
@@ -187,6 +189,57 @@ async def test_a_client_refused_by_the_limit_backs_off_and_is_served_once_a_slot
             held.release.set()
         assert results == ["1.37", "1.37"]
         assert held.calls == 2 and limiter.inflight(READ_ONLY) == 0
+    finally:
+        await client.close()
+        await server.stop(None)
+
+
+def _identity(context: Any) -> str:
+    return dict(context.invocation_metadata() or ()).get(CLOCK_IDENTITY_KEY, "")
+
+
+@pytest.mark.anyio
+async def test_a_refused_call_of_a_component_in_a_clock_session_is_counted_as_received() -> None:
+    # The caller counts every attempt as made; a 429 from the limit that the apiserver did not
+    # count left the two apart for ever, and the event-driven clock waiting for the missing
+    # call (a 1,000-node day stalled so when its kubelet's pods terminated together).
+    held = _Held()
+    activity = Activity()
+
+    async def served(request: Any, context: Any) -> api_pb2.VersionInfo:
+        with activity.request(_identity(context)):  # as ApiService._serve counts
+            return await held.version(request, context)
+
+    limited = limit_unary(
+        "Version",
+        served,
+        _limiter(1, 1),
+        refused=lambda context: activity.refused(_identity(context)),
+    )
+    handler = grpc.method_handlers_generic_handler(
+        "kemu.api.v1.Api",
+        {
+            "Version": grpc.unary_unary_rpc_method_handler(
+                wire.unary(limited, api_pb2.VersionRequest),
+                response_serializer=api_pb2.VersionInfo.SerializeToString,
+            )
+        },
+    )
+    server = grpc.aio.server()
+    server.add_generic_rpc_handlers((handler,))
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    client = Client(f"127.0.0.1:{port}", timeout=10.0)
+    client.clock_identity = "kubelet-1"
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(client.version)
+            await wait_until(lambda: held.calls == 1, within=5)
+            tg.start_soon(client.version)  # refused at least once: the one slot is taken
+            await wait_until(lambda: client.requests_sent >= 3, within=5)
+            held.release.set()
+        assert held.calls == 2
+        assert activity.received["kubelet-1"] == client.requests_sent >= 3
     finally:
         await client.close()
         await server.stop(None)
