@@ -12,6 +12,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from apiserver.rest.request_info import request_info
+from apiserver.server.activity import Activity
 from apiserver.server.inflight import (
     MUTATING,
     READ_ONLY,
@@ -21,7 +22,6 @@ from apiserver.server.inflight import (
     grpc_request_info,
     limit_unary,
 )
-from apiserver.server.activity import Activity
 from kemu import wire
 from kemu.api.v1 import api_pb2, types_pb2
 from kemu.client.client import Client
@@ -195,7 +195,7 @@ async def test_a_client_refused_by_the_limit_backs_off_and_is_served_once_a_slot
 
 
 def _identity(context: Any) -> str:
-    return dict(context.invocation_metadata() or ()).get(CLOCK_IDENTITY_KEY, "")
+    return str(dict(context.invocation_metadata() or ()).get(CLOCK_IDENTITY_KEY, ""))
 
 
 @pytest.mark.anyio
