@@ -3,6 +3,8 @@ with kemu's client backing off until a slot frees."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -151,17 +153,15 @@ class _Held:
         return api_pb2.VersionInfo(server=api_pb2.ComponentVersion(emulated_version="1.37"))
 
 
-@pytest.mark.anyio
-async def test_a_client_refused_by_the_limit_backs_off_and_is_served_once_a_slot_frees() -> None:
-    held = _Held()
-    registry = CollectorRegistry()
-    limiter = MaxInflight(1, 1, InflightMetrics(registry))
-    # As ApiService.handler builds it: bytes decoded by wire.unary, then the limit.
+@asynccontextmanager
+async def _version_client(behaviour: Any) -> AsyncIterator[Client]:
+    """A client of a gRPC server whose Version method is `behaviour` over request bytes (as
+    ApiService.handler builds it: decoded by wire.unary, then the limit)."""
     handler = grpc.method_handlers_generic_handler(
         "kemu.api.v1.Api",
         {
             "Version": grpc.unary_unary_rpc_method_handler(
-                wire.unary(limit_unary("Version", held.version, limiter), api_pb2.VersionRequest),
+                wire.unary(behaviour, api_pb2.VersionRequest),
                 response_serializer=api_pb2.VersionInfo.SerializeToString,
             )
         },
@@ -172,6 +172,18 @@ async def test_a_client_refused_by_the_limit_backs_off_and_is_served_once_a_slot
     await server.start()
     client = Client(f"127.0.0.1:{port}", timeout=10.0)
     try:
+        yield client
+    finally:
+        await client.close()
+        await server.stop(None)
+
+
+@pytest.mark.anyio
+async def test_a_client_refused_by_the_limit_backs_off_and_is_served_once_a_slot_frees() -> None:
+    held = _Held()
+    registry = CollectorRegistry()
+    limiter = MaxInflight(1, 1, InflightMetrics(registry))
+    async with _version_client(limit_unary("Version", held.version, limiter)) as client:
         results: list[str] = []
 
         async def call() -> None:
@@ -189,9 +201,6 @@ async def test_a_client_refused_by_the_limit_backs_off_and_is_served_once_a_slot
             held.release.set()
         assert results == ["1.37", "1.37"]
         assert held.calls == 2 and limiter.inflight(READ_ONLY) == 0
-    finally:
-        await client.close()
-        await server.stop(None)
 
 
 def _identity(context: Any) -> str:
@@ -216,22 +225,8 @@ async def test_a_refused_call_of_a_component_in_a_clock_session_is_counted_as_re
         _limiter(1, 1),
         refused=lambda context: activity.refused(_identity(context)),
     )
-    handler = grpc.method_handlers_generic_handler(
-        "kemu.api.v1.Api",
-        {
-            "Version": grpc.unary_unary_rpc_method_handler(
-                wire.unary(limited, api_pb2.VersionRequest),
-                response_serializer=api_pb2.VersionInfo.SerializeToString,
-            )
-        },
-    )
-    server = grpc.aio.server()
-    server.add_generic_rpc_handlers((handler,))
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
-    client = Client(f"127.0.0.1:{port}", timeout=10.0)
-    client.clock_identity = "kubelet-1"
-    try:
+    async with _version_client(limited) as client:
+        client.clock_identity = "kubelet-1"
         async with anyio.create_task_group() as tg:
             tg.start_soon(client.version)
             await wait_until(lambda: held.calls == 1, within=5)
@@ -240,6 +235,3 @@ async def test_a_refused_call_of_a_component_in_a_clock_session_is_counted_as_re
             held.release.set()
         assert held.calls == 2
         assert activity.received["kubelet-1"] == client.requests_sent >= 3
-    finally:
-        await client.close()
-        await server.stop(None)
