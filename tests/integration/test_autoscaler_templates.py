@@ -8,6 +8,8 @@ template but not beside the daemon, triggers no scale-up."""
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -105,8 +107,19 @@ async def test_the_estimate_packs_pods_beside_the_daemon_pods_of_each_new_node(
     ns: str,
 ) -> None:
     api, cloud = clients
-    for name in ("a", "b"):
-        await api.create(make_pod(name).namespace(ns).req(cpu="800m").obj())
+    # Both pods unschedulable before the autoscaler's next loop: created while the clock
+    # holds (at rate max a loop could run between the two and see one pod: 0->1, then 1->2).
+    await api.set_clock_rate(0)
+    try:
+        await api.advance_clock(0)  # (a loop under way when the clock stopped is done)
+        for name in ("a", "b"):
+            await api.create(make_pod(name).namespace(ns).req(cpu="800m").obj())
+        for name in ("a", "b"):
+            await eventually(
+                functools.partial(unschedulable, api, ns, name), timeout=10, interval=0.2
+            )
+    finally:
+        await api.set_clock_rate(math.inf)
 
     async def triggered() -> dict[str, str]:
         events = await pod_events(api, ns, "TriggeredScaleUp")
