@@ -147,3 +147,11 @@ def test_the_readme_cluster_example_parses() -> None:
 def test_a_bad_cluster_file_names_the_key(text: str, message: str) -> None:
     with pytest.raises(cluster_config.ClusterConfigError, match=message):
         cluster_config.parse(text)
+
+
+def test_further_flags_are_taken_as_each_component_parses_them() -> None:
+    text = "args: {apiserver: [--max-requests-inflight, '10'], scheduler: [--leader-elect]}"
+    assert cluster_config.parse(text).args == {
+        "apiserver": ("--max-requests-inflight", "10"),
+        "scheduler": ("--leader-elect",),
+    }
