@@ -6,7 +6,7 @@ virtual time.
 
     python -m bench traces [--nodes 100] [--span 6h] [--expanders least-waste,most-pods]
                            [--node-lease-duration-seconds S] [--static-nodes N]
-                           [--only examples|day|whatif]
+                           [--only examples|day|whatif] [--parallel]
                            [--json OUT]
 
 Per replay: the trace's span, the wall time from its first event to the end (start-up apart),
@@ -101,7 +101,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         _run(
             "kemu.whatif",
             [str(day), "--a", str(work / f"day-{a}.yaml"), "--b", str(work / f"day-{b}.yaml"),
-             "--json", str(out), "--quiet"],
+             "--json", str(out), "--quiet", *(["--parallel"] if args.parallel else [])],
         )  # fmt: skip
         compared = json.loads(out.read_text())
         results["whatif"] = {
@@ -174,6 +174,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="N",
         help="the what-if's static nodes (default half; the cloud runs a kubelet process for "
         "each instance of its groups)",
+    )
+    parser.add_argument(
+        "--parallel",
+        action="store_true",
+        help="the what-if's two replays at once (kemu.whatif --parallel): their wall times "
+        "share the cores",
     )
     parser.add_argument("--only", choices=PARTS, help="one part only")
     parser.add_argument("--json", metavar="OUT", help="write the figures as JSON")

@@ -1,9 +1,9 @@
 """python -m kemu.whatif TRACE --a A.yaml --b B.yaml [--json OUT] [--html OUT] [--fail-on-diff]
-[--bind-threshold S] [--speed N] [--tail D] [--root DIR] [--quiet]
+[--bind-threshold S] [--parallel] [--speed N] [--tail D] [--root DIR] [--quiet]
 
 One trace replayed under two cluster configurations (CLUSTER.yaml each, docs/traces.md), one
-fresh cluster after the other, and the two reports side by side with the pods that differ
-(kemu.trace.diff). JSON: {"a": report, "b": report, "diff": [...]}. In virtual time a
+fresh cluster after the other (with --parallel, both at once, each replay in a process of its
+own), and the two reports side by side with the pods that differ (kemu.trace.diff). JSON: {"a": report, "b": report, "diff": [...]}. In virtual time a
 configuration compared with itself gives an empty diff. Exit status 0, or with
 --fail-on-diff 1 when the diff is not empty (the reports are written either way); 2 for bad
 arguments.
@@ -12,10 +12,14 @@ arguments.
 from __future__ import annotations
 
 import argparse
+import multiprocessing
+import signal
 import sys
+import time
 from collections.abc import Sequence
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kemu.timeline.model import Timeline
 from kemu.timeline.render import Table, render_page
@@ -29,6 +33,9 @@ from kemu.trace.__main__ import (
     sigterm_as_interrupt,
 )
 from kemu.trace.diff import DEFAULT_BIND_THRESHOLD, diff
+
+if TYPE_CHECKING:
+    from kemu.trace.replay import ReplayResult
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,6 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_BIND_THRESHOLD,
         metavar="S",
         help="seconds of difference in a pod's time to bind that count (default 1)",
+    )
+    parser.add_argument(
+        "--parallel",
+        action="store_true",
+        help="replay A and B at the same time, each in a process of its own (the runs are "
+        "those of one after the other in virtual time; their wall times share the cores)",
     )
     add_replay_arguments(parser)
     return parser
@@ -89,6 +102,77 @@ def page(names: dict[str, str], a: Timeline, b: Timeline, differences: list[dict
     return render_page([a, b], "kemu whatif", [table])
 
 
+def _replay_child(
+    send: Connection, args: argparse.Namespace, cluster: str, root: Path | None, name: str
+) -> None:
+    """One side of --parallel, in a process of its own: the replay, and its result sent back
+    (("ok", report, timeline) or ("error", message)). Only the parent stops it: Ctrl-C is
+    the parent's to handle, and SIGTERM from it ends the replay as Ctrl-C ends one in the
+    foreground (the cluster is stopped on the way out)."""
+    from kemu.trace.replay import Replay
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sigterm_as_interrupt()
+    try:
+        trace, info = load_trace(args.trace)
+        options = replay_options(args, root, f"whatif {name}")
+        result = Replay(trace, load_cluster(cluster, trace), options, info).run()
+    except KeyboardInterrupt:
+        return
+    except Exception as e:  # the parent says which side failed, and how
+        send.send(("error", f"{type(e).__name__}: {e}"))
+        return
+    timeline = result.timeline
+    timeline.clock = time.time  # the cluster's clock (a client's) went with the cluster
+    send.send(("ok", result.report, timeline))
+
+
+def _side_by_side_runs(args: argparse.Namespace, root: Path | None) -> list[ReplayResult]:
+    """A and B replayed at once (--parallel), each in a spawned process (gRPC is not fork
+    safe). Every child is joined before this returns or raises; one still running then (the
+    other failed, or this process was interrupted) is stopped with SIGTERM first."""
+    from kemu.trace.replay import ReplayResult
+
+    context = multiprocessing.get_context("spawn")
+    children = []
+    reported = False
+    try:
+        for name, cluster in (("a", args.a), ("b", args.b)):
+            receive, send = context.Pipe(duplex=False)
+            child = context.Process(
+                target=_replay_child,
+                args=(send, args, cluster, root / name if root else None, name),
+                name=f"kemu-whatif-{name}",
+            )
+            child.start()
+            send.close()
+            children.append((name, child, receive))
+        pending = {receive: name for name, _, receive in children}
+        done: dict[str, ReplayResult] = {}
+        while pending:
+            # whichever side ends first: a failure stops the other at once
+            for ready in wait(list(pending)):
+                assert isinstance(ready, Connection)
+                name = pending.pop(ready)
+                try:
+                    outcome = ready.recv()
+                except EOFError:
+                    fail(f"the replay of {name} ended without a report (see its output above)", 1)
+                if outcome[0] == "error":
+                    fail(f"the replay of {name} failed: {outcome[1]}", 1)
+                _, report, timeline = outcome
+                done[name] = ReplayResult(report, timeline)
+        reported = True
+        return [done["a"], done["b"]]
+    finally:
+        for _, child, _receive in children:
+            if not reported and child.is_alive():
+                child.terminate()
+        for _, child, receive in children:
+            child.join()
+            receive.close()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.bind_threshold < 0:
@@ -98,14 +182,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     config_b = load_cluster(args.b, trace)
     root = Path(args.root) if args.root else None
     check_html(args.html)
+    replay_options(args, None)  # its arguments checked before anything starts
     from kemu.trace.replay import Replay  # after the arguments are checked: it loads gRPC
 
     sigterm_as_interrupt()
     runs = []
     try:
-        for name, config in (("a", config_a), ("b", config_b)):
-            options = replay_options(args, root / name if root else None, f"whatif {name}")
-            runs.append(Replay(trace, config, options, info).run())
+        if args.parallel:
+            runs = _side_by_side_runs(args, root)
+        else:
+            for name, config in (("a", config_a), ("b", config_b)):
+                options = replay_options(args, root / name if root else None, f"whatif {name}")
+                runs.append(Replay(trace, config, options, info).run())
     except KeyboardInterrupt:
         fail("interrupted", 130)
     reports = [r.report for r in runs]

@@ -189,6 +189,29 @@ def test_whatif_of_two_scoring_strategies_shows_pods_placed_elsewhere(tmp_path: 
     assert [row[:2] for row in table.rows] == [[d["pod"], d["what"]] for d in result["diff"]]
 
 
+def _unnamed(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in p.items() if k != "name"} for p in pods]
+
+
+def test_whatif_in_parallel_replays_what_one_after_the_other_does(tmp_path: Path) -> None:
+    """--parallel: both clusters at once, each replay in a process of its own; in virtual
+    time the runs are those of one after the other, pod by pod."""
+    trace = _scoring_trace(tmp_path / "scoring.sktrace")
+    a, b = EXAMPLES / "most-allocated.yaml", EXAMPLES / "least-allocated.yaml"
+    (tmp_path / "one").mkdir()
+    (tmp_path / "both").mkdir()
+    _, one_after = _whatif(trace, a, b, tmp_path / "one")
+    html = tmp_path / "both" / "whatif.html"
+    code, side = _whatif(trace, a, b, tmp_path / "both", "--parallel", "--html", str(html))
+    assert code == 1
+    assert side["diff"] == one_after["diff"] != []
+    for run in ("a", "b"):  # pod names are generated: the rest of each pod's record agrees
+        assert _unnamed(side[run]["pods"]) == _unnamed(one_after[run]["pods"])
+        assert side[run]["objects"] == one_after[run]["objects"]
+    drawn = read_page(html.read_text())  # both timelines came back from their processes
+    assert [len(r.bars) for r in drawn.runs] == [side["a"]["pods_bound"], side["b"]["pods_bound"]]
+
+
 @pytest.mark.anyio
 async def test_a_recorded_kemu_cluster_replays(tmp_path: Path) -> None:
     out = tmp_path / "recorded.sktrace"
