@@ -259,8 +259,11 @@ class Cache:
                 pod.spec.node_name,
                 ps.pod.spec.node_name,
             )
+        # The bound pod is the assumed one with nodeName set by the apiserver: its PodInfo's
+        # values are the assumed pod's (kemu.scheduling.pod_info), unless the spec moved.
+        pi = refreshed_pod_info(ps.pod_info, pod, self.pod_info)
         self._remove_pod(ps.pod)
-        self._add_pod(pod)
+        self._add_pod(pod, pi)
 
     def update_pod(self, old: types_pb2.Pod, new: types_pb2.Pod) -> None:
         """An assigned pod changed (labels, status, an in-place resize): it is counted again

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from functools import partial
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -147,3 +148,55 @@ def test_the_cache_counts_an_updated_pod_as_the_new_pod(
     assert got.non_zero_requested == want.non_zero_requested
     assert [slots(pi) for pi in got.pods] == [slots(pi) for pi in want.pods]
     assert [pi.uid for pi in got.pods_with_affinity] == [pi.uid for pi in want.pods_with_affinity]
+
+
+@settings(max_examples=150, deadline=None)
+@given(assumed=pods(), bound=pods())
+def test_the_cache_counts_a_confirmed_assumed_pod_as_the_bound_pod(
+    assumed: types_pb2.Pod, bound: types_pb2.Pod
+) -> None:
+    """The informer's Add of an assumed pod (the binding's result) reuses the assumed pod's
+    PodInfo values when the pod's computed inputs did not move, else recomputes."""
+
+    def cache() -> Cache:
+        c = Cache(FakeClock(), counting=SCHEDULER_DEFAULTS)
+        c.add_node(make_node("n0").obj())
+        return c
+
+    confirmed, fresh = cache(), cache()
+    confirmed.assume_pod(assumed)
+    confirmed.finish_binding(assumed)
+    confirmed.add_pod(bound)
+    fresh.add_pod(bound)
+    assert not confirmed.is_assumed_pod(bound)
+    got, want = confirmed.dump().nodes["n0"], fresh.dump().nodes["n0"]
+    assert got.requested == want.requested
+    assert got.non_zero_requested == want.non_zero_requested
+    assert [slots(pi) for pi in got.pods] == [slots(pi) for pi in want.pods]
+    assert [pi.uid for pi in got.pods_with_affinity] == [pi.uid for pi in want.pods_with_affinity]
+
+
+def test_a_confirmed_assumed_pod_keeps_the_values_its_pod_info_computed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cache = Cache(FakeClock(), counting=SCHEDULER_DEFAULTS)
+    cache.add_node(make_node("n0").obj())
+    built: list[types_pb2.Pod] = []
+    factory = cache.pod_info
+    monkeypatch.setattr(cache, "pod_info", lambda pod: built.append(pod) or factory(pod))
+    assumed = make_pod("p").uid("u").node("n0").req(cpu="100m", memory="1Gi").obj()
+    cache.assume_pod(assumed)
+    bound = types_pb2.Pod()
+    bound.CopyFrom(assumed)
+    bound.metadata.resource_version = "7"  # the binding's write
+    cache.add_pod(bound)
+    assert built == [assumed]  # the confirmation computed nothing again
+    (after,) = cache.dump().nodes["n0"].pods
+    assert after.pod is bound
+    moved = types_pb2.Pod()
+    moved.CopyFrom(bound)
+    moved.spec.containers[0].resources.requests["cpu"] = "200m"
+    cache.update_pod(bound, moved)
+    assert built == [assumed, moved]
+    (again,) = cache.dump().nodes["n0"].pods
+    assert again.requests.milli_cpu == 200
