@@ -183,7 +183,12 @@ def test_a_confirmed_assumed_pod_keeps_the_values_its_pod_info_computed(
     cache.add_node(make_node("n0").obj())
     built: list[types_pb2.Pod] = []
     factory = cache.pod_info
-    monkeypatch.setattr(cache, "pod_info", lambda pod: built.append(pod) or factory(pod))
+
+    def counted(pod: types_pb2.Pod) -> PodInfo:
+        built.append(pod)
+        return factory(pod)
+
+    monkeypatch.setattr(cache, "pod_info", counted)
     assumed = make_pod("p").uid("u").node("n0").req(cpu="100m", memory="1Gi").obj()
     cache.assume_pod(assumed)
     bound = types_pb2.Pod()
