@@ -129,25 +129,31 @@ def test_a_status_only_update_reuses_and_a_resize_recomputes() -> None:
     assert again.requests.milli_cpu == 300
 
 
+def one_node_cache() -> Cache:
+    c = Cache(FakeClock(), counting=SCHEDULER_DEFAULTS)
+    c.add_node(make_node("n0").obj())
+    return c
+
+
+def assert_counted_alike(cache: Cache, fresh: Cache) -> None:
+    """`cache` counts node n0's pods as `fresh`, which only ever saw the final pods, does."""
+    got, want = cache.dump().nodes["n0"], fresh.dump().nodes["n0"]
+    assert got.requested == want.requested
+    assert got.non_zero_requested == want.non_zero_requested
+    assert [slots(pi) for pi in got.pods] == [slots(pi) for pi in want.pods]
+    assert [pi.uid for pi in got.pods_with_affinity] == [pi.uid for pi in want.pods_with_affinity]
+
+
 @settings(max_examples=150, deadline=None)
 @given(old=pods(), new=pods())
 def test_the_cache_counts_an_updated_pod_as_the_new_pod(
     old: types_pb2.Pod, new: types_pb2.Pod
 ) -> None:
-    def cache() -> Cache:
-        c = Cache(FakeClock(), counting=SCHEDULER_DEFAULTS)
-        c.add_node(make_node("n0").obj())
-        return c
-
-    updated, fresh = cache(), cache()
+    updated, fresh = one_node_cache(), one_node_cache()
     updated.add_pod(old)
     updated.update_pod(old, new)
     fresh.add_pod(new)
-    got, want = updated.dump().nodes["n0"], fresh.dump().nodes["n0"]
-    assert got.requested == want.requested
-    assert got.non_zero_requested == want.non_zero_requested
-    assert [slots(pi) for pi in got.pods] == [slots(pi) for pi in want.pods]
-    assert [pi.uid for pi in got.pods_with_affinity] == [pi.uid for pi in want.pods_with_affinity]
+    assert_counted_alike(updated, fresh)
 
 
 @settings(max_examples=150, deadline=None)
@@ -157,30 +163,19 @@ def test_the_cache_counts_a_confirmed_assumed_pod_as_the_bound_pod(
 ) -> None:
     """The informer's Add of an assumed pod (the binding's result) reuses the assumed pod's
     PodInfo values when the pod's computed inputs did not move, else recomputes."""
-
-    def cache() -> Cache:
-        c = Cache(FakeClock(), counting=SCHEDULER_DEFAULTS)
-        c.add_node(make_node("n0").obj())
-        return c
-
-    confirmed, fresh = cache(), cache()
+    confirmed, fresh = one_node_cache(), one_node_cache()
     confirmed.assume_pod(assumed)
     confirmed.finish_binding(assumed)
     confirmed.add_pod(bound)
     fresh.add_pod(bound)
     assert not confirmed.is_assumed_pod(bound)
-    got, want = confirmed.dump().nodes["n0"], fresh.dump().nodes["n0"]
-    assert got.requested == want.requested
-    assert got.non_zero_requested == want.non_zero_requested
-    assert [slots(pi) for pi in got.pods] == [slots(pi) for pi in want.pods]
-    assert [pi.uid for pi in got.pods_with_affinity] == [pi.uid for pi in want.pods_with_affinity]
+    assert_counted_alike(confirmed, fresh)
 
 
 def test_a_confirmed_assumed_pod_keeps_the_values_its_pod_info_computed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    cache = Cache(FakeClock(), counting=SCHEDULER_DEFAULTS)
-    cache.add_node(make_node("n0").obj())
+    cache = one_node_cache()
     built: list[types_pb2.Pod] = []
     factory = cache.pod_info
 
