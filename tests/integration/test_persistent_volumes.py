@@ -100,6 +100,10 @@ async def test_an_immediate_claim_binds_to_the_smallest_matching_static_volume(
     for size, name in names.items():
         await client.create(volume(name, size, storage_class=cls))
     await client.create(storage_class(cls, "kubernetes.io/no-provisioner"))
+    # The binder matches Available volumes only (upstream FindMatchingVolume skips the others):
+    # a claim made before the smallest one is Available binds to a larger one, upstream too.
+    for name in names.values():
+        await volume_in_phase(client, name, "Available")
     await client.create(claim("data", "1500Mi", storage_class=cls, namespace=ns))
     bound = await bound_claim(client, "data", ns)
     assert bound.spec.volume_name == names["2Gi"]
