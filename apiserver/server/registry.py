@@ -208,7 +208,7 @@ class Registry:
         self._prepare_for_create(kind, obj)
         if kind.kind == "Pod":
             assert isinstance(obj, types_pb2.Pod)
-            self._admit_pod(obj)
+            await self._admit_pod(obj)
         causes = validate_object(obj)
         if causes:
             raise Invalid.from_causes(f'{kind.kind} "{meta.name}"', causes)
@@ -232,8 +232,17 @@ class Registry:
                 ),
             )
 
-    def _admit_pod(self, pod: types_pb2.Pod) -> None:
-        classes = [co.obj for co in self._caches["priorityclasses"].objects()]
+    async def _admit_pod(self, pod: types_pb2.Pod) -> None:
+        cache = self._caches["priorityclasses"]
+        # Read-your-writes within this apiserver: a pod created right after its PriorityClass
+        # (the create returned) must find it, so the cache is first brought to this apiserver's
+        # last PriorityClass write (upstream's Priority plugin reads an informer's lister and
+        # has that window: plugin/pkg/admission/priority/admission.go). Past wait_fresh's
+        # timeout it admits with what the cache holds.
+        written = self.store.written.get("priorityclasses", 0)
+        if written > cache.revision:
+            await cache.wait_fresh(written)
+        classes = [co.obj for co in cache.objects()]
         admission.admit_priority(pod, classes)  # type: ignore[arg-type]
         admission.admit_default_toleration_seconds(pod, self._toleration_seconds)
 

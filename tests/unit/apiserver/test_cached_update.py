@@ -110,9 +110,11 @@ class HeldCache:
         self._store = store
         self._kind = kind
         self._objects: dict[str, CachedObject] = {}
+        self.revision = 0
 
     def sync(self) -> None:
         self._objects = {}
+        self.revision = self._store.revision
         for key, kv in self._store.kvs.items():
             if key.startswith(f"/registry/{self._kind.resource}/"):
                 data = encoding.with_resource_version(kv.value, kv.mod_revision)
@@ -121,6 +123,9 @@ class HeldCache:
 
     def get(self, key: str) -> CachedObject | None:
         return self._objects.get(key)
+
+    async def wait_fresh(self, revision: int) -> bool:
+        return self.revision >= revision
 
     def objects(self) -> list[CachedObject]:
         return list(self._objects.values())
