@@ -1,13 +1,14 @@
 """The emulated cloud: `python -m cloud --server HOST:PORT --config FILE --state-dir DIR --port N`.
 
-It owns the node groups of its config and runs a kemu kubelet (`python -m kubelet`, one
-process per instance) for every instance it creates; each instance's Node carries the label
+It owns the node groups of its config and runs a kemu kubelet (`python -m kubelet`) for every
+instance it creates: one process per instance, or with `--kubelet-processes node-group` one
+hollow kubelet process per node group whose nodes the cloud adds and removes (cloud.kubelets); each instance's Node carries the label
 kemu.io/node-group=<group> and spec.providerID kemu://<group>/<instance>. It serves the
 node-group API (kemu.api.cloud.v1.CloudProvider, upstream's externalgrpc shape) on --port; its
 own process, so an autoscaler restart loses no node, as with a real cloud.
 
-State lives in --state-dir (state.json, and each instance's kubelet root dir and log under
-instances/ and logs/). On SIGTERM the cloud stops its kubelets (a kubelet also dies with a
+State lives in --state-dir (state.json, and each instance's (or node group's) kubelet root
+dir and log under instances/ and logs/). On SIGTERM the cloud stops its kubelets (a kubelet also dies with a
 SIGKILLed cloud) and on start it starts them again from its state: instances, their Nodes and
 their pods' checkpoints survive a restart, none is lost or duplicated.
 
@@ -27,7 +28,12 @@ import anyio
 import grpc
 
 from cloud.config import NODE_GROUP_LABEL, CloudConfig, ConfigError, load_config
-from cloud.kubelets import KubeletProcesses
+from cloud.kubelets import (
+    KubeletLaunch,
+    KubeletProcesses,
+    KubeletProcessMode,
+    NodeGroupKubelets,
+)
 from cloud.provider import Cloud
 from cloud.servicer import CloudProviderServicer
 from cloud.state import StateStore
@@ -74,6 +80,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DURATION",
         help="time from creating an instance to starting its kubelet (default 0s)",
     )
+    parser.add_argument(
+        "--kubelet-processes",
+        choices=[m.value for m in KubeletProcessMode],
+        default=KubeletProcessMode.INSTANCE.value,
+        help="instance (default): one kubelet process per instance, as each machine runs its "
+        "own; node-group: one hollow kubelet process per node group running its instances "
+        "as nodes (for hundreds of instances)",
+    )
     return parser
 
 
@@ -104,13 +118,23 @@ async def serve(
     state_dir = Path(args.state_dir)
     informers = InformerFactory(client, clock=ctx.clock)
     nodes = informers.informer(types_pb2.Node, label_selector=NODE_GROUP_LABEL)
+    launch = KubeletLaunch(
+        server=args.server,
+        instances_dir=state_dir / "instances",
+        log_dir=state_dir / "logs",
+        clock_mode=ctx.options.clock,
+    )
+    kubelets = (
+        NodeGroupKubelets(launch)
+        if args.kubelet_processes == KubeletProcessMode.NODE_GROUP.value
+        else KubeletProcesses(launch)
+    )
     cloud = Cloud(
         config,
         StateStore(state_dir),
-        KubeletProcesses(state_dir / "logs"),
+        kubelets,
         client,
         nodes.lister,
-        server=args.server,
         provision_delay=args.provision_delay,
         clock=ctx.clock,
         clock_mode=ctx.options.clock,

@@ -51,10 +51,12 @@ _RESERVED_KUBELET_FLAGS: Final = (
     "--node-name",
     "--nodes",
     "--node-name-prefix",
+    "--node-control",
     "--capacity",
     "--node-labels",
     "--register-with-taints",
     "--provider-id",
+    "--node-ip",
     "--root-dir",
     "--metrics-port",
 )

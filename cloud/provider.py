@@ -27,7 +27,6 @@ import anyio
 from anyio.abc import TaskGroup
 
 from cloud.config import NODE_GROUP_LABEL, CloudConfig, Failures, NodeGroupConfig
-from cloud.kubelets import kill_leftover, kubelet_argv
 from cloud.state import (
     CREATING,
     DELETING,
@@ -82,11 +81,16 @@ class NodeLister(Protocol):
 
 
 class Kubelets(Protocol):
-    """What the cloud needs of the kubelet processes (cloud.kubelets.KubeletProcesses)."""
+    """What the cloud needs of its instances' kubelets (cloud.kubelets: a process each, or
+    one per node group)."""
+
+    def kill_leftover(self, pid: int, name: str, group: str) -> None:
+        """Kills process `pid` if it is a previous cloud's kubelet of instance `name`."""
 
     def running(self, name: str) -> bool: ...
 
-    def start(self, name: str, argv: Sequence[str]) -> int: ...
+    def start(self, group: NodeGroupConfig, name: str, provider_id: str) -> int:
+        """Starts the kubelet of instance `name`; the pid of the process running it."""
 
     def exited(self) -> list[tuple[str, int]]: ...
 
@@ -106,19 +110,18 @@ class Cloud:
         client: ApiClient,
         nodes: NodeLister,
         *,
-        server: str,
         provision_delay: float = 0.0,
         clock: Clock | None = None,
         clock_mode: ClockMode = ClockMode.REAL,
     ) -> None:
         """`clock`: the cloud's (its instances' creation times, the provisioning delay, the
-        reconcile period); `clock_mode`: its instances' kubelets run with the same."""
+        reconcile period); `clock_mode`: its instances' kubelets run with the same (on the
+        virtual clock they are started one at a time: see `reconcile`)."""
         self.config = config
         self._store = store
         self._kubelets = kubelets
         self._client = client
         self._nodes = nodes
-        self._server = server
         self._provision_delay = provision_delay
         self._clock: Clock = clock or RealClock()
         self._now = self._clock.now
@@ -344,7 +347,7 @@ class Cloud:
         with fewer instances than its minSize gets the missing ones (as a cloud's instance
         group is created at its minimum size)."""
         for inst in list(self.state.instances.values()):
-            kill_leftover(inst.pid, inst.name)
+            self._kubelets.kill_leftover(inst.pid, inst.name, inst.group)
             if self.config.group(inst.group) is None:
                 logger.warning(
                     "instance %s: group %s is not configured, deleting", inst.name, inst.group
@@ -451,15 +454,7 @@ class Cloud:
             group = self.config.group(inst.group)
             if group is None or group.external_nodes:
                 continue
-            argv = kubelet_argv(
-                self._server,
-                group,
-                inst.name,
-                inst.provider_id,
-                self._store.directory / "instances" / inst.name,
-                clock_mode=self._clock_mode,
-            )
-            inst.pid = self._kubelets.start(inst.name, argv)
+            inst.pid = self._kubelets.start(group, inst.name, inst.provider_id)
             self._booting[inst.name] = time.monotonic()
             started = True
         if started:

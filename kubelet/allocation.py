@@ -36,11 +36,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
+import anyio
 from prometheus_client import CollectorRegistry
 
 from kemu.api.v1 import types_pb2
 from kemu.client.events import EventRecorder
 from kemu.component.clock import Clock
+from kemu.component.virtual_clock import move_on_after
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
 from kemu.machinery.resources import (
     DEFAULT_OPTIONS,
@@ -234,6 +236,8 @@ class AllocationManager:
         self.enabled = enabled
         self._actuation_delay = actuation_delay
         self.timer = RetryTimer(period=retry_period)
+        self._woken = anyio.Event()
+        """Set when a node is added while `run` waits (its deadline may come first)."""
         self._recorder = recorder
         self.deferred_resizes_accepted: dict[str, int] = {}
         """Deferred resizes a retry accepted, by retry trigger (upstream's
@@ -455,6 +459,15 @@ class AllocationManager:
         if changed:
             node.save()
 
+    def add_node(self, name: str) -> None:
+        """A node started at run time (a hollow kubelet's parent's `add`): its periodic retry
+        is armed from now, as every node's is at start."""
+        self.timer.start((name,), self._clock.monotonic())
+        self._woken.set()
+
+    def remove_node(self, name: str) -> None:
+        self.timer.forget(name)
+
     async def run(self) -> None:
         """The periodic retry of every node (kubelet.resize_retry: 30 s after start, then
         `retry_period` after each node's last walk), until cancelled."""
@@ -463,8 +476,15 @@ class AllocationManager:
         self.timer.start(self._nodes, self._clock.monotonic())
         while True:
             deadline = self.timer.next_deadline()
+            self._woken = anyio.Event()
             if deadline is None:
-                return
-            await self._clock.sleep(max(0.0, deadline - self._clock.monotonic()))
+                await self._woken.wait()  # no node: until one is added
+                continue
+            remaining = deadline - self._clock.monotonic()
+            if remaining > 0:
+                async with move_on_after(self._clock, remaining):
+                    await self._woken.wait()
             for name in self.timer.due(self._clock.monotonic()):
-                self.retry(self._nodes[name], TRIGGER_PERIODIC)
+                node = self._nodes.get(name)
+                if node is not None:
+                    self.retry(node, TRIGGER_PERIODIC)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Final
 
 import anyio
+from anyio.abc import TaskGroup
 
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
@@ -50,6 +51,7 @@ from kemu.machinery.quantity import parse_capacity_flag
 from kubelet.allocation import DEFAULT_ACTUATION_DELAY
 from kubelet.checkpoint import Checkpoint
 from kubelet.network import DEFAULT_NODE_IP_RANGE, default_node_ip, parse_node_ip
+from kubelet.node_control import serve_node_control
 from kubelet.node_status import (
     DEFAULT_LEASE_DURATION_SECONDS,
     DEFAULT_MAX_PODS,
@@ -96,6 +98,9 @@ class KubeletSettings:
     timing: NodeTiming
     pods: PodWorkerOptions
     root_dir: Path | None
+    template: NodeConfig | None = None
+    """--node-control: what the nodes added at run time share (each has its own name,
+    providerID and IP); `nodes` is empty."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -116,6 +121,14 @@ def build_parser() -> argparse.ArgumentParser:
         default="hollow-node",
         metavar="P",
         help="the name prefix of hollow nodes (default hollow-node)",
+    )
+    nodes.add_argument(
+        "--node-control",
+        choices=["stdin"],
+        default="",
+        help="hollow mode run by a parent process (the emulated cloud's node-group kubelets): "
+        "no node at start; the nodes are added and removed by lines on stdin "
+        "(kubelet.node_control); the process stops at the end of stdin",
     )
     nodes.add_argument(
         "--capacity",
@@ -236,7 +249,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def settings_from_args(args: argparse.Namespace, kubelet_version: str) -> KubeletSettings:
     """The validated settings; ValueError naming the flag otherwise."""
-    if args.nodes is not None:
+    if args.node_control:
+        for flag, given in (
+            ("--node-name", bool(args.node_name)),
+            ("--nodes", args.nodes is not None),
+            ("--provider-id", bool(args.provider_id)),
+            ("--node-ip", bool(args.node_ip)),
+        ):
+            if given:
+                raise ValueError(f"{flag} and --node-control are mutually exclusive")
+        names: list[str] = []
+    elif args.nodes is not None:
         if args.node_name:
             raise ValueError("--node-name and --nodes are mutually exclusive")
         if args.nodes < 1:
@@ -283,19 +306,18 @@ def settings_from_args(args: argparse.Namespace, kubelet_version: str) -> Kubele
         raise ValueError("--resize-actuation-delay: must not be negative")
     if not args.resize_retry_period > 0:
         raise ValueError("--resize-retry-period: must be positive")
-    allocatable = allocatable_of(capacity, reserved)
-    node_ips = _node_ips(args, names)
+    template = NodeConfig(
+        name="",
+        capacity=capacity,
+        allocatable=allocatable_of(capacity, reserved),
+        kubelet_version=kubelet_version,
+        labels=labels,
+        taints=tuple(taints),
+        provider_id=args.provider_id,
+    )
+    node_ips = _node_ips(args, names) if names else []
     nodes = tuple(
-        NodeConfig(
-            name=name,
-            capacity=capacity,
-            allocatable=allocatable,
-            kubelet_version=kubelet_version,
-            labels=labels,
-            taints=tuple(taints),
-            provider_id=args.provider_id,
-            node_ip=node_ip,
-        )
+        dataclasses.replace(template, name=name, node_ip=node_ip)
         for name, node_ip in zip(names, node_ips, strict=True)
     )
     return KubeletSettings(
@@ -315,6 +337,7 @@ def settings_from_args(args: argparse.Namespace, kubelet_version: str) -> Kubele
             resize_retry_period=args.resize_retry_period,
         ),
         root_dir=Path(args.root_dir) if args.root_dir else None,
+        template=template if args.node_control else None,
     )
 
 
@@ -377,10 +400,11 @@ async def run(settings: KubeletSettings, ctx: ComponentContext) -> None:
 
 
 class OwnNodes:
-    """The names of the nodes a process runs: the `keep` predicates of its informers."""
+    """The names of the nodes a process runs: the `keep` predicates of its informers (a set
+    that --node-control's adds and removes change)."""
 
     def __init__(self, names: Iterable[str]) -> None:
-        self.names = frozenset(names)
+        self.names = set(names)
 
     def pod(self, pod: types_pb2.Pod) -> bool:
         return pod.spec.node_name in self.names
@@ -394,14 +418,15 @@ class Kubelet:
 
     def __init__(self, client: ApiClient, settings: KubeletSettings, ctx: ComponentContext) -> None:
         self.settings = settings
+        self._client = client
         self._ctx = ctx
-        single = len(settings.nodes) == 1
+        single = len(settings.nodes) == 1 and settings.template is None
         host = settings.nodes[0].name if single else ""
         self.recorder = EventRecorder(client, COMPONENT, host=host, clock=ctx.clock)
         self.informers = InformerFactory(client, clock=ctx.clock)
         # One watch per kind: a node's own pods by field selector, or every bound pod (and
         # every node) for hollow nodes, the other processes' dropped by the informer.
-        own = OwnNodes(config.name for config in settings.nodes)
+        own = self.own = OwnNodes(config.name for config in settings.nodes)
         self.pod_informer = self.informers.informer(
             types_pb2.Pod,
             field_selector=f"spec.nodeName={host}" if single else "spec.nodeName!=",
@@ -447,6 +472,10 @@ class Kubelet:
             )
         )
         self._synced = False
+        self._limiter = anyio.CapacityLimiter(REGISTRATION_CONCURRENCY)
+        self._group: TaskGroup | None = None
+        self._added: dict[str, _AddedNode] = {}
+        """The nodes --node-control added, by name."""
 
     def _on_node(self, node: types_pb2.Node) -> None:
         # upstream's kubelet passes its Node's podCIDR to the runtime (updatePodCIDR)
@@ -462,13 +491,15 @@ class Kubelet:
     async def run(self) -> None:
         count = len(self.agents)
         offsets = renewal_offsets(count, self.settings.timing.lease_renew_interval)
-        limiter = anyio.CapacityLimiter(REGISTRATION_CONCURRENCY)
         async with anyio.create_task_group() as tg:
+            self._group = tg
             await tg.start(self.recorder.run)
             previous: anyio.Event | None = None
             for agent, offset in zip(self.agents, offsets, strict=True):
                 tg.start_soon(
-                    functools.partial(agent.run, offset=offset, limiter=limiter, after=previous),
+                    functools.partial(
+                        agent.run, offset=offset, limiter=self._limiter, after=previous
+                    ),
                     name=f"node {agent.name}",
                 )
                 previous = agent.registered
@@ -476,13 +507,99 @@ class Kubelet:
             await self.informers.wait_for_cache_sync()
             await tg.start(self.pod_workers.run)
             self._synced = True
-            logger.info(
-                "kubelet running %d node(s): %s",
-                count,
-                self.agents[0].name
-                if count == 1
-                else f"{self.agents[0].name} .. {self.agents[-1].name}",
-            )
+            if self.settings.template is not None:
+                logger.info("kubelet running the nodes its parent adds (--node-control stdin)")
+                tg.start_soon(
+                    functools.partial(serve_node_control, self, on_end=self._ctx.stopping.set),
+                    name="node control",
+                )
+            else:
+                logger.info(
+                    "kubelet running %d node(s): %s",
+                    count,
+                    self.agents[0].name
+                    if count == 1
+                    else f"{self.agents[0].name} .. {self.agents[-1].name}",
+                )
+
+    # ------------------------------------------------------------ nodes at run time
+
+    async def add_node(self, name: str, provider_id: str) -> None:
+        """Starts running node `name` (--node-control's `add`), as a kubelet starting on a
+        new machine: its Node registered with `provider_id`, its checkpoint restored, the
+        pods bound to it listed. Adding a node it runs does nothing."""
+        template = self.settings.template
+        if template is None:
+            raise RuntimeError("add_node: the kubelet does not run with --node-control")
+        if name in self._added:
+            return
+        assert self._group is not None
+        config = dataclasses.replace(
+            template, name=name, provider_id=provider_id, node_ip=str(default_node_ip(name))
+        )
+        # The informers keep the node's objects from now on; what they dropped before is
+        # listed apart and merged (Informer.merge), and the pod workers take the node's pods
+        # as the informer then holds them.
+        self.own.names.add(name)
+        pods = await self._client.list_all(types_pb2.Pod, field_selector=f"spec.nodeName={name}")
+        nodes = await self._client.list_all(types_pb2.Node, field_selector=f"metadata.name={name}")
+        self.pod_informer.merge(pods.items)
+        self.pod_workers.add_node(
+            NodePods(
+                name,
+                config.allocatable_ints(),
+                Checkpoint(self.settings.root_dir, name),
+                node_ip=config.node_ip,
+            ),
+            [p for p in self.pod_informer.lister.list() if p.spec.node_name == name],
+        )
+        self.node_informer.merge(nodes.items)
+        agent = NodeAgent(
+            self._client,
+            config,
+            clock=self._ctx.clock,
+            timing=self.settings.timing,
+            lister=self.node_informer.lister,
+        )
+        added = self._added[name] = _AddedNode(agent)
+        self._group.start_soon(
+            functools.partial(added.run, limiter=self._limiter), name=f"node {name}"
+        )
+        logger.info("node %s: started (providerID %s)", name, provider_id or "unset")
+
+    async def remove_node(self, name: str) -> None:
+        """Stops running node `name` (--node-control's `remove`), as its machine going away:
+        its Lease and status are no longer kept and its pods are forgotten (the cloud deletes
+        the Node, the pod garbage collector the pods). Returns once it is stopped."""
+        added = self._added.pop(name, None)
+        if added is None:
+            return
+        await added.stop()
+        self.own.names.discard(name)
+        self.pod_informer.refilter()
+        self.node_informer.refilter()
+        self.pod_workers.remove_node(name)
+        logger.info("node %s: stopped", name)
+
+
+class _AddedNode:
+    """The agent of a node added at run time, in a scope of its own."""
+
+    def __init__(self, agent: NodeAgent) -> None:
+        self.agent = agent
+        self._scope = anyio.CancelScope()
+        self._done = anyio.Event()
+
+    async def run(self, *, limiter: anyio.CapacityLimiter) -> None:
+        try:
+            with self._scope:
+                await self.agent.run(limiter=limiter)
+        finally:
+            self._done.set()
+
+    async def stop(self) -> None:
+        self._scope.cancel()
+        await self._done.wait()
 
 
 async def serve(client: ApiClient, settings: KubeletSettings, ctx: ComponentContext) -> None:

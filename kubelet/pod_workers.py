@@ -297,16 +297,7 @@ class PodWorkers:
         oldest first (upstream's HandlePodAdditions order), so that a stale checkpoint never
         counts against a new pod."""
         for node in self.nodes.values():
-            self._forget_gone_restored_pods(node)
-            new = [p for uid, p in node.api_pods.items() if uid not in node.runtimes]
-            new.sort(key=lambda p: (p.metadata.creation_timestamp.ToNanoseconds(), p.metadata.name))
-            self._adopt_pod_ips(node)
-            for pod in new:
-                self._add_pod(node, pod)
-            # HandlePodAdditions retries when the pods it adds have resizes pending: after a
-            # restart, the restored ones.
-            if node.deferred:
-                self.allocation_manager.retry(node, TRIGGER_PODS_ADDED)
+            self._start_node(node)
         self._started = True
         for uid in list(self._node_of):
             self.queue.add(uid)
@@ -319,6 +310,54 @@ class PodWorkers:
                 task_status.started()
         finally:
             self.queue.shut_down()
+
+    def _start_node(self, node: NodePods) -> None:
+        """A node's pods once its API pods are known: restored ones the API no longer has are
+        forgotten, then the new ones admitted oldest first."""
+        self._forget_gone_restored_pods(node)
+        new = [p for uid, p in node.api_pods.items() if uid not in node.runtimes]
+        new.sort(key=lambda p: (p.metadata.creation_timestamp.ToNanoseconds(), p.metadata.name))
+        self._adopt_pod_ips(node)
+        for pod in new:
+            self._add_pod(node, pod)
+        # HandlePodAdditions retries when the pods it adds have resizes pending: after a
+        # restart, the restored ones.
+        if node.deferred:
+            self.allocation_manager.retry(node, TRIGGER_PODS_ADDED)
+
+    # ------------------------------------------------------------ nodes at run time
+
+    def add_node(self, node: NodePods, pods: Iterable[types_pb2.Pod]) -> None:
+        """Starts syncing the pods of a node a hollow kubelet runs from now on (its parent's
+        `add`, kubelet.node_control): `pods` are the API's pods bound to it, listed after
+        the pod informer began keeping them. What `restore` and `run` do for the nodes of the
+        start; call it once the workers run."""
+        if not self._started:
+            raise RuntimeError("add_node: the pod workers are not running yet")
+        if node.name in self.nodes:
+            raise ValueError(f"node {node.name} is already running")
+        self.nodes[node.name] = node
+        for rt in node.restore():
+            self._node_of[rt.uid] = node
+        self.allocation_manager.restore(node)
+        for pod in pods:
+            node.api_pods[pod.metadata.uid] = pod
+            self._node_of[pod.metadata.uid] = node
+        self._start_node(node)
+        self.allocation_manager.add_node(node.name)
+        for uid in {*node.runtimes, *node.api_pods}:
+            self.queue.add(uid)
+
+    def remove_node(self, name: str) -> None:
+        """Stops syncing the pods of node `name` (its parent's `remove`): they are forgotten,
+        not stopped, as when an instance's machine goes away; its checkpoint stays."""
+        node = self.nodes.pop(name, None)
+        if node is None:
+            return
+        for uid in {*node.runtimes, *node.api_pods}:
+            if self._node_of.get(uid) is node:
+                del self._node_of[uid]
+        self.allocation_manager.remove_node(name)
 
     @staticmethod
     def _adopt_pod_ips(node: NodePods) -> None:

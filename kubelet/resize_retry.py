@@ -77,6 +77,9 @@ class RetryTimer:
         for name in nodes:
             self._deadlines[name] = now + self.initial_delay
 
+    def forget(self, node: str) -> None:
+        self._deadlines.pop(node, None)
+
     def reset(self, node: str, now: float) -> None:
         if node in self._deadlines:
             self._deadlines[node] = now + self.period

@@ -112,6 +112,15 @@ def _meta(obj: Message) -> Any:
     return obj.metadata  # type: ignore[attr-defined]
 
 
+def _revision(obj: Message) -> int:
+    """The object's resourceVersion as a number (kemu's are etcd revisions), to tell which of
+    two copies of one object is newer; 0 when it has none."""
+    try:
+        return int(_meta(obj).resource_version or 0)
+    except ValueError:
+        return 0
+
+
 class Lister(Generic[M]):
     """Read access to an informer's cache. Returned objects are shared: do not mutate them."""
 
@@ -242,6 +251,41 @@ class Informer(Generic[M]):
         self._indices[name] = {}
         for key, obj in self._items.items():
             self._index_add(name, key, obj)
+
+    # ------------------------------------------------------------ a keep predicate that moved
+
+    def refilter(self) -> None:
+        """The `keep` predicate keeps less than it did (a hollow kubelet stopped running a
+        node): cached objects it no longer keeps are delivered as deletes, as when an object
+        stops matching a watch's selector."""
+        keep = self._keep
+        if keep is None:
+            return
+        for key, obj in list(self._items.items()):
+            if not keep(obj):
+                self._remove(key)
+                self._notify_delete(obj)
+
+    def merge(self, items: Iterable[M]) -> None:
+        """The `keep` predicate keeps more than it did (a hollow kubelet started running a
+        node): `items`, listed apart after the predicate moved, were dropped on arrival
+        before. Each kept one newer than the cached copy (by resourceVersion) is stored and
+        delivered as an add or an update. From the move on the watch keeps their changes; one
+        it delivers late (older than the listed copy) is followed by the newer ones, as every
+        change after the informer's resourceVersion reaches it in order."""
+        for item in items:
+            key = object_key(item)
+            cached = self._items.get(key)
+            if cached is not None and _revision(cached) >= _revision(item):
+                continue
+            obj = self._kept(item)
+            if obj is None:
+                continue
+            old = self._store(key, obj)
+            if old is None:
+                self._notify_add(obj)
+            else:
+                self._notify_update(old, obj)
 
     # ------------------------------------------------------------ the cache
 

@@ -163,8 +163,13 @@ class Replay:
                 "kubelet", f"kubelet-{pool.name}", args, wait=False, **self._component("kubelet")
             )
         if config.node_groups is not None:
+            # Each node group's instances are the nodes of one hollow kubelet, as the static
+            # pools are: a process per instance costs more than its node's work at scale.
             cloud = cluster.start_cloud(
-                config.node_groups, emulated_version=config.versions.get("cloud"), wait=False
+                config.node_groups,
+                emulated_version=config.versions.get("cloud"),
+                extra_args=["--kubelet-processes", "node-group"],
+                wait=False,
             )
             cluster.wait_ready("cloud")
             cluster.start_autoscaler(

@@ -35,6 +35,7 @@ def cloud_cluster(
     *,
     provision_delay: str = "0s",
     controllermanager_args: Sequence[str] = (),
+    cloud_args: Sequence[str] = (),
     clock: ClockMode = ClockMode.REAL,
 ) -> Iterator[Cluster]:
     """etcd, the apiserver, the scheduler, the controller-manager and the cloud (`config`),
@@ -45,7 +46,7 @@ def cloud_cluster(
         c.start_apiserver()
         c.start_scheduler()
         c.start_controllermanager(extra_args=list(controllermanager_args))
-        c.start_cloud(config, provision_delay=provision_delay)
+        c.start_cloud(config, provision_delay=provision_delay, extra_args=list(cloud_args))
         yield c
 
 

@@ -1,6 +1,8 @@
 """The emulated cloud (`python -m cloud`) on real processes: its instances are real kubelets
 whose Nodes run pods; deleting an instance takes its Node and pods; a SIGKILLed cloud comes
-back with the same instances; injected failures show in the instances' states. On the
+back with the same instances; injected failures show in the instances' states. Each with a
+kubelet process per instance and with one hollow kubelet per node group
+(`--kubelet-processes`). On the
 virtual clock at rate max (`rate_max`): the pod GC's quarantine of the deleted instance's pod
 passes as soon as the cluster is idle, and only if the restarted cloud's clock session
 squares with what the apiserver counted (a session's calls are counted by its identity, one
@@ -8,6 +10,7 @@ per process)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -49,15 +52,29 @@ nodeGroups:
 """
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+@pytest.fixture(scope="module", params=["instance", "node-group"])
+def cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Cluster]:
     with cloud_cluster(
         tmp_path_factory.mktemp("cloud"),
         CONFIG,
         controllermanager_args=["--pod-gc-quarantine", "1s", "--pod-gc-check-period", "500ms"],
+        cloud_args=["--kubelet-processes", request.param],
         clock=ClockMode.VIRTUAL,
     ) as c:
         yield c
+
+
+def kubelet_pids(cluster: Cluster) -> dict[str, int]:
+    """The pid of each instance's kubelet process, as the cloud's state file records it."""
+    state = json.loads((cluster.root / "cloud" / "state.json").read_text())
+    return {inst["name"]: inst["pid"] for inst in state["instances"] if inst["pid"]}
+
+
+def kubelet_processes(cluster: Cluster) -> str:
+    argv = cluster.component("cloud").argv
+    return argv[argv.index("--kubelet-processes") + 1]
 
 
 @pytest.fixture
@@ -101,6 +118,8 @@ async def test_cloud_lifecycle_scale_up_restart_delete(
     assert all(n.metadata.labels["disk"] == "ssd" for n in nodes.values())
     for name, node in nodes.items():
         assert await cloud.node_group_for_node(node.spec.provider_id, name) == "pool-a"
+    pids = {kubelet_pids(cluster)[name] for name in nodes}
+    assert len(pids) == (1 if kubelet_processes(cluster) == "node-group" else 2)
     assert await cloud.node_group_for_node("kemu://other/x", "x") == ""
 
     async def all_running() -> bool:

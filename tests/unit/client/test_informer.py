@@ -383,3 +383,37 @@ async def test_a_relist_drops_an_unchanged_object_the_predicate_no_longer_keeps(
     assert rec.events[1:] == [("delete", "a")]
     assert inf.lister.keys() == []
     assert fake.verbs().count("list") == 2
+
+
+@pytest.mark.anyio
+async def test_merge_and_refilter_follow_a_predicate_that_moved(tg: TaskGroup) -> None:
+    """A hollow kubelet adding a node keeps more: what the informer dropped is listed apart
+    and merged (newer than the cached copy only); removing one keeps less: the cached objects
+    no longer kept are delivered as deletes."""
+    owners = {"me"}
+    fake = FakeClient(pod("a", labels={"owner": "me"}), pod("b", labels={"owner": "you"}))
+    inf = Informer(
+        fake, Pod, keep=lambda p: p.metadata.labels["owner"] in owners, clock=FakeClock()
+    )
+    rec = Recorder()
+    inf.add_event_handler(rec)
+    await tg.start(inf.run)
+    await wait_until(lambda: fake.open_watches == 1)
+    assert rec.events == [("add", "a")]
+
+    owners.add("you")
+    listed = (await fake.list_all(Pod)).items
+    await fake.patch(Pod, "a", {"metadata": {"annotations": {"x": "1"}}})  # seen by the watch
+    await wait_until(lambda: len(rec.events) == 2)
+    inf.merge(listed)  # b is new; the listed a is older than the cached one
+    assert rec.events[2:] == [("add", "b")]
+    cached_a = inf.lister.get("a")
+    assert cached_a is not None and cached_a.metadata.annotations["x"] == "1"
+    assert sorted(inf.lister.keys()) == ["default/a", "default/b"]
+    inf.merge(listed)  # nothing newer: no event
+    assert len(rec.events) == 3
+
+    owners.discard("me")
+    inf.refilter()
+    assert rec.events[3:] == [("delete", "a")]
+    assert inf.lister.keys() == ["default/b"]

@@ -3,13 +3,14 @@ in-process and kemu.client.cloudprovider's client."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import grpc
 import pytest
 
-from cloud.config import parse_config
+from cloud.config import NodeGroupConfig, parse_config
+from cloud.kubelets import KubeletLaunch, kubelet_argv
 from cloud.provider import Cloud
 from cloud.servicer import CloudProviderServicer
 from cloud.state import StateStore
@@ -39,6 +40,9 @@ nodeGroups:
   failures: {outOfCapacity: true}
 """
 )
+LAUNCH = KubeletLaunch(
+    server="127.0.0.1:6443", instances_dir=Path("/state/instances"), log_dir=Path("/state/logs")
+)
 RUNNING = cloud_pb2.InstanceStatus.instanceRunning
 CREATING = cloud_pb2.InstanceStatus.instanceCreating
 
@@ -51,8 +55,11 @@ class FakeKubelets:
     def running(self, name: str) -> bool:
         return name in self.argv
 
-    def start(self, name: str, argv: Sequence[str]) -> int:
-        self.argv[name] = list(argv)
+    def kill_leftover(self, pid: int, name: str, group: str) -> None:
+        pass
+
+    def start(self, group: NodeGroupConfig, name: str, provider_id: str) -> int:
+        self.argv[name] = kubelet_argv(LAUNCH, group, name, provider_id)
         return 1000 + len(self.argv)
 
     def exited(self) -> list[tuple[str, int]]:
@@ -88,9 +95,7 @@ class Env:
         self.cloud = self.new_cloud()
 
     def new_cloud(self) -> Cloud:
-        return Cloud(
-            CONFIG, self.store, self.kubelets, self.api, self.nodes, server="127.0.0.1:6443"
-        )
+        return Cloud(CONFIG, self.store, self.kubelets, self.api, self.nodes)
 
     async def register(self, name: str) -> None:
         """Plays the instance's kubelet: a Ready Node with its providerID."""
@@ -172,7 +177,7 @@ async def test_instances_of_a_group_with_external_nodes_run_no_kubelet(tmp_path:
         "template: {capacity: {cpu: '1', memory: 1Gi}}}]"
     )
     kubelets, nodes, api = FakeKubelets(), Nodes(), FakeClient()
-    cloud = Cloud(config, StateStore(tmp_path), kubelets, api, nodes, server="127.0.0.1:6443")
+    cloud = Cloud(config, StateStore(tmp_path), kubelets, api, nodes)
     assert await cloud.increase_size("pool-a", 2) == ["pool-a-0", "pool-a-1"]
     assert kubelets.argv == {}
     # Whoever makes the load registers the Node: the instance is then running.
@@ -273,11 +278,11 @@ async def test_a_group_below_its_min_size_gets_the_missing_instances_at_start(
         "template: {capacity: {cpu: '1', memory: 1Gi}}}]"
     )
     kubelets, store = FakeKubelets(), StateStore(tmp_path)
-    cloud = Cloud(config, store, kubelets, FakeClient(), Nodes(), server="127.0.0.1:6443")
+    cloud = Cloud(config, store, kubelets, FakeClient(), Nodes())
     await cloud.start()
     assert cloud.target_size("pool-a") == 2
     assert sorted(kubelets.argv) == ["pool-a-0", "pool-a-1"]
     # Restarted with its instances: none more.
-    again = Cloud(config, store, kubelets, FakeClient(), Nodes(), server="127.0.0.1:6443")
+    again = Cloud(config, store, kubelets, FakeClient(), Nodes())
     await again.start()
     assert [v.name for v in again.instances("pool-a")] == ["pool-a-0", "pool-a-1"]
