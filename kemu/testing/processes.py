@@ -424,6 +424,18 @@ def status_kib(status_text: str, field: str) -> int:
     raise ValueError(f"no {field} line")
 
 
+def child_pids(pid: int) -> list[int]:
+    """The pids of the live children of process `pid` (Linux's /proc/PID/task/*/children);
+    none if they cannot be read."""
+    out: list[int] = []
+    try:
+        for task in sorted(Path(f"/proc/{pid}/task").iterdir()):
+            out += [int(c) for c in (task / "children").read_text().split()]
+    except (OSError, ValueError):
+        return out
+    return out
+
+
 def memory_kib(pid: int) -> dict[str, int] | None:
     """{"rss_kib": now, "peak_rss_kib": the most so far} of a live process; None if it cannot
     be read (gone, or not Linux)."""

@@ -39,7 +39,7 @@ from kemu.machinery.virtual_time import ClockMode
 from kemu.testing.cluster import Cluster
 from kemu.testing.cluster_time import ClusterClock, advance_to, cluster_now
 from kemu.testing.eventually import eventually
-from kemu.testing.processes import memory_kib
+from kemu.testing.processes import child_pids, memory_kib
 from kemu.timeline.model import Timeline
 from kemu.trace import objects, report
 from kemu.trace.cluster_config import ClusterConfig
@@ -247,6 +247,12 @@ class Replay:
                     for name, proc in cluster.processes.items()
                     if proc.pid is not None and (m := memory_kib(proc.pid)) is not None
                 }
+                cloud = cluster.processes.get("cloud")
+                if cloud is not None and cloud.pid is not None:
+                    # the cloud's node-group kubelets, children of its process
+                    for i, pid in enumerate(child_pids(cloud.pid)):
+                        if (m := memory_kib(pid)) is not None:
+                            memory[f"kubelet-cloud-{i}"] = m
                 tg.cancel_scope.cancel()
         timeline.finish(end)
         built = report.build(

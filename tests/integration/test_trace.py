@@ -189,6 +189,46 @@ def test_whatif_of_two_scoring_strategies_shows_pods_placed_elsewhere(tmp_path: 
     assert [row[:2] for row in table.rows] == [[d["pod"], d["what"]] for d in result["diff"]]
 
 
+AUTOSCALED = """\
+nodes:
+- {name: static, count: 1, capacity: {cpu: "2", memory: 8Gi, pods: "110"}}
+nodeGroups:
+- name: pool
+  minSize: 0
+  maxSize: 3
+  template: {capacity: {cpu: "2", memory: 8Gi, pods: "110"}}
+autoscaler: {scale-down-unneeded-time: 1m, scale-down-delay-after-add: 1m}
+"""
+
+
+def test_an_autoscaled_replay_grows_and_shrinks_its_node_group(tmp_path: Path) -> None:
+    """A replay's node groups run as one hollow kubelet per group (the cloud's
+    --kubelet-processes node-group): the autoscaler adds the instances a scale-up needs, their
+    nodes run the pods, and they are removed once the Deployment shrinks."""
+    trace = Trace(
+        tracked={"apps/v1.Deployment": TrackedObject(("/spec/template",))},
+        events=[
+            TraceEvent(1_800_000_000),
+            TraceEvent(1_800_000_000, applied=[_deployment("web", 4, "1500m")]),
+            TraceEvent(1_800_000_600, applied=[_deployment("web", 0, "1500m")]),
+            TraceEvent(1_800_001_800),
+        ],
+    )
+    path = tmp_path / "autoscaled.sktrace"
+    path.write_bytes(simkube.write(trace))
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(AUTOSCALED)
+    report = _replay(path, tmp_path, "--cluster", str(cluster))
+    assert (report["pods_created"], report["pods_bound"]) == (4, 4)
+    assert report["unschedulable_at_end"] == []
+    counts = [n for _, n in report["nodes_over_time"]]
+    assert max(counts) == 4, counts  # the static node and three of the group's
+    assert counts[-1] == 1, counts  # the group's empty nodes removed once web went to 0
+    (logs,) = tmp_path.glob("run/**/cloud/logs")
+    assert sorted(p.name for p in logs.glob("*.log")) == ["pool.log"]
+    assert report["processes"]["kubelet-cloud-0"]["peak_rss_kib"] > 0  # the group's kubelet
+
+
 def _unnamed(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: v for k, v in p.items() if k != "name"} for p in pods]
 
