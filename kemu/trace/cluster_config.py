@@ -86,6 +86,8 @@ _SET_BY_REPLAY: Final = {
         "--nodes",
         "--node-name",
         "--node-name-prefix",
+        "--node-control",
+        "--provider-id",
         "--capacity",
         "--node-labels",
         "--register-with-taints",

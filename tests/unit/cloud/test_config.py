@@ -94,6 +94,18 @@ def _group(**overrides: str) -> str:
             _group(template="{capacity: {cpu: '1', memory: 1Gi}, kubeletArgs: [--node-name=x]}"),
             "nodeGroups[0].template.kubeletArgs[0]: --node-name is set by the cloud",
         ),
+        (
+            _group(
+                template="{capacity: {cpu: '1', memory: 1Gi}, kubeletArgs: [--node-control, stdin]}"
+            ),
+            "nodeGroups[0].template.kubeletArgs[0]: --node-control is set by the cloud",
+        ),
+        (
+            _group(
+                template="{capacity: {cpu: '1', memory: 1Gi}, kubeletArgs: [--node-ip=10.0.0.1]}"
+            ),
+            "nodeGroups[0].template.kubeletArgs[0]: --node-ip is set by the cloud",
+        ),
         (_group(failures="{neverReady: x}"), "nodeGroups[0].failures.neverReady: expected an"),
         (_group(failures="{outOfCapacity: 1}"), "nodeGroups[0].failures.outOfCapacity: expected"),
         (_group(externalNodes="1"), "nodeGroups[0].externalNodes: expected true or false"),

@@ -136,6 +136,10 @@ def test_the_readme_cluster_example_parses() -> None:
         ),
         ("nodes: [{name: a, kubeletArgs: [--server=x]}]", r"kubeletArgs\[0\]: --server is set"),
         (
+            "nodes: [{name: a, kubeletArgs: [--node-control, stdin]}]",
+            r"kubeletArgs\[0\]: --node-control is set",
+        ),
+        (
             "args: {controllermanager: [--node-monitor-grace-period, five]}",
             r"args\.controllermanager: argument --node-monitor-grace-period: ",
         ),
