@@ -10,8 +10,9 @@ virtual time.
                            [--json OUT]
 
 Per replay: the trace's span, the wall time from its first event to the end (start-up apart),
-their ratio, pods bound of created, and the peak RSS of every process (kubelets summed). The
-what-if adds both runs' node-hours and pods bound, and the number of pods that differ.
+their ratio, pods bound of created, and the peak RSS of every process (kubelets summed); the
+JSON adds the peak node count, time to bind and pods unschedulable at the end. The what-if adds
+both runs' node-hours and pods bound, and the pods that differ (by kind in the JSON).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import json
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -69,6 +71,9 @@ def row(name: str, report: dict[str, Any]) -> dict[str, Any]:
         "pods_created": report["pods_created"],
         "preemptions": len(report["preemptions"]),
         "node_hours": report["node_hours"],
+        "peak_nodes": max((n for _, n in report.get("nodes_over_time", ())), default=0),
+        "time_to_bind_s": report.get("time_to_bind_s"),
+        "unschedulable_at_end": len(report.get("unschedulable_at_end", ())),
         "peak_rss_mib": {k: round(v, 1) for k, v in peak_rss_mib(report).items()},
     }
 
@@ -110,6 +115,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             "b": row(f"day, {b}", compared["b"]),
             "pods_that_differ": len(compared["diff"]),
             "differences": sorted({d["what"] for d in compared["diff"]}),
+            "differences_by_kind": dict(Counter(d["what"] for d in compared["diff"])),
         }
         print("compared the expanders", file=sys.stderr)
     return results
@@ -172,8 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--static-nodes",
         type=int,
         metavar="N",
-        help="the what-if's static nodes (default half; the cloud runs a kubelet process for "
-        "each instance of its groups)",
+        help="the what-if's static nodes (default half; the others are its node groups)",
     )
     parser.add_argument(
         "--parallel",

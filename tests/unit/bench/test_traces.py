@@ -17,6 +17,7 @@ def report(bound: int, rss: dict[str, int]) -> dict[str, Any]:
         "pods_created": 10,
         "preemptions": [{"at": 1.0}],
         "node_hours": 12.5,
+        "nodes_over_time": [[0.0, 3], [60.0, 5], [120.0, 4]],
         "processes": {name: {"rss_kib": kib, "peak_rss_kib": kib} for name, kib in rss.items()},
     }
 
@@ -41,3 +42,7 @@ def test_the_table_has_a_row_per_replay_and_the_what_if() -> None:
     assert "bare-pods.sktrace" in text and "30.0x" in text and "10/10" in text
     assert "day, least-waste" in text and "9/10" in text and "etcd 1" in text
     assert text.endswith("what-if least-waste vs most-pods: 4 pods differ (node_group)")
+
+
+def test_a_row_has_the_peak_node_count() -> None:
+    assert row("day", report(10, {}))["peak_nodes"] == 5
