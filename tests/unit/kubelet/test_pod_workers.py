@@ -12,6 +12,8 @@ from kemu.client.fake import FakeClient
 from kemu.component.clock import FakeClock
 from kemu.testing.builders import make_pod
 from kemu.testing.fake_time import settle, wait_until
+from kubelet.checkpoint import Checkpoint
+from kubelet.pod_manager import NodePods
 from kubelet.pod_workers import PodWorkerOptions
 from kubelet.runtime import PodState
 
@@ -325,3 +327,42 @@ async def test_a_stale_checkpoint_never_counts_against_pods_found_at_start(tmp_p
     async with running_workers(fake=fake, clock=clock, root_dir=tmp_path) as env:
         await advance(env.clock, 1)
         assert await env.phase("new") == "Running"
+
+
+async def test_a_node_added_at_run_time_restores_its_pods_and_a_removed_one_is_let_go(
+    tmp_path: Path,
+):
+    """--node-control: a node added to running workers starts as the nodes of the start do
+    (its checkpoint restored, restored pods the API no longer has forgotten, the pods given
+    admitted); once removed, its pods are no longer synced."""
+    clock = FakeClock()
+    fake = FakeClient(clock=clock)
+    two = {"n1": ALLOCATABLE, "n2": ALLOCATABLE}
+    async with running_workers(fake=fake, clock=clock, root_dir=tmp_path, nodes=two) as env:
+        await env.fake.create(pod("keep", node="n2"))
+        await env.fake.create(pod("gone", node="n2"))
+        await wait_running(env, "keep")
+        await wait_running(env, "gone")
+    await fake.delete(types_pb2.Pod, "gone", grace_period_seconds=0)
+    async with running_workers(fake=fake, clock=clock, root_dir=tmp_path) as env:
+        keep = await env.pod("keep")
+        fake.clear_actions()
+        env.workers.add_node(NodePods("n2", ALLOCATABLE, Checkpoint(tmp_path, "n2")), [keep])
+        await settle()
+        runtimes = env.node("n2").runtimes
+        assert [rt.key for rt in runtimes.values()] == ["default/keep"]
+        assert runtimes[keep.metadata.uid].state == PodState.RUNNING
+        assert "update_status" not in fake.verbs("pods")  # restored, not started again
+        await env.fake.create(pod("late", node="n2"))
+        await wait_running(env, "late")
+
+        env.workers.remove_node("n2")
+        assert "n2" not in env.workers.nodes
+        await env.fake.create(pod("after", node="n2"))
+        await advance(env.clock, 2)
+        written = [
+            a.object.metadata.name
+            for a in fake.actions
+            if a.verb == "update_status" and isinstance(a.object, types_pb2.Pod)
+        ]
+        assert "after" not in written  # never admitted: no kubelet runs n2 here any more
