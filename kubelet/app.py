@@ -575,10 +575,12 @@ class Kubelet:
         if added is None:
             return
         await added.stop()
+        # The workers let go first: the informers' deletes of the node's pods below are then
+        # not taken for the pods' deletions (which would sync them, and retry resizes).
+        self.pod_workers.remove_node(name)
         self.own.names.discard(name)
         self.pod_informer.refilter()
         self.node_informer.refilter()
-        self.pod_workers.remove_node(name)
         logger.info("node %s: stopped", name)
 
 
