@@ -11,11 +11,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from autoscaler.clusterstate import DELETING, CloudApi, GroupState
 from autoscaler.metrics import Metrics
 from autoscaler.scale_up import Recorder
 from autoscaler.scaledown.actuation import Actuator
+from autoscaler.scaledown.eligibility import UnremovableReason
 from autoscaler.scaledown.options import ScaleDownOptions
 from autoscaler.scaledown.planner import Plan, Planner
 from autoscaler.scaledown.taints import (
@@ -28,11 +30,24 @@ from autoscaler.scaledown.taints import (
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
+from kemu.component.logs import V
 from kemu.machinery.errors import ApiError
 from kemu.machinery.keys import object_key
 from kemu.scheduling.simulator import ClusterSnapshot, PredicateChecker
 
 logger = logging.getLogger(__name__)
+
+_UNREMOVABLE_LOG_LEVELS: Final = {
+    # upstream's verbosity for each (core/scaledown/eligibility/eligibility.go,
+    # processors/nodes/pre_filtering_processor.go): a node of no autoscaled group at V(5), so
+    # that a cluster of static nodes logs nothing per loop; the other reasons at V(4) but
+    # for the few below at V(1)
+    UnremovableReason.NOT_AUTOSCALED: V(5),
+    UnremovableReason.CURRENTLY_BEING_DELETED: V(1),
+    UnremovableReason.SCALE_DOWN_DISABLED_ANNOTATION: V(1),
+    UnremovableReason.NODE_GROUP_MIN_SIZE_REACHED: V(1),
+    UnremovableReason.RECENTLY_UNREMOVABLE: V(1),
+}
 
 
 @dataclass(frozen=True)
@@ -191,8 +206,11 @@ class ScaleDown:
         return self._summary(plan, cooldown, started)
 
     def _log_unremovable(self, plan: Plan) -> None:
+        if not logger.isEnabledFor(V(1)):
+            return
         for name, (reason, message) in sorted(plan.unremovable.items()):
-            logger.info("node %s is not removable: %s (%s)", name, reason, message)
+            level = _UNREMOVABLE_LOG_LEVELS.get(reason, V(4))
+            logger.log(level, "node %s is not removable: %s (%s)", name, reason, message)
 
     async def _soft_taints(self, plan: Plan, nodes: Sequence[types_pb2.Node]) -> None:
         """DeletionCandidate on the unneeded nodes, off the others (UpdateSoftDeletionTaints)."""

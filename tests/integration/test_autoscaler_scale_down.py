@@ -131,6 +131,7 @@ def autoscaler_args() -> list[str]:
         # tests and the chaos profile keep the default.
         "--node-delete-delay-after-taint", "1s",
         "--record-decisions",
+        "-v", "4",  # the unremovable nodes' reasons are logged at V(4) and V(1), as upstream
     ]  # fmt: skip
 
 
