@@ -117,15 +117,22 @@ def kill_leftover(pid: int, name: str, root_dir: Path) -> None:
         return
 
 
-class KubeletProcesses:
-    """`instance`: the running kubelets by instance name, a process each."""
+class _Launched:
+    """What both shapes share: how their kubelets are started, and a previous cloud's found."""
 
     def __init__(self, launch: KubeletLaunch) -> None:
         self._launch = launch
-        self._procs: dict[str, subprocess.Popen[bytes]] = {}
 
     def kill_leftover(self, pid: int, name: str, group: str) -> None:
         kill_leftover(pid, name, self._launch.instances_dir / group)
+
+
+class KubeletProcesses(_Launched):
+    """`instance`: the running kubelets by instance name, a process each."""
+
+    def __init__(self, launch: KubeletLaunch) -> None:
+        super().__init__(launch)
+        self._procs: dict[str, subprocess.Popen[bytes]] = {}
 
     def running(self, name: str) -> bool:
         proc = self._procs.get(name)
@@ -198,20 +205,17 @@ class _GroupKubelet:
         return True
 
 
-class NodeGroupKubelets:
+class NodeGroupKubelets(_Launched):
     """`node-group`: one hollow kubelet process per node group (kubelet.node_control), its
     instances the nodes the cloud adds to it. Output goes to <log-dir>/<group>.log."""
 
     def __init__(self, launch: KubeletLaunch) -> None:
-        self._launch = launch
+        super().__init__(launch)
         self._groups: dict[str, _GroupKubelet] = {}
         self._group_of: dict[str, str] = {}
         """Instance name -> its group, for the instances a live process runs."""
         self._lost: list[tuple[str, int]] = []
         """(instance, exit code) of a process found dead by `start` before `exited` saw it."""
-
-    def kill_leftover(self, pid: int, name: str, group: str) -> None:
-        kill_leftover(pid, name, self._launch.instances_dir / group)
 
     def running(self, name: str) -> bool:
         group = self._group_of.get(name)

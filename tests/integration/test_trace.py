@@ -126,20 +126,25 @@ def _deployment(name: str, replicas: int, cpu: str) -> dict[str, Any]:
     }
 
 
+def _deployments_trace(path: Path, events: list[TraceEvent]) -> Path:
+    """A SimKube trace of Deployments with these events, written to `path`."""
+    trace = Trace(tracked={"apps/v1.Deployment": TrackedObject(("/spec/template",))}, events=events)
+    path.write_bytes(simkube.write(trace))
+    return path
+
+
 def _scoring_trace(path: Path) -> Path:
     """Two Deployments and a scale-up: with two 4-cpu nodes, MostAllocated and
     LeastAllocated place some of their pods on different nodes."""
-    trace = Trace(
-        tracked={"apps/v1.Deployment": TrackedObject(("/spec/template",))},
-        events=[
+    return _deployments_trace(
+        path,
+        [
             TraceEvent(1_800_000_000),
             TraceEvent(1_800_000_000, applied=[_deployment("web", 3, "1")]),
             TraceEvent(1_800_000_030, applied=[_deployment("api", 2, "1500m")]),
             TraceEvent(1_800_000_090, applied=[_deployment("web", 4, "1")]),
         ],
     )
-    path.write_bytes(simkube.write(trace))
-    return path
 
 
 def _whatif(
@@ -205,17 +210,15 @@ def test_an_autoscaled_replay_grows_and_shrinks_its_node_group(tmp_path: Path) -
     """A replay's node groups run as one hollow kubelet per group (the cloud's
     --kubelet-processes node-group): the autoscaler adds the instances a scale-up needs, their
     nodes run the pods, and they are removed once the Deployment shrinks."""
-    trace = Trace(
-        tracked={"apps/v1.Deployment": TrackedObject(("/spec/template",))},
-        events=[
+    path = _deployments_trace(
+        tmp_path / "autoscaled.sktrace",
+        [
             TraceEvent(1_800_000_000),
             TraceEvent(1_800_000_000, applied=[_deployment("web", 4, "1500m")]),
             TraceEvent(1_800_000_600, applied=[_deployment("web", 0, "1500m")]),
             TraceEvent(1_800_001_800),
         ],
     )
-    path = tmp_path / "autoscaled.sktrace"
-    path.write_bytes(simkube.write(trace))
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text(AUTOSCALED)
     report = _replay(path, tmp_path, "--cluster", str(cluster))
