@@ -39,6 +39,7 @@ from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import AlreadyExists, ApiError, Conflict, NotFound
+from kemu.machinery.keys import revision_of
 from kemu.machinery.quantity import format_resource, to_int
 
 logger = logging.getLogger(__name__)
@@ -361,9 +362,7 @@ class NodeAgent:
         mine = self._node
         if seen is None:
             return mine
-        if mine is None or int(seen.metadata.resource_version or 0) >= int(
-            mine.metadata.resource_version or 0
-        ):
+        if mine is None or revision_of(seen) >= revision_of(mine):
             return seen
         return mine
 

@@ -13,19 +13,12 @@ import logging
 from collections.abc import Mapping
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.keys import revision_of
 from kubelet.checkpoint import Checkpoint
 from kubelet.network import PodAddresses
 from kubelet.runtime import PodRuntime, PodState
 
 logger = logging.getLogger(__name__)
-
-
-def resource_version(pod: types_pb2.Pod) -> int:
-    """The pod's resourceVersion as a number, to tell which of two copies is newer."""
-    try:
-        return int(pod.metadata.resource_version or 0)
-    except ValueError:
-        return 0
 
 
 class NodePods:
@@ -71,5 +64,5 @@ class NodePods:
         """Keeps `pod` as the latest API state unless a newer one is known, or it was deleted."""
         uid = pod.metadata.uid
         known = self.api_pods.get(uid)
-        if known is not None and resource_version(known) < resource_version(pod):
+        if known is not None and revision_of(known) < revision_of(pod):
             self.api_pods[uid] = pod

@@ -38,12 +38,13 @@ from kemu.client.interface import ApiClient
 from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
 from kemu.machinery.errors import ApiError, Conflict, NotFound
+from kemu.machinery.keys import revision_of
 from kemu.machinery.kinds import EVENT_WARNING
 from kemu.machinery.pod_strategy import TERMINAL_PHASES, spec_grace_seconds
 from kemu.machinery.resources import DEFAULT_OPTIONS, PodResourcesOptions
 from kubelet.admission import admit_pod
 from kubelet.allocation import DEFAULT_ACTUATION_DELAY, AllocationManager, held_by_others
-from kubelet.pod_manager import NodePods, resource_version
+from kubelet.pod_manager import NodePods
 from kubelet.preemption import (
     PREEMPT_MESSAGE,
     PREEMPT_REASON,
@@ -207,7 +208,7 @@ class PodWorkers:
             return
         uid = pod.metadata.uid
         known = node.api_pods.get(uid)
-        if known is not None and resource_version(known) > resource_version(pod):
+        if known is not None and revision_of(known) > revision_of(pod):
             return  # we already hold a newer version (the answer to our own write)
         node.api_pods[uid] = pod
         self._node_of[uid] = node

@@ -59,7 +59,7 @@ from kemu.client.interface import (
 from kemu.component.clock import Clock, RealClock
 from kemu.machinery import kinds
 from kemu.machinery.errors import ApiError, Gone, Timeout, TooManyRequests, Unavailable
-from kemu.machinery.keys import object_key
+from kemu.machinery.keys import object_key, revision_of
 
 logger = logging.getLogger(__name__)
 
@@ -110,15 +110,6 @@ class FuncHandler(Generic[M]):
 
 def _meta(obj: Message) -> Any:
     return obj.metadata  # type: ignore[attr-defined]
-
-
-def _revision(obj: Message) -> int:
-    """The object's resourceVersion as a number (kemu's are etcd revisions), to tell which of
-    two copies of one object is newer; 0 when it has none."""
-    try:
-        return int(_meta(obj).resource_version or 0)
-    except ValueError:
-        return 0
 
 
 class Lister(Generic[M]):
@@ -276,7 +267,7 @@ class Informer(Generic[M]):
         for item in items:
             key = object_key(item)
             cached = self._items.get(key)
-            if cached is not None and _revision(cached) >= _revision(item):
+            if cached is not None and revision_of(cached) >= revision_of(item):
                 continue
             obj = self._kept(item)
             if obj is None:

@@ -17,3 +17,13 @@ def object_key(obj: Message) -> str:
     cluster-scoped one."""
     meta: types_pb2.ObjectMeta = obj.metadata  # type: ignore[attr-defined]
     return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
+
+
+def revision_of(obj: Message) -> int:
+    """An API object's resourceVersion as a number (kemu's are etcd revisions), to tell which
+    of two copies of one object is newer; 0 when it has none (or it does not parse)."""
+    meta: types_pb2.ObjectMeta = obj.metadata  # type: ignore[attr-defined]
+    try:
+        return int(meta.resource_version or 0)
+    except ValueError:
+        return 0
