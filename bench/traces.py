@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import subprocess
 import sys
 import tempfile
@@ -33,13 +34,49 @@ from kemu.testing.processes import REPO_ROOT, python_env
 
 EXAMPLES: Final = REPO_ROOT / "tests" / "fixtures" / "simkube"
 PARTS: Final = ("examples", "day", "whatif")
+STOP_GRACE: Final = 120.0
+"""Seconds a command stopped on the way has to stop its clusters before it is killed."""
+
+
+class Terminated(Exception):
+    """SIGTERM reached this process (`stop_on_sigterm`)."""
+
+
+def stop_on_sigterm() -> None:
+    """SIGTERM raises Terminated, so that the command running (`run_command`) is stopped
+    before this process ends, instead of being left running on its own."""
+
+    def terminated(signum: int, frame: object) -> None:
+        raise Terminated
+
+    signal.signal(signal.SIGTERM, terminated)
+
+
+def run_command(argv: Sequence[str]) -> None:
+    """Runs `argv` to its end (RuntimeError with its stderr's tail if it fails). Stopped on the
+    way: on SIGTERM (Terminated) the command gets SIGTERM too; on Ctrl-C it got SIGINT already
+    (one process group). Either way it is waited for, so that it stops its clusters, and killed
+    only after STOP_GRACE seconds."""
+    with subprocess.Popen(
+        argv, env=python_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as child:
+        try:
+            _, stderr = child.communicate()
+        except (Terminated, KeyboardInterrupt) as e:
+            if isinstance(e, Terminated):
+                child.terminate()
+            try:
+                child.communicate(timeout=STOP_GRACE)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.communicate()
+            raise
+    if child.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} exited {child.returncode}: {stderr[-2000:]}")
 
 
 def _run(module: str, args: Sequence[str]) -> None:
-    argv = [sys.executable, "-m", module, *args]
-    done = subprocess.run(argv, env=python_env(), capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)} exited {done.returncode}: {done.stderr[-2000:]}")
+    run_command([sys.executable, "-m", module, *args])
 
 
 def replay(trace: Path, cluster: Path | None, out: Path) -> dict[str, Any]:
@@ -197,8 +234,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(expanders) != 2:
         parser.error("--expanders: two names, comma-separated")
     args.expanders = expanders
-    with tempfile.TemporaryDirectory(prefix="kemu-bench-traces-") as tmp:
-        results = run(args, Path(tmp))
+    stop_on_sigterm()
+    try:
+        with tempfile.TemporaryDirectory(prefix="kemu-bench-traces-") as tmp:
+            results = run(args, Path(tmp))
+    except (Terminated, KeyboardInterrupt):
+        print("bench traces: interrupted; the replays were stopped", file=sys.stderr)
+        return 130
     print(table(results))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")

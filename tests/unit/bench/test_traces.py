@@ -1,10 +1,20 @@
-"""bench traces: the figures it takes from a replay's report, and its table."""
+"""bench traces: the figures it takes from a replay's report, its table, and a SIGTERM's
+way to the command it runs."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bench.traces import peak_rss_mib, row, table
+from kemu.testing.processes import python_env
 
 
 def report(bound: int, rss: dict[str, int]) -> dict[str, Any]:
@@ -46,3 +56,47 @@ def test_the_table_has_a_row_per_replay_and_the_what_if() -> None:
 
 def test_a_row_has_the_peak_node_count() -> None:
     assert row("day", report(10, {}))["peak_nodes"] == 5
+
+
+INNER = """
+import os, signal, sys, time
+from pathlib import Path
+out = Path(sys.argv[1])
+def stopped(signum, frame):
+    out.with_suffix(".stopped").write_text(str(signum))
+    sys.exit(0)
+signal.signal(signal.SIGTERM, stopped)
+out.with_suffix(".ready").write_text(str(os.getpid()))
+time.sleep(60)
+"""
+OUTER = """
+import sys
+from bench.traces import Terminated, run_command, stop_on_sigterm
+stop_on_sigterm()
+try:
+    run_command([sys.executable, "-c", sys.argv[1], sys.argv[2]])
+except Terminated:
+    sys.exit(130)
+"""
+
+
+def test_sigterm_stops_the_command_running_and_waits_for_it(tmp_path: Path) -> None:
+    # (a SIGTERMed `bench traces` left its kemu.whatif, and both replays, running)
+    out = tmp_path / "inner"
+    outer = subprocess.Popen([sys.executable, "-c", OUTER, INNER, str(out)], env=python_env())
+    try:
+        ready = out.with_suffix(".ready")
+        deadline = time.monotonic() + 30
+        while not ready.exists() or not ready.read_text():
+            assert outer.poll() is None, "the outer process ended early"
+            assert time.monotonic() < deadline, "the command never started"
+            time.sleep(0.05)
+        inner_pid = int(ready.read_text())
+        outer.send_signal(signal.SIGTERM)
+        assert outer.wait(timeout=30) == 130
+    finally:
+        if outer.poll() is None:
+            outer.kill()
+    assert out.with_suffix(".stopped").read_text() == str(int(signal.SIGTERM))
+    with pytest.raises(ProcessLookupError):
+        os.kill(inner_pid, 0)
