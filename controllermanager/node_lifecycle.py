@@ -10,7 +10,9 @@ node counts as a probe, so a restarted controller gives every node a full grace 
 written by the kubelet are only compared with earlier values from the same kubelet, never with
 the controller's clock, so clock skew between processes does not matter.
 
-Every --node-monitor-period (and at once on a Node or Lease event) each node is checked: when
+Every --node-monitor-period (and at once on a Node or Lease event) each node is checked (a
+pass at which no node can have gone silent past the grace period is skipped: it would change
+nothing, every other change reaches the controller as an event; kemu.component.ticker): when
 more than --node-monitor-grace-period (50 s from 1.32, 40 s before, by the emulated version)
 has passed since its probe, its Ready condition and its
 MemoryPressure, DiskPressure and PIDPressure conditions (those present) become
@@ -64,6 +66,7 @@ from kemu.client.interface import ApiClient
 from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
 from kemu.component.options import duration_flag
+from kemu.component.ticker import Ticker
 from kemu.component.version import DEFAULT_VERSION, Version
 from kemu.component.version_rules import VersionRules
 from kemu.machinery.convert import timestamp
@@ -253,6 +256,9 @@ class NodeHealth:
     ready_status: str
     pods_to_mark: bool = False
     """Ready left True and the node's pods are not all marked Ready=False yet."""
+    silent: bool = False
+    """A check found the node silent past the grace period and marked it (until its probe
+    changes, a monitor pass has nothing to do for it)."""
 
 
 # ---------------------------------------------------------------- the controller
@@ -289,6 +295,11 @@ class NodeLifecycleController:
         index_pods_by_node_name(self._pods)
         self.health: dict[str, NodeHealth] = {}
         """Per monitored node; only the worker holding the node's key touches its entry."""
+        self._monitor = Ticker(
+            clock, self.options.node_monitor_period, self.monitor_node_health, self.next_due
+        )
+        """The passes every --node-monitor-period, those at which no node can have gone
+        silent past the grace period skipped (they would change nothing)."""
         self._nodes.add_event_handler(
             FuncHandler(self._enqueue, lambda _old, new: self._enqueue(new), self._on_node_delete)
         )
@@ -329,13 +340,18 @@ class NodeLifecycleController:
             logger.info("node %s: first seen, assuming it is healthy now", name)
             health = NodeHealth(now, heartbeat, renew_time, ready.status)
             self.health[name] = health
+            self._monitor.wake(now + self.grace_period)
             return health
+        probed = health.probe
         if heartbeat != health.heartbeat:
             health.heartbeat = heartbeat
             health.probe = now
         if renew_time is not None and (health.renew_time is None or renew_time > health.renew_time):
             health.renew_time = renew_time
             health.probe = now
+        if health.silent and health.probe != probed:
+            health.silent = False
+            self._monitor.wake(now + self.grace_period)
         return health
 
     async def sync(self, name: str) -> None:
@@ -378,6 +394,7 @@ class NodeLifecycleController:
                     name,
                     silent_for,
                 )
+            health.silent = True
         ready = find_condition(node, READY)
         status = ready.status if ready is not None else UNKNOWN
         if health.ready_status == "True" and status != "True":
@@ -435,10 +452,11 @@ class NodeLifecycleController:
         for name in self._nodes.lister.keys():
             self.queue.add(name)
 
-    async def _monitor(self) -> None:
-        while True:
-            self.monitor_node_health()
-            await self._clock.sleep(self.options.node_monitor_period)
+    def next_due(self) -> float | None:
+        """The earliest instant at which a monitor pass can find a node silent past the grace
+        period (None: no node can be, until one is first seen or heard from again)."""
+        probes = [h.probe for h in self.health.values() if not h.silent]
+        return min(probes) + self.grace_period if probes else None
 
     async def _worker(self) -> None:
         await process_work_items(self.queue, self.sync, "syncing node", logger)
@@ -453,7 +471,7 @@ class NodeLifecycleController:
             queues=(self.queue,),
             tasks=[
                 ("nodelifecycle events", self._recorder.run),
-                ("nodelifecycle monitor", self._monitor),
+                ("nodelifecycle monitor", self._monitor.run),
                 *workers("nodelifecycle", NODE_UPDATE_WORKERS, self._worker),
             ],
         )

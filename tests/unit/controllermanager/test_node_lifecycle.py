@@ -198,6 +198,48 @@ async def test_lease_renewals_keep_a_node_ready_whatever_its_clock_says() -> Non
         await wait_until(lambda: ready_status(fake, "n1") == "Unknown")
 
 
+async def test_passes_at_which_no_node_can_be_silent_are_skipped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = FakeClock()
+    passes: list[float] = []
+    monitor = NodeLifecycleController.monitor_node_health
+
+    def counted(self: NodeLifecycleController) -> None:
+        passes.append(clock.monotonic())
+        monitor(self)
+
+    monkeypatch.setattr(NodeLifecycleController, "monitor_node_health", counted)
+    fake = FakeClient(clock=clock)
+    kubelet = Kubelet(clock, fake, "n1")
+    kubelet.register()
+    async with running(fake, clock):
+        for _ in range(12):
+            await advance(clock, 10)
+            await kubelet.renew()
+        # A pass every 5 s would be 25; one is due only where the last renewal seen could be
+        # GRACE old: at start, 40, 70, 100 (each renewal moves the next one on).
+        assert [t - passes[0] for t in passes] == [0.0, 40.0, 70.0, 100.0], passes
+        assert ready_status(fake, "n1") == "True"
+
+        # Silent from 120: marked at the same tick as with a pass every PERIOD (the first
+        # past 120 + GRACE), and then no pass while no node can go silent.
+        await advance(clock, GRACE)
+        assert ready_status(fake, "n1") == "True"
+        await advance(clock, PERIOD)
+        await wait_until(lambda: ready_status(fake, "n1") == "Unknown")
+        marked = len(passes)
+        await advance(clock, 10 * PERIOD)
+        assert len(passes) <= marked + 1, passes[marked:]
+
+        # Heard from again: monitored again.
+        await kubelet.renew()
+        await kubelet.post_ready()
+        await wait_until(lambda: ready_status(fake, "n1") == "True")
+        await advance(clock, GRACE + PERIOD)
+        await wait_until(lambda: ready_status(fake, "n1") == "Unknown")
+
+
 async def test_heartbeats_alone_keep_a_node_without_a_lease_ready() -> None:
     clock = FakeClock()
     fake = FakeClient(clock=clock)
