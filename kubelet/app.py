@@ -476,10 +476,15 @@ class Kubelet:
         self._group: TaskGroup | None = None
         self._added: dict[str, _AddedNode] = {}
         """The nodes --node-control added, by name."""
+        self._agent_of = {agent.name: agent for agent in self.agents}
+        """Every node's agent by name (the node informer's changes go to it)."""
 
     def _on_node(self, node: types_pb2.Node) -> None:
         # upstream's kubelet passes its Node's podCIDR to the runtime (updatePodCIDR)
         self.pod_workers.set_pod_cidr(node.metadata.name, node.spec.pod_cidr)
+        agent = self._agent_of.get(node.metadata.name)
+        if agent is not None:
+            agent.node_changed(node)
 
     def ready(self) -> bool:
         if not all(a.ready.is_set() for a in self.agents):
@@ -562,6 +567,7 @@ class Kubelet:
             lister=self.node_informer.lister,
         )
         added = self._added[name] = _AddedNode(agent)
+        self._agent_of[name] = agent
         self._group.start_soon(
             functools.partial(added.run, limiter=self._limiter), name=f"node {name}"
         )
@@ -574,6 +580,7 @@ class Kubelet:
         added = self._added.pop(name, None)
         if added is None:
             return
+        del self._agent_of[name]
         await added.stop()
         # The workers let go first: the informers' deletes of the node's pods below are then
         # not taken for the pods' deletions (which would sync them, and retry resizes).

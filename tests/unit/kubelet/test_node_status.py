@@ -10,7 +10,7 @@ import pytest
 
 from kemu.api.v1 import types_pb2
 from kemu.client.fake import FakeClient
-from kemu.client.informer import Informer
+from kemu.client.informer import FuncHandler, Informer
 from kemu.component.clock import FakeClock
 from kemu.machinery.errors import Unavailable
 from kemu.testing.builders import make_node
@@ -201,6 +201,43 @@ async def test_node_status_is_written_only_when_it_changed_or_the_report_is_due(
         assert ready.status == "True"
         await advance(clock, 60, step=1)
         assert agent.status_writes == 3  # the report frequency
+        tg.cancel_scope.cancel()
+
+
+async def test_with_the_nodes_changes_routed_the_checks_that_cannot_write_are_skipped():
+    """The kubelet routes the node informer's changes to the agent: the status loop then
+    checks only at the ticks where it may write (a change, the report), with the same writes
+    at the same ticks as checking every tick."""
+    clock = FakeClock()
+    fake = FakeClient(clock=clock)
+    timing = NodeTiming(status_update_frequency=10, status_report_frequency=60)
+    nodes = Informer(fake, types_pb2.Node, clock=clock)
+    agent = NodeAgent(fake, config(), clock=clock, timing=timing, lister=nodes.lister)
+    nodes.add_event_handler(
+        FuncHandler(on_add=agent.node_changed, on_update=lambda _old, new: agent.node_changed(new))
+    )
+    async with anyio.create_task_group() as tg:
+        await tg.start(nodes.run)
+        start = clock.monotonic()
+        tg.start_soon(agent.run)
+        await advance(clock, 35, step=1)
+        assert agent.status_writes == 1  # the registration
+        assert agent.status_checks == 1  # the first tick only; the others could not write
+        node = await fake.get(types_pb2.Node, "n1")
+        for c in node.status.conditions:
+            if c.type == "Ready":
+                c.status = "Unknown"
+        await fake.update_status(node)
+        await advance(clock, 10, step=1)
+        assert agent.status_writes == 2  # rewritten at the next tick, as before
+        assert agent.status_checks == 2
+        written = clock.monotonic()
+        await advance(clock, 70 - (written - start), step=1)
+        # the report is due 60 s after the last write, at its tick: the only check since
+        assert agent.status_writes == 2
+        await advance(clock, written - start, step=1)
+        assert agent.status_writes == 3
+        assert agent.status_checks == 3  # checking every tick made 11
         tg.cancel_scope.cancel()
 
 
