@@ -57,6 +57,15 @@ def renew_seconds(lease: types_pb2.Lease) -> float:
     return lease.spec.renew_time.ToMicroseconds() / 1e6
 
 
+async def mark_ready_unknown(fake: FakeClient, name: str) -> None:
+    """What the node lifecycle controller writes when the node went silent (its Ready only)."""
+    node = await fake.get(types_pb2.Node, name)
+    for c in node.status.conditions:
+        if c.type == "Ready":
+            c.status = "Unknown"
+    await fake.update_status(node)
+
+
 async def test_registration_creates_a_ready_node_with_allocatable_labels_and_taints():
     clock = FakeClock()
     fake = FakeClient(clock=clock)
@@ -188,11 +197,7 @@ async def test_node_status_is_written_only_when_it_changed_or_the_report_is_due(
         await advance(clock, 35, step=1)
         assert agent.status_writes == 1  # the registration
         # The node lifecycle controller marks it Unknown: the next tick rewrites it.
-        node = await fake.get(types_pb2.Node, "n1")
-        for c in node.status.conditions:
-            if c.type == "Ready":
-                c.status = "Unknown"
-        await fake.update_status(node)
+        await mark_ready_unknown(fake, "n1")
         await advance(clock, 10, step=1)
         assert agent.status_writes == 2
         ready = next(
@@ -223,11 +228,7 @@ async def test_with_the_nodes_changes_routed_the_checks_that_cannot_write_are_sk
         await advance(clock, 35, step=1)
         assert agent.status_writes == 1  # the registration
         assert agent.status_checks == 1  # the first tick only; the others could not write
-        node = await fake.get(types_pb2.Node, "n1")
-        for c in node.status.conditions:
-            if c.type == "Ready":
-                c.status = "Unknown"
-        await fake.update_status(node)
+        await mark_ready_unknown(fake, "n1")
         await advance(clock, 10, step=1)
         assert agent.status_writes == 2  # rewritten at the next tick, as before
         assert agent.status_checks == 2
