@@ -458,8 +458,10 @@ class NodeAgent:
                 await self.sync_status()
             except NotFound:
                 logger.warning("node %s: the Node was deleted; not re-registering", self.name)
+                self._changed = True  # (checked again at the next tick, as every tick would)
             except ApiError as e:
                 logger.warning("node %s: status update failed (%s: %s)", self.name, e.reason, e)
+                self._changed = True  # retried at the next tick
             deadline = next_on_grid(deadline, interval, self._clock.monotonic())
 
     # ------------------------------------------------------------ lease

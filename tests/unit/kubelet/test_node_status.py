@@ -242,6 +242,35 @@ async def test_with_the_nodes_changes_routed_the_checks_that_cannot_write_are_sk
         tg.cancel_scope.cancel()
 
 
+async def test_with_the_nodes_changes_routed_a_failed_status_write_is_retried_at_the_next_tick():
+    # (CI: a write that timed out during an etcd fault was not retried until the report was
+    # due, and the node stayed Unknown)
+    clock = FakeClock()
+    fake = FakeClient(clock=clock)
+    timing = NodeTiming(status_update_frequency=10, status_report_frequency=300)
+    nodes = Informer(fake, types_pb2.Node, clock=clock)
+    agent = NodeAgent(fake, config(), clock=clock, timing=timing, lister=nodes.lister)
+    nodes.add_event_handler(
+        FuncHandler(on_add=agent.node_changed, on_update=lambda _old, new: agent.node_changed(new))
+    )
+    async with anyio.create_task_group() as tg:
+        await tg.start(nodes.run)
+        tg.start_soon(agent.run)
+        await advance(clock, 15, step=1)
+        assert agent.status_writes == 1  # the registration
+        await mark_ready_unknown(fake, "n1")
+        fake.fail("update_status", Unavailable("etcd timed out"), resource="nodes", times=1)
+        await advance(clock, 10, step=1)
+        assert agent.status_writes == 1  # the write failed
+        await advance(clock, 10, step=1)
+        assert agent.status_writes == 2  # retried at the next tick
+        ready = next(
+            c for c in (await fake.get(types_pb2.Node, "n1")).status.conditions if c.type == "Ready"
+        )
+        assert ready.status == "True"
+        tg.cancel_scope.cancel()
+
+
 def test_next_on_grid_skips_missed_slots():
     assert next_on_grid(100.0, 10.0, 100.5) == 110.0
     assert next_on_grid(100.0, 10.0, 135.0) == 140.0
