@@ -66,6 +66,18 @@ async def mark_ready_unknown(fake: FakeClient, name: str) -> None:
     await fake.update_status(node)
 
 
+def routed_agent(
+    fake: FakeClient, clock: FakeClock, timing: NodeTiming
+) -> tuple[Informer[types_pb2.Node], NodeAgent]:
+    """A node informer and an agent it tells of the Node's changes, as the kubelet wires them."""
+    nodes = Informer(fake, types_pb2.Node, clock=clock)
+    agent = NodeAgent(fake, config(), clock=clock, timing=timing, lister=nodes.lister)
+    nodes.add_event_handler(
+        FuncHandler(on_add=agent.node_changed, on_update=lambda _old, new: agent.node_changed(new))
+    )
+    return nodes, agent
+
+
 async def test_registration_creates_a_ready_node_with_allocatable_labels_and_taints():
     clock = FakeClock()
     fake = FakeClient(clock=clock)
@@ -216,11 +228,7 @@ async def test_with_the_nodes_changes_routed_the_checks_that_cannot_write_are_sk
     clock = FakeClock()
     fake = FakeClient(clock=clock)
     timing = NodeTiming(status_update_frequency=10, status_report_frequency=60)
-    nodes = Informer(fake, types_pb2.Node, clock=clock)
-    agent = NodeAgent(fake, config(), clock=clock, timing=timing, lister=nodes.lister)
-    nodes.add_event_handler(
-        FuncHandler(on_add=agent.node_changed, on_update=lambda _old, new: agent.node_changed(new))
-    )
+    nodes, agent = routed_agent(fake, clock, timing)
     async with anyio.create_task_group() as tg:
         await tg.start(nodes.run)
         start = clock.monotonic()
@@ -248,11 +256,7 @@ async def test_with_the_nodes_changes_routed_a_failed_status_write_is_retried_at
     clock = FakeClock()
     fake = FakeClient(clock=clock)
     timing = NodeTiming(status_update_frequency=10, status_report_frequency=300)
-    nodes = Informer(fake, types_pb2.Node, clock=clock)
-    agent = NodeAgent(fake, config(), clock=clock, timing=timing, lister=nodes.lister)
-    nodes.add_event_handler(
-        FuncHandler(on_add=agent.node_changed, on_update=lambda _old, new: agent.node_changed(new))
-    )
+    nodes, agent = routed_agent(fake, clock, timing)
     async with anyio.create_task_group() as tg:
         await tg.start(nodes.run)
         tg.start_soon(agent.run)
