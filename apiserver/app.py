@@ -51,7 +51,7 @@ from kemu.component.runner import ComponentContext, cleanup_scope, retry_until_r
 from kemu.component.version import BINARY_VERSION
 from kemu.component.virtual_clock import VirtualClock
 from kemu.machinery.convert import parse_time
-from kemu.machinery.errors import AlreadyExists, Invalid, Unavailable
+from kemu.machinery.errors import AlreadyExists, InternalError, Invalid, Unavailable
 from kemu.machinery.kinds import KINDS, kind_of
 from kemu.machinery.namespaces import SYSTEM_NAMESPACES, new_namespace
 from kemu.machinery.virtual_time import ClockMode
@@ -300,7 +300,7 @@ async def _serve(args: argparse.Namespace, store: EtcdStore, ctx: ComponentConte
                 try:
                     await store.status(timeout=ETCD_READYCHECK_TIMEOUT)
                     etcd_ok = True
-                except Unavailable:
+                except (Unavailable, InternalError):  # (as the watch cache: any transport error)
                     etcd_ok = False
                 await anyio.sleep(2.0)  # (wall time: etcd's health is a transport matter)
 

@@ -41,6 +41,7 @@ from kemu.machinery.errors import (
     ApiError,
     BadRequest,
     Conflict,
+    Gone,
     InternalError,
     Invalid,
     Timeout,
@@ -179,9 +180,10 @@ class ClusterClock:
                                 self._remember(segment, event.revision)
                                 self._follow(segment)
                             revision = max(revision, event.revision)
-                except Unavailable as e:
+                except (Unavailable, InternalError, Gone) as e:
+                    # (as the watch cache: any stream etcd or gRPC ended; a compacted
+                    # revision too, as the current value is what matters)
                     logger.warning("watching the cluster clock: %s; watching again", e)
-                # (a compacted revision: the current value is what matters)
                 revision = await self._load_until_done()
                 await anyio.sleep(_WATCH_RETRY)
 

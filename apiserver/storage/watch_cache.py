@@ -316,8 +316,13 @@ class WatchCache:
                     e,
                 )
                 self._reset()
-            except Unavailable as e:
-                # Once the apiserver stops, etcd going away too (make run's Ctrl-C) is expected.
+            except (Unavailable, InternalError) as e:
+                # Upstream's reflector lists and watches again after any error but "too old"
+                # (client-go tools/cache/reflector.go, ListAndWatch under BackoffUntil): etcd
+                # unreachable, and also a stream gRPC itself broke (INTERNAL "Internal error
+                # from Core" while a member lost its leader, CI run of 8eb3744), must not end
+                # the apiserver. Once it stops, etcd going away too (make run's Ctrl-C) is
+                # expected.
                 logger.log(
                     logging.DEBUG if self._watches_ended else logging.WARNING,
                     "watch cache for %s lost etcd (%s); retrying in %.1fs",

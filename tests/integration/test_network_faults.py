@@ -14,7 +14,13 @@ import pytest
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.client.informer import Informer
-from kemu.machinery.errors import AlreadyExists, ApiError, InternalError, Unavailable
+from kemu.machinery.errors import (
+    AlreadyExists,
+    ApiError,
+    InternalError,
+    Timeout,
+    Unavailable,
+)
 from kemu.testing import eventually, make_pod
 from kemu.testing.cluster import Cluster
 from kemu.testing.etcd import Etcd
@@ -180,7 +186,7 @@ def _create(client: Client, name: str) -> Callable[[], Awaitable[bool]]:
             await client.create(make_pod(name).namespace(NS).obj())
         except AlreadyExists:
             pass  # an earlier attempt that timed out was committed after all
-        except (Unavailable, InternalError) as e:
+        except (Unavailable, InternalError, Timeout) as e:  # (Timeout: ours, 10 s)
             raise AssertionError(str(e)) from e
         return True
 

@@ -6,17 +6,17 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 import anyio
 import anyio.lowlevel
 import pytest
 
 from apiserver.server.clock import ClusterClock, _Session, encode
-from apiserver.storage.etcd import KeyValue
+from apiserver.storage.etcd import KeyValue, StorageEvent
 from kemu.api.v1 import api_pb2
 from kemu.component.virtual_clock import VirtualClock
-from kemu.machinery.errors import BadRequest, Invalid, Unavailable
+from kemu.machinery.errors import BadRequest, Gone, InternalError, Invalid, Unavailable
 from kemu.machinery.virtual_time import ClockSegment
 
 pytestmark = pytest.mark.anyio
@@ -262,3 +262,41 @@ async def test_loading_the_clock_waits_for_etcd_rather_than_failing() -> None:
     with anyio.fail_after(5):
         assert await cc._load_until_done() == 7
     assert store.calls == 3 and cc.clock.segment == segment
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        InternalError("etcd watch failed: INTERNAL: Internal error from Core"),
+        Gone("watch from revision 8 is too old: compacted at 9"),
+    ],
+    ids=["grpc-broke-the-stream", "compacted"],
+)
+async def test_a_broken_watch_of_the_clock_is_watched_again(broken: Exception) -> None:
+    """The follower's watch ended by gRPC (CI run of 8eb3744: the apiserver exited on it
+    while an etcd member lost its leader) or by compaction: it reloads and watches again."""
+    first = ClockSegment(base_wall=time.time(), base_virtual=START, rate=1.0)
+    second = ClockSegment(base_wall=time.time(), base_virtual=START, rate=2.0, generation=2)
+
+    class Store:
+        watches: list[int] = []
+
+        async def get(self, key: str) -> KeyValue:
+            return KeyValue(key, encode(first), 7, 1)
+
+        async def watch(self, key: str, start: int) -> AsyncIterator[list[StorageEvent]]:
+            self.watches.append(start)
+            if len(self.watches) == 1:
+                raise broken
+            yield [StorageEvent("PUT", key, encode(second), None, 9)]
+            await anyio.sleep_forever()
+
+    store = Store()
+    cc = ClusterClock(store, VirtualClock())  # type: ignore[arg-type]
+    async with anyio.create_task_group() as tg:
+        await tg.start(cc.run)
+        with anyio.fail_after(5):
+            while cc.clock.segment != second:
+                await cc.clock.next_change().wait()
+        tg.cancel_scope.cancel()
+    assert store.watches == [8, 8]

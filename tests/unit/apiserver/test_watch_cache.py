@@ -16,7 +16,7 @@ from apiserver.storage.etcd import Progress, RangeResult, StorageEvent
 from apiserver.storage.watch_cache import WatchCache
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import FakeClock
-from kemu.machinery.errors import Expired, Unavailable
+from kemu.machinery.errors import Expired, InternalError, Unavailable
 from kemu.machinery.kinds import kind_for_resource
 from kemu.testing.fake_time import wait_until
 
@@ -73,6 +73,39 @@ async def test_changes_sent_after_a_progress_notification_ahead_of_them_are_appl
     for stream in (from_rv, from_now):
         frames = [stream.receive_nowait() for _ in range(2)]
         assert len(frames) == 2  # the creation and the deletion, not skipped as older
+
+
+class _BrokenOnce(_Store):
+    """A watch that gRPC breaks after one change (INTERNAL "Internal error from Core", seen
+    while an etcd member lost its leader), then one that serves the next change."""
+
+    async def watch(
+        self, prefix: str, start_revision: int, progress_requests: Any = None
+    ) -> AsyncIterator[list[StorageEvent] | Progress]:
+        self.watched_from.append(start_revision)
+        value = types_pb2.ReplicaSet(
+            metadata=types_pb2.ObjectMeta(name="big-8", namespace="ns")
+        ).SerializeToString()
+        if len(self.watched_from) == 1:
+            yield [StorageEvent("PUT", KEY, value, None, 5)]
+            raise InternalError("etcd watch failed: INTERNAL: Internal error from Core")
+        yield [StorageEvent("DELETE", KEY, None, value, 6)]
+        self.done.set()
+        await anyio.sleep_forever()
+
+
+@pytest.mark.anyio
+async def test_a_watch_grpc_breaks_is_watched_again_from_the_next_revision() -> None:
+    store = _BrokenOnce()
+    cache = WatchCache(store, kind_for_resource("replicasets"))  # type: ignore[arg-type]
+    async with anyio.create_task_group() as tg:
+        await tg.start(cache.run)
+        with anyio.fail_after(5):
+            await store.done.wait()
+        tg.cancel_scope.cancel()
+    assert store.watched_from == [2, 6]
+    assert [(e.type, e.revision) for e in cache._history] == [("ADDED", 5), ("DELETED", 6)]
+    assert cache.get(KEY) is None
 
 
 class _EmptyStore:
