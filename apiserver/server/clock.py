@@ -484,7 +484,13 @@ class ClusterClock:
             quiet, deadline = await self._quiescence()
             if not quiet:
                 continue
-            await self._step(segment, deadline)
+            try:
+                await self._step(segment, deadline)
+            except ApiError as e:
+                # etcd away (a restart, an election) or another writer racing: the clock
+                # holds where it is, and the next quiescence moves it
+                logger.warning("event-driven clock: %s; trying again", e)
+                await anyio.sleep(_WATCH_RETRY)
 
     async def _step(self, segment: ClockSegment, deadline: float | None) -> None:
         """One move of the event-driven clock, the cluster being quiescent with its earliest

@@ -300,3 +300,36 @@ async def test_a_broken_watch_of_the_clock_is_watched_again(broken: Exception) -
                 await cc.clock.next_change().wait()
         tg.cancel_scope.cancel()
     assert store.watches == [8, 8]
+
+
+async def test_a_jump_etcd_does_not_take_is_tried_again_at_the_next_quiescence() -> None:
+    """At rate max with etcd away for a moment (its write Unavailable): the apiserver keeps
+    serving and its clock moves once etcd takes the write (the apiserver exited before)."""
+    cc = _cluster_clock()
+    segment = cc.clock.segment
+    assert segment is not None
+    target = START + 10
+    segment = segment.advancing(target, time.time())
+    cc.clock.set_segment(segment)
+    cc._remember(segment, 7)
+
+    class Store:
+        updates = 0
+
+        async def update(self, key: str, value: bytes, revision: int) -> int:
+            self.updates += 1
+            if self.updates == 1:
+                raise Unavailable("etcd is unavailable: Stream removed (Socket closed)")
+            return revision + 1
+
+    store = Store()
+    cc._store = store  # type: ignore[assignment]
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(cc._drive)
+        with anyio.fail_after(5):
+            # until it holds at the advance's end
+            while cc.clock.segment is None or cc.clock.segment.event_driven:
+                await cc.clock.next_change().wait()
+        tg.cancel_scope.cancel()
+    assert cc.clock.now() == target
+    assert store.updates == 3  # the refused jump, the jump, the hold
