@@ -16,9 +16,10 @@ pkg/kubelet/nodelease (the lease controller).
   --node-status-report-frequency (5m) has passed since the last write, as upstream does since
   node leases exist: the Lease is the heartbeat, the status write is not. When the node
   informer's changes of the Node reach the agent (`node_changed`, the kubelet routes them), the
-  loop sleeps through the ticks at which the check could not write (the Node unchanged, the
-  report not due): the same writes at the same ticks, without a stop of the event-driven clock
-  for every check (a 1,000-node hollow kubelet's phases made one every 2 s).
+  loop (a kemu.component.ticker.Ticker) sleeps through the ticks at which the check could not
+  write (the Node unchanged, the report not due): the same writes at the same ticks, without a
+  stop of the event-driven clock for every check (a 1,000-node hollow kubelet's phases made one
+  every 2 s).
 - The Lease kube-node-lease/<node> (holderIdentity = node name, leaseDurationSeconds 40, owned by
   the Node) is renewed every --node-lease-renew-interval on absolute deadlines
   (first + n * interval), so renewals do not drift; a renewal that fails is retried with
@@ -31,7 +32,6 @@ pkg/kubelet/nodelease (the lease controller).
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
@@ -42,7 +42,7 @@ from kemu.api.v1 import types_pb2
 from kemu.client.informer import Lister
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
-from kemu.component.virtual_clock import move_on_after
+from kemu.component.ticker import Ticker
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import AlreadyExists, ApiError, Conflict, NotFound
 from kemu.machinery.keys import revision_of
@@ -72,8 +72,6 @@ ARCH_LABEL: Final = "kubernetes.io/arch"
 OS: Final = "linux"
 ARCH: Final = "amd64"
 
-_EPSILON: Final = 1e-9
-"""Of a status period: a report deadline on the grid but for rounding is that tick."""
 _RETRY_INITIAL: Final = 0.2
 _RETRY_MAX: Final = 7.0
 _WRITE_ATTEMPTS: Final = 5
@@ -272,10 +270,17 @@ class NodeAgent:
         self._notified = False
         """Whether the node informer's changes of this Node reach `node_changed` (the kubelet
         routes them): only then does the status loop skip the ticks at which it would write
-        nothing (`_skip_idle_ticks`)."""
+        nothing (`_status_due`)."""
         self._changed = True
         """The Node may differ from what the last status check saw."""
-        self._woken: anyio.Event | None = None
+        interval = self.timing.status_update_frequency
+        self._status_ticker = Ticker(
+            clock,
+            interval,
+            self._status_tick,
+            self._status_due,
+            slack=interval * PERIOD_JITTER,
+        )
         self.registered = anyio.Event()
         self.ready = anyio.Event()
         """Set once the node is registered and its Lease exists."""
@@ -313,7 +318,7 @@ class NodeAgent:
                 self._lease_loop, start + offset + lease_interval, name=f"lease {self.name}"
             )
             tg.start_soon(
-                self._status_loop,
+                self._status_ticker.run,
                 start + offset + self.timing.status_update_frequency,
                 name=f"node status {self.name}",
             )
@@ -422,47 +427,28 @@ class NodeAgent:
         if mine is not None and node.metadata.resource_version == mine.metadata.resource_version:
             return
         self._changed = True
-        if self._woken is not None:
-            self._woken.set()
+        self._status_ticker.wake()
 
-    async def _skip_idle_ticks(self, deadline: float, interval: float) -> float:
-        """The first tick of the status grid from `deadline` on at which the check can write:
-        `deadline` while the Node may have changed since the last check; otherwise the tick of
-        the report's deadline, or the first tick after a change seen before it. The ticks
-        skipped would have found nothing to write (`sync_status`), so the writes are the same,
-        at the same ticks; the event-driven virtual clock makes no stop for them."""
-        while self._notified and not self._changed and self._last_report is not None:
-            report = self._last_report + self.timing.status_report_frequency
-            if report <= deadline:
-                break
-            target = deadline + math.ceil((report - deadline) / interval - _EPSILON) * interval
-            woken = self._woken = anyio.Event()
-            async with move_on_after(self._clock, target - self._clock.monotonic()):
-                await woken.wait()
-            self._woken = None
-            if not woken.is_set():
-                return target
-            now = self._clock.monotonic()
-            if now > deadline:
-                deadline = next_on_grid(deadline, interval, now)
-        return deadline
+    def _status_due(self) -> float | None:
+        """When the status check can next write: at the next tick while the Node may have
+        changed since the last check (or nobody tells this agent of its Node's changes);
+        otherwise at the report's deadline. The ticks the status ticker sleeps through would
+        have found nothing to write (`sync_status`): the same writes at the same ticks, and
+        no stop of the event-driven virtual clock for the others."""
+        if not self._notified or self._changed or self._last_report is None:
+            return self._clock.monotonic()
+        return self._last_report + self.timing.status_report_frequency
 
-    async def _status_loop(self, first: float) -> None:
-        interval = self.timing.status_update_frequency
-        deadline = first
-        while True:
-            deadline = await self._skip_idle_ticks(deadline, interval)
-            await sleep_until(self._clock, deadline, slack=interval * PERIOD_JITTER)
-            self._changed = False  # (a change seen during the check marks the next one)
-            try:
-                await self.sync_status()
-            except NotFound:
-                logger.warning("node %s: the Node was deleted; not re-registering", self.name)
-                self._changed = True  # (checked again at the next tick, as every tick would)
-            except ApiError as e:
-                logger.warning("node %s: status update failed (%s: %s)", self.name, e.reason, e)
-                self._changed = True  # retried at the next tick
-            deadline = next_on_grid(deadline, interval, self._clock.monotonic())
+    async def _status_tick(self) -> None:
+        self._changed = False  # (a change seen during the check marks the next one)
+        try:
+            await self.sync_status()
+        except NotFound:
+            logger.warning("node %s: the Node was deleted; not re-registering", self.name)
+            self._changed = True  # (checked again at the next tick, as every tick would)
+        except ApiError as e:
+            logger.warning("node %s: status update failed (%s: %s)", self.name, e.reason, e)
+            self._changed = True  # retried at the next tick
 
     # ------------------------------------------------------------ lease
 

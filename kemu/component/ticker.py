@@ -34,14 +34,20 @@ class Ticker:
         period: float,
         fn: Callable[[], object] | Callable[[], Awaitable[object]],
         due: Callable[[], float | None],
+        *,
+        slack: float = 0.0,
     ) -> None:
         """`fn`: a function or a coroutine function. `due()`: the earliest monotonic instant
         at which `fn` may act (None: nothing pending; an instant already passed: at the next
-        tick)."""
+        tick). `slack`: how much later than its tick `fn` may run (upstream's jitter of the
+        period, as the timer's slack on the virtual clock: Clock.sleep)."""
         if period <= 0:
             raise ValueError(f"ticker: period {period} must be positive")
+        if slack < 0:
+            raise ValueError(f"ticker: slack {slack} must not be negative")
         self._clock = clock
         self.period = period
+        self._slack = slack
         self._fn = fn
         self._due = due
         self._woken = anyio.Event()
@@ -56,9 +62,13 @@ class Ticker:
         if instant is None or instant < self._waiting_for:
             self._woken.set()
 
-    async def run(self) -> None:
+    async def run(self, start: float | None = None) -> None:
+        """Ticks from `start` (a monotonic instant; None: now) until cancelled."""
         clock, period = self._clock, self.period
-        start = clock.monotonic()
+        if start is None:
+            start = clock.monotonic()
+        else:
+            await clock.sleep(start - clock.monotonic(), slack=self._slack)
         last = start
         await self._tick()
         while True:
@@ -75,7 +85,7 @@ class Ticker:
             remaining = tick - clock.monotonic()
             if remaining > 0:
                 self._waiting_for = tick
-                async with move_on_after(clock, remaining):
+                async with move_on_after(clock, remaining, slack=self._slack):
                     await self._woken.wait()
                 if self._woken.is_set() and clock.monotonic() < tick:
                     continue  # woken for something due sooner: look again

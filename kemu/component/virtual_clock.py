@@ -200,9 +200,11 @@ class move_on_after:
     anyio's own (no task per scope on a hot path); on any other a timer on it cancels the scope
     (a held virtual clock never times out, a fast one sooner; a fake one when advanced)."""
 
-    def __init__(self, clock: Clock, seconds: float) -> None:
+    def __init__(self, clock: Clock, seconds: float, *, slack: float = 0.0) -> None:
+        """`slack`: as Clock.sleep's, of the timer (none on the host's clock)."""
         self._clock = clock
         self._seconds = seconds
+        self._slack = slack
         self._timed = not isinstance(clock, RealClock) and seconds != math.inf
         self._scope = anyio.CancelScope() if self._timed else anyio.move_on_after(seconds)
         self._group: anyio.abc.TaskGroup | None = None
@@ -215,7 +217,7 @@ class move_on_after:
         return self._scope.__enter__()
 
     async def _timer(self) -> None:
-        await self._clock.sleep(self._seconds)
+        await self._clock.sleep(self._seconds, slack=self._slack)
         self._scope.cancel()
 
     async def __aexit__(

@@ -95,3 +95,36 @@ async def test_a_wake_for_an_earlier_item_cuts_a_longer_wait_short() -> None:
 def test_a_period_must_be_positive() -> None:
     with pytest.raises(ValueError, match="period"):
         Ticker(FakeClock(), 0.0, lambda: None, lambda: None)
+
+
+class _SlackClock(FakeClock):
+    """A FakeClock that records the slack of each sleep (a fake clock serves none)."""
+
+    def __init__(self, monotonic: float) -> None:
+        super().__init__(monotonic=monotonic)
+        self.slacks: list[float] = []
+
+    async def sleep(self, seconds: float, *, slack: float = 0.0) -> None:
+        self.slacks.append(slack)
+        await super().sleep(seconds, slack=slack)
+
+
+async def test_from_a_start_instant_its_grid_is_that_instant_and_every_wait_has_the_slack() -> None:
+    # (the kubelet's status loop: its grid starts at its node's phase, each tick may come up
+    # to 4% of a period later on the virtual clock)
+    clock = _SlackClock(monotonic=100.0)
+    work = _Work(clock)
+    ticker = Ticker(clock, 1.0, work.tick, work.due, slack=0.04)
+    work.items.append(107.5)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ticker.run, 104.0)
+        await anyio.wait_all_tasks_blocked()
+        await _step(clock, 10)
+        tg.cancel_scope.cancel()
+    assert work.ticks == [104.0, 108.0]
+    assert clock.slacks and set(clock.slacks) == {0.04}
+
+
+def test_a_slack_must_not_be_negative() -> None:
+    with pytest.raises(ValueError, match="slack"):
+        Ticker(FakeClock(), 1.0, lambda: None, lambda: None, slack=-1.0)
