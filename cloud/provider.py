@@ -38,7 +38,7 @@ from cloud.state import (
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock, RealClock
-from kemu.component.ticker import Ticker
+from kemu.component.ticker import DUE_NOW, Ticker
 from kemu.machinery.errors import Invalid, NotFound
 from kemu.machinery.node_conditions import is_node_ready
 from kemu.machinery.virtual_time import ClockMode
@@ -404,7 +404,7 @@ class Cloud:
             at = inst.created_at + self._provision_delay - offset
             due = at if due is None else min(due, at)
         if due is None and self._orphan_nodes():
-            due = self._clock.monotonic()
+            due = DUE_NOW
         return due
 
     def _orphan_nodes(self) -> list[types_pb2.Node]:

@@ -42,7 +42,7 @@ from kemu.api.v1 import types_pb2
 from kemu.client.informer import Lister
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
-from kemu.component.ticker import Ticker
+from kemu.component.ticker import DUE_NOW, Ticker
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import AlreadyExists, ApiError, Conflict, NotFound
 from kemu.machinery.keys import revision_of
@@ -436,7 +436,7 @@ class NodeAgent:
         have found nothing to write (`sync_status`): the same writes at the same ticks, and
         no stop of the event-driven virtual clock for the others."""
         if not self._notified or self._changed or self._last_report is None:
-            return self._clock.monotonic()
+            return DUE_NOW
         return self._last_report + self.timing.status_report_frequency
 
     async def _status_tick(self) -> None:

@@ -5,7 +5,8 @@
 but sleeps through the ticks at which `due()` says nothing can have come due: the next tick it
 runs `fn` at is the first one at or after `due()`, and with nothing pending (`due()` None) it
 holds no timer at all. Whoever makes something due sooner than the instant the ticker waits for
-calls `wake(instant)`. What `fn` does, and when, is what a tick every period would do (a tick
+calls `wake(instant)`; what becomes due later needs no call (the ticker asks `due()` again
+at the tick). What `fn` does, and when, is what a tick every period would do (a tick
 at which nothing is due does nothing); an idle component holds no timer, so the event-driven
 virtual clock makes no jump for it (kemu/component/virtual_clock.py), and a process on the
 host's clock wakes less often.
@@ -25,6 +26,8 @@ from kemu.component.virtual_clock import move_on_after
 
 _EPSILON: Final = 1e-9
 """Of a period: a target on the grid but for rounding is that tick, not the next."""
+DUE_NOW: Final = -math.inf
+"""What `due()` returns for "due already": at the next tick, whenever it comes."""
 
 
 class Ticker:
@@ -89,6 +92,9 @@ class Ticker:
                     await self._woken.wait()
                 if self._woken.is_set() and clock.monotonic() < tick:
                     continue  # woken for something due sooner: look again
+                now_due = self._due()
+                if now_due is None or now_due > tick + _EPSILON * period:
+                    continue  # what was due went later meanwhile (a node renewed): not yet
             last = tick
             self._waiting_for = None
             await self._tick()

@@ -36,7 +36,7 @@ import anyio.abc
 
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import Clock
-from kemu.component.ticker import Ticker
+from kemu.component.ticker import DUE_NOW, Ticker
 from kemu.machinery.keys import object_key
 from kemu.scheduling.events import (
     FORCE_ACTIVATE,
@@ -407,7 +407,7 @@ class PriorityQueue:
     def _next_leftover(self) -> float | None:
         """When a pod of the pool can next have stayed longer than the maximum: at the next
         tick while the pool holds pods (as upstream's every 30 s), never while it is empty."""
-        return self._clock.monotonic() if len(self._unschedulable) else None
+        return DUE_NOW if len(self._unschedulable) else None
 
     def flush_backoff_q_completed(self) -> None:
         """Moves the pods whose backoff has ended to activeQ."""

@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from kemu.component.clock import FakeClock
-from kemu.component.ticker import Ticker
+from kemu.component.ticker import DUE_NOW, Ticker
 
 pytestmark = pytest.mark.anyio
 
@@ -128,3 +128,25 @@ async def test_from_a_start_instant_its_grid_is_that_instant_and_every_wait_has_
 def test_a_slack_must_not_be_negative() -> None:
     with pytest.raises(ValueError, match="slack"):
         Ticker(FakeClock(), 1.0, lambda: None, lambda: None, slack=-1.0)
+
+
+async def test_what_went_later_without_a_wake_is_not_ticked_for_before_its_time() -> None:
+    # (the node monitor: the oldest probe's node renewed while the ticker slept, and nobody
+    # wakes a ticker for something due later)
+    async with _ticking(100.0) as (clock, work, ticker):
+        work.items.append(103.0)
+        ticker.wake(103.0)
+        await _step(clock, 1)
+        work.items[0] = 105.5
+        await _step(clock, 7)
+        assert work.ticks == [100.0, 106.0]
+        assert work.taken == [(105.5, 106.0)]
+
+
+async def test_due_now_is_the_next_tick() -> None:
+    async with _ticking(100.0) as (clock, work, ticker):
+        await _step(clock, 0.5)
+        work.items.append(DUE_NOW)
+        ticker.wake()
+        await _step(clock, 1)
+        assert work.ticks == [100.0, 101.0]
