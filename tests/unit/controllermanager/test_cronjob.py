@@ -157,6 +157,7 @@ async def test_a_job_at_each_schedule_time_and_none_before() -> None:
         status = stored(fake).status
         assert status.last_schedule_time.seconds == int(T_2215)
         assert status.active[0].name == name_at(T_2215)
+        await wait_until(lambda: events(fake, "SuccessfulCreate"))  # (recorded by a task)
         assert events(fake, "SuccessfulCreate") == [f"Created job {name_at(T_2215)}"]
         # Allow (the default): the next time starts another while the first runs.
         await advance(clock, 300, step=5)
@@ -173,6 +174,7 @@ async def test_a_finished_job_leaves_the_active_list_and_sets_last_successful_ti
         await finish(fake, name_at(T_2215), "Complete", T_2215, T_2215 + 30)
         await wait_until(lambda: not stored(fake).status.active)
         assert stored(fake).status.last_successful_time.seconds == int(T_2215 + 30)
+        await wait_until(lambda: events(fake, "SawCompletedJob"))  # (recorded by a task)
         assert events(fake, "SawCompletedJob") == [
             f"Saw completed job: {name_at(T_2215)}, condition: Complete"
         ]
@@ -204,6 +206,7 @@ async def test_replace_deletes_the_active_job_for_the_new_one() -> None:
         await wait_until(
             lambda: [r.name for r in stored(fake).status.active] == [name_at(T_2215 + 300)]
         )
+        await wait_until(lambda: events(fake, "SuccessfulDelete"))  # (recorded by a task)
         assert events(fake, "SuccessfulDelete") == [f"Deleted job {name_at(T_2215)}"]
 
 
