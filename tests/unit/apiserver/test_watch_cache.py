@@ -21,6 +21,9 @@ from kemu.machinery.kinds import kind_for_resource
 from kemu.testing.fake_time import wait_until
 
 KEY = "/registry/replicasets/ns/big-8"
+BIG_8 = types_pb2.ReplicaSet(
+    metadata=types_pb2.ObjectMeta(name="big-8", namespace="ns")
+).SerializeToString()
 
 
 class _Store:
@@ -42,12 +45,10 @@ class _Store:
         self, prefix: str, start_revision: int, progress_requests: Any = None
     ) -> AsyncIterator[list[StorageEvent] | Progress]:
         self.watched_from.append(start_revision)
-        rs = types_pb2.ReplicaSet(metadata=types_pb2.ObjectMeta(name="big-8", namespace="ns"))
-        value = rs.SerializeToString()
         yield Progress(10)
         await self.progressed.wait()  # a client starts watching here
-        yield [StorageEvent("PUT", KEY, value, None, 5)]
-        yield [StorageEvent("DELETE", KEY, None, value, 6)]
+        yield [StorageEvent("PUT", KEY, BIG_8, None, 5)]
+        yield [StorageEvent("DELETE", KEY, None, BIG_8, 6)]
         self.done.set()
         await anyio.sleep_forever()
 
@@ -83,13 +84,10 @@ class _BrokenOnce(_Store):
         self, prefix: str, start_revision: int, progress_requests: Any = None
     ) -> AsyncIterator[list[StorageEvent] | Progress]:
         self.watched_from.append(start_revision)
-        value = types_pb2.ReplicaSet(
-            metadata=types_pb2.ObjectMeta(name="big-8", namespace="ns")
-        ).SerializeToString()
         if len(self.watched_from) == 1:
-            yield [StorageEvent("PUT", KEY, value, None, 5)]
+            yield [StorageEvent("PUT", KEY, BIG_8, None, 5)]
             raise InternalError("etcd watch failed: INTERNAL: Internal error from Core")
-        yield [StorageEvent("DELETE", KEY, None, value, 6)]
+        yield [StorageEvent("DELETE", KEY, None, BIG_8, 6)]
         self.done.set()
         await anyio.sleep_forever()
 
