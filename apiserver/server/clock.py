@@ -194,7 +194,7 @@ class ClusterClock:
         while True:
             try:
                 return await self._load()
-            except (Unavailable, Timeout) as e:
+            except (Unavailable, InternalError, Timeout) as e:
                 logger.warning("loading the cluster clock: %s; trying again", e)
                 await anyio.sleep(_WATCH_RETRY)
 

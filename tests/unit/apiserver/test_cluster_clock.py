@@ -253,8 +253,10 @@ async def test_loading_the_clock_waits_for_etcd_rather_than_failing() -> None:
 
         async def get(self, key: str) -> KeyValue:
             self.calls += 1
-            if self.calls < 3:
+            if self.calls == 1:
                 raise Unavailable("etcd is unavailable: Stream removed (Socket closed)")
+            if self.calls == 2:  # (a call gRPC itself broke)
+                raise InternalError("etcd get failed: INTERNAL: Internal error from Core")
             return KeyValue(key, encode(segment), 7, 1)
 
     store = Flaky()
