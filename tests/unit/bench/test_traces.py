@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bench.traces import peak_rss_mib, row, table
+from bench.traces import differences, peak_rss_mib, row, table
 from kemu.testing.processes import python_env
 
 
@@ -100,3 +100,16 @@ def test_sigterm_stops_the_command_running_and_waits_for_it(tmp_path: Path) -> N
     assert out.with_suffix(".stopped").read_text() == str(int(signal.SIGTERM))
     with pytest.raises(ProcessLookupError):
         os.kill(inner_pid, 0)
+
+
+def test_a_pod_that_differs_in_two_ways_is_one_pod_and_two_differences() -> None:
+    diff = [
+        {"pod": "Deployment/ns/web#0", "what": "node", "a": "n1", "b": "n2"},
+        {"pod": "Deployment/ns/web#0", "what": "node_group", "a": "small", "b": "large"},
+        {"pod": "batch-7", "what": "node", "a": "n3", "b": "n1"},
+    ]
+    assert differences(diff) == {
+        "pods_that_differ": 2,
+        "differences": ["node", "node_group"],
+        "differences_by_kind": {"node": 2, "node_group": 1},
+    }
