@@ -174,6 +174,13 @@ def service_handler(
     return grpc.method_handlers_generic_handler(descriptor.full_name, handlers)
 
 
+def answered(metadata: Iterable[tuple[str, str | bytes]] | None) -> bool:
+    """Whether a failed call's trailing metadata says a kemu server wrote its error (status_of
+    sets the reason): it received the call. Otherwise the transport ended it (a deadline, a
+    broken connection, a cancellation) and the server may never have had it."""
+    return any(k == REASON_KEY for k, _ in (metadata or ()))
+
+
 def error_from_status(
     code: grpc.StatusCode, details: str | None, metadata: Iterable[tuple[str, str | bytes]] | None
 ) -> ApiError:

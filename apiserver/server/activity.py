@@ -28,6 +28,8 @@ class Activity:
         """Watch events sent per component identity."""
         self.received: defaultdict[str, int] = defaultdict(int)
         """Requests received per component identity."""
+        self.last_call: defaultdict[str, int] = defaultdict(int)
+        """The highest call number (kemu-clock-call) received per component identity."""
         self.outside = 0
         """Requests received from clients outside the clock's sessions (kemuctl, kubectl,
         a test's or a driver's client)."""
@@ -44,19 +46,26 @@ class Activity:
             self._changed = anyio.Event()
         return self._changed
 
+    def _received(self, identity: str, call: int) -> None:
+        self.received[identity] += 1
+        if call > self.last_call[identity]:
+            self.last_call[identity] = call
+
     @contextmanager
-    def request(self, identity: str = "", *, in_flight: bool = True) -> Iterator[None]:
-        """Around the serving of a request of the component `identity` ("": from outside).
-        `in_flight` False: the clock's own calls (an AdvanceClock waits for time to pass),
-        counted only as a component's call received."""
+    def request(
+        self, identity: str = "", call: int = 0, *, in_flight: bool = True
+    ) -> Iterator[None]:
+        """Around the serving of a request of the component `identity` ("": from outside),
+        its call number `call`. `in_flight` False: the clock's own calls (an AdvanceClock
+        waits for time to pass), counted only as a component's call received."""
         if not in_flight:
             if identity:  # (an outsider's kemuctl clock is not the cluster's work)
-                self.received[identity] += 1
+                self._received(identity, call)
                 self._bump()
             yield
             return
         if identity:
-            self.received[identity] += 1
+            self._received(identity, call)
         else:
             self.outside += 1
         self.requests += 1
@@ -67,11 +76,11 @@ class Activity:
             self.requests -= 1
             self._bump()
 
-    def refused(self, identity: str = "") -> None:
+    def refused(self, identity: str = "", call: int = 0) -> None:
         """A request of `identity` refused before it was served (the in-flight limit's 429):
         received all the same, for the caller counts every attempt it makes."""
         if identity:
-            self.received[identity] += 1
+            self._received(identity, call)
         else:
             self.outside += 1
         self._bump()

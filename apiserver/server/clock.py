@@ -47,7 +47,13 @@ from kemu.machinery.errors import (
     Timeout,
     Unavailable,
 )
-from kemu.machinery.virtual_time import ClockMode, ClockSegment, check_rate, to_proto
+from kemu.machinery.virtual_time import (
+    ClockMode,
+    ClockSegment,
+    calls_square,
+    check_rate,
+    to_proto,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -570,9 +576,13 @@ class ClusterClock:
         """Whether the apiserver received every call the session's answer counts, and no
         other, and the session received every watch event sent to it."""
         a = self.activity
-        return answer.events_received == a.sent.get(
-            session.identity, 0
-        ) and answer.requests_sent == a.received.get(session.identity, 0)
+        identity = session.identity
+        return answer.events_received == a.sent.get(identity, 0) and calls_square(
+            answer.requests_sent,
+            answer.requests_abandoned,
+            a.received.get(identity, 0),
+            a.last_call.get(identity, 0),
+        )
 
     async def _probe(
         self, sessions: list[_Session], latest: dict[_Session, api_pb2.ClockReport]
@@ -651,13 +661,21 @@ class ClusterClock:
 
 def _peer_calls_square(latest: dict[_Session, api_pb2.ClockReport]) -> bool:
     """Every call a component in session made to another (not the apiserver) was served by
-    one that answered, and no more."""
+    one that answered, and no more (calls_square)."""
     received: dict[str, int] = {}
+    last: dict[str, int] = {}
     for answer in latest.values():
         for caller, n in answer.peer_calls_received.items():
             received[caller] = received.get(caller, 0) + n
+        for caller, number in answer.peer_calls_last.items():
+            last[caller] = max(last.get(caller, 0), number)
     return all(
-        answer.peer_calls_sent == received.get(s.identity, 0)
+        calls_square(
+            answer.peer_calls_sent,
+            answer.peer_calls_abandoned,
+            received.get(s.identity, 0),
+            last.get(s.identity, 0),
+        )
         for s, answer in latest.items()
         if answer.peer_calls_sent or s.identity in received
     )

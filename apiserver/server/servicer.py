@@ -42,7 +42,13 @@ from kemu.machinery.fencing import ENFORCE_KEY, TOKEN_KEY, FencingToken
 from kemu.machinery.kinds import Kind, kind_for_resource, kind_of, unwrap
 from kemu.machinery.selection import RequestFilter
 from kemu.machinery.subresources import STATUS
-from kemu.machinery.virtual_time import CLOCK_IDENTITY_KEY, REAL_TIME_CLOCK, ClockMode
+from kemu.machinery.virtual_time import (
+    CLOCK_CALL_KEY,
+    CLOCK_IDENTITY_KEY,
+    REAL_TIME_CLOCK,
+    ClockMode,
+    call_number,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +68,17 @@ def _metadata(context: grpc.aio.ServicerContext[Any, Any], key: str) -> str:
         if k == key:
             return value if isinstance(value, str) else value.decode(errors="replace")
     return ""
+
+
+def _clock_caller(context: grpc.aio.ServicerContext[Any, Any]) -> tuple[str, int]:
+    """The clock session identity a call is tagged with ("" for none) and its call number."""
+    identity, number = "", 0
+    for key, value in context.invocation_metadata() or ():
+        if key == CLOCK_IDENTITY_KEY:
+            identity = value if isinstance(value, str) else value.decode(errors="replace")
+        elif key == CLOCK_CALL_KEY:
+            number = call_number(value)
+    return identity, number
 
 
 def _fencing_token(context: grpc.aio.ServicerContext[Any, Any]) -> FencingToken | None:
@@ -192,9 +209,7 @@ class ApiService:
         code = grpc.StatusCode.OK
         try:
             # (the clock's own calls, AdvanceClock waiting for time, are not the cluster's work)
-            counted = self._activity.request(
-                _metadata(context, CLOCK_IDENTITY_KEY), in_flight=resource != "clock"
-            )
+            counted = self._activity.request(*_clock_caller(context), in_flight=resource != "clock")
             with fencing.serving(_fencing_token(context)), counted:
                 return await call()
         except ApiError as e:
@@ -216,7 +231,7 @@ class ApiService:
     def _refused(self, context: grpc.aio.ServicerContext[Any, Any]) -> None:
         # (a component in a clock session counted the call as made: were it not counted as
         # received, the event-driven clock would wait for it for ever)
-        self._activity.refused(_metadata(context, CLOCK_IDENTITY_KEY))
+        self._activity.refused(*_clock_caller(context))
 
     @staticmethod
     def _resource_of(envelope: api_pb2.Object) -> str:

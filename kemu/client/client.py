@@ -53,7 +53,7 @@ from kemu.client.interface import (
 )
 from kemu.machinery import kinds
 from kemu.machinery.errors import ApiError, Fenced, Gone, Timeout, TooManyRequests, Unavailable
-from kemu.machinery.virtual_time import CLOCK_IDENTITY_KEY
+from kemu.machinery.virtual_time import CLOCK_CALL_KEY, CLOCK_IDENTITY_KEY
 
 __all__ = ["Client", "ListResult", "M", "WatchEvent"]
 
@@ -119,9 +119,12 @@ def _wrap(obj: Message) -> api_pb2.Object:
     return envelope
 
 
+def _trailing(e: grpc.aio.AioRpcError) -> list[tuple[str, str | bytes]]:
+    return cast(list[tuple[str, str | bytes]], list(e.trailing_metadata() or ()))
+
+
 def _error(e: grpc.aio.AioRpcError) -> ApiError:
-    metadata = cast(list[tuple[str, str | bytes]], list(e.trailing_metadata() or ()))
-    return wire.error_from_status(e.code(), e.details(), metadata)
+    return wire.error_from_status(e.code(), e.details(), _trailing(e))
 
 
 class _WatchStream(AsyncIterator[WatchEvent[M]]):
@@ -209,8 +212,12 @@ class Client:
         self.requests_in_flight = 0
         """Calls being made (retries and their backoff included)."""
         self.requests_sent = 0
-        """Calls made tagged with `clock_identity` (attempts: a retry is another): the
-        apiserver counts those it received, for the event-driven clock."""
+        """Calls made tagged with `clock_identity` (attempts: a retry is another), each with
+        its number (CLOCK_CALL_KEY): the apiserver counts those it received, for the
+        event-driven clock."""
+        self.requests_abandoned = 0
+        """Of `requests_sent`, those given up on before the apiserver answered (cancelled by
+        their caller, or ended by the transport): it may never have received them."""
 
     def one_attempt(self, timeout: float) -> Client:
         """A view of this client, over the same channel, whose calls fail fast: one attempt
@@ -286,10 +293,15 @@ class Client:
         fence = fencing.current() if name in _WRITES else None
         metadata = fence.token.metadata() if fence is not None else ()
         root = self._base or self
-        if root.clock_identity:
+        tagged = bool(root.clock_identity)
+        if tagged:
             # (the apiserver counts them per identity, for the event-driven clock)
-            metadata = (*metadata, (CLOCK_IDENTITY_KEY, root.clock_identity))
             root.requests_sent += 1
+            metadata = (
+                *metadata,
+                (CLOCK_IDENTITY_KEY, root.clock_identity),
+                (CLOCK_CALL_KEY, str(root.requests_sent)),
+            )
         call = self._unary(name, response)(
             request,
             timeout=seconds,
@@ -299,11 +311,15 @@ class Client:
         try:
             return await call
         except grpc.aio.AioRpcError as e:
+            if tagged and not wire.answered(_trailing(e)):
+                root.requests_abandoned += 1
             err = _error(e)
             if fence is not None and isinstance(err, Fenced):
                 fence.refused(err)
             raise err from None
         except asyncio.CancelledError:
+            if tagged:
+                root.requests_abandoned += 1
             call.cancel()
             await anyio.lowlevel.checkpoint()
             raise

@@ -21,9 +21,11 @@ from kemu.component.virtual_clock import VirtualClock
 from kemu.machinery.errors import ApiError, BadRequest
 from kemu.machinery.virtual_time import (
     BOOT_TOKEN_ENV,
+    CLOCK_CALL_KEY,
     CLOCK_IDENTITY_KEY,
     REAL_TIME_CLOCK,
     ClockMode,
+    call_number,
     from_proto,
 )
 
@@ -41,28 +43,36 @@ IDLE_POLL: Final = 0.001
 class PeerCalls:
     """Calls between two components that do not go through the apiserver (the autoscaler's
     to the cloud): the caller counts those it made (tagged with `identity`, its clock
-    session's, set once that session starts), the callee those it served by caller, and the
-    event-driven clock's driver checks that they square (a call on its way, or served after
-    the callee answered a probe, is work the apiserver cannot see)."""
+    session's, set once that session starts, and with their number) and those it gave up on
+    before their answer, the callee those it served by caller and the highest number among
+    them, and the event-driven clock's driver checks that they square
+    (kemu.machinery.virtual_time.calls_square: a call on its way, or served after the callee
+    answered a probe, is work the apiserver cannot see)."""
 
     identity: str = ""
     sent: int = 0
+    abandoned: int = 0
     received: dict[str, int] = field(default_factory=dict)
+    last: dict[str, int] = field(default_factory=dict)
 
     def metadata(self) -> tuple[tuple[str, str], ...]:
         """A call's metadata (counting it as made), empty before a clock session."""
         if not self.identity:
             return ()
         self.sent += 1
-        return ((CLOCK_IDENTITY_KEY, self.identity),)
+        return ((CLOCK_IDENTITY_KEY, self.identity), (CLOCK_CALL_KEY, str(self.sent)))
 
     def served(self, metadata: Iterable[tuple[str, str | bytes]]) -> None:
         """A call served, with its metadata (untagged: not a component in session)."""
+        caller, number = "", 0
         for key, value in metadata:
             if key == CLOCK_IDENTITY_KEY:
                 caller = value if isinstance(value, str) else value.decode(errors="replace")
-                self.received[caller] = self.received.get(caller, 0) + 1
-                return
+            elif key == CLOCK_CALL_KEY:
+                number = call_number(value)
+        if caller:
+            self.received[caller] = self.received.get(caller, 0) + 1
+            self.last[caller] = max(self.last.get(caller, 0), number)
 
 
 class ClockModeMismatch(Exception):
@@ -119,8 +129,11 @@ async def follow_cluster_clock(
             idle=idle,
             events_received=client.events_received,
             requests_sent=client.requests_sent,
+            requests_abandoned=client.requests_abandoned,
             peer_calls_sent=peers.sent if peers is not None else 0,
+            peer_calls_abandoned=peers.abandoned if peers is not None else 0,
             peer_calls_received=peers.received if peers is not None else {},
+            peer_calls_last=peers.last if peers is not None else {},
         )
 
     async def reports() -> AsyncIterator[api_pb2.ClockReport]:

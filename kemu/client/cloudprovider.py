@@ -38,6 +38,7 @@ class CloudProviderClient:
         await self._channel.close(None)
 
     async def _call(self, method: str, request: Message, response: type[Resp]) -> Resp:
+        tags = self.peer_calls.metadata()
         call = self._channel.unary_unary(
             _SERVICE + method,
             request_serializer=lambda m: m.SerializeToString(),
@@ -46,15 +47,19 @@ class CloudProviderClient:
             request,
             timeout=self.timeout,
             wait_for_ready=True,
-            metadata=self.peer_calls.metadata() or None,
+            metadata=tags or None,
         )
         self.requests_in_flight += 1
         try:
             return await call  # type: ignore[no-any-return]
         except grpc.aio.AioRpcError as e:
             metadata = cast(list[tuple[str, str | bytes]], list(e.trailing_metadata() or ()))
+            if tags and not wire.answered(metadata):
+                self.peer_calls.abandoned += 1
             raise wire.error_from_status(e.code(), e.details(), metadata) from None
         except asyncio.CancelledError:
+            if tags:
+                self.peer_calls.abandoned += 1
             call.cancel()
             await anyio.lowlevel.checkpoint()
             raise

@@ -27,7 +27,32 @@ MAX_RATE: Final = 1_000_000.0
 
 
 CLOCK_IDENTITY_KEY: Final = "kemu-clock-identity"
-"""The gRPC metadata with which a component in a clock session tags its watches."""
+"""The gRPC metadata with which a component in a clock session tags its calls and watches."""
+
+CLOCK_CALL_KEY: Final = "kemu-clock-call"
+"""The gRPC metadata with a tagged call's number: the count of calls its session had made,
+itself included (`call_number` reads it)."""
+
+
+def call_number(value: str | bytes) -> int:
+    """A kemu-clock-call value; 0 for a malformed one (a call without a number squares as
+    one made before every answer)."""
+    try:
+        return max(int(value), 0)
+    except ValueError:
+        return 0
+
+
+def calls_square(sent: int, abandoned: int, received: int, last: int) -> bool:
+    """Whether the calls one component counts as made (`sent`, of which it gave up on
+    `abandoned` before their answer) square with what the other side counts: `received` of
+    them, the highest call number among them `last`. Every call not given up on was
+    received (one on its way is not), none twice, and none made after `sent` was counted (work
+    done after the answer). A call given up on may never arrive (cancelled before gRPC sent
+    it), so it counts either way: were it counted as made only, one cancelled call would hold
+    the event-driven clock until the session ended."""
+    return sent - abandoned <= received <= sent and last <= sent
+
 
 BOOT_TOKEN_ENV: Final = "KEMU_CLOCK_BOOT_TOKEN"
 """The environment variable with which a launcher (the harness) gives a component the token it

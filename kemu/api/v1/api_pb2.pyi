@@ -274,8 +274,15 @@ class ClockUpdate(_message.Message):
     def __init__(self, segment: _Optional[_Union[ClockSegment, _Mapping]] = ..., probe: _Optional[int] = ...) -> None: ...
 
 class ClockReport(_message.Message):
-    __slots__ = ("component", "identity", "timers", "next_deadline", "probe", "idle", "events_received", "requests_sent", "peer_calls_sent", "peer_calls_received", "boot_token", "ready")
+    __slots__ = ("component", "identity", "timers", "next_deadline", "probe", "idle", "events_received", "requests_sent", "peer_calls_sent", "peer_calls_received", "boot_token", "ready", "requests_abandoned", "peer_calls_abandoned", "peer_calls_last")
     class PeerCallsReceivedEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    class PeerCallsLastEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
         VALUE_FIELD_NUMBER: _ClassVar[int]
@@ -294,6 +301,9 @@ class ClockReport(_message.Message):
     PEER_CALLS_RECEIVED_FIELD_NUMBER: _ClassVar[int]
     BOOT_TOKEN_FIELD_NUMBER: _ClassVar[int]
     READY_FIELD_NUMBER: _ClassVar[int]
+    REQUESTS_ABANDONED_FIELD_NUMBER: _ClassVar[int]
+    PEER_CALLS_ABANDONED_FIELD_NUMBER: _ClassVar[int]
+    PEER_CALLS_LAST_FIELD_NUMBER: _ClassVar[int]
     component: str
     identity: str
     timers: int
@@ -306,7 +316,10 @@ class ClockReport(_message.Message):
     peer_calls_received: _containers.ScalarMap[str, int]
     boot_token: str
     ready: bool
-    def __init__(self, component: _Optional[str] = ..., identity: _Optional[str] = ..., timers: _Optional[int] = ..., next_deadline: _Optional[float] = ..., probe: _Optional[int] = ..., idle: _Optional[bool] = ..., events_received: _Optional[int] = ..., requests_sent: _Optional[int] = ..., peer_calls_sent: _Optional[int] = ..., peer_calls_received: _Optional[_Mapping[str, int]] = ..., boot_token: _Optional[str] = ..., ready: _Optional[bool] = ...) -> None: ...
+    requests_abandoned: int
+    peer_calls_abandoned: int
+    peer_calls_last: _containers.ScalarMap[str, int]
+    def __init__(self, component: _Optional[str] = ..., identity: _Optional[str] = ..., timers: _Optional[int] = ..., next_deadline: _Optional[float] = ..., probe: _Optional[int] = ..., idle: _Optional[bool] = ..., events_received: _Optional[int] = ..., requests_sent: _Optional[int] = ..., peer_calls_sent: _Optional[int] = ..., peer_calls_received: _Optional[_Mapping[str, int]] = ..., boot_token: _Optional[str] = ..., ready: _Optional[bool] = ..., requests_abandoned: _Optional[int] = ..., peer_calls_abandoned: _Optional[int] = ..., peer_calls_last: _Optional[_Mapping[str, int]] = ...) -> None: ...
 
 class ClockRequest(_message.Message):
     __slots__ = ()

@@ -40,10 +40,11 @@ async def _answering(
     received: int,
     deadline: float,
     sent: int = 0,
+    abandoned: int = 0,
     on_probe: Callable[[], None] = lambda: None,
 ) -> None:
-    """A component's session that answers every probe so (`sent`: the calls it says it made;
-    `on_probe` runs before each answer)."""
+    """A component's session that answers every probe so (`sent`: the calls it says it made,
+    `abandoned` of them given up on; `on_probe` runs before each answer)."""
     send, receive = anyio.create_memory_object_stream[api_pb2.ClockUpdate](8)
     session = cc._sessions[len(cc._sessions)] = _Session(send, identity=identity)
     async with receive:
@@ -57,6 +58,7 @@ async def _answering(
                 idle=idle,
                 events_received=received,
                 requests_sent=sent,
+                requests_abandoned=abandoned,
                 timers=1,
                 next_deadline=deadline,
             )
@@ -110,6 +112,44 @@ async def test_a_call_one_side_counted_and_the_other_not_is_no_quiescence(
         cc.activity.received["a"] = sent  # every call received, none since: quiescent
         with anyio.fail_after(5):
             assert await cc._quiescence() == (True, START + 1)
+        tg.cancel_scope.cancel()
+
+
+async def test_a_call_given_up_on_before_it_was_sent_does_not_hold_the_clock() -> None:
+    """A kubelet's node removed while its registration waited to be sent: its caller counted
+    the call as made and cancelled it, and the apiserver never received it. Were it counted
+    as made only, the clock would hold until that kubelet's session ended (found by
+    test_cloud's node-group run under load: its pod GC's quarantine never passed)."""
+    cc = _cluster_clock()
+    cc.activity.received["a"] = 3
+    cc.activity.last_call["a"] = 3
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(
+            lambda: _answering(
+                cc, "a", idle=True, received=0, sent=4, abandoned=1, deadline=START + 1
+            )
+        )
+        await anyio.wait_all_tasks_blocked()
+        with anyio.fail_after(5):
+            assert await cc._quiescence() == (True, START + 1)
+        tg.cancel_scope.cancel()
+
+
+async def test_a_call_made_after_the_answer_shows_by_its_number_beside_one_given_up_on() -> None:
+    """The count alone cannot tell a call given up on that never arrived plus one made after
+    the answer from every call received: the call's number can."""
+    cc = _cluster_clock()
+    cc.activity.received["a"] = 4  # 1..3, not 4 (given up on), and 5, made after the answer
+    cc.activity.last_call["a"] = 5
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(
+            lambda: _answering(
+                cc, "a", idle=True, received=0, sent=4, abandoned=1, deadline=START + 1
+            )
+        )
+        await anyio.wait_all_tasks_blocked()
+        with anyio.fail_after(5):
+            assert await cc._quiescence() == (False, None)
         tg.cancel_scope.cancel()
 
 

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from kemu.machinery.errors import Invalid
-from kemu.machinery.virtual_time import ClockSegment, parse_rate
+from kemu.machinery.virtual_time import ClockSegment, call_number, calls_square, parse_rate
 
 
 def test_virtual_time_follows_wall_time_at_the_rate_from_the_segments_start() -> None:
@@ -73,3 +73,28 @@ def test_the_event_driven_clock_holds_between_jumps_and_never_goes_back() -> Non
     assert (advancing.event_driven, advancing.advance_until) == (True, 5_600.0)
     assert advancing.with_rate(0.0, 103.0).event_driven is False
     assert driven.rate_text == "max" and s.rate_text == "2"
+
+
+@pytest.mark.parametrize(
+    ("sent", "abandoned", "received", "last", "square"),
+    [
+        (3, 0, 3, 3, True),
+        (3, 0, 2, 2, False),  # a call on its way
+        (3, 0, 4, 4, False),  # a call made after the answer
+        (4, 1, 3, 3, True),  # one given up on before it was sent
+        (4, 1, 4, 4, True),  # one given up on that arrived all the same
+        (4, 1, 4, 5, False),  # one given up on, lost, and one made after the answer
+        (4, 1, 2, 3, False),  # one given up on, and one on its way
+    ],
+)
+def test_calls_square_when_every_call_not_given_up_on_arrived_and_none_since(
+    sent: int, abandoned: int, received: int, last: int, square: bool
+) -> None:
+    assert calls_square(sent, abandoned, received, last) is square
+
+
+@pytest.mark.parametrize(("value", "number"), [("17", 17), (b"3", 3), ("x", 0), ("-2", 0)])
+def test_a_call_number_is_read_from_its_metadata_and_a_bad_one_is_none(
+    value: str | bytes, number: int
+) -> None:
+    assert call_number(value) == number

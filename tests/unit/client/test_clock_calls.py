@@ -1,0 +1,96 @@
+"""How a client in a clock session counts its calls for the event-driven clock
+(kemu.client.client, apiserver/server/activity.py): every attempt is numbered, and one given up
+on before the server answered (cancelled by its caller, ended by the transport) is counted as
+abandoned, since the apiserver may never have received it; one the server answered is not."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import grpc
+import pytest
+
+from apiserver.server.activity import Activity
+from apiserver.server.servicer import _clock_caller
+from kemu import wire
+from kemu.api.v1 import api_pb2
+from kemu.client.client import Client
+from kemu.machinery.errors import NotFound
+from kemu.machinery.virtual_time import calls_square
+from kemu.testing.fake_time import wait_until
+from kemu.testing.ports import free_port
+
+pytestmark = pytest.mark.anyio
+
+
+@asynccontextmanager
+async def _server(activity: Activity, *, found: bool) -> AsyncIterator[str]:
+    """A gRPC server whose Version is counted as the apiserver counts calls; it answers, or
+    (`found` False) fails with a NotFound written as the apiserver writes errors."""
+
+    async def version(request: api_pb2.VersionRequest, context: Any) -> api_pb2.VersionInfo:
+        with activity.request(*_clock_caller(context)):
+            if found:
+                return api_pb2.VersionInfo()
+            code, details, md = wire.status_of(NotFound("no such thing"))
+            context.set_trailing_metadata(md)
+            await context.abort(code, details)
+            raise AssertionError("unreachable: abort raises")
+
+    handler = grpc.method_handlers_generic_handler(
+        "kemu.api.v1.Api",
+        {
+            "Version": grpc.unary_unary_rpc_method_handler(
+                wire.unary(version, api_pb2.VersionRequest),
+                response_serializer=api_pb2.VersionInfo.SerializeToString,
+            )
+        },
+    )
+    server = grpc.aio.server()
+    server.add_generic_rpc_handlers((handler,))
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        await server.stop(None)
+
+
+@pytest.mark.parametrize("found", [True, False], ids=["answered", "refused with an error"])
+async def test_a_call_the_server_answered_is_numbered_and_not_abandoned(found: bool) -> None:
+    activity = Activity()
+    async with _server(activity, found=found) as address, Client(address) as client:
+        client.clock_identity = "kubelet-1"
+        for _ in range(2):
+            try:
+                await client.version()
+            except NotFound:
+                assert not found
+        assert (client.requests_sent, client.requests_abandoned) == (2, 0)
+        assert activity.received["kubelet-1"] == 2 and activity.last_call["kubelet-1"] == 2
+        assert calls_square(2, 0, activity.received["kubelet-1"], activity.last_call["kubelet-1"])
+
+
+async def test_a_call_cancelled_before_it_reached_the_server_is_abandoned() -> None:
+    # (no server listens: the call waits for one, as a call made while the channel connects)
+    async with Client(f"127.0.0.1:{free_port()}") as client:
+        client.clock_identity = "kubelet-1"
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(client.version)
+            await wait_until(lambda: client.requests_sent == 1, within=5)
+            tg.cancel_scope.cancel()
+        assert client.requests_abandoned == 1
+        # the apiserver received nothing of it, and the counts square all the same
+        assert calls_square(client.requests_sent, client.requests_abandoned, 0, 0)
+
+
+async def test_a_call_ended_by_its_deadline_is_abandoned() -> None:
+    async with Client(f"127.0.0.1:{free_port()}", timeout=0.2) as client:
+        client.clock_identity = "kubelet-1"
+        with pytest.raises(Exception):  # noqa: B017 (which error the deadline gives is not the point)
+            await client.version()
+        assert client.requests_sent >= 1
+        assert client.requests_abandoned == client.requests_sent
