@@ -5,9 +5,12 @@
 Starts etcd and `python -m apiserver` with the test harness in a temporary directory, then:
 
 1. for 1, 16 and 64 concurrent clients: N creates of a small Pod through kemu's Client, N gets,
-   N updates (a label change, carrying the resourceVersion the create returned); then the same
-   through aetcd straight to the same etcd: N puts of a value the size of the stored pod under
-   /bench/..., N gets, N compare-and-swap txns on the mod revision.
+   N updates (a label change, carrying the resourceVersion the create returned), then the
+   scheduler's and the kubelet's calls on the same pods: N bindings, N status PATCHes (phase
+   Running and a pod IP) and N deletions (grace 0); each cell with the CPU each process spent
+   per op and etcd's writes and ranges per op (its mvcc counters); then the same through aetcd
+   straight to the same etcd: N puts of a value the size of the stored pod under /bench/...,
+   N gets, N compare-and-swap txns on the mod revision.
 2. watch delivery: 10 watchers in a separate process (bench.watchers), a writer creating pods
    at a paced rate; each pod carries its send time, each watcher its receive time.
 3. RSS of etcd, the apiserver and this process at the end; CPU (cores) of each per phase.
@@ -44,6 +47,7 @@ from bench.common import (
     CpuMeter,
     LatencyStats,
     RunResult,
+    cpu_ms_per_item,
     fmt,
     format_table,
     jsonable,
@@ -76,7 +80,17 @@ WATCH_MAX_IN_FLIGHT: Final = 256
 WARMUP: Final = 100
 SYSTEMS: Final = ("apiserver", "rest", "etcd")
 LABEL: Final = "bench"
-OPS: Final = ("create", "get", "update")
+OPS: Final = ("create", "get", "update", "bind", "status", "delete")
+BENCH_NODE: Final = "bench-node"
+"""The node the bind cell binds every pod to (a binding does not need the Node to exist)."""
+ETCD_COUNTERS: Final = {
+    "range": "etcd_mvcc_range_total",
+    "put": "etcd_mvcc_put_total",
+    "delete": "etcd_mvcc_delete_total",
+}
+"""etcd's key-value counters (its /metrics), per op of a cell: what one apiserver call costs
+etcd. A transaction's compares are ranges there too (etcd reads the key to compare it), and its
+writes are its puts and deletes."""
 
 
 @dataclass
@@ -93,6 +107,10 @@ class Row:
     cpu_cores: dict[str, float]
     vs_etcd: float = math.nan  # apiserver ops/s over etcd ops/s for the same op and clients
     first_error: str = ""
+    cpu_ms_per_op: dict[str, float] = field(default_factory=dict)
+    """CPU milliseconds each process spent per op: the op's cost, whatever the rate."""
+    etcd_per_op: dict[str, float] = field(default_factory=dict)
+    """etcd's requests per op (ETCD_COUNTERS' keys), an apiserver cell's calls to etcd."""
 
 
 @dataclass
@@ -152,18 +170,23 @@ def bench_pod(name: str, namespace: str) -> types_pb2.Pod:
 
 
 class Cells:
-    """Runs the create/get/update cells of one system at one concurrency."""
+    """Runs the cells of one system at one concurrency."""
 
-    def __init__(self, report: Report, meter: CpuMeter) -> None:
+    def __init__(self, report: Report, meter: CpuMeter, etcd_metrics: str = "") -> None:
+        """`etcd_metrics`: etcd's /metrics URL, read around each apiserver cell ("": not)."""
         self.report = report
         self.meter = meter
+        self.etcd_metrics = etcd_metrics
 
     async def cell(
         self, system: str, op: str, clients: int, n: int, fn: Callable[[int], Awaitable[object]]
     ) -> RunResult:
+        counted = system == "apiserver" and bool(self.etcd_metrics)
+        before = await etcd_counters(self.etcd_metrics) if counted else {}
         self.meter.start()
         result = await run_concurrent(n, clients, fn)
         cpu = self.meter.stop()
+        after = await etcd_counters(self.etcd_metrics) if counted else {}
         row = Row(
             system=system,
             op=op,
@@ -174,6 +197,8 @@ class Cells:
             latency=summarize(result.latencies),
             cpu_cores=cpu,
             first_error=result.first_error,
+            cpu_ms_per_op=cpu_ms_per_item(cpu, self.meter.wall, n - result.errors),
+            etcd_per_op={k: (after[k] - before[k]) / n for k in after if k in before and n > 0},
         )
         self.report.rows.append(row)
         logger.info(
@@ -226,8 +251,59 @@ async def apiserver_cells(
         await client(i).update(pod)
 
     await cells.cell("apiserver", "update", concurrency, n, update)
+
+    # The scheduler's and the kubelet's calls on the same pods: the binding, the status
+    # PATCH a kubelet makes when the pod runs, and the deletion (grace 0, as the bench's
+    # workloads delete).
+    async def bind(i: int) -> None:
+        await client(i).bind(ns, f"p{i}", BENCH_NODE)
+
+    async def status(i: int) -> None:
+        await client(i).patch(
+            types_pb2.Pod,
+            f"p{i}",
+            {
+                "status": {
+                    "phase": "Running",
+                    "podIP": f"10.{i // 65536 % 256}.{i // 256 % 256}.{i % 256}",
+                }
+            },
+            ns,
+            subresource="status",
+        )
+
+    async def delete(i: int) -> None:
+        await client(i).delete(types_pb2.Pod, f"p{i}", ns, grace_period_seconds=0)
+
+    await cells.cell("apiserver", "bind", concurrency, n, bind)
+    await cells.cell("apiserver", "status", concurrency, n, status)
+    await cells.cell("apiserver", "delete", concurrency, n, delete)
     sample = next((p for p in created if p is not None), pods[0])
     return sample.SerializeToString()
+
+
+async def etcd_counters(url: str) -> dict[str, float]:
+    """ETCD_COUNTERS read from etcd's /metrics at `url`."""
+    async with aiohttp.ClientSession() as session, session.get(url) as resp:
+        return parse_etcd_counters(await resp.text())
+
+
+def parse_etcd_counters(text: str) -> dict[str, float]:
+    """ETCD_COUNTERS in a Prometheus text exposition (summed over their labels); those it
+    does not have are missing."""
+    out: dict[str, float] = {}
+    names = {metric: key for key, metric in ETCD_COUNTERS.items()}
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        name, _, rest = line.partition(" ")
+        key = names.get(name.partition("{")[0])
+        if key is not None:
+            try:
+                out[key] = out.get(key, 0.0) + float(rest.split()[0])
+            except (ValueError, IndexError):
+                continue
+    return out
 
 
 REST_CONCURRENCY: Final = 16
@@ -467,7 +543,7 @@ async def run(cluster: Cluster, opts: Options, tmp: Path) -> Report:
         "bench": os.getpid(),
     }
     meter = CpuMeter(pids)
-    cells = Cells(report, meter)
+    cells = Cells(report, meter, etcd_metrics=f"{cluster.etcd.url}/metrics")
     etcd_addr = urlsplit(cluster.etcd.url)
     etcd = aetcd.Client(host=etcd_addr.hostname or "127.0.0.1", port=etcd_addr.port or 2379)
     pool: dict[int, list[Client]] = {}
@@ -517,7 +593,8 @@ def add_ratios(rows: list[Row]) -> None:
 
 HEADERS: Final = (
     "system", "op", "clients", "n", "ops/s", "p50 ms", "p99 ms", "max ms", "vs etcd",
-    "cpu api", "cpu etcd", "cpu bench", "errors",
+    "cpu api", "cpu etcd", "cpu bench", "api ms/op", "etcd ms/op", "etcd writes/op",
+    "etcd ranges/op", "errors",
 )  # fmt: skip
 
 
@@ -540,6 +617,10 @@ def render(report: Report) -> str:
             fmt(r.cpu_cores.get("apiserver"), 2),
             fmt(r.cpu_cores.get("etcd"), 2),
             fmt(r.cpu_cores.get("bench"), 2),
+            fmt(r.cpu_ms_per_op.get("apiserver"), 3),
+            fmt(r.cpu_ms_per_op.get("etcd"), 3),
+            fmt(etcd_writes(r.etcd_per_op), 2),
+            fmt(r.etcd_per_op.get("range"), 2),
             str(r.errors),
         ]
         for r in ordered
@@ -560,6 +641,10 @@ def render(report: Report) -> str:
                 fmt(w.cpu_cores.get("apiserver"), 2),
                 fmt(w.cpu_cores.get("etcd"), 2),
                 fmt(w.cpu_cores.get("bench"), 2),
+                "-",
+                "-",
+                "-",
+                "-",
                 str(w.write_errors + w.missing + w.duplicates + w.unexpected),
             ]
         )
@@ -601,6 +686,13 @@ def render(report: Report) -> str:
         if r.first_error:
             lines.append(f"first error of {r.system} {r.op} x{r.clients}: {r.first_error}")
     return "\n".join(lines)
+
+
+def etcd_writes(per_op: dict[str, float]) -> float | None:
+    """etcd's puts and deletes per op (None without etcd's counters)."""
+    if "put" not in per_op or "delete" not in per_op:
+        return None
+    return per_op["put"] + per_op["delete"]
 
 
 def _load(value: object) -> str:

@@ -13,7 +13,7 @@ import anyio.lowlevel
 import pytest
 
 from bench import watchers
-from bench.apiserver import Report, Row, WatchReport, add_ratios, render
+from bench.apiserver import Report, Row, WatchReport, add_ratios, parse_etcd_counters, render
 from bench.common import (
     CpuMeter,
     LatencyStats,
@@ -242,6 +242,29 @@ def test_report_pairs_each_apiserver_cell_with_etcd() -> None:
     assert "0.25" in create.split()
     assert any("watch x10" in line for line in table)
     assert "exactly once: yes" in text
+
+
+def test_etcd_counters_are_summed_over_their_labels_and_others_ignored() -> None:
+    text = """# HELP etcd_mvcc_range_total Total number of ranges seen by this member.
+# TYPE etcd_mvcc_range_total counter
+etcd_mvcc_range_total 41
+etcd_mvcc_put_total{lease="none"} 12
+etcd_mvcc_put_total{lease="some"} 3
+etcd_mvcc_put_total_bogus 7
+etcd_server_proposals_committed_total 2500
+"""
+    assert parse_etcd_counters(text) == {"range": 41.0, "put": 15.0}
+
+
+def test_a_cells_cost_per_op_is_shown_beside_its_rate() -> None:
+    row = _row("apiserver", "bind", 16, 1000.0)
+    row.cpu_ms_per_op = {"apiserver": 0.512, "etcd": 0.2}
+    row.etcd_per_op = {"put": 1.0, "delete": 1.0, "range": 4.0}
+    text = render(Report(quick=True, n=100, client_mode="shared", rows=[row]))
+    header, _, line = text.splitlines()[2:5]
+    assert "api ms/op" in header and "etcd writes/op" in header
+    # (after the three cores columns: api ms/op, etcd ms/op, etcd writes/op, etcd ranges/op)
+    assert line.split()[12:16] == ["0.512", "0.200", "2.00", "4.00"]
 
 
 def _parser() -> argparse.ArgumentParser:
