@@ -79,31 +79,42 @@ def config_path(checkout: Path, name: str) -> Path:
     return checkout / SCHEDULER_PERF_DIR / name / "performance-config.yaml"
 
 
-def thresholded(path: Path) -> dict[str, float]:
-    """Every `TestCase/Workload` of the file that carries a threshold, read from the YAML
-    itself (a workload kemu refuses at every version still has one to report)."""
+def thresholded(path: Path) -> dict[str, tuple[float, object]]:
+    """Every `TestCase/Workload` of the file that carries a threshold, with its test case as
+    the YAML has it, read from the YAML itself (a workload kemu refuses at every version
+    still has one to report)."""
     try:
         data = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as e:
         raise WorkloadError(f"{path}: {e}") from None
-    out: dict[str, float] = {}
+    out: dict[str, tuple[float, object]] = {}
     for case in data if isinstance(data, list) else []:
         if not isinstance(case, dict):
             continue
         for w in case.get("workloads") or []:
             if isinstance(w, dict) and isinstance(w.get("threshold"), int | float):
-                out[f"{case.get('name')}/{w.get('name')}"] = float(w["threshold"])
+                out[f"{case.get('name')}/{w.get('name')}"] = (float(w["threshold"]), case)
     return out
 
 
 def plan(paths: Sequence[Path]) -> list[Planned]:
     """Each thresholded workload of `paths` at the newest of kemu's emulated versions at
     which its file's settings are accepted, in file order; or why it runs at none (the
-    reason kemu gives at its newest version)."""
+    reason kemu gives at its newest version). A test case that two files hold alike
+    (upstream's misc/ and default_preemption/ both have PreemptionAsync and Unschedulable)
+    is planned once, from the first (its templates resolve to the same files: both
+    directories sit side by side)."""
     versions = [Version(1, m) for m in range(MAX_VERSION.minor, MIN_VERSION.minor - 1, -1)]
     out: list[Planned] = []
+    seen: dict[str, object] = {}
+    """Workload -> the test case it was planned from."""
     for path in paths:
-        wanted = thresholded(path)
+        wanted: dict[str, float] = {}
+        for name, (threshold, case) in thresholded(path).items():
+            if name in seen and seen[name] == case:
+                continue  # planned already, from an earlier file
+            seen[name] = case
+            wanted[name] = threshold
         found: dict[str, Version] = {}
         reasons: dict[str, str] = {}
         for v in versions:
@@ -244,21 +255,39 @@ def main(
     if args.list:
         print(render_plan(planned))
         return 0
-    rows = [run(p, args.timeout) for p in planned if p.version is not None]
     refused = [p for p in planned if p.version is None]
+    rows: list[Row] = []
+    for p in planned:
+        if p.version is None:
+            continue
+        rows.append(run(p, args.timeout))
+        # (each row as it comes, and the JSON so far: a long run stopped midway keeps what
+        # it measured)
+        print(render_progress(rows[-1], len(rows), len(planned) - len(refused)), file=sys.stderr)
+        if args.json:
+            write_json(Path(args.json), rows, refused)
     print(render(rows, refused))
     if args.json:
-        Path(args.json).write_text(
-            json.dumps(
-                {
-                    "rows": jsonable(rows),
-                    "refused": [
-                        {"workload": p.workload, "threshold": p.threshold, "reason": p.reason}
-                        for p in refused
-                    ],
-                },
-                indent=2,
-            )
-            + "\n"
-        )
+        write_json(Path(args.json), rows, refused)
     return 1 if any(r.error for r in rows) else 0
+
+
+def render_progress(row: Row, done: int, total: int) -> str:
+    """One line per finished run, for stderr."""
+    figures = (
+        f"error: {row.error}"
+        if row.error
+        else f"{fmt(row.pods_per_s, 1)} pods/s, {fmt(row.ratio, 2)}x of {row.threshold:g}, "
+        f"{fmt(row.of_ceiling, 2)} of its CPU ceiling {fmt(row.cpu_ceiling, 1)}"
+    )
+    return f"[{done}/{total}] {row.workload} (emulated {row.version}): {figures}"
+
+
+def write_json(path: Path, rows: Sequence[Row], refused: Sequence[Planned]) -> None:
+    doc = {
+        "rows": jsonable(list(rows)),
+        "refused": [
+            {"workload": p.workload, "threshold": p.threshold, "reason": p.reason} for p in refused
+        ],
+    }
+    path.write_text(json.dumps(doc, indent=2) + "\n")

@@ -97,3 +97,42 @@ def test_a_failed_run_is_a_row_with_its_error_and_a_non_zero_exit(
     assert main(argv, failing) == 1
     assert "| Good/fast | 1.37 | error | 100 | TimeoutError: 3600 s |" in capsys.readouterr().out
     assert math.isnan(Row("w", "1.37", 1.0).ratio)
+
+
+def test_a_test_case_two_files_hold_alike_is_planned_once(checkout: Path) -> None:
+    # upstream's misc/ and default_preemption/ both hold PreemptionAsync and Unschedulable
+    other = config_path(checkout, "default_preemption")
+    other.parent.mkdir(parents=True)
+    changed = FILE.replace("- {name: a, threshold: 10}", "- {name: a, threshold: 20}")
+    other.write_text(changed)
+    planned = plan([config_path(checkout, "misc"), other])
+    names = [(p.workload, p.file.parent.name) for p in planned]
+    # Good is alike in both: once, from misc; Dra differs (its threshold): both
+    assert names == [
+        ("Good/fast", "misc"),
+        ("Good/locked", "misc"),
+        ("Dra/a", "misc"),
+        ("Dra/a", "default_preemption"),
+    ]
+
+
+def test_each_run_is_reported_as_it_ends_and_the_json_kept_so_far(
+    checkout: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "t.json"
+    seen_in_json: list[list[str]] = []
+
+    def fake_run(p: Planned, timeout: float) -> Row:
+        if out.exists():
+            seen_in_json.append([r["workload"] for r in json.loads(out.read_text())["rows"]])
+        return Row(p.workload, str(p.version), p.threshold, 150.0, 300.0, 1.5)
+
+    assert main(["--k8s", str(checkout), "--files", "misc", "--json", str(out)], fake_run) == 0
+    assert seen_in_json == [["Good/fast"]]  # written after the first run, before the second
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "[1/2] Good/fast (emulated 1.37): 150.0 pods/s, 1.50x of 100, 0.50 of its CPU "
+        "ceiling 300.0",
+        "[2/2] Good/locked (emulated 1.36): 150.0 pods/s, 3.00x of 50, 0.50 of its CPU "
+        "ceiling 300.0",
+    ]
