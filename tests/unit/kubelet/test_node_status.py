@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -66,16 +69,31 @@ async def mark_ready_unknown(fake: FakeClient, name: str) -> None:
     await fake.update_status(node)
 
 
-def routed_agent(
-    fake: FakeClient, clock: FakeClock, timing: NodeTiming
-) -> tuple[Informer[types_pb2.Node], NodeAgent]:
-    """A node informer and an agent it tells of the Node's changes, as the kubelet wires them."""
+@dataclass
+class Routed:
+    """A running agent the node informer tells of its Node's changes, on a fake clock."""
+
+    clock: FakeClock
+    fake: FakeClient
+    agent: NodeAgent
+
+
+@asynccontextmanager
+async def routed_agent(timing: NodeTiming) -> AsyncIterator[Routed]:
+    """A node informer and an agent it tells of the Node's changes, as the kubelet wires
+    them, both running until the block ends."""
+    clock = FakeClock()
+    fake = FakeClient(clock=clock)
     nodes = Informer(fake, types_pb2.Node, clock=clock)
     agent = NodeAgent(fake, config(), clock=clock, timing=timing, lister=nodes.lister)
     nodes.add_event_handler(
         FuncHandler(on_add=agent.node_changed, on_update=lambda _old, new: agent.node_changed(new))
     )
-    return nodes, agent
+    async with anyio.create_task_group() as tg:
+        await tg.start(nodes.run)
+        tg.start_soon(agent.run)
+        yield Routed(clock, fake, agent)
+        tg.cancel_scope.cancel()
 
 
 async def test_registration_creates_a_ready_node_with_allocatable_labels_and_taints():
@@ -225,14 +243,10 @@ async def test_with_the_nodes_changes_routed_the_checks_that_cannot_write_are_sk
     """The kubelet routes the node informer's changes to the agent: the status loop then
     checks only at the ticks where it may write (a change, the report), with the same writes
     at the same ticks as checking every tick."""
-    clock = FakeClock()
-    fake = FakeClient(clock=clock)
     timing = NodeTiming(status_update_frequency=10, status_report_frequency=60)
-    nodes, agent = routed_agent(fake, clock, timing)
-    async with anyio.create_task_group() as tg:
-        await tg.start(nodes.run)
-        start = clock.monotonic()
-        tg.start_soon(agent.run)
+    async with routed_agent(timing) as r:
+        clock, fake, agent = r.clock, r.fake, r.agent
+        start = clock.monotonic()  # (the agent starts with the block, at this instant)
         await advance(clock, 35, step=1)
         assert agent.status_writes == 1  # the registration
         assert agent.status_checks == 1  # the first tick only; the others could not write
@@ -247,19 +261,14 @@ async def test_with_the_nodes_changes_routed_the_checks_that_cannot_write_are_sk
         await advance(clock, written - start, step=1)
         assert agent.status_writes == 3
         assert agent.status_checks == 3  # checking every tick made 11
-        tg.cancel_scope.cancel()
 
 
 async def test_with_the_nodes_changes_routed_a_failed_status_write_is_retried_at_the_next_tick():
     # (CI: a write that timed out during an etcd fault was not retried until the report was
     # due, and the node stayed Unknown)
-    clock = FakeClock()
-    fake = FakeClient(clock=clock)
     timing = NodeTiming(status_update_frequency=10, status_report_frequency=300)
-    nodes, agent = routed_agent(fake, clock, timing)
-    async with anyio.create_task_group() as tg:
-        await tg.start(nodes.run)
-        tg.start_soon(agent.run)
+    async with routed_agent(timing) as r:
+        clock, fake, agent = r.clock, r.fake, r.agent
         await advance(clock, 15, step=1)
         assert agent.status_writes == 1  # the registration
         await mark_ready_unknown(fake, "n1")
@@ -272,7 +281,6 @@ async def test_with_the_nodes_changes_routed_a_failed_status_write_is_retried_at
             c for c in (await fake.get(types_pb2.Node, "n1")).status.conditions if c.type == "Ready"
         )
         assert ready.status == "True"
-        tg.cancel_scope.cancel()
 
 
 def test_next_on_grid_skips_missed_slots():
