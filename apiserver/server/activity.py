@@ -11,6 +11,7 @@ together. `next_change()` is an event set at the next change.
 
 from __future__ import annotations
 
+import uuid
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,8 +29,12 @@ class Activity:
         """Watch events sent per component identity."""
         self.received: defaultdict[str, int] = defaultdict(int)
         """Requests received per component identity."""
+        self.first_call: dict[str, int] = {}
         self.last_call: defaultdict[str, int] = defaultdict(int)
-        """The highest call number (kemu-clock-call) received per component identity."""
+        """The lowest and the highest call number (kemu-clock-call) received per component
+        identity."""
+        self.incarnation = uuid.uuid4().hex
+        """This apiserver's, for the events a component counts (APISERVER_KEY)."""
         self.outside = 0
         """Requests received from clients outside the clock's sessions (kemuctl, kubectl,
         a test's or a driver's client)."""
@@ -50,6 +55,8 @@ class Activity:
         self.received[identity] += 1
         if call > self.last_call[identity]:
             self.last_call[identity] = call
+        if call and call < self.first_call.get(identity, call + 1):
+            self.first_call[identity] = call
 
     @contextmanager
     def request(

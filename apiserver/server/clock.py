@@ -372,6 +372,8 @@ class ClusterClock:
             raise Unavailable("the apiserver is shutting down")
         sid = next(self._ids)
         outbound, pending = anyio.create_memory_object_stream[api_pb2.ClockUpdate](64)
+        # (first: which apiserver this is, whose watch events the component reports)
+        outbound.send_nowait(api_pb2.ClockUpdate(apiserver=self.activity.incarnation))
         session = self._sessions[sid] = _Session(outbound)
 
         async def read_reports() -> None:
@@ -581,6 +583,7 @@ class ClusterClock:
             answer.requests_sent,
             answer.requests_abandoned,
             a.received.get(identity, 0),
+            a.first_call.get(identity, 0),
             a.last_call.get(identity, 0),
         )
 
@@ -663,10 +666,13 @@ def _peer_calls_square(latest: dict[_Session, api_pb2.ClockReport]) -> bool:
     """Every call a component in session made to another (not the apiserver) was served by
     one that answered, and no more (calls_square)."""
     received: dict[str, int] = {}
+    first: dict[str, int] = {}
     last: dict[str, int] = {}
     for answer in latest.values():
         for caller, n in answer.peer_calls_received.items():
             received[caller] = received.get(caller, 0) + n
+        for caller, number in answer.peer_calls_first.items():
+            first[caller] = min(first.get(caller, number), number)
         for caller, number in answer.peer_calls_last.items():
             last[caller] = max(last.get(caller, 0), number)
     return all(
@@ -674,6 +680,7 @@ def _peer_calls_square(latest: dict[_Session, api_pb2.ClockReport]) -> bool:
             answer.peer_calls_sent,
             answer.peer_calls_abandoned,
             received.get(s.identity, 0),
+            first.get(s.identity, 0),
             last.get(s.identity, 0),
         )
         for s, answer in latest.items()

@@ -43,6 +43,7 @@ from kemu.machinery.kinds import Kind, kind_for_resource, kind_of, unwrap
 from kemu.machinery.selection import RequestFilter
 from kemu.machinery.subresources import STATUS
 from kemu.machinery.virtual_time import (
+    APISERVER_KEY,
     CLOCK_CALL_KEY,
     CLOCK_IDENTITY_KEY,
     REAL_TIME_CLOCK,
@@ -546,6 +547,9 @@ class ApiService:
         bookmarks = req.allow_watch_bookmarks
         identity = _metadata(context, CLOCK_IDENTITY_KEY)
         activity = self._activity
+        if identity:
+            # (which apiserver sends these events: a component counts them per incarnation)
+            await context.send_initial_metadata(((APISERVER_KEY, activity.incarnation),))
         try:
             for i in range(0, len(initial), _WATCH_BATCH):
                 chunk = initial[i : i + _WATCH_BATCH]

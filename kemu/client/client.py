@@ -53,7 +53,7 @@ from kemu.client.interface import (
 )
 from kemu.machinery import kinds
 from kemu.machinery.errors import ApiError, Fenced, Gone, Timeout, TooManyRequests, Unavailable
-from kemu.machinery.virtual_time import CLOCK_CALL_KEY, CLOCK_IDENTITY_KEY
+from kemu.machinery.virtual_time import APISERVER_KEY, CLOCK_CALL_KEY, CLOCK_IDENTITY_KEY
 
 __all__ = ["Client", "ListResult", "M", "WatchEvent"]
 
@@ -127,6 +127,14 @@ def _error(e: grpc.aio.AioRpcError) -> ApiError:
     return wire.error_from_status(e.code(), e.details(), _trailing(e))
 
 
+def _apiserver_of(metadata: Any) -> str:
+    """The apiserver incarnation a stream's initial metadata names ("" for none)."""
+    for key, value in metadata or ():
+        if key == APISERVER_KEY:
+            return value if isinstance(value, str) else value.decode(errors="replace")
+    return ""
+
+
 class _WatchStream(AsyncIterator[WatchEvent[M]]):
     """The events of one Watch call, decoded; ends when the server closes the stream."""
 
@@ -136,10 +144,12 @@ class _WatchStream(AsyncIterator[WatchEvent[M]]):
         kind: type[M],
         counted: Client | None = None,
     ) -> None:
-        """`counted`: the client whose events_received counts this stream's events."""
+        """`counted`: the client whose events_received counts this stream's events (under
+        the incarnation of the apiserver that sends them: its initial metadata says)."""
         self._call = call
         self._kind = kind
         self._counted = counted
+        self._apiserver: str | None = None
         self._closed = False
         self._pending: collections.deque[api_pb2.WatchEvent] = collections.deque()
 
@@ -169,7 +179,10 @@ class _WatchStream(AsyncIterator[WatchEvent[M]]):
             raise StopAsyncIteration
         events = cast(api_pb2.WatchResponse, msg).events
         if self._counted is not None:
-            self._counted.events_received += len(events)
+            if self._apiserver is None:  # (the headers came with the first message)
+                self._apiserver = _apiserver_of(await self._call.initial_metadata())
+            received = self._counted.events_received
+            received[self._apiserver] = received.get(self._apiserver, 0) + len(events)
         self._pending.extend(events)
 
     def close(self) -> None:
@@ -208,7 +221,8 @@ class Client:
         """Set by a clock session (kemu.client.clock): calls and watches made from then on
         carry it, and their events are counted in `events_received`, for the event-driven
         clock."""
-        self.events_received = 0
+        self.events_received: dict[str, int] = {}
+        """Watch events received on tagged watches, per apiserver incarnation."""
         self.requests_in_flight = 0
         """Calls being made (retries and their backoff included)."""
         self.requests_sent = 0

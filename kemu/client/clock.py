@@ -44,8 +44,8 @@ class PeerCalls:
     """Calls between two components that do not go through the apiserver (the autoscaler's
     to the cloud): the caller counts those it made (tagged with `identity`, its clock
     session's, set once that session starts, and with their number) and those it gave up on
-    before their answer, the callee those it served by caller and the highest number among
-    them, and the event-driven clock's driver checks that they square
+    before their answer, the callee those it served by caller and the lowest and highest
+    number among them, and the event-driven clock's driver checks that they square
     (kemu.machinery.virtual_time.calls_square: a call on its way, or served after the callee
     answered a probe, is work the apiserver cannot see)."""
 
@@ -53,6 +53,7 @@ class PeerCalls:
     sent: int = 0
     abandoned: int = 0
     received: dict[str, int] = field(default_factory=dict)
+    first: dict[str, int] = field(default_factory=dict)
     last: dict[str, int] = field(default_factory=dict)
 
     def metadata(self) -> tuple[tuple[str, str], ...]:
@@ -73,6 +74,8 @@ class PeerCalls:
         if caller:
             self.received[caller] = self.received.get(caller, 0) + 1
             self.last[caller] = max(self.last.get(caller, 0), number)
+            if number and number < self.first.get(caller, number + 1):
+                self.first[caller] = number
 
 
 class ClockModeMismatch(Exception):
@@ -112,6 +115,8 @@ async def follow_cluster_clock(
     # holds for its boot)
     boot_token = os.environ.get(BOOT_TOKEN_ENV, "")
     booted = not boot_token
+    apiserver = ""
+    """The incarnation of the apiserver the session is with (its first update says)."""
 
     def report(probe: int = 0, idle: bool = False) -> api_pb2.ClockReport:
         nonlocal booted
@@ -127,13 +132,14 @@ async def follow_cluster_clock(
             next_deadline=deadline or 0.0,
             probe=probe,
             idle=idle,
-            events_received=client.events_received,
+            events_received=client.events_received.get(apiserver, 0),
             requests_sent=client.requests_sent,
             requests_abandoned=client.requests_abandoned,
             peer_calls_sent=peers.sent if peers is not None else 0,
             peer_calls_abandoned=peers.abandoned if peers is not None else 0,
             peer_calls_received=peers.received if peers is not None else {},
             peer_calls_last=peers.last if peers is not None else {},
+            peer_calls_first=peers.first if peers is not None else {},
         )
 
     async def reports() -> AsyncIterator[api_pb2.ClockReport]:
@@ -172,6 +178,9 @@ async def follow_cluster_clock(
                 if status.mode != ClockMode.VIRTUAL.value:
                     raise ClockModeMismatch(f"--clock virtual: {REAL_TIME_CLOCK}")
                 async for update in client.clock_session(reports()):
+                    if update.apiserver:
+                        apiserver = update.apiserver
+                        continue
                     if update.probe:
                         tg.start_soon(answer, update.probe)
                         continue

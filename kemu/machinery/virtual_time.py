@@ -34,6 +34,13 @@ CLOCK_CALL_KEY: Final = "kemu-clock-call"
 itself included (`call_number` reads it)."""
 
 
+APISERVER_KEY: Final = "kemu-apiserver"
+"""The initial gRPC metadata with which an apiserver tags its watch streams: its incarnation
+(new at each start). A component counts the events it receives per incarnation, and reports
+those of the apiserver its clock session is with: one restarted counts from nothing, as the
+component's calls and events to the one before it are gone with it."""
+
+
 def call_number(value: str | bytes) -> int:
     """A kemu-clock-call value; 0 for a malformed one (a call without a number squares as
     one made before every answer)."""
@@ -43,15 +50,20 @@ def call_number(value: str | bytes) -> int:
         return 0
 
 
-def calls_square(sent: int, abandoned: int, received: int, last: int) -> bool:
-    """Whether the calls one component counts as made (`sent`, of which it gave up on
-    `abandoned` before their answer) square with what the other side counts: `received` of
-    them, the highest call number among them `last`. Every call not given up on was
-    received (one on its way is not), none twice, and none made after `sent` was counted (work
-    done after the answer). A call given up on may never arrive (cancelled before gRPC sent
-    it), so it counts either way: were it counted as made only, one cancelled call would hold
-    the event-driven clock until the session ended."""
-    return sent - abandoned <= received <= sent and last <= sent
+def calls_square(sent: int, abandoned: int, received: int, first: int, last: int) -> bool:
+    """Whether the calls one component counts as made (`sent`, numbered 1 to `sent`, of
+    which it gave up on `abandoned` before their answer) square with what the other side
+    counts: `received` of them, numbered `first` to `last` at most. Every call not given up
+    on from `first` on was received (one on its way is not), none twice, and none made after
+    `sent` was counted (work done after the answer). A call given up on may never arrive
+    (cancelled before gRPC sent it), so it counts either way: were it counted as made only,
+    one cancelled call would hold the event-driven clock until the session ended. The calls
+    before `first` went to an apiserver that has restarted since (this one never saw them);
+    with none received there is nothing to compare."""
+    if received == 0:
+        return last == 0
+    numbered = sent - first + 1
+    return numbered - abandoned <= received <= numbered and last <= sent
 
 
 BOOT_TOKEN_ENV: Final = "KEMU_CLOCK_BOOT_TOKEN"

@@ -149,6 +149,41 @@ async def test_the_clock_outlives_an_apiserver_restart(
     assert (status.now, status.segment.rate) == (held_at, 0.0)  # neither reset nor moved
 
 
+async def test_at_rate_max_the_clock_moves_on_after_an_apiserver_restart(
+    kemu_cluster_factory: Callable[..., Cluster],
+) -> None:
+    """The components in session made calls to the apiserver that is gone and received its
+    watch events: the restarted one counts what reaches it only (the calls from the first
+    one it receives, the events of its own incarnation). It held the clock for ever."""
+    cluster = kemu_cluster_factory(clock=ClockMode.VIRTUAL)
+    cluster.start_etcd()
+    apiserver = cluster.start_apiserver()
+    cluster.start_kubelet("n1")
+    cluster.start_scheduler()
+    cluster.start_controllermanager()
+    async with Client(cluster.server) as client:
+        await client.set_clock_rate(0)
+        before = (await client.clock_status()).now
+        assert (await client.advance_clock(30, timeout=30)).now == pytest.approx(before + 30)
+    apiserver.kill()
+    apiserver.start()
+    apiserver.wait_ready()
+    async with Client(cluster.server) as client:
+        before = (await client.clock_status()).now
+        assert (await client.advance_clock(30, timeout=30)).now == pytest.approx(before + 30)
+        await client.set_clock_rate(math.inf)
+        ns = await create_namespace(client, "restarted")
+        await client.create(make_pod("p").namespace(ns).obj())
+
+        async def bound() -> bool:
+            pod = await client.get(types_pb2.Pod, "p", ns)
+            assert pod.spec.node_name == "n1", "not bound yet"
+            return True
+
+        await eventually(bound, timeout=20)
+        await client.set_clock_rate(1)
+
+
 async def test_a_virtual_time_component_refuses_a_real_time_apiserver(
     kemu_cluster_factory: Callable[..., Cluster], tmp_path: Path
 ) -> None:

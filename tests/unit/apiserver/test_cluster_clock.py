@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 
 import anyio
 import anyio.lowlevel
 import pytest
 
+from apiserver.server.activity import Activity
 from apiserver.server.clock import ClusterClock, _Session, encode
 from apiserver.storage.etcd import KeyValue, StorageEvent
 from kemu.api.v1 import api_pb2
@@ -101,7 +102,7 @@ async def test_a_call_one_side_counted_and_the_other_not_is_no_quiescence(
     sent: int, received: int
 ) -> None:
     cc = _cluster_clock()
-    cc.activity.received["a"] = received
+    _receive(cc, "a", range(1, received + 1))
     async with anyio.create_task_group() as tg:
         tg.start_soon(
             lambda: _answering(cc, "a", idle=True, received=0, sent=sent, deadline=START + 1)
@@ -109,9 +110,36 @@ async def test_a_call_one_side_counted_and_the_other_not_is_no_quiescence(
         await anyio.wait_all_tasks_blocked()
         with anyio.fail_after(5):
             assert await cc._quiescence() == (False, None)
-        cc.activity.received["a"] = sent  # every call received, none since: quiescent
+        cc.activity = Activity()
+        _receive(cc, "a", range(1, sent + 1))  # every call received, none since: quiescent
         with anyio.fail_after(5):
             assert await cc._quiescence() == (True, START + 1)
+        tg.cancel_scope.cancel()
+
+
+def _receive(cc: ClusterClock, identity: str, numbers: Iterable[int]) -> None:
+    """The apiserver serves the calls of `identity` numbered so."""
+    for number in numbers:
+        with cc.activity.request(identity, number):
+            pass
+
+
+async def test_an_apiserver_restarted_squares_with_the_calls_it_received_only() -> None:
+    """A component's calls before the apiserver restarted went to the one that is gone: the
+    new one counts from the first it receives (the clock held after a restart until every
+    component in session restarted too)."""
+    cc = _cluster_clock()
+    _receive(cc, "a", range(11, 15))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(
+            lambda: _answering(cc, "a", idle=True, received=0, sent=14, deadline=START + 1)
+        )
+        await anyio.wait_all_tasks_blocked()
+        with anyio.fail_after(5):
+            assert await cc._quiescence() == (True, START + 1)
+        _receive(cc, "a", [15])  # a call made after the answer
+        with anyio.fail_after(5):
+            assert await cc._quiescence() == (False, None)
         tg.cancel_scope.cancel()
 
 
@@ -121,8 +149,7 @@ async def test_a_call_given_up_on_before_it_was_sent_does_not_hold_the_clock() -
     as made only, the clock would hold until that kubelet's session ended (found by
     test_cloud's node-group run under load: its pod GC's quarantine never passed)."""
     cc = _cluster_clock()
-    cc.activity.received["a"] = 3
-    cc.activity.last_call["a"] = 3
+    _receive(cc, "a", [1, 2, 3])
     async with anyio.create_task_group() as tg:
         tg.start_soon(
             lambda: _answering(
@@ -139,8 +166,7 @@ async def test_a_call_made_after_the_answer_shows_by_its_number_beside_one_given
     """The count alone cannot tell a call given up on that never arrived plus one made after
     the answer from every call received: the call's number can."""
     cc = _cluster_clock()
-    cc.activity.received["a"] = 4  # 1..3, not 4 (given up on), and 5, made after the answer
-    cc.activity.last_call["a"] = 5
+    _receive(cc, "a", [1, 2, 3, 5])  # not 4 (given up on), and 5, made after the answer
     async with anyio.create_task_group() as tg:
         tg.start_soon(
             lambda: _answering(

@@ -71,7 +71,10 @@ async def test_a_call_the_server_answered_is_numbered_and_not_abandoned(found: b
                 assert not found
         assert (client.requests_sent, client.requests_abandoned) == (2, 0)
         assert activity.received["kubelet-1"] == 2 and activity.last_call["kubelet-1"] == 2
-        assert calls_square(2, 0, activity.received["kubelet-1"], activity.last_call["kubelet-1"])
+        assert activity.first_call["kubelet-1"] == 1
+        assert calls_square(
+            2, 0, 2, activity.first_call["kubelet-1"], activity.last_call["kubelet-1"]
+        )
 
 
 async def test_a_call_cancelled_before_it_reached_the_server_is_abandoned() -> None:
@@ -84,7 +87,7 @@ async def test_a_call_cancelled_before_it_reached_the_server_is_abandoned() -> N
             tg.cancel_scope.cancel()
         assert client.requests_abandoned == 1
         # the apiserver received nothing of it, and the counts square all the same
-        assert calls_square(client.requests_sent, client.requests_abandoned, 0, 0)
+        assert calls_square(client.requests_sent, client.requests_abandoned, 0, 0, 0)
 
 
 async def test_a_call_ended_by_its_deadline_is_abandoned() -> None:

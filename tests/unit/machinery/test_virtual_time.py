@@ -76,21 +76,26 @@ def test_the_event_driven_clock_holds_between_jumps_and_never_goes_back() -> Non
 
 
 @pytest.mark.parametrize(
-    ("sent", "abandoned", "received", "last", "square"),
+    ("sent", "abandoned", "received", "first", "last", "square"),
     [
-        (3, 0, 3, 3, True),
-        (3, 0, 2, 2, False),  # a call on its way
-        (3, 0, 4, 4, False),  # a call made after the answer
-        (4, 1, 3, 3, True),  # one given up on before it was sent
-        (4, 1, 4, 4, True),  # one given up on that arrived all the same
-        (4, 1, 4, 5, False),  # one given up on, lost, and one made after the answer
-        (4, 1, 2, 3, False),  # one given up on, and one on its way
+        (3, 0, 3, 1, 3, True),
+        (3, 0, 2, 1, 2, False),  # a call on its way
+        (3, 0, 4, 1, 4, False),  # a call made after the answer
+        (4, 1, 3, 1, 3, True),  # one given up on before it was sent
+        (4, 1, 4, 1, 4, True),  # one given up on that arrived all the same
+        (4, 1, 4, 1, 5, False),  # one given up on, lost, and one made after the answer
+        (4, 1, 2, 1, 3, False),  # one given up on, and one on its way
+        # the apiserver restarted after call 10: it saw 11 to 14 only
+        (14, 0, 4, 11, 14, True),
+        (14, 0, 3, 11, 13, False),  # and one is on its way to it
+        (14, 0, 0, 0, 0, True),  # and it has seen none yet
+        (14, 0, 1, 15, 15, False),  # one made after the answer, the first it sees
     ],
 )
 def test_calls_square_when_every_call_not_given_up_on_arrived_and_none_since(
-    sent: int, abandoned: int, received: int, last: int, square: bool
+    sent: int, abandoned: int, received: int, first: int, last: int, square: bool
 ) -> None:
-    assert calls_square(sent, abandoned, received, last) is square
+    assert calls_square(sent, abandoned, received, first, last) is square
 
 
 @pytest.mark.parametrize(("value", "number"), [("17", 17), (b"3", 3), ("x", 0), ("-2", 0)])
