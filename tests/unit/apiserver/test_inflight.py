@@ -8,8 +8,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
-import grpc
-import grpc.aio
 import pytest
 from prometheus_client import CollectorRegistry
 
@@ -24,13 +22,13 @@ from apiserver.server.inflight import (
     grpc_request_info,
     limit_unary,
 )
-from kemu import wire
 from kemu.api.v1 import api_pb2, types_pb2
 from kemu.client.client import Client
 from kemu.machinery import kinds
 from kemu.machinery.errors import TooManyRequests
 from kemu.machinery.virtual_time import CLOCK_IDENTITY_KEY
 from kemu.testing.fake_time import wait_until
+from tests.unit.version_server import version_server
 
 
 def _limiter(max_requests_inflight: int, max_mutating_requests_inflight: int) -> MaxInflight:
@@ -155,27 +153,13 @@ class _Held:
 
 @asynccontextmanager
 async def _version_client(behaviour: Any) -> AsyncIterator[Client]:
-    """A client of a gRPC server whose Version method is `behaviour` over request bytes (as
-    ApiService.handler builds it: decoded by wire.unary, then the limit)."""
-    handler = grpc.method_handlers_generic_handler(
-        "kemu.api.v1.Api",
-        {
-            "Version": grpc.unary_unary_rpc_method_handler(
-                wire.unary(behaviour, api_pb2.VersionRequest),
-                response_serializer=api_pb2.VersionInfo.SerializeToString,
-            )
-        },
-    )
-    server = grpc.aio.server()
-    server.add_generic_rpc_handlers((handler,))
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
-    client = Client(f"127.0.0.1:{port}", timeout=10.0)
-    try:
-        yield client
-    finally:
-        await client.close()
-        await server.stop(None)
+    """A client of a server whose Version method is `behaviour` (then the limit)."""
+    async with version_server(behaviour) as address:
+        client = Client(address, timeout=10.0)
+        try:
+            yield client
+        finally:
+            await client.close()
 
 
 @pytest.mark.anyio

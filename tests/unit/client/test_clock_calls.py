@@ -10,7 +10,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
-import grpc
 import pytest
 
 from apiserver.server.activity import Activity
@@ -22,6 +21,7 @@ from kemu.machinery.errors import NotFound
 from kemu.machinery.virtual_time import calls_square
 from kemu.testing.fake_time import wait_until
 from kemu.testing.ports import free_port
+from tests.unit.version_server import version_server
 
 pytestmark = pytest.mark.anyio
 
@@ -40,23 +40,8 @@ async def _server(activity: Activity, *, found: bool) -> AsyncIterator[str]:
             await context.abort(code, details)
             raise AssertionError("unreachable: abort raises")
 
-    handler = grpc.method_handlers_generic_handler(
-        "kemu.api.v1.Api",
-        {
-            "Version": grpc.unary_unary_rpc_method_handler(
-                wire.unary(version, api_pb2.VersionRequest),
-                response_serializer=api_pb2.VersionInfo.SerializeToString,
-            )
-        },
-    )
-    server = grpc.aio.server()
-    server.add_generic_rpc_handlers((handler,))
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
-    try:
-        yield f"127.0.0.1:{port}"
-    finally:
-        await server.stop(None)
+    async with version_server(version) as address:
+        yield address
 
 
 @pytest.mark.parametrize("found", [True, False], ids=["answered", "refused with an error"])
