@@ -50,6 +50,7 @@ from bench.common import (
     cpu_ms_per_item,
     fmt,
     format_table,
+    host_cpu,
     jsonable,
     pace,
     rate,
@@ -535,7 +536,11 @@ async def run(cluster: Cluster, opts: Options, tmp: Path) -> Report:
         quick=opts.quick,
         n=opts.n,
         client_mode="per-worker" if opts.client_per_worker else "shared",
-        host={"cpus": os.cpu_count(), "loadavg_start": list(os.getloadavg())},
+        host={
+            "cpus": os.cpu_count(),
+            "cpu": host_cpu(),
+            "loadavg_start": list(os.getloadavg()),
+        },
     )
     pids: dict[str, int | None] = {
         "apiserver": cluster.processes["apiserver"].pid,
@@ -650,7 +655,7 @@ def render(report: Report) -> str:
         )
     lines = [
         f"apiserver benchmark: n={report.n} per cell, clients {report.client_mode}, "
-        f"value {report.value_bytes} bytes, {report.host.get('cpus')} cpus, "
+        f"value {report.value_bytes} bytes, {report.host.get('cpu') or report.host.get('cpus')}, "
         f"load average at start {_load(report.host.get('loadavg_start'))}",
         "",
         format_table(HEADERS, rows),

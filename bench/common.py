@@ -201,6 +201,36 @@ def parse_stat_cpu_ticks(stat_text: str) -> int:
     return int(rest[14 - 3]) + int(rest[15 - 3])
 
 
+def describe_cpu(cpuinfo: str, cpus: int | None) -> str:
+    """The host's CPU from /proc/cpuinfo's text ("AMD EPYC at 2445 MHz, 2 cpus"): figures
+    measured on two hosts differ by their speed (seen: twice), so each table says which."""
+    model = mhz = ""
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        key, value = key.strip(), value.strip()
+        if key == "model name" and not model:
+            model = value
+        elif key == "cpu MHz" and not mhz:
+            mhz = value
+    out = model or "unknown cpu"
+    if mhz:
+        try:
+            out += f" at {float(mhz):.0f} MHz"
+        except ValueError:
+            pass
+    return f"{out}, {cpus} cpus" if cpus else out
+
+
+def host_cpu() -> str:
+    """describe_cpu of this host."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            text = f.read()
+    except OSError:
+        text = ""
+    return describe_cpu(text, os.cpu_count())
+
+
 def rss_kib(pid: int) -> int | None:
     """The resident set size of `pid` in KiB; None if it cannot be read."""
     try:

@@ -32,7 +32,7 @@ from typing import Any, Final
 
 import yaml
 
-from bench.common import fmt, jsonable, ratio
+from bench.common import fmt, host_cpu, jsonable, ratio
 from bench.scheduler_perf_workloads import WorkloadError, load_workload_file
 from kemu.component.version import MAX_VERSION, MIN_VERSION, Version
 
@@ -169,10 +169,12 @@ def _number(value: object) -> float:
     return float(value) if isinstance(value, int | float) else math.nan
 
 
-def render(rows: Sequence[Row], refused: Sequence[Planned]) -> str:
+def render(rows: Sequence[Row], refused: Sequence[Planned], host: str = "") -> str:
+    """The table (under a line naming `host`'s CPU, when given)."""
     header = ("workload", "emulated", "pods/s", "threshold", "ratio", "CPU ceiling",
               "of ceiling", "load at start")  # fmt: skip
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines = [f"host: {host}", ""] if host else []
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for r in rows:
         if r.error:
             cells = [r.workload, r.version, "error", f"{r.threshold:g}", r.error, "", "", ""]
@@ -256,6 +258,7 @@ def main(
         print(render_plan(planned))
         return 0
     refused = [p for p in planned if p.version is None]
+    host = host_cpu()
     rows: list[Row] = []
     for p in planned:
         if p.version is None:
@@ -265,10 +268,10 @@ def main(
         # it measured)
         print(render_progress(rows[-1], len(rows), len(planned) - len(refused)), file=sys.stderr)
         if args.json:
-            write_json(Path(args.json), rows, refused)
-    print(render(rows, refused))
+            write_json(Path(args.json), rows, refused, host)
+    print(render(rows, refused, host))
     if args.json:
-        write_json(Path(args.json), rows, refused)
+        write_json(Path(args.json), rows, refused, host)
     return 1 if any(r.error for r in rows) else 0
 
 
@@ -283,8 +286,9 @@ def render_progress(row: Row, done: int, total: int) -> str:
     return f"[{done}/{total}] {row.workload} (emulated {row.version}): {figures}"
 
 
-def write_json(path: Path, rows: Sequence[Row], refused: Sequence[Planned]) -> None:
+def write_json(path: Path, rows: Sequence[Row], refused: Sequence[Planned], host: str) -> None:
     doc = {
+        "host": host,
         "rows": jsonable(list(rows)),
         "refused": [
             {"workload": p.workload, "threshold": p.threshold, "reason": p.reason} for p in refused

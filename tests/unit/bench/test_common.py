@@ -20,6 +20,7 @@ from bench.common import (
     bench_main,
     cpu_ceiling,
     cpu_ms_per_item,
+    describe_cpu,
     fmt,
     format_table,
     jsonable,
@@ -242,6 +243,12 @@ def test_report_pairs_each_apiserver_cell_with_etcd() -> None:
     assert "0.25" in create.split()
     assert any("watch x10" in line for line in table)
     assert "exactly once: yes" in text
+
+
+def test_the_hosts_cpu_is_named_with_its_speed() -> None:
+    cpuinfo = "processor\t: 0\nmodel name\t: AMD EPYC\ncpu MHz\t\t: 2445.424\n\nprocessor\t: 1\n"
+    assert describe_cpu(cpuinfo, 2) == "AMD EPYC at 2445 MHz, 2 cpus"
+    assert describe_cpu("", None) == "unknown cpu"
 
 
 def test_etcd_counters_are_summed_over_their_labels_and_others_ignored() -> None:

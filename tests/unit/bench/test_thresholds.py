@@ -63,12 +63,14 @@ def test_the_table_has_each_run_and_each_workload_that_runs_nowhere(
     assert main(["--k8s", str(checkout), "--files", "misc", "--json", str(out)], fake_run) == 0
     assert ran == [("Good/fast", "1.37"), ("Good/locked", "1.36")]
     table = capsys.readouterr().out
+    assert table.startswith("host: ") and " cpus" in table.splitlines()[0]
     assert "| Good/fast | 1.37 | 150.0 | 100 | 1.50x | 300.0 | 0.50 | 1.50 |" in table
     assert "| Good/locked | 1.36 | 150.0 | 50 | 3.00x |" in table
     assert "| Dra/a | none | - | 10 |" in table
     data = json.loads(out.read_text())
     assert [r["workload"] for r in data["rows"]] == ["Good/fast", "Good/locked"]
     assert data["refused"][0]["workload"] == "Dra/a"
+    assert data["host"] == table.splitlines()[0].removeprefix("host: ")
 
 
 def test_list_runs_nothing_and_bad_arguments_are_one_line(
