@@ -58,18 +58,24 @@ def main(argv: list[str]) -> int:
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
         print(f"standin: child pid {child.pid}", flush=True)
 
-    stop = threading.Event()
+    # A flag, not a threading.Event: the handler runs in the main thread, and Event.set()
+    # there deadlocks when the signal lands while the main thread's Event.wait() holds the
+    # Event's own lock (the harness then killed this stand-in 10 s after its SIGTERM: a CI
+    # flake of test_stop_leaves_no_process_and_reports_unclean_exits).
+    stop = False
 
     def on_term(signum: int, frame: FrameType | None) -> None:
+        nonlocal stop
         if options.ignore_sigterm:
             print("standin: ignoring SIGTERM", flush=True)
             return
         print("standin: SIGTERM, stopping", flush=True)
-        stop.set()
+        stop = True
 
     signal.signal(signal.SIGTERM, on_term)
     deadline = None if options.die_after is None else started + options.die_after
-    while not stop.wait(0.02):
+    while not stop:
+        time.sleep(0.02)
         if deadline is not None and time.monotonic() >= deadline:
             print("standin: fatal: simulated crash before ready", flush=True)
             return 3
