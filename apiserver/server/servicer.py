@@ -44,11 +44,10 @@ from kemu.machinery.selection import RequestFilter
 from kemu.machinery.subresources import STATUS
 from kemu.machinery.virtual_time import (
     APISERVER_KEY,
-    CLOCK_CALL_KEY,
     CLOCK_IDENTITY_KEY,
     REAL_TIME_CLOCK,
     ClockMode,
-    call_number,
+    clock_caller,
 )
 
 logger = logging.getLogger(__name__)
@@ -73,13 +72,7 @@ def _metadata(context: grpc.aio.ServicerContext[Any, Any], key: str) -> str:
 
 def _clock_caller(context: grpc.aio.ServicerContext[Any, Any]) -> tuple[str, int]:
     """The clock session identity a call is tagged with ("" for none) and its call number."""
-    identity, number = "", 0
-    for key, value in context.invocation_metadata() or ():
-        if key == CLOCK_IDENTITY_KEY:
-            identity = value if isinstance(value, str) else value.decode(errors="replace")
-        elif key == CLOCK_CALL_KEY:
-            number = call_number(value)
-    return identity, number
+    return clock_caller(context.invocation_metadata() or ())
 
 
 def _fencing_token(context: grpc.aio.ServicerContext[Any, Any]) -> FencingToken | None:

@@ -25,7 +25,7 @@ from kemu.machinery.virtual_time import (
     CLOCK_IDENTITY_KEY,
     REAL_TIME_CLOCK,
     ClockMode,
-    call_number,
+    clock_caller,
     from_proto,
 )
 
@@ -65,12 +65,7 @@ class PeerCalls:
 
     def served(self, metadata: Iterable[tuple[str, str | bytes]]) -> None:
         """A call served, with its metadata (untagged: not a component in session)."""
-        caller, number = "", 0
-        for key, value in metadata:
-            if key == CLOCK_IDENTITY_KEY:
-                caller = value if isinstance(value, str) else value.decode(errors="replace")
-            elif key == CLOCK_CALL_KEY:
-                number = call_number(value)
+        caller, number = clock_caller(metadata)
         if caller:
             self.received[caller] = self.received.get(caller, 0) + 1
             self.last[caller] = max(self.last.get(caller, 0), number)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Final
 
@@ -48,6 +49,18 @@ def call_number(value: str | bytes) -> int:
         return max(int(value), 0)
     except ValueError:
         return 0
+
+
+def clock_caller(metadata: Iterable[tuple[str, str | bytes]]) -> tuple[str, int]:
+    """A call's clock session identity ("" for none) and its number (CLOCK_CALL_KEY), from
+    its gRPC metadata."""
+    identity, number = "", 0
+    for key, value in metadata:
+        if key == CLOCK_IDENTITY_KEY:
+            identity = value if isinstance(value, str) else value.decode(errors="replace")
+        elif key == CLOCK_CALL_KEY:
+            number = call_number(value)
+    return identity, number
 
 
 def calls_square(sent: int, abandoned: int, received: int, first: int, last: int) -> bool:
