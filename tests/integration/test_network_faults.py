@@ -160,11 +160,13 @@ async def test_an_etcd_member_cut_from_its_peers_falls_behind_and_catches_up(
         assert cluster.proxy.connections(src=lone.name, dst=peers[0]) == 0
         assert cluster.proxy.connections(src=peers[1], dst=lone.name) == 0
         # The apiserver keeps writing through the two members that keep a quorum; a write
-        # it sends to the lone member fails (no leader there: Unavailable, or its deadline
-        # passes: an internal error; upstream's apiserver balances over the members the same
-        # way), and is tried again.
+        # it sends to the lone member fails (no leader there: Unavailable, or etcd's request
+        # timeout passes, 6 s: an internal error; upstream's apiserver balances over the
+        # members the same way), and is tried again. Each attempt is given 1.5 s (a create
+        # through the quorum takes milliseconds): about half of them land on the lone member,
+        # and at etcd's 6 s a create could fail four times in a row within 30 s (CI saw it).
         for i in range(5):
-            await eventually(_create(client, f"quorum{i}"), timeout=30)
+            await eventually(_create(client.one_attempt(1.5), f"quorum{i}"), timeout=30)
         # The five writes reached the quorum and not the lone member (which may still apply
         # what it had received before the cut: compared with the others, not with itself).
         others = max(m.status()["revision"] for m in members[1:])
@@ -186,7 +188,7 @@ def _create(client: Client, name: str) -> Callable[[], Awaitable[bool]]:
             await client.create(make_pod(name).namespace(NS).obj())
         except AlreadyExists:
             pass  # an earlier attempt that timed out was committed after all
-        except (Unavailable, InternalError, Timeout) as e:  # (Timeout: ours, 10 s)
+        except (Unavailable, InternalError, Timeout) as e:  # (Timeout: the client's deadline)
             raise AssertionError(str(e)) from e
         return True
 
