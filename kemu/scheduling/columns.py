@@ -37,6 +37,7 @@ import numpy.typing as npt
 
 from kemu.api.v1 import types_pb2
 from kemu.scheduling.interface import CycleState
+from kemu.scheduling.scalar_columns import ScalarColumn, ScalarColumns
 from kemu.scheduling.status import Status
 from kemu.scheduling.topology_counts import Domains
 from kemu.scheduling.types import MAX_NODE_SCORE, NodeInfo, PodInfo
@@ -103,6 +104,7 @@ class NodeColumns:
         "_bools",
         "_domains",
         "_ints",
+        "_scalars",
         "infos",
         "missing_nodes",
         "no_cpu_or_memory_nodes",
@@ -155,6 +157,7 @@ class NodeColumns:
         )
         # Per label key (built on first use): each row's value id (node label selectors).
         self._domains: dict[str, Domains] = {}
+        self._scalars: ScalarColumns | None = None  # built on first use
 
     def __len__(self) -> int:
         return len(self.infos)
@@ -175,6 +178,8 @@ class NodeColumns:
         )
         for d in self._domains.values():
             d.set_row(row, ni)
+        if self._scalars is not None:
+            self._scalars.set_row(row, ni)
 
     def with_pods_added(self, rows: IntArray, added: IntArray) -> NodeColumns:
         """A copy of these columns where each of `rows` (distinct) also holds pods whose
@@ -212,6 +217,14 @@ class NodeColumns:
         if d is None:
             d = self._domains[key] = Domains(key, self.infos)
         return d
+
+    def scalar(self, name: str) -> ScalarColumn:
+        """The scalar resource `name` over the rows: allocatable, and free where there is
+        some allocatable (kemu.scheduling.scalar_columns). The nominated pods' copy
+        (`with_pods_added`) shares them: they do not count those pods' scalar requests."""
+        if self._scalars is None:
+            self._scalars = ScalarColumns(self.infos)
+        return self._scalars.column(name, self.infos)
 
     def nodes_present(self, rows: IntArray) -> BoolArray:
         """`has_node[rows]`, without the gather when every row has its node object."""

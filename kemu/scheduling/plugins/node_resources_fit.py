@@ -339,6 +339,7 @@ def _status_of(insufficient: Sequence[InsufficientResource]) -> Status:
 
 # Filter's statuses for pods without scalar requests, by which tests failed (see _plain_status).
 _PLAIN_STATUSES: dict[tuple[bool, ...], Status] = {}
+_PLAIN_BITS: Final = 7
 
 
 def _plain_status(s: PreFilterState, node: NodeInfo) -> Status:
@@ -386,6 +387,26 @@ def _plain_status_of(key: tuple[bool, ...]) -> Status:
             status = Status(code, tuple(reasons), NAME)
         _PLAIN_STATUSES[key] = status  # at most 2^7 keys
     return status
+
+
+def _status_of_key(key: int, scalars: Sequence[tuple[str, int]]) -> Status:
+    """Filter's Status for fits_request's tests as bits (`reject_columns`): the
+    `_plain_status` key in the low bits, then per scalar resource of the pod, in order, two
+    bits: short, and asking more than allocatable (Unresolvable when both)."""
+    plain = _plain_status_of(tuple(bool(key >> b & 1) for b in range(_PLAIN_BITS)))
+    if key < 1 << _PLAIN_BITS:
+        return plain
+    reasons = list(plain.reasons)
+    unresolvable = plain.code == st.Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    for j, (name, _) in enumerate(scalars):
+        shift = _PLAIN_BITS + 2 * j
+        if key >> shift & 1:
+            reasons.append(f"Insufficient {name}")
+            unresolvable = unresolvable or bool(key >> (shift + 1) & 1)
+    if not reasons:  # (more than allocatable is short too: not reached)
+        return plain
+    code = st.Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else st.Code.UNSCHEDULABLE
+    return Status(code, tuple(reasons), NAME)
 
 
 class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
@@ -481,22 +502,28 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
         self, state: CycleState, pod: types_pb2.Pod, nominated: Sequence[PodInfo]
     ) -> bool:
         """Its batch forms are exact over columns with nominated pods added
-        (kemu.scheduling.columns.ColumnNominatedPlugin): It reads the node's pods through the requested, free and pod-count columns only."""
+        (kemu.scheduling.columns.ColumnNominatedPlugin): they read the node's pods through
+        the requested, free and pod-count columns, and the scalar columns, which do not
+        count the nominated pods: exact unless the pod and a nominated pod both request
+        scalar resources."""
+        s = state.read(PRE_FILTER_STATE_KEY)
+        if isinstance(s, PreFilterState) and s.scalars:
+            return not any(pi.requests.scalar for pi in nominated)
         return True
 
     def filter_columns(
         self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
     ) -> BoolArray | None:
-        """Filter over columns, exact for cpu, memory, ephemeral storage and the pod count
-        (fits_request's tests); the rows it leaves False take the per-node path for their
-        reasons. A pod with extended resources to check gets False everywhere (the per-node
-        path decides); one bound to a node (KEP-5836) has no batch form."""
+        """Filter over columns, exact for cpu, memory, ephemeral storage, the pod count and
+        scalar resources (fits_request's tests); the rows it leaves False take the per-node
+        path, or `reject_columns`, for their reasons. A pod bound to a node (KEP-5836) has
+        no batch form."""
         s = state.read(PRE_FILTER_STATE_KEY)
         if not isinstance(s, PreFilterState) or s.assigned_node:
             return None
-        if s.scalars:
-            return np.zeros(len(rows), dtype=np.bool_)
         ok: BoolArray = columns.free_pods[rows] > 0  # pods < allowed pods
+        for name, qty in s.scalars:
+            ok &= columns.scalar(name).free[rows] >= qty
         if s.empty:
             return ok
         # fits_request's test per resource: a resource the pod does not request always fits.
@@ -511,12 +538,16 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
     def reject_columns(
         self, state: CycleState, pod: types_pb2.Pod, columns: NodeColumns, rows: IntArray
     ) -> tuple[IntArray, list[Status]] | None:
-        """The rows `filter_columns` rejects get `filter`'s Status, the `_plain_status` of
-        their `_plain_status` key computed over the columns
-        (kemu.scheduling.columns.ColumnRejectPlugin): a preemptor's failed cycle then builds
-        no Status per node. Pods with extended resources or bound to a node: no batch form."""
+        """The rows `filter_columns` rejects get `filter`'s Status, from their key of
+        fits_request's tests computed over the columns (`_plain_status` bits, then two per
+        scalar resource: short, and asking more than allocatable)
+        (kemu.scheduling.columns.ColumnRejectPlugin): a preemptor's failed cycle, or a pod
+        that fits one node of thousands, then builds no Status per node. Pods bound to a
+        node, or with more scalar resources than the key holds: no batch form."""
         s = state.read(PRE_FILTER_STATE_KEY)
-        if not isinstance(s, PreFilterState) or s.assigned_node or s.scalars:
+        if not isinstance(s, PreFilterState) or s.assigned_node:
+            return None
+        if _PLAIN_BITS + 2 * len(s.scalars) > 63:
             return None
         bits = (columns.free_pods[rows] <= 0).astype(np.int64)
         for shift, req, free, alloc in (
@@ -527,11 +558,16 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
             if req > 0:
                 bits |= (free[rows] < req).astype(np.int64) << shift
                 bits |= (alloc[rows] < req).astype(np.int64) << (shift + 1)
+        for j, (name, req) in enumerate(s.scalars):
+            col = columns.scalar(name)
+            shift = _PLAIN_BITS + 2 * j
+            bits |= (col.free[rows] < req).astype(np.int64) << shift
+            bits |= (col.allocatable[rows] < req).astype(np.int64) << (shift + 1)
         codes, which = np.unique(bits, return_inverse=True)
         statuses: list[Status] = []
         index = np.empty(len(codes), dtype=np.int64)
         for i, code in enumerate(codes.tolist()):
-            status = _plain_status_of(tuple(bool(code >> b & 1) for b in range(7)))
+            status = _status_of_key(code, s.scalars)
             if status.is_success():
                 index[i] = -1
             else:

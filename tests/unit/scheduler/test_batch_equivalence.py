@@ -49,6 +49,7 @@ class NodeSpec:
     unschedulable: bool
     taints: tuple[tuple[str, str], ...]  # (key, effect)
     gpu: int
+    fpga: int = 0  # a second extended resource
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,7 @@ class PodSpec:
     node_affinity: str = ""
     host_port: bool = False  # hostPort 8080 (NodePorts)
     affinity: bool = False  # labelled app=web, required affinity to app=web per zone
+    fpga: int = 0
 
 
 nodes_st = st.builds(
@@ -75,7 +77,8 @@ nodes_st = st.builds(
     unschedulable=st.sampled_from([False, False, True]),
     taints=st.lists(st.tuples(st.sampled_from(TAINT_KEYS), st.sampled_from(EFFECTS)), max_size=2)
     .map(tuple),
-    gpu=st.sampled_from([0, 0, 0, 2]),
+    gpu=st.sampled_from([0, 0, 0, 1, 2]),
+    fpga=st.sampled_from([0, 0, 1]),
 )  # fmt: skip
 pods_st = st.builds(
     PodSpec,
@@ -93,14 +96,16 @@ pods_st = st.builds(
     node_affinity=st.sampled_from(["", "", "", "notin-z0", "exists", "gt"]),
     host_port=st.sampled_from([False, False, True]),
     affinity=st.sampled_from([False, False, False, True]),
+    fpga=st.sampled_from([0, 0, 0, 1]),
 )
 
 
 def node_obj(i: int, spec: NodeSpec) -> types_pb2.Node:
     b = make_node(f"n{i}").capacity(cpu=f"{spec.cpu}m", memory=f"{spec.memory}Mi", pods=spec.pods)
-    if spec.gpu:
+    scalars = {"example.com/gpu": spec.gpu, "example.com/fpga": spec.fpga}
+    if spec.gpu or spec.fpga:
         b = b.capacity(cpu=f"{spec.cpu}m", memory=f"{spec.memory}Mi", pods=spec.pods,
-                       **{"example.com/gpu": str(spec.gpu)})  # fmt: skip
+                       **{k: str(v) for k, v in scalars.items() if v})  # fmt: skip
     for key, effect in spec.taints:
         b = b.taint(key, "v", effect)
     if spec.unschedulable:
@@ -120,6 +125,8 @@ def pod_obj(name: str, spec: PodSpec, node: str = "") -> types_pb2.Pod:
         req["memory"] = f"{spec.memory}Mi"
     if spec.gpu:
         req["example.com/gpu"] = str(spec.gpu)
+    if spec.fpga:
+        req["example.com/fpga"] = str(spec.fpga)
     if req:
         b = b.req(req)
     for key, effect in spec.tolerations:
@@ -305,7 +312,7 @@ def test_batch_filter_passes_only_nodes_the_per_node_filter_passes_and_scores_ag
             # True: the plugins with a batch form pass, so the others alone decide.
             assert not ok or expected == fwk.run_filter_plan(rest, state, p, ni).is_success()
         # Where only resources, taints and unschedulable decide, the batch form is exact.
-        if not pod.gpu and not rest:
+        if not rest:
             assert mask.tolist() == per_node
         # The rejections the batch forms know are the per-node Filter's Statuses.
         failing = rows[~mask]
@@ -353,13 +360,72 @@ def test_columns_follow_the_snapshot_as_pods_are_assumed() -> None:
     assert len(snap.columns()) == 3  # rebuilt when the node list changes
 
 
+def test_columns_follow_scalar_resources_as_pods_are_assumed_and_nodes_change() -> None:
+    """Extended resources over columns: free follows the assumed pods, a node that gains or
+    loses one is followed, and more names than are kept dense are built again when asked."""
+    w = world([NodeSpec(1000, 1024, 5, False, (), 2), NodeSpec(1000, 1024, 5, False, (), 0)],
+              [], [], batch=True, seed=0, start=0, percentage=0)  # fmt: skip
+    cache, snap = w.scheduler.cache, w.scheduler.snapshot
+    cache.update_snapshot(snap)
+    columns = snap.columns()
+    gpu = columns.scalar("example.com/gpu")
+    assert gpu.allocatable.tolist() == [2, 0] and gpu.free.tolist() == [2, 0]
+    cache.assume_pod(pod_obj("x", PodSpec(100, 64, 1, (), False, 0), "n0"))
+    cache.update_snapshot(snap)
+    assert columns.scalar("example.com/gpu").free.tolist() == [1, 0]
+    for k in range(20):  # more names than CACHED: the gpu column is dropped, then rebuilt
+        assert columns.scalar(f"example.com/other-{k}").allocatable.tolist() == [0, 0]
+    cache.update_node(node_obj(0, NodeSpec(1000, 1024, 5, False, (), 2)),
+                      node_obj(0, NodeSpec(1000, 1024, 5, False, (), 0, fpga=3)))  # fmt: skip
+    cache.update_snapshot(snap)
+    assert columns.scalar("example.com/gpu").allocatable.tolist() == [0, 0]
+    fpga = columns.scalar("example.com/fpga")
+    assert fpga.allocatable.tolist() == [3, 0] and fpga.free.tolist() == [3, 0]  # x asks gpu
+
+
+def test_s_extended_resource_one_node_of_many_fits_without_the_per_node_path() -> None:
+    """upstream's SchedulingWithExtendedResource: each node has its own extended resource,
+    each pod asks for one node's. The batch forms pass the one node and know every other
+    node's Status ("Insufficient foo.com/bar-N"), so no node is filtered per node, and the
+    outcome (host, statuses, start index, Filter count) is the per-node path's."""
+    n = 40
+    node_objs = [
+        make_node(f"n{i}").capacity(cpu="4", memory="32Gi", pods=110, **{f"foo.com/bar-{i}": "1"})
+        .label("kubernetes.io/hostname", f"n{i}").obj()
+        for i in range(n)
+    ]  # fmt: skip
+    pods = [make_pod(f"p{i}").uid(f"u{i}").req({f"foo.com/bar-{i}": "1"}).obj()
+            for i in (7, 7, 31)]  # fmt: skip
+    for pod in pods:
+        pod.spec.scheduler_name = "default-scheduler"
+    outcomes = []
+    for batch in (False, True):
+        w = world([], [], [], batch=batch, seed=3, start=5, percentage=0)
+        for node in node_objs:
+            w.scheduler.cache.add_node(node)
+        calls = _count_per_node_calls(w.fwk)
+        outcomes.append(outcome(w, pods))
+        if batch:
+            assert calls == []
+    per_node, batch_out = outcomes
+    assert batch_out == per_node
+    assert batch_out[0] == ("host", batch_out[0][1]) and batch_out[0][1].suggested_host == "n7"  # type: ignore[index]
+    fit = batch_out[2]  # the second pod asking for n7's: it is taken
+    assert isinstance(fit, tuple) and fit[0] == "fit"
+    assert fit[1]["n7"] == ("UNSCHEDULABLE", ("Insufficient foo.com/bar-7",), "NodeResourcesFit")
+    assert fit[1]["n8"] == (
+        "UNSCHEDULABLE_AND_UNRESOLVABLE",
+        ("Insufficient foo.com/bar-7",),
+        "NodeResourcesFit",
+    )
+
+
 # ------------------------------------------------- the nominated pods' pass over columns
 
-# Pods whose nomination the batch pass can count (no host ports, no pod (anti-)affinity), and
-# now and then one it cannot (the per-node path then decides, exactly as before).
-countable_pods_st = pods_st.map(
-    lambda p: replace(p, anti=False, affinity=False, host_port=False, gpu=0)
-)
+# Pods whose nomination the batch pass can count (no host ports, no pod (anti-)affinity; with
+# extended resources, unless the incoming pod requests some too), and now and then one it
+# cannot (the per-node path then decides, exactly as before).
+countable_pods_st = pods_st.map(lambda p: replace(p, anti=False, affinity=False, host_port=False))
 nominated_pods_st = st.one_of(countable_pods_st, countable_pods_st, countable_pods_st, pods_st)
 
 
