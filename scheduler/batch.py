@@ -39,7 +39,7 @@ import numpy.typing as npt
 from kemu.api.v1 import types_pb2
 from kemu.scheduling.column_runner import ColumnRunner
 from kemu.scheduling.columns import BoolArray, IntArray, NodeColumns
-from kemu.scheduling.interface import CycleState, FilterFn, NodeToStatus
+from kemu.scheduling.interface import CycleState, FilterFn, NodeToStatus, StatusBlock
 from kemu.scheduling.status import Status
 from kemu.scheduling.types import NodeInfo, PodInfo
 
@@ -98,7 +98,6 @@ def batch_filter(
     nominated = _Nominated.of(columns, nodes, base, counted) if counted else None
 
     rest = runner.filter_rest_plan(state)
-    rejected: list[tuple[str, Status]] = []
     positions: list[IntArray] = []
     found = 0
     checked = n
@@ -150,7 +149,7 @@ def batch_filter(
                 if status.is_success():
                     passed.append(j)
                 elif status.is_rejected():
-                    rejected.append((node.name, status))
+                    statuses.set(node.name, status)
                 else:
                     raise FilterError(status)
             positions.append(idx[passed])
@@ -181,13 +180,7 @@ def batch_filter(
         if (known[bad] >= 0).all():
             # Every rejection is known from the batch forms: no row changes, no per-node call.
             reached = bad[found + before[bad] < to_find]
-            rejected.extend(
-                zip(
-                    [nodes[i].name for i in idx[reached].tolist()],
-                    [known_statuses[k] for k in known[reached].tolist()],
-                    strict=True,
-                )
-            )
+            statuses.add_block(StatusBlock(nodes, idx[reached], known[reached], known_statuses))
             bad = bad[:0]
         extra = 0
         for j in bad.tolist():
@@ -203,7 +196,7 @@ def batch_filter(
                 ok[j] = True
                 extra += 1
             elif status.is_rejected():
-                rejected.append((node.name, status))
+                statuses.set(node.name, status)
             else:
                 raise FilterError(status)
         total = found + np.cumsum(ok)
@@ -216,8 +209,6 @@ def batch_filter(
         found = int(total[-1]) if len(total) else found
         lo = hi
         chunk *= 2
-    for name, status in rejected:
-        statuses.set(name, status)
     if len(positions) == 1:
         feasible_positions = positions[0]
     elif positions:

@@ -626,9 +626,7 @@ class Scheduler:
         feasible = self._find_nodes_that_pass_filters(fwk, state, pod, statuses, nodes)
         if tried_nominated:
             feasible = dataclasses.replace(feasible, evaluated=feasible.evaluated + tried_nominated)
-        for _, st in statuses.items():
-            if st.plugin:
-                unschedulable_plugins.add(st.plugin)
+        unschedulable_plugins |= statuses.plugins()
         return feasible, statuses, unschedulable_plugins
 
     def _find_nodes_that_pass_filters(

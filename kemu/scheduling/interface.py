@@ -19,6 +19,8 @@ from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Se
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar, runtime_checkable
 
+import numpy as np
+import numpy.typing as npt
 from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
@@ -168,31 +170,78 @@ class QueuedPodInfo:
         return self.pod_info.pod
 
 
+@dataclass(frozen=True, slots=True)
+class StatusBlock:
+    """Rejections known in bulk (the batch path's): `nodes[positions[i]]` has
+    `table[which[i]]`."""
+
+    nodes: Sequence[NodeInfo]
+    positions: npt.NDArray[np.int64]
+    which: npt.NDArray[np.int64]
+    table: Sequence[Status]
+
+
 class NodeToStatus:
-    """Why each node was rejected; nodes not listed have `absent` (upstream NodeToStatus)."""
+    """Why each node was rejected; nodes not listed have `absent` (upstream NodeToStatus).
+
+    Rejections the batch path knows in bulk are kept as blocks (`add_block`) and written out
+    node by node only when they are read (`get`, `items`, ...): a cycle that finds its node
+    among thousands that fail does not name each of them. The count and `plugins` do not
+    write them out. A node is given a status once per map."""
 
     def __init__(self, absent: Status | None = None) -> None:
         self._map: dict[str, Status] = {}
+        self._blocks: list[StatusBlock] = []
+        self._in_blocks = 0
         self.absent = absent or Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
         # True when PreFilter rejected the pod: `absent` then holds that status for every node.
         self.pre_filter_rejected = False
 
     def set(self, node: str, status: Status) -> None:
+        if self._blocks:
+            self._write_blocks()  # (in the order the nodes were rejected)
         self._map[node] = status
 
+    def add_block(self, block: StatusBlock) -> None:
+        """The nodes of `block`, none with a status yet, after those set so far."""
+        self._blocks.append(block)
+        self._in_blocks += len(block.positions)
+
+    def _write_blocks(self) -> None:
+        out = self._map
+        for b in self._blocks:
+            nodes, table = b.nodes, b.table
+            for i, k in zip(b.positions.tolist(), b.which.tolist(), strict=True):
+                out[nodes[i].name] = table[k]
+        self._blocks.clear()
+        self._in_blocks = 0
+
     def get(self, node: str) -> Status:
+        if self._blocks:
+            self._write_blocks()
         return self._map.get(node, self.absent)
 
     def items(self) -> Iterator[tuple[str, Status]]:
+        if self._blocks:
+            self._write_blocks()
         return iter(self._map.items())
 
+    def plugins(self) -> builtins.set[str]:
+        """The plugins named by the statuses set (not `absent`)."""
+        out = {st.plugin for st in self._map.values() if st.plugin}
+        for b in self._blocks:
+            out.update(p for k in np.unique(b.which).tolist() if (p := b.table[k].plugin))
+        return out
+
     def __len__(self) -> int:
-        return len(self._map)
+        return len(self._map) + self._in_blocks
 
     def nodes_for_status_code(self, lister: NodeInfoLister, code: Code) -> list[NodeInfo]:
         """The nodes whose status has `code` (absent nodes have `absent`'s), in the order they
         were rejected, then the snapshot's order for absent ones (upstream
         NodesForStatusCode). Nodes no longer in the snapshot are left out."""
+        if self._blocks:
+            self._write_blocks()
         if self.absent.code == code:
             return [n for n in lister.list() if self.get(n.name).code == code]
         out: list[NodeInfo] = []
