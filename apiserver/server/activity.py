@@ -18,6 +18,8 @@ from contextlib import contextmanager
 
 import anyio
 
+from kemu.machinery.virtual_time import ReceivedCalls
+
 
 class Activity:
     def __init__(self) -> None:
@@ -27,12 +29,9 @@ class Activity:
         """Watch streams holding events they have not handed to the transport yet."""
         self.sent: defaultdict[str, int] = defaultdict(int)
         """Watch events sent per component identity."""
-        self.received: defaultdict[str, int] = defaultdict(int)
-        """Requests received per component identity."""
-        self.first_call: dict[str, int] = {}
-        self.last_call: defaultdict[str, int] = defaultdict(int)
-        """The lowest and the highest call number (kemu-clock-call) received per component
-        identity."""
+        self.calls = ReceivedCalls()
+        """Requests received per component identity, and their lowest and highest call
+        number (kemu-clock-call)."""
         self.incarnation = uuid.uuid4().hex
         """This apiserver's, for the events a component counts (APISERVER_KEY)."""
         self.outside = 0
@@ -51,13 +50,6 @@ class Activity:
             self._changed = anyio.Event()
         return self._changed
 
-    def _received(self, identity: str, call: int) -> None:
-        self.received[identity] += 1
-        if call > self.last_call[identity]:
-            self.last_call[identity] = call
-        if call and call < self.first_call.get(identity, call + 1):
-            self.first_call[identity] = call
-
     @contextmanager
     def request(
         self, identity: str = "", call: int = 0, *, in_flight: bool = True
@@ -67,12 +59,12 @@ class Activity:
         waits for time to pass), counted only as a component's call received."""
         if not in_flight:
             if identity:  # (an outsider's kemuctl clock is not the cluster's work)
-                self._received(identity, call)
+                self.calls.add(identity, call)
                 self._bump()
             yield
             return
         if identity:
-            self._received(identity, call)
+            self.calls.add(identity, call)
         else:
             self.outside += 1
         self.requests += 1
@@ -87,7 +79,7 @@ class Activity:
         """A request of `identity` refused before it was served (the in-flight limit's 429):
         received all the same, for the caller counts every attempt it makes."""
         if identity:
-            self._received(identity, call)
+            self.calls.add(identity, call)
         else:
             self.outside += 1
         self._bump()

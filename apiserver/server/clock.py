@@ -582,9 +582,9 @@ class ClusterClock:
         return answer.events_received == a.sent.get(identity, 0) and calls_square(
             answer.requests_sent,
             answer.requests_abandoned,
-            a.received.get(identity, 0),
-            a.first_call.get(identity, 0),
-            a.last_call.get(identity, 0),
+            a.calls.count.get(identity, 0),
+            a.calls.first.get(identity, 0),
+            a.calls.last.get(identity, 0),
         )
 
     async def _probe(

@@ -25,6 +25,7 @@ from kemu.machinery.virtual_time import (
     CLOCK_IDENTITY_KEY,
     REAL_TIME_CLOCK,
     ClockMode,
+    ReceivedCalls,
     clock_caller,
     from_proto,
 )
@@ -52,9 +53,7 @@ class PeerCalls:
     identity: str = ""
     sent: int = 0
     abandoned: int = 0
-    received: dict[str, int] = field(default_factory=dict)
-    first: dict[str, int] = field(default_factory=dict)
-    last: dict[str, int] = field(default_factory=dict)
+    served_calls: ReceivedCalls = field(default_factory=ReceivedCalls)
 
     def metadata(self) -> tuple[tuple[str, str], ...]:
         """A call's metadata (counting it as made), empty before a clock session."""
@@ -67,10 +66,7 @@ class PeerCalls:
         """A call served, with its metadata (untagged: not a component in session)."""
         caller, number = clock_caller(metadata)
         if caller:
-            self.received[caller] = self.received.get(caller, 0) + 1
-            self.last[caller] = max(self.last.get(caller, 0), number)
-            if number and number < self.first.get(caller, number + 1):
-                self.first[caller] = number
+            self.served_calls.add(caller, number)
 
 
 class ClockModeMismatch(Exception):
@@ -132,9 +128,9 @@ async def follow_cluster_clock(
             requests_abandoned=client.requests_abandoned,
             peer_calls_sent=peers.sent if peers is not None else 0,
             peer_calls_abandoned=peers.abandoned if peers is not None else 0,
-            peer_calls_received=peers.received if peers is not None else {},
-            peer_calls_last=peers.last if peers is not None else {},
-            peer_calls_first=peers.first if peers is not None else {},
+            peer_calls_received=peers.served_calls.count if peers is not None else {},
+            peer_calls_last=peers.served_calls.last if peers is not None else {},
+            peer_calls_first=peers.served_calls.first if peers is not None else {},
         )
 
     async def reports() -> AsyncIterator[api_pb2.ClockReport]:

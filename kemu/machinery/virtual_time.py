@@ -17,7 +17,7 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from kemu.api.v1 import api_pb2
@@ -77,6 +77,25 @@ def calls_square(sent: int, abandoned: int, received: int, first: int, last: int
         return last == 0
     numbered = sent - first + 1
     return numbered - abandoned <= received <= numbered and last <= sent
+
+
+@dataclass
+class ReceivedCalls:
+    """The calls a callee received from each caller in a clock session: how many, and the
+    lowest and highest call number (CLOCK_CALL_KEY) among them, what `calls_square` compares
+    with the caller's own count (the apiserver's Activity, the cloud's PeerCalls)."""
+
+    count: dict[str, int] = field(default_factory=dict)
+    first: dict[str, int] = field(default_factory=dict)
+    last: dict[str, int] = field(default_factory=dict)
+
+    def add(self, caller: str, number: int) -> None:
+        """One call of `caller`, numbered `number` (0: not numbered)."""
+        self.count[caller] = self.count.get(caller, 0) + 1
+        if number > self.last.get(caller, 0):
+            self.last[caller] = number
+        if number and number < self.first.get(caller, number + 1):
+            self.first[caller] = number
 
 
 BOOT_TOKEN_ENV: Final = "KEMU_CLOCK_BOOT_TOKEN"

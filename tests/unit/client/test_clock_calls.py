@@ -55,10 +55,10 @@ async def test_a_call_the_server_answered_is_numbered_and_not_abandoned(found: b
             except NotFound:
                 assert not found
         assert (client.requests_sent, client.requests_abandoned) == (2, 0)
-        assert activity.received["kubelet-1"] == 2 and activity.last_call["kubelet-1"] == 2
-        assert activity.first_call["kubelet-1"] == 1
+        assert activity.calls.count["kubelet-1"] == 2 and activity.calls.last["kubelet-1"] == 2
+        assert activity.calls.first["kubelet-1"] == 1
         assert calls_square(
-            2, 0, 2, activity.first_call["kubelet-1"], activity.last_call["kubelet-1"]
+            2, 0, 2, activity.calls.first["kubelet-1"], activity.calls.last["kubelet-1"]
         )
 
 

@@ -7,7 +7,13 @@ import math
 import pytest
 
 from kemu.machinery.errors import Invalid
-from kemu.machinery.virtual_time import ClockSegment, call_number, calls_square, parse_rate
+from kemu.machinery.virtual_time import (
+    ClockSegment,
+    ReceivedCalls,
+    call_number,
+    calls_square,
+    parse_rate,
+)
 
 
 def test_virtual_time_follows_wall_time_at_the_rate_from_the_segments_start() -> None:
@@ -103,3 +109,14 @@ def test_a_call_number_is_read_from_its_metadata_and_a_bad_one_is_none(
     value: str | bytes, number: int
 ) -> None:
     assert call_number(value) == number
+
+
+def test_received_calls_keep_per_caller_the_count_and_the_lowest_and_highest_number() -> None:
+    calls = ReceivedCalls()
+    for caller, number in (("a", 5), ("a", 3), ("b", 0), ("a", 7), ("b", 2)):
+        calls.add(caller, number)
+    assert calls.count == {"a": 3, "b": 2}
+    assert calls.first == {"a": 3, "b": 2} and calls.last == {"a": 7, "b": 2}
+    # Squared with what "a" made: 7 numbered calls from 3 on is 5, three received, two of
+    # them given up on.
+    assert calls_square(7, 2, calls.count["a"], calls.first["a"], calls.last["a"])
