@@ -588,6 +588,33 @@ GATES_HINTS = (
 )
 
 
+async def test_a_bound_pod_matching_gated_pods_affinity_leaves_them_unread_and_gated() -> None:
+    """upstream's SchedulingGatedPodsWithPodAffinityImpactForThroughput: a pod bound beside
+    gated pods whose affinity it matches moves the ungated pods it may help, and does not read
+    the gated ones' terms (their gate did not register for AssignedPodAdd): a bind costs the
+    pool's ungated pods, not the 10,000 gated ones."""
+    q = new_queue(
+        FakeClock(),
+        pre_enqueue=gates_pre_enqueue,
+        queueing_hint_map=hints(GATES_HINTS, (ASSIGNED_POD_ADD, "InterPodAffinity", None)),
+    )
+    gated = [
+        make_pod(f"g{i}").uid(f"ug{i}").scheduler_name(PROFILE).gate("example.com/g")
+        .affinity({"app": "db"}, "zone").obj()
+        for i in range(3)
+    ]  # fmt: skip
+    for p in gated:
+        q.add(p)
+    waiting = make_pod("w").uid("uw").scheduler_name(PROFILE).affinity({"app": "db"}, "zone").obj()
+    await fail(q, waiting, "InterPodAffinity")
+    db = make_pod("db").label("app", "db").node("n1").obj()
+    # The pods whose terms are read for the bind: the gated ones are not among them.
+    candidates = q._pods_with_cross_topology_term(db, ASSIGNED_POD_ADD)
+    assert [qpi.pod.metadata.name for qpi in candidates] == ["w"]
+    q.assigned_pod_added(db)
+    assert where(q, "w") == "backoff" and q.len_gated() == 3
+
+
 async def test_gated_pod_waits_in_the_pool_until_an_update_removes_its_gates() -> None:
     q = new_queue(
         FakeClock(),
