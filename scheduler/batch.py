@@ -37,8 +37,9 @@ import numpy as np
 import numpy.typing as npt
 
 from kemu.api.v1 import types_pb2
+from kemu.scheduling.arrays import BoolArray, IntArray
 from kemu.scheduling.column_runner import ColumnRunner
-from kemu.scheduling.columns import BoolArray, IntArray, NodeColumns
+from kemu.scheduling.columns import NodeColumns
 from kemu.scheduling.interface import CycleState, FilterFn, NodeToStatus, StatusBlock
 from kemu.scheduling.status import Status
 from kemu.scheduling.types import NodeInfo, PodInfo

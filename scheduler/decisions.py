@@ -43,7 +43,7 @@ from typing import Any, Final
 import numpy as np
 
 from kemu.component.health import DebugRequestError
-from kemu.scheduling.columns import IntArray
+from kemu.scheduling.arrays import IntArray
 from kemu.scheduling.runtime import NodePluginScores
 from kemu.scheduling.types import NodeInfo
 

@@ -47,8 +47,8 @@ from kemu.component.version_rules import VersionRules
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.keys import object_key
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
+from kemu.scheduling.arrays import IntArray
 from kemu.scheduling.column_runner import ColumnRunner
-from kemu.scheduling.columns import IntArray
 from kemu.scheduling.deferred import is_deferred_resize_pod, resize_preemption_enabled
 from kemu.scheduling.events import ASSIGNED_POD_DELETE
 from kemu.scheduling.interface import (

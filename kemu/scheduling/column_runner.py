@@ -29,15 +29,14 @@ import numpy as np
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.keys import object_key
+from kemu.scheduling.arrays import BoolArray, IntArray
 from kemu.scheduling.columns import (
-    BoolArray,
     ColumnConstantScorePlugin,
     ColumnFilterPlugin,
     ColumnNominatedPlugin,
     ColumnNormalizePlugin,
     ColumnRejectPlugin,
     ColumnScorePlugin,
-    IntArray,
     NodeColumns,
 )
 from kemu.scheduling.interface import CycleState, FilterFn, FilterPlugin, PodNominator, ScorePlugin

@@ -33,17 +33,14 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
-import numpy.typing as npt
 
 from kemu.api.v1 import types_pb2
+from kemu.scheduling.arrays import BoolArray, IntArray
 from kemu.scheduling.interface import CycleState
 from kemu.scheduling.scalar_columns import ScalarColumn, ScalarColumns
 from kemu.scheduling.status import Status
 from kemu.scheduling.topology_counts import Domains
 from kemu.scheduling.types import MAX_NODE_SCORE, NodeInfo, PodInfo
-
-IntArray = npt.NDArray[np.int64]
-BoolArray = npt.NDArray[np.bool_]
 
 _INT_FIELDS = (
     "alloc_cpu",

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
-import numpy.typing as npt
 from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.resources import SCHEDULER_DEFAULTS, PodResourcesOptions
+from kemu.scheduling.arrays import IntArray
 from kemu.scheduling.events import ClusterEventWithHint
 from kemu.scheduling.status import Code, Status
 from kemu.scheduling.types import (
@@ -176,8 +176,8 @@ class StatusBlock:
     `table[which[i]]`."""
 
     nodes: Sequence[NodeInfo]
-    positions: npt.NDArray[np.int64]
-    which: npt.NDArray[np.int64]
+    positions: IntArray
+    which: IntArray
     table: Sequence[Status]
 
 

@@ -17,11 +17,9 @@ from dataclasses import dataclass
 from typing import Final
 
 import numpy as np
-import numpy.typing as npt
 
+from kemu.scheduling.arrays import IntArray
 from kemu.scheduling.types import NodeInfo
-
-IntArray = npt.NDArray[np.int64]
 
 CACHED: Final = 8
 """Dense columns kept (the names asked most recently)."""

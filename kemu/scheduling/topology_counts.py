@@ -27,12 +27,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
 import numpy as np
-import numpy.typing as npt
 
 from kemu.machinery.labels import Selector
+from kemu.scheduling.arrays import IntArray
 from kemu.scheduling.types import AffinityTerm, NodeInfo
-
-IntArray = npt.NDArray[np.int64]
 
 # Kinds of an existing pod's term.
 REQUIRED_ANTI: Final = 0

@@ -22,7 +22,8 @@ from kemu.api.v1 import types_pb2
 from kemu.component.pod_resources import pod_resources_options
 from kemu.machinery.resources import SCHEDULER_DEFAULTS, PodResourcesOptions
 from kemu.scheduling import status as st
-from kemu.scheduling.columns import IntArray, NodeColumns, balanced_cpu_memory_columns
+from kemu.scheduling.arrays import IntArray
+from kemu.scheduling.columns import NodeColumns, balanced_cpu_memory_columns
 from kemu.scheduling.interface import (
     CycleState,
     Handle,

@@ -43,7 +43,8 @@ from kemu.api.v1 import types_pb2
 from kemu.machinery.labels import Requirement
 from kemu.machinery.resources import is_pod_resize_deferred
 from kemu.scheduling import status as st
-from kemu.scheduling.columns import BoolArray, IntArray, NodeColumns
+from kemu.scheduling.arrays import BoolArray, IntArray
+from kemu.scheduling.columns import NodeColumns
 from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.events import (
     ActionType,

@@ -24,7 +24,8 @@ import numpy as np
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.resources import is_pod_resize_deferred
-from kemu.scheduling.columns import BoolArray, IntArray, NodeColumns, per_node_rows
+from kemu.scheduling.arrays import BoolArray, IntArray
+from kemu.scheduling.columns import NodeColumns, per_node_rows
 from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.events import (
     ActionType,

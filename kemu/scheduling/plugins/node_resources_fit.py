@@ -61,7 +61,8 @@ from kemu.machinery.resources import (
     kubelet_pod_requests_from_status,
 )
 from kemu.scheduling import status as st
-from kemu.scheduling.columns import BoolArray, IntArray, NodeColumns
+from kemu.scheduling.arrays import BoolArray, IntArray
+from kemu.scheduling.columns import NodeColumns
 from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.events import (
     ActionType,

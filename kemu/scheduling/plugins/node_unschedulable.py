@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from kemu.api.v1 import types_pb2
-from kemu.scheduling.columns import BoolArray, IntArray, NodeColumns
+from kemu.scheduling.arrays import BoolArray, IntArray
+from kemu.scheduling.columns import NodeColumns
 from kemu.scheduling.deferred import SkipsDeferredResizePods, resize_preemption_enabled
 from kemu.scheduling.events import (
     ActionType,

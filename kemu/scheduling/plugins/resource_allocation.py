@@ -21,8 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kemu.scheduling.arrays import IntArray
 from kemu.scheduling.columns import (
-    IntArray,
     NodeColumns,
     least_allocated_columns,
     most_allocated_columns,

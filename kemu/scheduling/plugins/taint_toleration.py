@@ -29,9 +29,8 @@ import numpy as np
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.keys import object_key
+from kemu.scheduling.arrays import BoolArray, IntArray
 from kemu.scheduling.columns import (
-    BoolArray,
-    IntArray,
     NodeColumns,
     default_normalize_columns,
     per_node_rows,

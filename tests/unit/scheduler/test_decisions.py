@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from kemu.component.health import DebugRequestError
-from kemu.scheduling.columns import IntArray
+from kemu.scheduling.arrays import IntArray
 from kemu.scheduling.runtime import NodePluginScores
 from kemu.scheduling.types import NodeInfo
 from kemu.testing.builders import make_node
