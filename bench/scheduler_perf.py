@@ -178,6 +178,7 @@ API_REQUESTS: Final = "apiserver_request_total"
 POD_RESOURCES: Final = ("pods", "pods/binding")
 SEED: Final = 1  # the scheduler's --seed, the same for both runs of an A/B comparison
 PY_SPY_SECONDS: Final = 20
+PROFILED: Final = ("scheduler", "apiserver", "bench")  # the Python processes of a run
 BIND_ONLY_NAMESPACE: Final = "bind-only"
 BIND_ONLY_SCHEDULER: Final = "kemu-bench-bind-only"  # no profile: the scheduler ignores them
 BIND_ONLY_MODES: Final = ("auto", "always", "never")
@@ -682,6 +683,7 @@ class Options:
     py_spy_bin: str
     py_spy_seconds: int
     keep_dir: str | None = None  # keep each run's cluster directory (logs) under it
+    py_spy_process: str = "scheduler"  # the process --py-spy profiles (one of PROFILED)
     # Measure the baseline (baseline_kind): "auto" (bind-only for the SchedulingBasic test
     # cases, preemption API for PreemptionBasic), "always", "never".
     bind_only: str = "auto"
@@ -870,7 +872,7 @@ class Runner:
             # In the run's task group: it may outlast the phase, and its output is read after.
             self._profiled = anyio.Event()
             assert self._tg is not None
-            self._tg.start_soon(self.profile, self.pids["scheduler"])
+            self._tg.start_soon(self.profile, self.opts.py_spy_process)
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.progress, tracker, index, len(pods))
             meter.start()
@@ -1039,9 +1041,10 @@ class Runner:
             if bound >= total:
                 return
 
-    async def profile(self, pid: int | None) -> None:
-        """py-spy on the scheduler from the start of the measured phase (raw, GIL-holding
-        samples); the summary goes into the result."""
+    async def profile(self, process: str) -> None:
+        """py-spy on `process` (the scheduler, the apiserver or the bench) from the start of
+        the measured phase (raw, GIL-holding samples); the summary goes into the result."""
+        pid = self.pids[process]
         assert self.opts.py_spy is not None and pid is not None
         out = Path(self.opts.py_spy)
         argv = [
@@ -1063,7 +1066,8 @@ class Runner:
                 return
             total, own, inclusive = summarize_stacks(await anyio.Path(out).read_text(), top=25)
             self.result.profile = {
-                "file": str(out), "samples": total, "self": own, "inclusive": inclusive,
+                "process": process, "file": str(out), "samples": total, "self": own,
+                "inclusive": inclusive,
             }  # fmt: skip
         finally:
             assert self._profiled is not None
@@ -1586,7 +1590,7 @@ def render(results: Sequence[Result]) -> str:
         elif p:
             lines.append("")
             lines.append(
-                f"{r.label}: py-spy of the scheduler ({p['samples']} GIL samples, {p['file']})"
+                f"{r.label}: py-spy of the {p['process']} ({p['samples']} GIL samples, {p['file']})"
             )
             for title, key in (("self", "self"), ("inclusive", "inclusive")):
                 lines.append(f"  top {title}:")
@@ -1840,8 +1844,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--py-spy",
         metavar="FILE",
-        help="profile the scheduler with py-spy (raw, --gil) from the start of the measured "
-        "phase into FILE, and print its top frames",
+        help="profile a process (--py-spy-process) with py-spy (raw, --gil) from the start "
+        "of the measured phase into FILE, and print its top frames",
     )
     parser.add_argument(
         "--py-spy-bin",
@@ -1849,6 +1853,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="the py-spy binary (default: on PATH, else next to this Python)",
     )
     parser.add_argument("--py-spy-seconds", type=int, default=PY_SPY_SECONDS)
+    parser.add_argument(
+        "--py-spy-process",
+        choices=PROFILED,
+        default="scheduler",
+        help="the process --py-spy profiles (default: the scheduler)",
+    )
     parser.add_argument(
         "--keep-dir",
         metavar="DIR",
@@ -2046,6 +2056,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         py_spy=args.py_spy,
         py_spy_bin=args.py_spy_bin,
         py_spy_seconds=args.py_spy_seconds,
+        py_spy_process=args.py_spy_process,
         keep_dir=args.keep_dir,
         bind_only=args.bind_only_baseline,
         paths=PATH_CHOICES[args.paths] if args.paths else (),

@@ -17,6 +17,7 @@ from bench.scheduler_perf import (
     PreemptionFigures,
     Result,
     api_calls,
+    build_parser,
     by_label,
     comparison_pairs,
     comparison_rows,
@@ -480,6 +481,20 @@ def test_the_table_has_a_column_per_workload_and_shows_failures() -> None:
     assert "SchedulingBasic/5000Nodes" in header
     assert "123.4" in text and "3.21" in text and "scheduled=1000" in text
     assert "SchedulingBasic/5000Nodes: FAILED: TimeoutError: too slow" in text
+
+
+def test_a_profile_is_rendered_under_the_process_it_sampled() -> None:
+    r = Result("SchedulingBasic/500Nodes", nodes=500, init_pods=500, measured_pods=1000)
+    r.profile = {
+        "process": "apiserver", "file": "/tmp/p.txt", "samples": 200,
+        "self": [("create (servicer.py)", 50)], "inclusive": [("serve (servicer.py)", 120)],
+    }  # fmt: skip
+    text = render([r])
+    assert "py-spy of the apiserver (200 GIL samples, /tmp/p.txt)" in text
+    assert " 25.0%  create (servicer.py)" in text and " 60.0%  serve (servicer.py)" in text
+    assert build_parser().parse_args(["--py-spy-process", "apiserver"]).py_spy_process == (
+        "apiserver"
+    )
 
 
 # ---------------------------------------------------------------------- priorities and the control plane
