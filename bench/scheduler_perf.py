@@ -59,7 +59,7 @@ import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Protocol
@@ -93,6 +93,7 @@ from bench.scheduler_perf_baseline import (
     for_no_scheduler,
     preemption_api_baseline,
     preemption_plan,
+    record_scheduled,
     scheduler_recorder,
     set_up_victims,
 )
@@ -146,6 +147,7 @@ from kemu.machinery.errors import AlreadyExists, ApiError, Gone, NotFound
 from kemu.machinery.keys import object_key
 from kemu.machinery.pod_strategy import default_requests_from_limits
 from kemu.machinery.virtual_time import ClockMode
+from kemu.scheduling.interface import EventRecorder as EventRecorderLike
 from kemu.testing.cluster import Cluster, Component, add_clock_argument
 from kemu.testing.namespaces import ensure_namespace
 from kemu.testing.processes import ProcessStartError, http_get
@@ -950,9 +952,21 @@ class Runner:
         pods = bind_only_pods(pod_objects(measured, index))
         await ensure_namespace(client, BIND_ONLY_NAMESPACE)
         logger.info("bind-only baseline: %d pods on %d nodes", len(pods), len(self.node_names))
-        r.bind_only_baseline = await bind_only_baseline(
-            client, tracker, index, pods, self.node_names, self.opts.creators, self.opts.timeout
-        )
+        writer, recorder = scheduler_recorder(client)
+        with quiet_event_drops():
+            async with anyio.create_task_group() as tg:
+                await tg.start(writer.run)
+                r.bind_only_baseline = await bind_only_baseline(
+                    client,
+                    tracker,
+                    index,
+                    pods,
+                    self.node_names,
+                    self.opts.creators,
+                    self.opts.timeout,
+                    recorder=recorder,
+                )
+                tg.cancel_scope.cancel()
         r.bind_only_pods = len(pods)
         r.scheduler_to_limit = ratio(r.created_to_bound, r.bind_only_baseline)
 
@@ -994,12 +1008,8 @@ class Runner:
         apiserver = self.cluster.component("apiserver")
         before = parse_metrics(await anyio.to_thread.run_sync(scrape, apiserver))
         writer, recorder = scheduler_recorder(client)
-        # Its queue fills as the scheduler's may: the drops are counted, not logged one by one.
-        events_log = logging.getLogger("kemu.client.events")
-        level = events_log.level
-        events_log.setLevel(logging.ERROR)
         meter = CpuMeter(self.pids)
-        try:
+        with quiet_event_drops():
             async with anyio.create_task_group() as tg:
                 await tg.start(writer.run)
                 meter.start()
@@ -1016,8 +1026,6 @@ class Runner:
                 )
                 r.preemption_baseline_cpu_cores = meter.stop()
                 tg.cancel_scope.cancel()
-        finally:
-            events_log.setLevel(level)
         r.preemption_baseline_cpu_ms_per_pod = cpu_ms_per_item(
             r.preemption_baseline_cpu_cores, meter.wall, len(plan.preemptors)
         )
@@ -1109,6 +1117,19 @@ def baselines(workload: Workload, mode: str) -> tuple[str, ...]:
     return ()
 
 
+@contextlib.contextmanager
+def quiet_event_drops() -> Iterator[None]:
+    """A baseline's event queue may fill as the scheduler's may: its drops are counted
+    (`EventRecorder.dropped`), not logged one by one."""
+    events_log = logging.getLogger("kemu.client.events")
+    level = events_log.level
+    events_log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        events_log.setLevel(level)
+
+
 def wants_bind_only_baseline(workload: Workload, mode: str) -> bool:
     """Whether a run measures the bind-only baseline (baselines)."""
     return BIND_ONLY in baselines(workload, mode)
@@ -1135,12 +1156,14 @@ async def bind_only_baseline(
     within: float,
     *,
     clock: Clock = time.monotonic,
+    recorder: EventRecorderLike | None = None,
 ) -> float:
     """What the apiserver alone can take: `pods` created with `creators` in flight, as the
     measured phase creates, and each bound as soon as its create returns, round-robin over
     `node_names`, in its own task as the scheduler's binding cycles (so bindings are as
-    concurrent as the scheduler's). Pods/s from the first create until the watch (`tracker`,
-    under the key `index`) has seen the last one bound, as created_to_bound is measured."""
+    concurrent as the scheduler's), with the scheduler's Scheduled event to `recorder` (the
+    caller runs its writer). Pods/s from the first create until the watch (`tracker`, under
+    the key `index`) has seen the last one bound, as created_to_bound is measured."""
     if not pods:
         return math.nan
     if not node_names:
@@ -1157,6 +1180,9 @@ async def bind_only_baseline(
                 )
             except ApiError as e:
                 failures.append(f"{pod.metadata.name}: {e}")
+                return
+            if recorder is not None:
+                record_scheduled(recorder, pod, node)
 
         async def create_and_bind(i: int) -> None:
             created = await client.create(pods[i])
@@ -1544,7 +1570,7 @@ def render(results: Sequence[Result]) -> str:
             str(r.preemption_baseline_events_dropped) if r.baseline_api_calls else "-"
             for r in rs
         ))  # fmt: skip
-        row("api event calls", (_api_text(r.event_calls) for r in rs))
+    row("api event calls", (_api_text(r.event_calls) for r in rs))
     row("pod PATCHes / measured pod", (fmt(r.pod_patches_per_pod, 2) for r in rs))
     for name in ("scheduler", "apiserver", "etcd", "bench"):
         row(f"cpu {name} cores", (fmt(r.cpu_cores.get(name), 2) for r in rs))

@@ -287,12 +287,17 @@ async def preempt_and_bind(
     await client.bind(
         preemptor.metadata.namespace, preemptor.metadata.name, node, uid=preemptor.metadata.uid
     )
+    record_scheduled(recorder, preemptor, node)
+
+
+def record_scheduled(recorder: EventRecorderLike, pod: types_pb2.Pod, node: str) -> None:
+    """The scheduler's Scheduled event of a bound pod (scheduler/schedule_one.py)."""
     recorder.event(
-        preemptor,
+        pod,
         EVENT_NORMAL,
         "Scheduled",
         "Binding",
-        f"Successfully assigned {preemptor.metadata.namespace}/{preemptor.metadata.name} to {node}",
+        f"Successfully assigned {pod.metadata.namespace}/{pod.metadata.name} to {node}",
     )
 
 
@@ -357,7 +362,7 @@ async def preemption_api_baseline(
 def scheduler_recorder(
     client: ApiClient, scheduler_name: str = DEFAULT_SCHEDULER
 ) -> tuple[EventRecorder, EventRecorderLike]:
-    """An EventRecorder as the scheduler's (component kube-scheduler, one writer), and the
+    """An EventRecorder as the scheduler's (component kube-scheduler), and the
     recorder of its profile `scheduler_name` (reporting instance <scheduler_name>-<host>); the
     caller runs the first's writer (`run`)."""
     host = socket.gethostname()

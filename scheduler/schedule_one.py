@@ -43,6 +43,7 @@ from kemu.component.featuregate import (
     PREFER_NOMINATED_NODE,
     FeatureGates,
 )
+from kemu.component.logs import V
 from kemu.component.version_rules import VersionRules
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.keys import object_key
@@ -864,7 +865,10 @@ class Scheduler:
             "Binding",
             f"Successfully assigned {object_key(assumed)} to {node}",
         )
-        logger.info("bound %s to %s", object_key(assumed), node)
+        # upstream's "Successfully bound pod to node" is V(2) (pkg/scheduler/schedule_one.go):
+        # at -v=0 a bound pod costs no log line (kemu.chaos runs its schedulers at -v=2 and
+        # reads this line).
+        logger.log(V(2), "bound %s to %s", object_key(assumed), node)
 
     # ------------------------------------------------------------ failures
 

@@ -10,7 +10,7 @@ nothing acknowledged is lost (checks.py). With --leader-elect-fencing the apiser
 them (docs/controller-manager.md, "Leader election and fencing"): any one seen is a violation.
 
 The schedulers' bindings are judged here from outside: a scheduler logs "bound ns/name to
-node" after its Bind succeeded, the pod history says at which revision the binding was
+node" after its Bind succeeded (at -v=2, as upstream; kemu.chaos runs them so), the pod history says at which revision the binding was
 committed, and the lease history who held the lease at that revision. Only one binding of a
 pod can succeed, so the revision is exact. Every other leader write (preemption PATCH and
 DELETE, evictions, the autoscaler's deletions) is counted by the apiserver, which reads the

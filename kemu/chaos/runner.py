@@ -58,6 +58,9 @@ ELECTION: Final = [
     "--leader-elect-renew-deadline", "2s",
     "--leader-elect-retry-period", "500ms",
 ]  # fmt: skip
+# The bindings are judged from the schedulers' "bound ns/name to node" lines (leaders.py),
+# logged at -v=2 as upstream's "Successfully bound pod to node".
+SCHEDULER_VERBOSITY: Final = ["-v", "2"]
 # Short enough that a partitioned kubelet's node goes Unknown within a fault (upstream's
 # defaults: 5s, 50s and 10s), long enough that a kubelet restarted by a kill keeps it Ready.
 NODE_MONITOR: Final = ["--node-monitor-period", "500ms", "--node-monitor-grace-period", "5s"]
@@ -124,7 +127,10 @@ class ChaosRun:
         config.write_text(SCHEDULER_CONFIG)
         for name in SCHEDULERS:
             cluster.start_scheduler(
-                name=name, config=config, extra_args=ELECTION + self.election.args, wait=False
+                name=name,
+                config=config,
+                extra_args=ELECTION + self.election.args + SCHEDULER_VERBOSITY,
+                wait=False,
             )
         cluster.start_controllermanager(extra_args=NODE_MONITOR, wait=False)
         n = self.workload.nodes

@@ -5,8 +5,15 @@ the apiserver. Repeats of the same event (same object, type, reason and message)
 existing Event's count and lastTimestamp instead of creating another, as upstream's
 correlator does. A full queue drops events (logged): events are best effort upstream too.
 
+Writes go out concurrently, as upstream's events.k8s.io broadcaster writes each event from a
+goroutine of its own (client-go tools/events/event_broadcaster.go recordToSink): `writers`
+writers, each object's events always through the same one, so that one object's events are
+written in the order they happened and its repeats are counted on the Event written first.
+One writer at a time could not keep up with a scheduler binding a few hundred pods a second:
+its queue filled and most Scheduled events were dropped.
+
 `for_component(name, instance)` gives a recorder that reports as another component through
-the same queue and writer: the scheduler's profiles each report as their schedulerName, as
+the same queue and writers: the scheduler's profiles each report as their schedulerName, as
 upstream's per-profile recorders do. An event may name a `related` object (upstream's
 events.k8s.io `related`, e.g. the preemptor of a Preempted event).
 """
@@ -15,12 +22,14 @@ from __future__ import annotations
 
 import itertools
 import logging
+import zlib
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Final
 
 import anyio
 from anyio.abc import TaskStatus
+from anyio.streams.memory import MemoryObjectReceiveStream
 from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
@@ -34,6 +43,8 @@ logger = logging.getLogger(__name__)
 
 _CACHE_SIZE: Final = 4096
 _NAME_ATTEMPTS: Final = 8
+DEFAULT_WRITERS: Final = 8
+_WRITER_BUFFER: Final = 16  # a writer's own queue: a slow one holds up the main queue's next
 
 
 @dataclass(frozen=True)
@@ -47,6 +58,7 @@ class _Pending:
     when: float
     component: str
     instance: str
+    serial: int  # this recorder's count of events, in the order they were recorded
 
 
 def object_reference(obj: Message) -> types_pb2.ObjectReference:
@@ -72,7 +84,10 @@ class EventRecorder:
         instance: str = "",
         clock: Clock | None = None,
         buffer: int = 1000,
+        writers: int = DEFAULT_WRITERS,
     ) -> None:
+        if writers < 1:
+            raise ValueError(f"writers must be at least 1, not {writers}")
         self._client = client
         self._component = component
         self._host = host
@@ -85,9 +100,10 @@ class EventRecorder:
         )
         self.dropped = 0
         self._seq = itertools.count()
+        self._writers = writers
 
     def for_component(self, component: str, instance: str = "") -> NamedEventRecorder:
-        """A recorder reporting as `component` (and `instance`) through this one's writer."""
+        """A recorder reporting as `component` (and `instance`) through this one's writers."""
         return NamedEventRecorder(self, component, instance)
 
     def event(
@@ -125,6 +141,7 @@ class EventRecorder:
             self._clock.now(),
             component,
             instance,
+            next(self._seq),
         )
         try:
             self._send.send_nowait(pending)
@@ -138,18 +155,37 @@ class EventRecorder:
             )
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        task_status.started()
-        async for pending in self._receive:
-            try:
-                await self._write(pending)
-            except ApiError as e:
-                logger.warning(
-                    "could not write event %s for %s/%s: %s",
-                    pending.reason,
-                    pending.involved.namespace,
-                    pending.involved.name,
-                    e,
-                )
+        """Writes the queue with `writers` writers until cancelled: each event goes to the
+        writer of its object (a stable hash of its uid, or of its namespace/name)."""
+        shards = [
+            anyio.create_memory_object_stream[_Pending](_WRITER_BUFFER)
+            for _ in range(self._writers)
+        ]
+        async with anyio.create_task_group() as tg:
+            for _, receive in shards:
+                tg.start_soon(self._writer, receive)
+            task_status.started()
+            async for pending in self._receive:
+                involved = pending.involved
+                owner = involved.uid or f"{involved.namespace}/{involved.name}"
+                send, _ = shards[zlib.crc32(owner.encode()) % len(shards)]
+                await send.send(pending)
+            for send, _ in shards:
+                await send.aclose()
+
+    async def _writer(self, receive: MemoryObjectReceiveStream[_Pending]) -> None:
+        async with receive:
+            async for pending in receive:
+                try:
+                    await self._write(pending)
+                except ApiError as e:
+                    logger.warning(
+                        "could not write event %s for %s/%s: %s",
+                        pending.reason,
+                        pending.involved.namespace,
+                        pending.involved.name,
+                        e,
+                    )
 
     async def _write(self, p: _Pending) -> None:
         key = (p.involved.uid, p.component, p.event_type, p.reason, p.message)
@@ -190,10 +226,11 @@ class EventRecorder:
         ev.first_timestamp.CopyFrom(timestamp(p.when))
         ev.last_timestamp.CopyFrom(timestamp(p.when))
         for attempt in range(_NAME_ATTEMPTS):
-            # <object>.<hex nanoseconds> as upstream, made unique within this recorder; two
-            # recorders (two controllers of one process) may still meet on one object at one
-            # instant of a held virtual clock: the next name is tried.
-            ev.metadata.name = f"{p.involved.name}.{int(p.when * 1e9) + next(self._seq):x}"
+            # <object>.<hex nanoseconds> as upstream, made unique within this recorder by the
+            # event's serial; two recorders (two controllers of one process) may still meet on
+            # one object at one instant of a held virtual clock: the next name is tried.
+            stamp = int(p.when * 1e9) + p.serial * _NAME_ATTEMPTS + attempt
+            ev.metadata.name = f"{p.involved.name}.{stamp:x}"
             try:
                 created = await self._client.create(ev)
                 break

@@ -474,12 +474,15 @@ def test_the_table_has_a_column_per_workload_and_shows_failures() -> None:
     ok.created_to_bound = 123.4
     ok.algorithm_ms = 3.21
     ok.attempts = {"scheduled": 1000.0}
+    ok.event_calls = {"create events": 1000.0}
     ok.rss_kib = {"scheduler": 100 * 1024}
     failed = Result("SchedulingBasic/5000Nodes", error="TimeoutError: too slow")
     text = render([ok, failed])
     header = next(line for line in text.splitlines() if "SchedulingBasic/500Nodes" in line)
     assert "SchedulingBasic/5000Nodes" in header
     assert "123.4" in text and "3.21" in text and "scheduled=1000" in text
+    event_row = next(line for line in text.splitlines() if line.startswith("api event calls"))
+    assert "event=1000" in event_row  # (whether the scheduler's events kept up)
     assert "SchedulingBasic/5000Nodes: FAILED: TimeoutError: too slow" in text
 
 

@@ -148,6 +148,50 @@ async def test_the_baseline_creates_then_binds_round_robin_and_rates_from_the_wa
     assert rate == pytest.approx(5 / 5.0)  # five bindings, a second each on the fake clock
 
 
+class _Events:
+    def __init__(self) -> None:
+        self.recorded: list[tuple[str, str, str]] = []
+
+    def event(
+        self,
+        obj: types_pb2.Pod,
+        event_type: str,
+        reason: str,
+        action: str,
+        message: str,
+        *,
+        related: types_pb2.Pod | None = None,
+    ) -> None:
+        self.recorded.append((obj.metadata.name, reason, message))
+
+
+@pytest.mark.anyio
+async def test_each_binding_is_followed_by_the_schedulers_scheduled_event() -> None:
+    """The baseline makes the scheduler's API calls: its Scheduled event too, after the
+    binding (none for a binding that failed)."""
+    clock = Clock()
+    tracker = BindTracker(clock)
+    client = FakeClient(tracker, clock, fail_bind="bind-only-p1")
+    pods = bind_only_pods([make_pod(f"p{i}").namespace("x").obj() for i in range(3)])
+    events = _Events()
+    with pytest.raises(RuntimeError, match="bind-only-p1"):
+        await bind_only_baseline(
+            client, tracker, 1, pods, ["n0"], 4, 1.0, clock=clock, recorder=events
+        )
+    assert sorted(events.recorded) == [
+        (
+            "bind-only-p0",
+            "Scheduled",
+            f"Successfully assigned {BIND_ONLY_NAMESPACE}/bind-only-p0 to n0",
+        ),
+        (
+            "bind-only-p2",
+            "Scheduled",
+            f"Successfully assigned {BIND_ONLY_NAMESPACE}/bind-only-p2 to n0",
+        ),
+    ]
+
+
 @pytest.mark.anyio
 async def test_a_failed_binding_fails_the_baseline_with_the_pod_named() -> None:
     clock = Clock()

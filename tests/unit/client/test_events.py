@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import anyio
 import pytest
+from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
 from kemu.client.events import EventRecorder
@@ -13,6 +16,8 @@ from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
 from kemu.testing import eventually, make_pod
 
 pytestmark = pytest.mark.anyio
+
+M = TypeVar("M", bound=Message)
 
 
 async def test_events_are_written_and_repeats_are_counted() -> None:
@@ -103,3 +108,89 @@ async def test_two_recorders_at_one_instant_do_not_lose_an_event_to_a_name_clash
 
         await eventually(written, timeout=2)
         tg.cancel_scope.cancel()
+
+
+class _HeldCreates(FakeClient):
+    """Holds every create until released, counting how many are in flight at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = anyio.Event()
+        self.in_flight = 0
+        self.most_in_flight = 0
+
+    async def create(self, obj: M) -> M:
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            await self.release.wait()
+            return await super().create(obj)
+        finally:
+            self.in_flight -= 1
+
+
+async def test_events_of_different_objects_are_written_concurrently() -> None:
+    """As upstream's events.k8s.io broadcaster (a goroutine per event): one slow write does
+    not hold up the others, so a scheduler binding hundreds of pods a second keeps up."""
+    client = _HeldCreates()
+    pods = [make_pod(f"p{i}").namespace("ns").uid(f"uid-{i}").obj() for i in range(40)]
+    recorder = EventRecorder(client, "default-scheduler", clock=FakeClock(), writers=4)
+    async with anyio.create_task_group() as tg:
+        await tg.start(recorder.run)
+        for pod in pods:
+            recorder.event(pod, EVENT_NORMAL, "Scheduled", "Binding", "assigned")
+
+        async def four_in_flight() -> bool:
+            assert client.in_flight == 4
+            return True
+
+        await eventually(four_in_flight, timeout=5)
+        client.release.set()
+
+        async def all_written() -> bool:
+            events = (await client.list(types_pb2.Event, "ns")).items
+            assert len(events) == 40
+            return True
+
+        await eventually(all_written, timeout=5)
+        tg.cancel_scope.cancel()
+    assert client.most_in_flight == 4 and recorder.dropped == 0
+
+
+async def test_one_objects_events_are_written_in_order_and_repeats_counted_once() -> None:
+    """An object's events all go through one writer: a repeat recorded while the first is
+    still being written bumps that Event's count instead of creating a second Event."""
+    client = _HeldCreates()
+    pod = make_pod("p").namespace("ns").uid("uid-p").obj()
+    recorder = EventRecorder(client, "default-scheduler", clock=FakeClock(), writers=4)
+    async with anyio.create_task_group() as tg:
+        await tg.start(recorder.run)
+        for _ in range(3):
+            recorder.event(pod, EVENT_WARNING, "FailedScheduling", "Scheduling", "0/1 nodes")
+        recorder.event(pod, EVENT_NORMAL, "Scheduled", "Binding", "assigned")
+
+        async def one_in_flight() -> bool:
+            assert client.in_flight == 1
+            return True
+
+        await eventually(one_in_flight, timeout=5)
+        client.release.set()
+
+        async def written() -> list[types_pb2.Event]:
+            events = (await client.list(types_pb2.Event, "ns")).items
+            assert sorted((e.reason, e.count) for e in events) == [
+                ("FailedScheduling", 3),
+                ("Scheduled", 1),
+            ]
+            return events
+
+        events = await eventually(written, timeout=5)
+        tg.cancel_scope.cancel()
+    assert client.most_in_flight == 1
+    failed, scheduled = sorted(events, key=lambda e: e.reason)
+    assert failed.metadata.name < scheduled.metadata.name  # named in the order recorded
+
+
+def test_a_recorder_needs_a_writer() -> None:
+    with pytest.raises(ValueError, match="writers must be at least 1, not 0"):
+        EventRecorder(FakeClient(), "x", writers=0)
