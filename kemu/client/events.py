@@ -43,7 +43,7 @@ logger = logging.getLogger(__name__)
 
 _CACHE_SIZE: Final = 4096
 _NAME_ATTEMPTS: Final = 8
-DEFAULT_WRITERS: Final = 8
+DEFAULT_WRITERS: Final = 32
 _WRITER_BUFFER: Final = 16  # a writer's own queue: a slow one holds up the main queue's next
 
 
