@@ -57,7 +57,7 @@ from kemu.machinery.subresources import Subresource
 from kemu.machinery.update_strategy import (
     check_update_uid,
 )
-from kemu.machinery.validation import validate_object
+from kemu.machinery.validation import validate_object, validate_status_update
 
 logger = logging.getLogger(__name__)
 
@@ -297,7 +297,10 @@ class Registry:
         written = strategy.prepare_for_status_update(
             new, current, self._strategy_options, self._now()
         )
-        return self._validated(kind, current, written)
+        causes = validate_status_update(written, current)
+        if causes:
+            raise Invalid.from_causes(f'{kind.kind} "{_meta(current).name}"', causes)
+        return written
 
     @staticmethod
     def _validated(kind: Kind, current: Message, result: Message) -> Message:

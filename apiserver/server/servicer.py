@@ -14,7 +14,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any, Final, TypeVar
 
 import anyio
@@ -75,10 +75,10 @@ def _clock_caller(context: grpc.aio.ServicerContext[Any, Any]) -> tuple[str, int
     return clock_caller(context.invocation_metadata() or ())
 
 
-def _fencing_token(context: grpc.aio.ServicerContext[Any, Any]) -> FencingToken | None:
+def _fencing_token(metadata: Iterable[tuple[str, str | bytes]]) -> FencingToken | None:
     """The fencing token a leader's write carries in its metadata (BadRequest if malformed)."""
     token = enforce = ""
-    for key, value in context.invocation_metadata() or ():
+    for key, value in metadata:
         if key == TOKEN_KEY:
             token = value if isinstance(value, str) else value.decode(errors="replace")
         elif key == ENFORCE_KEY:
@@ -203,8 +203,10 @@ class ApiService:
         code = grpc.StatusCode.OK
         try:
             # (the clock's own calls, AdvanceClock waiting for time, are not the cluster's work)
-            counted = self._activity.request(*_clock_caller(context), in_flight=resource != "clock")
-            with fencing.serving(_fencing_token(context)), counted:
+            # (the metadata read once: gRPC builds it anew on each read)
+            metadata = context.invocation_metadata() or ()
+            counted = self._activity.request(*clock_caller(metadata), in_flight=resource != "clock")
+            with fencing.serving(_fencing_token(metadata)), counted:
                 return await call()
         except ApiError as e:
             code, details, md = wire.status_of(e)

@@ -7,7 +7,8 @@ prints after the path (`Invalid value: "-1": must be greater than or equal to 0`
 `Forbidden: ...`). The apiserver turns a non-empty list into `Invalid.from_causes(...)`.
 
 `validate_object(obj, old=...)` validates one object of any kind (with `old`, also the update
-rules of the main resource). Subresources that change what a plain update may not (binding sets
+rules of the main resource); `validate_status_update(obj, old)` a status subresource write,
+with the kind's own status rules where it has them (a pod's spec is the stored one). Subresources that change what a plain update may not (binding sets
 spec.nodeName, resize changes container resources) validate the new object without `old` and
 apply their own rules.
 
@@ -45,7 +46,11 @@ from kemu.machinery.validation.cronjobs import (
 )
 from kemu.machinery.validation.meta import validate_object_meta_update
 from kemu.machinery.validation.node import validate_node, validate_node_update
-from kemu.machinery.validation.pod import validate_pod, validate_pod_update
+from kemu.machinery.validation.pod import (
+    validate_pod,
+    validate_pod_status_update,
+    validate_pod_update,
+)
 from kemu.machinery.validation.policy import (
     validate_pod_disruption_budget,
     validate_priority_class,
@@ -114,6 +119,33 @@ _VALIDATORS: Final[
 _CREATE_VALIDATORS: Final[dict[str, Callable[[Any], list[Cause]]]] = {
     "kemu.api.v1.CronJob": validate_cron_job_create,
 }
+
+
+# Per kind: the rules of a status subresource write (upstream's Validate<Kind>StatusUpdate),
+# where they leave out what the status strategy keeps from the stored object.
+_STATUS_VALIDATORS: Final[dict[str, Callable[[Any, Any], list[Cause]]]] = {
+    "kemu.api.v1.Pod": validate_pod_status_update,
+}
+
+
+def validate_status_update(obj: Message, old: Message) -> list[Cause]:
+    """Validates a status subresource write of `old` that stores `obj`: the kind's status
+    rules and the metadata update's, or, for a kind without status rules of its own, those of
+    an update (`validate_object` with `old`)."""
+    name = obj.DESCRIPTOR.full_name
+    rules = _STATUS_VALIDATORS.get(name)
+    if rules is None:
+        return validate_object(obj, old=old)
+    if old.DESCRIPTOR.full_name != name:
+        raise TypeError(f"validate_status_update: old is {old.DESCRIPTOR.full_name}, not {name}")
+    causes = rules(obj, old)
+    causes.extend(
+        validate_object_meta_update(
+            obj.metadata,  # type: ignore[attr-defined]
+            old.metadata,  # type: ignore[attr-defined]
+        )
+    )
+    return causes
 
 
 def validate_object(obj: Message, *, old: Message | None = None) -> list[Cause]:

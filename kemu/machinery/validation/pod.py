@@ -693,9 +693,30 @@ _CONTAINERS_ONLY: Final = PodResourcesOptions(exclude_overhead=True, pod_level_r
 
 
 def validate_pod(pod: types_pb2.Pod) -> list[Cause]:
+    causes = _validate_pod_metadata(pod)
+    causes.extend(_validate_pod_spec_cached(pod.spec.SerializeToString(deterministic=True)))
+    causes.extend(_validate_pod_status(pod))
+    return causes
+
+
+def validate_pod_status_update(new: types_pb2.Pod, old: types_pb2.Pod) -> list[Cause]:
+    """A pods/status write (upstream ValidatePodStatusUpdate): the metadata and status rules
+    and the QoS class that no update changes. The spec is not validated again: the status
+    strategy keeps the stored one (podStatusStrategy.PrepareForUpdate), so it is `old`'s."""
+    causes = _validate_pod_metadata(new)
+    causes.extend(_validate_pod_status(new))
+    causes.extend(_validate_qos_class_unchanged(new, old))
+    return causes
+
+
+def _validate_pod_metadata(pod: types_pb2.Pod) -> list[Cause]:
     causes = validate_object_meta(pod.metadata, namespaced=True)
     causes.extend(validate_usage_annotations(pod.metadata.annotations))
-    causes.extend(_validate_pod_spec_cached(pod.spec.SerializeToString(deterministic=True)))
+    return causes
+
+
+def _validate_pod_status(pod: types_pb2.Pod) -> list[Cause]:
+    causes: list[Cause] = []
     if pod.status.nominated_node_name:
         causes.extend(
             invalid("status.nominatedNodeName", pod.status.nominated_node_name, m)
@@ -751,12 +772,16 @@ def _toleration_key(t: types_pb2.Toleration) -> tuple[str, str, str, str]:
     return (t.key, t.operator or "Equal", t.value, t.effect)
 
 
+def _validate_qos_class_unchanged(new: types_pb2.Pod, old: types_pb2.Pod) -> list[Cause]:
+    if new.status.qos_class != old.status.qos_class:
+        return [invalid("status.qosClass", new.status.qos_class, "field is immutable")]
+    return []
+
+
 def validate_pod_update(new: types_pb2.Pod, old: types_pb2.Pod) -> list[Cause]:
     """The spec rules of a plain pod update (not binding, not resize), as ValidatePodUpdate,
     and the QoS class that no update changes (ValidatePodStatusUpdate)."""
-    causes: list[Cause] = []
-    if new.status.qos_class != old.status.qos_class:
-        causes.append(invalid("status.qosClass", new.status.qos_class, "field is immutable"))
+    causes = _validate_qos_class_unchanged(new, old)
     munged = types_pb2.PodSpec()
     munged.CopyFrom(old.spec)
     # Images may change.
