@@ -26,6 +26,7 @@ from bench.scheduler_perf_workloads import parse_workloads
 from kemu.api.v1 import types_pb2
 from kemu.machinery.errors import NotFound
 from kemu.testing.builders import make_pod
+from tests.unit.scheduler.harness import Recorder
 
 WORKLOADS = """
 - name: SchedulingBasic
@@ -148,23 +149,6 @@ async def test_the_baseline_creates_then_binds_round_robin_and_rates_from_the_wa
     assert rate == pytest.approx(5 / 5.0)  # five bindings, a second each on the fake clock
 
 
-class _Events:
-    def __init__(self) -> None:
-        self.recorded: list[tuple[str, str, str]] = []
-
-    def event(
-        self,
-        obj: types_pb2.Pod,
-        event_type: str,
-        reason: str,
-        action: str,
-        message: str,
-        *,
-        related: types_pb2.Pod | None = None,
-    ) -> None:
-        self.recorded.append((obj.metadata.name, reason, message))
-
-
 @pytest.mark.anyio
 async def test_each_binding_is_followed_by_the_schedulers_scheduled_event() -> None:
     """The baseline makes the scheduler's API calls: its Scheduled event too, after the
@@ -173,12 +157,12 @@ async def test_each_binding_is_followed_by_the_schedulers_scheduled_event() -> N
     tracker = BindTracker(clock)
     client = FakeClient(tracker, clock, fail_bind="bind-only-p1")
     pods = bind_only_pods([make_pod(f"p{i}").namespace("x").obj() for i in range(3)])
-    events = _Events()
+    events = Recorder()
     with pytest.raises(RuntimeError, match="bind-only-p1"):
         await bind_only_baseline(
             client, tracker, 1, pods, ["n0"], 4, 1.0, clock=clock, recorder=events
         )
-    assert sorted(events.recorded) == [
+    assert sorted((m[0], m[2], m[4]) for m in events.messages) == [
         (
             "bind-only-p0",
             "Scheduled",
