@@ -18,6 +18,7 @@ from kemu.client.cloudprovider import CloudProviderClient
 from kemu.testing import Cluster, eventually, make_pod
 from kemu.testing.namespaces import create_namespace
 from kemu.testing.ports import LOOPBACK
+from kemu.testing.scenarios import Scenario
 from tests.integration.autoscaler_env import GROUP, GROUP_LABEL, cloud_cluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
@@ -38,7 +39,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with cloud_cluster(
         tmp_path_factory.mktemp("autoscaler-chaos"), CONFIG, provision_delay="3s"
     ) as c:
-        c.start_autoscaler(c.component("cloud"))
         yield c
 
 
@@ -71,7 +71,11 @@ async def test_autoscaler_killed_during_a_scale_up_resumes_without_losing_or_lea
         ns = await create_namespace(api, "chaos")
         async with anyio.create_task_group() as tg:
             tg.start_soon(record)
-            # Two pods that need a node each: the autoscaler asks for two instances.
+            # Two pods that need a node each: the autoscaler asks for two instances. It starts
+            # once the scheduler has found both unschedulable, so that its first loop sees
+            # both: a loop run between the two creates sees only the first and scales 0->1,
+            # then 1->2 (upstream's behaviour too, but not the one scale-up that this test
+            # kills the autoscaler inside).
             for name in ("a", "b"):
                 await api.create(
                     make_pod(name)
@@ -80,6 +84,11 @@ async def test_autoscaler_killed_during_a_scale_up_resumes_without_losing_or_lea
                     .node_selector({GROUP_LABEL: GROUP})
                     .obj()
                 )
+            pending = Scenario(cluster, api, ns)
+            for name in ("a", "b"):
+                await pending.wait_unschedulable(name)
+            cloud_component = cluster.component("cloud")
+            await anyio.to_thread.run_sync(lambda: cluster.start_autoscaler(cloud_component))
 
             async def increased() -> Sample:
                 s = await sample()
