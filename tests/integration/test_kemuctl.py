@@ -24,6 +24,9 @@ from kemu.testing.processes import REPO_ROOT, python_env, run_python_module
 pytestmark = pytest.mark.integration
 
 EXAMPLES = Path(REPO_ROOT) / "examples"
+# Wall seconds between two polls that each start a kemuctl process (~0.4 s of CPU): polled
+# back to back, a wait on a 20 s shutdown kept most of a core busy starting them.
+PROCESS_POLL: Final = 0.5
 
 
 @pytest.fixture(scope="module")
@@ -158,7 +161,7 @@ def test_version_lists_server_and_components(cluster):
         assert "kube-controller-manager" in text
         return text
 
-    text = eventually_sync(listed, timeout=15)
+    text = eventually_sync(listed, timeout=15, interval=PROCESS_POLL)
     assert "1.37" in text and "kube-apiserver" in text
     assert CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING in text
     plain = kemuctl(cluster, "version").stdout
@@ -224,7 +227,7 @@ def test_describe_tells_the_preemption_story_of_the_readme_example(kemu_cluster:
     done = kemuctl(c, "apply", "-n", ns, "-f", str(EXAMPLES / "preemptor.yaml"))
     assert done.returncode == 0, done.stderr
 
-    eventually_sync(functools.partial(victim_story, c, ns), timeout=30)
+    eventually_sync(functools.partial(victim_story, c, ns), timeout=30, interval=PROCESS_POLL)
 
     def nominated() -> str:
         text = kemuctl(c, "describe", "pod", "preemptor", "-n", ns).stdout
@@ -233,14 +236,14 @@ def test_describe_tells_the_preemption_story_of_the_readme_example(kemu_cluster:
             assert "Nominated Node Name:" in text and "node-c" in text, text
         return text
 
-    eventually_sync(nominated, timeout=30)
+    eventually_sync(nominated, timeout=30, interval=PROCESS_POLL)
 
     def scheduled() -> str:
         text = kemuctl(c, "describe", "pod", "preemptor", "-n", ns).stdout
         assert f"Successfully assigned {ns}/preemptor to node-c" in text, text
         return text
 
-    eventually_sync(scheduled, timeout=60)
+    eventually_sync(scheduled, timeout=60, interval=PROCESS_POLL)
     table = kemuctl(c, "get", "pods", "-n", ns, "-o", "wide").stdout
     assert len([line for line in table.splitlines() if line.startswith("batch-")]) == 1, table
 
@@ -268,7 +271,7 @@ def test_describe_tells_the_resize_preemption_story_of_the_readme_example(
     done = kemuctl(c, "resize", "pod", "serving", "-n", ns, "--requests", "cpu=1")
     assert done.returncode == 0, done.stderr
 
-    eventually_sync(functools.partial(victim_story, c, ns), timeout=30)
+    eventually_sync(functools.partial(victim_story, c, ns), timeout=30, interval=PROCESS_POLL)
 
     def resized() -> str:
         text = kemuctl(c, "describe", "pod", "serving", "-n", ns).stdout
@@ -277,7 +280,7 @@ def test_describe_tells_the_resize_preemption_story_of_the_readme_example(
         assert allocated.split() == ["cpu:", "1"], text
         return text
 
-    text = eventually_sync(resized, timeout=60)
+    text = eventually_sync(resized, timeout=60, interval=PROCESS_POLL)
     assert "Nominated Node Name:  <none>" in text, text
     table = kemuctl(c, "get", "pods", "-n", ns, "-o", "wide").stdout
     assert len([line for line in table.splitlines() if line.startswith("batch-")]) == 1, table

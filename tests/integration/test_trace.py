@@ -171,17 +171,23 @@ def test_whatif_of_a_configuration_against_itself_finds_no_difference(tmp_path: 
     assert result["a"]["pods_bound"] == result["b"]["pods_bound"] == 6
 
 
-def test_whatif_of_two_scoring_strategies_shows_pods_placed_elsewhere(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def scoring_whatif(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[str, Any], Path]:
+    """kemu.whatif of MostAllocated against LeastAllocated on the scoring trace, one run
+    after the other (its exit code, its --json, its --html page), for the two tests that
+    read it."""
+    tmp_path = tmp_path_factory.mktemp("scoring-whatif")
     trace = _scoring_trace(tmp_path / "scoring.sktrace")
     html = tmp_path / "whatif.html"
-    code, result = _whatif(
-        trace,
-        EXAMPLES / "most-allocated.yaml",
-        EXAMPLES / "least-allocated.yaml",
-        tmp_path,
-        "--html",
-        str(html),
-    )
+    a, b = EXAMPLES / "most-allocated.yaml", EXAMPLES / "least-allocated.yaml"
+    code, result = _whatif(trace, a, b, tmp_path, "--html", str(html))
+    return code, result, html
+
+
+def test_whatif_of_two_scoring_strategies_shows_pods_placed_elsewhere(
+    scoring_whatif: tuple[int, dict[str, Any], Path],
+) -> None:
+    code, result, html = scoring_whatif
     assert code == 1  # --fail-on-diff, and the reports written all the same
     assert result["diff"], "MostAllocated and LeastAllocated placed every pod alike"
     assert {d["what"] for d in result["diff"]} == {"node"}
@@ -215,8 +221,8 @@ def test_an_autoscaled_replay_grows_and_shrinks_its_node_group(tmp_path: Path) -
         [
             TraceEvent(1_800_000_000),
             TraceEvent(1_800_000_000, applied=[_deployment("web", 4, "1500m")]),
-            TraceEvent(1_800_000_600, applied=[_deployment("web", 0, "1500m")]),
-            TraceEvent(1_800_001_800),
+            TraceEvent(1_800_000_300, applied=[_deployment("web", 0, "1500m")]),
+            TraceEvent(1_800_000_600),
         ],
     )
     cluster = tmp_path / "cluster.yaml"
@@ -236,16 +242,16 @@ def _unnamed(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: v for k, v in p.items() if k != "name"} for p in pods]
 
 
-def test_whatif_in_parallel_replays_what_one_after_the_other_does(tmp_path: Path) -> None:
+def test_whatif_in_parallel_replays_what_one_after_the_other_does(
+    tmp_path: Path, scoring_whatif: tuple[int, dict[str, Any], Path]
+) -> None:
     """--parallel: both clusters at once, each replay in a process of its own; in virtual
     time the runs are those of one after the other, pod by pod."""
     trace = _scoring_trace(tmp_path / "scoring.sktrace")
     a, b = EXAMPLES / "most-allocated.yaml", EXAMPLES / "least-allocated.yaml"
-    (tmp_path / "one").mkdir()
-    (tmp_path / "both").mkdir()
-    _, one_after = _whatif(trace, a, b, tmp_path / "one")
-    html = tmp_path / "both" / "whatif.html"
-    code, side = _whatif(trace, a, b, tmp_path / "both", "--parallel", "--html", str(html))
+    _, one_after, _ = scoring_whatif
+    html = tmp_path / "whatif.html"
+    code, side = _whatif(trace, a, b, tmp_path, "--parallel", "--html", str(html))
     assert code == 1
     assert side["diff"] == one_after["diff"] != []
     for run in ("a", "b"):  # pod names are generated: the rest of each pod's record agrees
