@@ -34,7 +34,7 @@ test: $(STAMP) check-gen lint
 	$(BIN)/python -m pytest -q -m "not long" -n $(TEST_WORKERS) --dist loadfile --durations=15 tests
 
 # The CI slices of the long suites (chaos CI profile, skew slice, the make-run demo, the chaos
-# picture in a browser), ~11 minutes (make test-long took 11:07 on 2 cores on 2026-11-25).
+# picture in a browser, the larger trace replays, the 3000-pod bursts, upstream's volumes/ file).
 test-long: $(STAMP) chromium
 	$(BIN)/python -m pytest -q -m long tests
 

@@ -122,15 +122,17 @@ async def test_s_ca_2_preemptor_waiting_for_victims_causes_no_scale_up(
     node = f"{ns}-n"
     cluster.start_kubelet(node, capacity={"cpu": "2", "memory": "4Gi", "pods": "20"})
     await api.create(make_priority_class(f"{ns}-high", 100).obj())
-    # The victim takes its whole 60 s grace period to terminate: the preemptor waits with its
-    # nominatedNodeName set and PodScheduled=False/Unschedulable.
+    # The victim takes its whole 10-minute grace period to terminate: the preemptor waits with
+    # its nominatedNodeName set and PodScheduled=False/Unschedulable. (At rate max the clock
+    # jumps whenever the cluster is idle, also between the test's polls: a 60 s period could
+    # end before the test saw the wait.)
     await api.create(
         make_pod("victim")
         .namespace(ns)
         .req(cpu="1500m")
         .node_selector({"kubernetes.io/hostname": node})
-        .annotation(SHUTDOWN_ANNOTATION, "60s")
-        .grace(60)
+        .annotation(SHUTDOWN_ANNOTATION, "600s")
+        .grace(600)
         .obj()
     )
 
@@ -158,11 +160,13 @@ async def test_s_ca_2_preemptor_waiting_for_victims_causes_no_scale_up(
     assert sample(cluster, autoscaler, "cluster_autoscaler_scaled_up_nodes_total", {}) == 0
     log = cluster.logs()[autoscaler]
     assert f"pod {ns}/preemptor is nominated to node {node}: counted there" in log
-    # The node goes, so that the next tests' pods cannot use it.
-    cluster.terminate(f"kubelet-{node}")
-    await api.delete(types_pb2.Node, node)
+    # The pods go, then the node, so that the next tests' pods cannot use it. (The other way
+    # round, the preemptor, nominated to a node that is gone, made this version's
+    # autoscaler scale pool-a up before its deletion, and the next tests found the node.)
     for name in ("victim", "preemptor"):
         await api.delete(types_pb2.Pod, name, ns, grace_period_seconds=0)
+    cluster.terminate(f"kubelet-{node}")
+    await api.delete(types_pb2.Node, node)
 
 
 async def test_s_ca_3_the_room_of_an_expendable_pod_is_free_to_a_pending_pod(

@@ -206,9 +206,16 @@ async def test_injected_failures_show_in_instance_states(
     # neverReady 1: the first instance never comes up, the second does.
     await cloud.increase_size("stuck", 1)
     await cloud.increase_size("stuck", 1)
-    await eventually(lambda: ready_count(api, "stuck", 1), timeout=20)
-    got = await states(cloud, "stuck")
-    assert got["kemu://stuck/stuck-1"].instance_state == RUNNING
+
+    # (the cloud's state reads its own informer's Node, which may follow the API's by a
+    # moment: RUNNING once it has seen the Node Ready)
+    async def stuck_states() -> dict[str, cloud_pb2.InstanceStatus]:
+        await ready_count(api, "stuck", 1)
+        got = await states(cloud, "stuck")
+        assert got["kemu://stuck/stuck-1"].instance_state == RUNNING, got
+        return got
+
+    got = await eventually(stuck_states, timeout=20)
     assert got["kemu://stuck/stuck-0"].instance_state == CREATING
     assert got["kemu://stuck/stuck-0"].error_info.error_code == ""
     assert "stuck-0" not in await ready_group_nodes(api, "stuck")

@@ -239,6 +239,7 @@ async def _create_pods(client: Client, ns: str, count: int) -> None:
             tg.start_soon(create, i)
 
 
+@pytest.mark.long  # a load test (3000 pods): make test-long
 async def test_a_burst_of_calls_is_served_or_told_to_retry_never_refused_by_the_transport(
     default_limits: Cluster,
 ) -> None:
@@ -267,6 +268,7 @@ async def test_a_burst_of_calls_is_served_or_told_to_retry_never_refused_by_the_
         assert len(listed.items) == _BURST
 
 
+@pytest.mark.long  # a load test (3000 pods): make test-long
 async def test_the_scheduler_binds_a_burst_of_pods_without_an_error(
     default_limits: Cluster,
 ) -> None:

@@ -86,6 +86,7 @@ UPSTREAM_VOLUMES = (
 )
 
 
+@pytest.mark.long  # five bench runs of upstream's file, each its own cluster: make test-long
 @pytest.mark.skipif(
     not UPSTREAM_VOLUMES.exists(),
     reason="no kubernetes/kubernetes checkout (set KEMU_K8S_CHECKOUT to one; see docs/benchmarks.md)",

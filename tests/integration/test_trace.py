@@ -212,6 +212,7 @@ autoscaler: {scale-down-unneeded-time: 1m, scale-down-delay-after-add: 1m}
 """
 
 
+@pytest.mark.long  # a replay of the trace suite: make test-long
 def test_an_autoscaled_replay_grows_and_shrinks_its_node_group(tmp_path: Path) -> None:
     """A replay's node groups run as one hollow kubelet per group (the cloud's
     --kubelet-processes node-group): the autoscaler adds the instances a scale-up needs, their
@@ -242,6 +243,7 @@ def _unnamed(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: v for k, v in p.items() if k != "name"} for p in pods]
 
 
+@pytest.mark.long  # a replay of the trace suite: make test-long
 def test_whatif_in_parallel_replays_what_one_after_the_other_does(
     tmp_path: Path, scoring_whatif: tuple[int, dict[str, Any], Path]
 ) -> None:
@@ -261,6 +263,7 @@ def test_whatif_in_parallel_replays_what_one_after_the_other_does(
     assert [len(r.bars) for r in drawn.runs] == [side["a"]["pods_bound"], side["b"]["pods_bound"]]
 
 
+@pytest.mark.long  # a replay of the trace suite: make test-long
 @pytest.mark.anyio
 async def test_a_recorded_kemu_cluster_replays(tmp_path: Path) -> None:
     out = tmp_path / "recorded.sktrace"
@@ -324,6 +327,7 @@ async def test_a_recorded_kemu_cluster_replays(tmp_path: Path) -> None:
 OPENB = REPO_ROOT / "tests" / "fixtures" / "openb"
 
 
+@pytest.mark.long  # a replay of the trace suite: make test-long
 def test_an_openb_gpu_trace_converts_and_replays_with_gpus_respected(tmp_path: Path) -> None:
     """tests/fixtures/openb's synthetic pair (the columns of Alibaba's GPU trace of 2023):
     three nodes with 0, 1 and 2 GPUs; a 2-GPU pod lands on the 2-GPU node only, a 4-GPU pod
