@@ -10,6 +10,11 @@ from typing import Final
 
 DEFAULT_SERVER: Final = "127.0.0.1:6443"
 SERVER_ENV: Final = "KEMU_SERVER"
+# The metrics endpoints `kemuctl why` reads (--scheduler, --autoscaler).
+SCHEDULER_ENV: Final = "KEMU_SCHEDULER_URL"
+AUTOSCALER_ENV: Final = "KEMU_AUTOSCALER_URL"
+DEFAULT_SCHEDULER: Final = "http://127.0.0.1:10259"
+DEFAULT_AUTOSCALER: Final = "http://127.0.0.1:8085"
 
 
 def server_address(flag: str | None, environ: Mapping[str, str]) -> str:

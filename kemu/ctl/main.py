@@ -8,6 +8,7 @@ error, local or from the server, is one `error: ...` line on stderr and exit cod
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -17,9 +18,17 @@ import anyio
 
 from kemu.client.interface import DEFAULT_NAMESPACE, ApiClient
 from kemu.component.clock import Clock, RealClock
-from kemu.ctl import apply, clock, describe, drain, edit, get, rollout, version, wait, why
+from kemu.ctl import rollout
 from kemu.ctl.common import Context, CtlError, format_api_error
-from kemu.ctl.connect import DEFAULT_SERVER, SERVER_ENV, server_address
+from kemu.ctl.connect import (
+    AUTOSCALER_ENV,
+    DEFAULT_AUTOSCALER,
+    DEFAULT_SCHEDULER,
+    DEFAULT_SERVER,
+    SCHEDULER_ENV,
+    SERVER_ENV,
+    server_address,
+)
 from kemu.machinery.duration import DurationError, parse_duration
 from kemu.machinery.errors import ApiError, Timeout, Unavailable
 
@@ -28,24 +37,34 @@ _NO_TIMEOUT: Final = 24 * 3600.0
 
 Command = Callable[[Context, argparse.Namespace], Awaitable[int]]
 
-COMMANDS: Final[dict[str, Command]] = {
-    "apply": apply.cmd_apply,
-    "create": apply.cmd_create,
-    "get": get.cmd_get,
-    "describe": describe.cmd_describe,
-    "delete": apply.cmd_delete,
-    "patch": edit.cmd_patch,
-    "resize": edit.cmd_resize,
-    "scale": rollout.cmd_scale,
-    "rollout": rollout.cmd_rollout,
-    "wait": wait.cmd_wait,
-    "cordon": drain.cmd_cordon,
-    "uncordon": drain.cmd_uncordon,
-    "drain": drain.cmd_drain,
-    "version": version.cmd_version,
-    "clock": clock.cmd_clock,
-    "why": why.cmd_why,
+# Each command's (module of kemu.ctl, function), its module imported when the command runs:
+# kemuctl is a process per command, and the modules of the others (apply's manifests and
+# defaulting, why's HTTP client) would be a third of its start.
+COMMANDS: Final[dict[str, tuple[str, str]]] = {
+    "apply": ("apply", "cmd_apply"),
+    "create": ("apply", "cmd_create"),
+    "get": ("get", "cmd_get"),
+    "describe": ("describe", "cmd_describe"),
+    "delete": ("apply", "cmd_delete"),
+    "patch": ("edit", "cmd_patch"),
+    "resize": ("edit", "cmd_resize"),
+    "scale": ("rollout", "cmd_scale"),
+    "rollout": ("rollout", "cmd_rollout"),
+    "wait": ("wait", "cmd_wait"),
+    "cordon": ("drain", "cmd_cordon"),
+    "uncordon": ("drain", "cmd_uncordon"),
+    "drain": ("drain", "cmd_drain"),
+    "version": ("version", "cmd_version"),
+    "clock": ("clock", "cmd_clock"),
+    "why": ("why", "cmd_why"),
 }
+
+
+def command(name: str) -> Command:
+    """The function of the command `name` (its module imported now)."""
+    module, function = COMMANDS[name]
+    found: Command = getattr(importlib.import_module(f"kemu.ctl.{module}"), function)
+    return found
 
 
 class UsageError(Exception):
@@ -269,13 +288,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="json")
     p.add_argument(
         "--scheduler",
-        help=f"the scheduler's metrics endpoint (default ${why.SCHEDULER_ENV} or "
-        f"{why.DEFAULT_SCHEDULER})",
+        help=f"the scheduler's metrics endpoint (default ${SCHEDULER_ENV} or {DEFAULT_SCHEDULER})",
     )
     p.add_argument(
         "--autoscaler",
-        help=f"the autoscaler's metrics endpoint (default ${why.AUTOSCALER_ENV} or "
-        f"{why.DEFAULT_AUTOSCALER})",
+        help=f"the autoscaler's metrics endpoint (default ${AUTOSCALER_ENV} or "
+        f"{DEFAULT_AUTOSCALER})",
     )
 
     p = command("version", "print the client, server and component versions")
@@ -374,7 +392,7 @@ async def run(
             namespace_explicit=explicit is not None,
         )
         try:
-            return await COMMANDS[args.command](ctx, args)
+            return await command(args.command)(ctx, args)
         finally:
             if own_client:
                 with anyio.CancelScope(shield=True):

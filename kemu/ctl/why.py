@@ -48,6 +48,12 @@ import anyio.to_thread
 
 from kemu.api.v1 import types_pb2
 from kemu.ctl.common import Context, CtlError, format_api_error, split_targets
+from kemu.ctl.connect import (
+    AUTOSCALER_ENV,
+    DEFAULT_AUTOSCALER,
+    DEFAULT_SCHEDULER,
+    SCHEDULER_ENV,
+)
 from kemu.ctl.describe import events_for
 from kemu.ctl.printers import dump_json
 from kemu.machinery import printers
@@ -55,10 +61,6 @@ from kemu.machinery.convert import format_time, timestamp
 from kemu.machinery.errors import ApiError, NotFound
 from kemu.machinery.keys import object_key
 
-SCHEDULER_ENV: Final = "KEMU_SCHEDULER_URL"
-AUTOSCALER_ENV: Final = "KEMU_AUTOSCALER_URL"
-DEFAULT_SCHEDULER: Final = "http://127.0.0.1:10259"
-DEFAULT_AUTOSCALER: Final = "http://127.0.0.1:8085"
 _TIMEOUT: Final = 5.0
 
 BY_PREEMPTION: Final = "scheduler (preemption)"

@@ -169,3 +169,19 @@ async def test_get_by_name_after_the_namespace_flag() -> None:
     result = await ctl(fake(cm), "get", "configmap", "-n", "kube-system", "status", "-o", "yaml")
     assert result.rc == 0, result.err
     assert "status: ok" in result.out
+
+
+def test_every_command_names_a_function_of_its_module() -> None:
+    for name, (module, function) in main.COMMANDS.items():
+        assert callable(main.command(name)), (name, module, function)
+
+
+def test_a_command_loads_only_its_own_module() -> None:
+    """kemuctl get starts without apply's manifests and defaulting or why's HTTP client."""
+    code = (
+        "import sys; from kemu.ctl import main; main.command('get'); "
+        "print(sorted(m for m in ('kemu.ctl.apply', 'kemu.ctl.why', 'urllib.request') "
+        "if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout
