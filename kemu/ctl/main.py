@@ -60,7 +60,7 @@ COMMANDS: Final[dict[str, tuple[str, str]]] = {
 }
 
 
-def command(name: str) -> Command:
+def command_function(name: str) -> Command:
     """The function of the command `name` (its module imported now)."""
     module, function = COMMANDS[name]
     found: Command = getattr(importlib.import_module(f"kemu.ctl.{module}"), function)
@@ -392,7 +392,7 @@ async def run(
             namespace_explicit=explicit is not None,
         )
         try:
-            return await command(args.command)(ctx, args)
+            return await command_function(args.command)(ctx, args)
         finally:
             if own_client:
                 with anyio.CancelScope(shield=True):

@@ -173,13 +173,13 @@ async def test_get_by_name_after_the_namespace_flag() -> None:
 
 def test_every_command_names_a_function_of_its_module() -> None:
     for name, (module, function) in main.COMMANDS.items():
-        assert callable(main.command(name)), (name, module, function)
+        assert callable(main.command_function(name)), (name, module, function)
 
 
 def test_a_command_loads_only_its_own_module() -> None:
     """kemuctl get starts without apply's manifests and defaulting or why's HTTP client."""
     code = (
-        "import sys; from kemu.ctl import main; main.command('get'); "
+        "import sys; from kemu.ctl import main; main.command_function('get'); "
         "print(sorted(m for m in ('kemu.ctl.apply', 'kemu.ctl.why', 'urllib.request') "
         "if m in sys.modules))"
     )
