@@ -193,25 +193,46 @@ def importance_key(pi: PodInfo, now_ns: int) -> tuple[int, int]:
     return (-pi.priority, now_ns if started is None else started)
 
 
-def earliest_pod_start_time_ns(victims: Victims, now_ns: int) -> int:
-    """The earliest start time among the victims of the highest priority."""
-    top = max(pod_priority(p) for p in victims.pods)
-    return min(pod_start_time_ns(p, now_ns) for p in victims.pods if pod_priority(p) == top)
+ONLY_CANDIDATE: Final = "onlyCandidate"
+CRITERIA: Final = (
+    "fewestPDBViolations",
+    "lowestHighestPriorityVictim",
+    "lowestPrioritySum",
+    "fewestVictims",
+    "latestStartTime",
+    "firstCandidate",
+)
+"""pick_one_node_for_preemption's criteria in upstream's order, as the decision record names
+them (upstream's comments in pickOneNodeForPreemption say them in words)."""
 
 
-def pick_one_node_for_preemption(nodes_to_victims: dict[str, Victims], now_ns: int) -> str:
+@dataclass(frozen=True, slots=True)
+class NodePick:
+    """The node pick_one_node_for_preemption chose ("" when there were no candidates) and
+    which criterion left it as the only node (kemu's decision record): one of CRITERIA,
+    ONLY_CANDIDATE for a single candidate, "" for none."""
+
+    node: str
+    criterion: str
+
+
+def pick_one_node_for_preemption(nodes_to_victims: dict[str, Victims], now_ns: int) -> NodePick:
     """upstream pickOneNodeForPreemption: each criterion keeps the nodes with the best score,
     until one node is left: fewest PDB violations, lowest highest-priority victim, smallest
     sum of (priority + 2^31), fewest victims, latest start of the earliest highest-priority
-    victim; then the first remaining candidate. "" when there are none.
+    victim; then the first remaining candidate.
 
     Keeping the best of each criterion in turn is keeping the nodes whose scores, as a tuple
     in that order, are the greatest: the first such node is the answer. The first four scores
-    are compared at once; the start times are read only for the nodes tied on them."""
+    are compared at once; the start times are read only for the nodes tied on them. The
+    criterion that decided comes from the same scores: the one after the longest prefix of
+    the winner's scores that another node shares."""
     if len(nodes_to_victims) <= 1:
-        return next(iter(nodes_to_victims), "")
+        only = next(iter(nodes_to_victims), "")
+        return NodePick(only, ONLY_CANDIDATE if only else "")
     # Each victim's priority, read once (from the PodInfos when the dry run kept them).
     priorities: dict[str, list[int]] = {}
+    keys: list[tuple[int, int, int, int]] = []
     best: tuple[int, int, int, int] | None = None
     tied: list[str] = []
     shift = _PRIORITY_SHIFT
@@ -224,12 +245,15 @@ def pick_one_node_for_preemption(nodes_to_victims: dict[str, Victims], now_ns: i
         priorities[node] = prios
         n = len(prios)
         key = (-victims.num_pdb_violations, -prios[0], -(sum(prios) + n * shift), -n)
+        keys.append(key)
         if best is None or key > best:
             best, tied = key, [node]
         elif key == best:
             tied.append(node)
+    assert best is not None  # two nodes or more
     if len(tied) == 1:
-        return tied[0]
+        shared = max(_shared_prefix(key, best) for key in keys if key != best)
+        return NodePick(tied[0], CRITERIA[shared])
 
     def latest_start(node: str) -> int:
         victims = nodes_to_victims[node]
@@ -253,48 +277,20 @@ def pick_one_node_for_preemption(nodes_to_victims: dict[str, Victims], now_ns: i
         assert earliest is not None  # `top` is one of them
         return earliest
 
-    # max() returns the first of the nodes with the greatest score.
-    return max(tied, key=latest_start)
+    starts = [latest_start(node) for node in tied]
+    latest = max(starts)
+    # the first of the nodes with the greatest score, as upstream's loop keeps it
+    chosen = tied[starts.index(latest)]
+    criterion = "latestStartTime" if starts.count(latest) == 1 else "firstCandidate"
+    return NodePick(chosen, criterion)
 
 
-ONLY_CANDIDATE: Final = "onlyCandidate"
-CRITERIA: Final = (
-    "fewestPDBViolations",
-    "lowestHighestPriorityVictim",
-    "lowestPrioritySum",
-    "fewestVictims",
-    "latestStartTime",
-    "firstCandidate",
-)
-"""pick_one_node_for_preemption's criteria in upstream's order, as the decision record names
-them (upstream's comments in pickOneNodeForPreemption say them in words)."""
-
-
-def preemption_criterion(nodes_to_victims: dict[str, Victims], chosen: str, now_ns: int) -> str:
-    """Which criterion of pick_one_node_for_preemption left `chosen` as the only node (the
-    first at which no other node remained tied with it); ONLY_CANDIDATE for a single one."""
-    if len(nodes_to_victims) <= 1:
-        return ONLY_CANDIDATE
-    shift = _PRIORITY_SHIFT
-    remaining = list(nodes_to_victims)
-
-    def keep_best(score: dict[str, int]) -> list[str]:
-        best = max(score[n] for n in remaining)
-        return [n for n in remaining if score[n] == best]
-
-    prios = {n: [pod_priority(p) for p in v.pods] for n, v in nodes_to_victims.items()}
-    scores: tuple[dict[str, int], ...] = (
-        {n: -v.num_pdb_violations for n, v in nodes_to_victims.items()},
-        {n: -max(p, default=0) for n, p in prios.items()},
-        {n: -(sum(p) + len(p) * shift) for n, p in prios.items()},
-        {n: -len(p) for n, p in prios.items()},
-        {n: earliest_pod_start_time_ns(v, now_ns) for n, v in nodes_to_victims.items()},
-    )
-    for criterion, score in zip(CRITERIA, scores, strict=False):
-        remaining = keep_best(score)
-        if remaining == [chosen]:
-            return criterion
-    return CRITERIA[-1]
+def _shared_prefix(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+    """How many leading scores `a` and `b` have in common."""
+    for i, (x, y) in enumerate(zip(a, b, strict=True)):
+        if x != y:
+            return i
+    return len(a)
 
 
 def violated_budgets(
@@ -473,19 +469,14 @@ class Evaluator:
             )
             return Evaluation(PostFilterResult(""), Status(Code.UNSCHEDULABLE, (str(fit),)))
 
-        best = self.select_candidate(candidates)
-        if best is None:
+        selected = self._select(candidates)
+        if selected is None:
             return Evaluation(
                 None, Status(Code.UNSCHEDULABLE, ("no candidate node for preemption",))
             )
+        best, criterion = selected
         victims = best.victims.pods
-        detail = PreemptionDetail(
-            len(candidates),
-            preemption_criterion(
-                {c.name: c.victims for c in candidates}, best.name, self._now_ns()
-            ),
-            violated_budgets(victims, pdbs),
-        )
+        detail = PreemptionDetail(len(candidates), criterion, violated_budgets(victims, pdbs))
         result = PostFilterResult(
             best.name, victims, pdb_violations=best.victims.num_pdb_violations, detail=detail
         )
@@ -596,10 +587,18 @@ class Evaluator:
         return non_violating + violating, statuses, errors, skipped
 
     def select_candidate(self, candidates: Sequence[Candidate]) -> Candidate | None:
+        """upstream SelectCandidate: the candidate pick_one_node_for_preemption chooses."""
+        selected = self._select(candidates)
+        return selected[0] if selected is not None else None
+
+    def _select(self, candidates: Sequence[Candidate]) -> tuple[Candidate, str] | None:
+        """The chosen candidate and the criterion that chose it (NodePick.criterion)."""
         if not candidates:
             return None
         if len(candidates) == 1:
-            return candidates[0]
+            return candidates[0], ONLY_CANDIDATE
         by_node = {c.name: c.victims for c in candidates}
-        name = pick_one_node_for_preemption(by_node, self._now_ns())
-        return Candidate(name, by_node[name]) if name in by_node else candidates[0]
+        pick = pick_one_node_for_preemption(by_node, self._now_ns())
+        if pick.node not in by_node:
+            return candidates[0], CRITERIA[-1]
+        return Candidate(pick.node, by_node[pick.node]), pick.criterion

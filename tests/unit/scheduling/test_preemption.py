@@ -39,14 +39,13 @@ from kemu.scheduling.preemption import (
     PREEMPTION_BY_SCHEDULER,
     Candidate,
     Evaluator,
+    NodePick,
     Victims,
-    earliest_pod_start_time_ns,
     importance_key,
     lower_priority_nominated_pods,
     more_important_pod,
     pick_one_node_for_preemption,
     pod_terminating_by_preemption,
-    preemption_criterion,
     violated_budgets,
 )
 from kemu.scheduling.profile import default_profile
@@ -181,20 +180,20 @@ def victims(*priorities: int, pdb: int = 0, started: float | None = None) -> Vic
 def test_s_pre_13_pick_one_node_for_preemption(
     a: Victims, b: Victims, chosen: str, request: pytest.FixtureRequest
 ) -> None:
-    assert pick_one_node_for_preemption({"A": a, "B": b}, NOW_NS) == chosen
-    assert pick_one_node_for_preemption({"B": b, "A": a}, NOW_NS) == chosen
     # The decision record names the criterion that decided: the id's number, upstream's order.
     criterion = CRITERIA[int(request.node.callspec.id[0]) - 1]
-    assert preemption_criterion({"A": a, "B": b}, chosen, NOW_NS) == criterion
-    assert preemption_criterion({"B": b, "A": a}, chosen, NOW_NS) == criterion
+    assert pick_one_node_for_preemption({"A": a, "B": b}, NOW_NS) == NodePick(chosen, criterion)
+    assert pick_one_node_for_preemption({"B": b, "A": a}, NOW_NS) == NodePick(chosen, criterion)
 
 
 def test_s_pre_13_full_tie_takes_the_first_candidate() -> None:
     same = victims(3, 1, started=NOW - 60)
-    assert pick_one_node_for_preemption({"B": same, "A": same, "C": same}, NOW_NS) == "B"
-    assert pick_one_node_for_preemption({"C": same, "A": same}, NOW_NS) == "C"
-    assert preemption_criterion({"B": same, "A": same}, "B", NOW_NS) == "firstCandidate"
-    assert preemption_criterion({"B": same}, "B", NOW_NS) == ONLY_CANDIDATE
+    first = "firstCandidate"
+    assert pick_one_node_for_preemption({"B": same, "A": same, "C": same}, NOW_NS) == NodePick(
+        "B", first
+    )
+    assert pick_one_node_for_preemption({"C": same, "A": same}, NOW_NS) == NodePick("C", first)
+    assert pick_one_node_for_preemption({"B": same}, NOW_NS) == NodePick("B", ONLY_CANDIDATE)
 
 
 def test_violated_budgets_names_the_budgets_each_victim_breaks() -> None:
@@ -225,14 +224,14 @@ def test_lower_priority_nominated_pods_are_those_preemption_clears() -> None:
 
 
 def test_pick_one_node_with_no_candidates_is_empty() -> None:
-    assert pick_one_node_for_preemption({}, NOW_NS) == ""
+    assert pick_one_node_for_preemption({}, NOW_NS) == NodePick("", "")
 
 
 def test_pick_one_node_start_time_of_victims_without_one_is_now() -> None:
     # A's victim has not started (counts as now): its earliest start is the latest.
     a = victims(3)
     b = victims(3, started=NOW - 1)
-    assert pick_one_node_for_preemption({"B": b, "A": a}, NOW_NS) == "A"
+    assert pick_one_node_for_preemption({"B": b, "A": a}, NOW_NS).node == "A"
 
 
 # ---------------------------------------------------------------- MoreImportantPod importance
@@ -274,16 +273,25 @@ def test_importance_key_sorts_most_important_first() -> None:
     assert names(ordered) == ["prio2", "t1", "t2", "unstarted", "negative"]
 
 
-def test_earliest_start_time_looks_only_at_the_highest_priority_victims() -> None:
-    v = Victims(
+def test_start_time_criterion_looks_only_at_the_highest_priority_victims() -> None:
+    # Tied on the first four criteria; A's oldest victim is of the lower priority, so it
+    # does not count: A's earliest top-priority start is 300 s ago, B's 250 s ago.
+    a = Victims(
         (
             pod("a", 5, started=NOW - 300),
             pod("b", 5, started=NOW - 200),
             pod("c", 1, started=NOW - 10_000),
         )
     )
-    assert earliest_pod_start_time_ns(v, NOW_NS) == (NOW - 300) * 1_000_000_000
-    assert earliest_pod_start_time_ns(Victims((pod("x", 1),)), NOW_NS) == NOW_NS
+    b = Victims(
+        (
+            pod("x", 5, started=NOW - 250),
+            pod("y", 5, started=NOW - 250),
+            pod("z", 1, started=NOW - 20_000),
+        )
+    )
+    pick = pick_one_node_for_preemption({"A": a, "B": b}, NOW_NS)
+    assert pick == NodePick("B", "latestStartTime")
 
 
 # ---------------------------------------------------------------- SelectVictimsOnNode PDB split

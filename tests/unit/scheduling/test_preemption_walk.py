@@ -8,11 +8,18 @@ PodInfos as from their pods; cannot_fit_on_node's per-node figures follow the no
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 import pytest
 
 from kemu.api.v1 import types_pb2
-from kemu.scheduling.preemption import Victims, pick_one_node_for_preemption
+from kemu.scheduling.preemption import (
+    CRITERIA,
+    ONLY_CANDIDATE,
+    NodePick,
+    Victims,
+    pick_one_node_for_preemption,
+)
 from kemu.scheduling.types import NodeInfo, PodInfo
 from tests.unit.scheduling.preemption_builders import NOW, NOW_NS, names, pod
 from tests.unit.scheduling.test_preemption import Sim
@@ -137,9 +144,10 @@ def test_cannot_fit_follows_the_nodes_changes() -> None:
     assert not c.plugin.cannot_fit_on_node(state, p, c.node_info("n0"))
 
 
-def _pick_one_step_by_step(nodes_to_victims: dict[str, Victims], now_ns: int) -> str:
+def _pick_one_step_by_step(nodes_to_victims: dict[str, Victims], now_ns: int) -> NodePick:
     """upstream pickOneNodeForPreemption's steps: each criterion in turn keeps the nodes with
-    its best score, until one is left; then the first remaining."""
+    its best score, until one is left; then the first remaining. The criterion is the one
+    after which a single node was left."""
     from kemu.scheduling.preemption import pod_start_time_ns
     from kemu.scheduling.types import pod_priority
 
@@ -147,7 +155,7 @@ def _pick_one_step_by_step(nodes_to_victims: dict[str, Victims], now_ns: int) ->
         top = max(pod_priority(p) for p in v.pods)
         return min(pod_start_time_ns(p, now_ns) for p in v.pods if pod_priority(p) == top)
 
-    criteria = (
+    criteria: tuple[Callable[[Victims], int], ...] = (
         lambda v: -v.num_pdb_violations,
         lambda v: -pod_priority(v.pods[0]),
         lambda v: -sum(pod_priority(p) + 2**31 for p in v.pods),
@@ -155,13 +163,15 @@ def _pick_one_step_by_step(nodes_to_victims: dict[str, Victims], now_ns: int) ->
         latest_start,
     )
     candidates = list(nodes_to_victims)
-    for score in criteria:
+    if len(candidates) == 1:
+        return NodePick(candidates[0], ONLY_CANDIDATE)
+    for name, score in zip(CRITERIA, criteria, strict=False):
         scores = {n: score(nodes_to_victims[n]) for n in candidates}
         best = max(scores.values())
         candidates = [n for n in candidates if scores[n] == best]
         if len(candidates) == 1:
-            break
-    return candidates[0]
+            return NodePick(candidates[0], name)
+    return NodePick(candidates[0], CRITERIA[-1])
 
 
 @pytest.mark.parametrize("seed", range(20))
