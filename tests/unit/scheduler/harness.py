@@ -36,7 +36,7 @@ from scheduler.metrics import SchedulerMetrics
 from scheduler.preemption_executor import Executor
 from scheduler.queue.hints import build_queueing_hint_map
 from scheduler.queue.scheduling_queue import PriorityQueue
-from scheduler.schedule_one import Scheduler
+from scheduler.schedule_one import TURN_SECONDS, Scheduler
 from tests.unit.scheduling.deferred_builders import SCHEDULER, resize_gates
 
 _READS = frozenset({"get", "list", "watch"})
@@ -168,6 +168,7 @@ async def env(
     setup: object = None,
     profile: Profile | None = None,
     per_container_max: bool = False,
+    turn_seconds: float = TURN_SECONDS,
 ) -> AsyncIterator[Env]:
     """The scheduler's pieces over a FakeClient, informers started after `setup(client)`."""
     gates = gates if gates is not None else resize_gates(True)
@@ -232,6 +233,7 @@ async def env(
         metrics=metrics,
         pod_lister=pods.lister,
         rng=random.Random(0),
+        turn_seconds=turn_seconds,
     )
     async with anyio.create_task_group() as tg:
         informers.start(tg)
