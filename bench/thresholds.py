@@ -12,8 +12,9 @@ performance-config.yaml. `--list` prints the plan (each thresholded workload, th
 version it runs at, or why it runs at none) without running anything. The table's columns:
 pods/s (the measured phase's average throughput, upstream's SchedulingThroughput Average),
 the threshold, their ratio, the CPU ceiling (the rate at which the run's own CPU per pod would
-fill every core: `bench.common.cpu_ceiling`), pods/s over the ceiling, and the load average
-when the run started. A run takes as long as its workload (the 50,000-pod ones minutes
+fill every core: `bench.common.cpu_ceiling`), pods/s over the ceiling, the busiest process
+and the cores it used (one component is one Python process: at ~1 core it is what holds the
+run under its ceiling), and the load average when the run started. A run takes as long as its workload (the 50,000-pod ones minutes
 each); `--workload` picks some. See docs/benchmarks.md.
 """
 
@@ -26,7 +27,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -65,6 +66,8 @@ class Row:
     cpu_ceiling: float = math.nan
     load_at_start: float = math.nan
     error: str = ""
+    cpu_cores: dict[str, float] = field(default_factory=dict)
+    """Each process's CPU in the measured phase, in cores (bench scheduler_perf's cpu_cores)."""
 
     @property
     def ratio(self) -> float:
@@ -73,6 +76,16 @@ class Row:
     @property
     def of_ceiling(self) -> float:
         return ratio(self.pods_per_s, self.cpu_ceiling)
+
+    @property
+    def busiest(self) -> str:
+        """The process that used the most CPU in the measured phase and its cores
+        ("apiserver 0.97"); "-" when the run gave none."""
+        known = {k: v for k, v in self.cpu_cores.items() if not math.isnan(v)}
+        if not known:
+            return "-"
+        name = max(known, key=known.__getitem__)
+        return f"{name} {fmt(known[name], 2)}"
 
 
 def config_path(checkout: Path, name: str) -> Path:
@@ -160,6 +173,8 @@ def run_planned(p: Planned, timeout: float) -> Row:
     row.error = first.get("error") or ""
     row.pods_per_s = _number((first.get("throughput") or {}).get("average"))
     row.cpu_ceiling = _number(first.get("cpu_ceiling"))
+    cores = first.get("cpu_cores") or {}
+    row.cpu_cores = {str(k): _number(v) for k, v in cores.items()}
     loads = first.get("load_avg_start") or []
     row.load_at_start = _number(loads[0] if loads else None)
     return row
@@ -172,12 +187,12 @@ def _number(value: object) -> float:
 def render(rows: Sequence[Row], refused: Sequence[Planned], host: str = "") -> str:
     """The table (under a line naming `host`'s CPU, when given)."""
     header = ("workload", "emulated", "pods/s", "threshold", "ratio", "CPU ceiling",
-              "of ceiling", "load at start")  # fmt: skip
+              "of ceiling", "busiest (cores)", "load at start")  # fmt: skip
     lines = [f"host: {host}", ""] if host else []
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for r in rows:
         if r.error:
-            cells = [r.workload, r.version, "error", f"{r.threshold:g}", r.error, "", "", ""]
+            cells = [r.workload, r.version, "error", f"{r.threshold:g}", r.error, "", "", "", ""]
         else:
             cells = [
                 r.workload,
@@ -187,11 +202,12 @@ def render(rows: Sequence[Row], refused: Sequence[Planned], host: str = "") -> s
                 f"{fmt(r.ratio, 2)}x",
                 fmt(r.cpu_ceiling, 1),
                 fmt(r.of_ceiling, 2),
+                r.busiest,
                 fmt(r.load_at_start, 2),
             ]
         lines.append("| " + " | ".join(cells) + " |")
     for p in refused:
-        lines.append(f"| {p.workload} | none | - | {p.threshold:g} | {p.reason} | | | |")
+        lines.append(f"| {p.workload} | none | - | {p.threshold:g} | {p.reason} | | | | |")
     return "\n".join(lines)
 
 
@@ -281,7 +297,8 @@ def render_progress(row: Row, done: int, total: int) -> str:
         f"error: {row.error}"
         if row.error
         else f"{fmt(row.pods_per_s, 1)} pods/s, {fmt(row.ratio, 2)}x of {row.threshold:g}, "
-        f"{fmt(row.of_ceiling, 2)} of its CPU ceiling {fmt(row.cpu_ceiling, 1)}"
+        f"{fmt(row.of_ceiling, 2)} of its CPU ceiling {fmt(row.cpu_ceiling, 1)}, busiest "
+        f"{row.busiest}"
     )
     return f"[{done}/{total}] {row.workload} (emulated {row.version}): {figures}"
 

@@ -1,6 +1,6 @@
 """bench thresholds on real processes: one small thresholded workload of an upstream-shaped
-file runs through bench scheduler_perf, and its row has the run's pods/s, CPU ceiling and
-load (issue #36's one command for the table)."""
+file runs through bench scheduler_perf, and its row has the run's pods/s, CPU ceiling, each
+process's cores and load (issue #36's one command for the table)."""
 
 from __future__ import annotations
 
@@ -32,3 +32,6 @@ def test_a_thresholded_workload_runs_and_its_row_has_the_runs_figures(tmp_path: 
     (row,) = json.loads(out.read_text())["rows"]
     assert (row["workload"], row["version"], row["error"]) == ("SchedulingBasic/5Nodes", "1.37", "")
     assert row["pods_per_s"] > 1 and row["cpu_ceiling"] > 0 and row["load_at_start"] >= 0
+    # the busiest process is named from the run's own CPU figures
+    assert set(row["cpu_cores"]) >= {"scheduler", "apiserver", "etcd"}
+    assert all(v >= 0 for v in row["cpu_cores"].values())

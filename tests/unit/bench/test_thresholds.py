@@ -57,14 +57,17 @@ def test_the_table_has_each_run_and_each_workload_that_runs_nowhere(
 
     def fake_run(p: Planned, timeout: float) -> Row:
         ran.append((p.workload, str(p.version)))
-        return Row(p.workload, str(p.version), p.threshold, 150.0, 300.0, 1.5)
+        cores = {"scheduler": 0.4, "apiserver": 0.97, "etcd": math.nan}
+        return Row(p.workload, str(p.version), p.threshold, 150.0, 300.0, 1.5, cpu_cores=cores)
 
     out = tmp_path / "t.json"
     assert main(["--k8s", str(checkout), "--files", "misc", "--json", str(out)], fake_run) == 0
     assert ran == [("Good/fast", "1.37"), ("Good/locked", "1.36")]
     table = capsys.readouterr().out
     assert table.startswith("host: ") and " cpus" in table.splitlines()[0]
-    assert "| Good/fast | 1.37 | 150.0 | 100 | 1.50x | 300.0 | 0.50 | 1.50 |" in table
+    assert (
+        "| Good/fast | 1.37 | 150.0 | 100 | 1.50x | 300.0 | 0.50 | apiserver 0.97 | 1.50 |" in table
+    )
     assert "| Good/locked | 1.36 | 150.0 | 50 | 3.00x |" in table
     assert "| Dra/a | none | - | 10 |" in table
     data = json.loads(out.read_text())
@@ -99,6 +102,7 @@ def test_a_failed_run_is_a_row_with_its_error_and_a_non_zero_exit(
     assert main(argv, failing) == 1
     assert "| Good/fast | 1.37 | error | 100 | TimeoutError: 3600 s |" in capsys.readouterr().out
     assert math.isnan(Row("w", "1.37", 1.0).ratio)
+    assert Row("w", "1.37", 1.0).busiest == "-"  # a run that measured no process
 
 
 def test_a_test_case_two_files_hold_alike_is_planned_once(checkout: Path) -> None:
@@ -134,7 +138,7 @@ def test_each_run_is_reported_as_it_ends_and_the_json_kept_so_far(
     err = capsys.readouterr().err.splitlines()
     assert err == [
         "[1/2] Good/fast (emulated 1.37): 150.0 pods/s, 1.50x of 100, 0.50 of its CPU "
-        "ceiling 300.0",
+        "ceiling 300.0, busiest -",
         "[2/2] Good/locked (emulated 1.36): 150.0 pods/s, 3.00x of 50, 0.50 of its CPU "
-        "ceiling 300.0",
+        "ceiling 300.0, busiest -",
     ]
