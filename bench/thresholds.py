@@ -14,8 +14,8 @@ pods/s (the measured phase's average throughput, upstream's SchedulingThroughput
 the threshold, their ratio, the CPU ceiling (the rate at which the run's own CPU per pod would
 fill every core: `bench.common.cpu_ceiling`), pods/s over the ceiling, the busiest process
 and the cores it used (one component is one Python process: at ~1 core it is what holds the
-run under its ceiling), and the load average when the run started. A run takes as long as its workload (the 50,000-pod ones minutes
-each); `--workload` picks some. See docs/benchmarks.md.
+run under its ceiling), and the load average when the run started. A run takes as long as its
+workload (the 50,000-pod ones minutes each); `--workload` picks some. See docs/benchmarks.md.
 """
 
 from __future__ import annotations
