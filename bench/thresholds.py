@@ -192,7 +192,7 @@ def render(rows: Sequence[Row], refused: Sequence[Planned], host: str = "") -> s
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for r in rows:
         if r.error:
-            cells = [r.workload, r.version, "error", f"{r.threshold:g}", r.error, "", "", "", ""]
+            cells = [r.workload, r.version, "error", f"{r.threshold:g}", r.error]
         else:
             cells = [
                 r.workload,
@@ -205,10 +205,16 @@ def render(rows: Sequence[Row], refused: Sequence[Planned], host: str = "") -> s
                 r.busiest,
                 fmt(r.load_at_start, 2),
             ]
-        lines.append("| " + " | ".join(cells) + " |")
+        lines.append(_table_line(cells, len(header)))
     for p in refused:
-        lines.append(f"| {p.workload} | none | - | {p.threshold:g} | {p.reason} | | | | |")
+        cells = [p.workload, "none", "-", f"{p.threshold:g}", p.reason]
+        lines.append(_table_line(cells, len(header)))
     return "\n".join(lines)
+
+
+def _table_line(cells: Sequence[str], columns: int) -> str:
+    """One Markdown table row, its missing last cells left empty."""
+    return "| " + " | ".join([*cells, *[""] * (columns - len(cells))]) + " |"
 
 
 def render_plan(planned: Sequence[Planned]) -> str:
