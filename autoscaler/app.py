@@ -20,22 +20,28 @@ import logging
 import random
 import socket
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Final
 
 import anyio
 
 from autoscaler.clusterstate import CloudApi
+from autoscaler.config import AutoscalerSettings, AutoscalingOptions, Simulation
 from autoscaler.decisions import LoopDecisionLog
-from autoscaler.expander import EXPANDERS, LEAST_WASTE, PRIORITY_CONFIGMAP, PRIORITY_KEY
+from autoscaler.expander import (
+    EXPANDERS,
+    LEAST_WASTE,
+    PRIORITY_CONFIGMAP,
+    PRIORITY_KEY,
+    Expander,
+)
 from autoscaler.metrics import Metrics
 from autoscaler.scaledown.options import ScaleDownOptions
-from autoscaler.static_autoscaler import AutoscalingOptions, StaticAutoscaler
+from autoscaler.static_autoscaler import ListerRegistry, Reporting, StaticAutoscaler
 from autoscaler.status import StatusWriter
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.client.cloudprovider import CloudProviderClient
-from kemu.client.comparer import CacheComparer, informer_sources
+from kemu.client.comparer import CacheComparer, Source, informer_sources
 from kemu.client.controlplane import (
     Elected,
     add_leader_election_flags,
@@ -46,9 +52,9 @@ from kemu.client.endpoints import add_server_flag
 from kemu.client.events import EventRecorder
 from kemu.client.informer import InformerFactory
 from kemu.client.interface import ApiClient
-from kemu.client.leaderelection import LeaderElectionConfig
 from kemu.component.options import (
     DECISIONS_DEBUG_HANDLER,
+    ComponentOptions,
     add_record_decisions_flag,
     duration_flag,
     new_parser,
@@ -64,9 +70,8 @@ from kemu.component.runner import (
 )
 from kemu.machinery.duration import format_duration
 from kemu.scheduling.config import default_config, load_config, scheduler_registry
-from kemu.scheduling.plugins.registry import Registry, in_tree_registry
+from kemu.scheduling.plugins.registry import Registry
 from kemu.scheduling.plugins.volumes import STORAGE_KINDS
-from kemu.scheduling.profile import Profile, default_profile
 from kemu.scheduling.runtime import Framework
 from kemu.scheduling.snapshot import Snapshot
 
@@ -84,15 +89,6 @@ def _bool_flag(text: str) -> bool:
     if value in ("false", "0", "f"):
         return False
     raise argparse.ArgumentTypeError(f"{text!r} is not a boolean (true or false)")
-
-
-@dataclass(frozen=True)
-class Simulation:
-    """What the autoscaler's scheduling simulations run: a profile and the plugins it names
-    (upstream's --scheduler-config-file; kemu's also loads out-of-tree plugins)."""
-
-    profile: Profile
-    registry: Registry
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -342,24 +338,23 @@ def _scale_down_options(
     )
 
 
-def main(argv: Sequence[str] | None = None, out_of_tree: Registry | None = None) -> int:
-    """`out_of_tree`: scheduler plugins by name (their factories) for the simulations, besides
-    the in-tree, emulation and installed ones (as the scheduler's main)."""
-    parser = build_parser()
-    args, options = parse_component_args(parser, argv, "autoscaler")
+def _simulation(
+    parser: argparse.ArgumentParser, path: str | None, out_of_tree: Registry | None
+) -> Simulation:
+    """--scheduler-config-file's first profile (the default one without it) and the plugins
+    it may name; a file that cannot run exits CONFIG_REFUSED_EXIT."""
     try:
         registry = scheduler_registry(out_of_tree)
     except ValueError as e:
         refuse_config(parser, "plugins", e)
     try:
-        config = (
-            load_config(args.scheduler_config_file, registry)
-            if args.scheduler_config_file
-            else default_config(registry)
-        )
-        profile = config.profiles[0]
+        config = load_config(path, registry) if path else default_config(registry)
+        return Simulation(config.profiles[0], registry)
     except (OSError, ValueError) as e:
         refuse_config(parser, "--scheduler-config-file", e)
+
+
+def _check_loop_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if args.expander not in EXPANDERS:
         parser.error(
             f"--expander: unknown expander {args.expander!r}: one of {', '.join(EXPANDERS)}"
@@ -369,14 +364,13 @@ def main(argv: Sequence[str] | None = None, out_of_tree: Registry | None = None)
         parser.error(f"--cloud-provider-address: {args.cloud_provider_address!r} is not HOST:PORT")
     if not args.scan_interval > 0:
         parser.error("--scan-interval: must be greater than 0")
-    try:
-        election = leader_election_config(args, lease_name=LEASE_NAME)
-    except ValueError as e:
-        parser.error(str(e))
-    version = options.version
-    scale_down = _scale_down_options(parser, args)
-    autoscaling = AutoscalingOptions(
-        version=version,
+
+
+def _autoscaling_options(
+    args: argparse.Namespace, options: ComponentOptions, scale_down: ScaleDownOptions
+) -> AutoscalingOptions:
+    return AutoscalingOptions(
+        version=options.version,
         scan_interval=args.scan_interval,
         max_node_provision_time=args.max_node_provision_time,
         expendable_pods_priority_cutoff=args.expendable_pods_priority_cutoff,
@@ -390,81 +384,66 @@ def main(argv: Sequence[str] | None = None, out_of_tree: Registry | None = None)
         counting=pod_resources_options(options.gates),
         scale_down=scale_down,
     )
-    simulation = Simulation(profile, registry)
-    return run_component(
-        "autoscaler", options, functools.partial(run, args, autoscaling, simulation, election)
+
+
+def settings_from_args(
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    options: ComponentOptions,
+    out_of_tree: Registry | None = None,
+) -> AutoscalerSettings:
+    """The validated settings of `args`; a bad flag exits through `parser` with one line
+    naming it (a configuration file that cannot run: CONFIG_REFUSED_EXIT)."""
+    simulation = _simulation(parser, args.scheduler_config_file, out_of_tree)
+    _check_loop_flags(parser, args)
+    try:
+        election = leader_election_config(args, lease_name=LEASE_NAME)
+    except ValueError as e:
+        parser.error(str(e))
+    scale_down = _scale_down_options(parser, args)
+    return AutoscalerSettings(
+        server=args.server,
+        cloud_provider_address=args.cloud_provider_address,
+        autoscaling=_autoscaling_options(args, options, scale_down),
+        simulation=simulation,
+        election=election,
+        seed=args.seed,
+        record_decisions=args.record_decisions,
     )
 
 
-async def run(
-    args: argparse.Namespace,
-    options: AutoscalingOptions,
-    simulation: Simulation,
-    election: LeaderElectionConfig | None,
-    ctx: ComponentContext,
-) -> None:
-    client = Client(args.server, user_agent=COMPONENT)
-    cloud = CloudProviderClient(args.cloud_provider_address)
+def main(argv: Sequence[str] | None = None, out_of_tree: Registry | None = None) -> int:
+    """`out_of_tree`: scheduler plugins by name (their factories) for the simulations, besides
+    the in-tree, emulation and installed ones (as the scheduler's main)."""
+    parser = build_parser()
+    args, options = parse_component_args(parser, argv, "autoscaler")
+    settings = settings_from_args(parser, args, options, out_of_tree)
+    return run_component("autoscaler", options, functools.partial(run, settings))
+
+
+async def run(settings: AutoscalerSettings, ctx: ComponentContext) -> None:
+    client = Client(settings.server, user_agent=COMPONENT)
+    cloud = CloudProviderClient(settings.cloud_provider_address)
     logger.info("the cloud's node-group API: %s", cloud.address)
     try:
-        await serve(
-            client,
-            cloud,
-            options,
-            election,
-            ctx,
-            simulation=simulation,
-            seed=args.seed,
-            decisions=LoopDecisionLog() if args.record_decisions else None,
-        )
+        await serve(client, cloud, settings, ctx)
     finally:
         with cleanup_scope():
             await cloud.close()
             await client.close()
 
 
-async def serve(
-    client: ApiClient,
-    cloud: CloudApi,
-    options: AutoscalingOptions,
-    election: LeaderElectionConfig | None,
-    ctx: ComponentContext,
-    *,
-    simulation: Simulation | None = None,
-    seed: int | None = None,
-    identity: str | None = None,
-    decisions: LoopDecisionLog | None = None,
-) -> None:
-    """The body of the component over any ApiClient and cloud (tests pass fakes).
-    `simulation`: the profile the simulations run (the in-tree default profile by default).
-    `decisions`: the record of every loop (--record-decisions), at /debug/decisions."""
-    if simulation is None:
-        registry = in_tree_registry()
-        simulation = Simulation(default_profile(registry), registry)
-    elected = Elected()
-    if decisions is not None:
-        ctx.add_debug_handler(DECISIONS_DEBUG_HANDLER, decisions.report)
-    state: dict[str, InformerFactory] = {}
+class _Informers:
+    """The informers the loop reads, and those the simulations' plugins read through the
+    framework's handle."""
 
-    def ready() -> bool:
-        if elected.is_standby():
-            return True
-        informers = state.get("informers")
-        if informers is None or not informers.has_synced():
-            raise RuntimeError("the informers have not synced yet")
-        return True
-
-    ctx.add_readiness_check("autoscaler", ready)
-    metrics = Metrics(ctx.registry)
-    recorder = EventRecorder(client, COMPONENT, host=socket.gethostname(), clock=ctx.clock)
-
-    async def work() -> None:
-        informers = InformerFactory(client, clock=ctx.clock)
-        nodes = informers.informer(types_pb2.Node)
-        pods = informers.informer(types_pb2.Pod)
-        pdbs = informers.informer(types_pb2.PodDisruptionBudget)
-        daemonsets = informers.informer(types_pb2.DaemonSet)
-        configmaps = informers.informer(types_pb2.ConfigMap, namespace="kube-system")
+    def __init__(self, client: ApiClient, ctx: ComponentContext) -> None:
+        self.factory = factory = InformerFactory(client, clock=ctx.clock)
+        self.nodes = factory.informer(types_pb2.Node)
+        self.pods = factory.informer(types_pb2.Pod)
+        self.pdbs = factory.informer(types_pb2.PodDisruptionBudget)
+        self.daemonsets = factory.informer(types_pb2.DaemonSet)
+        self.configmaps = factory.informer(types_pb2.ConfigMap, namespace="kube-system")
         # What the default profile's plugins read through the handle, as in the scheduler:
         # the volume plugins' claims, PVs, classes and CSINodes too (upstream's predicate
         # checker runs VolumeBinding's PreFilter and Filter on the shared informers' listers).
@@ -475,50 +454,99 @@ async def serve(
             types_pb2.PriorityClass,
             *STORAGE_KINDS,
         ):
-            informers.informer(kind)
+            factory.informer(kind)
+
+    def listers(self) -> ListerRegistry:
+        return ListerRegistry(
+            nodes=self.nodes.lister.list,
+            pods=self.pods.lister.list,
+            pdbs=self.pdbs.lister.list,
+            daemonsets=self.daemonsets.lister.list,
+        )
+
+    def priority_config(self) -> str | None:
+        """The priority expander's configuration (its ConfigMap in kube-system)."""
+        cm = self.configmaps.lister.get(PRIORITY_CONFIGMAP, "kube-system")
+        return None if cm is None else cm.data.get(PRIORITY_KEY)
+
+
+class Autoscaler:
+    """The parts of one autoscaler process; `work()` is what its leader runs."""
+
+    def __init__(
+        self,
+        client: ApiClient,
+        cloud: CloudApi,
+        settings: AutoscalerSettings,
+        ctx: ComponentContext,
+        decisions: LoopDecisionLog | None,
+    ) -> None:
+        self.client = client
+        self.cloud = cloud
+        self.settings = settings
+        self.ctx = ctx
+        self.decisions = decisions
+        self.elected = Elected()
+        self.informers: _Informers | None = None
+        """Set once the informers have synced."""
+        self.metrics = Metrics(ctx.registry)
+        self.recorder = EventRecorder(client, COMPONENT, host=socket.gethostname(), clock=ctx.clock)
+
+    def ready(self) -> bool:
+        if self.elected.is_standby():
+            return True
+        if self.informers is None or not self.informers.factory.has_synced():
+            raise RuntimeError("the informers have not synced yet")
+        return True
+
+    def _framework(self, informers: _Informers) -> Framework:
+        simulation = self.settings.simulation
         try:
-            framework = Framework(
+            return Framework(
                 simulation.profile,
                 simulation.registry,
-                clock=ctx.clock,
-                gates=ctx.gates,
-                informer_factory=informers,
+                clock=self.ctx.clock,
+                gates=self.ctx.gates,
+                informer_factory=informers.factory,
                 snapshot=Snapshot(),
             )
         except ValueError as e:  # a plugin factory refused its args
             raise ConfigRefused(f"--scheduler-config-file: {e}") from None
 
-        def priority_config() -> str | None:
-            cm = configmaps.lister.get(PRIORITY_CONFIGMAP, "kube-system")
-            return None if cm is None else cm.data.get(PRIORITY_KEY)
+    def _static_autoscaler(
+        self, informers: _Informers, status: StatusWriter | None
+    ) -> StaticAutoscaler:
+        options = self.settings.autoscaling
+        return StaticAutoscaler(
+            options,
+            self.cloud,
+            self._framework(informers),
+            informers.listers(),
+            Reporting(self.recorder, self.metrics, status=status, decisions=self.decisions),
+            clock=self.ctx.clock,
+            expander=Expander(
+                options.expander,
+                rng=random.Random(self.settings.seed),
+                priority_config=informers.priority_config,
+            ),
+            client=self.client,
+        )
 
+    async def work(self) -> None:
+        """Starts the informers and, once they have synced, runs the loop until cancelled."""
+        options = self.settings.autoscaling
+        informers = _Informers(self.client, self.ctx)
         status = (
-            StatusWriter(client, ctx.clock, nodes.lister.list)
+            StatusWriter(self.client, self.ctx.clock, informers.nodes.lister.list)
             if options.write_status_configmap
             else None
         )
-        autoscaler = StaticAutoscaler(
-            options,
-            cloud,
-            framework,
-            list_nodes=nodes.lister.list,
-            list_pods=pods.lister.list,
-            recorder=recorder,
-            metrics=metrics,
-            clock=ctx.clock,
-            rng=random.Random(seed),
-            priority_config=priority_config,
-            status=status,
-            client=client,
-            list_pdbs=pdbs.lister.list,
-            list_daemonsets=daemonsets.lister.list,
-            decisions=decisions,
-        )
+        autoscaler = self._static_autoscaler(informers, status)
         async with anyio.create_task_group() as tg:
-            await tg.start(recorder.run)
-            informers.start(tg)
-            await informers.wait_for_cache_sync()
-            state["informers"] = informers
+            await tg.start(self.recorder.run)
+            informers.factory.start(tg)
+            await informers.factory.wait_for_cache_sync()
+            self.informers = informers
             if status is not None:
                 await status.initializing()
             logger.info(
@@ -528,17 +556,38 @@ async def serve(
             )
             await autoscaler.run()
 
-    comparer = CacheComparer.wired(ctx, COMPONENT, lambda: informer_sources(state.get("informers")))
+
+async def serve(
+    client: ApiClient,
+    cloud: CloudApi,
+    settings: AutoscalerSettings,
+    ctx: ComponentContext,
+    *,
+    identity: str | None = None,
+) -> None:
+    """The body of the component over any ApiClient and cloud (tests pass fakes); the
+    decision record (--record-decisions) is served at /debug/decisions."""
+    decisions = LoopDecisionLog() if settings.record_decisions else None
+    if decisions is not None:
+        ctx.add_debug_handler(DECISIONS_DEBUG_HANDLER, decisions.report)
+    autoscaler = Autoscaler(client, cloud, settings, ctx, decisions)
+    ctx.add_readiness_check("autoscaler", autoscaler.ready)
+
+    def sources() -> list[Source]:
+        informers = autoscaler.informers
+        return informer_sources(None if informers is None else informers.factory)
+
+    comparer = CacheComparer.wired(ctx, COMPONENT, sources)
     async with anyio.create_task_group() as tg:
         await tg.start(comparer.run)
         await run_elected(
             client,
             ctx,
             component=COMPONENT,
-            election=election,
-            work=work,
+            election=settings.election,
+            work=autoscaler.work,
             identity=identity,
-            elected=elected,
+            elected=autoscaler.elected,
             # (a call to the cloud in flight is the autoscaler's work: the clock waits for it)
             busy=lambda: cloud.requests_in_flight > 0,
             peers=cloud.peer_calls,

@@ -25,13 +25,14 @@ from __future__ import annotations
 from collections import OrderedDict, deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
 from autoscaler.scale_up import ScaleUpResult
 from autoscaler.scaledown.eligibility import UnremovableReason
 from autoscaler.scaledown.scale_down import ScaleDownSummary
 from kemu.component.health import DebugRequestError
 from kemu.machinery.convert import format_time, timestamp
+from kemu.machinery.jsonvalue import JSONObject
 from kemu.machinery.keys import object_key
 
 DEFAULT_MAX_LOOPS: Final = 1000
@@ -56,7 +57,7 @@ class Verdict:
     """Unneeded, DeletionStarted, or an upstream UnremovableReason."""
     message: str = ""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {"time": self.time, "verdict": self.verdict, "message": self.message}
 
 
@@ -67,21 +68,23 @@ class LoopRecord:
     left_out: Mapping[str, str] = field(default_factory=dict)
     """Pod -> why it was no scale-up candidate (expendable, too young, nominated)."""
     placements: Mapping[str, str] = field(default_factory=dict)
-    options: tuple[Mapping[str, Any], ...] = ()
-    chosen: Mapping[str, Any] | None = None
+    options: tuple[JSONObject, ...] = ()
+    chosen: JSONObject | None = None
     not_triggered: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
-    scale_down: Mapping[str, Any] | None = None
+    scale_down: JSONObject | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "time": self.time,
             "considered": list(self.considered),
-            "leftOut": dict(self.left_out),
-            "placements": dict(self.placements),
+            "leftOut": {k: v for k, v in self.left_out.items()},
+            "placements": {k: v for k, v in self.placements.items()},
             "scaleUp": {
                 "options": [dict(o) for o in self.options],
                 "chosen": None if self.chosen is None else dict(self.chosen),
-                "notTriggered": {k: dict(v) for k, v in self.not_triggered.items()},
+                "notTriggered": {
+                    k: {r: n for r, n in v.items()} for k, v in self.not_triggered.items()
+                },
             },
             "scaleDown": None if self.scale_down is None else dict(self.scale_down),
         }
@@ -89,14 +92,14 @@ class LoopRecord:
 
 def _scale_up_parts(
     result: ScaleUpResult | None, expander: str
-) -> tuple[tuple[Mapping[str, Any], ...], Mapping[str, Any] | None, dict[str, dict[str, int]]]:
+) -> tuple[tuple[JSONObject, ...], JSONObject | None, dict[str, dict[str, int]]]:
     if result is None:
         return (), None, {}
-    options = tuple(
+    options = tuple[JSONObject, ...](
         {"group": o.group, "nodes": o.node_count, "pods": [object_key(p) for p in o.pods]}
         for o in result.options
     )
-    chosen = None
+    chosen: JSONObject | None = None
     if result.option is not None:
         o = result.option
         chosen = {
@@ -109,7 +112,7 @@ def _scale_up_parts(
     return options, chosen, {k: dict(v) for k, v in sorted(result.reasons.items())}
 
 
-def _scale_down_part(summary: ScaleDownSummary | None) -> Mapping[str, Any] | None:
+def _scale_down_part(summary: ScaleDownSummary | None) -> JSONObject | None:
     if summary is None:
         return None
     messages = dict(summary.unremovable_messages)
@@ -208,7 +211,7 @@ class LoopDecisionLog:
     def loops(self) -> list[LoopRecord]:
         return list(self._loops)
 
-    def report(self, query: Mapping[str, str]) -> dict[str, Any]:
+    def report(self, query: Mapping[str, str]) -> JSONObject:
         """GET /debug/decisions (see the module docstring)."""
         node = query.get("node")
         if node is not None:

@@ -21,36 +21,33 @@ Deletions (drains) run in the background, in run()'s task group, while later loo
 from __future__ import annotations
 
 import logging
-import random
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Never
 
 import anyio
 import anyio.lowlevel
 
 from autoscaler.backoff import Backoff
 from autoscaler.clusterstate import CloudApi, ClusterState, GroupState
+from autoscaler.config import AutoscalingOptions
 from autoscaler.decisions import LoopDecisionLog
 from autoscaler.expander import Expander
 from autoscaler.metrics import Metrics
 from autoscaler.pods import PodSets, is_expendable, sort_pods
 from autoscaler.scale_up import Recorder, ScaleUpOrchestrator, ScaleUpResult
 from autoscaler.scaledown.actuation import Task
-from autoscaler.scaledown.options import ScaleDownOptions
 from autoscaler.scaledown.scale_down import ScaleDown, ScaleDownSummary
 from autoscaler.status import StatusWriter
 from autoscaler.templates import TemplateNodeInfo, template_name, template_node_info
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
-from kemu.component.version import Version
-from kemu.component.version_rules import VersionRules
 from kemu.machinery.errors import ApiError
 from kemu.machinery.keys import object_key
 from kemu.machinery.node_conditions import is_node_ready
-from kemu.machinery.resources import SCHEDULER_DEFAULTS, PodResourcesOptions
 from kemu.scheduling.runtime import Framework
 from kemu.scheduling.simulator import ClusterSnapshot, PredicateChecker
 from kemu.scheduling.types import pod_priority
@@ -58,31 +55,31 @@ from kemu.scheduling.types import pod_priority
 logger = logging.getLogger(__name__)
 
 
+def _nothing() -> Sequence[Never]:
+    return ()
+
+
 @dataclass(frozen=True)
-class AutoscalingOptions:
-    """Upstream's flags with their defaults (cluster-autoscaler FAQ)."""
+class ListerRegistry:
+    """What the loop reads of the cluster, from the informers (upstream's
+    utils/kubernetes/listers.go ListerRegistry)."""
 
-    version: Version
-    scan_interval: float = 10.0
-    max_node_provision_time: float = 15 * 60.0
-    expendable_pods_priority_cutoff: int = -10
-    expander: str = "least-waste"
-    new_pod_scale_up_delay: float = 0.0
-    scale_down_enabled: bool = True
-    write_status_configmap: bool = True
-    """--write-status-configmap: kube-system/cluster-autoscaler-status after every loop."""
-    initial_node_group_backoff_duration: float = 5 * 60.0
-    max_node_group_backoff_duration: float = 30 * 60.0
-    node_group_backoff_reset_timeout: float = 3 * 3600.0
-    counting: PodResourcesOptions = SCHEDULER_DEFAULTS
-    """How pods are counted (kemu.component.pod_resources: the InPlacePodVerticalScaling and
-    PodLevelResources gates, the version's aggregation rule), as the scheduler does."""
-    scale_down: ScaleDownOptions = field(default_factory=ScaleDownOptions)
-    rules: VersionRules = field(init=False)
-    """The rules without a gate of `version` (kemu.component.version_rules), resolved once."""
+    nodes: Callable[[], Sequence[types_pb2.Node]]
+    pods: Callable[[], Sequence[types_pb2.Pod]]
+    pdbs: Callable[[], Sequence[types_pb2.PodDisruptionBudget]] = _nothing
+    daemonsets: Callable[[], Sequence[types_pb2.DaemonSet]] = _nothing
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "rules", VersionRules.at(self.version))
+
+@dataclass(frozen=True)
+class Reporting:
+    """Where the loop tells what it did: Events, metrics, the status ConfigMap
+    (--write-status-configmap; None: not written) and the decision record
+    (--record-decisions; None: nowhere)."""
+
+    recorder: Recorder
+    metrics: Metrics
+    status: StatusWriter | None = None
+    decisions: LoopDecisionLog | None = None
 
 
 @dataclass
@@ -102,27 +99,20 @@ class StaticAutoscaler:
         options: AutoscalingOptions,
         cloud: CloudApi,
         framework: Framework,
+        listers: ListerRegistry,
+        reporting: Reporting,
         *,
-        list_nodes: Callable[[], Sequence[types_pb2.Node]],
-        list_pods: Callable[[], Sequence[types_pb2.Pod]],
-        recorder: Recorder,
-        metrics: Metrics,
         clock: Clock,
-        rng: random.Random | None = None,
-        priority_config: Callable[[], str | None] = lambda: None,
-        status: StatusWriter | None = None,
+        expander: Expander | None = None,
         client: ApiClient | None = None,
-        list_pdbs: Callable[[], Sequence[types_pb2.PodDisruptionBudget]] = lambda: (),
-        list_daemonsets: Callable[[], Sequence[types_pb2.DaemonSet]] = lambda: (),
-        decisions: LoopDecisionLog | None = None,
     ) -> None:
-        """`client` writes taints and evictions: without one there is no scale-down.
-        `decisions`: where each loop is recorded (--record-decisions); None: nowhere."""
-        self.decisions = decisions
+        """`expander`: the one of `options.expander` by default (its random choices unseeded).
+        `client` writes taints and evictions: without one there is no scale-down."""
+        self._decisions = reporting.decisions
         self.options = options
-        self._list_nodes = list_nodes
-        self._list_pods = list_pods
-        self._metrics = metrics
+        self._listers = listers
+        self._metrics = metrics = reporting.metrics
+        recorder = reporting.recorder
         self._clock = clock
         self.checker = PredicateChecker(framework)
         backoff = Backoff(
@@ -133,16 +123,14 @@ class StaticAutoscaler:
         self.cluster_state = ClusterState(
             cloud, clock, backoff, metrics, max_node_provision_time=options.max_node_provision_time
         )
-        self.expander = Expander(options.expander, rng=rng, priority_config=priority_config)
+        self.expander = expander or Expander(options.expander)
         self._scale_up = ScaleUpOrchestrator(
             cloud, self.cluster_state, self.checker, self.expander, metrics, recorder, clock
         )
         self.last_snapshot: ClusterSnapshot | None = None
         self.last_placements: dict[str, str] = {}
-        self.status = status
+        self._status = reporting.status
         """Writes kube-system/cluster-autoscaler-status after every loop (autoscaler/status.py)."""
-        self._list_pdbs = list_pdbs
-        self._list_daemonsets = list_daemonsets
         self.last_scale_up: float | None = None
         """Monotonic time of the last successful scale-up (upstream lastScaleUpTime)."""
         self.scale_down: ScaleDown | None = None
@@ -153,7 +141,7 @@ class StaticAutoscaler:
                 client,
                 cloud,
                 expendable_cutoff=options.expendable_pods_priority_cutoff,
-                list_pods=list_pods,
+                list_pods=listers.pods,
                 recorder=recorder,
                 metrics=metrics,
                 clock=clock,
@@ -195,10 +183,10 @@ class StaticAutoscaler:
         self._metrics.last_activity.labels("main").set(self._clock.now())
         with self._timed("main"):
             result = await self._run_once()
-            if self.decisions is not None:
+            if self._decisions is not None:
                 self._record(result)
-            if self.status is not None:
-                await self.status.write(
+            if self._status is not None:
+                await self._status.write(
                     result.groups,
                     self.cluster_state.backoff,
                     scale_up=result.scale_up,
@@ -210,11 +198,11 @@ class StaticAutoscaler:
         opts = self.options
         result = LoopResult()
         with self._timed("updateClusterState"):
-            nodes = list(self._list_nodes())
+            nodes = list(self._listers.nodes())
             result.groups = groups = await self.cluster_state.update(nodes)
             self._count_nodes(nodes, groups)
             pods = result.pods = sort_pods(
-                self._list_pods(),
+                self._listers.pods(),
                 {n.metadata.name for n in nodes},
                 rules=opts.rules,
                 expendable_cutoff=opts.expendable_pods_priority_cutoff,
@@ -278,7 +266,7 @@ class StaticAutoscaler:
                     snapshot,
                     nodes,
                     groups,
-                    self._list_pdbs(),
+                    self._listers.pdbs(),
                     last_scale_up=self.last_scale_up,
                 )
         return result
@@ -293,8 +281,8 @@ class StaticAutoscaler:
         left_out.update(
             (object_key(p), "nominated to a node that is gone") for p in pods.nominated_elsewhere
         )
-        assert self.decisions is not None
-        self.decisions.record(
+        assert self._decisions is not None
+        self._decisions.record(
             time=self._clock.now(),
             considered=tuple(object_key(p) for p in pods.unschedulable),
             left_out=left_out,
@@ -314,7 +302,7 @@ class StaticAutoscaler:
     async def _templates(self, groups: dict[str, GroupState]) -> dict[str, TemplateNodeInfo]:
         """Every group's template node with the pods of the DaemonSets that would run on it,
         built anew each loop (the DaemonSets change; the cloud's template is asked once)."""
-        daemonsets = self._list_daemonsets()
+        daemonsets = self._listers.daemonsets()
         return {
             g: template_node_info(g, await self.cluster_state.template(g), daemonsets)
             for g in groups

@@ -24,7 +24,7 @@ import datetime as dt
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 import yaml
 
@@ -36,6 +36,7 @@ from kemu.api.v1 import types_pb2
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
 from kemu.machinery.errors import AlreadyExists, ApiError, Conflict, NotFound
+from kemu.machinery.jsonvalue import JSON, JSONArray, JSONObject
 from kemu.machinery.node_conditions import is_node_ready
 
 logger = logging.getLogger(__name__)
@@ -100,8 +101,8 @@ class _Readiness:
         else:
             self.unready += 1
 
-    def counts(self) -> dict[str, Any]:
-        registered: dict[str, Any] = {
+    def counts(self) -> JSONObject:
+        registered: JSONObject = {
             "total": self.registered,
             "ready": self.ready,
             "notStarted": self.not_started,
@@ -123,27 +124,29 @@ class _Readiness:
 
 
 def _condition(
-    status: str, probe: float | None, previous: Mapping[str, Any] | None, **fields: Any
-) -> dict[str, Any]:
+    status: str, probe: float | None, previous: Mapping[str, object] | None, **fields: JSON
+) -> JSONObject:
     """{status, **fields, lastProbeTime, lastTransitionTime}: the transition time is kept from
     `previous` while the status is the same."""
-    out: dict[str, Any] = {"status": status, **fields}
+    out: JSONObject = {"status": status, **fields}
     if probe is None:
         return out
     out["lastProbeTime"] = rfc3339(probe)
-    if previous and previous.get("status") == status and "lastTransitionTime" in previous:
-        out["lastTransitionTime"] = previous["lastTransitionTime"]
+    kept = previous.get("lastTransitionTime") if previous else None
+    if previous and previous.get("status") == status and isinstance(kept, str):
+        out["lastTransitionTime"] = kept
     else:
         out["lastTransitionTime"] = out["lastProbeTime"]
     return out
 
 
-def _sub(doc: Mapping[str, Any] | None, *path: str) -> Mapping[str, Any] | None:
+def _sub(doc: Mapping[str, object] | None, *path: str) -> Mapping[str, object] | None:
+    value: object = doc
     for key in path:
-        if not isinstance(doc, Mapping):
+        if not isinstance(value, Mapping):
             return None
-        doc = doc.get(key)
-    return doc if isinstance(doc, Mapping) else None
+        value = value.get(key)
+    return value if isinstance(value, Mapping) else None
 
 
 def build_status(
@@ -154,20 +157,23 @@ def build_status(
     now: float,
     monotonic: float,
     scale_down: ScaleDownSummary | None = None,
-    previous: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+    previous: Mapping[str, object] | None = None,
+) -> JSONObject:
     """Upstream's ClusterAutoscalerStatus for one loop (module docstring). `now` is wall-clock
     epoch seconds, `monotonic` the clock the back-off counts in."""
     sd = scale_down or ScaleDownSummary()
     deleting = set(sd.deleting)
     unneeded = {n.name for n in sd.unneeded}
-    previous_groups = {
-        g.get("name"): g for g in (previous or {}).get("nodeGroups") or [] if isinstance(g, dict)
-    }
+    listed = (previous or {}).get("nodeGroups")
+    previous_groups = (
+        {g.get("name"): g for g in listed if isinstance(g, dict)}
+        if isinstance(listed, list)
+        else {}
+    )
     total = _Readiness()
     for node in nodes:
         total.add(node, now, deleting)
-    node_groups: list[dict[str, Any]] = []
+    node_groups: JSONArray = []
     in_progress = False
     for g in sorted(groups.values(), key=lambda g: g.id):
         prev = previous_groups.get(g.id)
@@ -186,7 +192,7 @@ def build_status(
             maxSize=g.max_size,
         )
         backoff_info = backoff.info(g.id, monotonic)
-        extra: dict[str, Any] = {}
+        extra: JSONObject = {}
         if g.upcoming > 0:
             scale_up_status = IN_PROGRESS
             in_progress = True
@@ -235,13 +241,13 @@ def build_status(
 
 
 def _scale_down(
-    candidates: int, probe: float | None, previous: Mapping[str, Any] | None
-) -> dict[str, Any]:
-    extra = {"candidates": candidates} if candidates else {}
+    candidates: int, probe: float | None, previous: Mapping[str, object] | None
+) -> JSONObject:
+    extra: JSONObject = {"candidates": candidates} if candidates else {}
     return _condition(CANDIDATES_PRESENT if candidates else NO_CANDIDATES, probe, previous, **extra)
 
 
-def status_text(status: Mapping[str, Any]) -> str:
+def status_text(status: Mapping[str, object]) -> str:
     """The YAML of the `status` key, fields in upstream's order."""
     return yaml.safe_dump(dict(status), sort_keys=False, default_flow_style=False)
 
@@ -263,7 +269,7 @@ class StatusWriter:
         self._list_nodes = list_nodes
         self.namespace = namespace
         self.name = name
-        self.last: dict[str, Any] | None = None
+        self.last: JSONObject | None = None
 
     async def initializing(self) -> None:
         """Upstream writes `autoscalerStatus: Initializing` before its first loop."""
@@ -297,7 +303,7 @@ class StatusWriter:
         if await self._write(status, now):
             self.last = status
 
-    async def _write(self, status: Mapping[str, Any], now: float) -> bool:
+    async def _write(self, status: Mapping[str, object], now: float) -> bool:
         text = status_text(status)
         stamp = go_time(now)
         for attempt in range(2):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
-from typing import Any, Final
+from typing import Final
 
 import anyio
 
@@ -48,7 +48,7 @@ ENABLE_DS_EVICTION: Final = "cluster-autoscaler.kubernetes.io/enable-ds-eviction
 POLL: Final = 1.0
 """How often the evicted pods are looked for (upstream: 5 s)."""
 
-Task = Callable[[], Coroutine[Any, Any, None]]
+Task = Callable[[], Coroutine[object, object, None]]
 Spawn = Callable[[Task], None]
 
 

@@ -10,7 +10,7 @@ import anyio.abc
 import pytest
 
 from autoscaler import app
-from autoscaler.static_autoscaler import AutoscalingOptions
+from autoscaler.config import AutoscalerSettings, AutoscalingOptions
 from kemu.api.v1 import types_pb2
 from kemu.client.controlplane import LEASE_NAMESPACE
 from kemu.client.fake import FakeClient
@@ -115,8 +115,14 @@ async def start(
         renew_deadline=10,
         retry_period=2,
     )
-    options = AutoscalingOptions(version=Version(1, 37), scan_interval=1.0)
-    body = functools.partial(app.serve, fake, cloud, options, election, identity=identity, seed=1)
+    settings = AutoscalerSettings(
+        server="",
+        cloud_provider_address="",
+        autoscaling=AutoscalingOptions(version=Version(1, 37), scan_interval=1.0),
+        election=election,
+        seed=1,
+    )
+    body = functools.partial(app.serve, fake, cloud, settings, identity=identity)
 
     async def component(*, task_status: anyio.abc.TaskStatus[ComponentContext]) -> None:
         codes[identity] = await run_component_async(

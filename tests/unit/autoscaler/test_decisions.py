@@ -3,6 +3,8 @@ and placed, a node's verdicts kept only when they change, bounds, and bad querie
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from autoscaler.decisions import LoopDecisionLog
@@ -14,11 +16,12 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_a_loop_records_what_was_considered_the_options_and_the_choice() -> None:
-    env = Env(pool(5), pods=[unschedulable(f"p{i}").obj() for i in range(3)])
-    log = env.autoscaler.decisions = LoopDecisionLog()
+    log = LoopDecisionLog()
+    env = Env(pool(5), pods=[unschedulable(f"p{i}").obj() for i in range(3)], decisions=log)
     env.pods.append(unschedulable("low", priority=-20).obj())
     await env.loop()
-    (loop,) = log.report({"loops": "5"})["loops"]
+    report: Any = log.report({"loops": "5"})
+    (loop,) = report["loops"]
     assert loop["considered"] == ["default/p0", "default/p1", "default/p2"]
     assert loop["leftOut"] == {"default/low": "expendable"}
     assert loop["scaleUp"]["options"] == [
@@ -32,7 +35,8 @@ async def test_a_loop_records_what_was_considered_the_options_and_the_choice() -
         "expander": "least-waste",
     }
     await env.loop()  # the upcoming nodes take them
-    loop = log.report({})["loops"][-1]
+    report = log.report({})
+    loop = report["loops"][-1]
     assert sorted(loop["placements"].values()) == [
         "template-node-for-pool-a-upcoming-0",
         "template-node-for-pool-a-upcoming-0",
@@ -70,7 +74,8 @@ def test_a_nodes_verdicts_are_kept_when_they_change() -> None:
     loop(4.0, waiting)  # still waiting: still Unneeded since 3.0
     loop(5.0, ScaleDownSummary(unremovable=(("n1", "RecentlyUnremovable"),)))  # not checked again
     loop(6.0, ScaleDownSummary(started=("n1",)))
-    verdicts = log.report({"node": "n1"})["verdicts"]
+    report: Any = log.report({"node": "n1"})
+    verdicts = report["verdicts"]
     assert [(v["time"], v["verdict"]) for v in verdicts] == [
         (1.0, "NotUnderutilized"),
         (3.0, "Unneeded"),
@@ -78,7 +83,7 @@ def test_a_nodes_verdicts_are_kept_when_they_change() -> None:
     ]
     assert verdicts[1]["message"] == "since 1970-01-01T00:00:03Z"
     assert log.report({"node": "other"}) == {"node": "other", "verdicts": []}
-    assert len(log.report({"loops": "0"})["loops"]) == 0
+    assert log.report({"loops": "0"})["loops"] == []
 
 
 @pytest.mark.parametrize("query", [{"node": ""}, {"loops": "x"}, {"loops": "-1"}])

@@ -14,13 +14,15 @@ from google.protobuf.message import Message
 from prometheus_client import CollectorRegistry
 
 from autoscaler.clusterstate import DELETING
+from autoscaler.config import AutoscalingOptions
+from autoscaler.expander import LEAST_WASTE, Expander
 from autoscaler.metrics import Metrics
 from autoscaler.scaledown.eligibility import SCALE_DOWN_DISABLED
 from autoscaler.scaledown.options import ScaleDownOptions
 from autoscaler.scaledown.rules import SAFE_TO_EVICT
 from autoscaler.scaledown.scale_down import ScaleDownSummary
 from autoscaler.scaledown.taints import DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT
-from autoscaler.static_autoscaler import AutoscalingOptions, LoopResult, StaticAutoscaler
+from autoscaler.static_autoscaler import ListerRegistry, LoopResult, Reporting, StaticAutoscaler
 from kemu.api.cloud.v1 import cloud_pb2
 from kemu.api.v1 import types_pb2
 from kemu.client.fake import FakeClient
@@ -103,14 +105,13 @@ class Env:
             ),
             self.cloud,
             Framework(default_profile(registry), registry),
-            list_nodes=lambda: self.nodes,
-            list_pods=lambda: self.pods,
-            recorder=self,
-            metrics=Metrics(self.registry),
+            ListerRegistry(
+                nodes=lambda: self.nodes, pods=lambda: self.pods, pdbs=lambda: self.pdbs
+            ),
+            Reporting(self, Metrics(self.registry)),
             clock=self.clock,
-            rng=random.Random(1),
+            expander=Expander(LEAST_WASTE, rng=random.Random(1)),
             client=self.client,
-            list_pdbs=lambda: self.pdbs,
         )
         if size:
             self.grow(size)

@@ -12,13 +12,18 @@ import pytest
 from google.protobuf.message import Message
 from prometheus_client import CollectorRegistry
 
+from autoscaler.config import AutoscalingOptions
+from autoscaler.decisions import LoopDecisionLog
+from autoscaler.expander import LEAST_WASTE, Expander
 from autoscaler.metrics import Metrics
 from autoscaler.scale_up import NOT_TRIGGER_SCALE_UP, TRIGGERED_SCALE_UP
-from autoscaler.static_autoscaler import AutoscalingOptions, LoopResult, StaticAutoscaler
+from autoscaler.static_autoscaler import ListerRegistry, LoopResult, Reporting, StaticAutoscaler
+from autoscaler.status import StatusWriter
 from kemu.api.v1 import types_pb2
 from kemu.client.events import EventRecorder
 from kemu.client.fake import FakeClient
 from kemu.client.informer import InformerFactory
+from kemu.client.interface import ApiClient
 from kemu.component.clock import FakeClock
 from kemu.component.version import Version
 from kemu.scheduling.plugins.registry import in_tree_registry
@@ -57,8 +62,12 @@ class Env:
         daemonsets: Sequence[types_pb2.DaemonSet] = (),
         recorder: object | None = None,
         informers: InformerFactory | None = None,
+        decisions: LoopDecisionLog | None = None,
+        status_client: ApiClient | None = None,
         **options: object,
     ) -> None:
+        """`decisions`: the loop's record (--record-decisions); `status_client`: where the
+        status ConfigMap is written (--write-status-configmap), nowhere without one."""
         self.cloud = FakeCloud(*groups)
         self.nodes = list(nodes)
         self.pods = list(pods)
@@ -71,13 +80,21 @@ class Env:
             AutoscalingOptions(version=Version.parse(version), **options),  # type: ignore[arg-type]
             self.cloud,
             Framework(default_profile(registry), registry, informer_factory=informers),
-            list_nodes=lambda: self.nodes,
-            list_pods=lambda: self.pods,
-            recorder=recorder or self,  # type: ignore[arg-type]
-            metrics=Metrics(self.registry),
+            ListerRegistry(
+                nodes=lambda: self.nodes,
+                pods=lambda: self.pods,
+                daemonsets=lambda: self.daemonsets,
+            ),
+            Reporting(
+                recorder or self,  # type: ignore[arg-type]
+                Metrics(self.registry),
+                status=None
+                if status_client is None
+                else StatusWriter(status_client, self.clock, lambda: self.nodes),
+                decisions=decisions,
+            ),
             clock=self.clock,
-            rng=random.Random(1),
-            list_daemonsets=lambda: self.daemonsets,
+            expander=Expander(LEAST_WASTE, rng=random.Random(1)),
         )
 
     def event(

@@ -55,7 +55,7 @@ def test_status_counts_nodes_per_group_and_shows_a_scale_up_in_progress() -> Non
         "pool-a": GroupState("pool-a", 0, 5, target=3, nodes=[a1, a2]),
         "pool-b": GroupState("pool-b", 1, 2, target=1, nodes=[]),
     }
-    doc = build_status(groups, [a1, a2, static], backoff(), now=NOW, monotonic=0)
+    doc: Any = build_status(groups, [a1, a2, static], backoff(), now=NOW, monotonic=0)
     assert doc["autoscalerStatus"] == "Running"
     assert doc["time"] == go_time(NOW)
     wide = doc["clusterWide"]
@@ -90,7 +90,7 @@ def test_a_backed_off_group_shows_the_error_code_and_message() -> None:
     bo = backoff()
     bo.backoff("stuck", "OUT_OF_CAPACITY: no room", now=10, code="OUT_OF_CAPACITY")
     groups = {"stuck": GroupState("stuck", 0, 2, target=0)}
-    doc = build_status(groups, [], bo, now=NOW, monotonic=20)
+    doc: Any = build_status(groups, [], bo, now=NOW, monotonic=20)
     (g,) = doc["nodeGroups"]
     assert g["scaleUp"]["status"] == "Backoff"
     assert g["scaleUp"]["backoffInfo"] == {
@@ -116,7 +116,9 @@ def test_scale_down_summary_gives_candidates_per_group_and_being_deleted() -> No
         last_scale_down_time=NOW - 600,
         probe_time=NOW - 1,
     )
-    doc = build_status(groups, [a1, a2, a3], backoff(), now=NOW, monotonic=0, scale_down=summary)
+    doc: Any = build_status(
+        groups, [a1, a2, a3], backoff(), now=NOW, monotonic=0, scale_down=summary
+    )
     assert doc["clusterWide"]["scaleDown"] == {
         "status": "CandidatesPresent",
         "candidates": 3,
@@ -132,7 +134,7 @@ def test_scale_down_summary_gives_candidates_per_group_and_being_deleted() -> No
 def test_unready_nodes_above_upstreams_thresholds_make_the_cluster_unhealthy() -> None:
     nodes = [node(f"n{i}", ready=False) for i in range(4)] + [node("ok")]
     groups = {"g": GroupState("g", 0, 9, target=5, nodes=nodes)}
-    doc = build_status(groups, nodes, backoff(), now=NOW, monotonic=0)
+    doc: Any = build_status(groups, nodes, backoff(), now=NOW, monotonic=0)
     assert doc["clusterWide"]["health"]["status"] == "Unhealthy"
     assert doc["nodeGroups"][0]["health"]["status"] == "Unhealthy"
     assert doc["nodeGroups"][0]["scaleUp"]["status"] == "Unhealthy"
@@ -140,14 +142,14 @@ def test_unready_nodes_above_upstreams_thresholds_make_the_cluster_unhealthy() -
 
 def test_last_transition_time_is_kept_while_the_status_holds() -> None:
     groups = {"g": GroupState("g", 0, 3, target=1)}
-    first = build_status(groups, [], backoff(), now=NOW, monotonic=0)
-    second = build_status(groups, [], backoff(), now=NOW + 60, monotonic=0, previous=first)
+    first: Any = build_status(groups, [], backoff(), now=NOW, monotonic=0)
+    second: Any = build_status(groups, [], backoff(), now=NOW + 60, monotonic=0, previous=first)
     up = second["nodeGroups"][0]["scaleUp"]
     assert up["status"] == "InProgress"
     assert up["lastProbeTime"] == "2023-11-14T22:14:20Z"
     assert up["lastTransitionTime"] == "2023-11-14T22:13:20Z"
     done = {"g": GroupState("g", 0, 3, target=1, nodes=[node("g-0")])}
-    third = build_status(done, [], backoff(), now=NOW + 90, monotonic=0, previous=second)
+    third: Any = build_status(done, [], backoff(), now=NOW + 90, monotonic=0, previous=second)
     up = third["nodeGroups"][0]["scaleUp"]
     assert up["status"] == "NoActivity"
     assert up["lastTransitionTime"] == "2023-11-14T22:14:50Z"
@@ -198,8 +200,11 @@ async def test_writer_retries_a_conflict_and_survives_an_outage() -> None:
 async def test_the_loop_writes_the_status_after_a_scale_up() -> None:
     clock = FakeClock(now=NOW)
     client = FakeClient(clock=clock)
-    env = Env(FakeGroup("pool-a", 0, 3, template("pool-a")), pods=[unschedulable("p").obj()])
-    env.autoscaler.status = StatusWriter(client, env.clock, lambda: env.nodes)
+    env = Env(
+        FakeGroup("pool-a", 0, 3, template("pool-a")),
+        pods=[unschedulable("p").obj()],
+        status_client=client,
+    )
     await env.loop()
     _, doc = await read(client)
     (g,) = doc["nodeGroups"]
