@@ -21,11 +21,13 @@ import argparse
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import anyio
 import grpc
+from anyio.abc import TaskGroup
 
 from cloud.config import NODE_GROUP_LABEL, CloudConfig, ConfigError, load_config
 from cloud.kubelets import (
@@ -34,7 +36,7 @@ from cloud.kubelets import (
     KubeletProcessMode,
     NodeGroupKubelets,
 )
-from cloud.provider import Cloud
+from cloud.provider import Cloud, Kubelets, NodeLister
 from cloud.servicer import CloudProviderServicer
 from cloud.state import StateStore
 from kemu import wire
@@ -91,54 +93,122 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args, options = parse_component_args(parser, argv, COMPONENT)
+@dataclass(frozen=True)
+class CloudSettings:
+    """Everything `python -m cloud` was told, validated: built once by `main`."""
+
+    server: str
+    config: CloudConfig
+    """--config: the node groups."""
+    state_dir: Path
+    bind_address: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    provision_delay: float = 0.0
+    kubelet_processes: KubeletProcessMode = KubeletProcessMode.INSTANCE
+
+
+def settings_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> CloudSettings:
+    """The validated settings of `args`; a bad flag exits through `parser` naming it."""
     if not 0 <= args.port <= 65535:
         parser.error(f"--port: {args.port} is not a port (0 to 65535)")
     try:
         config = load_config(Path(args.config))
     except ConfigError as e:
         parser.error(f"--config: {e}")
-    return run_component(COMPONENT, options, functools.partial(run, args, config))
+    return CloudSettings(
+        server=args.server,
+        config=config,
+        state_dir=Path(args.state_dir),
+        bind_address=args.bind_address,
+        port=args.port,
+        provision_delay=args.provision_delay,
+        kubelet_processes=KubeletProcessMode(args.kubelet_processes),
+    )
 
 
-async def run(args: argparse.Namespace, config: CloudConfig, ctx: ComponentContext) -> None:
-    client = Client(args.server, user_agent=COMPONENT)
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args, options = parse_component_args(parser, argv, COMPONENT)
+    settings = settings_from_args(parser, args)
+    return run_component(COMPONENT, options, functools.partial(run, settings))
+
+
+async def run(settings: CloudSettings, ctx: ComponentContext) -> None:
+    client = Client(settings.server, user_agent=COMPONENT)
     try:
-        await serve(client, args, config, ctx)
+        await serve(client, settings, ctx)
     finally:
         with cleanup_scope():
             await client.close()
 
 
-async def serve(
-    client: ApiClient, args: argparse.Namespace, config: CloudConfig, ctx: ComponentContext
-) -> None:
-    state_dir = Path(args.state_dir)
-    informers = InformerFactory(client, clock=ctx.clock)
-    nodes = informers.informer(types_pb2.Node, label_selector=NODE_GROUP_LABEL)
+def _new_cloud(
+    client: ApiClient, settings: CloudSettings, ctx: ComponentContext, nodes: NodeLister
+) -> Cloud:
+    """The provider over its state in --state-dir, starting kubelets as --kubelet-processes
+    says."""
     launch = KubeletLaunch(
-        server=args.server,
-        instances_dir=state_dir / "instances",
-        log_dir=state_dir / "logs",
+        server=settings.server,
+        instances_dir=settings.state_dir / "instances",
+        log_dir=settings.state_dir / "logs",
         clock_mode=ctx.options.clock,
     )
-    kubelets = (
+    kubelets: Kubelets = (
         NodeGroupKubelets(launch)
-        if args.kubelet_processes == KubeletProcessMode.NODE_GROUP.value
+        if settings.kubelet_processes is KubeletProcessMode.NODE_GROUP
         else KubeletProcesses(launch)
     )
-    cloud = Cloud(
-        config,
-        StateStore(state_dir),
+    return Cloud(
+        settings.config,
+        StateStore(settings.state_dir),
         kubelets,
         client,
-        nodes.lister,
-        provision_delay=args.provision_delay,
+        nodes,
+        provision_delay=settings.provision_delay,
         clock=ctx.clock,
         clock_mode=ctx.options.clock,
     )
+
+
+def _grpc_server(cloud: Cloud, peers: PeerCalls) -> grpc.aio.Server:
+    """The node-group API's server; its calls counted in `peers` for the event-driven clock."""
+    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)], interceptors=[_CountCalls(peers)])
+    # (wire.service_handler rather than the generated add_..._to_server: a request that does
+    # not decode is INVALID_ARGUMENT, not UNKNOWN)
+    service = cloud_pb2.DESCRIPTOR.services_by_name["CloudProvider"]
+    server.add_generic_rpc_handlers((wire.service_handler(service, CloudProviderServicer(cloud)),))
+    return server
+
+
+async def _follow_cluster_clock(
+    tg: TaskGroup, client: ApiClient, cloud: Cloud, ctx: ComponentContext, peers: PeerCalls
+) -> None:
+    """--clock virtual: on the cluster clock before the instances' times are read."""
+    if not (isinstance(ctx.clock, VirtualClock) and isinstance(client, Client)):
+        return
+    await client.wait_ready()
+    await tg.start(
+        functools.partial(
+            follow_cluster_clock,
+            client,
+            ctx.clock,
+            component=COMPONENT,
+            # (one per process: the apiserver counts a session's calls by it, and a restarted
+            # cloud on the same address is another session)
+            identity=new_identity(),
+            # (a kubelet booting is the cloud's work until it is in session)
+            busy=cloud.booting,
+            ready=ctx.checks.is_ready,
+            peers=peers,
+        ),
+        name="clock session",
+    )
+
+
+async def serve(client: ApiClient, settings: CloudSettings, ctx: ComponentContext) -> None:
+    informers = InformerFactory(client, clock=ctx.clock)
+    nodes = informers.informer(types_pb2.Node, label_selector=NODE_GROUP_LABEL)
+    cloud = _new_cloud(client, settings, ctx, nodes.lister)
     serving = anyio.Event()
 
     def ready() -> bool:
@@ -148,12 +218,8 @@ async def serve(
 
     ctx.add_readiness_check("cloud", ready)
     peers = PeerCalls()
-    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)], interceptors=[_CountCalls(peers)])
-    # (wire.service_handler rather than the generated add_..._to_server: a request that does
-    # not decode is INVALID_ARGUMENT, not UNKNOWN)
-    service = cloud_pb2.DESCRIPTOR.services_by_name["CloudProvider"]
-    server.add_generic_rpc_handlers((wire.service_handler(service, CloudProviderServicer(cloud)),))
-    address = f"{args.bind_address}:{args.port}"
+    server = _grpc_server(cloud, peers)
+    address = f"{settings.bind_address}:{settings.port}"
     try:
         port = server.add_insecure_port(address)
     except RuntimeError as e:
@@ -166,25 +232,7 @@ async def serve(
 
     try:
         async with anyio.create_task_group() as tg:
-            if isinstance(ctx.clock, VirtualClock) and isinstance(client, Client):
-                # --clock virtual: on the cluster clock before the instances' times are read
-                await client.wait_ready()
-                await tg.start(
-                    functools.partial(
-                        follow_cluster_clock,
-                        client,
-                        ctx.clock,
-                        component=COMPONENT,
-                        # (one per process: the apiserver counts a session's calls by it,
-                        # and a restarted cloud on the same address is another session)
-                        identity=new_identity(),
-                        # (a kubelet booting is the cloud's work until it is in session)
-                        busy=cloud.booting,
-                        ready=ctx.checks.is_ready,
-                        peers=peers,
-                    ),
-                    name="clock session",
-                )
+            await _follow_cluster_clock(tg, client, cloud, ctx, peers)
             informers.start(tg)
             await informers.wait_for_cache_sync()
             await cloud.start()
@@ -193,9 +241,9 @@ async def serve(
             serving.set()
             logger.info(
                 "serving the cloud provider API on %s:%d: %d node group(s), %d instance(s)",
-                args.bind_address,
+                settings.bind_address,
                 port,
-                len(config.node_groups),
+                len(settings.config.node_groups),
                 len(cloud.state.instances),
             )
             await ctx.stopping.wait()
@@ -220,9 +268,9 @@ class _CountCalls(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]  # (not
     async def intercept_service(
         self,
         continuation: Callable[
-            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any]]
+            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[object, object]]
         ],
         handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler[Any, Any]:
+    ) -> grpc.RpcMethodHandler[object, object]:
         self._peers.served(handler_call_details.invocation_metadata or ())
         return await continuation(handler_call_details)

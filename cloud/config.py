@@ -29,7 +29,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import yaml
 
@@ -133,7 +133,7 @@ def parse_config(text: str) -> CloudConfig:
     return CloudConfig(node_groups=groups)
 
 
-def _group(data: Any, path: str) -> NodeGroupConfig:
+def _group(data: object, path: str) -> NodeGroupConfig:
     obj = _object(
         data, path, {"name", "minSize", "maxSize", "template", "failures", "externalNodes"}
     )
@@ -163,7 +163,7 @@ def _group(data: Any, path: str) -> NodeGroupConfig:
     )
 
 
-def _template(data: Any, path: str, group: str) -> NodeTemplate:
+def _template(data: object, path: str, group: str) -> NodeTemplate:
     obj = _object(data, path, {"capacity", "labels", "taints", "kubeletArgs"})
     if "capacity" not in obj:
         raise ConfigError(f"{path}.capacity: required")
@@ -204,7 +204,7 @@ def _template(data: Any, path: str, group: str) -> NodeTemplate:
     )
 
 
-def _taints(data: Any, path: str) -> list[types_pb2.Taint]:
+def _taints(data: object, path: str) -> list[types_pb2.Taint]:
     if not isinstance(data, list):
         raise ConfigError(f"{path}: expected a list, got {_type(data)}")
     taints = []
@@ -225,7 +225,7 @@ def _taints(data: Any, path: str) -> list[types_pb2.Taint]:
     return taints
 
 
-def _failures(data: Any, path: str) -> Failures:
+def _failures(data: object, path: str) -> Failures:
     obj = _object(data, path, {"neverReady", "outOfCapacity"})
     never_ready = _int(obj.get("neverReady", 0), f"{path}.neverReady")
     out_of_capacity = obj.get("outOfCapacity", False)
@@ -234,7 +234,7 @@ def _failures(data: Any, path: str) -> Failures:
     return Failures(never_ready=never_ready, out_of_capacity=out_of_capacity)
 
 
-def _object(data: Any, path: str, known: set[str] | None) -> dict[str, Any]:
+def _object(data: object, path: str, known: set[str] | None) -> dict[str, object]:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected an object, got {_type(data)}")
     for key in data:
@@ -246,7 +246,7 @@ def _object(data: Any, path: str, known: set[str] | None) -> dict[str, Any]:
     return data
 
 
-def _int(value: Any, path: str) -> int:
+def _int(value: object, path: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(f"{path}: expected an integer, got {_type(value)}")
     if value < 0:
@@ -254,7 +254,7 @@ def _int(value: Any, path: str) -> int:
     return value
 
 
-def _type(value: Any) -> str:
+def _type(value: object) -> str:
     if value is None:
         return "null"
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(

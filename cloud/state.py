@@ -12,9 +12,10 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from cloud.config import Failures
+from kemu.machinery.jsonvalue import JSONObject
 
 STATE_FILE: Final = "state.json"
 _VERSION: Final = 1
@@ -69,7 +70,7 @@ class GroupRecord:
     never_ready: int = 0
     """Injected failures left: the next never_ready instances never come up."""
     out_of_capacity: bool = False
-    config_failures: dict[str, Any] = field(default_factory=dict)
+    config_failures: dict[str, object] = field(default_factory=dict)
     """The config's failures when last applied: a config edit re-applies them."""
 
     def apply_config(self, failures: Failures) -> None:
@@ -90,7 +91,7 @@ class CloudState:
     def of_group(self, group: str) -> list[InstanceRecord]:
         return [i for i in self.instances.values() if i.group == group]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "version": _VERSION,
             "groups": {name: asdict(g) for name, g in sorted(self.groups.items())},
@@ -98,7 +99,7 @@ class CloudState:
         }
 
     @classmethod
-    def from_json(cls, data: Any) -> CloudState:
+    def from_json(cls, data: object) -> CloudState:
         if not isinstance(data, dict) or data.get("version") != _VERSION:
             raise ValueError(f"not a version {_VERSION} cloud state")
         groups = {name: GroupRecord(**g) for name, g in data.get("groups", {}).items()}
