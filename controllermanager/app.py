@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import functools
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
 import anyio
@@ -42,7 +42,8 @@ from controllermanager import (
     stateful_set,
     taint_eviction,
 )
-from controllermanager.controller import ControllerContext, ControllerInit
+from controllermanager.config import ControllerConfigurations, ControllerManagerSettings
+from controllermanager.controller import Controller, ControllerContext, ControllerInit
 from controllermanager.garbagecollector import garbagecollector
 from controllermanager.persistentvolume import protection, pv_controller, simulated_provisioner
 from kemu.client.client import Client
@@ -134,41 +135,42 @@ def place_taint_eviction(
 
 
 def configure_controllers(
-    controllers: Mapping[str, ControllerInit], args: argparse.Namespace
+    controllers: Mapping[str, ControllerInit], configurations: ControllerConfigurations
 ) -> dict[str, ControllerInit]:
-    """Binds the options of the controllers' own flags to their init functions.
-
-    ValueError for an invalid flag value.
-    """
+    """Binds the controllers' own options (their flags) to their init functions."""
     configured = dict(controllers)
-    if node_lifecycle.NAME in configured:
-        configured[node_lifecycle.NAME] = functools.partial(
-            node_lifecycle.new_controller, options=node_lifecycle.options_from_args(args)
-        )
-    if garbagecollector.NAME in configured:
-        configured[garbagecollector.NAME] = functools.partial(
-            garbagecollector.new_controller, options=garbagecollector.options_from_args(args)
-        )
-    if node_ipam.NAME in configured:
-        ipam = node_ipam.options_from_args(args)
-        if ipam is None:
-            # upstream's startNodeIpamController: not started without --allocate-node-cidrs
-            del configured[node_ipam.NAME]
-        else:
-            configured[node_ipam.NAME] = functools.partial(node_ipam.new_controller, options=ipam)
-    if podgc.NAME in configured:
-        configured[podgc.NAME] = functools.partial(
-            podgc.new_controller, options=podgc.options_from_args(args)
-        )
-    if pv_controller.NAME in configured:
-        configured[pv_controller.NAME] = functools.partial(
-            pv_controller.new_controller, options=pv_controller.options_from_args(args)
-        )
-    if simulated_provisioner.NAME in configured:
-        configured[simulated_provisioner.NAME] = functools.partial(
+    bound: tuple[tuple[str, Callable[..., Controller], object], ...] = (
+        (
+            node_lifecycle.NAME,
+            node_lifecycle.new_controller,
+            configurations.node_lifecycle_controller,
+        ),
+        (
+            garbagecollector.NAME,
+            garbagecollector.new_controller,
+            configurations.garbage_collector_controller,
+        ),
+        (node_ipam.NAME, node_ipam.new_controller, configurations.node_ipam_controller),
+        (podgc.NAME, podgc.new_controller, configurations.pod_gc_controller),
+        (
+            pv_controller.NAME,
+            pv_controller.new_controller,
+            configurations.persistent_volume_binder_controller,
+        ),
+        (
+            simulated_provisioner.NAME,
             simulated_provisioner.new_controller,
-            options=simulated_provisioner.options_from_args(args),
-        )
+            configurations.simulated_provisioner,
+        ),
+    )
+    for name, new_controller, options in bound:
+        if name not in configured:
+            continue
+        if options is None:
+            # upstream's startNodeIpamController: not started without --allocate-node-cidrs
+            del configured[name]
+        else:
+            configured[name] = functools.partial(new_controller, options=options)
     return configured
 
 
@@ -196,23 +198,41 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args, options = parse_component_args(parser, argv, COMPONENT)
+def settings_from_args(
+    parser: argparse.ArgumentParser, args: argparse.Namespace
+) -> ControllerManagerSettings:
+    """The validated settings of `args`; a bad flag exits through `parser` naming it."""
     try:
         controllers = select_controllers(args.controllers, CONTROLLERS)
     except ValueError as e:
         parser.error(f"--controllers: {e}")
     try:
-        controllers = configure_controllers(controllers, args)
+        configurations = ControllerConfigurations.from_args(args, controllers)
     except ValueError as e:
         parser.error(str(e))
     try:
         election = leader_election_config(args, lease_name=LEASE_NAME)
     except ValueError as e:
         parser.error(str(e))
-    client = functools.partial(Client, args.server, user_agent=COMPONENT)
-    return run_component(COMPONENT, options, functools.partial(run, client, controllers, election))
+    return ControllerManagerSettings(
+        server=args.server,
+        controllers=tuple(controllers),
+        configurations=configurations,
+        election=election,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args, options = parse_component_args(parser, argv, COMPONENT)
+    settings = settings_from_args(parser, args)
+    return run_component(COMPONENT, options, functools.partial(run, settings))
+
+
+def controller_inits(settings: ControllerManagerSettings) -> dict[str, ControllerInit]:
+    """The init functions of the enabled controllers, with their options bound."""
+    enabled = {name: CONTROLLERS[name] for name in settings.controllers}
+    return configure_controllers(enabled, settings.configurations)
 
 
 class ControllerManager:
@@ -264,15 +284,10 @@ class ControllerManager:
             task_status.started()
 
 
-async def run(
-    new_client: functools.partial[Client],
-    controllers: Mapping[str, ControllerInit],
-    election: LeaderElectionConfig | None,
-    ctx: ComponentContext,
-) -> None:
-    client = new_client()
+async def run(settings: ControllerManagerSettings, ctx: ComponentContext) -> None:
+    client = Client(settings.server, user_agent=COMPONENT)
     try:
-        await run_with_client(client, controllers, election, ctx)
+        await run_with_client(client, controller_inits(settings), settings.election, ctx)
     finally:
         with cleanup_scope():
             await client.close()

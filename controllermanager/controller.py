@@ -14,12 +14,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import anyio
 from prometheus_client import CollectorRegistry
 
-from kemu.client.informer import Informer, InformerFactory
+from kemu.client.informer import InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
@@ -70,20 +70,28 @@ async def process_work_items(
             queue.done(key)
 
 
-Task = tuple[str, Callable[[], Coroutine[Any, Any, None]]]
+Task = tuple[str, Callable[[], Coroutine[object, object, None]]]
 """A task of a running controller: its name and what it runs."""
 
 
-def workers(name: str, count: int, work: Callable[[], Coroutine[Any, Any, None]]) -> list[Task]:
+def workers(
+    name: str, count: int, work: Callable[[], Coroutine[object, object, None]]
+) -> list[Task]:
     """`count` tasks running `work`, named "`name` worker i"."""
     return [(f"{name} worker {i}", work) for i in range(count)]
+
+
+class Syncing(Protocol):
+    """What a controller waits for before it starts: an informer's first sync."""
+
+    async def wait_for_sync(self) -> None: ...
 
 
 async def run_controller(
     title: str,
     logger: logging.Logger,
     *,
-    synced: Sequence[Informer[Any]],
+    synced: Sequence[Syncing],
     queues: Sequence[WorkQueue],
     tasks: Sequence[Task],
     on_synced: Callable[[], None] | None = None,

@@ -27,7 +27,7 @@ import logging
 import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Generic, TypeVar
+from typing import Final, Generic, TypeVar
 
 import anyio
 from google.protobuf.message import Message
@@ -39,6 +39,7 @@ from kemu.client.informer import Informer, Lister
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
 from kemu.machinery.errors import ApiError, Invalid, NotFound
+from kemu.machinery.jsonvalue import JSONArray, JSONObject
 from kemu.machinery.keys import object_key
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING, kind_of
 from kemu.machinery.labels import Selector, selector_of
@@ -205,10 +206,10 @@ def new_controller_ref(owner: Message) -> types_pb2.OwnerReference:
     )
 
 
-def _owner_refs_json(refs: Iterable[types_pb2.OwnerReference]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def _owner_refs_json(refs: Iterable[types_pb2.OwnerReference]) -> JSONArray:
+    out: JSONArray = []
     for r in refs:
-        item: dict[str, Any] = {
+        item: JSONObject = {
             "apiVersion": r.api_version,
             "kind": r.kind,
             "name": r.name,

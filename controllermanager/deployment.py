@@ -559,7 +559,7 @@ class DeploymentController:
     def _old_pods_running(
         self, new: RS | None, old: list[RS], rss: list[RS], selector: Selector
     ) -> bool:
-        """Any old ReplicaSet still counts pods, or any pod of one exists (even terminating)."""
+        """Whether an old ReplicaSet still counts pods, or any pod of one exists (even terminating)."""
         if util.actual_replica_count(old) > 0:
             return True
         owned = {rs.metadata.uid for rs in rss}

@@ -32,7 +32,7 @@ import argparse
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 import anyio
 from google.protobuf.message import Message
@@ -60,6 +60,7 @@ from kemu.machinery.delete_options import (
     ORPHAN,
 )
 from kemu.machinery.errors import ApiError, Conflict, NotFound
+from kemu.machinery.jsonvalue import JSONObject
 from kemu.machinery.kinds import KINDS, Kind
 
 logger = logging.getLogger(__name__)
@@ -149,7 +150,7 @@ class GarbageCollector:
             self._monitor(informers, k) for k in kinds if k.resource not in IGNORED_RESOURCES
         ]
 
-    def _monitor(self, informers: InformerFactory, kind: Kind) -> Informer[Any]:
+    def _monitor(self, informers: InformerFactory, kind: Kind) -> Informer[Message]:
         informer = informers.informer(kind.message)
         b = self.builder
         informer.add_event_handler(
@@ -186,9 +187,7 @@ class GarbageCollector:
         kind = self._kind(identity)
         return await self._client.get(kind.message, identity.name, self._namespace(kind, identity))
 
-    async def _patch_meta(
-        self, identity: ObjectReference, obj: Message, meta: dict[str, Any]
-    ) -> None:
+    async def _patch_meta(self, identity: ObjectReference, obj: Message, meta: JSONObject) -> None:
         """A merge patch of metadata, pinned to the resourceVersion `obj` was read at."""
         kind = self._kind(identity)
         meta = {"resourceVersion": _meta(obj).resource_version, **meta}
@@ -197,7 +196,7 @@ class GarbageCollector:
         )
 
     async def _update_meta(
-        self, identity: ObjectReference, change: Callable[[Message], dict[str, Any] | None]
+        self, identity: ObjectReference, change: Callable[[Message], JSONObject | None]
     ) -> bool:
         """Read, change(obj) -> a metadata patch (None: nothing to do), write pinned to what was
         read; retried on Conflict (upstream retry.RetryOnConflict). A missing object, or
@@ -223,7 +222,7 @@ class GarbageCollector:
         return False
 
     async def remove_finalizer(self, node: Node, finalizer: str) -> None:
-        def change(obj: Message) -> dict[str, Any] | None:
+        def change(obj: Message) -> JSONObject | None:
             finalizers = list(_meta(obj).finalizers)
             if finalizer not in finalizers:
                 return None
@@ -233,7 +232,7 @@ class GarbageCollector:
             logger.info("removed the %s finalizer of %s", finalizer, node.identity)
 
     async def remove_owner_references(self, node: Node, owner_uids: set[str]) -> None:
-        def change(obj: Message) -> dict[str, Any] | None:
+        def change(obj: Message) -> JSONObject | None:
             refs = convert.to_dict(obj).get("metadata", {}).get("ownerReferences", [])
             kept = [r for r in refs if r.get("uid") not in owner_uids]
             return None if len(kept) == len(refs) else {"ownerReferences": kept}
@@ -241,7 +240,7 @@ class GarbageCollector:
         await self._update_meta(node.identity, change)
 
     async def unblock_owner_references(self, node: Node) -> None:
-        def change(obj: Message) -> dict[str, Any] | None:
+        def change(obj: Message) -> JSONObject | None:
             refs = convert.to_dict(obj).get("metadata", {}).get("ownerReferences", [])
             if not any(r.get("blockOwnerDeletion") for r in refs):
                 return None

@@ -17,6 +17,7 @@ from controllermanager.app import (
     run_with_client,
     select_controllers,
 )
+from controllermanager.config import ControllerConfigurations
 from controllermanager.controller import Controller, ControllerContext, ControllerInit
 from kemu.api.v1 import types_pb2
 from kemu.client.controlplane import LEASE_NAMESPACE
@@ -164,7 +165,7 @@ class Probe:
 def controllers(owner: str, running: set[str]) -> Mapping[str, ControllerInit]:
     """Every controller as the default flags configure them (nodeipam left out), and a
     probe."""
-    configured = app.configure_controllers(CONTROLLERS, app.build_parser().parse_args([]))
+    configured = app.configure_controllers(CONTROLLERS, ControllerConfigurations())
     return {**configured, "probe": lambda ctx: Probe(owner, running)}
 
 

@@ -11,6 +11,7 @@ import anyio
 import pytest
 
 from controllermanager import app
+from controllermanager.config import ControllerConfigurations
 from controllermanager.node_ipam import (
     CIDRSet,
     CIDRSetFull,
@@ -62,7 +63,7 @@ def test_flags_as_upstream() -> None:
             "--allocate-node-cidrs", "--cluster-cidr", "10.0.0.0/16", "--node-cidr-mask-size", "8"
         )
     assert "nodeipam" in app.CONTROLLERS
-    without = app.configure_controllers(app.CONTROLLERS, app.build_parser().parse_args([]))
+    without = app.configure_controllers(app.CONTROLLERS, ControllerConfigurations())
     assert "nodeipam" not in without
 
 

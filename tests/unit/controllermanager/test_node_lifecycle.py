@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 from controllermanager import app, podgc
+from controllermanager.config import ControllerConfigurations
 from controllermanager.controller import ControllerContext
 from controllermanager.node_lifecycle import (
     NAME,
@@ -383,7 +384,9 @@ def test_flags_configure_both_controllers() -> None:
         clock=clock,
         gates=FeatureGates.default(),
     )
-    configured = app.configure_controllers(app.CONTROLLERS, args)
+    configured = app.configure_controllers(
+        app.CONTROLLERS, ControllerConfigurations.from_args(args)
+    )
     nlc = configured[NAME](ctx)
     assert isinstance(nlc, NodeLifecycleController)
     assert nlc.options == NodeLifecycleOptions(0.5, 3.0)
