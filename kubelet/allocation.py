@@ -202,13 +202,28 @@ def _resize_started_message(
 # ---------------------------------------------------------------- the manager
 
 
+@dataclass(frozen=True)
+class AllocationOptions:
+    """What the pod workers' options decide of in-place resize (kubelet.pod_workers)."""
+
+    enabled: bool = True
+    """Gate InPlacePodVerticalScaling; off: pods keep their admitted allocation."""
+    actuation_delay: float = DEFAULT_ACTUATION_DELAY
+    """--resize-actuation-delay."""
+    retry_period: float = DEFAULT_RETRY_PERIOD
+    """--resize-retry-period."""
+    counting: PodResourcesOptions = DEFAULT_OPTIONS
+    """The emulated version's rule for what a pod being resized holds
+    (kemu.machinery.resources)."""
+
+
 class AllocationManager:
     """In-place resize for every node of this process: decides the resize a running pod's spec
     asks for (upstream's handlePodResourcesResize), keeps the retry list of Deferred resizes
     and walks it when room may have appeared (RetryPendingResizes), and ends a resize once its
     actuation delay is over. `enqueue(uid)` asks for a sync (and so a status write) of a pod a
-    retry changed. With `enabled` off (the InPlacePodVerticalScaling gate) pods keep their
-    admitted allocation."""
+    retry changed. With `options.enabled` off (the InPlacePodVerticalScaling gate) pods keep
+    their admitted allocation."""
 
     def __init__(
         self,
@@ -216,10 +231,7 @@ class AllocationManager:
         *,
         clock: Clock,
         enqueue: Callable[[str], None],
-        enabled: bool = True,
-        actuation_delay: float = DEFAULT_ACTUATION_DELAY,
-        retry_period: float = DEFAULT_RETRY_PERIOD,
-        counting: PodResourcesOptions = DEFAULT_OPTIONS,
+        options: AllocationOptions = AllocationOptions(),
         recorder: EventRecorder | None = None,
         registry: CollectorRegistry | None = None,
         on_failure: Callable[[NodePods], AdmissionFailureHandler] | None = None,
@@ -229,13 +241,12 @@ class AllocationManager:
         preemption; None with KEP-5836's gate on, where the scheduler preempts instead)."""
         self._nodes = nodes
         self._on_failure = on_failure
-        # The emulated version's rule for what a pod being resized holds (kemu.machinery.resources).
-        self._counting = counting
+        self._counting = options.counting
         self._clock = clock
         self._enqueue = enqueue
-        self.enabled = enabled
-        self._actuation_delay = actuation_delay
-        self.timer = RetryTimer(period=retry_period)
+        self.enabled = options.enabled
+        self._actuation_delay = options.actuation_delay
+        self.timer = RetryTimer(period=options.retry_period)
         self._woken = anyio.Event()
         """Set when a node is added while `run` waits (its deadline may come first)."""
         self._recorder = recorder

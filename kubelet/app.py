@@ -249,6 +249,28 @@ def build_parser() -> argparse.ArgumentParser:
 
 def settings_from_args(args: argparse.Namespace, kubelet_version: str) -> KubeletSettings:
     """The validated settings; ValueError naming the flag otherwise."""
+    names = _node_names(args)
+    template = _node_template(args, kubelet_version)
+    timing = _node_timing(args)
+    pods = _pod_worker_options(args)
+    node_ips = _node_ips(args, names) if names else []
+    nodes = tuple(
+        dataclasses.replace(template, name=name, node_ip=node_ip)
+        for name, node_ip in zip(names, node_ips, strict=True)
+    )
+    return KubeletSettings(
+        server=args.server,
+        nodes=nodes,
+        timing=timing,
+        pods=pods,
+        root_dir=Path(args.root_dir) if args.root_dir else None,
+        template=template if args.node_control else None,
+    )
+
+
+def _node_names(args: argparse.Namespace) -> list[str]:
+    """The nodes this process runs from the start: --node-name, the --nodes hollow ones, or
+    none (--node-control)."""
     if args.node_control:
         for flag, given in (
             ("--node-name", bool(args.node_name)),
@@ -258,19 +280,22 @@ def settings_from_args(args: argparse.Namespace, kubelet_version: str) -> Kubele
         ):
             if given:
                 raise ValueError(f"{flag} and --node-control are mutually exclusive")
-        names: list[str] = []
-    elif args.nodes is not None:
-        if args.node_name:
-            raise ValueError("--node-name and --nodes are mutually exclusive")
-        if args.nodes < 1:
-            raise ValueError(f"--nodes: {args.nodes} must be at least 1")
-        if args.provider_id:
-            raise ValueError("--provider-id and --nodes are mutually exclusive")
-        if not args.node_name_prefix:
-            raise ValueError("--node-name-prefix: must not be empty")
-        names = [f"{args.node_name_prefix}-{i}" for i in range(args.nodes)]
-    else:
-        names = [args.node_name or socket.gethostname().lower()]
+        return []
+    if args.nodes is None:
+        return [args.node_name or socket.gethostname().lower()]
+    if args.node_name:
+        raise ValueError("--node-name and --nodes are mutually exclusive")
+    if args.nodes < 1:
+        raise ValueError(f"--nodes: {args.nodes} must be at least 1")
+    if args.provider_id:
+        raise ValueError("--provider-id and --nodes are mutually exclusive")
+    if not args.node_name_prefix:
+        raise ValueError("--node-name-prefix: must not be empty")
+    return [f"{args.node_name_prefix}-{i}" for i in range(args.nodes)]
+
+
+def _node_template(args: argparse.Namespace, kubelet_version: str) -> NodeConfig:
+    """What every node of the process shares (its name and IP left out)."""
     try:
         capacity = parse_capacity_flag(args.capacity)
     except ValueError as e:
@@ -288,6 +313,18 @@ def settings_from_args(args: argparse.Namespace, kubelet_version: str) -> Kubele
         taints = parse_taints(args.register_with_taints)
     except ValueError as e:
         raise ValueError(f"--register-with-taints: {e}") from None
+    return NodeConfig(
+        name="",
+        capacity=capacity,
+        allocatable=allocatable_of(capacity, reserved),
+        kubelet_version=kubelet_version,
+        labels=labels,
+        taints=tuple(taints),
+        provider_id=args.provider_id,
+    )
+
+
+def _node_timing(args: argparse.Namespace) -> NodeTiming:
     if args.node_lease_duration_seconds < 1:
         raise ValueError("--node-lease-duration-seconds: must be at least 1")
     renew_interval = args.node_lease_renew_interval
@@ -300,44 +337,28 @@ def settings_from_args(args: argparse.Namespace, kubelet_version: str) -> Kubele
     ):
         if not value > 0:
             raise ValueError(f"{flag}: must be positive")
+    return NodeTiming(
+        lease_renew_interval=renew_interval,
+        lease_duration_seconds=args.node_lease_duration_seconds,
+        status_update_frequency=args.node_status_update_frequency,
+        status_report_frequency=args.node_status_report_frequency,
+    )
+
+
+def _pod_worker_options(args: argparse.Namespace) -> PodWorkerOptions:
+    """The pod flags; what the emulated version decides is added by `pod_worker_options`."""
     if args.pod_workers < 1:
         raise ValueError("--pod-workers: must be at least 1")
     if args.resize_actuation_delay < 0:
         raise ValueError("--resize-actuation-delay: must not be negative")
     if not args.resize_retry_period > 0:
         raise ValueError("--resize-retry-period: must be positive")
-    template = NodeConfig(
-        name="",
-        capacity=capacity,
-        allocatable=allocatable_of(capacity, reserved),
-        kubelet_version=kubelet_version,
-        labels=labels,
-        taints=tuple(taints),
-        provider_id=args.provider_id,
-    )
-    node_ips = _node_ips(args, names) if names else []
-    nodes = tuple(
-        dataclasses.replace(template, name=name, node_ip=node_ip)
-        for name, node_ip in zip(names, node_ips, strict=True)
-    )
-    return KubeletSettings(
-        server=args.server,
-        nodes=nodes,
-        timing=NodeTiming(
-            lease_renew_interval=renew_interval,
-            lease_duration_seconds=args.node_lease_duration_seconds,
-            status_update_frequency=args.node_status_update_frequency,
-            status_report_frequency=args.node_status_report_frequency,
-        ),
-        pods=PodWorkerOptions(
-            startup_delay=args.pod_startup_delay,
-            shutdown_duration=args.pod_shutdown_duration,
-            workers=args.pod_workers,
-            resize_actuation_delay=args.resize_actuation_delay,
-            resize_retry_period=args.resize_retry_period,
-        ),
-        root_dir=Path(args.root_dir) if args.root_dir else None,
-        template=template if args.node_control else None,
+    return PodWorkerOptions(
+        startup_delay=args.pod_startup_delay,
+        shutdown_duration=args.pod_shutdown_duration,
+        workers=args.pod_workers,
+        resize_actuation_delay=args.resize_actuation_delay,
+        resize_retry_period=args.resize_retry_period,
     )
 
 

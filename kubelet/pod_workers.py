@@ -43,7 +43,12 @@ from kemu.machinery.kinds import EVENT_WARNING
 from kemu.machinery.pod_strategy import TERMINAL_PHASES, spec_grace_seconds
 from kemu.machinery.resources import DEFAULT_OPTIONS, PodResourcesOptions
 from kubelet.admission import admit_pod
-from kubelet.allocation import DEFAULT_ACTUATION_DELAY, AllocationManager, held_by_others
+from kubelet.allocation import (
+    DEFAULT_ACTUATION_DELAY,
+    AllocationManager,
+    AllocationOptions,
+    held_by_others,
+)
 from kubelet.pod_manager import NodePods
 from kubelet.preemption import (
     PREEMPT_MESSAGE,
@@ -145,10 +150,12 @@ class PodWorkers:
             self.nodes,
             clock=clock,
             enqueue=self.queue.add,
-            enabled=self.options.in_place_resize,
-            actuation_delay=self.options.resize_actuation_delay,
-            retry_period=self.options.resize_retry_period,
-            counting=self.options.counting,
+            options=AllocationOptions(
+                enabled=self.options.in_place_resize,
+                actuation_delay=self.options.resize_actuation_delay,
+                retry_period=self.options.resize_retry_period,
+                counting=self.options.counting,
+            ),
             recorder=recorder,
             registry=registry,
             # KEP-5836: with its gate on, a Deferred resize waits for the scheduler's

@@ -24,6 +24,7 @@ from typing import Any, Final
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.duration import DurationError, parse_duration
+from kemu.machinery.jsonvalue import JSONObject
 from kemu.machinery.resources import max_resources
 
 logger = logging.getLogger(__name__)
@@ -69,8 +70,11 @@ class ContainerAllocation:
     requests: Mapping[str, str]
     limits: Mapping[str, str]
 
-    def to_json(self) -> dict[str, dict[str, str]]:
-        return {"requests": dict(self.requests), "limits": dict(self.limits)}
+    def to_json(self) -> JSONObject:
+        return {
+            "requests": {k: v for k, v in self.requests.items()},
+            "limits": {k: v for k, v in self.limits.items()},
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Mapping[str, str]]) -> ContainerAllocation:
@@ -204,14 +208,14 @@ class PodRuntime:
             self.kill_at if self.kill_at is not None else math.inf,
         )
 
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
+    def to_json(self) -> JSONObject:
+        data: JSONObject = {
             "uid": self.uid,
             "namespace": self.namespace,
             "name": self.name,
             "state": str(self.state),
             "allocation": {name: a.to_json() for name, a in self.allocation.items()},
-            "requests": dict(self.requests),
+            "requests": {k: v for k, v in self.requests.items()},
             "admittedAt": self.admitted_at,
             "startAt": self.start_at,
         }
@@ -230,7 +234,7 @@ class PodRuntime:
             data["message"] = self.message
         if self.actual is not None:
             data["actual"] = {name: a.to_json() for name, a in self.actual.items()}
-            data["heldRequests"] = dict(self.held_requests or {})
+            data["heldRequests"] = {k: v for k, v in (self.held_requests or {}).items()}
         if self.actuate_at is not None:
             data["actuateAt"] = self.actuate_at
         if self.resize_generation:
@@ -243,8 +247,8 @@ class PodRuntime:
                 "generation": self.pending_generation,
             }
         if self.restarts:
-            data["restarts"] = dict(self.restarts)
-            data["restartedAt"] = dict(self.restarted_at)
+            data["restarts"] = {k: v for k, v in self.restarts.items()}
+            data["restartedAt"] = {k: v for k, v in self.restarted_at.items()}
         if self.pod_ip:
             data["podIP"] = self.pod_ip
         return data
