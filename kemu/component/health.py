@@ -5,7 +5,7 @@ Contract:
   healthy; False or an exception (whose text becomes the reason) means failing. Checks must be
   cheap and do no I/O: they read state the component keeps (informers synced, last etcd call ok).
 - `GET /livez` and `/healthz` run the liveness checks; `GET /readyz` runs the liveness and the
-  readiness checks. All pass: 200 "ok". Any fails: 503 with one line per check, upstream's
+  readiness checks. All pass: 200 "ok". One fails: 503 with one line per check, upstream's
   verbose format ("[+]ping ok", "[-]etcd failed: reason", then "readyz check failed"). `?verbose`
   gives that listing on success too; `/readyz/<name>` runs one check.
 - `GET /metrics` is the Prometheus text of the component's own CollectorRegistry.

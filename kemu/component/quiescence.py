@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import Final
 
 _POLL: Final = 0.001
 """Wall seconds between two looks at a process that still has something to run."""
@@ -17,12 +17,12 @@ tasks (a hollow kubelet of 1,000 nodes has ~4,000) spends at most a fifth of its
 looking."""
 
 
-def _runnable(task: asyncio.Task[Any]) -> bool:
+def _runnable(task: asyncio.Task[object]) -> bool:
     waiter = task._fut_waiter  # type: ignore[attr-defined]
     return not task.done() and (waiter is None or waiter.done())
 
 
-def _first_runnable(this: asyncio.Task[Any] | None) -> asyncio.Task[Any] | None:
+def _first_runnable(this: asyncio.Task[object] | None) -> asyncio.Task[object] | None:
     for task in asyncio.all_tasks():
         if task is not this and _runnable(task):
             return task
@@ -58,7 +58,7 @@ async def all_tasks_blocked() -> None:
             if not _any_ready(ready):
                 return
             await asyncio.sleep(_POLL)
-    runnable: asyncio.Task[Any] | None = None
+    runnable: asyncio.Task[object] | None = None
     while True:
         if runnable is not None and _runnable(runnable):
             await asyncio.sleep(_POLL)

@@ -3,12 +3,14 @@
 A component's entry point reads:
 
     def main(argv: Sequence[str] | None = None) -> int:
-        parser = new_parser("scheduler", "kemu kube-scheduler", default_metrics_port=10259)
-        parser.add_argument("--server", default="127.0.0.1:6443")
-        args, options = parse_component_args(parser, argv, "scheduler")
-        return run_component("scheduler", options, functools.partial(run, args))
+        parser = build_parser()  # new_parser(...) and the component's own flags
+        args, options = parse_component_args(parser, argv, "cloud")
+        settings = settings_from_args(parser, args)  # one frozen tree; errors exit here
+        return run_component("cloud", options, functools.partial(run, settings))
 
-    async def run(args: argparse.Namespace, ctx: ComponentContext) -> None: ...
+    async def run(settings: CloudSettings, ctx: ComponentContext) -> None: ...
+
+The parsed flags (`argparse.Namespace`) stay in `main`: what runs takes the settings.
 
 Contract of `run_component` / `run_component_async`:
 - The body runs in a task group next to the health server (unless the metrics port is None)
