@@ -136,18 +136,14 @@ class StaticAutoscaler:
         self.scale_down: ScaleDown | None = None
         if client is not None:
             self.scale_down = ScaleDown(
-                options.scale_down,
+                options,
                 self.checker,
                 client,
                 cloud,
-                expendable_cutoff=options.expendable_pods_priority_cutoff,
                 list_pods=listers.pods,
                 recorder=recorder,
                 metrics=metrics,
                 clock=clock,
-            )
-            self.scale_down.actuator.nominated_counts = (
-                options.rules.autoscaler_nnn_in_cluster_state
             )
 
     @contextmanager

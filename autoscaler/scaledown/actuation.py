@@ -24,9 +24,9 @@ from typing import Final
 import anyio
 
 from autoscaler.clusterstate import DELETING, CloudApi, GroupState, instance_name
+from autoscaler.config import AutoscalingOptions
 from autoscaler.metrics import Metrics
 from autoscaler.scale_up import Recorder
-from autoscaler.scaledown.options import ScaleDownOptions
 from autoscaler.scaledown.rules import is_daemonset_pod
 from autoscaler.scaledown.taints import TO_BE_DELETED_TAINT, add_taint, remove_taint
 from kemu.api.v1 import types_pb2
@@ -59,7 +59,7 @@ class DrainFailed(Exception):
 class Actuator:
     def __init__(
         self,
-        options: ScaleDownOptions,
+        options: AutoscalingOptions,
         client: ApiClient,
         cloud: CloudApi,
         *,
@@ -67,19 +67,19 @@ class Actuator:
         recorder: Recorder,
         metrics: Metrics,
         clock: Clock,
-        expendable_cutoff: int,
     ) -> None:
-        self._opts = options
-        self._expendable_cutoff = expendable_cutoff
+        """`options`: its scale-down group, --expendable-pods-priority-cutoff, and whether a
+        pod nominated to a node keeps it (the version's NNN handling, from 1.37:
+        autoscaler/pods.py)."""
+        self._opts = options.scale_down
+        self._expendable_cutoff = options.expendable_pods_priority_cutoff
+        self._nominated_counts = options.rules.autoscaler_nnn_in_cluster_state
         self._client = client
         self._cloud = cloud
         self._list_pods = list_pods
         self._recorder = recorder
         self._metrics = metrics
         self._clock = clock
-        self.nominated_counts = True
-        """Whether a pod nominated to a node keeps it (the version's NNN handling, from 1.37:
-        autoscaler/pods.py)."""
         self.spawn: Spawn | None = None
         """Runs a deletion in the background (the loop's task group); None: awaited inline."""
         self.deleting: dict[str, str] = {}
@@ -327,12 +327,12 @@ class Actuator:
 
     async def _not_empty(self, node: str) -> str:
         """Why a node chosen as empty is not empty any more, after its taint: a pod bound to
-        it since (other than expendable ones), or (`nominated_counts`) one nominated to it;
+        it since (other than expendable ones), or (from 1.37) one nominated to it;
         "" if still empty."""
         for p in await self._pods_on(node):
             if pod_priority(p) >= self._expendable_cutoff:
                 return f"pod {object_key(p)} is bound to it"
-        if not self.nominated_counts:
+        if not self._nominated_counts:
             return ""
         unbound = await self._client.list_all(types_pb2.Pod, field_selector="spec.nodeName=")
         for p in unbound.items:

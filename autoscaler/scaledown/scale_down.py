@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from typing import Final
 
 from autoscaler.clusterstate import DELETING, CloudApi, GroupState
+from autoscaler.config import AutoscalingOptions
 from autoscaler.metrics import Metrics
 from autoscaler.scale_up import Recorder
 from autoscaler.scaledown.actuation import Actuator
 from autoscaler.scaledown.eligibility import UnremovableReason
-from autoscaler.scaledown.options import ScaleDownOptions
 from autoscaler.scaledown.planner import Plan, Planner
 from autoscaler.scaledown.taints import (
     DELETION_CANDIDATE_TAINT,
@@ -84,22 +84,21 @@ class ScaleDownSummary:
 class ScaleDown:
     def __init__(
         self,
-        options: ScaleDownOptions,
+        options: AutoscalingOptions,
         checker: PredicateChecker,
         client: ApiClient,
         cloud: CloudApi,
         *,
-        expendable_cutoff: int,
         list_pods: Callable[[], Sequence[types_pb2.Pod]],
         recorder: Recorder,
         metrics: Metrics,
         clock: Clock,
     ) -> None:
-        self._opts = options
+        self._opts = options.scale_down
         self._client = client
         self._clock = clock
         self._metrics = metrics
-        self.planner = Planner(options, checker)
+        self.planner = Planner(options.scale_down, checker)
         self.actuator = Actuator(
             options,
             client,
@@ -108,7 +107,6 @@ class ScaleDown:
             recorder=recorder,
             metrics=metrics,
             clock=clock,
-            expendable_cutoff=expendable_cutoff,
         )
         self._cleaned = False
 
