@@ -404,7 +404,7 @@ def settings_from_args(
     return AutoscalerSettings(
         server=args.server,
         cloud_provider_address=args.cloud_provider_address,
-        autoscaling=_autoscaling_options(args, options, scale_down),
+        autoscaling_options=_autoscaling_options(args, options, scale_down),
         simulation=simulation,
         election=election,
         seed=args.seed,
@@ -516,7 +516,7 @@ class Autoscaler:
     def _static_autoscaler(
         self, informers: _Informers, status: StatusWriter | None
     ) -> StaticAutoscaler:
-        options = self.settings.autoscaling
+        options = self.settings.autoscaling_options
         return StaticAutoscaler(
             options,
             self.cloud,
@@ -534,7 +534,7 @@ class Autoscaler:
 
     async def work(self) -> None:
         """Starts the informers and, once they have synced, runs the loop until cancelled."""
-        options = self.settings.autoscaling
+        options = self.settings.autoscaling_options
         informers = _Informers(self.client, self.ctx)
         status = (
             StatusWriter(self.client, self.ctx.clock, informers.nodes.lister.list)

@@ -68,7 +68,7 @@ class AutoscalerSettings:
 
     server: str
     cloud_provider_address: str
-    autoscaling: AutoscalingOptions
+    autoscaling_options: AutoscalingOptions
     simulation: Simulation = field(default_factory=Simulation.default)
     election: LeaderElectionConfig | None = None
     seed: int | None = None

@@ -118,7 +118,7 @@ async def start(
     settings = AutoscalerSettings(
         server="",
         cloud_provider_address="",
-        autoscaling=AutoscalingOptions(version=Version(1, 37), scan_interval=1.0),
+        autoscaling_options=AutoscalingOptions(version=Version(1, 37), scan_interval=1.0),
         election=election,
         seed=1,
     )
