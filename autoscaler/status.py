@@ -149,6 +149,38 @@ def _sub(doc: Mapping[str, object] | None, *path: str) -> Mapping[str, object] |
     return value if isinstance(value, Mapping) else None
 
 
+def _by_name(groups: object) -> dict[object, Mapping[str, object]]:
+    """The node groups of a previous status by name."""
+    if not isinstance(groups, list):
+        return {}
+    return {g.get("name"): g for g in groups if isinstance(g, dict)}
+
+
+def _group_scale_up(
+    g: GroupState,
+    healthy: bool,
+    backoff_info: tuple[str, str] | None,
+    now: float,
+    previous: Mapping[str, object] | None,
+) -> JSONObject:
+    """A group's ScaleUp condition: InProgress while it has upcoming nodes, else Unhealthy,
+    Backoff (with the error, truncated as upstream) or NoActivity."""
+    extra: JSONObject = {}
+    if g.upcoming > 0:
+        scale_up_status = IN_PROGRESS
+    elif not healthy:
+        scale_up_status = UNHEALTHY
+    elif backoff_info is not None:
+        scale_up_status = BACKOFF
+        code, message = backoff_info
+        if len(message) > MAX_ERROR_MESSAGE_SIZE:
+            message = message[:MAX_ERROR_MESSAGE_SIZE] + "<truncated>"
+        extra["backoffInfo"] = {"errorCode": code, "errorMessage": message}
+    else:
+        scale_up_status = NO_ACTIVITY
+    return _condition(scale_up_status, now, previous, **extra)
+
+
 def build_status(
     groups: Mapping[str, GroupState],
     nodes: Iterable[types_pb2.Node],
@@ -164,12 +196,7 @@ def build_status(
     sd = scale_down or ScaleDownSummary()
     deleting = set(sd.deleting)
     unneeded = {n.name for n in sd.unneeded}
-    listed = (previous or {}).get("nodeGroups")
-    previous_groups = (
-        {g.get("name"): g for g in listed if isinstance(g, dict)}
-        if isinstance(listed, list)
-        else {}
-    )
+    previous_groups = _by_name((previous or {}).get("nodeGroups"))
     total = _Readiness()
     for node in nodes:
         total.add(node, now, deleting)
@@ -181,9 +208,8 @@ def build_status(
         for node in g.nodes:
             readiness.add(node, now, deleting)
         total.unregistered += g.upcoming
-        healthy = readiness.healthy()
         health = _condition(
-            HEALTHY if healthy else UNHEALTHY,
+            HEALTHY if readiness.healthy() else UNHEALTHY,
             now,
             _sub(prev, "health"),
             nodeCounts=readiness.counts(),
@@ -191,22 +217,10 @@ def build_status(
             minSize=g.min_size,
             maxSize=g.max_size,
         )
-        backoff_info = backoff.info(g.id, monotonic)
-        extra: JSONObject = {}
-        if g.upcoming > 0:
-            scale_up_status = IN_PROGRESS
-            in_progress = True
-        elif not healthy:
-            scale_up_status = UNHEALTHY
-        elif backoff_info is not None:
-            scale_up_status = BACKOFF
-            code, message = backoff_info
-            if len(message) > MAX_ERROR_MESSAGE_SIZE:
-                message = message[:MAX_ERROR_MESSAGE_SIZE] + "<truncated>"
-            extra["backoffInfo"] = {"errorCode": code, "errorMessage": message}
-        else:
-            scale_up_status = NO_ACTIVITY
-        scale_up = _condition(scale_up_status, now, _sub(prev, "scaleUp"), **extra)
+        in_progress = in_progress or g.upcoming > 0
+        scale_up = _group_scale_up(
+            g, readiness.healthy(), backoff.info(g.id, monotonic), now, _sub(prev, "scaleUp")
+        )
         group_nodes = {n.metadata.name for n in g.nodes}
         candidates = sum(1 for n in unneeded if n in group_nodes)
         node_groups.append(
