@@ -93,6 +93,10 @@ def renewal_offsets(count: int, interval: float) -> list[float]:
 
 @dataclass(frozen=True)
 class KubeletSettings:
+    """Everything `python -m kubelet` was told, validated: built once by `main`
+    (`settings_from_args`), grouped as the nodes' NodeConfig, their NodeTiming and the
+    PodWorkerOptions."""
+
     server: str
     nodes: tuple[NodeConfig, ...]
     timing: NodeTiming
