@@ -234,7 +234,7 @@ class GarbageCollector:
 
     async def remove_owner_references(self, node: Node, owner_uids: set[str]) -> None:
         def change(obj: Message) -> dict[str, Any] | None:
-            refs = convert.to_dict(obj).get("metadata", {}).get("ownerReferences", [])
+            refs = [convert.message_to_dict(r) for r in _meta(obj).owner_references]
             kept = [r for r in refs if r.get("uid") not in owner_uids]
             return None if len(kept) == len(refs) else {"ownerReferences": kept}
 
@@ -242,7 +242,7 @@ class GarbageCollector:
 
     async def unblock_owner_references(self, node: Node) -> None:
         def change(obj: Message) -> dict[str, Any] | None:
-            refs = convert.to_dict(obj).get("metadata", {}).get("ownerReferences", [])
+            refs = [convert.message_to_dict(r) for r in _meta(obj).owner_references]
             if not any(r.get("blockOwnerDeletion") for r in refs):
                 return None
             return {
