@@ -12,7 +12,7 @@ import importlib
 import os
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Final, NoReturn, TextIO
+from typing import Final, NoReturn, TextIO
 
 import anyio
 
@@ -409,7 +409,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     watching = False
     try:
-        parsed: Any = parse_args(arguments)
+        parsed = parse_args(arguments)
         watching = bool(getattr(parsed, "watch", False))
     except UsageError:
         pass  # run() reports it
