@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable
-from typing import Any, Final, NoReturn, TypeVar
+from typing import Final, NoReturn, Protocol, TypeVar
 
 import grpc
 from google.protobuf import message_factory
@@ -44,6 +44,17 @@ _MAX_CAUSE_BYTES: Final = 256
 
 _Req = TypeVar("_Req", bound=Message)
 _Resp = TypeVar("_Resp")
+
+
+class AbortContext(Protocol):
+    """What `abort` needs of a call's context: any `grpc.aio.ServicerContext[Req, Resp]`."""
+
+    def set_trailing_metadata(self, trailing_metadata: tuple[tuple[str, str], ...]) -> None: ...
+
+    async def abort(self, code: grpc.StatusCode, details: str = "") -> NoReturn: ...
+
+
+_Ctx = TypeVar("_Ctx", bound=AbortContext)
 
 STATUS_CODES: Final[dict[str, grpc.StatusCode]] = {
     "NotFound": grpc.StatusCode.NOT_FOUND,
@@ -108,7 +119,7 @@ def _causes_json(causes: list[Cause]) -> str:
     return json.dumps(out)
 
 
-async def abort(context: grpc.aio.ServicerContext[Any, Any], err: ApiError) -> NoReturn:
+async def abort(context: AbortContext, err: ApiError) -> NoReturn:
     """Ends the call with `err` as its status (code, bounded details, reason and causes)."""
     code, details, md = status_of(err)
     context.set_trailing_metadata(md)
@@ -116,9 +127,7 @@ async def abort(context: grpc.aio.ServicerContext[Any, Any], err: ApiError) -> N
     raise AssertionError("unreachable: abort raises")
 
 
-async def _decode(
-    request_type: type[_Req], data: bytes, context: grpc.aio.ServicerContext[Any, Any]
-) -> _Req:
+async def _decode(request_type: type[_Req], data: bytes, context: AbortContext) -> _Req:
     try:
         return request_type.FromString(data)
     except DecodeError as e:
@@ -127,23 +136,23 @@ async def _decode(
 
 
 def unary(
-    fn: Callable[[_Req, Any], Awaitable[_Resp]], request_type: type[_Req]
-) -> Callable[[bytes, Any], Awaitable[_Resp]]:
+    fn: Callable[[_Req, _Ctx], Awaitable[_Resp]], request_type: type[_Req]
+) -> Callable[[bytes, _Ctx], Awaitable[_Resp]]:
     """A unary behaviour over raw request bytes: decoded here, INVALID_ARGUMENT if they do not
     decode, else `fn`'s answer."""
 
-    async def behaviour(data: bytes, context: Any) -> _Resp:
+    async def behaviour(data: bytes, context: _Ctx) -> _Resp:
         return await fn(await _decode(request_type, data, context), context)
 
     return behaviour
 
 
 def unary_stream(
-    fn: Callable[[_Req, Any], AsyncGenerator[_Resp, None]], request_type: type[_Req]
-) -> Callable[[bytes, Any], AsyncIterator[_Resp]]:
+    fn: Callable[[_Req, _Ctx], AsyncGenerator[_Resp, None]], request_type: type[_Req]
+) -> Callable[[bytes, _Ctx], AsyncIterator[_Resp]]:
     """As `unary`, for a server stream."""
 
-    async def behaviour(data: bytes, context: Any) -> AsyncIterator[_Resp]:
+    async def behaviour(data: bytes, context: _Ctx) -> AsyncIterator[_Resp]:
         # (aclosing: when gRPC closes this generator, `fn`'s is closed at once, so that its
         # cleanup runs now rather than whenever it is collected)
         async with contextlib.aclosing(
@@ -161,7 +170,7 @@ def _serialize(msg: Message) -> bytes:
 
 def service_handler(
     descriptor: ServiceDescriptor, servicer: object
-) -> grpc.GenericRpcHandler[Any, Any]:
+) -> grpc.GenericRpcHandler[bytes, Message]:
     """The handler of a service whose methods are all unary, each `servicer.<MethodName>`,
     decoding requests as `unary` does (the generated add_..._to_server does not)."""
     handlers = {

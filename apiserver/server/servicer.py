@@ -743,7 +743,7 @@ def _encode_continue(revision: int, key: str) -> str:
 
 def _decode_continue(token: str, prefix: str) -> tuple[int, str]:
     try:
-        data = jsonutil.loads(base64.urlsafe_b64decode(token.encode()), "the continue key")
+        data: Any = jsonutil.loads(base64.urlsafe_b64decode(token.encode()), "the continue key")
         revision, key = int(data["rv"]), str(data["start"])
     except (ValueError, KeyError, TypeError, BadRequest):
         raise BadRequest("continue key is not valid") from None

@@ -60,7 +60,7 @@ from kemu.machinery.delete_options import (
     ORPHAN,
 )
 from kemu.machinery.errors import ApiError, Conflict, NotFound
-from kemu.machinery.jsonvalue import JSONObject
+from kemu.machinery.jsonvalue import JSONArray, JSONObject
 from kemu.machinery.kinds import KINDS, Kind
 
 logger = logging.getLogger(__name__)
@@ -233,15 +233,15 @@ class GarbageCollector:
 
     async def remove_owner_references(self, node: Node, owner_uids: set[str]) -> None:
         def change(obj: Message) -> JSONObject | None:
-            refs = convert.to_dict(obj).get("metadata", {}).get("ownerReferences", [])
-            kept = [r for r in refs if r.get("uid") not in owner_uids]
+            refs = [convert.message_to_dict(r) for r in _meta(obj).owner_references]
+            kept: JSONArray = [r for r in refs if r.get("uid") not in owner_uids]
             return None if len(kept) == len(refs) else {"ownerReferences": kept}
 
         await self._update_meta(node.identity, change)
 
     async def unblock_owner_references(self, node: Node) -> None:
         def change(obj: Message) -> JSONObject | None:
-            refs = convert.to_dict(obj).get("metadata", {}).get("ownerReferences", [])
+            refs = [convert.message_to_dict(r) for r in _meta(obj).owner_references]
             if not any(r.get("blockOwnerDeletion") for r in refs):
                 return None
             return {

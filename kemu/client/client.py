@@ -21,10 +21,10 @@ import json
 import logging
 import math
 import random
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from types import TracebackType
-from typing import Any, Final, TypeVar, cast
+from typing import Final, TypeVar, cast
 
 import anyio
 import anyio.lowlevel
@@ -64,7 +64,7 @@ _SERVICE: Final = "/kemu.api.v1.Api/"
 
 # The server's default ping policy (grpc core: 5 minutes between pings when it sends no data,
 # then GOAWAY after a few strikes) would tear down a quiet watch if we pinged more often.
-_CHANNEL_OPTIONS: Final[list[tuple[str, Any]]] = [
+_CHANNEL_OPTIONS: Final[list[tuple[str, str | int]]] = [
     ("grpc.max_receive_message_length", 16 * _MiB),
     ("grpc.max_send_message_length", 16 * _MiB),
     ("grpc.keepalive_time_ms", 300_000),
@@ -127,7 +127,7 @@ def _error(e: grpc.aio.AioRpcError) -> ApiError:
     return wire.error_from_status(e.code(), e.details(), _trailing(e))
 
 
-def _apiserver_of(metadata: Any) -> str:
+def _apiserver_of(metadata: Iterable[tuple[str, str | bytes]] | None) -> str:
     """The apiserver incarnation a stream's initial metadata names ("" for none)."""
     for key, value in metadata or ():
         if key == APISERVER_KEY:
@@ -140,7 +140,7 @@ class _WatchStream(AsyncIterator[WatchEvent[M]]):
 
     def __init__(
         self,
-        call: grpc.aio.UnaryStreamCall[Any, Any],
+        call: grpc.aio.UnaryStreamCall[api_pb2.WatchRequest, api_pb2.WatchResponse],
         kind: type[M],
         counted: Client | None = None,
     ) -> None:
@@ -215,7 +215,10 @@ class Client:
         self.wait_for_server = wait_for_server
         self._user_agent = user_agent
         self._channel: grpc.aio.Channel | None = None
-        self._methods: dict[str, Any] = {}
+        self._methods: dict[str, grpc.aio.UnaryUnaryMultiCallable[Message, Message]] = {}
+        self._watch_method: (
+            grpc.aio.UnaryStreamMultiCallable[api_pb2.WatchRequest, api_pb2.WatchResponse] | None
+        ) = None
         self._base: Client | None = None
         self.clock_identity = ""
         """Set by a clock session (kemu.client.clock): calls and watches made from then on
@@ -263,7 +266,7 @@ class Client:
 
     def _unary(
         self, name: str, response: type[Resp]
-    ) -> grpc.aio.UnaryUnaryMultiCallable[Any, Resp]:
+    ) -> grpc.aio.UnaryUnaryMultiCallable[Message, Resp]:
         if self._base is not None:
             return self._base._unary(name, response)
         method = self._methods.get(name)
@@ -274,7 +277,7 @@ class Client:
                 response_deserializer=response.FromString,
             )
             self._methods[name] = method
-        return cast(grpc.aio.UnaryUnaryMultiCallable[Any, Resp], method)
+        return cast(grpc.aio.UnaryUnaryMultiCallable[Message, Resp], method)
 
     async def close(self) -> None:
         if self._base is not None:
@@ -282,6 +285,7 @@ class Client:
         if self._channel is not None:
             channel, self._channel = self._channel, None
             self._methods.clear()
+            self._watch_method = None
             await channel.close(None)
 
     async def __aenter__(self) -> Client:
@@ -498,24 +502,21 @@ class Client:
     async def _watch(
         self, req: api_pb2.WatchRequest, kind: type[M]
     ) -> AsyncIterator[AsyncIterator[WatchEvent[M]]]:
-        method = self._methods.get("Watch")
+        method = self._watch_method
         if method is None:
             method = self._ensure_channel().unary_stream(
                 _SERVICE + "Watch",
                 request_serializer=lambda m: m.SerializeToString(),
                 response_deserializer=api_pb2.WatchResponse.FromString,
             )
-            self._methods["Watch"] = method
+            self._watch_method = method
         # No deadline: a watch lives as long as its reader wants it.
         root = self._base or self
         identity = root.clock_identity
-        call = cast(
-            grpc.aio.UnaryStreamCall[Any, Any],
-            method(
-                req,
-                wait_for_ready=self.wait_for_server,
-                metadata=((CLOCK_IDENTITY_KEY, identity),) if identity else None,
-            ),
+        call = method(
+            req,
+            wait_for_ready=self.wait_for_server,
+            metadata=((CLOCK_IDENTITY_KEY, identity),) if identity else None,
         )
         stream = _WatchStream(call, kind, root if identity else None)
         try:
@@ -587,7 +588,7 @@ class Client:
         self,
         kind: type[M],
         name: str,
-        patch: Mapping[str, Any] | str,
+        patch: Mapping[str, object] | str,
         namespace: str = "",
         *,
         subresource: str = "",

@@ -42,16 +42,18 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
 import anyio
 from anyio.abc import TaskStatus
 
 from kemu.client.informer import Informer, InformerFactory
+from kemu.client.interface import M
 from kemu.component.clock import Clock
 from kemu.component.runner import ComponentContext
 from kemu.machinery.errors import ApiError
-from kemu.machinery.keys import object_key
+from kemu.machinery.jsonvalue import JSONArray, JSONObject
+from kemu.machinery.keys import object_key, object_meta
 
 logger = logging.getLogger(__name__)
 
@@ -226,13 +228,13 @@ async def _catch_up(
 # ---------------------------------------------------------------- informers
 
 
-def informer_view(informer: Informer[Any]) -> View:
-    return {object_key(o): o.metadata.resource_version for o in informer.lister.list()}
+def informer_view(informer: Informer[M]) -> View:
+    return {object_key(o): object_meta(o).resource_version for o in informer.lister.list()}
 
 
-async def informer_truth(informer: Informer[Any]) -> Truth:
+async def informer_truth(informer: Informer[M]) -> Truth:
     items, resource_version = await informer.list_fresh()
-    return Truth({object_key(o): o.metadata.resource_version for o in items}, resource_version)
+    return Truth({object_key(o): object_meta(o).resource_version for o in items}, resource_version)
 
 
 def informer_sources(factory: InformerFactory | None) -> list[Source]:
@@ -260,18 +262,18 @@ class _Result:
     trigger: int
     started: float
     finished: float = 0.0
-    caches: list[dict[str, Any]] = field(default_factory=list)
+    caches: JSONArray = field(default_factory=list)
     differences: list[Difference] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "trigger": self.trigger,
             "started": self.started,
             "finished": self.finished,
             "caches": self.caches,
-            "differences": [d.to_dict() for d in self.differences],
-            "errors": self.errors,
+            "differences": [dict(d.to_dict()) for d in self.differences],
+            "errors": list(self.errors),
         }
 
 
@@ -330,6 +332,7 @@ class CacheComparer:
         result = _Result(self._triggers, self._clock.now())
         sources = list(self._sources())
         outcomes: list[Comparison | str] = ["not compared"] * len(sources)
+        compared: list[Comparison] = []
 
         async def one(i: int, source: Source) -> None:
             try:
@@ -354,6 +357,7 @@ class CacheComparer:
                 result.errors.append(f"{source.cache}: {outcome}")
                 logger.warning("Cache comparison of %s failed: %s", source.cache, outcome)
                 continue
+            compared.append(outcome)
             result.caches.append(
                 {
                     "cache": source.cache,
@@ -374,17 +378,17 @@ class CacheComparer:
             "Cache comparison: %d caches, %d objects, %d differences "
             "(%d missing, %d redundant, %d stale), %d errors; %d raced and caught up",
             len(result.caches),
-            sum(c["objects"] for c in result.caches),
+            sum(c.objects for c in compared),
             len(result.differences),
             kinds[MISSING],
             kinds[REDUNDANT],
             kinds[STALE],
             len(result.errors),
-            sum(c["raced"] for c in result.caches),
+            sum(c.raced for c in compared),
         )
         return result.differences
 
-    def report(self, _query: Mapping[str, str] | None = None) -> dict[str, Any]:
+    def report(self, _query: Mapping[str, str] | None = None) -> JSONObject:
         """The JSON of GET /debug/caches: `triggers` received so far, whether a comparison is
         `running`, and the `last` result (None before the first), whose `trigger` is the
         number of triggers received when it started: a reader that saw `triggers` N, sent

@@ -49,7 +49,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, cast
+from typing import cast
 
 import anyio
 import anyio.lowlevel
@@ -180,9 +180,9 @@ class _Watch:
         self.resource = resource
         self.namespace = namespace
         self.selection = selection
-        self.send: MemoryObjectSendStream[WatchEvent[Any] | ApiError]
-        self.receive: MemoryObjectReceiveStream[WatchEvent[Any] | ApiError]
-        self.send, self.receive = anyio.create_memory_object_stream[WatchEvent[Any] | ApiError](
+        self.send: MemoryObjectSendStream[WatchEvent[Message] | ApiError]
+        self.receive: MemoryObjectReceiveStream[WatchEvent[Message] | ApiError]
+        self.send, self.receive = anyio.create_memory_object_stream[WatchEvent[Message] | ApiError](
             math.inf
         )
 
@@ -192,7 +192,7 @@ class _Watch:
             return False
         return self.selection.matches(obj)
 
-    def event_for(self, change: _Change) -> WatchEvent[Any] | None:
+    def event_for(self, change: _Change) -> WatchEvent[Message] | None:
         """The event this watcher sees: an object entering or leaving its selection is
         ADDED or DELETED, as the apiserver's watch cache does."""
         if change.resource != self.resource:
@@ -259,7 +259,7 @@ class FakeClient:
         self._history: list[_Change] = []
         self._compacted = 0
         self._watches: list[_Watch] = []
-        self._held: dict[str, list[tuple[_Watch, WatchEvent[Any]]]] = {}
+        self._held: dict[str, list[tuple[_Watch, WatchEvent[Message]]]] = {}
         self._failures: list[_Failure] = []
         for obj in objects:
             self.add(obj)
@@ -713,7 +713,7 @@ class FakeClient:
         self,
         kind: type[M],
         name: str,
-        patch: Mapping[str, Any] | str,
+        patch: Mapping[str, object] | str,
         namespace: str = "",
         *,
         subresource: str = "",

@@ -40,7 +40,7 @@ from __future__ import annotations
 import builtins
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any, Final, Generic, Protocol, TypeVar, cast
+from typing import Any, Final, Generic, Never, Protocol, TypeAlias, TypeVar, cast
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
@@ -59,7 +59,7 @@ from kemu.client.interface import (
 from kemu.component.clock import Clock, RealClock
 from kemu.machinery import kinds
 from kemu.machinery.errors import ApiError, Gone, Timeout, TooManyRequests, Unavailable
-from kemu.machinery.keys import object_key, revision_of
+from kemu.machinery.keys import object_key, object_meta, revision_of
 
 logger = logging.getLogger(__name__)
 
@@ -106,10 +106,6 @@ class FuncHandler(Generic[M]):
     def on_delete(self, obj: M) -> None:
         if self._delete is not None:
             self._delete(obj)
-
-
-def _meta(obj: Message) -> Any:
-    return obj.metadata  # type: ignore[attr-defined]
 
 
 class Lister(Generic[M]):
@@ -300,7 +296,7 @@ class Informer(Generic[M]):
             for name in self._indexers:
                 self._index_remove(name, key, old)
         self._items[key] = obj
-        self._by_namespace.setdefault(_meta(obj).namespace, {})[key] = None
+        self._by_namespace.setdefault(object_meta(obj).namespace, {})[key] = None
         for name in self._indexers:
             self._index_add(name, key, obj)
         return old
@@ -308,7 +304,7 @@ class Informer(Generic[M]):
     def _remove(self, key: str) -> M | None:
         old = self._items.pop(key, None)
         if old is not None:
-            ns = _meta(old).namespace
+            ns = object_meta(old).namespace
             keys = self._by_namespace.get(ns)
             if keys is not None:
                 keys.pop(key, None)
@@ -358,7 +354,7 @@ class Informer(Generic[M]):
             cached = self._items.get(key)
             if (
                 cached is not None
-                and _meta(cached).resource_version == _meta(item).resource_version
+                and object_meta(cached).resource_version == object_meta(item).resource_version
             ):
                 # Unchanged: keep the cached object (see the module's docstring), if the
                 # `keep` predicate still keeps it.
@@ -383,7 +379,7 @@ class Informer(Generic[M]):
         self.last_resource_version = resource_version
 
     def _apply(self, event_type: str, obj: M) -> None:
-        rv = _meta(obj).resource_version
+        rv = object_meta(obj).resource_version
         if event_type == BOOKMARK:
             if rv:
                 self.last_resource_version = rv
@@ -562,8 +558,13 @@ class Informer(Generic[M]):
             )
 
 
-# kind, namespace, label selector, field selector, keep predicate.
-_FactoryKey = tuple[str, str, str, str, Callable[[Any], bool] | None]
+# kind, namespace, label selector, field selector, keep predicate (of the kind's objects:
+# compared, never called, here).
+_FactoryKey = tuple[str, str, str, str, Callable[[Never], bool] | None]
+
+AnyInformer: TypeAlias = "Informer[Any]"
+"""An informer of some kind: a factory holds informers of every kind (each is typed by its
+kind where it is asked for)."""
 
 
 class InformerFactory:
@@ -578,7 +579,7 @@ class InformerFactory:
         self._client = client
         self._clock = clock
         self._copy = copy_objects
-        self._informers: dict[_FactoryKey, Informer[Any]] = {}
+        self._informers: dict[_FactoryKey, AnyInformer] = {}
         self._started: set[_FactoryKey] = set()
 
     def informer(
@@ -608,7 +609,7 @@ class InformerFactory:
             self._informers[key] = inf
         return cast(Informer[M], inf)
 
-    def informers(self) -> list[Informer[Any]]:
+    def informers(self) -> list[AnyInformer]:
         """Every informer asked for, in the order asked."""
         return list(self._informers.values())
 

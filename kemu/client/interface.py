@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any, Final, Generic, Protocol, TypeVar
+from typing import Final, Generic, Protocol, TypeVar
 
 from google.protobuf.message import Message
 
@@ -117,7 +117,7 @@ class ApiClient(Protocol):
         self,
         kind: type[M],
         name: str,
-        patch: Mapping[str, Any] | str,
+        patch: Mapping[str, object] | str,
         namespace: str = "",
         *,
         subresource: str = "",

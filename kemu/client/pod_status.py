@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Final
 
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import ApiClient
 from kemu.machinery.convert import message_to_dict
 from kemu.machinery.errors import Conflict, NotFound
+from kemu.machinery.jsonvalue import JSONObject
 from kemu.machinery.pod_conditions import condition_observed_generation, update_pod_condition
 
 logger = logging.getLogger(__name__)
@@ -23,7 +24,7 @@ ATTEMPTS: Final = 5
 
 # What to write to the status, given the pod as it is now: a merge patch of `status`
 # (conditions written whole), or None when nothing needs to change.
-StatusChange = Callable[[types_pb2.Pod], "dict[str, Any] | None"]
+StatusChange = Callable[[types_pb2.Pod], "JSONObject | None"]
 
 
 def condition_change(
@@ -42,7 +43,7 @@ def condition_change(
     to it ("" clears it): the conditions written whole, the nomination only when it changes;
     None when neither changes. The scheduler's PodScheduled and DisruptionTarget writes."""
 
-    def change(current: types_pb2.Pod) -> dict[str, Any] | None:
+    def change(current: types_pb2.Pod) -> JSONObject | None:
         copy = types_pb2.PodStatus()
         copy.CopyFrom(current.status)
         condition = types_pb2.PodCondition(
@@ -61,7 +62,7 @@ def condition_change(
         )
         if not condition_changed and not nominated_changed:
             return None
-        out: dict[str, Any] = {"conditions": [message_to_dict(c) for c in copy.conditions]}
+        out: JSONObject = {"conditions": [message_to_dict(c) for c in copy.conditions]}
         if nominated_changed:
             out["nominatedNodeName"] = nominated_node_name or None
         return out

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any, Final
+from typing import Final
 
 from google.protobuf.message import Message
 
@@ -23,6 +23,7 @@ from kemu.machinery import convert, kinds
 from kemu.machinery.defaults import set_defaults
 from kemu.machinery.delete_options import BACKGROUND, FOREGROUND, ORPHAN
 from kemu.machinery.errors import ApiError, NotFound
+from kemu.machinery.jsonvalue import JSON, JSONObject
 from kemu.machinery.namespaces import new_namespace
 
 
@@ -49,7 +50,7 @@ def _read(ctx: Context, args: argparse.Namespace) -> list[tuple[Manifest, Messag
     return [(m, *_placed(ctx, m)) for m in manifests.read(args.filename, ctx.stdin)]
 
 
-def apply_patch(obj: Message) -> dict[str, Any]:
+def apply_patch(obj: Message) -> JSONObject:
     """What apply merges over the live object: the manifest's fields, without status."""
     data = convert.to_dict(obj)
     for key in ("apiVersion", "kind", "status"):
@@ -57,7 +58,7 @@ def apply_patch(obj: Message) -> dict[str, Any]:
     return data
 
 
-def _defaulted(kind: kinds.Kind, merged: dict[str, Any]) -> dict[str, Any]:
+def _defaulted(kind: kinds.Kind, merged: JSON) -> JSON:
     """The merged object as the server would store it, with the defaults its manifest leaves
     out (the merge replaces whole lists such as containers)."""
     try:

@@ -8,7 +8,6 @@ and returns then."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from kemu.api.v1 import api_pb2
 from kemu.ctl.common import Context, CtlError
@@ -16,12 +15,13 @@ from kemu.ctl.printers import dump_json, dump_yaml
 from kemu.machinery.convert import format_time, timestamp
 from kemu.machinery.duration import DurationError, parse_duration
 from kemu.machinery.errors import Invalid
+from kemu.machinery.jsonvalue import JSONObject
 from kemu.machinery.virtual_time import ClockMode, parse_rate
 
 
-def clock_dict(status: api_pb2.ClockStatus) -> dict[str, Any]:
+def clock_dict(status: api_pb2.ClockStatus) -> JSONObject:
     """`-o json`: {"mode", "now"} in real time; with "rate" and "timers" in virtual time."""
-    out: dict[str, Any] = {
+    out: JSONObject = {
         "mode": status.mode,
         "now": format_time(timestamp(status.now), "milli"),
     }

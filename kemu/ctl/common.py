@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TextIO
 
 from google.protobuf.message import Message
 
@@ -110,7 +110,7 @@ def split_targets(args: list[str], *, require_name: bool) -> list[tuple[kinds.Ki
     return [(kind, name) for kind in kinds_given for name in names]
 
 
-def plain(value: Any) -> str:
+def plain(value: object) -> str:
     """A JSON value as kubectl's jsonpath prints it: strings bare, true/false, JSON otherwise."""
     if isinstance(value, str):
         return value

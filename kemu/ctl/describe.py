@@ -12,7 +12,7 @@ import argparse
 import re
 import time
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from typing import Final
 
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -30,6 +30,7 @@ from kemu.ctl.common import (
 from kemu.ctl.tabwriter import align
 from kemu.machinery import convert, kinds, resources
 from kemu.machinery.errors import ApiError, BadRequest, Invalid
+from kemu.machinery.jsonvalue import JSONObject
 from kemu.machinery.quantity import format_resource, to_int
 
 NONE = "<none>"
@@ -368,7 +369,7 @@ def _describe_volumes(w: Writer, volumes: Iterable[types_pb2.Volume]) -> None:
             w.line(2, key, value)
 
 
-def _describe_conditions(w: Writer, conditions: list[Any]) -> None:
+def _describe_conditions(w: Writer, conditions: list[types_pb2.PodCondition]) -> None:
     """Conditions as a table; Reason and Message columns when any condition has one."""
     if not conditions:
         return
@@ -663,7 +664,7 @@ def _title(key: str) -> str:
     return words[:1].upper() + words[1:]
 
 
-def _generic(w: Writer, level: int, data: Mapping[str, Any]) -> None:
+def _generic(w: Writer, level: int, data: JSONObject) -> None:
     for key, value in data.items():
         title = f"{_title(key)}:"
         if isinstance(value, dict):

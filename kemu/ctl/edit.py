@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -34,7 +33,7 @@ def _read_file(path: str) -> str:
         raise CtlError(f'the path "{path}" cannot be read: {e.strerror or e}') from None
 
 
-def read_patch(text: str, source: str) -> dict[str, Any]:
+def read_patch(text: str, source: str) -> dict[str, object]:
     try:
         data = json.loads(text)
     except ValueError:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from typing import Any
 
 from google.protobuf.message import Message
 
@@ -109,7 +108,7 @@ class Printer:
         if out is None or out == "wide" or out == "name":
             self.print_each(objs)
             return
-        data: dict[str, Any] = convert.to_dict(objs[0]) if single else printers.as_list(objs)
+        data = convert.to_dict(objs[0]) if single else printers.as_list(objs)
         if out == "json":
             self.ctx.print(printers.dump_json(data))
         elif out == "yaml":
@@ -118,7 +117,7 @@ class Printer:
             self.ctx.print(_jsonpath(out, data))
 
 
-def _jsonpath(output: str, data: Any) -> str:
+def _jsonpath(output: str, data: object) -> str:
     expr = output.removeprefix("jsonpath=")
     try:
         path = jsonpath.parse(expr)

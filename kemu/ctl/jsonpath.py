@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 _INDEX: Final = re.compile(r"\[\s*(-?\d+)\s*\]")
 _QUOTED: Final = re.compile(r"\[\s*(['\"])(.*?)\1\s*\]")
@@ -32,7 +32,7 @@ class JsonPath:
     expression: str
     steps: tuple[str | int, ...]
 
-    def find(self, data: Any) -> Any:
+    def find(self, data: object) -> object:
         """The value at the path, or MISSING when a key or index is absent."""
         value = data
         for step in self.steps:

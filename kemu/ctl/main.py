@@ -12,7 +12,7 @@ import importlib
 import os
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Final, NoReturn, TextIO
+from typing import Final, NoReturn, TextIO
 
 import anyio
 
@@ -85,72 +85,50 @@ def _bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"invalid boolean {text!r}: expected true or false")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    # Global flags may come before or after the command, as with kubectl: they are declared on
-    # the top parser and on every subparser, with SUPPRESS so a later parser does not reset them.
-    common = _Parser(add_help=False)
-    common.add_argument(
-        "--server",
-        "-s",
-        default=argparse.SUPPRESS,
-        help=f"the apiserver, HOST:PORT (default: ${SERVER_ENV} or {DEFAULT_SERVER})",
-    )
-    common.add_argument(
-        "-n", "--namespace", default=argparse.SUPPRESS, help='the namespace (default "default")'
-    )
-    common.add_argument(
-        "--request-timeout",
-        default=argparse.SUPPRESS,
-        help=f"how long to wait for one answer of the server, e.g. 10s; 0: no limit "
-        f"(default {DEFAULT_REQUEST_TIMEOUT})",
+# ---------------------------------------------------------------- the command line
+
+
+def _filename(p: argparse.ArgumentParser, *, required: bool) -> None:
+    p.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        required=required,
+        default=[],
+        help="a manifest file (YAML or JSON), a directory, or - for stdin; repeatable",
     )
 
-    parser = _Parser(
-        prog="kemuctl",
-        description="Control a kemu cluster (a subset of kubectl).",
-        parents=[common],
-    )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    def command(name: str, help_: str) -> argparse.ArgumentParser:
-        p: argparse.ArgumentParser = sub.add_parser(name, help=help_, parents=[common])
-        return p
+def _selectors(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-l", "--selector", help="label selector, e.g. app=web,tier!=db")
+    p.add_argument("-A", "--all-namespaces", action="store_true", help="across every namespace")
 
-    def filename(p: argparse.ArgumentParser, *, required: bool) -> None:
-        p.add_argument(
-            "-f",
-            "--filename",
-            action="append",
-            required=required,
-            default=[],
-            help="a manifest file (YAML or JSON), a directory, or - for stdin; repeatable",
-        )
 
-    def selectors(p: argparse.ArgumentParser) -> None:
-        p.add_argument("-l", "--selector", help="label selector, e.g. app=web,tier!=db")
-        p.add_argument("-A", "--all-namespaces", action="store_true", help="across every namespace")
+def _apply_flags(p: argparse.ArgumentParser) -> None:
+    _filename(p, required=True)
 
-    p = command("apply", "create or update objects from manifests")
-    filename(p, required=True)
 
-    p = command("create", "create objects from manifests, or: create namespace NAME")
+def _create_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("targets", nargs="*", metavar="namespace NAME")
-    filename(p, required=False)
+    _filename(p, required=False)
 
-    p = command("get", "list objects or show some")
+
+def _get_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("targets", nargs="*", metavar="KIND [NAME...] | KIND/NAME...")
     p.add_argument("-o", "--output", help="json, yaml, wide, name or jsonpath={.path}")
     p.add_argument("-w", "--watch", action="store_true", help="then print every change")
     p.add_argument("--field-selector", help="e.g. spec.nodeName=n1")
-    selectors(p)
+    _selectors(p)
 
-    p = command("describe", "show objects in detail, with their events")
-    p.add_argument("targets", nargs="*", metavar="KIND [NAME...] | KIND/NAME...")
-    selectors(p)
 
-    p = command("delete", "delete objects")
+def _describe_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("targets", nargs="*", metavar="KIND [NAME...] | KIND/NAME...")
-    filename(p, required=False)
+    _selectors(p)
+
+
+def _delete_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("targets", nargs="*", metavar="KIND [NAME...] | KIND/NAME...")
+    _filename(p, required=False)
     p.add_argument(
         "--grace-period",
         type=int,
@@ -177,29 +155,33 @@ def build_parser() -> argparse.ArgumentParser:
         help="wait until the objects are gone (default false)",
     )
     p.add_argument("--timeout", default="60s", help="how long --wait waits")
-    selectors(p)
+    _selectors(p)
 
-    p = command("patch", "apply a JSON merge patch to an object")
+
+def _patch_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("targets", nargs="*", metavar="KIND NAME | KIND/NAME")
     p.add_argument("-p", "--patch", help="the patch, JSON (or YAML)")
     p.add_argument("--patch-file", help="a file holding the patch")
     p.add_argument("--type", default="merge", help="merge (the only type kemu supports)")
     p.add_argument("--subresource", default="", help="status or resize")
 
-    p = command("resize", "change a pod's container resources in place (pods/resize)")
+
+def _resize_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("targets", nargs="*", metavar="pod NAME | pod/NAME")
     p.add_argument("--requests", help="e.g. cpu=2,memory=1Gi")
     p.add_argument("--limits", help="e.g. cpu=2,memory=1Gi")
     p.add_argument("-c", "--container", help="the container (default: the first)")
 
-    p = command("scale", "set the replicas of a deployment or replicaset")
+
+def _scale_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("targets", nargs="*", metavar="KIND NAME | KIND/NAME")
     p.add_argument("--replicas", type=int, help="the new number of replicas")
     p.add_argument(
         "--current-replicas", type=int, help="precondition: the current number of replicas"
     )
 
-    p = command("rollout", "manage the rollout of a deployment")
+
+def _rollout_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", metavar="ACTION", help=", ".join(rollout.ACTIONS))
     p.add_argument("targets", nargs="*", metavar="KIND NAME | KIND/NAME")
     p.add_argument(
@@ -219,7 +201,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--to-revision", type=int, default=0, help="rollout undo: the revision (0: previous)"
     )
 
-    p = command("wait", "wait for a condition on objects")
+
+def _wait_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("targets", nargs="*", metavar="KIND/NAME... | KIND NAME...")
     p.add_argument(
         "--for",
@@ -229,22 +212,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--timeout", default="30s", help="e.g. 30s, 2m (default 30s)")
     p.add_argument("--all", action="store_true", help="every object of the kind")
-    selectors(p)
+    _selectors(p)
 
-    for verb, text in (
-        ("cordon", "mark a node unschedulable"),
-        ("uncordon", "mark a node schedulable"),
-        ("drain", "cordon a node and evict its pods"),
-    ):
-        p = command(verb, text)
-        p.add_argument("nodes", nargs="*", metavar="NODE")
-        p.add_argument(
-            "--dry-run",
-            nargs="?",
-            const="client",
-            default="none",
-            help="none, client or server",
-        )
+
+def _node_flags(p: argparse.ArgumentParser) -> None:
+    """cordon's and uncordon's, and the first of drain's."""
+    p.add_argument("nodes", nargs="*", metavar="NODE")
+    p.add_argument(
+        "--dry-run",
+        nargs="?",
+        const="client",
+        default="none",
+        help="none, client or server",
+    )
+
+
+def _drain_flags(p: argparse.ArgumentParser) -> None:
+    _node_flags(p)
     p.add_argument("--force", action="store_true", help="also pods without a controller")
     p.add_argument(
         "--ignore-daemonsets", action="store_true", help="leave DaemonSet-managed pods alone"
@@ -266,7 +250,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--pod-selector", default="", help="only the pods with these labels")
 
-    p = command("clock", "show the cluster clock, or set its rate in virtual time (kemu only)")
+
+def _clock_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "verb",
         nargs="?",
@@ -279,11 +264,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="rate: virtual seconds per wall second, 0 (hold) or max; advance: a duration",
     )
     p.add_argument("-o", "--output", help="json or yaml")
-    p = command(
-        "why",
-        "tell a pod's scheduling story or a node's autoscaling verdicts (kemu only; the "
-        "components' --record-decisions)",
-    )
+
+
+def _why_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("targets", nargs="*", metavar="pod/NAME | node/NAME")
     p.add_argument("-o", "--output", help="json")
     p.add_argument(
@@ -296,9 +279,76 @@ def build_parser() -> argparse.ArgumentParser:
         f"{DEFAULT_AUTOSCALER})",
     )
 
-    p = command("version", "print the client, server and component versions")
+
+def _version_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--client", action="store_true", help="only the client's version")
     p.add_argument("-o", "--output", help="json or yaml")
+
+
+Flags = Callable[[argparse.ArgumentParser], None]
+
+# Each command's help line and flags, in the order `kemuctl --help` lists them (COMMANDS says
+# what runs it).
+PARSERS: Final[dict[str, tuple[str, Flags]]] = {
+    "apply": ("create or update objects from manifests", _apply_flags),
+    "create": ("create objects from manifests, or: create namespace NAME", _create_flags),
+    "get": ("list objects or show some", _get_flags),
+    "describe": ("show objects in detail, with their events", _describe_flags),
+    "delete": ("delete objects", _delete_flags),
+    "patch": ("apply a JSON merge patch to an object", _patch_flags),
+    "resize": ("change a pod's container resources in place (pods/resize)", _resize_flags),
+    "scale": ("set the replicas of a deployment or replicaset", _scale_flags),
+    "rollout": ("manage the rollout of a deployment", _rollout_flags),
+    "wait": ("wait for a condition on objects", _wait_flags),
+    "cordon": ("mark a node unschedulable", _node_flags),
+    "uncordon": ("mark a node schedulable", _node_flags),
+    "drain": ("cordon a node and evict its pods", _drain_flags),
+    "clock": (
+        "show the cluster clock, or set its rate in virtual time (kemu only)",
+        _clock_flags,
+    ),
+    "why": (
+        "tell a pod's scheduling story or a node's autoscaling verdicts (kemu only; the "
+        "components' --record-decisions)",
+        _why_flags,
+    ),
+    "version": ("print the client, server and component versions", _version_flags),
+}
+
+
+def _common_flags() -> _Parser:
+    """The global flags. They may come before or after the command, as with kubectl: they are
+    declared on the top parser and on every subparser, with SUPPRESS so a later parser does
+    not reset them."""
+    common = _Parser(add_help=False)
+    common.add_argument(
+        "--server",
+        "-s",
+        default=argparse.SUPPRESS,
+        help=f"the apiserver, HOST:PORT (default: ${SERVER_ENV} or {DEFAULT_SERVER})",
+    )
+    common.add_argument(
+        "-n", "--namespace", default=argparse.SUPPRESS, help='the namespace (default "default")'
+    )
+    common.add_argument(
+        "--request-timeout",
+        default=argparse.SUPPRESS,
+        help=f"how long to wait for one answer of the server, e.g. 10s; 0: no limit "
+        f"(default {DEFAULT_REQUEST_TIMEOUT})",
+    )
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _common_flags()
+    parser = _Parser(
+        prog="kemuctl",
+        description="Control a kemu cluster (a subset of kubectl).",
+        parents=[common],
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, (help_, flags) in PARSERS.items():
+        flags(sub.add_parser(name, help=help_, parents=[common]))
     return parser
 
 
@@ -409,7 +459,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     watching = False
     try:
-        parsed: Any = parse_args(arguments)
+        parsed = parse_args(arguments)
         watching = bool(getattr(parsed, "watch", False))
     except UsageError:
         pass  # run() reports it

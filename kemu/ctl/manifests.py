@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 import yaml
 from google.protobuf.message import Message
@@ -27,14 +27,14 @@ class Manifest:
     index: int  # the document's position in the file, from 1
     kind: kinds.Kind
     obj: Message
-    data: dict[str, Any]  # the document as written (after List expansion)
+    data: dict[str, object]  # the document as written (after List expansion)
 
     @property
     def name(self) -> str:
         return meta(self.obj).name
 
 
-def _documents(text: str, source: str) -> list[Any]:
+def _documents(text: str, source: str) -> list[object]:
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")):
         try:
@@ -62,7 +62,7 @@ def yaml_problem(e: yaml.YAMLError) -> str:
     return "yaml: " + " ".join(str(e).split())
 
 
-def _expand(doc: Any, source: str, index: int) -> list[dict[str, Any]]:
+def _expand(doc: object, source: str, index: int) -> list[dict[str, object]]:
     if not isinstance(doc, dict):
         raise CtlError(f"{where(source, index)}: expected an object, got {type(doc).__name__}")
     kind = doc.get("kind")
@@ -70,7 +70,7 @@ def _expand(doc: Any, source: str, index: int) -> list[dict[str, Any]]:
         items = doc.get("items") or []
         if not isinstance(items, list):
             raise CtlError(f"{where(source, index)}: items must be a list")
-        out: list[dict[str, Any]] = []
+        out: list[dict[str, object]] = []
         for item in items:
             out.extend(_expand(item, source, index))
         return out

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
 
 import yaml
 from google.protobuf.message import Message
@@ -13,6 +12,7 @@ from google.protobuf.message import Message
 from kemu.ctl.common import meta, ref
 from kemu.machinery import convert, kinds
 from kemu.machinery import printers as columns
+from kemu.machinery.jsonvalue import JSONObject
 
 # the names kemuctl's commands use, from the one place that defines them
 NONE = columns.NONE
@@ -48,15 +48,15 @@ def row(
 # ---------------------------------------------------------------- object output
 
 
-def as_list(objs: Sequence[Message]) -> dict[str, Any]:
+def as_list(objs: Sequence[Message]) -> JSONObject:
     return {"apiVersion": "v1", "kind": "List", "items": [convert.to_dict(o) for o in objs]}
 
 
-def dump_json(data: Any) -> str:
+def dump_json(data: object) -> str:
     return json.dumps(data, indent=4, ensure_ascii=False)
 
 
-def dump_yaml(data: Any) -> str:
+def dump_yaml(data: object) -> str:
     text: str = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
     return text.rstrip("\n")
 

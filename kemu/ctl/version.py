@@ -4,15 +4,15 @@ the modeled feature gates each one runs with."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from kemu.api.v1 import api_pb2
 from kemu.component.version import BINARY_VERSION
 from kemu.ctl.common import Context, CtlError
 from kemu.ctl.printers import dump_json, dump_yaml
+from kemu.machinery.jsonvalue import JSONObject
 
 
-def component_dict(c: api_pb2.ComponentVersion) -> dict[str, Any]:
+def component_dict(c: api_pb2.ComponentVersion) -> JSONObject:
     return {
         "component": c.component,
         "identity": c.identity,
@@ -57,7 +57,7 @@ def version_lines(info: api_pb2.VersionInfo) -> list[str]:
 async def cmd_version(ctx: Context, args: argparse.Namespace) -> int:
     if args.output not in (None, "json", "yaml"):
         raise CtlError(f"--output must be 'yaml' or 'json', got {args.output!r}")
-    data: dict[str, Any] = {"clientVersion": {"gitVersion": BINARY_VERSION}}
+    data: JSONObject = {"clientVersion": {"gitVersion": BINARY_VERSION}}
     if args.output is None:
         # Printed first, so that an unreachable server still leaves the client's version.
         ctx.print(f"Client Version: {BINARY_VERSION}")

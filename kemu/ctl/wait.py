@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 import anyio
 from google.protobuf.message import Message
@@ -46,7 +46,8 @@ class Condition:
         data = convert.to_dict(obj)
         if self.mode == "condition":
             status = data.get("status")
-            conditions: Any = status.get("conditions", []) if isinstance(status, dict) else []
+            listed = status.get("conditions") if isinstance(status, dict) else None
+            conditions = listed if isinstance(listed, list) else []
             wanted = (self.value or "True").lower()
             return any(
                 isinstance(c, dict)

@@ -42,7 +42,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 
 import anyio.to_thread
 
@@ -59,7 +59,9 @@ from kemu.ctl.printers import dump_json
 from kemu.machinery import printers
 from kemu.machinery.convert import format_time, timestamp
 from kemu.machinery.errors import ApiError, NotFound
+from kemu.machinery.jsonvalue import JSON
 from kemu.machinery.keys import object_key
+from kemu.machinery.kinds import Kind
 
 _TIMEOUT: Final = 5.0
 
@@ -67,20 +69,62 @@ BY_PREEMPTION: Final = "scheduler (preemption)"
 BY_BINDING_START: Final = "scheduler (binding: the expected placement, KEP-5278)"
 BY_APISERVER: Final = "apiserver (binding, KEP-5278)"
 
+Record = Mapping[str, Any]
+"""A record of another process's decision log as it serves it (an attempt of
+scheduler/decisions.py, a verdict of autoscaler/decisions.py): JSON of a known shape, read as
+written (a malformed one is that process's bug, not the user's)."""
+
+
+class Nomination(TypedDict):
+    action: str
+    node: str
+    by: str
+    time: str | None
+
+
+EventEntry = TypedDict(
+    "EventEntry", {"time": str, "type": str, "reason": str, "from": str, "message": str}
+)
+
+
+class PodStory(TypedDict):
+    """`why pod/NAME -o json` (see the module docstring)."""
+
+    pod: str
+    uid: str
+    created: str
+    node: str | None
+    nominatedNodeName: str | None
+    deleted: str | None
+    attempts: list[Record]
+    nominations: list[Nomination]
+    events: list[EventEntry]
+
+
+class NodeStory(TypedDict):
+    """`why node/NAME`: the autoscaler's verdicts as it serves them (times in epoch seconds)."""
+
+    node: str
+    gone: bool
+    verdicts: list[Record]
+    events: list[EventEntry]
+
 
 def _time(seconds: float) -> str:
     return format_time(timestamp(seconds), "milli")
 
 
-def _get_json(url: str) -> Any:
+def _get_json(url: str) -> JSON:
     with urllib.request.urlopen(url, timeout=_TIMEOUT) as resp:
-        return json.loads(resp.read())
+        value: JSON = json.loads(resp.read())
+        return value
 
 
-async def _record(ctx: Context, base: str, query: Mapping[str, str], what: str) -> Any | None:
+async def _record(ctx: Context, base: str, query: Mapping[str, str], what: str) -> Record | None:
     url = f"{base.rstrip('/')}/debug/decisions?{urllib.parse.urlencode(query)}"
     try:
-        return await anyio.to_thread.run_sync(_get_json, url)
+        document = await anyio.to_thread.run_sync(_get_json, url)
+        return document if isinstance(document, dict) else None
     except urllib.error.HTTPError as e:
         why = "no record kept (start it with --record-decisions)" if e.code == 404 else str(e)
         ctx.warn(f"warning: {what} at {base}: {why}")
@@ -89,7 +133,7 @@ async def _record(ctx: Context, base: str, query: Mapping[str, str], what: str) 
     return None
 
 
-def _events_json(events: Sequence[types_pb2.Event]) -> list[dict[str, Any]]:
+def _events_json(events: Sequence[types_pb2.Event]) -> list[EventEntry]:
     return [
         {
             "time": _time(printers.seconds_of(printers.event_last_seen(e))),
@@ -102,12 +146,12 @@ def _events_json(events: Sequence[types_pb2.Event]) -> list[dict[str, Any]]:
     ]
 
 
-def nominations(pod: types_pb2.Pod, attempts: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def nominations(pod: types_pb2.Pod, attempts: Sequence[Record]) -> list[Nomination]:
     """Who set and cleared the pod's nominatedNodeName, from the scheduler's attempts and the
     pod as it is now: preemption's nomination (or its clearing when preemption cannot help),
     the expected placement at binding start (KEP-5278), and the apiserver's clearing at
     binding (a bound pod whose nomination is gone)."""
-    out: list[dict[str, Any]] = []
+    out: list[Nomination] = []
     current = ""
     for a in attempts:
         preemption = a.get("preemption")
@@ -127,13 +171,13 @@ def nominations(pod: types_pb2.Pod, attempts: Sequence[Mapping[str, Any]]) -> li
     return out
 
 
-def _nomination(action: str, node: str, by: str, time: float | None) -> dict[str, Any]:
+def _nomination(action: str, node: str, by: str, time: float | None) -> Nomination:
     return {"action": action, "node": node, "by": by, "time": None if time is None else _time(time)}
 
 
 def pod_story(
-    pod: types_pb2.Pod, attempts: Sequence[Mapping[str, Any]], events: Sequence[types_pb2.Event]
-) -> dict[str, Any]:
+    pod: types_pb2.Pod, attempts: Sequence[Record], events: Sequence[types_pb2.Event]
+) -> PodStory:
     meta = pod.metadata
     return {
         "pod": object_key(pod),
@@ -150,7 +194,7 @@ def pod_story(
     }
 
 
-def attempt_lines(i: int, a: Mapping[str, Any]) -> list[str]:
+def attempt_lines(i: int, a: Record) -> list[str]:
     head = f"attempt {i} ({a['cycle']}, profile {a['profile']})"
     result = a["result"]
     if result == "scheduled":
@@ -208,7 +252,7 @@ CRITERION_WORDS: Final = {
 """pickOneNodeForPreemption's criteria (kemu.scheduling.preemption.CRITERIA) in words."""
 
 
-def _criterion_text(preemption: Mapping[str, Any]) -> str:
+def _criterion_text(preemption: Record) -> str:
     criterion = preemption.get("criterion")
     if not criterion:
         return "chosen by preemption"
@@ -216,18 +260,18 @@ def _criterion_text(preemption: Mapping[str, Any]) -> str:
     return f"{CRITERION_WORDS.get(criterion, criterion)}, of {n} candidate node(s)"
 
 
-def _victim_text(v: Mapping[str, Any]) -> str:
+def _victim_text(v: Record) -> str:
     pdbs = v.get("pdbs") or []
     broken = f", breaks PDB {', '.join(pdbs)}" if pdbs else ""
     return f"{v['pod']} (priority {v['priority']}{broken})"
 
 
-def _phase_text(p: Mapping[str, Any]) -> str:
+def _phase_text(p: Record) -> str:
     plugin = f" by {p['plugin']}" if p.get("plugin") else ""
     return f"{p['point']} {p['code']}{plugin} in {p['seconds'] * 1000:.1f} ms"
 
 
-def print_pod_story(ctx: Context, story: Mapping[str, Any]) -> None:
+def print_pod_story(ctx: Context, story: PodStory) -> None:
     entries: list[tuple[str, int, list[str]]] = [(story["created"], 0, ["created"])]
     for i, a in enumerate(story["attempts"], 1):
         entries.append((a["time"], 1, attempt_lines(i, a)))
@@ -248,7 +292,7 @@ def print_pod_story(ctx: Context, story: Mapping[str, Any]) -> None:
     ctx.print(f"  now: {'bound to ' + story['node'] if story['node'] else 'not bound'}")
 
 
-def print_node_story(ctx: Context, story: Mapping[str, Any]) -> None:
+def print_node_story(ctx: Context, story: NodeStory) -> None:
     ctx.print(f"Node {story['node']}" + (" (deleted)" if story["gone"] else ""))
     entries = [
         (_time(v["time"]), f"{v['verdict']}: {v['message']}".rstrip(": "))
@@ -296,7 +340,7 @@ async def cmd_why(ctx: Context, args: argparse.Namespace) -> int:
     base = args.autoscaler or os.environ.get(AUTOSCALER_ENV) or DEFAULT_AUTOSCALER
     record = await _record(ctx, base, {"node": name}, "the autoscaler")
     listed = await ctx.client.list_all(types_pb2.Event, "")
-    node_story = {
+    node_story: NodeStory = {
         "node": name,
         "gone": gone,
         "verdicts": [] if record is None else record.get("verdicts", []),
@@ -316,7 +360,7 @@ async def cmd_why(ctx: Context, args: argparse.Namespace) -> int:
     return 0
 
 
-def _one_target(targets: list[str]) -> tuple[Any, str]:
+def _one_target(targets: list[str]) -> tuple[Kind, str]:
     pairs = split_targets(targets, require_name=True)
     if len(pairs) != 1:
         raise CtlError("why: exactly one pod/NAME or node/NAME")

@@ -19,13 +19,14 @@ import re
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from functools import cache
-from typing import Any, Final
+from typing import Final
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from kemu.machinery.errors import BadRequest, Cause, Invalid
+from kemu.machinery.jsonvalue import JSON, JSONObject
 from kemu.machinery.kinds import Kind, kind_of
 
 _TIMESTAMP: Final = "google.protobuf.Timestamp"
@@ -153,13 +154,13 @@ def parse_time(text: str, path: str) -> Timestamp:
 # ---------------------------------------------------------------- to JSON
 
 
-def _scalar_out(fd: FieldDescriptor, value: Any) -> Any:
-    if fd.type == FieldDescriptor.TYPE_BYTES:
+def _scalar_out(value: str | int | float | bool | bytes) -> JSON:
+    if isinstance(value, bytes):  # (a TYPE_BYTES field's value)
         return base64.b64encode(value).decode()  # []byte is base64 in Kubernetes JSON
     return value  # ints (int64 included) stay numbers, as in Kubernetes JSON
 
 
-def _message_out(msg: Message, wire: bool, micro: bool = False) -> Any:
+def _message_out(msg: Message, wire: bool, micro: bool = False) -> JSON:
     full = msg.DESCRIPTOR.full_name
     if full == _TIMESTAMP:
         assert isinstance(msg, Timestamp)
@@ -168,7 +169,8 @@ def _message_out(msg: Message, wire: bool, micro: bool = False) -> Any:
         which = msg.WhichOneof("value")
         if which is None:
             return None
-        return getattr(msg, which)
+        value: str | int = getattr(msg, which)
+        return value
     return message_to_dict(msg, wire=wire)
 
 
@@ -177,7 +179,7 @@ def _by_name(desc: Descriptor) -> dict[str, _Field]:
     return {f.fd.name: f for f in _fields(desc)}
 
 
-def message_to_dict(msg: Message, *, wire: bool = False) -> dict[str, Any]:
+def message_to_dict(msg: Message, *, wire: bool = False) -> JSONObject:
     """A message as a JSON-ready dict with Kubernetes field names, empty fields omitted.
 
     `wire`: times as upstream serializes them (metav1.Time to the second, MicroTime to the
@@ -188,7 +190,7 @@ def message_to_dict(msg: Message, *, wire: bool = False) -> dict[str, Any]:
     kemu's protos), so the cost grows with what an object carries, not with how many fields
     its kind has: a pod without probes or volumes pays nothing for them.
     """
-    out: dict[str, Any] = {}
+    out: JSONObject = {}
     fields = _by_name(msg.DESCRIPTOR)
     for fd, value in msg.ListFields():
         f = fields[fd.name]
@@ -196,9 +198,7 @@ def message_to_dict(msg: Message, *, wire: bool = False) -> dict[str, Any]:
             if f.message is not None:
                 out[f.json_name] = {k: _message_out(v, wire) for k, v in sorted(value.items())}
             elif f.map_value is not None and f.map_value.type == FieldDescriptor.TYPE_BYTES:
-                out[f.json_name] = {
-                    k: _scalar_out(f.map_value, v) for k, v in sorted(value.items())
-                }
+                out[f.json_name] = {k: _scalar_out(v) for k, v in sorted(value.items())}
             else:
                 out[f.json_name] = dict(sorted(value.items()))
         elif f.repeated:
@@ -212,11 +212,11 @@ def message_to_dict(msg: Message, *, wire: bool = False) -> dict[str, Any]:
             if rendered is not None:
                 out[f.json_name] = rendered
         else:
-            out[f.json_name] = _scalar_out(fd, value)
+            out[f.json_name] = _scalar_out(value)
     return out
 
 
-def to_dict(obj: Message, *, wire: bool = False) -> dict[str, Any]:
+def to_dict(obj: Message, *, wire: bool = False) -> JSONObject:
     """An API object as Kubernetes prints it: apiVersion and kind first (`wire`: see
     message_to_dict)."""
     k = kind_of(obj)
@@ -226,7 +226,7 @@ def to_dict(obj: Message, *, wire: bool = False) -> dict[str, Any]:
 # ---------------------------------------------------------------- from JSON
 
 
-def _type_name(value: Any) -> str:
+def _type_name(value: object) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -242,7 +242,7 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
-def _number_as_string(value: Any) -> str | None:
+def _number_as_string(value: object) -> str | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -252,7 +252,9 @@ def _number_as_string(value: Any) -> str | None:
     return None
 
 
-def _scalar_in(fd: FieldDescriptor, value: Any, path: str, lenient_str: bool = False) -> Any:
+def _scalar_in(
+    fd: FieldDescriptor, value: object, path: str, lenient_str: bool = False
+) -> str | bool | bytes | int | float:
     t = fd.type
     if t == FieldDescriptor.TYPE_STRING:
         if isinstance(value, str):
@@ -298,7 +300,7 @@ def _scalar_in(fd: FieldDescriptor, value: Any, path: str, lenient_str: bool = F
     raise Invalid.field(path, "unsupported field type")
 
 
-def _fill_special(msg: Message, value: Any, path: str) -> bool:
+def _fill_special(msg: Message, value: object, path: str) -> bool:
     full = msg.DESCRIPTOR.full_name
     if full == _TIMESTAMP:
         if not isinstance(value, str):
@@ -336,9 +338,10 @@ class UnknownFields:
 
 
 def fill_message(
-    msg: Message, data: Any, path: str = "", unknown: UnknownFields | None = None
+    msg: Message, data: object, path: str = "", unknown: UnknownFields | None = None
 ) -> None:
-    """Fills `msg` from a JSON-like value; Invalid names the first bad field."""
+    """Fills `msg` from a JSON-like value (YAML's too: keys need not be strings); Invalid names
+    the first bad field."""
     if _fill_special(msg, data, path or "<root>"):
         return
     if not isinstance(data, dict):
@@ -389,7 +392,7 @@ def fill_message(
             )
 
 
-def from_dict(kind: Kind, data: Any, unknown: UnknownFields | None = None) -> Message:
+def from_dict(kind: Kind, data: object, unknown: UnknownFields | None = None) -> Message:
     """Reads one object of `kind` from its Kubernetes JSON (apiVersion/kind are checked;
     unknown fields: see UnknownFields)."""
     if not isinstance(data, dict):
@@ -415,11 +418,11 @@ def from_dict(kind: Kind, data: Any, unknown: UnknownFields | None = None) -> Me
 # ---------------------------------------------------------------- merge patch
 
 
-def merge_patch(target: Any, patch: Any) -> Any:
+def merge_patch(target: JSON, patch: JSON) -> JSON:
     """RFC 7386 JSON merge patch: objects merge, null deletes, anything else replaces."""
     if not isinstance(patch, dict):
         return patch
-    result = dict(target) if isinstance(target, dict) else {}
+    result: JSONObject = dict(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
             result.pop(key, None)

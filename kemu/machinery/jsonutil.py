@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Final, NoReturn
 
 from kemu.machinery.errors import BadRequest
+from kemu.machinery.jsonvalue import JSON
 
 MAX_DEPTH: Final = 100
 
@@ -31,8 +32,8 @@ def loads(
     data: bytes | str,
     what: str = "the request body",
     *,
-    object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None,
-) -> Any:
+    object_pairs_hook: Callable[[list[tuple[str, JSON]]], JSON] | None = None,
+) -> JSON:
     """`data` as JSON, or BadRequest naming `what` and the problem: not UTF-8, not JSON, a
     number beyond float range, NaN or Infinity, a lone surrogate escape, or nested more than
     MAX_DEPTH levels."""
@@ -44,11 +45,11 @@ def loads(
             raise BadRequest(f"{what} is not valid JSON: the number {number[:40]} is out of range")
         return value
 
-    def no_constant(name: str) -> Any:
+    def no_constant(name: str) -> NoReturn:
         raise BadRequest(f"{what} is not valid JSON: {name} is not a JSON value")
 
     try:
-        value = json.loads(
+        value: JSON = json.loads(
             json_text,
             object_pairs_hook=object_pairs_hook,
             parse_float=finite,
@@ -62,9 +63,9 @@ def loads(
     return value
 
 
-def _check(value: Any, what: str) -> None:
+def _check(value: JSON, what: str) -> None:
     """Depth and strings of a decoded document, without recursion."""
-    stack = [(value, 1)]
+    stack: list[tuple[JSON, int]] = [(value, 1)]
     while stack:
         node, depth = stack.pop()
         if isinstance(node, dict):

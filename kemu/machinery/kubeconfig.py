@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+
+from kemu.machinery.jsonvalue import JSONObject
 
 CONTEXT = "kemu"
 
 
-def kubeconfig(server: str, namespace: str = "default") -> dict[str, Any]:
+def kubeconfig(server: str, namespace: str = "default") -> JSONObject:
     """`server` is the REST endpoint's URL (http://127.0.0.1:6445)."""
     return {
         "apiVersion": "v1",

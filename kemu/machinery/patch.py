@@ -14,12 +14,14 @@ containerStatuses, readinessGates, ...).
 from __future__ import annotations
 
 import copy
-from typing import Any, Final
+from typing import Final
 
 from google.protobuf.descriptor import Descriptor
 
 from kemu.machinery.convert import element_type, merge_patch
 from kemu.machinery.errors import BadRequest, Invalid
+from kemu.machinery.jsonvalue import JSON as JSONValue  # (JSON: the patch type below)
+from kemu.machinery.jsonvalue import JSONArray, JSONObject
 from kemu.machinery.kinds import Kind
 
 MERGE = "application/merge-patch+json"
@@ -74,7 +76,7 @@ def _child(schema: Descriptor | None, name: str) -> Descriptor | None:
     return None if schema is None else element_type(schema, name)
 
 
-def apply(patch_type: str, target: dict[str, Any], patch: Any, kind: Kind) -> Any:
+def apply(patch_type: str, target: JSONObject, patch: JSONValue, kind: Kind) -> JSONValue:
     """`patch` applied to `target`, the JSON of an object of `kind`."""
     if patch_type == MERGE:
         if not isinstance(patch, dict):
@@ -97,13 +99,14 @@ def _unescape(token: str) -> str:
     return token.replace("~1", "/").replace("~0", "~")
 
 
-def _split(path: Any) -> list[str]:
+def _split(path: JSONValue) -> tuple[str, list[str]]:
+    """The pointer, known to be a string, and its tokens."""
     if not isinstance(path, str) or (path and not path.startswith("/")):
         raise BadRequest(f"invalid JSON pointer {path!r}")
-    return [_unescape(t) for t in path.split("/")[1:]] if path else []
+    return path, [_unescape(t) for t in path.split("/")[1:]] if path else []
 
 
-def _index(container: list[Any], token: str, *, for_add: bool) -> int:
+def _index(container: JSONArray, token: str, *, for_add: bool) -> int:
     if for_add and token == "-":
         return len(container)
     try:
@@ -116,7 +119,7 @@ def _index(container: list[Any], token: str, *, for_add: bool) -> int:
     return i
 
 
-def _parent(doc: Any, tokens: list[str], path: str) -> Any:
+def _parent(doc: JSONValue, tokens: list[str], path: str) -> JSONValue:
     node = doc
     for t in tokens[:-1]:
         if isinstance(node, dict):
@@ -130,9 +133,10 @@ def _parent(doc: Any, tokens: list[str], path: str) -> Any:
     return node
 
 
-def _get(doc: Any, path: str) -> Any:
+def _get(doc: JSONValue, pointer: JSONValue) -> JSONValue:
     node = doc
-    for t in _split(path):
+    path, tokens = _split(pointer)
+    for t in tokens:
         if isinstance(node, dict) and t in node:
             node = node[t]
         elif isinstance(node, list):
@@ -142,8 +146,8 @@ def _get(doc: Any, path: str) -> Any:
     return node
 
 
-def _remove(doc: Any, path: str) -> Any:
-    tokens = _split(path)
+def _remove(doc: JSONValue, pointer: JSONValue) -> JSONValue:
+    path, tokens = _split(pointer)
     if not tokens:
         raise Invalid.field(path, "cannot remove the root")
     parent = _parent(doc, tokens, path)
@@ -156,8 +160,8 @@ def _remove(doc: Any, path: str) -> Any:
     raise Invalid.field(path, "doc is missing path")
 
 
-def _add(doc: Any, path: str, value: Any, *, replace: bool) -> Any:
-    tokens = _split(path)
+def _add(doc: JSONValue, pointer: JSONValue, value: JSONValue, *, replace: bool) -> JSONValue:
+    path, tokens = _split(pointer)
     if not tokens:
         return value
     parent = _parent(doc, tokens, path)
@@ -177,7 +181,7 @@ def _add(doc: Any, path: str, value: Any, *, replace: bool) -> Any:
     return doc
 
 
-def json_patch(target: Any, ops: Any) -> Any:
+def json_patch(target: JSONValue, ops: JSONValue) -> JSONValue:
     """RFC 6902 on a copy of `target`."""
     if not isinstance(ops, list):
         raise BadRequest("a JSON patch must be a JSON array of operations")
@@ -194,7 +198,7 @@ def json_patch(target: Any, ops: Any) -> Any:
             _remove(doc, path)
         elif kind == "test":
             if _get(doc, path) != op.get("value"):
-                raise Invalid.field(path, "testing value failed")
+                raise Invalid.field(str(path), "testing value failed")
         elif kind == "move":
             value = _remove(doc, op.get("from", ""))
             doc = _add(doc, path, value, replace=False)
@@ -211,24 +215,23 @@ _ORDER: Final = "$setElementOrder/"
 _DELETE_PRIMITIVE: Final = "$deleteFromPrimitiveList/"
 
 
-def strategic_merge(target: Any, patch: dict[str, Any], schema: Descriptor | None) -> Any:
-    return _merge_map(target if isinstance(target, dict) else {}, patch, schema)
+def strategic_merge(target: JSONValue, patch: JSONObject, schema: Descriptor | None) -> JSONObject:
+    return _merge_map(target, patch, schema)
 
 
-def _merge_map(
-    target: dict[str, Any], patch: dict[str, Any], schema: Descriptor | None
-) -> dict[str, Any]:
-    """`schema`: the message type of `target` (None inside maps: no lists to merge there)."""
+def _merge_map(target: JSONValue, patch: JSONObject, schema: Descriptor | None) -> JSONObject:
+    """`schema`: the message type of `target` (None inside maps: no lists to merge there); a
+    `target` that is not an object merges as an empty one."""
     directive = patch.get("$patch")
     if directive == "delete":
         return {}
     if directive == "replace":
         return {k: v for k, v in patch.items() if k != "$patch"}
-    result = dict(target)
+    result = dict(target) if isinstance(target, dict) else {}
     retain = patch.get("$retainKeys")
     if isinstance(retain, list):
         result = {k: v for k, v in result.items() if k in retain}
-    orders: dict[str, list[Any]] = {}
+    orders: dict[str, JSONArray] = {}
     for key, value in patch.items():
         if key in ("$patch", "$retainKeys"):
             continue
@@ -238,28 +241,28 @@ def _merge_map(
             continue
         if key.startswith(_DELETE_PRIMITIVE):
             name = key[len(_DELETE_PRIMITIVE) :]
-            if isinstance(result.get(name), list) and isinstance(value, list):
-                result[name] = [v for v in result[name] if v not in value]
+            current = result.get(name)
+            if isinstance(current, list) and isinstance(value, list):
+                result[name] = [v for v in current if v not in value]
             continue
         if value is None:
             result.pop(key, None)
         elif isinstance(value, dict):
-            current = result.get(key)
-            merged = _merge_map(
-                current if isinstance(current, dict) else {}, value, _child(schema, key)
-            )
-            result[key] = merged
+            result[key] = _merge_map(result.get(key), value, _child(schema, key))
         elif isinstance(value, list):
             result[key] = _merge_list(schema, key, result.get(key), value)
         else:
             result[key] = value
     for name, order in orders.items():
-        if isinstance(result.get(name), list):
-            result[name] = _ordered(_merge_key(schema, name), result[name], order)
+        items = result.get(name)
+        if isinstance(items, list):
+            result[name] = _ordered(_merge_key(schema, name), items, order)
     return result
 
 
-def _merge_list(schema: Descriptor | None, name: str, current: Any, patch: list[Any]) -> list[Any]:
+def _merge_list(
+    schema: Descriptor | None, name: str, current: JSONValue, patch: JSONArray
+) -> JSONArray:
     key = _merge_key(schema, name)
     element = _child(schema, name)
     if not isinstance(current, list):
@@ -291,14 +294,16 @@ def _merge_list(schema: Descriptor | None, name: str, current: Any, patch: list[
     return result
 
 
-def _ordered(key: str | None, items: list[Any], order: list[Any]) -> list[Any]:
-    def ident(v: Any) -> Any:
+def _ordered(key: str | None, items: JSONArray, order: JSONArray) -> JSONArray:
+    def ident(v: JSONValue) -> JSONValue:
         if key is not None and isinstance(v, dict):
             return v.get(key)
         return v
 
     wanted = [ident(o) for o in order]
-    rank = {w: i for i, w in enumerate(wanted) if not isinstance(w, dict | list)}
+    rank: dict[JSONValue, int] = {
+        w: i for i, w in enumerate(wanted) if not isinstance(w, dict | list)
+    }
     known = [v for v in items if ident(v) in rank]
     rest = [v for v in items if ident(v) not in rank]
     known.sort(key=lambda v: rank[ident(v)])

@@ -567,6 +567,8 @@ def _cron_job_row(cj: types_pb2.CronJob, now: float, wide: bool) -> list[str]:
 
 
 Row = Callable[[Any, float, bool], list[str]]
+"""A kind's row: (its object, now, wide) -> cells. Each takes its own message type (TABLES is
+looked up by kind), so the object is typed here only."""
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ update may change."""
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 from google.protobuf.message import Message
 
@@ -17,15 +17,14 @@ _NO_GENERATION: Final = frozenset({"kemu.api.v1.Lease", "kemu.api.v1.Event"})
 
 
 def _spec_bytes(obj: Message) -> bytes:
-    spec: Any = getattr(obj, "spec", None)
+    spec: Message | None = getattr(obj, "spec", None)
     if spec is None:
         # PriorityClass keeps its "spec" at the top level.
         probe = obj.__class__()
         probe.CopyFrom(obj)
         probe.ClearField("metadata")
         return probe.SerializeToString(deterministic=True)
-    data: bytes = spec.SerializeToString(deterministic=True)
-    return data
+    return spec.SerializeToString(deterministic=True)
 
 
 def bumps_generation(old: Message, new: Message) -> bool:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, Final, TypeVar
+from typing import Final, TypeVar, cast, overload
 
 import anyio
 
@@ -307,12 +307,27 @@ class Scenario:
     async def pods(self) -> dict[str, types_pb2.Pod]:
         return {p.metadata.name: p for p in (await self.client.list(types_pb2.Pod, self.ns)).items}
 
+    @overload
     async def eventually(
         self,
-        check: Callable[[], Any],
+        check: Callable[[], Awaitable[T]],
+        timeout: float = ...,  # noqa: ASYNC109
+    ) -> T: ...
+
+    @overload
+    async def eventually(
+        self,
+        check: Callable[[], T],
+        timeout: float = ...,  # noqa: ASYNC109
+    ) -> T: ...
+
+    async def eventually(
+        self,
+        check: Callable[[], Awaitable[T] | T],
         timeout: float = DEFAULT_TIMEOUT,  # noqa: ASYNC109
-    ) -> Any:
-        return await eventually(check, timeout=timeout)
+    ) -> T:
+        # (kemu.testing.eventually's own overloads, passed on: it awaits what is awaitable)
+        return await eventually(cast(Callable[[], T], check), timeout=timeout)
 
     async def holds(
         self,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Final, TypedDict
 
 from kemu.machinery.virtual_time import ClockMode
 from kemu.testing.cluster import DEFAULT_CAPACITY, Cluster
@@ -41,7 +41,7 @@ class ClusterSpec:
     """Every node's labels (besides the kubelet's own, kubernetes.io/hostname...)."""
 
     @classmethod
-    def from_options(cls, **options: Any) -> ClusterSpec:
+    def from_options(cls, **options: object) -> ClusterSpec:
         """A spec from the marker's keyword arguments; ValueError naming a key that is not
         one, or a value of the wrong kind."""
         known = {"nodes", "version", "gates", "scheduler_config", "clock", "capacity", "labels"}
@@ -95,6 +95,13 @@ def _nodes(value: object) -> tuple[str, ...]:
     return names
 
 
+class _Versioned(TypedDict):
+    """What every component of a spec's cluster is started with."""
+
+    emulated_version: str | None
+    feature_gates: Mapping[str, bool]
+
+
 def start_cluster(cluster: Cluster, spec: ClusterSpec) -> None:
     """Starts the spec's components in `cluster` (made with `clock=spec.clock`) and waits
     until every one is ready."""
@@ -102,7 +109,7 @@ def start_cluster(cluster: Cluster, spec: ClusterSpec) -> None:
         raise ValueError(
             f"the cluster runs on the {cluster.clock.value} clock, the spec asks {spec.clock.value}"
         )
-    common: dict[str, Any] = {"emulated_version": spec.version, "feature_gates": spec.gates}
+    common = _Versioned(emulated_version=spec.version, feature_gates=spec.gates)
     cluster.start_etcd()
     cluster.start_apiserver(**common)
     config: str | Path | None = None

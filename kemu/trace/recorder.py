@@ -81,7 +81,7 @@ def tracked_gvk(name: str) -> str:
 def sanitize(obj: Message) -> dict[str, Any]:
     """The object as SimKube's tracer keeps it."""
     data = convert.to_dict(obj)
-    meta = data.get("metadata") or {}
+    meta = m if isinstance(m := data.get("metadata"), dict) else {}
     kept = {k: meta[k] for k in ("name", "namespace", "labels", "annotations") if k in meta}
     out: dict[str, Any] = {"apiVersion": data.get("apiVersion"), "kind": data.get("kind")}
     out["metadata"] = kept

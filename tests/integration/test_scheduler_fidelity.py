@@ -20,6 +20,7 @@ from kemu.api.v1 import types_pb2
 from kemu.client.pod_status import patch_pod_status
 from kemu.machinery.convert import message_to_dict
 from kemu.machinery.errors import Invalid
+from kemu.machinery.jsonvalue import JSONObject
 from kemu.scheduling.emulation.slow_pre_bind import (
     ANNOTATION_DELAY,
     ANNOTATION_FAIL,
@@ -383,7 +384,7 @@ async def test_conditions_written_meanwhile_by_another_component_are_kept_both_w
             while not stop.is_set():
                 beats += 1
 
-                def change(current: types_pb2.Pod, n: int = beats) -> dict[str, object]:
+                def change(current: types_pb2.Pod, n: int = beats) -> JSONObject:
                     conditions = [c for c in current.status.conditions if c.type != HEARTBEAT]
                     beat = types_pb2.PodCondition(type=HEARTBEAT, status="True", message=str(n))
                     return {"conditions": [message_to_dict(c) for c in [*conditions, beat]]}

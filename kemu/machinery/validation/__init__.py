@@ -84,10 +84,13 @@ def _no_update_rules(new: Message, old: Message) -> list[Cause]:
     return []
 
 
-# Per kind: (validate, extra rules of an update). Validators take the concrete message type.
-_VALIDATORS: Final[
-    dict[str, tuple[Callable[[Any], list[Cause]], Callable[[Any, Any], list[Cause]]]]
-] = {
+# A kind's validators take its own message type (validate_pod(pod: Pod)); the tables below are
+# looked up by the message's full name, so their argument is typed here only.
+_Validate = Callable[[Any], list[Cause]]
+_ValidateUpdate = Callable[[Any, Any], list[Cause]]
+
+# Per kind: (validate, extra rules of an update).
+_VALIDATORS: Final[dict[str, tuple[_Validate, _ValidateUpdate]]] = {
     "kemu.api.v1.Pod": (validate_pod, validate_pod_update),
     "kemu.api.v1.Node": (validate_node, validate_node_update),
     "kemu.api.v1.PriorityClass": (validate_priority_class, validate_priority_class_update),
@@ -116,14 +119,14 @@ _VALIDATORS: Final[
 
 
 # Per kind: the rules of a create only (upstream's Validate<Kind>Create beside the update's).
-_CREATE_VALIDATORS: Final[dict[str, Callable[[Any], list[Cause]]]] = {
+_CREATE_VALIDATORS: Final[dict[str, _Validate]] = {
     "kemu.api.v1.CronJob": validate_cron_job_create,
 }
 
 
 # Per kind: the rules of a status subresource write (upstream's Validate<Kind>StatusUpdate),
 # where they leave out what the status strategy keeps from the stored object.
-_STATUS_VALIDATORS: Final[dict[str, Callable[[Any, Any], list[Cause]]]] = {
+_STATUS_VALIDATORS: Final[dict[str, _ValidateUpdate]] = {
     "kemu.api.v1.Pod": validate_pod_status_update,
 }
 

@@ -37,7 +37,8 @@ def test_a_volumes_inlined_source_and_capacity() -> None:
         },
     }
     pv = convert.from_dict(BY_KIND["PersistentVolume"], decoded)
-    assert convert.to_dict(pv)["spec"]["hostPath"] == {"path": "/data"}
+    pv_spec = convert.to_dict(pv)["spec"]
+    assert isinstance(pv_spec, dict) and pv_spec["hostPath"] == {"path": "/data"}
 
 
 def test_a_secrets_bytes_and_string_data() -> None:

@@ -37,6 +37,11 @@ from .helpers import node, pod
 Pod = types_pb2.Pod
 
 
+def last_of(comparer: CacheComparer) -> Any:
+    """The last result of `comparer`'s report (its JSON, read as the test knows it)."""
+    return comparer.report()["last"]
+
+
 @pytest.fixture
 async def tg() -> AsyncIterator[TaskGroup]:
     async with anyio.create_task_group() as group:
@@ -307,9 +312,9 @@ async def test_the_comparer_runs_once_per_trigger_and_reports_the_last_result(
     # A list that fails is an error of the comparison, not a difference.
     fake.fail("list", Unavailable("the apiserver is away"), resource="pods")
     comparer.trigger()
-    await wait_until(lambda: comparer.report()["last"]["trigger"] == 2)
+    await wait_until(lambda: last_of(comparer)["trigger"] == 2)
     await settle()
-    last = comparer.report()["last"]
+    last = last_of(comparer)
     assert last["differences"] == []
     assert len(last["errors"]) == 1 and last["errors"][0].startswith("informer pods: ")
     assert [c["cache"] for c in last["caches"]] == ["informer nodes"]

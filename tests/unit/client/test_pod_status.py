@@ -57,7 +57,7 @@ def test_condition_change_writes_the_conditions_whole_and_the_nomination_only_wh
         "PodScheduled", "False", "Unschedulable", "no room", now=100.0, tracking=True,
         nominated_node_name="n1",
     )  # fmt: skip
-    out = change(pod)
+    out: Any = change(pod)
     assert out is not None
     assert [c["type"] for c in out["conditions"]] == ["Ready", "PodScheduled"]
     assert out["conditions"][1]["observedGeneration"] == 3
@@ -75,7 +75,7 @@ def test_condition_change_writes_the_conditions_whole_and_the_nomination_only_wh
     )(pod)  # fmt: skip
     assert moved is not None and moved["nominatedNodeName"] is None  # "" clears it
     # Without a nomination to write, only the condition decides.
-    target = condition_change(
+    target: Any = condition_change(
         "DisruptionTarget", "True", "PreemptionByScheduler", "m", now=1.0, tracking=False
     )(pod)
     assert target is not None and "nominatedNodeName" not in target

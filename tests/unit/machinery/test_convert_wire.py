@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from kemu.api.v1 import types_pb2
@@ -14,11 +16,11 @@ from kemu.testing.builders import make_pod
 def test_wire_times_are_seconds_for_time_and_microseconds_for_micro_time() -> None:
     pod = make_pod("p").obj()
     pod.metadata.creation_timestamp.CopyFrom(convert.timestamp(1795543200.123456789))
-    assert convert.to_dict(pod, wire=True)["metadata"]["creationTimestamp"] == (
-        "2026-11-24T18:00:00Z"
-    )
+    wire: Any = convert.to_dict(pod, wire=True)
+    assert wire["metadata"]["creationTimestamp"] == "2026-11-24T18:00:00Z"
     # without wire, what is stored survives a round trip (the registry's patches)
-    assert convert.to_dict(pod)["metadata"]["creationTimestamp"] == "2026-11-24T18:00:00.123456Z"
+    stored: Any = convert.to_dict(pod)
+    assert stored["metadata"]["creationTimestamp"] == "2026-11-24T18:00:00.123456Z"
     lease = types_pb2.Lease()
     lease.metadata.name = "l"
     lease.spec.renew_time.CopyFrom(convert.timestamp(1795543200))

@@ -24,7 +24,7 @@ POD: dict[str, Any] = {
 
 
 def test_json_patch_add_replace_remove_test_move_copy() -> None:
-    ops = [
+    ops: list[Any] = [
         {"op": "add", "path": "/metadata/labels/b", "value": "2"},
         {"op": "replace", "path": "/spec/containers/0/image", "value": "i9"},
         {"op": "remove", "path": "/spec/tolerations"},
@@ -33,7 +33,7 @@ def test_json_patch_add_replace_remove_test_move_copy() -> None:
         {"op": "move", "from": "/metadata/labels/b", "path": "/metadata/labels/d"},
         {"op": "add", "path": "/metadata/finalizers/-", "value": "y"},
     ]
-    out = patch.apply(patch.JSON, POD, ops, POD_KIND)
+    out: Any = patch.apply(patch.JSON, POD, ops, POD_KIND)
     assert out["metadata"]["labels"] == {"a": "1", "c": "1", "d": "2"}
     assert out["spec"]["containers"][0]["image"] == "i9"
     assert "tolerations" not in out["spec"]
@@ -53,14 +53,14 @@ def test_json_patch_errors_name_the_path() -> None:
 
 
 def test_strategic_merge_merges_containers_by_name_and_replaces_atomic_lists() -> None:
-    p = {
+    p: dict[str, Any] = {
         "spec": {
             "containers": [{"name": "b", "image": "i3"}, {"name": "c", "image": "i4"}],
             "tolerations": [{"key": "other"}],
         },
         "metadata": {"labels": {"a": None, "z": "9"}, "finalizers": ["y"]},
     }
-    out = patch.apply(patch.STRATEGIC, POD, p, POD_KIND)
+    out: Any = patch.apply(patch.STRATEGIC, POD, p, POD_KIND)
     assert [(c["name"], c["image"]) for c in out["spec"]["containers"]] == [
         ("a", "i1"),
         ("b", "i3"),
@@ -73,17 +73,17 @@ def test_strategic_merge_merges_containers_by_name_and_replaces_atomic_lists() -
 
 
 def test_strategic_merge_directives() -> None:
-    p = {
+    p: dict[str, Any] = {
         "spec": {
             "$setElementOrder/containers": [{"name": "b"}, {"name": "a"}],
             "containers": [{"name": "a", "$patch": "delete"}],
         },
         "metadata": {"$deleteFromPrimitiveList/finalizers": ["x"]},
     }
-    out = patch.apply(patch.STRATEGIC, POD, p, POD_KIND)
+    out: Any = patch.apply(patch.STRATEGIC, POD, p, POD_KIND)
     assert [c["name"] for c in out["spec"]["containers"]] == ["b"]
     assert out["metadata"]["finalizers"] == []
-    replaced = patch.apply(
+    replaced: Any = patch.apply(
         patch.STRATEGIC, POD, {"spec": {"$patch": "replace", "containers": []}}, POD_KIND
     )
     assert replaced["spec"] == {"containers": []}
@@ -92,7 +92,7 @@ def test_strategic_merge_directives() -> None:
 
 
 def test_strategic_merge_keys_are_per_type_not_per_field_name() -> None:
-    pod = {
+    pod: dict[str, Any] = {
         "spec": {
             "containers": [
                 {
@@ -108,7 +108,7 @@ def test_strategic_merge_keys_are_per_type_not_per_field_name() -> None:
             "containerStatuses": [{"name": "a", "ready": False}, {"name": "b"}],
         },
     }
-    p = {
+    p: dict[str, Any] = {
         "spec": {
             "containers": [
                 {
@@ -124,14 +124,14 @@ def test_strategic_merge_keys_are_per_type_not_per_field_name() -> None:
             "containerStatuses": [{"name": "a", "ready": True}],
         },
     }
-    out = patch.apply(patch.STRATEGIC, pod, p, POD_KIND)
+    out: Any = patch.apply(patch.STRATEGIC, pod, p, POD_KIND)
     c = out["spec"]["containers"][0]
     assert [x["containerPort"] for x in c["ports"]] == [80, 81]  # merged by containerPort
     assert c["env"] == [{"name": "A", "value": "1"}, {"name": "B", "value": "3"}]  # by name
     assert out["spec"]["tolerations"] == [{"key": "t2"}]  # atomic: replaced
     assert [x["type"] for x in out["status"]["conditions"]] == ["Ready", "PodScheduled"]
     assert out["status"]["containerStatuses"] == [{"name": "a", "ready": True}]  # atomic
-    svc = {"spec": {"ports": [{"port": 80, "targetPort": 8080}, {"port": 443}]}}
+    svc: dict[str, Any] = {"spec": {"ports": [{"port": 80, "targetPort": 8080}, {"port": 443}]}}
     out = patch.apply(
         patch.STRATEGIC,
         svc,
@@ -139,7 +139,7 @@ def test_strategic_merge_keys_are_per_type_not_per_field_name() -> None:
         BY_KIND["Service"],
     )
     assert out["spec"]["ports"] == [{"port": 80, "targetPort": 9090}, {"port": 443}]  # by port
-    node = {"spec": {"taints": [{"key": "a", "effect": "NoSchedule"}]}}
+    node: dict[str, Any] = {"spec": {"taints": [{"key": "a", "effect": "NoSchedule"}]}}
     out = patch.apply(
         patch.STRATEGIC,
         node,

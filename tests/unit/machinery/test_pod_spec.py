@@ -75,7 +75,7 @@ def test_kubernetes_json_names_with_initialisms() -> None:
         "status": {"hostIP": "10.0.0.1", "podIP": "10.1.0.1"},
     }
     pod = convert.from_dict(POD, data)
-    out = convert.to_dict(pod)
+    out: Any = convert.to_dict(pod)
     assert out["spec"]["hostPID"] and out["spec"]["hostIPC"] and out["spec"]["setHostnameAsFQDN"]
     assert out["spec"]["containers"][0]["ports"][0]["hostIP"] == "1.2.3.4"
     assert out["spec"]["volumes"][0] == {"name": "v", "downwardAPI": {}}

@@ -57,7 +57,8 @@ async def _compare(e: Env) -> dict[str, Any]:
         tg.start_soon(comparer.compare_all)
         # Up to two catch-up rounds of 5 s for each of the sources.
         await advance(e.client.clock, 100.0, step=0.5)
-    last: dict[str, Any] = comparer.report()["last"]
+    last = comparer.report()["last"]
+    assert isinstance(last, dict)
     assert last["errors"] == []
     return last
 
