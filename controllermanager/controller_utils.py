@@ -40,7 +40,7 @@ from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
 from kemu.machinery.errors import ApiError, Invalid, NotFound
 from kemu.machinery.jsonvalue import JSONArray, JSONObject
-from kemu.machinery.keys import object_key
+from kemu.machinery.keys import object_key, object_meta
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING, kind_of
 from kemu.machinery.labels import Selector, selector_of
 from kemu.machinery.owners import controller_of
@@ -61,11 +61,6 @@ SUCCESSFUL_DELETE: Final = "SuccessfulDelete"
 FAILED_DELETE: Final = "FailedDelete"
 
 D = TypeVar("D", types_pb2.Pod, types_pb2.ReplicaSet)
-
-
-def _meta(obj: Message) -> types_pb2.ObjectMeta:
-    meta: types_pb2.ObjectMeta = obj.metadata  # type: ignore[attr-defined]
-    return meta
 
 
 # ---------------------------------------------------------------- expectations
@@ -166,7 +161,7 @@ def resolve_controller_ref(
     if ref is None or ref.kind != kind:
         return None
     owner = lister.get(ref.name, namespace)
-    if owner is None or _meta(owner).uid != ref.uid:
+    if owner is None or object_meta(owner).uid != ref.uid:
         return None
     return owner
 
@@ -195,7 +190,7 @@ def owners_selecting(lister: Lister[W], namespace: str, labels: Mapping[str, str
 def new_controller_ref(owner: Message) -> types_pb2.OwnerReference:
     """metav1.NewControllerRef: controller and blockOwnerDeletion set."""
     kind = kind_of(owner)
-    meta = _meta(owner)
+    meta = object_meta(owner)
     return types_pb2.OwnerReference(
         api_version=kind.api_version,
         kind=kind.kind,
@@ -239,7 +234,7 @@ class ControllerRefManager(Generic[D]):
     ) -> None:
         self._client = client
         self._owner = owner
-        self._owner_meta = _meta(owner)
+        self._owner_meta = object_meta(owner)
         self._selector = selector
         self._can_adopt = can_adopt
         self._adoption_checked: ApiError | None | bool = False
@@ -262,7 +257,7 @@ class ControllerRefManager(Generic[D]):
         return claimed
 
     def _matches(self, obj: D, match: Callable[[D], bool] | None) -> bool:
-        if not self._selector.matches(_meta(obj).labels):
+        if not self._selector.matches(object_meta(obj).labels):
             return False
         return match is None or match(obj)
 
@@ -281,7 +276,7 @@ class ControllerRefManager(Generic[D]):
         # An orphan.
         if owner.HasField("deletion_timestamp") or not self._matches(obj, match):
             return False
-        meta: types_pb2.ObjectMeta = _meta(obj)
+        meta: types_pb2.ObjectMeta = object_meta(obj)
         if meta.HasField("deletion_timestamp") or meta.namespace != owner.namespace:
             return False
         return await self._adopt(obj)
@@ -298,7 +293,7 @@ class ControllerRefManager(Generic[D]):
 
     async def _adopt(self, obj: D) -> bool:
         await self._check_can_adopt()
-        meta: types_pb2.ObjectMeta = _meta(obj)
+        meta: types_pb2.ObjectMeta = object_meta(obj)
         refs = [*meta.owner_references, new_controller_ref(self._owner)]
         patch = {
             "metadata": {
@@ -320,7 +315,7 @@ class ControllerRefManager(Generic[D]):
         return True
 
     async def _release(self, obj: D) -> None:
-        meta: types_pb2.ObjectMeta = _meta(obj)
+        meta: types_pb2.ObjectMeta = object_meta(obj)
         refs = [r for r in meta.owner_references if r.uid != self._owner_meta.uid]
         patch = {
             "metadata": {
@@ -344,11 +339,11 @@ class ControllerRefManager(Generic[D]):
 def recheck_owner(client: ApiClient, owner: Message) -> Callable[[], Awaitable[None]]:
     """upstream RecheckDeletionTimestamp: a can_adopt that re-reads the owner and refuses
     (Invalid) when it was replaced or is being deleted."""
-    meta = _meta(owner)
+    meta = object_meta(owner)
 
     async def check() -> None:
         fresh = await client.get(type(owner), meta.name, meta.namespace)
-        fresh_meta = _meta(fresh)
+        fresh_meta = object_meta(fresh)
         if fresh_meta.uid != meta.uid:
             raise Invalid(
                 f"original {kind_of(owner).kind} {object_key(owner)} is gone: got uid "
@@ -381,8 +376,8 @@ def pod_from_template(
     """upstream GetPodFromTemplate: the template's labels, annotations, finalizers and spec,
     generateName `<owner>-`, and the controller reference."""
     pod = types_pb2.Pod()
-    pod.metadata.generate_name = pod_name_prefix(_meta(owner).name)
-    pod.metadata.namespace = _meta(owner).namespace
+    pod.metadata.generate_name = pod_name_prefix(object_meta(owner).name)
+    pod.metadata.namespace = object_meta(owner).namespace
     pod.metadata.labels.update(template.metadata.labels)
     pod.metadata.annotations.update(template.metadata.annotations)
     pod.metadata.finalizers.extend(template.metadata.finalizers)

@@ -61,6 +61,7 @@ from kemu.machinery.delete_options import (
 )
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.jsonvalue import JSONArray, JSONObject
+from kemu.machinery.keys import object_meta
 from kemu.machinery.kinds import KINDS, Kind
 
 logger = logging.getLogger(__name__)
@@ -107,11 +108,6 @@ class _NamespacedOwnerOfClusterScopedObject(Exception):
 
 class _UnknownKind(Exception):
     """An ownerReference names a kind kemu does not serve (upstream restMappingError)."""
-
-
-def _meta(obj: Message) -> types_pb2.ObjectMeta:
-    meta: types_pb2.ObjectMeta = obj.metadata  # type: ignore[attr-defined]
-    return meta
 
 
 def _group(api_version: str) -> str:
@@ -190,7 +186,7 @@ class GarbageCollector:
     async def _patch_meta(self, identity: ObjectReference, obj: Message, meta: JSONObject) -> None:
         """A merge patch of metadata, pinned to the resourceVersion `obj` was read at."""
         kind = self._kind(identity)
-        meta = {"resourceVersion": _meta(obj).resource_version, **meta}
+        meta = {"resourceVersion": object_meta(obj).resource_version, **meta}
         await self._client.patch(
             kind.message, identity.name, {"metadata": meta}, self._namespace(kind, identity)
         )
@@ -206,7 +202,7 @@ class GarbageCollector:
                 obj = await self._get(identity)
             except NotFound:
                 return False
-            if _meta(obj).uid != identity.uid:
+            if object_meta(obj).uid != identity.uid:
                 return False
             patch = change(obj)
             if patch is None:
@@ -223,7 +219,7 @@ class GarbageCollector:
 
     async def remove_finalizer(self, node: Node, finalizer: str) -> None:
         def change(obj: Message) -> JSONObject | None:
-            finalizers = list(_meta(obj).finalizers)
+            finalizers = list(object_meta(obj).finalizers)
             if finalizer not in finalizers:
                 return None
             return {"finalizers": [f for f in finalizers if f != finalizer]}
@@ -233,7 +229,7 @@ class GarbageCollector:
 
     async def remove_owner_references(self, node: Node, owner_uids: set[str]) -> None:
         def change(obj: Message) -> JSONObject | None:
-            refs = [convert.message_to_dict(r) for r in _meta(obj).owner_references]
+            refs = [convert.message_to_dict(r) for r in object_meta(obj).owner_references]
             kept: JSONArray = [r for r in refs if r.get("uid") not in owner_uids]
             return None if len(kept) == len(refs) else {"ownerReferences": kept}
 
@@ -241,7 +237,7 @@ class GarbageCollector:
 
     async def unblock_owner_references(self, node: Node) -> None:
         def change(obj: Message) -> JSONObject | None:
-            refs = [convert.message_to_dict(r) for r in _meta(obj).owner_references]
+            refs = [convert.message_to_dict(r) for r in object_meta(obj).owner_references]
             if not any(r.get("blockOwnerDeletion") for r in refs):
                 return None
             return {
@@ -282,7 +278,7 @@ class GarbageCollector:
                 live = await self._get(identity)
             except NotFound:
                 return
-            lm = _meta(live)
+            lm = object_meta(live)
             if (
                 lm.uid == identity.uid
                 and lm.resource_version != resource_version
@@ -317,7 +313,7 @@ class GarbageCollector:
             self.absent_owner_cache.add(key)
             logger.debug("item %s's owner %s is not found", item.identity, key)
             return True, None
-        if _meta(owner).uid != ref.uid:
+        if object_meta(owner).uid != ref.uid:
             self.absent_owner_cache.add(key)
             logger.debug("item %s's owner %s is not found, uid mismatch", item.identity, key)
             return True, None
@@ -339,7 +335,7 @@ class GarbageCollector:
                 dangling.append(ref)
                 continue
             assert owner is not None
-            om = _meta(owner)
+            om = object_meta(owner)
             if om.HasField("deletion_timestamp") and has_delete_dependents_finalizer(om):
                 waiting.append(ref)
             else:
@@ -354,7 +350,7 @@ class GarbageCollector:
         except NotFound:
             self.builder.virtual_delete(item.identity)
             raise _VirtualDeleteEnqueued from None
-        meta = _meta(latest)
+        meta = object_meta(latest)
         if meta.uid != item.identity.uid:
             self.builder.virtual_delete(item.identity)
             raise _VirtualDeleteEnqueued

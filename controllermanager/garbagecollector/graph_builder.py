@@ -35,18 +35,14 @@ from controllermanager.garbagecollector.graph import (
 )
 from kemu.api.v1 import types_pb2
 from kemu.client.workqueue import WorkQueue
+from kemu.machinery.keys import object_meta
 from kemu.machinery.kinds import Kind
 
 logger = logging.getLogger(__name__)
 
 
-def _meta(obj: Message) -> types_pb2.ObjectMeta:
-    meta: types_pb2.ObjectMeta = obj.metadata  # type: ignore[attr-defined]
-    return meta
-
-
 def identity_of(kind: Kind, obj: Message) -> ObjectReference:
-    meta = _meta(obj)
+    meta = object_meta(obj)
     return ObjectReference(kind.api_version, kind.kind, meta.name, meta.uid, meta.namespace)
 
 
@@ -74,7 +70,7 @@ class GraphBuilder:
         self._add_or_update(kind, old, new)
 
     def on_delete(self, kind: Kind, obj: Message) -> None:
-        meta = _meta(obj)
+        meta = object_meta(obj)
         existing = self.uid_to_node.get(meta.uid)
         if existing is None:
             return
@@ -82,7 +78,7 @@ class GraphBuilder:
         self._remove(existing, identity_of(kind, obj))
 
     def _add_or_update(self, kind: Kind, old: Message | None, new: Message) -> None:
-        meta = _meta(new)
+        meta = object_meta(new)
         identity = identity_of(kind, new)
         existing = self.uid_to_node.get(meta.uid)
         if existing is None:
@@ -225,7 +221,7 @@ class GraphBuilder:
     ) -> None:
         """An object that just started waiting for its dependents to be orphaned or deleted
         (on the first list too: a restarted collector picks up where it stopped)."""
-        old_meta = _meta(old) if old is not None else None
+        old_meta = object_meta(old) if old is not None else None
 
         def starts(has_finalizer: bool, old_has: bool) -> bool:
             was = old_meta is not None and being_deleted(old_meta) and old_has

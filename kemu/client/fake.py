@@ -95,6 +95,7 @@ from kemu.machinery.errors import (
     NotFound,
 )
 from kemu.machinery.eviction import add_disruption_target
+from kemu.machinery.keys import object_meta
 from kemu.machinery.kinds import INITIAL_EVENTS_END_ANNOTATION
 from kemu.machinery.pod_conditions import set_scheduled
 from kemu.machinery.pod_strategy import check_bindable, check_binding_preconditions
@@ -147,11 +148,6 @@ class _Change:
 # ---------------------------------------------------------------- helpers
 
 
-def _meta(obj: Message) -> types_pb2.ObjectMeta:
-    meta: types_pb2.ObjectMeta = obj.metadata  # type: ignore[attr-defined]
-    return meta
-
-
 def _copy(obj: M) -> M:
     out = type(obj)()
     out.CopyFrom(obj)
@@ -187,7 +183,7 @@ class _Watch:
         )
 
     def matches(self, obj: Message) -> bool:
-        meta = _meta(obj)
+        meta = object_meta(obj)
         if self.namespace and meta.namespace != self.namespace:
             return False
         return self.selection.matches(obj)
@@ -368,7 +364,7 @@ class FakeClient:
     def _create(self, obj: Message) -> Message:
         kind = kinds.kind_of(obj)
         new = _copy(obj)
-        meta = _meta(new)
+        meta = object_meta(new)
         meta.namespace = _ns(kind, meta.namespace)
         if not meta.name:
             if not meta.generate_name:
@@ -389,9 +385,9 @@ class FakeClient:
         return _copy(new)
 
     def _check_rv(self, kind: kinds.Kind, stored: Message, wanted: str) -> None:
-        if wanted and wanted != _meta(stored).resource_version:
+        if wanted and wanted != object_meta(stored).resource_version:
             raise Conflict(
-                f'Operation cannot be fulfilled on {kind.resource} "{_meta(stored).name}": '
+                f'Operation cannot be fulfilled on {kind.resource} "{object_meta(stored).name}": '
                 "the object has been modified; please apply your changes to the latest "
                 "version and try again"
             )
@@ -409,7 +405,7 @@ class FakeClient:
         nothing changed. An update keeps the deletion fields, takes no new finalizers once
         deleting and removes the object when it leaves none (kemu.machinery.deletion); a
         DELETE's write (`deleting`) takes the deletion fields and generation from `new`."""
-        meta, old_meta = _meta(new), _meta(old)
+        meta, old_meta = object_meta(new), object_meta(old)
         meta.name, meta.namespace = old_meta.name, old_meta.namespace
         meta.uid = old_meta.uid
         meta.creation_timestamp.CopyFrom(old_meta.creation_timestamp)
@@ -428,7 +424,7 @@ class FakeClient:
                 raise Invalid.from_causes(f'{kind.kind} "{meta.name}"', causes)
             if should_delete_during_update(old, new):
                 deleted = self._delete(kind, meta.namespace, meta.name)
-                meta.resource_version = _meta(deleted).resource_version
+                meta.resource_version = object_meta(deleted).resource_version
                 return _copy(new)
         meta.resource_version = old_meta.resource_version
         if new.SerializeToString(deterministic=True) == old.SerializeToString(deterministic=True):
@@ -441,7 +437,7 @@ class FakeClient:
 
     def _update(self, obj: Message, *, status: bool) -> Message:
         kind = kinds.kind_of(obj)
-        meta = _meta(obj)
+        meta = object_meta(obj)
         old = self._stored(kind, _ns(kind, meta.namespace), meta.name)
         self._check_rv(kind, old, meta.resource_version)
         if status:
@@ -492,7 +488,7 @@ class FakeClient:
         del self._objects[(kind.resource, namespace, name)]
         self._rv += 1
         gone = _copy(old)
-        _meta(gone).resource_version = str(self._rv)
+        object_meta(gone).resource_version = str(self._rv)
         self._record(DELETED, kind.resource, gone, old)
         return _copy(gone)
 
@@ -540,7 +536,7 @@ class FakeClient:
 
     async def create(self, obj: M) -> M:
         kind = kinds.kind_of(obj)
-        meta = _meta(obj)
+        meta = object_meta(obj)
         await self._enter(
             Action("create", kind.resource, _ns(kind, meta.namespace), meta.name, object=_copy(obj))
         )
@@ -666,8 +662,8 @@ class FakeClient:
                     w.send.send_nowait(WatchEvent(ADDED, _copy(obj)))
             if initial_events_end:
                 mark = k.message()
-                _meta(mark).resource_version = str(self._rv)
-                _meta(mark).annotations[INITIAL_EVENTS_END_ANNOTATION] = "true"
+                object_meta(mark).resource_version = str(self._rv)
+                object_meta(mark).annotations[INITIAL_EVENTS_END_ANNOTATION] = "true"
                 w.send.send_nowait(WatchEvent(BOOKMARK, mark))
         else:
             since = int(resource_version)
@@ -693,7 +689,7 @@ class FakeClient:
 
     async def update(self, obj: M) -> M:
         kind = kinds.kind_of(obj)
-        meta = _meta(obj)
+        meta = object_meta(obj)
         ns = _ns(kind, meta.namespace)
         await self._enter(Action("update", kind.resource, ns, meta.name, object=_copy(obj)))
         check_update_uid(kind, self._stored(kind, ns, meta.name), obj)
@@ -701,7 +697,7 @@ class FakeClient:
 
     async def update_status(self, obj: M) -> M:
         kind = kinds.kind_of(obj)
-        meta = _meta(obj)
+        meta = object_meta(obj)
         ns = _ns(kind, meta.namespace)
         await self._enter(
             Action("update_status", kind.resource, ns, meta.name, "status", object=_copy(obj))
@@ -737,7 +733,7 @@ class FakeClient:
             self._check_rv(k, stored, str(patch_meta["resourceVersion"]))
         merged = convert.merge_patch(convert.to_dict(stored), data)
         obj = convert.from_dict(k, merged)
-        _meta(obj).resource_version = _meta(stored).resource_version
+        object_meta(obj).resource_version = object_meta(stored).resource_version
         if sub is None:
             return cast(M, self._update(obj, status=False))
         if sub is subresources.STATUS:
@@ -773,7 +769,7 @@ class FakeClient:
         options.validate()
         stored = self._stored(k, ns, name)
         if isinstance(stored, types_pb2.Namespace):
-            check_preconditions(_meta(stored), uid=uid, resource_version=resource_version)
+            check_preconditions(object_meta(stored), uid=uid, resource_version=resource_version)
             return cast(M, self._delete_namespace(k, stored))
         return cast(M, self._delete_with(k, ns, name, options))
 
@@ -856,5 +852,7 @@ class FakeClient:
         add_disruption_target(marked, self.clock.now())
         written = self._store(k, stored, marked, bump_generation=False)
         if resource_version is not None:
-            options = dataclasses.replace(options, resource_version=_meta(written).resource_version)
+            options = dataclasses.replace(
+                options, resource_version=object_meta(written).resource_version
+            )
         self._delete_with(k, ns, name, options)

@@ -12,7 +12,6 @@ from kemu.ctl.common import (
     Context,
     CtlError,
     format_api_error,
-    meta,
     namespace_for,
     qualified,
     ref,
@@ -24,6 +23,7 @@ from kemu.machinery.defaults import set_defaults
 from kemu.machinery.delete_options import BACKGROUND, FOREGROUND, ORPHAN
 from kemu.machinery.errors import ApiError, NotFound
 from kemu.machinery.jsonvalue import JSON, JSONObject
+from kemu.machinery.keys import object_meta
 from kemu.machinery.namespaces import new_namespace
 
 
@@ -32,16 +32,16 @@ def _placed(ctx: Context, m: Manifest) -> tuple[Message, str]:
     obj = type(m.obj)()
     obj.CopyFrom(m.obj)
     if not m.kind.namespaced:
-        meta(obj).namespace = ""
+        object_meta(obj).namespace = ""
         return obj, ""
-    given = meta(obj).namespace
+    given = object_meta(obj).namespace
     if given and ctx.namespace_explicit and given != ctx.namespace:
         raise CtlError(
             f'the namespace from the provided object "{given}" does not match the namespace '
             f"\"{ctx.namespace}\". You must pass '--namespace={given}' to perform this operation."
         )
     ns = given or ctx.namespace
-    meta(obj).namespace = ns
+    object_meta(obj).namespace = ns
     return obj, ns
 
 
@@ -71,7 +71,7 @@ def _defaulted(kind: kinds.Kind, merged: JSON) -> JSON:
 
 async def apply_one(ctx: Context, kind: kinds.Kind, obj: Message, ns: str) -> str:
     """Creates the object or merges it over the live one; returns what happened."""
-    name = meta(obj).name
+    name = object_meta(obj).name
     try:
         live = await ctx.client.get(kind.message, name, ns)
     except NotFound:
@@ -121,7 +121,7 @@ async def cmd_create(ctx: Context, args: argparse.Namespace) -> int:
             failed = True
             ctx.warn(f'error: error when creating "{m.source}": {format_api_error(e)}')
             continue
-        ctx.print(f"{ref(m.kind, meta(created).name)} created")
+        ctx.print(f"{ref(m.kind, object_meta(created).name)} created")
     return 1 if failed else 0
 
 
@@ -132,7 +132,7 @@ async def _create_namespace(ctx: Context, targets: list[str]) -> int:
     if len(targets) != 2:
         raise CtlError("exactly one NAME is required, got " + str(len(targets) - 1))
     created = await ctx.client.create(new_namespace(targets[1]))
-    ctx.print(f"namespace/{meta(created).name} created")
+    ctx.print(f"namespace/{object_meta(created).name} created")
     return 0
 
 
@@ -202,7 +202,7 @@ async def cmd_delete(ctx: Context, args: argparse.Namespace) -> int:
                 )
             ns = "" if args.all_namespaces else namespace_for(ctx, kind)
             found = await ctx.client.list_all(kind.message, ns, label_selector=args.selector or "")
-            todo.extend((kind, meta(o).name, meta(o).namespace) for o in found.items)
+            todo.extend((kind, object_meta(o).name, object_meta(o).namespace) for o in found.items)
             if not found.items:
                 ctx.warn("No resources found")
     if args.force:

@@ -7,9 +7,6 @@ import sys
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from google.protobuf.message import Message
-
-from kemu.api.v1 import types_pb2
 from kemu.client.interface import DEFAULT_NAMESPACE, ApiClient
 from kemu.component.clock import Clock, RealClock
 from kemu.machinery import kinds
@@ -62,11 +59,6 @@ def qualified(kind: kinds.Kind) -> str:
 def ref(kind: kinds.Kind, name: str) -> str:
     """pod/x, priorityclass.scheduling.k8s.io/high, as `-o name` and apply print them."""
     return f"{qualified(kind)}/{name}"
-
-
-def meta(obj: Message) -> types_pb2.ObjectMeta:
-    m: types_pb2.ObjectMeta = obj.metadata  # type: ignore[attr-defined]
-    return m
 
 
 def namespace_for(ctx: Context, kind: kinds.Kind, given: str = "") -> str:

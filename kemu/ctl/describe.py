@@ -19,18 +19,12 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from kemu.api.v1 import types_pb2
 from kemu.ctl import printers
-from kemu.ctl.common import (
-    Context,
-    format_api_error,
-    meta,
-    namespace_for,
-    plain,
-    split_targets,
-)
+from kemu.ctl.common import Context, format_api_error, namespace_for, plain, split_targets
 from kemu.ctl.tabwriter import align
 from kemu.machinery import convert, kinds, resources
 from kemu.machinery.errors import ApiError, BadRequest, Invalid
 from kemu.machinery.jsonvalue import JSONObject
+from kemu.machinery.keys import object_meta
 from kemu.machinery.quantity import format_resource, to_int
 
 NONE = "<none>"
@@ -110,7 +104,7 @@ def _resource_block(w: Writer, level: int, title: str, resources: Mapping[str, s
 
 def events_for(events: Iterable[types_pb2.Event], obj: Message) -> list[types_pb2.Event]:
     kind = kinds.kind_of(obj)
-    m = meta(obj)
+    m = object_meta(obj)
     out = []
     for e in events:
         io = e.involved_object
@@ -692,7 +686,7 @@ def _generic(w: Writer, level: int, data: JSONObject) -> None:
 def describe_generic(obj: Message, events: list[types_pb2.Event], now: float) -> str:
     kind = kinds.kind_of(obj)
     data = convert.to_dict(obj)
-    m = meta(obj)
+    m = object_meta(obj)
     w = Writer()
     w.line(0, "Name:", m.name)
     if kind.namespaced:
@@ -730,7 +724,7 @@ async def describe_object(ctx: Context, obj: Message) -> str:
     now = ctx.clock.now()
     events: list[types_pb2.Event] = []
     if kind.kind != "Event":
-        listed = await ctx.client.list_all(types_pb2.Event, meta(obj).namespace)
+        listed = await ctx.client.list_all(types_pb2.Event, object_meta(obj).namespace)
         events = events_for(listed.items, obj)
     if isinstance(obj, types_pb2.Pod):
         return describe_pod(obj, events, now)

@@ -9,9 +9,10 @@ from pathlib import Path
 import yaml
 
 from kemu.api.v1 import types_pb2
-from kemu.ctl.common import Context, CtlError, meta, namespace_for, ref, split_targets
+from kemu.ctl.common import Context, CtlError, namespace_for, ref, split_targets
 from kemu.ctl.manifests import yaml_problem
 from kemu.machinery import kinds
+from kemu.machinery.keys import object_meta
 from kemu.machinery.quantity import parse_capacity_flag
 
 SUBRESOURCES = ("status", "resize")
@@ -65,7 +66,7 @@ async def cmd_patch(ctx: Context, args: argparse.Namespace) -> int:
     ns = namespace_for(ctx, kind)
     before = await ctx.client.get(kind.message, name, ns)
     after = await ctx.client.patch(kind.message, name, patch, ns, subresource=args.subresource)
-    unchanged = meta(after).resource_version == meta(before).resource_version
+    unchanged = object_meta(after).resource_version == object_meta(before).resource_version
     ctx.print(f"{ref(kind, name)} patched" + (" (no change)" if unchanged else ""))
     return 0
 

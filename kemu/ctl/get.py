@@ -10,17 +10,10 @@ from google.protobuf.message import Message
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import BOOKMARK
 from kemu.ctl import jsonpath, printers
-from kemu.ctl.common import (
-    Context,
-    CtlError,
-    format_api_error,
-    meta,
-    namespace_for,
-    plain,
-    split_targets,
-)
+from kemu.ctl.common import Context, CtlError, format_api_error, namespace_for, plain, split_targets
 from kemu.machinery import convert, kinds
 from kemu.machinery.errors import ApiError
+from kemu.machinery.keys import object_meta
 
 OUTPUTS = ("json", "yaml", "wide", "name")
 
@@ -213,7 +206,7 @@ async def _watch(
     result = await ctx.client.list_all(
         kind.message, ns, label_selector=selector, field_selector=fields
     )
-    items = [o for o in result.items if not names or meta(o).name in names]
+    items = [o for o in result.items if not names or object_meta(o).name in names]
     printer = Printer(ctx, kind, args.output, args.all_namespaces)
     if items:
         printer.print_each(items)
@@ -225,9 +218,9 @@ async def _watch(
             kind.message, ns, resource_version=rv, label_selector=selector, field_selector=fields
         ) as events:
             async for event in events:
-                rv = meta(event.object).resource_version or rv
+                rv = object_meta(event.object).resource_version or rv
                 if event.type == BOOKMARK:
                     continue
-                if names and meta(event.object).name not in names:
+                if names and object_meta(event.object).name not in names:
                     continue
                 printer.print_each([event.object])

@@ -14,9 +14,10 @@ from typing import TextIO
 import yaml
 from google.protobuf.message import Message
 
-from kemu.ctl.common import CtlError, meta
+from kemu.ctl.common import CtlError
 from kemu.machinery import convert, kinds
 from kemu.machinery.errors import ApiError
+from kemu.machinery.keys import object_meta
 
 STDIN = "-"
 
@@ -31,7 +32,7 @@ class Manifest:
 
     @property
     def name(self) -> str:
-        return meta(self.obj).name
+        return object_meta(self.obj).name
 
 
 def _documents(text: str, source: str) -> list[object]:
@@ -96,7 +97,7 @@ def parse(text: str, source: str) -> list[Manifest]:
                 obj = convert.from_dict(kind, data)
             except ApiError as e:
                 raise CtlError(f"{at} ({kind.kind}): {e.message}") from None
-            if not meta(obj).name and not meta(obj).generate_name:
+            if not object_meta(obj).name and not object_meta(obj).generate_name:
                 raise CtlError(f"{at} ({kind.kind}): metadata.name: Required value")
             out.append(Manifest(source, index, kind, obj, data))
     return out

@@ -9,10 +9,11 @@ from collections.abc import Sequence
 import yaml
 from google.protobuf.message import Message
 
-from kemu.ctl.common import meta, ref
+from kemu.ctl.common import ref
 from kemu.machinery import convert, kinds
 from kemu.machinery import printers as columns
 from kemu.machinery.jsonvalue import JSONObject
+from kemu.machinery.keys import object_meta
 
 # the names kemuctl's commands use, from the one place that defines them
 NONE = columns.NONE
@@ -42,7 +43,7 @@ def row(
     cells = columns.row(kind, obj, now, wide=wide, with_namespace=False)
     if with_kind and cells:
         cells[0] = ref(kind, cells[0])
-    return ([meta(obj).namespace] if with_namespace else []) + cells
+    return ([object_meta(obj).namespace] if with_namespace else []) + cells
 
 
 # ---------------------------------------------------------------- object output
@@ -62,7 +63,7 @@ def dump_yaml(data: object) -> str:
 
 
 def name_of(obj: Message) -> str:
-    return ref(kinds.kind_of(obj), meta(obj).name)
+    return ref(kinds.kind_of(obj), object_meta(obj).name)
 
 
 class Table:

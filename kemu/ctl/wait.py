@@ -12,10 +12,11 @@ from google.protobuf.message import Message
 
 from kemu.client.interface import BOOKMARK, DELETED
 from kemu.ctl import jsonpath
-from kemu.ctl.common import Context, CtlError, meta, namespace_for, plain, ref, split_targets
+from kemu.ctl.common import Context, CtlError, namespace_for, plain, ref, split_targets
 from kemu.machinery import convert, kinds
 from kemu.machinery.duration import DurationError, parse_duration
 from kemu.machinery.errors import Gone, NotFound
+from kemu.machinery.keys import object_meta
 
 WAIT_FOREVER: Final = 7 * 24 * 3600.0
 """What a negative --timeout means: a week, as kubectl wait."""
@@ -94,7 +95,7 @@ async def _current(
     """The object (None if absent) and a resourceVersion to watch from."""
     try:
         obj = await ctx.client.get(kind.message, name, ns)
-        return obj, meta(obj).resource_version
+        return obj, object_meta(obj).resource_version
     except NotFound:
         listed = await ctx.client.list(kind.message, ns, limit=1)
         return None, listed.resource_version
@@ -103,7 +104,7 @@ async def _current(
 async def _relist(ctx: Context, kind: kinds.Kind, name: str, ns: str) -> tuple[Message | None, str]:
     """As _current, with a fresh resourceVersion (the object's own one was compacted)."""
     listed = await ctx.client.list_all(kind.message, ns)
-    obj = next((o for o in listed.items if meta(o).name == name), None)
+    obj = next((o for o in listed.items if object_meta(o).name == name), None)
     return obj, listed.resource_version
 
 
@@ -130,8 +131,8 @@ async def wait_for(
             try:
                 async with ctx.client.watch(kind.message, ns, resource_version=rv) as events:
                     async for event in events:
-                        rv = meta(event.object).resource_version or rv
-                        if event.type == BOOKMARK or meta(event.object).name != name:
+                        rv = object_meta(event.object).resource_version or rv
+                        if event.type == BOOKMARK or object_meta(event.object).name != name:
                             continue
                         if event.type == DELETED:
                             if cond.mode == "delete":
@@ -173,7 +174,7 @@ async def cmd_wait(ctx: Context, args: argparse.Namespace) -> int:
             raise CtlError("resource name may not be empty: give NAME, --all or -l SELECTOR")
         ns = "" if args.all_namespaces else namespace_for(ctx, kind)
         listed = await ctx.client.list_all(kind.message, ns, label_selector=args.selector or "")
-        todo.extend((kind, meta(o).name, meta(o).namespace) for o in listed.items)
+        todo.extend((kind, object_meta(o).name, object_meta(o).namespace) for o in listed.items)
     if not todo:
         raise CtlError("no matching resources found")
     for kind, name, ns in todo:

@@ -36,6 +36,7 @@ from kemu.machinery.delete_options import (
     orphans_by_default,
     validate_propagation,
 )
+from kemu.machinery.keys import object_meta
 from kemu.machinery.pod_strategy import (
     begin_graceful_deletion,
     check_graceful_delete,
@@ -79,16 +80,11 @@ class DeletePlan:
     """UPDATE, UPDATE_AND_DELETE: the new object (a copy); otherwise the current one."""
 
 
-def _meta(obj: Message) -> types_pb2.ObjectMeta:
-    meta: types_pb2.ObjectMeta = obj.metadata  # type: ignore[attr-defined]
-    return meta
-
-
 def plan_delete(current: Message, options: DeleteOptions, now: float) -> DeletePlan:
     """What a DELETE with `options` does to the stored object `current` at `now`
     (upstream BeforeDelete, then the Store's updateForGracefulDeletionAndFinalizers).
     Conflict when a precondition fails; the options must have been validated."""
-    meta = _meta(current)
+    meta = object_meta(current)
     check_delete_preconditions(
         meta,
         current.DESCRIPTOR.name,
@@ -98,7 +94,7 @@ def plan_delete(current: Message, options: DeleteOptions, now: float) -> DeleteP
     grace = normalize_grace(options.grace_period)
     updated = current.__class__()
     updated.CopyFrom(current)
-    meta = _meta(updated)
+    meta = object_meta(updated)
     graceful = False
     period = 0
     # Only pods delete gracefully (upstream: only their strategy is a
@@ -150,9 +146,9 @@ def should_delete_during_update(old: Message, new: Message) -> bool:
     """An update that removes the last finalizers of an object being deleted whose grace
     period is over removes it instead of writing it (upstream ShouldDeleteDuringUpdate; only
     finalizers keep such an object stored)."""
-    old_meta = _meta(old)
+    old_meta = object_meta(old)
     return (
-        not _meta(new).finalizers
+        not object_meta(new).finalizers
         and bool(old_meta.finalizers)
         and old_meta.HasField("deletion_timestamp")
         and not old_meta.deletion_grace_period_seconds

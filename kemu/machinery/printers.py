@@ -14,14 +14,9 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from kemu.api.v1 import types_pb2
 from kemu.machinery import kinds, storage
 from kemu.machinery.errors import Invalid
+from kemu.machinery.keys import object_meta
 from kemu.machinery.labels import selector_from_label_selector
 from kemu.machinery.quantity import parse_quantity
-
-
-def meta(obj: Message) -> types_pb2.ObjectMeta:
-    m: types_pb2.ObjectMeta = obj.metadata  # type: ignore[attr-defined]
-    return m
-
 
 NONE = "<none>"
 UNKNOWN = "<unknown>"
@@ -74,7 +69,7 @@ def age(ts: Timestamp, now: float, *, present: bool = True) -> str:
 
 
 def _created(obj: Message, now: float) -> str:
-    m = meta(obj)
+    m = object_meta(obj)
     return age(m.creation_timestamp, now, present=m.HasField("creation_timestamp"))
 
 
@@ -127,7 +122,7 @@ def pod_status(pod: types_pb2.Pod) -> str:
                 has_running = True
         if reason == "Completed" and has_running:
             reason = "Running"
-    if meta(pod).HasField("deletion_timestamp"):
+    if object_meta(pod).HasField("deletion_timestamp"):
         reason = "Unknown" if pod.status.reason == "NodeLost" else "Terminating"
     return reason
 
@@ -146,7 +141,13 @@ def pod_restarts(pod: types_pb2.Pod) -> str:
 
 
 def _pod_row(pod: types_pb2.Pod, now: float, wide: bool) -> list[str]:
-    row = [meta(pod).name, pod_ready(pod), pod_status(pod), pod_restarts(pod), _created(pod, now)]
+    row = [
+        object_meta(pod).name,
+        pod_ready(pod),
+        pod_status(pod),
+        pod_restarts(pod),
+        _created(pod, now),
+    ]
     if wide:
         row += [
             pod.status.pod_ip or NONE,
@@ -186,7 +187,7 @@ def node_status(node: types_pb2.Node) -> str:
 
 def node_roles(node: types_pb2.Node) -> str:
     roles = set()
-    for key, value in meta(node).labels.items():
+    for key, value in object_meta(node).labels.items():
         if key.startswith("node-role.kubernetes.io/"):
             role = key.removeprefix("node-role.kubernetes.io/")
             if role:
@@ -198,7 +199,7 @@ def node_roles(node: types_pb2.Node) -> str:
 
 def _node_row(node: types_pb2.Node, now: float, wide: bool) -> list[str]:
     row = [
-        meta(node).name,
+        object_meta(node).name,
         node_status(node),
         node_roles(node),
         _created(node, now),
@@ -234,7 +235,7 @@ def _int_or_string(value: types_pb2.IntOrString, present: bool) -> str:
 
 def _priority_class_row(pc: types_pb2.PriorityClass, now: float, wide: bool) -> list[str]:
     return [
-        meta(pc).name,
+        object_meta(pc).name,
         str(pc.value),
         "true" if pc.global_default else "false",
         _created(pc, now),
@@ -244,7 +245,7 @@ def _priority_class_row(pc: types_pb2.PriorityClass, now: float, wide: bool) -> 
 
 def _pdb_row(pdb: types_pb2.PodDisruptionBudget, now: float, wide: bool) -> list[str]:
     return [
-        meta(pdb).name,
+        object_meta(pdb).name,
         _int_or_string(pdb.spec.min_available, pdb.spec.HasField("min_available")),
         _int_or_string(pdb.spec.max_unavailable, pdb.spec.HasField("max_unavailable")),
         str(pdb.status.disruptions_allowed),
@@ -253,11 +254,11 @@ def _pdb_row(pdb: types_pb2.PodDisruptionBudget, now: float, wide: bool) -> list
 
 
 def _lease_row(lease: types_pb2.Lease, now: float, wide: bool) -> list[str]:
-    return [meta(lease).name, lease.spec.holder_identity or NONE, _created(lease, now)]
+    return [object_meta(lease).name, lease.spec.holder_identity or NONE, _created(lease, now)]
 
 
 def event_last_seen(event: types_pb2.Event) -> Timestamp:
-    for ts in (event.last_timestamp, event.first_timestamp, meta(event).creation_timestamp):
+    for ts in (event.last_timestamp, event.first_timestamp, object_meta(event).creation_timestamp):
         if ts.seconds or ts.nanos:
             return ts
     return event.last_timestamp
@@ -287,14 +288,14 @@ def _event_row(event: types_pb2.Event, now: float, wide: bool) -> list[str]:
     if wide:
         first = event.first_timestamp
         row += [event_source(event), event.message.strip(), age(first, now), str(event.count)]
-        row.append(meta(event).name)
+        row.append(object_meta(event).name)
         return row
     row.append(event.message.strip())
     return row
 
 
 def _namespace_row(ns: types_pb2.Namespace, now: float, wide: bool) -> list[str]:
-    return [meta(ns).name, ns.status.phase, _created(ns, now)]
+    return [object_meta(ns).name, ns.status.phase, _created(ns, now)]
 
 
 def service_external_ip(svc: types_pb2.Service) -> str:
@@ -322,7 +323,7 @@ def service_ports(svc: types_pb2.Service) -> str:
 
 def _service_row(svc: types_pb2.Service, now: float, wide: bool) -> list[str]:
     row = [
-        meta(svc).name,
+        object_meta(svc).name,
         svc.spec.type,
         svc.spec.cluster_ip or NONE,
         service_external_ip(svc),
@@ -335,7 +336,7 @@ def _service_row(svc: types_pb2.Service, now: float, wide: bool) -> list[str]:
 
 
 def _config_map_row(cm: types_pb2.ConfigMap, now: float, wide: bool) -> list[str]:
-    return [meta(cm).name, str(len(cm.data) + len(cm.binary_data)), _created(cm, now)]
+    return [object_meta(cm).name, str(len(cm.data) + len(cm.binary_data)), _created(cm, now)]
 
 
 # ---------------------------------------------------------------- apps/v1
@@ -365,7 +366,7 @@ def format_label_selector(selector: types_pb2.LabelSelector) -> str:
 def _deployment_row(d: types_pb2.Deployment, now: float, wide: bool) -> list[str]:
     st = d.status
     row = [
-        meta(d).name,
+        object_meta(d).name,
         f"{st.ready_replicas}/{d.spec.replicas}",
         str(st.updated_replicas),
         str(st.available_replicas),
@@ -378,7 +379,7 @@ def _deployment_row(d: types_pb2.Deployment, now: float, wide: bool) -> list[str
 
 def _replica_set_row(rs: types_pb2.ReplicaSet, now: float, wide: bool) -> list[str]:
     row = [
-        meta(rs).name,
+        object_meta(rs).name,
         str(rs.spec.replicas),
         str(rs.status.replicas),
         str(rs.status.ready_replicas),
@@ -418,7 +419,7 @@ def _job_row(job: types_pb2.Job, now: float, wide: bool) -> list[str]:
     if st.HasField("start_time"):
         end = _ts_seconds(st.completion_time) if st.HasField("completion_time") else now
         duration = human_duration(end - _ts_seconds(st.start_time))
-    row = [meta(job).name, _job_status(job), completions, duration, _created(job, now)]
+    row = [object_meta(job).name, _job_status(job), completions, duration, _created(job, now)]
     if wide:
         row += _template_wide(spec.template, spec.selector)
     return row
@@ -428,7 +429,7 @@ def _daemon_set_row(ds: types_pb2.DaemonSet, now: float, wide: bool) -> list[str
     st = ds.status
     node_selector = ds.spec.template.spec.node_selector
     row = [
-        meta(ds).name,
+        object_meta(ds).name,
         str(st.desired_number_scheduled),
         str(st.current_number_scheduled),
         str(st.number_ready),
@@ -466,7 +467,7 @@ def _persistent_volume_row(pv: types_pb2.PersistentVolume, now: float, wide: boo
     )
     phase = "Terminating" if pv.metadata.HasField("deletion_timestamp") else pv.status.phase
     row = [
-        meta(pv).name,
+        object_meta(pv).name,
         _storage_quantity(spec.capacity),
         storage.access_modes_string(list(spec.access_modes)),
         spec.persistent_volume_reclaim_policy,
@@ -495,7 +496,7 @@ def _persistent_volume_claim_row(
         modes = storage.access_modes_string(list(pvc.status.access_modes))
         capacity = _storage_quantity(pvc.status.capacity)
     row = [
-        meta(pvc).name,
+        object_meta(pvc).name,
         phase,
         spec.volume_name,
         capacity,
@@ -513,7 +514,7 @@ def _persistent_volume_claim_row(
 
 def _storage_class_row(sc: types_pb2.StorageClass, now: float, wide: bool) -> list[str]:
     """printStorageClass: "(default)" after the default class's name."""
-    name = meta(sc).name + (" (default)" if storage.is_default_class(sc) else "")
+    name = object_meta(sc).name + (" (default)" if storage.is_default_class(sc) else "")
     return [
         name,
         sc.provisioner,
@@ -525,23 +526,27 @@ def _storage_class_row(sc: types_pb2.StorageClass, now: float, wide: bool) -> li
 
 
 def _csi_node_row(node: types_pb2.CSINode, now: float, wide: bool) -> list[str]:
-    return [meta(node).name, str(len(node.spec.drivers)), _created(node, now)]
+    return [object_meta(node).name, str(len(node.spec.drivers)), _created(node, now)]
 
 
 def _stateful_set_row(sts: types_pb2.StatefulSet, now: float, wide: bool) -> list[str]:
     """printStatefulSet: READY is ready/desired; -o wide adds containers and images."""
-    row = [meta(sts).name, f"{sts.status.ready_replicas}/{sts.spec.replicas}", _created(sts, now)]
+    row = [
+        object_meta(sts).name,
+        f"{sts.status.ready_replicas}/{sts.spec.replicas}",
+        _created(sts, now),
+    ]
     if wide:
         row += _template_wide(sts.spec.template, sts.spec.selector)[:2]
     return row
 
 
 def _service_account_row(sa: types_pb2.ServiceAccount, now: float, wide: bool) -> list[str]:
-    return [meta(sa).name, str(len(sa.secrets)), _created(sa, now)]
+    return [object_meta(sa).name, str(len(sa.secrets)), _created(sa, now)]
 
 
 def _secret_row(secret: types_pb2.Secret, now: float, wide: bool) -> list[str]:
-    return [meta(secret).name, secret.type, str(len(secret.data)), _created(secret, now)]
+    return [object_meta(secret).name, secret.type, str(len(secret.data)), _created(secret, now)]
 
 
 def _cron_job_row(cj: types_pb2.CronJob, now: float, wide: bool) -> list[str]:
@@ -549,7 +554,7 @@ def _cron_job_row(cj: types_pb2.CronJob, now: float, wide: bool) -> list[str]:
     spec, st = cj.spec, cj.status
     last = age(st.last_schedule_time, now) if st.HasField("last_schedule_time") else NONE
     row = [
-        meta(cj).name,
+        object_meta(cj).name,
         spec.schedule,
         spec.time_zone if spec.HasField("time_zone") else NONE,
         ("True" if spec.suspend else "False") if spec.HasField("suspend") else UNSET,
@@ -702,4 +707,4 @@ def row(
 ) -> list[str]:
     """One table row (the cells of `headers`)."""
     cells = TABLES[kind.kind].row(obj, now, wide)
-    return ([meta(obj).namespace] if with_namespace else []) + cells
+    return ([object_meta(obj).namespace] if with_namespace else []) + cells
