@@ -12,6 +12,7 @@ arguments.
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing
 import signal
 import sys
@@ -19,11 +20,11 @@ import time
 from collections.abc import Sequence
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kemu.timeline.model import Timeline
 from kemu.timeline.render import Table, render_page
-from kemu.trace.__main__ import (
+from kemu.trace.cli import (
     add_replay_arguments,
     check_html,
     fail,
@@ -33,9 +34,8 @@ from kemu.trace.__main__ import (
     sigterm_as_interrupt,
 )
 from kemu.trace.diff import DEFAULT_BIND_THRESHOLD, diff
-
-if TYPE_CHECKING:
-    from kemu.trace.replay import ReplayResult
+from kemu.trace.replay import Replay, ReplayResult
+from kemu.trace.report import table
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,8 +71,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def side_by_side(result: dict[str, Any]) -> str:
-    from kemu.trace.report import table
-
     left = table(result["a"]).splitlines()
     right = table(result["b"]).splitlines()
     width = max(len(line) for line in left)
@@ -109,8 +107,6 @@ def _replay_child(
     (("ok", report, timeline) or ("error", message)). Only the parent stops it: Ctrl-C is
     the parent's to handle, and SIGTERM from it ends the replay as Ctrl-C ends one in the
     foreground (the cluster is stopped on the way out)."""
-    from kemu.trace.replay import Replay
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sigterm_as_interrupt()
     try:
@@ -131,8 +127,6 @@ def _side_by_side_runs(args: argparse.Namespace, root: Path | None) -> list[Repl
     """A and B replayed at once (--parallel), each in a spawned process (gRPC is not fork
     safe). Every child is joined before this returns or raises; one still running then (the
     other failed, or this process was interrupted) is stopped with SIGTERM first."""
-    from kemu.trace.replay import ReplayResult
-
     context = multiprocessing.get_context("spawn")
     children = []
     reported = False
@@ -183,8 +177,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     root = Path(args.root) if args.root else None
     check_html(args.html)
     replay_options(args, None)  # its arguments checked before anything starts
-    from kemu.trace.replay import Replay  # after the arguments are checked: it loads gRPC
-
     sigterm_as_interrupt()
     runs = []
     try:
@@ -205,8 +197,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     print(side_by_side(result))
     if args.json:
-        import json
-
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
     if args.html:
         text = page(result["names"], runs[0].timeline, runs[1].timeline, result["diff"])

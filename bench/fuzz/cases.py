@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import quote
 
+from kemu.api.cloud.v1 import cloud_pb2
 from kemu.api.v1 import api_pb2
 from kemu.machinery import convert
 from kemu.testing import make_node, make_pod
@@ -976,42 +977,43 @@ def cloud_garbage(rng: random.Random) -> Request:
 
 
 def cloud_bad_values(rng: random.Random) -> Request:
-    from kemu.api.cloud.v1 import cloud_pb2 as c
-
     method, msg = rng.choice(
         [
             (
                 "NodeGroupTargetSize",
-                c.NodeGroupTargetSizeRequest(id=rng.choice(["bogus", "", "x" * 100_000])),
+                cloud_pb2.NodeGroupTargetSizeRequest(id=rng.choice(["bogus", "", "x" * 100_000])),
             ),
             (
                 "NodeGroupIncreaseSize",
-                c.NodeGroupIncreaseSizeRequest(
+                cloud_pb2.NodeGroupIncreaseSizeRequest(
                     id=GROUP, delta=rng.choice([0, -1, -(2**31), 2**31 - 1, 1000])
                 ),
             ),
-            ("NodeGroupIncreaseSize", c.NodeGroupIncreaseSizeRequest(id="bogus", delta=1)),
+            ("NodeGroupIncreaseSize", cloud_pb2.NodeGroupIncreaseSizeRequest(id="bogus", delta=1)),
             (
                 "NodeGroupDecreaseTargetSize",
-                c.NodeGroupDecreaseTargetSizeRequest(
+                cloud_pb2.NodeGroupDecreaseTargetSizeRequest(
                     id=GROUP, delta=rng.choice([0, 1, 2**31 - 1, -(2**31)])
                 ),
             ),
             (
                 "NodeGroupDeleteNodes",
-                c.NodeGroupDeleteNodesRequest(
-                    id=GROUP, nodes=[c.ExternalGrpcNode(provider_id="kemu://nope", name="nope")]
+                cloud_pb2.NodeGroupDeleteNodesRequest(
+                    id=GROUP,
+                    nodes=[cloud_pb2.ExternalGrpcNode(provider_id="kemu://nope", name="nope")],
                 ),
             ),
-            ("NodeGroupDeleteNodes", c.NodeGroupDeleteNodesRequest(id="bogus")),
-            ("NodeGroupNodes", c.NodeGroupNodesRequest(id="bogus")),
-            ("NodeGroupTemplateNodeInfo", c.NodeGroupTemplateNodeInfoRequest(id="bogus")),
+            ("NodeGroupDeleteNodes", cloud_pb2.NodeGroupDeleteNodesRequest(id="bogus")),
+            ("NodeGroupNodes", cloud_pb2.NodeGroupNodesRequest(id="bogus")),
+            ("NodeGroupTemplateNodeInfo", cloud_pb2.NodeGroupTemplateNodeInfoRequest(id="bogus")),
             (
                 "KemuSetFailures",
-                c.KemuSetFailuresRequest(id=GROUP, failures=c.KemuFailures(never_ready=-1)),
+                cloud_pb2.KemuSetFailuresRequest(
+                    id=GROUP, failures=cloud_pb2.KemuFailures(never_ready=-1)
+                ),
             ),
-            ("KemuSetFailures", c.KemuSetFailuresRequest(id="bogus")),
-            ("NodeGroupGetOptions", c.NodeGroupAutoscalingOptionsRequest(id=GROUP)),
+            ("KemuSetFailures", cloud_pb2.KemuSetFailuresRequest(id="bogus")),
+            ("NodeGroupGetOptions", cloud_pb2.NodeGroupAutoscalingOptionsRequest(id=GROUP)),
         ]
     )
     return Grpc(CLOUD + method, _req(msg))

@@ -34,17 +34,25 @@ such as --server, is refused).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import argparse
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, NoReturn
+from typing import Any, Final
 
 import yaml
 
+from apiserver import app as apiserver_app
+from cloud.config import ConfigError, parse_config
+from controllermanager import app as controllermanager_app
 from kemu.component.featuregate import FeatureGateError, FeatureGates
+from kemu.component.options import FlagError, check_flags
 from kemu.component.version import DEFAULT_VERSION, parse_emulated_version
 from kemu.machinery.errors import Invalid
 from kemu.machinery.quantity import parse_quantity
 from kemu.machinery.validation.meta import validate_labels
+from kemu.scheduling.config import parse_config as parse_scheduler_config
+from kubelet import app as kubelet_app
+from scheduler import app as scheduler_app
 
 COMPONENTS: Final = (
     "apiserver",
@@ -96,6 +104,14 @@ _SET_BY_REPLAY: Final = {
         "--clock",
     ),
 }
+FLAG_TABLES: Final[Mapping[str, Callable[[], argparse.ArgumentParser]]] = {
+    "apiserver": apiserver_app.build_parser,
+    "scheduler": scheduler_app.build_parser,
+    "controllermanager": controllermanager_app.build_parser,
+    "kubelet": kubelet_app.build_parser,
+}
+"""The flag table of each component whose further flags CLUSTER.yaml may give (`args`,
+`kubeletArgs`): they are checked with it before anything starts."""
 _TAINT_EFFECTS: Final = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 DEFAULT_CAPACITY: Final = {"cpu": "4", "memory": "8Gi", "pods": "110"}
 
@@ -160,8 +176,6 @@ def parse(text: str) -> ClusterConfig:
     node_groups = None
     if data.get("nodeGroups") is not None:
         node_groups = yaml.safe_dump({"nodeGroups": data["nodeGroups"]}, sort_keys=False)
-        from cloud.config import ConfigError, parse_config
-
         try:
             parse_config(node_groups)
         except ConfigError as e:
@@ -169,8 +183,6 @@ def parse(text: str) -> ClusterConfig:
     scheduler_config = None
     if data.get("schedulerConfig") is not None:
         scheduler_config = yaml.safe_dump(data["schedulerConfig"], sort_keys=False)
-        from kemu.scheduling.config import parse_config as parse_scheduler_config
-
         try:
             parse_scheduler_config(scheduler_config)
         except ValueError as e:
@@ -272,19 +284,13 @@ def _args(value: Any, path: str, component: str) -> tuple[str, ...]:
 
 
 def _check_flags(component: str, args: list[str], path: str) -> None:
-    import importlib
-
-    app = importlib.import_module(f"{component}.app")
-    parser = app.build_parser()
-
-    def refuse(message: str) -> NoReturn:
-        raise ClusterConfigError(f"{path}: {message}")
-
-    parser.error = refuse  # (argparse reports every flag error through it)
-    parsed = parser.parse_args(args)
+    try:
+        parsed = check_flags(FLAG_TABLES[component](), args)
+    except FlagError as e:
+        raise ClusterConfigError(f"{path}: {e}") from None
     if component == "kubelet":
         try:
-            app.settings_from_args(parsed, "v0.0.0")
+            kubelet_app.settings_from_args(parsed, "v0.0.0")
         except ValueError as e:
             raise ClusterConfigError(f"{path}: {e}") from None
 

@@ -83,7 +83,7 @@ class Replay:
         trace: Trace,
         config: ClusterConfig,
         options: ReplayOptions,
-        trace_info: dict[str, Any],
+        trace_info: report.TraceInfo,
     ) -> None:
         if not trace.events:
             raise ValueError("the trace has no events")
@@ -215,7 +215,7 @@ class Replay:
                 except AlreadyExists:
                     pass
             clock = ClusterClock(await watcher.clock_status())
-            timeline = Timeline(f"replay of {self.trace_info.get('file', 'the trace')}")
+            timeline = Timeline(f"replay of {self.trace_info['file']}")
             # t=0 and the picture's start: the trace's first event (the cluster's nodes came
             # up in the minute before it)
             timeline.begin(clock.now, at=self.origin)

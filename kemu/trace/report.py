@@ -10,9 +10,20 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from kemu.trace.observe import Observed
+
+
+class TraceInfo(TypedDict):
+    """The report's "trace": the file replayed and what it holds."""
+
+    file: str
+    format: str
+    events: int
+    applied: int
+    deleted: int
+    kinds: dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -84,7 +95,7 @@ def build(
     objects: Sequence[ObjectState],
     unsupported: dict[str, Any],
     refused: list[dict[str, str]],
-    trace_info: dict[str, Any],
+    trace_info: TraceInfo,
     cluster_info: dict[str, Any],
     processes: dict[str, dict[str, int]] | None = None,
 ) -> dict[str, Any]:

@@ -47,7 +47,14 @@ def _build(o: Observed) -> dict[str, Any]:
         objects=[report.ObjectState("Deployment", "ns", "web", 2)],
         unsupported={"kinds": {}, "fields": {}},
         refused=[],
-        trace_info={"events": 3},
+        trace_info={
+            "file": "t.json",
+            "format": "simkube",
+            "events": 3,
+            "applied": 3,
+            "deleted": 0,
+            "kinds": {},
+        },
         cluster_info={},
     )
 
