@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from kemu.timeline.model import Timeline
 from kemu.timeline.render import Table, render_page
@@ -33,9 +33,18 @@ from kemu.trace.cli import (
     replay_options,
     sigterm_as_interrupt,
 )
-from kemu.trace.diff import DEFAULT_BIND_THRESHOLD, diff
+from kemu.trace.diff import DEFAULT_BIND_THRESHOLD, Difference, diff
 from kemu.trace.replay import Replay, ReplayResult
-from kemu.trace.report import table
+from kemu.trace.report import Report, table
+
+
+class Comparison(TypedDict):
+    """What --json writes: the configurations' names, both reports and the differences."""
+
+    names: dict[str, str]
+    a: Report
+    b: Report
+    diff: list[Difference]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def side_by_side(result: dict[str, Any]) -> str:
+def side_by_side(result: Comparison) -> str:
     left = table(result["a"]).splitlines()
     right = table(result["b"]).splitlines()
     width = max(len(line) for line in left)
@@ -87,7 +96,7 @@ def side_by_side(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def page(names: dict[str, str], a: Timeline, b: Timeline, differences: list[dict[str, Any]]) -> str:
+def page(names: dict[str, str], a: Timeline, b: Timeline, differences: list[Difference]) -> str:
     """The comparison as one page: a section per run (its picture, its report's figures as
     its facts), titled A and B with their configurations, then the differences as a table."""
     a.title, b.title = f"A: {names['a']}", f"B: {names['b']}"
@@ -189,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         fail("interrupted", 130)
     reports = [r.report for r in runs]
-    result: dict[str, Any] = {
+    result: Comparison = {
         "names": {"a": args.a, "b": args.b},
         "a": reports[0],
         "b": reports[1],

@@ -20,7 +20,7 @@ import copy
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 
 from google.protobuf.message import Message
 
@@ -78,6 +78,13 @@ class Prepared:
         return str(self.obj.metadata.name)  # type: ignore[attr-defined]
 
 
+class UnsupportedEntry(TypedDict):
+    """The report's `unsupported`: kinds and fields skipped, with counts."""
+
+    kinds: dict[str, int]
+    fields: dict[str, int]
+
+
 @dataclass
 class Unsupported:
     """What a replay skipped: kinds kemu does not run and fields it does not model, with
@@ -90,7 +97,7 @@ class Unsupported:
         self.kinds = Counter()
         self.fields = Counter()
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> UnsupportedEntry:
         return {
             "kinds": dict(sorted(self.kinds.items())),
             "fields": dict(sorted(self.fields.items())),

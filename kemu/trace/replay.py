@@ -45,6 +45,7 @@ from kemu.trace import objects, report
 from kemu.trace.cluster_config import ClusterConfig
 from kemu.trace.model import Trace, gvk_of, ns_name
 from kemu.trace.observe import Observed, follow
+from kemu.trace.report import Refusal, Report
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ class ReplayOptions:
 
 @dataclass(frozen=True)
 class ReplayResult:
-    report: dict[str, Any]
+    report: Report
     """The report (docs/traces.md lists its keys)."""
     timeline: Timeline
     """The run's picture (kemu.timeline), t=0 the trace's first event, the report's figures
@@ -92,7 +93,7 @@ class Replay:
         self.options = options
         self.trace_info = trace_info
         self.unsupported = objects.Unsupported()
-        self.refused: list[dict[str, str]] = []
+        self.refused: list[Refusal] = []
         self.applied: dict[str, tuple[kinds.Kind, str, str]] = {}
         """Every object applied, by report key, in the order first applied."""
         start = trace.start

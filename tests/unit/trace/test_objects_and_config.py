@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.jsonvalue import JSONObject
 from kemu.trace import cluster_config, objects, simkube
 from kemu.trace.model import Lifecycle, Trace, TraceEvent
 
@@ -73,7 +74,7 @@ def test_a_finished_lifecycle_becomes_the_kubelets_run_duration() -> None:
     assert prepared.obj.metadata.annotations[objects.RUN_DURATION] == "12s"  # type: ignore[attr-defined]
     last = trace.events[-1].applied[0]  # still running at the end of the trace
     assert objects.run_duration(trace, last) is None
-    job = {
+    job: JSONObject = {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {"name": "j", "namespace": "ns"},

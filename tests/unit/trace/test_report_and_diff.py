@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from kemu.trace import diff, report
 from kemu.trace.observe import NodeRecord, Observed, PodRecord, Preemption
 
@@ -36,7 +34,7 @@ def _observed() -> Observed:
     return o
 
 
-def _build(o: Observed) -> dict[str, Any]:
+def _build(o: Observed) -> report.Report:
     return report.build(
         o,
         origin=100.0,
