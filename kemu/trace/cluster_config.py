@@ -37,7 +37,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final, NotRequired, TypedDict
 
 import yaml
 
@@ -114,6 +114,39 @@ FLAG_TABLES: Final[Mapping[str, Callable[[], argparse.ArgumentParser]]] = {
 `kubeletArgs`): they are checked with it before anything starts."""
 _TAINT_EFFECTS: Final = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 DEFAULT_CAPACITY: Final = {"cpu": "4", "memory": "8Gi", "pods": "110"}
+
+
+class PoolDocument(TypedDict):
+    """One of CLUSTER.yaml's `nodes`, as the trace's writers (synthetic, openb) build it."""
+
+    name: str
+    count: int
+    capacity: dict[str, str]
+    labels: NotRequired[dict[str, str]]
+    kubeletArgs: NotRequired[list[str]]
+
+
+class NodeGroupTemplate(TypedDict):
+    capacity: dict[str, str]
+    kubeletArgs: NotRequired[list[str]]
+
+
+class NodeGroupDocument(TypedDict):
+    """One of CLUSTER.yaml's `nodeGroups` (the cloud's format, cloud/config.py)."""
+
+    name: str
+    minSize: int
+    maxSize: int
+    template: NodeGroupTemplate
+
+
+class ClusterDocument(TypedDict, total=False):
+    """CLUSTER.yaml as the trace's writers build it (the keys they set; `parse` reads all)."""
+
+    nodes: list[PoolDocument]
+    nodeGroups: list[NodeGroupDocument]
+    autoscaler: dict[str, str]
+    args: dict[str, list[str]]
 
 
 class ClusterConfigError(ValueError):
@@ -201,14 +234,14 @@ def parse(text: str) -> ClusterConfig:
     return ClusterConfig(pools, node_groups, versions, gates, scheduler_config, flags, seed, args)
 
 
-def _check_keys(data: Mapping[str, Any], known: frozenset[str], path: str) -> None:
+def _check_keys(data: Mapping[str, object], known: frozenset[str], path: str) -> None:
     for key in data:
         if key not in known:
             where = f"{path}.{key}" if path else str(key)
             raise ClusterConfigError(f"{where}: unknown key (known: {', '.join(sorted(known))})")
 
 
-def _list(value: Any, path: str) -> list[Any]:
+def _list(value: object, path: str) -> list[object]:
     if value is None:
         return []
     if not isinstance(value, list):
@@ -216,7 +249,7 @@ def _list(value: Any, path: str) -> list[Any]:
     return value
 
 
-def _mapping(value: Any, path: str) -> dict[str, Any]:
+def _mapping(value: object, path: str) -> dict[str, object]:
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -224,7 +257,7 @@ def _mapping(value: Any, path: str) -> dict[str, Any]:
     return {str(k): v for k, v in value.items()}
 
 
-def _pool(value: Any, path: str) -> NodePool:
+def _pool(value: object, path: str) -> NodePool:
     data = _mapping(value, path)
     _check_keys(data, _POOL_KEYS, path)
     name = data.get("name")
@@ -267,10 +300,10 @@ def _component(name: str, path: str, known: tuple[str, ...] = COMPONENTS) -> str
     return normal
 
 
-def _args(value: Any, path: str, component: str) -> tuple[str, ...]:
+def _args(value: object, path: str, component: str) -> tuple[str, ...]:
     """A component's further flags, checked by its own parser."""
-    args = _list(value, path)
-    if not all(isinstance(a, str) for a in args):
+    args = [a for a in _list(value, path) if isinstance(a, str)]
+    if len(args) != len(_list(value, path)):
         raise ClusterConfigError(f"{path}: expected a list of strings")
     for i, arg in enumerate(args):
         flag = arg.split("=", 1)[0]
@@ -295,7 +328,7 @@ def _check_flags(component: str, args: list[str], path: str) -> None:
             raise ClusterConfigError(f"{path}: {e}") from None
 
 
-def _versions(value: Any) -> dict[str, str]:
+def _versions(value: object) -> dict[str, str]:
     out = {}
     for name, version in _mapping(value, "versions").items():
         path = f"versions.{name}"
@@ -308,7 +341,7 @@ def _versions(value: Any) -> dict[str, str]:
     return out
 
 
-def _gates(value: Any, versions: Mapping[str, str]) -> dict[str, dict[str, bool]]:
+def _gates(value: object, versions: Mapping[str, str]) -> dict[str, dict[str, bool]]:
     out: dict[str, dict[str, bool]] = {}
     for name, gates in _mapping(value, "featureGates").items():
         path = f"featureGates.{name}"
@@ -328,7 +361,7 @@ def _gates(value: Any, versions: Mapping[str, str]) -> dict[str, dict[str, bool]
     return out
 
 
-def _flags(value: Any) -> tuple[str, ...]:
+def _flags(value: object) -> tuple[str, ...]:
     flags: list[str] = []
     for name, flag_value in _mapping(value, "autoscaler").items():
         flag = name if name.startswith("--") else f"--{name}"

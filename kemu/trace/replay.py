@@ -21,10 +21,10 @@ import logging
 import math
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 
 import anyio
 import anyio.to_thread
@@ -34,6 +34,7 @@ from kemu.client.client import Client
 from kemu.machinery import convert, kinds
 from kemu.machinery.delete_options import BACKGROUND
 from kemu.machinery.errors import AlreadyExists, ApiError, NotFound
+from kemu.machinery.jsonvalue import JSONObject
 from kemu.machinery.namespaces import new_namespace
 from kemu.machinery.virtual_time import ClockMode
 from kemu.testing.cluster import Cluster
@@ -63,6 +64,13 @@ class ReplayOptions:
     root: Path | None = None
     """Where the cluster's data and logs go (default: a temporary directory)."""
     progress: Callable[[str], None] = field(default=lambda _: None)
+
+
+class ComponentVersion(TypedDict):
+    """A component's version and gates, as Cluster's start_* methods take them."""
+
+    emulated_version: str | None
+    feature_gates: Mapping[str, bool] | None
 
 
 @dataclass(frozen=True)
@@ -120,7 +128,7 @@ class Replay:
             self.options.progress(f"cluster in {root}")
             return anyio.run(self._run, cluster, started)
 
-    def _component(self, name: str) -> dict[str, Any]:
+    def _component(self, name: str) -> ComponentVersion:
         return {
             "emulated_version": self.config.versions.get(name),
             "feature_gates": self.config.feature_gates.get(name),
@@ -308,7 +316,7 @@ class Replay:
                 return
             await anyio.sleep(min(1.0, (target - now) / speed))
 
-    async def _apply(self, client: Client, obj: dict[str, Any]) -> None:
+    async def _apply(self, client: Client, obj: JSONObject) -> None:
         gvk = gvk_of(obj)
         try:
             prepared = objects.prepare(obj, run_duration=objects.run_duration(self.trace, obj))
@@ -335,13 +343,12 @@ class Replay:
             return
         self.applied.setdefault(key, (kind, ns, name))
 
-    async def _delete(self, client: Client, obj: dict[str, Any]) -> None:
+    async def _delete(self, client: Client, obj: JSONObject) -> None:
         kind = objects.kind_for(gvk_of(obj))
         if kind is None:
             self.unsupported.kinds[gvk_of(obj)] += 1
             return
-        meta = obj.get("metadata") or {}
-        name, ns = str(meta.get("name", "")), str(meta.get("namespace") or "")
+        ns, _, name = ns_name(obj).rpartition("/")
         try:
             await client.delete(kind.message, name, ns, propagation_policy=BACKGROUND)
         except NotFound:
@@ -389,11 +396,11 @@ class Replay:
 
         await eventually(seen, timeout=30)
 
-    def _cluster_info(self) -> dict[str, Any]:
+    def _cluster_info(self) -> JSONObject:
         c = self.config
         return {
             "nodes": [
-                {"pool": p.name, "count": p.count, "capacity": dict(p.capacity)} for p in c.nodes
+                {"pool": p.name, "count": p.count, "capacity": {**p.capacity}} for p in c.nodes
             ],
             "autoscaler": c.autoscaling,
             "scheduler_config": c.scheduler_config is not None,
