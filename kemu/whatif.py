@@ -20,7 +20,6 @@ import time
 from collections.abc import Sequence
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import TypedDict
 
 from kemu.timeline.model import Timeline
 from kemu.timeline.render import Table, render_page
@@ -33,18 +32,9 @@ from kemu.trace.cli import (
     replay_options,
     sigterm_as_interrupt,
 )
-from kemu.trace.diff import DEFAULT_BIND_THRESHOLD, Difference, diff
+from kemu.trace.diff import DEFAULT_BIND_THRESHOLD, Comparison, Difference, diff
 from kemu.trace.replay import Replay, ReplayResult
-from kemu.trace.report import Report, table
-
-
-class Comparison(TypedDict):
-    """What --json writes: the configurations' names, both reports and the differences."""
-
-    names: dict[str, str]
-    a: Report
-    b: Report
-    diff: list[Difference]
+from kemu.trace.report import table
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -30,6 +30,15 @@ class Difference(TypedDict):
     b: Value
 
 
+class Comparison(TypedDict):
+    """kemu.whatif's JSON: the two configurations' names, both reports and the differences."""
+
+    names: dict[str, str]
+    a: Report
+    b: Report
+    diff: list[Difference]
+
+
 def match(
     a: Sequence[PodEntry], b: Sequence[PodEntry]
 ) -> list[tuple[str, PodEntry | None, PodEntry | None]]:
