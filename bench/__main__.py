@@ -93,6 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if name not in BENCHMARKS:
         print(f"unknown benchmark {name!r}\n\n{usage()}", file=sys.stderr)
         return 2
+    # by name from the table: only the benchmark asked for is loaded (each loads its harness)
     module = importlib.import_module(BENCHMARKS[name][0])
     run: Callable[[Sequence[str]], int] = module.main
     return run(rest)

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypedDict, TypeVar
 
 import yaml
 from google.protobuf.message import Message
@@ -80,10 +80,10 @@ class TemplateText:
     once per object with `.Index`, `.Count` and the op's templateParams): rendered per object."""
 
     text: str
-    params: Mapping[str, Any]
+    params: Mapping[str, object]
     where: str
 
-    def render(self, index: int, count: int) -> dict[str, Any]:
+    def render(self, index: int, count: int) -> dict[str, object]:
         env = {**self.params, "Index": index, "Count": count}
         return _yaml_mapping(render_template(self.text, env, self.where), self.where)
 
@@ -235,17 +235,27 @@ class Variant:
     feature_gates: Mapping[str, bool]
 
 
+class ClusterSettings(TypedDict):
+    """The Workload fields of its control plane, read from the test case and the workload."""
+
+    emulated_version: str | None
+    feature_gates: Mapping[str, bool]
+    scheduler_config: Mapping[str, Any] | None
+    compare_gate: str | None
+    not_modelled_gates: tuple[str, ...]
+
+
 @dataclass(frozen=True)
 class Workload:
     test_case: str
     name: str
     labels: tuple[str, ...]
-    params: Mapping[str, Any]
+    params: Mapping[str, object]
     ops: tuple[Op, ...]
     # The control plane (apiserver and scheduler) of every run of the workload.
     emulated_version: str | None = None  # None: the components' default
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
-    scheduler_config: Mapping[str, Any] | None = None  # a KubeSchedulerConfiguration
+    scheduler_config: Mapping[str, Any] | None = None  # a KubeSchedulerConfiguration (YAML)
     # A/B: the workload runs twice, this gate on then off, each on a fresh cluster.
     compare_gate: str | None = None
     # upstream's threshold: the least SchedulingThroughput average (pods/s) expected.
@@ -451,7 +461,7 @@ def load_workload_file(path: Path, *, emulated_version: Version | None = None) -
     )
 
 
-def _load(path: Path, parse: Callable[[Any], _T]) -> _T:
+def _load(path: Path, parse: Callable[[object], _T]) -> _T:
     """Reads the YAML file and parses it; every error is prefixed with the file's path."""
     try:
         data = yaml.safe_load(path.read_text())
@@ -497,7 +507,7 @@ def load_workload_file_set(
 
 
 def parse_workloads(
-    data: Any, *, base_dir: Path | None = None, emulated_version: Version | None = None
+    data: object, *, base_dir: Path | None = None, emulated_version: Version | None = None
 ) -> list[Workload]:
     """The workloads of the parsed YAML `data`: a list of test cases, each with a
     `workloadTemplate` (ops) and `workloads` (name, labels, params), as upstream's
@@ -508,7 +518,7 @@ def parse_workloads(
 
 
 def parse_file(
-    data: Any,
+    data: object,
     *,
     base_dir: Path | None = None,
     strict: bool = False,
@@ -552,7 +562,7 @@ def parse_file(
 
 
 def _parse_test_case(
-    case: Any, where: str, base_dir: Path | None, strict: bool, emulated_version: Version | None
+    case: object, where: str, base_dir: Path | None, strict: bool, emulated_version: Version | None
 ) -> tuple[list[Workload], list[Skipped]]:
     """One test case's workloads, and those skipped (all of them, if for the same reason, as
     the test case itself)."""
@@ -609,13 +619,13 @@ def _strip_where(reason: str) -> str:
 
 
 def _parse_workload(
-    case_map: Mapping[str, Any],
-    w: Any,
+    case_map: Mapping[str, object],
+    w: object,
     name: str,
     where: str,
     w_where: str,
     case_labels: tuple[str, ...],
-    template: Sequence[Any],
+    template: Sequence[object],
     default_pod_path: Path | None,
     base_dir: Path | None,
     emulated_version: Version | None = None,
@@ -646,7 +656,7 @@ def _parse_workload(
     )
 
 
-def _threshold_selector(case: Mapping[str, Any], where: str) -> None:
+def _threshold_selector(case: Mapping[str, object], where: str) -> None:
     """upstream's thresholdMetricSelector: only its default (the throughput average) is
     what kemu measures."""
     if "thresholdMetricSelector" not in case:
@@ -685,9 +695,9 @@ def select_workloads(
 
 
 def _parse_ops(
-    template: Sequence[Any],
+    template: Sequence[object],
     where: str,
-    params: Mapping[str, Any],
+    params: Mapping[str, object],
     workload: str,
     default_pod: Path | None,
     base_dir: Path | None,
@@ -748,10 +758,10 @@ def _parse_ops(
 
 
 def _parse_op(
-    raw: Any,
+    raw: object,
     where: str,
     index: int,
-    params: Mapping[str, Any],
+    params: Mapping[str, object],
     workload: str,
     default_pod: Path | None,
     base_dir: Path | None,
@@ -816,7 +826,7 @@ def _parse_op(
     return [_create_pods(raw, where, index, params, workload, default_pod, base_dir)]
 
 
-def _op_mapping(raw: Any, where: str, allowed: frozenset[str]) -> dict[str, Any]:
+def _op_mapping(raw: object, where: str, allowed: frozenset[str]) -> dict[str, object]:
     """`raw` as an op's mapping: a field upstream has but kemu does not model is NotModelled,
     any other unknown field an error."""
     if isinstance(raw, dict):
@@ -826,7 +836,7 @@ def _op_mapping(raw: Any, where: str, allowed: frozenset[str]) -> dict[str, Any]
     return _mapping(raw, where, allowed)
 
 
-def _barrier(raw: Mapping[str, Any], where: str) -> Barrier:
+def _barrier(raw: Mapping[str, object], where: str) -> Barrier:
     namespaces = _strings(raw, "namespaces", where)
     stage = raw.get("stageRequirement", SCHEDULED)
     if stage not in (SCHEDULED, ATTEMPTED):
@@ -839,7 +849,7 @@ def _barrier(raw: Mapping[str, Any], where: str) -> Barrier:
 _CHURN_KINDS: Final = ("Node", "Pod", "Service")
 
 
-def _churn(raw: Mapping[str, Any], where: str, index: int, base_dir: Path | None) -> Churn:
+def _churn(raw: Mapping[str, object], where: str, index: int, base_dir: Path | None) -> Churn:
     mode = raw.get("mode")
     if mode not in (CREATE, RECREATE):
         raise WorkloadError(f"{where}.mode: expected {CREATE} or {RECREATE}, got {mode!r}")
@@ -873,10 +883,10 @@ def _churn(raw: Mapping[str, Any], where: str, index: int, base_dir: Path | None
 
 
 def _create_nodes(
-    raw: Mapping[str, Any],
+    raw: Mapping[str, object],
     where: str,
     count: int,
-    params: Mapping[str, Any],
+    params: Mapping[str, object],
     base_dir: Path | None,
 ) -> CreateNodes:
     t_params = _template_params(raw, where, params)
@@ -914,7 +924,7 @@ def _create_nodes(
     return CreateNodes(count, node, labels, text, allocatable)
 
 
-def _node_allocatable(raw: Any, where: str) -> NodeAllocatable:
+def _node_allocatable(raw: object, where: str) -> NodeAllocatable:
     """upstream's NodeAllocatableStrategy: nodeAllocatable (resource name: quantity),
     csiNodeAllocatable (driver: {count}), migratedPlugins (in-tree plugin names)."""
     strategy = _mapping(raw, where, _NODE_ALLOCATABLE_FIELDS)
@@ -948,10 +958,10 @@ def _node_allocatable(raw: Any, where: str) -> NodeAllocatable:
 
 
 def _create_pods(
-    raw: Mapping[str, Any],
+    raw: Mapping[str, object],
     where: str,
     index: int,
-    params: Mapping[str, Any],
+    params: Mapping[str, object],
     workload: str,
     default_pod: Path | None,
     base_dir: Path | None,
@@ -992,7 +1002,7 @@ def _create_pods(
     )
 
 
-def _pod_volumes(raw: Mapping[str, Any], where: str, base_dir: Path | None) -> PodVolumes | None:
+def _pod_volumes(raw: Mapping[str, object], where: str, base_dir: Path | None) -> PodVolumes | None:
     """The op's volume and claim templates, both or neither (upstream ignores a volume
     template without a claim one and fails on a claim template without a volume one)."""
     pv_key, pvc_key = "persistentVolumeTemplatePath", "persistentVolumeClaimTemplatePath"
@@ -1026,14 +1036,14 @@ def _pod_volumes(raw: Mapping[str, Any], where: str, base_dir: Path | None) -> P
 
 
 def _template_params(
-    raw: Mapping[str, Any], where: str, params: Mapping[str, Any]
-) -> dict[str, Any]:
+    raw: Mapping[str, object], where: str, params: Mapping[str, object]
+) -> dict[str, object]:
     """An op's templateParams, a `$name` value replaced by the workload's param (upstream's
     resolveTemplateParams)."""
     value = raw.get("templateParams", {})
     if not isinstance(value, dict):
         raise WorkloadError(f"{where}.templateParams: expected a mapping, got {_type_name(value)}")
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for key, v in value.items():
         if isinstance(v, str) and v.startswith("$"):
             if v[1:] not in params:
@@ -1044,8 +1054,8 @@ def _template_params(
 
 
 def _text_template(
-    path: Path, where: str, params: Mapping[str, Any], count: int
-) -> tuple[dict[str, Any], TemplateText | None]:
+    path: Path, where: str, params: Mapping[str, object], count: int
+) -> tuple[dict[str, object], TemplateText | None]:
     """A pod or node template file: its mapping (rendered for object 0 when it has actions,
     to check it) and, when it has actions, the text to render per object."""
     try:
@@ -1065,7 +1075,7 @@ def _text_template(
 _ACTION: Final = re.compile(r"{{-?\s*(.*?)\s*-?}}", re.S)
 
 
-def _to_float(value: Any, where: str) -> float:
+def _to_float(value: object, where: str) -> float:
     if isinstance(value, bool):
         raise WorkloadError(f"{where}: cannot use {value!r} as a number")
     if isinstance(value, int | float):
@@ -1091,7 +1101,7 @@ def _divide(a: float, b: float) -> float:
     return a / b
 
 
-_FUNCS: Final[Mapping[str, tuple[int | None, Any]]] = {
+_FUNCS: Final[Mapping[str, tuple[int | None, Callable[..., float]]]] = {
     # name: (arity, None for variadic; function of floats)
     "AddFloat": (None, lambda *xs: sum(xs)),
     "AddInt": (None, lambda *xs: int(sum(xs))),
@@ -1105,12 +1115,12 @@ _FUNCS: Final[Mapping[str, tuple[int | None, Any]]] = {
 }
 
 
-def render_template(text: str, env: Mapping[str, Any], where: str) -> str:
+def render_template(text: str, env: Mapping[str, object], where: str) -> str:
     """`text` with each action replaced: {{.Name}} by env[Name], {{Func a b}} by the function
     of upstream's scheduler_perf (AddInt, SubtractInt, MultiplyInt, DivideInt, Mod and the
     Float forms) of its arguments (.Name or number literals). WorkloadError names `where`."""
 
-    def arg(token: str) -> Any:
+    def arg(token: str) -> object:
         if token.startswith("."):
             if token[1:] not in env:
                 raise WorkloadError(f"{where}: template {{{{{token}}}}}: no such value")
@@ -1146,7 +1156,7 @@ def render_template(text: str, env: Mapping[str, Any], where: str) -> str:
     return _ACTION.sub(action, text)
 
 
-def _go_format(value: Any) -> str:
+def _go_format(value: object) -> str:
     """A value as Go's text/template prints it (a float64 without a trailing .0)."""
     if isinstance(value, bool):
         return str(value).lower()
@@ -1155,7 +1165,7 @@ def _go_format(value: Any) -> str:
     return str(value)
 
 
-def _yaml_mapping(text: str, where: str, path: Path | None = None) -> dict[str, Any]:
+def _yaml_mapping(text: str, where: str, path: Path | None = None) -> dict[str, object]:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
@@ -1165,7 +1175,7 @@ def _yaml_mapping(text: str, where: str, path: Path | None = None) -> dict[str, 
     return data
 
 
-def _sleep(raw: Mapping[str, Any], where: str) -> Sleep:
+def _sleep(raw: Mapping[str, object], where: str) -> Sleep:
     value = raw.get("duration")
     if not isinstance(value, str):
         raise WorkloadError(f'{where}.duration: expected a duration such as "5s", got {value!r}')
@@ -1175,7 +1185,7 @@ def _sleep(raw: Mapping[str, Any], where: str) -> Sleep:
         raise WorkloadError(f"{where}.duration: {e}") from e
 
 
-def _delete_pods(raw: Mapping[str, Any], where: str) -> DeletePods:
+def _delete_pods(raw: Mapping[str, object], where: str) -> DeletePods:
     namespace = _string(raw, "namespace", where)
     selector = _selector(raw, "labelSelector", where)
     rate = raw.get("deletePodsPerSecond", 0)
@@ -1191,7 +1201,7 @@ def _delete_pods(raw: Mapping[str, Any], where: str) -> DeletePods:
     )
 
 
-def _priority(raw: Mapping[str, Any], pod: types_pb2.Pod, where: str) -> int | None:
+def _priority(raw: Mapping[str, object], pod: types_pb2.Pod, where: str) -> int | None:
     """The op's `priority`, or the template's spec.priority (upstream's templates give it
     there, e.g. pod-high-priority.yaml); both given must agree."""
     value: int | None = None
@@ -1241,20 +1251,20 @@ def priority_class_objects(workload: Workload) -> list[types_pb2.PriorityClass]:
 
 
 def _cluster_settings(
-    case: Mapping[str, Any],
-    workload: Mapping[str, Any],
+    case: Mapping[str, object],
+    workload: Mapping[str, object],
     case_where: str,
     where: str,
     base_dir: Path | None,
     default_version: Version | None = None,
-) -> dict[str, Any]:
+) -> ClusterSettings:
     """Workload fields emulated_version, feature_gates, scheduler_config and compare_gate from
     the test case's and the workload's fields (`default_version`, the bench's flag, when
     neither gives `emulatedVersion`); the gates are checked at the version for every variant,
     the scheduler configuration as the scheduler would. A gate setting refused at the version
     names the newest older version that accepts every setting, and the flag."""
 
-    def pick(key: str) -> tuple[Any, str] | None:
+    def pick(key: str) -> tuple[object, str] | None:
         for raw, w in ((workload, where), (case, case_where)):
             if key in raw:
                 return raw[key], w
@@ -1346,7 +1356,9 @@ def _older_version_hint(
     return f"every gate setting of the workload is valid at emulated version {older}: {how}"
 
 
-def _count(raw: Mapping[str, Any], where: str, params: Mapping[str, Any], workload: str) -> int:
+def _count(
+    raw: Mapping[str, object], where: str, params: Mapping[str, object], workload: str
+) -> int:
     if "count" in raw and "countParam" in raw:
         raise WorkloadError(f"{where}.countParam: give count or countParam, not both")
     if "countParam" in raw:
@@ -1370,12 +1382,12 @@ def _count(raw: Mapping[str, Any], where: str, params: Mapping[str, Any], worklo
     return value
 
 
-def _params(raw: Any, where: str) -> dict[str, Any]:
+def _params(raw: object, where: str) -> dict[str, object]:
     """A workload's params: upstream's are a map[string]any (counts, and e.g. strings for
     templateParams); a param used as a count must be an integer (see _count)."""
     if not isinstance(raw, dict):
         raise WorkloadError(f"{where}: expected a mapping, got {_type_name(raw)}")
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for key, value in raw.items():
         if not isinstance(value, str | int | float | bool) and value is not None:
             raise WorkloadError(
@@ -1386,8 +1398,8 @@ def _params(raw: Any, where: str) -> dict[str, Any]:
 
 
 def _template(
-    raw: Mapping[str, Any], key: str, where: str, base_dir: Path | None
-) -> Mapping[str, Any] | None:
+    raw: Mapping[str, object], key: str, where: str, base_dir: Path | None
+) -> Mapping[str, object] | None:
     if key in raw and key + "Path" in raw:
         raise WorkloadError(f"{where}.{key}Path: give {key} or {key}Path, not both")
     if key in raw:
@@ -1399,13 +1411,13 @@ def _template(
 
 
 def _load_template_path(
-    raw: Mapping[str, Any], key: str, where: str, base_dir: Path | None
-) -> Mapping[str, Any] | None:
+    raw: Mapping[str, object], key: str, where: str, base_dir: Path | None
+) -> Mapping[str, object] | None:
     path = _path(raw, key, where, base_dir)
     return None if path is None else _read_template(path, f"{where}.{key}")
 
 
-def _path(raw: Mapping[str, Any], key: str, where: str, base_dir: Path | None) -> Path | None:
+def _path(raw: Mapping[str, object], key: str, where: str, base_dir: Path | None) -> Path | None:
     """The path `raw[key]`, relative to the file's directory as upstream resolves it."""
     if key not in raw:
         return None
@@ -1415,14 +1427,14 @@ def _path(raw: Mapping[str, Any], key: str, where: str, base_dir: Path | None) -
     return Path(value) if base_dir is None else base_dir / value
 
 
-def _strings(raw: Mapping[str, Any], key: str, where: str) -> list[str]:
+def _strings(raw: Mapping[str, object], key: str, where: str) -> list[str]:
     value = raw.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise WorkloadError(f"{where}.{key}: expected a list of strings")
     return value
 
 
-def _selector(raw: Mapping[str, Any], key: str, where: str) -> dict[str, str]:
+def _selector(raw: Mapping[str, object], key: str, where: str) -> dict[str, str]:
     value = raw.get(key, {})
     if not isinstance(value, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in value.items()
@@ -1431,7 +1443,7 @@ def _selector(raw: Mapping[str, Any], key: str, where: str) -> dict[str, str]:
     return dict(value)
 
 
-def _read_template(path: Path, where: str) -> Mapping[str, Any]:
+def _read_template(path: Path, where: str) -> Mapping[str, object]:
     """A YAML file holding one mapping (a template); WorkloadError naming `where` otherwise."""
     try:
         data = yaml.safe_load(path.read_text())
@@ -1442,14 +1454,14 @@ def _read_template(path: Path, where: str) -> Mapping[str, Any]:
     return data
 
 
-def _message(kind: kinds.Kind, data: Mapping[str, Any], where: str) -> Message:
+def _message(kind: kinds.Kind, data: Mapping[str, object], where: str) -> Message:
     try:
         return convert.from_dict(kind, dict(data))
     except Invalid as e:
         raise WorkloadError(f"{where}: {e}") from e
 
 
-def _mapping(raw: Any, where: str, allowed: frozenset[str]) -> dict[str, Any]:
+def _mapping(raw: object, where: str, allowed: frozenset[str]) -> dict[str, object]:
     if not isinstance(raw, dict):
         raise WorkloadError(f"{where}: expected a mapping, got {_type_name(raw)}")
     unknown = sorted(str(k) for k in raw if k not in allowed)
@@ -1458,28 +1470,28 @@ def _mapping(raw: Any, where: str, allowed: frozenset[str]) -> dict[str, Any]:
     return raw
 
 
-def _string(raw: Mapping[str, Any], key: str, where: str) -> str:
+def _string(raw: Mapping[str, object], key: str, where: str) -> str:
     value = raw.get(key)
     if not isinstance(value, str) or not value:
         raise WorkloadError(f"{where}.{key}: expected a non-empty string")
     return value
 
 
-def _bool(raw: Mapping[str, Any], key: str, where: str) -> bool:
+def _bool(raw: Mapping[str, object], key: str, where: str) -> bool:
     value = raw.get(key, False)
     if not isinstance(value, bool):
         raise WorkloadError(f"{where}.{key}: expected true or false, got {value!r}")
     return value
 
 
-def _labels(raw: Mapping[str, Any], where: str) -> tuple[str, ...]:
+def _labels(raw: Mapping[str, object], where: str) -> tuple[str, ...]:
     value = raw.get("labels", [])
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise WorkloadError(f"{where}.labels: expected a list of strings")
     return tuple(value)
 
 
-def _type_name(value: Any) -> str:
+def _type_name(value: object) -> str:
     return "null" if value is None else type(value).__name__
 
 

@@ -33,6 +33,7 @@ from typing import Any, Final
 
 import yaml
 
+from bench import scheduler_perf
 from bench.common import fmt, host_cpu, jsonable, ratio
 from bench.scheduler_perf_workloads import WorkloadError, load_workload_file
 from kemu.component.version import MAX_VERSION, MIN_VERSION, Version
@@ -148,8 +149,6 @@ def plan(paths: Sequence[Path]) -> list[Planned]:
 
 def run_planned(p: Planned, timeout: float) -> Row:
     """Runs one planned workload through `bench scheduler_perf` and reads its --json."""
-    from bench import scheduler_perf  # (loads the cluster harness: only when running)
-
     assert p.version is not None
     row = Row(p.workload, str(p.version), p.threshold)
     with tempfile.TemporaryDirectory(prefix="kemu-bench-thresholds-") as tmp:

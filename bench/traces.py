@@ -26,11 +26,13 @@ import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Final, TypedDict
 
 from bench.common import format_table
 from kemu.machinery.duration import DurationError, parse_duration
 from kemu.testing.processes import REPO_ROOT, python_env
+from kemu.trace.diff import Comparison, Difference
+from kemu.trace.report import Report, Summary
 
 EXAMPLES: Final = REPO_ROOT / "tests" / "fixtures" / "simkube"
 PARTS: Final = ("examples", "day", "whatif")
@@ -79,16 +81,51 @@ def _run(module: str, args: Sequence[str]) -> None:
     run_command([sys.executable, "-m", module, *args])
 
 
-def replay(trace: Path, cluster: Path | None, out: Path) -> dict[str, Any]:
+class Row(TypedDict):
+    """One replay's figures in the bench's JSON and table."""
+
+    trace: str
+    span_s: float
+    wall_s: float
+    startup_s: float
+    speedup: float | None
+    pods_bound: int
+    pods_created: int
+    preemptions: int
+    node_hours: float
+    peak_nodes: float
+    time_to_bind_s: Summary | None
+    unschedulable_at_end: int
+    peak_rss_mib: dict[str, float]
+
+
+class DiffFigures(TypedDict):
+    pods_that_differ: int
+    differences: list[str]
+    differences_by_kind: dict[str, int]
+
+
+class WhatIfRow(DiffFigures):
+    expanders: list[str]
+    a: Row
+    b: Row
+
+
+class Results(TypedDict):
+    replays: list[Row]
+    whatif: WhatIfRow | None
+
+
+def replay(trace: Path, cluster: Path | None, out: Path) -> Report:
     args = [str(trace), "--json", str(out), "--quiet"]
     if cluster is not None:
         args += ["--cluster", str(cluster)]
     _run("kemu.trace", ["replay", *args])
-    report: dict[str, Any] = json.loads(out.read_text())
+    report: Report = json.loads(out.read_text())
     return report
 
 
-def peak_rss_mib(report: dict[str, Any]) -> dict[str, float]:
+def peak_rss_mib(report: Report) -> dict[str, float]:
     """Each process's peak RSS in MiB, the kubelets' (one process per pool) summed."""
     out: dict[str, float] = {}
     for name, memory in report.get("processes", {}).items():
@@ -97,7 +134,7 @@ def peak_rss_mib(report: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-def row(name: str, report: dict[str, Any]) -> dict[str, Any]:
+def row(name: str, report: Report) -> Row:
     return {
         "trace": name,
         "span_s": report["span_s"],
@@ -115,8 +152,8 @@ def row(name: str, report: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    results: dict[str, Any] = {"replays": [], "whatif": None}
+def run(args: argparse.Namespace, work: Path) -> Results:
+    results: Results = {"replays": [], "whatif": None}
     if args.only in (None, "examples"):
         for trace in sorted(EXAMPLES.glob("*.sktrace")):
             report = replay(trace, None, work / f"{trace.stem}.json")
@@ -145,7 +182,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             [str(day), "--a", str(work / f"day-{a}.yaml"), "--b", str(work / f"day-{b}.yaml"),
              "--json", str(out), "--quiet", *(["--parallel"] if args.parallel else [])],
         )  # fmt: skip
-        compared = json.loads(out.read_text())
+        compared: Comparison = json.loads(out.read_text())
         results["whatif"] = {
             "expanders": [a, b],
             "a": row(f"day, {a}", compared["a"]),
@@ -156,7 +193,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     return results
 
 
-def differences(diff: list[dict[str, Any]]) -> dict[str, Any]:
+def differences(diff: list[Difference]) -> DiffFigures:
     """kemu.whatif's differences in figures: a pod can differ in several ways (another node
     and so another node group), so the pods are counted apart from the differences."""
     return {
@@ -166,7 +203,7 @@ def differences(diff: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def table(results: dict[str, Any]) -> str:
+def table(results: Results) -> str:
     rows = list(results["replays"])
     whatif = results["whatif"]
     if whatif is not None:

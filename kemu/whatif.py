@@ -12,6 +12,7 @@ arguments.
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing
 import signal
 import sys
@@ -19,11 +20,10 @@ import time
 from collections.abc import Sequence
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from kemu.timeline.model import Timeline
 from kemu.timeline.render import Table, render_page
-from kemu.trace.__main__ import (
+from kemu.trace.cli import (
     add_replay_arguments,
     check_html,
     fail,
@@ -32,10 +32,9 @@ from kemu.trace.__main__ import (
     replay_options,
     sigterm_as_interrupt,
 )
-from kemu.trace.diff import DEFAULT_BIND_THRESHOLD, diff
-
-if TYPE_CHECKING:
-    from kemu.trace.replay import ReplayResult
+from kemu.trace.diff import DEFAULT_BIND_THRESHOLD, Comparison, Difference, diff
+from kemu.trace.replay import Replay, ReplayResult
+from kemu.trace.report import table
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,9 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def side_by_side(result: dict[str, Any]) -> str:
-    from kemu.trace.report import table
-
+def side_by_side(result: Comparison) -> str:
     left = table(result["a"]).splitlines()
     right = table(result["b"]).splitlines()
     width = max(len(line) for line in left)
@@ -89,7 +86,7 @@ def side_by_side(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def page(names: dict[str, str], a: Timeline, b: Timeline, differences: list[dict[str, Any]]) -> str:
+def page(names: dict[str, str], a: Timeline, b: Timeline, differences: list[Difference]) -> str:
     """The comparison as one page: a section per run (its picture, its report's figures as
     its facts), titled A and B with their configurations, then the differences as a table."""
     a.title, b.title = f"A: {names['a']}", f"B: {names['b']}"
@@ -109,8 +106,6 @@ def _replay_child(
     (("ok", report, timeline) or ("error", message)). Only the parent stops it: Ctrl-C is
     the parent's to handle, and SIGTERM from it ends the replay as Ctrl-C ends one in the
     foreground (the cluster is stopped on the way out)."""
-    from kemu.trace.replay import Replay
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sigterm_as_interrupt()
     try:
@@ -131,8 +126,6 @@ def _side_by_side_runs(args: argparse.Namespace, root: Path | None) -> list[Repl
     """A and B replayed at once (--parallel), each in a spawned process (gRPC is not fork
     safe). Every child is joined before this returns or raises; one still running then (the
     other failed, or this process was interrupted) is stopped with SIGTERM first."""
-    from kemu.trace.replay import ReplayResult
-
     context = multiprocessing.get_context("spawn")
     children = []
     reported = False
@@ -183,8 +176,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     root = Path(args.root) if args.root else None
     check_html(args.html)
     replay_options(args, None)  # its arguments checked before anything starts
-    from kemu.trace.replay import Replay  # after the arguments are checked: it loads gRPC
-
     sigterm_as_interrupt()
     runs = []
     try:
@@ -197,7 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         fail("interrupted", 130)
     reports = [r.report for r in runs]
-    result: dict[str, Any] = {
+    result: Comparison = {
         "names": {"a": args.a, "b": args.b},
         "a": reports[0],
         "b": reports[1],
@@ -205,8 +196,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     print(side_by_side(result))
     if args.json:
-        import json
-
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
     if args.html:
         text = page(result["names"], runs[0].timeline, runs[1].timeline, result["diff"])

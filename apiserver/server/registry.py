@@ -57,7 +57,7 @@ from kemu.machinery.subresources import Subresource
 from kemu.machinery.update_strategy import (
     check_update_uid,
 )
-from kemu.machinery.validation import validate_object, validate_status_update
+from kemu.machinery.validation.objects import validate_object, validate_status_update
 
 logger = logging.getLogger(__name__)
 

@@ -16,8 +16,12 @@ from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import quote
 
+from google.protobuf.message import Message
+
+from kemu.api.cloud.v1 import cloud_pb2
 from kemu.api.v1 import api_pb2
 from kemu.machinery import convert
+from kemu.machinery.jsonvalue import JSON
 from kemu.testing import make_node, make_pod
 
 NS: Final = "fuzz"
@@ -100,9 +104,9 @@ Family = Callable[[random.Random], Request]
 # ------------------------------------------------------------------ helpers
 
 
-def seed_objects() -> list[Any]:
+def seed_objects() -> list[Message]:
     """What the fuzzed cluster stores in namespace NS (created before, compared after)."""
-    pods: list[Any] = [
+    pods: list[Message] = [
         make_pod(name).namespace(NS).req(cpu="100m", memory="64Mi").label("app", "fuzz").obj()
         for name in PODS
     ]
@@ -114,7 +118,7 @@ def _pod_dict(name: str = NEW) -> dict[str, Any]:
     return convert.to_dict(pod, wire=True)
 
 
-def _dumps(value: Any) -> bytes:
+def _dumps(value: object) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode()
 
 
@@ -126,8 +130,8 @@ def _pods(rng: random.Random, sub: str = "") -> str:
 _COLLECTION: Final = f"/api/v1/namespaces/{NS}/pods"
 
 # values of the wrong JSON type for a field of each type
-_NOT_STRING: Final[tuple[Any, ...]] = (5, 1.5, True, [], {}, ["a"], {"a": 1})
-_NOT_INT: Final[tuple[Any, ...]] = (
+_NOT_STRING: Final[tuple[JSON, ...]] = (5, 1.5, True, [], {}, ["a"], {"a": 1})
+_NOT_INT: Final[tuple[JSON, ...]] = (
     "5",
     "abc",
     1.5,
@@ -139,12 +143,12 @@ _NOT_INT: Final[tuple[Any, ...]] = (
     -(2**63) - 1,
     2**100,
 )
-_NOT_OBJECT: Final[tuple[Any, ...]] = (5, "x", True, [], ["a"], 1.5)
-_NOT_LIST: Final[tuple[Any, ...]] = (5, "x", True, {}, {"a": 1})
-_NOT_BOOL: Final[tuple[Any, ...]] = ("true", "x", 1, 0, [], {})
+_NOT_OBJECT: Final[tuple[JSON, ...]] = (5, "x", True, [], ["a"], 1.5)
+_NOT_LIST: Final[tuple[JSON, ...]] = (5, "x", True, {}, {"a": 1})
+_NOT_BOOL: Final[tuple[JSON, ...]] = ("true", "x", 1, 0, [], {})
 
 # (path in a pod, wrong values)
-_WRONG_TYPES: Final[tuple[tuple[tuple[Any, ...], tuple[Any, ...]], ...]] = (
+_WRONG_TYPES: Final[tuple[tuple[tuple[str | int, ...], tuple[JSON, ...]], ...]] = (
     (("metadata",), _NOT_OBJECT),
     (("metadata", "name"), _NOT_STRING),
     (("metadata", "labels"), _NOT_OBJECT),
@@ -738,7 +742,7 @@ def pb_bad_eviction(rng: random.Random) -> Request:
 # ------------------------------------------------------------------ gRPC Api
 
 
-def _req(msg: Any) -> bytes:
+def _req(msg: Message) -> bytes:
     return bytes(msg.SerializeToString())
 
 
@@ -976,42 +980,43 @@ def cloud_garbage(rng: random.Random) -> Request:
 
 
 def cloud_bad_values(rng: random.Random) -> Request:
-    from kemu.api.cloud.v1 import cloud_pb2 as c
-
     method, msg = rng.choice(
         [
             (
                 "NodeGroupTargetSize",
-                c.NodeGroupTargetSizeRequest(id=rng.choice(["bogus", "", "x" * 100_000])),
+                cloud_pb2.NodeGroupTargetSizeRequest(id=rng.choice(["bogus", "", "x" * 100_000])),
             ),
             (
                 "NodeGroupIncreaseSize",
-                c.NodeGroupIncreaseSizeRequest(
+                cloud_pb2.NodeGroupIncreaseSizeRequest(
                     id=GROUP, delta=rng.choice([0, -1, -(2**31), 2**31 - 1, 1000])
                 ),
             ),
-            ("NodeGroupIncreaseSize", c.NodeGroupIncreaseSizeRequest(id="bogus", delta=1)),
+            ("NodeGroupIncreaseSize", cloud_pb2.NodeGroupIncreaseSizeRequest(id="bogus", delta=1)),
             (
                 "NodeGroupDecreaseTargetSize",
-                c.NodeGroupDecreaseTargetSizeRequest(
+                cloud_pb2.NodeGroupDecreaseTargetSizeRequest(
                     id=GROUP, delta=rng.choice([0, 1, 2**31 - 1, -(2**31)])
                 ),
             ),
             (
                 "NodeGroupDeleteNodes",
-                c.NodeGroupDeleteNodesRequest(
-                    id=GROUP, nodes=[c.ExternalGrpcNode(provider_id="kemu://nope", name="nope")]
+                cloud_pb2.NodeGroupDeleteNodesRequest(
+                    id=GROUP,
+                    nodes=[cloud_pb2.ExternalGrpcNode(provider_id="kemu://nope", name="nope")],
                 ),
             ),
-            ("NodeGroupDeleteNodes", c.NodeGroupDeleteNodesRequest(id="bogus")),
-            ("NodeGroupNodes", c.NodeGroupNodesRequest(id="bogus")),
-            ("NodeGroupTemplateNodeInfo", c.NodeGroupTemplateNodeInfoRequest(id="bogus")),
+            ("NodeGroupDeleteNodes", cloud_pb2.NodeGroupDeleteNodesRequest(id="bogus")),
+            ("NodeGroupNodes", cloud_pb2.NodeGroupNodesRequest(id="bogus")),
+            ("NodeGroupTemplateNodeInfo", cloud_pb2.NodeGroupTemplateNodeInfoRequest(id="bogus")),
             (
                 "KemuSetFailures",
-                c.KemuSetFailuresRequest(id=GROUP, failures=c.KemuFailures(never_ready=-1)),
+                cloud_pb2.KemuSetFailuresRequest(
+                    id=GROUP, failures=cloud_pb2.KemuFailures(never_ready=-1)
+                ),
             ),
-            ("KemuSetFailures", c.KemuSetFailuresRequest(id="bogus")),
-            ("NodeGroupGetOptions", c.NodeGroupAutoscalingOptionsRequest(id=GROUP)),
+            ("KemuSetFailures", cloud_pb2.KemuSetFailuresRequest(id="bogus")),
+            ("NodeGroupGetOptions", cloud_pb2.NodeGroupAutoscalingOptionsRequest(id=GROUP)),
         ]
     )
     return Grpc(CLOUD + method, _req(msg))

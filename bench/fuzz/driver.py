@@ -29,6 +29,7 @@ from bench.fuzz.cases import Case, Grpc, Http, Raw
 from kemu.api.cloud.v1 import cloud_pb2
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
+from kemu.machinery.keys import object_meta
 from kemu.testing import Cluster
 from kemu.testing.namespaces import ensure_namespace
 from kemu.testing.processes import url_ok
@@ -125,9 +126,9 @@ async def connect(cluster: Cluster, *, cloud: bool = True) -> AsyncIterator[Targ
     ):
         await ensure_namespace(client, cases.NS)
         for obj in cases.seed_objects():
-            kind = type(obj)
+            kind, meta = type(obj), object_meta(obj)
             try:
-                await client.get(kind, obj.metadata.name, obj.metadata.namespace)
+                await client.get(kind, meta.name, meta.namespace)
             except Exception:
                 await client.create(obj)
         cloud_channel = None

@@ -13,7 +13,9 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from kemu.chaos.leaders import Election
 from kemu.chaos.profiles import PROFILES
+from kemu.chaos.runner import ChaosRun
 from kemu.chaos.workload import WorkloadError, parse_workload
 from kemu.machinery.virtual_time import ClockMode
 from kemu.testing.cluster import add_clock_argument
@@ -82,12 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.quiet:
             print(f"[chaos] {line}", file=sys.stderr, flush=True)
 
-    from kemu.chaos.runner import ChaosRun  # after argument checks: it loads gRPC
-
     root = Path(args.root) if args.root else Path(tempfile.mkdtemp(prefix="kemu-chaos-"))
     progress(f"profile {profile.name}, seed {seed}, cluster in {root}")
-    from kemu.chaos.leaders import Election
-
     election = Election.FENCED if args.fencing else Election.UPSTREAM
     progress(f"leader election: {election.value}, clock: {args.clock}")
     clock = ClockMode(args.clock)

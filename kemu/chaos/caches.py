@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
-from typing import Any, Final
+from typing import Final, TypedDict
 
 import anyio
 import anyio.to_thread
@@ -26,20 +26,43 @@ ANSWER_TIMEOUT: Final = 60.0
 and the fresh lists)."""
 
 
+class CacheCompared(TypedDict):
+    cache: str
+    against: str
+    objects: int
+    raced: int
+
+
+class Comparison(TypedDict):
+    """The `last` of GET /debug/caches (kemu.client.comparer's result; the keys read here)."""
+
+    trigger: int
+    caches: list[CacheCompared]
+    differences: list[dict[str, str]]
+    errors: list[str]
+
+
+class CachesReport(TypedDict):
+    """GET /debug/caches (kemu.client.comparer.CacheComparer.report; the keys read here)."""
+
+    triggers: int
+    last: Comparison | None
+
+
 def debug_url(proc: Component) -> str:
     return proc.debug_url(DEBUG_HANDLER)
 
 
-async def _report(proc: Component) -> dict[str, Any]:
-    document: dict[str, Any] = await anyio.to_thread.run_sync(proc.debug, DEBUG_HANDLER)
+async def _report(proc: Component) -> CachesReport:
+    document: CachesReport = await anyio.to_thread.run_sync(proc.debug, DEBUG_HANDLER)
     return document
 
 
-async def compare(proc: Component, *, timeout: float = ANSWER_TIMEOUT) -> dict[str, Any]:  # noqa: ASYNC109
+async def compare(proc: Component, *, timeout: float = ANSWER_TIMEOUT) -> Comparison:  # noqa: ASYNC109
     """Sends `proc` SIGUSR2 and returns the comparison it made after the signal (the `last`
     of its GET /debug/caches). AssertionError if none within `timeout` seconds."""
 
-    async def reachable() -> dict[str, Any]:
+    async def reachable() -> CachesReport:
         # A process restarted just now may not listen yet.
         try:
             return await _report(proc)
@@ -53,8 +76,8 @@ async def compare(proc: Component, *, timeout: float = ANSWER_TIMEOUT) -> dict[s
         raise RuntimeError(f"{proc.name} is not running")
     os.kill(proc.pid, signal.SIGUSR2)
 
-    async def answered() -> dict[str, Any]:
-        last: dict[str, Any] | None = (await _report(proc))["last"]
+    async def answered() -> Comparison:
+        last = (await _report(proc))["last"]
         assert last is not None and last["trigger"] > before["triggers"], (
             f"{proc.name} has made no comparison since the signal"
         )
@@ -63,7 +86,7 @@ async def compare(proc: Component, *, timeout: float = ANSWER_TIMEOUT) -> dict[s
     return await eventually(answered, timeout=timeout, interval=0.2)
 
 
-def violations_of(name: str, result: dict[str, Any]) -> list[str]:
+def violations_of(name: str, result: Comparison) -> list[str]:
     """One violation per difference and per failed comparison of `result`."""
     out = [
         f"{name}: cache mismatch: {Difference.from_dict(d).line()}" for d in result["differences"]

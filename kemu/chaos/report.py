@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
 
 from kemu.chaos.checks import percentile
+from kemu.machinery.jsonvalue import JSONObject
 
 
 @dataclass(frozen=True)
@@ -57,14 +57,14 @@ class Report:
     def stats(self, values: list[float]) -> dict[str, float | None]:
         return {"p50": _round(percentile(values, 50)), "p99": _round(percentile(values, 99))}
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "seed": self.seed,
             "profile": self.profile,
             "fencing": self.fencing,
             "clock": self.clock,
             "faults": self.faults,
-            "violations": self.violations,
+            "violations": [*self.violations],
             "pods_created": self.pods_created,
             "pods_expected": self.pods_expected,
             "pods_bound": self.pods_bound,
@@ -76,10 +76,10 @@ class Report:
             "leader_failover_s": {**self.stats(self.failover_s), "count": len(self.failover_s)},
             "settle_s": _round(self.settle_s),
             "stale_leader_writes": len(self.stale_leader_writes),
-            "stale_leader_write_details": self.stale_leader_writes,
+            "stale_leader_write_details": [*self.stale_leader_writes],
             "fenced_writes": self.fenced_writes,
-            "faults_by_kind": self.faults_by_kind,
-            "scaling": self.scaling,
+            "faults_by_kind": {**self.faults_by_kind},
+            "scaling": None if self.scaling is None else {**self.scaling},
             "timeline": [{"at": round(e.at, 3), "what": e.what} for e in self.timeline],
         }
 

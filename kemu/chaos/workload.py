@@ -40,13 +40,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 import yaml
 
 from kemu.machinery.duration import parse_duration
 from kemu.machinery.errors import ApiError
 from kemu.machinery.resources import amount
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+D = TypeVar("D", bound="DataclassInstance")
 
 
 class WorkloadError(ValueError):
@@ -116,20 +121,20 @@ def parse_workload(text: str) -> Workload:
     return w
 
 
-def _mapping(value: object, path: str) -> Mapping[str, Any]:
+def _mapping(value: object, path: str) -> Mapping[str, object]:
     if not isinstance(value, Mapping):
         raise WorkloadError(f"{path}: must be a mapping, not {type(value).__name__}")
     return value
 
 
-def _section(cls: Any, doc: Mapping[str, Any], key: str, path: str = "") -> Any:
+def _section(cls: type[D], doc: Mapping[str, object], key: str, path: str = "") -> D:
     where = f"{path}{key}"
     raw = _mapping(doc.get(key) or {}, where)
     names = {f.name: f for f in fields(cls)}
     for k in raw:
         if k not in names:
             raise WorkloadError(f"{where}.{k}: unknown field (known: {', '.join(names)})")
-    values: dict[str, Any] = {}
+    values: dict[str, object] = {}
     for name, f in names.items():
         if name not in raw or f.name == "slowPreBind":
             continue
@@ -138,8 +143,8 @@ def _section(cls: Any, doc: Mapping[str, Any], key: str, path: str = "") -> Any:
     return cls(**values)
 
 
-def _pods(doc: Mapping[str, Any]) -> Pods:
-    pods: Pods = _section(Pods, doc, "pods")
+def _pods(doc: Mapping[str, object]) -> Pods:
+    pods = _section(Pods, doc, "pods")
     raw = _mapping(doc.get("pods") or {}, "pods")
     if "slowPreBind" in raw:
         spb = _section(SlowPreBind, raw, "slowPreBind", "pods.")

@@ -39,8 +39,6 @@ from kemu.client.backoff import Backoff
 from kemu.client.endpoints import LB_POLICY, SEPARATOR, channel_target, parse_servers
 from kemu.client.interface import (
     DEFAULT_NAMESPACE,
-    LIST_PAGE_SIZE,
-    ApiClient,
 )
 from kemu.client.interface import (
     ListResult as ListResult,
@@ -51,8 +49,9 @@ from kemu.client.interface import (
 from kemu.client.interface import (
     WatchEvent as WatchEvent,
 )
+from kemu.client.pager import list_pages
 from kemu.machinery import kinds
-from kemu.machinery.errors import ApiError, Fenced, Gone, Timeout, TooManyRequests, Unavailable
+from kemu.machinery.errors import ApiError, Fenced, Timeout, TooManyRequests, Unavailable
 from kemu.machinery.virtual_time import APISERVER_KEY, CLOCK_CALL_KEY, CLOCK_IDENTITY_KEY
 
 __all__ = ["Client", "ListResult", "M", "WatchEvent"]
@@ -687,49 +686,3 @@ class Client:
         if dry_run:
             req.dry_run.append("All")
         await self._call("Evict", req, api_pb2.Status)
-
-
-async def list_pages(
-    client: ApiClient,
-    kind: type[M],
-    namespace: str = "",
-    *,
-    label_selector: str = "",
-    field_selector: str = "",
-    resource_version: str = "",
-    resource_version_match: str = "",
-    page_size: int = LIST_PAGE_SIZE,
-) -> ListResult[M]:
-    """Reads every page of a list; if a continue token expires (Gone), reads it all at once,
-    as client-go's pager does."""
-    items: list[M] = []
-    token = ""
-    while True:
-        try:
-            page: ListResult[M] = await client.list(
-                kind,
-                namespace,
-                label_selector=label_selector,
-                field_selector=field_selector,
-                resource_version="" if token else resource_version,
-                resource_version_match="" if token else resource_version_match,
-                limit=page_size,
-                continue_=token,
-            )
-        except Gone:
-            if not token:
-                raise
-            logger.info("list of %s: continue token expired, listing without paging", kind)
-            full: ListResult[M] = await client.list(
-                kind,
-                namespace,
-                label_selector=label_selector,
-                field_selector=field_selector,
-                resource_version=resource_version,
-                resource_version_match=resource_version_match,
-            )
-            return full
-        items.extend(page.items)
-        if not page.continue_:
-            return ListResult(items, page.resource_version, "")
-        token = page.continue_

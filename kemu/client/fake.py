@@ -67,6 +67,7 @@ from kemu.client.interface import (
     M,
     WatchEvent,
 )
+from kemu.client.pager import list_pages
 from kemu.component.clock import Clock, RealClock
 from kemu.component.featuregate import (
     CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING,
@@ -597,8 +598,6 @@ class FakeClient:
         resource_version: str = "",
         resource_version_match: str = "",
     ) -> ListResult[M]:
-        from kemu.client.client import list_pages
-
         return await list_pages(
             self,
             kind,

@@ -9,7 +9,9 @@ Contract:
 - Exit codes: a command line error is one line "<prog>: error: <message>" on stderr and exit
   code 1 (not argparse's 2, and without the usage text) when the parser is a
   `ComponentArgumentParser` (see `new_parser`); `parse_component_args` reports validation
-  errors the same way. `--help` still exits 0. A configuration file whose plugins cannot run
+  errors the same way. `--help` still exits 0. A driver that checks a process's flags before
+  starting it parses them with `check_flags(build_parser(), args)`, which raises `FlagError`
+  with the same one-line message instead of exiting. A configuration file whose plugins cannot run
   (a plugin no registry holds, or args its factory refuses: `refuse_config`, and the runner's
   `ConfigRefused`) is one such line too, exit code 2 (`CONFIG_REFUSED_EXIT`), as the
   out-of-tree plugin issue asks.
@@ -48,6 +50,24 @@ class ComponentArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(1, f"{self.prog}: error: {message}\n")
+
+
+class FlagError(ValueError):
+    """A command line a component's flag table refuses; the message is argparse's one line
+    (`unrecognized arguments: --nope`, `argument --port: invalid int value: 'x'`)."""
+
+
+class _FlagChecker(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise FlagError(message)
+
+
+def check_flags(parser: argparse.ArgumentParser, args: Sequence[str]) -> argparse.Namespace:
+    """Parses `args` with the flags of `parser` (a process's `build_parser()`), raising
+    FlagError where the process would print the error and exit; the process's own parser is
+    left as it is (a copy of its flags parses)."""
+    checker = _FlagChecker(prog=parser.prog, parents=[parser], add_help=False)
+    return checker.parse_args(args)
 
 
 def duration_flag(text: str) -> float:

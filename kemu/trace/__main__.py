@@ -21,27 +21,34 @@ line on stderr, exit status 2 for bad arguments or files, 1 when the cluster fai
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
 
+import anyio
 import yaml
 
 from autoscaler.expander import EXPANDERS
-from kemu.machinery.duration import DurationError, parse_duration
+from kemu.client.client import Client
+from kemu.machinery.errors import ApiError
 from kemu.machinery.validation.names import is_dns1123_label
-from kemu.timeline.render import OutputPathError, check_output_path
-from kemu.trace import cluster_config, files, objects, openb, synthetic
-from kemu.trace.model import Trace
-
-if TYPE_CHECKING:
-    from kemu.trace.replay import ReplayResult
-
-PROG = "python -m kemu.trace"
+from kemu.trace import files, openb, recorder, synthetic
+from kemu.trace.cli import (
+    PROG,
+    add_replay_arguments,
+    check_html,
+    duration_arg,
+    fail,
+    load_cluster,
+    load_trace,
+    replay_options,
+    sigterm_as_interrupt,
+    write_outputs,
+)
+from kemu.trace.replay import Replay
+from kemu.trace.report import table
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -81,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def add_synthetic(sub: Any) -> None:
+def add_synthetic(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     syn = sub.add_parser(
         "synthetic",
         help="write a synthetic day (services scaling, batch pods, priorities) as a trace",
@@ -118,7 +125,7 @@ def add_synthetic(sub: Any) -> None:
     )
 
 
-def add_convert_openb(sub: Any) -> None:
+def add_convert_openb(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     conv = sub.add_parser(
         "convert-openb",
         help="convert Alibaba's GPU cluster trace of 2023 (openb CSVs) into a trace",
@@ -167,128 +174,11 @@ def add_convert_openb(sub: Any) -> None:
     )
 
 
-def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options a replay takes (kemu.whatif's too)."""
-    parser.add_argument(
-        "--speed",
-        type=float,
-        metavar="N",
-        help="replay at N times real time (default: as fast as the work allows, repeatable)",
-    )
-    parser.add_argument(
-        "--tail",
-        default="60s",
-        metavar="D",
-        help="how long the cluster runs after the last event, in its time (default 60s)",
-    )
-    parser.add_argument("--root", metavar="DIR", help="the cluster's data and logs (default: tmp)")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines")
-
-
-def fail(message: str, code: int = 2) -> NoReturn:
-    print(f"{PROG}: error: {message}", file=sys.stderr)
-    raise SystemExit(code)
-
-
-def duration_arg(flag: str, text: str | None) -> float | None:
-    if text is None:
-        return None
-    try:
-        seconds = parse_duration(text)
-    except DurationError as e:
-        fail(f"{flag}: {e}")
-    if seconds < 0:
-        fail(f"{flag}: {text} is negative")
-    return seconds
-
-
-def load_trace(path: str) -> tuple[Trace, dict[str, Any]]:
-    try:
-        trace, fmt = files.load(Path(path))
-    except files.TraceFileError as e:
-        fail(str(e))
-    if not trace.events:
-        fail(f"{path}: the trace has no events")
-    info = {
-        "file": str(path),
-        "format": fmt,
-        "events": len(trace.events),
-        "applied": trace.objects_applied(),
-        "deleted": trace.objects_deleted(),
-        "kinds": trace.kinds(),
-    }
-    return trace, info
-
-
-def load_cluster(path: str | None, trace: Trace) -> cluster_config.ClusterConfig:
-    """CLUSTER.yaml, or a cluster sized to the trace."""
-    if path is None:
-        return cluster_config.fitted(*objects.peak_demand(trace))
-    try:
-        text = Path(path).read_text()
-    except OSError as e:
-        fail(f"{path}: {e.strerror}")
-    try:
-        return cluster_config.parse(text)
-    except cluster_config.ClusterConfigError as e:
-        fail(f"{path}: {e}")
-
-
-def progress_printer(quiet: bool, tag: str = "trace") -> Any:
-    def progress(line: str) -> None:
-        if not quiet:
-            print(f"[{tag}] {line}", file=sys.stderr, flush=True)
-
-    return progress
-
-
-def replay_options(args: argparse.Namespace, root: Path | None, tag: str = "trace") -> Any:
-    from kemu.trace.replay import ReplayOptions
-
-    if args.speed is not None and not args.speed > 0:
-        fail("--speed: must be > 0")
-    tail = duration_arg("--tail", args.tail)
-    assert tail is not None
-    return ReplayOptions(
-        speed=args.speed, tail=tail, root=root, progress=progress_printer(args.quiet, tag)
-    )
-
-
-def check_html(path: str | None) -> None:
-    """An --html path that cannot be written is refused before anything starts."""
-    if path is not None:
-        try:
-            check_output_path(path)
-        except OutputPathError as e:
-            fail(f"--html: {e}")
-
-
-def write_outputs(result: ReplayResult, json_out: str | None, html_out: str | None) -> None:
-    if json_out:
-        Path(json_out).write_text(json.dumps(result.report, indent=2, sort_keys=False) + "\n")
-    if html_out:
-        from kemu.timeline.render import write_page
-
-        write_page(html_out, [result.timeline], "kemu trace replay")
-
-
-def sigterm_as_interrupt() -> None:
-    """SIGTERM ends a run as SIGINT does: the cluster is stopped on the way out."""
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, interrupt)
-
-
 def cmd_replay(args: argparse.Namespace) -> int:
     trace, info = load_trace(args.file)
     config = load_cluster(args.cluster, trace)
     options = replay_options(args, Path(args.root) if args.root else None)
     check_html(args.html)
-    from kemu.trace.replay import Replay  # after the arguments are checked: it loads gRPC
-    from kemu.trace.report import table
-
     sigterm_as_interrupt()
     try:
         result = Replay(trace, config, options, info).run()
@@ -300,8 +190,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from kemu.trace import recorder
-
     duration = duration_arg("--duration", args.duration)
     try:
         tracked = [recorder.tracked_gvk(k) for k in args.track or recorder.DEFAULT_TRACKED]
@@ -310,11 +198,6 @@ def cmd_record(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if not out.parent.is_dir():
         fail(f"--out: {out.parent}: no such directory")
-    import anyio
-
-    from kemu.client.client import Client
-    from kemu.machinery.errors import ApiError
-
     rec = recorder.Recorder(tracked)
 
     async def run() -> None:

@@ -34,17 +34,25 @@ such as --server, is refused).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import argparse
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, NoReturn
+from typing import Final, NotRequired, TypedDict
 
 import yaml
 
+from apiserver import app as apiserver_app
+from cloud.config import ConfigError, parse_config
+from controllermanager import app as controllermanager_app
 from kemu.component.featuregate import FeatureGateError, FeatureGates
+from kemu.component.options import FlagError, check_flags
 from kemu.component.version import DEFAULT_VERSION, parse_emulated_version
 from kemu.machinery.errors import Invalid
 from kemu.machinery.quantity import parse_quantity
 from kemu.machinery.validation.meta import validate_labels
+from kemu.scheduling.config import parse_config as parse_scheduler_config
+from kubelet import app as kubelet_app
+from scheduler import app as scheduler_app
 
 COMPONENTS: Final = (
     "apiserver",
@@ -96,8 +104,49 @@ _SET_BY_REPLAY: Final = {
         "--clock",
     ),
 }
+FLAG_TABLES: Final[Mapping[str, Callable[[], argparse.ArgumentParser]]] = {
+    "apiserver": apiserver_app.build_parser,
+    "scheduler": scheduler_app.build_parser,
+    "controllermanager": controllermanager_app.build_parser,
+    "kubelet": kubelet_app.build_parser,
+}
+"""The flag table of each component whose further flags CLUSTER.yaml may give (`args`,
+`kubeletArgs`): they are checked with it before anything starts."""
 _TAINT_EFFECTS: Final = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 DEFAULT_CAPACITY: Final = {"cpu": "4", "memory": "8Gi", "pods": "110"}
+
+
+class PoolDocument(TypedDict):
+    """One of CLUSTER.yaml's `nodes`, as the trace's writers (synthetic, openb) build it."""
+
+    name: str
+    count: int
+    capacity: dict[str, str]
+    labels: NotRequired[dict[str, str]]
+    kubeletArgs: NotRequired[list[str]]
+
+
+class NodeGroupTemplate(TypedDict):
+    capacity: dict[str, str]
+    kubeletArgs: NotRequired[list[str]]
+
+
+class NodeGroupDocument(TypedDict):
+    """One of CLUSTER.yaml's `nodeGroups` (the cloud's format, cloud/config.py)."""
+
+    name: str
+    minSize: int
+    maxSize: int
+    template: NodeGroupTemplate
+
+
+class ClusterDocument(TypedDict, total=False):
+    """CLUSTER.yaml as the trace's writers build it (the keys they set; `parse` reads all)."""
+
+    nodes: list[PoolDocument]
+    nodeGroups: list[NodeGroupDocument]
+    autoscaler: dict[str, str]
+    args: dict[str, list[str]]
 
 
 class ClusterConfigError(ValueError):
@@ -160,8 +209,6 @@ def parse(text: str) -> ClusterConfig:
     node_groups = None
     if data.get("nodeGroups") is not None:
         node_groups = yaml.safe_dump({"nodeGroups": data["nodeGroups"]}, sort_keys=False)
-        from cloud.config import ConfigError, parse_config
-
         try:
             parse_config(node_groups)
         except ConfigError as e:
@@ -169,8 +216,6 @@ def parse(text: str) -> ClusterConfig:
     scheduler_config = None
     if data.get("schedulerConfig") is not None:
         scheduler_config = yaml.safe_dump(data["schedulerConfig"], sort_keys=False)
-        from kemu.scheduling.config import parse_config as parse_scheduler_config
-
         try:
             parse_scheduler_config(scheduler_config)
         except ValueError as e:
@@ -189,14 +234,14 @@ def parse(text: str) -> ClusterConfig:
     return ClusterConfig(pools, node_groups, versions, gates, scheduler_config, flags, seed, args)
 
 
-def _check_keys(data: Mapping[str, Any], known: frozenset[str], path: str) -> None:
+def _check_keys(data: Mapping[str, object], known: frozenset[str], path: str) -> None:
     for key in data:
         if key not in known:
             where = f"{path}.{key}" if path else str(key)
             raise ClusterConfigError(f"{where}: unknown key (known: {', '.join(sorted(known))})")
 
 
-def _list(value: Any, path: str) -> list[Any]:
+def _list(value: object, path: str) -> list[object]:
     if value is None:
         return []
     if not isinstance(value, list):
@@ -204,7 +249,7 @@ def _list(value: Any, path: str) -> list[Any]:
     return value
 
 
-def _mapping(value: Any, path: str) -> dict[str, Any]:
+def _mapping(value: object, path: str) -> dict[str, object]:
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -212,7 +257,7 @@ def _mapping(value: Any, path: str) -> dict[str, Any]:
     return {str(k): v for k, v in value.items()}
 
 
-def _pool(value: Any, path: str) -> NodePool:
+def _pool(value: object, path: str) -> NodePool:
     data = _mapping(value, path)
     _check_keys(data, _POOL_KEYS, path)
     name = data.get("name")
@@ -255,10 +300,10 @@ def _component(name: str, path: str, known: tuple[str, ...] = COMPONENTS) -> str
     return normal
 
 
-def _args(value: Any, path: str, component: str) -> tuple[str, ...]:
+def _args(value: object, path: str, component: str) -> tuple[str, ...]:
     """A component's further flags, checked by its own parser."""
-    args = _list(value, path)
-    if not all(isinstance(a, str) for a in args):
+    args = [a for a in _list(value, path) if isinstance(a, str)]
+    if len(args) != len(_list(value, path)):
         raise ClusterConfigError(f"{path}: expected a list of strings")
     for i, arg in enumerate(args):
         flag = arg.split("=", 1)[0]
@@ -272,24 +317,18 @@ def _args(value: Any, path: str, component: str) -> tuple[str, ...]:
 
 
 def _check_flags(component: str, args: list[str], path: str) -> None:
-    import importlib
-
-    app = importlib.import_module(f"{component}.app")
-    parser = app.build_parser()
-
-    def refuse(message: str) -> NoReturn:
-        raise ClusterConfigError(f"{path}: {message}")
-
-    parser.error = refuse  # (argparse reports every flag error through it)
-    parsed = parser.parse_args(args)
+    try:
+        parsed = check_flags(FLAG_TABLES[component](), args)
+    except FlagError as e:
+        raise ClusterConfigError(f"{path}: {e}") from None
     if component == "kubelet":
         try:
-            app.settings_from_args(parsed, "v0.0.0")
+            kubelet_app.settings_from_args(parsed, "v0.0.0")
         except ValueError as e:
             raise ClusterConfigError(f"{path}: {e}") from None
 
 
-def _versions(value: Any) -> dict[str, str]:
+def _versions(value: object) -> dict[str, str]:
     out = {}
     for name, version in _mapping(value, "versions").items():
         path = f"versions.{name}"
@@ -302,7 +341,7 @@ def _versions(value: Any) -> dict[str, str]:
     return out
 
 
-def _gates(value: Any, versions: Mapping[str, str]) -> dict[str, dict[str, bool]]:
+def _gates(value: object, versions: Mapping[str, str]) -> dict[str, dict[str, bool]]:
     out: dict[str, dict[str, bool]] = {}
     for name, gates in _mapping(value, "featureGates").items():
         path = f"featureGates.{name}"
@@ -322,7 +361,7 @@ def _gates(value: Any, versions: Mapping[str, str]) -> dict[str, dict[str, bool]
     return out
 
 
-def _flags(value: Any) -> tuple[str, ...]:
+def _flags(value: object) -> tuple[str, ...]:
     flags: list[str] = []
     for name, flag_value in _mapping(value, "autoscaler").items():
         flag = name if name.startswith("--") else f"--{name}"

@@ -12,27 +12,48 @@ out, empty when the runs agree.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Final, TypedDict
+
+from kemu.trace.report import PodEntry, Report
 
 DEFAULT_BIND_THRESHOLD: Final = 1.0
 """Seconds of virtual time one run may bind a pod later than the other before it counts."""
 
+Value = str | float | bool | None
+"""What a difference shows of each side: a node, a time, whether the pod was stuck."""
+
+
+class Difference(TypedDict):
+    pod: str
+    what: str
+    a: Value
+    b: Value
+
+
+class Comparison(TypedDict):
+    """kemu.whatif's JSON: the two configurations' names, both reports and the differences."""
+
+    names: dict[str, str]
+    a: Report
+    b: Report
+    diff: list[Difference]
+
 
 def match(
-    a: Sequence[dict[str, Any]], b: Sequence[dict[str, Any]]
-) -> list[tuple[str, dict[str, Any] | None, dict[str, Any] | None]]:
+    a: Sequence[PodEntry], b: Sequence[PodEntry]
+) -> list[tuple[str, PodEntry | None, PodEntry | None]]:
     """Pairs of pods (report entries) of the two runs: by owner, the n-th created with the
     n-th; a bare pod by its name. Each pair is labelled "owner#n" or the pod's name."""
 
-    def groups(pods: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-        out: dict[str, list[dict[str, Any]]] = {}
+    def groups(pods: Sequence[PodEntry]) -> dict[str, list[PodEntry]]:
+        out: dict[str, list[PodEntry]] = {}
         for pod in sorted(pods, key=lambda p: (p["created"] is None, p["created"] or 0.0)):
             owner = pod["owner"] or f"Pod/{pod['name']}"
             out.setdefault(owner, []).append(pod)
         return out
 
     ga, gb = groups(a), groups(b)
-    pairs: list[tuple[str, dict[str, Any] | None, dict[str, Any] | None]] = []
+    pairs: list[tuple[str, PodEntry | None, PodEntry | None]] = []
     for owner in sorted(set(ga) | set(gb)):
         la, lb = ga.get(owner, []), gb.get(owner, [])
         bare = owner.startswith("Pod/")
@@ -43,13 +64,13 @@ def match(
 
 
 def diff(
-    a: dict[str, Any], b: dict[str, Any], *, bind_threshold: float = DEFAULT_BIND_THRESHOLD
-) -> list[dict[str, Any]]:
+    a: Report, b: Report, *, bind_threshold: float = DEFAULT_BIND_THRESHOLD
+) -> list[Difference]:
     """The differences between two replay reports (`report.build`'s)."""
     stuck_a, stuck_b = set(a["unschedulable_at_end"]), set(b["unschedulable_at_end"])
-    out: list[dict[str, Any]] = []
+    out: list[Difference] = []
 
-    def note(label: str, what: str, va: Any, vb: Any) -> None:
+    def note(label: str, what: str, va: Value, vb: Value) -> None:
         out.append({"pod": label, "what": what, "a": va, "b": vb})
 
     for label, pa, pb in match(a["pods"], b["pods"]):

@@ -16,10 +16,11 @@ differs from what was last applied. The tracked kinds are those the file holds.
 from __future__ import annotations
 
 import json
-from typing import Any, Final
+from typing import Final
 
 from kemu.machinery.convert import parse_time
 from kemu.machinery.errors import Invalid
+from kemu.machinery.jsonvalue import JSONObject
 from kemu.trace.model import POD_GVK, Trace, TraceEvent, TrackedObject, gvk_of, ns_name
 
 SUFFIX: Final = ".jsonl"
@@ -42,16 +43,19 @@ def looks_like(data: bytes) -> bool:
     return data.lstrip()[:1] == b"{"
 
 
-def _content(obj: dict[str, Any]) -> dict[str, Any]:
+def _content(obj: JSONObject) -> JSONObject:
     out = {k: v for k, v in obj.items() if k != "status"}
-    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _SERVER_METADATA}
+    metadata = obj.get("metadata")
+    meta: JSONObject = {}
+    if isinstance(metadata, dict):
+        meta = {k: v for k, v in metadata.items() if k not in _SERVER_METADATA}
     out["metadata"] = meta
     return out
 
 
 def read(text: str) -> Trace:
     events: list[TraceEvent] = []
-    last: dict[tuple[str, str], dict[str, Any]] = {}
+    last: dict[tuple[str, str], JSONObject] = {}
     kinds: set[str] = set()
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():

@@ -4,16 +4,19 @@ objects, and the pods' lifecycles by owner. Readers of other formats (`kss`) pro
 value; `simkube` reads and writes it as msgpack.
 
 Kinds are named as SimKube names them, "group/version.Kind" ("v1.Pod" for the core group), and
-objects as "namespace/name". Objects are Kubernetes JSON (dicts), as the trace holds them:
-the boundary where `Any` is honest.
+objects as "namespace/name". Objects are Kubernetes JSON (`JSONObject`), as the trace holds
+them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
+
+from kemu.machinery.jsonvalue import JSONObject
 
 CURRENT_VERSION: Final = 2
 """SimKube's CURRENT_TRACE_FORMAT_VERSION."""
@@ -34,13 +37,13 @@ POD_SPEC_TEMPLATE_PATHS: Final[dict[str, tuple[str, ...]]] = {
 }
 
 
-def stable_hash(value: Any) -> int:
+def stable_hash(value: object) -> int:
     """A u64 of the value's JSON (SimKube's index and pod hashes are opaque to a replay)."""
     digest = hashlib.sha256(json.dumps(value, sort_keys=True).encode()).digest()
     return int.from_bytes(digest[:8], "big") & _HASH_MASK
 
 
-def gvk_of(obj: dict[str, Any]) -> str:
+def gvk_of(obj: Mapping[str, object]) -> str:
     """An object's kind as SimKube names it: "apps/v1.Deployment", "v1.Pod"."""
     return f"{obj.get('apiVersion', '')}.{obj.get('kind', '')}"
 
@@ -54,12 +57,14 @@ def split_gvk(gvk: str) -> tuple[str, str]:
     return api_version.removeprefix("/"), kind
 
 
-def ns_name(obj: dict[str, Any]) -> str:
+def ns_name(obj: Mapping[str, object]) -> str:
     """ "namespace/name" ("name" for a cluster-scoped object), as SimKube keys objects."""
-    meta = obj.get("metadata") or {}
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
     namespace = meta.get("namespace") or ""
     name = meta.get("name") or ""
-    return f"{namespace}/{name}" if namespace else name
+    return f"{namespace}/{name}" if namespace else str(name)
 
 
 @dataclass(frozen=True)
@@ -93,8 +98,8 @@ class TraceEvent:
     readers may give fractions)."""
 
     ts: float
-    applied: list[dict[str, Any]] = field(default_factory=list)
-    deleted: list[dict[str, Any]] = field(default_factory=list)
+    applied: list[JSONObject] = field(default_factory=list)
+    deleted: list[JSONObject] = field(default_factory=list)
 
 
 OwnerKey = tuple[str, str]
@@ -144,7 +149,7 @@ class Trace:
     def namespaces(self) -> list[str]:
         """Every namespace an object of the trace is in, sorted."""
         found = {
-            (obj.get("metadata") or {}).get("namespace") or ""
+            ns_name(obj).rpartition("/")[0]
             for event in self.events
             for obj in event.applied + event.deleted
         }

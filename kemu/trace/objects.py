@@ -20,13 +20,14 @@ import copy
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final, TypedDict
 
 from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery import convert, kinds
 from kemu.machinery.errors import ApiError
+from kemu.machinery.jsonvalue import JSON, JSONObject
 from kemu.machinery.resources import pod_requests
 from kemu.trace.model import POD_GVK, Trace, gvk_of, ns_name
 
@@ -78,6 +79,13 @@ class Prepared:
         return str(self.obj.metadata.name)  # type: ignore[attr-defined]
 
 
+class UnsupportedEntry(TypedDict):
+    """The report's `unsupported`: kinds and fields skipped, with counts."""
+
+    kinds: dict[str, int]
+    fields: dict[str, int]
+
+
 @dataclass
 class Unsupported:
     """What a replay skipped: kinds kemu does not run and fields it does not model, with
@@ -90,14 +98,14 @@ class Unsupported:
         self.kinds = Counter()
         self.fields = Counter()
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> UnsupportedEntry:
         return {
             "kinds": dict(sorted(self.kinds.items())),
             "fields": dict(sorted(self.fields.items())),
         }
 
 
-def sanitized(obj: dict[str, Any]) -> dict[str, Any]:
+def sanitized(obj: JSONObject) -> JSONObject:
     """The object without what the recorded cluster's servers wrote (a deep copy)."""
     out = copy.deepcopy(obj)
     gvk = gvk_of(out)
@@ -107,13 +115,14 @@ def sanitized(obj: dict[str, Any]) -> dict[str, Any]:
     if isinstance(meta, dict):
         for key in _SERVER_METADATA:
             meta.pop(key, None)
-    if gvk == POD_GVK and isinstance(out.get("spec"), dict):
-        out["spec"].pop("nodeName", None)
-        out["spec"].pop("priority", None)
+    spec = out.get("spec")
+    if gvk == POD_GVK and isinstance(spec, dict):
+        spec.pop("nodeName", None)
+        spec.pop("priority", None)
     return out
 
 
-def prepare(obj: dict[str, Any], *, run_duration: int | None = None) -> Prepared | None:
+def prepare(obj: JSONObject, *, run_duration: int | None = None) -> Prepared | None:
     """The trace's object as the kemu object a replay applies, or None if kemu does not run
     its kind. Invalid (kemu.machinery.errors) if a field it models has a bad value.
     `run_duration`: seconds the object's pods run (the lifecycle), set on the pod or the
@@ -134,23 +143,24 @@ def prepare(obj: dict[str, Any], *, run_duration: int | None = None) -> Prepared
     return Prepared(kind, message, tuple(dropped))
 
 
-def _annotate_run(data: dict[str, Any], gvk: str, seconds: int) -> None:
-    if gvk == POD_GVK:
-        target: Any = data
-    else:
-        target = data
-        for step in _TEMPLATE_PATH.get(gvk, ()):
-            target = target.setdefault(step, {}) if isinstance(target, dict) else None
-        if not isinstance(target, dict) or gvk not in _TEMPLATE_PATH:
-            return
+def _annotate_run(data: JSONObject, gvk: str, seconds: int) -> None:
+    if gvk != POD_GVK and gvk not in _TEMPLATE_PATH:
+        return
+    target: JSON = data
+    for step in _TEMPLATE_PATH.get(gvk, ()):  # (a pod is its own template)
+        target = target.setdefault(step, {}) if isinstance(target, dict) else None
+    if not isinstance(target, dict):
+        return
     meta = target.setdefault("metadata", {})
     if isinstance(meta, dict):
-        annotations = meta.get("annotations") or {}
+        annotations = meta.get("annotations")
+        if not isinstance(annotations, dict):
+            annotations = {}
         annotations.setdefault(RUN_DURATION, f"{max(seconds, 0)}s")
         meta["annotations"] = annotations
 
 
-def run_duration(trace: Trace, obj: dict[str, Any]) -> int | None:
+def run_duration(trace: Trace, obj: JSONObject) -> int | None:
     """How long the object's pods ran in the recorded cluster, from the trace's lifecycles:
     a bare pod's own, a Job's first finished pod's; None when none finished."""
     gvk = gvk_of(obj)
@@ -169,17 +179,16 @@ def key_of(kind: kinds.Kind, namespace: str, name: str) -> str:
 
 def _demand(prepared: Prepared) -> tuple[int, types_pb2.PodSpec | None]:
     """How many pods the object asks for, and their spec (DaemonSets: none counted)."""
-    obj: Any = prepared.obj
-    kind = prepared.kind.kind
-    if kind == "Pod":
+    obj = prepared.obj
+    if isinstance(obj, types_pb2.Pod):
         return 1, obj.spec
-    if kind in ("Deployment", "ReplicaSet", "StatefulSet"):
+    if isinstance(obj, types_pb2.Deployment | types_pb2.ReplicaSet | types_pb2.StatefulSet):
         return (obj.spec.replicas if obj.spec.HasField("replicas") else 1), obj.spec.template.spec
-    if kind == "Job":
+    if isinstance(obj, types_pb2.Job):
         return (
             obj.spec.parallelism if obj.spec.HasField("parallelism") else 1
         ), obj.spec.template.spec
-    if kind == "CronJob":  # one Job at a time counted (Allow may run more)
+    if isinstance(obj, types_pb2.CronJob):  # one Job at a time counted (Allow may run more)
         job = obj.spec.job_template.spec
         return (job.parallelism if job.HasField("parallelism") else 1), job.template.spec
     return 0, None

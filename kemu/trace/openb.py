@@ -46,10 +46,12 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Final
+from typing import Final
 
 import yaml
 
+from kemu.machinery.jsonvalue import JSONObject
+from kemu.trace.cluster_config import PoolDocument
 from kemu.trace.model import (
     POD_GVK,
     POD_SPEC_TEMPLATE_PATHS,
@@ -170,7 +172,7 @@ class Summary:
 @dataclass
 class Converted:
     trace: Trace
-    pools: list[dict[str, Any]]
+    pools: list[PoolDocument]
     """CLUSTER.yaml's `nodes`."""
     summary: Summary = field(default_factory=Summary)
 
@@ -321,10 +323,10 @@ def _resources(cpu_milli: int, memory_mib: int, gpus: int) -> dict[str, str]:
     return out
 
 
-def pod_object(pod: PodRow, namespace: str) -> dict[str, Any]:
+def pod_object(pod: PodRow, namespace: str) -> JSONObject:
     """The row as a Pod (Kubernetes JSON, as a trace holds it)."""
-    resources = _resources(pod.cpu_milli, pod.memory_mib, pod.num_gpu)
-    annotations = {SHUTDOWN_DURATION: "0s"}
+    resources: JSONObject = {**_resources(pod.cpu_milli, pod.memory_mib, pod.num_gpu)}
+    annotations: JSONObject = {SHUTDOWN_DURATION: "0s"}
     if pod.shares_gpu:
         annotations[GPU_MILLI_ANNOTATION] = str(pod.gpu_milli)
     for key, value in (
@@ -337,12 +339,12 @@ def pod_object(pod: PodRow, namespace: str) -> dict[str, Any]:
     ):
         if value is not None and value != "":
             annotations[ANNOTATION_PREFIX + key] = str(value)
-    container: dict[str, Any] = {"name": "main", "image": IMAGE}
+    container: JSONObject = {"name": "main", "image": IMAGE}
     if resources:
         container["resources"] = {"requests": resources, "limits": dict(resources)}
-    spec: dict[str, Any] = {"containers": [container]}
+    spec: JSONObject = {"containers": [container]}
     if pod.num_gpu and pod.gpu_spec:
-        term = {"key": GPU_MODEL_LABEL, "operator": "In", "values": list(pod.gpu_spec)}
+        term: JSONObject = {"key": GPU_MODEL_LABEL, "operator": "In", "values": [*pod.gpu_spec]}
         spec["affinity"] = {
             "nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {
@@ -350,7 +352,7 @@ def pod_object(pod: PodRow, namespace: str) -> dict[str, Any]:
                 }
             }
         }
-    metadata = {"name": pod.name, "namespace": namespace, "annotations": annotations}
+    metadata: JSONObject = {"name": pod.name, "namespace": namespace, "annotations": annotations}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
@@ -363,10 +365,10 @@ def _pool_name(node: NodeRow) -> str:
     return f"{head}-{cpu}-{memory}"[:50].strip("-")
 
 
-def pools_of(nodes: Sequence[NodeRow]) -> list[dict[str, Any]]:
+def pools_of(nodes: Sequence[NodeRow]) -> list[PoolDocument]:
     """CLUSTER.yaml's node pools: one per shape (cpu, memory, GPUs, model), in the order the
     shapes first appear."""
-    pools: dict[tuple[int, int, int, str], dict[str, Any]] = {}
+    pools: dict[tuple[int, int, int, str], PoolDocument] = {}
     for node in nodes:
         shape = (node.cpu_milli, node.memory_mib, node.gpu, node.model)
         pool = pools.get(shape)
@@ -415,7 +417,7 @@ def convert(nodes: Sequence[NodeRow], pods: Sequence[PodRow], options: Options) 
         return events.setdefault(t, TraceEvent(ts=EPOCH + t))
 
     index: dict[str, int] = {}
-    deletions: list[tuple[int, dict[str, Any]]] = []
+    deletions: list[tuple[int, JSONObject]] = []
     for pod in kept:
         obj = pod_object(pod, options.namespace)
         at(pod.creation_time or 0).applied.append(obj)

@@ -20,14 +20,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
 import anyio
 from google.protobuf.message import Message
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import ADDED, DELETED, MODIFIED, ApiClient
 from kemu.machinery import convert, kinds
+from kemu.machinery.jsonvalue import JSONObject
+from kemu.machinery.keys import object_meta
 from kemu.trace.model import (
     POD_GVK,
     POD_SPEC_TEMPLATE_PATHS,
@@ -78,20 +81,22 @@ def tracked_gvk(name: str) -> str:
     return f"{kind.api_version}.{kind.kind}"
 
 
-def sanitize(obj: Message) -> dict[str, Any]:
+def sanitize(obj: Message) -> JSONObject:
     """The object as SimKube's tracer keeps it."""
     data = convert.to_dict(obj)
     meta = m if isinstance(m := data.get("metadata"), dict) else {}
-    kept = {k: meta[k] for k in ("name", "namespace", "labels", "annotations") if k in meta}
-    out: dict[str, Any] = {"apiVersion": data.get("apiVersion"), "kind": data.get("kind")}
+    kept: JSONObject = {
+        k: meta[k] for k in ("name", "namespace", "labels", "annotations") if k in meta
+    }
+    out: JSONObject = {"apiVersion": data.get("apiVersion"), "kind": data.get("kind")}
     out["metadata"] = kept
     if "spec" in data:
         out["spec"] = data["spec"]
     return out
 
 
-def _seconds(ts: Any) -> int | None:
-    if ts is None or ts.seconds == 0:
+def _seconds(ts: Timestamp) -> int | None:
+    if ts.seconds == 0:
         return None
     return int(ts.seconds)
 
@@ -165,7 +170,7 @@ class Recorder:
         gvk = gvk_of(data)
         if gvk not in self.tracked:
             return
-        meta: Any = obj.metadata  # type: ignore[attr-defined]
+        meta = object_meta(obj)
         if gvk == POD_GVK and any(r.controller for r in meta.owner_references):
             return  # skipOwned
         key = (gvk, ns_name(data))
@@ -189,24 +194,25 @@ class Recorder:
         gvk = f"{kind.api_version}.{kind.kind}"
         present = set()
         for obj in listed:
-            meta: Any = obj.metadata  # type: ignore[attr-defined]
+            meta = object_meta(obj)
             present.add((gvk, f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name))
             self.object(obj, MODIFIED, ts)
         for key in [k for k in self._generations if k[0] == gvk and k not in present]:
             self._generations.pop(key)
             namespace, _, name = key[1].rpartition("/")
-            gone: dict[str, Any] = {
+            metadata: JSONObject = {"name": name}
+            if namespace:
+                metadata["namespace"] = namespace
+            gone: JSONObject = {
                 "apiVersion": kind.api_version,
                 "kind": kind.kind,
-                "metadata": {"name": name},
+                "metadata": metadata,
             }
-            if namespace:
-                gone["metadata"]["namespace"] = namespace
             self._event(ts).deleted.append(gone)
 
     def intermediate(self, obj: Message, event_type: str, ts: float | None) -> None:
         """A ReplicaSet or a Job: which tracked object its pods belong to."""
-        meta: Any = obj.metadata  # type: ignore[attr-defined]
+        meta = object_meta(obj)
         for ref in meta.owner_references:
             if ref.controller and ref.uid in self._uids:
                 self._owners[meta.uid] = self._uids[ref.uid]

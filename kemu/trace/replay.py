@@ -21,10 +21,10 @@ import logging
 import math
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 
 import anyio
 import anyio.to_thread
@@ -34,6 +34,7 @@ from kemu.client.client import Client
 from kemu.machinery import convert, kinds
 from kemu.machinery.delete_options import BACKGROUND
 from kemu.machinery.errors import AlreadyExists, ApiError, NotFound
+from kemu.machinery.jsonvalue import JSONObject
 from kemu.machinery.namespaces import new_namespace
 from kemu.machinery.virtual_time import ClockMode
 from kemu.testing.cluster import Cluster
@@ -45,6 +46,7 @@ from kemu.trace import objects, report
 from kemu.trace.cluster_config import ClusterConfig
 from kemu.trace.model import Trace, gvk_of, ns_name
 from kemu.trace.observe import Observed, follow
+from kemu.trace.report import Refusal, Report
 
 logger = logging.getLogger(__name__)
 
@@ -64,9 +66,16 @@ class ReplayOptions:
     progress: Callable[[str], None] = field(default=lambda _: None)
 
 
+class ComponentVersion(TypedDict):
+    """A component's version and gates, as Cluster's start_* methods take them."""
+
+    emulated_version: str | None
+    feature_gates: Mapping[str, bool] | None
+
+
 @dataclass(frozen=True)
 class ReplayResult:
-    report: dict[str, Any]
+    report: Report
     """The report (docs/traces.md lists its keys)."""
     timeline: Timeline
     """The run's picture (kemu.timeline), t=0 the trace's first event, the report's figures
@@ -83,7 +92,7 @@ class Replay:
         trace: Trace,
         config: ClusterConfig,
         options: ReplayOptions,
-        trace_info: dict[str, Any],
+        trace_info: report.TraceInfo,
     ) -> None:
         if not trace.events:
             raise ValueError("the trace has no events")
@@ -92,7 +101,7 @@ class Replay:
         self.options = options
         self.trace_info = trace_info
         self.unsupported = objects.Unsupported()
-        self.refused: list[dict[str, str]] = []
+        self.refused: list[Refusal] = []
         self.applied: dict[str, tuple[kinds.Kind, str, str]] = {}
         """Every object applied, by report key, in the order first applied."""
         start = trace.start
@@ -119,7 +128,7 @@ class Replay:
             self.options.progress(f"cluster in {root}")
             return anyio.run(self._run, cluster, started)
 
-    def _component(self, name: str) -> dict[str, Any]:
+    def _component(self, name: str) -> ComponentVersion:
         return {
             "emulated_version": self.config.versions.get(name),
             "feature_gates": self.config.feature_gates.get(name),
@@ -215,7 +224,7 @@ class Replay:
                 except AlreadyExists:
                     pass
             clock = ClusterClock(await watcher.clock_status())
-            timeline = Timeline(f"replay of {self.trace_info.get('file', 'the trace')}")
+            timeline = Timeline(f"replay of {self.trace_info['file']}")
             # t=0 and the picture's start: the trace's first event (the cluster's nodes came
             # up in the minute before it)
             timeline.begin(clock.now, at=self.origin)
@@ -307,7 +316,7 @@ class Replay:
                 return
             await anyio.sleep(min(1.0, (target - now) / speed))
 
-    async def _apply(self, client: Client, obj: dict[str, Any]) -> None:
+    async def _apply(self, client: Client, obj: JSONObject) -> None:
         gvk = gvk_of(obj)
         try:
             prepared = objects.prepare(obj, run_duration=objects.run_duration(self.trace, obj))
@@ -334,13 +343,12 @@ class Replay:
             return
         self.applied.setdefault(key, (kind, ns, name))
 
-    async def _delete(self, client: Client, obj: dict[str, Any]) -> None:
+    async def _delete(self, client: Client, obj: JSONObject) -> None:
         kind = objects.kind_for(gvk_of(obj))
         if kind is None:
             self.unsupported.kinds[gvk_of(obj)] += 1
             return
-        meta = obj.get("metadata") or {}
-        name, ns = str(meta.get("name", "")), str(meta.get("namespace") or "")
+        ns, _, name = ns_name(obj).rpartition("/")
         try:
             await client.delete(kind.message, name, ns, propagation_policy=BACKGROUND)
         except NotFound:
@@ -388,11 +396,11 @@ class Replay:
 
         await eventually(seen, timeout=30)
 
-    def _cluster_info(self) -> dict[str, Any]:
+    def _cluster_info(self) -> JSONObject:
         c = self.config
         return {
             "nodes": [
-                {"pool": p.name, "count": p.count, "capacity": dict(p.capacity)} for p in c.nodes
+                {"pool": p.name, "count": p.count, "capacity": {**p.capacity}} for p in c.nodes
             ],
             "autoscaler": c.autoscaling,
             "scheduler_config": c.scheduler_config is not None,

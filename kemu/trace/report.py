@@ -10,9 +10,101 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
+from kemu.machinery.jsonvalue import JSON
+from kemu.trace.objects import UnsupportedEntry
 from kemu.trace.observe import Observed
+
+
+class TraceInfo(TypedDict):
+    """The report's "trace": the file replayed and what it holds."""
+
+    file: str
+    format: str
+    events: int
+    applied: int
+    deleted: int
+    kinds: dict[str, int]
+
+
+class Summary(TypedDict):
+    count: int
+    p50: float | None
+    p90: float | None
+    p99: float | None
+    max: float | None
+
+
+class NominatedSummary(Summary):
+    pods: list[str]
+
+
+class PodEntry(TypedDict):
+    name: str
+    owner: str
+    node: str
+    node_group: str
+    created: float | None
+    bound: float | None
+    deleted: float | None
+    phase: str
+    preempted: float | None
+    evicted: float | None
+
+
+class ObjectEntry(TypedDict):
+    kind: str
+    namespace: str
+    name: str
+    desired_replicas: int | None
+    pods_bound: int
+
+
+class PreemptionEntry(TypedDict):
+    at: float | None
+    preemptor: str
+    node: str
+    victims: list[str]
+
+
+class EvictionEntry(TypedDict):
+    pod: str
+    at: float | None
+    reason: str
+
+
+class Refusal(TypedDict):
+    object: str
+    message: str
+
+
+class Report(TypedDict):
+    """A replay's report (docs/traces.md lists its keys)."""
+
+    trace: TraceInfo
+    cluster: dict[str, JSON]
+    span_s: float
+    wall_s: float
+    startup_s: float
+    virtual_s: float
+    speedup: float | None
+    processes: dict[str, dict[str, int]]
+    objects: list[ObjectEntry]
+    pods_created: int
+    pods_bound: int
+    time_to_bind_s: Summary
+    pending_over_time: list[list[float]]
+    preemptions: list[PreemptionEntry]
+    victims: list[str]
+    nominated_node_name_s: NominatedSummary
+    nodes_over_time: list[list[float]]
+    node_hours: float
+    evictions: list[EvictionEntry]
+    unschedulable_at_end: list[str]
+    unsupported: UnsupportedEntry
+    refused: list[Refusal]
+    pods: list[PodEntry]
 
 
 @dataclass(frozen=True)
@@ -35,7 +127,7 @@ def percentile(values: Sequence[float], p: float) -> float | None:
     return ordered[rank - 1]
 
 
-def _summary(values: Sequence[float]) -> dict[str, Any]:
+def _summary(values: Sequence[float]) -> Summary:
     return {
         "count": len(values),
         "p50": _round(percentile(values, 50)),
@@ -82,21 +174,24 @@ def build(
     wall: float,
     startup: float,
     objects: Sequence[ObjectState],
-    unsupported: dict[str, Any],
-    refused: list[dict[str, str]],
-    trace_info: dict[str, Any],
-    cluster_info: dict[str, Any],
+    unsupported: UnsupportedEntry,
+    refused: list[Refusal],
+    trace_info: TraceInfo,
+    cluster_info: dict[str, JSON],
     processes: dict[str, dict[str, int]] | None = None,
-) -> dict[str, Any]:
+) -> Report:
     """The report. `origin`: the trace's first event in the cluster's time; `end`: the
     cluster's time when the replay ended; `processes`: each process's memory then."""
 
+    def at(t: float) -> float:
+        return round(t - origin, 3)
+
     def rel(t: float | None) -> float | None:
-        return None if t is None else round(t - origin, 3)
+        return None if t is None else at(t)
 
     records = sorted(observed.pods.values(), key=lambda r: (r.created, r.created_rv))
     nodes_by_name = observed.nodes
-    pods = []
+    pods: list[PodEntry] = []
     for r in records:
         node = nodes_by_name.get(r.node)
         pods.append(
@@ -141,7 +236,7 @@ def build(
         if r.bound is not None and r.phase not in ("Succeeded", "Failed"):
             owner = observed.owner_of(r) or f"Pod/{r.key}"
             bound_now[owner] = bound_now.get(owner, 0) + 1
-    object_rows = []
+    object_rows: list[ObjectEntry] = []
     for o in objects:
         key = f"{o.kind}/{o.namespace}/{o.name}" if o.namespace else f"{o.kind}/{o.name}"
         object_rows.append(
@@ -166,14 +261,14 @@ def build(
         "pods_created": len(records),
         "pods_bound": sum(r.bound is not None for r in records),
         "time_to_bind_s": _summary(binds),
-        "pending_over_time": [[rel(t + origin), n] for t, n in pending],
+        "pending_over_time": [[at(t + origin), n] for t, n in pending],
         "preemptions": [
             {"at": rel(p.at), "preemptor": p.preemptor, "node": p.node, "victims": p.victims}
             for p in preemptions
         ],
         "victims": victims,
         "nominated_node_name_s": {**_summary(nominated), "pods": nominated_pods},
-        "nodes_over_time": [[rel(t), n] for t, n in step_series(node_intervals, end)],
+        "nodes_over_time": [[at(t), n] for t, n in step_series(node_intervals, end)],
         "node_hours": round(node_hours, 4),
         "evictions": [
             {"pod": r.key, "at": rel(r.evicted), "reason": r.evicted_reason} for r in evictions
@@ -185,14 +280,14 @@ def build(
     }
 
 
-def figures(report: dict[str, Any]) -> list[tuple[str, str]]:
+def figures(report: Report) -> list[tuple[str, str]]:
     """The report's figures (name, value as shown): the terminal's table and the facts of
     the replay's picture."""
     ttb = report["time_to_bind_s"]
     nnn = report["nominated_node_name_s"]
     unsupported = report["unsupported"]
     out = [
-        ("trace span", f"{report['span_s']:.1f} s ({report['trace'].get('events', 0)} events)"),
+        ("trace span", f"{report['span_s']:.1f} s ({report['trace']['events']} events)"),
         (
             "wall time",
             f"{report['wall_s']:.1f} s (start-up {report['startup_s']:.1f} s apart), "
@@ -219,7 +314,7 @@ def figures(report: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-def table(report: dict[str, Any]) -> str:
+def table(report: Report) -> str:
     """The report's figures, one per line, for the terminal."""
     return "\n".join(f"{name:<26}{value}" for name, value in figures(report))
 

@@ -16,10 +16,11 @@ equal, and what SimKube's `Trace::import` accepts (its version and field names).
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final, cast
 
 import msgpack
 
+from kemu.machinery.jsonvalue import JSON, JSONObject
 from kemu.trace.model import (
     CURRENT_VERSION,
     POD_SPEC_TEMPLATE_PATHS,
@@ -38,11 +39,11 @@ class TraceFormatError(ValueError):
     """The bytes are not a SimKube trace of a version kemu reads; the message says where."""
 
 
-class _Pairs(list[tuple[Any, Any]]):
+class _Pairs(list[tuple[object, object]]):
     """A msgpack map whose keys a dict cannot hold (arrays)."""
 
 
-def _pairs_hook(pairs: list[tuple[Any, Any]]) -> Any:
+def _pairs_hook(pairs: list[tuple[object, object]]) -> dict[object, object] | _Pairs:
     try:
         return dict(pairs)
     except TypeError:
@@ -78,25 +79,32 @@ def read(data: bytes) -> Trace:
     )
 
 
-def _map(value: Any, path: str) -> dict[Any, Any]:
+def _map(value: object, path: str) -> dict[object, object]:
     if not isinstance(value, dict):
         raise TraceFormatError(f"{path}: expected a map, got {type(value).__name__}")
     return value
 
 
-def _list(value: Any, path: str) -> list[Any]:
+def _object(value: object, path: str) -> JSONObject:
+    """A Kubernetes object of the trace: a map of names (msgpack's strings) to JSON values."""
+    if not all(isinstance(k, str) for k in _map(value, path)):
+        raise TraceFormatError(f"{path}: expected an object, whose keys are strings")
+    return cast(JSONObject, value)
+
+
+def _list(value: object, path: str) -> list[object]:
     if not isinstance(value, list):
         raise TraceFormatError(f"{path}: expected an array, got {type(value).__name__}")
     return value
 
 
-def _int(value: Any, path: str) -> int:
+def _int(value: object, path: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TraceFormatError(f"{path}: expected an integer, got {type(value).__name__}")
     return value
 
 
-def _gvk(value: Any, path: str) -> str:
+def _gvk(value: object, path: str) -> str:
     if not isinstance(value, str):
         raise TraceFormatError(f"{path}: expected a kind string, got {type(value).__name__}")
     try:
@@ -106,7 +114,7 @@ def _gvk(value: Any, path: str) -> str:
     return f"{api_version}.{kind}"
 
 
-def _config(value: Any) -> dict[str, TrackedObject]:
+def _config(value: object) -> dict[str, TrackedObject]:
     config = _map(value, "config")
     tracked: dict[str, TrackedObject] = {}
     for key, entry in _map(config.get("trackedObjects") or {}, "config.trackedObjects").items():
@@ -126,14 +134,14 @@ def _config(value: Any) -> dict[str, TrackedObject]:
     return tracked
 
 
-def _objects(value: Any, path: str) -> list[dict[str, Any]]:
+def _objects(value: object, path: str) -> list[JSONObject]:
     out = []
     for i, obj in enumerate(_list(value if value is not None else [], path)):
-        out.append(_map(obj, f"{path}[{i}]"))
+        out.append(_object(obj, f"{path}[{i}]"))
     return out
 
 
-def _events(value: Any) -> list[TraceEvent]:
+def _events(value: object) -> list[TraceEvent]:
     events = []
     for i, raw in enumerate(_list(value, "events")):
         path = f"events[{i}]"
@@ -148,7 +156,7 @@ def _events(value: Any) -> list[TraceEvent]:
     return events
 
 
-def _index(value: Any) -> dict[str, dict[str, int]]:
+def _index(value: object) -> dict[str, dict[str, int]]:
     index: dict[str, dict[str, int]] = {}
     for key, objects in _map(value, "index").items():
         path = f"index[{key!r}]"
@@ -158,7 +166,7 @@ def _index(value: Any) -> dict[str, dict[str, int]]:
     return index
 
 
-def _lifecycle(value: Any, path: str) -> Lifecycle:
+def _lifecycle(value: object, path: str) -> Lifecycle:
     if value == "Empty":
         return Lifecycle()
     entry = _map(value, path)
@@ -174,9 +182,9 @@ def _lifecycle(value: Any, path: str) -> Lifecycle:
     raise TraceFormatError(f"{path}: expected Empty, Running or Finished")
 
 
-def _lifecycles(value: Any) -> dict[OwnerKey, dict[int, list[Lifecycle]]]:
+def _lifecycles(value: object) -> dict[OwnerKey, dict[int, list[Lifecycle]]]:
     if isinstance(value, dict):
-        pairs: list[tuple[Any, Any]] = list(value.items())
+        pairs: list[tuple[object, object]] = list(value.items())
     elif isinstance(value, _Pairs):
         pairs = value
     else:
@@ -200,7 +208,7 @@ def _lifecycles(value: Any) -> dict[OwnerKey, dict[int, list[Lifecycle]]]:
 # ------------------------------------------------------------------ writing
 
 
-def _lifecycle_out(lc: Lifecycle) -> Any:
+def _lifecycle_out(lc: Lifecycle) -> JSON:
     if lc.start is None:
         return "Empty"
     if lc.end is None:
@@ -208,8 +216,8 @@ def _lifecycle_out(lc: Lifecycle) -> Any:
     return {"Finished": [lc.start, lc.end]}
 
 
-def _tracked_out(entry: TrackedObject) -> dict[str, Any]:
-    out: dict[str, Any] = {"podSpecTemplatePaths": list(entry.pod_spec_template_paths)}
+def _tracked_out(entry: TrackedObject) -> JSONObject:
+    out: JSONObject = {"podSpecTemplatePaths": list(entry.pod_spec_template_paths)}
     if entry.track_lifecycle:  # serde skips false ones
         out["trackLifecycle"] = True
     if entry.skip_owned:

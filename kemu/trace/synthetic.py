@@ -25,8 +25,10 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
+from kemu.machinery.jsonvalue import JSONObject
+from kemu.trace.cluster_config import ClusterDocument, NodeGroupDocument
 from kemu.trace.model import (
     POD_GVK,
     POD_SPEC_TEMPLATE_PATHS,
@@ -64,7 +66,7 @@ class DayShape:
             raise ValueError("span and rescale_every: must be positive")
 
 
-def _priority_class(name: str, value: int) -> dict[str, Any]:
+def _priority_class(name: str, value: int) -> JSONObject:
     return {
         "apiVersion": "scheduling.k8s.io/v1",
         "kind": "PriorityClass",
@@ -73,7 +75,7 @@ def _priority_class(name: str, value: int) -> dict[str, Any]:
     }
 
 
-def _container(cpu: str, memory: str) -> dict[str, Any]:
+def _container(cpu: str, memory: str) -> JSONObject:
     return {
         "name": "main",
         "image": "registry.k8s.io/pause:3.10",
@@ -81,8 +83,8 @@ def _container(cpu: str, memory: str) -> dict[str, Any]:
     }
 
 
-def _deployment(name: str, replicas: int) -> dict[str, Any]:
-    labels = {"app": name}
+def _deployment(name: str, replicas: int) -> JSONObject:
+    labels: JSONObject = {"app": name}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -101,7 +103,7 @@ def _deployment(name: str, replicas: int) -> dict[str, Any]:
     }
 
 
-def _batch_pod(name: str, critical: bool) -> dict[str, Any]:
+def _batch_pod(name: str, critical: bool) -> JSONObject:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -121,7 +123,7 @@ def replicas_at(shape: DayShape, t: float) -> int:
     return max(1, round(mean * (1 + 0.5 * math.sin(2 * math.pi * (t / 86400.0 - 0.5)))))
 
 
-def synthetic_day(shape: DayShape) -> tuple[Trace, dict[str, Any]]:
+def synthetic_day(shape: DayShape) -> tuple[Trace, ClusterDocument]:
     """The day's trace and its CLUSTER.yaml value (one static pool of `shape.nodes` nodes)."""
     rng = random.Random(shape.seed)
     events: dict[int, TraceEvent] = {}
@@ -133,7 +135,7 @@ def synthetic_day(shape: DayShape) -> tuple[Trace, dict[str, Any]]:
 
     index: dict[str, dict[str, int]] = {}
 
-    def applied(t: float, gvk: str, obj: dict[str, Any]) -> None:
+    def applied(t: float, gvk: str, obj: JSONObject) -> None:
         at(t).applied.append(obj)
         index.setdefault(gvk, {})[ns_name(obj)] = stable_hash(obj)
 
@@ -164,13 +166,15 @@ def synthetic_day(shape: DayShape) -> tuple[Trace, dict[str, Any]]:
         events=[events[k] for k in sorted(events)],
         index=index,
     )
-    cluster = {"nodes": [{"name": "pool", "count": shape.nodes, "capacity": dict(NODE_CAPACITY)}]}
+    cluster: ClusterDocument = {
+        "nodes": [{"name": "pool", "count": shape.nodes, "capacity": dict(NODE_CAPACITY)}]
+    }
     return trace, cluster
 
 
 def with_autoscaler(
-    cluster: dict[str, Any], expander: str, static: int | None = None
-) -> dict[str, Any]:
+    cluster: ClusterDocument, expander: str, static: int | None = None
+) -> ClusterDocument:
     """The cluster with its static nodes but `static` (default half) moved into two node
     groups the autoscaler grows (a small and a large shape, each able to take all the nodes
     moved), at `expander`. The cloud runs a kubelet process for each instance, so a large
@@ -181,7 +185,7 @@ def with_autoscaler(
     if not 1 <= static < pool["count"]:
         raise ValueError(f"static nodes: must be from 1 to {pool['count'] - 1}, not {static}")
     rest = pool["count"] - static
-    groups = [
+    groups: list[NodeGroupDocument] = [
         {"name": "small", "minSize": 0, "maxSize": rest * 2, "template": {"capacity": {
             "cpu": "2", "memory": "8Gi", "pods": "110"}}},
         {"name": "large", "minSize": 0, "maxSize": max(1, rest // 2), "template": {"capacity": {
@@ -199,14 +203,14 @@ NODE_MONITOR_GRACE_FACTOR: Final = 1.25
 (kube-controller-manager --node-monitor-grace-period, kubelet nodeLeaseDurationSeconds)."""
 
 
-def with_lease_duration(cluster: dict[str, Any], seconds: int) -> dict[str, Any]:
+def with_lease_duration(cluster: ClusterDocument, seconds: int) -> ClusterDocument:
     """The cluster with every node's Lease lasting `seconds` (renewed every quarter of it, as
     the kubelet does) and the controller-manager's node monitor grace period in proportion:
     a large day's bulk of work is its Lease renewals (1,000 nodes at the default 40 s: 100
     writes a second of the trace's time)."""
     flag = ["--node-lease-duration-seconds", str(seconds)]
     grace = f"{math.ceil(seconds * NODE_MONITOR_GRACE_FACTOR)}s"
-    out = {
+    out: ClusterDocument = {
         **cluster,
         "nodes": [{**pool, "kubeletArgs": [*pool.get("kubeletArgs", []), *flag]}
                   for pool in cluster["nodes"]],

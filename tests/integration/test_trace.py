@@ -25,7 +25,7 @@ from kemu.testing.cluster import Cluster
 from kemu.testing.processes import REPO_ROOT, python_env, python_module_argv, run_python_module
 from kemu.timeline.page import read_page
 from kemu.trace import files, simkube
-from kemu.trace.model import Trace, TraceEvent, TrackedObject
+from kemu.trace.model import Trace, TraceEvent, TrackedObject, ns_name
 
 pytestmark = [pytest.mark.integration]
 
@@ -305,7 +305,7 @@ async def test_a_recorded_kemu_cluster_replays(tmp_path: Path) -> None:
                 assert code == 0, seen.decode(errors="replace")
     trace, fmt = files.load(out)
     assert fmt == "simkube"
-    applied = [(o["kind"], o["metadata"]["name"]) for e in trace.events for o in e.applied]
+    applied = [(o["kind"], ns_name(o).rpartition("/")[2]) for e in trace.events for o in e.applied]
     assert applied == [("Deployment", "web"), ("Deployment", "web"), ("Pod", "batch-1")]
     assert trace.events[0].applied == [] and trace.span >= 20
     lifecycles = trace.lifecycles_of("v1.Pod", "shop/batch-1")

@@ -6,6 +6,7 @@ from typing import Final
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.errors import Cause, Invalid
+from kemu.machinery.labels import selector_from_label_selector
 from kemu.machinery.quantity import NEGATIVE_ERROR
 from kemu.machinery.validation.field import forbidden, invalid, not_supported, required
 from kemu.machinery.validation.meta import (
@@ -70,9 +71,6 @@ def validate_selector_matching_template(
 ) -> list[Cause]:
     """A workload's selector: required, valid, not empty, matching the template's labels
     (the template required too)."""
-    # labels imports this module; importing it at the top would be circular.
-    from kemu.machinery.labels import selector_from_label_selector
-
     causes: list[Cause] = []
     if selector is None:
         causes.append(required(f"{prefix}.selector"))

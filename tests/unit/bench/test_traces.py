@@ -15,9 +15,11 @@ import pytest
 
 from bench.traces import differences, peak_rss_mib, row, table
 from kemu.testing.processes import python_env
+from kemu.trace.diff import Difference
 
 
-def report(bound: int, rss: dict[str, int]) -> dict[str, Any]:
+def report(bound: int, rss: dict[str, int]) -> Any:
+    """A report with the keys bench traces reads (Any: not all of a kemu.trace.report.Report)."""
     return {
         "span_s": 3600.0,
         "wall_s": 120.0,
@@ -38,7 +40,7 @@ def test_the_kubelets_memory_is_summed_and_the_rest_kept_apart() -> None:
 
 
 def test_the_table_has_a_row_per_replay_and_the_what_if() -> None:
-    results = {
+    results: Any = {  # (a what-if without differences_by_kind)
         "replays": [row("bare-pods.sktrace", report(10, {"etcd": 1024}))],
         "whatif": {
             "expanders": ["least-waste", "most-pods"],
@@ -103,7 +105,7 @@ def test_sigterm_stops_the_command_running_and_waits_for_it(tmp_path: Path) -> N
 
 
 def test_a_pod_that_differs_in_two_ways_is_one_pod_and_two_differences() -> None:
-    diff = [
+    diff: list[Difference] = [
         {"pod": "Deployment/ns/web#0", "what": "node", "a": "n1", "b": "n2"},
         {"pod": "Deployment/ns/web#0", "what": "node_group", "a": "small", "b": "large"},
         {"pod": "batch-7", "what": "node", "a": "n3", "b": "n1"},

@@ -3,12 +3,12 @@ cache, the object and what differed."""
 
 from __future__ import annotations
 
-from kemu.chaos.caches import violations_of
+from kemu.chaos.caches import Comparison, violations_of
 from kemu.client.comparer import APISERVER, INFORMERS, MISSING, STALE, Difference
 
 
 def test_each_difference_and_each_failed_comparison_is_a_violation() -> None:
-    result = {
+    result: Comparison = {
         "trigger": 1,
         "caches": [],
         "differences": [
@@ -28,4 +28,9 @@ def test_each_difference_and_each_failed_comparison_is_a_violation() -> None:
 
 
 def test_a_clean_comparison_is_no_violation() -> None:
-    assert violations_of("controllermanager", {"differences": [], "errors": []}) == []
+    assert (
+        violations_of(
+            "controllermanager", {"trigger": 1, "caches": [], "differences": [], "errors": []}
+        )
+        == []
+    )

@@ -79,7 +79,7 @@ def test_faults_by_kind_and_the_scaling_figures_are_in_the_table_and_the_json() 
     assert "3, 2, 4, 5 (max target 4)" in text
     doc = r.to_json()
     assert doc["faults_by_kind"] == {"kill etcd-member": 2}
-    assert doc["scaling"]["nodes_deleted"] == 5
+    assert doc["scaling"] == r.scaling
 
 
 def test_the_clock_mode_is_in_the_table_the_json_and_the_replay() -> None:

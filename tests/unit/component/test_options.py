@@ -7,8 +7,10 @@ import pytest
 from kemu.component import featuregate as fg
 from kemu.component.options import (
     ComponentOptions,
+    FlagError,
     OptionsError,
     add_component_flags,
+    check_flags,
     new_parser,
     parse_component_args,
 )
@@ -110,3 +112,19 @@ def test_for_tests_takes_the_version_from_the_gates() -> None:
     options = ComponentOptions.for_tests("kubelet", gates=gates, metrics_port=0)
     assert options.version == Version(1, 30)
     assert options.metrics_port == 0
+
+
+def test_check_flags_raises_the_line_the_process_would_print(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    parser = new_parser("scheduler", "test", default_metrics_port=10259)
+    parser.add_argument("--port", type=int, default=1)
+    assert check_flags(parser, ["--port", "2"]).port == 2
+    with pytest.raises(FlagError, match="^unrecognized arguments: --nope$"):
+        check_flags(parser, ["--nope"])
+    with pytest.raises(FlagError, match="^argument --port: invalid int value: 'x'$"):
+        check_flags(parser, ["--port", "x"])
+    with pytest.raises(SystemExit) as exited:  # the process's own parser still exits
+        parser.parse_args(["--nope"])
+    assert exited.value.code == 1
+    assert capsys.readouterr().err == "scheduler: error: unrecognized arguments: --nope\n"

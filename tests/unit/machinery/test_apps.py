@@ -7,7 +7,7 @@ import pytest
 from kemu.api.v1 import types_pb2
 from kemu.machinery import apps
 from kemu.machinery.update_strategy import bumps_generation
-from kemu.machinery.validation import validate_object
+from kemu.machinery.validation.objects import validate_object
 from kemu.testing.builders import make_deployment, make_replica_set
 
 

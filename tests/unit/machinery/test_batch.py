@@ -6,7 +6,7 @@ from kemu.api.v1 import types_pb2
 from kemu.machinery import apps, batch
 from kemu.machinery.defaults import set_defaults
 from kemu.machinery.update_strategy import bumps_generation
-from kemu.machinery.validation import validate_object
+from kemu.machinery.validation.objects import validate_object
 from kemu.testing.builders import make_daemon_set, make_job
 
 

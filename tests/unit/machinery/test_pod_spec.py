@@ -13,7 +13,7 @@ from kemu.api.v1 import types_pb2
 from kemu.machinery import convert, kinds
 from kemu.machinery.errors import Cause, Invalid
 from kemu.machinery.pod_defaults import default_image_pull_policy, default_pod_spec
-from kemu.machinery.validation import validate_object
+from kemu.machinery.validation.objects import validate_object
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "nginx-pod.yaml"
 POD = kinds.kind_of(types_pb2.Pod())

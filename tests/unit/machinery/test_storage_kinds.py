@@ -18,7 +18,7 @@ from kemu.machinery.cron import CronError, parse_standard
 from kemu.machinery.defaults import set_defaults
 from kemu.machinery.kinds import BY_KIND, kind_of
 from kemu.machinery.strategy import StrategyOptions, before_update, strategy_for
-from kemu.machinery.validation import validate_object
+from kemu.machinery.validation.objects import validate_object
 
 ON = StrategyOptions()
 

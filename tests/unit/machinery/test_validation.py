@@ -6,7 +6,6 @@ import pytest
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.errors import Cause, Invalid
-from kemu.machinery.validation import validate_object
 from kemu.machinery.validation.field import raise_if_invalid
 from kemu.machinery.validation.meta import validate_object_size
 from kemu.machinery.validation.names import (
@@ -16,6 +15,7 @@ from kemu.machinery.validation.names import (
     is_qualified_name,
     is_valid_label_value,
 )
+from kemu.machinery.validation.objects import validate_object
 from kemu.testing.builders import make_pod
 
 

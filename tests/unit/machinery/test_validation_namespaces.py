@@ -17,7 +17,7 @@ from kemu.machinery.namespaces import (
     prepare_for_finalize,
     prepare_for_update,
 )
-from kemu.machinery.validation import validate_object
+from kemu.machinery.validation.objects import validate_object
 
 
 def by_field(causes: list[Cause]) -> dict[str, str]:

@@ -10,7 +10,7 @@ import pytest
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.usage import CPU_USAGE_ANNOTATION
-from kemu.machinery.validation import validate_object, validate_status_update
+from kemu.machinery.validation.objects import validate_object, validate_status_update
 from kemu.testing.builders import make_pod
 
 STORED = make_pod("p").namespace("ns").uid("u1").req(cpu="100m").label("app", "a").node("n1").obj()

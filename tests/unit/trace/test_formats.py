@@ -9,6 +9,7 @@ from pathlib import Path
 import msgpack
 import pytest
 
+from kemu.machinery.jsonvalue import JSONObject
 from kemu.trace import files, kss, simkube
 from kemu.trace.model import Lifecycle, Trace, TraceEvent, TrackedObject
 
@@ -58,7 +59,11 @@ def test_a_simkube_trace_written_back_reads_equal(name: str) -> None:
 
 
 def test_a_kemu_written_trace_has_simkubes_field_names_and_reads_back_equal() -> None:
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"}}
+    pod: JSONObject = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "ns"},
+    }
     trace = Trace(
         tracked={"v1.Pod": TrackedObject(("",), track_lifecycle=True, skip_owned=True)},
         events=[TraceEvent(100), TraceEvent(100, applied=[pod]), TraceEvent(160, deleted=[pod])],

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from kemu.api.v1 import types_pb2
+from kemu.machinery.jsonvalue import JSON, JSONObject
 from kemu.trace import cluster_config, objects, simkube
 from kemu.trace.model import Lifecycle, Trace, TraceEvent
 
@@ -14,7 +15,7 @@ FIXTURES = Path(__file__).parents[2] / "fixtures" / "simkube"
 EXAMPLES = Path(__file__).parents[3] / "examples" / "traces"
 
 
-def _pod(**spec: object) -> dict[str, object]:
+def _pod(**spec: JSON) -> JSONObject:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -26,7 +27,7 @@ def _pod(**spec: object) -> dict[str, object]:
 
 def test_what_the_recorded_cluster_wrote_is_stripped_and_unknown_fields_listed() -> None:
     obj = _pod(nodeName="n1", priority=0, someNewField={"x": 1})
-    obj["spec"]["containers"][0]["futureKnob"] = True  # type: ignore[index]
+    obj["spec"]["containers"][0]["futureKnob"] = True  # type: ignore[index, call-overload]
     prepared = objects.prepare(obj)
     assert prepared is not None
     pod = prepared.obj
@@ -39,7 +40,11 @@ def test_what_the_recorded_cluster_wrote_is_stripped_and_unknown_fields_listed()
 
 
 def test_a_kind_kemu_does_not_run_is_not_prepared() -> None:
-    rc = {"apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "c"}}
+    rc: JSONObject = {
+        "apiVersion": "v1",
+        "kind": "ReplicationController",
+        "metadata": {"name": "c"},
+    }
     assert objects.prepare(rc) is None
     # the same kind under another group is not kemu's either
     assert objects.prepare({"apiVersion": "extensions/v1beta1", "kind": "Deployment"}) is None
@@ -73,7 +78,7 @@ def test_a_finished_lifecycle_becomes_the_kubelets_run_duration() -> None:
     assert prepared.obj.metadata.annotations[objects.RUN_DURATION] == "12s"  # type: ignore[attr-defined]
     last = trace.events[-1].applied[0]  # still running at the end of the trace
     assert objects.run_duration(trace, last) is None
-    job = {
+    job: JSONObject = {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {"name": "j", "namespace": "ns"},

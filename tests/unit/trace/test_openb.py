@@ -4,6 +4,7 @@ files are tests/fixtures/openb's synthetic pair (the data set's columns, none of
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +31,16 @@ def _nodes() -> list[openb.NodeRow]:
     return openb.read_nodes(NODES.read_text(), NODES.name)
 
 
+def _name(obj: Mapping[str, Any]) -> str:
+    return str(obj["metadata"]["name"])
+
+
 def _converted(**options: Any) -> openb.Converted:
     return openb.convert(_nodes(), _pods(), openb.Options(**options))
 
 
 def _by_name(converted: openb.Converted) -> dict[str, dict[str, Any]]:
-    return {o["metadata"]["name"]: o for e in converted.trace.events for o in e.applied}
+    return {_name(o): o for e in converted.trace.events for o in e.applied}
 
 
 def _requests(pod: dict[str, Any]) -> dict[str, str]:
@@ -76,8 +81,8 @@ def test_pods_are_created_and_deleted_at_their_times_in_one_namespace() -> None:
     trace = converted.trace
     assert trace.kinds() == {"v1.Pod": 12}
     assert trace.namespaces() == ["openb"]
-    created = {o["metadata"]["name"]: e.ts - T0 for e in trace.events for o in e.applied}
-    deleted = {o["metadata"]["name"]: e.ts - T0 for e in trace.events for o in e.deleted}
+    created = {_name(o): e.ts - T0 for e in trace.events for o in e.applied}
+    deleted = {_name(o): e.ts - T0 for e in trace.events for o in e.deleted}
     assert created["openb-pod-0000"] == 0 and created["openb-pod-0011"] == 620
     assert deleted == {
         "openb-pod-0000": 600,
@@ -90,8 +95,8 @@ def test_pods_are_created_and_deleted_at_their_times_in_one_namespace() -> None:
     }
     # created and deleted at one instant: applied first, in one event
     (same,) = [e for e in trace.events if e.ts == T0 + 80]
-    assert [o["metadata"]["name"] for o in same.applied] == ["openb-pod-0008"]
-    assert [o["metadata"]["name"] for o in same.deleted] == ["openb-pod-0008"]
+    assert [_name(o) for o in same.applied] == ["openb-pod-0008"]
+    assert [_name(o) for o in same.deleted] == ["openb-pod-0008"]
     assert [e.ts for e in trace.events] == sorted({e.ts for e in trace.events})
     assert trace.span == 650
     assert sorted(trace.index["v1.Pod"]) == sorted(f"openb/{n}" for n in created)
@@ -136,7 +141,7 @@ def test_a_pod_sharing_a_gpu_asks_for_a_whole_one_and_keeps_its_share_or_is_skip
     ]
     assert (skipped.summary.sharing, skipped.summary.sharing_skipped) == (3, 3)
     # the deletion of a skipped pod is gone with it
-    assert all(o["metadata"]["name"] != "openb-pod-0004" for e in skipped.trace.events
+    assert all(_name(o) != "openb-pod-0004" for e in skipped.trace.events
                for o in e.deleted)  # fmt: skip
     assert "3 sharing a GPU skipped" in openb.describe(skipped.summary, openb.GpuSharing.SKIP)
 
@@ -217,7 +222,7 @@ def test_start_end_and_limit_choose_pods_by_creation_time() -> None:
     assert names == [f"openb-pod-{i:04}" for i in range(3, 9)]
     assert window.summary.outside_window == 6
     # deletions at or after --end are left out: those pods run to the end
-    deleted = {o["metadata"]["name"] for e in window.trace.events for o in e.deleted}
+    deleted = {_name(o) for e in window.trace.events for o in e.deleted}
     assert deleted == {"openb-pod-0004", "openb-pod-0006", "openb-pod-0007", "openb-pod-0008"}
     assert window.summary.deletions_dropped == 0
     late = _converted(end=450)
@@ -236,7 +241,7 @@ def test_a_pod_list_without_times_is_created_at_once_in_file_order_and_never_del
     assert pods[0].creation_time is None and pods[1].gpu_spec == ()
     trace = openb.convert(_nodes(), pods, openb.Options()).trace
     assert len(trace.events) == 1 and trace.events[0].ts == T0
-    assert [o["metadata"]["name"] for o in trace.events[0].applied] == [
+    assert [_name(o) for o in trace.events[0].applied] == [
         "openb-pod-0001",
         "openb-pod-0000",
     ]

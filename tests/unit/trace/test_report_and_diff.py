@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from kemu.trace import diff, report
 from kemu.trace.observe import NodeRecord, Observed, PodRecord, Preemption
 
@@ -36,7 +34,7 @@ def _observed() -> Observed:
     return o
 
 
-def _build(o: Observed) -> dict[str, Any]:
+def _build(o: Observed) -> report.Report:
     return report.build(
         o,
         origin=100.0,
@@ -47,7 +45,14 @@ def _build(o: Observed) -> dict[str, Any]:
         objects=[report.ObjectState("Deployment", "ns", "web", 2)],
         unsupported={"kinds": {}, "fields": {}},
         refused=[],
-        trace_info={"events": 3},
+        trace_info={
+            "file": "t.json",
+            "format": "simkube",
+            "events": 3,
+            "applied": 3,
+            "deleted": 0,
+            "kinds": {},
+        },
         cluster_info={},
     )
 

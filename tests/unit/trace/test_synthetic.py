@@ -3,7 +3,9 @@ and go, deterministic from the seed, and valid CLUSTER.yaml values (static, or a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -20,6 +22,11 @@ from kemu.trace.synthetic import (
     with_lease_duration,
 )
 
+
+def _name(obj: Mapping[str, Any]) -> str:
+    return str(obj["metadata"]["name"])
+
+
 SMALL = DayShape(nodes=20, span=4 * 3600.0, seed=7)
 
 
@@ -28,15 +35,15 @@ def test_a_day_has_priorities_services_and_batch_pods() -> None:
     first = trace.events[0]
     kinds = [o["kind"] for o in first.applied]
     assert kinds[:3] == ["PriorityClass"] * 3
-    assert {o["metadata"]["name"]: o["value"] for o in first.applied[:3]} == PRIORITIES
+    assert {_name(o): o["value"] for o in first.applied[:3]} == PRIORITIES
     deployments = [o for e in trace.events for o in e.applied if o["kind"] == "Deployment"]
     assert len(deployments) == 2 * 4  # 2 services (20 nodes), rescaled each of 4 hours
     assert set(trace.index[DEPLOYMENT_GVK]) == {"day/svc-0", "day/svc-1"}
-    pods = [o for e in trace.events for o in e.applied if o["kind"] == "Pod"]
+    pods: list[Any] = [o for e in trace.events for o in e.applied if o["kind"] == "Pod"]
     assert len(pods) == 20 * 0.5 * 4
     assert {p["spec"]["priorityClassName"] for p in pods} <= {"critical", "batch-low"}
-    deleted = [o["metadata"]["name"] for e in trace.events for o in e.deleted]
-    assert deleted and set(deleted) <= {p["metadata"]["name"] for p in pods}
+    deleted = [_name(o) for e in trace.events for o in e.deleted]
+    assert deleted and set(deleted) <= {_name(p) for p in pods}
     assert 0 < trace.span < SMALL.span
     assert [e.ts for e in trace.events] == sorted(e.ts for e in trace.events)
     assert cluster == {

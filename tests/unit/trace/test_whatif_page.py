@@ -6,6 +6,7 @@ from __future__ import annotations
 from kemu.testing.builders import make_node, make_pod
 from kemu.timeline.model import Timeline
 from kemu.timeline.page import read_page
+from kemu.trace.diff import Difference
 from kemu.whatif import page
 
 
@@ -26,7 +27,9 @@ def _run(node: str) -> Timeline:
 
 def test_two_sections_a_and_b_and_the_differences_as_a_table() -> None:
     names = {"a": "most-allocated.yaml", "b": "least-allocated.yaml"}
-    diff = [{"pod": "Deployment/shop/web#0", "what": "node", "a": "n1", "b": "n2"}]
+    diff: list[Difference] = [
+        {"pod": "Deployment/shop/web#0", "what": "node", "a": "n1", "b": "n2"}
+    ]
     drawn = read_page(page(names, _run("n1"), _run("n2"), diff))
     a, b = drawn.runs
     assert (a.title, b.title) == ("A: most-allocated.yaml", "B: least-allocated.yaml")

@@ -1,0 +1,168 @@
+"""`validate_object(obj, old=...)` validates one object of any kind (with `old`, also the update
+rules of the main resource); `validate_status_update(obj, old)` a status subresource write,
+with the kind's own status rules where it has them (a pod's spec is the stored one).
+Subresources that change what a plain update may not (binding sets spec.nodeName, resize
+changes container resources) validate the new object without `old` and apply their own rules.
+The package's docstring says what a check returns and what is left to the apiserver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+from google.protobuf.message import Message
+
+from kemu.machinery.errors import Cause
+from kemu.machinery.validation.core import (
+    validate_config_map,
+    validate_config_map_update,
+    validate_event,
+    validate_lease,
+    validate_namespace,
+    validate_namespace_update,
+    validate_secret,
+    validate_secret_update,
+    validate_service,
+    validate_service_account,
+    validate_service_update,
+)
+from kemu.machinery.validation.cronjobs import (
+    validate_cron_job,
+    validate_cron_job_create,
+    validate_cron_job_update,
+)
+from kemu.machinery.validation.meta import validate_object_meta_update
+from kemu.machinery.validation.node import validate_node, validate_node_update
+from kemu.machinery.validation.pod import (
+    validate_pod,
+    validate_pod_status_update,
+    validate_pod_update,
+)
+from kemu.machinery.validation.policy import (
+    validate_pod_disruption_budget,
+    validate_priority_class,
+    validate_priority_class_update,
+)
+from kemu.machinery.validation.statefulsets import (
+    validate_stateful_set,
+    validate_stateful_set_update,
+)
+from kemu.machinery.validation.storage import (
+    validate_csi_node,
+    validate_csi_node_update,
+    validate_persistent_volume,
+    validate_persistent_volume_claim,
+    validate_persistent_volume_claim_update,
+    validate_persistent_volume_update,
+    validate_storage_class,
+    validate_storage_class_update,
+)
+from kemu.machinery.validation.workloads import (
+    validate_daemon_set,
+    validate_deployment,
+    validate_job,
+    validate_job_update,
+    validate_replica_set,
+    validate_workload_update,
+)
+
+
+def _no_update_rules(new: Message, old: Message) -> list[Cause]:
+    return []
+
+
+# A kind's validators take its own message type (validate_pod(pod: Pod)); the tables below are
+# looked up by the message's full name, so their argument is typed here only.
+_Validate = Callable[[Any], list[Cause]]
+_ValidateUpdate = Callable[[Any, Any], list[Cause]]
+
+# Per kind: (validate, extra rules of an update).
+_VALIDATORS: Final[dict[str, tuple[_Validate, _ValidateUpdate]]] = {
+    "kemu.api.v1.Pod": (validate_pod, validate_pod_update),
+    "kemu.api.v1.Node": (validate_node, validate_node_update),
+    "kemu.api.v1.PriorityClass": (validate_priority_class, validate_priority_class_update),
+    "kemu.api.v1.PodDisruptionBudget": (validate_pod_disruption_budget, _no_update_rules),
+    "kemu.api.v1.Lease": (validate_lease, _no_update_rules),
+    "kemu.api.v1.Event": (validate_event, _no_update_rules),
+    "kemu.api.v1.Namespace": (validate_namespace, validate_namespace_update),
+    "kemu.api.v1.Service": (validate_service, validate_service_update),
+    "kemu.api.v1.ConfigMap": (validate_config_map, validate_config_map_update),
+    "kemu.api.v1.ReplicaSet": (validate_replica_set, validate_workload_update),
+    "kemu.api.v1.Deployment": (validate_deployment, validate_workload_update),
+    "kemu.api.v1.Job": (validate_job, validate_job_update),
+    "kemu.api.v1.DaemonSet": (validate_daemon_set, validate_workload_update),
+    "kemu.api.v1.PersistentVolume": (validate_persistent_volume, validate_persistent_volume_update),
+    "kemu.api.v1.PersistentVolumeClaim": (
+        validate_persistent_volume_claim,
+        validate_persistent_volume_claim_update,
+    ),
+    "kemu.api.v1.StorageClass": (validate_storage_class, validate_storage_class_update),
+    "kemu.api.v1.CSINode": (validate_csi_node, validate_csi_node_update),
+    "kemu.api.v1.StatefulSet": (validate_stateful_set, validate_stateful_set_update),
+    "kemu.api.v1.ServiceAccount": (validate_service_account, _no_update_rules),
+    "kemu.api.v1.Secret": (validate_secret, validate_secret_update),
+    "kemu.api.v1.CronJob": (validate_cron_job, validate_cron_job_update),
+}
+
+
+# Per kind: the rules of a create only (upstream's Validate<Kind>Create beside the update's).
+_CREATE_VALIDATORS: Final[dict[str, _Validate]] = {
+    "kemu.api.v1.CronJob": validate_cron_job_create,
+}
+
+
+# Per kind: the rules of a status subresource write (upstream's Validate<Kind>StatusUpdate),
+# where they leave out what the status strategy keeps from the stored object.
+_STATUS_VALIDATORS: Final[dict[str, _ValidateUpdate]] = {
+    "kemu.api.v1.Pod": validate_pod_status_update,
+}
+
+
+def validate_status_update(obj: Message, old: Message) -> list[Cause]:
+    """Validates a status subresource write of `old` that stores `obj`: the kind's status
+    rules and the metadata update's, or, for a kind without status rules of its own, those of
+    an update (`validate_object` with `old`)."""
+    name = obj.DESCRIPTOR.full_name
+    rules = _STATUS_VALIDATORS.get(name)
+    if rules is None:
+        return validate_object(obj, old=old)
+    if old.DESCRIPTOR.full_name != name:
+        raise TypeError(f"validate_status_update: old is {old.DESCRIPTOR.full_name}, not {name}")
+    causes = rules(obj, old)
+    causes.extend(
+        validate_object_meta_update(
+            obj.metadata,  # type: ignore[attr-defined]
+            old.metadata,  # type: ignore[attr-defined]
+        )
+    )
+    return causes
+
+
+def validate_object(obj: Message, *, old: Message | None = None) -> list[Cause]:
+    """Validates an object of any kind; with `old`, also the rules of a main-resource update,
+    without it also those of a create.
+
+    Raises TypeError for a message that is not an API kind (a bug in the caller).
+    """
+    name = obj.DESCRIPTOR.full_name
+    entry = _VALIDATORS.get(name)
+    if entry is None:
+        raise TypeError(f"validate_object: {name} is not an API kind")
+    validate, validate_update = entry
+    causes = validate(obj)
+    if old is None:
+        create_rules = _CREATE_VALIDATORS.get(name)
+        if create_rules is not None:
+            causes.extend(create_rules(obj))
+    else:
+        if old.DESCRIPTOR.full_name != name:
+            raise TypeError(f"validate_object: old is {old.DESCRIPTOR.full_name}, not {name}")
+        causes.extend(
+            validate_object_meta_update(
+                obj.metadata,  # type: ignore[attr-defined]
+                old.metadata,  # type: ignore[attr-defined]
+            )
+        )
+        causes.extend(validate_update(obj, old))
+    return causes
