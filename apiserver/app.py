@@ -27,22 +27,22 @@ import grpc
 from anyio.abc import TaskStatus
 from google.protobuf.message import Message
 
-from apiserver.rest.server import RestApi
-from apiserver.rest.server import serve as serve_rest
-from apiserver.server.admission import (
+from apiserver.admission.plugins import (
     DEFAULT_TOLERATION_SECONDS,
     DefaultTolerationSeconds,
     system_priority_classes,
 )
-from apiserver.server.clock import ClusterClock
-from apiserver.server.inflight import (
+from apiserver.clock.cluster_clock import ClusterClock
+from apiserver.endpoints.inflight import (
     DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,
     DEFAULT_MAX_REQUESTS_INFLIGHT,
     InflightMetrics,
     MaxInflight,
 )
-from apiserver.server.registry import Registry
-from apiserver.server.servicer import DEFAULT_BOOKMARK_FREQUENCY, ApiService, Metrics
+from apiserver.endpoints.rest.server import RestApi
+from apiserver.endpoints.rest.server import serve as serve_rest
+from apiserver.endpoints.servicer import DEFAULT_BOOKMARK_FREQUENCY, ApiService, Metrics
+from apiserver.registry.registry import Registry
 from apiserver.storage.etcd import EtcdStore
 from apiserver.storage.watch_cache import WatchCache
 from kemu.api.v1 import api_pb2

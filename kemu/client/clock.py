@@ -1,5 +1,5 @@
 """A component's clock session in virtual time: it keeps the component's VirtualClock on the
-cluster clock the apiserver keeps (apiserver/server/clock.py) and reports the component's
+cluster clock the apiserver keeps (apiserver/clock/cluster_clock.py) and reports the component's
 pending timers to it (`kemuctl clock` shows their count)."""
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ virtual time never jumps back nor skips. Every process that reads the segment co
 virtual time from its wall clock (one machine, one wall clock), and `generation` orders
 segments (a process keeps the newest it has seen).
 
-The apiserver keeps the segment in etcd (apiserver/server/clock.py) and streams it to every
+The apiserver keeps the segment in etcd (apiserver/clock/cluster_clock.py) and streams it to every
 component (kemu/component/virtual_clock.py). `--clock virtual` selects it (`ClockMode`).
 """
 
@@ -125,7 +125,7 @@ class ClockSegment:
     generation: int = 1
     event_driven: bool = False
     """Rate max: virtual time moves only by jumps to the next timer, each a new segment, made
-    when the cluster is quiescent (apiserver/server/clock.py)."""
+    when the cluster is quiescent (apiserver/clock/cluster_clock.py)."""
     advance_until: float = 0.0
     """While advancing: the virtual time at which the clock holds (0: not advancing)."""
 

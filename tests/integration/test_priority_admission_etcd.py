@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable
 import anyio
 import pytest
 
-from apiserver.server.registry import Registry
+from apiserver.registry.registry import Registry
 from apiserver.storage.etcd import EtcdStore, Progress, StorageEvent
 from apiserver.storage.watch_cache import WatchCache
 from kemu.api.v1 import types_pb2

@@ -1,5 +1,5 @@
 """How a client in a clock session counts its calls for the event-driven clock
-(kemu.client.client, apiserver/server/activity.py): every attempt is numbered, and one given up
+(kemu.client.client, apiserver/clock/activity.py): every attempt is numbered, and one given up
 on before the server answered (cancelled by its caller, ended by the transport) is counted as
 abandoned, since the apiserver may never have received it; one the server answered is not."""
 
@@ -12,8 +12,8 @@ from typing import Any
 import anyio
 import pytest
 
-from apiserver.server.activity import Activity
-from apiserver.server.servicer import _clock_caller
+from apiserver.clock.activity import Activity
+from apiserver.endpoints.servicer import _clock_caller
 from kemu import wire
 from kemu.api.v1 import api_pb2
 from kemu.client.client import Client

@@ -1,0 +1,111 @@
+"""The pod admission rules of kemu's apiserver that need no storage: DefaultTolerationSeconds,
+the resize skew rule and PodObservedGenerationTracking's status field dropping."""
+
+from __future__ import annotations
+
+import pytest
+
+from apiserver.admission.plugins import admit_default_toleration_seconds, resize_pod
+from kemu.api.v1 import types_pb2
+from kemu.machinery.errors import Invalid
+from kemu.machinery.pod_strategy import drop_disabled_pod_status_fields
+from kemu.testing.builders import make_pod
+
+NOT_READY = "node.kubernetes.io/not-ready"
+UNREACHABLE = "node.kubernetes.io/unreachable"
+
+
+def _tolerations(pod: types_pb2.Pod) -> list[tuple[str, str, str, int | None]]:
+    return [
+        (
+            t.key,
+            t.operator,
+            t.effect,
+            t.toleration_seconds if t.HasField("toleration_seconds") else None,
+        )
+        for t in pod.spec.tolerations
+    ]
+
+
+def test_default_toleration_seconds_adds_both_noexecute_tolerations():
+    pod = make_pod("p").obj()
+    admit_default_toleration_seconds(pod)
+    assert _tolerations(pod) == [
+        (NOT_READY, "Exists", "NoExecute", 300),
+        (UNREACHABLE, "Exists", "NoExecute", 300),
+    ]
+    admit_default_toleration_seconds(pod)  # idempotent: an update re-runs it
+    assert len(pod.spec.tolerations) == 2
+
+
+def test_default_toleration_seconds_keeps_the_pods_own_tolerations():
+    pod = make_pod("p").obj()
+    pod.spec.tolerations.add(
+        key=UNREACHABLE, operator="Exists", effect="NoExecute", toleration_seconds=5
+    )
+    admit_default_toleration_seconds(pod)
+    assert _tolerations(pod) == [
+        (UNREACHABLE, "Exists", "NoExecute", 5),
+        (NOT_READY, "Exists", "NoExecute", 300),
+    ]
+    everything = make_pod("q").obj()
+    everything.spec.tolerations.add(operator="Exists")  # empty key and effect: every taint
+    admit_default_toleration_seconds(everything)
+    assert len(everything.spec.tolerations) == 1
+    no_schedule_only = make_pod("r").obj()
+    no_schedule_only.spec.tolerations.add(key=NOT_READY, operator="Exists", effect="NoSchedule")
+    admit_default_toleration_seconds(no_schedule_only)
+    assert len(no_schedule_only.spec.tolerations) == 3
+
+
+def _running(resources: bool) -> types_pb2.Pod:
+    pod = make_pod("p").req(cpu="1").node("n1").obj()
+    cs = pod.status.container_statuses.add(name="c")
+    cs.state.running.SetInParent()
+    if resources:
+        cs.resources.requests["cpu"] = "1"
+    return pod
+
+
+def test_a_running_pod_whose_kubelet_reports_no_resources_cannot_be_resized():
+    desired = make_pod("p").req(cpu="2").node("n1").obj()
+    with pytest.raises(Invalid) as e:
+        resize_pod(_running(resources=False), desired)
+    assert e.value.causes[0].field == "spec"
+    assert "Pod running on node without support for resize" in str(e.value)
+    assert resize_pod(_running(resources=True), desired).metadata.generation == 1
+    pending = make_pod("p").req(cpu="1").node("n1").obj()  # no running container: allowed
+    assert resize_pod(pending, desired).spec.containers[0].resources.requests["cpu"] == "2"
+
+
+def test_observed_generation_is_dropped_without_the_gate_unless_in_use():
+    old = make_pod("p").obj()
+    new = make_pod("p").obj()
+    new.status.observed_generation = 3
+    new.status.conditions.add(type="Ready", status="True", observed_generation=3)
+    kept = types_pb2.Pod()
+    kept.CopyFrom(new)
+    drop_disabled_pod_status_fields(kept, old, observed_generation=True)
+    assert kept.status.observed_generation == 3
+    drop_disabled_pod_status_fields(new, old, observed_generation=False)
+    assert new.status.observed_generation == 0 and new.status.conditions[0].observed_generation == 0
+    in_use = make_pod("p").obj()
+    in_use.status.observed_generation = 1
+    again = types_pb2.Pod()
+    again.CopyFrom(kept)
+    drop_disabled_pod_status_fields(again, in_use, observed_generation=False)
+    assert again.status.observed_generation == 3
+
+
+def test_host_ips_are_dropped_without_pod_host_ips_unless_in_use():
+    """dropDisabledPodStatusFields for PodHostIPs (KEP-2681, before 1.29 by default)."""
+    old = make_pod("p").obj()
+    new = make_pod("p").obj()
+    new.status.host_ip = "172.18.0.2"
+    new.status.host_ips.add(ip="172.18.0.2")
+    drop_disabled_pod_status_fields(new, old, observed_generation=True, host_ips=False)
+    assert new.status.host_ip == "172.18.0.2" and not new.status.host_ips
+    old.status.host_ips.add(ip="172.18.0.2")
+    new.status.host_ips.add(ip="172.18.0.2")
+    drop_disabled_pod_status_fields(new, old, observed_generation=True, host_ips=False)
+    assert [i.ip for i in new.status.host_ips] == ["172.18.0.2"]
