@@ -34,7 +34,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from apiserver.clock.activity import Activity
 from apiserver.storage.etcd import EtcdStore, StaleRevision
-from kemu.api.v1 import api_pb2
+from kemu.api.v1 import clock_pb2
 from kemu.component.virtual_clock import VirtualClock
 from kemu.machinery.convert import format_time, timestamp
 from kemu.machinery.errors import (
@@ -111,11 +111,11 @@ class _Known:
 class _Session:
     """One component's clock session: its identity, its last report and answers to probes."""
 
-    outbound: MemoryObjectSendStream[api_pb2.ClockUpdate]
+    outbound: MemoryObjectSendStream[clock_pb2.ClockUpdate]
     identity: str = ""
     component: str = ""
-    report: api_pb2.ClockReport = field(default_factory=api_pb2.ClockReport)
-    answers: dict[int, api_pb2.ClockReport] = field(default_factory=dict)
+    report: clock_pb2.ClockReport = field(default_factory=clock_pb2.ClockReport)
+    answers: dict[int, clock_pb2.ClockReport] = field(default_factory=dict)
     responsive: bool = True
     """False once it left a probe unanswered (frozen or hung): not waited for until it
     answers again."""
@@ -127,7 +127,7 @@ class _Session:
     def send_segment(self, segment: ClockSegment) -> None:
         """Queues `segment` for it unless it has it (WouldBlock when its queue is full)."""
         if segment.generation > self.sent_generation:
-            self.outbound.send_nowait(api_pb2.ClockUpdate(segment=to_proto(segment)))
+            self.outbound.send_nowait(clock_pb2.ClockUpdate(segment=to_proto(segment)))
             self.sent_generation = segment.generation
 
 
@@ -363,17 +363,17 @@ class ClusterClock:
 
     async def session(
         self,
-        reports: AsyncIterator[api_pb2.ClockReport],
-        send: Callable[[api_pb2.ClockUpdate], Awaitable[None]],
+        reports: AsyncIterator[clock_pb2.ClockReport],
+        send: Callable[[clock_pb2.ClockUpdate], Awaitable[None]],
     ) -> None:
         """One component's session: `send` the segment now and at every change, and the
         probes of the event-driven clock; keep its reports until the session ends."""
         if self._ended:
             raise Unavailable("the apiserver is shutting down")
         sid = next(self._ids)
-        outbound, pending = anyio.create_memory_object_stream[api_pb2.ClockUpdate](64)
+        outbound, pending = anyio.create_memory_object_stream[clock_pb2.ClockUpdate](64)
         # (first: which apiserver this is, whose watch events the component reports)
-        outbound.send_nowait(api_pb2.ClockUpdate(apiserver=self.activity.incarnation))
+        outbound.send_nowait(clock_pb2.ClockUpdate(apiserver=self.activity.incarnation))
         session = self._sessions[sid] = _Session(outbound)
 
         async def read_reports() -> None:
@@ -394,7 +394,7 @@ class ClusterClock:
                 changed = self.clock.next_change()
                 segment = self.clock.segment
                 if segment is not None and segment.generation > session.sent_generation:
-                    await outbound.send(api_pb2.ClockUpdate(segment=to_proto(segment)))
+                    await outbound.send(clock_pb2.ClockUpdate(segment=to_proto(segment)))
                     session.sent_generation = max(session.sent_generation, segment.generation)
                 await changed.wait()
 
@@ -450,9 +450,9 @@ class ClusterClock:
         for session in list(self._sessions.values()):
             session.outbound.close()
 
-    def status(self) -> api_pb2.ClockStatus:
+    def status(self) -> clock_pb2.ClockStatus:
         segment = self.clock.segment
-        out = api_pb2.ClockStatus(
+        out = clock_pb2.ClockStatus(
             mode=ClockMode.VIRTUAL.value,
             now=self.clock.now(),
             timers=sum(s.report.timers for s in self._sessions.values()) + self.clock.timers,
@@ -537,7 +537,7 @@ class ClusterClock:
         nothing, or their counts would not square either. docs/virtual-time.md tells why
         that is quiescence."""
         outside = self.activity.outside
-        latest: dict[_Session, api_pb2.ClockReport] = {}
+        latest: dict[_Session, clock_pb2.ClockReport] = {}
         to_probe = list(self._sessions.values())
         for _ in range(_REPROBES):
             if not await self._probe(to_probe, latest):
@@ -574,7 +574,7 @@ class ClusterClock:
             deadlines.append(own)
         return True, min(deadlines) if deadlines else None
 
-    def _squares(self, session: _Session, answer: api_pb2.ClockReport) -> bool:
+    def _squares(self, session: _Session, answer: clock_pb2.ClockReport) -> bool:
         """Whether the apiserver received every call the session's answer counts, and no
         other, and the session received every watch event sent to it."""
         a = self.activity
@@ -588,7 +588,7 @@ class ClusterClock:
         )
 
     async def _probe(
-        self, sessions: list[_Session], latest: dict[_Session, api_pb2.ClockReport]
+        self, sessions: list[_Session], latest: dict[_Session, clock_pb2.ClockReport]
     ) -> bool:
         """Probes `sessions` and puts their answers in `latest`; False when one cannot be
         probed (ending, or not reading). A session that leaves the probe unanswered for
@@ -604,7 +604,7 @@ class ClusterClock:
                 if s.responsive or not s.awaiting:
                     # (a frozen one has a probe already: its answer, when it comes, says
                     # it runs again)
-                    s.outbound.send_nowait(api_pb2.ClockUpdate(probe=probe))
+                    s.outbound.send_nowait(clock_pb2.ClockUpdate(probe=probe))
                     s.awaiting = True
             except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
                 # (and never a loop that does not yield: the driver runs again only after
@@ -662,7 +662,7 @@ class ClusterClock:
                     await self.activity.next_change().wait()
 
 
-def _peer_calls_square(latest: dict[_Session, api_pb2.ClockReport]) -> bool:
+def _peer_calls_square(latest: dict[_Session, clock_pb2.ClockReport]) -> bool:
     """Every call a component in session made to another (not the apiserver) was served by
     one that answered, and no more (calls_square)."""
     received: dict[str, int] = {}

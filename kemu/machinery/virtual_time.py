@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Final
 
-from kemu.api.v1 import api_pb2
+from kemu.api.v1 import clock_pb2
 from kemu.machinery.errors import Invalid
 
 MAX_RATE: Final = 1_000_000.0
@@ -100,7 +100,7 @@ class ReceivedCalls:
 
 BOOT_TOKEN_ENV: Final = "KEMU_CLOCK_BOOT_TOKEN"
 """The environment variable with which a launcher (the harness) gives a component the token it
-announced it with (Api.ExpectClockSession); the component reports it in its clock session."""
+announced it with (Clock.ExpectClockSession); the component reports it in its clock session."""
 
 REAL_TIME_CLOCK: Final = (
     "the cluster clock is real time (the apiserver runs with --clock real): "
@@ -187,11 +187,11 @@ _SEGMENT_FIELDS: Final = (
 """The fields a segment and its protobuf message share (the same names in both)."""
 
 
-def to_proto(segment: ClockSegment) -> api_pb2.ClockSegment:
-    return api_pb2.ClockSegment(**{f: getattr(segment, f) for f in _SEGMENT_FIELDS})
+def to_proto(segment: ClockSegment) -> clock_pb2.ClockSegment:
+    return clock_pb2.ClockSegment(**{f: getattr(segment, f) for f in _SEGMENT_FIELDS})
 
 
-def from_proto(segment: api_pb2.ClockSegment) -> ClockSegment:
+def from_proto(segment: clock_pb2.ClockSegment) -> ClockSegment:
     return ClockSegment(**{f: getattr(segment, f) for f in _SEGMENT_FIELDS})
 
 

@@ -176,7 +176,7 @@ async def _follow(
         field_selector=f"metadata.name={meta.name}",
         resource_version=meta.resource_version,
     )
-    cache, initial, receive, watcher = await service.open_watch(req)
+    cache, initial, receive, watcher = await service.watches.open_watch(req)
     limit = o.limit_bytes
     try:
         frames = list(initial)

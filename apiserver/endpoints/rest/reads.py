@@ -1,4 +1,4 @@
-"""Lists and watches of the REST edge: ApiService.list_bytes and ApiService.open_watch (the
+"""Lists and watches of the REST edge: Lister.list_bytes and Watches.open_watch (the
 gRPC edge's own calls, so the watch cache and resourceVersion semantics exist once), rendered
 as upstream's JSON lists, Tables and watch events (chunked JSON lines)."""
 
@@ -48,7 +48,7 @@ class Reads:
         int_param(q, "timeoutSeconds")  # a list has no use for it, but it must parse (upstream)
         select(req, t, q)
         setattr(req, "continue", q.get("continue", ""))
-        resp = api_pb2.ListResponse.FromString(await self._service.list_bytes(req))
+        resp = api_pb2.ListResponse.FromString(await self._service.lister.list_bytes(req))
         objs = [unwrap(item) for item in resp.items]
         return self.list_body(request, t, objs, resp.resource_version, getattr(resp, "continue"))
 
@@ -94,7 +94,7 @@ class Reads:
         timeout = int_param(q, "timeoutSeconds")
         response = web.StreamResponse(headers={"Content-Type": JSON_TYPE})
         try:
-            cache, initial, receive, watcher = await self._service.open_watch(req)
+            cache, initial, receive, watcher = await self._service.watches.open_watch(req)
         except Gone as e:
             # Upstream's cacher answers a too-old resourceVersion with an ERROR event.
             await response.prepare(request)
@@ -104,7 +104,7 @@ class Reads:
         response.enable_chunked_encoding()
         await response.prepare(request)
         bookmarks = req.allow_watch_bookmarks
-        frequency = self._service.bookmark_frequency
+        frequency = self._service.watches.bookmark_frequency
         try:
             with anyio.move_on_after(timeout if timeout and timeout > 0 else float("inf")):
                 await self._send_frames(response, t, initial, as_table)

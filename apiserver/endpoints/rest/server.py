@@ -1,7 +1,7 @@
 """The REST edge of the apiserver: the Kubernetes HTTP API (JSON) on `--rest-port`.
 
 A thin translation layer: paths and query parameters become the same calls the gRPC edge makes
-(the Registry for writes, ApiService.list_bytes and open_watch for lists and watches), and
+(the Registry for writes, Lister.list_bytes and Watches.open_watch for lists and watches), and
 objects are rendered with kemu.machinery.convert (upstream's JSON shape). No semantics live
 here: validation, defaults, admission, preconditions and the watch cache are the registry's.
 """
@@ -305,7 +305,7 @@ class RestApi:
         req = api_pb2.ListRequest(resource=BY_KIND[kind].resource, namespace=namespace)
         req.label_selector = request.query.get("labelSelector", "")
         req.field_selector = request.query.get("fieldSelector", "")
-        listed = api_pb2.ListResponse.FromString(await self._service.list_bytes(req))
+        listed = api_pb2.ListResponse.FromString(await self._service.lister.list_bytes(req))
         return list(listed.items)
 
     async def _pod_metrics(
@@ -332,13 +332,13 @@ class RestApi:
             except NotFound:
                 raise NotFound(f'nodemetrics.{discovery.METRICS} "{name}" not found') from None
             req = api_pb2.ListRequest(resource="pods", field_selector=f"spec.nodeName={name}")
-            listed = api_pb2.ListResponse.FromString(await self._service.list_bytes(req))
+            listed = api_pb2.ListResponse.FromString(await self._service.lister.list_bytes(req))
             assert isinstance(node, types_pb2.Node)
             pods = [item.pod for item in listed.items]
             return json_response(metrics.node_metrics(node, pods, now))
         nodes = [item.node for item in await self._list(request, "Node")]
         listed = api_pb2.ListResponse.FromString(
-            await self._service.list_bytes(api_pb2.ListRequest(resource="pods"))
+            await self._service.lister.list_bytes(api_pb2.ListRequest(resource="pods"))
         )
         by_node: dict[str, list[types_pb2.Pod]] = {}
         for item in listed.items:
@@ -486,7 +486,7 @@ class RestApi:
             label_selector=q.get("labelSelector", ""),
             field_selector=q.get("fieldSelector", ""),
         )
-        listed = api_pb2.ListResponse.FromString(await self._service.list_bytes(req))
+        listed = api_pb2.ListResponse.FromString(await self._service.lister.list_bytes(req))
         deleted = []
         for item in listed.items:
             meta = unwrap(item).metadata  # type: ignore[attr-defined]

@@ -15,7 +15,7 @@ import pytest
 from apiserver.clock.activity import Activity
 from apiserver.clock.cluster_clock import ClusterClock, _Session, encode
 from apiserver.storage.etcd import KeyValue, StorageEvent
-from kemu.api.v1 import api_pb2
+from kemu.api.v1 import clock_pb2
 from kemu.component.virtual_clock import VirtualClock
 from kemu.machinery.errors import BadRequest, Gone, InternalError, Invalid, Unavailable
 from kemu.machinery.virtual_time import ClockSegment
@@ -46,14 +46,14 @@ async def _answering(
 ) -> None:
     """A component's session that answers every probe so (`sent`: the calls it says it made,
     `abandoned` of them given up on; `on_probe` runs before each answer)."""
-    send, receive = anyio.create_memory_object_stream[api_pb2.ClockUpdate](8)
+    send, receive = anyio.create_memory_object_stream[clock_pb2.ClockUpdate](8)
     session = cc._sessions[len(cc._sessions)] = _Session(send, identity=identity)
     async with receive:
         async for update in receive:
             if not update.probe:
                 continue  # a segment
             on_probe()
-            session.answers[update.probe] = api_pb2.ClockReport(
+            session.answers[update.probe] = clock_pb2.ClockReport(
                 identity=identity,
                 probe=update.probe,
                 idle=idle,
@@ -192,7 +192,7 @@ async def test_a_call_from_outside_the_sessions_during_the_probe_is_no_quiescenc
 
 async def test_a_dead_session_is_no_quiescence_and_the_check_yields_meanwhile() -> None:
     cc = _cluster_clock()
-    send, receive = anyio.create_memory_object_stream[api_pb2.ClockUpdate](1)
+    send, receive = anyio.create_memory_object_stream[clock_pb2.ClockUpdate](1)
     receive.close()  # its component went away
     cc._sessions[0] = _Session(send, identity="gone")
     ticks = 0
@@ -217,7 +217,7 @@ async def test_a_session_that_does_not_answer_is_left_out_until_it_answers_again
 ) -> None:
     monkeypatch.setattr("apiserver.clock.cluster_clock._PROBE_TIMEOUT", 0.2)
     cc = _cluster_clock()
-    frozen_send, frozen_receive = anyio.create_memory_object_stream[api_pb2.ClockUpdate](64)
+    frozen_send, frozen_receive = anyio.create_memory_object_stream[clock_pb2.ClockUpdate](64)
     frozen = cc._sessions[99] = _Session(frozen_send, identity="frozen")
     async with anyio.create_task_group() as tg:
         tg.start_soon(lambda: _answering(cc, "a", idle=True, received=0, deadline=START + 5))
@@ -234,7 +234,7 @@ async def test_a_session_that_does_not_answer_is_left_out_until_it_answers_again
 
 
 async def test_an_announced_component_holds_the_clock_until_its_session_answers_idle() -> None:
-    """Api.ExpectClockSession: a component being started is pending work until a session
+    """Clock.ExpectClockSession: a component being started is pending work until a session
     reporting its boot token answers a probe idle; an announcement whose component never
     comes expires after its ttl (wall time)."""
     wall = [1000.0]
@@ -247,14 +247,14 @@ async def test_an_announced_component_holds_the_clock_until_its_session_answers_
         await anyio.wait_all_tasks_blocked()
         with anyio.fail_after(5):
             assert await cc._quiescence() == (False, None)  # two still booting
-        send, receive = anyio.create_memory_object_stream[api_pb2.ClockUpdate](8)
+        send, receive = anyio.create_memory_object_stream[clock_pb2.ClockUpdate](8)
         booted = cc._sessions[len(cc._sessions)] = _Session(send, identity="n2")
 
         async def answer_with_token() -> None:
             async with receive:
                 async for update in receive:
                     if update.probe:
-                        booted.answers[update.probe] = api_pb2.ClockReport(
+                        booted.answers[update.probe] = clock_pb2.ClockReport(
                             identity="n2",
                             probe=update.probe,
                             idle=True,

@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 from multidict import MultiDict
 
-from apiserver.admission.plugins import parse_patch
+from apiserver.endpoints.lists import _decode_continue, parse_rv
 from apiserver.endpoints.rest import options, protobuf
 from apiserver.endpoints.rest.protobuf_schema import SCHEMA
 from apiserver.endpoints.rest.request import bool_param, int_param
 from apiserver.endpoints.rest.server import clean_path
 from apiserver.endpoints.rest.table import include_object
-from apiserver.endpoints.servicer import _decode_continue, _parse_rv
+from apiserver.registry.patch import parse_patch
 from apiserver.storage.encoding import field_bytes, varint
 from kemu.machinery.errors import BadRequest, Invalid
 
@@ -120,8 +120,8 @@ def test_integer_and_boolean_query_parameters_that_parse() -> None:
 def test_resource_versions_beyond_uint64_or_not_numbers_are_bad_requests(rv: str) -> None:
     """Before #28 a resourceVersion beyond uint64 was waited for 3 s, then 504."""
     with pytest.raises(BadRequest, match="invalid resourceVersion"):
-        _parse_rv(rv)
-    assert _parse_rv(str(2**64 - 1)) == 2**64 - 1
+        parse_rv(rv)
+    assert parse_rv(str(2**64 - 1)) == 2**64 - 1
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from aetcd import rpc
 from google.protobuf.message import Message
 
 from apiserver.registry.dry_run import DryRunStore
-from apiserver.registry.registry import Registry
+from apiserver.registry.registry import Registry, RegistrySettings
 from apiserver.registry.store import object_key
 from apiserver.storage import encoding
 from apiserver.storage.etcd import Companion, EtcdStore, Guard, KeyValue, StaleRevision
@@ -141,7 +141,7 @@ class Env:
         self.registry = Registry(
             self.store,  # type: ignore[arg-type]
             self.caches,  # type: ignore[arg-type]
-            FeatureGates.for_version(DEFAULT_VERSION),
+            RegistrySettings(FeatureGates.for_version(DEFAULT_VERSION)),
         )
 
     async def start(self, pod: types_pb2.Pod | None = None) -> None:

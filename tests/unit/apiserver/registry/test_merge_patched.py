@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from google.protobuf.message import Message
 
-from apiserver.registry.registry import merge_patched
+from apiserver.registry.patch import merge_patched
+from apiserver.registry.subresources import StatusREST
 from kemu.api.v1 import types_pb2
 from kemu.machinery import convert
 from kemu.machinery import patch as patches
@@ -185,7 +186,9 @@ async def test_a_status_patch_stores_what_the_whole_round_trip_stored(
     sent = _whole(POD, current, patch, None)
     assert isinstance(sent, types_pb2.Pod)
     sent.metadata.resource_version = current.metadata.resource_version
-    expected = env.registry._update_status(POD, current, sent)
+    expected = StatusREST(env.registry._strategy_options, env.registry.now).write(
+        POD, current, sent
+    )
     assert isinstance(expected, types_pb2.Pod)
     await env.registry.patch("pods", "default", "p", json.dumps(patch), "status")
     stored = env.stored_pod()

@@ -1,4 +1,4 @@
-"""The gRPC edge's watch stream (ApiService.watch) on a watch cache fed by hand: a stream
+"""The gRPC edge's watch stream (Watches.stream) on a watch cache fed by hand: a stream
 that is never idle still gets its periodic bookmark when it is due (upstream's cacher sends
 bookmarks on a busy watch too)."""
 
@@ -10,12 +10,13 @@ import anyio
 import pytest
 from prometheus_client import CollectorRegistry
 
-from apiserver.endpoints.servicer import ApiService, Metrics
+from apiserver.clock.activity import Activity
+from apiserver.endpoints.metrics import Metrics
+from apiserver.endpoints.watches import Watches
 from apiserver.storage.etcd import RangeResult, StorageEvent
 from apiserver.storage.watch_cache import WatchCache
 from kemu.api.v1 import api_pb2, types_pb2
-from kemu.component.featuregate import FeatureGates
-from kemu.component.version import DEFAULT_VERSION
+from kemu.component.clock import RealClock
 from kemu.machinery.kinds import kind_for_resource
 
 pytestmark = pytest.mark.anyio
@@ -46,18 +47,17 @@ class _Context:
 async def _types_seen(*, bookmarks: bool, seconds: float) -> list[str]:
     cache = WatchCache(_EmptyStore(), kind_for_resource("pods"))  # type: ignore[arg-type]
     await cache._initialize()
-    service = ApiService(
-        None,  # type: ignore[arg-type]  # a watch needs no registry
+    watches = Watches(
         _EmptyStore(),  # type: ignore[arg-type]
         {"pods": cache},
-        FeatureGates.for_version(DEFAULT_VERSION),
         Metrics(CollectorRegistry()),
-        lambda: api_pb2.ComponentVersion(),
+        Activity(),
+        RealClock(),
         bookmark_frequency=0.1,
     )
     req = api_pb2.WatchRequest(resource="pods", allow_watch_bookmarks=bookmarks)
     seen: list[str] = []
-    stream = service.watch(req, _Context())
+    stream = watches.stream(req, _Context())  # type: ignore[arg-type]
 
     async def busy_writer() -> None:
         revision = 2

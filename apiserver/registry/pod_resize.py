@@ -1,117 +1,16 @@
-"""Pod defaulting, the Priority and DefaultTolerationSeconds admission plugins, and the pod
-update and resize rules.
-
-Upstream sources: pkg/apis/core/v1/defaults.go (SetDefaults_Pod), plugin/pkg/admission/priority,
-plugin/pkg/admission/defaulttolerationseconds, pkg/apis/core/validation (ValidatePodUpdate,
-ValidatePodResize), pkg/registry/core/pod.
-"""
+"""pods/resize (KEP-1287): what a resize may change and what it makes of the pod, as upstream's
+podResizeStrategy (pkg/registry/core/pod/strategy.go: dropNonResizeUpdates) and
+ValidatePodResize (pkg/apis/core/validation/validation.go)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from kemu.api.v1 import types_pb2
-from kemu.machinery import jsonutil
-from kemu.machinery.errors import BadRequest, Cause, Invalid
+from kemu.machinery.errors import Cause, Invalid
 from kemu.machinery.qos import compute_qos_class
-from kemu.machinery.taints import TAINT_NODE_NOT_READY, TAINT_NODE_UNREACHABLE
-
-PREEMPT_LOWER_PRIORITY: Final = "PreemptLowerPriority"
-
-# Created by the apiserver at start-up, as upstream's scheduling bootstrap does.
-SYSTEM_NODE_CRITICAL: Final = ("system-node-critical", 2000001000)
-SYSTEM_CLUSTER_CRITICAL: Final = ("system-cluster-critical", 2000000000)
-SYSTEM_PRIORITY_CLASSES: Final = (SYSTEM_NODE_CRITICAL, SYSTEM_CLUSTER_CRITICAL)
 
 _RESIZABLE: Final = ("cpu", "memory")
-
-DEFAULT_TOLERATION_SECONDS: Final = 300
-"""Upstream's --default-not-ready-toleration-seconds and --default-unreachable-toleration-seconds."""
-
-
-def system_priority_classes() -> list[types_pb2.PriorityClass]:
-    out = []
-    for name, value in SYSTEM_PRIORITY_CLASSES:
-        pc = types_pb2.PriorityClass(value=value, preemption_policy=PREEMPT_LOWER_PRIORITY)
-        pc.metadata.name = name
-        pc.description = (
-            "Used for system critical pods that must not be moved from their current node."
-        )
-        out.append(pc)
-    return out
-
-
-def admit_priority(pod: types_pb2.Pod, classes: Sequence[types_pb2.PriorityClass]) -> None:
-    """Resolves spec.priorityClassName to spec.priority and spec.preemptionPolicy."""
-    spec = pod.spec
-    by_name = {pc.metadata.name: pc for pc in classes}
-    if spec.priority_class_name:
-        pc = by_name.get(spec.priority_class_name)
-        if pc is None:
-            raise Invalid.field(
-                "spec.priorityClassName",
-                f"no PriorityClass with name {spec.priority_class_name} was found",
-            )
-        value, policy = pc.value, pc.preemption_policy if pc.HasField("preemption_policy") else ""
-    else:
-        defaults = sorted((pc for pc in classes if pc.global_default), key=lambda pc: pc.value)
-        if defaults:
-            pc = defaults[0]
-            spec.priority_class_name = pc.metadata.name
-            value = pc.value
-            policy = pc.preemption_policy if pc.HasField("preemption_policy") else ""
-        else:
-            value, policy = 0, ""
-    if spec.HasField("priority") and spec.priority != value:
-        raise Invalid.field(
-            "spec.priority",
-            f"the integer value of priority ({spec.priority}) must not be provided in pod spec; "
-            f"priority admission controller computed {value} from the given PriorityClass name",
-        )
-    spec.priority = value
-    policy = policy or PREEMPT_LOWER_PRIORITY
-    if spec.HasField("preemption_policy") and spec.preemption_policy != policy:
-        raise Invalid.field(
-            "spec.preemptionPolicy",
-            f"the string value of PreemptionPolicy ({spec.preemption_policy}) must not be "
-            f"provided in pod spec; priority admission controller computed {policy} from the "
-            "given PriorityClass name",
-        )
-    spec.preemption_policy = policy
-
-
-@dataclass(frozen=True)
-class DefaultTolerationSeconds:
-    """The DefaultTolerationSeconds plugin's settings (upstream's apiserver flags
-    --default-not-ready-toleration-seconds and --default-unreachable-toleration-seconds)."""
-
-    not_ready: int = DEFAULT_TOLERATION_SECONDS
-    unreachable: int = DEFAULT_TOLERATION_SECONDS
-
-
-DEFAULT_TOLERATIONS: Final = DefaultTolerationSeconds()
-
-
-def admit_default_toleration_seconds(
-    pod: types_pb2.Pod, settings: DefaultTolerationSeconds = DEFAULT_TOLERATIONS
-) -> None:
-    """DefaultTolerationSeconds: a pod that does not tolerate the NoExecute taints
-    node.kubernetes.io/not-ready and node.kubernetes.io/unreachable gets a toleration of each
-    (operator Exists, effect NoExecute) for the configured seconds, so that the taint manager evicts it
-    that long after its node went not ready or unreachable. A toleration with an empty key
-    (every taint) or an empty effect (every effect) already tolerates them."""
-    for key, seconds in (
-        (TAINT_NODE_NOT_READY, settings.not_ready),
-        (TAINT_NODE_UNREACHABLE, settings.unreachable),
-    ):
-        if not any(
-            t.key in ("", key) and t.effect in ("", "NoExecute") for t in pod.spec.tolerations
-        ):
-            pod.spec.tolerations.add(
-                key=key, operator="Exists", effect="NoExecute", toleration_seconds=seconds
-            )
 
 
 def resize_pod(current: types_pb2.Pod, desired: types_pb2.Pod) -> types_pb2.Pod:
@@ -226,10 +125,3 @@ def _check_running_containers_report_resources(pod: types_pb2.Pod) -> None:
                     "spec", "Forbidden: Pod running on node without support for resize"
                 )
             return
-
-
-def parse_patch(text: str) -> dict[str, Any]:
-    patch = jsonutil.loads(text, "the patch")
-    if not isinstance(patch, dict):
-        raise BadRequest("a merge patch must be a JSON object")
-    return patch
