@@ -28,16 +28,17 @@ import contextlib
 import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final, Literal, TypeVar
+from typing import Final, Literal, TypeVar
 
 import grpc
+from google.protobuf.message import Message
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from kemu import wire
 from kemu.api.v1 import api_pb2
 from kemu.machinery.errors import TooManyRequests
 
-_Req = TypeVar("_Req")
+_Req = TypeVar("_Req", bound=Message)
 _Resp = TypeVar("_Resp")
 
 DEFAULT_MAX_REQUESTS_INFLIGHT: Final = 400
@@ -190,7 +191,7 @@ _GRPC_VERBS: Final[dict[str, str]] = {
 }
 
 
-def grpc_request_info(method: str, request: Any) -> RequestInfo:
+def grpc_request_info(method: str, request: Message) -> RequestInfo:
     """The RequestInfo of a decoded request to the Api service's `method` (its short name)."""
     verb = _GRPC_VERBS.get(method, "")
     if method == "Version":
@@ -215,10 +216,10 @@ def grpc_request_info(method: str, request: Any) -> RequestInfo:
 
 def limit_unary(
     method: str,
-    behaviour: Callable[[_Req, grpc.aio.ServicerContext[Any, Any]], Awaitable[_Resp]],
+    behaviour: Callable[[_Req, grpc.aio.ServicerContext[bytes, _Resp]], Awaitable[_Resp]],
     limiter: MaxInflight,
-    refused: Callable[[grpc.aio.ServicerContext[Any, Any]], None] = lambda _context: None,
-) -> Callable[[_Req, grpc.aio.ServicerContext[Any, Any]], Awaitable[_Resp]]:
+    refused: Callable[[grpc.aio.ServicerContext[bytes, _Resp]], None] = lambda _context: None,
+) -> Callable[[_Req, grpc.aio.ServicerContext[bytes, _Resp]], Awaitable[_Resp]]:
     """The unary method `method` of the Api service (its decoded behaviour) behind `limiter`;
     the behaviour itself when nothing is limited. The stream (Watch) is long-running: never
     wrapped. `refused` is told of each call refused (the event-driven clock counts it as
@@ -226,7 +227,7 @@ def limit_unary(
     if not limiter.limited:
         return behaviour
 
-    async def limited(request: _Req, context: grpc.aio.ServicerContext[Any, Any]) -> _Resp:
+    async def limited(request: _Req, context: grpc.aio.ServicerContext[bytes, _Resp]) -> _Resp:
         try:
             slot = limiter.acquire(grpc_request_info(method, request))
         except TooManyRequests as e:

@@ -14,12 +14,22 @@ discovery (apidiscovery.k8s.io v2, or v2beta1 for older clients: one APIGroupDis
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from kemu.machinery import subresources
+from kemu.machinery.jsonvalue import JSONArray, JSONObject
 from kemu.machinery.kinds import KINDS, Kind
 
-VERBS: Final = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+VERBS: Final[JSONArray] = [
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+]
 IN_CATEGORY_ALL: Final = frozenset(
     {"Pod", "Service", "DaemonSet", "Deployment", "ReplicaSet", "StatefulSet", "Job", "CronJob"}
 )
@@ -106,7 +116,7 @@ def groups() -> list[str]:
     return [g for g in group_versions() if g]
 
 
-def api_versions() -> dict[str, Any]:
+def api_versions() -> JSONObject:
     return {
         "kind": "APIVersions",
         "versions": ["v1"],
@@ -114,17 +124,17 @@ def api_versions() -> dict[str, Any]:
     }
 
 
-def _group(group: str, versions: list[str]) -> dict[str, Any]:
-    gvs = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+def _group(group: str, versions: list[str]) -> JSONObject:
+    gvs: JSONArray = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
     return {"name": group, "versions": gvs, "preferredVersion": gvs[0]}
 
 
-def api_group_list() -> dict[str, Any]:
-    items = [_group(g, vs) for g, vs in group_versions().items() if g]
+def api_group_list() -> JSONObject:
+    items: JSONArray = [_group(g, vs) for g, vs in group_versions().items() if g]
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": items}
 
 
-def api_group(group: str) -> dict[str, Any] | None:
+def api_group(group: str) -> JSONObject | None:
     versions = group_versions().get(group) if group else None
     if not versions:
         return None
@@ -142,14 +152,14 @@ def _group_version(sub: str) -> tuple[str, str] | None:
     return subresources.SUBRESOURCES[sub].group_version
 
 
-def resource_list(group: str, version: str) -> dict[str, Any] | None:
+def resource_list(group: str, version: str) -> JSONObject | None:
     served = kinds_of(group, version)
     others = others_of(group, version)
     if not served and not others:
         return None
-    resources: list[dict[str, Any]] = []
+    resources: JSONArray = []
     for k in served:
-        entry: dict[str, Any] = {
+        entry: JSONObject = {
             "name": k.resource,
             "singularName": k.kind.lower(),
             "namespaced": k.namespaced,
@@ -162,12 +172,12 @@ def resource_list(group: str, version: str) -> dict[str, Any] | None:
             entry["categories"] = ["all"]
         resources.append(entry)
         for sub, sub_kind, verbs in _subresources(k):
-            item: dict[str, Any] = {
+            item: JSONObject = {
                 "name": f"{k.resource}/{sub}",
                 "singularName": "",
                 "namespaced": k.namespaced,
                 "kind": sub_kind,
-                "verbs": verbs,
+                "verbs": [*verbs],
             }
             other = _group_version(sub)
             if other is not None:
@@ -213,9 +223,9 @@ def aggregated_content_type(version: str) -> str:
     return f"application/json;g={AGGREGATED_GROUP};v={version};as=APIGroupDiscoveryList"
 
 
-def _aggregated_resource(k: Kind) -> dict[str, Any]:
+def _aggregated_resource(k: Kind) -> JSONObject:
     group, version = group_version(k)
-    entry: dict[str, Any] = {
+    entry: JSONObject = {
         "resource": k.resource,
         "responseKind": {"group": group, "version": version, "kind": k.kind},
         "scope": "Namespaced" if k.namespaced else "Cluster",
@@ -226,14 +236,14 @@ def _aggregated_resource(k: Kind) -> dict[str, Any]:
         entry["shortNames"] = list(k.short_names)
     if k.kind in IN_CATEGORY_ALL:
         entry["categories"] = ["all"]
-    subs = []
+    subs: JSONArray = []
     for sub, sub_kind, verbs in _subresources(k):
         sub_group, sub_version = _group_version(sub) or (group, version)
         subs.append(
             {
                 "subresource": sub,
                 "responseKind": {"group": sub_group, "version": sub_version, "kind": sub_kind},
-                "verbs": verbs,
+                "verbs": [*verbs],
             }
         )
     if subs:
@@ -241,8 +251,8 @@ def _aggregated_resource(k: Kind) -> dict[str, Any]:
     return entry
 
 
-def _aggregated_other(r: OtherResource) -> dict[str, Any]:
-    entry: dict[str, Any] = {
+def _aggregated_other(r: OtherResource) -> JSONObject:
+    entry: JSONObject = {
         "resource": r.resource,
         "responseKind": {"group": r.group, "version": r.version, "kind": r.kind},
         "scope": "Namespaced" if r.namespaced else "Cluster",
@@ -254,15 +264,15 @@ def _aggregated_other(r: OtherResource) -> dict[str, Any]:
     return entry
 
 
-def aggregated(legacy_core: bool, version: str) -> dict[str, Any]:
+def aggregated(legacy_core: bool, version: str) -> JSONObject:
     """The APIGroupDiscoveryList of /api (legacy_core) or of /apis."""
-    items = []
+    items: JSONArray = []
     for g, versions in group_versions().items():
         if (g == "") != legacy_core:
             continue
-        served = []
+        served: JSONArray = []
         for v in versions:
-            resources = [_aggregated_resource(k) for k in kinds_of(g, v)]
+            resources: JSONArray = [_aggregated_resource(k) for k in kinds_of(g, v)]
             resources += [_aggregated_other(r) for r in others_of(g, v)]
             served.append({"version": v, "resources": resources, "freshness": "Current"})
         items.append({"metadata": {"name": g} if g else {}, "versions": served})

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from google.protobuf.message import Message
 
 from apiserver.endpoints.rest.discovery import EVENTS_V1, OtherResource
 from kemu.api.v1 import types_pb2
 from kemu.machinery import convert, fields
+from kemu.machinery.jsonvalue import JSONObject
 
 # core/v1 Event's JSON field -> events.k8s.io/v1's (Convert_core_Event_To_v1_Event)
 _RENAMED: Final = {
@@ -40,13 +41,13 @@ FIELD_LABELS: Final = {
 }
 
 
-def to_events_v1(obj: Message) -> dict[str, Any]:
+def to_events_v1(obj: Message) -> JSONObject:
     """A stored core/v1 Event as events.k8s.io/v1 serves it: note, regarding,
     reportingController and the deprecated* fields; eventTime null (kemu's Events have none,
     as core Events written by the legacy recorder)."""
     assert isinstance(obj, types_pb2.Event)
     core = convert.to_dict(obj, wire=True)
-    out: dict[str, Any] = {
+    out: JSONObject = {
         "kind": EVENTS_V1.kind,
         "apiVersion": f"{EVENTS_V1.group}/{EVENTS_V1.version}",
         "metadata": core.get("metadata", {}),
@@ -64,7 +65,7 @@ class View:
     """A stored kind served under another group version, converted on the way out."""
 
     resource: OtherResource
-    render: Callable[[Message], dict[str, Any]]
+    render: Callable[[Message], JSONObject]
     field_labels: dict[str, str]
 
     @property

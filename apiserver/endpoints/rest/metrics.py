@@ -13,12 +13,13 @@ covers.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, Final
+from collections.abc import Iterable, Sequence
+from typing import Final
 
 from apiserver.endpoints.rest.discovery import METRICS, NODE_METRICS, POD_METRICS
 from kemu.api.v1 import types_pb2
 from kemu.machinery import convert
+from kemu.machinery.jsonvalue import JSON, JSONObject
 from kemu.machinery.quantity import format_resource
 from kemu.machinery.usage import pod_usage
 
@@ -30,20 +31,20 @@ def has_metrics(pod: types_pb2.Pod) -> bool:
     return bool(pod.spec.node_name) and pod.status.phase == "Running"
 
 
-def _usage(cpu_millis: int, memory_bytes: int) -> dict[str, str]:
+def _usage(cpu_millis: int, memory_bytes: int) -> JSONObject:
     return {
         "cpu": format_resource("cpu", cpu_millis),
         "memory": format_resource("memory", memory_bytes),
     }
 
 
-def _meta(meta: types_pb2.ObjectMeta, now: str) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": meta.name}
+def _meta(meta: types_pb2.ObjectMeta, now: str) -> JSONObject:
+    out: JSONObject = {"name": meta.name}
     if meta.namespace:
         out["namespace"] = meta.namespace
     out["creationTimestamp"] = now
     if meta.labels:
-        out["labels"] = dict(meta.labels)
+        out["labels"] = {k: v for k, v in meta.labels.items()}
     return out
 
 
@@ -51,7 +52,7 @@ def _now(now: float) -> str:
     return convert.format_time(convert.timestamp(now), "second")
 
 
-def pod_metrics(pod: types_pb2.Pod, now: float) -> dict[str, Any]:
+def pod_metrics(pod: types_pb2.Pod, now: float) -> JSONObject:
     """The PodMetrics of a pod that `has_metrics`."""
     at = _now(now)
     return {
@@ -66,7 +67,7 @@ def pod_metrics(pod: types_pb2.Pod, now: float) -> dict[str, Any]:
     }
 
 
-def node_metrics(node: types_pb2.Node, pods: Iterable[types_pb2.Pod], now: float) -> dict[str, Any]:
+def node_metrics(node: types_pb2.Node, pods: Iterable[types_pb2.Pod], now: float) -> JSONObject:
     """The NodeMetrics of `node`: the sum over those of `pods` bound to it that
     `has_metrics`."""
     cpu = memory = 0
@@ -86,5 +87,5 @@ def node_metrics(node: types_pb2.Node, pods: Iterable[types_pb2.Pod], now: float
     }
 
 
-def metrics_list(kind: str, items: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"kind": f"{kind}List", "apiVersion": API_VERSION, "metadata": {}, "items": items}
+def metrics_list(kind: str, items: Sequence[JSON]) -> JSONObject:
+    return {"kind": f"{kind}List", "apiVersion": API_VERSION, "metadata": {}, "items": [*items]}

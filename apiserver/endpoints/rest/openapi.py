@@ -8,12 +8,13 @@ from __future__ import annotations
 import hashlib
 import json
 from functools import cache
-from typing import Any, Final
+from typing import Final
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from apiserver.endpoints.rest import discovery
 from kemu.machinery import patch as patches
+from kemu.machinery.jsonvalue import JSONArray, JSONObject
 from kemu.machinery.kinds import KINDS, Kind
 
 _TIMESTAMP: Final = "google.protobuf.Timestamp"
@@ -42,11 +43,11 @@ def _kind_by_message() -> dict[str, Kind]:
     return {k.message.DESCRIPTOR.full_name: k for k in KINDS}
 
 
-def _ref(desc: Descriptor) -> dict[str, Any]:
+def _ref(desc: Descriptor) -> JSONObject:
     return {"allOf": [{"$ref": f"#/components/schemas/{_schema_name(desc)}"}], "default": {}}
 
 
-def _scalar(fd: FieldDescriptor) -> dict[str, Any]:
+def _scalar(fd: FieldDescriptor) -> JSONObject:
     if fd.type in _INTS:
         return {"type": "integer", "format": _INTS[fd.type]}
     if fd.type == FieldDescriptor.TYPE_BOOL:
@@ -58,7 +59,7 @@ def _scalar(fd: FieldDescriptor) -> dict[str, Any]:
     return {"type": "string", "default": ""}
 
 
-def _value(fd: FieldDescriptor, found: dict[str, Descriptor]) -> dict[str, Any]:
+def _value(fd: FieldDescriptor, found: dict[str, Descriptor]) -> JSONObject:
     if fd.message_type is None:
         return _scalar(fd)
     name = fd.message_type.full_name
@@ -70,7 +71,7 @@ def _value(fd: FieldDescriptor, found: dict[str, Descriptor]) -> dict[str, Any]:
     return _ref(fd.message_type)
 
 
-def _field(fd: FieldDescriptor, found: dict[str, Descriptor]) -> dict[str, Any]:
+def _field(fd: FieldDescriptor, found: dict[str, Descriptor]) -> JSONObject:
     msg = fd.message_type
     if msg is not None and msg.GetOptions().map_entry:
         return {
@@ -82,9 +83,10 @@ def _field(fd: FieldDescriptor, found: dict[str, Descriptor]) -> dict[str, Any]:
     return _value(fd, found)
 
 
-def _object_schema(desc: Descriptor, found: dict[str, Descriptor]) -> dict[str, Any]:
-    props = {fd.json_name: _field(fd, found) for fd in desc.fields}
-    for name, prop in props.items():  # what kubectl computes strategic merge patches with
+def _object_schema(desc: Descriptor, found: dict[str, Descriptor]) -> JSONObject:
+    props: JSONObject = {}
+    fields = {fd.json_name: _field(fd, found) for fd in desc.fields}
+    for name, prop in fields.items():  # what kubectl computes strategic merge patches with
         key = patches.MERGE_KEYS.get((desc.name, name))
         if key is not None:
             prop["x-kubernetes-patch-merge-key"] = key
@@ -93,7 +95,8 @@ def _object_schema(desc: Descriptor, found: dict[str, Descriptor]) -> dict[str, 
             )
         elif (desc.name, name) in patches.MERGED_SCALAR_LISTS:
             prop["x-kubernetes-patch-strategy"] = "merge"
-    schema: dict[str, Any] = {"type": "object", "properties": props}
+    props.update(fields)
+    schema: JSONObject = {"type": "object", "properties": props}
     kind = _kind_by_message().get(desc.full_name)
     if kind is not None:
         group, version = discovery.group_version(kind)
@@ -106,8 +109,8 @@ def _object_schema(desc: Descriptor, found: dict[str, Descriptor]) -> dict[str, 
 
 
 @cache
-def _schemas() -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _schemas() -> JSONObject:
+    out: JSONObject = {}
     todo: dict[str, Descriptor] = {k.message.DESCRIPTOR.full_name: _desc(k) for k in KINDS}
     while todo:
         name, desc = todo.popitem()
@@ -129,14 +132,16 @@ def _base(group: str, version: str) -> str:
     return f"/apis/{group}/{version}" if group else f"/api/{version}"
 
 
-def _operations(kind: Kind) -> dict[str, Any]:
+def _operations(kind: Kind) -> JSONObject:
     group, version = discovery.group_version(kind)
-    gvk = {"group": group, "version": version, "kind": kind.kind}
-    ref = {"$ref": f"#/components/schemas/{_schema_name(_desc(kind))}"}
-    ok = {"200": {"description": "OK", "content": {"application/json": {"schema": ref}}}}
-    query = [{"name": q, "in": "query", "schema": {"type": "string"}} for q in _QUERY]
+    gvk: JSONObject = {"group": group, "version": version, "kind": kind.kind}
+    ref: JSONObject = {"$ref": f"#/components/schemas/{_schema_name(_desc(kind))}"}
+    ok: JSONObject = {
+        "200": {"description": "OK", "content": {"application/json": {"schema": ref}}}
+    }
+    query: JSONArray = [{"name": q, "in": "query", "schema": {"type": "string"}} for q in _QUERY]
 
-    def op(action: str, params: list[dict[str, Any]]) -> dict[str, Any]:
+    def op(action: str, params: JSONArray) -> JSONObject:
         return {
             "operationId": f"{action}{kind.kind}",
             "parameters": params,
@@ -165,9 +170,9 @@ def group_versions() -> list[tuple[str, str]]:
 
 
 @cache
-def document_dict(group: str, version: str) -> dict[str, Any]:
+def document_dict(group: str, version: str) -> JSONObject:
     """The v3 document of one group version (openapi_v2 reads it too)."""
-    paths: dict[str, Any] = {}
+    paths: JSONObject = {}
     for k in discovery.kinds_of(group, version):
         paths.update(_operations(k))
     return {
@@ -186,8 +191,8 @@ def document(group: str, version: str) -> bytes | None:
 
 
 @cache
-def index() -> dict[str, Any]:
-    paths: dict[str, Any] = {}
+def index() -> JSONObject:
+    paths: JSONObject = {}
     for group, version in group_versions():
         doc = document(group, version)
         assert doc is not None

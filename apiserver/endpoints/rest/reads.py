@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 
 import anyio
 from aiohttp import web
@@ -20,6 +19,7 @@ from kemu.api.v1 import api_pb2
 from kemu.component.clock import Clock, RealClock
 from kemu.component.virtual_clock import move_on_after
 from kemu.machinery.errors import Gone
+from kemu.machinery.jsonvalue import JSONObject
 from kemu.machinery.kinds import unwrap
 
 
@@ -72,7 +72,7 @@ class Reads:
                     render=t.render,
                 )
             )
-        metadata: dict[str, Any] = {"resourceVersion": resource_version}
+        metadata: JSONObject = {"resourceVersion": resource_version}
         if cont:
             metadata["continue"] = cont
         return json_response(
@@ -150,7 +150,7 @@ class Reads:
         await response.write(b"".join(out))
 
     @staticmethod
-    def _line(event_type: str, obj: dict[str, Any]) -> bytes:
+    def _line(event_type: str, obj: JSONObject) -> bytes:
         return json.dumps({"type": event_type, "object": obj}, separators=(",", ":")).encode() + (
             b"\n"
         )

@@ -5,7 +5,6 @@ written back as a patch of spec.replicas through the registry (upstream's ScaleR
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from google.protobuf.message import Message
 
@@ -13,10 +12,11 @@ from kemu.api.v1 import types_pb2
 from kemu.machinery import convert, jsonutil
 from kemu.machinery import patch as patches
 from kemu.machinery.errors import BadRequest, Invalid
+from kemu.machinery.jsonvalue import JSONObject
 from kemu.machinery.labels import selector_from_label_selector
 
 
-def scale_of(obj: Message) -> dict[str, Any]:
+def scale_of(obj: Message) -> JSONObject:
     assert isinstance(obj, types_pb2.Deployment | types_pb2.ReplicaSet | types_pb2.StatefulSet)
     meta = convert.message_to_dict(obj.metadata, wire=True)
     keep = ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
@@ -32,7 +32,7 @@ def scale_of(obj: Message) -> dict[str, Any]:
     }
 
 
-def patched(current: dict[str, Any], patch_type: str, text: str) -> dict[str, Any]:
+def patched(current: JSONObject, patch_type: str, text: str) -> JSONObject:
     """A Scale after a PATCH of any type."""
     patch = jsonutil.loads(text, "the patch")
     if patch_type == patches.JSON:
@@ -46,14 +46,14 @@ def patched(current: dict[str, Any], patch_type: str, text: str) -> dict[str, An
     return result
 
 
-def object_patch(scale: dict[str, Any]) -> str:
+def object_patch(scale: JSONObject) -> str:
     """The merge patch of the scaled object that a written Scale stands for (its
     resourceVersion, when given, a precondition)."""
     spec = scale.get("spec")
     replicas = spec.get("replicas") if isinstance(spec, dict) else None
     if not isinstance(replicas, int) or isinstance(replicas, bool):
         raise Invalid.field("spec.replicas", "Required value: an integer")
-    patch: dict[str, Any] = {"spec": {"replicas": replicas}}
+    patch: JSONObject = {"spec": {"replicas": replicas}}
     meta = scale.get("metadata")
     if isinstance(meta, dict) and meta.get("resourceVersion"):
         patch["metadata"] = {"resourceVersion": str(meta["resourceVersion"])}

@@ -55,6 +55,7 @@ from kemu.machinery import patch as patches
 from kemu.machinery.convert import UnknownFields
 from kemu.machinery.errors import ApiError, BadRequest, InternalError, NotFound
 from kemu.machinery.fencing import ENFORCE_KEY, TOKEN_KEY, FencingToken
+from kemu.machinery.jsonvalue import JSONObject
 from kemu.machinery.kinds import BY_KIND, unwrap
 
 logger = logging.getLogger(__name__)
@@ -234,7 +235,7 @@ class RestApi:
             raise NotFound("the server could not find the requested resource")
         return web.Response(body=doc, content_type=JSON_TYPE)
 
-    def _version(self) -> dict[str, Any]:
+    def _version(self) -> JSONObject:
         emulated = self._service.server_version().emulated_version or "1.0"
         major, _, minor = emulated.partition(".")
         return {
@@ -252,7 +253,7 @@ class RestApi:
         }
 
     @staticmethod
-    def _discovery(path: str) -> dict[str, Any] | None:
+    def _discovery(path: str) -> JSONObject | None:
         parts = [p for p in path.split("/") if p]
         if parts == ["api"]:
             return discovery.api_versions()

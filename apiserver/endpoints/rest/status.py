@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from kemu.machinery.errors import ApiError, TooManyRequests
+from kemu.machinery.jsonvalue import JSONObject
 
 
 def retry_after(err: ApiError) -> int:
@@ -13,9 +12,9 @@ def retry_after(err: ApiError) -> int:
     return err.retry_after_seconds if isinstance(err, TooManyRequests) else 0
 
 
-def failure(err: ApiError) -> dict[str, Any]:
+def failure(err: ApiError) -> JSONObject:
     """The Status a failed request answers with; its `code` is the HTTP status."""
-    body: dict[str, Any] = {
+    body: JSONObject = {
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": {},
@@ -32,12 +31,14 @@ def failure(err: ApiError) -> dict[str, Any]:
             ]
         }
     if retry_after(err):
-        body.setdefault("details", {})["retryAfterSeconds"] = retry_after(err)
+        details = body.setdefault("details", {})
+        assert isinstance(details, dict)
+        details["retryAfterSeconds"] = retry_after(err)
     return body
 
 
-def success(code: int = 200, details: dict[str, Any] | None = None) -> dict[str, Any]:
-    body: dict[str, Any] = {
+def success(code: int = 200, details: JSONObject | None = None) -> JSONObject:
+    body: JSONObject = {
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": {},

@@ -5,12 +5,13 @@ of `-o wide` at priority 1 as upstream's TableConvertor."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from typing import Final
 
 from google.protobuf.message import Message
 
 from kemu.machinery import convert, printers
 from kemu.machinery.errors import Invalid
+from kemu.machinery.jsonvalue import JSONArray, JSONObject
 from kemu.machinery.kinds import Kind
 
 TABLE_ACCEPT = "as=Table"
@@ -40,13 +41,13 @@ def table(
     resource_version: str = "",
     continue_: str = "",
     include_object: str = "Metadata",
-    render: Callable[[Message], dict[str, Any]] | None = None,
-) -> dict[str, Any]:
+    render: Callable[[Message], JSONObject] | None = None,
+) -> JSONObject:
     """The Table of `objs`; `render` writes a row's object (includeObject=Object) in the group
     version the request named (default: the kind's own)."""
     narrow = printers.headers(kind, wide=False, with_namespace=False)
     wide = printers.headers(kind, wide=True, with_namespace=False)
-    columns = [
+    columns: JSONArray = [
         {
             "name": name,
             "type": "string",
@@ -56,10 +57,10 @@ def table(
         }
         for i, name in enumerate(wide)
     ]
-    rows = []
+    rows: JSONArray = []
     for obj in objs:
-        row: dict[str, Any] = {
-            "cells": printers.row(kind, obj, now, wide=True, with_namespace=False)
+        row: JSONObject = {
+            "cells": [*printers.row(kind, obj, now, wide=True, with_namespace=False)]
         }
         if include_object == "Object":
             row["object"] = render(obj) if render else convert.to_dict(obj, wire=True)
@@ -70,7 +71,7 @@ def table(
                 "metadata": convert.message_to_dict(obj.metadata, wire=True),  # type: ignore[attr-defined]
             }
         rows.append(row)
-    metadata: dict[str, Any] = {}
+    metadata: JSONObject = {}
     if resource_version:
         metadata["resourceVersion"] = resource_version
     if continue_:

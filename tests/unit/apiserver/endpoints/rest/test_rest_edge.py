@@ -4,6 +4,7 @@ clients, Table output and OpenAPI."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -24,9 +25,15 @@ from apiserver.storage.encoding import field_bytes, varint
 from kemu.api.v1 import types_pb2
 from kemu.machinery.convert import UnknownFields
 from kemu.machinery.errors import BadRequest, Invalid
+from kemu.machinery.jsonvalue import JSON
 from kemu.machinery.kinds import BY_RESOURCE, KINDS
 from kemu.machinery.usage import CPU_USAGE_ANNOTATION
 from kemu.testing.builders import make_pod
+
+
+def _served(doc: JSON) -> Any:
+    """A document the REST edge serves, read as its clients read it: untyped JSON."""
+    return doc
 
 
 def test_paths_name_kinds_namespaces_names_and_subresources() -> None:
@@ -47,30 +54,30 @@ def test_discovery_lists_every_kind_once_with_subresources() -> None:
     names = []
     for group, versions in discovery.group_versions().items():
         for version in versions:
-            doc = discovery.resource_list(group, version)
+            doc = _served(discovery.resource_list(group, version))
             assert doc is not None
             names += [r["name"] for r in doc["resources"] if "/" not in r["name"]]
     others = [r.resource for r in discovery.OTHER_RESOURCES]
     assert sorted(names) == sorted([k.resource for k in KINDS] + others)
-    core = discovery.resource_list("", "v1")
+    core = _served(discovery.resource_list("", "v1"))
     assert core is not None
     subs = {r["name"] for r in core["resources"] if "/" in r["name"]}
     assert {"pods/status", "pods/binding", "pods/eviction", "pods/resize"} <= subs
 
 
 def test_discovery_lists_the_other_resources_in_their_group_versions() -> None:
-    groups = {g["name"]: g for g in discovery.api_group_list()["groups"]}
+    groups = {g["name"]: g for g in _served(discovery.api_group_list())["groups"]}
     assert groups["metrics.k8s.io"]["preferredVersion"]["groupVersion"] == "metrics.k8s.io/v1beta1"
     assert groups["authorization.k8s.io"]["versions"] == [
         {"groupVersion": "authorization.k8s.io/v1", "version": "v1"}
     ]
     assert discovery.api_group("events.k8s.io") is not None
-    assert discovery.resource_list("metrics.k8s.io", "v1") is None
-    doc = discovery.resource_list("authorization.k8s.io", "v1")
+    assert _served(discovery.resource_list("metrics.k8s.io", "v1")) is None
+    doc = _served(discovery.resource_list("authorization.k8s.io", "v1"))
     assert doc is not None
     verbs = {r["name"]: r["verbs"] for r in doc["resources"]}
     assert verbs == {"selfsubjectaccessreviews": ["create"], "selfsubjectrulesreviews": ["create"]}
-    metrics = discovery.resource_list("metrics.k8s.io", "v1beta1")
+    metrics = _served(discovery.resource_list("metrics.k8s.io", "v1beta1"))
     assert metrics is not None
     assert {(r["name"], r["kind"], r["namespaced"]) for r in metrics["resources"]} == {
         ("nodes", "NodeMetrics", False),
@@ -167,8 +174,8 @@ def test_aggregated_discovery_as_kubectl_asks_for_it() -> None:
     assert discovery.aggregated_version(accept) == "v2"
     assert discovery.aggregated_version(accept.split(",", 1)[1]) == "v2beta1"
     assert discovery.aggregated_version("application/json") is None
-    core = discovery.aggregated(True, "v2")
-    apis = discovery.aggregated(False, "v2")
+    core = _served(discovery.aggregated(True, "v2"))
+    apis = _served(discovery.aggregated(False, "v2"))
     assert core["apiVersion"] == "apidiscovery.k8s.io/v2"
     served = {
         (item["metadata"].get("name", ""), r["resource"])
@@ -278,7 +285,7 @@ def test_table_has_the_wide_pod_columns_at_priority_1() -> None:
     assert wants_table("application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
     assert not wants_table("application/json")
     pod = make_pod("p").node("n1").obj()
-    out = table(BY_RESOURCE["pods"], [pod], now=0.0)
+    out = _served(table(BY_RESOURCE["pods"], [pod], now=0.0))
     wide = [c["name"] for c in out["columnDefinitions"] if c["priority"] == 1]
     assert wide == ["IP", "NODE", "NOMINATED NODE", "READINESS GATES"]
     assert out["rows"][0]["cells"][0] == "p"
@@ -286,7 +293,7 @@ def test_table_has_the_wide_pod_columns_at_priority_1() -> None:
 
 
 def test_openapi_tags_every_kind_and_lists_field_validation_on_patch() -> None:
-    index = openapi.index()
+    index = _served(openapi.index())
     assert "api/v1" in index["paths"] and "apis/apps/v1" in index["paths"]
     doc = openapi.document("", "v1")
     assert doc is not None
@@ -303,7 +310,7 @@ def test_openapi_tags_every_kind_and_lists_field_validation_on_patch() -> None:
 
 
 def test_openapi_v2_has_the_v3_schemas_in_swagger_shape() -> None:
-    doc = openapi_v2.document()
+    doc = _served(openapi_v2.document())
     assert doc["swagger"] == "2.0"
     pod = doc["definitions"]["io.k8s.api.core.v1.Pod"]
     assert pod["x-kubernetes-group-version-kind"] == [{"group": "", "version": "v1", "kind": "Pod"}]
@@ -338,7 +345,7 @@ def test_events_v1_view_renames_core_fields_as_upstream_conversion() -> None:
     ev.involved_object.kind, ev.involved_object.name = "Pod", "p"
     ev.source.component, ev.reporting_component = "default-scheduler", "default-scheduler"
     ev.first_timestamp.seconds = ev.last_timestamp.seconds = 1_700_000_000
-    out = events.to_events_v1(ev)
+    out = _served(events.to_events_v1(ev))
     assert (out["apiVersion"], out["kind"]) == ("events.k8s.io/v1", "Event")
     assert out["note"] == "m" and out["regarding"] == {"kind": "Pod", "name": "p"}
     assert out["reportingController"] == "default-scheduler"
@@ -349,7 +356,7 @@ def test_events_v1_view_renames_core_fields_as_upstream_conversion() -> None:
     )
     assert out["eventTime"] is None
     assert not {"message", "involvedObject", "source", "count", "reportingComponent"} & out.keys()
-    assert events.to_events_v1(types_pb2.Event())["regarding"] == {}
+    assert _served(events.to_events_v1(types_pb2.Event()))["regarding"] == {}
 
 
 def test_events_v1_field_selectors_are_renamed_to_the_stored_labels() -> None:
@@ -373,21 +380,21 @@ def test_node_metrics_sum_the_running_pods_bound_to_the_node() -> None:
     node = types_pb2.Node()
     node.metadata.name = "n1"
     node.metadata.labels["zone"] = "z"
-    out = metrics.node_metrics(node, pods, now)
+    out = _served(metrics.node_metrics(node, pods, now))
     assert out["usage"] == {"cpu": "3500m", "memory": "1Gi"}
     assert (out["kind"], out["apiVersion"]) == ("NodeMetrics", "metrics.k8s.io/v1beta1")
     assert out["metadata"] == {
         "name": "n1", "creationTimestamp": "2023-11-14T22:13:20Z", "labels": {"zone": "z"},
     }  # fmt: skip
     assert (out["timestamp"], out["window"]) == ("2023-11-14T22:13:20Z", "15s")
-    assert metrics.node_metrics(node, [], now)["usage"] == {"cpu": "0", "memory": "0"}
+    assert _served(metrics.node_metrics(node, [], now))["usage"] == {"cpu": "0", "memory": "0"}
     assert [metrics.has_metrics(p) for p in pods] == [True, True, False, True]
     assert not metrics.has_metrics(make_pod("e").phase("Running").obj())  # not bound
 
 
 def test_pod_metrics_list_each_running_container() -> None:
     pod = make_pod("p").req(cpu="250m", memory="100Mi").container("b").node("n1").obj()
-    out = metrics.pod_metrics(pod, 1_700_000_000.0)
+    out = _served(metrics.pod_metrics(pod, 1_700_000_000.0))
     assert out["metadata"]["namespace"] == "default" and out["metadata"]["name"] == "p"
     assert out["containers"] == [
         {"name": "c", "usage": {"cpu": "125m", "memory": "50Mi"}},
