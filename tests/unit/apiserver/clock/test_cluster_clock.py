@@ -1,4 +1,4 @@
-"""The event-driven clock's quiescence check (apiserver/clock/cluster_clock.py), without etcd: probes
+"""The event-driven clock's quiescence check (apiserver/clock/), without etcd: probes
 go out on the sessions, answers come back; a busy, lagging or dead session is no quiescence,
 nor is a call or an event between two processes that one side counted and the other not."""
 
@@ -13,7 +13,9 @@ import anyio.lowlevel
 import pytest
 
 from apiserver.clock.activity import Activity
-from apiserver.clock.cluster_clock import ClusterClock, _Session, encode
+from apiserver.clock.cluster_clock import ClusterClock
+from apiserver.clock.segment_store import encode
+from apiserver.clock.sessions import Session
 from apiserver.storage.etcd import KeyValue, StorageEvent
 from kemu.api.v1 import clock_pb2
 from kemu.component.virtual_clock import VirtualClock
@@ -25,12 +27,12 @@ pytestmark = pytest.mark.anyio
 START = 1_800_000_000.0
 
 
-def _cluster_clock() -> ClusterClock:
+def _cluster_clock(wall: Callable[[], float] = time.time) -> ClusterClock:
     clock = VirtualClock()
     clock.set_segment(
         ClockSegment(base_wall=time.time(), base_virtual=START, rate=0.0, event_driven=True)
     )
-    return ClusterClock(None, clock)  # type: ignore[arg-type]  # (the check reads no etcd)
+    return ClusterClock(None, clock, wall=wall)  # type: ignore[arg-type]  # (reads no etcd)
 
 
 async def _answering(
@@ -47,13 +49,13 @@ async def _answering(
     """A component's session that answers every probe so (`sent`: the calls it says it made,
     `abandoned` of them given up on; `on_probe` runs before each answer)."""
     send, receive = anyio.create_memory_object_stream[clock_pb2.ClockUpdate](8)
-    session = cc._sessions[len(cc._sessions)] = _Session(send, identity=identity)
+    session = cc.sessions.live[len(cc.sessions.live)] = Session(send, identity=identity)
     async with receive:
         async for update in receive:
             if not update.probe:
                 continue  # a segment
             on_probe()
-            session.answers[update.probe] = clock_pb2.ClockReport(
+            report = clock_pb2.ClockReport(
                 identity=identity,
                 probe=update.probe,
                 idle=idle,
@@ -63,8 +65,7 @@ async def _answering(
                 timers=1,
                 next_deadline=deadline,
             )
-            answered, cc._answered = cc._answered, anyio.Event()
-            answered.set()
+            cc.sessions.answer(session, report)
 
 
 async def test_idle_sessions_that_received_everything_give_the_earliest_timer() -> None:
@@ -75,7 +76,7 @@ async def test_idle_sessions_that_received_everything_give_the_earliest_timer() 
         tg.start_soon(lambda: _answering(cc, "b", idle=True, received=0, deadline=START + 2))
         await anyio.wait_all_tasks_blocked()
         with anyio.fail_after(5):
-            assert await cc._quiescence() == (True, START + 2)
+            assert await cc.driver.quiescence() == (True, START + 2)
         tg.cancel_scope.cancel()
 
 
@@ -89,7 +90,7 @@ async def test_a_busy_or_lagging_session_is_no_quiescence(idle: bool, received: 
         tg.start_soon(lambda: _answering(cc, "a", idle=idle, received=received, deadline=START))
         await anyio.wait_all_tasks_blocked()
         with anyio.fail_after(5):
-            assert await cc._quiescence() == (False, None)
+            assert await cc.driver.quiescence() == (False, None)
         tg.cancel_scope.cancel()
 
 
@@ -109,11 +110,11 @@ async def test_a_call_one_side_counted_and_the_other_not_is_no_quiescence(
         )
         await anyio.wait_all_tasks_blocked()
         with anyio.fail_after(5):
-            assert await cc._quiescence() == (False, None)
-        cc.activity = Activity()
+            assert await cc.driver.quiescence() == (False, None)
+        cc.activity = cc.driver.activity = Activity()
         _receive(cc, "a", range(1, sent + 1))  # every call received, none since: quiescent
         with anyio.fail_after(5):
-            assert await cc._quiescence() == (True, START + 1)
+            assert await cc.driver.quiescence() == (True, START + 1)
         tg.cancel_scope.cancel()
 
 
@@ -136,10 +137,10 @@ async def test_an_apiserver_restarted_squares_with_the_calls_it_received_only() 
         )
         await anyio.wait_all_tasks_blocked()
         with anyio.fail_after(5):
-            assert await cc._quiescence() == (True, START + 1)
+            assert await cc.driver.quiescence() == (True, START + 1)
         _receive(cc, "a", [15])  # a call made after the answer
         with anyio.fail_after(5):
-            assert await cc._quiescence() == (False, None)
+            assert await cc.driver.quiescence() == (False, None)
         tg.cancel_scope.cancel()
 
 
@@ -167,7 +168,7 @@ async def test_a_call_given_up_on_does_not_hold_the_clock_and_hides_no_later_cal
         )
         await anyio.wait_all_tasks_blocked()
         with anyio.fail_after(5):
-            assert await cc._quiescence() == quiescent
+            assert await cc.driver.quiescence() == quiescent
         tg.cancel_scope.cancel()
 
 
@@ -186,7 +187,7 @@ async def test_a_call_from_outside_the_sessions_during_the_probe_is_no_quiescenc
         )
         await anyio.wait_all_tasks_blocked()
         with anyio.fail_after(5):
-            assert await cc._quiescence() == (False, None)
+            assert await cc.driver.quiescence() == (False, None)
         tg.cancel_scope.cancel()
 
 
@@ -194,7 +195,7 @@ async def test_a_dead_session_is_no_quiescence_and_the_check_yields_meanwhile() 
     cc = _cluster_clock()
     send, receive = anyio.create_memory_object_stream[clock_pb2.ClockUpdate](1)
     receive.close()  # its component went away
-    cc._sessions[0] = _Session(send, identity="gone")
+    cc.sessions.live[0] = Session(send, identity="gone")
     ticks = 0
 
     async def ticker() -> None:
@@ -207,7 +208,7 @@ async def test_a_dead_session_is_no_quiescence_and_the_check_yields_meanwhile() 
         tg.start_soon(ticker)
         with anyio.fail_after(5):
             for _ in range(3):  # as the driver calls it again and again
-                assert await cc._quiescence() == (False, None)
+                assert await cc.driver.quiescence() == (False, None)
         assert ticks >= 3  # the driver never starves the event loop
         tg.cancel_scope.cancel()
 
@@ -215,19 +216,19 @@ async def test_a_dead_session_is_no_quiescence_and_the_check_yields_meanwhile() 
 async def test_a_session_that_does_not_answer_is_left_out_until_it_answers_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("apiserver.clock.cluster_clock._PROBE_TIMEOUT", 0.2)
+    monkeypatch.setattr("apiserver.clock.sessions.PROBE_TIMEOUT", 0.2)
     cc = _cluster_clock()
     frozen_send, frozen_receive = anyio.create_memory_object_stream[clock_pb2.ClockUpdate](64)
-    frozen = cc._sessions[99] = _Session(frozen_send, identity="frozen")
+    frozen = cc.sessions.live[99] = Session(frozen_send, identity="frozen")
     async with anyio.create_task_group() as tg:
         tg.start_soon(lambda: _answering(cc, "a", idle=True, received=0, deadline=START + 5))
         await anyio.wait_all_tasks_blocked()
         with anyio.fail_after(5):
-            assert await cc._quiescence() == (True, START + 5)  # after the probe timeout
+            assert await cc.driver.quiescence() == (True, START + 5)  # after the probe timeout
         assert not frozen.responsive
         started = time.monotonic()
         with anyio.fail_after(5):
-            assert await cc._quiescence() == (True, START + 5)
+            assert await cc.driver.quiescence() == (True, START + 5)
         assert time.monotonic() - started < 0.2  # not waited for again
         tg.cancel_scope.cancel()
     frozen_receive.close()
@@ -238,41 +239,39 @@ async def test_an_announced_component_holds_the_clock_until_its_session_answers_
     reporting its boot token answers a probe idle; an announcement whose component never
     comes expires after its ttl (wall time)."""
     wall = [1000.0]
-    cc = _cluster_clock()
-    cc._wall = lambda: wall[0]
+    cc = _cluster_clock(wall=lambda: wall[0])
     cc.expect("kubelet-n2-abc", ttl=30)
     cc.expect("gone-def", ttl=10)
     async with anyio.create_task_group() as tg:
         tg.start_soon(lambda: _answering(cc, "a", idle=True, received=0, deadline=START + 5))
         await anyio.wait_all_tasks_blocked()
         with anyio.fail_after(5):
-            assert await cc._quiescence() == (False, None)  # two still booting
+            assert await cc.driver.quiescence() == (False, None)  # two still booting
         send, receive = anyio.create_memory_object_stream[clock_pb2.ClockUpdate](8)
-        booted = cc._sessions[len(cc._sessions)] = _Session(send, identity="n2")
+        booted = cc.sessions.live[len(cc.sessions.live)] = Session(send, identity="n2")
 
         async def answer_with_token() -> None:
             async with receive:
                 async for update in receive:
                     if update.probe:
-                        booted.answers[update.probe] = clock_pb2.ClockReport(
+                        report = clock_pb2.ClockReport(
                             identity="n2",
                             probe=update.probe,
                             idle=True,
                             ready=True,
                             boot_token="kubelet-n2-abc",
                         )
-                        answered, cc._answered = cc._answered, anyio.Event()
-                        answered.set()
+                        cc.sessions.answer(booted, report)
 
         tg.start_soon(answer_with_token)
         await anyio.wait_all_tasks_blocked()
         with anyio.fail_after(5):
-            assert await cc._quiescence() == (False, None)  # n2 booted, "gone" not yet
+            assert await cc.driver.quiescence() == (False, None)  # n2 booted, "gone" not yet
         cc.expect("failed-ghi", ttl=30)
         cc.expect("failed-ghi", ttl=0)  # its launcher saw it fail: withdrawn
         wall[0] += 11  # "gone" never came: its announcement expires
         with anyio.fail_after(5):
-            assert await cc._quiescence() == (True, START + 5)
+            assert await cc.driver.quiescence() == (True, START + 5)
         tg.cancel_scope.cancel()
 
 
@@ -289,12 +288,12 @@ def test_an_announcement_without_a_token_or_with_a_bad_ttl_is_refused(
 
 async def test_the_event_driven_clock_is_refused_while_other_apiservers_serve_the_cluster() -> None:
     cc = _cluster_clock()
-    cc._identity = "127.0.0.1:1"
+    cc.peers.identity = "127.0.0.1:1"
 
     async def one_other() -> int:
         return 1
 
-    cc._count_others = one_other  # type: ignore[method-assign]  # (the read of PEERS)
+    cc.peers.count_others = one_other  # type: ignore[method-assign]  # (the read of PEERS)
     with pytest.raises(BadRequest, match="needs a cluster served by one apiserver: 1 other"):
         await cc.set_rate(math.inf)
     with pytest.raises(BadRequest, match="rate max, advance"):
@@ -320,7 +319,7 @@ async def test_loading_the_clock_waits_for_etcd_rather_than_failing() -> None:
     store = Flaky()
     cc = ClusterClock(store, VirtualClock())  # type: ignore[arg-type]
     with anyio.fail_after(5):
-        assert await cc._load_until_done() == 7
+        assert await cc.segments.load_until_done() == 7
     assert store.calls == 3 and cc.clock.segment == segment
 
 
@@ -371,7 +370,7 @@ async def test_a_jump_etcd_does_not_take_is_tried_again_at_the_next_quiescence()
     target = START + 10
     segment = segment.advancing(target, time.time())
     cc.clock.set_segment(segment)
-    cc._remember(segment, 7)
+    cc.segments.remember(segment, 7)
 
     class Store:
         updates = 0
@@ -383,9 +382,9 @@ async def test_a_jump_etcd_does_not_take_is_tried_again_at_the_next_quiescence()
             return revision + 1
 
     store = Store()
-    cc._store = store  # type: ignore[assignment]
+    cc.segments._store = store  # type: ignore[assignment]
     async with anyio.create_task_group() as tg:
-        tg.start_soon(cc._drive)
+        tg.start_soon(cc.driver.drive)
         with anyio.fail_after(5):
             # until it holds at the advance's end
             while cc.clock.segment is None or cc.clock.segment.event_driven:
