@@ -153,10 +153,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    settings, options = parse_settings(argv)
+    return run_component(COMPONENT, options, functools.partial(run, settings))
+
+
+def parse_settings(argv: Sequence[str] | None) -> tuple[ApiserverSettings, ComponentOptions]:
+    """The apiserver's settings and the component options every process has, from the flags;
+    a flag in error exits as the parser does (naming it)."""
     parser = build_parser()
     args, options = parse_component_args(parser, argv, COMPONENT)
-    settings = _settings(parser, args, options)
-    return run_component(COMPONENT, options, functools.partial(run, settings))
+    return _settings(parser, args, options), options
 
 
 def _settings(
