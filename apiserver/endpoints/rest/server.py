@@ -23,17 +23,16 @@ from apiserver.endpoints.inflight import MaxInflight
 from apiserver.endpoints.rest import (
     authorization,
     discovery,
+    documents,
     events,
     logs,
-    metrics,
-    openapi,
-    openapi_v2,
     options,
     protobuf,
     scale,
     status,
 )
 from apiserver.endpoints.rest.discovery import OtherResource
+from apiserver.endpoints.rest.metrics_api import MetricsApi
 from apiserver.endpoints.rest.reads import Reads
 from apiserver.endpoints.rest.request import (
     JSON_TYPE,
@@ -55,7 +54,6 @@ from kemu.machinery import patch as patches
 from kemu.machinery.convert import UnknownFields
 from kemu.machinery.errors import ApiError, BadRequest, InternalError, NotFound
 from kemu.machinery.fencing import ENFORCE_KEY, TOKEN_KEY, FencingToken
-from kemu.machinery.jsonvalue import JSONObject
 from kemu.machinery.kinds import BY_KIND, unwrap
 
 logger = logging.getLogger(__name__)
@@ -164,6 +162,7 @@ class RestApi:
         self._ready = ready
         self._now = (clock or RealClock()).now
         self._reads = Reads(service, clock)
+        self._metrics = MetricsApi(service.lister, registry, self._now)
 
     # ------------------------------------------------------------ entry
 
@@ -189,29 +188,11 @@ class RestApi:
         if path == "/readyz":
             ok = self._ready()
             return web.Response(text="ok" if ok else "not ready", status=200 if ok else 500)
-        if path == "/version":
-            return json_response(self._version())
-        if path.startswith("/openapi/v3") and request.method == "GET":
-            return self._openapi(path)
-        if path == "/openapi/v2" and request.method == "GET":
-            if openapi_v2.wants_protobuf(request.headers.get("Accept", "")):
-                return web.Response(
-                    body=openapi_v2.protobuf_bytes(),
-                    content_type="application/octet-stream",  # as kube-openapi answers
-                )
-            return web.Response(body=openapi_v2.json_bytes(), content_type=JSON_TYPE)
-        if request.method == "GET":
-            if path in ("/api", "/apis"):
-                version = discovery.aggregated_version(request.headers.get("Accept", ""))
-                if version is not None:
-                    body = discovery.aggregated(path == "/api", version)
-                    return web.Response(
-                        body=json.dumps(body, separators=(",", ":")).encode(),
-                        headers={"Content-Type": discovery.aggregated_content_type(version)},
-                    )
-            doc = self._discovery(path)
-            if doc is not None:
-                return json_response(doc)
+        if request.method == "GET" or path == "/version":
+            emulated = self._service.server_version().emulated_version
+            response = documents.response(path, request.headers.get("Accept", ""), emulated)
+            if response is not None:
+                return response
         parts = [p for p in path.split("/") if p]
         other = parse_other_path(parts)
         if other is not None:
@@ -220,52 +201,6 @@ class RestApi:
         if target is None:
             raise NotFound("the server could not find the requested resource")
         return await self._resource(request, target)
-
-    @staticmethod
-    def _openapi(path: str) -> web.Response:
-        if path == "/openapi/v3":
-            return json_response(openapi.index())
-        parts = path.removeprefix("/openapi/v3/").split("/")
-        doc = None
-        if parts[:1] == ["api"] and len(parts) == 2:
-            doc = openapi.document("", parts[1])
-        elif parts[:1] == ["apis"] and len(parts) == 3:
-            doc = openapi.document(parts[1], parts[2])
-        if doc is None:
-            raise NotFound("the server could not find the requested resource")
-        return web.Response(body=doc, content_type=JSON_TYPE)
-
-    def _version(self) -> JSONObject:
-        emulated = self._service.server_version().emulated_version or "1.0"
-        major, _, minor = emulated.partition(".")
-        return {
-            "major": major,
-            "minor": minor,
-            "emulationMajor": major,
-            "emulationMinor": minor,
-            "gitVersion": f"v{emulated}.0",
-            "gitCommit": "",
-            "gitTreeState": "clean",
-            "buildDate": "",
-            "goVersion": "",
-            "compiler": "kemu",
-            "platform": "linux/amd64",
-        }
-
-    @staticmethod
-    def _discovery(path: str) -> JSONObject | None:
-        parts = [p for p in path.split("/") if p]
-        if parts == ["api"]:
-            return discovery.api_versions()
-        if parts == ["apis"]:
-            return discovery.api_group_list()
-        if parts == ["api", "v1"]:
-            return discovery.resource_list("", "v1")
-        if len(parts) == 2 and parts[0] == "apis":
-            return discovery.api_group(parts[1])
-        if len(parts) == 3 and parts[0] == "apis":
-            return discovery.resource_list(parts[1], parts[2])
-        return None
 
     # ------------------------------------------------------------ other resources
 
@@ -293,59 +228,10 @@ class RestApi:
                 return await self._reads.get_list(request, t)
             return self._object(request, t, await self._get(t))
         if r is discovery.POD_METRICS:
-            return await self._pod_metrics(request, namespace, name)
+            return await self._metrics.pod_metrics(request, namespace, name)
         if r is discovery.NODE_METRICS:
-            return await self._node_metrics(request, name)
+            return await self._metrics.node_metrics(request, name)
         raise NotFound("the server could not find the requested resource")
-
-    async def _list(
-        self, request: web.BaseRequest, kind: str, namespace: str = ""
-    ) -> list[api_pb2.Object]:
-        """The objects of `kind` the request's label and field selectors match (in their
-        envelopes)."""
-        req = api_pb2.ListRequest(resource=BY_KIND[kind].resource, namespace=namespace)
-        req.label_selector = request.query.get("labelSelector", "")
-        req.field_selector = request.query.get("fieldSelector", "")
-        listed = api_pb2.ListResponse.FromString(await self._service.lister.list_bytes(req))
-        return list(listed.items)
-
-    async def _pod_metrics(
-        self, request: web.BaseRequest, namespace: str, name: str
-    ) -> web.Response:
-        if name:
-            try:
-                pod = await self._get(Target(BY_KIND["Pod"], namespace, name, ""))
-            except NotFound:
-                pod = None
-            if not isinstance(pod, types_pb2.Pod) or not metrics.has_metrics(pod):
-                raise NotFound(f'podmetrics.{discovery.METRICS} "{name}" not found')
-            return json_response(metrics.pod_metrics(pod, self._now()))
-        now = self._now()
-        pods = [item.pod for item in await self._list(request, "Pod", namespace)]
-        items = [metrics.pod_metrics(p, now) for p in pods if metrics.has_metrics(p)]
-        return json_response(metrics.metrics_list(discovery.POD_METRICS.kind, items))
-
-    async def _node_metrics(self, request: web.BaseRequest, name: str) -> web.Response:
-        now = self._now()
-        if name:
-            try:
-                node = await self._get(Target(BY_KIND["Node"], "", name, ""))
-            except NotFound:
-                raise NotFound(f'nodemetrics.{discovery.METRICS} "{name}" not found') from None
-            req = api_pb2.ListRequest(resource="pods", field_selector=f"spec.nodeName={name}")
-            listed = api_pb2.ListResponse.FromString(await self._service.lister.list_bytes(req))
-            assert isinstance(node, types_pb2.Node)
-            pods = [item.pod for item in listed.items]
-            return json_response(metrics.node_metrics(node, pods, now))
-        nodes = [item.node for item in await self._list(request, "Node")]
-        listed = api_pb2.ListResponse.FromString(
-            await self._service.lister.list_bytes(api_pb2.ListRequest(resource="pods"))
-        )
-        by_node: dict[str, list[types_pb2.Pod]] = {}
-        for item in listed.items:
-            by_node.setdefault(item.pod.spec.node_name, []).append(item.pod)
-        items = [metrics.node_metrics(n, by_node.get(n.metadata.name, []), now) for n in nodes]
-        return json_response(metrics.metrics_list(discovery.NODE_METRICS.kind, items))
 
     # ------------------------------------------------------------ resources
 
