@@ -66,7 +66,7 @@ class ApiService:
     def server_version(self) -> api_pb2.ComponentVersion:
         return self._version()
 
-    # ------------------------------------------------------------ verbs
+    # ------------------------------------------------------------ helpers
 
     @staticmethod
     def _resource_of(envelope: api_pb2.Object) -> str:

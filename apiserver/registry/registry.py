@@ -209,8 +209,10 @@ class Registry:
         meta.ClearField("deletion_timestamp")
         meta.ClearField("deletion_grace_period_seconds")
         meta.generation = 1
-        # The kind's strategy (PrepareForCreate), then admission, then validation: upstream's
-        # BeforeCreate with the mutating admission chain before it.
+        # The kind's strategy (PrepareForCreate: defaults, what the server owns, a pod's QoS
+        # class), then admission, then validation. (Upstream's mutating admission runs before
+        # PrepareForCreate on an object its decoder has defaulted; kemu's strategies do the
+        # defaulting, so admission follows them and reads the defaulted object.)
         strategy_for(kind).prepare_for_create(obj, self._strategy_options, self._now())
         await self.admission.admit_create(obj)
         causes = validate_object(obj)
