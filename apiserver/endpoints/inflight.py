@@ -170,8 +170,9 @@ class _Slot(contextlib.AbstractContextManager[None]):
 
 # ---------------------------------------------------------------------- the gRPC edge
 
-# The Api service's unary methods: the verb each is (pods/binding and pods/eviction are
-# creates of their subresource, as upstream); Version is the non-resource GET /version.
+# The unary methods of the Api and Clock services: the verb each is (pods/binding and
+# pods/eviction are creates of their subresource, as upstream); Version is the non-resource
+# GET /version, the Clock's methods the non-resource path /clock.
 _GRPC_VERBS: Final[dict[str, str]] = {
     "Get": "get",
     "List": "list",
@@ -191,16 +192,18 @@ _GRPC_VERBS: Final[dict[str, str]] = {
 }
 
 
+_CLOCK_METHODS: Final = frozenset(
+    {"GetClock", "SetClockRate", "AdvanceClock", "ExpectClockSession"}
+)
+
+
 def grpc_request_info(method: str, request: Message) -> RequestInfo:
-    """The RequestInfo of a decoded request to the Api service's `method` (its short name)."""
+    """The RequestInfo of a decoded request to `method` (its short name) of the Api or the
+    Clock service."""
     verb = _GRPC_VERBS.get(method, "")
     if method == "Version":
         return RequestInfo(verb, path="/version")
-    if method in (
-        "GetClock",
-        "SetClockRate",
-        "AdvanceClock",
-    ):  # kemu's cluster clock: a non-resource path
+    if method in _CLOCK_METHODS:  # kemu's cluster clock: a non-resource path
         return RequestInfo(verb, path="/clock")
     if isinstance(request, api_pb2.CreateRequest | api_pb2.UpdateRequest):
         which = request.object.WhichOneof("kind")
@@ -220,8 +223,8 @@ def limit_unary(
     limiter: MaxInflight,
     refused: Callable[[grpc.aio.ServicerContext[bytes, _Resp]], None] = lambda _context: None,
 ) -> Callable[[_Req, grpc.aio.ServicerContext[bytes, _Resp]], Awaitable[_Resp]]:
-    """The unary method `method` of the Api service (its decoded behaviour) behind `limiter`;
-    the behaviour itself when nothing is limited. The stream (Watch) is long-running: never
+    """The unary method `method` (its decoded behaviour) behind `limiter`; the behaviour
+    itself when nothing is limited. The streams (Watch, ClockSession) are long-running: never
     wrapped. `refused` is told of each call refused (the event-driven clock counts it as
     received: its caller counts it as made)."""
     if not limiter.limited:
