@@ -213,7 +213,7 @@ async def run(settings: ApiserverSettings, ctx: ComponentContext) -> None:
         await retry_until_ready(
             f"etcd at {','.join(settings.etcd.servers)}", store.status, clock=ctx.clock
         )
-        await _serve(_Apiserver.build(settings, store, ctx))
+        await _serve(_Apiserver.build(settings, store, ctx), settings, ctx)
     finally:
         with cleanup_scope():
             await store.close()
@@ -223,8 +223,6 @@ async def run(settings: ApiserverSettings, ctx: ComponentContext) -> None:
 class _Apiserver:
     """The parts of one apiserver, wired (`build`), before it serves (`_serve`)."""
 
-    settings: ApiserverSettings
-    ctx: ComponentContext
     store: EtcdStore
     caches: Mapping[str, WatchCache]
     registry: Registry
@@ -306,7 +304,7 @@ class _Apiserver:
             server.add_insecure_port(identity)
         except RuntimeError as e:
             raise SystemExit(f"cannot listen on {identity}: {e}") from None
-        return cls(settings, ctx, store, caches, registry, api, server, inflight, cluster_clock)
+        return cls(store, caches, registry, api, server, inflight, cluster_clock)
 
     def ready(self) -> bool:
         return self.etcd_ok and all(c.ready for c in self.caches.values())
@@ -323,8 +321,8 @@ class _Apiserver:
             await anyio.sleep(2.0)
 
 
-async def _serve(apiserver: _Apiserver) -> None:
-    settings, ctx, caches = apiserver.settings, apiserver.ctx, apiserver.caches
+async def _serve(apiserver: _Apiserver, settings: ApiserverSettings, ctx: ComponentContext) -> None:
+    caches = apiserver.caches
     ctx.add_readiness_check("etcd", lambda: apiserver.etcd_ok)
     ctx.add_readiness_check("watch-cache", lambda: all(c.ready for c in caches.values()))
     cluster_clock = apiserver.cluster_clock
