@@ -200,7 +200,7 @@ async def test_a_refused_call_of_a_component_in_a_clock_session_is_counted_as_re
     activity = Activity()
 
     async def served(request: Any, context: Any) -> api_pb2.VersionInfo:
-        with activity.request(_identity(context)):  # as ApiService._serve counts
+        with activity.request(_identity(context)):  # as Calls.serve counts
             return await held.version(request, context)
 
     limited = limit_unary(
