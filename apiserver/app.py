@@ -19,7 +19,8 @@ import functools
 import logging
 import signal
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Final
 
 import anyio
@@ -27,26 +28,38 @@ import grpc
 from anyio.abc import TaskStatus
 from google.protobuf.message import Message
 
-from apiserver.rest.server import RestApi
-from apiserver.rest.server import serve as serve_rest
-from apiserver.server.admission import (
+from apiserver.admission.default_toleration_seconds import (
     DEFAULT_TOLERATION_SECONDS,
     DefaultTolerationSeconds,
-    system_priority_classes,
 )
-from apiserver.server.clock import ClusterClock
-from apiserver.server.inflight import (
+from apiserver.admission.priority import system_priority_classes
+from apiserver.clock.activity import Activity
+from apiserver.clock.cluster_clock import ClusterClock
+from apiserver.endpoints.calls import Calls
+from apiserver.endpoints.clock import ClockService
+from apiserver.endpoints.inflight import (
     DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,
     DEFAULT_MAX_REQUESTS_INFLIGHT,
     InflightMetrics,
     MaxInflight,
 )
-from apiserver.server.registry import Registry
-from apiserver.server.servicer import DEFAULT_BOOKMARK_FREQUENCY, ApiService, Metrics
+from apiserver.endpoints.lists import Lister
+from apiserver.endpoints.metrics import Metrics
+from apiserver.endpoints.rest.server import RestApi
+from apiserver.endpoints.rest.server import serve as serve_rest
+from apiserver.endpoints.servicer import ApiService
+from apiserver.endpoints.watches import DEFAULT_BOOKMARK_FREQUENCY, Watches
+from apiserver.registry.registry import Registry, RegistrySettings
+from apiserver.settings import (
+    ApiserverSettings,
+    EtcdSettings,
+    InflightSettings,
+    ServingSettings,
+)
 from apiserver.storage.etcd import EtcdStore
 from apiserver.storage.watch_cache import WatchCache
 from kemu.api.v1 import api_pb2
-from kemu.component.options import new_parser, parse_component_args
+from kemu.component.options import ComponentOptions, new_parser, parse_component_args
 from kemu.component.runner import ComponentContext, cleanup_scope, retry_until_ready, run_component
 from kemu.component.version import BINARY_VERSION
 from kemu.component.virtual_clock import VirtualClock
@@ -140,136 +153,179 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    settings, options = parse_settings(argv)
+    return run_component(COMPONENT, options, functools.partial(run, settings))
+
+
+def parse_settings(argv: Sequence[str] | None) -> tuple[ApiserverSettings, ComponentOptions]:
+    """The apiserver's settings and the component options every process has, from the flags;
+    a flag in error exits as the parser does (naming it)."""
     parser = build_parser()
     args, options = parse_component_args(parser, argv, COMPONENT)
+    return _settings(parser, args, options), options
+
+
+def _settings(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, options: ComponentOptions
+) -> ApiserverSettings:
+    """The settings the flags say, or the parser's error (exit 2) naming the flag at fault."""
     if not 0 < args.port < 65536:
         parser.error(f"--port: {args.port} is not a port (1 to 65535)")
     if not 0 <= args.rest_port < 65536:
         parser.error(f"--rest-port: {args.rest_port} is not a port (1 to 65535, or 0)")
     if not args.watch_bookmark_frequency > 0:
         parser.error(f"--watch-bookmark-frequency: {args.watch_bookmark_frequency} must be > 0")
-    for flag in ("default_not_ready_toleration_seconds", "default_unreachable_toleration_seconds"):
-        if getattr(args, flag) < 0:
-            name = "--" + flag.replace("_", "-")
-            parser.error(f"{name}: {getattr(args, flag)} must be >= 0")
-    for flag in ("max_requests_inflight", "max_mutating_requests_inflight"):
+    for flag in (
+        "default_not_ready_toleration_seconds",
+        "default_unreachable_toleration_seconds",
+        "max_requests_inflight",
+        "max_mutating_requests_inflight",
+    ):
         if getattr(args, flag) < 0:
             parser.error(f"--{flag.replace('_', '-')}: {getattr(args, flag)} must be >= 0")
-    args.clock_start_at = None
+    clock_start = None
     if args.clock_start:
         if options.clock is not ClockMode.VIRTUAL:
             parser.error("--clock-start: needs --clock virtual")
         try:
-            args.clock_start_at = (
-                parse_time(args.clock_start, "--clock-start").ToNanoseconds() / 1e9
-            )
+            clock_start = parse_time(args.clock_start, "--clock-start").ToNanoseconds() / 1e9
         except Invalid as e:
             parser.error(f"--clock-start: {e.causes[0].message if e.causes else e.message}")
-    servers = [s.strip() for s in args.etcd_servers.split(",") if s.strip()]
+    servers = tuple(s.strip() for s in args.etcd_servers.split(",") if s.strip())
     if not servers:
         parser.error("--etcd-servers: at least one URL is required")
-    return run_component(COMPONENT, options, functools.partial(run, args, servers))
+    return ApiserverSettings(
+        serving=ServingSettings(args.bind_address, args.port, args.rest_port),
+        etcd=EtcdSettings(servers, args.etcd_compaction_interval),
+        inflight=InflightSettings(args.max_requests_inflight, args.max_mutating_requests_inflight),
+        toleration_seconds=DefaultTolerationSeconds(
+            not_ready=args.default_not_ready_toleration_seconds,
+            unreachable=args.default_unreachable_toleration_seconds,
+        ),
+        watch_bookmark_frequency=args.watch_bookmark_frequency,
+        clock_start=clock_start,
+    )
 
 
-async def run(args: argparse.Namespace, servers: list[str], ctx: ComponentContext) -> None:
-    store = EtcdStore(servers)
+async def run(settings: ApiserverSettings, ctx: ComponentContext) -> None:
+    store = EtcdStore(settings.etcd.servers)
     try:
-        await _serve(args, store, ctx)
+        await retry_until_ready(
+            f"etcd at {','.join(settings.etcd.servers)}", store.status, clock=ctx.clock
+        )
+        await _serve(_Apiserver.build(settings, store, ctx), settings, ctx)
     finally:
         with cleanup_scope():
             await store.close()
 
 
-async def _serve(args: argparse.Namespace, store: EtcdStore, ctx: ComponentContext) -> None:
-    etcd_ok = True
+@dataclass
+class _Apiserver:
+    """The parts of one apiserver, wired (`build`), before it serves (`_serve`)."""
 
-    async def check_etcd() -> None:
-        await store.status()
+    store: EtcdStore
+    caches: Mapping[str, WatchCache]
+    registry: Registry
+    api: ApiService
+    grpc_server: grpc.aio.Server
+    inflight: MaxInflight
+    cluster_clock: ClusterClock | None
+    etcd_ok: bool = True
 
-    await retry_until_ready(f"etcd at {args.etcd_servers}", check_etcd, clock=ctx.clock)
-    cluster_clock = None
-    if isinstance(ctx.clock, VirtualClock):
-        cluster_clock = ClusterClock(
-            store,
-            ctx.clock,
-            start=getattr(args, "clock_start_at", None),
-            identity=f"{args.bind_address}:{args.port}",
-        )
-    metrics = Metrics(ctx.registry)
-    caches = {
-        k.resource: WatchCache(
-            store, k, on_watchers_changed=metrics.watchers_changed, clock=ctx.clock
-        )
-        for k in KINDS
-    }
-    ctx.add_readiness_check("etcd", lambda: etcd_ok)
-    ctx.add_readiness_check("watch-cache", lambda: all(c.ready for c in caches.values()))
-    if cluster_clock is not None:
-
-        def caught_up() -> bool:
-            """Every write of this apiserver seen by its watch cache, every frame taken."""
-            return all(
-                caches[r].event_revision >= rev for r, rev in registry.store.written.items()
-            ) and not any(c.buffered() for c in caches.values())
-
-        cluster_clock.watch_quiescence(caught_up)
-    registry = Registry(
-        store,
-        caches,
-        ctx.gates,
-        clock=ctx.clock,
-        version=ctx.options.version,
-        toleration_seconds=DefaultTolerationSeconds(
-            not_ready=args.default_not_ready_toleration_seconds,
-            unreachable=args.default_unreachable_toleration_seconds,
-        ),
-    )
-
-    def version() -> api_pb2.ComponentVersion:
-        cv = api_pb2.ComponentVersion(
-            component=COMPONENT,
-            identity=f"{args.bind_address}:{args.port}",
-            emulated_version=str(ctx.options.version),
-            binary_version=BINARY_VERSION,
-        )
-        for g in ctx.gates.states():
-            cv.feature_gates.add(
-                name=g.name, enabled=g.enabled, stage=str(g.stage), locked=g.locked
+    @classmethod
+    def build(
+        cls, settings: ApiserverSettings, store: EtcdStore, ctx: ComponentContext
+    ) -> _Apiserver:
+        identity = settings.serving.address
+        cluster_clock = None
+        if isinstance(ctx.clock, VirtualClock):
+            cluster_clock = ClusterClock(
+                store, ctx.clock, start=settings.clock_start, identity=identity
             )
-        return cv
+        metrics = Metrics(ctx.registry)
+        caches = {
+            k.resource: WatchCache(
+                store, k, on_watchers_changed=metrics.watchers_changed, clock=ctx.clock
+            )
+            for k in KINDS
+        }
+        registry = Registry(
+            store,
+            caches,
+            RegistrySettings(ctx.gates, ctx.options.version, settings.toleration_seconds),
+            clock=ctx.clock,
+        )
+        if cluster_clock is not None:
 
-    service = ApiService(
-        registry,
-        store,
-        caches,
-        ctx.gates,
-        metrics,
-        version,
-        clock=ctx.clock,
-        bookmark_frequency=args.watch_bookmark_frequency,
-        cluster_clock=cluster_clock,
-    )
-    server = grpc.aio.server(
-        options=[
-            ("grpc.max_receive_message_length", _MAX_MESSAGE),
-            ("grpc.max_send_message_length", _MAX_MESSAGE),
-            ("grpc.so_reuseport", 0),
-            ("grpc.server.max_pending_requests", _NO_BACKLOG_LIMIT),
-            ("grpc.server.max_pending_requests_hard_limit", _NO_BACKLOG_LIMIT),
-        ]
-    )
-    inflight = MaxInflight(
-        args.max_requests_inflight,
-        args.max_mutating_requests_inflight,
-        InflightMetrics(ctx.registry),
-    )
-    server.add_generic_rpc_handlers((service.handler(inflight),))
-    address = f"{args.bind_address}:{args.port}"
-    try:
-        server.add_insecure_port(address)
-    except RuntimeError as e:
-        raise SystemExit(f"cannot listen on {address}: {e}") from None
+            def caught_up() -> bool:
+                """Every write of this apiserver seen by its watch cache, every frame taken."""
+                return all(
+                    caches[r].event_revision >= rev for r, rev in registry.store.written.items()
+                ) and not any(c.buffered() for c in caches.values())
 
+            cluster_clock.watch_quiescence(caught_up)
+
+        def version() -> api_pb2.ComponentVersion:
+            cv = api_pb2.ComponentVersion(
+                component=COMPONENT,
+                identity=identity,
+                emulated_version=str(ctx.options.version),
+                binary_version=BINARY_VERSION,
+            )
+            for g in ctx.gates.states():
+                cv.feature_gates.add(
+                    name=g.name, enabled=g.enabled, stage=str(g.stage), locked=g.locked
+                )
+            return cv
+
+        activity = cluster_clock.activity if cluster_clock is not None else Activity()
+        calls = Calls(metrics, activity)
+        watches = Watches(
+            store, caches, metrics, activity, ctx.clock, settings.watch_bookmark_frequency
+        )
+        api = ApiService(registry, Lister(store, caches), watches, calls, version, caches["leases"])
+        clock_service = ClockService(calls, cluster_clock, ctx.clock.now)
+        inflight = MaxInflight(
+            settings.inflight.max_requests,
+            settings.inflight.max_mutating_requests,
+            InflightMetrics(ctx.registry),
+        )
+        server = grpc.aio.server(
+            options=[
+                ("grpc.max_receive_message_length", _MAX_MESSAGE),
+                ("grpc.max_send_message_length", _MAX_MESSAGE),
+                ("grpc.so_reuseport", 0),
+                ("grpc.server.max_pending_requests", _NO_BACKLOG_LIMIT),
+                ("grpc.server.max_pending_requests_hard_limit", _NO_BACKLOG_LIMIT),
+            ]
+        )
+        server.add_generic_rpc_handlers((api.handler(inflight), clock_service.handler(inflight)))
+        try:
+            server.add_insecure_port(identity)
+        except RuntimeError as e:
+            raise SystemExit(f"cannot listen on {identity}: {e}") from None
+        return cls(store, caches, registry, api, server, inflight, cluster_clock)
+
+    def ready(self) -> bool:
+        return self.etcd_ok and all(c.ready for c in self.caches.values())
+
+    async def check_etcd(self) -> None:
+        """Upstream's etcd readiness check, every 2 s (wall time: etcd's health is a transport
+        matter)."""
+        while True:
+            try:
+                await self.store.status(timeout=ETCD_READYCHECK_TIMEOUT)
+                self.etcd_ok = True
+            except (Unavailable, InternalError):  # (as the watch cache: any transport error)
+                self.etcd_ok = False
+            await anyio.sleep(2.0)
+
+
+async def _serve(apiserver: _Apiserver, settings: ApiserverSettings, ctx: ComponentContext) -> None:
+    caches = apiserver.caches
+    ctx.add_readiness_check("etcd", lambda: apiserver.etcd_ok)
+    ctx.add_readiness_check("watch-cache", lambda: all(c.ready for c in caches.values()))
+    cluster_clock = apiserver.cluster_clock
     async with anyio.create_task_group() as tg:
         if cluster_clock is not None:  # before anything reads the time
             await tg.start(cluster_clock.run)
@@ -277,34 +333,29 @@ async def _serve(args: argparse.Namespace, store: EtcdStore, ctx: ComponentConte
             await tg.start(_drop_watches_on_signal, caches)
         for cache in caches.values():
             await tg.start(cache.run)
-        await _bootstrap(registry, ctx)
-        await server.start()
+        await _bootstrap(apiserver.registry, ctx)
+        await apiserver.grpc_server.start()
         logger.info(
-            "serving the kemu API on %s (emulated version %s)", address, ctx.options.version
+            "serving the kemu API on %s (emulated version %s)",
+            settings.serving.address,
+            ctx.options.version,
         )
-        if args.rest_port:
+        if settings.serving.rest_port:
             rest = RestApi(
-                registry,
-                service,
-                ready=lambda: etcd_ok and all(c.ready for c in caches.values()),
-                inflight=inflight,
+                apiserver.registry,
+                apiserver.api,
+                ready=apiserver.ready,
+                inflight=apiserver.inflight,
                 clock=ctx.clock,
             )
-            await tg.start(serve_rest, rest, args.bind_address, args.rest_port)
-        if args.etcd_compaction_interval > 0:
-            tg.start_soon(_compactor, store, caches, args.etcd_compaction_interval, ctx)
-
-        async def health() -> None:
-            nonlocal etcd_ok
-            while True:
-                try:
-                    await store.status(timeout=ETCD_READYCHECK_TIMEOUT)
-                    etcd_ok = True
-                except (Unavailable, InternalError):  # (as the watch cache: any transport error)
-                    etcd_ok = False
-                await anyio.sleep(2.0)  # (wall time: etcd's health is a transport matter)
-
-        tg.start_soon(health)
+            await tg.start(
+                serve_rest, rest, settings.serving.bind_address, settings.serving.rest_port
+            )
+        if settings.etcd.compaction_interval > 0:
+            tg.start_soon(
+                _compactor, apiserver.store, caches, settings.etcd.compaction_interval, ctx
+            )
+        tg.start_soon(apiserver.check_etcd)
         await ctx.stopping.wait()
         # Upstream's defaults: no shutdown delay, watch termination grace period 0. The
         # watches end now (a client that re-watches is refused); unary calls in flight get
@@ -318,12 +369,12 @@ async def _serve(args: argparse.Namespace, store: EtcdStore, ctx: ComponentConte
         if cluster_clock is not None:  # (its components open theirs again elsewhere)
             cluster_clock.end_sessions()
         with cleanup_scope(ctx.options.shutdown_grace_period + 1):
-            await server.stop(ctx.options.shutdown_grace_period)
+            await apiserver.grpc_server.stop(ctx.options.shutdown_grace_period)
         tg.cancel_scope.cancel()
 
 
 async def _drop_watches_on_signal(
-    caches: dict[str, WatchCache], *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    caches: Mapping[str, WatchCache], *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
 ) -> None:
     with anyio.open_signal_receiver(signal.SIGUSR1) as signals:
         task_status.started()
@@ -350,7 +401,7 @@ async def _bootstrap(registry: Registry, ctx: ComponentContext) -> None:
 
 
 async def _compactor(
-    store: EtcdStore, caches: dict[str, WatchCache], interval: float, ctx: ComponentContext
+    store: EtcdStore, caches: Mapping[str, WatchCache], interval: float, ctx: ComponentContext
 ) -> None:
     """Compacts etcd to the revision seen one interval ago (upstream's compactor)."""
     previous = 0

@@ -7,5 +7,5 @@ python=${PYTHON:-.venv/bin/python}
 out=${1:-.}
 "$python" -m grpc_tools.protoc -I proto \
   --python_out="$out" --pyi_out="$out" --grpc_python_out="$out" \
-  proto/kemu/api/v1/types.proto proto/kemu/api/v1/api.proto \
+  proto/kemu/api/v1/types.proto proto/kemu/api/v1/api.proto proto/kemu/api/v1/clock.proto \
   proto/kemu/api/cloud/v1/cloud.proto

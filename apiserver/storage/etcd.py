@@ -92,7 +92,7 @@ class StaleRevision(Conflict):
 @dataclass(frozen=True)
 class Guard:
     """A write's condition on another key, checked in the write's own transaction: the
-    fencing token of a write made as leader (apiserver/server/fencing.py) against the lease's
+    fencing token of a write made as leader (apiserver/registry/fencing.py) against the lease's
     holder record.
 
     Enforced, the write is made only while `key` holds `value` (else GuardFailed: etcd fails a

@@ -46,7 +46,7 @@ ACQUIRED: Final = re.compile(r"successfully acquired lease \S+ as (\S+)")
 BOUND: Final = re.compile(r"bound (\S+)/(\S+) to (\S+)")
 STALE_WRITE: Final = re.compile(r"stale leader write: (.*)$")
 """The apiserver's log line for a write whose fencing token names a holder that no longer
-holds the lease (apiserver/server/fencing.py)."""
+holds the lease (apiserver/registry/fencing.py)."""
 _STALE_POD: Final = re.compile(r"^\S+ pods (\S+) at revision (\d+) ")
 FENCED: Final = re.compile(r"fenced: (.*) refused: ")
 """The apiserver's log line for a write it refused by its enforced fencing token."""

@@ -33,7 +33,7 @@ import grpc.aio
 from google.protobuf.message import Message
 
 from kemu import wire
-from kemu.api.v1 import api_pb2, types_pb2
+from kemu.api.v1 import api_pb2, clock_pb2, types_pb2
 from kemu.client import fencing
 from kemu.client.backoff import Backoff
 from kemu.client.endpoints import LB_POLICY, SEPARATOR, channel_target, parse_servers
@@ -60,6 +60,9 @@ logger = logging.getLogger(__name__)
 
 _MiB: Final = 1024 * 1024
 _SERVICE: Final = "/kemu.api.v1.Api/"
+_CLOCK_SERVICE: Final = "/kemu.api.v1.Clock/"
+"""The cluster clock's own service (proto/kemu/api/v1/clock.proto), served beside the Api: a
+method name that starts with "/" is a full path."""
 
 # The server's default ping policy (grpc core: 5 minutes between pings when it sends no data,
 # then GOAWAY after a few strikes) would tear down a quiet watch if we pinged more often.
@@ -271,7 +274,7 @@ class Client:
         method = self._methods.get(name)
         if method is None:
             method = self._ensure_channel().unary_unary(
-                _SERVICE + name,
+                name if name.startswith("/") else _SERVICE + name,
                 request_serializer=lambda m: m.SerializeToString(),
                 response_deserializer=response.FromString,
             )
@@ -525,45 +528,47 @@ class Client:
 
     # ------------------------------------------------------------ the cluster clock
 
-    async def clock_status(self) -> api_pb2.ClockStatus:
+    async def clock_status(self) -> clock_pb2.ClockStatus:
         """The cluster clock: its mode, time and, in virtual time, segment and timers."""
-        return await self._read("GetClock", api_pb2.ClockRequest(), api_pb2.ClockStatus)
+        return await self._read(
+            _CLOCK_SERVICE + "GetClock", clock_pb2.ClockRequest(), clock_pb2.ClockStatus
+        )
 
-    async def set_clock_rate(self, rate: float) -> api_pb2.ClockStatus:
+    async def set_clock_rate(self, rate: float) -> clock_pb2.ClockStatus:
         """Sets how fast virtual time flows (0 holds it, math.inf is rate max: the
         event-driven clock); BadRequest in real time."""
         request = (
-            api_pb2.SetClockRateRequest(max=True)
+            clock_pb2.SetClockRateRequest(max=True)
             if rate == math.inf
-            else api_pb2.SetClockRateRequest(rate=rate)
+            else clock_pb2.SetClockRateRequest(rate=rate)
         )
-        return await self._call("SetClockRate", request, api_pb2.ClockStatus)
+        return await self._call(_CLOCK_SERVICE + "SetClockRate", request, clock_pb2.ClockStatus)
 
     async def advance_clock(
         self,
         seconds: float,
         timeout: float = _ADVANCE_TIMEOUT,  # noqa: ASYNC109
-    ) -> api_pb2.ClockStatus:
+    ) -> clock_pb2.ClockStatus:
         """Runs the cluster as at rate max until `seconds` of virtual time have passed and
         the work due then is done, then holds the clock; one attempt (a retry would advance
         again), bounded by `timeout` wall seconds."""
         return await self._attempt(
-            "AdvanceClock",
-            api_pb2.AdvanceClockRequest(seconds=seconds),
-            api_pb2.ClockStatus,
+            _CLOCK_SERVICE + "AdvanceClock",
+            clock_pb2.AdvanceClockRequest(seconds=seconds),
+            clock_pb2.ClockStatus,
             timeout,
         )
 
     async def clock_session(
-        self, reports: AsyncIterator[api_pb2.ClockReport]
-    ) -> AsyncIterator[api_pb2.ClockUpdate]:
+        self, reports: AsyncIterator[clock_pb2.ClockReport]
+    ) -> AsyncIterator[clock_pb2.ClockUpdate]:
         """A component's clock session (kemu.client.clock): the segments and probes the
         apiserver streams while `reports` (the component's timers, its answers to probes)
         flow to it. Ends with the stream; errors as ApiError."""
         method = self._ensure_channel().stream_stream(
-            _SERVICE + "ClockSession",
+            _CLOCK_SERVICE + "ClockSession",
             request_serializer=lambda m: m.SerializeToString(),
-            response_deserializer=api_pb2.ClockUpdate.FromString,
+            response_deserializer=clock_pb2.ClockUpdate.FromString,
         )
         call = method(reports, wait_for_ready=self.wait_for_server)  # (no deadline)
         try:

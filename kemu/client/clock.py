@@ -1,5 +1,5 @@
 """A component's clock session in virtual time: it keeps the component's VirtualClock on the
-cluster clock the apiserver keeps (apiserver/server/clock.py) and reports the component's
+cluster clock the apiserver keeps (apiserver/clock/cluster_clock.py) and reports the component's
 pending timers to it (`kemuctl clock` shows their count)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Final
 import anyio
 from anyio.abc import TaskStatus
 
-from kemu.api.v1 import api_pb2
+from kemu.api.v1 import clock_pb2
 from kemu.client.backoff import Backoff
 from kemu.client.client import Client
 from kemu.component.quiescence import all_tasks_blocked
@@ -100,7 +100,7 @@ async def follow_cluster_clock(
     client.clock_identity = identity
     if peers is not None:
         peers.identity = identity
-    answers, outgoing = anyio.create_memory_object_stream[api_pb2.ClockReport](16)
+    answers, outgoing = anyio.create_memory_object_stream[clock_pb2.ClockReport](16)
 
     # (announced by its launcher: until this session answers idle and `ready()`, the clock
     # holds for its boot)
@@ -109,12 +109,12 @@ async def follow_cluster_clock(
     apiserver = ""
     """The incarnation of the apiserver the session is with (its first update says)."""
 
-    def report(probe: int = 0, idle: bool = False) -> api_pb2.ClockReport:
+    def report(probe: int = 0, idle: bool = False) -> clock_pb2.ClockReport:
         nonlocal booted
         if not booted:
             booted = ready()
         timers, deadline = clock.take_timers()
-        return api_pb2.ClockReport(
+        return clock_pb2.ClockReport(
             boot_token=boot_token,
             ready=booted,
             component=component,
@@ -133,7 +133,7 @@ async def follow_cluster_clock(
             peer_calls_first=peers.served_calls.first if peers is not None else {},
         )
 
-    async def reports() -> AsyncIterator[api_pb2.ClockReport]:
+    async def reports() -> AsyncIterator[clock_pb2.ClockReport]:
         yield report()
         while True:
             # an answer to a probe goes at once; a change of timers within REPORT_DEBOUNCE

@@ -56,7 +56,7 @@ import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from google.protobuf.message import Message
 
-from kemu.api.v1 import api_pb2, types_pb2
+from kemu.api.v1 import api_pb2, clock_pb2, types_pb2
 from kemu.client.interface import (
     ADDED,
     BOOKMARK,
@@ -518,12 +518,12 @@ class FakeClient:
         out.CopyFrom(self.version_info)
         return out
 
-    async def clock_status(self) -> api_pb2.ClockStatus:
+    async def clock_status(self) -> clock_pb2.ClockStatus:
         """The apiserver's in real time (`clock`'s time)."""
         await self._enter(Action("clock_status", ""))
-        return api_pb2.ClockStatus(mode="real", now=self.clock.now())
+        return clock_pb2.ClockStatus(mode="real", now=self.clock.now())
 
-    async def set_clock_rate(self, rate: float) -> api_pb2.ClockStatus:
+    async def set_clock_rate(self, rate: float) -> clock_pb2.ClockStatus:
         await self._enter(Action("set_clock_rate", ""))
         raise BadRequest(REAL_TIME_CLOCK)
 
@@ -531,7 +531,7 @@ class FakeClient:
         self,
         seconds: float,
         timeout: float = 0.0,  # noqa: ASYNC109
-    ) -> api_pb2.ClockStatus:
+    ) -> clock_pb2.ClockStatus:
         await self._enter(Action("advance_clock", ""))
         raise BadRequest(REAL_TIME_CLOCK)
 

@@ -14,7 +14,7 @@ from typing import Final, Generic, Protocol, TypeVar
 
 from google.protobuf.message import Message
 
-from kemu.api.v1 import api_pb2, types_pb2
+from kemu.api.v1 import api_pb2, clock_pb2, types_pb2
 
 M = TypeVar("M", bound=Message)
 
@@ -173,11 +173,11 @@ class ApiClient(Protocol):
 
     async def version(self) -> api_pb2.VersionInfo: ...
 
-    async def clock_status(self) -> api_pb2.ClockStatus:
+    async def clock_status(self) -> clock_pb2.ClockStatus:
         """The cluster clock (kemu only): mode, time and, in virtual time, rate and timers."""
         ...
 
-    async def set_clock_rate(self, rate: float) -> api_pb2.ClockStatus:
+    async def set_clock_rate(self, rate: float) -> clock_pb2.ClockStatus:
         """Sets the virtual clock's rate (0 holds it, math.inf: rate max); BadRequest in real
         time."""
         ...
@@ -186,7 +186,7 @@ class ApiClient(Protocol):
         self,
         seconds: float,
         timeout: float = ...,  # noqa: ASYNC109
-    ) -> api_pb2.ClockStatus:
+    ) -> clock_pb2.ClockStatus:
         """Runs the cluster as at rate max for `seconds` of virtual time, then holds the
         clock; BadRequest in real time."""
         ...

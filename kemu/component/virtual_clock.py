@@ -3,7 +3,7 @@
 `VirtualClock` follows the cluster clock's segment: `now()` and `monotonic()` are the segment's
 virtual time at the host's wall time, and `sleep(s)` returns once virtual time has moved `s`
 seconds, however the rate changes meanwhile (a held clock keeps sleepers asleep; a faster one
-wakes them sooner). The apiserver sets the segment from etcd (apiserver/server/clock.py), every
+wakes them sooner). The apiserver sets the segment from etcd (apiserver/clock/cluster_clock.py), every
 other component from its clock session with the apiserver (kemu/client/clock.py).
 
 Until its first segment arrives the clock is the host's (waiting for the apiserver to come up

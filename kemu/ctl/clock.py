@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from kemu.api.v1 import api_pb2
+from kemu.api.v1 import clock_pb2
 from kemu.ctl.common import Context, CtlError
 from kemu.ctl.printers import dump_json, dump_yaml
 from kemu.machinery.convert import format_time, timestamp
@@ -19,7 +19,7 @@ from kemu.machinery.jsonvalue import JSONObject
 from kemu.machinery.virtual_time import ClockMode, parse_rate
 
 
-def clock_dict(status: api_pb2.ClockStatus) -> JSONObject:
+def clock_dict(status: clock_pb2.ClockStatus) -> JSONObject:
     """`-o json`: {"mode", "now"} in real time; with "rate" and "timers" in virtual time."""
     out: JSONObject = {
         "mode": status.mode,

@@ -3,7 +3,7 @@ pkg/registry/core/pod/storage/eviction.go), pure so that they can be tested with
 which PodDisruptionBudgets guard a pod, whether a PDB may be skipped, the check-and-decrement
 of a PDB's status, and the DisruptionTarget condition an evicted pod gets.
 
-The apiserver's eviction REST (apiserver/server/eviction.py) applies them inside its
+The apiserver's eviction REST (apiserver/registry/eviction.py) applies them inside its
 read-CAS loops.
 """
 

@@ -9,7 +9,7 @@ it again gets a new leaseTransitions (kemu.client.leaderelection).
 
 The apiserver keeps, beside each Lease and in the same etcd transaction as every write of it,
 the lease's holder record (`holder_record`), and compares a write's token with it in the
-write's own transaction (apiserver/server/fencing.py): with `enforce` (the writer runs with
+write's own transaction (apiserver/registry/fencing.py): with `enforce` (the writer runs with
 --leader-elect-fencing) a write from a past term is refused; without, it is made, as upstream,
 and the apiserver logs it as a stale leader write.
 

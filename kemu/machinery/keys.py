@@ -3,7 +3,7 @@ cluster-scoped object, as client-go's cache.MetaNamespaceKeyFunc
 (staging/src/k8s.io/client-go/tools/cache/store.go) builds it and klog.KObj prints it.
 
 The apiserver's storage key (the etcd path of a kind's object) is another thing:
-apiserver/server/registry.py builds it."""
+apiserver/registry/registry.py builds it."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The Service strategy's pure parts: upstream's SetDefaults_Service (type ClusterIP,
 sessionAffinity None, each port's protocol TCP and targetPort = port, the traffic policies)
 and patchAllocatedValues (an update keeps the addresses allocated before). Allocating the
-addresses of a new Service is the apiserver's (apiserver/server/services.py), as upstream's
+addresses of a new Service is the apiserver's (apiserver/admission/service_ips.py), as upstream's
 service REST storage allocates them."""
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from kemu.machinery import apps, batch, storage
 from kemu.machinery import namespaces as ns_rules
 from kemu.machinery.convert import timestamp
 from kemu.machinery.defaults import set_defaults
+from kemu.machinery.errors import Invalid
 from kemu.machinery.kinds import Kind
 from kemu.machinery.pod_strategy import (
     apply_scheduling_gated_condition,
@@ -31,6 +32,7 @@ from kemu.machinery.pod_strategy import (
     drop_disabled_pod_status_fields,
     merge_match_label_keys,
 )
+from kemu.machinery.qos import compute_qos_class
 from kemu.machinery.services import default_service, keep_allocated
 from kemu.machinery.update_strategy import (
     apply_status_update_metadata,
@@ -108,6 +110,15 @@ class PodStrategy(Strategy):
         else:
             obj.spec.ClearField("scheduling_gates")
         _pod_level_resources(obj, None, opts)
+        # podStrategy.PrepareForCreate: the QoS class, pod-level resources deciding with their
+        # gate. Upstream's quantities were parsed when the request was decoded; here one that
+        # does not parse leaves the class empty, for validation to refuse the pod by its field.
+        try:
+            obj.status.qos_class = compute_qos_class(
+                obj, pod_level_resources=opts.pod_level_resources
+            )
+        except Invalid:
+            pass
 
     def prepare_for_update(self, new: Message, old: Message, opts: StrategyOptions) -> None:
         """podStrategy.PrepareForUpdate's dropDisabledPodFields."""

@@ -4,7 +4,7 @@ subresource up here instead of each testing names of its own. Upstream registers
 REST storage beside its kind's (pkg/registry/core/rest/storage_core.go: `storage["pods/status"]
 = podStorage.Status`, `"pods/binding"`, `"pods/eviction"`, `"pods/resize"`,
 `"namespaces/finalize"`; pkg/registry/apps/rest: `"deployments/scale"`, `"statefulsets/scale"`, ...); what a write of
-each does is the registry's (apiserver/server/registry.py)."""
+each does is the registry's (apiserver/registry/registry.py)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ virtual time never jumps back nor skips. Every process that reads the segment co
 virtual time from its wall clock (one machine, one wall clock), and `generation` orders
 segments (a process keeps the newest it has seen).
 
-The apiserver keeps the segment in etcd (apiserver/server/clock.py) and streams it to every
+The apiserver keeps the segment in etcd (apiserver/clock/cluster_clock.py) and streams it to every
 component (kemu/component/virtual_clock.py). `--clock virtual` selects it (`ClockMode`).
 """
 
@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Final
 
-from kemu.api.v1 import api_pb2
+from kemu.api.v1 import clock_pb2
 from kemu.machinery.errors import Invalid
 
 MAX_RATE: Final = 1_000_000.0
@@ -100,7 +100,7 @@ class ReceivedCalls:
 
 BOOT_TOKEN_ENV: Final = "KEMU_CLOCK_BOOT_TOKEN"
 """The environment variable with which a launcher (the harness) gives a component the token it
-announced it with (Api.ExpectClockSession); the component reports it in its clock session."""
+announced it with (Clock.ExpectClockSession); the component reports it in its clock session."""
 
 REAL_TIME_CLOCK: Final = (
     "the cluster clock is real time (the apiserver runs with --clock real): "
@@ -125,7 +125,7 @@ class ClockSegment:
     generation: int = 1
     event_driven: bool = False
     """Rate max: virtual time moves only by jumps to the next timer, each a new segment, made
-    when the cluster is quiescent (apiserver/server/clock.py)."""
+    when the cluster is quiescent (apiserver/clock/cluster_clock.py)."""
     advance_until: float = 0.0
     """While advancing: the virtual time at which the clock holds (0: not advancing)."""
 
@@ -187,11 +187,11 @@ _SEGMENT_FIELDS: Final = (
 """The fields a segment and its protobuf message share (the same names in both)."""
 
 
-def to_proto(segment: ClockSegment) -> api_pb2.ClockSegment:
-    return api_pb2.ClockSegment(**{f: getattr(segment, f) for f in _SEGMENT_FIELDS})
+def to_proto(segment: ClockSegment) -> clock_pb2.ClockSegment:
+    return clock_pb2.ClockSegment(**{f: getattr(segment, f) for f in _SEGMENT_FIELDS})
 
 
-def from_proto(segment: api_pb2.ClockSegment) -> ClockSegment:
+def from_proto(segment: clock_pb2.ClockSegment) -> ClockSegment:
     return ClockSegment(**{f: getattr(segment, f) for f in _SEGMENT_FIELDS})
 
 

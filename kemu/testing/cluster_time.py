@@ -24,7 +24,7 @@ import anyio
 import anyio.abc
 import grpc
 
-from kemu.api.v1 import api_pb2
+from kemu.api.v1 import clock_pb2
 from kemu.client.interface import ApiClient
 from kemu.machinery.virtual_time import ClockMode, ClockSegment, from_proto
 from kemu.testing.eventually import eventually
@@ -34,16 +34,16 @@ _ANNOUNCE_TIMEOUT = 5.0  # wall seconds
 
 def announce_boot(server: str, token: str, *, ttl: float) -> None:
     """Tells the apiserver at `server` (HOST:PORT) that a component reporting `token` in its
-    clock session is starting (Api.ExpectClockSession): the event-driven clock holds until
+    clock session is starting (Clock.ExpectClockSession): the event-driven clock holds until
     it answers idle, or for `ttl` wall seconds. Synchronous: the harness's launches are."""
     with grpc.insecure_channel(server) as channel:
         call = channel.unary_unary(
-            "/kemu.api.v1.Api/ExpectClockSession",
-            request_serializer=api_pb2.ExpectClockSessionRequest.SerializeToString,
-            response_deserializer=api_pb2.ClockStatus.FromString,
+            "/kemu.api.v1.Clock/ExpectClockSession",
+            request_serializer=clock_pb2.ExpectClockSessionRequest.SerializeToString,
+            response_deserializer=clock_pb2.ClockStatus.FromString,
         )
         call(
-            api_pb2.ExpectClockSessionRequest(boot_token=token, ttl_seconds=ttl),
+            clock_pb2.ExpectClockSessionRequest(boot_token=token, ttl_seconds=ttl),
             timeout=_ANNOUNCE_TIMEOUT,
         )
 
@@ -89,7 +89,9 @@ class ClusterClock:
     objects themselves (kemu.timeline.dating); `now()` is for what carries no time. Never
     goes back."""
 
-    def __init__(self, status: api_pb2.ClockStatus, wall: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, status: clock_pb2.ClockStatus, wall: Callable[[], float] = time.time
+    ) -> None:
         self._wall = wall
         self._last = 0.0
         self.virtual = False
@@ -97,7 +99,7 @@ class ClusterClock:
         self._segment: ClockSegment | None = None
         self.update(status)
 
-    def update(self, status: api_pb2.ClockStatus) -> None:
+    def update(self, status: clock_pb2.ClockStatus) -> None:
         """A fresher status (of GetClock)."""
         self.virtual = status.mode == ClockMode.VIRTUAL.value
         if self.virtual and status.HasField("segment"):

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable
 import anyio
 import pytest
 
-from apiserver.server.registry import Registry
+from apiserver.registry.registry import Registry, RegistrySettings
 from apiserver.storage.etcd import EtcdStore, Progress, StorageEvent
 from apiserver.storage.watch_cache import WatchCache
 from kemu.api.v1 import types_pb2
@@ -59,7 +59,7 @@ async def test_a_pod_created_right_after_its_priority_class_gets_its_value(
     store: HeldWatchStore,
 ) -> None:
     caches = {k.resource: WatchCache(store, k) for k in KINDS}
-    registry = Registry(store, caches, FeatureGates.for_version(DEFAULT_VERSION))
+    registry = Registry(store, caches, RegistrySettings(FeatureGates.for_version(DEFAULT_VERSION)))
     async with anyio.create_task_group() as tg:
         for cache in caches.values():
             await tg.start(cache.run)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kemu.api.v1 import api_pb2, types_pb2
+from kemu.api.v1 import clock_pb2, types_pb2
 from kemu.client.client import Client
 from kemu.machinery.convert import parse_time
 from kemu.machinery.errors import NotFound
@@ -65,7 +65,7 @@ async def test_kemuctl_clock_shows_the_virtual_clock_and_the_components_timers(
     async with Client(cluster.server) as client:
         await client.set_clock_rate(1)
 
-        async def three_sessions() -> api_pb2.ClockStatus:
+        async def three_sessions() -> clock_pb2.ClockStatus:
             status = await client.clock_status()
             names = sorted(r.component for r in status.sessions)
             assert names == ["kube-controller-manager", "kube-scheduler", "kubelet"], names
@@ -225,7 +225,7 @@ async def test_the_clouds_instances_follow_the_cluster_clock(
     async with open_clients(cluster) as (api, provider):
         await provider.increase_size("pool-a", 1)
 
-        async def instance_kubelet_in_session() -> api_pb2.ClockStatus:
+        async def instance_kubelet_in_session() -> clock_pb2.ClockStatus:
             status = await api.clock_status()
             names = sorted(r.component for r in status.sessions)
             assert names == ["cloud", "kubelet"], names
@@ -317,7 +317,7 @@ async def test_time_goes_on_while_a_component_is_frozen(cluster: Cluster) -> Non
 async def test_at_rate_max_the_clock_does_not_jump_past_a_booting_kubelet(
     cluster: Cluster,
 ) -> None:
-    """The harness announces a component it starts (Api.ExpectClockSession): until the new
+    """The harness announces a component it starts (Clock.ExpectClockSession): until the new
     kubelet's session answers idle and ready, its boot is pending work, and the clock at rate
     max, which would otherwise serve n1's lease and the node monitor's timers meanwhile,
     holds; once it is ready, the clock runs again."""

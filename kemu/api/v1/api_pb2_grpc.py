@@ -94,31 +94,6 @@ class ApiStub:
                 request_serializer=kemu_dot_api_dot_v1_dot_api__pb2.VersionRequest.SerializeToString,
                 response_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.VersionInfo.FromString,
                 _registered_method=True)
-        self.GetClock = channel.unary_unary(
-                '/kemu.api.v1.Api/GetClock',
-                request_serializer=kemu_dot_api_dot_v1_dot_api__pb2.ClockRequest.SerializeToString,
-                response_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.ClockStatus.FromString,
-                _registered_method=True)
-        self.SetClockRate = channel.unary_unary(
-                '/kemu.api.v1.Api/SetClockRate',
-                request_serializer=kemu_dot_api_dot_v1_dot_api__pb2.SetClockRateRequest.SerializeToString,
-                response_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.ClockStatus.FromString,
-                _registered_method=True)
-        self.AdvanceClock = channel.unary_unary(
-                '/kemu.api.v1.Api/AdvanceClock',
-                request_serializer=kemu_dot_api_dot_v1_dot_api__pb2.AdvanceClockRequest.SerializeToString,
-                response_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.ClockStatus.FromString,
-                _registered_method=True)
-        self.ClockSession = channel.stream_stream(
-                '/kemu.api.v1.Api/ClockSession',
-                request_serializer=kemu_dot_api_dot_v1_dot_api__pb2.ClockReport.SerializeToString,
-                response_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.ClockUpdate.FromString,
-                _registered_method=True)
-        self.ExpectClockSession = channel.unary_unary(
-                '/kemu.api.v1.Api/ExpectClockSession',
-                request_serializer=kemu_dot_api_dot_v1_dot_api__pb2.ExpectClockSessionRequest.SerializeToString,
-                response_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.ClockStatus.FromString,
-                _registered_method=True)
 
 
 class ApiServicer:
@@ -199,42 +174,6 @@ class ApiServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def GetClock(self, request, context):
-        """The cluster clock: its mode and time; in virtual mode its rate can be set, and every
-        component keeps a session that streams it the clock's segments and reports its timers.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def SetClockRate(self, request, context):
-        """Missing associated documentation comment in .proto file."""
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def AdvanceClock(self, request, context):
-        """Runs the clock as rate max until `seconds` of virtual time have passed and the work due
-        then is done, then holds it (rate 0); returns then.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def ClockSession(self, request_iterator, context):
-        """Missing associated documentation comment in .proto file."""
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def ExpectClockSession(self, request, context):
-        """A component is starting (its process has not yet opened its session): the clock at rate
-        max does not jump past its boot.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
 
 def add_ApiServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -297,31 +236,6 @@ def add_ApiServicer_to_server(servicer, server):
                     servicer.Version,
                     request_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.VersionRequest.FromString,
                     response_serializer=kemu_dot_api_dot_v1_dot_api__pb2.VersionInfo.SerializeToString,
-            ),
-            'GetClock': grpc.unary_unary_rpc_method_handler(
-                    servicer.GetClock,
-                    request_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.ClockRequest.FromString,
-                    response_serializer=kemu_dot_api_dot_v1_dot_api__pb2.ClockStatus.SerializeToString,
-            ),
-            'SetClockRate': grpc.unary_unary_rpc_method_handler(
-                    servicer.SetClockRate,
-                    request_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.SetClockRateRequest.FromString,
-                    response_serializer=kemu_dot_api_dot_v1_dot_api__pb2.ClockStatus.SerializeToString,
-            ),
-            'AdvanceClock': grpc.unary_unary_rpc_method_handler(
-                    servicer.AdvanceClock,
-                    request_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.AdvanceClockRequest.FromString,
-                    response_serializer=kemu_dot_api_dot_v1_dot_api__pb2.ClockStatus.SerializeToString,
-            ),
-            'ClockSession': grpc.stream_stream_rpc_method_handler(
-                    servicer.ClockSession,
-                    request_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.ClockReport.FromString,
-                    response_serializer=kemu_dot_api_dot_v1_dot_api__pb2.ClockUpdate.SerializeToString,
-            ),
-            'ExpectClockSession': grpc.unary_unary_rpc_method_handler(
-                    servicer.ExpectClockSession,
-                    request_deserializer=kemu_dot_api_dot_v1_dot_api__pb2.ExpectClockSessionRequest.FromString,
-                    response_serializer=kemu_dot_api_dot_v1_dot_api__pb2.ClockStatus.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -648,141 +562,6 @@ class Api:
             '/kemu.api.v1.Api/Version',
             kemu_dot_api_dot_v1_dot_api__pb2.VersionRequest.SerializeToString,
             kemu_dot_api_dot_v1_dot_api__pb2.VersionInfo.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def GetClock(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/kemu.api.v1.Api/GetClock',
-            kemu_dot_api_dot_v1_dot_api__pb2.ClockRequest.SerializeToString,
-            kemu_dot_api_dot_v1_dot_api__pb2.ClockStatus.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def SetClockRate(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/kemu.api.v1.Api/SetClockRate',
-            kemu_dot_api_dot_v1_dot_api__pb2.SetClockRateRequest.SerializeToString,
-            kemu_dot_api_dot_v1_dot_api__pb2.ClockStatus.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def AdvanceClock(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/kemu.api.v1.Api/AdvanceClock',
-            kemu_dot_api_dot_v1_dot_api__pb2.AdvanceClockRequest.SerializeToString,
-            kemu_dot_api_dot_v1_dot_api__pb2.ClockStatus.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def ClockSession(request_iterator,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.stream_stream(
-            request_iterator,
-            target,
-            '/kemu.api.v1.Api/ClockSession',
-            kemu_dot_api_dot_v1_dot_api__pb2.ClockReport.SerializeToString,
-            kemu_dot_api_dot_v1_dot_api__pb2.ClockUpdate.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def ExpectClockSession(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/kemu.api.v1.Api/ExpectClockSession',
-            kemu_dot_api_dot_v1_dot_api__pb2.ExpectClockSessionRequest.SerializeToString,
-            kemu_dot_api_dot_v1_dot_api__pb2.ClockStatus.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,5 +1,5 @@
 """How a client in a clock session counts its calls for the event-driven clock
-(kemu.client.client, apiserver/server/activity.py): every attempt is numbered, and one given up
+(kemu.client.client, apiserver/clock/activity.py): every attempt is numbered, and one given up
 on before the server answered (cancelled by its caller, ended by the transport) is counted as
 abandoned, since the apiserver may never have received it; one the server answered is not."""
 
@@ -12,13 +12,12 @@ from typing import Any
 import anyio
 import pytest
 
-from apiserver.server.activity import Activity
-from apiserver.server.servicer import _clock_caller
+from apiserver.clock.activity import Activity
 from kemu import wire
 from kemu.api.v1 import api_pb2
 from kemu.client.client import Client
 from kemu.machinery.errors import NotFound
-from kemu.machinery.virtual_time import calls_square
+from kemu.machinery.virtual_time import calls_square, clock_caller
 from kemu.testing.fake_time import wait_until
 from kemu.testing.ports import free_port
 from tests.unit.version_server import version_server
@@ -32,7 +31,7 @@ async def _server(activity: Activity, *, found: bool) -> AsyncIterator[str]:
     (`found` False) fails with a NotFound written as the apiserver writes errors."""
 
     async def version(request: api_pb2.VersionRequest, context: Any) -> api_pb2.VersionInfo:
-        with activity.request(*_clock_caller(context)):
+        with activity.request(*clock_caller(context.invocation_metadata() or ())):
             if found:
                 return api_pb2.VersionInfo()
             code, details, md = wire.status_of(NotFound("no such thing"))

@@ -192,3 +192,19 @@ def test_singular_ip_and_cidr_fields_pair_with_their_lists() -> None:
     node.spec.pod_cidr = ""
     set_defaults(node)
     assert node.spec.pod_cidr == "10.244.3.0/24"
+
+
+def test_a_new_pod_gets_its_qos_class_in_prepare_for_create() -> None:
+    """podStrategy.PrepareForCreate computes status.qosClass (upstream
+    pkg/registry/core/pod/strategy.go); a quantity that does not parse leaves it empty for
+    validation to refuse the pod by its field."""
+    guaranteed = make_pod("g").req(cpu="1", memory="1Gi").lim(cpu="1", memory="1Gi").obj()
+    guaranteed.status.qos_class = "BestEffort"  # (a client's is never kept)
+    strategy_for(POD).prepare_for_create(guaranteed, ON, 0.0)
+    assert guaranteed.status.qos_class == "Guaranteed"
+    best_effort = make_pod("b").obj()
+    strategy_for(POD).prepare_for_create(best_effort, ON, 0.0)
+    assert best_effort.status.qos_class == "BestEffort"
+    invalid = make_pod("i").req(cpu="lots").obj()
+    strategy_for(POD).prepare_for_create(invalid, ON, 0.0)
+    assert invalid.status.qos_class == ""

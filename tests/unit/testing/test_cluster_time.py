@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kemu.api.v1 import api_pb2
+from kemu.api.v1 import clock_pb2
 from kemu.client.fake import FakeClient
 from kemu.machinery.virtual_time import ClockSegment, to_proto
 from kemu.testing.cluster_time import ClusterClock, cluster_clock
@@ -20,7 +20,7 @@ class Wall:
 
 def test_a_real_clock_is_the_wall_clock_with_the_apiservers_offset() -> None:
     wall = Wall()
-    clock = ClusterClock(api_pb2.ClockStatus(mode="real", now=1000.5), wall)
+    clock = ClusterClock(clock_pb2.ClockStatus(mode="real", now=1000.5), wall)
     assert not clock.virtual
     wall.t = 1010.0
     assert clock.now() == 1010.5
@@ -29,21 +29,21 @@ def test_a_real_clock_is_the_wall_clock_with_the_apiservers_offset() -> None:
 def test_a_virtual_clock_follows_its_segment_and_never_goes_back() -> None:
     wall = Wall()
     segment = ClockSegment(base_wall=1000.0, base_virtual=5000.0, rate=10.0)
-    status = api_pb2.ClockStatus(mode="virtual", now=5000.0, segment=to_proto(segment))
+    status = clock_pb2.ClockStatus(mode="virtual", now=5000.0, segment=to_proto(segment))
     clock = ClusterClock(status, wall)
     assert clock.virtual
     wall.t = 1002.0
     assert clock.now() == 5020.0
     # rate max: held between jumps; a jump is a new segment, seen at the next reading
     held = ClockSegment(base_wall=1002.0, base_virtual=5020.0, rate=0.0, event_driven=True)
-    clock.update(api_pb2.ClockStatus(mode="virtual", now=5020.0, segment=to_proto(held)))
+    clock.update(clock_pb2.ClockStatus(mode="virtual", now=5020.0, segment=to_proto(held)))
     wall.t = 1003.0
     assert clock.now() == 5020.0
     jumped = ClockSegment(base_wall=1003.0, base_virtual=5300.0, rate=0.0, event_driven=True)
-    clock.update(api_pb2.ClockStatus(mode="virtual", now=5300.0, segment=to_proto(jumped)))
+    clock.update(clock_pb2.ClockStatus(mode="virtual", now=5300.0, segment=to_proto(jumped)))
     assert clock.now() == 5300.0
     older = ClockSegment(base_wall=1003.0, base_virtual=5100.0, rate=0.0)
-    clock.update(api_pb2.ClockStatus(mode="virtual", now=5100.0, segment=to_proto(older)))
+    clock.update(clock_pb2.ClockStatus(mode="virtual", now=5100.0, segment=to_proto(older)))
     assert clock.now() == 5300.0
 
 

@@ -1,0 +1,242 @@
+"""The apiserver's in-flight limit, both edges: upstream's max-in-flight filter.
+
+`--max-requests-inflight` (default 400) bounds the read-only requests being served at once and
+`--max-mutating-requests-inflight` (default 200) the mutating ones; 0 lifts a bound (upstream's
+WithMaxInFlightLimit, k8s.io/apiserver/pkg/server/filters/maxinflight.go). A request past its
+bound is not queued: it is answered at once with 429 TooManyRequests and a retry-after of 1 s
+(REST: the `Retry-After` header; gRPC: RESOURCE_EXHAUSTED with `retry-after` in the trailing
+metadata), so the client backs off and tries again; nothing of it was processed.
+
+Not counted, as upstream:
+- long-running requests (watches: upstream's LongRunningRequestCheck);
+- health probes (/healthz, /livez, /readyz): the `probes` FlowSchema of upstream's API
+  Priority and Fairness bootstrap configuration puts them at the `exempt` priority level;
+- leader election and node heartbeats: get, create and update of Leases in kube-system and
+  kube-node-lease. Upstream's max-in-flight filter exempts only system:masters; APF (which
+  replaced it by default) serves Leases at the `leader-election` and `system` priority levels
+  (apis/flowcontrol/bootstrap/default.go: system-leader-election, system-nodes), so a flood
+  of ordinary requests cannot starve a leader's renewal. kemu has no users to match on, so
+  it matches the requests those FlowSchemas carry.
+
+One limiter serves both edges: the gRPC methods are wrapped here (`limit_unary`), the REST
+edge calls `MaxInflight.acquire` with the RequestInfo it resolves from the URL.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Final, Literal, TypeVar
+
+import grpc
+from google.protobuf.message import Message
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from kemu import wire
+from kemu.api.v1 import api_pb2
+from kemu.machinery.errors import TooManyRequests
+
+_Req = TypeVar("_Req", bound=Message)
+_Resp = TypeVar("_Resp")
+
+DEFAULT_MAX_REQUESTS_INFLIGHT: Final = 400
+DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT: Final = 200
+RETRY_AFTER_SECONDS: Final = 1  # upstream's retryAfter constant
+MESSAGE: Final = "Too many requests, please try again later."
+
+RequestKind = Literal["readOnly", "mutating"]  # upstream's request_kind label values
+READ_ONLY: Final[RequestKind] = "readOnly"
+MUTATING: Final[RequestKind] = "mutating"
+
+NON_MUTATING_VERBS: Final = frozenset({"get", "list", "watch"})
+LONG_RUNNING_VERBS: Final = frozenset({"watch"})
+HEALTH_PATHS: Final = ("/healthz", "/livez", "/readyz")
+LEASE_NAMESPACES: Final = frozenset({"kube-system", "kube-node-lease"})
+_LEASE_VERBS: Final = frozenset({"get", "create", "update"})
+
+
+@dataclass(frozen=True)
+class RequestInfo:
+    """What the filter needs to know of a request (a part of upstream's RequestInfo): its
+    verb (get, list, watch, create, update, patch, delete, deletecollection), the resource
+    and namespace it names, or the path of a non-resource request ("" resource)."""
+
+    verb: str
+    resource: str = ""
+    namespace: str = ""
+    path: str = ""
+
+    @property
+    def long_running(self) -> bool:
+        return self.verb in LONG_RUNNING_VERBS
+
+    @property
+    def exempt(self) -> bool:
+        """Health probes, and the Lease traffic of leader election and node heartbeats."""
+        if not self.resource:
+            return any(self.path == p or self.path.startswith(p + "/") for p in HEALTH_PATHS)
+        return (
+            self.resource == "leases"
+            and self.namespace in LEASE_NAMESPACES
+            and self.verb in _LEASE_VERBS
+        )
+
+    @property
+    def kind(self) -> RequestKind:
+        return READ_ONLY if self.verb in NON_MUTATING_VERBS else MUTATING
+
+
+class InflightMetrics:
+    """upstream's apiserver_current_inflight_requests (here the number now; upstream reports
+    the largest in the last second) and apiserver_dropped_requests_total."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.current = Gauge(
+            "apiserver_current_inflight_requests",
+            "Number of requests of this kind being served now under the in-flight limit.",
+            ["request_kind"],
+            registry=registry,
+        )
+        self.dropped = Counter(
+            "apiserver_dropped_requests_total",
+            "Number of requests rejected with 'Try again later' (429) by the in-flight limit.",
+            ["request_kind"],
+            registry=registry,
+        )
+
+
+class MaxInflight:
+    """Counts the requests being served per kind and refuses those past the limit."""
+
+    def __init__(
+        self,
+        max_requests_inflight: int,
+        max_mutating_requests_inflight: int,
+        metrics: InflightMetrics,
+    ) -> None:
+        for flag, value in (
+            ("--max-requests-inflight", max_requests_inflight),
+            ("--max-mutating-requests-inflight", max_mutating_requests_inflight),
+        ):
+            if value < 0:
+                raise ValueError(f"{flag}: {value} must be >= 0 (0: no limit)")
+        self._limits: dict[RequestKind, int] = {
+            READ_ONLY: max_requests_inflight,
+            MUTATING: max_mutating_requests_inflight,
+        }
+        self._inflight: dict[RequestKind, int] = {READ_ONLY: 0, MUTATING: 0}
+        self._dropped = {kind: metrics.dropped.labels(kind) for kind in (READ_ONLY, MUTATING)}
+        for kind in (READ_ONLY, MUTATING):
+            metrics.current.labels(kind).set_function(functools.partial(self.inflight, kind))
+
+    @property
+    def limited(self) -> bool:
+        return any(self._limits.values())
+
+    def inflight(self, kind: RequestKind) -> int:
+        return self._inflight[kind]
+
+    def acquire(self, info: RequestInfo) -> contextlib.AbstractContextManager[None]:
+        """A slot for `info`, to hold while the request is served; raises TooManyRequests
+        (retry after 1 s) when its kind is at the limit. Long-running and exempt requests,
+        and a kind without a limit, take no slot."""
+        if info.long_running or info.exempt:
+            return contextlib.nullcontext()
+        kind = info.kind
+        limit = self._limits[kind]
+        if not limit:
+            return contextlib.nullcontext()
+        if self._inflight[kind] >= limit:
+            self._dropped[kind].inc()
+            raise TooManyRequests.retry_after(MESSAGE, RETRY_AFTER_SECONDS)
+        self._inflight[kind] += 1
+        return _Slot(self._inflight, kind)
+
+
+class _Slot(contextlib.AbstractContextManager[None]):
+    """A taken slot, given back on exit (a class: cheaper than a generator per request)."""
+
+    __slots__ = ("_counts", "_kind")
+
+    def __init__(self, counts: dict[RequestKind, int], kind: RequestKind) -> None:
+        self._counts = counts
+        self._kind = kind
+
+    def __exit__(self, *exc: object) -> None:
+        self._counts[self._kind] -= 1
+
+
+# ---------------------------------------------------------------------- the gRPC edge
+
+# The unary methods of the Api and Clock services: the verb each is (pods/binding and
+# pods/eviction are creates of their subresource, as upstream); Version is the non-resource
+# GET /version, the Clock's methods the non-resource path /clock.
+_GRPC_VERBS: Final[dict[str, str]] = {
+    "Get": "get",
+    "List": "list",
+    "Version": "get",
+    "Create": "create",
+    "Update": "update",
+    "UpdateStatus": "update",
+    "Patch": "patch",
+    "Delete": "delete",
+    "Bind": "create",
+    "Resize": "update",
+    "Evict": "create",
+    "GetClock": "get",
+    "SetClockRate": "update",
+    "AdvanceClock": "update",
+    "ExpectClockSession": "update",
+}
+
+
+_CLOCK_METHODS: Final = frozenset(
+    {"GetClock", "SetClockRate", "AdvanceClock", "ExpectClockSession"}
+)
+
+
+def grpc_request_info(method: str, request: Message) -> RequestInfo:
+    """The RequestInfo of a decoded request to `method` (its short name) of the Api or the
+    Clock service."""
+    verb = _GRPC_VERBS.get(method, "")
+    if method == "Version":
+        return RequestInfo(verb, path="/version")
+    if method in _CLOCK_METHODS:  # kemu's cluster clock: a non-resource path
+        return RequestInfo(verb, path="/clock")
+    if isinstance(request, api_pb2.CreateRequest | api_pb2.UpdateRequest):
+        which = request.object.WhichOneof("kind")
+        if which == "lease":  # only a Lease can be exempt: nothing else needs decoding
+            return RequestInfo(verb, "leases", request.object.lease.metadata.namespace)
+        return RequestInfo(verb, which or "")
+    if isinstance(request, api_pb2.GetRequest | api_pb2.ListRequest):
+        return RequestInfo(verb, request.resource, request.namespace)
+    if isinstance(request, api_pb2.PatchRequest | api_pb2.DeleteRequest):
+        return RequestInfo(verb, request.resource, request.namespace)
+    return RequestInfo(verb or "create", "pods")  # Bind, Evict
+
+
+def limit_unary(
+    method: str,
+    behaviour: Callable[[_Req, grpc.aio.ServicerContext[bytes, _Resp]], Awaitable[_Resp]],
+    limiter: MaxInflight,
+    refused: Callable[[grpc.aio.ServicerContext[bytes, _Resp]], None] = lambda _context: None,
+) -> Callable[[_Req, grpc.aio.ServicerContext[bytes, _Resp]], Awaitable[_Resp]]:
+    """The unary method `method` (its decoded behaviour) behind `limiter`; the behaviour
+    itself when nothing is limited. The streams (Watch, ClockSession) are long-running: never
+    wrapped. `refused` is told of each call refused (the event-driven clock counts it as
+    received: its caller counts it as made)."""
+    if not limiter.limited:
+        return behaviour
+
+    async def limited(request: _Req, context: grpc.aio.ServicerContext[bytes, _Resp]) -> _Resp:
+        try:
+            slot = limiter.acquire(grpc_request_info(method, request))
+        except TooManyRequests as e:
+            refused(context)
+            await wire.abort(context, e)
+        with slot:
+            return await behaviour(request, context)
+
+    return limited

@@ -1,0 +1,341 @@
+"""The REST semantics of every resource: what create, update, patch and delete do to stored
+objects, and which handler serves each subresource.
+
+Upstream's registries (pkg/registry/<group>/<kind>/storage): the generic store (store.py:
+compare-and-swap writes from the watch cache's first guess, graceful deletion, dry run) with each
+kind's strategy (kemu/machinery/strategy.py: defaults, what the server owns, what a status update
+may change, when the generation bumps), admission on create and update (apiserver/admission), and
+the subresources' handlers (subresources.py, eviction.py). Writes retry on Conflict unless the
+caller pinned a resourceVersion.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import secrets
+import string
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from google.protobuf.message import Message
+
+from apiserver.admission.chain import AdmissionChain
+from apiserver.admission.default_toleration_seconds import (
+    DEFAULT_TOLERATIONS,
+    DefaultTolerationSeconds,
+)
+from apiserver.admission.namespace_lifecycle import NamespaceLifecycle, check_deletable
+from apiserver.registry.eviction import EvictionREST
+from apiserver.registry.patch import merge_patched, parse_patch
+from apiserver.registry.store import GenericStore, Mutation, Stored, copy_of, meta_of
+from apiserver.registry.subresources import (
+    BindingREST,
+    FinalizeREST,
+    ObjectREST,
+    ResizeREST,
+    StatusREST,
+    UpdateREST,
+)
+from apiserver.storage.etcd import EtcdStore
+from apiserver.storage.watch_cache import WatchCache
+from kemu.api.v1 import api_pb2, types_pb2
+from kemu.component.clock import Clock, RealClock
+from kemu.component.featuregate import POD_DISRUPTION_CONDITIONS, FeatureGates
+from kemu.component.strategy_options import strategy_options
+from kemu.component.version import DEFAULT_VERSION, Version
+from kemu.component.version_rules import VersionRules
+from kemu.machinery import convert, jsonutil, subresources
+from kemu.machinery import namespaces as ns_rules
+from kemu.machinery import patch as patches
+from kemu.machinery.delete_options import check_preconditions
+from kemu.machinery.deletion import DeleteOptions
+from kemu.machinery.errors import BadRequest, Invalid, NotFound
+from kemu.machinery.jsonvalue import JSON
+from kemu.machinery.kinds import BY_KIND, Kind, kind_for_resource, kind_of
+from kemu.machinery.strategy import strategy_for
+from kemu.machinery.update_strategy import check_update_uid
+from kemu.machinery.validation.objects import validate_object
+
+logger = logging.getLogger(__name__)
+
+_POD: Final = BY_KIND["Pod"]
+_NAMESPACE: Final = BY_KIND["Namespace"]
+
+
+@dataclass(frozen=True)
+class RegistrySettings:
+    """What the registry is configured with: the feature gates and emulated version its rules
+    follow, and the admission plugins' settings."""
+
+    gates: FeatureGates
+    version: Version = DEFAULT_VERSION
+    toleration_seconds: DefaultTolerationSeconds = DEFAULT_TOLERATIONS
+
+
+class Registry:
+    def __init__(
+        self,
+        store: EtcdStore,
+        caches: Mapping[str, WatchCache],
+        settings: RegistrySettings,
+        clock: Clock | None = None,
+    ) -> None:
+        self.store = GenericStore(store, caches, clock or RealClock())
+        self._gates = settings.gates
+        self._strategy_options = strategy_options(settings.gates)
+        self._clock = self.store.clock
+        self._now = self._clock.now
+        self.admission = AdmissionChain(caches, self.store.written, settings.toleration_seconds)
+        self.lifecycle = NamespaceLifecycle(
+            self._cached_namespace, self._live_namespace, clock=self._clock
+        )
+        self._eviction_rules = VersionRules.at(settings.version)
+        self._serve_subresources()
+
+    def _serve_subresources(self) -> None:
+        """The subresources' handlers, over this registry's store (a dry-run view has its
+        own)."""
+        options = self._strategy_options
+        self._updates: dict[str, UpdateREST] = {
+            "": ObjectREST(options, self.admission),
+            subresources.STATUS.name: StatusREST(options, self._now),
+            subresources.RESIZE.name: ResizeREST(options, self._gates),
+            subresources.FINALIZE.name: FinalizeREST(self.store),
+        }
+        self.binding = BindingREST(self.store, self.lifecycle, self._gates)
+        self.eviction = EvictionREST(
+            self.store,
+            self.lifecycle,
+            self._eviction_rules,
+            disruption_conditions=self._gates.enabled(POD_DISRUPTION_CONDITIONS),
+        )
+
+    def now(self) -> float:
+        return self._now()
+
+    def dry_run(self) -> Registry:
+        """This registry with writes checked but not made (dryRun=All): see dry_run.py."""
+        clone = copy.copy(self)
+        clone.store = self.store.dry_run_store()
+        clone._serve_subresources()
+        return clone
+
+    async def read(self, kind: Kind, namespace: str, name: str) -> Stored:
+        return await self.store.read(kind, namespace, name)
+
+    async def get_bytes(self, kind: Kind, namespace: str, name: str) -> bytes:
+        return await self.store.get_bytes(kind, namespace, name)
+
+    async def guaranteed_update(
+        self, kind: Kind, namespace: str, name: str, mutate: Mutation, *, precondition_rv: str = ""
+    ) -> Message:
+        return await self.store.guaranteed_update(
+            kind, namespace, name, mutate, precondition_rv=precondition_rv
+        )
+
+    # ------------------------------------------------------------ namespaces
+
+    def _cached_namespace(self, name: str) -> types_pb2.Namespace | None:
+        obj = self.store.cached(_NAMESPACE, "", name)
+        return obj if isinstance(obj, types_pb2.Namespace) else None
+
+    async def _live_namespace(self, name: str) -> types_pb2.Namespace | None:
+        try:
+            obj = (await self.read(_NAMESPACE, "", name)).obj
+        except NotFound:
+            return None
+        assert isinstance(obj, types_pb2.Namespace)
+        return obj
+
+    async def _delete_namespace(
+        self, name: str, *, uid: str | None, resource_version: str | None
+    ) -> Message:
+        """The first delete marks the namespace Terminating; once the namespace controller has
+        removed its finalizer (see `patch` with the finalize subresource), it is removed."""
+        check_deletable(name)
+        current = await self.read(_NAMESPACE, "", name)
+        ns = current.obj
+        assert isinstance(ns, types_pb2.Namespace)
+        check_preconditions(ns.metadata, uid=uid, resource_version=resource_version)
+        if not ns.metadata.HasField("deletion_timestamp"):
+
+            def mutate(obj: Message) -> Message:
+                assert isinstance(obj, types_pb2.Namespace)
+                check_preconditions(obj.metadata, uid=uid, resource_version=None)
+                ns_rules.begin_deletion(obj, convert.timestamp(self._now()))
+                return obj
+
+            result = await self.guaranteed_update(
+                _NAMESPACE, "", name, mutate, precondition_rv=resource_version or ""
+            )
+            if not self.store.dry_run:
+                self.lifecycle.deleting(name)
+            return result
+        if ns.spec.finalizers or ns.metadata.finalizers:
+            return ns
+        return await self.store.remove(_NAMESPACE, ns, current.revision)
+
+    # ------------------------------------------------------------ create
+
+    async def create(self, obj: Message) -> Message:
+        return (await self.create_owned(copy_of(obj)))[0]
+
+    async def create_owned(self, obj: Message) -> tuple[Message, bytes]:
+        """Creates `obj`, which the caller hands over (it is mutated). Returns the stored object
+        and its Object envelope bytes as served, so the gRPC edge need not re-encode it."""
+        kind = kind_of(obj)
+        meta = meta_of(obj)
+        if meta.resource_version:
+            raise Invalid.field(
+                "metadata.resourceVersion",
+                "resourceVersion should not be set on objects to be created",
+            )
+        if kind.namespaced:
+            meta.namespace = meta.namespace or "default"
+        else:
+            meta.namespace = ""
+        if not meta.name and meta.generate_name:
+            suffix = "".join(
+                secrets.choice(string.ascii_lowercase + string.digits) for _ in range(5)
+            )
+            meta.name = meta.generate_name + suffix
+        if kind.namespaced:
+            await self.lifecycle.admit_create(kind.resource, meta.name, meta.namespace)
+        meta.uid = str(uuid.uuid4())
+        meta.creation_timestamp.CopyFrom(convert.timestamp(self._now()))
+        meta.ClearField("deletion_timestamp")
+        meta.ClearField("deletion_grace_period_seconds")
+        meta.generation = 1
+        # The kind's strategy (PrepareForCreate: defaults, what the server owns, a pod's QoS
+        # class), then admission, then validation. (Upstream's mutating admission runs before
+        # PrepareForCreate on an object its decoder has defaulted; kemu's strategies do the
+        # defaulting, so admission follows them and reads the defaulted object.)
+        strategy_for(kind).prepare_for_create(obj, self._strategy_options, self._now())
+        await self.admission.admit_create(obj)
+        causes = validate_object(obj)
+        if causes:
+            raise Invalid.from_causes(f'{kind.kind} "{meta.name}"', causes)
+        return obj, await self.store.create(kind, obj)
+
+    # ------------------------------------------------------------ update
+
+    async def update(self, obj: Message, *, subresource: str = "") -> Message:
+        """A PUT of the object or of its subresource (status, resize, finalize)."""
+        kind = kind_of(obj)
+        rest = self._update_rest(kind, subresources.check(kind, subresource, subresources.UPDATE))
+        meta = meta_of(obj)
+        namespace = (meta.namespace or "default") if kind.namespaced else ""
+
+        def mutate(current: Message) -> Message:
+            check_update_uid(kind, current, obj)
+            return rest.write(kind, current, obj)
+
+        result = await self.guaranteed_update(
+            kind, namespace, meta.name, mutate, precondition_rv=meta.resource_version
+        )
+        return await rest.after_write(result)
+
+    def _update_rest(self, kind: Kind, sub: subresources.Subresource | None) -> UpdateREST:
+        rest = self._updates.get(sub.name if sub is not None else "")
+        if rest is None:
+            assert sub is not None
+            raise BadRequest(
+                f"{kind.resource}/{sub.name} is served by the REST edge only "
+                "(a Scale is not an Object of kemu's gRPC Api)"
+            )
+        return rest
+
+    # ------------------------------------------------------------ patch
+
+    async def patch(
+        self,
+        resource: str,
+        namespace: str,
+        name: str,
+        patch_text: str,
+        subresource: str,
+        patch_type: str = patches.MERGE,
+        unknown: convert.UnknownFields | None = None,
+    ) -> Message:
+        """A PATCH of any type (kemu.machinery.patch) on the stored object's JSON, in the
+        compare-and-swap loop; then the same rules as an update of the subresource. Unknown
+        fields in the result: see convert.UnknownFields (fieldValidation)."""
+        kind = kind_for_resource(resource)
+        namespace = (namespace or "default") if kind.namespaced else ""
+        if patch_type == patches.MERGE:
+            patch: JSON = parse_patch(patch_text)
+        else:
+            patch = jsonutil.loads(patch_text, "the patch")
+        rest = self._update_rest(kind, subresources.check(kind, subresource, subresources.PATCH))
+        pinned = ""
+        meta_patch = patch.get("metadata") if isinstance(patch, dict) else None
+        if isinstance(meta_patch, dict) and meta_patch.get("resourceVersion") is not None:
+            pinned = str(meta_patch["resourceVersion"])
+
+        def mutate(current: Message) -> Message:
+            if unknown is not None:
+                unknown.found.clear()  # this attempt's (the loop may retry)
+            try:
+                if (
+                    patch_type == patches.MERGE
+                    and subresource == subresources.STATUS.name
+                    and isinstance(patch, dict)  # (a merge patch always is: parse_patch)
+                ):
+                    # (the status strategy takes every other field from `current`)
+                    patched = merge_patched(kind, current, patch, unknown)
+                else:
+                    patched_dict = patches.apply(patch_type, convert.to_dict(current), patch, kind)
+                    patched = convert.from_dict(kind, patched_dict, unknown)
+            except Invalid as e:
+                raise Invalid(f"the patch is invalid: {e.message}", e.causes) from None
+            meta_of(patched).resource_version = meta_of(current).resource_version
+            return rest.write(kind, current, patched)
+
+        result = await self.guaranteed_update(kind, namespace, name, mutate, precondition_rv=pinned)
+        return await rest.after_write(result)
+
+    # ------------------------------------------------------------ delete
+
+    async def delete(
+        self,
+        resource: str,
+        namespace: str,
+        name: str,
+        *,
+        grace_period: int | None,
+        uid: str | None,
+        resource_version: str | None,
+        propagation_policy: str | None = None,
+        orphan_dependents: bool | None = None,
+    ) -> Message:
+        """Deletes, or marks deleting (graceful pods, finalizers): see kemu.machinery.deletion.
+        Returns the object as it stands after the call."""
+        kind = kind_for_resource(resource)
+        namespace = (namespace or "default") if kind.namespaced else ""
+        options = DeleteOptions(
+            grace_period=grace_period,
+            uid=uid,
+            resource_version=resource_version,
+            propagation_policy=propagation_policy,
+            orphan_dependents=orphan_dependents,
+        )
+        options.validate()
+        if kind is _NAMESPACE:
+            return await self._delete_namespace(name, uid=uid, resource_version=resource_version)
+        return await self.store.delete(kind, namespace, name, options)
+
+    # ------------------------------------------------------------ pods subresources
+
+    async def bind(self, binding: api_pb2.Binding) -> None:
+        await self.binding.create(binding)
+
+    async def resize(self, pod: types_pb2.Pod) -> types_pb2.Pod:
+        result = await self.update(pod, subresource=subresources.RESIZE.name)
+        assert isinstance(result, types_pb2.Pod)
+        return result
+
+    async def evict(self, eviction: api_pb2.Eviction) -> None:
+        await self.eviction.create(eviction)

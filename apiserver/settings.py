@@ -1,0 +1,57 @@
+"""The apiserver's settings: one frozen tree, built once in `app.main` from the flags (the
+apiserver reads no config file), and handed down in parts: each piece of the process takes the
+part that is its own (upstream's ServerRunOptions, split as its option groups are:
+k8s.io/kubernetes/cmd/kube-apiserver/app/options)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from apiserver.admission.default_toleration_seconds import DefaultTolerationSeconds
+
+
+@dataclass(frozen=True)
+class ServingSettings:
+    """Where the apiserver listens (--bind-address, --port, --rest-port)."""
+
+    bind_address: str
+    port: int
+    rest_port: int
+    """The REST edge's port; 0: no REST edge."""
+
+    @property
+    def address(self) -> str:
+        """The gRPC address, which is also the apiserver's identity (its version and the
+        cluster clock's peer key name it)."""
+        return f"{self.bind_address}:{self.port}"
+
+
+@dataclass(frozen=True)
+class EtcdSettings:
+    """etcd (--etcd-servers, --etcd-compaction-interval)."""
+
+    servers: tuple[str, ...]
+    compaction_interval: float
+    """Seconds between compactions of the history older than it; 0: never."""
+
+
+@dataclass(frozen=True)
+class InflightSettings:
+    """The max-in-flight filter (--max-requests-inflight, --max-mutating-requests-inflight);
+    0 lifts a bound."""
+
+    max_requests: int
+    max_mutating_requests: int
+
+
+@dataclass(frozen=True)
+class ApiserverSettings:
+    serving: ServingSettings
+    etcd: EtcdSettings
+    inflight: InflightSettings
+    toleration_seconds: DefaultTolerationSeconds
+    watch_bookmark_frequency: float
+    """Seconds between the bookmarks of an idle watch that allows them."""
+    clock_start: float | None
+    """With --clock virtual: the virtual time a fresh cluster's clock starts at (seconds since
+    the epoch); None: the apiserver's start."""
