@@ -38,7 +38,7 @@ test: $(STAMP) check-gen lint
 test-long: $(STAMP) chromium
 	$(BIN)/python -m pytest -q -m long tests
 
-# Debian's Chromium for the browser test of test-long (tests/integration/test_timeline_browser.py),
+# Debian's Chromium for the browser test of test-long (tests/integration/drivers/test_timeline_browser.py),
 # installed when missing, as root and quietly; where it cannot be, that test skips saying why.
 chromium:
 	@command -v chromium >/dev/null 2>&1 \

@@ -3,7 +3,7 @@ cluster (etcd, the apiserver with its REST edge, the cloud), then the figures: r
 edge, answers by status, bad outcomes (5xx, INTERNAL, UNKNOWN, a dropped connection, a hang,
 an answer that names nothing), objects changed, duration. Exits 1 on any bad outcome.
 
-`Target` and `snapshot` are what tests/integration/test_apiserver_fuzz.py shares.
+`Target` and `snapshot` are what tests/integration/apiserver/test_apiserver_fuzz.py shares.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """An in-memory ApiClient for unit tests of controllers, the scheduler and kubelets.
 
 Faithful where callers depend on it, and held to the apiserver by
-tests/integration/test_fake_contract.py (same calls, same outcomes and error messages):
+tests/integration/harness/test_fake_contract.py (same calls, same outcomes and error messages):
 resourceVersions increase across all kinds (one counter, like etcd's revision) and a write that
 changes nothing keeps it; create sets uid, creationTimestamp, generation 1; update and
 update_status check a non-empty resourceVersion (Conflict) and keep the other half of the object

@@ -257,7 +257,7 @@ async def test_watch_exit_unregisters_even_when_cancelled() -> None:
 async def test_a_bound_pod_terminates_gracefully_and_an_unbound_one_is_marked_then_removed() -> (
     None
 ):
-    # The apiserver's rules, held by tests/integration/test_fake_contract.py.
+    # The apiserver's rules, held by tests/integration/harness/test_fake_contract.py.
     fake = FakeClient(pod("bound", node="n1"), pod("unbound"))
     marked = await fake.delete(Pod, "bound", grace_period_seconds=20)
     assert marked.metadata.HasField("deletion_timestamp")

@@ -2,7 +2,7 @@
 to the scheduler and the autoscaler: enabled by name in a profile like in-tree ones; an unknown
 plugin stops the start with one line naming it and exit status 2. (Args a factory refuses stop
 it once the plugins are built, kemu.component.runner's ConfigRefused: tests/unit/component/
-test_runner.py, and with a real process tests/integration/test_example_plugin.py.)"""
+test_runner.py, and with a real process tests/integration/scheduler/test_example_plugin.py.)"""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 input never hurts"): protobuf bodies of the wrong wire types, truncated or not UTF-8; query
 parameters beyond int64; resourceVersions beyond uint64; DeleteOptions of the wrong types; deep
 patches. Each of these was a 500 (or, for DeleteOptions, a delete without the options) before.
-The live checks are in tests/integration/test_apiserver_fuzz.py."""
+The live checks are in tests/integration/apiserver/test_apiserver_fuzz.py."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ import pytest
 
 from kemu.testing.cluster import Cluster
 from kemu.testing.processes import python_env, run_python_module
-from tests.integration.kubectl_env import KUBECTL, Kubectl
+from tests.integration.cli.kubectl_env import KUBECTL, Kubectl
 
 pytestmark = [
     pytest.mark.integration,

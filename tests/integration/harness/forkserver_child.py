@@ -1,4 +1,4 @@
-"""A module the fork server's tests run as `python -m tests.integration.forkserver_child ARG`:
+"""A module the fork server's tests run as `python -m tests.integration.harness.forkserver_child ARG`:
 it prints what a process can see of how it was started, then `exit CODE`, `sleep` (until a
 signal) or `raise` (an uncaught exception)."""
 

@@ -19,7 +19,7 @@ from kemu.testing import Cluster, eventually, make_pod
 from kemu.testing.namespaces import create_namespace
 from kemu.testing.ports import LOOPBACK
 from kemu.testing.scenarios import Scenario
-from tests.integration.autoscaler_env import GROUP, GROUP_LABEL, cloud_cluster
+from tests.integration.autoscaler.autoscaler_env import GROUP, GROUP_LABEL, cloud_cluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 

@@ -19,7 +19,7 @@ from kemu.testing.processes import ManagedProcess, python_env, python_module_arg
 
 pytestmark = pytest.mark.integration
 
-MODULE = "tests.integration.forkserver_child"
+MODULE = "tests.integration.harness.forkserver_child"
 
 
 @pytest.fixture

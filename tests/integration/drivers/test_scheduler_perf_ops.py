@@ -5,7 +5,7 @@ window, text templates rendered per object, a threshold and a not-modelled gate.
 
 The bench runs as its own process, as a user runs it, and the tests read its `--json`: in the
 test process its event loop would be a second one beside the session's, which grpc.aio's
-completion queue can outlive (see tests/integration/test_bench_scale.py)."""
+completion queue can outlive (see tests/integration/drivers/test_bench_scale.py)."""
 
 from __future__ import annotations
 

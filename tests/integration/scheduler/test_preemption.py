@@ -431,7 +431,7 @@ async def test_s_pre_7_system_cluster_critical_pod_preempts_a_default_priority_p
     cluster: Cluster, scheduler: str
 ) -> None:
     """The scheduler side of S-PRE-7 (priority resolution itself is
-    tests/integration/test_apiserver.py::test_s_pre_7_system_priority_classes_and_unknown_class):
+    tests/integration/apiserver/test_apiserver.py::test_s_pre_7_system_priority_classes_and_unknown_class):
     a system-cluster-critical pod (2000000000 by admission) preempts a pod without a class."""
     async with scenario(cluster, "s-pre-7") as (s, history):
         await s.nodes("node1", cpu="500m", memory="500", pods="32")

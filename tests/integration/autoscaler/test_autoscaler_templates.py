@@ -21,7 +21,7 @@ from kemu.machinery.virtual_time import ClockMode
 from kemu.testing import Cluster, eventually, make_pod
 from kemu.testing.builders import make_daemon_set
 from kemu.testing.namespaces import create_namespace
-from tests.integration.autoscaler_env import (
+from tests.integration.autoscaler.autoscaler_env import (
     GROUP,
     GROUP_LABEL,
     Autoscalers,

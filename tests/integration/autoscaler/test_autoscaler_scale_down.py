@@ -55,7 +55,7 @@ from kemu.testing.invariants import (
     record_pods,
 )
 from kemu.testing.namespaces import create_namespace
-from tests.integration.autoscaler_env import (
+from tests.integration.autoscaler.autoscaler_env import (
     GROUP,
     GROUP_LABEL,
     SHUTDOWN_ANNOTATION,
@@ -71,7 +71,7 @@ from tests.integration.autoscaler_env import (
     scales_up_for_nomination_to_a_gone_node,
     two_more_loops,
 )
-from tests.integration.test_kemuctl import kemuctl
+from tests.integration.cli.test_kemuctl import kemuctl
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 

@@ -26,7 +26,7 @@ from kemu.machinery.virtual_time import ClockMode
 from kemu.testing import Cluster, eventually, make_pod
 from kemu.testing.builders import make_priority_class
 from kemu.testing.namespaces import create_namespace
-from tests.integration.autoscaler_env import (
+from tests.integration.autoscaler.autoscaler_env import (
     GROUP,
     GROUP_LABEL,
     SHUTDOWN_ANNOTATION,
@@ -37,8 +37,8 @@ from tests.integration.autoscaler_env import (
     two_more_loops,
     unschedulable,
 )
-from tests.integration.autoscaler_env import pod_events as events
-from tests.integration.test_kemuctl import kemuctl
+from tests.integration.autoscaler.autoscaler_env import pod_events as events
+from tests.integration.cli.test_kemuctl import kemuctl
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -60,7 +60,7 @@ nodeGroups:
 PROVISION_TIME = "8s"
 ASKED = re.compile(r"node group stuck: \+1 instance\(s\): (\S+)")
 """The cloud's log line of an instance of the group `stuck` asked for."""
-EXAMPLE = Path(__file__).parents[2] / "examples" / "pending-pods.yaml"
+EXAMPLE = Path(__file__).parents[3] / "examples" / "pending-pods.yaml"
 
 
 @pytest.fixture(scope="module")

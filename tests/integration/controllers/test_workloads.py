@@ -474,7 +474,7 @@ async def test_the_example_manifest_applies_rolls_out_and_describes(cluster):
 
     from kemu.machinery.errors import Invalid
 
-    example = Path(__file__).parents[2] / "examples" / "deployment.yaml"
+    example = Path(__file__).parents[3] / "examples" / "deployment.yaml"
     rc, out, err = await ctl(cluster, "apply", "-f", str(example))
     assert (rc, out) == (0, "deployment.apps/nginx created\n"), err
     rc, out, err = await ctl(cluster, "rollout", "status", "deployment/nginx", "--timeout=60s")

@@ -17,7 +17,7 @@ import pytest
 from kemu.machinery.kinds import KINDS
 from kemu.testing.cluster import Cluster
 from kemu.testing.names import unique_name
-from tests.integration.kubectl_env import KUBECTL, Kubectl
+from tests.integration.cli.kubectl_env import KUBECTL, Kubectl
 
 pytestmark = [
     pytest.mark.integration,

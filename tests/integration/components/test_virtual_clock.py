@@ -21,7 +21,7 @@ from kemu.testing.eventually import eventually
 from kemu.testing.names import unique_name
 from kemu.testing.namespaces import create_namespace
 from kemu.testing.processes import ProcessStartError, python_env, run_python_module
-from tests.integration.autoscaler_env import open_clients
+from tests.integration.autoscaler.autoscaler_env import open_clients
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 

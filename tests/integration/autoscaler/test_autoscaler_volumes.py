@@ -21,7 +21,7 @@ from kemu.client.cloudprovider import CloudProviderClient
 from kemu.machinery.virtual_time import ClockMode
 from kemu.testing import Cluster, eventually, make_pod, storage
 from kemu.testing.namespaces import create_namespace
-from tests.integration.autoscaler_env import (
+from tests.integration.autoscaler.autoscaler_env import (
     Autoscalers,
     cloud_cluster,
     group_nodes,

@@ -43,8 +43,8 @@ from kemu.testing.invariants import (
     record_pods,
 )
 from kemu.testing.scenarios import SCENARIO_LABEL, Scenario, disruption_target
-from tests.integration.test_resize_preemption import Rpe, delete_all
-from tests.integration.test_resize_preemption import config as metrics_config
+from tests.integration.scheduler.test_resize_preemption import Rpe, delete_all
+from tests.integration.scheduler.test_resize_preemption import config as metrics_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio, pytest.mark.usefixtures("rate_max")]
 

@@ -23,7 +23,7 @@ from kemu.machinery.errors import Invalid, NotFound
 from kemu.machinery.virtual_time import ClockMode
 from kemu.testing import Cluster, eventually, make_pod
 from kemu.testing.namespaces import create_namespace
-from tests.integration.autoscaler_env import GROUP_LABEL, cloud_cluster, open_clients
+from tests.integration.autoscaler.autoscaler_env import GROUP_LABEL, cloud_cluster, open_clients
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 

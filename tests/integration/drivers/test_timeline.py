@@ -1,8 +1,8 @@
 """`--html FILE` of the benches on real clusters: the page draws what the run did, read back
 from its HTML (kemu.timeline.page) and compared with the run's own figures in `--json` (nodes
 created, pods bound, victims deleted). The benches run as their own processes, as a user runs
-them (see tests/integration/test_bench_scale.py). The page in a real browser, and the chaos
-harness's, are tests/integration/test_timeline_browser.py (long)."""
+them (see tests/integration/drivers/test_bench_scale.py). The page in a real browser, and the chaos
+harness's, are tests/integration/drivers/test_timeline_browser.py (long)."""
 
 from __future__ import annotations
 

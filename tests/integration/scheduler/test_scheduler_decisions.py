@@ -21,7 +21,7 @@ from kemu.machinery.pod_conditions import get_pod_condition
 from kemu.testing import Cluster, eventually, make_node, make_pod
 from kemu.testing.builders import make_pdb, make_priority_class
 from kemu.testing.namespaces import create_namespace
-from tests.integration.test_kemuctl import kemuctl
+from tests.integration.cli.test_kemuctl import kemuctl
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 

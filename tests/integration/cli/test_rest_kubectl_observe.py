@@ -15,7 +15,7 @@ import pytest
 
 from kemu.testing import eventually_sync
 from kemu.testing.cluster import Cluster
-from tests.integration.kubectl_env import KUBECTL, Kubectl
+from tests.integration.cli.kubectl_env import KUBECTL, Kubectl
 
 pytestmark = [
     pytest.mark.integration,

@@ -419,7 +419,7 @@ async def test_the_controllers_survive_a_sigkill_without_surplus_pods(cluster):
 async def test_the_example_manifests_apply_complete_and_describe(cluster):
     from pathlib import Path
 
-    examples = Path(__file__).parents[2] / "examples"
+    examples = Path(__file__).parents[3] / "examples"
     rc, out, err = await ctl(cluster, "apply", "-f", str(examples / "job.yaml"))
     assert (rc, out) == (0, "job.batch/pi created\n"), err
     rc, out, err = await ctl(cluster, "apply", "-f", str(examples / "daemonset.yaml"))

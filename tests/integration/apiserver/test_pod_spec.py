@@ -14,7 +14,7 @@ from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.testing import Cluster, eventually, make_pod
 from kemu.testing.namespaces import create_namespace
-from tests.integration.test_kemuctl import EXAMPLES, kemuctl
+from tests.integration.cli.test_kemuctl import EXAMPLES, kemuctl
 from tests.unit.machinery.test_pod_spec import with_defaults
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]

@@ -487,7 +487,7 @@ async def test_s_nne_6_nnn_survives_scheduler_restart_and_reserves_node(
 
 @pytest.mark.parametrize("v", CLR_VARIANTS)
 async def test_s_clr_1_binding_clears_nnn_at_the_apiserver(cluster: Cluster, v: Variant) -> None:
-    """S-CLR-1 through the scheduler's binding (tests/integration/test_apiserver.py binds by
+    """S-CLR-1 through the scheduler's binding (tests/integration/apiserver/test_apiserver.py binds by
     hand): the binding write clears the NNN iff the apiserver's gate is on."""
     async with Scenario.open(cluster, "s-clr-1") as s, record_pods(s.client, s.ns) as history:
         [node] = await s.nodes("node", **CPU4_NODE)

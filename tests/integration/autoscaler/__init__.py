@@ -1,0 +1,1 @@
+"""Integration tests of the cluster autoscaler and the emulated cloud."""

@@ -1,0 +1,1 @@
+"""Integration tests of the command lines: kemuctl, the real kubectl, the Python kubernetes client."""

@@ -1,0 +1,1 @@
+"""Integration tests of what every component shares: flags, leader election, the cluster clock, determinism."""

@@ -1,0 +1,1 @@
+"""Integration tests of the controller-manager's controllers and workloads."""

@@ -1,0 +1,1 @@
+"""Integration tests of the kubelet (pod states, resize, node status)."""

@@ -1,0 +1,1 @@
+"""Integration tests of the scheduler (filters, preemption, nominated nodes, decisions, plugins)."""
