@@ -7,7 +7,8 @@ pluginConfig args and this framework as its handle, even when it serves several 
 
 Contracts, as upstream:
 - A plugin exception is a bug: it becomes an Error status naming the plugin
-  (`running "X" filter plugin: <error>`) and never propagates. Cancellation is not caught.
+  (`running "X" filter plugin: <error>`) and never propagates; one guard (`guarded`) wraps
+  every plugin method once, when the profile is built. Cancellation is not caught.
 - The snapshot is set by the scheduler at the start of each cycle (`set_snapshot`); the
   nominator may come later (`set_nominator`), as upstream's SetPodNominator.
 - Skip: a PreFilter Skip skips the plugin's Filter and PreFilter extensions (recorded in
@@ -21,12 +22,13 @@ Contracts, as upstream:
 from __future__ import annotations
 
 import bisect
+import functools
 import logging
 import math
 import random
 import time
 from collections.abc import Callable, Coroutine, Iterable
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeVar
 
 from anyio.abc import TaskGroup
 
@@ -65,14 +67,12 @@ from kemu.scheduling.interface import (
     PreemptionExecutor,
     PreemptionExecutorFactory,
     PreEnqueuePlugin,
-    PreFilterExtensions,
     PreFilterPlugin,
     PreScorePlugin,
     QueuedPodInfo,
     QueueSortPlugin,
     ReservePlugin,
     SchedulingApi,
-    ScoreExtensions,
     ScorePlugin,
     SharedLister,
 )
@@ -116,11 +116,16 @@ NodeNameFn = Callable[[CycleState, types_pb2.Pod, str], Status]
 UnreserveFn = Callable[[CycleState, types_pb2.Pod, str], None]
 PermitFn = Callable[[CycleState, types_pb2.Pod, str], tuple[Status, float]]
 AsyncNodeNameFn = Callable[[CycleState, types_pb2.Pod, str], Coroutine[Any, Any, Status]]
+PodChangeFn = Callable[[CycleState, types_pb2.Pod, PodInfo, NodeInfo], Status]
+NormalizeFn = Callable[[CycleState, types_pb2.Pod, list[NodeScore]], tuple[list[NodeScore], Status]]
 P = TypeVar("P", bound=Plugin)
+R = TypeVar("R")
+Args = ParamSpec("Args")
 
 # Upstream's extension_point label values (pkg/scheduler/metrics).
 PRE_ENQUEUE: Final = "PreEnqueue"
 PRE_FILTER: Final = "PreFilter"
+FILTER: Final = "Filter"
 POST_FILTER: Final = "PostFilter"
 PRE_SCORE: Final = "PreScore"
 SCORE: Final = "Score"
@@ -197,6 +202,82 @@ def _error(what: str, plugin: str, detail: Status | BaseException) -> Status:
         cause = detail.error or RuntimeError(detail.message())
         message = detail.message() or detail.code_name()
     return Status(Code.ERROR, (f"{what}: {message}",), plugin, cause)
+
+
+def _plugin_error(plugin: str, err: Exception) -> Status:
+    """The Error status an exception from `plugin` becomes: its message (or its type's name)
+    and the exception itself, naming the plugin. The runner then handles it as any Error the
+    plugin returned: wrapped in the point's context (`running "X" filter plugin: <error>`)."""
+    return Status(Code.ERROR, (str(err) or type(err).__name__,), plugin, err)
+
+
+def _pod_of(args: tuple[object, ...]) -> str:
+    """The pod a plugin call was about, for the log line of its failure."""
+    pod = next((a for a in args if isinstance(a, types_pb2.Pod)), None)
+    return "" if pod is None else object_key(pod)
+
+
+def guarded(
+    point: str, plugin: str, fn: Callable[Args, R], failed: Callable[[Status], R]
+) -> Callable[Args, R]:
+    """`fn`, a plugin's method at extension point `point`, so that an exception from it (a bug
+    in the plugin) is logged and becomes an Error status naming the plugin (`_plugin_error`,
+    shaped as the method's result by `failed`) instead of propagating: the one place the
+    runtime turns exceptions into Statuses. Every plugin method the Framework runs is wrapped
+    once, when the profile is built. Cancellation is not an Exception: it goes through."""
+
+    @functools.wraps(fn)
+    def call(*args: Args.args, **kwargs: Args.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except Exception as err:
+            logger.exception("%s plugin %s failed for pod %s", point, plugin, _pod_of(args))
+            return failed(_plugin_error(plugin, err))
+
+    return call
+
+
+def guarded_async(
+    point: str,
+    plugin: str,
+    fn: Callable[Args, Coroutine[Any, Any, R]],
+    failed: Callable[[Status], R],
+) -> Callable[Args, Coroutine[Any, Any, R]]:
+    """`guarded` for the asynchronous points (PostFilter, PreBind, Bind)."""
+
+    @functools.wraps(fn)
+    async def call(*args: Args.args, **kwargs: Args.kwargs) -> R:
+        try:
+            return await fn(*args, **kwargs)
+        except Exception as err:
+            logger.exception("%s plugin %s failed for pod %s", point, plugin, _pod_of(args))
+            return failed(_plugin_error(plugin, err))
+
+    return call
+
+
+def _status(s: Status) -> Status:
+    return s
+
+
+def _none(_: Status) -> None:
+    return None
+
+
+def _with_none(s: Status) -> tuple[None, Status]:
+    return None, s
+
+
+def _with_zero(s: Status) -> tuple[int, Status]:
+    return 0, s
+
+
+def _with_empty(s: Status) -> tuple[list[Any], Status]:
+    return [], s
+
+
+def _permit_failed(s: Status) -> tuple[Status, float]:
+    return s, 0.0
 
 
 class NodePluginScores:
@@ -289,52 +370,80 @@ class Framework:
         # (plugin name, bound method) per point, checked and bound once: no attribute lookups
         # in hot loops.
         self._pre_enqueue: list[tuple[str, Callable[[types_pb2.Pod], Status]]] = [
-            (n, p.pre_enqueue) for n, p in plugins("preEnqueue", PreEnqueuePlugin)
+            (n, guarded(PRE_ENQUEUE, n, p.pre_enqueue, _status))
+            for n, p in plugins("preEnqueue", PreEnqueuePlugin)
         ]
         self._queue_sort: list[tuple[str, LessFunc]] = [
             (n, p.less) for n, p in plugins("queueSort", QueueSortPlugin)
         ]
         pre_filter = plugins("preFilter", PreFilterPlugin)
-        self._pre_filter: list[tuple[str, PreFilterFn]] = [(n, p.pre_filter) for n, p in pre_filter]
+        self._pre_filter: list[tuple[str, PreFilterFn]] = [
+            (n, guarded(PRE_FILTER, n, p.pre_filter, _with_none)) for n, p in pre_filter
+        ]
         filters = plugins("filter", FilterPlugin)
-        self._filter: list[tuple[str, FilterFn]] = [(n, p.filter) for n, p in filters]
+        self._filter: list[tuple[str, FilterFn]] = [
+            (n, guarded(FILTER, n, p.filter, _status)) for n, p in filters
+        ]
         self._post_filter: list[tuple[str, PostFilterFn]] = [
-            (n, p.post_filter) for n, p in plugins("postFilter", PostFilterPlugin)
+            (n, guarded_async(POST_FILTER, n, p.post_filter, _with_none))
+            for n, p in plugins("postFilter", PostFilterPlugin)
         ]
         self._pre_score: list[tuple[str, NodesFn]] = [
-            (n, p.pre_score) for n, p in plugins("preScore", PreScorePlugin)
+            (n, guarded(PRE_SCORE, n, p.pre_score, _status))
+            for n, p in plugins("preScore", PreScorePlugin)
         ]
         score = plugins("score", ScorePlugin)
-        self._score: list[tuple[str, ScoreFn]] = [(n, p.score) for n, p in score]
+        self._score: list[tuple[str, ScoreFn]] = [
+            (n, guarded(SCORE, n, p.score, _with_zero)) for n, p in score
+        ]
         # kemu's optional batch form of Score (see ScorePlugin): one call per plugin per cycle
         # instead of one per node, for plugins whose per-node work is a few integer operations.
         self._score_nodes: dict[str, ScoreNodesFn] = {
-            n: p.score_nodes for n, p in score if isinstance(p, BatchScorePlugin)
+            n: guarded(SCORE, n, p.score_nodes, _with_empty)
+            for n, p in score
+            if isinstance(p, BatchScorePlugin)
         }
         reserve = plugins("reserve", ReservePlugin)
-        self._reserve: list[tuple[str, NodeNameFn]] = [(n, p.reserve) for n, p in reserve]
+        self._reserve: list[tuple[str, NodeNameFn]] = [
+            (n, guarded(RESERVE, n, p.reserve, _status)) for n, p in reserve
+        ]
         self._unreserve: list[tuple[str, UnreserveFn]] = [
-            (n, p.unreserve) for n, p in reversed(reserve)
+            (n, guarded(UNRESERVE, n, p.unreserve, _none)) for n, p in reversed(reserve)
         ]
         self._permit: list[tuple[str, PermitFn]] = [
-            (n, p.permit) for n, p in plugins("permit", PermitPlugin)
+            (n, guarded(PERMIT, n, p.permit, _permit_failed))
+            for n, p in plugins("permit", PermitPlugin)
         ]
         pre_bind = plugins("preBind", PreBindPlugin)
-        self._pre_bind: list[tuple[str, AsyncNodeNameFn]] = [(n, p.pre_bind) for n, p in pre_bind]
+        self._pre_bind: list[tuple[str, AsyncNodeNameFn]] = [
+            (n, guarded_async(PRE_BIND, n, p.pre_bind, _status)) for n, p in pre_bind
+        ]
         self._pre_bind_pre_flight: list[tuple[str, NodeNameFn]] = [
-            (n, p.pre_bind_pre_flight) for n, p in pre_bind
+            (n, guarded(PRE_BIND_PRE_FLIGHT, n, p.pre_bind_pre_flight, _status))
+            for n, p in pre_bind
         ]
         self._bind: list[tuple[str, AsyncNodeNameFn]] = [
-            (n, p.bind) for n, p in plugins("bind", BindPlugin)
+            (n, guarded_async(BIND, n, p.bind, _status)) for n, p in plugins("bind", BindPlugin)
         ]
         self._post_bind: list[tuple[str, UnreserveFn]] = [
-            (n, p.post_bind) for n, p in plugins("postBind", PostBindPlugin)
+            (n, guarded(POST_BIND, n, p.post_bind, _none))
+            for n, p in plugins("postBind", PostBindPlugin)
         ]
-        self._pre_filter_extensions: list[tuple[str, PreFilterExtensions]] = [
+        extensions = [
             (n, ext) for n, p in pre_filter if (ext := p.pre_filter_extensions()) is not None
         ]
-        self._score_extensions: dict[str, ScoreExtensions] = {
-            n: sext for n, p in score if (sext := p.score_extensions()) is not None
+        self._pre_filter_extensions: list[tuple[str, PodChangeFn, PodChangeFn]] = [
+            (
+                n,
+                guarded(PRE_FILTER, n, ext.add_pod, _status),
+                guarded(PRE_FILTER, n, ext.remove_pod, _status),
+            )
+            for n, ext in extensions
+        ]
+        self._normalize_score: dict[str, NormalizeFn] = {
+            n: guarded(SCORE, n, sext.normalize_score, _with_empty)
+            for n, p in score
+            if (sext := p.score_extensions()) is not None
         }
         self._score_weights = {n: profile.score_weights.get(n, 1) for n in profile.enabled["score"]}
         # The batch forms over node columns (kemu.scheduling.columns).
@@ -342,8 +451,8 @@ class Framework:
             filters=filters,
             scores=score,
             score_weights=self._score_weights,
-            normalized=frozenset(self._score_extensions),
-            pre_filter_extensions=frozenset(n for n, _ in self._pre_filter_extensions),
+            normalized=frozenset(self._normalize_score),
+            pre_filter_extensions=frozenset(n for n, _, _ in self._pre_filter_extensions),
             nominator=self.nominator,
             filter_plan=self._filter_plan,
             observe_score=self._observe_score,
@@ -502,11 +611,9 @@ class Framework:
         if gating_plugin:
             plugins = sorted(plugins, key=lambda p: p[0] != gating_plugin)
         for name, fn in plugins:
-            try:
-                s: Status = fn(pod)
-            except Exception as err:
-                logger.exception("PreEnqueue plugin %s failed for pod %s", name, object_key(pod))
-                status = _error(f'running PreEnqueue plugin "{name}"', name, err)
+            s = fn(pod)
+            if s.code is Code.ERROR:
+                status = _error(f'running PreEnqueue plugin "{name}"', name, s)
                 break
             if s.code is not Code.SUCCESS:
                 status = s.with_plugin(name)
@@ -536,12 +643,7 @@ class Framework:
         status = SUCCESS
         try:
             for name, fn in self._pre_filter:
-                try:
-                    r, s = fn(state, pod, nodes)
-                except Exception as err:
-                    logger.exception("PreFilter plugin %s failed for pod %s", name, object_key(pod))
-                    status = _error(f'running PreFilter plugin "{name}"', name, err)
-                    return None, status, set()
+                r, s = fn(state, pod, nodes)
                 if s.code is Code.SKIP:
                     skip.add(name)
                     continue
@@ -584,7 +686,7 @@ class Framework:
         """Whether a PreFilter extension (AddPod, RemovePod) runs in the cycle of `state`:
         one of a plugin not skipped at PreFilter."""
         skip = state.skip_filter_plugins
-        return any(n not in skip for n, _ in self._pre_filter_extensions)
+        return any(n not in skip for n, _, _ in self._pre_filter_extensions)
 
     def run_pre_filter_extension_add_pod(
         self, state: CycleState, pod: types_pb2.Pod, pod_to_add: PodInfo, node: NodeInfo
@@ -607,15 +709,11 @@ class Framework:
         node: NodeInfo,
     ) -> Status:
         skip = state.skip_filter_plugins
-        for name, ext in self._pre_filter_extensions:
+        for name, add_pod, remove_pod in self._pre_filter_extensions:
             if name in skip:
                 continue
-            call = ext.add_pod if which == "AddPod" else ext.remove_pod
-            try:
-                s = call(state, pod, other, node)
-            except Exception as err:
-                logger.exception("%s of PreFilter plugin %s failed", which, name)
-                return _error(f'running {which} on PreFilter plugin "{name}"', name, err)
+            call = add_pod if which == "AddPod" else remove_pod
+            s = call(state, pod, other, node)
             if s.code is not Code.SUCCESS:
                 return _error(f'running {which} on PreFilter plugin "{name}"', name, s)
         return SUCCESS
@@ -640,16 +738,7 @@ class Framework:
         node: NodeInfo,
     ) -> Status:
         for name, fn in plan:
-            try:
-                s: Status = fn(state, pod, node)
-            except Exception as err:
-                logger.exception(
-                    "Filter plugin %s failed for pod %s on node %s",
-                    name,
-                    object_key(pod),
-                    node.name,
-                )
-                return _error(f'running "{name}" filter plugin', name, err)
+            s = fn(state, pod, node)
             if s.code is not Code.SUCCESS:
                 if s.code not in _REJECTED:
                     return _error(f'running "{name}" filter plugin', name, s)
@@ -714,14 +803,7 @@ class Framework:
         status = SUCCESS
         try:
             for name, fn in self._post_filter:
-                try:
-                    r, s = await fn(state, pod, statuses)
-                except Exception as err:
-                    logger.exception(
-                        "PostFilter plugin %s failed for pod %s", name, object_key(pod)
-                    )
-                    status = _error(f'running PostFilter plugin "{name}"', name, err)
-                    return None, status
+                r, s = await fn(state, pod, statuses)
                 if s.code is Code.SUCCESS:
                     status = s
                     return r, s
@@ -752,12 +834,7 @@ class Framework:
         status = SUCCESS
         try:
             for name, fn in self._pre_score:
-                try:
-                    s: Status = fn(state, pod, nodes)
-                except Exception as err:
-                    logger.exception("PreScore plugin %s failed for pod %s", name, object_key(pod))
-                    status = _error(f'running PreScore plugin "{name}"', name, err)
-                    return status
+                s = fn(state, pod, nodes)
                 if s.code is Code.SKIP:
                     skip.add(name)
                 elif s.code is not Code.SUCCESS:
@@ -784,39 +861,20 @@ class Framework:
                 raw: list[int] = []
                 batch = self._score_nodes.get(name)
                 if batch is not None:
-                    try:
-                        raw, s = batch(state, pod, nodes)
-                    except Exception as err:
-                        logger.exception("Score plugin %s failed for pod %s", name, object_key(pod))
-                        status = _error("running Score plugins", name, _wrap(name, err))
-                        return [], status
+                    raw, s = batch(state, pod, nodes)
                     if s.code is not Code.SUCCESS:
                         status = _error("running Score plugins", name, _wrap(name, s))
                         return [], status
                 for node in nodes if batch is None else ():
-                    try:
-                        score, s = fn(state, pod, node)
-                    except Exception as err:
-                        logger.exception("Score plugin %s failed for pod %s", name, object_key(pod))
-                        status = _error("running Score plugins", name, _wrap(name, err))
-                        return [], status
+                    score, s = fn(state, pod, node)
                     if s.code is not Code.SUCCESS:
                         status = _error("running Score plugins", name, _wrap(name, s))
                         return [], status
                     raw.append(score)
-                ext = self._score_extensions.get(name)
-                if ext is not None:
+                normalize = self._normalize_score.get(name)
+                if normalize is not None:
                     node_scores = [NodeScore(n.name, v) for n, v in zip(nodes, raw, strict=True)]
-                    try:
-                        normalized, s = ext.normalize_score(state, pod, node_scores)
-                    except Exception as err:
-                        logger.exception(
-                            "NormalizeScore of %s failed for pod %s", name, object_key(pod)
-                        )
-                        status = _error(
-                            "running Normalize on Score plugins", name, _wrap(name, err)
-                        )
-                        return [], status
+                    normalized, s = normalize(state, pod, node_scores)
                     if s.code is not Code.SUCCESS:
                         status = _error("running Normalize on Score plugins", name, _wrap(name, s))
                         return [], status
@@ -859,12 +917,7 @@ class Framework:
         start = time.perf_counter()
         status = SUCCESS
         for name, fn in self._reserve:
-            try:
-                s: Status = fn(state, pod, node_name)
-            except Exception as err:
-                logger.exception("Reserve plugin %s failed for pod %s", name, object_key(pod))
-                status = _error(f'running Reserve plugin "{name}"', name, err)
-                break
+            s = fn(state, pod, node_name)
             if s.code is not Code.SUCCESS:
                 if s.code in _REJECTED:
                     status = s.with_plugin(name)
@@ -879,11 +932,8 @@ class Framework:
     ) -> None:
         """Unreserve on every Reserve plugin, in reverse order; failures are logged."""
         start = time.perf_counter()
-        for name, fn in self._unreserve:
-            try:
-                fn(state, pod, node_name)
-            except Exception:
-                logger.exception("Unreserve of plugin %s failed for pod %s", name, object_key(pod))
+        for _, fn in self._unreserve:
+            fn(state, pod, node_name)
         self._observed(UNRESERVE, SUCCESS, start)
 
     def run_permit_plugins(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> Status:
@@ -893,12 +943,7 @@ class Framework:
         status = SUCCESS
         waits: dict[str, float] = {}
         for name, fn in self._permit:
-            try:
-                s, timeout = fn(state, pod, node_name)
-            except Exception as err:
-                logger.exception("Permit plugin %s failed for pod %s", name, object_key(pod))
-                status = _error(f'running Permit plugin "{name}"', name, err)
-                break
+            s, timeout = fn(state, pod, node_name)
             if s.code is Code.SUCCESS:
                 continue
             if s.code in _REJECTED:
@@ -953,12 +998,7 @@ class Framework:
         skip: set[str] = set()
         status: Status = SKIP
         for name, fn in self._pre_bind_pre_flight:
-            try:
-                s: Status = fn(state, pod, node_name)
-            except Exception as err:
-                logger.exception("PreBindPreFlight of %s failed for pod %s", name, object_key(pod))
-                status = _error(f'running PreBindPreFlight "{name}"', name, err)
-                break
+            s = fn(state, pod, node_name)
             if s.code is Code.SUCCESS:
                 status = SUCCESS
             elif s.code is Code.SKIP:
@@ -992,12 +1032,7 @@ class Framework:
             for name, fn in self._pre_bind:
                 if name in skip:
                     continue
-                try:
-                    s: Status = await fn(state, pod, node_name)
-                except Exception as err:
-                    logger.exception("PreBind plugin %s failed for pod %s", name, object_key(pod))
-                    status = _error(f'running PreBind plugin "{name}"', name, err)
-                    return status
+                s = await fn(state, pod, node_name)
                 if s.code is not Code.SUCCESS:
                     if s.code in _REJECTED:
                         status = s.with_plugin(name)
@@ -1016,12 +1051,7 @@ class Framework:
         status: Status = SKIP
         try:
             for name, fn in self._bind:
-                try:
-                    s: Status = await fn(state, pod, node_name)
-                except Exception as err:
-                    logger.exception("Bind plugin %s failed for pod %s", name, object_key(pod))
-                    status = _error(f'running Bind plugin "{name}"', name, err)
-                    return status
+                s = await fn(state, pod, node_name)
                 if s.code is Code.SKIP:
                     status = s
                     continue
@@ -1039,11 +1069,8 @@ class Framework:
     def run_post_bind_plugins(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> None:
         """Informational; failures are logged."""
         start = time.perf_counter()
-        for name, fn in self._post_bind:
-            try:
-                fn(state, pod, node_name)
-            except Exception:
-                logger.exception("PostBind plugin %s failed for pod %s", name, object_key(pod))
+        for _, fn in self._post_bind:
+            fn(state, pod, node_name)
         self._observed(POST_BIND, SUCCESS, start)
 
     def __repr__(self) -> str:
