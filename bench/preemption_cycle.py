@@ -39,11 +39,10 @@ from kemu.scheduling.plugins.default_preemption import NAME as DEFAULT_PREEMPTIO
 from kemu.scheduling.plugins.default_preemption import DefaultPreemption
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.runtime import Framework
-from kemu.scheduling.snapshot import Snapshot
 from scheduler.app import new_cache
 from scheduler.metrics import SchedulerMetrics
 from scheduler.queue.scheduling_queue import PriorityQueue
-from scheduler.schedule_one import Scheduler
+from scheduler.schedule_one import CycleSettings, Scheduler
 
 SCHEDULER = "default-scheduler"
 
@@ -100,9 +99,8 @@ def run(nodes: int, preemptors: int, seed: int) -> tuple[float, float, float, st
         cache=cache,
         queue=queue,
         profiles={SCHEDULER: fwk},
-        snapshot=Snapshot(),
         clock=clock,
-        gates=gates,
+        settings=CycleSettings.of(gates),
         metrics=SchedulerMetrics(None),
         pod_lister=None,  # type: ignore[arg-type]  # nor reads the informer
         rng=rng,

@@ -41,13 +41,13 @@ from kemu.component.featuregate import FeatureGates
 from kemu.machinery.defaults import set_defaults
 from kemu.machinery.pod_strategy import default_requests_from_limits
 from kemu.scheduling.config import config_from_dict, default_config, scheduler_registry
+from kemu.scheduling.filter_score import ColumnPaths
 from kemu.scheduling.interface import FitError, NodeToStatus
 from kemu.scheduling.runtime import Framework
-from kemu.scheduling.snapshot import Snapshot
 from scheduler.app import new_cache
 from scheduler.metrics import SchedulerMetrics
 from scheduler.queue.scheduling_queue import PriorityQueue
-from scheduler.schedule_one import Scheduler, SchedulingError
+from scheduler.schedule_one import CycleSettings, Scheduler, SchedulingError
 
 DEFAULT_SCHEDULER = "default-scheduler"
 
@@ -132,13 +132,11 @@ def new_path(
         cache=cache,
         queue=queue,
         profiles={profile.scheduler_name: fwk},
-        snapshot=Snapshot(),
         clock=clock,
-        gates=gates,
+        settings=CycleSettings.of(gates, paths=ColumnPaths(enabled=batch)),
         metrics=SchedulerMetrics(None),
         pod_lister=None,  # type: ignore[arg-type]  # nor reads the informer
         rng=rng,
-        batch=batch,
     )
     return PathRun(sched, fwk)  # batch_min_nodes as the scheduler has it
 

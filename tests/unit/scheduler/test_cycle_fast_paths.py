@@ -26,11 +26,10 @@ from kemu.scheduling.interface import (
 from kemu.scheduling.nominator import Nominator
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.runtime import Framework, observer_from_histogram
+from kemu.scheduling.select_host import draws, select_host_index
 from kemu.scheduling.types import PodInfo
 from kemu.testing.builders import make_pod
-from scheduler.batch import draws, select_host_index
-from scheduler.decisions import Attempt
-from scheduler.schedule_one import record_unschedulable
+from scheduler.decisions import Attempt, record_unschedulable
 from tests.unit.scheduler.harness import env
 from tests.unit.scheduler.test_batch_equivalence import NodeSpec, node_obj, world
 from tests.unit.scheduling.deferred_builders import SCHEDULER
@@ -123,7 +122,7 @@ def test_the_feasible_window_wraps_around_the_node_list_as_the_per_node_path(sta
         state = CycleState()
         _, status, _ = fwk.run_pre_filter_plugins(state, pod, sched.snapshot.list())
         assert status.is_success()
-        feasible = sched._find_nodes_that_pass_filters(
+        feasible = sched.find_nodes_that_pass_filters(
             fwk, state, pod, NodeToStatus(), sched.snapshot.list()
         ).nodes
         found.append([ni.name for ni in feasible])
@@ -145,9 +144,9 @@ async def test_the_cycle_takes_the_queues_pod_info_under_any_counting_rules(
         seen: list[PodInfo] = []
         schedule_pod = e.scheduler.schedule_pod
 
-        def spy(fwk: object, state: CycleState, pod: types_pb2.Pod, attempt: object) -> object:
+        def spy(fwk: object, state: CycleState, pod: types_pb2.Pod) -> object:
             seen.append(cycle_pod_info(state, pod))
-            return schedule_pod(fwk, state, pod, attempt)  # type: ignore[arg-type]
+            return schedule_pod(fwk, state, pod)  # type: ignore[arg-type]
 
         e.scheduler.schedule_pod = spy  # type: ignore[assignment,method-assign]
         await e.scheduler.schedule_one(qpi)

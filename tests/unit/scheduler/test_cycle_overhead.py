@@ -14,17 +14,17 @@ from kemu.component.clock import FakeClock
 from kemu.component.featuregate import FeatureGates
 from kemu.scheduling.columns import ColumnConstantScorePlugin
 from kemu.scheduling.config import default_config
+from kemu.scheduling.filter_score import ColumnPaths
 from kemu.scheduling.interface import CycleState
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.plugins.taint_toleration import TaintToleration
 from kemu.scheduling.runtime import Framework, fast_observer, observer_from_histogram
-from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.types import MAX_NODE_SCORE
 from kemu.testing.builders import make_node, make_pod
 from scheduler.app import new_cache
 from scheduler.metrics import SchedulerMetrics, fast_inc
 from scheduler.queue.scheduling_queue import PriorityQueue
-from scheduler.schedule_one import Scheduler
+from scheduler.schedule_one import CycleSettings, Scheduler
 
 VALUES = [0.0, 1e-6, 0.001, 0.0011, 0.005, 0.1, 0.25, 1.0, 7.5, 1e9, math.inf, -1.0, math.nan]
 
@@ -111,13 +111,11 @@ def _scheduler(nodes: int, *, taint: bool) -> tuple[Scheduler, Framework]:
         cache=cache,
         queue=queue,
         profiles={profile.scheduler_name: fwk},
-        snapshot=Snapshot(),
         clock=clock,
-        gates=gates,
+        settings=CycleSettings.of(gates, paths=ColumnPaths(min_nodes=0)),
         metrics=SchedulerMetrics(None),
         pod_lister=None,  # type: ignore[arg-type]
         rng=rng,
-        batch_min_nodes=0,
     )
     return sched, fwk
 

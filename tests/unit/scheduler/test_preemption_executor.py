@@ -58,7 +58,7 @@ from kemu.testing.builders import make_node, make_pod
 from scheduler.cache.cache import Cache
 from scheduler.metrics import SchedulerMetrics
 from scheduler.preemption_executor import Executor
-from scheduler.schedule_one import Scheduler
+from scheduler.schedule_one import CycleSettings, Scheduler
 from tests.unit.scheduling.preemption_builders import (
     NOW,
     PREEMPTING_MESSAGE,
@@ -296,19 +296,18 @@ async def cluster(
     nominator = Nominator(pod_lister)
     fwk.set_nominator(nominator)
     cache = Cache(clock, counting=SCHEDULER_DEFAULTS)
-    snapshot = Snapshot()
     scheduler = Scheduler(
         client=client,
         cache=cache,
         queue=None,  # type: ignore[arg-type]
         profiles={SCHEDULER: fwk},
-        snapshot=snapshot,
         clock=clock,
-        gates=fg,
+        settings=CycleSettings.of(fg),
         metrics=metrics,
         pod_lister=pod_lister,
         rng=random.Random(seed),
     )
+    snapshot = scheduler.snapshot
     c = Cluster(
         client,
         clock,
