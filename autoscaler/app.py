@@ -67,7 +67,7 @@ from kemu.scheduling.config import default_config, load_config, scheduler_regist
 from kemu.scheduling.plugins.registry import Registry, in_tree_registry
 from kemu.scheduling.plugins.volumes import STORAGE_KINDS
 from kemu.scheduling.profile import Profile, default_profile
-from kemu.scheduling.runtime import Framework
+from kemu.scheduling.runtime import Framework, FrameworkOptions
 from kemu.scheduling.snapshot import Snapshot
 
 logger = logging.getLogger(__name__)
@@ -480,9 +480,9 @@ async def serve(
             framework = Framework(
                 simulation.profile,
                 simulation.registry,
-                clock=ctx.clock,
-                gates=ctx.gates,
-                informer_factory=informers,
+                options=FrameworkOptions(
+                    clock=ctx.clock, gates=ctx.gates, informer_factory=informers
+                ),
                 snapshot=Snapshot(),
             )
         except ValueError as e:  # a plugin factory refused its args

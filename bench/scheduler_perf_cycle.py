@@ -43,7 +43,7 @@ from kemu.machinery.pod_strategy import default_requests_from_limits
 from kemu.scheduling.config import config_from_dict, default_config, scheduler_registry
 from kemu.scheduling.filter_score import ColumnPaths
 from kemu.scheduling.interface import FitError, NodeToStatus
-from kemu.scheduling.runtime import Framework
+from kemu.scheduling.runtime import Framework, FrameworkOptions
 from scheduler.app import new_cache
 from scheduler.metrics import SchedulerMetrics
 from scheduler.queue.scheduling_queue import PriorityQueue
@@ -124,7 +124,9 @@ def new_path(
     )
     profile = config.profiles[0]  # the top-level percentageOfNodesToScore is its default
     rng = random.Random(seed)
-    fwk = Framework(profile, scheduler_registry(), clock=clock, gates=gates, rng=rng)
+    fwk = Framework(
+        profile, scheduler_registry(), options=FrameworkOptions(clock=clock, gates=gates, rng=rng)
+    )
     queue = PriorityQueue(clock=clock, less=fwk.queue_sort_func())
     fwk.set_nominator(queue.nominator)
     sched = Scheduler(

@@ -66,7 +66,7 @@ from kemu.scheduling.filter_score import COLUMNS_WHERE_WORTH_IT, ColumnPaths
 from kemu.scheduling.interface import SCHEDULER_POD_FIELD_SELECTOR
 from kemu.scheduling.plugins.registry import Registry
 from kemu.scheduling.plugins.volumes import STORAGE_KINDS
-from kemu.scheduling.runtime import Framework, observer_from_histogram
+from kemu.scheduling.runtime import Framework, FrameworkOptions, observer_from_histogram
 from kemu.scheduling.waiting_pods import WaitingPodsMap
 from scheduler.cache.cache import Cache, assumed_pod_ttl
 from scheduler.cache.debugger import CacheDumper, cache_sources
@@ -76,7 +76,7 @@ from scheduler.event_handlers import EventHandlers
 from scheduler.metrics import SchedulerMetrics
 from scheduler.preemption_executor import Executor
 from scheduler.queue.hints import build_queueing_hint_map
-from scheduler.queue.scheduling_queue import PriorityQueue
+from scheduler.queue.scheduling_queue import PriorityQueue, QueueOptions
 from scheduler.schedule_one import CycleSettings, Scheduler
 
 logger = logging.getLogger(__name__)
@@ -265,20 +265,22 @@ def new_frameworks(
             profile.scheduler_name: Framework(
                 profile,
                 settings.registry,
-                client=client,
-                clock=ctx.clock,
-                gates=ctx.gates,
-                # Each profile reports as its schedulerName, as upstream's per-profile
-                # recorders (reportingInstance "<schedulerName>-<host>").
-                event_recorder=recorder.for_component(
-                    profile.scheduler_name, f"{profile.scheduler_name}-{host}"
+                options=FrameworkOptions(
+                    client=client,
+                    clock=ctx.clock,
+                    gates=ctx.gates,
+                    # Each profile reports as its schedulerName, as upstream's per-profile
+                    # recorders (reportingInstance "<schedulerName>-<host>").
+                    event_recorder=recorder.for_component(
+                        profile.scheduler_name, f"{profile.scheduler_name}-{host}"
+                    ),
+                    informer_factory=informers.factory,
+                    waiting_pods=waiting_pods,
+                    observe=observe,
+                    metrics=metrics,
+                    rng=rng,
+                    preemption_executor=executor,
                 ),
-                informer_factory=informers.factory,
-                waiting_pods=waiting_pods,
-                observe=observe,
-                metrics=metrics,
-                rng=rng,
-                preemption_executor=executor,
             )
             for profile in settings.config.profiles
         }
@@ -306,8 +308,10 @@ def new_queue(
         queueing_hint_map={
             name: build_queueing_hint_map(f.enqueue_extensions()) for name, f in frameworks.items()
         },
-        pod_initial_backoff=config.pod_initial_backoff_seconds,
-        pod_max_backoff=config.pod_max_backoff_seconds,
+        options=QueueOptions(
+            pod_initial_backoff=config.pod_initial_backoff_seconds,
+            pod_max_backoff=config.pod_max_backoff_seconds,
+        ),
         metrics=metrics,
         pod_lister=informers.pods.lister,
         pod_info_factory=cache.pod_info,

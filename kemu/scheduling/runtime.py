@@ -28,6 +28,7 @@ import math
 import random
 import time
 from collections.abc import Callable, Coroutine, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeVar
 
 from anyio.abc import TaskGroup
@@ -306,6 +307,31 @@ class NodePluginScores:
         return f"NodePluginScores({self.name}, total={self.total_score}, {self.scores})"
 
 
+@dataclass(frozen=True)
+class FrameworkOptions:
+    """What a profile's plugins get through their Handle, and where the Framework reports
+    (upstream's frameworkruntime Options: WithClientSet, WithEventRecorder,
+    WithInformerFactory, WithMetricsRecorder, WithWaitingPods, ...). Left out: no API client
+    (simulations), the real clock, the default gates, no events, no informers, waiting pods
+    of the framework's own, no metrics, an unseeded random source, no preemption writes."""
+
+    client: SchedulingApi | None = None
+    clock: Clock | None = None
+    gates: FeatureGates | None = None
+    event_recorder: EventRecorder | None = None
+    informer_factory: InformerFactory | None = None
+    waiting_pods: WaitingPodsMap | None = None
+    """Shared by the profiles of one scheduler."""
+    observe: ExtensionPointObserver | None = None
+    """Each extension point's duration (see the module docstring)."""
+    metrics: PluginMetrics | None = None
+    rng: random.Random | None = None
+    preemption_executor: PreemptionExecutorFactory | None = None
+
+
+NO_OPTIONS: Final = FrameworkOptions()
+
+
 class Framework:
     """The plugins of one profile, and the Handle they get. See the module docstring."""
 
@@ -314,32 +340,25 @@ class Framework:
         profile: Profile,
         registry: Registry,
         *,
-        client: SchedulingApi | None = None,
-        clock: Clock | None = None,
-        gates: FeatureGates | None = None,
-        event_recorder: EventRecorder | None = None,
+        options: FrameworkOptions = NO_OPTIONS,
         nominator: PodNominator | None = None,
-        informer_factory: InformerFactory | None = None,
         snapshot: SharedLister | None = None,
-        waiting_pods: WaitingPodsMap | None = None,
-        observe: ExtensionPointObserver | None = None,
-        metrics: PluginMetrics | None = None,
-        rng: random.Random | None = None,
-        preemption_executor: PreemptionExecutorFactory | None = None,
     ) -> None:
         self._profile_name = profile.scheduler_name
         self._percentage = profile.percentage_of_nodes_to_score
-        self._client = client
-        self._clock: Clock = clock or RealClock()
-        self._gates = gates or FeatureGates.default()
-        self._event_recorder: EventRecorder = event_recorder or NoEvents()
+        self._client = options.client
+        self._clock: Clock = options.clock or RealClock()
+        self._gates = options.gates or FeatureGates.default()
+        self._event_recorder: EventRecorder = options.event_recorder or NoEvents()
         self._nominator = nominator
-        self._informer_factory = informer_factory
+        self._informer_factory = options.informer_factory
         self._snapshot = snapshot
+        waiting_pods = options.waiting_pods
         self._waiting_pods = waiting_pods if waiting_pods is not None else WaitingPodsMap()
-        self._observe = observe
-        self._metrics = metrics
-        self._rng = rng or random.Random()
+        self._observe = options.observe
+        self._metrics = options.metrics
+        self._rng = options.rng or random.Random()
+        preemption_executor = options.preemption_executor
         # Set by the scheduler: its queue's Activate, and the task group of background work.
         self._pod_activator: Callable[[Iterable[types_pb2.Pod]], None] | None = None
         self._background: TaskGroup | None = None
@@ -1099,8 +1118,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_PERMIT_TIMEOUT",
+    "NO_OPTIONS",
     "ExtensionPointObserver",
     "Framework",
+    "FrameworkOptions",
     "LessFunc",
     "NodePluginScores",
     "fast_observer",

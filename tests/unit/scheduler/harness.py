@@ -26,7 +26,7 @@ from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.interface import SCHEDULER_POD_FIELD_SELECTOR
 from kemu.scheduling.plugins.volumes import STORAGE_KINDS
 from kemu.scheduling.profile import Profile
-from kemu.scheduling.runtime import Framework
+from kemu.scheduling.runtime import Framework, FrameworkOptions
 from kemu.scheduling.waiting_pods import WaitingPodsMap
 from kemu.testing.builders import make_node
 from scheduler.cache.cache import Cache
@@ -191,16 +191,18 @@ async def env(
     fwk = Framework(
         profile or default_config().profiles[0],
         scheduler_registry(),
-        client=client,
-        clock=clock,
-        gates=gates,
-        event_recorder=recorder,
-        informer_factory=informers,
-        waiting_pods=WaitingPodsMap(),
-        metrics=metrics,
-        rng=random.Random(0),
-        preemption_executor=functools.partial(
-            Executor, client=client, pod_lister=pods.lister, metrics=metrics
+        options=FrameworkOptions(
+            client=client,
+            clock=clock,
+            gates=gates,
+            event_recorder=recorder,
+            informer_factory=informers,
+            waiting_pods=WaitingPodsMap(),
+            metrics=metrics,
+            rng=random.Random(0),
+            preemption_executor=functools.partial(
+                Executor, client=client, pod_lister=pods.lister, metrics=metrics
+            ),
         ),
     )
     queue = PriorityQueue(

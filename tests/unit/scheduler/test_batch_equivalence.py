@@ -27,7 +27,7 @@ from kemu.scheduling.config import default_config
 from kemu.scheduling.filter_score import ColumnPaths
 from kemu.scheduling.interface import CycleState, FitError, NodeToStatus
 from kemu.scheduling.plugins.registry import in_tree_registry
-from kemu.scheduling.runtime import Framework
+from kemu.scheduling.runtime import Framework, FrameworkOptions
 from kemu.scheduling.select_host import select_host_by_walk, select_host_index
 from kemu.scheduling.status import Status
 from kemu.scheduling.types import NodeInfo, PodInfo
@@ -196,7 +196,9 @@ def world(
         cache.add_pod(pod_obj(f"bound-{k}", pod_spec, f"n{i % len(nodes)}"))
     profile = replace(default_config().profiles[0], percentage_of_nodes_to_score=percentage)
     rng = random.Random(seed)
-    fwk = Framework(profile, in_tree_registry(), clock=clock, gates=gates, rng=rng)
+    fwk = Framework(
+        profile, in_tree_registry(), options=FrameworkOptions(clock=clock, gates=gates, rng=rng)
+    )
     queue = PriorityQueue(clock=clock, less=fwk.queue_sort_func())
     fwk.set_nominator(queue.nominator)
     for k, (i, pod_spec) in enumerate(nominated):

@@ -25,7 +25,7 @@ from kemu.scheduling.interface import (
 )
 from kemu.scheduling.nominator import Nominator
 from kemu.scheduling.plugins.registry import in_tree_registry
-from kemu.scheduling.runtime import Framework, observer_from_histogram
+from kemu.scheduling.runtime import Framework, FrameworkOptions, observer_from_histogram
 from kemu.scheduling.select_host import draws, select_host_index
 from kemu.scheduling.types import PodInfo
 from kemu.testing.builders import make_pod
@@ -211,7 +211,11 @@ def test_batch_filters_say_every_row_with_the_shared_read_only_mask() -> None:
 def test_only_nodes_with_nominated_pods_of_at_least_the_pods_priority_are_filtered_twice() -> None:
     # The batch path sends these nodes through the per-node two-pass filter; on the others
     # that filter is the plain one, which the columns decide.
-    fwk = Framework(default_config().profiles[0], in_tree_registry(), rng=random.Random(0))
+    fwk = Framework(
+        default_config().profiles[0],
+        in_tree_registry(),
+        options=FrameworkOptions(rng=random.Random(0)),
+    )
     nominator = Nominator()
     fwk.set_nominator(nominator)
     pod = make_pod("p").uid("uid-p").priority(10).obj()

@@ -18,7 +18,12 @@ from kemu.scheduling.filter_score import ColumnPaths
 from kemu.scheduling.interface import CycleState
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.plugins.taint_toleration import TaintToleration
-from kemu.scheduling.runtime import Framework, fast_observer, observer_from_histogram
+from kemu.scheduling.runtime import (
+    Framework,
+    FrameworkOptions,
+    fast_observer,
+    observer_from_histogram,
+)
 from kemu.scheduling.types import MAX_NODE_SCORE
 from kemu.testing.builders import make_node, make_pod
 from scheduler.app import new_cache
@@ -103,7 +108,9 @@ def _scheduler(nodes: int, *, taint: bool) -> tuple[Scheduler, Framework]:
         cache.add_node(node.obj())
     profile = default_config().profiles[0]
     rng = random.Random(1)
-    fwk = Framework(profile, in_tree_registry(), clock=clock, gates=gates, rng=rng)
+    fwk = Framework(
+        profile, in_tree_registry(), options=FrameworkOptions(clock=clock, gates=gates, rng=rng)
+    )
     queue = PriorityQueue(clock=clock, less=fwk.queue_sort_func())
     fwk.set_nominator(queue.nominator)
     sched = Scheduler(

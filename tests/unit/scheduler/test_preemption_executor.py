@@ -49,7 +49,7 @@ from kemu.scheduling.preemption import (
     Candidate,
     Victims,
 )
-from kemu.scheduling.runtime import Framework
+from kemu.scheduling.runtime import Framework, FrameworkOptions
 from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.status import SUCCESS, Code, Status, unresolvable, unschedulable
 from kemu.scheduling.types import NodeInfo, PodInfo, PostFilterResult
@@ -281,16 +281,18 @@ async def cluster(
     fwk = Framework(
         default_config().profiles[0],
         in_tree_registry(),
-        client=client,
-        clock=clock,
-        gates=fg,
-        event_recorder=recorder,
-        informer_factory=informers,
-        waiting_pods=waiting,
-        metrics=metrics,
-        rng=random.Random(seed),
-        preemption_executor=functools.partial(
-            Executor, client=client, pod_lister=pod_lister, metrics=metrics
+        options=FrameworkOptions(
+            client=client,
+            clock=clock,
+            gates=fg,
+            event_recorder=recorder,
+            informer_factory=informers,
+            waiting_pods=waiting,
+            metrics=metrics,
+            rng=random.Random(seed),
+            preemption_executor=functools.partial(
+                Executor, client=client, pod_lister=pod_lister, metrics=metrics
+            ),
         ),
     )
     nominator = Nominator(pod_lister)

@@ -14,7 +14,7 @@ from kemu.machinery.resources import SCHEDULER_DEFAULTS
 from kemu.scheduling.config import default_config
 from kemu.scheduling.interface import CycleState, NodeToStatus
 from kemu.scheduling.plugins.registry import in_tree_registry
-from kemu.scheduling.runtime import Framework
+from kemu.scheduling.runtime import Framework, FrameworkOptions
 from kemu.scheduling.select_host import select_host_by_walk
 from kemu.scheduling.status import Code, unresolvable, unschedulable
 from kemu.testing import make_node, make_pod
@@ -93,7 +93,9 @@ def _scheduler(
         cache.add_node(
             make_node(f"n{i}").capacity(cpu="4", memory="8Gi", pods="110", **node_capacity).obj()
         )
-    fwk = Framework(default_config().profiles[0], in_tree_registry(), clock=clock)
+    fwk = Framework(
+        default_config().profiles[0], in_tree_registry(), options=FrameworkOptions(clock=clock)
+    )
     sched = Scheduler(
         client=None,  # type: ignore[arg-type]
         cache=cache,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from typing import Any
 
@@ -12,7 +13,7 @@ from kemu.api.v1 import types_pb2
 from kemu.component.clock import FakeClock
 from kemu.scheduling.interface import CycleState, NodeToStatus
 from kemu.scheduling.plugins.registry import Registry
-from kemu.scheduling.runtime import MAX_PERMIT_TIMEOUT, Framework
+from kemu.scheduling.runtime import MAX_PERMIT_TIMEOUT, Framework, FrameworkOptions
 from kemu.scheduling.status import (
     SKIP,
     SUCCESS,
@@ -64,8 +65,11 @@ def framework(
     calls: list[str] | None = None,
     **kwargs: Any,
 ) -> Framework:
+    """`kwargs`: FrameworkOptions' fields, `nominator`, `snapshot`."""
     profile = make_profile(reg, multi_point, args=args, points=points, calls=calls)
-    return Framework(profile, reg, **kwargs)
+    names = {f.name for f in dataclasses.fields(FrameworkOptions)}
+    options = FrameworkOptions(**{k: kwargs.pop(k) for k in list(kwargs) if k in names})
+    return Framework(profile, reg, options=options, **kwargs)
 
 
 def boom(*_: Any) -> Status:
