@@ -45,6 +45,7 @@ import numpy as np
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import Clock
 from kemu.component.health import DebugRequestError
+from kemu.machinery.jsonvalue import JSONObject
 from kemu.machinery.keys import object_key
 from kemu.scheduling.arrays import IntArray
 from kemu.scheduling.filter_score import PrioritizedNodes
@@ -112,7 +113,7 @@ class ScoredNode:
     total: int
     scores: tuple[int, ...]
 
-    def to_json(self, plugins: Sequence[str]) -> dict[str, Any]:
+    def to_json(self, plugins: Sequence[str]) -> JSONObject:
         return {
             "node": self.node,
             "total": self.total,
@@ -131,8 +132,8 @@ class Phase:
     seconds: float
     plugin: str = ""
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"point": self.point, "code": self.code, "seconds": self.seconds}
+    def to_json(self) -> JSONObject:
+        out: JSONObject = {"point": self.point, "code": self.code, "seconds": self.seconds}
         if self.plugin:
             out["plugin"] = self.plugin
         return out

@@ -27,7 +27,7 @@ import logging
 import math
 import random
 import time
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeVar
 
@@ -108,7 +108,7 @@ PreFilterFn = Callable[
 ]
 PostFilterFn = Callable[
     [CycleState, types_pb2.Pod, NodeToStatus],
-    Coroutine[Any, Any, tuple[PostFilterResult | None, Status]],
+    Awaitable[tuple[PostFilterResult | None, Status]],
 ]
 NodesFn = Callable[[CycleState, types_pb2.Pod, list[NodeInfo]], Status]
 ScoreFn = Callable[[CycleState, types_pb2.Pod, NodeInfo], tuple[int, Status]]
@@ -116,7 +116,7 @@ ScoreNodesFn = Callable[[CycleState, types_pb2.Pod, list[NodeInfo]], tuple[list[
 NodeNameFn = Callable[[CycleState, types_pb2.Pod, str], Status]
 UnreserveFn = Callable[[CycleState, types_pb2.Pod, str], None]
 PermitFn = Callable[[CycleState, types_pb2.Pod, str], tuple[Status, float]]
-AsyncNodeNameFn = Callable[[CycleState, types_pb2.Pod, str], Coroutine[Any, Any, Status]]
+AsyncNodeNameFn = Callable[[CycleState, types_pb2.Pod, str], Awaitable[Status]]
 PodChangeFn = Callable[[CycleState, types_pb2.Pod, PodInfo, NodeInfo], Status]
 NormalizeFn = Callable[[CycleState, types_pb2.Pod, list[NodeScore]], tuple[list[NodeScore], Status]]
 P = TypeVar("P", bound=Plugin)
@@ -241,9 +241,9 @@ def guarded(
 def guarded_async(
     point: str,
     plugin: str,
-    fn: Callable[Args, Coroutine[Any, Any, R]],
+    fn: Callable[Args, Awaitable[R]],
     failed: Callable[[Status], R],
-) -> Callable[Args, Coroutine[Any, Any, R]]:
+) -> Callable[Args, Awaitable[R]]:
     """`guarded` for the asynchronous points (PostFilter, PreBind, Bind)."""
 
     @functools.wraps(fn)

@@ -306,8 +306,8 @@ class PriorityQueue:
     def move_all_to_active_or_backoff_queue(
         self,
         event: ClusterEvent,
-        old_obj: Any = None,
-        new_obj: Any = None,
+        old_obj: object = None,
+        new_obj: object = None,
         pre_check: PreEnqueueCheck | None = None,
     ) -> None:
         """Retries the pods of the pool that `event` may help, per their plugins' hints.
@@ -701,7 +701,7 @@ class PriorityQueue:
         )
 
     def _is_pod_worth_requeuing(
-        self, qpi: QueuedPodInfo, event: ClusterEvent, old_obj: Any, new_obj: Any
+        self, qpi: QueuedPodInfo, event: ClusterEvent, old_obj: object, new_obj: object
     ) -> _Strategy:
         """Runs the hints of the plugins that rejected the pod for `event` (upstream
         isPodWorthRequeuing). A Queue from a Pending plugin means activeQ at once; from an
@@ -757,8 +757,8 @@ class PriorityQueue:
         self,
         pods: list[QueuedPodInfo],
         event: ClusterEvent,
-        old_obj: Any,
-        new_obj: Any,
+        old_obj: object,
+        new_obj: object,
     ) -> None:
         if not self._is_event_of_interest(event):
             return

@@ -30,7 +30,7 @@ import logging
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import Final, Protocol, runtime_checkable
 
 from kemu.api.v1 import types_pb2
 from kemu.component.featuregate import POD_DISRUPTION_CONDITIONS, SCHEDULER_ASYNC_PREEMPTION
@@ -223,7 +223,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         ]
 
     @staticmethod
-    def _skip(pod: types_pb2.Pod, old: Any, new: Any) -> QueueingHint:
+    def _skip(pod: types_pb2.Pod, old: object, new: object) -> QueueingHint:
         return QueueingHint.SKIP
 
     # ------------------------------------------------------------ the policy
