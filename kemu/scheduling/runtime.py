@@ -22,21 +22,19 @@ Contracts, as upstream:
 from __future__ import annotations
 
 import bisect
-import functools
 import logging
 import math
 import random
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Final
 
 from anyio.abc import TaskGroup
 
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import Clock, RealClock
 from kemu.component.featuregate import FeatureGates
-from kemu.machinery.keys import object_key
 from kemu.scheduling.column_runner import ColumnRunner
 from kemu.scheduling.events import (
     ActionType,
@@ -46,36 +44,38 @@ from kemu.scheduling.events import (
 )
 from kemu.scheduling.interface import (
     EXTENSION_POINTS,
-    BatchScorePlugin,
-    BindPlugin,
     CycleState,
     EnqueueExtensions,
     EventRecorder,
     FilterFn,
-    FilterPlugin,
     InformerFactory,
     LabelledObserver,
     NodeToStatus,
     NoEvents,
     ObserverMetric,
-    PermitPlugin,
     Plugin,
     PluginMetrics,
     PodNominator,
-    PostBindPlugin,
-    PostFilterPlugin,
-    PreBindPlugin,
     PreemptionExecutor,
     PreemptionExecutorFactory,
-    PreEnqueuePlugin,
-    PreFilterPlugin,
-    PreScorePlugin,
-    QueuedPodInfo,
-    QueueSortPlugin,
-    ReservePlugin,
     SchedulingApi,
-    ScorePlugin,
     SharedLister,
+)
+from kemu.scheduling.plugin_points import (
+    BIND,
+    PERMIT,
+    POST_BIND,
+    POST_FILTER,
+    PRE_BIND,
+    PRE_BIND_PRE_FLIGHT,
+    PRE_ENQUEUE,
+    PRE_FILTER,
+    PRE_SCORE,
+    RESERVE,
+    SCORE,
+    UNRESERVE,
+    LessFunc,
+    PointPlugins,
 )
 from kemu.scheduling.plugins.registry import Registry
 from kemu.scheduling.status import SKIP, SUCCESS, Code, Status
@@ -101,42 +101,6 @@ MAX_PERMIT_TIMEOUT: Final = 15 * 60.0
 
 # observe(extension_point, status, profile, seconds)
 ExtensionPointObserver = Callable[[str, str, str, float], None]
-LessFunc = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
-# The bound extension-point methods the runtime keeps per point.
-PreFilterFn = Callable[
-    [CycleState, types_pb2.Pod, list[NodeInfo]], tuple[PreFilterResult | None, Status]
-]
-PostFilterFn = Callable[
-    [CycleState, types_pb2.Pod, NodeToStatus],
-    Awaitable[tuple[PostFilterResult | None, Status]],
-]
-NodesFn = Callable[[CycleState, types_pb2.Pod, list[NodeInfo]], Status]
-ScoreFn = Callable[[CycleState, types_pb2.Pod, NodeInfo], tuple[int, Status]]
-ScoreNodesFn = Callable[[CycleState, types_pb2.Pod, list[NodeInfo]], tuple[list[int], Status]]
-NodeNameFn = Callable[[CycleState, types_pb2.Pod, str], Status]
-UnreserveFn = Callable[[CycleState, types_pb2.Pod, str], None]
-PermitFn = Callable[[CycleState, types_pb2.Pod, str], tuple[Status, float]]
-AsyncNodeNameFn = Callable[[CycleState, types_pb2.Pod, str], Awaitable[Status]]
-PodChangeFn = Callable[[CycleState, types_pb2.Pod, PodInfo, NodeInfo], Status]
-NormalizeFn = Callable[[CycleState, types_pb2.Pod, list[NodeScore]], tuple[list[NodeScore], Status]]
-P = TypeVar("P", bound=Plugin)
-R = TypeVar("R")
-Args = ParamSpec("Args")
-
-# Upstream's extension_point label values (pkg/scheduler/metrics).
-PRE_ENQUEUE: Final = "PreEnqueue"
-PRE_FILTER: Final = "PreFilter"
-FILTER: Final = "Filter"
-POST_FILTER: Final = "PostFilter"
-PRE_SCORE: Final = "PreScore"
-SCORE: Final = "Score"
-RESERVE: Final = "Reserve"
-UNRESERVE: Final = "Unreserve"
-PERMIT: Final = "Permit"
-PRE_BIND_PRE_FLIGHT: Final = "PreBindPreFlight"
-PRE_BIND: Final = "PreBind"
-BIND: Final = "Bind"
-POST_BIND: Final = "PostBind"
 
 _REJECTED: Final = frozenset(
     {Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING}
@@ -203,82 +167,6 @@ def _error(what: str, plugin: str, detail: Status | BaseException) -> Status:
         cause = detail.error or RuntimeError(detail.message())
         message = detail.message() or detail.code_name()
     return Status(Code.ERROR, (f"{what}: {message}",), plugin, cause)
-
-
-def _plugin_error(plugin: str, err: Exception) -> Status:
-    """The Error status an exception from `plugin` becomes: its message (or its type's name)
-    and the exception itself, naming the plugin. The runner then handles it as any Error the
-    plugin returned: wrapped in the point's context (`running "X" filter plugin: <error>`)."""
-    return Status(Code.ERROR, (str(err) or type(err).__name__,), plugin, err)
-
-
-def _pod_of(args: tuple[object, ...]) -> str:
-    """The pod a plugin call was about, for the log line of its failure."""
-    pod = next((a for a in args if isinstance(a, types_pb2.Pod)), None)
-    return "" if pod is None else object_key(pod)
-
-
-def guarded(
-    point: str, plugin: str, fn: Callable[Args, R], failed: Callable[[Status], R]
-) -> Callable[Args, R]:
-    """`fn`, a plugin's method at extension point `point`, so that an exception from it (a bug
-    in the plugin) is logged and becomes an Error status naming the plugin (`_plugin_error`,
-    shaped as the method's result by `failed`) instead of propagating: the one place the
-    runtime turns exceptions into Statuses. Every plugin method the Framework runs is wrapped
-    once, when the profile is built. Cancellation is not an Exception: it goes through."""
-
-    @functools.wraps(fn)
-    def call(*args: Args.args, **kwargs: Args.kwargs) -> R:
-        try:
-            return fn(*args, **kwargs)
-        except Exception as err:
-            logger.exception("%s plugin %s failed for pod %s", point, plugin, _pod_of(args))
-            return failed(_plugin_error(plugin, err))
-
-    return call
-
-
-def guarded_async(
-    point: str,
-    plugin: str,
-    fn: Callable[Args, Awaitable[R]],
-    failed: Callable[[Status], R],
-) -> Callable[Args, Awaitable[R]]:
-    """`guarded` for the asynchronous points (PostFilter, PreBind, Bind)."""
-
-    @functools.wraps(fn)
-    async def call(*args: Args.args, **kwargs: Args.kwargs) -> R:
-        try:
-            return await fn(*args, **kwargs)
-        except Exception as err:
-            logger.exception("%s plugin %s failed for pod %s", point, plugin, _pod_of(args))
-            return failed(_plugin_error(plugin, err))
-
-    return call
-
-
-def _status(s: Status) -> Status:
-    return s
-
-
-def _none(_: Status) -> None:
-    return None
-
-
-def _with_none(s: Status) -> tuple[None, Status]:
-    return None, s
-
-
-def _with_zero(s: Status) -> tuple[int, Status]:
-    return 0, s
-
-
-def _with_empty(s: Status) -> tuple[list[Any], Status]:
-    return [], s
-
-
-def _permit_failed(s: Status) -> tuple[Status, float]:
-    return s, 0.0
 
 
 class NodePluginScores:
@@ -377,101 +265,15 @@ class Framework:
             except Exception as err:
                 raise ValueError(f'initializing plugin "{name}": {err}') from err
 
-        def plugins(point: str, proto: type[P]) -> list[tuple[str, P]]:
-            out: list[tuple[str, P]] = []
-            for name in profile.enabled[point]:
-                plugin = self._plugins[name]
-                if not isinstance(plugin, proto):
-                    raise ValueError(f'plugin "{name}" does not extend {point} plugin')
-                out.append((name, plugin))
-            return out
-
-        # (plugin name, bound method) per point, checked and bound once: no attribute lookups
-        # in hot loops.
-        self._pre_enqueue: list[tuple[str, Callable[[types_pb2.Pod], Status]]] = [
-            (n, guarded(PRE_ENQUEUE, n, p.pre_enqueue, _status))
-            for n, p in plugins("preEnqueue", PreEnqueuePlugin)
-        ]
-        self._queue_sort: list[tuple[str, LessFunc]] = [
-            (n, p.less) for n, p in plugins("queueSort", QueueSortPlugin)
-        ]
-        pre_filter = plugins("preFilter", PreFilterPlugin)
-        self._pre_filter: list[tuple[str, PreFilterFn]] = [
-            (n, guarded(PRE_FILTER, n, p.pre_filter, _with_none)) for n, p in pre_filter
-        ]
-        filters = plugins("filter", FilterPlugin)
-        self._filter: list[tuple[str, FilterFn]] = [
-            (n, guarded(FILTER, n, p.filter, _status)) for n, p in filters
-        ]
-        self._post_filter: list[tuple[str, PostFilterFn]] = [
-            (n, guarded_async(POST_FILTER, n, p.post_filter, _with_none))
-            for n, p in plugins("postFilter", PostFilterPlugin)
-        ]
-        self._pre_score: list[tuple[str, NodesFn]] = [
-            (n, guarded(PRE_SCORE, n, p.pre_score, _status))
-            for n, p in plugins("preScore", PreScorePlugin)
-        ]
-        score = plugins("score", ScorePlugin)
-        self._score: list[tuple[str, ScoreFn]] = [
-            (n, guarded(SCORE, n, p.score, _with_zero)) for n, p in score
-        ]
-        # kemu's optional batch form of Score (see ScorePlugin): one call per plugin per cycle
-        # instead of one per node, for plugins whose per-node work is a few integer operations.
-        self._score_nodes: dict[str, ScoreNodesFn] = {
-            n: guarded(SCORE, n, p.score_nodes, _with_empty)
-            for n, p in score
-            if isinstance(p, BatchScorePlugin)
-        }
-        reserve = plugins("reserve", ReservePlugin)
-        self._reserve: list[tuple[str, NodeNameFn]] = [
-            (n, guarded(RESERVE, n, p.reserve, _status)) for n, p in reserve
-        ]
-        self._unreserve: list[tuple[str, UnreserveFn]] = [
-            (n, guarded(UNRESERVE, n, p.unreserve, _none)) for n, p in reversed(reserve)
-        ]
-        self._permit: list[tuple[str, PermitFn]] = [
-            (n, guarded(PERMIT, n, p.permit, _permit_failed))
-            for n, p in plugins("permit", PermitPlugin)
-        ]
-        pre_bind = plugins("preBind", PreBindPlugin)
-        self._pre_bind: list[tuple[str, AsyncNodeNameFn]] = [
-            (n, guarded_async(PRE_BIND, n, p.pre_bind, _status)) for n, p in pre_bind
-        ]
-        self._pre_bind_pre_flight: list[tuple[str, NodeNameFn]] = [
-            (n, guarded(PRE_BIND_PRE_FLIGHT, n, p.pre_bind_pre_flight, _status))
-            for n, p in pre_bind
-        ]
-        self._bind: list[tuple[str, AsyncNodeNameFn]] = [
-            (n, guarded_async(BIND, n, p.bind, _status)) for n, p in plugins("bind", BindPlugin)
-        ]
-        self._post_bind: list[tuple[str, UnreserveFn]] = [
-            (n, guarded(POST_BIND, n, p.post_bind, _none))
-            for n, p in plugins("postBind", PostBindPlugin)
-        ]
-        extensions = [
-            (n, ext) for n, p in pre_filter if (ext := p.pre_filter_extensions()) is not None
-        ]
-        self._pre_filter_extensions: list[tuple[str, PodChangeFn, PodChangeFn]] = [
-            (
-                n,
-                guarded(PRE_FILTER, n, ext.add_pod, _status),
-                guarded(PRE_FILTER, n, ext.remove_pod, _status),
-            )
-            for n, ext in extensions
-        ]
-        self._normalize_score: dict[str, NormalizeFn] = {
-            n: guarded(SCORE, n, sext.normalize_score, _with_empty)
-            for n, p in score
-            if (sext := p.score_extensions()) is not None
-        }
+        self._points = points = PointPlugins.of(profile.enabled, self._plugins)
         self._score_weights = {n: profile.score_weights.get(n, 1) for n in profile.enabled["score"]}
         # The batch forms over node columns (kemu.scheduling.columns).
         self._column_runner = ColumnRunner(
-            filters=filters,
-            scores=score,
+            filters=points.filter_plugins,
+            scores=points.score_plugins,
             score_weights=self._score_weights,
-            normalized=frozenset(self._normalize_score),
-            pre_filter_extensions=frozenset(n for n, _, _ in self._pre_filter_extensions),
+            normalized=frozenset(points.normalize_score),
+            pre_filter_extensions=frozenset(n for n, _, _ in points.pre_filter_extensions),
             nominator=self.nominator,
             filter_plan=self._filter_plan,
             observe_score=self._observe_score,
@@ -565,13 +367,13 @@ class Framework:
         return self._percentage
 
     def has_filter_plugins(self) -> bool:
-        return bool(self._filter)
+        return bool(self._points.filter)
 
     def has_post_filter_plugins(self) -> bool:
-        return bool(self._post_filter)
+        return bool(self._points.post_filter)
 
     def has_score_plugins(self) -> bool:
-        return bool(self._score)
+        return bool(self._points.score)
 
     def list_plugins(self) -> dict[str, tuple[str, ...]]:
         """Plugin names per extension point, in the order they run."""
@@ -626,7 +428,7 @@ class Framework:
         first, as upstream's queue does."""
         start = time.perf_counter()
         status = SUCCESS
-        plugins = self._pre_enqueue
+        plugins = self._points.pre_enqueue
         if gating_plugin:
             plugins = sorted(plugins, key=lambda p: p[0] != gating_plugin)
         for name, fn in plugins:
@@ -642,7 +444,7 @@ class Framework:
 
     def queue_sort_func(self) -> LessFunc:
         """The one QueueSort plugin's `less`."""
-        less: LessFunc = self._queue_sort[0][1]
+        less: LessFunc = self._points.queue_sort[0][1]
         return less
 
     # ------------------------------------------------------------ filter
@@ -661,7 +463,7 @@ class Framework:
         rejectors: set[str] = set()
         status = SUCCESS
         try:
-            for name, fn in self._pre_filter:
+            for name, fn in self._points.pre_filter:
                 r, s = fn(state, pod, nodes)
                 if s.code is Code.SKIP:
                     skip.add(name)
@@ -705,7 +507,7 @@ class Framework:
         """Whether a PreFilter extension (AddPod, RemovePod) runs in the cycle of `state`:
         one of a plugin not skipped at PreFilter."""
         skip = state.skip_filter_plugins
-        return any(n not in skip for n, _, _ in self._pre_filter_extensions)
+        return any(n not in skip for n, _, _ in self._points.pre_filter_extensions)
 
     def run_pre_filter_extension_add_pod(
         self, state: CycleState, pod: types_pb2.Pod, pod_to_add: PodInfo, node: NodeInfo
@@ -728,7 +530,7 @@ class Framework:
         node: NodeInfo,
     ) -> Status:
         skip = state.skip_filter_plugins
-        for name, add_pod, remove_pod in self._pre_filter_extensions:
+        for name, add_pod, remove_pod in self._points.pre_filter_extensions:
             if name in skip:
                 continue
             call = add_pod if which == "AddPod" else remove_pod
@@ -746,7 +548,7 @@ class Framework:
         plan = state.filter_plan
         if plan is None:
             skip = state.skip_filter_plugins
-            plan = state.filter_plan = [(n, fn) for n, fn in self._filter if n not in skip]
+            plan = state.filter_plan = [(n, fn) for n, fn in self._points.filter if n not in skip]
         return plan
 
     def _run_filter_plan(
@@ -821,7 +623,7 @@ class Framework:
         rejector = ""
         status = SUCCESS
         try:
-            for name, fn in self._post_filter:
+            for name, fn in self._points.post_filter:
                 r, s = await fn(state, pod, statuses)
                 if s.code is Code.SUCCESS:
                     status = s
@@ -852,7 +654,7 @@ class Framework:
         skip: set[str] = set()
         status = SUCCESS
         try:
-            for name, fn in self._pre_score:
+            for name, fn in self._points.pre_score:
                 s = fn(state, pod, nodes)
                 if s.code is Code.SKIP:
                     skip.add(name)
@@ -874,11 +676,11 @@ class Framework:
         status = SUCCESS
         try:
             skip = state.skip_score_plugins
-            plugins = [(n, fn) for n, fn in self._score if n not in skip]
+            plugins = [(n, fn) for n, fn in self._points.score if n not in skip]
             per_plugin: list[tuple[str, list[int]]] = []
             for name, fn in plugins:
                 raw: list[int] = []
-                batch = self._score_nodes.get(name)
+                batch = self._points.score_nodes.get(name)
                 if batch is not None:
                     raw, s = batch(state, pod, nodes)
                     if s.code is not Code.SUCCESS:
@@ -890,7 +692,7 @@ class Framework:
                         status = _error("running Score plugins", name, _wrap(name, s))
                         return [], status
                     raw.append(score)
-                normalize = self._normalize_score.get(name)
+                normalize = self._points.normalize_score.get(name)
                 if normalize is not None:
                     node_scores = [NodeScore(n.name, v) for n, v in zip(nodes, raw, strict=True)]
                     normalized, s = normalize(state, pod, node_scores)
@@ -935,7 +737,7 @@ class Framework:
         """Reserve in order; stops at the first failure (the caller then runs Unreserve)."""
         start = time.perf_counter()
         status = SUCCESS
-        for name, fn in self._reserve:
+        for name, fn in self._points.reserve:
             s = fn(state, pod, node_name)
             if s.code is not Code.SUCCESS:
                 if s.code in _REJECTED:
@@ -951,7 +753,7 @@ class Framework:
     ) -> None:
         """Unreserve on every Reserve plugin, in reverse order; failures are logged."""
         start = time.perf_counter()
-        for _, fn in self._unreserve:
+        for _, fn in self._points.unreserve:
             fn(state, pod, node_name)
         self._observed(UNRESERVE, SUCCESS, start)
 
@@ -961,7 +763,7 @@ class Framework:
         start = time.perf_counter()
         status = SUCCESS
         waits: dict[str, float] = {}
-        for name, fn in self._permit:
+        for name, fn in self._points.permit:
             s, timeout = fn(state, pod, node_name)
             if s.code is Code.SUCCESS:
                 continue
@@ -1016,7 +818,7 @@ class Framework:
         start = time.perf_counter()
         skip: set[str] = set()
         status: Status = SKIP
-        for name, fn in self._pre_bind_pre_flight:
+        for name, fn in self._points.pre_bind_pre_flight:
             s = fn(state, pod, node_name)
             if s.code is Code.SUCCESS:
                 status = SUCCESS
@@ -1048,7 +850,7 @@ class Framework:
         status = SUCCESS
         skip = state.skip_pre_bind_plugins
         try:
-            for name, fn in self._pre_bind:
+            for name, fn in self._points.pre_bind:
                 if name in skip:
                     continue
                 s = await fn(state, pod, node_name)
@@ -1069,7 +871,7 @@ class Framework:
         start = time.perf_counter()
         status: Status = SKIP
         try:
-            for name, fn in self._bind:
+            for name, fn in self._points.bind:
                 s = await fn(state, pod, node_name)
                 if s.code is Code.SKIP:
                     status = s
@@ -1088,7 +890,7 @@ class Framework:
     def run_post_bind_plugins(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> None:
         """Informational; failures are logged."""
         start = time.perf_counter()
-        for _, fn in self._post_bind:
+        for _, fn in self._points.post_bind:
             fn(state, pod, node_name)
         self._observed(POST_BIND, SUCCESS, start)
 

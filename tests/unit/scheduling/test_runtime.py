@@ -87,8 +87,8 @@ def test_one_instance_per_plugin_even_when_it_serves_several_points() -> None:
     plugin = fwk.plugin("Both")
     assert plugin is not None
     # (each method is wrapped once by the runtime's exception guard: functools.wraps)
-    assert getattr(inspect.unwrap(fwk._pre_filter[0][1]), "__self__", None) is plugin
-    assert getattr(inspect.unwrap(fwk._filter[0][1]), "__self__", None) is plugin
+    assert getattr(inspect.unwrap(fwk._points.pre_filter[0][1]), "__self__", None) is plugin
+    assert getattr(inspect.unwrap(fwk._points.filter[0][1]), "__self__", None) is plugin
     assert getattr(plugin, "handle", None) is fwk
 
 
