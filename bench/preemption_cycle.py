@@ -105,7 +105,6 @@ def run(nodes: int, preemptors: int, seed: int) -> tuple[float, float, float, st
         settings=CycleSettings.of(gates),
         metrics=SchedulerMetrics(None),
         pod_lister=None,  # type: ignore[arg-type]  # nor reads the informer
-        rng=rng,
     )
     plugin = fwk.plugin(DEFAULT_PREEMPTION)
     assert isinstance(plugin, DefaultPreemption)

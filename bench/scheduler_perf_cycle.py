@@ -138,7 +138,6 @@ def new_path(
         settings=CycleSettings.of(gates, paths=ColumnPaths(enabled=batch)),
         metrics=SchedulerMetrics(None),
         pod_lister=None,  # type: ignore[arg-type]  # nor reads the informer
-        rng=rng,
     )
     return PathRun(sched, fwk)  # batch_min_nodes as the scheduler has it
 

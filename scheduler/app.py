@@ -251,10 +251,11 @@ def new_frameworks(
     recorder: EventRecorder,
     metrics: SchedulerMetrics,
     ctx: ComponentContext,
-    rng: random.Random,
 ) -> dict[str, Framework]:
-    """One Framework per profile, sharing the waiting pods and the random tie-break."""
+    """One Framework per profile, sharing the waiting pods and the random source (--seed;
+    preemption's and the host selection's tie-breaks)."""
     host = socket.gethostname()
+    rng = random.Random(settings.seed)
     waiting_pods = WaitingPodsMap()
     observe = observer_from_histogram(metrics.framework_extension_point_duration)
     executor = functools.partial(
@@ -329,8 +330,7 @@ async def serve(client: ApiClient, settings: SchedulerSettings, ctx: ComponentCo
     informers = _Informers.of(client, ctx)
     recorder = EventRecorder(client, COMPONENT, host=socket.gethostname(), clock=ctx.clock)
     cache = new_cache(ctx.clock, ctx.gates)
-    rng = random.Random(settings.seed)
-    frameworks = new_frameworks(settings, client, informers, recorder, metrics, ctx, rng)
+    frameworks = new_frameworks(settings, client, informers, recorder, metrics, ctx)
     queue = new_queue(settings.config, frameworks, cache, informers, metrics, ctx.clock)
     handlers = EventHandlers(
         cache=cache,
@@ -355,7 +355,6 @@ async def serve(client: ApiClient, settings: SchedulerSettings, ctx: ComponentCo
         clock=ctx.clock,
         metrics=metrics,
         settings=CycleSettings.of(ctx.gates, paths=settings.paths),
-        rng=rng,
         observer=observer,
     )
     ctx.add_readiness_check("informers", functools.partial(_synced, informers.factory))

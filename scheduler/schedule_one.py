@@ -165,6 +165,9 @@ class FrameworkLike(FilterScoreFramework, Protocol):
     @property
     def event_recorder(self) -> EventRecorder: ...
 
+    @property
+    def rng(self) -> random.Random: ...
+
     def percentage_of_nodes_to_score(self) -> int: ...
 
     def set_snapshot(self, snapshot: SharedLister) -> None: ...
@@ -254,9 +257,10 @@ class ScheduleResult:
 
 class Scheduler:
     """Upstream's Scheduler (pkg/scheduler/scheduler.go) and its cycles (schedule_one.go).
-    `pod_lister`: the informer's lister of pods (their latest API copies); `rng`: the random
-    tie-break between equally scored nodes (shared with the profiles, seeded by --seed);
-    `observer`: what sees each cycle (the decision record with --record-decisions)."""
+    `pod_lister`: the informer's lister of pods (their latest API copies); `observer`: what
+    sees each cycle (the decision record with --record-decisions). The random tie-break
+    between equally scored nodes draws from the profile's random source (its handle's `rng`,
+    seeded by --seed)."""
 
     def __init__(
         self,
@@ -269,7 +273,6 @@ class Scheduler:
         clock: Clock,
         metrics: SchedulerMetrics,
         settings: CycleSettings,
-        rng: random.Random | None = None,
         observer: CycleObserver = NO_OBSERVER,
     ) -> None:
         self.client = client
@@ -281,7 +284,6 @@ class Scheduler:
         self.metrics = metrics
         self.settings = settings
         self.gates = settings.gates
-        self.rng = rng or random.Random()
         self.observer = observer
         self.snapshot = Snapshot()
         self.next_start_node_index = 0
@@ -515,7 +517,7 @@ class Scheduler:
         if not status.is_success():
             raise SchedulingError(status)
         scores = self.prioritize_nodes(fwk, state, pod, found)
-        host = self.select_host(pod, scores)
+        host = self.select_host(fwk, pod, scores)
         return ScheduleResult(host, len(feasible) + len(statuses), len(feasible), found.evaluated)
 
     def find_nodes_that_fit_pod(
@@ -612,10 +614,10 @@ class Scheduler:
             raise SchedulingError(status)
         return scores
 
-    def select_host(self, pod: types_pb2.Pod, scores: PrioritizedNodes) -> str:
+    def select_host(self, fwk: FrameworkLike, pod: types_pb2.Pod, scores: PrioritizedNodes) -> str:
         """upstream selectHost: the highest score; ties broken uniformly at random
         (reservoir sampling, as upstream, the same draws in both forms)."""
-        index = select_host(scores, self.rng)
+        index = select_host(scores, fwk.rng)
         self.observer.scored(pod, scores, index)
         return scores.nodes[index].name
 

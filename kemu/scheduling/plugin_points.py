@@ -173,6 +173,22 @@ def _permit_failed(s: Status) -> tuple[Status, float]:
     return s, 0.0
 
 
+def _enabled_at(
+    enabled: Mapping[str, Sequence[str]],
+    instances: Mapping[str, Plugin],
+    point: str,
+    proto: type[P],
+) -> list[tuple[str, P]]:
+    """The plugins enabled at `point`, checked against its protocol `proto`."""
+    out: list[tuple[str, P]] = []
+    for name in enabled[point]:
+        plugin = instances[name]
+        if not isinstance(plugin, proto):
+            raise ValueError(f'plugin "{name}" does not extend {point} plugin')
+        out.append((name, plugin))
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class PointPlugins:
     """Each extension point's plugins of one profile, in the order they run: (name, guarded
@@ -206,16 +222,7 @@ class PointPlugins:
     def of(enabled: Mapping[str, Sequence[str]], instances: Mapping[str, Plugin]) -> PointPlugins:
         """The lists for `enabled` (plugin names per point, a profile's) over `instances`
         (one per plugin); ValueError when a plugin lacks a point it is enabled at."""
-
-        def plugins(point: str, proto: type[P]) -> list[tuple[str, P]]:
-            out: list[tuple[str, P]] = []
-            for name in enabled[point]:
-                plugin = instances[name]
-                if not isinstance(plugin, proto):
-                    raise ValueError(f'plugin "{name}" does not extend {point} plugin')
-                out.append((name, plugin))
-            return out
-
+        plugins = functools.partial(_enabled_at, enabled, instances)
         pre_filter = plugins("preFilter", PreFilterPlugin)
         filters = plugins("filter", FilterPlugin)
         score = plugins("score", ScorePlugin)

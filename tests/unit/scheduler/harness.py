@@ -232,7 +232,6 @@ async def env(
         settings=CycleSettings.of(gates, turn_seconds=turn_seconds),
         metrics=metrics,
         pod_lister=pods.lister,
-        rng=random.Random(0),
     )
     async with anyio.create_task_group() as tg:
         informers.start(tg)

@@ -214,7 +214,6 @@ def world(
         settings=CycleSettings.of(gates, paths=ColumnPaths(enabled=batch, min_nodes=0)),
         metrics=SchedulerMetrics(registry),
         pod_lister=None,  # type: ignore[arg-type]
-        rng=rng,
     )
     sched.next_start_node_index = start
     return World(sched, fwk, queue, registry)

@@ -122,7 +122,6 @@ def _scheduler(nodes: int, *, taint: bool) -> tuple[Scheduler, Framework]:
         settings=CycleSettings.of(gates, paths=ColumnPaths(min_nodes=0)),
         metrics=SchedulerMetrics(None),
         pod_lister=None,  # type: ignore[arg-type]
-        rng=rng,
     )
     return sched, fwk
 

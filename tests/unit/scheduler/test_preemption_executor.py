@@ -307,7 +307,6 @@ async def cluster(
         settings=CycleSettings.of(fg),
         metrics=metrics,
         pod_lister=pod_lister,
-        rng=random.Random(seed),
     )
     snapshot = scheduler.snapshot
     c = Cluster(

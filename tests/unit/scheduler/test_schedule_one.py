@@ -94,7 +94,9 @@ def _scheduler(
             make_node(f"n{i}").capacity(cpu="4", memory="8Gi", pods="110", **node_capacity).obj()
         )
     fwk = Framework(
-        default_config().profiles[0], in_tree_registry(), options=FrameworkOptions(clock=clock)
+        default_config().profiles[0],
+        in_tree_registry(),
+        options=FrameworkOptions(clock=clock, rng=random.Random(seed)),
     )
     sched = Scheduler(
         client=None,  # type: ignore[arg-type]
@@ -105,7 +107,6 @@ def _scheduler(
         settings=CycleSettings.of(FeatureGates.default()),
         metrics=SchedulerMetrics(None),
         pod_lister=None,  # type: ignore[arg-type]
-        rng=random.Random(seed),
     )
     return sched, fwk, cache
 
@@ -117,11 +118,11 @@ def _pod(name: str, cpu: str = "1") -> types_pb2.Pod:
 
 
 def test_host_selection_breaks_ties_at_random_and_is_seedable() -> None:
-    # (the walk Scheduler.select_host runs on per-node scores, with the scheduler's rng)
+    # (the walk Scheduler.select_host runs on per-node scores, with the profile's rng)
     names = ["a", "b", "c"]
-    picks = {names[select_host_by_walk([5, 5, 3], _scheduler(seed)[0].rng)] for seed in range(40)}
+    picks = {names[select_host_by_walk([5, 5, 3], _scheduler(seed)[1].rng)] for seed in range(40)}
     assert picks == {"a", "b"}
-    first = [select_host_by_walk([1, 1, 1], _scheduler(7)[0].rng) for _ in range(3)]
+    first = [select_host_by_walk([1, 1, 1], _scheduler(7)[1].rng) for _ in range(3)]
     assert len(set(first)) == 1
 
 
