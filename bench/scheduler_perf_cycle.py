@@ -6,7 +6,7 @@ For each workload (its createNodes and createPods ops; a workload with other ops
 placements is refused, naming the op), two schedulers are built in this process as
 `python -m scheduler` builds them (the cache, the default profile or the workload's
 scheduler configuration, the queue's nominator, the same --seed), one on the per-node path
-(`Scheduler(batch=False)`, the scheduler's --no-batch) and one on the batch path. Every pod of
+(`ColumnPaths(enabled=False)`, the scheduler's --no-batch) and one on the batch path. Every pod of
 every createPods op, in order, goes through `Scheduler.schedule_pod` on both and, when it
 fits, is assumed on its node, as the scheduling cycle does (no API, no binding, no
 preemption). Every outcome is compared: the node chosen, or the FitError's message and every

@@ -24,17 +24,11 @@ from __future__ import annotations
 import bisect
 import logging
 import math
-import random
 import time
-from collections.abc import Callable, Coroutine, Iterable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
-
-from anyio.abc import TaskGroup
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final
 
 from kemu.api.v1 import types_pb2
-from kemu.component.clock import Clock, RealClock
-from kemu.component.featuregate import FeatureGates
 from kemu.scheduling.column_runner import ColumnRunner
 from kemu.scheduling.events import (
     ActionType,
@@ -42,23 +36,22 @@ from kemu.scheduling.events import (
     ClusterEventWithHint,
     EventResource,
 )
+from kemu.scheduling.framework_handle import (
+    NO_OPTIONS,
+    ExtensionPointObserver,
+    FrameworkHandle,
+    FrameworkOptions,
+)
 from kemu.scheduling.interface import (
     EXTENSION_POINTS,
     CycleState,
     EnqueueExtensions,
-    EventRecorder,
     FilterFn,
-    InformerFactory,
     LabelledObserver,
     NodeToStatus,
-    NoEvents,
     ObserverMetric,
     Plugin,
-    PluginMetrics,
     PodNominator,
-    PreemptionExecutor,
-    PreemptionExecutorFactory,
-    SchedulingApi,
     SharedLister,
 )
 from kemu.scheduling.plugin_points import (
@@ -89,7 +82,7 @@ from kemu.scheduling.types import (
     PreFilterResult,
     pod_priority,
 )
-from kemu.scheduling.waiting_pods import WaitingPod, WaitingPodsMap
+from kemu.scheduling.waiting_pods import WaitingPod
 
 if TYPE_CHECKING:
     from kemu.scheduling.profile import Profile
@@ -99,8 +92,6 @@ logger = logging.getLogger(__name__)
 # A Permit plugin may not make a pod wait longer than this (upstream maxTimeout).
 MAX_PERMIT_TIMEOUT: Final = 15 * 60.0
 
-# observe(extension_point, status, profile, seconds)
-ExtensionPointObserver = Callable[[str, str, str, float], None]
 
 _REJECTED: Final = frozenset(
     {Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING}
@@ -195,33 +186,9 @@ class NodePluginScores:
         return f"NodePluginScores({self.name}, total={self.total_score}, {self.scores})"
 
 
-@dataclass(frozen=True)
-class FrameworkOptions:
-    """What a profile's plugins get through their Handle, and where the Framework reports
-    (upstream's frameworkruntime Options: WithClientSet, WithEventRecorder,
-    WithInformerFactory, WithMetricsRecorder, WithWaitingPods, ...). Left out: no API client
-    (simulations), the real clock, the default gates, no events, no informers, waiting pods
-    of the framework's own, no metrics, an unseeded random source, no preemption writes."""
-
-    client: SchedulingApi | None = None
-    clock: Clock | None = None
-    gates: FeatureGates | None = None
-    event_recorder: EventRecorder | None = None
-    informer_factory: InformerFactory | None = None
-    waiting_pods: WaitingPodsMap | None = None
-    """Shared by the profiles of one scheduler."""
-    observe: ExtensionPointObserver | None = None
-    """Each extension point's duration (see the module docstring)."""
-    metrics: PluginMetrics | None = None
-    rng: random.Random | None = None
-    preemption_executor: PreemptionExecutorFactory | None = None
-
-
-NO_OPTIONS: Final = FrameworkOptions()
-
-
-class Framework:
-    """The plugins of one profile, and the Handle they get. See the module docstring."""
+class Framework(FrameworkHandle):
+    """The plugins of one profile, and the Handle they get (FrameworkHandle, what it gives
+    them). See the module docstring."""
 
     def __init__(
         self,
@@ -232,28 +199,10 @@ class Framework:
         nominator: PodNominator | None = None,
         snapshot: SharedLister | None = None,
     ) -> None:
-        self._profile_name = profile.scheduler_name
+        super().__init__(profile.scheduler_name, options, nominator=nominator, snapshot=snapshot)
         self._percentage = profile.percentage_of_nodes_to_score
-        self._client = options.client
-        self._clock: Clock = options.clock or RealClock()
-        self._gates = options.gates or FeatureGates.default()
-        self._event_recorder: EventRecorder = options.event_recorder or NoEvents()
-        self._nominator = nominator
-        self._informer_factory = options.informer_factory
-        self._snapshot = snapshot
-        waiting_pods = options.waiting_pods
-        self._waiting_pods = waiting_pods if waiting_pods is not None else WaitingPodsMap()
-        self._observe = options.observe
-        self._metrics = options.metrics
-        self._rng = options.rng or random.Random()
-        preemption_executor = options.preemption_executor
-        # Set by the scheduler: its queue's Activate, and the task group of background work.
-        self._pod_activator: Callable[[Iterable[types_pb2.Pod]], None] | None = None
-        self._background: TaskGroup | None = None
-        # The scheduler's API writes for preemption; None in simulations.
-        self._preemption_executor: PreemptionExecutor | None = (
-            preemption_executor(self) if preemption_executor is not None else None
-        )
+        if options.preemption_executor is not None:
+            self._preemption_executor = options.preemption_executor(self)
 
         # One instance per plugin, whatever the number of points it serves.
         self._plugins: dict[str, Plugin] = {}
@@ -279,83 +228,6 @@ class Framework:
             observe_score=self._observe_score,
         )
         self._enabled = {point: tuple(profile.enabled[point]) for point in EXTENSION_POINTS}
-
-    # ------------------------------------------------------------ Handle
-
-    @property
-    def client(self) -> SchedulingApi:
-        if self._client is None:
-            raise RuntimeError(f"framework {self._profile_name!r} has no API client")
-        return self._client
-
-    @property
-    def clock(self) -> Clock:
-        return self._clock
-
-    @property
-    def gates(self) -> FeatureGates:
-        return self._gates
-
-    @property
-    def event_recorder(self) -> EventRecorder:
-        return self._event_recorder
-
-    def snapshot_shared_lister(self) -> SharedLister:
-        if self._snapshot is None:
-            raise RuntimeError("no snapshot yet: the scheduler sets one each cycle")
-        return self._snapshot
-
-    def set_snapshot(self, snapshot: SharedLister) -> None:
-        self._snapshot = snapshot
-
-    def nominator(self) -> PodNominator | None:
-        return self._nominator
-
-    def set_nominator(self, nominator: PodNominator | None) -> None:
-        self._nominator = nominator
-
-    def informer_factory(self) -> InformerFactory | None:
-        return self._informer_factory
-
-    def get_waiting_pod(self, uid: str) -> WaitingPod | None:
-        return self._waiting_pods.get(uid)
-
-    def iterate_over_waiting_pods(self) -> Iterable[WaitingPod]:
-        return iter(self._waiting_pods)
-
-    def preemption_executor(self) -> PreemptionExecutor | None:
-        return self._preemption_executor
-
-    def reject_waiting_pod(self, uid: str) -> bool:
-        wp = self._waiting_pods.get(uid)
-        if wp is None:
-            return False
-        wp.reject("", "removed")
-        return True
-
-    def activate(self, pods: Iterable[types_pb2.Pod]) -> None:
-        if self._pod_activator is not None:
-            self._pod_activator(pods)
-
-    def set_pod_activator(self, activator: Callable[[Iterable[types_pb2.Pod]], None]) -> None:
-        self._pod_activator = activator
-
-    def spawn(self, fn: Callable[[], Coroutine[Any, Any, None]], name: str) -> None:
-        if self._background is None:
-            raise RuntimeError(f"framework {self._profile_name!r} has no background task group")
-        self._background.start_soon(fn, name=name)
-
-    def set_background(self, tg: TaskGroup | None) -> None:
-        """The task group `spawn` starts tasks in (the scheduler's, while it runs)."""
-        self._background = tg
-
-    @property
-    def metrics(self) -> PluginMetrics | None:
-        return self._metrics
-
-    @property
-    def rng(self) -> random.Random:
-        return self._rng
 
     # ------------------------------------------------------------ about the profile
 
