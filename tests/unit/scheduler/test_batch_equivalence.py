@@ -28,7 +28,6 @@ from kemu.scheduling.filter_score import ColumnPaths
 from kemu.scheduling.interface import CycleState, FitError, NodeToStatus
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.runtime import Framework, FrameworkOptions
-from kemu.scheduling.select_host import select_host_by_walk, select_host_index
 from kemu.scheduling.status import Status
 from kemu.scheduling.types import NodeInfo, PodInfo
 from kemu.testing.builders import make_node, make_pod
@@ -326,16 +325,6 @@ def test_batch_filter_passes_only_nodes_the_per_node_filter_passes_and_scores_ag
     totals = fwk.column_runner().run_score_columns(state, p, columns, feasible_rows)
     assert score_status.is_success() and totals is not None
     assert totals.tolist() == [s.total_score for s in scores]
-
-
-@settings(deadline=None)  # no time limit: on a loaded machine 200 ms is not a bound
-@given(scores=st.lists(st.integers(0, 5), min_size=1, max_size=40), seed=st.integers(0, 2**16))
-def test_select_host_index_draws_and_picks_as_select_host(scores: list[int], seed: int) -> None:
-    a, b = random.Random(seed), random.Random(seed)
-    expected = select_host_by_walk(scores, a)
-    got = select_host_index(np.array(scores, dtype=np.int64), b)
-    assert got == expected
-    assert a.random() == b.random()  # the same number of draws
 
 
 def test_columns_follow_the_snapshot_as_pods_are_assumed() -> None:

@@ -1,5 +1,5 @@
-"""The scheduling cycle's fast paths (issue #16): host selection's draws in bulk, the node
-columns' counts that let batch forms skip their columns, the feasible window as slices, the
+"""The scheduling cycle's fast paths (issue #16; host selection's draws in bulk are
+tests/unit/scheduling/test_select_host.py's): the node columns' counts that let batch forms skip their columns, the feasible window as slices, the
 cycle's PodInfo taken from the queue, and the metrics' label children looked up once. The
 batch path's equivalence with the per-node path is test_batch_equivalence.py's."""
 
@@ -10,8 +10,6 @@ import random
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.resources import PodResourcesOptions
@@ -26,61 +24,12 @@ from kemu.scheduling.interface import (
 from kemu.scheduling.nominator import Nominator
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.runtime import Framework, FrameworkOptions, observer_from_histogram
-from kemu.scheduling.select_host import draws, select_host_index
 from kemu.scheduling.types import PodInfo
 from kemu.testing.builders import make_pod
 from scheduler.decisions import Attempt, record_unschedulable
 from tests.unit.scheduler.harness import env
 from tests.unit.scheduler.test_batch_equivalence import NodeSpec, node_obj, world
 from tests.unit.scheduling.deferred_builders import SCHEDULER
-
-
-def _select_host(scores: list[int], rng: random.Random) -> int:
-    """Scheduler.select_host's walk, over indices."""
-    best, best_score, ties = -1, -1, 0
-    for i, score in enumerate(scores):
-        if score > best_score:
-            best, best_score, ties = i, score, 1
-        elif score == best_score:
-            ties += 1
-            if rng.random() * ties < 1.0:
-                best = i
-    return best
-
-
-@pytest.mark.parametrize("k", [0, 1, 7, 8, 9, 300])
-def test_bulk_draws_are_the_values_of_random_in_order(k: int) -> None:
-    a, b = random.Random(42), random.Random(42)
-    assert draws(a, k).tolist() == [b.random() for _ in range(k)]
-    assert a.random() == b.random()  # the generator advanced by exactly k draws
-
-
-@given(
-    scores=st.lists(st.integers(0, 3), min_size=1, max_size=600),
-    seed=st.integers(0, 2**16),
-)
-def test_select_host_index_with_many_ties_draws_and_picks_as_select_host(
-    scores: list[int], seed: int
-) -> None:
-    a, b = random.Random(seed), random.Random(seed)
-    expected = _select_host(scores, a)
-    assert select_host_index(np.array(scores, dtype=np.int64), b) == expected
-    assert a.random() == b.random()
-
-
-def test_select_host_index_with_a_random_subclass_calls_its_random() -> None:
-    class Counting(random.Random):
-        calls = 0
-
-        def random(self) -> float:
-            self.calls += 1
-            return super().random()
-
-    rng = Counting(3)
-    scores = [5] * 50 + [7] * 50  # 49 ties of 5 drawn and forgotten, then 49 of 7
-    got = select_host_index(np.array(scores, dtype=np.int64), rng)
-    assert rng.calls == 98
-    assert got == _select_host(scores, random.Random(3))
 
 
 def test_column_counts_follow_nodes_that_change() -> None:
