@@ -72,7 +72,7 @@ from kemu.machinery.duration import format_duration
 from kemu.scheduling.config import default_config, load_config, scheduler_registry
 from kemu.scheduling.plugins.registry import Registry
 from kemu.scheduling.plugins.volumes import STORAGE_KINDS
-from kemu.scheduling.runtime import Framework
+from kemu.scheduling.runtime import Framework, FrameworkOptions
 from kemu.scheduling.snapshot import Snapshot
 
 logger = logging.getLogger(__name__)
@@ -505,9 +505,9 @@ class Autoscaler:
             return Framework(
                 simulation.profile,
                 simulation.registry,
-                clock=self.ctx.clock,
-                gates=self.ctx.gates,
-                informer_factory=informers.factory,
+                options=FrameworkOptions(
+                    clock=self.ctx.clock, gates=self.ctx.gates, informer_factory=informers.factory
+                ),
                 snapshot=Snapshot(),
             )
         except ValueError as e:  # a plugin factory refused its args

@@ -38,12 +38,11 @@ from kemu.scheduling.interface import CycleState, FitError
 from kemu.scheduling.plugins.default_preemption import NAME as DEFAULT_PREEMPTION
 from kemu.scheduling.plugins.default_preemption import DefaultPreemption
 from kemu.scheduling.plugins.registry import in_tree_registry
-from kemu.scheduling.runtime import Framework
-from kemu.scheduling.snapshot import Snapshot
+from kemu.scheduling.runtime import Framework, FrameworkOptions
 from scheduler.app import new_cache
 from scheduler.metrics import SchedulerMetrics
 from scheduler.queue.scheduling_queue import PriorityQueue
-from scheduler.schedule_one import Scheduler
+from scheduler.schedule_one import CycleSettings, Scheduler
 
 SCHEDULER = "default-scheduler"
 
@@ -92,7 +91,9 @@ def run(nodes: int, preemptors: int, seed: int) -> tuple[float, float, float, st
         low[p.metadata.name] = p
     profile = default_config().profiles[0]
     rng = random.Random(seed)
-    fwk = Framework(profile, in_tree_registry(), clock=clock, gates=gates, rng=rng)
+    fwk = Framework(
+        profile, in_tree_registry(), options=FrameworkOptions(clock=clock, gates=gates, rng=rng)
+    )
     queue = PriorityQueue(clock=clock, less=fwk.queue_sort_func())
     fwk.set_nominator(queue.nominator)
     sched = Scheduler(
@@ -100,12 +101,10 @@ def run(nodes: int, preemptors: int, seed: int) -> tuple[float, float, float, st
         cache=cache,
         queue=queue,
         profiles={SCHEDULER: fwk},
-        snapshot=Snapshot(),
         clock=clock,
-        gates=gates,
+        settings=CycleSettings.of(gates),
         metrics=SchedulerMetrics(None),
         pod_lister=None,  # type: ignore[arg-type]  # nor reads the informer
-        rng=rng,
     )
     plugin = fwk.plugin(DEFAULT_PREEMPTION)
     assert isinstance(plugin, DefaultPreemption)

@@ -6,7 +6,7 @@ For each workload (its createNodes and createPods ops; a workload with other ops
 placements is refused, naming the op), two schedulers are built in this process as
 `python -m scheduler` builds them (the cache, the default profile or the workload's
 scheduler configuration, the queue's nominator, the same --seed), one on the per-node path
-(`Scheduler(batch=False)`, the scheduler's --no-batch) and one on the batch path. Every pod of
+(`ColumnPaths(enabled=False)`, the scheduler's --no-batch) and one on the batch path. Every pod of
 every createPods op, in order, goes through `Scheduler.schedule_pod` on both and, when it
 fits, is assumed on its node, as the scheduling cycle does (no API, no binding, no
 preemption). Every outcome is compared: the node chosen, or the FitError's message and every
@@ -41,13 +41,13 @@ from kemu.component.featuregate import FeatureGates
 from kemu.machinery.defaults import set_defaults
 from kemu.machinery.pod_strategy import default_requests_from_limits
 from kemu.scheduling.config import config_from_dict, default_config, scheduler_registry
+from kemu.scheduling.filter_score import ColumnPaths
 from kemu.scheduling.interface import FitError, NodeToStatus
-from kemu.scheduling.runtime import Framework
-from kemu.scheduling.snapshot import Snapshot
+from kemu.scheduling.runtime import Framework, FrameworkOptions
 from scheduler.app import new_cache
 from scheduler.metrics import SchedulerMetrics
 from scheduler.queue.scheduling_queue import PriorityQueue
-from scheduler.schedule_one import Scheduler, SchedulingError
+from scheduler.schedule_one import CycleSettings, Scheduler, SchedulingError
 
 DEFAULT_SCHEDULER = "default-scheduler"
 
@@ -124,7 +124,9 @@ def new_path(
     )
     profile = config.profiles[0]  # the top-level percentageOfNodesToScore is its default
     rng = random.Random(seed)
-    fwk = Framework(profile, scheduler_registry(), clock=clock, gates=gates, rng=rng)
+    fwk = Framework(
+        profile, scheduler_registry(), options=FrameworkOptions(clock=clock, gates=gates, rng=rng)
+    )
     queue = PriorityQueue(clock=clock, less=fwk.queue_sort_func())
     fwk.set_nominator(queue.nominator)
     sched = Scheduler(
@@ -132,13 +134,10 @@ def new_path(
         cache=cache,
         queue=queue,
         profiles={profile.scheduler_name: fwk},
-        snapshot=Snapshot(),
         clock=clock,
-        gates=gates,
+        settings=CycleSettings.of(gates, paths=ColumnPaths(enabled=batch)),
         metrics=SchedulerMetrics(None),
         pod_lister=None,  # type: ignore[arg-type]  # nor reads the informer
-        rng=rng,
-        batch=batch,
     )
     return PathRun(sched, fwk)  # batch_min_nodes as the scheduler has it
 

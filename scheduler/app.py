@@ -18,9 +18,11 @@ import logging
 import random
 import socket
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Final
 
 import anyio
+from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
@@ -33,7 +35,7 @@ from kemu.client.controlplane import (
 )
 from kemu.client.endpoints import add_server_flag
 from kemu.client.events import EventRecorder
-from kemu.client.informer import InformerFactory
+from kemu.client.informer import Informer, InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.client.leaderelection import LeaderElectionConfig
 from kemu.component.clock import Clock
@@ -60,21 +62,22 @@ from kemu.scheduling.config import (
     scheduler_registry,
 )
 from kemu.scheduling.deferred import resize_preemption_enabled
+from kemu.scheduling.filter_score import COLUMNS_WHERE_WORTH_IT, ColumnPaths
 from kemu.scheduling.interface import SCHEDULER_POD_FIELD_SELECTOR
 from kemu.scheduling.plugins.registry import Registry
 from kemu.scheduling.plugins.volumes import STORAGE_KINDS
-from kemu.scheduling.runtime import Framework, observer_from_histogram
-from kemu.scheduling.snapshot import Snapshot
+from kemu.scheduling.runtime import Framework, FrameworkOptions, observer_from_histogram
 from kemu.scheduling.waiting_pods import WaitingPodsMap
 from scheduler.cache.cache import Cache, assumed_pod_ttl
 from scheduler.cache.debugger import CacheDumper, cache_sources
-from scheduler.decisions import DecisionLog
+from scheduler.cycle_observer import NO_OBSERVER, CycleObserver
+from scheduler.decisions import DecisionLog, DecisionRecorder
 from scheduler.event_handlers import EventHandlers
 from scheduler.metrics import SchedulerMetrics
 from scheduler.preemption_executor import Executor
 from scheduler.queue.hints import build_queueing_hint_map
-from scheduler.queue.scheduling_queue import PriorityQueue
-from scheduler.schedule_one import Scheduler
+from scheduler.queue.scheduling_queue import PriorityQueue, QueueOptions
+from scheduler.schedule_one import CycleSettings, Scheduler
 
 logger = logging.getLogger(__name__)
 
@@ -131,11 +134,36 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@dataclass(frozen=True, slots=True)
+class SchedulerSettings:
+    """The process's settings, built once by `main` from its flags and --config: the
+    apiserver, the KubeSchedulerConfiguration and the plugins it may name, leader election
+    (None: off), the tie-break's seed, where the column forms run (--no-batch: never) and
+    whether the decision record is kept (--record-decisions)."""
+
+    server: str
+    config: KubeSchedulerConfiguration
+    registry: Registry
+    election: LeaderElectionConfig | None
+    seed: int | None = None
+    paths: ColumnPaths = COLUMNS_WHERE_WORTH_IT
+    record_decisions: bool = False
+
+
 def main(argv: Sequence[str] | None = None, out_of_tree: Registry | None = None) -> int:
     """`out_of_tree`: plugins by name (their factories), besides the in-tree, emulation and
     installed ones (upstream's app.NewSchedulerCommand(app.WithPlugin(name, factory)))."""
     parser = build_parser()
     args, options = parse_component_args(parser, argv, COMPONENT)
+    settings = settings_from_flags(parser, args, out_of_tree)
+    return run_component(COMPONENT, options, functools.partial(run, settings))
+
+
+def settings_from_flags(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, out_of_tree: Registry | None
+) -> SchedulerSettings:
+    """The settings of `args` (parsed by `parser`, which reports a refused file or flag and
+    exits)."""
     try:
         registry = scheduler_registry(out_of_tree)
     except ValueError as e:
@@ -148,30 +176,21 @@ def main(argv: Sequence[str] | None = None, out_of_tree: Registry | None = None)
         election = leader_election_config(args, lease_name=LEASE_NAME)
     except ValueError as e:
         parser.error(str(e))
-    return run_component(
-        COMPONENT, options, functools.partial(run, args, config, registry, election)
+    return SchedulerSettings(
+        server=args.server,
+        config=config,
+        registry=registry,
+        election=election,
+        seed=args.seed,
+        paths=COLUMNS_WHERE_WORTH_IT if args.batch else ColumnPaths(enabled=False),
+        record_decisions=args.record_decisions,
     )
 
 
-async def run(
-    args: argparse.Namespace,
-    config: KubeSchedulerConfiguration,
-    registry: Registry,
-    election: LeaderElectionConfig | None,
-    ctx: ComponentContext,
-) -> None:
-    client = Client(args.server, user_agent=COMPONENT)
+async def run(settings: SchedulerSettings, ctx: ComponentContext) -> None:
+    client = Client(settings.server, user_agent=COMPONENT)
     try:
-        await serve(
-            client,
-            config,
-            election,
-            ctx,
-            registry=registry,
-            seed=args.seed,
-            batch=args.batch,
-            decisions=DecisionLog() if args.record_decisions else None,
-        )
+        await serve(client, settings, ctx)
     finally:
         with cleanup_scope():
             await client.close()
@@ -190,92 +209,129 @@ def new_cache(clock: Clock, gates: FeatureGates) -> Cache:
     )
 
 
-async def serve(
+@dataclass(frozen=True, slots=True)
+class _Informers:
+    """The scheduler's informers: pods (not yet finished) and nodes feed the cache and the
+    queue; the others are read by the plugins through the handle's factory."""
+
+    factory: InformerFactory
+    pods: Informer[types_pb2.Pod]
+    nodes: Informer[types_pb2.Node]
+    storage: list[Informer[Message]]
+
+    @staticmethod
+    def of(client: ApiClient, ctx: ComponentContext) -> _Informers:
+        # Each stored object copied out of the response it came in (kemu.client.informer): a
+        # decoded pod would otherwise pin its whole WatchResponse, up to 500 pods' older
+        # versions.
+        factory = InformerFactory(client, clock=ctx.clock, copy_objects=True)
+        pods = factory.informer(types_pb2.Pod, field_selector=POD_FIELD_SELECTOR)
+        nodes = factory.informer(types_pb2.Node)
+        # Preemption (DefaultPreemption) reads PDBs and PriorityClasses through the handle's
+        # informer factory; they are started and synced with the others.
+        factory.informer(types_pb2.PodDisruptionBudget)
+        factory.informer(types_pb2.PriorityClass)
+        # InterPodAffinity resolves namespaceSelectors through the Namespace informer.
+        factory.informer(types_pb2.Namespace)
+        # PodTopologySpread's default constraints select a pod's siblings by its Services and
+        # its ReplicaSet (upstream DefaultSelector; kemu has no ReplicationControllers or
+        # StatefulSets).
+        factory.informer(types_pb2.Service)
+        factory.informer(types_pb2.ReplicaSet)
+        # The volume plugins read claims, PVs, StorageClasses and CSINodes; their changes
+        # requeue the pods waiting for them (EventHandlers.register_storage).
+        storage: list[Informer[Message]] = [factory.informer(kind) for kind in STORAGE_KINDS]
+        return _Informers(factory, pods, nodes, storage)
+
+
+def new_frameworks(
+    settings: SchedulerSettings,
     client: ApiClient,
-    config: KubeSchedulerConfiguration,
-    election: LeaderElectionConfig | None,
+    informers: _Informers,
+    recorder: EventRecorder,
+    metrics: SchedulerMetrics,
     ctx: ComponentContext,
-    *,
-    registry: Registry | None = None,
-    seed: int | None = None,
-    batch: bool = True,
-    decisions: DecisionLog | None = None,
-) -> None:
-    """`registry`: the plugins that exist (scheduler_registry() by default). `decisions`: the
-    record of every attempt (--record-decisions), served at /debug/decisions; None: none
-    kept."""
-    metrics = SchedulerMetrics(ctx.registry)
-    # Each stored object copied out of the response it came in (kemu.client.informer): a
-    # decoded pod would otherwise pin its whole WatchResponse, up to 500 pods' older versions.
-    informers = InformerFactory(client, clock=ctx.clock, copy_objects=True)
-    pods = informers.informer(types_pb2.Pod, field_selector=POD_FIELD_SELECTOR)
-    nodes = informers.informer(types_pb2.Node)
-    # Preemption (DefaultPreemption) reads PDBs and PriorityClasses through the handle's
-    # informer factory; they are started and synced with the others.
-    informers.informer(types_pb2.PodDisruptionBudget)
-    informers.informer(types_pb2.PriorityClass)
-    # InterPodAffinity resolves namespaceSelectors through the Namespace informer.
-    informers.informer(types_pb2.Namespace)
-    # PodTopologySpread's default constraints select a pod's siblings by its Services and its
-    # ReplicaSet (upstream DefaultSelector; kemu has no ReplicationControllers or StatefulSets).
-    informers.informer(types_pb2.Service)
-    informers.informer(types_pb2.ReplicaSet)
-    # The volume plugins read claims, PVs, StorageClasses and CSINodes; their changes requeue
-    # the pods waiting for them (EventHandlers.register_storage).
-    storage = [informers.informer(kind) for kind in STORAGE_KINDS]
+) -> dict[str, Framework]:
+    """One Framework per profile, sharing the waiting pods and the random source (--seed;
+    preemption's and the host selection's tie-breaks)."""
     host = socket.gethostname()
-    # One writer; each profile reports as its schedulerName, as upstream's per-profile
-    # recorders (reportingInstance "<schedulerName>-<host>").
-    recorder = EventRecorder(client, COMPONENT, host=host, clock=ctx.clock)
-    rules = VersionRules.at(ctx.gates.version)
-    cache = new_cache(ctx.clock, ctx.gates)
-    snapshot = Snapshot()
-    registry = registry if registry is not None else scheduler_registry()
+    rng = random.Random(settings.seed)
     waiting_pods = WaitingPodsMap()
-    rng = random.Random(seed)
+    observe = observer_from_histogram(metrics.framework_extension_point_duration)
+    executor = functools.partial(
+        Executor, client=client, pod_lister=informers.pods.lister, metrics=metrics
+    )
     try:
-        frameworks = {
+        return {
             profile.scheduler_name: Framework(
                 profile,
-                registry,
-                client=client,
-                clock=ctx.clock,
-                gates=ctx.gates,
-                event_recorder=recorder.for_component(
-                    profile.scheduler_name, f"{profile.scheduler_name}-{host}"
-                ),
-                informer_factory=informers,
-                waiting_pods=waiting_pods,
-                observe=observer_from_histogram(metrics.framework_extension_point_duration),
-                metrics=metrics,
-                rng=rng,
-                preemption_executor=functools.partial(
-                    Executor, client=client, pod_lister=pods.lister, metrics=metrics
+                settings.registry,
+                options=FrameworkOptions(
+                    client=client,
+                    clock=ctx.clock,
+                    gates=ctx.gates,
+                    # Each profile reports as its schedulerName, as upstream's per-profile
+                    # recorders (reportingInstance "<schedulerName>-<host>").
+                    event_recorder=recorder.for_component(
+                        profile.scheduler_name, f"{profile.scheduler_name}-{host}"
+                    ),
+                    informer_factory=informers.factory,
+                    waiting_pods=waiting_pods,
+                    observe=observe,
+                    metrics=metrics,
+                    rng=rng,
+                    preemption_executor=executor,
                 ),
             )
-            for profile in config.profiles
+            for profile in settings.config.profiles
         }
     except ValueError as e:
         # A plugin factory refused its args (or a plugin lacks a point the profile names):
         # upstream's scheduler.New fails the start the same way.
         raise ConfigRefused(f"--config: {e}") from None
+
+
+def new_queue(
+    config: KubeSchedulerConfiguration,
+    frameworks: dict[str, Framework],
+    cache: Cache,
+    informers: _Informers,
+    metrics: SchedulerMetrics,
+    clock: Clock,
+) -> PriorityQueue:
+    """The scheduling queue, sorted by the first profile's QueueSort, gated and hinted by
+    every profile's plugins; the profiles' nominator and activator."""
     first = next(iter(frameworks.values()))
     queue = PriorityQueue(
-        clock=ctx.clock,
+        clock=clock,
         less=first.queue_sort_func(),
         pre_enqueue={name: f.run_pre_enqueue_plugins for name, f in frameworks.items()},
         queueing_hint_map={
             name: build_queueing_hint_map(f.enqueue_extensions()) for name, f in frameworks.items()
         },
-        pod_initial_backoff=config.pod_initial_backoff_seconds,
-        pod_max_backoff=config.pod_max_backoff_seconds,
+        options=QueueOptions(
+            pod_initial_backoff=config.pod_initial_backoff_seconds,
+            pod_max_backoff=config.pod_max_backoff_seconds,
+        ),
         metrics=metrics,
-        pod_lister=pods.lister,
+        pod_lister=informers.pods.lister,
         pod_info_factory=cache.pod_info,
     )
     for fwk in frameworks.values():
         fwk.set_nominator(queue.nominator)
         fwk.set_pod_activator(queue.activate)
+    return queue
+
+
+async def serve(client: ApiClient, settings: SchedulerSettings, ctx: ComponentContext) -> None:
+    """Wires the scheduler (informers, cache, profiles, queue, event handlers, the cycle),
+    then runs it: the informers from start-up, the cycles while this replica leads."""
+    metrics = SchedulerMetrics(ctx.registry)
+    informers = _Informers.of(client, ctx)
+    recorder = EventRecorder(client, COMPONENT, host=socket.gethostname(), clock=ctx.clock)
+    cache = new_cache(ctx.clock, ctx.gates)
+    frameworks = new_frameworks(settings, client, informers, recorder, metrics, ctx)
+    queue = new_queue(settings.config, frameworks, cache, informers, metrics, ctx.clock)
     handlers = EventHandlers(
         cache=cache,
         queue=queue,
@@ -283,45 +339,37 @@ async def serve(
         frameworks=frameworks,
         resize_preemption=resize_preemption_enabled(ctx.gates),
     )
-    handlers.register(pods, nodes)
-    handlers.register_storage(*storage)
+    handlers.register(informers.pods, informers.nodes)
+    handlers.register_storage(*informers.storage)
+    observer: CycleObserver = NO_OBSERVER
+    if settings.record_decisions:
+        decisions = DecisionLog()
+        observer = DecisionRecorder(decisions, ctx.clock)
+        ctx.add_debug_handler(DECISIONS_DEBUG_HANDLER, decisions.report)
     scheduler = Scheduler(
         client=client,
         cache=cache,
         queue=queue,
         profiles=dict(frameworks),
-        snapshot=snapshot,
+        pod_lister=informers.pods.lister,
         clock=ctx.clock,
-        gates=ctx.gates,
         metrics=metrics,
-        pod_lister=pods.lister,
-        rng=rng,
-        batch=batch,
-        rules=rules,
-        decisions=decisions,
+        settings=CycleSettings.of(ctx.gates, paths=settings.paths),
+        observer=observer,
     )
-    if decisions is not None:
-        ctx.add_debug_handler(DECISIONS_DEBUG_HANDLER, decisions.report)
-    elected = Elected()
-
-    def ready() -> bool:
-        if not informers.has_synced():
-            raise RuntimeError("the informers have not synced yet")
-        return True
-
-    ctx.add_readiness_check("informers", ready)
+    ctx.add_readiness_check("informers", functools.partial(_synced, informers.factory))
     comparer = CacheComparer.wired(
         ctx,
         COMPONENT,
         lambda: [
-            *informer_sources(informers),
-            *cache_sources(cache, queue, pods, nodes, frameworks),
+            *informer_sources(informers.factory),
+            *cache_sources(cache, queue, informers.pods, informers.nodes, frameworks),
         ],
     )
     ctx.on_debug_signal(CacheDumper(cache, queue).dump_all)
 
     async def schedule() -> None:
-        await informers.wait_for_cache_sync()
+        await informers.factory.wait_for_cache_sync()
         tune_gc(freeze=True)
         logger.info("caches synced, scheduling (profiles: %s)", ", ".join(frameworks))
         async with anyio.create_task_group() as tg:
@@ -332,8 +380,19 @@ async def serve(
     async with anyio.create_task_group() as tg:
         await tg.start(recorder.run)
         await tg.start(comparer.run)
-        informers.start(tg)
+        informers.factory.start(tg)
         await run_elected(
-            client, ctx, component=COMPONENT, election=election, work=schedule, elected=elected
+            client,
+            ctx,
+            component=COMPONENT,
+            election=settings.election,
+            work=schedule,
+            elected=Elected(),
         )
         tg.cancel_scope.cancel()
+
+
+def _synced(informers: InformerFactory) -> bool:
+    if not informers.has_synced():
+        raise RuntimeError("the informers have not synced yet")
+    return True

@@ -42,10 +42,32 @@ from typing import Any, Final
 
 import numpy as np
 
+from kemu.api.v1 import types_pb2
+from kemu.component.clock import Clock
 from kemu.component.health import DebugRequestError
+from kemu.machinery.jsonvalue import JSONObject
+from kemu.machinery.keys import object_key
 from kemu.scheduling.arrays import IntArray
+from kemu.scheduling.filter_score import PrioritizedNodes
+from kemu.scheduling.interface import FitError
 from kemu.scheduling.runtime import NodePluginScores
-from kemu.scheduling.types import NodeInfo
+from kemu.scheduling.status import Status
+from kemu.scheduling.types import NodeInfo, PostFilterResult
+from scheduler.cycle_observer import DEFERRED_RESIZE, SCHEDULE
+
+__all__ = [
+    "DEFERRED_RESIZE",
+    "SCHEDULE",
+    "Attempt",
+    "DecisionLog",
+    "DecisionRecorder",
+    "Phase",
+    "ScoredNode",
+    "Victim",
+    "record_unschedulable",
+    "top_column_scores",
+    "top_node_scores",
+]
 
 DEFAULT_MAX_PODS: Final = 10_000
 DEFAULT_MAX_ATTEMPTS_PER_POD: Final = 16
@@ -53,9 +75,6 @@ EXAMPLE_NODES: Final = 3
 """Nodes named per reason of an unschedulable attempt (the first that gave it)."""
 TOP_CANDIDATES: Final = 3
 """Scored nodes kept per attempt: the chosen node and the best of the others."""
-
-SCHEDULE: Final = "schedule"
-DEFERRED_RESIZE: Final = "deferred-resize"
 
 RESERVE: Final = "Reserve"
 PERMIT: Final = "Permit"
@@ -94,7 +113,7 @@ class ScoredNode:
     total: int
     scores: tuple[int, ...]
 
-    def to_json(self, plugins: Sequence[str]) -> dict[str, Any]:
+    def to_json(self, plugins: Sequence[str]) -> JSONObject:
         return {
             "node": self.node,
             "total": self.total,
@@ -113,8 +132,8 @@ class Phase:
     seconds: float
     plugin: str = ""
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"point": self.point, "code": self.code, "seconds": self.seconds}
+    def to_json(self) -> JSONObject:
+        out: JSONObject = {"point": self.point, "code": self.code, "seconds": self.seconds}
         if self.plugin:
             out["plugin"] = self.plugin
         return out
@@ -325,6 +344,11 @@ class DecisionLog:
             del record.attempts[0]
         return attempt
 
+    def latest(self, uid: str) -> Attempt | None:
+        """The last attempt of pod `uid` (the one in flight, if any), or None."""
+        record = self._pods.get(uid)
+        return record.attempts[-1] if record is not None else None
+
     def attempts(self, key: str) -> tuple[str, list[Attempt]] | None:
         """(uid, attempts oldest first) of the latest pod named `key`, or None."""
         uid = self._by_key.get(key)
@@ -353,3 +377,123 @@ class DecisionLog:
             return {"pod": key, "uid": None, "attempts": []}
         uid, attempts = found
         return {"pod": key, "uid": uid, "attempts": [a.to_json() for a in attempts]}
+
+
+def record_unschedulable(
+    attempt: Attempt, fit: FitError, nominating: PostFilterResult | None
+) -> None:
+    """What the decision record keeps of a FitError and its PostFilter."""
+    attempt.result = UNSCHEDULABLE
+    attempt.nodes = fit.num_all_nodes
+    attempt.evaluated = len(fit.statuses)
+    attempt.reasons = fit.reasons()
+    examples: dict[str, list[str]] = {}
+    rejected_by: dict[str, int] = {}
+    for node, status in fit.statuses.items():
+        plugin = status.plugin or "PreFilter"
+        rejected_by[plugin] = rejected_by.get(plugin, 0) + 1
+        for reason in status.reasons:
+            named = examples.setdefault(reason, [])
+            if len(named) < EXAMPLE_NODES:
+                named.append(node)
+    absent = fit.num_all_nodes - len(fit.statuses)
+    if absent > 0 and fit.statuses.absent.reasons and not fit.statuses.pre_filter_rejected:
+        # (the nodes a PreFilterResult left out share one status)
+        plugin = fit.statuses.absent.plugin or "PreFilter"
+        rejected_by[plugin] = rejected_by.get(plugin, 0) + absent
+    attempt.examples = {r: tuple(n) for r, n in examples.items()}
+    attempt.rejected_by = rejected_by
+    attempt.message = str(fit)
+    if nominating is not None and nominating.nominated_node_name is not None:
+        attempt.post_filter_nominated = nominating.nominated_node_name
+        detail = nominating.detail
+        pdbs = detail.victim_pdbs if detail is not None else ()
+        attempt.victims = tuple(
+            Victim(object_key(v), v.spec.priority, pdbs[i] if i < len(pdbs) else ())
+            for i, v in enumerate(nominating.victims)
+        )
+        attempt.pdb_violations = nominating.pdb_violations
+        if detail is not None:
+            attempt.preemption_candidates = detail.candidates
+            attempt.preemption_criterion = detail.criterion
+            attempt.cleared_nominations = detail.cleared_nominations
+
+
+class DecisionRecorder:
+    """The scheduling cycle's observer (scheduler.cycle_observer.CycleObserver) that fills
+    `log`: one Attempt per cycle, found again by the pod's uid as the cycle goes. `clock` is
+    the scheduler's (attempts' times, the phases' durations)."""
+
+    def __init__(self, log: DecisionLog, clock: Clock) -> None:
+        self.log = log
+        self._clock = clock
+
+    def cycle_started(self, pod: types_pb2.Pod, *, profile: str, cycle: str) -> None:
+        self.log.begin(
+            pod.metadata.uid,
+            object_key(pod),
+            time=self._clock.now(),
+            profile=profile,
+            cycle=cycle,
+            nominated=pod.status.nominated_node_name,
+        )
+
+    def pre_filter_narrowed(self, pod: types_pb2.Pod, nodes: int) -> None:
+        if (attempt := self.log.latest(pod.metadata.uid)) is not None:
+            attempt.pre_filter_nodes = nodes
+
+    def plugin_scores(self) -> dict[str, IntArray | int] | None:
+        return {}
+
+    def scored(self, pod: types_pb2.Pod, scores: PrioritizedNodes, chosen: int) -> None:
+        attempt = self.log.latest(pod.metadata.uid)
+        if attempt is None:
+            return
+        if scores.totals is not None and scores.plugin_scores is not None:
+            found = top_column_scores(scores.nodes, scores.totals, scores.plugin_scores, chosen)
+        elif scores.node_scores is not None:
+            found = top_node_scores(scores.node_scores, scores.nodes[chosen].name)
+        else:
+            return
+        attempt.candidates, attempt.score_plugins = found
+
+    def scheduled(
+        self, pod: types_pb2.Pod, *, node: str, nodes: int, evaluated: int, feasible: int
+    ) -> None:
+        if (attempt := self.log.latest(pod.metadata.uid)) is not None:
+            attempt.nodes = nodes
+            attempt.evaluated = evaluated
+            attempt.feasible = feasible
+            attempt.node = node
+            attempt.result = SCHEDULED
+
+    def unschedulable(
+        self, pod: types_pb2.Pod, fit: FitError, nominating: PostFilterResult | None
+    ) -> None:
+        if (attempt := self.log.latest(pod.metadata.uid)) is not None:
+            record_unschedulable(attempt, fit, nominating)
+
+    def parked(self, pod: types_pb2.Pod) -> None:
+        if (attempt := self.log.latest(pod.metadata.uid)) is not None:
+            attempt.result = PARKED
+
+    def failed(self, pod: types_pb2.Pod, status: Status) -> None:
+        attempt = self.log.latest(pod.metadata.uid)
+        if attempt is not None and attempt.result in ("", SCHEDULED):
+            # Failed after a node was found (Reserve, Permit, binding) or without a FitError.
+            attempt.result = UNSCHEDULABLE if status.is_rejected() else ERROR
+            attempt.message = status.message() or str(status)
+
+    def phase(self, pod: types_pb2.Pod, point: str, status: Status, since: float) -> None:
+        if (attempt := self.log.latest(pod.metadata.uid)) is not None:
+            plugin = "" if status.is_success() else status.plugin
+            seconds = round(self._clock.monotonic() - since, 6)
+            attempt.phases += (Phase(point, status.code_name(), seconds, plugin),)
+
+    def expected_node(self, pod: types_pb2.Pod, node: str) -> None:
+        if (attempt := self.log.latest(pod.metadata.uid)) is not None:
+            attempt.expected_node = node
+
+    def bound(self, pod: types_pb2.Pod, ok: bool) -> None:
+        if (attempt := self.log.latest(pod.metadata.uid)) is not None:
+            attempt.bound = ok

@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final, Protocol
+from typing import Final, Protocol
 
 from google.protobuf.message import Message
 
@@ -149,7 +149,7 @@ class EventHandlers:
             )
         )
 
-    def register_storage(self, *informers: Informer[Any]) -> None:
+    def register_storage(self, *informers: Informer[Message]) -> None:
         """Subscribes the queue to the storage kinds the volume plugins read (claims, PVs,
         StorageClasses, CSINodes): each add, update and delete is a cluster event of its kind
         (upstream addAllEventHandlers' buildEvtResHandler)."""

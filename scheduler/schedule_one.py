@@ -27,6 +27,7 @@ import logging
 import random
 import time
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Final, Protocol
 
@@ -49,10 +50,19 @@ from kemu.component.version_rules import VersionRules
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.keys import object_key
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
-from kemu.scheduling.arrays import IntArray
-from kemu.scheduling.column_runner import ColumnRunner
 from kemu.scheduling.deferred import is_deferred_resize_pod, resize_preemption_enabled
 from kemu.scheduling.events import ASSIGNED_POD_DELETE
+from kemu.scheduling.filter_score import (
+    COLUMNS_WHERE_WORTH_IT,
+    ColumnPaths,
+    FeasibleNodes,
+    FilterError,
+    FilterScoreFramework,
+    PrioritizedNodes,
+    find_feasible_nodes,
+    prioritize_nodes,
+    select_host,
+)
 from kemu.scheduling.interface import (
     CycleState,
     EventRecorder,
@@ -64,32 +74,16 @@ from kemu.scheduling.interface import (
 )
 from kemu.scheduling.nominator import PodLister
 from kemu.scheduling.plugins import deferred_pod_scheduling
-from kemu.scheduling.runtime import NodePluginScores
 from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.status import Code, Status, as_error, unresolvable
 from kemu.scheduling.types import NodeInfo, PodInfo, PostFilterResult, PreFilterResult
-from scheduler.batch import FilterError, PerNodeFilter, batch_filter, select_host_index
 from scheduler.cache.cache import CacheError
 from scheduler.cache.interface import SchedulerCache
-from scheduler.decisions import (
-    BIND,
+from scheduler.cycle_observer import (
     DEFERRED_RESIZE,
-    ERROR,
-    EXAMPLE_NODES,
-    PARKED,
-    PERMIT,
-    PRE_BIND,
-    RESERVE,
+    NO_OBSERVER,
     SCHEDULE,
-    SCHEDULED,
-    UNSCHEDULABLE,
-    WAIT_ON_PERMIT,
-    Attempt,
-    DecisionLog,
-    Phase,
-    Victim,
-    top_column_scores,
-    top_node_scores,
+    CycleObserver,
 )
 from scheduler.metrics import SchedulerMetrics, fast_inc
 from scheduler.queue.interface import SchedulingQueue
@@ -106,6 +100,7 @@ spends more CPU a pod (bench/README, "PreemptionAsync": 5 ms and less cost 30-70
 than 20 ms; 100 ms and more let the bursts through again)."""
 
 __all__ = [
+    "CycleSettings",
     "FeasibleNodes",
     "FitError",
     "NoNodesAvailable",
@@ -119,9 +114,13 @@ MIN_FEASIBLE_NODES_TO_FIND: Final = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: Final = 5
 BASE_PERCENTAGE_OF_NODES_TO_SCORE: Final = 50
 NO_NODES_AVAILABLE: Final = "no nodes available to schedule pods"
-# Below this many nodes the batch path's fixed cost (NumPy calls) exceeds what it saves.
-BATCH_MIN_NODES: Final = 32
 POD_SCHEDULED: Final = "PodScheduled"
+# The extension points after the node is chosen, as the cycle observer names them.
+RESERVE: Final = "Reserve"
+PERMIT: Final = "Permit"
+WAIT_ON_PERMIT: Final = "WaitOnPermit"
+PRE_BIND: Final = "PreBind"
+BIND: Final = "Bind"
 
 
 def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
@@ -157,14 +156,17 @@ class NoNodesAvailable(SchedulingError):
 # ---------------------------------------------------------------- what the scheduler drives
 
 
-class FrameworkLike(PerNodeFilter, Protocol):
-    """The subset of kemu.scheduling.runtime.Framework the cycles use (the per-node Filter
-    the batch path falls back to, PerNodeFilter, included)."""
+class FrameworkLike(FilterScoreFramework, Protocol):
+    """The subset of kemu.scheduling.runtime.Framework the cycles use (the part that filters
+    and scores, FilterScoreFramework, included)."""
 
     def profile_name(self) -> str: ...
 
     @property
     def event_recorder(self) -> EventRecorder: ...
+
+    @property
+    def rng(self) -> random.Random: ...
 
     def percentage_of_nodes_to_score(self) -> int: ...
 
@@ -172,11 +174,7 @@ class FrameworkLike(PerNodeFilter, Protocol):
 
     def set_background(self, tg: TaskGroup | None) -> None: ...
 
-    def has_filter_plugins(self) -> bool: ...
-
     def has_post_filter_plugins(self) -> bool: ...
-
-    def has_score_plugins(self) -> bool: ...
 
     def run_pre_filter_plugins(
         self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
@@ -189,10 +187,6 @@ class FrameworkLike(PerNodeFilter, Protocol):
     def run_pre_score_plugins(
         self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
     ) -> Status: ...
-
-    def run_score_plugins(
-        self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
-    ) -> tuple[list[NodePluginScores], Status]: ...
 
     def run_reserve_plugins_reserve(
         self, state: CycleState, pod: types_pb2.Pod, node: str
@@ -224,19 +218,28 @@ class FrameworkLike(PerNodeFilter, Protocol):
 
     def run_post_bind_plugins(self, state: CycleState, pod: types_pb2.Pod, node: str) -> None: ...
 
-    def column_runner(self) -> ColumnRunner: ...
-
 
 @dataclass(frozen=True, slots=True)
-class FeasibleNodes:
-    """What the Filter pass found (upstream findNodesThatPassFilters' feasible list): the
-    nodes, in the order found, and, when the batch path (scheduler.batch) found them, their
-    rows in the cycle's node columns, over which the batch Score then runs."""
+class CycleSettings:
+    """How the cycles run, resolved once: the feature gates and the emulated version's rules
+    without a gate (kemu.component.version_rules), where the column forms run (`paths`;
+    `--no-batch`: never), and how long the loop runs cycles before the process's other tasks
+    get their turn (`turn_seconds`, the host's seconds whatever the cluster's clock)."""
 
-    nodes: list[NodeInfo]
-    rows: IntArray | None = None
-    evaluated: int = 0
-    """Nodes run through Filter to find them (kemu's filter_evaluations metric)."""
+    gates: FeatureGates
+    rules: VersionRules
+    paths: ColumnPaths = COLUMNS_WHERE_WORTH_IT
+    turn_seconds: float = TURN_SECONDS
+
+    @staticmethod
+    def of(
+        gates: FeatureGates,
+        *,
+        paths: ColumnPaths = COLUMNS_WHERE_WORTH_IT,
+        turn_seconds: float = TURN_SECONDS,
+    ) -> CycleSettings:
+        """The settings at `gates` (its version's rules)."""
+        return CycleSettings(gates, VersionRules.at(gates.version), paths, turn_seconds)
 
 
 @dataclass(frozen=True)
@@ -253,6 +256,12 @@ class ScheduleResult:
 
 
 class Scheduler:
+    """Upstream's Scheduler (pkg/scheduler/scheduler.go) and its cycles (schedule_one.go).
+    `pod_lister`: the informer's lister of pods (their latest API copies); `observer`: what
+    sees each cycle (the decision record with --record-decisions). The random tie-break
+    between equally scored nodes draws from the profile's random source (its handle's `rng`,
+    seeded by --seed)."""
+
     def __init__(
         self,
         *,
@@ -260,45 +269,27 @@ class Scheduler:
         cache: SchedulerCache,
         queue: SchedulingQueue,
         profiles: dict[str, FrameworkLike],
-        snapshot: Snapshot,
-        clock: Clock,
-        gates: FeatureGates,
-        metrics: SchedulerMetrics,
         pod_lister: PodLister,
-        rng: random.Random | None = None,
-        batch: bool = True,
-        batch_min_nodes: int = BATCH_MIN_NODES,
-        rules: VersionRules | None = None,
-        decisions: DecisionLog | None = None,
-        turn_seconds: float = TURN_SECONDS,
+        clock: Clock,
+        metrics: SchedulerMetrics,
+        settings: CycleSettings,
+        observer: CycleObserver = NO_OBSERVER,
     ) -> None:
-        """`decisions`: where each attempt is recorded (--record-decisions); None: nowhere.
-        `turn_seconds`: how long the loop runs cycles before the other tasks' turn (the
-        host's seconds, whatever the cluster's clock)."""
         self.client = client
-        self.decisions = decisions
         self.cache = cache
         self.queue = queue
         self.profiles = profiles
-        self.snapshot = snapshot
+        self.pod_lister = pod_lister
         self.clock = clock
-        self.gates = gates
-        # The emulated version's rules without a gate (kemu.component.version_rules).
-        self.rules = rules if rules is not None else VersionRules.at(gates.version)
         self.metrics = metrics
-        self.pod_lister = pod_lister  # the informer's lister of pods (latest API copies)
-        self.rng = rng or random.Random()
+        self.settings = settings
+        self.gates = settings.gates
+        self.observer = observer
+        self.snapshot = Snapshot()
         self.next_start_node_index = 0
-        # Filter and Score over node columns where the plugins allow it (kemu.scheduling.
-        # columns; scheduler.batch) on clusters of at least `batch_min_nodes` nodes (below,
-        # the NumPy calls' fixed cost exceeds what they save); False: always node by node
-        # (the reference path).
-        self.batch = batch
-        self.batch_min_nodes = batch_min_nodes
-        self._binding_tasks: TaskGroup | None = None
-        self.turn_seconds = turn_seconds
         self.cycles = 0
-        self.resize_preemption = resize_preemption_enabled(gates)
+        self.resize_preemption = resize_preemption_enabled(settings.gates)
+        self._binding_tasks: TaskGroup | None = None
         self._cycle_cpu_start = 0.0  # time.thread_time() at the current cycle's start
         self._filter_evaluations: dict[str, Callable[[float], None]] = {}
 
@@ -306,13 +297,14 @@ class Scheduler:
 
     async def run(self) -> None:
         """Schedules pods until cancelled; binding cycles run as sibling tasks."""
+        turn = self.settings.turn_seconds
         async with anyio.create_task_group() as tg:
             self._binding_tasks = tg
             # Plugins' background work (asynchronous preemption) lives as long as the loop.
             for fwk in self.profiles.values():
                 fwk.set_background(tg)
             try:
-                turn_ends = time.monotonic() + self.turn_seconds
+                turn_ends = time.monotonic() + turn
                 while True:
                     qpi = await self.queue.pop()
                     if qpi is None:
@@ -320,12 +312,14 @@ class Scheduler:
                     await self.schedule_one(qpi)
                     if time.monotonic() >= turn_ends:  # the others' turn (TURN_SECONDS)
                         await anyio.lowlevel.checkpoint()
-                        turn_ends = time.monotonic() + self.turn_seconds
+                        turn_ends = time.monotonic() + turn
             finally:
                 for fwk in self.profiles.values():
                     fwk.set_background(None)
 
     async def schedule_one(self, qpi: QueuedPodInfo) -> None:
+        """upstream ScheduleOne: the scheduling cycle of one pod, then its binding cycle in
+        its own task."""
         pod = qpi.pod
         fwk = self.profiles.get(pod.spec.scheduler_name)
         if fwk is None:
@@ -343,42 +337,24 @@ class Scheduler:
         start = self.clock.monotonic()
         self._cycle_cpu_start = time.thread_time()
         state = self.new_cycle_state(qpi.pod_info)
-        attempt = None
-        if self.decisions is not None:
-            attempt = self.decisions.begin(
-                pod.metadata.uid,
-                object_key(pod),
-                time=self.clock.now(),
-                profile=fwk.profile_name(),
-                cycle=DEFERRED_RESIZE if self._is_deferred(pod) else SCHEDULE,
-                nominated=pod.status.nominated_node_name,
-            )
-        outcome = await self._scheduling_cycle(fwk, state, qpi, start, attempt)
+        cycle = DEFERRED_RESIZE if self._is_deferred(pod) else SCHEDULE
+        self.observer.cycle_started(pod, profile=fwk.profile_name(), cycle=cycle)
+        outcome = await self.scheduling_cycle(fwk, state, qpi, start)
         if outcome is None:
             self.queue.done(pod.metadata.uid)
             return
         assumed, node = outcome
         assert self._binding_tasks is not None
         self._binding_tasks.start_soon(
-            self._binding_cycle,
+            self.binding_cycle,
             fwk,
             state,
             qpi,
             assumed,
             node,
             start,
-            attempt,
             name=f"bind {object_key(pod)}",
         )
-
-    def _observe_algorithm(self, start: float) -> float:
-        """Observes the cycle's scheduling_algorithm_duration (from `start`, by the
-        scheduler's clock) and the thread's CPU time over it (kemu's counter); returns the
-        duration."""
-        seconds = self.clock.monotonic() - start
-        self.metrics.scheduling_algorithm_duration.observe(seconds)
-        self.metrics.scheduling_algorithm_cpu.inc(time.thread_time() - self._cycle_cpu_start)
-        return seconds
 
     def new_cycle_state(self, pod_info: PodInfo) -> CycleState:
         """The CycleState of a new cycle for `pod_info.pod`, `pod_info` being the queue's
@@ -405,60 +381,40 @@ class Scheduler:
             return True
         return False
 
+    def _is_deferred(self, pod: types_pb2.Pod) -> bool:
+        """A running pod queued for its Deferred resize (KEP-5836)."""
+        return self.resize_preemption and is_deferred_resize_pod(pod)
+
     # ------------------------------------------------------------ scheduling cycle
 
-    async def _scheduling_cycle(
-        self,
-        fwk: FrameworkLike,
-        state: CycleState,
-        qpi: QueuedPodInfo,
-        start: float,
-        attempt: Attempt | None = None,
+    async def scheduling_cycle(
+        self, fwk: FrameworkLike, state: CycleState, qpi: QueuedPodInfo, start: float
     ) -> tuple[types_pb2.Pod, str] | None:
+        """upstream schedulingCycle: the node for the pod (SchedulePod, PostFilter on a
+        FitError), assume, Reserve, Permit. The assumed pod and its node, or None when the
+        cycle failed (handled: the pod is back in the queue)."""
         pod = qpi.pod
         # upstream's SchedulingAlgorithmLatency runs from the cycle's start (before its
         # CycleState) to the end of SchedulePod, or, when SchedulePod fails, to the end of
         # PostFilter (observed in a defer when schedulingCycle returns).
         try:
-            result = self.schedule_pod(fwk, state, pod, attempt)
+            result = self.schedule_pod(fwk, state, pod)
         except FitError as fit:
-            nominating: PostFilterResult | None = PostFilterResult("")
-            if fwk.has_post_filter_plugins():
-                post_result, post_status = await fwk.run_post_filter_plugins(
-                    state, pod, fit.statuses
-                )
-                msg = post_status.message()
-                fit.post_filter_msg = msg
-                if post_status.code == Code.ERROR:
-                    logger.error("PostFilter for %s failed: %s", object_key(pod), post_status)
-                nominating = post_result
-            self._observe_algorithm(start)
-            if attempt is not None:
-                record_unschedulable(attempt, fit, nominating)
-            status = Status(Code.UNSCHEDULABLE, (str(fit),))
-            await self._handle_failure(
-                fwk,
-                qpi,
-                status,
-                nominating,
-                start,
-                fit.unschedulable_plugins or _plugins_of(fit),
-                attempt,
-            )
+            await self._unschedulable(fwk, state, qpi, fit, start)
             return None
         except SchedulingError as e:
             self._observe_algorithm(start)
-            await self._handle_failure(
-                fwk, qpi, e.status, PostFilterResult(""), start, set(), attempt
-            )
+            await self.handle_scheduling_failure(fwk, qpi, e.status, PostFilterResult(""), start)
             return None
         algorithm_seconds = self._observe_algorithm(start)
-        if attempt is not None:
-            attempt.nodes = self.snapshot.num_nodes()
-            attempt.evaluated = result.filter_evaluations
-            attempt.feasible = result.feasible_nodes
-            attempt.node = result.suggested_host
-            attempt.result = SCHEDULED
+        node = result.suggested_host
+        self.observer.scheduled(
+            pod,
+            node=node,
+            nodes=self.snapshot.num_nodes(),
+            evaluated=result.filter_evaluations,
+            feasible=result.feasible_nodes,
+        )
         if pod.status.nominated_node_name:
             # What KEP-1923 saves: the final cycle of a nominated pod (kemu's A/B metrics).
             profile = fwk.profile_name()
@@ -466,57 +422,55 @@ class Scheduler:
                 result.filter_evaluations
             )
             self.metrics.nominated_pod_algorithm_duration.labels(profile).observe(algorithm_seconds)
-
         if self._is_deferred(pod):
-            if attempt is not None:
-                attempt.result = PARKED
-            await self._park_deferred(fwk, state, qpi, result.suggested_host, start)
+            self.observer.parked(pod)
+            await self._park_deferred(fwk, state, qpi, node, start)
             return None
         # Assume: the cache counts the pod on the node before it is bound.
         assumed = types_pb2.Pod()
         assumed.CopyFrom(pod)
-        assumed.spec.node_name = result.suggested_host
+        assumed.spec.node_name = node
         self.cache.assume_pod(assumed)
         # An assumed pod no longer reserves a node through its nomination (pkg/scheduler/backend/queue/nominator.go).
         self.queue.delete_nominated_pod_if_exists(pod)
-        node = result.suggested_host
         since = self.clock.monotonic()
         status = fwk.run_reserve_plugins_reserve(state, assumed, node)
-        self._phase(attempt, RESERVE, status, since)
-        if not status.is_success():
-            fwk.run_reserve_plugins_unreserve(state, assumed, node)
-            self.cache.forget_pod(assumed)
-            await self._handle_failure(
-                fwk,
-                qpi,
-                status,
-                PostFilterResult(""),
-                start,
-                {status.plugin} if status.is_rejected() else set(),
-                attempt,
-            )
-            return None
-        since = self.clock.monotonic()
-        status = fwk.run_permit_plugins(state, assumed, node)
-        self._phase(attempt, PERMIT, status, since)
-        if not status.is_success() and not status.is_wait():
-            fwk.run_reserve_plugins_unreserve(state, assumed, node)
-            self.cache.forget_pod(assumed)
-            await self._handle_failure(
-                fwk,
-                qpi,
-                status,
-                PostFilterResult(""),
-                start,
-                {status.plugin} if status.is_rejected() else set(),
-                attempt,
-            )
-            return None
-        return assumed, node
+        self.observer.phase(pod, RESERVE, status, since)
+        if status.is_success():
+            since = self.clock.monotonic()
+            status = fwk.run_permit_plugins(state, assumed, node)
+            self.observer.phase(pod, PERMIT, status, since)
+            if status.is_success() or status.is_wait():
+                return assumed, node
+        fwk.run_reserve_plugins_unreserve(state, assumed, node)
+        self.cache.forget_pod(assumed)
+        plugins = {status.plugin} if status.is_rejected() else set()
+        await self.handle_scheduling_failure(fwk, qpi, status, PostFilterResult(""), start, plugins)
+        return None
 
-    def _is_deferred(self, pod: types_pb2.Pod) -> bool:
-        """A running pod queued for its Deferred resize (KEP-5836)."""
-        return self.resize_preemption and is_deferred_resize_pod(pod)
+    async def _unschedulable(
+        self,
+        fwk: FrameworkLike,
+        state: CycleState,
+        qpi: QueuedPodInfo,
+        fit: FitError,
+        start: float,
+    ) -> None:
+        """No node fits: PostFilter (preemption) may nominate one; the pod goes back to the
+        queue as unschedulable by the plugins that rejected it."""
+        pod = qpi.pod
+        nominating: PostFilterResult | None = PostFilterResult("")
+        if fwk.has_post_filter_plugins():
+            post_result, post_status = await fwk.run_post_filter_plugins(state, pod, fit.statuses)
+            fit.post_filter_msg = post_status.message()
+            if post_status.code == Code.ERROR:
+                logger.error("PostFilter for %s failed: %s", object_key(pod), post_status)
+            nominating = post_result
+        self._observe_algorithm(start)
+        self.observer.unschedulable(pod, fit, nominating)
+        status = Status(Code.UNSCHEDULABLE, (str(fit),))
+        plugins = fit.unschedulable_plugins or _plugins_of(fit)
+        await self.handle_scheduling_failure(fwk, qpi, status, nominating, start, plugins)
 
     async def _park_deferred(
         self, fwk: FrameworkLike, state: CycleState, qpi: QueuedPodInfo, node: str, start: float
@@ -536,31 +490,18 @@ class Scheduler:
                 (deferred_pod_scheduling.WAITING_FOR_KUBELET,),
                 deferred_pod_scheduling.NAME,
             )
-        await self._handle_failure(
-            fwk,
-            qpi,
-            status,
-            None,
-            start,
-            {status.plugin} if status.is_rejected() and status.plugin else set(),
-        )
+        plugins = {status.plugin} if status.is_rejected() and status.plugin else set()
+        await self.handle_scheduling_failure(fwk, qpi, status, None, start, plugins)
 
     def schedule_pod(
-        self,
-        fwk: FrameworkLike,
-        state: CycleState,
-        pod: types_pb2.Pod,
-        attempt: Attempt | None = None,
+        self, fwk: FrameworkLike, state: CycleState, pod: types_pb2.Pod
     ) -> ScheduleResult:
-        """upstream schedulePod: the node for `pod`, or FitError / SchedulingError. With an
-        `attempt` (--record-decisions), what PreFilter left and the best scored nodes go in it."""
+        """upstream schedulePod: the node for `pod`, or FitError / SchedulingError."""
         self.cache.update_snapshot(self.snapshot)
         fwk.set_snapshot(self.snapshot)
         if self.snapshot.num_nodes() == 0:
             raise NoNodesAvailable()
-        found, statuses, unschedulable_plugins = self.find_nodes_that_fit_pod(
-            fwk, state, pod, attempt
-        )
+        found, statuses, unschedulable_plugins = self.find_nodes_that_fit_pod(fwk, state, pod)
         feasible = found.nodes
         if not feasible:
             raise FitError(
@@ -575,33 +516,15 @@ class Scheduler:
         status = fwk.run_pre_score_plugins(state, pod, feasible)
         if not status.is_success():
             raise SchedulingError(status)
-        totals = None
-        per_plugin: dict[str, IntArray | int] | None = None if attempt is None else {}
-        if found.rows is not None and fwk.has_score_plugins():
-            # Found by the batch path: scored over the same rows (None: per node).
-            totals = fwk.column_runner().run_score_columns(
-                state, pod, self.snapshot.columns(), found.rows, per_plugin
-            )
-        if totals is not None:
-            index = select_host_index(totals, self.rng)
-            host = feasible[index].name
-            if attempt is not None and per_plugin is not None:
-                found_scores = top_column_scores(feasible, totals, per_plugin, index)
-                attempt.candidates, attempt.score_plugins = found_scores
-        else:
-            scores = self._prioritize(fwk, state, pod, feasible)
-            host = self.select_host([(s.name, s.total_score) for s in scores])
-            if attempt is not None:
-                attempt.candidates, attempt.score_plugins = top_node_scores(scores, host)
+        scores = self.prioritize_nodes(fwk, state, pod, found)
+        host = self.select_host(fwk, pod, scores)
         return ScheduleResult(host, len(feasible) + len(statuses), len(feasible), found.evaluated)
 
     def find_nodes_that_fit_pod(
-        self,
-        fwk: FrameworkLike,
-        state: CycleState,
-        pod: types_pb2.Pod,
-        attempt: Attempt | None = None,
+        self, fwk: FrameworkLike, state: CycleState, pod: types_pb2.Pod
     ) -> tuple[FeasibleNodes, NodeToStatus, set[str]]:
+        """upstream findNodesThatFitPod: PreFilter, then the nominated node alone
+        (PreferNominatedNode), then Filter over the nodes PreFilter left."""
         all_nodes: list[NodeInfo] = self.snapshot.node_infos().list()
         statuses = NodeToStatus()
         pre_result, status, unschedulable_plugins = fwk.run_pre_filter_plugins(
@@ -620,7 +543,7 @@ class Scheduler:
         if nnn and self.gates.enabled(PREFER_NOMINATED_NODE):
             node = self.snapshot.node_infos().get(nnn)
             if node is not None and node.node is not None:
-                feasible = self._find_nodes_that_pass_filters(
+                feasible = self.find_nodes_that_pass_filters(
                     fwk, state, pod, NodeToStatus(), [node], rotate=False
                 )
                 if feasible.nodes:
@@ -635,20 +558,19 @@ class Scheduler:
             # (upstream: the named nodes from the snapshot, one status for every other node,
             # SetAbsentNodesStatus: a DaemonSet pod's cycle costs its node, not the cluster's)
             nodes = self.snapshot.in_order(allowed)
-            if attempt is not None:
-                attempt.pre_filter_nodes = len(nodes)
+            self.observer.pre_filter_narrowed(pod, len(nodes))
             statuses.absent = unresolvable(
                 f"node(s) didn't satisfy plugin(s) [{', '.join(sorted(unschedulable_plugins))}]"
                 if unschedulable_plugins
                 else "node(s) didn't satisfy plugin(s)"
             )
-        feasible = self._find_nodes_that_pass_filters(fwk, state, pod, statuses, nodes)
+        feasible = self.find_nodes_that_pass_filters(fwk, state, pod, statuses, nodes)
         if tried_nominated:
             feasible = dataclasses.replace(feasible, evaluated=feasible.evaluated + tried_nominated)
         unschedulable_plugins |= statuses.plugins()
         return feasible, statuses, unschedulable_plugins
 
-    def _find_nodes_that_pass_filters(
+    def find_nodes_that_pass_filters(
         self,
         fwk: FrameworkLike,
         state: CycleState,
@@ -660,93 +582,48 @@ class Scheduler:
     ) -> FeasibleNodes:
         """upstream findNodesThatPassFilters: up to numFeasibleNodesToFind feasible nodes of
         `nodes` from the rotating start index (`rotate`; the nominated node alone: from its
-        start, the index left alone); rejected nodes get their Status in `statuses`; an error
-        raises SchedulingError."""
+        start, node by node, the index left alone), over node columns where the settings
+        and the plugins allow (kemu.scheduling.filter_score); rejected nodes get their
+        Status in `statuses`; an error raises SchedulingError."""
         n = len(nodes)
         if n == 0:
             return FeasibleNodes([])
         to_find = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score(), n)
         start = self.next_start_node_index % n if rotate else 0
-        if not fwk.has_filter_plugins():
-            feasible = [nodes[(start + i) % n] for i in range(min(to_find, n))]
-            if rotate:
-                self.next_start_node_index = (start + len(feasible)) % n
-            return FeasibleNodes(feasible)
-        if rotate and self.batch and n >= self.batch_min_nodes:
-            runner = fwk.column_runner()
-            try:
-                found = batch_filter(
-                    fwk,
-                    runner,
-                    state,
-                    pod,
-                    self.snapshot.columns(),
-                    nodes,
-                    start,
-                    to_find,
-                    statuses,
-                )
-            except FilterError as e:
-                raise SchedulingError(e.status) from None
-            if found is not None:  # None: no batch form for this pod, nothing changed
-                feasible, rows, checked = found
-                self._count_filter_evaluations(fwk, checked)
-                self.next_start_node_index = (start + checked) % n
-                return FeasibleNodes(feasible, rows, checked)
-        feasible = []
-        checked = 0
-        for i in range(n):
-            node = nodes[(start + i) % n]
-            checked += 1
-            status = fwk.run_filter_plugins_with_nominated_pods(state, pod, node)
-            if status.is_success():
-                feasible.append(node)
-                if len(feasible) >= to_find:
-                    break
-            elif status.is_rejected():
-                statuses.set(node.name, status)
-            else:
-                raise SchedulingError(status)
-        self._count_filter_evaluations(fwk, checked)
-        if rotate:
-            self.next_start_node_index = (start + checked) % n
-        return FeasibleNodes(feasible, evaluated=checked)
-
-    def _count_filter_evaluations(self, fwk: FrameworkLike, checked: int) -> None:
-        profile = fwk.profile_name()
-        inc = self._filter_evaluations.get(profile)
-        if inc is None:  # `labels` takes a lock and checks the values: once per profile
-            inc = self._filter_evaluations[profile] = fast_inc(
-                self.metrics.filter_evaluations.labels(profile)
+        columns = self.settings.paths.columns_for(self.snapshot, n) if rotate else None
+        try:
+            found = find_feasible_nodes(
+                fwk, state, pod, nodes, statuses, start=start, to_find=to_find, columns=columns
             )
-        inc(checked)
+        except FilterError as e:
+            raise SchedulingError(e.status) from None
+        if found.evaluated:
+            self._count_filter_evaluations(fwk, found.evaluated)
+        if rotate:
+            self.next_start_node_index = (start + found.checked) % n
+        return found
 
-    def _prioritize(
-        self, fwk: FrameworkLike, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
-    ) -> list[NodePluginScores]:
-        if not fwk.has_score_plugins():
-            return [NodePluginScores(node.name, 1) for node in nodes]
-        scores, status = fwk.run_score_plugins(state, pod, nodes)
+    def prioritize_nodes(
+        self, fwk: FrameworkLike, state: CycleState, pod: types_pb2.Pod, found: FeasibleNodes
+    ) -> PrioritizedNodes:
+        """upstream prioritizeNodes: the feasible nodes' scores (kemu.scheduling.filter_score:
+        over node columns when the Filter pass found them so and the plugins allow)."""
+        plugin_scores = self.observer.plugin_scores()
+        scores, status = prioritize_nodes(fwk, state, pod, found, plugin_scores=plugin_scores)
         if not status.is_success():
             raise SchedulingError(status)
         return scores
 
-    def select_host(self, scores: list[tuple[str, int]]) -> str:
-        """The highest score; ties broken uniformly at random (reservoir sampling, as upstream)."""
-        best, best_score, ties = "", -1, 0
-        rand = self.rng.random
-        for name, score in scores:
-            if score > best_score:
-                best, best_score, ties = name, score, 1
-            elif score == best_score:
-                ties += 1
-                if rand() * ties < 1.0:
-                    best = name
-        return best
+    def select_host(self, fwk: FrameworkLike, pod: types_pb2.Pod, scores: PrioritizedNodes) -> str:
+        """upstream selectHost: the highest score; ties broken uniformly at random
+        (reservoir sampling, as upstream, the same draws in both forms)."""
+        index = select_host(scores, fwk.rng)
+        self.observer.scored(pod, scores, index)
+        return scores.nodes[index].name
 
     # ------------------------------------------------------------ binding cycle
 
-    async def _binding_cycle(
+    async def binding_cycle(
         self,
         fwk: FrameworkLike,
         state: CycleState,
@@ -754,25 +631,64 @@ class Scheduler:
         assumed: types_pb2.Pod,
         node: str,
         start: float,
-        attempt: Attempt | None = None,
     ) -> None:
+        """upstream bindingCycle (and its caller's error handling): WaitOnPermit, PreBind,
+        Bind, PostBind; on failure, handleBindingCycleError."""
         try:
-            status, rejected_at_permit = await self._bind(fwk, state, assumed, node, attempt)
+            status, rejected_at_permit = await self._bind(fwk, state, assumed, node)
+            self.observer.bound(assumed, status.is_success())
             if status.is_success():
-                if attempt is not None:
-                    attempt.bound = True
                 self._scheduled(fwk, qpi, assumed, node, start)
                 return
-            if attempt is not None:
-                attempt.bound = False
-            await self._handle_binding_cycle_error(
-                fwk, state, qpi, assumed, node, start, status, rejected_at_permit, attempt
+            await self.handle_binding_cycle_error(
+                fwk, state, qpi, assumed, node, start, status, rejected_at_permit
             )
         finally:
             # Normally done already, after WaitOnPermit or by the failure handler.
             self.queue.done(assumed.metadata.uid)
 
-    async def _handle_binding_cycle_error(
+    async def _bind(
+        self, fwk: FrameworkLike, state: CycleState, assumed: types_pb2.Pod, node: str
+    ) -> tuple[Status, bool]:
+        """The binding cycle's extension points; the status, and whether it is a rejection
+        at WaitOnPermit (the only point of the binding cycle that makes a pod
+        unschedulable)."""
+        observer = self.observer
+        if self.gates.enabled(NOMINATED_NODE_NAME_FOR_EXPECTATION):
+            preflight = fwk.run_pre_bind_pre_flights(state, assumed, node)
+            if not preflight.is_success() and not preflight.is_skip():
+                return preflight, False
+            if preflight.is_success() or fwk.will_wait_on_permit(assumed):
+                # KEP-5278: the expected placement is visible while PreBind works or Permit waits.
+                await self._patch_nominated_node(assumed, node)
+                observer.expected_node(assumed, node)
+        since = self.clock.monotonic()
+        waited = fwk.will_wait_on_permit(assumed)
+        status = await fwk.wait_on_permit(assumed)
+        if waited:  # (a pod no Permit plugin holds passes at once: nothing to tell)
+            observer.phase(assumed, WAIT_ON_PERMIT, status, since)
+        if not status.is_success():
+            return status, status.is_rejected()
+        # Nothing after Permit makes the pod unschedulable, so the in-flight events are no
+        # longer needed: Done now, as upstream, frees them while PreBind and Bind run.
+        self.queue.done(assumed.metadata.uid)
+        since = self.clock.monotonic()
+        status = await fwk.run_pre_bind_plugins(state, assumed, node)
+        observer.phase(assumed, PRE_BIND, status, since)
+        if not status.is_success():
+            return status, False
+        since = self.clock.monotonic()
+        status = await fwk.run_bind_plugins(state, assumed, node)
+        observer.phase(assumed, BIND, status, since)
+        if status.is_skip():
+            return as_error("all bind plugins skipped"), False
+        if not status.is_success():
+            return status, False
+        self.cache.finish_binding(assumed)
+        fwk.run_post_bind_plugins(state, assumed, node)
+        return status, False
+
+    async def handle_binding_cycle_error(
         self,
         fwk: FrameworkLike,
         state: CycleState,
@@ -782,7 +698,6 @@ class Scheduler:
         start: float,
         status: Status,
         rejected_at_permit: bool,
-        attempt: Attempt | None = None,
     ) -> None:
         """Upstream handleBindingCycleError: unreserve, forget, and tell the queue that the
         resources the assumed pod held are free (an AssignedPodDelete). Only a rejection at
@@ -799,65 +714,12 @@ class Scheduler:
         if forgotten and not status.is_rejected():
             self.queue.move_all_to_active_or_backoff_queue(ASSIGNED_POD_DELETE, assumed, None)
         plugins = {status.plugin} if rejected_at_permit and status.plugin else set()
-        await self._handle_failure(fwk, qpi, status, PostFilterResult(""), start, plugins, attempt)
+        await self.handle_scheduling_failure(fwk, qpi, status, PostFilterResult(""), start, plugins)
         if forgotten and status.is_rejected():
             uid = assumed.metadata.uid
             self.queue.move_all_to_active_or_backoff_queue(
                 ASSIGNED_POD_DELETE, assumed, None, lambda p: p.metadata.uid != uid
             )
-
-    async def _bind(
-        self,
-        fwk: FrameworkLike,
-        state: CycleState,
-        assumed: types_pb2.Pod,
-        node: str,
-        attempt: Attempt | None = None,
-    ) -> tuple[Status, bool]:
-        """The binding cycle's extension points; the status, and whether it is a rejection
-        at WaitOnPermit (the only point of the binding cycle that makes a pod
-        unschedulable)."""
-        if self.gates.enabled(NOMINATED_NODE_NAME_FOR_EXPECTATION):
-            preflight = fwk.run_pre_bind_pre_flights(state, assumed, node)
-            if not preflight.is_success() and not preflight.is_skip():
-                return preflight, False
-            if preflight.is_success() or fwk.will_wait_on_permit(assumed):
-                # KEP-5278: the expected placement is visible while PreBind works or Permit waits.
-                await self._patch_nominated_node(assumed, node)
-                if attempt is not None:
-                    attempt.expected_node = node
-        since = self.clock.monotonic()
-        waited = attempt is not None and fwk.will_wait_on_permit(assumed)
-        status = await fwk.wait_on_permit(assumed)
-        if waited:  # (a pod no Permit plugin holds passes at once: nothing to tell)
-            self._phase(attempt, WAIT_ON_PERMIT, status, since)
-        if not status.is_success():
-            return status, status.is_rejected()
-        # Nothing after Permit makes the pod unschedulable, so the in-flight events are no
-        # longer needed: Done now, as upstream, frees them while PreBind and Bind run.
-        self.queue.done(assumed.metadata.uid)
-        since = self.clock.monotonic()
-        status = await fwk.run_pre_bind_plugins(state, assumed, node)
-        self._phase(attempt, PRE_BIND, status, since)
-        if not status.is_success():
-            return status, False
-        since = self.clock.monotonic()
-        status = await fwk.run_bind_plugins(state, assumed, node)
-        self._phase(attempt, BIND, status, since)
-        if status.is_skip():
-            return as_error("all bind plugins skipped"), False
-        if not status.is_success():
-            return status, False
-        self.cache.finish_binding(assumed)
-        fwk.run_post_bind_plugins(state, assumed, node)
-        return status, False
-
-    def _phase(self, attempt: Attempt | None, point: str, status: Status, since: float) -> None:
-        """The decision record's note of an extension point that ran from `since`."""
-        if attempt is not None:
-            plugin = "" if status.is_success() else status.plugin
-            seconds = round(self.clock.monotonic() - since, 6)
-            attempt.phases += (Phase(point, status.code_name(), seconds, plugin),)
 
     def _scheduled(
         self,
@@ -894,28 +756,27 @@ class Scheduler:
         """1.34 alpha of KEP-5278 kept NNN after failures when its gate was on (pkg/scheduler/schedule_one.go handleSchedulingFailure);
         1.35 went back to clearing it (version_rules: nominated_node_name_kept_on_failure)."""
         return not (
-            self.rules.nominated_node_name_kept_on_failure
+            self.settings.rules.nominated_node_name_kept_on_failure
             and self.gates.enabled(NOMINATED_NODE_NAME_FOR_EXPECTATION)
         )
 
-    async def _handle_failure(
+    async def handle_scheduling_failure(
         self,
         fwk: FrameworkLike,
         qpi: QueuedPodInfo,
         status: Status,
         nominating: PostFilterResult | None,
         start: float,
-        unschedulable_plugins: set[str],
-        attempt: Attempt | None = None,
+        unschedulable_plugins: AbstractSet[str] = frozenset(),
     ) -> None:
+        """upstream handleSchedulingFailure: metrics, the log line, the pod back to the queue
+        as the informer has it now, the nominator told, FailedScheduling and the status
+        PATCH (PodScheduled=False, NNN as `nominating` says)."""
         pod = qpi.pod
         profile = fwk.profile_name()
         rejected = status.is_rejected()
         result = "unschedulable" if rejected else "error"
-        if attempt is not None and attempt.result in ("", SCHEDULED):
-            # Failed after a node was found (Reserve, Permit, binding) or without a FitError.
-            attempt.result = UNSCHEDULABLE if rejected else ERROR
-            attempt.message = status.message() or str(status)
+        self.observer.failed(pod, status)
         self.metrics.schedule_attempts.labels(result, profile).inc()
         self.metrics.scheduling_attempt_duration.labels(result, profile).observe(
             self.clock.monotonic() - start
@@ -1003,45 +864,25 @@ class Scheduler:
                 "could not set the nominated node of %s to %s: %s", object_key(pod), node, e
             )
 
+    # ------------------------------------------------------------ metrics
 
-def record_unschedulable(
-    attempt: Attempt, fit: FitError, nominating: PostFilterResult | None
-) -> None:
-    """What the decision record keeps of a FitError and its PostFilter."""
-    attempt.result = UNSCHEDULABLE
-    attempt.nodes = fit.num_all_nodes
-    attempt.evaluated = len(fit.statuses)
-    attempt.reasons = fit.reasons()
-    examples: dict[str, list[str]] = {}
-    rejected_by: dict[str, int] = {}
-    for node, status in fit.statuses.items():
-        plugin = status.plugin or "PreFilter"
-        rejected_by[plugin] = rejected_by.get(plugin, 0) + 1
-        for reason in status.reasons:
-            named = examples.setdefault(reason, [])
-            if len(named) < EXAMPLE_NODES:
-                named.append(node)
-    absent = fit.num_all_nodes - len(fit.statuses)
-    if absent > 0 and fit.statuses.absent.reasons and not fit.statuses.pre_filter_rejected:
-        # (the nodes a PreFilterResult left out share one status)
-        plugin = fit.statuses.absent.plugin or "PreFilter"
-        rejected_by[plugin] = rejected_by.get(plugin, 0) + absent
-    attempt.examples = {r: tuple(n) for r, n in examples.items()}
-    attempt.rejected_by = rejected_by
-    attempt.message = str(fit)
-    if nominating is not None and nominating.nominated_node_name is not None:
-        attempt.post_filter_nominated = nominating.nominated_node_name
-        detail = nominating.detail
-        pdbs = detail.victim_pdbs if detail is not None else ()
-        attempt.victims = tuple(
-            Victim(object_key(v), v.spec.priority, pdbs[i] if i < len(pdbs) else ())
-            for i, v in enumerate(nominating.victims)
-        )
-        attempt.pdb_violations = nominating.pdb_violations
-        if detail is not None:
-            attempt.preemption_candidates = detail.candidates
-            attempt.preemption_criterion = detail.criterion
-            attempt.cleared_nominations = detail.cleared_nominations
+    def _observe_algorithm(self, start: float) -> float:
+        """Observes the cycle's scheduling_algorithm_duration (from `start`, by the
+        scheduler's clock) and the thread's CPU time over it (kemu's counter); returns the
+        duration."""
+        seconds = self.clock.monotonic() - start
+        self.metrics.scheduling_algorithm_duration.observe(seconds)
+        self.metrics.scheduling_algorithm_cpu.inc(time.thread_time() - self._cycle_cpu_start)
+        return seconds
+
+    def _count_filter_evaluations(self, fwk: FrameworkLike, checked: int) -> None:
+        profile = fwk.profile_name()
+        inc = self._filter_evaluations.get(profile)
+        if inc is None:  # `labels` takes a lock and checks the values: once per profile
+            inc = self._filter_evaluations[profile] = fast_inc(
+                self.metrics.filter_evaluations.labels(profile)
+            )
+        inc(checked)
 
 
 def _plugins_of(fit: FitError) -> set[str]:

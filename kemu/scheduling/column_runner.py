@@ -5,7 +5,7 @@ The `Framework` (kemu.scheduling.runtime) runs the extension points node by node
 frameworkImpl; `ColumnRunner` is the same profile's plugins over `NodeColumns` (their
 `filter_columns`, `reject_columns`, `nominated_columns_exact`, `score_columns`,
 `normalize_columns` and `constant_score_columns` forms), found once when the framework is
-built. The scheduler's batch path (scheduler/batch.py) drives it; every answer agrees with the
+built. The column pass (kemu.scheduling.filter_score) drives it; every answer agrees with the
 per-node path, which stays the reference (tests/unit/scheduling/test_columns_equivalence.py,
 tests/unit/scheduler/test_batch_equivalence.py).
 

@@ -24,7 +24,7 @@ only for the nodes that fail.
 The nominated pods' first pass (the node with the pods nominated there added) runs over
 `NodeColumns.with_pods_added` when every batch Filter plugin of the cycle opts in with
 `ColumnNominatedPlugin` (its batch forms read the node's pods only through the resource and
-pod-count columns) and nothing else runs (scheduler/batch.py).
+pod-count columns) and nothing else runs (kemu.scheduling.filter_score).
 """
 
 from __future__ import annotations

@@ -220,7 +220,7 @@ def config_from_dict(
 # ---------------------------------------------------------------- sections
 
 
-def _leader_election(value: Any, path: str) -> LeaderElection:
+def _leader_election(value: object, path: str) -> LeaderElection:
     if value is None:
         return LeaderElection()
     m = as_mapping(value, path)
@@ -271,7 +271,7 @@ def _leader_election(value: Any, path: str) -> LeaderElection:
     return LeaderElection(elect, lease, renew, retry, lock, namespace, name)
 
 
-def _duration(value: Any, path: str, default: float) -> float:
+def _duration(value: object, path: str, default: float) -> float:
     """A metav1.Duration field: a Go duration string, as upstream (a YAML number is refused,
     as upstream's decoder refuses it, rather than guessing a unit)."""
     if value is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from kemu.api.v1 import types_pb2
 
@@ -93,7 +93,7 @@ class QueueingHint(enum.IntEnum):
 
 
 # hint(pod being requeued, old object or None, new object or None) -> Queue or Skip
-QueueingHintFn = Callable[[types_pb2.Pod, Any, Any], QueueingHint]
+QueueingHintFn = Callable[[types_pb2.Pod, object, object], QueueingHint]
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +102,7 @@ class ClusterEventWithHint:
     hint: QueueingHintFn | None = None  # None: always Queue
 
 
-def queue_always(pod: types_pb2.Pod, old: Any, new: Any) -> QueueingHint:
+def queue_always(pod: types_pb2.Pod, old: object, new: object) -> QueueingHint:
     return QueueingHint.QUEUE
 
 

@@ -198,7 +198,7 @@ class _Points:
 
 
 def _plugins(
-    value: Any, path: str, registry: Registry, points: Callable[[str], frozenset[str]]
+    value: object, path: str, registry: Registry, points: Callable[[str], frozenset[str]]
 ) -> dict[str, PluginSet]:
     m = as_mapping(value, path) if value is not None else {}
     check_keys(m, set(_PLUGIN_SET_KEYS), path)
@@ -332,7 +332,7 @@ def _score_weights(
     return {name: weights.get(name, 1) for name in score_plugins}
 
 
-def _plugin_config(value: Any, path: str, registry: Registry) -> dict[str, Mapping[str, Any]]:
+def _plugin_config(value: object, path: str, registry: Registry) -> dict[str, Mapping[str, Any]]:
     out: dict[str, Mapping[str, Any]] = {}
     for i, entry in enumerate(as_list(value, path)):
         entry_path = f"{path}[{i}]"
@@ -370,14 +370,14 @@ def check_common_queue_sort(profiles: list[Profile]) -> None:
 # ---------------------------------------------------------------- typed readers
 
 
-def check_keys(m: Mapping[str, Any], allowed: set[str] | frozenset[str], path: str) -> None:
+def check_keys(m: Mapping[str, object], allowed: set[str] | frozenset[str], path: str) -> None:
     for key in m:
         if key not in allowed:
             where = f"{path}.{key}" if path else str(key)
             raise ConfigError(where, "unknown field")
 
 
-def as_mapping(value: Any, path: str) -> Mapping[str, Any]:
+def as_mapping(value: object, path: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise ConfigError(path, f"must be a mapping, got {type(value).__name__}")
     for key in value:
@@ -386,7 +386,7 @@ def as_mapping(value: Any, path: str) -> Mapping[str, Any]:
     return value
 
 
-def as_list(value: Any, path: str) -> list[Any]:
+def as_list(value: object, path: str) -> list[object]:
     if value is None:
         return []
     if not isinstance(value, list):
@@ -394,13 +394,13 @@ def as_list(value: Any, path: str) -> list[Any]:
     return value
 
 
-def as_str(value: Any, path: str) -> str:
+def as_str(value: object, path: str) -> str:
     if not isinstance(value, str):
         raise ConfigError(path, "must be a string" if value is not None else "required value")
     return value
 
 
-def as_int(value: Any, path: str) -> int:
+def as_int(value: object, path: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(path, f"must be an integer, got {value!r}")
     return value

@@ -7,7 +7,8 @@ pluginConfig args and this framework as its handle, even when it serves several 
 
 Contracts, as upstream:
 - A plugin exception is a bug: it becomes an Error status naming the plugin
-  (`running "X" filter plugin: <error>`) and never propagates. Cancellation is not caught.
+  (`running "X" filter plugin: <error>`) and never propagates; one guard (`guarded`) wraps
+  every plugin method once, when the profile is built. Cancellation is not caught.
 - The snapshot is set by the scheduler at the start of each cycle (`set_snapshot`); the
   nominator may come later (`set_nominator`), as upstream's SetPodNominator.
 - Skip: a PreFilter Skip skips the plugin's Filter and PreFilter extensions (recorded in
@@ -23,17 +24,11 @@ from __future__ import annotations
 import bisect
 import logging
 import math
-import random
 import time
-from collections.abc import Callable, Coroutine, Iterable
-from typing import TYPE_CHECKING, Any, Final, TypeVar
-
-from anyio.abc import TaskGroup
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final
 
 from kemu.api.v1 import types_pb2
-from kemu.component.clock import Clock, RealClock
-from kemu.component.featuregate import FeatureGates
-from kemu.machinery.keys import object_key
 from kemu.scheduling.column_runner import ColumnRunner
 from kemu.scheduling.events import (
     ActionType,
@@ -41,40 +36,39 @@ from kemu.scheduling.events import (
     ClusterEventWithHint,
     EventResource,
 )
+from kemu.scheduling.framework_handle import (
+    NO_OPTIONS,
+    ExtensionPointObserver,
+    FrameworkHandle,
+    FrameworkOptions,
+)
 from kemu.scheduling.interface import (
     EXTENSION_POINTS,
-    BatchScorePlugin,
-    BindPlugin,
     CycleState,
     EnqueueExtensions,
-    EventRecorder,
     FilterFn,
-    FilterPlugin,
-    InformerFactory,
     LabelledObserver,
     NodeToStatus,
-    NoEvents,
     ObserverMetric,
-    PermitPlugin,
     Plugin,
-    PluginMetrics,
     PodNominator,
-    PostBindPlugin,
-    PostFilterPlugin,
-    PreBindPlugin,
-    PreemptionExecutor,
-    PreemptionExecutorFactory,
-    PreEnqueuePlugin,
-    PreFilterExtensions,
-    PreFilterPlugin,
-    PreScorePlugin,
-    QueuedPodInfo,
-    QueueSortPlugin,
-    ReservePlugin,
-    SchedulingApi,
-    ScoreExtensions,
-    ScorePlugin,
     SharedLister,
+)
+from kemu.scheduling.plugin_points import (
+    BIND,
+    PERMIT,
+    POST_BIND,
+    POST_FILTER,
+    PRE_BIND,
+    PRE_BIND_PRE_FLIGHT,
+    PRE_ENQUEUE,
+    PRE_FILTER,
+    PRE_SCORE,
+    RESERVE,
+    SCORE,
+    UNRESERVE,
+    LessFunc,
+    PointPlugins,
 )
 from kemu.scheduling.plugins.registry import Registry
 from kemu.scheduling.status import SKIP, SUCCESS, Code, Status
@@ -88,7 +82,7 @@ from kemu.scheduling.types import (
     PreFilterResult,
     pod_priority,
 )
-from kemu.scheduling.waiting_pods import WaitingPod, WaitingPodsMap
+from kemu.scheduling.waiting_pods import WaitingPod
 
 if TYPE_CHECKING:
     from kemu.scheduling.profile import Profile
@@ -98,39 +92,6 @@ logger = logging.getLogger(__name__)
 # A Permit plugin may not make a pod wait longer than this (upstream maxTimeout).
 MAX_PERMIT_TIMEOUT: Final = 15 * 60.0
 
-# observe(extension_point, status, profile, seconds)
-ExtensionPointObserver = Callable[[str, str, str, float], None]
-LessFunc = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
-# The bound extension-point methods the runtime keeps per point.
-PreFilterFn = Callable[
-    [CycleState, types_pb2.Pod, list[NodeInfo]], tuple[PreFilterResult | None, Status]
-]
-PostFilterFn = Callable[
-    [CycleState, types_pb2.Pod, NodeToStatus],
-    Coroutine[Any, Any, tuple[PostFilterResult | None, Status]],
-]
-NodesFn = Callable[[CycleState, types_pb2.Pod, list[NodeInfo]], Status]
-ScoreFn = Callable[[CycleState, types_pb2.Pod, NodeInfo], tuple[int, Status]]
-ScoreNodesFn = Callable[[CycleState, types_pb2.Pod, list[NodeInfo]], tuple[list[int], Status]]
-NodeNameFn = Callable[[CycleState, types_pb2.Pod, str], Status]
-UnreserveFn = Callable[[CycleState, types_pb2.Pod, str], None]
-PermitFn = Callable[[CycleState, types_pb2.Pod, str], tuple[Status, float]]
-AsyncNodeNameFn = Callable[[CycleState, types_pb2.Pod, str], Coroutine[Any, Any, Status]]
-P = TypeVar("P", bound=Plugin)
-
-# Upstream's extension_point label values (pkg/scheduler/metrics).
-PRE_ENQUEUE: Final = "PreEnqueue"
-PRE_FILTER: Final = "PreFilter"
-POST_FILTER: Final = "PostFilter"
-PRE_SCORE: Final = "PreScore"
-SCORE: Final = "Score"
-RESERVE: Final = "Reserve"
-UNRESERVE: Final = "Unreserve"
-PERMIT: Final = "Permit"
-PRE_BIND_PRE_FLIGHT: Final = "PreBindPreFlight"
-PRE_BIND: Final = "PreBind"
-BIND: Final = "Bind"
-POST_BIND: Final = "PostBind"
 
 _REJECTED: Final = frozenset(
     {Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING}
@@ -225,47 +186,23 @@ class NodePluginScores:
         return f"NodePluginScores({self.name}, total={self.total_score}, {self.scores})"
 
 
-class Framework:
-    """The plugins of one profile, and the Handle they get. See the module docstring."""
+class Framework(FrameworkHandle):
+    """The plugins of one profile, and the Handle they get (FrameworkHandle, what it gives
+    them). See the module docstring."""
 
     def __init__(
         self,
         profile: Profile,
         registry: Registry,
         *,
-        client: SchedulingApi | None = None,
-        clock: Clock | None = None,
-        gates: FeatureGates | None = None,
-        event_recorder: EventRecorder | None = None,
+        options: FrameworkOptions = NO_OPTIONS,
         nominator: PodNominator | None = None,
-        informer_factory: InformerFactory | None = None,
         snapshot: SharedLister | None = None,
-        waiting_pods: WaitingPodsMap | None = None,
-        observe: ExtensionPointObserver | None = None,
-        metrics: PluginMetrics | None = None,
-        rng: random.Random | None = None,
-        preemption_executor: PreemptionExecutorFactory | None = None,
     ) -> None:
-        self._profile_name = profile.scheduler_name
+        super().__init__(profile.scheduler_name, options, nominator=nominator, snapshot=snapshot)
         self._percentage = profile.percentage_of_nodes_to_score
-        self._client = client
-        self._clock: Clock = clock or RealClock()
-        self._gates = gates or FeatureGates.default()
-        self._event_recorder: EventRecorder = event_recorder or NoEvents()
-        self._nominator = nominator
-        self._informer_factory = informer_factory
-        self._snapshot = snapshot
-        self._waiting_pods = waiting_pods if waiting_pods is not None else WaitingPodsMap()
-        self._observe = observe
-        self._metrics = metrics
-        self._rng = rng or random.Random()
-        # Set by the scheduler: its queue's Activate, and the task group of background work.
-        self._pod_activator: Callable[[Iterable[types_pb2.Pod]], None] | None = None
-        self._background: TaskGroup | None = None
-        # The scheduler's API writes for preemption; None in simulations.
-        self._preemption_executor: PreemptionExecutor | None = (
-            preemption_executor(self) if preemption_executor is not None else None
-        )
+        if options.preemption_executor is not None:
+            self._preemption_executor = options.preemption_executor(self)
 
         # One instance per plugin, whatever the number of points it serves.
         self._plugins: dict[str, Plugin] = {}
@@ -277,155 +214,20 @@ class Framework:
             except Exception as err:
                 raise ValueError(f'initializing plugin "{name}": {err}') from err
 
-        def plugins(point: str, proto: type[P]) -> list[tuple[str, P]]:
-            out: list[tuple[str, P]] = []
-            for name in profile.enabled[point]:
-                plugin = self._plugins[name]
-                if not isinstance(plugin, proto):
-                    raise ValueError(f'plugin "{name}" does not extend {point} plugin')
-                out.append((name, plugin))
-            return out
-
-        # (plugin name, bound method) per point, checked and bound once: no attribute lookups
-        # in hot loops.
-        self._pre_enqueue: list[tuple[str, Callable[[types_pb2.Pod], Status]]] = [
-            (n, p.pre_enqueue) for n, p in plugins("preEnqueue", PreEnqueuePlugin)
-        ]
-        self._queue_sort: list[tuple[str, LessFunc]] = [
-            (n, p.less) for n, p in plugins("queueSort", QueueSortPlugin)
-        ]
-        pre_filter = plugins("preFilter", PreFilterPlugin)
-        self._pre_filter: list[tuple[str, PreFilterFn]] = [(n, p.pre_filter) for n, p in pre_filter]
-        filters = plugins("filter", FilterPlugin)
-        self._filter: list[tuple[str, FilterFn]] = [(n, p.filter) for n, p in filters]
-        self._post_filter: list[tuple[str, PostFilterFn]] = [
-            (n, p.post_filter) for n, p in plugins("postFilter", PostFilterPlugin)
-        ]
-        self._pre_score: list[tuple[str, NodesFn]] = [
-            (n, p.pre_score) for n, p in plugins("preScore", PreScorePlugin)
-        ]
-        score = plugins("score", ScorePlugin)
-        self._score: list[tuple[str, ScoreFn]] = [(n, p.score) for n, p in score]
-        # kemu's optional batch form of Score (see ScorePlugin): one call per plugin per cycle
-        # instead of one per node, for plugins whose per-node work is a few integer operations.
-        self._score_nodes: dict[str, ScoreNodesFn] = {
-            n: p.score_nodes for n, p in score if isinstance(p, BatchScorePlugin)
-        }
-        reserve = plugins("reserve", ReservePlugin)
-        self._reserve: list[tuple[str, NodeNameFn]] = [(n, p.reserve) for n, p in reserve]
-        self._unreserve: list[tuple[str, UnreserveFn]] = [
-            (n, p.unreserve) for n, p in reversed(reserve)
-        ]
-        self._permit: list[tuple[str, PermitFn]] = [
-            (n, p.permit) for n, p in plugins("permit", PermitPlugin)
-        ]
-        pre_bind = plugins("preBind", PreBindPlugin)
-        self._pre_bind: list[tuple[str, AsyncNodeNameFn]] = [(n, p.pre_bind) for n, p in pre_bind]
-        self._pre_bind_pre_flight: list[tuple[str, NodeNameFn]] = [
-            (n, p.pre_bind_pre_flight) for n, p in pre_bind
-        ]
-        self._bind: list[tuple[str, AsyncNodeNameFn]] = [
-            (n, p.bind) for n, p in plugins("bind", BindPlugin)
-        ]
-        self._post_bind: list[tuple[str, UnreserveFn]] = [
-            (n, p.post_bind) for n, p in plugins("postBind", PostBindPlugin)
-        ]
-        self._pre_filter_extensions: list[tuple[str, PreFilterExtensions]] = [
-            (n, ext) for n, p in pre_filter if (ext := p.pre_filter_extensions()) is not None
-        ]
-        self._score_extensions: dict[str, ScoreExtensions] = {
-            n: sext for n, p in score if (sext := p.score_extensions()) is not None
-        }
+        self._points = points = PointPlugins.of(profile.enabled, self._plugins)
         self._score_weights = {n: profile.score_weights.get(n, 1) for n in profile.enabled["score"]}
         # The batch forms over node columns (kemu.scheduling.columns).
         self._column_runner = ColumnRunner(
-            filters=filters,
-            scores=score,
+            filters=points.filter_plugins,
+            scores=points.score_plugins,
             score_weights=self._score_weights,
-            normalized=frozenset(self._score_extensions),
-            pre_filter_extensions=frozenset(n for n, _ in self._pre_filter_extensions),
+            normalized=frozenset(points.normalize_score),
+            pre_filter_extensions=frozenset(n for n, _, _ in points.pre_filter_extensions),
             nominator=self.nominator,
             filter_plan=self._filter_plan,
             observe_score=self._observe_score,
         )
         self._enabled = {point: tuple(profile.enabled[point]) for point in EXTENSION_POINTS}
-
-    # ------------------------------------------------------------ Handle
-
-    @property
-    def client(self) -> SchedulingApi:
-        if self._client is None:
-            raise RuntimeError(f"framework {self._profile_name!r} has no API client")
-        return self._client
-
-    @property
-    def clock(self) -> Clock:
-        return self._clock
-
-    @property
-    def gates(self) -> FeatureGates:
-        return self._gates
-
-    @property
-    def event_recorder(self) -> EventRecorder:
-        return self._event_recorder
-
-    def snapshot_shared_lister(self) -> SharedLister:
-        if self._snapshot is None:
-            raise RuntimeError("no snapshot yet: the scheduler sets one each cycle")
-        return self._snapshot
-
-    def set_snapshot(self, snapshot: SharedLister) -> None:
-        self._snapshot = snapshot
-
-    def nominator(self) -> PodNominator | None:
-        return self._nominator
-
-    def set_nominator(self, nominator: PodNominator | None) -> None:
-        self._nominator = nominator
-
-    def informer_factory(self) -> InformerFactory | None:
-        return self._informer_factory
-
-    def get_waiting_pod(self, uid: str) -> WaitingPod | None:
-        return self._waiting_pods.get(uid)
-
-    def iterate_over_waiting_pods(self) -> Iterable[WaitingPod]:
-        return iter(self._waiting_pods)
-
-    def preemption_executor(self) -> PreemptionExecutor | None:
-        return self._preemption_executor
-
-    def reject_waiting_pod(self, uid: str) -> bool:
-        wp = self._waiting_pods.get(uid)
-        if wp is None:
-            return False
-        wp.reject("", "removed")
-        return True
-
-    def activate(self, pods: Iterable[types_pb2.Pod]) -> None:
-        if self._pod_activator is not None:
-            self._pod_activator(pods)
-
-    def set_pod_activator(self, activator: Callable[[Iterable[types_pb2.Pod]], None]) -> None:
-        self._pod_activator = activator
-
-    def spawn(self, fn: Callable[[], Coroutine[Any, Any, None]], name: str) -> None:
-        if self._background is None:
-            raise RuntimeError(f"framework {self._profile_name!r} has no background task group")
-        self._background.start_soon(fn, name=name)
-
-    def set_background(self, tg: TaskGroup | None) -> None:
-        """The task group `spawn` starts tasks in (the scheduler's, while it runs)."""
-        self._background = tg
-
-    @property
-    def metrics(self) -> PluginMetrics | None:
-        return self._metrics
-
-    @property
-    def rng(self) -> random.Random:
-        return self._rng
 
     # ------------------------------------------------------------ about the profile
 
@@ -437,13 +239,13 @@ class Framework:
         return self._percentage
 
     def has_filter_plugins(self) -> bool:
-        return bool(self._filter)
+        return bool(self._points.filter)
 
     def has_post_filter_plugins(self) -> bool:
-        return bool(self._post_filter)
+        return bool(self._points.post_filter)
 
     def has_score_plugins(self) -> bool:
-        return bool(self._score)
+        return bool(self._points.score)
 
     def list_plugins(self) -> dict[str, tuple[str, ...]]:
         """Plugin names per extension point, in the order they run."""
@@ -498,15 +300,13 @@ class Framework:
         first, as upstream's queue does."""
         start = time.perf_counter()
         status = SUCCESS
-        plugins = self._pre_enqueue
+        plugins = self._points.pre_enqueue
         if gating_plugin:
             plugins = sorted(plugins, key=lambda p: p[0] != gating_plugin)
         for name, fn in plugins:
-            try:
-                s: Status = fn(pod)
-            except Exception as err:
-                logger.exception("PreEnqueue plugin %s failed for pod %s", name, object_key(pod))
-                status = _error(f'running PreEnqueue plugin "{name}"', name, err)
+            s = fn(pod)
+            if s.code is Code.ERROR:
+                status = _error(f'running PreEnqueue plugin "{name}"', name, s)
                 break
             if s.code is not Code.SUCCESS:
                 status = s.with_plugin(name)
@@ -516,7 +316,7 @@ class Framework:
 
     def queue_sort_func(self) -> LessFunc:
         """The one QueueSort plugin's `less`."""
-        less: LessFunc = self._queue_sort[0][1]
+        less: LessFunc = self._points.queue_sort[0][1]
         return less
 
     # ------------------------------------------------------------ filter
@@ -535,13 +335,8 @@ class Framework:
         rejectors: set[str] = set()
         status = SUCCESS
         try:
-            for name, fn in self._pre_filter:
-                try:
-                    r, s = fn(state, pod, nodes)
-                except Exception as err:
-                    logger.exception("PreFilter plugin %s failed for pod %s", name, object_key(pod))
-                    status = _error(f'running PreFilter plugin "{name}"', name, err)
-                    return None, status, set()
+            for name, fn in self._points.pre_filter:
+                r, s = fn(state, pod, nodes)
                 if s.code is Code.SKIP:
                     skip.add(name)
                     continue
@@ -584,7 +379,7 @@ class Framework:
         """Whether a PreFilter extension (AddPod, RemovePod) runs in the cycle of `state`:
         one of a plugin not skipped at PreFilter."""
         skip = state.skip_filter_plugins
-        return any(n not in skip for n, _ in self._pre_filter_extensions)
+        return any(n not in skip for n, _, _ in self._points.pre_filter_extensions)
 
     def run_pre_filter_extension_add_pod(
         self, state: CycleState, pod: types_pb2.Pod, pod_to_add: PodInfo, node: NodeInfo
@@ -607,15 +402,11 @@ class Framework:
         node: NodeInfo,
     ) -> Status:
         skip = state.skip_filter_plugins
-        for name, ext in self._pre_filter_extensions:
+        for name, add_pod, remove_pod in self._points.pre_filter_extensions:
             if name in skip:
                 continue
-            call = ext.add_pod if which == "AddPod" else ext.remove_pod
-            try:
-                s = call(state, pod, other, node)
-            except Exception as err:
-                logger.exception("%s of PreFilter plugin %s failed", which, name)
-                return _error(f'running {which} on PreFilter plugin "{name}"', name, err)
+            call = add_pod if which == "AddPod" else remove_pod
+            s = call(state, pod, other, node)
             if s.code is not Code.SUCCESS:
                 return _error(f'running {which} on PreFilter plugin "{name}"', name, s)
         return SUCCESS
@@ -629,7 +420,7 @@ class Framework:
         plan = state.filter_plan
         if plan is None:
             skip = state.skip_filter_plugins
-            plan = state.filter_plan = [(n, fn) for n, fn in self._filter if n not in skip]
+            plan = state.filter_plan = [(n, fn) for n, fn in self._points.filter if n not in skip]
         return plan
 
     def _run_filter_plan(
@@ -640,16 +431,7 @@ class Framework:
         node: NodeInfo,
     ) -> Status:
         for name, fn in plan:
-            try:
-                s: Status = fn(state, pod, node)
-            except Exception as err:
-                logger.exception(
-                    "Filter plugin %s failed for pod %s on node %s",
-                    name,
-                    object_key(pod),
-                    node.name,
-                )
-                return _error(f'running "{name}" filter plugin', name, err)
+            s = fn(state, pod, node)
             if s.code is not Code.SUCCESS:
                 if s.code not in _REJECTED:
                     return _error(f'running "{name}" filter plugin', name, s)
@@ -713,15 +495,8 @@ class Framework:
         rejector = ""
         status = SUCCESS
         try:
-            for name, fn in self._post_filter:
-                try:
-                    r, s = await fn(state, pod, statuses)
-                except Exception as err:
-                    logger.exception(
-                        "PostFilter plugin %s failed for pod %s", name, object_key(pod)
-                    )
-                    status = _error(f'running PostFilter plugin "{name}"', name, err)
-                    return None, status
+            for name, fn in self._points.post_filter:
+                r, s = await fn(state, pod, statuses)
                 if s.code is Code.SUCCESS:
                     status = s
                     return r, s
@@ -751,13 +526,8 @@ class Framework:
         skip: set[str] = set()
         status = SUCCESS
         try:
-            for name, fn in self._pre_score:
-                try:
-                    s: Status = fn(state, pod, nodes)
-                except Exception as err:
-                    logger.exception("PreScore plugin %s failed for pod %s", name, object_key(pod))
-                    status = _error(f'running PreScore plugin "{name}"', name, err)
-                    return status
+            for name, fn in self._points.pre_score:
+                s = fn(state, pod, nodes)
                 if s.code is Code.SKIP:
                     skip.add(name)
                 elif s.code is not Code.SUCCESS:
@@ -778,45 +548,26 @@ class Framework:
         status = SUCCESS
         try:
             skip = state.skip_score_plugins
-            plugins = [(n, fn) for n, fn in self._score if n not in skip]
+            plugins = [(n, fn) for n, fn in self._points.score if n not in skip]
             per_plugin: list[tuple[str, list[int]]] = []
             for name, fn in plugins:
                 raw: list[int] = []
-                batch = self._score_nodes.get(name)
+                batch = self._points.score_nodes.get(name)
                 if batch is not None:
-                    try:
-                        raw, s = batch(state, pod, nodes)
-                    except Exception as err:
-                        logger.exception("Score plugin %s failed for pod %s", name, object_key(pod))
-                        status = _error("running Score plugins", name, _wrap(name, err))
-                        return [], status
+                    raw, s = batch(state, pod, nodes)
                     if s.code is not Code.SUCCESS:
                         status = _error("running Score plugins", name, _wrap(name, s))
                         return [], status
                 for node in nodes if batch is None else ():
-                    try:
-                        score, s = fn(state, pod, node)
-                    except Exception as err:
-                        logger.exception("Score plugin %s failed for pod %s", name, object_key(pod))
-                        status = _error("running Score plugins", name, _wrap(name, err))
-                        return [], status
+                    score, s = fn(state, pod, node)
                     if s.code is not Code.SUCCESS:
                         status = _error("running Score plugins", name, _wrap(name, s))
                         return [], status
                     raw.append(score)
-                ext = self._score_extensions.get(name)
-                if ext is not None:
+                normalize = self._points.normalize_score.get(name)
+                if normalize is not None:
                     node_scores = [NodeScore(n.name, v) for n, v in zip(nodes, raw, strict=True)]
-                    try:
-                        normalized, s = ext.normalize_score(state, pod, node_scores)
-                    except Exception as err:
-                        logger.exception(
-                            "NormalizeScore of %s failed for pod %s", name, object_key(pod)
-                        )
-                        status = _error(
-                            "running Normalize on Score plugins", name, _wrap(name, err)
-                        )
-                        return [], status
+                    normalized, s = normalize(state, pod, node_scores)
                     if s.code is not Code.SUCCESS:
                         status = _error("running Normalize on Score plugins", name, _wrap(name, s))
                         return [], status
@@ -858,13 +609,8 @@ class Framework:
         """Reserve in order; stops at the first failure (the caller then runs Unreserve)."""
         start = time.perf_counter()
         status = SUCCESS
-        for name, fn in self._reserve:
-            try:
-                s: Status = fn(state, pod, node_name)
-            except Exception as err:
-                logger.exception("Reserve plugin %s failed for pod %s", name, object_key(pod))
-                status = _error(f'running Reserve plugin "{name}"', name, err)
-                break
+        for name, fn in self._points.reserve:
+            s = fn(state, pod, node_name)
             if s.code is not Code.SUCCESS:
                 if s.code in _REJECTED:
                     status = s.with_plugin(name)
@@ -879,11 +625,8 @@ class Framework:
     ) -> None:
         """Unreserve on every Reserve plugin, in reverse order; failures are logged."""
         start = time.perf_counter()
-        for name, fn in self._unreserve:
-            try:
-                fn(state, pod, node_name)
-            except Exception:
-                logger.exception("Unreserve of plugin %s failed for pod %s", name, object_key(pod))
+        for _, fn in self._points.unreserve:
+            fn(state, pod, node_name)
         self._observed(UNRESERVE, SUCCESS, start)
 
     def run_permit_plugins(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> Status:
@@ -892,13 +635,8 @@ class Framework:
         start = time.perf_counter()
         status = SUCCESS
         waits: dict[str, float] = {}
-        for name, fn in self._permit:
-            try:
-                s, timeout = fn(state, pod, node_name)
-            except Exception as err:
-                logger.exception("Permit plugin %s failed for pod %s", name, object_key(pod))
-                status = _error(f'running Permit plugin "{name}"', name, err)
-                break
+        for name, fn in self._points.permit:
+            s, timeout = fn(state, pod, node_name)
             if s.code is Code.SUCCESS:
                 continue
             if s.code in _REJECTED:
@@ -952,13 +690,8 @@ class Framework:
         start = time.perf_counter()
         skip: set[str] = set()
         status: Status = SKIP
-        for name, fn in self._pre_bind_pre_flight:
-            try:
-                s: Status = fn(state, pod, node_name)
-            except Exception as err:
-                logger.exception("PreBindPreFlight of %s failed for pod %s", name, object_key(pod))
-                status = _error(f'running PreBindPreFlight "{name}"', name, err)
-                break
+        for name, fn in self._points.pre_bind_pre_flight:
+            s = fn(state, pod, node_name)
             if s.code is Code.SUCCESS:
                 status = SUCCESS
             elif s.code is Code.SKIP:
@@ -989,15 +722,10 @@ class Framework:
         status = SUCCESS
         skip = state.skip_pre_bind_plugins
         try:
-            for name, fn in self._pre_bind:
+            for name, fn in self._points.pre_bind:
                 if name in skip:
                     continue
-                try:
-                    s: Status = await fn(state, pod, node_name)
-                except Exception as err:
-                    logger.exception("PreBind plugin %s failed for pod %s", name, object_key(pod))
-                    status = _error(f'running PreBind plugin "{name}"', name, err)
-                    return status
+                s = await fn(state, pod, node_name)
                 if s.code is not Code.SUCCESS:
                     if s.code in _REJECTED:
                         status = s.with_plugin(name)
@@ -1015,13 +743,8 @@ class Framework:
         start = time.perf_counter()
         status: Status = SKIP
         try:
-            for name, fn in self._bind:
-                try:
-                    s: Status = await fn(state, pod, node_name)
-                except Exception as err:
-                    logger.exception("Bind plugin %s failed for pod %s", name, object_key(pod))
-                    status = _error(f'running Bind plugin "{name}"', name, err)
-                    return status
+            for name, fn in self._points.bind:
+                s = await fn(state, pod, node_name)
                 if s.code is Code.SKIP:
                     status = s
                     continue
@@ -1039,11 +762,8 @@ class Framework:
     def run_post_bind_plugins(self, state: CycleState, pod: types_pb2.Pod, node_name: str) -> None:
         """Informational; failures are logged."""
         start = time.perf_counter()
-        for name, fn in self._post_bind:
-            try:
-                fn(state, pod, node_name)
-            except Exception:
-                logger.exception("PostBind plugin %s failed for pod %s", name, object_key(pod))
+        for _, fn in self._points.post_bind:
+            fn(state, pod, node_name)
         self._observed(POST_BIND, SUCCESS, start)
 
     def __repr__(self) -> str:
@@ -1072,8 +792,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_PERMIT_TIMEOUT",
+    "NO_OPTIONS",
     "ExtensionPointObserver",
     "Framework",
+    "FrameworkOptions",
     "LessFunc",
     "NodePluginScores",
     "fast_observer",

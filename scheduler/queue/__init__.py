@@ -8,10 +8,11 @@ from scheduler.queue.hints import (
     build_queueing_hint_map,
 )
 from scheduler.queue.metrics import QueueMetrics
-from scheduler.queue.scheduling_queue import PriorityQueue, priority_sort_less
+from scheduler.queue.scheduling_queue import PriorityQueue, QueueOptions, priority_sort_less
 
 __all__ = [
     "PriorityQueue",
+    "QueueOptions",
     "QueueMetrics",
     "QueueingHintFunction",
     "QueueingHintMap",

@@ -17,7 +17,6 @@ from __future__ import annotations
 import itertools
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
 
 from kemu.api.v1 import types_pb2
 from kemu.scheduling.events import ClusterEvent
@@ -27,8 +26,8 @@ from kemu.scheduling.events import ClusterEvent
 class InFlightEvent:
     seq: int
     event: ClusterEvent
-    old_obj: Any
-    new_obj: Any
+    old_obj: object
+    new_obj: object
 
 
 @dataclass(slots=True)
@@ -91,7 +90,7 @@ class InFlightTracker:
         while self._events and self._events[0].seq < oldest:
             self._events.popleft()
 
-    def add_event(self, event: ClusterEvent, old_obj: Any, new_obj: Any) -> bool:
+    def add_event(self, event: ClusterEvent, old_obj: object, new_obj: object) -> bool:
         """Records a cluster event if any pod is in flight."""
         if not self._pods:
             return False
@@ -137,7 +136,7 @@ class InFlightTracker:
             return None
         return [e for e in self._events if e.seq > entry.seq]
 
-    def _append(self, event: ClusterEvent, old_obj: Any, new_obj: Any) -> None:
+    def _append(self, event: ClusterEvent, old_obj: object, new_obj: object) -> None:
         self._events.append(InFlightEvent(next(self._seq), event, old_obj, new_obj))
         if len(self._events) > self._max_events:
             self._dropped_seq = self._events.popleft().seq

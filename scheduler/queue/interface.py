@@ -4,7 +4,7 @@ internal/queue SchedulingQueue). PriorityQueue is the implementation."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Protocol
 
 from kemu.api.v1 import types_pb2
 from kemu.scheduling.events import ActionType, ClusterEvent
@@ -32,8 +32,8 @@ class SchedulingQueue(Protocol):
     def move_all_to_active_or_backoff_queue(
         self,
         event: ClusterEvent,
-        old_obj: Any = None,
-        new_obj: Any = None,
+        old_obj: object = None,
+        new_obj: object = None,
         pre_check: PreEnqueueCheck | None = None,
     ) -> None:
         """`old_obj`/`new_obj` are the event's objects (a Pod, a Node, ... or None), as

@@ -29,6 +29,7 @@ from __future__ import annotations
 import enum
 import logging
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 import anyio
@@ -74,6 +75,27 @@ logger = logging.getLogger(__name__)
 DEFAULT_POD_INITIAL_BACKOFF: Final = 1.0
 DEFAULT_POD_MAX_BACKOFF: Final = 10.0
 DEFAULT_POD_MAX_IN_UNSCHEDULABLE_PODS_DURATION: Final = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class QueueOptions:
+    """How the queue holds pods: the backoff (initial, doubling to max; the profile config's
+    podInitialBackoffSeconds and podMaxBackoffSeconds), how long a pod stays in the
+    unschedulable pool before a flush moves it (upstream podMaxInUnschedulablePodsDuration),
+    whether Pop takes from backoffQ when activeQ is empty (SchedulerPopFromBackoffQ), the
+    bound on in-flight events, and whether an event's pool walk passes over pods no hint of
+    the event can move without per-pod work (`skip_unhinted`; False: every pod is asked, the
+    reference the shortcut is compared with)."""
+
+    pod_initial_backoff: float = DEFAULT_POD_INITIAL_BACKOFF
+    pod_max_backoff: float = DEFAULT_POD_MAX_BACKOFF
+    pod_max_in_unschedulable_pods_duration: float = DEFAULT_POD_MAX_IN_UNSCHEDULABLE_PODS_DURATION
+    pop_from_backoff_q: bool = True
+    max_in_flight_events: int = 10_000
+    skip_unhinted: bool = True
+
+
+DEFAULT_QUEUE_OPTIONS: Final = QueueOptions()
 BACKOFF_FLUSH_INTERVAL: Final = 1.0
 UNSCHEDULABLE_FLUSH_INTERVAL: Final = 30.0
 
@@ -124,23 +146,13 @@ class PriorityQueue:
         less: LessFn = priority_sort_less,
         pre_enqueue: PreEnqueueFn | Mapping[str, PreEnqueueFn] = _always_enqueue,
         queueing_hint_map: QueueingHintMapPerProfile | None = None,
-        pod_initial_backoff: float = DEFAULT_POD_INITIAL_BACKOFF,
-        pod_max_backoff: float = DEFAULT_POD_MAX_BACKOFF,
-        pod_max_in_unschedulable_pods_duration: float = (
-            DEFAULT_POD_MAX_IN_UNSCHEDULABLE_PODS_DURATION
-        ),
-        pop_from_backoff_q: bool = True,
+        options: QueueOptions = DEFAULT_QUEUE_OPTIONS,
         pod_lister: PodLister | None = None,
         pod_info_factory: Callable[[types_pb2.Pod], PodInfo] = PodInfo,
         metrics: QueueMetricsSink | None = None,
-        max_in_flight_events: int = 10_000,
-        skip_unhinted: bool = True,
     ) -> None:
         self._clock = clock
-        # Whether an event's pool walk passes over pods no hint of the event can move without
-        # per-pod work (`_cannot_move`); False: every pod is asked (the reference the shortcut
-        # is compared with).
-        self._skip_unhinted = skip_unhinted
+        self._skip_unhinted = options.skip_unhinted
         self._less = less
         # One function, or one per profile (a pod of an unknown profile is never gated).
         self._pre_enqueue = pre_enqueue
@@ -158,15 +170,17 @@ class PriorityQueue:
         # Metric children by label values: `labels()` costs more than the increment.
         self._incoming_children: dict[tuple[str, str], Any] = {}
         self._unschedulable_children: dict[tuple[str, str], Any] = {}
-        self._max_in_unschedulable = pod_max_in_unschedulable_pods_duration
-        self._pop_from_backoff_q = pop_from_backoff_q
+        self._max_in_unschedulable = options.pod_max_in_unschedulable_pods_duration
+        self._pop_from_backoff_q = options.pop_from_backoff_q
         self._pod_info_factory = pod_info_factory
         self._metrics = metrics
 
         self._active: KeyedHeap[QueuedPodInfo] = KeyedHeap(queued_key, less)
-        self._backoff = BackoffQueue(clock, pod_initial_backoff, pod_max_backoff, less)
+        self._backoff = BackoffQueue(
+            clock, options.pod_initial_backoff, options.pod_max_backoff, less
+        )
         self._unschedulable = UnschedulablePods()
-        self._in_flight = InFlightTracker(max_in_flight_events)
+        self._in_flight = InFlightTracker(options.max_in_flight_events)
         self.nominator = Nominator(pod_lister)
 
         # The periodic flushes, ticking only when something can have come due (kemu.component.ticker)
@@ -292,8 +306,8 @@ class PriorityQueue:
     def move_all_to_active_or_backoff_queue(
         self,
         event: ClusterEvent,
-        old_obj: Any = None,
-        new_obj: Any = None,
+        old_obj: object = None,
+        new_obj: object = None,
         pre_check: PreEnqueueCheck | None = None,
     ) -> None:
         """Retries the pods of the pool that `event` may help, per their plugins' hints.
@@ -687,7 +701,7 @@ class PriorityQueue:
         )
 
     def _is_pod_worth_requeuing(
-        self, qpi: QueuedPodInfo, event: ClusterEvent, old_obj: Any, new_obj: Any
+        self, qpi: QueuedPodInfo, event: ClusterEvent, old_obj: object, new_obj: object
     ) -> _Strategy:
         """Runs the hints of the plugins that rejected the pod for `event` (upstream
         isPodWorthRequeuing). A Queue from a Pending plugin means activeQ at once; from an
@@ -743,8 +757,8 @@ class PriorityQueue:
         self,
         pods: list[QueuedPodInfo],
         event: ClusterEvent,
-        old_obj: Any,
-        new_obj: Any,
+        old_obj: object,
+        new_obj: object,
     ) -> None:
         if not self._is_event_of_interest(event):
             return

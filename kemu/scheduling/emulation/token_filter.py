@@ -26,7 +26,7 @@ CycleState, so the plugin is stateless between cycles. No args.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 
 from kemu.api.v1 import types_pb2
 from kemu.scheduling import status as st
@@ -210,7 +210,7 @@ class TokenFilter(PreFilterPlugin, FilterPlugin, PreFilterExtensions, EnqueueExt
         ]
 
     def is_schedulable_after_pod_delete(
-        self, pod: types_pb2.Pod, old: Any, new: Any
+        self, pod: types_pb2.Pod, old: object, new: object
     ) -> QueueingHint:
         if not takes_part(pod):
             return QueueingHint.SKIP
@@ -219,7 +219,7 @@ class TokenFilter(PreFilterPlugin, FilterPlugin, PreFilterExtensions, EnqueueExt
         return QueueingHint.QUEUE if takes_part(old) else QueueingHint.SKIP
 
     def is_schedulable_after_node_change(
-        self, pod: types_pb2.Pod, old: Any, new: Any
+        self, pod: types_pb2.Pod, old: object, new: object
     ) -> QueueingHint:
         if not takes_part(pod):
             return QueueingHint.SKIP

@@ -21,7 +21,7 @@ Pods without the annotation, and not matching podSelector, get Success.
 from __future__ import annotations
 
 import logging
-from typing import Any, Final
+from typing import Final
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.duration import parse_duration
@@ -166,7 +166,7 @@ class WaitingPermit(PermitPlugin, EnqueueExtensions):
         ]
 
     def is_schedulable_after_pod_update(
-        self, pod: types_pb2.Pod, old: Any, new: Any
+        self, pod: types_pb2.Pod, old: object, new: object
     ) -> QueueingHint:
         if not isinstance(new, types_pb2.Pod) or new.metadata.uid != pod.metadata.uid:
             return QueueingHint.SKIP

@@ -30,7 +30,7 @@ import logging
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import Final, Protocol, runtime_checkable
 
 from kemu.api.v1 import types_pb2
 from kemu.component.featuregate import POD_DISRUPTION_CONDITIONS, SCHEDULER_ASYNC_PREEMPTION
@@ -50,6 +50,7 @@ from kemu.scheduling.interface import (
     FilterFn,
     Handle,
     NodeToStatus,
+    Plugin,
     PluginArgs,
     PostFilterPlugin,
     PreEnqueuePlugin,
@@ -222,7 +223,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         ]
 
     @staticmethod
-    def _skip(pod: types_pb2.Pod, old: Any, new: Any) -> QueueingHint:
+    def _skip(pod: types_pb2.Pod, old: object, new: object) -> QueueingHint:
         return QueueingHint.SKIP
 
     # ------------------------------------------------------------ the policy
@@ -288,10 +289,10 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         plan = state.filter_plan or []
         others: list[FilterFn] = []
         for name, fn in plan:
-            owner = getattr(fn, "__self__", None)
+            owner = handle.plugin(name)
             if name == node_resources_fit.NAME and isinstance(owner, node_resources_fit.Fit):
                 continue
-            if type(owner) not in _NODE_ONLY_FILTERS or getattr(fn, "__name__", "") != "filter":
+            if type(owner) not in _NODE_ONLY_FILTERS:
                 return None
             others.append(fn)
         return others
@@ -696,6 +697,8 @@ class _PlanHandle(Protocol):
     def filter_plan(self, state: CycleState) -> list[tuple[str, FilterFn]]: ...
 
     def runs_pre_filter_extensions(self, state: CycleState) -> bool: ...
+
+    def plugin(self, name: str) -> Plugin | None: ...
 
 
 # The Filter plugins whose verdict on a node reads the node object (name, labels, taints,

@@ -21,7 +21,7 @@ PodResizePending/Deferred:
 from __future__ import annotations
 
 import logging
-from typing import Any, Final
+from typing import Final
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.keys import object_key
@@ -117,7 +117,7 @@ class DeferredPodScheduling(PreFilterPlugin, FilterPlugin, PermitPlugin, Enqueue
         ]
 
     def is_schedulable_after_node_change(
-        self, pod: types_pb2.Pod, old: Any, new: Any
+        self, pod: types_pb2.Pod, old: object, new: object
     ) -> QueueingHint:
         """Queue when the pod's node re-enabled resize preemption."""
         if not self._deferred(pod):
@@ -130,7 +130,9 @@ class DeferredPodScheduling(PreFilterPlugin, FilterPlugin, PermitPlugin, Enqueue
             return QueueingHint.QUEUE
         return QueueingHint.SKIP
 
-    def is_schedulable_after_node_add(self, pod: types_pb2.Pod, old: Any, new: Any) -> QueueingHint:
+    def is_schedulable_after_node_add(
+        self, pod: types_pb2.Pod, old: object, new: object
+    ) -> QueueingHint:
         """Queue when the pod's node appears with resize preemption enabled."""
         if not self._deferred(pod):
             return QueueingHint.SKIP

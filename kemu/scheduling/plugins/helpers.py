@@ -328,7 +328,7 @@ def label_selector_from_args(data: Any, path: str) -> Selector:
         raise ValueError(str(e)) from None
 
 
-def check_arg_keys(args: Mapping[str, Any], allowed: Iterable[str], plugin: str) -> None:
+def check_arg_keys(args: Mapping[str, object], allowed: Iterable[str], plugin: str) -> None:
     """Rejects unknown keys in a plugin's args (upstream decodes args strictly).
     `apiVersion` and `kind` are accepted, as in a KubeSchedulerConfiguration's pluginConfig."""
     known = {"apiVersion", "kind", *allowed}

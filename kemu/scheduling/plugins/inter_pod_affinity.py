@@ -35,7 +35,7 @@ queueing events.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 
@@ -750,7 +750,7 @@ class InterPodAffinity(
         ]
 
     def is_schedulable_after_pod_change(
-        self, pod: types_pb2.Pod, old: Any, new: Any
+        self, pod: types_pb2.Pod, old: object, new: object
     ) -> QueueingHint:
         old_pod = old if isinstance(old, types_pb2.Pod) else None
         new_pod = new if isinstance(new, types_pb2.Pod) else None
@@ -788,7 +788,7 @@ class InterPodAffinity(
         return QueueingHint.SKIP
 
     def is_schedulable_after_node_change(
-        self, pod: types_pb2.Pod, old: Any, new: Any
+        self, pod: types_pb2.Pod, old: object, new: object
     ) -> QueueingHint:
         if not isinstance(new, types_pb2.Node):
             return QueueingHint.QUEUE

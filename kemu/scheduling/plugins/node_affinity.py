@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 
@@ -349,7 +349,7 @@ class NodeAffinity(
         ]
 
     def is_schedulable_after_node_change(
-        self, pod: types_pb2.Pod, old: Any, new: Any
+        self, pod: types_pb2.Pod, old: object, new: object
     ) -> QueueingHint:
         """Queue when the node (added, or updated from not matching) now matches the pod."""
         if not isinstance(new, types_pb2.Node):

@@ -9,7 +9,7 @@ UnschedulableAndUnresolvable, so preemption looks for victims there only.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 from kemu.api.v1 import types_pb2
 from kemu.scheduling.events import (
@@ -70,7 +70,9 @@ class NodeName(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
             )
         ]
 
-    def is_schedulable_after_node_add(self, pod: types_pb2.Pod, old: Any, new: Any) -> QueueingHint:
+    def is_schedulable_after_node_add(
+        self, pod: types_pb2.Pod, old: object, new: object
+    ) -> QueueingHint:
         if not isinstance(new, types_pb2.Node):
             return QueueingHint.QUEUE
         return QueueingHint.QUEUE if fits(pod, new) else QueueingHint.SKIP

@@ -18,7 +18,7 @@ would otherwise conflict with themselves), as the other non-resource filters do.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 
@@ -150,7 +150,7 @@ class NodePorts(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
         ]
 
     def is_schedulable_after_pod_deleted(
-        self, pod: types_pb2.Pod, old: Any, new: Any
+        self, pod: types_pb2.Pod, old: object, new: object
     ) -> QueueingHint:
         """Queue only when the deleted pod was placed (bound or nominated) and held one of the
         ports this pod wants."""

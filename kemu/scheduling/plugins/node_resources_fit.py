@@ -654,7 +654,7 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
         return pod.spec.node_name if self.resize_preemption else ""
 
     def is_schedulable_after_pod_event(
-        self, pod: types_pb2.Pod, old: Any, new: Any
+        self, pod: types_pb2.Pod, old: object, new: object
     ) -> QueueingHint:
         bound_to = self._node_bound(pod)
         if new is None:
@@ -677,7 +677,7 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
         return QueueingHint.SKIP
 
     def is_schedulable_after_pod_scale_up(
-        self, pod: types_pb2.Pod, old: Any, new: Any
+        self, pod: types_pb2.Pod, old: object, new: object
     ) -> QueueingHint:
         """A pod's requests went up (upstream isSchedulableAfterTargetPodScaleUp and
         isSchedulableAfterAssignedPodScaleUp, noderesources/fit.go as merged by
@@ -695,7 +695,7 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
         return QueueingHint.QUEUE
 
     def is_schedulable_after_node_change(
-        self, pod: types_pb2.Pod, old: Any, new: Any
+        self, pod: types_pb2.Pod, old: object, new: object
     ) -> QueueingHint:
         if not isinstance(new, types_pb2.Node):
             return QueueingHint.QUEUE

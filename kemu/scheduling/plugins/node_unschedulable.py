@@ -16,7 +16,7 @@ resize preemption on it. Every other pod gets Success at PreFilter.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Final
 
 from kemu.api.v1 import types_pb2
 from kemu.scheduling.arrays import BoolArray, IntArray
@@ -95,7 +95,7 @@ class NodeUnschedulable(SkipsDeferredResizePods, FilterPlugin, EnqueueExtensions
         ]
 
     def is_schedulable_after_node_change(
-        self, pod: types_pb2.Pod, old: Any, new: Any
+        self, pod: types_pb2.Pod, old: object, new: object
     ) -> QueueingHint:
         """Queue when the node is now schedulable and was not (or did not exist)."""
         if not isinstance(new, types_pb2.Node):
@@ -106,7 +106,7 @@ class NodeUnschedulable(SkipsDeferredResizePods, FilterPlugin, EnqueueExtensions
         return QueueingHint.SKIP
 
     def is_schedulable_after_pod_toleration_change(
-        self, pod: types_pb2.Pod, old: Any, new: Any
+        self, pod: types_pb2.Pod, old: object, new: object
     ) -> QueueingHint:
         """Queue when the rejected pod itself now tolerates the unschedulable taint."""
         if (

@@ -22,7 +22,7 @@ Events: a CSINode added or updated, a bound pod with claims deleted, a claim add
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Final
+from typing import Final
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.storage import (
@@ -178,7 +178,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
         ]
 
     def is_schedulable_after_pod_deleted(
-        self, pod: types_pb2.Pod, old: Any, new: Any
+        self, pod: types_pb2.Pod, old: object, new: object
     ) -> QueueingHint:
         """Queue when the deleted pod was on a node and used claims (it may have held an
         attachment)."""

@@ -47,7 +47,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from kemu.api.v1 import types_pb2
 from kemu.component.featuregate import (
@@ -719,7 +719,7 @@ class PodTopologySpread(
             return None
 
     def is_schedulable_after_pod_change(
-        self, pod: types_pb2.Pod, old: Any, new: Any
+        self, pod: types_pb2.Pod, old: object, new: object
     ) -> QueueingHint:
         old_pod = old if isinstance(old, types_pb2.Pod) else None
         new_pod = new if isinstance(new, types_pb2.Pod) else None
@@ -754,7 +754,7 @@ class PodTopologySpread(
         return QueueingHint.SKIP
 
     def is_schedulable_after_node_change(
-        self, pod: types_pb2.Pod, old: Any, new: Any
+        self, pod: types_pb2.Pod, old: object, new: object
     ) -> QueueingHint:
         old_node = old if isinstance(old, types_pb2.Node) else None
         new_node = new if isinstance(new, types_pb2.Node) else None

@@ -8,7 +8,7 @@ update of the pod itself removes its last gate, the hint queues it.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 from kemu.api.v1 import types_pb2
 from kemu.scheduling.events import (
@@ -50,7 +50,7 @@ class SchedulingGates(PreEnqueuePlugin, EnqueueExtensions):
         ]
 
     def is_schedulable_after_gates_eliminated(
-        self, pod: types_pb2.Pod, old: Any, new: Any
+        self, pod: types_pb2.Pod, old: object, new: object
     ) -> QueueingHint:
         """Queue only the gated pod itself, and only once it has no gate left."""
         if not isinstance(new, types_pb2.Pod) or new.metadata.uid != pod.metadata.uid:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 
@@ -242,7 +242,7 @@ class TaintToleration(
         ]
 
     def is_schedulable_after_node_change(
-        self, pod: types_pb2.Pod, old: Any, new: Any
+        self, pod: types_pb2.Pod, old: object, new: object
     ) -> QueueingHint:
         """Queue when the node's taints went from (or were added as) untolerated to tolerated."""
         if not isinstance(new, types_pb2.Node):
@@ -253,7 +253,7 @@ class TaintToleration(
         return QueueingHint.SKIP
 
     def is_schedulable_after_pod_toleration_change(
-        self, pod: types_pb2.Pod, old: Any, new: Any
+        self, pod: types_pb2.Pod, old: object, new: object
     ) -> QueueingHint:
         """Tolerations can only be added to a pod: queue the rejected pod itself."""
         if isinstance(new, types_pb2.Pod) and new.metadata.uid == pod.metadata.uid:

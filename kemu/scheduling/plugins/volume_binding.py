@@ -31,7 +31,7 @@ not computed (Filter rejects those nodes with the node affinity reason instead).
 from __future__ import annotations
 
 import logging
-from typing import Any, Final
+from typing import Final
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.errors import ApiError
@@ -229,7 +229,7 @@ class VolumeBinding(
         ]
 
     def is_schedulable_after_claim_change(
-        self, pod: types_pb2.Pod, old: Any, new: Any
+        self, pod: types_pb2.Pod, old: object, new: object
     ) -> QueueingHint:
         """Queue only for one of the pod's claims."""
         if not isinstance(new, types_pb2.PersistentVolumeClaim):

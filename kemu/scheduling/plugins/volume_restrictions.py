@@ -20,7 +20,7 @@ claim of the pod added; a node added.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.storage import (
@@ -178,7 +178,7 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin, PreFilterExtensions, Enq
         ]
 
     def is_schedulable_after_pod_deleted(
-        self, pod: types_pb2.Pod, old: Any, new: Any
+        self, pod: types_pb2.Pod, old: object, new: object
     ) -> QueueingHint:
         """Queue when the deleted pod used one of the pod's claims."""
         if not isinstance(old, types_pb2.Pod):
@@ -191,7 +191,7 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin, PreFilterExtensions, Enq
         return QueueingHint.SKIP
 
     def is_schedulable_after_claim_change(
-        self, pod: types_pb2.Pod, old: Any, new: Any
+        self, pod: types_pb2.Pod, old: object, new: object
     ) -> QueueingHint:
         """Queue when the claim is one of the pod's."""
         if not isinstance(new, types_pb2.PersistentVolumeClaim):

@@ -17,7 +17,7 @@ values, else UnschedulableAndUnresolvable "node(s) had no available volume zone"
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.storage import (
@@ -192,7 +192,7 @@ class VolumeZone(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
         ]
 
     def is_schedulable_after_storage_class_added(
-        self, pod: types_pb2.Pod, old: Any, new: Any
+        self, pod: types_pb2.Pod, old: object, new: object
     ) -> QueueingHint:
         if isinstance(new, types_pb2.StorageClass) and (
             new.volume_binding_mode != WAIT_FOR_FIRST_CONSUMER
@@ -201,7 +201,7 @@ class VolumeZone(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
         return QueueingHint.QUEUE
 
     def is_schedulable_after_claim_change(
-        self, pod: types_pb2.Pod, old: Any, new: Any
+        self, pod: types_pb2.Pod, old: object, new: object
     ) -> QueueingHint:
         if not isinstance(new, types_pb2.PersistentVolumeClaim):
             return QueueingHint.QUEUE
@@ -212,7 +212,7 @@ class VolumeZone(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
         return QueueingHint.SKIP
 
     def is_schedulable_after_volume_change(
-        self, pod: types_pb2.Pod, old: Any, new: Any
+        self, pod: types_pb2.Pod, old: object, new: object
     ) -> QueueingHint:
         if not isinstance(old, types_pb2.PersistentVolume) or not isinstance(
             new, types_pb2.PersistentVolume

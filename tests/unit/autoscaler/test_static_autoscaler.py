@@ -28,7 +28,7 @@ from kemu.component.clock import FakeClock
 from kemu.component.version import Version
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.profile import default_profile
-from kemu.scheduling.runtime import Framework
+from kemu.scheduling.runtime import Framework, FrameworkOptions
 from kemu.testing.builders import PodBuilder, make_daemon_set, make_node, make_pod
 from kemu.testing.eventually import eventually
 from tests.unit.autoscaler.fakes import FakeCloud, FakeGroup, template
@@ -79,7 +79,11 @@ class Env:
         self.autoscaler = StaticAutoscaler(
             AutoscalingOptions(version=Version.parse(version), **options),  # type: ignore[arg-type]
             self.cloud,
-            Framework(default_profile(registry), registry, informer_factory=informers),
+            Framework(
+                default_profile(registry),
+                registry,
+                options=FrameworkOptions(informer_factory=informers),
+            ),
             ListerRegistry(
                 nodes=lambda: self.nodes,
                 pods=lambda: self.pods,

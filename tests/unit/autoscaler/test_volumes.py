@@ -32,7 +32,7 @@ from kemu.machinery.storage import ANN_SELECTED_NODE
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.plugins.volumes import STORAGE_KINDS
 from kemu.scheduling.profile import default_profile
-from kemu.scheduling.runtime import Framework
+from kemu.scheduling.runtime import Framework, FrameworkOptions
 from kemu.scheduling.simulator import ClusterSnapshot, PredicateChecker
 from kemu.testing import storage
 from kemu.testing.builders import make_node, make_pod
@@ -210,7 +210,11 @@ async def test_a_pod_whose_volume_is_pinned_to_its_node_cannot_move(
     async with informers(claim, pv) as (factory, _):
         registry = in_tree_registry()
         checker = PredicateChecker(
-            Framework(default_profile(registry), registry, informer_factory=factory)
+            Framework(
+                default_profile(registry),
+                registry,
+                options=FrameworkOptions(informer_factory=factory),
+            )
         )
         pod = with_claim(make_pod("p").namespace("default").uid("p").node("n1").obj(), "data")
         nodes = [node("n1", "zone-a"), node("n2", "zone-a"), node("n3", "zone-b")]

@@ -88,7 +88,7 @@ def test_a_difference_is_reported_with_the_pod(monkeypatch: pytest.MonkeyPatch) 
         run: scheduler_perf_cycle.PathRun, pod: types_pb2.Pod, op_index: int
     ) -> tuple[object, ...]:
         out = real(run, pod, op_index)
-        if run.scheduler.batch and pod.metadata.name.endswith("-7"):
+        if run.scheduler.settings.paths.enabled and pod.metadata.name.endswith("-7"):
             return ("host", "elsewhere", 0)
         return out
 

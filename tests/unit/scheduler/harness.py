@@ -26,8 +26,7 @@ from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.interface import SCHEDULER_POD_FIELD_SELECTOR
 from kemu.scheduling.plugins.volumes import STORAGE_KINDS
 from kemu.scheduling.profile import Profile
-from kemu.scheduling.runtime import Framework
-from kemu.scheduling.snapshot import Snapshot
+from kemu.scheduling.runtime import Framework, FrameworkOptions
 from kemu.scheduling.waiting_pods import WaitingPodsMap
 from kemu.testing.builders import make_node
 from scheduler.cache.cache import Cache
@@ -36,7 +35,7 @@ from scheduler.metrics import SchedulerMetrics
 from scheduler.preemption_executor import Executor
 from scheduler.queue.hints import build_queueing_hint_map
 from scheduler.queue.scheduling_queue import PriorityQueue
-from scheduler.schedule_one import TURN_SECONDS, Scheduler
+from scheduler.schedule_one import TURN_SECONDS, CycleSettings, Scheduler
 from tests.unit.scheduling.deferred_builders import SCHEDULER, resize_gates
 
 _READS = frozenset({"get", "list", "watch"})
@@ -192,16 +191,18 @@ async def env(
     fwk = Framework(
         profile or default_config().profiles[0],
         scheduler_registry(),
-        client=client,
-        clock=clock,
-        gates=gates,
-        event_recorder=recorder,
-        informer_factory=informers,
-        waiting_pods=WaitingPodsMap(),
-        metrics=metrics,
-        rng=random.Random(0),
-        preemption_executor=functools.partial(
-            Executor, client=client, pod_lister=pods.lister, metrics=metrics
+        options=FrameworkOptions(
+            client=client,
+            clock=clock,
+            gates=gates,
+            event_recorder=recorder,
+            informer_factory=informers,
+            waiting_pods=WaitingPodsMap(),
+            metrics=metrics,
+            rng=random.Random(0),
+            preemption_executor=functools.partial(
+                Executor, client=client, pod_lister=pods.lister, metrics=metrics
+            ),
         ),
     )
     queue = PriorityQueue(
@@ -227,13 +228,10 @@ async def env(
         cache=cache,
         queue=queue,
         profiles={SCHEDULER: fwk},
-        snapshot=Snapshot(),
         clock=clock,
-        gates=gates,
+        settings=CycleSettings.of(gates, turn_seconds=turn_seconds),
         metrics=metrics,
         pod_lister=pods.lister,
-        rng=random.Random(0),
-        turn_seconds=turn_seconds,
     )
     async with anyio.create_task_group() as tg:
         informers.start(tg)

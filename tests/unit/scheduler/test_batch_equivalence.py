@@ -1,4 +1,4 @@
-"""The batch path (kemu.scheduling.columns, scheduler.batch) against the per-node path, on
+"""The batch path (kemu.scheduling.columns, kemu.scheduling.filter_score) against the per-node path, on
 random clusters and pods (hypothesis): the same feasible nodes in the same order, the same
 Status for every rejected node, the same scores, the same host for the same seed, the same
 rotating start index and Filter count, and the same errors; with nodes that have nominated
@@ -24,18 +24,17 @@ from kemu.component.clock import FakeClock
 from kemu.component.featuregate import FeatureGates
 from kemu.scheduling.columns import NodeColumns
 from kemu.scheduling.config import default_config
+from kemu.scheduling.filter_score import ColumnPaths
 from kemu.scheduling.interface import CycleState, FitError, NodeToStatus
 from kemu.scheduling.plugins.registry import in_tree_registry
-from kemu.scheduling.runtime import Framework
-from kemu.scheduling.snapshot import Snapshot
+from kemu.scheduling.runtime import Framework, FrameworkOptions
 from kemu.scheduling.status import Status
 from kemu.scheduling.types import NodeInfo, PodInfo
 from kemu.testing.builders import make_node, make_pod
 from scheduler.app import new_cache
-from scheduler.batch import select_host_index
 from scheduler.metrics import SchedulerMetrics
 from scheduler.queue.scheduling_queue import PriorityQueue
-from scheduler.schedule_one import Scheduler, SchedulingError
+from scheduler.schedule_one import CycleSettings, Scheduler, SchedulingError
 
 EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 TAINT_KEYS = ("a", "b")
@@ -196,7 +195,9 @@ def world(
         cache.add_pod(pod_obj(f"bound-{k}", pod_spec, f"n{i % len(nodes)}"))
     profile = replace(default_config().profiles[0], percentage_of_nodes_to_score=percentage)
     rng = random.Random(seed)
-    fwk = Framework(profile, in_tree_registry(), clock=clock, gates=gates, rng=rng)
+    fwk = Framework(
+        profile, in_tree_registry(), options=FrameworkOptions(clock=clock, gates=gates, rng=rng)
+    )
     queue = PriorityQueue(clock=clock, less=fwk.queue_sort_func())
     fwk.set_nominator(queue.nominator)
     for k, (i, pod_spec) in enumerate(nominated):
@@ -208,14 +209,10 @@ def world(
         cache=cache,
         queue=queue,
         profiles={profile.scheduler_name: fwk},
-        snapshot=Snapshot(),
         clock=clock,
-        gates=gates,
+        settings=CycleSettings.of(gates, paths=ColumnPaths(enabled=batch, min_nodes=0)),
         metrics=SchedulerMetrics(registry),
         pod_lister=None,  # type: ignore[arg-type]
-        rng=rng,
-        batch=batch,
-        batch_min_nodes=0,  # the batch path on every cluster size
     )
     sched.next_start_node_index = start
     return World(sched, fwk, queue, registry)
@@ -328,20 +325,6 @@ def test_batch_filter_passes_only_nodes_the_per_node_filter_passes_and_scores_ag
     totals = fwk.column_runner().run_score_columns(state, p, columns, feasible_rows)
     assert score_status.is_success() and totals is not None
     assert totals.tolist() == [s.total_score for s in scores]
-
-
-@settings(deadline=None)  # no time limit: on a loaded machine 200 ms is not a bound
-@given(scores=st.lists(st.integers(0, 5), min_size=1, max_size=40), seed=st.integers(0, 2**16))
-def test_select_host_index_draws_and_picks_as_select_host(scores: list[int], seed: int) -> None:
-    sched = world([NodeSpec(1000, 1024, 5, False, (), 0)], [], [], batch=False, seed=seed,
-                  start=0, percentage=0).scheduler  # fmt: skip
-    names = [f"n{i}" for i in range(len(scores))]
-    a, b = random.Random(seed), random.Random(seed)
-    sched.rng = a
-    expected = sched.select_host(list(zip(names, scores, strict=True)))
-    got = select_host_index(np.array(scores, dtype=np.int64), b)
-    assert names[got] == expected
-    assert a.random() == b.random()  # the same number of draws
 
 
 def test_columns_follow_the_snapshot_as_pods_are_assumed() -> None:

@@ -1,5 +1,5 @@
-"""The scheduling cycle's fast paths (issue #16): host selection's draws in bulk, the node
-columns' counts that let batch forms skip their columns, the feasible window as slices, the
+"""The scheduling cycle's fast paths (issue #16; host selection's draws in bulk are
+tests/unit/scheduling/test_select_host.py's): the node columns' counts that let batch forms skip their columns, the feasible window as slices, the
 cycle's PodInfo taken from the queue, and the metrics' label children looked up once. The
 batch path's equivalence with the per-node path is test_batch_equivalence.py's."""
 
@@ -10,8 +10,6 @@ import random
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.resources import PodResourcesOptions
@@ -25,63 +23,13 @@ from kemu.scheduling.interface import (
 )
 from kemu.scheduling.nominator import Nominator
 from kemu.scheduling.plugins.registry import in_tree_registry
-from kemu.scheduling.runtime import Framework, observer_from_histogram
+from kemu.scheduling.runtime import Framework, FrameworkOptions, observer_from_histogram
 from kemu.scheduling.types import PodInfo
 from kemu.testing.builders import make_pod
-from scheduler.batch import draws, select_host_index
-from scheduler.decisions import Attempt
-from scheduler.schedule_one import record_unschedulable
+from scheduler.decisions import Attempt, record_unschedulable
 from tests.unit.scheduler.harness import env
 from tests.unit.scheduler.test_batch_equivalence import NodeSpec, node_obj, world
 from tests.unit.scheduling.deferred_builders import SCHEDULER
-
-
-def _select_host(scores: list[int], rng: random.Random) -> int:
-    """Scheduler.select_host's walk, over indices."""
-    best, best_score, ties = -1, -1, 0
-    for i, score in enumerate(scores):
-        if score > best_score:
-            best, best_score, ties = i, score, 1
-        elif score == best_score:
-            ties += 1
-            if rng.random() * ties < 1.0:
-                best = i
-    return best
-
-
-@pytest.mark.parametrize("k", [0, 1, 7, 8, 9, 300])
-def test_bulk_draws_are_the_values_of_random_in_order(k: int) -> None:
-    a, b = random.Random(42), random.Random(42)
-    assert draws(a, k).tolist() == [b.random() for _ in range(k)]
-    assert a.random() == b.random()  # the generator advanced by exactly k draws
-
-
-@given(
-    scores=st.lists(st.integers(0, 3), min_size=1, max_size=600),
-    seed=st.integers(0, 2**16),
-)
-def test_select_host_index_with_many_ties_draws_and_picks_as_select_host(
-    scores: list[int], seed: int
-) -> None:
-    a, b = random.Random(seed), random.Random(seed)
-    expected = _select_host(scores, a)
-    assert select_host_index(np.array(scores, dtype=np.int64), b) == expected
-    assert a.random() == b.random()
-
-
-def test_select_host_index_with_a_random_subclass_calls_its_random() -> None:
-    class Counting(random.Random):
-        calls = 0
-
-        def random(self) -> float:
-            self.calls += 1
-            return super().random()
-
-    rng = Counting(3)
-    scores = [5] * 50 + [7] * 50  # 49 ties of 5 drawn and forgotten, then 49 of 7
-    got = select_host_index(np.array(scores, dtype=np.int64), rng)
-    assert rng.calls == 98
-    assert got == _select_host(scores, random.Random(3))
 
 
 def test_column_counts_follow_nodes_that_change() -> None:
@@ -123,7 +71,7 @@ def test_the_feasible_window_wraps_around_the_node_list_as_the_per_node_path(sta
         state = CycleState()
         _, status, _ = fwk.run_pre_filter_plugins(state, pod, sched.snapshot.list())
         assert status.is_success()
-        feasible = sched._find_nodes_that_pass_filters(
+        feasible = sched.find_nodes_that_pass_filters(
             fwk, state, pod, NodeToStatus(), sched.snapshot.list()
         ).nodes
         found.append([ni.name for ni in feasible])
@@ -145,9 +93,9 @@ async def test_the_cycle_takes_the_queues_pod_info_under_any_counting_rules(
         seen: list[PodInfo] = []
         schedule_pod = e.scheduler.schedule_pod
 
-        def spy(fwk: object, state: CycleState, pod: types_pb2.Pod, attempt: object) -> object:
+        def spy(fwk: object, state: CycleState, pod: types_pb2.Pod) -> object:
             seen.append(cycle_pod_info(state, pod))
-            return schedule_pod(fwk, state, pod, attempt)  # type: ignore[arg-type]
+            return schedule_pod(fwk, state, pod)  # type: ignore[arg-type]
 
         e.scheduler.schedule_pod = spy  # type: ignore[assignment,method-assign]
         await e.scheduler.schedule_one(qpi)
@@ -212,7 +160,11 @@ def test_batch_filters_say_every_row_with_the_shared_read_only_mask() -> None:
 def test_only_nodes_with_nominated_pods_of_at_least_the_pods_priority_are_filtered_twice() -> None:
     # The batch path sends these nodes through the per-node two-pass filter; on the others
     # that filter is the plain one, which the columns decide.
-    fwk = Framework(default_config().profiles[0], in_tree_registry(), rng=random.Random(0))
+    fwk = Framework(
+        default_config().profiles[0],
+        in_tree_registry(),
+        options=FrameworkOptions(rng=random.Random(0)),
+    )
     nominator = Nominator()
     fwk.set_nominator(nominator)
     pod = make_pod("p").uid("uid-p").priority(10).obj()

@@ -14,17 +14,22 @@ from kemu.component.clock import FakeClock
 from kemu.component.featuregate import FeatureGates
 from kemu.scheduling.columns import ColumnConstantScorePlugin
 from kemu.scheduling.config import default_config
+from kemu.scheduling.filter_score import ColumnPaths
 from kemu.scheduling.interface import CycleState
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.plugins.taint_toleration import TaintToleration
-from kemu.scheduling.runtime import Framework, fast_observer, observer_from_histogram
-from kemu.scheduling.snapshot import Snapshot
+from kemu.scheduling.runtime import (
+    Framework,
+    FrameworkOptions,
+    fast_observer,
+    observer_from_histogram,
+)
 from kemu.scheduling.types import MAX_NODE_SCORE
 from kemu.testing.builders import make_node, make_pod
 from scheduler.app import new_cache
 from scheduler.metrics import SchedulerMetrics, fast_inc
 from scheduler.queue.scheduling_queue import PriorityQueue
-from scheduler.schedule_one import Scheduler
+from scheduler.schedule_one import CycleSettings, Scheduler
 
 VALUES = [0.0, 1e-6, 0.001, 0.0011, 0.005, 0.1, 0.25, 1.0, 7.5, 1e9, math.inf, -1.0, math.nan]
 
@@ -103,7 +108,9 @@ def _scheduler(nodes: int, *, taint: bool) -> tuple[Scheduler, Framework]:
         cache.add_node(node.obj())
     profile = default_config().profiles[0]
     rng = random.Random(1)
-    fwk = Framework(profile, in_tree_registry(), clock=clock, gates=gates, rng=rng)
+    fwk = Framework(
+        profile, in_tree_registry(), options=FrameworkOptions(clock=clock, gates=gates, rng=rng)
+    )
     queue = PriorityQueue(clock=clock, less=fwk.queue_sort_func())
     fwk.set_nominator(queue.nominator)
     sched = Scheduler(
@@ -111,13 +118,10 @@ def _scheduler(nodes: int, *, taint: bool) -> tuple[Scheduler, Framework]:
         cache=cache,
         queue=queue,
         profiles={profile.scheduler_name: fwk},
-        snapshot=Snapshot(),
         clock=clock,
-        gates=gates,
+        settings=CycleSettings.of(gates, paths=ColumnPaths(min_nodes=0)),
         metrics=SchedulerMetrics(None),
         pod_lister=None,  # type: ignore[arg-type]
-        rng=rng,
-        batch_min_nodes=0,
     )
     return sched, fwk
 

@@ -49,7 +49,7 @@ from kemu.scheduling.preemption import (
     Candidate,
     Victims,
 )
-from kemu.scheduling.runtime import Framework
+from kemu.scheduling.runtime import Framework, FrameworkOptions
 from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.status import SUCCESS, Code, Status, unresolvable, unschedulable
 from kemu.scheduling.types import NodeInfo, PodInfo, PostFilterResult
@@ -58,7 +58,7 @@ from kemu.testing.builders import make_node, make_pod
 from scheduler.cache.cache import Cache
 from scheduler.metrics import SchedulerMetrics
 from scheduler.preemption_executor import Executor
-from scheduler.schedule_one import Scheduler
+from scheduler.schedule_one import CycleSettings, Scheduler
 from tests.unit.scheduling.preemption_builders import (
     NOW,
     PREEMPTING_MESSAGE,
@@ -281,34 +281,34 @@ async def cluster(
     fwk = Framework(
         default_config().profiles[0],
         in_tree_registry(),
-        client=client,
-        clock=clock,
-        gates=fg,
-        event_recorder=recorder,
-        informer_factory=informers,
-        waiting_pods=waiting,
-        metrics=metrics,
-        rng=random.Random(seed),
-        preemption_executor=functools.partial(
-            Executor, client=client, pod_lister=pod_lister, metrics=metrics
+        options=FrameworkOptions(
+            client=client,
+            clock=clock,
+            gates=fg,
+            event_recorder=recorder,
+            informer_factory=informers,
+            waiting_pods=waiting,
+            metrics=metrics,
+            rng=random.Random(seed),
+            preemption_executor=functools.partial(
+                Executor, client=client, pod_lister=pod_lister, metrics=metrics
+            ),
         ),
     )
     nominator = Nominator(pod_lister)
     fwk.set_nominator(nominator)
     cache = Cache(clock, counting=SCHEDULER_DEFAULTS)
-    snapshot = Snapshot()
     scheduler = Scheduler(
         client=client,
         cache=cache,
         queue=None,  # type: ignore[arg-type]
         profiles={SCHEDULER: fwk},
-        snapshot=snapshot,
         clock=clock,
-        gates=fg,
+        settings=CycleSettings.of(fg),
         metrics=metrics,
         pod_lister=pod_lister,
-        rng=random.Random(seed),
     )
+    snapshot = scheduler.snapshot
     c = Cluster(
         client,
         clock,

@@ -14,13 +14,14 @@ from kemu.machinery.resources import SCHEDULER_DEFAULTS
 from kemu.scheduling.config import default_config
 from kemu.scheduling.interface import CycleState, NodeToStatus
 from kemu.scheduling.plugins.registry import in_tree_registry
-from kemu.scheduling.runtime import Framework
-from kemu.scheduling.snapshot import Snapshot
+from kemu.scheduling.runtime import Framework, FrameworkOptions
+from kemu.scheduling.select_host import select_host_by_walk
 from kemu.scheduling.status import Code, unresolvable, unschedulable
 from kemu.testing import make_node, make_pod
 from scheduler.cache.cache import Cache
 from scheduler.metrics import SchedulerMetrics
 from scheduler.schedule_one import (
+    CycleSettings,
     FitError,
     NoNodesAvailable,
     Scheduler,
@@ -92,18 +93,20 @@ def _scheduler(
         cache.add_node(
             make_node(f"n{i}").capacity(cpu="4", memory="8Gi", pods="110", **node_capacity).obj()
         )
-    fwk = Framework(default_config().profiles[0], in_tree_registry(), clock=clock)
+    fwk = Framework(
+        default_config().profiles[0],
+        in_tree_registry(),
+        options=FrameworkOptions(clock=clock, rng=random.Random(seed)),
+    )
     sched = Scheduler(
         client=None,  # type: ignore[arg-type]
         cache=cache,
         queue=None,  # type: ignore[arg-type]
         profiles={"default-scheduler": fwk},
-        snapshot=Snapshot(),
         clock=clock,
-        gates=FeatureGates.default(),
+        settings=CycleSettings.of(FeatureGates.default()),
         metrics=SchedulerMetrics(None),
         pod_lister=None,  # type: ignore[arg-type]
-        rng=random.Random(seed),
     )
     return sched, fwk, cache
 
@@ -115,12 +118,11 @@ def _pod(name: str, cpu: str = "1") -> types_pb2.Pod:
 
 
 def test_host_selection_breaks_ties_at_random_and_is_seedable() -> None:
-    picks = {
-        Scheduler.select_host(_scheduler(seed)[0], [("a", 5), ("b", 5), ("c", 3)])
-        for seed in range(40)
-    }
+    # (the walk Scheduler.select_host runs on per-node scores, with the profile's rng)
+    names = ["a", "b", "c"]
+    picks = {names[select_host_by_walk([5, 5, 3], _scheduler(seed)[1].rng)] for seed in range(40)}
     assert picks == {"a", "b"}
-    first = [_scheduler(7)[0].select_host([("a", 1), ("b", 1), ("c", 1)]) for _ in range(3)]
+    first = [select_host_by_walk([1, 1, 1], _scheduler(7)[1].rng) for _ in range(3)]
     assert len(set(first)) == 1
 
 

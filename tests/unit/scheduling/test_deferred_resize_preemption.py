@@ -22,7 +22,7 @@ from kemu.scheduling.plugins.default_preemption import DefaultPreemption
 from kemu.scheduling.plugins.registry import in_tree_registry
 from kemu.scheduling.preemption import Evaluation
 from kemu.scheduling.profile import build_profile
-from kemu.scheduling.runtime import Framework
+from kemu.scheduling.runtime import Framework, FrameworkOptions
 from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.status import Code, Status, unresolvable
 from kemu.scheduling.types import PostFilterResult
@@ -45,8 +45,7 @@ class Cluster:
         self.fwk = Framework(
             profile,
             registry,
-            clock=FakeClock(),
-            gates=resize_gates(on),
+            options=FrameworkOptions(clock=FakeClock(), gates=resize_gates(on)),
             nominator=Nominator(),
         )
         self.nodes: list[types_pb2.Node] = []

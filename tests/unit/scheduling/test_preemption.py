@@ -49,7 +49,7 @@ from kemu.scheduling.preemption import (
     violated_budgets,
 )
 from kemu.scheduling.profile import default_profile
-from kemu.scheduling.runtime import Framework
+from kemu.scheduling.runtime import Framework, FrameworkOptions
 from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.status import SUCCESS, Code, unresolvable, unschedulable
 from kemu.scheduling.types import NodeInfo, PodInfo, PostFilterResult
@@ -83,8 +83,9 @@ class Sim:
         self.fwk = Framework(
             default_profile(registry),
             registry,
-            clock=self.clock,
-            gates=feature_gates or gates(async_preemption=async_preemption),
+            options=FrameworkOptions(
+                clock=self.clock, gates=feature_gates or gates(async_preemption=async_preemption)
+            ),
             nominator=self.nominator,
         )
         self._nodes: dict[str, types_pb2.Node] = {}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 from typing import Any
 
 import anyio
@@ -11,7 +13,7 @@ from kemu.api.v1 import types_pb2
 from kemu.component.clock import FakeClock
 from kemu.scheduling.interface import CycleState, NodeToStatus
 from kemu.scheduling.plugins.registry import Registry
-from kemu.scheduling.runtime import MAX_PERMIT_TIMEOUT, Framework
+from kemu.scheduling.runtime import MAX_PERMIT_TIMEOUT, Framework, FrameworkOptions
 from kemu.scheduling.status import (
     SKIP,
     SUCCESS,
@@ -63,8 +65,11 @@ def framework(
     calls: list[str] | None = None,
     **kwargs: Any,
 ) -> Framework:
+    """`kwargs`: FrameworkOptions' fields, `nominator`, `snapshot`."""
     profile = make_profile(reg, multi_point, args=args, points=points, calls=calls)
-    return Framework(profile, reg, **kwargs)
+    names = {f.name for f in dataclasses.fields(FrameworkOptions)}
+    options = FrameworkOptions(**{k: kwargs.pop(k) for k in list(kwargs) if k in names})
+    return Framework(profile, reg, options=options, **kwargs)
 
 
 def boom(*_: Any) -> Status:
@@ -81,8 +86,9 @@ def test_one_instance_per_plugin_even_when_it_serves_several_points() -> None:
     assert fwk.list_plugins()["filter"] == ("Both",)
     plugin = fwk.plugin("Both")
     assert plugin is not None
-    assert getattr(fwk._pre_filter[0][1], "__self__", None) is plugin
-    assert getattr(fwk._filter[0][1], "__self__", None) is plugin
+    # (each method is wrapped once by the runtime's exception guard: functools.wraps)
+    assert getattr(inspect.unwrap(fwk._points.pre_filter[0][1]), "__self__", None) is plugin
+    assert getattr(inspect.unwrap(fwk._points.filter[0][1]), "__self__", None) is plugin
     assert getattr(plugin, "handle", None) is fwk
 
 

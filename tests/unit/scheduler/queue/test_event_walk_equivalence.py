@@ -1,4 +1,4 @@
-"""The pool walk's shortcut (`PriorityQueue(skip_unhinted=)`: a pod rejected only by plugins
+"""The pool walk's shortcut (`QueueOptions(skip_unhinted=)`: a pod rejected only by plugins
 without a hint for the event is passed over without per-pod work) changes no outcome: on random
 pools and random event sequences, the queue with it and the queue without it make the same
 moves, in the same order, call the same hints with the same pods, and end with the same
@@ -30,7 +30,7 @@ from kemu.scheduling.events import (
 )
 from kemu.scheduling.status import SUCCESS, Status, unschedulable
 from kemu.testing.builders import make_node, make_pod
-from scheduler.queue import PriorityQueue, QueueMetrics, build_queueing_hint_map
+from scheduler.queue import PriorityQueue, QueueMetrics, QueueOptions, build_queueing_hint_map
 
 PROFILES = ("default-scheduler", "other")
 PLUGINS = ("Fit", "Ports", "Taints", "Gate", "NoEvents")
@@ -123,7 +123,7 @@ def run(
         pre_enqueue=pre_enqueue,
         queueing_hint_map=hint_maps,
         metrics=QueueMetrics(registry),
-        skip_unhinted=skip_unhinted,
+        options=QueueOptions(skip_unhinted=skip_unhinted),
     )
     snapshots: list[Any] = []
 

@@ -3,6 +3,7 @@ gating, the nominator hooks (upstream scheduling_queue_test.go, eventhandlers_te
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
@@ -31,6 +32,7 @@ from scheduler.queue import (
     PriorityQueue,
     QueueingHintMapPerProfile,
     QueueMetrics,
+    QueueOptions,
     build_queueing_hint_map,
 )
 from scheduler.queue.pod_events import (
@@ -74,8 +76,12 @@ def hints(*regs: tuple[ClusterEvent, str, QueueingHintFn | None]) -> QueueingHin
 
 
 def new_queue(clock: FakeClock, **kwargs: Any) -> PriorityQueue:
-    kwargs.setdefault("pop_from_backoff_q", False)
-    return PriorityQueue(clock=clock, **kwargs)
+    """A queue; QueueOptions' fields among `kwargs` go into its options (popFromBackoffQ off
+    unless asked)."""
+    names = {f.name for f in dataclasses.fields(QueueOptions)}
+    options = {k: kwargs.pop(k) for k in list(kwargs) if k in names}
+    options.setdefault("pop_from_backoff_q", False)
+    return PriorityQueue(clock=clock, options=QueueOptions(**options), **kwargs)
 
 
 async def pop_now(q: PriorityQueue) -> QueuedPodInfo:
