@@ -31,7 +31,6 @@ from anyio.abc import TaskStatus
 from controllermanager import (
     cronjob,
     daemonset,
-    deployment,
     disruption,
     job,
     namespace,
@@ -44,6 +43,7 @@ from controllermanager import (
 )
 from controllermanager.config import ControllerConfigurations, ControllerManagerSettings
 from controllermanager.controller import Controller, ControllerContext, ControllerInit
+from controllermanager.deployment import deployment_controller
 from controllermanager.garbagecollector import garbagecollector
 from controllermanager.persistentvolume import protection, pv_controller, simulated_provisioner
 from kemu.client.client import Client
@@ -80,7 +80,7 @@ CONTROLLERS: Final[dict[str, ControllerInit]] = {
     node_ipam.NAME: node_ipam.new_controller,
     podgc.NAME: podgc.new_controller,
     replicaset.NAME: replicaset.new_controller,
-    deployment.NAME: deployment.new_controller,
+    deployment_controller.NAME: deployment_controller.new_controller,
     job.NAME: job.new_controller,
     daemonset.NAME: daemonset.new_controller,
     stateful_set.NAME: stateful_set.new_controller,
