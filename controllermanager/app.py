@@ -30,7 +30,6 @@ from anyio.abc import TaskStatus
 
 from controllermanager import (
     cronjob,
-    daemonset,
     disruption,
     job,
     namespace,
@@ -43,6 +42,7 @@ from controllermanager import (
 )
 from controllermanager.config import ControllerConfigurations, ControllerManagerSettings
 from controllermanager.controller import Controller, ControllerContext, ControllerInit
+from controllermanager.daemon import daemon_controller
 from controllermanager.deployment import deployment_controller
 from controllermanager.garbagecollector import garbagecollector
 from controllermanager.persistentvolume import protection, pv_controller, simulated_provisioner
@@ -82,7 +82,7 @@ CONTROLLERS: Final[dict[str, ControllerInit]] = {
     replicaset.NAME: replicaset.new_controller,
     deployment_controller.NAME: deployment_controller.new_controller,
     job.NAME: job.new_controller,
-    daemonset.NAME: daemonset.new_controller,
+    daemon_controller.NAME: daemon_controller.new_controller,
     stateful_set.NAME: stateful_set.new_controller,
     cronjob.NAME: cronjob.new_controller,
     taint_eviction.NAME: taint_eviction.new_controller,
