@@ -22,7 +22,8 @@ from autoscaler.clusterstate import DELETING, CloudApi, GroupState, instance_nam
 from autoscaler.config import AutoscalingOptions
 from autoscaler.metrics import Metrics
 from autoscaler.scale_up import Recorder
-from autoscaler.scaledown.drain import SCALE_DOWN, DrainFailed, Evictor, pods_to_evict
+from autoscaler.scaledown.drain import SCALE_DOWN as SCALE_DOWN  # the reason of its node events too
+from autoscaler.scaledown.drain import DrainFailed, Evictor, pods_to_evict
 from autoscaler.scaledown.taints import TO_BE_DELETED_TAINT, add_taint, remove_taint
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import ApiClient
