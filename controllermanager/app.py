@@ -31,7 +31,6 @@ from anyio.abc import TaskStatus
 from controllermanager import (
     cronjob,
     disruption,
-    job,
     namespace,
     node_ipam,
     node_lifecycle,
@@ -45,6 +44,7 @@ from controllermanager.controller import Controller, ControllerContext, Controll
 from controllermanager.daemon import daemon_controller
 from controllermanager.deployment import deployment_controller
 from controllermanager.garbagecollector import garbagecollector
+from controllermanager.job import job_controller
 from controllermanager.persistentvolume import protection, pv_controller, simulated_provisioner
 from kemu.client.client import Client
 from kemu.client.comparer import CacheComparer, informer_sources
@@ -81,7 +81,7 @@ CONTROLLERS: Final[dict[str, ControllerInit]] = {
     podgc.NAME: podgc.new_controller,
     replicaset.NAME: replicaset.new_controller,
     deployment_controller.NAME: deployment_controller.new_controller,
-    job.NAME: job.new_controller,
+    job_controller.NAME: job_controller.new_controller,
     daemon_controller.NAME: daemon_controller.new_controller,
     stateful_set.NAME: stateful_set.new_controller,
     cronjob.NAME: cronjob.new_controller,

@@ -1,33 +1,35 @@
-"""The Job controller's tracking of finished pods: upstream's trackJobStatusAndRemoveFinalizers,
-flushUncountedAndRemoveFinalizers, enactJobFinished, updateJobStatus and
-removeTrackingFinalizerFromPods (all in pkg/controller/job/job_controller.go), gathered here as
-the two-phase commit they form.
+"""The Job controller's tracking of finished pods with the job-tracking finalizer (KEP-2307;
+upstream pkg/controller/job/tracking_utils.go: uidTrackingExpectations, and the functions of
+job_controller.go that form the two-phase commit: trackJobStatusAndRemoveFinalizers,
+flushUncountedAndRemoveFinalizers, enactJobFinished, updateJobStatus,
+removeTrackingFinalizerFromPods).
 
-A restarted controller never counts a pod twice nor loses one: the uids of newly finished pods
-are first written to `status.uncountedTerminatedPods`, then their finalizers are removed, then
-(same sync) the uids whose pods no longer hold the finalizer move into the counters; the final
-condition (Failed, or Complete with completionTime) follows once no pod is uncounted or
-terminating.
+- `FinalizerExpectations`: the pods whose job-tracking finalizer this controller is removing
+  and has not yet seen removed in its informer (upstream uidTrackingExpectations). A pod in
+  it is never counted again.
+- `WrittenVersions`: per Job, the resourceVersion of this controller's last status write,
+  until its informer shows the Job at least that new. A sync of an older copy would count
+  from a status that lacks the pods whose finalizers the write let go (they count nowhere
+  then) and start pods too many: it waits for the Job's update event instead.
+- `FinishedPodTracker`: the two-phase commit. A restarted controller never counts a pod twice
+  nor loses one: the uids of newly finished pods are first written to
+  `status.uncountedTerminatedPods`, then their finalizers are removed, then (same sync) the
+  uids whose pods no longer hold the finalizer move into the counters; the final condition
+  (Failed, or Complete with completionTime) follows once no pod is uncounted or terminating.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
 import anyio
 
 from controllermanager.controller_utils import is_pod_active
-from controllermanager.job_util import (
-    BackoffRecord,
-    BackoffStore,
-    FinalizerExpectations,
-    WrittenVersions,
-    ensure_condition,
-    has_tracking_finalizer,
-    is_pod_failed,
-)
+from controllermanager.job.backoff_utils import BackoffRecord, BackoffStore
+from controllermanager.job.utils import ensure_condition, has_tracking_finalizer, is_pod_failed
 from kemu.api.v1 import types_pb2
 from kemu.client.events import EventRecorder
 from kemu.client.interface import ApiClient
@@ -42,6 +44,54 @@ logger = logging.getLogger(__name__)
 
 MAX_UNCOUNTED_PODS: Final = 500
 FINALIZER_PATCH_RETRIES: Final = 3
+
+
+class FinalizerExpectations:
+    """Per Job key, the uids of pods whose finalizer removal is in flight."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, set[str]] = {}
+
+    def expect_removals(self, key: str, uids: Iterable[str]) -> None:
+        self._items.setdefault(key, set()).update(uids)
+
+    def removal_observed(self, key: str, uid: str) -> None:
+        uids = self._items.get(key)
+        if uids is not None:
+            uids.discard(uid)
+            if not uids:
+                del self._items[key]
+
+    def expected(self, key: str) -> frozenset[str]:
+        return frozenset(self._items.get(key, ()))
+
+    def delete(self, key: str) -> None:
+        self._items.pop(key, None)
+
+
+class WrittenVersions:
+    """Per Job key, the resourceVersion of the Job as this controller last wrote it, until the
+    informer's copy is as new (resourceVersions are etcd revisions: ordered)."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, int] = {}
+
+    def wrote(self, key: str, job: types_pb2.Job) -> None:
+        self._items[key] = int(job.metadata.resource_version)
+
+    def observed(self, key: str, cached: types_pb2.Job) -> bool:
+        """Whether `cached` (the informer's copy) includes the last write; forgets the write
+        once it does."""
+        written = self._items.get(key)
+        if written is None:
+            return True
+        if int(cached.metadata.resource_version) < written:
+            return False
+        del self._items[key]
+        return True
+
+    def delete(self, key: str) -> None:
+        self._items.pop(key, None)
 
 
 @dataclass

@@ -25,12 +25,14 @@ A sync of one Job (upstream syncJob, NonIndexed completion mode):
   counts a pod twice nor loses one: the uids of newly finished pods are first written to
   `status.uncountedTerminatedPods`, then their finalizers are removed, then (same sync) the
   uids whose pods no longer hold the finalizer move into the counters. A sync waits until the
-  Job informer shows the controller's last status write (job_util.WrittenVersions): an older
+  Job informer shows the controller's last status write (tracking_utils.WrittenVersions): an older
   copy lacks the pods whose finalizers that write let go, and counting from it would start a
   surplus pod.
 
-The tracking of finished pods (the writes above) is job_tracking.py; manageJob's creations and
-deletions are JobPodManager here.
+Split as upstream's pkg/controller/job: this module (job_controller.go: handlers, syncJob,
+manageJob's creations and deletions as JobPodManager), tracking_utils.py (the tracking of
+finished pods: the writes above), backoff_utils.py (the pod-failure backoff), utils.py (the
+pod predicates and the condition helper).
 
 Pods that keep the finalizer while their Job is gone or finished (a Job deleted with its pods
 running: the garbage collector deletes them, and their finalizer must go) have it removed by a
@@ -65,15 +67,15 @@ from controllermanager.controller_utils import (
     resolve_controller_ref,
     run_slow_start,
 )
-from controllermanager.job_tracking import (
+from controllermanager.job.backoff_utils import BackoffStore
+from controllermanager.job.tracking_utils import (
+    FinalizerExpectations,
     FinishedPodTracker,
     SyncJobCtx,
+    WrittenVersions,
     remove_tracking_finalizer,
 )
-from controllermanager.job_util import (
-    BackoffStore,
-    FinalizerExpectations,
-    WrittenVersions,
+from controllermanager.job.utils import (
     ensure_condition,
     has_tracking_finalizer,
     is_pod_failed,
