@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
@@ -99,6 +99,101 @@ class Kubelets(Protocol):
     async def stop_all(self) -> None: ...
 
 
+def template_node(g: NodeGroupConfig) -> types_pb2.Node:
+    """A Node as a new instance of group `g` registers it (name "template-<group>")."""
+    node = types_pb2.Node()
+    node.metadata.name = f"template-{g.name}"
+    node.metadata.labels.update(
+        {
+            "kubernetes.io/hostname": node.metadata.name,
+            "kubernetes.io/os": "linux",
+            "kubernetes.io/arch": "amd64",
+            **g.template.labels,
+            NODE_GROUP_LABEL: g.name,
+        }
+    )
+    node.spec.taints.extend(g.template.taints)
+    node.status.capacity.update(g.template.capacity)
+    node.status.allocatable.update(g.template.capacity)
+    node.status.conditions.add(type="Ready", status="True", reason="KubeletReady")
+    return node
+
+
+def instance_view(inst: InstanceRecord, node: types_pb2.Node | None) -> InstanceView:
+    """The instance as NodeGroupNodes reports it, given its Node (None: not registered)."""
+    if inst.phase == DELETING:
+        state = DELETING
+    else:
+        state = RUNNING if node is not None and is_node_ready(node) else CREATING
+    return InstanceView(
+        provider_id=inst.provider_id,
+        name=inst.name,
+        state=state,
+        error_code=inst.error_code,
+        error_message=inst.error_message,
+        error_class=inst.error_class,
+    )
+
+
+def orphan_nodes(
+    nodes: Sequence[types_pb2.Node], instances: Mapping[str, InstanceRecord]
+) -> list[types_pb2.Node]:
+    """The Nodes of this cloud's groups whose instance it does not have."""
+    out = []
+    for node in nodes:
+        parsed = parse_provider_id(node.spec.provider_id)
+        if parsed is None or node.metadata.labels.get(NODE_GROUP_LABEL) != parsed[0]:
+            continue
+        if parsed[1] not in instances and node.metadata.name == parsed[1]:
+            out.append(node)
+    return out
+
+
+async def delete_instance_node(client: ApiClient, name: str, provider_id: str) -> None:
+    """Deletes the Node of a gone instance (upstream's cloud node lifecycle controller does
+    it for a real cloud); a namesake Node of another provider ID is left alone."""
+    try:
+        node = await client.get(types_pb2.Node, name)
+    except NotFound:
+        return
+    if node.spec.provider_id not in ("", provider_id):
+        return  # a namesake that is not ours
+    try:
+        await client.delete(types_pb2.Node, name, uid=node.metadata.uid)
+        logger.info("node %s: deleted (its instance is gone)", name)
+    except NotFound:
+        pass
+
+
+class BootWatch:
+    """The instances whose kubelet was started and whose Node is not registered yet, with
+    the wall time it was started: the event-driven clock waits for them, as for any work of
+    the cloud (kemu.client.clock), for at most BOOT_WAIT wall seconds."""
+
+    def __init__(self, kubelets: Kubelets, nodes: NodeLister) -> None:
+        self._kubelets = kubelets
+        self._nodes = nodes
+        self._started: dict[str, float] = {}
+
+    def started(self, name: str) -> None:
+        self._started[name] = time.monotonic()
+
+    def booting(self) -> bool:
+        now = time.monotonic()
+        for name, started in list(self._started.items()):
+            if self._nodes.get(name) is not None or not self._kubelets.running(name):
+                del self._started[name]
+            elif now - started > BOOT_WAIT:
+                logger.warning(
+                    "instance %s: its kubelet has not registered its Node within %gs; the "
+                    "clock no longer waits for it",
+                    name,
+                    BOOT_WAIT,
+                )
+                del self._started[name]
+        return bool(self._started)
+
+
 class Cloud:
     """The node groups of one cloud; every public method may be called concurrently."""
 
@@ -128,9 +223,7 @@ class Cloud:
         self._clock_mode = clock_mode
         self._lock = anyio.Lock()
         self._reconciler = Ticker(self._clock, RECONCILE_PERIOD, self.reconcile, self._next_due)
-        self._booting: dict[str, float] = {}
-        """Instances whose kubelet was started and whose Node is not registered yet: the
-        wall time it was started."""
+        self._booting = BootWatch(kubelets, nodes)
         self._background: TaskGroup | None = None
         """`run`'s task group while it runs: where deletions go on."""
         self.state = store.load()
@@ -161,42 +254,14 @@ class Cloud:
 
     def instances(self, group: str) -> list[InstanceView]:
         self.group(group)
-        return [self._view(i) for i in sorted(self.state.of_group(group), key=_index)]
+        return [
+            instance_view(i, self._nodes.get(i.name))
+            for i in sorted(self.state.of_group(group), key=_index)
+        ]
 
     def template_node(self, group: str) -> types_pb2.Node:
         """A Node as a new instance of `group` registers it (name "template-<group>")."""
-        g = self.group(group)
-        node = types_pb2.Node()
-        node.metadata.name = f"template-{g.name}"
-        node.metadata.labels.update(
-            {
-                "kubernetes.io/hostname": node.metadata.name,
-                "kubernetes.io/os": "linux",
-                "kubernetes.io/arch": "amd64",
-                **g.template.labels,
-                NODE_GROUP_LABEL: g.name,
-            }
-        )
-        node.spec.taints.extend(g.template.taints)
-        node.status.capacity.update(g.template.capacity)
-        node.status.allocatable.update(g.template.capacity)
-        node.status.conditions.add(type="Ready", status="True", reason="KubeletReady")
-        return node
-
-    def _view(self, inst: InstanceRecord) -> InstanceView:
-        if inst.phase == DELETING:
-            state = DELETING
-        else:
-            node = self._nodes.get(inst.name)
-            state = RUNNING if node is not None and is_node_ready(node) else CREATING
-        return InstanceView(
-            provider_id=inst.provider_id,
-            name=inst.name,
-            state=state,
-            error_code=inst.error_code,
-            error_message=inst.error_message,
-            error_class=inst.error_class,
-        )
+        return template_node(self.group(group))
 
     # ------------------------------------------------------------------ changes
 
@@ -320,24 +385,11 @@ class Cloud:
 
     async def _finish_deletion(self, inst: InstanceRecord) -> None:
         await self._kubelets.stop(inst.name)
-        await self._delete_node(inst.name, inst.provider_id)
+        await delete_instance_node(self._client, inst.name, inst.provider_id)
         async with self._lock:
             self.state.instances.pop(inst.name, None)
             self._save()
         logger.info("instance %s deleted", inst.name)
-
-    async def _delete_node(self, name: str, provider_id: str) -> None:
-        try:
-            node = await self._client.get(types_pb2.Node, name)
-        except NotFound:
-            return
-        if node.spec.provider_id not in ("", provider_id):
-            return  # a namesake that is not ours
-        try:
-            await self._client.delete(types_pb2.Node, name, uid=node.metadata.uid)
-            logger.info("node %s: deleted (its instance is gone)", name)
-        except NotFound:
-            pass
 
     # ------------------------------------------------------------------ the loop
 
@@ -403,38 +455,14 @@ class Cloud:
                 continue
             at = inst.created_at + self._provision_delay - offset
             due = at if due is None else min(due, at)
-        if due is None and self._orphan_nodes():
+        if due is None and orphan_nodes(self._nodes.list(), self.state.instances):
             due = DUE_NOW
         return due
 
-    def _orphan_nodes(self) -> list[types_pb2.Node]:
-        """The Nodes of this cloud's groups whose instance it does not have."""
-        out = []
-        for node in self._nodes.list():
-            parsed = parse_provider_id(node.spec.provider_id)
-            if parsed is None or node.metadata.labels.get(NODE_GROUP_LABEL) != parsed[0]:
-                continue
-            if parsed[1] not in self.state.instances and node.metadata.name == parsed[1]:
-                out.append(node)
-        return out
-
     def booting(self) -> bool:
-        """Whether a kubelet this cloud started has not registered its Node yet (for at
-        most BOOT_WAIT wall seconds): the event-driven clock waits for it, as for any work
-        of the cloud (kemu.client.clock)."""
-        now = time.monotonic()
-        for name, started in list(self._booting.items()):
-            if self._nodes.get(name) is not None or not self._kubelets.running(name):
-                del self._booting[name]
-            elif now - started > BOOT_WAIT:
-                logger.warning(
-                    "instance %s: its kubelet has not registered its Node within %gs; the "
-                    "clock no longer waits for it",
-                    name,
-                    BOOT_WAIT,
-                )
-                del self._booting[name]
-        return bool(self._booting)
+        """Whether a kubelet this cloud started has not registered its Node yet (see
+        BootWatch)."""
+        return self._booting.booting()
 
     async def reconcile(self) -> None:
         for name, code in self._kubelets.exited():
@@ -455,13 +483,13 @@ class Cloud:
             if group is None or group.external_nodes:
                 continue
             inst.pid = self._kubelets.start(group, inst.name, inst.provider_id)
-            self._booting[inst.name] = time.monotonic()
+            self._booting.started(inst.name)
             started = True
         if started:
             async with self._lock:
                 self._save()
-        for node in self._orphan_nodes():
-            await self._delete_node(node.metadata.name, node.spec.provider_id)
+        for node in orphan_nodes(self._nodes.list(), self.state.instances):
+            await delete_instance_node(self._client, node.metadata.name, node.spec.provider_id)
 
     async def shutdown(self) -> None:
         await self._kubelets.stop_all()

@@ -30,10 +30,7 @@ from anyio.abc import TaskStatus
 
 from controllermanager import (
     cronjob,
-    daemonset,
-    deployment,
     disruption,
-    job,
     namespace,
     node_ipam,
     node_lifecycle,
@@ -44,7 +41,10 @@ from controllermanager import (
 )
 from controllermanager.config import ControllerConfigurations, ControllerManagerSettings
 from controllermanager.controller import Controller, ControllerContext, ControllerInit
+from controllermanager.daemon import daemon_controller
+from controllermanager.deployment import deployment_controller
 from controllermanager.garbagecollector import garbagecollector
+from controllermanager.job import job_controller
 from controllermanager.persistentvolume import protection, pv_controller, simulated_provisioner
 from kemu.client.client import Client
 from kemu.client.comparer import CacheComparer, informer_sources
@@ -80,9 +80,9 @@ CONTROLLERS: Final[dict[str, ControllerInit]] = {
     node_ipam.NAME: node_ipam.new_controller,
     podgc.NAME: podgc.new_controller,
     replicaset.NAME: replicaset.new_controller,
-    deployment.NAME: deployment.new_controller,
-    job.NAME: job.new_controller,
-    daemonset.NAME: daemonset.new_controller,
+    deployment_controller.NAME: deployment_controller.new_controller,
+    job_controller.NAME: job_controller.new_controller,
+    daemon_controller.NAME: daemon_controller.new_controller,
     stateful_set.NAME: stateful_set.new_controller,
     cronjob.NAME: cronjob.new_controller,
     taint_eviction.NAME: taint_eviction.new_controller,

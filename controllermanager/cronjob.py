@@ -59,7 +59,7 @@ from kemu.component.featuregate import (
 )
 from kemu.machinery import batch
 from kemu.machinery.convert import timestamp
-from kemu.machinery.cron import CronError, load_location, parse_standard
+from kemu.machinery.cron import CronError, Schedule, load_location, parse_standard
 from kemu.machinery.delete_options import BACKGROUND
 from kemu.machinery.errors import AlreadyExists, ApiError, Conflict, NotFound
 from kemu.machinery.keys import object_key
@@ -97,6 +97,115 @@ class _Result:
     update_status: bool = False
 
 
+class JobControl:
+    """The CronJob's writes of its Jobs (upstream injection.go's jobControlInterface and the
+    controller's deleteJob, cleanupFinishedJobs): the scheduled Job created, active ones
+    replaced, finished ones beyond the history limits deleted; each edits the sync's copy of
+    the CronJob's status and records its event."""
+
+    def __init__(self, client: ApiClient, options: CronJobOptions, recorder: EventRecorder) -> None:
+        self._client = client
+        self._options = options
+        self._recorder = recorder
+
+    def _event(self, cj: types_pb2.CronJob, type_: str, reason: str, message: str) -> None:
+        self._recorder.event(cj, type_, reason, "Sync", message)
+
+    async def replace_active(self, cj: types_pb2.CronJob, result: _Result) -> None:
+        """concurrencyPolicy Replace: every active Job is deleted before the new one starts."""
+        for ref in list(cj.status.active):
+            try:
+                job = await self._client.get(types_pb2.Job, ref.name, ref.namespace)
+            except ApiError as e:
+                self._event(cj, EVENT_WARNING, "FailedGet", f"Get job: {e.message}")
+                raise
+            if not await self.delete_job(cj, job):
+                raise Conflict(f"could not replace job {ref.namespace}/{ref.name}")
+            result.update_status = True
+
+    async def start(self, cj: types_pb2.CronJob, scheduled: float) -> bool:
+        """Creates the Job of `scheduled` and records it in the status (True), or finds it
+        exists already (False, unless it is ours and not in the active list yet)."""
+        request = cu.job_from_template(
+            cj,
+            scheduled,
+            scheduled_annotation=self._options.scheduled_annotation,
+            time_zones=self._options.time_zones,
+        )
+        try:
+            job = await self._client.create(request)
+        except AlreadyExists:
+            job = await self._client.get(
+                types_pb2.Job, request.metadata.name, cj.metadata.namespace
+            )
+            ref = controller_of(job)
+            if ref is None or ref.uid != cj.metadata.uid:
+                return False  # another actor's: it keeps the status
+            if cu.in_active_list(cj, job.metadata.uid):
+                return False
+            logger.info("cronjob %s: job %s already exists", object_key(cj), job.metadata.name)
+        except ApiError as e:
+            self._event(cj, EVENT_WARNING, "FailedCreate", f"Error creating job: {e.message}")
+            raise
+        else:
+            logger.info(
+                "cronjob %s: created job %s for %s",
+                object_key(cj),
+                job.metadata.name,
+                _rfc1123z(scheduled),
+            )
+            self._event(cj, EVENT_NORMAL, "SuccessfulCreate", f"Created job {job.metadata.name}")
+        cj.status.active.append(cu.job_ref(job))
+        cj.status.last_schedule_time.CopyFrom(timestamp(scheduled))
+        return True
+
+    async def delete_job(self, cj: types_pb2.CronJob, job: types_pb2.Job) -> bool:
+        """deleteJob: in the background; removed from the active list. False on an error."""
+        try:
+            await self._client.delete(
+                types_pb2.Job,
+                job.metadata.name,
+                job.metadata.namespace,
+                propagation_policy=BACKGROUND,
+            )
+        except NotFound:
+            pass
+        except ApiError as e:
+            self._event(cj, EVENT_WARNING, "FailedDelete", f"Deleted job: {e.message}")
+            logger.warning(
+                "cronjob %s: error deleting job %s: %s", object_key(cj), job.metadata.name, e
+            )
+            return False
+        cu.delete_from_active_list(cj, job.metadata.uid)
+        self._event(cj, EVENT_NORMAL, "SuccessfulDelete", f"Deleted job {job.metadata.name}")
+        return True
+
+    async def cleanup_finished_jobs(self, cj: types_pb2.CronJob, jobs: list[types_pb2.Job]) -> bool:
+        """cleanupFinishedJobs: the history limits (see the module docstring)."""
+        limits = (
+            (
+                batch.COMPLETE,
+                cj.spec.successful_jobs_history_limit
+                if cj.spec.HasField("successful_jobs_history_limit")
+                else cu.DEFAULT_SUCCESSFUL_JOBS_HISTORY_LIMIT,
+            ),
+            (
+                batch.FAILED,
+                cj.spec.failed_jobs_history_limit
+                if cj.spec.HasField("failed_jobs_history_limit")
+                else cu.DEFAULT_FAILED_JOBS_HISTORY_LIMIT,
+            ),
+        )
+        changed = False
+        for condition, limit in limits:
+            finished = [j for j in jobs if cu.finished_condition(j) == condition]
+            surplus = len(finished) - limit
+            for job in cu.by_start_time(finished)[: max(0, surplus)]:
+                if await self.delete_job(cj, job):
+                    changed = True
+        return changed
+
+
 class CronJobController:
     """See the module docstring."""
 
@@ -115,6 +224,7 @@ class CronJobController:
         self._workers = workers
         self._options = options or CronJobOptions()
         self._recorder = recorder or EventRecorder(client, "cronjob-controller", clock=clock)
+        self._job_control = JobControl(client, self._options, self._recorder)
         self.queue = WorkQueue(clock, name=NAME)
         self._cronjobs: Informer[types_pb2.CronJob] = informers.informer(types_pb2.CronJob)
         self._jobs: Informer[types_pb2.Job] = informers.informer(types_pb2.Job)
@@ -206,7 +316,7 @@ class CronJobController:
             await self._sync_cronjob(cj, jobs, result)
         except ApiError as e:
             error = e
-        if await self._cleanup_finished_jobs(cj, jobs):
+        if await self._job_control.cleanup_finished_jobs(cj, jobs):
             result.update_status = True
         if result.update_status:
             await self._client.update_status(cj)
@@ -223,6 +333,22 @@ class CronJobController:
             return
         now = self._clock.now()
         await self._reconcile_active(cj, jobs, result)
+        schedule = self._schedule(cj)
+        if schedule is None:
+            return
+        scheduled = self._unmet_schedule_time(cj, now, schedule, result)
+        if scheduled is None:
+            return
+        result.requeue_after = None  # upstream's error and AlreadyExists paths: none
+        if cj.spec.concurrency_policy == cu.REPLACE:
+            await self._job_control.replace_active(cj, result)
+        if await self._job_control.start(cj, scheduled):
+            result.update_status = True
+            result.requeue_after = cu.next_schedule_delay(cj, now, schedule)
+
+    def _schedule(self, cj: types_pb2.CronJob) -> Schedule | None:
+        """The CronJob's parsed schedule; None (with its event) when its time zone is unknown,
+        it is suspended or its schedule does not parse."""
         opts = self._options
         if opts.time_zones and cj.spec.HasField("time_zone"):
             try:
@@ -230,10 +356,10 @@ class CronJobController:
             except CronError as e:
                 message = f'invalid timeZone: "{cj.spec.time_zone}": {e}'
                 self._event(cj, EVENT_WARNING, "UnknownTimeZone", message)
-                return
+                return None
         if cj.spec.HasField("suspend") and cj.spec.suspend:
             logger.debug("cronjob %s: suspended, not starting a job", object_key(cj))
-            return
+            return None
         if "TZ" in cj.spec.schedule:
             self._event(
                 cj,
@@ -244,7 +370,7 @@ class CronJobController:
                 "cron-jobs/ for more details",
             )
         try:
-            schedule = parse_standard(cu.format_schedule(cj, opts.time_zones))
+            return parse_standard(cu.format_schedule(cj, opts.time_zones))
         except CronError as e:
             self._event(
                 cj,
@@ -252,14 +378,21 @@ class CronJobController:
                 "UnparseableSchedule",
                 f'unparseable schedule: "{cj.spec.schedule}" : {e}',
             )
-            return
+            return None
+
+    def _unmet_schedule_time(
+        self, cj: types_pb2.CronJob, now: float, schedule: Schedule, result: _Result
+    ) -> float | None:
+        """The scheduled time to start a Job for now (result.requeue_after set to the next
+        one); None when there is none, it was missed past startingDeadlineSeconds, its Job is
+        already started, or concurrencyPolicy Forbid finds a Job active."""
         try:
             scheduled, missed = cu.next_schedule_time(cj, now, schedule)
         except CronError as e:
             self._event(
                 cj, EVENT_WARNING, "InvalidSchedule", f"invalid schedule: {cj.spec.schedule} : {e}"
             )
-            return
+            return None
         if missed is cu.Missed.MANY:
             self._event(
                 cj,
@@ -272,7 +405,7 @@ class CronJobController:
         result.requeue_after = cu.next_schedule_delay(cj, now, schedule)
         if scheduled is None:
             logger.debug("cronjob %s: no unmet start time", object_key(cj))
-            return
+            return None
         if cj.spec.HasField("starting_deadline_seconds") and (
             scheduled + cj.spec.starting_deadline_seconds < now
         ):
@@ -282,13 +415,13 @@ class CronJobController:
                 "MissSchedule",
                 f"Missed scheduled time to start a job: {_rfc1123z(scheduled)}",
             )
-            return
+            return None
         name = cu.job_name(cj, scheduled)
         if cu.in_active_list_by_name(cj, cj.metadata.namespace, name) or (
             cj.status.HasField("last_schedule_time")
             and cu.seconds(cj.status.last_schedule_time) == scheduled
         ):
-            return
+            return None
         if cj.spec.concurrency_policy == cu.FORBID and cj.status.active:
             self._event(
                 cj,
@@ -297,21 +430,8 @@ class CronJobController:
                 "Not starting job because prior execution is running and concurrency policy "
                 "is Forbid",
             )
-            return
-        result.requeue_after = None  # upstream's error and AlreadyExists paths: none
-        if cj.spec.concurrency_policy == cu.REPLACE:
-            for ref in list(cj.status.active):
-                try:
-                    job = await self._client.get(types_pb2.Job, ref.name, ref.namespace)
-                except ApiError as e:
-                    self._event(cj, EVENT_WARNING, "FailedGet", f"Get job: {e.message}")
-                    raise
-                if not await self._delete_job(cj, job):
-                    raise Conflict(f"could not replace job {ref.namespace}/{ref.name}")
-                result.update_status = True
-        if await self._start(cj, scheduled):
-            result.update_status = True
-            result.requeue_after = cu.next_schedule_delay(cj, now, schedule)
+            return None
+        return scheduled
 
     async def _reconcile_active(
         self, cj: types_pb2.CronJob, jobs: list[types_pb2.Job], result: _Result
@@ -358,90 +478,6 @@ class CronJobController:
                 self._event(cj, EVENT_NORMAL, "MissingJob", f"Active job went missing: {ref.name}")
                 cu.delete_from_active_list(cj, ref.uid)
                 result.update_status = True
-
-    async def _start(self, cj: types_pb2.CronJob, scheduled: float) -> bool:
-        """Creates the Job of `scheduled` and records it in the status (True), or finds it
-        exists already (False, unless it is ours and not in the active list yet)."""
-        request = cu.job_from_template(
-            cj,
-            scheduled,
-            scheduled_annotation=self._options.scheduled_annotation,
-            time_zones=self._options.time_zones,
-        )
-        try:
-            job = await self._client.create(request)
-        except AlreadyExists:
-            job = await self._client.get(
-                types_pb2.Job, request.metadata.name, cj.metadata.namespace
-            )
-            ref = controller_of(job)
-            if ref is None or ref.uid != cj.metadata.uid:
-                return False  # another actor's: it keeps the status
-            if cu.in_active_list(cj, job.metadata.uid):
-                return False
-            logger.info("cronjob %s: job %s already exists", object_key(cj), job.metadata.name)
-        except ApiError as e:
-            self._event(cj, EVENT_WARNING, "FailedCreate", f"Error creating job: {e.message}")
-            raise
-        else:
-            logger.info(
-                "cronjob %s: created job %s for %s",
-                object_key(cj),
-                job.metadata.name,
-                _rfc1123z(scheduled),
-            )
-            self._event(cj, EVENT_NORMAL, "SuccessfulCreate", f"Created job {job.metadata.name}")
-        cj.status.active.append(cu.job_ref(job))
-        cj.status.last_schedule_time.CopyFrom(timestamp(scheduled))
-        return True
-
-    async def _delete_job(self, cj: types_pb2.CronJob, job: types_pb2.Job) -> bool:
-        """deleteJob: in the background; removed from the active list. False on an error."""
-        try:
-            await self._client.delete(
-                types_pb2.Job,
-                job.metadata.name,
-                job.metadata.namespace,
-                propagation_policy=BACKGROUND,
-            )
-        except NotFound:
-            pass
-        except ApiError as e:
-            self._event(cj, EVENT_WARNING, "FailedDelete", f"Deleted job: {e.message}")
-            logger.warning(
-                "cronjob %s: error deleting job %s: %s", object_key(cj), job.metadata.name, e
-            )
-            return False
-        cu.delete_from_active_list(cj, job.metadata.uid)
-        self._event(cj, EVENT_NORMAL, "SuccessfulDelete", f"Deleted job {job.metadata.name}")
-        return True
-
-    async def _cleanup_finished_jobs(
-        self, cj: types_pb2.CronJob, jobs: list[types_pb2.Job]
-    ) -> bool:
-        """cleanupFinishedJobs: the history limits (see the module docstring)."""
-        limits = (
-            (
-                batch.COMPLETE,
-                cj.spec.successful_jobs_history_limit
-                if cj.spec.HasField("successful_jobs_history_limit")
-                else cu.DEFAULT_SUCCESSFUL_JOBS_HISTORY_LIMIT,
-            ),
-            (
-                batch.FAILED,
-                cj.spec.failed_jobs_history_limit
-                if cj.spec.HasField("failed_jobs_history_limit")
-                else cu.DEFAULT_FAILED_JOBS_HISTORY_LIMIT,
-            ),
-        )
-        changed = False
-        for condition, limit in limits:
-            finished = [j for j in jobs if cu.finished_condition(j) == condition]
-            surplus = len(finished) - limit
-            for job in cu.by_start_time(finished)[: max(0, surplus)]:
-                if await self._delete_job(cj, job):
-                    changed = True
-        return changed
 
     def _event(self, cj: types_pb2.CronJob, type_: str, reason: str, message: str) -> None:
         self._recorder.event(cj, type_, reason, "Sync", message)

@@ -2,7 +2,7 @@
 to its removal (upstream's pod_workers.go: UpdatePod, and SyncPod / SyncTerminatingPod /
 SyncTerminatedPod).
 
-Informer events and timers both end in `sync_pod(uid)`, which is level-based: it looks at the
+Informer events and timers both end in `sync_pod(uid)` (PodSyncer), which is level-based: it looks at the
 pod as the API has it now and at what the kubelet knows of it (`PodRuntime`), moves the pod's
 state forward (runtime.PodState) and its resize (kubelet.allocation), writes the status that
 state implies if the API differs (kubelet.status_manager), deletes a finished pod that was
@@ -124,6 +124,111 @@ class PodWorkerOptions:
     condition DisruptionTarget (kubelet.preemption)."""
 
 
+class PodSyncer:
+    """One pod's sync (upstream's podSyncer, which the Kubelet implements in kubelet.go:
+    SyncPod, SyncTerminatingPod, SyncTerminatedPod), and its removal once the API no longer
+    has it. Shares the workers' map of pods to nodes, allocation and status managers and
+    queue (for the pod's next deadline)."""
+
+    def __init__(
+        self,
+        client: ApiClient,
+        clock: Clock,
+        *,
+        node_of: dict[str, NodePods],
+        allocation: AllocationManager,
+        status: StatusManager,
+        queue: WorkQueue,
+        shutdown_duration: float | None,
+    ) -> None:
+        self._client = client
+        self._clock = clock
+        self._node_of = node_of
+        self._allocation = allocation
+        self._status = status
+        self._queue = queue
+        self._shutdown_duration = shutdown_duration
+
+    async def sync_pod(self, uid: str) -> None:
+        """One level-based turn of a pod's worker: removes a pod the API no longer has, and
+        otherwise syncs an admitted pod as its state asks."""
+        node = self._node_of.get(uid)
+        if node is None:
+            return  # not (or no longer) a pod of this process's nodes
+        pod, rt = node.api_pods.get(uid), node.runtimes.get(uid)
+        if pod is None:
+            self._remove_pod(node, uid, rt)
+        elif rt is not None:  # None: it finished before we knew it, nothing to do
+            now = self._clock.now()
+            self._update_runtime(node, pod, rt, now)
+            if rt.active:
+                await self._sync_active_pod(node, pod, rt, now)
+            else:
+                await self._sync_terminated_pod(node, pod, rt)
+
+    def _remove_pod(self, node: NodePods, uid: str, rt: PodRuntime | None) -> None:
+        """The pod is gone from the API: the kubelet forgets it and frees what it held."""
+        self._node_of.pop(uid, None)
+        if rt is None:
+            return
+        del node.runtimes[uid]
+        node.deferred.discard(uid)
+        node.addresses.release(uid)
+        if rt.state != PodState.REJECTED:
+            node.save()
+        logger.info("node %s: pod %s is gone (was %s)", node.name, rt.key, rt.state)
+
+    def _update_runtime(
+        self, node: NodePods, pod: types_pb2.Pod, rt: PodRuntime, now: float
+    ) -> None:
+        """Moves the pod's state and resize forward to `now`, checkpoints what changed, and
+        retries the node's Deferred resizes if this pod freed room."""
+        was_active = rt.active
+        changed = advance(pod, rt, now, shutdown_duration=self._shutdown_duration)
+        actuated = self._allocation.actuate(pod, rt, now)
+        changed = self._allocation.handle_resize(node, pod, rt, now) or changed
+        changed = sync_pod_ip(node, pod, rt) or changed
+        if changed or actuated:
+            node.save()
+        if was_active and not rt.active:
+            self._allocation.retry(node, TRIGGER_POD_TERMINATED)
+        elif actuated:
+            self._allocation.retry(node, TRIGGER_POD_RESIZED)
+
+    async def _sync_active_pod(
+        self, node: NodePods, pod: types_pb2.Pod, rt: PodRuntime, now: float
+    ) -> None:
+        """SyncPod and SyncTerminatingPod: reports a running pod's status, and comes back at
+        the pod's next deadline (started, run out, resized, stopped)."""
+        written: types_pb2.Pod | None = pod
+        if self._status.reports(rt):
+            written = await self._status.write(node, pod, rt)
+        deadline = rt.next_deadline()
+        # A pod gone from the API (written None) waits for its DELETED event instead.
+        if written is not None and deadline is not None:
+            self._queue.add_after(rt.uid, deadline - now)
+
+    async def _sync_terminated_pod(
+        self, node: NodePods, pod: types_pb2.Pod, rt: PodRuntime
+    ) -> None:
+        """SyncTerminatedPod: reports how the pod ended, then removes it from the API if it
+        was deleted (grace 0: its containers are stopped)."""
+        written: types_pb2.Pod | None = pod
+        if self._status.reports(rt):
+            written = await self._status.write(node, pod, rt)
+        if written is not None and written.metadata.HasField("deletion_timestamp"):
+            await self._delete(rt)
+
+    async def _delete(self, rt: PodRuntime) -> None:
+        try:
+            await self._client.delete(
+                types_pb2.Pod, rt.name, rt.namespace, grace_period_seconds=0, uid=rt.uid
+            )
+            logger.info("pod %s: deleted after termination", rt.key)
+        except (NotFound, Conflict):
+            pass  # already gone (or a new pod took the name)
+
+
 class PodWorkers:
     """Every pod of the nodes in `nodes`; feed it with `handler()` on a pod informer."""
 
@@ -174,6 +279,15 @@ class PodWorkers:
                 host_ips=self.options.host_ips,
                 disruption_conditions=self.options.disruption_conditions,
             ),
+        )
+        self._syncer = PodSyncer(
+            client,
+            clock,
+            node_of=self._node_of,
+            allocation=self.allocation_manager,
+            status=self.status_manager,
+            queue=self.queue,
+            shutdown_duration=self.options.shutdown_duration,
         )
         self._started = False
         self.syncs = 0
@@ -410,87 +524,10 @@ class PodWorkers:
             finally:
                 self.queue.done(uid)
 
-    # ------------------------------------------------------------ one pod's sync
-
     async def sync_pod(self, uid: str) -> None:
-        """One level-based turn of a pod's worker: removes a pod the API no longer has, and
-        otherwise syncs an admitted pod as its state asks."""
+        """One level-based turn of a pod's worker (see PodSyncer.sync_pod)."""
         self.syncs += 1
-        node = self._node_of.get(uid)
-        if node is None:
-            return  # not (or no longer) a pod of this process's nodes
-        pod, rt = node.api_pods.get(uid), node.runtimes.get(uid)
-        if pod is None:
-            self._remove_pod(node, uid, rt)
-        elif rt is not None:  # None: it finished before we knew it, nothing to do
-            now = self._clock.now()
-            self._update_runtime(node, pod, rt, now)
-            if rt.active:
-                await self._sync_active_pod(node, pod, rt, now)
-            else:
-                await self._sync_terminated_pod(node, pod, rt)
-
-    def _remove_pod(self, node: NodePods, uid: str, rt: PodRuntime | None) -> None:
-        """The pod is gone from the API: the kubelet forgets it and frees what it held."""
-        self._node_of.pop(uid, None)
-        if rt is None:
-            return
-        del node.runtimes[uid]
-        node.deferred.discard(uid)
-        node.addresses.release(uid)
-        if rt.state != PodState.REJECTED:
-            node.save()
-        logger.info("node %s: pod %s is gone (was %s)", node.name, rt.key, rt.state)
-
-    def _update_runtime(
-        self, node: NodePods, pod: types_pb2.Pod, rt: PodRuntime, now: float
-    ) -> None:
-        """Moves the pod's state and resize forward to `now`, checkpoints what changed, and
-        retries the node's Deferred resizes if this pod freed room."""
-        was_active = rt.active
-        changed = advance(pod, rt, now, shutdown_duration=self.options.shutdown_duration)
-        actuated = self.allocation_manager.actuate(pod, rt, now)
-        changed = self.allocation_manager.handle_resize(node, pod, rt, now) or changed
-        changed = sync_pod_ip(node, pod, rt) or changed
-        if changed or actuated:
-            node.save()
-        if was_active and not rt.active:
-            self.allocation_manager.retry(node, TRIGGER_POD_TERMINATED)
-        elif actuated:
-            self.allocation_manager.retry(node, TRIGGER_POD_RESIZED)
-
-    async def _sync_active_pod(
-        self, node: NodePods, pod: types_pb2.Pod, rt: PodRuntime, now: float
-    ) -> None:
-        """SyncPod and SyncTerminatingPod: reports a running pod's status, and comes back at
-        the pod's next deadline (started, run out, resized, stopped)."""
-        written: types_pb2.Pod | None = pod
-        if self.status_manager.reports(rt):
-            written = await self.status_manager.write(node, pod, rt)
-        deadline = rt.next_deadline()
-        # A pod gone from the API (written None) waits for its DELETED event instead.
-        if written is not None and deadline is not None:
-            self.queue.add_after(rt.uid, deadline - now)
-
-    async def _sync_terminated_pod(
-        self, node: NodePods, pod: types_pb2.Pod, rt: PodRuntime
-    ) -> None:
-        """SyncTerminatedPod: reports how the pod ended, then removes it from the API if it
-        was deleted (grace 0: its containers are stopped)."""
-        written: types_pb2.Pod | None = pod
-        if self.status_manager.reports(rt):
-            written = await self.status_manager.write(node, pod, rt)
-        if written is not None and written.metadata.HasField("deletion_timestamp"):
-            await self._delete(rt)
-
-    async def _delete(self, rt: PodRuntime) -> None:
-        try:
-            await self._client.delete(
-                types_pb2.Pod, rt.name, rt.namespace, grace_period_seconds=0, uid=rt.uid
-            )
-            logger.info("pod %s: deleted after termination", rt.key)
-        except (NotFound, Conflict):
-            pass  # already gone (or a new pod took the name)
+        await self._syncer.sync_pod(uid)
 
 
 def active_candidates(node: NodePods) -> list[Candidate]:

@@ -186,13 +186,26 @@ def _admitted_status(
     status.reason = ""
     status.message = ""
     running = rt.state in (PodState.RUNNING, PodState.TERMINATING)
-    exit_code = rt.exit_code
     if running:
         status.phase = "Running"
-        ready, reason = "True", ""
     else:
-        status.phase = "Succeeded" if exit_code in (None, EXIT_OK) else "Failed"
-        ready, reason = "False", "PodCompleted"
+        status.phase = "Succeeded" if rt.exit_code in (None, EXIT_OK) else "Failed"
+    _set_pod_conditions(status, pod, running, now, options)
+    _set_resize_conditions(status, rt, now, options)
+    _set_addresses(status, pod, rt, options)
+    _convert_to_api_container_statuses(status, pod, rt, running, options)
+
+
+def _set_pod_conditions(
+    status: types_pb2.PodStatus,
+    pod: types_pb2.Pod,
+    running: bool,
+    now: float,
+    options: StatusOptions,
+) -> None:
+    """The kubelet-owned conditions of an admitted pod: Ready and ContainersReady follow
+    whether it runs, PodCompleted once it has finished."""
+    ready, reason = ("True", "") if running else ("False", "PodCompleted")
     gate, generation = options.observed_generation, pod.metadata.generation
     for type_, value, why in (
         ("PodScheduled", "True", ""),
@@ -206,24 +219,40 @@ def _admitted_status(
             type=type_, status=value, reason=why, observed_generation=observed
         )
         update_pod_condition(status, condition, now)
+
+
+def _set_resize_conditions(
+    status: types_pb2.PodStatus, rt: PodRuntime, now: float, options: StatusOptions
+) -> None:
+    """PodResizePending/PodResizeInProgress as the pod's resize stands (dropped when none)."""
     for type_, want in resize_conditions(rt, now).items():
         if want is None:
             _drop_conditions(status, (type_,))
-        else:
-            observed = condition_observed_generation(
-                status, type_, want.observed_generation, tracking=gate
-            )
-            condition = types_pb2.PodCondition(
-                type=type_,
-                status="True",
-                reason=want.reason,
-                message=want.message,
-                observed_generation=observed,
-            )
-            # lastTransitionTime: when the resize came to this state, not now.
-            update_pod_condition(status, condition, want.since)
-    _set_addresses(status, pod, rt, options)
+            continue
+        observed = condition_observed_generation(
+            status, type_, want.observed_generation, tracking=options.observed_generation
+        )
+        condition = types_pb2.PodCondition(
+            type=type_,
+            status="True",
+            reason=want.reason,
+            message=want.message,
+            observed_generation=observed,
+        )
+        # lastTransitionTime: when the resize came to this state, not now.
+        update_pod_condition(status, condition, want.since)
+
+
+def _convert_to_api_container_statuses(
+    status: types_pb2.PodStatus,
+    pod: types_pb2.Pod,
+    rt: PodRuntime,
+    running: bool,
+    options: StatusOptions,
+) -> None:
+    """upstream convertToAPIContainerStatuses, for the app and the init containers."""
     report = options.report_resources
+    exit_code = rt.exit_code
     del status.container_statuses[:]
     for c in pod.spec.containers:
         status.container_statuses.append(

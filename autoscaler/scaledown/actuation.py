@@ -1,11 +1,8 @@
 """Scale-down actuation (upstream core/scaledown/actuation): every node chosen is tainted
 ToBeDeletedByClusterAutoscaler in the loop, then, in the background, an empty node is deleted
 through the cloud at once (all of a group's in one DeleteNodes), a non-empty one drained
-first: each pod bound to it (DaemonSet and mirror pods aside) evicted through pods/eviction
-with its grace period capped at --max-graceful-termination-sec, a refusal (a PDB's 429)
-retried every EvictionRetryTime for --max-pod-eviction-time, then the pods waited for until
-gone (grace + PodEvictionHeadroom). DaemonSet pods are evicted last, best effort (one try, not
-waited for: they go with the node anyway), from drained nodes
+first (drain.py, upstream's drain.go). DaemonSet pods are evicted last, best effort (one try,
+not waited for: they go with the node anyway), from drained nodes
 (--daemonset-eviction-for-occupied-nodes, true) and empty ones
 (--daemonset-eviction-for-empty-nodes, false); a pod's annotation
 cluster-autoscaler.kubernetes.io/enable-ds-eviction "true"/"false" overrides the flag. A failed
@@ -21,39 +18,27 @@ import logging
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Final
 
-import anyio
-
 from autoscaler.clusterstate import DELETING, CloudApi, GroupState, instance_name
 from autoscaler.config import AutoscalingOptions
 from autoscaler.metrics import Metrics
 from autoscaler.scale_up import Recorder
-from autoscaler.scaledown.rules import is_daemonset_pod
+from autoscaler.scaledown.drain import SCALE_DOWN as SCALE_DOWN  # the reason of its node events too
+from autoscaler.scaledown.drain import DrainFailed, Evictor, pods_to_evict
 from autoscaler.scaledown.taints import TO_BE_DELETED_TAINT, add_taint, remove_taint
 from kemu.api.v1 import types_pb2
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock
-from kemu.machinery.errors import ApiError, NotFound
+from kemu.machinery.errors import ApiError
 from kemu.machinery.keys import object_key
-from kemu.machinery.pod_strategy import TERMINAL_PHASES, spec_grace_seconds
-from kemu.machinery.pod_types import is_mirror_pod
 from kemu.scheduling.types import pod_priority
 
 logger = logging.getLogger(__name__)
 
-SCALE_DOWN: Final = "ScaleDown"
 SCALE_DOWN_EMPTY: Final = "ScaleDownEmpty"
 SCALE_DOWN_FAILED: Final = "ScaleDownFailed"
-ENABLE_DS_EVICTION: Final = "cluster-autoscaler.kubernetes.io/enable-ds-eviction"
-"""apiv1.DefaultTerminationGracePeriodSeconds"""
-POLL: Final = 1.0
-"""How often the evicted pods are looked for (upstream: 5 s)."""
 
 Task = Callable[[], Coroutine[object, object, None]]
 Spawn = Callable[[Task], None]
-
-
-class DrainFailed(Exception):
-    pass
 
 
 class Actuator:
@@ -80,6 +65,7 @@ class Actuator:
         self._recorder = recorder
         self._metrics = metrics
         self._clock = clock
+        self._evictor = Evictor(self._opts, client, recorder, clock)
         self.spawn: Spawn | None = None
         """Runs a deletion in the background (the loop's task group); None: awaited inline."""
         self.deleting: dict[str, str] = {}
@@ -165,7 +151,7 @@ class Actuator:
                 if not going:
                     return
                 for n in going:
-                    await self._evict_daemonset_pods(
+                    await self._evictor.evict_daemonset_pods(
                         n.metadata.name, self._opts.daemonset_eviction_for_empty_nodes
                     )
                     self._recorder.event(
@@ -207,8 +193,8 @@ class Actuator:
             name = node.metadata.name
             try:
                 await self._after_taint()
-                await self._drain(node)
-                await self._evict_daemonset_pods(
+                await self._evictor.drain_node(node)
+                await self._evictor.evict_daemonset_pods(
                     name, self._opts.daemonset_eviction_for_occupied_nodes
                 )
             except (DrainFailed, ApiError) as e:
@@ -276,60 +262,11 @@ class Actuator:
                 logger.info("scale-down: node %s: the cloud is not deleting it", name)
                 await self._untaint(name)
 
-    async def _pods_on(self, node: str) -> list[types_pb2.Pod]:
-        """The pods bound to the node that an eviction must move (from the API, not the
-        informer: a pod bound since the plan counts)."""
-        listed = await self._client.list_all(types_pb2.Pod, field_selector=f"spec.nodeName={node}")
-        return [
-            p
-            for p in listed.items
-            if not is_mirror_pod(p)
-            and not is_daemonset_pod(p)
-            and p.status.phase not in TERMINAL_PHASES
-        ]
-
-    async def _evict_daemonset_pods(self, node: str, enabled: bool) -> None:
-        """Best effort: one eviction per DaemonSet pod of the node (`enabled`: the flag, which
-        a pod's enable-ds-eviction annotation overrides), errors logged, nothing waited for."""
-        try:
-            listed = await self._client.list_all(
-                types_pb2.Pod, field_selector=f"spec.nodeName={node}"
-            )
-        except ApiError as e:
-            logger.warning("scale-down: node %s: listing its DaemonSet pods: %s", node, e)
-            return
-        for pod in listed.items:
-            if (
-                not is_daemonset_pod(pod)
-                or is_mirror_pod(pod)
-                or pod.status.phase in TERMINAL_PHASES
-            ):
-                continue
-            wanted = pod.metadata.annotations.get(ENABLE_DS_EVICTION, str(enabled).lower())
-            if wanted != "true":
-                continue
-            self._recorder.event(
-                pod, "Normal", SCALE_DOWN, "ScaleDown", "deleting pod for node scale down"
-            )
-            try:
-                await self._client.evict(
-                    pod.metadata.namespace,
-                    pod.metadata.name,
-                    grace_period_seconds=self._grace(pod),
-                )
-                logger.info("scale-down: node %s: evicted DaemonSet pod %s", node, object_key(pod))
-            except NotFound:
-                pass
-            except ApiError as e:
-                logger.warning(
-                    "scale-down: node %s: evicting DaemonSet pod %s: %s", node, object_key(pod), e
-                )
-
     async def _not_empty(self, node: str) -> str:
         """Why a node chosen as empty is not empty any more, after its taint: a pod bound to
         it since (other than expendable ones), or (from 1.37) one nominated to it;
         "" if still empty."""
-        for p in await self._pods_on(node):
+        for p in await pods_to_evict(self._client, node):
             if pod_priority(p) >= self._expendable_cutoff:
                 return f"pod {object_key(p)} is bound to it"
         if not self._nominated_counts:
@@ -349,71 +286,6 @@ class Actuator:
             logger.warning(
                 "scale-down: node %s: removing taint %s: %s", name, TO_BE_DELETED_TAINT, e
             )
-
-    async def _drain(self, node: types_pb2.Node) -> None:
-        name = node.metadata.name
-        pods = await self._pods_on(name)
-        logger.info(
-            "scale-down: draining node %s: evicting %d pod(s) [%s]",
-            name,
-            len(pods),
-            ", ".join(object_key(p) for p in pods),
-        )
-        errors: list[str] = []
-        grace_max = 0
-        async with anyio.create_task_group() as tg:
-            for pod in pods:
-                grace = self._grace(pod)
-                grace_max = max(grace_max, grace)
-                tg.start_soon(self._evict, pod, grace, errors)
-        if errors:
-            raise DrainFailed("; ".join(errors))
-        deadline = self._clock.monotonic() + grace_max + self._opts.pod_eviction_headroom
-        left = list(pods)
-        while True:
-            left = [p for p in left if not await self._gone(p, name)]
-            if not left:
-                logger.info("scale-down: all pods removed from node %s", name)
-                return
-            if self._clock.monotonic() >= deadline:
-                raise DrainFailed(
-                    f"pods remaining after timeout: {', '.join(object_key(p) for p in left)}"
-                )
-            await self._clock.sleep(POLL)
-
-    async def _gone(self, pod: types_pb2.Pod, node: str) -> bool:
-        """Deleted, or replaced by a pod of the same name elsewhere (upstream's check)."""
-        try:
-            now = await self._client.get(types_pb2.Pod, pod.metadata.name, pod.metadata.namespace)
-        except NotFound:
-            return True
-        return now.metadata.uid != pod.metadata.uid or now.spec.node_name != node
-
-    def _grace(self, pod: types_pb2.Pod) -> int:
-        return min(spec_grace_seconds(pod), self._opts.max_graceful_termination_sec)
-
-    async def _evict(self, pod: types_pb2.Pod, grace: int, errors: list[str]) -> None:
-        self._recorder.event(
-            pod, "Normal", SCALE_DOWN, "ScaleDown", "deleting pod for node scale down"
-        )
-        until = self._clock.monotonic() + self._opts.max_pod_eviction_time
-        while True:
-            try:
-                await self._client.evict(
-                    pod.metadata.namespace, pod.metadata.name, grace_period_seconds=grace
-                )
-                return
-            except NotFound:
-                return
-            except ApiError as e:
-                if self._clock.monotonic() + self._opts.eviction_retry_time > until:
-                    logger.warning("scale-down: failed to evict %s: %s", object_key(pod), e)
-                    errors.append(
-                        f"failed to evict pod {object_key(pod)} within allowed timeout (last error: {e})"
-                    )
-                    return
-                logger.info("scale-down: eviction of %s refused, retrying: %s", object_key(pod), e)
-            await self._clock.sleep(self._opts.eviction_retry_time)
 
     async def _delete_from_cloud(
         self, group: str, nodes: Sequence[types_pb2.Node], reason: str

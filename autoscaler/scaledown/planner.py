@@ -59,6 +59,21 @@ class Plan:
     """To drain, then delete, now."""
 
 
+@dataclass
+class _Categorizing:
+    """One update's running state: the plan so far, the snapshot with the unneeded nodes'
+    pods already placed elsewhere, the PDB budgets they used, the nodes gone or going (never a
+    destination) and the simulations run."""
+
+    plan: Plan
+    group_of: dict[str, str]
+    real: set[str]
+    working: ClusterSnapshot
+    budgets: PdbTracker
+    removed: set[str]
+    simulated: int = 0
+
+
 class Planner:
     def __init__(
         self,
@@ -88,90 +103,110 @@ class Planner:
         upstream's; no node is spared for it. `deleting`: node -> group of the deletions in
         progress. It yields to the event loop between nodes, so that a
         loop over a large cluster does not hold /metrics, health checks or SIGTERM."""
-        plan = Plan()
-        group_of = {n.metadata.name: g.id for g in groups.values() for n in g.nodes}
         # Registered nodes only: upcoming (template) nodes are neither removed nor destinations.
         real = {n.metadata.name for n in nodes}
-        working = snapshot
-        budgets = PdbTracker(pdbs)
-        removed: set[str] = set(deleting)
+        state = _Categorizing(
+            plan=Plan(),
+            group_of={n.metadata.name: g.id for g in groups.values() for n in g.nodes},
+            real=real,
+            working=snapshot,
+            budgets=PdbTracker(pdbs),
+            removed=set(deleting),
+        )
         # Nodes unneeded before come first, so that their since-times hold.
         previous = set(self.unneeded.names())
         order = sorted(
             (ni for ni in snapshot.snapshot.list() if ni.name in real and ni.node is not None),
             key=lambda ni: (ni.name not in previous, ni.name),
         )
-        simulated = 0
         self.recheck_at = {n: t for n, t in self.recheck_at.items() if n in real and t > monotonic}
-        recheck = self._opts.unremovable_node_recheck_timeout
         for ni in order:
             await anyio.lowlevel.checkpoint()
-            name = ni.name
-            node = ni.node
-            assert node is not None
-            if name in deleting:
-                continue
-            if name in self.recheck_at:
-                plan.unremovable[name] = (
-                    UnremovableReason.RECENTLY_UNREMOVABLE,
-                    f"unremovable in the last {format_duration(recheck)}, "
-                    f"checked again in {self.recheck_at[name] - monotonic:.3g}s",
-                )
-                continue
-            reason, message, util = check(
-                ni,
-                in_group=name in group_of,
-                opts=self._opts,
-                now=wall,
-            )
-            if reason is not None:
-                plan.unremovable[name] = (reason, message)
-                continue
-            current = working.get(name)
-            assert current is not None
-            trial = budgets.fork()
-            pods = classify(
-                [pi.pod for pi in current.pods],
-                trial,
-                self._opts,
-                now=wall,
-            )
-            if pods.blocking is not None:
-                plan.unremovable[name] = (UnremovableReason.BLOCKED_BY_POD, pods.blocking.message)
-                self.recheck_at[name] = monotonic + recheck
-                continue
-            if not pods.movable:
-                # Empty: nothing to place, no simulation (its room is simply not a destination
-                # for the next candidates: `removed`).
-                sim = working
-            else:
-                if simulated >= self._opts.non_empty_candidates_count:
-                    plan.unremovable[name] = (
-                        UnremovableReason.NOT_UNNEEDED_OTHER_REASON,
-                        "--scale-down-non-empty-candidates-count "
-                        f"{self._opts.non_empty_candidates_count} reached this loop",
-                    )
-                    continue
-                simulated += 1
-                gone = frozenset(removed | {name})
-
-                def destination(d: NodeInfo, gone: frozenset[str] = gone) -> bool:
-                    return d.name in real and d.name not in gone
-
-                found, _, why = simulate_removal(
-                    self._checker, working, name, pods.movable, destination
-                )
-                if found is None:
-                    plan.unremovable[name] = (UnremovableReason.NO_PLACE_TO_MOVE_PODS, why)
-                    self.recheck_at[name] = monotonic + recheck
-                    continue
-                sim = found
-            working = sim
-            budgets = trial
-            removed.add(name)
-            plan.unneeded.append(Candidate(node, group_of[name], pods, util))
+            if ni.name not in deleting:
+                self._categorize(state, ni, monotonic=monotonic, wall=wall)
+        plan = state.plan
         self.unneeded.update([c.name for c in plan.unneeded], monotonic=monotonic, wall=wall)
         return plan
+
+    def _categorize(
+        self, state: _Categorizing, ni: NodeInfo, *, monotonic: float, wall: float
+    ) -> None:
+        """One node of upstream categorizeNodes: unremovable with its reason, or unneeded
+        (its pods then placed elsewhere in the working snapshot)."""
+        plan = state.plan
+        name = ni.name
+        node = ni.node
+        assert node is not None
+        recheck = self._opts.unremovable_node_recheck_timeout
+        if name in self.recheck_at:
+            plan.unremovable[name] = (
+                UnremovableReason.RECENTLY_UNREMOVABLE,
+                f"unremovable in the last {format_duration(recheck)}, "
+                f"checked again in {self.recheck_at[name] - monotonic:.3g}s",
+            )
+            return
+        reason, message, util = check(
+            ni,
+            in_group=name in state.group_of,
+            opts=self._opts,
+            now=wall,
+        )
+        if reason is not None:
+            plan.unremovable[name] = (reason, message)
+            return
+        current = state.working.get(name)
+        assert current is not None
+        trial = state.budgets.fork()
+        pods = classify(
+            [pi.pod for pi in current.pods],
+            trial,
+            self._opts,
+            now=wall,
+        )
+        if pods.blocking is not None:
+            plan.unremovable[name] = (UnremovableReason.BLOCKED_BY_POD, pods.blocking.message)
+            self.recheck_at[name] = monotonic + recheck
+            return
+        sim = self._simulate_removal(state, name, pods, monotonic=monotonic)
+        if sim is None:
+            return
+        state.working = sim
+        state.budgets = trial
+        state.removed.add(name)
+        plan.unneeded.append(Candidate(node, state.group_of[name], pods, util))
+
+    def _simulate_removal(
+        self, state: _Categorizing, name: str, pods: NodePods, *, monotonic: float
+    ) -> ClusterSnapshot | None:
+        """The working snapshot with the node's movable pods placed elsewhere; None (the node
+        marked unremovable) when they do not fit or the loop's simulations are used up."""
+        if not pods.movable:
+            # Empty: nothing to place, no simulation (its room is simply not a destination
+            # for the next candidates: `removed`).
+            return state.working
+        plan = state.plan
+        if state.simulated >= self._opts.non_empty_candidates_count:
+            plan.unremovable[name] = (
+                UnremovableReason.NOT_UNNEEDED_OTHER_REASON,
+                "--scale-down-non-empty-candidates-count "
+                f"{self._opts.non_empty_candidates_count} reached this loop",
+            )
+            return None
+        state.simulated += 1
+        gone = frozenset(state.removed | {name})
+        real = state.real
+
+        def destination(d: NodeInfo) -> bool:
+            return d.name in real and d.name not in gone
+
+        found, _, why = simulate_removal(
+            self._checker, state.working, name, pods.movable, destination
+        )
+        if found is None:
+            plan.unremovable[name] = (UnremovableReason.NO_PLACE_TO_MOVE_PODS, why)
+            self.recheck_at[name] = monotonic + self._opts.unremovable_node_recheck_timeout
+            return None
+        return found
 
     def nodes_to_delete(
         self,

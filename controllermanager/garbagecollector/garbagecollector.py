@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import argparse
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -46,12 +46,16 @@ from controllermanager.garbagecollector.graph import (
     has_orphan_finalizer,
 )
 from controllermanager.garbagecollector.graph_builder import GraphBuilder
+from controllermanager.garbagecollector.operations import (
+    Operations,
+    UnknownKind,
+    resolve_kind,
+)
 from kemu.api.v1 import types_pb2
 from kemu.client.informer import FuncHandler, Informer, InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
-from kemu.machinery import convert
 from kemu.machinery.delete_options import (
     BACKGROUND,
     FINALIZER_DELETE_DEPENDENTS,
@@ -59,8 +63,7 @@ from kemu.machinery.delete_options import (
     FOREGROUND,
     ORPHAN,
 )
-from kemu.machinery.errors import ApiError, Conflict, NotFound
-from kemu.machinery.jsonvalue import JSONArray, JSONObject
+from kemu.machinery.errors import ApiError, NotFound
 from kemu.machinery.keys import object_meta
 from kemu.machinery.kinds import KINDS, Kind
 
@@ -70,7 +73,6 @@ NAME: Final = "garbagecollector"
 IGNORED_RESOURCES: Final = frozenset({"events"})
 """Resources the collector does not watch (upstream's default GC ignored resources)."""
 DEFAULT_CONCURRENT_GC_SYNCS: Final = 20
-_UPDATE_RETRIES: Final = 5
 
 
 @dataclass(frozen=True)
@@ -106,22 +108,6 @@ class _NamespacedOwnerOfClusterScopedObject(Exception):
     """A cluster-scoped object names a namespaced owner: never resolvable, never retried."""
 
 
-class _UnknownKind(Exception):
-    """An ownerReference names a kind kemu does not serve (upstream restMappingError)."""
-
-
-def _group(api_version: str) -> str:
-    return api_version.rpartition("/")[0]
-
-
-def resolve_kind(api_version: str, kind: str) -> Kind | None:
-    """The served kind an apiVersion/kind names (any version of its group), or None."""
-    for k in KINDS:
-        if k.kind == kind and _group(k.api_version) == _group(api_version):
-            return k
-    return None
-
-
 class GarbageCollector:
     """See the module docstring."""
 
@@ -138,6 +124,7 @@ class GarbageCollector:
         self.options = options or GarbageCollectorOptions()
         self.attempt_to_delete = WorkQueue(clock, name="garbage_collector_attempt_to_delete")
         self.attempt_to_orphan = WorkQueue(clock, name="garbage_collector_attempt_to_orphan")
+        self._ops = Operations(client)
         self.absent_owner_cache = ReferenceCache()
         self.builder = GraphBuilder(
             self.attempt_to_delete, self.attempt_to_orphan, self.absent_owner_cache
@@ -166,129 +153,6 @@ class GarbageCollector:
     def graph(self) -> dict[str, Node]:
         return self.builder.uid_to_node
 
-    # ------------------------------------------------------------ API helpers
-
-    def _kind(self, identity: ObjectReference) -> Kind:
-        kind = resolve_kind(identity.api_version, identity.kind)
-        if kind is None:
-            raise _UnknownKind(
-                f"unable to get REST mapping for {identity.api_version}/{identity.kind}"
-            )
-        return kind
-
-    def _namespace(self, kind: Kind, identity: ObjectReference) -> str:
-        return identity.namespace if kind.namespaced else ""
-
-    async def _get(self, identity: ObjectReference) -> Message:
-        kind = self._kind(identity)
-        return await self._client.get(kind.message, identity.name, self._namespace(kind, identity))
-
-    async def _patch_meta(self, identity: ObjectReference, obj: Message, meta: JSONObject) -> None:
-        """A merge patch of metadata, pinned to the resourceVersion `obj` was read at."""
-        kind = self._kind(identity)
-        meta = {"resourceVersion": object_meta(obj).resource_version, **meta}
-        await self._client.patch(
-            kind.message, identity.name, {"metadata": meta}, self._namespace(kind, identity)
-        )
-
-    async def _update_meta(
-        self, identity: ObjectReference, change: Callable[[Message], JSONObject | None]
-    ) -> bool:
-        """Read, change(obj) -> a metadata patch (None: nothing to do), write pinned to what was
-        read; retried on Conflict (upstream retry.RetryOnConflict). A missing object, or
-        another one under the name, needs nothing. True if it wrote."""
-        for attempt in range(_UPDATE_RETRIES):
-            try:
-                obj = await self._get(identity)
-            except NotFound:
-                return False
-            if object_meta(obj).uid != identity.uid:
-                return False
-            patch = change(obj)
-            if patch is None:
-                return False
-            try:
-                await self._patch_meta(identity, obj, patch)
-                return True
-            except NotFound:
-                return False
-            except Conflict:
-                if attempt == _UPDATE_RETRIES - 1:
-                    raise
-        return False
-
-    async def remove_finalizer(self, node: Node, finalizer: str) -> None:
-        def change(obj: Message) -> JSONObject | None:
-            finalizers = list(object_meta(obj).finalizers)
-            if finalizer not in finalizers:
-                return None
-            return {"finalizers": [f for f in finalizers if f != finalizer]}
-
-        if await self._update_meta(node.identity, change):
-            logger.info("removed the %s finalizer of %s", finalizer, node.identity)
-
-    async def remove_owner_references(self, node: Node, owner_uids: set[str]) -> None:
-        def change(obj: Message) -> JSONObject | None:
-            refs = [convert.message_to_dict(r) for r in object_meta(obj).owner_references]
-            kept: JSONArray = [r for r in refs if r.get("uid") not in owner_uids]
-            return None if len(kept) == len(refs) else {"ownerReferences": kept}
-
-        await self._update_meta(node.identity, change)
-
-    async def unblock_owner_references(self, node: Node) -> None:
-        def change(obj: Message) -> JSONObject | None:
-            refs = [convert.message_to_dict(r) for r in object_meta(obj).owner_references]
-            if not any(r.get("blockOwnerDeletion") for r in refs):
-                return None
-            return {
-                "ownerReferences": [
-                    {**r, "blockOwnerDeletion": False} if r.get("blockOwnerDeletion") else r
-                    for r in refs
-                ]
-            }
-
-        await self._update_meta(node.identity, change)
-
-    async def delete_object(
-        self,
-        identity: ObjectReference,
-        resource_version: str | None,
-        owners: Sequence[types_pb2.OwnerReference],
-        policy: str,
-    ) -> None:
-        """Deletes with uid and resourceVersion preconditions; when only the resourceVersion
-        is stale and the owner references are as they were, again with the uid alone
-        (upstream deleteObject)."""
-        kind = self._kind(identity)
-        try:
-            await self._client.delete(
-                kind.message,
-                identity.name,
-                self._namespace(kind, identity),
-                uid=identity.uid,
-                resource_version=resource_version,
-                propagation_policy=policy,
-            )
-        except NotFound:
-            return
-        except Conflict:
-            if resource_version is None:
-                raise
-            try:
-                live = await self._get(identity)
-            except NotFound:
-                return
-            lm = object_meta(live)
-            if (
-                lm.uid == identity.uid
-                and lm.resource_version != resource_version
-                and list(lm.owner_references) == list(owners)
-            ):
-                await self.delete_object(identity, None, owners, policy)
-                return
-            raise
-        logger.info("deleted %s (propagation %s)", identity, policy)
-
     # ------------------------------------------------------------ attemptToDelete
 
     async def is_dangling(
@@ -301,7 +165,7 @@ class GarbageCollector:
             return True, None
         kind = resolve_kind(ref.api_version, ref.kind)
         if kind is None:
-            raise _UnknownKind(f"unable to get REST mapping for {ref.api_version}/{ref.kind}")
+            raise UnknownKind(f"unable to get REST mapping for {ref.api_version}/{ref.kind}")
         if kind.namespaced and not item.identity.namespace:
             raise _NamespacedOwnerOfClusterScopedObject(
                 f"cluster-scoped {item.identity} names namespaced owner {ref.kind}/{ref.name}"
@@ -346,7 +210,7 @@ class GarbageCollector:
         if item.being_deleted and not item.deleting_dependents:
             return  # on its way out: its dependents are dealt with once it is gone
         try:
-            latest = await self._get(item.identity)
+            latest = await self._ops.get_object(item.identity)
         except NotFound:
             self.builder.virtual_delete(item.identity)
             raise _VirtualDeleteEnqueued from None
@@ -372,12 +236,12 @@ class GarbageCollector:
             # owner keeps: drop the reference, as the dangling ones.
             uids = {r.uid for r in (*dangling, *waiting, *orphaned)}
             logger.info("removing references to %s from %s", sorted(uids), item.identity)
-            await self.remove_owner_references(item, uids)
+            await self._ops.remove_owner_references(item, uids)
         elif waiting and item.dependents:
             if any(dep.deleting_dependents for dep in item.dependents):
                 # A dependent waits for us while we wait for it: break the cycle.
-                await self.unblock_owner_references(item)
-            await self.delete_object(item.identity, meta.resource_version, refs, FOREGROUND)
+                await self._ops.unblock_owner_references(item)
+            await self._ops.delete_object(item.identity, meta.resource_version, refs, FOREGROUND)
         else:
             if has_orphan_finalizer(meta):
                 policy = ORPHAN
@@ -385,12 +249,12 @@ class GarbageCollector:
                 policy = FOREGROUND
             else:
                 policy = BACKGROUND
-            await self.delete_object(item.identity, meta.resource_version, refs, policy)
+            await self._ops.delete_object(item.identity, meta.resource_version, refs, policy)
 
     async def process_deleting_dependents_item(self, item: Node) -> None:
         blocking = item.blocking_dependents()
         if not blocking:
-            await self.remove_finalizer(item, FINALIZER_DELETE_DEPENDENTS)
+            await self._ops.remove_finalizer(item, FINALIZER_DELETE_DEPENDENTS)
             return
         for dep in blocking:
             if not dep.deleting_dependents:
@@ -400,8 +264,8 @@ class GarbageCollector:
 
     async def orphan_dependents(self, owner: Node) -> None:
         for dep in list(owner.dependents):
-            await self.remove_owner_references(dep, {owner.identity.uid})
-        await self.remove_finalizer(owner, FINALIZER_ORPHAN_DEPENDENTS)
+            await self._ops.remove_owner_references(dep, {owner.identity.uid})
+        await self._ops.remove_finalizer(owner, FINALIZER_ORPHAN_DEPENDENTS)
 
     # ------------------------------------------------------------ workers
 
@@ -418,7 +282,7 @@ class GarbageCollector:
                 if isinstance(e, _NamespacedOwnerOfClusterScopedObject):
                     logger.warning("%s", e)
                 queue.forget(uid)
-            except (ApiError, _UnknownKind) as e:
+            except (ApiError, UnknownKind) as e:
                 logger.warning("error syncing item %s, requeuing: %s", uid, e)
                 queue.add_rate_limited(uid)
             else:
@@ -436,7 +300,7 @@ class GarbageCollector:
                 node = self.graph.get(uid)
                 if node is not None:
                     await self.orphan_dependents(node)
-            except (ApiError, _UnknownKind) as e:
+            except (ApiError, UnknownKind) as e:
                 logger.warning("orphaning the dependents of %s failed, requeuing: %s", uid, e)
                 queue.add_rate_limited(uid)
             else:

@@ -30,6 +30,7 @@ from kemu.machinery.storage import (
     claim_class,
 )
 from kemu.scheduling.pv_helpers import (
+    binding_mode,
     claim_has_class,
     default_class,
 )
@@ -91,6 +92,12 @@ class ClaimProvisioning:
         self._classes = classes
         self._pods = pods
         self._behaviour = behaviour
+
+    def is_delay_binding_mode(self, claim: types_pb2.PersistentVolumeClaim) -> bool:
+        """IsDelayBindingMode: the claim's class exists and binds WaitForFirstConsumer."""
+        name = claim_class(claim)
+        cls = self._classes.get(name) if name else None
+        return cls is not None and binding_mode(cls) == WAIT_FOR_FIRST_CONSUMER
 
     async def assign_default_class(self, claim: types_pb2.PersistentVolumeClaim) -> bool:
         """assignDefaultStorageClass (RetroactiveDefaultStorageClass): a claim that asked for

@@ -80,12 +80,10 @@ from kemu.machinery.storage import (
     VOLUME_BOUND,
     VOLUME_FAILED,
     VOLUME_RELEASED,
-    WAIT_FOR_FIRST_CONSUMER,
     claim_class,
     volume_class,
 )
 from kemu.scheduling.pv_helpers import (
-    binding_mode,
     check_access_modes,
     check_volume_mode_mismatches,
     find_best_match_for_claim,
@@ -191,10 +189,18 @@ class PersistentVolumeController:
         )
         index_pods_by_claim(self._pods)
         self._volumes.add_event_handler(
-            FuncHandler(self._enqueue_volume, self._on_volume_update, self._on_volume_delete)
+            FuncHandler(
+                self._enqueue_volume,
+                lambda _old, new: self._enqueue_volume(new),
+                self._on_volume_delete,
+            )
         )
         self._claims.add_event_handler(
-            FuncHandler(self._enqueue_claim, self._on_claim_update, self._on_claim_delete)
+            FuncHandler(
+                self._enqueue_claim,
+                lambda _old, new: self._enqueue_claim(new),
+                self._on_claim_delete,
+            )
         )
 
     @property
@@ -206,11 +212,6 @@ class PersistentVolumeController:
     def _enqueue_volume(self, volume: types_pb2.PersistentVolume) -> None:
         self.volume_queue.add(volume.metadata.name)
 
-    def _on_volume_update(
-        self, _old: types_pb2.PersistentVolume, new: types_pb2.PersistentVolume
-    ) -> None:
-        self._enqueue_volume(new)
-
     def _on_volume_delete(self, volume: types_pb2.PersistentVolume) -> None:
         """deleteVolume: the claim it was bound to is synced (it may be Lost now)."""
         if volume.spec.HasField("claim_ref") and volume.spec.claim_ref.name:
@@ -219,11 +220,6 @@ class PersistentVolumeController:
 
     def _enqueue_claim(self, claim: types_pb2.PersistentVolumeClaim) -> None:
         self.claim_queue.add(object_key(claim))
-
-    def _on_claim_update(
-        self, _old: types_pb2.PersistentVolumeClaim, new: types_pb2.PersistentVolumeClaim
-    ) -> None:
-        self._enqueue_claim(new)
 
     def _on_claim_delete(self, claim: types_pb2.PersistentVolumeClaim) -> None:
         """deleteClaim: its volume is synced at once (it is Released now)."""
@@ -253,20 +249,11 @@ class PersistentVolumeController:
         else:
             await self._sync_bound_claim(claim)
 
-    def _class_of(self, claim: types_pb2.PersistentVolumeClaim) -> types_pb2.StorageClass | None:
-        name = claim_class(claim)
-        return self._classes.lister.get(name) if name else None
-
-    def _is_delay_binding_mode(self, claim: types_pb2.PersistentVolumeClaim) -> bool:
-        """IsDelayBindingMode: the claim's class exists and binds WaitForFirstConsumer."""
-        cls = self._class_of(claim)
-        return cls is not None and binding_mode(cls) == WAIT_FOR_FIRST_CONSUMER
-
     async def _sync_unbound_claim(self, claim: types_pb2.PersistentVolumeClaim) -> None:
         if claim.spec.volume_name:
             await self._sync_prebound_claim(claim)
             return
-        delay_binding = self._is_delay_binding_mode(claim)
+        delay_binding = self._provisioning.is_delay_binding_mode(claim)
         volume = find_best_match_for_claim(
             claim, self._volumes.lister.list(), delay_binding=delay_binding
         )

@@ -15,7 +15,6 @@ from google.protobuf.message import Message
 from controllermanager.garbagecollector.garbagecollector import (
     GarbageCollector,
     GarbageCollectorOptions,
-    resolve_kind,
 )
 from controllermanager.garbagecollector.graph import (
     ObjectReference,
@@ -23,6 +22,7 @@ from controllermanager.garbagecollector.graph import (
     references_diffs,
 )
 from controllermanager.garbagecollector.graph_builder import GraphBuilder
+from controllermanager.garbagecollector.operations import resolve_kind
 from kemu.api.v1 import types_pb2
 from kemu.client.fake import FakeClient
 from kemu.client.informer import InformerFactory

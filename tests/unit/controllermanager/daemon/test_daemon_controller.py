@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from controllermanager import daemon_util
-from controllermanager.daemonset import DaemonSetController
+from controllermanager.daemon.daemon_controller import DaemonSetController
 from kemu.api.v1 import types_pb2
 from kemu.client.fake import FakeClient
 from kemu.client.informer import InformerFactory

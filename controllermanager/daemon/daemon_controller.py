@@ -1,5 +1,9 @@
 """The DaemonSet controller (upstream pkg/controller/daemon): one pod per eligible node.
 
+Split as upstream's files: this module (daemon_controller.go: handlers, manage, syncNodes,
+the status) and update.py (update.go: the rolling update); daemon_util.py holds the pod
+helpers.
+
 A sync of one DaemonSet (upstream syncDaemonSet):
 - its pods (claimed as the ReplicaSet controller claims them) are grouped by target node
   (spec.nodeName, or the node of the `metadata.name` matchFields term of a pod not yet
@@ -55,6 +59,7 @@ from controllermanager.controller_utils import (
     resolve_controller_ref,
     run_slow_start,
 )
+from controllermanager.daemon.update import rolling_update
 from kemu.api.v1 import types_pb2
 from kemu.client.events import EventRecorder
 from kemu.client.informer import FuncHandler, Informer, InformerFactory
@@ -85,6 +90,182 @@ class _Backoff:
     updated: float
 
 
+class FailedPodsBackoff:
+    """upstream failedPodsBackoff: per DaemonSet and node, 1 s doubling to 15 min."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, _Backoff] = {}
+
+    def in_backoff(self, key: str, now: float) -> float | None:
+        """The delay left for `key`, or None after recording the next (doubled) delay."""
+        entry = self._entries.get(key)
+        if entry is not None and now - entry.updated < entry.delay:
+            return entry.delay - (now - entry.updated)
+        delay = (
+            FAILED_POD_BACKOFF if entry is None else min(2 * entry.delay, MAX_FAILED_POD_BACKOFF)
+        )
+        self._entries[key] = _Backoff(delay, now)
+        return None
+
+
+def nodes_to_daemon_pods(pods: list[types_pb2.Pod]) -> dict[str, list[types_pb2.Pod]]:
+    """upstream getNodesToDaemonPods (deleted finished pods left out)."""
+    out: dict[str, list[types_pb2.Pod]] = {}
+    for pod in pods:
+        if pod.metadata.HasField("deletion_timestamp") and pod.status.phase in (
+            "Succeeded",
+            "Failed",
+        ):
+            continue
+        node = daemon_util.target_node_name(pod)
+        if node is None:
+            logger.warning("daemon pod %s has no target node", object_key(pod))
+            continue
+        out.setdefault(node, []).append(pod)
+    return out
+
+
+def surge_extras(
+    ds: types_pb2.DaemonSet, ordered: list[types_pb2.Pod], hash_: str, now: float
+) -> list[types_pb2.Pod]:
+    """With surge: keep the oldest new and the oldest old pod, and the old one only until
+    the new one is available."""
+    generation = apps.template_generation(ds)
+    oldest_new: types_pb2.Pod | None = None
+    oldest_old: types_pb2.Pod | None = None
+    out: list[types_pb2.Pod] = []
+    for pod in ordered:
+        if daemon_util.is_pod_updated(pod, hash_, generation):
+            if oldest_new is None:
+                oldest_new = pod
+                continue
+        elif oldest_old is None:
+            oldest_old = pod
+            continue
+        out.append(pod)
+    if oldest_new is not None and oldest_old is not None:
+        if not is_pod_ready(oldest_old) or is_pod_available(
+            oldest_new, ds.spec.min_ready_seconds, now
+        ):
+            out.append(oldest_old)
+    return out
+
+
+def calculate_status(
+    ds: types_pb2.DaemonSet,
+    nodes: list[types_pb2.Node],
+    by_node: dict[str, list[types_pb2.Pod]],
+    hash_: str,
+    now: float,
+) -> tuple[types_pb2.DaemonSetStatus, int, int]:
+    """The status numbers of updateDaemonSetStatus; also the ready and available counts."""
+    generation = apps.template_generation(ds)
+    desired = current = misscheduled = ready = available = updated = 0
+    for node in nodes:
+        should_run, _ = daemon.node_should_run_daemon_pod(node, ds)
+        node_pods = by_node.get(node.metadata.name, [])
+        if not should_run:
+            if node_pods:
+                misscheduled += 1
+            continue
+        desired += 1
+        if not node_pods:
+            continue
+        current += 1
+        pod = daemon_util.by_creation_timestamp_and_phase(node_pods)[0]
+        if is_pod_ready(pod):
+            ready += 1
+            if is_pod_available(pod, ds.spec.min_ready_seconds, now):
+                available += 1
+        if daemon_util.is_pod_updated(pod, hash_, generation):
+            updated += 1
+    status = types_pb2.DaemonSetStatus()
+    status.CopyFrom(ds.status)
+    status.desired_number_scheduled = desired
+    status.current_number_scheduled = current
+    status.number_misscheduled = misscheduled
+    status.number_ready = ready
+    status.number_available = available
+    status.number_unavailable = desired - available
+    status.updated_number_scheduled = updated
+    return status, ready, available
+
+
+class DaemonPodManager:
+    """upstream syncNodes: creates and deletes daemon pods under the controller's
+    expectations (shared with its event handlers)."""
+
+    def __init__(self, pod_control: PodControl, expectations: ControllerExpectations) -> None:
+        self._pod_control = pod_control
+        self._expectations = expectations
+
+    async def sync_nodes(
+        self,
+        ds: types_pb2.DaemonSet,
+        to_delete: list[types_pb2.Pod],
+        nodes_needing: list[str],
+        hash_: str,
+    ) -> None:
+        """upstream syncNodes: creations (slow start) and deletions, at most the burst each."""
+        key = object_key(ds)
+        nodes_needing = nodes_needing[:BURST_REPLICAS]
+        to_delete = to_delete[:BURST_REPLICAS]
+        if not nodes_needing and not to_delete:
+            return
+        self._expectations.expect(key, len(nodes_needing), (object_key(p) for p in to_delete))
+        template = daemon_util.create_pod_template(
+            ds.spec.template, apps.template_generation(ds), hash_
+        )
+        ref = new_controller_ref(ds)
+        errors: list[ApiError] = []
+        pending = list(nodes_needing)
+        if nodes_needing:
+            logger.info(
+                "daemonset %s: creating pods on %d nodes: %s",
+                key,
+                len(nodes_needing),
+                ", ".join(nodes_needing[:10]),
+            )
+
+        async def create() -> None:
+            node_name = pending.pop(0)
+            t = types_pb2.PodTemplateSpec()
+            t.CopyFrom(template)
+            daemon_util.replace_node_name_affinity(t.spec, node_name)
+            try:
+                await self._pod_control.create_pods(t, ds, ref)
+            except ApiError:
+                self._expectations.creation_observed(key)
+                raise
+
+        _, error = await run_slow_start(len(nodes_needing), create)
+        if error is not None:
+            errors.append(error)
+            for _ in pending:  # never tried: not expected
+                self._expectations.creation_observed(key)
+
+        async def delete(pod: types_pb2.Pod) -> None:
+            try:
+                await self._pod_control.delete_pod(pod.metadata.namespace, pod.metadata.name, ds)
+            except ApiError as e:
+                self._expectations.deletion_observed(key, object_key(pod))
+                if not isinstance(e, NotFound):
+                    errors.append(e)
+
+        if to_delete:
+            logger.info(
+                "daemonset %s: deleting %d pods: %s",
+                key,
+                len(to_delete),
+                ", ".join(p.metadata.name for p in to_delete[:10]),
+            )
+        async with anyio.create_task_group() as tg:
+            for pod in to_delete:
+                tg.start_soon(delete, pod)
+        if errors:
+            raise errors[0]
+
+
 class DaemonSetController:
     """See the module docstring."""
 
@@ -103,8 +284,9 @@ class DaemonSetController:
         self._recorder = recorder or EventRecorder(client, "daemonset-controller", clock=clock)
         self.expectations = ControllerExpectations(clock)
         self.pod_control = PodControl(client, self._recorder)
+        self._pod_manager = DaemonPodManager(self.pod_control, self.expectations)
         self.queue = WorkQueue(clock, name=NAME)
-        self._failed_backoff: dict[str, _Backoff] = {}
+        self._failed_backoff = FailedPodsBackoff()
         self._dss: Informer[types_pb2.DaemonSet] = informers.informer(types_pb2.DaemonSet)
         self._pods: Informer[types_pb2.Pod] = informers.informer(types_pb2.Pod)
         self._nodes: Informer[types_pb2.Node] = informers.informer(types_pb2.Node)
@@ -208,22 +390,6 @@ class DaemonSetController:
 
     # ------------------------------------------------------------ sync
 
-    def _nodes_to_daemon_pods(self, pods: list[types_pb2.Pod]) -> dict[str, list[types_pb2.Pod]]:
-        """upstream getNodesToDaemonPods (deleted finished pods left out)."""
-        out: dict[str, list[types_pb2.Pod]] = {}
-        for pod in pods:
-            if pod.metadata.HasField("deletion_timestamp") and pod.status.phase in (
-                "Succeeded",
-                "Failed",
-            ):
-                continue
-            node = daemon_util.target_node_name(pod)
-            if node is None:
-                logger.warning("daemon pod %s has no target node", object_key(pod))
-                continue
-            out.setdefault(node, []).append(pod)
-        return out
-
     async def sync(self, key: str) -> None:
         """Syncs DaemonSet `key`; raises an ApiError to be retried with backoff."""
         namespace, _, name = key.partition("/")
@@ -267,18 +433,6 @@ class DaemonSetController:
         """The pods the DaemonSet controls, as the informer has them now."""
         return self._pods.lister.by_index(CONTROLLER_UID_INDEX, ds.metadata.uid)
 
-    def _in_backoff(self, key: str, now: float) -> float | None:
-        """The failed-pod backoff: the delay left for `key`, or None after recording the next
-        (doubled) delay."""
-        entry = self._failed_backoff.get(key)
-        if entry is not None and now - entry.updated < entry.delay:
-            return entry.delay - (now - entry.updated)
-        delay = (
-            FAILED_POD_BACKOFF if entry is None else min(2 * entry.delay, MAX_FAILED_POD_BACKOFF)
-        )
-        self._failed_backoff[key] = _Backoff(delay, now)
-        return None
-
     def _pods_should_be_on_node(
         self,
         node: types_pb2.Node,
@@ -301,7 +455,7 @@ class DaemonSetController:
                     continue
                 if pod.status.phase == "Failed":
                     backoff_key = f"{object_key(ds)}/{ds.metadata.uid}/{name}"
-                    wait = self._in_backoff(backoff_key, now)
+                    wait = self._failed_backoff.in_backoff(backoff_key, now)
                     if wait is not None:
                         self.queue.add_after(object_key(ds), wait)
                         continue
@@ -323,37 +477,12 @@ class DaemonSetController:
                 if _max_surge(ds) == 0:
                     to_delete.extend(ordered[1:])
                 else:
-                    to_delete.extend(self._surge_extras(ds, ordered, hash_))
+                    to_delete.extend(surge_extras(ds, ordered, hash_, now))
         elif not should_continue and daemon_pods:
             to_delete.extend(
                 p for p in daemon_pods if not p.metadata.HasField("deletion_timestamp")
             )
         return False, to_delete
-
-    def _surge_extras(
-        self, ds: types_pb2.DaemonSet, ordered: list[types_pb2.Pod], hash_: str
-    ) -> list[types_pb2.Pod]:
-        """With surge: keep the oldest new and the oldest old pod, and the old one only until
-        the new one is available."""
-        generation = apps.template_generation(ds)
-        oldest_new: types_pb2.Pod | None = None
-        oldest_old: types_pb2.Pod | None = None
-        out: list[types_pb2.Pod] = []
-        for pod in ordered:
-            if daemon_util.is_pod_updated(pod, hash_, generation):
-                if oldest_new is None:
-                    oldest_new = pod
-                    continue
-            elif oldest_old is None:
-                oldest_old = pod
-                continue
-            out.append(pod)
-        if oldest_new is not None and oldest_old is not None:
-            if not is_pod_ready(oldest_old) or is_pod_available(
-                oldest_new, ds.spec.min_ready_seconds, self._clock.now()
-            ):
-                out.append(oldest_old)
-        return out
 
     async def _manage(
         self,
@@ -362,7 +491,7 @@ class DaemonSetController:
         pods: list[types_pb2.Pod],
         hash_: str,
     ) -> None:
-        by_node = self._nodes_to_daemon_pods(pods)
+        by_node = nodes_to_daemon_pods(pods)
         needing: list[str] = []
         to_delete: list[types_pb2.Pod] = []
         for node in nodes:
@@ -378,115 +507,7 @@ class DaemonSetController:
                     for p in node_pods
                     if not p.spec.node_name and not p.metadata.HasField("deletion_timestamp")
                 )
-        await self._sync_nodes(ds, to_delete, needing, hash_)
-
-    async def _sync_nodes(
-        self,
-        ds: types_pb2.DaemonSet,
-        to_delete: list[types_pb2.Pod],
-        nodes_needing: list[str],
-        hash_: str,
-    ) -> None:
-        """upstream syncNodes: creations (slow start) and deletions, at most the burst each."""
-        key = object_key(ds)
-        nodes_needing = nodes_needing[:BURST_REPLICAS]
-        to_delete = to_delete[:BURST_REPLICAS]
-        if not nodes_needing and not to_delete:
-            return
-        self.expectations.expect(key, len(nodes_needing), (object_key(p) for p in to_delete))
-        template = daemon_util.create_pod_template(
-            ds.spec.template, apps.template_generation(ds), hash_
-        )
-        ref = new_controller_ref(ds)
-        errors: list[ApiError] = []
-        pending = list(nodes_needing)
-        if nodes_needing:
-            logger.info(
-                "daemonset %s: creating pods on %d nodes: %s",
-                key,
-                len(nodes_needing),
-                ", ".join(nodes_needing[:10]),
-            )
-
-        async def create() -> None:
-            node_name = pending.pop(0)
-            t = types_pb2.PodTemplateSpec()
-            t.CopyFrom(template)
-            daemon_util.replace_node_name_affinity(t.spec, node_name)
-            try:
-                await self.pod_control.create_pods(t, ds, ref)
-            except ApiError:
-                self.expectations.creation_observed(key)
-                raise
-
-        _, error = await run_slow_start(len(nodes_needing), create)
-        if error is not None:
-            errors.append(error)
-            for _ in pending:  # never tried: not expected
-                self.expectations.creation_observed(key)
-
-        async def delete(pod: types_pb2.Pod) -> None:
-            try:
-                await self.pod_control.delete_pod(pod.metadata.namespace, pod.metadata.name, ds)
-            except ApiError as e:
-                self.expectations.deletion_observed(key, object_key(pod))
-                if not isinstance(e, NotFound):
-                    errors.append(e)
-
-        if to_delete:
-            logger.info(
-                "daemonset %s: deleting %d pods: %s",
-                key,
-                len(to_delete),
-                ", ".join(p.metadata.name for p in to_delete[:10]),
-            )
-        async with anyio.create_task_group() as tg:
-            for pod in to_delete:
-                tg.start_soon(delete, pod)
-        if errors:
-            raise errors[0]
-
-    # ------------------------------------------------------------ rolling update
-
-    def _desired_counts(
-        self, ds: types_pb2.DaemonSet, nodes: list[types_pb2.Node]
-    ) -> tuple[int, int, int]:
-        """upstream updatedDesiredNodeCounts: (maxSurge, maxUnavailable, desired)."""
-        desired = sum(1 for n in nodes if daemon.node_should_run_daemon_pod(n, ds)[0])
-        ru = ds.spec.update_strategy.rolling_update
-        surge = (
-            apps.scaled_value(ru.max_surge, desired, round_up=True)
-            if ru.HasField("max_surge")
-            else 0
-        )
-        unavailable = (
-            apps.scaled_value(ru.max_unavailable, desired, round_up=True)
-            if ru.HasField("max_unavailable")
-            else 1
-        )
-        if surge == 0 and unavailable == 0:
-            unavailable = 1
-        return surge, unavailable, desired
-
-    def _updated_pods_on_node(
-        self, ds: types_pb2.DaemonSet, pods: list[types_pb2.Pod], hash_: str
-    ) -> tuple[types_pb2.Pod | None, types_pb2.Pod | None, bool]:
-        """upstream findUpdatedPodsOnNode: (new pod, old pod, at most one of each)."""
-        generation = apps.template_generation(ds)
-        new: types_pb2.Pod | None = None
-        old: types_pb2.Pod | None = None
-        for pod in pods:
-            if pod.metadata.HasField("deletion_timestamp"):
-                continue
-            if daemon_util.is_pod_updated(pod, hash_, generation):
-                if new is not None:
-                    return None, None, False
-                new = pod
-            else:
-                if old is not None:
-                    return None, None, False
-                old = pod
-        return new, old, True
+        await self._pod_manager.sync_nodes(ds, to_delete, needing, hash_)
 
     async def _rolling_update(
         self,
@@ -495,60 +516,10 @@ class DaemonSetController:
         pods: list[types_pb2.Pod],
         hash_: str,
     ) -> None:
-        by_node = self._nodes_to_daemon_pods(pods)
-        max_surge, max_unavailable, _ = self._desired_counts(ds, nodes)
-        now = self._clock.now()
-        mrs = ds.spec.min_ready_seconds
-        if max_surge == 0:
-            unavailable = 0
-            allowed: list[types_pb2.Pod] = []
-            candidates: list[types_pb2.Pod] = []
-            for node_pods in by_node.values():
-                new, old, ok = self._updated_pods_on_node(ds, node_pods, hash_)
-                if not ok or (new is None) == (old is None):
-                    unavailable += 1  # the manage loop creates or deletes here
-                elif new is not None:
-                    if not is_pod_available(new, mrs, now):
-                        unavailable += 1
-                elif old is not None:
-                    if not is_pod_available(old, mrs, now):
-                        allowed.append(old)
-                    elif unavailable < max_unavailable:
-                        candidates.append(old)
-            remaining = max(0, min(max_unavailable - unavailable, len(candidates)))
-            await self._sync_nodes(ds, allowed + candidates[:remaining], [], hash_)
-            return
-        old_to_delete: list[types_pb2.Pod] = []
-        should_not_run: list[types_pb2.Pod] = []
-        candidate_nodes: list[str] = []
-        allowed_nodes: list[str] = []
-        surging = 0
-        node_by_name = {n.metadata.name: n for n in nodes}
-        for node_name, node_pods in by_node.items():
-            new, old, ok = self._updated_pods_on_node(ds, node_pods, hash_)
-            if not ok:
-                surging += 1
-                continue
-            if old is None:
-                continue
-            if new is None:
-                if not is_pod_available(old, mrs, now):
-                    node = node_by_name.get(node_name)
-                    if node is None or not daemon.node_should_run_daemon_pod(node, ds)[0]:
-                        should_not_run.append(old)
-                        continue
-                    allowed_nodes.append(node_name)
-                elif surging < max_surge:
-                    candidate_nodes.append(node_name)
-                continue
-            if not is_pod_available(new, mrs, now):
-                surging += 1
-                continue
-            old_to_delete.append(old)
-        remaining = max(0, min(max_surge - surging, len(candidate_nodes)))
-        await self._sync_nodes(
-            ds, old_to_delete + should_not_run, allowed_nodes + candidate_nodes[:remaining], hash_
+        to_delete, nodes_needing = rolling_update(
+            ds, nodes, nodes_to_daemon_pods(pods), hash_, self._clock.now()
         )
+        await self._pod_manager.sync_nodes(ds, to_delete, nodes_needing, hash_)
 
     # ------------------------------------------------------------ status
 
@@ -562,37 +533,9 @@ class DaemonSetController:
         observed: bool,
     ) -> None:
         """upstream updateDaemonSetStatus."""
-        by_node = self._nodes_to_daemon_pods(pods)
-        now = self._clock.now()
-        generation = apps.template_generation(ds)
-        desired = current = misscheduled = ready = available = updated = 0
-        for node in nodes:
-            should_run, _ = daemon.node_should_run_daemon_pod(node, ds)
-            node_pods = by_node.get(node.metadata.name, [])
-            if not should_run:
-                if node_pods:
-                    misscheduled += 1
-                continue
-            desired += 1
-            if not node_pods:
-                continue
-            current += 1
-            pod = daemon_util.by_creation_timestamp_and_phase(node_pods)[0]
-            if is_pod_ready(pod):
-                ready += 1
-                if is_pod_available(pod, ds.spec.min_ready_seconds, now):
-                    available += 1
-            if daemon_util.is_pod_updated(pod, hash_, generation):
-                updated += 1
-        status = types_pb2.DaemonSetStatus()
-        status.CopyFrom(ds.status)
-        status.desired_number_scheduled = desired
-        status.current_number_scheduled = current
-        status.number_misscheduled = misscheduled
-        status.number_ready = ready
-        status.number_available = available
-        status.number_unavailable = desired - available
-        status.updated_number_scheduled = updated
+        status, ready, available = calculate_status(
+            ds, nodes, nodes_to_daemon_pods(pods), hash_, self._clock.now()
+        )
         if observed:
             status.observed_generation = ds.metadata.generation
         if status != ds.status:

@@ -25,9 +25,14 @@ A sync of one Job (upstream syncJob, NonIndexed completion mode):
   counts a pod twice nor loses one: the uids of newly finished pods are first written to
   `status.uncountedTerminatedPods`, then their finalizers are removed, then (same sync) the
   uids whose pods no longer hold the finalizer move into the counters. A sync waits until the
-  Job informer shows the controller's last status write (job_util.WrittenVersions): an older
+  Job informer shows the controller's last status write (tracking_utils.WrittenVersions): an older
   copy lacks the pods whose finalizers that write let go, and counting from it would start a
   surplus pod.
+
+Split as upstream's pkg/controller/job: this module (job_controller.go: handlers, syncJob,
+manageJob's creations and deletions as JobPodManager), tracking_utils.py (the tracking of
+finished pods: the writes above), backoff_utils.py (the pod-failure backoff), utils.py (the
+pod predicates and the condition helper).
 
 Pods that keep the finalizer while their Job is gone or finished (a Job deleted with its pods
 running: the garbage collector deletes them, and their finalizer must go) have it removed by a
@@ -43,7 +48,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Final
 
 import anyio
@@ -63,11 +67,15 @@ from controllermanager.controller_utils import (
     resolve_controller_ref,
     run_slow_start,
 )
-from controllermanager.job_util import (
-    BackoffRecord,
-    BackoffStore,
+from controllermanager.job.backoff_utils import BackoffStore
+from controllermanager.job.tracking_utils import (
     FinalizerExpectations,
+    FinishedPodTracker,
+    SyncJobCtx,
     WrittenVersions,
+    remove_tracking_finalizer,
+)
+from controllermanager.job.utils import (
     ensure_condition,
     has_tracking_finalizer,
     is_pod_failed,
@@ -83,7 +91,7 @@ from kemu.machinery import batch
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.keys import object_key
-from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
+from kemu.machinery.kinds import EVENT_NORMAL
 from kemu.machinery.labels import Selector
 from kemu.machinery.owners import controller_of
 from kemu.machinery.pod_conditions import is_pod_ready
@@ -93,31 +101,10 @@ logger = logging.getLogger(__name__)
 NAME: Final = "job"
 DEFAULT_WORKERS: Final = 5
 MAX_POD_CREATE_DELETE_PER_SYNC: Final = 500
-MAX_UNCOUNTED_PODS: Final = 500
-FINALIZER_PATCH_RETRIES: Final = 3
 
 MESSAGE_BACKOFF: Final = "Job has reached the specified backoff limit"
 MESSAGE_DEADLINE: Final = "Job was active longer than specified deadline"
 MESSAGE_COMPLETIONS: Final = "Reached expected number of succeeded pods"
-
-
-@dataclass
-class _SyncContext:
-    """What one sync computes (upstream syncJobCtx)."""
-
-    job: types_pb2.Job  # a copy whose status the sync edits
-    pods: list[types_pb2.Pod]
-    active_pods: list[types_pb2.Pod]
-    succeeded: int
-    failed: int
-    terminating: int
-    expected_removals: frozenset[str]
-    new_succeeded: list[types_pb2.Pod] = field(default_factory=list)
-    new_failed: list[types_pb2.Pod] = field(default_factory=list)
-    # (type, reason, message): the interim condition (FailureTarget or SuccessCriteriaMet).
-    finished: tuple[str, str, str] | None = None
-    backoff: BackoffRecord = field(default_factory=BackoffRecord)
-    """The pod-failure backoff after this sync's newly finished pods (stored once written)."""
 
 
 def _wanted_active(job: types_pb2.Job, succeeded: int, active: int) -> int:
@@ -127,6 +114,172 @@ def _wanted_active(job: types_pb2.Job, succeeded: int, active: int) -> int:
     if not job.spec.HasField("completions"):
         return active if succeeded > 0 else parallelism
     return max(0, min(job.spec.completions - succeeded, parallelism))
+
+
+def count_pods(
+    job: types_pb2.Job, pods: list[types_pb2.Pod], expected_removals: frozenset[str]
+) -> SyncJobCtx:
+    """The claimed pods counted: active, terminating, and succeeded and failed as the status
+    counters plus the uncounted uids plus the pods that finished since and still carry the
+    tracking finalizer (those not already expected to lose it)."""
+    uncounted = job.status.uncounted_terminated_pods
+    ctx = SyncJobCtx(
+        job=job,
+        pods=pods,
+        active_pods=[p for p in pods if is_pod_active(p)],
+        succeeded=0,
+        failed=0,
+        terminating=sum(1 for p in pods if is_pod_terminating(p)),
+        expected_removals=expected_removals,
+    )
+    counted_s, counted_f = set(uncounted.succeeded), set(uncounted.failed)
+    for p in pods:
+        uid = p.metadata.uid
+        if not has_tracking_finalizer(p) or uid in expected_removals:
+            continue
+        if uid in counted_s or uid in counted_f:
+            continue
+        if p.status.phase == "Succeeded":
+            ctx.new_succeeded.append(p)
+        elif is_pod_failed(p, job):
+            ctx.new_failed.append(p)
+    ctx.succeeded = job.status.succeeded + len(counted_s) + len(ctx.new_succeeded)
+    ctx.failed = job.status.failed + len(counted_f) + len(ctx.new_failed)
+    return ctx
+
+
+def past_failure_limits(
+    ctx: SyncJobCtx, now: float
+) -> tuple[tuple[str, str, str] | None, float | None]:
+    """The interim condition the Job already carries, or the one its backoffLimit or
+    activeDeadlineSeconds calls for (upstream pastBackoffLimitOnFailure,
+    pastActiveDeadline); and, while the deadline is ahead, the seconds until it passes."""
+    job = ctx.job
+    for type_ in (batch.SUCCESS_CRITERIA_MET, batch.FAILURE_TARGET):
+        cond = batch.find_condition(job, type_)
+        if cond is not None and cond.status == "True":
+            return (type_, cond.reason, cond.message), None
+    if ctx.failed > job.spec.backoff_limit:
+        return (batch.FAILURE_TARGET, batch.REASON_BACKOFF_LIMIT_EXCEEDED, MESSAGE_BACKOFF), None
+    if not job.spec.HasField("active_deadline_seconds") or batch.is_suspended(job):
+        return None, None
+    if not job.status.HasField("start_time"):
+        return None, None
+    start = job.status.start_time.seconds + job.status.start_time.nanos / 1e9
+    remaining = job.spec.active_deadline_seconds - (now - start)
+    if remaining <= 0:
+        return (batch.FAILURE_TARGET, batch.REASON_DEADLINE_EXCEEDED, MESSAGE_DEADLINE), None
+    return None, remaining
+
+
+def update_suspend_condition(job: types_pb2.Job, now: float, recorder: EventRecorder) -> bool:
+    """The Suspended condition after a managed sync; resuming restarts startTime."""
+    ts = timestamp(now)
+    if batch.is_suspended(job):
+        changed = ensure_condition(
+            job.status, batch.SUSPENDED, "True", batch.REASON_JOB_SUSPENDED, "Job suspended", ts
+        )
+        if changed:
+            recorder.event(job, EVENT_NORMAL, "Suspended", "Suspend", "Job suspended")
+        return changed
+    changed = ensure_condition(
+        job.status, batch.SUSPENDED, "False", batch.REASON_JOB_RESUMED, "Job resumed", ts
+    )
+    if changed:
+        recorder.event(job, EVENT_NORMAL, "Resumed", "Resume", "Job resumed")
+        # activeDeadlineSeconds counts continuous activity: it starts again.
+        job.status.start_time.CopyFrom(ts)
+    return changed
+
+
+class JobPodManager:
+    """upstream manageJob and its deletions: creates or deletes pods towards the wanted active
+    count, under the controller's expectations (shared with its event handlers)."""
+
+    def __init__(
+        self,
+        pod_control: PodControl,
+        expectations: ControllerExpectations,
+        clock: Clock,
+        queue: WorkQueue,
+    ) -> None:
+        self._pod_control = pod_control
+        self._expectations = expectations
+        self._clock = clock
+        self._queue = queue
+
+    async def manage(self, key: str, ctx: SyncJobCtx) -> tuple[int, ApiError | None]:
+        """upstream manageJob: the number of active pods after creating or deleting."""
+        job = ctx.job
+        active = len(ctx.active_pods)
+        if batch.is_suspended(job):
+            deleted, error = await self.delete_pods(job, ctx.active_pods)
+            ctx.terminating += deleted
+            return active - deleted, error
+        want = _wanted_active(job, ctx.succeeded, active)
+        if active > want:
+            victims = pods_to_delete(
+                ctx.active_pods,
+                [],
+                min(active - want, MAX_POD_CREATE_DELETE_PER_SYNC),
+                self._clock.now(),
+            )
+            deleted, error = await self.delete_pods(job, victims)
+            ctx.terminating += deleted
+            return active - deleted, error
+        diff = want - active
+        if job.spec.pod_replacement_policy == batch.FAILED_POLICY:
+            diff -= ctx.terminating
+        if diff <= 0:
+            return active, None
+        wait = ctx.backoff.remaining(self._clock.now())
+        if wait > 0:
+            logger.info("job %s: backing off %.1fs before creating pods", key, wait)
+            self._queue.add_after(key, wait)
+            return active, None
+        count = min(diff, MAX_POD_CREATE_DELETE_PER_SYNC)
+        self._expectations.expect_creations(key, count)
+        template = types_pb2.PodTemplateSpec()
+        template.CopyFrom(job.spec.template)
+        if batch.JOB_TRACKING_FINALIZER not in template.metadata.finalizers:
+            template.metadata.finalizers.append(batch.JOB_TRACKING_FINALIZER)
+        ref = new_controller_ref(job)
+
+        async def create() -> None:
+            await self._pod_control.create_pods(template, job, ref)
+
+        logger.info("job %s: creating %d pods (%d active, %d wanted)", key, count, active, want)
+        created, error = await run_slow_start(count, create)
+        for _ in range(count - created):
+            self._expectations.creation_observed(key)
+        return active + created, error
+
+    async def delete_pods(
+        self, job: types_pb2.Job, pods: list[types_pb2.Pod]
+    ) -> tuple[int, ApiError | None]:
+        """Deletes pods (expecting their deletions): how many went, and the first error."""
+        if not pods:
+            return 0, None
+        key = object_key(job)
+        self._expectations.expect_deletions(key, (object_key(p) for p in pods))
+        errors: list[ApiError] = []
+        deleted = [0]
+
+        async def delete(pod: types_pb2.Pod) -> None:
+            try:
+                await self._pod_control.delete_pod(pod.metadata.namespace, pod.metadata.name, job)
+                deleted[0] += 1
+            except ApiError as e:
+                self._expectations.deletion_observed(key, object_key(pod))
+                if isinstance(e, NotFound):
+                    deleted[0] += 1
+                else:
+                    errors.append(e)
+
+        async with anyio.create_task_group() as tg:
+            for pod in pods:
+                tg.start_soon(delete, pod)
+        return deleted[0], errors[0] if errors else None
 
 
 class JobController:
@@ -150,8 +303,17 @@ class JobController:
         self.written = WrittenVersions()
         self.backoff = BackoffStore()
         self.pod_control = PodControl(client, self._recorder)
+        self._tracker = FinishedPodTracker(
+            client,
+            clock,
+            self._recorder,
+            finalizer_expectations=self.finalizer_expectations,
+            written=self.written,
+            backoff=self.backoff,
+        )
         self.queue = WorkQueue(clock, name=NAME)
         self.orphan_queue = WorkQueue(clock, name=f"{NAME}-orphan-pods")
+        self._pods_manager = JobPodManager(self.pod_control, self.expectations, clock, self.queue)
         self._jobs: Informer[types_pb2.Job] = informers.informer(types_pb2.Job)
         self._pods: Informer[types_pb2.Pod] = informers.informer(types_pb2.Pod)
         index_by_controller_uid(self._pods)
@@ -291,7 +453,7 @@ class JobController:
         manage_error: ApiError | None = None
         suspend_changed = False
         if ctx.finished is not None:
-            deleted, manage_error = await self._delete_pods(job, ctx.active_pods)
+            deleted, manage_error = await self._pods_manager.delete_pods(job, ctx.active_pods)
             active -= deleted
             ctx.terminating += deleted
             if deleted != len(ctx.active_pods):
@@ -299,7 +461,7 @@ class JobController:
         else:
             managed = False
             if satisfied and not job.metadata.HasField("deletion_timestamp"):
-                active, manage_error = await self._manage(key, ctx)
+                active, manage_error = await self._pods_manager.manage(key, ctx)
                 managed = True
             if job.spec.HasField("completions"):
                 complete = ctx.succeeded >= job.spec.completions and active == 0
@@ -312,16 +474,16 @@ class JobController:
                     MESSAGE_COMPLETIONS,
                 )
             elif managed:
-                suspend_changed = self._suspend_condition(job, now)
+                suspend_changed = update_suspend_condition(job, now, self._recorder)
         ready = sum(1 for p in ctx.active_pods if is_pod_ready(p) and is_pod_active(p))
         job.status.active = active
         job.status.ready = min(ready, active)
         job.status.terminating = ctx.terminating
-        await self._track_and_flush(key, ctx, stored, force=suspend_changed)
+        await self._tracker.track_and_flush(key, ctx, stored, force=suspend_changed)
         if manage_error is not None:
             raise manage_error
 
-    async def _context(self, job: types_pb2.Job, selector: Selector) -> _SyncContext:
+    async def _context(self, job: types_pb2.Job, selector: Selector) -> SyncJobCtx:
         key = object_key(job)
         candidates = [
             p
@@ -332,285 +494,16 @@ class JobController:
             self._client, job, selector, recheck_owner(self._client, job)
         )
         pods = await manager.claim(candidates)
-        uncounted = job.status.uncounted_terminated_pods
-        expected = self.finalizer_expectations.expected(key)
-        ctx = _SyncContext(
-            job=job,
-            pods=pods,
-            active_pods=[p for p in pods if is_pod_active(p)],
-            succeeded=0,
-            failed=0,
-            terminating=sum(1 for p in pods if is_pod_terminating(p)),
-            expected_removals=expected,
-        )
-        counted_s, counted_f = set(uncounted.succeeded), set(uncounted.failed)
-        for p in pods:
-            uid = p.metadata.uid
-            if not has_tracking_finalizer(p) or uid in expected:
-                continue
-            if uid in counted_s or uid in counted_f:
-                continue
-            if p.status.phase == "Succeeded":
-                ctx.new_succeeded.append(p)
-            elif is_pod_failed(p, job):
-                ctx.new_failed.append(p)
-        ctx.succeeded = job.status.succeeded + len(counted_s) + len(ctx.new_succeeded)
-        ctx.failed = job.status.failed + len(counted_f) + len(ctx.new_failed)
+        ctx = count_pods(job, pods, self.finalizer_expectations.expected(key))
         ctx.backoff = self.backoff.new_record(
             key, ctx.new_succeeded, ctx.new_failed, self._clock.now()
         )
         return ctx
 
-    def _decide_failure(self, key: str, ctx: _SyncContext, now: float) -> None:
-        job = ctx.job
-        for type_ in (batch.SUCCESS_CRITERIA_MET, batch.FAILURE_TARGET):
-            cond = batch.find_condition(job, type_)
-            if cond is not None and cond.status == "True":
-                ctx.finished = (type_, cond.reason, cond.message)
-                return
-        if ctx.failed > job.spec.backoff_limit:
-            ctx.finished = (
-                batch.FAILURE_TARGET,
-                batch.REASON_BACKOFF_LIMIT_EXCEEDED,
-                MESSAGE_BACKOFF,
-            )
-            return
-        if not job.spec.HasField("active_deadline_seconds") or batch.is_suspended(job):
-            return
-        if not job.status.HasField("start_time"):
-            return
-        start = job.status.start_time.seconds + job.status.start_time.nanos / 1e9
-        remaining = job.spec.active_deadline_seconds - (now - start)
-        if remaining <= 0:
-            ctx.finished = (batch.FAILURE_TARGET, batch.REASON_DEADLINE_EXCEEDED, MESSAGE_DEADLINE)
-        else:
-            self.queue.add_after(key, remaining)
-
-    def _suspend_condition(self, job: types_pb2.Job, now: float) -> bool:
-        ts = timestamp(now)
-        if batch.is_suspended(job):
-            changed = ensure_condition(
-                job.status, batch.SUSPENDED, "True", batch.REASON_JOB_SUSPENDED, "Job suspended", ts
-            )
-            if changed:
-                self._recorder.event(job, EVENT_NORMAL, "Suspended", "Suspend", "Job suspended")
-            return changed
-        changed = ensure_condition(
-            job.status, batch.SUSPENDED, "False", batch.REASON_JOB_RESUMED, "Job resumed", ts
-        )
-        if changed:
-            self._recorder.event(job, EVENT_NORMAL, "Resumed", "Resume", "Job resumed")
-            # activeDeadlineSeconds counts continuous activity: it starts again.
-            job.status.start_time.CopyFrom(ts)
-        return changed
-
-    async def _manage(self, key: str, ctx: _SyncContext) -> tuple[int, ApiError | None]:
-        """upstream manageJob: the number of active pods after creating or deleting."""
-        job = ctx.job
-        active = len(ctx.active_pods)
-        if batch.is_suspended(job):
-            deleted, error = await self._delete_pods(job, ctx.active_pods)
-            ctx.terminating += deleted
-            return active - deleted, error
-        want = _wanted_active(job, ctx.succeeded, active)
-        if active > want:
-            victims = pods_to_delete(
-                ctx.active_pods,
-                [],
-                min(active - want, MAX_POD_CREATE_DELETE_PER_SYNC),
-                self._clock.now(),
-            )
-            deleted, error = await self._delete_pods(job, victims)
-            ctx.terminating += deleted
-            return active - deleted, error
-        diff = want - active
-        if job.spec.pod_replacement_policy == batch.FAILED_POLICY:
-            diff -= ctx.terminating
-        if diff <= 0:
-            return active, None
-        wait = ctx.backoff.remaining(self._clock.now())
-        if wait > 0:
-            logger.info("job %s: backing off %.1fs before creating pods", key, wait)
-            self.queue.add_after(key, wait)
-            return active, None
-        count = min(diff, MAX_POD_CREATE_DELETE_PER_SYNC)
-        self.expectations.expect_creations(key, count)
-        template = types_pb2.PodTemplateSpec()
-        template.CopyFrom(job.spec.template)
-        if batch.JOB_TRACKING_FINALIZER not in template.metadata.finalizers:
-            template.metadata.finalizers.append(batch.JOB_TRACKING_FINALIZER)
-        ref = new_controller_ref(job)
-
-        async def create() -> None:
-            await self.pod_control.create_pods(template, job, ref)
-
-        logger.info("job %s: creating %d pods (%d active, %d wanted)", key, count, active, want)
-        created, error = await run_slow_start(count, create)
-        for _ in range(count - created):
-            self.expectations.creation_observed(key)
-        return active + created, error
-
-    async def _delete_pods(
-        self, job: types_pb2.Job, pods: list[types_pb2.Pod]
-    ) -> tuple[int, ApiError | None]:
-        """Deletes pods (expecting their deletions): how many went, and the first error."""
-        if not pods:
-            return 0, None
-        key = object_key(job)
-        self.expectations.expect_deletions(key, (object_key(p) for p in pods))
-        errors: list[ApiError] = []
-        deleted = [0]
-
-        async def delete(pod: types_pb2.Pod) -> None:
-            try:
-                await self.pod_control.delete_pod(pod.metadata.namespace, pod.metadata.name, job)
-                deleted[0] += 1
-            except ApiError as e:
-                self.expectations.deletion_observed(key, object_key(pod))
-                if isinstance(e, NotFound):
-                    deleted[0] += 1
-                else:
-                    errors.append(e)
-
-        async with anyio.create_task_group() as tg:
-            for pod in pods:
-                tg.start_soon(delete, pod)
-        return deleted[0], errors[0] if errors else None
-
-    # ------------------------------------------------------------ tracking finished pods
-
-    async def _track_and_flush(
-        self, key: str, ctx: _SyncContext, stored: types_pb2.Job, *, force: bool
-    ) -> None:
-        """upstream trackJobStatusAndRemoveFinalizers and flushUncountedAndRemoveFinalizers:
-        uncounted uids first, then the finalizers, then the counters and the final
-        condition."""
-        job = ctx.job
-        uncounted = job.status.uncounted_terminated_pods
-        counted_s, counted_f = set(uncounted.succeeded), set(uncounted.failed)
-        to_remove: list[types_pb2.Pod] = []
-        added = False
-        failing = ctx.finished is not None and ctx.finished[0] == batch.FAILURE_TARGET
-        for pod in ctx.pods:
-            uid = pod.metadata.uid
-            if not has_tracking_finalizer(pod) or uid in ctx.expected_removals:
-                continue
-            failed = is_pod_failed(pod, job)
-            if not (failed or pod.status.phase == "Succeeded" or ctx.finished is not None):
-                continue
-            if pod.status.phase == "Succeeded" and uid not in counted_f:
-                if uid not in counted_s:
-                    uncounted.succeeded.append(uid)
-                    counted_s.add(uid)
-                    added = True
-            elif failed or failing:
-                if uid not in counted_f:
-                    uncounted.failed.append(uid)
-                    counted_f.add(uid)
-                    added = True
-            elif not is_pod_active(pod) or pod.metadata.HasField("deletion_timestamp"):
-                pass
-            else:
-                continue  # a running pod of a succeeding Job: it finishes first
-            to_remove.append(pod)
-            if len(counted_s) + len(counted_f) >= MAX_UNCOUNTED_PODS:
-                break
-        if ctx.finished is not None:
-            if batch.find_condition(job, ctx.finished[0]) is None:
-                type_, reason, message = ctx.finished
-                ensure_condition(
-                    job.status, type_, "True", reason, message, timestamp(self._clock.now())
-                )
-                added = True
-        current = stored
-        if added or force or job.status != stored.status:
-            current = await self._write_status(current, job.status)
-        removed = await self._remove_finalizers(key, to_remove)
-        self.backoff.update(key, ctx.backoff)
-        with_finalizer = {p.metadata.uid for p in ctx.pods if has_tracking_finalizer(p)} - removed
-        moved = False
-        for uid in list(uncounted.succeeded):
-            if uid not in with_finalizer:
-                uncounted.succeeded.remove(uid)
-                job.status.succeeded += 1
-                moved = True
-        for uid in list(uncounted.failed):
-            if uid not in with_finalizer:
-                uncounted.failed.remove(uid)
-                job.status.failed += 1
-                moved = True
-        finished = self._enact_finished(ctx)
-        if moved or finished:
-            await self._write_status(current, job.status)
-        if finished:
-            self._record_finished(job)
-            self.backoff.remove(key)
-
-    def _enact_finished(self, ctx: _SyncContext) -> bool:
-        """upstream enactJobFinished: the final condition once no pod is uncounted or
-        terminating."""
-        if ctx.finished is None:
-            return False
-        status = ctx.job.status
-        uncounted = status.uncounted_terminated_pods
-        if uncounted.succeeded or uncounted.failed or ctx.terminating > 0:
-            return False
-        interim, reason, message = ctx.finished
-        final = batch.FAILED if interim == batch.FAILURE_TARGET else batch.COMPLETE
-        now = timestamp(self._clock.now())
-        ensure_condition(status, final, "True", reason, message, now)
-        if final == batch.COMPLETE:
-            status.completion_time.CopyFrom(now)
-        return True
-
-    def _record_finished(self, job: types_pb2.Job) -> None:
-        if batch.has_condition(job, batch.COMPLETE):
-            logger.info("job %s completed", object_key(job))
-            self._recorder.event(job, EVENT_NORMAL, "Completed", "Complete", "Job completed")
-            return
-        cond = batch.find_condition(job, batch.FAILED)
-        if cond is not None:
-            logger.info("job %s failed: %s", object_key(job), cond.reason)
-            self._recorder.event(job, EVENT_WARNING, cond.reason, "Fail", cond.message)
-
-    async def _write_status(
-        self, current: types_pb2.Job, status: types_pb2.JobStatus
-    ) -> types_pb2.Job:
-        """One status write pinned to the resourceVersion the sync read: a Conflict means a
-        newer Job the next sync reads (upstream updateJobStatus)."""
-        new = types_pb2.Job()
-        new.CopyFrom(current)
-        new.status.CopyFrom(status)
-        written = await self._client.update_status(new)
-        self.written.wrote(object_key(written), written)
-        return written
-
-    async def _remove_finalizers(self, key: str, pods: list[types_pb2.Pod]) -> set[str]:
-        """Removes the tracking finalizer from `pods`; the uids whose removal succeeded (or
-        whose pod is gone). The first error is raised after every pod was tried."""
-        if not pods:
-            return set()
-        self.finalizer_expectations.expect_removals(key, (p.metadata.uid for p in pods))
-        removed: set[str] = set()
-        errors: list[ApiError] = []
-
-        async def remove(pod: types_pb2.Pod) -> None:
-            try:
-                await remove_tracking_finalizer(self._client, pod)
-                removed.add(pod.metadata.uid)
-            except NotFound:
-                removed.add(pod.metadata.uid)
-                self.finalizer_expectations.removal_observed(key, pod.metadata.uid)
-            except ApiError as e:
-                self.finalizer_expectations.removal_observed(key, pod.metadata.uid)
-                errors.append(e)
-
-        async with anyio.create_task_group() as tg:
-            for pod in pods:
-                tg.start_soon(remove, pod)
-        if errors:
-            raise errors[0]
-        return removed
+    def _decide_failure(self, key: str, ctx: SyncJobCtx, now: float) -> None:
+        ctx.finished, recheck_after = past_failure_limits(ctx, now)
+        if recheck_after is not None:
+            self.queue.add_after(key, recheck_after)
 
     # ------------------------------------------------------------ orphan pods
 
@@ -676,33 +569,6 @@ class JobController:
                 ("job orphan worker", orphans),
             ],
         )
-
-
-async def remove_tracking_finalizer(client: ApiClient, pod: types_pb2.Pod) -> None:
-    """A merge patch of the pod's finalizers without the job-tracking one, pinned to the
-    resourceVersion; on a Conflict the pod is read again (same uid) and the patch retried."""
-    current = pod
-    for attempt in range(FINALIZER_PATCH_RETRIES):
-        finalizers = [f for f in current.metadata.finalizers if f != batch.JOB_TRACKING_FINALIZER]
-        if len(finalizers) == len(current.metadata.finalizers):
-            return
-        patch = {
-            "metadata": {
-                "finalizers": finalizers or None,
-                "resourceVersion": current.metadata.resource_version,
-            }
-        }
-        try:
-            await client.patch(
-                types_pb2.Pod, current.metadata.name, patch, current.metadata.namespace
-            )
-            return
-        except Conflict:
-            if attempt == FINALIZER_PATCH_RETRIES - 1:
-                raise
-        current = await client.get(types_pb2.Pod, pod.metadata.name, pod.metadata.namespace)
-        if current.metadata.uid != pod.metadata.uid:
-            raise NotFound(f'pods "{pod.metadata.name}" not found')
 
 
 def new_controller(ctx: ControllerContext) -> JobController:

@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from controllermanager import deployment_util as util
-from controllermanager.deployment import DeploymentController
+from controllermanager.deployment.deployment_controller import DeploymentController
 from kemu.api.v1 import types_pb2
 from kemu.client.fake import FakeClient
 from kemu.client.informer import InformerFactory
