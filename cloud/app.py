@@ -42,9 +42,9 @@ from kemu.api.cloud.v1 import cloud_pb2
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.client.clock import PeerCalls, follow_cluster_clock
-from kemu.client.controlplane import new_identity
 from kemu.client.informer import InformerFactory
 from kemu.client.interface import ApiClient
+from kemu.client.leaderelection import new_identity
 from kemu.component.options import parse_component_args
 from kemu.component.runner import ComponentContext, cleanup_scope, run_component
 from kemu.component.virtual_clock import VirtualClock
