@@ -43,7 +43,7 @@ import yaml
 
 from apiserver import options as apiserver_options
 from cloud.config import ConfigError, parse_config
-from controllermanager import app as controllermanager_app
+from controllermanager import options as controllermanager_options
 from kemu.component.featuregate import FeatureGateError, FeatureGates
 from kemu.component.options import FlagError, check_flags
 from kemu.component.version import DEFAULT_VERSION, parse_emulated_version
@@ -107,7 +107,7 @@ _SET_BY_REPLAY: Final = {
 FLAG_TABLES: Final[Mapping[str, Callable[[], argparse.ArgumentParser]]] = {
     "apiserver": apiserver_options.build_parser,
     "scheduler": scheduler_app.build_parser,
-    "controllermanager": controllermanager_app.build_parser,
+    "controllermanager": controllermanager_options.build_parser,
     "kubelet": kubelet_options.build_parser,
 }
 """The flag table of each component whose further flags CLUSTER.yaml may give (`args`,
