@@ -1,9 +1,10 @@
 """What every control-plane client component (controller-manager, scheduler, autoscaler) does
-around its own work: leader-election flags, waiting for the apiserver, the identity lease that
-the Version RPC reports, and running the work only while holding the lease.
+around its own work: waiting for the apiserver, the identity lease that the Version RPC reports,
+and running the work only while holding the lease. The leader-election flags are in
+kemu.client.leaderelection (no gRPC), which a process's options module reads.
 
     parser = new_parser(...)
-    add_leader_election_flags(parser, lease_name="kube-scheduler")
+    add_leader_election_flags(parser, lease_name="kube-scheduler")   # kemu.client.leaderelection
     ...
     election = leader_election_config(args, lease_name="kube-scheduler")   # None without --leader-elect
     await run_elected(client, ctx, component="kube-scheduler", election=election, work=work)
