@@ -6,8 +6,13 @@ k8s.io/kubernetes/cmd/kube-apiserver/app/options)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 from apiserver.admission.default_toleration_seconds import DefaultTolerationSeconds
+
+DEFAULT_BOOKMARK_FREQUENCY: Final = 60.0  # upstream cacher's bookmarkFrequency (1 min)
+DEFAULT_MAX_REQUESTS_INFLIGHT: Final = 400
+DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT: Final = 200
 
 
 @dataclass(frozen=True)

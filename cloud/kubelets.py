@@ -18,7 +18,6 @@ A kubelet that exits on its own is restarted (a node-group one with all its inst
 
 from __future__ import annotations
 
-import enum
 import functools
 import logging
 import os
@@ -39,13 +38,6 @@ from kemu.machinery.virtual_time import ClockMode
 logger = logging.getLogger(__name__)
 
 STOP_TIMEOUT: Final = 10.0
-
-
-class KubeletProcessMode(enum.Enum):
-    """--kubelet-processes: how the cloud runs its instances' kubelets."""
-
-    INSTANCE = "instance"
-    NODE_GROUP = "node-group"
 
 
 @dataclass(frozen=True)

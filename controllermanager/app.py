@@ -19,7 +19,6 @@ SIGUSR2 compares every informer's store with a fresh list from the apiserver
 
 from __future__ import annotations
 
-import argparse
 import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -45,21 +44,19 @@ from controllermanager.daemon import daemon_controller
 from controllermanager.deployment import deployment_controller
 from controllermanager.garbagecollector import garbagecollector
 from controllermanager.job import job_controller
+from controllermanager.options import COMPONENT, build_parser, settings_from_args
 from controllermanager.persistentvolume import protection, pv_controller, simulated_provisioner
 from kemu.client.client import Client
 from kemu.client.comparer import CacheComparer, informer_sources
 from kemu.client.controlplane import (
     Elected,
-    add_leader_election_flags,
-    leader_election_config,
     run_elected,
 )
-from kemu.client.endpoints import add_server_flag
 from kemu.client.informer import InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.client.leaderelection import LeaderElectionConfig
 from kemu.component.featuregate import SEPARATE_TAINT_EVICTION_CONTROLLER, FeatureGates
-from kemu.component.options import new_parser, parse_component_args
+from kemu.component.options import parse_component_args
 from kemu.component.runner import (
     ComponentContext,
     cleanup_scope,
@@ -68,9 +65,6 @@ from kemu.component.runner import (
 
 logger = logging.getLogger(__name__)
 
-COMPONENT: Final = "kube-controller-manager"
-DEFAULT_METRICS_PORT: Final = 10257
-LEASE_NAME: Final = "kube-controller-manager"
 
 CONTROLLERS: Final[dict[str, ControllerInit]] = {
     disruption.NAME: disruption.new_controller,
@@ -92,26 +86,6 @@ CONTROLLERS: Final[dict[str, ControllerInit]] = {
     protection.PV_PROTECTION: protection.new_pv_protection_controller,
 }
 """Every controller by name, as upstream's NewControllerDescriptors: add new ones here."""
-
-
-def select_controllers(spec: str, known: Mapping[str, ControllerInit]) -> dict[str, ControllerInit]:
-    """upstream --controllers: names to enable, "*" for every one, "-name" to disable one.
-
-    ValueError names an unknown controller.
-    """
-    items = [s.strip() for s in spec.split(",") if s.strip()]
-    for item in items:
-        name = item.removeprefix("-")
-        if name != "*" and name not in known:
-            raise ValueError(
-                f"{name!r} is not a known controller (known: {', '.join(sorted(known))})"
-            )
-    star = "*" in items
-    return {
-        name: init
-        for name, init in known.items()
-        if f"-{name}" not in items and (name in items or star)
-    }
 
 
 TAINT_MANAGER_OF_NODE_LIFECYCLE: Final = f"{node_lifecycle.NAME}/taint-manager"
@@ -172,54 +146,6 @@ def configure_controllers(
         else:
             configured[name] = functools.partial(new_controller, options=options)
     return configured
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = new_parser(
-        "controllermanager",
-        "kemu kube-controller-manager",
-        default_metrics_port=DEFAULT_METRICS_PORT,
-    )
-    add_server_flag(parser)
-    parser.add_argument(
-        "--controllers",
-        default="*",
-        metavar="NAMES",
-        help="controllers to run: '*' for all, 'name' to enable one, '-name' to disable one "
-        f"(known: {', '.join(sorted(CONTROLLERS))}; default '*')",
-    )
-    add_leader_election_flags(parser, lease_name=LEASE_NAME)
-    node_lifecycle.add_flags(parser)
-    podgc.add_flags(parser)
-    garbagecollector.add_flags(parser)
-    node_ipam.add_flags(parser)
-    pv_controller.add_flags(parser)
-    simulated_provisioner.add_flags(parser)
-    return parser
-
-
-def settings_from_args(
-    parser: argparse.ArgumentParser, args: argparse.Namespace
-) -> ControllerManagerSettings:
-    """The validated settings of `args`; a bad flag exits through `parser` naming it."""
-    try:
-        controllers = select_controllers(args.controllers, CONTROLLERS)
-    except ValueError as e:
-        parser.error(f"--controllers: {e}")
-    try:
-        configurations = ControllerConfigurations.from_args(args, controllers)
-    except ValueError as e:
-        parser.error(str(e))
-    try:
-        election = leader_election_config(args, lease_name=LEASE_NAME)
-    except ValueError as e:
-        parser.error(str(e))
-    return ControllerManagerSettings(
-        server=args.server,
-        controllers=tuple(controllers),
-        configurations=configurations,
-        election=election,
-    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -4,70 +4,124 @@
 upstream's KubeControllerManagerConfiguration does (pkg/controller/apis/config/types.go:
 NodeLifecycleController, PodGCController, GarbageCollectorController, NodeIPAMController,
 PersistentVolumeBinderController; kemu's simulated provisioner besides);
-`ControllerManagerSettings` is the whole tree `run` takes.
+`ControllerManagerSettings` is the whole tree `run` takes. Each group's defaults live here, the
+flags that set them in controllermanager.options.
 """
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Collection
 from dataclasses import dataclass, field
+from typing import Final
 
-from controllermanager import node_ipam, node_lifecycle, podgc
-from controllermanager.garbagecollector import garbagecollector
-from controllermanager.persistentvolume import pv_controller, simulated_provisioner
+from controllermanager.cidrset import IPNetwork
 from kemu.client.leaderelection import LeaderElectionConfig
+from kemu.component.version import Version
+from kemu.component.version_rules import VersionRules
+
+DEFAULT_NODE_MONITOR_PERIOD: Final = 5.0
+DEFAULT_NODE_MONITOR_GRACE_PERIOD: Final = 50.0
+"""Upstream's default from 1.32 (kubernetes/kubernetes#126287); 40 s before."""
+LEGACY_NODE_MONITOR_GRACE_PERIOD: Final = 40.0
+
+
+def default_grace_period(version: Version) -> float:
+    """--node-monitor-grace-period's default at an emulated version."""
+    if VersionRules.at(version).node_monitor_grace_period_50s:
+        return DEFAULT_NODE_MONITOR_GRACE_PERIOD
+    return LEGACY_NODE_MONITOR_GRACE_PERIOD
+
+
+@dataclass(frozen=True)
+class NodeLifecycleOptions:
+    node_monitor_period: float = DEFAULT_NODE_MONITOR_PERIOD
+    node_monitor_grace_period: float | None = None
+    """None: the emulated version's default (`default_grace_period`)."""
+
+    def __post_init__(self) -> None:
+        if self.node_monitor_period <= 0:
+            raise ValueError("--node-monitor-period must be greater than 0")
+        if self.node_monitor_grace_period is not None and self.node_monitor_grace_period <= 0:
+            raise ValueError("--node-monitor-grace-period must be greater than 0")
+
+    def grace_period(self, version: Version) -> float:
+        if self.node_monitor_grace_period is not None:
+            return self.node_monitor_grace_period
+        return default_grace_period(version)
+
+
+DEFAULT_QUARANTINE: Final = 40.0
+GC_CHECK_PERIOD: Final = 20.0
+"""How often every pod is checked (upstream gcCheckPeriod)."""
+DEFAULT_TERMINATED_POD_GC_THRESHOLD: Final = 12500
+
+
+@dataclass(frozen=True)
+class PodGCOptions:
+    quarantine: float = DEFAULT_QUARANTINE
+    gc_check_period: float = GC_CHECK_PERIOD
+    terminated_pod_gc_threshold: int = DEFAULT_TERMINATED_POD_GC_THRESHOLD
+
+    def __post_init__(self) -> None:
+        if self.quarantine < 0:
+            raise ValueError("--pod-gc-quarantine must not be negative")
+        if self.gc_check_period <= 0:
+            raise ValueError("--pod-gc-check-period must be greater than 0")
+        if self.terminated_pod_gc_threshold < 0:
+            raise ValueError("--terminated-pod-gc-threshold must not be negative")
+
+
+DEFAULT_NODE_CIDR_MASK_SIZE: Final = {4: 24, 6: 64}
+"""Upstream's --node-cidr-mask-size defaults, by IP family."""
+
+
+@dataclass(frozen=True)
+class NodeIpamOptions:
+    cluster_cidr: IPNetwork
+    node_cidr_mask_size: int
+
+
+DEFAULT_CONCURRENT_GC_SYNCS: Final = 20
+
+
+@dataclass(frozen=True)
+class GarbageCollectorOptions:
+    concurrent_gc_syncs: int = DEFAULT_CONCURRENT_GC_SYNCS
+
+    def __post_init__(self) -> None:
+        if self.concurrent_gc_syncs < 1:
+            raise ValueError("--concurrent-gc-syncs must be at least 1")
+
+
+DEFAULT_SYNC_PERIOD: Final = 15.0
+
+
+@dataclass(frozen=True)
+class PVBinderOptions:
+    sync_period: float = DEFAULT_SYNC_PERIOD
+
+    def __post_init__(self) -> None:
+        if self.sync_period <= 0:
+            raise ValueError("--pvclaimbinder-sync-period must be greater than 0")
+
+
+@dataclass(frozen=True)
+class SimulatedProvisionerOptions:
+    seed: int = 0
 
 
 @dataclass(frozen=True)
 class ControllerConfigurations:
-    node_lifecycle_controller: node_lifecycle.NodeLifecycleOptions = field(
-        default_factory=node_lifecycle.NodeLifecycleOptions
+    node_lifecycle_controller: NodeLifecycleOptions = field(default_factory=NodeLifecycleOptions)
+    garbage_collector_controller: GarbageCollectorOptions = field(
+        default_factory=GarbageCollectorOptions
     )
-    garbage_collector_controller: garbagecollector.GarbageCollectorOptions = field(
-        default_factory=garbagecollector.GarbageCollectorOptions
-    )
-    node_ipam_controller: node_ipam.NodeIpamOptions | None = None
+    node_ipam_controller: NodeIpamOptions | None = None
     """None without --allocate-node-cidrs: the nodeipam controller does not run."""
-    pod_gc_controller: podgc.PodGCOptions = field(default_factory=podgc.PodGCOptions)
-    persistent_volume_binder_controller: pv_controller.PVBinderOptions = field(
-        default_factory=pv_controller.PVBinderOptions
+    pod_gc_controller: PodGCOptions = field(default_factory=PodGCOptions)
+    persistent_volume_binder_controller: PVBinderOptions = field(default_factory=PVBinderOptions)
+    simulated_provisioner: SimulatedProvisionerOptions = field(
+        default_factory=SimulatedProvisionerOptions
     )
-    simulated_provisioner: simulated_provisioner.SimulatedProvisionerOptions = field(
-        default_factory=simulated_provisioner.SimulatedProvisionerOptions
-    )
-
-    @classmethod
-    def from_args(
-        cls, args: argparse.Namespace, enabled: Collection[str] | None = None
-    ) -> ControllerConfigurations:
-        """The groups of the `enabled` controllers (every one by default) from their flags, the
-        others at their defaults (a flag of a disabled controller is not checked, as
-        upstream's, which reads a controller's options when it starts it). ValueError naming
-        the flag for a bad value."""
-
-        def on(name: str) -> bool:
-            return enabled is None or name in enabled
-
-        d = cls()
-        return cls(
-            node_lifecycle_controller=node_lifecycle.options_from_args(args)
-            if on(node_lifecycle.NAME)
-            else d.node_lifecycle_controller,
-            garbage_collector_controller=garbagecollector.options_from_args(args)
-            if on(garbagecollector.NAME)
-            else d.garbage_collector_controller,
-            node_ipam_controller=node_ipam.options_from_args(args) if on(node_ipam.NAME) else None,
-            pod_gc_controller=podgc.options_from_args(args)
-            if on(podgc.NAME)
-            else d.pod_gc_controller,
-            persistent_volume_binder_controller=pv_controller.options_from_args(args)
-            if on(pv_controller.NAME)
-            else d.persistent_volume_binder_controller,
-            simulated_provisioner=simulated_provisioner.options_from_args(args)
-            if on(simulated_provisioner.NAME)
-            else d.simulated_provisioner,
-        )
 
 
 @dataclass(frozen=True)

@@ -23,13 +23,13 @@ required. kemu takes one cluster CIDR (no dual-stack).
 
 from __future__ import annotations
 
-import argparse
 import ipaddress
 import logging
 import socket
-from dataclasses import dataclass
 from typing import Final
 
+from controllermanager.cidrset import CIDRSet, CIDRSetFull, IPNetwork
+from controllermanager.config import NodeIpamOptions
 from controllermanager.controller import (
     ControllerContext,
     process_work_items,
@@ -49,130 +49,7 @@ logger = logging.getLogger(__name__)
 
 NAME: Final = "nodeipam"
 EVENT_SOURCE: Final = "cidrAllocator"
-DEFAULT_NODE_CIDR_MASK_SIZE: Final = {4: 24, 6: 64}
-"""Upstream's --node-cidr-mask-size defaults, by IP family."""
-CLUSTER_SUBNET_MAX_DIFF: Final = 16
-"""cidrset's clusterSubnetMaxDiff: at most 2^16 ranges per cluster CIDR."""
 WORKERS: Final = 4
-
-IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
-
-
-class CIDRSetFull(Exception):
-    """Every range of the cluster CIDR is in use (cidrset's ErrCIDRRangeNoCIDRsRemaining)."""
-
-
-class CIDRSet:
-    """The ranges of one cluster CIDR and which are in use (upstream's cidrset.CidrSet)."""
-
-    def __init__(self, cluster: IPNetwork, mask_size: int) -> None:
-        if mask_size < cluster.prefixlen:
-            raise ValueError(
-                f"the node CIDR mask size /{mask_size} is shorter than the cluster CIDR's "
-                f"/{cluster.prefixlen}"
-            )
-        if mask_size > cluster.max_prefixlen:
-            raise ValueError(f"the node CIDR mask size /{mask_size} is too long")
-        if mask_size - cluster.prefixlen > CLUSTER_SUBNET_MAX_DIFF:
-            raise ValueError(
-                f"/{mask_size} ranges of {cluster} are too many (at most 2^"
-                f"{CLUSTER_SUBNET_MAX_DIFF})"
-            )
-        self.cluster = cluster
-        self.mask_size = mask_size
-        self.max_cidrs = 1 << (mask_size - cluster.prefixlen)
-        self._size = 1 << (cluster.max_prefixlen - mask_size)
-        self._used: set[int] = set()
-        self._next_candidate = 0
-
-    def _cidr(self, index: int) -> IPNetwork:
-        base = self.cluster.network_address + index * self._size
-        return ipaddress.ip_network(f"{base}/{self.mask_size}")
-
-    def _indices(self, cidr: IPNetwork) -> range:
-        """The indices of the ranges `cidr` covers (getBeginningAndEndIndices); ValueError when
-        it is not within the cluster CIDR."""
-        offset = int(cidr.network_address) - int(self.cluster.network_address)
-        if (
-            cidr.version != self.cluster.version
-            or offset < 0
-            or offset + cidr.num_addresses > self.cluster.num_addresses
-        ):
-            raise ValueError(f"{cidr} is not within the cluster CIDR {self.cluster}")
-        begin = offset // self._size
-        end = (offset + cidr.num_addresses - 1) // self._size
-        return range(begin, end + 1)
-
-    def allocate_next(self) -> IPNetwork:
-        """The first free range from the one after the last handed out, round the set."""
-        for i in range(self.max_cidrs):
-            index = (self._next_candidate + i) % self.max_cidrs
-            if index not in self._used:
-                self._used.add(index)
-                self._next_candidate = (index + 1) % self.max_cidrs
-                return self._cidr(index)
-        raise CIDRSetFull(f"no free /{self.mask_size} range left in {self.cluster}")
-
-    def occupy(self, cidr: IPNetwork) -> None:
-        self._used.update(self._indices(cidr))
-
-    def release(self, cidr: IPNetwork) -> None:
-        self._used.difference_update(self._indices(cidr))
-
-    def in_use(self) -> int:
-        return len(self._used)
-
-
-@dataclass(frozen=True)
-class NodeIpamOptions:
-    cluster_cidr: IPNetwork
-    node_cidr_mask_size: int
-
-
-def add_flags(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("node IPAM")
-    group.add_argument(
-        "--allocate-node-cidrs",
-        action="store_true",
-        help="give every node a pod CIDR from --cluster-cidr (the nodeipam controller; "
-        "default false, as upstream)",
-    )
-    group.add_argument(
-        "--cluster-cidr",
-        default="",
-        metavar="CIDR",
-        help="the CIDR range of pods in the cluster, required with --allocate-node-cidrs",
-    )
-    group.add_argument(
-        "--node-cidr-mask-size",
-        type=int,
-        default=None,
-        metavar="BITS",
-        help="the mask size of each node's pod CIDR (default 24 for IPv4, 64 for IPv6)",
-    )
-
-
-def options_from_args(args: argparse.Namespace) -> NodeIpamOptions | None:
-    """The controller's options; None without --allocate-node-cidrs (the controller does not
-    run). ValueError naming the flag for a bad value."""
-    if not args.allocate_node_cidrs:
-        return None
-    if not args.cluster_cidr.strip():
-        raise ValueError("--cluster-cidr: required with --allocate-node-cidrs")
-    if "," in args.cluster_cidr:
-        raise ValueError(f"--cluster-cidr: {args.cluster_cidr!r}: kemu takes one CIDR")
-    try:
-        cluster = ipaddress.ip_network(args.cluster_cidr.strip(), strict=False)
-    except ValueError as e:
-        raise ValueError(f"--cluster-cidr: {e}") from None
-    mask = args.node_cidr_mask_size
-    if mask is None:
-        mask = DEFAULT_NODE_CIDR_MASK_SIZE[cluster.version]
-    try:
-        CIDRSet(cluster, mask)
-    except ValueError as e:
-        raise ValueError(f"--node-cidr-mask-size: {e}") from None
-    return NodeIpamOptions(cluster_cidr=cluster, node_cidr_mask_size=mask)
 
 
 def pod_cidrs(node: types_pb2.Node) -> list[str]:

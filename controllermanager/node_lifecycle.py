@@ -45,13 +45,13 @@ Differences from upstream, on purpose:
 
 from __future__ import annotations
 
-import argparse
 import logging
 import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
+from controllermanager.config import NodeLifecycleOptions
 from controllermanager.controller import (
     ControllerContext,
     process_work_items,
@@ -65,10 +65,8 @@ from kemu.client.informer import FuncHandler, Informer, InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
-from kemu.component.options import duration_flag
 from kemu.component.ticker import Ticker
 from kemu.component.version import DEFAULT_VERSION, Version
-from kemu.component.version_rules import VersionRules
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
@@ -80,10 +78,6 @@ NAME: Final = "nodelifecycle"
 EVENT_SOURCE: Final = "node-controller"
 
 NODE_LEASE_NAMESPACE: Final = "kube-node-lease"
-DEFAULT_NODE_MONITOR_PERIOD: Final = 5.0
-DEFAULT_NODE_MONITOR_GRACE_PERIOD: Final = 50.0
-"""Upstream's default from 1.32 (kubernetes/kubernetes#126287); 40 s before."""
-LEGACY_NODE_MONITOR_GRACE_PERIOD: Final = 40.0
 NODE_UPDATE_WORKERS: Final = 8
 UPDATE_RETRIES: Final = 2
 
@@ -102,58 +96,6 @@ _OWN_TAINTS: Final = frozenset(
     for key in (TAINT_NODE_UNREACHABLE, TAINT_NODE_NOT_READY)
     for effect in (NO_SCHEDULE, NO_EXECUTE)
 )
-
-
-def default_grace_period(version: Version) -> float:
-    """--node-monitor-grace-period's default at an emulated version."""
-    if VersionRules.at(version).node_monitor_grace_period_50s:
-        return DEFAULT_NODE_MONITOR_GRACE_PERIOD
-    return LEGACY_NODE_MONITOR_GRACE_PERIOD
-
-
-@dataclass(frozen=True)
-class NodeLifecycleOptions:
-    node_monitor_period: float = DEFAULT_NODE_MONITOR_PERIOD
-    node_monitor_grace_period: float | None = None
-    """None: the emulated version's default (`default_grace_period`)."""
-
-    def __post_init__(self) -> None:
-        if self.node_monitor_period <= 0:
-            raise ValueError("--node-monitor-period must be greater than 0")
-        if self.node_monitor_grace_period is not None and self.node_monitor_grace_period <= 0:
-            raise ValueError("--node-monitor-grace-period must be greater than 0")
-
-    def grace_period(self, version: Version) -> float:
-        if self.node_monitor_grace_period is not None:
-            return self.node_monitor_grace_period
-        return default_grace_period(version)
-
-
-def add_flags(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("node lifecycle controller")
-    group.add_argument(
-        "--node-monitor-period",
-        type=duration_flag,
-        default=DEFAULT_NODE_MONITOR_PERIOD,
-        metavar="DURATION",
-        help="how often every node's health is checked (5s)",
-    )
-    group.add_argument(
-        "--node-monitor-grace-period",
-        type=duration_flag,
-        default=None,
-        metavar="DURATION",
-        help="how long a node may go without a lease renewal or heartbeat before it is marked "
-        "Unknown and tainted unreachable (50s; 40s at emulated versions before 1.32)",
-    )
-
-
-def options_from_args(args: argparse.Namespace) -> NodeLifecycleOptions:
-    """ValueError for an invalid combination."""
-    return NodeLifecycleOptions(
-        node_monitor_period=args.node_monitor_period,
-        node_monitor_grace_period=args.node_monitor_grace_period,
-    )
 
 
 # ---------------------------------------------------------------- pure helpers

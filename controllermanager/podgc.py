@@ -38,13 +38,12 @@ on by default since 1.26).
 
 from __future__ import annotations
 
-import argparse
 import logging
 import socket
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Final
 
+from controllermanager.config import PodGCOptions
 from controllermanager.controller import (
     ControllerContext,
     process_work_items,
@@ -59,7 +58,6 @@ from kemu.client.interface import ApiClient
 from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
 from kemu.component.featuregate import POD_DISRUPTION_CONDITIONS
-from kemu.component.options import duration_flag
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import ApiError, Conflict, Invalid, NotFound
 from kemu.machinery.eviction import DISRUPTION_TARGET
@@ -71,67 +69,11 @@ logger = logging.getLogger(__name__)
 NAME: Final = "podgc"
 EVENT_SOURCE: Final = "pod-garbage-collector"
 
-DEFAULT_QUARANTINE: Final = 40.0
-GC_CHECK_PERIOD: Final = 20.0
-"""How often every pod is checked (upstream gcCheckPeriod)."""
-DEFAULT_TERMINATED_POD_GC_THRESHOLD: Final = 12500
 OUT_OF_SERVICE_TAINT_KEY: Final = "node.kubernetes.io/out-of-service"
 EVICTED_REASON: Final = "Evicted"
 
 DELETION_BY_POD_GC: Final = "DeletionByPodGC"
 NODE_GONE_MESSAGE: Final = "PodGC: node no longer exists"
-
-
-@dataclass(frozen=True)
-class PodGCOptions:
-    quarantine: float = DEFAULT_QUARANTINE
-    gc_check_period: float = GC_CHECK_PERIOD
-    terminated_pod_gc_threshold: int = DEFAULT_TERMINATED_POD_GC_THRESHOLD
-
-    def __post_init__(self) -> None:
-        if self.quarantine < 0:
-            raise ValueError("--pod-gc-quarantine must not be negative")
-        if self.gc_check_period <= 0:
-            raise ValueError("--pod-gc-check-period must be greater than 0")
-        if self.terminated_pod_gc_threshold < 0:
-            raise ValueError("--terminated-pod-gc-threshold must not be negative")
-
-
-def add_flags(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("pod garbage collector")
-    group.add_argument(
-        "--pod-gc-quarantine",
-        type=duration_flag,
-        default=DEFAULT_QUARANTINE,
-        metavar="DURATION",
-        help="how long a node must have been missing before the pods bound to it are deleted "
-        "(40s; upstream's fixed quarantineTime)",
-    )
-    group.add_argument(
-        "--terminated-pod-gc-threshold",
-        type=int,
-        default=DEFAULT_TERMINATED_POD_GC_THRESHOLD,
-        metavar="N",
-        help="how many finished pods may exist before the oldest are deleted "
-        f"({DEFAULT_TERMINATED_POD_GC_THRESHOLD}; 0: never)",
-    )
-    group.add_argument(
-        "--pod-gc-check-period",
-        type=duration_flag,
-        default=GC_CHECK_PERIOD,
-        metavar="DURATION",
-        help=f"how often every pod is checked ({GC_CHECK_PERIOD:g}s; upstream's fixed "
-        "gcCheckPeriod)",
-    )
-
-
-def options_from_args(args: argparse.Namespace) -> PodGCOptions:
-    """ValueError for an invalid value."""
-    return PodGCOptions(
-        quarantine=args.pod_gc_quarantine,
-        gc_check_period=args.pod_gc_check_period,
-        terminated_pod_gc_threshold=args.terminated_pod_gc_threshold,
-    )
 
 
 def gc_order(pod: types_pb2.Pod) -> tuple[bool, int, str]:

@@ -66,6 +66,7 @@ from kubelet.resize_action import containers_to_restart
 from kubelet.resize_metrics import ResizeMetrics
 from kubelet.resize_retry import DEFAULT_RETRY_PERIOD, TRIGGER_PERIODIC, RetryTimer, retry_key
 from kubelet.runtime import EPSILON, ContainerAllocation, PodAllocation, PodRuntime, PodState
+from kubelet.settings import DEFAULT_ACTUATION_DELAY
 
 logger = logging.getLogger(__name__)
 
@@ -76,8 +77,6 @@ EVENT_RESIZE_STARTED: Final = "ResizeStarted"
 EVENT_RESIZE_DEFERRED: Final = "ResizeDeferred"
 EVENT_RESIZE_INFEASIBLE: Final = "ResizeInfeasible"
 EVENT_KILLING: Final = "Killing"
-
-DEFAULT_ACTUATION_DELAY: Final = 0.5
 
 
 class Pending(enum.StrEnum):

@@ -32,8 +32,6 @@ pkg/kubelet/nodelease (the lease controller).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Final
 
 import anyio
@@ -46,19 +44,11 @@ from kemu.component.ticker import DUE_NOW, Ticker
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import AlreadyExists, ApiError, Conflict, NotFound
 from kemu.machinery.keys import revision_of
-from kemu.machinery.quantity import format_resource, to_int
+from kubelet.settings import NodeConfig, NodeTiming
 
 logger = logging.getLogger(__name__)
 
 NODE_LEASE_NAMESPACE: Final = "kube-node-lease"
-DEFAULT_LEASE_DURATION_SECONDS: Final = 40
-LEASE_RENEW_INTERVAL_FRACTION: Final = 0.25
-"""The Lease is renewed every this much of its duration unless --node-lease-renew-interval
-says otherwise (upstream pkg/kubelet/kubelet.go nodeLeaseRenewIntervalFraction)."""
-DEFAULT_LEASE_RENEW_INTERVAL: Final = DEFAULT_LEASE_DURATION_SECONDS * LEASE_RENEW_INTERVAL_FRACTION
-DEFAULT_STATUS_UPDATE_FREQUENCY: Final = 10.0
-DEFAULT_STATUS_REPORT_FREQUENCY: Final = 300.0
-DEFAULT_MAX_PODS: Final = "110"
 PERIOD_JITTER: Final = 0.04
 """Upstream runs both loops as wait.JitterUntil(period, 0.04, sliding): each period is up to 4%
 longer (component-helpers/apimachinery/lease/controller.go, pkg/kubelet/kubelet.go's
@@ -90,84 +80,8 @@ NODE_CONDITIONS: Final = (
 )
 
 
-@dataclass(frozen=True)
-class NodeConfig:
-    """What one (real or hollow) node registers with."""
-
-    name: str
-    capacity: Mapping[str, str]
-    allocatable: Mapping[str, str]
-    kubelet_version: str
-    labels: Mapping[str, str] = field(default_factory=dict)
-    taints: Sequence[types_pb2.Taint] = ()
-    provider_id: str = ""
-    """spec.providerID, set at registration (upstream's --provider-id); "" leaves it unset."""
-    node_ip: str = ""
-    """The node's InternalIP address (--node-ip); "" reports no addresses."""
-
-    def addresses(self) -> list[types_pb2.NodeAddress]:
-        """status.addresses: InternalIP, then Hostname (upstream's NodeAddress setter)."""
-        if not self.node_ip:
-            return []
-        return [
-            types_pb2.NodeAddress(type="InternalIP", address=self.node_ip),
-            types_pb2.NodeAddress(type="Hostname", address=self.name),
-        ]
-
-    def allocatable_ints(self) -> dict[str, int]:
-        return {name: to_int(name, text) for name, text in self.allocatable.items()}
-
-
 def default_labels(node_name: str) -> dict[str, str]:
     return {HOSTNAME_LABEL: node_name, OS_LABEL: OS, ARCH_LABEL: ARCH}
-
-
-def allocatable_of(capacity: Mapping[str, str], reserved: Mapping[str, str]) -> dict[str, str]:
-    """Capacity minus the reserved amounts, never below zero (upstream's node allocatable)."""
-    out = {}
-    for name, text in capacity.items():
-        if name in reserved:
-            value = max(0, to_int(name, text) - to_int(name, reserved[name]))
-            out[name] = format_resource(name, value)
-        else:
-            out[name] = text
-    return out
-
-
-def parse_taints(text: str) -> list[types_pb2.Taint]:
-    """--register-with-taints: "key=value:Effect,key:Effect"; ValueError when malformed."""
-    taints: list[types_pb2.Taint] = []
-    for raw in text.split(","):
-        item = raw.strip()
-        if not item:
-            continue
-        spec, sep, effect = item.rpartition(":")
-        if not sep or not spec:
-            raise ValueError(f"invalid taint {item!r}: expected KEY[=VALUE]:EFFECT")
-        if effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
-            raise ValueError(
-                f"invalid taint effect {effect!r} in {item!r}: "
-                "expected NoSchedule, PreferNoSchedule or NoExecute"
-            )
-        key, _, value = spec.partition("=")
-        if not key:
-            raise ValueError(f"invalid taint {item!r}: the key is empty")
-        taints.append(types_pb2.Taint(key=key, value=value, effect=effect))
-    return taints
-
-
-def parse_labels(text: str) -> dict[str, str]:
-    """--node-labels: "k=v,k2=v2"; ValueError when malformed."""
-    labels: dict[str, str] = {}
-    for raw in text.split(","):
-        item = raw.strip()
-        if not item:
-            continue
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"invalid label {item!r}: expected KEY=VALUE")
-        labels[key.strip()] = value.strip()
-    return labels
 
 
 def build_node(config: NodeConfig, now: float) -> types_pb2.Node:
@@ -237,14 +151,6 @@ def next_on_grid(deadline: float, interval: float, now: float) -> float:
     if deadline <= now:
         deadline += ((now - deadline) // interval + 1) * interval
     return deadline
-
-
-@dataclass(frozen=True)
-class NodeTiming:
-    lease_renew_interval: float = DEFAULT_LEASE_RENEW_INTERVAL
-    lease_duration_seconds: int = DEFAULT_LEASE_DURATION_SECONDS
-    status_update_frequency: float = DEFAULT_STATUS_UPDATE_FREQUENCY
-    status_report_frequency: float = DEFAULT_STATUS_REPORT_FREQUENCY
 
 
 class NodeAgent:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Final
 
 import anyio
@@ -41,10 +40,8 @@ from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.keys import revision_of
 from kemu.machinery.kinds import EVENT_WARNING
 from kemu.machinery.pod_strategy import TERMINAL_PHASES, spec_grace_seconds
-from kemu.machinery.resources import DEFAULT_OPTIONS, PodResourcesOptions
 from kubelet.admission import admit_pod
 from kubelet.allocation import (
-    DEFAULT_ACTUATION_DELAY,
     AllocationManager,
     AllocationOptions,
     held_by_others,
@@ -57,7 +54,6 @@ from kubelet.preemption import (
     CriticalPodAdmissionHandler,
 )
 from kubelet.resize_retry import (
-    DEFAULT_RETRY_PERIOD,
     TRIGGER_POD_RESIZED,
     TRIGGER_POD_TERMINATED,
     TRIGGER_POD_UPDATED,
@@ -75,53 +71,14 @@ from kubelet.runtime import (
     annotation_exit_code,
     annotation_seconds,
 )
+from kubelet.settings import PodWorkerOptions
 from kubelet.status_manager import StatusManager, StatusOptions
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_WORKERS: Final = 32
 DEFAULT_GRACE_PERIOD: Final = 30
 _RETRY_BASE_DELAY: Final = 0.5
 _RETRY_MAX_DELAY: Final = 30.0
-
-
-@dataclass(frozen=True)
-class PodWorkerOptions:
-    startup_delay: float = 0.5
-    """Seconds from admission to running containers, unless the pod's annotation says."""
-    shutdown_duration: float | None = None
-    """Seconds a container takes to exit on SIGTERM; None: it ignores SIGTERM (killed at the
-    end of the grace period). The pod's annotation overrides it."""
-    workers: int = DEFAULT_WORKERS
-    in_place_resize: bool = True
-    """Gate InPlacePodVerticalScaling: resize running pods when their spec changes."""
-    counting: PodResourcesOptions = DEFAULT_OPTIONS
-    """How a pod's sizes are counted (kemu.component.pod_resources): the PodLevelResources
-    gate (spec.resources requests replace the containers' sum) and the emulated version's rule
-    for a resizing pod's allocated and actual sizes (`per_container_max` before 1.37: each
-    container's larger one, summed; kemu.machinery.resources)."""
-    resize_actuation_delay: float = DEFAULT_ACTUATION_DELAY
-    """Seconds from accepting a resize to the containers running at the new size."""
-    resize_retry_period: float = DEFAULT_RETRY_PERIOD
-    """How long after a node's last retry its Deferred resizes are retried again if no event
-    retries them first (upstream's 3 minutes; the first periodic retry comes 30 s after start,
-    or after this period if it is shorter)."""
-    observed_generation: bool = True
-    """Gate PodObservedGenerationTracking: report status.observedGeneration and the
-    observedGeneration of the conditions the kubelet owns."""
-    report_resources: bool = True
-    """Report containerStatuses[].resources and allocatedResources: upstream's kubelet does
-    only with InPlacePodVerticalScaling on, and the apiserver refuses to resize a running pod
-    whose kubelet does not (KEP-1287's skew rule)."""
-    host_ips: bool = True
-    """Gate PodHostIPs: report status.hostIPs besides hostIP."""
-    scheduler_preempts_for_resizes: bool = False
-    """Gate InPlacePodVerticalScalingSchedulerPreemption (KEP-5836): the scheduler preempts
-    for a Deferred resize, and the kubelet, which otherwise preempts for a critical pod's
-    resize (kubelet.preemption), preempts for none."""
-    disruption_conditions: bool = True
-    """Gate PodDisruptionConditions: a pod the kubelet preempts for a critical one gets the
-    condition DisruptionTarget (kubelet.preemption)."""
 
 
 class PodSyncer:

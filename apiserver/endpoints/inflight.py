@@ -41,8 +41,6 @@ from kemu.machinery.errors import TooManyRequests
 _Req = TypeVar("_Req", bound=Message)
 _Resp = TypeVar("_Resp")
 
-DEFAULT_MAX_REQUESTS_INFLIGHT: Final = 400
-DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT: Final = 200
 RETRY_AFTER_SECONDS: Final = 1  # upstream's retryAfter constant
 MESSAGE: Final = "Too many requests, please try again later."
 

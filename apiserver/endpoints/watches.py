@@ -18,6 +18,7 @@ from apiserver.clock.activity import Activity
 from apiserver.endpoints.calls import Context, abort, metadata_value
 from apiserver.endpoints.lists import parse_rv
 from apiserver.endpoints.metrics import Metrics
+from apiserver.settings import DEFAULT_BOOKMARK_FREQUENCY
 from apiserver.storage.etcd import EtcdStore
 from apiserver.storage.watch_cache import WatchCache, Watcher
 from kemu import wire
@@ -32,7 +33,6 @@ from kemu.machinery.virtual_time import APISERVER_KEY, CLOCK_IDENTITY_KEY
 _WATCH_BATCH: Final = 500  # events per WatchResponse at most
 _WATCH_BUSY: Final = 0.02  # a watch that sent less than this ago is busy...
 _WATCH_LINGER: Final = 0.005  # ...and waits this long to batch events
-DEFAULT_BOOKMARK_FREQUENCY: Final = 60.0  # upstream cacher's bookmarkFrequency (1 min)
 
 
 class Watches:

@@ -28,15 +28,14 @@ replays the transitions it may have missed (objects already waiting for their de
 
 from __future__ import annotations
 
-import argparse
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Final
 
 import anyio
 from google.protobuf.message import Message
 
+from controllermanager.config import GarbageCollectorOptions
 from controllermanager.controller import ControllerContext
 from controllermanager.garbagecollector.graph import (
     Node,
@@ -72,32 +71,6 @@ logger = logging.getLogger(__name__)
 NAME: Final = "garbagecollector"
 IGNORED_RESOURCES: Final = frozenset({"events"})
 """Resources the collector does not watch (upstream's default GC ignored resources)."""
-DEFAULT_CONCURRENT_GC_SYNCS: Final = 20
-
-
-@dataclass(frozen=True)
-class GarbageCollectorOptions:
-    concurrent_gc_syncs: int = DEFAULT_CONCURRENT_GC_SYNCS
-
-    def __post_init__(self) -> None:
-        if self.concurrent_gc_syncs < 1:
-            raise ValueError("--concurrent-gc-syncs must be at least 1")
-
-
-def add_flags(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("garbage collector")
-    group.add_argument(
-        "--concurrent-gc-syncs",
-        type=int,
-        default=DEFAULT_CONCURRENT_GC_SYNCS,
-        metavar="N",
-        help="how many objects the garbage collector works on at once (default 20)",
-    )
-
-
-def options_from_args(args: argparse.Namespace) -> GarbageCollectorOptions:
-    """ValueError for an invalid value."""
-    return GarbageCollectorOptions(concurrent_gc_syncs=args.concurrent_gc_syncs)
 
 
 class _VirtualDeleteEnqueued(Exception):

@@ -43,12 +43,11 @@ attributes classes, and the metrics. The finalizers `kubernetes.io/pvc-protectio
 
 from __future__ import annotations
 
-import argparse
 import logging
 import socket
-from dataclasses import dataclass
 from typing import Final
 
+from controllermanager.config import PVBinderOptions
 from controllermanager.controller import (
     ControllerContext,
     process_work_items,
@@ -65,7 +64,6 @@ from kemu.client.informer import FuncHandler, Informer, InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
-from kemu.component.options import duration_flag
 from kemu.machinery.errors import NotFound
 from kemu.machinery.keys import object_key
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
@@ -97,39 +95,12 @@ logger = logging.getLogger(__name__)
 
 NAME: Final = "persistentvolume-binder"
 EVENT_SOURCE: Final = "persistentvolume-controller"
-DEFAULT_SYNC_PERIOD: Final = 15.0
 
 # Event reasons (upstream pkg/controller/volume/events).
 FAILED_BINDING: Final = "FailedBinding"
 VOLUME_MISMATCH: Final = "VolumeMismatch"
 CLAIM_LOST_REASON: Final = "ClaimLost"
 CLAIM_MISBOUND: Final = "ClaimMisbound"
-
-
-@dataclass(frozen=True)
-class PVBinderOptions:
-    sync_period: float = DEFAULT_SYNC_PERIOD
-
-    def __post_init__(self) -> None:
-        if self.sync_period <= 0:
-            raise ValueError("--pvclaimbinder-sync-period must be greater than 0")
-
-
-def add_flags(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("persistent volume binder")
-    group.add_argument(
-        "--pvclaimbinder-sync-period",
-        type=duration_flag,
-        default=DEFAULT_SYNC_PERIOD,
-        metavar="DURATION",
-        help="how often every claim and volume is synced again "
-        f"({DEFAULT_SYNC_PERIOD:g}s, upstream's default)",
-    )
-
-
-def options_from_args(args: argparse.Namespace) -> PVBinderOptions:
-    """ValueError for an invalid value."""
-    return PVBinderOptions(sync_period=args.pvclaimbinder_sync_period)
 
 
 def check_volume_satisfies_claim(

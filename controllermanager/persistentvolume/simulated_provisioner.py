@@ -47,7 +47,6 @@ label pins a volume).
 
 from __future__ import annotations
 
-import argparse
 import logging
 import random
 import socket
@@ -55,6 +54,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final
 
+from controllermanager.config import SimulatedProvisionerOptions
 from controllermanager.controller import ControllerContext, run_controller, workers
 from controllermanager.persistentvolume.binding import claim_reference
 from kemu.api.v1 import types_pb2
@@ -245,26 +245,6 @@ def build_volume(
     if params.fs_type:
         spec.csi.fs_type = params.fs_type
     return pv
-
-
-@dataclass(frozen=True)
-class SimulatedProvisionerOptions:
-    seed: int = 0
-
-
-def add_flags(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("simulated CSI provisioner (kemu only)")
-    group.add_argument(
-        "--simulated-provisioner-seed",
-        type=int,
-        default=0,
-        metavar="N",
-        help="seed of the failureRate draws of the kemu.io/simulated classes (0)",
-    )
-
-
-def options_from_args(args: argparse.Namespace) -> SimulatedProvisionerOptions:
-    return SimulatedProvisionerOptions(seed=args.simulated_provisioner_seed)
 
 
 class SimulatedProvisioner:

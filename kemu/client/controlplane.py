@@ -1,9 +1,10 @@
 """What every control-plane client component (controller-manager, scheduler, autoscaler) does
-around its own work: leader-election flags, waiting for the apiserver, the identity lease that
-the Version RPC reports, and running the work only while holding the lease.
+around its own work: waiting for the apiserver, the identity lease that the Version RPC reports,
+and running the work only while holding the lease. The leader-election flags are in
+kemu.client.leaderelection (no gRPC), which a process's options module reads.
 
     parser = new_parser(...)
-    add_leader_election_flags(parser, lease_name="kube-scheduler")
+    add_leader_election_flags(parser, lease_name="kube-scheduler")   # kemu.client.leaderelection
     ...
     election = leader_election_config(args, lease_name="kube-scheduler")   # None without --leader-elect
     await run_elected(client, ctx, component="kube-scheduler", election=election, work=work)
@@ -18,11 +19,8 @@ if it fails the lease simply expires.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import logging
-import socket
-import uuid
 from collections.abc import Awaitable, Callable
 from typing import Final
 
@@ -34,12 +32,18 @@ from kemu.client.clock import PeerCalls, follow_cluster_clock
 from kemu.client.identity import run_identity_heartbeat
 from kemu.client.interface import ApiClient
 from kemu.client.leaderelection import (
+    DEFAULT_LOCK_NAMESPACE,
     RELEASE_TIMEOUT,
     LeaderElectionConfig,
     LeaderElector,
     LeadershipLost,
+    new_identity,
 )
-from kemu.component.options import duration_flag
+
+# scheduler.app still imports the flags from here; they live in kemu.client.leaderelection (no
+# gRPC), which a process's options module reads. Drop these when scheduler.app moves.
+from kemu.client.leaderelection import add_leader_election_flags as add_leader_election_flags
+from kemu.client.leaderelection import leader_election_config as leader_election_config
 from kemu.component.runner import ComponentContext, retry_until_ready
 from kemu.component.version import BINARY_VERSION
 from kemu.component.virtual_clock import VirtualClock
@@ -47,69 +51,7 @@ from kemu.machinery.errors import Timeout, Unavailable
 
 logger = logging.getLogger(__name__)
 
-LEASE_NAMESPACE: Final = "kube-system"
-
-
-def new_identity() -> str:
-    """hostname_uuid, as upstream's leader election identity."""
-    return f"{socket.gethostname()}_{uuid.uuid4()}"
-
-
-def add_leader_election_flags(parser: argparse.ArgumentParser, *, lease_name: str) -> None:
-    group = parser.add_argument_group("leader election")
-    group.add_argument(
-        "--leader-elect",
-        action="store_true",
-        help=f"do the work only while holding the lease {LEASE_NAMESPACE}/{lease_name}",
-    )
-    group.add_argument(
-        "--leader-elect-fencing",
-        action="store_true",
-        help="kemu only: the apiserver refuses this component's writes made as leader once "
-        "its lease term has ended (upstream lets a stale leader write until it notices)",
-    )
-    group.add_argument(
-        "--leader-elect-lease-duration",
-        type=duration_flag,
-        default=15.0,
-        metavar="DURATION",
-        help="how long a standby waits after the last renewal before taking the lease (15s)",
-    )
-    group.add_argument(
-        "--leader-elect-renew-deadline",
-        type=duration_flag,
-        default=10.0,
-        metavar="DURATION",
-        help="how long the leader retries renewing before it gives up (10s)",
-    )
-    group.add_argument(
-        "--leader-elect-retry-period",
-        type=duration_flag,
-        default=2.0,
-        metavar="DURATION",
-        help="how long to wait between attempts to acquire or renew the lease (2s)",
-    )
-
-
-def leader_election_config(
-    args: argparse.Namespace, *, lease_name: str
-) -> LeaderElectionConfig | None:
-    """The election of the flags above, or None without --leader-elect. ValueError when the
-    durations are inconsistent (renew deadline >= lease duration, ...) or when
-    --leader-elect-fencing is given without --leader-elect."""
-    if not args.leader_elect:
-        if args.leader_elect_fencing:
-            raise ValueError("--leader-elect-fencing needs --leader-elect")
-        return None
-    return LeaderElectionConfig(
-        lock_namespace=LEASE_NAMESPACE,
-        lock_name=lease_name,
-        identity=new_identity(),
-        lease_duration=args.leader_elect_lease_duration,
-        renew_deadline=args.leader_elect_renew_deadline,
-        retry_period=args.leader_elect_retry_period,
-        fencing=args.leader_elect_fencing,
-    )
+LEASE_NAMESPACE: Final = DEFAULT_LOCK_NAMESPACE
 
 
 class Elected:

@@ -24,7 +24,10 @@ after its leaseDurationSeconds.
 
 from __future__ import annotations
 
+import argparse
 import logging
+import socket
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final
@@ -35,6 +38,7 @@ from kemu.api.v1 import types_pb2
 from kemu.client.fencing import Fence, leading_as
 from kemu.client.interface import ApiClient
 from kemu.component.clock import Clock, RealClock
+from kemu.component.options import duration_flag
 from kemu.component.runner import RestartInPlace
 from kemu.component.virtual_clock import move_on_after, sleep_jittered
 from kemu.machinery.convert import timestamp
@@ -82,6 +86,68 @@ class LeaderElectionConfig:
             )
         if self.retry_period <= 0:
             raise ValueError("leader election: retry_period must be positive")
+
+
+def new_identity() -> str:
+    """hostname_uuid, as upstream's leader election identity."""
+    return f"{socket.gethostname()}_{uuid.uuid4()}"
+
+
+def add_leader_election_flags(parser: argparse.ArgumentParser, *, lease_name: str) -> None:
+    group = parser.add_argument_group("leader election")
+    group.add_argument(
+        "--leader-elect",
+        action="store_true",
+        help=f"do the work only while holding the lease {DEFAULT_LOCK_NAMESPACE}/{lease_name}",
+    )
+    group.add_argument(
+        "--leader-elect-fencing",
+        action="store_true",
+        help="kemu only: the apiserver refuses this component's writes made as leader once "
+        "its lease term has ended (upstream lets a stale leader write until it notices)",
+    )
+    group.add_argument(
+        "--leader-elect-lease-duration",
+        type=duration_flag,
+        default=15.0,
+        metavar="DURATION",
+        help="how long a standby waits after the last renewal before taking the lease (15s)",
+    )
+    group.add_argument(
+        "--leader-elect-renew-deadline",
+        type=duration_flag,
+        default=10.0,
+        metavar="DURATION",
+        help="how long the leader retries renewing before it gives up (10s)",
+    )
+    group.add_argument(
+        "--leader-elect-retry-period",
+        type=duration_flag,
+        default=2.0,
+        metavar="DURATION",
+        help="how long to wait between attempts to acquire or renew the lease (2s)",
+    )
+
+
+def leader_election_config(
+    args: argparse.Namespace, *, lease_name: str
+) -> LeaderElectionConfig | None:
+    """The election of the flags above, or None without --leader-elect. ValueError when the
+    durations are inconsistent (renew deadline >= lease duration, ...) or when
+    --leader-elect-fencing is given without --leader-elect."""
+    if not args.leader_elect:
+        if args.leader_elect_fencing:
+            raise ValueError("--leader-elect-fencing needs --leader-elect")
+        return None
+    return LeaderElectionConfig(
+        lock_namespace=DEFAULT_LOCK_NAMESPACE,
+        lock_name=lease_name,
+        identity=new_identity(),
+        lease_duration=args.leader_elect_lease_duration,
+        renew_deadline=args.leader_elect_renew_deadline,
+        retry_period=args.leader_elect_retry_period,
+        fencing=args.leader_elect_fencing,
+    )
 
 
 class LeaderElector:

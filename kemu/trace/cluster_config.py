@@ -41,9 +41,9 @@ from typing import Final, NotRequired, TypedDict
 
 import yaml
 
-from apiserver import app as apiserver_app
+from apiserver import options as apiserver_options
 from cloud.config import ConfigError, parse_config
-from controllermanager import app as controllermanager_app
+from controllermanager import options as controllermanager_options
 from kemu.component.featuregate import FeatureGateError, FeatureGates
 from kemu.component.options import FlagError, check_flags
 from kemu.component.version import DEFAULT_VERSION, parse_emulated_version
@@ -51,7 +51,7 @@ from kemu.machinery.errors import Invalid
 from kemu.machinery.quantity import parse_quantity
 from kemu.machinery.validation.meta import validate_labels
 from kemu.scheduling.config import parse_config as parse_scheduler_config
-from kubelet import app as kubelet_app
+from kubelet import options as kubelet_options
 from scheduler import app as scheduler_app
 
 COMPONENTS: Final = (
@@ -105,10 +105,10 @@ _SET_BY_REPLAY: Final = {
     ),
 }
 FLAG_TABLES: Final[Mapping[str, Callable[[], argparse.ArgumentParser]]] = {
-    "apiserver": apiserver_app.build_parser,
+    "apiserver": apiserver_options.build_parser,
     "scheduler": scheduler_app.build_parser,
-    "controllermanager": controllermanager_app.build_parser,
-    "kubelet": kubelet_app.build_parser,
+    "controllermanager": controllermanager_options.build_parser,
+    "kubelet": kubelet_options.build_parser,
 }
 """The flag table of each component whose further flags CLUSTER.yaml may give (`args`,
 `kubeletArgs`): they are checked with it before anything starts."""
@@ -323,7 +323,7 @@ def _check_flags(component: str, args: list[str], path: str) -> None:
         raise ClusterConfigError(f"{path}: {e}") from None
     if component == "kubelet":
         try:
-            kubelet_app.settings_from_args(parsed, "v0.0.0")
+            kubelet_options.settings_from_args(parsed, "v0.0.0")
         except ValueError as e:
             raise ClusterConfigError(f"{path}: {e}") from None
 

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from apiserver.admission.default_toleration_seconds import DefaultTolerationSeconds
-from apiserver.app import parse_settings
+from apiserver.options import parse_settings
 from apiserver.settings import EtcdSettings, InflightSettings, ServingSettings
 
 

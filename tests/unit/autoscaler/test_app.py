@@ -9,7 +9,7 @@ import anyio
 import anyio.abc
 import pytest
 
-from autoscaler import app
+from autoscaler import app, options
 from autoscaler.config import AutoscalerSettings, AutoscalingOptions
 from kemu.api.v1 import types_pb2
 from kemu.client.controlplane import LEASE_NAMESPACE
@@ -30,21 +30,21 @@ CLOUD = ["--cloud-provider-address", "127.0.0.1:8086"]
 
 
 def test_flags_default_to_upstream_and_take_go_durations() -> None:
-    args = app.build_parser().parse_args(CLOUD)
+    args = options.build_parser().parse_args(CLOUD)
     assert args.scan_interval == 10
     assert args.max_node_provision_time == 900
     assert args.expendable_pods_priority_cutoff == -10
     assert args.expander == "least-waste"
     assert args.new_pod_scale_up_delay == 0
     assert args.scale_down_enabled is True
-    args = app.build_parser().parse_args(
+    args = options.build_parser().parse_args(
         [*CLOUD, "--scan-interval", "1s", "--max-node-provision-time", "2m30s"]
     )
     assert (args.scan_interval, args.max_node_provision_time) == (1, 150)
 
 
 def test_scale_down_flags_default_to_upstream() -> None:
-    args = app.build_parser().parse_args(CLOUD)
+    args = options.build_parser().parse_args(CLOUD)
     assert args.scale_down_utilization_threshold == 0.5
     assert args.scale_down_unneeded_time == 600
     assert args.scale_down_unready_time == 1200
@@ -61,13 +61,13 @@ def test_scale_down_flags_default_to_upstream() -> None:
     assert args.daemonset_eviction_for_empty_nodes is False
     assert args.daemonset_eviction_for_occupied_nodes is True
     assert args.skip_nodes_with_custom_controller_pods is True
-    args = app.build_parser().parse_args([*CLOUD, "--write-status-configmap", "false"])
+    args = options.build_parser().parse_args([*CLOUD, "--write-status-configmap", "false"])
     assert args.write_status_configmap is False
     assert args.skip_nodes_with_system_pods is True
     assert args.skip_nodes_with_local_storage is True
-    args = app.build_parser().parse_args([*CLOUD, "--skip-nodes-with-local-storage=false"])
+    args = options.build_parser().parse_args([*CLOUD, "--skip-nodes-with-local-storage=false"])
     assert args.skip_nodes_with_local_storage is False
-    args = app.build_parser().parse_args([*CLOUD, "--scale-down-unneeded-time", "2s"])
+    args = options.build_parser().parse_args([*CLOUD, "--scale-down-unneeded-time", "2s"])
     assert args.scale_down_unneeded_time == 2
 
 
@@ -109,7 +109,7 @@ async def start(
 ) -> ComponentContext:
     election = LeaderElectionConfig(
         lock_namespace=LEASE_NAMESPACE,
-        lock_name=app.LEASE_NAME,
+        lock_name=options.LEASE_NAME,
         identity=identity,
         lease_duration=15,
         renew_deadline=10,
@@ -126,8 +126,8 @@ async def start(
 
     async def component(*, task_status: anyio.abc.TaskStatus[ComponentContext]) -> None:
         codes[identity] = await run_component_async(
-            app.COMPONENT,
-            ComponentOptions.for_tests(app.COMPONENT),
+            options.COMPONENT,
+            ComponentOptions.for_tests(options.COMPONENT),
             body,
             clock=clock,
             handle_signals=False,
@@ -155,7 +155,7 @@ async def test_only_the_leader_scales_up() -> None:
         assert standby_cloud.calls == []
         assert standby.checks.run_one("autoscaler") == CheckResult("autoscaler", True)
         assert leader.checks.run_one("autoscaler") == CheckResult("autoscaler", True)
-        lease = await fake.get(types_pb2.Lease, app.LEASE_NAME, LEASE_NAMESPACE)
+        lease = await fake.get(types_pb2.Lease, options.LEASE_NAME, LEASE_NAMESPACE)
         assert lease.spec.holder_identity == "a"
         # The upcoming node holds the pod: a loop later, nothing more is asked.
         assert leader_cloud.calls == [("increase", "pool-a", 1)]

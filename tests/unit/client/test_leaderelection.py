@@ -7,7 +7,6 @@ import pytest
 
 from kemu.api.v1 import types_pb2
 from kemu.client import fencing
-from kemu.client.controlplane import add_leader_election_flags, leader_election_config
 from kemu.client.fake import FakeClient
 from kemu.client.interface import M
 from kemu.client.leaderelection import (
@@ -15,6 +14,8 @@ from kemu.client.leaderelection import (
     LeaderElectionConfig,
     LeaderElector,
     LeadershipLost,
+    add_leader_election_flags,
+    leader_election_config,
 )
 from kemu.component.clock import FakeClock
 from kemu.machinery.errors import Unavailable

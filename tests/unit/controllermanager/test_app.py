@@ -11,14 +11,13 @@ import pytest
 from controllermanager import app
 from controllermanager.app import (
     CONTROLLERS,
-    LEASE_NAME,
     TAINT_MANAGER_OF_NODE_LIFECYCLE,
     place_taint_eviction,
     run_with_client,
-    select_controllers,
 )
 from controllermanager.config import ControllerConfigurations
 from controllermanager.controller import Controller, ControllerContext, ControllerInit
+from controllermanager.options import COMPONENT, LEASE_NAME, build_parser, select_controllers
 from kemu.api.v1 import types_pb2
 from kemu.client.controlplane import LEASE_NAMESPACE
 from kemu.client.fake import FakeClient
@@ -40,7 +39,7 @@ pytestmark = pytest.mark.anyio
 
 
 def test_duration_flags_are_go_durations() -> None:
-    args = app.build_parser().parse_args(
+    args = build_parser().parse_args(
         ["--leader-elect-lease-duration", "1m30s", "--leader-elect-retry-period", "500ms"]
     )
     assert (args.leader_elect_lease_duration, args.leader_elect_retry_period) == (90.0, 0.5)
@@ -129,7 +128,7 @@ def test_flag_errors_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_parser_defaults() -> None:
-    args = app.build_parser().parse_args([])
+    args = build_parser().parse_args([])
     assert args.server == "127.0.0.1:6443"
     assert args.metrics_port == 10257
     assert not args.leader_elect
@@ -189,14 +188,14 @@ async def start(
     codes: dict[str, int],
     config: LeaderElectionConfig | None,
 ) -> ComponentContext:
-    options = ComponentOptions.for_tests(app.COMPONENT, shutdown_grace_period=60)
+    options = ComponentOptions.for_tests(COMPONENT, shutdown_grace_period=60)
     body = functools.partial(
         run_with_client, fake, controllers(owner, running), config, identity=owner
     )
 
     async def component(*, task_status: anyio.abc.TaskStatus[ComponentContext]) -> None:
         codes[owner] = await run_component_async(
-            app.COMPONENT,
+            COMPONENT,
             options,
             body,
             clock=clock,

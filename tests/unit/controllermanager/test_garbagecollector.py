@@ -12,9 +12,9 @@ import anyio
 import pytest
 from google.protobuf.message import Message
 
+from controllermanager.config import GarbageCollectorOptions
 from controllermanager.garbagecollector.garbagecollector import (
     GarbageCollector,
-    GarbageCollectorOptions,
 )
 from controllermanager.garbagecollector.graph import (
     ObjectReference,

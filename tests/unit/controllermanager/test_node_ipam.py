@@ -11,14 +11,12 @@ import anyio
 import pytest
 
 from controllermanager import app
-from controllermanager.config import ControllerConfigurations
+from controllermanager.cidrset import CIDRSet, CIDRSetFull
+from controllermanager.config import ControllerConfigurations, NodeIpamOptions
 from controllermanager.node_ipam import (
-    CIDRSet,
-    CIDRSetFull,
     NodeIpamController,
-    NodeIpamOptions,
-    options_from_args,
 )
+from controllermanager.options import build_parser, node_ipam_options_from_args
 from kemu.api.v1 import types_pb2
 from kemu.client.fake import FakeClient
 from kemu.client.informer import InformerFactory
@@ -46,7 +44,7 @@ def test_cidr_set_hands_out_ranges_round_robin() -> None:
 
 
 def _args(*argv: str) -> NodeIpamOptions | None:
-    return options_from_args(app.build_parser().parse_args(list(argv)))
+    return node_ipam_options_from_args(build_parser().parse_args(list(argv)))
 
 
 def test_flags_as_upstream() -> None:

@@ -9,8 +9,8 @@ from contextlib import asynccontextmanager
 import anyio
 import pytest
 
-from controllermanager import app, podgc
-from controllermanager.config import ControllerConfigurations
+from controllermanager import app, options, podgc
+from controllermanager.config import NodeLifecycleOptions
 from controllermanager.controller import ControllerContext
 from controllermanager.node_lifecycle import (
     NAME,
@@ -18,10 +18,10 @@ from controllermanager.node_lifecycle import (
     NODE_STATUS_UNKNOWN_MESSAGE,
     NODE_STATUS_UNKNOWN_REASON,
     NodeLifecycleController,
-    NodeLifecycleOptions,
     reconcile_taints,
     wanted_taints,
 )
+from controllermanager.options import configurations_from_args
 from kemu.api.v1 import types_pb2
 from kemu.client.fake import FakeClient
 from kemu.client.informer import InformerFactory
@@ -369,10 +369,10 @@ def test_taint_reconciliation_keeps_other_taints_and_their_times() -> None:
 
 
 def test_flags_configure_both_controllers() -> None:
-    args = app.build_parser().parse_args([])
+    args = options.build_parser().parse_args([])
     assert (args.node_monitor_period, args.node_monitor_grace_period) == (5.0, None)
     assert args.pod_gc_quarantine == 40.0
-    args = app.build_parser().parse_args(
+    args = options.build_parser().parse_args(
         ["--node-monitor-period", "500ms", "--node-monitor-grace-period", "3s",
          "--pod-gc-quarantine", "2s"]
     )  # fmt: skip
@@ -384,9 +384,7 @@ def test_flags_configure_both_controllers() -> None:
         clock=clock,
         gates=FeatureGates.default(),
     )
-    configured = app.configure_controllers(
-        app.CONTROLLERS, ControllerConfigurations.from_args(args)
-    )
+    configured = app.configure_controllers(app.CONTROLLERS, configurations_from_args(args))
     nlc = configured[NAME](ctx)
     assert isinstance(nlc, NodeLifecycleController)
     assert nlc.options == NodeLifecycleOptions(0.5, 3.0)

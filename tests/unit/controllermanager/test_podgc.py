@@ -11,11 +11,11 @@ import anyio
 import pytest
 from google.protobuf.message import Message
 
+from controllermanager.config import PodGCOptions
 from controllermanager.podgc import (
     DELETION_BY_POD_GC,
     NODE_GONE_MESSAGE,
     PodGCController,
-    PodGCOptions,
 )
 from kemu.api.v1 import types_pb2
 from kemu.client.fake import FakeClient

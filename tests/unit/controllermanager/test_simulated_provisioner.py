@@ -13,11 +13,11 @@ import anyio
 import pytest
 from google.protobuf.message import Message
 
+from controllermanager.config import SimulatedProvisionerOptions
 from controllermanager.persistentvolume.pv_controller import PersistentVolumeController
 from controllermanager.persistentvolume.simulated_provisioner import (
     ProvisioningError,
     SimulatedProvisioner,
-    SimulatedProvisionerOptions,
     parse_parameters,
 )
 from kemu.api.v1 import types_pb2

@@ -11,16 +11,15 @@ import anyio
 import pytest
 
 from controllermanager import app
+from controllermanager.config import NodeLifecycleOptions, PodGCOptions, default_grace_period
 from controllermanager.node_lifecycle import (
     NodeLifecycleController,
-    NodeLifecycleOptions,
-    default_grace_period,
     pod_not_ready,
 )
+from controllermanager.options import select_controllers
 from controllermanager.podgc import (
     OUT_OF_SERVICE_TAINT_KEY,
     PodGCController,
-    PodGCOptions,
     terminated_to_delete,
 )
 from controllermanager.taint_eviction import (
@@ -74,7 +73,7 @@ def test_matching_tolerations_and_the_shortest_toleration():
 def test_the_taint_eviction_controller_is_registered_under_upstreams_name():
     assert NAME == "taint-eviction-controller"
     assert NAME in app.CONTROLLERS
-    assert app.select_controllers("*,-taint-eviction-controller", app.CONTROLLERS).keys() == (
+    assert select_controllers("*,-taint-eviction-controller", app.CONTROLLERS).keys() == (
         app.CONTROLLERS.keys() - {NAME}
     )
 

@@ -22,7 +22,8 @@ from kemu.testing import fake_time
 from kemu.testing.fake_time import settle
 from kubelet.checkpoint import Checkpoint
 from kubelet.pod_manager import NodePods
-from kubelet.pod_workers import PodWorkerOptions, PodWorkers
+from kubelet.pod_workers import PodWorkers
+from kubelet.settings import PodWorkerOptions
 
 ALLOCATABLE = {"cpu": 4000, "memory": 4 * 1024**3, "pods": 110}
 

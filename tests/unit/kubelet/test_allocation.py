@@ -23,7 +23,6 @@ from kemu.testing.fake_time import settle
 from kubelet.allocation import Pending, decide, held_by_others
 from kubelet.app import pod_worker_options
 from kubelet.pod_manager import NodePods
-from kubelet.pod_workers import PodWorkerOptions
 from kubelet.resize_retry import (
     TRIGGER_POD_RESIZED,
     TRIGGER_POD_TERMINATED,
@@ -31,6 +30,7 @@ from kubelet.resize_retry import (
     retry_key,
 )
 from kubelet.runtime import ContainerAllocation, PodRuntime, PodState
+from kubelet.settings import PodWorkerOptions
 
 from .helpers import Env, advance, running_workers
 

@@ -14,18 +14,19 @@ from kemu.component.options import ComponentOptions
 from kemu.component.runner import ComponentContext, run_component_async
 from kemu.testing.builders import make_pod
 from kemu.testing.fake_time import wait_until
-from kubelet import app
+from kubelet import app, options
 from kubelet.app import renewal_offsets
 from kubelet.node_status import build_node
+from kubelet.settings import KubeletSettings
 
 from .helpers import advance
 
 pytestmark = pytest.mark.anyio
 
 
-def settings(*argv: str) -> app.KubeletSettings:
-    args = app.build_parser().parse_args(list(argv))
-    return app.settings_from_args(args, "v1.37.0")
+def settings(*argv: str) -> KubeletSettings:
+    args = options.build_parser().parse_args(list(argv))
+    return options.settings_from_args(args, "v1.37.0")
 
 
 def test_single_node_flags():
@@ -82,7 +83,7 @@ def test_bad_flags_exit_1_with_one_line(argv, message, capsys):
 
 
 def test_parser_defaults():
-    args = app.build_parser().parse_args([])
+    args = options.build_parser().parse_args([])
     assert args.metrics_port == 10255
     assert args.node_lease_renew_interval is None
     assert args.node_status_update_frequency == 10.0

@@ -12,9 +12,9 @@ from kemu.client.fake import FakeClient
 from kemu.component.clock import FakeClock
 from kemu.testing.builders import make_pod
 from kemu.testing.fake_time import settle
-from kubelet.app import build_parser, settings_from_args
 from kubelet.network import PodAddresses, default_node_ip, parse_node_ip
 from kubelet.node_status import build_node, status_differs
+from kubelet.options import build_parser, settings_from_args
 
 from .helpers import Env, advance, running_workers, wait_running
 

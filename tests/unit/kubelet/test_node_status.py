@@ -21,12 +21,10 @@ from kemu.testing.fake_time import wait_until
 from kubelet.node_status import (
     NODE_LEASE_NAMESPACE,
     NodeAgent,
-    NodeConfig,
-    NodeTiming,
-    allocatable_of,
     next_on_grid,
-    parse_taints,
 )
+from kubelet.options import allocatable_of, parse_taints
+from kubelet.settings import NodeConfig, NodeTiming
 
 from .helpers import advance
 

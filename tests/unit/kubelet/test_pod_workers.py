@@ -14,8 +14,8 @@ from kemu.testing.builders import make_pod
 from kemu.testing.fake_time import settle, wait_until
 from kubelet.checkpoint import Checkpoint
 from kubelet.pod_manager import NodePods
-from kubelet.pod_workers import PodWorkerOptions
 from kubelet.runtime import PodState
+from kubelet.settings import PodWorkerOptions
 
 from .helpers import ALLOCATABLE, Env, advance, running_workers, wait_running
 

@@ -11,7 +11,7 @@ from kemu.component.featuregate import FeatureGates
 from kemu.component.version import Version
 from kemu.testing.builders import make_pod
 from kubelet.app import pod_worker_options
-from kubelet.pod_workers import PodWorkerOptions, differs_semantically
+from kubelet.pod_workers import differs_semantically
 from kubelet.resize_action import containers_to_restart
 from kubelet.resize_retry import (
     DEFAULT_RETRY_PERIOD,
@@ -20,6 +20,7 @@ from kubelet.resize_retry import (
     RetryTimer,
 )
 from kubelet.runtime import ContainerAllocation
+from kubelet.settings import PodWorkerOptions
 
 from .helpers import advance, running_workers
 from .test_allocation import NODE, PENDING, allocated, conditions, pod, resize, settled_pod, start

@@ -1,0 +1,146 @@
+"""The apiserver's flags and the settings they make: its flag table (`build_parser`) and
+`parse_settings`, which `app.main` calls once (upstream's cmd/kube-apiserver/app/options). It
+loads no server: a driver reads the table (kemu.trace checks CLUSTER.yaml's args with it)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import Final
+
+from apiserver.admission.default_toleration_seconds import (
+    DEFAULT_TOLERATION_SECONDS,
+    DefaultTolerationSeconds,
+)
+from apiserver.settings import (
+    DEFAULT_BOOKMARK_FREQUENCY,
+    DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,
+    DEFAULT_MAX_REQUESTS_INFLIGHT,
+    ApiserverSettings,
+    EtcdSettings,
+    InflightSettings,
+    ServingSettings,
+)
+from kemu.component.options import ComponentOptions, new_parser, parse_component_args
+from kemu.machinery.convert import parse_time
+from kemu.machinery.errors import Invalid
+from kemu.machinery.virtual_time import ClockMode
+
+COMPONENT: Final = "kube-apiserver"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = new_parser("apiserver", "kemu kube-apiserver", default_metrics_port=6444)
+    parser.add_argument(
+        "--etcd-servers",
+        default="http://127.0.0.1:2379",
+        help="comma-separated etcd client URLs (default http://127.0.0.1:2379)",
+    )
+    parser.add_argument("--bind-address", default="127.0.0.1", help="address to serve gRPC on")
+    parser.add_argument("--port", type=int, default=6443, help="gRPC port (default 6443)")
+    parser.add_argument(
+        "--rest-port",
+        type=int,
+        default=0,
+        help="serve the Kubernetes REST API (JSON over plain HTTP) on this port of "
+        "--bind-address; 0 disables (default 0)",
+    )
+    parser.add_argument(
+        "--etcd-compaction-interval",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="compact etcd history older than this every interval; 0 disables (default 300)",
+    )
+    parser.add_argument(
+        "--watch-bookmark-frequency",
+        type=float,
+        default=DEFAULT_BOOKMARK_FREQUENCY,
+        metavar="SECONDS",
+        help="kemu only (upstream fixes it at 1 minute): how often a watch that allows "
+        "bookmarks gets one while idle (default 60)",
+    )
+    parser.add_argument(
+        "--max-requests-inflight",
+        type=int,
+        default=DEFAULT_MAX_REQUESTS_INFLIGHT,
+        metavar="N",
+        help="the most read-only requests served at once; past it a request is refused with "
+        "429 and Retry-After (watches, health checks and Lease renewals are not counted); "
+        "0: no limit (default 400)",
+    )
+    parser.add_argument(
+        "--max-mutating-requests-inflight",
+        type=int,
+        default=DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,
+        metavar="N",
+        help="the most mutating requests served at once, as --max-requests-inflight; 0: no "
+        "limit (default 200)",
+    )
+    for which in ("not-ready", "unreachable"):
+        parser.add_argument(
+            f"--default-{which}-toleration-seconds",
+            type=int,
+            default=DEFAULT_TOLERATION_SECONDS,
+            metavar="SECONDS",
+            help=f"the tolerationSeconds of the {which} NoExecute toleration that "
+            "DefaultTolerationSeconds adds to every pod without one (default 300)",
+        )
+    parser.add_argument(
+        "--clock-start",
+        default="",
+        metavar="RFC3339",
+        help="kemu only, with --clock virtual: the virtual time a fresh cluster's clock starts "
+        "at (default: the apiserver's start); a cluster whose clock exists keeps it",
+    )
+    return parser
+
+
+def parse_settings(argv: Sequence[str] | None) -> tuple[ApiserverSettings, ComponentOptions]:
+    """The apiserver's settings and the component options every process has, from the flags;
+    a flag in error exits as the parser does (naming it)."""
+    parser = build_parser()
+    args, options = parse_component_args(parser, argv, COMPONENT)
+    return _settings(parser, args, options), options
+
+
+def _settings(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, options: ComponentOptions
+) -> ApiserverSettings:
+    """The settings the flags say, or the parser's error (exit 2) naming the flag at fault."""
+    if not 0 < args.port < 65536:
+        parser.error(f"--port: {args.port} is not a port (1 to 65535)")
+    if not 0 <= args.rest_port < 65536:
+        parser.error(f"--rest-port: {args.rest_port} is not a port (1 to 65535, or 0)")
+    if not args.watch_bookmark_frequency > 0:
+        parser.error(f"--watch-bookmark-frequency: {args.watch_bookmark_frequency} must be > 0")
+    for flag in (
+        "default_not_ready_toleration_seconds",
+        "default_unreachable_toleration_seconds",
+        "max_requests_inflight",
+        "max_mutating_requests_inflight",
+    ):
+        if getattr(args, flag) < 0:
+            parser.error(f"--{flag.replace('_', '-')}: {getattr(args, flag)} must be >= 0")
+    clock_start = None
+    if args.clock_start:
+        if options.clock is not ClockMode.VIRTUAL:
+            parser.error("--clock-start: needs --clock virtual")
+        try:
+            clock_start = parse_time(args.clock_start, "--clock-start").ToNanoseconds() / 1e9
+        except Invalid as e:
+            parser.error(f"--clock-start: {e.causes[0].message if e.causes else e.message}")
+    servers = tuple(s.strip() for s in args.etcd_servers.split(",") if s.strip())
+    if not servers:
+        parser.error("--etcd-servers: at least one URL is required")
+    return ApiserverSettings(
+        serving=ServingSettings(args.bind_address, args.port, args.rest_port),
+        etcd=EtcdSettings(servers, args.etcd_compaction_interval),
+        inflight=InflightSettings(args.max_requests_inflight, args.max_mutating_requests_inflight),
+        toleration_seconds=DefaultTolerationSeconds(
+            not_ready=args.default_not_ready_toleration_seconds,
+            unreachable=args.default_unreachable_toleration_seconds,
+        ),
+        watch_bookmark_frequency=args.watch_bookmark_frequency,
+        clock_start=clock_start,
+    )

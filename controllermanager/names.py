@@ -1,0 +1,47 @@
+"""The controllers' names, which --controllers takes (upstream's
+cmd/kube-controller-manager/names/controller_names.go). `CONTROLLERS` in controllermanager.app
+maps each to its init function; tests/unit/controllermanager/test_options.py checks that the two
+and each controller's own NAME agree."""
+
+from __future__ import annotations
+
+from typing import Final
+
+DISRUPTION: Final = "disruption"
+GARBAGE_COLLECTOR: Final = "garbagecollector"
+NAMESPACE: Final = "namespace"
+NODE_LIFECYCLE: Final = "nodelifecycle"
+NODE_IPAM: Final = "nodeipam"
+POD_GC: Final = "podgc"
+REPLICA_SET: Final = "replicaset"
+DEPLOYMENT: Final = "deployment"
+JOB: Final = "job"
+DAEMON_SET: Final = "daemonset"
+STATEFUL_SET: Final = "statefulset"
+CRON_JOB: Final = "cronjob"
+TAINT_EVICTION: Final = "taint-eviction-controller"
+PV_BINDER: Final = "persistentvolume-binder"
+SIMULATED_PROVISIONER: Final = "simulated-csi-provisioner"
+PVC_PROTECTION: Final = "pvc-protection"
+PV_PROTECTION: Final = "pv-protection"
+
+CONTROLLER_NAMES: Final = (
+    DISRUPTION,
+    GARBAGE_COLLECTOR,
+    NAMESPACE,
+    NODE_LIFECYCLE,
+    NODE_IPAM,
+    POD_GC,
+    REPLICA_SET,
+    DEPLOYMENT,
+    JOB,
+    DAEMON_SET,
+    STATEFUL_SET,
+    CRON_JOB,
+    TAINT_EVICTION,
+    PV_BINDER,
+    SIMULATED_PROVISIONER,
+    PVC_PROTECTION,
+    PV_PROTECTION,
+)
+"""Every controller, in the order they start (as CONTROLLERS)."""
