@@ -11,7 +11,6 @@ and the queue dumped to the log.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import gc
 import logging
@@ -27,25 +26,15 @@ from google.protobuf.message import Message
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.client.comparer import CacheComparer, informer_sources
-from kemu.client.controlplane import (
-    Elected,
-    add_leader_election_flags,
-    leader_election_config,
-    run_elected,
-)
-from kemu.client.endpoints import add_server_flag
+from kemu.client.controlplane import Elected, run_elected
 from kemu.client.events import EventRecorder
 from kemu.client.informer import Informer, InformerFactory
 from kemu.client.interface import ApiClient
-from kemu.client.leaderelection import LeaderElectionConfig
 from kemu.component.clock import Clock
 from kemu.component.featuregate import FeatureGates
 from kemu.component.options import (
     DECISIONS_DEBUG_HANDLER,
-    add_record_decisions_flag,
-    new_parser,
     parse_component_args,
-    refuse_config,
 )
 from kemu.component.pod_resources import pod_resources_options
 from kemu.component.runner import (
@@ -57,12 +46,8 @@ from kemu.component.runner import (
 from kemu.component.version_rules import VersionRules
 from kemu.scheduling.config import (
     KubeSchedulerConfiguration,
-    default_config,
-    load_config,
-    scheduler_registry,
 )
 from kemu.scheduling.deferred import resize_preemption_enabled
-from kemu.scheduling.filter_score import COLUMNS_WHERE_WORTH_IT, ColumnPaths
 from kemu.scheduling.interface import SCHEDULER_POD_FIELD_SELECTOR
 from kemu.scheduling.plugins.registry import Registry
 from kemu.scheduling.plugins.volumes import STORAGE_KINDS
@@ -74,6 +59,12 @@ from scheduler.cycle_observer import NO_OBSERVER, CycleObserver
 from scheduler.decisions import DecisionLog, DecisionRecorder
 from scheduler.event_handlers import EventHandlers
 from scheduler.metrics import SchedulerMetrics
+from scheduler.options import (
+    COMPONENT,
+    SchedulerSettings,
+    build_parser,
+    settings_from_flags,
+)
 from scheduler.preemption_executor import Executor
 from scheduler.queue.hints import build_queueing_hint_map
 from scheduler.queue.scheduling_queue import PriorityQueue, QueueOptions
@@ -81,9 +72,6 @@ from scheduler.schedule_one import CycleSettings, Scheduler
 
 logger = logging.getLogger(__name__)
 
-COMPONENT: Final = "kube-scheduler"
-DEFAULT_METRICS_PORT: Final = 10259
-LEASE_NAME: Final = "kube-scheduler"
 # Pods that ended are not the scheduler's business (upstream's informer field selector).
 POD_FIELD_SELECTOR: Final = SCHEDULER_POD_FIELD_SELECTOR
 # The cyclic garbage collector's thresholds in the scheduler process (kemu's process tuning,
@@ -104,52 +92,6 @@ def tune_gc(*, freeze: bool) -> None:
         gc.freeze()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = new_parser(
-        "scheduler", "kemu kube-scheduler", default_metrics_port=DEFAULT_METRICS_PORT
-    )
-    add_server_flag(parser)
-    parser.add_argument(
-        "--config", metavar="FILE", help="a KubeSchedulerConfiguration YAML (profiles, plugins)"
-    )
-    parser.add_argument(
-        "--seed",
-        type=int,
-        default=None,
-        help="seed of the random tie-break between equally scored nodes (tests)",
-    )
-    parser.add_argument(
-        "--no-batch",
-        dest="batch",
-        action="store_false",
-        help="filter and score node by node only, never over node columns (the reference "
-        "path the batch path must agree with; for differential runs)",
-    )
-    add_record_decisions_flag(
-        parser,
-        what="every scheduling attempt (nodes evaluated, each reason with its node count, the "
-        "node chosen, preemption's victims, the binding; ?pod=NAMESPACE/NAME)",
-    )
-    add_leader_election_flags(parser, lease_name=LEASE_NAME)
-    return parser
-
-
-@dataclass(frozen=True, slots=True)
-class SchedulerSettings:
-    """The process's settings, built once by `main` from its flags and --config: the
-    apiserver, the KubeSchedulerConfiguration and the plugins it may name, leader election
-    (None: off), the tie-break's seed, where the column forms run (--no-batch: never) and
-    whether the decision record is kept (--record-decisions)."""
-
-    server: str
-    config: KubeSchedulerConfiguration
-    registry: Registry
-    election: LeaderElectionConfig | None
-    seed: int | None = None
-    paths: ColumnPaths = COLUMNS_WHERE_WORTH_IT
-    record_decisions: bool = False
-
-
 def main(argv: Sequence[str] | None = None, out_of_tree: Registry | None = None) -> int:
     """`out_of_tree`: plugins by name (their factories), besides the in-tree, emulation and
     installed ones (upstream's app.NewSchedulerCommand(app.WithPlugin(name, factory)))."""
@@ -157,34 +99,6 @@ def main(argv: Sequence[str] | None = None, out_of_tree: Registry | None = None)
     args, options = parse_component_args(parser, argv, COMPONENT)
     settings = settings_from_flags(parser, args, out_of_tree)
     return run_component(COMPONENT, options, functools.partial(run, settings))
-
-
-def settings_from_flags(
-    parser: argparse.ArgumentParser, args: argparse.Namespace, out_of_tree: Registry | None
-) -> SchedulerSettings:
-    """The settings of `args` (parsed by `parser`, which reports a refused file or flag and
-    exits)."""
-    try:
-        registry = scheduler_registry(out_of_tree)
-    except ValueError as e:
-        refuse_config(parser, "plugins", e)
-    try:
-        config = load_config(args.config, registry) if args.config else default_config(registry)
-    except (OSError, ValueError) as e:
-        refuse_config(parser, "--config", e)
-    try:
-        election = leader_election_config(args, lease_name=LEASE_NAME)
-    except ValueError as e:
-        parser.error(str(e))
-    return SchedulerSettings(
-        server=args.server,
-        config=config,
-        registry=registry,
-        election=election,
-        seed=args.seed,
-        paths=COLUMNS_WHERE_WORTH_IT if args.batch else ColumnPaths(enabled=False),
-        record_decisions=args.record_decisions,
-    )
 
 
 async def run(settings: SchedulerSettings, ctx: ComponentContext) -> None:

@@ -39,11 +39,6 @@ from kemu.client.leaderelection import (
     LeadershipLost,
     new_identity,
 )
-
-# scheduler.app still imports the flags from here; they live in kemu.client.leaderelection (no
-# gRPC), which a process's options module reads. Drop these when scheduler.app moves.
-from kemu.client.leaderelection import add_leader_election_flags as add_leader_election_flags
-from kemu.client.leaderelection import leader_election_config as leader_election_config
 from kemu.component.runner import ComponentContext, retry_until_ready
 from kemu.component.version import BINARY_VERSION
 from kemu.component.virtual_clock import VirtualClock

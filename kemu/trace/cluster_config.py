@@ -52,7 +52,7 @@ from kemu.machinery.quantity import parse_quantity
 from kemu.machinery.validation.meta import validate_labels
 from kemu.scheduling.config import parse_config as parse_scheduler_config
 from kubelet import options as kubelet_options
-from scheduler import app as scheduler_app
+from scheduler import options as scheduler_options
 
 COMPONENTS: Final = (
     "apiserver",
@@ -106,7 +106,7 @@ _SET_BY_REPLAY: Final = {
 }
 FLAG_TABLES: Final[Mapping[str, Callable[[], argparse.ArgumentParser]]] = {
     "apiserver": apiserver_options.build_parser,
-    "scheduler": scheduler_app.build_parser,
+    "scheduler": scheduler_options.build_parser,
     "controllermanager": controllermanager_options.build_parser,
     "kubelet": kubelet_options.build_parser,
 }

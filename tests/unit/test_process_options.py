@@ -29,7 +29,7 @@ _PROGRAM = textwrap.dedent(
 
 
 @pytest.mark.parametrize(
-    "process", ["apiserver", "kubelet", "controllermanager", "cloud", "autoscaler"]
+    "process", ["apiserver", "scheduler", "kubelet", "controllermanager", "cloud", "autoscaler"]
 )
 def test_a_process_options_load_no_grpc_and_not_its_app(process: str) -> None:
     out = subprocess.run(

@@ -38,9 +38,7 @@ def test_parse_servers_names_the_flag_on_bad_input(bad: str) -> None:
 def test_every_components_server_flag_is_checked_by_argparse(
     component: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # the scheduler's flag table is still in its app (its options module is to come)
-    home = "app" if component == "scheduler" else "options"
-    parser = importlib.import_module(f"{component}.{home}").build_parser()
+    parser = importlib.import_module(f"{component}.options").build_parser()
     server = next(a for a in parser._actions if "--server" in a.option_strings)
     assert server.metavar == "HOST:PORT[,HOST:PORT...]"
     assert server.type is not None
