@@ -11,6 +11,7 @@ checked on the recorded history."""
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -24,7 +25,7 @@ from kemu.machinery import convert, kinds
 from kemu.machinery.errors import AlreadyExists
 from kemu.machinery.virtual_time import ClockMode
 from kemu.testing import Cluster, eventually
-from kemu.testing.cluster_time import cluster_now, elapse
+from kemu.testing.cluster_time import advance_to
 from kemu.testing.invariants import PodHistory, record_pods
 from kemu.testing.namespaces import create_namespace
 
@@ -278,15 +279,46 @@ async def test_a_cronjob_runs_its_jobs_at_their_virtual_times_and_keeps_the_hist
                 elif event.type == DELETED:
                     deleted.append(job.metadata.name)
 
-    async with anyio.create_task_group() as tg:
-        await tg.start(watch_jobs)
-        start = await cluster_now(api)
-        await api.create(_cronjob(ns))
-        await elapse(api, 8 * EVERY * 60, timeout=300)
-        tg.cancel_scope.cancel()
-    end = await cluster_now(api)
-    # A Job at every EVERY minutes of the hour, named by its scheduled minute, created within
-    # a second of it (the controller's sync is 100 ms after the time).
+    try:
+        async with anyio.create_task_group() as tg:
+            await tg.start(watch_jobs)
+            created = await api.create(_cronjob(ns))
+            # The schedule starts after the CronJob's creation (upstream cronjob/utils.go
+            # mostRecentScheduleTime: earliestTime is its creationTimestamp), not at a reading
+            # of the clock before the create: at rate max the clock runs on between the two.
+            start = _seconds(created.metadata.creation_timestamp)
+            # Held half a minute past a schedule time (none is due then), the work due done:
+            # the Jobs, their deletions and the status checked are those of one instant.
+            end = (int(start // 60) + 1 + 8 * EVERY) * 60 + 30.0
+            await advance_to(api, end)
+            await _history_caught_up(api, ns, jobs, deleted)
+            tg.cancel_scope.cancel()
+        await _assert_history(api, ns, start, end, jobs, deleted)
+    finally:
+        await api.set_clock_rate(math.inf)  # the module's rate (rate_max)
+
+
+async def _history_caught_up(
+    api: Client, ns: str, jobs: dict[str, float], deleted: list[str]
+) -> None:
+    """Returns once the watch has seen every Job the held clock's list holds, and the
+    deletion of every other one it saw (the watch may lag the clock)."""
+
+    async def caught_up() -> bool:
+        listed = {j.metadata.name for j in (await api.list(types_pb2.Job, ns)).items}
+        assert listed <= jobs.keys() and set(jobs) - listed == set(deleted), (listed, jobs, deleted)
+        return True
+
+    await eventually(caught_up, timeout=30)
+
+
+async def _assert_history(
+    api: Client, ns: str, start: float, end: float, jobs: dict[str, float], deleted: list[str]
+) -> None:
+    """The Jobs the watch saw, their deletions and the CronJob's status, the clock held at
+    `end`."""
+    # A Job at every EVERY minutes of the hour after the creation, named by its scheduled
+    # minute, created within a second of it (the controller's sync is 100 ms after the time).
     expected = [m for m in range(int(start // 60) + 1, int(end // 60) + 1) if m % EVERY == 0]
     assert len(expected) >= 6
     assert sorted(jobs) == [f"tick-{m}" for m in expected]
