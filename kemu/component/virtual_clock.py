@@ -18,11 +18,13 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import logging
 import math
 import random
 import time
 from collections.abc import Callable
 from types import TracebackType
+from typing import Final
 
 import anyio
 import anyio.abc
@@ -30,6 +32,12 @@ import anyio.lowlevel
 
 from kemu.component.clock import Clock, RealClock, WallClockSkew, process_skew
 from kemu.machinery.virtual_time import ClockSegment
+
+logger = logging.getLogger(__name__)
+
+_PASSED: Final = 0.001
+"""Virtual seconds past a sleep's latest instant at which the event-driven clock is said to
+have passed it (a jump lands on the instant exactly: this is only rounding's margin)."""
 
 
 class _Sleeper:
@@ -141,6 +149,8 @@ class VirtualClock:
         now = segment.at(wall)
         heap = self._by_target
         woke = False
+        late = 0
+        latest = now  # the earliest instant by which a late one had to end
         while heap:
             target, _, sleeper = heap[0]
             if not sleeper.pending:
@@ -149,10 +159,23 @@ class VirtualClock:
             if target > now:
                 break
             heapq.heappop(heap)
+            if now - sleeper.latest > _PASSED:
+                late += 1
+                latest = min(latest, sleeper.latest)
             sleeper.pending = False
             self._pending -= 1
             sleeper.woken.set()
             woke = True
+        if late and segment.event_driven:
+            # (the driver jumps to the earliest instant a reported sleep must end by, so only
+            # one it did not count ends late: this process left a probe unanswered, frozen or
+            # starved, or its session was away; said, as it shows as late work)
+            logger.warning(
+                "%d timer(s) woke up to %.3fs of virtual time after they were due: the "
+                "event-driven clock went past them",
+                late,
+                now - latest,
+            )
         if woke:
             self.timers_changed.set()
         if heap and self._loop is not None:

@@ -184,3 +184,29 @@ async def test_a_jittered_sleep_on_the_fake_clock_draws_from_its_range() -> None
         assert deadline is not None
         assert 2.0 <= deadline - clock.monotonic() <= 4.4
         clock.advance(4.4)
+
+
+async def test_a_sleep_the_event_driven_clock_went_past_is_said_to_have_woken_late(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = VirtualClock()
+    held = _segment(1.0).advancing(0.0, time.time())  # rate max: held between jumps
+    clock.set_segment(held)
+    start = clock.monotonic()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(clock.sleep, 2.0)
+        tg.start_soon(clock.sleep, 10.0)
+        await anyio.wait_all_tasks_blocked()
+        with caplog.at_level("WARNING", logger="kemu.component.virtual_clock"):
+            # a jump to the first one's instant: on time
+            first = held.jumped(start + 2.0, time.time())
+            clock.set_segment(first)
+            await anyio.wait_all_tasks_blocked()
+            assert clock.timers == 1
+            assert not caplog.records
+            # one past the second (its process left out of the jump): late, and said so
+            clock.set_segment(first.jumped(start + 14.65, time.time()))
+    assert [r.getMessage() for r in caplog.records] == [
+        "1 timer(s) woke up to 4.650s of virtual time after they were due: the event-driven "
+        "clock went past them"
+    ]
