@@ -194,7 +194,11 @@ async def test_volume_zone_reason(cluster: Cluster) -> None:
     async with Scenario.open(cluster, "vol-zone") as s:
         await s.nodes("node", labels={ZONE: "zone-a"}, cpu="4", memory="8Gi", pods="32")
         api = s.client
-        sc = storage.storage_class(f"{s.ns}-zonal")
+        # Immediate, not WaitForFirstConsumer: the pod's add may reach the scheduler before the
+        # claim's binding does, and a WaitForFirstConsumer claim it sees unbound is one that
+        # VolumeZone skips and VolumeBinding binds anywhere (the pod then ran in zone a). An
+        # unbound Immediate claim is refused until its update requeues the pod.
+        sc = storage.storage_class(f"{s.ns}-zonal", wait_for_first_consumer=False)
         await api.create(sc)
         pv = storage.volume(f"{s.ns}-pv", sc.metadata.name, labels={ZONE: "zone-b"})
         await storage.create_available(api, pv)
