@@ -81,6 +81,25 @@ controller's (kemu's: UTC)."""
 CRON_JOBS_SCHEDULED_ANNOTATION: Final = "CronJobsScheduledAnnotation"
 """KEP-4006 (kubernetes#118137): a CronJob's Jobs carry the annotation
 batch.kubernetes.io/cronjob-scheduled-timestamp."""
+GENERIC_WORKLOAD: Final = "GenericWorkload"
+"""KEP-4671/KEP-5832: the Workload and PodGroup kinds (scheduling.k8s.io), the pod's reference
+to its group, and the scheduler's pod-group cycle; from 1.37 also gang scheduling and
+workload-aware preemption (kubernetes#139520 folded their gates into this one)."""
+GANG_SCHEDULING: Final = "GangScheduling"
+"""KEP-4671: the GangScheduling plugin (1.35, 1.36; removed in 1.37, behind GenericWorkload)."""
+WORKLOAD_AWARE_PREEMPTION: Final = "WorkloadAwarePreemption"
+"""KEP-5710 (1.36; removed in 1.37, behind GenericWorkload): a victim in a group takes its
+group; the PodGroup fields disruptionMode, priorityClassName and priority."""
+TOPOLOGY_AWARE_WORKLOAD_SCHEDULING: Final = "TopologyAwareWorkloadScheduling"
+"""KEP-5732: a PodGroup's schedulingConstraints.topology."""
+POD_GROUP_PREEMPTION_POLICY: Final = "PodGroupPreemptionPolicy"
+"""KEP-5710 (1.37): a PodGroup's preemptionPolicy."""
+COMPOSITE_POD_GROUP: Final = "CompositePodGroup"
+"""KEP-6012 (1.37): CompositePodGroups and a PodGroup's parentCompositePodGroupName."""
+WORKLOAD_WITH_JOB: Final = "WorkloadWithJob"
+"""KEP-5547: the Job controller creates its Workload and PodGroup."""
+DRA_WORKLOAD_RESOURCE_CLAIMS: Final = "DRAWorkloadResourceClaims"
+"""KEP-5729: a PodGroup's resourceClaims and status.resourceClaimStatuses."""
 # Known, not modelled (GateDefinition.modelled False): upstream's scheduler_perf files set them.
 SCHEDULER_ASYNC_API_CALLS: Final = "SchedulerAsyncAPICalls"
 SCHEDULER_QUEUEING_HINTS: Final = "SchedulerQueueingHints"
@@ -127,6 +146,9 @@ class GateDefinition:
     # as upstream checks them) but whose behaviour it does not model; setting it changes
     # nothing, and tools report it "not modelled".
     modelled: bool = True
+    # Gates this one needs on (upstream's defaultKubernetesFeatureGateDependencies, 1.35+):
+    # enabling it with one of them off is an error.
+    depends_on: tuple[str, ...] = ()
 
     @property
     def introduced_in(self) -> Version:
@@ -156,6 +178,7 @@ def _gate(
     ga: int | None = None,
     removed: int | None = None,
     modelled: bool = True,
+    depends_on: tuple[str, ...] = (),
 ) -> GateDefinition:
     """A gate of upstream's usual lifecycle, by the minor versions (1.x) at which it became
     alpha (off), beta off by default, beta (on), GA (on, locked) and was removed (its
@@ -175,6 +198,7 @@ def _gate(
         tuple(specs),
         removed_in=None if removed is None else _v(removed),
         modelled=modelled,
+        depends_on=depends_on,
     )
 
 
@@ -219,6 +243,27 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
             _gate(POD_INDEX_LABEL, beta=28, ga=32, removed=35),
             _gate(CRON_JOB_TIME_ZONE, alpha=24, beta=25, ga=27, removed=29),
             _gate(CRON_JOBS_SCHEDULED_ANNOTATION, beta=28, ga=32, removed=35),
+            # Workload-aware scheduling (pkg/features/kube_features.go; kubernetes#139520
+            # removed GangScheduling and WorkloadAwarePreemption in 1.37, their behaviour then
+            # GenericWorkload's: enabled after removal, and GenericWorkload still asked).
+            _gate(GENERIC_WORKLOAD, alpha=35, beta_off=37),
+            _gate(GANG_SCHEDULING, alpha=35, removed=37, depends_on=(GENERIC_WORKLOAD,)),
+            _gate(WORKLOAD_AWARE_PREEMPTION, alpha=36, removed=37, depends_on=(GENERIC_WORKLOAD,)),
+            _gate(TOPOLOGY_AWARE_WORKLOAD_SCHEDULING, alpha=36, depends_on=(GENERIC_WORKLOAD,)),
+            _gate(POD_GROUP_PREEMPTION_POLICY, alpha=37, depends_on=(GENERIC_WORKLOAD,)),
+            _gate(
+                COMPOSITE_POD_GROUP,
+                alpha=37,
+                depends_on=(GENERIC_WORKLOAD, TOPOLOGY_AWARE_WORKLOAD_SCHEDULING),
+            ),
+            _gate(WORKLOAD_WITH_JOB, alpha=36, depends_on=(GENERIC_WORKLOAD,)),
+            _gate(
+                DRA_WORKLOAD_RESOURCE_CLAIMS,
+                alpha=36,
+                beta_off=37,
+                modelled=False,
+                depends_on=(GENERIC_WORKLOAD,),
+            ),
             # upstream gates that upstream's scheduler_perf files set and kemu does not
             # model (upstream's lifecycle, pkg/features/kube_features.go at 1.37).
             _gate(SCHEDULER_ASYNC_API_CALLS, beta_off=34, modelled=False),
@@ -377,6 +422,7 @@ class FeatureGates:
                     "It will be removed in a future release."
                 )
             resolved[name] = value
+        errors.extend(_dependency_errors(version, resolved))
         if errors:
             raise FeatureGateError(errors)
         return cls(version, MappingProxyType(resolved), tuple(warnings))
@@ -413,6 +459,30 @@ class FeatureGates:
         return ",".join(
             f"{name}={str(value).lower()}" for name, value in sorted(self.overrides.items())
         )
+
+
+def _dependency_errors(version: Version, overrides: Mapping[str, bool]) -> list[str]:
+    """A gate that is on while a gate it depends on is off (upstream's featuregate refuses the
+    set at start-up)."""
+    errors: list[str] = []
+    for gate in GATES.values():
+        spec = gate.spec_at(version)
+        if spec is None or not gate.depends_on:
+            continue
+        if not overrides.get(gate.name, spec.default):
+            continue
+        off = [
+            dep
+            for dep in gate.depends_on
+            if (dep_spec := GATES[dep].spec_at(version)) is not None
+            and not overrides.get(dep, dep_spec.default)
+        ]
+        if off:
+            errors.append(
+                f"feature gate {gate.name} is enabled at emulated version {version}, but "
+                f"depends on {', '.join(off)}, which is disabled"
+            )
+    return errors
 
 
 def _check_setting(gate: GateDefinition, given: str, value: bool, version: Version) -> str | None:

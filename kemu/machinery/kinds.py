@@ -142,6 +142,18 @@ KINDS: Final[tuple[Kind, ...]] = (
     ),
     Kind("Secret", "secrets", "v1", True, types_pb2.Secret, "secret", has_status=False),
     Kind("CronJob", "cronjobs", "batch/v1", True, types_pb2.CronJob, "cron_job", ("cj",)),
+    Kind(
+        "Workload",
+        "workloads",
+        "scheduling.k8s.io/v1beta1",
+        True,
+        types_pb2.Workload,
+        "workload",
+        has_status=False,
+    ),
+    Kind(
+        "PodGroup", "podgroups", "scheduling.k8s.io/v1beta1", True, types_pb2.PodGroup, "pod_group"
+    ),
 )
 
 BY_KIND: Final[dict[str, Kind]] = {k.kind: k for k in KINDS}

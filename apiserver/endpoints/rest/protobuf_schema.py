@@ -18,6 +18,61 @@ from __future__ import annotations
 from typing import Final
 
 SCHEMA: Final[dict[str, dict[int, tuple[str, str]]]] = {
+    # scheduling.k8s.io/v1beta1 (1.37) pod groups; v1alpha3's numbers, which v1beta1 copied.
+    "Workload": {1: ("metadata", "ObjectMeta"), 2: ("spec", "WorkloadSpec")},
+    "WorkloadSpec": {
+        1: ("controllerRef", "TypedLocalObjectReference"),
+        2: ("podGroupTemplates", "[]PodGroupTemplate"),
+    },
+    "PodGroupTemplate": {
+        1: ("name", "string"),
+        2: ("schedulingPolicy", "PodGroupSchedulingPolicy"),
+        3: ("schedulingConstraints", "PodGroupSchedulingConstraints"),
+        4: ("resourceClaims", "[]PodGroupResourceClaim"),
+        5: ("disruptionMode", "DisruptionMode"),
+        6: ("priorityClassName", "string"),
+        7: ("priority", "int"),
+        8: ("preemptionPolicy", "string"),
+    },
+    "PodGroupSchedulingPolicy": {
+        1: ("basic", "BasicSchedulingPolicy"),
+        2: ("gang", "GangSchedulingPolicy"),
+    },
+    "BasicSchedulingPolicy": {},
+    "GangSchedulingPolicy": {1: ("minCount", "int")},
+    "PodGroupSchedulingConstraints": {1: ("topology", "[]TopologyConstraint")},
+    "TopologyConstraint": {1: ("key", "string")},
+    "PodGroupResourceClaim": {
+        1: ("name", "string"),
+        2: ("resourceClaimName", "string"),
+        3: ("resourceClaimTemplateName", "string"),
+    },
+    "DisruptionMode": {1: ("single", "SingleDisruptionMode"), 2: ("all", "AllDisruptionMode")},
+    "SingleDisruptionMode": {},
+    "AllDisruptionMode": {},
+    "PodGroup": {
+        1: ("metadata", "ObjectMeta"),
+        2: ("spec", "PodGroupSpec"),
+        3: ("status", "PodGroupStatus"),
+    },
+    "PodGroupSpec": {
+        1: ("workloadRef", "WorkloadReference"),
+        2: ("schedulingPolicy", "PodGroupSchedulingPolicy"),
+        3: ("schedulingConstraints", "PodGroupSchedulingConstraints"),
+        4: ("resourceClaims", "[]PodGroupResourceClaim"),
+        5: ("disruptionMode", "DisruptionMode"),
+        6: ("priorityClassName", "string"),
+        7: ("priority", "int"),
+        8: ("preemptionPolicy", "string"),
+        9: ("parentCompositePodGroupName", "string"),
+    },
+    "WorkloadReference": {1: ("workloadName", "string"), 2: ("templateName", "string")},
+    "PodGroupStatus": {
+        1: ("conditions", "[]Condition"),
+        2: ("resourceClaimStatuses", "[]PodGroupResourceClaimStatus"),
+    },
+    "PodGroupResourceClaimStatus": {1: ("name", "string"), 2: ("resourceClaimName", "string")},
+    "PodSchedulingGroup": {1: ("podGroupName", "string")},
     "Affinity": {
         1: ("nodeAffinity", "NodeAffinity"),
         2: ("podAffinity", "PodAffinity"),
@@ -509,6 +564,7 @@ SCHEMA: Final[dict[str, dict[int, tuple[str, str]]]] = {
         37: ("hostUsers", "bool"),
         38: ("schedulingGates", "[]PodSchedulingGate"),
         40: ("resources", "ResourceRequirements"),
+        43: ("schedulingGroup", "PodSchedulingGroup"),
     },
     "PodStatus": {
         1: ("phase", "string"),

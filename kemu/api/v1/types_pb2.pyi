@@ -879,7 +879,7 @@ class PodOS(_message.Message):
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class PodSpec(_message.Message):
-    __slots__ = ("node_name", "scheduler_name", "priority", "priority_class_name", "preemption_policy", "containers", "init_containers", "node_selector", "affinity", "tolerations", "scheduling_gates", "termination_grace_period_seconds", "overhead", "restart_policy", "resources", "volumes", "active_deadline_seconds", "dns_policy", "service_account_name", "service_account", "automount_service_account_token", "host_network", "host_pid", "host_ipc", "share_process_namespace", "security_context", "image_pull_secrets", "hostname", "subdomain", "host_aliases", "dns_config", "readiness_gates", "runtime_class_name", "enable_service_links", "topology_spread_constraints", "set_hostname_as_fqdn", "os", "host_users")
+    __slots__ = ("node_name", "scheduler_name", "priority", "priority_class_name", "preemption_policy", "containers", "init_containers", "node_selector", "affinity", "tolerations", "scheduling_gates", "termination_grace_period_seconds", "overhead", "restart_policy", "resources", "volumes", "active_deadline_seconds", "dns_policy", "service_account_name", "service_account", "automount_service_account_token", "host_network", "host_pid", "host_ipc", "share_process_namespace", "security_context", "image_pull_secrets", "hostname", "subdomain", "host_aliases", "dns_config", "readiness_gates", "runtime_class_name", "enable_service_links", "topology_spread_constraints", "set_hostname_as_fqdn", "os", "host_users", "scheduling_group", "workload_ref")
     class NodeSelectorEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -932,6 +932,8 @@ class PodSpec(_message.Message):
     SET_HOSTNAME_AS_FQDN_FIELD_NUMBER: _ClassVar[int]
     OS_FIELD_NUMBER: _ClassVar[int]
     HOST_USERS_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULING_GROUP_FIELD_NUMBER: _ClassVar[int]
+    WORKLOAD_REF_FIELD_NUMBER: _ClassVar[int]
     node_name: str
     scheduler_name: str
     priority: int
@@ -970,7 +972,25 @@ class PodSpec(_message.Message):
     set_hostname_as_fqdn: bool
     os: PodOS
     host_users: bool
-    def __init__(self, node_name: _Optional[str] = ..., scheduler_name: _Optional[str] = ..., priority: _Optional[int] = ..., priority_class_name: _Optional[str] = ..., preemption_policy: _Optional[str] = ..., containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., init_containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., affinity: _Optional[_Union[Affinity, _Mapping]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., scheduling_gates: _Optional[_Iterable[_Union[PodSchedulingGate, _Mapping]]] = ..., termination_grace_period_seconds: _Optional[int] = ..., overhead: _Optional[_Mapping[str, str]] = ..., restart_policy: _Optional[str] = ..., resources: _Optional[_Union[ResourceRequirements, _Mapping]] = ..., volumes: _Optional[_Iterable[_Union[Volume, _Mapping]]] = ..., active_deadline_seconds: _Optional[int] = ..., dns_policy: _Optional[str] = ..., service_account_name: _Optional[str] = ..., service_account: _Optional[str] = ..., automount_service_account_token: _Optional[bool] = ..., host_network: _Optional[bool] = ..., host_pid: _Optional[bool] = ..., host_ipc: _Optional[bool] = ..., share_process_namespace: _Optional[bool] = ..., security_context: _Optional[_Union[PodSecurityContext, _Mapping]] = ..., image_pull_secrets: _Optional[_Iterable[_Union[LocalObjectReference, _Mapping]]] = ..., hostname: _Optional[str] = ..., subdomain: _Optional[str] = ..., host_aliases: _Optional[_Iterable[_Union[HostAlias, _Mapping]]] = ..., dns_config: _Optional[_Union[PodDNSConfig, _Mapping]] = ..., readiness_gates: _Optional[_Iterable[_Union[PodReadinessGate, _Mapping]]] = ..., runtime_class_name: _Optional[str] = ..., enable_service_links: _Optional[bool] = ..., topology_spread_constraints: _Optional[_Iterable[_Union[TopologySpreadConstraint, _Mapping]]] = ..., set_hostname_as_fqdn: _Optional[bool] = ..., os: _Optional[_Union[PodOS, _Mapping]] = ..., host_users: _Optional[bool] = ...) -> None: ...
+    scheduling_group: PodSchedulingGroup
+    workload_ref: WorkloadReferenceV1alpha1
+    def __init__(self, node_name: _Optional[str] = ..., scheduler_name: _Optional[str] = ..., priority: _Optional[int] = ..., priority_class_name: _Optional[str] = ..., preemption_policy: _Optional[str] = ..., containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., init_containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., affinity: _Optional[_Union[Affinity, _Mapping]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., scheduling_gates: _Optional[_Iterable[_Union[PodSchedulingGate, _Mapping]]] = ..., termination_grace_period_seconds: _Optional[int] = ..., overhead: _Optional[_Mapping[str, str]] = ..., restart_policy: _Optional[str] = ..., resources: _Optional[_Union[ResourceRequirements, _Mapping]] = ..., volumes: _Optional[_Iterable[_Union[Volume, _Mapping]]] = ..., active_deadline_seconds: _Optional[int] = ..., dns_policy: _Optional[str] = ..., service_account_name: _Optional[str] = ..., service_account: _Optional[str] = ..., automount_service_account_token: _Optional[bool] = ..., host_network: _Optional[bool] = ..., host_pid: _Optional[bool] = ..., host_ipc: _Optional[bool] = ..., share_process_namespace: _Optional[bool] = ..., security_context: _Optional[_Union[PodSecurityContext, _Mapping]] = ..., image_pull_secrets: _Optional[_Iterable[_Union[LocalObjectReference, _Mapping]]] = ..., hostname: _Optional[str] = ..., subdomain: _Optional[str] = ..., host_aliases: _Optional[_Iterable[_Union[HostAlias, _Mapping]]] = ..., dns_config: _Optional[_Union[PodDNSConfig, _Mapping]] = ..., readiness_gates: _Optional[_Iterable[_Union[PodReadinessGate, _Mapping]]] = ..., runtime_class_name: _Optional[str] = ..., enable_service_links: _Optional[bool] = ..., topology_spread_constraints: _Optional[_Iterable[_Union[TopologySpreadConstraint, _Mapping]]] = ..., set_hostname_as_fqdn: _Optional[bool] = ..., os: _Optional[_Union[PodOS, _Mapping]] = ..., host_users: _Optional[bool] = ..., scheduling_group: _Optional[_Union[PodSchedulingGroup, _Mapping]] = ..., workload_ref: _Optional[_Union[WorkloadReferenceV1alpha1, _Mapping]] = ...) -> None: ...
+
+class PodSchedulingGroup(_message.Message):
+    __slots__ = ("pod_group_name",)
+    POD_GROUP_NAME_FIELD_NUMBER: _ClassVar[int]
+    pod_group_name: str
+    def __init__(self, pod_group_name: _Optional[str] = ...) -> None: ...
+
+class WorkloadReferenceV1alpha1(_message.Message):
+    __slots__ = ("name", "pod_group", "pod_group_replica_key")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    POD_GROUP_FIELD_NUMBER: _ClassVar[int]
+    POD_GROUP_REPLICA_KEY_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    pod_group: str
+    pod_group_replica_key: str
+    def __init__(self, name: _Optional[str] = ..., pod_group: _Optional[str] = ..., pod_group_replica_key: _Optional[str] = ...) -> None: ...
 
 class PodCondition(_message.Message):
     __slots__ = ("type", "status", "observed_generation", "last_probe_time", "last_transition_time", "reason", "message")
@@ -2283,3 +2303,151 @@ class CronJob(_message.Message):
     spec: CronJobSpec
     status: CronJobStatus
     def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[CronJobSpec, _Mapping]] = ..., status: _Optional[_Union[CronJobStatus, _Mapping]] = ...) -> None: ...
+
+class BasicSchedulingPolicy(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GangSchedulingPolicy(_message.Message):
+    __slots__ = ("min_count",)
+    MIN_COUNT_FIELD_NUMBER: _ClassVar[int]
+    min_count: int
+    def __init__(self, min_count: _Optional[int] = ...) -> None: ...
+
+class PodGroupSchedulingPolicy(_message.Message):
+    __slots__ = ("basic", "gang")
+    BASIC_FIELD_NUMBER: _ClassVar[int]
+    GANG_FIELD_NUMBER: _ClassVar[int]
+    basic: BasicSchedulingPolicy
+    gang: GangSchedulingPolicy
+    def __init__(self, basic: _Optional[_Union[BasicSchedulingPolicy, _Mapping]] = ..., gang: _Optional[_Union[GangSchedulingPolicy, _Mapping]] = ...) -> None: ...
+
+class TopologyConstraint(_message.Message):
+    __slots__ = ("key",)
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    def __init__(self, key: _Optional[str] = ...) -> None: ...
+
+class PodGroupSchedulingConstraints(_message.Message):
+    __slots__ = ("topology",)
+    TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    topology: _containers.RepeatedCompositeFieldContainer[TopologyConstraint]
+    def __init__(self, topology: _Optional[_Iterable[_Union[TopologyConstraint, _Mapping]]] = ...) -> None: ...
+
+class PodGroupResourceClaim(_message.Message):
+    __slots__ = ("name", "resource_claim_name", "resource_claim_template_name")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_CLAIM_NAME_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_CLAIM_TEMPLATE_NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    resource_claim_name: str
+    resource_claim_template_name: str
+    def __init__(self, name: _Optional[str] = ..., resource_claim_name: _Optional[str] = ..., resource_claim_template_name: _Optional[str] = ...) -> None: ...
+
+class SingleDisruptionMode(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class AllDisruptionMode(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class DisruptionMode(_message.Message):
+    __slots__ = ("single", "all")
+    SINGLE_FIELD_NUMBER: _ClassVar[int]
+    ALL_FIELD_NUMBER: _ClassVar[int]
+    single: SingleDisruptionMode
+    all: AllDisruptionMode
+    def __init__(self, single: _Optional[_Union[SingleDisruptionMode, _Mapping]] = ..., all: _Optional[_Union[AllDisruptionMode, _Mapping]] = ...) -> None: ...
+
+class PodGroupTemplate(_message.Message):
+    __slots__ = ("name", "scheduling_policy", "scheduling_constraints", "resource_claims", "disruption_mode", "priority_class_name", "priority", "preemption_policy")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULING_POLICY_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULING_CONSTRAINTS_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_CLAIMS_FIELD_NUMBER: _ClassVar[int]
+    DISRUPTION_MODE_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_CLASS_NAME_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    PREEMPTION_POLICY_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    scheduling_policy: PodGroupSchedulingPolicy
+    scheduling_constraints: PodGroupSchedulingConstraints
+    resource_claims: _containers.RepeatedCompositeFieldContainer[PodGroupResourceClaim]
+    disruption_mode: DisruptionMode
+    priority_class_name: str
+    priority: int
+    preemption_policy: str
+    def __init__(self, name: _Optional[str] = ..., scheduling_policy: _Optional[_Union[PodGroupSchedulingPolicy, _Mapping]] = ..., scheduling_constraints: _Optional[_Union[PodGroupSchedulingConstraints, _Mapping]] = ..., resource_claims: _Optional[_Iterable[_Union[PodGroupResourceClaim, _Mapping]]] = ..., disruption_mode: _Optional[_Union[DisruptionMode, _Mapping]] = ..., priority_class_name: _Optional[str] = ..., priority: _Optional[int] = ..., preemption_policy: _Optional[str] = ...) -> None: ...
+
+class WorkloadSpec(_message.Message):
+    __slots__ = ("controller_ref", "pod_group_templates")
+    CONTROLLER_REF_FIELD_NUMBER: _ClassVar[int]
+    POD_GROUP_TEMPLATES_FIELD_NUMBER: _ClassVar[int]
+    controller_ref: TypedLocalObjectReference
+    pod_group_templates: _containers.RepeatedCompositeFieldContainer[PodGroupTemplate]
+    def __init__(self, controller_ref: _Optional[_Union[TypedLocalObjectReference, _Mapping]] = ..., pod_group_templates: _Optional[_Iterable[_Union[PodGroupTemplate, _Mapping]]] = ...) -> None: ...
+
+class Workload(_message.Message):
+    __slots__ = ("metadata", "spec")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    spec: WorkloadSpec
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[WorkloadSpec, _Mapping]] = ...) -> None: ...
+
+class WorkloadReference(_message.Message):
+    __slots__ = ("workload_name", "template_name")
+    WORKLOAD_NAME_FIELD_NUMBER: _ClassVar[int]
+    TEMPLATE_NAME_FIELD_NUMBER: _ClassVar[int]
+    workload_name: str
+    template_name: str
+    def __init__(self, workload_name: _Optional[str] = ..., template_name: _Optional[str] = ...) -> None: ...
+
+class PodGroupSpec(_message.Message):
+    __slots__ = ("parent_composite_pod_group_name", "workload_ref", "scheduling_policy", "scheduling_constraints", "resource_claims", "disruption_mode", "priority_class_name", "priority", "preemption_policy")
+    PARENT_COMPOSITE_POD_GROUP_NAME_FIELD_NUMBER: _ClassVar[int]
+    WORKLOAD_REF_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULING_POLICY_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULING_CONSTRAINTS_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_CLAIMS_FIELD_NUMBER: _ClassVar[int]
+    DISRUPTION_MODE_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_CLASS_NAME_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    PREEMPTION_POLICY_FIELD_NUMBER: _ClassVar[int]
+    parent_composite_pod_group_name: str
+    workload_ref: WorkloadReference
+    scheduling_policy: PodGroupSchedulingPolicy
+    scheduling_constraints: PodGroupSchedulingConstraints
+    resource_claims: _containers.RepeatedCompositeFieldContainer[PodGroupResourceClaim]
+    disruption_mode: DisruptionMode
+    priority_class_name: str
+    priority: int
+    preemption_policy: str
+    def __init__(self, parent_composite_pod_group_name: _Optional[str] = ..., workload_ref: _Optional[_Union[WorkloadReference, _Mapping]] = ..., scheduling_policy: _Optional[_Union[PodGroupSchedulingPolicy, _Mapping]] = ..., scheduling_constraints: _Optional[_Union[PodGroupSchedulingConstraints, _Mapping]] = ..., resource_claims: _Optional[_Iterable[_Union[PodGroupResourceClaim, _Mapping]]] = ..., disruption_mode: _Optional[_Union[DisruptionMode, _Mapping]] = ..., priority_class_name: _Optional[str] = ..., priority: _Optional[int] = ..., preemption_policy: _Optional[str] = ...) -> None: ...
+
+class PodGroupResourceClaimStatus(_message.Message):
+    __slots__ = ("name", "resource_claim_name")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_CLAIM_NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    resource_claim_name: str
+    def __init__(self, name: _Optional[str] = ..., resource_claim_name: _Optional[str] = ...) -> None: ...
+
+class PodGroupStatus(_message.Message):
+    __slots__ = ("conditions", "resource_claim_statuses")
+    CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_CLAIM_STATUSES_FIELD_NUMBER: _ClassVar[int]
+    conditions: _containers.RepeatedCompositeFieldContainer[Condition]
+    resource_claim_statuses: _containers.RepeatedCompositeFieldContainer[PodGroupResourceClaimStatus]
+    def __init__(self, conditions: _Optional[_Iterable[_Union[Condition, _Mapping]]] = ..., resource_claim_statuses: _Optional[_Iterable[_Union[PodGroupResourceClaimStatus, _Mapping]]] = ...) -> None: ...
+
+class PodGroup(_message.Message):
+    __slots__ = ("metadata", "spec", "status")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    spec: PodGroupSpec
+    status: PodGroupStatus
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[PodGroupSpec, _Mapping]] = ..., status: _Optional[_Union[PodGroupStatus, _Mapping]] = ...) -> None: ...

@@ -50,8 +50,25 @@ WORKLOAD_GATES = frozenset(
         fg.CRON_JOBS_SCHEDULED_ANNOTATION,
     }
 )
+# Workload-aware scheduling's (pod groups): test_pod_group_gates_* below.
+POD_GROUP_GATES = frozenset(
+    {
+        fg.GENERIC_WORKLOAD,
+        fg.GANG_SCHEDULING,
+        fg.WORKLOAD_AWARE_PREEMPTION,
+        fg.TOPOLOGY_AWARE_WORKLOAD_SCHEDULING,
+        fg.POD_GROUP_PREEMPTION_POLICY,
+        fg.COMPOSITE_POD_GROUP,
+        fg.WORKLOAD_WITH_JOB,
+        fg.DRA_WORKLOAD_RESOURCE_CLAIMS,
+    }
+)
 OWN_TESTS = (
-    PTS_GATES | WORKLOAD_GATES | {SEPARATE_TAINT, HOST_IPS, PDC, POD_LEVEL, RETRO} | NOT_MODELLED
+    PTS_GATES
+    | WORKLOAD_GATES
+    | POD_GROUP_GATES
+    | {SEPARATE_TAINT, HOST_IPS, PDC, POD_LEVEL, RETRO}
+    | NOT_MODELLED
 )
 
 
@@ -533,6 +550,7 @@ def test_not_modelled_gates_follow_upstreams_lifecycle() -> None:
         fg.NODE_DECLARED_FEATURES,
         fg.DYNAMIC_RESOURCE_ALLOCATION,
         fg.DRA_EXTENDED_RESOURCE,
+        fg.DRA_WORKLOAD_RESOURCE_CLAIMS,
         fg.IN_PLACE_POD_VERTICAL_SCALING_ALLOCATED_STATUS,
         fg.IN_PLACE_POD_VERTICAL_SCALING_EXCLUSIVE_CPUS,
         fg.IN_PLACE_POD_VERTICAL_SCALING_EXCLUSIVE_MEMORY,
@@ -703,3 +721,72 @@ def test_the_newest_older_version_accepting_settings_is_found() -> None:
         is None
     )
     assert fg.newest_version_accepting([{"NoSuchGate": True}], below=v37) is None
+
+
+@pytest.mark.parametrize(
+    ("minor", "existing"),
+    [
+        (34, set()),
+        (35, {fg.GENERIC_WORKLOAD, fg.GANG_SCHEDULING}),
+        (
+            36,
+            {
+                fg.GENERIC_WORKLOAD,
+                fg.GANG_SCHEDULING,
+                fg.WORKLOAD_AWARE_PREEMPTION,
+                fg.TOPOLOGY_AWARE_WORKLOAD_SCHEDULING,
+                fg.WORKLOAD_WITH_JOB,
+                fg.DRA_WORKLOAD_RESOURCE_CLAIMS,
+            },
+        ),
+        (
+            37,
+            {
+                fg.GENERIC_WORKLOAD,
+                fg.TOPOLOGY_AWARE_WORKLOAD_SCHEDULING,
+                fg.WORKLOAD_WITH_JOB,
+                fg.DRA_WORKLOAD_RESOURCE_CLAIMS,
+                fg.POD_GROUP_PREEMPTION_POLICY,
+                fg.COMPOSITE_POD_GROUP,
+            },
+        ),
+    ],
+)
+def test_pod_group_gates_exist_as_upstreams_and_default_off(minor: int, existing: set[str]) -> None:
+    # All alpha or beta-off: nothing of pod groups is on by default at any version.
+    states = {s.name: s for s in gates_at(minor).states() if s.name in POD_GROUP_GATES}
+    assert set(states) == existing
+    assert not any(s.enabled for s in states.values())
+    if minor == 37:
+        assert states[fg.GENERIC_WORKLOAD].stage is Stage.BETA
+
+
+def test_pod_group_gates_folded_into_generic_workload_at_1_37() -> None:
+    # kubernetes#139520: GangScheduling and WorkloadAwarePreemption are gone; setting one is
+    # an unknown gate at 1.37, and their behaviour is on (asked together with GenericWorkload).
+    with pytest.raises(FeatureGateError, match="GangScheduling"):
+        gates_at(37, GangScheduling=True)
+    gates = gates_at(37)
+    assert gates.enabled(fg.GANG_SCHEDULING) and gates.enabled(fg.WORKLOAD_AWARE_PREEMPTION)
+    assert not gates.enabled(fg.GENERIC_WORKLOAD)
+
+
+@pytest.mark.parametrize(
+    ("minor", "overrides", "missing"),
+    [
+        (35, {fg.GANG_SCHEDULING: True}, fg.GENERIC_WORKLOAD),
+        (36, {fg.WORKLOAD_AWARE_PREEMPTION: True}, fg.GENERIC_WORKLOAD),
+        (
+            37,
+            {fg.GENERIC_WORKLOAD: True, fg.COMPOSITE_POD_GROUP: True},
+            fg.TOPOLOGY_AWARE_WORKLOAD_SCHEDULING,
+        ),
+    ],
+)
+def test_pod_group_gate_dependencies(minor: int, overrides: dict[str, bool], missing: str) -> None:
+    with pytest.raises(FeatureGateError) as caught:
+        gates_at(minor, **overrides)
+    text = str(caught.value)
+    assert f"at emulated version 1.{minor}" in text and f"depends on {missing}" in text
+    gates = gates_at(minor, **{**overrides, missing: True, fg.GENERIC_WORKLOAD: True})
+    assert all(gates.enabled(name) for name in overrides)
