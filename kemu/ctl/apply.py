@@ -24,7 +24,9 @@ from kemu.machinery.defaults import set_defaults
 from kemu.machinery.delete_options import BACKGROUND, FOREGROUND, ORPHAN
 from kemu.machinery.errors import ApiError, NotFound
 from kemu.machinery.jsonvalue import JSON, JSONObject
+from kemu.machinery.errors import BadRequest
 from kemu.machinery.keys import object_meta
+from kemu.machinery.labels import parse_selector
 from kemu.machinery.namespaces import new_namespace
 
 
@@ -86,8 +88,24 @@ async def apply_one(ctx: Context, kind: kinds.Kind, obj: Message, ns: str) -> st
     return "configured"
 
 
+def _selected(
+    placed: list[tuple[Manifest, Message, str]], selector_text: str | None
+) -> list[tuple[Manifest, Message, str]]:
+    """The objects whose labels match `-l` (kubectl apply --selector), all without one."""
+    if not selector_text:
+        return placed
+    try:
+        selector = parse_selector(selector_text)
+    except BadRequest as e:
+        raise CtlError(e.message) from None
+    chosen = [p for p in placed if selector.matches(object_meta(p[1]).labels)]
+    if not chosen:
+        raise CtlError("no objects passed to apply")
+    return chosen
+
+
 async def cmd_apply(ctx: Context, args: argparse.Namespace) -> int:
-    placed = _read(ctx, args)
+    placed = _selected(_read(ctx, args), args.selector)
     for m, _, _ in placed:
         if not m.name:
             raise CtlError(

@@ -106,6 +106,9 @@ def _selectors(p: argparse.ArgumentParser) -> None:
 
 def _apply_flags(p: argparse.ArgumentParser) -> None:
     _filename(p, required=True)
+    p.add_argument(
+        "-l", "--selector", help="apply only the objects whose labels match, e.g. app=web"
+    )
 
 
 def _create_flags(p: argparse.ArgumentParser) -> None:

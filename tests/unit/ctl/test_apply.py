@@ -336,3 +336,18 @@ async def test_delete_refuses_an_unknown_cascade() -> None:
         'error: invalid cascade value (sideways). Must be "background", "foreground", or "orphan"\n'
     )
     assert client.policies == []
+
+
+@pytest.mark.anyio
+async def test_apply_selector_applies_only_the_matching_objects(pod_file: str) -> None:
+    # kubectl apply -l: objects without the label fail `app=web` and match `app!=web`.
+    client = fake()
+    only_pod = await ctl(client, "apply", "-f", pod_file, "-l", "app=web")
+    assert only_pod.rc == 0, only_pod.err
+    assert only_pod.out.splitlines() == ["pod/web created"]
+    rest = await ctl(client, "apply", "-f", pod_file, "-l", "app!=web")
+    assert rest.out.splitlines() == ["priorityclass.scheduling.k8s.io/high created"]
+    none = await ctl(client, "apply", "-f", pod_file, "-l", "app=db")
+    assert none.rc == 1 and none.err == "error: no objects passed to apply\n"
+    bad = await ctl(client, "apply", "-f", pod_file, "-l", "app=(")
+    assert bad.rc == 1 and bad.err.startswith("error: unable to parse requirement")
