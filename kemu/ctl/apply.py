@@ -22,9 +22,8 @@ from kemu.ctl.wait import parse_timeout, wait_deleted
 from kemu.machinery import convert, kinds
 from kemu.machinery.defaults import set_defaults
 from kemu.machinery.delete_options import BACKGROUND, FOREGROUND, ORPHAN
-from kemu.machinery.errors import ApiError, NotFound
+from kemu.machinery.errors import ApiError, BadRequest, NotFound
 from kemu.machinery.jsonvalue import JSON, JSONObject
-from kemu.machinery.errors import BadRequest
 from kemu.machinery.keys import object_meta
 from kemu.machinery.labels import parse_selector
 from kemu.machinery.namespaces import new_namespace
