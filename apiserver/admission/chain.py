@@ -17,10 +17,11 @@ from apiserver.admission.default_toleration_seconds import (
     DefaultTolerationSeconds,
     admit_default_toleration_seconds,
 )
-from apiserver.admission.priority import admit_priority
+from apiserver.admission.priority import admit_pod_group_priority, admit_priority
 from apiserver.admission.service_ips import allocate
 from apiserver.storage.watch_cache import WatchCache
 from kemu.api.v1 import types_pb2
+from kemu.machinery.podgroups import DEFAULT_RULES, PodGroupRules
 
 
 class AdmissionChain:
@@ -29,17 +30,22 @@ class AdmissionChain:
         caches: Mapping[str, WatchCache],
         written: Mapping[str, int],
         toleration_seconds: DefaultTolerationSeconds = DEFAULT_TOLERATIONS,
+        pod_groups: PodGroupRules = DEFAULT_RULES,
     ) -> None:
         """`written`: per resource, the etcd revision of this apiserver's last write (the
         generic store's): the Priority plugin reads its own writes."""
         self._caches = caches
         self._written = written
         self._toleration_seconds = toleration_seconds
+        self._pod_groups = pod_groups
 
     async def admit_create(self, obj: Message) -> None:
         if isinstance(obj, types_pb2.Pod):
-            await self._admit_priority(obj)
+            admit_priority(obj, await self._priority_classes())
             admit_default_toleration_seconds(obj, self._toleration_seconds)
+        elif isinstance(obj, types_pb2.PodGroup):
+            classes = await self._priority_classes()
+            admit_pod_group_priority(obj, classes, self._pod_groups)
         elif isinstance(obj, types_pb2.Service):
             services = self._caches["services"].objects()
             allocate(obj, (co.obj for co in services if isinstance(co.obj, types_pb2.Service)))
@@ -48,7 +54,7 @@ class AdmissionChain:
         if isinstance(obj, types_pb2.Pod):
             admit_default_toleration_seconds(obj, self._toleration_seconds)
 
-    async def _admit_priority(self, pod: types_pb2.Pod) -> None:
+    async def _priority_classes(self) -> list[types_pb2.PriorityClass]:
         cache = self._caches["priorityclasses"]
         # Read-your-writes within this apiserver: a pod created right after its PriorityClass
         # (the create returned) must find it, so the cache is first brought to this apiserver's
@@ -58,5 +64,4 @@ class AdmissionChain:
         written = self._written.get("priorityclasses", 0)
         if written > cache.revision:
             await cache.wait_fresh(written)
-        classes = [co.obj for co in cache.objects() if isinstance(co.obj, types_pb2.PriorityClass)]
-        admit_priority(pod, classes)
+        return [co.obj for co in cache.objects() if isinstance(co.obj, types_pb2.PriorityClass)]
