@@ -40,7 +40,7 @@ from kemu.machinery.kinds import (
     Kind,
     kind_of,
 )
-from kemu.machinery.validation.field import not_supported, required
+from kemu.machinery.validation.field import invalid, not_supported
 
 # ---------------------------------------------------------------- the rules by version and gate
 
@@ -378,7 +378,8 @@ def _v1alpha2_pod_group_in(body: JSONObject) -> None:
         workload = _get(ref, "workload")
         if not isinstance(workload, dict):
             # the union's one member is required (upstream's DV union: "must specify one of")
-            cause = required("spec.podGroupTemplateRef", "must specify one of: `workload`")
+            # (validate.Union of its one member)
+            cause = invalid("spec.podGroupTemplateRef", "", "must specify one of: `workload`")
             raise Invalid.from_causes("PodGroup", [cause])
         spec["workloadRef"] = _renamed(workload, {"podGroupTemplateName": "templateName"})
 

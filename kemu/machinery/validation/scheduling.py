@@ -11,8 +11,11 @@ emulated version as its own (kemu.machinery.podgroups.PodGroupRules):
   (PodGroupPreemptionPolicy), gang.minCount mutable but the policy's variant fixed,
   templates neither added nor removed, one priority across a Workload's templates.
 
-Messages of the declarative rules follow their hand-written predecessors (research notes of
-issue #55 §4); the gated-field message is kemu's wording.
+From 1.36 the messages are the declarative validators' (k8s.io/apimachinery pkg/api/validate,
+read in pkg/apis/scheduling/v1alpha2/zz_generated.validations.go @008b3652): a union's
+"must specify one of" / "must specify exactly one of", RequiredValue for a zero minCount,
+Minimum's "must be greater than or equal to 1", a field behind a disabled gate a bare
+`Forbidden`, Immutable's `Forbidden: field is immutable` (a field unset before may be set).
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from typing import Final
+
+from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.convert import message_to_dict
@@ -46,8 +51,20 @@ PREEMPTION_POLICIES: Final = ("Never", "PreemptLowerPriority")
 _IMMUTABLE: Final = "field is immutable"
 
 
-def _gate_off(path: str, gate: str) -> Cause:
-    return forbidden(path, f"disabled by feature gate {gate}")
+def _gate_off(path: str) -> Cause:
+    """validate.IfOption(<gate>, false, Forbidden*): a bare Forbidden, no detail."""
+    return Cause(path, "Forbidden")
+
+
+def _union(path: str, members: Sequence[str], set_: Sequence[str]) -> list[Cause]:
+    """validate.Union: exactly one member set."""
+    names = ", ".join(f"`{m}`" for m in members)
+    if not set_:
+        return [invalid(path, "", f"must specify one of: {names}")]
+    if len(set_) > 1:
+        shown = "{" + ", ".join(f"`{m}`" for m in set_) + "}"
+        return [invalid(path, shown, f"must specify exactly one of: {names}")]
+    return []
 
 
 def _path_segment(value: str) -> list[str]:
@@ -79,9 +96,22 @@ def _controller_ref(ref: types_pb2.TypedLocalObjectReference, path: str) -> list
     return causes
 
 
-def _policy(policy: types_pb2.PodGroupSchedulingPolicy, path: str, has: bool) -> list[Cause]:
-    """The basic | gang union and gang.minCount (1.35's messages; 1.36+ the same rules)."""
+def _policy(
+    policy: types_pb2.PodGroupSchedulingPolicy, path: str, has: bool, minor: int
+) -> list[Cause]:
+    """The basic | gang union and gang.minCount."""
     set_ = [n for n in ("basic", "gang") if policy.HasField(n)]
+    if minor >= 36:
+        causes = _union(path, ("basic", "gang"), set_)
+        if policy.HasField("gang"):
+            n = policy.gang.min_count
+            if n == 0:
+                causes.append(required(f"{path}.gang.minCount"))
+            elif n < 1:
+                causes.append(
+                    invalid(f"{path}.gang.minCount", n, "must be greater than or equal to 1")
+                )
+        return causes
     if not has or not set_:
         return [required(path, "exactly one of `basic`, `gang` is required")]
     if len(set_) > 1:
@@ -99,17 +129,19 @@ def _policy(policy: types_pb2.PodGroupSchedulingPolicy, path: str, has: bool) ->
     return []
 
 
-def _names(names: Sequence[str], path: str, item: str = "name") -> list[Cause]:
+def _names(names: Sequence[str], path: str, minor: int) -> list[Cause]:
+    """Each item's name a DNS label, unique (1.35: Duplicate at the name; 1.36+:
+    validate.Unique's Duplicate at the item)."""
     causes: list[Cause] = []
     seen: set[str] = set()
     for i, name in enumerate(names):
-        p = f"{path}[{i}].{item}"
+        p = f"{path}[{i}].name"
         if not name:
             causes.append(required(p))
             continue
         causes += [invalid(p, name, m) for m in is_dns1123_label(name)]
         if name in seen:
-            causes.append(duplicate(p, name))
+            causes.append(duplicate(p if minor <= 35 else f"{path}[{i}]", name))
         seen.add(name)
     return causes
 
@@ -122,7 +154,10 @@ def _group_fields(
 ) -> list[Cause]:
     """What a PodGroupTemplate and a PodGroupSpec share (1.36+)."""
     causes = _policy(
-        g.scheduling_policy, f"{path}.schedulingPolicy", g.HasField("scheduling_policy")
+        g.scheduling_policy,
+        f"{path}.schedulingPolicy",
+        g.HasField("scheduling_policy"),
+        rules.minor,
     )
     if g.HasField("scheduling_constraints"):
         topo = g.scheduling_constraints.topology
@@ -138,17 +173,19 @@ def _group_fields(
     cpath = f"{path}.resourceClaims"
     if len(claims) > MAX_RESOURCE_CLAIMS:
         causes.append(too_many(cpath, len(claims), MAX_RESOURCE_CLAIMS))
-    causes += _names([c.name for c in claims], cpath)
+    causes += _names([c.name for c in claims], cpath, rules.minor)
     for i, c in enumerate(claims):
-        both = c.HasField("resource_claim_name") + c.HasField("resource_claim_template_name")
-        if both != 1:
-            causes.append(
-                invalid(
-                    f"{cpath}[{i}]",
-                    "",
-                    "exactly one of `resourceClaimName`, `resourceClaimTemplateName` is required",
-                )
+        members = [
+            m
+            for m, f in (
+                ("resourceClaimName", "resource_claim_name"),
+                ("resourceClaimTemplateName", "resource_claim_template_name"),
             )
+            if c.HasField(f)
+        ]
+        causes += _union(
+            f"{cpath}[{i}]", ("resourceClaimName", "resourceClaimTemplateName"), members
+        )
     disruption = g.HasField("disruption_mode")
     if not rules.disruption_fields:
         for name, used in (
@@ -157,18 +194,11 @@ def _group_fields(
             ("priority", g.HasField("priority")),
         ):
             if used:
-                causes.append(_gate_off(f"{path}.{name}", "WorkloadAwarePreemption"))
+                causes.append(_gate_off(f"{path}.{name}"))
     else:
         if disruption and rules.minor >= 37:
             members = [m for m in ("single", "all") if g.disruption_mode.HasField(m)]
-            if len(members) != 1:
-                causes.append(
-                    invalid(
-                        f"{path}.disruptionMode",
-                        "",
-                        "exactly one of `single`, `all` is required",
-                    )
-                )
+            causes += _union(f"{path}.disruptionMode", ("single", "all"), members)
         if g.priority_class_name:
             causes += [
                 invalid(f"{path}.priorityClassName", g.priority_class_name, m)
@@ -182,7 +212,7 @@ def _group_fields(
             )
     if g.HasField("preemption_policy"):
         if not rules.preemption_policy:
-            causes.append(_gate_off(f"{path}.preemptionPolicy", "PodGroupPreemptionPolicy"))
+            causes.append(_gate_off(f"{path}.preemptionPolicy"))
         elif g.preemption_policy not in PREEMPTION_POLICIES:
             causes.append(
                 not_supported(f"{path}.preemptionPolicy", g.preemption_policy, PREEMPTION_POLICIES)
@@ -204,14 +234,16 @@ def validate_workload(w: types_pb2.Workload, rules: PodGroupRules) -> list[Cause
     templates = w.spec.pod_group_templates
     path = _templates_path(rules)
     if not templates:
-        causes.append(required(path, "must have at least one item"))
+        # 1.35's hand-written detail; 1.36+ validate.RequiredSlice's bare Required
+        causes.append(required(path, "must have at least one item" if rules.minor <= 35 else ""))
     elif len(templates) > MAX_POD_GROUP_TEMPLATES:
         causes.append(too_many(path, len(templates), MAX_POD_GROUP_TEMPLATES))
-    causes += _names([t.name for t in templates], path)
+    causes += _names([t.name for t in templates], path, rules.minor)
     for i, t in enumerate(templates):
         p = f"{path}[{i}]"
         if rules.minor <= 35:
-            causes += _policy(t.scheduling_policy, f"{p}.policy", t.HasField("scheduling_policy"))
+            has = t.HasField("scheduling_policy")
+            causes += _policy(t.scheduling_policy, f"{p}.policy", has, rules.minor)
         else:
             causes += _group_fields(t, p, rules)
     if rules.minor >= 37:
@@ -229,15 +261,12 @@ def validate_workload_update(
 ) -> list[Cause]:
     """The update rules (the object's own rules run too: validate_object)."""
     causes: list[Cause] = []
-    if old.spec.HasField("controller_ref") and new.spec.controller_ref != old.spec.controller_ref:
+    # set once: a Workload without a controllerRef may get one
+    if _changed(new.spec, old.spec, "controller_ref"):
         if rules.minor <= 35:  # (upstream's path without `spec.`)
             causes.append(invalid("controllerRef", _shown(new.spec.controller_ref), _IMMUTABLE))
         else:
             causes.append(forbidden("spec.controllerRef", _IMMUTABLE))
-    elif rules.minor >= 36 and new.spec.HasField("controller_ref") != old.spec.HasField(
-        "controller_ref"
-    ):
-        causes.append(forbidden("spec.controllerRef", _IMMUTABLE))
     new_t, old_t = new.spec.pod_group_templates, old.spec.pod_group_templates
     if rules.minor <= 35:
         if list(new_t) != list(old_t):
@@ -262,6 +291,17 @@ def validate_workload_update(
     return causes
 
 
+def _changed(new: Message, old: Message, name: str) -> bool:
+    """validate.Immutable: the field differs from the stored one, which was set (a field
+    unset before may be set once: isUnsetForReflect)."""
+    fd = old.DESCRIPTOR.fields_by_name[name]
+    before = getattr(old, name)
+    if (fd.has_presence and not old.HasField(name)) or (not fd.has_presence and not before):
+        return False
+    after = getattr(new, name)
+    return bool(after != before or (fd.has_presence and not new.HasField(name)))
+
+
 def _variant(policy: types_pb2.PodGroupSchedulingPolicy) -> str | None:
     if policy.HasField("basic"):
         return "basic"
@@ -280,9 +320,7 @@ def _group_update(
     for fd in new.DESCRIPTOR.fields:
         if fd.name in ("scheduling_policy", "name"):
             continue
-        if getattr(new, fd.name) != getattr(old, fd.name) or (
-            fd.has_presence and new.HasField(fd.name) != old.HasField(fd.name)
-        ):
+        if _changed(new, old, fd.name):
             causes.append(forbidden(f"{path}.{fd.json_name}", _IMMUTABLE))
     return causes
 
@@ -315,7 +353,7 @@ def validate_pod_group(pg: types_pb2.PodGroup, rules: PodGroupRules) -> list[Cau
             causes += [invalid(f"{base}.{tpl_field}", tpl, m) for m in is_dns1123_label(tpl)]
     if spec.HasField("parent_composite_pod_group_name"):
         if not rules.composite:
-            causes.append(_gate_off("spec.parentCompositePodGroupName", "CompositePodGroup"))
+            causes.append(_gate_off("spec.parentCompositePodGroupName"))
         elif not spec.HasField("workload_ref"):
             causes.append(
                 required("spec.workloadRef", "required when `parentCompositePodGroupName` is set")
@@ -329,19 +367,25 @@ def validate_pod_group_update(
 ) -> list[Cause]:
     if rules.minor >= 37:
         return _group_update(new.spec, old.spec, "spec")
+    # 1.36: podGroupTemplateRef, schedulingPolicy (minCount too) and resourceClaims immutable;
+    # schedulingConstraints and the WorkloadAwarePreemption fields while their gate is on
     causes: list[Cause] = []
-    ref = "spec.podGroupTemplateRef"
-    if new.spec.workload_ref != old.spec.workload_ref or (
-        new.spec.HasField("workload_ref") != old.spec.HasField("workload_ref")
-    ):
-        causes.append(forbidden(ref, _IMMUTABLE))
-    if new.spec.scheduling_policy != old.spec.scheduling_policy:
-        causes.append(forbidden("spec.schedulingPolicy", _IMMUTABLE))
-    for fd in new.spec.DESCRIPTOR.fields:
-        if fd.name in ("workload_ref", "scheduling_policy"):
-            continue
-        if getattr(new.spec, fd.name) != getattr(old.spec, fd.name):
-            causes.append(forbidden(f"spec.{fd.json_name}", _IMMUTABLE))
+    checked = {
+        "workload_ref": "podGroupTemplateRef",
+        "scheduling_policy": "schedulingPolicy",
+        "resource_claims": "resourceClaims",
+    }
+    if rules.topology_aware:
+        checked["scheduling_constraints"] = "schedulingConstraints"
+    if rules.disruption_fields:
+        checked.update(
+            disruption_mode="disruptionMode",
+            priority_class_name="priorityClassName",
+            priority="priority",
+        )
+    for name, json_name in checked.items():
+        if _changed(new.spec, old.spec, name):
+            causes.append(forbidden(f"spec.{json_name}", _IMMUTABLE))
     return causes
 
 
