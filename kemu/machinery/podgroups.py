@@ -36,7 +36,6 @@ from kemu.machinery.jsonvalue import JSON, JSONObject
 from kemu.machinery.kinds import (
     SCHEDULING_V1ALPHA1,
     SCHEDULING_V1ALPHA2,
-    SCHEDULING_V1ALPHA3,
     Kind,
     kind_of,
 )
@@ -267,9 +266,6 @@ SHAPES: Final[dict[tuple[str, str], Obj]] = {
 }
 """(group version, kind) -> its shape, where it is not the message's own."""
 
-_SAME_SHAPE: Final = frozenset({SCHEDULING_V1ALPHA3})
-"""Group versions whose Workload and PodGroup are the messages' shape under another name."""
-
 
 def _check_shape(shape: Shape, value: JSON, path: str, unknown: UnknownFields | None) -> JSON:
     """`value` without the fields `shape` does not have, each reported as the decoder of that
@@ -462,8 +458,14 @@ def from_versioned(
     return convert.from_dict(kind, body, unknown)
 
 
-def same_shape(api_version: str) -> bool:
-    return api_version in _SAME_SHAPE
+def from_manifest(kind: Kind, data: object, unknown: UnknownFields | None = None) -> Message:
+    """An object of a manifest, in any group version upstream has served the kind as (a
+    client reads manifests without asking the server which it serves: kemuctl apply)."""
+    api_version = data.get("apiVersion") if isinstance(data, dict) else None
+    every = {gv for _, versions in kind.versions for gv in versions}
+    if isinstance(api_version, str) and api_version in every:
+        return from_versioned(kind, data, api_version, unknown)
+    return convert.from_dict(kind, data, unknown)
 
 
 # ---------------------------------------------------------------- the pod's reference

@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from kemu.testing.cluster import Cluster
+from kemu.testing.processes import python_env, run_python_module
 from tests.integration.cli.kubectl_env import KUBECTL, Kubectl
 
 pytestmark = [
@@ -42,6 +43,14 @@ def _kubectl(root: Path, version: str, gates: dict[str, bool]) -> Iterator[Kubec
         c.start_apiserver(rest=True, emulated_version=version, feature_gates=gates)
         c.write_kubeconfig()
         yield Kubectl(c)
+
+
+def kemuctl(kubectl: Kubectl, *args: str, stdin: str | None = None) -> str:
+    """kemuctl over the gRPC edge of the same apiserver; its stdout (a failure raises)."""
+    env = python_env({"KEMU_SERVER": kubectl.cluster.server})
+    done = run_python_module("kemu.ctl", args, env=env, stdin=stdin)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 @pytest.fixture(scope="module")
@@ -156,6 +165,13 @@ spec:
     kubectl.run("apply", "-f", "-", stdin=pod)
     got = kubectl.json("get", "pod", "member", "-n", ns)
     assert got["spec"]["schedulingGroup"] == {"podGroupName": "training-workers"}
+    # kemuctl, over the gRPC edge: upstream's columns, and a describe
+    table = kemuctl(kubectl, "get", "podgroups", "-n", ns).splitlines()
+    assert table[0].split() == ["NAME", "POLICY", "WORKLOAD", "STATUS", "AGE"]
+    assert table[1].split()[:4] == ["training-workers", "Gang", "training", "Scheduled"]
+    described = kemuctl(kubectl, "describe", "podgroup", "training-workers", "-n", ns)
+    assert "Workload Ref" in described and "PodGroupInitiallyScheduled" in described
+
     # 1.35's field is unknown at 1.37
     old = POD.format(name="old", ns=ns, ref="workloadRef: {name: training, podGroup: workers}")
     refused = kubectl.run("apply", "--validate=strict", "-f", "-", stdin=old, check=False)
@@ -236,6 +252,24 @@ spec:
             check=False,
         )  # fmt: skip
         assert refused.returncode != 0 and "spec.disruptionMode" in refused.stderr
+        # kemuctl applies 1.36's shape too (converted before it goes over gRPC)
+        applied = kemuctl(
+            kubectl,
+            "apply",
+            "-f",
+            "-",
+            stdin=f"""
+apiVersion: scheduling.k8s.io/v1alpha2
+kind: PodGroup
+metadata: {{name: by-kemuctl, namespace: {ns}}}
+spec:
+  podGroupTemplateRef: {{workload: {{workloadName: job, podGroupTemplateName: workers}}}}
+  schedulingPolicy: {{basic: {{}}}}
+""",
+        )
+        assert "podgroup.scheduling.k8s.io/by-kemuctl created" in applied
+        got = kubectl.json("get", "podgroup", "by-kemuctl", "-n", ns)
+        assert got["spec"]["podGroupTemplateRef"]["workload"]["workloadName"] == "job"
 
 
 def test_s_pgapi_4_v1alpha1_at_1_35(tmp_path_factory: pytest.TempPathFactory) -> None:
