@@ -231,6 +231,7 @@ class Registry:
         causes = validate_object(obj, pod_groups=self._strategy_options.pod_groups)
         if causes:
             raise Invalid.from_causes(f'{kind.kind} "{meta.name}"', causes)
+        await self.admission.validate_create(obj)
         return obj, await self.store.create(kind, obj)
 
     # ------------------------------------------------------------ update

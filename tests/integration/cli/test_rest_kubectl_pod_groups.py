@@ -9,7 +9,8 @@ version as upstream serves it (kemu.machinery.podgroups):
 - S-PGAPI-2 (1.37, the gate off, its default): the resources are not served (not in
   discovery, NotFound).
 - S-PGAPI-3 (1.36): scheduling.k8s.io/v1alpha2, podGroupTemplateRef.workload and the
-  string disruptionMode "Pod"; the whole scheduling policy immutable.
+  string disruptionMode "Pod"; the whole scheduling policy immutable; PodGroupWorkloadExists
+  refuses a PodGroup whose Workload does not exist.
 - S-PGAPI-4 (1.35): scheduling.k8s.io/v1alpha1's Workload with spec.podGroups (no PodGroup
   kind), its immutability error at upstream's path `podGroups`; a pod's spec.workloadRef.
 
@@ -252,6 +253,23 @@ spec:
             check=False,
         )  # fmt: skip
         assert refused.returncode != 0 and "spec.disruptionMode" in refused.stderr
+        # PodGroupWorkloadExists (1.36 only): the referenced Workload must exist
+        refused = kubectl.run(
+            "apply",
+            "-f",
+            "-",
+            stdin=f"""
+apiVersion: scheduling.k8s.io/v1alpha2
+kind: PodGroup
+metadata: {{name: orphan, namespace: {ns}}}
+spec:
+  podGroupTemplateRef: {{workload: {{workloadName: missing, podGroupTemplateName: workers}}}}
+  schedulingPolicy: {{basic: {{}}}}
+""",
+            check=False,
+        )
+        assert refused.returncode != 0
+        assert 'PodGroup rejected: Workload "missing" not found' in refused.stderr
         # kemuctl applies 1.36's shape too (converted before it goes over gRPC)
         applied = kemuctl(
             kubectl,
