@@ -40,11 +40,12 @@ def admit_priority(pod: types_pb2.Pod, classes: Sequence[types_pb2.PriorityClass
 def admit_pod_group_priority(
     pg: types_pb2.PodGroup, classes: Sequence[types_pb2.PriorityClass], rules: PodGroupRules
 ) -> None:
-    """1.37: a PodGroup's priorityClassName resolved as a pod's (the field docs of
-    scheduling/v1beta1 PodGroupSpec: "populated by the Priority admission controller"), its
-    preemptionPolicy with PodGroupPreemptionPolicy on. Before 1.37 the plugin leaves
-    PodGroups alone."""
-    if rules.minor >= 37:
+    """A PodGroup's priorityClassName resolved on create as a pod's (the global default
+    class when it names none, else 0; a priority sent must match), where the field exists:
+    1.36 with WorkloadAwarePreemption, 1.37 (plugin/pkg/admission/priority admission_test.go
+    TestAdmitPodGroup: "feature gate disabled, skips validation"); its preemptionPolicy with
+    PodGroupPreemptionPolicy (1.37)."""
+    if rules.disruption_fields:
         _resolve(pg.spec, classes, "PodGroup spec", preemption_policy=rules.preemption_policy)
 
 
