@@ -279,15 +279,15 @@ def validate_workload_update(
     # 1.37: NoAddItem, NoRemoveItem; in each template only gang.minCount may change
     by_name = {t.name: t for t in old_t}
     new_names = {t.name for t in new_t}
+    added = [i for i, t in enumerate(new_t) if t.name not in by_name]
+    if added:  # (validate.NoAddItem reports the first)
+        causes.append(forbidden(f"spec.podGroupTemplates[{added[0]}]", "cannot add new items"))
+    if any(n not in new_names for n in by_name):
+        causes.append(forbidden("spec.podGroupTemplates", "cannot remove items"))
     for i, t in enumerate(new_t):
         before = by_name.get(t.name)
-        p = f"spec.podGroupTemplates[{i}]"
-        if before is None:
-            causes.append(forbidden(p, "may not add items"))
-            continue
-        causes += _group_update(t, before, p)
-    if any(n not in new_names for n in by_name):
-        causes.append(forbidden("spec.podGroupTemplates", "may not remove items"))
+        if before is not None:
+            causes += _group_update(t, before, f"spec.podGroupTemplates[{i}]")
     return causes
 
 
@@ -313,10 +313,18 @@ def _group_update(
     old: types_pb2.PodGroupTemplate | types_pb2.PodGroupSpec,
     path: str,
 ) -> list[Cause]:
-    """1.37: every field immutable but gang.minCount; the policy's variant fixed."""
+    """1.37: every field immutable but gang.minCount; the policy's variant fixed (basic
+    `+k8s:immutable`, gang `+k8s:update=NoSet,NoUnset`: validate.NoSet's and NoUnset's
+    messages)."""
     causes: list[Cause] = []
-    if _variant(new.scheduling_policy) != _variant(old.scheduling_policy):
-        causes.append(forbidden(f"{path}.schedulingPolicy", _IMMUTABLE))
+    before, after = _variant(old.scheduling_policy), _variant(new.scheduling_policy)
+    policy = f"{path}.schedulingPolicy"
+    if before == "basic" and after != "basic":
+        causes.append(forbidden(f"{policy}.basic", _IMMUTABLE))
+    if before == "gang" and after != "gang":
+        causes.append(forbidden(f"{policy}.gang", "field cannot be cleared once set"))
+    if before != "gang" and after == "gang":
+        causes.append(forbidden(f"{policy}.gang", "field cannot be set once created"))
     for fd in new.DESCRIPTOR.fields:
         if fd.name in ("scheduling_policy", "name"):
             continue

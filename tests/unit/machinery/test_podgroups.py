@@ -320,8 +320,15 @@ def test_min_count_is_mutable_at_1_37_only() -> None:
     new.spec.scheduling_policy.basic.SetInParent()
     new.spec.workload_ref.workload_name = "other"
     assert _fields(validate_object(new, old=old, pod_groups=AT_37)) == {
-        "spec.schedulingPolicy": "Forbidden: field is immutable",
+        "spec.schedulingPolicy.gang": "Forbidden: field cannot be cleared once set",
         "spec.workloadRef": "Forbidden: field is immutable",
+    }
+    old.CopyFrom(new)
+    new.spec.ClearField("scheduling_policy")
+    new.spec.scheduling_policy.gang.min_count = 1
+    assert _fields(validate_object(new, old=old, pod_groups=AT_37)) == {
+        "spec.schedulingPolicy.basic": "Forbidden: field is immutable",
+        "spec.schedulingPolicy.gang": "Forbidden: field cannot be set once created",
     }
 
 
@@ -330,8 +337,8 @@ def test_workload_templates_neither_added_nor_removed_at_1_37() -> None:
     new = _workload(_gang("a", 4), _gang("c", 2))
     causes = _fields(validate_object(new, old=old, pod_groups=AT_37))
     assert causes == {
-        "spec.podGroupTemplates[1]": "Forbidden: may not add items",
-        "spec.podGroupTemplates": "Forbidden: may not remove items",
+        "spec.podGroupTemplates[1]": "Forbidden: cannot add new items",
+        "spec.podGroupTemplates": "Forbidden: cannot remove items",
     }
     assert validate_object(_workload(_gang("a", 4), _gang("b", 1)), old=old, pod_groups=AT_37) == []
     assert "spec.podGroupTemplates" in _fields(
