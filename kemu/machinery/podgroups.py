@@ -476,13 +476,18 @@ WORKLOAD_REF_LAST_MINOR: Final = 35
 field in Kubernetes 1.36")."""
 
 
+def pod_field_absent(minor: int) -> str:
+    """The JSON name of the pod's group reference that 1.`minor` does not have."""
+    return "schedulingGroup" if minor <= WORKLOAD_REF_LAST_MINOR else "workloadRef"
+
+
 def pod_fields_served(body: JSON, minor: int, unknown: UnknownFields | None) -> JSON:
     """A pod sent to the REST edge without the group reference its version does not have
     (spec.schedulingGroup before 1.36, spec.workloadRef after 1.35): an unknown field there."""
     spec = _get(body, "spec")
     if not isinstance(spec, dict) or not isinstance(body, dict):
         return body
-    absent = "schedulingGroup" if minor <= WORKLOAD_REF_LAST_MINOR else "workloadRef"
+    absent = pod_field_absent(minor)
     if absent not in spec:
         return body
     if unknown is None:

@@ -126,6 +126,11 @@ def _schemas(served: Served = ALL_SERVED) -> JSONObject:
         for gv in served.api_versions.get(k.kind, ()):
             if gv != k.api_version:
                 _versioned_schemas(k, gv, out)
+    # a pod's group reference: the one field its version has (podgroups.pod_fields_served)
+    pod_spec = out[types_pb2.PodSpec.DESCRIPTOR.full_name]  # (not a kind: named so)
+    assert isinstance(pod_spec, dict) and isinstance(pod_spec["properties"], dict)
+    absent = podgroups.pod_field_absent(served.minor)
+    pod_spec["properties"] = {k: v for k, v in pod_spec["properties"].items() if k != absent}
     return dict(sorted(out.items()))
 
 

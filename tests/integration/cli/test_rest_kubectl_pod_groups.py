@@ -324,3 +324,5 @@ spec:
         kubectl.run("apply", "-f", "-", stdin=pod)
         got = kubectl.json("get", "pod", "member", "-n", ns)
         assert got["spec"]["workloadRef"] == {"name": "job", "podGroup": "workers"}
+        assert "podGroupReplicaKey" in kubectl.run("explain", "pod.spec.workloadRef").stdout
+        assert kubectl.run("explain", "pod.spec.schedulingGroup", check=False).returncode != 0
