@@ -193,6 +193,17 @@ def test_s_pgapi_2_not_served_without_generic_workload(
             check=False,
         )  # fmt: skip
         assert refused.returncode != 0 and "NotFound" in refused.stderr
+        # the gRPC edge too: a write of an unserved kind is NotFound
+        env = python_env({"KEMU_SERVER": kubectl.cluster.server})
+        manifest = """
+apiVersion: scheduling.k8s.io/v1beta1
+kind: Workload
+metadata: {name: w, namespace: default}
+spec: {podGroupTemplates: [{name: a, schedulingPolicy: {basic: {}}}]}
+"""
+        done = run_python_module("kemu.ctl", ("apply", "-f", "-"), env=env, stdin=manifest)
+        assert done.returncode != 0
+        assert "could not find the requested resource (workloads" in done.stderr
 
 
 def test_s_pgapi_3_v1alpha2_at_1_36(tmp_path_factory: pytest.TempPathFactory) -> None:
