@@ -104,6 +104,8 @@ spec:
       minCount: 3
 """
     kubectl.run("apply", "-f", "-", stdin=manifest)
+    again = kubectl.run("apply", "-f", "-", stdin=manifest).stdout
+    assert again.count("unchanged") == 2, again
     resources = kubectl.run("api-resources", "--api-group", "scheduling.k8s.io").stdout
     assert "workloads" in resources and "podgroups" in resources
     assert "scheduling.k8s.io/v1beta1" in resources
@@ -248,6 +250,13 @@ spec:
             "workload": {"workloadName": "job", "podGroupTemplateName": "workers"}
         }
         assert pg["spec"]["disruptionMode"] == "Pod"  # 1.36's string enum and default
+        # a watch speaks the version too
+        path = f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/podgroups"
+        raw = kubectl.run("get", "--raw", f"{path}?watch=1&timeoutSeconds=1").stdout
+        event = json.loads(raw.splitlines()[0])
+        assert event["type"] == "ADDED"
+        assert event["object"]["apiVersion"] == "scheduling.k8s.io/v1alpha2"
+        assert "podGroupTemplateRef" in event["object"]["spec"]
         explained = kubectl.run("explain", "podgroup.spec").stdout
         assert "podGroupTemplateRef" in explained and "workloadRef" not in explained
         assert "Gang" in kubectl.run("get", "podgroups", "-n", ns).stdout
