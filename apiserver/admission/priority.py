@@ -10,6 +10,7 @@ from typing import Final
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.errors import Invalid
+from kemu.machinery.podgroups import PodGroupRules
 
 PREEMPT_LOWER_PRIORITY: Final = "PreemptLowerPriority"
 
@@ -33,7 +34,28 @@ def system_priority_classes() -> list[types_pb2.PriorityClass]:
 
 def admit_priority(pod: types_pb2.Pod, classes: Sequence[types_pb2.PriorityClass]) -> None:
     """Resolves spec.priorityClassName to spec.priority and spec.preemptionPolicy."""
-    spec = pod.spec
+    _resolve(pod.spec, classes, "pod spec", preemption_policy=True)
+
+
+def admit_pod_group_priority(
+    pg: types_pb2.PodGroup, classes: Sequence[types_pb2.PriorityClass], rules: PodGroupRules
+) -> None:
+    """A PodGroup's priorityClassName resolved on create as a pod's (the global default
+    class when it names none, else 0; a priority sent must match), where the field exists:
+    1.36 with WorkloadAwarePreemption, 1.37 (plugin/pkg/admission/priority admission_test.go
+    TestAdmitPodGroup: "feature gate disabled, skips validation"); its preemptionPolicy with
+    PodGroupPreemptionPolicy (1.37)."""
+    if rules.disruption_fields:
+        _resolve(pg.spec, classes, "PodGroup spec", preemption_policy=rules.preemption_policy)
+
+
+def _resolve(
+    spec: types_pb2.PodSpec | types_pb2.PodGroupSpec,
+    classes: Sequence[types_pb2.PriorityClass],
+    what: str,
+    *,
+    preemption_policy: bool,
+) -> None:
     by_name = {pc.metadata.name: pc for pc in classes}
     if spec.priority_class_name:
         pc = by_name.get(spec.priority_class_name)
@@ -55,16 +77,18 @@ def admit_priority(pod: types_pb2.Pod, classes: Sequence[types_pb2.PriorityClass
     if spec.HasField("priority") and spec.priority != value:
         raise Invalid.field(
             "spec.priority",
-            f"the integer value of priority ({spec.priority}) must not be provided in pod spec; "
+            f"the integer value of priority ({spec.priority}) must not be provided in {what}; "
             f"priority admission controller computed {value} from the given PriorityClass name",
         )
     spec.priority = value
+    if not preemption_policy:
+        return
     policy = policy or PREEMPT_LOWER_PRIORITY
     if spec.HasField("preemption_policy") and spec.preemption_policy != policy:
         raise Invalid.field(
             "spec.preemptionPolicy",
             f"the string value of PreemptionPolicy ({spec.preemption_policy}) must not be "
-            f"provided in pod spec; priority admission controller computed {policy} from the "
+            f"provided in {what}; priority admission controller computed {policy} from the "
             "given PriorityClass name",
         )
     spec.preemption_policy = policy

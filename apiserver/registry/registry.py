@@ -47,14 +47,14 @@ from kemu.component.featuregate import POD_DISRUPTION_CONDITIONS, FeatureGates
 from kemu.component.strategy_options import strategy_options
 from kemu.component.version import DEFAULT_VERSION, Version
 from kemu.component.version_rules import VersionRules
-from kemu.machinery import convert, jsonutil, subresources
+from kemu.machinery import convert, jsonutil, podgroups, subresources
 from kemu.machinery import namespaces as ns_rules
 from kemu.machinery import patch as patches
 from kemu.machinery.delete_options import check_preconditions
 from kemu.machinery.deletion import DeleteOptions
 from kemu.machinery.errors import BadRequest, Invalid, NotFound
 from kemu.machinery.jsonvalue import JSON
-from kemu.machinery.kinds import BY_KIND, Kind, kind_for_resource, kind_of
+from kemu.machinery.kinds import BY_KIND, Kind, Served, kind_for_resource, kind_of
 from kemu.machinery.strategy import strategy_for
 from kemu.machinery.update_strategy import check_update_uid
 from kemu.machinery.validation.objects import validate_object
@@ -88,11 +88,21 @@ class Registry:
         self._strategy_options = strategy_options(settings.gates)
         self._clock = self.store.clock
         self._now = self._clock.now
-        self.admission = AdmissionChain(caches, self.store.written, settings.toleration_seconds)
+        self.admission = AdmissionChain(
+            caches,
+            self.store.written,
+            settings.toleration_seconds,
+            self._strategy_options.pod_groups,
+        )
         self.lifecycle = NamespaceLifecycle(
             self._cached_namespace, self._live_namespace, clock=self._clock
         )
         self._eviction_rules = VersionRules.at(settings.version)
+        self.served = Served.at(settings.version.minor, settings.gates.enabled)
+        """The kinds and group versions served at the emulated version with the gates: a
+        write or get of another kind is NotFound on both edges. (Lists and watches of the
+        gRPC edge serve every kind: kemu's controllers list them all, where upstream's find
+        the served ones by discovery.)"""
         self._serve_subresources()
 
     def _serve_subresources(self) -> None:
@@ -127,6 +137,8 @@ class Registry:
         return await self.store.read(kind, namespace, name)
 
     async def get_bytes(self, kind: Kind, namespace: str, name: str) -> bytes:
+        """A get from either edge (NotFound for a kind not served)."""
+        self.served.check(kind)
         return await self.store.get_bytes(kind, namespace, name)
 
     async def guaranteed_update(
@@ -187,6 +199,7 @@ class Registry:
         """Creates `obj`, which the caller hands over (it is mutated). Returns the stored object
         and its Object envelope bytes as served, so the gRPC edge need not re-encode it."""
         kind = kind_of(obj)
+        self.served.check(kind)
         meta = meta_of(obj)
         if meta.resource_version:
             raise Invalid.field(
@@ -215,9 +228,10 @@ class Registry:
         # defaulting, so admission follows them and reads the defaulted object.)
         strategy_for(kind).prepare_for_create(obj, self._strategy_options, self._now())
         await self.admission.admit_create(obj)
-        causes = validate_object(obj)
+        causes = validate_object(obj, pod_groups=self._strategy_options.pod_groups)
         if causes:
             raise Invalid.from_causes(f'{kind.kind} "{meta.name}"', causes)
+        await self.admission.validate_create(obj)
         return obj, await self.store.create(kind, obj)
 
     # ------------------------------------------------------------ update
@@ -225,6 +239,7 @@ class Registry:
     async def update(self, obj: Message, *, subresource: str = "") -> Message:
         """A PUT of the object or of its subresource (status, resize, finalize)."""
         kind = kind_of(obj)
+        self.served.check(kind)
         rest = self._update_rest(kind, subresources.check(kind, subresource, subresources.UPDATE))
         meta = meta_of(obj)
         namespace = (meta.namespace or "default") if kind.namespaced else ""
@@ -259,11 +274,17 @@ class Registry:
         subresource: str,
         patch_type: str = patches.MERGE,
         unknown: convert.UnknownFields | None = None,
+        *,
+        api_version: str = "",
     ) -> Message:
         """A PATCH of any type (kemu.machinery.patch) on the stored object's JSON, in the
         compare-and-swap loop; then the same rules as an update of the subresource. Unknown
-        fields in the result: see convert.UnknownFields (fieldValidation)."""
+        fields in the result: see convert.UnknownFields (fieldValidation). `api_version`: the
+        group version the patch is written in, when not the kind's message's own (the REST
+        edge's scheduling.k8s.io/v1alpha2: kemu.machinery.podgroups converts)."""
         kind = kind_for_resource(resource)
+        self.served.check(kind)
+        versioned = bool(api_version) and podgroups.converts(kind, api_version)
         namespace = (namespace or "default") if kind.namespaced else ""
         if patch_type == patches.MERGE:
             patch: JSON = parse_patch(patch_text)
@@ -279,7 +300,12 @@ class Registry:
             if unknown is not None:
                 unknown.found.clear()  # this attempt's (the loop may retry)
             try:
-                if (
+                if versioned:
+                    patched_dict = patches.apply(
+                        patch_type, podgroups.to_versioned(current, api_version), patch, kind
+                    )
+                    patched = podgroups.from_versioned(kind, patched_dict, api_version, unknown)
+                elif (
                     patch_type == patches.MERGE
                     and subresource == subresources.STATUS.name
                     and isinstance(patch, dict)  # (a merge patch always is: parse_patch)
@@ -314,6 +340,7 @@ class Registry:
         """Deletes, or marks deleting (graceful pods, finalizers): see kemu.machinery.deletion.
         Returns the object as it stands after the call."""
         kind = kind_for_resource(resource)
+        self.served.check(kind)
         namespace = (namespace or "default") if kind.namespaced else ""
         options = DeleteOptions(
             grace_period=grace_period,

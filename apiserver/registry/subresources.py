@@ -30,6 +30,7 @@ from kemu.machinery.errors import Conflict, Invalid, NotFound
 from kemu.machinery.kinds import BY_KIND, Kind
 from kemu.machinery.pod_conditions import set_scheduled
 from kemu.machinery.pod_strategy import check_bindable, check_binding_preconditions
+from kemu.machinery.podgroups import DEFAULT_RULES, PodGroupRules
 from kemu.machinery.strategy import StrategyOptions, before_update, strategy_for
 from kemu.machinery.validation.objects import validate_object, validate_status_update
 
@@ -47,8 +48,10 @@ class UpdateREST(Protocol):
     async def after_write(self, written: Message) -> Message: ...
 
 
-def _validated(kind: Kind, current: Message, result: Message) -> Message:
-    causes = validate_object(result, old=current)
+def _validated(
+    kind: Kind, current: Message, result: Message, pod_groups: PodGroupRules = DEFAULT_RULES
+) -> Message:
+    causes = validate_object(result, old=current, pod_groups=pod_groups)
     if causes:
         raise Invalid.from_causes(f'{kind.kind} "{meta_of(current).name}"', causes)
     return result
@@ -66,7 +69,12 @@ class ObjectREST:
         new = copy_of(sent)
         set_defaults(new)  # upstream defaults every decoded object
         self._admission.admit_update(new)  # admission runs on create and update
-        return _validated(kind, current, before_update(kind, current, new, self._options))
+        return _validated(
+            kind,
+            current,
+            before_update(kind, current, new, self._options),
+            self._options.pod_groups,
+        )
 
     async def after_write(self, written: Message) -> Message:
         return written
@@ -84,7 +92,7 @@ class StatusREST:
         written = strategy_for(kind).prepare_for_status_update(
             sent, current, self._options, self._now()
         )
-        causes = validate_status_update(written, current)
+        causes = validate_status_update(written, current, pod_groups=self._options.pod_groups)
         if causes:
             raise Invalid.from_causes(f'{kind.kind} "{meta_of(current).name}"', causes)
         return written

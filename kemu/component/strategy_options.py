@@ -4,15 +4,35 @@ from a process's gates: one place for the apiserver's registry and kemu.client's
 from __future__ import annotations
 
 from kemu.component.featuregate import (
+    COMPOSITE_POD_GROUP,
+    DRA_WORKLOAD_RESOURCE_CLAIMS,
+    GENERIC_WORKLOAD,
     IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
     MATCH_LABEL_KEYS_IN_POD_TOPOLOGY_SPREAD_SELECTOR_MERGE,
+    POD_GROUP_PREEMPTION_POLICY,
     POD_HOST_IPS,
     POD_LEVEL_RESOURCES,
     POD_OBSERVED_GENERATION_TRACKING,
     POD_SCHEDULING_READINESS,
+    TOPOLOGY_AWARE_WORKLOAD_SCHEDULING,
+    WORKLOAD_AWARE_PREEMPTION,
     FeatureGates,
 )
+from kemu.machinery.podgroups import PodGroupRules
 from kemu.machinery.strategy import StrategyOptions
+
+
+def pod_group_rules(gates: FeatureGates) -> PodGroupRules:
+    """The Workload API's rules at the gates' emulated version (kemu.machinery.podgroups)."""
+    return PodGroupRules(
+        minor=gates.version.minor,
+        generic_workload=gates.enabled(GENERIC_WORKLOAD),
+        topology_aware=gates.enabled(TOPOLOGY_AWARE_WORKLOAD_SCHEDULING),
+        workload_aware_preemption=gates.enabled(WORKLOAD_AWARE_PREEMPTION),
+        preemption_policy=gates.enabled(POD_GROUP_PREEMPTION_POLICY),
+        composite=gates.enabled(COMPOSITE_POD_GROUP),
+        resource_claims=gates.enabled(DRA_WORKLOAD_RESOURCE_CLAIMS),
+    )
 
 
 def strategy_options(gates: FeatureGates) -> StrategyOptions:
@@ -27,4 +47,5 @@ def strategy_options(gates: FeatureGates) -> StrategyOptions:
         pod_observed_generation=gates.enabled(POD_OBSERVED_GENERATION_TRACKING),
         pod_host_ips=gates.enabled(POD_HOST_IPS),
         pod_level_resources=gates.enabled(POD_LEVEL_RESOURCES),
+        pod_groups=pod_group_rules(gates),
     )

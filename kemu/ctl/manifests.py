@@ -15,7 +15,7 @@ import yaml
 from google.protobuf.message import Message
 
 from kemu.ctl.common import CtlError
-from kemu.machinery import convert, kinds
+from kemu.machinery import kinds, podgroups
 from kemu.machinery.errors import ApiError
 from kemu.machinery.keys import object_meta
 
@@ -94,7 +94,7 @@ def parse(text: str, source: str) -> list[Manifest]:
                     f'"{data.get("apiVersion", "")}"'
                 )
             try:
-                obj = convert.from_dict(kind, data)
+                obj = podgroups.from_manifest(kind, data)
             except ApiError as e:
                 raise CtlError(f"{at} ({kind.kind}): {e.message}") from None
             if not object_meta(obj).name and not object_meta(obj).generate_name:

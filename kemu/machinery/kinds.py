@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
 from google.protobuf.message import Message
 
 from kemu.api.v1 import api_pb2, types_pb2
-from kemu.machinery.errors import BadRequest
+from kemu.machinery.errors import BadRequest, NotFound
+
+SCHEDULING_V1ALPHA1: Final = "scheduling.k8s.io/v1alpha1"
+SCHEDULING_V1ALPHA2: Final = "scheduling.k8s.io/v1alpha2"
+SCHEDULING_V1ALPHA3: Final = "scheduling.k8s.io/v1alpha3"
+SCHEDULING_V1BETA1: Final = "scheduling.k8s.io/v1beta1"
+GENERIC_WORKLOAD: Final = "GenericWorkload"
+"""(kemu.component.featuregate.GENERIC_WORKLOAD: the machinery names the gate it reads.)"""
 
 
 @dataclass(frozen=True)
@@ -21,9 +29,29 @@ class Kind:
     field: str  # the Object oneof field: pod, node, ...
     short_names: tuple[str, ...] = ()
     has_status: bool = True
+    versions: tuple[tuple[int, tuple[str, ...]], ...] = ()
+    """The group versions upstream serves the kind as, by the first minor (1.x) of each
+    change, preferred first (Workload: v1alpha1 at 1.35, v1alpha2 at 1.36, v1beta1 and
+    v1alpha3 at 1.37); before the first entry the kind is not served. Empty: `api_version`
+    at every version. `api_version` is always the shape of the kind's message (what the gRPC
+    edge carries); the REST edge converts the others (kemu.machinery.podgroups)."""
+    gate: str = ""
+    """The feature gate without which the apiserver does not serve the kind (its storage
+    provider leaves the resource out, as upstream's pkg/registry/<group>/rest does)."""
 
     def new(self) -> Message:
         return self.message()
+
+    def api_versions_at(self, minor: int) -> tuple[str, ...]:
+        """The group versions served at emulated version 1.`minor`, preferred first; () when
+        the kind does not exist there (its gate aside)."""
+        if not self.versions:
+            return (self.api_version,)
+        served: tuple[str, ...] = ()
+        for since, api_versions in self.versions:
+            if minor >= since:
+                served = api_versions
+        return served
 
 
 KINDS: Final[tuple[Kind, ...]] = (
@@ -142,17 +170,34 @@ KINDS: Final[tuple[Kind, ...]] = (
     ),
     Kind("Secret", "secrets", "v1", True, types_pb2.Secret, "secret", has_status=False),
     Kind("CronJob", "cronjobs", "batch/v1", True, types_pb2.CronJob, "cron_job", ("cj",)),
+    # scheduling.k8s.io pod groups (KEP-4671, KEP-5832): kubernetes/api scheduling/v1alpha1
+    # (v0.35.0: Workload only, its pod groups nested), v1alpha2 (v0.36.0: Workload and
+    # PodGroup), v1beta1 and v1alpha3 (1.37, kubernetes commit 3ddd5a74 "Graduate WAS APIs to
+    # beta"); served with GenericWorkload on (pkg/registry/scheduling/rest).
     Kind(
         "Workload",
         "workloads",
-        "scheduling.k8s.io/v1beta1",
+        SCHEDULING_V1BETA1,
         True,
         types_pb2.Workload,
         "workload",
         has_status=False,
+        versions=(
+            (35, (SCHEDULING_V1ALPHA1,)),
+            (36, (SCHEDULING_V1ALPHA2,)),
+            (37, (SCHEDULING_V1BETA1, SCHEDULING_V1ALPHA3)),
+        ),
+        gate=GENERIC_WORKLOAD,
     ),
     Kind(
-        "PodGroup", "podgroups", "scheduling.k8s.io/v1beta1", True, types_pb2.PodGroup, "pod_group"
+        "PodGroup",
+        "podgroups",
+        SCHEDULING_V1BETA1,
+        True,
+        types_pb2.PodGroup,
+        "pod_group",
+        versions=((36, (SCHEDULING_V1ALPHA2,)), (37, (SCHEDULING_V1BETA1, SCHEDULING_V1ALPHA3))),
+        gate=GENERIC_WORKLOAD,
     ),
 )
 
@@ -166,6 +211,66 @@ _ALIASES: Final[dict[str, Kind]] = {
     for k in KINDS
     for alias in (k.kind.lower(), k.resource, k.resource.rstrip("s"), *k.short_names)
 }
+
+
+@dataclass(frozen=True)
+class Served:
+    """What one apiserver serves: per kind, its group versions (preferred first) at the
+    emulated version with the process's gates; a kind left out is not served (NotFound, not
+    in discovery). Resolved once (`Served.at`) and passed down."""
+
+    minor: int
+    api_versions: Mapping[str, tuple[str, ...]]
+    """Kind name -> the group versions served."""
+
+    @classmethod
+    def at(cls, minor: int, enabled: Callable[[str], bool]) -> Served:
+        out: dict[str, tuple[str, ...]] = {}
+        for k in KINDS:
+            versions = k.api_versions_at(minor)
+            if versions and (not k.gate or enabled(k.gate)):
+                out[k.kind] = versions
+        return cls(minor, out)
+
+    def __hash__(self) -> int:
+        return hash((self.minor, tuple(self.api_versions.items())))
+
+    def serves(self, kind: Kind) -> bool:
+        return kind.kind in self.api_versions
+
+    def check(self, kind: Kind) -> None:
+        """NotFound for a kind not served, as upstream answers a resource it does not have."""
+        if kind.kind not in self.api_versions:
+            raise NotFound(
+                f"the server could not find the requested resource ({kind.resource}"
+                f"{'.' + kind.api_version.partition('/')[0] if '/' in kind.api_version else ''})"
+            )
+
+    def preferred(self, kind: Kind) -> str:
+        """The preferred group version of a served kind (its message's own otherwise)."""
+        versions = self.api_versions.get(kind.kind)
+        return versions[0] if versions else kind.api_version
+
+    def kinds_of(self, group: str, version: str) -> list[Kind]:
+        """The kinds served under a group version, in KINDS' order."""
+        gv = f"{group}/{version}" if group else version
+        return [k for k in KINDS if gv in self.api_versions.get(k.kind, ())]
+
+    def group_versions(self) -> list[tuple[str, str]]:
+        """Every served (group, version), in KINDS' order, each kind's preferred first."""
+        out: list[tuple[str, str]] = []
+        for k in KINDS:
+            for gv in self.api_versions.get(k.kind, ()):
+                group, _, version = gv.rpartition("/")
+                if (group, version) not in out:
+                    out.append((group, version))
+        return out
+
+
+ALL_SERVED: Final = Served(
+    37, {k.kind: k.api_versions_at(37) for k in KINDS if k.api_versions_at(37)}
+)
+"""Every kind at 1.37 with every gate on (tests and tools that serve all)."""
 
 
 def kind_for_resource(resource: str) -> Kind:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -568,6 +568,49 @@ def _cron_job_row(cj: types_pb2.CronJob, now: float, wide: bool) -> list[str]:
     return row
 
 
+# ---------------------------------------------------------------- pod groups
+
+POD_GROUP_SCHEDULED_CONDITIONS: Final = ("PodGroupInitiallyScheduled", "PodGroupScheduled")
+"""The scheduler's condition on a PodGroup: PodGroupScheduled at 1.36, renamed
+PodGroupInitiallyScheduled at 1.37 (commit "Rename PodGroupScheduled condition to
+PodGroupInitiallyScheduled in API")."""
+DISRUPTION_TARGET: Final = "DisruptionTarget"
+
+
+def _workload_row(w: types_pb2.Workload, now: float, wide: bool) -> list[str]:
+    """printWorkload (pkg/printers/internalversion/printers.go): name and age."""
+    return [object_meta(w).name, _created(w, now)]
+
+
+def pod_group_policy(pg: types_pb2.PodGroup) -> str:
+    return "Gang" if pg.spec.scheduling_policy.HasField("gang") else "Basic"
+
+
+def pod_group_status(pg: types_pb2.PodGroup) -> str:
+    """printPodGroup's Status: Pending; Scheduled or Unschedulable once the scheduler's
+    condition exists; a DisruptionTarget condition's reason over both."""
+    status = "Pending"
+    for c in pg.status.conditions:
+        if c.type in POD_GROUP_SCHEDULED_CONDITIONS:
+            status = "Scheduled" if c.status == "True" else "Unschedulable"
+    for c in pg.status.conditions:
+        if c.type == DISRUPTION_TARGET:
+            status = c.reason
+    return status
+
+
+def _pod_group_row(pg: types_pb2.PodGroup, now: float, wide: bool) -> list[str]:
+    """printPodGroup: Name, Policy, Workload, Status, Age."""
+    workload = pg.spec.workload_ref.workload_name if pg.spec.HasField("workload_ref") else ""
+    return [
+        object_meta(pg).name,
+        pod_group_policy(pg),
+        workload or NONE,
+        pod_group_status(pg),
+        _created(pg, now),
+    ]
+
+
 # ---------------------------------------------------------------- tables
 
 
@@ -687,6 +730,8 @@ TABLES: dict[str, TableSpec] = {
         ("CONTAINERS", "IMAGES", "SELECTOR"),
         _cron_job_row,
     ),
+    "Workload": TableSpec(("NAME", "AGE"), (), _workload_row),
+    "PodGroup": TableSpec(("NAME", "POLICY", "WORKLOAD", "STATUS", "AGE"), (), _pod_group_row),
 }
 # `get events -o wide` reorders the tail, as kubectl does.
 _EVENT_WIDE_HEADERS = ("LAST SEEN", "TYPE", "REASON", "OBJECT", "SOURCE", "MESSAGE")

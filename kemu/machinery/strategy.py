@@ -32,6 +32,15 @@ from kemu.machinery.pod_strategy import (
     drop_disabled_pod_status_fields,
     merge_match_label_keys,
 )
+from kemu.machinery.podgroups import (
+    DEFAULT_RULES,
+    PodGroupRules,
+    default_pod_group,
+    drop_disabled_pod_group_fields,
+    drop_disabled_pod_group_status_fields,
+    drop_disabled_pod_scheduling_group,
+    drop_disabled_workload_fields,
+)
 from kemu.machinery.qos import compute_qos_class
 from kemu.machinery.services import default_service, keep_allocated
 from kemu.machinery.update_strategy import (
@@ -62,6 +71,10 @@ class StrategyOptions:
     pod_level_resources: bool = True
     """PodLevelResources: without it a pod's spec.resources is dropped unless the stored pod
     uses it; with it the pod-level requests and limits decide the QoS class."""
+    pod_groups: PodGroupRules = DEFAULT_RULES
+    """The Workload API at the emulated version with its gates (kemu.machinery.podgroups):
+    the fields of a Workload, a PodGroup and a pod's group reference that exist and are
+    enabled."""
 
 
 class Strategy:
@@ -110,6 +123,7 @@ class PodStrategy(Strategy):
         else:
             obj.spec.ClearField("scheduling_gates")
         _pod_level_resources(obj, None, opts)
+        drop_disabled_pod_scheduling_group(obj.spec, None, opts.pod_groups)
         # podStrategy.PrepareForCreate: the QoS class, pod-level resources deciding with their
         # gate. Upstream's quantities were parsed when the request was decoded; here one that
         # does not parse leaves the class empty, for validation to refuse the pod by its field.
@@ -124,6 +138,7 @@ class PodStrategy(Strategy):
         """podStrategy.PrepareForUpdate's dropDisabledPodFields."""
         assert isinstance(new, types_pb2.Pod) and isinstance(old, types_pb2.Pod)
         _pod_level_resources(new, old, opts)
+        drop_disabled_pod_scheduling_group(new.spec, old.spec, opts.pod_groups)
 
     def prepare_for_status_update(
         self, sent: Message, old: Message, opts: StrategyOptions, now: float
@@ -251,6 +266,46 @@ class PersistentVolumeClaimStrategy(_StatusReset):
         obj.status.phase = storage.CLAIM_PENDING
 
 
+class WorkloadStrategy(Strategy):
+    """pkg/registry/scheduling/workload/strategy.go: no status; the fields the emulated
+    version does not have, or whose gate is off, dropped (unless the stored object uses
+    them)."""
+
+    def prepare_for_create(self, obj: Message, opts: StrategyOptions, now: float) -> None:
+        super().prepare_for_create(obj, opts, now)
+        assert isinstance(obj, types_pb2.Workload)
+        drop_disabled_workload_fields(obj, None, opts.pod_groups)
+
+    def prepare_for_update(self, new: Message, old: Message, opts: StrategyOptions) -> None:
+        assert isinstance(new, types_pb2.Workload) and isinstance(old, types_pb2.Workload)
+        drop_disabled_workload_fields(new, old, opts.pod_groups)
+
+
+class PodGroupStrategy(_StatusReset):
+    """pkg/registry/scheduling/podgroup/strategy.go: the status reset on create and kept on
+    update (the status strategy keeps the spec), the version's defaults and its disabled
+    fields dropped."""
+
+    def prepare_for_create(self, obj: Message, opts: StrategyOptions, now: float) -> None:
+        super().prepare_for_create(obj, opts, now)
+        assert isinstance(obj, types_pb2.PodGroup)
+        drop_disabled_pod_group_fields(obj, None, opts.pod_groups)
+        default_pod_group(obj, opts.pod_groups)
+
+    def prepare_for_update(self, new: Message, old: Message, opts: StrategyOptions) -> None:
+        assert isinstance(new, types_pb2.PodGroup) and isinstance(old, types_pb2.PodGroup)
+        drop_disabled_pod_group_fields(new, old, opts.pod_groups)
+        default_pod_group(new, opts.pod_groups)
+
+    def prepare_for_status_update(
+        self, sent: Message, old: Message, opts: StrategyOptions, now: float
+    ) -> Message:
+        result = super().prepare_for_status_update(sent, old, opts, now)
+        assert isinstance(result, types_pb2.PodGroup) and isinstance(old, types_pb2.PodGroup)
+        drop_disabled_pod_group_status_fields(result, old, opts.pod_groups)
+        return result
+
+
 DEFAULT_STRATEGY: Final = Strategy()
 
 STRATEGIES: Final[Mapping[str, Strategy]] = MappingProxyType(
@@ -268,6 +323,8 @@ STRATEGIES: Final[Mapping[str, Strategy]] = MappingProxyType(
         "PersistentVolumeClaim": PersistentVolumeClaimStrategy(),
         "StatefulSet": _StatusReset(),
         "CronJob": _StatusReset(),
+        "Workload": WorkloadStrategy(),
+        "PodGroup": PodGroupStrategy(),
     }
 )
 """Kind name -> its strategy; every other kind has DEFAULT_STRATEGY."""

@@ -18,7 +18,7 @@ from typing import Final
 
 from kemu.machinery import subresources
 from kemu.machinery.jsonvalue import JSONArray, JSONObject
-from kemu.machinery.kinds import KINDS, Kind
+from kemu.machinery.kinds import ALL_SERVED, Kind, Served
 
 VERBS: Final[JSONArray] = [
     "create",
@@ -91,19 +91,21 @@ def group_version(kind: Kind) -> tuple[str, str]:
     return group, version
 
 
-def kinds_of(group: str, version: str) -> list[Kind]:
-    return [k for k in KINDS if group_version(k) == (group, version)]
+def kinds_of(group: str, version: str, served: Served = ALL_SERVED) -> list[Kind]:
+    """The kinds served under a group version at the apiserver's emulated version and gates
+    (`served`; the default: every kind, at 1.37)."""
+    return served.kinds_of(group, version)
 
 
 def others_of(group: str, version: str) -> list[OtherResource]:
     return [r for r in OTHER_RESOURCES if (r.group, r.version) == (group, version)]
 
 
-def group_versions() -> dict[str, list[str]]:
+def group_versions(served: Served = ALL_SERVED) -> dict[str, list[str]]:
     """Every group (the core group "" first) and its versions, preferred first, in the order
     of KINDS then OTHER_RESOURCES."""
     out: dict[str, list[str]] = {"": []}
-    pairs = [group_version(k) for k in KINDS] + [(r.group, r.version) for r in OTHER_RESOURCES]
+    pairs = served.group_versions() + [(r.group, r.version) for r in OTHER_RESOURCES]
     for group, version in pairs:
         versions = out.setdefault(group, [])
         if version not in versions:
@@ -111,9 +113,9 @@ def group_versions() -> dict[str, list[str]]:
     return out
 
 
-def groups() -> list[str]:
+def groups(served: Served = ALL_SERVED) -> list[str]:
     """The named groups (the core group is served under /api)."""
-    return [g for g in group_versions() if g]
+    return [g for g in group_versions(served) if g]
 
 
 def api_versions() -> JSONObject:
@@ -129,13 +131,13 @@ def _group(group: str, versions: list[str]) -> JSONObject:
     return {"name": group, "versions": gvs, "preferredVersion": gvs[0]}
 
 
-def api_group_list() -> JSONObject:
-    items: JSONArray = [_group(g, vs) for g, vs in group_versions().items() if g]
+def api_group_list(served: Served = ALL_SERVED) -> JSONObject:
+    items: JSONArray = [_group(g, vs) for g, vs in group_versions(served).items() if g]
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": items}
 
 
-def api_group(group: str) -> JSONObject | None:
-    versions = group_versions().get(group) if group else None
+def api_group(group: str, served: Served = ALL_SERVED) -> JSONObject | None:
+    versions = group_versions(served).get(group) if group else None
     if not versions:
         return None
     return {"kind": "APIGroup", "apiVersion": "v1", **_group(group, versions)}
@@ -152,13 +154,13 @@ def _group_version(sub: str) -> tuple[str, str] | None:
     return subresources.SUBRESOURCES[sub].group_version
 
 
-def resource_list(group: str, version: str) -> JSONObject | None:
-    served = kinds_of(group, version)
+def resource_list(group: str, version: str, served: Served = ALL_SERVED) -> JSONObject | None:
+    kinds = kinds_of(group, version, served)
     others = others_of(group, version)
-    if not served and not others:
+    if not kinds and not others:
         return None
     resources: JSONArray = []
-    for k in served:
+    for k in kinds:
         entry: JSONObject = {
             "name": k.resource,
             "singularName": k.kind.lower(),
@@ -223,8 +225,7 @@ def aggregated_content_type(version: str) -> str:
     return f"application/json;g={AGGREGATED_GROUP};v={version};as=APIGroupDiscoveryList"
 
 
-def _aggregated_resource(k: Kind) -> JSONObject:
-    group, version = group_version(k)
+def _aggregated_resource(k: Kind, group: str, version: str) -> JSONObject:
     entry: JSONObject = {
         "resource": k.resource,
         "responseKind": {"group": group, "version": version, "kind": k.kind},
@@ -264,18 +265,18 @@ def _aggregated_other(r: OtherResource) -> JSONObject:
     return entry
 
 
-def aggregated(legacy_core: bool, version: str) -> JSONObject:
+def aggregated(legacy_core: bool, version: str, served: Served = ALL_SERVED) -> JSONObject:
     """The APIGroupDiscoveryList of /api (legacy_core) or of /apis."""
     items: JSONArray = []
-    for g, versions in group_versions().items():
+    for g, versions in group_versions(served).items():
         if (g == "") != legacy_core:
             continue
-        served: JSONArray = []
+        entries: JSONArray = []
         for v in versions:
-            resources: JSONArray = [_aggregated_resource(k) for k in kinds_of(g, v)]
+            resources: JSONArray = [_aggregated_resource(k, g, v) for k in kinds_of(g, v, served)]
             resources += [_aggregated_other(r) for r in others_of(g, v)]
-            served.append({"version": v, "resources": resources, "freshness": "Current"})
-        items.append({"metadata": {"name": g} if g else {}, "versions": served})
+            entries.append({"version": v, "resources": resources, "freshness": "Current"})
+        items.append({"metadata": {"name": g} if g else {}, "versions": entries})
     return {
         "kind": "APIGroupDiscoveryList",
         "apiVersion": f"{AGGREGATED_GROUP}/{version}",

@@ -13,9 +13,11 @@ from typing import Final
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from apiserver.endpoints.rest import discovery
+from kemu.api.v1 import types_pb2
 from kemu.machinery import patch as patches
+from kemu.machinery import podgroups
 from kemu.machinery.jsonvalue import JSONArray, JSONObject
-from kemu.machinery.kinds import KINDS, Kind
+from kemu.machinery.kinds import ALL_SERVED, KINDS, Kind, Served
 
 _TIMESTAMP: Final = "google.protobuf.Timestamp"
 _INT_OR_STRING: Final = "kemu.api.v1.IntOrString"
@@ -109,7 +111,7 @@ def _object_schema(desc: Descriptor, found: dict[str, Descriptor]) -> JSONObject
 
 
 @cache
-def _schemas() -> JSONObject:
+def _schemas(served: Served = ALL_SERVED) -> JSONObject:
     out: JSONObject = {}
     todo: dict[str, Descriptor] = {k.message.DESCRIPTOR.full_name: _desc(k) for k in KINDS}
     while todo:
@@ -120,7 +122,70 @@ def _schemas() -> JSONObject:
         found: dict[str, Descriptor] = {}
         out[key] = _object_schema(desc, found)
         todo.update({n: d for n, d in found.items() if _schema_name(d) not in out})
+    for k in KINDS:
+        for gv in served.api_versions.get(k.kind, ()):
+            if gv != k.api_version:
+                _versioned_schemas(k, gv, out)
+    # a pod's group reference: the one field its version has (podgroups.pod_fields_served)
+    pod_spec = out[types_pb2.PodSpec.DESCRIPTOR.full_name]  # (not a kind: named so)
+    assert isinstance(pod_spec, dict) and isinstance(pod_spec["properties"], dict)
+    absent = podgroups.pod_field_absent(served.minor)
+    pod_spec["properties"] = {k: v for k, v in pod_spec["properties"].items() if k != absent}
     return dict(sorted(out.items()))
+
+
+def _versioned_name(kind: Kind, api_version: str, name: str = "") -> str:
+    group, _, version = api_version.rpartition("/")
+    return f"io.k8s.api.{group or 'core'}.{version}.{name or kind.kind}"
+
+
+def _versioned_schemas(kind: Kind, api_version: str, out: JSONObject) -> None:
+    """The schemas of `kind` served as `api_version`: its version's shape
+    (kemu.machinery.podgroups.SHAPES), or the message's own under the version's name."""
+    group, _, version = api_version.rpartition("/")
+    gvk: JSONArray = [{"group": group, "version": version, "kind": kind.kind}]
+    shape = podgroups.SHAPES.get((api_version, kind.kind))
+    if shape is None:
+        own = out[_schema_name(_desc(kind))]
+        assert isinstance(own, dict)
+        out[_versioned_name(kind, api_version)] = {**own, "x-kubernetes-group-version-kind": gvk}
+        return
+    schema = _shape_schema(shape, api_version, out)
+    top = out[_versioned_name(kind, api_version, shape.name)]
+    assert isinstance(top, dict) and isinstance(schema, dict)
+    props = top["properties"]
+    assert isinstance(props, dict)
+    props["apiVersion"] = {"type": "string"}
+    props["kind"] = {"type": "string"}
+    top["x-kubernetes-group-version-kind"] = gvk
+
+
+def _shape_schema(shape: podgroups.Shape, api_version: str, out: JSONObject) -> JSONObject:
+    """The schema of a field of `shape` (its structs added to `out` by name)."""
+    if isinstance(shape, podgroups.Arr):
+        return {"type": "array", "items": _shape_schema(shape.item, api_version, out)}
+    if shape == "string":
+        return {"type": "string", "default": ""}
+    if shape == "integer":
+        return {"type": "integer", "format": "int32"}
+    if isinstance(shape, str):  # one of kemu's messages, by its full name
+        desc = types_pb2.DESCRIPTOR.message_types_by_name[shape.rpartition(".")[2]]
+        return _ref_named(_schema_name(desc))
+    group, _, version = api_version.rpartition("/")
+    name = f"io.k8s.api.{group}.{version}.{shape.name}"
+    if name not in out:
+        props: JSONObject = {}
+        schema: JSONObject = {"type": "object", "properties": props}
+        if shape.description:
+            schema["description"] = shape.description
+        out[name] = schema
+        for field, child in shape.fields:
+            props[field] = _shape_schema(child, api_version, out)
+    return _ref_named(name)
+
+
+def _ref_named(name: str) -> JSONObject:
+    return {"allOf": [{"$ref": f"#/components/schemas/{name}"}], "default": {}}
 
 
 def _desc(kind: Kind) -> Descriptor:
@@ -132,10 +197,11 @@ def _base(group: str, version: str) -> str:
     return f"/apis/{group}/{version}" if group else f"/api/{version}"
 
 
-def _operations(kind: Kind) -> JSONObject:
-    group, version = discovery.group_version(kind)
+def _operations(kind: Kind, group: str, version: str) -> JSONObject:
     gvk: JSONObject = {"group": group, "version": version, "kind": kind.kind}
-    ref: JSONObject = {"$ref": f"#/components/schemas/{_schema_name(_desc(kind))}"}
+    gv = f"{group}/{version}" if group else version
+    schema = _schema_name(_desc(kind)) if gv == kind.api_version else _versioned_name(kind, gv)
+    ref: JSONObject = {"$ref": f"#/components/schemas/{schema}"}
     ok: JSONObject = {
         "200": {"description": "OK", "content": {"application/json": {"schema": ref}}}
     }
@@ -165,36 +231,36 @@ def _operations(kind: Kind) -> JSONObject:
     }
 
 
-def group_versions() -> list[tuple[str, str]]:
-    return sorted({discovery.group_version(k) for k in KINDS})
+def group_versions(served: Served = ALL_SERVED) -> list[tuple[str, str]]:
+    return sorted(set(served.group_versions()))
 
 
 @cache
-def document_dict(group: str, version: str) -> JSONObject:
+def document_dict(group: str, version: str, served: Served = ALL_SERVED) -> JSONObject:
     """The v3 document of one group version (openapi_v2 reads it too)."""
     paths: JSONObject = {}
-    for k in discovery.kinds_of(group, version):
-        paths.update(_operations(k))
+    for k in discovery.kinds_of(group, version, served):
+        paths.update(_operations(k, group, version))
     return {
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "kemu"},
         "paths": paths,
-        "components": {"schemas": _schemas()},
+        "components": {"schemas": _schemas(served)},
     }
 
 
 @cache
-def document(group: str, version: str) -> bytes | None:
-    if not discovery.kinds_of(group, version):
+def document(group: str, version: str, served: Served = ALL_SERVED) -> bytes | None:
+    if not discovery.kinds_of(group, version, served):
         return None
-    return json.dumps(document_dict(group, version), separators=(",", ":")).encode()
+    return json.dumps(document_dict(group, version, served), separators=(",", ":")).encode()
 
 
 @cache
-def index() -> JSONObject:
+def index(served: Served = ALL_SERVED) -> JSONObject:
     paths: JSONObject = {}
-    for group, version in group_versions():
-        doc = document(group, version)
+    for group, version in group_versions(served):
+        doc = document(group, version, served)
         assert doc is not None
         digest = hashlib.sha512(doc).hexdigest()[:32].upper()
         rel = _base(group, version).lstrip("/")

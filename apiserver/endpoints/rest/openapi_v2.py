@@ -14,6 +14,7 @@ from typing import Final
 from apiserver.endpoints.rest import openapi
 from apiserver.storage.encoding import field_bytes
 from kemu.machinery.jsonvalue import JSON, JSONArray, JSONObject
+from kemu.machinery.kinds import ALL_SERVED, Served
 
 PROTOBUF_TYPE: Final = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
 _V3_REF: Final = "#/components/schemas/"
@@ -67,11 +68,11 @@ def _schema(v3: JSONObject) -> JSONObject:
 
 
 @cache
-def document() -> JSONObject:
+def document(served: Served = ALL_SERVED) -> JSONObject:
     paths: JSONObject = {}
     definitions: JSONObject = {}
-    for group, version in openapi.group_versions():
-        v3 = openapi.document_dict(group, version)
+    for group, version in openapi.group_versions(served):
+        v3 = openapi.document_dict(group, version, served)
         for name, schema in _object(_object(v3["components"])["schemas"]).items():
             definitions[name] = _schema(_object(schema))
         for path, item in _object(v3["paths"]).items():
@@ -98,8 +99,8 @@ def document() -> JSONObject:
 
 
 @cache
-def json_bytes() -> bytes:
-    return json.dumps(document(), separators=(",", ":")).encode()
+def json_bytes(served: Served = ALL_SERVED) -> bytes:
+    return json.dumps(document(served), separators=(",", ":")).encode()
 
 
 # ---------------------------------------------------------------- gnostic's protobuf
@@ -162,8 +163,8 @@ def _operation_pb(op: JSONObject) -> bytes:
 
 
 @cache
-def protobuf_bytes() -> bytes:
-    doc = document()
+def protobuf_bytes(served: Served = ALL_SERVED) -> bytes:
+    doc = document(served)
     paths = b""
     for path, item in _object(doc["paths"]).items():
         path_item = b"".join(

@@ -11,7 +11,7 @@ from aiohttp import web
 from google.protobuf.message import Message
 
 from apiserver.endpoints.rest.events import View
-from kemu.machinery import convert, jsonutil
+from kemu.machinery import jsonutil, podgroups
 from kemu.machinery.convert import UnknownFields
 from kemu.machinery.errors import ApiError, BadRequest
 from kemu.machinery.kinds import Kind
@@ -34,14 +34,26 @@ class Target:
     subresource: str
     view: View | None = None
     """The group version the stored kind is served as, when not its own (events.k8s.io/v1)."""
+    served_as: str = ""
+    """The group version the path named, when the kind has several (scheduling.k8s.io's
+    Workload: kemu.machinery.podgroups converts); "" for the kind's own."""
 
     @property
     def api_version(self) -> str:
-        return self.view.api_version if self.view else self.kind.api_version
+        if self.view:
+            return self.view.api_version
+        return self.served_as or self.kind.api_version
 
     def render(self, obj: Message) -> dict[str, Any]:
         """An object as upstream's JSON in the group version the request named."""
-        return self.view.render(obj) if self.view else convert.to_dict(obj, wire=True)
+        if self.view:
+            return self.view.render(obj)
+        return podgroups.to_versioned(obj, self.api_version, wire=True)
+
+    def decode(self, data: object, unknown: UnknownFields | None) -> Message:
+        """An object sent in the group version the request named (unknown fields: see
+        convert.UnknownFields)."""
+        return podgroups.from_versioned(self.kind, data, self.api_version, unknown)
 
     def field_selector(self, text: str) -> str:
         """A fieldSelector in the stored kind's field labels."""

@@ -49,14 +49,16 @@ from apiserver.registry import fencing
 from apiserver.registry.registry import Registry
 from kemu.api.v1 import api_pb2, types_pb2
 from kemu.component.clock import Clock, RealClock
-from kemu.machinery import convert, jsonutil, subresources
+from kemu.machinery import convert, jsonutil, podgroups, subresources
 from kemu.machinery import patch as patches
 from kemu.machinery.convert import UnknownFields
 from kemu.machinery.errors import ApiError, BadRequest, InternalError, NotFound
 from kemu.machinery.fencing import ENFORCE_KEY, TOKEN_KEY, FencingToken
-from kemu.machinery.kinds import BY_KIND, unwrap
+from kemu.machinery.kinds import ALL_SERVED, BY_KIND, Served, unwrap
 
 logger = logging.getLogger(__name__)
+
+_POD: Final = BY_KIND["Pod"]
 
 # An HTTP method on an object's subresource: the verb the subresource table serves.
 _VERBS: Final = {
@@ -97,19 +99,20 @@ def clean_path(raw_path: str) -> str:
     return "/" + "/".join(segments)
 
 
-def parse_path(parts: list[str]) -> Target | None:
-    """["api","v1",...] or ["apis",group,version,...] to a Target (None: not a resource)."""
+def parse_path(parts: list[str], served: Served = ALL_SERVED) -> Target | None:
+    """["api","v1",...] or ["apis",group,version,...] to a Target (None: not a resource, or
+    not one served at the apiserver's version and gates)."""
     if parts[:1] == ["api"] and len(parts) >= 3 and parts[1] == "v1":
         group, version, rest = "", "v1", parts[2:]
     elif parts[:1] == ["apis"] and len(parts) >= 4:
         group, version, rest = parts[1], parts[2], parts[3:]
     else:
         return None
-    served = {k.resource: k for k in discovery.kinds_of(group, version)}
+    kinds = {k.resource: k for k in discovery.kinds_of(group, version, served)}
     namespace = ""
-    if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] in served:
+    if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] in kinds:
         namespace, rest = rest[1], rest[2:]
-    kind = served.get(rest[0])
+    kind = kinds.get(rest[0])
     if kind is None or len(rest) > 3:
         return None
     if namespace and not kind.namespaced:
@@ -120,7 +123,8 @@ def parse_path(parts: list[str]) -> Target | None:
         known = subresources.SUBRESOURCES.get(sub)
         if known is None or not known.exists_for(kind):
             return None
-    return Target(kind, namespace, name, sub)
+    gv = f"{group}/{version}" if group else version
+    return Target(kind, namespace, name, sub, served_as="" if gv == kind.api_version else gv)
 
 
 def parse_other_path(parts: list[str]) -> tuple[OtherResource, str, str] | None:
@@ -190,14 +194,16 @@ class RestApi:
             return web.Response(text="ok" if ok else "not ready", status=200 if ok else 500)
         if request.method == "GET" or path == "/version":
             emulated = self._service.server_version().emulated_version
-            response = documents.response(path, request.headers.get("Accept", ""), emulated)
+            response = documents.response(
+                path, request.headers.get("Accept", ""), emulated, self._registry.served
+            )
             if response is not None:
                 return response
         parts = [p for p in path.split("/") if p]
         other = parse_other_path(parts)
         if other is not None:
             return await self._other(request, *other)
-        target = parse_path(parts)
+        target = parse_path(parts, self._registry.served)
         if target is None:
             raise NotFound("the server could not find the requested resource")
         return await self._resource(request, target)
@@ -304,7 +310,10 @@ class RestApi:
         return parse_json(raw or b"{}", unknown)
 
     async def _decode(self, request: web.BaseRequest, t: Target, unknown: UnknownFields) -> Message:
-        obj = convert.from_dict(t.kind, await self._body(request, unknown), unknown)
+        body = await self._body(request, unknown)
+        if t.kind is _POD:
+            body = podgroups.pod_fields_served(body, self._registry.served.minor, unknown)
+        obj = t.decode(body, unknown)
         meta = obj.metadata  # type: ignore[attr-defined]
         if t.kind.namespaced and t.namespace:
             if meta.namespace and meta.namespace != t.namespace:
@@ -349,7 +358,14 @@ class RestApi:
         text = jsonutil.decode(await read_body(request), "the patch")
         unknown = _field_validation(request)
         patched = await registry.patch(
-            t.kind.resource, self._namespace(t), t.name, text, t.subresource, content_type, unknown
+            t.kind.resource,
+            self._namespace(t),
+            t.name,
+            text,
+            t.subresource,
+            content_type,
+            unknown,
+            api_version=t.api_version,
         )
         return _warn(self._object(request, t, patched), unknown)
 

@@ -14,6 +14,8 @@ from typing import Any, Final
 from google.protobuf.message import Message
 
 from kemu.machinery.errors import Cause
+from kemu.machinery.podgroups import DEFAULT_RULES, PodGroupRules
+from kemu.machinery.validation import scheduling
 from kemu.machinery.validation.core import (
     validate_config_map,
     validate_config_map_update,
@@ -106,6 +108,26 @@ _VALIDATORS: Final[dict[str, tuple[_Validate, _ValidateUpdate]]] = {
 }
 
 
+# Per kind whose rules differ by emulated version and gate (the Workload API): (validate,
+# extra rules of an update, rules of a status write), each also given the PodGroupRules.
+_VersionedValidate = Callable[[Any, PodGroupRules], list[Cause]]
+_VersionedUpdate = Callable[[Any, Any, PodGroupRules], list[Cause]]
+_VERSIONED: Final[
+    dict[str, tuple[_VersionedValidate, _VersionedUpdate, _VersionedUpdate | None]]
+] = {
+    "kemu.api.v1.Workload": (
+        scheduling.validate_workload,
+        scheduling.validate_workload_update,
+        None,
+    ),
+    "kemu.api.v1.PodGroup": (
+        scheduling.validate_pod_group,
+        scheduling.validate_pod_group_update,
+        scheduling.validate_pod_group_status_update,
+    ),
+}
+
+
 # Per kind: the rules of a create only (upstream's Validate<Kind>Create beside the update's).
 _CREATE_VALIDATORS: Final[dict[str, _Validate]] = {
     "kemu.api.v1.CronJob": validate_cron_job_create,
@@ -119,17 +141,24 @@ _STATUS_VALIDATORS: Final[dict[str, _ValidateUpdate]] = {
 }
 
 
-def validate_status_update(obj: Message, old: Message) -> list[Cause]:
+def validate_status_update(
+    obj: Message, old: Message, *, pod_groups: PodGroupRules = DEFAULT_RULES
+) -> list[Cause]:
     """Validates a status subresource write of `old` that stores `obj`: the kind's status
     rules and the metadata update's, or, for a kind without status rules of its own, those of
-    an update (`validate_object` with `old`)."""
+    an update (`validate_object` with `old`). `pod_groups`: the Workload API's rules at the
+    apiserver's version and gates."""
     name = obj.DESCRIPTOR.full_name
+    versioned = _VERSIONED.get(name)
+    status_rules = versioned[2] if versioned is not None else None
     rules = _STATUS_VALIDATORS.get(name)
-    if rules is None:
-        return validate_object(obj, old=old)
+    if rules is None and status_rules is None:
+        return validate_object(obj, old=old, pod_groups=pod_groups)
     if old.DESCRIPTOR.full_name != name:
         raise TypeError(f"validate_status_update: old is {old.DESCRIPTOR.full_name}, not {name}")
-    causes = rules(obj, old)
+    causes = rules(obj, old) if rules is not None else []
+    if status_rules is not None:
+        causes.extend(status_rules(obj, old, pod_groups))
     causes.extend(
         validate_object_meta_update(
             obj.metadata,  # type: ignore[attr-defined]
@@ -139,14 +168,26 @@ def validate_status_update(obj: Message, old: Message) -> list[Cause]:
     return causes
 
 
-def validate_object(obj: Message, *, old: Message | None = None) -> list[Cause]:
+def validate_object(
+    obj: Message, *, old: Message | None = None, pod_groups: PodGroupRules = DEFAULT_RULES
+) -> list[Cause]:
     """Validates an object of any kind; with `old`, also the rules of a main-resource update,
-    without it also those of a create.
+    without it also those of a create. `pod_groups`: the Workload API's rules at the
+    apiserver's emulated version and gates (kemu.machinery.podgroups).
 
     Raises TypeError for a message that is not an API kind (a bug in the caller).
     """
     name = obj.DESCRIPTOR.full_name
-    entry = _VALIDATORS.get(name)
+    versioned = _VERSIONED.get(name)
+    entry: tuple[_Validate, _ValidateUpdate] | None
+    if versioned is not None:
+        v_validate, v_update, _ = versioned
+        entry = (
+            lambda o: v_validate(o, pod_groups),
+            lambda n, o: v_update(n, o, pod_groups),
+        )
+    else:
+        entry = _VALIDATORS.get(name)
     if entry is None:
         raise TypeError(f"validate_object: {name} is not an API kind")
     validate, validate_update = entry

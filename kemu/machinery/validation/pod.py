@@ -569,8 +569,45 @@ def _validate_container(
     return causes
 
 
-def validate_pod_spec(spec: types_pb2.PodSpec, path: str = "spec") -> list[Cause]:
+def _validate_group_reference(spec: types_pb2.PodSpec, path: str) -> list[Cause]:
+    """The pod's reference to its group (GenericWorkload): 1.36+'s spec.schedulingGroup, a
+    union whose one member podGroupName is a DNS subdomain; 1.35's spec.workloadRef, the
+    Workload's name (DNS subdomain), its podGroup (DNS label) and podGroupReplicaKey (DNS
+    label when set). Which of the two a version has is the strategy's
+    (podgroups.drop_disabled_pod_scheduling_group); both are immutable as the rest of a
+    pod's spec."""
     causes: list[Cause] = []
+    if spec.HasField("scheduling_group"):
+        p = f"{path}.schedulingGroup"
+        group = spec.scheduling_group
+        if not group.HasField("pod_group_name"):
+            causes.append(required(p, "must specify one of: `podGroupName`"))
+        else:
+            causes += [
+                invalid(f"{p}.podGroupName", group.pod_group_name, m)
+                for m in is_dns1123_subdomain(group.pod_group_name)
+            ]
+    if spec.HasField("workload_ref"):
+        p = f"{path}.workloadRef"
+        ref = spec.workload_ref
+        for name, value, check in (
+            ("name", ref.name, is_dns1123_subdomain),
+            ("podGroup", ref.pod_group, is_dns1123_label),
+        ):
+            if not value:
+                causes.append(required(f"{p}.{name}"))
+            else:
+                causes += [invalid(f"{p}.{name}", value, m) for m in check(value)]
+        if ref.pod_group_replica_key:
+            causes += [
+                invalid(f"{p}.podGroupReplicaKey", ref.pod_group_replica_key, m)
+                for m in is_dns1123_label(ref.pod_group_replica_key)
+            ]
+    return causes
+
+
+def validate_pod_spec(spec: types_pb2.PodSpec, path: str = "spec") -> list[Cause]:
+    causes: list[Cause] = _validate_group_reference(spec, path)
     if spec.restart_policy and spec.restart_policy not in RESTART_POLICIES:
         causes.append(not_supported(f"{path}.restartPolicy", spec.restart_policy, RESTART_POLICIES))
     if not spec.containers:

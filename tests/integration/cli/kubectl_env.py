@@ -28,6 +28,7 @@ class Kubectl:
             "KUBECACHEDIR": str(cluster.root / "kube-cache"),
         }
         self.dir = cluster.root
+        self.cluster = cluster
 
     def run(
         self, *args: str, check: bool = True, stdin: str | None = None, timeout: float = 30

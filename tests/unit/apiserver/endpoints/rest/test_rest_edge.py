@@ -26,7 +26,7 @@ from kemu.api.v1 import types_pb2
 from kemu.machinery.convert import UnknownFields
 from kemu.machinery.errors import BadRequest, Invalid
 from kemu.machinery.jsonvalue import JSON
-from kemu.machinery.kinds import BY_RESOURCE, KINDS
+from kemu.machinery.kinds import BY_RESOURCE, KINDS, Served
 from kemu.machinery.usage import CPU_USAGE_ANNOTATION
 from kemu.testing.builders import make_pod
 
@@ -50,7 +50,7 @@ def test_paths_name_kinds_namespaces_names_and_subresources() -> None:
     assert parse_path("api v1 pods p bogus".split()) is None
 
 
-def test_discovery_lists_every_kind_once_with_subresources() -> None:
+def test_discovery_lists_every_kind_once_per_version_with_subresources() -> None:
     names = []
     for group, versions in discovery.group_versions().items():
         for version in versions:
@@ -58,7 +58,8 @@ def test_discovery_lists_every_kind_once_with_subresources() -> None:
             assert doc is not None
             names += [r["name"] for r in doc["resources"] if "/" not in r["name"]]
     others = [r.resource for r in discovery.OTHER_RESOURCES]
-    assert sorted(names) == sorted([k.resource for k in KINDS] + others)
+    per_version = [k.resource for k in KINDS for _ in k.api_versions_at(37)]
+    assert sorted(names) == sorted(per_version + others)
     core = _served(discovery.resource_list("", "v1"))
     assert core is not None
     subs = {r["name"] for r in core["resources"] if "/" in r["name"]}
@@ -400,3 +401,22 @@ def test_pod_metrics_list_each_running_container() -> None:
         {"name": "c", "usage": {"cpu": "125m", "memory": "50Mi"}},
         {"name": "b", "usage": {"cpu": "0", "memory": "0"}},
     ]
+
+
+def test_paths_of_the_workload_api_follow_the_served_versions() -> None:
+    at_36 = Served.at(36, lambda gate: True)
+    t = parse_path(
+        "apis scheduling.k8s.io v1alpha2 namespaces ns podgroups g status".split(), at_36
+    )
+    assert t is not None and t.kind.kind == "PodGroup" and t.subresource == "status"
+    assert t.api_version == "scheduling.k8s.io/v1alpha2"
+    assert parse_path("apis scheduling.k8s.io v1beta1 podgroups".split(), at_36) is None
+    at_37 = Served.at(37, lambda gate: True)
+    own = parse_path("apis scheduling.k8s.io v1beta1 workloads".split(), at_37)
+    assert own is not None and own.served_as == ""  # the message's own version
+    off = Served.at(37, lambda gate: False)
+    assert parse_path("apis scheduling.k8s.io v1beta1 workloads".split(), off) is None
+    assert discovery.resource_list("scheduling.k8s.io", "v1beta1", off) is None
+    assert openapi.document("scheduling.k8s.io", "v1beta1", off) is None
+    versions = discovery.group_versions(Served.at(35, lambda gate: True))["scheduling.k8s.io"]
+    assert versions == ["v1", "v1alpha1"]
