@@ -99,6 +99,12 @@ RULES: Final[Mapping[str, VersionRule]] = MappingProxyType(
             "cluster-autoscaler writes pods with a nominatedNodeName to the snapshot in "
             "SetClusterState, and no such pod triggers a scale-up (kubernetes/autoscaler#9607)",
         ),
+        "podgroup_protection_controller": VersionRule(
+            Version(1, 36),
+            "kube-controller-manager runs podgroup-protection-controller (with GenericWorkload "
+            "on) once PodGroups are objects of their own (pkg/controller/podgroupprotection, "
+            "kubernetes#136976)",
+        ),
     }
 )
 
@@ -119,6 +125,7 @@ class VersionRules:
     storage_provisioner_annotation: bool
     external_provisioning_message_1_28: bool
     autoscaler_nnn_in_cluster_state: bool
+    podgroup_protection_controller: bool
 
     @classmethod
     def at(cls, version: Version) -> VersionRules:
