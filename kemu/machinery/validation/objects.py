@@ -32,7 +32,7 @@ from kemu.machinery.validation.cronjobs import (
     validate_cron_job_create,
     validate_cron_job_update,
 )
-from kemu.machinery.validation.meta import validate_object_meta_update
+from kemu.machinery.validation.meta import validate_object_meta, validate_object_meta_update
 from kemu.machinery.validation.node import validate_node, validate_node_update
 from kemu.machinery.validation.pod import (
     validate_pod,
@@ -72,6 +72,12 @@ def _no_update_rules(new: Message, old: Message) -> list[Cause]:
     return []
 
 
+def _namespaced_meta_only(obj: Message) -> list[Cause]:
+    """A stand-in for the scheduling.k8s.io kinds (Workload, PodGroup) until their own rules
+    exist (issue #55's apiserver part): the metadata of a namespaced object only."""
+    return validate_object_meta(obj.metadata, namespaced=True)  # type: ignore[attr-defined]
+
+
 # A kind's validators take its own message type (validate_pod(pod: Pod)); the tables below are
 # looked up by the message's full name, so their argument is typed here only.
 _Validate = Callable[[Any], list[Cause]]
@@ -103,6 +109,8 @@ _VALIDATORS: Final[dict[str, tuple[_Validate, _ValidateUpdate]]] = {
     "kemu.api.v1.ServiceAccount": (validate_service_account, _no_update_rules),
     "kemu.api.v1.Secret": (validate_secret, validate_secret_update),
     "kemu.api.v1.CronJob": (validate_cron_job, validate_cron_job_update),
+    "kemu.api.v1.Workload": (_namespaced_meta_only, _no_update_rules),
+    "kemu.api.v1.PodGroup": (_namespaced_meta_only, _no_update_rules),
 }
 
 
