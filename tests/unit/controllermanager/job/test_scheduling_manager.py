@@ -155,10 +155,11 @@ def objects(fake: FakeClient, resource: str) -> list[object]:
     return [o for (r, _, _), o in fake._objects.items() if r == resource]
 
 
-async def test_a_gang_job_gets_its_workload_and_pod_group_before_its_pods() -> None:
+@pytest.mark.parametrize("minor", [36, 37])
+async def test_a_gang_job_gets_its_workload_and_pod_group_before_its_pods(minor: int) -> None:
     clock = FakeClock()
     fake = FakeClient(_indexed(3, 3), clock=clock)
-    async with running(fake, clock, _gates(36, workload_with_job=True)):
+    async with running(fake, clock, _gates(minor, workload_with_job=True)):
         await wait_until(lambda: len(objects(fake, "pods")) == 3)
         job = fake._objects[("jobs", "default", "train")]
         assert isinstance(job, types_pb2.Job)
