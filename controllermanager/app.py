@@ -126,7 +126,11 @@ def drop_unavailable(
     rules = VersionRules.at(gates.version)
     available = dict(controllers)
     if not (rules.podgroup_protection_controller and gates.enabled(GENERIC_WORKLOAD)):
-        available.pop(podgroup_protection.NAME, None)
+        if available.pop(podgroup_protection.NAME, None) is not None:
+            logger.info(
+                "%s is disabled: it needs GenericWorkload, at 1.36 or later",
+                podgroup_protection.NAME,
+            )
     return available
 
 
