@@ -38,9 +38,10 @@ Pods that keep the finalizer while their Job is gone or finished (a Job deleted 
 running: the garbage collector deletes them, and their finalizer must go) have it removed by a
 second queue of pod keys (upstream's orphan pod handling).
 
-Indexed completion mode as indexed_job_utils.py says; with WorkloadWithJob (1.36+), a Job
-eligible for gang scheduling gets its Workload and PodGroup before its first pod and its pods
-name the PodGroup (scheduling_manager.py).
+Indexed completion mode as indexed_job_utils.py says; with WorkloadWithJob, a Job gets its
+Workload and PodGroup before its first pod (1.36: a gang-eligible Indexed Job; 1.37: every
+Job without a parent, from spec.scheduling) and its pods name the PodGroup
+(scheduling_manager.py).
 
 Not modelled: status.completedIndexes, podFailurePolicy, successPolicy, backoffLimitPerIndex,
 managedBy, the elastic-indexed exceptions; restart counts under restartPolicy OnFailure (kemu's
@@ -98,6 +99,7 @@ from kemu.client.interface import ApiClient
 from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
 from kemu.component.featuregate import WORKLOAD_WITH_JOB, FeatureGates
+from kemu.component.version_rules import VersionRules
 from kemu.machinery import batch
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import ApiError, Conflict, NotFound
@@ -352,7 +354,9 @@ class JobController:
         index_by_controller_uid(self._pods)
         self._scheduling: JobSchedulingManager | None = None
         if gates is not None and gates.enabled(WORKLOAD_WITH_JOB):
-            self._scheduling = JobSchedulingManager(client, informers, self._recorder, self.queue)
+            self._scheduling = JobSchedulingManager(
+                client, informers, self._recorder, self.queue, VersionRules.at(gates.version)
+            )
         self._jobs.add_event_handler(
             FuncHandler(self._enqueue, self._on_job_update, self._on_job_delete)
         )
@@ -500,7 +504,7 @@ class JobController:
                 pod_group = None
                 if self._scheduling is not None:
                     pod_group = await self._scheduling.ensure(
-                        job, new_controller_ref(job), has_pods=bool(ctx.pods)
+                        stored, new_controller_ref(job), has_pods=bool(ctx.pods)
                     )
                 active, manage_error = await self._pods_manager.manage(key, ctx, pod_group)
                 managed = True

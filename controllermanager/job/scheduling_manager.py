@@ -22,13 +22,29 @@ scheduling with the Warning event UnsupportedWorkloadStructure. Changes to eithe
 the Job that owns them (owner reference batch/v1 Job). The garbage collector deletes both
 with the Job (their owner references).
 
-1.37: modelled as 1.36 (the same eligibility, names and template name), in 1.37's PodGroup
-shape (spec.workloadRef). Upstream's 1.37 cycle rebuilt this file on the shared workloadbuilder
-with Job.spec.scheduling (batch/v1 JobSchedulingConfiguration: every Job gets a Workload,
-Basic by default, a template `<job>-pgt-0`, gang minCount following parallelism); that API
-field is absent from kubernetes/api at v0.37.0-beta.0 and the only controller text of that
-design in hand is newer than 1.37 (it uses a managed-by annotation 1.37's API does not have),
-so which of the two designs 1.37.0 ships is not established here: kemu keeps 1.36's.
+1.37 (VersionRules.job_workload_builder; upstream rebuilt this file on the shared
+workloadbuilder library with the new Job.spec.scheduling, KEP-5547 as amended by
+kubernetes/enhancements#6153 and the 1.37 release blog, kubernetes/website#56215):
+- every Job whose pod template has no spec.schedulingGroup and that has no controller owner
+  (`should_manage_workload_for_job`; a Job a CronJob or a JobSet controls is left to its
+  parent) gets a Workload and a PodGroup, created only while the Job is new (`is_new_job`:
+  no pods, no startTime, nothing succeeded or failed, no Suspended condition), otherwise only
+  found again;
+- the one template is `<job>-pgt-0`; its policy is spec.scheduling.schedulingPolicy, Basic
+  when unset, a gang without minCount getting the Job's parallelism; schedulingConstraints,
+  disruptionMode and resourceClaims are copied from spec.scheduling; the PodGroup copies the
+  template (workloadRef, policy, constraints, disruption mode, claims);
+- only objects the Job controls (owner reference) are used; a Workload with other than one
+  template falls back to pod-by-pod scheduling (logged);
+- a changed gang size (spec.scheduling's minCount, or parallelism when it is unset) is written
+  to the Workload's template and the PodGroup (`syncGangMinCount`; minCount is mutable at
+  1.37);
+- events WorkloadCreated "Created Workload NAME for Job NAME" and PodGroupCreated "Created
+  PodGroup NAME for Job NAME".
+Not modelled at 1.37: the delegation of a PodGroup by a parent controller (the group-template
+annotation), the pod template's priorityClassName on the template, the workloadbuilder's
+validation of spec.scheduling (the apiserver's), the Workload/PodGroup informer indexes
+(kemu looks the objects up by their deterministic names).
 
 Names (upstream computeWorkloadName / computePodGroupName): the hash is FNV-1a 32 of, for the
 Workload, hashutil.DeepHashObject's spew dump of the Job's types.UID (the bytes
@@ -40,22 +56,27 @@ a DNS-1123 subdomain (253).
 from __future__ import annotations
 
 import logging
-from typing import Final
+from typing import Final, TypeVar
 
 from kemu.api.v1 import types_pb2
 from kemu.client.events import EventRecorder
 from kemu.client.informer import FuncHandler, Informer, InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.client.workqueue import WorkQueue
+from kemu.component.version_rules import VersionRules
 from kemu.machinery import batch
 from kemu.machinery.apps import fnv32a, safe_encode
 from kemu.machinery.errors import AlreadyExists
 from kemu.machinery.keys import object_key
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING, kind_of
+from kemu.machinery.owners import controller_of
 
 logger = logging.getLogger(__name__)
 
+M = TypeVar("M", types_pb2.Workload, types_pb2.PodGroup)
+
 DNS1123_SUBDOMAIN_MAX_LENGTH: Final = 253
+POD_GROUP_TEMPLATE_SUFFIX_1_37: Final = "pgt-0"
 WORKLOAD_CREATED: Final = "WorkloadCreated"
 POD_GROUP_CREATED: Final = "PodGroupCreated"
 UNSUPPORTED_WORKLOAD_STRUCTURE: Final = "UnsupportedWorkloadStructure"
@@ -107,15 +128,79 @@ def build_pod_group_templates(job: types_pb2.Job) -> list[types_pb2.PodGroupTemp
     return [template]
 
 
-def new_workload(job: types_pb2.Job, owner: types_pb2.OwnerReference) -> types_pb2.Workload:
-    """The Workload createWorkloadForJob creates."""
+def should_manage_workload_for_job(job: types_pb2.Job) -> bool:
+    """1.37 shouldManageWorkloadForJob (the gate checked by the caller): no
+    spec.schedulingGroup in the pod template (the user's own group) and no controller owner
+    (a parent such as JobSet owns the Workload)."""
+    if job.spec.template.spec.HasField("scheduling_group"):
+        return False
+    return controller_of(job) is None
+
+
+def is_new_job(job: types_pb2.Job, has_pods: bool) -> bool:
+    """1.37 isNewJob: the Job never started: no pods, no startTime, nothing succeeded or
+    failed, and no Suspended condition."""
+    status = job.status
+    if has_pods or status.HasField("start_time") or status.succeeded or status.failed:
+        return False
+    return batch.find_condition(job, batch.SUSPENDED) is None
+
+
+def gang_min_count(job: types_pb2.Job) -> int | None:
+    """The gang size spec.scheduling asks for (minCount, else parallelism, else 1: 1.37's
+    defaultMinCountForJob); None for a Basic Job."""
+    policy = job.spec.scheduling.scheduling_policy
+    if not policy.HasField("gang"):
+        return None
+    if policy.gang.HasField("min_count"):
+        return policy.gang.min_count
+    return job.spec.parallelism if job.spec.HasField("parallelism") else 1
+
+
+def build_pod_group_template_1_37(job: types_pb2.Job) -> types_pb2.PodGroupTemplate:
+    """1.37 buildWorkloadItem compiled: the one template `<job>-pgt-0` from spec.scheduling,
+    Basic by default."""
+    scheduling = job.spec.scheduling
+    template = types_pb2.PodGroupTemplate(
+        name=f"{job.metadata.name}-{POD_GROUP_TEMPLATE_SUFFIX_1_37}"
+    )
+    min_count = gang_min_count(job)
+    if min_count is None:
+        template.scheduling_policy.basic.SetInParent()
+    else:
+        template.scheduling_policy.gang.min_count = min_count
+    if scheduling.HasField("scheduling_constraints"):
+        for constraint in scheduling.scheduling_constraints.topology:
+            template.scheduling_constraints.topology.add(key=constraint.key)
+    if scheduling.HasField("disruption_mode"):
+        if scheduling.disruption_mode.HasField("all"):
+            template.disruption_mode.all.SetInParent()
+        else:
+            template.disruption_mode.single.SetInParent()
+    for claim in scheduling.resource_claims:
+        out = template.resource_claims.add(name=claim.name)
+        if claim.HasField("resource_claim_name"):
+            out.resource_claim_name = claim.resource_claim_name
+        if claim.HasField("resource_claim_template_name"):
+            out.resource_claim_template_name = claim.resource_claim_template_name
+    return template
+
+
+def new_workload(
+    job: types_pb2.Job,
+    owner: types_pb2.OwnerReference,
+    templates: list[types_pb2.PodGroupTemplate] | None = None,
+) -> types_pb2.Workload:
+    """The Workload createWorkloadForJob creates (1.36's templates unless given)."""
     wl = types_pb2.Workload()
     wl.metadata.name = compute_workload_name(job.metadata.name, job.metadata.uid)
     wl.metadata.namespace = job.metadata.namespace
     wl.metadata.owner_references.append(owner)
     ref = wl.spec.controller_ref
     ref.api_group, ref.kind, ref.name = "batch", "Job", job.metadata.name
-    wl.spec.pod_group_templates.extend(build_pod_group_templates(job))
+    wl.spec.pod_group_templates.extend(
+        build_pod_group_templates(job) if templates is None else templates
+    )
     return wl
 
 
@@ -137,6 +222,11 @@ def new_pod_group(
     pg.spec.workload_ref.workload_name = workload.metadata.name
     pg.spec.workload_ref.template_name = template.name
     pg.spec.scheduling_policy.CopyFrom(template.scheduling_policy)
+    if template.HasField("scheduling_constraints"):
+        pg.spec.scheduling_constraints.CopyFrom(template.scheduling_constraints)
+    if template.HasField("disruption_mode"):
+        pg.spec.disruption_mode.CopyFrom(template.disruption_mode)
+    pg.spec.resource_claims.extend(template.resource_claims)
     return pg
 
 
@@ -148,9 +238,16 @@ def owning_job_key(meta: types_pb2.ObjectMeta) -> str | None:
     return None
 
 
+def controlled_by(obj: types_pb2.Workload | types_pb2.PodGroup, job: types_pb2.Job) -> bool:
+    """metav1.IsControlledBy: the controller owner reference is the Job (by uid)."""
+    ref = controller_of(obj)
+    return ref is not None and ref.uid == job.metadata.uid
+
+
 class JobSchedulingManager:
     """The Job controller's part above (upstream's Controller methods of the same file):
-    built only with WorkloadWithJob on, when it adds the Workload and PodGroup informers."""
+    built only with WorkloadWithJob on, when it adds the Workload and PodGroup informers;
+    `rules` says which version's design runs."""
 
     def __init__(
         self,
@@ -158,10 +255,12 @@ class JobSchedulingManager:
         informers: InformerFactory,
         recorder: EventRecorder,
         queue: WorkQueue,
+        rules: VersionRules,
     ) -> None:
         self._client = client
         self._recorder = recorder
         self._queue = queue
+        self._rules = rules
         self.workloads: Informer[types_pb2.Workload] = informers.informer(types_pb2.Workload)
         self.pod_groups: Informer[types_pb2.PodGroup] = informers.informer(types_pb2.PodGroup)
         for informer in (self.workloads, self.pod_groups):
@@ -182,8 +281,10 @@ class JobSchedulingManager:
         self, job: types_pb2.Job, owner: types_pb2.OwnerReference, *, has_pods: bool
     ) -> types_pb2.PodGroup | None:
         """ensureWorkloadAndPodGroup: the Job's PodGroup, found or (before its first pod)
-        created with its Workload; None: its pods are scheduled one by one. Raises an
-        ApiError to be retried."""
+        created with its Workload; None: its pods are scheduled one by one. `job` is the
+        stored Job (1.37's isNewJob reads its status). Raises an ApiError to be retried."""
+        if self._rules.job_workload_builder:
+            return await self._ensure_1_37(job, owner, has_pods=has_pods)
         if not is_gang_scheduling_eligible(job):
             return None
         workload = await self._ensure_workload(job, owner, has_pods=has_pods)
@@ -191,6 +292,95 @@ class JobSchedulingManager:
             return None
         return await self._ensure_pod_group(job, workload, owner, has_pods=has_pods)
 
+    # ------------------------------------------------------------ 1.37
+
+    async def _ensure_1_37(
+        self, job: types_pb2.Job, owner: types_pb2.OwnerReference, *, has_pods: bool
+    ) -> types_pb2.PodGroup | None:
+        if not should_manage_workload_for_job(job):
+            return None
+        new = is_new_job(job, has_pods)
+        workload = self._find_workload(job)
+        if workload is not None and not controlled_by(workload, job):
+            return None  # not ours (a user's object under the name): default scheduling
+        if workload is None:
+            if not new:
+                return None
+            wanted = new_workload(job, owner, [build_pod_group_template_1_37(job)])
+            workload = await self._create(wanted)
+            if workload is None:
+                return None
+            self._recorder.event(
+                job,
+                EVENT_NORMAL,
+                WORKLOAD_CREATED,
+                "Create",
+                f"Created Workload {workload.metadata.name} for Job {job.metadata.name}",
+            )
+        if len(workload.spec.pod_group_templates) != 1:
+            logger.info(
+                "job %s: Workload %s has %d PodGroupTemplates, falling back to default scheduling",
+                object_key(job),
+                workload.metadata.name,
+                len(workload.spec.pod_group_templates),
+            )
+            return None
+        template = workload.spec.pod_group_templates[0]
+        name = compute_pod_group_name(workload.metadata.name, template.name)
+        pg = self.pod_groups.lister.get(name, job.metadata.namespace)
+        if pg is not None and not controlled_by(pg, job):
+            return None
+        if pg is None and new:
+            pg = await self._create(new_pod_group(job, workload, owner))
+            if pg is not None:
+                self._recorder.event(
+                    job,
+                    EVENT_NORMAL,
+                    POD_GROUP_CREATED,
+                    "Create",
+                    f"Created PodGroup {pg.metadata.name} for Job {job.metadata.name}",
+                )
+        if pg is not None:
+            pg = await self._sync_gang_min_count(job, workload, pg)
+        return pg
+
+    async def _create(self, obj: M) -> M | None:
+        """Creates `obj`; one created meanwhile (AlreadyExists) is read back, and used only
+        when the same Job controls it."""
+        try:
+            return await self._client.create(obj)
+        except AlreadyExists:
+            found = await self._client.get(type(obj), obj.metadata.name, obj.metadata.namespace)
+            ref = controller_of(obj)
+            mine = ref is not None and controller_of(found) == ref
+            return found if mine else None
+
+    async def _sync_gang_min_count(
+        self, job: types_pb2.Job, workload: types_pb2.Workload, pg: types_pb2.PodGroup
+    ) -> types_pb2.PodGroup:
+        """syncGangMinCount: the gang size the Job asks for now, written to its Workload's
+        template and its PodGroup where it differs (a Basic Job: nothing)."""
+        want = gang_min_count(job)
+        if want is None:
+            return pg
+        template = workload.spec.pod_group_templates[0]
+        if template.scheduling_policy.HasField("gang") and (
+            template.scheduling_policy.gang.min_count != want
+        ):
+            new_wl = types_pb2.Workload()
+            new_wl.CopyFrom(workload)
+            new_wl.spec.pod_group_templates[0].scheduling_policy.gang.min_count = want
+            await self._client.update(new_wl)
+        if pg.spec.scheduling_policy.HasField("gang") and (
+            pg.spec.scheduling_policy.gang.min_count != want
+        ):
+            new_pg = types_pb2.PodGroup()
+            new_pg.CopyFrom(pg)
+            new_pg.spec.scheduling_policy.gang.min_count = want
+            return await self._client.update(new_pg)
+        return pg
+
+    # ------------------------------------------------------------ 1.36
     def _find_workload(self, job: types_pb2.Job) -> types_pb2.Workload | None:
         name = compute_workload_name(job.metadata.name, job.metadata.uid)
         return self.workloads.lister.get(name, job.metadata.namespace)

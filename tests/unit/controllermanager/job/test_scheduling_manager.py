@@ -19,10 +19,14 @@ from controllermanager.job.indexed_job_utils import (
 )
 from controllermanager.job.job_controller import JobController
 from controllermanager.job.scheduling_manager import (
+    build_pod_group_template_1_37,
     compute_pod_group_name,
     compute_workload_name,
+    gang_min_count,
     is_gang_scheduling_eligible,
+    is_new_job,
     owning_job_key,
+    should_manage_workload_for_job,
 )
 from kemu.api.v1 import types_pb2
 from kemu.client.fake import FakeClient
@@ -81,6 +85,18 @@ def _indexed(parallelism: int, completions: int) -> types_pb2.Job:
         make_job("train").manual_selector().completions(completions).parallelism(parallelism).obj()
     )
     job.spec.completion_mode = batch.INDEXED
+    return job
+
+
+def _owned_by_a_cron_job(job: types_pb2.Job) -> types_pb2.Job:
+    job.metadata.owner_references.add(
+        api_version="batch/v1", kind="CronJob", name="nightly", uid="cj-uid", controller=True
+    )
+    return job
+
+
+def _opted_out(job: types_pb2.Job) -> types_pb2.Job:
+    job.spec.template.spec.scheduling_group.pod_group_name = "mine"
     return job
 
 
@@ -155,11 +171,10 @@ def objects(fake: FakeClient, resource: str) -> list[object]:
     return [o for (r, _, _), o in fake._objects.items() if r == resource]
 
 
-@pytest.mark.parametrize("minor", [36, 37])
-async def test_a_gang_job_gets_its_workload_and_pod_group_before_its_pods(minor: int) -> None:
+async def test_a_gang_job_gets_its_workload_and_pod_group_before_its_pods() -> None:
     clock = FakeClock()
     fake = FakeClient(_indexed(3, 3), clock=clock)
-    async with running(fake, clock, _gates(minor, workload_with_job=True)):
+    async with running(fake, clock, _gates(36, workload_with_job=True)):
         await wait_until(lambda: len(objects(fake, "pods")) == 3)
         job = fake._objects[("jobs", "default", "train")]
         assert isinstance(job, types_pb2.Job)
@@ -194,7 +209,9 @@ async def test_a_gang_job_gets_its_workload_and_pod_group_before_its_pods(minor:
     [
         (_indexed(3, 3), _gates(36, workload_with_job=False)),
         (_indexed(1, 1), _gates(36, workload_with_job=True)),
-        (_indexed(2, 4), _gates(37, workload_with_job=True)),
+        (_indexed(2, 4), _gates(36, workload_with_job=True)),
+        (_owned_by_a_cron_job(_indexed(2, 2)), _gates(37, workload_with_job=True)),
+        (_opted_out(_indexed(2, 2)), _gates(37, workload_with_job=True)),
     ],
 )
 async def test_other_jobs_get_none(job: types_pb2.Job, gates: FeatureGates) -> None:
@@ -205,4 +222,95 @@ async def test_other_jobs_get_none(job: types_pb2.Job, gates: FeatureGates) -> N
         await settle()
         assert not objects(fake, "workloads") and not objects(fake, "podgroups")
         pods = [p for p in objects(fake, "pods") if isinstance(p, types_pb2.Pod)]
-        assert not any(p.spec.HasField("scheduling_group") for p in pods)
+        own = job.spec.template.spec  # the user's own group, if any, is kept
+        assert all(p.spec.scheduling_group == own.scheduling_group for p in pods)
+
+
+def test_1_37_manages_every_job_without_a_parent_or_its_own_group() -> None:
+    assert should_manage_workload_for_job(make_job("plain").obj())
+    assert not should_manage_workload_for_job(_owned_by_a_cron_job(make_job("child").obj()))
+    assert not should_manage_workload_for_job(_opted_out(make_job("own").obj()))
+
+
+def test_1_37_creates_for_a_new_job_only() -> None:
+    job = make_job("train").obj()
+    assert is_new_job(job, has_pods=False)
+    assert not is_new_job(job, has_pods=True)
+    started = make_job("train").obj()
+    started.status.start_time.seconds = 1
+    assert not is_new_job(started, has_pods=False)
+    failed = make_job("train").obj()
+    failed.status.failed = 1
+    assert not is_new_job(failed, has_pods=False)
+    suspended = make_job("train").obj()
+    suspended.status.conditions.add(type=batch.SUSPENDED, status="False")
+    assert not is_new_job(suspended, has_pods=False)
+
+
+def test_1_37_compiles_spec_scheduling_basic_by_default() -> None:
+    job = make_job("train").parallelism(4).obj()
+    template = build_pod_group_template_1_37(job)
+    assert template.name == "train-pgt-0"
+    assert template.scheduling_policy.HasField("basic")
+    assert not template.scheduling_policy.HasField("gang")
+    assert gang_min_count(job) is None
+    job.spec.scheduling.scheduling_policy.gang.SetInParent()
+    job.spec.scheduling.scheduling_constraints.topology.add(key="topology.kubernetes.io/rack")
+    job.spec.scheduling.disruption_mode.all.SetInParent()
+    job.spec.scheduling.resource_claims.add(name="gpus", resource_claim_template_name="gpu")
+    template = build_pod_group_template_1_37(job)
+    assert template.scheduling_policy.gang.min_count == 4  # the parallelism
+    assert [c.key for c in template.scheduling_constraints.topology] == [
+        "topology.kubernetes.io/rack"
+    ]
+    assert template.disruption_mode.HasField("all")
+    [claim] = template.resource_claims
+    assert (claim.name, claim.resource_claim_template_name) == ("gpus", "gpu")
+    assert not claim.HasField("resource_claim_name")
+    job.spec.scheduling.scheduling_policy.gang.min_count = 2
+    assert build_pod_group_template_1_37(job).scheduling_policy.gang.min_count == 2
+
+
+async def test_1_37_every_job_gets_a_basic_workload_and_pod_group() -> None:
+    clock = FakeClock()
+    plain = make_job("train").manual_selector().completions(2).parallelism(2).obj()
+    fake = FakeClient(plain, clock=clock)
+    async with running(fake, clock, _gates(37, workload_with_job=True)):
+        await wait_until(lambda: len(objects(fake, "pods")) == 2)
+        [wl] = objects(fake, "workloads")
+        [pg] = objects(fake, "podgroups")
+        assert isinstance(wl, types_pb2.Workload) and isinstance(pg, types_pb2.PodGroup)
+        [template] = wl.spec.pod_group_templates
+        assert template.name == "train-pgt-0"
+        assert template.scheduling_policy.HasField("basic")
+        assert pg.spec.scheduling_policy.HasField("basic")
+        assert pg.spec.workload_ref.template_name == "train-pgt-0"
+        pods = [p for p in objects(fake, "pods") if isinstance(p, types_pb2.Pod)]
+        assert {p.spec.scheduling_group.pod_group_name for p in pods} == {pg.metadata.name}
+        notes = {e.message for e in objects(fake, "events") if isinstance(e, types_pb2.Event)}
+        assert f"Created Workload {wl.metadata.name} for Job train" in notes
+        assert f"Created PodGroup {pg.metadata.name} for Job train" in notes
+
+
+async def test_1_37_a_gang_follows_the_job_s_parallelism() -> None:
+    clock = FakeClock()
+    gang = make_job("train").manual_selector().completions(3).parallelism(3).obj()
+    gang.spec.scheduling.scheduling_policy.gang.SetInParent()
+    fake = FakeClient(gang, clock=clock)
+    async with running(fake, clock, _gates(37, workload_with_job=True)):
+        await wait_until(lambda: len(objects(fake, "pods")) == 3)
+
+        def min_counts() -> tuple[int, int]:
+            [wl] = objects(fake, "workloads")
+            [pg] = objects(fake, "podgroups")
+            assert isinstance(wl, types_pb2.Workload) and isinstance(pg, types_pb2.PodGroup)
+            return (
+                wl.spec.pod_group_templates[0].scheduling_policy.gang.min_count,
+                pg.spec.scheduling_policy.gang.min_count,
+            )
+
+        assert min_counts() == (3, 3)
+        job = await fake.get(types_pb2.Job, "train", "default")
+        job.spec.parallelism = 2
+        await fake.update(job)
+        await wait_until(lambda: min_counts() == (2, 2))
