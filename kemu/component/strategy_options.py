@@ -10,8 +10,10 @@ from kemu.component.featuregate import (
     POD_LEVEL_RESOURCES,
     POD_OBSERVED_GENERATION_TRACKING,
     POD_SCHEDULING_READINESS,
+    WORKLOAD_WITH_JOB,
     FeatureGates,
 )
+from kemu.component.version_rules import VersionRules
 from kemu.machinery.strategy import StrategyOptions
 
 
@@ -27,4 +29,6 @@ def strategy_options(gates: FeatureGates) -> StrategyOptions:
         pod_observed_generation=gates.enabled(POD_OBSERVED_GENERATION_TRACKING),
         pod_host_ips=gates.enabled(POD_HOST_IPS),
         pod_level_resources=gates.enabled(POD_LEVEL_RESOURCES),
+        job_scheduling=gates.enabled(WORKLOAD_WITH_JOB)
+        and VersionRules.at(gates.version).job_workload_builder,
     )

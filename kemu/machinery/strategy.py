@@ -62,6 +62,9 @@ class StrategyOptions:
     pod_level_resources: bool = True
     """PodLevelResources: without it a pod's spec.resources is dropped unless the stored pod
     uses it; with it the pod-level requests and limits decide the QoS class."""
+    job_scheduling: bool = True
+    """WorkloadWithJob at 1.37 or later (Job.spec.scheduling exists from 1.37): without it a
+    Job's spec.scheduling is dropped unless the stored Job uses it."""
 
 
 class Strategy:
@@ -155,13 +158,21 @@ def _pod_level_resources(
 
 
 class JobStrategy(_StatusReset):
-    """pkg/registry/batch/job/strategy.go: a generated selector unless manualSelector."""
+    """pkg/registry/batch/job/strategy.go: a generated selector unless manualSelector;
+    dropDisabledFields: spec.scheduling without WorkloadWithJob (1.37)."""
 
     def prepare_for_create(self, obj: Message, opts: StrategyOptions, now: float) -> None:
         super().prepare_for_create(obj, opts, now)
         assert isinstance(obj, types_pb2.Job)
         if not batch.manual_selector(obj):
             batch.generate_selector(obj)
+        if not opts.job_scheduling:
+            obj.spec.ClearField("scheduling")
+
+    def prepare_for_update(self, new: Message, old: Message, opts: StrategyOptions) -> None:
+        assert isinstance(new, types_pb2.Job) and isinstance(old, types_pb2.Job)
+        if not opts.job_scheduling and not old.spec.HasField("scheduling"):
+            new.spec.ClearField("scheduling")
 
 
 class DaemonSetStrategy(_StatusReset):

@@ -33,9 +33,11 @@ from kemu.client.fake import FakeClient
 from kemu.client.informer import InformerFactory
 from kemu.component.clock import FakeClock
 from kemu.component.featuregate import GENERIC_WORKLOAD, WORKLOAD_WITH_JOB, FeatureGates
+from kemu.component.strategy_options import strategy_options
 from kemu.component.version import Version
 from kemu.machinery import batch
 from kemu.machinery.apps import fnv32a, safe_encode
+from kemu.machinery.strategy import STRATEGIES
 from kemu.testing.builders import make_job, make_pod
 from kemu.testing.fake_time import settle, wait_until
 
@@ -314,3 +316,24 @@ async def test_1_37_a_gang_follows_the_job_s_parallelism() -> None:
         job.spec.parallelism = 2
         await fake.update(job)
         await wait_until(lambda: min_counts() == (2, 2))
+
+
+@pytest.mark.parametrize(
+    ("minor", "workload_with_job", "kept"),
+    [(36, True, False), (37, False, False), (37, True, True)],
+)
+def test_the_apiserver_keeps_spec_scheduling_only_where_it_exists(
+    minor: int, workload_with_job: bool, kept: bool
+) -> None:
+    opts = strategy_options(_gates(minor, workload_with_job=workload_with_job))
+    strategy = STRATEGIES["Job"]
+    job = make_job("train").obj()
+    job.spec.scheduling.scheduling_policy.basic.SetInParent()
+    strategy.prepare_for_create(job, opts, 0.0)
+    assert job.spec.HasField("scheduling") is kept
+    stored = make_job("train").obj()
+    stored.spec.scheduling.scheduling_policy.basic.SetInParent()
+    updated = types_pb2.Job()
+    updated.CopyFrom(stored)
+    strategy.prepare_for_update(updated, stored, opts)
+    assert updated.spec.HasField("scheduling")  # a stored Job that uses it keeps it
