@@ -110,7 +110,7 @@ async def _pods_of(c: Client, job_name: str) -> list[types_pb2.Pod]:
 async def test_s_pgc_1_an_indexed_gang_job_gets_its_workload_and_pod_group(cluster):
     name = unique_name("gang")
     async with Client(cluster.server, timeout=10.0) as c:
-        job = await c.create(_indexed_job(name, 3, "2s"))
+        job = await c.create(_indexed_job(name, 3, "3s"))
         workload, group = await _workload_and_group(c, job)
         [template] = workload.spec.pod_group_templates
         assert template.name == f"{name}-worker-0"
@@ -184,7 +184,7 @@ async def test_s_pgc_3_a_pod_group_is_kept_while_a_member_runs(cluster):
         pg.spec.scheduling_policy.basic.SetInParent()
         await c.create(pg)
         member = make_pod(unique_name("member")).obj()
-        member.metadata.annotations["kubelet.kemu.io/run-duration"] = "3s"
+        member.metadata.annotations["kubelet.kemu.io/run-duration"] = "5s"
         member.spec.restart_policy = "Never"
         member.spec.scheduling_group.pod_group_name = group_name
         member = await c.create(member)
