@@ -1,11 +1,11 @@
 """The Job controller's Workload and PodGroup (KEP-5547, gate WorkloadWithJob; upstream
-pkg/controller/job/job_scheduling_manager.go of 1.36, kubernetes/kubernetes PR #136976's
-follow-up, read at the 1.36 text with scheduling.k8s.io/v1alpha2).
+pkg/controller/job/job_scheduling_manager.go, read at its 1.36 text with
+scheduling.k8s.io/v1alpha2 and its 1.37-cycle text on the workloadbuilder library).
 
 A Job eligible for gang scheduling (`is_gang_scheduling_eligible`: parallelism > 1, Indexed
 completion mode, completions == parallelism, no spec.schedulingGroup in its pod template: the
 user's opt-out) gets, before its first pod:
-- a Workload `compute_workload_name(job)` in its namespace, controlled by the Job (owner
+- a Workload `compute_workload_name(name, uid)` in its namespace, controlled by the Job (owner
   reference controller=true, blockOwnerDeletion=true), spec.controllerRef {apiGroup batch,
   kind Job, name}, one PodGroupTemplate `<job>-worker-0` with a gang policy of minCount =
   parallelism; event Normal WorkloadCreated "Created Workload NAME with gang scheduling
@@ -70,12 +70,12 @@ from kemu.machinery.errors import AlreadyExists
 from kemu.machinery.keys import object_key
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING, kind_of
 from kemu.machinery.owners import controller_of
+from kemu.machinery.validation.names import DNS1123_SUBDOMAIN_MAX_LENGTH
 
 logger = logging.getLogger(__name__)
 
 M = TypeVar("M", types_pb2.Workload, types_pb2.PodGroup)
 
-DNS1123_SUBDOMAIN_MAX_LENGTH: Final = 253
 POD_GROUP_TEMPLATE_SUFFIX_1_37: Final = "pgt-0"
 WORKLOAD_CREATED: Final = "WorkloadCreated"
 POD_GROUP_CREATED: Final = "PodGroupCreated"
