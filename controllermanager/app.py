@@ -34,6 +34,7 @@ from controllermanager import (
     node_ipam,
     node_lifecycle,
     podgc,
+    podgroup_protection,
     replicaset,
     stateful_set,
     taint_eviction,
@@ -55,13 +56,18 @@ from kemu.client.controlplane import (
 from kemu.client.informer import InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.client.leaderelection import LeaderElectionConfig
-from kemu.component.featuregate import SEPARATE_TAINT_EVICTION_CONTROLLER, FeatureGates
+from kemu.component.featuregate import (
+    GENERIC_WORKLOAD,
+    SEPARATE_TAINT_EVICTION_CONTROLLER,
+    FeatureGates,
+)
 from kemu.component.options import parse_component_args
 from kemu.component.runner import (
     ComponentContext,
     cleanup_scope,
     run_component,
 )
+from kemu.component.version_rules import VersionRules
 
 logger = logging.getLogger(__name__)
 
@@ -84,6 +90,7 @@ CONTROLLERS: Final[dict[str, ControllerInit]] = {
     simulated_provisioner.NAME: simulated_provisioner.new_controller,
     protection.PVC_PROTECTION: protection.new_pvc_protection_controller,
     protection.PV_PROTECTION: protection.new_pv_protection_controller,
+    podgroup_protection.NAME: podgroup_protection.new_controller,
 }
 """Every controller by name, as upstream's NewControllerDescriptors: add new ones here."""
 
@@ -106,6 +113,25 @@ def place_taint_eviction(
     if node_lifecycle.NAME in placed:
         placed[TAINT_MANAGER_OF_NODE_LIFECYCLE] = taint_eviction.new_controller
     return placed
+
+
+def drop_unavailable(
+    controllers: Mapping[str, ControllerInit], gates: FeatureGates
+) -> dict[str, ControllerInit]:
+    """The controllers the emulated version has and whose required gates are on (upstream's
+    ControllerDescriptor.requiredFeatureGates: a controller whose gate is off is disabled,
+    whatever --controllers says): podgroup-protection-controller from 1.36, with
+    GenericWorkload (cmd/kube-controller-manager/app/core.go
+    newPodGroupProtectionControllerDescriptor)."""
+    rules = VersionRules.at(gates.version)
+    available = dict(controllers)
+    if not (rules.podgroup_protection_controller and gates.enabled(GENERIC_WORKLOAD)):
+        if available.pop(podgroup_protection.NAME, None) is not None:
+            logger.info(
+                "%s is disabled: it needs GenericWorkload, at 1.36 or later",
+                podgroup_protection.NAME,
+            )
+    return available
 
 
 def configure_controllers(
@@ -198,7 +224,7 @@ class ControllerManager:
             gates=ctx.gates,
             registry=ctx.registry,
         )
-        controllers = place_taint_eviction(self.controllers, ctx.gates)
+        controllers = place_taint_eviction(drop_unavailable(self.controllers, ctx.gates), ctx.gates)
         built = [init(cctx) for init in controllers.values()]
         self.informers = informers
         async with anyio.create_task_group() as tg:

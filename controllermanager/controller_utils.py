@@ -398,8 +398,12 @@ class PodControl:
         template: types_pb2.PodTemplateSpec,
         owner: Message,
         ref: types_pb2.OwnerReference,
+        generate_name: str | None = None,
     ) -> types_pb2.Pod:
+        """Creates a pod from `template` (generateName `<owner>-` unless given)."""
         pod = pod_from_template(template, owner, ref)
+        if generate_name is not None:
+            pod.metadata.generate_name = generate_name
         if not pod.metadata.labels:
             raise Invalid("unable to create pods, no labels")
         try:

@@ -24,6 +24,7 @@ PV_BINDER: Final = "persistentvolume-binder"
 SIMULATED_PROVISIONER: Final = "simulated-csi-provisioner"
 PVC_PROTECTION: Final = "pvc-protection"
 PV_PROTECTION: Final = "pv-protection"
+POD_GROUP_PROTECTION: Final = "podgroup-protection-controller"
 
 CONTROLLER_NAMES: Final = (
     DISRUPTION,
@@ -43,5 +44,6 @@ CONTROLLER_NAMES: Final = (
     SIMULATED_PROVISIONER,
     PVC_PROTECTION,
     PV_PROTECTION,
+    POD_GROUP_PROTECTION,
 )
 """Every controller, in the order they start (as CONTROLLERS)."""

@@ -38,7 +38,12 @@ Pods that keep the finalizer while their Job is gone or finished (a Job deleted 
 running: the garbage collector deletes them, and their finalizer must go) have it removed by a
 second queue of pod keys (upstream's orphan pod handling).
 
-Not modelled: Indexed completion mode, podFailurePolicy, successPolicy, backoffLimitPerIndex,
+Indexed completion mode as indexed_job_utils.py says; with WorkloadWithJob, a Job gets its
+Workload and PodGroup before its first pod (1.36: a gang-eligible Indexed Job; 1.37: every
+Job without a parent, from spec.scheduling) and its pods name the PodGroup
+(scheduling_manager.py).
+
+Not modelled: status.completedIndexes, podFailurePolicy, successPolicy, backoffLimitPerIndex,
 managedBy, the elastic-indexed exceptions; restart counts under restartPolicy OnFailure (kemu's
 kubelet does not restart containers). `ttlSecondsAfterFinished` is stored but no
 ttl-after-finished controller deletes finished Jobs.
@@ -52,7 +57,7 @@ from typing import Final
 
 import anyio
 
-from controllermanager.controller import ControllerContext, run_controller, workers
+from controllermanager.controller import ControllerContext, Syncing, run_controller, workers
 from controllermanager.controller_utils import (
     ControllerExpectations,
     ControllerRefManager,
@@ -68,6 +73,12 @@ from controllermanager.controller_utils import (
     run_slow_start,
 )
 from controllermanager.job.backoff_utils import BackoffStore
+from controllermanager.job.indexed_job_utils import (
+    indexed_template,
+    indexes_to_create,
+    pod_generate_name_with_index,
+)
+from controllermanager.job.scheduling_manager import JobSchedulingManager
 from controllermanager.job.tracking_utils import (
     FinalizerExpectations,
     FinishedPodTracker,
@@ -87,11 +98,13 @@ from kemu.client.informer import FuncHandler, Informer, InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
+from kemu.component.featuregate import WORKLOAD_WITH_JOB, FeatureGates
+from kemu.component.version_rules import VersionRules
 from kemu.machinery import batch
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.keys import object_key
-from kemu.machinery.kinds import EVENT_NORMAL
+from kemu.machinery.kinds import BY_KIND, EVENT_NORMAL
 from kemu.machinery.labels import Selector
 from kemu.machinery.owners import controller_of
 from kemu.machinery.pod_conditions import is_pod_ready
@@ -208,8 +221,11 @@ class JobPodManager:
         self._clock = clock
         self._queue = queue
 
-    async def manage(self, key: str, ctx: SyncJobCtx) -> tuple[int, ApiError | None]:
-        """upstream manageJob: the number of active pods after creating or deleting."""
+    async def manage(
+        self, key: str, ctx: SyncJobCtx, pod_group: types_pb2.PodGroup | None = None
+    ) -> tuple[int, ApiError | None]:
+        """upstream manageJob: the number of active pods after creating or deleting; new
+        pods name `pod_group` in spec.schedulingGroup (WorkloadWithJob)."""
         job = ctx.job
         active = len(ctx.active_pods)
         if batch.is_suspended(job):
@@ -238,15 +254,33 @@ class JobPodManager:
             self._queue.add_after(key, wait)
             return active, None
         count = min(diff, MAX_POD_CREATE_DELETE_PER_SYNC)
+        indexes: list[int] = []
+        if job.spec.completion_mode == batch.INDEXED:
+            indexes = indexes_to_create(job.spec.completions, ctx.pods, count)
+            count = len(indexes)
+            if count == 0:
+                return active, None
         self._expectations.expect_creations(key, count)
         template = types_pb2.PodTemplateSpec()
         template.CopyFrom(job.spec.template)
         if batch.JOB_TRACKING_FINALIZER not in template.metadata.finalizers:
             template.metadata.finalizers.append(batch.JOB_TRACKING_FINALIZER)
+        if pod_group is not None:
+            template.spec.scheduling_group.pod_group_name = pod_group.metadata.name
         ref = new_controller_ref(job)
+        pending = iter(indexes)
 
         async def create() -> None:
-            await self._pod_control.create_pods(template, job, ref)
+            index = next(pending, None)
+            if index is None:
+                await self._pod_control.create_pods(template, job, ref)
+                return
+            await self._pod_control.create_pods(
+                indexed_template(template, job.metadata.name, index),
+                job,
+                ref,
+                generate_name=pod_generate_name_with_index(job.metadata.name, index),
+            )
 
         logger.info("job %s: creating %d pods (%d active, %d wanted)", key, count, active, want)
         created, error = await run_slow_start(count, create)
@@ -293,6 +327,7 @@ class JobController:
         *,
         workers: int = DEFAULT_WORKERS,
         recorder: EventRecorder | None = None,
+        gates: FeatureGates | None = None,
     ) -> None:
         self._client = client
         self._clock = clock
@@ -317,6 +352,16 @@ class JobController:
         self._jobs: Informer[types_pb2.Job] = informers.informer(types_pb2.Job)
         self._pods: Informer[types_pb2.Pod] = informers.informer(types_pb2.Pod)
         index_by_controller_uid(self._pods)
+        self._scheduling: JobSchedulingManager | None = None
+        if gates is not None and gates.enabled(WORKLOAD_WITH_JOB):
+            self._scheduling = JobSchedulingManager(
+                client,
+                informers,
+                self._recorder,
+                self.queue,
+                VersionRules.at(gates.version),
+                BY_KIND["Workload"].api_versions_at(gates.version.minor)[0],
+            )
         self._jobs.add_event_handler(
             FuncHandler(self._enqueue, self._on_job_update, self._on_job_delete)
         )
@@ -461,7 +506,12 @@ class JobController:
         else:
             managed = False
             if satisfied and not job.metadata.HasField("deletion_timestamp"):
-                active, manage_error = await self._pods_manager.manage(key, ctx)
+                pod_group = None
+                if self._scheduling is not None:
+                    pod_group = await self._scheduling.ensure(
+                        stored, new_controller_ref(job), has_pods=bool(ctx.pods)
+                    )
+                active, manage_error = await self._pods_manager.manage(key, ctx, pod_group)
                 managed = True
             if job.spec.HasField("completions"):
                 complete = ctx.succeeded >= job.spec.completions and active == 0
@@ -558,10 +608,13 @@ class JobController:
         async def orphans() -> None:
             await self._worker(self.orphan_queue, self.sync_orphan_pod, "orphan pod")
 
+        synced: list[Syncing] = [self._jobs, self._pods]
+        if self._scheduling is not None:
+            synced += [self._scheduling.workloads, self._scheduling.pod_groups]
         await run_controller(
             "the job controller",
             logger,
-            synced=(self._jobs, self._pods),
+            synced=synced,
             queues=(self.queue, self.orphan_queue),
             tasks=[
                 ("job events", self._recorder.run),
@@ -573,4 +626,4 @@ class JobController:
 
 def new_controller(ctx: ControllerContext) -> JobController:
     """The init function registered as "job"."""
-    return JobController(ctx.client, ctx.informers, ctx.clock)
+    return JobController(ctx.client, ctx.informers, ctx.clock, gates=ctx.gates)

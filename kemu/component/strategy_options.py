@@ -16,8 +16,10 @@ from kemu.component.featuregate import (
     POD_SCHEDULING_READINESS,
     TOPOLOGY_AWARE_WORKLOAD_SCHEDULING,
     WORKLOAD_AWARE_PREEMPTION,
+    WORKLOAD_WITH_JOB,
     FeatureGates,
 )
+from kemu.component.version_rules import VersionRules
 from kemu.machinery.podgroups import PodGroupRules
 from kemu.machinery.strategy import StrategyOptions
 
@@ -48,4 +50,6 @@ def strategy_options(gates: FeatureGates) -> StrategyOptions:
         pod_host_ips=gates.enabled(POD_HOST_IPS),
         pod_level_resources=gates.enabled(POD_LEVEL_RESOURCES),
         pod_groups=pod_group_rules(gates),
+        job_scheduling=gates.enabled(WORKLOAD_WITH_JOB)
+        and VersionRules.at(gates.version).job_workload_builder,
     )

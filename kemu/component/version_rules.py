@@ -99,6 +99,20 @@ RULES: Final[Mapping[str, VersionRule]] = MappingProxyType(
             "cluster-autoscaler writes pods with a nominatedNodeName to the snapshot in "
             "SetClusterState, and no such pod triggers a scale-up (kubernetes/autoscaler#9607)",
         ),
+        "podgroup_protection_controller": VersionRule(
+            Version(1, 36),
+            "kube-controller-manager runs podgroup-protection-controller (with GenericWorkload "
+            "on) once PodGroups are objects of their own (pkg/controller/podgroupprotection, "
+            "kubernetes#136976)",
+        ),
+        "job_workload_builder": VersionRule(
+            Version(1, 37),
+            "with WorkloadWithJob, the Job controller compiles every Job's Workload and "
+            "PodGroup from Job.spec.scheduling (Basic by default, template <job>-pgt-0) on the "
+            "workloadbuilder library, no longer only gang-eligible Indexed Jobs' (KEP-5547 "
+            "with KEP-6089, kubernetes/enhancements#6153; pkg/controller/job/"
+            "job_scheduling_manager.go)",
+        ),
     }
 )
 
@@ -119,6 +133,8 @@ class VersionRules:
     storage_provisioner_annotation: bool
     external_provisioning_message_1_28: bool
     autoscaler_nnn_in_cluster_state: bool
+    podgroup_protection_controller: bool
+    job_workload_builder: bool
 
     @classmethod
     def at(cls, version: Version) -> VersionRules:

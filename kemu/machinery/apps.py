@@ -112,7 +112,8 @@ def max_unavailable(d: types_pb2.Deployment) -> int:
 # ---------------------------------------------------------------- the pod-template hash
 
 
-def _fnv32a(data: bytes) -> int:
+def fnv32a(data: bytes) -> int:
+    """hash/fnv New32a's Sum32 of `data`."""
     h = _FNV32_OFFSET
     for b in data:
         h = ((h ^ b) * _FNV32_PRIME) & 0xFFFFFFFF
@@ -144,7 +145,7 @@ def compute_hash(template: types_pb2.PodTemplateSpec, collision_count: int | Non
     data = template_without_hash(template).SerializeToString(deterministic=True)
     if collision_count is not None:
         data += collision_count.to_bytes(4, "little", signed=False)
-    return safe_encode(str(_fnv32a(data)))
+    return safe_encode(str(fnv32a(data)))
 
 
 def equal_ignore_hash(a: types_pb2.PodTemplateSpec, b: types_pb2.PodTemplateSpec) -> bool:

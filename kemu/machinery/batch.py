@@ -22,6 +22,9 @@ JOB_TRACKING_FINALIZER: Final = "batch.kubernetes.io/job-tracking"
 
 NON_INDEXED: Final = "NonIndexed"
 INDEXED: Final = "Indexed"
+JOB_COMPLETION_INDEX_ANNOTATION: Final = "batch.kubernetes.io/job-completion-index"
+"""An Indexed Job's pod's completion index: annotation, and label (PodIndexLabel)."""
+COMPLETION_INDEX_ENV_NAME: Final = "JOB_COMPLETION_INDEX"
 TERMINATING_OR_FAILED: Final = "TerminatingOrFailed"
 FAILED_POLICY: Final = "Failed"
 

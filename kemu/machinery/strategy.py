@@ -75,6 +75,9 @@ class StrategyOptions:
     """The Workload API at the emulated version with its gates (kemu.machinery.podgroups):
     the fields of a Workload, a PodGroup and a pod's group reference that exist and are
     enabled."""
+    job_scheduling: bool = True
+    """WorkloadWithJob at 1.37 or later (Job.spec.scheduling exists from 1.37): without it a
+    Job's spec.scheduling is dropped unless the stored Job uses it."""
 
 
 class Strategy:
@@ -170,13 +173,21 @@ def _pod_level_resources(
 
 
 class JobStrategy(_StatusReset):
-    """pkg/registry/batch/job/strategy.go: a generated selector unless manualSelector."""
+    """pkg/registry/batch/job/strategy.go: a generated selector unless manualSelector;
+    dropDisabledFields: spec.scheduling without WorkloadWithJob (1.37)."""
 
     def prepare_for_create(self, obj: Message, opts: StrategyOptions, now: float) -> None:
         super().prepare_for_create(obj, opts, now)
         assert isinstance(obj, types_pb2.Job)
         if not batch.manual_selector(obj):
             batch.generate_selector(obj)
+        if not opts.job_scheduling:
+            obj.spec.ClearField("scheduling")
+
+    def prepare_for_update(self, new: Message, old: Message, opts: StrategyOptions) -> None:
+        assert isinstance(new, types_pb2.Job) and isinstance(old, types_pb2.Job)
+        if not opts.job_scheduling and not old.spec.HasField("scheduling"):
+            new.spec.ClearField("scheduling")
 
 
 class DaemonSetStrategy(_StatusReset):

@@ -1662,7 +1662,7 @@ class UncountedTerminatedPods(_message.Message):
     def __init__(self, succeeded: _Optional[_Iterable[str]] = ..., failed: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("parallelism", "completions", "active_deadline_seconds", "backoff_limit", "selector", "manual_selector", "template", "ttl_seconds_after_finished", "completion_mode", "suspend", "pod_replacement_policy")
+    __slots__ = ("parallelism", "completions", "active_deadline_seconds", "backoff_limit", "selector", "manual_selector", "template", "ttl_seconds_after_finished", "completion_mode", "suspend", "pod_replacement_policy", "scheduling")
     PARALLELISM_FIELD_NUMBER: _ClassVar[int]
     COMPLETIONS_FIELD_NUMBER: _ClassVar[int]
     ACTIVE_DEADLINE_SECONDS_FIELD_NUMBER: _ClassVar[int]
@@ -1674,6 +1674,7 @@ class JobSpec(_message.Message):
     COMPLETION_MODE_FIELD_NUMBER: _ClassVar[int]
     SUSPEND_FIELD_NUMBER: _ClassVar[int]
     POD_REPLACEMENT_POLICY_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULING_FIELD_NUMBER: _ClassVar[int]
     parallelism: int
     completions: int
     active_deadline_seconds: int
@@ -1685,7 +1686,70 @@ class JobSpec(_message.Message):
     completion_mode: str
     suspend: bool
     pod_replacement_policy: str
-    def __init__(self, parallelism: _Optional[int] = ..., completions: _Optional[int] = ..., active_deadline_seconds: _Optional[int] = ..., backoff_limit: _Optional[int] = ..., selector: _Optional[_Union[LabelSelector, _Mapping]] = ..., manual_selector: _Optional[bool] = ..., template: _Optional[_Union[PodTemplateSpec, _Mapping]] = ..., ttl_seconds_after_finished: _Optional[int] = ..., completion_mode: _Optional[str] = ..., suspend: _Optional[bool] = ..., pod_replacement_policy: _Optional[str] = ...) -> None: ...
+    scheduling: JobSchedulingConfiguration
+    def __init__(self, parallelism: _Optional[int] = ..., completions: _Optional[int] = ..., active_deadline_seconds: _Optional[int] = ..., backoff_limit: _Optional[int] = ..., selector: _Optional[_Union[LabelSelector, _Mapping]] = ..., manual_selector: _Optional[bool] = ..., template: _Optional[_Union[PodTemplateSpec, _Mapping]] = ..., ttl_seconds_after_finished: _Optional[int] = ..., completion_mode: _Optional[str] = ..., suspend: _Optional[bool] = ..., pod_replacement_policy: _Optional[str] = ..., scheduling: _Optional[_Union[JobSchedulingConfiguration, _Mapping]] = ...) -> None: ...
+
+class JobSchedulingConfiguration(_message.Message):
+    __slots__ = ("scheduling_policy", "scheduling_constraints", "disruption_mode", "resource_claims")
+    SCHEDULING_POLICY_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULING_CONSTRAINTS_FIELD_NUMBER: _ClassVar[int]
+    DISRUPTION_MODE_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_CLAIMS_FIELD_NUMBER: _ClassVar[int]
+    scheduling_policy: WorkloadPodGroupSchedulingPolicy
+    scheduling_constraints: WorkloadPodGroupSchedulingConstraints
+    disruption_mode: WorkloadPodGroupDisruptionMode
+    resource_claims: _containers.RepeatedCompositeFieldContainer[WorkloadPodGroupResourceClaim]
+    def __init__(self, scheduling_policy: _Optional[_Union[WorkloadPodGroupSchedulingPolicy, _Mapping]] = ..., scheduling_constraints: _Optional[_Union[WorkloadPodGroupSchedulingConstraints, _Mapping]] = ..., disruption_mode: _Optional[_Union[WorkloadPodGroupDisruptionMode, _Mapping]] = ..., resource_claims: _Optional[_Iterable[_Union[WorkloadPodGroupResourceClaim, _Mapping]]] = ...) -> None: ...
+
+class WorkloadPodGroupBasicSchedulingPolicy(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class WorkloadPodGroupGangSchedulingPolicy(_message.Message):
+    __slots__ = ("min_count",)
+    MIN_COUNT_FIELD_NUMBER: _ClassVar[int]
+    min_count: int
+    def __init__(self, min_count: _Optional[int] = ...) -> None: ...
+
+class WorkloadPodGroupSchedulingPolicy(_message.Message):
+    __slots__ = ("basic", "gang")
+    BASIC_FIELD_NUMBER: _ClassVar[int]
+    GANG_FIELD_NUMBER: _ClassVar[int]
+    basic: WorkloadPodGroupBasicSchedulingPolicy
+    gang: WorkloadPodGroupGangSchedulingPolicy
+    def __init__(self, basic: _Optional[_Union[WorkloadPodGroupBasicSchedulingPolicy, _Mapping]] = ..., gang: _Optional[_Union[WorkloadPodGroupGangSchedulingPolicy, _Mapping]] = ...) -> None: ...
+
+class WorkloadPodGroupSchedulingConstraints(_message.Message):
+    __slots__ = ("topology",)
+    TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    topology: _containers.RepeatedCompositeFieldContainer[TopologyConstraint]
+    def __init__(self, topology: _Optional[_Iterable[_Union[TopologyConstraint, _Mapping]]] = ...) -> None: ...
+
+class WorkloadPodGroupResourceClaim(_message.Message):
+    __slots__ = ("name", "resource_claim_name", "resource_claim_template_name")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_CLAIM_NAME_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_CLAIM_TEMPLATE_NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    resource_claim_name: str
+    resource_claim_template_name: str
+    def __init__(self, name: _Optional[str] = ..., resource_claim_name: _Optional[str] = ..., resource_claim_template_name: _Optional[str] = ...) -> None: ...
+
+class WorkloadPodGroupSingleDisruptionMode(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class WorkloadPodGroupAllDisruptionMode(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class WorkloadPodGroupDisruptionMode(_message.Message):
+    __slots__ = ("single", "all")
+    SINGLE_FIELD_NUMBER: _ClassVar[int]
+    ALL_FIELD_NUMBER: _ClassVar[int]
+    single: WorkloadPodGroupSingleDisruptionMode
+    all: WorkloadPodGroupAllDisruptionMode
+    def __init__(self, single: _Optional[_Union[WorkloadPodGroupSingleDisruptionMode, _Mapping]] = ..., all: _Optional[_Union[WorkloadPodGroupAllDisruptionMode, _Mapping]] = ...) -> None: ...
 
 class JobCondition(_message.Message):
     __slots__ = ("type", "status", "last_probe_time", "last_transition_time", "reason", "message")

@@ -277,6 +277,37 @@ _JOB_CONTROLLER_UID_LABEL: Final = "batch.kubernetes.io/controller-uid"
 _JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
 
 
+MAX_COMPLETIONS_FOR_INDEXED_JOB: Final = 100_000
+MAX_PARALLELISM_FOR_INDEXED_JOB: Final = 100_000
+
+
+def _validate_indexed(spec: types_pb2.JobSpec, path: str) -> list[Cause]:
+    """validateJobSpec's Indexed rules: completions set, completions and parallelism at most
+    100000."""
+    causes: list[Cause] = []
+    if not spec.HasField("completions"):
+        causes.append(required(f"{path}.completions", "when completion mode is Indexed"))
+    elif spec.completions > MAX_COMPLETIONS_FOR_INDEXED_JOB:
+        causes.append(
+            invalid(
+                f"{path}.completions",
+                spec.completions,
+                f"must be less than or equal to {MAX_COMPLETIONS_FOR_INDEXED_JOB} when "
+                "completion mode is Indexed",
+            )
+        )
+    if spec.HasField("parallelism") and spec.parallelism > MAX_PARALLELISM_FOR_INDEXED_JOB:
+        causes.append(
+            invalid(
+                f"{path}.parallelism",
+                spec.parallelism,
+                f"must be less than or equal to {MAX_PARALLELISM_FOR_INDEXED_JOB} when "
+                "completion mode is Indexed",
+            )
+        )
+    return causes
+
+
 def validate_job_spec_fields(spec: types_pb2.JobSpec, path: str) -> list[Cause]:
     """The rules of a Job's spec beside its selector and template (a Job's, a CronJob's job
     template's): non-negative counts, completionMode, podReplacementPolicy."""
@@ -292,13 +323,7 @@ def validate_job_spec_fields(spec: types_pb2.JobSpec, path: str) -> list[Cause]:
             causes.extend(_validate_nonnegative(getattr(spec, field), f"{path}.{name}"))
     if spec.HasField("completion_mode"):
         if spec.completion_mode == "Indexed":
-            causes.append(
-                invalid(
-                    f"{path}.completionMode",
-                    spec.completion_mode,
-                    "Indexed Jobs are not supported by kemu",
-                )
-            )
+            causes.extend(_validate_indexed(spec, path))
         elif spec.completion_mode != "NonIndexed":
             causes.append(
                 not_supported(
@@ -320,7 +345,8 @@ def validate_job_spec_fields(spec: types_pb2.JobSpec, path: str) -> list[Cause]:
 
 
 def validate_job(job: types_pb2.Job) -> list[Cause]:
-    """ValidateJob: non-negative counts, completionMode (kemu runs NonIndexed Jobs only),
+    """ValidateJob: non-negative counts, completionMode (Indexed: completions set, at most
+    100000),
     podReplacementPolicy, the selector (generated unless manualSelector: it must hold the
     Job's uid) matching the template, restartPolicy OnFailure or Never."""
     causes = validate_object_meta(job.metadata, namespaced=True)

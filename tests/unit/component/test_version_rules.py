@@ -62,6 +62,7 @@ def test_every_rule_of_the_table_is_a_field_of_the_resolved_rules() -> None:
                 "preemption_by_scheduler",
                 "pdb_unhealthy_pod_eviction_policy",
                 "node_monitor_grace_period_50s",
+                "podgroup_protection_controller",
             },
         ),
         (
@@ -75,6 +76,8 @@ def test_every_rule_of_the_table_is_a_field_of_the_resolved_rules() -> None:
                 "pdb_unhealthy_pod_eviction_policy",
                 "node_monitor_grace_period_50s",
                 "autoscaler_nnn_in_cluster_state",
+                "podgroup_protection_controller",
+                "job_workload_builder",
             },
         ),
     ],

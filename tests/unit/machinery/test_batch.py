@@ -62,7 +62,14 @@ def test_job_validation_names_the_fields() -> None:
     assert "spec.selector" in _fields(forged)
     indexed = _generated(make_job("pi").obj())
     indexed.spec.completion_mode = "Indexed"
-    assert _fields(indexed) == ["spec.completionMode"]
+    assert _fields(indexed) == []  # completions defaulted to 1
+    indexed.spec.ClearField("completions")
+    assert _fields(indexed) == ["spec.completions"]
+    indexed.spec.completions = 100_001
+    assert _fields(indexed) == ["spec.completions"]
+    unknown = _generated(make_job("pi").obj())
+    unknown.spec.completion_mode = "Sharded"
+    assert _fields(unknown) == ["spec.completionMode"]
     manual = make_job("pi").manual_selector().obj()
     assert _fields(manual) == []
     manual.spec.ClearField("selector")

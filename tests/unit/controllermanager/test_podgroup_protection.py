@@ -1,0 +1,130 @@
+"""podgroup-protection-controller against the fake client: the finalizer is added to a
+PodGroup a pod that has not finished references, never to one no pod references, and removed
+from a PodGroup being deleted once its last running member has finished or gone; the
+controller runs from 1.36 with GenericWorkload only."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+import pytest
+
+from controllermanager import podgroup_protection
+from controllermanager.app import CONTROLLERS, drop_unavailable
+from controllermanager.podgroup_protection import (
+    POD_GROUP_PROTECTION_FINALIZER,
+    PodGroupProtectionController,
+    event_matters,
+)
+from kemu.api.v1 import types_pb2
+from kemu.client.fake import FakeClient
+from kemu.client.informer import InformerFactory
+from kemu.component.clock import FakeClock
+from kemu.component.featuregate import GENERIC_WORKLOAD, FeatureGates
+from kemu.component.version import Version
+from kemu.testing.builders import make_pod
+from kemu.testing.fake_time import settle, wait_until
+
+pytestmark = pytest.mark.anyio
+
+
+def pod_group(name: str) -> types_pb2.PodGroup:
+    pg = types_pb2.PodGroup()
+    pg.metadata.name = name
+    pg.metadata.namespace = "default"
+    pg.spec.scheduling_policy.gang.min_count = 2
+    return pg
+
+
+def member(name: str, group: str, *, node: str = "", phase: str = "") -> types_pb2.Pod:
+    builder = make_pod(name)
+    if node:
+        builder = builder.node(node)
+    pod = builder.obj()
+    pod.spec.scheduling_group.pod_group_name = group
+    if phase:
+        pod.status.phase = phase
+    return pod
+
+
+@asynccontextmanager
+async def running(fake: FakeClient, clock: FakeClock) -> AsyncIterator[None]:
+    informers = InformerFactory(fake, clock=clock)
+    controller = PodGroupProtectionController(fake, informers, clock)
+    async with anyio.create_task_group() as tg:
+        informers.start(tg)
+        await informers.wait_for_cache_sync()
+        tg.start_soon(controller.run)
+        await settle()
+        yield
+        tg.cancel_scope.cancel()
+
+
+def stored(fake: FakeClient, name: str) -> types_pb2.PodGroup | None:
+    obj = fake._objects.get(("podgroups", "default", name))
+    return obj if isinstance(obj, types_pb2.PodGroup) else None
+
+
+def protected(fake: FakeClient, name: str) -> bool:
+    pg = stored(fake, name)
+    return pg is not None and POD_GROUP_PROTECTION_FINALIZER in pg.metadata.finalizers
+
+
+async def test_a_group_with_a_running_member_is_kept_until_the_member_finishes() -> None:
+    clock = FakeClock()
+    fake = FakeClient(
+        pod_group("used"),
+        pod_group("unused"),
+        pod_group("finished"),
+        member("runner", "used", node="n1"),
+        member("done", "finished", node="n1", phase="Succeeded"),
+        clock=clock,
+    )
+    async with running(fake, clock):
+        await wait_until(lambda: protected(fake, "used"))
+        await settle()
+        assert not protected(fake, "unused")
+        assert not protected(fake, "finished")
+        await fake.delete(types_pb2.PodGroup, "used", "default")
+        await settle()
+        pg = stored(fake, "used")
+        assert pg is not None and pg.metadata.HasField("deletion_timestamp")
+        runner = await fake.get(types_pb2.Pod, "runner", "default")
+        runner.status.phase = "Succeeded"
+        await fake.update_status(runner)
+        await wait_until(lambda: stored(fake, "used") is None)
+
+
+async def test_a_new_pending_member_protects_its_group_and_its_deletion_releases_it() -> None:
+    clock = FakeClock()
+    fake = FakeClient(pod_group("gang"), clock=clock)
+    async with running(fake, clock):
+        await settle()
+        assert not protected(fake, "gang")
+        await fake.create(member("m-0", "gang"))
+        await wait_until(lambda: protected(fake, "gang"))
+        await fake.delete(types_pb2.PodGroup, "gang", "default")
+        await settle()
+        assert stored(fake, "gang") is not None
+        await fake.delete(types_pb2.Pod, "m-0", "default")
+        await wait_until(lambda: stored(fake, "gang") is None)
+
+
+def test_only_events_that_can_change_the_answer_matter() -> None:
+    assert event_matters(member("new", "g"), deleted=False)
+    assert not event_matters(member("running", "g", node="n1", phase="Running"), deleted=False)
+    assert event_matters(member("running", "g", node="n1", phase="Running"), deleted=True)
+    assert event_matters(member("ended", "g", node="n1", phase="Failed"), deleted=False)
+
+
+@pytest.mark.parametrize(
+    ("minor", "generic_workload", "runs"),
+    [(35, True, False), (36, False, False), (36, True, True), (37, True, True)],
+)
+def test_the_controller_runs_from_1_36_with_generic_workload(
+    minor: int, generic_workload: bool, runs: bool
+) -> None:
+    gates = FeatureGates.for_version(Version(1, minor), {GENERIC_WORKLOAD: generic_workload})
+    assert (podgroup_protection.NAME in drop_unavailable(CONTROLLERS, gates)) is runs
