@@ -25,7 +25,7 @@ FILE = """
   - {name: untimed}
 - name: Dra
   workloadTemplate:
-  - {opcode: createAny, templatePath: t.yaml}
+  - {opcode: createResourceClaims, templatePath: t.yaml}
   workloads:
   - {name: a, threshold: 10}
 """
@@ -47,7 +47,7 @@ def test_each_thresholded_workload_runs_at_the_newest_version_that_accepts_it(
     assert planned["Good/fast"].version == Version(1, 37)
     # NodeDeclaredFeatures is locked to true at 1.37: the newest version it can be off is 1.36
     assert planned["Good/locked"].version == Version(1, 36)
-    assert planned["Dra/a"].version is None and "createAny" in planned["Dra/a"].reason
+    assert planned["Dra/a"].version is None and "createResourceClaims" in planned["Dra/a"].reason
 
 
 def test_the_table_has_each_run_and_each_workload_that_runs_nowhere(
