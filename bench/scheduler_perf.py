@@ -761,7 +761,7 @@ class Runner:
             expected_min_victims=expected_min_victims(workload),
             load_avg_start=list(os.getloadavg()),
             threshold=workload.threshold,
-            threshold_metric=threshold_metric_text(workload),
+            threshold_metric=workload.threshold_selector.text,
             not_modelled_gates=list(workload.not_modelled_gates),
         )
         self.pids: dict[str, int | None] = {
@@ -1309,18 +1309,6 @@ async def create_namespaces(client: ApiClient, op: CreateNamespaces, creators: i
 
     res = await run_concurrent(len(namespaces), creators, create)
     _raise_errors(res.errors, res.first_error, "namespace")
-
-
-def threshold_metric_text(workload: Workload) -> str:
-    """What the workload's threshold applies to: `SchedulingThroughput` (pods/s), or e.g.
-    `scheduler_podgroup_scheduling_attempt_duration_seconds{result=scheduled} Average ms
-    (expectLower)`."""
-    s = workload.threshold_selector
-    if s.name == THROUGHPUT:
-        return THROUGHPUT
-    labels = ",".join(f"{k}={v}" for k, v in sorted(s.labels.items()))
-    lower = " (expectLower)" if s.expect_lower else ""
-    return f"{s.name}{{{labels}}} {s.data_bucket} {s.unit}{lower}"
 
 
 def collected_metrics(workload: Workload, before: Samples, after: Samples) -> dict[str, float]:
@@ -2244,7 +2232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if w.scheduler_config is not None:
                 extra.append("own scheduler config")
             if w.threshold is not None:
-                extra.append(f"threshold {w.threshold:g} on {threshold_metric_text(w)}")
+                extra.append(f"threshold {w.threshold:g} on {w.threshold_selector.text}")
             tail = f"  ({'; '.join(extra)})" if extra else ""
             print(f"{w.full_name}  [{', '.join(w.labels)}]  {params}{tail}")
         print(render_skipped(loaded.skipped))

@@ -313,6 +313,17 @@ class ThresholdSelector:
     def unit(self) -> str:
         return "pods/s" if self.name == THROUGHPUT else "ms"
 
+    @property
+    def text(self) -> str:
+        """What the threshold applies to: `SchedulingThroughput` (pods/s, at least), or e.g.
+        `scheduler_podgroup_scheduling_attempt_duration_seconds{result=scheduled} Average ms
+        (expectLower)`."""
+        if self.name == THROUGHPUT:
+            return THROUGHPUT
+        labels = ",".join(f"{k}={v}" for k, v in sorted(self.labels.items()))
+        lower = " (expectLower)" if self.expect_lower else ""
+        return f"{self.name}{{{labels}}} {self.data_bucket} {self.unit}{lower}"
+
 
 @dataclass(frozen=True)
 class MetricSelection:
@@ -755,11 +766,7 @@ def _parse_workload(
                 f"{w_where}.threshold: expected a non-negative number, got {value!r}"
             )
         threshold = float(value)
-    # The workload's selector, else its test case's, else upstream's default.
-    selector = _threshold_selector(w_map, w_where, None) or _threshold_selector(
-        case_map, where, ThresholdSelector()
-    )
-    assert selector is not None
+    selector = threshold_selector(case_map, w_map, where, w_where)
     # The ops first: a workload kemu cannot run at any version (an op not modelled) is
     # skipped for that, not refused for its gates.
     ops = _parse_ops(template, where, params, w_name, default_pod_path, base_dir)
@@ -775,6 +782,21 @@ def _parse_workload(
         metrics=_metrics_config(case_map, where),
         **cluster,
     )
+
+
+def threshold_selector(
+    case: Mapping[str, object],
+    workload: Mapping[str, object],
+    case_where: str = "<test case>",
+    where: str = "<workload>",
+) -> ThresholdSelector:
+    """The thresholdMetricSelector a workload's threshold applies to: the workload's, else its
+    test case's, else upstream's default (SchedulingThroughput Average)."""
+    selector = _threshold_selector(workload, where, None) or _threshold_selector(
+        case, case_where, ThresholdSelector()
+    )
+    assert selector is not None
+    return selector
 
 
 def _threshold_selector(

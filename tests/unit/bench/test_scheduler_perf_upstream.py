@@ -188,7 +188,10 @@ def test_go_template_actions_as_upstreams_functions() -> None:
     assert render_template("{{Mod -7 3}}", env, "w") == "-1"  # Go's %: truncated
     with pytest.raises(WorkloadError, match="w: template {{DivideInt 1 0}}: division by zero"):
         render_template("{{DivideInt 1 0}}", env, "w")
-    with pytest.raises(WorkloadError, match="w: template {{SubtractInt 1}}: wrong number of args for SubtractInt: want 2 got 1"):
+    with pytest.raises(
+        WorkloadError,
+        match="w: template {{SubtractInt 1}}: wrong number of args for SubtractInt: want 2 got 1",
+    ):
         render_template("{{SubtractInt 1}}", env, "w")
 
 
@@ -582,7 +585,10 @@ def test_a_refused_workload_named_with_workload_says_why_and_which_versions_run_
     # Not modelled at any version: said so, not "no workload".
     assert main(["--config", str(path), "--workload", "Dra"]) == 2
     err = capsys.readouterr().err
-    assert "createResourceClaims" in err and "it runs at no emulated version kemu has (1.21 to 1.37)" in err
+    assert (
+        "createResourceClaims" in err
+        and "it runs at no emulated version kemu has (1.21 to 1.37)" in err
+    )
     # An unknown name is still one.
     assert main(["--config", str(path), "--workload", "Nope"]) == 2
     assert "no workload 'Nope'" in capsys.readouterr().err
