@@ -55,7 +55,7 @@ def test_go_template_blocks_parentheses_and_trim_markers() -> None:
         "{{- /* a comment */ -}}\n"
         'd: {{ or .cpu "100m" }} {{ and .x (eq .x "All") }}'
     )
-    env = {"Index": 13, "pods": 100, "nodes": 10, "n": 2}
+    env: dict[str, object] = {"Index": 13, "pods": 100, "nodes": 10, "n": 2}
     # (the comment's trim markers join c's and d's lines, as Go's)
     assert render(text, env) == "a: big\nb: -\nc: 7003d: 100m <no value>"
     env = {**env, "x": "All", "p": 5, "cpu": "2"}
