@@ -9,8 +9,12 @@ SubtractFloat, MultiplyFloat and DivideFloat; the templates of gangscheduling/, 
 workload_preemption/ and cpg/ also use `if`/`else`/`with`/`end`, parenthesised calls, Go's
 built-in `and`, `or`, `not`, `eq`, `ne`, `lt`, `le`, `gt`, `ge`, and `{{-`/`-}}` trim markers.
 This module renders that subset: the data is a map, so a param the op does not give is Go's
-nil (falsy; printed `<no value>`), as upstream's map[string]any. `range`, `define`,
-`template`, `block` and variables are refused with the action named.
+nil (falsy), as upstream's map[string]any. upstream executes the templates with Go's
+html/template (operations.go imports "html/template", from the commit that added
+getTemplateFuncs), whose escaper runs on every printed value in HTML text context: the value
+is HTML-escaped (`&`, `<`, `>`, `"`, `'`, `+`) and nil prints as nothing (golang/go#25875),
+where text/template would print `<no value>`. `range`, `define`, `template`, `block` and
+variables are refused with the action named.
 """
 
 from __future__ import annotations
@@ -188,6 +192,19 @@ def _format_float(f: float) -> str:
     if dp >= len(ds):
         return f"{out}{ds}{'0' * (dp - len(ds))}"
     return f"{out}{ds[:dp]}.{ds[dp:]}"
+
+
+# html/template's htmlEscaper in text context (html/template/html.go htmlReplacementTable).
+_HTML_ESCAPES: Final = str.maketrans(
+    {"\0": "\ufffd", '"': "&#34;", "&": "&amp;", "'": "&#39;", "+": "&#43;", "<": "&lt;",
+     ">": "&gt;"}
+)  # fmt: skip
+
+
+def printed(value: object) -> str:
+    """A value as an action of upstream's templates prints it: html/template's escaper over
+    fmt's text, nil as nothing."""
+    return "" if value is None else go_format(value).translate(_HTML_ESCAPES)
 
 
 def _show(value: object) -> str:
@@ -445,7 +462,7 @@ def _render(nodes: Sequence[_Node], dot: object, out: list[str]) -> None:
         except TemplateError as e:
             raise TemplateError(f"{{{{{node.text}}}}}: {e}") from e
         if node.kind == "print":
-            out.append(go_format(value))
+            out.append(printed(value))
         else:
             if truth(value):
                 _render(node.then, value if node.kind == "with" else dot, out)

@@ -57,17 +57,19 @@ def test_go_template_blocks_parentheses_and_trim_markers() -> None:
     )
     env: dict[str, object] = {"Index": 13, "pods": 100, "nodes": 10, "n": 2}
     # (the comment's trim markers join c's and d's lines, as Go's)
-    assert render(text, env) == "a: big\nb: -\nc: 7003d: 100m <no value>"
+    assert render(text, env) == "a: big\nb: -\nc: 7003d: 100m "
     env = {**env, "x": "All", "p": 5, "cpu": "2"}
     assert render(text, env) == "a: x=All\nb: 5\nc: 7003d: 2 true"
 
 
-def test_go_template_values_print_as_go_prints_them() -> None:
-    # A param the op does not give is Go's nil: falsy, printed <no value>.
-    assert render("{{.missing}}|{{if .missing}}y{{else}}n{{end}}", {}) == "<no value>|n"
+def test_go_template_values_print_as_upstreams_html_template_prints_them() -> None:
+    # A param the op does not give is Go's nil: falsy, printed as nothing by html/template.
+    assert render("{{.missing}}|{{if .missing}}y{{else}}n{{end}}", {}) == "|n"
+    # fmt's text, then html/template's escaper (+ included).
     assert render("{{DivideFloat 1 4}} {{MultiplyFloat 1000 1000}} {{AddFloat 1 2}}", {}) == (
-        "0.25 1e+06 3"
+        "0.25 1e&#43;06 3"
     )
+    assert render("{{.s}}", {"s": "a<b & 'c'"}) == "a&lt;b &amp; &#39;c&#39;"
     assert [go_format(v) for v in (True, None, 123456.0, 1e-05, -2.5)] == [
         "true",
         "<no value>",
