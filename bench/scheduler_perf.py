@@ -1313,10 +1313,12 @@ async def create_namespaces(client: ApiClient, op: CreateNamespaces, creators: i
 
 def collected_metrics(workload: Workload, before: Samples, after: Samples) -> dict[str, float]:
     """The metricsCollectorConfig's series over the phase: a histogram's mean (ms), else the
-    metric's increase; per value of each label given, else all its series together."""
+    metric's increase; per value of each label given, else all its series together; NaN for a
+    metric the scheduler does not expose (an older scheduler, a gate off)."""
     out: dict[str, float] = {}
     for m in workload.metrics:
         histogram = m.name + "_count" in after
+        exposed = histogram or m.name in after
 
         def value(match: dict[str, str], name: str = m.name, histogram: bool = histogram) -> float:
             if histogram:
@@ -1324,10 +1326,10 @@ def collected_metrics(workload: Workload, before: Samples, after: Samples) -> di
             return metric_delta(before, after, name, **match)
 
         if not m.labels:
-            out[m.name] = value({})
+            out[m.name] = value({}) if exposed else math.nan
         for label, values in m.labels:
             for v in values:
-                out[f"{m.name}{{{label}={v}}}"] = value({label: v})
+                out[f"{m.name}{{{label}={v}}}"] = value({label: v}) if exposed else math.nan
     return out
 
 

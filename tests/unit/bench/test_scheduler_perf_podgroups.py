@@ -397,6 +397,9 @@ def test_a_histograms_data_items_over_the_phase() -> None:
     got = collected_metrics(w, before, after)
     assert got["h{result=scheduled}"] == pytest.approx(2.5)  # ms
     assert math.isnan(got["h{result=error}"])
+    # A metric the scheduler does not expose is NaN, not an increase of 0.
+    absent = Workload("T", "w", (), {}, (), metrics=(MetricSelection("nope"),))
+    assert math.isnan(collected_metrics(absent, before, after)["nope"])
 
 
 # ---------------------------------------------------------------------- upstream's files
