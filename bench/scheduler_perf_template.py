@@ -19,6 +19,7 @@ variables are refused with the action named.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -410,6 +411,13 @@ def parse(text: str) -> list[_Node]:
 # ---------------------------------------------------------------------- rendering
 
 
+@functools.lru_cache(maxsize=64)
+def _parsed(text: str) -> tuple[_Node, ...]:
+    """The tree of a template rendered once per object of an op (tens of thousands of pods):
+    parsed once. The nodes are not changed after parsing."""
+    return tuple(parse(text))
+
+
 def _eval(expr: Expr, dot: object, final: tuple[object, ...] = ()) -> object:
     kind = expr[0]
     if kind == "lit":
@@ -473,7 +481,7 @@ def _render(nodes: Sequence[_Node], dot: object, out: list[str]) -> None:
 def render(text: str, env: Mapping[str, object]) -> str:
     """`text` executed with the data `env` (upstream's template env: the op's templateParams
     with Index and Count); TemplateError names the failing action."""
-    tree = parse(text)
+    tree = _parsed(text)
     out: list[str] = []
     _render(tree, env, out)
     return "".join(out)
