@@ -997,7 +997,8 @@ class Runner:
                 before, after, selector.name, selector.data_bucket, **selector.labels
             )
         r.threshold_value = value
-        if r.threshold is not None and not math.isnan(value):
+        # upstream's applyThreshold: a threshold of 0 is no check.
+        if r.threshold and not math.isnan(value):
             r.threshold_met = selector.met(value, r.threshold)
         r.metrics = collected_metrics(self.workload, before, after)
 

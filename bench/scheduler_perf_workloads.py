@@ -298,8 +298,8 @@ class ThresholdSelector:
     """upstream's thresholdMetricSelector (scheduler_perf.go): the data item the workload's
     threshold applies to: `name` (SchedulingThroughput, pods/s, or a histogram of the
     scheduler's, whose items are in milliseconds), the series' `labels`, the `data_bucket`
-    (Average, Perc50, ...) and whether the value must stay at or under the threshold
-    (`expect_lower`) or at or over it."""
+    (Average, Perc50, ...) and whether the value must stay under the threshold
+    (`expect_lower`) or over it, strictly (upstream's valueWithinThreshold)."""
 
     name: str = THROUGHPUT
     labels: Mapping[str, str] = field(default_factory=dict)
@@ -307,7 +307,8 @@ class ThresholdSelector:
     expect_lower: bool = False
 
     def met(self, value: float, threshold: float) -> bool:
-        return value <= threshold if self.expect_lower else value >= threshold
+        """upstream's valueWithinThreshold: strictly under (expectLower) or over."""
+        return value < threshold if self.expect_lower else value > threshold
 
     @property
     def unit(self) -> str:
@@ -315,7 +316,7 @@ class ThresholdSelector:
 
     @property
     def text(self) -> str:
-        """What the threshold applies to: `SchedulingThroughput` (pods/s, at least), or e.g.
+        """What the threshold applies to: `SchedulingThroughput` (pods/s, over it), or e.g.
         `scheduler_podgroup_scheduling_attempt_duration_seconds{result=scheduled} Average ms
         (expectLower)`."""
         if self.name == THROUGHPUT:
@@ -529,6 +530,7 @@ _TEST_CASE_FIELDS: Final = (
             "workloadTemplate",
             "workloads",
             "thresholdMetricSelector",
+            "defaultThresholdMetricSelector",
             "metricsCollectorConfig",
         }
     )
@@ -802,13 +804,17 @@ def threshold_selector(
 def _threshold_selector(
     raw: Mapping[str, object], where: str, default: ThresholdSelector | None
 ) -> ThresholdSelector | None:
-    """upstream's thresholdMetricSelector of a test case or workload (`default` when it has
-    none): name (default SchedulingThroughput), labels, dataBucket (default Average),
-    expectLower."""
-    if "thresholdMetricSelector" not in raw:
+    """upstream's thresholdMetricSelector of a workload, or of a test case (named
+    defaultThresholdMetricSelector in upstream's newer scheduler_perf.go, thresholdMetricSelector
+    in older ones); `default` when it has none: name (default SchedulingThroughput), labels,
+    dataBucket (default Average, as upstream's older files without one), expectLower."""
+    keys = [k for k in ("thresholdMetricSelector", "defaultThresholdMetricSelector") if k in raw]
+    if not keys:
         return default
-    s_where = f"{where}.thresholdMetricSelector"
-    value = _mapping(raw["thresholdMetricSelector"], s_where, _SELECTOR_FIELDS)
+    if len(keys) > 1:
+        raise WorkloadError(f"{where}.{keys[1]}: give {keys[0]} or {keys[1]}, not both")
+    s_where = f"{where}.{keys[0]}"
+    value = _mapping(raw[keys[0]], s_where, _SELECTOR_FIELDS)
     name = value.get("name", THROUGHPUT)
     if not isinstance(name, str) or not name:
         raise WorkloadError(f"{s_where}.name: expected a metric name")

@@ -3,8 +3,8 @@ upstream's misc/, default_preemption/, affinity/ and gangscheduling/ performance
 that carries a `threshold`, each run at the newest emulated version that accepts its settings,
 through `python -m bench scheduler_perf`, and one table of the results. A threshold is on the
 data item its thresholdMetricSelector names: by default SchedulingThroughput's average
-(pods/s, at least), for gangscheduling/ the pod-group attempt duration's average (ms, at most:
-expectLower; issue #55).
+(pods/s, over it), for gangscheduling/ the pod-group attempt duration's average (ms, under
+it: expectLower; issue #55).
 
     python -m bench thresholds [--k8s DIR] [--files misc,default_preemption,affinity,gangscheduling]
         [--workload NAME ...] [--list] [--json FILE] [--timeout SECONDS]
@@ -72,11 +72,11 @@ class Planned:
 
 
 def threshold_text(threshold: float, selector: ThresholdSelector) -> str:
-    """`100 pods/s` (the throughput average, at least), or `<= 8 ms <metric>{labels} Average`
-    (expectLower)."""
+    """`100 pods/s` (the throughput average, over it), or `< 8 ms <metric>{labels} Average`
+    (expectLower: under it; upstream's comparisons are strict)."""
     if selector.name == THROUGHPUT:
         return f"{threshold:g} pods/s"
-    bound = "<=" if selector.expect_lower else ">="
+    bound = "<" if selector.expect_lower else ">"
     labels = ",".join(f"{k}={v}" for k, v in sorted(selector.labels.items()))
     return f"{bound} {threshold:g} ms {selector.name}{{{labels}}} {selector.data_bucket}"
 
@@ -101,7 +101,7 @@ class Row:
 
     @property
     def ratio(self) -> float:
-        """The value over the threshold (above 1 meets a throughput threshold, at most 1 an
+        """The value over the threshold (above 1 meets a throughput threshold, under 1 an
         expectLower one)."""
         value = self.pods_per_s if self.selector.name == THROUGHPUT else self.value
         return ratio(value, self.threshold)

@@ -229,10 +229,42 @@ def test_the_pod_group_ops_parse_with_upstreams_fields(tmp_path: Path) -> None:
     )
 
 
-def test_expect_lower_is_met_at_or_under_the_threshold() -> None:
+def test_expect_lower_is_met_strictly_under_the_threshold() -> None:
+    # upstream's valueWithinThreshold: value < threshold (expectLower), else value > threshold.
     lower = ThresholdSelector("h", expect_lower=True)
-    assert lower.met(8.0, 8.0) and not lower.met(8.1, 8.0)
-    assert ThresholdSelector().met(10.0, 10.0) and not ThresholdSelector().met(9.9, 10.0)
+    assert lower.met(7.9, 8.0) and not lower.met(8.0, 8.0)
+    assert ThresholdSelector().met(10.1, 10.0) and not ThresholdSelector().met(10.0, 10.0)
+
+
+def test_a_test_cases_default_selector_under_either_name(tmp_path: Path) -> None:
+    selector = "{name: h, labels: {result: scheduled}, dataBucket: Perc99, expectLower: true}"
+    for key in ("thresholdMetricSelector", "defaultThresholdMetricSelector"):
+        op = f"{key}: {selector}"
+        text = f"""
+- name: T
+  {op}
+  workloadTemplate:
+  - {{opcode: createNodes, count: 1}}
+  workloads:
+  - {{name: w, threshold: 5}}
+  - {{name: own, threshold: 5, thresholdMetricSelector: {{name: g, dataBucket: Average}}}}
+"""
+        w, own = parse_workloads(yaml.safe_load(text), base_dir=tmp_path)
+        assert w.threshold_selector == ThresholdSelector(
+            "h", {"result": "scheduled"}, "Perc99", True
+        )
+        assert own.threshold_selector == ThresholdSelector("g")
+    both = f"""
+- name: T
+  thresholdMetricSelector: {selector}
+  defaultThresholdMetricSelector: {selector}
+  workloadTemplate:
+  - {{opcode: createNodes, count: 1}}
+  workloads:
+  - {{name: w}}
+"""
+    with pytest.raises(WorkloadError, match="give thresholdMetricSelector or default"):
+        parse_workloads(yaml.safe_load(both), base_dir=tmp_path)
 
 
 def _one(tmp_path: Path, op: str, extra: str = "") -> object:
