@@ -10,7 +10,9 @@ objects (no kubelet), `createNamespaces` labelled namespaces, `createPods` creat
 as the apiserver takes them (several creates in flight) and, unless told otherwise, waits until
 all of them are bound (`createPodSets`: one such op per namespace); `barrier` waits until the
 pods of the createPods ops that did not wait are bound (or tried), `sleep` sleeps, `deletePods` deletes a namespace's pods (at a rate, in the
-background if told).
+background if told), `createAny` creates objects of any kind kemu serves from a template,
+`createPodGroups` creates PodGroups and waits for them as `waitForPodGroups` does, `updateAny`
+writes objects from a template (through pods/resize when told).
 
 One watch of all pods, opened before the first op, records when each pod is first seen with
 spec.nodeName set. For the op marked `collectMetrics`, the measured phase runs from its first
@@ -28,6 +30,11 @@ create to the binding of its last pod; it yields:
   the minimum the workload's sizes allow), the successful cycles of nominated pods (kemu's
   KEP-1923 histograms: nodes through Filter, algorithm time), and the apiserver's pod calls per
   verb (apiserver_request_total scraped at both ends).
+
+A workload's `threshold` applies to its thresholdMetricSelector's data item: the throughput
+average by default, or a histogram of the scheduler's over the measured phase (gang scheduling's
+`scheduler_podgroup_scheduling_attempt_duration_seconds`, in ms); `metricsCollectorConfig`
+adds the series it selects to the table.
 
 After the ops, on the same cluster, a baseline may measure what the apiserver alone takes for the
 measured op's API calls (--bind-only-baseline): the bind-only baseline (SchedulingBasic: creates
@@ -117,6 +124,7 @@ from bench.scheduler_perf_workloads import (
     Sleep,
     StartCollectingMetrics,
     StopCollectingMetrics,
+    ThresholdSelector,
     UpdateAny,
     Variant,
     WaitForPodGroups,
@@ -688,11 +696,11 @@ class Result:
     watch_events: int = 0
     load_avg_start: list[float] = field(default_factory=list)
     profile: dict[str, Any] = field(default_factory=dict)
-    # upstream's threshold (on threshold_metric: by default pods/s, the throughput average),
-    # the value measured for it and whether it was met.
+    # upstream's threshold (on the data item threshold_selector names: by default pods/s, the
+    # throughput average), the value measured for it and whether it was met.
     threshold: float | None = None
     threshold_met: bool | None = None
-    threshold_metric: str = THROUGHPUT
+    threshold_selector: ThresholdSelector = field(default_factory=ThresholdSelector)
     threshold_value: float = math.nan
     # upstream's metricsCollectorConfig: each selected series of the scheduler's over the
     # measured phase (a histogram's mean in ms, a counter's increase).
@@ -761,7 +769,7 @@ class Runner:
             expected_min_victims=expected_min_victims(workload),
             load_avg_start=list(os.getloadavg()),
             threshold=workload.threshold,
-            threshold_metric=workload.threshold_selector.text,
+            threshold_selector=workload.threshold_selector,
             not_modelled_gates=list(workload.not_modelled_gates),
         )
         self.pids: dict[str, int | None] = {
@@ -1707,8 +1715,6 @@ def render(results: Sequence[Result]) -> str:
     row("throughput avg pods/s", (fmt(r.throughput.average, 1) for r in rs))
     if any(r.threshold is not None for r in rs):
         row("upstream threshold", (_threshold_text(r) for r in rs))
-    for name in dict.fromkeys(k for r in rs for k in r.metrics):
-        row(name, (fmt(r.metrics.get(name, math.nan), 2) for r in rs))
     row("throughput p50 / p90 / p99", (
         f"{fmt(r.throughput.p50, 0)} / {fmt(r.throughput.p90, 0)} / {fmt(r.throughput.p99, 0)}"
         for r in rs
@@ -1717,6 +1723,9 @@ def render(results: Sequence[Result]) -> str:
     row("scheduling_algorithm avg ms", (fmt(r.algorithm_ms, 2) for r in rs))
     row("  of it CPU (scheduler thread) ms", (fmt(r.algorithm_cpu_ms, 2) for r in rs))
     row("scheduling_attempt avg ms", (fmt(r.attempt_ms, 2) for r in rs))
+    # metricsCollectorConfig's series: a histogram's mean in ms, a counter's increase.
+    for name in dict.fromkeys(k for r in rs for k in r.metrics):
+        row(name, (fmt(r.metrics.get(name, math.nan), 2) for r in rs))
     row("attempts", (
         " ".join(f"{k}={v:.0f}" for k, v in sorted(r.attempts.items())) or "-" for r in rs
     ))  # fmt: skip
@@ -1847,9 +1856,9 @@ def _threshold_text(r: Result) -> str:
     if r.threshold is None:
         return "-"
     verdict = "-" if r.threshold_met is None else ("met" if r.threshold_met else "NOT met")
-    if r.threshold_metric == THROUGHPUT:
+    if r.threshold_selector.name == THROUGHPUT:
         return f"{r.threshold:g} ({verdict}, {fmt(ratio(r.throughput.average, r.threshold), 2)}x)"
-    return f"{r.threshold:g} on {r.threshold_metric}: {fmt(r.threshold_value, 2)} ({verdict})"
+    return f"{r.threshold_selector.bound(r.threshold)}: {fmt(r.threshold_value, 2)} ({verdict})"
 
 
 def _gates_text(gates: Mapping[str, bool]) -> str:
@@ -2235,7 +2244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if w.scheduler_config is not None:
                 extra.append("own scheduler config")
             if w.threshold is not None:
-                extra.append(f"threshold {w.threshold:g} on {w.threshold_selector.text}")
+                extra.append(f"threshold {w.threshold_selector.bound(w.threshold)}")
             tail = f"  ({'; '.join(extra)})" if extra else ""
             print(f"{w.full_name}  [{', '.join(w.labels)}]  {params}{tail}")
         print(render_skipped(loaded.skipped))

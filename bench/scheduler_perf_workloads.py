@@ -314,16 +314,15 @@ class ThresholdSelector:
     def unit(self) -> str:
         return "pods/s" if self.name == THROUGHPUT else "ms"
 
-    @property
-    def text(self) -> str:
-        """What the threshold applies to: `SchedulingThroughput` (pods/s, over it), or e.g.
-        `scheduler_podgroup_scheduling_attempt_duration_seconds{result=scheduled} Average ms
-        (expectLower)`."""
+    def bound(self, threshold: float) -> str:
+        """The threshold and what it applies to: `100 pods/s` (the throughput average, over
+        it), or `< 8 ms scheduler_podgroup_scheduling_attempt_duration_seconds{result=scheduled}
+        Average` (expectLower: under it; upstream's comparisons are strict)."""
         if self.name == THROUGHPUT:
-            return THROUGHPUT
+            return f"{threshold:g} pods/s"
         labels = ",".join(f"{k}={v}" for k, v in sorted(self.labels.items()))
-        lower = " (expectLower)" if self.expect_lower else ""
-        return f"{self.name}{{{labels}}} {self.data_bucket} {self.unit}{lower}"
+        comparison = "<" if self.expect_lower else ">"
+        return f"{comparison} {threshold:g} ms {self.name}{{{labels}}} {self.data_bucket}"
 
 
 @dataclass(frozen=True)

@@ -68,17 +68,7 @@ class Planned:
 
     @property
     def threshold_text(self) -> str:
-        return threshold_text(self.threshold, self.selector)
-
-
-def threshold_text(threshold: float, selector: ThresholdSelector) -> str:
-    """`100 pods/s` (the throughput average, over it), or `< 8 ms <metric>{labels} Average`
-    (expectLower: under it; upstream's comparisons are strict)."""
-    if selector.name == THROUGHPUT:
-        return f"{threshold:g} pods/s"
-    bound = "<" if selector.expect_lower else ">"
-    labels = ",".join(f"{k}={v}" for k, v in sorted(selector.labels.items()))
-    return f"{bound} {threshold:g} ms {selector.name}{{{labels}}} {selector.data_bucket}"
+        return self.selector.bound(self.threshold)
 
 
 @dataclass
@@ -257,7 +247,7 @@ def render(rows: Sequence[Row], refused: Sequence[Planned], host: str = "") -> s
 
 
 def _threshold_cell(r: Row) -> str:
-    return threshold_text(r.threshold, r.selector)
+    return r.selector.bound(r.threshold)
 
 
 def _table_line(cells: Sequence[str], columns: int) -> str:
@@ -380,7 +370,7 @@ def write_json(path: Path, rows: Sequence[Row], refused: Sequence[Planned], host
             {
                 "workload": p.workload,
                 "threshold": p.threshold,
-                "metric": p.selector.text,
+                "metric": p.threshold_text,
                 "reason": p.reason,
             }
             for p in refused

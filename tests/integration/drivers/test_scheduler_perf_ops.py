@@ -180,9 +180,12 @@ def test_gangs_are_scheduled_and_their_attempt_duration_thresholded(tmp_path: Pa
     result."""
     result = _gang_result(tmp_path, "GangsOfThree/5Nodes_2Gangs")
     assert (result["nodes"], result["measured_pods"]) == (5, 6)
-    assert result["threshold_metric"] == (
-        f"{POD_GROUP_ATTEMPT}{{result=scheduled}} Average ms (expectLower)"
-    )
+    assert result["threshold_selector"] == {
+        "name": POD_GROUP_ATTEMPT,
+        "labels": {"result": "scheduled"},
+        "data_bucket": "Average",
+        "expect_lower": True,
+    }
     # Two group cycles, each a few ms: the value is a mean in ms, and the threshold is met.
     assert 0 < result["threshold_value"] < 1000
     assert result["threshold_met"] is True
