@@ -10,7 +10,9 @@ objects (no kubelet), `createNamespaces` labelled namespaces, `createPods` creat
 as the apiserver takes them (several creates in flight) and, unless told otherwise, waits until
 all of them are bound (`createPodSets`: one such op per namespace); `barrier` waits until the
 pods of the createPods ops that did not wait are bound (or tried), `sleep` sleeps, `deletePods` deletes a namespace's pods (at a rate, in the
-background if told).
+background if told), `createAny` creates objects of any kind kemu serves from a template,
+`createPodGroups` creates PodGroups and waits for them as `waitForPodGroups` does, `updateAny`
+writes objects from a template (through pods/resize when told).
 
 One watch of all pods, opened before the first op, records when each pod is first seen with
 spec.nodeName set. For the op marked `collectMetrics`, the measured phase runs from its first
@@ -28,6 +30,11 @@ create to the binding of its last pod; it yields:
   the minimum the workload's sizes allow), the successful cycles of nominated pods (kemu's
   KEP-1923 histograms: nodes through Filter, algorithm time), and the apiserver's pod calls per
   verb (apiserver_request_total scraped at both ends).
+
+A workload's `threshold` applies to its thresholdMetricSelector's data item: the throughput
+average by default, or a histogram of the scheduler's over the measured phase (gang scheduling's
+`scheduler_podgroup_scheduling_attempt_duration_seconds`, in ms); `metricsCollectorConfig`
+adds the series it selects to the table.
 
 After the ops, on the same cluster, a baseline may measure what the apiserver alone takes for the
 measured op's API calls (--bind-only-baseline): the bind-only baseline (SchedulingBasic: creates
@@ -101,11 +108,15 @@ from bench.scheduler_perf_cycle import DifferentialResult, render_differential, 
 from bench.scheduler_perf_workloads import (
     ATTEMPTED,
     RECREATE,
+    RESIZE,
+    THROUGHPUT,
     WORKLOAD_FILES,
     Barrier,
     Churn,
+    CreateAny,
     CreateNamespaces,
     CreateNodes,
+    CreatePodGroups,
     CreatePods,
     DeletePods,
     Op,
@@ -113,7 +124,10 @@ from bench.scheduler_perf_workloads import (
     Sleep,
     StartCollectingMetrics,
     StopCollectingMetrics,
+    ThresholdSelector,
+    UpdateAny,
     Variant,
+    WaitForPodGroups,
     Workload,
     WorkloadError,
     WorkloadFile,
@@ -293,6 +307,37 @@ def histogram_mean_delta(before: Samples, after: Samples, histogram: str, **matc
     if count <= 0:
         return math.nan
     return metric_delta(before, after, histogram + "_sum", **match) / count
+
+
+def histogram_value_delta(
+    before: Samples, after: Samples, histogram: str, bucket: str, **match: str
+) -> float:
+    """upstream's data item `bucket` (Average, Perc50, Perc90, Perc95, Perc99) of the
+    observations made between two scrapes (NaN when none): the mean, or the quantile
+    interpolated linearly within its bucket (as upstream's metricsCollector, through
+    component-base's histogram Quantile)."""
+    if bucket == "Average":
+        return histogram_mean_delta(before, after, histogram, **match)
+    q = int(bucket.removeprefix("Perc")) / 100
+    counts: dict[float, float] = defaultdict(float)
+    for samples, sign in ((after, 1.0), (before, -1.0)):
+        for labels, value in samples.get(histogram + "_bucket", {}).items():
+            d = dict(labels)
+            if all(d.get(k) == v for k, v in match.items()):
+                counts[float(d["le"])] += sign * value
+    bounds = sorted(counts)
+    if not bounds or counts[bounds[-1]] <= 0:
+        return math.nan
+    rank = q * counts[bounds[-1]]
+    lower, below = 0.0, 0.0
+    for le in bounds:
+        if counts[le] >= rank:
+            if math.isinf(le):
+                return lower
+            width = counts[le] - below
+            return lower + (le - lower) * ((rank - below) / width if width else 0.0)
+        lower, below = le, counts[le]
+    return lower
 
 
 def counter_mean_delta(before: Samples, after: Samples, counter: str, histogram: str) -> float:
@@ -651,9 +696,15 @@ class Result:
     watch_events: int = 0
     load_avg_start: list[float] = field(default_factory=list)
     profile: dict[str, Any] = field(default_factory=dict)
-    # upstream's threshold (pods/s, the throughput average) and whether it was met.
+    # upstream's threshold (on the data item threshold_selector names: by default pods/s, the
+    # throughput average), the value measured for it and whether it was met.
     threshold: float | None = None
     threshold_met: bool | None = None
+    threshold_selector: ThresholdSelector = field(default_factory=ThresholdSelector)
+    threshold_value: float = math.nan
+    # upstream's metricsCollectorConfig: each selected series of the scheduler's over the
+    # measured phase (a histogram's mean in ms, a counter's increase).
+    metrics: dict[str, float] = field(default_factory=dict)
     not_modelled_gates: list[str] = field(default_factory=list)
     error: str = ""
 
@@ -718,6 +769,7 @@ class Runner:
             expected_min_victims=expected_min_victims(workload),
             load_avg_start=list(os.getloadavg()),
             threshold=workload.threshold,
+            threshold_selector=workload.threshold_selector,
             not_modelled_gates=list(workload.not_modelled_gates),
         )
         self.pids: dict[str, int | None] = {
@@ -732,7 +784,7 @@ class Runner:
         self.node_names: list[str] = []  # of the createNodes ops, in creation order
         self._churn: anyio.abc.TaskGroup | None = None  # churn ops, until the ops are done
         self.barrier_counts = BarrierCounts()
-        self._collecting: tuple[StartCollectingMetrics, float] | None = None
+        self._collecting: tuple[StartCollectingMetrics, float, Samples] | None = None
         self.timeline: Timeline | None = None
         """Recorded while the run lasts when set (--html)."""
 
@@ -794,12 +846,30 @@ class Runner:
             self._churn.start_soon(churn, client, op, index)
             return
         if isinstance(op, StartCollectingMetrics):
-            self._collecting = (op, time.monotonic())
+            before = parse_metrics(await anyio.to_thread.run_sync(scrape, self.scheduler))
+            self._collecting = (op, time.monotonic(), before)
             return
         if isinstance(op, StopCollectingMetrics):
             assert self._collecting is not None
-            self.collected(tracker, *self._collecting)
+            start_op, start, before = self._collecting
+            end = time.monotonic()
+            after = parse_metrics(await anyio.to_thread.run_sync(scrape, self.scheduler))
+            self.collected(tracker, start_op, start, end)
+            self.judge_threshold(before, after)
             self._collecting = None
+            return
+        if isinstance(op, CreatePodGroups):
+            await create_any(client, op.create, opts.creators)
+            await wait_for_pod_groups(client, op.wait, opts.timeout)
+            return
+        if isinstance(op, CreateAny):
+            await create_any(client, op, opts.creators)
+            return
+        if isinstance(op, WaitForPodGroups):
+            await wait_for_pod_groups(client, op, opts.timeout)
+            return
+        if isinstance(op, UpdateAny):
+            await update_any(client, op)
             return
         if isinstance(op, CreateNodes):
             logger.info("op %d: creating %d nodes", index, op.count)
@@ -894,7 +964,6 @@ class Runner:
         r.created_to_bound = rate(len(times), r.phase_seconds)
         r.samples = throughput_samples(times, start, end)
         r.throughput = throughput_stats(r.samples)
-        self.judge_threshold()
         # The attempt counter is incremented after the binding the watch has seen: scrape until
         # it has caught up (briefly).
         after = before
@@ -916,16 +985,36 @@ class Runner:
         r.deleted_pods = tracker.deleted() - deleted_before
         r.api_calls = api_calls(api_before, api_after, POD_RESOURCES)
         r.event_calls = api_calls(api_before, api_after, ("events",))
+        self.judge_threshold(before, after)
 
-    def judge_threshold(self) -> None:
+    @property
+    def scheduler(self) -> Component:
+        return self.cluster.component("scheduler")
+
+    def judge_threshold(self, before: Samples, after: Samples) -> None:
+        """The measured phase's value of the workload's thresholdMetricSelector (the
+        throughput average, or the scheduler's histogram between the scrapes `before` and
+        `after` at both ends of the phase, in ms as upstream's data items) against its
+        threshold, and the metricsCollectorConfig's series."""
         r = self.result
-        if r.threshold is not None and not math.isnan(r.throughput.average):
-            r.threshold_met = r.throughput.average >= r.threshold
+        selector = self.workload.threshold_selector
+        if selector.name == THROUGHPUT:
+            value = r.throughput.average
+        else:
+            value = 1000 * histogram_value_delta(
+                before, after, selector.name, selector.data_bucket, **selector.labels
+            )
+        r.threshold_value = value
+        # upstream's applyThreshold: a threshold of 0 is no check.
+        if r.threshold and not math.isnan(value):
+            r.threshold_met = selector.met(value, r.threshold)
+        r.metrics = collected_metrics(self.workload, before, after)
 
-    def collected(self, tracker: BindTracker, op: StartCollectingMetrics, start: float) -> None:
+    def collected(
+        self, tracker: BindTracker, op: StartCollectingMetrics, start: float, end: float
+    ) -> None:
         """startCollectingMetrics .. stopCollectingMetrics: the throughput of the pods bound in
         the op's namespaces (matching its label selector) between the two."""
-        end = time.monotonic()
         times = [
             t
             for t, ns, labels in tracker.bound_log
@@ -939,7 +1028,6 @@ class Runner:
         r.created_to_bound = rate(len(times), r.phase_seconds)
         r.samples = throughput_samples(sorted(times), start, end)
         r.throughput = throughput_stats(r.samples)
-        self.judge_threshold()
 
     async def bind_only(self, client: Client, tracker: BindTracker) -> None:
         """The bind-only baseline, after the workload's ops on the same cluster (so that its
@@ -1232,6 +1320,111 @@ async def create_namespaces(client: ApiClient, op: CreateNamespaces, creators: i
     _raise_errors(res.errors, res.first_error, "namespace")
 
 
+def collected_metrics(workload: Workload, before: Samples, after: Samples) -> dict[str, float]:
+    """The metricsCollectorConfig's series over the phase: a histogram's mean (ms), else the
+    metric's increase; per value of each label given, else all its series together; NaN for a
+    metric the scheduler does not expose (an older scheduler, a gate off)."""
+    out: dict[str, float] = {}
+    for m in workload.metrics:
+        histogram = m.name + "_count" in after
+        exposed = histogram or m.name in after
+
+        def value(match: dict[str, str], name: str = m.name, histogram: bool = histogram) -> float:
+            if histogram:
+                return 1000 * histogram_mean_delta(before, after, name, **match)
+            return metric_delta(before, after, name, **match)
+
+        if not m.labels:
+            out[m.name] = value({}) if exposed else math.nan
+        for label, values in m.labels:
+            for v in values:
+                out[f"{m.name}{{{label}={v}}}"] = value({label: v}) if exposed else math.nan
+    return out
+
+
+CREATE_ANY_RETRY: Final = 20.0  # upstream's createAny retries a failed create for 20 s
+CREATE_ANY_INTERVAL: Final = 1.0  # every 1 s
+
+
+async def create_any(client: ApiClient, op: CreateAny, creators: int) -> None:
+    """upstream's createAny: each object of the op created in its namespace (made first, as
+    upstream's requiredNamespaces), a failed create retried every second for 20 s."""
+    objects = op.text.objects(op.count, op.kind)
+    logger.info("creating %d %s in %s", len(objects), op.kind.resource, op.namespace or "-")
+    if op.namespace:
+        await ensure_namespace(client, op.namespace)
+
+    async def create(i: int) -> object:
+        obj = objects[i]
+        if op.namespace:
+            obj.metadata.namespace = op.namespace  # type: ignore[attr-defined]
+        deadline = time.monotonic() + CREATE_ANY_RETRY
+        while True:
+            try:
+                return await client.create(obj)
+            except ApiError as e:
+                if time.monotonic() >= deadline:
+                    raise WorkloadError(
+                        f"{op.text.where}: creating {op.kind.kind} {obj.metadata.name}: {e}"  # type: ignore[attr-defined]
+                    ) from e
+            await anyio.sleep(CREATE_ANY_INTERVAL)
+
+    res = await run_concurrent(len(objects), creators, create)
+    _raise_errors(res.errors, res.first_error, op.kind.kind)
+
+
+POD_GROUPS_POLL: Final = 0.1  # seconds between waitForPodGroups' lists
+
+
+async def wait_for_pod_groups(client: ApiClient, op: WaitForPodGroups, within: float) -> None:
+    """upstream's waitForPodGroups waits until the scheduler's informer cache holds `count`
+    PodGroups of the namespace. kemu's scheduler exposes no count of its informer's objects:
+    the op waits until the apiserver lists them (their watch events then are on their way to
+    the scheduler, which may see a member pod before its PodGroup: the gang plugin waits for
+    the group at PreEnqueue, as upstream's when its cache lags)."""
+    found = 0
+    with anyio.move_on_after(within):
+        while True:
+            listed = await client.list(types_pb2.PodGroup, namespace=op.namespace)
+            found = len(listed.items)
+            if found >= op.count:
+                logger.info("%d PodGroups in %s", found, op.namespace)
+                return
+            await anyio.sleep(POD_GROUPS_POLL)
+    raise TimeoutError(
+        f"waitForPodGroups: {found} of {op.count} PodGroups in {op.namespace} after {within:g} s"
+    )
+
+
+async def update_any(client: ApiClient, op: UpdateAny) -> None:
+    """upstream's updateAny: object i of the template written over the stored one through
+    each subresource given (resize: the pod's resize subresource; status), or the object
+    itself when none; `per_second` a second, all at once (one after the other) when 0.
+    upstream's version also writes the template's status after the update, which would
+    clear a bound pod's status: kemu writes the status only when told (subresource status)."""
+    objects = op.text.objects(op.count, op.kind)
+    logger.info("updating %d %s (%s)", len(objects), op.kind.resource, op.subresources or "-")
+
+    async def update(obj: Message) -> None:
+        if op.namespace:
+            obj.metadata.namespace = op.namespace  # type: ignore[attr-defined]
+        if not op.subresources:
+            await client.update(obj)
+        for sub in op.subresources:
+            if sub == RESIZE:
+                assert isinstance(obj, types_pb2.Pod)
+                await client.resize(obj)
+            else:
+                await client.update_status(obj)
+
+    if op.per_second == 0:
+        for obj in objects:
+            await update(obj)
+        return
+    async for i, _ in pace(len(objects), op.per_second):
+        await update(objects[i])
+
+
 def churn_object(template: Message, op_index: int, serial: int) -> Message:
     """An object of a churn op: the template named <generateName>churn-<op>-<serial>
     (upstream lets the apiserver generate the suffix; kemu's names are deterministic)."""
@@ -1521,7 +1714,7 @@ def render(results: Sequence[Result]) -> str:
         ))  # fmt: skip
     row("throughput avg pods/s", (fmt(r.throughput.average, 1) for r in rs))
     if any(r.threshold is not None for r in rs):
-        row("upstream threshold pods/s", (_threshold_text(r) for r in rs))
+        row("upstream threshold", (_threshold_text(r) for r in rs))
     row("throughput p50 / p90 / p99", (
         f"{fmt(r.throughput.p50, 0)} / {fmt(r.throughput.p90, 0)} / {fmt(r.throughput.p99, 0)}"
         for r in rs
@@ -1530,6 +1723,9 @@ def render(results: Sequence[Result]) -> str:
     row("scheduling_algorithm avg ms", (fmt(r.algorithm_ms, 2) for r in rs))
     row("  of it CPU (scheduler thread) ms", (fmt(r.algorithm_cpu_ms, 2) for r in rs))
     row("scheduling_attempt avg ms", (fmt(r.attempt_ms, 2) for r in rs))
+    # metricsCollectorConfig's series: a histogram's mean in ms, a counter's increase.
+    for name in dict.fromkeys(k for r in rs for k in r.metrics):
+        row(name, (fmt(r.metrics.get(name, math.nan), 2) for r in rs))
     row("attempts", (
         " ".join(f"{k}={v:.0f}" for k, v in sorted(r.attempts.items())) or "-" for r in rs
     ))  # fmt: skip
@@ -1660,7 +1856,9 @@ def _threshold_text(r: Result) -> str:
     if r.threshold is None:
         return "-"
     verdict = "-" if r.threshold_met is None else ("met" if r.threshold_met else "NOT met")
-    return f"{r.threshold:g} ({verdict}, {fmt(ratio(r.throughput.average, r.threshold), 2)}x)"
+    if r.threshold_selector.name == THROUGHPUT:
+        return f"{r.threshold:g} ({verdict}, {fmt(ratio(r.throughput.average, r.threshold), 2)}x)"
+    return f"{r.threshold_selector.bound(r.threshold)}: {fmt(r.threshold_value, 2)} ({verdict})"
 
 
 def _gates_text(gates: Mapping[str, bool]) -> str:
@@ -2046,7 +2244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if w.scheduler_config is not None:
                 extra.append("own scheduler config")
             if w.threshold is not None:
-                extra.append(f"threshold {w.threshold:g} pods/s")
+                extra.append(f"threshold {w.threshold_selector.bound(w.threshold)}")
             tail = f"  ({'; '.join(extra)})" if extra else ""
             print(f"{w.full_name}  [{', '.join(w.labels)}]  {params}{tail}")
         print(render_skipped(loaded.skipped))

@@ -10,8 +10,6 @@ Anything the runner cannot do is a WorkloadError naming the field.
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -20,6 +18,7 @@ from typing import Any, Final, TypedDict, TypeVar
 import yaml
 from google.protobuf.message import Message
 
+from bench import scheduler_perf_template as gotemplate
 from kemu.api.v1 import types_pb2
 from kemu.component.featuregate import (
     FeatureGateError,
@@ -86,6 +85,10 @@ class TemplateText:
     def render(self, index: int, count: int) -> dict[str, object]:
         env = {**self.params, "Index": index, "Count": count}
         return _yaml_mapping(render_template(self.text, env, self.where), self.where)
+
+    def objects(self, count: int, kind: kinds.Kind) -> list[Message]:
+        """The objects of indices 0..count-1, each rendered and read as `kind`."""
+        return [object_message(kind, self.render(i, count), self.where) for i in range(count)]
 
 
 @dataclass(frozen=True)
@@ -213,6 +216,62 @@ class DeletePods:
     per_second: int = 0
 
 
+@dataclass(frozen=True)
+class CreateAny:
+    """upstream's createAny (operations.go): `count` objects (default 1), object i the
+    template rendered with templateParams, Index i and Count, created in `namespace` ("" for a
+    cluster-scoped kind) through kemu's client, a failed create retried every second for up to
+    20 s. Does not wait for anything. `kind` is the kind of the template (rendered for index 0
+    when parsed): a kind kemu serves."""
+
+    count: int
+    namespace: str
+    text: TemplateText
+    kind: kinds.Kind
+
+
+@dataclass(frozen=True)
+class WaitForPodGroups:
+    """upstream's waitForPodGroups: waits until `count` PodGroups of `namespace` are visible
+    to the scheduler (upstream: its informer cache; kemu: see bench.scheduler_perf
+    wait_for_pod_groups)."""
+
+    namespace: str
+    count: int
+
+
+@dataclass(frozen=True)
+class CreatePodGroups:
+    """upstream's createPodGroups: the PodGroups of `create`, then a wait until the scheduler
+    has seen them (as createAny then waitForPodGroups)."""
+
+    create: CreateAny
+
+    @property
+    def wait(self) -> WaitForPodGroups:
+        return WaitForPodGroups(self.create.namespace, self.create.count)
+
+
+RESIZE: Final = "resize"
+STATUS: Final = "status"
+UPDATE_SUBRESOURCES: Final = (RESIZE, STATUS)
+
+
+@dataclass(frozen=True)
+class UpdateAny:
+    """upstream's updateAny (update.go): objects 0..count-1 of the template (rendered with
+    Index and Count; upstream gives it no templateParams) written over the stored ones, through
+    `subresources` (resize: the pod's resize subresource, status) or the object itself when
+    none, `per_second` a second (all at once when 0)."""
+
+    count: int
+    namespace: str
+    text: TemplateText
+    kind: kinds.Kind
+    per_second: int = 0
+    subresources: tuple[str, ...] = ()
+
+
 Op = (
     CreateNodes
     | CreateNamespaces
@@ -223,7 +282,56 @@ Op = (
     | Churn
     | StartCollectingMetrics
     | StopCollectingMetrics
+    | CreateAny
+    | WaitForPodGroups
+    | CreatePodGroups
+    | UpdateAny
 )
+
+
+THROUGHPUT: Final = "SchedulingThroughput"
+DATA_BUCKETS: Final = ("Average", "Perc50", "Perc90", "Perc95", "Perc99")
+
+
+@dataclass(frozen=True)
+class ThresholdSelector:
+    """upstream's thresholdMetricSelector (scheduler_perf.go): the data item the workload's
+    threshold applies to: `name` (SchedulingThroughput, pods/s, or a histogram of the
+    scheduler's, whose items are in milliseconds), the series' `labels`, the `data_bucket`
+    (Average, Perc50, ...) and whether the value must stay under the threshold
+    (`expect_lower`) or over it, strictly (upstream's valueWithinThreshold)."""
+
+    name: str = THROUGHPUT
+    labels: Mapping[str, str] = field(default_factory=dict)
+    data_bucket: str = "Average"
+    expect_lower: bool = False
+
+    def met(self, value: float, threshold: float) -> bool:
+        """upstream's valueWithinThreshold: strictly under (expectLower) or over."""
+        return value < threshold if self.expect_lower else value > threshold
+
+    @property
+    def unit(self) -> str:
+        return "pods/s" if self.name == THROUGHPUT else "ms"
+
+    def bound(self, threshold: float) -> str:
+        """The threshold and what it applies to: `100 pods/s` (the throughput average, over
+        it), or `< 8 ms scheduler_podgroup_scheduling_attempt_duration_seconds{result=scheduled}
+        Average` (expectLower: under it; upstream's comparisons are strict)."""
+        if self.name == THROUGHPUT:
+            return f"{threshold:g} pods/s"
+        labels = ",".join(f"{k}={v}" for k, v in sorted(self.labels.items()))
+        comparison = "<" if self.expect_lower else ">"
+        return f"{comparison} {threshold:g} ms {self.name}{{{labels}}} {self.data_bucket}"
+
+
+@dataclass(frozen=True)
+class MetricSelection:
+    """One metric of upstream's metricsCollectorConfig: `name` and, per label, the values
+    whose series are reported (none: the metric's series summed)."""
+
+    name: str
+    labels: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -258,8 +366,12 @@ class Workload:
     scheduler_config: Mapping[str, Any] | None = None  # a KubeSchedulerConfiguration (YAML)
     # A/B: the workload runs twice, this gate on then off, each on a fresh cluster.
     compare_gate: str | None = None
-    # upstream's threshold: the least SchedulingThroughput average (pods/s) expected.
+    # upstream's threshold, on the data item its thresholdMetricSelector names (by default
+    # the least SchedulingThroughput average, pods/s).
     threshold: float | None = None
+    threshold_selector: ThresholdSelector = field(default_factory=ThresholdSelector)
+    # upstream's metricsCollectorConfig: the scheduler's histograms reported per run.
+    metrics: tuple[MetricSelection, ...] = ()
     # Gates the workload sets that kemu knows (upstream's lifecycle) but does not model.
     not_modelled_gates: tuple[str, ...] = ()
 
@@ -326,7 +438,11 @@ _CREATE_PODS_FIELDS: Final = frozenset(
         "templateParams",
         "persistentVolumeTemplatePath",
         "persistentVolumeClaimTemplatePath",
+        "countMultiplierParam",
     }
+)
+_CREATE_ANY_FIELDS: Final = frozenset(
+    {"opcode", "namespace", "templatePath", "count", "countParam", "templateParams"}
 )
 _OP_FIELDS: Final[dict[str, frozenset[str]]] = {
     "createNodes": frozenset(
@@ -348,29 +464,34 @@ _OP_FIELDS: Final[dict[str, frozenset[str]]] = {
     ),
     "startCollectingMetrics": frozenset({"opcode", "name", "namespaces", "labelSelector"}),
     "stopCollectingMetrics": frozenset({"opcode"}),
+    "createAny": _CREATE_ANY_FIELDS,
+    "createPodGroups": _CREATE_ANY_FIELDS,
+    "waitForPodGroups": frozenset({"opcode", "namespace", "count", "countParam"}),
+    "updateAny": frozenset(
+        {"opcode", "namespace", "templatePath", "count", "countParam", "updatePerSecond",
+         "subresources"}
+    ),
 }  # fmt: skip
 # upstream's opcodes and fields kemu does not run: a workload using one is skipped with the
 # reason, not refused.
 _NOT_MODELLED_OPCODES: Final[Mapping[str, str]] = {
-    "createAny": "creates arbitrary objects (DRA classes, slices, claims)",
     "createResourceClaims": "DRA is not modelled",
     "createResourceDriver": "DRA is not modelled",
     "allocResourceClaims": "DRA is not modelled",
-    "updateAny": "updates arbitrary objects",
-    "waitForPodGroups": "pod groups (gang scheduling) are not modelled",
-    "createPodGroups": "pod groups (gang scheduling) are not modelled",
+    "createCompositePodGroups": (
+        "CompositePodGroups (KEP-6012, feature gate CompositePodGroup, alpha in 1.37) are not "
+        "modelled: kemu serves no CompositePodGroup kind"
+    ),
 }
 _NOT_MODELLED_FIELDS: Final[Mapping[str, str]] = {
     "steadyState": "the steady-state mode of createPods is not modelled",
     "steadyStateParam": "the steady-state mode of createPods is not modelled",
     "duration": "the steady-state mode of createPods is not modelled",
     "durationParam": "the steady-state mode of createPods is not modelled",
-    "countMultiplierParam": "pod groups (gang scheduling) are not modelled",
     "signatureBatchSize": "opportunistic batching signatures are not modelled",
     "signatureBatchSizeParam": "opportunistic batching signatures are not modelled",
     "uniqueNodeLabelStrategy": "uniqueNodeLabelStrategy is not modelled",
     "collectors": "collectors other than the throughput are not modelled",
-    "metricsCollectorConfig": "upstream's metrics collector configuration is not modelled",
 }
 _NODE_LABEL_FIELDS: Final = frozenset({"labelKey", "labelValues"})
 _NODE_ALLOCATABLE_FIELDS: Final = frozenset(
@@ -408,13 +529,17 @@ _TEST_CASE_FIELDS: Final = (
             "workloadTemplate",
             "workloads",
             "thresholdMetricSelector",
+            "defaultThresholdMetricSelector",
+            "metricsCollectorConfig",
         }
     )
     | _CLUSTER_FIELDS
 )
-_WORKLOAD_FIELDS: Final = frozenset({"name", "labels", "params", "threshold"}) | _CLUSTER_FIELDS
-# upstream's default thresholdMetricSelector: the throughput average, the one kemu reports.
-_THRESHOLD_METRIC: Final = {"name": "SchedulingThroughput", "dataBucket": "Average"}
+_WORKLOAD_FIELDS: Final = (
+    frozenset({"name", "labels", "params", "threshold", "thresholdMetricSelector"})
+    | _CLUSTER_FIELDS
+)
+_SELECTOR_FIELDS: Final = frozenset({"name", "labels", "dataBucket", "expectLower"})
 # PriorityClass values users may create (upstream's HighestUserDefinablePriority and int32).
 MIN_PRIORITY: Final = -(2**31)
 MAX_PRIORITY: Final = 1_000_000_000
@@ -569,7 +694,7 @@ def _parse_test_case(
     case_map = _mapping(case, where, _TEST_CASE_FIELDS)
     name = _string(case_map, "name", where)
     where = f"[{where[1:-1]}] {name}"
-    _threshold_selector(case_map, where)
+    _threshold_selector(case_map, where, None)  # checked once for every workload
     case_labels = _labels(case_map, where)
     default_pod_path = _path(case_map, "defaultPodTemplatePath", where, base_dir)
     template = case_map.get("workloadTemplate")
@@ -578,6 +703,7 @@ def _parse_test_case(
     workloads = case_map.get("workloads")
     if not isinstance(workloads, list) or not workloads:
         raise WorkloadError(f"{where}.workloads: expected a non-empty list of workloads")
+    _metrics_config(case_map, where)
     out: list[Workload] = []
     skipped: list[Skipped] = []
     names: set[str] = set()
@@ -638,9 +764,10 @@ def _parse_workload(
         value = w_map["threshold"]
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
             raise WorkloadError(
-                f"{w_where}.threshold: expected a non-negative number (pods/s), got {value!r}"
+                f"{w_where}.threshold: expected a non-negative number, got {value!r}"
             )
         threshold = float(value)
+    selector = threshold_selector(case_map, w_map, where, w_where)
     # The ops first: a workload kemu cannot run at any version (an op not modelled) is
     # skipped for that, not refused for its gates.
     ops = _parse_ops(template, where, params, w_name, default_pod_path, base_dir)
@@ -652,27 +779,88 @@ def _parse_workload(
         params=params,
         ops=tuple(ops),
         threshold=threshold,
+        threshold_selector=selector,
+        metrics=_metrics_config(case_map, where),
         **cluster,
     )
 
 
-def _threshold_selector(case: Mapping[str, object], where: str) -> None:
-    """upstream's thresholdMetricSelector: only its default (the throughput average) is
-    what kemu measures."""
-    if "thresholdMetricSelector" not in case:
-        return
-    value = case["thresholdMetricSelector"]
-    s_where = f"{where}.thresholdMetricSelector"
-    if not isinstance(value, dict):
-        raise WorkloadError(f"{s_where}: expected a mapping, got {_type_name(value)}")
-    given = {k: v for k, v in value.items() if k in ("name", "dataBucket")}
-    if {**_THRESHOLD_METRIC, **given} != _THRESHOLD_METRIC or set(value) - {
-        "name",
-        "dataBucket",
-    }:
-        raise NotModelled(
-            f"{s_where}: kemu reports the threshold against SchedulingThroughput Average only"
+def threshold_selector(
+    case: Mapping[str, object],
+    workload: Mapping[str, object],
+    case_where: str = "<test case>",
+    where: str = "<workload>",
+) -> ThresholdSelector:
+    """The thresholdMetricSelector a workload's threshold applies to: the workload's, else its
+    test case's, else upstream's default (SchedulingThroughput Average)."""
+    selector = _threshold_selector(workload, where, None) or _threshold_selector(
+        case, case_where, ThresholdSelector()
+    )
+    assert selector is not None
+    return selector
+
+
+def _threshold_selector(
+    raw: Mapping[str, object], where: str, default: ThresholdSelector | None
+) -> ThresholdSelector | None:
+    """upstream's thresholdMetricSelector of a workload, or of a test case (named
+    defaultThresholdMetricSelector in upstream's newer scheduler_perf.go, thresholdMetricSelector
+    in older ones); `default` when it has none: name (default SchedulingThroughput), labels,
+    dataBucket (default Average, as upstream's older files without one), expectLower."""
+    keys = [k for k in ("thresholdMetricSelector", "defaultThresholdMetricSelector") if k in raw]
+    if not keys:
+        return default
+    if len(keys) > 1:
+        raise WorkloadError(f"{where}.{keys[1]}: give {keys[0]} or {keys[1]}, not both")
+    s_where = f"{where}.{keys[0]}"
+    value = _mapping(raw[keys[0]], s_where, _SELECTOR_FIELDS)
+    name = value.get("name", THROUGHPUT)
+    if not isinstance(name, str) or not name:
+        raise WorkloadError(f"{s_where}.name: expected a metric name")
+    bucket = value.get("dataBucket", "Average")
+    if bucket not in DATA_BUCKETS:
+        raise WorkloadError(
+            f"{s_where}.dataBucket: expected one of {', '.join(DATA_BUCKETS)}, got {bucket!r}"
         )
+    if name == THROUGHPUT and bucket != "Average":
+        raise NotModelled(
+            f"{s_where}.dataBucket: kemu reports the SchedulingThroughput threshold against its "
+            "Average only"
+        )
+    return ThresholdSelector(
+        name,
+        _selector(value, "labels", s_where),
+        str(bucket),
+        _bool(value, "expectLower", s_where),
+    )
+
+
+def _metrics_config(case: Mapping[str, object], where: str) -> tuple[MetricSelection, ...]:
+    """upstream's metricsCollectorConfig {metrics: {name: [{label, values}] | null}}: the
+    scheduler's histograms each run reports (their averages over the measured phase, per
+    label value given)."""
+    if "metricsCollectorConfig" not in case:
+        return ()
+    c_where = f"{where}.metricsCollectorConfig"
+    config = _mapping(case["metricsCollectorConfig"], c_where, frozenset({"metrics"}))
+    metrics = config.get("metrics", {})
+    if not isinstance(metrics, dict):
+        raise WorkloadError(f"{c_where}.metrics: expected a mapping of metric names")
+    out: list[MetricSelection] = []
+    for name, labels in metrics.items():
+        m_where = f"{c_where}.metrics.{name}"
+        if labels is None:
+            out.append(MetricSelection(str(name)))
+            continue
+        if not isinstance(labels, list):
+            raise WorkloadError(f"{m_where}: expected a list of {{label, values}}, or null")
+        pairs: list[tuple[str, tuple[str, ...]]] = []
+        for k, entry in enumerate(labels):
+            e_where = f"{m_where}[{k}]"
+            e = _mapping(entry, e_where, frozenset({"label", "values"}))
+            pairs.append((_string(e, "label", e_where), tuple(_strings(e, "values", e_where))))
+        out.append(MetricSelection(str(name), tuple(pairs)))
+    return tuple(out)
 
 
 def select_workloads(
@@ -798,7 +986,20 @@ def _parse_op(
         ]
     if opcode == "stopCollectingMetrics":
         return [StopCollectingMetrics()]
+    if opcode in ("createAny", "createPodGroups"):
+        create = _create_any(raw, where, params, workload, base_dir)
+        if opcode == "createAny":
+            return [create]
+        if create.kind.kind != "PodGroup":
+            raise WorkloadError(
+                f"{where}.templatePath: expected a PodGroup, got {create.kind.kind}"
+            )
+        return [CreatePodGroups(create)]
+    if opcode == "updateAny":
+        return [_update_any(raw, where, params, workload, base_dir)]
     count = _count(raw, where, params, workload)
+    if opcode == "waitForPodGroups":
+        return [WaitForPodGroups(_string(raw, "namespace", where), count)]
     if opcode == "createNodes":
         return [_create_nodes(raw, where, count, params, base_dir)]
     if opcode == "createNamespaces":
@@ -967,6 +1168,9 @@ def _create_pods(
     base_dir: Path | None,
 ) -> CreatePods:
     count = _count(raw, where, params, workload)
+    if "countMultiplierParam" in raw:
+        # upstream: Count *= the param ("the number of pods per pod group" for gangs).
+        count *= _count(raw, where, params, workload, "countMultiplierParam")
     t_params = _template_params(raw, where, params)
     text: TemplateText | None = None
     if "podTemplate" in raw:
@@ -1000,6 +1204,110 @@ def _create_pods(
         text=text,
         volumes=_pod_volumes(raw, where, base_dir),
     )
+
+
+def _any_template(
+    raw: Mapping[str, object],
+    where: str,
+    t_params: Mapping[str, object],
+    count: int,
+    base_dir: Path | None,
+) -> tuple[str, TemplateText, kinds.Kind]:
+    """createAny's and updateAny's namespace, template and kind (the kind of the template
+    rendered for index 0, which must be one kemu serves, in the scope the namespace says:
+    upstream's restMappingFromUnstructuredObj and its scope checks)."""
+    path = _path(raw, "templatePath", where, base_dir)
+    if path is None:
+        raise WorkloadError(f"{where}.templatePath: required")
+    t_where = f"{where}.templatePath"
+    try:
+        content = path.read_text()
+    except OSError as e:
+        raise WorkloadError(f"{t_where}: {e}") from e
+    text = TemplateText(content, dict(t_params), t_where)
+    first = text.render(0, max(count, 1))
+    kind = object_kind(first, t_where)
+    namespace = raw.get("namespace", "")
+    if not isinstance(namespace, str):
+        raise WorkloadError(f"{where}.namespace: expected a string, got {_type_name(namespace)}")
+    if namespace and not kind.namespaced:
+        raise WorkloadError(
+            f"{where}.namespace: {namespace!r} set, but {kind.kind} is cluster-scoped"
+        )
+    if not namespace and kind.namespaced:
+        raise WorkloadError(f"{where}.namespace: required, {kind.kind} is namespaced")
+    object_message(kind, first, t_where)  # object 0 decodes: the file is right
+    return namespace, text, kind
+
+
+def _create_any(
+    raw: Mapping[str, object],
+    where: str,
+    params: Mapping[str, object],
+    workload: str,
+    base_dir: Path | None,
+) -> CreateAny:
+    count = _count(raw, where, params, workload) if "count" in raw or "countParam" in raw else 1
+    t_params = _template_params(raw, where, params)
+    namespace, text, kind = _any_template(raw, where, t_params, count, base_dir)
+    return CreateAny(count, namespace, text, kind)
+
+
+def _update_any(
+    raw: Mapping[str, object],
+    where: str,
+    params: Mapping[str, object],
+    workload: str,
+    base_dir: Path | None,
+) -> UpdateAny:
+    count = _count(raw, where, params, workload) if "count" in raw or "countParam" in raw else 1
+    namespace, text, kind = _any_template(raw, where, {}, count, base_dir)
+    rate = raw.get("updatePerSecond", 0)
+    if isinstance(rate, bool) or not isinstance(rate, int) or rate < 0:
+        raise WorkloadError(
+            f"{where}.updatePerSecond: expected a non-negative integer, got {rate!r}"
+        )
+    subresources = tuple(_strings(raw, "subresources", where))
+    for sub in subresources:
+        if sub not in UPDATE_SUBRESOURCES:
+            raise NotModelled(
+                f"{where}.subresources: {sub!r}: kemu's client updates through "
+                f"{' and '.join(UPDATE_SUBRESOURCES)}"
+            )
+    if RESIZE in subresources and kind.kind != "Pod":
+        raise WorkloadError(
+            f"{where}.subresources: resize is a subresource of pods, not {kind.kind}"
+        )
+    return UpdateAny(count, namespace, text, kind, rate, subresources)
+
+
+def object_kind(data: Mapping[str, object], where: str) -> kinds.Kind:
+    """The kind kemu serves that a template's object is: by its `kind` and the group of its
+    `apiVersion`. kemu serves one shape of each kind (PodGroup: 1.37's scheduling.k8s.io/v1beta1;
+    its other versions are converted at the REST edge), and the bench creates through kemu's
+    client in that shape: an object of another version of the same group is read in that
+    shape, refused when a field does not decode (upstream creates with FieldValidation Strict).
+    A kind kemu does not serve is NotModelled."""
+    name = data.get("kind")
+    if not isinstance(name, str) or not name:
+        raise WorkloadError(f"{where}: kind: expected a kind")
+    kind = kinds.BY_KIND.get(name)
+    if kind is None:
+        raise NotModelled(f"{where}: kind {name}: kemu does not serve it")
+    api_version = data.get("apiVersion", kind.api_version)
+    group = kind.api_version.rpartition("/")[0]
+    if not isinstance(api_version, str) or api_version.rpartition("/")[0] != group:
+        raise WorkloadError(
+            f"{where}: apiVersion: {api_version!r} does not serve kind {name} "
+            f"(expected {kind.api_version})"
+        )
+    return kind
+
+
+def object_message(kind: kinds.Kind, data: Mapping[str, object], where: str) -> Message:
+    """A rendered template's object as `kind`'s message (see object_kind for its version)."""
+    object_kind(data, where)
+    return _message(kind, {**data, "apiVersion": kind.api_version}, where)
 
 
 def _pod_volumes(raw: Mapping[str, object], where: str, base_dir: Path | None) -> PodVolumes | None:
@@ -1070,99 +1378,14 @@ def _text_template(
 
 # ---------------------------------------------------------------------- templates
 
-# Go text/template as upstream's templates use it: {{.Name}} and {{Func arg...}} with the
-# functions upstream's getTemplateFuncs registers.
-_ACTION: Final = re.compile(r"{{-?\s*(.*?)\s*-?}}", re.S)
-
-
-def _to_float(value: object, where: str) -> float:
-    if isinstance(value, bool):
-        raise WorkloadError(f"{where}: cannot use {value!r} as a number")
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            pass
-    raise WorkloadError(f"{where}: cannot use {value!r} as a number")
-
-
-def _go_mod(a: float, b: float) -> int:
-    x, y = int(a), int(b)
-    if y == 0:
-        raise ZeroDivisionError("integer divide by zero")
-    return int(math.fmod(x, y))
-
-
-def _divide(a: float, b: float) -> float:
-    if b == 0:
-        raise ZeroDivisionError("division by zero")
-    return a / b
-
-
-_FUNCS: Final[Mapping[str, tuple[int | None, Callable[..., float]]]] = {
-    # name: (arity, None for variadic; function of floats)
-    "AddFloat": (None, lambda *xs: sum(xs)),
-    "AddInt": (None, lambda *xs: int(sum(xs))),
-    "SubtractFloat": (2, lambda a, b: a - b),
-    "SubtractInt": (2, lambda a, b: int(a - b)),
-    "MultiplyFloat": (None, lambda *xs: math.prod(xs)),
-    "MultiplyInt": (None, lambda *xs: int(math.prod(xs))),
-    "DivideFloat": (2, _divide),
-    "DivideInt": (2, lambda a, b: int(_divide(a, b))),
-    "Mod": (2, _go_mod),
-}
-
 
 def render_template(text: str, env: Mapping[str, object], where: str) -> str:
-    """`text` with each action replaced: {{.Name}} by env[Name], {{Func a b}} by the function
-    of upstream's scheduler_perf (AddInt, SubtractInt, MultiplyInt, DivideInt, Mod and the
-    Float forms) of its arguments (.Name or number literals). WorkloadError names `where`."""
-
-    def arg(token: str) -> object:
-        if token.startswith("."):
-            if token[1:] not in env:
-                raise WorkloadError(f"{where}: template {{{{{token}}}}}: no such value")
-            return env[token[1:]]
-        if len(token) >= 2 and token[0] == token[-1] == '"':
-            return token[1:-1]
-        try:
-            return int(token)
-        except ValueError:
-            return _to_float(token, f"{where}: template argument {token}")
-
-    def action(m: re.Match[str]) -> str:
-        tokens = m.group(1).split()
-        if not tokens:
-            raise WorkloadError(f"{where}: empty template action")
-        if len(tokens) == 1:
-            return _go_format(arg(tokens[0]))
-        fn = _FUNCS.get(tokens[0])
-        if fn is None:
-            raise WorkloadError(
-                f"{where}: template action {{{{{m.group(1)}}}}}: unknown function "
-                f"{tokens[0]!r} (known: {', '.join(_FUNCS)})"
-            )
-        arity, f = fn
-        args = [_to_float(arg(t), f"{where}: {tokens[0]}") for t in tokens[1:]]
-        if arity is not None and len(args) != arity:
-            raise WorkloadError(f"{where}: {tokens[0]} takes {arity} arguments, got {len(args)}")
-        try:
-            return _go_format(f(*args))
-        except ZeroDivisionError as e:
-            raise WorkloadError(f"{where}: {tokens[0]}: {e}") from e
-
-    return _ACTION.sub(action, text)
-
-
-def _go_format(value: object) -> str:
-    """A value as Go's text/template prints it (a float64 without a trailing .0)."""
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, float):
-        return str(int(value)) if value.is_integer() else repr(value)
-    return str(value)
+    """`text` rendered as upstream's Go template with the data `env`
+    (bench.scheduler_perf_template); WorkloadError names `where` and the action."""
+    try:
+        return gotemplate.render(text, env)
+    except gotemplate.TemplateError as e:
+        raise WorkloadError(f"{where}: template {e}") from e
 
 
 def _yaml_mapping(text: str, where: str, path: Path | None = None) -> dict[str, object]:
@@ -1357,20 +1580,25 @@ def _older_version_hint(
 
 
 def _count(
-    raw: Mapping[str, object], where: str, params: Mapping[str, object], workload: str
+    raw: Mapping[str, object],
+    where: str,
+    params: Mapping[str, object],
+    workload: str,
+    key: str = "countParam",
 ) -> int:
-    if "count" in raw and "countParam" in raw:
+    """The op's count: `count`, or the workload's param `key` ($name) names."""
+    if key == "countParam" and "count" in raw and "countParam" in raw:
         raise WorkloadError(f"{where}.countParam: give count or countParam, not both")
-    if "countParam" in raw:
-        ref = raw["countParam"]
+    if key in raw:
+        ref = raw[key]
         if not isinstance(ref, str) or not ref.startswith("$") or len(ref) < 2:
-            raise WorkloadError(f"{where}.countParam: expected $name, got {ref!r}")
+            raise WorkloadError(f"{where}.{key}: expected $name, got {ref!r}")
         if ref[1:] not in params:
-            raise WorkloadError(f"{where}.countParam: workload {workload} has no param {ref[1:]!r}")
+            raise WorkloadError(f"{where}.{key}: workload {workload} has no param {ref[1:]!r}")
         value = params[ref[1:]]
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise WorkloadError(
-                f"{where}.countParam: param {ref[1:]!r} of workload {workload} is a count: "
+                f"{where}.{key}: param {ref[1:]!r} of workload {workload} is a count: "
                 f"expected a non-negative integer, got {value!r}"
             )
         return value

@@ -1,9 +1,12 @@
 """Upstream's scheduler_perf thresholds on this machine (issue #36): every workload of
-upstream's misc/, default_preemption/ and affinity/ performance-config files that carries a
-`threshold`, each run at the newest emulated version that accepts its settings, through
-`python -m bench scheduler_perf`, and one table of the results.
+upstream's misc/, default_preemption/, affinity/ and gangscheduling/ performance-config files
+that carries a `threshold`, each run at the newest emulated version that accepts its settings,
+through `python -m bench scheduler_perf`, and one table of the results. A threshold is on the
+data item its thresholdMetricSelector names: by default SchedulingThroughput's average
+(pods/s, over it), for gangscheduling/ the pod-group attempt duration's average (ms, under
+it: expectLower; issue #55).
 
-    python -m bench thresholds [--k8s DIR] [--files misc,default_preemption,affinity]
+    python -m bench thresholds [--k8s DIR] [--files misc,default_preemption,affinity,gangscheduling]
         [--workload NAME ...] [--list] [--json FILE] [--timeout SECONDS]
 
 `--k8s` is a kubernetes/kubernetes checkout (default: $KEMU_K8S_CHECKOUT, else
@@ -11,7 +14,7 @@ upstream's misc/, default_preemption/ and affinity/ performance-config files tha
 performance-config.yaml. `--list` prints the plan (each thresholded workload, the emulated
 version it runs at, or why it runs at none) without running anything. The table's columns:
 pods/s (the measured phase's average throughput, upstream's SchedulingThroughput Average),
-the threshold, their ratio, the CPU ceiling (the rate at which the run's own CPU per pod would
+the threshold and what it is on, the measured value, whether it is met, value / threshold, the CPU ceiling (the rate at which the run's own CPU per pod would
 fill every core: `bench.common.cpu_ceiling`), pods/s over the ceiling, the busiest process
 and the cores it used (one component is one Python process: at ~1 core it is what holds the
 run under its ceiling), and the load average when the run started. A run takes as long as its
@@ -35,10 +38,16 @@ import yaml
 
 from bench import scheduler_perf
 from bench.common import fmt, host_cpu, jsonable, ratio
-from bench.scheduler_perf_workloads import WorkloadError, load_workload_file
+from bench.scheduler_perf_workloads import (
+    THROUGHPUT,
+    ThresholdSelector,
+    WorkloadError,
+    load_workload_file,
+    threshold_selector,
+)
 from kemu.component.version import MAX_VERSION, MIN_VERSION, Version
 
-FILES: Final = ("misc", "default_preemption", "affinity")
+FILES: Final = ("misc", "default_preemption", "affinity", "gangscheduling")
 CHECKOUT_ENV: Final = "KEMU_K8S_CHECKOUT"
 DEFAULT_CHECKOUT: Final = "/work/k8s/kubernetes"
 SCHEDULER_PERF_DIR: Final = Path("test/integration/scheduler_perf")
@@ -54,6 +63,12 @@ class Planned:
     threshold: float
     version: Version | None
     reason: str = ""
+    selector: ThresholdSelector = field(default_factory=ThresholdSelector)
+    """The data item the threshold applies to (thresholdMetricSelector)."""
+
+    @property
+    def threshold_text(self) -> str:
+        return self.selector.bound(self.threshold)
 
 
 @dataclass
@@ -69,10 +84,21 @@ class Row:
     error: str = ""
     cpu_cores: dict[str, float] = field(default_factory=dict)
     """Each process's CPU in the measured phase, in cores (bench scheduler_perf's cpu_cores)."""
+    selector: ThresholdSelector = field(default_factory=ThresholdSelector)
+    value: float = math.nan
+    """The measured value of the threshold's data item (pods/s for the throughput, else ms)."""
+    met: bool | None = None
 
     @property
     def ratio(self) -> float:
-        return ratio(self.pods_per_s, self.threshold)
+        """The value over the threshold (above 1 meets a throughput threshold, under 1 an
+        expectLower one)."""
+        value = self.pods_per_s if self.selector.name == THROUGHPUT else self.value
+        return ratio(value, self.threshold)
+
+    @property
+    def met_text(self) -> str:
+        return "-" if self.met is None else ("yes" if self.met else "NO")
 
     @property
     def of_ceiling(self) -> float:
@@ -93,21 +119,26 @@ def config_path(checkout: Path, name: str) -> Path:
     return checkout / SCHEDULER_PERF_DIR / name / "performance-config.yaml"
 
 
-def thresholded(path: Path) -> dict[str, tuple[float, object]]:
+def thresholded(path: Path) -> dict[str, tuple[float, object, ThresholdSelector]]:
     """Every `TestCase/Workload` of the file that carries a threshold, with its test case as
-    the YAML has it, read from the YAML itself (a workload kemu refuses at every version
-    still has one to report)."""
+    the YAML has it and the data item the threshold applies to, read from the YAML itself (a
+    workload kemu refuses at every version still has one to report)."""
     try:
         data = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as e:
         raise WorkloadError(f"{path}: {e}") from None
-    out: dict[str, tuple[float, object]] = {}
+    out: dict[str, tuple[float, object, ThresholdSelector]] = {}
     for case in data if isinstance(data, list) else []:
         if not isinstance(case, dict):
             continue
         for w in case.get("workloads") or []:
             if isinstance(w, dict) and isinstance(w.get("threshold"), int | float):
-                out[f"{case.get('name')}/{w.get('name')}"] = (float(w["threshold"]), case)
+                try:
+                    selector = threshold_selector(case, w)
+                except WorkloadError:
+                    selector = ThresholdSelector()  # the plan gives the reason it runs nowhere
+                name = f"{case.get('name')}/{w.get('name')}"
+                out[name] = (float(w["threshold"]), case, selector)
     return out
 
 
@@ -123,12 +154,12 @@ def plan(paths: Sequence[Path]) -> list[Planned]:
     seen: dict[str, object] = {}
     """Workload -> the test case it was planned from."""
     for path in paths:
-        wanted: dict[str, float] = {}
-        for name, (threshold, case) in thresholded(path).items():
+        wanted: dict[str, tuple[float, ThresholdSelector]] = {}
+        for name, (threshold, case, selector) in thresholded(path).items():
             if name in seen and seen[name] == case:
                 continue  # planned already, from an earlier file
             seen[name] = case
-            wanted[name] = threshold
+            wanted[name] = (threshold, selector)
         found: dict[str, Version] = {}
         reasons: dict[str, str] = {}
         for v in versions:
@@ -140,17 +171,16 @@ def plan(paths: Sequence[Path]) -> list[Planned]:
                     for name in wanted:
                         if name == s.name or name.startswith(s.name + "/"):
                             reasons.setdefault(name, s.reason)
-        for name, threshold in wanted.items():
-            out.append(
-                Planned(name, path, threshold, found.get(name), reasons.get(name, "unknown"))
-            )
+        for name, (threshold, selector) in wanted.items():
+            reason = reasons.get(name, "unknown")
+            out.append(Planned(name, path, threshold, found.get(name), reason, selector))
     return out
 
 
 def run_planned(p: Planned, timeout: float) -> Row:
     """Runs one planned workload through `bench scheduler_perf` and reads its --json."""
     assert p.version is not None
-    row = Row(p.workload, str(p.version), p.threshold)
+    row = Row(p.workload, str(p.version), p.threshold, selector=p.selector)
     with tempfile.TemporaryDirectory(prefix="kemu-bench-thresholds-") as tmp:
         out = Path(tmp) / "result.json"
         argv = [
@@ -171,6 +201,9 @@ def run_planned(p: Planned, timeout: float) -> Row:
     first = results[0]
     row.error = first.get("error") or ""
     row.pods_per_s = _number((first.get("throughput") or {}).get("average"))
+    row.value = _number(first.get("threshold_value"))
+    met = first.get("threshold_met")
+    row.met = met if isinstance(met, bool) else None
     row.cpu_ceiling = _number(first.get("cpu_ceiling"))
     cores = first.get("cpu_cores") or {}
     row.cpu_cores = {str(k): _number(v) for k, v in cores.items()}
@@ -185,19 +218,21 @@ def _number(value: object) -> float:
 
 def render(rows: Sequence[Row], refused: Sequence[Planned], host: str = "") -> str:
     """The table (under a line naming `host`'s CPU, when given)."""
-    header = ("workload", "emulated", "pods/s", "threshold", "ratio", "CPU ceiling",
-              "of ceiling", "busiest (cores)", "load at start")  # fmt: skip
+    header = ("workload", "emulated", "pods/s", "threshold", "value", "met", "ratio",
+              "CPU ceiling", "of ceiling", "busiest (cores)", "load at start")  # fmt: skip
     lines = [f"host: {host}", ""] if host else []
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for r in rows:
         if r.error:
-            cells = [r.workload, r.version, "error", f"{r.threshold:g}", r.error]
+            cells = [r.workload, r.version, "error", _threshold_cell(r), r.error]
         else:
             cells = [
                 r.workload,
                 r.version,
                 fmt(r.pods_per_s, 1),
-                f"{r.threshold:g}",
+                _threshold_cell(r),
+                fmt(r.value, 2 if r.selector.name != THROUGHPUT else 1),
+                r.met_text,
                 f"{fmt(r.ratio, 2)}x",
                 fmt(r.cpu_ceiling, 1),
                 fmt(r.of_ceiling, 2),
@@ -206,9 +241,13 @@ def render(rows: Sequence[Row], refused: Sequence[Planned], host: str = "") -> s
             ]
         lines.append(_table_line(cells, len(header)))
     for p in refused:
-        cells = [p.workload, "none", "-", f"{p.threshold:g}", p.reason]
+        cells = [p.workload, "none", "-", p.threshold_text, p.reason]
         lines.append(_table_line(cells, len(header)))
     return "\n".join(lines)
+
+
+def _threshold_cell(r: Row) -> str:
+    return r.selector.bound(r.threshold)
 
 
 def _table_line(cells: Sequence[str], columns: int) -> str:
@@ -218,7 +257,7 @@ def _table_line(cells: Sequence[str], columns: int) -> str:
 
 def render_plan(planned: Sequence[Planned]) -> str:
     return "\n".join(
-        f"{p.workload}  threshold {p.threshold:g} pods/s  "
+        f"{p.workload}  threshold {p.threshold_text}  "
         + (f"at emulated version {p.version}" if p.version else f"runs at none: {p.reason}")
         for p in planned
     )
@@ -260,6 +299,11 @@ def main(
         print(f"bench thresholds: --files: unknown {', '.join(unknown)}", file=sys.stderr)
         return 2
     paths = [config_path(Path(args.k8s), n) for n in names]
+    if args.files == ",".join(FILES):
+        # The default files a checkout predates (gangscheduling/ is 1.36's) are left out.
+        for absent in [x for x in paths if not x.is_file() and x.parent.name == "gangscheduling"]:
+            print(f"bench thresholds: no {absent}: left out", file=sys.stderr)
+            paths.remove(absent)
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         print(f"bench thresholds: --k8s: no {missing[0]}", file=sys.stderr)
@@ -301,11 +345,21 @@ def render_progress(row: Row, done: int, total: int) -> str:
     figures = (
         f"error: {row.error}"
         if row.error
-        else f"{fmt(row.pods_per_s, 1)} pods/s, {fmt(row.ratio, 2)}x of {row.threshold:g}, "
+        else _progress_value(row) + f", {fmt(row.ratio, 2)}x of {row.threshold:g}, "
         f"{fmt(row.of_ceiling, 2)} of its CPU ceiling {fmt(row.cpu_ceiling, 1)}, busiest "
         f"{row.busiest}"
     )
     return f"[{done}/{total}] {row.workload} (emulated {row.version}): {figures}"
+
+
+def _progress_value(row: Row) -> str:
+    if row.selector.name == THROUGHPUT:
+        return f"{fmt(row.pods_per_s, 1)} pods/s"
+    return (
+        f"{fmt(row.value, 2)} ms {row.selector.name} {row.selector.data_bucket} (threshold "
+        f"{'met' if row.met else 'NOT met' if row.met is False else '-'}), "
+        f"{fmt(row.pods_per_s, 1)} pods/s"
+    )
 
 
 def write_json(path: Path, rows: Sequence[Row], refused: Sequence[Planned], host: str) -> None:
@@ -313,7 +367,13 @@ def write_json(path: Path, rows: Sequence[Row], refused: Sequence[Planned], host
         "host": host,
         "rows": jsonable(list(rows)),
         "refused": [
-            {"workload": p.workload, "threshold": p.threshold, "reason": p.reason} for p in refused
+            {
+                "workload": p.workload,
+                "threshold": p.threshold,
+                "metric": p.threshold_text,
+                "reason": p.reason,
+            }
+            for p in refused
         ],
     }
     path.write_text(json.dumps(doc, indent=2) + "\n")

@@ -149,8 +149,8 @@ def test_churn_barrier_and_collection_ops_parse(tmp_path: Path) -> None:
         ("  - {opcode: startCollectingMetrics, namespaces: [a]}", "workloadTemplate[0].opcode: no stopCollectingMetrics op after it"),
         ("  - {opcode: stopCollectingMetrics}", "workloadTemplate[0].opcode: no startCollectingMetrics op before it"),
         ("  - {opcode: createPods, count: 1, templateParams: {X: $nope}, podTemplatePath: t/pod.yaml}", "workloadTemplate[0].templateParams.X: no param 'nope'"),
-        ("  - {opcode: createPods, count: 1, podTemplatePath: t/bad.yaml}", "workloadTemplate[0].podTemplatePath: template {{.Missing}}: no such value"),
-        ("  - {opcode: createPods, count: 1, podTemplatePath: t/func.yaml}", "workloadTemplate[0].podTemplatePath: template action {{Pow .Index 2}}: unknown function 'Pow'"),
+        ("  - {opcode: createPods, count: 1, podTemplatePath: t/bad.yaml}", "workloadTemplate[0].podTemplatePath: template {{AddInt .Missing 1}}: cannot cast <nil> to float64"),
+        ("  - {opcode: createPods, count: 1, podTemplatePath: t/func.yaml}", "workloadTemplate[0].podTemplatePath: template {{Pow .Index 2}}: function \"Pow\" not defined"),
         ("  - {opcode: createPods, count: 1, podTemplatePath: t/none.yaml}", "workloadTemplate[0].podTemplatePath: [Errno 2]"),
     ],
 )  # fmt: skip
@@ -158,7 +158,7 @@ def test_errors_of_the_upstream_ops_name_the_field(tmp_path: Path, ops: str, mes
     files = {
         "t/pod.yaml": POD,
         "t/ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: x}\n",
-        "t/bad.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: 'p{{.Missing}}'}\n",
+        "t/bad.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: 'p{{AddInt .Missing 1}}'}\n",
         "t/func.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: 'p{{Pow .Index 2}}'}\n",
     }
     with pytest.raises(WorkloadError) as e:
@@ -186,9 +186,12 @@ def test_go_template_actions_as_upstreams_functions() -> None:
         == "1.5 3.5 2"
     )
     assert render_template("{{Mod -7 3}}", env, "w") == "-1"  # Go's %: truncated
-    with pytest.raises(WorkloadError, match="w: DivideInt: division by zero"):
+    with pytest.raises(WorkloadError, match="w: template {{DivideInt 1 0}}: division by zero"):
         render_template("{{DivideInt 1 0}}", env, "w")
-    with pytest.raises(WorkloadError, match="w: SubtractInt takes 2 arguments, got 1"):
+    with pytest.raises(
+        WorkloadError,
+        match="w: template {{SubtractInt 1}}: wrong number of args for SubtractInt: want 2 got 1",
+    ):
         render_template("{{SubtractInt 1}}", env, "w")
 
 
@@ -234,7 +237,7 @@ MIXED = """
   - {name: bad, params: {x: [-1]}}
 - name: Dra
   workloadTemplate:
-  - {opcode: createAny, templatePath: t.yaml}
+  - {opcode: createResourceClaims, templatePath: t.yaml}
   workloads:
   - {name: a}
   - {name: b}
@@ -244,7 +247,7 @@ MIXED = """
   workloads:
   - {name: a}
 - name: OtherMetric
-  thresholdMetricSelector: {name: scheduler_framework_extension_point_duration_seconds}
+  thresholdMetricSelector: {dataBucket: Perc90}
   workloadTemplate:
   - {opcode: createNodes, count: 1}
   workloads:
@@ -288,8 +291,7 @@ def test_one_bad_test_case_does_not_refuse_the_others() -> None:
     # Not modelled: skipped with the reason, named at the test case when every workload is.
     assert by_name["Dra"] == Skipped(
         "Dra",
-        "[1] Dra.workloadTemplate[0].opcode: createAny: creates arbitrary objects (DRA "
-        "classes, slices, claims)",
+        "[1] Dra.workloadTemplate[0].opcode: createResourceClaims: DRA is not modelled",
     )
     assert not by_name["SteadyState"].refused
     assert "steadyState: the steady-state mode of createPods is not modelled" in (
@@ -305,7 +307,7 @@ def test_one_bad_test_case_does_not_refuse_the_others() -> None:
 def test_strict_parsing_refuses_the_first_bad_one() -> None:
     with pytest.raises(WorkloadError, match="workloads\\[1\\].featureGates"):
         parse_workloads(yaml.safe_load(MIXED))
-    with pytest.raises(NotModelled, match="createAny"):
+    with pytest.raises(NotModelled, match="createResourceClaims"):
         parse_workloads(yaml.safe_load(MIXED.split("- name: Volumes")[0].replace(
             "  - {name: locked, featureGates: {NodeDeclaredFeatures: false}}\n  - {name: bad, params: {x: [-1]}}\n", ""
         )))  # fmt: skip
@@ -583,7 +585,10 @@ def test_a_refused_workload_named_with_workload_says_why_and_which_versions_run_
     # Not modelled at any version: said so, not "no workload".
     assert main(["--config", str(path), "--workload", "Dra"]) == 2
     err = capsys.readouterr().err
-    assert "createAny" in err and "it runs at no emulated version kemu has (1.21 to 1.37)" in err
+    assert (
+        "createResourceClaims" in err
+        and "it runs at no emulated version kemu has (1.21 to 1.37)" in err
+    )
     # An unknown name is still one.
     assert main(["--config", str(path), "--workload", "Nope"]) == 2
     assert "no workload 'Nope'" in capsys.readouterr().err

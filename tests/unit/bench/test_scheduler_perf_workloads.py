@@ -29,6 +29,7 @@ from bench.scheduler_perf_workloads import (
     DeletePods,
     NodeLabels,
     Sleep,
+    UpdateAny,
     WorkloadError,
     load_workload_files,
     namespace_objects,
@@ -261,6 +262,9 @@ def test_the_shipped_ops_file_exercises_every_op_and_field() -> None:
         "Churn",
         "StartCollectingMetrics",
         "StopCollectingMetrics",
+        "CreateAny",
+        "CreatePodGroups",
+        "UpdateAny",
     }
     churns = [op for op in ops if isinstance(op, Churn)]
     assert {c.mode for c in churns} == {"create", "recreate"}
@@ -277,6 +281,8 @@ def test_the_shipped_ops_file_exercises_every_op_and_field() -> None:
     assert any(w.threshold is not None for w in ws)
     assert any(w.not_modelled_gates for w in ws)
     assert any(w.scheduler_config is not None for w in ws)
+    assert any(isinstance(op, UpdateAny) and op.subresources == ("resize",) for op in ops)
+    assert any(w.threshold_selector.expect_lower and w.metrics for w in ws)
 
 
 def test_the_indexed_templates_render_per_object() -> None:
@@ -308,7 +314,9 @@ def test_every_test_case_has_a_quick_workload_and_the_labels_select_kemus_cases(
     ws = list(_shipped().values())
     quick = {w.test_case for w in select_workloads(ws, [], "quick")}
     cases = {w.test_case for w in ws}
-    assert cases == quick
+    # GangsOfThree needs the apiserver's PodGroups and the scheduler's pod-group cycle.
+    assert cases - quick == {"GangsOfThree"}
+    assert {w.test_case for w in select_workloads(ws, [], "gang")} == {"GangsOfThree"}
     assert {w.full_name for w in select_workloads(ws, [], "performance")} == {
         "SchedulingBasic/500Nodes",
         "SchedulingBasic/5000Nodes",

@@ -25,7 +25,7 @@ FILE = """
   - {name: untimed}
 - name: Dra
   workloadTemplate:
-  - {opcode: createAny, templatePath: t.yaml}
+  - {opcode: createResourceClaims, templatePath: t.yaml}
   workloads:
   - {name: a, threshold: 10}
 """
@@ -47,7 +47,7 @@ def test_each_thresholded_workload_runs_at_the_newest_version_that_accepts_it(
     assert planned["Good/fast"].version == Version(1, 37)
     # NodeDeclaredFeatures is locked to true at 1.37: the newest version it can be off is 1.36
     assert planned["Good/locked"].version == Version(1, 36)
-    assert planned["Dra/a"].version is None and "createAny" in planned["Dra/a"].reason
+    assert planned["Dra/a"].version is None and "createResourceClaims" in planned["Dra/a"].reason
 
 
 def test_the_table_has_each_run_and_each_workload_that_runs_nowhere(
@@ -58,7 +58,9 @@ def test_the_table_has_each_run_and_each_workload_that_runs_nowhere(
     def fake_run(p: Planned, timeout: float) -> Row:
         ran.append((p.workload, str(p.version)))
         cores = {"scheduler": 0.4, "apiserver": 0.97, "etcd": math.nan}
-        return Row(p.workload, str(p.version), p.threshold, 150.0, 300.0, 1.5, cpu_cores=cores)
+        row = Row(p.workload, str(p.version), p.threshold, 150.0, 300.0, 1.5, cpu_cores=cores)
+        row.value, row.met = 150.0, 150.0 >= p.threshold
+        return row
 
     out = tmp_path / "t.json"
     assert main(["--k8s", str(checkout), "--files", "misc", "--json", str(out)], fake_run) == 0
@@ -66,10 +68,11 @@ def test_the_table_has_each_run_and_each_workload_that_runs_nowhere(
     table = capsys.readouterr().out
     assert table.startswith("host: ") and " cpus" in table.splitlines()[0]
     assert (
-        "| Good/fast | 1.37 | 150.0 | 100 | 1.50x | 300.0 | 0.50 | apiserver 0.97 | 1.50 |" in table
+        "| Good/fast | 1.37 | 150.0 | 100 pods/s | 150.0 | yes | 1.50x | 300.0 | 0.50 "
+        "| apiserver 0.97 | 1.50 |" in table
     )
-    assert "| Good/locked | 1.36 | 150.0 | 50 | 3.00x |" in table
-    assert "| Dra/a | none | - | 10 |" in table
+    assert "| Good/locked | 1.36 | 150.0 | 50 pods/s | 150.0 | yes | 3.00x |" in table
+    assert "| Dra/a | none | - | 10 pods/s |" in table
     data = json.loads(out.read_text())
     assert [r["workload"] for r in data["rows"]] == ["Good/fast", "Good/locked"]
     assert data["refused"][0]["workload"] == "Dra/a"
@@ -100,7 +103,10 @@ def test_a_failed_run_is_a_row_with_its_error_and_a_non_zero_exit(
 
     argv = ["--k8s", str(checkout), "--files", "misc", "--workload", "Good/fast"]
     assert main(argv, failing) == 1
-    assert "| Good/fast | 1.37 | error | 100 | TimeoutError: 3600 s |" in capsys.readouterr().out
+    assert (
+        "| Good/fast | 1.37 | error | 100 pods/s | TimeoutError: 3600 s |"
+        in capsys.readouterr().out
+    )
     assert math.isnan(Row("w", "1.37", 1.0).ratio)
     assert Row("w", "1.37", 1.0).busiest == "-"  # a run that measured no process
 
@@ -142,3 +148,49 @@ def test_each_run_is_reported_as_it_ends_and_the_json_kept_so_far(
         "[2/2] Good/locked (emulated 1.36): 150.0 pods/s, 3.00x of 50, 0.50 of its CPU "
         "ceiling 300.0, busiest -",
     ]
+
+
+GANGS = """
+- name: GangScheduling
+  workloadTemplate:
+  - {opcode: createNodes, countParam: $nodes}
+  - {opcode: createPods, count: 3, collectMetrics: true}
+  workloads:
+  - {name: small, params: {nodes: 1}}
+  - name: big
+    threshold: 8
+    thresholdMetricSelector:
+      name: scheduler_podgroup_scheduling_attempt_duration_seconds
+      labels: {result: scheduled}
+      dataBucket: Average
+      expectLower: true
+    params: {nodes: 5}
+"""
+
+
+def test_a_gang_threshold_is_on_the_pod_group_attempt_duration_and_lower_is_met(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """gangscheduling/'s thresholds: the pod-group attempt duration's average in ms, met when
+    under the threshold (expectLower)."""
+    path = config_path(tmp_path, "gangscheduling")
+    path.parent.mkdir(parents=True)
+    path.write_text(GANGS)
+    (p,) = plan([path])
+    assert (p.workload, p.threshold, p.version) == ("GangScheduling/big", 8.0, Version(1, 37))
+    assert p.selector.expect_lower and p.selector.labels == {"result": "scheduled"}
+
+    def fake_run(p: Planned, timeout: float) -> Row:
+        row = Row(p.workload, str(p.version), p.threshold, 600.0, selector=p.selector)
+        row.value, row.met = 9.5, False  # 9.5 ms: over the threshold, not met
+        return row
+
+    assert main(["--k8s", str(tmp_path), "--files", "gangscheduling", "--list"], fake_run) == 0
+    listed = capsys.readouterr().out
+    assert "GangScheduling/big  threshold < 8 ms scheduler_podgroup_scheduling_attempt_" in listed
+    assert main(["--k8s", str(tmp_path), "--files", "gangscheduling"], fake_run) == 0
+    table = capsys.readouterr().out
+    assert (
+        "| GangScheduling/big | 1.37 | 600.0 | < 8 ms scheduler_podgroup_scheduling_attempt_"
+        "duration_seconds{result=scheduled} Average | 9.50 | NO | 1.19x |" in table
+    )
