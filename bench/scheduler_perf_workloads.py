@@ -32,7 +32,7 @@ from kemu.component.version import (
     Version,
     parse_emulated_version,
 )
-from kemu.machinery import convert, kinds
+from kemu.machinery import convert, kinds, podgroups
 from kemu.machinery.duration import DurationError, parse_duration
 from kemu.machinery.errors import Invalid
 from kemu.machinery.storage import ANN_MIGRATED_PLUGINS, CLAIM_BOUND, VOLUME_BOUND
@@ -1283,11 +1283,11 @@ def _update_any(
 
 def object_kind(data: Mapping[str, object], where: str) -> kinds.Kind:
     """The kind kemu serves that a template's object is: by its `kind` and the group of its
-    `apiVersion`. kemu serves one shape of each kind (PodGroup: 1.37's scheduling.k8s.io/v1beta1;
-    its other versions are converted at the REST edge), and the bench creates through kemu's
-    client in that shape: an object of another version of the same group is read in that
-    shape, refused when a field does not decode (upstream creates with FieldValidation Strict).
-    A kind kemu does not serve is NotModelled."""
+    `apiVersion`. kemu's messages have one shape of each kind (PodGroup: 1.37's
+    scheduling.k8s.io/v1beta1), and the bench creates through kemu's client in that shape: an
+    object of another version upstream served the kind as is converted as kemuctl converts a
+    manifest (kemu.machinery.podgroups.from_manifest), refused when a field does not decode
+    (upstream creates with FieldValidation Strict). A kind kemu does not serve is NotModelled."""
     name = data.get("kind")
     if not isinstance(name, str) or not name:
         raise WorkloadError(f"{where}: kind: expected a kind")
@@ -1307,7 +1307,10 @@ def object_kind(data: Mapping[str, object], where: str) -> kinds.Kind:
 def object_message(kind: kinds.Kind, data: Mapping[str, object], where: str) -> Message:
     """A rendered template's object as `kind`'s message (see object_kind for its version)."""
     object_kind(data, where)
-    return _message(kind, {**data, "apiVersion": kind.api_version}, where)
+    try:
+        return podgroups.from_manifest(kind, dict(data))
+    except Invalid as e:
+        raise WorkloadError(f"{where}: {e}") from e
 
 
 def _pod_volumes(raw: Mapping[str, object], where: str, base_dir: Path | None) -> PodVolumes | None:
