@@ -17,6 +17,8 @@ from typing import Final, Literal
 
 from kemu.component.featuregate import (
     CLEARING_NOMINATED_NODE_NAME_AFTER_BINDING,
+    GANG_SCHEDULING,
+    GENERIC_WORKLOAD,
     IN_PLACE_POD_VERTICAL_SCALING,
     IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
     NOMINATED_NODE_NAME_FOR_EXPECTATION,
@@ -119,6 +121,35 @@ def autoscaler_nnn(cell: Cell) -> Facts:
     }
 
 
+def pod_groups_served(cell: Cell) -> bool:
+    """The apiserver serves the Workload API (1.35's Workload, 1.36's PodGroup) and keeps a
+    pod's reference to its group: GenericWorkload at the first apiserver."""
+    return cell.feature_gates("apiserver").enabled(GENERIC_WORKLOAD)
+
+
+def _group_field_version(minor: int) -> str:
+    """Which reference a version reads: 1.35's spec.workloadRef, 1.36's spec.schedulingGroup
+    (kubernetes#136976 replaced the one with the other)."""
+    return "workloadRef" if minor <= 35 else "schedulingGroup"
+
+
+def pod_groups(cell: Cell) -> Facts:
+    """S-PG-1 (KEP-4671) across versions: a gang's members are held at PreEnqueue until
+    minCount exist iff the apiserver keeps the reference (GenericWorkload), the scheduler has
+    gang scheduling (GenericWorkload, and GangScheduling before 1.37: 1.37 folded it in) and
+    reads the reference the apiserver's version has; a scheduler older than 1.35, or without
+    the gates, binds them one by one as ordinary pods. Every member is bound once all exist."""
+    served = pod_groups_served(cell)
+    scheduler = cell.feature_gates("scheduler")
+    gangs = (
+        scheduler.enabled(GENERIC_WORKLOAD)
+        and scheduler.enabled(GANG_SCHEDULING)
+        and _group_field_version(cell.scheduler.minor)
+        == _group_field_version(cell.apiservers[0].minor)
+    )
+    return {"pod_groups_served": served, "partial_gang_held": served and gangs, "gang_bound": True}
+
+
 def rolling_upgrade(cell: Cell) -> Facts:
     """Upstream's upgrade order keeps every intermediate state inside the policy: every step
     completes, the load is bound after each, the invariants hold."""
@@ -132,6 +163,7 @@ EXPECTATIONS: Final[Mapping[str, Callable[[Cell], Facts]]] = {
     "resize-old-kubelet": resize_old_kubelet,
     "resize-preemption": resize_preemption,
     "autoscaler-nnn": autoscaler_nnn,
+    "pod-groups": pod_groups,
     "rolling-upgrade": rolling_upgrade,
 }
 UPGRADE: Final = "rolling-upgrade"

@@ -14,7 +14,8 @@ from kemu.component.featuregate import (
     POD_SCHEDULING_READINESS,
 )
 from kemu.machinery.errors import Invalid, NotFound
-from kemu.skew.expect import Facts, clearing, disruption_reason
+from kemu.machinery.podgroups import WORKLOAD_REF_LAST_MINOR
+from kemu.skew.expect import Facts, clearing, disruption_reason, pod_groups_served
 from kemu.skew.policy import Cell
 from kemu.skew.upgrade import rolling_upgrade
 from kemu.testing.builders import PodBuilder, make_pod
@@ -315,6 +316,69 @@ async def autoscaler_nnn(cluster: Cluster, cell: Cell) -> Facts:
         }
 
 
+GANG: Final = "gang"
+GANG_SIZE: Final = 3
+GANG_OBSERVATION: Final = 4.0
+"""How long pod-groups watches two members of an incomplete gang for a binding."""
+
+
+def _gang_member(s: Scenario, index: int, minor: int) -> types_pb2.Pod:
+    """Member `index` of the gang, naming its group as the apiserver's version spells it:
+    1.35's spec.workloadRef (the Workload's pod group), 1.36's spec.schedulingGroup."""
+    pod = s.pod(f"{GANG}-{index}", cpu="100m", memory="64Mi").obj()
+    if minor <= WORKLOAD_REF_LAST_MINOR:
+        pod.spec.workload_ref.name = GANG
+        pod.spec.workload_ref.pod_group = GANG
+    else:
+        pod.spec.scheduling_group.pod_group_name = GANG
+    return pod
+
+
+async def _create_gang_group(s: Scenario, minor: int) -> None:
+    """The gang's group (minCount 3): at 1.35 a Workload's pod group, from 1.36 a PodGroup."""
+    policy = types_pb2.PodGroupSchedulingPolicy()
+    policy.gang.min_count = GANG_SIZE
+    if minor <= WORKLOAD_REF_LAST_MINOR:
+        workload = types_pb2.Workload()
+        workload.metadata.name, workload.metadata.namespace = GANG, s.ns
+        workload.spec.pod_group_templates.add(name=GANG, scheduling_policy=policy)
+        await s.client.create(workload)
+        return
+    group = types_pb2.PodGroup()
+    group.metadata.name, group.metadata.namespace = GANG, s.ns
+    group.spec.scheduling_policy.CopyFrom(policy)
+    await s.client.create(group)
+
+
+async def pod_groups(cluster: Cluster, cell: Cell) -> Facts:
+    """S-PG-1 across versions: a gang of 3 (minCount 3) whose third member comes last. Two
+    members stay unbound while the third does not exist iff the cell's scheduler schedules
+    groups and reads the reference the apiserver keeps; the three are bound once it exists."""
+    minor = cell.apiservers[0].minor
+    kubelet = str(cell.kubelet)
+    served = pod_groups_served(cell)
+    async with Scenario.open(cluster, "skew-pg") as s:
+        await s.nodes("node", cpu="4", memory="4Gi", pods="32", emulated_version=kubelet)
+        if served:
+            await _create_gang_group(s, minor)
+        for index in range(GANG_SIZE - 1):
+            await s.create(_gang_member(s, index, minor))
+
+        async def none_bound() -> None:
+            bound = [n for n, p in (await s.pods()).items() if p.spec.node_name]
+            assert not bound, f"bound before the gang was complete: {bound}"
+
+        try:
+            await s.holds(none_bound, GANG_OBSERVATION)
+            held = True
+        except AssertionError:
+            held = False
+        await s.create(_gang_member(s, GANG_SIZE - 1, minor))
+        for index in range(GANG_SIZE):
+            await s.wait_bound(f"{GANG}-{index}", TIMEOUT)
+        return {"pod_groups_served": served, "partial_gang_held": held, "gang_bound": True}
+
+
 SCENARIO_FUNCS: Final[Mapping[str, Callable[[Cluster, Cell], Awaitable[Facts]]]] = {
     "binding-nnn": binding_nnn,
     "preemption-nnn": preemption_nnn,
@@ -322,5 +386,6 @@ SCENARIO_FUNCS: Final[Mapping[str, Callable[[Cluster, Cell], Awaitable[Facts]]]]
     "resize-old-kubelet": resize_old_kubelet,
     "resize-preemption": resize_preemption,
     "autoscaler-nnn": autoscaler_nnn,
+    "pod-groups": pod_groups,
     "rolling-upgrade": rolling_upgrade,
 }

@@ -302,3 +302,24 @@ def test_resize_preemption_and_autoscaler_expectations() -> None:
     assert expect.autoscaler_nnn(cell("1.37"))["pod_nominated_to_gone_node_scales_up"] is False
     assert expect.autoscaler_nnn(cell("1.36"))["pod_nominated_to_gone_node_scales_up"] is True
     assert cell("1.37", sched="1.36").components()["autoscaler"] == "1.36"
+
+
+def test_pod_group_expectations_follow_the_apiserver_and_the_scheduler() -> None:
+    # S-PG-1 across versions: held only when the apiserver keeps the reference and the
+    # scheduler gangs the field that version spells (1.35 workloadRef, 1.36+ schedulingGroup).
+    wl = {"GenericWorkload": True}
+    held = {"pod_groups_served": True, "partial_gang_held": True, "gang_bound": True}
+    assert expect.pod_groups(cell("1.37", gates={"apiserver": wl, "scheduler": wl})) == held
+    gang_136 = {"apiserver": wl, "scheduler": {**wl, "GangScheduling": True}}
+    assert expect.pod_groups(cell("1.36", gates=gang_136)) == held
+    # A 1.36 scheduler without GangScheduling: the group cycle, no gang.
+    assert not expect.pod_groups(cell("1.36", gates={"apiserver": wl, "scheduler": wl}))[
+        "partial_gang_held"
+    ]
+    old = expect.pod_groups(cell("1.35", sched="1.34", gates={"apiserver": wl}))
+    assert old == {"pod_groups_served": True, "partial_gang_held": False, "gang_bound": True}
+    # The scheduler without the API at its apiserver: ordinary pods.
+    assert expect.pod_groups(cell("1.37", gates={"scheduler": wl}))["partial_gang_held"] is False
+    assert expect.pod_groups(expect.NEWEST)["pod_groups_served"] is False
+    names = {c.name for c in load().cells}
+    assert {"pod-groups-1.37", "pod-groups-1.36", "pod-groups-old-scheduler"} <= names
