@@ -39,6 +39,7 @@ from kemu.scheduling.types import (
 if TYPE_CHECKING:
     from kemu.component.clock import Clock
     from kemu.component.featuregate import FeatureGates
+    from kemu.scheduling.pod_group_state import PodGroupStates
     from kemu.scheduling.preemption import Candidate
 
 
@@ -824,6 +825,11 @@ class Handle(Protocol):
         ...
 
     def iterate_over_waiting_pods(self) -> Iterable[WaitingPod]: ...
+
+    def pod_group_states(self) -> PodGroupStates | None:
+        """The scheduler's pod groups and their members (upstream 1.35's WorkloadManager,
+        1.36's PodGroupManager); None when groups are off or in simulations."""
+        ...
 
     def reject_waiting_pod(self, uid: str) -> bool: ...
 
