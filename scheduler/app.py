@@ -289,6 +289,7 @@ async def serve(client: ApiClient, settings: SchedulerSettings, ctx: ComponentCo
         metrics=metrics,
         settings=CycleSettings.of(ctx.gates, paths=settings.paths),
         observer=observer,
+        pod_groups=pod_groups,
     )
     ctx.add_readiness_check("informers", functools.partial(_synced, informers.factory))
     comparer = CacheComparer.wired(

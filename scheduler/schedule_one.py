@@ -74,6 +74,7 @@ from kemu.scheduling.interface import (
 )
 from kemu.scheduling.nominator import PodLister
 from kemu.scheduling.plugins import deferred_pod_scheduling
+from kemu.scheduling.pod_group_state import PodGroupStates
 from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.status import Code, Status, as_error, unresolvable
 from kemu.scheduling.types import NodeInfo, PodInfo, PostFilterResult, PreFilterResult
@@ -274,6 +275,7 @@ class Scheduler:
         metrics: SchedulerMetrics,
         settings: CycleSettings,
         observer: CycleObserver = NO_OBSERVER,
+        pod_groups: PodGroupStates | None = None,
     ) -> None:
         self.client = client
         self.cache = cache
@@ -289,6 +291,9 @@ class Scheduler:
         self.next_start_node_index = 0
         self.cycles = 0
         self.resize_preemption = resize_preemption_enabled(settings.gates)
+        # Pod groups (GenericWorkload): from 1.36 the scheduler's own assume and forget mark
+        # a member assumed in its group (1.35: GangScheduling's Reserve/Unreserve).
+        self.pod_groups = pod_groups
         self._binding_tasks: TaskGroup | None = None
         self._cycle_cpu_start = 0.0  # time.thread_time() at the current cycle's start
         self._filter_evaluations: dict[str, Callable[[float], None]] = {}
@@ -381,6 +386,15 @@ class Scheduler:
             return True
         return False
 
+    def assume_in_pod_group(self, assumed: types_pb2.Pod) -> None:
+        """1.36+: the cache's assume marks the member assumed in its group's state."""
+        if self.pod_groups is not None and self.pod_groups.membership.group_cycle:
+            self.pod_groups.assume_pod(assumed)
+
+    def forget_in_pod_group(self, assumed: types_pb2.Pod) -> None:
+        if self.pod_groups is not None and self.pod_groups.membership.group_cycle:
+            self.pod_groups.forget_pod(assumed)
+
     def _is_deferred(self, pod: types_pb2.Pod) -> bool:
         """A running pod queued for its Deferred resize (KEP-5836)."""
         return self.resize_preemption and is_deferred_resize_pod(pod)
@@ -431,6 +445,7 @@ class Scheduler:
         assumed.CopyFrom(pod)
         assumed.spec.node_name = node
         self.cache.assume_pod(assumed)
+        self.assume_in_pod_group(assumed)
         # An assumed pod no longer reserves a node through its nomination (pkg/scheduler/backend/queue/nominator.go).
         self.queue.delete_nominated_pod_if_exists(pod)
         since = self.clock.monotonic()
@@ -444,6 +459,7 @@ class Scheduler:
                 return assumed, node
         fwk.run_reserve_plugins_unreserve(state, assumed, node)
         self.cache.forget_pod(assumed)
+        self.forget_in_pod_group(assumed)
         plugins = {status.plugin} if status.is_rejected() else set()
         await self.handle_scheduling_failure(fwk, qpi, status, PostFilterResult(""), start, plugins)
         return None
@@ -711,6 +727,7 @@ class Scheduler:
         except CacheError as e:
             logger.error("scheduler cache ForgetPod failed: %s", e)
             forgotten = False
+        self.forget_in_pod_group(assumed)
         if forgotten and not status.is_rejected():
             self.queue.move_all_to_active_or_backoff_queue(ASSIGNED_POD_DELETE, assumed, None)
         plugins = {status.plugin} if rejected_at_permit and status.plugin else set()

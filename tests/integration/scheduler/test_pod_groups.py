@@ -1,0 +1,146 @@
+"""Pod groups and gang scheduling on real processes (S-PG-*, docs/scheduler.md "Pod groups").
+
+One etcd, one apiserver, and one scheduler process per emulated flavour, each with its own
+profile (a pod picks one by spec.schedulerName): 1.35 (GenericWorkload + GangScheduling: a
+Workload's pod group, spec.workloadRef), 1.36 (the same gates: a PodGroup,
+spec.schedulingGroup) and 1.36 with the gates off. Nodes are bare Node objects (no kubelet):
+"bound" is spec.nodeName set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Final
+
+import pytest
+
+from kemu.api.v1 import types_pb2
+from kemu.component.featuregate import GANG_SCHEDULING, GENERIC_WORKLOAD
+from kemu.testing import Cluster
+from kemu.testing.builders import make_gang_pod_group, make_gang_workload
+from kemu.testing.scenarios import Scenario
+
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+
+GANG_135: Final = "gang-1-35-scheduler"
+GANG_136: Final = "gang-1-36-scheduler"
+OFF_136: Final = "gates-off-1-36-scheduler"
+GATES_ON: Final = {GENERIC_WORKLOAD: True, GANG_SCHEDULING: True}
+SCHEDULERS: Final = (
+    ("scheduler-1-35", GANG_135, "1.35", GATES_ON),
+    ("scheduler-1-36", GANG_136, "1.36", GATES_ON),
+    ("scheduler-1-36-off", OFF_136, "1.36", {}),
+)
+NNN_WAIT: Final = "waiting for minCount pods from a gang"
+
+
+def config(profile: str) -> str:
+    return f"""\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: {profile}
+"""
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    root = tmp_path_factory.mktemp("pod-groups")
+    with Cluster(root) as c:
+        c.start_etcd()
+        c.start_apiserver(feature_gates={GENERIC_WORKLOAD: True})
+        for process, profile, version, gates in SCHEDULERS:
+            path = Path(root) / f"{profile}.yaml"
+            path.write_text(config(profile))
+            c.start_scheduler(
+                name=process,
+                config=str(path),
+                emulated_version=version,
+                feature_gates=gates,
+                extra_args=["--seed", "1"],
+            )
+        yield c
+
+
+def member(s: Scenario, name: str, profile: str, group: str, cpu: str = "100m") -> types_pb2.Pod:
+    pod = s.pod(name, cpu=cpu, memory="10").scheduler_name(profile)
+    if profile == GANG_135:
+        pod.workload_ref("w", group)
+    else:
+        pod.pod_group(group)
+    return pod.obj()
+
+
+async def create_group(s: Scenario, profile: str, group: str, min_count: int) -> None:
+    if profile == GANG_135:
+        await s.client.create(make_gang_workload("w", {group: min_count}, s.ns))
+    else:
+        await s.client.create(make_gang_pod_group(group, min_count, s.ns))
+
+
+async def bound(s: Scenario) -> dict[str, str]:
+    return {name: p.spec.node_name for name, p in (await s.pods()).items() if p.spec.node_name}
+
+
+@pytest.mark.parametrize("profile", [GANG_135, GANG_136])
+async def test_s_pg_1_gang_held_until_its_third_member_exists(
+    cluster: Cluster, profile: str
+) -> None:
+    async with Scenario.open(cluster, "s-pg-1") as s:
+        await s.bare_node("n1", cpu="4", memory="1Gi", pods="32")
+        await create_group(s, profile, "g", 3)
+        for name in ("a", "b"):
+            await s.create(member(s, name, profile, "g"))
+
+        async def none_bound() -> None:
+            assert await bound(s) == {}
+
+        await s.holds(none_bound, seconds=2.0)
+        await s.create(member(s, "c", profile, "g"))
+        for name in ("a", "b", "c"):
+            assert await s.wait_bound(name) == s.node_name("n1")
+
+
+@pytest.mark.parametrize("profile", [GANG_135, GANG_136])
+async def test_s_pg_2_gang_that_cannot_fit_binds_none_and_s_pg_4_nnn_while_waiting(
+    cluster: Cluster, profile: str
+) -> None:
+    """Room for two of three: two members are reserved and wait at Permit with their
+    nominatedNodeName set (KEP-5278), the third is unschedulable; nothing binds."""
+    async with Scenario.open(cluster, "s-pg-2") as s:
+        await s.bare_node("n1", cpu="500m", memory="1Gi", pods="32")
+        await create_group(s, profile, "g", 3)
+        for name in ("a", "b", "c"):
+            await s.create(member(s, name, profile, "g", cpu="200m"))
+
+        async def two_wait_with_nnn() -> bool:
+            pods = await s.pods()
+            waiting = [p for p in pods.values() if p.status.nominated_node_name]
+            assert len(waiting) == 2, {n: p.status.nominated_node_name for n, p in pods.items()}
+            assert all(p.status.nominated_node_name == s.node_name("n1") for p in waiting)
+            return True
+
+        await s.eventually(two_wait_with_nnn)
+
+        async def none_bound() -> None:
+            assert await bound(s) == {}
+
+        await s.holds(none_bound, seconds=2.0)
+        # A node for the third: the gang completes, and binding clears the nominations.
+        await s.bare_node("n2", cpu="500m", memory="1Gi", pods="32")
+        for name in ("a", "b", "c"):
+            await s.wait_bound(name)
+
+        async def nnn_cleared() -> bool:
+            return all(not p.status.nominated_node_name for p in (await s.pods()).values())
+
+        await s.eventually(nnn_cleared)
+
+
+async def test_s_pg_6_gates_off_the_group_is_ignored(cluster: Cluster) -> None:
+    async with Scenario.open(cluster, "s-pg-6") as s:
+        await s.bare_node("n1", cpu="4", memory="1Gi", pods="32")
+        # No PodGroup object at all, minCount never met: each pod is scheduled alone.
+        await s.create(member(s, "a", OFF_136, "g"))
+        assert await s.wait_bound("a") == s.node_name("n1")
