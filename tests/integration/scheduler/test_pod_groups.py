@@ -27,7 +27,7 @@ GANG_135: Final = "gang-1-35-scheduler"
 GANG_136: Final = "gang-1-36-scheduler"
 OFF_136: Final = "gates-off-1-36-scheduler"
 GATES_ON: Final = {GENERIC_WORKLOAD: True, GANG_SCHEDULING: True}
-SCHEDULERS: Final = (
+SCHEDULERS: Final[tuple[tuple[str, str, str, dict[str, bool]], ...]] = (
     ("scheduler-1-35", GANG_135, "1.35", GATES_ON),
     ("scheduler-1-36", GANG_136, "1.36", GATES_ON),
     ("scheduler-1-36-off", OFF_136, "1.36", {}),
@@ -144,3 +144,31 @@ async def test_s_pg_6_gates_off_the_group_is_ignored(cluster: Cluster) -> None:
         # No PodGroup object at all, minCount never met: each pod is scheduled alone.
         await s.create(member(s, "a", OFF_136, "g"))
         assert await s.wait_bound("a") == s.node_name("n1")
+
+
+async def test_s_pg_3_scheduler_killed_while_members_wait_at_permit(cluster: Cluster) -> None:
+    """1.36: two of three members wait at Permit (their nominations set) when the scheduler
+    is SIGKILLed; after its restart no partial gang is bound, and once the third fits the
+    gang binds whole."""
+    profile = GANG_136
+    async with Scenario.open(cluster, "s-pg-3") as s:
+        await s.bare_node("n1", cpu="500m", memory="1Gi", pods="32")
+        await create_group(s, profile, "g", 3)
+        for name in ("a", "b", "c"):
+            await s.create(member(s, name, profile, "g", cpu="200m"))
+
+        async def two_nominated() -> bool:
+            pods = await s.pods()
+            return sum(1 for p in pods.values() if p.status.nominated_node_name) == 2
+
+        await s.eventually(two_nominated)
+        cluster.kill("scheduler-1-36")
+        cluster.restart("scheduler-1-36")
+
+        async def none_bound() -> None:
+            assert await bound(s) == {}
+
+        await s.holds(none_bound, seconds=2.0)
+        await s.bare_node("n2", cpu="500m", memory="1Gi", pods="32")
+        for name in ("a", "b", "c"):
+            await s.wait_bound(name)
