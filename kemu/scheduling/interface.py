@@ -62,6 +62,7 @@ class CycleState:
     __slots__ = (
         "_data",
         "filter_plan",
+        "pod_group_scheduling_cycle",
         "skip_filter_plugins",
         "skip_pre_bind_plugins",
         "skip_score_plugins",
@@ -75,6 +76,9 @@ class CycleState:
         self.skip_score_plugins: set[str] = set()
         # PreBind plugins whose PreBindPreFlight returned Skip: RunPreBindPlugins skips them.
         self.skip_pre_bind_plugins: set[str] = set()
+        # Set while the pod-group cycle tries the pod with its group (upstream
+        # CycleState.SetPodGroupSchedulingCycle): Permit's Wait then parks no waiting pod.
+        self.pod_group_scheduling_cycle: object | None = None
 
     def read(self, key: str) -> StateData | None:
         return self._data.get(key)
@@ -92,6 +96,7 @@ class CycleState:
         c.filter_plan = self.filter_plan
         c.skip_score_plugins = set(self.skip_score_plugins)
         c.skip_pre_bind_plugins = set(self.skip_pre_bind_plugins)
+        c.pod_group_scheduling_cycle = self.pod_group_scheduling_cycle
         return c
 
 

@@ -216,7 +216,10 @@ class GangScheduling(EnqueueExtensions):
             return as_error("internal pod group state doesn't exist for a pod's workload"), 0.0
         if group.scheduled_pods_count() < minimum:
             unscheduled = group.unscheduled_pods()
-            self.handle.activate(unscheduled)
+            if state.pod_group_scheduling_cycle is None:
+                # (in a pod-group cycle the others are being tried with it: in flight, an
+                # Activate would requeue them at once when the group fails)
+                self.handle.activate(unscheduled)
             logger.debug(
                 "Quorum is not met for gang %s: %s waits (activated %d)",
                 key,

@@ -19,6 +19,7 @@ from kemu.api.v1 import types_pb2
 from kemu.component.featuregate import GANG_SCHEDULING, GENERIC_WORKLOAD
 from kemu.testing import Cluster
 from kemu.testing.builders import make_gang_pod_group, make_gang_workload
+from kemu.testing.invariants import record_pods
 from kemu.testing.scenarios import Scenario
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
@@ -102,12 +103,13 @@ async def test_s_pg_1_gang_held_until_its_third_member_exists(
             assert await s.wait_bound(name) == s.node_name("n1")
 
 
-@pytest.mark.parametrize("profile", [GANG_135, GANG_136])
-async def test_s_pg_2_gang_that_cannot_fit_binds_none_and_s_pg_4_nnn_while_waiting(
-    cluster: Cluster, profile: str
+async def test_s_pg_2_1_35_gang_that_cannot_fit_binds_none_and_s_pg_4_nnn_while_waiting(
+    cluster: Cluster,
 ) -> None:
-    """Room for two of three: two members are reserved and wait at Permit with their
-    nominatedNodeName set (KEP-5278), the third is unschedulable; nothing binds."""
+    """1.35, room for two of three: two members are reserved and wait at Permit with their
+    nominatedNodeName set (KEP-5278), the third is unschedulable; nothing binds. A node for
+    the third completes the gang; binding clears the nominations."""
+    profile = GANG_135
     async with Scenario.open(cluster, "s-pg-2") as s:
         await s.bare_node("n1", cpu="500m", memory="1Gi", pods="32")
         await create_group(s, profile, "g", 3)
@@ -127,7 +129,6 @@ async def test_s_pg_2_gang_that_cannot_fit_binds_none_and_s_pg_4_nnn_while_waiti
             assert await bound(s) == {}
 
         await s.holds(none_bound, seconds=2.0)
-        # A node for the third: the gang completes, and binding clears the nominations.
         await s.bare_node("n2", cpu="500m", memory="1Gi", pods="32")
         for name in ("a", "b", "c"):
             await s.wait_bound(name)
@@ -136,6 +137,59 @@ async def test_s_pg_2_gang_that_cannot_fit_binds_none_and_s_pg_4_nnn_while_waiti
             return all(not p.status.nominated_node_name for p in (await s.pods()).values())
 
         await s.eventually(nnn_cleared)
+
+
+async def pod_group_condition(s: Scenario, name: str) -> tuple[str, str] | None:
+    pg = await s.client.get(types_pb2.PodGroup, name, s.ns)
+    for c in pg.status.conditions:
+        if c.type == "PodGroupScheduled":
+            return c.status, c.reason
+    return None
+
+
+async def test_s_pg_2_1_36_group_cycle_binds_none_and_s_pg_4_nnn_at_permit(
+    cluster: Cluster,
+) -> None:
+    """1.36, room for two of three: the pod-group cycle rejects the whole group (nobody is
+    reserved or waits), each member PodScheduled=False, the PodGroup PodGroupScheduled=False/
+    Unschedulable. With a node for the third the group is placed: its members wait at Permit
+    for the last one with their nominatedNodeName set (KEP-5278), then bind; the condition
+    turns True/Scheduled."""
+    profile = GANG_136
+    async with Scenario.open(cluster, "s-pg-2") as s:
+        async with record_pods(s.client, s.ns) as history:
+            await s.bare_node("n1", cpu="500m", memory="1Gi", pods="32")
+            await create_group(s, profile, "g", 3)
+            for name in ("a", "b", "c"):
+                await s.create(member(s, name, profile, "g", cpu="200m"))
+            for name in ("a", "b", "c"):
+                await s.wait_unschedulable(name)
+            assert await s.eventually(lambda: pod_group_condition(s, "g")) == (
+                "False",
+                "Unschedulable",
+            )
+
+            async def none_bound() -> None:
+                assert await bound(s) == {}
+                assert all(not p.status.nominated_node_name for p in (await s.pods()).values())
+
+            await s.holds(none_bound, seconds=2.0)
+            await s.bare_node("n2", cpu="500m", memory="1Gi", pods="32")
+            for name in ("a", "b", "c"):
+                await s.wait_bound(name)
+            assert await s.eventually(lambda: pod_group_condition(s, "g")) == (
+                "True",
+                "Scheduled",
+            )
+        nominated_before_bound = {
+            v.pod.metadata.name
+            for versions in history.versions.values()
+            for v in versions
+            if v.pod.status.nominated_node_name and not v.pod.spec.node_name
+        }
+        # The first two in the cycle's order waited at Permit for the third.
+        assert len(nominated_before_bound) >= 2, nominated_before_bound
+        assert all(not p.status.nominated_node_name for p in (await s.pods()).values())
 
 
 async def test_s_pg_6_gates_off_the_group_is_ignored(cluster: Cluster) -> None:
@@ -147,10 +201,10 @@ async def test_s_pg_6_gates_off_the_group_is_ignored(cluster: Cluster) -> None:
 
 
 async def test_s_pg_3_scheduler_killed_while_members_wait_at_permit(cluster: Cluster) -> None:
-    """1.36: two of three members wait at Permit (their nominations set) when the scheduler
-    is SIGKILLed; after its restart no partial gang is bound, and once the third fits the
-    gang binds whole."""
-    profile = GANG_136
+    """1.35 (where members wait at Permit until the gang is complete): two of three members
+    wait at Permit (their nominations set) when the scheduler is SIGKILLed; after its restart
+    no partial gang is bound, and once the third fits the gang binds whole."""
+    profile = GANG_135
     async with Scenario.open(cluster, "s-pg-3") as s:
         await s.bare_node("n1", cpu="500m", memory="1Gi", pods="32")
         await create_group(s, profile, "g", 3)
@@ -162,8 +216,8 @@ async def test_s_pg_3_scheduler_killed_while_members_wait_at_permit(cluster: Clu
             return sum(1 for p in pods.values() if p.status.nominated_node_name) == 2
 
         await s.eventually(two_nominated)
-        cluster.kill("scheduler-1-36")
-        cluster.restart("scheduler-1-36")
+        cluster.kill("scheduler-1-35")
+        cluster.restart("scheduler-1-35")
 
         async def none_bound() -> None:
             assert await bound(s) == {}
