@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Final
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from kemu.api.v1 import types_pb2
 from kemu.component.featuregate import GANG_SCHEDULING, GENERIC_WORKLOAD
@@ -26,11 +27,13 @@ pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 GANG_135: Final = "gang-1-35-scheduler"
 GANG_136: Final = "gang-1-36-scheduler"
+GANG_137: Final = "gang-1-37-scheduler"
 OFF_136: Final = "gates-off-1-36-scheduler"
 GATES_ON: Final = {GENERIC_WORKLOAD: True, GANG_SCHEDULING: True}
 SCHEDULERS: Final[tuple[tuple[str, str, str, dict[str, bool]], ...]] = (
     ("scheduler-1-35", GANG_135, "1.35", GATES_ON),
     ("scheduler-1-36", GANG_136, "1.36", GATES_ON),
+    ("scheduler-1-37", GANG_137, "1.37", {GENERIC_WORKLOAD: True}),
     ("scheduler-1-36-off", OFF_136, "1.36", {}),
 )
 NNN_WAIT: Final = "waiting for minCount pods from a gang"
@@ -84,7 +87,7 @@ async def bound(s: Scenario) -> dict[str, str]:
     return {name: p.spec.node_name for name, p in (await s.pods()).items() if p.spec.node_name}
 
 
-@pytest.mark.parametrize("profile", [GANG_135, GANG_136])
+@pytest.mark.parametrize("profile", [GANG_135, GANG_136, GANG_137])
 async def test_s_pg_1_gang_held_until_its_third_member_exists(
     cluster: Cluster, profile: str
 ) -> None:
@@ -139,23 +142,43 @@ async def test_s_pg_2_1_35_gang_that_cannot_fit_binds_none_and_s_pg_4_nnn_while_
         await s.eventually(nnn_cleared)
 
 
-async def pod_group_condition(s: Scenario, name: str) -> tuple[str, str] | None:
+async def pod_group_condition(s: Scenario, name: str, type_: str) -> tuple[str, str] | None:
     pg = await s.client.get(types_pb2.PodGroup, name, s.ns)
     for c in pg.status.conditions:
-        if c.type == "PodGroupScheduled":
+        if c.type == type_:
             return c.status, c.reason
     return None
 
 
-async def test_s_pg_2_1_36_group_cycle_binds_none_and_s_pg_4_nnn_at_permit(
-    cluster: Cluster,
+def podgroup_attempts(cluster: Cluster, process: str, profile: str) -> dict[str, float]:
+    """scheduler_podgroup_schedule_attempts_total of `profile`, by result."""
+    out: dict[str, float] = {}
+    for family in text_string_to_metric_families(cluster.component(process).scrape()):
+        if family.name != "scheduler_podgroup_schedule_attempts":
+            continue
+        for sample in family.samples:
+            if sample.name.endswith("_total") and sample.labels.get("profile") == profile:
+                out[sample.labels["result"]] = sample.value
+    return out
+
+
+@pytest.mark.parametrize(
+    ("profile", "process", "condition", "waits_at_permit"),
+    [
+        (GANG_136, "scheduler-1-36", "PodGroupScheduled", True),
+        (GANG_137, "scheduler-1-37", "PodGroupInitiallyScheduled", False),
+    ],
+)
+async def test_s_pg_2_group_cycle_binds_none_and_s_pg_4_nnn_at_permit(
+    cluster: Cluster, profile: str, process: str, condition: str, waits_at_permit: bool
 ) -> None:
-    """1.36, room for two of three: the pod-group cycle rejects the whole group (nobody is
-    reserved or waits), each member PodScheduled=False, the PodGroup PodGroupScheduled=False/
-    Unschedulable. With a node for the third the group is placed: its members wait at Permit
-    for the last one with their nominatedNodeName set (KEP-5278), then bind; the condition
-    turns True/Scheduled."""
-    profile = GANG_136
+    """1.36+, room for two of three: the pod-group cycle rejects the whole group (nobody is
+    reserved or waits), each member PodScheduled=False, the PodGroup's condition (1.36
+    PodGroupScheduled, 1.37 PodGroupInitiallyScheduled) False/Unschedulable. With a node for
+    the third the group is placed and binds; the condition turns True/Scheduled. At 1.36 the
+    members wait at GangScheduling's Permit for the last one with their nominatedNodeName set
+    (KEP-5278); 1.37 has no such Permit, so no nomination is written."""
+    before = podgroup_attempts(cluster, process, profile)
     async with Scenario.open(cluster, "s-pg-2") as s:
         async with record_pods(s.client, s.ns) as history:
             await s.bare_node("n1", cpu="500m", memory="1Gi", pods="32")
@@ -164,7 +187,7 @@ async def test_s_pg_2_1_36_group_cycle_binds_none_and_s_pg_4_nnn_at_permit(
                 await s.create(member(s, name, profile, "g", cpu="200m"))
             for name in ("a", "b", "c"):
                 await s.wait_unschedulable(name)
-            assert await s.eventually(lambda: pod_group_condition(s, "g")) == (
+            assert await s.eventually(lambda: pod_group_condition(s, "g", condition)) == (
                 "False",
                 "Unschedulable",
             )
@@ -177,7 +200,7 @@ async def test_s_pg_2_1_36_group_cycle_binds_none_and_s_pg_4_nnn_at_permit(
             await s.bare_node("n2", cpu="500m", memory="1Gi", pods="32")
             for name in ("a", "b", "c"):
                 await s.wait_bound(name)
-            assert await s.eventually(lambda: pod_group_condition(s, "g")) == (
+            assert await s.eventually(lambda: pod_group_condition(s, "g", condition)) == (
                 "True",
                 "Scheduled",
             )
@@ -187,9 +210,15 @@ async def test_s_pg_2_1_36_group_cycle_binds_none_and_s_pg_4_nnn_at_permit(
             for v in versions
             if v.pod.status.nominated_node_name and not v.pod.spec.node_name
         }
-        # The first two in the cycle's order waited at Permit for the third.
-        assert len(nominated_before_bound) >= 2, nominated_before_bound
+        if waits_at_permit:
+            # The first two in the cycle's order waited at Permit for the third.
+            assert len(nominated_before_bound) >= 2, nominated_before_bound
+        else:
+            assert nominated_before_bound == set()
         assert all(not p.status.nominated_node_name for p in (await s.pods()).values())
+        after = podgroup_attempts(cluster, process, profile)
+        assert after.get("scheduled", 0) - before.get("scheduled", 0) == 1
+        assert after.get("unschedulable", 0) - before.get("unschedulable", 0) >= 1
 
 
 async def test_s_pg_6_gates_off_the_group_is_ignored(cluster: Cluster) -> None:
