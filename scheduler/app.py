@@ -43,14 +43,16 @@ from kemu.component.runner import (
     cleanup_scope,
     run_component,
 )
+from kemu.component.version import Version
 from kemu.component.version_rules import VersionRules
 from kemu.scheduling.config import (
     KubeSchedulerConfiguration,
 )
 from kemu.scheduling.deferred import resize_preemption_enabled
-from kemu.scheduling.interface import SCHEDULER_POD_FIELD_SELECTOR
+from kemu.scheduling.interface import SCHEDULER_POD_FIELD_SELECTOR, ObjectLister
 from kemu.scheduling.plugins.registry import Registry
 from kemu.scheduling.plugins.volumes import STORAGE_KINDS
+from kemu.scheduling.pod_group_state import GroupMembership, MembershipField, PodGroupStates
 from kemu.scheduling.runtime import Framework, FrameworkOptions, observer_from_histogram
 from kemu.scheduling.waiting_pods import WaitingPodsMap
 from scheduler.cache.cache import Cache, assumed_pod_ttl
@@ -58,7 +60,7 @@ from scheduler.cache.debugger import CacheDumper, cache_sources
 from scheduler.cycle_observer import NO_OBSERVER, CycleObserver
 from scheduler.decisions import DecisionLog, DecisionRecorder
 from scheduler.event_handlers import EventHandlers
-from scheduler.metrics import SchedulerMetrics
+from scheduler.metrics import PodGroupMetrics, SchedulerMetrics
 from scheduler.options import (
     COMPONENT,
     SchedulerSettings,
@@ -132,9 +134,10 @@ class _Informers:
     pods: Informer[types_pb2.Pod]
     nodes: Informer[types_pb2.Node]
     storage: list[Informer[Message]]
+    pod_groups: list[Informer[Message]]
 
     @staticmethod
-    def of(client: ApiClient, ctx: ComponentContext) -> _Informers:
+    def of(client: ApiClient, ctx: ComponentContext, membership: GroupMembership) -> _Informers:
         # Each stored object copied out of the response it came in (kemu.client.informer): a
         # decoded pod would otherwise pin its whole WatchResponse, up to 500 pods' older
         # versions.
@@ -155,7 +158,14 @@ class _Informers:
         # The volume plugins read claims, PVs, StorageClasses and CSINodes; their changes
         # requeue the pods waiting for them (EventHandlers.register_storage).
         storage: list[Informer[Message]] = [factory.informer(kind) for kind in STORAGE_KINDS]
-        return _Informers(factory, pods, nodes, storage)
+        # GenericWorkload: the Workloads (1.35) or PodGroups (1.36+) GangScheduling reads;
+        # their adds and updates requeue the members waiting for them.
+        pod_groups: list[Informer[Message]] = []
+        if membership.field is MembershipField.WORKLOAD_REF:
+            pod_groups.append(factory.informer(types_pb2.Workload))
+        elif membership.field is MembershipField.SCHEDULING_GROUP:
+            pod_groups.append(factory.informer(types_pb2.PodGroup))
+        return _Informers(factory, pods, nodes, storage, pod_groups)
 
 
 def new_frameworks(
@@ -165,6 +175,7 @@ def new_frameworks(
     recorder: EventRecorder,
     metrics: SchedulerMetrics,
     ctx: ComponentContext,
+    pod_groups: PodGroupStates | None = None,
 ) -> dict[str, Framework]:
     """One Framework per profile, sharing the waiting pods and the random source (--seed;
     preemption's and the host selection's tie-breaks)."""
@@ -195,6 +206,7 @@ def new_frameworks(
                     metrics=metrics,
                     rng=rng,
                     preemption_executor=executor,
+                    pod_group_states=pod_groups,
                 ),
             )
             for profile in settings.config.profiles
@@ -241,10 +253,16 @@ async def serve(client: ApiClient, settings: SchedulerSettings, ctx: ComponentCo
     """Wires the scheduler (informers, cache, profiles, queue, event handlers, the cycle),
     then runs it: the informers from start-up, the cycles while this replica leads."""
     metrics = SchedulerMetrics(ctx.registry)
-    informers = _Informers.of(client, ctx)
+    membership = GroupMembership.of(
+        ctx.gates, resize_preemption=resize_preemption_enabled(ctx.gates)
+    )
+    pod_groups = PodGroupStates(membership, ctx.clock) if membership.enabled else None
+    informers = _Informers.of(client, ctx, membership)
     recorder = EventRecorder(client, COMPONENT, host=socket.gethostname(), clock=ctx.clock)
     cache = new_cache(ctx.clock, ctx.gates)
-    frameworks = new_frameworks(settings, client, informers, recorder, metrics, ctx)
+    frameworks = new_frameworks(
+        settings, client, informers, recorder, metrics, ctx, pod_groups=pod_groups
+    )
     queue = new_queue(settings.config, frameworks, cache, informers, metrics, ctx.clock)
     handlers = EventHandlers(
         cache=cache,
@@ -252,9 +270,17 @@ async def serve(client: ApiClient, settings: SchedulerSettings, ctx: ComponentCo
         scheduler_names=frameworks,
         frameworks=frameworks,
         resize_preemption=resize_preemption_enabled(ctx.gates),
+        pod_groups=pod_groups,
     )
     handlers.register(informers.pods, informers.nodes)
     handlers.register_storage(*informers.storage)
+    handlers.register_pod_groups(*informers.pod_groups)
+    pod_group_lister: ObjectLister[types_pb2.PodGroup] | None = None
+    pod_group_metrics: PodGroupMetrics | None = None
+    if membership.group_cycle:
+        pod_group_lister = informers.factory.informer(types_pb2.PodGroup).lister
+        # (upstream: ALPHA since 1.36, registered with GenericWorkload; `type` from 1.37)
+        pod_group_metrics = PodGroupMetrics(ctx.registry, typed=ctx.gates.version >= Version(1, 37))
     observer: CycleObserver = NO_OBSERVER
     if settings.record_decisions:
         decisions = DecisionLog()
@@ -270,6 +296,9 @@ async def serve(client: ApiClient, settings: SchedulerSettings, ctx: ComponentCo
         metrics=metrics,
         settings=CycleSettings.of(ctx.gates, paths=settings.paths),
         observer=observer,
+        pod_groups=pod_groups,
+        pod_group_lister=pod_group_lister,
+        pod_group_metrics=pod_group_metrics,
     )
     ctx.add_readiness_check("informers", functools.partial(_synced, informers.factory))
     comparer = CacheComparer.wired(

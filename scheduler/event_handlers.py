@@ -42,11 +42,13 @@ from kemu.scheduling.events import (
     ClusterEvent,
     EventResource,
 )
+from kemu.scheduling.pod_group_state import PodGroupStates
 from kemu.scheduling.types import pod_priority
 from scheduler.cache.cache import CacheError
 from scheduler.cache.interface import SchedulerCache
 from scheduler.queue.interface import SchedulingQueue
 from scheduler.queue.pod_events import (
+    UNSCHEDULED_POD_ADD,
     has_nominated_node_name_changed,
     le_priority_pre_check,
     resize_actions,
@@ -60,6 +62,11 @@ _STORAGE_RESOURCES: Final[Mapping[type[Message], EventResource]] = {
     types_pb2.PersistentVolume: EventResource.PV,
     types_pb2.StorageClass: EventResource.STORAGE_CLASS,
     types_pb2.CSINode: EventResource.CSI_NODE,
+}
+# The pod-group kinds whose adds and updates are cluster events (GangScheduling's).
+_POD_GROUP_RESOURCES: Final[Mapping[type[Message], EventResource]] = {
+    types_pb2.Workload: EventResource.WORKLOAD,
+    types_pb2.PodGroup: EventResource.POD_GROUP,
 }
 
 
@@ -125,6 +132,7 @@ class EventHandlers:
         scheduler_names: Iterable[str],
         frameworks: Mapping[str, WaitingPods],
         resize_preemption: bool = False,
+        pod_groups: PodGroupStates | None = None,
     ) -> None:
         self.cache = cache
         self.queue = queue
@@ -133,6 +141,9 @@ class EventHandlers:
         self.frameworks = dict(frameworks)
         # InPlacePodVerticalScalingSchedulerPreemption (kemu.scheduling.deferred).
         self.resize_preemption = resize_preemption
+        # Pod groups' members (GenericWorkload; kemu.scheduling.pod_group_state), fed before
+        # the queue so that GangScheduling's PreEnqueue counts the pod itself.
+        self.pod_groups = pod_groups
 
     def register(self, pods: Informer[types_pb2.Pod], nodes: Informer[types_pb2.Node]) -> None:
         """Subscribes these handlers to the scheduler's pod and node informers."""
@@ -155,6 +166,19 @@ class EventHandlers:
         (upstream addAllEventHandlers' buildEvtResHandler)."""
         for informer in informers:
             resource = _STORAGE_RESOURCES[informer.kind]
+            informer.add_event_handler(
+                FuncHandler(
+                    on_add=functools.partial(self._on_object_add, resource),
+                    on_update=functools.partial(self._on_object_update, resource),
+                    on_delete=functools.partial(self._on_object_delete, resource),
+                )
+            )
+
+    def register_pod_groups(self, *informers: Informer[Message]) -> None:
+        """Subscribes the queue to the Workload (1.35) or PodGroup (1.36+) informer: adds
+        and updates are cluster events (upstream addAllEventHandlers for the gang plugin)."""
+        for informer in informers:
+            resource = _POD_GROUP_RESOURCES[informer.kind]
             informer.add_event_handler(
                 FuncHandler(
                     on_add=functools.partial(self._on_object_add, resource),
@@ -202,6 +226,8 @@ class EventHandlers:
     # ------------------------------------------------------------ pods
 
     def on_pod_add(self, pod: types_pb2.Pod) -> None:
+        if self.pod_groups is not None:
+            self.pod_groups.add_pod(pod)
         if pod.spec.node_name:
             _cache_call("AddPod", self.cache.add_pod, pod)
             self.queue.assigned_pod_added(pod)
@@ -215,8 +241,14 @@ class EventHandlers:
                 self.queue.add(pod)
         elif self._responsible(pod):
             self.queue.add(pod)
+            if self.pod_groups is not None and self.pod_groups.membership.gang:
+                # A new member may complete its gang (upstream addPodToSchedulingQueue, with
+                # GangScheduling on: an UnscheduledPodAdd to the pool's hints).
+                self.queue.move_all_to_active_or_backoff_queue(UNSCHEDULED_POD_ADD, None, pod)
 
     def on_pod_update(self, old: types_pb2.Pod, new: types_pb2.Pod) -> None:
+        if self.pod_groups is not None:
+            self.pod_groups.update_pod(old, new)
         if new.spec.node_name:
             if old.spec.node_name:
                 _cache_call("UpdatePod", self.cache.update_pod, old, new)
@@ -276,6 +308,8 @@ class EventHandlers:
         self.queue.move_all_to_active_or_backoff_queue(ASSIGNED_POD_DELETE, assumed, None)
 
     def on_pod_delete(self, pod: types_pb2.Pod) -> None:
+        if self.pod_groups is not None:
+            self.pod_groups.delete_pod(pod)
         if pod.spec.node_name:
             _cache_call("RemovePod", self.cache.remove_pod, pod)
             if self.resize_preemption and self._responsible(pod):

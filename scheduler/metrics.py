@@ -135,6 +135,55 @@ class SchedulerMetrics:
         return str(attempts) if attempts < 15 else "15+"
 
 
+POD_GROUP_TYPE: Final = "podgroup"
+"""The `type` label value of the pod-group metrics at 1.37 (compositepodgroup: not modelled)."""
+
+
+class PodGroupMetrics:
+    """The pod-group cycle's metrics (upstream pkg/scheduler/metrics/metrics.go; registered
+    only with GenericWorkload on; ALPHA, added in 1.36): attempts by result
+    (scheduled, unschedulable, error, waiting_on_preemption) and profile, the attempt's
+    duration (from the cycle's start to its pods handed to binding or back to the queue) and
+    the algorithm's. At 1.37 each also has `type` (podgroup) and the algorithm's has
+    `profile`. `labels(result, profile)` and `algorithm(profile)` give the children at the
+    emulated version's label set."""
+
+    def __init__(self, registry: CollectorRegistry | None, *, typed: bool) -> None:
+        self.typed = typed
+        extra = ["type"] if typed else []
+        self.schedule_attempts = Counter(
+            _SUBSYSTEM + "podgroup_schedule_attempts_total",
+            "Number of attempts to schedule pod groups, by the result.",
+            ["result", "profile", *extra],
+            registry=registry,
+        )
+        self.scheduling_attempt_duration = Histogram(
+            _SUBSYSTEM + "podgroup_scheduling_attempt_duration_seconds",
+            "Pod group scheduling attempt latency in seconds",
+            ["result", "profile", *extra],
+            buckets=_exponential(0.001, 2, 15),
+            registry=registry,
+        )
+        self.scheduling_algorithm_duration = Histogram(
+            _SUBSYSTEM + "podgroup_scheduling_algorithm_duration_seconds",
+            "Pod group scheduling algorithm latency in seconds",
+            ["profile", *extra] if typed else [],
+            buckets=_exponential(0.001, 2, 15),
+            registry=registry,
+        )
+
+    def attempt(self, result: str, profile: str, seconds: float) -> None:
+        values = (result, profile, POD_GROUP_TYPE) if self.typed else (result, profile)
+        self.schedule_attempts.labels(*values).inc()
+        self.scheduling_attempt_duration.labels(*values).observe(seconds)
+
+    def algorithm(self, profile: str, seconds: float) -> None:
+        if self.typed:
+            self.scheduling_algorithm_duration.labels(profile, POD_GROUP_TYPE).observe(seconds)
+        else:
+            self.scheduling_algorithm_duration.observe(seconds)
+
+
 class CounterChild(Protocol):
     """A labelled prometheus Counter's child."""
 

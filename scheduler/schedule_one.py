@@ -68,12 +68,15 @@ from kemu.scheduling.interface import (
     EventRecorder,
     FitError,
     NodeToStatus,
+    ObjectLister,
+    Plugin,
     QueuedPodInfo,
     SharedLister,
     set_cycle_pod_info,
 )
 from kemu.scheduling.nominator import PodLister
 from kemu.scheduling.plugins import deferred_pod_scheduling
+from kemu.scheduling.pod_group_state import PodGroupKey, PodGroupStates
 from kemu.scheduling.snapshot import Snapshot
 from kemu.scheduling.status import Code, Status, as_error, unresolvable
 from kemu.scheduling.types import NodeInfo, PodInfo, PostFilterResult, PreFilterResult
@@ -85,8 +88,9 @@ from scheduler.cycle_observer import (
     SCHEDULE,
     CycleObserver,
 )
-from scheduler.metrics import SchedulerMetrics, fast_inc
+from scheduler.metrics import PodGroupMetrics, SchedulerMetrics, fast_inc
 from scheduler.queue.interface import SchedulingQueue
+from scheduler.schedule_one_podgroup import schedule_one_pod_group
 
 logger = logging.getLogger(__name__)
 
@@ -175,6 +179,8 @@ class FrameworkLike(FilterScoreFramework, Protocol):
     def set_background(self, tg: TaskGroup | None) -> None: ...
 
     def has_post_filter_plugins(self) -> bool: ...
+
+    def plugin(self, name: str) -> Plugin | None: ...
 
     def run_pre_filter_plugins(
         self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
@@ -274,6 +280,9 @@ class Scheduler:
         metrics: SchedulerMetrics,
         settings: CycleSettings,
         observer: CycleObserver = NO_OBSERVER,
+        pod_groups: PodGroupStates | None = None,
+        pod_group_lister: ObjectLister[types_pb2.PodGroup] | None = None,
+        pod_group_metrics: PodGroupMetrics | None = None,
     ) -> None:
         self.client = client
         self.cache = cache
@@ -289,6 +298,11 @@ class Scheduler:
         self.next_start_node_index = 0
         self.cycles = 0
         self.resize_preemption = resize_preemption_enabled(settings.gates)
+        # Pod groups (GenericWorkload): from 1.36 the scheduler's own assume and forget mark
+        # a member assumed in its group (1.35: GangScheduling's Reserve/Unreserve).
+        self.pod_groups = pod_groups
+        self.pod_group_lister = pod_group_lister
+        self.pod_group_metrics = pod_group_metrics
         self._binding_tasks: TaskGroup | None = None
         self._cycle_cpu_start = 0.0  # time.thread_time() at the current cycle's start
         self._filter_evaluations: dict[str, Callable[[float], None]] = {}
@@ -330,7 +344,18 @@ class Scheduler:
             )
             self.queue.done(pod.metadata.uid)
             return
-        if self._skip_pod_schedule(fwk, pod):
+        group = self._pod_group_of(pod)
+        if group is not None:
+            # 1.36+: the pod's whole group is scheduled together (schedule_one_podgroup.py).
+            await schedule_one_pod_group(
+                self,
+                qpi,
+                group,
+                metrics=self.pod_group_metrics,
+                pod_group_lister=self.pod_group_lister,
+            )
+            return
+        if self.skip_pod_schedule(fwk, pod):
             self.queue.done(pod.metadata.uid)
             return
         self.cycles += 1
@@ -365,7 +390,7 @@ class Scheduler:
         set_cycle_pod_info(state, pod_info, self.cache.counting)
         return state
 
-    def _skip_pod_schedule(self, fwk: FrameworkLike, pod: types_pb2.Pod) -> bool:
+    def skip_pod_schedule(self, fwk: FrameworkLike, pod: types_pb2.Pod) -> bool:
         if pod.metadata.HasField("deletion_timestamp"):
             fwk.event_recorder.event(
                 pod,
@@ -380,6 +405,22 @@ class Scheduler:
             logger.debug("skipping %s: it is assumed", object_key(pod))
             return True
         return False
+
+    def _pod_group_of(self, pod: types_pb2.Pod) -> PodGroupKey | None:
+        """The group whose cycle the pod goes through (1.36+, GenericWorkload), if any."""
+        groups = self.pod_groups
+        if groups is None or not groups.membership.group_cycle:
+            return None
+        return groups.membership.key(pod)
+
+    def assume_in_pod_group(self, assumed: types_pb2.Pod) -> None:
+        """1.36+: the cache's assume marks the member assumed in its group's state."""
+        if self.pod_groups is not None and self.pod_groups.membership.group_cycle:
+            self.pod_groups.assume_pod(assumed)
+
+    def forget_in_pod_group(self, assumed: types_pb2.Pod) -> None:
+        if self.pod_groups is not None and self.pod_groups.membership.group_cycle:
+            self.pod_groups.forget_pod(assumed)
 
     def _is_deferred(self, pod: types_pb2.Pod) -> bool:
         """A running pod queued for its Deferred resize (KEP-5836)."""
@@ -426,11 +467,22 @@ class Scheduler:
             self.observer.parked(pod)
             await self._park_deferred(fwk, state, qpi, node, start)
             return None
+        assumed = await self.assume_reserve_permit(fwk, state, qpi, node, start)
+        return None if assumed is None else (assumed, node)
+
+    async def assume_reserve_permit(
+        self, fwk: FrameworkLike, state: CycleState, qpi: QueuedPodInfo, node: str, start: float
+    ) -> types_pb2.Pod | None:
+        """The end of a scheduling cycle once the node is chosen (upstream assumeAndReserve
+        and the Permit that follows): the assumed pod, or None when Reserve or Permit failed
+        (handled: the pod is back in the queue)."""
+        pod = qpi.pod
         # Assume: the cache counts the pod on the node before it is bound.
         assumed = types_pb2.Pod()
         assumed.CopyFrom(pod)
         assumed.spec.node_name = node
         self.cache.assume_pod(assumed)
+        self.assume_in_pod_group(assumed)
         # An assumed pod no longer reserves a node through its nomination (pkg/scheduler/backend/queue/nominator.go).
         self.queue.delete_nominated_pod_if_exists(pod)
         since = self.clock.monotonic()
@@ -441,12 +493,35 @@ class Scheduler:
             status = fwk.run_permit_plugins(state, assumed, node)
             self.observer.phase(pod, PERMIT, status, since)
             if status.is_success() or status.is_wait():
-                return assumed, node
+                return assumed
         fwk.run_reserve_plugins_unreserve(state, assumed, node)
         self.cache.forget_pod(assumed)
+        self.forget_in_pod_group(assumed)
         plugins = {status.plugin} if status.is_rejected() else set()
         await self.handle_scheduling_failure(fwk, qpi, status, PostFilterResult(""), start, plugins)
         return None
+
+    async def prepare_for_binding_cycle(
+        self, fwk: FrameworkLike, state: CycleState, qpi: QueuedPodInfo, node: str, start: float
+    ) -> bool:
+        """A member of a pod group that the group's cycle placed (upstream
+        prepareForBindingCycle, then runBindingCycle): assumed, reserved and permitted for
+        real, then to its binding cycle. False when Reserve or Permit refused it."""
+        assumed = await self.assume_reserve_permit(fwk, state, qpi, node, start)
+        if assumed is None:
+            return False
+        assert self._binding_tasks is not None
+        self._binding_tasks.start_soon(
+            self.binding_cycle,
+            fwk,
+            state,
+            qpi,
+            assumed,
+            node,
+            start,
+            name=f"bind {object_key(qpi.pod)}",
+        )
+        return True
 
     async def _unschedulable(
         self,
@@ -711,6 +786,7 @@ class Scheduler:
         except CacheError as e:
             logger.error("scheduler cache ForgetPod failed: %s", e)
             forgotten = False
+        self.forget_in_pod_group(assumed)
         if forgotten and not status.is_rejected():
             self.queue.move_all_to_active_or_backoff_queue(ASSIGNED_POD_DELETE, assumed, None)
         plugins = {status.plugin} if rejected_at_permit and status.plugin else set()

@@ -66,6 +66,9 @@ class EventResource(enum.StrEnum):
     PV = "PersistentVolume"
     STORAGE_CLASS = "storage.k8s.io/StorageClass"
     CSI_NODE = "storage.k8s.io/CSINode"
+    # KEP-4671/KEP-5832 (GangScheduling's events): 1.35's Workload, 1.36+'s PodGroup.
+    WORKLOAD = "scheduling.k8s.io/Workload"
+    POD_GROUP = "scheduling.k8s.io/PodGroup"
     WILDCARD = "*"
 
 

@@ -28,6 +28,7 @@ from kemu.scheduling.interface import (
     SchedulingApi,
     SharedLister,
 )
+from kemu.scheduling.pod_group_state import PodGroupStates
 from kemu.scheduling.waiting_pods import WaitingPod, WaitingPodsMap
 
 __all__ = ["NO_OPTIONS", "ExtensionPointObserver", "FrameworkHandle", "FrameworkOptions"]
@@ -56,6 +57,8 @@ class FrameworkOptions:
     metrics: PluginMetrics | None = None
     rng: random.Random | None = None
     preemption_executor: PreemptionExecutorFactory | None = None
+    pod_group_states: PodGroupStates | None = None
+    """The scheduler's pod groups (kemu.scheduling.pod_group_state); None: no groups."""
 
 
 NO_OPTIONS: Final = FrameworkOptions()
@@ -85,6 +88,7 @@ class FrameworkHandle:
         self._observe = options.observe
         self._metrics = options.metrics
         self._rng = options.rng or random.Random()
+        self._pod_group_states = options.pod_group_states
         # Set by the scheduler: its queue's Activate, and the task group of background work.
         self._pod_activator: Callable[[Iterable[types_pb2.Pod]], None] | None = None
         self._background: TaskGroup | None = None
@@ -137,6 +141,9 @@ class FrameworkHandle:
 
     def preemption_executor(self) -> PreemptionExecutor | None:
         return self._preemption_executor
+
+    def pod_group_states(self) -> PodGroupStates | None:
+        return self._pod_group_states
 
     def reject_waiting_pod(self, uid: str) -> bool:
         wp = self._waiting_pods.get(uid)

@@ -39,6 +39,7 @@ from kemu.scheduling.types import (
 if TYPE_CHECKING:
     from kemu.component.clock import Clock
     from kemu.component.featuregate import FeatureGates
+    from kemu.scheduling.pod_group_state import PodGroupStates
     from kemu.scheduling.preemption import Candidate
 
 
@@ -61,6 +62,7 @@ class CycleState:
     __slots__ = (
         "_data",
         "filter_plan",
+        "pod_group_scheduling_cycle",
         "skip_filter_plugins",
         "skip_pre_bind_plugins",
         "skip_score_plugins",
@@ -74,6 +76,9 @@ class CycleState:
         self.skip_score_plugins: set[str] = set()
         # PreBind plugins whose PreBindPreFlight returned Skip: RunPreBindPlugins skips them.
         self.skip_pre_bind_plugins: set[str] = set()
+        # Set while the pod-group cycle tries the pod with its group (upstream
+        # CycleState.SetPodGroupSchedulingCycle): Permit's Wait then parks no waiting pod.
+        self.pod_group_scheduling_cycle: object | None = None
 
     def read(self, key: str) -> StateData | None:
         return self._data.get(key)
@@ -91,6 +96,7 @@ class CycleState:
         c.filter_plan = self.filter_plan
         c.skip_score_plugins = set(self.skip_score_plugins)
         c.skip_pre_bind_plugins = set(self.skip_pre_bind_plugins)
+        c.pod_group_scheduling_cycle = self.pod_group_scheduling_cycle
         return c
 
 
@@ -824,6 +830,11 @@ class Handle(Protocol):
         ...
 
     def iterate_over_waiting_pods(self) -> Iterable[WaitingPod]: ...
+
+    def pod_group_states(self) -> PodGroupStates | None:
+        """The scheduler's pod groups and their members (upstream 1.35's WorkloadManager,
+        1.36's PodGroupManager); None when groups are off or in simulations."""
+        ...
 
     def reject_waiting_pod(self, uid: str) -> bool: ...
 

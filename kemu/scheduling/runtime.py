@@ -649,7 +649,9 @@ class Framework(FrameworkHandle):
             break
         else:
             if waits:
-                self._waiting_pods.add(WaitingPod(pod, waits, self._clock))
+                if state.pod_group_scheduling_cycle is None:
+                    # (a pod-group cycle only asks whether the pod would wait)
+                    self._waiting_pods.add(WaitingPod(pod, waits, self._clock))
                 status = Status(
                     Code.WAIT,
                     (

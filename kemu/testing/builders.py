@@ -172,6 +172,17 @@ class PodBuilder:
         self._pod.spec.scheduler_name = name
         return self
 
+    def pod_group(self, name: str) -> Self:
+        """spec.schedulingGroup.podGroupName (1.36+)."""
+        self._pod.spec.scheduling_group.pod_group_name = name
+        return self
+
+    def workload_ref(self, workload: str, pod_group: str, replica_key: str = "") -> Self:
+        """spec.workloadRef (1.35)."""
+        ref = self._pod.spec.workload_ref
+        ref.name, ref.pod_group, ref.pod_group_replica_key = workload, pod_group, replica_key
+        return self
+
     def node(self, node_name: str) -> Self:
         """spec.nodeName: the pod is bound."""
         self._pod.spec.node_name = node_name
@@ -805,3 +816,26 @@ class DaemonSetBuilder:
 
 def make_daemon_set(name: str) -> DaemonSetBuilder:
     return DaemonSetBuilder(name)
+
+
+def make_gang_pod_group(
+    name: str, min_count: int, namespace: str = "default"
+) -> types_pb2.PodGroup:
+    """A PodGroup with a Gang policy of `min_count`."""
+    pg = types_pb2.PodGroup()
+    pg.metadata.name, pg.metadata.namespace = name, namespace
+    pg.spec.scheduling_policy.gang.min_count = min_count
+    return pg
+
+
+def make_gang_workload(
+    name: str, pod_groups: Mapping[str, int], namespace: str = "default"
+) -> types_pb2.Workload:
+    """A Workload whose pod groups (name -> minCount) have Gang policies (1.35's shape, stored as
+    podGroupTemplates)."""
+    wl = types_pb2.Workload()
+    wl.metadata.name, wl.metadata.namespace = name, namespace
+    for group, minimum in pod_groups.items():
+        template = wl.spec.pod_group_templates.add(name=group)
+        template.scheduling_policy.gang.min_count = minimum
+    return wl

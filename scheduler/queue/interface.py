@@ -43,6 +43,11 @@ class SchedulingQueue(Protocol):
     # The scheduling cycle: every pop is paired with done.
     async def pop(self) -> QueuedPodInfo | None: ...
 
+    def pop_specific_pod(self, pod: types_pb2.Pod) -> QueuedPodInfo | None:
+        """Takes `pod` out of the queue, in flight as a pop would (upstream PopSpecificPod,
+        the pod-group cycle collecting a group's members); None if it is not queued."""
+        ...
+
     def done(self, uid: str) -> None: ...
 
     def add_unschedulable_if_not_present(

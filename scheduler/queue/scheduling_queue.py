@@ -351,6 +351,30 @@ class PriorityQueue:
         qpi.pending_plugins.clear()
         return qpi
 
+    def pop_specific_pod(self, pod: types_pb2.Pod) -> QueuedPodInfo | None:
+        """Takes `pod` out of activeQ, backoffQ or the pool (gated too), in flight as `pop`
+        would put it (upstream PopSpecificPod, 1.36: the pod-group cycle pulls the other
+        members of a popped pod's group). None when the queue does not hold it."""
+        key = object_key(pod)
+        qpi = self._active.delete(key)
+        if qpi is None:
+            qpi = self._backoff.delete(key)
+        if qpi is None:
+            qpi = self._unschedulable.pop(key)
+        if qpi is None:
+            return None
+        if not self._in_flight.add_pod(qpi.pod):
+            logger.error("Pod %s is tracked twice by the queue; discarding it", key)
+            return None
+        qpi.attempts += 1
+        self._count_rejectors(qpi, -1)
+        if qpi.initial_attempt_timestamp is None:
+            qpi.initial_attempt_timestamp = self._clock.monotonic()
+        qpi.unschedulable_plugins.clear()
+        qpi.pending_plugins.clear()
+        qpi.gated = False
+        return qpi
+
     def done(self, uid: str) -> None:
         """Ends the flight of a popped pod (after its binding cycle or its failure); idempotent."""
         self._in_flight.done(uid)

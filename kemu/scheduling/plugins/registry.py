@@ -21,6 +21,7 @@ from kemu.scheduling.plugins import (
     default_binder,
     default_preemption,
     deferred_pod_scheduling,
+    gang_scheduling,
     inter_pod_affinity,
     node_affinity,
     node_name,
@@ -65,6 +66,7 @@ def in_tree_registry() -> Registry:
         inter_pod_affinity.NAME: inter_pod_affinity.new,  # InterPodAffinity
         default_preemption.NAME: default_preemption.new,  # DefaultPreemption
         default_binder.NAME: default_binder.new,  # DefaultBinder
+        gang_scheduling.NAME: gang_scheduling.new,  # GangScheduling
     }
 
 

@@ -39,6 +39,7 @@ IN_TREE = {
     "InterPodAffinity",
     "DefaultPreemption",
     "DefaultBinder",
+    "GangScheduling",
 }
 EMULATION = {"SlowPreBind", "WaitingPermit", "TokenFilter"}
 
@@ -92,7 +93,7 @@ def test_in_tree_registry_and_default_framework() -> None:
     assert plugins["bind"] == ("DefaultBinder",)
     assert "NodeResourcesFit" in plugins["filter"]
     assert plugins["postFilter"] == ("DefaultPreemption",)
-    assert plugins["preEnqueue"] == ("SchedulingGates", "DefaultPreemption")
+    assert plugins["preEnqueue"] == ("SchedulingGates", "DefaultPreemption", "GangScheduling")
     # KEP-5836: DeferredPodScheduling filters before NodeResourcesFit (its rejection of a node
     # that disables resize preemption must be the node's status) and is the only Permit plugin.
     assert plugins["filter"] == (
@@ -111,7 +112,7 @@ def test_in_tree_registry_and_default_framework() -> None:
         "InterPodAffinity",
     )
     # The volume plugins in upstream's order; VolumeBinding reserves, pre-binds and unreserves.
-    assert plugins["reserve"] == ("VolumeBinding",)
+    assert plugins["reserve"] == ("VolumeBinding", "GangScheduling")
     assert plugins["preBind"] == ("VolumeBinding",)
     # Upstream's default score weights (v1 default_plugins.go).
     assert dict(config.profiles[0].score_weights) == {
@@ -122,7 +123,7 @@ def test_in_tree_registry_and_default_framework() -> None:
         "InterPodAffinity": 2,
         "NodeResourcesBalancedAllocation": 1,
     }
-    assert plugins["permit"] == ("DeferredPodScheduling",)
+    assert plugins["permit"] == ("DeferredPodScheduling", "GangScheduling")
     # The emulation plugins are registered but only run when a profile enables them.
     for name in EMULATION:
         assert all(name not in names for names in plugins.values())

@@ -23,6 +23,7 @@ from kemu.scheduling.interface import (
     SharedLister,
     WaitingPod,
 )
+from kemu.scheduling.pod_group_state import PodGroupStates
 from kemu.scheduling.status import Status
 from kemu.scheduling.types import NodeInfo, PodInfo
 
@@ -123,8 +124,12 @@ class FakeInformerFactory:
         *namespaces: types_pb2.Namespace,
         services: Iterable[types_pb2.Service] = (),
         replica_sets: Iterable[types_pb2.ReplicaSet] = (),
+        workloads: Iterable[types_pb2.Workload] = (),
+        pod_groups: Iterable[types_pb2.PodGroup] = (),
     ) -> None:
         self.pods = FakePodInformer()
+        self.workloads = FakeObjects(*workloads)
+        self.pod_groups = FakeObjects(*pod_groups)
         self.namespaces = FakeNamespaces(*namespaces)
         self.services = FakeObjects(*services)
         self.replica_sets = FakeObjects(*replica_sets)
@@ -138,6 +143,10 @@ class FakeInformerFactory:
             return self.services
         if kind is types_pb2.ReplicaSet:
             return self.replica_sets
+        if kind is types_pb2.Workload:
+            return self.workloads
+        if kind is types_pb2.PodGroup:
+            return self.pod_groups
         assert kind is types_pb2.Pod, kind
         return self.pods
 
@@ -205,6 +214,7 @@ class FakeHandle:
         self.activated: list[types_pb2.Pod] = []
         self.spawned: list[tuple[str, Callable[[], Coroutine[Any, Any, None]]]] = []
         self.fake_rng = random.Random(0)
+        self.pod_groups: PodGroupStates | None = None
 
     @property
     def client(self) -> FakeClient:
@@ -257,6 +267,9 @@ class FakeHandle:
 
     def preemption_executor(self) -> PreemptionExecutor | None:
         return None
+
+    def pod_group_states(self) -> PodGroupStates | None:
+        return self.pod_groups
 
     def reject_waiting_pod(self, uid: str) -> bool:
         wp = self.waiting_pods.get(uid)

@@ -1,0 +1,478 @@
+"""The pod-group scheduling cycle (1.36+, GenericWorkload): upstream
+pkg/scheduler/schedule_one_podgroup.go at 1.36 (commit 008b3652959c) and, for 1.37's
+PlacementFeasible-driven algorithm, pkg/scheduler/algorithm_podgroup.go (commit 1ff291df4b4d).
+
+`schedule_one_pod_group` is what `Scheduler.schedule_one` runs for a pod in a group:
+- `pod_group_info_for_pod`: the popped pod's group's other unscheduled members are taken out of
+  the queue (PopSpecificPod; one the queue does not hold is skipped), and all are ordered by
+  priority (higher first), then by their first attempt (older first);
+- `framework_for_pod_group`: the members must share one schedulerName (else each fails with
+  `all pods in a single pod group should have the same .spec.schedulerName set, got: ...`);
+  `skip_pod_group_pod_schedule` drops members being deleted or already assumed;
+- `pod_group_scheduling_default_algorithm`: the members are tried in order against the cache,
+  each assumed (and reserved) before the next so that the next sees it. At 1.36 each one's
+  Permit is asked (a Wait parks nothing: the cycle marks the CycleState) and the group is
+  schedulable once a member's Permit says Success (GangScheduling: minCount reached); at 1.37
+  (no Permit in GangScheduling) PlacementFeasible runs before the first member and after
+  each: Unschedulable stops the cycle, Wait goes on, Success is the group's outcome; a group
+  that succeeds without any member placed is Unschedulable `no pods were schedulable`. A
+  member that does not fit is rejected and the others go on; an error ends the cycle
+  (`failed to schedule other pod from a pod group: ...`). Every assumption is undone at the
+  end: it was a simulation;
+- `submit_pod_group_algorithm_result`: on success every placed member is assumed, reserved
+  and permitted again for real and goes to its binding cycle (GangScheduling's Permit, 1.36,
+  holds the first ones until the last arrives, each with its nominatedNodeName set, KEP-5278);
+  on failure every member goes back to the queue with its own rejection, or, if it fit, the
+  group's (Unschedulable with its Permit's message at 1.36, the PlacementFeasible message at
+  1.37), its nominatedNodeName cleared; on an error, with the error. The PodGroup's condition
+  (1.36 `PodGroupScheduled`, 1.37 `PodGroupInitiallyScheduled`) is written through the status
+  subresource (True/Scheduled, False/Unschedulable, False/SchedulerError; a True never goes
+  back to False), and the attempt is counted (`scheduler_podgroup_*`).
+
+Not modelled yet: single-pod PostFilter (preemption) inside the group cycle (1.36 runs it and
+nominates; kemu treats such a member as not fitting), workload-aware preemption (a
+PodGroupPostFilter), topology-aware placements (TopologyAwareWorkloadScheduling), 1.37's
+pod-group queue entities and group backoff.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final
+
+from kemu.api.v1 import types_pb2
+from kemu.component.version import Version
+from kemu.machinery.convert import timestamp
+from kemu.machinery.errors import ApiError
+from kemu.machinery.keys import object_key
+from kemu.scheduling.interface import CycleState, FitError, ObjectLister, QueuedPodInfo
+from kemu.scheduling.plugins.gang_scheduling import NAME as GANG_SCHEDULING
+from kemu.scheduling.plugins.gang_scheduling import GangScheduling, PlacementProgress
+from kemu.scheduling.pod_group_state import PodGroupKey
+from kemu.scheduling.status import SUCCESS, Code, Status, as_error
+from kemu.scheduling.types import PostFilterResult
+from scheduler.metrics import PodGroupMetrics
+
+if TYPE_CHECKING:
+    from scheduler.schedule_one import FrameworkLike, Scheduler
+
+logger = logging.getLogger(__name__)
+
+ERR_POD_GROUP_UNSCHEDULABLE: Final = "pod group is unschedulable"
+NO_PODS_SCHEDULABLE: Final = "no pods were schedulable"
+POD_GROUP_SCHEDULED: Final = "PodGroupScheduled"  # 1.36
+POD_GROUP_INITIALLY_SCHEDULED: Final = "PodGroupInitiallyScheduled"  # 1.37
+REASON_SCHEDULED: Final = "Scheduled"
+REASON_UNSCHEDULABLE: Final = "Unschedulable"
+REASON_SCHEDULER_ERROR: Final = "SchedulerError"
+_PLACEMENT_FEASIBLE_ALGORITHM_SINCE: Final = Version(1, 37)
+
+
+@dataclass
+class PodGroupInfo:
+    """The group being scheduled and its members in the cycle's order (upstream
+    QueuedPodGroupInfo)."""
+
+    key: PodGroupKey
+    queued_pod_infos: list[QueuedPodInfo]
+
+
+@dataclass
+class AlgorithmResult:
+    """One member's try (upstream algorithmResult): its node, its status, and its Permit's
+    (1.36) or the PlacementFeasible status after it (1.37)."""
+
+    qpi: QueuedPodInfo
+    state: CycleState
+    node: str = ""
+    status: Status = SUCCESS
+    permit_status: Status = SUCCESS
+    fit: FitError | None = None
+
+
+@dataclass
+class PodGroupAlgorithmResult:
+    pod_results: list[AlgorithmResult] = field(default_factory=list)
+    status: Status = field(
+        default_factory=lambda: Status(Code.UNSCHEDULABLE, (ERR_POD_GROUP_UNSCHEDULABLE,))
+    )
+
+
+def condition_type(version: Version) -> str:
+    return (
+        POD_GROUP_INITIALLY_SCHEDULED
+        if version >= _PLACEMENT_FEASIBLE_ALGORITHM_SINCE
+        else POD_GROUP_SCHEDULED
+    )
+
+
+# ---------------------------------------------------------------- entry
+
+
+async def schedule_one_pod_group(
+    sched: Scheduler,
+    qpi: QueuedPodInfo,
+    key: PodGroupKey,
+    *,
+    metrics: PodGroupMetrics | None,
+    pod_group_lister: ObjectLister[types_pb2.PodGroup] | None,
+) -> None:
+    """upstream scheduleOnePodGroup (with podGroupInfoForPod)."""
+    info = pod_group_info_for_pod(sched, qpi, key)
+    fwk, error = framework_for_pod_group(sched, info)
+    if fwk is None:
+        for member in info.queued_pod_infos:
+            member_fwk = sched.profiles.get(member.pod.spec.scheduler_name)
+            if member_fwk is None:
+                sched.queue.done(member.pod.metadata.uid)
+                continue
+            start = sched.clock.monotonic()
+            await sched.handle_scheduling_failure(
+                member_fwk, member, as_error(error), PostFilterResult(""), start
+            )
+        return
+    skip_pod_group_pod_schedule(sched, fwk, info)
+    if not info.queued_pod_infos:
+        return
+    logger.debug("Attempting to schedule pod group %s", key)
+    sched.cycles += 1
+    await pod_group_cycle(sched, fwk, info, metrics=metrics, pod_group_lister=pod_group_lister)
+
+
+def pod_group_info_for_pod(sched: Scheduler, qpi: QueuedPodInfo, key: PodGroupKey) -> PodGroupInfo:
+    """The popped pod and the group's other unscheduled members, out of the queue, in order."""
+    members = [qpi]
+    assert sched.pod_groups is not None
+    state = sched.pod_groups.get(key)
+    if state is not None:
+        for pod in state.unscheduled_pods():
+            if pod.metadata.uid == qpi.pod.metadata.uid:
+                continue
+            other = sched.queue.pop_specific_pod(pod)
+            if other is None:
+                logger.debug(
+                    "Pod %s available in pod group state not available in scheduling queue",
+                    object_key(pod),
+                )
+                continue
+            members.append(other)
+    now = sched.clock.monotonic()
+    members.sort(
+        key=lambda m: (
+            -m.pod_info.priority,
+            m.initial_attempt_timestamp if m.initial_attempt_timestamp is not None else now,
+        )
+    )
+    return PodGroupInfo(key, members)
+
+
+def framework_for_pod_group(
+    sched: Scheduler, info: PodGroupInfo
+) -> tuple[FrameworkLike | None, str]:
+    name = ""
+    for member in info.queued_pod_infos:
+        other = member.pod.spec.scheduler_name
+        if not name:
+            name = other
+        elif other != name:
+            return None, (
+                "all pods in a single pod group should have the same .spec.schedulerName "
+                f'set, got: "{other}" and "{name}"'
+            )
+    fwk = sched.profiles.get(name)
+    if fwk is None:
+        return None, f'profile not found for scheduler name "{name}"'
+    return fwk, ""
+
+
+def skip_pod_group_pod_schedule(sched: Scheduler, fwk: FrameworkLike, info: PodGroupInfo) -> None:
+    kept = []
+    for member in info.queued_pod_infos:
+        if sched.skip_pod_schedule(fwk, member.pod):
+            sched.queue.done(member.pod.metadata.uid)
+            continue
+        kept.append(member)
+    info.queued_pod_infos = kept
+
+
+# ---------------------------------------------------------------- the cycle
+
+
+async def pod_group_cycle(
+    sched: Scheduler,
+    fwk: FrameworkLike,
+    info: PodGroupInfo,
+    *,
+    metrics: PodGroupMetrics | None,
+    pod_group_lister: ObjectLister[types_pb2.PodGroup] | None,
+) -> None:
+    start = sched.clock.monotonic()
+    result = pod_group_scheduling_default_algorithm(sched, fwk, info)
+    if metrics is not None:
+        metrics.algorithm(fwk.profile_name(), sched.clock.monotonic() - start)
+    await submit_pod_group_algorithm_result(
+        sched, fwk, info, result, start, metrics=metrics, pod_group_lister=pod_group_lister
+    )
+
+
+def _gang_plugin(fwk: FrameworkLike) -> GangScheduling | None:
+    plugin = fwk.plugin(GANG_SCHEDULING)
+    return plugin if isinstance(plugin, GangScheduling) else None
+
+
+def pod_group_scheduling_default_algorithm(
+    sched: Scheduler, fwk: FrameworkLike, info: PodGroupInfo
+) -> PodGroupAlgorithmResult:
+    """See the module docstring: every member tried in order, each assumed for the next;
+    every assumption undone before returning."""
+    result = PodGroupAlgorithmResult()
+    placement_feasible = sched.gates.version >= _PLACEMENT_FEASIBLE_ALGORITHM_SINCE
+    gang = _gang_plugin(fwk)
+    assert sched.pod_groups is not None
+    group_state = sched.pod_groups.get(info.key)
+    reverts: list[tuple[CycleState, types_pb2.Pod, str]] = []
+
+    def progress(remaining: int) -> PlacementProgress:
+        scheduled = group_state.scheduled_pods_count() if group_state is not None else 0
+        return PlacementProgress(remaining=remaining, scheduled=scheduled)
+
+    def feasible(remaining: int) -> Status:
+        if gang is None:
+            return SUCCESS
+        return gang.placement_feasible(info.key, progress(remaining))
+
+    try:
+        remaining = len(info.queued_pod_infos)
+        if placement_feasible:
+            status = feasible(remaining)
+            if status.code is not Code.SUCCESS and status.code is not Code.WAIT:
+                result.status = status
+                return result
+        for member in info.queued_pod_infos:
+            pod_result = pod_group_pod_scheduling_algorithm(sched, fwk, info, member)
+            result.pod_results.append(pod_result)
+            remaining -= 1
+            if pod_result.node:
+                reverts.append((pod_result.state, member.pod, pod_result.node))
+            elif not pod_result.status.is_rejected():
+                result.status = as_error(
+                    "failed to schedule other pod from a pod group: "
+                    f"{pod_result.status.message() or pod_result.status}"
+                )
+                return result
+            if placement_feasible:
+                status = feasible(remaining)
+                pod_result.permit_status = status
+                if status.code is Code.UNSCHEDULABLE or status.is_rejected():
+                    result.status = status
+                    return result
+                if status.code is Code.ERROR:
+                    result.status = status
+                    return result
+                if status.is_success():
+                    result.status = SUCCESS
+            elif pod_result.node and pod_result.permit_status.is_success():
+                result.status = SUCCESS  # a member's Permit says the group is complete
+        if placement_feasible and result.status.is_success() and not reverts:
+            result.status = Status(Code.UNSCHEDULABLE, (NO_PODS_SCHEDULABLE,))
+        return result
+    finally:
+        for state, pod, node in reversed(reverts):
+            _unreserve_and_forget(sched, fwk, state, pod, node)
+
+
+def pod_group_pod_scheduling_algorithm(
+    sched: Scheduler, fwk: FrameworkLike, info: PodGroupInfo, member: QueuedPodInfo
+) -> AlgorithmResult:
+    """One member: its node (Filter, Score), then assumed and reserved so that the next member
+    sees it, then (1.36) its Permit; a rejected Permit undoes it."""
+    from scheduler.schedule_one import SchedulingError
+
+    pod = member.pod
+    state = sched.new_cycle_state(member.pod_info)
+    state.pod_group_scheduling_cycle = info.key
+    out = AlgorithmResult(member, state)
+    try:
+        scheduled = sched.schedule_pod(fwk, state, pod)
+    except FitError as fit:
+        out.fit = fit
+        out.status = Status(Code.UNSCHEDULABLE, (str(fit),))
+        return out
+    except SchedulingError as e:
+        out.status = e.status
+        return out
+    node = scheduled.suggested_host
+    assumed = _assume(sched, pod, node)
+    status = fwk.run_reserve_plugins_reserve(state, assumed, node)
+    if not status.is_success():
+        _unreserve_and_forget(sched, fwk, state, pod, node)
+        out.status = status
+        return out
+    if sched.gates.version < _PLACEMENT_FEASIBLE_ALGORITHM_SINCE:
+        permit = fwk.run_permit_plugins(state, assumed, node)
+        if not permit.is_success() and not permit.is_wait():
+            _unreserve_and_forget(sched, fwk, state, pod, node)
+            out.status = permit
+            return out
+        out.permit_status = permit
+    out.node = node
+    return out
+
+
+def _assume(sched: Scheduler, pod: types_pb2.Pod, node: str) -> types_pb2.Pod:
+    assumed = types_pb2.Pod()
+    assumed.CopyFrom(pod)
+    assumed.spec.node_name = node
+    sched.cache.assume_pod(assumed)
+    sched.assume_in_pod_group(assumed)
+    return assumed
+
+
+def _unreserve_and_forget(
+    sched: Scheduler, fwk: FrameworkLike, state: CycleState, pod: types_pb2.Pod, node: str
+) -> None:
+    assumed = types_pb2.Pod()
+    assumed.CopyFrom(pod)
+    assumed.spec.node_name = node
+    fwk.run_reserve_plugins_unreserve(state, assumed, node)
+    sched.cache.forget_pod(assumed)
+    sched.forget_in_pod_group(assumed)
+
+
+# ---------------------------------------------------------------- the outcome
+
+
+async def submit_pod_group_algorithm_result(
+    sched: Scheduler,
+    fwk: FrameworkLike,
+    info: PodGroupInfo,
+    result: PodGroupAlgorithmResult,
+    start: float,
+    *,
+    metrics: PodGroupMetrics | None,
+    pod_group_lister: ObjectLister[types_pb2.PodGroup] | None,
+) -> None:
+    group_status = result.status
+    scheduled = unschedulable = 0
+    for i, member in enumerate(info.queued_pod_infos):
+        pod_result = result.pod_results[i] if i < len(result.pod_results) else None
+        clear = PostFilterResult("")
+        if group_status.code is Code.ERROR:
+            own = pod_result.status if pod_result and pod_result.status.code is Code.ERROR else None
+            await sched.handle_scheduling_failure(fwk, member, own or group_status, clear, start)
+            continue
+        if pod_result is not None and pod_result.node:
+            if group_status.is_success():
+                state = sched.new_cycle_state(member.pod_info)
+                if await sched.prepare_for_binding_cycle(
+                    fwk, state, member, pod_result.node, start
+                ):
+                    scheduled += 1
+                else:
+                    unschedulable += 1
+                continue
+            message = pod_result.permit_status.message() or group_status.message()
+            status = Status(Code.UNSCHEDULABLE, (message or ERR_POD_GROUP_UNSCHEDULABLE,))
+            await sched.handle_scheduling_failure(fwk, member, status, clear, start)
+            unschedulable += 1
+            continue
+        if pod_result is not None and pod_result.fit is not None:
+            await sched.handle_scheduling_failure(
+                fwk, member, pod_result.status, clear, start, _fit_plugins(pod_result.fit)
+            )
+        else:
+            status = pod_result.status if pod_result is not None else group_status
+            plugins = {status.plugin} if status.is_rejected() and status.plugin else set()
+            await sched.handle_scheduling_failure(fwk, member, status, clear, start, plugins)
+        unschedulable += 1
+
+    seconds = sched.clock.monotonic() - start
+    profile = fwk.profile_name()
+    if group_status.is_success():
+        condition = ("True", REASON_SCHEDULED, group_status.message())
+        logger.info(
+            "Successfully scheduled pod group %s (scheduled %d, unschedulable %d)",
+            info.key,
+            scheduled,
+            unschedulable,
+        )
+        outcome = "scheduled"
+    elif group_status.is_rejected():
+        condition = ("False", REASON_UNSCHEDULABLE, group_status.message())
+        logger.info("Unable to schedule pod group %s: %s", info.key, group_status.message())
+        outcome = "unschedulable"
+    else:
+        condition = ("False", REASON_SCHEDULER_ERROR, group_status.message())
+        logger.error("Error scheduling pod group %s: %s", info.key, group_status.message())
+        outcome = "error"
+    if metrics is not None:
+        metrics.attempt(outcome, profile, seconds)
+    await update_pod_group_condition(sched, info.key, condition, pod_group_lister)
+
+
+def _fit_plugins(fit: FitError) -> set[str]:
+    plugins = {st.plugin for _, st in fit.statuses.items() if st.plugin}
+    if fit.statuses.absent.plugin:
+        plugins.add(fit.statuses.absent.plugin)
+    return fit.unschedulable_plugins or plugins
+
+
+async def update_pod_group_condition(
+    sched: Scheduler,
+    key: PodGroupKey,
+    condition: tuple[str, str, str],
+    pod_group_lister: ObjectLister[types_pb2.PodGroup] | None,
+) -> None:
+    """upstream updatePodGroupCondition: the condition (with the PodGroup's generation) set
+    through the status subresource; a True is never turned back to False; nothing is
+    written when nothing changes."""
+    if pod_group_lister is None:
+        return
+    pg = pod_group_lister.get(key.name, key.namespace)
+    if pg is None:
+        logger.warning("Failed to get PodGroup %s for status update: not found", key)
+        return
+    value, reason, message = condition
+    type_ = condition_type(sched.gates.version)
+    conditions = types_pb2.PodGroupStatus()
+    conditions.CopyFrom(pg.status)
+    existing = next((c for c in conditions.conditions if c.type == type_), None)
+    if existing is not None and existing.status == "True" and value != "True":
+        return
+    generation = pg.metadata.generation
+    if existing is None:
+        existing = conditions.conditions.add(type=type_)
+        existing.last_transition_time.CopyFrom(timestamp(sched.clock.now()))
+    elif (existing.status, existing.reason, existing.message, existing.observed_generation) == (
+        value,
+        reason,
+        message,
+        generation,
+    ):
+        return
+    elif existing.status != value:
+        existing.last_transition_time.CopyFrom(timestamp(sched.clock.now()))
+    existing.status, existing.reason, existing.message = value, reason, message
+    existing.observed_generation = generation
+    patch = {
+        "status": {
+            "conditions": [
+                {
+                    "type": c.type,
+                    "status": c.status,
+                    "observedGeneration": c.observed_generation,
+                    "lastTransitionTime": c.last_transition_time.ToJsonString(),
+                    "reason": c.reason,
+                    "message": c.message,
+                }
+                for c in conditions.conditions
+            ]
+        }
+    }
+    try:
+        await sched.client.patch(
+            types_pb2.PodGroup, key.name, patch, key.namespace, subresource="status"
+        )
+    except ApiError as e:
+        logger.warning("Failed to update PodGroup %s status: %s", key, e)
