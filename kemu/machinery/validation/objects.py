@@ -34,7 +34,7 @@ from kemu.machinery.validation.cronjobs import (
     validate_cron_job_create,
     validate_cron_job_update,
 )
-from kemu.machinery.validation.meta import validate_object_meta, validate_object_meta_update
+from kemu.machinery.validation.meta import validate_object_meta_update
 from kemu.machinery.validation.node import validate_node, validate_node_update
 from kemu.machinery.validation.pod import (
     validate_pod,
@@ -76,13 +76,6 @@ def _no_update_rules(new: Message, old: Message) -> list[Cause]:
 
 # A kind's validators take its own message type (validate_pod(pod: Pod)); the tables below are
 # looked up by the message's full name, so their argument is typed here only.
-def _validate_pod_group_kind(obj: Any) -> list[Cause]:
-    """Workload and PodGroup (scheduling.k8s.io): the metadata only, a minimal hookup by the
-    scheduler's work on issue #55 so that the kinds can be created; their own rules are the
-    API work's (kemu.machinery.podgroups)."""
-    return validate_object_meta(obj.metadata, namespaced=True)
-
-
 _Validate = Callable[[Any], list[Cause]]
 _ValidateUpdate = Callable[[Any, Any], list[Cause]]
 
@@ -112,8 +105,6 @@ _VALIDATORS: Final[dict[str, tuple[_Validate, _ValidateUpdate]]] = {
     "kemu.api.v1.ServiceAccount": (validate_service_account, _no_update_rules),
     "kemu.api.v1.Secret": (validate_secret, validate_secret_update),
     "kemu.api.v1.CronJob": (validate_cron_job, validate_cron_job_update),
-    "kemu.api.v1.Workload": (_validate_pod_group_kind, _no_update_rules),
-    "kemu.api.v1.PodGroup": (_validate_pod_group_kind, _no_update_rules),
 }
 
 
