@@ -1,10 +1,11 @@
 """Pod groups and gang scheduling on real processes (S-PG-*, docs/scheduler.md "Pod groups").
 
-One etcd, one apiserver, and one scheduler process per emulated flavour, each with its own
-profile (a pod picks one by spec.schedulerName): 1.35 (GenericWorkload + GangScheduling: a
-Workload's pod group, spec.workloadRef), 1.36 (the same gates: a PodGroup,
-spec.schedulingGroup) and 1.36 with the gates off. Nodes are bare Node objects (no kubelet):
-"bound" is spec.nodeName set.
+Two clusters: a 1.37 apiserver with a scheduler process per flavour that reads its
+spec.schedulingGroup, each with its own profile (a pod picks one by spec.schedulerName): 1.36
+(GenericWorkload + GangScheduling: a PodGroup), 1.37 (GenericWorkload) and 1.36 with the gates
+off; and a 1.35 apiserver with a 1.35 scheduler (a Workload's pod group, spec.workloadRef,
+which only a 1.35 apiserver serves). Nodes are bare Node objects (no kubelet): "bound" is
+spec.nodeName set.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ GANG_137: Final = "gang-1-37-scheduler"
 OFF_136: Final = "gates-off-1-36-scheduler"
 GATES_ON: Final = {GENERIC_WORKLOAD: True, GANG_SCHEDULING: True}
 SCHEDULERS: Final[tuple[tuple[str, str, str, dict[str, bool]], ...]] = (
-    ("scheduler-1-35", GANG_135, "1.35", GATES_ON),
     ("scheduler-1-36", GANG_136, "1.36", GATES_ON),
     ("scheduler-1-37", GANG_137, "1.37", {GENERIC_WORKLOAD: True}),
     ("scheduler-1-36-off", OFF_136, "1.36", {}),
@@ -48,6 +48,20 @@ profiles:
 """
 
 
+def _start_scheduler(
+    c: Cluster, root: Path, process: str, profile: str, version: str, gates: dict[str, bool]
+) -> None:
+    path = root / f"{profile}.yaml"
+    path.write_text(config(profile))
+    c.start_scheduler(
+        name=process,
+        config=str(path),
+        emulated_version=version,
+        feature_gates=gates,
+        extra_args=["--seed", "1"],
+    )
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     root = tmp_path_factory.mktemp("pod-groups")
@@ -55,16 +69,28 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         c.start_etcd()
         c.start_apiserver(feature_gates={GENERIC_WORKLOAD: True})
         for process, profile, version, gates in SCHEDULERS:
-            path = Path(root) / f"{profile}.yaml"
-            path.write_text(config(profile))
-            c.start_scheduler(
-                name=process,
-                config=str(path),
-                emulated_version=version,
-                feature_gates=gates,
-                extra_args=["--seed", "1"],
-            )
+            _start_scheduler(c, Path(root), process, profile, version, gates)
         yield c
+
+
+@pytest.fixture(scope="module")
+def cluster_135(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """1.35: spec.workloadRef exists at a 1.35 apiserver only."""
+    root = tmp_path_factory.mktemp("pod-groups-1-35")
+    with Cluster(root) as c:
+        c.start_etcd()
+        c.start_apiserver(emulated_version="1.35", feature_gates={GENERIC_WORKLOAD: True})
+        _start_scheduler(c, Path(root), "scheduler-1-35", GANG_135, "1.35", GATES_ON)
+        yield c
+
+
+@pytest.fixture
+def cluster_of(request: pytest.FixtureRequest) -> Cluster:
+    """The cluster of the test's `profile` parameter."""
+    profile = request.getfixturevalue("profile")
+    name = "cluster_135" if profile == GANG_135 else "cluster"
+    cluster: Cluster = request.getfixturevalue(name)
+    return cluster
 
 
 def member(s: Scenario, name: str, profile: str, group: str, cpu: str = "100m") -> types_pb2.Pod:
@@ -89,9 +115,9 @@ async def bound(s: Scenario) -> dict[str, str]:
 
 @pytest.mark.parametrize("profile", [GANG_135, GANG_136, GANG_137])
 async def test_s_pg_1_gang_held_until_its_third_member_exists(
-    cluster: Cluster, profile: str
+    cluster_of: Cluster, profile: str
 ) -> None:
-    async with Scenario.open(cluster, "s-pg-1") as s:
+    async with Scenario.open(cluster_of, "s-pg-1") as s:
         await s.bare_node("n1", cpu="4", memory="1Gi", pods="32")
         await create_group(s, profile, "g", 3)
         for name in ("a", "b"):
@@ -107,13 +133,13 @@ async def test_s_pg_1_gang_held_until_its_third_member_exists(
 
 
 async def test_s_pg_2_1_35_gang_that_cannot_fit_binds_none_and_s_pg_4_nnn_while_waiting(
-    cluster: Cluster,
+    cluster_135: Cluster,
 ) -> None:
     """1.35, room for two of three: two members are reserved and wait at Permit with their
     nominatedNodeName set (KEP-5278), the third is unschedulable; nothing binds. A node for
     the third completes the gang; binding clears the nominations."""
     profile = GANG_135
-    async with Scenario.open(cluster, "s-pg-2") as s:
+    async with Scenario.open(cluster_135, "s-pg-2") as s:
         await s.bare_node("n1", cpu="500m", memory="1Gi", pods="32")
         await create_group(s, profile, "g", 3)
         for name in ("a", "b", "c"):
@@ -229,11 +255,12 @@ async def test_s_pg_6_gates_off_the_group_is_ignored(cluster: Cluster) -> None:
         assert await s.wait_bound("a") == s.node_name("n1")
 
 
-async def test_s_pg_3_scheduler_killed_while_members_wait_at_permit(cluster: Cluster) -> None:
+async def test_s_pg_3_scheduler_killed_while_members_wait_at_permit(cluster_135: Cluster) -> None:
     """1.35 (where members wait at Permit until the gang is complete): two of three members
     wait at Permit (their nominations set) when the scheduler is SIGKILLed; after its restart
     no partial gang is bound, and once the third fits the gang binds whole."""
     profile = GANG_135
+    cluster = cluster_135
     async with Scenario.open(cluster, "s-pg-3") as s:
         await s.bare_node("n1", cpu="500m", memory="1Gi", pods="32")
         await create_group(s, profile, "g", 3)
