@@ -54,6 +54,7 @@ from kemu.scheduling.plugins.registry import Registry
 from kemu.scheduling.plugins.volumes import STORAGE_KINDS
 from kemu.scheduling.pod_group_state import GroupMembership, MembershipField, PodGroupStates
 from kemu.scheduling.runtime import Framework, FrameworkOptions, observer_from_histogram
+from kemu.scheduling.status import Status
 from kemu.scheduling.waiting_pods import WaitingPodsMap
 from scheduler.cache.cache import Cache, assumed_pod_ttl
 from scheduler.cache.debugger import CacheDumper, cache_sources
@@ -69,7 +70,7 @@ from scheduler.options import (
 )
 from scheduler.preemption_executor import Executor
 from scheduler.queue.hints import build_queueing_hint_map
-from scheduler.queue.scheduling_queue import PriorityQueue, QueueOptions
+from scheduler.queue.scheduling_queue import PreEnqueueFn, PriorityQueue, QueueOptions
 from scheduler.schedule_one import CycleSettings, Scheduler
 
 logger = logging.getLogger(__name__)
@@ -217,6 +218,21 @@ def new_frameworks(
         raise ConfigRefused(f"--config: {e}") from None
 
 
+def observed_pre_enqueue(fn: PreEnqueueFn, observer: CycleObserver) -> PreEnqueueFn:
+    """A profile's PreEnqueue that tells `observer` when it holds a pod (the decision record:
+    who waits at PreEnqueue, since when, why)."""
+    if observer is NO_OBSERVER:
+        return fn
+
+    def pre_enqueue(pod: types_pb2.Pod) -> Status:
+        status = fn(pod)
+        if not status.is_success():
+            observer.gated(pod, status.plugin or "PreEnqueue", status.message())
+        return status
+
+    return pre_enqueue
+
+
 def new_queue(
     config: KubeSchedulerConfiguration,
     frameworks: dict[str, Framework],
@@ -224,6 +240,7 @@ def new_queue(
     informers: _Informers,
     metrics: SchedulerMetrics,
     clock: Clock,
+    observer: CycleObserver = NO_OBSERVER,
 ) -> PriorityQueue:
     """The scheduling queue, sorted by the first profile's QueueSort, gated and hinted by
     every profile's plugins; the profiles' nominator and activator."""
@@ -231,7 +248,10 @@ def new_queue(
     queue = PriorityQueue(
         clock=clock,
         less=first.queue_sort_func(),
-        pre_enqueue={name: f.run_pre_enqueue_plugins for name, f in frameworks.items()},
+        pre_enqueue={
+            name: observed_pre_enqueue(f.run_pre_enqueue_plugins, observer)
+            for name, f in frameworks.items()
+        },
         queueing_hint_map={
             name: build_queueing_hint_map(f.enqueue_extensions()) for name, f in frameworks.items()
         },
@@ -263,7 +283,12 @@ async def serve(client: ApiClient, settings: SchedulerSettings, ctx: ComponentCo
     frameworks = new_frameworks(
         settings, client, informers, recorder, metrics, ctx, pod_groups=pod_groups
     )
-    queue = new_queue(settings.config, frameworks, cache, informers, metrics, ctx.clock)
+    observer: CycleObserver = NO_OBSERVER
+    if settings.record_decisions:
+        decisions = DecisionLog()
+        observer = DecisionRecorder(decisions, ctx.clock)
+        ctx.add_debug_handler(DECISIONS_DEBUG_HANDLER, decisions.report)
+    queue = new_queue(settings.config, frameworks, cache, informers, metrics, ctx.clock, observer)
     handlers = EventHandlers(
         cache=cache,
         queue=queue,
@@ -281,11 +306,6 @@ async def serve(client: ApiClient, settings: SchedulerSettings, ctx: ComponentCo
         pod_group_lister = informers.factory.informer(types_pb2.PodGroup).lister
         # (upstream: ALPHA since 1.36, registered with GenericWorkload; `type` from 1.37)
         pod_group_metrics = PodGroupMetrics(ctx.registry, typed=ctx.gates.version >= Version(1, 37))
-    observer: CycleObserver = NO_OBSERVER
-    if settings.record_decisions:
-        decisions = DecisionLog()
-        observer = DecisionRecorder(decisions, ctx.clock)
-        ctx.add_debug_handler(DECISIONS_DEBUG_HANDLER, decisions.report)
     scheduler = Scheduler(
         client=client,
         cache=cache,

@@ -20,19 +20,32 @@ from kemu.scheduling.interface import FitError
 from kemu.scheduling.status import Status
 from kemu.scheduling.types import PostFilterResult
 
-__all__ = ["DEFERRED_RESIZE", "NO_OBSERVER", "SCHEDULE", "CycleObserver", "NoObserver"]
+__all__ = [
+    "DEFERRED_RESIZE",
+    "NO_OBSERVER",
+    "POD_GROUP",
+    "SCHEDULE",
+    "CycleObserver",
+    "NoObserver",
+]
 
 SCHEDULE: Final = "schedule"
 """A plain scheduling cycle."""
 DEFERRED_RESIZE: Final = "deferred-resize"
 """A KEP-5836 cycle for a running pod's deferred resize."""
+POD_GROUP: Final = "pod-group"
+"""A member's try within its group's pod-group cycle (1.36+, scheduler/schedule_one_podgroup.py)."""
 
 
 class CycleObserver(Protocol):
     """The points of a cycle an observer sees, in the order they happen."""
 
+    def gated(self, pod: types_pb2.Pod, plugin: str, message: str) -> None:
+        """PreEnqueue (`plugin`) keeps `pod` out of activeQ: gated in the queue's pool."""
+
     def cycle_started(self, pod: types_pb2.Pod, *, profile: str, cycle: str) -> None:
-        """A scheduling attempt of `pod` begins (`cycle`: SCHEDULE or DEFERRED_RESIZE)."""
+        """A scheduling attempt of `pod` begins (`cycle`: SCHEDULE, DEFERRED_RESIZE or
+        POD_GROUP)."""
 
     def pre_filter_narrowed(self, pod: types_pb2.Pod, nodes: int) -> None:
         """PreFilter's result left `nodes` nodes to filter."""
@@ -69,9 +82,18 @@ class CycleObserver(Protocol):
     def bound(self, pod: types_pb2.Pod, ok: bool) -> None:
         """The binding cycle ended: bound (`ok`) or failed."""
 
+    def pod_group_decided(
+        self, pod: types_pb2.Pod, *, group: str, members: int, result: str, message: str
+    ) -> None:
+        """The pod-group cycle of `group` (namespace/name; `members` tried together) ended
+        with `result` (scheduled, unschedulable, error): `pod` was one of its members."""
+
 
 class NoObserver:
     """The observer that keeps nothing (no `--record-decisions`)."""
+
+    def gated(self, pod: types_pb2.Pod, plugin: str, message: str) -> None:
+        pass
 
     def cycle_started(self, pod: types_pb2.Pod, *, profile: str, cycle: str) -> None:
         pass
@@ -108,6 +130,11 @@ class NoObserver:
         pass
 
     def bound(self, pod: types_pb2.Pod, ok: bool) -> None:
+        pass
+
+    def pod_group_decided(
+        self, pod: types_pb2.Pod, *, group: str, members: int, result: str, message: str
+    ) -> None:
         pass
 
 

@@ -187,6 +187,8 @@ class Attempt:
     placement) before PreBind or Permit's wait; None when it set none."""
     phases: tuple[Phase, ...] = ()
     """Reserve, Permit and the binding cycle's points, in order, as far as they ran."""
+    pod_group: PodGroupOutcome | None = None
+    """A member's try in a pod-group cycle: the group's outcome; None for a pod's own cycle."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -224,7 +226,41 @@ class Attempt:
             out["bound"] = self.bound
         if self.expected_node is not None:
             out["expectedNodeName"] = self.expected_node
+        if self.pod_group is not None:
+            out["podGroup"] = self.pod_group.to_json()
         return out
+
+
+@dataclass(frozen=True)
+class PodGroupOutcome:
+    """What the pod-group cycle a member was tried in decided for the whole group."""
+
+    group: str
+    """namespace/name of the PodGroup (1.35: of the Workload's pod group)."""
+    members: int
+    result: str
+    message: str
+
+    def to_json(self) -> JSONObject:
+        return {
+            "group": self.group,
+            "members": self.members,
+            "result": self.result,
+            "message": self.message,
+        }
+
+
+@dataclass
+class Gated:
+    """PreEnqueue keeps the pod out of activeQ: since when, by which plugin, its message (the
+    latest; `since` is kept while the gate stays)."""
+
+    since: float
+    plugin: str
+    message: str
+
+    def to_json(self) -> JSONObject:
+        return {"since": self.since, "plugin": self.plugin, "message": self.message}
 
 
 def deep_size(roots: Iterable[object]) -> int:
@@ -306,6 +342,8 @@ class _PodRecord:
     attempts: list[Attempt]
     """Oldest first, at most the log's max_attempts_per_pod (a list: a deque's blocks would
     cost a pod 760 bytes however few its attempts)."""
+    gated: Gated | None = None
+    """Held at PreEnqueue now (None once an attempt began)."""
 
 
 class DecisionLog:
@@ -324,10 +362,8 @@ class DecisionLog:
         self._pods: OrderedDict[str, _PodRecord] = OrderedDict()  # by uid, oldest first
         self._by_key: dict[str, str] = {}  # namespace/name -> the latest uid
 
-    def begin(
-        self, uid: str, key: str, *, time: float, profile: str, cycle: str, nominated: str
-    ) -> Attempt:
-        """A new attempt of pod `uid` (namespace/name `key`), recorded at once."""
+    def _record(self, uid: str, key: str) -> _PodRecord:
+        """Pod `uid`'s record, made (and the oldest dropped past max_pods) or moved last."""
         record = self._pods.get(uid)
         if record is None:
             record = self._pods[uid] = _PodRecord(key, uid, [])
@@ -338,6 +374,22 @@ class DecisionLog:
         else:
             self._pods.move_to_end(uid)
         self._by_key[key] = uid
+        return record
+
+    def gate(self, uid: str, key: str, *, time: float, plugin: str, message: str) -> None:
+        """Pod `uid` is held at PreEnqueue by `plugin` (its first hold's time is kept)."""
+        record = self._record(uid, key)
+        if record.gated is None or record.gated.plugin != plugin:
+            record.gated = Gated(time, plugin, message)
+        else:
+            record.gated.message = message
+
+    def begin(
+        self, uid: str, key: str, *, time: float, profile: str, cycle: str, nominated: str
+    ) -> Attempt:
+        """A new attempt of pod `uid` (namespace/name `key`), recorded at once."""
+        record = self._record(uid, key)
+        record.gated = None
         attempt = Attempt(time, profile, cycle, nominated)
         record.attempts.append(attempt)
         if len(record.attempts) > self.max_attempts_per_pod:
@@ -347,7 +399,7 @@ class DecisionLog:
     def latest(self, uid: str) -> Attempt | None:
         """The last attempt of pod `uid` (the one in flight, if any), or None."""
         record = self._pods.get(uid)
-        return record.attempts[-1] if record is not None else None
+        return record.attempts[-1] if record is not None and record.attempts else None
 
     def attempts(self, key: str) -> tuple[str, list[Attempt]] | None:
         """(uid, attempts oldest first) of the latest pod named `key`, or None."""
@@ -355,6 +407,11 @@ class DecisionLog:
         if uid is None:
             return None
         return uid, list(self._pods[uid].attempts)
+
+    def gated(self, key: str) -> Gated | None:
+        """How the latest pod named `key` is held at PreEnqueue now, if it is."""
+        uid = self._by_key.get(key)
+        return self._pods[uid].gated if uid is not None else None
 
     def report(self, query: Mapping[str, str]) -> dict[str, Any]:
         """GET /debug/decisions (see the module docstring)."""
@@ -376,7 +433,11 @@ class DecisionLog:
         if found is None:
             return {"pod": key, "uid": None, "attempts": []}
         uid, attempts = found
-        return {"pod": key, "uid": uid, "attempts": [a.to_json() for a in attempts]}
+        out: dict[str, Any] = {"pod": key, "uid": uid, "attempts": [a.to_json() for a in attempts]}
+        gated = self.gated(key)
+        if gated is not None:
+            out["gated"] = gated.to_json()
+        return out
 
 
 def record_unschedulable(
@@ -427,6 +488,15 @@ class DecisionRecorder:
     def __init__(self, log: DecisionLog, clock: Clock) -> None:
         self.log = log
         self._clock = clock
+
+    def gated(self, pod: types_pb2.Pod, plugin: str, message: str) -> None:
+        self.log.gate(
+            pod.metadata.uid,
+            object_key(pod),
+            time=self._clock.now(),
+            plugin=plugin,
+            message=message,
+        )
 
     def cycle_started(self, pod: types_pb2.Pod, *, profile: str, cycle: str) -> None:
         self.log.begin(
@@ -497,3 +567,9 @@ class DecisionRecorder:
     def bound(self, pod: types_pb2.Pod, ok: bool) -> None:
         if (attempt := self.log.latest(pod.metadata.uid)) is not None:
             attempt.bound = ok
+
+    def pod_group_decided(
+        self, pod: types_pb2.Pod, *, group: str, members: int, result: str, message: str
+    ) -> None:
+        if (attempt := self.log.latest(pod.metadata.uid)) is not None:
+            attempt.pod_group = PodGroupOutcome(group, members, result, message)

@@ -52,6 +52,7 @@ from kemu.scheduling.plugins.gang_scheduling import GangScheduling, PlacementPro
 from kemu.scheduling.pod_group_state import PodGroupKey
 from kemu.scheduling.status import SUCCESS, Code, Status, as_error
 from kemu.scheduling.types import PostFilterResult
+from scheduler.cycle_observer import POD_GROUP
 from scheduler.metrics import PodGroupMetrics
 
 if TYPE_CHECKING:
@@ -293,9 +294,11 @@ def pod_group_pod_scheduling_algorithm(
     state = sched.new_cycle_state(member.pod_info)
     state.pod_group_scheduling_cycle = info.key
     out = AlgorithmResult(member, state)
+    sched.observer.cycle_started(pod, profile=fwk.profile_name(), cycle=POD_GROUP)
     try:
         scheduled = sched.schedule_pod(fwk, state, pod)
     except FitError as fit:
+        sched.observer.unschedulable(pod, fit, None)
         out.fit = fit
         out.status = Status(Code.UNSCHEDULABLE, (str(fit),))
         return out
@@ -303,6 +306,13 @@ def pod_group_pod_scheduling_algorithm(
         out.status = e.status
         return out
     node = scheduled.suggested_host
+    sched.observer.scheduled(
+        pod,
+        node=node,
+        nodes=sched.snapshot.num_nodes(),
+        evaluated=scheduled.filter_evaluations,
+        feasible=scheduled.feasible_nodes,
+    )
     assumed = _assume(sched, pod, node)
     status = fwk.run_reserve_plugins_reserve(state, assumed, node)
     if not status.is_success():
@@ -354,6 +364,22 @@ async def submit_pod_group_algorithm_result(
     pod_group_lister: ObjectLister[types_pb2.PodGroup] | None,
 ) -> None:
     group_status = result.status
+    outcome = (
+        "scheduled"
+        if group_status.is_success()
+        else "unschedulable"
+        if group_status.is_rejected()
+        else "error"
+    )
+    group = str(info.key)
+    for member in info.queued_pod_infos:
+        sched.observer.pod_group_decided(
+            member.pod,
+            group=group,
+            members=len(info.queued_pod_infos),
+            result=outcome,
+            message=group_status.message(),
+        )
     scheduled = unschedulable = 0
     for i, member in enumerate(info.queued_pod_infos):
         pod_result = result.pod_results[i] if i < len(result.pod_results) else None
@@ -397,15 +423,12 @@ async def submit_pod_group_algorithm_result(
             scheduled,
             unschedulable,
         )
-        outcome = "scheduled"
     elif group_status.is_rejected():
         condition = ("False", REASON_UNSCHEDULABLE, group_status.message())
         logger.info("Unable to schedule pod group %s: %s", info.key, group_status.message())
-        outcome = "unschedulable"
     else:
         condition = ("False", REASON_SCHEDULER_ERROR, group_status.message())
         logger.error("Error scheduling pod group %s: %s", info.key, group_status.message())
-        outcome = "error"
     if metrics is not None:
         metrics.attempt(outcome, profile, seconds)
     await update_pod_group_condition(sched, info.key, condition, pod_group_lister)

@@ -97,6 +97,8 @@ class PodStory(TypedDict):
     nominatedNodeName: str | None
     deleted: str | None
     attempts: list[Record]
+    gated: Record | None
+    """Held at PreEnqueue now: since (a time), plugin, message; None when not."""
     nominations: list[Nomination]
     events: list[EventEntry]
 
@@ -176,7 +178,10 @@ def _nomination(action: str, node: str, by: str, time: float | None) -> Nominati
 
 
 def pod_story(
-    pod: types_pb2.Pod, attempts: Sequence[Record], events: Sequence[types_pb2.Event]
+    pod: types_pb2.Pod,
+    attempts: Sequence[Record],
+    events: Sequence[types_pb2.Event],
+    gated: Record | None = None,
 ) -> PodStory:
     meta = pod.metadata
     return {
@@ -189,6 +194,7 @@ def pod_story(
         if meta.HasField("deletion_timestamp")
         else None,
         "attempts": [{**a, "time": _time(a["time"])} for a in attempts],
+        "gated": None if gated is None else {**gated, "since": _time(gated["since"])},
         "nominations": nominations(pod, attempts),
         "events": _events_json(events),
     }
@@ -210,6 +216,13 @@ def attempt_lines(i: int, a: Record) -> list[str]:
     else:
         line = f"{head}: {result}: {a['message']}"
     lines = [line]
+    group = a.get("podGroup")
+    if group is not None:
+        lines.append(
+            f"  one of {group['members']} members tried together in the pod-group cycle of "
+            f"{group['group']}: the group {group['result']}"
+            + (f": {group['message']}" if group.get("message") else "")
+        )
     if a.get("rejectedBy"):
         by = ", ".join(f"{plugin} {n}" for plugin, n in a["rejectedBy"].items())
         lines.append(f"  nodes rejected by: {by}")
@@ -280,6 +293,10 @@ def print_pod_story(ctx: Context, story: PodStory) -> None:
         entries.append((n["time"] or "", 2, [text]))
     for e in story["events"]:
         entries.append((e["time"], 3, [f"event {e['type']} {e['reason']}: {e['message']}"]))
+    gated = story["gated"]
+    if gated is not None:
+        text = f"held at PreEnqueue by {gated['plugin']}: {gated['message']}"
+        entries.append((gated["since"], 1, [text]))
     if story["deleted"]:
         entries.append((story["deleted"], 4, ["deleted"]))
     # Undated entries (the apiserver's clearing at binding) go after the rest of their kind.
@@ -317,10 +334,12 @@ async def cmd_why(ctx: Context, args: argparse.Namespace) -> int:
             base = args.scheduler or os.environ.get(SCHEDULER_ENV) or DEFAULT_SCHEDULER
             record = await _record(ctx, base, {"pod": object_key(pod)}, "the scheduler")
             attempts = []
+            gated = None
             if record is not None and record.get("uid") in (None, pod.metadata.uid):
                 attempts = record.get("attempts", [])
+                gated = record.get("gated")
             listed = await ctx.client.list_all(types_pb2.Event, pod.metadata.namespace)
-            story = pod_story(pod, attempts, events_for(listed.items, pod))
+            story = pod_story(pod, attempts, events_for(listed.items, pod), gated)
             if args.output == "json":
                 ctx.print(dump_json(story))
             else:

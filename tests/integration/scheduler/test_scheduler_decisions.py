@@ -17,9 +17,10 @@ import pytest
 
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
+from kemu.component.featuregate import GENERIC_WORKLOAD
 from kemu.machinery.pod_conditions import get_pod_condition
 from kemu.testing import Cluster, eventually, make_node, make_pod
-from kemu.testing.builders import make_pdb, make_priority_class
+from kemu.testing.builders import make_gang_pod_group, make_pdb, make_priority_class
 from kemu.testing.namespaces import create_namespace
 from tests.integration.cli.test_kemuctl import kemuctl
 
@@ -33,8 +34,11 @@ PHASES = ("Reserve", "Permit", "PreBind", "Bind")  # (WaitOnPermit: only when a 
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with Cluster(tmp_path_factory.mktemp("decisions")) as c:
         c.start_etcd()
-        c.start_apiserver()
-        c.start_scheduler(extra_args=["--seed", "1", "--record-decisions"])
+        c.start_apiserver(feature_gates={GENERIC_WORKLOAD: True})
+        c.start_scheduler(
+            extra_args=["--seed", "1", "--record-decisions"],
+            feature_gates={GENERIC_WORKLOAD: True},
+        )
         yield c
 
 
@@ -243,6 +247,63 @@ async def test_a_preemptors_record_names_the_node_and_the_victims(cluster: Clust
         assert f"nominations of lower priority to that node cleared: {ns}/mid" in text
         assert f"nominatedNodeName cleared ({ns}-node) by the apiserver" in text
         assert text.rstrip().endswith(f"now: bound to {ns}-node")
+
+
+async def test_kemuctl_why_tells_a_gang_members_hold_and_its_groups_cycle(
+    cluster: Cluster,
+) -> None:
+    """Issue #55: a member of an incomplete gang is held at PreEnqueue (why says by whom and
+    why); once the gang is complete, its attempt is one of the group's cycle."""
+    async with Client(cluster.server, timeout=30.0) as c:
+        ns = await create_namespace(c, "gang")
+        await c.create(make_node(f"{ns}-node").capacity(cpu="4", memory="4Gi", pods="10").obj())
+        await c.create(make_gang_pod_group("trainer", 3, ns))
+
+        def member(name: str) -> types_pb2.Pod:
+            pod = make_pod(name).namespace(ns).req(cpu="100m").pod_group("trainer").obj()
+            return pod
+
+        for name in ("a", "b"):
+            await c.create(member(name))
+        scheduler = f"http://127.0.0.1:{cluster.component('scheduler').metrics_port}"
+
+        def why(*args: str) -> Any:
+            return kemuctl(cluster, "why", "pod/a", "-n", ns, "--scheduler", scheduler, *args)
+
+        async def held() -> dict[str, Any]:
+            done = await anyio.to_thread.run_sync(lambda: why("-o", "json"))
+            assert done.returncode == 0, done.stderr
+            story: dict[str, Any] = json.loads(done.stdout)
+            assert story["gated"] is not None, story
+            return story
+
+        story = await eventually(held, timeout=30)
+        assert story["gated"]["plugin"] == "GangScheduling"
+        assert "waiting for minCount pods from a gang" in story["gated"]["message"]
+        assert story["attempts"] == []
+        await c.create(member("c"))
+
+        async def tried() -> dict[str, Any]:
+            done = await anyio.to_thread.run_sync(lambda: why("-o", "json"))
+            story: dict[str, Any] = json.loads(done.stdout)
+            assert story["attempts"] and story["attempts"][-1].get("bound") is True, story
+            return story
+
+        story = await eventually(tried, timeout=30)
+        last = story["attempts"][-1]
+        assert story["gated"] is None
+        assert (last["cycle"], last["node"]) == ("pod-group", f"{ns}-node")
+        assert last["podGroup"] == {
+            "group": f"{ns}/trainer",
+            "members": 3,
+            "result": "scheduled",
+            "message": "",
+        }
+        text = (await anyio.to_thread.run_sync(why)).stdout
+        assert (
+            f"one of 3 members tried together in the pod-group cycle of {ns}/trainer: "
+            "the group scheduled"
+        ) in text
 
 
 def test_kemuctl_why_without_a_record_warns_and_tells_what_the_api_knows(

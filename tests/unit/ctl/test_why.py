@@ -3,9 +3,20 @@ attempts and the pod as it is now."""
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
-from kemu.ctl.why import BY_APISERVER, BY_BINDING_START, BY_PREEMPTION, attempt_lines, nominations
+from kemu.client.fake import FakeClient
+from kemu.ctl.common import Context
+from kemu.ctl.why import (
+    BY_APISERVER,
+    BY_BINDING_START,
+    BY_PREEMPTION,
+    attempt_lines,
+    nominations,
+    pod_story,
+    print_pod_story,
+)
 from kemu.testing.builders import make_pod
 
 
@@ -93,3 +104,31 @@ def test_an_attempts_lines_tell_the_scores_the_phases_and_the_preemption() -> No
         "victims: ns/low (priority 1, breaks PDB ns/web), 1 PDB violation(s)",
         "  nominations of lower priority to that node cleared: ns/lower",
     ]
+
+
+def test_a_gang_members_story_tells_its_hold_and_its_groups_cycle() -> None:
+    member = {
+        "cycle": "pod-group",
+        "profile": "default-scheduler",
+        "result": "unschedulable",
+        "message": "waiting for minCount pods from a gang to be scheduled",
+        "podGroup": {
+            "group": "ns/trainer",
+            "members": 3,
+            "result": "unschedulable",
+            "message": "pod group is unschedulable",
+        },
+    }
+    assert attempt_lines(1, member) == [
+        "attempt 1 (pod-group, profile default-scheduler): unschedulable: waiting for "
+        "minCount pods from a gang to be scheduled",
+        "  one of 3 members tried together in the pod-group cycle of ns/trainer: the group "
+        "unschedulable: pod group is unschedulable",
+    ]
+    pod = make_pod("a").obj()
+    held = {"since": 0.0, "plugin": "GangScheduling", "message": "waiting for minCount"}
+    story = pod_story(pod, [], [], held)
+    assert story["gated"] == {**held, "since": "1970-01-01T00:00:00.000Z"}
+    out = io.StringIO()
+    print_pod_story(Context(client=FakeClient(), out=out), story)
+    assert "held at PreEnqueue by GangScheduling: waiting for minCount" in out.getvalue()

@@ -21,6 +21,7 @@ from scheduler.decisions import (
     Attempt,
     DecisionLog,
     Phase,
+    PodGroupOutcome,
     ScoredNode,
     Victim,
     deep_size,
@@ -154,3 +155,29 @@ def test_a_pod_that_is_not_namespace_slash_name_is_refused(bad: str) -> None:
 def test_a_log_keeps_at_least_one_of_each() -> None:
     with pytest.raises(ValueError):
         DecisionLog(max_pods=0)
+
+
+def test_a_pod_held_at_pre_enqueue_then_tried_in_its_groups_cycle() -> None:
+    # Gated (no attempt yet): the first hold's time is kept while the same plugin holds it.
+    log = DecisionLog()
+    log.gate("u1", "ns/a", time=1.0, plugin="GangScheduling", message="waiting (1 of 3)")
+    log.gate("u1", "ns/a", time=2.0, plugin="GangScheduling", message="waiting (2 of 3)")
+    assert log.latest("u1") is None
+    report = log.report({"pod": "ns/a"})
+    assert report["attempts"] == []
+    assert report["gated"] == {
+        "since": 1.0,
+        "plugin": "GangScheduling",
+        "message": "waiting (2 of 3)",
+    }
+    # Its group's cycle: an attempt with the group's outcome; the hold is over.
+    attempt = log.begin("u1", "ns/a", time=3.0, profile="p", cycle="pod-group", nominated="")
+    attempt.pod_group = PodGroupOutcome("ns/g", 3, UNSCHEDULABLE, "minCount (3) ...")
+    report = log.report({"pod": "ns/a"})
+    assert "gated" not in report
+    assert report["attempts"][0]["podGroup"] == {
+        "group": "ns/g",
+        "members": 3,
+        "result": UNSCHEDULABLE,
+        "message": "minCount (3) ...",
+    }
