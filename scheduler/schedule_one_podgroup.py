@@ -52,6 +52,7 @@ from kemu.scheduling.plugins.gang_scheduling import GangScheduling, PlacementPro
 from kemu.scheduling.pod_group_state import PodGroupKey
 from kemu.scheduling.status import SUCCESS, Code, Status, as_error
 from kemu.scheduling.types import PostFilterResult
+from scheduler.cycle_observer import SCHEDULE
 from scheduler.metrics import PodGroupMetrics
 
 if TYPE_CHECKING:
@@ -293,9 +294,12 @@ def pod_group_pod_scheduling_algorithm(
     state = sched.new_cycle_state(member.pod_info)
     state.pod_group_scheduling_cycle = info.key
     out = AlgorithmResult(member, state)
+    # (the decision record: one attempt per member and group cycle)
+    sched.observer.cycle_started(pod, profile=fwk.profile_name(), cycle=SCHEDULE)
     try:
         scheduled = sched.schedule_pod(fwk, state, pod)
     except FitError as fit:
+        sched.observer.unschedulable(pod, fit, PostFilterResult(""))
         out.fit = fit
         out.status = Status(Code.UNSCHEDULABLE, (str(fit),))
         return out
@@ -303,6 +307,13 @@ def pod_group_pod_scheduling_algorithm(
         out.status = e.status
         return out
     node = scheduled.suggested_host
+    sched.observer.scheduled(
+        pod,
+        node=node,
+        nodes=sched.snapshot.num_nodes(),
+        evaluated=scheduled.filter_evaluations,
+        feasible=scheduled.feasible_nodes,
+    )
     assumed = _assume(sched, pod, node)
     status = fwk.run_reserve_plugins_reserve(state, assumed, node)
     if not status.is_success():
