@@ -294,6 +294,7 @@ def pod_group_pod_scheduling_algorithm(
     state = sched.new_cycle_state(member.pod_info)
     state.pod_group_scheduling_cycle = info.key
     out = AlgorithmResult(member, state)
+    # (the decision record: one attempt per member and group cycle)
     sched.observer.cycle_started(pod, profile=fwk.profile_name(), cycle=POD_GROUP)
     try:
         scheduled = sched.schedule_pod(fwk, state, pod)

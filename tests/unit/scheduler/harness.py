@@ -13,25 +13,28 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import anyio
+from google.protobuf.message import Message
 
 from kemu.api.v1 import types_pb2
 from kemu.client.fake import FakeClient
-from kemu.client.informer import InformerFactory
+from kemu.client.informer import Informer, InformerFactory
 from kemu.component.clock import FakeClock
 from kemu.component.featuregate import FeatureGates
+from kemu.component.version import Version
 from kemu.machinery.errors import NotFound
 from kemu.machinery.resources import PodResourcesOptions
 from kemu.scheduling.config import default_config, scheduler_registry
 from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.interface import SCHEDULER_POD_FIELD_SELECTOR
 from kemu.scheduling.plugins.volumes import STORAGE_KINDS
+from kemu.scheduling.pod_group_state import GroupMembership, MembershipField, PodGroupStates
 from kemu.scheduling.profile import Profile
 from kemu.scheduling.runtime import Framework, FrameworkOptions
 from kemu.scheduling.waiting_pods import WaitingPodsMap
 from kemu.testing.builders import make_node
 from scheduler.cache.cache import Cache
 from scheduler.event_handlers import EventHandlers
-from scheduler.metrics import SchedulerMetrics
+from scheduler.metrics import PodGroupMetrics, SchedulerMetrics
 from scheduler.preemption_executor import Executor
 from scheduler.queue.hints import build_queueing_hint_map
 from scheduler.queue.scheduling_queue import PriorityQueue
@@ -180,6 +183,14 @@ async def env(
     nodes = informers.informer(types_pb2.Node)
     informers.informer(types_pb2.PodDisruptionBudget)
     storage = [informers.informer(kind) for kind in STORAGE_KINDS]
+    # Pod groups as app.py has them (GenericWorkload).
+    membership = GroupMembership.of(gates, resize_preemption=resize_preemption_enabled(gates))
+    pod_groups = PodGroupStates(membership, clock) if membership.enabled else None
+    group_informers: list[Informer[Message]] = []
+    if membership.field is MembershipField.WORKLOAD_REF:
+        group_informers.append(informers.informer(types_pb2.Workload))
+    elif membership.field is MembershipField.SCHEDULING_GROUP:
+        group_informers.append(informers.informer(types_pb2.PodGroup))
     metrics = SchedulerMetrics(None)
     recorder = Recorder()
     cache = Cache(
@@ -203,6 +214,7 @@ async def env(
             preemption_executor=functools.partial(
                 Executor, client=client, pod_lister=pods.lister, metrics=metrics
             ),
+            pod_group_states=pod_groups,
         ),
     )
     queue = PriorityQueue(
@@ -220,9 +232,16 @@ async def env(
         scheduler_names=[SCHEDULER],
         frameworks={SCHEDULER: fwk},
         resize_preemption=resize_preemption_enabled(gates),
+        pod_groups=pod_groups,
     )
     handlers.register(pods, nodes)
     handlers.register_storage(*storage)
+    handlers.register_pod_groups(*group_informers)
+    pod_group_lister = None
+    pod_group_metrics = None
+    if membership.group_cycle:
+        pod_group_lister = informers.informer(types_pb2.PodGroup).lister
+        pod_group_metrics = PodGroupMetrics(None, typed=gates.version >= Version(1, 37))
     scheduler = Scheduler(
         client=client,
         cache=cache,
@@ -232,6 +251,9 @@ async def env(
         settings=CycleSettings.of(gates, turn_seconds=turn_seconds),
         metrics=metrics,
         pod_lister=pods.lister,
+        pod_groups=pod_groups,
+        pod_group_lister=pod_group_lister,
+        pod_group_metrics=pod_group_metrics,
     )
     async with anyio.create_task_group() as tg:
         informers.start(tg)

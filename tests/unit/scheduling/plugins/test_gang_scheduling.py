@@ -48,6 +48,9 @@ def test_membership_per_version_and_gate() -> None:
     off = GroupMembership.of(_gates(36, on=False))
     assert off.field is MembershipField.NONE and off.key(pod) is None
     assert GroupMembership.of(_gates(37)).key(make_pod("lonely").obj()) is None
+    # A 1.34 scheduler (no GenericWorkload yet) ignores groups, whatever the apiserver serves.
+    at_1_34 = GroupMembership.of(FeatureGates.for_version(Version(1, 34)))
+    assert at_1_34.key(pod) is None
 
 
 def test_kep_5836_a_deferred_resize_is_never_a_member() -> None:

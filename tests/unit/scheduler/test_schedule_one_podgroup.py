@@ -1,0 +1,140 @@
+"""The pod-group scheduling cycle (scheduler/schedule_one_podgroup.py) at 1.36 and 1.37, over
+the scheduler's real pieces and a FakeClient (tests/unit/scheduler/harness.py)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from kemu.api.v1 import types_pb2
+from kemu.component.featuregate import GANG_SCHEDULING, GENERIC_WORKLOAD, FeatureGates
+from kemu.component.version import Version
+from kemu.testing.builders import make_gang_pod_group, make_pod
+from tests.unit.scheduler.harness import Env, env, settle
+
+pytestmark = pytest.mark.anyio
+
+
+def gates(minor: int) -> FeatureGates:
+    overrides = {GENERIC_WORKLOAD: True}
+    if minor < 37:
+        overrides[GANG_SCHEDULING] = True
+    return FeatureGates.for_version(Version(1, minor), overrides)
+
+
+def condition_type(minor: int) -> str:
+    return "PodGroupInitiallyScheduled" if minor >= 37 else "PodGroupScheduled"
+
+
+def member(name: str, group: str = "g", cpu: str = "200m", priority: int = 0) -> types_pb2.Pod:
+    return (
+        make_pod(name)
+        .uid(name)
+        .scheduler_name("default-scheduler")
+        .pod_group(group)
+        .req(cpu=cpu)
+        .priority(priority)
+        .obj()
+    )
+
+
+async def condition(e: Env, minor: int) -> tuple[str, str, str] | None:
+    pg = await e.client.get(types_pb2.PodGroup, "g", "default")
+    for c in pg.status.conditions:
+        if c.type == condition_type(minor):
+            return c.status, c.reason, c.message
+    return None
+
+
+def attempts(e: Env, result: str) -> float:
+    metrics = e.scheduler.pod_group_metrics
+    assert metrics is not None
+    for family in metrics.schedule_attempts.collect():
+        for sample in family.samples:
+            if sample.name.endswith("_total") and sample.labels["result"] == result:
+                return sample.value
+    return 0.0
+
+
+async def bound(e: Env) -> dict[str, str]:
+    pods = (await e.client.list(types_pb2.Pod, "default")).items
+    return {p.metadata.name: p.spec.node_name for p in pods if p.spec.node_name}
+
+
+@pytest.mark.parametrize("minor", [36, 37])
+async def test_one_cycle_places_the_whole_group(minor: int) -> None:
+    async with env(gates(minor)) as e:
+        e.node("n1", cpu="1")
+        e.client.add(make_gang_pod_group("g", 3))
+        for name in ("a", "b", "c"):
+            e.add(member(name))
+        await settle()
+        await e.cycle()  # one pop: the group's other members come with it
+        assert e.queued() == {"active": [], "backoff": [], "unschedulable": []}
+        await settle()
+        assert await bound(e) == {"a": "n1", "b": "n1", "c": "n1"}
+        assert await condition(e, minor) == ("True", "Scheduled", "")
+        assert attempts(e, "scheduled") == 1
+
+
+@pytest.mark.parametrize(
+    ("minor", "group_message", "member_message"),
+    [
+        (
+            36,
+            "pod group is unschedulable",
+            r'one or more plugins asked to wait and no plugin rejected pod "\w"',
+        ),
+        (
+            37,
+            "minCount (3) cannot be satisfied: 2 scheduled, 0 remaining",
+            r"minCount \(3\) (is not yet|cannot be) satisfied: \d scheduled, \d remaining",
+        ),
+    ],
+)
+async def test_a_group_that_does_not_fit_goes_back_whole(
+    minor: int, group_message: str, member_message: str
+) -> None:
+    async with env(gates(minor)) as e:
+        e.node("n1", cpu="500m")
+        e.client.add(make_gang_pod_group("g", 3))
+        for name in ("a", "b", "c"):
+            e.add(member(name))
+        await settle()
+        await e.cycle()
+        await settle()
+        assert await bound(e) == {}
+        # Nothing stays assumed: the cycle was a simulation.
+        assert not any(e.cached(n) for n in ("a", "b", "c"))
+        queued = e.queued()
+        assert sorted(queued["unschedulable"] + queued["backoff"]) == ["a", "b", "c"]
+        assert await condition(e, minor) == ("False", "Unschedulable", group_message)
+        assert attempts(e, "unschedulable") == 1
+        messages = {
+            name: msg
+            for name, _, reason, _, msg in e.recorder.messages
+            if reason == "FailedScheduling"
+        }
+        # Two were placed (their message says why the group was not complete); the one the
+        # node had no room left for has its own.
+        placed = sorted(n for n, m in messages.items() if re.fullmatch(member_message, m))
+        assert len(placed) == 2, messages
+        (left,) = {"a", "b", "c"} - set(placed)
+        assert messages[left].startswith("0/1 nodes are available"), messages
+
+
+async def test_members_are_tried_by_priority_then_age() -> None:
+    """Room for one: the higher-priority member is the one placed (the group is Basic)."""
+    async with env(gates(36)) as e:
+        e.node("n1", cpu="200m")
+        pg = make_gang_pod_group("g", 1)
+        pg.spec.scheduling_policy.ClearField("gang")
+        pg.spec.scheduling_policy.basic.SetInParent()
+        e.client.add(pg)
+        e.add(member("low", priority=1))
+        e.add(member("high", priority=10))
+        await settle()
+        await e.cycle()
+        await settle()
+        assert await bound(e) == {"high": "n1"}
