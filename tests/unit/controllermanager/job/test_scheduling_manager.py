@@ -312,9 +312,9 @@ async def test_1_37_a_gang_follows_the_job_s_parallelism() -> None:
             )
 
         assert min_counts() == (3, 3)
-        job = await fake.get(types_pb2.Job, "train", "default")
-        job.spec.parallelism = 2
-        await fake.update(job)
+        # A merge patch, as `kubectl scale`/`patch` send: no resourceVersion to conflict with
+        # the controller's own status writes (a get-then-update lost that race 1 in ~20).
+        await fake.patch(types_pb2.Job, "train", {"spec": {"parallelism": 2}}, "default")
         await wait_until(lambda: min_counts() == (2, 2))
 
 
