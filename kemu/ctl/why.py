@@ -284,6 +284,16 @@ def _phase_text(p: Record) -> str:
     return f"{p['point']} {p['code']}{plugin} in {p['seconds'] * 1000:.1f} ms"
 
 
+def _sortable(when: str) -> str:
+    """A time of the story as text that sorts as the time does: the API's times are to the
+    second ("...:22Z"), the records' to the millisecond ("...:22.137Z"); "" (undated) last."""
+    if not when:
+        return "~"
+    if when.endswith("Z") and "." not in when:
+        return when[:-1] + ".000Z"
+    return when
+
+
 def print_pod_story(ctx: Context, story: PodStory) -> None:
     entries: list[tuple[str, int, list[str]]] = [(story["created"], 0, ["created"])]
     for i, a in enumerate(story["attempts"], 1):
@@ -300,7 +310,7 @@ def print_pod_story(ctx: Context, story: PodStory) -> None:
     if story["deleted"]:
         entries.append((story["deleted"], 4, ["deleted"]))
     # Undated entries (the apiserver's clearing at binding) go after the rest of their kind.
-    entries.sort(key=lambda t: (t[0] or "~", t[1]))
+    entries.sort(key=lambda t: (_sortable(t[0]), t[1]))
     ctx.print(f"Pod {story['pod']} (uid {story['uid']})")
     for when, _, lines in entries:
         ctx.print(f"  {when or '(at binding)':<24} {lines[0]}")

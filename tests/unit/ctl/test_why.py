@@ -132,3 +132,14 @@ def test_a_gang_members_story_tells_its_hold_and_its_groups_cycle() -> None:
     out = io.StringIO()
     print_pod_story(Context(client=FakeClient(), out=out), story)
     assert "held at PreEnqueue by GangScheduling: waiting for minCount" in out.getvalue()
+
+
+def test_a_story_sorts_second_and_millisecond_times_as_times() -> None:
+    # The pod was created at :22 (the API's second), held at :22.137 (the record's ms).
+    pod = make_pod("a").obj()
+    pod.metadata.creation_timestamp.FromSeconds(22)
+    held = {"since": 22.137, "plugin": "GangScheduling", "message": "waiting"}
+    out = io.StringIO()
+    print_pod_story(Context(client=FakeClient(), out=out), pod_story(pod, [], [], held))
+    lines = out.getvalue().splitlines()
+    assert "created" in lines[1] and "held at PreEnqueue" in lines[2], lines
