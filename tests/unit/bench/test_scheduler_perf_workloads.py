@@ -314,8 +314,7 @@ def test_every_test_case_has_a_quick_workload_and_the_labels_select_kemus_cases(
     ws = list(_shipped().values())
     quick = {w.test_case for w in select_workloads(ws, [], "quick")}
     cases = {w.test_case for w in ws}
-    # GangsOfThree needs the apiserver's PodGroups and the scheduler's pod-group cycle.
-    assert cases - quick == {"GangsOfThree"}
+    assert cases == quick
     assert {w.test_case for w in select_workloads(ws, [], "gang")} == {"GangsOfThree"}
     assert {w.full_name for w in select_workloads(ws, [], "performance")} == {
         "SchedulingBasic/500Nodes",
