@@ -6,7 +6,7 @@ module-scoped fixtures (a few lines over these helpers)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
@@ -37,15 +37,19 @@ def cloud_cluster(
     controllermanager_args: Sequence[str] = (),
     cloud_args: Sequence[str] = (),
     clock: ClockMode = ClockMode.REAL,
+    feature_gates: Mapping[str, bool] | None = None,
 ) -> Iterator[Cluster]:
     """etcd, the apiserver, the scheduler, the controller-manager and the cloud (`config`),
-    stopped at the end, every process on `clock`; the caller starts the autoscaler (or
+    stopped at the end, every process on `clock` (`feature_gates`: the apiserver's, the
+    scheduler's and the controller-manager's); the caller starts the autoscaler (or
     `Autoscalers` does)."""
     with Cluster(root, clock=clock) as c:
         c.start_etcd()
-        c.start_apiserver()
-        c.start_scheduler()
-        c.start_controllermanager(extra_args=list(controllermanager_args))
+        c.start_apiserver(feature_gates=feature_gates)
+        c.start_scheduler(feature_gates=feature_gates)
+        c.start_controllermanager(
+            extra_args=list(controllermanager_args), feature_gates=feature_gates
+        )
         c.start_cloud(config, provision_delay=provision_delay, extra_args=list(cloud_args))
         yield c
 
