@@ -92,7 +92,11 @@ async def test_s_ca_5_no_scale_up_for_a_partial_gang_then_one_for_the_whole(
 
     await api.create(member(ns, "c"))
     for name in ("a", "b", "c"):
-        await eventually(lambda name=name: unschedulable(api, ns, name), timeout=30)
+
+        async def marked(name: str = name) -> types_pb2.Pod:
+            return await unschedulable(api, ns, name)
+
+        await eventually(marked, timeout=30)
 
     async def scaled_for_all() -> bool:
         assert await cloud.target_size(GROUP) == 3
