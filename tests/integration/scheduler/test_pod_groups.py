@@ -282,3 +282,45 @@ async def test_s_pg_3_scheduler_killed_while_members_wait_at_permit(cluster_135:
         await s.bare_node("n2", cpu="500m", memory="1Gi", pods="32")
         for name in ("a", "b", "c"):
             await s.wait_bound(name)
+
+
+async def test_s_pg_9_a_member_preempted_while_the_others_wait_at_permit(
+    cluster_135: Cluster,
+) -> None:
+    """1.35: two of three members wait at Permit (nominated), the third does not fit. A
+    higher-priority pod preempts one waiting member: preemption rejects a victim that waits
+    at Permit instead of deleting it (pkg/scheduler/framework/preemption prepareCandidate), so
+    it is unreserved, its nominatedNodeName cleared, and it goes back to the queue; the other
+    member keeps waiting at Permit with its nomination (GangScheduling has no group-wide
+    reaction: it waits for the group's deadline); nothing of the gang is bound."""
+    profile = GANG_135
+    async with Scenario.open(cluster_135, "s-pg-9") as s:
+        n1 = await s.bare_node("n1", cpu="500m", memory="1Gi", pods="32")
+        await create_group(s, profile, "g", 3)
+        for name in ("a", "b", "c"):
+            await s.create(member(s, name, profile, "g", cpu="200m"))
+
+        async def two_waiting() -> list[str]:
+            pods = await s.pods()
+            waiting = sorted(n for n, p in pods.items() if p.status.nominated_node_name == n1)
+            assert len(waiting) == 2, {n: p.status.nominated_node_name for n, p in pods.items()}
+            return waiting
+
+        waiting = await s.eventually(two_waiting)
+        high = s.pod("high", priority=1000, cpu="300m", memory="10").scheduler_name(profile)
+        await s.create(high)
+        assert await s.wait_bound("high") == n1
+
+        async def one_left_waiting() -> tuple[str, str]:
+            pods = await s.pods()
+            still = [n for n in waiting if pods[n].status.nominated_node_name == n1]
+            rejected = [n for n in waiting if not pods[n].status.nominated_node_name]
+            assert len(still) == 1 and len(rejected) == 1, {
+                n: p.status.nominated_node_name for n, p in pods.items()
+            }
+            return still[0], rejected[0]
+
+        still, rejected = await s.eventually(one_left_waiting)
+        pods = await s.pods()
+        assert not pods[rejected].metadata.HasField("deletion_timestamp")
+        assert {n: p.spec.node_name for n, p in pods.items() if p.spec.node_name} == {"high": n1}
