@@ -21,6 +21,7 @@ USER_TESTS = textwrap.dedent(
     from kemu.api.v1.types_pb2 import Node, Pod
     from kemu.client.client import Client
     from kemu.testing import assert_invariants, eventually, make_pod, record_pods
+    from kemu.testing.builders import make_gang_pod_group
 
 
     @pytest.mark.anyio
@@ -39,6 +40,28 @@ USER_TESTS = textwrap.dedent(
             await assert_invariants(client, pods, "default")
 
 
+    # Issue #55: a gang on a cluster with the Workload API on (every component's gates).
+    @pytest.mark.anyio
+    @pytest.mark.kemu(nodes=1, gates={"GenericWorkload": True})
+    async def test_my_gang_is_bound_together(kemu_cluster):
+        async with Client(kemu_cluster.server) as client:
+            await client.create(make_gang_pod_group("trainer", 2))
+            await client.create(make_pod("a").req(cpu="100m").pod_group("trainer").obj())
+
+            async def bound() -> list[str]:
+                pods = (await client.list(Pod, "default")).items
+                return sorted(p.metadata.name for p in pods if p.spec.node_name)
+
+            assert await bound() == []  # (one member of two: held at PreEnqueue)
+            await client.create(make_pod("b").req(cpu="100m").pod_group("trainer").obj())
+
+            async def both() -> bool:
+                assert await bound() == ["a", "b"]
+                return True
+
+            await eventually(both, timeout=30)
+
+
     @pytest.mark.kemu(nodes="three")
     def test_a_bad_marker(kemu_cluster):
         pass
@@ -50,5 +73,5 @@ def test_a_users_test_runs_on_the_cluster_its_marker_asks_for(tmp_path: Path) ->
     (tmp_path / "test_mine.py").write_text(USER_TESTS)
     done = run_pytest(["-p", "no:randomly"], cwd=tmp_path, timeout=180)
     out = done.stdout
-    assert "1 passed, 1 error" in out, out + done.stderr
+    assert "2 passed, 1 error" in out, out + done.stderr
     assert "kemu: nodes must be a count or a list of names, not 'three'" in out, out
