@@ -35,6 +35,7 @@ from controllermanager.controller import (
     run_controller,
     workers,
 )
+from controllermanager.protection_util import is_deletion_candidate, need_to_add_finalizer
 from kemu.api.v1 import types_pb2
 from kemu.client.informer import FuncHandler, Informer, InformerFactory
 from kemu.client.interface import ApiClient
@@ -82,20 +83,6 @@ def is_pod_terminated(pod: types_pb2.Pod) -> bool:
     return pod.status.phase in TERMINAL_PHASES
 
 
-def need_to_add_finalizer(pg: types_pb2.PodGroup) -> bool:
-    """protectionutil.NeedToAddFinalizer: not being deleted and without the finalizer."""
-    return not pg.metadata.HasField("deletion_timestamp") and (
-        POD_GROUP_PROTECTION_FINALIZER not in pg.metadata.finalizers
-    )
-
-
-def is_deletion_candidate(pg: types_pb2.PodGroup) -> bool:
-    """protectionutil.IsDeletionCandidate: being deleted and still holding the finalizer."""
-    return pg.metadata.HasField("deletion_timestamp") and (
-        POD_GROUP_PROTECTION_FINALIZER in pg.metadata.finalizers
-    )
-
-
 def event_matters(pod: types_pb2.Pod, *, deleted: bool) -> bool:
     """enqueuePodGroupForPod's filter: a deleted or finished pod, or one not bound yet."""
     return deleted or is_pod_terminated(pod) or not pod.spec.node_name
@@ -127,7 +114,9 @@ class PodGroupProtectionController:
 
     def _on_group(self, pg: types_pb2.PodGroup) -> None:
         """podGroupAddedUpdated."""
-        if need_to_add_finalizer(pg) or is_deletion_candidate(pg):
+        if need_to_add_finalizer(pg, POD_GROUP_PROTECTION_FINALIZER) or is_deletion_candidate(
+            pg, POD_GROUP_PROTECTION_FINALIZER
+        ):
             self.queue.add(object_key(pg))
 
     def _on_pod(self, pod: types_pb2.Pod, *, deleted: bool) -> None:
@@ -151,13 +140,13 @@ class PodGroupProtectionController:
         pg = self._groups.lister.get(name, namespace)
         if pg is None:
             return
-        if is_deletion_candidate(pg):
+        if is_deletion_candidate(pg, POD_GROUP_PROTECTION_FINALIZER):
             if not self.is_being_used(pg):
                 await self._set_finalizer(pg, present=False)
             else:
                 logger.info("keeping the finalizer of PodGroup %s: pods still use it", key)
             return
-        if need_to_add_finalizer(pg) and self.is_being_used(pg):
+        if need_to_add_finalizer(pg, POD_GROUP_PROTECTION_FINALIZER) and self.is_being_used(pg):
             await self._set_finalizer(pg, present=True)
 
     async def _set_finalizer(self, pg: types_pb2.PodGroup, *, present: bool) -> None:

@@ -33,6 +33,7 @@ from controllermanager.persistentvolume.common import (
     index_pods_by_claim,
     pod_claim_keys,
 )
+from controllermanager.protection_util import is_deletion_candidate, need_to_add_finalizer
 from kemu.api.v1 import types_pb2
 from kemu.client.informer import FuncHandler, Informer, InformerFactory
 from kemu.client.interface import ApiClient
@@ -52,20 +53,7 @@ PV_PROTECTION: Final = "pv-protection"
 PVC_PROTECTION_FINALIZER: Final = "kubernetes.io/pvc-protection"
 PV_PROTECTION_FINALIZER: Final = "kubernetes.io/pv-protection"
 
-Protected = types_pb2.PersistentVolumeClaim | types_pb2.PersistentVolume
 P = TypeVar("P", types_pb2.PersistentVolumeClaim, types_pb2.PersistentVolume)
-
-
-def is_deletion_candidate(obj: Protected, finalizer: str) -> bool:
-    """protectionutil.IsDeletionCandidate: being deleted and still holding the finalizer."""
-    return obj.metadata.HasField("deletion_timestamp") and finalizer in obj.metadata.finalizers
-
-
-def need_to_add_finalizer(obj: Protected, finalizer: str) -> bool:
-    """protectionutil.NeedToAddFinalizer: not being deleted and without the finalizer."""
-    return not obj.metadata.HasField("deletion_timestamp") and (
-        finalizer not in obj.metadata.finalizers
-    )
 
 
 def pod_uses_claim(pod: types_pb2.Pod, claim: types_pb2.PersistentVolumeClaim) -> bool:
