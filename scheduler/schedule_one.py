@@ -369,17 +369,7 @@ class Scheduler:
             self.queue.done(pod.metadata.uid)
             return
         assumed, node = outcome
-        assert self._binding_tasks is not None
-        self._binding_tasks.start_soon(
-            self.binding_cycle,
-            fwk,
-            state,
-            qpi,
-            assumed,
-            node,
-            start,
-            name=f"bind {object_key(pod)}",
-        )
+        self._start_binding_cycle(fwk, state, qpi, assumed, node, start)
 
     def new_cycle_state(self, pod_info: PodInfo) -> CycleState:
         """The CycleState of a new cycle for `pod_info.pod`, `pod_info` being the queue's
@@ -510,6 +500,19 @@ class Scheduler:
         assumed = await self.assume_reserve_permit(fwk, state, qpi, node, start)
         if assumed is None:
             return False
+        self._start_binding_cycle(fwk, state, qpi, assumed, node, start)
+        return True
+
+    def _start_binding_cycle(
+        self,
+        fwk: FrameworkLike,
+        state: CycleState,
+        qpi: QueuedPodInfo,
+        assumed: types_pb2.Pod,
+        node: str,
+        start: float,
+    ) -> None:
+        """The binding cycle of `assumed` in its own task (upstream's `go runBindingCycle`)."""
         assert self._binding_tasks is not None
         self._binding_tasks.start_soon(
             self.binding_cycle,
@@ -521,7 +524,6 @@ class Scheduler:
             start,
             name=f"bind {object_key(qpi.pod)}",
         )
-        return True
 
     async def _unschedulable(
         self,
