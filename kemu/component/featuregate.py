@@ -249,12 +249,21 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
             _gate(GENERIC_WORKLOAD, alpha=35, beta_off=37),
             _gate(GANG_SCHEDULING, alpha=35, removed=37, depends_on=(GENERIC_WORKLOAD,)),
             _gate(WORKLOAD_AWARE_PREEMPTION, alpha=36, removed=37, depends_on=(GENERIC_WORKLOAD,)),
-            _gate(TOPOLOGY_AWARE_WORKLOAD_SCHEDULING, alpha=36, depends_on=(GENERIC_WORKLOAD,)),
+            # Not modelled: the apiserver's fields follow these two gates, but the scheduler
+            # places no group by topology (no PlacementGenerate/PlacementScore) and serves no
+            # CompositePodGroup; the scheduler says so at start-up when one is on.
+            _gate(
+                TOPOLOGY_AWARE_WORKLOAD_SCHEDULING,
+                alpha=36,
+                depends_on=(GENERIC_WORKLOAD,),
+                modelled=False,
+            ),
             _gate(POD_GROUP_PREEMPTION_POLICY, alpha=37, depends_on=(GENERIC_WORKLOAD,)),
             _gate(
                 COMPOSITE_POD_GROUP,
                 alpha=37,
                 depends_on=(GENERIC_WORKLOAD, TOPOLOGY_AWARE_WORKLOAD_SCHEDULING),
+                modelled=False,
             ),
             _gate(WORKLOAD_WITH_JOB, alpha=36, depends_on=(GENERIC_WORKLOAD,)),
             _gate(
@@ -420,6 +429,11 @@ class FeatureGates:
                 warnings.append(
                     f"Setting {spec.stage} feature gate {name}={str(value).lower()}. "
                     "It will be removed in a future release."
+                )
+            if value and not gate.modelled:
+                warnings.append(
+                    f"feature gate {name}=true: kemu knows the gate but does not model its "
+                    "behaviour"
                 )
             resolved[name] = value
         errors.extend(_dependency_errors(version, resolved))

@@ -551,6 +551,8 @@ def test_not_modelled_gates_follow_upstreams_lifecycle() -> None:
         fg.DYNAMIC_RESOURCE_ALLOCATION,
         fg.DRA_EXTENDED_RESOURCE,
         fg.DRA_WORKLOAD_RESOURCE_CLAIMS,
+        fg.TOPOLOGY_AWARE_WORKLOAD_SCHEDULING,
+        fg.COMPOSITE_POD_GROUP,
         fg.IN_PLACE_POD_VERTICAL_SCALING_ALLOCATED_STATUS,
         fg.IN_PLACE_POD_VERTICAL_SCALING_EXCLUSIVE_CPUS,
         fg.IN_PLACE_POD_VERTICAL_SCALING_EXCLUSIVE_MEMORY,
@@ -790,3 +792,13 @@ def test_pod_group_gate_dependencies(minor: int, overrides: dict[str, bool], mis
     assert f"at emulated version 1.{minor}" in text and f"depends on {missing}" in text
     gates = gates_at(minor, **{**overrides, missing: True, fg.GENERIC_WORKLOAD: True})
     assert all(gates.enabled(name) for name in overrides)
+
+
+def test_a_not_modelled_gate_turned_on_is_accepted_with_a_warning() -> None:
+    gates = gates_at(37, GenericWorkload=True, TopologyAwareWorkloadScheduling=True)
+    assert gates.enabled(fg.TOPOLOGY_AWARE_WORKLOAD_SCHEDULING)
+    assert gates.warnings == (
+        "feature gate TopologyAwareWorkloadScheduling=true: kemu knows the gate but does not "
+        "model its behaviour",
+    )
+    assert gates_at(37, TopologyAwareWorkloadScheduling=False).warnings == ()
