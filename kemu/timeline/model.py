@@ -118,6 +118,9 @@ class PodTrack:
     preempted_on: str = ""
     victims: list[tuple[float, str]] = field(default_factory=list)
     """The pods this one preempted (when, namespace/name), from their Preempted events."""
+    group: str = ""
+    """namespace/name of its pod group ("" for none): 1.36+'s spec.schedulingGroup, or
+    1.35's spec.workloadRef as "<workload>/<pod group>" (issue #55)."""
 
     @property
     def gone(self) -> float | None:
@@ -277,7 +280,14 @@ class Timeline:
             stamped = dating.created(pod.metadata)
             created = self._dated(stamped, seen, self.start)
             existed = stamped is not None and stamped < self.start
-            track = PodTrack(object_key(pod), uid, pod.spec.priority, created, existed=existed)
+            track = PodTrack(
+                object_key(pod),
+                uid,
+                pod.spec.priority,
+                created,
+                existed=existed,
+                group=pod_group_of(pod),
+            )
             self.pods[uid] = track
             early = self._early.pop(uid, None)
             if early is not None:
@@ -459,6 +469,18 @@ class Timeline:
     ) -> None:
         """A marker at `at` (default now), lasting until `until` if given."""
         self.markers.append(Marker(kind, self._now(at), label, until))
+
+
+def pod_group_of(pod: types_pb2.Pod) -> str:
+    """The pod's group as the picture names it ("" for none); see PodTrack.group."""
+    ns = pod.metadata.namespace
+    ref = pod.spec.scheduling_group
+    if ref.HasField("pod_group_name"):
+        return f"{ns}/{ref.pod_group_name}"
+    old = pod.spec.workload_ref
+    if old.name:
+        return f"{ns}/{old.name}/{old.pod_group}"
+    return ""
 
 
 def _step(series: list[tuple[float, int]], t: float, delta: int) -> None:

@@ -555,19 +555,20 @@ class _Section:
         )
 
     def story_text(self, p: PodTrack) -> str:
-        lines = [f"{p.key} (priority {p.priority})"]
+        group = f", pod group {p.group}" if p.group else ""
+        lines = [f"{p.key} (priority {p.priority}{group})"]
         lines += [f"{format_offset(self.rel(t))} {what}" for t, what in p.steps()]
         if p.bound is not None and p.gone is None:
             lines.append("still there at the end")
         return "\n".join(lines)
 
     def story(self, p: PodTrack) -> list[object]:
-        """[key, priority, node, steps, preemptor index or -1, victim indices]; a step is
-        [seconds from the origin, what]."""
+        """[key, priority, node, steps, preemptor index or -1, victim indices, pod group or
+        ""]; a step is [seconds from the origin, what]."""
         steps = [[round(self.rel(t), 3), what] for t, what in p.steps()]
         preemptor = self.by_key.get(p.preempted_by, -1) if p.preempted_by else -1
         victims = [self.by_key[k] for _, k in p.victims if k in self.by_key]
-        return [p.key, p.priority, p.node, steps, preemptor, victims]
+        return [p.key, p.priority, p.node, steps, preemptor, victims, p.group]
 
     def fault_marks(self, faults: Sequence[Marker], top: float, bottom: float) -> list[str]:
         out = ['<g class="marks">']
@@ -783,7 +784,7 @@ _SCRIPT: Final = r"""
     if (scroll && selected.length) selected[0].scrollIntoView({block: "center", inline: "center"});
     body.textContent = "";
     body.appendChild(el("h3", s[0]));
-    body.appendChild(el("p", "priority " + s[1] + (s[2] ? ", bound to " + s[2] : ", never bound")));
+    body.appendChild(el("p", "priority " + s[1] + (s[6] ? ", pod group " + s[6] : "") + (s[2] ? ", bound to " + s[2] : ", never bound")));
     var table = el("table");
     s[3].forEach(function (step) {
       var tr = el("tr"); tr.appendChild(el("td", t(step[0]))); tr.appendChild(el("td", step[1])); table.appendChild(tr);

@@ -15,6 +15,7 @@ from kemu.timeline.model import (
     TRIGGERED_SCALE_UP,
     MarkerKind,
     Timeline,
+    pod_group_of,
 )
 
 
@@ -369,3 +370,11 @@ def test_preemption_finish_and_nodes_are_dated_by_their_conditions_and_events() 
     tl.event_seen(up)
     tl.event_seen(up)  # the same occurrence again (another field changed): not a new one
     assert [(m.kind, m.at) for m in tl.markers] == [(MarkerKind.SCALE_UP, 120.0)]
+
+
+def test_a_pods_group_is_its_schedulinggroup_or_its_1_35_workload_reference() -> None:
+    member = make_pod("m").namespace("ns").pod_group("trainer").obj()
+    old = make_pod("o").namespace("ns").workload_ref("job", "workers").obj()
+    assert pod_group_of(member) == "ns/trainer"
+    assert pod_group_of(old) == "ns/job/workers"
+    assert pod_group_of(make_pod("plain").namespace("ns").obj()) == ""

@@ -104,6 +104,7 @@ def handcrafted() -> Timeline:
         tl.pod_updated(p, changed(p, node=node))
     clock.t = 5.0
     preemptor = pod("pre", 1000)
+    preemptor.spec.scheduling_group.pod_group_name = "gang"  # a member of a pod group
     tl.pod_added(preemptor)
     nominated = changed(preemptor, nominated="n1")
     tl.pod_updated(preemptor, nominated)
@@ -182,6 +183,9 @@ def test_a_pods_story_is_its_bars_title_and_in_the_json() -> None:
     by_key = {s[0]: s for s in stories}
     pre = by_key["ns/pre"]
     assert pre[1:3] == [1000, "n1"]
+    # Its pod group: in the story (the side panel) and its bar's title (issue #55).
+    assert (pre[6], by_key["ns/victim"][6]) == ("ns/gang", "")
+    assert any(t.startswith("ns/pre (priority 1000, pod group ns/gang)") for t in found.titles)
     assert [step[1] for step in pre[3]] == [
         "created",
         "nominated to n1",
