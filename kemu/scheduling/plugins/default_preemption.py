@@ -28,12 +28,16 @@ from __future__ import annotations
 import contextlib
 import logging
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Protocol, runtime_checkable
 
 from kemu.api.v1 import types_pb2
-from kemu.component.featuregate import POD_DISRUPTION_CONDITIONS, SCHEDULER_ASYNC_PREEMPTION
+from kemu.component.featuregate import (
+    POD_DISRUPTION_CONDITIONS,
+    POD_GROUP_PREEMPTION_POLICY,
+    SCHEDULER_ASYNC_PREEMPTION,
+)
 from kemu.component.version_rules import VersionRules
 from kemu.machinery.labels import selector_from_label_selector
 from kemu.scheduling.events import (
@@ -50,6 +54,7 @@ from kemu.scheduling.interface import (
     FilterFn,
     Handle,
     NodeToStatus,
+    ObjectLister,
     Plugin,
     PluginArgs,
     PostFilterPlugin,
@@ -63,6 +68,14 @@ from kemu.scheduling.plugins import (
     taint_toleration,
 )
 from kemu.scheduling.plugins.helpers import check_arg_keys
+from kemu.scheduling.pod_group_preemption import (
+    PodGroupFits,
+    PodGroupPreemption,
+    pod_group_priority,
+    select_pod_group_victims,
+    victim_units,
+)
+from kemu.scheduling.pod_group_state import GroupMembership, MembershipField
 from kemu.scheduling.preemption import (
     Evaluator,
     importance_key,
@@ -173,6 +186,13 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
                 types_pb2.Pod, field_selector=SCHEDULER_POD_FIELD_SELECTOR
             ).lister
             pdb_lister = factory.informer(types_pb2.PodDisruptionBudget).lister
+        # Workload-aware preemption (KEP-5710): which group a victim is in, and its PodGroup
+        # (disruptionMode, priority).
+        self._membership = GroupMembership.of(handle.gates)
+        self._pod_groups: ObjectLister[types_pb2.PodGroup] | None = None
+        if factory is not None and self._membership.field is MembershipField.SCHEDULING_GROUP:
+            self._pod_groups = factory.informer(types_pb2.PodGroup).lister
+        self._pdb_lister = pdb_lister
         self.evaluator = Evaluator(
             NAME,
             handle,
@@ -199,6 +219,96 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         if status.reasons:
             status = Status(status.code, (f"preemption: {status.message()}",), "", status.error)
         return result, status
+
+    async def pod_group_post_filter(
+        self,
+        pg: types_pb2.PodGroup | None,
+        members: Sequence[types_pb2.Pod],
+        fits: PodGroupFits,
+        *,
+        removable: Callable[[PodInfo], bool] = lambda pi: True,
+    ) -> tuple[PodGroupPreemption | None, Status]:
+        """Workload-aware preemption for a group that does not fit (upstream
+        DefaultPreemption.PodGroupPostFilter, PodGroupEvaluator.Preempt): whether the group
+        may preempt, its victims (kemu.scheduling.pod_group_preemption; `fits` runs the
+        group's algorithm with some pods gone, `removable` says which pods it can take
+        away), then the victims preempted through the Handle's executor. Its statuses'
+        messages start with `pod group preemption: `."""
+        result, status = await self._pod_group_preempt(pg, members, fits, removable)
+        if status.reasons:
+            status = Status(
+                status.code, (f"pod group preemption: {status.message()}",), "", status.error
+            )
+        return result, status
+
+    async def _pod_group_preempt(
+        self,
+        pg: types_pb2.PodGroup | None,
+        members: Sequence[types_pb2.Pod],
+        fits: PodGroupFits,
+        removable: Callable[[PodInfo], bool],
+    ) -> tuple[PodGroupPreemption | None, Status]:
+        if not members:
+            return None, Status(Code.UNSCHEDULABLE, ("no pods to schedule",))
+        priority = pod_group_priority(pg, min(pod_priority(p) for p in members))
+        ok, message = self._pod_group_eligible(pg, members, priority)
+        if not ok:
+            return None, Status(Code.UNSCHEDULABLE, (message,))
+        nodes = self._handle.snapshot_shared_lister().node_infos().list()
+        now_ns = int(self._handle.clock.now() * 1e9)
+        units = victim_units(
+            nodes,
+            self._membership,
+            self._pod_groups,
+            now_ns,
+            below=priority,
+            skip=lambda pi: not removable(pi),
+        )
+        pdbs = self._pdb_lister.list() if self._pdb_lister is not None else []
+        chosen, status = select_pod_group_victims(units, pdbs, fits)
+        if chosen is None:
+            return None, status
+        victims = chosen.pods()
+        executor = self._handle.preemption_executor()
+        if executor is None:
+            return chosen, SUCCESS  # a simulation: nothing is written
+        logger.info(
+            "Preempting %d pod(s) (%d victim(s)) for pod group %s/%s",
+            len(victims),
+            len(chosen.victims),
+            members[0].metadata.namespace,
+            pg.metadata.name if pg is not None else "",
+        )
+        status = await executor.prepare_pod_group_preemption(
+            NAME, victims, members[0], frozenset(chosen.assignments.values())
+        )
+        if not status.is_success():
+            return None, status
+        return chosen, SUCCESS
+
+    def _pod_group_eligible(
+        self, pg: types_pb2.PodGroup | None, members: Sequence[types_pb2.Pod], priority: int
+    ) -> tuple[bool, str]:
+        """upstream podGroupEligibleToPreemptOthers: not with preemptionPolicy Never
+        (PodGroupPreemptionPolicy), nor while a member's nominated node still holds a
+        lower-priority pod the scheduler's preemption is terminating."""
+        if (
+            pg is not None
+            and self._handle.gates.enabled(POD_GROUP_PREEMPTION_POLICY)
+            and pg.spec.preemption_policy == "Never"
+        ):
+            return False, "not eligible due to preemptionPolicy=Never."
+        lister = self._handle.snapshot_shared_lister().node_infos()
+        terminating = pod_terminating_by_preemption if self._wait_for_victims_only else _terminating
+        for pod in members:
+            nominated = pod.status.nominated_node_name
+            node = lister.get(nominated) if nominated else None
+            if node is None:
+                continue
+            for pi in node.pods:
+                if pi.priority < priority and terminating(pi.pod):
+                    return False, "not eligible due to a terminating pod on the nominated node."
+        return True, ""
 
     def pre_enqueue(self, pod: types_pb2.Pod) -> Status:
         if not self.async_preemption:
