@@ -29,10 +29,24 @@ PlacementFeasible-driven algorithm, pkg/scheduler/algorithm_podgroup.go (commit 
   subresource (True/Scheduled, False/Unschedulable, False/SchedulerError; a True never goes
   back to False), and the attempt is counted (`scheduler_podgroup_*`).
 
+Workload-aware preemption (KEP-5710; 1.36 gate WorkloadAwarePreemption, 1.37 GenericWorkload):
+`run_workload_aware_preemption`, when the group's result is rejected, as upstream's
+runWorkloadAwarePreemption (schedule_one_podgroup.go at 1.36): no DefaultPreemption in the
+profile, or a PodGroup with topology constraints, refuse with upstream's messages; otherwise its
+PodGroupPostFilter (kemu.scheduling.pod_group_preemption for the victims) gets a feasibility
+function that runs this algorithm again with some pods taken out of the cache for the run (and
+put back: upstream's snapshot backup and restore; assumed pods are never taken out) and without
+the decision record. On success the result waits on preemption: every member goes back to the
+queue with `pod group is waiting for preemption to complete`, those the last feasible run placed
+nominated there (ModeOverride), the others' nominations cleared; the attempt's result is
+`waiting_on_preemption`. An error replaces the group's status, any other outcome is appended to
+its reasons. During the algorithm an assumed member's nomination is taken out of the nominator
+(as the pod-by-pod assume does; put back when it is forgotten) so that a nominated group's next
+members do not count it twice.
+
 Not modelled yet: single-pod PostFilter (preemption) inside the group cycle (1.36 runs it and
-nominates; kemu treats such a member as not fitting), workload-aware preemption (a
-PodGroupPostFilter), topology-aware placements (TopologyAwareWorkloadScheduling), 1.37's
-pod-group queue entities and group backoff.
+nominates; kemu treats such a member as not fitting), topology-aware placements
+(TopologyAwareWorkloadScheduling), 1.37's pod-group queue entities and group backoff.
 """
 
 from __future__ import annotations
