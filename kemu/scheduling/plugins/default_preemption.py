@@ -21,6 +21,12 @@ this plugin holds the preemptor at PreEnqueue ("waiting for the preemption for t
 finished") until the executor says the deletions are issued. Metrics:
 scheduler_preemption_attempts_total on every PostFilter call (the executor observes
 scheduler_preemption_victims).
+
+PodGroupPostFilter (`pod_group_post_filter`, KEP-5710 workload-aware preemption, called by the
+scheduler's pod-group cycle): the group's eligibility (preemptionPolicy Never with
+PodGroupPreemptionPolicy; a member nominated to a node where a lower-priority pod is being
+preempted), then kemu.scheduling.pod_group_preemption's victim units and selection, then the
+executor's `prepare_pod_group_preemption`.
 """
 
 from __future__ import annotations
