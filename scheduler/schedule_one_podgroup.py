@@ -57,7 +57,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
 from kemu.api.v1 import types_pb2
-from kemu.component.featuregate import GENERIC_WORKLOAD, WORKLOAD_AWARE_PREEMPTION, FeatureGates
 from kemu.component.version import Version
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import ApiError
@@ -67,7 +66,10 @@ from kemu.scheduling.plugins.default_preemption import NAME as DEFAULT_PREEMPTIO
 from kemu.scheduling.plugins.default_preemption import DefaultPreemption
 from kemu.scheduling.plugins.gang_scheduling import NAME as GANG_SCHEDULING
 from kemu.scheduling.plugins.gang_scheduling import GangScheduling, PlacementProgress
-from kemu.scheduling.pod_group_preemption import PodGroupPreemption
+from kemu.scheduling.pod_group_preemption import (
+    PodGroupPreemption,
+    workload_aware_preemption_enabled,
+)
 from kemu.scheduling.pod_group_state import PodGroupKey
 from kemu.scheduling.status import SUCCESS, Code, Status, as_error
 from kemu.scheduling.types import PodInfo, PostFilterResult
@@ -394,12 +396,6 @@ def _unreserve_and_forget(
 
 
 # ---------------------------------------------------------------- workload-aware preemption
-
-
-def workload_aware_preemption_enabled(gates: FeatureGates) -> bool:
-    """1.36: WorkloadAwarePreemption (with GenericWorkload); 1.37: folded into
-    GenericWorkload (the removed gate reads as on)."""
-    return gates.enabled(GENERIC_WORKLOAD) and gates.enabled(WORKLOAD_AWARE_PREEMPTION)
 
 
 async def run_workload_aware_preemption(

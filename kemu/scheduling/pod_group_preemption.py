@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from kemu.api.v1 import types_pb2
+from kemu.component.featuregate import GENERIC_WORKLOAD, WORKLOAD_AWARE_PREEMPTION, FeatureGates
 from kemu.scheduling.interface import ObjectLister
 from kemu.scheduling.pod_group_state import GroupMembership, PodGroupKey
 from kemu.scheduling.preemption import violated_budgets
@@ -47,6 +48,7 @@ __all__ = [
     "pod_group_priority",
     "select_pod_group_victims",
     "victim_units",
+    "workload_aware_preemption_enabled",
 ]
 
 NO_VICTIMS: Final = "No preemption victims found for incoming preemptor"
@@ -84,6 +86,12 @@ class PodGroupPreemption:
 
     def pods(self) -> list[types_pb2.Pod]:
         return [pi.pod for unit in self.victims for pi in unit.pods]
+
+
+def workload_aware_preemption_enabled(gates: FeatureGates) -> bool:
+    """1.36: WorkloadAwarePreemption (with GenericWorkload); 1.37: folded into
+    GenericWorkload (the removed gate reads as on)."""
+    return gates.enabled(GENERIC_WORKLOAD) and gates.enabled(WORKLOAD_AWARE_PREEMPTION)
 
 
 def disrupts_whole_group(pg: types_pb2.PodGroup | None) -> bool:

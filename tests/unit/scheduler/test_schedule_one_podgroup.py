@@ -270,3 +270,58 @@ async def test_a_group_that_may_not_preempt(change: str, message: str) -> None:
         assert await e.get("low-a") is not None and await e.get("low-b") is not None
         cond = await condition(e, 37)
         assert cond is not None and cond[2].endswith(message), cond
+
+
+# ------------------------------------------------- victim units for a single pod's preemption
+
+
+def bound_member(e: Env, name: str, group: str, node: str, priority: int, cpu: str = "1") -> None:
+    pod = member(name, group, cpu=cpu, priority=priority)
+    pod.spec.node_name = node
+    pod.spec.termination_grace_period_seconds = 0
+    e.add(pod)
+
+
+def loose(name: str, priority: int, cpu: str = "1") -> types_pb2.Pod:
+    return (
+        make_pod(name)
+        .uid(name)
+        .scheduler_name("default-scheduler")
+        .req(cpu=cpu)
+        .priority(priority)
+        .obj()
+    )
+
+
+async def test_s_pg_8_a_single_pod_preempting_an_all_group_takes_its_pods_on_every_node() -> None:
+    async with env(preemption_gates(37)) as e:
+        e.node("n1", cpu="1")
+        e.node("n2", cpu="1")
+        low = prioritized_group("low", 2, 1)
+        low.spec.disruption_mode.all.SetInParent()
+        e.client.add(low)
+        bound_member(e, "low-a", "low", "n1", 1)
+        bound_member(e, "low-b", "low", "n2", 1)
+        e.add(loose("p", 100))
+        await settle()
+        await e.cycle()
+        await settle()
+        # p needs one node; the victim is the whole group, its pod on the other node too.
+        assert await e.get("low-a") is None and await e.get("low-b") is None
+        p = await e.get("p")
+        assert p is not None and p.status.nominated_node_name in ("n1", "n2")
+
+
+async def test_s_pg_8_a_single_mode_pod_is_a_victim_at_its_pod_group_priority() -> None:
+    async with env(preemption_gates(37)) as e:
+        e.node("n1", cpu="1")
+        e.client.add(prioritized_group("single", 1, 200))  # Single (the default)
+        bound_member(e, "s-a", "single", "n1", 1)  # its own priority: 1
+        e.add(loose("p", 100))
+        await settle()
+        await e.cycle()
+        await settle()
+        # At the PodGroup's priority (200) the pod is no victim for p (100).
+        assert await e.get("s-a") is not None
+        p = await e.get("p")
+        assert p is not None and not p.status.nominated_node_name
