@@ -711,6 +711,22 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
                 status = self._remove(state, pod, pi, node)
                 if not status.is_success():
                     return [], 0, status
+        # A unit's pods on other nodes go through the PreFilter extensions only (upstream:
+        # only the main node's NodeInfo changes).
+        lister = fh.snapshot_shared_lister().node_infos()
+        remote: dict[int, list[tuple[PodInfo, NodeInfo]]] = {}
+        for key, unit in touching.items():
+            pairs = []
+            for pi in unit.pods:
+                where = pi.pod.spec.node_name
+                other = lister.get(where) if where != node.name else None
+                if other is not None:
+                    pairs.append((pi, other))
+            remote[key] = pairs
+            for pi, other in pairs:
+                status = fh.run_pre_filter_extension_remove_pod(state, pod, pi, other)
+                if not status.is_success():
+                    return [], 0, status
         status = fh.run_filter_plugins_with_nominated_pods(state, pod, node)
         if not status.is_success():
             return [], 0, status
@@ -732,10 +748,18 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
                     s = fh.run_pre_filter_extension_add_pod(state, pod, pi, node)
                     if not s.is_success():
                         return [], 0, s
+                for pi, other in remote[id(unit)]:
+                    s = fh.run_pre_filter_extension_add_pod(state, pod, pi, other)
+                    if not s.is_success():
+                        return [], 0, s
                 if fh.run_filter_plugins_with_nominated_pods(state, pod, node).is_success():
                     continue  # reprieved
                 for pi in back:
                     s = self._remove(state, pod, pi, node)
+                    if not s.is_success():
+                        return [], 0, s
+                for pi, other in remote[id(unit)]:
+                    s = fh.run_pre_filter_extension_remove_pod(state, pod, pi, other)
                     if not s.is_success():
                         return [], 0, s
                 victims.append(unit)
