@@ -87,9 +87,13 @@ WAITING_ON_PREEMPTION: Final = "waiting_on_preemption"  # the attempts metric's 
 NO_POD_GROUP_POST_FILTER: Final = (
     "default preemption plugin is not registered, workload aware preemption is disabled"
 )
+# A PodGroup with topology constraints: 1.36's scheduler says so before the plugin runs; the
+# newest (1.37) plugin's own check words it so
+# (pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go PodGroupPostFilter).
 TOPOLOGY_NOT_SUPPORTED: Final = (
     "workload aware preemption is not supported for pod groups with scheduling constraints"
 )
+TOPOLOGY_NOT_SUPPORTED_137: Final = "pod group preemption: not supported with topology constraints"
 NO_PODS_SCHEDULABLE: Final = "no pods were schedulable"
 POD_GROUP_SCHEDULED: Final = "PodGroupScheduled"  # 1.36
 POD_GROUP_INITIALLY_SCHEDULED: Final = "PodGroupInitiallyScheduled"  # 1.37
@@ -448,7 +452,9 @@ async def _pod_group_post_filter(
     if pg is None:
         return None, as_error(f'failed to get pod group object: PodGroup "{info.key}" not found')
     if pg.spec.scheduling_constraints.topology:
-        return None, Status(Code.UNSCHEDULABLE, (TOPOLOGY_NOT_SUPPORTED,))
+        newest = sched.gates.version >= _PLACEMENT_FEASIBLE_ALGORITHM_SINCE
+        message = TOPOLOGY_NOT_SUPPORTED_137 if newest else TOPOLOGY_NOT_SUPPORTED
+        return None, Status(Code.UNSCHEDULABLE, (message,))
     # The snapshot as the cache has it (the algorithm's members forgotten), the pods it holds
     # by uid (what the feasibility function takes out of the cache).
     sched.cache.update_snapshot(sched.snapshot)

@@ -249,7 +249,7 @@ async def test_1_36_without_workload_aware_preemption_nothing_is_preempted() -> 
         ),
         (
             "topology",
-            "workload aware preemption is not supported for pod groups with scheduling constraints",
+            "pod group preemption: not supported with topology constraints",
         ),
     ],
 )
