@@ -86,7 +86,8 @@ class CycleObserver(Protocol):
         self, pod: types_pb2.Pod, *, group: str, members: int, result: str, message: str
     ) -> None:
         """The pod-group cycle of `group` (namespace/name; `members` tried together) ended
-        with `result` (scheduled, unschedulable, error): `pod` was one of its members."""
+        with `result` (scheduled, unschedulable, waiting_on_preemption, error): `pod` was one
+        of its members."""
 
 
 class NoObserver:

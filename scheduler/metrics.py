@@ -172,6 +172,26 @@ class PodGroupMetrics:
             registry=registry,
         )
 
+        # Workload-aware preemption (KEP-5710, ALPHA): its attempts by the PodGroupPostFilter's
+        # status code, and how many pods each successful one preempted.
+        self.workload_preemption_attempts = Counter(
+            _SUBSYSTEM + "workload_preemption_attempts_total",
+            "Number of workload-aware preemption attempts, by the result.",
+            ["result"],
+            registry=registry,
+        )
+        self.workload_preemption_victims = Histogram(
+            _SUBSYSTEM + "workload_preemption_victims",
+            "Number of pods selected as victims by workload-aware preemption.",
+            buckets=_exponential(1, 2, 10),
+            registry=registry,
+        )
+
+    def workload_preemption(self, result: str, victims: int) -> None:
+        self.workload_preemption_attempts.labels(result).inc()
+        if result == "Success":
+            self.workload_preemption_victims.observe(victims)
+
     def attempt(self, result: str, profile: str, seconds: float) -> None:
         values = (result, profile, POD_GROUP_TYPE) if self.typed else (result, profile)
         self.schedule_attempts.labels(*values).inc()

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from typing import Final
 
 import anyio
@@ -48,6 +50,7 @@ from kemu.scheduling.interface import Handle, PreemptionExecutor
 from kemu.scheduling.nominator import PodLister
 from kemu.scheduling.preemption import (
     Candidate,
+    Victims,
     lower_priority_nominated_pods,
     preemption_disruption_reason,
     victims_to_delete,
@@ -113,6 +116,36 @@ class Executor(PreemptionExecutor):
         if errors:
             return as_error(errors[0])
         await self._clear_lower_priority_nominations(preemptor, candidate.name)
+        return SUCCESS
+
+    async def prepare_pod_group_preemption(
+        self,
+        plugin: str,
+        victims: Sequence[types_pb2.Pod],
+        preemptor: types_pb2.Pod,
+        nodes: AbstractSet[str],
+    ) -> Status:
+        """Workload-aware preemption (upstream Executor.actuatePodGroupPreemption): each
+        victim preempted as `prepare_candidate` does (in parallel; an API error fails it),
+        then the lower-priority nominations to the group's nodes cleared. Synchronous even
+        with SchedulerAsyncPreemption (not modelled: the group's members go back to the queue
+        nominated and wait for the victims' deletions there)."""
+        errors: list[BaseException] = []
+
+        async def one(victim: types_pb2.Pod) -> None:
+            try:
+                candidate = Candidate(victim.spec.node_name, Victims((victim,)))
+                await self.preempt_pod(plugin, candidate, preemptor, victim)
+            except ApiError as e:
+                errors.append(e)
+
+        async with anyio.create_task_group() as tg:
+            for victim in victims_to_delete(victims):
+                tg.start_soon(one, victim)
+        if errors:
+            return as_error(errors[0])
+        for node in sorted(nodes):
+            await self._clear_lower_priority_nominations(preemptor, node)
         return SUCCESS
 
     def prepare_candidate_async(

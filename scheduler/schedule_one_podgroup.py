@@ -29,15 +29,30 @@ PlacementFeasible-driven algorithm, pkg/scheduler/algorithm_podgroup.go (commit 
   subresource (True/Scheduled, False/Unschedulable, False/SchedulerError; a True never goes
   back to False), and the attempt is counted (`scheduler_podgroup_*`).
 
+Workload-aware preemption (KEP-5710; 1.36 gate WorkloadAwarePreemption, 1.37 GenericWorkload):
+`run_workload_aware_preemption`, when the group's result is rejected, as upstream's
+runWorkloadAwarePreemption (schedule_one_podgroup.go at 1.36): no DefaultPreemption in the
+profile, or a PodGroup with topology constraints, refuse with upstream's messages; otherwise its
+PodGroupPostFilter (kemu.scheduling.pod_group_preemption for the victims) gets a feasibility
+function that runs this algorithm again with some pods taken out of the cache for the run (and
+put back: upstream's snapshot backup and restore; assumed pods are never taken out) and without
+the decision record. On success the result waits on preemption: every member goes back to the
+queue with `pod group is waiting for preemption to complete`, those the last feasible run placed
+nominated there (ModeOverride), the others' nominations cleared; the attempt's result is
+`waiting_on_preemption`. An error replaces the group's status, any other outcome is appended to
+its reasons. During the algorithm an assumed member's nomination is taken out of the nominator
+(as the pod-by-pod assume does; put back when it is forgotten) so that a nominated group's next
+members do not count it twice.
+
 Not modelled yet: single-pod PostFilter (preemption) inside the group cycle (1.36 runs it and
-nominates; kemu treats such a member as not fitting), workload-aware preemption (a
-PodGroupPostFilter), topology-aware placements (TopologyAwareWorkloadScheduling), 1.37's
-pod-group queue entities and group backoff.
+nominates; kemu treats such a member as not fitting), topology-aware placements
+(TopologyAwareWorkloadScheduling), 1.37's pod-group queue entities and group backoff.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
@@ -47,12 +62,18 @@ from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import ApiError
 from kemu.machinery.keys import object_key
 from kemu.scheduling.interface import CycleState, FitError, ObjectLister, QueuedPodInfo
+from kemu.scheduling.plugins.default_preemption import NAME as DEFAULT_PREEMPTION
+from kemu.scheduling.plugins.default_preemption import DefaultPreemption
 from kemu.scheduling.plugins.gang_scheduling import NAME as GANG_SCHEDULING
 from kemu.scheduling.plugins.gang_scheduling import GangScheduling, PlacementProgress
+from kemu.scheduling.pod_group_preemption import (
+    PodGroupPreemption,
+    workload_aware_preemption_enabled,
+)
 from kemu.scheduling.pod_group_state import PodGroupKey
 from kemu.scheduling.status import SUCCESS, Code, Status, as_error
-from kemu.scheduling.types import PostFilterResult
-from scheduler.cycle_observer import POD_GROUP
+from kemu.scheduling.types import PodInfo, PostFilterResult
+from scheduler.cycle_observer import NO_OBSERVER, POD_GROUP
 from scheduler.metrics import PodGroupMetrics
 
 if TYPE_CHECKING:
@@ -61,6 +82,18 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 ERR_POD_GROUP_UNSCHEDULABLE: Final = "pod group is unschedulable"
+WAITING_FOR_PREEMPTION: Final = "pod group is waiting for preemption to complete"
+WAITING_ON_PREEMPTION: Final = "waiting_on_preemption"  # the attempts metric's result
+NO_POD_GROUP_POST_FILTER: Final = (
+    "default preemption plugin is not registered, workload aware preemption is disabled"
+)
+# A PodGroup with topology constraints: 1.36's scheduler says so before the plugin runs; the
+# newest (1.37) plugin's own check words it so
+# (pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go PodGroupPostFilter).
+TOPOLOGY_NOT_SUPPORTED: Final = (
+    "workload aware preemption is not supported for pod groups with scheduling constraints"
+)
+TOPOLOGY_NOT_SUPPORTED_137: Final = "pod group preemption: not supported with topology constraints"
 NO_PODS_SCHEDULABLE: Final = "no pods were schedulable"
 POD_GROUP_SCHEDULED: Final = "PodGroupScheduled"  # 1.36
 POD_GROUP_INITIALLY_SCHEDULED: Final = "PodGroupInitiallyScheduled"  # 1.37
@@ -98,6 +131,10 @@ class PodGroupAlgorithmResult:
     status: Status = field(
         default_factory=lambda: Status(Code.UNSCHEDULABLE, (ERR_POD_GROUP_UNSCHEDULABLE,))
     )
+    # Workload-aware preemption made room (upstream waitingOnPreemption): the members go
+    # back to the queue, those in `nominations` (uid -> node) nominated there.
+    waiting_on_preemption: bool = False
+    nominations: Mapping[str, str] = field(default_factory=dict)
 
 
 def condition_type(version: Version) -> str:
@@ -212,6 +249,12 @@ async def pod_group_cycle(
     result = pod_group_scheduling_default_algorithm(sched, fwk, info)
     if metrics is not None:
         metrics.algorithm(fwk.profile_name(), sched.clock.monotonic() - start)
+    if result.status.is_rejected() and workload_aware_preemption_enabled(sched.gates):
+        # (upstream: Unschedulable; its algorithm turns PlacementFeasible's
+        # UnschedulableAndUnresolvable into Unschedulable, kemu's keeps the code)
+        await run_workload_aware_preemption(
+            sched, fwk, info, result, metrics=metrics, pod_group_lister=pod_group_lister
+        )
     await submit_pod_group_algorithm_result(
         sched, fwk, info, result, start, metrics=metrics, pod_group_lister=pod_group_lister
     )
@@ -337,6 +380,9 @@ def _assume(sched: Scheduler, pod: types_pb2.Pod, node: str) -> types_pb2.Pod:
     assumed.spec.node_name = node
     sched.cache.assume_pod(assumed)
     sched.assume_in_pod_group(assumed)
+    # An assumed member no longer reserves its nominated node through the nominator (as
+    # the pod-by-pod assume): the next members would count it twice.
+    sched.queue.delete_nominated_pod_if_exists(pod)
     return assumed
 
 
@@ -349,6 +395,101 @@ def _unreserve_and_forget(
     fwk.run_reserve_plugins_unreserve(state, assumed, node)
     sched.cache.forget_pod(assumed)
     sched.forget_in_pod_group(assumed)
+    if pod.status.nominated_node_name:
+        sched.queue.add_nominated_pod(sched.cache.pod_info(pod), None)
+
+
+# ---------------------------------------------------------------- workload-aware preemption
+
+
+async def run_workload_aware_preemption(
+    sched: Scheduler,
+    fwk: FrameworkLike,
+    info: PodGroupInfo,
+    result: PodGroupAlgorithmResult,
+    *,
+    metrics: PodGroupMetrics | None,
+    pod_group_lister: ObjectLister[types_pb2.PodGroup] | None,
+) -> None:
+    """upstream runWorkloadAwarePreemption and what scheduleOnePodGroup does with its
+    outcome: DefaultPreemption's PodGroupPostFilter with a feasibility function that runs the
+    group's algorithm again with some pods taken out of the cache for the run (the
+    simulation's backup and restore of the snapshot). Success: `result` waits on preemption
+    (its members nominated); an error replaces the group's status; any other outcome is
+    appended to its reasons."""
+    preemption, status = await _pod_group_post_filter(sched, fwk, info, pod_group_lister)
+    if metrics is not None:
+        victims = len(preemption.pods()) if preemption is not None else 0
+        metrics.workload_preemption(status.code_name(), victims)
+    if preemption is not None and status.is_success():
+        result.waiting_on_preemption = True
+        result.nominations = preemption.assignments
+        result.status = Status(Code.UNSCHEDULABLE, (WAITING_FOR_PREEMPTION,))
+    elif status.code is Code.ERROR:
+        result.status = status
+    else:
+        reason = status.message()
+        if reason:
+            result.status = Status(
+                result.status.code, (*result.status.reasons, reason), result.status.plugin
+            )
+
+
+async def _pod_group_post_filter(
+    sched: Scheduler,
+    fwk: FrameworkLike,
+    info: PodGroupInfo,
+    pod_group_lister: ObjectLister[types_pb2.PodGroup] | None,
+) -> tuple[PodGroupPreemption | None, Status]:
+    plugin = fwk.plugin(DEFAULT_PREEMPTION)
+    if not isinstance(plugin, DefaultPreemption):
+        return None, Status(Code.UNSCHEDULABLE, (NO_POD_GROUP_POST_FILTER,))
+    pg = (
+        pod_group_lister.get(info.key.name, info.key.namespace)
+        if pod_group_lister is not None
+        else None
+    )
+    if pg is None:
+        return None, as_error(f'failed to get pod group object: PodGroup "{info.key}" not found')
+    if pg.spec.scheduling_constraints.topology:
+        newest = sched.gates.version >= _PLACEMENT_FEASIBLE_ALGORITHM_SINCE
+        message = TOPOLOGY_NOT_SUPPORTED_137 if newest else TOPOLOGY_NOT_SUPPORTED
+        return None, Status(Code.UNSCHEDULABLE, (message,))
+    # The snapshot as the cache has it (the algorithm's members forgotten), the pods it holds
+    # by uid (what the feasibility function takes out of the cache).
+    sched.cache.update_snapshot(sched.snapshot)
+    fwk.set_snapshot(sched.snapshot)
+    by_uid = {pi.uid: pi.pod for node in sched.snapshot.node_infos().list() for pi in node.pods}
+
+    def removable(pi: PodInfo) -> bool:
+        # An assumed pod (its binding under way) is not taken out: the cache cannot hold it
+        # back as it was.
+        return sched.cache.get_pod(pi.pod) is not None and not sched.cache.is_assumed_pod(pi.pod)
+
+    def fits(removed: frozenset[str]) -> tuple[Mapping[str, str], Status]:
+        taken: list[types_pb2.Pod] = []
+        observer = sched.observer
+        sched.observer = NO_OBSERVER  # (simulations are no attempts in the decision record)
+        try:
+            for uid in removed:
+                cached = sched.cache.get_pod(by_uid[uid])
+                if cached is not None:
+                    sched.cache.remove_pod(cached)
+                    taken.append(cached)
+            run = pod_group_scheduling_default_algorithm(sched, fwk, info)
+        finally:
+            for cached in taken:
+                sched.cache.add_pod(cached)
+            sched.observer = observer
+        assignments = {r.qpi.pod.metadata.uid: r.node for r in run.pod_results if r.node}
+        return assignments, run.status
+
+    members = [m.pod for m in info.queued_pod_infos]
+    try:
+        return await plugin.pod_group_post_filter(pg, members, fits, removable=removable)
+    finally:
+        # The snapshot as the cache has it again (the last simulation's nodes otherwise).
+        sched.cache.update_snapshot(sched.snapshot)
 
 
 # ---------------------------------------------------------------- the outcome
@@ -368,6 +509,8 @@ async def submit_pod_group_algorithm_result(
     outcome = (
         "scheduled"
         if group_status.is_success()
+        else WAITING_ON_PREEMPTION
+        if result.waiting_on_preemption
         else "unschedulable"
         if group_status.is_rejected()
         else "error"
@@ -388,6 +531,15 @@ async def submit_pod_group_algorithm_result(
         if group_status.code is Code.ERROR:
             own = pod_result.status if pod_result and pod_result.status.code is Code.ERROR else None
             await sched.handle_scheduling_failure(fwk, member, own or group_status, clear, start)
+            continue
+        if result.waiting_on_preemption:
+            # Back to the queue, nominated where the group goes once the victims are gone
+            # (ModeOverride); a member without a place has its nomination cleared.
+            node = result.nominations.get(member.pod.metadata.uid, "")
+            await sched.handle_scheduling_failure(
+                fwk, member, group_status, PostFilterResult(node), start
+            )
+            unschedulable += 1
             continue
         if pod_result is not None and pod_result.node:
             if group_status.is_success():

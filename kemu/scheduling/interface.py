@@ -16,6 +16,7 @@ import builtins
 import random
 from collections import Counter
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar, runtime_checkable
 
@@ -770,6 +771,18 @@ class PreemptionExecutor(Protocol):
     ) -> None:
         """Starts the preemption in a background task that outlives the cycle
         (SchedulerAsyncPreemption); on failure the preemptor is activated again."""
+        ...
+
+    async def prepare_pod_group_preemption(
+        self,
+        plugin: str,
+        victims: Sequence[types_pb2.Pod],
+        preemptor: types_pb2.Pod,
+        nodes: AbstractSet[str],
+    ) -> Status:
+        """Workload-aware preemption (KEP-5710): preempts `victims`, on any nodes, for a pod
+        group (`preemptor` is one of its members), then clears the nominations of pods of
+        lower priority nominated to `nodes` (where the group goes); synchronously."""
         ...
 
     def is_pod_running_preemption(self, uid: str) -> bool:

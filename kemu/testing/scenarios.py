@@ -150,6 +150,13 @@ class Scenario:
         await self._ensure_priority_class(obj.spec.priority_class_name)
         return await self.client.create(obj)
 
+    async def priority_class(self, value: int, *, never: bool = False) -> str:
+        """The scenario PriorityClass of `value`, created if need be (for objects other than
+        pods that name one: a PodGroup's spec.priorityClassName)."""
+        name = priority_class_name(value, never=never)
+        await self._ensure_priority_class(name)
+        return name
+
     async def _ensure_priority_class(self, name: str) -> None:
         parsed = parse_priority_class_name(name)
         if parsed is None:

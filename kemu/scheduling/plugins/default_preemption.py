@@ -21,6 +21,13 @@ this plugin holds the preemptor at PreEnqueue ("waiting for the preemption for t
 finished") until the executor says the deletions are issued. Metrics:
 scheduler_preemption_attempts_total on every PostFilter call (the executor observes
 scheduler_preemption_victims).
+
+PodGroupPostFilter (`pod_group_post_filter`, KEP-5710 workload-aware preemption, called by the
+scheduler's pod-group cycle): the group's eligibility (preemptionPolicy Never with
+PodGroupPreemptionPolicy; a member nominated to a node where a lower-priority pod is being
+preempted), then kemu.scheduling.pod_group_preemption's victim units and selection, then the
+executor's `prepare_pod_group_preemption`. With workload-aware preemption on and PodGroups in
+the cluster a single pod's victims come in the same units (`_select_units`).
 """
 
 from __future__ import annotations
@@ -28,12 +35,16 @@ from __future__ import annotations
 import contextlib
 import logging
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Protocol, runtime_checkable
 
 from kemu.api.v1 import types_pb2
-from kemu.component.featuregate import POD_DISRUPTION_CONDITIONS, SCHEDULER_ASYNC_PREEMPTION
+from kemu.component.featuregate import (
+    POD_DISRUPTION_CONDITIONS,
+    POD_GROUP_PREEMPTION_POLICY,
+    SCHEDULER_ASYNC_PREEMPTION,
+)
 from kemu.component.version_rules import VersionRules
 from kemu.machinery.labels import selector_from_label_selector
 from kemu.scheduling.events import (
@@ -50,6 +61,7 @@ from kemu.scheduling.interface import (
     FilterFn,
     Handle,
     NodeToStatus,
+    ObjectLister,
     Plugin,
     PluginArgs,
     PostFilterPlugin,
@@ -63,6 +75,17 @@ from kemu.scheduling.plugins import (
     taint_toleration,
 )
 from kemu.scheduling.plugins.helpers import check_arg_keys
+from kemu.scheduling.pod_group_preemption import (
+    PodGroupFits,
+    PodGroupPreemption,
+    VictimUnit,
+    pod_group_priority,
+    select_pod_group_victims,
+    victim_units,
+    workload_aware_preemption_enabled,
+)
+from kemu.scheduling.pod_group_preemption import importance as unit_importance
+from kemu.scheduling.pod_group_state import GroupMembership, MembershipField
 from kemu.scheduling.preemption import (
     Evaluator,
     importance_key,
@@ -173,6 +196,14 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
                 types_pb2.Pod, field_selector=SCHEDULER_POD_FIELD_SELECTOR
             ).lister
             pdb_lister = factory.informer(types_pb2.PodDisruptionBudget).lister
+        # Workload-aware preemption (KEP-5710): which group a victim is in, and its PodGroup
+        # (disruptionMode, priority).
+        self._membership = GroupMembership.of(handle.gates)
+        self._pod_groups: ObjectLister[types_pb2.PodGroup] | None = None
+        if factory is not None and self._membership.field is MembershipField.SCHEDULING_GROUP:
+            self._pod_groups = factory.informer(types_pb2.PodGroup).lister
+        self._pdb_lister = pdb_lister
+        self._units_enabled = workload_aware_preemption_enabled(handle.gates)
         self.evaluator = Evaluator(
             NAME,
             handle,
@@ -199,6 +230,96 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         if status.reasons:
             status = Status(status.code, (f"preemption: {status.message()}",), "", status.error)
         return result, status
+
+    async def pod_group_post_filter(
+        self,
+        pg: types_pb2.PodGroup | None,
+        members: Sequence[types_pb2.Pod],
+        fits: PodGroupFits,
+        *,
+        removable: Callable[[PodInfo], bool] = lambda pi: True,
+    ) -> tuple[PodGroupPreemption | None, Status]:
+        """Workload-aware preemption for a group that does not fit (upstream
+        DefaultPreemption.PodGroupPostFilter, PodGroupEvaluator.Preempt): whether the group
+        may preempt, its victims (kemu.scheduling.pod_group_preemption; `fits` runs the
+        group's algorithm with some pods gone, `removable` says which pods it can take
+        away), then the victims preempted through the Handle's executor. Its statuses'
+        messages start with `pod group preemption: `."""
+        result, status = await self._pod_group_preempt(pg, members, fits, removable)
+        if status.reasons:
+            status = Status(
+                status.code, (f"pod group preemption: {status.message()}",), "", status.error
+            )
+        return result, status
+
+    async def _pod_group_preempt(
+        self,
+        pg: types_pb2.PodGroup | None,
+        members: Sequence[types_pb2.Pod],
+        fits: PodGroupFits,
+        removable: Callable[[PodInfo], bool],
+    ) -> tuple[PodGroupPreemption | None, Status]:
+        if not members:
+            return None, Status(Code.UNSCHEDULABLE, ("no pods to schedule",))
+        priority = pod_group_priority(pg, min(pod_priority(p) for p in members))
+        ok, message = self._pod_group_eligible(pg, members, priority)
+        if not ok:
+            return None, Status(Code.UNSCHEDULABLE, (message,))
+        nodes = self._handle.snapshot_shared_lister().node_infos().list()
+        now_ns = int(self._handle.clock.now() * 1e9)
+        units = victim_units(
+            nodes,
+            self._membership,
+            self._pod_groups,
+            now_ns,
+            below=priority,
+            skip=lambda pi: not removable(pi),
+        )
+        pdbs = self._pdb_lister.list() if self._pdb_lister is not None else []
+        chosen, status = select_pod_group_victims(units, pdbs, fits)
+        if chosen is None:
+            return None, status
+        victims = chosen.pods()
+        executor = self._handle.preemption_executor()
+        if executor is None:
+            return chosen, SUCCESS  # a simulation: nothing is written
+        logger.info(
+            "Preempting %d pod(s) (%d victim(s)) for pod group %s/%s",
+            len(victims),
+            len(chosen.victims),
+            members[0].metadata.namespace,
+            pg.metadata.name if pg is not None else "",
+        )
+        status = await executor.prepare_pod_group_preemption(
+            NAME, victims, members[0], frozenset(chosen.assignments.values())
+        )
+        if not status.is_success():
+            return None, status
+        return chosen, SUCCESS
+
+    def _pod_group_eligible(
+        self, pg: types_pb2.PodGroup | None, members: Sequence[types_pb2.Pod], priority: int
+    ) -> tuple[bool, str]:
+        """upstream podGroupEligibleToPreemptOthers: not with preemptionPolicy Never
+        (PodGroupPreemptionPolicy), nor while a member's nominated node still holds a
+        lower-priority pod the scheduler's preemption is terminating."""
+        if (
+            pg is not None
+            and self._handle.gates.enabled(POD_GROUP_PREEMPTION_POLICY)
+            and pg.spec.preemption_policy == "Never"
+        ):
+            return False, "not eligible due to preemptionPolicy=Never."
+        lister = self._handle.snapshot_shared_lister().node_infos()
+        terminating = pod_terminating_by_preemption if self._wait_for_victims_only else _terminating
+        for pod in members:
+            nominated = pod.status.nominated_node_name
+            node = lister.get(nominated) if nominated else None
+            if node is None:
+                continue
+            for pi in node.pods:
+                if pi.priority < priority and terminating(pi.pod):
+                    return False, "not eligible due to a terminating pod on the nominated node."
+        return True, ""
 
     def pre_enqueue(self, pod: types_pb2.Pod) -> Status:
         if not self.async_preemption:
@@ -274,7 +395,30 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
                 handle.filter_plan(state)  # (the batch path may not have computed it)
             fit = _simple_fit_state(state)
         others = None if fit is None else self._node_only_filters(state)
-        return _Walk(pod, pod_priority(pod), pod.metadata.uid, fit, {}, others)
+        priority = pod_priority(pod)
+        units = self._victim_units(priority, pod.metadata.uid)
+        if units is not None:
+            fit = others = None  # (the shortcuts read each pod's own priority)
+        return _Walk(pod, priority, pod.metadata.uid, fit, {}, others, units=units)
+
+    def _victim_units(self, priority: int, uid: str) -> dict[str, VictimUnit] | None:
+        """With workload-aware preemption on and PodGroups in the cluster, the victim unit of
+        each pod of lower priority than `priority` (by uid; kemu.scheduling.pod_group_preemption:
+        a disruptionMode All group's pods go together, a pod's priority is its PodGroup's when
+        that sets one); None otherwise (each pod alone at its own priority)."""
+        if not self._units_enabled or self._pod_groups is None or not self._pod_groups.list():
+            return None
+        nodes = self._handle.snapshot_shared_lister().node_infos().list()
+        now_ns = int(self._handle.clock.now() * 1e9)
+        units = victim_units(
+            nodes,
+            self._membership,
+            self._pod_groups,
+            now_ns,
+            below=priority,
+            skip=lambda pi: pi.uid == uid,
+        )
+        return {pi.uid: unit for unit in units for pi in unit.pods}
 
     def _node_only_filters(self, state: CycleState) -> list[FilterFn] | None:
         """The cycle's Filter plugins other than NodeResourcesFit when the pod's Filter on a
@@ -311,7 +455,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         the same (later walks ask again for the same nodes)."""
         w = self._walk_for(state, pod)
         fit = w.fit
-        if fit is None:
+        if fit is None or w.units is not None:
             return False
         e = self._without_lower(w, node)
         if self._fit_fails(w, fit, node, e.cpu, e.memory, e.ephemeral, e.count):
@@ -442,6 +586,8 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         # A running pod preempting for its Deferred resize (KEP-5836) is on this node itself;
         # its equal priority already keeps it out, the uid says so explicitly. Its cached copy
         # stays on the node: NodeResourcesFit counts only what the resize adds to it.
+        if w.units is not None:
+            return self._select_units(w.units, state, pod, node, pdbs, copy=copy)
         if copy and w.others is not None and w.fit is not None:
             found = self._select_by_arithmetic(w, w.fit, w.others, state, pod, node, pdbs)
             if found is not None:
@@ -522,6 +668,104 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         if violating and non_violating:
             victims.sort(key=lambda pi: importance_key(pi, now_ns))
         return victims, violations, SUCCESS
+
+    def _select_units(
+        self,
+        units: dict[str, VictimUnit],
+        state: CycleState,
+        pod: types_pb2.Pod,
+        node: NodeInfo,
+        pdbs: Sequence[types_pb2.PodDisruptionBudget],
+        *,
+        copy: bool,
+    ) -> tuple[Sequence[PodInfo], int, Status]:
+        """_select with workload-aware preemption's victim units (upstream's DomainVictims
+        seen by a single pod's preemption, isPreemptionAllowedAcrossAllVictimNodes): the
+        units with a pod on `node` are the potential victims, each at its unit's priority;
+        the unit's pods on this node leave and come back together in the reprieve, and a
+        unit that stays a victim takes its pods on every other node with it (a
+        disruptionMode All group). The victims as their PodInfos, unit by unit, most
+        important unit first."""
+        fh = self._handle
+        touching: dict[int, VictimUnit] = {}
+        for pi in node.pods:
+            unit = units.get(pi.uid)
+            if unit is not None:
+                touching.setdefault(id(unit), unit)
+        if not touching:
+            return [], 0, unresolvable(NO_VICTIMS)
+        local = {
+            id(u): [pi for pi in u.pods if pi.pod.spec.node_name == node.name]
+            for u in touching.values()
+        }
+        leaving = [pi for pis in local.values() for pi in pis]
+        if copy:
+            state = state.clone()
+            node = node.clone_without(leaving)
+            for pi in leaving:
+                status = fh.run_pre_filter_extension_remove_pod(state, pod, pi, node)
+                if not status.is_success():
+                    return [], 0, status
+        else:
+            for pi in leaving:
+                status = self._remove(state, pod, pi, node)
+                if not status.is_success():
+                    return [], 0, status
+        # A unit's pods on other nodes go through the PreFilter extensions only (upstream:
+        # only the main node's NodeInfo changes).
+        lister = fh.snapshot_shared_lister().node_infos()
+        remote: dict[int, list[tuple[PodInfo, NodeInfo]]] = {}
+        for key, unit in touching.items():
+            pairs = []
+            for pi in unit.pods:
+                where = pi.pod.spec.node_name
+                other = lister.get(where) if where != node.name else None
+                if other is not None:
+                    pairs.append((pi, other))
+            remote[key] = pairs
+            for pi, other in pairs:
+                status = fh.run_pre_filter_extension_remove_pod(state, pod, pi, other)
+                if not status.is_success():
+                    return [], 0, status
+        status = fh.run_filter_plugins_with_nominated_pods(state, pod, node)
+        if not status.is_success():
+            return [], 0, status
+        ordered = sorted(touching.values(), key=unit_importance)
+        violating_uids: set[str] = set()
+        if pdbs:
+            all_pods = [pi for u in ordered for pi in u.pods]
+            violating_pods, _ = filter_pods_with_pdb_violation(all_pods, pdbs)
+            violating_uids = {pi.uid for pi in violating_pods}
+        violating = [u for u in ordered if any(pi.uid in violating_uids for pi in u.pods)]
+        non_violating = [u for u in ordered if not any(pi.uid in violating_uids for pi in u.pods)]
+        victims: list[VictimUnit] = []
+        violations = 0
+        for group, violates in ((violating, True), (non_violating, False)):
+            for unit in group:
+                back = local[id(unit)]
+                for pi in back:
+                    node.add_pod_info(pi)
+                    s = fh.run_pre_filter_extension_add_pod(state, pod, pi, node)
+                    if not s.is_success():
+                        return [], 0, s
+                for pi, other in remote[id(unit)]:
+                    s = fh.run_pre_filter_extension_add_pod(state, pod, pi, other)
+                    if not s.is_success():
+                        return [], 0, s
+                if fh.run_filter_plugins_with_nominated_pods(state, pod, node).is_success():
+                    continue  # reprieved
+                for pi in back:
+                    s = self._remove(state, pod, pi, node)
+                    if not s.is_success():
+                        return [], 0, s
+                for pi, other in remote[id(unit)]:
+                    s = fh.run_pre_filter_extension_remove_pod(state, pod, pi, other)
+                    if not s.is_success():
+                        return [], 0, s
+                victims.append(unit)
+                violations += violates
+        victims.sort(key=unit_importance)
+        return [pi for unit in victims for pi in unit.pods], violations, SUCCESS
 
     def _select_by_arithmetic(
         self,
@@ -647,6 +891,9 @@ class _Walk:
     others: list[FilterFn] | None = None
     # The node cannot_fit_on_node last found room on (nothing changes during a walk).
     fits: NodeInfo | None = None
+    # Workload-aware preemption's victim unit of each potential victim (by uid), when the
+    # cluster has PodGroups (DefaultPreemption._victim_units); None: each pod alone.
+    units: dict[str, VictimUnit] | None = None
 
 
 @dataclass(slots=True)

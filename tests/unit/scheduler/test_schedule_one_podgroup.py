@@ -8,7 +8,13 @@ import re
 import pytest
 
 from kemu.api.v1 import types_pb2
-from kemu.component.featuregate import GANG_SCHEDULING, GENERIC_WORKLOAD, FeatureGates
+from kemu.component.featuregate import (
+    GANG_SCHEDULING,
+    GENERIC_WORKLOAD,
+    POD_GROUP_PREEMPTION_POLICY,
+    WORKLOAD_AWARE_PREEMPTION,
+    FeatureGates,
+)
 from kemu.component.version import Version
 from kemu.testing.builders import make_gang_pod_group, make_pod
 from tests.unit.scheduler.harness import Env, env, settle
@@ -88,7 +94,9 @@ async def test_one_cycle_places_the_whole_group(minor: int) -> None:
         ),
         (
             37,
-            "minCount (3) cannot be satisfied: 2 scheduled, 0 remaining",
+            # (workload-aware preemption, on at 1.37, found nothing to preempt)
+            "minCount (3) cannot be satisfied: 2 scheduled, 0 remaining, "
+            "pod group preemption: No preemption victims found for incoming preemptor",
             r"minCount \(3\) (is not yet|cannot be) satisfied: \d scheduled, \d remaining",
         ),
     ],
@@ -138,3 +146,182 @@ async def test_members_are_tried_by_priority_then_age() -> None:
         await e.cycle()
         await settle()
         assert await bound(e) == {"high": "n1"}
+
+
+# ---------------------------------------------------------------- workload-aware preemption
+
+
+def preemption_gates(minor: int, **extra: bool) -> FeatureGates:
+    overrides = {GENERIC_WORKLOAD: True, **extra}
+    if minor < 37:
+        overrides[GANG_SCHEDULING] = True
+    return FeatureGates.for_version(Version(1, minor), overrides)
+
+
+def prioritized_group(name: str, min_count: int, priority: int) -> types_pb2.PodGroup:
+    pg = make_gang_pod_group(name, min_count)
+    pg.spec.priority = priority
+    return pg
+
+
+async def fill_with_low_gang(e: Env) -> None:
+    """n1 (1 cpu) full with the bound members of a low-priority gang, disruptionMode All."""
+    e.node("n1", cpu="1")
+    low = prioritized_group("low", 2, 1)
+    low.spec.disruption_mode.all.SetInParent()
+    e.client.add(low)
+    for name in ("low-a", "low-b"):
+        pod = member(name, "low", cpu="500m", priority=1)
+        pod.spec.node_name = "n1"
+        pod.spec.termination_grace_period_seconds = 0  # (deleted at once: no kubelet)
+        e.add(pod)
+
+
+def preemption_attempts(e: Env) -> dict[str, float]:
+    metrics = e.scheduler.pod_group_metrics
+    assert metrics is not None
+    out: dict[str, float] = {}
+    for family in metrics.workload_preemption_attempts.collect():
+        for sample in family.samples:
+            if sample.name.endswith("_total"):
+                out[sample.labels["result"]] = sample.value
+    return out
+
+
+@pytest.mark.parametrize(
+    ("minor", "overrides"),
+    [(36, {WORKLOAD_AWARE_PREEMPTION: True}), (37, {})],
+)
+async def test_a_gang_preempts_a_lower_priority_gang_and_is_nominated(
+    minor: int, overrides: dict[str, bool]
+) -> None:
+    async with env(preemption_gates(minor, **overrides)) as e:
+        await fill_with_low_gang(e)
+        e.client.add(prioritized_group("g", 2, 100))
+        for name in ("a", "b"):
+            e.add(member(name, cpu="500m", priority=100))
+        await settle()
+        await e.cycle()
+        await settle()
+        assert await e.get("low-a") is None and await e.get("low-b") is None
+        for name in ("a", "b"):
+            pod = await e.get(name)
+            assert pod is not None and pod.status.nominated_node_name == "n1"
+            assert not pod.spec.node_name
+        assert await condition(e, minor) == (
+            "False",
+            "Unschedulable",
+            "pod group is waiting for preemption to complete",
+        )
+        assert attempts(e, "waiting_on_preemption") == 1
+        assert preemption_attempts(e) == {"Success": 1.0}
+        # The victims' deletions moved the members (to backoffQ); once their backoff is
+        # over, the next cycle binds them on n1.
+        queued = e.queued()
+        assert sorted(queued["active"] + queued["backoff"]) == ["a", "b"], queued
+        e.scheduler.clock.advance(11)  # type: ignore[attr-defined]
+        e.queue.flush_backoff_q_completed()
+        await e.cycle()
+        await settle()
+        assert await bound(e) == {"a": "n1", "b": "n1"}
+
+
+async def test_1_36_without_workload_aware_preemption_nothing_is_preempted() -> None:
+    async with env(preemption_gates(36)) as e:
+        await fill_with_low_gang(e)
+        e.client.add(prioritized_group("g", 2, 100))
+        for name in ("a", "b"):
+            e.add(member(name, cpu="500m", priority=100))
+        await settle()
+        await e.cycle()
+        await settle()
+        assert await e.get("low-a") is not None and await e.get("low-b") is not None
+        assert e.scheduler.pod_group_metrics is not None
+        assert preemption_attempts(e) == {}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            "never",
+            "pod group preemption: not eligible due to preemptionPolicy=Never.",
+        ),
+        (
+            "topology",
+            "pod group preemption: not supported with topology constraints",
+        ),
+    ],
+)
+async def test_a_group_that_may_not_preempt(change: str, message: str) -> None:
+    async with env(preemption_gates(37, **{POD_GROUP_PREEMPTION_POLICY: True})) as e:
+        await fill_with_low_gang(e)
+        pg = prioritized_group("g", 2, 100)
+        if change == "never":
+            pg.spec.preemption_policy = "Never"
+        else:
+            pg.spec.scheduling_constraints.topology.add(key="topology.kubernetes.io/zone")
+        e.client.add(pg)
+        for name in ("a", "b"):
+            e.add(member(name, cpu="500m", priority=100))
+        await settle()
+        await e.cycle()
+        await settle()
+        assert await e.get("low-a") is not None and await e.get("low-b") is not None
+        cond = await condition(e, 37)
+        assert cond is not None and cond[2].endswith(message), cond
+
+
+# ------------------------------------------------- victim units for a single pod's preemption
+
+
+def bound_member(e: Env, name: str, group: str, node: str, priority: int, cpu: str = "1") -> None:
+    pod = member(name, group, cpu=cpu, priority=priority)
+    pod.spec.node_name = node
+    pod.spec.termination_grace_period_seconds = 0
+    e.add(pod)
+
+
+def loose(name: str, priority: int, cpu: str = "1") -> types_pb2.Pod:
+    return (
+        make_pod(name)
+        .uid(name)
+        .scheduler_name("default-scheduler")
+        .req(cpu=cpu)
+        .priority(priority)
+        .obj()
+    )
+
+
+async def test_s_pg_8_a_single_pod_preempting_an_all_group_takes_its_pods_on_every_node() -> None:
+    async with env(preemption_gates(37)) as e:
+        e.node("n1", cpu="1")
+        e.node("n2", cpu="1")
+        low = prioritized_group("low", 2, 1)
+        low.spec.disruption_mode.all.SetInParent()
+        e.client.add(low)
+        bound_member(e, "low-a", "low", "n1", 1)
+        bound_member(e, "low-b", "low", "n2", 1)
+        e.add(loose("p", 100))
+        await settle()
+        await e.cycle()
+        await settle()
+        # p needs one node; the victim is the whole group, its pod on the other node too.
+        assert await e.get("low-a") is None and await e.get("low-b") is None
+        p = await e.get("p")
+        assert p is not None and p.status.nominated_node_name in ("n1", "n2")
+
+
+async def test_s_pg_8_a_single_mode_pod_is_a_victim_at_its_pod_group_priority() -> None:
+    async with env(preemption_gates(37)) as e:
+        e.node("n1", cpu="1")
+        e.client.add(prioritized_group("single", 1, 200))  # Single (the default)
+        bound_member(e, "s-a", "single", "n1", 1)  # its own priority: 1
+        e.add(loose("p", 100))
+        await settle()
+        await e.cycle()
+        await settle()
+        # At the PodGroup's priority (200) the pod is no victim for p (100).
+        assert await e.get("s-a") is not None
+        p = await e.get("p")
+        assert p is not None and not p.status.nominated_node_name
