@@ -1353,6 +1353,11 @@ async def create_any(client: ApiClient, op: CreateAny, creators: int) -> None:
     logger.info("creating %d %s in %s", len(objects), op.kind.resource, op.namespace or "-")
     if op.namespace:
         await ensure_namespace(client, op.namespace)
+    for value in sorted({v for obj in objects if (v := through_priority_class(obj)) is not None}):
+        with contextlib.suppress(AlreadyExists):
+            pc = types_pb2.PriorityClass(value=value, description="bench scheduler_perf")
+            pc.metadata.name = priority_class_name(value)
+            await client.create(pc)
 
     async def create(i: int) -> object:
         obj = objects[i]
@@ -1425,6 +1430,21 @@ async def update_any(client: ApiClient, op: UpdateAny) -> None:
         await update(objects[i])
 
 
+def through_priority_class(obj: Message) -> int | None:
+    """A pod's or a PodGroup's literal spec.priority (upstream's templates set it: scheduler_perf's
+    apiserver runs no Priority admission) turned into the run's PriorityClass of that value,
+    which kemu's Priority admission resolves back; the value, or None when it had none."""
+    if not isinstance(obj, (types_pb2.Pod, types_pb2.PodGroup)):
+        return None
+    spec = obj.spec
+    if not spec.HasField("priority") or spec.priority_class_name:
+        return None
+    value = spec.priority
+    spec.priority_class_name = priority_class_name(value)
+    spec.ClearField("priority")
+    return value
+
+
 def churn_object(template: Message, op_index: int, serial: int) -> Message:
     """An object of a churn op: the template named <generateName>churn-<op>-<serial>
     (upstream lets the apiserver generate the suffix; kemu's names are deterministic)."""
@@ -1434,11 +1454,7 @@ def churn_object(template: Message, op_index: int, serial: int) -> Message:
     prefix = meta.generate_name or meta.name or "churn-"
     meta.generate_name = ""
     meta.name = f"{prefix}{op_index}-{serial}"
-    if isinstance(obj, types_pb2.Pod):
-        if obj.spec.HasField("priority"):
-            # As createPods: the priority through the run's PriorityClass.
-            obj.spec.priority_class_name = priority_class_name(obj.spec.priority)
-            obj.spec.ClearField("priority")
+    through_priority_class(obj)  # (as createPods: the priority through the run's class)
     return obj
 
 

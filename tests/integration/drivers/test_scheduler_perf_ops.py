@@ -220,3 +220,29 @@ def test_upstreams_pod_group_files_run_unchanged(
     result = _gang_result(tmp_path, name, extra)
     assert result["measured_pods"] == pods
     assert "error" not in result["attempts"]
+
+
+@pytest.mark.long  # bench runs of upstream's files, each its own cluster: make test-long
+@pytest.mark.skipif(
+    not (UPSTREAM / "workload_preemption" / "performance-config.yaml").exists(),
+    reason="no kubernetes/kubernetes checkout with the pod-group files (set KEMU_K8S_CHECKOUT "
+    "to one; see docs/benchmarks.md)",
+)
+@pytest.mark.parametrize(
+    ("name", "pods", "victims"),
+    [
+        ("GangPreemptionBasic/2Nodes_1PreemptorGang_2Pods_Evicting_10InitPods", 2, 10),
+        ("GangPreemptionPodGroups/2Nodes_1PreemptorGang_2Pods_Evicting_2LowPriorityGangs", 2, 4),
+    ],
+)
+def test_upstreams_workload_preemption_file_runs_unchanged(
+    tmp_path: Path, name: str, pods: int, victims: int
+) -> None:
+    """workload_preemption/'s smallest workloads (issue #55): the preemptor gang's members are
+    all bound after its victims (the low pods, or whole low gangs) are deleted."""
+    extra = ("--config", str(UPSTREAM / "workload_preemption" / "performance-config.yaml"))
+    result = _run(tmp_path, name, extra=extra)
+    assert result["error"] == ""
+    assert result["measured_pods"] == pods
+    assert not any(result["pending_end"].values()), result["pending_end"]
+    assert result["deleted_pods"] == victims
