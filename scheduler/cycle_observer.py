@@ -83,7 +83,14 @@ class CycleObserver(Protocol):
         """The binding cycle ended: bound (`ok`) or failed."""
 
     def pod_group_decided(
-        self, pod: types_pb2.Pod, *, group: str, members: int, result: str, message: str
+        self,
+        pod: types_pb2.Pod,
+        *,
+        group: str,
+        members: int,
+        result: str,
+        message: str,
+        nominated: str | None = None,
     ) -> None:
         """The pod-group cycle of `group` (namespace/name; `members` tried together) ended
         with `result` (scheduled, unschedulable, waiting_on_preemption, error): `pod` was one
@@ -134,7 +141,14 @@ class NoObserver:
         pass
 
     def pod_group_decided(
-        self, pod: types_pb2.Pod, *, group: str, members: int, result: str, message: str
+        self,
+        pod: types_pb2.Pod,
+        *,
+        group: str,
+        members: int,
+        result: str,
+        message: str,
+        nominated: str | None = None,
     ) -> None:
         pass
 

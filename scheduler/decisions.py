@@ -569,7 +569,17 @@ class DecisionRecorder:
             attempt.bound = ok
 
     def pod_group_decided(
-        self, pod: types_pb2.Pod, *, group: str, members: int, result: str, message: str
+        self,
+        pod: types_pb2.Pod,
+        *,
+        group: str,
+        members: int,
+        result: str,
+        message: str,
+        nominated: str | None = None,
     ) -> None:
         if (attempt := self.log.latest(pod.metadata.uid)) is not None:
             attempt.pod_group = PodGroupOutcome(group, members, result, message)
+            if nominated is not None:
+                # (workload-aware preemption: as a pod's PostFilter nomination)
+                attempt.post_filter_nominated = nominated

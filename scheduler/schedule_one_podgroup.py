@@ -523,6 +523,9 @@ async def submit_pod_group_algorithm_result(
             members=len(info.queued_pod_infos),
             result=outcome,
             message=group_status.message(),
+            nominated=result.nominations.get(member.pod.metadata.uid, "")
+            if result.waiting_on_preemption
+            else None,
         )
     scheduled = unschedulable = 0
     for i, member in enumerate(info.queued_pod_infos):

@@ -88,9 +88,10 @@ async def apply_one(ctx: Context, kind: kinds.Kind, obj: Message, ns: str) -> st
 
 
 def _selected(
-    placed: list[tuple[Manifest, Message, str]], selector_text: str | None
+    placed: list[tuple[Manifest, Message, str]], selector_text: str | None, verb: str = "apply"
 ) -> list[tuple[Manifest, Message, str]]:
-    """The objects whose labels match `-l` (kubectl apply --selector), all without one."""
+    """The objects of the files whose labels match `-l` (kubectl's --selector with -f), all
+    without one."""
     if not selector_text:
         return placed
     try:
@@ -99,7 +100,7 @@ def _selected(
         raise CtlError(e.message) from None
     chosen = [p for p in placed if selector.matches(object_meta(p[1]).labels)]
     if not chosen:
-        raise CtlError("no objects passed to apply")
+        raise CtlError(f"no objects passed to {verb}")
     return chosen
 
 
@@ -201,7 +202,7 @@ async def cmd_delete(ctx: Context, args: argparse.Namespace) -> int:
     if args.filename:
         if args.targets:
             raise CtlError("when -f is given, no resource type or name may be given")
-        for m, _, ns in _read(ctx, args):
+        for m, _, ns in _selected(_read(ctx, args), args.selector, "delete"):
             todo.append((m.kind, m.name, ns))
     else:
         targets = split_targets(args.targets, require_name=False)

@@ -236,7 +236,12 @@ def attempt_lines(i: int, a: Record) -> list[str]:
     if phases:
         lines.append("  " + ", ".join(_phase_text(p) for p in phases))
     preemption = a.get("preemption")
-    if preemption is not None and preemption.get("nominatedNodeName"):
+    if group is not None and preemption is not None and preemption.get("nominatedNodeName"):
+        lines.append(
+            f"  workload-aware preemption (KEP-5710): nominated to {preemption['nominatedNodeName']}"
+            " while the victims go"
+        )
+    elif preemption is not None and preemption.get("nominatedNodeName"):
         lines.append(
             f"  preemption: node {preemption['nominatedNodeName']} "
             f"({_criterion_text(preemption)}), victims: "

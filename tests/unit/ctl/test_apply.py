@@ -351,3 +351,13 @@ async def test_apply_selector_applies_only_the_matching_objects(pod_file: str) -
     assert none.rc == 1 and none.err == "error: no objects passed to apply\n"
     bad = await ctl(client, "apply", "-f", pod_file, "-l", "app=(")
     assert bad.rc == 1 and bad.err.startswith("error: unable to parse requirement")
+
+
+@pytest.mark.anyio
+async def test_delete_f_with_a_selector_deletes_only_the_matching_objects(pod_file: str) -> None:
+    client = fake()
+    await ctl(client, "apply", "-f", pod_file)
+    done = await ctl(client, "delete", "-f", pod_file, "-l", "app=web")
+    assert done.rc == 0, done.err
+    assert done.out.splitlines() == ['pod "web" deleted']
+    assert await client.get(types_pb2.PriorityClass, "high") is not None

@@ -143,3 +143,26 @@ def test_a_story_sorts_second_and_millisecond_times_as_times() -> None:
     print_pod_story(Context(client=FakeClient(), out=out), pod_story(pod, [], [], held))
     lines = out.getvalue().splitlines()
     assert "created" in lines[1] and "held at PreEnqueue" in lines[2], lines
+
+
+def test_a_members_try_that_waits_on_workload_aware_preemption() -> None:
+    member = {
+        "cycle": "pod-group",
+        "profile": "default-scheduler",
+        "result": "unschedulable",
+        "message": "0/3 nodes are available: 1 Insufficient cpu.",
+        "podGroup": {
+            "group": "ns/urgent",
+            "members": 2,
+            "result": "waiting_on_preemption",
+            "message": "pod group is waiting for preemption to complete",
+        },
+        "preemption": {"nominatedNodeName": "node-c", "victims": [], "pdbViolations": 0},
+    }
+    assert attempt_lines(1, member)[1:] == [
+        "  one of 2 members tried together in the pod-group cycle of ns/urgent: the group "
+        "waiting_on_preemption: pod group is waiting for preemption to complete",
+        "  workload-aware preemption (KEP-5710): nominated to node-c while the victims go",
+    ]
+    pod = make_pod("urgent-0").obj()
+    assert who(pod, [attempt(1.0, **member)]) == [("set", "node-c", BY_PREEMPTION)]
