@@ -595,22 +595,9 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         potential = [pi for pi in node.pods if pi.priority < priority and pi.uid != uid]
         if not potential:
             return [], 0, unresolvable(NO_VICTIMS)
-        if copy:
-            # The copies the steps below change (the snapshot's node and the cycle's state
-            # stay as they are).
-            state = state.clone()
-            node = node.clone_without(potential)
-            # The PreFilter extensions see the node once all are gone rather than after each
-            # removal: they read the node's name and labels, which removals do not change.
-            for pi in potential:
-                status = fh.run_pre_filter_extension_remove_pod(state, pod, pi, node)
-                if not status.is_success():
-                    return [], 0, status
-        else:
-            for pi in potential:
-                status = self._remove(state, pod, pi, node)
-                if not status.is_success():
-                    return [], 0, status
+        state, node, status = self._remove_all(state, pod, node, potential, copy=copy)
+        if not status.is_success():
+            return [], 0, status
         status = fh.run_filter_plugins_with_nominated_pods(state, pod, node)
         if not status.is_success():
             # Even with every lower-priority pod gone the pod does not fit here.
@@ -699,18 +686,9 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
             for u in touching.values()
         }
         leaving = [pi for pis in local.values() for pi in pis]
-        if copy:
-            state = state.clone()
-            node = node.clone_without(leaving)
-            for pi in leaving:
-                status = fh.run_pre_filter_extension_remove_pod(state, pod, pi, node)
-                if not status.is_success():
-                    return [], 0, status
-        else:
-            for pi in leaving:
-                status = self._remove(state, pod, pi, node)
-                if not status.is_success():
-                    return [], 0, status
+        state, node, status = self._remove_all(state, pod, node, leaving, copy=copy)
+        if not status.is_success():
+            return [], 0, status
         # A unit's pods on other nodes go through the PreFilter extensions only (upstream:
         # only the main node's NodeInfo changes).
         lister = fh.snapshot_shared_lister().node_infos()
@@ -854,6 +832,35 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
             kept = e.victims[key] = tuple(victims)
             return kept, violations, SUCCESS
         return victims, violations, SUCCESS
+
+    def _remove_all(
+        self,
+        state: CycleState,
+        pod: types_pb2.Pod,
+        node: NodeInfo,
+        leaving: Sequence[PodInfo],
+        *,
+        copy: bool,
+    ) -> tuple[CycleState, NodeInfo, Status]:
+        """The dry run's first step: every pod of `leaving` taken out of `node`. With `copy`,
+        on copies of the cycle's state and the node (the snapshot's node and the cycle's state
+        stay as they are), the PreFilter extensions told once all are gone rather than after
+        each removal (they read the node's name and labels, which removals do not change);
+        else in place, one by one. The state and node to go on with, and the first failure."""
+        fh = self._handle
+        if copy:
+            state = state.clone()
+            node = node.clone_without(leaving)
+            for pi in leaving:
+                status = fh.run_pre_filter_extension_remove_pod(state, pod, pi, node)
+                if not status.is_success():
+                    return state, node, status
+            return state, node, SUCCESS
+        for pi in leaving:
+            status = self._remove(state, pod, pi, node)
+            if not status.is_success():
+                return state, node, status
+        return state, node, SUCCESS
 
     def _remove(self, state: CycleState, pod: types_pb2.Pod, pi: PodInfo, node: NodeInfo) -> Status:
         if not node.remove_pod(pi.pod):
