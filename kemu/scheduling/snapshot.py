@@ -127,8 +127,9 @@ class Snapshot:
         """Restricts `nodes_in_placement` to these nodes (upstream Snapshot.AssumePlacement),
         until `forget_placement`; `update_snapshot` keeps it. The pod-group cycle's members
         are then filtered on these nodes only; `list()` still has every node (the plugins'
-        cluster-wide view, the columns' rows)."""
-        self._placement = names
+        cluster-wide view, the columns' rows). A placement of every node is no restriction."""
+        whole = len(names) >= len(self._map) and names.issuperset(self._map)
+        self._placement = None if whole else names
 
     def forget_placement(self) -> None:
         self._placement = None

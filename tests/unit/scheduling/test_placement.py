@@ -264,3 +264,16 @@ def test_node_pool_placement_keeps_the_pools_nodes() -> None:
     none = node_pool_placement.new({"pool": "c"}, FakeHandle())
     _, status = none.generate_placements(CycleState(), KEY, parent)
     assert status.code is Code.UNSCHEDULABLE and status.message() == "no nodes in pool c"
+
+
+def test_the_snapshots_assumed_placement() -> None:
+    snapshot, placements = _snapshot_and_placements()
+    snapshot.assume_placement(placements[0].node_names())
+    assert [n.name for n in snapshot.nodes_in_placement()] == ["n0", "n2"]
+    assert snapshot.in_placement("n2") and not snapshot.in_placement("n1")
+    assert snapshot.num_nodes() == 4  # list() keeps every node
+    # Every node is no restriction (the parent placement of a group without constraints).
+    snapshot.assume_placement(frozenset(n.name for n in snapshot.list()))
+    assert snapshot.nodes_in_placement() is snapshot.list()
+    snapshot.forget_placement()
+    assert snapshot.nodes_in_placement() is snapshot.list()
