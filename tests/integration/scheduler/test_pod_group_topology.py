@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Final
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from kemu.api.v1 import types_pb2
 from kemu.component.featuregate import (
@@ -39,6 +40,7 @@ SCHEDULERS: Final[tuple[tuple[str, str, str, dict[str, bool]], ...]] = (
     ("scheduler-tas-off-1-36", OFF_136, "1.36", {GENERIC_WORKLOAD: True, GANG_SCHEDULING: True}),
 )
 CONDITION: Final = {TAS_136: "PodGroupScheduled", TAS_137: "PodGroupInitiallyScheduled"}
+PROCESS: Final = {TAS_136: "scheduler-tas-1-36", TAS_137: "scheduler-tas-1-37"}
 
 
 @pytest.fixture(scope="module")
@@ -103,6 +105,21 @@ async def pod_group_condition(s: Scenario, name: str, type_: str) -> tuple[str, 
     return None
 
 
+def placement_samples(cluster: Cluster, profile: str) -> dict[str, float]:
+    """1.37's placement counters of `profile` (scheduler_generated_placements_total,
+    scheduler_placement_evaluations_total by result)."""
+    out: dict[str, float] = {}
+    for family in text_string_to_metric_families(cluster.component(PROCESS[profile]).scrape()):
+        for sample in family.samples:
+            if sample.labels.get("profile") != profile or not sample.name.endswith("_total"):
+                continue
+            if sample.name == "scheduler_generated_placements_total":
+                out["generated"] = sample.value
+            elif sample.name == "scheduler_placement_evaluations_total":
+                out[sample.labels["result"]] = sample.value
+    return out
+
+
 @pytest.mark.parametrize("profile", [TAS_136, TAS_137])
 async def test_s_pg_tas_1_a_gang_lands_in_one_rack_the_fuller_one(
     cluster: Cluster, profile: str
@@ -110,7 +127,9 @@ async def test_s_pg_tas_1_a_gang_lands_in_one_rack_the_fuller_one(
     """Two racks of three 2-cpu nodes, one cpu already taken in rack-b; a gang of three 1-cpu
     members fits in either rack. Every member goes to one rack, and it is rack-b: with both
     feasible, PlacementScore decides (NodeResourcesFit's bin-packing prefers the fuller one;
-    PodGroupPodsCount ties). Pod by pod, LeastAllocated would have spread them."""
+    PodGroupPodsCount ties). Pod by pod, LeastAllocated would have spread them. 1.37 counts
+    the two placements generated and evaluated feasible (its placement metrics)."""
+    before = placement_samples(cluster, profile)
     async with Scenario.open(cluster, "s-pg-tas-1") as s:
         racks: dict[str, str] = {}
         for i, rack in enumerate(("rack-a", "rack-a", "rack-a", "rack-b", "rack-b", "rack-b")):
@@ -128,6 +147,12 @@ async def test_s_pg_tas_1_a_gang_lands_in_one_rack_the_fuller_one(
             return True
 
         await s.eventually(scheduled)
+    after = placement_samples(cluster, profile)
+    if profile == TAS_137:
+        assert after["generated"] - before.get("generated", 0) == 2
+        assert after["feasible"] - before.get("feasible", 0) == 2
+    else:
+        assert after == {}  # no placement metrics before 1.37
 
 
 @pytest.mark.parametrize("profile", [TAS_136, TAS_137])
