@@ -134,6 +134,11 @@ class Snapshot:
     def forget_placement(self) -> None:
         self._placement = None
 
+    def assumed_placement(self) -> frozenset[str] | None:
+        """The assumed placement's node names, or None (upstream GetPlacement): a nested
+        placement algorithm puts its parent's back with `assume_placement` when done."""
+        return self._placement
+
     def in_placement(self, name: str) -> bool:
         return self._placement is None or name in self._placement
 

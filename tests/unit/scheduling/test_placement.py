@@ -277,3 +277,12 @@ def test_the_snapshots_assumed_placement() -> None:
     assert snapshot.nodes_in_placement() is snapshot.list()
     snapshot.forget_placement()
     assert snapshot.nodes_in_placement() is snapshot.list()
+
+
+def test_a_nested_algorithm_puts_the_enclosing_placement_back() -> None:
+    snapshot, placements = _snapshot_and_placements()
+    outer = frozenset({"n0", "n1", "n2"})
+    snapshot.assume_placement(outer)
+    evaluate = _Evaluator(snapshot, {})
+    schedule_in_placements(placements, snapshot, evaluate, lambda c: (None, Status(Code.ERROR)))
+    assert snapshot.assumed_placement() == outer
