@@ -249,9 +249,10 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
             _gate(GENERIC_WORKLOAD, alpha=35, beta_off=37),
             _gate(GANG_SCHEDULING, alpha=35, removed=37, depends_on=(GENERIC_WORKLOAD,)),
             _gate(WORKLOAD_AWARE_PREEMPTION, alpha=36, removed=37, depends_on=(GENERIC_WORKLOAD,)),
-            # Not modelled: the apiserver's fields follow these two gates, but the scheduler
-            # places no group by topology (no PlacementGenerate/PlacementScore) and serves no
-            # CompositePodGroup; the scheduler says so at start-up when one is on.
+            # Not modelled: the apiserver's fields follow these two gates (and serves the
+            # CompositePodGroup kind, its protection and admission), but the scheduler places
+            # no group by topology (no PlacementGenerate/PlacementScore) and schedules no
+            # CompositePodGroup tree; a process says so at start-up when one is on.
             _gate(
                 TOPOLOGY_AWARE_WORKLOAD_SCHEDULING,
                 alpha=36,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kemu.api.v1 import types_pb2
-from kemu.machinery import podgroups
+from kemu.machinery import podgroups, printers
 from kemu.machinery.errors import NotFound
 from kemu.machinery.kinds import BY_KIND, Served, lookup
 from kemu.machinery.podgroups import PodGroupRules
@@ -335,3 +335,26 @@ def test_v1alpha3_round_trips_a_composite_pod_group() -> None:
     body = podgroups.to_versioned(msg, V1ALPHA3)
     assert body["apiVersion"] == V1ALPHA3 and body["kind"] == "CompositePodGroup"
     assert body["spec"] == sent["spec"]
+
+
+def test_printer_columns_and_status() -> None:
+    cpg = _cpg("root", gang=2)
+    assert printers.headers(CPG, wide=False, with_namespace=False) == [
+        "NAME",
+        "POLICY",
+        "WORKLOAD",
+        "STATUS",
+        "AGE",
+    ]
+    assert printers.row(CPG, cpg, 0, wide=False, with_namespace=False)[:4] == [
+        "root",
+        "Gang",
+        "w",
+        "Pending",
+    ]
+    cpg.status.conditions.add(type="CompositePodGroupInitiallyScheduled", status="False")
+    assert printers.composite_pod_group_status(cpg) == "Unschedulable"
+    cpg.status.conditions.add(
+        type="DisruptionTarget", status="True", reason="PreemptionByScheduler"
+    )
+    assert printers.composite_pod_group_status(cpg) == "PreemptionByScheduler"
