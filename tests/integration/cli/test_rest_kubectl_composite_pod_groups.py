@@ -139,6 +139,8 @@ def test_s_pgapi_5_composite_pod_group_tree_at_1_37(gates_on: Kubectl) -> None:
     kubectl = gates_on
     ns = kubectl.namespace("cpg")
     kubectl.run("apply", "-f", "-", stdin=tree(ns))
+    again = kubectl.run("apply", "-f", "-", stdin=tree(ns)).stdout
+    assert again.count("unchanged") == 4, again
     resources = kubectl.run("api-resources", "--api-group", "scheduling.k8s.io").stdout
     rows = [line.split() for line in resources.splitlines() if "compositepodgroups" in line]
     assert rows and rows[0][1:] == ["scheduling.k8s.io/v1alpha3", "true", "CompositePodGroup"]
