@@ -17,6 +17,8 @@ SCHEDULING_V1ALPHA3: Final = "scheduling.k8s.io/v1alpha3"
 SCHEDULING_V1BETA1: Final = "scheduling.k8s.io/v1beta1"
 GENERIC_WORKLOAD: Final = "GenericWorkload"
 """(kemu.component.featuregate.GENERIC_WORKLOAD: the machinery names the gate it reads.)"""
+COMPOSITE_POD_GROUP: Final = "CompositePodGroup"
+"""(kemu.component.featuregate.COMPOSITE_POD_GROUP, which depends on GenericWorkload.)"""
 
 
 @dataclass(frozen=True)
@@ -198,6 +200,20 @@ KINDS: Final[tuple[Kind, ...]] = (
         "pod_group",
         versions=((36, (SCHEDULING_V1ALPHA2,)), (37, (SCHEDULING_V1BETA1, SCHEDULING_V1ALPHA3))),
         gate=GENERIC_WORKLOAD,
+    ),
+    # KEP-6012: scheduling.k8s.io/v1alpha3 only at 1.37 (kubernetes/api v0.37
+    # scheduling/v1alpha3/types.go; v1beta1 has the Workload's compositePodGroupTemplates but
+    # not the kind); served with CompositePodGroup on (a gate that needs GenericWorkload);
+    # no short name (pkg/registry/scheduling/compositepodgroup/storage/storage.go).
+    Kind(
+        "CompositePodGroup",
+        "compositepodgroups",
+        SCHEDULING_V1ALPHA3,
+        True,
+        types_pb2.CompositePodGroup,
+        "composite_pod_group",
+        versions=((37, (SCHEDULING_V1ALPHA3,)),),
+        gate=COMPOSITE_POD_GROUP,
     ),
 )
 

@@ -12,8 +12,9 @@ type and the internal one, pkg/apis/scheduling/v1alpha1|v1alpha2):
   PodGroup's `spec.podGroupTemplateRef.workload{workloadName, podGroupTemplateName}`, and
   `disruptionMode` a string enum "Pod" | "PodGroup" (1.37: the union {single: {}} | {all: {}},
   commit "Convert DisruptionMode from enum to struct").
-- 1.37, v1beta1 and v1alpha3: the messages' own shape (v1alpha3 adds only kinds kemu does
-  not serve, CompositePodGroup).
+- 1.37, v1beta1 and v1alpha3: the messages' own shape (v1alpha3 adds the kind
+  CompositePodGroup, KEP-6012, served there only; both have the Workload's
+  compositePodGroupTemplates).
 
 A version's `Shape` lists its fields: a field it does not have is an unknown field
 (fieldValidation, as the JSON decoder of that version finds it) and its OpenAPI schema
@@ -22,7 +23,7 @@ A version's `Shape` lists its fields: a field it does not have is an unknown fie
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -62,7 +63,8 @@ class PodGroupRules:
     preemption_policy: bool = False
     """PodGroupPreemptionPolicy (1.37): preemptionPolicy."""
     composite: bool = False
-    """CompositePodGroup (1.37): a PodGroup's parentCompositePodGroupName."""
+    """CompositePodGroup (1.37): a PodGroup's parentCompositePodGroupName and a Workload's
+    compositePodGroupTemplates (the kind itself is served only with the gate on)."""
     resource_claims: bool = False
     """DRAWorkloadResourceClaims (1.36+): resourceClaims and status.resourceClaimStatuses."""
 
@@ -73,6 +75,12 @@ class PodGroupRules:
 
 
 DEFAULT_RULES: Final = PodGroupRules()
+
+POD_GROUP_PROTECTION_FINALIZER: Final = "scheduling.k8s.io/podgroup-protection"
+"""pkg/apis/scheduling PodGroupProtectionFinalizer (GroupName + "/podgroup-protection")."""
+COMPOSITE_POD_GROUP_PROTECTION_FINALIZER: Final = "scheduling.k8s.io/compositepodgroup-protection"
+"""pkg/apis/scheduling CompositePodGroupProtectionFinalizer (1.37): stamped by the
+PodGroupProtection admission plugin, removed by the PodGroup protection controller."""
 
 # ---------------------------------------------------------------- shapes
 
@@ -354,7 +362,10 @@ def _v1alpha2_workload_in(body: JSONObject) -> None:
 
 
 def _v1alpha2_workload_out(body: JSONObject) -> None:
-    templates = _get(_get(body, "spec"), "podGroupTemplates")
+    spec = body.get("spec")
+    if isinstance(spec, dict):
+        spec.pop("compositePodGroupTemplates", None)
+    templates = _get(spec, "podGroupTemplates")
     if isinstance(templates, list):
         for t in templates:
             if isinstance(t, dict):
@@ -527,9 +538,71 @@ def _drop_group_fields(
 def drop_disabled_workload_fields(
     new: types_pb2.Workload, old: types_pb2.Workload | None, rules: PodGroupRules
 ) -> None:
-    old_templates = {t.name: t for t in old.spec.pod_group_templates} if old else {}
-    for t in new.spec.pod_group_templates:
+    """Each template's disabled fields (`_drop_group_fields`); before 1.37 no
+    compositePodGroupTemplates (the field does not exist there)."""
+    _drop_templates(
+        new.spec.pod_group_templates, old.spec.pod_group_templates if old else (), rules
+    )
+    if rules.minor <= 36:
+        new.spec.ClearField("composite_pod_group_templates")
+        return
+    _drop_composite_templates(
+        new.spec.composite_pod_group_templates,
+        old.spec.composite_pod_group_templates if old else (),
+        rules,
+    )
+
+
+def _drop_templates(
+    new: Sequence[types_pb2.PodGroupTemplate],
+    old: Sequence[types_pb2.PodGroupTemplate],
+    rules: PodGroupRules,
+) -> None:
+    old_templates = {t.name: t for t in old}
+    for t in new:
         _drop_group_fields(t, old_templates.get(t.name), rules)
+
+
+def _drop_composite_templates(
+    new: Sequence[types_pb2.CompositePodGroupTemplate],
+    old: Sequence[types_pb2.CompositePodGroupTemplate],
+    rules: PodGroupRules,
+) -> None:
+    """A composite template's schedulingConstraints without TopologyAwareWorkloadScheduling
+    (unless stored), and its children's fields, recursively."""
+    old_templates = {t.name: t for t in old}
+    for t in new:
+        before = old_templates.get(t.name)
+        if not rules.topology_aware and not (
+            before is not None and before.HasField("scheduling_constraints")
+        ):
+            t.ClearField("scheduling_constraints")
+        _drop_templates(t.pod_group_templates, before.pod_group_templates if before else (), rules)
+        _drop_composite_templates(
+            t.composite_pod_group_templates,
+            before.composite_pod_group_templates if before else (),
+            rules,
+        )
+
+
+def drop_disabled_composite_pod_group_fields(
+    new: types_pb2.CompositePodGroup, old: types_pb2.CompositePodGroup | None, rules: PodGroupRules
+) -> None:
+    """dropDisabledCompositePodGroupFields (upstream
+    pkg/registry/scheduling/compositepodgroup/strategy.go at 1.37): preemptionPolicy without
+    PodGroupPreemptionPolicy unless the stored object has one. (schedulingConstraints needs
+    no drop: the kind is served only with CompositePodGroup, which needs
+    TopologyAwareWorkloadScheduling.)"""
+    if not rules.preemption_policy and not (
+        old is not None and old.spec.HasField("preemption_policy")
+    ):
+        new.spec.ClearField("preemption_policy")
+
+
+def default_composite_pod_group(cpg: types_pb2.CompositePodGroup) -> None:
+    """CompositePodGroupSpec.disruptionMode's `+default={"single": {}}`."""
+    if not cpg.spec.HasField("disruption_mode"):
+        cpg.spec.disruption_mode.single.SetInParent()
 
 
 def drop_disabled_pod_group_fields(

@@ -35,7 +35,9 @@ from kemu.machinery.pod_strategy import (
 from kemu.machinery.podgroups import (
     DEFAULT_RULES,
     PodGroupRules,
+    default_composite_pod_group,
     default_pod_group,
+    drop_disabled_composite_pod_group_fields,
     drop_disabled_pod_group_fields,
     drop_disabled_pod_group_status_fields,
     drop_disabled_pod_scheduling_group,
@@ -317,6 +319,24 @@ class PodGroupStrategy(_StatusReset):
         return result
 
 
+class CompositePodGroupStrategy(_StatusReset):
+    """pkg/registry/scheduling/compositepodgroup/strategy.go: the status reset on create and
+    kept on update (the status strategy keeps the spec), disruptionMode defaulted, the
+    disabled fields dropped."""
+
+    def prepare_for_create(self, obj: Message, opts: StrategyOptions, now: float) -> None:
+        super().prepare_for_create(obj, opts, now)
+        assert isinstance(obj, types_pb2.CompositePodGroup)
+        drop_disabled_composite_pod_group_fields(obj, None, opts.pod_groups)
+        default_composite_pod_group(obj)
+
+    def prepare_for_update(self, new: Message, old: Message, opts: StrategyOptions) -> None:
+        assert isinstance(new, types_pb2.CompositePodGroup)
+        assert isinstance(old, types_pb2.CompositePodGroup)
+        drop_disabled_composite_pod_group_fields(new, old, opts.pod_groups)
+        default_composite_pod_group(new)
+
+
 DEFAULT_STRATEGY: Final = Strategy()
 
 STRATEGIES: Final[Mapping[str, Strategy]] = MappingProxyType(
@@ -336,6 +356,7 @@ STRATEGIES: Final[Mapping[str, Strategy]] = MappingProxyType(
         "CronJob": _StatusReset(),
         "Workload": WorkloadStrategy(),
         "PodGroup": PodGroupStrategy(),
+        "CompositePodGroup": CompositePodGroupStrategy(),
     }
 )
 """Kind name -> its strategy; every other kind has DEFAULT_STRATEGY."""

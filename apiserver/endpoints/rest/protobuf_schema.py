@@ -23,6 +23,7 @@ SCHEMA: Final[dict[str, dict[int, tuple[str, str]]]] = {
     "WorkloadSpec": {
         1: ("controllerRef", "TypedLocalObjectReference"),
         2: ("podGroupTemplates", "[]PodGroupTemplate"),
+        3: ("compositePodGroupTemplates", "[]CompositePodGroupTemplate"),
     },
     "PodGroupTemplate": {
         1: ("name", "string"),
@@ -73,6 +74,49 @@ SCHEMA: Final[dict[str, dict[int, tuple[str, str]]]] = {
     },
     "PodGroupResourceClaimStatus": {1: ("name", "string"), 2: ("resourceClaimName", "string")},
     "PodSchedulingGroup": {1: ("podGroupName", "string")},
+    # scheduling.k8s.io/v1alpha3 (1.37) CompositePodGroup (KEP-6012): the numbers of
+    # scheduling/v1alpha3/types.go's protobuf tags; disruptionMode and preemptionPolicy (added
+    # last in the 1.37 cycle) take the next ones.
+    "CompositePodGroupTemplate": {
+        1: ("name", "string"),
+        2: ("schedulingPolicy", "CompositePodGroupSchedulingPolicy"),
+        3: ("priorityClassName", "string"),
+        4: ("priority", "int"),
+        5: ("podGroupTemplates", "[]PodGroupTemplate"),
+        6: ("compositePodGroupTemplates", "[]CompositePodGroupTemplate"),
+        7: ("schedulingConstraints", "CompositePodGroupSchedulingConstraints"),
+        8: ("disruptionMode", "CompositeDisruptionMode"),
+        9: ("preemptionPolicy", "string"),
+    },
+    "CompositePodGroupSchedulingPolicy": {
+        1: ("basic", "CompositeBasicSchedulingPolicy"),
+        2: ("gang", "CompositeGangSchedulingPolicy"),
+    },
+    "CompositeBasicSchedulingPolicy": {},
+    "CompositeGangSchedulingPolicy": {1: ("minGroupCount", "int")},
+    "CompositePodGroupSchedulingConstraints": {1: ("topology", "[]TopologyConstraint")},
+    "CompositeDisruptionMode": {
+        1: ("single", "SingleCompositeDisruptionMode"),
+        2: ("all", "AllCompositeDisruptionMode"),
+    },
+    "SingleCompositeDisruptionMode": {},
+    "AllCompositeDisruptionMode": {},
+    "CompositePodGroup": {
+        1: ("metadata", "ObjectMeta"),
+        2: ("spec", "CompositePodGroupSpec"),
+        3: ("status", "CompositePodGroupStatus"),
+    },
+    "CompositePodGroupSpec": {
+        1: ("parentCompositePodGroupName", "string"),
+        2: ("workloadRef", "WorkloadReference"),
+        3: ("schedulingPolicy", "CompositePodGroupSchedulingPolicy"),
+        4: ("priorityClassName", "string"),
+        5: ("priority", "int"),
+        6: ("schedulingConstraints", "CompositePodGroupSchedulingConstraints"),
+        7: ("disruptionMode", "CompositeDisruptionMode"),
+        8: ("preemptionPolicy", "string"),
+    },
+    "CompositePodGroupStatus": {1: ("conditions", "[]Condition")},
     "Affinity": {
         1: ("nodeAffinity", "NodeAffinity"),
         2: ("podAffinity", "PodAffinity"),

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from kemu.api.v1 import types_pb2 as kemu_dot_api_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15kemu/api/v1/api.proto\x12\x0bkemu.api.v1\x1a\x17kemu/api/v1/types.proto\"\xc5\x08\n\x06Object\x12\x1f\n\x03pod\x18\x01 \x01(\x0b\x32\x10.kemu.api.v1.PodH\x00\x12!\n\x04node\x18\x02 \x01(\x0b\x32\x11.kemu.api.v1.NodeH\x00\x12\x34\n\x0epriority_class\x18\x03 \x01(\x0b\x32\x1a.kemu.api.v1.PriorityClassH\x00\x12\x41\n\x15pod_disruption_budget\x18\x04 \x01(\x0b\x32 .kemu.api.v1.PodDisruptionBudgetH\x00\x12#\n\x05lease\x18\x05 \x01(\x0b\x32\x12.kemu.api.v1.LeaseH\x00\x12#\n\x05\x65vent\x18\x06 \x01(\x0b\x32\x12.kemu.api.v1.EventH\x00\x12+\n\tnamespace\x18\x07 \x01(\x0b\x32\x16.kemu.api.v1.NamespaceH\x00\x12\'\n\x07service\x18\x08 \x01(\x0b\x32\x14.kemu.api.v1.ServiceH\x00\x12,\n\nconfig_map\x18\t \x01(\x0b\x32\x16.kemu.api.v1.ConfigMapH\x00\x12.\n\x0breplica_set\x18\n \x01(\x0b\x32\x17.kemu.api.v1.ReplicaSetH\x00\x12-\n\ndeployment\x18\x0b \x01(\x0b\x32\x17.kemu.api.v1.DeploymentH\x00\x12\x1f\n\x03job\x18\x0c \x01(\x0b\x32\x10.kemu.api.v1.JobH\x00\x12,\n\ndaemon_set\x18\r \x01(\x0b\x32\x16.kemu.api.v1.DaemonSetH\x00\x12:\n\x11persistent_volume\x18\x0f \x01(\x0b\x32\x1d.kemu.api.v1.PersistentVolumeH\x00\x12\x45\n\x17persistent_volume_claim\x18\x10 \x01(\x0b\x32\".kemu.api.v1.PersistentVolumeClaimH\x00\x12\x32\n\rstorage_class\x18\x11 \x01(\x0b\x32\x19.kemu.api.v1.StorageClassH\x00\x12\x31\n\x08\x63si_node\x18\x12 \x01(\x0b\x32\x14.kemu.api.v1.CSINodeH\x00R\x07\x63siNode\x12\x30\n\x0cstateful_set\x18\x13 \x01(\x0b\x32\x18.kemu.api.v1.StatefulSetH\x00\x12\x36\n\x0fservice_account\x18\x14 \x01(\x0b\x32\x1b.kemu.api.v1.ServiceAccountH\x00\x12%\n\x06secret\x18\x15 \x01(\x0b\x32\x13.kemu.api.v1.SecretH\x00\x12(\n\x08\x63ron_job\x18\x16 \x01(\x0b\x32\x14.kemu.api.v1.CronJobH\x00\x12)\n\x08workload\x18\x17 \x01(\x0b\x32\x15.kemu.api.v1.WorkloadH\x00\x12*\n\tpod_group\x18\x18 \x01(\x0b\x32\x15.kemu.api.v1.PodGroupH\x00\x42\x06\n\x04kind\"4\n\rCreateRequest\x12#\n\x06object\x18\x01 \x01(\x0b\x32\x13.kemu.api.v1.Object\"?\n\nGetRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\"\xbd\x01\n\x0bListRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x16\n\x0elabel_selector\x18\x03 \x01(\t\x12\x16\n\x0e\x66ield_selector\x18\x04 \x01(\t\x12\x18\n\x10resource_version\x18\x05 \x01(\t\x12\x1e\n\x16resource_version_match\x18\x06 \x01(\t\x12\r\n\x05limit\x18\x07 \x01(\x03\x12\x10\n\x08\x63ontinue\x18\x08 \x01(\t\"^\n\x0cListResponse\x12\"\n\x05items\x18\x01 \x03(\x0b\x32\x13.kemu.api.v1.Object\x12\x18\n\x10resource_version\x18\x02 \x01(\t\x12\x10\n\x08\x63ontinue\x18\x03 \x01(\t\"\xf6\x01\n\x0cWatchRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x16\n\x0elabel_selector\x18\x03 \x01(\t\x12\x16\n\x0e\x66ield_selector\x18\x04 \x01(\t\x12\x18\n\x10resource_version\x18\x05 \x01(\t\x12\x1d\n\x15\x61llow_watch_bookmarks\x18\x06 \x01(\x08\x12 \n\x13send_initial_events\x18\x07 \x01(\x08H\x00\x88\x01\x01\x12\x1e\n\x16resource_version_match\x18\x08 \x01(\tB\x16\n\x14_send_initial_events\"?\n\nWatchEvent\x12\x0c\n\x04type\x18\x01 \x01(\t\x12#\n\x06object\x18\x02 \x01(\x0b\x32\x13.kemu.api.v1.Object\"8\n\rWatchResponse\x12\'\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x17.kemu.api.v1.WatchEvent\"4\n\rUpdateRequest\x12#\n\x06object\x18\x01 \x01(\x0b\x32\x13.kemu.api.v1.Object\"e\n\x0cPatchRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\r\n\x05patch\x18\x04 \x01(\t\x12\x13\n\x0bsubresource\x18\x05 \x01(\t\"]\n\rPreconditions\x12\x10\n\x03uid\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x1d\n\x10resource_version\x18\x02 \x01(\tH\x01\x88\x01\x01\x42\x06\n\x04_uidB\x13\n\x11_resource_version\"\x9f\x02\n\rDeleteRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12!\n\x14grace_period_seconds\x18\x04 \x01(\x03H\x00\x88\x01\x01\x12\x31\n\rpreconditions\x18\x05 \x01(\x0b\x32\x1a.kemu.api.v1.Preconditions\x12\x1f\n\x12propagation_policy\x18\x06 \x01(\tH\x01\x88\x01\x01\x12\x1e\n\x11orphan_dependents\x18\x07 \x01(\x08H\x02\x88\x01\x01\x42\x17\n\x15_grace_period_secondsB\x15\n\x13_propagation_policyB\x14\n\x12_orphan_dependents\"b\n\x07\x42inding\x12)\n\x08metadata\x18\x01 \x01(\x0b\x32\x17.kemu.api.v1.ObjectMeta\x12,\n\x06target\x18\x02 \x01(\x0b\x32\x1c.kemu.api.v1.ObjectReference\"\xed\x01\n\x08\x45viction\x12)\n\x08metadata\x18\x01 \x01(\x0b\x32\x17.kemu.api.v1.ObjectMeta\x12!\n\x14grace_period_seconds\x18\x02 \x01(\x03H\x00\x88\x01\x01\x12\x31\n\rpreconditions\x18\x03 \x01(\x0b\x32\x1a.kemu.api.v1.Preconditions\x12\x1f\n\x12propagation_policy\x18\x04 \x01(\tH\x01\x88\x01\x01\x12\x0f\n\x07\x64ry_run\x18\x05 \x03(\tB\x17\n\x15_grace_period_secondsB\x15\n\x13_propagation_policy\"G\n\x06Status\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0c\n\x04\x63ode\x18\x04 \x01(\x05\"\x10\n\x0eVersionRequest\"P\n\x10\x46\x65\x61tureGateState\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x65nabled\x18\x02 \x01(\x08\x12\r\n\x05stage\x18\x03 \x01(\t\x12\x0e\n\x06locked\x18\x04 \x01(\x08\"\x9f\x01\n\x10\x43omponentVersion\x12\x11\n\tcomponent\x18\x01 \x01(\t\x12\x10\n\x08identity\x18\x02 \x01(\t\x12\x18\n\x10\x65mulated_version\x18\x03 \x01(\t\x12\x16\n\x0e\x62inary_version\x18\x04 \x01(\t\x12\x34\n\rfeature_gates\x18\x05 \x03(\x0b\x32\x1d.kemu.api.v1.FeatureGateState\"o\n\x0bVersionInfo\x12-\n\x06server\x18\x01 \x01(\x0b\x32\x1d.kemu.api.v1.ComponentVersion\x12\x31\n\ncomponents\x18\x02 \x03(\x0b\x32\x1d.kemu.api.v1.ComponentVersion2\xc9\x05\n\x03\x41pi\x12\x39\n\x06\x43reate\x12\x1a.kemu.api.v1.CreateRequest\x1a\x13.kemu.api.v1.Object\x12\x33\n\x03Get\x12\x17.kemu.api.v1.GetRequest\x1a\x13.kemu.api.v1.Object\x12;\n\x04List\x12\x18.kemu.api.v1.ListRequest\x1a\x19.kemu.api.v1.ListResponse\x12@\n\x05Watch\x12\x19.kemu.api.v1.WatchRequest\x1a\x1a.kemu.api.v1.WatchResponse0\x01\x12\x39\n\x06Update\x12\x1a.kemu.api.v1.UpdateRequest\x1a\x13.kemu.api.v1.Object\x12?\n\x0cUpdateStatus\x12\x1a.kemu.api.v1.UpdateRequest\x1a\x13.kemu.api.v1.Object\x12\x37\n\x05Patch\x12\x19.kemu.api.v1.PatchRequest\x1a\x13.kemu.api.v1.Object\x12\x39\n\x06\x44\x65lete\x12\x1a.kemu.api.v1.DeleteRequest\x1a\x13.kemu.api.v1.Object\x12\x31\n\x04\x42ind\x12\x14.kemu.api.v1.Binding\x1a\x13.kemu.api.v1.Status\x12\x39\n\x06Resize\x12\x1a.kemu.api.v1.UpdateRequest\x1a\x13.kemu.api.v1.Object\x12\x33\n\x05\x45vict\x12\x15.kemu.api.v1.Eviction\x1a\x13.kemu.api.v1.Status\x12@\n\x07Version\x12\x1b.kemu.api.v1.VersionRequest\x1a\x18.kemu.api.v1.VersionInfob\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15kemu/api/v1/api.proto\x12\x0bkemu.api.v1\x1a\x17kemu/api/v1/types.proto\"\x84\t\n\x06Object\x12\x1f\n\x03pod\x18\x01 \x01(\x0b\x32\x10.kemu.api.v1.PodH\x00\x12!\n\x04node\x18\x02 \x01(\x0b\x32\x11.kemu.api.v1.NodeH\x00\x12\x34\n\x0epriority_class\x18\x03 \x01(\x0b\x32\x1a.kemu.api.v1.PriorityClassH\x00\x12\x41\n\x15pod_disruption_budget\x18\x04 \x01(\x0b\x32 .kemu.api.v1.PodDisruptionBudgetH\x00\x12#\n\x05lease\x18\x05 \x01(\x0b\x32\x12.kemu.api.v1.LeaseH\x00\x12#\n\x05\x65vent\x18\x06 \x01(\x0b\x32\x12.kemu.api.v1.EventH\x00\x12+\n\tnamespace\x18\x07 \x01(\x0b\x32\x16.kemu.api.v1.NamespaceH\x00\x12\'\n\x07service\x18\x08 \x01(\x0b\x32\x14.kemu.api.v1.ServiceH\x00\x12,\n\nconfig_map\x18\t \x01(\x0b\x32\x16.kemu.api.v1.ConfigMapH\x00\x12.\n\x0breplica_set\x18\n \x01(\x0b\x32\x17.kemu.api.v1.ReplicaSetH\x00\x12-\n\ndeployment\x18\x0b \x01(\x0b\x32\x17.kemu.api.v1.DeploymentH\x00\x12\x1f\n\x03job\x18\x0c \x01(\x0b\x32\x10.kemu.api.v1.JobH\x00\x12,\n\ndaemon_set\x18\r \x01(\x0b\x32\x16.kemu.api.v1.DaemonSetH\x00\x12:\n\x11persistent_volume\x18\x0f \x01(\x0b\x32\x1d.kemu.api.v1.PersistentVolumeH\x00\x12\x45\n\x17persistent_volume_claim\x18\x10 \x01(\x0b\x32\".kemu.api.v1.PersistentVolumeClaimH\x00\x12\x32\n\rstorage_class\x18\x11 \x01(\x0b\x32\x19.kemu.api.v1.StorageClassH\x00\x12\x31\n\x08\x63si_node\x18\x12 \x01(\x0b\x32\x14.kemu.api.v1.CSINodeH\x00R\x07\x63siNode\x12\x30\n\x0cstateful_set\x18\x13 \x01(\x0b\x32\x18.kemu.api.v1.StatefulSetH\x00\x12\x36\n\x0fservice_account\x18\x14 \x01(\x0b\x32\x1b.kemu.api.v1.ServiceAccountH\x00\x12%\n\x06secret\x18\x15 \x01(\x0b\x32\x13.kemu.api.v1.SecretH\x00\x12(\n\x08\x63ron_job\x18\x16 \x01(\x0b\x32\x14.kemu.api.v1.CronJobH\x00\x12)\n\x08workload\x18\x17 \x01(\x0b\x32\x15.kemu.api.v1.WorkloadH\x00\x12*\n\tpod_group\x18\x18 \x01(\x0b\x32\x15.kemu.api.v1.PodGroupH\x00\x12=\n\x13\x63omposite_pod_group\x18\x19 \x01(\x0b\x32\x1e.kemu.api.v1.CompositePodGroupH\x00\x42\x06\n\x04kind\"4\n\rCreateRequest\x12#\n\x06object\x18\x01 \x01(\x0b\x32\x13.kemu.api.v1.Object\"?\n\nGetRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\"\xbd\x01\n\x0bListRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x16\n\x0elabel_selector\x18\x03 \x01(\t\x12\x16\n\x0e\x66ield_selector\x18\x04 \x01(\t\x12\x18\n\x10resource_version\x18\x05 \x01(\t\x12\x1e\n\x16resource_version_match\x18\x06 \x01(\t\x12\r\n\x05limit\x18\x07 \x01(\x03\x12\x10\n\x08\x63ontinue\x18\x08 \x01(\t\"^\n\x0cListResponse\x12\"\n\x05items\x18\x01 \x03(\x0b\x32\x13.kemu.api.v1.Object\x12\x18\n\x10resource_version\x18\x02 \x01(\t\x12\x10\n\x08\x63ontinue\x18\x03 \x01(\t\"\xf6\x01\n\x0cWatchRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x16\n\x0elabel_selector\x18\x03 \x01(\t\x12\x16\n\x0e\x66ield_selector\x18\x04 \x01(\t\x12\x18\n\x10resource_version\x18\x05 \x01(\t\x12\x1d\n\x15\x61llow_watch_bookmarks\x18\x06 \x01(\x08\x12 \n\x13send_initial_events\x18\x07 \x01(\x08H\x00\x88\x01\x01\x12\x1e\n\x16resource_version_match\x18\x08 \x01(\tB\x16\n\x14_send_initial_events\"?\n\nWatchEvent\x12\x0c\n\x04type\x18\x01 \x01(\t\x12#\n\x06object\x18\x02 \x01(\x0b\x32\x13.kemu.api.v1.Object\"8\n\rWatchResponse\x12\'\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x17.kemu.api.v1.WatchEvent\"4\n\rUpdateRequest\x12#\n\x06object\x18\x01 \x01(\x0b\x32\x13.kemu.api.v1.Object\"e\n\x0cPatchRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\r\n\x05patch\x18\x04 \x01(\t\x12\x13\n\x0bsubresource\x18\x05 \x01(\t\"]\n\rPreconditions\x12\x10\n\x03uid\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x1d\n\x10resource_version\x18\x02 \x01(\tH\x01\x88\x01\x01\x42\x06\n\x04_uidB\x13\n\x11_resource_version\"\x9f\x02\n\rDeleteRequest\x12\x10\n\x08resource\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12!\n\x14grace_period_seconds\x18\x04 \x01(\x03H\x00\x88\x01\x01\x12\x31\n\rpreconditions\x18\x05 \x01(\x0b\x32\x1a.kemu.api.v1.Preconditions\x12\x1f\n\x12propagation_policy\x18\x06 \x01(\tH\x01\x88\x01\x01\x12\x1e\n\x11orphan_dependents\x18\x07 \x01(\x08H\x02\x88\x01\x01\x42\x17\n\x15_grace_period_secondsB\x15\n\x13_propagation_policyB\x14\n\x12_orphan_dependents\"b\n\x07\x42inding\x12)\n\x08metadata\x18\x01 \x01(\x0b\x32\x17.kemu.api.v1.ObjectMeta\x12,\n\x06target\x18\x02 \x01(\x0b\x32\x1c.kemu.api.v1.ObjectReference\"\xed\x01\n\x08\x45viction\x12)\n\x08metadata\x18\x01 \x01(\x0b\x32\x17.kemu.api.v1.ObjectMeta\x12!\n\x14grace_period_seconds\x18\x02 \x01(\x03H\x00\x88\x01\x01\x12\x31\n\rpreconditions\x18\x03 \x01(\x0b\x32\x1a.kemu.api.v1.Preconditions\x12\x1f\n\x12propagation_policy\x18\x04 \x01(\tH\x01\x88\x01\x01\x12\x0f\n\x07\x64ry_run\x18\x05 \x03(\tB\x17\n\x15_grace_period_secondsB\x15\n\x13_propagation_policy\"G\n\x06Status\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0c\n\x04\x63ode\x18\x04 \x01(\x05\"\x10\n\x0eVersionRequest\"P\n\x10\x46\x65\x61tureGateState\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x65nabled\x18\x02 \x01(\x08\x12\r\n\x05stage\x18\x03 \x01(\t\x12\x0e\n\x06locked\x18\x04 \x01(\x08\"\x9f\x01\n\x10\x43omponentVersion\x12\x11\n\tcomponent\x18\x01 \x01(\t\x12\x10\n\x08identity\x18\x02 \x01(\t\x12\x18\n\x10\x65mulated_version\x18\x03 \x01(\t\x12\x16\n\x0e\x62inary_version\x18\x04 \x01(\t\x12\x34\n\rfeature_gates\x18\x05 \x03(\x0b\x32\x1d.kemu.api.v1.FeatureGateState\"o\n\x0bVersionInfo\x12-\n\x06server\x18\x01 \x01(\x0b\x32\x1d.kemu.api.v1.ComponentVersion\x12\x31\n\ncomponents\x18\x02 \x03(\x0b\x32\x1d.kemu.api.v1.ComponentVersion2\xc9\x05\n\x03\x41pi\x12\x39\n\x06\x43reate\x12\x1a.kemu.api.v1.CreateRequest\x1a\x13.kemu.api.v1.Object\x12\x33\n\x03Get\x12\x17.kemu.api.v1.GetRequest\x1a\x13.kemu.api.v1.Object\x12;\n\x04List\x12\x18.kemu.api.v1.ListRequest\x1a\x19.kemu.api.v1.ListResponse\x12@\n\x05Watch\x12\x19.kemu.api.v1.WatchRequest\x1a\x1a.kemu.api.v1.WatchResponse0\x01\x12\x39\n\x06Update\x12\x1a.kemu.api.v1.UpdateRequest\x1a\x13.kemu.api.v1.Object\x12?\n\x0cUpdateStatus\x12\x1a.kemu.api.v1.UpdateRequest\x1a\x13.kemu.api.v1.Object\x12\x37\n\x05Patch\x12\x19.kemu.api.v1.PatchRequest\x1a\x13.kemu.api.v1.Object\x12\x39\n\x06\x44\x65lete\x12\x1a.kemu.api.v1.DeleteRequest\x1a\x13.kemu.api.v1.Object\x12\x31\n\x04\x42ind\x12\x14.kemu.api.v1.Binding\x1a\x13.kemu.api.v1.Status\x12\x39\n\x06Resize\x12\x1a.kemu.api.v1.UpdateRequest\x1a\x13.kemu.api.v1.Object\x12\x33\n\x05\x45vict\x12\x15.kemu.api.v1.Eviction\x1a\x13.kemu.api.v1.Status\x12@\n\x07Version\x12\x1b.kemu.api.v1.VersionRequest\x1a\x18.kemu.api.v1.VersionInfob\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,43 +33,43 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'kemu.api.v1.api_pb2', _glob
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_OBJECT']._serialized_start=64
-  _globals['_OBJECT']._serialized_end=1157
-  _globals['_CREATEREQUEST']._serialized_start=1159
-  _globals['_CREATEREQUEST']._serialized_end=1211
-  _globals['_GETREQUEST']._serialized_start=1213
-  _globals['_GETREQUEST']._serialized_end=1276
-  _globals['_LISTREQUEST']._serialized_start=1279
-  _globals['_LISTREQUEST']._serialized_end=1468
-  _globals['_LISTRESPONSE']._serialized_start=1470
-  _globals['_LISTRESPONSE']._serialized_end=1564
-  _globals['_WATCHREQUEST']._serialized_start=1567
-  _globals['_WATCHREQUEST']._serialized_end=1813
-  _globals['_WATCHEVENT']._serialized_start=1815
-  _globals['_WATCHEVENT']._serialized_end=1878
-  _globals['_WATCHRESPONSE']._serialized_start=1880
-  _globals['_WATCHRESPONSE']._serialized_end=1936
-  _globals['_UPDATEREQUEST']._serialized_start=1938
-  _globals['_UPDATEREQUEST']._serialized_end=1990
-  _globals['_PATCHREQUEST']._serialized_start=1992
-  _globals['_PATCHREQUEST']._serialized_end=2093
-  _globals['_PRECONDITIONS']._serialized_start=2095
-  _globals['_PRECONDITIONS']._serialized_end=2188
-  _globals['_DELETEREQUEST']._serialized_start=2191
-  _globals['_DELETEREQUEST']._serialized_end=2478
-  _globals['_BINDING']._serialized_start=2480
-  _globals['_BINDING']._serialized_end=2578
-  _globals['_EVICTION']._serialized_start=2581
-  _globals['_EVICTION']._serialized_end=2818
-  _globals['_STATUS']._serialized_start=2820
-  _globals['_STATUS']._serialized_end=2891
-  _globals['_VERSIONREQUEST']._serialized_start=2893
-  _globals['_VERSIONREQUEST']._serialized_end=2909
-  _globals['_FEATUREGATESTATE']._serialized_start=2911
-  _globals['_FEATUREGATESTATE']._serialized_end=2991
-  _globals['_COMPONENTVERSION']._serialized_start=2994
-  _globals['_COMPONENTVERSION']._serialized_end=3153
-  _globals['_VERSIONINFO']._serialized_start=3155
-  _globals['_VERSIONINFO']._serialized_end=3266
-  _globals['_API']._serialized_start=3269
-  _globals['_API']._serialized_end=3982
+  _globals['_OBJECT']._serialized_end=1220
+  _globals['_CREATEREQUEST']._serialized_start=1222
+  _globals['_CREATEREQUEST']._serialized_end=1274
+  _globals['_GETREQUEST']._serialized_start=1276
+  _globals['_GETREQUEST']._serialized_end=1339
+  _globals['_LISTREQUEST']._serialized_start=1342
+  _globals['_LISTREQUEST']._serialized_end=1531
+  _globals['_LISTRESPONSE']._serialized_start=1533
+  _globals['_LISTRESPONSE']._serialized_end=1627
+  _globals['_WATCHREQUEST']._serialized_start=1630
+  _globals['_WATCHREQUEST']._serialized_end=1876
+  _globals['_WATCHEVENT']._serialized_start=1878
+  _globals['_WATCHEVENT']._serialized_end=1941
+  _globals['_WATCHRESPONSE']._serialized_start=1943
+  _globals['_WATCHRESPONSE']._serialized_end=1999
+  _globals['_UPDATEREQUEST']._serialized_start=2001
+  _globals['_UPDATEREQUEST']._serialized_end=2053
+  _globals['_PATCHREQUEST']._serialized_start=2055
+  _globals['_PATCHREQUEST']._serialized_end=2156
+  _globals['_PRECONDITIONS']._serialized_start=2158
+  _globals['_PRECONDITIONS']._serialized_end=2251
+  _globals['_DELETEREQUEST']._serialized_start=2254
+  _globals['_DELETEREQUEST']._serialized_end=2541
+  _globals['_BINDING']._serialized_start=2543
+  _globals['_BINDING']._serialized_end=2641
+  _globals['_EVICTION']._serialized_start=2644
+  _globals['_EVICTION']._serialized_end=2881
+  _globals['_STATUS']._serialized_start=2883
+  _globals['_STATUS']._serialized_end=2954
+  _globals['_VERSIONREQUEST']._serialized_start=2956
+  _globals['_VERSIONREQUEST']._serialized_end=2972
+  _globals['_FEATUREGATESTATE']._serialized_start=2974
+  _globals['_FEATUREGATESTATE']._serialized_end=3054
+  _globals['_COMPONENTVERSION']._serialized_start=3057
+  _globals['_COMPONENTVERSION']._serialized_end=3216
+  _globals['_VERSIONINFO']._serialized_start=3218
+  _globals['_VERSIONINFO']._serialized_end=3329
+  _globals['_API']._serialized_start=3332
+  _globals['_API']._serialized_end=4045
 # @@protoc_insertion_point(module_scope)

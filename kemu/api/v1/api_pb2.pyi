@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Object(_message.Message):
-    __slots__ = ("pod", "node", "priority_class", "pod_disruption_budget", "lease", "event", "namespace", "service", "config_map", "replica_set", "deployment", "job", "daemon_set", "persistent_volume", "persistent_volume_claim", "storage_class", "csi_node", "stateful_set", "service_account", "secret", "cron_job", "workload", "pod_group")
+    __slots__ = ("pod", "node", "priority_class", "pod_disruption_budget", "lease", "event", "namespace", "service", "config_map", "replica_set", "deployment", "job", "daemon_set", "persistent_volume", "persistent_volume_claim", "storage_class", "csi_node", "stateful_set", "service_account", "secret", "cron_job", "workload", "pod_group", "composite_pod_group")
     POD_FIELD_NUMBER: _ClassVar[int]
     NODE_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_CLASS_FIELD_NUMBER: _ClassVar[int]
@@ -32,6 +32,7 @@ class Object(_message.Message):
     CRON_JOB_FIELD_NUMBER: _ClassVar[int]
     WORKLOAD_FIELD_NUMBER: _ClassVar[int]
     POD_GROUP_FIELD_NUMBER: _ClassVar[int]
+    COMPOSITE_POD_GROUP_FIELD_NUMBER: _ClassVar[int]
     pod: _types_pb2.Pod
     node: _types_pb2.Node
     priority_class: _types_pb2.PriorityClass
@@ -55,7 +56,8 @@ class Object(_message.Message):
     cron_job: _types_pb2.CronJob
     workload: _types_pb2.Workload
     pod_group: _types_pb2.PodGroup
-    def __init__(self, pod: _Optional[_Union[_types_pb2.Pod, _Mapping]] = ..., node: _Optional[_Union[_types_pb2.Node, _Mapping]] = ..., priority_class: _Optional[_Union[_types_pb2.PriorityClass, _Mapping]] = ..., pod_disruption_budget: _Optional[_Union[_types_pb2.PodDisruptionBudget, _Mapping]] = ..., lease: _Optional[_Union[_types_pb2.Lease, _Mapping]] = ..., event: _Optional[_Union[_types_pb2.Event, _Mapping]] = ..., namespace: _Optional[_Union[_types_pb2.Namespace, _Mapping]] = ..., service: _Optional[_Union[_types_pb2.Service, _Mapping]] = ..., config_map: _Optional[_Union[_types_pb2.ConfigMap, _Mapping]] = ..., replica_set: _Optional[_Union[_types_pb2.ReplicaSet, _Mapping]] = ..., deployment: _Optional[_Union[_types_pb2.Deployment, _Mapping]] = ..., job: _Optional[_Union[_types_pb2.Job, _Mapping]] = ..., daemon_set: _Optional[_Union[_types_pb2.DaemonSet, _Mapping]] = ..., persistent_volume: _Optional[_Union[_types_pb2.PersistentVolume, _Mapping]] = ..., persistent_volume_claim: _Optional[_Union[_types_pb2.PersistentVolumeClaim, _Mapping]] = ..., storage_class: _Optional[_Union[_types_pb2.StorageClass, _Mapping]] = ..., csi_node: _Optional[_Union[_types_pb2.CSINode, _Mapping]] = ..., stateful_set: _Optional[_Union[_types_pb2.StatefulSet, _Mapping]] = ..., service_account: _Optional[_Union[_types_pb2.ServiceAccount, _Mapping]] = ..., secret: _Optional[_Union[_types_pb2.Secret, _Mapping]] = ..., cron_job: _Optional[_Union[_types_pb2.CronJob, _Mapping]] = ..., workload: _Optional[_Union[_types_pb2.Workload, _Mapping]] = ..., pod_group: _Optional[_Union[_types_pb2.PodGroup, _Mapping]] = ...) -> None: ...
+    composite_pod_group: _types_pb2.CompositePodGroup
+    def __init__(self, pod: _Optional[_Union[_types_pb2.Pod, _Mapping]] = ..., node: _Optional[_Union[_types_pb2.Node, _Mapping]] = ..., priority_class: _Optional[_Union[_types_pb2.PriorityClass, _Mapping]] = ..., pod_disruption_budget: _Optional[_Union[_types_pb2.PodDisruptionBudget, _Mapping]] = ..., lease: _Optional[_Union[_types_pb2.Lease, _Mapping]] = ..., event: _Optional[_Union[_types_pb2.Event, _Mapping]] = ..., namespace: _Optional[_Union[_types_pb2.Namespace, _Mapping]] = ..., service: _Optional[_Union[_types_pb2.Service, _Mapping]] = ..., config_map: _Optional[_Union[_types_pb2.ConfigMap, _Mapping]] = ..., replica_set: _Optional[_Union[_types_pb2.ReplicaSet, _Mapping]] = ..., deployment: _Optional[_Union[_types_pb2.Deployment, _Mapping]] = ..., job: _Optional[_Union[_types_pb2.Job, _Mapping]] = ..., daemon_set: _Optional[_Union[_types_pb2.DaemonSet, _Mapping]] = ..., persistent_volume: _Optional[_Union[_types_pb2.PersistentVolume, _Mapping]] = ..., persistent_volume_claim: _Optional[_Union[_types_pb2.PersistentVolumeClaim, _Mapping]] = ..., storage_class: _Optional[_Union[_types_pb2.StorageClass, _Mapping]] = ..., csi_node: _Optional[_Union[_types_pb2.CSINode, _Mapping]] = ..., stateful_set: _Optional[_Union[_types_pb2.StatefulSet, _Mapping]] = ..., service_account: _Optional[_Union[_types_pb2.ServiceAccount, _Mapping]] = ..., secret: _Optional[_Union[_types_pb2.Secret, _Mapping]] = ..., cron_job: _Optional[_Union[_types_pb2.CronJob, _Mapping]] = ..., workload: _Optional[_Union[_types_pb2.Workload, _Mapping]] = ..., pod_group: _Optional[_Union[_types_pb2.PodGroup, _Mapping]] = ..., composite_pod_group: _Optional[_Union[_types_pb2.CompositePodGroup, _Mapping]] = ...) -> None: ...
 
 class CreateRequest(_message.Message):
     __slots__ = ("object",)

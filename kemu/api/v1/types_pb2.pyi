@@ -2444,13 +2444,77 @@ class PodGroupTemplate(_message.Message):
     preemption_policy: str
     def __init__(self, name: _Optional[str] = ..., scheduling_policy: _Optional[_Union[PodGroupSchedulingPolicy, _Mapping]] = ..., scheduling_constraints: _Optional[_Union[PodGroupSchedulingConstraints, _Mapping]] = ..., resource_claims: _Optional[_Iterable[_Union[PodGroupResourceClaim, _Mapping]]] = ..., disruption_mode: _Optional[_Union[DisruptionMode, _Mapping]] = ..., priority_class_name: _Optional[str] = ..., priority: _Optional[int] = ..., preemption_policy: _Optional[str] = ...) -> None: ...
 
+class CompositeBasicSchedulingPolicy(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class CompositeGangSchedulingPolicy(_message.Message):
+    __slots__ = ("min_group_count",)
+    MIN_GROUP_COUNT_FIELD_NUMBER: _ClassVar[int]
+    min_group_count: int
+    def __init__(self, min_group_count: _Optional[int] = ...) -> None: ...
+
+class CompositePodGroupSchedulingPolicy(_message.Message):
+    __slots__ = ("basic", "gang")
+    BASIC_FIELD_NUMBER: _ClassVar[int]
+    GANG_FIELD_NUMBER: _ClassVar[int]
+    basic: CompositeBasicSchedulingPolicy
+    gang: CompositeGangSchedulingPolicy
+    def __init__(self, basic: _Optional[_Union[CompositeBasicSchedulingPolicy, _Mapping]] = ..., gang: _Optional[_Union[CompositeGangSchedulingPolicy, _Mapping]] = ...) -> None: ...
+
+class CompositePodGroupSchedulingConstraints(_message.Message):
+    __slots__ = ("topology",)
+    TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    topology: _containers.RepeatedCompositeFieldContainer[TopologyConstraint]
+    def __init__(self, topology: _Optional[_Iterable[_Union[TopologyConstraint, _Mapping]]] = ...) -> None: ...
+
+class SingleCompositeDisruptionMode(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class AllCompositeDisruptionMode(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class CompositeDisruptionMode(_message.Message):
+    __slots__ = ("single", "all")
+    SINGLE_FIELD_NUMBER: _ClassVar[int]
+    ALL_FIELD_NUMBER: _ClassVar[int]
+    single: SingleCompositeDisruptionMode
+    all: AllCompositeDisruptionMode
+    def __init__(self, single: _Optional[_Union[SingleCompositeDisruptionMode, _Mapping]] = ..., all: _Optional[_Union[AllCompositeDisruptionMode, _Mapping]] = ...) -> None: ...
+
+class CompositePodGroupTemplate(_message.Message):
+    __slots__ = ("name", "scheduling_policy", "priority_class_name", "priority", "pod_group_templates", "composite_pod_group_templates", "scheduling_constraints", "disruption_mode", "preemption_policy")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULING_POLICY_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_CLASS_NAME_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    POD_GROUP_TEMPLATES_FIELD_NUMBER: _ClassVar[int]
+    COMPOSITE_POD_GROUP_TEMPLATES_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULING_CONSTRAINTS_FIELD_NUMBER: _ClassVar[int]
+    DISRUPTION_MODE_FIELD_NUMBER: _ClassVar[int]
+    PREEMPTION_POLICY_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    scheduling_policy: CompositePodGroupSchedulingPolicy
+    priority_class_name: str
+    priority: int
+    pod_group_templates: _containers.RepeatedCompositeFieldContainer[PodGroupTemplate]
+    composite_pod_group_templates: _containers.RepeatedCompositeFieldContainer[CompositePodGroupTemplate]
+    scheduling_constraints: CompositePodGroupSchedulingConstraints
+    disruption_mode: CompositeDisruptionMode
+    preemption_policy: str
+    def __init__(self, name: _Optional[str] = ..., scheduling_policy: _Optional[_Union[CompositePodGroupSchedulingPolicy, _Mapping]] = ..., priority_class_name: _Optional[str] = ..., priority: _Optional[int] = ..., pod_group_templates: _Optional[_Iterable[_Union[PodGroupTemplate, _Mapping]]] = ..., composite_pod_group_templates: _Optional[_Iterable[_Union[CompositePodGroupTemplate, _Mapping]]] = ..., scheduling_constraints: _Optional[_Union[CompositePodGroupSchedulingConstraints, _Mapping]] = ..., disruption_mode: _Optional[_Union[CompositeDisruptionMode, _Mapping]] = ..., preemption_policy: _Optional[str] = ...) -> None: ...
+
 class WorkloadSpec(_message.Message):
-    __slots__ = ("controller_ref", "pod_group_templates")
+    __slots__ = ("controller_ref", "pod_group_templates", "composite_pod_group_templates")
     CONTROLLER_REF_FIELD_NUMBER: _ClassVar[int]
     POD_GROUP_TEMPLATES_FIELD_NUMBER: _ClassVar[int]
+    COMPOSITE_POD_GROUP_TEMPLATES_FIELD_NUMBER: _ClassVar[int]
     controller_ref: TypedLocalObjectReference
     pod_group_templates: _containers.RepeatedCompositeFieldContainer[PodGroupTemplate]
-    def __init__(self, controller_ref: _Optional[_Union[TypedLocalObjectReference, _Mapping]] = ..., pod_group_templates: _Optional[_Iterable[_Union[PodGroupTemplate, _Mapping]]] = ...) -> None: ...
+    composite_pod_group_templates: _containers.RepeatedCompositeFieldContainer[CompositePodGroupTemplate]
+    def __init__(self, controller_ref: _Optional[_Union[TypedLocalObjectReference, _Mapping]] = ..., pod_group_templates: _Optional[_Iterable[_Union[PodGroupTemplate, _Mapping]]] = ..., composite_pod_group_templates: _Optional[_Iterable[_Union[CompositePodGroupTemplate, _Mapping]]] = ...) -> None: ...
 
 class Workload(_message.Message):
     __slots__ = ("metadata", "spec")
@@ -2515,3 +2579,39 @@ class PodGroup(_message.Message):
     spec: PodGroupSpec
     status: PodGroupStatus
     def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[PodGroupSpec, _Mapping]] = ..., status: _Optional[_Union[PodGroupStatus, _Mapping]] = ...) -> None: ...
+
+class CompositePodGroupSpec(_message.Message):
+    __slots__ = ("parent_composite_pod_group_name", "workload_ref", "scheduling_policy", "priority_class_name", "priority", "scheduling_constraints", "disruption_mode", "preemption_policy")
+    PARENT_COMPOSITE_POD_GROUP_NAME_FIELD_NUMBER: _ClassVar[int]
+    WORKLOAD_REF_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULING_POLICY_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_CLASS_NAME_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULING_CONSTRAINTS_FIELD_NUMBER: _ClassVar[int]
+    DISRUPTION_MODE_FIELD_NUMBER: _ClassVar[int]
+    PREEMPTION_POLICY_FIELD_NUMBER: _ClassVar[int]
+    parent_composite_pod_group_name: str
+    workload_ref: WorkloadReference
+    scheduling_policy: CompositePodGroupSchedulingPolicy
+    priority_class_name: str
+    priority: int
+    scheduling_constraints: CompositePodGroupSchedulingConstraints
+    disruption_mode: CompositeDisruptionMode
+    preemption_policy: str
+    def __init__(self, parent_composite_pod_group_name: _Optional[str] = ..., workload_ref: _Optional[_Union[WorkloadReference, _Mapping]] = ..., scheduling_policy: _Optional[_Union[CompositePodGroupSchedulingPolicy, _Mapping]] = ..., priority_class_name: _Optional[str] = ..., priority: _Optional[int] = ..., scheduling_constraints: _Optional[_Union[CompositePodGroupSchedulingConstraints, _Mapping]] = ..., disruption_mode: _Optional[_Union[CompositeDisruptionMode, _Mapping]] = ..., preemption_policy: _Optional[str] = ...) -> None: ...
+
+class CompositePodGroupStatus(_message.Message):
+    __slots__ = ("conditions",)
+    CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    conditions: _containers.RepeatedCompositeFieldContainer[Condition]
+    def __init__(self, conditions: _Optional[_Iterable[_Union[Condition, _Mapping]]] = ...) -> None: ...
+
+class CompositePodGroup(_message.Message):
+    __slots__ = ("metadata", "spec", "status")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    spec: CompositePodGroupSpec
+    status: CompositePodGroupStatus
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[CompositePodGroupSpec, _Mapping]] = ..., status: _Optional[_Union[CompositePodGroupStatus, _Mapping]] = ...) -> None: ...

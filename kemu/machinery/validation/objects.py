@@ -125,6 +125,11 @@ _VERSIONED: Final[
         scheduling.validate_pod_group_update,
         scheduling.validate_pod_group_status_update,
     ),
+    "kemu.api.v1.CompositePodGroup": (
+        scheduling.validate_composite_pod_group,
+        scheduling.validate_composite_pod_group_update,
+        scheduling.validate_composite_pod_group_status_update,
+    ),
 }
 
 
