@@ -191,7 +191,7 @@ NOMINATED_ALGORITHM_DURATION: Final = (
 FILTER_EVALUATIONS: Final = "scheduler_kemu_filter_evaluations_total"
 ALGORITHM_CPU: Final = "scheduler_kemu_scheduling_algorithm_cpu_seconds_total"
 API_REQUESTS: Final = "apiserver_request_total"
-POD_RESOURCES: Final = ("pods", "pods/binding")
+POD_RESOURCES: Final = ("pods", "pods/binding", "pods/resize")
 SEED: Final = 1  # the scheduler's --seed, the same for both runs of an A/B comparison
 PY_SPY_SECONDS: Final = 20
 PROFILED: Final = ("scheduler", "apiserver", "bench")  # the Python processes of a run
@@ -725,6 +725,18 @@ class Result:
 
 
 @dataclass(frozen=True)
+class PhaseStart:
+    """A measured phase's start: when, the scheduler's and the apiserver's metrics, the pods
+    deleted so far, and the CPU meter of the run's processes."""
+
+    start: float
+    before: Samples
+    api_before: Samples
+    deleted: int
+    meter: CpuMeter
+
+
+@dataclass(frozen=True)
 class Options:
     workloads: tuple[Workload, ...]
     json_path: str | None
@@ -784,7 +796,7 @@ class Runner:
         self.node_names: list[str] = []  # of the createNodes ops, in creation order
         self._churn: anyio.abc.TaskGroup | None = None  # churn ops, until the ops are done
         self.barrier_counts = BarrierCounts()
-        self._collecting: tuple[StartCollectingMetrics, float, Samples] | None = None
+        self._collecting: tuple[StartCollectingMetrics, PhaseStart] | None = None
         self.timeline: Timeline | None = None
         """Recorded while the run lasts when set (--html)."""
 
@@ -846,16 +858,20 @@ class Runner:
             self._churn.start_soon(churn, client, op, index)
             return
         if isinstance(op, StartCollectingMetrics):
-            before = parse_metrics(await anyio.to_thread.run_sync(scrape, self.scheduler))
-            self._collecting = (op, time.monotonic(), before)
+            self._collecting = (op, await self.phase_start(tracker))
             return
         if isinstance(op, StopCollectingMetrics):
             assert self._collecting is not None
-            start_op, start, before = self._collecting
+            start_op, phase = self._collecting
+            r = self.result
+            r.cpu_cores = phase.meter.stop()
             end = time.monotonic()
+            self.mark(f"collection window {start_op.name} (op {index})", phase.start)
+            self.collected(tracker, start_op, phase.start, end)
+            r.cpu_ms_per_pod = cpu_ms_per_item(r.cpu_cores, phase.meter.wall, r.measured_pods)
+            r.cpu_ceiling = cpu_ceiling(r.cpu_ms_per_pod, os.cpu_count())
             after = parse_metrics(await anyio.to_thread.run_sync(scrape, self.scheduler))
-            self.collected(tracker, start_op, start, end)
-            self.judge_threshold(before, after)
+            await self.phase_figures(tracker, phase, after)
             self._collecting = None
             return
         if isinstance(op, CreatePodGroups):
@@ -928,12 +944,9 @@ class Runner:
         pods: Sequence[types_pb2.Pod],
     ) -> None:
         r = self.result
-        scheduler = self.cluster.component("scheduler")
-        apiserver = self.cluster.component("apiserver")
-        before = parse_metrics(await anyio.to_thread.run_sync(scrape, scheduler))
-        api_before = parse_metrics(await anyio.to_thread.run_sync(scrape, apiserver))
-        deleted_before = tracker.deleted()
-        meter = CpuMeter(self.pids)
+        scheduler = self.scheduler
+        phase = await self.phase_start(tracker)
+        before, meter = phase.before, phase.meter  # the meter restarts with the creates
         logger.info(
             "op %d: creating %d measured pods in %s",
             index,
@@ -973,7 +986,27 @@ class Runner:
                 if metric_delta(before, after, SCHEDULE_ATTEMPTS, result="scheduled") >= len(pods):
                     break
                 await anyio.sleep(0.05)
-        api_after = parse_metrics(await anyio.to_thread.run_sync(scrape, apiserver))
+        await self.phase_figures(tracker, phase, after)
+
+    async def phase_start(self, tracker: BindTracker) -> PhaseStart:
+        """The scrapes and counts at the start of a measured phase (a collectMetrics op or a
+        startCollectingMetrics window), and the CPU meter started."""
+        before = parse_metrics(await anyio.to_thread.run_sync(scrape, self.scheduler))
+        api_before = parse_metrics(
+            await anyio.to_thread.run_sync(scrape, self.cluster.component("apiserver"))
+        )
+        meter = CpuMeter(self.pids)
+        meter.start()
+        return PhaseStart(time.monotonic(), before, api_before, tracker.deleted(), meter)
+
+    async def phase_figures(self, tracker: BindTracker, phase: PhaseStart, after: Samples) -> None:
+        """What the scheduler and the apiserver did between the phase's start and `after` (the
+        scheduler's scrape at its end): attempts, preemptions, pods deleted, API calls, the
+        threshold and the metricsCollectorConfig's series."""
+        r, before = self.result, phase.before
+        api_after = parse_metrics(
+            await anyio.to_thread.run_sync(scrape, self.cluster.component("apiserver"))
+        )
         r.algorithm_ms = histogram_mean_delta(before, after, ALGORITHM_DURATION) * 1000
         r.algorithm_cpu_ms = counter_mean_delta(before, after, ALGORITHM_CPU, ALGORITHM_DURATION)
         r.attempt_ms = histogram_mean_delta(before, after, ATTEMPT_DURATION) * 1000
@@ -982,9 +1015,9 @@ class Runner:
         r.filter_evaluations = metric_delta(before, after, FILTER_EVALUATIONS)
         r.preemption = preemption_figures(before, after)
         r.nominated = nominated_figures(before, after)
-        r.deleted_pods = tracker.deleted() - deleted_before
-        r.api_calls = api_calls(api_before, api_after, POD_RESOURCES)
-        r.event_calls = api_calls(api_before, api_after, ("events",))
+        r.deleted_pods = tracker.deleted() - phase.deleted
+        r.api_calls = api_calls(phase.api_before, api_after, POD_RESOURCES)
+        r.event_calls = api_calls(phase.api_before, api_after, ("events",))
         self.judge_threshold(before, after)
 
     @property
@@ -1321,24 +1354,26 @@ async def create_namespaces(client: ApiClient, op: CreateNamespaces, creators: i
 
 
 def collected_metrics(workload: Workload, before: Samples, after: Samples) -> dict[str, float]:
-    """The metricsCollectorConfig's series over the phase: a histogram's mean (ms), else the
-    metric's increase; per value of each label given, else all its series together; NaN for a
-    metric the scheduler does not expose (an older scheduler, a gate off)."""
+    """The metricsCollectorConfig's series over the phase, one per label set upstream reports
+    (MetricSelection.combinations: every combination of the values given, named
+    `name{a=x,b=y}`; `name` alone when no label is given, all its series together): a
+    histogram's mean (ms); NaN for a metric the scheduler does not expose (an older scheduler,
+    a gate off). upstream's collector reads histograms only (collectHistogramVec) and gives a
+    counter no data item; kemu reports a counter's increase over the phase."""
     out: dict[str, float] = {}
     for m in workload.metrics:
         histogram = m.name + "_count" in after
         exposed = histogram or m.name in after
-
-        def value(match: dict[str, str], name: str = m.name, histogram: bool = histogram) -> float:
-            if histogram:
-                return 1000 * histogram_mean_delta(before, after, name, **match)
-            return metric_delta(before, after, name, **match)
-
-        if not m.labels:
-            out[m.name] = value({}) if exposed else math.nan
-        for label, values in m.labels:
-            for v in values:
-                out[f"{m.name}{{{label}={v}}}"] = value({label: v}) if exposed else math.nan
+        for match in m.combinations():
+            key = m.name
+            if match:
+                key += "{" + ",".join(f"{k}={v}" for k, v in match.items()) + "}"
+            if not exposed:
+                out[key] = math.nan
+            elif histogram:
+                out[key] = 1000 * histogram_mean_delta(before, after, m.name, **match)
+            else:
+                out[key] = metric_delta(before, after, m.name, **match)
     return out
 
 
@@ -1402,11 +1437,14 @@ async def wait_for_pod_groups(client: ApiClient, op: WaitForPodGroups, within: f
 
 
 async def update_any(client: ApiClient, op: UpdateAny) -> None:
-    """upstream's updateAny: object i of the template written over the stored one through
-    each subresource given (resize: the pod's resize subresource; status), or the object
-    itself when none; `per_second` a second, all at once (one after the other) when 0.
-    upstream's version also writes the template's status after the update, which would
-    clear a bound pod's status: kemu writes the status only when told (subresource status)."""
+    """upstream's updateAny (update.go): object i of the template written over the stored one
+    through each subresource given (resize: the pod's resize subresource; status), or the
+    object itself when none, and then, as upstream's op does every time, through the status
+    subresource: the template's status (none, in upstream's templates) replaces the stored
+    one. On the bench's bare nodes a pod's status is only what the apiserver and the scheduler
+    wrote (its phase, PodScheduled, nominatedNodeName), which upstream's run clears the same
+    way; the apiserver keeps the qosClass. Both writes are unconditional (the template has no
+    resourceVersion). `per_second` a second, all at once (one after the other) when 0."""
     objects = op.text.objects(op.count, op.kind)
     logger.info("updating %d %s (%s)", len(objects), op.kind.resource, op.subresources or "-")
 
@@ -1421,6 +1459,7 @@ async def update_any(client: ApiClient, op: UpdateAny) -> None:
                 await client.resize(obj)
             else:
                 await client.update_status(obj)
+        await client.update_status(obj)
 
     if op.per_second == 0:
         for obj in objects:
@@ -1887,7 +1926,13 @@ def _preemptions_text(r: Result) -> str:
 
 
 def _api_text(calls: Mapping[str, float]) -> str:
-    short = {"create pods/binding": "bind", "create events": "event", "patch events": "event-patch"}
+    short = {
+        "create pods/binding": "bind",
+        "update pods/resize": "resize",
+        "update_status pods": "update-status",
+        "create events": "event",
+        "patch events": "event-patch",
+    }
     return " ".join(f"{short.get(k, k.split()[0])}={v:.0f}" for k, v in calls.items()) or "-"
 
 
