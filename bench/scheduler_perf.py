@@ -593,6 +593,13 @@ class BindTracker:
     async def wait_op(self, op_index: int, within: float) -> None:
         await self._wait(lambda: self.op_done(op_index), within, f"op {op_index}")
 
+    async def wait_seen(self, keys: Iterable[str], within: float) -> None:
+        """Until the watch has shown every pod of `keys` (namespace/name) bound, or deleted."""
+        wanted = set(keys)
+        await self._wait(
+            lambda: wanted <= self._bound | self._deleted, within, "the barrier (by watch)"
+        )
+
     async def _wait(self, done: Callable[[], bool], within: float, what: str) -> None:
         with anyio.move_on_after(within) as scope:
             while not done():
@@ -848,7 +855,10 @@ class Runner:
         if isinstance(op, Barrier):
             want = self.barrier_counts.targets(op)
             logger.info("op %d: barrier (%s) for %s", index, op.stage, want)
-            await barrier_by_listing(client, want, op, opts.timeout)
+            bound = await barrier_by_listing(client, want, op, opts.timeout)
+            # upstream's barrier and its throughput collector read one informer: a pod the
+            # barrier saw bound is counted. kemu's lists may run ahead of the tracker's watch.
+            await tracker.wait_seen(bound, opts.timeout)
             self.barrier_counts.passed(op)
             return
         if isinstance(op, Churn):
@@ -1599,21 +1609,25 @@ class BarrierCounts:
 
 async def barrier_by_listing(
     client: ApiClient, want: Mapping[str, int], op: Barrier, within: float
-) -> None:
+) -> list[str]:
     """upstream's barrier: polls the pods of each namespace of `want` until as many pods
     matching the op's label selector as `want` says (every pod the ops created there, matching
-    or not, as upstream counts) are bound (stage Scheduled) or attempted (Attempted)."""
+    or not, as upstream counts) are bound (stage Scheduled) or attempted (Attempted). Returns
+    the keys of the bound pods its last lists saw."""
     check = attempted if op.stage == ATTEMPTED else (lambda p: bool(p.spec.node_name))
+    seen_bound: list[str] = []
     with anyio.fail_after(within):
         for ns, count in want.items():
             while True:
                 pods = (await client.list_all(types_pb2.Pod, ns)).items
                 done = sum(1 for p in pods if _matches(p, op.label_selector) and check(p))
                 if done >= count:
+                    seen_bound.extend(object_key(p) for p in pods if p.spec.node_name)
                     break
                 # upstream polls its informer every 1 s; a list is dearer, but small
                 # namespaces are polled more often so that short workloads stay short.
                 await anyio.sleep(BARRIER_POLL if len(pods) < BARRIER_POLL_PODS else 1.0)
+    return seen_bound
 
 
 async def pods_to_delete(client: ApiClient, op: DeletePods) -> list[types_pb2.Pod]:
