@@ -181,6 +181,7 @@ WAIT_TIMEOUT: Final = 600.0  # for the pods of one op to be bound
 ALGORITHM_DURATION: Final = "scheduler_scheduling_algorithm_duration_seconds"
 ATTEMPT_DURATION: Final = "scheduler_scheduling_attempt_duration_seconds"
 SCHEDULE_ATTEMPTS: Final = "scheduler_schedule_attempts_total"
+SCHEDULED_CATCH_UP: Final = 3.0  # seconds a scrape waits for the scheduled count (see above)
 PENDING_PODS: Final = "scheduler_pending_pods"
 PREEMPTION_ATTEMPTS: Final = "scheduler_preemption_attempts_total"
 PREEMPTION_VICTIMS: Final = "scheduler_preemption_victims"
@@ -515,6 +516,8 @@ class BindTracker:
         self._expected: Counter[int] = Counter()
         self._namespace_of: dict[int, str] = {}
         self._bound: set[str] = set()
+        self._pinned: set[str] = set()  # created with spec.nodeName: never scheduled
+        self.scheduler_bound = 0  # expected pods seen bound that were created unbound
         self.bound_at: dict[int, list[float]] = defaultdict(list)
         self.bound_in: Counter[str] = Counter()  # per namespace
         self.created_in: Counter[str] = Counter()
@@ -535,6 +538,8 @@ class BindTracker:
         for pod in pods:
             key = object_key(pod)
             self._owner[key] = op_index
+            if pod.spec.node_name:
+                self._pinned.add(key)
             self.created_in[pod.metadata.namespace] += 1
             self._namespace_of[op_index] = pod.metadata.namespace
         self._expected[op_index] += len(pods)
@@ -561,6 +566,8 @@ class BindTracker:
             return
         self.bound_log.append((self._clock(), pod.metadata.namespace, dict(pod.metadata.labels)))
         self.bound_at[op].append(self._clock())
+        if key not in self._pinned:
+            self.scheduler_bound += 1
         self.bound_in[pod.metadata.namespace] += 1
         self._changed.set()
         self._changed = anyio.Event()
@@ -880,7 +887,7 @@ class Runner:
             self.collected(tracker, start_op, phase.start, end)
             r.cpu_ms_per_pod = cpu_ms_per_item(r.cpu_cores, phase.meter.wall, r.measured_pods)
             r.cpu_ceiling = cpu_ceiling(r.cpu_ms_per_pod, os.cpu_count())
-            after = parse_metrics(await anyio.to_thread.run_sync(scrape, self.scheduler))
+            after = await self.scheduler_metrics(tracker.scheduler_bound)
             await self.phase_figures(tracker, phase, after)
             self._collecting = None
             return
@@ -954,7 +961,6 @@ class Runner:
         pods: Sequence[types_pb2.Pod],
     ) -> None:
         r = self.result
-        scheduler = self.scheduler
         phase = await self.phase_start(tracker)
         before, meter = phase.before, phase.meter  # the meter restarts with the creates
         logger.info(
@@ -987,21 +993,16 @@ class Runner:
         r.created_to_bound = rate(len(times), r.phase_seconds)
         r.samples = throughput_samples(times, start, end)
         r.throughput = throughput_stats(r.samples)
-        # The attempt counter is incremented after the binding the watch has seen: scrape until
-        # it has caught up (briefly).
-        after = before
-        with anyio.move_on_after(3):
-            while True:
-                after = parse_metrics(await anyio.to_thread.run_sync(scrape, scheduler))
-                if metric_delta(before, after, SCHEDULE_ATTEMPTS, result="scheduled") >= len(pods):
-                    break
-                await anyio.sleep(0.05)
+        scheduled = metric_sum(before, SCHEDULE_ATTEMPTS, result="scheduled") + len(pods)
+        after = await self.scheduler_metrics(scheduled)
         await self.phase_figures(tracker, phase, after)
 
     async def phase_start(self, tracker: BindTracker) -> PhaseStart:
         """The scrapes and counts at the start of a measured phase (a collectMetrics op or a
-        startCollectingMetrics window), and the CPU meter started."""
-        before = parse_metrics(await anyio.to_thread.run_sync(scrape, self.scheduler))
+        startCollectingMetrics window), and the CPU meter started. The scheduler's scrape waits
+        for its count of scheduled attempts to include every binding seen so far, so that the
+        previous ops' last attempts are not counted in the phase."""
+        before = await self.scheduler_metrics(tracker.scheduler_bound)
         api_before = parse_metrics(
             await anyio.to_thread.run_sync(scrape, self.cluster.component("apiserver"))
         )
@@ -1029,6 +1030,18 @@ class Runner:
         r.api_calls = api_calls(phase.api_before, api_after, POD_RESOURCES)
         r.event_calls = api_calls(phase.api_before, api_after, ("events",))
         self.judge_threshold(before, after)
+
+    async def scheduler_metrics(self, scheduled: float) -> Samples:
+        """The scheduler's metrics once its `scheduler_schedule_attempts_total{result=scheduled}`
+        reaches `scheduled`, or as they are after SCHEDULED_CATCH_UP s: it counts an attempt
+        after its binding's write returns, which the run's watch may have shown already."""
+        with anyio.move_on_after(SCHEDULED_CATCH_UP):
+            while True:
+                samples = parse_metrics(await anyio.to_thread.run_sync(scrape, self.scheduler))
+                if metric_sum(samples, SCHEDULE_ATTEMPTS, result="scheduled") >= scheduled:
+                    return samples
+                await anyio.sleep(0.05)
+        return parse_metrics(await anyio.to_thread.run_sync(scrape, self.scheduler))
 
     @property
     def scheduler(self) -> Component:

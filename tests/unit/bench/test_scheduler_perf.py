@@ -438,6 +438,12 @@ async def test_the_tracker_records_the_first_time_each_expected_pod_is_seen_boun
     assert tracker.op_done(3) and tracker.pending() == 0
     assert tracker.events == 5
     await tracker.wait_op(3, within=0.1)  # already done: returns at once
+    # The scheduler bound both; a pod created with spec.nodeName was never scheduled.
+    assert tracker.scheduler_bound == 2
+    pinned = make_pod("pinned").namespace("ns").node("n1").obj()
+    tracker.expect(4, [pinned])
+    tracker.observe(pinned, "ADDED")
+    assert tracker.op_done(4) and tracker.scheduler_bound == 2
 
 
 @pytest.mark.anyio
