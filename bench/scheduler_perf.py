@@ -182,6 +182,7 @@ WAIT_TIMEOUT: Final = 600.0  # for the pods of one op to be bound
 ALGORITHM_DURATION: Final = "scheduler_scheduling_algorithm_duration_seconds"
 ATTEMPT_DURATION: Final = "scheduler_scheduling_attempt_duration_seconds"
 SCHEDULE_ATTEMPTS: Final = "scheduler_schedule_attempts_total"
+SCHEDULED_CATCH_UP: Final = 3.0  # seconds a scrape waits (Runner.scheduler_metrics)
 PENDING_PODS: Final = "scheduler_pending_pods"
 PREEMPTION_ATTEMPTS: Final = "scheduler_preemption_attempts_total"
 PREEMPTION_VICTIMS: Final = "scheduler_preemption_victims"
@@ -192,7 +193,7 @@ NOMINATED_ALGORITHM_DURATION: Final = (
 FILTER_EVALUATIONS: Final = "scheduler_kemu_filter_evaluations_total"
 ALGORITHM_CPU: Final = "scheduler_kemu_scheduling_algorithm_cpu_seconds_total"
 API_REQUESTS: Final = "apiserver_request_total"
-POD_RESOURCES: Final = ("pods", "pods/binding")
+POD_RESOURCES: Final = ("pods", "pods/binding", "pods/resize")
 SEED: Final = 1  # the scheduler's --seed, the same for both runs of an A/B comparison
 PY_SPY_SECONDS: Final = 20
 PROFILED: Final = ("scheduler", "apiserver", "bench")  # the Python processes of a run
@@ -516,6 +517,8 @@ class BindTracker:
         self._expected: Counter[int] = Counter()
         self._namespace_of: dict[int, str] = {}
         self._bound: set[str] = set()
+        self._pinned: set[str] = set()  # created with spec.nodeName: never scheduled
+        self.scheduler_bound = 0  # expected pods seen bound that were created unbound
         self.bound_at: dict[int, list[float]] = defaultdict(list)
         self.bound_in: Counter[str] = Counter()  # per namespace
         self.created_in: Counter[str] = Counter()
@@ -536,6 +539,8 @@ class BindTracker:
         for pod in pods:
             key = object_key(pod)
             self._owner[key] = op_index
+            if pod.spec.node_name:
+                self._pinned.add(key)
             self.created_in[pod.metadata.namespace] += 1
             self._namespace_of[op_index] = pod.metadata.namespace
         self._expected[op_index] += len(pods)
@@ -562,6 +567,8 @@ class BindTracker:
             return
         self.bound_log.append((self._clock(), pod.metadata.namespace, dict(pod.metadata.labels)))
         self.bound_at[op].append(self._clock())
+        if key not in self._pinned:
+            self.scheduler_bound += 1
         self.bound_in[pod.metadata.namespace] += 1
         self._changed.set()
         self._changed = anyio.Event()
@@ -593,6 +600,13 @@ class BindTracker:
 
     async def wait_op(self, op_index: int, within: float) -> None:
         await self._wait(lambda: self.op_done(op_index), within, f"op {op_index}")
+
+    async def wait_seen(self, keys: Iterable[str], within: float) -> None:
+        """Until the watch has shown every pod of `keys` (namespace/name) bound, or deleted."""
+        wanted = set(keys)
+        await self._wait(
+            lambda: wanted <= self._bound | self._deleted, within, "the barrier (by watch)"
+        )
 
     async def _wait(self, done: Callable[[], bool], within: float, what: str) -> None:
         with anyio.move_on_after(within) as scope:
@@ -726,6 +740,18 @@ class Result:
 
 
 @dataclass(frozen=True)
+class PhaseStart:
+    """A measured phase's start: when, the scheduler's and the apiserver's metrics, the pods
+    deleted so far, and the CPU meter of the run's processes."""
+
+    start: float
+    before: Samples
+    api_before: Samples
+    deleted: int
+    meter: CpuMeter
+
+
+@dataclass(frozen=True)
 class Options:
     workloads: tuple[Workload, ...]
     json_path: str | None
@@ -785,7 +811,7 @@ class Runner:
         self.node_names: list[str] = []  # of the createNodes ops, in creation order
         self._churn: anyio.abc.TaskGroup | None = None  # churn ops, until the ops are done
         self.barrier_counts = BarrierCounts()
-        self._collecting: tuple[StartCollectingMetrics, float, Samples] | None = None
+        self._collecting: tuple[StartCollectingMetrics, PhaseStart] | None = None
         self.timeline: Timeline | None = None
         """Recorded while the run lasts when set (--html)."""
 
@@ -837,7 +863,10 @@ class Runner:
         if isinstance(op, Barrier):
             want = self.barrier_counts.targets(op)
             logger.info("op %d: barrier (%s) for %s", index, op.stage, want)
-            await barrier_by_listing(client, want, op, opts.timeout)
+            bound = await barrier_by_listing(client, want, op, opts.timeout)
+            # upstream's barrier and its throughput collector read one informer: a pod the
+            # barrier saw bound is counted. kemu's lists may run ahead of the tracker's watch.
+            await tracker.wait_seen(bound, opts.timeout)
             self.barrier_counts.passed(op)
             return
         if isinstance(op, Churn):
@@ -847,16 +876,20 @@ class Runner:
             self._churn.start_soon(churn, client, op, index)
             return
         if isinstance(op, StartCollectingMetrics):
-            before = parse_metrics(await anyio.to_thread.run_sync(scrape, self.scheduler))
-            self._collecting = (op, time.monotonic(), before)
+            self._collecting = (op, await self.phase_start(tracker))
             return
         if isinstance(op, StopCollectingMetrics):
             assert self._collecting is not None
-            start_op, start, before = self._collecting
+            start_op, phase = self._collecting
+            r = self.result
+            r.cpu_cores = phase.meter.stop()
             end = time.monotonic()
-            after = parse_metrics(await anyio.to_thread.run_sync(scrape, self.scheduler))
-            self.collected(tracker, start_op, start, end)
-            self.judge_threshold(before, after)
+            self.mark(f"collection window {start_op.name} (op {index})", phase.start)
+            self.collected(tracker, start_op, phase.start, end)
+            r.cpu_ms_per_pod = cpu_ms_per_item(r.cpu_cores, phase.meter.wall, r.measured_pods)
+            r.cpu_ceiling = cpu_ceiling(r.cpu_ms_per_pod, os.cpu_count())
+            after = await self.scheduler_metrics(tracker.scheduler_bound)
+            await self.phase_figures(tracker, phase, after)
             self._collecting = None
             return
         if isinstance(op, CreatePodGroups):
@@ -936,12 +969,8 @@ class Runner:
         pods: Sequence[types_pb2.Pod],
     ) -> None:
         r = self.result
-        scheduler = self.cluster.component("scheduler")
-        apiserver = self.cluster.component("apiserver")
-        before = parse_metrics(await anyio.to_thread.run_sync(scrape, scheduler))
-        api_before = parse_metrics(await anyio.to_thread.run_sync(scrape, apiserver))
-        deleted_before = tracker.deleted()
-        meter = CpuMeter(self.pids)
+        phase = await self.phase_start(tracker)
+        before, meter = phase.before, phase.meter  # the meter restarts with the creates
         logger.info(
             "op %d: creating %d measured pods in %s",
             index,
@@ -972,16 +1001,31 @@ class Runner:
         r.created_to_bound = rate(len(times), r.phase_seconds)
         r.samples = throughput_samples(times, start, end)
         r.throughput = throughput_stats(r.samples)
-        # The attempt counter is incremented after the binding the watch has seen: scrape until
-        # it has caught up (briefly).
-        after = before
-        with anyio.move_on_after(3):
-            while True:
-                after = parse_metrics(await anyio.to_thread.run_sync(scrape, scheduler))
-                if metric_delta(before, after, SCHEDULE_ATTEMPTS, result="scheduled") >= len(pods):
-                    break
-                await anyio.sleep(0.05)
-        api_after = parse_metrics(await anyio.to_thread.run_sync(scrape, apiserver))
+        scheduled = metric_sum(before, SCHEDULE_ATTEMPTS, result="scheduled") + len(pods)
+        after = await self.scheduler_metrics(scheduled)
+        await self.phase_figures(tracker, phase, after)
+
+    async def phase_start(self, tracker: BindTracker) -> PhaseStart:
+        """The scrapes and counts at the start of a measured phase (a collectMetrics op or a
+        startCollectingMetrics window), and the CPU meter started. The scheduler's scrape waits
+        for its count of scheduled attempts to include every binding seen so far, so that the
+        previous ops' last attempts are not counted in the phase."""
+        before = await self.scheduler_metrics(tracker.scheduler_bound)
+        api_before = parse_metrics(
+            await anyio.to_thread.run_sync(scrape, self.cluster.component("apiserver"))
+        )
+        meter = CpuMeter(self.pids)
+        meter.start()
+        return PhaseStart(time.monotonic(), before, api_before, tracker.deleted(), meter)
+
+    async def phase_figures(self, tracker: BindTracker, phase: PhaseStart, after: Samples) -> None:
+        """What the scheduler and the apiserver did between the phase's start and `after` (the
+        scheduler's scrape at its end): attempts, preemptions, pods deleted, API calls, the
+        threshold and the metricsCollectorConfig's series."""
+        r, before = self.result, phase.before
+        api_after = parse_metrics(
+            await anyio.to_thread.run_sync(scrape, self.cluster.component("apiserver"))
+        )
         r.algorithm_ms = histogram_mean_delta(before, after, ALGORITHM_DURATION) * 1000
         r.algorithm_cpu_ms = counter_mean_delta(before, after, ALGORITHM_CPU, ALGORITHM_DURATION)
         r.attempt_ms = histogram_mean_delta(before, after, ATTEMPT_DURATION) * 1000
@@ -990,10 +1034,22 @@ class Runner:
         r.filter_evaluations = metric_delta(before, after, FILTER_EVALUATIONS)
         r.preemption = preemption_figures(before, after)
         r.nominated = nominated_figures(before, after)
-        r.deleted_pods = tracker.deleted() - deleted_before
-        r.api_calls = api_calls(api_before, api_after, POD_RESOURCES)
-        r.event_calls = api_calls(api_before, api_after, ("events",))
+        r.deleted_pods = tracker.deleted() - phase.deleted
+        r.api_calls = api_calls(phase.api_before, api_after, POD_RESOURCES)
+        r.event_calls = api_calls(phase.api_before, api_after, ("events",))
         self.judge_threshold(before, after)
+
+    async def scheduler_metrics(self, scheduled: float) -> Samples:
+        """The scheduler's metrics once its `scheduler_schedule_attempts_total{result=scheduled}`
+        reaches `scheduled`, or as they are after SCHEDULED_CATCH_UP s: it counts an attempt
+        after its binding's write returns, which the run's watch may have shown already."""
+        with anyio.move_on_after(SCHEDULED_CATCH_UP):
+            while True:
+                samples = parse_metrics(await anyio.to_thread.run_sync(scrape, self.scheduler))
+                if metric_sum(samples, SCHEDULE_ATTEMPTS, result="scheduled") >= scheduled:
+                    return samples
+                await anyio.sleep(0.05)
+        return parse_metrics(await anyio.to_thread.run_sync(scrape, self.scheduler))
 
     @property
     def scheduler(self) -> Component:
@@ -1329,24 +1385,26 @@ async def create_namespaces(client: ApiClient, op: CreateNamespaces, creators: i
 
 
 def collected_metrics(workload: Workload, before: Samples, after: Samples) -> dict[str, float]:
-    """The metricsCollectorConfig's series over the phase: a histogram's mean (ms), else the
-    metric's increase; per value of each label given, else all its series together; NaN for a
-    metric the scheduler does not expose (an older scheduler, a gate off)."""
+    """The metricsCollectorConfig's series over the phase, one per label set upstream reports
+    (MetricSelection.combinations: every combination of the values given, named
+    `name{a=x,b=y}`; `name` alone when no label is given, all its series together): a
+    histogram's mean (ms); NaN for a metric the scheduler does not expose (an older scheduler,
+    a gate off). upstream's collector reads histograms only (collectHistogramVec) and gives a
+    counter no data item; kemu reports a counter's increase over the phase."""
     out: dict[str, float] = {}
     for m in workload.metrics:
         histogram = m.name + "_count" in after
         exposed = histogram or m.name in after
-
-        def value(match: dict[str, str], name: str = m.name, histogram: bool = histogram) -> float:
-            if histogram:
-                return 1000 * histogram_mean_delta(before, after, name, **match)
-            return metric_delta(before, after, name, **match)
-
-        if not m.labels:
-            out[m.name] = value({}) if exposed else math.nan
-        for label, values in m.labels:
-            for v in values:
-                out[f"{m.name}{{{label}={v}}}"] = value({label: v}) if exposed else math.nan
+        for match in m.combinations():
+            key = m.name
+            if match:
+                key += "{" + ",".join(f"{k}={v}" for k, v in match.items()) + "}"
+            if not exposed:
+                out[key] = math.nan
+            elif histogram:
+                out[key] = 1000 * histogram_mean_delta(before, after, m.name, **match)
+            else:
+                out[key] = metric_delta(before, after, m.name, **match)
     return out
 
 
@@ -1425,11 +1483,14 @@ async def wait_for_listed(
 
 
 async def update_any(client: ApiClient, op: UpdateAny) -> None:
-    """upstream's updateAny: object i of the template written over the stored one through
-    each subresource given (resize: the pod's resize subresource; status), or the object
-    itself when none; `per_second` a second, all at once (one after the other) when 0.
-    upstream's version also writes the template's status after the update, which would
-    clear a bound pod's status: kemu writes the status only when told (subresource status)."""
+    """upstream's updateAny (update.go): object i of the template written over the stored one
+    through each subresource given (resize: the pod's resize subresource; status), or the
+    object itself when none, and then, as upstream's op does every time, through the status
+    subresource: the template's status (none, in upstream's templates) replaces the stored
+    one. On the bench's bare nodes a pod's status is only what the apiserver and the scheduler
+    wrote (its phase, PodScheduled, nominatedNodeName), which upstream's run clears the same
+    way; the apiserver keeps the qosClass. Both writes are unconditional (the template has no
+    resourceVersion). `per_second` a second, all at once (one after the other) when 0."""
     objects = op.text.objects(op.count, op.kind)
     logger.info("updating %d %s (%s)", len(objects), op.kind.resource, op.subresources or "-")
 
@@ -1444,6 +1505,7 @@ async def update_any(client: ApiClient, op: UpdateAny) -> None:
                 await client.resize(obj)
             else:
                 await client.update_status(obj)
+        await client.update_status(obj)
 
     if op.per_second == 0:
         for obj in objects:
@@ -1584,21 +1646,25 @@ class BarrierCounts:
 
 async def barrier_by_listing(
     client: ApiClient, want: Mapping[str, int], op: Barrier, within: float
-) -> None:
+) -> list[str]:
     """upstream's barrier: polls the pods of each namespace of `want` until as many pods
     matching the op's label selector as `want` says (every pod the ops created there, matching
-    or not, as upstream counts) are bound (stage Scheduled) or attempted (Attempted)."""
+    or not, as upstream counts) are bound (stage Scheduled) or attempted (Attempted). Returns
+    the keys of the bound pods its last lists saw."""
     check = attempted if op.stage == ATTEMPTED else (lambda p: bool(p.spec.node_name))
+    seen_bound: list[str] = []
     with anyio.fail_after(within):
         for ns, count in want.items():
             while True:
                 pods = (await client.list_all(types_pb2.Pod, ns)).items
                 done = sum(1 for p in pods if _matches(p, op.label_selector) and check(p))
                 if done >= count:
+                    seen_bound.extend(object_key(p) for p in pods if p.spec.node_name)
                     break
                 # upstream polls its informer every 1 s; a list is dearer, but small
                 # namespaces are polled more often so that short workloads stay short.
                 await anyio.sleep(BARRIER_POLL if len(pods) < BARRIER_POLL_PODS else 1.0)
+    return seen_bound
 
 
 async def pods_to_delete(client: ApiClient, op: DeletePods) -> list[types_pb2.Pod]:
@@ -1911,7 +1977,13 @@ def _preemptions_text(r: Result) -> str:
 
 
 def _api_text(calls: Mapping[str, float]) -> str:
-    short = {"create pods/binding": "bind", "create events": "event", "patch events": "event-patch"}
+    short = {
+        "create pods/binding": "bind",
+        "update pods/resize": "resize",
+        "update_status pods": "update-status",
+        "create events": "event",
+        "patch events": "event-patch",
+    }
     return " ".join(f"{short.get(k, k.split()[0])}={v:.0f}" for k, v in calls.items()) or "-"
 
 

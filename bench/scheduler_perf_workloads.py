@@ -344,6 +344,16 @@ class MetricSelection:
     name: str
     labels: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
+    def combinations(self) -> list[dict[str, str]]:
+        """The label sets reported, as upstream's uniqueLVCombos (scheduler_perf's util.go):
+        every combination of one value of each label, the first label's values outermost
+        (two labels of 5 and 3 values: 15 sets, each naming both labels); one empty set when
+        no label is given."""
+        combos: list[dict[str, str]] = [{}]
+        for label, values in reversed(self.labels):
+            combos = [{label: v, **rest} for v in values for rest in combos]
+        return combos
+
 
 @dataclass(frozen=True)
 class Variant:

@@ -81,6 +81,12 @@ def test_kemus_own_op_workloads_run(tmp_path: Path, name: str) -> None:
         # createAny's PriorityClass admitted the pods; none fitted until updateAny resized
         # them through pods/resize, inside the collection window: its pods are all three.
         assert (result["init_pods"], result["measured_pods"]) == (3, 3)
+        # The window's API calls: each pod's resize, then its status from the template (as
+        # upstream's updateAny), and the three bindings.
+        calls = result["api_calls"]
+        assert calls["update pods/resize"] == 3 and calls["update_status pods"] == 3
+        assert calls["create pods/binding"] == 3
+        assert result["attempts"]["scheduled"] == 3
     if name == "IndexedSlots/5Nodes":
         assert result["measured_pods"] == 5  # the collection window's pods, each on its node
     if name == "OneHostPortPerNode/8Nodes":
@@ -325,3 +331,43 @@ def test_create_composite_pod_groups_runs_on_a_real_cluster(tmp_path: Path) -> N
     )
     assert result["measured_pods"] == 18
     assert "error" not in result["attempts"]
+
+
+@pytest.mark.long  # bench runs of upstream's file, each its own cluster: make test-long
+@pytest.mark.skipif(
+    not (UPSTREAM / "resize_preemption" / "performance-config.yaml").exists(),
+    reason="no kubernetes/kubernetes checkout with resize_preemption/ (set KEMU_K8S_CHECKOUT "
+    "to one; see docs/benchmarks.md)",
+)
+@pytest.mark.parametrize(
+    ("name", "pods", "victims"),
+    [
+        ("DeferredResizePreemptionInPlace/5Nodes", 0, 0),
+        ("DeferredResizePreemptionScale/5Nodes_AsyncAPICallsEnabled", 5, 15),
+        ("DeferredResizePreemptionVictimRatio/5Nodes_2VictimRatio", 5, 5),
+        ("DeferredResizePreemptionHighDensity/5Nodes_20PodsPerNode", 5, 0),
+    ],
+)
+def test_upstreams_resize_preemption_file_runs_unchanged(
+    tmp_path: Path, name: str, pods: int, victims: int
+) -> None:
+    """KEP-5836's resize_preemption/ at 1.37, one small workload of each test case. The
+    direct preemptors (3 cpu on nodes of 4) preempt the 900m victims they need (none at one
+    victim a node, one at two, three at four; the 50m dense ones leave room). InPlace resizes
+    the pods pinned to node-<i> from 200m to 3 cpu through pods/resize inside its window: no
+    kubelet runs in scheduler_perf, so nothing marks a resize Deferred (PodResizePending) and,
+    in upstream's run as in kemu's, the scheduler has nothing to attempt; the window holds the
+    five resizes and the five status writes of upstream's updateAny."""
+    extra = ("--config", str(UPSTREAM / "resize_preemption" / "performance-config.yaml"))
+    result = _run(tmp_path, name, extra=extra)
+    assert result["error"] == ""
+    assert (result["measured_pods"], result["deleted_pods"]) == (pods, victims)
+    assert not any(result["pending_end"].values()), result["pending_end"]
+    if pods == 0:
+        assert result["attempts"] == {}
+        calls = result["api_calls"]
+        assert calls["update pods/resize"] == 5 and calls["update_status pods"] == 5
+        assert "create pods/binding" not in calls
+    else:
+        assert result["attempts"]["scheduled"] == pods
+        assert result["preemption"]["victims"] == victims

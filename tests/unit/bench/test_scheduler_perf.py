@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 import yaml
 
@@ -437,6 +438,29 @@ async def test_the_tracker_records_the_first_time_each_expected_pod_is_seen_boun
     assert tracker.op_done(3) and tracker.pending() == 0
     assert tracker.events == 5
     await tracker.wait_op(3, within=0.1)  # already done: returns at once
+    # The scheduler bound both; a pod created with spec.nodeName was never scheduled.
+    assert tracker.scheduler_bound == 2
+    pinned = make_pod("pinned").namespace("ns").node("n1").obj()
+    tracker.expect(4, [pinned])
+    tracker.observe(pinned, "ADDED")
+    assert tracker.op_done(4) and tracker.scheduler_bound == 2
+
+
+@pytest.mark.anyio
+async def test_the_tracker_catches_up_with_the_pods_a_barrier_listed_bound() -> None:
+    """A barrier's list may run ahead of the tracker's watch: the window it closes must count
+    every pod the barrier saw bound (upstream's barrier and collector read one informer)."""
+    tracker = BindTracker(FakeClock())
+    pods = [make_pod(f"p{i}").namespace("ns").obj() for i in range(2)]
+    tracker.expect(0, pods)
+    tracker.observe(make_pod("p0").namespace("ns").node("n1").obj())
+    with pytest.raises(TimeoutError):
+        await tracker.wait_seen(["ns/p0", "ns/p1"], within=0.05)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(tracker.wait_seen, ["ns/p0", "ns/p1"], 2.0)
+        await anyio.sleep(0.01)
+        tracker.observe(make_pod("p1").namespace("ns").obj(), "DELETED")  # deleted counts too
+    await tracker.wait_seen([], within=0.01)
 
 
 @pytest.mark.anyio

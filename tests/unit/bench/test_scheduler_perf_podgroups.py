@@ -26,12 +26,15 @@ from bench.scheduler_perf import (
 )
 from bench.scheduler_perf_template import TemplateError, go_format, render
 from bench.scheduler_perf_workloads import (
+    ATTEMPTED,
+    Barrier,
     CreateAny,
     CreateCompositePodGroups,
     CreatePodGroups,
     CreatePods,
     MetricSelection,
     NotModelled,
+    StartCollectingMetrics,
     ThresholdSelector,
     UpdateAny,
     WaitForPodGroups,
@@ -379,15 +382,28 @@ def test_create_any_wait_for_pod_groups_and_update_any_run(tmp_path: Path) -> No
             for i in range(2):
                 pod = types_pb2.Pod()
                 pod.metadata.name, pod.metadata.namespace = f"pod-{i}", "ns-0"
+                pod.spec.node_name = "node-0"
                 c = pod.spec.containers.add(name="pause", image="pause")
                 c.resources.requests["cpu"] = "2"
-                await client.create(pod)
+                created = await client.create(pod)
+                created.status.phase = "Pending"
+                created.status.nominated_node_name = "node-1"
+                await client.update_status(created)
+            client.actions.clear()
             await update_any(client, upd)
             pods = await client.list(types_pb2.Pod, namespace="ns-0")
             cpus = [p.spec.containers[0].resources.requests["cpu"] for p in pods.items]
             assert cpus == ["500m", "500m"]
-            verbs = [a.verb for a in client.actions if a.resource == "pods"]
-            assert verbs.count("resize") == 2 and "update" not in verbs
+            # Each object's write, then its status from the template (upstream's update.go
+            # does both every time): the template has none, so the stored status is cleared.
+            verbs = [(a.verb, a.name) for a in client.actions if a.verb != "list"]
+            assert verbs == [
+                ("resize", "pod-0"), ("update_status", "pod-0"),
+                ("resize", "pod-1"), ("update_status", "pod-1"),
+            ]  # fmt: skip
+            assert [p.status.phase for p in pods.items] == ["", ""]
+            assert [p.status.nominated_node_name for p in pods.items] == ["", ""]
+            assert [p.spec.node_name for p in pods.items] == ["node-0", "node-0"]
 
     anyio.run(main)
 
@@ -433,6 +449,46 @@ def test_a_histograms_data_items_over_the_phase() -> None:
     assert math.isnan(collected_metrics(absent, before, after)["nope"])
 
 
+COUNTER_BEFORE = """
+# TYPE q counter
+q_total{event="A",queue="active"} 1
+q_total{event="B",queue="backoff"} 2
+"""
+COUNTER_AFTER = """
+# TYPE q counter
+q_total{event="A",queue="active"} 4
+q_total{event="A",queue="unschedulable"} 5
+q_total{event="B",queue="backoff"} 2
+q_total{event="C",queue="active"} 7
+"""
+
+
+def test_metrics_collector_config_reports_every_combination_of_its_labels() -> None:
+    """upstream's uniqueLVCombos: two label lists give one series per pair of values (the
+    first label's values outermost), each matching both labels; a counter's increase (upstream
+    reports histograms only)."""
+    selection = MetricSelection("q_total", (("event", ("A", "B")), ("queue", ("active",
+                                "unschedulable", "backoff"))))  # fmt: skip
+    assert selection.combinations() == [
+        {"event": "A", "queue": "active"}, {"event": "A", "queue": "unschedulable"},
+        {"event": "A", "queue": "backoff"}, {"event": "B", "queue": "active"},
+        {"event": "B", "queue": "unschedulable"}, {"event": "B", "queue": "backoff"},
+    ]  # fmt: skip
+    assert MetricSelection("q_total").combinations() == [{}]
+    assert MetricSelection("q_total", (("event", ()),)).combinations() == []
+    w = Workload("T", "w", (), {}, (), metrics=(selection, MetricSelection("q_total")))
+    got = collected_metrics(w, parse_metrics(COUNTER_BEFORE), parse_metrics(COUNTER_AFTER))
+    assert got == {
+        "q_total{event=A,queue=active}": 3.0,
+        "q_total{event=A,queue=unschedulable}": 5.0,
+        "q_total{event=A,queue=backoff}": 0.0,
+        "q_total{event=B,queue=active}": 0.0,
+        "q_total{event=B,queue=unschedulable}": 0.0,
+        "q_total{event=B,queue=backoff}": 0.0,
+        "q_total": 15.0,
+    }
+
+
 # ---------------------------------------------------------------------- upstream's files
 
 UPSTREAM = (
@@ -450,18 +506,16 @@ AREAS = (
 )
 
 
-@pytest.mark.skipif(
-    not (UPSTREAM / "gangscheduling" / "performance-config.yaml").exists(),
-    reason="no kubernetes/kubernetes checkout with the pod-group files (set KEMU_K8S_CHECKOUT "
-    "to one; see docs/benchmarks.md)",
-)
 @pytest.mark.parametrize("area", AREAS)
 def test_upstreams_pod_group_files_parse_unchanged(area: str) -> None:
     """Every test case of each file runs at least one workload or is listed with its reason
     naming the field; gangscheduling/ (whose GangScheduling gate is gone at 1.37) at 1.36."""
     path = UPSTREAM / area
     if not path.exists():
-        pytest.skip(f"the checkout has no {area}")
+        pytest.skip(
+            f"no kubernetes/kubernetes checkout with {area} (set KEMU_K8S_CHECKOUT to one; see "
+            "docs/benchmarks.md)"
+        )
     at = Version(1, 36) if area.startswith("gangscheduling/") else None
     parsed = load_workload_file(path, emulated_version=at)
     data = yaml.safe_load(path.read_text())
@@ -501,6 +555,30 @@ def test_upstreams_pod_group_files_parse_unchanged(area: str) -> None:
         assert small.feature_gates["TopologyAwareWorkloadScheduling"]
         pods = small.measured
         assert pods is not None and pods.count == 9
+    if area.startswith("resize_preemption/"):
+        # KEP-5836's file: nothing refused (its node template is the checkout's own).
+        assert not parsed.skipped
+        in_place = names["DeferredResizePreemptionInPlace/5Nodes_AsyncAPICallsEnabled"]
+        assert in_place.feature_gates == {
+            "InPlacePodVerticalScaling": True,
+            "InPlacePodVerticalScalingSchedulerPreemption": True,
+            "SchedulerAsyncAPICalls": True,
+        }
+        assert in_place.not_modelled_gates == ("SchedulerAsyncAPICalls",)
+        window, resize, barrier = in_place.ops[4:7]
+        assert isinstance(window, StartCollectingMetrics)
+        assert window.namespaces == ("resize-inplace-0",)
+        assert isinstance(resize, UpdateAny) and resize.subresources == ("resize",)
+        assert (resize.count, resize.namespace) == (5, "resize-inplace-0")
+        assert barrier == Barrier(("resize-inplace-0",), {}, ATTEMPTED)
+        # The preemptors are pinned to node-<i> of the node template.
+        initial = in_place.ops[3]
+        assert isinstance(initial, CreatePods)
+        assert [p.spec.node_name for p in pod_objects(initial, 3)] == [
+            f"node-{i}" for i in range(5)
+        ]
+        incoming = next(m for m in in_place.metrics if m.name.startswith("scheduler_queue"))
+        assert len(incoming.combinations()) == 15  # 5 events x 3 queues
 
 
 CPG_GANG = """apiVersion: scheduling.k8s.io/v1alpha3

@@ -383,7 +383,8 @@ async def test_a_barrier_of_stage_attempted_counts_pods_the_scheduler_tried() ->
         await fake.create(p)
     assert attempted(tried) and attempted(bound)
     assert not attempted(make_pod("new").obj())
-    await barrier_by_listing(fake, {"ns": 2}, op, within=2)
+    # It returns the bound pods its lists saw, for the tracker's watch to catch up with.
+    assert await barrier_by_listing(fake, {"ns": 2}, op, within=2) == ["ns/p1"]
     with pytest.raises(TimeoutError):  # stage Scheduled: one is not bound
         await barrier_by_listing(fake, {"ns": 2}, Barrier(("ns",)), within=0.3)
 
