@@ -249,9 +249,9 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
             _gate(GENERIC_WORKLOAD, alpha=35, beta_off=37),
             _gate(GANG_SCHEDULING, alpha=35, removed=37, depends_on=(GENERIC_WORKLOAD,)),
             _gate(WORKLOAD_AWARE_PREEMPTION, alpha=36, removed=37, depends_on=(GENERIC_WORKLOAD,)),
-            # Not modelled: the apiserver's fields follow these two gates, but the scheduler
-            # places no group by topology (no PlacementGenerate/PlacementScore) and serves no
-            # CompositePodGroup; the scheduler says so at start-up when one is on.
+            # Not modelled: the apiserver's fields follow this gate, but the scheduler places
+            # no group by topology (no PlacementGenerate/PlacementScore); the scheduler says so
+            # at start-up when it is on.
             _gate(
                 TOPOLOGY_AWARE_WORKLOAD_SCHEDULING,
                 alpha=36,
@@ -259,11 +259,12 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
                 modelled=False,
             ),
             _gate(POD_GROUP_PREEMPTION_POLICY, alpha=37, depends_on=(GENERIC_WORKLOAD,)),
+            # KEP-6012: the scheduler schedules CompositePodGroup trees
+            # (kemu.scheduling.composite_pod_groups, scheduler/schedule_one_composite_pod_group.py).
             _gate(
                 COMPOSITE_POD_GROUP,
                 alpha=37,
                 depends_on=(GENERIC_WORKLOAD, TOPOLOGY_AWARE_WORKLOAD_SCHEDULING),
-                modelled=False,
             ),
             _gate(WORKLOAD_WITH_JOB, alpha=36, depends_on=(GENERIC_WORKLOAD,)),
             _gate(
