@@ -69,6 +69,8 @@ from kemu.scheduling.interface import (
     FitError,
     NodeToStatus,
     ObjectLister,
+    PlacementGeneratePlugin,
+    PlacementScorePlugin,
     Plugin,
     QueuedPodInfo,
     SharedLister,
@@ -186,6 +188,10 @@ class FrameworkLike(FilterScoreFramework, Protocol):
     def has_post_filter_plugins(self) -> bool: ...
 
     def plugin(self, name: str) -> Plugin | None: ...
+
+    def placement_generate_plugins(self) -> list[PlacementGeneratePlugin]: ...
+
+    def placement_score_plugins(self) -> list[tuple[PlacementScorePlugin, int]]: ...
 
     def run_pre_filter_plugins(
         self, state: CycleState, pod: types_pb2.Pod, nodes: list[NodeInfo]
@@ -587,14 +593,18 @@ class Scheduler:
         """upstream schedulePod: the node for `pod`, or FitError / SchedulingError."""
         self.cache.update_snapshot(self.snapshot)
         fwk.set_snapshot(self.snapshot)
-        if self.snapshot.num_nodes() == 0:
+        # (a pod-group cycle's assumed placement, KEP-5732: its nodes only)
+        all_nodes = self.snapshot.nodes_in_placement()
+        if not all_nodes:
             raise NoNodesAvailable()
-        found, statuses, unschedulable_plugins = self.find_nodes_that_fit_pod(fwk, state, pod)
+        found, statuses, unschedulable_plugins = self.find_nodes_that_fit_pod(
+            fwk, state, pod, all_nodes
+        )
         feasible = found.nodes
         if not feasible:
             raise FitError(
                 pod,
-                self.snapshot.num_nodes(),
+                len(all_nodes),
                 statuses,
                 pre_filter_msg=statuses.absent.message() if statuses.pre_filter_rejected else "",
                 unschedulable_plugins=unschedulable_plugins,
@@ -609,11 +619,15 @@ class Scheduler:
         return ScheduleResult(host, len(feasible) + len(statuses), len(feasible), found.evaluated)
 
     def find_nodes_that_fit_pod(
-        self, fwk: FrameworkLike, state: CycleState, pod: types_pb2.Pod
+        self,
+        fwk: FrameworkLike,
+        state: CycleState,
+        pod: types_pb2.Pod,
+        all_nodes: list[NodeInfo],
     ) -> tuple[FeasibleNodes, NodeToStatus, set[str]]:
         """upstream findNodesThatFitPod: PreFilter, then the nominated node alone
-        (PreferNominatedNode), then Filter over the nodes PreFilter left."""
-        all_nodes: list[NodeInfo] = self.snapshot.node_infos().list()
+        (PreferNominatedNode), then Filter over the nodes PreFilter left (of `all_nodes`: the
+        snapshot's, or an assumed placement's)."""
         statuses = NodeToStatus()
         pre_result, status, unschedulable_plugins = fwk.run_pre_filter_plugins(
             state, pod, all_nodes
@@ -630,6 +644,8 @@ class Scheduler:
         tried_nominated = 0
         if nnn and self.gates.enabled(PREFER_NOMINATED_NODE):
             node = self.snapshot.node_infos().get(nnn)
+            if node is not None and not self.snapshot.in_placement(nnn):
+                node = None
             if node is not None and node.node is not None:
                 feasible = self.find_nodes_that_pass_filters(
                     fwk, state, pod, NodeToStatus(), [node], rotate=False
@@ -645,7 +661,7 @@ class Scheduler:
         if pre_result is not None and (allowed := pre_result.node_names) is not None:
             # (upstream: the named nodes from the snapshot, one status for every other node,
             # SetAbsentNodesStatus: a DaemonSet pod's cycle costs its node, not the cluster's)
-            nodes = self.snapshot.in_order(allowed)
+            nodes = self.snapshot.in_order(n for n in allowed if self.snapshot.in_placement(n))
             self.observer.pre_filter_narrowed(pod, len(nodes))
             statuses.absent = unresolvable(
                 f"node(s) didn't satisfy plugin(s) [{', '.join(sorted(unschedulable_plugins))}]"

@@ -44,9 +44,15 @@ its reasons. During the algorithm an assumed member's nomination is taken out of
 (as the pod-by-pod assume does; put back when it is forgotten) so that a nominated group's next
 members do not count it twice.
 
+Topology-aware placements (KEP-5732, TopologyAwareWorkloadScheduling): `pod_group_scheduling_
+algorithm` runs the default algorithm once per placement (kemu.scheduling.placement: the
+PlacementGenerate and PlacementScore plugins, the placement assumed in the snapshot) and keeps
+the best feasible placement's result; none feasible: `0/N placements are available, first
+placement status: ...`.
+
 Not modelled yet: single-pod PostFilter (preemption) inside the group cycle (1.36 runs it and
-nominates; kemu treats such a member as not fitting), topology-aware placements
-(TopologyAwareWorkloadScheduling), 1.37's pod-group queue entities and group backoff.
+nominates; kemu treats such a member as not fitting), 1.37's pod-group queue entities and
+group backoff.
 """
 
 from __future__ import annotations
@@ -57,11 +63,28 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
 from kemu.api.v1 import types_pb2
+from kemu.component.featuregate import TOPOLOGY_AWARE_WORKLOAD_SCHEDULING
 from kemu.component.version import Version
 from kemu.machinery.convert import timestamp
 from kemu.machinery.errors import ApiError
 from kemu.machinery.keys import object_key
-from kemu.scheduling.interface import CycleState, FitError, ObjectLister, QueuedPodInfo
+from kemu.scheduling.interface import (
+    CycleState,
+    FitError,
+    ObjectLister,
+    Placement,
+    PodGroupAssignments,
+    ProposedAssignment,
+    QueuedPodInfo,
+)
+from kemu.scheduling.placement import (
+    NOMINATED_PLACEMENT_FIRST_SINCE,
+    best_placement,
+    nominated_placement,
+    run_placement_generate_plugins,
+    run_placement_score_plugins,
+    schedule_in_placements,
+)
 from kemu.scheduling.plugins.default_preemption import NAME as DEFAULT_PREEMPTION
 from kemu.scheduling.plugins.default_preemption import DefaultPreemption
 from kemu.scheduling.plugins.gang_scheduling import NAME as GANG_SCHEDULING
@@ -135,6 +158,10 @@ class PodGroupAlgorithmResult:
     # back to the queue, those in `nominations` (uid -> node) nominated there.
     waiting_on_preemption: bool = False
     nominations: Mapping[str, str] = field(default_factory=dict)
+
+    def proposed(self) -> tuple[ProposedAssignment, ...]:
+        """The members placed, with their nodes (upstream makeProposedAssignments)."""
+        return tuple(ProposedAssignment(r.qpi.pod, r.node) for r in self.pod_results if r.node)
 
 
 def condition_type(version: Version) -> str:
@@ -253,7 +280,7 @@ async def pod_group_cycle(
     pod_group_lister: ObjectLister[types_pb2.PodGroup] | None,
 ) -> None:
     start = sched.clock.monotonic()
-    result = pod_group_scheduling_default_algorithm(sched, fwk, info)
+    result = pod_group_scheduling_algorithm(sched, fwk, info)
     if metrics is not None:
         metrics.algorithm(fwk.profile_name(), sched.clock.monotonic() - start)
     if result.status.is_rejected() and workload_aware_preemption_enabled(sched.gates):
@@ -270,6 +297,63 @@ async def pod_group_cycle(
 def _gang_plugin(fwk: FrameworkLike) -> GangScheduling | None:
     plugin = fwk.plugin(GANG_SCHEDULING)
     return plugin if isinstance(plugin, GangScheduling) else None
+
+
+def pod_group_scheduling_algorithm(
+    sched: Scheduler, fwk: FrameworkLike, info: PodGroupInfo
+) -> PodGroupAlgorithmResult:
+    """upstream podGroupSchedulingAlgorithm: with TopologyAwareWorkloadScheduling the
+    placement algorithm (kemu.scheduling.placement) around the default one, otherwise the
+    default one over the whole cluster."""
+    if sched.gates.enabled(TOPOLOGY_AWARE_WORKLOAD_SCHEDULING):
+        return pod_group_scheduling_placement_algorithm(sched, fwk, info)
+    return pod_group_scheduling_default_algorithm(sched, fwk, info)
+
+
+def pod_group_scheduling_placement_algorithm(
+    sched: Scheduler, fwk: FrameworkLike, info: PodGroupInfo
+) -> PodGroupAlgorithmResult:
+    """upstream podGroupSchedulingPlacementAlgorithm (kemu.scheduling.placement has the
+    steps): the placements generated over the snapshot's nodes, the default algorithm run in
+    each, the best feasible one's result returned (its assumptions undone, as always)."""
+    sched.cache.update_snapshot(sched.snapshot)
+    fwk.set_snapshot(sched.snapshot)
+    state = CycleState()
+    version = sched.gates.version
+    placements, status = run_placement_generate_plugins(
+        fwk.placement_generate_plugins(), state, info.key, sched.snapshot.list(), version
+    )
+    if not status.is_success():
+        return PodGroupAlgorithmResult(status=status)
+    nominated = None
+    if version >= NOMINATED_PLACEMENT_FIRST_SINCE:
+        nodes = frozenset(
+            m.pod.status.nominated_node_name
+            for m in info.queued_pod_infos
+            if m.pod.status.nominated_node_name
+        )
+        nominated = nominated_placement(placements, nodes)
+
+    def score(candidates: list[PodGroupAssignments]) -> tuple[Placement | None, Status]:
+        totals, status = run_placement_score_plugins(
+            fwk.placement_score_plugins(), state, info.key, candidates
+        )
+        if not status.is_success():
+            return None, status
+        return best_placement(candidates, totals, fwk.rng), SUCCESS
+
+    outcome = schedule_in_placements(
+        placements,
+        sched.snapshot,
+        lambda: pod_group_scheduling_default_algorithm(sched, fwk, info),
+        score,
+        nominated=nominated,
+    )
+    result = outcome.run if outcome.run is not None else PodGroupAlgorithmResult()
+    result.status = outcome.status
+    if outcome.placement is not None and outcome.status.is_success():
+        logger.debug("Pod group %s goes to placement %r", info.key, outcome.placement.name)
+    return result
 
 
 def pod_group_scheduling_default_algorithm(
@@ -457,7 +541,7 @@ async def _pod_group_post_filter(
         return None, as_error(f'failed to get pod group object: PodGroup "{info.key}" not found')
 
     def run() -> tuple[Mapping[str, str], Status]:
-        result = pod_group_scheduling_default_algorithm(sched, fwk, info)
+        result = pod_group_scheduling_algorithm(sched, fwk, info)
         return {r.qpi.pod.metadata.uid: r.node for r in result.pod_results if r.node}, result.status
 
     members = [m.pod for m in info.queued_pod_infos]

@@ -249,15 +249,8 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
             _gate(GENERIC_WORKLOAD, alpha=35, beta_off=37),
             _gate(GANG_SCHEDULING, alpha=35, removed=37, depends_on=(GENERIC_WORKLOAD,)),
             _gate(WORKLOAD_AWARE_PREEMPTION, alpha=36, removed=37, depends_on=(GENERIC_WORKLOAD,)),
-            # Not modelled: the apiserver's fields follow this gate, but the scheduler places
-            # no group by topology (no PlacementGenerate/PlacementScore); the scheduler says so
-            # at start-up when it is on.
-            _gate(
-                TOPOLOGY_AWARE_WORKLOAD_SCHEDULING,
-                alpha=36,
-                depends_on=(GENERIC_WORKLOAD,),
-                modelled=False,
-            ),
+            # KEP-5732: the pod-group cycle's placements (kemu.scheduling.placement).
+            _gate(TOPOLOGY_AWARE_WORKLOAD_SCHEDULING, alpha=36, depends_on=(GENERIC_WORKLOAD,)),
             _gate(POD_GROUP_PREEMPTION_POLICY, alpha=37, depends_on=(GENERIC_WORKLOAD,)),
             # KEP-6012: the scheduler schedules CompositePodGroup trees
             # (kemu.scheduling.composite_pod_groups, scheduler/schedule_one_composite_pod_group.py).

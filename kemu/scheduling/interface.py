@@ -40,7 +40,7 @@ from kemu.scheduling.types import (
 if TYPE_CHECKING:
     from kemu.component.clock import Clock
     from kemu.component.featuregate import FeatureGates
-    from kemu.scheduling.pod_group_state import PodGroupStates
+    from kemu.scheduling.pod_group_state import PodGroupKey, PodGroupStates
     from kemu.scheduling.preemption import Candidate
 
 
@@ -557,6 +557,89 @@ class PostBindPlugin(Plugin, Protocol):
         ...
 
 
+# ---------------------------------------------------------------- placements (KEP-5732)
+#
+# The pod-group cycle's placement extension points (TopologyAwareWorkloadScheduling; upstream
+# staging/src/k8s.io/kube-scheduler/framework/interface.go PlacementGeneratePlugin and
+# PlacementScorePlugin): candidate node sets for a whole group, each tried with the group's
+# algorithm, the feasible ones scored. kemu.scheduling.placement runs them.
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """A set of nodes a pod group may be scheduled on (upstream fwk.Placement). `name` is the
+    generating plugin's choice (TopologyPlacementGenerator: the topology domain), for logs."""
+
+    name: str
+    nodes: tuple[NodeInfo, ...]
+
+    def node_names(self) -> frozenset[str]:
+        return frozenset(n.name for n in self.nodes)
+
+
+@dataclass(frozen=True, slots=True)
+class ProposedAssignment:
+    """A member and the node the group's algorithm found for it in a placement."""
+
+    pod: types_pb2.Pod
+    node_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroupAssignments:
+    """A feasible placement and its members' nodes (upstream fwk.PodGroupAssignments)."""
+
+    placement: Placement
+    proposed: tuple[ProposedAssignment, ...]
+
+
+@dataclass(slots=True)
+class PlacementScore:
+    """One plugin's score for one placement (upstream fwk.PlacementScore)."""
+
+    placement: Placement
+    score: int
+
+
+@runtime_checkable
+class PlacementGeneratePlugin(Plugin, Protocol):
+    def generate_placements(
+        self, state: CycleState, group: PodGroupKey, parent: Placement
+    ) -> tuple[list[Placement], Status]:
+        """Candidate placements for `group` within `parent` (its nodes: every node of the
+        snapshot, or the enclosing placement's). Placements may overlap; an empty list means
+        none fits. A group the plugin has nothing to say about gets `[parent]`. Anything but
+        Success fails the group's cycle."""
+        ...
+
+
+class PlacementScoreExtensions(Protocol):
+    def normalize_placement_score(
+        self, state: CycleState, group: PodGroupKey, scores: list[PlacementScore]
+    ) -> Status:
+        """Called once with every feasible placement's raw score from the same plugin; brings
+        them, in place, into [MIN_NODE_SCORE, MAX_NODE_SCORE]. Anything but Success fails
+        the group's cycle."""
+        ...
+
+
+@runtime_checkable
+class PlacementScorePlugin(Plugin, Protocol):
+    def score_placement(
+        self, state: CycleState, group: PodGroupKey, assignments: PodGroupAssignments
+    ) -> tuple[int, Status]:
+        """The rank of one feasible placement (higher is better), given the nodes the group's
+        algorithm found there for its members. Called only when more than one placement is
+        feasible. The framework multiplies it (after NormalizePlacementScore) by the
+        plugin's placementScore weight and sums over plugins; the highest total wins, ties
+        broken at random. Anything but Success fails the group's cycle."""
+        ...
+
+    def placement_score_extensions(self) -> PlacementScoreExtensions | None:
+        """The plugin's NormalizePlacementScore, or None."""
+        ...
+
+
 # The extension points as spelled in KubeSchedulerConfiguration, in the order a pod meets them,
 # and the protocol a plugin implements to serve each (upstream's []FilterPlugin etc. lists).
 EXTENSION_POINTS: Final[Mapping[str, type]] = {
@@ -572,6 +655,8 @@ EXTENSION_POINTS: Final[Mapping[str, type]] = {
     "preBind": PreBindPlugin,
     "bind": BindPlugin,
     "postBind": PostBindPlugin,
+    "placementGenerate": PlacementGeneratePlugin,
+    "placementScore": PlacementScorePlugin,
 }
 
 

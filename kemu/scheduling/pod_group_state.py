@@ -154,6 +154,8 @@ class PodGroupState:
         self._unscheduled: set[str] = set()
         self._assumed: set[str] = set()
         self._assigned: set[str] = set()
+        # An assumed member's node (the pod object keeps no nodeName until bound).
+        self._assumed_nodes: dict[str, str] = {}
         self._deadline: float | None = None
 
     # ------------------------------------------------------------ informer events
@@ -165,6 +167,7 @@ class PodGroupState:
             self._assigned.add(uid)
             self._unscheduled.discard(uid)
             self._assumed.discard(uid)
+            self._assumed_nodes.pop(uid, None)
         elif uid not in self._assumed:
             self._unscheduled.add(uid)
 
@@ -175,11 +178,13 @@ class PodGroupState:
             self._assigned.add(uid)
             self._unscheduled.discard(uid)
             self._assumed.discard(uid)
+            self._assumed_nodes.pop(uid, None)
         elif uid not in self._assumed and uid not in self._assigned:
             self._unscheduled.add(uid)
 
     def delete_pod(self, uid: str) -> None:
         self._all.pop(uid, None)
+        self._assumed_nodes.pop(uid, None)
         self._unscheduled.discard(uid)
         self._assumed.discard(uid)
         self._assigned.discard(uid)
@@ -189,12 +194,15 @@ class PodGroupState:
 
     # ------------------------------------------------------------ the cycles
 
-    def assume_pod(self, uid: str) -> None:
-        """The member reached Reserve (1.35) or was assumed by the scheduler (1.36+)."""
+    def assume_pod(self, uid: str, node: str = "") -> None:
+        """The member reached Reserve (1.35) or was assumed by the scheduler (1.36+), on
+        `node`."""
         pod = self._all.get(uid)
         if pod is None:
             return  # deleted meanwhile
         (self._assigned if pod.spec.node_name else self._assumed).add(uid)
+        if node and not pod.spec.node_name:
+            self._assumed_nodes[uid] = node
         self._unscheduled.discard(uid)
 
     def forget_pod(self, uid: str) -> None:
@@ -203,6 +211,7 @@ class PodGroupState:
         if pod is None:
             return
         self._assumed.discard(uid)
+        self._assumed_nodes.pop(uid, None)
         (self._assigned if pod.spec.node_name else self._unscheduled).add(uid)
 
     def scheduling_timeout(self) -> float:
@@ -227,6 +236,13 @@ class PodGroupState:
 
     def unscheduled_pods(self) -> list[types_pb2.Pod]:
         return [self._all[uid] for uid in self._unscheduled]
+
+    def scheduled_pods(self) -> list[tuple[types_pb2.Pod, str]]:
+        """The assumed and assigned members with their nodes (upstream ScheduledPods); an
+        assumed one whose node was not told has ""."""
+        out = [(self._all[uid], self._assumed_nodes.get(uid, "")) for uid in self._assumed]
+        out.extend((self._all[uid], self._all[uid].spec.node_name) for uid in self._assigned)
+        return out
 
     def assumed_pods(self) -> set[str]:
         return set(self._assumed)
@@ -301,7 +317,7 @@ class PodGroupStates:
     def assume_pod(self, pod: types_pb2.Pod) -> None:
         state = self.for_pod(pod)
         if state is not None:
-            state.assume_pod(pod.metadata.uid)
+            state.assume_pod(pod.metadata.uid, pod.spec.node_name)
 
     def forget_pod(self, pod: types_pb2.Pod) -> None:
         state = self.for_pod(pod)

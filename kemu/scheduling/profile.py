@@ -12,7 +12,12 @@ Semantics are upstream's (pkg/scheduler/apis/config/v1 defaults, framework/runti
   DefaultPreemption, NodeResourcesBalancedAllocation (1), DefaultBinder, GangScheduling
   (upstream appends it when its gate is on, applyFeatureGates in v1/default_plugins.go
   (inferred: that version of the file was not available); kemu lists it always, a no-op unless
-  GenericWorkload (and GangScheduling before 1.37) is on, as DeferredPodScheduling). The four volume
+  GenericWorkload (and GangScheduling before 1.37) is on, as DeferredPodScheduling), then the
+  placement plugins of KEP-5732, TopologyPlacementGenerator (placementGenerate) and
+  PodGroupPodsCount (placementScore; NodeResourcesFit serves that point too, through
+  multiPoint): upstream's applyFeatureGates adds them with TopologyAwareWorkloadScheduling,
+  kemu lists them always and the pod-group cycle runs the placement points only with that
+  gate on. The four volume
   plugins are in upstream's default profile at every version kemu emulates (1.21-1.37). kemu
   leaves out the plugins it does not implement: the in-tree EBS/GCE/Azure volume limits
   (their volume sources are not in kemu's pod spec), DynamicResources and ImageLocality;
@@ -31,6 +36,8 @@ Semantics are upstream's (pkg/scheduler/apis/config/v1 defaults, framework/runti
   Order at each point: the point's own plugins that override multiPoint ones, then multiPoint
   plugins, then the point's other plugins.
 - Score weights: the `score` entry wins over the `multiPoint` one; no weight means 1.
+  placementScore weights: the `placementScore` entry's, else 1 (upstream's default weights
+  for NodeResourcesFit and PodGroupPodsCount are both 1).
 - All profiles must share one queueSort plugin with the same args.
 - pluginConfig args are passed to the plugin's factory as a mapping (camelCase keys, as
   upstream); `apiVersion`/`kind` inside args (upstream's typed args) are accepted and dropped.
@@ -58,10 +65,19 @@ _PLUGIN_SET_KEYS: Final = (MULTI_POINT, *EXTENSION_POINTS)
 DEFAULT_PREEMPTION: Final = "DefaultPreemption"
 DEFERRED_POD_SCHEDULING: Final = "DeferredPodScheduling"
 GANG_SCHEDULING: Final = "GangScheduling"
+TOPOLOGY_PLACEMENT_GENERATOR: Final = "TopologyPlacementGenerator"
+POD_GROUP_PODS_COUNT: Final = "PodGroupPodsCount"
 VOLUME_PLUGINS: Final = ("VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone")
 # Default plugins a registry may lack (a test's or a simulation's): left out rather than an error.
 _OPTIONAL_DEFAULTS: Final = frozenset(
-    {DEFAULT_PREEMPTION, DEFERRED_POD_SCHEDULING, GANG_SCHEDULING, *VOLUME_PLUGINS}
+    {
+        DEFAULT_PREEMPTION,
+        DEFERRED_POD_SCHEDULING,
+        GANG_SCHEDULING,
+        TOPOLOGY_PLACEMENT_GENERATOR,
+        POD_GROUP_PODS_COUNT,
+        *VOLUME_PLUGINS,
+    }
 )
 
 # Upstream's default multiPoint plugins that kemu implements, in upstream's order; (name, weight).
@@ -85,6 +101,8 @@ DEFAULT_MULTI_POINT: Final[tuple[tuple[str, int | None], ...]] = (
     ("NodeResourcesBalancedAllocation", 1),
     ("DefaultBinder", None),
     (GANG_SCHEDULING, None),
+    (TOPOLOGY_PLACEMENT_GENERATOR, None),
+    (POD_GROUP_PODS_COUNT, None),
 )
 
 
@@ -126,6 +144,8 @@ class Profile:
     plugin_config: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # The profile's value, or else the configuration's; 0 means adaptive (upstream).
     percentage_of_nodes_to_score: int = 0
+    # A weight for every placementScore plugin.
+    placement_score_weights: Mapping[str, int] = field(default_factory=dict)
 
     def args(self, plugin: str) -> Mapping[str, Any]:
         """The plugin's pluginConfig args ({} when it has none)."""
@@ -164,6 +184,7 @@ def build_profile(
     plugins = _merge_defaults(custom, registry, f"{path}.plugins")
     enabled = _expand(plugins, points, f"{path}.plugins")
     weights = _score_weights(plugins, enabled["score"], points)
+    placement_weights = {ref.name: ref.weight or 1 for ref in plugins["placementScore"].enabled}
 
     n = len(enabled["queueSort"])
     if n != 1:
@@ -185,6 +206,9 @@ def build_profile(
         score_weights=weights,
         plugin_config=plugin_config,
         percentage_of_nodes_to_score=percentage,
+        placement_score_weights={
+            name: placement_weights.get(name, 1) for name in enabled["placementScore"]
+        },
     )
 
 

@@ -26,9 +26,10 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from kemu.api.v1 import types_pb2
+from kemu.component.version import Version
 from kemu.scheduling.column_runner import ColumnRunner
 from kemu.scheduling.events import (
     ActionType,
@@ -50,10 +51,13 @@ from kemu.scheduling.interface import (
     LabelledObserver,
     NodeToStatus,
     ObserverMetric,
+    PlacementGeneratePlugin,
+    PlacementScorePlugin,
     Plugin,
     PodNominator,
     SharedLister,
 )
+from kemu.scheduling.placement import AT_MOST_ONE_GENERATOR
 from kemu.scheduling.plugin_points import (
     BIND,
     PERMIT,
@@ -228,6 +232,21 @@ class Framework(FrameworkHandle):
             observe_score=self._observe_score,
         )
         self._enabled = {point: tuple(profile.enabled[point]) for point in EXTENSION_POINTS}
+        # The pod-group cycle's placement points (KEP-5732; kemu.scheduling.placement runs
+        # them): plugin instances, the scorers with their placementScore weights.
+        self._placement_generate = [
+            _as(self._plugins[n], PlacementGeneratePlugin, "placementGenerate")
+            for n in profile.enabled["placementGenerate"]
+        ]
+        if len(self._placement_generate) > 1 and self.gates.version < Version(1, 37):
+            raise ValueError(AT_MOST_ONE_GENERATOR)
+        self._placement_score = [
+            (
+                _as(self._plugins[n], PlacementScorePlugin, "placementScore"),
+                profile.placement_score_weights.get(n, 1),
+            )
+            for n in profile.enabled["placementScore"]
+        ]
 
     # ------------------------------------------------------------ about the profile
 
@@ -253,6 +272,13 @@ class Framework(FrameworkHandle):
 
     def plugin(self, name: str) -> Plugin | None:
         return self._plugins.get(name)
+
+    def placement_generate_plugins(self) -> list[PlacementGeneratePlugin]:
+        return self._placement_generate
+
+    def placement_score_plugins(self) -> list[tuple[PlacementScorePlugin, int]]:
+        """The placementScore plugins with their weights."""
+        return self._placement_score
 
     def enqueue_plugins(self) -> list[Plugin]:
         """The plugins that can make a pod unschedulable (PreEnqueue, PreFilter, Filter,
@@ -803,3 +829,12 @@ __all__ = [
     "fast_observer",
     "observer_from_histogram",
 ]
+
+
+_P = TypeVar("_P")
+
+
+def _as(plugin: Plugin, proto: type[_P], point: str) -> _P:
+    if not isinstance(plugin, proto):
+        raise ValueError(f'plugin "{plugin.name()}" does not extend {point} plugin')
+    return plugin

@@ -45,6 +45,7 @@ class Snapshot:
         "_index",
         "_list",
         "_map",
+        "_placement",
         "_pos",
         "generation",
         "tree_version",
@@ -67,6 +68,8 @@ class Snapshot:
         # InterPodAffinity's per-row counts (kemu.scheduling.topology_counts), built on first
         # use after the node list changed, then kept up to date row by row by `replace`.
         self._index: AffinityIndex | None = None
+        # The nodes of the placement the pod-group cycle assumed (KEP-5732), or None: all.
+        self._placement: frozenset[str] | None = None
         # The newest NodeInfo generation this snapshot has seen (0: nothing yet).
         self.generation = 0
         # The NodeTree version the node order was built from (-1: never built).
@@ -117,6 +120,27 @@ class Snapshot:
         at the cost of the names, not of the nodes."""
         rows = sorted(row for name in names if (row := self._pos.get(name)) is not None)
         return [self._list[row] for row in rows]
+
+    # ------------------------------------------------------------ placements
+
+    def assume_placement(self, names: frozenset[str]) -> None:
+        """Restricts `nodes_in_placement` to these nodes (upstream Snapshot.AssumePlacement),
+        until `forget_placement`; `update_snapshot` keeps it. The pod-group cycle's members
+        are then filtered on these nodes only; `list()` still has every node (the plugins'
+        cluster-wide view, the columns' rows)."""
+        self._placement = names
+
+    def forget_placement(self) -> None:
+        self._placement = None
+
+    def in_placement(self, name: str) -> bool:
+        return self._placement is None or name in self._placement
+
+    def nodes_in_placement(self) -> builtins.list[NodeInfo]:
+        """The assumed placement's nodes in the NodeTree order, or every node."""
+        if self._placement is None:
+            return self._list
+        return self.in_order(self._placement)
 
     def have_pods_with_affinity_list(self) -> builtins.list[NodeInfo]:
         """Nodes with at least one pod that has (anti-)affinity terms, required or preferred."""

@@ -76,7 +76,10 @@ from kemu.scheduling.interface import (
     EnqueueExtensions,
     FilterPlugin,
     Handle,
+    PlacementScoreExtensions,
+    PlacementScorePlugin,
     PluginArgs,
+    PodGroupAssignments,
     PreFilterExtensions,
     PreFilterPlugin,
     PreScorePlugin,
@@ -100,6 +103,7 @@ from kemu.scheduling.plugins.resource_allocation import (
     parse_shape,
     requested_to_capacity_ratio_scorer,
 )
+from kemu.scheduling.pod_group_state import PodGroupKey
 from kemu.scheduling.status import Status
 from kemu.scheduling.types import (
     CPU,
@@ -410,7 +414,14 @@ def _status_of_key(key: int, scalars: Sequence[tuple[str, int]]) -> Status:
     return Status(code, tuple(reasons), NAME)
 
 
-class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+class Fit(
+    PreFilterPlugin,
+    FilterPlugin,
+    PreScorePlugin,
+    ScorePlugin,
+    PlacementScorePlugin,
+    EnqueueExtensions,
+):
     NAME = NAME
 
     def __init__(
@@ -433,6 +444,8 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
         # How pods are counted (the scheduler's gates: InPlacePodVerticalScaling,
         # PodLevelResources; upstream's fts.EnablePodLevelResources and friends).
         self.counting = counting
+        # Placements are always scored MostAllocated, with the strategy's resources.
+        self._placement_scorer = most_allocated_scorer(self.scorer.resources)
 
     def name(self) -> str:
         return NAME
@@ -616,6 +629,28 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
         return batch(columns, rows, reqs)
 
     def score_extensions(self) -> ScoreExtensions | None:
+        return None
+
+    # ------------------------------------------------------------ PlacementScore (KEP-5732)
+
+    def score_placement(
+        self, state: CycleState, group: PodGroupKey, assignments: PodGroupAssignments
+    ) -> tuple[int, Status]:
+        """Bin-packing over the placement (upstream's NodeResourcesFit ScorePlacement): the
+        MostAllocated score, whatever the scoring strategy's type, with its resources and
+        weights, of the placement's nodes taken as one, the members proposed there added."""
+        width = len(self.scorer.resources)
+        requested = [0] * width
+        for proposed in assignments.proposed:
+            info = PodInfo(proposed.pod, self.counting)
+            for i, r in enumerate(self.scorer.pod_requests(info.requests, info.non_zero_requests)):
+                requested[i] += r
+        score = self.scorer.placement_score(
+            self._placement_scorer, assignments.placement.nodes, requested
+        )
+        return score, st.SUCCESS
+
+    def placement_score_extensions(self) -> PlacementScoreExtensions | None:
         return None
 
     # ------------------------------------------------------------ queueing hints

@@ -29,10 +29,12 @@ from kemu.scheduling.plugins import (
     node_resources_fit,
     node_unschedulable,
     node_volume_limits,
+    pod_group_pods_count,
     pod_topology_spread,
     queue_sort,
     scheduling_gates,
     taint_toleration,
+    topology_placement,
     volume_binding,
     volume_restrictions,
     volume_zone,
@@ -67,6 +69,8 @@ def in_tree_registry() -> Registry:
         default_preemption.NAME: default_preemption.new,  # DefaultPreemption
         default_binder.NAME: default_binder.new,  # DefaultBinder
         gang_scheduling.NAME: gang_scheduling.new,  # GangScheduling
+        topology_placement.NAME: topology_placement.new,  # TopologyPlacementGenerator
+        pod_group_pods_count.NAME: pod_group_pods_count.new,  # PodGroupPodsCount
     }
 
 

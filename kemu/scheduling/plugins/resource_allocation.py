@@ -402,3 +402,31 @@ class ResourceAllocationScorer:
             requested.append(r)
             allocatable.append(a)
         return self._scorer(requested, allocatable)
+
+    def placement_score(
+        self, scorer: Scorer, nodes: Sequence[NodeInfo], group_requests: Sequence[int]
+    ) -> int:
+        """A placement's score (KEP-5732, NodeResourcesFit's ScorePlacement): `scorer` over
+        the placement's nodes taken as one, what they hold plus the group's proposed
+        requests (`group_requests`, per configured resource) against what they offer."""
+        requested = list(group_requests)
+        allocatable = [0] * len(requested)
+        for node in nodes:
+            alloc = node.allocatable
+            used = node.requested
+            cpu_mem = used if self.use_requested else node.non_zero_requested
+            for i, (kind, name) in enumerate(zip(self._kinds, self._names, strict=True)):
+                if kind == _KIND_CPU:
+                    a, r = alloc.milli_cpu, cpu_mem.milli_cpu
+                elif kind == _KIND_MEMORY:
+                    a, r = alloc.memory, cpu_mem.memory
+                elif kind == _KIND_EPHEMERAL:
+                    a, r = alloc.ephemeral_storage, used.ephemeral_storage
+                else:
+                    a, r = alloc.scalar.get(name, 0), used.scalar.get(name, 0)
+                allocatable[i] += a
+                requested[i] += r
+        for i, a in enumerate(allocatable):
+            if a == 0:
+                requested[i] = 0
+        return scorer(requested, allocatable)

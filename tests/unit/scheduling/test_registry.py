@@ -40,6 +40,8 @@ IN_TREE = {
     "DefaultPreemption",
     "DefaultBinder",
     "GangScheduling",
+    "TopologyPlacementGenerator",
+    "PodGroupPodsCount",
 }
 EMULATION = {"SlowPreBind", "WaitingPermit", "TokenFilter"}
 
@@ -124,6 +126,13 @@ def test_in_tree_registry_and_default_framework() -> None:
         "NodeResourcesBalancedAllocation": 1,
     }
     assert plugins["permit"] == ("DeferredPodScheduling", "GangScheduling")
+    # KEP-5732's placement points (run by the pod-group cycle with its gate on), weights 1.
+    assert plugins["placementGenerate"] == ("TopologyPlacementGenerator",)
+    assert plugins["placementScore"] == ("NodeResourcesFit", "PodGroupPodsCount")
+    assert dict(config.profiles[0].placement_score_weights) == {
+        "NodeResourcesFit": 1,
+        "PodGroupPodsCount": 1,
+    }
     # The emulation plugins are registered but only run when a profile enables them.
     for name in EMULATION:
         assert all(name not in names for names in plugins.values())
