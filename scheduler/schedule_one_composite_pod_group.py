@@ -34,9 +34,18 @@ A member of a PodGroup with a parent CompositePodGroup (CPG) is scheduled with i
   True/Scheduled, False/Unschedulable or False/SchedulerError (never True back to False); the
   attempt is counted once, `type="compositepodgroup"`.
 
-Not modelled: topology placements of a CPG (PlacementGenerate/PlacementScore over the tree;
-upstream runs a CPG through its placement algorithm, which with no topology constraint is one
-placement of every node, what this module does), the queue's pod-group entities.
+Placements (TopologyAwareWorkloadScheduling, which CompositePodGroup needs; upstream
+compositePodGroupSchedulingPlacementAlgorithm): a CPG's PlacementGenerate plugins split the
+enclosing placement (every node at the root) by its own topology constraint
+(`CompositePodGroupKey` for the plugins); its subtree runs in each placement and is undone; no
+feasible one is `0/N placements are available, first placement status: ...`; several are
+scored (PlacementScore over the proposed members of its successful leaves) and the best one's
+results are kept, its leaves' members assumed again. A leaf runs the group's placement
+algorithm within its parent's placement, and the parent's placement is restored after.
+
+Not modelled: the queue's pod-group entities (a tree's members are popped by the first of
+them), the nominated-placement fast path is skipped for a tree's leaves only in that they take
+whatever the group's algorithm does.
 """
 
 from __future__ import annotations
@@ -47,8 +56,26 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
 from kemu.api.v1 import types_pb2
-from kemu.scheduling.composite_pod_groups import GroupKey, GroupKind, GroupNode, WorkloadForest
-from kemu.scheduling.interface import CycleState
+from kemu.component.featuregate import TOPOLOGY_AWARE_WORKLOAD_SCHEDULING
+from kemu.scheduling.composite_pod_groups import (
+    CompositePodGroupKey,
+    GroupKey,
+    GroupKind,
+    GroupNode,
+    WorkloadForest,
+)
+from kemu.scheduling.interface import (
+    CycleState,
+    Placement,
+    PodGroupAssignments,
+    ProposedAssignment,
+)
+from kemu.scheduling.placement import (
+    best_placement,
+    run_placement_generate_plugins,
+    run_placement_score_plugins,
+    schedule_in_placements,
+)
 from kemu.scheduling.plugins.gang_scheduling import NAME as GANG_SCHEDULING
 from kemu.scheduling.plugins.gang_scheduling import (
     GangScheduling,
@@ -75,7 +102,7 @@ from scheduler.schedule_one_podgroup import (
     group_post_filter,
     patch_group_condition,
     pod_group_info,
-    pod_group_scheduling_default_algorithm,
+    pod_group_scheduling_algorithm,
     skip_pod_group_pod_schedule,
     submit_pod_group_algorithm_result,
 )
@@ -320,7 +347,7 @@ def _leaf_algorithm(
             status=_empty_leaf_status(sched, fwk, leaf)
         )
         return result.groups[node.key].status, False
-    run = pod_group_scheduling_default_algorithm(sched, fwk, leaf)
+    run = pod_group_scheduling_algorithm(sched, fwk, leaf)
     if run.status.reasons == (NO_PODS_SCHEDULABLE,) and not any(r.node for r in run.pod_results):
         # (kemu's group algorithm says so for a standalone group; in a tree only the root
         # does, upstream RunRootSchedulingAlgorithm: a complete group with nothing new to
@@ -329,9 +356,21 @@ def _leaf_algorithm(
     result.groups[node.key] = run
     if not run.status.is_success():
         return run.status, False
-    # The group's algorithm undid its assumptions; its placed members are assumed again so
-    # that the next groups see them (upstream assumeSubtreeWithRevert).
-    placed = False
+    status = _assume_placed(sched, fwk, run, reverts)
+    if not status.is_success():
+        run.status = status
+        return status, False
+    return run.status, any(r.node for r in run.pod_results)
+
+
+def _assume_placed(
+    sched: Scheduler,
+    fwk: FrameworkLike,
+    run: PodGroupAlgorithmResult,
+    reverts: list[tuple[CycleState, types_pb2.Pod, str]],
+) -> Status:
+    """The group's algorithm undid its assumptions; its placed members are assumed (and
+    reserved) again so that the next groups see them (upstream assumeSubtreeWithRevert)."""
     for pod_result in run.pod_results:
         if not pod_result.node:
             continue
@@ -339,10 +378,8 @@ def _leaf_algorithm(
         status = fwk.run_reserve_plugins_reserve(pod_result.state, assumed, pod_result.node)
         reverts.append((pod_result.state, pod_result.qpi.pod, pod_result.node))
         if not status.is_success():
-            run.status = as_error(f"failed to assume the subtree: {status.message()}")
-            return run.status, False
-        placed = True
-    return run.status, placed
+            return as_error(f"failed to assume the subtree: {status.message()}")
+    return SUCCESS
 
 
 def _empty_leaf_status(sched: Scheduler, fwk: FrameworkLike, leaf: PodGroupInfo) -> Status:
@@ -358,7 +395,109 @@ def _empty_leaf_status(sched: Scheduler, fwk: FrameworkLike, leaf: PodGroupInfo)
     return status
 
 
+@dataclass
+class _SubtreeRun:
+    """One placement's run of a CPG's subtree (its groups' results, its assumptions undone)."""
+
+    node: GroupNode
+    status: Status
+    tree: TreeResult
+    any_scheduled: bool
+
+    def successful_leaves(self) -> list[PodGroupAlgorithmResult]:
+        """upstream successfulLeafResults: the leaves whose every ancestor succeeded."""
+        out: list[PodGroupAlgorithmResult] = []
+
+        def walk(node: GroupNode) -> None:
+            group = self.tree.groups.get(node.key)
+            if group is None or not group.status.is_success():
+                return
+            if node.pod_group is not None:
+                out.append(group)
+            for child in node.children:
+                walk(child)
+
+        walk(self.node)
+        return out
+
+    def proposed(self) -> tuple[ProposedAssignment, ...]:
+        return tuple(p for leaf in self.successful_leaves() for p in leaf.proposed())
+
+
 def _composite_algorithm(
+    sched: Scheduler,
+    fwk: FrameworkLike,
+    info: TreeInfo,
+    node: GroupNode,
+    result: TreeResult,
+    reverts: list[tuple[CycleState, types_pb2.Pod, str]],
+) -> tuple[Status, bool]:
+    """upstream compositePodGroupSchedulingAlgorithm: with TopologyAwareWorkloadScheduling
+    (which CompositePodGroup needs) the CPG's placements, each running its children."""
+    if not sched.gates.enabled(TOPOLOGY_AWARE_WORKLOAD_SCHEDULING):
+        return _composite_default_algorithm(sched, fwk, info, node, result, reverts)
+    return _composite_placement_algorithm(sched, fwk, info, node, result, reverts)
+
+
+def _composite_placement_algorithm(
+    sched: Scheduler,
+    fwk: FrameworkLike,
+    info: TreeInfo,
+    node: GroupNode,
+    result: TreeResult,
+    reverts: list[tuple[CycleState, types_pb2.Pod, str]],
+) -> tuple[Status, bool]:
+    """upstream compositePodGroupSchedulingPlacementAlgorithm (kemu.scheduling.placement for
+    the steps): the CPG's placements within the enclosing one, its subtree run in each (and
+    undone), the best feasible one's results kept and its leaves' members assumed again."""
+    key = CompositePodGroupKey(node.key.namespace, node.key.name)
+    state = CycleState()
+    placements, status = run_placement_generate_plugins(
+        fwk.placement_generate_plugins(),
+        state,
+        key,
+        sched.snapshot.nodes_in_placement(),
+        sched.gates.version,
+    )
+    if not status.is_success():
+        result.groups[node.key] = PodGroupAlgorithmResult(status=status)
+        return status, False
+
+    def evaluate() -> _SubtreeRun:
+        sub = TreeResult()
+        status, any_scheduled = _composite_default_algorithm(
+            sched, fwk, info, node, sub, sub.reverts
+        )
+        for state_, pod, node_name in reversed(sub.reverts):
+            _unreserve_and_forget(sched, fwk, state_, pod, node_name)
+        sub.reverts.clear()
+        return _SubtreeRun(node, status, sub, any_scheduled)
+
+    def score(candidates: list[PodGroupAssignments]) -> tuple[Placement | None, Status]:
+        totals, status = run_placement_score_plugins(
+            fwk.placement_score_plugins(), state, key, candidates
+        )
+        if not status.is_success():
+            return None, status
+        return best_placement(candidates, totals, fwk.rng), SUCCESS
+
+    outcome = schedule_in_placements(placements, sched.snapshot, evaluate, score)
+    run = outcome.run
+    if run is not None:
+        result.groups.update(run.tree.groups)
+    group = result.groups.setdefault(node.key, PodGroupAlgorithmResult())
+    group.status = outcome.status
+    if not outcome.status.is_success() or run is None:
+        return outcome.status, False
+    for leaf in run.successful_leaves():
+        status = _assume_placed(sched, fwk, leaf, reverts)
+        if not status.is_success():
+            group.status = status
+            return status, False
+    return SUCCESS, run.any_scheduled
+
+
+def _composite_default_algorithm(
     sched: Scheduler,
     fwk: FrameworkLike,
     info: TreeInfo,

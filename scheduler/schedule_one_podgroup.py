@@ -321,7 +321,11 @@ def pod_group_scheduling_placement_algorithm(
     state = CycleState()
     version = sched.gates.version
     placements, status = run_placement_generate_plugins(
-        fwk.placement_generate_plugins(), state, info.key, sched.snapshot.list(), version
+        fwk.placement_generate_plugins(),
+        state,
+        info.key,
+        sched.snapshot.nodes_in_placement(),  # (a CompositePodGroup's placement, if any)
+        version,
     )
     if not status.is_success():
         return PodGroupAlgorithmResult(status=status)

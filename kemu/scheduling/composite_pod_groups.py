@@ -36,6 +36,7 @@ from kemu.scheduling.pod_group_state import PodGroupKey, min_count
 
 __all__ = [
     "WORKLOAD_MAX_TREE_DEPTH",
+    "CompositePodGroupKey",
     "GroupKey",
     "GroupKind",
     "GroupNode",
@@ -78,6 +79,16 @@ class GroupKey:
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class CompositePodGroupKey(PodGroupKey):
+    """A CompositePodGroup where the placement plugins take a group (KEP-5732's extension
+    points are called for each CPG of a tree as for a PodGroup; upstream passes the
+    GenericPodGroup): never equal to a PodGroup's key of the same name."""
+
+    def group_key(self) -> GroupKey:
+        return GroupKey.composite(self.namespace, self.name)
 
 
 def composite_pod_groups_enabled(gates: FeatureGates) -> bool:
@@ -260,6 +271,11 @@ class WorkloadForest:
             return count >= (1 if minimum is None else minimum)
         cpg = self._composites.get(key)
         return count >= (1 if cpg is None else min_group_count(cpg))
+
+    def leaves_of(self, key: GroupKey) -> list[PodGroupKey]:
+        """The PodGroups of the subtree under `key`."""
+        tree = self.tree(key)
+        return [leaf.key.pod_group_key() for leaf in tree.leaves()] if tree is not None else []
 
     def same_tree(self, a: GroupKey, b: GroupKey) -> bool:
         """upstream areSameHierarchy: both resolve to the same root."""

@@ -229,12 +229,19 @@ def schedule_in_placements(
     first: R | None = None
     feasible: list[tuple[Placement, R]] = []
 
+    parent = snapshot.placement()
+
     def run_in(placement: Placement) -> R:
         snapshot.assume_placement(placement.node_names())
         try:
             return evaluate()
         finally:
-            snapshot.forget_placement()
+            # (the enclosing placement back: a CompositePodGroup's, around its children's;
+            # upstream restores the parent placement so)
+            if parent is None:
+                snapshot.forget_placement()
+            else:
+                snapshot.assume_placement(parent)
 
     if nominated is not None:
         run = run_in(nominated)

@@ -133,6 +133,11 @@ class Snapshot:
     def forget_placement(self) -> None:
         self._placement = None
 
+    def placement(self) -> frozenset[str] | None:
+        """The assumed placement's nodes (None: every node), to restore an enclosing
+        placement after a nested one (a CompositePodGroup tree's, KEP-6012)."""
+        return self._placement
+
     def in_placement(self, name: str) -> bool:
         return self._placement is None or name in self._placement
 

@@ -23,8 +23,8 @@ from kemu.component.featuregate import (
     TOPOLOGY_AWARE_WORKLOAD_SCHEDULING,
 )
 from kemu.testing import Cluster
-from kemu.testing.builders import make_gang_pod_group
-from kemu.testing.scenarios import Scenario
+from kemu.testing.builders import make_gang_pod_group, make_node
+from kemu.testing.scenarios import SCENARIO_LABEL, Scenario
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -258,3 +258,38 @@ async def test_s_pg_cpg_4_gate_off_the_parent_is_ignored(cluster: Cluster) -> No
             assert "on-0" not in await bound(s)
 
         await s.holds(on_held, seconds=1.5)
+
+
+async def test_s_pg_cpg_5_topology_constraints_at_both_levels(cluster: Cluster) -> None:
+    """A CPG gang constrained to one zone of two child gangs each constrained to one rack
+    (TopologyAwareWorkloadScheduling with CompositePodGroup): zone-a has one rack of room for
+    one child, zone-b two: the CPG's placements are its zones, each child's the racks of the
+    zone being tried; the tree lands in zone-b, one child per rack."""
+    async with Scenario.open(cluster, "s-pg-cpg-5") as s:
+        racks = {"a1": "zone-a", "b1": "zone-b", "b2": "zone-b"}
+        for rack, zone in racks.items():
+            labels = {
+                SCENARIO_LABEL: s.ns,
+                "topology.kubernetes.io/zone": zone,
+                "topology.kubernetes.io/rack": rack,
+            }
+            node = make_node(s.node_name(rack)).capacity(cpu="1", memory="1Gi", pods="32")
+            await s.client.create(node.labels(labels).obj())
+        cpg = types_pb2.CompositePodGroup()
+        cpg.metadata.name, cpg.metadata.namespace = "root", s.ns
+        cpg.spec.workload_ref.workload_name, cpg.spec.workload_ref.template_name = "w", "root"
+        cpg.spec.scheduling_policy.gang.min_group_count = 2
+        cpg.spec.scheduling_constraints.topology.add(key="topology.kubernetes.io/zone")
+        await s.client.create(cpg)
+        for child in ("x", "y"):
+            pg = make_gang_pod_group(child, 2, s.ns)
+            pg.spec.parent_composite_pod_group_name = "root"
+            pg.spec.workload_ref.workload_name, pg.spec.workload_ref.template_name = "w", child
+            pg.spec.scheduling_constraints.topology.add(key="topology.kubernetes.io/rack")
+            await s.client.create(pg)
+        for child in ("x", "y"):
+            for i in range(2):
+                await s.create(member(s, f"{child}{i}", child, cpu="500m"))
+        nodes = {name: await s.wait_bound(name) for name in ("x0", "x1", "y0", "y1")}
+        assert nodes["x0"] == nodes["x1"] and nodes["y0"] == nodes["y1"], nodes
+        assert {nodes["x0"], nodes["y0"]} == {s.node_name("b1"), s.node_name("b2")}, nodes
