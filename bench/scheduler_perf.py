@@ -114,6 +114,7 @@ from bench.scheduler_perf_workloads import (
     Barrier,
     Churn,
     CreateAny,
+    CreateCompositePodGroups,
     CreateNamespaces,
     CreateNodes,
     CreatePodGroups,
@@ -862,6 +863,13 @@ class Runner:
             await create_any(client, op.create, opts.creators)
             await wait_for_pod_groups(client, op.wait, opts.timeout)
             return
+        if isinstance(op, CreateCompositePodGroups):
+            await create_any(client, op.create, opts.creators)
+            await wait_for_listed(
+                client, types_pb2.CompositePodGroup, op.create.namespace, op.create.count,
+                opts.timeout, "createCompositePodGroups",
+            )  # fmt: skip
+            return
         if isinstance(op, CreateAny):
             await create_any(client, op, opts.creators)
             return
@@ -1387,18 +1395,33 @@ async def wait_for_pod_groups(client: ApiClient, op: WaitForPodGroups, within: f
     the op waits until the apiserver lists them (their watch events then are on their way to
     the scheduler, which may see a member pod before its PodGroup: the gang plugin waits for
     the group at PreEnqueue, as upstream's when its cache lags)."""
+    await wait_for_listed(
+        client, types_pb2.PodGroup, op.namespace, op.count, within, "waitForPodGroups"
+    )
+
+
+async def wait_for_listed(
+    client: ApiClient,
+    kind: type[Message],
+    namespace: str,
+    count: int,
+    within: float,
+    what: str,
+) -> None:
+    """Until the apiserver lists `count` objects of `kind` in `namespace` (PodGroups for
+    waitForPodGroups, CompositePodGroups for createCompositePodGroups); TimeoutError naming
+    `what` past `within` seconds."""
     found = 0
+    name = kinds.kind_of(kind()).kind
     with anyio.move_on_after(within):
         while True:
-            listed = await client.list(types_pb2.PodGroup, namespace=op.namespace)
+            listed = await client.list(kind, namespace=namespace)
             found = len(listed.items)
-            if found >= op.count:
-                logger.info("%d PodGroups in %s", found, op.namespace)
+            if found >= count:
+                logger.info("%d %ss in %s", found, name, namespace)
                 return
             await anyio.sleep(POD_GROUPS_POLL)
-    raise TimeoutError(
-        f"waitForPodGroups: {found} of {op.count} PodGroups in {op.namespace} after {within:g} s"
-    )
+    raise TimeoutError(f"{what}: {found} of {count} {name}s in {namespace} after {within:g} s")
 
 
 async def update_any(client: ApiClient, op: UpdateAny) -> None:
@@ -1431,10 +1454,11 @@ async def update_any(client: ApiClient, op: UpdateAny) -> None:
 
 
 def through_priority_class(obj: Message) -> int | None:
-    """A pod's or a PodGroup's literal spec.priority (upstream's templates set it: scheduler_perf's
+    """A pod's, a PodGroup's or a CompositePodGroup's literal spec.priority (upstream's
+    templates set it: scheduler_perf's
     apiserver runs no Priority admission) turned into the run's PriorityClass of that value,
     which kemu's Priority admission resolves back; the value, or None when it had none."""
-    if not isinstance(obj, (types_pb2.Pod, types_pb2.PodGroup)):
+    if not isinstance(obj, (types_pb2.Pod, types_pb2.PodGroup, types_pb2.CompositePodGroup)):
         return None
     spec = obj.spec
     if not spec.HasField("priority") or spec.priority_class_name:

@@ -252,6 +252,16 @@ class CreatePodGroups:
         return WaitForPodGroups(self.create.namespace, self.create.count)
 
 
+@dataclass(frozen=True)
+class CreateCompositePodGroups:
+    """upstream's createCompositePodGroups (KEP-6012, the cpg/ test cases): the
+    CompositePodGroups of `create` (countParam, namespace, templatePath, templateParams, as
+    createPodGroups), then a wait until they are visible, as createPodGroups waits for its
+    PodGroups."""
+
+    create: CreateAny
+
+
 RESIZE: Final = "resize"
 STATUS: Final = "status"
 UPDATE_SUBRESOURCES: Final = (RESIZE, STATUS)
@@ -285,6 +295,7 @@ Op = (
     | CreateAny
     | WaitForPodGroups
     | CreatePodGroups
+    | CreateCompositePodGroups
     | UpdateAny
 )
 
@@ -466,6 +477,7 @@ _OP_FIELDS: Final[dict[str, frozenset[str]]] = {
     "stopCollectingMetrics": frozenset({"opcode"}),
     "createAny": _CREATE_ANY_FIELDS,
     "createPodGroups": _CREATE_ANY_FIELDS,
+    "createCompositePodGroups": _CREATE_ANY_FIELDS,
     "waitForPodGroups": frozenset({"opcode", "namespace", "count", "countParam"}),
     "updateAny": frozenset(
         {"opcode", "namespace", "templatePath", "count", "countParam", "updatePerSecond",
@@ -478,10 +490,6 @@ _NOT_MODELLED_OPCODES: Final[Mapping[str, str]] = {
     "createResourceClaims": "DRA is not modelled",
     "createResourceDriver": "DRA is not modelled",
     "allocResourceClaims": "DRA is not modelled",
-    "createCompositePodGroups": (
-        "CompositePodGroups (KEP-6012, feature gate CompositePodGroup, alpha in 1.37) are not "
-        "modelled: kemu serves no CompositePodGroup kind"
-    ),
 }
 _NOT_MODELLED_FIELDS: Final[Mapping[str, str]] = {
     "steadyState": "the steady-state mode of createPods is not modelled",
@@ -986,15 +994,18 @@ def _parse_op(
         ]
     if opcode == "stopCollectingMetrics":
         return [StopCollectingMetrics()]
-    if opcode in ("createAny", "createPodGroups"):
+    if opcode in ("createAny", "createPodGroups", "createCompositePodGroups"):
         create = _create_any(raw, where, params, workload, base_dir)
         if opcode == "createAny":
             return [create]
-        if create.kind.kind != "PodGroup":
+        expected = "PodGroup" if opcode == "createPodGroups" else "CompositePodGroup"
+        if create.kind.kind != expected:
             raise WorkloadError(
-                f"{where}.templatePath: expected a PodGroup, got {create.kind.kind}"
+                f"{where}.templatePath: expected a {expected}, got {create.kind.kind}"
             )
-        return [CreatePodGroups(create)]
+        if opcode == "createPodGroups":
+            return [CreatePodGroups(create)]
+        return [CreateCompositePodGroups(create)]
     if opcode == "updateAny":
         return [_update_any(raw, where, params, workload, base_dir)]
     count = _count(raw, where, params, workload)

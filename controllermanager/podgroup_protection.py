@@ -16,12 +16,20 @@ copy). The pods are found through an index of the pod informer by `namespace/pod
 the answer (upstream's enqueuePodGroupForPod): the pod was deleted or finished, or it is not
 bound yet (a new member); a bound running pod's updates are ignored.
 
-Not modelled: upstream's later move (the 1.37 cycle, kubernetes/kubernetes
-pkg/controller/podgroupprotection with the v1beta1 PodGroup) of the finalizer's addition to
-the apiserver's PodGroupProtection admission plugin, which stamps it on every PodGroup at
-creation while this controller only removes it: kemu's controller adds it at every version
-from 1.36, so a PodGroup no pod references has no finalizer here; the CompositePodGroup
-protection of the same cycle.
+CompositePodGroups (1.37 with CompositePodGroup on, upstream's controller given a
+CompositePodGroup informer): the PodGroupProtection admission plugin stamps
+`scheduling.k8s.io/compositepodgroup-protection` on every new CompositePodGroup
+(apiserver/admission/podgroup_protection.py); this controller removes it once the
+CompositePodGroup is being deleted and no PodGroup or CompositePodGroup names it in
+`spec.parentCompositePodGroupName` (processCompositePodGroup, hasChildGroups), found through
+indexes of the two group informers by `namespace/parent`. A group's event queues its parent
+(the field is immutable: the old object's, or the new one's), and its own key when it is a
+deletion candidate, so that deleting the leaves releases the tree bottom-up.
+
+Not modelled: upstream's move (the 1.37 cycle) of the PodGroup finalizer's addition to the
+PodGroupProtection admission plugin, which stamps it on every PodGroup at creation while this
+controller only removes it: kemu's controller still adds it at every version from 1.36, so a
+PodGroup no pod references has no finalizer here.
 """
 
 from __future__ import annotations
@@ -41,16 +49,20 @@ from kemu.client.informer import FuncHandler, Informer, InformerFactory
 from kemu.client.interface import ApiClient
 from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
+from kemu.component.featuregate import COMPOSITE_POD_GROUP
 from kemu.machinery.errors import NotFound
 from kemu.machinery.keys import object_key
 from kemu.machinery.pod_strategy import TERMINAL_PHASES
+from kemu.machinery.podgroups import (
+    COMPOSITE_POD_GROUP_PROTECTION_FINALIZER,
+    POD_GROUP_PROTECTION_FINALIZER,
+)
 
 logger = logging.getLogger(__name__)
 
 NAME: Final = "podgroup-protection-controller"
 """upstream's names.PodGroupProtectionController."""
-POD_GROUP_PROTECTION_FINALIZER: Final = "scheduling.k8s.io/podgroup-protection"
-"""pkg/apis/scheduling PodGroupProtectionFinalizer."""
+__all__ = ["COMPOSITE_POD_GROUP_PROTECTION_FINALIZER", "POD_GROUP_PROTECTION_FINALIZER"]
 POD_SCHEDULING_GROUP_INDEX: Final = "spec.schedulingGroup.podGroupName"
 """The pod informer's index of `namespace/podGroupName` (upstream's PodSchedulingGroupIndex)."""
 
@@ -63,6 +75,26 @@ def pod_group_key_of(pod: types_pb2.Pod) -> str | None:
     if not group.HasField("pod_group_name"):
         return None
     return f"{pod.metadata.namespace}/{group.pod_group_name}"
+
+
+CHILD_GROUP_PARENT_INDEX: Final = "spec.parentCompositePodGroupName"
+"""The PodGroup and CompositePodGroup informers' index of `namespace/parent` (upstream's
+childPodGroupParentCompositeGroup and childCompositePodGroupParentCompositeGroup)."""
+_CPG_KEY: Final = "CompositePodGroup:"
+"""The queue's keys of CompositePodGroups (upstream's EntityKey of CompositePodGroupKeyType);
+a PodGroup's key is its `namespace/name`."""
+
+
+def parent_key_of(group: types_pb2.PodGroup | types_pb2.CompositePodGroup) -> str | None:
+    """`namespace/name` of the group's parent CompositePodGroup, or None."""
+    if not group.spec.HasField("parent_composite_pod_group_name"):
+        return None
+    return f"{group.metadata.namespace}/{group.spec.parent_composite_pod_group_name}"
+
+
+def _parent_index_keys(group: types_pb2.PodGroup | types_pb2.CompositePodGroup) -> list[str]:
+    key = parent_key_of(group)
+    return [] if key is None else [key]
 
 
 def _index_keys(pod: types_pb2.Pod) -> list[str]:
@@ -91,15 +123,42 @@ def event_matters(pod: types_pb2.Pod, *, deleted: bool) -> bool:
 class PodGroupProtectionController:
     """`podgroup-protection-controller`; see the module docstring."""
 
-    def __init__(self, client: ApiClient, informers: InformerFactory, clock: Clock) -> None:
+    def __init__(
+        self,
+        client: ApiClient,
+        informers: InformerFactory,
+        clock: Clock,
+        *,
+        composite_pod_groups: bool = False,
+    ) -> None:
+        """`composite_pod_groups`: CompositePodGroup on (the controller then watches them)."""
         self._client = client
         self.queue = WorkQueue(clock, name="podgroupprotection")
         self._groups: Informer[types_pb2.PodGroup] = informers.informer(types_pb2.PodGroup)
         self._pods: Informer[types_pb2.Pod] = informers.informer(types_pb2.Pod)
+        self._composites: Informer[types_pb2.CompositePodGroup] | None = None
         index_pods_by_pod_group(self._pods)
         self._groups.add_event_handler(
-            FuncHandler(self._on_group, lambda _old, new: self._on_group(new))
+            FuncHandler(
+                self._on_group,
+                lambda old, new: self._on_group(new, old),
+                self._on_group_deleted,
+            )
         )
+        if composite_pod_groups:
+            self._composites = informers.informer(types_pb2.CompositePodGroup)
+            for inf in (self._groups, self._composites):
+                try:
+                    inf.add_indexer(CHILD_GROUP_PARENT_INDEX, _parent_index_keys)
+                except ValueError:
+                    pass  # another controller added it
+            self._composites.add_event_handler(
+                FuncHandler(
+                    self._on_composite,
+                    lambda old, new: self._on_composite(new, old),
+                    lambda cpg: self._queue_parent(cpg),
+                )
+            )
         self._pods.add_event_handler(
             FuncHandler(
                 lambda pod: self._on_pod(pod, deleted=False),
@@ -112,12 +171,32 @@ class PodGroupProtectionController:
     def name(self) -> str:
         return NAME
 
-    def _on_group(self, pg: types_pb2.PodGroup) -> None:
-        """podGroupAddedUpdated."""
+    def _on_group(self, pg: types_pb2.PodGroup, old: types_pb2.PodGroup | None = None) -> None:
+        """podGroupAddedUpdated (handlePodGroupUpdate: its parent queued too)."""
         if need_to_add_finalizer(pg, POD_GROUP_PROTECTION_FINALIZER) or is_deletion_candidate(
             pg, POD_GROUP_PROTECTION_FINALIZER
         ):
             self.queue.add(object_key(pg))
+        self._queue_parent(old if old is not None else pg)
+
+    def _on_group_deleted(self, pg: types_pb2.PodGroup) -> None:
+        self._queue_parent(pg)
+
+    def _on_composite(
+        self, cpg: types_pb2.CompositePodGroup, old: types_pb2.CompositePodGroup | None = None
+    ) -> None:
+        """handleCompositePodGroupUpdate."""
+        if is_deletion_candidate(cpg, COMPOSITE_POD_GROUP_PROTECTION_FINALIZER):
+            self.queue.add(_CPG_KEY + object_key(cpg))
+        self._queue_parent(old if old is not None else cpg)
+
+    def _queue_parent(self, group: types_pb2.PodGroup | types_pb2.CompositePodGroup) -> None:
+        """A child's event may release its parent (parentCompositePodGroupName is immutable)."""
+        if self._composites is None:
+            return
+        key = parent_key_of(group)
+        if key is not None:
+            self.queue.add(_CPG_KEY + key)
 
     def _on_pod(self, pod: types_pb2.Pod, *, deleted: bool) -> None:
         key = pod_group_key_of(pod)
@@ -134,8 +213,21 @@ class PodGroupProtectionController:
         pods = self._pods.lister.by_index(POD_SCHEDULING_GROUP_INDEX, object_key(pg))
         return any(not is_pod_terminated(p) for p in pods)
 
+    def has_child_groups(self, cpg: types_pb2.CompositePodGroup) -> bool:
+        """hasChildGroups: a PodGroup or a CompositePodGroup names it as its parent."""
+        key = object_key(cpg)
+        if self._groups.lister.by_index(CHILD_GROUP_PARENT_INDEX, key):
+            return True
+        return self._composites is not None and bool(
+            self._composites.lister.by_index(CHILD_GROUP_PARENT_INDEX, key)
+        )
+
     async def sync(self, key: str) -> None:
-        """processPodGroup; an ApiError is retried."""
+        """processPodGroup, or processCompositePodGroup for a CompositePodGroup's key; an
+        ApiError is retried."""
+        if key.startswith(_CPG_KEY):
+            await self._sync_composite(key.removeprefix(_CPG_KEY))
+            return
         namespace, _, name = key.partition("/")
         pg = self._groups.lister.get(name, namespace)
         if pg is None:
@@ -148,6 +240,29 @@ class PodGroupProtectionController:
             return
         if need_to_add_finalizer(pg, POD_GROUP_PROTECTION_FINALIZER) and self.is_being_used(pg):
             await self._set_finalizer(pg, present=True)
+
+    async def _sync_composite(self, key: str) -> None:
+        """processCompositePodGroup: the finalizer removed from a CompositePodGroup being
+        deleted that has no child group left."""
+        if self._composites is None:
+            return
+        namespace, _, name = key.partition("/")
+        cpg = self._composites.lister.get(name, namespace)
+        if cpg is None or not is_deletion_candidate(cpg, COMPOSITE_POD_GROUP_PROTECTION_FINALIZER):
+            return
+        if self.has_child_groups(cpg):
+            logger.info("keeping the finalizer of CompositePodGroup %s: child groups remain", key)
+            return
+        new = types_pb2.CompositePodGroup()
+        new.CopyFrom(cpg)
+        kept = [f for f in new.metadata.finalizers if f != COMPOSITE_POD_GROUP_PROTECTION_FINALIZER]
+        del new.metadata.finalizers[:]
+        new.metadata.finalizers.extend(kept)
+        try:
+            await self._client.update(new)
+        except NotFound:
+            return
+        logger.info("removed protection finalizer from CompositePodGroup %s", key)
 
     async def _set_finalizer(self, pg: types_pb2.PodGroup, *, present: bool) -> None:
         """addFinalizer / removeFinalizer: an update of a copy."""
@@ -176,7 +291,8 @@ class PodGroupProtectionController:
         await run_controller(
             "the PodGroup protection controller",
             logger,
-            synced=(self._groups, self._pods),
+            synced=(self._groups, self._pods)
+            + ((self._composites,) if self._composites is not None else ()),
             queues=(self.queue,),
             tasks=workers(NAME, 1, self._worker),
         )
@@ -184,4 +300,9 @@ class PodGroupProtectionController:
 
 def new_controller(ctx: ControllerContext) -> PodGroupProtectionController:
     """The init function registered as "podgroup-protection-controller"."""
-    return PodGroupProtectionController(ctx.client, ctx.informers, ctx.clock)
+    return PodGroupProtectionController(
+        ctx.client,
+        ctx.informers,
+        ctx.clock,
+        composite_pod_groups=ctx.gates.enabled(COMPOSITE_POD_GROUP),
+    )

@@ -4,7 +4,8 @@ admission chain (k8s.io/apiserver/pkg/admission, the plugins enabled by default 
 pkg/kubeapiserver/options/plugins.go) and, for a Service, its REST storage's allocators
 (pkg/registry/core/service/storage/alloc.go, BeginCreate). NamespaceLifecycle, which refuses
 before anything is prepared, is namespace_lifecycle.py. The validating plugins
-(`validate_create`: 1.36's PodGroupWorkloadExists) run after the object is validated.
+(`validate_create`: 1.36's PodGroupWorkloadExists, 1.37's PodGroupProtection for a child of a
+CompositePodGroup) run after the object is validated.
 """
 
 from __future__ import annotations
@@ -19,7 +20,15 @@ from apiserver.admission.default_toleration_seconds import (
     admit_default_toleration_seconds,
 )
 from apiserver.admission.podgroup import admit_pod_group_workload_exists
-from apiserver.admission.priority import admit_pod_group_priority, admit_priority
+from apiserver.admission.podgroup_protection import (
+    admit_composite_pod_group_protection,
+    validate_parent_not_deleting,
+)
+from apiserver.admission.priority import (
+    admit_composite_pod_group_priority,
+    admit_pod_group_priority,
+    admit_priority,
+)
 from apiserver.admission.service_ips import allocate
 from apiserver.storage.watch_cache import WatchCache
 from kemu.api.v1 import types_pb2
@@ -48,6 +57,10 @@ class AdmissionChain:
         elif isinstance(obj, (types_pb2.PodGroup, types_pb2.CompositePodGroup)):
             classes = await self._priority_classes()
             admit_pod_group_priority(obj, classes, self._pod_groups)
+        elif isinstance(obj, types_pb2.CompositePodGroup):
+            admit_composite_pod_group_protection(obj, self._pod_groups)
+            classes = await self._priority_classes()
+            admit_composite_pod_group_priority(obj, classes, self._pod_groups)
         elif isinstance(obj, types_pb2.Service):
             services = self._caches["services"].objects()
             allocate(obj, (co.obj for co in services if isinstance(co.obj, types_pb2.Service)))
@@ -60,6 +73,15 @@ class AdmissionChain:
             admit_pod_group_workload_exists(
                 obj,
                 (w for w in workloads if isinstance(w, types_pb2.Workload)),
+                self._pod_groups,
+            )
+        if isinstance(obj, types_pb2.PodGroup | types_pb2.CompositePodGroup) and obj.spec.HasField(
+            "parent_composite_pod_group_name"
+        ):
+            composites = await self._fresh("compositepodgroups")
+            validate_parent_not_deleting(
+                obj,
+                (c for c in composites if isinstance(c, types_pb2.CompositePodGroup)),
                 self._pod_groups,
             )
 

@@ -53,6 +53,17 @@ def admit_pod_group_priority(
         _resolve(pg.spec, classes, what, preemption_policy=rules.preemption_policy)
 
 
+def admit_composite_pod_group_priority(
+    cpg: types_pb2.CompositePodGroup,
+    classes: Sequence[types_pb2.PriorityClass],
+    rules: PodGroupRules,
+) -> None:
+    """A CompositePodGroup's priorityClassName resolved on create as a PodGroup's (KEP-6012:
+    "the Priority admission controller gets extended to additionally support the
+    CompositePodGroup API"); its preemptionPolicy with PodGroupPreemptionPolicy."""
+    _resolve(cpg.spec, classes, "CompositePodGroup spec", preemption_policy=rules.preemption_policy)
+
+
 def _resolve(
     spec: types_pb2.PodSpec | types_pb2.PodGroupSpec | types_pb2.CompositePodGroupSpec,
     classes: Sequence[types_pb2.PriorityClass],

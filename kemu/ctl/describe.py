@@ -19,9 +19,16 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from kemu.api.v1 import types_pb2
 from kemu.ctl import printers
-from kemu.ctl.common import Context, format_api_error, namespace_for, plain, split_targets
+from kemu.ctl.common import (
+    Context,
+    CtlError,
+    format_api_error,
+    namespace_for,
+    plain,
+    split_targets,
+)
 from kemu.ctl.tabwriter import align
-from kemu.machinery import convert, kinds, resources
+from kemu.machinery import kinds, podgroups, resources
 from kemu.machinery.errors import ApiError, BadRequest, Invalid
 from kemu.machinery.jsonvalue import JSONObject
 from kemu.machinery.keys import object_meta
@@ -683,9 +690,14 @@ def _generic(w: Writer, level: int, data: JSONObject) -> None:
             w.line(level, title, plain(value))
 
 
-def describe_generic(obj: Message, events: list[types_pb2.Event], now: float) -> str:
+def describe_generic(
+    obj: Message, events: list[types_pb2.Event], now: float, api_version: str = ""
+) -> str:
+    """`api_version`: the group version to describe the object as (kubectl describe's: the
+    one asked for, or the server's preferred); "" for the kind's own."""
     kind = kinds.kind_of(obj)
-    data = convert.to_dict(obj)
+    api_version = api_version or kind.api_version
+    data = podgroups.to_versioned(obj, api_version)
     m = object_meta(obj)
     w = Writer()
     w.line(0, "Name:", m.name)
@@ -693,7 +705,7 @@ def describe_generic(obj: Message, events: list[types_pb2.Event], now: float) ->
         w.line(0, "Namespace:", m.namespace)
     w.multiline(0, "Labels", _pairs(m.labels))
     w.multiline(0, "Annotations", annotation_lines(m.annotations))
-    w.line(0, "API Version:", kind.api_version)
+    w.line(0, "API Version:", api_version)
     w.line(0, "Kind:", kind.kind)
     w.line(0, "Creation Timestamp:", _when(m.creation_timestamp, m.HasField("creation_timestamp")))
     rest = {k: v for k, v in data.items() if k not in ("apiVersion", "kind", "metadata")}
@@ -719,7 +731,34 @@ async def _list_pods(ctx: Context, field: str, value: str) -> list[types_pb2.Pod
         return [p for p in listed.items if p.status.nominated_node_name == value]
 
 
-async def describe_object(ctx: Context, obj: Message) -> str:
+_VERSION: Final = re.compile(r"v\d+(?:(?:alpha|beta)\d+)?")
+
+
+def requested_version(target: str) -> tuple[str, str | None]:
+    """`resource.version.group` (kubectl's fully qualified form, podgroups.v1alpha3.scheduling.k8s.io):
+    the resource with its group, and the version asked for (None when not given)."""
+    kind_part, sep, rest = target.partition("/")
+    resource, _, tail = kind_part.partition(".")
+    version, _, group = tail.partition(".")
+    if group and _VERSION.fullmatch(version):
+        return f"{resource}{sep}{rest}", f"{group}/{version}"
+    return target, None
+
+
+async def served_version(ctx: Context, kind: kinds.Kind, asked: str | None) -> str:
+    """The group version kubectl describe shows a kind of several versions as: the one asked
+    for, else the server's preferred at its emulated version with its gates (discovery's)."""
+    if asked is not None or not kind.versions:
+        return asked or kind.api_version
+    info = await ctx.client.version()
+    _, _, minor = info.server.emulated_version.partition(".")
+    if not minor.isdigit():
+        return kind.api_version
+    enabled = {g.name for g in info.server.feature_gates if g.enabled}
+    return kinds.Served.at(int(minor), enabled.__contains__).preferred(kind)
+
+
+async def describe_object(ctx: Context, obj: Message, api_version: str = "") -> str:
     kind = kinds.kind_of(obj)
     now = ctx.clock.now()
     events: list[types_pb2.Event] = []
@@ -741,11 +780,21 @@ async def describe_object(ctx: Context, obj: Message) -> str:
             if p.spec.node_name != name
         ]
         return describe_node(obj, bound, nominated, events, now)
-    return describe_generic(obj, events, now)
+    return describe_generic(obj, events, now, api_version)
 
 
 async def cmd_describe(ctx: Context, args: argparse.Namespace) -> int:
-    targets = split_targets(args.targets, require_name=False)
+    asked: str | None = None
+    given = list(args.targets)
+    if given:
+        given[0], asked = requested_version(given[0])
+    targets = split_targets(given, require_name=False)
+    if asked is not None:
+        for kind, _ in targets:
+            every = {gv for _, versions in kind.versions for gv in versions} or {kind.api_version}
+            if asked not in every:
+                raise CtlError(f'the server doesn\'t have a resource type "{args.targets[0]}"')
+    versions: dict[str, str] = {}
     objs: list[Message] = []
     errors: list[str] = []
     for kind, name in targets:
@@ -764,7 +813,10 @@ async def cmd_describe(ctx: Context, args: argparse.Namespace) -> int:
         if i:
             ctx.print()
             ctx.print()
-        ctx.print(await describe_object(ctx, obj))
+        kind = kinds.kind_of(obj)
+        if kind.kind not in versions:
+            versions[kind.kind] = await served_version(ctx, kind, asked)
+        ctx.print(await describe_object(ctx, obj, versions[kind.kind]))
     for message in errors:
         ctx.warn(f"error: {message}")
     return 1 if errors else 0

@@ -76,6 +76,12 @@ class PodGroupRules:
 
 DEFAULT_RULES: Final = PodGroupRules()
 
+POD_GROUP_PROTECTION_FINALIZER: Final = "scheduling.k8s.io/podgroup-protection"
+"""pkg/apis/scheduling PodGroupProtectionFinalizer (GroupName + "/podgroup-protection")."""
+COMPOSITE_POD_GROUP_PROTECTION_FINALIZER: Final = "scheduling.k8s.io/compositepodgroup-protection"
+"""pkg/apis/scheduling CompositePodGroupProtectionFinalizer (1.37): stamped by the
+PodGroupProtection admission plugin, removed by the PodGroup protection controller."""
+
 # ---------------------------------------------------------------- shapes
 
 
@@ -583,14 +589,14 @@ def drop_disabled_composite_pod_group_fields(
     new: types_pb2.CompositePodGroup, old: types_pb2.CompositePodGroup | None, rules: PodGroupRules
 ) -> None:
     """dropDisabledCompositePodGroupFields (upstream
-    pkg/registry/scheduling/compositepodgroup/strategy.go): schedulingConstraints without
-    TopologyAwareWorkloadScheduling unless the stored object has them. (Its other drops
-    follow gates 1.37 no longer has apart: WorkloadAwarePreemption is GenericWorkload's
-    there, and the kind is not served without CompositePodGroup.)"""
-    if not rules.topology_aware and not (
-        old is not None and old.spec.HasField("scheduling_constraints")
+    pkg/registry/scheduling/compositepodgroup/strategy.go at 1.37): preemptionPolicy without
+    PodGroupPreemptionPolicy unless the stored object has one. (schedulingConstraints needs
+    no drop: the kind is served only with CompositePodGroup, which needs
+    TopologyAwareWorkloadScheduling.)"""
+    if not rules.preemption_policy and not (
+        old is not None and old.spec.HasField("preemption_policy")
     ):
-        new.spec.ClearField("scheduling_constraints")
+        new.spec.ClearField("preemption_policy")
 
 
 def default_composite_pod_group(cpg: types_pb2.CompositePodGroup) -> None:

@@ -247,7 +247,7 @@ def test_workloads_are_selected_by_full_name_test_case_or_all() -> None:
         (("countParam: $initPods", "countParam: initPods"), "workloadTemplate[1].countParam: expected $name"),
         (("countParam: $initPods", "count: -1"), "workloadTemplate[1].count: expected a non-negative integer"),
         (("countParam: $initPods", "countParam: $initPods\n    count: 3"), "workloadTemplate[1].countParam: give count or countParam"),
-        (("opcode: barrier", "opcode: nap"), "workloadTemplate[2].opcode: expected one of barrier, churn, createAny, createNamespaces, createNodes, createPodGroups, createPodSets, createPods, deletePods, sleep, startCollectingMetrics, stopCollectingMetrics, updateAny, waitForPodGroups, got 'nap'"),
+        (("opcode: barrier", "opcode: nap"), "workloadTemplate[2].opcode: expected one of barrier, churn, createAny, createCompositePodGroups, createNamespaces, createNodes, createPodGroups, createPodSets, createPods, deletePods, sleep, startCollectingMetrics, stopCollectingMetrics, updateAny, waitForPodGroups, got 'nap'"),
         (("opcode: barrier", "opcode: barrier\n    colour: red"), "workloadTemplate[2].colour: unknown field"),
         (("collectMetrics: true", "collectMetrics: yes please"), "workloadTemplate[3].collectMetrics: expected true or false"),
         (("collectMetrics: true", "collectMetrics: true\n    skipWaitToCompletion: true"), "workloadTemplate[3].skipWaitToCompletion"),

@@ -1,7 +1,7 @@
 """bench scheduler_perf on upstream's pod-group files (issue #55 item 5): the Go template
 renderer, the ops createAny, createPodGroups, waitForPodGroups, updateAny (with
 subresources) and countMultiplierParam, thresholdMetricSelector on a scheduler histogram
-and metricsCollectorConfig, createCompositePodGroups refused naming its gate; the ops run
+and metricsCollectorConfig, createCompositePodGroups (KEP-6012); the ops run
 against a fake client; and upstream's gangscheduling/, podgroup/*, workload_preemption/,
 cpg/ and resize_preemption/ files parsed unchanged when a checkout is at hand."""
 
@@ -21,11 +21,13 @@ from bench.scheduler_perf import (
     histogram_value_delta,
     parse_metrics,
     update_any,
+    wait_for_listed,
     wait_for_pod_groups,
 )
 from bench.scheduler_perf_template import TemplateError, go_format, render
 from bench.scheduler_perf_workloads import (
     CreateAny,
+    CreateCompositePodGroups,
     CreatePodGroups,
     CreatePods,
     MetricSelection,
@@ -36,7 +38,6 @@ from bench.scheduler_perf_workloads import (
     Workload,
     WorkloadError,
     load_workload_file,
-    parse_file,
     parse_workloads,
     pod_objects,
 )
@@ -328,8 +329,6 @@ def test_errors_of_the_pod_group_ops_name_the_field(tmp_path: Path, op: str, mes
 @pytest.mark.parametrize(
     ("op", "extra", "message"),
     [
-        ("{opcode: createCompositePodGroups, countParam: $n, templatePath: t/x.yaml}", "",
-         "createCompositePodGroups: CompositePodGroups (KEP-6012, feature gate CompositePodGroup"),
         ("{opcode: createAny, templatePath: t/claim.yaml}", "",
          "templatePath: kind ResourceClaim: kemu does not serve it"),
         ("{opcode: updateAny, namespace: ns-0, templatePath: t/resize.yaml, subresources: [x]}",
@@ -472,8 +471,8 @@ def test_upstreams_pod_group_files_parse_unchanged(area: str) -> None:
         assert s.reason.startswith("["), s.reason  # names the field
     names = {w.full_name: w for w in parsed.workloads}
     if area.startswith("cpg/"):
-        assert not names  # every test case creates CompositePodGroups
-        assert all("CompositePodGroup" in s.reason for s in parsed.skipped)
+        assert all("createCompositePodGroups" not in s.reason for s in parsed.skipped)
+        assert any(isinstance(op, CreateCompositePodGroups) for w in names.values() for op in w.ops)
         return
     if area.startswith("gangscheduling/"):
         small = names["GangScheduling/10Nodes_3Gangs"]
@@ -496,16 +495,123 @@ def test_upstreams_pod_group_files_parse_unchanged(area: str) -> None:
         assert members[:4] == ["gang-0", "gang-0", "gang-0", "gang-1"]
 
 
-def test_parse_file_lists_a_composite_pod_group_test_case_with_its_gate(tmp_path: Path) -> None:
-    _files(tmp_path)
-    text = """
-- name: CPG
-  workloadTemplate:
-  - {opcode: createCompositePodGroups, count: 1, namespace: n, templatePath: t/x.yaml}
-  workloads:
-  - {name: a}
+CPG_GANG = """apiVersion: scheduling.k8s.io/v1alpha3
+kind: CompositePodGroup
+metadata:
+  name: cpg-{{.Index}}
+spec:
+  workloadRef:
+    workloadName: test-wl-{{.Index}}
+    templateName: cpg-template
+  priority: {{.priority}}
+  schedulingPolicy:
+    gang:
+      minGroupCount: {{.minGroupCount}}
 """
-    parsed = parse_file(yaml.safe_load(text), base_dir=tmp_path)
-    (skipped,) = parsed.skipped
-    assert skipped.name == "CPG" and not skipped.refused
-    assert "feature gate CompositePodGroup" in skipped.reason
+PODGROUP_CHILD = """apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata:
+  name: gang-group-{{.Index}}
+spec:
+  parentCompositePodGroupName: cpg-{{DivideInt .Index .groupsPerCPG}}
+  workloadRef:
+    workloadName: test-wl-{{DivideInt .Index .groupsPerCPG}}
+    templateName: pg-template
+  priority: {{.priority}}
+  schedulingPolicy:
+    gang:
+      minCount: {{.minCount}}
+"""
+CPG_CASE = """
+- name: CPGGangScheduling
+  featureGates:
+    GenericWorkload: true
+    TopologyAwareWorkloadScheduling: true
+    CompositePodGroup: true
+  workloadTemplate:
+  - opcode: createNodes
+    countParam: $initNodes
+  - opcode: createNamespaces
+    prefix: cpg-gang-ns
+    count: 1
+  - opcode: createCompositePodGroups
+    countParam: $initCPGs
+    namespace: cpg-gang-ns-0
+    templatePath: t/cpg-gang.yaml
+    templateParams:
+      minGroupCount: $minGroupCount
+      priority: 1000
+  - opcode: createPodGroups
+    countParam: $initPodGroups
+    namespace: cpg-gang-ns-0
+    templatePath: t/podgroup-child.yaml
+    templateParams:
+      groupsPerCPG: $groupsPerCPG
+      minCount: $minCount
+      priority: 1000
+  workloads:
+  - name: 10Nodes_3CPGs_6Groups_18Pods
+    params: {initNodes: 10, initCPGs: 3, initPodGroups: 6, groupsPerCPG: 2, minGroupCount: 2,
+             minCount: 3}
+"""
+
+
+def _cpg_case(tmp_path: Path) -> Workload:
+    _files(tmp_path)
+    (tmp_path / "t/cpg-gang.yaml").write_text(CPG_GANG)
+    (tmp_path / "t/podgroup-child.yaml").write_text(PODGROUP_CHILD)
+    (workload,) = parse_workloads(yaml.safe_load(CPG_CASE), base_dir=tmp_path)
+    return workload
+
+
+def test_create_composite_pod_groups_parses_upstreams_cpg_case(tmp_path: Path) -> None:
+    """upstream's cpg/performance-config.yaml CPGGangScheduling (its templates cpg-gang.yaml
+    and podgroup-gang.yaml): the CompositePodGroups, then their child PodGroups naming them."""
+    workload = _cpg_case(tmp_path)
+    names = [type(op).__name__ for op in workload.ops]
+    assert names == ["CreateNodes", "CreateNamespaces", "CreateCompositePodGroups",
+                     "CreatePodGroups"]  # fmt: skip
+    cpgs = workload.ops[2]
+    assert isinstance(cpgs, CreateCompositePodGroups)
+    assert (cpgs.create.count, cpgs.create.namespace) == (3, "cpg-gang-ns-0")
+    objects = cpgs.create.text.objects(cpgs.create.count, cpgs.create.kind)
+    first = objects[0]
+    assert isinstance(first, types_pb2.CompositePodGroup)
+    assert [o.metadata.name for o in objects] == ["cpg-0", "cpg-1", "cpg-2"]  # type: ignore[attr-defined]
+    assert first.spec.scheduling_policy.gang.min_group_count == 2
+    assert first.spec.priority == 1000
+    groups = workload.ops[3]
+    assert isinstance(groups, CreatePodGroups)
+    children = groups.create.text.objects(groups.create.count, groups.create.kind)
+    parents = [c.spec.parent_composite_pod_group_name for c in children]  # type: ignore[attr-defined]
+    assert parents == ["cpg-0", "cpg-0", "cpg-1", "cpg-1", "cpg-2", "cpg-2"]
+    with pytest.raises(WorkloadError, match="expected a CompositePodGroup, got PodGroup"):
+        _one(tmp_path, "{opcode: createCompositePodGroups, count: 1, namespace: n, "
+             "templatePath: t/pg-plain.yaml}")  # fmt: skip
+
+
+def test_create_composite_pod_groups_runs_on_a_fake_client(tmp_path: Path) -> None:
+    """The CompositePodGroups created (their literal priority through the run's
+    PriorityClass, as a PodGroup's), then waited for until listed."""
+    cpgs = _cpg_case(tmp_path).ops[2]
+    assert isinstance(cpgs, CreateCompositePodGroups)
+
+    async def main() -> None:
+        async with FakeClient() as client:
+            await create_any(client, cpgs.create, creators=2)
+            await wait_for_listed(
+                client, types_pb2.CompositePodGroup, "cpg-gang-ns-0", 3, 1,
+                "createCompositePodGroups",
+            )  # fmt: skip
+            listed = await client.list(types_pb2.CompositePodGroup, namespace="cpg-gang-ns-0")
+            assert sorted(c.metadata.name for c in listed.items) == ["cpg-0", "cpg-1", "cpg-2"]
+            assert {c.spec.priority_class_name for c in listed.items} == {
+                "scheduler-perf-priority-1000"
+            }
+            with pytest.raises(TimeoutError, match="3 of 4 CompositePodGroups in cpg-gang-ns-0"):
+                await wait_for_listed(
+                    client, types_pb2.CompositePodGroup, "cpg-gang-ns-0", 4, 0.3,
+                    "createCompositePodGroups",
+                )  # fmt: skip
+
+    anyio.run(main)

@@ -14,6 +14,7 @@ import pytest
 from controllermanager import podgroup_protection
 from controllermanager.app import CONTROLLERS, drop_unavailable
 from controllermanager.podgroup_protection import (
+    COMPOSITE_POD_GROUP_PROTECTION_FINALIZER,
     POD_GROUP_PROTECTION_FINALIZER,
     PodGroupProtectionController,
     event_matters,
@@ -128,3 +129,79 @@ def test_the_controller_runs_from_1_36_with_generic_workload(
 ) -> None:
     gates = FeatureGates.for_version(Version(1, minor), {GENERIC_WORKLOAD: generic_workload})
     assert (podgroup_protection.NAME in drop_unavailable(CONTROLLERS, gates)) is runs
+
+
+# ---------------------------------------------------------------- CompositePodGroups (1.37)
+
+
+def composite(name: str, parent: str | None = None) -> types_pb2.CompositePodGroup:
+    """A CompositePodGroup as the PodGroupProtection admission plugin stores it: with the
+    protection finalizer."""
+    cpg = types_pb2.CompositePodGroup()
+    cpg.metadata.name, cpg.metadata.namespace = name, "default"
+    cpg.metadata.finalizers.append(COMPOSITE_POD_GROUP_PROTECTION_FINALIZER)
+    cpg.spec.scheduling_policy.basic.SetInParent()
+    if parent is not None:
+        cpg.spec.parent_composite_pod_group_name = parent
+    return cpg
+
+
+def child(name: str, parent: str) -> types_pb2.PodGroup:
+    pg = pod_group(name)
+    pg.spec.parent_composite_pod_group_name = parent
+    return pg
+
+
+def stored_composite(fake: FakeClient, name: str) -> types_pb2.CompositePodGroup | None:
+    obj = fake._objects.get(("compositepodgroups", "default", name))
+    return obj if isinstance(obj, types_pb2.CompositePodGroup) else None
+
+
+@asynccontextmanager
+async def running_with_composites(fake: FakeClient, clock: FakeClock) -> AsyncIterator[None]:
+    informers = InformerFactory(fake, clock=clock)
+    controller = PodGroupProtectionController(fake, informers, clock, composite_pod_groups=True)
+    async with anyio.create_task_group() as tg:
+        informers.start(tg)
+        await informers.wait_for_cache_sync()
+        tg.start_soon(controller.run)
+        await settle()
+        yield
+        tg.cancel_scope.cancel()
+
+
+async def test_s_pgapi_9_a_composite_is_released_bottom_up_once_its_children_are_gone() -> None:
+    """upstream pkg/controller/podgroupprotection processCompositePodGroup: the finalizer of
+    a CompositePodGroup being deleted stays while a PodGroup or a CompositePodGroup names it
+    as parent, and goes with the last child."""
+    clock = FakeClock()
+    fake = FakeClient(
+        composite("root"),
+        composite("mid", parent="root"),
+        child("leaf", "mid"),
+        composite("lonely"),
+        clock=clock,
+    )
+    async with running_with_composites(fake, clock):
+        await fake.delete(types_pb2.CompositePodGroup, "root", "default")
+        await fake.delete(types_pb2.CompositePodGroup, "mid", "default")
+        await fake.delete(types_pb2.CompositePodGroup, "lonely", "default")
+        await wait_until(lambda: stored_composite(fake, "lonely") is None)
+        await settle()
+        for name in ("root", "mid"):
+            kept = stored_composite(fake, name)
+            assert kept is not None and kept.metadata.HasField("deletion_timestamp")
+            assert COMPOSITE_POD_GROUP_PROTECTION_FINALIZER in kept.metadata.finalizers
+        await fake.delete(types_pb2.PodGroup, "leaf", "default")
+        await wait_until(lambda: stored_composite(fake, "mid") is None)
+        await wait_until(lambda: stored_composite(fake, "root") is None)
+
+
+async def test_a_composite_not_being_deleted_keeps_its_finalizer() -> None:
+    clock = FakeClock()
+    fake = FakeClient(composite("root"), clock=clock)
+    async with running_with_composites(fake, clock):
+        await settle()
+        kept = stored_composite(fake, "root")
+        assert kept is not None
+        assert list(kept.metadata.finalizers) == [COMPOSITE_POD_GROUP_PROTECTION_FINALIZER]

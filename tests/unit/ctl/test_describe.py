@@ -291,3 +291,37 @@ async def test_describe_shows_node_addresses_pod_cidrs_and_pod_ips_as_kubectl() 
     assert lines[at + 1].split() == ["IP:", "10.244.1.2"]
     lines = (await ctl(client, "describe", "pod", "q")).out.splitlines()
     assert any(li.split() == ["IPs:", "<none>"] for li in lines)
+
+
+def _pod_group() -> types_pb2.PodGroup:
+    pg = types_pb2.PodGroup(metadata=types_pb2.ObjectMeta(name="g", namespace="default"))
+    pg.spec.workload_ref.workload_name, pg.spec.workload_ref.template_name = "w", "t"
+    pg.spec.scheduling_policy.gang.min_count = 2
+    return pg
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("emulated", "target", "api_version", "reference"),
+    [
+        ("1.37", "podgroup", "scheduling.k8s.io/v1beta1", "Workload Ref:"),
+        ("1.36", "podgroup", "scheduling.k8s.io/v1alpha2", "Pod Group Template Ref:"),
+        ("1.37", "podgroups.v1alpha3.scheduling.k8s.io", "scheduling.k8s.io/v1alpha3", None),
+    ],
+)
+async def test_describe_pod_group_as_the_version_served_or_asked_for(
+    emulated: str, target: str, api_version: str, reference: str | None
+) -> None:
+    """kubectl describe shows a kind in the server's preferred group version (discovery's at
+    its emulated version), or in the one a fully qualified resource names."""
+    client = fake(_pod_group())
+    client.version_info.server.emulated_version = emulated
+    client.version_info.server.feature_gates.add(name="GenericWorkload", enabled=True)
+    result = await ctl(client, "describe", target, "g")
+    assert result.rc == 0, result.err
+    lines = result.out.splitlines()
+    assert ["API", "Version:", api_version] in [li.split() for li in lines]
+    if reference is not None:
+        assert any(li.strip() == reference for li in lines)
+    wrong = await ctl(client, "describe", "podgroups.v1alpha1.scheduling.k8s.io", "g")
+    assert wrong.rc == 1

@@ -158,18 +158,21 @@ def test_status_update_checks_conditions() -> None:
 # ---------------------------------------------------------------- strategy
 
 
-def test_create_resets_status_defaults_disruption_mode_drops_disabled_constraints() -> None:
+def test_create_resets_status_defaults_disruption_mode_drops_a_disabled_policy() -> None:
     cpg = _cpg()
     cpg.status.conditions.add(type="X", status="True")
     cpg.spec.scheduling_constraints.topology.add(key="zone")
-    strategy_for(CPG).prepare_for_create(cpg, StrategyOptions(pod_groups=OFF), 0.0)
+    cpg.spec.preemption_policy = "Never"
+    strategy_for(CPG).prepare_for_create(cpg, StrategyOptions(pod_groups=ON), 0.0)
     assert not cpg.status.conditions
     assert cpg.spec.disruption_mode.HasField("single")
-    assert not cpg.spec.HasField("scheduling_constraints")
+    assert cpg.spec.scheduling_constraints.topology[0].key == "zone"
+    assert not cpg.spec.HasField("preemption_policy")
+    gated = PodGroupRules(minor=37, composite=True, preemption_policy=True)
     kept = _cpg()
-    kept.spec.scheduling_constraints.topology.add(key="zone")
-    strategy_for(CPG).prepare_for_create(kept, StrategyOptions(pod_groups=ON), 0.0)
-    assert kept.spec.scheduling_constraints.topology[0].key == "zone"
+    kept.spec.preemption_policy = "Never"
+    strategy_for(CPG).prepare_for_create(kept, StrategyOptions(pod_groups=gated), 0.0)
+    assert kept.spec.preemption_policy == "Never"
 
 
 def test_update_keeps_the_stored_status() -> None:
