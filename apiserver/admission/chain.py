@@ -54,7 +54,7 @@ class AdmissionChain:
         if isinstance(obj, types_pb2.Pod):
             admit_priority(obj, await self._priority_classes())
             admit_default_toleration_seconds(obj, self._toleration_seconds)
-        elif isinstance(obj, (types_pb2.PodGroup, types_pb2.CompositePodGroup)):
+        elif isinstance(obj, types_pb2.PodGroup):
             classes = await self._priority_classes()
             admit_pod_group_priority(obj, classes, self._pod_groups)
         elif isinstance(obj, types_pb2.CompositePodGroup):

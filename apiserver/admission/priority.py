@@ -38,19 +38,15 @@ def admit_priority(pod: types_pb2.Pod, classes: Sequence[types_pb2.PriorityClass
 
 
 def admit_pod_group_priority(
-    pg: types_pb2.PodGroup | types_pb2.CompositePodGroup,
-    classes: Sequence[types_pb2.PriorityClass],
-    rules: PodGroupRules,
+    pg: types_pb2.PodGroup, classes: Sequence[types_pb2.PriorityClass], rules: PodGroupRules
 ) -> None:
-    """A PodGroup's (or a CompositePodGroup's, KEP-6012, served at 1.37 only)
-    priorityClassName resolved on create as a pod's (the global default class when it names
-    none, else 0; a priority sent must match), where the field exists: 1.36 with
-    WorkloadAwarePreemption, 1.37 (plugin/pkg/admission/priority admission_test.go
+    """A PodGroup's priorityClassName resolved on create as a pod's (the global default
+    class when it names none, else 0; a priority sent must match), where the field exists:
+    1.36 with WorkloadAwarePreemption, 1.37 (plugin/pkg/admission/priority admission_test.go
     TestAdmitPodGroup: "feature gate disabled, skips validation"); its preemptionPolicy with
     PodGroupPreemptionPolicy (1.37)."""
     if rules.disruption_fields:
-        what = "PodGroup spec" if isinstance(pg, types_pb2.PodGroup) else "CompositePodGroup spec"
-        _resolve(pg.spec, classes, what, preemption_policy=rules.preemption_policy)
+        _resolve(pg.spec, classes, "PodGroup spec", preemption_policy=rules.preemption_policy)
 
 
 def admit_composite_pod_group_priority(
