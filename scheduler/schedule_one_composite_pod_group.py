@@ -303,6 +303,10 @@ def run_root_algorithm(sched: Scheduler, fwk: FrameworkLike, info: TreeInfo) -> 
     """upstream RunRootSchedulingAlgorithm: the tree's algorithm, every assumption undone
     before returning."""
     result = TreeResult()
+    # The cycle's snapshot (upstream's UpdateSnapshot at the start of scheduleOnePodGroup;
+    # again for each of workload-aware preemption's trials, the cache changed).
+    sched.cache.update_snapshot(sched.snapshot)
+    fwk.set_snapshot(sched.snapshot)
     try:
         status, any_scheduled = _node_algorithm(sched, fwk, info, info.root, result, result.reverts)
         if status.is_success() and not any_scheduled:
