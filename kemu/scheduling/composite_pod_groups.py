@@ -272,6 +272,32 @@ class WorkloadForest:
         cpg = self._composites.get(key)
         return count >= (1 if cpg is None else min_group_count(cpg))
 
+    def ancestry(
+        self, key: PodGroupKey
+    ) -> list[tuple[PodGroupKey, types_pb2.PodGroup | types_pb2.CompositePodGroup]]:
+        """The PodGroup and its ancestors as observed, from it up (upstream
+        traverseHierarchyUp: a parent not observed, or a loop, ends the walk; at most
+        WorkloadMaxTreeDepth levels); empty when the PodGroup is not observed. The CPGs'
+        keys are `CompositePodGroupKey`s."""
+        out: list[tuple[PodGroupKey, types_pb2.PodGroup | types_pb2.CompositePodGroup]] = []
+        current = GroupKey.pod_group(key.namespace, key.name)
+        pg = self._pod_groups.get(current)
+        if pg is None:
+            return out
+        out.append((PodGroupKey(key.namespace, key.name), pg))
+        seen = {current}
+        for _ in range(WORKLOAD_MAX_TREE_DEPTH):
+            parent = self._parents.get(current)
+            if parent is None or parent in seen:
+                break
+            cpg = self._composites.get(parent)
+            if cpg is None:
+                break
+            seen.add(parent)
+            out.append((CompositePodGroupKey(parent.namespace, parent.name), cpg))
+            current = parent
+        return out
+
     def leaves_of(self, key: GroupKey) -> list[PodGroupKey]:
         """The PodGroups of the subtree under `key`."""
         tree = self.tree(key)

@@ -71,7 +71,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 
 async def create_cpg(
-    s: Scenario, name: str, min_group_count: int | None, priority: int | None = None
+    s: Scenario,
+    name: str,
+    min_group_count: int | None,
+    priority: int | None = None,
+    *,
+    disrupt_all: bool = False,
 ) -> None:
     """A root CompositePodGroup: a gang of `min_group_count` children, Basic when None."""
     cpg = types_pb2.CompositePodGroup()
@@ -83,6 +88,8 @@ async def create_cpg(
         cpg.spec.scheduling_policy.gang.min_group_count = min_group_count
     if priority is not None:
         cpg.spec.priority_class_name = await s.priority_class(priority)
+    if disrupt_all:
+        cpg.spec.disruption_mode.all.SetInParent()
     await s.client.create(cpg)
 
 
@@ -92,8 +99,6 @@ async def create_child(
     parent: str,
     min_count: int,
     priority: int | None = None,
-    *,
-    disrupt_all: bool = False,
 ) -> None:
     """A gang PodGroup under `parent`."""
     pg = make_gang_pod_group(name, min_count, s.ns)
@@ -101,8 +106,6 @@ async def create_child(
     pg.spec.workload_ref.workload_name, pg.spec.workload_ref.template_name = "w", name
     if priority is not None:
         pg.spec.priority_class_name = await s.priority_class(priority)
-    if disrupt_all:
-        pg.spec.disruption_mode.all.SetInParent()
     await s.client.create(pg)
 
 
@@ -210,36 +213,40 @@ async def test_s_pg_cpg_2_basic_cpg_schedules_its_children_independently(
         assert set(await bound(s)) == {"a1", "a2"}
 
 
-async def test_s_pg_cpg_3_higher_cpg_preempts_a_lower_cpg_tree(cluster: Cluster) -> None:
-    """A node of 2 cpu full with a low-priority CPG tree (two child gangs of one 1-cpu pod,
-    disruptionMode All); a high-priority CPG gang of the same shape preempts as one
-    preemptor: both low pods go, the high pods are nominated to the node while they go, then
-    both bind there and the high CPG turns True/Scheduled."""
+async def test_s_pg_cpg_3_higher_cpg_preempts_a_lower_cpg_tree_as_one_unit(
+    cluster: Cluster,
+) -> None:
+    """Nodes of 2 and 1 cpu full with a low-priority CPG tree whose root has disruptionMode
+    All (three 1-cpu pods in two child gangs): one victim unit (upstream
+    getHighestAllAncestor). A high-priority CPG gang of two 1-cpu pods preempts as one
+    preemptor: room for it needs two pods gone, but the whole low tree goes, its pod on
+    the other node too; both high pods bind, the high CPG turns True/Scheduled."""
     async with Scenario.open(cluster, "s-pg-cpg-3") as s:
-        n1 = await s.bare_node("n1", cpu="2", memory="1Gi", pods="32")
-        await create_cpg(s, "low", 2, LOW)
-        for child in ("low-a", "low-b"):
-            await create_child(s, child, "low", 1, LOW, disrupt_all=True)
-            await s.create(member(s, f"{child}-0", child, cpu="1", priority=LOW))
-        for child in ("low-a", "low-b"):
-            assert await s.wait_bound(f"{child}-0") == n1
+        await s.bare_node("n1", cpu="2", memory="1Gi", pods="32")
+        await s.bare_node("n2", cpu="1", memory="1Gi", pods="32")
+        await create_cpg(s, "low", 2, LOW, disrupt_all=True)
+        low = {"low-a": 2, "low-b": 1}
+        for child, pods in low.items():
+            await create_child(s, child, "low", pods, LOW)
+            for i in range(pods):
+                await s.create(member(s, f"{child}-{i}", child, cpu="1", priority=LOW))
+        low_pods = [f"{child}-{i}" for child, pods in low.items() for i in range(pods)]
+        for name in low_pods:
+            await s.wait_bound(name)
         await create_cpg(s, "high", 2, HIGH)
         for child in ("high-a", "high-b"):
             await create_child(s, child, "high", 1, HIGH)
             await s.create(member(s, f"{child}-0", child, cpu="1", priority=HIGH))
-        for child in ("low-a", "low-b"):
-            await s.wait_gone(f"{child}-0")
+        for name in low_pods:
+            await s.wait_gone(name)
         for child in ("high-a", "high-b"):
-            assert await s.wait_bound(f"{child}-0") == n1
-        cpg = await s.eventually(lambda: condition(s, types_pb2.CompositePodGroup, "high"))
-        assert cpg is not None
-        if cpg[0] != "True":
+            await s.wait_bound(f"{child}-0")
 
-            async def scheduled() -> bool:
-                c = await condition(s, types_pb2.CompositePodGroup, "high")
-                return c is not None and c[:2] == ("True", "Scheduled")
+        async def scheduled() -> bool:
+            c = await condition(s, types_pb2.CompositePodGroup, "high")
+            return c is not None and c[:2] == ("True", "Scheduled")
 
-            assert await s.eventually(scheduled)
+        assert await s.eventually(scheduled)
 
 
 async def test_s_pg_cpg_4_gate_off_the_parent_is_ignored(cluster: Cluster) -> None:
