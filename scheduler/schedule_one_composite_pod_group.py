@@ -12,7 +12,9 @@ A member of a PodGroup with a parent CompositePodGroup (CPG) is scheduled with i
   pods in a pod group hierarchy should have the same .spec.schedulerName set, got: "a" ("p1")
   and "b" ("p0")`), every group and pod the root's priority (`all pod groups in a hierarchy
   should have the same priority as the root pod group's priority, got ...`, `all pods in a pod
-  group hierarchy should have the same priority as the root pod group's priority, got ...`);
+  group hierarchy should have the same priority as the root pod group's priority, got ...`),
+  the same preemptionPolicy (the root group's with PodGroupPreemptionPolicy, else the first
+  pod's);
   a failure sends every member back with the error and the groups' conditions
   SchedulerError;
 - the algorithm recurses from the root: a leaf runs the pod group's algorithm
@@ -56,7 +58,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
 from kemu.api.v1 import types_pb2
-from kemu.component.featuregate import TOPOLOGY_AWARE_WORKLOAD_SCHEDULING
+from kemu.component.featuregate import (
+    POD_GROUP_PREEMPTION_POLICY,
+    TOPOLOGY_AWARE_WORKLOAD_SCHEDULING,
+)
 from kemu.scheduling.composite_pod_groups import (
     CompositePodGroupKey,
     GroupKey,
@@ -115,6 +120,7 @@ logger = logging.getLogger(__name__)
 
 COMPOSITE_POD_GROUP_INITIALLY_SCHEDULED: Final = "CompositePodGroupInitiallyScheduled"
 CHILD_ERROR: Final = "composite pod group evaluation failed due to child error: "
+PREEMPT_LOWER: Final = "PreemptLowerPriority"
 
 
 @dataclass
@@ -219,13 +225,17 @@ async def schedule_one_composite_pod_group(
 
 
 def validate_tree(sched: Scheduler, info: TreeInfo) -> str:
-    """upstream validatePodGroup: the error, or "" (see the module docstring)."""
+    """upstream validatePodGroup: the error, or "" (see the module docstring). With
+    PodGroupPreemptionPolicy every group and pod has the root's preemptionPolicy; without it
+    every pod has the first one's."""
     members = info.members()
     if not members:
         return ""
     first = members[0].pod
     name, first_name = first.spec.scheduler_name, first.metadata.name
     root_priority = _group_priority(info.root)
+    by_groups = sched.gates.enabled(POD_GROUP_PREEMPTION_POLICY)
+    root_policy = _group_policy(info.root) if by_groups else _pod_policy(first)
     for node in info.root.walk():
         priority = _group_priority(node)
         if priority != root_priority:
@@ -233,6 +243,12 @@ def validate_tree(sched: Scheduler, info: TreeInfo) -> str:
                 "all pod groups in a hierarchy should have the same priority as the root pod "
                 f'group\'s priority, got {priority} ("{node.key}") and {root_priority} '
                 f'("{info.root.key}")'
+            )
+        if by_groups and _group_policy(node) != root_policy:
+            return (
+                "all pod groups in a hierarchy should have the same preemption policy as the "
+                f"root pod group's preemption policy, got {_group_policy(node)} "
+                f'("{node.key}") and {root_policy} ("{info.root.key}")'
             )
     for member in members:
         pod = member.pod
@@ -248,9 +264,33 @@ def validate_tree(sched: Scheduler, info: TreeInfo) -> str:
                 f'pod group\'s priority, got {member.pod_info.priority} ("{pod.metadata.name}") '
                 f'and {root_priority} ("{info.root.key}")'
             )
+        policy = _pod_policy(pod)
+        if policy != root_policy:
+            if by_groups:
+                return (
+                    "all pods in a pod group hierarchy should have the same preemption policy "
+                    f"as the root pod group's preemption policy, got {policy} "
+                    f'("{pod.metadata.name}") and {root_policy} ("{info.root.key}")'
+                )
+            return (
+                "all pods in a pod group hierarchy should have the same preemption policy, "
+                f'got {policy} ("{pod.metadata.name}") and {root_policy} ("{first_name}")'
+            )
     if sched.profiles.get(name) is None:
         return f'profile not found for scheduler name "{name}"'
     return ""
+
+
+def _pod_policy(pod: types_pb2.Pod) -> str:
+    """upstream util.PodPreemptionPolicy: PreemptLowerPriority when unset."""
+    return pod.spec.preemption_policy if pod.spec.HasField("preemption_policy") else PREEMPT_LOWER
+
+
+def _group_policy(node: GroupNode) -> str:
+    obj = node.composite if node.composite is not None else node.pod_group
+    assert obj is not None
+    spec = obj.spec
+    return spec.preemption_policy if spec.HasField("preemption_policy") else PREEMPT_LOWER
 
 
 def _group_priority(node: GroupNode) -> int:
