@@ -127,8 +127,10 @@ class Snapshot:
         """Restricts `nodes_in_placement` to these nodes (upstream Snapshot.AssumePlacement),
         until `forget_placement`; `update_snapshot` keeps it. The pod-group cycle's members
         are then filtered on these nodes only; `list()` still has every node (the plugins'
-        cluster-wide view, the columns' rows)."""
-        self._placement = names
+        cluster-wide view, the columns' rows). A placement of every node restricts nothing
+        and is kept as none (no per-pod ordering of the whole node list)."""
+        every = len(names) == len(self._list) and all(n in self._pos for n in names)
+        self._placement = None if every else names
 
     def forget_placement(self) -> None:
         self._placement = None
