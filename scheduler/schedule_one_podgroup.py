@@ -280,7 +280,7 @@ async def pod_group_cycle(
     pod_group_lister: ObjectLister[types_pb2.PodGroup] | None,
 ) -> None:
     start = sched.clock.monotonic()
-    result = pod_group_scheduling_algorithm(sched, fwk, info)
+    result = pod_group_scheduling_algorithm(sched, fwk, info, metrics=metrics)
     if metrics is not None:
         metrics.algorithm(fwk.profile_name(), sched.clock.monotonic() - start)
     if result.status.is_rejected() and workload_aware_preemption_enabled(sched.gates):
@@ -300,18 +300,26 @@ def _gang_plugin(fwk: FrameworkLike) -> GangScheduling | None:
 
 
 def pod_group_scheduling_algorithm(
-    sched: Scheduler, fwk: FrameworkLike, info: PodGroupInfo
+    sched: Scheduler,
+    fwk: FrameworkLike,
+    info: PodGroupInfo,
+    *,
+    metrics: PodGroupMetrics | None = None,
 ) -> PodGroupAlgorithmResult:
     """upstream podGroupSchedulingAlgorithm: with TopologyAwareWorkloadScheduling the
     placement algorithm (kemu.scheduling.placement) around the default one, otherwise the
     default one over the whole cluster."""
     if sched.gates.enabled(TOPOLOGY_AWARE_WORKLOAD_SCHEDULING):
-        return pod_group_scheduling_placement_algorithm(sched, fwk, info)
+        return pod_group_scheduling_placement_algorithm(sched, fwk, info, metrics=metrics)
     return pod_group_scheduling_default_algorithm(sched, fwk, info)
 
 
 def pod_group_scheduling_placement_algorithm(
-    sched: Scheduler, fwk: FrameworkLike, info: PodGroupInfo
+    sched: Scheduler,
+    fwk: FrameworkLike,
+    info: PodGroupInfo,
+    *,
+    metrics: PodGroupMetrics | None = None,
 ) -> PodGroupAlgorithmResult:
     """upstream podGroupSchedulingPlacementAlgorithm (kemu.scheduling.placement has the
     steps): the placements generated over the snapshot's nodes, the default algorithm run in
@@ -324,11 +332,14 @@ def pod_group_scheduling_placement_algorithm(
         fwk.placement_generate_plugins(),
         state,
         info.key,
-        sched.snapshot.nodes_in_placement(),  # (a CompositePodGroup's placement, if any)
+        sched.snapshot.nodes_in_placement(),  # (upstream ListNodesInPlacement)
         version,
     )
     if not status.is_success():
         return PodGroupAlgorithmResult(status=status)
+    profile = fwk.profile_name()
+    if metrics is not None:
+        metrics.generated_placements(profile, len(placements))
     nominated = None
     if version >= NOMINATED_PLACEMENT_FIRST_SINCE:
         nodes = frozenset(
@@ -346,12 +357,17 @@ def pod_group_scheduling_placement_algorithm(
             return None, status
         return best_placement(candidates, totals, fwk.rng), SUCCESS
 
+    def evaluate() -> PodGroupAlgorithmResult:
+        start = sched.clock.monotonic()
+        run = pod_group_scheduling_default_algorithm(sched, fwk, info)
+        # (an Error is no feasibility verdict: not counted, as upstream's evaluatePlacement)
+        if metrics is not None and run.status.code is not Code.ERROR:
+            seconds = sched.clock.monotonic() - start
+            metrics.placement_evaluation(run.status.is_success(), profile, seconds)
+        return run
+
     outcome = schedule_in_placements(
-        placements,
-        sched.snapshot,
-        lambda: pod_group_scheduling_default_algorithm(sched, fwk, info),
-        score,
-        nominated=nominated,
+        placements, sched.snapshot, evaluate, score, nominated=nominated
     )
     result = outcome.run if outcome.run is not None else PodGroupAlgorithmResult()
     result.status = outcome.status
@@ -512,7 +528,9 @@ async def run_workload_aware_preemption(
     simulation's backup and restore of the snapshot). Success: `result` waits on preemption
     (its members nominated); an error replaces the group's status; any other outcome is
     appended to its reasons."""
-    preemption, status = await _pod_group_post_filter(sched, fwk, info, pod_group_lister)
+    preemption, status = await _pod_group_post_filter(
+        sched, fwk, info, pod_group_lister, metrics=metrics
+    )
     if metrics is not None:
         victims = len(preemption.pods()) if preemption is not None else 0
         metrics.workload_preemption(status.code_name(), victims)
@@ -535,6 +553,8 @@ async def _pod_group_post_filter(
     fwk: FrameworkLike,
     info: PodGroupInfo,
     pod_group_lister: ObjectLister[types_pb2.PodGroup] | None,
+    *,
+    metrics: PodGroupMetrics | None,
 ) -> tuple[PodGroupPreemption | None, Status]:
     pg = (
         pod_group_lister.get(info.key.name, info.key.namespace)
@@ -545,7 +565,7 @@ async def _pod_group_post_filter(
         return None, as_error(f'failed to get pod group object: PodGroup "{info.key}" not found')
 
     def run() -> tuple[Mapping[str, str], Status]:
-        result = pod_group_scheduling_algorithm(sched, fwk, info)
+        result = pod_group_scheduling_algorithm(sched, fwk, info, metrics=metrics)
         return {r.qpi.pod.metadata.uid: r.node for r in result.pod_results if r.node}, result.status
 
     members = [m.pod for m in info.queued_pod_infos]
