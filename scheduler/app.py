@@ -45,6 +45,7 @@ from kemu.component.runner import (
 )
 from kemu.component.version import Version
 from kemu.component.version_rules import VersionRules
+from kemu.scheduling.composite_pod_groups import WorkloadForest, composite_pod_groups_enabled
 from kemu.scheduling.config import (
     KubeSchedulerConfiguration,
 )
@@ -166,6 +167,8 @@ class _Informers:
             pod_groups.append(factory.informer(types_pb2.Workload))
         elif membership.field is MembershipField.SCHEDULING_GROUP:
             pod_groups.append(factory.informer(types_pb2.PodGroup))
+            if composite_pod_groups_enabled(ctx.gates):
+                pod_groups.append(factory.informer(types_pb2.CompositePodGroup))
         return _Informers(factory, pods, nodes, storage, pod_groups)
 
 
@@ -276,7 +279,12 @@ async def serve(client: ApiClient, settings: SchedulerSettings, ctx: ComponentCo
     membership = GroupMembership.of(
         ctx.gates, resize_preemption=resize_preemption_enabled(ctx.gates)
     )
-    pod_groups = PodGroupStates(membership, ctx.clock) if membership.enabled else None
+    forest = (
+        WorkloadForest(enabled=composite_pod_groups_enabled(ctx.gates))
+        if membership.group_cycle
+        else None
+    )
+    pod_groups = PodGroupStates(membership, ctx.clock, forest) if membership.enabled else None
     informers = _Informers.of(client, ctx, membership)
     recorder = EventRecorder(client, COMPONENT, host=socket.gethostname(), clock=ctx.clock)
     cache = new_cache(ctx.clock, ctx.gates)

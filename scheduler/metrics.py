@@ -136,7 +136,9 @@ class SchedulerMetrics:
 
 
 POD_GROUP_TYPE: Final = "podgroup"
-"""The `type` label value of the pod-group metrics at 1.37 (compositepodgroup: not modelled)."""
+COMPOSITE_POD_GROUP_TYPE: Final = "compositepodgroup"
+"""The `type` label values of the pod-group metrics at 1.37: the root of the cycle, a PodGroup
+or a CompositePodGroup tree (KEP-6012)."""
 
 
 class PodGroupMetrics:
@@ -231,14 +233,16 @@ class PodGroupMetrics:
         if result == "Success":
             self.workload_preemption_victims.observe(victims)
 
-    def attempt(self, result: str, profile: str, seconds: float) -> None:
-        values = (result, profile, POD_GROUP_TYPE) if self.typed else (result, profile)
+    def attempt(
+        self, result: str, profile: str, seconds: float, group_type: str = POD_GROUP_TYPE
+    ) -> None:
+        values = (result, profile, group_type) if self.typed else (result, profile)
         self.schedule_attempts.labels(*values).inc()
         self.scheduling_attempt_duration.labels(*values).observe(seconds)
 
-    def algorithm(self, profile: str, seconds: float) -> None:
+    def algorithm(self, profile: str, seconds: float, group_type: str = POD_GROUP_TYPE) -> None:
         if self.typed:
-            self.scheduling_algorithm_duration.labels(profile, POD_GROUP_TYPE).observe(seconds)
+            self.scheduling_algorithm_duration.labels(profile, group_type).observe(seconds)
         else:
             self.scheduling_algorithm_duration.observe(seconds)
 

@@ -58,7 +58,7 @@ group backoff.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
@@ -207,12 +207,19 @@ async def schedule_one_pod_group(
 
 def pod_group_info_for_pod(sched: Scheduler, qpi: QueuedPodInfo, key: PodGroupKey) -> PodGroupInfo:
     """The popped pod and the group's other unscheduled members, out of the queue, in order."""
-    members = [qpi]
+    return pod_group_info(sched, key, qpi)
+
+
+def pod_group_info(sched: Scheduler, key: PodGroupKey, first: QueuedPodInfo | None) -> PodGroupInfo:
+    """`first` (the popped pod, if it is in this group) and the group's other unscheduled
+    members, taken out of the queue (PopSpecificPod), ordered by priority then first attempt."""
+    members = [first] if first is not None else []
+    skip = first.pod.metadata.uid if first is not None else ""
     assert sched.pod_groups is not None
     state = sched.pod_groups.get(key)
     if state is not None:
         for pod in state.unscheduled_pods():
-            if pod.metadata.uid == qpi.pod.metadata.uid:
+            if pod.metadata.uid == skip:
                 continue
             other = sched.queue.pop_specific_pod(pod)
             if other is None:
@@ -549,17 +556,37 @@ async def _pod_group_post_filter(
     *,
     metrics: PodGroupMetrics | None,
 ) -> tuple[PodGroupPreemption | None, Status]:
-    plugin = fwk.plugin(DEFAULT_PREEMPTION)
-    if not isinstance(plugin, DefaultPreemption):
-        return None, Status(Code.UNSCHEDULABLE, (NO_POD_GROUP_POST_FILTER,))
     pg = (
         pod_group_lister.get(info.key.name, info.key.namespace)
         if pod_group_lister is not None
         else None
     )
-    if pg is None:
+    if pg is None and isinstance(fwk.plugin(DEFAULT_PREEMPTION), DefaultPreemption):
         return None, as_error(f'failed to get pod group object: PodGroup "{info.key}" not found')
-    if pg.spec.scheduling_constraints.topology:
+
+    def run() -> tuple[Mapping[str, str], Status]:
+        result = pod_group_scheduling_algorithm(sched, fwk, info, metrics=metrics)
+        return {r.qpi.pod.metadata.uid: r.node for r in result.pod_results if r.node}, result.status
+
+    members = [m.pod for m in info.queued_pod_infos]
+    return await group_post_filter(sched, fwk, pg, members, run)
+
+
+async def group_post_filter(
+    sched: Scheduler,
+    fwk: FrameworkLike,
+    pg: types_pb2.PodGroup | None,
+    members: list[types_pb2.Pod],
+    run: Callable[[], tuple[Mapping[str, str], Status]],
+) -> tuple[PodGroupPreemption | None, Status]:
+    """DefaultPreemption's PodGroupPostFilter for `members` (a group, or a CompositePodGroup
+    tree's, `pg` giving its priority and policy), `run` being the group's algorithm (its
+    members' nodes and its status): the feasibility function runs it with some pods taken out
+    of the cache for the run and put back."""
+    plugin = fwk.plugin(DEFAULT_PREEMPTION)
+    if not isinstance(plugin, DefaultPreemption):
+        return None, Status(Code.UNSCHEDULABLE, (NO_POD_GROUP_POST_FILTER,))
+    if pg is not None and pg.spec.scheduling_constraints.topology:
         newest = sched.gates.version >= _PLACEMENT_FEASIBLE_ALGORITHM_SINCE
         message = TOPOLOGY_NOT_SUPPORTED_137 if newest else TOPOLOGY_NOT_SUPPORTED
         return None, Status(Code.UNSCHEDULABLE, (message,))
@@ -584,15 +611,12 @@ async def _pod_group_post_filter(
                 if cached is not None:
                     sched.cache.remove_pod(cached)
                     taken.append(cached)
-            run = pod_group_scheduling_algorithm(sched, fwk, info, metrics=metrics)
+            return run()
         finally:
             for cached in taken:
                 sched.cache.add_pod(cached)
             sched.observer = observer
-        assignments = {r.qpi.pod.metadata.uid: r.node for r in run.pod_results if r.node}
-        return assignments, run.status
 
-    members = [m.pod for m in info.queued_pod_infos]
     try:
         return await plugin.pod_group_post_filter(pg, members, fits, removable=removable)
     finally:
@@ -711,25 +735,38 @@ async def update_pod_group_condition(
     condition: tuple[str, str, str],
     pod_group_lister: ObjectLister[types_pb2.PodGroup] | None,
 ) -> None:
-    """upstream updatePodGroupCondition: the condition (with the PodGroup's generation) set
-    through the status subresource; a True is never turned back to False; nothing is
-    written when nothing changes."""
+    """upstream updatePodGroupCondition (see patch_group_condition)."""
     if pod_group_lister is None:
         return
     pg = pod_group_lister.get(key.name, key.namespace)
     if pg is None:
         logger.warning("Failed to get PodGroup %s for status update: not found", key)
         return
+    await patch_group_condition(sched, pg, condition_type(sched.gates.version), condition)
+
+
+async def patch_group_condition(
+    sched: Scheduler,
+    group: types_pb2.PodGroup | types_pb2.CompositePodGroup,
+    type_: str,
+    condition: tuple[str, str, str],
+) -> None:
+    """The condition (with the object's generation) set through the status subresource of a
+    PodGroup or a CompositePodGroup; a True is never turned back to False; nothing is
+    written when nothing changes."""
     value, reason, message = condition
-    type_ = condition_type(sched.gates.version)
-    conditions = types_pb2.PodGroupStatus()
-    conditions.CopyFrom(pg.status)
-    existing = next((c for c in conditions.conditions if c.type == type_), None)
+    conditions: list[types_pb2.Condition] = []
+    for c in group.status.conditions:
+        copied = types_pb2.Condition()
+        copied.CopyFrom(c)
+        conditions.append(copied)
+    existing = next((c for c in conditions if c.type == type_), None)
     if existing is not None and existing.status == "True" and value != "True":
         return
-    generation = pg.metadata.generation
+    generation = group.metadata.generation
     if existing is None:
-        existing = conditions.conditions.add(type=type_)
+        existing = types_pb2.Condition(type=type_)
+        conditions.append(existing)
         existing.last_transition_time.CopyFrom(timestamp(sched.clock.now()))
     elif (existing.status, existing.reason, existing.message, existing.observed_generation) == (
         value,
@@ -753,13 +790,13 @@ async def update_pod_group_condition(
                     "reason": c.reason,
                     "message": c.message,
                 }
-                for c in conditions.conditions
+                for c in conditions
             ]
         }
     }
+    kind = type(group)
+    name, namespace = group.metadata.name, group.metadata.namespace
     try:
-        await sched.client.patch(
-            types_pb2.PodGroup, key.name, patch, key.namespace, subresource="status"
-        )
+        await sched.client.patch(kind, name, patch, namespace, subresource="status")
     except ApiError as e:
-        logger.warning("Failed to update PodGroup %s status: %s", key, e)
+        logger.warning("Failed to update %s %s/%s status: %s", kind.__name__, namespace, name, e)

@@ -47,6 +47,7 @@ from kemu.component.featuregate import (
 )
 from kemu.component.version_rules import VersionRules
 from kemu.machinery.labels import selector_from_label_selector
+from kemu.scheduling.composite_pod_groups import WorkloadForest
 from kemu.scheduling.events import (
     ActionType,
     ClusterEvent,
@@ -274,6 +275,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
             now_ns,
             below=priority,
             skip=lambda pi: not removable(pi),
+            forest=self._forest(),
         )
         pdbs = self._pdb_lister.list() if self._pdb_lister is not None else []
         chosen, status = select_pod_group_victims(units, pdbs, fits)
@@ -401,6 +403,11 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
             fit = others = None  # (the shortcuts read each pod's own priority)
         return _Walk(pod, priority, pod.metadata.uid, fit, {}, others, units=units)
 
+    def _forest(self) -> WorkloadForest | None:
+        """The CompositePodGroup trees the scheduler observes (KEP-6012), if any."""
+        states = self._handle.pod_group_states()
+        return states.forest if states is not None else None
+
     def _victim_units(self, priority: int, uid: str) -> dict[str, VictimUnit] | None:
         """With workload-aware preemption on and PodGroups in the cluster, the victim unit of
         each pod of lower priority than `priority` (by uid; kemu.scheduling.pod_group_preemption:
@@ -417,6 +424,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
             now_ns,
             below=priority,
             skip=lambda pi: pi.uid == uid,
+            forest=self._forest(),
         )
         return {pi.uid: unit for unit in units for pi in unit.pods}
 

@@ -23,6 +23,7 @@ from kemu.component.featuregate import FeatureGates
 from kemu.component.version import Version
 from kemu.machinery.errors import NotFound
 from kemu.machinery.resources import PodResourcesOptions
+from kemu.scheduling.composite_pod_groups import WorkloadForest, composite_pod_groups_enabled
 from kemu.scheduling.config import default_config, scheduler_registry
 from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.interface import SCHEDULER_POD_FIELD_SELECTOR
@@ -185,12 +186,19 @@ async def env(
     storage = [informers.informer(kind) for kind in STORAGE_KINDS]
     # Pod groups as app.py has them (GenericWorkload).
     membership = GroupMembership.of(gates, resize_preemption=resize_preemption_enabled(gates))
-    pod_groups = PodGroupStates(membership, clock) if membership.enabled else None
+    forest = (
+        WorkloadForest(enabled=composite_pod_groups_enabled(gates))
+        if membership.group_cycle
+        else None
+    )
+    pod_groups = PodGroupStates(membership, clock, forest) if membership.enabled else None
     group_informers: list[Informer[Message]] = []
     if membership.field is MembershipField.WORKLOAD_REF:
         group_informers.append(informers.informer(types_pb2.Workload))
     elif membership.field is MembershipField.SCHEDULING_GROUP:
         group_informers.append(informers.informer(types_pb2.PodGroup))
+        if composite_pod_groups_enabled(gates):
+            group_informers.append(informers.informer(types_pb2.CompositePodGroup))
     metrics = SchedulerMetrics(None)
     recorder = Recorder()
     cache = Cache(
