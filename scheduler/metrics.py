@@ -174,6 +174,35 @@ class PodGroupMetrics:
             registry=registry,
         )
 
+        # Topology-aware placements (KEP-5732, 1.37, ALPHA; upstream metrics.go
+        # RecordGeneratedPlacements, ObservePlacementEvaluation): placements generated per
+        # profile, and each placement's evaluation by result (feasible: the group fit there)
+        # with its duration (buckets: kemu's choice, those of the other pod-group histograms).
+        self.placements = typed
+        self.generated_placements_total = Counter(
+            _SUBSYSTEM + "generated_placements_total",
+            "Number of candidate placements generated when scheduling pod groups, by "
+            "scheduler profile.",
+            ["profile"],
+            registry=registry if typed else None,
+        )
+        self.placement_evaluations = Counter(
+            _SUBSYSTEM + "placement_evaluations_total",
+            "Number of candidate placements evaluated when scheduling pod groups, by result "
+            "and scheduler profile. 'feasible' means the pod group fit into the placement, "
+            "while 'infeasible' means it did not.",
+            ["profile", "result"],
+            registry=registry if typed else None,
+        )
+        self.placement_evaluation_duration = Histogram(
+            _SUBSYSTEM + "placement_evaluation_duration_seconds",
+            "Duration of a candidate placement's evaluation when scheduling pod groups, by "
+            "result and scheduler profile.",
+            ["result", "profile"],
+            buckets=_exponential(0.001, 2, 15),
+            registry=registry if typed else None,
+        )
+
         # Workload-aware preemption (KEP-5710, ALPHA): its attempts by the PodGroupPostFilter's
         # status code, and how many pods each successful one preempted.
         self.workload_preemption_attempts = Counter(
@@ -188,6 +217,16 @@ class PodGroupMetrics:
             buckets=_exponential(1, 2, 10),
             registry=registry,
         )
+
+    def generated_placements(self, profile: str, count: int) -> None:
+        if self.placements:
+            self.generated_placements_total.labels(profile).inc(count)
+
+    def placement_evaluation(self, feasible: bool, profile: str, seconds: float) -> None:
+        if self.placements:
+            result = "feasible" if feasible else "infeasible"
+            self.placement_evaluations.labels(profile, result).inc()
+            self.placement_evaluation_duration.labels(result, profile).observe(seconds)
 
     def workload_preemption(self, result: str, victims: int) -> None:
         self.workload_preemption_attempts.labels(result).inc()

@@ -130,6 +130,8 @@ class TreeInfo:
 
     root: GroupNode
     leaves: dict[PodGroupKey, PodGroupInfo]
+    # The cycle's metrics (the leaves' placement metrics are recorded as a PodGroup's).
+    metrics: PodGroupMetrics | None = None
 
     def members(self) -> list[QueuedPodInfo]:
         return [m for info in self.leaves.values() for m in info.queued_pod_infos]
@@ -207,7 +209,7 @@ async def schedule_one_composite_pod_group(
             fwk, qpi, status, PostFilterResult(""), start, {GANG_SCHEDULING}
         )
         return
-    info = TreeInfo(tree, {})
+    info = TreeInfo(tree, {}, metrics)
     for leaf_key in leaf_keys:
         info.leaves[leaf_key] = pod_group_info(sched, leaf_key, qpi if leaf_key == key else None)
     start = sched.clock.monotonic()
@@ -369,9 +371,8 @@ def _node_algorithm(
     """upstream podGroupSchedulingRecursiveAlgorithm: the group's status and whether it placed
     a pod; a successful group's assumptions are appended to `reverts`."""
     if node.pod_group is not None:
-        return _leaf_algorithm(
-            sched, fwk, info.leaves[node.key.pod_group_key()], node, result, reverts
-        )
+        leaf = info.leaves[node.key.pod_group_key()]
+        return _leaf_algorithm(sched, fwk, leaf, node, result, reverts, info.metrics)
     return _composite_algorithm(sched, fwk, info, node, result, reverts)
 
 
@@ -382,6 +383,7 @@ def _leaf_algorithm(
     node: GroupNode,
     result: TreeResult,
     reverts: list[tuple[CycleState, types_pb2.Pod, str]],
+    metrics: PodGroupMetrics | None,
 ) -> tuple[Status, bool]:
     if not leaf.queued_pod_infos:
         # Nothing of this group to place (its members scheduled, or none yet): its
@@ -391,7 +393,7 @@ def _leaf_algorithm(
             status=_empty_leaf_status(sched, fwk, leaf)
         )
         return result.groups[node.key].status, False
-    run = pod_group_scheduling_algorithm(sched, fwk, leaf)
+    run = pod_group_scheduling_algorithm(sched, fwk, leaf, metrics=metrics)
     if run.status.reasons == (NO_PODS_SCHEDULABLE,) and not any(r.node for r in run.pod_results):
         # (kemu's group algorithm says so for a standalone group; in a tree only the root
         # does, upstream RunRootSchedulingAlgorithm: a complete group with nothing new to

@@ -341,7 +341,7 @@ async def pod_group_cycle(
 ) -> None:
     start = sched.clock.monotonic()
     if sched.gates.enabled(TOPOLOGY_AWARE_WORKLOAD_SCHEDULING):
-        result = pod_group_scheduling_placement_algorithm(sched, fwk, info)
+        result = pod_group_scheduling_placement_algorithm(sched, fwk, info, metrics=metrics)
     else:
         steps = pod_group_scheduling_default_algorithm_steps(sched, fwk, info)
         result = await with_post_filters(sched, fwk, steps)
@@ -364,19 +364,27 @@ def _gang_plugin(fwk: FrameworkLike) -> GangScheduling | None:
 
 
 def pod_group_scheduling_algorithm(
-    sched: Scheduler, fwk: FrameworkLike, info: PodGroupInfo
+    sched: Scheduler,
+    fwk: FrameworkLike,
+    info: PodGroupInfo,
+    *,
+    metrics: PodGroupMetrics | None = None,
 ) -> PodGroupAlgorithmResult:
     """upstream podGroupSchedulingAlgorithm without PostFilter (runWithoutPostFilters): with
     TopologyAwareWorkloadScheduling the placement algorithm (kemu.scheduling.placement)
     around the default one, otherwise the default one over the whole cluster. The cycle's
     own run (pod_group_cycle) runs the members' PostFilter outside placements."""
     if sched.gates.enabled(TOPOLOGY_AWARE_WORKLOAD_SCHEDULING):
-        return pod_group_scheduling_placement_algorithm(sched, fwk, info)
+        return pod_group_scheduling_placement_algorithm(sched, fwk, info, metrics=metrics)
     return pod_group_scheduling_default_algorithm(sched, fwk, info)
 
 
 def pod_group_scheduling_placement_algorithm(
-    sched: Scheduler, fwk: FrameworkLike, info: PodGroupInfo
+    sched: Scheduler,
+    fwk: FrameworkLike,
+    info: PodGroupInfo,
+    *,
+    metrics: PodGroupMetrics | None = None,
 ) -> PodGroupAlgorithmResult:
     """upstream podGroupSchedulingPlacementAlgorithm (kemu.scheduling.placement has the
     steps): the placements generated over the snapshot's nodes, the default algorithm run in
@@ -389,11 +397,14 @@ def pod_group_scheduling_placement_algorithm(
         fwk.placement_generate_plugins(),
         state,
         info.key,
-        sched.snapshot.nodes_in_placement(),  # (a CompositePodGroup's placement, if any)
+        sched.snapshot.nodes_in_placement(),  # (upstream ListNodesInPlacement)
         version,
     )
     if not status.is_success():
         return PodGroupAlgorithmResult(status=status)
+    profile = fwk.profile_name()
+    if metrics is not None:
+        metrics.generated_placements(profile, len(placements))
     nominated = None
     if version >= NOMINATED_PLACEMENT_FIRST_SINCE:
         nodes = frozenset(
@@ -411,12 +422,17 @@ def pod_group_scheduling_placement_algorithm(
             return None, status
         return best_placement(candidates, totals, fwk.rng), SUCCESS
 
+    def evaluate() -> PodGroupAlgorithmResult:
+        start = sched.clock.monotonic()
+        run = pod_group_scheduling_default_algorithm(sched, fwk, info)
+        # (an Error is no feasibility verdict: not counted, as upstream's evaluatePlacement)
+        if metrics is not None and run.status.code is not Code.ERROR:
+            seconds = sched.clock.monotonic() - start
+            metrics.placement_evaluation(run.status.is_success(), profile, seconds)
+        return run
+
     outcome = schedule_in_placements(
-        placements,
-        sched.snapshot,
-        lambda: pod_group_scheduling_default_algorithm(sched, fwk, info),
-        score,
-        nominated=nominated,
+        placements, sched.snapshot, evaluate, score, nominated=nominated
     )
     result = outcome.run if outcome.run is not None else PodGroupAlgorithmResult()
     result.status = outcome.status
@@ -618,7 +634,9 @@ async def run_workload_aware_preemption(
     simulation's backup and restore of the snapshot). Success: `result` waits on preemption
     (its members nominated); an error replaces the group's status; any other outcome is
     appended to its reasons."""
-    preemption, status = await _pod_group_post_filter(sched, fwk, info, pod_group_lister)
+    preemption, status = await _pod_group_post_filter(
+        sched, fwk, info, pod_group_lister, metrics=metrics
+    )
     if metrics is not None:
         victims = len(preemption.pods()) if preemption is not None else 0
         metrics.workload_preemption(status.code_name(), victims)
@@ -641,6 +659,8 @@ async def _pod_group_post_filter(
     fwk: FrameworkLike,
     info: PodGroupInfo,
     pod_group_lister: ObjectLister[types_pb2.PodGroup] | None,
+    *,
+    metrics: PodGroupMetrics | None,
 ) -> tuple[PodGroupPreemption | None, Status]:
     pg = (
         pod_group_lister.get(info.key.name, info.key.namespace)
@@ -651,7 +671,7 @@ async def _pod_group_post_filter(
         return None, as_error(f'failed to get pod group object: PodGroup "{info.key}" not found')
 
     def run() -> tuple[Mapping[str, str], Status]:
-        result = pod_group_scheduling_algorithm(sched, fwk, info)
+        result = pod_group_scheduling_algorithm(sched, fwk, info, metrics=metrics)
         return {r.qpi.pod.metadata.uid: r.node for r in result.pod_results if r.node}, result.status
 
     members = [m.pod for m in info.queued_pod_infos]

@@ -11,8 +11,8 @@ placement instead of once over the cluster:
    most one placement generate plugin is allowed"); 1.37 runs each on the parent and keeps the
    non-empty intersections of their placements (KEP-5732's merge). No plugin: the parent alone.
 2. Each placement is assumed in the snapshot (`Snapshot.assume_placement`: the members' Filter
-   sees only its nodes), the group's algorithm runs there, and the placement is forgotten; the
-   algorithm undoes its own assumptions. An Error ends the cycle with it. At 1.37 a standalone
+   sees only its nodes), the group's algorithm runs there, and the enclosing placement (none at
+   the top) is put back; the algorithm undoes its own assumptions. An Error ends the cycle with it. At 1.37 a standalone
    group first tries the one placement holding its members' nominated nodes, if exactly one
    does, and keeps it when it places a member there (upstream nominatedPlacement).
 3. No feasible placement: the group is Unschedulable with
@@ -229,15 +229,15 @@ def schedule_in_placements(
     first: R | None = None
     feasible: list[tuple[Placement, R]] = []
 
-    parent = snapshot.placement()
+    parent = snapshot.assumed_placement()
 
     def run_in(placement: Placement) -> R:
         snapshot.assume_placement(placement.node_names())
         try:
             return evaluate()
         finally:
-            # (the enclosing placement back: a CompositePodGroup's, around its children's;
-            # upstream restores the parent placement so)
+            # (the enclosing placement back, for a nested algorithm: upstream restores the
+            # parent placement the same way)
             if parent is None:
                 snapshot.forget_placement()
             else:

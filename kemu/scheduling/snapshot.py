@@ -127,15 +127,16 @@ class Snapshot:
         """Restricts `nodes_in_placement` to these nodes (upstream Snapshot.AssumePlacement),
         until `forget_placement`; `update_snapshot` keeps it. The pod-group cycle's members
         are then filtered on these nodes only; `list()` still has every node (the plugins'
-        cluster-wide view, the columns' rows)."""
-        self._placement = names
+        cluster-wide view, the columns' rows). A placement of every node is no restriction."""
+        whole = len(names) >= len(self._map) and names.issuperset(self._map)
+        self._placement = None if whole else names
 
     def forget_placement(self) -> None:
         self._placement = None
 
-    def placement(self) -> frozenset[str] | None:
-        """The assumed placement's nodes (None: every node), to restore an enclosing
-        placement after a nested one (a CompositePodGroup tree's, KEP-6012)."""
+    def assumed_placement(self) -> frozenset[str] | None:
+        """The assumed placement's node names, or None (upstream GetPlacement): a nested
+        placement algorithm puts its parent's back with `assume_placement` when done."""
         return self._placement
 
     def in_placement(self, name: str) -> bool:

@@ -493,6 +493,14 @@ def test_upstreams_pod_group_files_parse_unchanged(area: str) -> None:
         assert pods is not None and pods.count == 9
         members = [p.spec.scheduling_group.pod_group_name for p in pod_objects(pods, 3)]
         assert members[:4] == ["gang-0", "gang-0", "gang-0", "gang-1"]
+    if area.startswith("podgroup/tas"):
+        # KEP-5732: every test case runs (the placement plugins, NodePoolPlacement and
+        # percentageOfPlacementsToScore of its scheduler configs included).
+        assert not parsed.skipped, parsed.skipped
+        small = names["TopologyAwareScheduling/10Nodes_3Gangs"]
+        assert small.feature_gates["TopologyAwareWorkloadScheduling"]
+        pods = small.measured
+        assert pods is not None and pods.count == 9
 
 
 CPG_GANG = """apiVersion: scheduling.k8s.io/v1alpha3

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from kemu.api.v1 import types_pb2
 from kemu.component.featuregate import GENERIC_WORKLOAD, FeatureGates
 from kemu.component.version import Version
+from kemu.scheduling.emulation import node_pool_placement
 from kemu.scheduling.interface import (
     CycleState,
     Placement,
@@ -251,3 +252,37 @@ def test_best_placement_breaks_ties_at_random() -> None:
     assert best_placement(candidates, [10, 20], random.Random(0)) is placements[1]
     picks = {best_placement(candidates, [5, 5], random.Random(s)).name for s in range(20)}
     assert picks == {"r0", "r1"}
+
+
+def test_node_pool_placement_keeps_the_pools_nodes() -> None:
+    objs = [make_node("n1").label("pool", "a").obj(), make_node("n2").label("pool", "b").obj()]
+    parent = Placement("", tuple(NodeInfo(n) for n in objs))
+    plugin = node_pool_placement.new({}, FakeHandle())
+    placements, status = plugin.generate_placements(CycleState(), KEY, parent)
+    assert status.is_success()
+    assert [(p.name, [n.name for n in p.nodes]) for p in placements] == [("pool-a", ["n1"])]
+    none = node_pool_placement.new({"pool": "c"}, FakeHandle())
+    _, status = none.generate_placements(CycleState(), KEY, parent)
+    assert status.code is Code.UNSCHEDULABLE and status.message() == "no nodes in pool c"
+
+
+def test_the_snapshots_assumed_placement() -> None:
+    snapshot, placements = _snapshot_and_placements()
+    snapshot.assume_placement(placements[0].node_names())
+    assert [n.name for n in snapshot.nodes_in_placement()] == ["n0", "n2"]
+    assert snapshot.in_placement("n2") and not snapshot.in_placement("n1")
+    assert snapshot.num_nodes() == 4  # list() keeps every node
+    # Every node is no restriction (the parent placement of a group without constraints).
+    snapshot.assume_placement(frozenset(n.name for n in snapshot.list()))
+    assert snapshot.nodes_in_placement() is snapshot.list()
+    snapshot.forget_placement()
+    assert snapshot.nodes_in_placement() is snapshot.list()
+
+
+def test_a_nested_algorithm_puts_the_enclosing_placement_back() -> None:
+    snapshot, placements = _snapshot_and_placements()
+    outer = frozenset({"n0", "n1", "n2"})
+    snapshot.assume_placement(outer)
+    evaluate = _Evaluator(snapshot, {})
+    schedule_in_placements(placements, snapshot, evaluate, lambda c: (None, Status(Code.ERROR)))
+    assert snapshot.assumed_placement() == outer

@@ -43,7 +43,7 @@ IN_TREE = {
     "TopologyPlacementGenerator",
     "PodGroupPodsCount",
 }
-EMULATION = {"SlowPreBind", "WaitingPermit", "TokenFilter"}
+EMULATION = {"SlowPreBind", "WaitingPermit", "TokenFilter", "NodePoolPlacement"}
 
 
 def annotated_factory(args: PluginArgs, handle: Handle) -> FakePreBind:
