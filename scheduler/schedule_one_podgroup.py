@@ -98,6 +98,7 @@ from kemu.scheduling.status import SUCCESS, Code, Status, as_error
 from kemu.scheduling.types import PodInfo, PostFilterResult
 from scheduler.cycle_observer import NO_OBSERVER, POD_GROUP
 from scheduler.metrics import PodGroupMetrics
+from scheduler.queue.pod_group_entity import QueuedPodGroupInfo
 
 if TYPE_CHECKING:
     from scheduler.schedule_one import FrameworkLike, Scheduler
@@ -243,8 +244,29 @@ async def schedule_one_pod_group(
     metrics: PodGroupMetrics | None,
     pod_group_lister: ObjectLister[types_pb2.PodGroup] | None,
 ) -> None:
-    """upstream scheduleOnePodGroup (with podGroupInfoForPod)."""
+    """upstream scheduleOnePodGroup (with podGroupInfoForPod at 1.36). At 1.37 `qpi` is the
+    group's queue entity (scheduler.queue.pod_group_entity) with its members, and the group
+    goes back to the queue when its attempt is over (AddAttemptedPodGroupIfNeeded)."""
     info = pod_group_info_for_pod(sched, qpi, key)
+    status: Status = SUCCESS
+    try:
+        status = await _schedule_pod_group(
+            sched, info, metrics=metrics, pod_group_lister=pod_group_lister
+        )
+    finally:
+        if isinstance(qpi, QueuedPodGroupInfo):
+            sched.queue.add_attempted_pod_group_if_needed(qpi, status)
+
+
+async def _schedule_pod_group(
+    sched: Scheduler,
+    info: PodGroupInfo,
+    *,
+    metrics: PodGroupMetrics | None,
+    pod_group_lister: ObjectLister[types_pb2.PodGroup] | None,
+) -> Status:
+    """The group's attempt; its status (SUCCESS when nothing was left to schedule)."""
+    key = info.key
     fwk, error = framework_for_pod_group(sched, info)
     if fwk is None:
         for member in info.queued_pod_infos:
@@ -256,17 +278,22 @@ async def schedule_one_pod_group(
             await sched.handle_scheduling_failure(
                 member_fwk, member, as_error(error), PostFilterResult(""), start
             )
-        return
+        return as_error(error)
     skip_pod_group_pod_schedule(sched, fwk, info)
     if not info.queued_pod_infos:
-        return
+        return SUCCESS
     logger.debug("Attempting to schedule pod group %s", key)
     sched.cycles += 1
-    await pod_group_cycle(sched, fwk, info, metrics=metrics, pod_group_lister=pod_group_lister)
+    return await pod_group_cycle(
+        sched, fwk, info, metrics=metrics, pod_group_lister=pod_group_lister
+    )
 
 
 def pod_group_info_for_pod(sched: Scheduler, qpi: QueuedPodInfo, key: PodGroupKey) -> PodGroupInfo:
-    """The popped pod and the group's other unscheduled members, out of the queue, in order."""
+    """The popped pod and the group's other unscheduled members, out of the queue, in order;
+    at 1.37 the popped group's members (all in flight already)."""
+    if isinstance(qpi, QueuedPodGroupInfo):
+        return PodGroupInfo(key, ordered_members(sched, list(qpi)))
     return pod_group_info(sched, key, qpi)
 
 
@@ -289,14 +316,19 @@ def pod_group_info(sched: Scheduler, key: PodGroupKey, first: QueuedPodInfo | No
                 )
                 continue
             members.append(other)
+    return PodGroupInfo(key, ordered_members(sched, members))
+
+
+def ordered_members(sched: Scheduler, members: list[QueuedPodInfo]) -> list[QueuedPodInfo]:
+    """The cycle's order: priority (higher first), then first attempt (older first)."""
     now = sched.clock.monotonic()
-    members.sort(
+    return sorted(
+        members,
         key=lambda m: (
             -m.pod_info.priority,
             m.initial_attempt_timestamp if m.initial_attempt_timestamp is not None else now,
-        )
+        ),
     )
-    return PodGroupInfo(key, members)
 
 
 def framework_for_pod_group(
@@ -338,7 +370,8 @@ async def pod_group_cycle(
     *,
     metrics: PodGroupMetrics | None,
     pod_group_lister: ObjectLister[types_pb2.PodGroup] | None,
-) -> None:
+) -> Status:
+    """The group's cycle; its outcome's status."""
     start = sched.clock.monotonic()
     if sched.gates.enabled(TOPOLOGY_AWARE_WORKLOAD_SCHEDULING):
         result = pod_group_scheduling_placement_algorithm(sched, fwk, info, metrics=metrics)
@@ -356,6 +389,7 @@ async def pod_group_cycle(
     await submit_pod_group_algorithm_result(
         sched, fwk, info, result, start, metrics=metrics, pod_group_lister=pod_group_lister
     )
+    return result.status
 
 
 def _gang_plugin(fwk: FrameworkLike) -> GangScheduling | None:
