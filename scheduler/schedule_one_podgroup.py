@@ -50,9 +50,20 @@ PlacementGenerate and PlacementScore plugins, the placement assumed in the snaps
 the best feasible placement's result; none feasible: `0/N placements are available, first
 placement status: ...`.
 
-Not modelled yet: single-pod PostFilter (preemption) inside the group cycle (1.36 runs it and
-nominates; kemu treats such a member as not fitting), 1.37's pod-group queue entities and
-group backoff.
+A member that fits nowhere runs the profile's PostFilter (upstream schedulingAlgorithm inside
+podGroupPodSchedulingAlgorithm): the algorithm is written as steps (a generator) that yield
+each such member (`MemberPostFilter`) and are sent back what PostFilter said. The cycle's own
+run (`with_post_filters`, upstream runAllPostFilters) runs the plugins; every other run
+(placements, CompositePodGroup trees, workload-aware preemption's simulations:
+`without_post_filters`, upstream runWithoutPostFilters) answers "no PostFilter". A member
+PostFilter nominated requires preemption: it is assumed on the nominated node (so that the next
+members see it) and the group, complete otherwise, waits on preemption (`pod group is waiting
+for preemption to complete`; every member nominated where it was assumed). DefaultPreemption
+refuses members when workload-aware preemption is on (`pod_group_member_refusal`).
+
+1.37: `qpi` is the queue's entity for the group (scheduler.queue.pod_group_entity) with all its
+members; the attempt ends with `add_attempted_pod_group_if_needed` (upstream
+AddAttemptedPodGroupIfNeeded), whatever its outcome.
 """
 
 from __future__ import annotations
