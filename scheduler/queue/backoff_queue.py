@@ -87,11 +87,9 @@ class BackoffQueue:
     def add(self, qpi: QueuedPodInfo) -> None:
         """Adds or updates the pod: in the error heap when nothing rejected it (an error)."""
         key = queued_key(qpi)
-        if type(qpi) is QueuedPodGroupInfo:
-            failed = qpi.consecutive_errors_count > 0
-        else:
-            failed = not qpi.unschedulable_plugins and not qpi.pending_plugins
-        if failed:
+        # (a pod group's own rejecting plugins stay empty: it always waits in the error heap,
+        # as upstream's backoffQueue.add does with an entity that has none)
+        if not qpi.unschedulable_plugins and not qpi.pending_plugins:
             self._heap.delete(key)
             self._errors.add_or_update(qpi)
         else:

@@ -15,9 +15,11 @@ counts: each rejected attempt adds one to `unschedulable_count`, each failed one
 sqrt(members)` (upstream backoffQueue.calculateBackoffDuration: a larger group waits longer).
 
 kemu's entity is a QueuedPodInfo (what the queue's heaps and its pool hold, as upstream's
-QueuedEntityInfo covers both): its `pod_info` is a member's (the sort reads its priority),
-its rejecting plugins are the union of its members' (so that an event no member's plugin
-registered for passes it by); the per-member state stays on the members.
+QueuedEntityInfo covers both): its `pod_info` is a member's (the sort reads its priority); its
+own rejecting plugins stay empty as upstream's (the members' are asked, one by one, whether an
+event may move the group), so backoffQ keeps it with the pods that failed with an error:
+SchedulerPopFromBackoffQ never takes it before its backoff ends. The per-member state stays
+on the members.
 """
 
 from __future__ import annotations
@@ -117,16 +119,9 @@ class QueuedPodGroupInfo(QueuedPodInfo):
 
     def refresh(self) -> None:
         """The entity's view of its members: a member's PodInfo (the highest priority, for the
-        sort), the union of their rejecting plugins."""
+        sort)."""
         if self.members:
             self.pod_info = max(self.members.values(), key=lambda m: m.pod_info.priority).pod_info
-        unschedulable: set[str] = set()
-        pending: set[str] = set()
-        for member in self.members.values():
-            unschedulable |= member.unschedulable_plugins
-            pending |= member.pending_plugins
-        self.unschedulable_plugins = unschedulable
-        self.pending_plugins = pending
 
     def backoff_count(self) -> int:
         """The attempts its backoff counts (upstream getBackoffTime: the consecutive errors

@@ -56,10 +56,10 @@ def lone(name: str) -> types_pb2.Pod:
     return make_pod(name).uid(f"uid-{name}").scheduler_name(PROFILE).obj()
 
 
-def new_queue(clock: FakeClock, metrics: Any = None) -> PriorityQueue:
+def new_queue(clock: FakeClock, metrics: Any = None, *, pop_backoff: bool = False) -> PriorityQueue:
     q = PriorityQueue(
         clock=clock,
-        options=QueueOptions(pop_from_backoff_q=False),
+        options=QueueOptions(pop_from_backoff_q=pop_backoff),
         metrics=metrics,
         pod_groups=PodGroupQueueing(group_of, lambda key: False),
     )
@@ -243,3 +243,23 @@ async def test_members_are_updated_deleted_and_activated_through_their_group() -
     q.add(member("d"))
     taken = q.pop_specific_pod(member("c"))
     assert taken is not None and names(q.pods_in_active_q()) == ["d"]
+
+
+async def test_a_backing_off_group_is_not_popped_early() -> None:
+    """SchedulerPopFromBackoffQ takes a rejected pod from backoffQ when activeQ is empty, never
+    a group (its own rejecting plugins are empty: the error heap); the group's backoff runs
+    out first."""
+    clock = FakeClock()
+    q = new_queue(clock, pop_backoff=True)
+    q.add(member("a"))
+    group = await pop_now(q)
+    assert isinstance(group, QueuedPodGroupInfo)
+    fail_member(q, next(iter(group)), FIT)
+    q.add_attempted_pod_group_if_needed(group, REJECTED)
+    assert names(q.pods_in_backoff_q()) == ["a"]
+    with anyio.move_on_after(0.05) as scope:
+        await q.pop()
+    assert scope.cancelled_caught
+    clock.advance(1.0)
+    q.flush_backoff_q_completed()
+    assert await pop_now(q) is group
