@@ -62,7 +62,6 @@ logger = logging.getLogger(__name__)
 
 NAME: Final = "podgroup-protection-controller"
 """upstream's names.PodGroupProtectionController."""
-__all__ = ["COMPOSITE_POD_GROUP_PROTECTION_FINALIZER", "POD_GROUP_PROTECTION_FINALIZER"]
 POD_SCHEDULING_GROUP_INDEX: Final = "spec.schedulingGroup.podGroupName"
 """The pod informer's index of `namespace/podGroupName` (upstream's PodSchedulingGroupIndex)."""
 

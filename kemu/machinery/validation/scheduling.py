@@ -21,6 +21,7 @@ Minimum's "must be greater than or equal to 1", a field behind a disabled gate a
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Final
 
@@ -36,9 +37,14 @@ from kemu.machinery.validation.field import (
     invalid,
     not_supported,
     required,
+    too_long,
     too_many,
 )
-from kemu.machinery.validation.meta import validate_object_meta, validate_qualified_name
+from kemu.machinery.validation.meta import (
+    validate_label_name,
+    validate_object_meta,
+    validate_qualified_name,
+)
 from kemu.machinery.validation.names import is_dns1123_label, is_dns1123_subdomain
 
 MAX_POD_GROUP_TEMPLATES: Final = 8
@@ -693,23 +699,49 @@ def validate_pod_group_update(
     return causes
 
 
+_CONDITION_REASON: Final = re.compile(r"[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?")
+_CONDITION_REASON_ERROR: Final = (
+    "a condition reason must start with alphabetic character, optionally followed by a string "
+    "of alphanumeric characters or '_,:', and must end with an alphanumeric character or '_'"
+)
+_MAX_CONDITION_REASON: Final = 1024
+_MAX_CONDITION_MESSAGE: Final = 32 * 1024
+
+
 def _conditions(conditions: Sequence[types_pb2.Condition]) -> list[Cause]:
-    """metav1validation.ValidateConditions of status.conditions."""
+    """metav1validation.ValidateConditions of status.conditions (apimachinery
+    pkg/apis/meta/v1/validation): types unique and label names, a known status, a
+    non-negative observedGeneration, lastTransitionTime and reason set, the reason's format
+    and length, the message's length."""
     causes: list[Cause] = []
     seen: set[str] = set()
     for i, c in enumerate(conditions):
         p = f"status.conditions[{i}]"
-        if not c.type:
-            causes.append(required(f"{p}.type"))
-        elif c.type in seen:
+        if c.type in seen:
             causes.append(duplicate(f"{p}.type", c.type))
         seen.add(c.type)
+        causes += validate_label_name(c.type, f"{p}.type")
         if c.status not in ("True", "False", "Unknown"):
             causes.append(not_supported(f"{p}.status", c.status, ("False", "True", "Unknown")))
+        if c.observed_generation < 0:
+            causes.append(
+                invalid(
+                    f"{p}.observedGeneration",
+                    c.observed_generation,
+                    "must be greater than or equal to zero",
+                )
+            )
         if not c.HasField("last_transition_time"):
             causes.append(required(f"{p}.lastTransitionTime", "must be set"))
         if not c.reason:
-            causes.append(required(f"{p}.reason"))
+            causes.append(required(f"{p}.reason", "must be set"))
+        else:
+            if not _CONDITION_REASON.fullmatch(c.reason):
+                causes.append(invalid(f"{p}.reason", c.reason, _CONDITION_REASON_ERROR))
+            if len(c.reason) > _MAX_CONDITION_REASON:
+                causes.append(too_long(f"{p}.reason", _MAX_CONDITION_REASON))
+        if len(c.message) > _MAX_CONDITION_MESSAGE:
+            causes.append(too_long(f"{p}.message", _MAX_CONDITION_MESSAGE))
     return causes
 
 

@@ -28,7 +28,8 @@ PlacementFeasible (1.36+, called by the pod-group cycle before the first member 
 each): with `remaining` members not yet tried and `scheduled` (assumed+assigned) members,
 `remaining+scheduled < minCount` is Unschedulable `minCount (m) cannot be satisfied: s
 scheduled, r remaining`, `scheduled < minCount` is Wait `minCount (m) is not yet satisfied:
-...`, otherwise Success.
+...`, otherwise Success. At 1.37 a Basic group counts as minCount 1 (upstream getMinCount):
+it is placed once one member is; at 1.36 it is always Success.
 
 CompositePodGroups (1.37, gate CompositePodGroup; upstream's preEnqueueWithHierarchies and
 checkCPGHierarchyReadiness, kemu.scheduling.composite_pod_groups for the trees): a member of a
@@ -96,6 +97,7 @@ def waiting_for_tree_quorum(root: str) -> str:
 
 
 _TYPO_FIXED_SINCE: Final = Version(1, 37)
+_BASIC_COUNTS_ONE_SINCE: Final = Version(1, 37)
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,7 +294,9 @@ class GangScheduling(EnqueueExtensions):
             )
         minimum = min_count(policy)
         if minimum is None:
-            return SUCCESS
+            if self.handle.gates.version < _BASIC_COUNTS_ONE_SINCE:
+                return SUCCESS
+            minimum = 1  # upstream getMinCount: a Basic group needs one pod placed
         return _min_count_feasible(minimum, progress)
 
     def composite_placement_feasible(

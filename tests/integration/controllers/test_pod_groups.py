@@ -24,11 +24,11 @@ from controllermanager.job.scheduling_manager import (
     compute_pod_group_name,
     compute_workload_name,
 )
-from controllermanager.podgroup_protection import POD_GROUP_PROTECTION_FINALIZER
 from kemu.api.v1 import types_pb2
 from kemu.client.client import Client
 from kemu.machinery import batch
 from kemu.machinery.errors import NotFound
+from kemu.machinery.podgroups import POD_GROUP_PROTECTION_FINALIZER
 from kemu.testing import Cluster, eventually, make_job
 from kemu.testing.builders import make_pod
 from kemu.testing.names import unique_name

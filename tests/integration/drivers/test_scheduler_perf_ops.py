@@ -275,3 +275,82 @@ def test_upstreams_cpg_file_runs_unchanged(
     assert result["measured_pods"] == pods
     assert not any(result["pending_end"].values()), result["pending_end"]
     assert result["deleted_pods"] == victims
+
+
+CPG_CONFIG: Final = """
+- name: CPGBasicScheduling
+  featureGates:
+    GenericWorkload: true
+    TopologyAwareWorkloadScheduling: true
+    CompositePodGroup: true
+  workloadTemplate:
+  - opcode: createNodes
+    countParam: $initNodes
+  - opcode: createNamespaces
+    prefix: cpg-basic-ns
+    count: 1
+  - opcode: createCompositePodGroups
+    countParam: $initCPGs
+    namespace: cpg-basic-ns-0
+    templatePath: templates/cpg-basic.yaml
+  - opcode: createPodGroups
+    countParam: $initPodGroups
+    namespace: cpg-basic-ns-0
+    templatePath: templates/podgroup-basic.yaml
+    templateParams:
+      groupsPerCPG: $groupsPerCPG
+  - opcode: createPods
+    countParam: $initPodGroups
+    countMultiplierParam: $podsPerGroup
+    namespace: cpg-basic-ns-0
+    podTemplatePath: templates/basic-pod.yaml
+    collectMetrics: true
+    templateParams:
+      podsPerGroup: $podsPerGroup
+  workloads:
+  - name: 10Nodes_3CPGs_6Groups_18Pods
+    params: {initNodes: 10, initCPGs: 3, initPodGroups: 6, groupsPerCPG: 2, podsPerGroup: 3}
+"""
+CPG_TEMPLATES: Final = {
+    "cpg-basic.yaml": """apiVersion: scheduling.k8s.io/v1alpha3
+kind: CompositePodGroup
+metadata: {name: "cpg-{{.Index}}"}
+spec:
+  workloadRef: {workloadName: cpg-workload, templateName: cpg-template}
+  schedulingPolicy: {basic: {}}
+""",
+    "podgroup-basic.yaml": """apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {name: "basic-group-{{.Index}}"}
+spec:
+  parentCompositePodGroupName: "cpg-{{DivideInt .Index .groupsPerCPG}}"
+  workloadRef: {workloadName: "test-wl-{{DivideInt .Index .groupsPerCPG}}", templateName: pg}
+  schedulingPolicy: {basic: {}}
+""",
+    "basic-pod.yaml": """apiVersion: v1
+kind: Pod
+metadata: {name: "test-cpg-basic-pod-{{.Index}}"}
+spec:
+  schedulingGroup: {podGroupName: "basic-group-{{DivideInt .Index .podsPerGroup}}"}
+  containers:
+  - {name: pause, image: registry.k8s.io/pause:3.10.1, resources: {requests: {cpu: 100m}}}
+""",
+}
+
+
+def test_create_composite_pod_groups_runs_on_a_real_cluster(tmp_path: Path) -> None:
+    """upstream's cpg/ CPGBasicScheduling shape (createCompositePodGroups, then child
+    PodGroups naming them, then their pods): the CompositePodGroups are created and listed
+    before the PodGroups; every pod of the basic groups binds."""
+    (tmp_path / "templates").mkdir()
+    for name, text in CPG_TEMPLATES.items():
+        (tmp_path / "templates" / name).write_text(text)
+    config = tmp_path / "performance-config.yaml"
+    config.write_text(CPG_CONFIG)
+    result = _run(
+        tmp_path,
+        "CPGBasicScheduling/10Nodes_3CPGs_6Groups_18Pods",
+        extra=("--config", str(config)),
+    )
+    assert result["measured_pods"] == 18
+    assert "error" not in result["attempts"]

@@ -13,18 +13,17 @@ import pytest
 
 from controllermanager import podgroup_protection
 from controllermanager.app import CONTROLLERS, drop_unavailable
-from controllermanager.podgroup_protection import (
-    COMPOSITE_POD_GROUP_PROTECTION_FINALIZER,
-    POD_GROUP_PROTECTION_FINALIZER,
-    PodGroupProtectionController,
-    event_matters,
-)
+from controllermanager.podgroup_protection import PodGroupProtectionController, event_matters
 from kemu.api.v1 import types_pb2
 from kemu.client.fake import FakeClient
 from kemu.client.informer import InformerFactory
 from kemu.component.clock import FakeClock
 from kemu.component.featuregate import GENERIC_WORKLOAD, FeatureGates
 from kemu.component.version import Version
+from kemu.machinery.podgroups import (
+    COMPOSITE_POD_GROUP_PROTECTION_FINALIZER,
+    POD_GROUP_PROTECTION_FINALIZER,
+)
 from kemu.testing.builders import make_pod
 from kemu.testing.fake_time import settle, wait_until
 

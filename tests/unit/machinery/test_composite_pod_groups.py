@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kemu.api.v1 import types_pb2
-from kemu.machinery import podgroups
+from kemu.machinery import podgroups, printers
 from kemu.machinery.errors import NotFound
 from kemu.machinery.kinds import BY_KIND, Served, lookup
 from kemu.machinery.podgroups import PodGroupRules
@@ -152,7 +152,7 @@ def test_status_update_checks_conditions() -> None:
     new.status.conditions.add(type="CompositePodGroupInitiallyScheduled", status="Maybe")
     causes = _fields(validate_status_update(new, old, pod_groups=ON))
     assert "Unsupported value" in causes["status.conditions[0].status"]
-    assert causes["status.conditions[0].reason"] == "Required value"
+    assert causes["status.conditions[0].reason"] == "Required value: must be set"
 
 
 # ---------------------------------------------------------------- strategy
@@ -335,3 +335,45 @@ def test_v1alpha3_round_trips_a_composite_pod_group() -> None:
     body = podgroups.to_versioned(msg, V1ALPHA3)
     assert body["apiVersion"] == V1ALPHA3 and body["kind"] == "CompositePodGroup"
     assert body["spec"] == sent["spec"]
+
+
+def test_printer_columns_and_status() -> None:
+    cpg = _cpg("root", gang=2)
+    assert printers.headers(CPG, wide=False, with_namespace=False) == [
+        "NAME",
+        "POLICY",
+        "WORKLOAD",
+        "STATUS",
+        "AGE",
+    ]
+    assert printers.row(CPG, cpg, 0, wide=False, with_namespace=False)[:4] == [
+        "root",
+        "Gang",
+        "w",
+        "Pending",
+    ]
+    cpg.status.conditions.add(type="CompositePodGroupInitiallyScheduled", status="False")
+    assert printers.composite_pod_group_status(cpg) == "Unschedulable"
+    cpg.status.conditions.add(
+        type="DisruptionTarget", status="True", reason="PreemptionByScheduler"
+    )
+    assert printers.composite_pod_group_status(cpg) == "PreemptionByScheduler"
+
+
+def test_status_conditions_follow_metav1_validate_conditions() -> None:
+    """apimachinery's ValidateConditions: the reason's format and length, the message's
+    length, a type that is a label name."""
+    old = _cpg()
+    new = _cpg()
+    c = new.status.conditions.add(
+        type="not a label", status="True", reason="Sche duled", message="m" * (32 * 1024 + 1)
+    )
+    c.last_transition_time.seconds = 1
+    causes = _fields(validate_status_update(new, old, pod_groups=ON))
+    assert causes["status.conditions[0].reason"].startswith(
+        'Invalid value: "Sche duled": a condition reason must start with alphabetic character'
+    )
+    assert causes["status.conditions[0].message"] == "Too long: must have at most 32768 bytes"
+    assert "status.conditions[0].type" in causes
+    c.type, c.reason, c.message = "CompositePodGroupInitiallyScheduled", "Unschedulable", "m"
+    assert validate_status_update(new, old, pod_groups=ON) == []

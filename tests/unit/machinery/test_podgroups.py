@@ -364,7 +364,7 @@ def test_pod_group_status_update_checks_conditions() -> None:
     new.status.conditions.add(type="PodGroupInitiallyScheduled", status="Maybe")
     causes = _fields(validate_status_update(new, old, pod_groups=AT_37))
     assert "Unsupported value" in causes["status.conditions[0].status"]
-    assert causes["status.conditions[0].reason"] == "Required value"
+    assert causes["status.conditions[0].reason"] == "Required value: must be set"
     new.status.resource_claim_statuses.add(name="gpu")
     causes = _fields(validate_status_update(new, old, pod_groups=AT_37))
     assert "must match the name of an entry" in causes["status.resourceClaimStatuses[0].name"]
