@@ -613,7 +613,9 @@ class PriorityQueue:
         if member_group is None:
             return False
         waiting = self._incomplete.get(member_group)
-        if waiting is not None and waiting.pop(object_key(pod), None) is not None:
+        gone = waiting.pop(object_key(pod), None) if waiting is not None else None
+        if gone is not None:
+            self._count_rejectors(gone, -1)
             if not waiting:
                 del self._incomplete[member_group]
             return True
