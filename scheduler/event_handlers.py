@@ -192,10 +192,14 @@ class EventHandlers:
 
     def _on_group_add(self, resource: EventResource, obj: Message) -> None:
         self._forest_add(obj)
+        if isinstance(obj, types_pb2.PodGroup):
+            self.queue.add_pod_group(obj)  # (1.37: its members waiting for it queue)
         self._on_object_add(resource, obj)
 
     def _on_group_update(self, resource: EventResource, old: Message, new: Message) -> None:
         self._forest_add(new)
+        if isinstance(new, types_pb2.PodGroup):
+            self.queue.add_pod_group(new)
         self._on_object_update(resource, old, new)
 
     def _on_group_delete(self, resource: EventResource, obj: Message) -> None:
@@ -205,6 +209,8 @@ class EventHandlers:
                 forest.delete_pod_group(obj)
             elif isinstance(obj, types_pb2.CompositePodGroup):
                 forest.delete_composite_pod_group(obj)
+        if isinstance(obj, types_pb2.PodGroup):
+            self.queue.delete_pod_group(obj)
         self._on_object_delete(resource, obj)
 
     def _forest_add(self, obj: Message) -> None:

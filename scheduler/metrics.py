@@ -16,7 +16,10 @@ def _exponential(start: float, factor: float, count: int) -> list[float]:
 
 
 class SchedulerMetrics:
-    def __init__(self, registry: CollectorRegistry | None) -> None:
+    """`entities`: the queue's entity metrics (1.37: scheduler_queued_entities,
+    scheduler_queue_incoming_entities_total); None before."""
+
+    def __init__(self, registry: CollectorRegistry | None, *, entities: bool = False) -> None:
         r = registry
         self.schedule_attempts = Counter(
             _SUBSYSTEM + "schedule_attempts_total",
@@ -69,6 +72,25 @@ class SchedulerMetrics:
             ["queue", "event"],
             registry=r,
         )
+        # 1.37 (ALPHA, upstream metrics.go QueuedEntities, SchedulerQueueIncomingEntities): the
+        # queue's entities, a pod group counting once (`type` pod or podgroup).
+        self.queued_entities: Gauge | None = None
+        self.queue_incoming_entities: Counter | None = None
+        if entities:
+            self.queued_entities = Gauge(
+                _SUBSYSTEM + "queued_entities",
+                "Number of queued scheduling entities ('pod' or 'podgroup'; 'pod' stands for "
+                "individual pods that are not members of any podgroup) by the queue type.",
+                ["queue", "type"],
+                registry=r,
+            )
+            self.queue_incoming_entities = Counter(
+                _SUBSYSTEM + "queue_incoming_entities_total",
+                "Number of scheduling entities added to scheduling queues by event, queue "
+                "type, and entity type.",
+                ["queue", "event", "type"],
+                registry=r,
+            )
         self.unschedulable_pods = Gauge(
             _SUBSYSTEM + "unschedulable_pods",
             "The number of unschedulable pods broken down by plugin name.",

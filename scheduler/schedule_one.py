@@ -92,6 +92,7 @@ from scheduler.cycle_observer import (
 )
 from scheduler.metrics import PodGroupMetrics, SchedulerMetrics, fast_inc
 from scheduler.queue.interface import SchedulingQueue
+from scheduler.queue.pod_group_entity import QueuedPodGroupInfo
 from scheduler.schedule_one_composite_pod_group import (
     composite_root,
     in_composite_tree,
@@ -355,8 +356,10 @@ class Scheduler:
             )
             self.queue.done(pod.metadata.uid)
             return
-        group = self._pod_group_of(pod)
-        if group is not None and in_composite_tree(self, group):
+        # (1.37: the queue hands over a pod group as one entity, scheduler.queue.pod_group_entity)
+        entity = isinstance(qpi, QueuedPodGroupInfo)
+        group = qpi.group if isinstance(qpi, QueuedPodGroupInfo) else self._pod_group_of(pod)
+        if group is not None and not entity and in_composite_tree(self, group):
             # KEP-6012: the group is in a CompositePodGroup tree, scheduled from its root.
             await schedule_one_composite_pod_group(
                 self, qpi, group, composite_root(self, group), metrics=self.pod_group_metrics

@@ -38,6 +38,7 @@ from scheduler.event_handlers import EventHandlers
 from scheduler.metrics import PodGroupMetrics, SchedulerMetrics
 from scheduler.preemption_executor import Executor
 from scheduler.queue.hints import build_queueing_hint_map
+from scheduler.queue.pod_group_entity import ENTITY_QUEUE_SINCE, pod_group_queueing
 from scheduler.queue.scheduling_queue import PriorityQueue
 from scheduler.schedule_one import TURN_SECONDS, CycleSettings, Scheduler
 from tests.unit.scheduling.deferred_builders import SCHEDULER, resize_gates
@@ -199,7 +200,7 @@ async def env(
         group_informers.append(informers.informer(types_pb2.PodGroup))
         if composite_pod_groups_enabled(gates):
             group_informers.append(informers.informer(types_pb2.CompositePodGroup))
-    metrics = SchedulerMetrics(None)
+    metrics = SchedulerMetrics(None, entities=gates.version >= ENTITY_QUEUE_SINCE)
     recorder = Recorder()
     cache = Cache(
         clock,
@@ -231,6 +232,8 @@ async def env(
         queueing_hint_map={SCHEDULER: build_queueing_hint_map(fwk.enqueue_extensions())},
         pod_lister=pods.lister,
         pod_info_factory=cache.pod_info,
+        metrics=metrics,
+        pod_groups=pod_group_queueing(pod_groups, gates.version),
     )
     fwk.set_nominator(queue.nominator)
     fwk.set_pod_activator(queue.activate)
