@@ -2362,7 +2362,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(render_skipped(loaded.skipped))
         return 0
     if not chosen:
-        print("bench scheduler_perf: no workload selected", file=sys.stderr)
+        # Every workload the selection could have named may be skipped (a file of another
+        # version, as gangscheduling/ at 1.37): the first reason says what to do.
+        why = (
+            f" ({len(skipped)} skipped; {skipped[0].name}: {skipped[0].reason})" if skipped else ""
+        )
+        print(f"bench scheduler_perf: no workload selected{why}", file=sys.stderr)
         return 2
     if args.differential:
         if args.html:

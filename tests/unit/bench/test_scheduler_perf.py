@@ -897,3 +897,30 @@ def test_a_bad_html_path_is_refused_in_one_line_before_any_run(
     assert main(["--quick", "--differential", "--html", str(tmp_path / "t.html")]) == 2
     assert "not with --differential" in capsys.readouterr().err
     assert not (tmp_path / "t.html").exists()
+
+
+def test_no_workload_selected_says_why_when_the_selection_was_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file of another version (as upstream's gangscheduling/, whose GangScheduling gate is
+    gone at 1.37): the labelled workloads are all refused, and the one line says how to run."""
+    from bench.scheduler_perf import main
+
+    config = tmp_path / "performance-config.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "name": "Gangs",
+                    "featureGates": {"GenericWorkload": True, "GangScheduling": True},
+                    "workloadTemplate": [{"opcode": "createNodes", "count": 1}],
+                    "workloads": [{"name": "1Node", "labels": ["short"], "params": {}}],
+                }
+            ]
+        )
+    )
+    assert main(["--config", str(config), "--label", "short"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bench scheduler_perf: no workload selected (1 skipped; Gangs/1Node: ")
+    assert "run with --emulated-version 1.36" in err
+    assert err.count("\n") == 1
