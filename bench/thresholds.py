@@ -1,12 +1,12 @@
 """Upstream's scheduler_perf thresholds on this machine (issue #36): every workload of
-upstream's misc/, default_preemption/, affinity/ and gangscheduling/ performance-config files
+upstream's misc/, default_preemption/, affinity/, gangscheduling/ and podgroup/tas/ performance-config files
 that carries a `threshold`, each run at the newest emulated version that accepts its settings,
 through `python -m bench scheduler_perf`, and one table of the results. A threshold is on the
 data item its thresholdMetricSelector names: by default SchedulingThroughput's average
 (pods/s, over it), for gangscheduling/ the pod-group attempt duration's average (ms, under
 it: expectLower; issue #55).
 
-    python -m bench thresholds [--k8s DIR] [--files misc,default_preemption,affinity,gangscheduling]
+    python -m bench thresholds [--k8s DIR] [--files misc,default_preemption,affinity,gangscheduling,podgroup/tas]
         [--workload NAME ...] [--list] [--json FILE] [--timeout SECONDS]
 
 `--k8s` is a kubernetes/kubernetes checkout (default: $KEMU_K8S_CHECKOUT, else
@@ -47,7 +47,7 @@ from bench.scheduler_perf_workloads import (
 )
 from kemu.component.version import MAX_VERSION, MIN_VERSION, Version
 
-FILES: Final = ("misc", "default_preemption", "affinity", "gangscheduling")
+FILES: Final = ("misc", "default_preemption", "affinity", "gangscheduling", "podgroup/tas")
 CHECKOUT_ENV: Final = "KEMU_K8S_CHECKOUT"
 DEFAULT_CHECKOUT: Final = "/work/k8s/kubernetes"
 SCHEDULER_PERF_DIR: Final = Path("test/integration/scheduler_perf")
