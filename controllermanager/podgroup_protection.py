@@ -1,35 +1,37 @@
-"""The PodGroup protection controller (upstream pkg/controller/podgroupprotection, 1.36):
+"""The PodGroup protection controller (upstream pkg/controller/scheduling/podgroupprotection):
 `podgroup-protection-controller`, run with GenericWorkload on from 1.36.
 
 It keeps the finalizer `scheduling.k8s.io/podgroup-protection` on a PodGroup while a pod that
 has not finished (phase neither Succeeded nor Failed) names it in
 `spec.schedulingGroup.podGroupName` (same namespace), so that deleting a PodGroup whose gang
-still runs leaves it Terminating until its last member ends:
-- a PodGroup not being deleted, without the finalizer, that such a pod references gets it
-  (1.36's processPodGroup: NeedToAddFinalizer and isBeingUsed, then addFinalizer);
-- a PodGroup being deleted that holds the finalizer loses it once no such pod references it
-  (IsDeletionCandidate and not isBeingUsed, then removeFinalizer); the garbage collector or
-  the user's delete then completes.
-Both are plain updates of the PodGroup (a Conflict is retried from the informer's newer
-copy). The pods are found through an index of the pod informer by `namespace/podGroupName`
-(upstream's PodSchedulingGroupIndex). A pod event queues its PodGroup only when it can change
-the answer (upstream's enqueuePodGroupForPod): the pod was deleted or finished, or it is not
-bound yet (a new member); a bound running pod's updates are ignored.
+still runs leaves it Terminating until its last member ends. Who puts the finalizer there
+changed between the versions (VersionRules podgroup_protection_admission):
+
+- 1.36: this controller. A PodGroup not being deleted, without the finalizer, that such a pod
+  references gets it (processPodGroup: NeedToAddFinalizer and isBeingUsed, then addFinalizer),
+  so a PodGroup no pod references has none. A pod event queues its PodGroup only when it can
+  change the answer (enqueuePodGroupForPod): the pod was deleted or finished, or it is not
+  bound yet (a new member); a bound running pod's updates are ignored.
+- 1.37: the apiserver's PodGroupProtection admission plugin stamps it on every new PodGroup
+  (apiserver/admission/podgroup_protection.py); this controller only removes it. A PodGroup
+  is queued only as a deletion candidate (handlePodGroupUpdate), a pod only once it has
+  finished, was deleted, or was replaced under the same name (handlePodChange).
+
+At both, a PodGroup being deleted that holds the finalizer loses it once no such pod
+references it (IsDeletionCandidate and not isBeingUsed / hasActivePods, then removeFinalizer);
+the garbage collector or the user's delete then completes. Both are plain updates of the
+PodGroup (a Conflict is retried from the informer's newer copy). The pods are found through an
+index of the pod informer by `namespace/podGroupName` (upstream's PodSchedulingGroupIndex,
+activePodSchedulingGroup at 1.37).
 
 CompositePodGroups (1.37 with CompositePodGroup on, upstream's controller given a
 CompositePodGroup informer): the PodGroupProtection admission plugin stamps
-`scheduling.k8s.io/compositepodgroup-protection` on every new CompositePodGroup
-(apiserver/admission/podgroup_protection.py); this controller removes it once the
-CompositePodGroup is being deleted and no PodGroup or CompositePodGroup names it in
-`spec.parentCompositePodGroupName` (processCompositePodGroup, hasChildGroups), found through
-indexes of the two group informers by `namespace/parent`. A group's event queues its parent
-(the field is immutable: the old object's, or the new one's), and its own key when it is a
-deletion candidate, so that deleting the leaves releases the tree bottom-up.
-
-Not modelled: upstream's move (the 1.37 cycle) of the PodGroup finalizer's addition to the
-PodGroupProtection admission plugin, which stamps it on every PodGroup at creation while this
-controller only removes it: kemu's controller still adds it at every version from 1.36, so a
-PodGroup no pod references has no finalizer here.
+`scheduling.k8s.io/compositepodgroup-protection` on every new CompositePodGroup; this controller
+removes it once the CompositePodGroup is being deleted and no PodGroup or CompositePodGroup
+names it in `spec.parentCompositePodGroupName` (processCompositePodGroup, hasChildGroups), found
+through indexes of the two group informers by `namespace/parent`. A group's event queues its
+parent (the field is immutable: the old object's, or the new one's), and its own key when it is
+a deletion candidate, so that deleting the leaves releases the tree bottom-up.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from kemu.client.interface import ApiClient
 from kemu.client.workqueue import WorkQueue
 from kemu.component.clock import Clock
 from kemu.component.featuregate import COMPOSITE_POD_GROUP
+from kemu.component.version_rules import VersionRules
 from kemu.machinery.errors import NotFound
 from kemu.machinery.keys import object_key
 from kemu.machinery.pod_strategy import TERMINAL_PHASES
@@ -114,9 +117,11 @@ def is_pod_terminated(pod: types_pb2.Pod) -> bool:
     return pod.status.phase in TERMINAL_PHASES
 
 
-def event_matters(pod: types_pb2.Pod, *, deleted: bool) -> bool:
-    """enqueuePodGroupForPod's filter: a deleted or finished pod, or one not bound yet."""
-    return deleted or is_pod_terminated(pod) or not pod.spec.node_name
+def event_matters(pod: types_pb2.Pod, *, deleted: bool, adds_finalizer: bool) -> bool:
+    """Whether a pod event can change its PodGroup's answer: a deleted or finished pod, and,
+    where this controller adds the finalizer (1.36's enqueuePodGroupForPod), one not bound yet;
+    1.37's handlePodChange has no new member to look at."""
+    return deleted or is_pod_terminated(pod) or (adds_finalizer and not pod.spec.node_name)
 
 
 class PodGroupProtectionController:
@@ -128,9 +133,13 @@ class PodGroupProtectionController:
         informers: InformerFactory,
         clock: Clock,
         *,
+        rules: VersionRules,
         composite_pod_groups: bool = False,
     ) -> None:
-        """`composite_pod_groups`: CompositePodGroup on (the controller then watches them)."""
+        """`rules`: the emulated version's (whether the finalizer is this controller's to
+        add). `composite_pod_groups`: CompositePodGroup on (the controller then watches
+        them)."""
+        self._adds_finalizer = not rules.podgroup_protection_admission
         self._client = client
         self.queue = WorkQueue(clock, name="podgroupprotection")
         self._groups: Informer[types_pb2.PodGroup] = informers.informer(types_pb2.PodGroup)
@@ -171,9 +180,9 @@ class PodGroupProtectionController:
         return NAME
 
     def _on_group(self, pg: types_pb2.PodGroup, old: types_pb2.PodGroup | None = None) -> None:
-        """podGroupAddedUpdated (handlePodGroupUpdate: its parent queued too)."""
-        if need_to_add_finalizer(pg, POD_GROUP_PROTECTION_FINALIZER) or is_deletion_candidate(
-            pg, POD_GROUP_PROTECTION_FINALIZER
+        """podGroupAddedUpdated (1.36), handlePodGroupUpdate (1.37, its parent queued too)."""
+        if is_deletion_candidate(pg, POD_GROUP_PROTECTION_FINALIZER) or (
+            self._adds_finalizer and need_to_add_finalizer(pg, POD_GROUP_PROTECTION_FINALIZER)
         ):
             self.queue.add(object_key(pg))
         self._queue_parent(old if old is not None else pg)
@@ -199,7 +208,9 @@ class PodGroupProtectionController:
 
     def _on_pod(self, pod: types_pb2.Pod, *, deleted: bool) -> None:
         key = pod_group_key_of(pod)
-        if key is not None and event_matters(pod, deleted=deleted):
+        if key is not None and event_matters(
+            pod, deleted=deleted, adds_finalizer=self._adds_finalizer
+        ):
             self.queue.add(key)
 
     def _on_pod_update(self, old: types_pb2.Pod, new: types_pb2.Pod) -> None:
@@ -237,7 +248,11 @@ class PodGroupProtectionController:
             else:
                 logger.info("keeping the finalizer of PodGroup %s: pods still use it", key)
             return
-        if need_to_add_finalizer(pg, POD_GROUP_PROTECTION_FINALIZER) and self.is_being_used(pg):
+        if (
+            self._adds_finalizer
+            and need_to_add_finalizer(pg, POD_GROUP_PROTECTION_FINALIZER)
+            and self.is_being_used(pg)
+        ):
             await self._set_finalizer(pg, present=True)
 
     async def _sync_composite(self, key: str) -> None:
@@ -303,5 +318,6 @@ def new_controller(ctx: ControllerContext) -> PodGroupProtectionController:
         ctx.client,
         ctx.informers,
         ctx.clock,
+        rules=VersionRules.at(ctx.gates.version),
         composite_pod_groups=ctx.gates.enabled(COMPOSITE_POD_GROUP),
     )

@@ -45,6 +45,7 @@ from kemu.component.runner import (
 )
 from kemu.component.version import Version
 from kemu.component.version_rules import VersionRules
+from kemu.scheduling.composite_pod_groups import WorkloadForest, composite_pod_groups_enabled
 from kemu.scheduling.config import (
     KubeSchedulerConfiguration,
 )
@@ -70,6 +71,11 @@ from scheduler.options import (
 )
 from scheduler.preemption_executor import Executor
 from scheduler.queue.hints import build_queueing_hint_map
+from scheduler.queue.pod_group_entity import (
+    ENTITY_QUEUE_SINCE,
+    PodGroupQueueing,
+    pod_group_queueing,
+)
 from scheduler.queue.scheduling_queue import PreEnqueueFn, PriorityQueue, QueueOptions
 from scheduler.schedule_one import CycleSettings, Scheduler
 
@@ -166,6 +172,8 @@ class _Informers:
             pod_groups.append(factory.informer(types_pb2.Workload))
         elif membership.field is MembershipField.SCHEDULING_GROUP:
             pod_groups.append(factory.informer(types_pb2.PodGroup))
+            if composite_pod_groups_enabled(ctx.gates):
+                pod_groups.append(factory.informer(types_pb2.CompositePodGroup))
         return _Informers(factory, pods, nodes, storage, pod_groups)
 
 
@@ -241,9 +249,11 @@ def new_queue(
     metrics: SchedulerMetrics,
     clock: Clock,
     observer: CycleObserver = NO_OBSERVER,
+    pod_groups: PodGroupQueueing | None = None,
 ) -> PriorityQueue:
     """The scheduling queue, sorted by the first profile's QueueSort, gated and hinted by
-    every profile's plugins; the profiles' nominator and activator."""
+    every profile's plugins; the profiles' nominator and activator. `pod_groups`: 1.37's
+    pod-group entities (scheduler.queue.pod_group_entity)."""
     first = next(iter(frameworks.values()))
     queue = PriorityQueue(
         clock=clock,
@@ -262,6 +272,7 @@ def new_queue(
         metrics=metrics,
         pod_lister=informers.pods.lister,
         pod_info_factory=cache.pod_info,
+        pod_groups=pod_groups,
     )
     for fwk in frameworks.values():
         fwk.set_nominator(queue.nominator)
@@ -272,11 +283,16 @@ def new_queue(
 async def serve(client: ApiClient, settings: SchedulerSettings, ctx: ComponentContext) -> None:
     """Wires the scheduler (informers, cache, profiles, queue, event handlers, the cycle),
     then runs it: the informers from start-up, the cycles while this replica leads."""
-    metrics = SchedulerMetrics(ctx.registry)
+    metrics = SchedulerMetrics(ctx.registry, entities=ctx.gates.version >= ENTITY_QUEUE_SINCE)
     membership = GroupMembership.of(
         ctx.gates, resize_preemption=resize_preemption_enabled(ctx.gates)
     )
-    pod_groups = PodGroupStates(membership, ctx.clock) if membership.enabled else None
+    forest = (
+        WorkloadForest(enabled=composite_pod_groups_enabled(ctx.gates))
+        if membership.group_cycle
+        else None
+    )
+    pod_groups = PodGroupStates(membership, ctx.clock, forest) if membership.enabled else None
     informers = _Informers.of(client, ctx, membership)
     recorder = EventRecorder(client, COMPONENT, host=socket.gethostname(), clock=ctx.clock)
     cache = new_cache(ctx.clock, ctx.gates)
@@ -288,7 +304,16 @@ async def serve(client: ApiClient, settings: SchedulerSettings, ctx: ComponentCo
         decisions = DecisionLog()
         observer = DecisionRecorder(decisions, ctx.clock)
         ctx.add_debug_handler(DECISIONS_DEBUG_HANDLER, decisions.report)
-    queue = new_queue(settings.config, frameworks, cache, informers, metrics, ctx.clock, observer)
+    queue = new_queue(
+        settings.config,
+        frameworks,
+        cache,
+        informers,
+        metrics,
+        ctx.clock,
+        observer,
+        pod_group_queueing(pod_groups, ctx.gates.version),
+    )
     handlers = EventHandlers(
         cache=cache,
         queue=queue,

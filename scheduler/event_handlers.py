@@ -67,6 +67,7 @@ _STORAGE_RESOURCES: Final[Mapping[type[Message], EventResource]] = {
 _POD_GROUP_RESOURCES: Final[Mapping[type[Message], EventResource]] = {
     types_pb2.Workload: EventResource.WORKLOAD,
     types_pb2.PodGroup: EventResource.POD_GROUP,
+    types_pb2.CompositePodGroup: EventResource.COMPOSITE_POD_GROUP,
 }
 
 
@@ -175,17 +176,51 @@ class EventHandlers:
             )
 
     def register_pod_groups(self, *informers: Informer[Message]) -> None:
-        """Subscribes the queue to the Workload (1.35) or PodGroup (1.36+) informer: adds
-        and updates are cluster events (upstream addAllEventHandlers for the gang plugin)."""
+        """Subscribes the queue to the Workload (1.35), PodGroup (1.36+) and
+        CompositePodGroup (1.37, KEP-6012) informers: adds and updates are cluster events
+        (upstream addAllEventHandlers for the gang plugin); PodGroups and CompositePodGroups
+        feed the workload forest first (upstream's queue keeps its workloadForest so)."""
         for informer in informers:
             resource = _POD_GROUP_RESOURCES[informer.kind]
             informer.add_event_handler(
                 FuncHandler(
-                    on_add=functools.partial(self._on_object_add, resource),
-                    on_update=functools.partial(self._on_object_update, resource),
-                    on_delete=functools.partial(self._on_object_delete, resource),
+                    on_add=functools.partial(self._on_group_add, resource),
+                    on_update=functools.partial(self._on_group_update, resource),
+                    on_delete=functools.partial(self._on_group_delete, resource),
                 )
             )
+
+    def _on_group_add(self, resource: EventResource, obj: Message) -> None:
+        self._forest_add(obj)
+        if isinstance(obj, types_pb2.PodGroup):
+            self.queue.add_pod_group(obj)  # (1.37: its members waiting for it queue)
+        self._on_object_add(resource, obj)
+
+    def _on_group_update(self, resource: EventResource, old: Message, new: Message) -> None:
+        self._forest_add(new)
+        if isinstance(new, types_pb2.PodGroup):
+            self.queue.add_pod_group(new)
+        self._on_object_update(resource, old, new)
+
+    def _on_group_delete(self, resource: EventResource, obj: Message) -> None:
+        forest = self.pod_groups.forest if self.pod_groups is not None else None
+        if forest is not None:
+            if isinstance(obj, types_pb2.PodGroup):
+                forest.delete_pod_group(obj)
+            elif isinstance(obj, types_pb2.CompositePodGroup):
+                forest.delete_composite_pod_group(obj)
+        if isinstance(obj, types_pb2.PodGroup):
+            self.queue.delete_pod_group(obj)
+        self._on_object_delete(resource, obj)
+
+    def _forest_add(self, obj: Message) -> None:
+        forest = self.pod_groups.forest if self.pod_groups is not None else None
+        if forest is None:
+            return
+        if isinstance(obj, types_pb2.PodGroup):
+            forest.add_pod_group(obj)
+        elif isinstance(obj, types_pb2.CompositePodGroup):
+            forest.add_composite_pod_group(obj)
 
     def _on_object_add(self, resource: EventResource, obj: Message) -> None:
         event = ClusterEvent(resource, ActionType.ADD, f"{resource}Add")

@@ -16,7 +16,10 @@ def _exponential(start: float, factor: float, count: int) -> list[float]:
 
 
 class SchedulerMetrics:
-    def __init__(self, registry: CollectorRegistry | None) -> None:
+    """`entities`: the queue's entity metrics (1.37: scheduler_queued_entities,
+    scheduler_queue_incoming_entities_total); None before."""
+
+    def __init__(self, registry: CollectorRegistry | None, *, entities: bool = False) -> None:
         r = registry
         self.schedule_attempts = Counter(
             _SUBSYSTEM + "schedule_attempts_total",
@@ -69,6 +72,25 @@ class SchedulerMetrics:
             ["queue", "event"],
             registry=r,
         )
+        # 1.37 (ALPHA, upstream metrics.go QueuedEntities, SchedulerQueueIncomingEntities): the
+        # queue's entities, a pod group counting once (`type` pod or podgroup).
+        self.queued_entities: Gauge | None = None
+        self.queue_incoming_entities: Counter | None = None
+        if entities:
+            self.queued_entities = Gauge(
+                _SUBSYSTEM + "queued_entities",
+                "Number of queued scheduling entities ('pod' or 'podgroup'; 'pod' stands for "
+                "individual pods that are not members of any podgroup) by the queue type.",
+                ["queue", "type"],
+                registry=r,
+            )
+            self.queue_incoming_entities = Counter(
+                _SUBSYSTEM + "queue_incoming_entities_total",
+                "Number of scheduling entities added to scheduling queues by event, queue "
+                "type, and entity type.",
+                ["queue", "event", "type"],
+                registry=r,
+            )
         self.unschedulable_pods = Gauge(
             _SUBSYSTEM + "unschedulable_pods",
             "The number of unschedulable pods broken down by plugin name.",
@@ -136,7 +158,9 @@ class SchedulerMetrics:
 
 
 POD_GROUP_TYPE: Final = "podgroup"
-"""The `type` label value of the pod-group metrics at 1.37 (compositepodgroup: not modelled)."""
+COMPOSITE_POD_GROUP_TYPE: Final = "compositepodgroup"
+"""The `type` label values of the pod-group metrics at 1.37: the root of the cycle, a PodGroup
+or a CompositePodGroup tree (KEP-6012)."""
 
 
 class PodGroupMetrics:
@@ -231,14 +255,16 @@ class PodGroupMetrics:
         if result == "Success":
             self.workload_preemption_victims.observe(victims)
 
-    def attempt(self, result: str, profile: str, seconds: float) -> None:
-        values = (result, profile, POD_GROUP_TYPE) if self.typed else (result, profile)
+    def attempt(
+        self, result: str, profile: str, seconds: float, group_type: str = POD_GROUP_TYPE
+    ) -> None:
+        values = (result, profile, group_type) if self.typed else (result, profile)
         self.schedule_attempts.labels(*values).inc()
         self.scheduling_attempt_duration.labels(*values).observe(seconds)
 
-    def algorithm(self, profile: str, seconds: float) -> None:
+    def algorithm(self, profile: str, seconds: float, group_type: str = POD_GROUP_TYPE) -> None:
         if self.typed:
-            self.scheduling_algorithm_duration.labels(profile, POD_GROUP_TYPE).observe(seconds)
+            self.scheduling_algorithm_duration.labels(profile, group_type).observe(seconds)
         else:
             self.scheduling_algorithm_duration.observe(seconds)
 

@@ -92,6 +92,12 @@ from scheduler.cycle_observer import (
 )
 from scheduler.metrics import PodGroupMetrics, SchedulerMetrics, fast_inc
 from scheduler.queue.interface import SchedulingQueue
+from scheduler.queue.pod_group_entity import QueuedPodGroupInfo
+from scheduler.schedule_one_composite_pod_group import (
+    composite_root,
+    in_composite_tree,
+    schedule_one_composite_pod_group,
+)
 from scheduler.schedule_one_podgroup import schedule_one_pod_group
 
 logger = logging.getLogger(__name__)
@@ -350,7 +356,15 @@ class Scheduler:
             )
             self.queue.done(pod.metadata.uid)
             return
-        group = self._pod_group_of(pod)
+        # (1.37: the queue hands over a pod group as one entity, scheduler.queue.pod_group_entity)
+        entity = isinstance(qpi, QueuedPodGroupInfo)
+        group = qpi.group if isinstance(qpi, QueuedPodGroupInfo) else self._pod_group_of(pod)
+        if group is not None and not entity and in_composite_tree(self, group):
+            # KEP-6012: the group is in a CompositePodGroup tree, scheduled from its root.
+            await schedule_one_composite_pod_group(
+                self, qpi, group, composite_root(self, group), metrics=self.pod_group_metrics
+            )
+            return
         if group is not None:
             # 1.36+: the pod's whole group is scheduled together (schedule_one_podgroup.py).
             await schedule_one_pod_group(

@@ -50,15 +50,26 @@ PlacementGenerate and PlacementScore plugins, the placement assumed in the snaps
 the best feasible placement's result; none feasible: `0/N placements are available, first
 placement status: ...`.
 
-Not modelled yet: single-pod PostFilter (preemption) inside the group cycle (1.36 runs it and
-nominates; kemu treats such a member as not fitting), 1.37's pod-group queue entities and
-group backoff.
+A member that fits nowhere runs the profile's PostFilter (upstream schedulingAlgorithm inside
+podGroupPodSchedulingAlgorithm): the algorithm is written as steps (a generator) that yield
+each such member (`MemberPostFilter`) and are sent back what PostFilter said. The cycle's own
+run (`with_post_filters`, upstream runAllPostFilters) runs the plugins; every other run
+(placements, CompositePodGroup trees, workload-aware preemption's simulations:
+`without_post_filters`, upstream runWithoutPostFilters) answers "no PostFilter". A member
+PostFilter nominated requires preemption: it is assumed on the nominated node (so that the next
+members see it) and the group, complete otherwise, waits on preemption (`pod group is waiting
+for preemption to complete`; every member nominated where it was assumed). DefaultPreemption
+refuses members when workload-aware preemption is on (`pod_group_member_refusal`).
+
+1.37: `qpi` is the queue's entity for the group (scheduler.queue.pod_group_entity) with all its
+members; the attempt ends with `add_attempted_pod_group_if_needed` (upstream
+AddAttemptedPodGroupIfNeeded), whatever its outcome.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
@@ -98,6 +109,7 @@ from kemu.scheduling.status import SUCCESS, Code, Status, as_error
 from kemu.scheduling.types import PodInfo, PostFilterResult
 from scheduler.cycle_observer import NO_OBSERVER, POD_GROUP
 from scheduler.metrics import PodGroupMetrics
+from scheduler.queue.pod_group_entity import QueuedPodGroupInfo
 
 if TYPE_CHECKING:
     from scheduler.schedule_one import FrameworkLike, Scheduler
@@ -137,8 +149,11 @@ class PodGroupInfo:
 
 @dataclass
 class AlgorithmResult:
-    """One member's try (upstream algorithmResult): its node, its status, and its Permit's
-    (1.36) or the PlacementFeasible status after it (1.37)."""
+    """One member's try (upstream algorithmResult): the node it is assumed on, its status,
+    and its Permit's (1.36) or the PlacementFeasible status after it (1.37). A member that
+    fits nowhere but for which PostFilter nominated a node (`requires_preemption`) keeps its
+    FitError status and is assumed on the nominated node all the same; `nominating` is what
+    its PostFilter said (clear by default: no PostFilter ran)."""
 
     qpi: QueuedPodInfo
     state: CycleState
@@ -146,6 +161,29 @@ class AlgorithmResult:
     status: Status = SUCCESS
     permit_status: Status = SUCCESS
     fit: FitError | None = None
+    requires_preemption: bool = False
+    nominating: PostFilterResult | None = field(default_factory=lambda: PostFilterResult(""))
+
+    @property
+    def fits(self) -> bool:
+        """Placed without preemption (upstream podResult.status.IsSuccess())."""
+        return bool(self.node) and not self.requires_preemption
+
+
+@dataclass(frozen=True)
+class MemberPostFilter:
+    """A member no node fits, for the cycle's PostFilter plugins (upstream
+    schedulingAlgorithm's RunPostFilterPlugins, inside the pod-group cycle): what the
+    algorithm's steps yield; they are sent back the PostFilterResult."""
+
+    state: CycleState
+    pod: types_pb2.Pod
+    fit: FitError
+
+
+# The algorithm as steps: it yields each member that needs PostFilter and is sent back what
+# PostFilter said (upstream's runAllPostFilters), or is run without (runWithoutPostFilters).
+AlgorithmSteps = Generator[MemberPostFilter, PostFilterResult | None, "PodGroupAlgorithmResult"]
 
 
 @dataclass
@@ -162,6 +200,40 @@ class PodGroupAlgorithmResult:
     def proposed(self) -> tuple[ProposedAssignment, ...]:
         """The members placed, with their nodes (upstream makeProposedAssignments)."""
         return tuple(ProposedAssignment(r.qpi.pod, r.node) for r in self.pod_results if r.node)
+
+
+def without_post_filters(steps: AlgorithmSteps) -> PodGroupAlgorithmResult:
+    """Runs the steps with no PostFilter (upstream runWithoutPostFilters; also kemu's runs
+    inside placements and CompositePodGroup trees): a member that fits nowhere is rejected,
+    its nomination cleared."""
+    try:
+        next(steps)
+        while True:
+            steps.send(PostFilterResult(""))
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+async def with_post_filters(
+    sched: Scheduler, fwk: FrameworkLike, steps: AlgorithmSteps
+) -> PodGroupAlgorithmResult:
+    """Runs the steps with the profile's PostFilter plugins for each member that fits
+    nowhere (upstream runAllPostFilters: schedulingAlgorithm's PostFilter, its message
+    appended to the member's FitError)."""
+    try:
+        request = next(steps)
+        while True:
+            nominating: PostFilterResult | None = PostFilterResult("")
+            if fwk.has_post_filter_plugins():
+                nominating, status = await fwk.run_post_filter_plugins(
+                    request.state, request.pod, request.fit.statuses
+                )
+                request.fit.post_filter_msg = status.message()
+                if status.code is Code.ERROR:
+                    logger.error("PostFilter for %s failed: %s", object_key(request.pod), status)
+            request = steps.send(nominating)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
 
 
 def condition_type(version: Version) -> str:
@@ -183,8 +255,29 @@ async def schedule_one_pod_group(
     metrics: PodGroupMetrics | None,
     pod_group_lister: ObjectLister[types_pb2.PodGroup] | None,
 ) -> None:
-    """upstream scheduleOnePodGroup (with podGroupInfoForPod)."""
+    """upstream scheduleOnePodGroup (with podGroupInfoForPod at 1.36). At 1.37 `qpi` is the
+    group's queue entity (scheduler.queue.pod_group_entity) with its members, and the group
+    goes back to the queue when its attempt is over (AddAttemptedPodGroupIfNeeded)."""
     info = pod_group_info_for_pod(sched, qpi, key)
+    status: Status = SUCCESS
+    try:
+        status = await _schedule_pod_group(
+            sched, info, metrics=metrics, pod_group_lister=pod_group_lister
+        )
+    finally:
+        if isinstance(qpi, QueuedPodGroupInfo):
+            sched.queue.add_attempted_pod_group_if_needed(qpi, status)
+
+
+async def _schedule_pod_group(
+    sched: Scheduler,
+    info: PodGroupInfo,
+    *,
+    metrics: PodGroupMetrics | None,
+    pod_group_lister: ObjectLister[types_pb2.PodGroup] | None,
+) -> Status:
+    """The group's attempt; its status (SUCCESS when nothing was left to schedule)."""
+    key = info.key
     fwk, error = framework_for_pod_group(sched, info)
     if fwk is None:
         for member in info.queued_pod_infos:
@@ -196,23 +289,35 @@ async def schedule_one_pod_group(
             await sched.handle_scheduling_failure(
                 member_fwk, member, as_error(error), PostFilterResult(""), start
             )
-        return
+        return as_error(error)
     skip_pod_group_pod_schedule(sched, fwk, info)
     if not info.queued_pod_infos:
-        return
+        return SUCCESS
     logger.debug("Attempting to schedule pod group %s", key)
     sched.cycles += 1
-    await pod_group_cycle(sched, fwk, info, metrics=metrics, pod_group_lister=pod_group_lister)
+    return await pod_group_cycle(
+        sched, fwk, info, metrics=metrics, pod_group_lister=pod_group_lister
+    )
 
 
 def pod_group_info_for_pod(sched: Scheduler, qpi: QueuedPodInfo, key: PodGroupKey) -> PodGroupInfo:
-    """The popped pod and the group's other unscheduled members, out of the queue, in order."""
-    members = [qpi]
+    """The popped pod and the group's other unscheduled members, out of the queue, in order;
+    at 1.37 the popped group's members (all in flight already)."""
+    if isinstance(qpi, QueuedPodGroupInfo):
+        return PodGroupInfo(key, ordered_members(sched, list(qpi)))
+    return pod_group_info(sched, key, qpi)
+
+
+def pod_group_info(sched: Scheduler, key: PodGroupKey, first: QueuedPodInfo | None) -> PodGroupInfo:
+    """`first` (the popped pod, if it is in this group) and the group's other unscheduled
+    members, taken out of the queue (PopSpecificPod), ordered by priority then first attempt."""
+    members = [first] if first is not None else []
+    skip = first.pod.metadata.uid if first is not None else ""
     assert sched.pod_groups is not None
     state = sched.pod_groups.get(key)
     if state is not None:
         for pod in state.unscheduled_pods():
-            if pod.metadata.uid == qpi.pod.metadata.uid:
+            if pod.metadata.uid == skip:
                 continue
             other = sched.queue.pop_specific_pod(pod)
             if other is None:
@@ -222,14 +327,19 @@ def pod_group_info_for_pod(sched: Scheduler, qpi: QueuedPodInfo, key: PodGroupKe
                 )
                 continue
             members.append(other)
+    return PodGroupInfo(key, ordered_members(sched, members))
+
+
+def ordered_members(sched: Scheduler, members: list[QueuedPodInfo]) -> list[QueuedPodInfo]:
+    """The cycle's order: priority (higher first), then first attempt (older first)."""
     now = sched.clock.monotonic()
-    members.sort(
+    return sorted(
+        members,
         key=lambda m: (
             -m.pod_info.priority,
             m.initial_attempt_timestamp if m.initial_attempt_timestamp is not None else now,
-        )
+        ),
     )
-    return PodGroupInfo(key, members)
 
 
 def framework_for_pod_group(
@@ -271,9 +381,14 @@ async def pod_group_cycle(
     *,
     metrics: PodGroupMetrics | None,
     pod_group_lister: ObjectLister[types_pb2.PodGroup] | None,
-) -> None:
+) -> Status:
+    """The group's cycle; its outcome's status."""
     start = sched.clock.monotonic()
-    result = pod_group_scheduling_algorithm(sched, fwk, info, metrics=metrics)
+    if sched.gates.enabled(TOPOLOGY_AWARE_WORKLOAD_SCHEDULING):
+        result = pod_group_scheduling_placement_algorithm(sched, fwk, info, metrics=metrics)
+    else:
+        steps = pod_group_scheduling_default_algorithm_steps(sched, fwk, info)
+        result = await with_post_filters(sched, fwk, steps)
     if metrics is not None:
         metrics.algorithm(fwk.profile_name(), sched.clock.monotonic() - start)
     if result.status.is_rejected() and workload_aware_preemption_enabled(sched.gates):
@@ -285,6 +400,7 @@ async def pod_group_cycle(
     await submit_pod_group_algorithm_result(
         sched, fwk, info, result, start, metrics=metrics, pod_group_lister=pod_group_lister
     )
+    return result.status
 
 
 def _gang_plugin(fwk: FrameworkLike) -> GangScheduling | None:
@@ -299,9 +415,10 @@ def pod_group_scheduling_algorithm(
     *,
     metrics: PodGroupMetrics | None = None,
 ) -> PodGroupAlgorithmResult:
-    """upstream podGroupSchedulingAlgorithm: with TopologyAwareWorkloadScheduling the
-    placement algorithm (kemu.scheduling.placement) around the default one, otherwise the
-    default one over the whole cluster."""
+    """upstream podGroupSchedulingAlgorithm without PostFilter (runWithoutPostFilters): with
+    TopologyAwareWorkloadScheduling the placement algorithm (kemu.scheduling.placement)
+    around the default one, otherwise the default one over the whole cluster. The cycle's
+    own run (pod_group_cycle) runs the members' PostFilter outside placements."""
     if sched.gates.enabled(TOPOLOGY_AWARE_WORKLOAD_SCHEDULING):
         return pod_group_scheduling_placement_algorithm(sched, fwk, info, metrics=metrics)
     return pod_group_scheduling_default_algorithm(sched, fwk, info)
@@ -372,14 +489,23 @@ def pod_group_scheduling_placement_algorithm(
 def pod_group_scheduling_default_algorithm(
     sched: Scheduler, fwk: FrameworkLike, info: PodGroupInfo
 ) -> PodGroupAlgorithmResult:
-    """See the module docstring: every member tried in order, each assumed for the next;
-    every assumption undone before returning."""
+    """The default algorithm without PostFilter (see pod_group_scheduling_default_algorithm_steps)."""
+    return without_post_filters(pod_group_scheduling_default_algorithm_steps(sched, fwk, info))
+
+
+def pod_group_scheduling_default_algorithm_steps(
+    sched: Scheduler, fwk: FrameworkLike, info: PodGroupInfo
+) -> AlgorithmSteps:
+    """See the module docstring: every member tried in order, each assumed for the next (a
+    member PostFilter nominated, on its nominated node: the group then waits on
+    preemption); every assumption undone before returning."""
     result = PodGroupAlgorithmResult()
     placement_feasible = sched.gates.version >= _PLACEMENT_FEASIBLE_ALGORITHM_SINCE
     gang = _gang_plugin(fwk)
     assert sched.pod_groups is not None
     group_state = sched.pod_groups.get(info.key)
     reverts: list[tuple[CycleState, types_pb2.Pod, str]] = []
+    requires_preemption = any_scheduled = False
 
     def progress(remaining: int) -> PlacementProgress:
         scheduled = group_state.scheduled_pods_count() if group_state is not None else 0
@@ -390,6 +516,11 @@ def pod_group_scheduling_default_algorithm(
             return SUCCESS
         return gang.placement_feasible(info.key, progress(remaining))
 
+    def waiting() -> None:
+        # upstream: any member that needs preemption makes the feasible group wait for it.
+        result.status = Status(Code.UNSCHEDULABLE, (WAITING_FOR_PREEMPTION,))
+        result.waiting_on_preemption = True
+
     try:
         remaining = len(info.queued_pod_infos)
         if placement_feasible:
@@ -398,7 +529,7 @@ def pod_group_scheduling_default_algorithm(
                 result.status = status
                 return result
         for member in info.queued_pod_infos:
-            pod_result = pod_group_pod_scheduling_algorithm(sched, fwk, info, member)
+            pod_result = yield from pod_group_pod_scheduling_algorithm(sched, fwk, info, member)
             result.pod_results.append(pod_result)
             remaining -= 1
             if pod_result.node:
@@ -408,7 +539,11 @@ def pod_group_scheduling_default_algorithm(
                     "failed to schedule other pod from a pod group: "
                     f"{pod_result.status.message() or pod_result.status}"
                 )
+                result.waiting_on_preemption = False
+                result.nominations = {}
                 return result
+            requires_preemption = requires_preemption or pod_result.requires_preemption
+            any_scheduled = any_scheduled or pod_result.fits
             if placement_feasible:
                 status = feasible(remaining)
                 pod_result.permit_status = status
@@ -421,9 +556,21 @@ def pod_group_scheduling_default_algorithm(
                 if status.is_success():
                     result.status = SUCCESS
             elif pod_result.node and pod_result.permit_status.is_success():
-                result.status = SUCCESS  # a member's Permit says the group is complete
-        if placement_feasible and result.status.is_success() and not reverts:
-            result.status = Status(Code.UNSCHEDULABLE, (NO_PODS_SCHEDULABLE,))
+                # A member's Permit says the group is complete.
+                if requires_preemption:
+                    waiting()
+                else:
+                    result.status = SUCCESS
+        if placement_feasible and result.status.is_success():
+            if requires_preemption:
+                waiting()
+            elif not any_scheduled:
+                result.status = Status(Code.UNSCHEDULABLE, (NO_PODS_SCHEDULABLE,))
+        if result.waiting_on_preemption:
+            # Each member goes back nominated where it was assumed (ModeOverride).
+            result.nominations = {
+                r.qpi.pod.metadata.uid: r.node for r in result.pod_results if r.node
+            }
         return result
     finally:
         for state, pod, node in reversed(reverts):
@@ -432,9 +579,10 @@ def pod_group_scheduling_default_algorithm(
 
 def pod_group_pod_scheduling_algorithm(
     sched: Scheduler, fwk: FrameworkLike, info: PodGroupInfo, member: QueuedPodInfo
-) -> AlgorithmResult:
-    """One member: its node (Filter, Score), then assumed and reserved so that the next member
-    sees it, then (1.36) its Permit; a rejected Permit undoes it."""
+) -> Generator[MemberPostFilter, PostFilterResult | None, AlgorithmResult]:
+    """One member: its node (Filter, Score; when none fits, PostFilter may nominate one, on
+    which it is then assumed: it requires preemption), then assumed and reserved so that
+    the next member sees it, then (1.36) its Permit; a rejected Permit undoes it."""
     from scheduler.schedule_one import SchedulingError
 
     pod = member.pod
@@ -446,32 +594,42 @@ def pod_group_pod_scheduling_algorithm(
     try:
         scheduled = sched.schedule_pod(fwk, state, pod)
     except FitError as fit:
-        sched.observer.unschedulable(pod, fit, None)
+        nominating = yield MemberPostFilter(state, pod, fit)
+        sched.observer.unschedulable(pod, fit, nominating)
         out.fit = fit
         out.status = Status(Code.UNSCHEDULABLE, (str(fit),))
-        return out
+        out.nominating = nominating
+        if nominating is None or not nominating.nominated_node_name:
+            return out
+        # upstream: handled as a member that fits, on its nominated node, so that the next
+        # members see it there.
+        node = nominating.nominated_node_name
+        out.requires_preemption = True
     except SchedulingError as e:
         out.status = e.status
         return out
-    node = scheduled.suggested_host
-    sched.observer.scheduled(
-        pod,
-        node=node,
-        nodes=sched.snapshot.num_nodes(),
-        evaluated=scheduled.filter_evaluations,
-        feasible=scheduled.feasible_nodes,
-    )
+    else:
+        node = scheduled.suggested_host
+        sched.observer.scheduled(
+            pod,
+            node=node,
+            nodes=sched.snapshot.num_nodes(),
+            evaluated=scheduled.filter_evaluations,
+            feasible=scheduled.feasible_nodes,
+        )
     assumed = _assume(sched, pod, node)
     status = fwk.run_reserve_plugins_reserve(state, assumed, node)
     if not status.is_success():
         _unreserve_and_forget(sched, fwk, state, pod, node)
-        out.status = status
+        out.status, out.requires_preemption = status, False
+        out.nominating = PostFilterResult("")
         return out
     if sched.gates.version < _PLACEMENT_FEASIBLE_ALGORITHM_SINCE:
         permit = fwk.run_permit_plugins(state, assumed, node)
         if not permit.is_success() and not permit.is_wait():
             _unreserve_and_forget(sched, fwk, state, pod, node)
-            out.status = permit
+            out.status, out.requires_preemption = permit, False
+            out.nominating = PostFilterResult("")
             return out
         out.permit_status = permit
     out.node = node
@@ -549,17 +707,37 @@ async def _pod_group_post_filter(
     *,
     metrics: PodGroupMetrics | None,
 ) -> tuple[PodGroupPreemption | None, Status]:
-    plugin = fwk.plugin(DEFAULT_PREEMPTION)
-    if not isinstance(plugin, DefaultPreemption):
-        return None, Status(Code.UNSCHEDULABLE, (NO_POD_GROUP_POST_FILTER,))
     pg = (
         pod_group_lister.get(info.key.name, info.key.namespace)
         if pod_group_lister is not None
         else None
     )
-    if pg is None:
+    if pg is None and isinstance(fwk.plugin(DEFAULT_PREEMPTION), DefaultPreemption):
         return None, as_error(f'failed to get pod group object: PodGroup "{info.key}" not found')
-    if pg.spec.scheduling_constraints.topology:
+
+    def run() -> tuple[Mapping[str, str], Status]:
+        result = pod_group_scheduling_algorithm(sched, fwk, info, metrics=metrics)
+        return {r.qpi.pod.metadata.uid: r.node for r in result.pod_results if r.node}, result.status
+
+    members = [m.pod for m in info.queued_pod_infos]
+    return await group_post_filter(sched, fwk, pg, members, run)
+
+
+async def group_post_filter(
+    sched: Scheduler,
+    fwk: FrameworkLike,
+    pg: types_pb2.PodGroup | None,
+    members: list[types_pb2.Pod],
+    run: Callable[[], tuple[Mapping[str, str], Status]],
+) -> tuple[PodGroupPreemption | None, Status]:
+    """DefaultPreemption's PodGroupPostFilter for `members` (a group, or a CompositePodGroup
+    tree's, `pg` giving its priority and policy), `run` being the group's algorithm (its
+    members' nodes and its status): the feasibility function runs it with some pods taken out
+    of the cache for the run and put back."""
+    plugin = fwk.plugin(DEFAULT_PREEMPTION)
+    if not isinstance(plugin, DefaultPreemption):
+        return None, Status(Code.UNSCHEDULABLE, (NO_POD_GROUP_POST_FILTER,))
+    if pg is not None and pg.spec.scheduling_constraints.topology:
         newest = sched.gates.version >= _PLACEMENT_FEASIBLE_ALGORITHM_SINCE
         message = TOPOLOGY_NOT_SUPPORTED_137 if newest else TOPOLOGY_NOT_SUPPORTED
         return None, Status(Code.UNSCHEDULABLE, (message,))
@@ -584,15 +762,12 @@ async def _pod_group_post_filter(
                 if cached is not None:
                     sched.cache.remove_pod(cached)
                     taken.append(cached)
-            run = pod_group_scheduling_algorithm(sched, fwk, info, metrics=metrics)
+            return run()
         finally:
             for cached in taken:
                 sched.cache.add_pod(cached)
             sched.observer = observer
-        assignments = {r.qpi.pod.metadata.uid: r.node for r in run.pod_results if r.node}
-        return assignments, run.status
 
-    members = [m.pod for m in info.queued_pod_infos]
     try:
         return await plugin.pod_group_post_filter(pg, members, fits, removable=removable)
     finally:
@@ -643,6 +818,23 @@ async def submit_pod_group_algorithm_result(
             own = pod_result.status if pod_result and pod_result.status.code is Code.ERROR else None
             await sched.handle_scheduling_failure(fwk, member, own or group_status, clear, start)
             continue
+        if (
+            result.waiting_on_preemption
+            and pod_result is not None
+            and pod_result.requires_preemption
+        ):
+            # Its own PostFilter nominated a node: back with its FitError, nominated there.
+            assert pod_result.fit is not None
+            await sched.handle_scheduling_failure(
+                fwk,
+                member,
+                pod_result.status,
+                pod_result.nominating,
+                start,
+                _fit_plugins(pod_result.fit),
+            )
+            unschedulable += 1
+            continue
         if result.waiting_on_preemption:
             # Back to the queue, nominated where the group goes once the victims are gone
             # (ModeOverride); a member without a place has its nomination cleared.
@@ -653,7 +845,9 @@ async def submit_pod_group_algorithm_result(
             unschedulable += 1
             continue
         if pod_result is not None and pod_result.node:
-            if group_status.is_success():
+            # (placed, or assumed on the node its PostFilter nominated: 1.36 then rejects it
+            # with its Permit's message, its nomination cleared)
+            if group_status.is_success() and pod_result.fits:
                 state = sched.new_cycle_state(member.pod_info)
                 if await sched.prepare_for_binding_cycle(
                     fwk, state, member, pod_result.node, start
@@ -669,7 +863,12 @@ async def submit_pod_group_algorithm_result(
             continue
         if pod_result is not None and pod_result.fit is not None:
             await sched.handle_scheduling_failure(
-                fwk, member, pod_result.status, clear, start, _fit_plugins(pod_result.fit)
+                fwk,
+                member,
+                pod_result.status,
+                pod_result.nominating,
+                start,
+                _fit_plugins(pod_result.fit),
             )
         else:
             status = pod_result.status if pod_result is not None else group_status
@@ -711,25 +910,38 @@ async def update_pod_group_condition(
     condition: tuple[str, str, str],
     pod_group_lister: ObjectLister[types_pb2.PodGroup] | None,
 ) -> None:
-    """upstream updatePodGroupCondition: the condition (with the PodGroup's generation) set
-    through the status subresource; a True is never turned back to False; nothing is
-    written when nothing changes."""
+    """upstream updatePodGroupCondition (see patch_group_condition)."""
     if pod_group_lister is None:
         return
     pg = pod_group_lister.get(key.name, key.namespace)
     if pg is None:
         logger.warning("Failed to get PodGroup %s for status update: not found", key)
         return
+    await patch_group_condition(sched, pg, condition_type(sched.gates.version), condition)
+
+
+async def patch_group_condition(
+    sched: Scheduler,
+    group: types_pb2.PodGroup | types_pb2.CompositePodGroup,
+    type_: str,
+    condition: tuple[str, str, str],
+) -> None:
+    """The condition (with the object's generation) set through the status subresource of a
+    PodGroup or a CompositePodGroup; a True is never turned back to False; nothing is
+    written when nothing changes."""
     value, reason, message = condition
-    type_ = condition_type(sched.gates.version)
-    conditions = types_pb2.PodGroupStatus()
-    conditions.CopyFrom(pg.status)
-    existing = next((c for c in conditions.conditions if c.type == type_), None)
+    conditions: list[types_pb2.Condition] = []
+    for c in group.status.conditions:
+        copied = types_pb2.Condition()
+        copied.CopyFrom(c)
+        conditions.append(copied)
+    existing = next((c for c in conditions if c.type == type_), None)
     if existing is not None and existing.status == "True" and value != "True":
         return
-    generation = pg.metadata.generation
+    generation = group.metadata.generation
     if existing is None:
-        existing = conditions.conditions.add(type=type_)
+        existing = types_pb2.Condition(type=type_)
+        conditions.append(existing)
         existing.last_transition_time.CopyFrom(timestamp(sched.clock.now()))
     elif (existing.status, existing.reason, existing.message, existing.observed_generation) == (
         value,
@@ -753,13 +965,13 @@ async def update_pod_group_condition(
                     "reason": c.reason,
                     "message": c.message,
                 }
-                for c in conditions.conditions
+                for c in conditions
             ]
         }
     }
+    kind = type(group)
+    name, namespace = group.metadata.name, group.metadata.namespace
     try:
-        await sched.client.patch(
-            types_pb2.PodGroup, key.name, patch, key.namespace, subresource="status"
-        )
+        await sched.client.patch(kind, name, patch, namespace, subresource="status")
     except ApiError as e:
-        logger.warning("Failed to update PodGroup %s status: %s", key, e)
+        logger.warning("Failed to update %s %s/%s status: %s", kind.__name__, namespace, name, e)

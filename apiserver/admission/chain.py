@@ -4,8 +4,9 @@ admission chain (k8s.io/apiserver/pkg/admission, the plugins enabled by default 
 pkg/kubeapiserver/options/plugins.go) and, for a Service, its REST storage's allocators
 (pkg/registry/core/service/storage/alloc.go, BeginCreate). NamespaceLifecycle, which refuses
 before anything is prepared, is namespace_lifecycle.py. The validating plugins
-(`validate_create`: 1.36's PodGroupWorkloadExists, 1.37's PodGroupProtection for a child of a
-CompositePodGroup) run after the object is validated.
+(`validate_create`: 1.36's PodGroupWorkloadExists, 1.37's PodGroupProtection for a pod of a
+PodGroup or a child of a CompositePodGroup) run after the object is validated. Every plugin
+kemu models is one upstream enables by default (kemu has no --enable-admission-plugins).
 """
 
 from __future__ import annotations
@@ -22,7 +23,10 @@ from apiserver.admission.default_toleration_seconds import (
 from apiserver.admission.podgroup import admit_pod_group_workload_exists
 from apiserver.admission.podgroup_protection import (
     admit_composite_pod_group_protection,
+    admit_pod_group_protection,
+    referenced_pod_group,
     validate_parent_not_deleting,
+    validate_pod_group_not_deleting,
 )
 from apiserver.admission.priority import (
     admit_composite_pod_group_priority,
@@ -57,10 +61,11 @@ class AdmissionChain:
         elif isinstance(obj, types_pb2.PodGroup):
             classes = await self._priority_classes()
             admit_pod_group_priority(obj, classes, self._pod_groups)
+            admit_pod_group_protection(obj, self._pod_groups)
         elif isinstance(obj, types_pb2.CompositePodGroup):
-            admit_composite_pod_group_protection(obj, self._pod_groups)
             classes = await self._priority_classes()
             admit_composite_pod_group_priority(obj, classes, self._pod_groups)
+            admit_composite_pod_group_protection(obj, self._pod_groups)
         elif isinstance(obj, types_pb2.Service):
             services = self._caches["services"].objects()
             allocate(obj, (co.obj for co in services if isinstance(co.obj, types_pb2.Service)))
@@ -68,6 +73,11 @@ class AdmissionChain:
     async def validate_create(self, obj: Message) -> None:
         """The validating plugins on create: after the object's own validation, as
         upstream's validating admission follows the strategy's Validate."""
+        if isinstance(obj, types_pb2.Pod) and (group := referenced_pod_group(obj)):
+            named = await self._fresh_one("podgroups", obj.metadata.namespace, group)
+            validate_pod_group_not_deleting(
+                obj, [named] if isinstance(named, types_pb2.PodGroup) else [], self._pod_groups
+            )
         if isinstance(obj, types_pb2.PodGroup):
             workloads = await self._fresh("workloads")
             admit_pod_group_workload_exists(
@@ -93,6 +103,12 @@ class AdmissionChain:
         objs = await self._fresh("priorityclasses")
         return [o for o in objs if isinstance(o, types_pb2.PriorityClass)]
 
+    async def _fresh_one(self, resource: str, namespace: str, name: str) -> Message | None:
+        """One object of `resource` as `_fresh` sees it (None: not there), by its key."""
+        cache = await self._fresh_cache(resource)
+        co = cache.get(f"{cache.prefix}{namespace}/{name}")
+        return None if co is None else co.obj
+
     async def _fresh(self, resource: str) -> list[Message]:
         """What the watch cache of `resource` holds once it has seen this apiserver's own
         last write of it. Read-your-writes within this apiserver: a pod created right after
@@ -100,8 +116,11 @@ class AdmissionChain:
         reads an informer's lister and has that window: plugin/pkg/admission/priority/
         admission.go; PodGroupWorkloadExists GETs on a lister miss). Past wait_fresh's
         timeout it admits with what the cache holds."""
+        return [co.obj for co in (await self._fresh_cache(resource)).objects()]
+
+    async def _fresh_cache(self, resource: str) -> WatchCache:
         cache = self._caches[resource]
         written = self._written.get(resource, 0)
         if written > cache.revision:
             await cache.wait_fresh(written)
-        return [co.obj for co in cache.objects()]
+        return cache

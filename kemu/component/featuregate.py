@@ -252,13 +252,12 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
             # KEP-5732: the pod-group cycle's placements (kemu.scheduling.placement).
             _gate(TOPOLOGY_AWARE_WORKLOAD_SCHEDULING, alpha=36, depends_on=(GENERIC_WORKLOAD,)),
             _gate(POD_GROUP_PREEMPTION_POLICY, alpha=37, depends_on=(GENERIC_WORKLOAD,)),
-            # Not modelled: the apiserver's fields follow it, but the scheduler serves no
-            # CompositePodGroup; the scheduler says so at start-up when it is on.
+            # KEP-6012: the scheduler schedules CompositePodGroup trees
+            # (kemu.scheduling.composite_pod_groups, scheduler/schedule_one_composite_pod_group.py).
             _gate(
                 COMPOSITE_POD_GROUP,
                 alpha=37,
                 depends_on=(GENERIC_WORKLOAD, TOPOLOGY_AWARE_WORKLOAD_SCHEDULING),
-                modelled=False,
             ),
             _gate(WORKLOAD_WITH_JOB, alpha=36, depends_on=(GENERIC_WORKLOAD,)),
             _gate(

@@ -34,6 +34,7 @@ def pod_group_rules(gates: FeatureGates) -> PodGroupRules:
         preemption_policy=gates.enabled(POD_GROUP_PREEMPTION_POLICY),
         composite=gates.enabled(COMPOSITE_POD_GROUP),
         resource_claims=gates.enabled(DRA_WORKLOAD_RESOURCE_CLAIMS),
+        protection_admission=VersionRules.at(gates.version).podgroup_protection_admission,
     )
 
 

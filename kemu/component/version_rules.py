@@ -105,6 +105,15 @@ RULES: Final[Mapping[str, VersionRule]] = MappingProxyType(
             "on) once PodGroups are objects of their own (pkg/controller/podgroupprotection, "
             "kubernetes#136976)",
         ),
+        "podgroup_protection_admission": VersionRule(
+            Version(1, 37),
+            "kube-apiserver's PodGroupProtection admission plugin (enabled by default, with "
+            "GenericWorkload) stamps scheduling.k8s.io/podgroup-protection on every new PodGroup "
+            "and refuses a pod that names a PodGroup being deleted; podgroup-protection-controller "
+            "no longer adds the finalizer, it only removes it (plugin/pkg/admission/scheduling/"
+            "podgroupprotection, pkg/controller/scheduling/podgroupprotection, "
+            "pkg/kubeapiserver/options/plugins.go)",
+        ),
         "job_workload_builder": VersionRule(
             Version(1, 37),
             "with WorkloadWithJob, the Job controller compiles every Job's Workload and "
@@ -134,6 +143,7 @@ class VersionRules:
     external_provisioning_message_1_28: bool
     autoscaler_nnn_in_cluster_state: bool
     podgroup_protection_controller: bool
+    podgroup_protection_admission: bool
     job_workload_builder: bool
 
     @classmethod

@@ -104,6 +104,12 @@ SUPPORTED_FIELDS: Final[dict[str, dict[str, Getter]]] = {
     },
     "services": dict(_META),
     "configmaps": dict(_META),
+    # scheduling.k8s.io's pod groups: the generic store's object meta fields (their
+    # storage.go sets no PredicateFunc: storage.DefaultNamespaceScopedAttr), which `kubectl
+    # delete --wait` watches by for an object a finalizer keeps (PodGroupProtection's)
+    "workloads": dict(_META),
+    "podgroups": dict(_META),
+    "compositepodgroups": dict(_META),
 }
 
 

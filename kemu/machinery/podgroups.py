@@ -67,6 +67,9 @@ class PodGroupRules:
     compositePodGroupTemplates (the kind itself is served only with the gate on)."""
     resource_claims: bool = False
     """DRAWorkloadResourceClaims (1.36+): resourceClaims and status.resourceClaimStatuses."""
+    protection_admission: bool = True
+    """The PodGroupProtection admission plugin exists (1.37: VersionRules
+    podgroup_protection_admission); it acts with GenericWorkload on."""
 
     @property
     def disruption_fields(self) -> bool:

@@ -69,6 +69,7 @@ class EventResource(enum.StrEnum):
     # KEP-4671/KEP-5832 (GangScheduling's events): 1.35's Workload, 1.36+'s PodGroup.
     WORKLOAD = "scheduling.k8s.io/Workload"
     POD_GROUP = "scheduling.k8s.io/PodGroup"
+    COMPOSITE_POD_GROUP = "scheduling.k8s.io/CompositePodGroup"  # KEP-6012 (1.37)
     WILDCARD = "*"
 
 

@@ -11,6 +11,11 @@ and getCrossNodesVictims):
   group, on whichever node: they go together, at the PodGroup's priority;
 - any other pod (disruptionMode Single, the default, or no PodGroup) is its own unit, at its
   PodGroup's priority when the PodGroup sets one (upstream GetPodPriority), else its own.
+- CompositePodGroups (KEP-6012, `forest` given): a pod's unit is the subtree of its highest
+  ancestor (its PodGroup or a CPG above it) with disruptionMode All, every scheduled pod of
+  every PodGroup under it (upstream getHighestAllAncestor); its priority is its tree's root's
+  (upstream getPodPriority walks up the hierarchy); a CPG unit is more important than a
+  PodGroup's (upstream victimRank).
 
 `select_pod_group_victims` is the algorithm, over the whole cluster (upstream's single
 "cluster-domain"): the potential victims are the units of lower priority than the preemptor
@@ -32,6 +37,7 @@ from typing import Final
 
 from kemu.api.v1 import types_pb2
 from kemu.component.featuregate import GENERIC_WORKLOAD, WORKLOAD_AWARE_PREEMPTION, FeatureGates
+from kemu.scheduling.composite_pod_groups import CompositePodGroupKey, WorkloadForest
 from kemu.scheduling.interface import ObjectLister
 from kemu.scheduling.pod_group_state import GroupMembership, PodGroupKey
 from kemu.scheduling.preemption import violated_budgets
@@ -108,10 +114,13 @@ def pod_group_priority(pg: types_pb2.PodGroup | None, default: int) -> int:
 
 
 def importance(unit: VictimUnit) -> tuple[int, int, int, int]:
-    """A sort key putting the more important unit first (upstream moreImportantVictim)."""
-    if unit.group is not None:
+    """A sort key putting the more important unit first (upstream MoreImportantVictim: a
+    CompositePodGroup before a PodGroup before a single pod)."""
+    if isinstance(unit.group, CompositePodGroupKey):
         return (-unit.priority, 0, -len(unit.pods), unit.start_ns)
-    return (-unit.priority, 1, 0, unit.start_ns)
+    if unit.group is not None:
+        return (-unit.priority, 1, -len(unit.pods), unit.start_ns)
+    return (-unit.priority, 2, 0, unit.start_ns)
 
 
 def victim_units(
@@ -122,26 +131,46 @@ def victim_units(
     *,
     below: int,
     skip: Callable[[PodInfo], bool] = lambda pi: False,
+    forest: WorkloadForest | None = None,
 ) -> list[VictimUnit]:
     """The snapshot's pods as victim units of priority lower than `below`, node order kept.
-    A unit with a pod `skip` says no to is left out whole."""
+    A unit with a pod `skip` says no to is left out whole. `forest`: the CompositePodGroup
+    trees (with the gate on)."""
     singles: list[VictimUnit] = []
     groups: dict[PodGroupKey, list[PodInfo]] = {}
     group_priority: dict[PodGroupKey, int] = {}
     skipped: set[PodGroupKey] = set()
+    trees = forest is not None and forest.enabled
     for node in nodes:
         for pi in node.pods:
             key = membership.key(pi.pod) if membership.enabled else None
-            pg = pod_groups.get(key.name, key.namespace) if key is not None and pod_groups else None
+            chain: list[tuple[PodGroupKey, types_pb2.PodGroup | types_pb2.CompositePodGroup]]
+            if key is None:
+                chain = []
+            elif trees:
+                assert forest is not None
+                chain = forest.ancestry(key)
+            else:
+                pg = pod_groups.get(key.name, key.namespace) if pod_groups else None
+                chain = [(key, pg)] if pg is not None else []
             start = pi.start_time_ns()
             start = now_ns if start is None else start
-            if key is not None and disrupts_whole_group(pg):
-                groups.setdefault(key, []).append(pi)
-                group_priority[key] = pod_group_priority(pg, pi.priority)
+            unit_key: PodGroupKey | None = None
+            for group_key, obj in chain:
+                if obj.spec.disruption_mode.HasField("all"):
+                    unit_key = group_key  # the highest ancestor with All wins
+            root = chain[-1][1] if chain else None
+            priority = (
+                root.spec.priority
+                if root is not None and root.spec.HasField("priority")
+                else pi.priority
+            )
+            if unit_key is not None:
+                groups.setdefault(unit_key, []).append(pi)
+                group_priority[unit_key] = priority
                 if skip(pi):
-                    skipped.add(key)
+                    skipped.add(unit_key)
                 continue
-            priority = pod_group_priority(pg, pi.priority)
             if priority < below and not skip(pi):
                 singles.append(VictimUnit((pi,), priority, None, start))
     units = list(singles)

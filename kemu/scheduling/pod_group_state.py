@@ -30,13 +30,16 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import Clock
 from kemu.component.featuregate import GANG_SCHEDULING, GENERIC_WORKLOAD, FeatureGates
 from kemu.component.version import Version
 from kemu.machinery.resources import is_pod_resize_deferred
+
+if TYPE_CHECKING:
+    from kemu.scheduling.composite_pod_groups import WorkloadForest
 
 __all__ = [
     "DEFAULT_POD_GROUP_SCHEDULING_TIMEOUT",
@@ -256,10 +259,16 @@ class PodGroupState:
 
 class PodGroupStates:
     """Every group's state, driven by the scheduler's pod events (upstream 1.35
-    WorkloadManager; 1.36's cache PodGroupStates). Pods in no group are ignored."""
+    WorkloadManager; 1.36's cache PodGroupStates). Pods in no group are ignored. `forest`
+    (1.37, GenericWorkload): the PodGroups and CompositePodGroups observed and their trees
+    (kemu.scheduling.composite_pod_groups), fed by the scheduler's PodGroup and
+    CompositePodGroup events."""
 
-    def __init__(self, membership: GroupMembership, clock: Clock) -> None:
+    def __init__(
+        self, membership: GroupMembership, clock: Clock, forest: WorkloadForest | None = None
+    ) -> None:
         self.membership = membership
+        self.forest = forest
         self._clock = clock
         self._states: dict[PodGroupKey, PodGroupState] = {}
 

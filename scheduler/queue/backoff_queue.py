@@ -1,4 +1,5 @@
-"""Pods waiting out their backoff (upstream backoff_queue.go).
+"""Pods (and, at 1.37, pod groups: pod_group_entity.py) waiting out their backoff (upstream
+backoff_queue.go).
 
 A pod's backoff is `initial * 2**(attempts-1)`, capped at `max` (1, 2, 4, 8, 10, 10 s by
 default), counted from its queue timestamp (the time it last came back to the queue). A pod
@@ -18,10 +19,14 @@ from collections.abc import Callable
 from kemu.component.clock import Clock
 from kemu.scheduling.interface import QueuedPodInfo
 from scheduler.queue.heap import KeyedHeap
+from scheduler.queue.pod_group_entity import QueuedPodGroupInfo, entity_backoff
 
 
 def queued_key(qpi: QueuedPodInfo) -> str:
-    """A queued pod's key in the queue's heaps (its PodInfo's "namespace/name")."""
+    """A queued entity's key in the queue's heaps: a pod's "namespace/name", a pod group's
+    "podgroup/namespace/name" (1.37)."""
+    if type(qpi) is QueuedPodGroupInfo:
+        return qpi.key
     return qpi.pod_info.key
 
 
@@ -41,7 +46,10 @@ class BackoffQueue:
         self._errors: KeyedHeap[QueuedPodInfo] = KeyedHeap(queued_key, self._less_expiry)
 
     def duration(self, qpi: QueuedPodInfo) -> float:
-        """The backoff a pod gets after `qpi.attempts` attempts."""
+        """The backoff a pod gets after `qpi.attempts` attempts; a pod group (1.37), after its
+        failed attempts, with a longer cap (pod_group_entity.entity_backoff)."""
+        if type(qpi) is QueuedPodGroupInfo:
+            return entity_backoff(qpi.backoff_count(), len(qpi), self.initial, self.maximum)
         if qpi.attempts == 0 or self.initial <= 0:
             return 0.0
         d = self.initial
@@ -79,6 +87,8 @@ class BackoffQueue:
     def add(self, qpi: QueuedPodInfo) -> None:
         """Adds or updates the pod: in the error heap when nothing rejected it (an error)."""
         key = queued_key(qpi)
+        # (a pod group's own rejecting plugins stay empty: it always waits in the error heap,
+        # as upstream's backoffQueue.add does with an entity that has none)
         if not qpi.unschedulable_plugins and not qpi.pending_plugins:
             self._heap.delete(key)
             self._errors.add_or_update(qpi)

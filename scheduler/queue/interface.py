@@ -9,8 +9,10 @@ from typing import Protocol
 from kemu.api.v1 import types_pb2
 from kemu.scheduling.events import ActionType, ClusterEvent
 from kemu.scheduling.interface import QueuedPodInfo
+from kemu.scheduling.status import Status
 from kemu.scheduling.types import PodInfo
 from scheduler.queue.pod_events import PreEnqueueCheck
+from scheduler.queue.pod_group_entity import QueuedPodGroupInfo
 
 
 class SchedulingQueue(Protocol):
@@ -54,7 +56,17 @@ class SchedulingQueue(Protocol):
         self, qpi: QueuedPodInfo, pod_scheduling_cycle: int
     ) -> None: ...
 
+    def add_attempted_pod_group_if_needed(self, entity: QueuedPodGroupInfo, status: Status) -> None:
+        """A popped pod group's attempt is over (1.37): the group back to the queue with the
+        members that came back or arrived meanwhile (upstream AddAttemptedPodGroupIfNeeded)."""
+        ...
+
     def scheduling_cycle(self) -> int: ...
+
+    # PodGroups observed (1.37: members wait for theirs before they queue).
+    def add_pod_group(self, pg: types_pb2.PodGroup) -> None: ...
+
+    def delete_pod_group(self, pg: types_pb2.PodGroup) -> None: ...
 
     def close(self) -> None: ...
 

@@ -7,7 +7,11 @@ them; `QueueMetrics` makes them on its own for a queue used alone):
 - `queue_incoming_pods`: Counter `scheduler_queue_incoming_pods_total{queue, event}`, every
   move into a queue with the event that caused it;
 - `unschedulable_pods`: Gauge `scheduler_unschedulable_pods{plugin, profile}`, the queued pods
-  (not in flight) that each plugin rejected in their last attempt or gated at PreEnqueue.
+  (not in flight) that each plugin rejected in their last attempt or gated at PreEnqueue;
+- 1.37 (None before): `queued_entities`, Gauge `scheduler_queued_entities{queue, type}` (a pod
+  group once, type `podgroup`; a pod alone, type `pod`), and `queue_incoming_entities`, Counter
+  `scheduler_queue_incoming_entities_total{queue, event, type}`. `pending_pods` then also has
+  `queue="pending"`: members waiting for their group in flight.
 """
 
 from __future__ import annotations
@@ -48,6 +52,12 @@ class QueueMetricsSink(Protocol):
     @property
     def unschedulable_pods(self) -> LabelledGauge: ...
 
+    @property
+    def queued_entities(self) -> LabelledGaugeFunction | None: ...
+
+    @property
+    def queue_incoming_entities(self) -> LabelledCounter | None: ...
+
 
 class QueueMetrics:
     """The queue's metrics on `registry` (None: unregistered, for tests)."""
@@ -77,3 +87,5 @@ class QueueMetrics:
             ["plugin", "profile"],
             registry=registry,
         )
+        self.queued_entities: Gauge | None = None
+        self.queue_incoming_entities: Counter | None = None

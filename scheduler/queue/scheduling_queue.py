@@ -27,6 +27,7 @@ The queue is used from one event loop and never blocks except in `pop()`; it nee
 from __future__ import annotations
 
 import enum
+import functools
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -49,6 +50,7 @@ from kemu.scheduling.events import (
 )
 from kemu.scheduling.interface import QueuedPodInfo
 from kemu.scheduling.nominator import Nominator, PodLister
+from kemu.scheduling.pod_group_state import PodGroupKey
 from kemu.scheduling.pod_info import refreshed_pod_info
 from kemu.scheduling.status import SUCCESS, Status
 from kemu.scheduling.types import PodInfo
@@ -67,6 +69,11 @@ from scheduler.queue.pod_events import (
     PreEnqueueCheck,
     pod_event,
     pod_scheduling_properties_change,
+)
+from scheduler.queue.pod_group_entity import (
+    PodGroupQueueing,
+    QueuedPodGroupInfo,
+    pod_group_entity_key,
 )
 from scheduler.queue.unschedulable_pods import UnschedulablePods
 
@@ -109,6 +116,10 @@ UNSCHEDULABLE_Q: Final = "unschedulable"
 GATED: Final = "gated"
 
 LessFn = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
+PENDING: Final = "pending"  # scheduler_pending_pods: members waiting for their group in flight
+INCOMPLETE: Final = "incomplete"  # ... and members waiting for their PodGroup to be observed
+POD_ENTITY: Final = "pod"
+POD_GROUP_ENTITY: Final = "podgroup"
 # The framework's RunPreEnqueuePlugins for the pod's profile: SUCCESS, or the first rejection
 # with `plugin` set to the plugin that gated the pod.
 PreEnqueueFn = Callable[[types_pb2.Pod], Status]
@@ -150,8 +161,18 @@ class PriorityQueue:
         pod_lister: PodLister | None = None,
         pod_info_factory: Callable[[types_pb2.Pod], PodInfo] = PodInfo,
         metrics: QueueMetricsSink | None = None,
+        pod_groups: PodGroupQueueing | None = None,
     ) -> None:
         self._clock = clock
+        # 1.37's pod-group entities (pod_group_entity.py): which pods are members, the
+        # PodGroups observed (upstream's queue workloadForest), the group in flight (upstream's
+        # last popped entity), the members that arrived (or came back) while it was (upstream
+        # pendingPodGroupPods) and those whose PodGroup is not observed (incompletePodGroupPods).
+        self._groups = pod_groups
+        self._observed: set[PodGroupKey] = set()
+        self._popped_group: PodGroupKey | None = None
+        self._pending: dict[PodGroupKey, dict[str, QueuedPodInfo]] = {}
+        self._incomplete: dict[PodGroupKey, dict[str, QueuedPodInfo]] = {}
         self._skip_unhinted = options.skip_unhinted
         self._less = less
         # One function, or one per profile (a pod of an unknown profile is never gated).
@@ -169,6 +190,7 @@ class PriorityQueue:
         self._hinted_plugins: dict[tuple[str, ClusterEvent], frozenset[str] | None] = {}
         # Metric children by label values: `labels()` costs more than the increment.
         self._incoming_children: dict[tuple[str, str], Any] = {}
+        self._incoming_entity_children: dict[tuple[str, str, str], Any] = {}
         self._unschedulable_children: dict[tuple[str, str], Any] = {}
         self._max_in_unschedulable = options.pod_max_in_unschedulable_pods_duration
         self._pop_from_backoff_q = options.pop_from_backoff_q
@@ -204,6 +226,21 @@ class PriorityQueue:
             gauge.labels(BACKOFF_Q).set_function(self.len_backoff)
             gauge.labels(UNSCHEDULABLE_Q).set_function(self.len_unschedulable)
             gauge.labels(GATED).set_function(self.len_gated)
+            if pod_groups is not None:
+                gauge.labels(PENDING).set_function(self.len_pending)
+                gauge.labels(INCOMPLETE).set_function(self.len_incomplete)
+            entities = metrics.queued_entities
+            if entities is not None:
+                for queue, count in (
+                    (ACTIVE_Q, self._entities_active),
+                    (BACKOFF_Q, self._entities_backoff),
+                    (UNSCHEDULABLE_Q, self._entities_unschedulable),
+                    (GATED, self._entities_gated),
+                ):
+                    for kind in (POD_ENTITY, POD_GROUP_ENTITY):
+                        entities.labels(queue, kind).set_function(
+                            functools.partial(count, kind == POD_GROUP_ENTITY)
+                        )
 
     # ------------------------------------------------------------ informer events
 
@@ -212,6 +249,8 @@ class PriorityQueue:
         qpi = self._new_queued_pod_info(pod)
         # Nominated from the API even when gated (pkg/scheduler/backend/queue/nominator.go).
         self.nominator.add_nominated_pod(qpi.pod_info, None)
+        if self._add_member(qpi, str(UNSCHEDULED_POD_ADD)):
+            return
         self._move_to_active_q(qpi, str(UNSCHEDULED_POD_ADD))
 
     def update(self, old: types_pb2.Pod, new: types_pb2.Pod) -> None:
@@ -222,6 +261,8 @@ class PriorityQueue:
         if self._in_flight.add_pod_events(old, new, events):
             self._in_flight.set_latest(new)
             logger.debug("Pod %s is in flight; its update is recorded", object_key(new))
+            return
+        if self._update_member(old, new, events):
             return
         key = object_key(new)
         for heap_get in (self._active.get, self._backoff.get):
@@ -249,6 +290,8 @@ class PriorityQueue:
     def delete(self, pod: types_pb2.Pod) -> None:
         """The pod was deleted (or bound by someone else): forget it everywhere."""
         self.nominator.delete_nominated_pod_if_exists(pod)
+        if self._delete_member(pod):
+            return
         key = object_key(pod)
         removed = self._active.delete(key)
         if removed is None:
@@ -265,7 +308,8 @@ class PriorityQueue:
         """Moves the pods from the pool or backoffQ to activeQ (upstream Activate). A pod in
         flight gets a ForceActivate event so that it is retried when it comes back."""
         for pod in pods:
-            key = object_key(pod)
+            group = self._group(pod)
+            key = object_key(pod) if group is None else pod_group_entity_key(group)
             from_backoff = False
             qpi = self._unschedulable.get(key)
             if qpi is None:
@@ -317,7 +361,11 @@ class PriorityQueue:
         if not self._is_event_of_interest(event):
             return
         pool = self._unschedulable.candidates(lambda plugin: self._gate_wants(plugin, event))
-        pods = pool if pre_check is None else [qpi for qpi in pool if pre_check(qpi.pod)]
+        pods = (
+            pool
+            if pre_check is None
+            else [qpi for qpi in pool if any(pre_check(m.pod) for m in _members(qpi))]
+        )
         self._move_pods_to_active_or_backoff_queue(pods, event, old_obj, new_obj)
 
     # ------------------------------------------------------------ the scheduling loop
@@ -338,7 +386,9 @@ class PriorityQueue:
                 qpi = self._active.pop()
             else:
                 qpi = self._backoff.pop()
-                self._incoming(ACTIVE_Q, POP_FROM_BACKOFF_Q)
+                self._incoming(ACTIVE_Q, POP_FROM_BACKOFF_Q, qpi)
+            if type(qpi) is QueuedPodGroupInfo:
+                return self._pop_group(qpi)
             if self._in_flight.add_pod(qpi.pod):
                 break
             logger.error("Pod %s is tracked twice by the queue; discarding it", qpi.pod_info.key)
@@ -356,11 +406,15 @@ class PriorityQueue:
         would put it (upstream PopSpecificPod, 1.36: the pod-group cycle pulls the other
         members of a popped pod's group). None when the queue does not hold it."""
         key = object_key(pod)
-        qpi = self._active.delete(key)
-        if qpi is None:
-            qpi = self._backoff.delete(key)
-        if qpi is None:
-            qpi = self._unschedulable.pop(key)
+        group = self._group(pod)
+        if group is not None:
+            qpi = self._take_group_member(group, key)
+        else:
+            qpi = self._active.delete(key)
+            if qpi is None:
+                qpi = self._backoff.delete(key)
+            if qpi is None:
+                qpi = self._unschedulable.pop(key)
         if qpi is None:
             return None
         if not self._in_flight.add_pod(qpi.pod):
@@ -395,7 +449,7 @@ class PriorityQueue:
         hints make it unnecessary)."""
         uid = qpi.pod.metadata.uid
         try:
-            key = qpi.pod_info.key
+            key = queued_key(qpi)
             if key in self._unschedulable or key in self._active or key in self._backoff:
                 logger.warning("Pod %s is already in the scheduling queue", key)
                 return
@@ -407,6 +461,12 @@ class PriorityQueue:
                 qpi.pod_info = self._refreshed(qpi.pod_info, latest)
             qpi.timestamp = self._clock.monotonic()
             self._count_rejectors(qpi, +1)
+            if self._queues_with_group(qpi.pod):
+                # A member comes back to its group: aside while the group is in flight
+                # (upstream addUnschedulablePodGroupMember; the group's requeue decides).
+                self.done(uid)
+                self._add_member(qpi, SCHEDULE_ATTEMPT_FAILURE)
+                return
             strategy = self._hint_for_in_flight_pod(qpi)
             queue = self._requeue(qpi, strategy, SCHEDULE_ATTEMPT_FAILURE)
             logger.debug(
@@ -463,6 +523,259 @@ class PriorityQueue:
         if leftover:
             self._move_pods_to_active_or_backoff_queue(leftover, UNSCHEDULABLE_TIMEOUT, None, None)
 
+    # ------------------------------------------------------------ pod-group entities (1.37)
+
+    def _member_of(self, pod: types_pb2.Pod) -> PodGroupKey | None:
+        """The group `pod` is a member of, when groups are queued as entities."""
+        return self._groups.group_of(pod) if self._groups is not None else None
+
+    def _group(self, pod: types_pb2.Pod) -> PodGroupKey | None:
+        """The group whose entity holds `pod` (upstream isPodGroupMember), if any: not while
+        its PodGroup is not observed, nor for a PodGroup in a CompositePodGroup tree (its
+        members queue alone: the tree's cycle collects them)."""
+        group = self._member_of(pod)
+        if group is None or group not in self._observed:
+            return None
+        assert self._groups is not None
+        return None if self._groups.in_composite_tree(group) else group
+
+    def _queues_with_group(self, pod: types_pb2.Pod) -> bool:
+        """Whether `pod` queues with its group's entity or aside (not alone)."""
+        group = self._member_of(pod)
+        return group is not None and (group not in self._observed or self._group(pod) is not None)
+
+    def _add_member(self, qpi: QueuedPodInfo, event: str) -> bool:
+        """A member into its group's entity, or aside until its PodGroup is observed. False
+        when the pod queues alone."""
+        group = self._member_of(qpi.pod)
+        if group is None:
+            return False
+        if group not in self._observed:
+            self._incomplete.setdefault(group, {})[qpi.pod_info.key] = qpi
+            logger.debug("Pod %s waits for its PodGroup %s to be observed", qpi.pod_info.key, group)
+            return True
+        if self._group(qpi.pod) is None:
+            return False
+        self._add_group_member(qpi, group, event)
+        return True
+
+    def add_pod_group(self, pg: types_pb2.PodGroup) -> None:
+        """A PodGroup is observed (upstream AddPodGroup): its members waiting for it queue."""
+        group = PodGroupKey(pg.metadata.namespace, pg.metadata.name)
+        if self._groups is None or group in self._observed:
+            return
+        self._observed.add(group)
+        for qpi in self._incomplete.pop(group, {}).values():
+            if not self._add_member(qpi, str(UNSCHEDULED_POD_ADD)):
+                self._move_to_active_q(qpi, str(UNSCHEDULED_POD_ADD))
+
+    def delete_pod_group(self, pg: types_pb2.PodGroup) -> None:
+        """A PodGroup is gone (upstream DeletePodGroup): its queued members, and those waiting
+        for it in flight, wait for it to be observed again."""
+        group = PodGroupKey(pg.metadata.namespace, pg.metadata.name)
+        if self._groups is None or group not in self._observed:
+            return
+        entity, _ = self._take_group(group)
+        self._observed.discard(group)
+        waiting = self._incomplete.setdefault(group, {})
+        for member in (*(entity or ()), *self._pending.pop(group, {}).values()):
+            waiting[member.pod_info.key] = member
+        if not waiting:
+            del self._incomplete[group]
+
+    def _update_member(
+        self, old: types_pb2.Pod, new: types_pb2.Pod, events: list[ClusterEvent]
+    ) -> bool:
+        """An update of a member queued with its group or aside (False: it queues alone)."""
+        member_group = self._member_of(new)
+        if member_group is None:
+            return False
+        if member_group not in self._observed:
+            key = object_key(new)
+            waiting = self._incomplete.get(member_group, {}).get(key)
+            if waiting is None:
+                waiting = self._new_queued_pod_info(new)
+                self.nominator.add_nominated_pod(waiting.pod_info, None)
+                self._incomplete.setdefault(member_group, {})[key] = waiting
+                return True
+            waiting.pod_info = self._refreshed(waiting.pod_info, new)
+            self.nominator.update_nominated_pod(old, waiting.pod_info)
+            return True
+        group = self._group(new)
+        if group is None:
+            return False
+        self._update_group_member(old, new, group, events)
+        return True
+
+    def _delete_member(self, pod: types_pb2.Pod) -> bool:
+        """A member deleted (False: it queues alone)."""
+        member_group = self._member_of(pod)
+        if member_group is None:
+            return False
+        waiting = self._incomplete.get(member_group)
+        gone = waiting.pop(object_key(pod), None) if waiting is not None else None
+        if gone is not None:
+            self._count_rejectors(gone, -1)
+            if not waiting:
+                del self._incomplete[member_group]
+            return True
+        group = self._group(pod)
+        if group is None:
+            return False
+        self._delete_group_member(pod, group)
+        return True
+
+    def _take_group(self, group: PodGroupKey) -> tuple[QueuedPodGroupInfo | None, _Strategy]:
+        """The group's entity out of whichever queue holds it, with the strategy that puts it
+        back there (upstream deleteFromAnyQueue)."""
+        key = pod_group_entity_key(group)
+        for take, strategy in (
+            (self._active.delete, _Strategy.IMMEDIATELY),
+            (self._backoff.delete, _Strategy.AFTER_BACKOFF),
+            (self._unschedulable.pop, _Strategy.SKIP),
+        ):
+            entity = take(key)
+            if entity is not None:
+                assert isinstance(entity, QueuedPodGroupInfo)
+                return entity, strategy
+        return None, _Strategy.SKIP
+
+    def _add_group_member(self, qpi: QueuedPodInfo, group: PodGroupKey, event: str) -> None:
+        """upstream addPodGroupMember: into the group's queued entity (which goes back where
+        it was), aside while the group is in flight, else a new entity in activeQ."""
+        entity, strategy = self._take_group(group)
+        if entity is not None:
+            entity.add(qpi)
+            self._requeue(entity, strategy, event)
+            return
+        if self._popped_group == group:
+            self._pending.setdefault(group, {})[qpi.pod_info.key] = qpi
+            logger.debug("Pod %s waits for its pod group %s in flight", qpi.pod_info.key, group)
+            return
+        self._move_to_active_q(QueuedPodGroupInfo.of(group, qpi), event)
+
+    def _take_group_member(self, group: PodGroupKey, pod_key: str) -> QueuedPodInfo | None:
+        """A member out of its group's entity (the entity back where it was unless empty), or
+        out of the members waiting for the group in flight."""
+        entity, strategy = self._take_group(group)
+        if entity is None:
+            pending = self._pending.get(group, {})
+            member = pending.pop(pod_key, None)
+            if not pending:
+                self._pending.pop(group, None)
+            return member
+        member = entity.remove(pod_key)
+        if len(entity):
+            self._requeue(entity, strategy, str(UNSCHEDULED_POD_ADD))
+        return member
+
+    def _update_group_member(
+        self,
+        old: types_pb2.Pod,
+        new: types_pb2.Pod,
+        group: PodGroupKey,
+        events: list[ClusterEvent],
+    ) -> None:
+        """upstream Update for a member: refreshed in its group's entity (in the pool, its own
+        update may move the whole group, per the hints), or aside; else added."""
+        key = object_key(new)
+        entity_key = pod_group_entity_key(group)
+        entity = self._active.get(entity_key) or self._backoff.get(entity_key)
+        in_pool = False
+        if entity is None:
+            entity = self._unschedulable.get(entity_key)
+            in_pool = entity is not None
+        member = entity.get(key) if isinstance(entity, QueuedPodGroupInfo) else None
+        if isinstance(entity, QueuedPodGroupInfo) and member is not None:
+            member.pod_info = self._refreshed(member.pod_info, new)
+            entity.refresh()
+            if entity_key in self._active:
+                self._active.add_or_update(entity)
+            self.nominator.update_nominated_pod(old, member.pod_info)
+            if not in_pool:
+                return
+            for event in events:
+                strategy = self._is_pod_worth_requeuing(entity, event, old, new)
+                if strategy == _Strategy.SKIP:
+                    continue
+                self._unschedulable.pop(entity_key)
+                if self._requeue(entity, strategy, str(event)) != UNSCHEDULABLE_Q:
+                    break
+            return
+        waiting = self._pending.get(group, {}).get(key)
+        if waiting is not None:
+            waiting.pod_info = self._refreshed(waiting.pod_info, new)
+            self.nominator.update_nominated_pod(old, waiting.pod_info)
+            return
+        qpi = self._new_queued_pod_info(new)
+        self.nominator.add_nominated_pod(qpi.pod_info, None)
+        self._add_group_member(qpi, group, str(UNSCHEDULED_POD_UPDATE))
+
+    def _delete_group_member(self, pod: types_pb2.Pod, group: PodGroupKey) -> None:
+        """upstream deletePodGroupMember: out of its group's entity (gone with its last
+        member) or of the members aside; a member in flight is marked deleted."""
+        member = self._take_group_member(group, object_key(pod))
+        if member is not None:
+            self._count_rejectors(member, -1)
+            return
+        self._in_flight.mark_deleted(pod.metadata.uid)
+
+    def _pop_group(self, entity: QueuedPodGroupInfo) -> QueuedPodGroupInfo:
+        """The popped group: every member in flight (each attempt counted), the group too;
+        members that arrive meanwhile wait aside (upstream activeQ.pop of an entity)."""
+        for member in entity:
+            if not self._in_flight.add_pod(member.pod):
+                logger.error("Pod %s is tracked twice by the queue; dropped", member.pod_info.key)
+                entity.remove(member.pod_info.key)
+                continue
+            member.attempts += 1
+            self._count_rejectors(member, -1)
+            if member.initial_attempt_timestamp is None:
+                member.initial_attempt_timestamp = self._clock.monotonic()
+            member.unschedulable_plugins.clear()
+            member.pending_plugins.clear()
+        entity.attempts += 1
+        entity.refresh()
+        self._scheduling_cycle += 1
+        self._popped_group = entity.group
+        return entity
+
+    def add_attempted_pod_group_if_needed(self, entity: QueuedPodGroupInfo, status: Status) -> None:
+        """The group's attempt is over (upstream AddAttemptedPodGroupIfNeeded, 1.37): the
+        members that came back, or arrived, meanwhile are its members now; none: nothing is
+        queued. A successful attempt requeues them to activeQ without backoff (its timestamp
+        kept when some attempted member came back, so that it is tried again at once); a
+        rejected one counts one more rejection, an error one more consecutive error; then
+        backoffQ while it backs off, else activeQ (gated: the pool)."""
+        key = entity.key
+        if key in self._active or key in self._backoff or key in self._unschedulable:
+            logger.error("Pod group %s is already in the scheduling queue", entity.group)
+            return
+        if self._popped_group == entity.group:
+            self._popped_group = None
+        pending = self._pending.pop(entity.group, {})
+        if not pending:
+            return
+        came_back = any(k in entity.members for k in pending)
+        entity.set_members(pending.values())
+        without_backoff = keep_timestamp = False
+        if status.is_success():
+            without_backoff, keep_timestamp = True, came_back
+            entity.unschedulable_count = entity.consecutive_errors_count = 0
+        elif status.is_rejected():
+            entity.unschedulable_count += 1
+            entity.consecutive_errors_count = 0
+        else:
+            entity.consecutive_errors_count += 1
+        if not keep_timestamp:
+            entity.timestamp = self._clock.monotonic()
+        event = SCHEDULE_ATTEMPT_FAILURE
+        if not without_backoff and self._backoff.is_backing_off(entity):
+            queue = BACKOFF_Q if self._move_to_backoff_q(entity, event) else UNSCHEDULABLE_Q
+        else:
+            queue = ACTIVE_Q if self._move_to_active_q(entity, event) else UNSCHEDULABLE_Q
+        logger.debug("Pod group %s moved to %s after its attempt", entity.group, queue)
+
     # ------------------------------------------------------------ nominator (PodNominator)
 
     def add_nominated_pod(self, pod_info: PodInfo, nominated_node_name: str | None) -> None:
@@ -480,48 +793,99 @@ class PriorityQueue:
     # ------------------------------------------------------------ inspection
 
     def __len__(self) -> int:
-        """Pods waiting in any queue (not the ones in flight)."""
-        return len(self._active) + len(self._backoff) + len(self._unschedulable)
+        """Pods waiting in any queue (not the ones in flight; a group's members each)."""
+        return self.len_active() + self.len_backoff() + len(self.unschedulable_pods())
 
     def len_active(self) -> int:
-        return len(self._active)
+        return _pod_count(self._active.list()) if self._groups else len(self._active)
 
     def len_backoff(self) -> int:
-        return len(self._backoff)
+        return _pod_count(self._backoff.list()) if self._groups else len(self._backoff)
 
     def len_unschedulable(self) -> int:
         """Pods in the pool that are not gated."""
+        if self._groups:
+            return _pod_count(q for q in self._unschedulable.values() if not q.gated)
         return self._unschedulable.count_ungated()
 
     def len_gated(self) -> int:
+        if self._groups:
+            return _pod_count(q for q in self._unschedulable.values() if q.gated)
         return self._unschedulable.count_gated()
+
+    def len_pending(self) -> int:
+        """Members waiting for their group in flight (scheduler_pending_pods{queue="pending"})."""
+        return sum(len(members) for members in self._pending.values())
+
+    def len_incomplete(self) -> int:
+        """Members waiting for their PodGroup (scheduler_pending_pods{queue="incomplete"})."""
+        return sum(len(members) for members in self._incomplete.values())
+
+    def incomplete_pod_group_pods(self) -> list[types_pb2.Pod]:
+        """upstream IncompletePodGroupPodsPods."""
+        return [m.pod for members in self._incomplete.values() for m in members.values()]
+
+    def _entities_active(self, groups: bool) -> int:
+        return _entity_count(self._active.list(), groups)
+
+    def _entities_backoff(self, groups: bool) -> int:
+        return _entity_count(self._backoff.list(), groups)
+
+    def _entities_unschedulable(self, groups: bool) -> int:
+        return _entity_count((q for q in self._unschedulable.values() if not q.gated), groups)
+
+    def _entities_gated(self, groups: bool) -> int:
+        return _entity_count((q for q in self._unschedulable.values() if q.gated), groups)
+
+    def pending_pod_group_pods(self) -> list[types_pb2.Pod]:
+        """The members waiting for their group in flight (upstream PendingPodGroupPods)."""
+        return [m.pod for members in self._pending.values() for m in members.values()]
+
+    def get_pod_group(self, group: PodGroupKey) -> QueuedPodGroupInfo | None:
+        """The group's queued entity, wherever it is (upstream GetPodGroup)."""
+        key = pod_group_entity_key(group)
+        entity = self._active.get(key) or self._backoff.get(key) or self._unschedulable.get(key)
+        return entity if isinstance(entity, QueuedPodGroupInfo) else None
 
     def len_in_flight(self) -> int:
         return len(self._in_flight)
 
     def pods_in_active_q(self) -> list[types_pb2.Pod]:
-        return [qpi.pod for qpi in self._active.list()]
+        return [m.pod for qpi in self._active.list() for m in _members(qpi)]
 
     def pods_in_backoff_q(self) -> list[types_pb2.Pod]:
-        return [qpi.pod for qpi in self._backoff.list()]
+        return [m.pod for qpi in self._backoff.list() for m in _members(qpi)]
 
     def unschedulable_pods(self) -> list[types_pb2.Pod]:
         """Every pod in the pool, gated ones included."""
-        return [qpi.pod for qpi in self._unschedulable.values()]
+        return [m.pod for qpi in self._unschedulable.values() for m in _members(qpi)]
 
     def in_flight_pods(self) -> list[types_pb2.Pod]:
         return self._in_flight.pods()
 
     def get_pod(self, namespace: str, name: str) -> QueuedPodInfo | None:
+        """The queued pod (a group's member too, or one waiting for its group in flight)."""
         key = f"{namespace}/{name}"
-        return self._active.get(key) or self._backoff.get(key) or self._unschedulable.get(key)
+        found = self._active.get(key) or self._backoff.get(key) or self._unschedulable.get(key)
+        if found is not None or self._groups is None:
+            return found
+        entities = (*self._active.list(), *self._backoff.list(), *self._unschedulable.values())
+        for entity in entities:
+            if isinstance(entity, QueuedPodGroupInfo) and (member := entity.get(key)):
+                return member
+        return next((ms[key] for ms in self._pending.values() if key in ms), None)
 
     def pending_pods(self) -> tuple[list[types_pb2.Pod], str]:
-        """Every waiting pod, and a summary line of the queue sizes (for debugging)."""
+        """Every waiting pod, and a summary line of the queue sizes (for debugging; upstream's
+        extended one with the members waiting for their group)."""
         active, backoff = self.pods_in_active_q(), self.pods_in_backoff_q()
         pool = self.unschedulable_pods()
         summary = f"activeQ:{len(active)}; backoffQ:{len(backoff)}; unschedulablePods:{len(pool)}"
-        return active + backoff + pool, summary
+        if self._groups is None:
+            return active + backoff + pool, summary
+        pending = self.pending_pod_group_pods()
+        summary += f"; pendingPodGroupMemberPods:{len(pending)}"
+        return active + backoff + pool + pending, summary
 
     def backoff_duration(self, qpi: QueuedPodInfo) -> float:
         return self._backoff.duration(qpi)
@@ -547,7 +911,9 @@ class PriorityQueue:
             self._wakeup.set()
             self._wakeup = None
 
-    def _incoming(self, queue: str, event: str) -> None:
+    def _incoming(self, queue: str, event: str, qpi: QueuedPodInfo) -> None:
+        """queue_incoming_pods_total (a group's members each) and, at 1.37,
+        queue_incoming_entities_total (the entity, by type)."""
         if self._metrics is None:
             return
         child = self._incoming_children.get((queue, event))
@@ -555,11 +921,33 @@ class PriorityQueue:
             child = self._incoming_children[(queue, event)] = (
                 self._metrics.queue_incoming_pods.labels(queue, event)
             )
-        child.inc()
+        group = type(qpi) is QueuedPodGroupInfo
+        child.inc(len(qpi) if isinstance(qpi, QueuedPodGroupInfo) else 1)
+        entities = self._metrics.queue_incoming_entities
+        if entities is not None:
+            kind = POD_GROUP_ENTITY if group else POD_ENTITY
+            entity_child = self._incoming_entity_children.get((queue, event, kind))
+            if entity_child is None:
+                entity_child = self._incoming_entity_children[(queue, event, kind)] = (
+                    entities.labels(queue, event, kind)
+                )
+            entity_child.inc()
 
     def _run_pre_enqueue(self, qpi: QueuedPodInfo, key: str | None = None) -> None:
         if key is None:
-            key = qpi.pod_info.key
+            key = queued_key(qpi)
+        if isinstance(qpi, QueuedPodGroupInfo):
+            # upstream runPreEnqueuePlugins of an entity: each member's (their gauges), the
+            # group gated when one is, by that member's gating plugin.
+            gating = ""
+            for member in qpi:
+                self._run_pre_enqueue(member)
+                if member.gated:
+                    gating = member.gating_plugin
+            qpi.refresh()
+            qpi.gated, qpi.gating_plugin = bool(gating), gating
+            self._unschedulable.reindex(key, qpi)
+            return
         pre_enqueue = self._pre_enqueue
         if isinstance(pre_enqueue, Mapping):
             pre_enqueue = pre_enqueue.get(qpi.pod.spec.scheduler_name, _always_enqueue)
@@ -582,8 +970,9 @@ class PriorityQueue:
             logger.debug("Pod %s is gated: %s", key, status)
 
     def _count_rejectors(self, qpi: QueuedPodInfo, delta: int) -> None:
-        for plugin in qpi.unschedulable_plugins | qpi.pending_plugins:
-            self._unschedulable_gauge(plugin, qpi, delta)
+        for member in _members(qpi):
+            for plugin in member.unschedulable_plugins | member.pending_plugins:
+                self._unschedulable_gauge(plugin, member, delta)
 
     def _unschedulable_gauge(self, plugin: str, qpi: QueuedPodInfo, delta: int) -> None:
         if self._metrics is None:
@@ -600,9 +989,9 @@ class PriorityQueue:
             child.dec(-delta)
 
     def _add_to_unschedulable(self, qpi: QueuedPodInfo, event: str, key: str | None = None) -> None:
-        self._unschedulable.add(qpi.pod_info.key if key is None else key, qpi)
+        self._unschedulable.add(queued_key(qpi) if key is None else key, qpi)
         self._leftover_flush.wake(self._clock.monotonic() + self._max_in_unschedulable)
-        self._incoming(UNSCHEDULABLE_Q, event)
+        self._incoming(UNSCHEDULABLE_Q, event, qpi)
 
     def _move_to_active_q(
         self, qpi: QueuedPodInfo, event: str, *, from_backoff: bool = False, key: str | None = None
@@ -611,7 +1000,7 @@ class PriorityQueue:
         on its way in), else the pool, gated. True when it went to activeQ. `key`: the pod's
         key, if the caller has it."""
         if key is None:
-            key = qpi.pod_info.key
+            key = queued_key(qpi)
         if not (self._pop_from_backoff_q and from_backoff):
             self._run_pre_enqueue(qpi, key)
         if qpi.gated:
@@ -619,13 +1008,15 @@ class PriorityQueue:
                 if key not in self._unschedulable:
                     self._add_to_unschedulable(qpi, event, key)
             return False
-        if qpi.initial_attempt_timestamp is None:
-            # Upstream starts the SLI clock when the pod first becomes schedulable.
-            qpi.initial_attempt_timestamp = self._clock.monotonic()
+        now = self._clock.monotonic()
+        for entity in (qpi, *_grouped(qpi)):
+            if entity.initial_attempt_timestamp is None:
+                # Upstream starts the SLI clock when the pod first becomes schedulable.
+                entity.initial_attempt_timestamp = now
         self._unschedulable.pop(key)
         self._backoff.delete(key)
         self._active.add_or_update(qpi)
-        self._incoming(ACTIVE_Q, event)
+        self._incoming(ACTIVE_Q, event, qpi)
         if event == str(UNSCHEDULED_POD_UPDATE):
             self.nominator.add_nominated_pod(qpi.pod_info, None)
         self._broadcast()
@@ -634,7 +1025,7 @@ class PriorityQueue:
     def _move_to_backoff_q(self, qpi: QueuedPodInfo, event: str, key: str | None = None) -> bool:
         """backoffQ (with PopFromBackoffQ, PreEnqueue runs here and may gate it instead)."""
         if key is None:
-            key = qpi.pod_info.key
+            key = queued_key(qpi)
         if self._pop_from_backoff_q:
             self._run_pre_enqueue(qpi, key)
             if qpi.gated:
@@ -644,7 +1035,7 @@ class PriorityQueue:
         self._unschedulable.pop(key)
         self._backoff.add(qpi)
         self._backoff_flush.wake(self._backoff.expiry(qpi))
-        self._incoming(BACKOFF_Q, event)
+        self._incoming(BACKOFF_Q, event, qpi)
         if self._pop_from_backoff_q:
             self._broadcast()
         return True
@@ -654,7 +1045,7 @@ class PriorityQueue:
     ) -> str:
         """Puts the pod where `strategy` says; returns the queue it went to."""
         if key is None:
-            key = qpi.pod_info.key
+            key = queued_key(qpi)
         if strategy == _Strategy.SKIP:
             self._add_to_unschedulable(qpi, event, key)
             return UNSCHEDULABLE_Q
@@ -730,6 +1121,14 @@ class PriorityQueue:
         """Runs the hints of the plugins that rejected the pod for `event` (upstream
         isPodWorthRequeuing). A Queue from a Pending plugin means activeQ at once; from an
         Unschedulable plugin, after backoff. A hint that raises counts as Queue."""
+        if isinstance(qpi, QueuedPodGroupInfo):
+            # upstream isEntityWorthRequeuing: the best of its members'.
+            best = _Strategy.SKIP
+            for member in qpi:
+                best = max(best, self._is_pod_worth_requeuing(member, event, old_obj, new_obj))
+                if best == _Strategy.IMMEDIATELY:
+                    break
+            return best
         rejectors = qpi.unschedulable_plugins | qpi.pending_plugins
         if not rejectors:
             return _Strategy.AFTER_BACKOFF
@@ -797,7 +1196,7 @@ class PriorityQueue:
             strategy = self._is_pod_worth_requeuing(qpi, event, old_obj, new_obj)
             if strategy == _Strategy.SKIP:
                 continue
-            key = qpi.pod_info.key
+            key = queued_key(qpi)
             self._unschedulable.pop(key)
             self._requeue(qpi, strategy, label, key)
         # A pod in flight may come back rejected; it must see this event then.
@@ -834,13 +1233,33 @@ class PriorityQueue:
         out: list[QueuedPodInfo] = []
         namespace: str | None = None  # read once, if some pod needs it
         for qpi in self._unschedulable.candidates(lambda plugin: self._gate_wants(plugin, event)):
-            if POD_TOPOLOGY_SPREAD in qpi.unschedulable_plugins:
-                if namespace is None:
-                    namespace = pod.metadata.namespace
-                if qpi.pod.metadata.namespace == namespace:
+            for member in _members(qpi):  # (a group moves when one of its members would)
+                if POD_TOPOLOGY_SPREAD in member.unschedulable_plugins:
+                    if namespace is None:
+                        namespace = pod.metadata.namespace
+                    if member.pod.metadata.namespace == namespace:
+                        out.append(qpi)
+                        break
+                terms = member.pod_info.required_affinity_terms
+                if terms and any(t.matches(pod) for t in terms):
                     out.append(qpi)
-                    continue
-            terms = qpi.pod_info.required_affinity_terms
-            if terms and any(t.matches(pod) for t in terms):
-                out.append(qpi)
+                    break
         return out
+
+
+def _members(qpi: QueuedPodInfo) -> Iterable[QueuedPodInfo]:
+    """The pods of a queued entity: a group's members, else the pod itself."""
+    return qpi if isinstance(qpi, QueuedPodGroupInfo) else (qpi,)
+
+
+def _grouped(qpi: QueuedPodInfo) -> Iterable[QueuedPodInfo]:
+    """A group's members (none for a pod)."""
+    return qpi if isinstance(qpi, QueuedPodGroupInfo) else ()
+
+
+def _pod_count(entities: Iterable[QueuedPodInfo]) -> int:
+    return sum(len(q) if isinstance(q, QueuedPodGroupInfo) else 1 for q in entities)
+
+
+def _entity_count(entities: Iterable[QueuedPodInfo], groups: bool) -> int:
+    return sum(1 for q in entities if isinstance(q, QueuedPodGroupInfo) is groups)

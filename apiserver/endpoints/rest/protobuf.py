@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from apiserver.endpoints.rest.protobuf_schema import SCHEMA
+from apiserver.endpoints.rest.protobuf_schema import SCHEMA, Schema, schema_of
 from kemu.machinery.convert import format_time
 from kemu.machinery.errors import BadRequest
 from kemu.machinery.kinds import KINDS
@@ -105,7 +105,7 @@ def _int(value: int) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value  # int32/int64 are two's complement
 
 
-def _value(typ: str, raw: Any, where: str) -> Any:
+def _value(typ: str, raw: Any, where: str, schema: Schema) -> Any:
     if typ == "int":
         return _int(_varint_value(raw, where))
     if typ == "bool":
@@ -133,12 +133,12 @@ def _value(typ: str, raw: Any, where: str) -> Any:
         if _varint_value(f.get(1, [0])[-1], where) == 1:
             return _str(f, 3, where) or ""
         return _int(_varint_value(f.get(2, [0])[-1], where))
-    return message(typ, data)
+    return message(typ, data, schema)
 
 
-def _repeated(typ: str, values: list[Any], where: str) -> list[Any]:
+def _repeated(typ: str, values: list[Any], where: str, schema: Schema) -> list[Any]:
     if typ != "int":
-        return [_value(typ, v, where) for v in values]
+        return [_value(typ, v, where, schema) for v in values]
     out = []
     for v in values:  # packed (one length-delimited run of varints) or not
         if isinstance(v, bytes) and not isinstance(v, _Fixed):
@@ -147,18 +147,19 @@ def _repeated(typ: str, values: list[Any], where: str) -> list[Any]:
                 n, i = _varint(v, i)
                 out.append(_int(n))
         else:
-            out.append(_value("int", v, where))
+            out.append(_value("int", v, where, schema))
     return out
 
 
-def message(name: str, raw: bytes) -> dict[str, Any]:
-    """One upstream message as its JSON object; fields kemu does not have are dropped. A
-    field of the wrong wire type, a truncated body or a string that is not UTF-8 is
-    BadRequest naming the field."""
-    schema = SCHEMA[name]
+def message(name: str, raw: bytes, schema: Schema = SCHEMA) -> dict[str, Any]:
+    """One upstream message as its JSON object, in the numbers of `schema` (the group
+    version's: protobuf_schema.schema_of); fields kemu does not have are dropped. A field of
+    the wrong wire type, a truncated body or a string that is not UTF-8 is BadRequest naming
+    the field."""
+    numbers = schema[name]
     out: dict[str, Any] = {}
     for number, values in fields(raw).items():
-        entry = schema.get(number)
+        entry = numbers.get(number)
         if entry is None:
             continue
         json_name, typ = entry
@@ -166,25 +167,28 @@ def message(name: str, raw: bytes) -> dict[str, Any]:
         if typ == "time" and values[-1] == b"":
             continue  # the zero time, as upstream's Time.Unmarshal reads an empty one: unset
         if typ.startswith("~"):
-            out.update(message(typ[1:], _bytes(values[-1], where)))
+            out.update(message(typ[1:], _bytes(values[-1], where), schema))
         elif typ.startswith("[]"):
-            out[json_name] = _repeated(typ[2:], values, where)
+            out[json_name] = _repeated(typ[2:], values, where, schema)
         elif typ.startswith("map"):
             value_type = typ.partition("_")[2] or "string"
             entries = [fields(_bytes(v, where)) for v in values]
             out[json_name] = {
-                _str(e, 1, where) or "": _value(value_type, e[2][-1], where) if 2 in e else ""
+                _str(e, 1, where) or "": _value(value_type, e[2][-1], where, schema)
+                if 2 in e
+                else ""
                 for e in entries
             }
         else:
-            out[json_name] = _value(typ, values[-1], where)
+            out[json_name] = _value(typ, values[-1], where, schema)
     return out
 
 
-# the types kemu reads: its kinds, the options of deletes and evictions, the reviews of
-# `kubectl auth can-i`
+# the types kemu reads: its kinds (in every group version one is served as), the options of
+# deletes and evictions, the reviews of `kubectl auth can-i`
 _TYPES: Final[dict[tuple[str, str], str]] = {
     **{(k.api_version, k.kind): k.kind for k in KINDS},
+    **{(v, k.kind): k.kind for k in KINDS for _, served in k.versions for v in served},
     ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): "SelfSubjectAccessReview",
     ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): "SelfSubjectRulesReview",
     ("policy/v1", "Eviction"): "Eviction",
@@ -210,4 +214,4 @@ def decode(body: bytes) -> dict[str, Any] | None:
     if name is None:
         return None
     raw = _bytes(unknown[2][-1], "raw") if 2 in unknown else b""
-    return {"apiVersion": api_version, "kind": kind, **message(name, raw)}
+    return {"apiVersion": api_version, "kind": kind, **message(name, raw, schema_of(api_version))}

@@ -15,10 +15,18 @@ unit test test_protobuf_schema_covers_every_kind checks the kinds).
 
 from __future__ import annotations
 
+from collections import ChainMap
+from collections.abc import Mapping
 from typing import Final
 
-SCHEMA: Final[dict[str, dict[int, tuple[str, str]]]] = {
-    # scheduling.k8s.io/v1beta1 (1.37) pod groups; v1alpha3's numbers, which v1beta1 copied.
+Messages = dict[str, dict[int, tuple[str, str]]]
+Schema = Mapping[str, Mapping[int, tuple[str, str]]]
+
+# scheduling.k8s.io's pod groups at 1.37: v1beta1 and v1alpha3 share these numbers (kubernetes/api
+# 10b39a39 (master, 2026-07-24) scheduling/v1beta1/types.go and scheduling/v1alpha3/types.go,
+# whose CompositePodGroup kind is v1alpha3's only); pinned by
+# tests/unit/apiserver/endpoints/rest/test_protobuf_pod_groups.py.
+_SCHEDULING_1_37: Final[Messages] = {
     "Workload": {1: ("metadata", "ObjectMeta"), 2: ("spec", "WorkloadSpec")},
     "WorkloadSpec": {
         1: ("controllerRef", "TypedLocalObjectReference"),
@@ -57,15 +65,15 @@ SCHEMA: Final[dict[str, dict[int, tuple[str, str]]]] = {
         3: ("status", "PodGroupStatus"),
     },
     "PodGroupSpec": {
-        1: ("workloadRef", "WorkloadReference"),
-        2: ("schedulingPolicy", "PodGroupSchedulingPolicy"),
-        3: ("schedulingConstraints", "PodGroupSchedulingConstraints"),
-        4: ("resourceClaims", "[]PodGroupResourceClaim"),
-        5: ("disruptionMode", "DisruptionMode"),
-        6: ("priorityClassName", "string"),
-        7: ("priority", "int"),
-        8: ("preemptionPolicy", "string"),
-        9: ("parentCompositePodGroupName", "string"),
+        1: ("parentCompositePodGroupName", "string"),
+        2: ("workloadRef", "WorkloadReference"),
+        3: ("schedulingPolicy", "PodGroupSchedulingPolicy"),
+        4: ("schedulingConstraints", "PodGroupSchedulingConstraints"),
+        5: ("resourceClaims", "[]PodGroupResourceClaim"),
+        6: ("disruptionMode", "DisruptionMode"),
+        7: ("priorityClassName", "string"),
+        8: ("priority", "int"),
+        9: ("preemptionPolicy", "string"),
     },
     "WorkloadReference": {1: ("workloadName", "string"), 2: ("templateName", "string")},
     "PodGroupStatus": {
@@ -73,20 +81,16 @@ SCHEMA: Final[dict[str, dict[int, tuple[str, str]]]] = {
         2: ("resourceClaimStatuses", "[]PodGroupResourceClaimStatus"),
     },
     "PodGroupResourceClaimStatus": {1: ("name", "string"), 2: ("resourceClaimName", "string")},
-    "PodSchedulingGroup": {1: ("podGroupName", "string")},
-    # scheduling.k8s.io/v1alpha3 (1.37) CompositePodGroup (KEP-6012): the numbers of
-    # scheduling/v1alpha3/types.go's protobuf tags; disruptionMode and preemptionPolicy (added
-    # last in the 1.37 cycle) take the next ones.
     "CompositePodGroupTemplate": {
         1: ("name", "string"),
         2: ("schedulingPolicy", "CompositePodGroupSchedulingPolicy"),
-        3: ("priorityClassName", "string"),
-        4: ("priority", "int"),
-        5: ("podGroupTemplates", "[]PodGroupTemplate"),
-        6: ("compositePodGroupTemplates", "[]CompositePodGroupTemplate"),
-        7: ("schedulingConstraints", "CompositePodGroupSchedulingConstraints"),
-        8: ("disruptionMode", "CompositeDisruptionMode"),
-        9: ("preemptionPolicy", "string"),
+        3: ("schedulingConstraints", "CompositePodGroupSchedulingConstraints"),
+        4: ("disruptionMode", "CompositeDisruptionMode"),
+        5: ("priorityClassName", "string"),
+        6: ("priority", "int"),
+        7: ("preemptionPolicy", "string"),
+        8: ("podGroupTemplates", "[]PodGroupTemplate"),
+        9: ("compositePodGroupTemplates", "[]CompositePodGroupTemplate"),
     },
     "CompositePodGroupSchedulingPolicy": {
         1: ("basic", "CompositeBasicSchedulingPolicy"),
@@ -110,13 +114,79 @@ SCHEMA: Final[dict[str, dict[int, tuple[str, str]]]] = {
         1: ("parentCompositePodGroupName", "string"),
         2: ("workloadRef", "WorkloadReference"),
         3: ("schedulingPolicy", "CompositePodGroupSchedulingPolicy"),
-        4: ("priorityClassName", "string"),
-        5: ("priority", "int"),
-        6: ("schedulingConstraints", "CompositePodGroupSchedulingConstraints"),
-        7: ("disruptionMode", "CompositeDisruptionMode"),
+        4: ("schedulingConstraints", "CompositePodGroupSchedulingConstraints"),
+        5: ("disruptionMode", "CompositeDisruptionMode"),
+        6: ("priorityClassName", "string"),
+        7: ("priority", "int"),
         8: ("preemptionPolicy", "string"),
     },
     "CompositePodGroupStatus": {1: ("conditions", "[]Condition")},
+}
+
+# 1.36's scheduling.k8s.io/v1alpha2 where it differs from 1.37 (kubernetes/api v0.36.0
+# scheduling/v1alpha2/types.go): no compositePodGroupTemplates, no preemptionPolicy, the
+# PodGroup's podGroupTemplateRef{workload{workloadName, podGroupTemplateName}} at 1, and
+# disruptionMode a string ("Pod" | "PodGroup").
+_SCHEDULING_V1ALPHA2: Final[Messages] = {
+    "WorkloadSpec": {
+        1: ("controllerRef", "TypedLocalObjectReference"),
+        2: ("podGroupTemplates", "[]PodGroupTemplate"),
+    },
+    "PodGroupTemplate": {
+        1: ("name", "string"),
+        2: ("schedulingPolicy", "PodGroupSchedulingPolicy"),
+        3: ("schedulingConstraints", "PodGroupSchedulingConstraints"),
+        4: ("resourceClaims", "[]PodGroupResourceClaim"),
+        5: ("disruptionMode", "string"),
+        6: ("priorityClassName", "string"),
+        7: ("priority", "int"),
+    },
+    "PodGroupSpec": {
+        1: ("podGroupTemplateRef", "PodGroupTemplateReference"),
+        2: ("schedulingPolicy", "PodGroupSchedulingPolicy"),
+        3: ("schedulingConstraints", "PodGroupSchedulingConstraints"),
+        4: ("resourceClaims", "[]PodGroupResourceClaim"),
+        5: ("disruptionMode", "string"),
+        6: ("priorityClassName", "string"),
+        7: ("priority", "int"),
+    },
+    "PodGroupTemplateReference": {1: ("workload", "WorkloadPodGroupTemplateReference")},
+    "WorkloadPodGroupTemplateReference": {
+        1: ("workloadName", "string"),
+        2: ("podGroupTemplateName", "string"),
+    },
+}
+
+# 1.35's scheduling.k8s.io/v1alpha1 (kubernetes/api v0.35.0 scheduling/v1alpha1/types.go): a
+# Workload's pod groups nested in it, PodGroup{name, policy} (no PodGroup kind), and its
+# policy's basic and gang at 2 and 3.
+_SCHEDULING_V1ALPHA1: Final[Messages] = {
+    "WorkloadSpec": {
+        1: ("controllerRef", "TypedLocalObjectReference"),
+        2: ("podGroups", "[]PodGroup"),
+    },
+    "PodGroup": {1: ("name", "string"), 3: ("policy", "PodGroupPolicy")},
+    "PodGroupPolicy": {2: ("basic", "BasicSchedulingPolicy"), 3: ("gang", "GangSchedulingPolicy")},
+}
+
+BY_GROUP_VERSION: Final[dict[str, Messages]] = {
+    "scheduling.k8s.io/v1alpha1": _SCHEDULING_V1ALPHA1,
+    "scheduling.k8s.io/v1alpha2": _SCHEDULING_V1ALPHA2,
+    "scheduling.k8s.io/v1alpha3": {},
+    "scheduling.k8s.io/v1beta1": {},
+}
+"""A group version's messages where they differ from SCHEMA's (same names, other numbers or
+fields); every group version a kind of SCHEMA is served as is a key."""
+
+SCHEMA: Final[Messages] = {
+    **_SCHEDULING_1_37,
+    "PodSchedulingGroup": {1: ("podGroupName", "string")},
+    # core/v1's WorkloadReference (1.35's PodSpec.workloadRef), named apart from scheduling's
+    "PodWorkloadReference": {
+        1: ("name", "string"),
+        2: ("podGroup", "string"),
+        3: ("podGroupReplicaKey", "string"),
+    },
     "Affinity": {
         1: ("nodeAffinity", "NodeAffinity"),
         2: ("podAffinity", "PodAffinity"),
@@ -608,6 +678,7 @@ SCHEMA: Final[dict[str, dict[int, tuple[str, str]]]] = {
         37: ("hostUsers", "bool"),
         38: ("schedulingGates", "[]PodSchedulingGate"),
         40: ("resources", "ResourceRequirements"),
+        42: ("workloadRef", "PodWorkloadReference"),
         43: ("schedulingGroup", "PodSchedulingGroup"),
     },
     "PodStatus": {
@@ -1063,3 +1134,9 @@ SCHEMA: Final[dict[str, dict[int, tuple[str, str]]]] = {
     },
     "SelfSubjectRulesReviewSpec": {1: ("namespace", "string")},
 }
+
+
+def schema_of(api_version: str) -> Schema:
+    """The messages of an object sent in `api_version`: its group version's own, then
+    SCHEMA's."""
+    return ChainMap(BY_GROUP_VERSION.get(api_version, {}), SCHEMA)

@@ -44,9 +44,12 @@ from kemu.component.featuregate import (
     POD_DISRUPTION_CONDITIONS,
     POD_GROUP_PREEMPTION_POLICY,
     SCHEDULER_ASYNC_PREEMPTION,
+    TOPOLOGY_AWARE_WORKLOAD_SCHEDULING,
 )
+from kemu.component.version import Version
 from kemu.component.version_rules import VersionRules
 from kemu.machinery.labels import selector_from_label_selector
+from kemu.scheduling.composite_pod_groups import WorkloadForest
 from kemu.scheduling.events import (
     ActionType,
     ClusterEvent,
@@ -109,6 +112,16 @@ _VICTIMS_KEPT_MAX: Final = 64
 
 NO_VICTIMS: Final = "No preemption victims found for incoming pod"
 WAITING_FOR_PREEMPTION: Final = "waiting for the preemption for this pod to be finished"
+# A pod-group member's own PostFilter (upstream DefaultPreemption.PostFilter, 1.36 and 1.37):
+# with workload-aware preemption on, the group's PodGroupPostFilter preempts for it instead.
+MEMBER_NOT_ELIGIBLE_WAP: Final = "preemption: not eligible due to workload aware preemption enabled"
+# 1.36 with TopologyAwareWorkloadScheduling: a member of a PodGroup with scheduling
+# constraints (each placement would preempt again), or of a PodGroup not found.
+MEMBER_NOT_ELIGIBLE_PLACEMENT: Final = (
+    "preemption: not eligible due to placement-based pod group scheduling limitation"
+)
+MEMBER_POD_GROUP_NOT_FOUND: Final = "preemption: pod group for pod not found"
+_PLACEMENT_CHECK_UNTIL: Final = Version(1, 37)  # 1.37's PostFilter has no placement check
 
 
 def filter_pods_with_pdb_violation(
@@ -204,6 +217,9 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
             self._pod_groups = factory.informer(types_pb2.PodGroup).lister
         self._pdb_lister = pdb_lister
         self._units_enabled = workload_aware_preemption_enabled(handle.gates)
+        self._placement_check = handle.gates.version < _PLACEMENT_CHECK_UNTIL and (
+            handle.gates.enabled(TOPOLOGY_AWARE_WORKLOAD_SCHEDULING)
+        )
         self.evaluator = Evaluator(
             NAME,
             handle,
@@ -222,6 +238,9 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         self, state: CycleState, pod: types_pb2.Pod, statuses: NodeToStatus
     ) -> tuple[PostFilterResult | None, Status]:
         try:
+            refusal = self.pod_group_member_refusal(pod)
+            if refusal is not None:
+                return None, refusal
             result, status = await self.evaluator.preempt(state, pod, statuses)
         finally:
             metrics = self._handle.metrics
@@ -230,6 +249,28 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         if status.reasons:
             status = Status(status.code, (f"preemption: {status.message()}",), "", status.error)
         return result, status
+
+    def pod_group_member_refusal(self, pod: types_pb2.Pod) -> Status | None:
+        """Why a pod-group member (`spec.schedulingGroup`, 1.36+; a deferred resize is none,
+        KEP-5836) does not preempt alone (upstream DefaultPreemption.PostFilter's first
+        checks): at 1.36 with TopologyAwareWorkloadScheduling, its PodGroup not found or
+        with scheduling constraints; then, with workload-aware preemption on (1.36
+        WorkloadAwarePreemption, 1.37 GenericWorkload), always. None: it preempts as any
+        pod (1.36 without WorkloadAwarePreemption: inside the group cycle too)."""
+        if self._membership.field is not MembershipField.SCHEDULING_GROUP:
+            return None
+        key = self._membership.key(pod)
+        if key is None:
+            return None
+        if self._placement_check:
+            pg = self._pod_groups.get(key.name, key.namespace) if self._pod_groups else None
+            if pg is None:
+                return Status(Code.UNSCHEDULABLE, (MEMBER_POD_GROUP_NOT_FOUND,))
+            if pg.spec.HasField("scheduling_constraints"):
+                return Status(Code.UNSCHEDULABLE, (MEMBER_NOT_ELIGIBLE_PLACEMENT,))
+        if self._units_enabled:
+            return Status(Code.UNSCHEDULABLE, (MEMBER_NOT_ELIGIBLE_WAP,))
+        return None
 
     async def pod_group_post_filter(
         self,
@@ -274,6 +315,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
             now_ns,
             below=priority,
             skip=lambda pi: not removable(pi),
+            forest=self._forest(),
         )
         pdbs = self._pdb_lister.list() if self._pdb_lister is not None else []
         chosen, status = select_pod_group_victims(units, pdbs, fits)
@@ -401,6 +443,11 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
             fit = others = None  # (the shortcuts read each pod's own priority)
         return _Walk(pod, priority, pod.metadata.uid, fit, {}, others, units=units)
 
+    def _forest(self) -> WorkloadForest | None:
+        """The CompositePodGroup trees the scheduler observes (KEP-6012), if any."""
+        states = self._handle.pod_group_states()
+        return states.forest if states is not None else None
+
     def _victim_units(self, priority: int, uid: str) -> dict[str, VictimUnit] | None:
         """With workload-aware preemption on and PodGroups in the cluster, the victim unit of
         each pod of lower priority than `priority` (by uid; kemu.scheduling.pod_group_preemption:
@@ -417,6 +464,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
             now_ns,
             below=priority,
             skip=lambda pi: pi.uid == uid,
+            forest=self._forest(),
         )
         return {pi.uid: unit for unit in units for pi in unit.pods}
 

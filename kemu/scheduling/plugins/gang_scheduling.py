@@ -28,7 +28,18 @@ PlacementFeasible (1.36+, called by the pod-group cycle before the first member 
 each): with `remaining` members not yet tried and `scheduled` (assumed+assigned) members,
 `remaining+scheduled < minCount` is Unschedulable `minCount (m) cannot be satisfied: s
 scheduled, r remaining`, `scheduled < minCount` is Wait `minCount (m) is not yet satisfied:
-...`, otherwise Success.
+...`, otherwise Success. At 1.37 a Basic group counts as minCount 1 (upstream getMinCount):
+it is placed once one member is; at 1.36 it is always Success.
+
+CompositePodGroups (1.37, gate CompositePodGroup; upstream's preEnqueueWithHierarchies and
+checkCPGHierarchyReadiness, kemu.scheduling.composite_pod_groups for the trees): a member of a
+PodGroup with a parent is held (`waiting for composite pod group "root" tree to meet quorum`)
+until the tree's root CPG is known and has minGroupCount ready children (a PodGroup is ready
+with minCount pods, a CPG with minGroupCount ready children; Basic counts 1). The pod-group
+cycle asks PlacementFeasible for each CPG of the tree too, counting its children: remaining
+children not yet tried and children scheduled, against minGroupCount (1 for Basic), with the
+same messages. Events: CompositePodGroup/Add; the pod and PodGroup hints queue a pod whose
+tree is the added object's (upstream areSameHierarchy).
 """
 
 from __future__ import annotations
@@ -40,6 +51,7 @@ from typing import Final
 from kemu.api.v1 import types_pb2
 from kemu.component.version import Version
 from kemu.machinery.keys import object_key
+from kemu.scheduling.composite_pod_groups import GroupKey, WorkloadForest, min_group_count
 from kemu.scheduling.events import (
     ActionType,
     ClusterEvent,
@@ -79,7 +91,13 @@ WAITING_FOR_MIN_COUNT_IN_QUEUE: Final = (
 WAITING_ON_PERMIT_1_35: Final = "waiting for minCount pods from a gang to be waiting on permit"
 WAITING_TO_BE_SCHEDULED: Final = "waiting for minCount pods from a gang to be scheduled"
 
+
+def waiting_for_tree_quorum(root: str) -> str:
+    return f'waiting for composite pod group "{root}" tree to meet quorum'
+
+
 _TYPO_FIXED_SINCE: Final = Version(1, 37)
+_BASIC_COUNTS_ONE_SINCE: Final = Version(1, 37)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,12 +181,39 @@ class GangScheduling(EnqueueExtensions):
         key = self.membership.key(pod)
         if key is None:
             return SUCCESS
+        forest = self._forest()
+        if forest is not None and forest.in_tree(key):
+            policy, status = self.policy(key)
+            if policy is None:
+                return status
+            return self._tree_ready(forest, key)
         minimum, status = self._min_count_of(key)
         if minimum is None:
             return status  # not found (held) or Basic (Success)
         state = self._state(key)
         if state is None or state.all_pods_count() < minimum:
             return unresolvable(WAITING_FOR_MIN_COUNT_IN_QUEUE)
+        return SUCCESS
+
+    def _forest(self) -> WorkloadForest | None:
+        states = self._states()
+        forest = states.forest if states is not None else None
+        return forest if forest is not None and forest.enabled else None
+
+    def _pods_count(self, key: PodGroupKey) -> int:
+        state = self._state(key)
+        return 0 if state is None else state.all_pods_count()
+
+    def _tree_ready(self, forest: WorkloadForest, key: PodGroupKey) -> Status:
+        """upstream checkCPGHierarchyReadiness, from the PodGroup's parent."""
+        parent = forest.parent_of(GroupKey.pod_group(key.namespace, key.name))
+        assert parent is not None
+        root = forest.root_of(parent)
+        cpg = forest.composite_pod_group(root) if root is not None else None
+        if root is None or cpg is None:
+            return unresolvable(waiting_for_tree_quorum(parent.name))
+        if forest.ready_count(root, self._pods_count) < min_group_count(cpg):
+            return unresolvable(waiting_for_tree_quorum(root.name))
         return SUCCESS
 
     # ------------------------------------------------------------ Reserve (1.35)
@@ -249,25 +294,19 @@ class GangScheduling(EnqueueExtensions):
             )
         minimum = min_count(policy)
         if minimum is None:
+            if self.handle.gates.version < _BASIC_COUNTS_ONE_SINCE:
+                return SUCCESS
+            minimum = 1  # upstream getMinCount: a Basic group needs one pod placed
+        return _min_count_feasible(minimum, progress)
+
+    def composite_placement_feasible(
+        self, cpg: types_pb2.CompositePodGroup, progress: PlacementProgress
+    ) -> Status:
+        """PlacementFeasible for a CompositePodGroup of the tree being scheduled: its
+        children, against minGroupCount (1 for Basic: upstream getMinCount)."""
+        if not self.enabled:
             return SUCCESS
-        scheduled, remaining = progress.scheduled, progress.remaining
-        if remaining + scheduled < minimum:
-            return Status(
-                Code.UNSCHEDULABLE,
-                (
-                    f"minCount ({minimum}) cannot be satisfied: {scheduled} scheduled, "
-                    f"{remaining} remaining",
-                ),
-            )
-        if scheduled < minimum:
-            return Status(
-                Code.WAIT,
-                (
-                    f"minCount ({minimum}) is not yet satisfied: {scheduled} scheduled, "
-                    f"{remaining} remaining",
-                ),
-            )
-        return SUCCESS
+        return _min_count_feasible(min_group_count(cpg), progress)
 
     # ------------------------------------------------------------ events
 
@@ -302,18 +341,38 @@ class GangScheduling(EnqueueExtensions):
                 ClusterEvent(EventResource.POD_GROUP, ActionType.UPDATE_OBJECT),
                 self.is_schedulable_after_pod_group_updated,
             ),
+            *(
+                [
+                    ClusterEventWithHint(
+                        ClusterEvent(EventResource.COMPOSITE_POD_GROUP, ActionType.ADD),
+                        self.is_schedulable_after_composite_pod_group_added,
+                    )
+                ]
+                if self._forest() is not None
+                else []
+            ),
         ]
+
+    def _same_tree(self, key: PodGroupKey, target: GroupKey) -> bool:
+        """upstream areSameHierarchy (the same group with CompositePodGroup off)."""
+        forest = self._forest()
+        own = GroupKey.pod_group(key.namespace, key.name)
+        if forest is None:
+            return own == target
+        return own == target or forest.same_tree(own, target)
 
     def is_schedulable_after_pod_added(
         self, pod: types_pb2.Pod, old: object, new: object
     ) -> QueueingHint:
-        """Queue when the added pod is in the pod's group."""
+        """Queue when the added pod is in the pod's group (or its tree)."""
         if not isinstance(new, types_pb2.Pod):
             return QueueingHint.QUEUE
-        key = self.membership.key(pod)
-        if key is None or key != self.membership.key(new):
+        key, added = self.membership.key(pod), self.membership.key(new)
+        if key is None or added is None:
             return QueueingHint.SKIP
-        return QueueingHint.QUEUE
+        if key == added or self._same_tree(key, GroupKey.pod_group(added.namespace, added.name)):
+            return QueueingHint.QUEUE
+        return QueueingHint.SKIP
 
     def is_schedulable_after_workload_added(
         self, pod: types_pb2.Pod, old: object, new: object
@@ -335,10 +394,19 @@ class GangScheduling(EnqueueExtensions):
         if not isinstance(new, types_pb2.PodGroup):
             return QueueingHint.QUEUE
         key = self.membership.key(pod)
-        if key is None or (key.namespace, key.name) != (
-            new.metadata.namespace,
-            new.metadata.name,
-        ):
+        target = GroupKey.pod_group(new.metadata.namespace, new.metadata.name)
+        if key is None or not self._same_tree(key, target):
+            return QueueingHint.SKIP
+        return QueueingHint.QUEUE
+
+    def is_schedulable_after_composite_pod_group_added(
+        self, pod: types_pb2.Pod, old: object, new: object
+    ) -> QueueingHint:
+        if not isinstance(new, types_pb2.CompositePodGroup):
+            return QueueingHint.QUEUE
+        key = self.membership.key(pod)
+        target = GroupKey.composite(new.metadata.namespace, new.metadata.name)
+        if key is None or not self._same_tree(key, target):
             return QueueingHint.SKIP
         return QueueingHint.QUEUE
 
@@ -357,6 +425,27 @@ class GangScheduling(EnqueueExtensions):
         if old_min is None or new_min is None:
             return QueueingHint.QUEUE  # upstream 1.36: "unexpected, enqueuing pod"
         return QueueingHint.QUEUE if new_min < old_min else QueueingHint.SKIP
+
+
+def _min_count_feasible(minimum: int, progress: PlacementProgress) -> Status:
+    scheduled, remaining = progress.scheduled, progress.remaining
+    if remaining + scheduled < minimum:
+        return Status(
+            Code.UNSCHEDULABLE,
+            (
+                f"minCount ({minimum}) cannot be satisfied: {scheduled} scheduled, "
+                f"{remaining} remaining",
+            ),
+        )
+    if scheduled < minimum:
+        return Status(
+            Code.WAIT,
+            (
+                f"minCount ({minimum}) is not yet satisfied: {scheduled} scheduled, "
+                f"{remaining} remaining",
+            ),
+        )
+    return SUCCESS
 
 
 def new(args: PluginArgs, handle: Handle) -> GangScheduling:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from kemu.scheduling.composite_pod_groups import CompositePodGroupKey
 from kemu.scheduling.interface import (
     CycleState,
     Handle,
@@ -43,6 +44,16 @@ class PodGroupPodsCount(PlacementScorePlugin, PlacementScoreExtensions):
         self, state: CycleState, group: PodGroupKey, assignments: PodGroupAssignments
     ) -> tuple[int, Status]:
         states = self.handle.pod_group_states()
+        if isinstance(group, CompositePodGroupKey) and states is not None:
+            # A CompositePodGroup: the members of every PodGroup under it (KEP-6012).
+            forest = states.forest
+            leaves = forest.leaves_of(group.group_key()) if forest is not None else []
+            scheduled = sum(
+                leaf_state.scheduled_pods_count()
+                for leaf in leaves
+                if (leaf_state := states.get(leaf)) is not None
+            )
+            return scheduled + len(assignments.proposed), SUCCESS
         pg_state = states.get(group) if states is not None else None
         if pg_state is None:
             return 0, as_error(f"pod group state for {group} not found")

@@ -12,14 +12,19 @@ member's node unknown to the snapshot ("cannot determine domain for already sche
 getting node for pod NS/NAME: ..."), without the label ("... no topology domain found for pod
 NS/NAME"), or members in two domains ("... more than 1 domain found for pod group: A, B").
 kemu orders the placements by domain name (upstream: Go's map order).
+
+A CompositePodGroup of a tree being scheduled (KEP-6012; `CompositePodGroupKey`) is placed the
+same way by its own constraint, its scheduled members being those of every PodGroup under it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
 from kemu.api.v1 import types_pb2
 from kemu.machinery.keys import object_key
+from kemu.scheduling.composite_pod_groups import CompositePodGroupKey
 from kemu.scheduling.interface import (
     CycleState,
     Handle,
@@ -52,14 +57,9 @@ class TopologyPlacement(PlacementGeneratePlugin):
     def generate_placements(
         self, state: CycleState, group: PodGroupKey, parent: Placement
     ) -> tuple[list[Placement], Status]:
-        pg = (
-            self._pod_groups.get(group.name, group.namespace)
-            if self._pod_groups is not None
-            else None
-        )
-        if pg is None:
-            return [], as_error(f'podgroup.scheduling.k8s.io "{group.name}" not found')
-        topology = pg.spec.scheduling_constraints.topology
+        topology, error = self._topology(group)
+        if error:
+            return [], as_error(error)
         if not topology:
             return [parent], SUCCESS
         key = topology[0].key  # the API allows one constraint
@@ -76,16 +76,43 @@ class TopologyPlacement(PlacementGeneratePlugin):
             domains.setdefault(domain, []).append(node)
         return [Placement(d, tuple(domains[d])) for d in sorted(domains)], SUCCESS
 
+    def _topology(self, group: PodGroupKey) -> tuple[Sequence[types_pb2.TopologyConstraint], str]:
+        """The group's topology constraints, or why they cannot be read."""
+        if isinstance(group, CompositePodGroupKey):
+            states = self.handle.pod_group_states()
+            forest = states.forest if states is not None else None
+            cpg = forest.composite_pod_group(group.group_key()) if forest is not None else None
+            if cpg is None:
+                return (), f'compositepodgroup.scheduling.k8s.io "{group.name}" not found'
+            return cpg.spec.scheduling_constraints.topology, ""
+        pg = (
+            self._pod_groups.get(group.name, group.namespace)
+            if self._pod_groups is not None
+            else None
+        )
+        if pg is None:
+            return (), f'podgroup.scheduling.k8s.io "{group.name}" not found'
+        return pg.spec.scheduling_constraints.topology, ""
+
     def _scheduled_domain(self, group: PodGroupKey, key: str) -> tuple[str | None, str]:
         """The domain of the group's assumed and bound members (None: there are none), or
         the error that says why it cannot be told."""
         states = self.handle.pod_group_states()
-        state = states.get(group) if states is not None else None
-        if state is None:
+        if states is None:
             return None, ""
+        leaves = [group]
+        if isinstance(group, CompositePodGroupKey):
+            forest = states.forest
+            leaves = forest.leaves_of(group.group_key()) if forest is not None else []
+        scheduled = [
+            member
+            for leaf in leaves
+            if (state := states.get(leaf)) is not None
+            for member in state.scheduled_pods()
+        ]
         nodes = self.handle.snapshot_shared_lister().node_infos()
         domain: str | None = None
-        for pod, node_name in state.scheduled_pods():
+        for pod, node_name in scheduled:
             node = nodes.get(node_name) if node_name else None
             if node is None or node.node is None:
                 return None, (

@@ -254,6 +254,35 @@ def test_upstreams_workload_preemption_file_runs_unchanged(
     assert result["deleted_pods"] == victims
 
 
+@pytest.mark.long  # bench runs of upstream's files, each its own cluster: make test-long
+@pytest.mark.skipif(
+    not (UPSTREAM / "cpg" / "performance-config.yaml").exists(),
+    reason="no kubernetes/kubernetes checkout with the cpg/ files (set KEMU_K8S_CHECKOUT "
+    "to one; see docs/benchmarks.md)",
+)
+@pytest.mark.parametrize(
+    ("name", "pods", "victims"),
+    [
+        ("CPGBasicScheduling/10Nodes_3CPGs_6Groups_18Pods", 18, 0),
+        ("CPGGangScheduling/10Nodes_3CPGs_6Groups_18Pods", 18, 0),
+        ("CPGPreemptionBasic/2Nodes_1PreemptorCPG_2Groups_2Pods_Evicting_10InitPods", 2, 10),
+        ("CPGPreemptionCPG/2Nodes_1PreemptorCPG_2Groups_2Pods_Evicting_2LowPriorityCPGs", 2, 4),
+        ("CPGTopologyAwareScheduling/10Nodes_3CPGs_6Groups_18Pods", 18, 0),
+    ],
+)
+def test_upstreams_cpg_file_runs_unchanged(
+    tmp_path: Path, name: str, pods: int, victims: int
+) -> None:
+    """cpg/'s short workloads (KEP-6012): every CompositePodGroup tree's members bound, the
+    preemptor trees' victims deleted."""
+    extra = ("--config", str(UPSTREAM / "cpg" / "performance-config.yaml"))
+    result = _run(tmp_path, name, extra=extra)
+    assert result["error"] == ""
+    assert result["measured_pods"] == pods
+    assert not any(result["pending_end"].values()), result["pending_end"]
+    assert result["deleted_pods"] == victims
+
+
 CPG_CONFIG: Final = """
 - name: CPGBasicScheduling
   featureGates:

@@ -551,7 +551,6 @@ def test_not_modelled_gates_follow_upstreams_lifecycle() -> None:
         fg.DYNAMIC_RESOURCE_ALLOCATION,
         fg.DRA_EXTENDED_RESOURCE,
         fg.DRA_WORKLOAD_RESOURCE_CLAIMS,
-        fg.COMPOSITE_POD_GROUP,
         fg.IN_PLACE_POD_VERTICAL_SCALING_ALLOCATED_STATUS,
         fg.IN_PLACE_POD_VERTICAL_SCALING_EXCLUSIVE_CPUS,
         fg.IN_PLACE_POD_VERTICAL_SCALING_EXCLUSIVE_MEMORY,
@@ -794,14 +793,21 @@ def test_pod_group_gate_dependencies(minor: int, overrides: dict[str, bool], mis
 
 
 def test_a_not_modelled_gate_turned_on_is_accepted_with_a_warning() -> None:
+    gates = gates_at(37, GenericWorkload=True, DRAWorkloadResourceClaims=True)
+    assert gates.enabled(fg.DRA_WORKLOAD_RESOURCE_CLAIMS)
+    assert gates.warnings == (
+        "feature gate DRAWorkloadResourceClaims=true: kemu knows the gate but does not model "
+        "its behaviour",
+    )
+    assert gates_at(37, DRAWorkloadResourceClaims=False).warnings == ()
+
+
+def test_composite_pod_group_is_modelled() -> None:
     gates = gates_at(
         37, GenericWorkload=True, TopologyAwareWorkloadScheduling=True, CompositePodGroup=True
     )
     assert gates.enabled(fg.COMPOSITE_POD_GROUP)
-    assert gates.warnings == (
-        "feature gate CompositePodGroup=true: kemu knows the gate but does not model its behaviour",
-    )
-    assert gates_at(37, CompositePodGroup=False).warnings == ()
+    assert gates.warnings == ()
 
 
 def test_topology_aware_workload_scheduling_is_modelled() -> None:

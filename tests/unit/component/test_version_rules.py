@@ -77,6 +77,7 @@ def test_every_rule_of_the_table_is_a_field_of_the_resolved_rules() -> None:
                 "node_monitor_grace_period_50s",
                 "autoscaler_nnn_in_cluster_state",
                 "podgroup_protection_controller",
+                "podgroup_protection_admission",
                 "job_workload_builder",
             },
         ),

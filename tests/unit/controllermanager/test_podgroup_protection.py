@@ -1,7 +1,8 @@
-"""podgroup-protection-controller against the fake client: the finalizer is added to a
-PodGroup a pod that has not finished references, never to one no pod references, and removed
-from a PodGroup being deleted once its last running member has finished or gone; the
-controller runs from 1.36 with GenericWorkload only."""
+"""podgroup-protection-controller against the fake client: at 1.36 the finalizer is added to
+a PodGroup a pod that has not finished references, never to one no pod references; at 1.37
+(where the PodGroupProtection admission plugin stamps it) it is never added, only removed; at
+both it is removed from a PodGroup being deleted once its last running member has finished or
+gone; the controller runs from 1.36 with GenericWorkload only."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from kemu.client.informer import InformerFactory
 from kemu.component.clock import FakeClock
 from kemu.component.featuregate import GENERIC_WORKLOAD, FeatureGates
 from kemu.component.version import Version
+from kemu.component.version_rules import VersionRules
 from kemu.machinery.podgroups import (
     COMPOSITE_POD_GROUP_PROTECTION_FINALIZER,
     POD_GROUP_PROTECTION_FINALIZER,
@@ -49,10 +51,19 @@ def member(name: str, group: str, *, node: str = "", phase: str = "") -> types_p
     return pod
 
 
+def protected_group(name: str) -> types_pb2.PodGroup:
+    """A PodGroup as 1.37's PodGroupProtection admission plugin stores it."""
+    pg = pod_group(name)
+    pg.metadata.finalizers.append(POD_GROUP_PROTECTION_FINALIZER)
+    return pg
+
+
 @asynccontextmanager
-async def running(fake: FakeClient, clock: FakeClock) -> AsyncIterator[None]:
+async def running(fake: FakeClient, clock: FakeClock, minor: int = 36) -> AsyncIterator[None]:
     informers = InformerFactory(fake, clock=clock)
-    controller = PodGroupProtectionController(fake, informers, clock)
+    controller = PodGroupProtectionController(
+        fake, informers, clock, rules=VersionRules.at(Version(1, minor))
+    )
     async with anyio.create_task_group() as tg:
         informers.start(tg)
         await informers.wait_for_cache_sync()
@@ -112,11 +123,44 @@ async def test_a_new_pending_member_protects_its_group_and_its_deletion_releases
         await wait_until(lambda: stored(fake, "gang") is None)
 
 
-def test_only_events_that_can_change_the_answer_matter() -> None:
-    assert event_matters(member("new", "g"), deleted=False)
-    assert not event_matters(member("running", "g", node="n1", phase="Running"), deleted=False)
-    assert event_matters(member("running", "g", node="n1", phase="Running"), deleted=True)
-    assert event_matters(member("ended", "g", node="n1", phase="Failed"), deleted=False)
+@pytest.mark.parametrize("adds", [True, False])
+def test_only_events_that_can_change_the_answer_matter(adds: bool) -> None:
+    """1.36's enqueuePodGroupForPod looks at new members too; 1.37's handlePodChange only at
+    pods that finished or went."""
+    assert event_matters(member("new", "g"), deleted=False, adds_finalizer=adds) is adds
+    running = member("running", "g", node="n1", phase="Running")
+    assert not event_matters(running, deleted=False, adds_finalizer=adds)
+    assert event_matters(running, deleted=True, adds_finalizer=adds)
+    ended = member("ended", "g", node="n1", phase="Failed")
+    assert event_matters(ended, deleted=False, adds_finalizer=adds)
+
+
+async def test_s_pgapi_11_at_1_37_the_finalizer_is_only_removed() -> None:
+    """upstream 1.37 processPodGroup: no addFinalizer (the admission plugin stamps every
+    PodGroup); a stamped PodGroup no pod uses keeps it until it is deleted, one a running
+    member uses keeps it until the member finishes."""
+    clock = FakeClock()
+    fake = FakeClient(
+        pod_group("bare"),
+        protected_group("idle"),
+        protected_group("used"),
+        member("pending", "bare"),
+        member("runner", "used", node="n1"),
+        clock=clock,
+    )
+    async with running(fake, clock, minor=37):
+        await settle()
+        assert not protected(fake, "bare")  # a pending member does not make it add one
+        assert protected(fake, "idle")  # not being deleted: kept
+        await fake.delete(types_pb2.PodGroup, "idle", "default")
+        await wait_until(lambda: stored(fake, "idle") is None)
+        await fake.delete(types_pb2.PodGroup, "used", "default")
+        await settle()
+        assert protected(fake, "used")
+        runner = await fake.get(types_pb2.Pod, "runner", "default")
+        runner.status.phase = "Failed"
+        await fake.update_status(runner)
+        await wait_until(lambda: stored(fake, "used") is None)
 
 
 @pytest.mark.parametrize(
@@ -159,7 +203,13 @@ def stored_composite(fake: FakeClient, name: str) -> types_pb2.CompositePodGroup
 @asynccontextmanager
 async def running_with_composites(fake: FakeClient, clock: FakeClock) -> AsyncIterator[None]:
     informers = InformerFactory(fake, clock=clock)
-    controller = PodGroupProtectionController(fake, informers, clock, composite_pod_groups=True)
+    controller = PodGroupProtectionController(
+        fake,
+        informers,
+        clock,
+        rules=VersionRules.at(Version(1, 37)),
+        composite_pod_groups=True,
+    )
     async with anyio.create_task_group() as tg:
         informers.start(tg)
         await informers.wait_for_cache_sync()

@@ -23,6 +23,7 @@ from kemu.component.featuregate import FeatureGates
 from kemu.component.version import Version
 from kemu.machinery.errors import NotFound
 from kemu.machinery.resources import PodResourcesOptions
+from kemu.scheduling.composite_pod_groups import WorkloadForest, composite_pod_groups_enabled
 from kemu.scheduling.config import default_config, scheduler_registry
 from kemu.scheduling.deferred import resize_preemption_enabled
 from kemu.scheduling.interface import SCHEDULER_POD_FIELD_SELECTOR
@@ -37,6 +38,7 @@ from scheduler.event_handlers import EventHandlers
 from scheduler.metrics import PodGroupMetrics, SchedulerMetrics
 from scheduler.preemption_executor import Executor
 from scheduler.queue.hints import build_queueing_hint_map
+from scheduler.queue.pod_group_entity import ENTITY_QUEUE_SINCE, pod_group_queueing
 from scheduler.queue.scheduling_queue import PriorityQueue
 from scheduler.schedule_one import TURN_SECONDS, CycleSettings, Scheduler
 from tests.unit.scheduling.deferred_builders import SCHEDULER, resize_gates
@@ -185,13 +187,20 @@ async def env(
     storage = [informers.informer(kind) for kind in STORAGE_KINDS]
     # Pod groups as app.py has them (GenericWorkload).
     membership = GroupMembership.of(gates, resize_preemption=resize_preemption_enabled(gates))
-    pod_groups = PodGroupStates(membership, clock) if membership.enabled else None
+    forest = (
+        WorkloadForest(enabled=composite_pod_groups_enabled(gates))
+        if membership.group_cycle
+        else None
+    )
+    pod_groups = PodGroupStates(membership, clock, forest) if membership.enabled else None
     group_informers: list[Informer[Message]] = []
     if membership.field is MembershipField.WORKLOAD_REF:
         group_informers.append(informers.informer(types_pb2.Workload))
     elif membership.field is MembershipField.SCHEDULING_GROUP:
         group_informers.append(informers.informer(types_pb2.PodGroup))
-    metrics = SchedulerMetrics(None)
+        if composite_pod_groups_enabled(gates):
+            group_informers.append(informers.informer(types_pb2.CompositePodGroup))
+    metrics = SchedulerMetrics(None, entities=gates.version >= ENTITY_QUEUE_SINCE)
     recorder = Recorder()
     cache = Cache(
         clock,
@@ -223,6 +232,8 @@ async def env(
         queueing_hint_map={SCHEDULER: build_queueing_hint_map(fwk.enqueue_extensions())},
         pod_lister=pods.lister,
         pod_info_factory=cache.pod_info,
+        metrics=metrics,
+        pod_groups=pod_group_queueing(pod_groups, gates.version),
     )
     fwk.set_nominator(queue.nominator)
     fwk.set_pod_activator(queue.activate)

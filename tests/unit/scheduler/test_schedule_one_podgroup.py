@@ -16,6 +16,8 @@ from kemu.component.featuregate import (
     FeatureGates,
 )
 from kemu.component.version import Version
+from kemu.scheduling.plugins.default_preemption import MEMBER_NOT_ELIGIBLE_WAP, DefaultPreemption
+from kemu.scheduling.status import Code, Status
 from kemu.testing.builders import make_gang_pod_group, make_pod
 from tests.unit.scheduler.harness import Env, env, settle
 
@@ -226,7 +228,27 @@ async def test_a_gang_preempts_a_lower_priority_gang_and_is_nominated(
         assert await bound(e) == {"a": "n1", "b": "n1"}
 
 
-async def test_1_36_without_workload_aware_preemption_nothing_is_preempted() -> None:
+def single_pod_preemption_attempts(e: Env) -> float:
+    """scheduler_preemption_attempts_total (DefaultPreemption's PostFilter)."""
+    for family in e.metrics.preemption_attempts.collect():
+        for sample in family.samples:
+            if sample.name.endswith("_total"):
+                return sample.value
+    return 0.0
+
+
+def failed_scheduling(e: Env) -> dict[str, str]:
+    return {
+        name: msg for name, _, reason, _, msg in e.recorder.messages if reason == "FailedScheduling"
+    }
+
+
+async def test_s_pg_10_1_36_members_preempt_alone_and_the_group_waits() -> None:
+    """1.36 without WorkloadAwarePreemption: each member that fits nowhere runs
+    DefaultPreemption's PostFilter inside the group cycle (real preemption, victims one by
+    one), is assumed on its nominated node for the next members, and the complete group
+    waits for the preemption: every member back nominated to n1, the PodGroup
+    False/Unschedulable `pod group is waiting for preemption to complete`."""
     async with env(preemption_gates(36)) as e:
         await fill_with_low_gang(e)
         e.client.add(prioritized_group("g", 2, 100))
@@ -235,9 +257,84 @@ async def test_1_36_without_workload_aware_preemption_nothing_is_preempted() -> 
         await settle()
         await e.cycle()
         await settle()
-        assert await e.get("low-a") is not None and await e.get("low-b") is not None
-        assert e.scheduler.pod_group_metrics is not None
-        assert preemption_attempts(e) == {}
+        assert await e.get("low-a") is None and await e.get("low-b") is None
+        for name in ("a", "b"):
+            pod = await e.get(name)
+            assert pod is not None and pod.status.nominated_node_name == "n1"
+            assert not pod.spec.node_name
+        assert await condition(e, 36) == (
+            "False",
+            "Unschedulable",
+            "pod group is waiting for preemption to complete",
+        )
+        assert attempts(e, "waiting_on_preemption") == 1
+        assert preemption_attempts(e) == {}  # no workload-aware preemption
+        assert single_pod_preemption_attempts(e) == 2  # one PostFilter per member
+        messages = failed_scheduling(e)
+        assert messages["a"] == "0/1 nodes are available: 1 Insufficient cpu.", messages
+        e.scheduler.clock.advance(11)  # type: ignore[attr-defined]
+        e.queue.flush_backoff_q_completed()
+        e.queue.flush_unschedulable_pods_leftover()
+        await e.cycle()
+        await settle()
+        assert await bound(e) == {"a": "n1", "b": "n1"}
+        assert await condition(e, 36) == ("True", "Scheduled", "")
+
+
+async def test_s_pg_11_1_36_an_incomplete_group_clears_the_nominations() -> None:
+    """1.36 without WorkloadAwarePreemption, a gang of 3 where preemption makes room for two:
+    the first two members' PostFilters preempt (upstream deletes the victims there and
+    then), the third fits nowhere even with preemption; no Permit says Success, so the group
+    is unschedulable and the members that required preemption go back with their Permit's
+    message and no nomination."""
+    async with env(preemption_gates(36)) as e:
+        await fill_with_low_gang(e)
+        e.client.add(prioritized_group("g", 3, 100))
+        for name in ("a", "b", "c"):
+            e.add(member(name, cpu="500m", priority=100))
+        await settle()
+        await e.cycle()
+        await settle()
+        assert await e.get("low-a") is None and await e.get("low-b") is None
+        for name in ("a", "b", "c"):
+            pod = await e.get(name)
+            assert pod is not None and not pod.status.nominated_node_name, name
+        group = await condition(e, 36)
+        assert group is not None and group[:2] == ("False", "Unschedulable")
+        assert attempts(e, "unschedulable") == 1
+        messages = failed_scheduling(e)
+        waited = [n for n, m in messages.items() if "asked to wait" in m]
+        assert len(waited) == 2, messages
+
+
+@pytest.mark.parametrize(
+    ("minor", "overrides", "post_filters"),
+    # (1.37: PlacementFeasible stops the cycle after the first member: minCount cannot be
+    # satisfied with 1 remaining)
+    [(36, {WORKLOAD_AWARE_PREEMPTION: True}, 2), (37, {}, 1)],
+)
+async def test_s_pg_12_with_workload_aware_preemption_members_do_not_preempt_alone(
+    minor: int, overrides: dict[str, bool], post_filters: int
+) -> None:
+    """With workload-aware preemption on, each member's own PostFilter runs and refuses
+    (upstream DefaultPreemption.PostFilter, `preemption: not eligible due to workload aware
+    preemption enabled`); the group's PodGroupPostFilter preempts instead."""
+    async with env(preemption_gates(minor, **overrides)) as e:
+        await fill_with_low_gang(e)
+        e.client.add(prioritized_group("g", 2, 100))
+        for name in ("a", "b"):
+            e.add(member(name, cpu="500m", priority=100))
+        await settle()
+        await e.cycle()
+        await settle()
+        assert preemption_attempts(e) == {"Success": 1.0}
+        assert single_pod_preemption_attempts(e) == post_filters
+        plugin = e.scheduler.profiles["default-scheduler"].plugin("DefaultPreemption")
+        assert isinstance(plugin, DefaultPreemption)
+        pod = await e.get("a")
+        assert pod is not None
+        refusal = Status(Code.UNSCHEDULABLE, (MEMBER_NOT_ELIGIBLE_WAP,))
+        assert plugin.pod_group_member_refusal(pod) == refusal
 
 
 @pytest.mark.parametrize(

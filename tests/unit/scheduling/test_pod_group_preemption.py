@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from kemu.api.v1 import types_pb2
 from kemu.component.featuregate import GENERIC_WORKLOAD, FeatureGates
 from kemu.component.version import Version
+from kemu.scheduling.composite_pod_groups import CompositePodGroupKey, WorkloadForest
 from kemu.scheduling.interface import ObjectLister
 from kemu.scheduling.pod_group_preemption import (
     NO_VICTIMS,
@@ -166,3 +167,32 @@ def test_no_potential_victims_and_no_fit_even_with_all_gone() -> None:
     _, fits = capacity_fits(free=0, need=5)
     chosen, status = select_pod_group_victims([single("a", 1)], [], fits)
     assert chosen is None and status.message() == "does not fit"
+
+
+def test_a_cpg_tree_with_disruption_all_is_one_victim_at_its_root_priority() -> None:
+    """KEP-6012: the highest ancestor with disruptionMode All makes the unit (upstream
+    getHighestAllAncestor); every pod's priority is its tree's root's (getPodPriority); a CPG
+    unit ranks before a PodGroup unit of the same priority (victimRank)."""
+    forest = WorkloadForest(enabled=True)
+    root = types_pb2.CompositePodGroup()
+    root.metadata.name, root.metadata.namespace = "root", "default"
+    root.spec.priority = 4
+    root.spec.disruption_mode.all.SetInParent()
+    forest.add_composite_pod_group(root)
+    for name in ("a", "b"):
+        pg = group(name, priority=4, all_=(name == "a"))
+        pg.spec.parent_composite_pod_group_name = "root"
+        forest.add_pod_group(pg)
+    loner = group("loner", priority=4, all_=True)
+    forest.add_pod_group(loner)
+    infos = nodes(
+        ("n1", [member("a1", "a", 4, "n1"), member("b1", "b", 4, "n1")]),
+        ("n2", [member("a2", "a", 4, "n2"), member("l1", "loner", 4, "n2")]),
+    )
+    units = victim_units(infos, MEMBERSHIP, None, NOW_NS, below=10, forest=forest)
+    by_name = {tuple(names(u)): u for u in units}
+    assert set(by_name) == {("a1", "a2", "b1"), ("l1",)}
+    tree = by_name[("a1", "a2", "b1")]
+    assert tree.group == CompositePodGroupKey("default", "root") and tree.priority == 4
+    assert tree.nodes == {"n1", "n2"}
+    assert sorted(units, key=importance)[0] is tree

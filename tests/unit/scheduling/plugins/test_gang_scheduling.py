@@ -186,6 +186,27 @@ def test_placement_feasible_messages() -> None:
     assert plugin.placement_feasible(key, PlacementProgress(0, 3)).is_success()
 
 
+def test_placement_feasible_of_a_basic_group_counts_one_at_1_37() -> None:
+    basic = make_gang_pod_group("pg", 1)
+    basic.spec.scheduling_policy.ClearField("gang")
+    basic.spec.scheduling_policy.basic.SetInParent()
+    key = PodGroupKey("default", "pg")
+    plugin_136, _ = _plugin(36, FakeInformerFactory(pod_groups=[basic]))
+    assert plugin_136.placement_feasible(key, PlacementProgress(0, 0)).is_success()
+    plugin, _ = _plugin(37, FakeInformerFactory(pod_groups=[basic]))
+    wait = plugin.placement_feasible(key, PlacementProgress(remaining=2, scheduled=0))
+    assert (wait.code, wait.message()) == (
+        Code.WAIT,
+        "minCount (1) is not yet satisfied: 0 scheduled, 2 remaining",
+    )
+    no = plugin.placement_feasible(key, PlacementProgress(remaining=0, scheduled=0))
+    assert (no.code, no.message()) == (
+        Code.UNSCHEDULABLE,
+        "minCount (1) cannot be satisfied: 0 scheduled, 0 remaining",
+    )
+    assert plugin.placement_feasible(key, PlacementProgress(1, 1)).is_success()
+
+
 def test_hints() -> None:
     old, new = make_gang_pod_group("pg", 3), make_gang_pod_group("pg", 2)
     plugin, _ = _plugin(36, FakeInformerFactory())
