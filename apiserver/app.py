@@ -117,7 +117,12 @@ class _Apiserver:
         registry = Registry(
             store,
             caches,
-            RegistrySettings(ctx.gates, ctx.options.version, settings.toleration_seconds),
+            RegistrySettings(
+                ctx.gates,
+                ctx.options.version,
+                settings.toleration_seconds,
+                settings.runtime_config,
+            ),
             clock=ctx.clock,
         )
         if cluster_clock is not None:
@@ -136,6 +141,7 @@ class _Apiserver:
                 identity=identity,
                 emulated_version=str(ctx.options.version),
                 binary_version=BINARY_VERSION,
+                runtime_config=settings.runtime_config.items(),
             )
             for g in ctx.gates.states():
                 cv.feature_gates.add(

@@ -24,6 +24,8 @@ from apiserver.settings import (
 from kemu.component.options import ComponentOptions, new_parser, parse_component_args
 from kemu.machinery.convert import parse_time
 from kemu.machinery.errors import Invalid
+from kemu.machinery.kinds import resource_config
+from kemu.machinery.runtime_config import RuntimeConfig, RuntimeConfigError
 from kemu.machinery.virtual_time import ClockMode
 
 COMPONENT: Final = "kube-apiserver"
@@ -87,6 +89,17 @@ def build_parser() -> argparse.ArgumentParser:
             "DefaultTolerationSeconds adds to every pod without one (default 300)",
         )
     parser.add_argument(
+        "--runtime-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE,...",
+        help="A set of key=value pairs that enable or disable built-in APIs: <group>/<version> "
+        "(or <version> for the core group), <group>/<version>/<resource>, and api/all, api/ga, "
+        "api/beta, api/alpha for every version of that level. Alpha versions are off by "
+        "default, and from 1.24 beta versions too (e.g. scheduling.k8s.io/v1beta1=true serves "
+        "1.37's Workload and PodGroup, with GenericWorkload on)",
+    )
+    parser.add_argument(
         "--clock-start",
         default="",
         metavar="RFC3339",
@@ -130,6 +143,11 @@ def _settings(
             clock_start = parse_time(args.clock_start, "--clock-start").ToNanoseconds() / 1e9
         except Invalid as e:
             parser.error(f"--clock-start: {e.causes[0].message if e.causes else e.message}")
+    runtime = RuntimeConfig.parse(args.runtime_config)
+    try:
+        resource_config(runtime, options.version.minor)
+    except RuntimeConfigError as e:
+        parser.error(f"--runtime-config: {e}")
     servers = tuple(s.strip() for s in args.etcd_servers.split(",") if s.strip())
     if not servers:
         parser.error("--etcd-servers: at least one URL is required")
@@ -143,4 +161,5 @@ def _settings(
         ),
         watch_bookmark_frequency=args.watch_bookmark_frequency,
         clock_start=clock_start,
+        runtime_config=runtime,
     )

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from apiserver.admission.default_toleration_seconds import DefaultTolerationSeconds
+from kemu.machinery.runtime_config import RuntimeConfig
 
 DEFAULT_BOOKMARK_FREQUENCY: Final = 60.0  # upstream cacher's bookmarkFrequency (1 min)
 DEFAULT_MAX_REQUESTS_INFLIGHT: Final = 400
@@ -60,3 +61,6 @@ class ApiserverSettings:
     clock_start: float | None
     """With --clock virtual: the virtual time a fresh cluster's clock starts at (seconds since
     the epoch); None: the apiserver's start."""
+    runtime_config: RuntimeConfig
+    """--runtime-config: the API group versions enabled beyond (or disabled from) the emulated
+    version's defaults (checked at start-up: kemu.machinery.kinds `resource_config`)."""

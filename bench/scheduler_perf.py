@@ -69,6 +69,7 @@ from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Final, Protocol
 
 import anyio
@@ -177,6 +178,8 @@ QUICK_LABEL: Final = "quick"
 CREATORS: Final = 16  # creates in flight
 BARRIER_POLL: Final = 0.2  # seconds between a barrier's pod lists (upstream polls every 1 s)
 BARRIER_POLL_PODS: Final = 1000  # from this many pods in the namespace, every 1 s
+RUNTIME_CONFIG: Final = MappingProxyType({"api/all": "true"})
+"""The apiserver's --runtime-config: every API group version on, as upstream's scheduler_perf."""
 SAMPLE_INTERVAL: Final = 1.0  # seconds per throughput sample, as scheduler_perf
 WAIT_TIMEOUT: Final = 600.0  # for the pods of one op to be bound
 ALGORITHM_DURATION: Final = "scheduler_scheduling_algorithm_duration_seconds"
@@ -1732,7 +1735,14 @@ def run_workload(
             config = str(config_file)
         gates = dict(variant.feature_gates) or None
         cluster.start_etcd()
-        cluster.start_apiserver(emulated_version=workload.emulated_version, feature_gates=gates)
+        # upstream's scheduler_perf (test/integration/scheduler_perf mustSetupCluster) runs its
+        # test apiserver with every API on (the test server's --runtime-config=api/all=true),
+        # so that a workload's gated APIs (1.35-1.37's pod groups) are served with their gates
+        cluster.start_apiserver(
+            emulated_version=workload.emulated_version,
+            feature_gates=gates,
+            runtime_config=RUNTIME_CONFIG,
+        )
         cluster.start_scheduler(
             config=config,
             emulated_version=workload.emulated_version,

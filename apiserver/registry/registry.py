@@ -55,6 +55,7 @@ from kemu.machinery.deletion import DeleteOptions
 from kemu.machinery.errors import BadRequest, Invalid, NotFound
 from kemu.machinery.jsonvalue import JSON
 from kemu.machinery.kinds import BY_KIND, Kind, Served, kind_for_resource, kind_of
+from kemu.machinery.runtime_config import NO_RUNTIME_CONFIG, RuntimeConfig
 from kemu.machinery.strategy import strategy_for
 from kemu.machinery.update_strategy import check_update_uid
 from kemu.machinery.validation.objects import validate_object
@@ -73,6 +74,8 @@ class RegistrySettings:
     gates: FeatureGates
     version: Version = DEFAULT_VERSION
     toleration_seconds: DefaultTolerationSeconds = DEFAULT_TOLERATIONS
+    runtime_config: RuntimeConfig = NO_RUNTIME_CONFIG
+    """--runtime-config: with the version and the gates, what is served (`Served.at`)."""
 
 
 class Registry:
@@ -98,8 +101,11 @@ class Registry:
             self._cached_namespace, self._live_namespace, clock=self._clock
         )
         self._eviction_rules = VersionRules.at(settings.version)
-        self.served = Served.at(settings.version.minor, settings.gates.enabled)
-        """The kinds and group versions served at the emulated version with the gates: a
+        self.served = Served.at(
+            settings.version.minor, settings.gates.enabled, settings.runtime_config
+        )
+        """The kinds and group versions served at the emulated version with the gates and the
+        runtime config: a
         write or get of another kind is NotFound on both edges. (Lists and watches of the
         gRPC edge serve every kind: kemu's controllers list them all, where upstream's find
         the served ones by discovery.)"""

@@ -33,6 +33,7 @@ from kemu.machinery.errors import ApiError, BadRequest, Invalid
 from kemu.machinery.jsonvalue import JSONObject
 from kemu.machinery.keys import object_meta
 from kemu.machinery.quantity import format_resource, to_int
+from kemu.machinery.runtime_config import RuntimeConfig, RuntimeConfigError
 
 NONE = "<none>"
 _INDENT = "  "
@@ -747,7 +748,8 @@ def requested_version(target: str) -> tuple[str, str | None]:
 
 async def served_version(ctx: Context, kind: kinds.Kind, asked: str | None) -> str:
     """The group version kubectl describe shows a kind of several versions as: the one asked
-    for, else the server's preferred at its emulated version with its gates (discovery's)."""
+    for, else the server's preferred at its emulated version with its gates and its runtime
+    config (discovery's)."""
     if asked is not None or not kind.versions:
         return asked or kind.api_version
     info = await ctx.client.version()
@@ -755,7 +757,12 @@ async def served_version(ctx: Context, kind: kinds.Kind, asked: str | None) -> s
     if not minor.isdigit():
         return kind.api_version
     enabled = {g.name for g in info.server.feature_gates if g.enabled}
-    return kinds.Served.at(int(minor), enabled.__contains__).preferred(kind)
+    runtime = RuntimeConfig.parse(info.server.runtime_config)
+    try:
+        served = kinds.Served.at(int(minor), enabled.__contains__, runtime)
+    except RuntimeConfigError:
+        return kind.api_version
+    return served.preferred(kind)
 
 
 async def describe_object(ctx: Context, obj: Message, api_version: str = "") -> str:

@@ -10,6 +10,7 @@ from google.protobuf.message import Message
 
 from kemu.api.v1 import api_pb2, types_pb2
 from kemu.machinery.errors import BadRequest, NotFound
+from kemu.machinery.runtime_config import ResourceConfig, RuntimeConfig, resolve
 
 SCHEDULING_V1ALPHA1: Final = "scheduling.k8s.io/v1alpha1"
 SCHEDULING_V1ALPHA2: Final = "scheduling.k8s.io/v1alpha2"
@@ -229,22 +230,54 @@ _ALIASES: Final[dict[str, Kind]] = {
 }
 
 
+def registered_group_versions(minor: int) -> tuple[str, ...]:
+    """Every group version some kind is served as at 1.`minor` (its gate aside), in KINDS'
+    order: what --runtime-config addresses there."""
+    out: list[str] = []
+    for k in KINDS:
+        for gv in k.api_versions_at(minor):
+            if gv not in out:
+                out.append(gv)
+    return tuple(out)
+
+
+_KNOWN_GROUP_VERSIONS: Final = frozenset(
+    gv for k in KINDS for gv in (k.api_version, *(v for _, vs in k.versions for v in vs))
+)
+
+
+def resource_config(runtime: RuntimeConfig, minor: int) -> ResourceConfig:
+    """The group versions and resources enabled at 1.`minor` under `runtime`;
+    RuntimeConfigError (upstream's message, naming the key) for one the apiserver refuses."""
+    return resolve(runtime, minor, registered_group_versions(minor), _KNOWN_GROUP_VERSIONS)
+
+
 @dataclass(frozen=True)
 class Served:
     """What one apiserver serves: per kind, its group versions (preferred first) at the
-    emulated version with the process's gates; a kind left out is not served (NotFound, not
-    in discovery). Resolved once (`Served.at`) and passed down."""
+    emulated version, enabled by the runtime config (upstream's defaults: alpha off, beta off
+    from 1.24; kemu.machinery.runtime_config), with the process's gates; a kind left out is not
+    served (NotFound, not in discovery). Resolved once (`Served.at`) and passed down."""
 
     minor: int
     api_versions: Mapping[str, tuple[str, ...]]
     """Kind name -> the group versions served."""
 
     @classmethod
-    def at(cls, minor: int, enabled: Callable[[str], bool]) -> Served:
+    def at(cls, minor: int, enabled: Callable[[str], bool], runtime: RuntimeConfig) -> Served:
+        """The one resolution of what is served: emulated version 1.`minor`, the gates
+        (`enabled`) and the runtime config. A kind behind a gate needs it on and one of its
+        group versions enabled (pkg/registry/scheduling/rest checks both); a group version
+        whose resource is disabled leaves that kind out of it."""
+        config = resource_config(runtime, minor)
         out: dict[str, tuple[str, ...]] = {}
         for k in KINDS:
-            versions = k.api_versions_at(minor)
-            if versions and (not k.gate or enabled(k.gate)):
+            if k.gate and not enabled(k.gate):
+                continue
+            versions = tuple(
+                gv for gv in k.api_versions_at(minor) if config.resource_enabled(gv, k.resource)
+            )
+            if versions:
                 out[k.kind] = versions
         return cls(minor, out)
 
@@ -286,7 +319,7 @@ class Served:
 ALL_SERVED: Final = Served(
     37, {k.kind: k.api_versions_at(37) for k in KINDS if k.api_versions_at(37)}
 )
-"""Every kind at 1.37 with every gate on (tests and tools that serve all)."""
+"""Every kind at 1.37 with every gate on and `api/all=true` (tests and tools that serve all)."""
 
 
 def kind_for_resource(resource: str) -> Kind:

@@ -26,6 +26,7 @@ from kemu.component.featuregate import (
 )
 from kemu.component.version import MAX_VERSION
 from kemu.component.version_rules import VersionRules
+from kemu.machinery.kinds import BY_KIND
 from kemu.scheduling.preemption import preemption_disruption_reason
 from kemu.skew.policy import Cell
 
@@ -123,8 +124,12 @@ def autoscaler_nnn(cell: Cell) -> Facts:
 
 def pod_groups_served(cell: Cell) -> bool:
     """The apiserver serves the Workload API (1.35's Workload, 1.36's PodGroup) and keeps a
-    pod's reference to its group: GenericWorkload at the first apiserver."""
-    return cell.feature_gates("apiserver").enabled(GENERIC_WORKLOAD)
+    pod's reference to its group: GenericWorkload at the first apiserver, and the Workload's
+    group version enabled by its runtime config (upstream serves no alpha version, nor a beta
+    one from 1.24, by default)."""
+    return cell.feature_gates("apiserver").enabled(GENERIC_WORKLOAD) and cell.served(
+        "apiserver"
+    ).serves(BY_KIND["Workload"])
 
 
 def _group_field_version(minor: int) -> str:

@@ -139,10 +139,11 @@ def _version(value: object, where: str) -> Version:
 
 def written_cell(entry: object, where: str) -> Cell:
     """A cell written out in the file: `apiserver` required, the others default to it
-    (`kubelet` to the oldest apiserver), `gates` per component."""
+    (`kubelet` to the oldest apiserver), `gates` per component, `runtime_config` the
+    apiservers' --runtime-config."""
     if not isinstance(entry, dict):
         raise MatrixError(f"{where}: a mapping is required")
-    known = {"name", "gates", "upgrade_to", *COMPONENTS}
+    known = {"name", "gates", "upgrade_to", "runtime_config", *COMPONENTS}
     for key in entry:
         if key not in known:
             raise MatrixError(f"{where}.{key}: unknown field (fields: {', '.join(sorted(known))})")
@@ -174,6 +175,17 @@ def written_cell(entry: object, where: str) -> Cell:
     upgrade_to = (
         _version(entry["upgrade_to"], f"{where}.upgrade_to") if "upgrade_to" in entry else None
     )
+    runtime_in = entry.get("runtime_config", {})
+    if not isinstance(runtime_in, dict) or not all(
+        isinstance(k, str) and isinstance(v, (str, bool)) for k, v in runtime_in.items()
+    ):
+        raise MatrixError(
+            f"{where}.runtime_config: a mapping of key (scheduling.k8s.io/v1beta1, api/all, ...) "
+            "to true/false"
+        )
+    runtime_config = {
+        k: ("true" if v else "false") if isinstance(v, bool) else v for k, v in runtime_in.items()
+    }
     return Cell(
         name,
         apis,
@@ -183,6 +195,7 @@ def written_cell(entry: object, where: str) -> Cell:
         kubelet=versions["kubelet"] or min(apis),
         autoscaler=versions["autoscaler"],
         gates=MappingProxyType(gates),
+        runtime_config=MappingProxyType(runtime_config),
     )
 
 

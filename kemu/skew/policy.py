@@ -16,6 +16,8 @@ from typing import Final
 
 from kemu.component.featuregate import FeatureGateError, FeatureGates
 from kemu.component.version import MAX_VERSION, MIN_VERSION, Version
+from kemu.machinery.kinds import Served, resource_config
+from kemu.machinery.runtime_config import RuntimeConfig, RuntimeConfigError
 
 COMPONENTS: Final = (
     "apiserver",
@@ -56,6 +58,9 @@ class Cell:
     """The cluster autoscaler (talks to the scheduler's apiserver); None: the scheduler's version."""
     upgrade_to: Version | None = None
     """A rolling-upgrade cell: every component goes to this version (kemu.skew.upgrade)."""
+    runtime_config: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """Its apiservers' --runtime-config (a gate's alpha or, from 1.24, beta API group version
+    is served only when enabled there, as upstream's)."""
 
     def components(self) -> dict[str, str]:
         """Component -> version, for the report."""
@@ -88,6 +93,15 @@ class Cell:
     def feature_gates(self, component: str) -> FeatureGates:
         """The component's gates at its version (FeatureGateError if the cell's are wrong)."""
         return FeatureGates.for_version(self.version_of(component), self.gates_of(component))
+
+    def served(self, apiserver: str) -> Served:
+        """What an apiserver of the cell serves: its version, gates and the runtime config
+        (RuntimeConfigError if the cell's are wrong)."""
+        return Served.at(
+            self.version_of(apiserver).minor,
+            self.feature_gates(apiserver).enabled,
+            RuntimeConfig(dict(self.runtime_config)),
+        )
 
 
 def violations(cell: Cell) -> list[str]:
@@ -142,6 +156,13 @@ def violations(cell: Cell) -> list[str]:
                 cell.feature_gates(component)
             except FeatureGateError as e:
                 out.append(f"{component} {cell.version_of(component)}: {e}")
+        for apiserver in ("apiserver", "apiserver-2")[: len(apis)]:
+            try:
+                resource_config(
+                    RuntimeConfig(dict(cell.runtime_config)), cell.version_of(apiserver).minor
+                )
+            except RuntimeConfigError as e:
+                out.append(f"{apiserver} {cell.version_of(apiserver)}: --runtime-config: {e}")
     return out
 
 

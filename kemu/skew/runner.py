@@ -52,6 +52,7 @@ def start_cell(cluster: Cluster, cell: Cell) -> list[str]:
             name=name,
             emulated_version=str(cell.version_of(name)),
             feature_gates=cell.gates_of(name) or None,
+            runtime_config=cell.runtime_config,
             wait=False,
         )
     for name in names:

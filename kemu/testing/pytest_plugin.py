@@ -8,7 +8,13 @@ run of its environment): real-process clusters as fixtures, and failure reports.
       @pytest.mark.kemu(nodes=3, version="1.34", gates={"SchedulerAsyncPreemption": True},
                         scheduler_config=YAML_OR_PATH, clock="virtual",
                         capacity={"cpu": "4", "memory": "8Gi", "pods": "110"},
-                        labels={"disk": "ssd"})
+                        labels={"disk": "ssd"},
+                        runtime_config={"scheduling.k8s.io/v1beta1": "true"})
+
+  `runtime_config` is the apiserver's --runtime-config, as kind's `runtimeConfig`: a feature
+  gate does not enable its API (upstream serves an alpha group version, or a beta one from
+  1.24, only when the runtime config enables it too), so 1.37's pod groups need
+  `gates={"GenericWorkload": True}` and `runtime_config={"scheduling.k8s.io/v1beta1": "true"}`.
 
   `cluster.server` is the apiserver's address for `kemu.client.Client`; `cluster.kill(name)`,
   `restart(name)`, `pause(name)`, `resume(name)` act on a component ("scheduler",
@@ -58,7 +64,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         f"{MARKER}(nodes=1, version=None, gates={{}}, scheduler_config=None, clock='real', "
-        "capacity=None, labels={}): the shape of the kemu_cluster fixture's cluster",
+        "capacity=None, labels={}, runtime_config={}): the shape of the kemu_cluster fixture's cluster",
     )
 
 

@@ -234,18 +234,20 @@ class FeatureGateState(_message.Message):
     def __init__(self, name: _Optional[str] = ..., enabled: _Optional[bool] = ..., stage: _Optional[str] = ..., locked: _Optional[bool] = ...) -> None: ...
 
 class ComponentVersion(_message.Message):
-    __slots__ = ("component", "identity", "emulated_version", "binary_version", "feature_gates")
+    __slots__ = ("component", "identity", "emulated_version", "binary_version", "feature_gates", "runtime_config")
     COMPONENT_FIELD_NUMBER: _ClassVar[int]
     IDENTITY_FIELD_NUMBER: _ClassVar[int]
     EMULATED_VERSION_FIELD_NUMBER: _ClassVar[int]
     BINARY_VERSION_FIELD_NUMBER: _ClassVar[int]
     FEATURE_GATES_FIELD_NUMBER: _ClassVar[int]
+    RUNTIME_CONFIG_FIELD_NUMBER: _ClassVar[int]
     component: str
     identity: str
     emulated_version: str
     binary_version: str
     feature_gates: _containers.RepeatedCompositeFieldContainer[FeatureGateState]
-    def __init__(self, component: _Optional[str] = ..., identity: _Optional[str] = ..., emulated_version: _Optional[str] = ..., binary_version: _Optional[str] = ..., feature_gates: _Optional[_Iterable[_Union[FeatureGateState, _Mapping]]] = ...) -> None: ...
+    runtime_config: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, component: _Optional[str] = ..., identity: _Optional[str] = ..., emulated_version: _Optional[str] = ..., binary_version: _Optional[str] = ..., feature_gates: _Optional[_Iterable[_Union[FeatureGateState, _Mapping]]] = ..., runtime_config: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class VersionInfo(_message.Message):
     __slots__ = ("server", "components")

@@ -38,14 +38,15 @@ def cloud_cluster(
     cloud_args: Sequence[str] = (),
     clock: ClockMode = ClockMode.REAL,
     feature_gates: Mapping[str, bool] | None = None,
+    runtime_config: Mapping[str, str] | None = None,
 ) -> Iterator[Cluster]:
     """etcd, the apiserver, the scheduler, the controller-manager and the cloud (`config`),
     stopped at the end, every process on `clock` (`feature_gates`: the apiserver's, the
-    scheduler's and the controller-manager's); the caller starts the autoscaler (or
+    scheduler's and the controller-manager's; `runtime_config`: the apiserver's); the caller starts the autoscaler (or
     `Autoscalers` does)."""
     with Cluster(root, clock=clock) as c:
         c.start_etcd()
-        c.start_apiserver(feature_gates=feature_gates)
+        c.start_apiserver(feature_gates=feature_gates, runtime_config=runtime_config)
         c.start_scheduler(feature_gates=feature_gates)
         c.start_controllermanager(
             extra_args=list(controllermanager_args), feature_gates=feature_gates

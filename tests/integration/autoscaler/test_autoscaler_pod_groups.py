@@ -55,6 +55,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         CONFIG,
         clock=ClockMode.VIRTUAL,
         feature_gates={GENERIC_WORKLOAD: True},
+        runtime_config={"scheduling.k8s.io/v1beta1": "true"},
     ) as c:
         yield c
 

@@ -57,7 +57,12 @@ def _kubectl(
     `version` with `gates`."""
     with Cluster(root) as c:
         c.start_etcd(unsafe_no_fsync=True)
-        c.start_apiserver(rest=True, emulated_version=version, feature_gates=gates)
+        c.start_apiserver(
+            rest=True,
+            emulated_version=version,
+            feature_gates=gates,
+            runtime_config={"api/all": "true"},
+        )
         if controllers:
             c.start_controllermanager(emulated_version=version, feature_gates=gates)
         c.write_kubeconfig()

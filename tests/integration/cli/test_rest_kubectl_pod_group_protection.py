@@ -43,7 +43,12 @@ HOLD = "example.com/hold"
 def _kubectl(root: Path, version: str, *, controllers: bool) -> Iterator[Kubectl]:
     with Cluster(root) as c:
         c.start_etcd(unsafe_no_fsync=True)
-        c.start_apiserver(rest=True, emulated_version=version, feature_gates=GATES)
+        c.start_apiserver(
+            rest=True,
+            emulated_version=version,
+            feature_gates=GATES,
+            runtime_config={"api/all": "true"},
+        )
         if controllers:
             c.start_controllermanager(
                 emulated_version=version,

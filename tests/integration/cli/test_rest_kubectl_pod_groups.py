@@ -41,7 +41,12 @@ def _kubectl(root: Path, version: str, gates: dict[str, bool]) -> Iterator[Kubec
     """kubectl on a cluster of etcd and one apiserver at `version` with `gates`."""
     with Cluster(root) as c:
         c.start_etcd(unsafe_no_fsync=True)
-        c.start_apiserver(rest=True, emulated_version=version, feature_gates=gates)
+        c.start_apiserver(
+            rest=True,
+            emulated_version=version,
+            feature_gates=gates,
+            runtime_config={"api/all": "true"},
+        )
         c.write_kubeconfig()
         yield Kubectl(c)
 

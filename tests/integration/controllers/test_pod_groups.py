@@ -44,7 +44,11 @@ GATES = {"GenericWorkload": True, "WorkloadWithJob": True}
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with Cluster(tmp_path_factory.mktemp("pod-groups")) as c:
         c.start_etcd()
-        c.start_apiserver(emulated_version=VERSION, feature_gates=GATES)
+        c.start_apiserver(
+            emulated_version=VERSION,
+            feature_gates=GATES,
+            runtime_config={"scheduling.k8s.io/v1alpha2": "true"},
+        )
         c.start_scheduler(emulated_version=VERSION, feature_gates=GATES)
         for node in ("pg-a", "pg-b"):
             c.start_kubelet(

@@ -40,9 +40,14 @@ USER_TESTS = textwrap.dedent(
             await assert_invariants(client, pods, "default")
 
 
-    # Issue #55: a gang on a cluster with the Workload API on (every component's gates).
+    # Issue #55: a gang on a cluster with the Workload API on (every component's gates, and
+    # the apiserver's runtime config: 1.37's scheduling.k8s.io/v1beta1 is off by default).
     @pytest.mark.anyio
-    @pytest.mark.kemu(nodes=1, gates={"GenericWorkload": True})
+    @pytest.mark.kemu(
+        nodes=1,
+        gates={"GenericWorkload": True},
+        runtime_config={"scheduling.k8s.io/v1beta1": "true"},
+    )
     async def test_my_gang_is_bound_together(kemu_cluster):
         async with Client(kemu_cluster.server) as client:
             await client.create(make_gang_pod_group("trainer", 2))

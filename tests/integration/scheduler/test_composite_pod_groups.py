@@ -51,7 +51,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     root = Path(tmp_path_factory.mktemp("composite-pod-groups"))
     with Cluster(root) as c:
         c.start_etcd()
-        c.start_apiserver(feature_gates=GATES)
+        c.start_apiserver(feature_gates=GATES, runtime_config={"api/all": "true"})
         for process, profile, gates in SCHEDULERS:
             path = root / f"{profile}.yaml"
             path.write_text(

@@ -44,7 +44,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     root = Path(tmp_path_factory.mktemp("pod-group-queue"))
     with Cluster(root) as c:
         c.start_etcd()
-        c.start_apiserver(feature_gates={GENERIC_WORKLOAD: True})
+        c.start_apiserver(
+            feature_gates={GENERIC_WORKLOAD: True},
+            runtime_config={"scheduling.k8s.io/v1beta1": "true"},
+        )
         for process, profile, version, gates in SCHEDULERS:
             path = root / f"{profile}.yaml"
             path.write_text(

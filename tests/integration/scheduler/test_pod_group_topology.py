@@ -48,7 +48,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     root = tmp_path_factory.mktemp("pod-group-topology")
     with Cluster(root) as c:
         c.start_etcd()
-        c.start_apiserver(feature_gates={GENERIC_WORKLOAD: True, **TAS})
+        c.start_apiserver(
+            feature_gates={GENERIC_WORKLOAD: True, **TAS},
+            runtime_config={"scheduling.k8s.io/v1beta1": "true"},
+        )
         for process, profile, version, gates in SCHEDULERS:
             path = Path(root) / f"{profile}.yaml"
             path.write_text(

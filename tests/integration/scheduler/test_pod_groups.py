@@ -67,7 +67,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     root = tmp_path_factory.mktemp("pod-groups")
     with Cluster(root) as c:
         c.start_etcd()
-        c.start_apiserver(feature_gates={GENERIC_WORKLOAD: True})
+        c.start_apiserver(
+            feature_gates={GENERIC_WORKLOAD: True},
+            runtime_config={"scheduling.k8s.io/v1beta1": "true"},
+        )
         for process, profile, version, gates in SCHEDULERS:
             _start_scheduler(c, Path(root), process, profile, version, gates)
         yield c
@@ -79,7 +82,11 @@ def cluster_135(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     root = tmp_path_factory.mktemp("pod-groups-1-35")
     with Cluster(root) as c:
         c.start_etcd()
-        c.start_apiserver(emulated_version="1.35", feature_gates={GENERIC_WORKLOAD: True})
+        c.start_apiserver(
+            emulated_version="1.35",
+            feature_gates={GENERIC_WORKLOAD: True},
+            runtime_config={"scheduling.k8s.io/v1alpha1": "true"},
+        )
         _start_scheduler(c, Path(root), "scheduler-1-35", GANG_135, "1.35", GATES_ON)
         yield c
 

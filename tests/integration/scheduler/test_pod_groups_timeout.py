@@ -43,7 +43,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with Cluster(root, clock=ClockMode.VIRTUAL) as c:
         c.start_etcd()
         # 1.35's spec.workloadRef is served by a 1.35 apiserver only.
-        c.start_apiserver(emulated_version="1.35", feature_gates={GENERIC_WORKLOAD: True})
+        c.start_apiserver(
+            emulated_version="1.35",
+            feature_gates={GENERIC_WORKLOAD: True},
+            runtime_config={"scheduling.k8s.io/v1alpha1": "true"},
+        )
         c.start_scheduler(
             config=str(config),
             emulated_version="1.35",

@@ -34,7 +34,10 @@ PHASES = ("Reserve", "Permit", "PreBind", "Bind")  # (WaitOnPermit: only when a 
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with Cluster(tmp_path_factory.mktemp("decisions")) as c:
         c.start_etcd()
-        c.start_apiserver(feature_gates={GENERIC_WORKLOAD: True})
+        c.start_apiserver(
+            feature_gates={GENERIC_WORKLOAD: True},
+            runtime_config={"scheduling.k8s.io/v1beta1": "true"},
+        )
         c.start_scheduler(
             extra_args=["--seed", "1", "--record-decisions"],
             feature_gates={GENERIC_WORKLOAD: True},

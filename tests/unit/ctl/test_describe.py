@@ -302,21 +302,36 @@ def _pod_group() -> types_pb2.PodGroup:
 
 @pytest.mark.anyio
 @pytest.mark.parametrize(
-    ("emulated", "target", "api_version", "reference"),
+    ("emulated", "runtime", "target", "api_version", "reference"),
     [
-        ("1.37", "podgroup", "scheduling.k8s.io/v1beta1", "Workload Ref:"),
-        ("1.36", "podgroup", "scheduling.k8s.io/v1alpha2", "Pod Group Template Ref:"),
-        ("1.37", "podgroups.v1alpha3.scheduling.k8s.io", "scheduling.k8s.io/v1alpha3", None),
+        ("1.37", "api/all=true", "podgroup", "scheduling.k8s.io/v1beta1", "Workload Ref:"),
+        ("1.37", "scheduling.k8s.io/v1alpha3=true", "podgroup", "scheduling.k8s.io/v1alpha3", None),
+        (
+            "1.36",
+            "api/all=true",
+            "podgroup",
+            "scheduling.k8s.io/v1alpha2",
+            "Pod Group Template Ref:",
+        ),
+        (
+            "1.37",
+            "api/all=true",
+            "podgroups.v1alpha3.scheduling.k8s.io",
+            "scheduling.k8s.io/v1alpha3",
+            None,
+        ),
     ],
 )
 async def test_describe_pod_group_as_the_version_served_or_asked_for(
-    emulated: str, target: str, api_version: str, reference: str | None
+    emulated: str, runtime: str, target: str, api_version: str, reference: str | None
 ) -> None:
     """kubectl describe shows a kind in the server's preferred group version (discovery's at
-    its emulated version), or in the one a fully qualified resource names."""
+    its emulated version with its gates and runtime config), or in the one a fully qualified
+    resource names."""
     client = fake(_pod_group())
     client.version_info.server.emulated_version = emulated
     client.version_info.server.feature_gates.add(name="GenericWorkload", enabled=True)
+    client.version_info.server.runtime_config.append(runtime)
     result = await ctl(client, "describe", target, "g")
     assert result.rc == 0, result.err
     lines = result.out.splitlines()

@@ -15,8 +15,12 @@ from kemu.machinery import podgroups, printers
 from kemu.machinery.errors import NotFound
 from kemu.machinery.kinds import BY_KIND, Served, lookup
 from kemu.machinery.podgroups import PodGroupRules
+from kemu.machinery.runtime_config import RuntimeConfig
 from kemu.machinery.strategy import StrategyOptions, before_update, strategy_for
 from kemu.machinery.validation.objects import validate_object, validate_status_update
+
+API_ALL = RuntimeConfig.parse(["api/all=true"])
+"""Every group version on: what is served is then the version's and the gates'."""
 
 CPG = BY_KIND["CompositePodGroup"]
 WORKLOAD = BY_KIND["Workload"]
@@ -59,7 +63,7 @@ def _cpg(name: str = "c", *, gang: int | None = None, parent: str | None = None)
 def test_served_only_as_v1alpha3_at_1_37_with_the_gate(
     minor: int, gates: set[str], served: tuple[str, ...] | None
 ) -> None:
-    at = Served.at(minor, lambda gate: gate in gates)
+    at = Served.at(minor, lambda gate: gate in gates, API_ALL)
     assert at.api_versions.get("CompositePodGroup") == served
     if served is None:
         with pytest.raises(NotFound, match=r"compositepodgroups\.scheduling\.k8s\.io"):

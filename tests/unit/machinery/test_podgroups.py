@@ -14,8 +14,12 @@ from kemu.machinery.convert import UnknownFields
 from kemu.machinery.errors import Invalid, NotFound
 from kemu.machinery.kinds import BY_KIND, Served
 from kemu.machinery.podgroups import PodGroupRules
+from kemu.machinery.runtime_config import RuntimeConfig
 from kemu.machinery.strategy import StrategyOptions, before_update, strategy_for
 from kemu.machinery.validation.objects import validate_object, validate_status_update
+
+API_ALL = RuntimeConfig.parse(["api/all=true"])
+"""Every group version on: what is served is then the version's and the gates'."""
 
 WORKLOAD = BY_KIND["Workload"]
 POD_GROUP = BY_KIND["PodGroup"]
@@ -49,14 +53,14 @@ def _fields(causes: list[Any]) -> dict[str, str]:
 def test_served_versions_follow_the_emulated_version(
     minor: int, workload: tuple[str, ...] | None, pod_group: tuple[str, ...] | None
 ) -> None:
-    served = Served.at(minor, lambda gate: True)
+    served = Served.at(minor, lambda gate: True, API_ALL)
     assert served.api_versions.get("Workload") == workload
     assert served.api_versions.get("PodGroup") == pod_group
     assert served.api_versions["Pod"] == ("v1",)
 
 
 def test_nothing_of_the_api_is_served_without_generic_workload() -> None:
-    served = Served.at(37, lambda gate: gate != "GenericWorkload")
+    served = Served.at(37, lambda gate: gate != "GenericWorkload", API_ALL)
     assert not served.serves(WORKLOAD) and not served.serves(POD_GROUP)
     assert ("scheduling.k8s.io", "v1beta1") not in served.group_versions()
     with pytest.raises(NotFound, match="podgroups"):

@@ -21,7 +21,14 @@ def v(text: str) -> Version:
 
 
 def cell(
-    api: str, *, api2: str = "", sched: str = "", cm: str = "", kubelet: str = "", gates=None
+    api: str,
+    *,
+    api2: str = "",
+    sched: str = "",
+    cm: str = "",
+    kubelet: str = "",
+    gates=None,
+    runtime_config=None,
 ) -> Cell:
     apis = (v(api), v(api2)) if api2 else (v(api),)
     return Cell(
@@ -31,6 +38,7 @@ def cell(
         controllermanager=v(cm or api),
         kubelet=v(kubelet or api),
         gates=gates or {},
+        runtime_config=runtime_config or {"api/all": "true"},
     )
 
 
@@ -318,8 +326,23 @@ def test_pod_group_expectations_follow_the_apiserver_and_the_scheduler() -> None
     ]
     old = expect.pod_groups(cell("1.35", sched="1.34", gates={"apiserver": wl}))
     assert old == {"pod_groups_served": True, "partial_gang_held": False, "gang_bound": True}
+    # S-API-RC: the gate alone does not serve 1.37's scheduling.k8s.io/v1beta1
+    beta_off = cell(
+        "1.37",
+        gates={"apiserver": wl, "scheduler": wl},
+        runtime_config={"scheduling.k8s.io/v1alpha3": "false"},
+    )
+    assert expect.pod_groups(beta_off)["pod_groups_served"] is False
     # The scheduler without the API at its apiserver: ordinary pods.
     assert expect.pod_groups(cell("1.37", gates={"scheduler": wl}))["partial_gang_held"] is False
     assert expect.pod_groups(expect.NEWEST)["pod_groups_served"] is False
     names = {c.name for c in load().cells}
     assert {"pod-groups-1.37", "pod-groups-1.36", "pod-groups-old-scheduler"} <= names
+
+
+def test_a_runtime_config_the_apiserver_refuses_is_a_violation() -> None:
+    bad = cell("1.36", runtime_config={"scheduling.k8s.io/v1beta1": "true"})
+    assert violations(bad) == [
+        "apiserver 1.36: --runtime-config: group version scheduling.k8s.io/v1beta1 that has not "
+        "been registered"
+    ]

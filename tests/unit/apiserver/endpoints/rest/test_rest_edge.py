@@ -27,8 +27,12 @@ from kemu.machinery.convert import UnknownFields
 from kemu.machinery.errors import BadRequest, Invalid
 from kemu.machinery.jsonvalue import JSON
 from kemu.machinery.kinds import BY_RESOURCE, KINDS, Served
+from kemu.machinery.runtime_config import RuntimeConfig
 from kemu.machinery.usage import CPU_USAGE_ANNOTATION
 from kemu.testing.builders import make_pod
+
+API_ALL = RuntimeConfig.parse(["api/all=true"])
+"""Every group version on: what is served is then the version's and the gates'."""
 
 
 def _served(doc: JSON) -> Any:
@@ -404,19 +408,21 @@ def test_pod_metrics_list_each_running_container() -> None:
 
 
 def test_paths_of_the_workload_api_follow_the_served_versions() -> None:
-    at_36 = Served.at(36, lambda gate: True)
+    at_36 = Served.at(36, lambda gate: True, API_ALL)
     t = parse_path(
         "apis scheduling.k8s.io v1alpha2 namespaces ns podgroups g status".split(), at_36
     )
     assert t is not None and t.kind.kind == "PodGroup" and t.subresource == "status"
     assert t.api_version == "scheduling.k8s.io/v1alpha2"
     assert parse_path("apis scheduling.k8s.io v1beta1 podgroups".split(), at_36) is None
-    at_37 = Served.at(37, lambda gate: True)
+    at_37 = Served.at(37, lambda gate: True, API_ALL)
     own = parse_path("apis scheduling.k8s.io v1beta1 workloads".split(), at_37)
     assert own is not None and own.served_as == ""  # the message's own version
-    off = Served.at(37, lambda gate: False)
+    off = Served.at(37, lambda gate: False, API_ALL)
     assert parse_path("apis scheduling.k8s.io v1beta1 workloads".split(), off) is None
     assert discovery.resource_list("scheduling.k8s.io", "v1beta1", off) is None
     assert openapi.document("scheduling.k8s.io", "v1beta1", off) is None
-    versions = discovery.group_versions(Served.at(35, lambda gate: True))["scheduling.k8s.io"]
+    versions = discovery.group_versions(Served.at(35, lambda gate: True, API_ALL))[
+        "scheduling.k8s.io"
+    ]
     assert versions == ["v1", "v1alpha1"]
