@@ -40,3 +40,45 @@ def test_a_process_options_load_no_grpc_and_not_its_app(process: str) -> None:
         timeout=120,
     ).stdout
     assert json.loads(out) == []
+
+
+def _procfile_commands() -> list[tuple[str, str, list[str]]]:
+    """(entry, process, argv) of each `python -m <process>` line of the Procfile, with make run's
+    environment expanded as the shell does for the default real-time clock (KEMU_CLOCK_FLAGS
+    `--clock real`, KEMU_AUTOSCALER_TIMERS unset: the default after `-`)."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    procfile = Path(__file__).resolve().parents[2] / "Procfile"
+    commands = []
+    for line in procfile.read_text().splitlines():
+        entry, _, command = line.partition(": ")
+        command = command.replace("$KEMU_CLOCK_FLAGS", "--clock real")
+        command = re.sub(r"\$\{KEMU_AUTOSCALER_TIMERS-([^}]*)\}", r"\1", command)
+        words = shlex.split(command)
+        if words[:3] == ["exec", "python", "-m"]:
+            commands.append((entry, words[3], words[4:]))
+    return commands
+
+
+def test_every_procfile_line_parses_with_its_process_flags() -> None:
+    """make run starts each process with these flags: one its process does not know (as a
+    --runtime-config given to the scheduler, which is the apiserver's alone) would stop that
+    process at start-up, seen only by the make-run tests of the long suite."""
+    import contextlib
+    import importlib
+    import io
+
+    commands = _procfile_commands()
+    assert {process for _, process, _ in commands} == {
+        "apiserver", "controllermanager", "scheduler", "kubelet", "cloud", "autoscaler"
+    }  # fmt: skip
+    for entry, process, argv in commands:
+        parser = importlib.import_module(f"{process}.options").build_parser()
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            try:
+                parser.parse_args(argv)
+            except SystemExit:
+                pytest.fail(f"Procfile {entry}: {err.getvalue().strip()}")
