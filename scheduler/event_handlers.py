@@ -194,23 +194,28 @@ class EventHandlers:
         self._forest_add(obj)
         if isinstance(obj, types_pb2.PodGroup):
             self.queue.add_pod_group(obj)  # (1.37: its members waiting for it queue)
+        elif isinstance(obj, types_pb2.CompositePodGroup):
+            self.queue.add_composite_pod_group(obj)  # (... and those waiting for their root)
         self._on_object_add(resource, obj)
 
     def _on_group_update(self, resource: EventResource, old: Message, new: Message) -> None:
         self._forest_add(new)
         if isinstance(new, types_pb2.PodGroup):
             self.queue.add_pod_group(new)
+        elif isinstance(new, types_pb2.CompositePodGroup):
+            self.queue.add_composite_pod_group(new)
         self._on_object_update(resource, old, new)
 
     def _on_group_delete(self, resource: EventResource, obj: Message) -> None:
+        if isinstance(obj, types_pb2.PodGroup):
+            # (first: the queue finds the entity of its tree's root in the forest)
+            self.queue.delete_pod_group(obj)
         forest = self.pod_groups.forest if self.pod_groups is not None else None
         if forest is not None:
             if isinstance(obj, types_pb2.PodGroup):
                 forest.delete_pod_group(obj)
             elif isinstance(obj, types_pb2.CompositePodGroup):
                 forest.delete_composite_pod_group(obj)
-        if isinstance(obj, types_pb2.PodGroup):
-            self.queue.delete_pod_group(obj)
         self._on_object_delete(resource, obj)
 
     def _forest_add(self, obj: Message) -> None:

@@ -50,6 +50,7 @@ from kemu.component.version_rules import VersionRules
 from kemu.machinery.errors import ApiError, Conflict, NotFound
 from kemu.machinery.keys import object_key
 from kemu.machinery.kinds import EVENT_NORMAL, EVENT_WARNING
+from kemu.scheduling.composite_pod_groups import CompositePodGroupKey
 from kemu.scheduling.deferred import is_deferred_resize_pod, resize_preemption_enabled
 from kemu.scheduling.events import ASSIGNED_POD_DELETE
 from kemu.scheduling.filter_score import (
@@ -97,6 +98,7 @@ from scheduler.schedule_one_composite_pod_group import (
     composite_root,
     in_composite_tree,
     schedule_one_composite_pod_group,
+    schedule_one_composite_pod_group_entity,
 )
 from scheduler.schedule_one_podgroup import schedule_one_pod_group
 
@@ -358,6 +360,10 @@ class Scheduler:
             return
         # (1.37: the queue hands over a pod group as one entity, scheduler.queue.pod_group_entity)
         entity = isinstance(qpi, QueuedPodGroupInfo)
+        if isinstance(qpi, QueuedPodGroupInfo) and isinstance(qpi.group, CompositePodGroupKey):
+            # KEP-6012 at 1.37: a CompositePodGroup tree queued as one entity (its root's).
+            await schedule_one_composite_pod_group_entity(self, qpi, metrics=self.pod_group_metrics)
+            return
         group = qpi.group if isinstance(qpi, QueuedPodGroupInfo) else self._pod_group_of(pod)
         if group is not None and not entity and in_composite_tree(self, group):
             # KEP-6012: the group is in a CompositePodGroup tree, scheduled from its root.

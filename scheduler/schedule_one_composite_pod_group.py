@@ -105,6 +105,7 @@ from scheduler.schedule_one_podgroup import (
     _unreserve_and_forget,
     condition_type,
     group_post_filter,
+    ordered_members,
     patch_group_condition,
     pod_group_info,
     pod_group_scheduling_algorithm,
@@ -114,6 +115,7 @@ from scheduler.schedule_one_podgroup import (
 
 if TYPE_CHECKING:
     from kemu.scheduling.interface import QueuedPodInfo
+    from scheduler.queue.pod_group_entity import QueuedPodGroupInfo
     from scheduler.schedule_one import FrameworkLike, Scheduler
 
 logger = logging.getLogger(__name__)
@@ -212,18 +214,84 @@ async def schedule_one_composite_pod_group(
     info = TreeInfo(tree, {}, metrics)
     for leaf_key in leaf_keys:
         info.leaves[leaf_key] = pod_group_info(sched, leaf_key, qpi if leaf_key == key else None)
+    await _schedule_tree(sched, fwk, info, metrics)
+
+
+async def schedule_one_composite_pod_group_entity(
+    sched: Scheduler, entity: QueuedPodGroupInfo, *, metrics: PodGroupMetrics | None
+) -> None:
+    """upstream scheduleOnePodGroup for a popped CompositePodGroup tree (1.37: the queue holds
+    the tree as one entity keyed by its root, upstream getRootLookupInfo, with the members of
+    all its leaves, getLeafPodGroups): the tree's cycle on its members, then the entity back
+    to the queue as one (AddAttemptedPodGroupIfNeeded with the root's status)."""
+    status: Status = SUCCESS
+    try:
+        status = await _schedule_tree_entity(sched, entity, metrics)
+    finally:
+        sched.queue.add_attempted_pod_group_if_needed(entity, status)
+
+
+async def _schedule_tree_entity(
+    sched: Scheduler, entity: QueuedPodGroupInfo, metrics: PodGroupMetrics | None
+) -> Status:
+    forest = _forest(sched)
+    root = GroupKey.composite(entity.group.namespace, entity.group.name)
+    tree = forest.tree(root) if forest is not None else None
+    members = list(entity)
+    fwk = sched.profiles.get(members[0].pod.spec.scheduler_name) if members else None
+    by_leaf: dict[PodGroupKey, list[QueuedPodInfo]] = {}
+    if tree is not None:
+        by_leaf = {leaf.key.pod_group_key(): [] for leaf in tree.leaves()}
+    strays: list[QueuedPodInfo] = []
+    assert sched.pod_groups is not None
+    for member in members:
+        group = sched.pod_groups.membership.key(member.pod)
+        if group is not None and group in by_leaf:
+            by_leaf[group].append(member)
+        else:
+            strays.append(member)
+    # Members whose PodGroup left the tree (or a tree gone): back to the queue, where their
+    # group's entity is resolved again (PreEnqueue holds them until the tree resolves).
+    stray_status = unresolvable(waiting_for_tree_quorum(root.name)).with_plugin(GANG_SCHEDULING)
+    for stray in strays if fwk is not None and tree is not None else members:
+        stray_fwk = sched.profiles.get(stray.pod.spec.scheduler_name)
+        if stray_fwk is None:
+            sched.queue.done(stray.pod.metadata.uid)
+            continue
+        await sched.handle_scheduling_failure(
+            stray_fwk,
+            stray,
+            stray_status,
+            PostFilterResult(""),
+            sched.clock.monotonic(),
+            {GANG_SCHEDULING},
+        )
+    if fwk is None or tree is None:
+        return stray_status
+    info = TreeInfo(tree, {}, metrics)
+    for leaf_key, leaf_members in by_leaf.items():
+        info.leaves[leaf_key] = PodGroupInfo(leaf_key, ordered_members(sched, leaf_members))
+    return await _schedule_tree(sched, fwk, info, metrics)
+
+
+async def _schedule_tree(
+    sched: Scheduler, fwk: FrameworkLike, info: TreeInfo, metrics: PodGroupMetrics | None
+) -> Status:
+    """The tree's attempt once its members are gathered; the root's status (SUCCESS when
+    nothing was left to schedule)."""
     start = sched.clock.monotonic()
     error = validate_tree(sched, info)
     if error:
-        await _fail_before_scheduling(sched, info, as_error(error), start)
-        return
+        status = as_error(error)
+        await _fail_before_scheduling(sched, info, status, start)
+        return status
     for leaf_info in info.leaves.values():
         skip_pod_group_pod_schedule(sched, fwk, leaf_info)
     if not info.members():
-        return
-    logger.debug("Attempting to schedule composite pod group %s", tree.key)
+        return SUCCESS
+    logger.debug("Attempting to schedule composite pod group %s", info.root.key)
     sched.cycles += 1
-    await composite_pod_group_cycle(sched, fwk, info, start, metrics=metrics)
+    return await composite_pod_group_cycle(sched, fwk, info, start, metrics=metrics)
 
 
 def validate_tree(sched: Scheduler, info: TreeInfo) -> str:
@@ -328,8 +396,8 @@ async def composite_pod_group_cycle(
     start: float,
     *,
     metrics: PodGroupMetrics | None,
-) -> None:
-    """upstream podGroupCycle for a CPG root."""
+) -> Status:
+    """upstream podGroupCycle for a CPG root; the root's status."""
     result = run_root_algorithm(sched, fwk, info)
     complete_tree_result(info.root, result, SUCCESS)
     if metrics is not None:
@@ -339,6 +407,7 @@ async def composite_pod_group_cycle(
     if root_status.is_rejected() and workload_aware_preemption_enabled(sched.gates):
         await _tree_preemption(sched, fwk, info, result, metrics)
     await _submit(sched, fwk, info, result, start, metrics)
+    return result.root_status(info.root)
 
 
 def run_root_algorithm(sched: Scheduler, fwk: FrameworkLike, info: TreeInfo) -> TreeResult:
@@ -726,4 +795,5 @@ __all__ = [
     "composite_root",
     "in_composite_tree",
     "schedule_one_composite_pod_group",
+    "schedule_one_composite_pod_group_entity",
 ]

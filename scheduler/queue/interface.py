@@ -68,6 +68,9 @@ class SchedulingQueue(Protocol):
 
     def delete_pod_group(self, pg: types_pb2.PodGroup) -> None: ...
 
+    # CompositePodGroups observed (their trees' members wait for the root).
+    def add_composite_pod_group(self, cpg: types_pb2.CompositePodGroup) -> None: ...
+
     def close(self) -> None: ...
 
     # The nominator it holds (PodNominator).

@@ -31,19 +31,21 @@ from typing import Final
 
 from kemu.api.v1 import types_pb2
 from kemu.component.version import Version
+from kemu.scheduling.composite_pod_groups import CompositePodGroupKey, GroupKey, GroupKind
 from kemu.scheduling.interface import QueuedPodInfo
 from kemu.scheduling.pod_group_state import PodGroupKey, PodGroupStates
 
 
 @dataclass(frozen=True)
 class PodGroupQueueing:
-    """How the queue tells members (1.37, GenericWorkload): `group_of` a pod's group (None:
-    none; a deferred resize is none, KEP-5836), `in_composite_tree` whether a group is
-    scheduled from a CompositePodGroup root (its members then queue alone: kemu's tree cycle
-    collects them)."""
+    """How the queue tells members (1.37, GenericWorkload): `group_of` a pod's PodGroup (None:
+    none; a deferred resize is none, KEP-5836), `root_of` the entity an observed PodGroup's
+    members queue in (upstream workloadForest.getRootLookupInfo): the PodGroup itself, or,
+    with the CompositePodGroup gate, the root of its tree as a `CompositePodGroupKey`; None
+    while a CompositePodGroup on the way up is not observed (the members wait aside)."""
 
     group_of: Callable[[types_pb2.Pod], PodGroupKey | None]
-    in_composite_tree: Callable[[PodGroupKey], bool]
+    root_of: Callable[[PodGroupKey], PodGroupKey | None]
 
 
 ENTITY_QUEUE_SINCE: Final = Version(1, 37)
@@ -55,21 +57,42 @@ def pod_group_queueing(states: PodGroupStates | None, version: Version) -> PodGr
         return None
     forest = states.forest
 
-    def in_composite_tree(key: PodGroupKey) -> bool:
-        return forest is not None and forest.enabled and forest.in_tree(key)
+    def root_of(key: PodGroupKey) -> PodGroupKey | None:
+        if forest is None or not forest.enabled or not forest.in_tree(key):
+            return key
+        root = forest.root_of(GroupKey.pod_group(key.namespace, key.name))
+        if root is None:
+            return None
+        if root.kind is GroupKind.POD_GROUP:
+            return key
+        return CompositePodGroupKey(root.namespace, root.name)
 
-    return PodGroupQueueing(states.membership.key, in_composite_tree)
+    return PodGroupQueueing(states.membership.key, root_of)
+
+
+POD_GROUP_ENTITY: Final = "podgroup"
+COMPOSITE_POD_GROUP_ENTITY: Final = "compositepodgroup"
+"""upstream fwk.PodGroupKeyType / CompositePodGroupKeyType as the entity's `type` label."""
+
+
+def entity_type(group: PodGroupKey) -> str:
+    """The entity's type: a PodGroup's, or a CompositePodGroup tree's (keyed by its root)."""
+    return (
+        COMPOSITE_POD_GROUP_ENTITY if isinstance(group, CompositePodGroupKey) else POD_GROUP_ENTITY
+    )
 
 
 def pod_group_entity_key(group: PodGroupKey) -> str:
     """The group's key in the queue's heaps and pool (upstream queuedEntityKeyFunc:
-    type/namespace/name), distinct from every pod's namespace/name."""
-    return f"podgroup/{group.namespace}/{group.name}"
+    type/namespace/name), distinct from every pod's namespace/name and between the kinds."""
+    return f"{entity_type(group)}/{group.namespace}/{group.name}"
 
 
 @dataclass(eq=False)
 class QueuedPodGroupInfo(QueuedPodInfo):
-    """A queued pod group (see the module docstring). Build it with `of`."""
+    """A queued pod group (see the module docstring), or a CompositePodGroup tree (`group` a
+    `CompositePodGroupKey`, its root's: the members of all its leaves, upstream
+    getLeafPodGroups). Build it with `of`."""
 
     group: PodGroupKey = field(default_factory=lambda: PodGroupKey("", ""))
     members: dict[str, QueuedPodInfo] = field(default_factory=dict)  # pod key -> member

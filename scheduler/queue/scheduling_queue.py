@@ -71,8 +71,11 @@ from scheduler.queue.pod_events import (
     pod_scheduling_properties_change,
 )
 from scheduler.queue.pod_group_entity import (
+    COMPOSITE_POD_GROUP_ENTITY,
+    POD_GROUP_ENTITY,
     PodGroupQueueing,
     QueuedPodGroupInfo,
+    entity_type,
     pod_group_entity_key,
 )
 from scheduler.queue.unschedulable_pods import UnschedulablePods
@@ -119,7 +122,6 @@ LessFn = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
 PENDING: Final = "pending"  # scheduler_pending_pods: members waiting for their group in flight
 INCOMPLETE: Final = "incomplete"  # ... and members waiting for their PodGroup to be observed
 POD_ENTITY: Final = "pod"
-POD_GROUP_ENTITY: Final = "podgroup"
 # The framework's RunPreEnqueuePlugins for the pod's profile: SUCCESS, or the first rejection
 # with `plugin` set to the plugin that gated the pod.
 PreEnqueueFn = Callable[[types_pb2.Pod], Status]
@@ -237,10 +239,8 @@ class PriorityQueue:
                     (UNSCHEDULABLE_Q, self._entities_unschedulable),
                     (GATED, self._entities_gated),
                 ):
-                    for kind in (POD_ENTITY, POD_GROUP_ENTITY):
-                        entities.labels(queue, kind).set_function(
-                            functools.partial(count, kind == POD_GROUP_ENTITY)
-                        )
+                    for kind in (POD_ENTITY, POD_GROUP_ENTITY, COMPOSITE_POD_GROUP_ENTITY):
+                        entities.labels(queue, kind).set_function(functools.partial(count, kind))
 
     # ------------------------------------------------------------ informer events
 
@@ -530,19 +530,22 @@ class PriorityQueue:
         return self._groups.group_of(pod) if self._groups is not None else None
 
     def _group(self, pod: types_pb2.Pod) -> PodGroupKey | None:
-        """The group whose entity holds `pod` (upstream isPodGroupMember), if any: not while
-        its PodGroup is not observed, nor for a PodGroup in a CompositePodGroup tree (its
-        members queue alone: the tree's cycle collects them)."""
+        """The entity that holds `pod` (upstream isPodGroupMember, getRootLookupInfoForPod),
+        if any: its PodGroup's, or its CompositePodGroup tree's (keyed by the root, a
+        `CompositePodGroupKey`); none while its PodGroup, or a CompositePodGroup above it, is
+        not observed (the member waits aside, `incomplete`)."""
         group = self._member_of(pod)
-        if group is None or group not in self._observed:
+        return None if group is None else self._entity_of_group(group)
+
+    def _entity_of_group(self, group: PodGroupKey) -> PodGroupKey | None:
+        if group not in self._observed:
             return None
         assert self._groups is not None
-        return None if self._groups.in_composite_tree(group) else group
+        return self._groups.root_of(group)
 
     def _queues_with_group(self, pod: types_pb2.Pod) -> bool:
-        """Whether `pod` queues with its group's entity or aside (not alone)."""
-        group = self._member_of(pod)
-        return group is not None and (group not in self._observed or self._group(pod) is not None)
+        """Whether `pod` queues with its group's entity or aside (not alone): every member."""
+        return self._member_of(pod) is not None
 
     def _add_member(self, qpi: QueuedPodInfo, event: str) -> bool:
         """A member into its group's entity, or aside until its PodGroup is observed. False
@@ -550,13 +553,12 @@ class PriorityQueue:
         group = self._member_of(qpi.pod)
         if group is None:
             return False
-        if group not in self._observed:
+        entity = self._entity_of_group(group)
+        if entity is None:
             self._incomplete.setdefault(group, {})[qpi.pod_info.key] = qpi
             logger.debug("Pod %s waits for its PodGroup %s to be observed", qpi.pod_info.key, group)
             return True
-        if self._group(qpi.pod) is None:
-            return False
-        self._add_group_member(qpi, group, event)
+        self._add_group_member(qpi, entity, event)
         return True
 
     def add_pod_group(self, pg: types_pb2.PodGroup) -> None:
@@ -565,9 +567,23 @@ class PriorityQueue:
         if self._groups is None or group in self._observed:
             return
         self._observed.add(group)
-        for qpi in self._incomplete.pop(group, {}).values():
-            if not self._add_member(qpi, str(UNSCHEDULED_POD_ADD)):
-                self._move_to_active_q(qpi, str(UNSCHEDULED_POD_ADD))
+        self._queue_incomplete((group,))
+
+    def add_composite_pod_group(self, cpg: types_pb2.CompositePodGroup) -> None:
+        """A CompositePodGroup is observed (upstream AddCompositePodGroup): the members of the
+        PodGroups under it that waited for their tree's root queue in the root's entity."""
+        if self._groups is None:
+            return
+        self._queue_incomplete([g for g in self._incomplete if g in self._observed])
+
+    def _queue_incomplete(self, groups: Iterable[PodGroupKey]) -> None:
+        """The members waiting for `groups` whose entity now resolves queue in it."""
+        for group in list(groups):
+            if self._entity_of_group(group) is None:
+                continue
+            for qpi in self._incomplete.pop(group, {}).values():
+                if not self._add_member(qpi, str(UNSCHEDULED_POD_ADD)):
+                    self._move_to_active_q(qpi, str(UNSCHEDULED_POD_ADD))
 
     def delete_pod_group(self, pg: types_pb2.PodGroup) -> None:
         """A PodGroup is gone (upstream DeletePodGroup): its queued members, and those waiting
@@ -575,11 +591,24 @@ class PriorityQueue:
         group = PodGroupKey(pg.metadata.namespace, pg.metadata.name)
         if self._groups is None or group not in self._observed:
             return
-        entity, _ = self._take_group(group)
+        root = self._entity_of_group(group)
         self._observed.discard(group)
+        if root is None:
+            return
         waiting = self._incomplete.setdefault(group, {})
-        for member in (*(entity or ()), *self._pending.pop(group, {}).values()):
-            waiting[member.pod_info.key] = member
+        entity, strategy = self._take_group(root)
+        pending = self._pending.get(root, {})
+        for holder in (entity.members if entity is not None else {}, pending):
+            for key, member in list(holder.items()):
+                if self._member_of(member.pod) == group:
+                    del holder[key]
+                    waiting[key] = member
+        if entity is not None:
+            entity.refresh()
+            if len(entity):
+                self._requeue(entity, strategy, str(UNSCHEDULED_POD_ADD))
+        if not pending:
+            self._pending.pop(root, None)
         if not waiting:
             del self._incomplete[group]
 
@@ -590,7 +619,7 @@ class PriorityQueue:
         member_group = self._member_of(new)
         if member_group is None:
             return False
-        if member_group not in self._observed:
+        if self._entity_of_group(member_group) is None:
             key = object_key(new)
             waiting = self._incomplete.get(member_group, {}).get(key)
             if waiting is None:
@@ -825,17 +854,17 @@ class PriorityQueue:
         """upstream IncompletePodGroupPodsPods."""
         return [m.pod for members in self._incomplete.values() for m in members.values()]
 
-    def _entities_active(self, groups: bool) -> int:
-        return _entity_count(self._active.list(), groups)
+    def _entities_active(self, kind: str) -> int:
+        return _entity_count(self._active.list(), kind)
 
-    def _entities_backoff(self, groups: bool) -> int:
-        return _entity_count(self._backoff.list(), groups)
+    def _entities_backoff(self, kind: str) -> int:
+        return _entity_count(self._backoff.list(), kind)
 
-    def _entities_unschedulable(self, groups: bool) -> int:
-        return _entity_count((q for q in self._unschedulable.values() if not q.gated), groups)
+    def _entities_unschedulable(self, kind: str) -> int:
+        return _entity_count((q for q in self._unschedulable.values() if not q.gated), kind)
 
-    def _entities_gated(self, groups: bool) -> int:
-        return _entity_count((q for q in self._unschedulable.values() if q.gated), groups)
+    def _entities_gated(self, kind: str) -> int:
+        return _entity_count((q for q in self._unschedulable.values() if q.gated), kind)
 
     def pending_pod_group_pods(self) -> list[types_pb2.Pod]:
         """The members waiting for their group in flight (upstream PendingPodGroupPods)."""
@@ -921,11 +950,10 @@ class PriorityQueue:
             child = self._incoming_children[(queue, event)] = (
                 self._metrics.queue_incoming_pods.labels(queue, event)
             )
-        group = type(qpi) is QueuedPodGroupInfo
         child.inc(len(qpi) if isinstance(qpi, QueuedPodGroupInfo) else 1)
         entities = self._metrics.queue_incoming_entities
         if entities is not None:
-            kind = POD_GROUP_ENTITY if group else POD_ENTITY
+            kind = _entity_type(qpi)
             entity_child = self._incoming_entity_children.get((queue, event, kind))
             if entity_child is None:
                 entity_child = self._incoming_entity_children[(queue, event, kind)] = (
@@ -1261,5 +1289,10 @@ def _pod_count(entities: Iterable[QueuedPodInfo]) -> int:
     return sum(len(q) if isinstance(q, QueuedPodGroupInfo) else 1 for q in entities)
 
 
-def _entity_count(entities: Iterable[QueuedPodInfo], groups: bool) -> int:
-    return sum(1 for q in entities if isinstance(q, QueuedPodGroupInfo) is groups)
+def _entity_type(qpi: QueuedPodInfo) -> str:
+    """The entity's `type` label: pod, podgroup or compositepodgroup."""
+    return entity_type(qpi.group) if isinstance(qpi, QueuedPodGroupInfo) else POD_ENTITY
+
+
+def _entity_count(entities: Iterable[QueuedPodInfo], kind: str) -> int:
+    return sum(1 for q in entities if _entity_type(q) == kind)

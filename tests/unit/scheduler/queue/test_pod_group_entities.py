@@ -7,6 +7,7 @@ queue's pod and entity metrics."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -15,6 +16,7 @@ from prometheus_client import CollectorRegistry
 
 from kemu.api.v1 import types_pb2
 from kemu.component.clock import FakeClock
+from kemu.scheduling.composite_pod_groups import CompositePodGroupKey
 from kemu.scheduling.interface import QueuedPodInfo
 from kemu.scheduling.pod_group_state import PodGroupKey
 from kemu.scheduling.status import SUCCESS, Code, Status, as_error
@@ -56,12 +58,18 @@ def lone(name: str) -> types_pb2.Pod:
     return make_pod(name).uid(f"uid-{name}").scheduler_name(PROFILE).obj()
 
 
-def new_queue(clock: FakeClock, metrics: Any = None, *, pop_backoff: bool = False) -> PriorityQueue:
+def new_queue(
+    clock: FakeClock,
+    metrics: Any = None,
+    *,
+    pop_backoff: bool = False,
+    root_of: Callable[[PodGroupKey], PodGroupKey | None] = lambda key: key,
+) -> PriorityQueue:
     q = PriorityQueue(
         clock=clock,
         options=QueueOptions(pop_from_backoff_q=pop_backoff),
         metrics=metrics,
-        pod_groups=PodGroupQueueing(group_of, lambda key: False),
+        pod_groups=PodGroupQueueing(group_of, root_of),
     )
     q.add_pod_group(make_gang_pod_group("g", 2))
     return q
@@ -263,3 +271,94 @@ async def test_a_backing_off_group_is_not_popped_early() -> None:
     clock.advance(1.0)
     q.flush_backoff_q_completed()
     assert await pop_now(q) is group
+
+
+def composite(name: str) -> types_pb2.CompositePodGroup:
+    cpg = types_pb2.CompositePodGroup()
+    cpg.metadata.name, cpg.metadata.namespace = name, "default"
+    cpg.spec.scheduling_policy.gang.min_group_count = 2
+    return cpg
+
+
+async def test_s_pg_cpg_6_a_composite_tree_is_one_entity_keyed_by_its_root() -> None:
+    """S-PG-CPG-6: the members of every leaf of a CompositePodGroup tree queue in one entity
+    keyed by the root (upstream getRootLookupInfo, type `compositepodgroup` in the entity
+    metrics); one Pop hands the tree over, a member added meanwhile waits aside; the rejected
+    attempt backs the tree off as one (1 s, its unschedulable count 1); a member whose tree's
+    root is not observed yet waits `incomplete` until its CompositePodGroup is."""
+    clock = FakeClock()
+    registry = CollectorRegistry()
+    observed = {"root"}
+    tree = {"a": "root", "b": "root", "c": "other"}
+
+    def root_of(key: PodGroupKey) -> PodGroupKey | None:
+        parent = tree.get(key.name)
+        if parent is None:
+            return key
+        return CompositePodGroupKey(key.namespace, parent) if parent in observed else None
+
+    q = new_queue(clock, SchedulerMetrics(registry, entities=True), root_of=root_of)
+    for name in ("a", "b", "c"):
+        q.add_pod_group(make_gang_pod_group(name, 1))
+    q.add(member("a1", "a"))
+    q.add(member("b1", "b"))
+    q.add(member("c1", "c"))
+    entities = "scheduler_queued_entities"
+    assert sample(registry, entities, queue="active", type="compositepodgroup") == 1
+    assert sample(registry, entities, queue="active", type="podgroup") == 0
+    assert sample(registry, "scheduler_pending_pods", queue="active") == 2
+    assert sample(registry, "scheduler_pending_pods", queue="incomplete") == 1
+    assert (
+        sample(
+            registry,
+            "scheduler_queue_incoming_entities_total",
+            queue="active",
+            event="UnschedulablePodAdd",
+            type="compositepodgroup",
+        )
+        == 2
+    )
+
+    entity = await pop_now(q)
+    assert isinstance(entity, QueuedPodGroupInfo)
+    assert entity.group == CompositePodGroupKey("default", "root")
+    assert names([m.pod for m in entity]) == ["a1", "b1"] == names(q.in_flight_pods())
+    q.add(member("b2", "b"))
+    assert names(q.pending_pod_group_pods()) == ["b2"]
+    for m in entity:
+        fail_member(q, m, FIT)
+    q.add_attempted_pod_group_if_needed(entity, REJECTED)
+    assert q.get_pod_group(CompositePodGroupKey("default", "root")) is entity
+    assert names([m.pod for m in entity]) == ["a1", "b1", "b2"]
+    assert entity.unschedulable_count == 1
+    assert q.backoff_duration(entity) == 1.0
+    assert sample(registry, entities, queue="backoff", type="compositepodgroup") == 1
+
+    # c's tree resolves once its root CompositePodGroup is observed.
+    observed.add("other")
+    q.add_composite_pod_group(composite("other"))
+    assert q.len_incomplete() == 0
+    other = await pop_now(q)
+    assert isinstance(other, QueuedPodGroupInfo)
+    assert other.group == CompositePodGroupKey("default", "other")
+    assert names([m.pod for m in other]) == ["c1"]
+
+
+async def test_s_pg_cpg_6_a_leaf_deleted_leaves_the_root_entity() -> None:
+    """S-PG-CPG-6: a leaf PodGroup deleted takes its members out of the tree's entity (they
+    wait `incomplete` for it); the entity keeps the other leaves' members."""
+    clock = FakeClock()
+
+    def root_of(key: PodGroupKey) -> PodGroupKey | None:
+        return CompositePodGroupKey(key.namespace, "root")
+
+    q = new_queue(clock, root_of=root_of)
+    pgs = {name: make_gang_pod_group(name, 1) for name in ("a", "b")}
+    for pg in pgs.values():
+        q.add_pod_group(pg)
+    q.add(member("a1", "a"))
+    q.add(member("b1", "b"))
+    q.delete_pod_group(pgs["b"])
+    assert names(q.incomplete_pod_group_pods()) == ["b1"]
+    entity = q.get_pod_group(CompositePodGroupKey("default", "root"))
+    assert entity is not None and names([m.pod for m in entity]) == ["a1"]
