@@ -300,3 +300,68 @@ async def test_s_pg_cpg_5_topology_constraints_at_both_levels(cluster: Cluster) 
         nodes = {name: await s.wait_bound(name) for name in ("x0", "x1", "y0", "y1")}
         assert nodes["x0"] == nodes["x1"] and nodes["y0"] == nodes["y1"], nodes
         assert {nodes["x0"], nodes["y0"]} == {s.node_name("b1"), s.node_name("b2")}, nodes
+
+
+def samples(cluster: Cluster, name: str) -> dict[tuple[tuple[str, str], ...], float]:
+    """The scheduler's samples of metric `name` (its full sample name) by sorted labels."""
+    out: dict[tuple[tuple[str, str], ...], float] = {}
+    for family in text_string_to_metric_families(cluster.component(PROCESS).scrape()):
+        for sample in family.samples:
+            if sample.name == name:
+                out[tuple(sorted(sample.labels.items()))] = sample.value
+    return out
+
+
+def by_type(values: dict[tuple[tuple[str, str], ...], float], type_: str) -> float:
+    return sum(v for k, v in values.items() if ("type", type_) in k)
+
+
+async def test_s_pg_cpg_6_a_tree_is_queued_and_backed_off_as_one_entity(cluster: Cluster) -> None:
+    """S-PG-CPG-6: 1.37 keys the queue's entity of a CompositePodGroup tree by its root
+    (upstream workloadForest.getRootLookupInfo; getLeafPodGroups gathers the leaves'
+    members): a CPG gang of two child gangs (4 pods) that cannot fit is one entity
+    (`scheduler_queued_entities{type="compositepodgroup"}` 1, no `podgroup` entity, its 4 pods
+    in `scheduler_pending_pods`), each rejected attempt sends the whole tree back
+    (`scheduler_queue_incoming_entities_total{type="compositepodgroup"}`); a second node lets
+    the tree bind whole. Members whose root is not observed yet wait `incomplete` until the
+    root CompositePodGroup is created."""
+    async with Scenario.open(cluster, "s-pg-cpg-6") as s:
+        await s.bare_node("n1", cpu="1", memory="1Gi", pods="32")
+        await create_child(s, "a", "root", 2)
+        await create_child(s, "b", "root", 2)
+        pods = ("a1", "a2", "b1", "b2")
+        for name in pods:
+            await s.create(member(s, name, name[0], cpu="500m"))
+
+        def incomplete() -> bool:
+            waiting = samples(cluster, "scheduler_pending_pods")
+            return waiting.get((("queue", "incomplete"),), 0.0) == 4
+
+        await s.eventually(incomplete)
+        incoming = "scheduler_queue_incoming_entities_total"
+        before = by_type(samples(cluster, incoming), "compositepodgroup")
+        await create_cpg(s, "root", 2)
+
+        def queued_as_one() -> bool:
+            entities = samples(cluster, "scheduler_queued_entities")
+            waiting = samples(cluster, "scheduler_pending_pods")
+            queued = sum(v for k, v in waiting.items() if dict(k)["queue"] in ("active", "backoff"))
+            return (
+                by_type(entities, "compositepodgroup") == 1
+                and by_type(entities, "podgroup") == 0
+                and queued == 4
+            )
+
+        await s.eventually(queued_as_one)
+
+        def requeued() -> bool:
+            # queued once on the root's creation, then again after each rejected attempt
+            return by_type(samples(cluster, incoming), "compositepodgroup") - before >= 2
+
+        await s.eventually(requeued)
+        assert await bound(s) == {}
+        await s.bare_node("n2", cpu="1", memory="1Gi", pods="32")
+        for name in pods:
+            await s.wait_bound(name)
+        entities = samples(cluster, "scheduler_queued_entities")
+        assert by_type(entities, "compositepodgroup") == 0
