@@ -50,12 +50,16 @@ PlacementGenerate and PlacementScore plugins, the placement assumed in the snaps
 the best feasible placement's result; none feasible: `0/N placements are available, first
 placement status: ...`.
 
-A member that fits nowhere runs the profile's PostFilter (upstream schedulingAlgorithm inside
-podGroupPodSchedulingAlgorithm): the algorithm is written as steps (a generator) that yield
-each such member (`MemberPostFilter`) and are sent back what PostFilter said. The cycle's own
-run (`with_post_filters`, upstream runAllPostFilters) runs the plugins; every other run
-(placements, CompositePodGroup trees, workload-aware preemption's simulations:
-`without_post_filters`, upstream runWithoutPostFilters) answers "no PostFilter". A member
+At 1.36 a member that fits nowhere runs the profile's PostFilter (upstream schedulingAlgorithm
+inside podGroupPodSchedulingAlgorithm): the algorithm is written as steps (a generator) that
+yield each such member (`MemberPostFilter`) and are sent back what PostFilter said. The cycle's
+own run (`with_post_filters`, upstream runAllPostFilters) runs the plugins; every other run
+(placements, workload-aware preemption's simulations: `without_post_filters`, upstream
+runWithoutPostFilters) answers "no PostFilter" (upstream 1.36 also runs them inside the
+placements of the cycle's own run; kemu does not yet). 1.37 runs no member's PostFilter
+anywhere (upstream algorithm_podgroup.go: preemption is the group's), so its own run,
+placements and CompositePodGroup trees are alike: a member's FitError has no PostFilter
+message. A member
 PostFilter nominated requires preemption: it is assumed on the nominated node (so that the next
 members see it) and the group, complete otherwise, waits on preemption (`pod group is waiting
 for preemption to complete`; every member nominated where it was assumed). DefaultPreemption
@@ -136,6 +140,11 @@ REASON_SCHEDULED: Final = "Scheduled"
 REASON_UNSCHEDULABLE: Final = "Unschedulable"
 REASON_SCHEDULER_ERROR: Final = "SchedulerError"
 _PLACEMENT_FEASIBLE_ALGORITHM_SINCE: Final = Version(1, 37)
+# 1.37 runs no member's PostFilter in the pod-group algorithm (upstream algorithm_podgroup.go:
+# podScheduler.SchedulePod "does not run single-pod PostFilter (preemption) on failure,
+# because gang preemption and feasibility decisions are handled at the pod group level");
+# 1.36's cycle runs it (schedule_one_podgroup.go runAllPostFilters).
+_MEMBER_POST_FILTER_BEFORE: Final = Version(1, 37)
 
 
 @dataclass
@@ -386,6 +395,8 @@ async def pod_group_cycle(
     start = sched.clock.monotonic()
     if sched.gates.enabled(TOPOLOGY_AWARE_WORKLOAD_SCHEDULING):
         result = pod_group_scheduling_placement_algorithm(sched, fwk, info, metrics=metrics)
+    elif sched.gates.version >= _MEMBER_POST_FILTER_BEFORE:
+        result = pod_group_scheduling_default_algorithm(sched, fwk, info)
     else:
         steps = pod_group_scheduling_default_algorithm_steps(sched, fwk, info)
         result = await with_post_filters(sched, fwk, steps)

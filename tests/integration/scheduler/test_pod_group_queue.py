@@ -213,3 +213,47 @@ async def test_s_pg_14_1_37_members_wait_for_their_pod_group(cluster: Cluster) -
         for name in ("w-a", "w-b"):
             await s.wait_bound(name)
         assert value(cluster, process, "scheduler_pending_pods", queue="incomplete") == 0
+
+
+@pytest.mark.parametrize(
+    ("process", "profile", "preempts"),
+    [(PROCESS_136, PROFILE_136, True), (PROCESS_137, PROFILE_137, False)],
+    ids=["1.36", "1.37"],
+)
+async def test_s_pg_15_members_post_filter_by_version(
+    cluster: Cluster, process: str, profile: str, preempts: bool
+) -> None:
+    """S-PG-15: a gang of 2 (1 cpu each) on a node of 1 cpu with nothing to preempt. 1.36
+    runs the PostFilter of the member that fits nowhere inside the group cycle (upstream
+    schedule_one_podgroup.go runAllPostFilters): its FailedScheduling message carries
+    DefaultPreemption's `preemption: ...`. 1.37 runs no member's PostFilter in the pod-group
+    algorithm (upstream algorithm_podgroup.go podScheduler.SchedulePod: preemption is the
+    group's), so no member's message has it; nothing binds."""
+    async with Scenario.open(cluster, f"s-pg-15-{profile}") as s:
+        await s.bare_node("n1", cpu="1", memory="1Gi", pods="32")
+        await create_gang(s, "g", 2)
+        names = ("g-a", "g-b")
+        for name in names:
+            await s.create(member(s, name, "g", profile))
+
+        async def messages() -> list[str]:
+            return [(await s.wait_unschedulable(name, timeout=2)).message for name in names]
+
+        seen = await s.eventually(messages)
+        if preempts:
+
+            async def post_filtered() -> bool:
+                return any("preemption: " in m for m in await messages())
+
+            assert await s.eventually(post_filtered)
+        else:
+            assert not any("preemption: " in m for m in seen), seen
+            await s.holds(lambda: _no_post_filter_message(s, names, process), seconds=1.0)
+        pods = await s.pods()
+        assert not any(pods[n].spec.node_name for n in names)
+
+
+async def _no_post_filter_message(s: Scenario, names: tuple[str, ...], process: str) -> None:
+    for name in names:
+        cond = await s.wait_unschedulable(name, timeout=2)
+        assert "preemption: " not in cond.message, (process, cond.message)

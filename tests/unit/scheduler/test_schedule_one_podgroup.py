@@ -309,16 +309,16 @@ async def test_s_pg_11_1_36_an_incomplete_group_clears_the_nominations() -> None
 
 @pytest.mark.parametrize(
     ("minor", "overrides", "post_filters"),
-    # (1.37: PlacementFeasible stops the cycle after the first member: minCount cannot be
-    # satisfied with 1 remaining)
-    [(36, {WORKLOAD_AWARE_PREEMPTION: True}, 2), (37, {}, 1)],
+    # (1.37 runs no member's PostFilter in the pod-group algorithm)
+    [(36, {WORKLOAD_AWARE_PREEMPTION: True}, 2), (37, {}, 0)],
 )
 async def test_s_pg_12_with_workload_aware_preemption_members_do_not_preempt_alone(
     minor: int, overrides: dict[str, bool], post_filters: int
 ) -> None:
-    """With workload-aware preemption on, each member's own PostFilter runs and refuses
+    """With workload-aware preemption on, 1.36 runs each member's own PostFilter, which refuses
     (upstream DefaultPreemption.PostFilter, `preemption: not eligible due to workload aware
-    preemption enabled`); the group's PodGroupPostFilter preempts instead."""
+    preemption enabled`); 1.37 runs none (upstream algorithm_podgroup.go podScheduler:
+    preemption is the group's); the group's PodGroupPostFilter preempts instead."""
     async with env(preemption_gates(minor, **overrides)) as e:
         await fill_with_low_gang(e)
         e.client.add(prioritized_group("g", 2, 100))
