@@ -6,8 +6,10 @@ podGroupSchedulingRecursiveAlgorithm, compositePodGroupSchedulingDefaultAlgorith
 
 A member of a PodGroup with a parent CompositePodGroup (CPG) is scheduled with its whole tree
 (kemu.scheduling.composite_pod_groups), from the root CPG:
-- every leaf PodGroup's unscheduled members are taken out of the queue (the popped pod with
-  its group's), each group's in the usual order;
+- every leaf PodGroup's unscheduled members: at 1.37 the popped tree entity's (the queue
+  holds the tree as one entity keyed by its root, scheduler.queue.pod_group_entity; the
+  entity goes back to the queue as one when the attempt ends), else taken out of the queue
+  (the popped pod with its group's); each group's in the usual order;
 - the tree is checked (upstream validatePodGroup): every pod has the same schedulerName (`all
   pods in a pod group hierarchy should have the same .spec.schedulerName set, got: "a" ("p1")
   and "b" ("p0")`), every group and pod the root's priority (`all pod groups in a hierarchy
@@ -45,9 +47,8 @@ scored (PlacementScore over the proposed members of its successful leaves) and t
 results are kept, its leaves' members assumed again. A leaf runs the group's placement
 algorithm within its parent's placement, and the parent's placement is restored after.
 
-Not modelled: the queue's pod-group entities (a tree's members are popped by the first of
-them), the nominated-placement fast path is skipped for a tree's leaves only in that they take
-whatever the group's algorithm does.
+Not modelled: the nominated-placement fast path is skipped for a tree's leaves only in that
+they take whatever the group's algorithm does.
 """
 
 from __future__ import annotations

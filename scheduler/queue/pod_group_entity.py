@@ -20,6 +20,12 @@ own rejecting plugins stay empty as upstream's (the members' are asked, one by o
 event may move the group), so backoffQ keeps it with the pods that failed with an error:
 SchedulerPopFromBackoffQ never takes it before its backoff ends. The per-member state stays
 on the members.
+
+With CompositePodGroup (KEP-6012) the entity of a PodGroup in a tree is the tree's: keyed by
+its root CompositePodGroup (upstream workload_forest.go getRootLookupInfo; `group` is then a
+`CompositePodGroupKey`, type `compositepodgroup`), holding the members of all its leaves
+(getLeafPodGroups); while a CompositePodGroup on the way up is not observed its members wait
+aside (`incomplete`), as for a PodGroup not observed.
 """
 
 from __future__ import annotations
