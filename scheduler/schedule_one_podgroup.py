@@ -81,7 +81,7 @@ from kemu.api.v1 import types_pb2
 from kemu.component.featuregate import TOPOLOGY_AWARE_WORKLOAD_SCHEDULING
 from kemu.component.version import Version
 from kemu.machinery.convert import timestamp
-from kemu.machinery.errors import ApiError
+from kemu.machinery.errors import ApiError, Conflict
 from kemu.machinery.keys import object_key
 from kemu.scheduling.interface import (
     CycleState,
@@ -939,7 +939,44 @@ async def patch_group_condition(
 ) -> None:
     """The condition (with the object's generation) set through the status subresource of a
     PodGroup or a CompositePodGroup; a True is never turned back to False; nothing is
-    written when nothing changes."""
+    written when nothing changes. The patch is pinned to the resourceVersion of the object it
+    was computed from: the informer's copy may not show yet a True the previous cycle wrote
+    (a tree's next cycle follows within milliseconds), and a Conflict reads the object again
+    and decides on that, so a stale copy never overwrites a True."""
+    kind = type(group)
+    name, namespace = group.metadata.name, group.metadata.namespace
+    for _ in range(_CONDITION_ATTEMPTS):
+        patch = _condition_patch(sched, group, type_, condition)
+        if patch is None:
+            return
+        try:
+            await sched.client.patch(kind, name, patch, namespace, subresource="status")
+            return
+        except Conflict:
+            try:
+                group = await sched.client.get(kind, name, namespace)
+            except ApiError as e:
+                logger.warning("Failed to read %s %s/%s: %s", kind.__name__, namespace, name, e)
+                return
+        except ApiError as e:
+            logger.warning(
+                "Failed to update %s %s/%s status: %s", kind.__name__, namespace, name, e
+            )
+            return
+    logger.warning("Failed to update %s %s/%s status: conflicts", kind.__name__, namespace, name)
+
+
+_CONDITION_ATTEMPTS: Final = 3
+
+
+def _condition_patch(
+    sched: Scheduler,
+    group: types_pb2.PodGroup | types_pb2.CompositePodGroup,
+    type_: str,
+    condition: tuple[str, str, str],
+) -> dict[str, object] | None:
+    """The merge patch of `group`'s conditions with `condition` set, pinned to its
+    resourceVersion; None when nothing is to be written."""
     value, reason, message = condition
     conditions: list[types_pb2.Condition] = []
     for c in group.status.conditions:
@@ -948,7 +985,7 @@ async def patch_group_condition(
         conditions.append(copied)
     existing = next((c for c in conditions if c.type == type_), None)
     if existing is not None and existing.status == "True" and value != "True":
-        return
+        return None
     generation = group.metadata.generation
     if existing is None:
         existing = types_pb2.Condition(type=type_)
@@ -960,12 +997,13 @@ async def patch_group_condition(
         message,
         generation,
     ):
-        return
+        return None
     elif existing.status != value:
         existing.last_transition_time.CopyFrom(timestamp(sched.clock.now()))
     existing.status, existing.reason, existing.message = value, reason, message
     existing.observed_generation = generation
-    patch = {
+    return {
+        "metadata": {"resourceVersion": group.metadata.resource_version},
         "status": {
             "conditions": [
                 {
@@ -978,11 +1016,5 @@ async def patch_group_condition(
                 }
                 for c in conditions
             ]
-        }
+        },
     }
-    kind = type(group)
-    name, namespace = group.metadata.name, group.metadata.namespace
-    try:
-        await sched.client.patch(kind, name, patch, namespace, subresource="status")
-    except ApiError as e:
-        logger.warning("Failed to update %s %s/%s status: %s", kind.__name__, namespace, name, e)

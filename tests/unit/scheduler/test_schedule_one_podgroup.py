@@ -422,3 +422,31 @@ async def test_s_pg_8_a_single_mode_pod_is_a_victim_at_its_pod_group_priority() 
         assert await e.get("s-a") is not None
         p = await e.get("p")
         assert p is not None and not p.status.nominated_node_name
+
+
+async def test_a_stale_copy_never_turns_a_written_true_back_to_false() -> None:
+    """The informer's copy of a group may not show yet the True the previous cycle wrote (a
+    CompositePodGroup tree's next cycle follows within milliseconds): the condition patch is
+    pinned to the copy's resourceVersion, the Conflict reads the group again, and the True
+    stays; an up-to-date copy is written at once."""
+    from scheduler.schedule_one_podgroup import patch_group_condition
+
+    kind = condition_type(37)
+    async with env(gates(37)) as e:
+        stored = e.client.add(make_gang_pod_group("g", 2))
+        assert isinstance(stored, types_pb2.PodGroup)
+        stale = types_pb2.PodGroup()
+        stale.CopyFrom(stored)
+        await patch_group_condition(e.scheduler, stored, kind, ("True", "Scheduled", ""))
+        assert await condition(e, 37) == ("True", "Scheduled", "")
+        unschedulable = ("False", "Unschedulable", "no pods were schedulable")
+        await patch_group_condition(e.scheduler, stale, kind, unschedulable)
+        assert await condition(e, 37) == ("True", "Scheduled", "")
+        # A group never scheduled: its current copy's False is written.
+        other = e.client.add(make_gang_pod_group("h", 2))
+        assert isinstance(other, types_pb2.PodGroup)
+        await patch_group_condition(e.scheduler, other, kind, unschedulable)
+        current = await e.client.get(types_pb2.PodGroup, "h", "default")
+        assert [(c.status, c.reason) for c in current.status.conditions] == [
+            ("False", "Unschedulable")
+        ]
