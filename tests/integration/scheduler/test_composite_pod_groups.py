@@ -25,6 +25,7 @@ from kemu.component.featuregate import (
 from kemu.testing import Cluster
 from kemu.testing.builders import make_gang_pod_group, make_node
 from kemu.testing.scenarios import SCENARIO_LABEL, Scenario
+from tests.integration.scheduler.profile_schedulers import start_profile_scheduler
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -53,20 +54,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         c.start_etcd()
         c.start_apiserver(feature_gates=GATES, runtime_config={"api/all": "true"})
         for process, profile, gates in SCHEDULERS:
-            path = root / f"{profile}.yaml"
-            path.write_text(
-                "apiVersion: kubescheduler.config.k8s.io/v1\n"
-                "kind: KubeSchedulerConfiguration\n"
-                "profiles:\n"
-                f"- schedulerName: {profile}\n"
-            )
-            c.start_scheduler(
-                name=process,
-                config=str(path),
-                emulated_version="1.37",
-                feature_gates=gates,
-                extra_args=["--seed", "1"],
-            )
+            start_profile_scheduler(c, root, process, profile, "1.37", gates)
         yield c
 
 

@@ -25,6 +25,7 @@ from kemu.testing import Cluster
 from kemu.testing.builders import make_gang_pod_group
 from kemu.testing.invariants import record_pods
 from kemu.testing.scenarios import Scenario
+from tests.integration.scheduler.profile_schedulers import start_profile_scheduler
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -56,20 +57,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             runtime_config={"scheduling.k8s.io/v1beta1": "true"},
         )
         for process, profile, version, gates in SCHEDULERS:
-            path = root / f"{profile}.yaml"
-            path.write_text(
-                "apiVersion: kubescheduler.config.k8s.io/v1\n"
-                "kind: KubeSchedulerConfiguration\n"
-                "profiles:\n"
-                f"- schedulerName: {profile}\n"
-            )
-            c.start_scheduler(
-                name=process,
-                config=str(path),
-                emulated_version=version,
-                feature_gates=gates,
-                extra_args=["--seed", "1"],
-            )
+            start_profile_scheduler(c, root, process, profile, version, gates)
         yield c
 
 
