@@ -108,6 +108,16 @@ OPPORTUNISTIC_BATCHING: Final = "OpportunisticBatching"
 NODE_DECLARED_FEATURES: Final = "NodeDeclaredFeatures"
 DYNAMIC_RESOURCE_ALLOCATION: Final = "DynamicResourceAllocation"
 DRA_EXTENDED_RESOURCE: Final = "DRAExtendedResource"
+# Dynamic Resource Allocation's feature gates (pkg/features/kube_features.go at 1.37).
+DRA_ADMIN_ACCESS: Final = "DRAAdminAccess"
+DRA_PRIORITIZED_LIST: Final = "DRAPrioritizedList"
+DRA_RESOURCE_CLAIM_DEVICE_STATUS: Final = "DRAResourceClaimDeviceStatus"
+DRA_DEVICE_TAINTS: Final = "DRADeviceTaints"
+DRA_DEVICE_TAINT_RULES: Final = "DRADeviceTaintRules"
+DRA_PARTITIONABLE_DEVICES: Final = "DRAPartitionableDevices"
+DRA_CONSUMABLE_CAPACITY: Final = "DRAConsumableCapacity"
+DRA_DEVICE_BINDING_CONDITIONS: Final = "DRADeviceBindingConditions"
+DRA_SCHEDULER_FILTER_TIMEOUT: Final = "DRASchedulerFilterTimeout"
 # Known, not modelled: the in-place resize family beside InPlacePodVerticalScaling (kubelet
 # features kemu's kubelet does not have: exclusive CPUs and memory of the CPU and memory
 # managers' static policies, resizing pod-level resources, the old allocatedResources gate).
@@ -288,6 +298,39 @@ GATES: Final[Mapping[str, GateDefinition]] = MappingProxyType(
                 modelled=False,
             ),
             _gate(DRA_EXTENDED_RESOURCE, alpha=34, beta=36, ga=37, modelled=False),
+            _gate(DRA_ADMIN_ACCESS, alpha=32, beta=34, ga=36, modelled=False),
+            _gate(DRA_PRIORITIZED_LIST, alpha=33, beta=34, ga=36, modelled=False),
+            _gate(DRA_RESOURCE_CLAIM_DEVICE_STATUS, alpha=32, beta=33, ga=37, modelled=False),
+            GateDefinition(
+                DRA_DEVICE_TAINTS,
+                (
+                    FeatureSpec(_v(33), Stage.ALPHA, False),
+                    FeatureSpec(_v(36), Stage.BETA, True),
+                    FeatureSpec(_v(37), Stage.GA, True),
+                ),
+                modelled=False,
+            ),
+            # "Depends on an off-by-default beta API" at 1.36.
+            GateDefinition(
+                DRA_DEVICE_TAINT_RULES,
+                (
+                    FeatureSpec(_v(35), Stage.ALPHA, False),
+                    FeatureSpec(_v(36), Stage.BETA, False),
+                    FeatureSpec(_v(37), Stage.GA, True),
+                ),
+                modelled=False,
+                depends_on=(DRA_DEVICE_TAINTS,),
+            ),
+            _gate(DRA_PARTITIONABLE_DEVICES, alpha=33, beta=36, modelled=False),
+            _gate(DRA_CONSUMABLE_CAPACITY, alpha=34, beta=36, modelled=False),
+            _gate(
+                DRA_DEVICE_BINDING_CONDITIONS,
+                alpha=34,
+                beta=36,
+                modelled=False,
+                depends_on=(DRA_RESOURCE_CLAIM_DEVICE_STATUS,),
+            ),
+            _gate(DRA_SCHEDULER_FILTER_TIMEOUT, beta=34, modelled=False),
             # The in-place resize family (KEP-1287, KEP-5419) kemu's kubelet has no part of.
             # PodLevelResources (KEP-2837) is not one of them: kemu models it.
             GateDefinition(

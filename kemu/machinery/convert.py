@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
+import json
 import re
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
@@ -31,6 +32,7 @@ from kemu.machinery.kinds import Kind, kind_of
 
 _TIMESTAMP: Final = "google.protobuf.Timestamp"
 _INT_OR_STRING: Final = "kemu.api.v1.IntOrString"
+_RAW_EXTENSION: Final = "kemu.api.v1.RawExtension"
 
 _INT_TYPES: Final = frozenset(
     {
@@ -171,6 +173,9 @@ def _message_out(msg: Message, wire: bool, micro: bool = False) -> JSON:
             return None
         value: str | int = getattr(msg, which)
         return value
+    if full == _RAW_EXTENSION:
+        raw: str = getattr(msg, "raw")  # noqa: B009 (a message class known by name only)
+        return json.loads(raw) if raw else None
     return message_to_dict(msg, wire=wire)
 
 
@@ -318,6 +323,9 @@ def _fill_special(msg: Message, value: object, path: str) -> bool:
             msg.str_val = value  # type: ignore[attr-defined]
         else:
             raise Invalid.field(path, f"expected an integer or a string, got {_type_name(value)}")
+        return True
+    if full == _RAW_EXTENSION:  # any JSON value, kept as its compact text
+        msg.raw = json.dumps(value, separators=(",", ":"))  # type: ignore[attr-defined]
         return True
     return False
 

@@ -20,6 +20,11 @@ GENERIC_WORKLOAD: Final = "GenericWorkload"
 """(kemu.component.featuregate.GENERIC_WORKLOAD: the machinery names the gate it reads.)"""
 COMPOSITE_POD_GROUP: Final = "CompositePodGroup"
 """(kemu.component.featuregate.COMPOSITE_POD_GROUP, which depends on GenericWorkload.)"""
+RESOURCE_V1: Final = "resource.k8s.io/v1"
+DYNAMIC_RESOURCE_ALLOCATION: Final = "DynamicResourceAllocation"
+"""(kemu.component.featuregate.DYNAMIC_RESOURCE_ALLOCATION.)"""
+DRA_DEVICE_TAINT_RULES: Final = "DRADeviceTaintRules"
+"""(kemu.component.featuregate.DRA_DEVICE_TAINT_RULES.)"""
 
 
 @dataclass(frozen=True)
@@ -215,6 +220,63 @@ KINDS: Final[tuple[Kind, ...]] = (
         "composite_pod_group",
         versions=((37, (SCHEDULING_V1ALPHA3,)),),
         gate=COMPOSITE_POD_GROUP,
+    ),
+    # resource.k8s.io (Dynamic Resource Allocation): v1 GA from 1.34 (kubernetes/api
+    # resource/v1/types.go; pkg/registry/resource/rest/storage_resource.go), served with
+    # DynamicResourceAllocation on; no short names.
+    Kind(
+        "DeviceClass",
+        "deviceclasses",
+        RESOURCE_V1,
+        False,
+        types_pb2.DeviceClass,
+        "device_class",
+        has_status=False,
+        versions=((34, (RESOURCE_V1,)),),
+        gate=DYNAMIC_RESOURCE_ALLOCATION,
+    ),
+    Kind(
+        "ResourceSlice",
+        "resourceslices",
+        RESOURCE_V1,
+        False,
+        types_pb2.ResourceSlice,
+        "resource_slice",
+        has_status=False,
+        versions=((34, (RESOURCE_V1,)),),
+        gate=DYNAMIC_RESOURCE_ALLOCATION,
+    ),
+    Kind(
+        "ResourceClaim",
+        "resourceclaims",
+        RESOURCE_V1,
+        True,
+        types_pb2.ResourceClaim,
+        "resource_claim",
+        versions=((34, (RESOURCE_V1,)),),
+        gate=DYNAMIC_RESOURCE_ALLOCATION,
+    ),
+    Kind(
+        "ResourceClaimTemplate",
+        "resourceclaimtemplates",
+        RESOURCE_V1,
+        True,
+        types_pb2.ResourceClaimTemplate,
+        "resource_claim_template",
+        has_status=False,
+        versions=((34, (RESOURCE_V1,)),),
+        gate=DYNAMIC_RESOURCE_ALLOCATION,
+    ),
+    # DRADeviceTaintRules: GA (so v1) at 1.37.
+    Kind(
+        "DeviceTaintRule",
+        "devicetaintrules",
+        RESOURCE_V1,
+        False,
+        types_pb2.DeviceTaintRule,
+        "device_taint_rule",
+        versions=((37, (RESOURCE_V1,)),),
+        gate=DRA_DEVICE_TAINT_RULES,
     ),
 )
 

@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Object(_message.Message):
-    __slots__ = ("pod", "node", "priority_class", "pod_disruption_budget", "lease", "event", "namespace", "service", "config_map", "replica_set", "deployment", "job", "daemon_set", "persistent_volume", "persistent_volume_claim", "storage_class", "csi_node", "stateful_set", "service_account", "secret", "cron_job", "workload", "pod_group", "composite_pod_group")
+    __slots__ = ("pod", "node", "priority_class", "pod_disruption_budget", "lease", "event", "namespace", "service", "config_map", "replica_set", "deployment", "job", "daemon_set", "persistent_volume", "persistent_volume_claim", "storage_class", "csi_node", "stateful_set", "service_account", "secret", "cron_job", "workload", "pod_group", "composite_pod_group", "device_class", "resource_slice", "resource_claim", "resource_claim_template", "device_taint_rule")
     POD_FIELD_NUMBER: _ClassVar[int]
     NODE_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_CLASS_FIELD_NUMBER: _ClassVar[int]
@@ -33,6 +33,11 @@ class Object(_message.Message):
     WORKLOAD_FIELD_NUMBER: _ClassVar[int]
     POD_GROUP_FIELD_NUMBER: _ClassVar[int]
     COMPOSITE_POD_GROUP_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_CLASS_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_SLICE_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_CLAIM_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_CLAIM_TEMPLATE_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_TAINT_RULE_FIELD_NUMBER: _ClassVar[int]
     pod: _types_pb2.Pod
     node: _types_pb2.Node
     priority_class: _types_pb2.PriorityClass
@@ -57,7 +62,12 @@ class Object(_message.Message):
     workload: _types_pb2.Workload
     pod_group: _types_pb2.PodGroup
     composite_pod_group: _types_pb2.CompositePodGroup
-    def __init__(self, pod: _Optional[_Union[_types_pb2.Pod, _Mapping]] = ..., node: _Optional[_Union[_types_pb2.Node, _Mapping]] = ..., priority_class: _Optional[_Union[_types_pb2.PriorityClass, _Mapping]] = ..., pod_disruption_budget: _Optional[_Union[_types_pb2.PodDisruptionBudget, _Mapping]] = ..., lease: _Optional[_Union[_types_pb2.Lease, _Mapping]] = ..., event: _Optional[_Union[_types_pb2.Event, _Mapping]] = ..., namespace: _Optional[_Union[_types_pb2.Namespace, _Mapping]] = ..., service: _Optional[_Union[_types_pb2.Service, _Mapping]] = ..., config_map: _Optional[_Union[_types_pb2.ConfigMap, _Mapping]] = ..., replica_set: _Optional[_Union[_types_pb2.ReplicaSet, _Mapping]] = ..., deployment: _Optional[_Union[_types_pb2.Deployment, _Mapping]] = ..., job: _Optional[_Union[_types_pb2.Job, _Mapping]] = ..., daemon_set: _Optional[_Union[_types_pb2.DaemonSet, _Mapping]] = ..., persistent_volume: _Optional[_Union[_types_pb2.PersistentVolume, _Mapping]] = ..., persistent_volume_claim: _Optional[_Union[_types_pb2.PersistentVolumeClaim, _Mapping]] = ..., storage_class: _Optional[_Union[_types_pb2.StorageClass, _Mapping]] = ..., csi_node: _Optional[_Union[_types_pb2.CSINode, _Mapping]] = ..., stateful_set: _Optional[_Union[_types_pb2.StatefulSet, _Mapping]] = ..., service_account: _Optional[_Union[_types_pb2.ServiceAccount, _Mapping]] = ..., secret: _Optional[_Union[_types_pb2.Secret, _Mapping]] = ..., cron_job: _Optional[_Union[_types_pb2.CronJob, _Mapping]] = ..., workload: _Optional[_Union[_types_pb2.Workload, _Mapping]] = ..., pod_group: _Optional[_Union[_types_pb2.PodGroup, _Mapping]] = ..., composite_pod_group: _Optional[_Union[_types_pb2.CompositePodGroup, _Mapping]] = ...) -> None: ...
+    device_class: _types_pb2.DeviceClass
+    resource_slice: _types_pb2.ResourceSlice
+    resource_claim: _types_pb2.ResourceClaim
+    resource_claim_template: _types_pb2.ResourceClaimTemplate
+    device_taint_rule: _types_pb2.DeviceTaintRule
+    def __init__(self, pod: _Optional[_Union[_types_pb2.Pod, _Mapping]] = ..., node: _Optional[_Union[_types_pb2.Node, _Mapping]] = ..., priority_class: _Optional[_Union[_types_pb2.PriorityClass, _Mapping]] = ..., pod_disruption_budget: _Optional[_Union[_types_pb2.PodDisruptionBudget, _Mapping]] = ..., lease: _Optional[_Union[_types_pb2.Lease, _Mapping]] = ..., event: _Optional[_Union[_types_pb2.Event, _Mapping]] = ..., namespace: _Optional[_Union[_types_pb2.Namespace, _Mapping]] = ..., service: _Optional[_Union[_types_pb2.Service, _Mapping]] = ..., config_map: _Optional[_Union[_types_pb2.ConfigMap, _Mapping]] = ..., replica_set: _Optional[_Union[_types_pb2.ReplicaSet, _Mapping]] = ..., deployment: _Optional[_Union[_types_pb2.Deployment, _Mapping]] = ..., job: _Optional[_Union[_types_pb2.Job, _Mapping]] = ..., daemon_set: _Optional[_Union[_types_pb2.DaemonSet, _Mapping]] = ..., persistent_volume: _Optional[_Union[_types_pb2.PersistentVolume, _Mapping]] = ..., persistent_volume_claim: _Optional[_Union[_types_pb2.PersistentVolumeClaim, _Mapping]] = ..., storage_class: _Optional[_Union[_types_pb2.StorageClass, _Mapping]] = ..., csi_node: _Optional[_Union[_types_pb2.CSINode, _Mapping]] = ..., stateful_set: _Optional[_Union[_types_pb2.StatefulSet, _Mapping]] = ..., service_account: _Optional[_Union[_types_pb2.ServiceAccount, _Mapping]] = ..., secret: _Optional[_Union[_types_pb2.Secret, _Mapping]] = ..., cron_job: _Optional[_Union[_types_pb2.CronJob, _Mapping]] = ..., workload: _Optional[_Union[_types_pb2.Workload, _Mapping]] = ..., pod_group: _Optional[_Union[_types_pb2.PodGroup, _Mapping]] = ..., composite_pod_group: _Optional[_Union[_types_pb2.CompositePodGroup, _Mapping]] = ..., device_class: _Optional[_Union[_types_pb2.DeviceClass, _Mapping]] = ..., resource_slice: _Optional[_Union[_types_pb2.ResourceSlice, _Mapping]] = ..., resource_claim: _Optional[_Union[_types_pb2.ResourceClaim, _Mapping]] = ..., resource_claim_template: _Optional[_Union[_types_pb2.ResourceClaimTemplate, _Mapping]] = ..., device_taint_rule: _Optional[_Union[_types_pb2.DeviceTaintRule, _Mapping]] = ...) -> None: ...
 
 class CreateRequest(_message.Message):
     __slots__ = ("object",)

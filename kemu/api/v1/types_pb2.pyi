@@ -137,7 +137,7 @@ class Condition(_message.Message):
     def __init__(self, type: _Optional[str] = ..., status: _Optional[str] = ..., observed_generation: _Optional[int] = ..., last_transition_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
 
 class ResourceRequirements(_message.Message):
-    __slots__ = ("requests", "limits")
+    __slots__ = ("requests", "limits", "claims")
     class RequestsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -154,9 +154,19 @@ class ResourceRequirements(_message.Message):
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     REQUESTS_FIELD_NUMBER: _ClassVar[int]
     LIMITS_FIELD_NUMBER: _ClassVar[int]
+    CLAIMS_FIELD_NUMBER: _ClassVar[int]
     requests: _containers.ScalarMap[str, str]
     limits: _containers.ScalarMap[str, str]
-    def __init__(self, requests: _Optional[_Mapping[str, str]] = ..., limits: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    claims: _containers.RepeatedCompositeFieldContainer[ContainerResourceClaim]
+    def __init__(self, requests: _Optional[_Mapping[str, str]] = ..., limits: _Optional[_Mapping[str, str]] = ..., claims: _Optional[_Iterable[_Union[ContainerResourceClaim, _Mapping]]] = ...) -> None: ...
+
+class ContainerResourceClaim(_message.Message):
+    __slots__ = ("name", "request")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    request: str
+    def __init__(self, name: _Optional[str] = ..., request: _Optional[str] = ...) -> None: ...
 
 class ContainerResizePolicy(_message.Message):
     __slots__ = ("resource_name", "restart_policy")
@@ -879,7 +889,7 @@ class PodOS(_message.Message):
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class PodSpec(_message.Message):
-    __slots__ = ("node_name", "scheduler_name", "priority", "priority_class_name", "preemption_policy", "containers", "init_containers", "node_selector", "affinity", "tolerations", "scheduling_gates", "termination_grace_period_seconds", "overhead", "restart_policy", "resources", "volumes", "active_deadline_seconds", "dns_policy", "service_account_name", "service_account", "automount_service_account_token", "host_network", "host_pid", "host_ipc", "share_process_namespace", "security_context", "image_pull_secrets", "hostname", "subdomain", "host_aliases", "dns_config", "readiness_gates", "runtime_class_name", "enable_service_links", "topology_spread_constraints", "set_hostname_as_fqdn", "os", "host_users", "scheduling_group", "workload_ref")
+    __slots__ = ("node_name", "scheduler_name", "priority", "priority_class_name", "preemption_policy", "containers", "init_containers", "node_selector", "affinity", "tolerations", "scheduling_gates", "termination_grace_period_seconds", "overhead", "restart_policy", "resources", "volumes", "active_deadline_seconds", "dns_policy", "service_account_name", "service_account", "automount_service_account_token", "host_network", "host_pid", "host_ipc", "share_process_namespace", "security_context", "image_pull_secrets", "hostname", "subdomain", "host_aliases", "dns_config", "readiness_gates", "runtime_class_name", "enable_service_links", "topology_spread_constraints", "set_hostname_as_fqdn", "os", "host_users", "scheduling_group", "workload_ref", "resource_claims")
     class NodeSelectorEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -934,6 +944,7 @@ class PodSpec(_message.Message):
     HOST_USERS_FIELD_NUMBER: _ClassVar[int]
     SCHEDULING_GROUP_FIELD_NUMBER: _ClassVar[int]
     WORKLOAD_REF_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_CLAIMS_FIELD_NUMBER: _ClassVar[int]
     node_name: str
     scheduler_name: str
     priority: int
@@ -974,7 +985,44 @@ class PodSpec(_message.Message):
     host_users: bool
     scheduling_group: PodSchedulingGroup
     workload_ref: WorkloadReferenceV1alpha1
-    def __init__(self, node_name: _Optional[str] = ..., scheduler_name: _Optional[str] = ..., priority: _Optional[int] = ..., priority_class_name: _Optional[str] = ..., preemption_policy: _Optional[str] = ..., containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., init_containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., affinity: _Optional[_Union[Affinity, _Mapping]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., scheduling_gates: _Optional[_Iterable[_Union[PodSchedulingGate, _Mapping]]] = ..., termination_grace_period_seconds: _Optional[int] = ..., overhead: _Optional[_Mapping[str, str]] = ..., restart_policy: _Optional[str] = ..., resources: _Optional[_Union[ResourceRequirements, _Mapping]] = ..., volumes: _Optional[_Iterable[_Union[Volume, _Mapping]]] = ..., active_deadline_seconds: _Optional[int] = ..., dns_policy: _Optional[str] = ..., service_account_name: _Optional[str] = ..., service_account: _Optional[str] = ..., automount_service_account_token: _Optional[bool] = ..., host_network: _Optional[bool] = ..., host_pid: _Optional[bool] = ..., host_ipc: _Optional[bool] = ..., share_process_namespace: _Optional[bool] = ..., security_context: _Optional[_Union[PodSecurityContext, _Mapping]] = ..., image_pull_secrets: _Optional[_Iterable[_Union[LocalObjectReference, _Mapping]]] = ..., hostname: _Optional[str] = ..., subdomain: _Optional[str] = ..., host_aliases: _Optional[_Iterable[_Union[HostAlias, _Mapping]]] = ..., dns_config: _Optional[_Union[PodDNSConfig, _Mapping]] = ..., readiness_gates: _Optional[_Iterable[_Union[PodReadinessGate, _Mapping]]] = ..., runtime_class_name: _Optional[str] = ..., enable_service_links: _Optional[bool] = ..., topology_spread_constraints: _Optional[_Iterable[_Union[TopologySpreadConstraint, _Mapping]]] = ..., set_hostname_as_fqdn: _Optional[bool] = ..., os: _Optional[_Union[PodOS, _Mapping]] = ..., host_users: _Optional[bool] = ..., scheduling_group: _Optional[_Union[PodSchedulingGroup, _Mapping]] = ..., workload_ref: _Optional[_Union[WorkloadReferenceV1alpha1, _Mapping]] = ...) -> None: ...
+    resource_claims: _containers.RepeatedCompositeFieldContainer[PodResourceClaim]
+    def __init__(self, node_name: _Optional[str] = ..., scheduler_name: _Optional[str] = ..., priority: _Optional[int] = ..., priority_class_name: _Optional[str] = ..., preemption_policy: _Optional[str] = ..., containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., init_containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., affinity: _Optional[_Union[Affinity, _Mapping]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., scheduling_gates: _Optional[_Iterable[_Union[PodSchedulingGate, _Mapping]]] = ..., termination_grace_period_seconds: _Optional[int] = ..., overhead: _Optional[_Mapping[str, str]] = ..., restart_policy: _Optional[str] = ..., resources: _Optional[_Union[ResourceRequirements, _Mapping]] = ..., volumes: _Optional[_Iterable[_Union[Volume, _Mapping]]] = ..., active_deadline_seconds: _Optional[int] = ..., dns_policy: _Optional[str] = ..., service_account_name: _Optional[str] = ..., service_account: _Optional[str] = ..., automount_service_account_token: _Optional[bool] = ..., host_network: _Optional[bool] = ..., host_pid: _Optional[bool] = ..., host_ipc: _Optional[bool] = ..., share_process_namespace: _Optional[bool] = ..., security_context: _Optional[_Union[PodSecurityContext, _Mapping]] = ..., image_pull_secrets: _Optional[_Iterable[_Union[LocalObjectReference, _Mapping]]] = ..., hostname: _Optional[str] = ..., subdomain: _Optional[str] = ..., host_aliases: _Optional[_Iterable[_Union[HostAlias, _Mapping]]] = ..., dns_config: _Optional[_Union[PodDNSConfig, _Mapping]] = ..., readiness_gates: _Optional[_Iterable[_Union[PodReadinessGate, _Mapping]]] = ..., runtime_class_name: _Optional[str] = ..., enable_service_links: _Optional[bool] = ..., topology_spread_constraints: _Optional[_Iterable[_Union[TopologySpreadConstraint, _Mapping]]] = ..., set_hostname_as_fqdn: _Optional[bool] = ..., os: _Optional[_Union[PodOS, _Mapping]] = ..., host_users: _Optional[bool] = ..., scheduling_group: _Optional[_Union[PodSchedulingGroup, _Mapping]] = ..., workload_ref: _Optional[_Union[WorkloadReferenceV1alpha1, _Mapping]] = ..., resource_claims: _Optional[_Iterable[_Union[PodResourceClaim, _Mapping]]] = ...) -> None: ...
+
+class PodResourceClaim(_message.Message):
+    __slots__ = ("name", "resource_claim_name", "resource_claim_template_name")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_CLAIM_NAME_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_CLAIM_TEMPLATE_NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    resource_claim_name: str
+    resource_claim_template_name: str
+    def __init__(self, name: _Optional[str] = ..., resource_claim_name: _Optional[str] = ..., resource_claim_template_name: _Optional[str] = ...) -> None: ...
+
+class PodResourceClaimStatus(_message.Message):
+    __slots__ = ("name", "resource_claim_name")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_CLAIM_NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    resource_claim_name: str
+    def __init__(self, name: _Optional[str] = ..., resource_claim_name: _Optional[str] = ...) -> None: ...
+
+class ContainerExtendedResourceRequest(_message.Message):
+    __slots__ = ("container_name", "resource_name", "request_name")
+    CONTAINER_NAME_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_NAME_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_NAME_FIELD_NUMBER: _ClassVar[int]
+    container_name: str
+    resource_name: str
+    request_name: str
+    def __init__(self, container_name: _Optional[str] = ..., resource_name: _Optional[str] = ..., request_name: _Optional[str] = ...) -> None: ...
+
+class PodExtendedResourceClaimStatus(_message.Message):
+    __slots__ = ("request_mappings", "resource_claim_name")
+    REQUEST_MAPPINGS_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_CLAIM_NAME_FIELD_NUMBER: _ClassVar[int]
+    request_mappings: _containers.RepeatedCompositeFieldContainer[ContainerExtendedResourceRequest]
+    resource_claim_name: str
+    def __init__(self, request_mappings: _Optional[_Iterable[_Union[ContainerExtendedResourceRequest, _Mapping]]] = ..., resource_claim_name: _Optional[str] = ...) -> None: ...
 
 class PodSchedulingGroup(_message.Message):
     __slots__ = ("pod_group_name",)
@@ -1088,7 +1136,7 @@ class HostIP(_message.Message):
     def __init__(self, ip: _Optional[str] = ...) -> None: ...
 
 class PodStatus(_message.Message):
-    __slots__ = ("phase", "conditions", "message", "reason", "nominated_node_name", "host_ip", "pod_ip", "start_time", "init_container_statuses", "container_statuses", "qos_class", "observed_generation", "resize", "pod_ips", "host_ips")
+    __slots__ = ("phase", "conditions", "message", "reason", "nominated_node_name", "host_ip", "pod_ip", "start_time", "init_container_statuses", "container_statuses", "qos_class", "observed_generation", "resize", "pod_ips", "host_ips", "resource_claim_statuses", "extended_resource_claim_status")
     PHASE_FIELD_NUMBER: _ClassVar[int]
     CONDITIONS_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
@@ -1104,6 +1152,8 @@ class PodStatus(_message.Message):
     RESIZE_FIELD_NUMBER: _ClassVar[int]
     POD_IPS_FIELD_NUMBER: _ClassVar[int]
     HOST_IPS_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_CLAIM_STATUSES_FIELD_NUMBER: _ClassVar[int]
+    EXTENDED_RESOURCE_CLAIM_STATUS_FIELD_NUMBER: _ClassVar[int]
     phase: str
     conditions: _containers.RepeatedCompositeFieldContainer[PodCondition]
     message: str
@@ -1119,7 +1169,9 @@ class PodStatus(_message.Message):
     resize: str
     pod_ips: _containers.RepeatedCompositeFieldContainer[PodIP]
     host_ips: _containers.RepeatedCompositeFieldContainer[HostIP]
-    def __init__(self, phase: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[PodCondition, _Mapping]]] = ..., message: _Optional[str] = ..., reason: _Optional[str] = ..., nominated_node_name: _Optional[str] = ..., host_ip: _Optional[str] = ..., pod_ip: _Optional[str] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., init_container_statuses: _Optional[_Iterable[_Union[ContainerStatus, _Mapping]]] = ..., container_statuses: _Optional[_Iterable[_Union[ContainerStatus, _Mapping]]] = ..., qos_class: _Optional[str] = ..., observed_generation: _Optional[int] = ..., resize: _Optional[str] = ..., pod_ips: _Optional[_Iterable[_Union[PodIP, _Mapping]]] = ..., host_ips: _Optional[_Iterable[_Union[HostIP, _Mapping]]] = ...) -> None: ...
+    resource_claim_statuses: _containers.RepeatedCompositeFieldContainer[PodResourceClaimStatus]
+    extended_resource_claim_status: PodExtendedResourceClaimStatus
+    def __init__(self, phase: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[PodCondition, _Mapping]]] = ..., message: _Optional[str] = ..., reason: _Optional[str] = ..., nominated_node_name: _Optional[str] = ..., host_ip: _Optional[str] = ..., pod_ip: _Optional[str] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., init_container_statuses: _Optional[_Iterable[_Union[ContainerStatus, _Mapping]]] = ..., container_statuses: _Optional[_Iterable[_Union[ContainerStatus, _Mapping]]] = ..., qos_class: _Optional[str] = ..., observed_generation: _Optional[int] = ..., resize: _Optional[str] = ..., pod_ips: _Optional[_Iterable[_Union[PodIP, _Mapping]]] = ..., host_ips: _Optional[_Iterable[_Union[HostIP, _Mapping]]] = ..., resource_claim_statuses: _Optional[_Iterable[_Union[PodResourceClaimStatus, _Mapping]]] = ..., extended_resource_claim_status: _Optional[_Union[PodExtendedResourceClaimStatus, _Mapping]] = ...) -> None: ...
 
 class Pod(_message.Message):
     __slots__ = ("metadata", "spec", "status")
@@ -2615,3 +2667,497 @@ class CompositePodGroup(_message.Message):
     spec: CompositePodGroupSpec
     status: CompositePodGroupStatus
     def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[CompositePodGroupSpec, _Mapping]] = ..., status: _Optional[_Union[CompositePodGroupStatus, _Mapping]] = ...) -> None: ...
+
+class RawExtension(_message.Message):
+    __slots__ = ("raw",)
+    RAW_FIELD_NUMBER: _ClassVar[int]
+    raw: str
+    def __init__(self, raw: _Optional[str] = ...) -> None: ...
+
+class CELDeviceSelector(_message.Message):
+    __slots__ = ("expression",)
+    EXPRESSION_FIELD_NUMBER: _ClassVar[int]
+    expression: str
+    def __init__(self, expression: _Optional[str] = ...) -> None: ...
+
+class DeviceSelector(_message.Message):
+    __slots__ = ("cel",)
+    CEL_FIELD_NUMBER: _ClassVar[int]
+    cel: CELDeviceSelector
+    def __init__(self, cel: _Optional[_Union[CELDeviceSelector, _Mapping]] = ...) -> None: ...
+
+class OpaqueDeviceConfiguration(_message.Message):
+    __slots__ = ("driver", "parameters")
+    DRIVER_FIELD_NUMBER: _ClassVar[int]
+    PARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    driver: str
+    parameters: RawExtension
+    def __init__(self, driver: _Optional[str] = ..., parameters: _Optional[_Union[RawExtension, _Mapping]] = ...) -> None: ...
+
+class DeviceConfiguration(_message.Message):
+    __slots__ = ("opaque",)
+    OPAQUE_FIELD_NUMBER: _ClassVar[int]
+    opaque: OpaqueDeviceConfiguration
+    def __init__(self, opaque: _Optional[_Union[OpaqueDeviceConfiguration, _Mapping]] = ...) -> None: ...
+
+class DeviceClassSpec(_message.Message):
+    __slots__ = ("selectors", "config", "extended_resource_name")
+    SELECTORS_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    EXTENDED_RESOURCE_NAME_FIELD_NUMBER: _ClassVar[int]
+    selectors: _containers.RepeatedCompositeFieldContainer[DeviceSelector]
+    config: _containers.RepeatedCompositeFieldContainer[DeviceConfiguration]
+    extended_resource_name: str
+    def __init__(self, selectors: _Optional[_Iterable[_Union[DeviceSelector, _Mapping]]] = ..., config: _Optional[_Iterable[_Union[DeviceConfiguration, _Mapping]]] = ..., extended_resource_name: _Optional[str] = ...) -> None: ...
+
+class DeviceClass(_message.Message):
+    __slots__ = ("metadata", "spec")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    spec: DeviceClassSpec
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[DeviceClassSpec, _Mapping]] = ...) -> None: ...
+
+class ResourcePool(_message.Message):
+    __slots__ = ("name", "generation", "resource_slice_count")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    GENERATION_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_SLICE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    generation: int
+    resource_slice_count: int
+    def __init__(self, name: _Optional[str] = ..., generation: _Optional[int] = ..., resource_slice_count: _Optional[int] = ...) -> None: ...
+
+class DeviceAttribute(_message.Message):
+    __slots__ = ("int_value", "bool_value", "string_value", "version_value")
+    INT_VALUE_FIELD_NUMBER: _ClassVar[int]
+    BOOL_VALUE_FIELD_NUMBER: _ClassVar[int]
+    STRING_VALUE_FIELD_NUMBER: _ClassVar[int]
+    VERSION_VALUE_FIELD_NUMBER: _ClassVar[int]
+    int_value: int
+    bool_value: bool
+    string_value: str
+    version_value: str
+    def __init__(self, int_value: _Optional[int] = ..., bool_value: _Optional[bool] = ..., string_value: _Optional[str] = ..., version_value: _Optional[str] = ...) -> None: ...
+
+class CapacityRequestPolicyRange(_message.Message):
+    __slots__ = ("min", "max", "step")
+    MIN_FIELD_NUMBER: _ClassVar[int]
+    MAX_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    min: str
+    max: str
+    step: str
+    def __init__(self, min: _Optional[str] = ..., max: _Optional[str] = ..., step: _Optional[str] = ...) -> None: ...
+
+class CapacityRequestPolicy(_message.Message):
+    __slots__ = ("default_value", "valid_values", "valid_range")
+    DEFAULT_VALUE_FIELD_NUMBER: _ClassVar[int]
+    VALID_VALUES_FIELD_NUMBER: _ClassVar[int]
+    VALID_RANGE_FIELD_NUMBER: _ClassVar[int]
+    default_value: str
+    valid_values: _containers.RepeatedScalarFieldContainer[str]
+    valid_range: CapacityRequestPolicyRange
+    def __init__(self, default_value: _Optional[str] = ..., valid_values: _Optional[_Iterable[str]] = ..., valid_range: _Optional[_Union[CapacityRequestPolicyRange, _Mapping]] = ...) -> None: ...
+
+class DeviceCapacity(_message.Message):
+    __slots__ = ("value", "request_policy")
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_POLICY_FIELD_NUMBER: _ClassVar[int]
+    value: str
+    request_policy: CapacityRequestPolicy
+    def __init__(self, value: _Optional[str] = ..., request_policy: _Optional[_Union[CapacityRequestPolicy, _Mapping]] = ...) -> None: ...
+
+class Counter(_message.Message):
+    __slots__ = ("value",)
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    value: str
+    def __init__(self, value: _Optional[str] = ...) -> None: ...
+
+class CounterSet(_message.Message):
+    __slots__ = ("name", "counters")
+    class CountersEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: Counter
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[Counter, _Mapping]] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    COUNTERS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    counters: _containers.MessageMap[str, Counter]
+    def __init__(self, name: _Optional[str] = ..., counters: _Optional[_Mapping[str, Counter]] = ...) -> None: ...
+
+class DeviceCounterConsumption(_message.Message):
+    __slots__ = ("counter_set", "counters")
+    class CountersEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: Counter
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[Counter, _Mapping]] = ...) -> None: ...
+    COUNTER_SET_FIELD_NUMBER: _ClassVar[int]
+    COUNTERS_FIELD_NUMBER: _ClassVar[int]
+    counter_set: str
+    counters: _containers.MessageMap[str, Counter]
+    def __init__(self, counter_set: _Optional[str] = ..., counters: _Optional[_Mapping[str, Counter]] = ...) -> None: ...
+
+class DeviceTaint(_message.Message):
+    __slots__ = ("key", "value", "effect", "time_added")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    EFFECT_FIELD_NUMBER: _ClassVar[int]
+    TIME_ADDED_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    value: str
+    effect: str
+    time_added: _timestamp_pb2.Timestamp
+    def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ..., effect: _Optional[str] = ..., time_added: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class Device(_message.Message):
+    __slots__ = ("name", "attributes", "capacity", "consumes_counters", "node_name", "node_selector", "all_nodes", "taints", "binds_to_node", "binding_conditions", "binding_failure_conditions", "allow_multiple_allocations")
+    class AttributesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: DeviceAttribute
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[DeviceAttribute, _Mapping]] = ...) -> None: ...
+    class CapacityEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: DeviceCapacity
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[DeviceCapacity, _Mapping]] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
+    CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    CONSUMES_COUNTERS_FIELD_NUMBER: _ClassVar[int]
+    NODE_NAME_FIELD_NUMBER: _ClassVar[int]
+    NODE_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    ALL_NODES_FIELD_NUMBER: _ClassVar[int]
+    TAINTS_FIELD_NUMBER: _ClassVar[int]
+    BINDS_TO_NODE_FIELD_NUMBER: _ClassVar[int]
+    BINDING_CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    BINDING_FAILURE_CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_MULTIPLE_ALLOCATIONS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    attributes: _containers.MessageMap[str, DeviceAttribute]
+    capacity: _containers.MessageMap[str, DeviceCapacity]
+    consumes_counters: _containers.RepeatedCompositeFieldContainer[DeviceCounterConsumption]
+    node_name: str
+    node_selector: NodeSelector
+    all_nodes: bool
+    taints: _containers.RepeatedCompositeFieldContainer[DeviceTaint]
+    binds_to_node: bool
+    binding_conditions: _containers.RepeatedScalarFieldContainer[str]
+    binding_failure_conditions: _containers.RepeatedScalarFieldContainer[str]
+    allow_multiple_allocations: bool
+    def __init__(self, name: _Optional[str] = ..., attributes: _Optional[_Mapping[str, DeviceAttribute]] = ..., capacity: _Optional[_Mapping[str, DeviceCapacity]] = ..., consumes_counters: _Optional[_Iterable[_Union[DeviceCounterConsumption, _Mapping]]] = ..., node_name: _Optional[str] = ..., node_selector: _Optional[_Union[NodeSelector, _Mapping]] = ..., all_nodes: _Optional[bool] = ..., taints: _Optional[_Iterable[_Union[DeviceTaint, _Mapping]]] = ..., binds_to_node: _Optional[bool] = ..., binding_conditions: _Optional[_Iterable[str]] = ..., binding_failure_conditions: _Optional[_Iterable[str]] = ..., allow_multiple_allocations: _Optional[bool] = ...) -> None: ...
+
+class ResourceSliceSpec(_message.Message):
+    __slots__ = ("driver", "pool", "node_name", "node_selector", "all_nodes", "devices", "per_device_node_selection", "shared_counters")
+    DRIVER_FIELD_NUMBER: _ClassVar[int]
+    POOL_FIELD_NUMBER: _ClassVar[int]
+    NODE_NAME_FIELD_NUMBER: _ClassVar[int]
+    NODE_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    ALL_NODES_FIELD_NUMBER: _ClassVar[int]
+    DEVICES_FIELD_NUMBER: _ClassVar[int]
+    PER_DEVICE_NODE_SELECTION_FIELD_NUMBER: _ClassVar[int]
+    SHARED_COUNTERS_FIELD_NUMBER: _ClassVar[int]
+    driver: str
+    pool: ResourcePool
+    node_name: str
+    node_selector: NodeSelector
+    all_nodes: bool
+    devices: _containers.RepeatedCompositeFieldContainer[Device]
+    per_device_node_selection: bool
+    shared_counters: _containers.RepeatedCompositeFieldContainer[CounterSet]
+    def __init__(self, driver: _Optional[str] = ..., pool: _Optional[_Union[ResourcePool, _Mapping]] = ..., node_name: _Optional[str] = ..., node_selector: _Optional[_Union[NodeSelector, _Mapping]] = ..., all_nodes: _Optional[bool] = ..., devices: _Optional[_Iterable[_Union[Device, _Mapping]]] = ..., per_device_node_selection: _Optional[bool] = ..., shared_counters: _Optional[_Iterable[_Union[CounterSet, _Mapping]]] = ...) -> None: ...
+
+class ResourceSlice(_message.Message):
+    __slots__ = ("metadata", "spec")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    spec: ResourceSliceSpec
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[ResourceSliceSpec, _Mapping]] = ...) -> None: ...
+
+class CapacityRequirements(_message.Message):
+    __slots__ = ("requests",)
+    class RequestsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    requests: _containers.ScalarMap[str, str]
+    def __init__(self, requests: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class DeviceToleration(_message.Message):
+    __slots__ = ("key", "operator", "value", "effect", "toleration_seconds")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    OPERATOR_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    EFFECT_FIELD_NUMBER: _ClassVar[int]
+    TOLERATION_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    operator: str
+    value: str
+    effect: str
+    toleration_seconds: int
+    def __init__(self, key: _Optional[str] = ..., operator: _Optional[str] = ..., value: _Optional[str] = ..., effect: _Optional[str] = ..., toleration_seconds: _Optional[int] = ...) -> None: ...
+
+class ExactDeviceRequest(_message.Message):
+    __slots__ = ("device_class_name", "selectors", "allocation_mode", "count", "admin_access", "tolerations", "capacity")
+    DEVICE_CLASS_NAME_FIELD_NUMBER: _ClassVar[int]
+    SELECTORS_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATION_MODE_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    ADMIN_ACCESS_FIELD_NUMBER: _ClassVar[int]
+    TOLERATIONS_FIELD_NUMBER: _ClassVar[int]
+    CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    device_class_name: str
+    selectors: _containers.RepeatedCompositeFieldContainer[DeviceSelector]
+    allocation_mode: str
+    count: int
+    admin_access: bool
+    tolerations: _containers.RepeatedCompositeFieldContainer[DeviceToleration]
+    capacity: CapacityRequirements
+    def __init__(self, device_class_name: _Optional[str] = ..., selectors: _Optional[_Iterable[_Union[DeviceSelector, _Mapping]]] = ..., allocation_mode: _Optional[str] = ..., count: _Optional[int] = ..., admin_access: _Optional[bool] = ..., tolerations: _Optional[_Iterable[_Union[DeviceToleration, _Mapping]]] = ..., capacity: _Optional[_Union[CapacityRequirements, _Mapping]] = ...) -> None: ...
+
+class DeviceSubRequest(_message.Message):
+    __slots__ = ("name", "device_class_name", "selectors", "allocation_mode", "count", "tolerations", "capacity")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_CLASS_NAME_FIELD_NUMBER: _ClassVar[int]
+    SELECTORS_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATION_MODE_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    TOLERATIONS_FIELD_NUMBER: _ClassVar[int]
+    CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    device_class_name: str
+    selectors: _containers.RepeatedCompositeFieldContainer[DeviceSelector]
+    allocation_mode: str
+    count: int
+    tolerations: _containers.RepeatedCompositeFieldContainer[DeviceToleration]
+    capacity: CapacityRequirements
+    def __init__(self, name: _Optional[str] = ..., device_class_name: _Optional[str] = ..., selectors: _Optional[_Iterable[_Union[DeviceSelector, _Mapping]]] = ..., allocation_mode: _Optional[str] = ..., count: _Optional[int] = ..., tolerations: _Optional[_Iterable[_Union[DeviceToleration, _Mapping]]] = ..., capacity: _Optional[_Union[CapacityRequirements, _Mapping]] = ...) -> None: ...
+
+class DeviceRequest(_message.Message):
+    __slots__ = ("name", "exactly", "first_available")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    EXACTLY_FIELD_NUMBER: _ClassVar[int]
+    FIRST_AVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    exactly: ExactDeviceRequest
+    first_available: _containers.RepeatedCompositeFieldContainer[DeviceSubRequest]
+    def __init__(self, name: _Optional[str] = ..., exactly: _Optional[_Union[ExactDeviceRequest, _Mapping]] = ..., first_available: _Optional[_Iterable[_Union[DeviceSubRequest, _Mapping]]] = ...) -> None: ...
+
+class DeviceConstraint(_message.Message):
+    __slots__ = ("requests", "match_attribute", "distinct_attribute")
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    MATCH_ATTRIBUTE_FIELD_NUMBER: _ClassVar[int]
+    DISTINCT_ATTRIBUTE_FIELD_NUMBER: _ClassVar[int]
+    requests: _containers.RepeatedScalarFieldContainer[str]
+    match_attribute: str
+    distinct_attribute: str
+    def __init__(self, requests: _Optional[_Iterable[str]] = ..., match_attribute: _Optional[str] = ..., distinct_attribute: _Optional[str] = ...) -> None: ...
+
+class DeviceClaimConfiguration(_message.Message):
+    __slots__ = ("requests", "opaque")
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    OPAQUE_FIELD_NUMBER: _ClassVar[int]
+    requests: _containers.RepeatedScalarFieldContainer[str]
+    opaque: OpaqueDeviceConfiguration
+    def __init__(self, requests: _Optional[_Iterable[str]] = ..., opaque: _Optional[_Union[OpaqueDeviceConfiguration, _Mapping]] = ...) -> None: ...
+
+class DeviceClaim(_message.Message):
+    __slots__ = ("requests", "constraints", "config")
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    CONSTRAINTS_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    requests: _containers.RepeatedCompositeFieldContainer[DeviceRequest]
+    constraints: _containers.RepeatedCompositeFieldContainer[DeviceConstraint]
+    config: _containers.RepeatedCompositeFieldContainer[DeviceClaimConfiguration]
+    def __init__(self, requests: _Optional[_Iterable[_Union[DeviceRequest, _Mapping]]] = ..., constraints: _Optional[_Iterable[_Union[DeviceConstraint, _Mapping]]] = ..., config: _Optional[_Iterable[_Union[DeviceClaimConfiguration, _Mapping]]] = ...) -> None: ...
+
+class ResourceClaimSpec(_message.Message):
+    __slots__ = ("devices",)
+    DEVICES_FIELD_NUMBER: _ClassVar[int]
+    devices: DeviceClaim
+    def __init__(self, devices: _Optional[_Union[DeviceClaim, _Mapping]] = ...) -> None: ...
+
+class DeviceRequestAllocationResult(_message.Message):
+    __slots__ = ("request", "driver", "pool", "device", "admin_access", "tolerations", "binding_conditions", "binding_failure_conditions", "share_id", "consumed_capacity")
+    class ConsumedCapacityEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    DRIVER_FIELD_NUMBER: _ClassVar[int]
+    POOL_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_FIELD_NUMBER: _ClassVar[int]
+    ADMIN_ACCESS_FIELD_NUMBER: _ClassVar[int]
+    TOLERATIONS_FIELD_NUMBER: _ClassVar[int]
+    BINDING_CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    BINDING_FAILURE_CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    SHARE_ID_FIELD_NUMBER: _ClassVar[int]
+    CONSUMED_CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    request: str
+    driver: str
+    pool: str
+    device: str
+    admin_access: bool
+    tolerations: _containers.RepeatedCompositeFieldContainer[DeviceToleration]
+    binding_conditions: _containers.RepeatedScalarFieldContainer[str]
+    binding_failure_conditions: _containers.RepeatedScalarFieldContainer[str]
+    share_id: str
+    consumed_capacity: _containers.ScalarMap[str, str]
+    def __init__(self, request: _Optional[str] = ..., driver: _Optional[str] = ..., pool: _Optional[str] = ..., device: _Optional[str] = ..., admin_access: _Optional[bool] = ..., tolerations: _Optional[_Iterable[_Union[DeviceToleration, _Mapping]]] = ..., binding_conditions: _Optional[_Iterable[str]] = ..., binding_failure_conditions: _Optional[_Iterable[str]] = ..., share_id: _Optional[str] = ..., consumed_capacity: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class DeviceAllocationConfiguration(_message.Message):
+    __slots__ = ("source", "requests", "opaque")
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    OPAQUE_FIELD_NUMBER: _ClassVar[int]
+    source: str
+    requests: _containers.RepeatedScalarFieldContainer[str]
+    opaque: OpaqueDeviceConfiguration
+    def __init__(self, source: _Optional[str] = ..., requests: _Optional[_Iterable[str]] = ..., opaque: _Optional[_Union[OpaqueDeviceConfiguration, _Mapping]] = ...) -> None: ...
+
+class DeviceAllocationResult(_message.Message):
+    __slots__ = ("results", "config")
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[DeviceRequestAllocationResult]
+    config: _containers.RepeatedCompositeFieldContainer[DeviceAllocationConfiguration]
+    def __init__(self, results: _Optional[_Iterable[_Union[DeviceRequestAllocationResult, _Mapping]]] = ..., config: _Optional[_Iterable[_Union[DeviceAllocationConfiguration, _Mapping]]] = ...) -> None: ...
+
+class AllocationResult(_message.Message):
+    __slots__ = ("devices", "node_selector", "allocation_timestamp")
+    DEVICES_FIELD_NUMBER: _ClassVar[int]
+    NODE_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATION_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    devices: DeviceAllocationResult
+    node_selector: NodeSelector
+    allocation_timestamp: _timestamp_pb2.Timestamp
+    def __init__(self, devices: _Optional[_Union[DeviceAllocationResult, _Mapping]] = ..., node_selector: _Optional[_Union[NodeSelector, _Mapping]] = ..., allocation_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ResourceClaimConsumerReference(_message.Message):
+    __slots__ = ("api_group", "resource", "name", "uid")
+    API_GROUP_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    api_group: str
+    resource: str
+    name: str
+    uid: str
+    def __init__(self, api_group: _Optional[str] = ..., resource: _Optional[str] = ..., name: _Optional[str] = ..., uid: _Optional[str] = ...) -> None: ...
+
+class NetworkDeviceData(_message.Message):
+    __slots__ = ("interface_name", "ips", "hardware_address")
+    INTERFACE_NAME_FIELD_NUMBER: _ClassVar[int]
+    IPS_FIELD_NUMBER: _ClassVar[int]
+    HARDWARE_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    interface_name: str
+    ips: _containers.RepeatedScalarFieldContainer[str]
+    hardware_address: str
+    def __init__(self, interface_name: _Optional[str] = ..., ips: _Optional[_Iterable[str]] = ..., hardware_address: _Optional[str] = ...) -> None: ...
+
+class AllocatedDeviceStatus(_message.Message):
+    __slots__ = ("driver", "pool", "device", "share_id", "conditions", "data", "network_data")
+    DRIVER_FIELD_NUMBER: _ClassVar[int]
+    POOL_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_FIELD_NUMBER: _ClassVar[int]
+    SHARE_ID_FIELD_NUMBER: _ClassVar[int]
+    CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    NETWORK_DATA_FIELD_NUMBER: _ClassVar[int]
+    driver: str
+    pool: str
+    device: str
+    share_id: str
+    conditions: _containers.RepeatedCompositeFieldContainer[Condition]
+    data: RawExtension
+    network_data: NetworkDeviceData
+    def __init__(self, driver: _Optional[str] = ..., pool: _Optional[str] = ..., device: _Optional[str] = ..., share_id: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[Condition, _Mapping]]] = ..., data: _Optional[_Union[RawExtension, _Mapping]] = ..., network_data: _Optional[_Union[NetworkDeviceData, _Mapping]] = ...) -> None: ...
+
+class ResourceClaimStatus(_message.Message):
+    __slots__ = ("allocation", "reserved_for", "devices")
+    ALLOCATION_FIELD_NUMBER: _ClassVar[int]
+    RESERVED_FOR_FIELD_NUMBER: _ClassVar[int]
+    DEVICES_FIELD_NUMBER: _ClassVar[int]
+    allocation: AllocationResult
+    reserved_for: _containers.RepeatedCompositeFieldContainer[ResourceClaimConsumerReference]
+    devices: _containers.RepeatedCompositeFieldContainer[AllocatedDeviceStatus]
+    def __init__(self, allocation: _Optional[_Union[AllocationResult, _Mapping]] = ..., reserved_for: _Optional[_Iterable[_Union[ResourceClaimConsumerReference, _Mapping]]] = ..., devices: _Optional[_Iterable[_Union[AllocatedDeviceStatus, _Mapping]]] = ...) -> None: ...
+
+class ResourceClaim(_message.Message):
+    __slots__ = ("metadata", "spec", "status")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    spec: ResourceClaimSpec
+    status: ResourceClaimStatus
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[ResourceClaimSpec, _Mapping]] = ..., status: _Optional[_Union[ResourceClaimStatus, _Mapping]] = ...) -> None: ...
+
+class ResourceClaimTemplateSpec(_message.Message):
+    __slots__ = ("metadata", "spec")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    spec: ResourceClaimSpec
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[ResourceClaimSpec, _Mapping]] = ...) -> None: ...
+
+class ResourceClaimTemplate(_message.Message):
+    __slots__ = ("metadata", "spec")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    spec: ResourceClaimTemplateSpec
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[ResourceClaimTemplateSpec, _Mapping]] = ...) -> None: ...
+
+class DeviceTaintSelector(_message.Message):
+    __slots__ = ("driver", "pool", "device")
+    DRIVER_FIELD_NUMBER: _ClassVar[int]
+    POOL_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_FIELD_NUMBER: _ClassVar[int]
+    driver: str
+    pool: str
+    device: str
+    def __init__(self, driver: _Optional[str] = ..., pool: _Optional[str] = ..., device: _Optional[str] = ...) -> None: ...
+
+class DeviceTaintRuleSpec(_message.Message):
+    __slots__ = ("device_selector", "taint")
+    DEVICE_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    TAINT_FIELD_NUMBER: _ClassVar[int]
+    device_selector: DeviceTaintSelector
+    taint: DeviceTaint
+    def __init__(self, device_selector: _Optional[_Union[DeviceTaintSelector, _Mapping]] = ..., taint: _Optional[_Union[DeviceTaint, _Mapping]] = ...) -> None: ...
+
+class DeviceTaintRuleStatus(_message.Message):
+    __slots__ = ("conditions",)
+    CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    conditions: _containers.RepeatedCompositeFieldContainer[Condition]
+    def __init__(self, conditions: _Optional[_Iterable[_Union[Condition, _Mapping]]] = ...) -> None: ...
+
+class DeviceTaintRule(_message.Message):
+    __slots__ = ("metadata", "spec", "status")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    metadata: ObjectMeta
+    spec: DeviceTaintRuleSpec
+    status: DeviceTaintRuleStatus
+    def __init__(self, metadata: _Optional[_Union[ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[DeviceTaintRuleSpec, _Mapping]] = ..., status: _Optional[_Union[DeviceTaintRuleStatus, _Mapping]] = ...) -> None: ...
