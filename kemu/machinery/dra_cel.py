@@ -78,7 +78,9 @@ class CELRuntimeError(Exception):
 # ---------------------------------------------------------------- the types
 
 
-def _build_pool() -> descriptor_pool.DescriptorPool:
+def _build_pool(consumable_capacity: bool) -> descriptor_pool.DescriptorPool:
+    """`kubernetes.DRADevice`, with `allowMultipleAllocations` or without it (one pool each,
+    so that both carry upstream's type name), and the Quantity and Semver value types."""
     fd = descriptor_pb2.FieldDescriptorProto
     pool = descriptor_pool.DescriptorPool()
     pool.Add(descriptor_pb2.FileDescriptorProto.FromString(struct_pb2.DESCRIPTOR.serialized_pb))
@@ -91,7 +93,7 @@ def _build_pool() -> descriptor_pool.DescriptorPool:
     for name in ("Quantity", "Semver"):
         msg = proto.message_type.add(name=name)
         msg.field.add(name="value", number=1, type=fd.TYPE_STRING, label=fd.LABEL_OPTIONAL)
-    for type_name, multi in (("DRADevice", False), ("DRADeviceConsumableCapacity", True)):
+    for type_name, multi in (("DRADevice", consumable_capacity),):
         dev = proto.message_type.add(name=type_name)
         dev.field.add(name="driver", number=1, type=fd.TYPE_STRING, label=fd.LABEL_OPTIONAL)
         if multi:
@@ -124,7 +126,8 @@ def _build_pool() -> descriptor_pool.DescriptorPool:
     return pool
 
 
-_POOL: Final = _build_pool()
+_POOL: Final = _build_pool(consumable_capacity=False)
+_POOL_CONSUMABLE: Final = _build_pool(consumable_capacity=True)
 _QuantityMsg: Any = message_factory.GetMessageClass(
     _POOL.FindMessageTypeByName("kubernetes.Quantity")
 )
@@ -284,9 +287,9 @@ def _extensions(typed: bool) -> list[Any]:
     ]
 
 
-def _env(device_type: Any, typed: bool) -> Any:
+def _env(device_type: Any, typed: bool, pool: descriptor_pool.DescriptorPool = _POOL) -> Any:
     return cel.NewEnv(
-        descriptor_pool=_POOL, variables={DEVICE_VAR: device_type}, extensions=_extensions(typed)
+        descriptor_pool=pool, variables={DEVICE_VAR: device_type}, extensions=_extensions(typed)
     )
 
 
@@ -295,7 +298,7 @@ def _env(device_type: Any, typed: bool) -> Any:
 # evaluation environment declares it as a map fed plain dicts (Quantity/Semver leaves).
 _CHECK_ENVS: Final = {
     False: _env(cel.Type("kubernetes.DRADevice"), typed=True),
-    True: _env(cel.Type("kubernetes.DRADeviceConsumableCapacity"), typed=True),
+    True: _env(cel.Type("kubernetes.DRADevice"), typed=True, pool=_POOL_CONSUMABLE),
 }
 _EVAL_ENV: Final = _env(cel.Type.Map(cel.Type.STRING, cel.Type.DYN), typed=False)
 _ACCEPTED_RESULTS: Final = frozenset({"BOOL", "DYN"})
