@@ -228,3 +228,60 @@ def test_s_dra_api_13_get_resourceclaims_prints_state(kubectl: Kubectl) -> None:
     assert "status.reservedFor: Forbidden: may not be specified when `allocated` is not set" in (
         refused.stderr
     )
+
+
+BETA1 = """
+apiVersion: resource.k8s.io/v1beta1
+kind: ResourceSlice
+metadata:
+  name: old-slice
+spec:
+  driver: gpu.example.com
+  nodeName: node-1
+  pool: {name: node-1, resourceSliceCount: 1}
+  devices:
+  - name: gpu-0
+    basic:
+      attributes:
+        model: {string: A100}
+---
+apiVersion: resource.k8s.io/v1beta1
+kind: ResourceClaim
+metadata:
+  name: old-claim
+  namespace: default
+spec:
+  devices:
+    requests:
+    - name: gpu
+      deviceClassName: gpu.example.com
+      count: 2
+"""
+
+
+def test_s_dra_api_15_v1beta1_and_v1beta2_at_1_33(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """1.33: DynamicResourceAllocation beta (off by default) with resource.k8s.io/v1beta1 and
+    v1beta2 enabled by --runtime-config; no v1. One object, two shapes."""
+    with Cluster(tmp_path_factory.mktemp("dra-133")) as c:
+        c.start_etcd(unsafe_no_fsync=True)
+        c.start_apiserver(
+            rest=True,
+            emulated_version="1.33",
+            feature_gates={"DynamicResourceAllocation": True},
+            runtime_config={"resource.k8s.io/v1beta1": "true", "resource.k8s.io/v1beta2": "true"},
+        )
+        c.write_kubeconfig()
+        kubectl = Kubectl(c)
+        kubectl.run("apply", "-f", "-", stdin=BETA1)
+        beta1 = kubectl.json("get", "resourceclaims.v1beta1.resource.k8s.io", "old-claim")
+        assert beta1["spec"]["devices"]["requests"][0]["count"] == 2
+        beta2 = kubectl.json("get", "resourceclaims.v1beta2.resource.k8s.io", "old-claim")
+        assert beta2["apiVersion"] == "resource.k8s.io/v1beta2"
+        exactly = beta2["spec"]["devices"]["requests"][0]["exactly"]
+        assert (exactly["deviceClassName"], exactly["count"]) == ("gpu.example.com", 2)
+        device = kubectl.json("get", "resourceslices.v1beta1.resource.k8s.io", "old-slice")["spec"][
+            "devices"
+        ][0]
+        assert device == {"name": "gpu-0", "basic": {"attributes": {"model": {"string": "A100"}}}}
+        missing = kubectl.run("get", "resourceclaims.v1.resource.k8s.io", check=False)
+        assert missing.returncode != 0

@@ -376,3 +376,50 @@ def test_s_dra_api_10_device_taint_rule_time_added_and_effect() -> None:
     assert rule.spec.taint.HasField("time_added")
     (c,) = validate_object(rule)
     assert c.field == "spec.taint.effect" and c.message.startswith('Unsupported value: "Bad"')
+
+
+def test_s_dra_api_14_v1beta1_shape_converted() -> None:
+    """pkg/apis/resource/v1beta1/conversion.go: Device.basic and flat requests."""
+    from kemu.machinery import podgroups
+
+    v1beta1_slice = {
+        "apiVersion": "resource.k8s.io/v1beta1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": "s"},
+        "spec": {
+            "driver": "gpu.example.com",
+            "pool": {"name": "p", "resourceSliceCount": 1},
+            "nodeName": "n1",
+            "allNodes": False,
+            "devices": [{"name": "d0", "basic": {"attributes": {"model": {"string": "A"}}}}],
+        },
+    }
+    sl = podgroups.from_versioned(
+        BY_KIND["ResourceSlice"], v1beta1_slice, "resource.k8s.io/v1beta1"
+    )
+    assert isinstance(sl, pb.ResourceSlice)
+    assert sl.spec.devices[0].attributes["model"].string_value == "A"
+    assert not sl.spec.HasField("all_nodes")
+    out = podgroups.to_versioned(sl, "resource.k8s.io/v1beta1")
+    assert out["apiVersion"] == "resource.k8s.io/v1beta1"
+    assert out["spec"]["devices"] == [
+        {"name": "d0", "basic": {"attributes": {"model": {"string": "A"}}}}
+    ]
+
+    v1beta1_claim = {
+        "apiVersion": "resource.k8s.io/v1beta1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "c", "namespace": "default"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "deviceClassName": "gpu", "count": 2}]}},
+    }
+    claim = podgroups.from_versioned(
+        BY_KIND["ResourceClaim"], v1beta1_claim, "resource.k8s.io/v1beta1"
+    )
+    assert isinstance(claim, pb.ResourceClaim)
+    assert claim.spec.devices.requests[0].exactly.count == 2
+    back = podgroups.to_versioned(claim, "resource.k8s.io/v1beta1")
+    assert back["spec"]["devices"]["requests"] == [
+        {"name": "gpu", "deviceClassName": "gpu", "count": 2}
+    ]
+    v1beta2 = podgroups.to_versioned(claim, "resource.k8s.io/v1beta2")
+    assert v1beta2["spec"]["devices"]["requests"][0]["exactly"]["count"] == 2
