@@ -400,7 +400,7 @@ def test_s_dra_api_14_v1beta1_shape_converted() -> None:
     assert isinstance(sl, pb.ResourceSlice)
     assert sl.spec.devices[0].attributes["model"].string_value == "A"
     assert not sl.spec.HasField("all_nodes")
-    out = podgroups.to_versioned(sl, "resource.k8s.io/v1beta1")
+    out: Any = podgroups.to_versioned(sl, "resource.k8s.io/v1beta1")
     assert out["apiVersion"] == "resource.k8s.io/v1beta1"
     assert out["spec"]["devices"] == [
         {"name": "d0", "basic": {"attributes": {"model": {"string": "A"}}}}
@@ -417,9 +417,9 @@ def test_s_dra_api_14_v1beta1_shape_converted() -> None:
     )
     assert isinstance(claim, pb.ResourceClaim)
     assert claim.spec.devices.requests[0].exactly.count == 2
-    back = podgroups.to_versioned(claim, "resource.k8s.io/v1beta1")
+    back: Any = podgroups.to_versioned(claim, "resource.k8s.io/v1beta1")
     assert back["spec"]["devices"]["requests"] == [
         {"name": "gpu", "deviceClassName": "gpu", "count": 2}
     ]
-    v1beta2 = podgroups.to_versioned(claim, "resource.k8s.io/v1beta2")
+    v1beta2: Any = podgroups.to_versioned(claim, "resource.k8s.io/v1beta2")
     assert v1beta2["spec"]["devices"]["requests"][0]["exactly"]["count"] == 2
