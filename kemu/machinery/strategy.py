@@ -426,7 +426,8 @@ class ResourceClaimTemplateStrategy(Strategy):
 
 class DeviceTaintRuleStrategy(_StatusReset):
     """pkg/registry/resource/devicetaintrule/strategy.go: the status reset on create; the
-    taint's timeAdded set to now when the client left it unset."""
+    taint's timeAdded set to now when the client left it unset (DeviceTaint.timeAdded's API
+    doc: "Added automatically during create or update if not set"; kemu sets it on create)."""
 
     def prepare_for_create(self, obj: Message, opts: StrategyOptions, now: float) -> None:
         super().prepare_for_create(obj, opts, now)
